@@ -1,0 +1,93 @@
+// compile_cache: the key of an entry, a digest of up to 64 bytes.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace compile_cache {
+
+/// A key: the digest a Hasher produced for a canonical message. Small, regular and
+/// cheap to copy; holds digests of 1 to 64 bytes so any Hasher's result fits.
+class key {
+public:
+    static constexpr std::size_t max_size = 64;
+
+    key() noexcept = default;
+
+    key(void const* bytes, std::size_t n) noexcept
+        : size_(static_cast<std::uint8_t>(n < max_size ? n : max_size)) {
+        std::memcpy(bytes_.data(), bytes, size_);
+    }
+
+    /// From any contiguous digest type such as `std::array<unsigned char, 32>`.
+    template <class Digest, class = decltype(std::declval<Digest const&>().data()),
+              class = decltype(std::declval<Digest const&>().size())>
+    explicit key(Digest const& d) noexcept : key(d.data(), d.size()) {}
+
+    unsigned char const* data() const noexcept { return bytes_.data(); }
+    std::size_t size() const noexcept { return size_; }
+    bool empty() const noexcept { return size_ == 0; }
+
+    /// Lower-case hexadecimal, two digits per byte.
+    std::string hex() const {
+        static constexpr char digits[] = "0123456789abcdef";
+        std::string s(size_ * 2, '0');
+        for (std::size_t i = 0; i < size_; ++i) {
+            s[2 * i] = digits[bytes_[i] >> 4];
+            s[2 * i + 1] = digits[bytes_[i] & 15];
+        }
+        return s;
+    }
+
+    /// Parses what hex() wrote; nullopt for anything else (odd length, bad digit, too long).
+    static std::optional<key> from_hex(std::string_view s) {
+        if (s.empty() || s.size() % 2 != 0 || s.size() / 2 > max_size) return std::nullopt;
+        key k;
+        k.size_ = static_cast<std::uint8_t>(s.size() / 2);
+        for (std::size_t i = 0; i < k.size_; ++i) {
+            int hi = hex_digit(s[2 * i]), lo = hex_digit(s[2 * i + 1]);
+            if (hi < 0 || lo < 0) return std::nullopt;
+            k.bytes_[i] = static_cast<unsigned char>(hi * 16 + lo);
+        }
+        return k;
+    }
+
+    friend bool operator==(key const& a, key const& b) noexcept {
+        return a.size_ == b.size_ && std::memcmp(a.bytes_.data(), b.bytes_.data(), a.size_) == 0;
+    }
+    friend bool operator!=(key const& a, key const& b) noexcept { return !(a == b); }
+    friend bool operator<(key const& a, key const& b) noexcept {
+        return std::lexicographical_compare(a.bytes_.begin(), a.bytes_.begin() + a.size_,
+                                            b.bytes_.begin(), b.bytes_.begin() + b.size_);
+    }
+
+private:
+    static int hex_digit(char c) noexcept {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        return -1;
+    }
+
+    std::array<unsigned char, max_size> bytes_{};
+    std::uint8_t size_ = 0;
+};
+
+} // namespace compile_cache
+
+template <>
+struct std::hash<compile_cache::key> {
+    std::size_t operator()(compile_cache::key const& k) const noexcept {
+        // The bytes are already a cryptographic digest: any eight of them are uniform.
+        std::size_t h = 0;
+        std::memcpy(&h, k.data(), std::min(sizeof h, k.size()));
+        return h;
+    }
+};

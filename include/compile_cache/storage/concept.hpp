@@ -1,0 +1,71 @@
+// compile_cache: the Storage policy. A Storage keeps opaque, already-enveloped
+// bytes under a key; it knows nothing of what they mean.
+#pragma once
+
+#include <compile_cache/key/key.hpp>
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+
+namespace compile_cache {
+
+enum class read_status {
+    found,     ///< the bytes were read into the output buffer
+    absent,    ///< no entry under that key
+    too_large, ///< an entry exists but is larger than the caller's bound; nothing was read
+    error,     ///< the entry could not be read (permission, I/O error, ...)
+};
+
+struct read_result {
+    read_status status = read_status::absent;
+    std::error_code error{}; ///< set when status is error
+};
+
+namespace detail {
+template <class S, class = void>
+struct has_read : std::false_type {};
+template <class S>
+struct has_read<S, std::enable_if_t<std::is_same_v<
+    decltype(std::declval<S&>().read(std::declval<key const&>(), std::declval<std::string&>(),
+                                     std::declval<std::size_t>())),
+    read_result>>> : std::true_type {};
+
+template <class S, class = void>
+struct has_write : std::false_type {};
+template <class S>
+struct has_write<S, std::enable_if_t<std::is_same_v<
+    decltype(std::declval<S&>().write(std::declval<key const&>(), std::declval<std::string_view>())),
+    std::error_code>>> : std::true_type {};
+
+template <class S, class = void>
+struct has_remove : std::false_type {};
+template <class S>
+struct has_remove<S, std::enable_if_t<std::is_same_v<
+    decltype(std::declval<S&>().remove(std::declval<key const&>())), std::error_code>>>
+    : std::true_type {};
+} // namespace detail
+
+/// Checks a Storage policy, one requirement at a time, so that a user's own backend
+/// that misses one gets a sentence naming it instead of a page of template errors.
+template <class S>
+struct check_storage {
+    static_assert(detail::has_read<S>::value,
+                  "compile_cache: the Storage has no read member; expected "
+                  "`compile_cache::read_result read(compile_cache::key const&, std::string& out, "
+                  "std::size_t max_size)`");
+    static_assert(detail::has_write<S>::value,
+                  "compile_cache: the Storage has no write member; expected "
+                  "`std::error_code write(compile_cache::key const&, std::string_view bytes)` "
+                  "that replaces any entry under that key atomically");
+    static_assert(detail::has_remove<S>::value,
+                  "compile_cache: the Storage has no remove member; expected "
+                  "`std::error_code remove(compile_cache::key const&)` (removing an absent entry "
+                  "is not an error)");
+    static constexpr bool value = true;
+};
+
+} // namespace compile_cache
