@@ -1,0 +1,315 @@
+// compile_cache: basic_cache, the front a host talks to. It owns the envelope, the
+// statistics and the policy for failures: any failure is a miss with a counted
+// reason, and nothing the cache does throws into the host or changes a result.
+#pragma once
+
+#include <compile_cache/detail/env.hpp>
+#include <compile_cache/envelope.hpp>
+#include <compile_cache/hasher/concept.hpp>
+#include <compile_cache/hasher/sha256.hpp>
+#include <compile_cache/key/builder.hpp>
+#include <compile_cache/key/toolchain.hpp>
+#include <compile_cache/resolver/concept.hpp>
+#include <compile_cache/resolver/reference.hpp>
+#include <compile_cache/resolver/registry.hpp>
+#include <compile_cache/serializer/boost_archive.hpp>
+#include <compile_cache/serializer/concept.hpp>
+#include <compile_cache/statistics.hpp>
+#include <compile_cache/storage/concept.hpp>
+#include <compile_cache/storage/directory_storage.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+namespace compile_cache {
+
+/// Where a kernel comes from, as the host sees it now. Stored in the entry; when a
+/// loaded kernel's origin_line differs (lines were added above it), its source
+/// positions are shifted through `relocate_source(artifact, delta)` if the artifact
+/// type provides one (found by argument-dependent lookup).
+struct entry_info {
+    std::string name;
+    std::string origin_file;
+    std::int64_t origin_line = 0;
+};
+
+/// How get_or_compile produced its value.
+enum class outcome {
+    loaded,   ///< from the cache
+    compiled, ///< by the host's compile function (a miss, or the cache is disabled)
+    bypassed, ///< by the host's compile function, because the key could not be made
+};
+
+inline char const* to_string(outcome o) noexcept {
+    switch (o) {
+    case outcome::loaded: return "loaded";
+    case outcome::compiled: return "compiled";
+    case outcome::bypassed: return "bypass";
+    }
+    return "?";
+}
+
+template <class Artifact>
+struct cached {
+    Artifact value;
+    compile_cache::outcome outcome = compile_cache::outcome::compiled;
+    std::string reason; ///< for a bypass: why the kernel could not be keyed
+};
+
+/// Settings of a cache; from_env fills them from PREFIX_* variables.
+struct cache_options {
+    std::size_t max_entry_size = std::size_t{64} << 20; ///< larger entries are neither read nor written
+    std::function<void(std::string_view)> logger;        ///< one-line diagnostics; silent when empty
+};
+
+namespace detail {
+void relocate_source() = delete; // poison pill: only the host's overload, found by ADL
+
+template <class A, class = void>
+struct has_relocate_source : std::false_type {};
+template <class A>
+struct has_relocate_source<A, std::void_t<decltype(relocate_source(std::declval<A&>(), std::int64_t{}))>>
+    : std::true_type {};
+
+inline std::uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) noexcept {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since).count());
+}
+} // namespace detail
+
+/// The cache: four policies composed at compile time.
+/// \code
+/// using kernel_cache = compile_cache::basic_cache<compile_cache::sha256, compile_cache::boost_binary,
+///                                                 compile_cache::registry, compile_cache::directory_storage>;
+/// auto cache = kernel_cache::from_env("MYDSL_CACHE");   // MYDSL_CACHE_DIR
+/// auto k = cache.make_key_builder("mydsl 1.2").add("ir", ir_text).finish();
+/// auto r = cache.get_or_compile<artifact>(k, {"main", "prog.dsl", 12}, [&] { return compile(); });
+/// \endcode
+template <class Hasher, class Serializer, class Resolver, class Storage>
+class basic_cache {
+    static_assert(check_hasher<Hasher>::value, "");
+    static_assert(check_resolver<Resolver>::value, "");
+    static_assert(check_storage<Storage>::value, "");
+
+public:
+    using hasher_type = Hasher;
+    using serializer_type = Serializer;
+    using resolver_type = Resolver;
+    using storage_type = Storage;
+
+    /// A disabled cache: loads nothing, stores nothing, touches no file.
+    basic_cache() : state_(std::make_unique<state>()) {}
+
+    /// An enabled cache over `storage`.
+    explicit basic_cache(Storage storage, cache_options options = {})
+        : state_(std::make_unique<state>()), storage_(std::move(storage)), options_(std::move(options)),
+          enabled_(true) {}
+
+    basic_cache(basic_cache&&) noexcept = default;
+    basic_cache& operator=(basic_cache&&) noexcept = default;
+
+    /// The cache the environment asks for: `PREFIX_DIR` names the directory; unset,
+    /// empty, `0`, `off`, `false` or `no` (any case) disable it. `PREFIX_LOG=1` sends
+    /// one-line diagnostics to stderr. Needs a Storage constructible from a directory.
+    static basic_cache from_env(std::string_view prefix) {
+        static_assert(std::is_constructible_v<Storage, std::string>,
+                      "compile_cache: from_env needs a Storage constructible from a directory path "
+                      "(std::string); construct the cache with your storage object instead");
+        std::string p(prefix);
+        std::string dir = detail::getenv_string(p + "_DIR");
+        if (detail::is_off(dir)) return basic_cache();
+        cache_options options;
+        if (!detail::is_off(detail::getenv_string(p + "_LOG")))
+            options.logger = [](std::string_view line) {
+                std::fprintf(stderr, "compile_cache: %.*s\n", static_cast<int>(line.size()), line.data());
+            };
+        return basic_cache(Storage(std::move(dir)), std::move(options));
+    }
+
+    bool enabled() const noexcept { return enabled_; }
+    Resolver& resolver() noexcept { return state_->resolver; }
+    Storage& storage() noexcept { return storage_; }
+    cache_options const& options() const noexcept { return options_; }
+
+    /// Sets the function that receives one-line diagnostics (replacing PREFIX_LOG's).
+    void set_logger(std::function<void(std::string_view)> logger) { options_.logger = std::move(logger); }
+
+    statistics_snapshot stats() const { return state_->stats.snapshot(); }
+
+    /// The serializer's format: part of every entry and of every key.
+    static std::string format_id() { return std::string(Serializer::format_id()); }
+
+    /// A key builder with the toolchain component already added: the library's
+    /// format, the compiler, Boost and the archive format, the ABI, the host's
+    /// version string and its build-id.
+    key_builder<Hasher> make_key_builder(std::string host_version = {}) const {
+        key_builder<Hasher> kb;
+        kb.add("toolchain", toolchain::current(std::move(host_version), format_id()));
+        return kb;
+    }
+
+    /// Loads the artifact stored under `k`, relinking its references through the
+    /// resolver; `self` is the live kernel it is loaded for. nullopt on any miss.
+    template <class Artifact>
+    std::optional<Artifact> load(key_result const& k, entry_info const& info = {}, void const* self = nullptr) {
+        static_assert(check_serializer<Serializer, Artifact>::value, "");
+        if (!enabled_ || !k.ok()) return std::nullopt;
+        auto start = std::chrono::steady_clock::now();
+        std::size_t bytes = 0;
+        try {
+            thread_local std::string buffer; // reused: a hit allocates no read buffer
+            read_result rr = storage_.read(k.value(), buffer, options_.max_entry_size);
+            switch (rr.status) {
+            case read_status::found: break;
+            case read_status::absent: return missed(miss_reason::absent, 0, start, info, {});
+            case read_status::too_large: return missed(miss_reason::too_large, 0, start, info, {});
+            case read_status::error:
+                return missed(miss_reason::read_error, 0, start, info, rr.error.message());
+            }
+            bytes = buffer.size();
+            opened_envelope env = open_envelope(buffer, k.value(), Serializer::format_id(), options_.max_entry_size);
+            switch (env.status) {
+            case envelope_status::ok: break;
+            case envelope_status::corrupt: return missed(miss_reason::corrupt, bytes, start, info, {});
+            case envelope_status::foreign_version: return missed(miss_reason::foreign_version, bytes, start, info, {});
+            case envelope_status::key_mismatch: return missed(miss_reason::key_mismatch, bytes, start, info, {});
+            case envelope_status::too_large: return missed(miss_reason::too_large, bytes, start, info, {});
+            }
+            std::optional<Artifact> artifact(std::in_place);
+            try {
+                Serializer::load(env.payload, *artifact, resolver_context::of(state_->resolver, self));
+            } catch (unresolved_reference const& e) {
+                return missed(miss_reason::unresolved_reference, bytes, start, info, e.what());
+            } catch (std::exception const& e) {
+                return missed(miss_reason::deserialize_error, bytes, start, info, e.what());
+            }
+            if constexpr (detail::has_relocate_source<Artifact>::value) {
+                if (info.origin_line != 0 && env.metadata.origin_line != info.origin_line)
+                    relocate_source(*artifact, info.origin_line - env.metadata.origin_line);
+            }
+            state_->stats.hit(bytes, detail::elapsed_ns(start));
+            return artifact;
+        } catch (std::exception const& e) {
+            return missed(miss_reason::deserialize_error, bytes, start, info, e.what());
+        } catch (...) {
+            return missed(miss_reason::deserialize_error, bytes, start, info, "unknown exception");
+        }
+    }
+
+    /// Stores `artifact` under `k`, atomically. False, counted and logged, on any
+    /// failure; the host keeps its artifact either way.
+    template <class Artifact>
+    bool store(key_result const& k, Artifact const& artifact, entry_info const& info = {}, void const* self = nullptr,
+               std::chrono::nanoseconds compile_time = {}) {
+        static_assert(check_serializer<Serializer, Artifact>::value, "");
+        if (!enabled_ || !k.ok()) return false;
+        auto start = std::chrono::steady_clock::now();
+        try {
+            entry_metadata meta;
+            meta.name = info.name;
+            meta.origin_file = info.origin_file;
+            meta.origin_line = info.origin_line;
+            meta.format_id = Serializer::format_id();
+            meta.created_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count();
+            meta.compile_ns = static_cast<std::uint64_t>(compile_time.count() < 0 ? 0 : compile_time.count());
+            std::string entry;
+            std::size_t length_at = begin_envelope(entry, k.value(), meta);
+            try {
+                Serializer::save(entry, artifact, resolver_context::of(state_->resolver, self));
+            } catch (unresolved_reference const& e) {
+                return store_failed(store_failure::unresolved_reference, start, info, e.what());
+            } catch (std::exception const& e) {
+                return store_failed(store_failure::serialize_error, start, info, e.what());
+            }
+            if (envelope_payload_size(entry, length_at) > options_.max_entry_size)
+                return store_failed(store_failure::too_large, start, info, {});
+            seal_envelope(entry, length_at);
+            if (std::error_code ec = storage_.write(k.value(), entry))
+                return store_failed(store_failure::write_error, start, info, ec.message());
+            state_->stats.stored(entry.size(), detail::elapsed_ns(start));
+            return true;
+        } catch (std::exception const& e) {
+            return store_failed(store_failure::serialize_error, start, info, e.what());
+        } catch (...) {
+            return store_failed(store_failure::serialize_error, start, info, "unknown exception");
+        }
+    }
+
+    /// The artifact for `k`: loaded when the cache has it, otherwise compiled by
+    /// `compile()` (a callable returning the artifact) and stored. Exceptions of
+    /// `compile` reach the caller; nothing else does.
+    template <class Artifact, class Compile>
+    cached<Artifact> get_or_compile(key_result const& k, entry_info const& info, Compile&& compile,
+                                    void const* self = nullptr) {
+        if (!enabled_) return cached<Artifact>{std::forward<Compile>(compile)(), outcome::compiled, {}};
+        if (!k.ok()) {
+            state_->stats.bypassed(k.bypass_reason());
+            log("bypass " + info.name + ": " + k.bypass_reason());
+            return cached<Artifact>{std::forward<Compile>(compile)(), outcome::bypassed, k.bypass_reason()};
+        }
+        if (std::optional<Artifact> hit = load<Artifact>(k, info, self))
+            return cached<Artifact>{std::move(*hit), outcome::loaded, {}};
+        auto start = std::chrono::steady_clock::now();
+        cached<Artifact> result{std::forward<Compile>(compile)(), outcome::compiled, {}};
+        std::uint64_t compile_ns = detail::elapsed_ns(start);
+        state_->stats.compiled(compile_ns);
+        store(k, result.value, info, self, std::chrono::nanoseconds(compile_ns));
+        return result;
+    }
+
+private:
+    struct state {
+        Resolver resolver;
+        statistics stats;
+        std::atomic<bool> write_error_logged{false};
+    };
+
+    std::nullopt_t missed(miss_reason r, std::size_t bytes, std::chrono::steady_clock::time_point start,
+                          entry_info const& info, std::string const& detail) noexcept {
+        state_->stats.miss(r, bytes, detail::elapsed_ns(start));
+        if (r != miss_reason::absent)
+            log(std::string("miss ") + info.name + ": " + to_string(r) + (detail.empty() ? "" : ": " + detail));
+        return std::nullopt;
+    }
+
+    bool store_failed(store_failure f, std::chrono::steady_clock::time_point start, entry_info const& info,
+                      std::string const& detail) noexcept {
+        state_->stats.store_failed(f, detail::elapsed_ns(start));
+        // A write error (disk full, read-only, permission) tends to repeat for every
+        // store: it is reported once, and counted every time.
+        if (f == store_failure::write_error && state_->write_error_logged.exchange(true)) return false;
+        log(std::string("store failed ") + info.name + ": " + to_string(f) + (detail.empty() ? "" : ": " + detail));
+        return false;
+    }
+
+    void log(std::string const& line) noexcept {
+        if (!options_.logger) return;
+        try {
+            options_.logger(line);
+        } catch (...) {
+            // A throwing logger must not turn a counted miss into a failure in the host.
+        }
+    }
+
+    std::unique_ptr<state> state_;
+    Storage storage_{};
+    cache_options options_;
+    bool enabled_ = false;
+};
+
+/// The common composition: SHA-256 keys, Boost binary archives, the registry, and a
+/// directory on disk.
+using default_cache = basic_cache<sha256, boost_binary, registry, directory_storage>;
+
+} // namespace compile_cache

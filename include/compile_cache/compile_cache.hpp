@@ -1,0 +1,31 @@
+// compile_cache: the umbrella header. Everything that needs nothing beyond the
+// standard library and Boost; optional headers (an LLVM adapter, remote tiers) are
+// included on their own.
+#pragma once
+
+#include <compile_cache/version.hpp>
+
+#include <compile_cache/hasher/concept.hpp>
+#include <compile_cache/hasher/sha256.hpp>
+
+#include <compile_cache/key/builder.hpp>
+#include <compile_cache/key/key.hpp>
+#include <compile_cache/key/ordinal_map.hpp>
+#include <compile_cache/key/toolchain.hpp>
+#include <compile_cache/key/writer.hpp>
+
+#include <compile_cache/serializer/boost_archive.hpp>
+#include <compile_cache/serializer/concept.hpp>
+
+#include <compile_cache/resolver/concept.hpp>
+#include <compile_cache/resolver/reference.hpp>
+#include <compile_cache/resolver/registry.hpp>
+
+#include <compile_cache/storage/concept.hpp>
+#include <compile_cache/storage/directory_storage.hpp>
+#include <compile_cache/storage/memory_storage.hpp>
+#include <compile_cache/storage/null_storage.hpp>
+
+#include <compile_cache/envelope.hpp>
+#include <compile_cache/statistics.hpp>
+#include <compile_cache/cache.hpp>

@@ -1,0 +1,29 @@
+// compile_cache: reading settings from the environment.
+#pragma once
+
+#include <cctype>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+namespace compile_cache::detail {
+
+inline std::string lower(std::string_view s) {
+    std::string out(s);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+}
+
+/// The value of an environment variable; empty when unset.
+inline std::string getenv_string(std::string const& name) {
+    char const* v = std::getenv(name.c_str());
+    return v ? std::string(v) : std::string();
+}
+
+/// Unset, empty, `0`, `off`, `false` and `no` (any case) switch a setting off.
+inline bool is_off(std::string_view value) {
+    std::string v = lower(value);
+    return v.empty() || v == "0" || v == "off" || v == "false" || v == "no";
+}
+
+} // namespace compile_cache::detail

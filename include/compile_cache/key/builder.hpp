@@ -1,0 +1,155 @@
+// compile_cache: key_builder turns named components into a key, and keeps each
+// component's own digest so that a miss can be explained component by component.
+#pragma once
+
+#include <compile_cache/hasher/concept.hpp>
+#include <compile_cache/hasher/sha256.hpp>
+#include <compile_cache/key/key.hpp>
+#include <compile_cache/key/writer.hpp>
+#include <compile_cache/version.hpp>
+
+#include <exception>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace compile_cache {
+
+/// One named component of a key and the digest of its canonical message.
+struct component_digest {
+    std::string name;
+    key digest;
+
+    friend bool operator==(component_digest const& a, component_digest const& b) {
+        return a.name == b.name && a.digest == b.digest;
+    }
+};
+
+/// What key_builder::finish() gives: a key, or a bypass with the reason the host
+/// (or the builder) gave for why this kernel cannot be keyed.
+class key_result {
+public:
+    key_result() = default;
+
+    static key_result keyed(key k, std::vector<component_digest> components) {
+        key_result r;
+        r.key_ = k;
+        r.components_ = std::move(components);
+        return r;
+    }
+
+    static key_result bypass(std::string reason, std::vector<component_digest> components = {}) {
+        key_result r;
+        r.reason_ = reason.empty() ? std::string("unkeyable") : std::move(reason);
+        r.components_ = std::move(components);
+        return r;
+    }
+
+    /// True when there is a key; false for a bypass.
+    bool ok() const noexcept { return key_.has_value(); }
+    explicit operator bool() const noexcept { return ok(); }
+
+    /// The key; an empty key for a bypass.
+    key const& value() const noexcept {
+        static key const none{};
+        return key_ ? *key_ : none;
+    }
+
+    /// Why this kernel bypasses the cache; empty when ok().
+    std::string const& bypass_reason() const noexcept { return reason_; }
+
+    /// Each named component's digest, in the order they were added.
+    std::vector<component_digest> const& components() const noexcept { return components_; }
+
+    /// The names of the components that differ between two results (present in one
+    /// only, or with another digest): why a kernel that used to hit now misses.
+    std::vector<std::string> differing_components(key_result const& other) const {
+        std::vector<std::string> out;
+        std::size_t n = std::max(components_.size(), other.components_.size());
+        for (std::size_t i = 0; i < n; ++i) {
+            if (i < components_.size() && i < other.components_.size()) {
+                if (!(components_[i] == other.components_[i])) out.push_back(components_[i].name);
+            } else {
+                out.push_back(i < components_.size() ? components_[i].name : other.components_[i].name);
+            }
+        }
+        return out;
+    }
+
+private:
+    std::optional<key> key_;
+    std::string reason_;
+    std::vector<component_digest> components_;
+};
+
+/// Builds a key from named components:
+/// \code
+/// compile_cache::key_builder<> kb;
+/// kb.add("ir", canonical_text).add("callee", callee_key).add("options", opts);
+/// compile_cache::key_result k = kb.finish();
+/// \endcode
+/// Each component is written as a canonical message (see key_writer) and hashed on
+/// its own; the key is the digest of the names and digests in order. A value that
+/// cannot be described at run time is reported with fail(): the result is then a
+/// bypass, never a key.
+template <class Hasher = sha256>
+class key_builder {
+    static_assert(check_hasher<Hasher>::value, "");
+
+public:
+    using hasher_type = Hasher;
+
+    /// Adds a named component. Any exception while describing the value turns the
+    /// whole key into a bypass that names the component.
+    template <class T>
+    key_builder& add(std::string_view name, T const& value) {
+        if (failure_) return *this;
+        try {
+            scratch_.clear();
+            key_writer w(scratch_);
+            w(value);
+            Hasher h;
+            h.update(scratch_.data(), scratch_.size());
+            components_.push_back(component_digest{std::string(name), key(h.result())});
+        } catch (std::exception const& e) {
+            fail("component '" + std::string(name) + "' could not be described: " + e.what());
+        } catch (...) {
+            fail("component '" + std::string(name) + "' could not be described");
+        }
+        return *this;
+    }
+
+    /// Marks the key unusable: finish() then gives a bypass with this reason. The
+    /// first reason given is kept.
+    key_builder& fail(std::string reason) {
+        if (!failure_) failure_ = reason.empty() ? std::string("unkeyable") : std::move(reason);
+        return *this;
+    }
+
+    bool failed() const noexcept { return failure_.has_value(); }
+
+    /// The key over every component added so far, or a bypass.
+    key_result finish() const {
+        if (failure_) return key_result::bypass(*failure_, components_);
+        try {
+            std::string message;
+            key_writer w(message);
+            w("compile_cache.key", static_cast<std::uint32_t>(format_version));
+            for (auto const& c : components_) w(c.name, c.digest);
+            Hasher h;
+            h.update(message.data(), message.size());
+            return key_result::keyed(key(h.result()), components_);
+        } catch (std::exception const& e) {
+            return key_result::bypass(std::string("key could not be computed: ") + e.what());
+        }
+    }
+
+private:
+    std::string scratch_;
+    std::vector<component_digest> components_;
+    std::optional<std::string> failure_;
+};
+
+} // namespace compile_cache

@@ -1,0 +1,62 @@
+// compile_cache: the toolchain component of a key: everything outside the kernel's
+// own inputs that can change what compiling it produces, or how an entry is read.
+#pragma once
+
+#include <compile_cache/detail/build_id.hpp>
+#include <compile_cache/key/writer.hpp>
+#include <compile_cache/version.hpp>
+
+#include <boost/version.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace compile_cache {
+
+/// \code
+/// kb.add("toolchain", compile_cache::toolchain::current("mydsl 2.3", serializer::format_id()));
+/// \endcode
+/// basic_cache::make_key_builder() adds it for you.
+struct toolchain {
+    unsigned library_format = format_version;
+    std::string compiler;        ///< compiler id and version the host was built with
+    unsigned long boost_version = BOOST_VERSION;
+    std::string serializer_format; ///< the Serializer's format_id(): archive kind, version, ABI
+    unsigned pointer_size = sizeof(void*);
+    bool little_endian = true;
+    std::string host_version;    ///< the host's own version string
+    std::string host_build_id;   ///< the host program's GNU build-id, when it has one
+
+    /// The toolchain of the running program.
+    static toolchain current(std::string host_version = {}, std::string serializer_format = {}) {
+        toolchain t;
+        t.compiler = compiler_id();
+        t.serializer_format = std::move(serializer_format);
+        std::uint16_t probe = 1;
+        unsigned char first;
+        std::memcpy(&first, &probe, 1);
+        t.little_endian = first == 1;
+        t.host_version = std::move(host_version);
+        t.host_build_id = detail::main_program_build_id();
+        return t;
+    }
+
+    static std::string compiler_id() {
+#if defined(__clang__)
+        return std::string("clang ") + __clang_version__;
+#elif defined(__GNUC__)
+        return std::string("gcc ") + __VERSION__;
+#elif defined(_MSC_FULL_VER)
+        return "msvc " + std::to_string(_MSC_FULL_VER);
+#else
+        return "unknown";
+#endif
+    }
+
+    friend void describe(key_writer& w, toolchain const& t) {
+        w(t.library_format, t.compiler, t.boost_version, t.serializer_format, t.pointer_size,
+          t.little_endian, t.host_version, t.host_build_id);
+    }
+};
+
+} // namespace compile_cache

@@ -1,0 +1,280 @@
+// compile_cache: the canonical, self-delimiting message a key is the digest of,
+// and `describe`, the one customization point through which a host says what a
+// value of its own type consists of.
+#pragma once
+
+#include <compile_cache/detail/endian.hpp>
+#include <compile_cache/key/key.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace compile_cache {
+
+class key_writer;
+
+/// Opt a container type into order-independent encoding (its elements are sorted by
+/// their encodings), for unordered containers of the host's own. The standard set
+/// and map types, ordered and unordered, are already in: an ordered container's
+/// comparator need not follow content (a set of pointers, a custom comparator).
+template <class T>
+struct is_unordered_collection : std::false_type {};
+template <class... A>
+struct is_unordered_collection<std::set<A...>> : std::true_type {};
+template <class... A>
+struct is_unordered_collection<std::multiset<A...>> : std::true_type {};
+template <class... A>
+struct is_unordered_collection<std::map<A...>> : std::true_type {};
+template <class... A>
+struct is_unordered_collection<std::multimap<A...>> : std::true_type {};
+template <class... A>
+struct is_unordered_collection<std::unordered_set<A...>> : std::true_type {};
+template <class... A>
+struct is_unordered_collection<std::unordered_multiset<A...>> : std::true_type {};
+template <class... A>
+struct is_unordered_collection<std::unordered_map<A...>> : std::true_type {};
+template <class... A>
+struct is_unordered_collection<std::unordered_multimap<A...>> : std::true_type {};
+
+namespace detail {
+
+// One byte before every field says what it is, so that values of different kinds
+// can never encode alike; lengths and counts make every field self-delimiting.
+enum class field_tag : unsigned char {
+    boolean = 0x01,
+    unsigned_integer = 0x02,
+    signed_integer = 0x03,
+    floating = 0x04,
+    string = 0x05,
+    bytes = 0x06,
+    sequence_begin = 0x07,
+    sequence_end = 0x08,
+    collection_begin = 0x09,
+    collection_end = 0x0a,
+    optional = 0x0b,
+    variant = 0x0c,
+    tuple = 0x0d,
+    enumeration = 0x0e,
+    digest = 0x0f,
+    record_begin = 0x10,
+    record_end = 0x11,
+    nothing = 0x12,
+};
+
+// Poison pill: ADL finds the host's `describe`, never something in this namespace.
+void describe() = delete;
+
+template <class T, class = void>
+struct has_describe : std::false_type {};
+template <class T>
+struct has_describe<T, std::void_t<decltype(describe(std::declval<key_writer&>(), std::declval<T const&>()))>>
+    : std::true_type {};
+
+template <class T, class = void>
+struct is_range : std::false_type {};
+template <class T>
+struct is_range<T, std::void_t<decltype(std::begin(std::declval<T const&>())),
+                               decltype(std::end(std::declval<T const&>()))>> : std::true_type {};
+
+template <class T, class = void>
+struct is_contiguous_bytes : std::false_type {};
+template <class T>
+struct is_contiguous_bytes<T, std::void_t<decltype(std::declval<T const&>().data()),
+                                          decltype(std::declval<T const&>().size())>>
+    : std::bool_constant<std::is_pointer_v<decltype(std::declval<T const&>().data())> &&
+                         (std::is_same_v<std::remove_cv_t<std::remove_pointer_t<decltype(std::declval<T const&>().data())>>, unsigned char> ||
+                          std::is_same_v<std::remove_cv_t<std::remove_pointer_t<decltype(std::declval<T const&>().data())>>, std::byte>)> {};
+
+template <class T>
+struct is_optional : std::false_type {};
+template <class T>
+struct is_optional<std::optional<T>> : std::true_type {};
+
+template <class T>
+struct is_variant : std::false_type {};
+template <class... T>
+struct is_variant<std::variant<T...>> : std::true_type {};
+
+template <class T, class = void>
+struct is_tuple_like : std::false_type {};
+template <class T>
+struct is_tuple_like<T, std::void_t<decltype(std::tuple_size<T>::value)>> : std::true_type {};
+
+template <class T>
+struct is_string_like
+    : std::bool_constant<std::is_same_v<T, std::string> || std::is_same_v<T, std::string_view>> {};
+
+template <class>
+inline constexpr bool dependent_false = false;
+
+} // namespace detail
+
+/// Writes values into a canonical message: a type tag and a length for every field,
+/// integers little-endian at fixed width, floats by IEEE bit pattern (every NaN one
+/// encoding), strings and bytes with their length, sequences as elements then size,
+/// sets and maps independent of order. Equal content gives equal bytes in every
+/// process; any difference gives different bytes.
+///
+/// A host describes its own types with a function found by argument-dependent lookup:
+/// \code
+/// struct options { int level; std::vector<std::string> flags;
+///   friend void describe(compile_cache::key_writer& w, options const& o) { w(o.level, o.flags); } };
+/// \endcode
+class key_writer {
+public:
+    explicit key_writer(std::string& out) noexcept : out_(&out) {}
+
+    /// Appends each value in turn.
+    template <class... T>
+    key_writer& operator()(T const&... values) {
+        (append(values), ...);
+        return *this;
+    }
+
+    /// Appends raw bytes as one field (tag, length, bytes).
+    void bytes(void const* data, std::size_t size) { field(detail::field_tag::bytes, data, size); }
+
+    /// The message written so far.
+    std::string const& message() const noexcept { return *out_; }
+
+    template <class T>
+    void append(T const& v) {
+        using detail::field_tag;
+        if constexpr (std::is_same_v<T, bool>) {
+            unsigned char b = v ? 1 : 0;
+            field(field_tag::boolean, &b, 1);
+        } else if constexpr (std::is_same_v<T, key>) {
+            field(field_tag::digest, v.data(), v.size());
+        } else if constexpr (std::is_enum_v<T>) {
+            tag(field_tag::enumeration);
+            append(static_cast<std::underlying_type_t<T>>(v));
+        } else if constexpr (std::is_integral_v<T>) {
+            integer(v);
+        } else if constexpr (std::is_floating_point_v<T>) {
+            static_assert(std::numeric_limits<T>::is_iec559 && (sizeof(T) == 4 || sizeof(T) == 8),
+                          "compile_cache: only IEEE float and double have a portable bit pattern; "
+                          "convert long double to double or describe it as bytes");
+            floating(v);
+        } else if constexpr (detail::is_string_like<T>::value) {
+            field(field_tag::string, v.data(), v.size());
+        } else if constexpr (std::is_array_v<T> && std::is_same_v<std::remove_cv_t<std::remove_extent_t<T>>, char>) {
+            // A string literal: its characters up to the terminating NUL.
+            append(std::string_view(v, std::char_traits<char>::length(v)));
+        } else if constexpr (std::is_same_v<T, char const*> || std::is_same_v<T, char*>) {
+            append(std::string_view(v));
+        } else if constexpr (std::is_pointer_v<T> || std::is_member_pointer_v<T>) {
+            static_assert(detail::dependent_false<T>,
+                          "compile_cache: a pointer has no content to key (its address differs between "
+                          "runs); describe what it points to, or number it with compile_cache::ordinal_map");
+        } else if constexpr (detail::has_describe<T>::value) {
+            tag(field_tag::record_begin);
+            describe(*this, v);
+            tag(field_tag::record_end);
+        } else if constexpr (std::is_same_v<T, std::monostate> || std::is_same_v<T, std::nullopt_t>) {
+            tag(field_tag::nothing);
+        } else if constexpr (detail::is_optional<T>::value) {
+            unsigned char present = v.has_value() ? 1 : 0;
+            field(field_tag::optional, &present, 1);
+            if (v) append(*v);
+        } else if constexpr (detail::is_variant<T>::value) {
+            tag(field_tag::variant);
+            detail::append_le<std::uint64_t>(*out_, static_cast<std::uint64_t>(v.index()));
+            std::visit([this](auto const& alt) { append(alt); }, v);
+        } else if constexpr (is_unordered_collection<T>::value) {
+            collection(v);
+        } else if constexpr (detail::is_contiguous_bytes<T>::value) {
+            field(field_tag::bytes, v.data(), v.size());
+        } else if constexpr (detail::is_range<T>::value) {
+            tag(field_tag::sequence_begin);
+            std::uint64_t n = 0;
+            for (auto const& e : v) {
+                append(e);
+                ++n;
+            }
+            tag(field_tag::sequence_end);
+            detail::append_le<std::uint64_t>(*out_, n);
+        } else if constexpr (detail::is_tuple_like<T>::value) {
+            tag(field_tag::tuple);
+            detail::append_le<std::uint64_t>(*out_, std::tuple_size<T>::value);
+            std::apply([this](auto const&... e) { (append(e), ...); }, v);
+        } else {
+            static_assert(detail::dependent_false<T>,
+                          "compile_cache: this type has no content description. Provide "
+                          "`void describe(compile_cache::key_writer& w, T const& value)` found by "
+                          "argument-dependent lookup (a hidden friend works) that writes each field "
+                          "with w(field, ...)");
+        }
+    }
+
+private:
+    void tag(detail::field_tag t) { out_->push_back(static_cast<char>(t)); }
+
+    void field(detail::field_tag t, void const* data, std::size_t size) {
+        tag(t);
+        detail::append_le<std::uint64_t>(*out_, static_cast<std::uint64_t>(size));
+        out_->append(static_cast<char const*>(data), size);
+    }
+
+    template <class Int>
+    void integer(Int v) {
+        using U = std::make_unsigned_t<Int>;
+        tag(std::is_signed_v<Int> ? detail::field_tag::signed_integer : detail::field_tag::unsigned_integer);
+        detail::append_le<std::uint64_t>(*out_, sizeof(Int));
+        detail::append_le<U>(*out_, static_cast<U>(v));
+    }
+
+    template <class Float>
+    void floating(Float v) {
+        using Bits = std::conditional_t<sizeof(Float) == 4, std::uint32_t, std::uint64_t>;
+        Bits bits;
+        if (std::isnan(v)) {
+            Float canonical = std::numeric_limits<Float>::quiet_NaN();
+            std::memcpy(&bits, &canonical, sizeof bits);
+        } else {
+            std::memcpy(&bits, &v, sizeof bits);
+        }
+        tag(detail::field_tag::floating);
+        detail::append_le<std::uint64_t>(*out_, sizeof(Float));
+        detail::append_le<Bits>(*out_, bits);
+    }
+
+    // Order independence without trusting the container's order or comparator: each
+    // element is encoded on its own, and the encodings are sorted.
+    template <class C>
+    void collection(C const& c) {
+        std::vector<std::string> encoded;
+        encoded.reserve(static_cast<std::size_t>(std::distance(std::begin(c), std::end(c))));
+        for (auto const& e : c) {
+            std::string one;
+            key_writer w(one);
+            w.append(e);
+            encoded.push_back(std::move(one));
+        }
+        std::sort(encoded.begin(), encoded.end());
+        tag(detail::field_tag::collection_begin);
+        for (auto const& e : encoded) out_->append(e);
+        tag(detail::field_tag::collection_end);
+        detail::append_le<std::uint64_t>(*out_, static_cast<std::uint64_t>(encoded.size()));
+    }
+
+    std::string* out_;
+};
+
+} // namespace compile_cache

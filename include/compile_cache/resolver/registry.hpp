@@ -1,0 +1,245 @@
+// compile_cache: registry, the default Resolver. It knows the live kernels by key,
+// shared objects by name and singletons by a name-based uuid; it owns none of them.
+#pragma once
+
+#include <compile_cache/key/key.hpp>
+#include <compile_cache/resolver/concept.hpp>
+#include <compile_cache/resolver/reference.hpp>
+
+#include <boost/uuid/name_generator_sha1.hpp>
+#include <boost/uuid/string_generator.hpp>
+#include <boost/uuid/uuid.hpp>
+
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <typeindex>
+#include <typeinfo>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace compile_cache {
+
+/// \code
+/// registry& reg = cache.resolver();
+/// reg.add_shared("mydsl.dialects.core", &dialects);   // by stable name
+/// reg.add_singleton("mydsl.type.f64", &f64);          // by uuid; loads as &f64 itself
+/// reg.bind(&kernel, key);                             // a live kernel and its key
+/// \endcode
+/// Every member is thread-safe. A reference is resolved only to an object registered
+/// with the same C++ type; anything else fails the load as a miss.
+class registry {
+public:
+    registry() = default;
+    registry(registry const&) = delete;
+    registry& operator=(registry const&) = delete;
+
+    /// Binds a live kernel to its key (replacing any earlier key of that kernel, and
+    /// any kernel bound to that key before).
+    template <class T>
+    void bind(T const* kernel, key const& k) {
+        std::unique_lock lock(mutex_);
+        unbind_locked(kernel);
+        auto old = kernels_by_key_.find(k);
+        if (old != kernels_by_key_.end()) keys_by_kernel_.erase(old->second.object);
+        keys_by_kernel_[kernel] = keyed{k, typeid(T)};
+        kernels_by_key_[k] = object_entry{kernel, typeid(T)};
+    }
+
+    /// The key a kernel is bound to, if any.
+    template <class T>
+    std::optional<key> key_of(T const* kernel) const {
+        std::shared_lock lock(mutex_);
+        auto it = keys_by_kernel_.find(kernel);
+        if (it == keys_by_kernel_.end()) return std::nullopt;
+        return it->second.k;
+    }
+
+    /// The live kernel bound to a key, if it has type T.
+    template <class T>
+    T* kernel(key const& k) const {
+        std::shared_lock lock(mutex_);
+        auto it = kernels_by_key_.find(k);
+        if (it == kernels_by_key_.end() || it->second.type != std::type_index(typeid(T))) return nullptr;
+        return static_cast<T*>(const_cast<void*>(it->second.object));
+    }
+
+    /// Registers a shared object under a name that is stable across processes.
+    template <class T>
+    void add_shared(std::string name, T* object) {
+        std::unique_lock lock(mutex_);
+        add_named(shared_, std::move(name), object, typeid(T));
+    }
+
+    /// Registers a singleton, named by the uuid derived from `name`; loading a reference
+    /// to it gives back this very object, so identity comparisons hold.
+    template <class T>
+    void add_singleton(std::string_view name, T* object) {
+        boost::uuids::uuid id = singleton_id(name);
+        std::unique_lock lock(mutex_);
+        add_named(singletons_, std::string(reinterpret_cast<char const*>(id.data), id.size()), object, typeid(T));
+    }
+
+    /// The name-based (SHA-1, RFC 4122 version 5) uuid of a singleton's name.
+    static boost::uuids::uuid singleton_id(std::string_view name) {
+        static boost::uuids::name_generator_sha1 const generate(
+            boost::uuids::string_generator()("6b1d8a4e-0c55-4f0e-9a7e-63c0b7c1a2f1"));
+        return generate(name.data(), name.size());
+    }
+
+    /// Removes an object registered with add_shared or add_singleton.
+    void remove(void const* object) {
+        std::unique_lock lock(mutex_);
+        erase_named(shared_, object);
+        erase_named(singletons_, object);
+    }
+
+    /// Drops the key of `kernel` and, transitively, of every kernel recorded as calling
+    /// it: their entries can no longer be stored or loaded until bound again. Returns
+    /// the kernels whose keys were dropped.
+    std::vector<void const*> forget(void const* kernel) {
+        std::unique_lock lock(mutex_);
+        std::vector<void const*> dropped;
+        std::unordered_set<void const*> seen{kernel};
+        std::vector<void const*> work{kernel};
+        while (!work.empty()) {
+            void const* k = work.back();
+            work.pop_back();
+            if (unbind_locked(k)) dropped.push_back(k);
+            auto callers = callers_.find(k);
+            if (callers == callers_.end()) continue;
+            for (void const* c : callers->second)
+                if (seen.insert(c).second) work.push_back(c);
+        }
+        return dropped;
+    }
+
+    /// Records that `caller` refers to `callee` (done for you whenever an artifact holding
+    /// a kernel reference is stored or loaded).
+    void record_call(void const* caller, void const* callee) {
+        std::unique_lock lock(mutex_);
+        callers_[callee].insert(caller);
+    }
+
+    /// The kernels recorded as calling `callee`.
+    std::vector<void const*> callers_of(void const* callee) const {
+        std::shared_lock lock(mutex_);
+        auto it = callers_.find(callee);
+        if (it == callers_.end()) return {};
+        return {it->second.begin(), it->second.end()};
+    }
+
+    // --- the Resolver requirements ---
+
+    std::optional<reference> to_reference(void const* object, std::type_info const& type, void const* self) {
+        if (object == self && self != nullptr) return reference{reference_kind::self, {}};
+        {
+            std::shared_lock lock(mutex_);
+            std::type_index t(type);
+            if (auto it = keys_by_kernel_.find(object); it != keys_by_kernel_.end()) {
+                if (it->second.type != t) return std::nullopt;
+                reference r{reference_kind::kernel,
+                            std::string(reinterpret_cast<char const*>(it->second.k.data()), it->second.k.size())};
+                lock.unlock();
+                if (self) record_call(self, object);
+                return r;
+            }
+            if (auto r = find_name(shared_, object, t, reference_kind::shared)) return r;
+            if (auto r = find_name(singletons_, object, t, reference_kind::singleton)) return r;
+        }
+        return std::nullopt;
+    }
+
+    void* from_reference(reference const& r, std::type_info const& type, void const* self) {
+        std::type_index t(type);
+        switch (r.kind) {
+        case reference_kind::self:
+            return const_cast<void*>(self);
+        case reference_kind::kernel: {
+            if (r.id.empty() || r.id.size() > key::max_size) return nullptr;
+            key k(r.id.data(), r.id.size());
+            void const* found = nullptr;
+            {
+                std::shared_lock lock(mutex_);
+                auto it = kernels_by_key_.find(k);
+                if (it == kernels_by_key_.end() || it->second.type != t) return nullptr;
+                found = it->second.object;
+            }
+            if (self) record_call(self, found);
+            return const_cast<void*>(found);
+        }
+        case reference_kind::shared:
+            return lookup_name(shared_, r.id, t);
+        case reference_kind::singleton:
+            return lookup_name(singletons_, r.id, t);
+        }
+        return nullptr;
+    }
+
+private:
+    struct keyed {
+        key k;
+        std::type_index type = typeid(void);
+    };
+    struct object_entry {
+        void const* object = nullptr;
+        std::type_index type = typeid(void);
+    };
+    struct named_table {
+        std::unordered_map<std::string, object_entry> by_name;
+        std::unordered_map<void const*, std::string> by_object;
+    };
+
+    bool unbind_locked(void const* kernel) {
+        auto it = keys_by_kernel_.find(kernel);
+        if (it == keys_by_kernel_.end()) return false;
+        auto by_key = kernels_by_key_.find(it->second.k);
+        if (by_key != kernels_by_key_.end() && by_key->second.object == kernel) kernels_by_key_.erase(by_key);
+        keys_by_kernel_.erase(it);
+        return true;
+    }
+
+    static void add_named(named_table& table, std::string name, void const* object, std::type_info const& type) {
+        if (auto old = table.by_name.find(name); old != table.by_name.end()) table.by_object.erase(old->second.object);
+        if (auto old = table.by_object.find(object); old != table.by_object.end()) table.by_name.erase(old->second);
+        table.by_object[object] = name;
+        table.by_name[std::move(name)] = object_entry{object, type};
+    }
+
+    static void erase_named(named_table& table, void const* object) {
+        auto it = table.by_object.find(object);
+        if (it == table.by_object.end()) return;
+        table.by_name.erase(it->second);
+        table.by_object.erase(it);
+    }
+
+    std::optional<reference> find_name(named_table const& table, void const* object, std::type_index t,
+                                       reference_kind kind) const {
+        auto it = table.by_object.find(object);
+        if (it == table.by_object.end()) return std::nullopt;
+        auto entry = table.by_name.find(it->second);
+        if (entry == table.by_name.end() || entry->second.type != t) return std::nullopt;
+        return reference{kind, it->second};
+    }
+
+    void* lookup_name(named_table const& table, std::string const& name, std::type_index t) const {
+        std::shared_lock lock(mutex_);
+        auto it = table.by_name.find(name);
+        if (it == table.by_name.end() || it->second.type != t) return nullptr;
+        return const_cast<void*>(it->second.object);
+    }
+
+    mutable std::shared_mutex mutex_;
+    std::unordered_map<void const*, keyed> keys_by_kernel_;
+    std::unordered_map<key, object_entry> kernels_by_key_;
+    named_table shared_;
+    named_table singletons_;
+    std::unordered_map<void const*, std::unordered_set<void const*>> callers_;
+};
+
+static_assert(check_resolver<registry>::value);
+
+} // namespace compile_cache

@@ -1,0 +1,181 @@
+// compile_cache: what the cache did, counted. Every failure is a counted reason,
+// never an exception in the host.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace compile_cache {
+
+enum class miss_reason : std::size_t {
+    absent,               ///< no entry under the key
+    corrupt,              ///< the envelope's digest, magic or lengths are wrong
+    foreign_version,      ///< another envelope version or serializer format
+    key_mismatch,         ///< a sound entry for another key
+    too_large,            ///< larger than the configured maximum entry size
+    read_error,           ///< the storage could not read it
+    unresolved_reference, ///< it refers to an object that is not live (a kernel that is gone)
+    deserialize_error,    ///< the deserializer rejected the payload
+};
+inline constexpr std::size_t miss_reason_count = 8;
+
+enum class store_failure : std::size_t {
+    serialize_error,      ///< the serializer threw
+    unresolved_reference, ///< the artifact refers to an object with no reference (a kernel without a key)
+    too_large,            ///< larger than the configured maximum entry size
+    write_error,          ///< the storage could not write it (disk full, read-only, permission)
+};
+inline constexpr std::size_t store_failure_count = 4;
+
+inline char const* to_string(miss_reason r) noexcept {
+    static char const* const names[miss_reason_count] = {
+        "absent", "corrupt", "foreign-version", "key-mismatch", "too-large",
+        "read-error", "unresolved-reference", "deserialize-error"};
+    return names[static_cast<std::size_t>(r)];
+}
+
+inline char const* to_string(store_failure f) noexcept {
+    static char const* const names[store_failure_count] = {"serialize-error", "unresolved-reference",
+                                                           "too-large", "write-error"};
+    return names[static_cast<std::size_t>(f)];
+}
+
+/// A copy of the counters at one moment.
+struct statistics_snapshot {
+    std::uint64_t hits = 0;
+    std::array<std::uint64_t, miss_reason_count> misses{};
+    std::uint64_t stores = 0;
+    std::array<std::uint64_t, store_failure_count> store_failures{};
+    std::uint64_t bypasses = 0;
+    std::map<std::string, std::uint64_t> bypass_reasons;
+    std::uint64_t bytes_read = 0;
+    std::uint64_t bytes_written = 0;
+    std::uint64_t load_ns = 0;    ///< time in load(), hits and misses
+    std::uint64_t compile_ns = 0; ///< time in the host's compile function under get_or_compile
+    std::uint64_t store_ns = 0;   ///< time in store()
+
+    std::uint64_t miss_count(miss_reason r) const noexcept { return misses[static_cast<std::size_t>(r)]; }
+    std::uint64_t failure_count(store_failure f) const noexcept {
+        return store_failures[static_cast<std::size_t>(f)];
+    }
+    std::uint64_t total_misses() const noexcept {
+        std::uint64_t n = 0;
+        for (auto m : misses) n += m;
+        return n;
+    }
+    std::uint64_t total_store_failures() const noexcept {
+        std::uint64_t n = 0;
+        for (auto f : store_failures) n += f;
+        return n;
+    }
+
+    /// One line: `hits=3 misses=2 (absent=1 corrupt=1) stores=2 ...`; reasons with a
+    /// zero count are left out.
+    std::string summary() const {
+        std::string s = "hits=" + std::to_string(hits) + " misses=" + std::to_string(total_misses());
+        std::string reasons;
+        for (std::size_t i = 0; i < miss_reason_count; ++i)
+            if (misses[i])
+                reasons += std::string(reasons.empty() ? "" : " ") + to_string(static_cast<miss_reason>(i)) + "=" +
+                           std::to_string(misses[i]);
+        if (!reasons.empty()) s += " (" + reasons + ")";
+        s += " stores=" + std::to_string(stores);
+        s += " store-failures=" + std::to_string(total_store_failures());
+        reasons.clear();
+        for (std::size_t i = 0; i < store_failure_count; ++i)
+            if (store_failures[i])
+                reasons += std::string(reasons.empty() ? "" : " ") + to_string(static_cast<store_failure>(i)) + "=" +
+                           std::to_string(store_failures[i]);
+        if (!reasons.empty()) s += " (" + reasons + ")";
+        s += " bypasses=" + std::to_string(bypasses);
+        reasons.clear();
+        for (auto const& [why, n] : bypass_reasons)
+            reasons += std::string(reasons.empty() ? "" : "; ") + why + "=" + std::to_string(n);
+        if (!reasons.empty()) s += " (" + reasons + ")";
+        s += " bytes-read=" + std::to_string(bytes_read) + " bytes-written=" + std::to_string(bytes_written);
+        s += " load-ms=" + format_ms(load_ns) + " compile-ms=" + format_ms(compile_ns) + " store-ms=" + format_ms(store_ns);
+        return s;
+    }
+
+private:
+    static std::string format_ms(std::uint64_t ns) {
+        std::uint64_t us = ns / 1000;
+        std::string frac = std::to_string(us % 1000);
+        return std::to_string(us / 1000) + "." + std::string(3 - frac.size(), '0') + frac;
+    }
+};
+
+/// The live counters: lock-free for everything on the hit path.
+class statistics {
+public:
+    void hit(std::uint64_t bytes, std::uint64_t ns) noexcept {
+        hits_.fetch_add(1, std::memory_order_relaxed);
+        bytes_read_.fetch_add(bytes, std::memory_order_relaxed);
+        load_ns_.fetch_add(ns, std::memory_order_relaxed);
+    }
+    void miss(miss_reason r, std::uint64_t bytes, std::uint64_t ns) noexcept {
+        misses_[static_cast<std::size_t>(r)].fetch_add(1, std::memory_order_relaxed);
+        bytes_read_.fetch_add(bytes, std::memory_order_relaxed);
+        load_ns_.fetch_add(ns, std::memory_order_relaxed);
+    }
+    void stored(std::uint64_t bytes, std::uint64_t ns) noexcept {
+        stores_.fetch_add(1, std::memory_order_relaxed);
+        bytes_written_.fetch_add(bytes, std::memory_order_relaxed);
+        store_ns_.fetch_add(ns, std::memory_order_relaxed);
+    }
+    void store_failed(store_failure f, std::uint64_t ns) noexcept {
+        store_failures_[static_cast<std::size_t>(f)].fetch_add(1, std::memory_order_relaxed);
+        store_ns_.fetch_add(ns, std::memory_order_relaxed);
+    }
+    void compiled(std::uint64_t ns) noexcept { compile_ns_.fetch_add(ns, std::memory_order_relaxed); }
+    void bypassed(std::string const& reason) noexcept {
+        bypasses_.fetch_add(1, std::memory_order_relaxed);
+        try {
+            std::lock_guard<std::mutex> lock(bypass_mutex_);
+            ++bypass_reasons_[reason];
+        } catch (...) {
+            // The count above stands; only the breakdown by reason is lost.
+        }
+    }
+
+    statistics_snapshot snapshot() const {
+        statistics_snapshot s;
+        s.hits = hits_.load(std::memory_order_relaxed);
+        for (std::size_t i = 0; i < miss_reason_count; ++i) s.misses[i] = misses_[i].load(std::memory_order_relaxed);
+        s.stores = stores_.load(std::memory_order_relaxed);
+        for (std::size_t i = 0; i < store_failure_count; ++i)
+            s.store_failures[i] = store_failures_[i].load(std::memory_order_relaxed);
+        s.bypasses = bypasses_.load(std::memory_order_relaxed);
+        {
+            std::lock_guard<std::mutex> lock(bypass_mutex_);
+            s.bypass_reasons = bypass_reasons_;
+        }
+        s.bytes_read = bytes_read_.load(std::memory_order_relaxed);
+        s.bytes_written = bytes_written_.load(std::memory_order_relaxed);
+        s.load_ns = load_ns_.load(std::memory_order_relaxed);
+        s.compile_ns = compile_ns_.load(std::memory_order_relaxed);
+        s.store_ns = store_ns_.load(std::memory_order_relaxed);
+        return s;
+    }
+
+private:
+    std::atomic<std::uint64_t> hits_{0};
+    std::array<std::atomic<std::uint64_t>, miss_reason_count> misses_{};
+    std::atomic<std::uint64_t> stores_{0};
+    std::array<std::atomic<std::uint64_t>, store_failure_count> store_failures_{};
+    std::atomic<std::uint64_t> bypasses_{0};
+    mutable std::mutex bypass_mutex_;
+    std::map<std::string, std::uint64_t> bypass_reasons_;
+    std::atomic<std::uint64_t> bytes_read_{0};
+    std::atomic<std::uint64_t> bytes_written_{0};
+    std::atomic<std::uint64_t> load_ns_{0};
+    std::atomic<std::uint64_t> compile_ns_{0};
+    std::atomic<std::uint64_t> store_ns_{0};
+};
+
+} // namespace compile_cache
