@@ -1,0 +1,74 @@
+// Small helpers shared by the tests: a temporary directory that cleans up after
+// itself, and whole-file read/write. Keep this file minimal and general.
+#pragma once
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+#include <stdlib.h> // mkdtemp
+
+namespace compile_cache_test {
+
+/// A fresh, empty directory under $TMPDIR (or /tmp), removed with everything in it
+/// when the object dies, even if a test left parts of it read-only.
+class temp_dir {
+public:
+    temp_dir() {
+        char const* base = std::getenv("TMPDIR");
+        std::string pattern = (base && *base) ? base : "/tmp";
+        pattern += "/compile_cache-test-XXXXXX";
+        if (::mkdtemp(pattern.data()) == nullptr)
+            throw std::system_error(errno, std::generic_category(), "mkdtemp " + pattern);
+        path_ = pattern;
+    }
+    temp_dir(temp_dir const&) = delete;
+    temp_dir& operator=(temp_dir const&) = delete;
+    ~temp_dir() {
+        restore_permissions(path_);
+        std::error_code ec;
+        std::filesystem::remove_all(path_, ec);
+    }
+
+    std::filesystem::path const& path() const noexcept { return path_; }
+
+private:
+    // Gives every directory below (not through symlinks) owner rwx back, so that
+    // remove_all can enter and empty it.
+    static void restore_permissions(std::filesystem::path const& dir) noexcept {
+        namespace fs = std::filesystem;
+        std::error_code ec;
+        fs::permissions(dir, fs::perms::owner_all, fs::perm_options::add, ec);
+        for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+            std::error_code sec;
+            if (it->symlink_status(sec).type() == fs::file_type::directory)
+                restore_permissions(it->path());
+        }
+    }
+
+    std::filesystem::path path_;
+};
+
+/// Replaces the file at `path` with exactly `bytes`.
+inline void write_file(std::filesystem::path const& path, std::string_view bytes) {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    if (!f) throw std::runtime_error("cannot open for writing: " + path.string());
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!f) throw std::runtime_error("cannot write: " + path.string());
+}
+
+/// The whole content of the file at `path`.
+inline std::string read_file(std::filesystem::path const& path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw std::runtime_error("cannot open for reading: " + path.string());
+    return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+} // namespace compile_cache_test
