@@ -30,6 +30,20 @@ public:
     memory_storage(memory_storage const&) = delete;
     memory_storage& operator=(memory_storage const&) = delete;
 
+    /// Movable, so that a cache can hold one by value; moving from a storage that
+    /// other threads still use is a race, as for any object.
+    memory_storage(memory_storage&& other) noexcept {
+        std::unique_lock<std::shared_mutex> lock(other.mutex_);
+        entries_ = std::move(other.entries_);
+    }
+    memory_storage& operator=(memory_storage&& other) noexcept {
+        if (this != &other) {
+            std::scoped_lock lock(mutex_, other.mutex_);
+            entries_ = std::move(other.entries_);
+        }
+        return *this;
+    }
+
     read_result read(key const& k, std::string& out, std::size_t max_size) noexcept {
         out.clear();
         try {
