@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -161,6 +162,11 @@ public:
             unsigned char b = v ? 1 : 0;
             field(field_tag::boolean, &b, 1);
         } else if constexpr (std::is_same_v<T, key>) {
+            // An empty key is what a bypassed kernel's key_result holds: it stands for
+            // no content at all, so a caller keyed on it would hit whatever its callee
+            // became. The component becomes a bypass instead (key_builder::add).
+            if (v.empty())
+                throw std::invalid_argument("an empty key (a kernel that bypassed the cache) has no content");
             field(field_tag::digest, v.data(), v.size());
         } else if constexpr (std::is_enum_v<T>) {
             tag(field_tag::enumeration);
