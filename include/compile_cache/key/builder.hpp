@@ -65,20 +65,44 @@ public:
 
     /// The names of the components that differ between two results (present in one
     /// only, or with another digest): why a kernel that used to hit now misses.
+    /// Components are matched by name (the n-th one of a name with the n-th one of
+    /// that name in `other`), so one added or removed component does not make every
+    /// later one look changed. When the same components only come in another order,
+    /// those whose position changed are named.
     std::vector<std::string> differing_components(key_result const& other) const {
         std::vector<std::string> out;
-        std::size_t n = std::max(components_.size(), other.components_.size());
-        for (std::size_t i = 0; i < n; ++i) {
-            if (i < components_.size() && i < other.components_.size()) {
+        for (std::size_t i = 0; i < components_.size(); ++i) {
+            component_digest const* match = nth_named(other.components_, components_[i].name,
+                                                      rank_of_name(components_, i));
+            if (!match || !(match->digest == components_[i].digest)) out.push_back(components_[i].name);
+        }
+        for (std::size_t i = 0; i < other.components_.size(); ++i) {
+            if (!nth_named(components_, other.components_[i].name, rank_of_name(other.components_, i)))
+                out.push_back(other.components_[i].name);
+        }
+        if (out.empty() && !(components_ == other.components_)) {
+            for (std::size_t i = 0; i < components_.size(); ++i)
                 if (!(components_[i] == other.components_[i])) out.push_back(components_[i].name);
-            } else {
-                out.push_back(i < components_.size() ? components_[i].name : other.components_[i].name);
-            }
         }
         return out;
     }
 
 private:
+    // How many components before `i` have the same name as components[i].
+    static std::size_t rank_of_name(std::vector<component_digest> const& components, std::size_t i) {
+        std::size_t n = 0;
+        for (std::size_t j = 0; j < i; ++j) n += components[j].name == components[i].name ? 1 : 0;
+        return n;
+    }
+
+    // The n-th component (from 0) named `name`, or null.
+    static component_digest const* nth_named(std::vector<component_digest> const& components,
+                                             std::string const& name, std::size_t n) {
+        for (auto const& c : components)
+            if (c.name == name && n-- == 0) return &c;
+        return nullptr;
+    }
+
     std::optional<key> key_;
     std::string reason_;
     std::vector<component_digest> components_;
