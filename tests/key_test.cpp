@@ -1,0 +1,765 @@
+// Specification of keys: key_writer's canonical message, the `describe` customization
+// point, key_builder / key_result, ordinal_map, the toolchain component, and the same
+// key in every fresh process.
+//
+// Every test asserts on keys (what a host sees), not on the bytes of the message.
+#include "catch2_compat.hpp"
+
+#include <compile_cache/detail/build_id.hpp>
+#include <compile_cache/key/builder.hpp>
+#include <compile_cache/key/key.hpp>
+#include <compile_cache/key/ordinal_map.hpp>
+#include <compile_cache/key/toolchain.hpp>
+#include <compile_cache/key/writer.hpp>
+#include <compile_cache/version.hpp>
+
+#include <boost/version.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <sys/wait.h>
+
+namespace {
+
+namespace cc = compile_cache;
+
+/// The key of a builder holding exactly one component, "v", with this value.
+template <class T>
+cc::key key_of(T const& value) {
+    cc::key_result r = cc::key_builder<>().add("v", value).finish();
+    REQUIRE(r.ok());
+    return r.value();
+}
+
+/// Checks that no two keys in the list are equal, naming the pair that collides.
+void check_all_distinct(std::vector<cc::key> const& keys) {
+    for (std::size_t i = 0; i < keys.size(); ++i)
+        for (std::size_t j = i + 1; j < keys.size(); ++j) {
+            INFO("values #" << i << " and #" << j << " gave the same key " << keys[i].hex());
+            CHECK(keys[i] != keys[j]);
+        }
+}
+
+bool is_lower_hex(std::string const& s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+    });
+}
+
+template <class Float, class Bits>
+Float from_bits(Bits bits) {
+    static_assert(sizeof(Float) == sizeof(Bits));
+    Float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+enum class color : int { red = 1, green = 2 };
+enum class small_color : std::uint8_t { red = 1 };
+
+// User types, described through a hidden friend found by argument-dependent lookup.
+struct options {
+    int level = 2;
+    bool fast_math = false;
+    std::vector<std::string> flags;
+    friend void describe(cc::key_writer& w, options const& o) { w(o.level, o.fast_math, o.flags); }
+};
+
+struct two_lists {
+    std::vector<int> first;
+    std::vector<int> second;
+    friend void describe(cc::key_writer& w, two_lists const& r) { w(r.first, r.second); }
+};
+
+struct two_strings {
+    std::string first;
+    std::string second;
+    friend void describe(cc::key_writer& w, two_strings const& r) { w(r.first, r.second); }
+};
+
+struct throws_std {
+    friend void describe(cc::key_writer&, throws_std const&) {
+        throw std::runtime_error("global 'g' is a live file handle");
+    }
+};
+
+struct throws_other {
+    friend void describe(cc::key_writer&, throws_other const&) { throw 42; }
+};
+
+// Constructing it from an int throws, and its move may throw, so a variant cannot
+// keep its old value while emplacing one: it is left valueless.
+struct throws_on_construction {
+    throws_on_construction() = default;
+    explicit throws_on_construction(int) { throw std::runtime_error("no"); }
+    throws_on_construction(throws_on_construction&&) noexcept(false) {}
+    throws_on_construction& operator=(throws_on_construction&&) noexcept(false) { return *this; }
+    friend void describe(cc::key_writer& w, throws_on_construction const&) { w(0); }
+};
+
+// A tiny SSA IR, as a host compiler would have one: values have names (which a user
+// may rename) and addresses (different in every process); neither may reach a key.
+namespace fake_ir {
+
+struct value {
+    std::string name; // "%sum": for people, never for keys
+    std::string op;   // "arg", "const", "mul", "add", "ret"
+    long constant = 0;
+    std::vector<value const*> operands;
+};
+
+struct function {
+    std::unique_ptr<value[]> pool;  // where the values live: their addresses
+    std::vector<value const*> body; // program order
+};
+
+/// f(x, y) = x * 2 + y. `slots[i]` is where in the pool the i-th value of the program
+/// is created, so a permutation changes which value gets which address.
+function make_kernel(std::array<std::size_t, 6> slots, std::array<std::string, 6> names,
+                     std::string add_op = "add") {
+    function f;
+    f.pool.reset(new value[6]);
+    auto at = [&](std::size_t i) -> value& { return f.pool[slots[i]]; };
+    at(0) = value{names[0], "arg", 0, {}};
+    at(1) = value{names[1], "arg", 0, {}};
+    at(2) = value{names[2], "const", 2, {}};
+    at(3) = value{names[3], "mul", 0, {&at(0), &at(2)}};
+    at(4) = value{names[4], add_op, 0, {&at(3), &at(1)}};
+    at(5) = value{names[5], "ret", 0, {&at(4)}};
+    for (std::size_t i = 0; i < 6; ++i) f.body.push_back(&at(i));
+    return f;
+}
+
+/// The canonical text: each value numbered by first visit through ordinal_map.
+std::string canonical_text(function const& f) {
+    cc::ordinal_map<value> numbers;
+    std::string text;
+    for (value const* v : f.body) {
+        text += "%" + std::to_string(numbers(v)) + " = " + v->op;
+        if (v->op == "const") text += " " + std::to_string(v->constant);
+        for (value const* o : v->operands) text += " %" + std::to_string(numbers(o));
+        text += "\n";
+    }
+    return text;
+}
+
+/// What a careless host might print: names instead of numbers.
+std::string named_text(function const& f) {
+    std::string text;
+    for (value const* v : f.body) {
+        text += v->name + " = " + v->op;
+        for (value const* o : v->operands) text += " " + o->name;
+        text += "\n";
+    }
+    return text;
+}
+
+std::array<std::string, 6> const default_names{"%x", "%y", "%two", "%t", "%sum", "%r"};
+std::array<std::size_t, 6> const in_order{0, 1, 2, 3, 4, 5};
+
+} // namespace fake_ir
+
+/// Runs a shell command, returns what it printed on stdout; fails the test if it
+/// does not exit with status 0.
+std::string run(std::string const& command) {
+    std::FILE* p = ::popen(command.c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::string out;
+    char buf[512];
+    std::size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    int status = ::pclose(p);
+    INFO("command: " << command);
+    REQUIRE(status != -1);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+    return out;
+}
+
+std::string trim_newline(std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+    return s;
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------------
+// Equal content gives equal keys.
+
+TEST_CASE("the same components give the same key, a 32-byte SHA-256 digest", "[key]") {
+    auto build = [] {
+        options o;
+        o.flags = {"-O2", "-g"};
+        return cc::key_builder<>().add("ir", std::string("%0 = arg\n")).add("options", o).finish();
+    };
+    cc::key_result a = build(), b = build();
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    CHECK(a.value() == b.value());
+    CHECK(a.value().size() == 32);
+    CHECK(a.value().hex().size() == 64);
+    CHECK(is_lower_hex(a.value().hex()));
+}
+
+// ---------------------------------------------------------------------------------
+// Every kind of change that must move the key moves it.
+
+TEST_CASE("each integer width and signedness gives its own key for the same number", "[key]") {
+    check_all_distinct({key_of(std::int8_t{1}), key_of(std::uint8_t{1}), key_of(std::int16_t{1}),
+                        key_of(std::uint16_t{1}), key_of(std::int32_t{1}), key_of(std::uint32_t{1}),
+                        key_of(std::int64_t{1}), key_of(std::uint64_t{1})});
+}
+
+TEST_CASE("a different integer value gives another key", "[key]") {
+    check_all_distinct({key_of(0), key_of(1), key_of(-1), key_of(256), key_of(std::numeric_limits<int>::max()),
+                        key_of(std::numeric_limits<int>::min())});
+    // The same bits, read as signed or unsigned, are different content.
+    CHECK(key_of(std::int32_t{-1}) != key_of(std::uint32_t{0xffffffffu}));
+    CHECK(key_of(std::uint64_t{1}) != key_of(std::uint64_t{1} << 32));
+}
+
+TEST_CASE("a bool is neither the integer 0 nor 1, and true differs from false", "[key]") {
+    check_all_distinct({key_of(true), key_of(false), key_of(std::uint8_t{1}), key_of(std::uint8_t{0}), key_of(1)});
+}
+
+TEST_CASE("floats are keyed by bit pattern: +0.0 and -0.0 differ, float and double differ", "[key]") {
+    CHECK(key_of(0.0) != key_of(-0.0));
+    CHECK(key_of(0.0f) != key_of(-0.0f));
+    CHECK(key_of(1.0f) != key_of(1.0));
+    CHECK(key_of(1.0) != key_of(std::nextafter(1.0, 2.0)));
+    CHECK(key_of(std::numeric_limits<double>::infinity()) != key_of(-std::numeric_limits<double>::infinity()));
+    CHECK(key_of(1.0) != key_of(std::int64_t{1}));
+}
+
+TEST_CASE("every NaN, quiet or signaling, any payload, either sign, gives one key", "[key]") {
+    SECTION("double") {
+        std::vector<double> nans{
+            std::numeric_limits<double>::quiet_NaN(),
+            -std::numeric_limits<double>::quiet_NaN(),
+            std::numeric_limits<double>::signaling_NaN(),
+            -std::numeric_limits<double>::signaling_NaN(),
+            std::nan("1"),
+            std::nan("12345"),
+            from_bits<double>(std::uint64_t{0x7ff8000000000001}), // quiet, payload 1
+            from_bits<double>(std::uint64_t{0xfff8000000000001}), // quiet, negative, payload 1
+            from_bits<double>(std::uint64_t{0x7ff0000000000001}), // signaling, payload 1
+            from_bits<double>(std::uint64_t{0xfff0000000000001}), // signaling, negative
+            from_bits<double>(std::uint64_t{0x7fffffffffffffff}), // all payload bits
+            from_bits<double>(std::uint64_t{0xffffffffffffffff}),
+        };
+        cc::key const first = key_of(nans.front());
+        for (std::size_t i = 0; i < nans.size(); ++i) {
+            INFO("NaN #" << i);
+            REQUIRE(std::isnan(nans[i]));
+            CHECK(key_of(nans[i]) == first);
+        }
+        CHECK(first != key_of(std::numeric_limits<double>::infinity()));
+    }
+    SECTION("float") {
+        std::vector<float> nans{
+            std::numeric_limits<float>::quiet_NaN(),
+            -std::numeric_limits<float>::quiet_NaN(),
+            std::numeric_limits<float>::signaling_NaN(),
+            std::nanf("7"),
+            from_bits<float>(std::uint32_t{0x7fc00001}),
+            from_bits<float>(std::uint32_t{0xffc00001}),
+            from_bits<float>(std::uint32_t{0x7f800001}),
+            from_bits<float>(std::uint32_t{0xff800001}),
+            from_bits<float>(std::uint32_t{0x7fffffff}),
+        };
+        cc::key const first = key_of(nans.front());
+        for (std::size_t i = 0; i < nans.size(); ++i) {
+            INFO("NaN #" << i);
+            REQUIRE(std::isnan(nans[i]));
+            CHECK(key_of(nans[i]) == first);
+        }
+        CHECK(first != key_of(std::numeric_limits<double>::quiet_NaN()));
+    }
+}
+
+TEST_CASE("a string and the same bytes give different keys", "[key]") {
+    std::string const text = "abc";
+    std::vector<unsigned char> const bytes{'a', 'b', 'c'};
+    std::vector<std::byte> const std_bytes{std::byte{'a'}, std::byte{'b'}, std::byte{'c'}};
+    CHECK(key_of(text) != key_of(bytes));
+    // Bytes are bytes whatever the container; a string is a string however it is held.
+    CHECK(key_of(bytes) == key_of(std_bytes));
+    CHECK(key_of(text) == key_of(std::string_view("abc")));
+    CHECK(key_of(text) == key_of("abc"));
+    CHECK(key_of(text) != key_of(std::string("abd")));
+    CHECK(key_of(std::string()) != key_of(std::vector<unsigned char>()));
+    CHECK(key_of(std::string("a")) != key_of(std::string("a\0", 2)));
+}
+
+TEST_CASE("a string split across two fields at another place gives another key", "[key]") {
+    SECTION("in a pair") {
+        CHECK(key_of(std::pair<std::string, std::string>("ab", "c")) !=
+              key_of(std::pair<std::string, std::string>("a", "bc")));
+        CHECK(key_of(std::pair<std::string, std::string>("abc", "")) !=
+              key_of(std::pair<std::string, std::string>("", "abc")));
+    }
+    SECTION("in a user record") {
+        CHECK(key_of(two_strings{"ab", "c"}) != key_of(two_strings{"a", "bc"}));
+    }
+    SECTION("in a sequence") {
+        CHECK(key_of(std::vector<std::string>{"ab", "c"}) != key_of(std::vector<std::string>{"a", "bc"}));
+        CHECK(key_of(std::vector<std::string>{"abc"}) != key_of(std::vector<std::string>{"ab", "c"}));
+    }
+    SECTION("in two components") {
+        cc::key_result a = cc::key_builder<>().add("x", "ab").add("y", "c").finish();
+        cc::key_result b = cc::key_builder<>().add("x", "a").add("y", "bc").finish();
+        CHECK(a.value() != b.value());
+    }
+}
+
+TEST_CASE("nested sequences keep their shape: [[1],[],[]] differs from [[],[1],[]]", "[key]") {
+    using vv = std::vector<std::vector<int>>;
+    check_all_distinct({key_of(vv{{1}, {}, {}}), key_of(vv{{}, {1}, {}}), key_of(vv{{}, {}, {1}}),
+                        key_of(vv{{1}}), key_of(vv{}), key_of(vv{{}}), key_of(vv{{1, 1}}),
+                        key_of(vv{{1}, {1}})});
+    CHECK(key_of(std::vector<int>{1, 2}) != key_of(vv{{1}, {2}}));
+    CHECK(key_of(std::vector<int>{1, 2}) != key_of(std::vector<int>{2, 1}));
+    CHECK(key_of(std::vector<int>{}) != key_of(std::vector<int>{0}));
+}
+
+TEST_CASE("an empty optional, a present one, and the bare value all differ", "[key]") {
+    check_all_distinct({key_of(std::optional<int>()), key_of(std::optional<int>(0)), key_of(0),
+                        key_of(std::optional<int>(1)), key_of(std::optional<std::optional<int>>(std::optional<int>()))});
+}
+
+TEST_CASE("a variant holding the same value in another alternative gives another key", "[key]") {
+    using v2 = std::variant<int, int>;
+    CHECK(key_of(v2(std::in_place_index<0>, 7)) != key_of(v2(std::in_place_index<1>, 7)));
+    CHECK(key_of(v2(std::in_place_index<0>, 7)) == key_of(v2(std::in_place_index<0>, 7)));
+    CHECK(key_of(v2(std::in_place_index<0>, 7)) != key_of(v2(std::in_place_index<0>, 8)));
+    CHECK(key_of(std::variant<int, std::string>(7)) != key_of(7));
+    CHECK(key_of(std::variant<std::monostate, int>()) != key_of(std::variant<std::monostate, int>(0)));
+}
+
+TEST_CASE("pairs and tuples are keyed by each element in place", "[key]") {
+    CHECK(key_of(std::make_pair(1, 2)) != key_of(std::make_pair(2, 1)));
+    CHECK(key_of(std::make_tuple(1, 2, 3)) != key_of(std::make_tuple(1, 2)));
+    CHECK(key_of(std::make_tuple(1, std::string("a"), 2.5)) != key_of(std::make_tuple(1, std::string("a"), 2.25)));
+    CHECK(key_of(std::make_tuple(1, 2)) != key_of(std::vector<int>{1, 2}));
+    // Structural: a pair is a tuple of two.
+    CHECK(key_of(std::make_pair(1, 2)) == key_of(std::make_tuple(1, 2)));
+}
+
+TEST_CASE("an enumerator differs from its underlying integer", "[key]") {
+    CHECK(key_of(color::red) != key_of(1));
+    CHECK(key_of(color::red) != key_of(color::green));
+    CHECK(key_of(small_color::red) != key_of(std::uint8_t{1}));
+    CHECK(key_of(small_color::red) != key_of(color::red)); // other underlying width
+}
+
+TEST_CASE("a callee's key as a component: another callee key gives another key", "[key]") {
+    cc::key_result callee_a = cc::key_builder<>().add("ir", "%0 = arg").finish();
+    cc::key_result callee_b = cc::key_builder<>().add("ir", "%0 = const 1").finish();
+    REQUIRE(callee_a.ok());
+    REQUIRE(callee_b.ok());
+    auto caller = [](cc::key const& callee) {
+        return cc::key_builder<>().add("ir", "call @f").add("callee", callee).finish();
+    };
+    CHECK(caller(callee_a.value()).value() != caller(callee_b.value()).value());
+    CHECK(caller(callee_a.value()).value() == caller(callee_a.value()).value());
+    // A digest is not the same content as its bytes or its hex.
+    cc::key const k = callee_a.value();
+    CHECK(key_of(k) != key_of(std::vector<unsigned char>(k.data(), k.data() + k.size())));
+    CHECK(key_of(k) != key_of(k.hex()));
+}
+
+TEST_CASE("a bypassed callee's empty key makes its caller bypass, never a key", "[key]") {
+    cc::key_result callee = cc::key_builder<>().fail("captures a live socket").finish();
+    REQUIRE_FALSE(callee.ok());
+    REQUIRE(callee.value().empty());
+    cc::key_result caller;
+    REQUIRE_NOTHROW(caller = cc::key_builder<>().add("ir", "call @f").add("callee", callee.value()).finish());
+    CHECK_FALSE(caller.ok());
+    CHECK(caller.bypass_reason().find("callee") != std::string::npos);
+}
+
+TEST_CASE("a user type is keyed through its describe hidden friend", "[key]") {
+    options base;
+    base.flags = {"-O2"};
+    options other_level = base, other_bool = base, other_flags = base;
+    other_level.level = 3;
+    other_bool.fast_math = true;
+    other_flags.flags.push_back("-g");
+    CHECK(key_of(base) == key_of(options(base)));
+    check_all_distinct({key_of(base), key_of(other_level), key_of(other_bool), key_of(other_flags)});
+    // A record is not the bare tuple of its fields.
+    CHECK(key_of(base) != key_of(std::make_tuple(base.level, base.fast_math, base.flags)));
+    // And it nests: in sequences, optionals, maps.
+    CHECK(key_of(std::vector<options>{base}) != key_of(std::vector<options>{other_level}));
+    CHECK(key_of(std::map<std::string, options>{{"k", base}}) !=
+          key_of(std::map<std::string, options>{{"k", other_flags}}));
+}
+
+TEST_CASE("two records whose fields would concatenate alike give different keys", "[key]") {
+    CHECK(key_of(two_lists{{1, 2}, {}}) != key_of(two_lists{{1}, {2}}));
+    CHECK(key_of(two_lists{{1}, {2}}) != key_of(two_lists{{}, {1, 2}}));
+    // Sequences of records: record boundaries count too.
+    CHECK(key_of(std::vector<two_lists>{{{1}, {}}, {{}, {}}}) != key_of(std::vector<two_lists>{{{}, {}}, {{1}, {}}}));
+}
+
+TEST_CASE("component names, order and count are part of the key", "[key]") {
+    cc::key const base = cc::key_builder<>().add("ir", 1).add("options", 2).finish().value();
+    SECTION("a component's name matters") {
+        CHECK(cc::key_builder<>().add("ir", 1).add("flags", 2).finish().value() != base);
+    }
+    SECTION("the order of components matters") {
+        CHECK(cc::key_builder<>().add("options", 2).add("ir", 1).finish().value() != base);
+    }
+    SECTION("adding a component changes the key") {
+        CHECK(cc::key_builder<>().add("ir", 1).add("options", 2).add("source", "").finish().value() != base);
+    }
+    SECTION("no components at all is still a key, and another one") {
+        cc::key_result empty = cc::key_builder<>().finish();
+        REQUIRE(empty.ok());
+        CHECK(empty.value() != base);
+    }
+    SECTION("a name and a value do not run into each other") {
+        CHECK(cc::key_builder<>().add("ab", "c").finish().value() != cc::key_builder<>().add("a", "bc").finish().value());
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// What must not move the key.
+
+TEST_CASE("a set filled in another order gives the same key", "[key]") {
+    std::vector<int> values(200);
+    for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<int>((i * 7919) % 1009);
+    std::vector<int> reversed(values.rbegin(), values.rend());
+
+    SECTION("std::set") {
+        CHECK(key_of(std::set<int>(values.begin(), values.end())) ==
+              key_of(std::set<int>(reversed.begin(), reversed.end())));
+    }
+    SECTION("std::set with a comparator that orders the other way") {
+        // The encoding sorts the element encodings, so a set's comparator never leaks
+        // into its key: the same elements give the same key.
+        CHECK(key_of(std::set<int, std::greater<int>>(values.begin(), values.end())) ==
+              key_of(std::set<int>(values.begin(), values.end())));
+    }
+    SECTION("std::unordered_set, also with other bucket counts") {
+        std::unordered_set<int> a(values.begin(), values.end());
+        std::unordered_set<int> b;
+        b.rehash(4096);
+        b.insert(reversed.begin(), reversed.end());
+        std::unordered_set<std::string> sa, sb;
+        for (int v : values) sa.insert("s" + std::to_string(v));
+        sb.reserve(10000);
+        for (int v : reversed) sb.insert("s" + std::to_string(v));
+        CHECK(key_of(a) == key_of(b));
+        CHECK(key_of(sa) == key_of(sb));
+    }
+    SECTION("but different elements give another key") {
+        std::set<int> a(values.begin(), values.end()), b = a;
+        b.erase(b.begin());
+        CHECK(key_of(a) != key_of(b));
+        CHECK(key_of(std::multiset<int>{1, 1, 2}) != key_of(std::multiset<int>{1, 2}));
+        // A set is not a sequence of the same elements.
+        CHECK(key_of(std::set<int>{1, 2}) != key_of(std::vector<int>{1, 2}));
+    }
+}
+
+TEST_CASE("a map filled in another order gives the same key", "[key]") {
+    std::vector<std::pair<std::string, int>> entries;
+    for (int i = 0; i < 300; ++i) entries.emplace_back("global_" + std::to_string(i * 31 % 997), i);
+    std::unordered_map<std::string, int> a(entries.begin(), entries.end());
+    std::unordered_map<std::string, int> b;
+    b.reserve(5000);
+    for (auto it = entries.rbegin(); it != entries.rend(); ++it) b.insert(*it);
+    std::map<std::string, int> ordered(entries.begin(), entries.end());
+    CHECK(key_of(a) == key_of(b));
+    CHECK(key_of(ordered) == key_of(a));
+
+    SECTION("but a changed value gives another key") {
+        b["global_0"] += 1;
+        CHECK(key_of(a) != key_of(b));
+    }
+    SECTION("and a key and its value are not interchangeable") {
+        CHECK(key_of(std::map<int, int>{{1, 2}}) != key_of(std::map<int, int>{{2, 1}}));
+    }
+}
+
+TEST_CASE("a renamed SSA value gives the same key when the text is numbered by ordinal_map", "[key]") {
+    using namespace fake_ir;
+    function const original = make_kernel(in_order, default_names);
+    std::string const text = canonical_text(original);
+    CHECK(text == "%0 = arg\n%1 = arg\n%2 = const 2\n%3 = mul %0 %2\n%4 = add %3 %1\n%5 = ret %4\n");
+    cc::key const k = key_of(text);
+
+    SECTION("renaming a value") {
+        auto names = default_names;
+        names[4] = "%total";
+        function const renamed = make_kernel(in_order, names);
+        CHECK(named_text(renamed) != named_text(original)); // the rename is real
+        CHECK(key_of(canonical_text(renamed)) == k);
+    }
+    SECTION("creating the values at other addresses, in another order") {
+        function const shuffled = make_kernel({5, 3, 0, 4, 1, 2}, default_names);
+        function const reversed = make_kernel({5, 4, 3, 2, 1, 0}, default_names);
+        CHECK(std::less<value const*>()(original.body[0], original.body[1]));
+        CHECK(std::less<value const*>()(reversed.body[1], reversed.body[0]));
+        CHECK(key_of(canonical_text(shuffled)) == k);
+        CHECK(key_of(canonical_text(reversed)) == k);
+    }
+    SECTION("but a changed instruction gives another key") {
+        CHECK(key_of(canonical_text(make_kernel(in_order, default_names, "sub"))) != k);
+    }
+}
+
+TEST_CASE("ordinal_map numbers objects by first visit", "[key]") {
+    int a = 0, b = 0, c = 0;
+    cc::ordinal_map<int> numbers;
+    CHECK(numbers(&b) == 0);
+    CHECK(numbers(&a) == 1);
+    CHECK(numbers(&b) == 0);
+    CHECK(numbers.find(&a) == std::optional<std::size_t>(1));
+    CHECK(numbers.find(&c) == std::nullopt);
+    CHECK(numbers.size() == 2); // find numbers nothing new
+    CHECK(numbers(&c) == 2);
+    numbers.clear();
+    CHECK(numbers.size() == 0);
+    CHECK(numbers(&c) == 0);
+}
+
+// ---------------------------------------------------------------------------------
+// key_result: components, explanations of a miss, bypasses.
+
+TEST_CASE("a key result lists its components in order with their names", "[key]") {
+    options o;
+    cc::key_result r = cc::key_builder<>().add("ir", "%0 = arg").add("options", o).add("callee", key_of(1)).finish();
+    REQUIRE(r.ok());
+    REQUIRE(r.components().size() == 3);
+    CHECK(r.components()[0].name == "ir");
+    CHECK(r.components()[1].name == "options");
+    CHECK(r.components()[2].name == "callee");
+    for (auto const& c : r.components()) CHECK(c.digest.size() == 32);
+    CHECK(r.bypass_reason().empty());
+    CHECK(static_cast<bool>(r));
+    // A component's digest depends on its value only; the key also on its name.
+    cc::key_result renamed = cc::key_builder<>().add("text", "%0 = arg").finish();
+    cc::key_result same = cc::key_builder<>().add("ir", "%0 = arg").finish();
+    CHECK(renamed.components()[0].digest == r.components()[0].digest);
+    CHECK(renamed.value() != same.value());
+}
+
+TEST_CASE("differing_components names exactly the components that changed", "[key]") {
+    auto build = [](int level, std::string const& ir, std::optional<std::string> source) {
+        options o;
+        o.level = level;
+        cc::key_builder<> kb;
+        kb.add("toolchain", cc::toolchain::current("host 1.0")).add("ir", ir);
+        if (source) kb.add("source", *source);
+        kb.add("options", o);
+        return kb.finish();
+    };
+    cc::key_result const base = build(2, "%0 = arg", std::string("f(x)"));
+    CHECK(base.differing_components(base).empty());
+    CHECK(base.differing_components(build(2, "%0 = arg", std::string("f(x)"))).empty());
+
+    using names = std::vector<std::string>;
+    CHECK(base.differing_components(build(3, "%0 = arg", std::string("f(x)"))) == names{"options"});
+    CHECK(base.differing_components(build(2, "%0 = const", std::string("f(x)"))) == names{"ir"});
+    CHECK(base.differing_components(build(3, "%0 = const", std::string("f(x)"))) == names{"ir", "options"});
+    SECTION("a component present in one result only is named, and only it") {
+        CHECK(base.differing_components(build(2, "%0 = arg", std::nullopt)) == names{"source"});
+        CHECK(build(2, "%0 = arg", std::nullopt).differing_components(base) == names{"source"});
+    }
+    SECTION("it is symmetric in what it names") {
+        cc::key_result other = build(3, "%0 = const", std::string("g(x)"));
+        names ab = base.differing_components(other), ba = other.differing_components(base);
+        std::sort(ab.begin(), ab.end());
+        std::sort(ba.begin(), ba.end());
+        CHECK(ab == ba);
+        CHECK(ab == names{"ir", "options", "source"});
+    }
+    SECTION("when only the order changed, the key differs and the moved components are named") {
+        cc::key_result a = cc::key_builder<>().add("x", 1).add("y", 2).finish();
+        cc::key_result b = cc::key_builder<>().add("y", 2).add("x", 1).finish();
+        REQUIRE(a.value() != b.value());
+        CHECK(a.differing_components(b) == names{"x", "y"});
+    }
+}
+
+TEST_CASE("fail gives a bypass with the first reason given, never a key", "[key]") {
+    cc::key_builder<> kb;
+    kb.add("ir", "%0 = arg");
+    CHECK_FALSE(kb.failed());
+    kb.fail("global 'g' holds a live file handle");
+    kb.fail("a second reason");
+    kb.add("options", 3); // ignored once failed; must not throw
+    CHECK(kb.failed());
+    cc::key_result r = kb.finish();
+    CHECK_FALSE(r.ok());
+    CHECK_FALSE(static_cast<bool>(r));
+    CHECK(r.bypass_reason() == "global 'g' holds a live file handle");
+    CHECK(r.value().empty());
+
+    SECTION("an empty reason still reads as a reason") {
+        cc::key_result e = cc::key_builder<>().fail("").finish();
+        CHECK_FALSE(e.ok());
+        CHECK_FALSE(e.bypass_reason().empty());
+    }
+}
+
+TEST_CASE("an exception thrown inside a user's describe becomes a bypass naming the component", "[key]") {
+    SECTION("a std::exception: the reason has the component and the message") {
+        cc::key_result r;
+        REQUIRE_NOTHROW(r = cc::key_builder<>().add("ir", "%0 = arg").add("globals", throws_std{}).add("options", 1).finish());
+        CHECK_FALSE(r.ok());
+        CHECK(r.bypass_reason().find("globals") != std::string::npos);
+        CHECK(r.bypass_reason().find("live file handle") != std::string::npos);
+    }
+    SECTION("anything else thrown") {
+        cc::key_result r;
+        REQUIRE_NOTHROW(r = cc::key_builder<>().add("globals", throws_other{}).finish());
+        CHECK_FALSE(r.ok());
+        CHECK(r.bypass_reason().find("globals") != std::string::npos);
+    }
+    SECTION("deep inside a container") {
+        std::map<int, std::vector<throws_std>> nested{{1, {throws_std{}}}};
+        cc::key_result r;
+        REQUIRE_NOTHROW(r = cc::key_builder<>().add("env", nested).finish());
+        CHECK_FALSE(r.ok());
+        CHECK(r.bypass_reason().find("env") != std::string::npos);
+    }
+    SECTION("a variant left valueless by an exception") {
+        std::variant<int, throws_on_construction> v;
+        try {
+            v.emplace<1>(5);
+        } catch (std::exception const&) {
+        }
+        REQUIRE(v.valueless_by_exception());
+        cc::key_result r;
+        REQUIRE_NOTHROW(r = cc::key_builder<>().add("state", v).finish());
+        CHECK_FALSE(r.ok());
+        CHECK(r.bypass_reason().find("state") != std::string::npos);
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// The toolchain component.
+
+TEST_CASE("the toolchain describes compiler, Boost, pointer size, byte order and host version", "[key]") {
+    cc::toolchain const t = cc::toolchain::current("host 1.0");
+    CHECK(t.library_format == cc::format_version);
+#if defined(__clang__)
+    CHECK(t.compiler.rfind("clang ", 0) == 0);
+#elif defined(__GNUC__)
+    CHECK(t.compiler.rfind("gcc ", 0) == 0);
+    CHECK(t.compiler.find(__VERSION__) != std::string::npos);
+#endif
+    CHECK(t.boost_version == BOOST_VERSION);
+    CHECK(t.pointer_size == sizeof(void*));
+#if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__)
+    CHECK(t.little_endian == (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__));
+#endif
+    CHECK(t.host_version == "host 1.0");
+    CHECK(key_of(t) == key_of(cc::toolchain::current("host 1.0")));
+}
+
+TEST_CASE("any change in the toolchain changes the key", "[key]") {
+    cc::toolchain const t = cc::toolchain::current("host 1.0", "boost_binary 19");
+    cc::key const k = key_of(t);
+    CHECK(key_of(cc::toolchain::current("host 1.1", "boost_binary 19")) != k);
+    CHECK(key_of(cc::toolchain::current("host 1.0", "boost_text 19")) != k);
+    std::vector<cc::toolchain> changed(7, t);
+    changed[0].library_format += 1;
+    changed[1].compiler += "x";
+    changed[2].boost_version += 100;
+    changed[3].pointer_size = 4;
+    changed[4].little_endian = !t.little_endian;
+    changed[5].host_build_id += "00";
+    changed[6].serializer_format.clear();
+    for (std::size_t i = 0; i < changed.size(); ++i) {
+        INFO("changed field #" << i);
+        CHECK(key_of(changed[i]) != k);
+    }
+}
+
+TEST_CASE("the test program's GNU build-id is read from its own ELF notes", "[key]") {
+    std::string const& id = cc::detail::main_program_build_id();
+#if defined(__linux__) && defined(__ELF__)
+    if (id.empty()) {
+        WARN("this test program has no GNU build-id (linked without --build-id?); "
+             "the toolchain component then relies on the host version string alone");
+        return;
+    }
+    CHECK(is_lower_hex(id));
+    CHECK(id.size() % 2 == 0);
+    CHECK(id.size() >= 16);
+    CHECK(cc::toolchain::current().host_build_id == id);
+
+    // When readelf is there, it must agree.
+    std::error_code ec;
+    std::filesystem::path const self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (!ec && std::system("command -v readelf >/dev/null 2>&1") == 0) {
+        std::string const notes = run("readelf -n '" + self.string() + "' 2>/dev/null");
+        auto at = notes.find("Build ID: ");
+        if (at == std::string::npos) {
+            FAIL("readelf shows no build-id, but one was read: " << id);
+        } else {
+            std::string const printed = notes.substr(at + 10, notes.find('\n', at) - at - 10);
+            CHECK(printed == id);
+        }
+    } else {
+        WARN("readelf not found: the build-id's shape was checked, not its value");
+    }
+#else
+    WARN("not a Linux/ELF build: no build-id expected, got '" << id << "'");
+#endif
+}
+
+// ---------------------------------------------------------------------------------
+// The same inputs, the same key, in every fresh process.
+
+TEST_CASE("the same inputs give the same key in fresh processes", "[key]") {
+#if defined(COMPILE_CACHE_HELPER_key_determinism_helper)
+    std::string const helper = COMPILE_CACHE_HELPER_key_determinism_helper;
+    std::string const first = trim_newline(run("'" + helper + "'"));
+    std::string const second = trim_newline(run("'" + helper + "'"));
+    // Another environment: another stack layout, malloc perturbation, locale and
+    // more, so that any address or seed that leaked into the key would show.
+    std::string const padding(4000, 'x');
+    std::string const third = trim_newline(run("env COMPILE_CACHE_TEST_PADDING=" + padding +
+                                               " MALLOC_PERTURB_=165 LC_ALL=C TZ=Asia/Tokyo '" + helper + "'"));
+    INFO("first: " << first << "\nsecond: " << second << "\nthird: " << third);
+    CHECK(first.size() == 64);
+    CHECK(is_lower_hex(first));
+    CHECK(first == second);
+    CHECK(first == third);
+    // And the helper is not printing a constant: other inputs, another key.
+    std::string const changed = trim_newline(run("'" + helper + "' changed"));
+    CHECK(changed.size() == 64);
+    CHECK(changed != first);
+#else
+    WARN("COMPILE_CACHE_HELPER_key_determinism_helper is not defined: built outside CMake, "
+         "the fresh-process test did not run");
+#endif
+}
