@@ -26,25 +26,32 @@ inline int find_main_build_id(dl_phdr_info* info, std::size_t, void* data) {
         if (ph.p_type != PT_NOTE) continue;
         auto const* p = reinterpret_cast<unsigned char const*>(info->dlpi_addr + ph.p_vaddr);
         std::size_t left = ph.p_memsz;
+        // Note fields are padded to the segment's alignment: 4, or 8 for segments
+        // such as .note.gnu.property.
+        std::size_t align = ph.p_align == 8 ? 8 : 4;
         while (left >= 12) {
             std::uint32_t namesz, descsz, type;
             std::memcpy(&namesz, p, 4);
             std::memcpy(&descsz, p + 4, 4);
             std::memcpy(&type, p + 8, 4);
-            std::size_t name_padded = (std::size_t{namesz} + 3) & ~std::size_t{3};
-            std::size_t desc_padded = (std::size_t{descsz} + 3) & ~std::size_t{3};
-            if (12 + name_padded + desc_padded > left) break;
+            // The name follows the 12-byte header; the descriptor and the next note
+            // start at the next multiple of the alignment.
+            auto align_up = [align](std::size_t n) { return (n + align - 1) & ~(align - 1); };
+            std::size_t desc_at = align_up(12 + std::size_t{namesz});
+            std::size_t next = align_up(desc_at + std::size_t{descsz});
+            if (desc_at + descsz > left) break;
             if (type == NT_GNU_BUILD_ID && namesz == 4 && std::memcmp(p + 12, "GNU", 4) == 0) {
                 static constexpr char digits[] = "0123456789abcdef";
-                unsigned char const* d = p + 12 + name_padded;
+                unsigned char const* d = p + desc_at;
                 for (std::uint32_t j = 0; j < descsz; ++j) {
                     out->push_back(digits[d[j] >> 4]);
                     out->push_back(digits[d[j] & 15]);
                 }
                 return 1;
             }
-            p += 12 + name_padded + desc_padded;
-            left -= 12 + name_padded + desc_padded;
+            if (next >= left) break;
+            p += next;
+            left -= next;
         }
     }
     return 1; // only the main program matters
