@@ -1,66 +1,185 @@
 #!/usr/bin/env python3
-"""Generates single_include/compile_cache/compile_cache.hpp from include/.
+"""Generates single_include/compile_cache/ from include/.
 
-Starts at the umbrella header and inlines every `#include <compile_cache/...>` the
-first time it is met (later ones vanish); standard and Boost includes stay as they
-are. Deterministic: no timestamps, no absolute paths. Usage:
+single_include/compile_cache/compile_cache.hpp starts at the umbrella header and
+inlines every `#include <compile_cache/...>` the first time it is met (later ones
+vanish); standard and Boost includes stay as they are. Each inlined header is framed
+by `// ---- begin <path>` / `// ---- end <path>` lines: CMake reads them to make the
+forwarding headers of the single-header test build (COMPILE_CACHE_TEST_SINGLE_HEADER).
 
-    scripts/amalgamate.py            # writes the single header
-    scripts/amalgamate.py --check    # exit 1 if the committed one differs
+Optional headers — those under a folder named in OPTIONAL_DIRS, which need something
+beyond the standard library and Boost (an LLVM adapter, a remote tier) — are not
+inlined: each is copied to single_include/compile_cache/ at its own path, with its
+includes of inlined headers replaced by one include of the single header.
+
+Every other header under include/ must be reachable from the umbrella header: one
+that is not is reported as an error rather than silently left out.
+
+Deterministic: no timestamps, no absolute paths. Usage:
+
+    scripts/amalgamate.py            # writes single_include/compile_cache/
+    scripts/amalgamate.py --check    # exit 1 (and show a diff) if the committed files differ
 """
+import difflib
 import pathlib
 import re
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 INCLUDE = ROOT / "include"
-OUTPUT = ROOT / "single_include" / "compile_cache" / "compile_cache.hpp"
-OWN_INCLUDE = re.compile(r'^\s*#\s*include\s*<(compile_cache/[^>]+)>\s*$')
+OUTPUT_DIR = ROOT / "single_include"
+UMBRELLA = "compile_cache/compile_cache.hpp"
+# Folders (relative to include/compile_cache/) whose headers need an optional dependency.
+OPTIONAL_DIRS = ("llvm", "remote")
+
+OWN_INCLUDE = re.compile(r'^\s*#\s*include\s*<(compile_cache/[^>]+)>')
+QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"')
 PRAGMA_ONCE = re.compile(r'^\s*#\s*pragma\s+once\s*$')
+IF_OPEN = re.compile(r'^\s*#\s*if(n?def)?\b')
+IF_CLOSE = re.compile(r'^\s*#\s*endif\b')
 
 
-def inline(path, seen, out):
-    rel = path.relative_to(INCLUDE).as_posix()
+class AmalgamateError(Exception):
+    pass
+
+
+def is_optional(rel):
+    parts = pathlib.PurePosixPath(rel).parts
+    return len(parts) > 2 and parts[1] in OPTIONAL_DIRS
+
+
+def check_line(rel, number, line, depth):
+    """Rejects what inlining cannot keep correct."""
+    if QUOTED_INCLUDE.match(line):
+        raise AmalgamateError(f"{rel}:{number}: use #include <compile_cache/...>, not a quoted include")
+    if OWN_INCLUDE.match(line) and depth > 0:
+        # Inlined once, inside a conditional block, the header would be missing
+        # wherever the condition is false.
+        raise AmalgamateError(f"{rel}:{number}: an #include of a compile_cache header inside "
+                              "#if/#ifdef cannot be amalgamated; include it unconditionally")
+
+
+def inline(rel, seen, out):
     if rel in seen:
         return
+    path = INCLUDE / rel
+    if not path.is_file():
+        raise AmalgamateError(f"{rel} is included but does not exist")
+    if is_optional(rel):
+        raise AmalgamateError(f"{rel} is an optional header; the umbrella and its headers must not include it")
     seen.add(rel)
     out.append(f"// ---- begin {rel}\n")
-    for line in path.read_text().splitlines(keepends=True):
+    depth = 0
+    for number, line in enumerate(path.read_text().splitlines(keepends=True), 1):
+        check_line(rel, number, line, depth)
+        if IF_OPEN.match(line):
+            depth += 1
+        elif IF_CLOSE.match(line):
+            depth -= 1
         if PRAGMA_ONCE.match(line):
             continue
         m = OWN_INCLUDE.match(line)
         if m:
-            target = INCLUDE / m.group(1)
-            if not target.is_file():
-                sys.exit(f"amalgamate: {rel} includes {m.group(1)}, which does not exist")
-            inline(target, seen, out)
+            inline(m.group(1), seen, out)
             continue
         out.append(line)
+    if not out[-1].endswith("\n"):
+        out.append("\n")
     out.append(f"// ---- end {rel}\n")
 
 
+def optional_copy(rel, inlined):
+    """An optional header as it goes to single_include/: includes of inlined headers
+    become one include of the single header."""
+    out = []
+    forwarded = False
+    for line in (INCLUDE / rel).read_text().splitlines(keepends=True):
+        m = OWN_INCLUDE.match(line)
+        if m and m.group(1) in inlined:
+            if not forwarded:
+                out.append(f"#include <{UMBRELLA}>\n")
+                forwarded = True
+            continue
+        out.append(line)
+    return "".join(out)
+
+
 def generate():
+    """{path relative to single_include/: text} for every file that belongs there."""
     out = [
         "// compile_cache: single-header edition, generated by scripts/amalgamate.py from include/.\n",
         "// Do not edit: change include/ and regenerate.\n",
         "#pragma once\n",
     ]
-    inline(INCLUDE / "compile_cache" / "compile_cache.hpp", set(), out)
-    return "".join(out)
+    inlined = set()
+    inline(UMBRELLA, inlined, out)
+    files = {UMBRELLA: "".join(out)}
+
+    headers = sorted(p.relative_to(INCLUDE).as_posix() for p in (INCLUDE / "compile_cache").rglob("*.hpp"))
+    unreachable = [h for h in headers if h not in inlined and not is_optional(h)]
+    if unreachable:
+        raise AmalgamateError(
+            "not reachable from the umbrella header " + UMBRELLA + ": " + ", ".join(unreachable) +
+            "\n  include them from it (or from a header it includes), or put optional headers under "
+            + "/".join(OPTIONAL_DIRS) + " folders (see OPTIONAL_DIRS in scripts/amalgamate.py)")
+    for h in headers:
+        if is_optional(h):
+            files[h] = optional_copy(h, inlined)
+    return files
+
+
+def committed():
+    root = OUTPUT_DIR / "compile_cache"
+    if not root.is_dir():
+        return {}
+    return {p.relative_to(OUTPUT_DIR).as_posix(): p.read_text() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def check(files):
+    current = committed()
+    stale = False
+    for rel in sorted(set(files) | set(current)):
+        want, have = files.get(rel), current.get(rel)
+        if want == have:
+            continue
+        stale = True
+        if have is None:
+            print(f"amalgamate: single_include/{rel} is missing", file=sys.stderr)
+        elif want is None:
+            print(f"amalgamate: single_include/{rel} should not exist (its header is gone)", file=sys.stderr)
+        else:
+            diff = list(difflib.unified_diff(have.splitlines(keepends=True), want.splitlines(keepends=True),
+                                             f"single_include/{rel} (committed)",
+                                             f"single_include/{rel} (from include/)", n=1))
+            print(f"amalgamate: single_include/{rel} is out of date:", file=sys.stderr)
+            sys.stderr.writelines(diff[:40])
+            if len(diff) > 40:
+                print(f"  ... {len(diff) - 40} more diff lines", file=sys.stderr)
+    if stale:
+        print("amalgamate: run scripts/amalgamate.py and commit single_include/", file=sys.stderr)
+        return 1
+    return 0
+
+
+def write(files):
+    for rel in committed():
+        if rel not in files:
+            (OUTPUT_DIR / rel).unlink()
+    for rel, text in files.items():
+        path = OUTPUT_DIR / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.is_file() or path.read_text() != text:
+            path.write_text(text)
+    return 0
 
 
 def main():
-    text = generate()
-    if "--check" in sys.argv[1:]:
-        current = OUTPUT.read_text() if OUTPUT.is_file() else ""
-        if current != text:
-            print(f"amalgamate: {OUTPUT.relative_to(ROOT)} is out of date; run scripts/amalgamate.py",
-                  file=sys.stderr)
-            return 1
-        return 0
-    OUTPUT.parent.mkdir(parents=True, exist_ok=True)
-    OUTPUT.write_text(text)
-    return 0
+    try:
+        files = generate()
+    except AmalgamateError as e:
+        print(f"amalgamate: {e}", file=sys.stderr)
+        return 2
+    return check(files) if "--check" in sys.argv[1:] else write(files)
 
 
 if __name__ == "__main__":
