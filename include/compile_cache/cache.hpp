@@ -232,7 +232,10 @@ public:
             } catch (std::exception const& e) {
                 return store_failed(store_failure::serialize_error, start, info, e.what());
             }
-            if (envelope_payload_size(entry, length_at) > options_.max_entry_size)
+            // The bound is on the whole sealed entry, as load applies it when reading:
+            // an entry whose payload fits but whose envelope does not would be written
+            // and then never read.
+            if (entry.size() + detail::envelope_digest_size > options_.max_entry_size)
                 return store_failed(store_failure::too_large, start, info, {});
             seal_envelope(entry, length_at);
             if (std::error_code ec = storage_.write(k.value(), entry))
