@@ -1,0 +1,256 @@
+// The envelope every entry travels in, shown through a real cache over a directory:
+// a damaged, truncated, misplaced, foreign or oversized entry is a miss with its own
+// counted reason, and none of them reaches the deserializer.
+#include "catch2_compat.hpp"
+#include "test_support.hpp"
+
+#include <compile_cache/cache.hpp>
+#include <compile_cache/envelope.hpp>
+
+#include <boost/serialization/string.hpp>
+#include <boost/serialization/vector.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace cc = compile_cache;
+using compile_cache_test::read_file;
+using compile_cache_test::temp_dir;
+using compile_cache_test::write_file;
+namespace fs = std::filesystem;
+
+int artifacts_deserialized = 0; // how many times an artifact's bytes reached Boost's loader
+
+struct compiled_kernel {
+    std::string name;
+    std::vector<std::uint8_t> bytecode;
+    std::vector<double> constants;
+
+    template <class Archive>
+    void serialize(Archive& ar, unsigned) {
+        if (Archive::is_loading::value) ++artifacts_deserialized;
+        ar & name & bytecode & constants;
+    }
+};
+
+compiled_kernel small_kernel() {
+    return {"axpy", {0x01, 0x02, 0x10, 0x20, 0x21, 0x30, 0xff}, {2.0, 0.5}};
+}
+
+template <class Serializer>
+using cache_with = cc::basic_cache<cc::sha256, Serializer, cc::registry, cc::directory_storage>;
+
+/// A key made without the toolchain component, so that caches with different
+/// serializers agree on it (make_key_builder would already tell them apart).
+cc::key_result plain_key(std::string const& ir) { return cc::key_builder<>().add("ir", ir).finish(); }
+
+cc::entry_info const axpy_info{"axpy", "blas.dsl", 7};
+
+/// A directory cache with one sound entry in it, and the entry's bytes.
+struct stored_entry {
+    temp_dir dir;
+    fs::path root = dir.path() / "cache";
+    cc::default_cache cache{cc::directory_storage(root.string())};
+    cc::key_result k = plain_key("axpy(a,x,y) = a*x+y");
+    fs::path path = cache.storage().entry_path(k.value());
+    std::string sound;
+
+    stored_entry() {
+        REQUIRE(cache.store(k, small_kernel(), axpy_info));
+        sound = read_file(path);
+    }
+
+    /// Loads k and says what changed in the statistics: exactly one miss, by `reason`,
+    /// and nothing deserialized.
+    bool misses_with(cc::miss_reason reason) {
+        cc::statistics_snapshot const before = cache.stats();
+        int const deserialized = artifacts_deserialized;
+        std::optional<compiled_kernel> loaded = cache.load<compiled_kernel>(k, axpy_info);
+        cc::statistics_snapshot const after = cache.stats();
+        return !loaded && after.miss_count(reason) == before.miss_count(reason) + 1 &&
+               after.total_misses() == before.total_misses() + 1 && after.hits == before.hits &&
+               artifacts_deserialized == deserialized;
+    }
+};
+
+} // namespace
+
+TEST_CASE("an envelope opens to the metadata and payload it was sealed with", "[envelope]") {
+    auto const digest = cc::sha256_digest("k", 1);
+    cc::key const k(digest);
+    cc::entry_metadata meta;
+    meta.name = "axpy";
+    meta.origin_file = "blas.dsl";
+    meta.format_id = "test-format 1";
+    meta.origin_line = 7;
+    meta.created_ns = 1700000000123456789;
+    meta.compile_ns = 4200000;
+
+    std::string entry;
+    std::size_t const length_at = cc::begin_envelope(entry, k, meta);
+    std::string const payload("payload \0 with \xff binary bytes", 30);
+    entry += payload;
+    CHECK(cc::envelope_payload_size(entry, length_at) == payload.size());
+    cc::seal_envelope(entry, length_at);
+    CHECK(entry.compare(0, 8, "CCENTRY\n") == 0);
+
+    cc::opened_envelope const e = cc::open_envelope(entry, k, "test-format 1", 1 << 20);
+    REQUIRE(e.status == cc::envelope_status::ok);
+    CHECK(e.payload == payload);
+    CHECK(e.metadata.name == "axpy");
+    CHECK(e.metadata.origin_file == "blas.dsl");
+    CHECK(e.metadata.format_id == "test-format 1");
+    CHECK(e.metadata.origin_line == 7);
+    CHECK(e.metadata.created_ns == 1700000000123456789);
+    CHECK(e.metadata.compile_ns == 4200000);
+
+    CHECK(cc::open_envelope(entry, k, "test-format 2", 1 << 20).status == cc::envelope_status::foreign_version);
+    CHECK(cc::open_envelope(entry, cc::key(cc::sha256_digest("j", 1)), "test-format 1", 1 << 20).status ==
+          cc::envelope_status::key_mismatch);
+    CHECK(cc::open_envelope(entry, k, "test-format 1", payload.size() - 1).status ==
+          cc::envelope_status::too_large);
+    CHECK(cc::open_envelope(entry, k, "test-format 1", payload.size()).status == cc::envelope_status::ok);
+}
+
+TEST_CASE("a cache entry records what was stored and when", "[envelope]") {
+    stored_entry s;
+    auto const now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    cc::opened_envelope const e = cc::open_envelope(s.sound, s.k.value(), cc::boost_binary::format_id(), 1 << 20);
+    REQUIRE(e.status == cc::envelope_status::ok);
+    CHECK(e.metadata.name == "axpy");
+    CHECK(e.metadata.origin_file == "blas.dsl");
+    CHECK(e.metadata.origin_line == 7);
+    CHECK(e.metadata.format_id == cc::boost_binary::format_id());
+    CHECK(e.metadata.created_ns <= now);
+    CHECK(e.metadata.created_ns > now - std::int64_t{60} * 1000000000);
+}
+
+TEST_CASE("every byte of an entry flipped in turn is a miss with reason corrupt", "[envelope]") {
+    stored_entry s;
+    REQUIRE(s.sound.size() > 100);
+    std::vector<std::size_t> not_corrupt;
+    for (std::size_t i = 0; i < s.sound.size(); ++i) {
+        std::string damaged = s.sound;
+        damaged[i] = static_cast<char>(~static_cast<unsigned char>(damaged[i]));
+        write_file(s.path, damaged);
+        if (!s.misses_with(cc::miss_reason::corrupt)) not_corrupt.push_back(i);
+    }
+    CHECK(not_corrupt.empty());
+    CHECK(s.cache.stats().miss_count(cc::miss_reason::corrupt) == s.sound.size());
+
+    write_file(s.path, s.sound); // and the sound entry still loads
+    CHECK(s.cache.load<compiled_kernel>(s.k, axpy_info));
+}
+
+TEST_CASE("an entry truncated at every length is a miss with reason corrupt", "[envelope]") {
+    stored_entry s;
+    std::vector<std::size_t> not_corrupt;
+    for (std::size_t n = 0; n < s.sound.size(); ++n) {
+        write_file(s.path, s.sound.substr(0, n));
+        if (!s.misses_with(cc::miss_reason::corrupt)) not_corrupt.push_back(n);
+    }
+    CHECK(not_corrupt.empty());
+
+    SECTION("so is an entry with bytes appended") {
+        write_file(s.path, s.sound + '\0');
+        CHECK(s.misses_with(cc::miss_reason::corrupt));
+    }
+}
+
+TEST_CASE("a sound entry under another key's file name is a miss with reason key_mismatch", "[envelope]") {
+    stored_entry s;
+    cc::key_result const other = plain_key("axpy(a,x,y) = a*x-y");
+    fs::path const other_path = s.cache.storage().entry_path(other.value());
+    fs::create_directories(other_path.parent_path());
+    write_file(other_path, s.sound);
+
+    cc::statistics_snapshot const before = s.cache.stats();
+    CHECK(!s.cache.load<compiled_kernel>(other, axpy_info));
+    CHECK(s.cache.stats().miss_count(cc::miss_reason::key_mismatch) == before.miss_count(cc::miss_reason::key_mismatch) + 1);
+    CHECK(s.cache.stats().total_misses() == before.total_misses() + 1);
+}
+
+TEST_CASE("a sound entry in another envelope version is a miss with reason foreign_version", "[envelope]") {
+    stored_entry s;
+    // Offset 8, right after the magic: the version, little-endian. Sealed again with a
+    // valid digest, as a later release of the library would write it.
+    REQUIRE(static_cast<unsigned char>(s.sound[8]) == (cc::envelope_version & 0xff));
+    REQUIRE(static_cast<unsigned char>(s.sound[9]) == (cc::envelope_version >> 8));
+    std::string later = s.sound.substr(0, s.sound.size() - 32);
+    later[8] = static_cast<char>((cc::envelope_version + 1) & 0xff);
+    later[9] = static_cast<char>((cc::envelope_version + 1) >> 8);
+    auto const digest = cc::sha256_digest(later.data(), later.size());
+    later.append(reinterpret_cast<char const*>(digest.data()), digest.size());
+    write_file(s.path, later);
+
+    CHECK(s.misses_with(cc::miss_reason::foreign_version));
+}
+
+TEST_CASE("an entry written with another serializer format is a miss with reason foreign_version",
+          "[envelope]") {
+    temp_dir dir;
+    cache_with<cc::boost_text> text_cache(cc::directory_storage(dir.path().string()));
+    cache_with<cc::boost_binary> binary_cache(cc::directory_storage(dir.path().string()));
+    cc::key_result const k = plain_key("axpy(a,x,y) = a*x+y");
+
+    REQUIRE(text_cache.store(k, small_kernel(), axpy_info));
+    int const deserialized = artifacts_deserialized;
+    CHECK(!binary_cache.load<compiled_kernel>(k, axpy_info));
+    CHECK(binary_cache.stats().miss_count(cc::miss_reason::foreign_version) == 1);
+    CHECK(binary_cache.stats().total_misses() == 1);
+    CHECK(artifacts_deserialized == deserialized);
+
+    // The text cache reads its own entry; and keys made the usual way already differ.
+    CHECK(text_cache.load<compiled_kernel>(k, axpy_info));
+    CHECK(text_cache.make_key_builder().add("ir", "x").finish().value() !=
+          binary_cache.make_key_builder().add("ir", "x").finish().value());
+}
+
+TEST_CASE("an entry over max_entry_size is not read: the bound is checked before a byte is deserialized",
+          "[envelope]") {
+    stored_entry s;
+    cc::cache_options options;
+    options.max_entry_size = s.sound.size() - 1;
+    cc::default_cache bounded(cc::directory_storage(s.root.string()), options);
+    int const deserialized = artifacts_deserialized;
+    CHECK(!bounded.load<compiled_kernel>(s.k, axpy_info));
+    CHECK(bounded.stats().miss_count(cc::miss_reason::too_large) == 1);
+    CHECK(bounded.stats().total_misses() == 1);
+    CHECK(artifacts_deserialized == deserialized);
+
+    options.max_entry_size = s.sound.size(); // the bound is inclusive
+    cc::default_cache exact(cc::directory_storage(s.root.string()), options);
+    CHECK(exact.load<compiled_kernel>(s.k, axpy_info));
+}
+
+TEST_CASE("an entry over max_entry_size is not written, and the host keeps its value", "[envelope]") {
+    stored_entry s;
+    cc::opened_envelope const e = cc::open_envelope(s.sound, s.k.value(), cc::boost_binary::format_id(), 1 << 20);
+    REQUIRE(e.status == cc::envelope_status::ok);
+    std::size_t const payload = e.payload.size();
+    std::size_t const entry_size = s.sound.size();
+    REQUIRE(payload < entry_size);
+
+    // No room for the payload, or room for the payload but not for the entry around it.
+    std::size_t const bound = GENERATE_COPY(payload / 2, payload, entry_size - 1);
+    CAPTURE(bound, payload, entry_size);
+    temp_dir other;
+    cc::cache_options options;
+    options.max_entry_size = bound;
+    cc::default_cache bounded(cc::directory_storage((other.path() / "cache").string()), options);
+    auto r = bounded.get_or_compile<compiled_kernel>(s.k, axpy_info, [] { return small_kernel(); });
+    CHECK(r.outcome == cc::outcome::compiled);
+    CHECK(r.value.bytecode == small_kernel().bytecode);
+    CHECK(bounded.stats().failure_count(cc::store_failure::too_large) == 1);
+    CHECK(bounded.stats().stores == 0);
+    CHECK(!fs::exists(bounded.storage().entry_path(s.k.value())));
+}
