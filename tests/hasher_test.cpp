@@ -7,6 +7,9 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <fstream>
+#include <random>
+#include <sstream>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -34,6 +37,57 @@ std::vector<unsigned char> pattern(std::size_t n) {
     std::vector<unsigned char> v(n);
     for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<unsigned char>((i * 7 + 3) % 251);
     return v;
+}
+
+constexpr compile_cache::sha256_backend all_backends[] = {
+    compile_cache::sha256_backend::portable,
+    compile_cache::sha256_backend::x86_sha_ni,
+    compile_cache::sha256_backend::arm_sha2,
+};
+
+/// The block functions this build has and this CPU runs: always the portable one.
+std::vector<compile_cache::sha256_backend> available_backends() {
+    std::vector<compile_cache::sha256_backend> v;
+    for (auto b : all_backends)
+        if (compile_cache::sha256_implementation_available(b)) v.push_back(b);
+    return v;
+}
+
+/// Makes every sha256 use `b` for the scope's lifetime, then restores the one before.
+class backend_scope {
+public:
+    explicit backend_scope(compile_cache::sha256_backend b) : previous_(compile_cache::sha256_implementation()) {
+        REQUIRE(compile_cache::set_sha256_implementation(b));
+        REQUIRE(compile_cache::sha256_implementation() == b);
+    }
+    backend_scope(backend_scope const&) = delete;
+    backend_scope& operator=(backend_scope const&) = delete;
+    ~backend_scope() { compile_cache::set_sha256_implementation(previous_); }
+
+private:
+    compile_cache::sha256_backend previous_;
+};
+
+/// The words of /proc/cpuinfo's lines that start with `field`: "flags" on x86,
+/// "Features" on arm64. Empty where there is no such file or line (e.g. an arm64
+/// binary run under qemu-user on an x86 host sees the host's file).
+[[maybe_unused]] std::vector<std::string> cpuinfo_words(std::string const& field) {
+    std::vector<std::string> out;
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind(field, 0) != 0 || line.find(':') == std::string::npos) continue;
+        std::istringstream words(line.substr(line.find(':') + 1));
+        std::string w;
+        while (words >> w) out.push_back(w);
+    }
+    return out;
+}
+
+[[maybe_unused]] bool contains(std::vector<std::string> const& words, char const* w) {
+    for (auto const& x : words)
+        if (x == w) return true;
+    return false;
 }
 
 /// A hasher as a user would write one, with the HashAlgorithm members and nothing from
@@ -121,20 +175,24 @@ static_assert(!compile_cache::detail::is_hasher_v<typed_update>);
 // Appendix C/D) from the NIST SHA-2 example values. All five were also checked with
 // coreutils sha256sum 9.1, e.g. `printf abc | sha256sum`.
 TEST_CASE("sha256 gives the NIST example digests", "[hasher][sha256]") {
-    CHECK(sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-    CHECK(sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-    CHECK(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
-          "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-    CHECK(sha256_hex("abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmno"
-                     "ijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu") ==
-          "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
+    for (auto backend : available_backends()) {
+        INFO("backend " << compile_cache::to_string(backend));
+        backend_scope scope(backend);
+        CHECK(sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+        CHECK(sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        CHECK(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
+              "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+        CHECK(sha256_hex("abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmno"
+                         "ijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu") ==
+              "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
 
-    char const* const million_a = "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0";
-    std::string const a(1000000, 'a');
-    CHECK(sha256_hex(a) == million_a);
-    compile_cache::sha256 h; // the same message fed in 1000 pieces
-    for (int i = 0; i < 1000; ++i) h.update(a.data(), 1000);
-    CHECK(to_hex(h.result()) == million_a);
+        char const* const million_a = "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0";
+        std::string const a(1000000, 'a');
+        CHECK(sha256_hex(a) == million_a);
+        compile_cache::sha256 h; // the same message fed in 1000 pieces
+        for (int i = 0; i < 1000; ++i) h.update(a.data(), 1000);
+        CHECK(to_hex(h.result()) == million_a);
+    }
 }
 
 // Expected values produced once with coreutils 9.1, for each N:
@@ -158,42 +216,50 @@ TEST_CASE("sha256 matches the reference at the padding boundaries", "[hasher][sh
         {120, "17eb8960823a644bde3065620bb9d45931fe8993fd8eb692a17aff0fd725db6a"},
         {1000, "a9425c416f534025a4e2422bd14adba4ec3d4a68d10c3329be8df612964d2b6e"},
     };
-    for (auto const& c : cases) {
-        INFO("length " << c.length);
-        auto const message = pattern(c.length);
-        CHECK(to_hex(compile_cache::sha256_digest(message.data(), message.size())) == c.hex);
-        compile_cache::sha256 byte_by_byte;
-        for (unsigned char b : message) byte_by_byte.update(&b, 1);
-        CHECK(to_hex(byte_by_byte.result()) == c.hex);
+    for (auto backend : available_backends()) {
+        INFO("backend " << compile_cache::to_string(backend));
+        backend_scope scope(backend);
+        for (auto const& c : cases) {
+            INFO("length " << c.length);
+            auto const message = pattern(c.length);
+            CHECK(to_hex(compile_cache::sha256_digest(message.data(), message.size())) == c.hex);
+            compile_cache::sha256 byte_by_byte;
+            for (unsigned char b : message) byte_by_byte.update(&b, 1);
+            CHECK(to_hex(byte_by_byte.result()) == c.hex);
+        }
     }
 }
 
 TEST_CASE("sha256 gives the one-shot digest however the message is split", "[hasher][sha256]") {
-    auto const message = pattern(200);
-    auto const whole = compile_cache::sha256_digest(message.data(), message.size());
+    for (auto backend : available_backends()) {
+        INFO("backend " << compile_cache::to_string(backend));
+        backend_scope scope(backend);
+        auto const message = pattern(200);
+        auto const whole = compile_cache::sha256_digest(message.data(), message.size());
 
-    for (std::size_t cut = 0; cut <= message.size(); ++cut) {
-        INFO("cut at " << cut);
-        compile_cache::sha256 h;
-        h.update(message.data(), cut);
-        h.update(message.data() + cut, message.size() - cut);
-        CHECK(h.result() == whole);
-    }
-    for (std::size_t first = 0; first <= message.size(); first += 7) {
-        for (std::size_t second = first; second <= message.size(); second += 13) {
-            INFO("cuts at " << first << " and " << second);
+        for (std::size_t cut = 0; cut <= message.size(); ++cut) {
+            INFO("cut at " << cut);
             compile_cache::sha256 h;
-            h.update(message.data(), first);
-            h.update(message.data() + first, second - first);
-            h.update(message.data() + second, message.size() - second);
+            h.update(message.data(), cut);
+            h.update(message.data() + cut, message.size() - cut);
             CHECK(h.result() == whole);
         }
+        for (std::size_t first = 0; first <= message.size(); first += 7) {
+            for (std::size_t second = first; second <= message.size(); second += 13) {
+                INFO("cuts at " << first << " and " << second);
+                compile_cache::sha256 h;
+                h.update(message.data(), first);
+                h.update(message.data() + first, second - first);
+                h.update(message.data() + second, message.size() - second);
+                CHECK(h.result() == whole);
+            }
+        }
+        compile_cache::sha256 with_empty_updates;
+        with_empty_updates.update(nullptr, 0);
+        with_empty_updates.update(message.data(), message.size());
+        with_empty_updates.update(nullptr, 0);
+        CHECK(with_empty_updates.result() == whole);
     }
-    compile_cache::sha256 with_empty_updates;
-    with_empty_updates.update(nullptr, 0);
-    with_empty_updates.update(message.data(), message.size());
-    with_empty_updates.update(nullptr, 0);
-    CHECK(with_empty_updates.result() == whole);
 }
 
 TEST_CASE("sha256 seeded constructors follow Boost.Hash2", "[hasher][sha256]") {
@@ -235,34 +301,133 @@ TEST_CASE("sha256 seeded constructors follow Boost.Hash2", "[hasher][sha256]") {
 }
 
 TEST_CASE("sha256 result() pads into the stream and the object stays usable", "[hasher][sha256]") {
-    using compile_cache::sha256;
-    sha256 h;
-    h.update("abc", 3);
-    auto const first = h.result();
-    auto const second = h.result();
-    auto const third = h.result();
-    CHECK(to_hex(first) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-    CHECK(first != second);
-    CHECK(second != third);
+    for (auto backend : available_backends()) {
+        INFO("backend " << compile_cache::to_string(backend));
+        backend_scope scope(backend);
+        using compile_cache::sha256;
+        sha256 h;
+        h.update("abc", 3);
+        auto const first = h.result();
+        auto const second = h.result();
+        auto const third = h.result();
+        CHECK(to_hex(first) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        CHECK(first != second);
+        CHECK(second != third);
 
-    sha256 again; // deterministic: the same calls give the same sequence
-    again.update("abc", 3);
-    CHECK(again.result() == first);
-    CHECK(again.result() == second);
-    CHECK(again.result() == third);
+        sha256 again; // deterministic: the same calls give the same sequence
+        again.update("abc", 3);
+        CHECK(again.result() == first);
+        CHECK(again.result() == second);
+        CHECK(again.result() == third);
 
-    // The padding of "abc" (0x80, 52 zero bytes, the bit length 24 as 8 big-endian bytes)
-    // became message bytes: continuing after result() is hashing "abc" + padding + more.
-    std::vector<unsigned char> stream = {'a', 'b', 'c', 0x80};
-    stream.resize(63, 0);
-    stream.push_back(24);
-    REQUIRE(stream.size() == 64);
-    stream.push_back('x');
-    sha256 continued;
-    continued.update("abc", 3);
-    continued.result();
-    continued.update("x", 1);
-    CHECK(continued.result() == compile_cache::sha256_digest(stream.data(), stream.size()));
+        // The padding of "abc" (0x80, 52 zero bytes, the bit length 24 as 8 big-endian bytes)
+        // became message bytes: continuing after result() is hashing "abc" + padding + more.
+        std::vector<unsigned char> stream = {'a', 'b', 'c', 0x80};
+        stream.resize(63, 0);
+        stream.push_back(24);
+        REQUIRE(stream.size() == 64);
+        stream.push_back('x');
+        sha256 continued;
+        continued.update("abc", 3);
+        continued.result();
+        continued.update("x", 1);
+        CHECK(continued.result() == compile_cache::sha256_digest(stream.data(), stream.size()));
+    }
+}
+
+TEST_CASE("sha256 chooses its block function once, and the portable one can be forced", "[hasher][sha256]") {
+    using compile_cache::sha256_backend;
+    namespace d = compile_cache::detail;
+    auto const available = available_backends();
+    REQUIRE(!available.empty());
+    CHECK(available.front() == sha256_backend::portable); // always there
+    CHECK(d::sha256_compress_of(sha256_backend::portable) == &d::sha256_compress_portable);
+
+    SECTION("the CPU's extensions are found where the kernel reports them") {
+#if COMPILE_CACHE_HAS_SHA256_X86
+        auto const flags = cpuinfo_words("flags");
+        if (!flags.empty())
+            CHECK(compile_cache::sha256_implementation_available(sha256_backend::x86_sha_ni) ==
+                  (contains(flags, "sha_ni") && contains(flags, "sse4_1")));
+#endif
+#if COMPILE_CACHE_HAS_SHA256_ARM && defined(__linux__) && !defined(__ARM_FEATURE_SHA2)
+        auto const features = cpuinfo_words("Features");
+        if (!features.empty())
+            CHECK(compile_cache::sha256_implementation_available(sha256_backend::arm_sha2) ==
+                  contains(features, "sha2"));
+#endif
+        SUCCEED("available here: " << available.size() << " backend(s)");
+    }
+    SECTION("COMPILE_CACHE_SHA256=portable forces the portable code; otherwise the fastest available") {
+        CHECK(d::sha256_choose_backend("portable") == sha256_backend::portable);
+        CHECK(d::sha256_choose_backend(nullptr) == available.back());
+        CHECK(d::sha256_choose_backend("") == available.back());
+        CHECK(d::sha256_choose_backend("auto") == available.back());
+    }
+    SECTION("the process's choice is one of the available ones, and stays until set") {
+        auto const now = compile_cache::sha256_implementation();
+        CHECK(compile_cache::sha256_implementation_available(now));
+        CHECK(compile_cache::sha256_implementation() == now);
+    }
+    SECTION("setting an unavailable backend is refused and changes nothing") {
+        auto const before = compile_cache::sha256_implementation();
+        for (auto b : all_backends) {
+            if (compile_cache::sha256_implementation_available(b)) continue;
+            INFO("backend " << compile_cache::to_string(b));
+            CHECK(!compile_cache::set_sha256_implementation(b));
+            CHECK(compile_cache::sha256_implementation() == before);
+        }
+    }
+    SECTION("the names") {
+        CHECK(std::string(compile_cache::to_string(sha256_backend::portable)) == "portable");
+        CHECK(std::string(compile_cache::to_string(sha256_backend::x86_sha_ni)) == "x86-sha-ni");
+        CHECK(std::string(compile_cache::to_string(sha256_backend::arm_sha2)) == "arm-sha2");
+    }
+}
+
+TEST_CASE("every sha256 block function computes what the portable one does", "[hasher][sha256]") {
+    using compile_cache::sha256_backend;
+    namespace d = compile_cache::detail;
+    std::mt19937 random(20240607);
+    std::vector<unsigned char> data(64 * 40 + 3);
+    for (auto& byte : data) byte = static_cast<unsigned char>(random());
+
+    for (auto backend : available_backends()) {
+        INFO("backend " << compile_cache::to_string(backend));
+        d::sha256_compress_fn const f = d::sha256_compress_of(backend);
+        REQUIRE(f != nullptr);
+        for (std::size_t offset = 0; offset < 4; ++offset) {     // misaligned input too
+            for (std::size_t blocks : {0u, 1u, 2u, 3u, 17u, 40u}) { // several blocks per call
+                INFO("offset " << offset << ", blocks " << blocks);
+                std::uint32_t expected[8], got[8];
+                for (std::size_t i = 0; i < 8; ++i)
+                    expected[i] = got[i] = static_cast<std::uint32_t>(random()); // any starting state
+                d::sha256_compress_portable(expected, data.data() + offset, blocks);
+                f(got, data.data() + offset, blocks);
+                CHECK(std::vector<std::uint32_t>(got, got + 8) == std::vector<std::uint32_t>(expected, expected + 8));
+            }
+        }
+    }
+
+    SECTION("a stream may change backend midway: they share the state") {
+        auto const available = available_backends();
+        auto const whole = [&] {
+            backend_scope scope(sha256_backend::portable);
+            return compile_cache::sha256_digest(data.data(), data.size());
+        }();
+        for (auto first : available)
+            for (auto second : available) {
+                INFO(compile_cache::to_string(first) << " then " << compile_cache::to_string(second));
+                compile_cache::sha256 h;
+                {
+                    backend_scope scope(first);
+                    h.update(data.data(), 1000);
+                }
+                backend_scope scope(second);
+                h.update(data.data() + 1000, data.size() - 1000);
+                CHECK(h.result() == whole);
+            }
+    }
 }
 
 TEMPLATE_TEST_CASE("every Hasher model conforms", "[hasher]", compile_cache::sha256, user_style_hasher) {

@@ -2,16 +2,146 @@
 // HashAlgorithm concept, so the two are interchangeable.
 #pragma once
 
+#include <compile_cache/detail/sha256_arm.hpp>
 #include <compile_cache/detail/sha256_portable.hpp>
+#include <compile_cache/detail/sha256_x86.hpp>
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 namespace compile_cache {
 
-/// SHA-256, portable C++17, no dependency.
+/// The block compression functions sha256 can use. Which one runs is chosen once per
+/// process, on first use: the hardware one the CPU has, unless the environment
+/// variable COMPILE_CACHE_SHA256 is `portable`; set_sha256_implementation() overrides
+/// the choice (tests run every vector on every available path that way). All give
+/// the same digests; only the speed differs.
+enum class sha256_backend : unsigned char {
+    portable,   ///< FIPS 180-4 in plain C++ (detail/sha256_portable.hpp); always available
+    x86_sha_ni, ///< x86 SHA extensions (SHA256RNDS2, SHA256MSG1/2) with SSE4.1
+    arm_sha2,   ///< ARMv8 SHA-2 instructions (SHA256H/H2, SHA256SU0/SU1), AArch64
+};
+
+inline char const* to_string(sha256_backend b) noexcept {
+    switch (b) {
+    case sha256_backend::portable: return "portable";
+    case sha256_backend::x86_sha_ni: return "x86-sha-ni";
+    case sha256_backend::arm_sha2: return "arm-sha2";
+    }
+    return "?";
+}
+
+namespace detail {
+
+using sha256_compress_fn = void (*)(std::uint32_t*, unsigned char const*, std::size_t) noexcept;
+
+/// The compression function of `b`, or null when this build does not contain it.
+inline sha256_compress_fn sha256_compress_of(sha256_backend b) noexcept {
+    switch (b) {
+    case sha256_backend::portable: return &sha256_compress_portable;
+    case sha256_backend::x86_sha_ni:
+#if COMPILE_CACHE_HAS_SHA256_X86
+        return &sha256_compress_x86;
+#else
+        return nullptr;
+#endif
+    case sha256_backend::arm_sha2:
+#if COMPILE_CACHE_HAS_SHA256_ARM
+        return &sha256_compress_arm;
+#else
+        return nullptr;
+#endif
+    }
+    return nullptr;
+}
+
+/// Whether `b` is compiled in and this CPU can run it (asks the CPU each time).
+inline bool sha256_backend_runs_here(sha256_backend b) noexcept {
+    switch (b) {
+    case sha256_backend::portable: return true;
+    case sha256_backend::x86_sha_ni:
+#if COMPILE_CACHE_HAS_SHA256_X86
+        return sha256_x86_supported();
+#else
+        return false;
+#endif
+    case sha256_backend::arm_sha2:
+#if COMPILE_CACHE_HAS_SHA256_ARM
+        return sha256_arm_supported();
+#else
+        return false;
+#endif
+    }
+    return false;
+}
+
+/// The automatic choice, given the value of COMPILE_CACHE_SHA256 (null when unset):
+/// `portable` forces the portable code; anything else means the fastest that runs here.
+inline sha256_backend sha256_choose_backend(char const* env_value) noexcept {
+    if (env_value != nullptr && std::strcmp(env_value, "portable") == 0) return sha256_backend::portable;
+    if (sha256_backend_runs_here(sha256_backend::x86_sha_ni)) return sha256_backend::x86_sha_ni;
+    if (sha256_backend_runs_here(sha256_backend::arm_sha2)) return sha256_backend::arm_sha2;
+    return sha256_backend::portable;
+}
+
+void sha256_compress_first_call(std::uint32_t* state, unsigned char const* blocks, std::size_t nblocks) noexcept;
+
+/// The compression function in use. It starts as sha256_compress_first_call, which
+/// makes the choice, stores it here and forwards: after that every call is one load
+/// and one indirect call, with no CPU or environment query. Constant-initialized, so
+/// usable from other static initializers. Relaxed loads suffice: the value is a
+/// function address, and every value ever stored computes the same digests.
+inline std::atomic<sha256_compress_fn> sha256_compress_active{&sha256_compress_first_call};
+
+inline sha256_compress_fn sha256_resolve() noexcept {
+    sha256_compress_fn const chosen =
+        sha256_compress_of(sha256_choose_backend(std::getenv("COMPILE_CACHE_SHA256")));
+    // Only replaces the initial value: a set_sha256_implementation() that won a race
+    // with the first call keeps its choice.
+    sha256_compress_fn expected = &sha256_compress_first_call;
+    if (sha256_compress_active.compare_exchange_strong(expected, chosen, std::memory_order_relaxed))
+        return chosen;
+    return expected;
+}
+
+inline void sha256_compress_first_call(std::uint32_t* state, unsigned char const* blocks,
+                                       std::size_t nblocks) noexcept {
+    sha256_resolve()(state, blocks, nblocks);
+}
+
+} // namespace detail
+
+/// The compression function sha256 uses in this process (making the automatic
+/// choice now if nothing has hashed yet).
+inline sha256_backend sha256_implementation() noexcept {
+    detail::sha256_compress_fn f = detail::sha256_compress_active.load(std::memory_order_relaxed);
+    if (f == &detail::sha256_compress_first_call) f = detail::sha256_resolve();
+    for (auto b : {sha256_backend::x86_sha_ni, sha256_backend::arm_sha2})
+        if (f == detail::sha256_compress_of(b)) return b;
+    return sha256_backend::portable;
+}
+
+/// Whether `b` is compiled into this program and runs on this CPU.
+inline bool sha256_implementation_available(sha256_backend b) noexcept {
+    return detail::sha256_backend_runs_here(b);
+}
+
+/// Makes every sha256 in the process use `b` from now on (objects mid-stream
+/// included: all backends share the state format). False, and nothing changed, when
+/// `b` is not available here. Meant for tests and benchmarks; a program that wants
+/// the portable code can also set COMPILE_CACHE_SHA256=portable in its environment.
+inline bool set_sha256_implementation(sha256_backend b) noexcept {
+    if (!sha256_implementation_available(b)) return false;
+    detail::sha256_compress_active.store(detail::sha256_compress_of(b), std::memory_order_relaxed);
+    return true;
+}
+
+/// SHA-256, C++17, no dependency: the x86 SHA extensions or the ARMv8 SHA-2
+/// instructions when the CPU has them, portable code otherwise (see sha256_backend).
 ///
 /// Usage: `sha256 h; h.update(p, n); ...; auto digest = h.result();` or the one-shot
 /// `sha256_digest(p, n)`.
@@ -98,10 +228,10 @@ public:
     }
 
 private:
-    // The one place a block compression function is chosen; a run-time choice of a
-    // hardware implementation with the same signature goes here.
+    // The one place a block compression function is called: the one chosen once per
+    // process (see sha256_backend).
     void compress(unsigned char const* blocks, std::size_t nblocks) noexcept {
-        detail::sha256_compress_portable(state_, blocks, nblocks);
+        detail::sha256_compress_active.load(std::memory_order_relaxed)(state_, blocks, nblocks);
     }
 
     std::uint32_t state_[8] = {
