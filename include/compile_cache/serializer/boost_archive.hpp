@@ -37,6 +37,14 @@ inline std::string archive_abi() {
            std::to_string(sizeof(void*)) + "c" + std::to_string(CHAR_BIT) + (first == 1 ? "le" : "be");
 }
 
+/// The archive format version of the Boost in use. Read through a const object so the
+/// conversion picks library_version_type's const operator (a cast of the temporary
+/// picks the non-const one, and -Wconversion says so).
+inline unsigned archive_version() {
+    boost::serialization::library_version_type const version = boost::archive::BOOST_ARCHIVE_VERSION();
+    return static_cast<unsigned>(version);
+}
+
 // The archive header is left out (no_header): the envelope's format id already says
 // what the header would, and checking it there happens before Boost sees a byte.
 inline constexpr unsigned archive_flags = boost::archive::no_header | boost::archive::no_codecvt;
@@ -48,7 +56,7 @@ inline constexpr unsigned archive_flags = boost::archive::no_header | boost::arc
 struct boost_binary {
     static std::string const& format_id() {
         static std::string const id = "boost_binary;archive=" +
-                                      std::to_string(static_cast<unsigned>(boost::archive::BOOST_ARCHIVE_VERSION())) +
+                                      std::to_string(detail::archive_version()) +
                                       ";boost=" + std::to_string(BOOST_VERSION) + ";abi=" + detail::archive_abi();
         return id;
     }
@@ -74,7 +82,7 @@ struct boost_binary {
 struct boost_text {
     static std::string const& format_id() {
         static std::string const id = "boost_text;archive=" +
-                                      std::to_string(static_cast<unsigned>(boost::archive::BOOST_ARCHIVE_VERSION())) +
+                                      std::to_string(detail::archive_version()) +
                                       ";boost=" + std::to_string(BOOST_VERSION);
         return id;
     }
