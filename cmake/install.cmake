@@ -1,0 +1,46 @@
+# Install rules (COMPILE_CACHE_INSTALL, on by default only when compile_cache is the
+# top-level project): the headers, a CMake package (find_package(compile_cache CONFIG)
+# gives the target compile_cache::compile_cache) and a pkg-config file. The library is
+# header-only, so everything goes to architecture-independent places: the package to
+# <datadir>/cmake/compile_cache, the .pc file to <datadir>/pkgconfig.
+include(CMakePackageConfigHelpers)
+
+set(COMPILE_CACHE_INSTALL_CMAKEDIR ${CMAKE_INSTALL_DATADIR}/cmake/compile_cache
+    CACHE STRING "Where the compile_cache CMake package is installed, relative to the prefix")
+set(COMPILE_CACHE_INSTALL_PKGCONFIGDIR ${CMAKE_INSTALL_DATADIR}/pkgconfig
+    CACHE STRING "Where compile_cache.pc is installed, relative to the prefix")
+mark_as_advanced(COMPILE_CACHE_INSTALL_CMAKEDIR COMPILE_CACHE_INSTALL_PKGCONFIGDIR)
+
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/compile_cache
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+        FILES_MATCHING PATTERN "*.hpp")
+
+install(TARGETS compile_cache EXPORT compile_cacheTargets)
+install(EXPORT compile_cacheTargets
+        NAMESPACE compile_cache::
+        FILE compile_cacheTargets.cmake
+        DESTINATION ${COMPILE_CACHE_INSTALL_CMAKEDIR})
+
+configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/compile_cacheConfig.cmake.in
+                              ${PROJECT_BINARY_DIR}/compile_cacheConfig.cmake
+                              INSTALL_DESTINATION ${COMPILE_CACHE_INSTALL_CMAKEDIR})
+# 0.x releases are compatible with each other as CMake counts it (same major number);
+# a header-only package fits any architecture.
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/compile_cacheConfigVersion.cmake
+                                 VERSION ${PROJECT_VERSION}
+                                 COMPATIBILITY SameMajorVersion
+                                 ARCH_INDEPENDENT)
+install(FILES ${PROJECT_BINARY_DIR}/compile_cacheConfig.cmake
+              ${PROJECT_BINARY_DIR}/compile_cacheConfigVersion.cmake
+        DESTINATION ${COMPILE_CACHE_INSTALL_CMAKEDIR})
+
+# The .pc file finds the prefix from its own location, so a staged or relocated install
+# (cmake --install --prefix DIR, DESTDIR) works as well as the configured prefix.
+if(IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}")
+  set(COMPILE_CACHE_PC_INCLUDEDIR "${CMAKE_INSTALL_INCLUDEDIR}")
+else()
+  file(RELATIVE_PATH COMPILE_CACHE_PC_TO_PREFIX /${COMPILE_CACHE_INSTALL_PKGCONFIGDIR} /)
+  set(COMPILE_CACHE_PC_INCLUDEDIR "\${pcfiledir}/${COMPILE_CACHE_PC_TO_PREFIX}${CMAKE_INSTALL_INCLUDEDIR}")
+endif()
+configure_file(${CMAKE_CURRENT_LIST_DIR}/compile_cache.pc.in ${PROJECT_BINARY_DIR}/compile_cache.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/compile_cache.pc DESTINATION ${COMPILE_CACHE_INSTALL_PKGCONFIGDIR})

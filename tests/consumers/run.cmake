@@ -1,0 +1,94 @@
+# Runs one consumer test: builds tests/consumers/consumer.cpp the way a user of the
+# library would, then runs it twice on a fresh cache directory (the first process
+# stores the kernel, the second must load it).
+#
+#   cmake -DMODE=<mode> -DSOURCE_DIR=<compile_cache source> -DWORK_DIR=<scratch dir>
+#         -DCXX=<c++ compiler> [-DCXX_STANDARD=<17|20>] [-DPARENT_BINARY_DIR=<build dir>]
+#         [-DPKG_CONFIG=<pkg-config>]
+#         -P run.cmake
+#
+# MODE:
+#   find_package      `cmake --install PARENT_BINARY_DIR` into a staged prefix, then a
+#                     project that calls find_package(compile_cache CONFIG REQUIRED)
+#   pkg_config        the same staged install, then the compiler with the flags of
+#                     `pkg-config --cflags --libs compile_cache`
+#   add_subdirectory  a project that calls add_subdirectory(<source>)
+#   fetchcontent      a project that uses FetchContent on the local source folder
+#   single_header     the compiler alone: -std=c++17 -I single_include ... -lboost_serialization
+cmake_minimum_required(VERSION 3.16)
+
+foreach(var MODE SOURCE_DIR WORK_DIR CXX)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "run.cmake: -D${var}=... is required")
+  endif()
+endforeach()
+if(NOT CXX_STANDARD)
+  set(CXX_STANDARD 17)
+endif()
+set(here ${CMAKE_CURRENT_LIST_DIR})
+
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    string(REPLACE ";" " " command "${ARGN}")
+    message(FATAL_ERROR "consumer ${MODE}: failed (${rc}): ${command}\n${out}\n${err}")
+  endif()
+  set(run_output "${out}" PARENT_SCOPE)
+endfunction()
+
+function(build_project project_dir)
+  run(${CMAKE_COMMAND} -S ${project_dir} -B ${WORK_DIR}/build
+      -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_CXX_STANDARD=${CXX_STANDARD}
+      -DCOMPILE_CACHE_SOURCE_DIR=${SOURCE_DIR} ${ARGN})
+  run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+  set(program ${WORK_DIR}/build/consumer PARENT_SCOPE)
+endfunction()
+
+function(stage_install)
+  if(NOT PARENT_BINARY_DIR)
+    message(FATAL_ERROR "run.cmake: MODE=${MODE} needs -DPARENT_BINARY_DIR=<configured compile_cache build>")
+  endif()
+  run(${CMAKE_COMMAND} --install ${PARENT_BINARY_DIR} --prefix ${WORK_DIR}/prefix)
+  if(NOT EXISTS ${WORK_DIR}/prefix/include/compile_cache/compile_cache.hpp)
+    message(FATAL_ERROR "consumer ${MODE}: the install has no compile_cache/compile_cache.hpp")
+  endif()
+endfunction()
+
+file(REMOVE_RECURSE ${WORK_DIR})
+file(MAKE_DIRECTORY ${WORK_DIR})
+
+if(MODE STREQUAL "find_package")
+  stage_install()
+  # Only the staged prefix: never the source tree, a build tree or the package registry.
+  build_project(${here}/find_package -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix
+                -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
+elseif(MODE STREQUAL "pkg_config")
+  stage_install()
+  if(NOT PKG_CONFIG)
+    message(FATAL_ERROR "run.cmake: MODE=pkg_config needs -DPKG_CONFIG=<pkg-config program>")
+  endif()
+  set(ENV{PKG_CONFIG_PATH} ${WORK_DIR}/prefix/share/pkgconfig)
+  run(${PKG_CONFIG} --cflags --libs compile_cache)
+  string(STRIP "${run_output}" flags)
+  separate_arguments(flags UNIX_COMMAND "${flags}")
+  set(program ${WORK_DIR}/consumer)
+  run(${CXX} -std=c++${CXX_STANDARD} ${here}/consumer.cpp ${flags} -o ${program})
+elseif(MODE STREQUAL "add_subdirectory" OR MODE STREQUAL "fetchcontent")
+  build_project(${here}/${MODE})
+elseif(MODE STREQUAL "single_header")
+  set(program ${WORK_DIR}/consumer)
+  run(${CXX} -std=c++${CXX_STANDARD} -Wall -Wextra -Werror -I${SOURCE_DIR}/single_include
+      ${here}/consumer.cpp -o ${program} -lboost_serialization)
+else()
+  message(FATAL_ERROR "run.cmake: unknown MODE ${MODE}")
+endif()
+
+run(${program} ${WORK_DIR}/cache)
+string(STRIP "${run_output}" first)
+run(${program} ${WORK_DIR}/cache)
+string(STRIP "${run_output}" second)
+if(NOT first STREQUAL "compiled" OR NOT second STREQUAL "loaded")
+  message(FATAL_ERROR "consumer ${MODE}: expected `compiled` then `loaded`, got `${first}` then `${second}`")
+endif()
+message(STATUS "consumer ${MODE}: stored the kernel, then loaded it in a fresh process")
+file(REMOVE_RECURSE ${WORK_DIR})
