@@ -95,6 +95,12 @@ inline std::uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) noe
 /// auto r = cache.get_or_compile<artifact>(k, {"main", "prog.dsl", 12}, [&] { return compile(); });
 /// \endcode
 template <class Hasher, class Serializer, class Resolver, class Storage>
+#if defined(__cpp_concepts) && __cpp_concepts >= 201907L
+    // C++20: a policy that misses a requirement is named by its concept (hasher/,
+    // serializer/, resolver/, storage/concept.hpp); C++17 gets check_*'s static_asserts.
+    requires compile_cache::Hasher<Hasher> && compile_cache::Serializer<Serializer> &&
+             compile_cache::Resolver<Resolver> && compile_cache::Storage<Storage>
+#endif
 class basic_cache {
     static_assert(check_hasher<Hasher>::value, "");
     static_assert(check_resolver<Resolver>::value, "");
@@ -120,6 +126,11 @@ public:
     /// The cache the environment asks for: `PREFIX_DIR` names the directory; unset,
     /// empty, `0`, `off`, `false` or `no` (any case) disable it. `PREFIX_LOG=1` sends
     /// one-line diagnostics to stderr. Needs a Storage constructible from a directory.
+    /// A Storage also constructible from (directory, directory_options) — such as
+    /// directory_storage — gets `PREFIX_MAX_SIZE`, `PREFIX_DURABILITY` and
+    /// `PREFIX_SHARED` (see directory_options_from_env); a value that does not parse
+    /// is one diagnostic (through the logger, or on stderr when there is none) and
+    /// the default.
     static basic_cache from_env(std::string_view prefix) {
         static_assert(std::is_constructible_v<Storage, std::string>,
                       "compile_cache: from_env needs a Storage constructible from a directory path "
@@ -132,7 +143,22 @@ public:
             options.logger = [](std::string_view line) {
                 std::fprintf(stderr, "compile_cache: %.*s\n", static_cast<int>(line.size()), line.data());
             };
-        return basic_cache(Storage(std::move(dir)), std::move(options));
+        if constexpr (std::is_constructible_v<Storage, std::string, directory_options>) {
+            auto report = [&options](std::string const& line) {
+                if (options.logger) {
+                    try {
+                        options.logger(line);
+                    } catch (...) {
+                    }
+                } else {
+                    std::fprintf(stderr, "compile_cache: %s\n", line.c_str());
+                }
+            };
+            directory_options storage_options = directory_options_from_env(p, report);
+            return basic_cache(Storage(std::move(dir), storage_options), std::move(options));
+        } else {
+            return basic_cache(Storage(std::move(dir)), std::move(options));
+        }
     }
 
     bool enabled() const noexcept { return enabled_; }
@@ -160,6 +186,9 @@ public:
     /// Loads the artifact stored under `k`, relinking its references through the
     /// resolver; `self` is the live kernel it is loaded for. nullopt on any miss.
     template <class Artifact>
+#if defined(__cpp_concepts) && __cpp_concepts >= 201907L
+        requires compile_cache::SerializerFor<Serializer, Artifact>
+#endif
     std::optional<Artifact> load(key_result const& k, entry_info const& info = {}, void const* self = nullptr) {
         static_assert(check_serializer<Serializer, Artifact>::value, "");
         if (!enabled_ || !k.ok()) return std::nullopt;
@@ -208,6 +237,9 @@ public:
     /// Stores `artifact` under `k`, atomically. False, counted and logged, on any
     /// failure; the host keeps its artifact either way.
     template <class Artifact>
+#if defined(__cpp_concepts) && __cpp_concepts >= 201907L
+        requires compile_cache::SerializerFor<Serializer, Artifact>
+#endif
     bool store(key_result const& k, Artifact const& artifact, entry_info const& info = {}, void const* self = nullptr,
                std::chrono::nanoseconds compile_time = {}) {
         static_assert(check_serializer<Serializer, Artifact>::value, "");
@@ -253,6 +285,9 @@ public:
     /// `compile()` (a callable returning the artifact) and stored. Exceptions of
     /// `compile` reach the caller; nothing else does.
     template <class Artifact, class Compile>
+#if defined(__cpp_concepts) && __cpp_concepts >= 201907L
+        requires compile_cache::SerializerFor<Serializer, Artifact>
+#endif
     cached<Artifact> get_or_compile(key_result const& k, entry_info const& info, Compile&& compile,
                                     void const* self = nullptr) {
         if (!enabled_) return cached<Artifact>{std::forward<Compile>(compile)(), outcome::compiled, {}};

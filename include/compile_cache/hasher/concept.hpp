@@ -126,3 +126,23 @@ struct check_hasher {
 };
 
 } // namespace compile_cache
+
+#if defined(__cpp_concepts) && __cpp_concepts >= 201907L
+#include <concepts>
+
+namespace compile_cache {
+
+/// C++20: the Hasher requirements of check_hasher as a concept, so that a template
+/// constrained by it (basic_cache is) names the requirement a type does not meet.
+template <class H>
+concept Hasher =
+    requires { typename H::result_type; } && detail::has_byte_result_type<H>::value &&
+    detail::has_key_sized_result_type<H>::value && detail::has_block_size<H>::value &&
+    std::is_default_constructible_v<H> &&
+    requires(H& h, void const* data, std::size_t size) {
+        h.update(data, size);
+        { h.result() } -> std::same_as<typename H::result_type>;
+    };
+
+} // namespace compile_cache
+#endif

@@ -48,3 +48,20 @@ struct check_resolver {
 };
 
 } // namespace compile_cache
+
+#if defined(__cpp_concepts) && __cpp_concepts >= 201907L
+#include <concepts>
+
+namespace compile_cache {
+
+/// C++20: the Resolver requirements of check_resolver as a concept, so that a template
+/// constrained by it (basic_cache is) names the requirement a type does not meet.
+template <class R>
+concept Resolver = std::is_default_constructible_v<R> &&
+    requires(R& r, void const* object, std::type_info const& type, reference const& ref) {
+        { r.to_reference(object, type, object) } -> std::same_as<std::optional<reference>>;
+        { r.from_reference(ref, type, object) } -> std::same_as<void*>;
+    };
+
+} // namespace compile_cache
+#endif

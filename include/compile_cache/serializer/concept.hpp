@@ -53,3 +53,28 @@ struct check_serializer {
 };
 
 } // namespace compile_cache
+
+#if defined(__cpp_concepts) && __cpp_concepts >= 201907L
+#include <concepts>
+
+namespace compile_cache {
+
+/// C++20: what every Serializer has whatever it stores: a format id (basic_cache
+/// requires it of its Serializer).
+template <class S>
+concept Serializer = requires {
+    { S::format_id() } -> std::convertible_to<std::string>;
+};
+
+/// C++20: the requirements of check_serializer<S, Artifact> as a concept: S saves and
+/// loads Artifact (basic_cache's load, store and get_or_compile require it).
+template <class S, class Artifact>
+concept SerializerFor = Serializer<S> && std::is_default_constructible_v<Artifact> &&
+    requires(std::string& out, std::string_view in, Artifact const& value, Artifact& target,
+             resolver_context const& ctx) {
+        S::save(out, value, ctx);
+        S::load(in, target, ctx);
+    };
+
+} // namespace compile_cache
+#endif

@@ -69,3 +69,20 @@ struct check_storage {
 };
 
 } // namespace compile_cache
+
+#if defined(__cpp_concepts) && __cpp_concepts >= 201907L
+#include <concepts>
+
+namespace compile_cache {
+
+/// C++20: the Storage requirements of check_storage as a concept, so that a template
+/// constrained by it (basic_cache is) names the requirement a type does not meet.
+template <class S>
+concept Storage = requires(S& s, key const& k, std::string& out, std::size_t max_size, std::string_view bytes) {
+    { s.read(k, out, max_size) } -> std::same_as<read_result>;
+    { s.write(k, bytes) } -> std::same_as<std::error_code>;
+    { s.remove(k) } -> std::same_as<std::error_code>;
+};
+
+} // namespace compile_cache
+#endif

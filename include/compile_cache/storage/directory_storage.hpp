@@ -1,10 +1,13 @@
 // compile_cache: a Storage in a directory of the local file system, one file per
-// entry, written atomically (exclusive temp file in the target folder, then rename).
-// POSIX only.
+// entry, written atomically (exclusive temp file in the target folder, then rename),
+// with a size limit kept by least-recently-used eviction. POSIX only.
 #pragma once
 
+#include <compile_cache/detail/env.hpp>
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/storage/concept.hpp>
+#include <compile_cache/storage/detail/directory_cleanup.hpp>
+#include <compile_cache/storage/detail/directory_files.hpp>
 
 #include <boost/uuid/entropy_error.hpp>
 #include <boost/uuid/random_generator.hpp>
@@ -14,10 +17,15 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
+#include <memory>
+#include <mutex>
 #include <new>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <type_traits>
 #include <utility>
 
 #include <fcntl.h>
@@ -27,16 +35,188 @@
 
 namespace compile_cache {
 
-/// How `directory_storage` creates what it creates. Both modes are passed to the
-/// system calls as they are, so the process's umask still applies.
+/// How hard a store works to survive a crash of the machine (not of the process: a
+/// killed process never leaves a partial entry, whatever the setting).
+enum class durability {
+    none, ///< rename only: after a power loss an entry may be empty or lost (it is then a miss)
+    file, ///< fsync the temp file before the rename: an entry that exists is whole
+    full, ///< also fsync the folder after the rename: a store that returned is on disk
+};
+
+/// Who may write the cache directory, and so whose entries are trusted.
+enum class sharing {
+    owner_only, ///< private (default): entries must be owned by this user and writable by no one else
+    group,      ///< shared by a group: group-writable entries of any owner; world-writable ones are not trusted
+};
+
+inline char const* to_string(durability d) noexcept {
+    switch (d) {
+    case durability::none: return "none";
+    case durability::file: return "file";
+    case durability::full: return "full";
+    }
+    return "?";
+}
+
+/// Why directory_storage refused to read an entry it found.
+enum class directory_errc {
+    foreign_owner = 1,     ///< owned by another user (private mode)
+    unsafe_permissions = 2, ///< writable by group or others (private mode), by others (shared mode)
+};
+
+namespace detail {
+class directory_error_category final : public std::error_category {
+public:
+    char const* name() const noexcept override { return "compile_cache.directory_storage"; }
+    std::string message(int code) const override {
+        switch (static_cast<directory_errc>(code)) {
+        case directory_errc::foreign_owner: return "untrusted entry: owned by another user";
+        case directory_errc::unsafe_permissions: return "untrusted entry: writable by other users";
+        }
+        return "unknown directory_storage error";
+    }
+};
+} // namespace detail
+
+inline std::error_category const& directory_category() noexcept {
+    static detail::directory_error_category const category;
+    return category;
+}
+inline std::error_code make_error_code(directory_errc e) noexcept { return {static_cast<int>(e), directory_category()}; }
+
+} // namespace compile_cache
+
+template <>
+struct std::is_error_code_enum<compile_cache::directory_errc> : std::true_type {};
+
+namespace compile_cache {
+
+/// How `directory_storage` creates what it creates, how large it may grow, how
+/// durable a store is, and whom it trusts. Aggregate: `directory_options{0600, 0700}`
+/// still works; set the rest by name.
 struct directory_options {
     unsigned file_mode = 0600;      ///< entries (and their temp files)
     unsigned directory_mode = 0700; ///< the cache directory, its parents and fan-out folders
+    /// The size limit in bytes (entries count in whole 4 KiB blocks); 0 = no limit.
+    /// A store that takes the cache over it evicts least recently used entries until
+    /// the cache is under 90% of it.
+    std::uint64_t max_size = std::uint64_t{1} << 30;
+    compile_cache::durability sync = durability::none;
+    compile_cache::sharing access = sharing::owner_only;
+    /// -1: the modes above go to the system calls as they are, and the process's umask
+    /// applies. 0 or more: every file and folder created is set to exactly
+    /// `mode & ~umask` (fchmod/chmod), whatever the process's umask.
+    int umask = -1;
+
+    /// A directory shared by the members of a group: entries 0660, folders 02770
+    /// (setgid, so that everything in it belongs to the directory's group), set
+    /// exactly whatever the process's umask, and group-writable entries trusted.
+    static directory_options shared(unsigned umask = 007) {
+        directory_options o;
+        o.file_mode = 0660;
+        o.directory_mode = 02770;
+        o.access = sharing::group;
+        o.umask = static_cast<int>(umask & 0777u);
+        return o;
+    }
+};
+
+/// Parses a size: a number of bytes, or a number followed by K, M or G (powers of
+/// 1024; any case; an optional trailing `B` or `iB`): `1048576`, `48K`, `500M`, `2G`,
+/// `2GiB`. nullopt for anything else, overflow included.
+inline std::optional<std::uint64_t> parse_byte_size(std::string_view s) noexcept {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    std::size_t i = 0;
+    std::uint64_t n = 0;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+        auto const digit = static_cast<std::uint64_t>(s[i] - '0');
+        if (n > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) return std::nullopt;
+        n = n * 10 + digit;
+        ++i;
+    }
+    if (i == 0) return std::nullopt;
+    std::string_view rest = s.substr(i);
+    unsigned shift = 0;
+    if (!rest.empty()) {
+        switch (rest.front()) {
+        case 'k': case 'K': shift = 10; break;
+        case 'm': case 'M': shift = 20; break;
+        case 'g': case 'G': shift = 30; break;
+        default: return std::nullopt;
+        }
+        rest.remove_prefix(1);
+        if (rest == "B" || rest == "b" || rest == "iB" || rest == "ib") rest = {};
+        if (!rest.empty()) return std::nullopt;
+    }
+    if (shift != 0 && n > (std::numeric_limits<std::uint64_t>::max() >> shift)) return std::nullopt;
+    return n << shift;
+}
+
+/// The directory_options the environment asks for, for `from_env(PREFIX)`:
+/// - `PREFIX_MAX_SIZE`: the size limit (see parse_byte_size; `0` = no limit;
+///   default 1G);
+/// - `PREFIX_DURABILITY`: `none` (default), `file` or `full`;
+/// - `PREFIX_SHARED`: on (`1`, `on`, `true`, `yes`, `group`) for directory_options::shared().
+/// A value that does not parse is reported once through `report` (one line) and
+/// the default is used.
+template <class Report>
+directory_options directory_options_from_env(std::string const& prefix, Report&& report) {
+    directory_options o;
+    std::string const shared = detail::getenv_string(prefix + "_SHARED");
+    if (!detail::is_off(shared)) {
+        std::string const v = detail::lower(shared);
+        if (v == "1" || v == "on" || v == "true" || v == "yes" || v == "group")
+            o = directory_options::shared();
+        else
+            report(prefix + "_SHARED=\"" + shared +
+                   "\" is not understood (expected 1, on, true, yes or group to share the directory with "
+                   "a group; 0, off, false or no for a private one); the directory stays private");
+    }
+    std::string const size = detail::getenv_string(prefix + "_MAX_SIZE");
+    if (!size.empty()) {
+        if (auto const n = parse_byte_size(size))
+            o.max_size = *n;
+        else
+            report(prefix + "_MAX_SIZE=\"" + size +
+                   "\" is not a size (a number of bytes, or one with a K, M or G suffix in powers of 1024, "
+                   "such as 48K, 500M or 2G); using the default, 1G");
+    }
+    std::string const sync = detail::getenv_string(prefix + "_DURABILITY");
+    if (!sync.empty()) {
+        std::string const v = detail::lower(sync);
+        if (v == "none")
+            o.sync = durability::none;
+        else if (v == "file")
+            o.sync = durability::file;
+        else if (v == "full")
+            o.sync = durability::full;
+        else
+            report(prefix + "_DURABILITY=\"" + sync +
+                   "\" is not a durability (none, file or full); using the default, none");
+    }
+    return o;
+}
+
+/// What prune() and clear() did.
+struct cleanup_result {
+    std::uint64_t entries = 0;   ///< entries left (prune)
+    std::uint64_t bytes = 0;     ///< what they count for against the limit (prune)
+    std::uint64_t removed = 0;   ///< entries evicted (prune) or removed (clear)
+    std::uint64_t removed_bytes = 0;
+    std::uint64_t temp_files_removed = 0;
+    std::error_code error; ///< why the cleanup could not run (the directory cannot be opened); empty otherwise
+};
+
+/// Counts kept by a storage object (and its copies) since it was made.
+struct directory_counters {
+    std::uint64_t evicted = 0;       ///< entries evicted by cleanups this process ran
+    std::uint64_t evicted_bytes = 0;
+    std::uint64_t temp_files_removed = 0;
+    std::uint64_t cleanup_steps = 0;
 };
 
 namespace detail::directory_storage_impl {
-
-inline std::error_code errno_code(int e) noexcept { return {e, std::generic_category()}; }
 
 /// One random UUID per temp file; one generator per thread, so no locking.
 inline boost::uuids::uuid random_uuid() {
@@ -44,98 +224,17 @@ inline boost::uuids::uuid random_uuid() {
     return generator();
 }
 
-inline int open_exclusive(std::string const& path, unsigned mode) noexcept {
-    int fd;
-    do {
-        fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                    static_cast<mode_t>(mode));
-    } while (fd < 0 && errno == EINTR);
-    return fd;
-}
+/// For tests: when set, the next temp file this thread creates is named
+/// `.tmp-<this>` instead of a random name (once; then it is reset).
+inline thread_local char const* next_temp_suffix_for_testing = nullptr;
 
-/// `mkdir -p` for `path`; an existing entry on the way is fine (if it is not a
-/// directory, the open that follows says so). `path` is cut in place at its slashes
-/// while working and restored before returning. Returns 0 or an errno value.
-inline int make_directories(std::string& path, unsigned mode) noexcept {
-    auto const m = static_cast<mode_t>(mode);
-    auto try_mkdir = [&](std::size_t end) -> int { // mkdir of path[0, end)
-        char const saved = path[end];
-        path[end] = '\0';
-        int const r = ::mkdir(path.c_str(), m);
-        int const e = errno;
-        path[end] = saved;
-        return (r == 0 || e == EEXIST) ? 0 : e;
-    };
-    std::size_t const n = path.size();
-    if (n == 0) return ENOENT;
-    // Walk up until a mkdir stops failing with ENOENT: that ancestor now exists...
-    std::size_t end = n;
-    int e;
-    for (;;) {
-        e = try_mkdir(end);
-        if (e != ENOENT) break;
-        std::size_t slash = path.rfind('/', end - 1);
-        while (slash != std::string::npos && slash > 0 && path[slash - 1] == '/') --slash;
-        if (slash == std::string::npos || slash == 0) return e;
-        end = slash;
-    }
-    if (e != 0) return e;
-    // ...then walk back down creating each component below it.
-    while (end < n) {
-        std::size_t next = end;
-        while (next < n && path[next] == '/') ++next;
-        next = path.find('/', next);
-        if (next == std::string::npos) next = n;
-        if ((e = try_mkdir(next)) != 0) return e;
-        end = next;
-    }
-    return 0;
-}
+/// The work one store may spend on cleanup: fan-out folders count 4, each name
+/// looked at counts 1. A cache of a few thousand entries is cleaned in one step.
+inline constexpr std::size_t cleanup_budget = 4096;
 
-/// Writes all of `bytes`, through partial writes and interruptions. Returns 0 or errno.
-inline int write_all(int fd, std::string_view bytes) noexcept {
-    char const* p = bytes.data();
-    std::size_t left = bytes.size();
-    while (left > 0) {
-        ssize_t const r = ::write(fd, p, left);
-        if (r < 0) {
-            if (errno == EINTR) continue;
-            return errno;
-        }
-        if (r == 0) return EIO; // a regular file never does this; do not spin
-        p += r;
-        left -= static_cast<std::size_t>(r);
-    }
-    return 0;
-}
-
-/// Closes the descriptor and, unless committed, unlinks the temp file.
-struct temp_file {
-    int fd;
-    char const* path;
-    bool committed = false;
-
-    temp_file(int descriptor, char const* file_path) noexcept : fd(descriptor), path(file_path) {}
-    temp_file(temp_file const&) = delete;
-    temp_file& operator=(temp_file const&) = delete;
-
-    int close() noexcept {
-        int const r = ::close(fd);
-        fd = -1;
-        return r == 0 ? 0 : errno;
-    }
-    ~temp_file() {
-        if (fd >= 0) ::close(fd);
-        if (!committed) ::unlink(path);
-    }
-};
-
-struct file_descriptor {
-    int fd;
-    explicit file_descriptor(int descriptor) noexcept : fd(descriptor) {}
-    file_descriptor(file_descriptor const&) = delete;
-    file_descriptor& operator=(file_descriptor const&) = delete;
-    ~file_descriptor() { ::close(fd); }
+/// State shared by a storage object and its copies.
+struct shared_state {
+    cleanup_state cleanup;
 };
 
 } // namespace detail::directory_storage_impl
@@ -143,28 +242,41 @@ struct file_descriptor {
 /// Entries as files under a directory: `DIR/ab/abcdef...`, where the file name is
 /// the key's full lower-case hex and `ab` its first two digits (256 fan-out folders,
 /// so that no folder grows huge). Temp files are `.tmp-<uuid>` in the same folder and
-/// never match an entry name.
+/// never match an entry name. `DIR/.cc-stats` holds the size ledger.
 ///
 /// - `write` creates the folders on first use, writes a fresh temp file created
-///   exclusively (never following a symlink), closes it, and renames it over the
-///   entry: a reader sees the old entry or the new one, never a part. On failure the
-///   temp file is removed and the error returned.
+///   exclusively (never following a symlink), syncs it as `durability` says, and
+///   renames it over the entry: a reader sees the old entry or the new one, never a
+///   part. On failure the temp file is removed and the error returned. It then adds
+///   the entry to its folder's figure in the ledger, recounts that folder when its
+///   figure is over an hour old (sweeping temp files older than an hour), and, when
+///   the ledger says the cache is over `max_size`, does one step of bounded cleanup
+///   (see cleanup_state). Accounting and cleanup never fail a store.
 /// - `read` opens the entry without following a symlink, takes the size from the open
-///   file, and refuses anything that is not a regular file (`error`) or is larger
-///   than `max_size` (`too_large`, nothing read). A missing entry or fan-out folder is
-///   `absent`. `out` holds the bytes when `found` and is left empty otherwise.
+///   file, and refuses anything that is not a regular file (`error`), that it does not
+///   trust (`error`, directory_errc: see `sharing`), or that is larger than
+///   `max_size` (`too_large`, nothing read). A missing entry or fan-out folder is
+///   `absent`. `out` holds the bytes when `found` and is left empty otherwise. A hit
+///   on an entry last used over a minute ago sets its mtime (its use time) to now.
 /// - `remove` unlinks the entry; an absent entry is not an error.
+/// - `prune()` does a whole cleanup now; `clear()` removes every entry and temp file.
 ///
-/// A default-constructed storage, or one with an empty directory, is disabled: reads
-/// are `absent`, writes fail with `invalid_argument`, removes succeed. So do reads,
-/// writes and removes with an empty key. No member that does I/O throws.
+/// Thread-safe: one object may be used by many threads (and many processes may use
+/// one directory). A default-constructed storage, or one with an empty directory, is
+/// disabled: reads are `absent`, writes fail with `invalid_argument`, removes succeed.
+/// So do reads, writes and removes with an empty key. No member that does I/O throws.
 class directory_storage {
 public:
     directory_storage() noexcept = default;
 
-    explicit directory_storage(std::string directory, directory_options options = {}) noexcept
-        : directory_(std::move(directory)), options_(options) {
+    explicit directory_storage(std::string directory, directory_options options = {})
+        : directory_(std::move(directory)), options_(options), euid_(::geteuid()) {
         while (directory_.size() > 1 && directory_.back() == '/') directory_.pop_back();
+        if (!directory_.empty()) {
+            ledger_path_ = directory_ + (directory_.back() == '/' ? "" : "/") +
+                           detail::directory_storage_impl::ledger_name;
+            state_ = std::make_shared<detail::directory_storage_impl::shared_state>();
+        }
     }
 
     /// The cache directory, as given (less trailing slashes); empty when disabled.
@@ -209,9 +321,9 @@ public:
             if (::fstat(fd, &st) != 0) return {read_status::error, impl::errno_code(errno)};
             if (S_ISDIR(st.st_mode)) return {read_status::error, impl::errno_code(EISDIR)};
             if (!S_ISREG(st.st_mode)) return {read_status::error, impl::errno_code(EINVAL)};
+            if (std::error_code const untrusted = trust(st)) return {read_status::error, untrusted};
             if (st.st_size < 0) return {read_status::error, impl::errno_code(EIO)};
-            if (static_cast<std::uintmax_t>(st.st_size) > max_size)
-                return {read_status::too_large, {}};
+            if (static_cast<std::uintmax_t>(st.st_size) > max_size) return {read_status::too_large, {}};
 
             auto const size = static_cast<std::size_t>(st.st_size);
             out.resize(size);
@@ -228,6 +340,9 @@ public:
                 got += static_cast<std::size_t>(r);
             }
             out.resize(got);
+            // The use time, for eviction: refreshed at most once a minute per entry, so
+            // a hot entry costs no system call beyond the open, fstat, read and close.
+            if (impl::now_s() - static_cast<std::int64_t>(st.st_mtime) >= refresh_after_s) ::futimens(fd, nullptr);
             return {read_status::found, {}};
         } catch (std::bad_alloc const&) {
             out.clear();
@@ -240,26 +355,59 @@ public:
 
     std::error_code write(key const& k, std::string_view bytes) noexcept {
         namespace impl = detail::directory_storage_impl;
-        if (directory_.empty() || k.empty())
-            return std::make_error_code(std::errc::invalid_argument);
+        if (directory_.empty() || k.empty()) return std::make_error_code(std::errc::invalid_argument);
         try {
             std::string const entry = entry_path(k);
             std::string folder = entry.substr(0, entry.rfind('/'));
-            std::string const temp = folder + "/.tmp-" + boost::uuids::to_string(impl::random_uuid());
-
-            int fd = impl::open_exclusive(temp, options_.file_mode);
-            if (fd < 0 && errno == ENOENT) { // first store in this folder
-                if (int const e = impl::make_directories(folder, options_.directory_mode))
-                    return impl::errno_code(e);
+            std::string temp;
+            bool created_folders = false;
+            int fd = -1;
+            // A name that exists already (a symlink planted at a guessed temp name, say)
+            // is never opened: another random name is tried.
+            for (int attempt = 0; attempt < 4 && fd < 0; ++attempt) {
+                temp = folder;
+                temp += '/';
+                temp += impl::temp_prefix;
+                if (char const* forced = impl::next_temp_suffix_for_testing) {
+                    impl::next_temp_suffix_for_testing = nullptr;
+                    temp += forced;
+                } else {
+                    temp += boost::uuids::to_string(impl::random_uuid());
+                }
                 fd = impl::open_exclusive(temp, options_.file_mode);
+                if (fd < 0 && errno == ENOENT && !created_folders) { // first store in this folder
+                    bool made = false;
+                    if (int const e = impl::make_directories(folder, options_.directory_mode, options_.umask, made))
+                        return impl::errno_code(e);
+                    created_folders = made;
+                    fd = impl::open_exclusive(temp, options_.file_mode);
+                }
+                if (fd < 0 && errno != EEXIST) return impl::errno_code(errno);
             }
-            if (fd < 0) return impl::errno_code(errno);
+            if (fd < 0) return impl::errno_code(EEXIST);
 
             impl::temp_file file{fd, temp.c_str()};
-            if (int const e = impl::write_all(fd, bytes)) return impl::errno_code(e);
+            if (options_.umask >= 0 &&
+                ::fchmod(fd, static_cast<mode_t>(options_.file_mode & ~static_cast<unsigned>(options_.umask))) != 0)
+                return impl::errno_code(errno);
+            if (int const e = impl::write_all(fd, bytes.data(), bytes.size())) return impl::errno_code(e);
+            if (options_.sync != durability::none)
+                if (int const e = impl::fsync_fd(fd)) return impl::errno_code(e);
             if (int const e = file.close()) return impl::errno_code(e);
+
+            // What the entry being replaced counted for, so that the ledger stays right.
+            struct stat old {};
+            std::uint64_t old_bytes = 0;
+            if (::lstat(entry.c_str(), &old) == 0 && S_ISREG(old.st_mode))
+                old_bytes = impl::accounted_size(static_cast<std::uint64_t>(old.st_size));
             if (::rename(temp.c_str(), entry.c_str()) != 0) return impl::errno_code(errno);
             file.committed = true;
+            if (options_.sync == durability::full) {
+                if (int const e = impl::fsync_directory(folder.c_str())) return impl::errno_code(e);
+                if (created_folders)
+                    if (int const e = impl::fsync_directory(directory_.c_str())) return impl::errno_code(e);
+            }
+            after_store(k.data()[0], impl::accounted_size(bytes.size()), old_bytes);
             return {};
         } catch (std::bad_alloc const&) {
             return std::make_error_code(std::errc::not_enough_memory);
@@ -272,13 +420,19 @@ public:
     }
 
     std::error_code remove(key const& k) noexcept {
+        namespace impl = detail::directory_storage_impl;
         if (directory_.empty() || k.empty()) return {};
         try {
             std::string const path = entry_path(k);
-            if (::unlink(path.c_str()) == 0) return {};
+            struct stat st {};
+            bool const counted = ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+            if (::unlink(path.c_str()) == 0) {
+                if (counted) add_to_ledger(k.data()[0], 0, impl::accounted_size(static_cast<std::uint64_t>(st.st_size)));
+                return {};
+            }
             int const e = errno;
             if (e == ENOENT || e == ENOTDIR) return {};
-            return detail::directory_storage_impl::errno_code(e);
+            return impl::errno_code(e);
         } catch (std::bad_alloc const&) {
             return std::make_error_code(std::errc::not_enough_memory);
         } catch (...) {
@@ -286,9 +440,156 @@ public:
         }
     }
 
+    /// A whole cleanup now, whatever the cache's size: recounts every folder
+    /// (correcting the ledger), removes temp files older than an hour, and, when the
+    /// cache is over `max_size`, evicts least recently used entries until it is under
+    /// 90% of it. Waits for a cleanup step another thread or process is running.
+    cleanup_result prune() noexcept {
+        namespace impl = detail::directory_storage_impl;
+        cleanup_result r;
+        if (directory_.empty()) return r;
+        impl::file_descriptor root{impl::open_root(directory_)};
+        if (!root) {
+            if (errno != ENOENT) r.error = impl::errno_code(errno);
+            return r;
+        }
+        if (int const e = impl::lock_fd(root.fd, false)) {
+            r.error = impl::errno_code(e);
+            return r;
+        }
+        std::lock_guard<std::mutex> const lock(state_->cleanup.mutex);
+        state_->cleanup.reset();
+        impl::cleanup_totals const t = state_->cleanup.step(root.fd, ledger_path_, options_.file_mode, options_.umask,
+                                                            options_.max_size, std::numeric_limits<std::size_t>::max());
+        r.entries = t.entries;
+        r.bytes = t.bytes;
+        r.removed = t.evicted;
+        r.removed_bytes = t.evicted_bytes;
+        r.temp_files_removed = t.temps_removed;
+        return r;
+    }
+
+    /// Removes every entry and every temp file of this library — names made of a
+    /// key's hex in two-hex-digit folders, and `.tmp-*` files there — and nothing else:
+    /// other files, and the folders themselves, stay. A store running meanwhile in
+    /// another process may fail (its temp file is gone): a counted failure there.
+    cleanup_result clear() noexcept {
+        namespace impl = detail::directory_storage_impl;
+        cleanup_result r;
+        if (directory_.empty()) return r;
+        impl::file_descriptor root{impl::open_root(directory_)};
+        if (!root) {
+            if (errno != ENOENT) r.error = impl::errno_code(errno);
+            return r;
+        }
+        if (int const e = impl::lock_fd(root.fd, false)) {
+            r.error = impl::errno_code(e);
+            return r;
+        }
+        try {
+            std::lock_guard<std::mutex> const lock(state_->cleanup.mutex);
+            state_->cleanup.reset();
+            std::vector<std::pair<unsigned, std::uint64_t>> counted;
+            for (unsigned f = 0; f < 256; ++f) {
+                impl::folder_scan const fs =
+                    impl::scan_folder(root.fd, f, std::numeric_limits<std::int64_t>::max(),
+                                      std::numeric_limits<std::int64_t>::max(), impl::no_entry_callback{});
+                r.removed += fs.evicted;
+                r.removed_bytes += fs.evicted_bytes;
+                r.temp_files_removed += fs.temps_removed;
+                counted.emplace_back(f, fs.bytes);
+            }
+            impl::set_folder_counts(ledger_path_, options_.file_mode, options_.umask, counted, impl::now_s());
+        } catch (...) {
+            r.error = std::make_error_code(std::errc::not_enough_memory);
+        }
+        return r;
+    }
+
+    /// What the ledger says the entries count for (whole 4 KiB blocks each): exact
+    /// after prune() or clear() with no store running meanwhile, otherwise an estimate
+    /// that the hourly recount of each folder keeps close. 0 when there is no ledger.
+    std::uint64_t accounted_size() const noexcept {
+        if (directory_.empty() || ::access(ledger_path_.c_str(), F_OK) != 0) return 0;
+        detail::directory_storage_impl::ledger l;
+        if (!l.open(ledger_path_, options_.file_mode, options_.umask)) return 0;
+        return l.total();
+    }
+
+    /// What cleanups run through this object (and its copies) did.
+    directory_counters counters() const noexcept {
+        directory_counters c;
+        if (!state_) return c;
+        c.evicted = state_->cleanup.evicted.load();
+        c.evicted_bytes = state_->cleanup.evicted_bytes.load();
+        c.temp_files_removed = state_->cleanup.temps_removed.load();
+        c.cleanup_steps = state_->cleanup.steps.load();
+        return c;
+    }
+
+    /// A hit refreshes an entry's use time when it is at least this old (seconds).
+    static constexpr std::int64_t refresh_after_s = 60;
+
 private:
+    std::error_code trust(struct stat const& st) const noexcept {
+        if (options_.access == sharing::group)
+            return (st.st_mode & S_IWOTH) ? make_error_code(directory_errc::unsafe_permissions) : std::error_code();
+        if (st.st_uid != euid_) return make_error_code(directory_errc::foreign_owner);
+        if (st.st_mode & (S_IWGRP | S_IWOTH)) return make_error_code(directory_errc::unsafe_permissions);
+        return {};
+    }
+
+    /// Adds `added - removed` to `folder`'s figure in the ledger. False when the
+    /// ledger cannot be used; otherwise gives the new total and whether the folder's
+    /// figure is due for a recount (never counted, or counted over an hour ago).
+    bool add_to_ledger(unsigned folder, std::uint64_t added, std::uint64_t removed, std::uint64_t* total = nullptr,
+                       bool* recount = nullptr) noexcept {
+        namespace impl = detail::directory_storage_impl;
+        impl::ledger l;
+        if (!l.open(ledger_path_, options_.file_mode, options_.umask)) return false;
+        auto& slot = l.slots[folder & 0xff];
+        slot.bytes = slot.bytes + added >= removed ? slot.bytes + added - removed : 0;
+        std::int64_t const now = impl::now_s();
+        if (recount)
+            *recount = slot.counted_at == 0 || now - slot.counted_at > impl::recount_after_s ||
+                       slot.counted_at > now + impl::recount_after_s;
+        l.save(folder & 0xff);
+        if (total) *total = l.total();
+        return true;
+    }
+
+    void after_store(unsigned folder, std::uint64_t added, std::uint64_t replaced) noexcept {
+        namespace impl = detail::directory_storage_impl;
+        std::uint64_t total = 0;
+        bool recount = false;
+        if (!add_to_ledger(folder, added, replaced, &total, &recount)) return;
+        if (!recount && (options_.max_size == 0 || total <= options_.max_size)) return;
+        impl::file_descriptor root{impl::open_root(directory_)};
+        if (!root) return;
+        if (recount) {
+            impl::folder_scan const fs = impl::scan_folder(root.fd, folder & 0xff, impl::now_ns() - impl::temp_stale_after_ns,
+                                                           impl::no_cutoff, impl::no_entry_callback{});
+            state_->cleanup.temps_removed += fs.temps_removed;
+            try {
+                total = impl::set_folder_counts(ledger_path_, options_.file_mode, options_.umask,
+                                                {{folder & 0xff, fs.bytes}}, impl::now_s());
+            } catch (...) {
+                return;
+            }
+        }
+        if (options_.max_size == 0 || total <= options_.max_size) return;
+        // One step of bounded work; skipped while another thread or process cleans.
+        std::unique_lock<std::mutex> lock(state_->cleanup.mutex, std::try_to_lock);
+        if (!lock.owns_lock() || impl::lock_fd(root.fd, true) != 0) return;
+        state_->cleanup.step(root.fd, ledger_path_, options_.file_mode, options_.umask, options_.max_size,
+                             impl::cleanup_budget);
+    }
+
     std::string directory_;
     directory_options options_{};
+    uid_t euid_ = 0;
+    std::string ledger_path_;
+    std::shared_ptr<detail::directory_storage_impl::shared_state> state_;
 };
 
 } // namespace compile_cache

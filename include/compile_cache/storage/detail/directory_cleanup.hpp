@@ -1,0 +1,288 @@
+// compile_cache: directory_storage's cleanup — counting a fan-out folder, sweeping
+// stale temp files, and evicting the least recently used entries in steps of bounded
+// work. Not part of the public interface; see the Storage section of docs/design.md.
+#pragma once
+
+#include <compile_cache/storage/detail/directory_files.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace compile_cache::detail::directory_storage_impl {
+
+inline constexpr std::int64_t temp_stale_after_ns = std::int64_t{3600} * 1000000000; ///< one hour
+inline constexpr std::int64_t recount_after_s = 3600; ///< a folder's figure is trusted this long
+inline constexpr std::int64_t no_cutoff = std::numeric_limits<std::int64_t>::min();
+
+/// What one look at one fan-out folder found and did.
+struct folder_scan {
+    std::uint64_t bytes = 0;   ///< accounted bytes of the entries left
+    std::uint64_t entries = 0; ///< entries left
+    std::uint64_t evicted = 0, evicted_bytes = 0;
+    std::uint64_t temps_removed = 0;
+    std::size_t visited = 0; ///< names looked at: the work done
+};
+
+/// Looks at every name in fan-out folder `index`: entries (regular files with an
+/// entry name) are counted, or unlinked when their use time (mtime) is at or before
+/// `evict_up_to`; temp files last written before `temps_before` are unlinked;
+/// anything else is left alone. `on_entry(mtime_ns, accounted_bytes, name)` is called
+/// for each entry kept. A missing folder is an empty one.
+template <class OnEntry>
+folder_scan scan_folder(int root_fd, unsigned index, std::int64_t temps_before, std::int64_t evict_up_to,
+                        OnEntry&& on_entry) noexcept {
+    folder_scan out;
+    char const* const folder = folder_name(index);
+    int const fd = ::openat(root_fd, folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return out;
+    DIR* const d = ::fdopendir(fd);
+    if (d == nullptr) {
+        ::close(fd);
+        return out;
+    }
+    while (dirent* e = ::readdir(d)) {
+        std::string_view const name = e->d_name;
+        if (name == "." || name == "..") continue;
+        ++out.visited;
+        bool const entry = is_entry_name(name, folder);
+        if (!entry && !is_temp_name(name)) continue;
+        struct stat st {};
+        if (::fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+        std::int64_t const mtime = mtime_ns(st);
+        if (!entry) {
+            if (mtime < temps_before && ::unlinkat(fd, e->d_name, 0) == 0) ++out.temps_removed;
+            continue;
+        }
+        std::uint64_t const bytes = accounted_size(static_cast<std::uint64_t>(st.st_size));
+        if (mtime <= evict_up_to) {
+            int const r = ::unlinkat(fd, e->d_name, 0);
+            if (r == 0 || errno == ENOENT) {
+                ++out.evicted;
+                out.evicted_bytes += bytes;
+                continue;
+            }
+        }
+        ++out.entries;
+        out.bytes += bytes;
+        on_entry(mtime, bytes, name);
+    }
+    ::closedir(d); // closes fd
+    return out;
+}
+
+struct no_entry_callback {
+    void operator()(std::int64_t, std::uint64_t, std::string_view) const noexcept {}
+};
+
+/// Sets the figures of the folders in `counted` (folder, bytes) in the ledger and
+/// marks them counted now. Returns the ledger's new total, or nullopt-like max when
+/// the ledger cannot be used.
+inline std::uint64_t set_folder_counts(std::string const& ledger_path, unsigned file_mode, int exact_umask,
+                                       std::vector<std::pair<unsigned, std::uint64_t>> const& counted,
+                                       std::int64_t now) noexcept {
+    ledger l;
+    if (!l.open(ledger_path, file_mode, exact_umask)) return std::numeric_limits<std::uint64_t>::max();
+    for (auto const& [folder, bytes] : counted) l.slots[folder & 0xff] = {bytes, now};
+    l.save_all();
+    return l.total();
+}
+
+/// What a cleanup (a step, prune() or clear()) did.
+struct cleanup_totals {
+    std::uint64_t entries = 0, bytes = 0; ///< left, when a whole pass was made
+    std::uint64_t evicted = 0, evicted_bytes = 0;
+    std::uint64_t temps_removed = 0;
+    bool complete = false; ///< a whole survey was made, so entries and bytes are exact
+};
+
+/// A process's cleanup in progress. A cleanup is a survey — every folder counted,
+/// every entry's use time and size noted — then eviction of the oldest entries until
+/// the total is under 90% of the limit. It proceeds in steps of bounded work, one
+/// step per store that finds the cache over its limit, so that no store pays for
+/// the whole of a large cache:
+/// - a survey that fits in one step keeps the entries' names and evicts them
+///   directly, exactly oldest first;
+/// - a longer one keeps only (use time, size) pairs, from which it finds the use
+///   time at or before which entries must go, then sweeps the folders unlinking
+///   those, a few folders per step, stopping once the ledger is under the target.
+/// Entries used since the survey have a newer mtime and survive the sweep.
+struct cleanup_state {
+    struct record {
+        std::int64_t mtime;
+        std::uint64_t bytes;
+        unsigned folder;
+        std::string name;
+    };
+    enum class phase { idle, survey, sweep };
+
+    std::mutex mutex; // one cleaner per process at a time; others skip (try_lock)
+    phase current = phase::idle;
+    unsigned next = 0;
+    std::int64_t started_s = 0;
+    bool keep_names = true;
+    std::vector<record> records;
+    std::vector<std::pair<std::int64_t, std::uint64_t>> samples;
+    std::uint64_t surveyed_bytes = 0, surveyed_entries = 0;
+    std::int64_t cutoff = no_cutoff;
+
+    // Counters, for the curious and for tests.
+    std::atomic<std::uint64_t> evicted{0}, evicted_bytes{0}, temps_removed{0}, steps{0};
+
+    static constexpr std::size_t max_named_records = 4096;
+
+    void reset() noexcept {
+        current = phase::idle;
+        next = 0;
+        keep_names = true;
+        records.clear();
+        samples.clear();
+        surveyed_bytes = surveyed_entries = 0;
+        cutoff = no_cutoff;
+    }
+
+    void drop_names() {
+        samples.reserve(samples.size() + records.size());
+        for (auto const& r : records) samples.emplace_back(r.mtime, r.bytes);
+        records.clear();
+        records.shrink_to_fit();
+        keep_names = false;
+    }
+
+    /// One step, with the root already locked by the caller (flock on `root_fd`).
+    /// `budget` bounds the work (folders count 4, names 1); max() for prune().
+    cleanup_totals step(int root_fd, std::string const& ledger_path, unsigned file_mode, int exact_umask,
+                        std::uint64_t max_size, std::size_t budget) noexcept {
+        cleanup_totals out;
+        try {
+            step_impl(root_fd, ledger_path, file_mode, exact_umask, max_size, budget, out);
+        } catch (...) { // bad_alloc: give up this cleanup; the next one starts afresh
+            reset();
+        }
+        evicted += out.evicted;
+        evicted_bytes += out.evicted_bytes;
+        temps_removed += out.temps_removed;
+        ++steps;
+        return out;
+    }
+
+private:
+    void step_impl(int root_fd, std::string const& ledger_path, unsigned file_mode, int exact_umask,
+                   std::uint64_t max_size, std::size_t budget, cleanup_totals& out) {
+        std::int64_t const now = now_ns();
+        std::int64_t const now_sec = now / 1000000000;
+        std::int64_t const temps_before = now - temp_stale_after_ns;
+        std::uint64_t const target = max_size - max_size / 10;
+        if (current != phase::idle && (now_sec - started_s > 600 || now_sec < started_s)) reset();
+        if (current == phase::idle) {
+            reset();
+            current = phase::survey;
+            started_s = now_sec;
+        }
+        std::size_t cost = 0;
+        std::vector<std::pair<unsigned, std::uint64_t>> counted;
+
+        if (current == phase::survey) {
+            while (next < 256 && cost < budget) {
+                unsigned const folder = next;
+                folder_scan const fs =
+                    scan_folder(root_fd, folder, temps_before, no_cutoff,
+                                [&](std::int64_t mtime, std::uint64_t bytes, std::string_view name) {
+                                    if (keep_names && records.size() < max_named_records)
+                                        records.push_back({mtime, bytes, folder, std::string(name)});
+                                    else {
+                                        if (keep_names) drop_names();
+                                        samples.emplace_back(mtime, bytes);
+                                    }
+                                });
+                cost += 4 + fs.visited;
+                surveyed_bytes += fs.bytes;
+                surveyed_entries += fs.entries;
+                out.temps_removed += fs.temps_removed;
+                counted.emplace_back(folder, fs.bytes);
+                ++next;
+            }
+            if (next < 256) { // to be continued by a later step: names would be stale by then
+                if (keep_names) drop_names();
+                set_folder_counts(ledger_path, file_mode, exact_umask, counted, now_sec);
+                return;
+            }
+            out.complete = true;
+            out.entries = surveyed_entries;
+            out.bytes = surveyed_bytes;
+            if (max_size == 0 || surveyed_bytes <= max_size) {
+                reset();
+                set_folder_counts(ledger_path, file_mode, exact_umask, counted, now_sec);
+                return;
+            }
+            if (keep_names) { // the whole cache was seen in this step: evict exactly, oldest first
+                std::sort(records.begin(), records.end(),
+                          [](record const& a, record const& b) { return a.mtime < b.mtime; });
+                std::uint64_t total = surveyed_bytes;
+                std::uint64_t per_folder[256] = {};
+                for (auto const& [folder, bytes] : counted) per_folder[folder] = bytes;
+                std::string path;
+                for (auto const& r : records) {
+                    if (total <= target) break;
+                    path.assign(folder_name(r.folder)).append("/").append(r.name);
+                    int const e = ::unlinkat(root_fd, path.c_str(), 0) == 0 ? 0 : errno;
+                    if (e != 0 && e != ENOENT) continue;
+                    total -= r.bytes;
+                    per_folder[r.folder] -= std::min(per_folder[r.folder], r.bytes);
+                    ++out.evicted;
+                    out.evicted_bytes += r.bytes;
+                }
+                for (auto& [folder, bytes] : counted) bytes = per_folder[folder];
+                out.entries -= out.evicted;
+                out.bytes -= out.evicted_bytes;
+                reset();
+                set_folder_counts(ledger_path, file_mode, exact_umask, counted, now_sec);
+                return;
+            }
+            // Too many to name: find the use time at or before which entries go.
+            std::sort(samples.begin(), samples.end());
+            std::uint64_t total = surveyed_bytes;
+            for (auto const& [mtime, bytes] : samples) {
+                if (total <= target) break;
+                total -= bytes;
+                cutoff = mtime;
+            }
+            samples.clear();
+            samples.shrink_to_fit();
+            current = phase::sweep;
+            next = 0;
+        }
+
+        if (current == phase::sweep) {
+            while (next < 256 && cost < budget) {
+                unsigned const folder = next;
+                folder_scan const fs = scan_folder(root_fd, folder, temps_before, cutoff, no_entry_callback{});
+                cost += 4 + fs.visited;
+                out.evicted += fs.evicted;
+                out.evicted_bytes += fs.evicted_bytes;
+                out.temps_removed += fs.temps_removed;
+                counted.emplace_back(folder, fs.bytes);
+                ++next;
+            }
+            if (out.complete) {
+                out.entries = out.entries >= out.evicted ? out.entries - out.evicted : 0;
+                out.bytes = out.bytes >= out.evicted_bytes ? out.bytes - out.evicted_bytes : 0;
+            }
+            std::uint64_t const total = set_folder_counts(ledger_path, file_mode, exact_umask, counted, now_sec);
+            if (next >= 256 || total <= target) reset();
+        }
+    }
+};
+
+} // namespace compile_cache::detail::directory_storage_impl
