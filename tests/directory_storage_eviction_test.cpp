@@ -1,0 +1,483 @@
+// directory_storage's size limit: the ledger, least-recently-used eviction (in one
+// step for a small cache, in bounded steps for a large one), the use-time refresh on
+// a hit, prune() and clear(), stale temp files, and the PREFIX_MAX_SIZE setting.
+#include "catch2_compat.hpp"
+#include "helpers/storage_common.hpp"
+#include "test_support.hpp"
+
+#include <compile_cache/storage/directory_storage.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+#include <stdexcept>
+#include <system_error>
+#include <string>
+#include <vector>
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+namespace {
+
+namespace cc = compile_cache;
+namespace fs = std::filesystem;
+using cc::directory_options;
+using cc::directory_storage;
+using cc::key;
+using cc::read_status;
+using compile_cache_test::read_file;
+using compile_cache_test::temp_dir;
+using compile_cache_test::write_file;
+using storage_test::payload_of;
+
+key key_n(std::uint32_t n) { return storage_test::key_of(n).value(); }
+
+std::int64_t now_s() { return static_cast<std::int64_t>(::time(nullptr)); }
+
+void set_mtime(fs::path const& p, std::int64_t seconds) {
+    struct timespec times[2];
+    times[0].tv_sec = static_cast<time_t>(seconds);
+    times[0].tv_nsec = 0;
+    times[1] = times[0];
+    REQUIRE(::utimensat(AT_FDCWD, p.c_str(), times, AT_SYMLINK_NOFOLLOW) == 0);
+}
+
+struct timespec mtime_of(fs::path const& p) {
+    struct stat st {};
+    REQUIRE(::lstat(p.c_str(), &st) == 0);
+    return st.st_mtim;
+}
+
+bool same_time(struct timespec a, struct timespec b) { return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec; }
+
+/// Entries under `root` (all-hex names in two-hex-digit folders): name -> size.
+struct disk_usage {
+    std::uint64_t entries = 0, bytes = 0, blocks_bytes = 0, temps = 0;
+    std::set<std::string> names;
+};
+disk_usage usage_of(fs::path const& root) {
+    disk_usage u;
+    if (!fs::exists(root)) return u;
+    for (auto const& folder : fs::directory_iterator(root)) {
+        if (!folder.is_directory()) continue;
+        for (auto const& e : fs::directory_iterator(folder.path())) {
+            std::string const name = e.path().filename().string();
+            struct stat st {};
+            if (::lstat(e.path().c_str(), &st) != 0) continue;
+            if (name.rfind(".tmp-", 0) == 0) {
+                ++u.temps;
+                continue;
+            }
+            ++u.entries;
+            u.bytes += static_cast<std::uint64_t>(st.st_size);
+            u.blocks_bytes += static_cast<std::uint64_t>(st.st_blocks) * 512;
+            u.names.insert(name);
+        }
+    }
+    return u;
+}
+
+/// For the tests that make thousands of files: a directory in memory (tmpfs at
+/// /dev/shm) when there is one, so that they take seconds, not minutes, on a slow or
+/// busy disk; what they check does not depend on the file system.
+class bulk_dir {
+public:
+    bulk_dir() {
+        std::string pattern = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : (std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp");
+        pattern += "/compile_cache-bulk-XXXXXX";
+        if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp " + pattern);
+        path_ = pattern;
+    }
+    bulk_dir(bulk_dir const&) = delete;
+    bulk_dir& operator=(bulk_dir const&) = delete;
+    ~bulk_dir() {
+        std::error_code ec;
+        fs::remove_all(path_, ec);
+    }
+    fs::path const& path() const noexcept { return path_; }
+
+private:
+    fs::path path_;
+};
+
+directory_options limited(std::uint64_t max_size) {
+    directory_options o;
+    o.max_size = max_size;
+    return o;
+}
+
+} // namespace
+
+TEST_CASE("parse_byte_size: bytes, or K, M, G in powers of 1024", "[storage][eviction]") {
+    using cc::parse_byte_size;
+    CHECK(parse_byte_size("0") == 0u);
+    CHECK(parse_byte_size("1048576") == 1048576u);
+    CHECK(parse_byte_size("48K") == 48u * 1024);
+    CHECK(parse_byte_size("48k") == 48u * 1024);
+    CHECK(parse_byte_size("500M") == 500ull << 20);
+    CHECK(parse_byte_size("2G") == 2ull << 30);
+    CHECK(parse_byte_size("2GiB") == 2ull << 30);
+    CHECK(parse_byte_size("64MB") == 64ull << 20);
+    CHECK(parse_byte_size(" 3K ") == 3072u);
+    for (char const* bad : {"", "K", "-1", "1.5G", "12Q", "1T", "10 M", "0x10", "1GG", "18446744073709551616",
+                            "17179869184G"})
+        CHECK_FALSE(parse_byte_size(bad).has_value());
+}
+
+TEST_CASE("directory_options from the environment; a bad value is one diagnostic and the default",
+          "[storage][eviction]") {
+    std::vector<std::string> lines;
+    auto report = [&](std::string const& line) { lines.push_back(line); };
+
+    ::unsetenv("CCSTORETEST_MAX_SIZE");
+    ::unsetenv("CCSTORETEST_DURABILITY");
+    ::unsetenv("CCSTORETEST_SHARED");
+    directory_options o = cc::directory_options_from_env("CCSTORETEST", report);
+    CHECK(o.max_size == (1ull << 30));
+    CHECK(o.sync == cc::durability::none);
+    CHECK(o.access == cc::sharing::owner_only);
+    CHECK(lines.empty());
+
+    ::setenv("CCSTORETEST_MAX_SIZE", "48K", 1);
+    ::setenv("CCSTORETEST_DURABILITY", "Full", 1);
+    ::setenv("CCSTORETEST_SHARED", "1", 1);
+    o = cc::directory_options_from_env("CCSTORETEST", report);
+    CHECK(o.max_size == 48u * 1024);
+    CHECK(o.sync == cc::durability::full);
+    CHECK(o.access == cc::sharing::group);
+    CHECK(o.file_mode == 0660u);
+    CHECK(lines.empty());
+
+    ::setenv("CCSTORETEST_MAX_SIZE", "lots", 1);
+    ::setenv("CCSTORETEST_DURABILITY", "none", 1);
+    ::unsetenv("CCSTORETEST_SHARED");
+    o = cc::directory_options_from_env("CCSTORETEST", report);
+    CHECK(o.max_size == (1ull << 30));
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find("CCSTORETEST_MAX_SIZE=\"lots\"") != std::string::npos);
+    CHECK(lines[0].find("1G") != std::string::npos);
+
+    SECTION("through basic_cache::from_env, with no logger: one line on stderr") {
+        temp_dir dir;
+        ::setenv("CCSTORETEST_DIR", dir.path().c_str(), 1);
+        ::unsetenv("CCSTORETEST_LOG");
+        ::setenv("CCSTORETEST_MAX_SIZE", "12Q", 1);
+        fs::path const captured = dir.path() / "stderr.txt";
+        std::fflush(stderr);
+        int const saved = ::dup(2);
+        int const fd = ::open(captured.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        REQUIRE(fd >= 0);
+        ::dup2(fd, 2);
+        ::close(fd);
+        auto c = storage_test::cache::from_env("CCSTORETEST");
+        std::fflush(stderr);
+        ::dup2(saved, 2);
+        ::close(saved);
+        std::string const text = read_file(captured);
+        CHECK(std::count(text.begin(), text.end(), '\n') == 1);
+        CHECK(text.find("CCSTORETEST_MAX_SIZE=\"12Q\" is not a size") != std::string::npos);
+        CHECK(c.enabled());
+        CHECK(c.storage().options().max_size == (1ull << 30));
+
+        ::setenv("CCSTORETEST_MAX_SIZE", "2M", 1);
+        auto c2 = storage_test::cache::from_env("CCSTORETEST");
+        CHECK(c2.storage().options().max_size == (2u << 20));
+        ::unsetenv("CCSTORETEST_DIR");
+    }
+    ::unsetenv("CCSTORETEST_MAX_SIZE");
+    ::unsetenv("CCSTORETEST_DURABILITY");
+}
+
+TEST_CASE("a 1 MiB limit over 300 entries of 8 KiB keeps the most recently used, all loadable",
+          "[storage][eviction]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    std::uint64_t const limit = 1u << 20;
+    directory_storage s(root.string(), limited(limit));
+    std::int64_t const t0 = now_s() - 100000;
+    std::string out;
+
+    for (std::uint32_t i = 0; i < 300; ++i) {
+        REQUIRE(!s.write(key_n(i), payload_of(i, 0, 8192)));
+        set_mtime(s.entry_path(key_n(i)), t0 + i); // the order of use: i, oldest first
+        if (i == 100) {
+            // A hit on an old entry makes it the most recently used.
+            REQUIRE(s.read(key_n(3), out, 1 << 20).status == read_status::found);
+            CHECK(mtime_of(s.entry_path(key_n(3))).tv_sec >= now_s() - 5);
+        }
+        disk_usage const u = usage_of(root);
+        INFO("after store " << i << ": " << u.entries << " entries, " << u.bytes << " bytes");
+        REQUIRE(u.bytes <= limit);
+        REQUIRE(u.blocks_bytes <= limit);
+        REQUIRE(u.temps == 0);
+        REQUIRE(s.accounted_size() == u.entries * 8192);
+    }
+
+    std::vector<std::uint32_t> kept;
+    for (std::uint32_t i = 0; i < 300; ++i)
+        if (fs::exists(s.entry_path(key_n(i)))) kept.push_back(i);
+    INFO("kept " << kept.size());
+    // 128 entries fill 1 MiB; a cleanup goes under 90% of it.
+    CHECK(kept.size() >= 100);
+    CHECK(kept.size() <= 128);
+    REQUIRE(std::find(kept.begin(), kept.end(), 3u) != kept.end());
+    // The others are exactly the last ones stored: oldest-use first went first.
+    std::vector<std::uint32_t> rest;
+    for (auto i : kept)
+        if (i != 3) rest.push_back(i);
+    for (std::size_t j = 0; j < rest.size(); ++j) CHECK(rest[j] == 300 - rest.size() + j);
+    for (auto i : kept) {
+        REQUIRE(s.read(key_n(i), out, 1 << 20).status == read_status::found);
+        CHECK(out == payload_of(i, 0, 8192));
+    }
+    CHECK(s.counters().evicted == 300 - kept.size());
+    CHECK(s.counters().evicted_bytes == (300 - kept.size()) * 8192);
+}
+
+TEST_CASE("a hit refreshes the use time at most once a minute", "[storage][eviction]") {
+    temp_dir dir;
+    directory_storage s((dir.path() / "cache").string());
+    key const k = key_n(1);
+    REQUIRE(!s.write(k, "value"));
+    fs::path const p = s.entry_path(k);
+    std::string out;
+
+    struct timespec const fresh = mtime_of(p);
+    REQUIRE(s.read(k, out, 100).status == read_status::found);
+    CHECK(same_time(mtime_of(p), fresh)); // a fresh hit changes nothing
+
+    set_mtime(p, now_s() - 50);
+    struct timespec const recent = mtime_of(p);
+    REQUIRE(s.read(k, out, 100).status == read_status::found);
+    CHECK(same_time(mtime_of(p), recent));
+
+    set_mtime(p, now_s() - 3600);
+    REQUIRE(s.read(k, out, 100).status == read_status::found);
+    CHECK(mtime_of(p).tv_sec >= now_s() - 5);
+    CHECK(out == "value");
+}
+
+TEST_CASE("a large cache over its limit is cleaned over several stores, oldest first",
+          "[storage][eviction]") {
+    bulk_dir dir;
+    fs::path const root = dir.path() / "cache";
+    constexpr std::uint32_t n = 6000;
+    std::int64_t const t0 = now_s() - 100000;
+    {
+        directory_storage unlimited(root.string(), limited(0));
+        for (std::uint32_t i = 0; i < n; ++i) {
+            REQUIRE(!unlimited.write(key_n(i), payload_of(i, 0, 100)));
+            set_mtime(unlimited.entry_path(key_n(i)), t0 + i);
+        }
+        REQUIRE(unlimited.accounted_size() == n * 4096ull);
+    }
+    std::uint64_t const limit = 4000 * 4096ull;
+    directory_storage s(root.string(), limited(limit));
+    // One store cannot survey 6000 entries within its budget: the cleanup takes
+    // several stores, and the cache comes under the limit within a few.
+    std::uint32_t stores = 0;
+    while (s.accounted_size() > limit && stores < 100) {
+        REQUIRE(!s.write(key_n(n + stores), "new"));
+        ++stores;
+    }
+    INFO("stores " << stores << ", cleanup steps " << s.counters().cleanup_steps);
+    CHECK(stores > 1);
+    CHECK(stores < 40);
+    CHECK(s.counters().cleanup_steps >= 2);
+    disk_usage const u = usage_of(root);
+    CHECK(u.entries * 4096 <= limit);
+    CHECK(s.accounted_size() == u.entries * 4096);
+
+    // Every evicted old entry is older than every kept one; every new one is kept.
+    std::uint32_t first_kept = n;
+    for (std::uint32_t i = 0; i < n; ++i)
+        if (fs::exists(s.entry_path(key_n(i)))) {
+            first_kept = i;
+            break;
+        }
+    CHECK(first_kept > 0);
+    std::string out;
+    for (std::uint32_t i = first_kept; i < n; ++i) {
+        INFO("entry " << i);
+        REQUIRE(s.read(key_n(i), out, 1000).status == read_status::found);
+        REQUIRE(out == payload_of(i, 0, 100));
+    }
+    for (std::uint32_t j = 0; j < stores; ++j) CHECK(s.read(key_n(n + j), out, 100).status == read_status::found);
+}
+
+TEST_CASE("the ledger follows stores, replacements and removals, and heals", "[storage][eviction]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    directory_storage s(root.string());
+    CHECK(s.accounted_size() == 0);
+    for (std::uint32_t i = 0; i < 20; ++i) REQUIRE(!s.write(key_n(i), "small"));
+    CHECK(s.accounted_size() == 20 * 4096);
+    REQUIRE(!s.write(key_n(0), std::string(10000, 'x'))); // replaces 1 block by 3
+    CHECK(s.accounted_size() == 22 * 4096);
+    REQUIRE(!s.remove(key_n(1)));
+    CHECK(s.accounted_size() == 21 * 4096);
+    REQUIRE(!s.remove(key_n(1))); // absent: nothing changes
+    CHECK(s.accounted_size() == 21 * 4096);
+    REQUIRE(!s.write(key_n(30), std::string_view())); // an empty entry still takes a block
+    CHECK(s.accounted_size() == 22 * 4096);
+
+    SECTION("garbage in the ledger is a fresh ledger; prune() makes it exact") {
+        write_file(root / ".cc-stats", std::string(5000, '\xff'));
+        CHECK(s.accounted_size() == 0);
+        auto const r = s.prune();
+        CHECK(!r.error);
+        CHECK(r.entries == 20);
+        CHECK(r.bytes == 22 * 4096);
+        CHECK(s.accounted_size() == 22 * 4096);
+    }
+    SECTION("a lost ledger: each folder is recounted at its next store") {
+        fs::remove(root / ".cc-stats");
+        key const k = key_n(0);
+        REQUIRE(!s.write(k, std::string(10000, 'y'))); // recounts k's folder
+        std::uint64_t expected = 0;
+        std::string const folder = k.hex().substr(0, 2);
+        for (auto const& e : fs::directory_iterator(root / folder))
+            expected += cc::detail::directory_storage_impl::accounted_size(fs::file_size(e.path()));
+        CHECK(s.accounted_size() == expected);
+    }
+    SECTION("a symlink planted at the ledger is not followed") {
+        fs::path const victim = dir.path() / "victim";
+        write_file(victim, "keep");
+        fs::remove(root / ".cc-stats");
+        fs::create_symlink(victim, root / ".cc-stats");
+        REQUIRE(!s.write(key_n(40), "still stores"));
+        CHECK(read_file(victim) == "keep");
+        std::string out;
+        CHECK(s.read(key_n(40), out, 100).status == read_status::found);
+    }
+}
+
+TEST_CASE("stale temp files are swept by cleanup; fresh ones and foreign files stay", "[storage][eviction]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    directory_storage s(root.string());
+    for (std::uint32_t i = 0; i < 50; ++i) REQUIRE(!s.write(key_n(i), payload_of(i, 0, 200)));
+    key const k = key_n(7);
+    fs::path const folder = fs::path(s.entry_path(k)).parent_path();
+    write_file(folder / ".tmp-stale", "left by a killed writer");
+    set_mtime(folder / ".tmp-stale", now_s() - 2 * 3600);
+    write_file(folder / ".tmp-fresh", "a writer at work");
+    set_mtime(folder / ".tmp-fresh", now_s() - 60);
+    fs::create_directory(folder / ".tmp-dir");
+    set_mtime(folder / ".tmp-dir", now_s() - 2 * 3600);
+    write_file(folder / "notes.txt", "not ours");
+    set_mtime(folder / "notes.txt", now_s() - 2 * 3600);
+    write_file(root / "README", "not ours");
+
+    SECTION("prune()") {
+        auto const r = s.prune();
+        CHECK(!r.error);
+        CHECK(r.temp_files_removed == 1);
+        CHECK(r.entries == 50);
+        CHECK(r.removed == 0);
+    }
+    SECTION("the hourly recount of a folder at a store") {
+        fs::remove(root / ".cc-stats"); // every folder is now due for a recount
+        REQUIRE(!s.write(k, "rewritten"));
+        CHECK(s.counters().temp_files_removed == 1);
+    }
+    CHECK(!fs::exists(folder / ".tmp-stale"));
+    CHECK(fs::exists(folder / ".tmp-fresh"));
+    CHECK(fs::is_directory(folder / ".tmp-dir"));
+    CHECK(fs::exists(folder / "notes.txt"));
+    CHECK(fs::exists(root / "README"));
+    std::string out;
+    for (std::uint32_t i = 0; i < 50; ++i) CHECK(s.read(key_n(i), out, 1000).status == read_status::found);
+}
+
+TEST_CASE("prune() evicts the least recently used until under 90% of the limit", "[storage][eviction]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    std::int64_t const t0 = now_s() - 10000;
+    {
+        directory_storage unlimited(root.string(), limited(0));
+        for (std::uint32_t i = 0; i < 100; ++i) {
+            REQUIRE(!unlimited.write(key_n(i), payload_of(i, 0, 5000))); // 2 blocks each
+            set_mtime(unlimited.entry_path(key_n(i)), t0 + i);
+        }
+        auto const r = unlimited.prune(); // no limit: counts only
+        CHECK(r.removed == 0);
+        CHECK(r.entries == 100);
+    }
+    directory_storage s(root.string(), limited(100 * 8192 / 2)); // room for 50
+    auto const r = s.prune();
+    CHECK(!r.error);
+    CHECK(r.removed == 55); // down to 45 entries: 90% of the room for 50
+    CHECK(r.entries == 45);
+    CHECK(r.bytes == 45 * 8192);
+    CHECK(s.accounted_size() == 45 * 8192);
+    std::string out;
+    for (std::uint32_t i = 0; i < 100; ++i)
+        CHECK((s.read(key_n(i), out, 10000).status == read_status::found) == (i >= 55));
+    CHECK(s.prune().removed == 0); // under the limit now
+}
+
+TEST_CASE("clear() removes the library's entries and temp files and nothing else", "[storage][eviction]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    directory_storage s(root.string());
+    for (std::uint32_t i = 0; i < 40; ++i) REQUIRE(!s.write(key_n(i), "entry"));
+    fs::path const folder = fs::path(s.entry_path(key_n(0))).parent_path();
+    std::string const f = folder.filename().string();
+    write_file(folder / ".tmp-fresh", "temp");
+    write_file(folder / "notes.txt", "keep");
+    write_file(folder / (f + "ABCD"), "upper case: not an entry name");
+    write_file(folder / (f + "abc"), "odd length: not an entry name");
+    write_file(folder / "0123", "another folder's prefix: not an entry of this one");
+    fs::create_directory(folder / (f + "cdef")); // a directory with an entry name
+    write_file(root / "README", "keep");
+    fs::create_directory(root / "zz");
+    write_file(root / "zz" / "00", "not a fan-out folder");
+    fs::create_directory(root / "0g");
+    write_file(root / "0g" / "0g00", "not a fan-out folder");
+
+    auto const r = s.clear();
+    CHECK(!r.error);
+    CHECK(r.removed == 40);
+    CHECK(r.temp_files_removed == 1);
+    CHECK(s.accounted_size() == 0);
+    std::string out;
+    for (std::uint32_t i = 0; i < 40; ++i) CHECK(s.read(key_n(i), out, 100).status == read_status::absent);
+    CHECK(usage_of(root).temps == 0);
+    for (fs::path const& p : {folder / "notes.txt", folder / (f + "ABCD"), folder / (f + "abc"), folder / "0123",
+                              folder / (f + "cdef"), root / "README", root / "zz" / "00", root / "0g" / "0g00"})
+        CHECK(fs::exists(p));
+    CHECK(fs::is_directory(folder)); // folders stay
+    REQUIRE(!s.write(key_n(1), "again"));
+    CHECK(s.accounted_size() == 4096);
+}
+
+TEST_CASE("100,000 small entries stay correct", "[storage][eviction][scale]") {
+    bulk_dir dir;
+    fs::path const root = dir.path() / "cache";
+    directory_storage s(root.string());
+    constexpr std::uint32_t n = 100000;
+    auto size_of = [](std::uint32_t i) { return static_cast<std::size_t>(16 + i % 48); };
+    for (std::uint32_t i = 0; i < n; ++i) {
+        std::error_code const ec = s.write(key_n(i), payload_of(i, 0, size_of(i)));
+        if (ec) FAIL("store " << i << ": " << ec.message());
+    }
+    CHECK(s.accounted_size() == std::uint64_t{n} * 4096);
+    std::string out;
+    std::uint32_t wrong = 0;
+    for (std::uint32_t i = 0; i < n; ++i)
+        if (s.read(key_n(i), out, 1000).status != read_status::found || out != payload_of(i, 0, size_of(i))) ++wrong;
+    CHECK(wrong == 0);
+    auto const r = s.prune();
+    CHECK(r.entries == n);
+    CHECK(r.removed == 0);
+    CHECK(r.temp_files_removed == 0);
+    CHECK(s.counters().evicted == 0);
+}

@@ -1,0 +1,147 @@
+// A process that uses a cache directory the way the storage tests need, one mode
+// per scenario. Prints one result line on stdout; exits 0 when it saw nothing wrong.
+//
+//   storage_worker mix DIR SEED CALLS KEYS MAX_SIZE MIN_PAYLOAD MAX_PAYLOAD
+//       CALLS random operations over KEYS shared keys: get_or_compile (mostly),
+//       explicit stores, loads, removes. Every artifact is checked against its key.
+//   storage_worker prune DIR MAX_SIZE STOP_FILE
+//       prune() in a loop until STOP_FILE exists.
+//   storage_worker store-same DIR ID VARIANT SIZE GO_FILE ROUNDS
+//       waits for GO_FILE, then stores (ID, VARIANT) ROUNDS times.
+//   storage_worker writer DIR SEED KEYS MAX_SIZE MIN_PAYLOAD MAX_PAYLOAD DURABILITY
+//       stores random keys until killed; prints "ready" once started.
+#include "storage_common.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <thread>
+
+#include <unistd.h>
+
+namespace {
+
+using namespace storage_test;
+
+cc::directory_options options_with(std::uint64_t max_size, cc::durability sync = cc::durability::none) {
+    cc::directory_options o;
+    o.max_size = max_size;
+    o.sync = sync;
+    return o;
+}
+
+std::uint64_t number(char const* s) { return std::strtoull(s, nullptr, 10); }
+
+bool exists(char const* path) { return ::access(path, F_OK) == 0; }
+
+int mix(int argc, char** argv) {
+    if (argc != 9) return 2;
+    std::string const dir = argv[2];
+    std::mt19937_64 rng(number(argv[3]));
+    auto const calls = number(argv[4]);
+    auto const keys = static_cast<std::uint32_t>(number(argv[5]));
+    auto const max_size = number(argv[6]);
+    auto const min_payload = number(argv[7]), max_payload = number(argv[8]);
+
+    cache c(cc::directory_storage(dir, options_with(max_size)));
+    std::uint64_t wrong = 0, logged = 0, loaded = 0, compiled = 0;
+    c.set_logger([&](std::string_view line) {
+        ++logged;
+        std::fprintf(stderr, "storage_worker mix: %.*s\n", static_cast<int>(line.size()), line.data());
+    });
+    for (std::uint64_t i = 0; i < calls; ++i) {
+        auto const id = static_cast<std::uint32_t>(rng() % keys);
+        std::size_t const size = size_of(id, min_payload, max_payload);
+        auto const k = key_of(id);
+        auto const variant = static_cast<std::uint32_t>(rng() % 4);
+        unsigned const op = static_cast<unsigned>(rng() % 100);
+        if (op < 80) {
+            auto r = c.get_or_compile<artifact>(k, {"k" + std::to_string(id), "mix", 1},
+                                                [&] { return make_artifact(id, variant, size); });
+            if (!is_right(r.value, id, size)) ++wrong;
+            (r.outcome == cc::outcome::loaded ? loaded : compiled) += 1;
+        } else if (op < 90) {
+            c.store(k, make_artifact(id, variant, size), {"k" + std::to_string(id), "mix", 1});
+        } else if (op < 97) {
+            if (auto a = c.load<artifact>(k, {"k" + std::to_string(id), "mix", 1}))
+                if (!is_right(*a, id, size)) ++wrong;
+        } else {
+            c.storage().remove(k.value());
+        }
+    }
+    auto const s = c.stats();
+    auto const counters = c.storage().counters();
+    std::uint64_t const other_misses = s.total_misses() - s.miss_count(cc::miss_reason::absent);
+    std::printf("wrong=%llu other_misses=%llu store_failures=%llu loaded=%llu compiled=%llu evicted=%llu logged=%llu | %s\n",
+                static_cast<unsigned long long>(wrong), static_cast<unsigned long long>(other_misses),
+                static_cast<unsigned long long>(s.total_store_failures()), static_cast<unsigned long long>(loaded),
+                static_cast<unsigned long long>(compiled), static_cast<unsigned long long>(counters.evicted),
+                static_cast<unsigned long long>(logged), s.summary().c_str());
+    return wrong == 0 && other_misses == 0 && s.total_store_failures() == 0 ? 0 : 1;
+}
+
+int prune(int argc, char** argv) {
+    if (argc != 5) return 2;
+    cc::directory_storage storage(argv[2], options_with(number(argv[3])));
+    std::uint64_t rounds = 0, removed = 0, errors = 0;
+    while (!exists(argv[4])) {
+        auto const r = storage.prune();
+        ++rounds;
+        removed += r.removed;
+        if (r.error) ++errors;
+        std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    }
+    std::printf("prunes=%llu removed=%llu errors=%llu\n", static_cast<unsigned long long>(rounds),
+                static_cast<unsigned long long>(removed), static_cast<unsigned long long>(errors));
+    return errors == 0 ? 0 : 1;
+}
+
+int store_same(int argc, char** argv) {
+    if (argc != 8) return 2;
+    auto const id = static_cast<std::uint32_t>(number(argv[3]));
+    auto const variant = static_cast<std::uint32_t>(number(argv[4]));
+    auto const size = number(argv[5]);
+    auto const rounds = number(argv[7]);
+    cache c(cc::directory_storage(argv[2], options_with(0)));
+    artifact const a = make_artifact(id, variant, size);
+    while (!exists(argv[6])) std::this_thread::yield();
+    std::uint64_t ok = 0;
+    for (std::uint64_t i = 0; i < rounds; ++i)
+        if (c.store(key_of(id), a, {"same", "store-same", 1})) ++ok;
+    std::printf("stored=%llu of %llu\n", static_cast<unsigned long long>(ok), static_cast<unsigned long long>(rounds));
+    return ok == rounds ? 0 : 1;
+}
+
+int writer(int argc, char** argv) {
+    if (argc != 9) return 2;
+    std::mt19937_64 rng(number(argv[3]));
+    auto const keys = static_cast<std::uint32_t>(number(argv[4]));
+    auto const min_payload = number(argv[6]), max_payload = number(argv[7]);
+    std::string const sync_name = argv[8];
+    cc::durability const sync = sync_name == "full"   ? cc::durability::full
+                                : sync_name == "file" ? cc::durability::file
+                                                      : cc::durability::none;
+    cache c(cc::directory_storage(argv[2], options_with(number(argv[5]), sync)));
+    std::printf("ready\n");
+    std::fflush(stdout);
+    for (;;) {
+        auto const id = static_cast<std::uint32_t>(rng() % keys);
+        c.store(key_of(id), make_artifact(id, static_cast<std::uint32_t>(rng() % 4), size_of(id, min_payload, max_payload)),
+                {"w", "writer", 1});
+    }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2) return 2;
+    std::string const mode = argv[1];
+    if (mode == "mix") return mix(argc, argv);
+    if (mode == "prune") return prune(argc, argv);
+    if (mode == "store-same") return store_same(argc, argv);
+    if (mode == "writer") return writer(argc, argv);
+    std::fprintf(stderr, "storage_worker: unknown mode %s\n", mode.c_str());
+    return 2;
+}
