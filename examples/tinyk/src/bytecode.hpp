@@ -6,6 +6,9 @@
 #include "ref.hpp"
 #include "types.hpp"
 
+#include <boost/serialization/split_member.hpp>
+#include <boost/serialization/vector.hpp>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -35,6 +38,12 @@ inline constexpr int words = 4;
 
 } // namespace bc
 
+struct artifact;
+/// Throws std::runtime_error unless every register, constant, jump target and callee
+/// index is in range, calls pass the callee's parameter count inside the frame, the
+/// source map covers the code, and the references are set.
+void validate(artifact const& a);
+
 struct artifact {
     std::vector<std::int32_t> code;   // bc::words per instruction
     std::vector<double> constants;
@@ -55,10 +64,19 @@ struct artifact {
     std::size_t size() const { return code.size() / bc::words; }
 
     template <class Ar>
-    void serialize(Ar& ar, unsigned /*version*/) {
+    void save(Ar& ar, unsigned /*version*/) const {
         ar & code & constants & lines & origins & nregs & nparams;
         ar & callees & inlined & dialects & result_type & param_types;
     }
+    /// Loading checks the artifact (validate) before the VM may run it; a bad one
+    /// throws, which the cache counts as a miss.
+    template <class Ar>
+    void load(Ar& ar, unsigned /*version*/) {
+        ar & code & constants & lines & origins & nregs & nparams;
+        ar & callees & inlined & dialects & result_type & param_types;
+        validate(*this);
+    }
+    BOOST_SERIALIZATION_SPLIT_MEMBER()
 };
 
 /// Shifts the absolute lines of the artifact's own instructions (called by the cache

@@ -1,68 +1,51 @@
-// tinyk: the one place that talks to the cache. STUB until compile_cache's cache
-// headers land: keys are FNV-1a digests and nothing is stored; every kernel compiles.
+// tinyk: the one place that talks to the cache (compile_cache::default_cache from
+// the environment: TINYK_CACHE_DIR, TINYK_CACHE_LOG).
 #pragma once
 
 #include "bytecode.hpp"
 #include "kernel.hpp"
 
-#include <cstdint>
+#include <compile_cache/compile_cache.hpp>
+
 #include <functional>
-#include <map>
 #include <string>
-#include <string_view>
-#include <vector>
 
 namespace tinyk::glue {
 
-using key = std::string;
+namespace cc = compile_cache;
 
-class key_result {
-public:
-    key_result() = default;
-    key_result(key k, std::string reason) : key_(std::move(k)), reason_(std::move(reason)) {}
-    bool ok() const { return reason_.empty(); }
-    key const& value() const { return key_; }
-    std::string const& bypass_reason() const { return reason_; }
-
-private:
-    key key_;
-    std::string reason_;
-};
-
-class key_builder {
-public:
-    void add(std::string_view name, std::string_view value);
-    void add(std::string_view name, std::map<std::string, double> const& values);
-    void add(std::string_view name, std::vector<key> const& keys);
-    void fail(std::string reason) {
-        if (reason_.empty()) reason_ = std::move(reason);
-    }
-    key_result finish() const;
-
-private:
-    std::string message_;
-    std::string reason_;
-};
-
-enum class outcome { compiled, loaded, bypassed };
+using key = cc::key;
+using key_result = cc::key_result;
+using key_builder = cc::key_builder<cc::sha256>;
+using outcome = cc::outcome;
 
 struct result {
     outcome how = outcome::compiled;
-    std::string reason;
+    std::string reason; // for a bypass
 };
+
+/// The version that goes into every key (with the build-id of the tinyk binary).
+inline constexpr char const* host_version = "tinyk 0.1";
 
 class cache {
 public:
-    static cache from_env();
-    bool enabled() const { return false; }
-    /// Registers the objects artifacts reference by name: dialect group, type singletons.
-    void register_shared_objects() {}
-    key_builder make_key_builder() const { return {}; }
-    void bind(kernel&, key_result const&) {}
-    /// Loads k's artifact or compiles it; sets k.code.
-    result get_or_compile(kernel& k, key_result const& kr, std::string const& file,
+    static cache from_env() { return cache(cc::default_cache::from_env("TINYK_CACHE")); }
+
+    bool enabled() const { return c_.enabled(); }
+    /// Registers what artifacts reference by name: the dialect group (shared, by a
+    /// stable name) and the type singletons (by name-based uuid).
+    void register_shared_objects();
+    key_builder make_key_builder() const { return c_.make_key_builder(host_version); }
+    /// Binds a live kernel to its key, so that artifacts can refer to it.
+    void bind(kernel& k, key_result const& kr);
+    /// Loads k's artifact or compiles it (and stores it); sets k.code.
+    result get_or_compile(kernel& k, key_result const& kr, std::string const& origin_file,
                           std::function<artifact()> const& compile);
-    std::string stats_summary() const { return "cache disabled (stub)"; }
+    std::string stats_summary() const;
+
+private:
+    explicit cache(cc::default_cache c) : c_(std::move(c)) {}
+    cc::default_cache c_;
 };
 
 } // namespace tinyk::glue

@@ -95,8 +95,7 @@ void add_common(glue::key_builder& kb, key_context const& ctx) {
     kb.add("dialects", core_dialects().describe());
     kb.add("pipeline", pipeline_name(ctx.level));
     kb.add("options", level_name(ctx.level));
-    if (ctx.file_identity.empty()) kb.fail(ctx.no_file_reason.empty() ? "no stable source path" : ctx.no_file_reason);
-    else kb.add("file", ctx.file_identity);
+    kb.add("file", ctx.file_identity);
 }
 
 } // namespace
@@ -124,7 +123,11 @@ std::vector<glue::key_result> compute_keys(module& m, std::vector<std::vector<ke
             callee_keys.push_back(ck.value());
         }
 
+        // The first reason given is the one reported, so failures go in before any
+        // component (an empty callee key would otherwise fail "callees" obscurely).
         glue::key_builder kb = cache.make_key_builder();
+        if (ctx.file_identity.empty()) kb.fail(ctx.no_file_reason.empty() ? "no stable source path" : ctx.no_file_reason);
+        if (!failed.empty()) kb.fail(failed);
         if (members.size() == 1) {
             kernel const* k = members.front();
             kb.add("kernel", k->name);
@@ -141,7 +144,6 @@ std::vector<glue::key_result> compute_keys(module& m, std::vector<std::vector<ke
         }
         kb.add("callees", callee_keys);
         add_common(kb, ctx);
-        if (!failed.empty()) kb.fail(failed);
         glue::key_result unit = kb.finish();
 
         if (members.size() == 1) {
@@ -150,9 +152,9 @@ std::vector<glue::key_result> compute_keys(module& m, std::vector<std::vector<ke
         }
         for (kernel const* k : members) {
             glue::key_builder mk = cache.make_key_builder();
-            mk.add("scc", std::vector<glue::key>{unit.value()});
-            mk.add("kernel", k->name);
             if (!unit.ok()) mk.fail(unit.bypass_reason());
+            mk.add("scc", unit.value());
+            mk.add("kernel", k->name);
             keys[static_cast<std::size_t>(k->index)] = mk.finish();
         }
     }

@@ -44,11 +44,13 @@ void print_help(std::FILE* out) {
         "  -h, --help       this text\n"
         "\n"
         "environment:\n"
-        "  TINYK_CACHE_DIR  directory of the on-disk kernel cache; unset, empty, 0, off\n"
-        "                   or false: no cache\n"
+        "  TINYK_CACHE_DIR  directory of the on-disk kernel cache (created if missing);\n"
+        "                   unset, empty, 0, off, false or no: no cache\n"
+        "  TINYK_CACHE_LOG  1: one-line cache diagnostics on stderr (misses other than\n"
+        "                   absent entries, bypasses, failed stores)\n"
         "\n"
         "exit status: 0 success, 2 error in the program or the command line,\n"
-        "             3 failed assertion at run time, 1 internal error\n");
+        "             3 failed assertion (or call depth limit) at run time,\n             1 internal error\n");
 }
 
 struct options {
@@ -171,7 +173,9 @@ int run(options const& o) {
     }
 
     auto sccs = tinyk::strongly_connected_components(m);
-    auto keys = tinyk::compute_keys(m, sccs, cache, key_context_for(o));
+    tinyk::key_context kctx = key_context_for(o);
+    auto keys = tinyk::compute_keys(m, sccs, cache, kctx);
+    std::string const& origin_file = kctx.file_identity.empty() ? o.file : kctx.file_identity;
 
     // Every kernel is bound to its key before any is compiled or loaded, so that a
     // loaded artifact can reference a kernel defined later in the file.
@@ -182,7 +186,7 @@ int run(options const& o) {
         tinyk::kernel& k = *kp;
         if (o.dump_ir) std::fprintf(stderr, "; lowered\n%s", k.canonical_ir.c_str());
         std::string optimized;
-        auto r = cache.get_or_compile(k, keys[static_cast<std::size_t>(k.index)], o.file, [&] {
+        auto r = cache.get_or_compile(k, keys[static_cast<std::size_t>(k.index)], origin_file, [&] {
             return tinyk::compile_kernel(m, k, o.level, o.dump_ir ? &optimized : nullptr);
         });
         if (!k.code || k.code->result_type.get() != tinyk::f64_type() ||

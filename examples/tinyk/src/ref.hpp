@@ -1,20 +1,12 @@
 // tinyk: the pointer wrapper an artifact uses for what it references but does not
-// own. Stub until compile_cache::ref lands; then this becomes an alias of it.
+// own: compile_cache::ref, written as a stable reference and relinked on load.
 #pragma once
+
+#include <compile_cache/resolver/reference.hpp>
 
 namespace tinyk {
 
 template <class T>
-class ref {
-public:
-    ref() = default;
-    explicit ref(T* p) : p_(p) {}
-    T* get() const noexcept { return p_; }
-    T* operator->() const noexcept { return p_; }
-    T& operator*() const noexcept { return *p_; }
-
-private:
-    T* p_ = nullptr;
-};
+using ref = compile_cache::ref<T>;
 
 } // namespace tinyk
