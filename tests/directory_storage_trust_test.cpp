@@ -1,0 +1,297 @@
+// What directory_storage trusts: never a symlink (at an entry path or at a temp
+// path), in private mode only entries this user owns that no one else may write, in
+// shared mode group-writable entries but not world-writable ones; reads bounded
+// before a byte is read; and the durability settings.
+#include "catch2_compat.hpp"
+#include "helpers/storage_common.hpp"
+#include "test_support.hpp"
+
+#include <compile_cache/storage/directory_storage.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace {
+
+namespace cc = compile_cache;
+namespace fs = std::filesystem;
+using cc::directory_errc;
+using cc::directory_options;
+using cc::directory_storage;
+using cc::read_status;
+using compile_cache_test::read_file;
+using compile_cache_test::temp_dir;
+using compile_cache_test::write_file;
+using storage_test::artifact;
+using storage_test::key_of;
+using storage_test::make_artifact;
+
+constexpr uid_t nobody = 65534;
+constexpr gid_t nogroup = 65534;
+
+bool running_as_root() { return ::geteuid() == 0; }
+
+unsigned mode_of(fs::path const& p) {
+    struct stat st {};
+    REQUIRE(::lstat(p.c_str(), &st) == 0);
+    return static_cast<unsigned>(st.st_mode) & 07777u;
+}
+
+class umask_guard {
+public:
+    explicit umask_guard(mode_t m) : old_(::umask(m)) {}
+    umask_guard(umask_guard const&) = delete;
+    umask_guard& operator=(umask_guard const&) = delete;
+    ~umask_guard() { ::umask(old_); }
+
+private:
+    mode_t old_;
+};
+
+/// A cache over `storage` whose diagnostics are kept.
+struct logged_cache {
+    std::vector<std::string> lines;
+    storage_test::cache cache;
+    explicit logged_cache(directory_storage storage) : cache(std::move(storage)) {
+        cache.set_logger([this](std::string_view line) { lines.emplace_back(line); });
+    }
+};
+
+} // namespace
+
+TEST_CASE("a symlink at an entry path is a counted miss and is replaced, never followed", "[storage][trust]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    logged_cache lc{directory_storage(root.string())};
+    auto const k = key_of(1);
+    fs::path const entry = lc.cache.storage().entry_path(k.value());
+    fs::path const victim = dir.path() / "victim";
+    write_file(victim, "precious");
+    fs::create_directories(entry.parent_path());
+    fs::create_symlink(victim, entry);
+
+    auto r = lc.cache.get_or_compile<artifact>(k, {"k1", "trust", 1}, [] { return make_artifact(1, 0, 100); });
+    CHECK(r.outcome == cc::outcome::compiled);
+    CHECK(storage_test::is_right(r.value, 1, 100));
+    CHECK(lc.cache.stats().miss_count(cc::miss_reason::read_error) == 1);
+    CHECK(read_file(victim) == "precious");
+    CHECK(fs::is_regular_file(fs::symlink_status(entry))); // the store replaced the link itself
+    r = lc.cache.get_or_compile<artifact>(k, {"k1", "trust", 1}, [] { return make_artifact(1, 1, 100); });
+    CHECK(r.outcome == cc::outcome::loaded);
+    CHECK(r.value.variant == 0);
+}
+
+TEST_CASE("a symlink planted at a temp path is not followed", "[storage][trust]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    directory_storage s(root.string());
+    cc::key const k = key_of(2).value();
+    fs::path const folder = fs::path(s.entry_path(k)).parent_path();
+    fs::create_directories(folder);
+    fs::path const victim = dir.path() / "victim";
+    write_file(victim, "precious");
+    fs::create_symlink(victim, folder / ".tmp-planted");
+    fs::path const missing = dir.path() / "would-be-created";
+    fs::create_symlink(missing, folder / ".tmp-dangling");
+
+    namespace impl = cc::detail::directory_storage_impl;
+    SECTION("the exclusive create refuses both links") {
+        errno = 0;
+        CHECK(impl::open_exclusive((folder / ".tmp-planted").string(), 0600) == -1);
+        CHECK(errno == EEXIST);
+        CHECK(impl::open_exclusive((folder / ".tmp-dangling").string(), 0600) == -1);
+        CHECK(errno == EEXIST);
+    }
+    SECTION("a store that meets one takes another name") {
+        impl::next_temp_suffix_for_testing = "planted";
+        REQUIRE(!s.write(k, "entry"));
+        CHECK(impl::next_temp_suffix_for_testing == nullptr);
+        impl::next_temp_suffix_for_testing = "dangling";
+        REQUIRE(!s.write(k, "entry 2"));
+        std::string out;
+        REQUIRE(s.read(k, out, 100).status == read_status::found);
+        CHECK(out == "entry 2");
+    }
+    CHECK(read_file(victim) == "precious");
+    CHECK(!fs::exists(fs::symlink_status(missing)));
+    CHECK(fs::is_symlink(folder / ".tmp-planted"));
+    CHECK(fs::is_symlink(folder / ".tmp-dangling"));
+}
+
+TEST_CASE("private mode: an entry writable by others is not trusted", "[storage][trust]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    logged_cache lc{directory_storage(root.string())};
+    auto& s = lc.cache.storage();
+    auto const k = key_of(3);
+    REQUIRE(lc.cache.store(k, make_artifact(3, 0, 500), {"k3", "trust", 1}));
+    fs::path const entry = s.entry_path(k.value());
+    std::string out;
+
+    for (unsigned mode : {0666u, 0646u, 0620u, 0660u}) {
+        INFO("mode " << std::oct << mode);
+        fs::permissions(entry, fs::perms(mode));
+        auto const r = s.read(k.value(), out, 1 << 20);
+        CHECK(r.status == read_status::error);
+        CHECK(r.error == directory_errc::unsafe_permissions);
+        CHECK(out.empty());
+    }
+    for (unsigned mode : {0600u, 0644u, 0400u}) {
+        INFO("mode " << std::oct << mode);
+        fs::permissions(entry, fs::perms(mode));
+        CHECK(s.read(k.value(), out, 1 << 20).status == read_status::found);
+    }
+
+    // Through the cache: a counted miss, the value compiled, the entry replaced.
+    fs::permissions(entry, fs::perms(0666));
+    auto r = lc.cache.get_or_compile<artifact>(k, {"k3", "trust", 1}, [] { return make_artifact(3, 1, 500); });
+    CHECK(r.outcome == cc::outcome::compiled);
+    CHECK(lc.cache.stats().miss_count(cc::miss_reason::read_error) == 1);
+    REQUIRE(lc.lines.size() == 1);
+    CHECK(lc.lines[0].find("writable by other users") != std::string::npos);
+    CHECK(mode_of(entry) == 0600u);
+    r = lc.cache.get_or_compile<artifact>(k, {"k3", "trust", 1}, [] { return make_artifact(3, 2, 500); });
+    CHECK(r.outcome == cc::outcome::loaded);
+    CHECK(r.value.variant == 1);
+}
+
+TEST_CASE("private mode: an entry owned by another user is not trusted", "[storage][trust]") {
+    if (!running_as_root()) {
+        WARN("not root: cannot give a file to another user; the other-owner case is not run");
+        return;
+    }
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    logged_cache lc{directory_storage(root.string())};
+    auto const k = key_of(4);
+    REQUIRE(lc.cache.store(k, make_artifact(4, 0, 500), {"k4", "trust", 1}));
+    fs::path const entry = lc.cache.storage().entry_path(k.value());
+    REQUIRE(::chown(entry.c_str(), nobody, nogroup) == 0);
+    REQUIRE(mode_of(entry) == 0600u);
+
+    std::string out;
+    auto const rr = lc.cache.storage().read(k.value(), out, 1 << 20);
+    CHECK(rr.status == read_status::error);
+    CHECK(rr.error == directory_errc::foreign_owner);
+    auto const r = lc.cache.get_or_compile<artifact>(k, {"k4", "trust", 1}, [] { return make_artifact(4, 1, 500); });
+    CHECK(r.outcome == cc::outcome::compiled);
+    CHECK(lc.cache.stats().miss_count(cc::miss_reason::read_error) == 1);
+    struct stat st {};
+    REQUIRE(::lstat(entry.c_str(), &st) == 0);
+    CHECK(st.st_uid == ::geteuid()); // replaced by this user's entry
+}
+
+TEST_CASE("shared mode: group-writable modes whatever the umask; world-writable entries not trusted",
+          "[storage][trust]") {
+    umask_guard const um(022); // a usual umask, which would strip the group's write bit
+    temp_dir dir;
+    fs::path const root = dir.path() / "shared" / "cache";
+    directory_options const o = directory_options::shared();
+    CHECK(o.file_mode == 0660u);
+    CHECK(o.directory_mode == 02770u);
+    CHECK(o.umask == 007);
+    CHECK(o.access == cc::sharing::group);
+    directory_storage s(root.string(), o);
+    cc::key const k = key_of(5).value();
+    REQUIRE(!s.write(k, "shared entry"));
+    fs::path const entry = s.entry_path(k);
+    CHECK(mode_of(entry) == 0660u);
+    CHECK(mode_of(entry.parent_path()) == 02770u);
+    CHECK(mode_of(root) == 02770u);
+    CHECK(mode_of(root / ".cc-stats") == 0660u);
+
+    std::string out;
+    CHECK(s.read(k, out, 100).status == read_status::found); // group-writable is fine here
+    fs::permissions(entry, fs::perms(0666));
+    auto const r = s.read(k, out, 100);
+    CHECK(r.status == read_status::error);
+    CHECK(r.error == directory_errc::unsafe_permissions);
+
+    SECTION("a umask of the host's choosing") {
+        directory_storage narrow((dir.path() / "narrow").string(), directory_options::shared(027));
+        REQUIRE(!narrow.write(k, "x"));
+        CHECK(mode_of(narrow.entry_path(k)) == 0640u);
+        CHECK(mode_of(fs::path(narrow.entry_path(k)).parent_path()) == 02750u);
+    }
+    SECTION("another member's entry is trusted; the group is inherited from the directory") {
+        if (!running_as_root()) {
+            WARN("not root: cannot give files to another user or group; not run");
+            return;
+        }
+        fs::permissions(entry, fs::perms(0660));
+        REQUIRE(::chown(entry.c_str(), nobody, nogroup) == 0);
+        CHECK(s.read(k, out, 100).status == read_status::found);
+        CHECK(out == "shared entry");
+
+        fs::path const group_root = dir.path() / "group";
+        fs::create_directory(group_root);
+        REQUIRE(::chown(group_root.c_str(), 0, nogroup) == 0);
+        REQUIRE(::chmod(group_root.c_str(), 02770) == 0);
+        directory_storage g(group_root.string(), o);
+        REQUIRE(!g.write(k, "y"));
+        struct stat st {};
+        REQUIRE(::lstat(g.entry_path(k).c_str(), &st) == 0);
+        CHECK(st.st_gid == nogroup);
+    }
+}
+
+TEST_CASE("the process umask still applies when no umask is set", "[storage][trust]") {
+    umask_guard const um(077);
+    temp_dir dir;
+    directory_options o;
+    o.file_mode = 0644;
+    directory_storage s((dir.path() / "cache").string(), o);
+    cc::key const k = key_of(6).value();
+    REQUIRE(!s.write(k, "x"));
+    CHECK(mode_of(s.entry_path(k)) == 0600u);
+}
+
+TEST_CASE("an entry larger than the bound is refused without being read", "[storage][trust]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    logged_cache lc{directory_storage(root.string())};
+    auto const k = key_of(7);
+    fs::path const entry = lc.cache.storage().entry_path(k.value());
+    fs::create_directories(entry.parent_path());
+    {
+        int const fd = ::open(entry.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+        REQUIRE(fd >= 0);
+        REQUIRE(::ftruncate(fd, off_t{1} << 30) == 0); // 1 GiB, sparse
+        ::close(fd);
+    }
+    std::string out;
+    auto const r = lc.cache.storage().read(k.value(), out, std::size_t{64} << 20);
+    CHECK(r.status == read_status::too_large);
+    CHECK(out.empty());
+    CHECK(out.capacity() < (std::size_t{1} << 20)); // nothing was allocated for it
+
+    auto const got = lc.cache.get_or_compile<artifact>(k, {"k7", "trust", 1}, [] { return make_artifact(7, 0, 10); });
+    CHECK(got.outcome == cc::outcome::compiled);
+    auto const st = lc.cache.stats();
+    CHECK(st.miss_count(cc::miss_reason::too_large) == 1);
+    CHECK(st.bytes_read == 0);
+    CHECK(fs::file_size(entry) < 1000); // replaced by the compiled entry
+}
+
+TEST_CASE("every durability setting stores and loads", "[storage][trust]") {
+    for (auto sync : {cc::durability::none, cc::durability::file, cc::durability::full}) {
+        INFO(cc::to_string(sync));
+        temp_dir dir;
+        directory_options o;
+        o.sync = sync;
+        storage_test::cache c(directory_storage((dir.path() / "a" / "cache").string(), o));
+        for (std::uint32_t i = 0; i < 5; ++i) REQUIRE(c.store(key_of(i), make_artifact(i, 0, 3000), {"d", "trust", 1}));
+        for (std::uint32_t i = 0; i < 5; ++i) {
+            auto const a = c.load<artifact>(key_of(i), {"d", "trust", 1});
+            REQUIRE(a);
+            CHECK(storage_test::is_right(*a, i, 3000));
+        }
+        CHECK(c.stats().total_store_failures() == 0);
+    }
+}
