@@ -48,6 +48,11 @@ void print_help(std::FILE* out) {
         "                   unset, empty, 0, off, false or no: no cache\n"
         "  TINYK_CACHE_LOG  1: one-line cache diagnostics on stderr (misses other than\n"
         "                   absent entries, bypasses, failed stores)\n"
+        "  TINYK_CACHE_MAX_SIZE     size limit of the directory, e.g. 500M or 2G\n"
+        "                           (least recently used entries go first; 0: no limit;\n"
+        "                           default 1G)\n"
+        "  TINYK_CACHE_DURABILITY   none (default), file or full: how hard a store syncs\n"
+        "  TINYK_CACHE_SHARED       1/on/true/yes/group: share the directory with the group\n"
         "\n"
         "exit status: 0 success, 2 error in the program or the command line,\n"
         "             3 failed assertion (or call depth limit) at run time,\n             1 internal error\n");
