@@ -1,0 +1,96 @@
+// C++20: the policy concepts (compile_cache::Hasher, Storage, Resolver, Serializer,
+// SerializerFor) accept the library's models, agree with the C++17 checks, and
+// constrain basic_cache. (That the resulting errors name the concept is checked by
+// tests/headers/check_concept_errors.cmake.) In a C++17 build this file has one test
+// that says so.
+#include "catch2_compat.hpp"
+
+#include <compile_cache/compile_cache.hpp>
+
+#include <array>
+#include <cstddef>
+#include <string>
+
+#if defined(__cpp_concepts) && __cpp_concepts >= 201907L
+
+namespace cc = compile_cache;
+
+namespace {
+
+struct concept_artifact {
+    std::string text;
+    template <class Archive>
+    void serialize(Archive& ar, unsigned /*version*/) {
+        ar & text;
+    }
+};
+
+struct hasher_without_update {
+    using result_type = std::array<unsigned char, 32>;
+    static constexpr std::size_t block_size = 64;
+    result_type result() { return {}; }
+};
+
+struct hasher_with_huge_result {
+    using result_type = std::array<unsigned char, 65>;
+    static constexpr std::size_t block_size = 64;
+    void update(void const*, std::size_t) {}
+    result_type result() { return {}; }
+};
+
+struct int_serializer {
+    static std::string format_id() { return "int"; }
+    static void save(std::string&, int const&, cc::resolver_context const&) {}
+    static void load(std::string_view, int&, cc::resolver_context const&) {}
+};
+
+template <class H, class S, class R, class St>
+concept cache_type = requires { typename cc::basic_cache<H, S, R, St>; };
+
+template <class Cache, class Artifact>
+concept can_store = requires(Cache& cache, cc::key_result const& k, Artifact const& a) { cache.store(k, a); };
+
+} // namespace
+
+TEST_CASE("C++20: the library's policy models satisfy their concepts", "[concepts]") {
+    STATIC_REQUIRE(cc::Hasher<cc::sha256>);
+    STATIC_REQUIRE(cc::Storage<cc::directory_storage>);
+    STATIC_REQUIRE(cc::Storage<cc::memory_storage>);
+    STATIC_REQUIRE(cc::Storage<cc::null_storage>);
+    STATIC_REQUIRE(cc::Resolver<cc::registry>);
+    STATIC_REQUIRE(cc::Serializer<cc::boost_binary>);
+    STATIC_REQUIRE(cc::SerializerFor<cc::boost_binary, concept_artifact>);
+    STATIC_REQUIRE(cc::SerializerFor<cc::boost_text, concept_artifact>);
+    STATIC_REQUIRE(cache_type<cc::sha256, cc::boost_binary, cc::registry, cc::directory_storage>);
+}
+
+TEST_CASE("C++20: the Hasher concept agrees with the C++17 check", "[concepts]") {
+    STATIC_REQUIRE(cc::Hasher<cc::sha256> == cc::detail::is_hasher_v<cc::sha256>);
+    STATIC_REQUIRE(cc::Hasher<hasher_without_update> == cc::detail::is_hasher_v<hasher_without_update>);
+    STATIC_REQUIRE(cc::Hasher<hasher_with_huge_result> == cc::detail::is_hasher_v<hasher_with_huge_result>);
+    STATIC_REQUIRE(cc::Hasher<int> == cc::detail::is_hasher_v<int>);
+    STATIC_REQUIRE_FALSE(cc::Hasher<hasher_without_update>);
+    STATIC_REQUIRE_FALSE(cc::Hasher<hasher_with_huge_result>);
+}
+
+TEST_CASE("C++20: basic_cache refuses a policy that misses a requirement", "[concepts]") {
+    STATIC_REQUIRE_FALSE(cache_type<hasher_without_update, cc::boost_binary, cc::registry, cc::memory_storage>);
+    STATIC_REQUIRE_FALSE(cache_type<cc::sha256, int, cc::registry, cc::memory_storage>);
+    STATIC_REQUIRE_FALSE(cache_type<cc::sha256, cc::boost_binary, int, cc::memory_storage>);
+    STATIC_REQUIRE_FALSE(cache_type<cc::sha256, cc::boost_binary, cc::registry, int>);
+}
+
+TEST_CASE("C++20: store and load take only artifacts the serializer handles", "[concepts]") {
+    using int_cache = cc::basic_cache<cc::sha256, int_serializer, cc::registry, cc::memory_storage>;
+    STATIC_REQUIRE(can_store<int_cache, int>);
+    STATIC_REQUIRE_FALSE(can_store<int_cache, concept_artifact>);
+    STATIC_REQUIRE(can_store<cc::default_cache, concept_artifact>);
+}
+
+#else
+
+TEST_CASE("C++20 policy concepts: not in this build (C++17: check_* static_asserts instead)", "[concepts]") {
+    SUCCEED("compiled as C++17");
+}
+
+#endif

@@ -1,0 +1,61 @@
+// C++20 diagnostics: a basic_cache over a policy that misses a requirement must fail
+// to compile with an error that names the policy's concept. Compiled once per CASE by
+// check_concept_errors.cmake, which checks the message (for GCC and Clang wording).
+#include <compile_cache/compile_cache.hpp>
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace cc = compile_cache;
+
+struct hasher_without_result { // no result()
+    using result_type = std::array<unsigned char, 32>;
+    static constexpr std::size_t block_size = 64;
+    void update(void const*, std::size_t) {}
+};
+
+struct serializer_without_format_id {
+    template <class T>
+    static void save(std::string&, T const&, cc::resolver_context const&) {}
+    template <class T>
+    static void load(std::string_view, T&, cc::resolver_context const&) {}
+};
+
+struct int_serializer { // saves and loads int only
+    static std::string format_id() { return "int"; }
+    static void save(std::string&, int const&, cc::resolver_context const&) {}
+    static void load(std::string_view, int&, cc::resolver_context const&) {}
+};
+
+struct resolver_without_from_reference {
+    std::optional<cc::reference> to_reference(void const*, std::type_info const&, void const*) { return {}; }
+};
+
+struct storage_without_remove {
+    cc::read_result read(cc::key const&, std::string&, std::size_t) { return {}; }
+    std::error_code write(cc::key const&, std::string_view) { return {}; }
+};
+
+struct artifact {
+    std::string text;
+};
+
+#if CASE_Hasher
+cc::basic_cache<hasher_without_result, cc::boost_binary, cc::registry, cc::memory_storage> cache;
+#elif CASE_Serializer
+cc::basic_cache<cc::sha256, serializer_without_format_id, cc::registry, cc::memory_storage> cache;
+#elif CASE_Resolver
+cc::basic_cache<cc::sha256, cc::boost_binary, resolver_without_from_reference, cc::memory_storage> cache;
+#elif CASE_Storage
+cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, storage_without_remove> cache;
+#elif CASE_SerializerFor
+void store(cc::basic_cache<cc::sha256, int_serializer, cc::registry, cc::memory_storage>& cache,
+           cc::key_result const& k) {
+    cache.store(k, artifact{"not an int"});
+}
+#elif CASE_None
+cc::basic_cache<cc::sha256, int_serializer, cc::registry, cc::memory_storage> cache; // the control: compiles
+void store(cc::key_result const& k) { cache.store(k, 42); }
+#endif
