@@ -1,24 +1,42 @@
 #!/usr/bin/env bash
 # Builds and runs every test: the normal build, then the whole suite again under
-# AddressSanitizer and UndefinedBehaviorSanitizer. Exits non-zero on any failure.
+# AddressSanitizer and UndefinedBehaviorSanitizer, then against the single header
+# alone (include/ off the include path) in C++20, then with clang 14 in C++20 (library
+# tests, per-header builds and consumers; not the examples, to stay within CI time).
+# Before any build, the committed single header must match what scripts/amalgamate.py
+# makes from include/. Every build has -Werror on the project's own targets.
+# Exits non-zero on any failure; prints each suite's wall time at the end.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=setup.sh
 source "$root/scripts/setup.sh"
-ensure_packages "${COMPILE_CACHE_PACKAGES[@]}"
+ensure_packages "${COMPILE_CACHE_PACKAGES[@]}" clang-14 pkgconf
 
 build=${COMPILE_CACHE_BUILD_DIR:-$root/build}
 jobs=$(nproc 2>/dev/null || echo 2)
 
+timings=()
 run_suite() { # NAME CMAKE-ARGS...
   local name=$1; shift
+  local start=$SECONDS
   echo "== $name"
   cmake -S "$root" -B "$build/$name" -DCOMPILE_CACHE_WARNINGS_AS_ERRORS=ON "$@" >/dev/null
   cmake --build "$build/$name" -j "$jobs"
   ctest --test-dir "$build/$name" --output-on-failure -j "$jobs"
+  timings+=("$(printf '%-20s %4d s' "$name" $((SECONDS - start)))")
 }
+
+echo "== single header is up to date"
+python3 "$root/scripts/amalgamate.py" --check
 
 run_suite release -DCMAKE_BUILD_TYPE=RelWithDebInfo
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  run_suite sanitize -DCMAKE_BUILD_TYPE=Debug -DCOMPILE_CACHE_SANITIZE=ON
+  run_suite sanitize -DCMAKE_BUILD_TYPE=Debug -DCOMPILE_CACHE_SANITIZE=ON -DCOMPILE_CACHE_TEST_CONSUMERS=OFF
+run_suite single-header-cxx20 -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_STANDARD=20 \
+  -DCOMPILE_CACHE_TEST_SINGLE_HEADER=ON
+run_suite clang14-cxx20 -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_CXX_STANDARD=20 \
+  -DCOMPILE_CACHE_BUILD_EXAMPLES=OFF
+
+echo "== wall time per suite"
+printf '   %s\n' "${timings[@]}"
 echo "== all suites passed"
