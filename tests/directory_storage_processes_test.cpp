@@ -1,0 +1,449 @@
+// directory_storage with real processes and real failures: 8 processes sharing 64
+// keys under a small size limit with a concurrent pruner; two processes storing one
+// key at once; writers killed with SIGKILL mid-store; and broken disks — full (a
+// file size limit, a small tmpfs), read-only (a read-only mount, permission bits),
+// removed, a file in the way, a permission-denied folder — where every store is a
+// counted failure, every value is still returned and one diagnostic is logged.
+#include "catch2_compat.hpp"
+#include "helpers/storage_common.hpp"
+#include "helpers/storage_process.hpp"
+#include "test_support.hpp"
+
+#include <compile_cache/storage/directory_storage.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <csignal>
+#include <fcntl.h>
+#include <grp.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef COMPILE_CACHE_HELPER_storage_worker
+#error "tests/CMakeLists.txt passes the path of tests/helpers/storage_worker.cpp's program"
+#endif
+
+namespace {
+
+namespace cc = compile_cache;
+namespace fs = std::filesystem;
+using compile_cache_test::temp_dir;
+using compile_cache_test::write_file;
+using storage_test::artifact;
+using storage_test::child_process;
+using storage_test::is_right;
+using storage_test::key_of;
+using storage_test::make_artifact;
+using storage_test::run_in_child;
+using storage_test::size_of;
+
+std::string const worker = COMPILE_CACHE_HELPER_storage_worker;
+constexpr uid_t nobody = 65534;
+constexpr gid_t nogroup = 65534;
+
+bool running_as_root() { return ::geteuid() == 0; }
+
+std::uint64_t field(std::string const& text, std::string const& name) {
+    auto const at = text.find(name + "=");
+    if (at == std::string::npos) return ~std::uint64_t{0};
+    return std::strtoull(text.c_str() + at + name.size() + 1, nullptr, 10);
+}
+
+std::vector<fs::path> temp_files_in(fs::path const& root) {
+    std::vector<fs::path> out;
+    std::error_code ec;
+    if (!fs::is_directory(root, ec)) return out;
+    for (auto const& folder : fs::directory_iterator(root, ec)) {
+        if (!folder.is_directory(ec)) continue;
+        for (auto const& e : fs::directory_iterator(folder.path(), ec))
+            if (e.path().filename().string().rfind(".tmp-", 0) == 0) out.push_back(e.path());
+    }
+    return out;
+}
+
+/// In a child: gives up root for user and group nobody (no-op for a normal user),
+/// so that permission bits are enforced.
+bool drop_root() {
+    if (::geteuid() != 0) return true;
+    return ::setgroups(0, nullptr) == 0 && ::setgid(nogroup) == 0 && ::setuid(nobody) == 0 && ::geteuid() == nobody;
+}
+
+/// In a child: a private mount namespace, then a tmpfs of `options` at `where`.
+std::string mount_tmpfs(fs::path const& where, char const* options) {
+    if (::unshare(CLONE_NEWNS) != 0) return std::string("unshare: ") + std::strerror(errno);
+    if (::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+        return std::string("make-private: ") + std::strerror(errno);
+    if (::mount("tmpfs", where.c_str(), "tmpfs", 0, options) != 0) return std::string("mount: ") + std::strerror(errno);
+    return {};
+}
+
+/// The broken-disk scenario, run in a child: `calls` get_or_compile calls of new keys
+/// through a cache over `root`. Reports what happened as `name=value` fields.
+std::string store_many(fs::path const& root, std::uint32_t first_id, std::uint32_t calls, std::size_t payload) {
+    std::uint64_t lines = 0;
+    storage_test::cache c(cc::directory_storage(root.string()));
+    std::string last_line;
+    c.set_logger([&](std::string_view line) {
+        ++lines;
+        last_line = std::string(line);
+    });
+    std::uint64_t right = 0;
+    for (std::uint32_t i = 0; i < calls; ++i) {
+        std::uint32_t const id = first_id + i;
+        auto const r = c.get_or_compile<artifact>(key_of(id), {"k" + std::to_string(id), "disk", 1},
+                                                  [&] { return make_artifact(id, 0, payload); });
+        if (is_right(r.value, id, payload) && r.outcome == cc::outcome::compiled) ++right;
+    }
+    auto const s = c.stats();
+    return "right=" + std::to_string(right) + " stores=" + std::to_string(s.stores) +
+           " write_errors=" + std::to_string(s.failure_count(cc::store_failure::write_error)) +
+           " failures=" + std::to_string(s.total_store_failures()) + " diagnostics=" + std::to_string(lines) +
+           " other_misses=" + std::to_string(s.total_misses() - s.miss_count(cc::miss_reason::absent)) +
+           " temps=" + std::to_string(temp_files_in(root).size()) + " | " + last_line;
+}
+
+/// The checks every broken-disk scenario shares: every value right, every store a
+/// counted write error (or, with `some_may_succeed`, at least one), one diagnostic,
+/// no temp file left.
+void check_failed_stores(std::string const& out, std::uint32_t calls, bool some_may_succeed = false) {
+    INFO(out);
+    REQUIRE(out.find("skip:") == std::string::npos);
+    CHECK(field(out, "right") == calls);
+    if (some_may_succeed) {
+        CHECK(field(out, "write_errors") >= 1);
+        CHECK(field(out, "stores") + field(out, "write_errors") == calls);
+    } else {
+        CHECK(field(out, "write_errors") == calls);
+        CHECK(field(out, "stores") == 0);
+    }
+    CHECK(field(out, "failures") == field(out, "write_errors"));
+    CHECK(field(out, "diagnostics") == 1);
+    CHECK(field(out, "other_misses") == 0);
+    CHECK(field(out, "temps") == 0);
+}
+
+/// A directory that user nobody can use when the tests run as root (the temp dir is
+/// made traversable); the temp dir itself otherwise.
+fs::path nobody_home(temp_dir const& dir) {
+    fs::path const home = dir.path() / "home";
+    fs::create_directory(home);
+    if (running_as_root()) {
+        fs::permissions(dir.path(), fs::perms(0711));
+        REQUIRE(::chown(home.c_str(), nobody, nogroup) == 0);
+    }
+    return home;
+}
+
+} // namespace
+
+TEST_CASE("8 processes over 64 shared keys, a small limit and a pruner: no wrong result, no error",
+          "[storage][processes]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    std::string const limit = std::to_string(256 * 1024);
+    fs::path const stop = dir.path() / "stop";
+    child_process pruner({worker, "prune", root.string(), limit, stop.string()});
+    std::vector<std::unique_ptr<child_process>> workers;
+    for (int w = 0; w < 8; ++w)
+        workers.push_back(std::make_unique<child_process>(std::vector<std::string>{
+            worker, "mix", root.string(), std::to_string(1000 + w), "2000", "64", limit, "1000", "24000"}));
+    std::uint64_t loaded = 0, compiled = 0, evicted = 0;
+    for (auto& w : workers) {
+        int const code = w->wait();
+        INFO(w->output());
+        CHECK(code == 0);
+        CHECK(field(w->output(), "wrong") == 0);
+        CHECK(field(w->output(), "other_misses") == 0);
+        CHECK(field(w->output(), "store_failures") == 0);
+        loaded += field(w->output(), "loaded");
+        compiled += field(w->output(), "compiled");
+        evicted += field(w->output(), "evicted");
+    }
+    write_file(stop, "");
+    CHECK(pruner.wait() == 0);
+    INFO(pruner.output());
+    evicted += field(pruner.output(), "removed");
+    CHECK(field(pruner.output(), "prunes") > 0);
+    INFO("loaded " << loaded << " compiled " << compiled << " evicted " << evicted);
+    CHECK(loaded > 1000); // the cache served hits...
+    CHECK(compiled > 100);
+    CHECK(evicted > 100); // ...and the limit forced evictions
+
+    // Afterwards every entry is whole and right, and a prune brings it under the limit.
+    storage_test::cache c(cc::directory_storage(root.string(), [] {
+        cc::directory_options o;
+        o.max_size = 256 * 1024;
+        return o;
+    }()));
+    for (std::uint32_t id = 0; id < 64; ++id)
+        if (auto const a = c.load<artifact>(key_of(id), {"k", "mix", 1})) CHECK(is_right(*a, id, size_of(id, 1000, 24000)));
+    CHECK(c.stats().total_misses() == c.stats().miss_count(cc::miss_reason::absent));
+    auto const r = c.storage().prune();
+    CHECK(r.bytes <= 256u * 1024);
+    CHECK(c.storage().accounted_size() == r.bytes);
+    CHECK(temp_files_in(root).empty());
+}
+
+TEST_CASE("two processes storing the same key at once both finish; the entry is one of the two, whole",
+          "[storage][processes]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    fs::path const go = dir.path() / "go";
+    std::size_t const size = std::size_t{6} << 20;
+    child_process a({worker, "store-same", root.string(), "77", "1", std::to_string(size), go.string(), "6"});
+    child_process b({worker, "store-same", root.string(), "77", "2", std::to_string(size), go.string(), "6"});
+    std::this_thread::sleep_for(std::chrono::milliseconds(100)); // both waiting at the barrier
+    write_file(go, "");
+    CHECK(a.wait() == 0);
+    CHECK(b.wait() == 0);
+    INFO(a.output() << b.output());
+    CHECK(field(a.output(), "stored") == 6);
+    CHECK(field(b.output(), "stored") == 6);
+
+    storage_test::cache c(cc::directory_storage(root.string()));
+    auto const got = c.load<artifact>(key_of(77), {"same", "store-same", 1});
+    REQUIRE(got);
+    CHECK((got->variant == 1 || got->variant == 2));
+    CHECK(is_right(*got, 77, size));
+    CHECK(temp_files_in(root).empty());
+}
+
+namespace {
+
+/// Starts `count` writers, `parallel` at a time, and kills each with SIGKILL at a
+/// random moment of its stores. Returns how many were killed (not exited).
+int kill_writers(fs::path const& root, int count, int parallel, std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    int killed = 0;
+    for (int started = 0; started < count;) {
+        std::vector<std::unique_ptr<child_process>> batch;
+        for (int j = 0; j < parallel && started < count; ++j, ++started)
+            batch.push_back(std::make_unique<child_process>(std::vector<std::string>{
+                worker, "writer", root.string(), std::to_string(seed + static_cast<std::uint64_t>(started)), "32",
+                std::to_string(3u << 20), "1000", "800000", (rng() % 3 == 0) ? "file" : "none"}));
+        for (auto& w : batch) REQUIRE(w->wait_for_line());
+        for (auto& w : batch) {
+            std::this_thread::sleep_for(std::chrono::microseconds(2000 + rng() % 30000));
+            w->kill(SIGKILL);
+        }
+        for (auto& w : batch)
+            if (w->wait() == 128 + SIGKILL) ++killed;
+    }
+    return killed;
+}
+
+} // namespace
+
+TEST_CASE("writers killed mid-store leave no partial entry; their temp files are swept",
+          "[storage][processes]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    int const killed = kill_writers(root, 50, 5, 4242);
+    CHECK(killed == 50);
+
+    // Every entry loads and is right, or is a counted miss; none is partial.
+    storage_test::cache c(cc::directory_storage(root.string()));
+    std::uint32_t present = 0;
+    for (std::uint32_t id = 0; id < 32; ++id) {
+        if (auto const a = c.load<artifact>(key_of(id), {"w", "writer", 1})) {
+            CHECK(is_right(*a, id, size_of(id, 1000, 800000)));
+            ++present;
+        }
+    }
+    auto const s = c.stats();
+    INFO(s.summary());
+    CHECK(present > 0);
+    CHECK(s.hits + s.total_misses() == 32);
+    CHECK(s.miss_count(cc::miss_reason::corrupt) == 0); // a rename is all or nothing
+
+    // Temp files of the killed writers stay while they may belong to a live writer,
+    // and go once they are over an hour old.
+    std::vector<fs::path> const leftovers = temp_files_in(root);
+    if (leftovers.empty()) WARN("no writer was killed between creating and renaming its temp file this time");
+    auto& storage = c.storage();
+    CHECK(storage.prune().temp_files_removed == 0);
+    CHECK(temp_files_in(root).size() == leftovers.size());
+    struct timespec old[2];
+    old[0].tv_sec = ::time(nullptr) - 2 * 3600;
+    old[0].tv_nsec = 0;
+    old[1] = old[0];
+    for (auto const& p : leftovers) REQUIRE(::utimensat(AT_FDCWD, p.c_str(), old, AT_SYMLINK_NOFOLLOW) == 0);
+    fs::create_directories(root / "00");
+    write_file(root / "00" / ".tmp-fresh", "a writer at work");
+    auto const r = storage.prune();
+    CHECK(r.temp_files_removed == leftovers.size());
+    CHECK(temp_files_in(root) == std::vector<fs::path>{root / "00" / ".tmp-fresh"});
+    CHECK(storage.accounted_size() == r.bytes);
+}
+
+TEST_CASE("a full disk: stores are counted failures, values returned, one diagnostic",
+          "[storage][processes][disk]") {
+    temp_dir dir;
+    SECTION("a file size limit (RLIMIT_FSIZE)") {
+        fs::path const root = dir.path() / "cache";
+        std::string const out = run_in_child([&] {
+            std::signal(SIGXFSZ, SIG_IGN);
+            struct rlimit limit {};
+            ::getrlimit(RLIMIT_FSIZE, &limit);
+            limit.rlim_cur = 8192;
+            if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) return std::string("skip: setrlimit");
+            return store_many(root, 100, 30, 20000);
+        });
+        check_failed_stores(out, 30);
+        CHECK(out.find("File too large") != std::string::npos);
+    }
+    SECTION("a small tmpfs (ENOSPC)") {
+        fs::path const mnt = dir.path() / "mnt";
+        fs::create_directory(mnt);
+        std::string const out = run_in_child([&] {
+            if (std::string const e = mount_tmpfs(mnt, "size=256k,mode=0700"); !e.empty()) return "skip: " + e;
+            return store_many(mnt / "cache", 200, 30, 60000);
+        });
+        if (out.rfind("skip:", 0) == 0) {
+            WARN("a tmpfs could not be mounted (" << out << "); the ENOSPC case is not run");
+        } else {
+            check_failed_stores(out, 30, true);
+            CHECK(out.find("No space left on device") != std::string::npos);
+        }
+    }
+}
+
+TEST_CASE("a read-only directory: stores are counted failures, hits still served, one diagnostic",
+          "[storage][processes][disk]") {
+    temp_dir dir;
+    SECTION("a read-only mount (EROFS)") {
+        fs::path const mnt = dir.path() / "mnt";
+        fs::create_directory(mnt);
+        std::string const out = run_in_child([&] {
+            if (std::string const e = mount_tmpfs(mnt, "size=4m,mode=0700"); !e.empty()) return "skip: " + e;
+            {
+                storage_test::cache c(cc::directory_storage((mnt / "cache").string()));
+                if (!c.store(key_of(300), make_artifact(300, 0, 1000), {"k", "ro", 1})) return std::string("store failed");
+            }
+            if (::mount(nullptr, mnt.c_str(), nullptr, MS_REMOUNT | MS_RDONLY, nullptr) != 0)
+                return std::string("skip: remount read-only: ") + std::strerror(errno);
+            storage_test::cache c(cc::directory_storage((mnt / "cache").string()));
+            auto const hit = c.get_or_compile<artifact>(key_of(300), {"k", "ro", 1},
+                                                        [] { return make_artifact(300, 1, 1000); });
+            std::string const hit_ok = hit.outcome == cc::outcome::loaded && hit.value.variant == 0 ? "1" : "0";
+            return "hit_ok=" + hit_ok + " " + store_many(mnt / "cache", 301, 30, 1000);
+        });
+        if (out.rfind("skip:", 0) == 0) {
+            WARN("no read-only mount here (" << out << "); the EROFS case is not run");
+        } else {
+            check_failed_stores(out, 30);
+            CHECK(field(out, "hit_ok") == 1);
+            CHECK(out.find("Read-only file system") != std::string::npos);
+        }
+    }
+    SECTION("read-only permissions (EACCES; as user nobody when run as root)") {
+        fs::path const home = nobody_home(dir);
+        fs::path const root = home / "cache";
+        std::string const out = run_in_child([&] {
+            if (!drop_root()) return std::string("skip: cannot drop root");
+            {
+                storage_test::cache c(cc::directory_storage(root.string()));
+                if (!c.store(key_of(400), make_artifact(400, 0, 1000), {"k", "ro", 1})) return std::string("store failed");
+            }
+            // The cache directory and its existing folders become read-only.
+            for (auto const& e : fs::directory_iterator(root))
+                if (e.is_directory()) fs::permissions(e.path(), fs::perms(0500));
+            fs::permissions(root, fs::perms(0500));
+            storage_test::cache c(cc::directory_storage(root.string()));
+            auto const hit = c.get_or_compile<artifact>(key_of(400), {"k", "ro", 1},
+                                                        [] { return make_artifact(400, 1, 1000); });
+            std::string const hit_ok = hit.outcome == cc::outcome::loaded ? "1" : "0";
+            return "hit_ok=" + hit_ok + " " + store_many(root, 401, 30, 1000);
+        });
+        check_failed_stores(out, 30);
+        CHECK(field(out, "hit_ok") == 1);
+        CHECK(out.find("Permission denied") != std::string::npos);
+    }
+}
+
+TEST_CASE("a permission-denied folder: stores are counted failures, one diagnostic", "[storage][processes][disk]") {
+    temp_dir dir;
+    fs::path const home = nobody_home(dir);
+    fs::path const root = home / "cache";
+    std::string const out = run_in_child([&] {
+        if (!drop_root()) return std::string("skip: cannot drop root");
+        fs::create_directory(root);
+        for (unsigned f = 0; f < 256; ++f) {
+            fs::path const folder = root / cc::detail::directory_storage_impl::folder_name(f);
+            fs::create_directory(folder);
+            fs::permissions(folder, fs::perms(0500));
+        }
+        return store_many(root, 500, 30, 1000);
+    });
+    check_failed_stores(out, 30);
+    CHECK(out.find("Permission denied") != std::string::npos);
+}
+
+TEST_CASE("a file where the cache directory should be: counted failures, one diagnostic",
+          "[storage][processes][disk]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    write_file(root, "not a directory");
+    std::string const out = run_in_child([&] { return store_many(root, 600, 30, 1000); });
+    check_failed_stores(out, 30);
+    CHECK(out.find("Not a directory") != std::string::npos);
+    CHECK(compile_cache_test::read_file(root) == "not a directory");
+}
+
+TEST_CASE("the cache directory removed while the process runs", "[storage][processes][disk]") {
+    temp_dir dir;
+    fs::path const home = nobody_home(dir);
+    fs::path const root = home / "cache";
+    std::string const out = run_in_child([&] {
+        if (!drop_root()) return std::string("skip: cannot drop root");
+        std::uint64_t lines = 0;
+        storage_test::cache c(cc::directory_storage(root.string()));
+        c.set_logger([&](std::string_view) { ++lines; });
+        auto run = [&](std::uint32_t first) {
+            std::uint64_t right = 0;
+            for (std::uint32_t id = first; id < first + 10; ++id) {
+                auto const r = c.get_or_compile<artifact>(key_of(id), {"k", "rm", 1},
+                                                          [&] { return make_artifact(id, 0, 2000); });
+                if (is_right(r.value, id, 2000)) ++right;
+            }
+            return right;
+        };
+        std::uint64_t right = run(700);
+        // Removed: the next stores make it again.
+        fs::remove_all(root);
+        right += run(710);
+        std::uint64_t const stores_after_removal = c.stats().stores;
+        bool const recreated = fs::is_directory(root);
+        // Removed, and its parent can no longer be written: counted failures.
+        fs::remove_all(root);
+        fs::permissions(home, fs::perms(0500));
+        right += run(720);
+        fs::permissions(home, fs::perms(0700));
+        auto const s = c.stats();
+        return "right=" + std::to_string(right) + " stores=" + std::to_string(stores_after_removal) +
+               " recreated=" + std::to_string(recreated) +
+               " write_errors=" + std::to_string(s.failure_count(cc::store_failure::write_error)) +
+               " diagnostics=" + std::to_string(lines) +
+               " other_misses=" + std::to_string(s.total_misses() - s.miss_count(cc::miss_reason::absent));
+    });
+    INFO(out);
+    REQUIRE(out.find("skip:") == std::string::npos);
+    CHECK(field(out, "right") == 30);
+    CHECK(field(out, "stores") == 20);
+    CHECK(field(out, "recreated") == 1);
+    CHECK(field(out, "write_errors") == 10);
+    CHECK(field(out, "diagnostics") == 1);
+    CHECK(field(out, "other_misses") == 0);
+}
