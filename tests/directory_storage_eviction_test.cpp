@@ -465,15 +465,18 @@ TEST_CASE("100,000 small entries stay correct", "[storage][eviction][scale]") {
     directory_storage s(root.string());
     constexpr std::uint32_t n = 100000;
     auto size_of = [](std::uint32_t i) { return static_cast<std::size_t>(16 + i % 48); };
+    std::vector<key> keys;
+    keys.reserve(n);
+    for (std::uint32_t i = 0; i < n; ++i) keys.push_back(key_n(i));
     for (std::uint32_t i = 0; i < n; ++i) {
-        std::error_code const ec = s.write(key_n(i), payload_of(i, 0, size_of(i)));
+        std::error_code const ec = s.write(keys[i], payload_of(i, 0, size_of(i)));
         if (ec) FAIL("store " << i << ": " << ec.message());
     }
     CHECK(s.accounted_size() == std::uint64_t{n} * 4096);
     std::string out;
     std::uint32_t wrong = 0;
     for (std::uint32_t i = 0; i < n; ++i)
-        if (s.read(key_n(i), out, 1000).status != read_status::found || out != payload_of(i, 0, size_of(i))) ++wrong;
+        if (s.read(keys[i], out, 1000).status != read_status::found || out != payload_of(i, 0, size_of(i))) ++wrong;
     CHECK(wrong == 0);
     auto const r = s.prune();
     CHECK(r.entries == n);

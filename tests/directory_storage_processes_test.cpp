@@ -189,6 +189,7 @@ TEST_CASE("8 processes over 64 shared keys, a small limit and a pruner: no wrong
     }()));
     for (std::uint32_t id = 0; id < 64; ++id)
         if (auto const a = c.load<artifact>(key_of(id), {"k", "mix", 1})) CHECK(is_right(*a, id, size_of(id, 1000, 24000)));
+    INFO(c.stats().summary());
     CHECK(c.stats().total_misses() == c.stats().miss_count(cc::miss_reason::absent));
     auto const r = c.storage().prune();
     CHECK(r.bytes <= 256u * 1024);
