@@ -202,7 +202,7 @@ public:
         } else if constexpr (detail::is_variant<T>::value) {
             tag(field_tag::variant);
             detail::append_le<std::uint64_t>(*out_, static_cast<std::uint64_t>(v.index()));
-            std::visit([this](auto const& alt) { append(alt); }, v);
+            std::visit([this](auto const& alt) { this->append(alt); }, v);
         } else if constexpr (is_unordered_collection<T>::value) {
             collection(v);
         } else if constexpr (detail::is_contiguous_bytes<T>::value) {
@@ -219,7 +219,7 @@ public:
         } else if constexpr (detail::is_tuple_like<T>::value) {
             tag(field_tag::tuple);
             detail::append_le<std::uint64_t>(*out_, std::tuple_size<T>::value);
-            std::apply([this](auto const&... e) { (append(e), ...); }, v);
+            std::apply([this](auto const&... e) { (this->append(e), ...); }, v);
         } else {
             static_assert(detail::dependent_false<T>,
                           "compile_cache: this type has no content description. Provide "
