@@ -25,6 +25,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -105,11 +106,17 @@ struct host_run {
     }
 };
 
+/// The cache entries under `dir`: files named by a key's hex (the storage may keep
+/// other files of its own beside them).
 std::size_t entries_in(std::filesystem::path const& dir) {
     std::size_t n = 0;
-    if (!std::filesystem::exists(dir)) return 0;
-    for (auto const& e : std::filesystem::recursive_directory_iterator(dir))
-        if (e.is_regular_file()) ++n;
+    std::error_code ec;
+    for (std::filesystem::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        std::string const name = it->path().filename().string();
+        if (it->is_regular_file() && name.size() >= 2 &&
+            name.find_first_not_of("0123456789abcdef") == std::string::npos)
+            ++n;
+    }
     return n;
 }
 

@@ -1,0 +1,661 @@
+// The cache front, as a host compiler sees it: get_or_compile gives back the kernel
+// whether it was loaded, compiled or bypassed; every failure is a counted reason and
+// none reaches the host, except the host's own compile errors; a disabled cache costs
+// nothing and touches nothing; from_env turns it on; entries outlive the process.
+#include "catch2_compat.hpp"
+#include "test_support.hpp"
+
+#include <compile_cache/cache.hpp>
+#include <compile_cache/storage/memory_storage.hpp>
+#include <compile_cache/storage/null_storage.hpp>
+
+#include <boost/serialization/string.hpp>
+#include <boost/serialization/vector.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace {
+
+namespace cc = compile_cache;
+namespace fs = std::filesystem;
+using compile_cache_test::read_file;
+using compile_cache_test::temp_dir;
+using compile_cache_test::write_file;
+
+// --- a small host compiler's kernels ----------------------------------------------
+
+struct kernel {
+    std::string name;
+};
+struct dialect_group {
+    std::string name;
+};
+struct type {
+    std::string name;
+};
+
+struct relocation_log {
+    int calls = 0;
+    std::int64_t last_delta = 0;
+};
+relocation_log relocations;
+
+struct compiled_kernel {
+    std::vector<std::uint8_t> bytecode;
+    std::vector<double> constants;
+    std::vector<std::int64_t> source_lines; // one per instruction
+    std::vector<cc::ref<kernel>> callees;
+    cc::ref<dialect_group> dialects;
+    cc::ref<type> result_type;
+
+    template <class Archive>
+    void serialize(Archive& ar, unsigned) {
+        ar & bytecode & constants & source_lines & callees & dialects & result_type;
+    }
+
+    /// Found by the cache through ADL: lines were added above the kernel.
+    friend void relocate_source(compiled_kernel& k, std::int64_t delta) {
+        ++relocations.calls;
+        relocations.last_delta = delta;
+        for (auto& line : k.source_lines) line += delta;
+    }
+};
+
+/// The host's world: live objects the kernels refer to, and a counting compiler.
+struct host {
+    dialect_group core{"core+arith"};
+    type f64{"f64"};
+    kernel fma{"fma"};
+    kernel saxpy{"saxpy"};
+    int compiles = 0; // by get_saxpy
+
+    template <class Cache>
+    void register_with(Cache& cache) {
+        cache.resolver().add_shared("mydsl.dialects.core", &core);
+        cache.resolver().add_singleton("mydsl.type.f64", &f64);
+        cache.resolver().bind(&fma, fma_key(cache).value());
+    }
+
+    template <class Cache>
+    cc::key_result fma_key(Cache const& cache) const {
+        return cache.make_key_builder("cache_test 1").add("ir", "fma(a,b,c) = a*b+c").finish();
+    }
+    template <class Cache>
+    cc::key_result saxpy_key(Cache const& cache, std::string const& variant = "") const {
+        return cache.make_key_builder("cache_test 1")
+            .add("ir", "saxpy(a,x,y) = fma(a,x,y)" + variant)
+            .add("callee", fma_key(cache).value())
+            .finish();
+    }
+
+    /// saxpy, starting on line `origin`: one source line per instruction.
+    compiled_kernel compile_saxpy(std::int64_t origin = 10) {
+        compiled_kernel k;
+        k.bytecode = {0x10, 0x00, 0x01, 0x02, 0x30, 0xff};
+        k.constants = {1.0, 0.25, -3.5e-7};
+        k.source_lines = {origin + 1, origin + 1, origin + 2, origin + 2, origin + 4, origin + 5};
+        k.callees = {&fma};
+        k.dialects = &core;
+        k.result_type = &f64;
+        return k;
+    }
+
+    template <class Cache>
+    cc::cached<compiled_kernel> get_saxpy(Cache& cache, std::int64_t origin = 10, std::string const& variant = "") {
+        return cache.template get_or_compile<compiled_kernel>(
+            saxpy_key(cache, variant), {"saxpy", "blas.dsl", origin}, [&] {
+                ++compiles;
+                return compile_saxpy(origin);
+            },
+            &saxpy);
+    }
+};
+
+bool same_kernel(compiled_kernel const& a, compiled_kernel const& b) {
+    return a.bytecode == b.bytecode && a.constants == b.constants && a.source_lines == b.source_lines &&
+           a.callees == b.callees && a.dialects == b.dialects && a.result_type == b.result_type;
+}
+
+template <class Storage>
+using cache_over = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, Storage>;
+
+/// The cache entries under `dir`: files named by a key's hex (the storage may keep
+/// other files of its own beside them).
+std::size_t entries_under(fs::path const& dir) {
+    std::size_t n = 0;
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        std::string const name = it->path().filename().string();
+        if (it->is_regular_file() && name.size() >= 2 &&
+            name.find_first_not_of("0123456789abcdef") == std::string::npos)
+            ++n;
+    }
+    return n;
+}
+
+bool is_empty_dir(fs::path const& dir) { return fs::is_directory(dir) && fs::is_empty(dir); }
+
+/// Sets (or, with nullptr, unsets) an environment variable for one scope.
+class env_var {
+public:
+    env_var(std::string name, char const* value) : name_(std::move(name)) {
+        if (char const* old = std::getenv(name_.c_str())) old_ = old;
+        if (value) ::setenv(name_.c_str(), value, 1);
+        else ::unsetenv(name_.c_str());
+    }
+    env_var(env_var const&) = delete;
+    env_var& operator=(env_var const&) = delete;
+    ~env_var() {
+        if (old_) ::setenv(name_.c_str(), old_->c_str(), 1);
+        else ::unsetenv(name_.c_str());
+    }
+
+private:
+    std::string name_;
+    std::optional<std::string> old_;
+};
+
+/// Makes `dir` the working directory for one scope, so that a relative path a
+/// cache wrongly took for a directory would show up in it.
+class working_directory {
+public:
+    explicit working_directory(fs::path const& dir) : old_(fs::current_path()) { fs::current_path(dir); }
+    working_directory(working_directory const&) = delete;
+    working_directory& operator=(working_directory const&) = delete;
+    ~working_directory() {
+        std::error_code ec;
+        fs::current_path(old_, ec);
+    }
+
+private:
+    fs::path old_;
+};
+
+std::string quoted(std::string const& s) { return "'" + s + "'"; }
+
+/// Runs a shell command; its exit status and standard output.
+struct run_result {
+    int status = -1;
+    std::string out;
+};
+run_result run(std::string const& command) {
+    run_result r;
+    FILE* p = ::popen(command.c_str(), "r");
+    REQUIRE(p != nullptr);
+    char buf[512];
+    while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) r.out.append(buf, n);
+    int const st = ::pclose(p);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return r;
+}
+
+} // namespace
+
+// --- round trips through each storage --------------------------------------------
+
+TEST_CASE("a kernel compiled once is loaded the next time, from a directory", "[cache]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    host h;
+    cc::default_cache cache(cc::directory_storage(root.string()));
+    h.register_with(cache);
+
+    cc::cached<compiled_kernel> first = h.get_saxpy(cache);
+    CHECK(first.outcome == cc::outcome::compiled);
+    CHECK(fs::is_regular_file(cache.storage().entry_path(h.saxpy_key(cache).value())));
+    CHECK(entries_under(root) == 1);
+
+    cc::cached<compiled_kernel> second = h.get_saxpy(cache);
+    CHECK(second.outcome == cc::outcome::loaded);
+    CHECK(second.reason.empty());
+    CHECK(same_kernel(second.value, first.value));
+    CHECK(second.value.callees[0].get() == &h.fma);
+    CHECK(h.compiles == 1);
+
+    // Another kernel is another entry.
+    CHECK(h.get_saxpy(cache, 10, " + 0").outcome == cc::outcome::compiled);
+    CHECK(entries_under(root) == 2);
+    CHECK(h.compiles == 2);
+}
+
+TEST_CASE("a kernel compiled once is loaded the next time, from memory", "[cache]") {
+    if constexpr (std::is_move_constructible_v<cc::memory_storage>) {
+        host h;
+        cache_over<cc::memory_storage> cache{cc::memory_storage()};
+        h.register_with(cache);
+        CHECK(h.get_saxpy(cache).outcome == cc::outcome::compiled);
+        CHECK(cache.storage().size() == 1);
+        cc::cached<compiled_kernel> second = h.get_saxpy(cache);
+        CHECK(second.outcome == cc::outcome::loaded);
+        CHECK(same_kernel(second.value, h.compile_saxpy()));
+        CHECK(cache.stats().hits == 1);
+    } else {
+        WARN("memory_storage is not movable, so basic_cache cannot hold one; not tested");
+    }
+}
+
+TEST_CASE("over null_storage every kernel is compiled", "[cache]") {
+    host h;
+    cache_over<cc::null_storage> cache{cc::null_storage()};
+    h.register_with(cache);
+    for (int i = 0; i < 3; ++i) {
+        cc::cached<compiled_kernel> r = h.get_saxpy(cache);
+        CHECK(r.outcome == cc::outcome::compiled);
+        CHECK(same_kernel(r.value, h.compile_saxpy()));
+    }
+    CHECK(h.compiles == 3);
+    auto const s = cache.stats();
+    CHECK(s.hits == 0);
+    CHECK(s.miss_count(cc::miss_reason::absent) == 3);
+    CHECK(s.total_misses() == 3);
+    CHECK(s.stores == 3); // accepted, and dropped
+}
+
+// --- outcomes and statistics -------------------------------------------------------
+
+TEST_CASE("a kernel that cannot be keyed bypasses the cache with its reason", "[cache]") {
+    temp_dir dir;
+    host h;
+    cc::default_cache cache(cc::directory_storage(dir.path().string()));
+    h.register_with(cache);
+    std::vector<std::string> log;
+    cache.set_logger([&](std::string_view line) { log.emplace_back(line); });
+
+    auto kb = cache.make_key_builder("cache_test 1");
+    kb.add("ir", "kernel reading a global through a raw pointer");
+    kb.fail("reads global 'table' through a pointer");
+    cc::key_result const k = kb.finish();
+    REQUIRE(!k.ok());
+
+    for (int i = 0; i < 2; ++i) {
+        auto r = cache.get_or_compile<compiled_kernel>(k, {"lookup", "tables.dsl", 40}, [&] { return h.compile_saxpy(); });
+        CHECK(r.outcome == cc::outcome::bypassed);
+        CHECK(r.reason == "reads global 'table' through a pointer");
+        CHECK(same_kernel(r.value, h.compile_saxpy()));
+    }
+    auto const s = cache.stats();
+    CHECK(s.bypasses == 2);
+    CHECK(s.bypass_reasons.at("reads global 'table' through a pointer") == 2);
+    CHECK(s.total_misses() == 0);
+    CHECK(s.stores == 0);
+    CHECK(s.hits == 0);
+    CHECK(is_empty_dir(dir.path()));
+    REQUIRE(log.size() == 2);
+    CHECK(log[0].find("reads global 'table' through a pointer") != std::string::npos);
+    CHECK(std::string(cc::to_string(cc::outcome::bypassed)) == "bypass");
+}
+
+TEST_CASE("the statistics count hits, misses by reason, stores, bytes and time", "[cache]") {
+    temp_dir dir;
+    host h;
+    cc::default_cache cache(cc::directory_storage(dir.path().string()));
+    h.register_with(cache);
+    auto const k = h.saxpy_key(cache);
+
+    auto slow = cache.get_or_compile<compiled_kernel>(k, {"saxpy", "blas.dsl", 10}, [&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        return h.compile_saxpy();
+    });
+    REQUIRE(slow.outcome == cc::outcome::compiled);
+    REQUIRE(h.get_saxpy(cache).outcome == cc::outcome::loaded);
+    REQUIRE(h.get_saxpy(cache).outcome == cc::outcome::loaded);
+    auto const entry_size = fs::file_size(cache.storage().entry_path(k.value()));
+
+    auto const s = cache.stats();
+    CHECK(s.hits == 2);
+    CHECK(s.miss_count(cc::miss_reason::absent) == 1);
+    CHECK(s.total_misses() == 1);
+    CHECK(s.stores == 1);
+    CHECK(s.total_store_failures() == 0);
+    CHECK(s.bypasses == 0);
+    CHECK(s.bytes_written == entry_size);
+    CHECK(s.bytes_read == 2 * entry_size);
+    CHECK(s.compile_ns >= 2000000);
+    CHECK(s.load_ns > 0);
+    CHECK(s.store_ns > 0);
+
+    std::string const summary = s.summary();
+    CHECK(summary.find("hits=2") != std::string::npos);
+    CHECK(summary.find("absent=1") != std::string::npos);
+    CHECK(summary.find("stores=1") != std::string::npos);
+    CHECK(summary.find("bytes-written=" + std::to_string(entry_size)) != std::string::npos);
+}
+
+TEST_CASE("a kernel that moved down the file loads with its source positions moved too", "[cache]") {
+    temp_dir dir;
+    host h;
+    cc::default_cache cache(cc::directory_storage(dir.path().string()));
+    h.register_with(cache);
+    REQUIRE(h.get_saxpy(cache, 10).outcome == cc::outcome::compiled); // starts on line 10
+    relocations = {};
+
+    SECTION("three lines were added above it") {
+        cc::cached<compiled_kernel> r = h.get_saxpy(cache, 13);
+        REQUIRE(r.outcome == cc::outcome::loaded);
+        CHECK(relocations.calls == 1);
+        CHECK(relocations.last_delta == 3);
+        CHECK(r.value.source_lines == h.compile_saxpy(13).source_lines);
+    }
+    SECTION("two lines were removed above it") {
+        cc::cached<compiled_kernel> r = h.get_saxpy(cache, 8);
+        REQUIRE(r.outcome == cc::outcome::loaded);
+        CHECK(relocations.last_delta == -2);
+        CHECK(r.value.source_lines == h.compile_saxpy(8).source_lines);
+    }
+    SECTION("it did not move") {
+        cc::cached<compiled_kernel> r = h.get_saxpy(cache, 10);
+        REQUIRE(r.outcome == cc::outcome::loaded);
+        CHECK(relocations.calls == 0);
+        CHECK(r.value.source_lines == h.compile_saxpy(10).source_lines);
+    }
+    SECTION("the host does not say where it starts now") {
+        auto r = cache.load<compiled_kernel>(h.saxpy_key(cache), {"saxpy", "blas.dsl", 0}, &h.saxpy);
+        REQUIRE(r);
+        CHECK(relocations.calls == 0);
+        CHECK(r->source_lines == h.compile_saxpy(10).source_lines);
+    }
+}
+
+// --- failures: counted, reported once, never thrown into the host ---------------------
+
+TEST_CASE("stores that cannot be written are counted, reported once, and the kernels still returned",
+          "[cache]") {
+    temp_dir dir;
+    fs::path root = dir.path() / "cache";
+    SECTION("the cache directory is a regular file") {
+        write_file(root, "not a directory");
+    }
+    SECTION("the cache directory is read-only") {
+        if (::geteuid() == 0) {
+            // Permissions do not stop root; the regular-file case above covers it.
+            WARN("running as root: a read-only directory is writable; not tested");
+            return;
+        }
+        fs::create_directory(root);
+        fs::permissions(root, fs::perms::owner_read | fs::perms::owner_exec);
+    }
+
+    host h;
+    cc::default_cache cache(cc::directory_storage(root.string()));
+    h.register_with(cache);
+    std::vector<std::string> log;
+    cache.set_logger([&](std::string_view line) { log.emplace_back(line); });
+
+    for (int i = 0; i < 4; ++i) {
+        cc::cached<compiled_kernel> r = h.get_saxpy(cache, 10, " + " + std::to_string(i));
+        CHECK(r.outcome == cc::outcome::compiled);
+        CHECK(same_kernel(r.value, h.compile_saxpy()));
+    }
+    auto const s = cache.stats();
+    CHECK(s.failure_count(cc::store_failure::write_error) == 4);
+    CHECK(s.total_store_failures() == 4);
+    CHECK(s.stores == 0);
+    CHECK(s.miss_count(cc::miss_reason::absent) == 4);
+    REQUIRE(log.size() == 1);
+    CHECK(log[0].find("write-error") != std::string::npos);
+    CHECK(entries_under(dir.path()) == 0);
+    if (fs::is_regular_file(root)) CHECK(read_file(root) == "not a directory");
+}
+
+TEST_CASE("a logger that throws does not reach the host", "[cache]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    write_file(root, "not a directory"); // every store fails, and is reported
+    host h;
+    cc::default_cache cache(cc::directory_storage(root.string()));
+    h.register_with(cache);
+    bool const throw_int = GENERATE(false, true);
+    int calls = 0;
+    cache.set_logger([&](std::string_view) {
+        ++calls;
+        if (throw_int) throw 42;
+        throw std::runtime_error("log sink is closed");
+    });
+
+    cc::cached<compiled_kernel> r = h.get_saxpy(cache);
+    CHECK(r.outcome == cc::outcome::compiled);
+    auto bypass = cache.get_or_compile<compiled_kernel>(cc::key_builder<>().fail("unkeyable").finish(),
+                                                        {"k", "f.dsl", 1}, [&] { return h.compile_saxpy(); });
+    CHECK(bypass.outcome == cc::outcome::bypassed);
+    CHECK(calls == 2);
+    CHECK(cache.stats().failure_count(cc::store_failure::write_error) == 1);
+    CHECK(cache.stats().bypasses == 1);
+}
+
+namespace {
+enum class fault { none, std_exception, non_std_exception };
+fault fail_on_save = fault::none;
+fault fail_on_load = fault::none;
+
+void raise(fault f) {
+    if (f == fault::std_exception) throw std::runtime_error("the artifact cannot be written like this");
+    if (f == fault::non_std_exception) throw 42;
+}
+
+/// A kernel whose serialize throws on demand, as a host's buggy serialize would.
+struct fragile_kernel {
+    std::vector<std::uint8_t> bytecode;
+
+    template <class Archive>
+    void serialize(Archive& ar, unsigned) {
+        ar & bytecode;
+        raise(Archive::is_saving::value ? fail_on_save : fail_on_load);
+    }
+};
+
+struct faults_off {
+    ~faults_off() { fail_on_save = fail_on_load = fault::none; }
+};
+} // namespace
+
+TEST_CASE("an artifact whose serialize throws is counted, and the host still gets its kernel", "[cache]") {
+    faults_off restore;
+    temp_dir dir;
+    cc::default_cache cache(cc::directory_storage(dir.path().string()));
+    cc::key_result const k = cache.make_key_builder("cache_test 1").add("ir", "fragile").finish();
+    cc::entry_info const info{"fragile", "f.dsl", 1};
+    fragile_kernel const built{{1, 2, 3}};
+    fault const f = GENERATE(fault::std_exception, fault::non_std_exception);
+
+    SECTION("on store: a serialize error, nothing written") {
+        fail_on_save = f;
+        bool stored = true;
+        CHECK_NOTHROW(stored = cache.store(k, built, info));
+        CHECK(!stored);
+        cc::cached<fragile_kernel> r;
+        CHECK_NOTHROW(r = cache.get_or_compile<fragile_kernel>(k, info, [&] { return built; }));
+        CHECK(r.outcome == cc::outcome::compiled);
+        CHECK(r.value.bytecode == built.bytecode);
+        CHECK(cache.stats().failure_count(cc::store_failure::serialize_error) == 2);
+        CHECK(cache.stats().stores == 0);
+        CHECK(entries_under(dir.path()) == 0);
+    }
+    SECTION("on load: a deserialize error, and the kernel is compiled") {
+        REQUIRE(cache.store(k, built, info));
+        fail_on_load = f;
+        std::optional<fragile_kernel> loaded;
+        CHECK_NOTHROW(loaded = cache.load<fragile_kernel>(k, info));
+        CHECK(!loaded);
+        cc::cached<fragile_kernel> r;
+        CHECK_NOTHROW(r = cache.get_or_compile<fragile_kernel>(k, info, [&] { return built; }));
+        CHECK(r.outcome == cc::outcome::compiled);
+        CHECK(r.value.bytecode == built.bytecode);
+        CHECK(cache.stats().miss_count(cc::miss_reason::deserialize_error) == 2);
+        CHECK(cache.stats().total_misses() == 2);
+        CHECK(cache.stats().hits == 0);
+    }
+}
+
+TEST_CASE("an exception from the host's compile function reaches the host", "[cache]") {
+    temp_dir dir;
+    host h;
+    cc::default_cache cache(cc::directory_storage(dir.path().string()));
+    h.register_with(cache);
+    auto const k = h.saxpy_key(cache);
+    cc::entry_info const info{"saxpy", "blas.dsl", 10};
+
+    CHECK_THROWS_AS(cache.get_or_compile<compiled_kernel>(
+                        k, info, []() -> compiled_kernel { throw std::runtime_error("type error on line 12"); }),
+                    std::runtime_error);
+    CHECK_THROWS_AS(cache.get_or_compile<compiled_kernel>(k, info, []() -> compiled_kernel { throw 42; }), int);
+    CHECK(cache.stats().stores == 0);
+    CHECK(entries_under(dir.path()) == 0);
+
+    cc::default_cache disabled;
+    CHECK_THROWS_AS(disabled.get_or_compile<compiled_kernel>(
+                        k, info, []() -> compiled_kernel { throw std::runtime_error("type error on line 12"); }),
+                    std::runtime_error);
+
+    // Once the host fixes its kernel, the cache works as before.
+    CHECK(h.get_saxpy(cache).outcome == cc::outcome::compiled);
+    CHECK(h.get_saxpy(cache).outcome == cc::outcome::loaded);
+}
+
+// --- off by default, on through the environment ---------------------------------------
+
+TEST_CASE("a default-constructed cache is disabled: it compiles and touches no file", "[cache]") {
+    temp_dir dir;
+    working_directory cwd(dir.path());
+    host h;
+    cc::default_cache cache;
+    h.register_with(cache);
+    CHECK(!cache.enabled());
+
+    for (int i = 0; i < 3; ++i) {
+        cc::cached<compiled_kernel> r = h.get_saxpy(cache);
+        CHECK(r.outcome == cc::outcome::compiled);
+        CHECK(same_kernel(r.value, h.compile_saxpy()));
+    }
+    CHECK(h.compiles == 3);
+    CHECK(!cache.store(h.saxpy_key(cache), h.compile_saxpy(), {"saxpy", "blas.dsl", 10}));
+    CHECK(!cache.load<compiled_kernel>(h.saxpy_key(cache)));
+
+    auto const s = cache.stats();
+    CHECK(s.hits == 0);
+    CHECK(s.total_misses() == 0);
+    CHECK(s.stores == 0);
+    CHECK(s.total_store_failures() == 0);
+    CHECK(s.bytes_read == 0);
+    CHECK(s.bytes_written == 0);
+    CHECK(is_empty_dir(dir.path()));
+}
+
+TEST_CASE("from_env: PREFIX_DIR unset, empty, 0, off, false or no disables the cache", "[cache]") {
+    temp_dir dir;
+    working_directory cwd(dir.path()); // "0", "off"... taken as a relative directory would appear here
+    char const* value = GENERATE(static_cast<char const*>(nullptr), "", "0", "off", "OFF", "Off", "false",
+                                 "FALSE", "no", "No");
+    CAPTURE(value ? value : "(unset)");
+    env_var set_dir("CCTEST_FRONT_DIR", value);
+    env_var set_log("CCTEST_FRONT_LOG", nullptr);
+
+    host h;
+    auto cache = cc::default_cache::from_env("CCTEST_FRONT");
+    h.register_with(cache);
+    CHECK(!cache.enabled());
+    CHECK(h.get_saxpy(cache).outcome == cc::outcome::compiled);
+    CHECK(h.get_saxpy(cache).outcome == cc::outcome::compiled);
+    CHECK(cache.stats().stores == 0);
+    CHECK(is_empty_dir(dir.path()));
+}
+
+TEST_CASE("from_env: PREFIX_DIR naming a directory enables the cache there", "[cache]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "kernels";
+    env_var set_dir("CCTEST_FRONT_DIR", root.c_str());
+    env_var set_log("CCTEST_FRONT_LOG", nullptr);
+
+    host h;
+    auto cache = cc::default_cache::from_env("CCTEST_FRONT");
+    h.register_with(cache);
+    CHECK(cache.enabled());
+    CHECK(cache.storage().directory() == root.string());
+    CHECK(!cache.options().logger); // silent unless asked
+
+    CHECK(h.get_saxpy(cache).outcome == cc::outcome::compiled);
+    CHECK(entries_under(root) == 1);
+    CHECK(fs::is_regular_file(cache.storage().entry_path(h.saxpy_key(cache).value())));
+    CHECK(h.get_saxpy(cache).outcome == cc::outcome::loaded);
+}
+
+TEST_CASE("from_env: PREFIX_LOG=1 turns diagnostics on", "[cache]") {
+    temp_dir dir;
+    env_var set_dir("CCTEST_FRONT_DIR", dir.path().c_str());
+    {
+        env_var set_log("CCTEST_FRONT_LOG", "1");
+        CHECK(cc::default_cache::from_env("CCTEST_FRONT").options().logger);
+    }
+    {
+        env_var set_log("CCTEST_FRONT_LOG", "0");
+        CHECK(!cc::default_cache::from_env("CCTEST_FRONT").options().logger);
+    }
+
+#ifdef COMPILE_CACHE_HELPER_cache_fresh_process_helper
+    // In a process of its own, so that its stderr can be read: a store into a cache
+    // "directory" that is a regular file fails, and says so once on stderr.
+    fs::path const not_a_dir = dir.path() / "file";
+    write_file(not_a_dir, "x");
+    fs::path const err = dir.path() / "stderr.txt";
+    std::string const helper = COMPILE_CACHE_HELPER_cache_fresh_process_helper;
+    run_result r = run("CCFRESH_LOG=1 " + quoted(helper) + " store " + quoted(not_a_dir.string()) + " 2>" +
+                       quoted(err.string()));
+    CHECK(r.status == 0);
+    CHECK(r.out.find("outcome=compiled") != std::string::npos);
+    std::string const diagnostics = read_file(err);
+    CHECK(diagnostics.rfind("compile_cache: ", 0) == 0);
+    CHECK(diagnostics.find("write-error") != std::string::npos);
+
+    // Without PREFIX_LOG the same failure is silent.
+    r = run("CCFRESH_LOG= " + quoted(helper) + " store " + quoted(not_a_dir.string()) + " 2>" + quoted(err.string()));
+    CHECK(r.status == 0);
+    CHECK(read_file(err).empty());
+#endif
+}
+
+// --- entries outlive the process ------------------------------------------------------------
+
+#ifdef COMPILE_CACHE_HELPER_cache_fresh_process_helper
+TEST_CASE("a kernel stored by one process is loaded by the next, its callee relinked", "[cache]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    std::string const helper = COMPILE_CACHE_HELPER_cache_fresh_process_helper;
+    std::string const env = "CCFRESH_LOG= ";
+
+    run_result const miss = run(env + quoted(helper) + " load " + quoted(root.string()));
+    CHECK(miss.status == 0);
+    CHECK(miss.out.find("outcome=miss") != std::string::npos);
+
+    run_result const first = run(env + quoted(helper) + " store " + quoted(root.string()));
+    INFO(first.out);
+    REQUIRE(first.status == 0);
+    CHECK(first.out.find("enabled=1 outcome=compiled") != std::string::npos);
+    CHECK(entries_under(root) == 1);
+
+    run_result const second = run(env + quoted(helper) + " load " + quoted(root.string()));
+    INFO(second.out);
+    REQUIRE(second.status == 0);
+    CHECK(second.out.find("outcome=loaded") != std::string::npos);
+    CHECK(second.out.find("callees=1 callee=fma callee_live=1 dialects_live=1 type_live=1 bytecode=6") !=
+          std::string::npos);
+    CHECK(second.out.find("hits=1") != std::string::npos);
+
+    run_result const third = run(env + quoted(helper) + " store " + quoted(root.string()));
+    CHECK(third.out.find("outcome=loaded") != std::string::npos);
+}
+#endif

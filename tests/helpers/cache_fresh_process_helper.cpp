@@ -1,0 +1,115 @@
+// One run of a small host compiler in a process of its own, for cache_test.cpp: the
+// cache comes from the environment, as a real host's would, and the kernel it caches
+// calls another kernel, works in a dialect group and returns a type singleton.
+//
+// Usage: cache_fresh_process_helper MODE DIR
+//   Sets CCFRESH_DIR=DIR, then takes compile_cache::default_cache::from_env("CCFRESH")
+//   (CCFRESH_LOG comes from the caller's environment).
+//   MODE store: get_or_compile the kernel, printing how it was produced.
+//   MODE load:  load it only (no compile), printing whether it loaded and what its
+//               references point at in this process.
+// Prints one line of `name=value` fields; exits 0 unless the arguments are wrong.
+#include <compile_cache/cache.hpp>
+
+#include <boost/serialization/string.hpp>
+#include <boost/serialization/vector.hpp>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace cc = compile_cache;
+
+struct kernel {
+    std::string name;
+};
+struct dialect_group {
+    std::string name;
+};
+struct type {
+    std::string name;
+};
+
+struct compiled_kernel {
+    std::vector<std::uint8_t> bytecode;
+    std::vector<double> constants;
+    std::vector<cc::ref<kernel>> callees;
+    cc::ref<dialect_group> dialects;
+    cc::ref<type> result_type;
+
+    template <class Archive>
+    void serialize(Archive& ar, unsigned) {
+        ar & bytecode & constants & callees & dialects & result_type;
+    }
+};
+
+int usage() {
+    std::fprintf(stderr, "usage: cache_fresh_process_helper store|load DIR\n");
+    return 2;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    if (argc != 3) return usage();
+    std::string const mode = argv[1];
+    if (mode != "store" && mode != "load") return usage();
+    ::setenv("CCFRESH_DIR", argv[2], 1);
+
+    // The host's live objects, on the heap: nothing about their addresses carries over
+    // from one process to the next.
+    auto core = std::make_unique<dialect_group>(dialect_group{"core+arith"});
+    auto f64 = std::make_unique<type>(type{"f64"});
+    auto fma = std::make_unique<kernel>(kernel{"fma"});
+    auto saxpy = std::make_unique<kernel>(kernel{"saxpy"});
+
+    auto cache = cc::default_cache::from_env("CCFRESH");
+    cc::registry& reg = cache.resolver();
+    reg.add_shared("mydsl.dialects.core", core.get());
+    reg.add_singleton("mydsl.type.f64", f64.get());
+
+    cc::key_result const fma_key = cache.make_key_builder("fresh-helper 1").add("ir", "fma(a,b,c) = a*b+c").finish();
+    reg.bind(fma.get(), fma_key.value());
+    cc::key_result const saxpy_key = cache.make_key_builder("fresh-helper 1")
+                                          .add("ir", "saxpy(a,x,y) = fma(a,x,y)")
+                                          .add("callee", fma_key.value())
+                                          .finish();
+    cc::entry_info const info{"saxpy", "blas.dsl", 3};
+
+    compiled_kernel k;
+    std::string outcome;
+    if (mode == "store") {
+        auto r = cache.get_or_compile<compiled_kernel>(
+            saxpy_key, info,
+            [&] {
+                compiled_kernel c;
+                c.bytecode = {0x10, 0x00, 0x01, 0x02, 0x30, 0xff};
+                c.constants = {1.0, 0.25};
+                c.callees = {fma.get()};
+                c.dialects = core.get();
+                c.result_type = f64.get();
+                return c;
+            },
+            saxpy.get());
+        k = std::move(r.value);
+        outcome = cc::to_string(r.outcome);
+    } else if (auto loaded = cache.load<compiled_kernel>(saxpy_key, info, saxpy.get())) {
+        k = std::move(*loaded);
+        outcome = "loaded";
+    } else {
+        outcome = "miss";
+    }
+
+    std::printf("enabled=%d outcome=%s callees=%zu callee=%s callee_live=%d dialects_live=%d type_live=%d "
+                "bytecode=%zu stats=[%s]\n",
+                cache.enabled() ? 1 : 0, outcome.c_str(), k.callees.size(),
+                k.callees.empty() ? "-" : k.callees[0]->name.c_str(),
+                !k.callees.empty() && k.callees[0].get() == fma.get() ? 1 : 0, k.dialects.get() == core.get() ? 1 : 0,
+                k.result_type.get() == f64.get() ? 1 : 0, k.bytecode.size(), cache.stats().summary().c_str());
+    return 0;
+}
