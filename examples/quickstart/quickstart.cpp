@@ -48,7 +48,7 @@ int main() {
     cc::key_result helper_key = cache.make_key_builder("quickstart 1").add("source", helper.source).finish();
     cc::key_result main_key = cache.make_key_builder("quickstart 1")
                                   .add("source", main_kernel.source)
-                                  .add("callee", helper_key.value())
+                                  .add("callee", helper_key) // a bypassed callee makes main bypass too
                                   .finish();
     cache.resolver().bind(&helper, helper_key.value());
     cache.resolver().bind(&main_kernel, main_key.value());

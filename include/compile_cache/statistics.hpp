@@ -58,6 +58,11 @@ struct statistics_snapshot {
     std::uint64_t load_ns = 0;    ///< time in load(), hits and misses
     std::uint64_t compile_ns = 0; ///< time in the host's compile function under get_or_compile
     std::uint64_t store_ns = 0;   ///< time in store()
+    // Where hits spent their time (included in load_ns).
+    std::uint64_t hit_read_ns = 0;        ///< fetching bytes from storage
+    std::uint64_t hit_verify_ns = 0;      ///< checking envelopes
+    std::uint64_t hit_deserialize_ns = 0; ///< deserializing and relinking references
+    std::uint64_t hit_relocate_ns = 0;    ///< shifting source positions
 
     std::uint64_t miss_count(miss_reason r) const noexcept { return misses[static_cast<std::size_t>(r)]; }
     std::uint64_t failure_count(store_failure f) const noexcept {
@@ -98,6 +103,9 @@ struct statistics_snapshot {
             reasons += std::string(reasons.empty() ? "" : "; ") + why + "=" + std::to_string(n);
         if (!reasons.empty()) s += " (" + reasons + ")";
         s += " bytes-read=" + std::to_string(bytes_read) + " bytes-written=" + std::to_string(bytes_written);
+        if (hits)
+            s += " hit-ms=(read " + format_ms(hit_read_ns) + " verify " + format_ms(hit_verify_ns) + " deserialize " +
+                 format_ms(hit_deserialize_ns) + " relocate " + format_ms(hit_relocate_ns) + ")";
         s += " load-ms=" + format_ms(load_ns) + " compile-ms=" + format_ms(compile_ns) + " store-ms=" + format_ms(store_ns);
         return s;
     }
@@ -113,10 +121,22 @@ private:
 /// The live counters: lock-free for everything on the hit path.
 class statistics {
 public:
-    void hit(std::uint64_t bytes, std::uint64_t ns) noexcept {
+    /// The time of one hit, phase by phase.
+    struct hit_phases {
+        std::uint64_t read_ns = 0;        ///< fetching the bytes from storage
+        std::uint64_t verify_ns = 0;      ///< checking the envelope
+        std::uint64_t deserialize_ns = 0; ///< deserializing and relinking references
+        std::uint64_t relocate_ns = 0;    ///< shifting source positions
+    };
+
+    void hit(std::uint64_t bytes, hit_phases const& t) noexcept {
         hits_.fetch_add(1, std::memory_order_relaxed);
         bytes_read_.fetch_add(bytes, std::memory_order_relaxed);
-        load_ns_.fetch_add(ns, std::memory_order_relaxed);
+        load_ns_.fetch_add(t.read_ns + t.verify_ns + t.deserialize_ns + t.relocate_ns, std::memory_order_relaxed);
+        hit_read_ns_.fetch_add(t.read_ns, std::memory_order_relaxed);
+        hit_verify_ns_.fetch_add(t.verify_ns, std::memory_order_relaxed);
+        hit_deserialize_ns_.fetch_add(t.deserialize_ns, std::memory_order_relaxed);
+        hit_relocate_ns_.fetch_add(t.relocate_ns, std::memory_order_relaxed);
     }
     void miss(miss_reason r, std::uint64_t bytes, std::uint64_t ns) noexcept {
         misses_[static_cast<std::size_t>(r)].fetch_add(1, std::memory_order_relaxed);
@@ -160,6 +180,10 @@ public:
         s.load_ns = load_ns_.load(std::memory_order_relaxed);
         s.compile_ns = compile_ns_.load(std::memory_order_relaxed);
         s.store_ns = store_ns_.load(std::memory_order_relaxed);
+        s.hit_read_ns = hit_read_ns_.load(std::memory_order_relaxed);
+        s.hit_verify_ns = hit_verify_ns_.load(std::memory_order_relaxed);
+        s.hit_deserialize_ns = hit_deserialize_ns_.load(std::memory_order_relaxed);
+        s.hit_relocate_ns = hit_relocate_ns_.load(std::memory_order_relaxed);
         return s;
     }
 
@@ -176,6 +200,10 @@ private:
     std::atomic<std::uint64_t> load_ns_{0};
     std::atomic<std::uint64_t> compile_ns_{0};
     std::atomic<std::uint64_t> store_ns_{0};
+    std::atomic<std::uint64_t> hit_read_ns_{0};
+    std::atomic<std::uint64_t> hit_verify_ns_{0};
+    std::atomic<std::uint64_t> hit_deserialize_ns_{0};
+    std::atomic<std::uint64_t> hit_relocate_ns_{0};
 };
 
 } // namespace compile_cache

@@ -9,6 +9,7 @@
 #include <compile_cache/version.hpp>
 
 #include <exception>
+#include <type_traits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -130,18 +131,39 @@ public:
     template <class T>
     key_builder& add(std::string_view name, T const& value) {
         if (failure_) return *this;
-        try {
-            scratch_.clear();
-            key_writer w(scratch_);
-            w(value);
-            Hasher h;
-            h.update(scratch_.data(), scratch_.size());
-            components_.push_back(component_digest{std::string(name), key(h.result())});
-        } catch (std::exception const& e) {
-            fail("component '" + std::string(name) + "' could not be described: " + e.what());
-        } catch (...) {
-            fail("component '" + std::string(name) + "' could not be described");
+        if constexpr (std::is_same_v<T, key_result>) {
+            // A callee's key: a callee that bypassed has no key, so neither has its caller.
+            if (!value.ok()) return fail("component '" + std::string(name) + "' has no key: " + value.bypass_reason());
+            return add(name, value.value());
+        } else if constexpr (std::is_same_v<T, std::vector<key_result>>) {
+            std::vector<key> keys;
+            keys.reserve(value.size());
+            for (key_result const& r : value) {
+                if (!r.ok()) return fail("component '" + std::string(name) + "' has no key: " + r.bypass_reason());
+                keys.push_back(r.value());
+            }
+            return add(name, keys);
+        } else {
+            try {
+                scratch_.clear();
+                key_writer w(scratch_);
+                w(value);
+                Hasher h;
+                h.update(scratch_.data(), scratch_.size());
+                components_.push_back(component_digest{std::string(name), key(h.result())});
+            } catch (std::exception const& e) {
+                fail("component '" + std::string(name) + "' could not be described: " + e.what());
+            } catch (...) {
+                fail("component '" + std::string(name) + "' could not be described");
+            }
+            return *this;
         }
+    }
+
+    /// Adds a component whose digest was computed before, by a builder with the same
+    /// Hasher (basic_cache::make_key_builder adds the toolchain this way).
+    key_builder& add_component(component_digest c) {
+        if (!failure_) components_.push_back(std::move(c));
         return *this;
     }
 
