@@ -1237,6 +1237,7 @@ private:
 // ---- end compile_cache/key/writer.hpp
 
 #include <exception>
+#include <type_traits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -1358,18 +1359,39 @@ public:
     template <class T>
     key_builder& add(std::string_view name, T const& value) {
         if (failure_) return *this;
-        try {
-            scratch_.clear();
-            key_writer w(scratch_);
-            w(value);
-            Hasher h;
-            h.update(scratch_.data(), scratch_.size());
-            components_.push_back(component_digest{std::string(name), key(h.result())});
-        } catch (std::exception const& e) {
-            fail("component '" + std::string(name) + "' could not be described: " + e.what());
-        } catch (...) {
-            fail("component '" + std::string(name) + "' could not be described");
+        if constexpr (std::is_same_v<T, key_result>) {
+            // A callee's key: a callee that bypassed has no key, so neither has its caller.
+            if (!value.ok()) return fail("component '" + std::string(name) + "' has no key: " + value.bypass_reason());
+            return add(name, value.value());
+        } else if constexpr (std::is_same_v<T, std::vector<key_result>>) {
+            std::vector<key> keys;
+            keys.reserve(value.size());
+            for (key_result const& r : value) {
+                if (!r.ok()) return fail("component '" + std::string(name) + "' has no key: " + r.bypass_reason());
+                keys.push_back(r.value());
+            }
+            return add(name, keys);
+        } else {
+            try {
+                scratch_.clear();
+                key_writer w(scratch_);
+                w(value);
+                Hasher h;
+                h.update(scratch_.data(), scratch_.size());
+                components_.push_back(component_digest{std::string(name), key(h.result())});
+            } catch (std::exception const& e) {
+                fail("component '" + std::string(name) + "' could not be described: " + e.what());
+            } catch (...) {
+                fail("component '" + std::string(name) + "' could not be described");
+            }
+            return *this;
         }
+    }
+
+    /// Adds a component whose digest was computed before, by a builder with the same
+    /// Hasher (basic_cache::make_key_builder adds the toolchain this way).
+    key_builder& add_component(component_digest c) {
+        if (!failure_) components_.push_back(std::move(c));
         return *this;
     }
 
@@ -1862,12 +1884,14 @@ concept SerializerFor = Serializer<S> && std::is_default_constructible_v<Artifac
 #include <boost/archive/binary_oarchive.hpp>
 #include <boost/archive/text_iarchive.hpp>
 #include <boost/archive/text_oarchive.hpp>
+#include <boost/math/special_functions/nonfinite_num_facets.hpp>
 #include <boost/version.hpp>
 
 #include <climits>
 #include <cstdint>
 #include <cstring>
 #include <istream>
+#include <locale>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -1899,6 +1923,17 @@ inline unsigned archive_version() {
 // The archive header is left out (no_header): the envelope's format id already says
 // what the header would, and checking it there happens before Boost sees a byte.
 inline constexpr unsigned archive_flags = boost::archive::no_header | boost::archive::no_codecvt;
+
+/// The locale of text archives. The classic locale, whatever the host's global one:
+/// under a locale that writes 1,5 or 1.000 the entries would read nowhere else. With
+/// facets for inf and nan, which std::num_get cannot read back from std::num_put: a
+/// kernel with an infinite constant would miss on every load and be stored again.
+inline std::locale const& text_archive_locale() {
+    static std::locale const locale(
+        std::locale(std::locale::classic(), new boost::math::nonfinite_num_put<char>),
+        new boost::math::nonfinite_num_get<char>);
+    return locale;
+}
 
 } // namespace detail
 
@@ -1942,6 +1977,7 @@ struct boost_text {
     static void save(std::string& out, T const& value, resolver_context const& ctx) {
         detail::string_append_buf buf(out);
         std::ostream os(&buf);
+        os.imbue(detail::text_archive_locale());
         {
             boost::archive::text_oarchive ar(os, detail::archive_flags);
             resolver_context_of(ar) = ctx;
@@ -1953,6 +1989,7 @@ struct boost_text {
     static void load(std::string_view in, T& value, resolver_context const& ctx) {
         detail::memory_read_buf buf(in);
         std::istream is(&buf);
+        is.imbue(detail::text_archive_locale());
         boost::archive::text_iarchive ar(is, detail::archive_flags);
         resolver_context_of(ar) = ctx;
         ar >> value;
@@ -4399,6 +4436,11 @@ struct statistics_snapshot {
     std::uint64_t load_ns = 0;    ///< time in load(), hits and misses
     std::uint64_t compile_ns = 0; ///< time in the host's compile function under get_or_compile
     std::uint64_t store_ns = 0;   ///< time in store()
+    // Where hits spent their time (included in load_ns).
+    std::uint64_t hit_read_ns = 0;        ///< fetching bytes from storage
+    std::uint64_t hit_verify_ns = 0;      ///< checking envelopes
+    std::uint64_t hit_deserialize_ns = 0; ///< deserializing and relinking references
+    std::uint64_t hit_relocate_ns = 0;    ///< shifting source positions
 
     std::uint64_t miss_count(miss_reason r) const noexcept { return misses[static_cast<std::size_t>(r)]; }
     std::uint64_t failure_count(store_failure f) const noexcept {
@@ -4439,6 +4481,9 @@ struct statistics_snapshot {
             reasons += std::string(reasons.empty() ? "" : "; ") + why + "=" + std::to_string(n);
         if (!reasons.empty()) s += " (" + reasons + ")";
         s += " bytes-read=" + std::to_string(bytes_read) + " bytes-written=" + std::to_string(bytes_written);
+        if (hits)
+            s += " hit-ms=(read " + format_ms(hit_read_ns) + " verify " + format_ms(hit_verify_ns) + " deserialize " +
+                 format_ms(hit_deserialize_ns) + " relocate " + format_ms(hit_relocate_ns) + ")";
         s += " load-ms=" + format_ms(load_ns) + " compile-ms=" + format_ms(compile_ns) + " store-ms=" + format_ms(store_ns);
         return s;
     }
@@ -4454,10 +4499,22 @@ private:
 /// The live counters: lock-free for everything on the hit path.
 class statistics {
 public:
-    void hit(std::uint64_t bytes, std::uint64_t ns) noexcept {
+    /// The time of one hit, phase by phase.
+    struct hit_phases {
+        std::uint64_t read_ns = 0;        ///< fetching the bytes from storage
+        std::uint64_t verify_ns = 0;      ///< checking the envelope
+        std::uint64_t deserialize_ns = 0; ///< deserializing and relinking references
+        std::uint64_t relocate_ns = 0;    ///< shifting source positions
+    };
+
+    void hit(std::uint64_t bytes, hit_phases const& t) noexcept {
         hits_.fetch_add(1, std::memory_order_relaxed);
         bytes_read_.fetch_add(bytes, std::memory_order_relaxed);
-        load_ns_.fetch_add(ns, std::memory_order_relaxed);
+        load_ns_.fetch_add(t.read_ns + t.verify_ns + t.deserialize_ns + t.relocate_ns, std::memory_order_relaxed);
+        hit_read_ns_.fetch_add(t.read_ns, std::memory_order_relaxed);
+        hit_verify_ns_.fetch_add(t.verify_ns, std::memory_order_relaxed);
+        hit_deserialize_ns_.fetch_add(t.deserialize_ns, std::memory_order_relaxed);
+        hit_relocate_ns_.fetch_add(t.relocate_ns, std::memory_order_relaxed);
     }
     void miss(miss_reason r, std::uint64_t bytes, std::uint64_t ns) noexcept {
         misses_[static_cast<std::size_t>(r)].fetch_add(1, std::memory_order_relaxed);
@@ -4501,6 +4558,10 @@ public:
         s.load_ns = load_ns_.load(std::memory_order_relaxed);
         s.compile_ns = compile_ns_.load(std::memory_order_relaxed);
         s.store_ns = store_ns_.load(std::memory_order_relaxed);
+        s.hit_read_ns = hit_read_ns_.load(std::memory_order_relaxed);
+        s.hit_verify_ns = hit_verify_ns_.load(std::memory_order_relaxed);
+        s.hit_deserialize_ns = hit_deserialize_ns_.load(std::memory_order_relaxed);
+        s.hit_relocate_ns = hit_relocate_ns_.load(std::memory_order_relaxed);
         return s;
     }
 
@@ -4517,6 +4578,10 @@ private:
     std::atomic<std::uint64_t> load_ns_{0};
     std::atomic<std::uint64_t> compile_ns_{0};
     std::atomic<std::uint64_t> store_ns_{0};
+    std::atomic<std::uint64_t> hit_read_ns_{0};
+    std::atomic<std::uint64_t> hit_verify_ns_{0};
+    std::atomic<std::uint64_t> hit_deserialize_ns_{0};
+    std::atomic<std::uint64_t> hit_relocate_ns_{0};
 };
 
 } // namespace compile_cache
@@ -4533,11 +4598,13 @@ private:
 #include <exception>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace compile_cache {
 
@@ -4571,7 +4638,16 @@ template <class Artifact>
 struct cached {
     Artifact value;
     compile_cache::outcome outcome = compile_cache::outcome::compiled;
-    std::string reason; ///< for a bypass: why the kernel could not be keyed
+    /// Why it was not loaded: for a bypass, why the kernel could not be keyed; for a
+    /// compile, the miss reason (`absent`, `corrupt`, ... see statistics.hpp), or
+    /// `disabled` when the cache is off; empty when loaded.
+    std::string reason;
+};
+
+/// A setting the cache reads from the environment, for a host's --help.
+struct environment_setting {
+    std::string name;        ///< e.g. `MYDSL_CACHE_DIR`
+    std::string description; ///< one line
 };
 
 /// Settings of a cache; from_env fills them from PREFIX_* variables.
@@ -4588,6 +4664,11 @@ struct has_relocate_source : std::false_type {};
 template <class A>
 struct has_relocate_source<A, std::void_t<decltype(relocate_source(std::declval<A&>(), std::int64_t{}))>>
     : std::true_type {};
+
+inline std::uint64_t ns_between(std::chrono::steady_clock::time_point from,
+                                std::chrono::steady_clock::time_point to) noexcept {
+    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(to - from).count());
+}
 
 inline std::uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) noexcept {
     return static_cast<std::uint64_t>(
@@ -4686,10 +4767,39 @@ public:
     /// A key builder with the toolchain component already added: the library's
     /// format, the compiler, Boost and the archive format, the ABI, the host's
     /// version string and its build-id.
-    key_builder<Hasher> make_key_builder(std::string host_version = {}) const {
+    /// The toolchain component is described and hashed once per host version string,
+    /// not once per kernel.
+    key_builder<Hasher> make_key_builder(std::string const& host_version = {}) const {
         key_builder<Hasher> kb;
-        kb.add("toolchain", toolchain::current(std::move(host_version), format_id()));
+        {
+            std::lock_guard<std::mutex> lock(state_->toolchain_mutex);
+            if (!state_->toolchain_digest || state_->toolchain_host != host_version) {
+                key_builder<Hasher> once;
+                once.add("toolchain", toolchain::current(host_version, format_id()));
+                key_result r = once.finish();
+                if (!r.ok() || r.components().empty()) return kb.fail(r.bypass_reason()), kb;
+                state_->toolchain_digest = r.components().front();
+                state_->toolchain_host = host_version;
+            }
+            kb.add_component(*state_->toolchain_digest);
+        }
         return kb;
+    }
+
+    /// The settings from_env(prefix) reads, with one line each, for a host's --help.
+    static std::vector<environment_setting> environment_settings(std::string_view prefix) {
+        std::string p(prefix);
+        std::vector<environment_setting> s = {
+            {p + "_DIR", "the cache directory; unset, empty, 0, off, false or no disable the cache"},
+            {p + "_LOG", "1 sends one-line diagnostics (misses with their reason, store failures) to stderr"},
+        };
+        if constexpr (std::is_constructible_v<Storage, std::string, directory_options>) {
+            s.push_back({p + "_MAX_SIZE", "size limit of the directory: bytes, or with K, M, G (powers of 1024); "
+                                          "default 1G; least recently used entries are evicted"});
+            s.push_back({p + "_DURABILITY", "none (default), file (fsync each entry) or full (also fsync its folder)"});
+            s.push_back({p + "_SHARED", "1 shares the directory with the group (group-writable entries trusted)"});
+        }
+        return s;
     }
 
     /// Loads the artifact stored under `k`, relinking its references through the
@@ -4700,47 +4810,8 @@ public:
 #endif
     std::optional<Artifact> load(key_result const& k, entry_info const& info = {}, void const* self = nullptr) {
         static_assert(check_serializer<Serializer, Artifact>::value, "");
-        if (!enabled_ || !k.ok()) return std::nullopt;
-        auto start = std::chrono::steady_clock::now();
-        std::size_t bytes = 0;
-        try {
-            thread_local std::string buffer; // reused: a hit allocates no read buffer
-            read_result rr = storage_.read(k.value(), buffer, options_.max_entry_size);
-            switch (rr.status) {
-            case read_status::found: break;
-            case read_status::absent: return missed(miss_reason::absent, 0, start, info, {});
-            case read_status::too_large: return missed(miss_reason::too_large, 0, start, info, {});
-            case read_status::error:
-                return missed(miss_reason::read_error, 0, start, info, rr.error.message());
-            }
-            bytes = buffer.size();
-            opened_envelope env = open_envelope(buffer, k.value(), Serializer::format_id(), options_.max_entry_size);
-            switch (env.status) {
-            case envelope_status::ok: break;
-            case envelope_status::corrupt: return missed(miss_reason::corrupt, bytes, start, info, {});
-            case envelope_status::foreign_version: return missed(miss_reason::foreign_version, bytes, start, info, {});
-            case envelope_status::key_mismatch: return missed(miss_reason::key_mismatch, bytes, start, info, {});
-            case envelope_status::too_large: return missed(miss_reason::too_large, bytes, start, info, {});
-            }
-            std::optional<Artifact> artifact(std::in_place);
-            try {
-                Serializer::load(env.payload, *artifact, resolver_context::of(state_->resolver, self));
-            } catch (unresolved_reference const& e) {
-                return missed(miss_reason::unresolved_reference, bytes, start, info, e.what());
-            } catch (std::exception const& e) {
-                return missed(miss_reason::deserialize_error, bytes, start, info, e.what());
-            }
-            if constexpr (detail::has_relocate_source<Artifact>::value) {
-                if (info.origin_line != 0 && env.metadata.origin_line != info.origin_line)
-                    relocate_source(*artifact, info.origin_line - env.metadata.origin_line);
-            }
-            state_->stats.hit(bytes, detail::elapsed_ns(start));
-            return artifact;
-        } catch (std::exception const& e) {
-            return missed(miss_reason::deserialize_error, bytes, start, info, e.what());
-        } catch (...) {
-            return missed(miss_reason::deserialize_error, bytes, start, info, "unknown exception");
-        }
+        miss_reason why = miss_reason::absent;
+        return load_impl<Artifact>(k, info, self, why);
     }
 
     /// Stores `artifact` under `k`, atomically. False, counted and logged, on any
@@ -4799,16 +4870,21 @@ public:
 #endif
     cached<Artifact> get_or_compile(key_result const& k, entry_info const& info, Compile&& compile,
                                     void const* self = nullptr) {
-        if (!enabled_) return cached<Artifact>{std::forward<Compile>(compile)(), outcome::compiled, {}};
+        static_assert(check_serializer<Serializer, Artifact>::value, "");
+        if (!enabled_) return cached<Artifact>{std::forward<Compile>(compile)(), outcome::compiled, "disabled"};
         if (!k.ok()) {
             state_->stats.bypassed(k.bypass_reason());
             log("bypass " + info.name + ": " + k.bypass_reason());
-            return cached<Artifact>{std::forward<Compile>(compile)(), outcome::bypassed, k.bypass_reason()};
+            auto start = std::chrono::steady_clock::now();
+            cached<Artifact> result{std::forward<Compile>(compile)(), outcome::bypassed, k.bypass_reason()};
+            state_->stats.compiled(detail::elapsed_ns(start));
+            return result;
         }
-        if (std::optional<Artifact> hit = load<Artifact>(k, info, self))
+        miss_reason why = miss_reason::absent;
+        if (std::optional<Artifact> hit = load_impl<Artifact>(k, info, self, why))
             return cached<Artifact>{std::move(*hit), outcome::loaded, {}};
         auto start = std::chrono::steady_clock::now();
-        cached<Artifact> result{std::forward<Compile>(compile)(), outcome::compiled, {}};
+        cached<Artifact> result{std::forward<Compile>(compile)(), outcome::compiled, to_string(why)};
         std::uint64_t compile_ns = detail::elapsed_ns(start);
         state_->stats.compiled(compile_ns);
         store(k, result.value, info, self, std::chrono::nanoseconds(compile_ns));
@@ -4820,10 +4896,70 @@ private:
         Resolver resolver;
         statistics stats;
         std::atomic<bool> write_error_logged{false};
+        std::mutex toolchain_mutex;
+        std::string toolchain_host;
+        std::optional<component_digest> toolchain_digest;
     };
 
-    std::nullopt_t missed(miss_reason r, std::size_t bytes, std::chrono::steady_clock::time_point start,
-                          entry_info const& info, std::string const& detail) noexcept {
+    // The hit path, timed phase by phase (read, verify, deserialize and relink,
+    // relocate) so that a host can see where a warm run spends its time.
+    template <class Artifact>
+    std::optional<Artifact> load_impl(key_result const& k, entry_info const& info, void const* self,
+                                      miss_reason& why) {
+        if (!enabled_ || !k.ok()) return std::nullopt;
+        auto start = std::chrono::steady_clock::now();
+        std::size_t bytes = 0;
+        try {
+            thread_local std::string buffer; // reused: a hit allocates no read buffer
+            read_result rr = storage_.read(k.value(), buffer, options_.max_entry_size);
+            switch (rr.status) {
+            case read_status::found: break;
+            case read_status::absent: return missed(why, miss_reason::absent, 0, start, info, {});
+            case read_status::too_large: return missed(why, miss_reason::too_large, 0, start, info, {});
+            case read_status::error:
+                return missed(why, miss_reason::read_error, 0, start, info, rr.error.message());
+            }
+            bytes = buffer.size();
+            auto read_done = std::chrono::steady_clock::now();
+            opened_envelope env = open_envelope(buffer, k.value(), Serializer::format_id(), options_.max_entry_size);
+            switch (env.status) {
+            case envelope_status::ok: break;
+            case envelope_status::corrupt: return missed(why, miss_reason::corrupt, bytes, start, info, {});
+            case envelope_status::foreign_version:
+                return missed(why, miss_reason::foreign_version, bytes, start, info, {});
+            case envelope_status::key_mismatch: return missed(why, miss_reason::key_mismatch, bytes, start, info, {});
+            case envelope_status::too_large: return missed(why, miss_reason::too_large, bytes, start, info, {});
+            }
+            auto verify_done = std::chrono::steady_clock::now();
+            std::optional<Artifact> artifact(std::in_place);
+            try {
+                Serializer::load(env.payload, *artifact, resolver_context::of(state_->resolver, self));
+            } catch (unresolved_reference const& e) {
+                return missed(why, miss_reason::unresolved_reference, bytes, start, info, e.what());
+            } catch (std::exception const& e) {
+                return missed(why, miss_reason::deserialize_error, bytes, start, info, e.what());
+            }
+            auto deserialize_done = std::chrono::steady_clock::now();
+            if constexpr (detail::has_relocate_source<Artifact>::value) {
+                if (info.origin_line != 0 && env.metadata.origin_line != info.origin_line)
+                    relocate_source(*artifact, info.origin_line - env.metadata.origin_line);
+            }
+            auto done = std::chrono::steady_clock::now();
+            state_->stats.hit(bytes, {detail::ns_between(start, read_done), detail::ns_between(read_done, verify_done),
+                                      detail::ns_between(verify_done, deserialize_done),
+                                      detail::ns_between(deserialize_done, done)});
+            return artifact;
+        } catch (std::exception const& e) {
+            return missed(why, miss_reason::deserialize_error, bytes, start, info, e.what());
+        } catch (...) {
+            return missed(why, miss_reason::deserialize_error, bytes, start, info, "unknown exception");
+        }
+    }
+
+    std::nullopt_t missed(miss_reason& why, miss_reason r, std::size_t bytes,
+                          std::chrono::steady_clock::time_point start, entry_info const& info,
+                          std::string const& detail) noexcept {
+        why = r;
         state_->stats.miss(r, bytes, detail::elapsed_ns(start));
         if (r != miss_reason::absent)
             log(std::string("miss ") + info.name + ": " + to_string(r) + (detail.empty() ? "" : ": " + detail));

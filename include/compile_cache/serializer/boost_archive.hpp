@@ -11,12 +11,14 @@
 #include <boost/archive/binary_oarchive.hpp>
 #include <boost/archive/text_iarchive.hpp>
 #include <boost/archive/text_oarchive.hpp>
+#include <boost/math/special_functions/nonfinite_num_facets.hpp>
 #include <boost/version.hpp>
 
 #include <climits>
 #include <cstdint>
 #include <cstring>
 #include <istream>
+#include <locale>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -48,6 +50,17 @@ inline unsigned archive_version() {
 // The archive header is left out (no_header): the envelope's format id already says
 // what the header would, and checking it there happens before Boost sees a byte.
 inline constexpr unsigned archive_flags = boost::archive::no_header | boost::archive::no_codecvt;
+
+/// The locale of text archives. The classic locale, whatever the host's global one:
+/// under a locale that writes 1,5 or 1.000 the entries would read nowhere else. With
+/// facets for inf and nan, which std::num_get cannot read back from std::num_put: a
+/// kernel with an infinite constant would miss on every load and be stored again.
+inline std::locale const& text_archive_locale() {
+    static std::locale const locale(
+        std::locale(std::locale::classic(), new boost::math::nonfinite_num_put<char>),
+        new boost::math::nonfinite_num_get<char>);
+    return locale;
+}
 
 } // namespace detail
 
@@ -91,6 +104,7 @@ struct boost_text {
     static void save(std::string& out, T const& value, resolver_context const& ctx) {
         detail::string_append_buf buf(out);
         std::ostream os(&buf);
+        os.imbue(detail::text_archive_locale());
         {
             boost::archive::text_oarchive ar(os, detail::archive_flags);
             resolver_context_of(ar) = ctx;
@@ -102,6 +116,7 @@ struct boost_text {
     static void load(std::string_view in, T& value, resolver_context const& ctx) {
         detail::memory_read_buf buf(in);
         std::istream is(&buf);
+        is.imbue(detail::text_archive_locale());
         boost::archive::text_iarchive ar(is, detail::archive_flags);
         resolver_context_of(ar) = ctx;
         ar >> value;
