@@ -18,9 +18,12 @@
 #include <boost/version.hpp>
 
 #include <cctype>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <limits>
+#include <locale>
 #include <map>
 #include <string>
 #include <string_view>
@@ -232,6 +235,66 @@ TEMPLATE_TEST_CASE("a corrupt length makes Boost throw std::length_error, not an
     }
     compiled_kernel loaded;
     CHECK_THROWS_AS(TestType::load(bytes, loaded, h.context()), std::length_error);
+}
+
+TEMPLATE_TEST_CASE("infinite and NaN constants survive a round trip", "[serializer]", cc::boost_binary,
+                   cc::boost_text) {
+    // A max-reduction starts from -inf: such a kernel must load, not miss every time.
+    host h;
+    compiled_kernel original = h.compile();
+    original.constants = {-std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(),
+                          std::numeric_limits<double>::quiet_NaN(), -0.0, std::numeric_limits<double>::denorm_min()};
+    std::string const bytes = save<TestType>(original, h.context());
+    compiled_kernel loaded;
+    TestType::load(bytes, loaded, h.context());
+    REQUIRE(loaded.constants.size() == 5);
+    CHECK(loaded.constants[0] == -std::numeric_limits<double>::infinity());
+    CHECK(loaded.constants[1] == std::numeric_limits<double>::infinity());
+    CHECK(std::isnan(loaded.constants[2]));
+    CHECK(loaded.constants[3] == 0.0);
+    CHECK(std::signbit(loaded.constants[3]));
+    CHECK(loaded.constants[4] == std::numeric_limits<double>::denorm_min());
+}
+
+namespace {
+/// A host's global locale that writes 1.234,5 for 1234.5.
+struct comma_decimal : std::numpunct<char> {
+    char do_decimal_point() const override { return ','; }
+    char do_thousands_sep() const override { return '.'; }
+    std::string do_grouping() const override { return "\3"; }
+};
+
+class global_locale {
+public:
+    explicit global_locale(std::locale const& l) : old_(std::locale::global(l)) {}
+    global_locale(global_locale const&) = delete;
+    global_locale& operator=(global_locale const&) = delete;
+    ~global_locale() { std::locale::global(old_); }
+
+private:
+    std::locale old_;
+};
+} // namespace
+
+TEST_CASE("a text archive is the same whatever the host's global locale", "[serializer]") {
+    host h;
+    compiled_kernel original = h.compile();
+    original.bytecode.assign(1500, 0x01); // a count that a grouping locale would write as 1.500
+    original.constants.push_back(1234.5);
+    std::string const classic_bytes = save<cc::boost_text>(original, h.context());
+
+    std::string localized_bytes;
+    compiled_kernel read_under_locale;
+    {
+        global_locale german(std::locale(std::locale::classic(), new comma_decimal));
+        localized_bytes = save<cc::boost_text>(original, h.context());
+        cc::boost_text::load(classic_bytes, read_under_locale, h.context());
+    }
+    CHECK(localized_bytes == classic_bytes);
+    CHECK(same(read_under_locale, original));
+    compiled_kernel read_back;
+    cc::boost_text::load(localized_bytes, read_back, h.context());
+    CHECK(same(read_back, original));
 }
 
 namespace {
