@@ -5,9 +5,11 @@
 //     visiting order, lines relative to the kernel's first line, no columns), which
 //     already holds the values of the globals it reads; those values also go in as
 //     their own component ("globals") so that a miss can be explained by them;
-//   - the keys of the kernels it calls, so a change in a callee re-keys every caller
-//     transitively. Inlining copies a callee's lowered IR into the caller, which is
-//     covered by the callee's key; inlined source lines are stored relative to the
+//   - the keys of the kernels it calls (one component "callee:NAME" each, so that a
+//     miss names the callee that changed), so a change in a callee re-keys every
+//     caller transitively; a callee that bypassed makes its callers bypass too.
+//     Inlining copies a callee's lowered IR into the caller, which is covered by the
+//     callee's key; inlined source lines are stored relative to the
 //     callee's first line (see artifact::lines), so moving the callee alone does not
 //     invalidate the caller;
 //   - the dialect group, the pass pipeline and the optimization level;
@@ -108,26 +110,19 @@ std::vector<glue::key_result> compute_keys(module& m, std::vector<std::vector<ke
         std::sort(members.begin(), members.end(), [](kernel const* a, kernel const* b) { return a->name < b->name; });
         int id = members.front()->scc;
 
-        // Callees outside the component, in name order; a callee that could not be
-        // keyed makes this component unkeyable too.
+        // Callees outside the component, in name order.
         std::set<std::pair<std::string, int>> outside;
         for (kernel const* k : members)
             for (int c : k->callees)
                 if (m.kernels[static_cast<std::size_t>(c)]->scc != id)
                     outside.insert({m.kernels[static_cast<std::size_t>(c)]->name, c});
-        std::vector<glue::key> callee_keys;
-        std::string failed;
-        for (auto const& [name, c] : outside) {
-            glue::key_result const& ck = keys[static_cast<std::size_t>(c)];
-            if (!ck.ok() && failed.empty()) failed = "callee " + name + " is not cacheable (" + ck.bypass_reason() + ")";
-            callee_keys.push_back(ck.value());
-        }
 
-        // The first reason given is the one reported, so failures go in before any
-        // component (an empty callee key would otherwise fail "callees" obscurely).
+        // The first reason given is the one reported: a missing source path first,
+        // then a callee that bypassed (the key_result overload of add turns it into
+        // this component's bypass, naming the callee's component and its reason).
         glue::key_builder kb = cache.make_key_builder();
         if (ctx.file_identity.empty()) kb.fail(ctx.no_file_reason.empty() ? "no stable source path" : ctx.no_file_reason);
-        if (!failed.empty()) kb.fail(failed);
+        for (auto const& [name, c] : outside) kb.add("callee:" + name, keys[static_cast<std::size_t>(c)]);
         if (members.size() == 1) {
             kernel const* k = members.front();
             kb.add("kernel", k->name);
@@ -142,7 +137,6 @@ std::vector<glue::key_result> compute_keys(module& m, std::vector<std::vector<ke
                 kb.add("globals:" + k->name, k->globals_read);
             }
         }
-        kb.add("callees", callee_keys);
         add_common(kb, ctx);
         glue::key_result unit = kb.finish();
 
@@ -152,8 +146,8 @@ std::vector<glue::key_result> compute_keys(module& m, std::vector<std::vector<ke
         }
         for (kernel const* k : members) {
             glue::key_builder mk = cache.make_key_builder();
-            if (!unit.ok()) mk.fail(unit.bypass_reason());
-            mk.add("scc", unit.value());
+            if (!unit.ok()) mk.fail(unit.bypass_reason()); // every member gives the component's reason as is
+            mk.add("scc", unit);
             mk.add("kernel", k->name);
             keys[static_cast<std::size_t>(k->index)] = mk.finish();
         }
