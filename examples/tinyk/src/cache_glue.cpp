@@ -1,6 +1,7 @@
 #include "cache_glue.hpp"
 
 #include <memory>
+#include <string>
 
 namespace tinyk::glue {
 
@@ -24,9 +25,16 @@ result cache::get_or_compile(kernel& k, key_result const& kr, std::string const&
     return {r.outcome, std::move(r.reason)};
 }
 
-std::string cache::stats_summary() const {
-    if (!c_.enabled()) return "cache disabled (set TINYK_CACHE_DIR)";
-    return c_.stats().summary();
+namespace {
+std::string milliseconds(std::uint64_t ns) { // as the library's summary writes them: 1.234
+    std::string us = std::to_string(ns / 1000 % 1000);
+    return std::to_string(ns / 1000000) + "." + std::string(3 - us.size(), '0') + us;
+}
+} // namespace
+
+std::string cache::stats_summary(driver_times const& t) const {
+    std::string s = c_.enabled() ? c_.stats().summary() : std::string("cache disabled (set TINYK_CACHE_DIR)");
+    return s + " key-ms=" + milliseconds(t.key_ns) + " front-ms=" + milliseconds(t.front_ns);
 }
 
 } // namespace tinyk::glue

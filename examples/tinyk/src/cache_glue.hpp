@@ -7,8 +7,10 @@
 
 #include <compile_cache/compile_cache.hpp>
 
+#include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace tinyk::glue {
 
@@ -21,15 +23,29 @@ using outcome = cc::outcome;
 
 struct result {
     outcome how = outcome::compiled;
-    std::string reason; // for a bypass
+    std::string reason; // why it was not loaded: the bypass or miss reason, or "disabled"
 };
+
+/// Where the driver spent its time before the cache was asked for any kernel (shown
+/// by --stats beside the cache's own figures).
+struct driver_times {
+    std::uint64_t front_ns = 0; // parse, check, lower, canonical IR text
+    std::uint64_t key_ns = 0;   // call graph components and every kernel's key
+};
+
+/// The environment prefix: TINYK_CACHE_DIR and the other settings from_env reads.
+inline constexpr char const* env_prefix = "TINYK_CACHE";
 
 /// The version that goes into every key (with the build-id of the tinyk binary).
 inline constexpr char const* host_version = "tinyk 0.1";
 
 class cache {
 public:
-    static cache from_env() { return cache(cc::default_cache::from_env("TINYK_CACHE")); }
+    static cache from_env() { return cache(cc::default_cache::from_env(env_prefix)); }
+    /// Every TINYK_CACHE_* setting from_env reads, with one line each (for --help).
+    static std::vector<cc::environment_setting> environment_settings() {
+        return cc::default_cache::environment_settings(env_prefix);
+    }
 
     bool enabled() const { return c_.enabled(); }
     /// Registers what artifacts reference by name: the dialect group (shared, by a
@@ -41,7 +57,8 @@ public:
     /// Loads k's artifact or compiles it (and stores it); sets k.code.
     result get_or_compile(kernel& k, key_result const& kr, std::string const& origin_file,
                           std::function<artifact()> const& compile);
-    std::string stats_summary() const;
+    /// One line: the cache's statistics, then the driver's key-ms and front-ms.
+    std::string stats_summary(driver_times const& t) const;
 
 private:
     explicit cache(cc::default_cache c) : c_(std::move(c)) {}

@@ -6,6 +6,8 @@
 #include "vm.hpp"
 
 #include <cerrno>
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -24,6 +26,34 @@ constexpr char const* tinyk_version = "0.1";
 
 enum exit_code { ok = 0, internal = 1, program_error = 2, runtime_error = 3 };
 
+// The settings come from the library (what from_env reads), each description
+// wrapped to 80 columns beside its name.
+void print_environment_settings(std::FILE* out) {
+    constexpr std::size_t indent = 26, width = 80;
+    for (auto const& setting : tinyk::glue::cache::environment_settings()) {
+        std::string line = "  " + setting.name; // a long name gets its own line
+        if (line.size() + 1 < indent) line.append(indent - line.size(), ' ');
+        else line += "\n" + std::string(indent, ' ');
+        std::size_t column = indent;
+        std::istringstream words(setting.description);
+        std::string word;
+        bool first = true;
+        while (words >> word) {
+            if (!first && column + 1 + word.size() > width) {
+                line += "\n" + std::string(indent, ' ');
+                column = indent;
+            } else if (!first) {
+                line += ' ';
+                ++column;
+            }
+            line += word;
+            column += word.size();
+            first = false;
+        }
+        std::fprintf(out, "%s\n", line.c_str());
+    }
+}
+
 void print_help(std::FILE* out) {
     std::fprintf(out,
         "usage: tinyk run [options] FILE --call NAME [ARG...]\n"
@@ -36,23 +66,23 @@ void print_help(std::FILE* out) {
         "options (anywhere before --call):\n"
         "  -O0, -O1         optimization level (default -O1: inlining, constant folding,\n"
         "                   common-subexpression and dead-code elimination); part of the key\n"
-        "  -v, --verbose    one line per kernel on stderr: 'tinyk: compiled NAME',\n"
-        "                   'tinyk: loaded NAME' or 'tinyk: bypass NAME: REASON'\n"
-        "  --stats          one line of cache statistics on stderr at exit\n"
+        "  -v, --verbose    one line per kernel on stderr, one of\n"
+        "                     tinyk: compiled NAME (REASON)\n"
+        "                     tinyk: loaded NAME\n"
+        "                     tinyk: bypass NAME: REASON\n"
+        "                   where a compile's REASON is the cache's miss reason (absent,\n"
+        "                   corrupt, ...) or disabled, and a bypass's why NAME has no key\n"
+        "  --stats          one line of cache statistics on stderr at exit (hits, misses\n"
+        "                   by reason, stores, bytes; time loading, with a hit's read,\n"
+        "                   verify, deserialize and relocate; compiling; storing; keying\n"
+        "                   (key-ms) and parsing and lowering (front-ms))\n"
         "  --dump-ir        print each kernel's lowered and optimized IR on stderr\n"
         "  --dump-bytecode  print each kernel's bytecode on stderr\n"
         "  -h, --help       this text\n"
         "\n"
-        "environment:\n"
-        "  TINYK_CACHE_DIR  directory of the on-disk kernel cache (created if missing);\n"
-        "                   unset, empty, 0, off, false or no: no cache\n"
-        "  TINYK_CACHE_LOG  1: one-line cache diagnostics on stderr (misses other than\n"
-        "                   absent entries, bypasses, failed stores)\n"
-        "  TINYK_CACHE_MAX_SIZE     size limit of the directory, e.g. 500M or 2G\n"
-        "                           (least recently used entries go first; 0: no limit;\n"
-        "                           default 1G)\n"
-        "  TINYK_CACHE_DURABILITY   none (default), file or full: how hard a store syncs\n"
-        "  TINYK_CACHE_SHARED       1/on/true/yes/group: share the directory with the group\n"
+        "environment (the kernel cache; unset TINYK_CACHE_DIR: no cache):\n");
+    print_environment_settings(out);
+    std::fprintf(out,
         "\n"
         "exit status: 0 success, 2 error in the program or the command line,\n"
         "             3 failed assertion (or call depth limit) at run time,\n             1 internal error\n");
@@ -161,25 +191,35 @@ int run(options const& o) {
         return program_error;
     }
     tinyk::glue::cache cache = tinyk::glue::cache::from_env();
+    tinyk::glue::driver_times times;
     struct stats_at_exit {
         tinyk::glue::cache const& c;
+        tinyk::glue::driver_times const& t;
         bool on;
         ~stats_at_exit() {
-            if (on) std::fprintf(stderr, "tinyk: stats: %s\n", c.stats_summary().c_str());
+            if (on) std::fprintf(stderr, "tinyk: stats: %s\n", c.stats_summary(t).c_str());
         }
-    } stats_guard{cache, o.stats};
+    } stats_guard{cache, times, o.stats};
+    auto ns_since = [](std::chrono::steady_clock::time_point since) {
+        return static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since).count());
+    };
 
     tinyk::module m;
+    auto front_start = std::chrono::steady_clock::now();
     try {
         m = tinyk::build_module(source, o.file);
+        times.front_ns = ns_since(front_start);
     } catch (tinyk::compile_error const& e) {
         std::fprintf(stderr, "%s:%d:%d: error: %s\n", o.file.c_str(), e.pos().line, e.pos().col, e.what());
         return program_error;
     }
 
+    auto key_start = std::chrono::steady_clock::now();
     auto sccs = tinyk::strongly_connected_components(m);
     tinyk::key_context kctx = key_context_for(o);
     auto keys = tinyk::compute_keys(m, sccs, cache, kctx);
+    times.key_ns = ns_since(key_start);
     std::string const& origin_file = kctx.file_identity.empty() ? o.file : kctx.file_identity;
 
     // Every kernel is bound to its key before any is compiled or loaded, so that a
@@ -199,7 +239,9 @@ int run(options const& o) {
             throw tinyk::internal_error("kernel '" + k.name + "': its artifact does not reference the live singletons");
         if (o.verbose) {
             switch (r.how) {
-            case tinyk::glue::outcome::compiled: std::fprintf(stderr, "tinyk: compiled %s\n", k.name.c_str()); break;
+            case tinyk::glue::outcome::compiled:
+                std::fprintf(stderr, "tinyk: compiled %s (%s)\n", k.name.c_str(), r.reason.c_str());
+                break;
             case tinyk::glue::outcome::loaded: std::fprintf(stderr, "tinyk: loaded %s\n", k.name.c_str()); break;
             case tinyk::glue::outcome::bypassed:
                 std::fprintf(stderr, "tinyk: bypass %s: %s\n", k.name.c_str(), r.reason.c_str());
