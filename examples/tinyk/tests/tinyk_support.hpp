@@ -1,0 +1,349 @@
+// What the tinyk tests share: a temp directory, running the tinyk binary as a child
+// with a controlled environment, reading its `-v` lines, and a listing of the entry
+// files under a cache directory (with the kernel each one holds) to tell which were
+// written or rewritten by a run.
+#pragma once
+
+#include "process.hpp"
+
+#include <compile_cache/compile_cache.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+
+#ifndef TINYK_EXECUTABLE
+#error "TINYK_EXECUTABLE (the path of the tinyk binary) must be defined by the build"
+#endif
+
+namespace tinyk_test {
+
+namespace fs = std::filesystem;
+
+/// A fresh directory under $TMPDIR (or /tmp), removed with its content at the end.
+class temp_dir {
+public:
+    explicit temp_dir(std::string const& tag = "tinyk-test") {
+        char const* base = std::getenv("TMPDIR");
+        std::string pattern = std::string(base && *base ? base : "/tmp") + "/" + tag + "-XXXXXX";
+        if (::mkdtemp(pattern.data()) == nullptr)
+            throw std::system_error(errno, std::generic_category(), "mkdtemp " + pattern);
+        path_ = fs::path(pattern);
+    }
+    ~temp_dir() {
+        std::error_code ec;
+        fs::remove_all(path_, ec);
+    }
+    temp_dir(temp_dir const&) = delete;
+    temp_dir& operator=(temp_dir const&) = delete;
+
+    fs::path const& path() const noexcept { return path_; }
+    std::string str() const { return path_.string(); }
+
+private:
+    fs::path path_;
+};
+
+inline void write_file(fs::path const& path, std::string const& text) {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f << text;
+    if (!f.flush()) throw std::runtime_error("cannot write " + path.string());
+}
+
+inline std::string read_file(fs::path const& path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw std::runtime_error("cannot read " + path.string());
+    return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+/// Every file and folder below `dir` (relative paths), for "nothing was written here".
+inline std::vector<std::string> everything_under(fs::path const& dir) {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+        out.push_back(fs::relative(it->path(), dir).string());
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+/// The 1-based line of the first line of `text` that contains `needle` (0 if none).
+inline int line_of(std::string const& text, std::string const& needle) {
+    std::istringstream in(text);
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n)
+        if (line.find(needle) != std::string::npos) return n;
+    return 0;
+}
+
+// ---------------------------------------------------------------------------------
+// The cache directory as files: DIR/ab/abcdef... (two hex digits, then the key's
+// whole hex). Other files (the size ledger, temp files) are not entries.
+
+struct entry_file {
+    ino_t inode = 0;
+    std::int64_t mtime_ns = 0;
+    std::uintmax_t size = 0;
+    std::string kernel; ///< the name in the entry's envelope; empty when it does not open
+};
+
+using cache_listing = std::map<std::string, entry_file>; // relative path -> entry
+
+inline bool all_hex(std::string const& s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+    });
+}
+
+/// The kernel an entry file holds, read from its envelope through the library's
+/// own check (so a damaged entry gives "").
+inline std::string kernel_of_entry(fs::path const& file) {
+    auto k = compile_cache::key::from_hex(file.filename().string());
+    if (!k) return {};
+    std::string bytes;
+    try {
+        bytes = read_file(file);
+    } catch (std::exception const&) {
+        return {};
+    }
+    auto env = compile_cache::open_envelope(bytes, *k, compile_cache::default_cache::format_id(),
+                                            std::size_t{64} << 20);
+    return env.status == compile_cache::envelope_status::ok ? env.metadata.name : std::string();
+}
+
+inline cache_listing list_entries(fs::path const& cache_dir) {
+    cache_listing out;
+    std::error_code ec;
+    for (fs::directory_iterator folder(cache_dir, ec), end; !ec && folder != end; folder.increment(ec)) {
+        std::string fname = folder->path().filename().string();
+        if (fname.size() != 2 || !all_hex(fname) || !folder->is_directory()) continue;
+        std::error_code ec2;
+        for (fs::directory_iterator f(folder->path(), ec2), fend; !ec2 && f != fend; f.increment(ec2)) {
+            std::string name = f->path().filename().string();
+            if (!all_hex(name) || name.compare(0, 2, fname) != 0) continue;
+            struct stat st {};
+            if (::lstat(f->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+            entry_file e;
+            e.inode = st.st_ino;
+            e.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+            e.size = static_cast<std::uintmax_t>(st.st_size);
+            e.kernel = kernel_of_entry(f->path());
+            out.emplace(fname + "/" + name, e);
+        }
+    }
+    return out;
+}
+
+/// What a run did to the entries: the kernels of the entries it created or rewrote
+/// (a new file, or another inode or modification time at the same path), sorted,
+/// and how many it removed.
+struct entry_changes {
+    std::vector<std::string> written; ///< kernel names, sorted ("" for an entry that does not open)
+    std::vector<std::string> paths;   ///< their relative paths
+    std::size_t removed = 0;
+};
+
+inline entry_changes changes(cache_listing const& before, cache_listing const& after) {
+    entry_changes c;
+    for (auto const& [path, e] : after) {
+        auto it = before.find(path);
+        if (it == before.end() || it->second.inode != e.inode || it->second.mtime_ns != e.mtime_ns ||
+            it->second.size != e.size) {
+            c.written.push_back(e.kernel);
+            c.paths.push_back(path);
+        }
+    }
+    for (auto const& [path, e] : before)
+        if (!after.count(path)) ++c.removed;
+    std::sort(c.written.begin(), c.written.end());
+    return c;
+}
+
+/// The entry of kernel `name` (its relative path); "" if none or several.
+inline std::string entry_of(cache_listing const& l, std::string const& name) {
+    std::string found;
+    for (auto const& [path, e] : l)
+        if (e.kernel == name) {
+            if (!found.empty()) return {};
+            found = path;
+        }
+    return found;
+}
+
+// ---------------------------------------------------------------------------------
+// Running tinyk.
+
+/// The environment every tinyk run starts from: nothing inherited but the
+/// sanitizers' settings (so the sanitizer build's options reach the child).
+inline std::vector<std::string> base_environment(std::string const& home) {
+    std::vector<std::string> env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "TMPDIR=" + home,
+                                    "LC_ALL=C"};
+    for (char const* pass : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"})
+        if (char const* v = std::getenv(pass)) env.push_back(std::string(pass) + "=" + v);
+    return env;
+}
+
+/// One `-v` line: `tinyk: compiled NAME (REASON)`, `tinyk: loaded NAME` or
+/// `tinyk: bypass NAME: REASON`.
+struct verbose_line {
+    std::string what; ///< compiled, loaded or bypass
+    std::string name;
+    std::string reason;
+};
+
+struct tinyk_result : process_result {
+    std::vector<verbose_line> lines; ///< the -v lines, in order
+    std::vector<std::string> other_err; ///< every other stderr line
+
+    std::vector<std::string> names(std::string const& what) const {
+        std::vector<std::string> found;
+        for (auto const& l : lines)
+            if (l.what == what) found.push_back(l.name);
+        return found;
+    }
+    std::vector<std::string> compiled() const { return names("compiled"); }
+    std::vector<std::string> loaded() const { return names("loaded"); }
+    std::vector<std::string> bypassed() const { return names("bypass"); }
+    std::string reason(std::string const& name) const {
+        for (auto const& l : lines)
+            if (l.name == name) return l.reason;
+        return "(no -v line for " + name + ")";
+    }
+    /// The line `tinyk: stats: ...` (empty without --stats).
+    std::string stats() const {
+        for (auto const& l : other_err)
+            if (l.rfind("tinyk: stats: ", 0) == 0) return l;
+        return {};
+    }
+};
+
+inline tinyk_result parse_tinyk_output(process_result r) {
+    tinyk_result t;
+    static_cast<process_result&>(t) = std::move(r);
+    std::istringstream in(t.err);
+    std::string line;
+    while (std::getline(in, line)) {
+        verbose_line v;
+        if (line.rfind("tinyk: compiled ", 0) == 0) {
+            std::string rest = line.substr(16);
+            auto open = rest.find(" (");
+            v.what = "compiled";
+            v.name = rest.substr(0, open);
+            if (open != std::string::npos && rest.back() == ')') v.reason = rest.substr(open + 2, rest.size() - open - 3);
+        } else if (line.rfind("tinyk: loaded ", 0) == 0) {
+            v.what = "loaded";
+            v.name = line.substr(14);
+        } else if (line.rfind("tinyk: bypass ", 0) == 0) {
+            std::string rest = line.substr(14);
+            auto colon = rest.find(": ");
+            v.what = "bypass";
+            v.name = rest.substr(0, colon);
+            if (colon != std::string::npos) v.reason = rest.substr(colon + 2);
+        } else {
+            t.other_err.push_back(line);
+            continue;
+        }
+        t.lines.push_back(v);
+    }
+    return t;
+}
+
+/// A tinyk invocation: `tinyk ARGS...` in `cwd` with base_environment(home) plus
+/// `extra_env` (TINYK_CACHE_DIR among them when a cache is wanted). `prefix` goes
+/// before the binary (e.g. setarch -R).
+struct tinyk_run {
+    std::vector<std::string> args;
+    std::string home;
+    std::vector<std::string> extra_env;
+    std::string cwd;
+    std::vector<std::string> prefix;
+
+    tinyk_result operator()() const {
+        process_spec spec;
+        spec.argv = prefix;
+        spec.argv.push_back(TINYK_EXECUTABLE);
+        spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+        spec.env = base_environment(home);
+        spec.env.insert(spec.env.end(), extra_env.begin(), extra_env.end());
+        spec.cwd = cwd;
+        return parse_tinyk_output(run_process(spec));
+    }
+};
+
+/// One scenario's world: a temp dir with the program (prog.tk), a home, and a
+/// cache directory that does not exist until tinyk creates it.
+class scenario {
+public:
+    scenario() : program_(root_.path() / "src" / "prog.tk"), cache_(root_.path() / "cache") {
+        fs::create_directories(root_.path() / "src");
+        fs::create_directories(root_.path() / "home");
+    }
+
+    fs::path const& program() const noexcept { return program_; }
+    fs::path const& cache_dir() const noexcept { return cache_; }
+    fs::path home() const { return root_.path() / "home"; }
+    fs::path root() const { return root_.path(); }
+
+    void write_program(std::string const& text) { write_file(program_, text); }
+
+    /// tinyk run -v ARGS... (ARGS: options, then --call NAME ARGS) on prog.tk with
+    /// the scenario's cache; `extra_env` is added to the environment.
+    tinyk_result run(std::vector<std::string> const& call, std::vector<std::string> const& options = {},
+                     std::vector<std::string> const& extra_env = {}, std::string const& cwd = {},
+                     std::vector<std::string> const& prefix = {}) const {
+        tinyk_run r;
+        r.args = {"run", "-v"};
+        r.args.insert(r.args.end(), options.begin(), options.end());
+        r.args.push_back(program_.string());
+        r.args.push_back("--call");
+        r.args.insert(r.args.end(), call.begin(), call.end());
+        r.home = home().string();
+        r.extra_env = {"TINYK_CACHE_DIR=" + cache_.string()};
+        r.extra_env.insert(r.extra_env.end(), extra_env.begin(), extra_env.end());
+        r.cwd = cwd.empty() ? root_.str() : cwd;
+        r.prefix = prefix;
+        return r();
+    }
+
+    cache_listing entries() const { return list_entries(cache_); }
+
+private:
+    temp_dir root_;
+    fs::path program_;
+    fs::path cache_;
+};
+
+using names = std::vector<std::string>;
+
+/// `setarch MACHINE -R` if it works here (it needs personality(2), which some
+/// sandboxes refuse); empty otherwise.
+inline std::vector<std::string> setarch_no_randomization() {
+    for (char const* path : {"/usr/bin/setarch", "/bin/setarch"}) {
+        if (::access(path, X_OK) != 0) continue;
+        struct utsname u {};
+        if (::uname(&u) != 0) return {};
+        std::vector<std::string> prefix = {path, u.machine, "-R"};
+        process_spec spec;
+        spec.argv = prefix;
+        spec.argv.push_back("/bin/true");
+        spec.env = {"PATH=/usr/bin:/bin"};
+        try {
+            if (run_process(spec).exited(0)) return prefix;
+        } catch (std::exception const&) {
+        }
+        return {};
+    }
+    return {};
+}
+
+} // namespace tinyk_test
