@@ -237,6 +237,7 @@ TEST_CASE("a reference with no live object is a miss, never a dangling pointer",
     // The host just compiles: it gets its own kernel, pointing at its own objects.
     cc::cached<compiled_kernel> r = reader.get_saxpy();
     CHECK(r.outcome == cc::outcome::compiled);
+    CHECK(r.reason == "unresolved-reference");
     REQUIRE(r.value.callees.size() == 1);
     CHECK(r.value.callees[0].get() == &reader.fma);
     CHECK(r.value.dialects.get() == &reader.core);
