@@ -1,0 +1,315 @@
+// compile_cache: an llvm::ObjectCache over a compile_cache cache, for any LLVM JIT
+// that takes one (ORC's SimpleCompiler, TMOwningSimpleCompiler, ConcurrentIRCompiler;
+// MCJIT). Optional: needs LLVM (written against LLVM 14); the umbrella header does
+// not include it.
+//
+//   auto cache = compile_cache::default_cache::from_env("MYJIT_CACHE");
+//   compile_cache::object_cache<compile_cache::default_cache> objects(cache, "myjit 1.2");
+//   auto jit = llvm::orc::LLJITBuilder()
+//       .setCompileFunctionCreator([&](llvm::orc::JITTargetMachineBuilder jtmb)
+//               -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
+//           if (llvm::Error e = objects.set_target(jtmb)) return e;
+//           return std::make_unique<llvm::orc::ConcurrentIRCompiler>(std::move(jtmb), &objects);
+//       })
+//       .create();
+//
+// The key of an object covers the module's bitcode as it reaches the code generator
+// (so a changed function, or other IR optimisation, misses), the target machine (triple,
+// CPU, features, TargetOptions, codegen opt level, relocation and code models), the
+// LLVM version, and the toolchain component of every compile_cache key (library,
+// compiler, Boost, archive format, the host's version string and build-id).
+//
+// getObject computes the bitcode digest and remembers it for the module, so that
+// notifyObjectCompiled stores under the key of the IR the code generator was given
+// (code generation may change the module). A loaded entry must parse as an object
+// file of the target's architecture, or it is not used: the JIT compiles as usual and
+// the new object replaces the entry. Nothing here throws into LLVM.
+//
+// RTTI: object_cache<Cache> needs RTTI (the cache does: Boost.Serialization and the
+// registry use typeid). If your LLVM was built without RTTI, compile the code that
+// derives from llvm::ObjectCache with -fno-rtti and use basic_object_cache, which
+// takes an object_store made in a translation unit compiled with RTTI
+// (compile_cache/llvm/object_store.hpp shows how).
+#pragma once
+
+#include <compile_cache/llvm/object_store.hpp>
+
+#include <llvm/ADT/ArrayRef.h>
+#include <llvm/ADT/StringRef.h>
+#include <llvm/ADT/Triple.h>
+#include <llvm/Bitcode/BitcodeWriter.h>
+#include <llvm/Config/llvm-config.h>
+#include <llvm/ExecutionEngine/ObjectCache.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Object/ObjectFile.h>
+#include <llvm/Support/Error.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/SHA256.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Target/TargetOptions.h>
+
+#if defined(__GXX_RTTI) || defined(_CPPRTTI)
+#include <compile_cache/llvm/cache_object_store.hpp>
+#define COMPILE_CACHE_OBJECT_CACHE_HAS_RTTI 1
+#else
+#define COMPILE_CACHE_OBJECT_CACHE_HAS_RTTI 0
+#endif
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+
+namespace compile_cache {
+
+namespace llvm_detail {
+
+/// A raw_ostream that hashes what is written to it (the bitcode is never kept).
+class sha256_ostream final : public ::llvm::raw_ostream {
+public:
+    sha256_ostream() : ::llvm::raw_ostream(/*unbuffered=*/true) {}
+    std::string digest() {
+        flush();
+        ::llvm::StringRef d = hash_.final();
+        return std::string(d.data(), d.size());
+    }
+
+private:
+    void write_impl(char const* p, std::size_t n) override {
+        hash_.update(::llvm::StringRef(p, n));
+        pos_ += n;
+    }
+    std::uint64_t current_pos() const override { return pos_; }
+
+    ::llvm::SHA256 hash_;
+    std::uint64_t pos_ = 0;
+};
+
+inline void append_field(std::string& out, char const* name, std::string_view value) {
+    out += name;
+    out += '=';
+    out += std::to_string(value.size()); // length-prefixed: no value can pose as another field
+    out += ':';
+    out.append(value.data(), value.size());
+    out += ';';
+}
+
+inline void append_field(std::string& out, char const* name, long long value) {
+    append_field(out, name, std::to_string(value));
+}
+
+} // namespace llvm_detail
+
+/// SHA-256 of the module's bitcode (without use-list order), 32 bytes.
+inline std::string bitcode_digest(::llvm::Module const& m) {
+    llvm_detail::sha256_ostream os;
+    ::llvm::WriteBitcodeToFile(m, os);
+    return os.digest();
+}
+
+/// Everything about a target machine that changes the code it generates: triple, CPU,
+/// features, codegen opt level, the effective relocation and code models, and the
+/// TargetOptions that affect code (floating point, sections, TLS, ...). Deterministic:
+/// the same machine gives the same text in every process.
+inline std::string describe_target(::llvm::TargetMachine const& tm) {
+    using llvm_detail::append_field;
+    std::string s;
+    append_field(s, "triple", tm.getTargetTriple().str());
+    append_field(s, "cpu", std::string_view(tm.getTargetCPU().data(), tm.getTargetCPU().size()));
+    append_field(s, "features",
+                 std::string_view(tm.getTargetFeatureString().data(), tm.getTargetFeatureString().size()));
+    append_field(s, "opt", static_cast<long long>(tm.getOptLevel()));
+    append_field(s, "reloc", static_cast<long long>(tm.getRelocationModel()));
+    append_field(s, "code", static_cast<long long>(tm.getCodeModel()));
+    ::llvm::TargetOptions const& o = tm.Options;
+    // One digit per flag, in declaration order (LLVM 14's TargetOptions).
+    unsigned const flags[] = {
+        o.UnsafeFPMath, o.NoInfsFPMath, o.NoNaNsFPMath, o.NoTrappingFPMath, o.NoSignedZerosFPMath,
+        o.ApproxFuncFPMath, o.EnableAIXExtendedAltivecABI, o.HonorSignDependentRoundingFPMathOption,
+        o.NoZerosInBSS, o.GuaranteedTailCallOpt, o.StackSymbolOrdering, o.EnableFastISel, o.EnableGlobalISel,
+        o.UseInitArray, o.DisableIntegratedAS, o.RelaxELFRelocations, o.FunctionSections, o.DataSections,
+        o.IgnoreXCOFFVisibility, o.XCOFFTracebackTable, o.UniqueSectionNames, o.UniqueBasicBlockSectionNames,
+        o.TrapUnreachable, o.NoTrapAfterNoreturn, o.EmulatedTLS, o.ExplicitEmulatedTLS, o.EnableIPRA,
+        o.EmitStackSizeSection, o.EnableMachineOutliner, o.EnableMachineFunctionSplitter,
+        o.SupportsDefaultOutlining, o.EmitAddrsig, o.EmitCallSiteInfo, o.SupportsDebugEntryValues,
+        o.EnableDebugEntryValues, o.ValueTrackingVariableLocations, o.ForceDwarfFrameSection,
+        o.XRayOmitFunctionIndex, o.DebugStrictDwarf, o.Hotpatch};
+    std::string bits;
+    for (unsigned f : flags) bits += f ? '1' : '0';
+    append_field(s, "flags", bits);
+    append_field(s, "float-abi", static_cast<long long>(o.FloatABIType));
+    append_field(s, "fp-fusion", static_cast<long long>(o.AllowFPOpFusion));
+    append_field(s, "thread-model", static_cast<long long>(o.ThreadModel));
+    append_field(s, "eabi", static_cast<long long>(o.EABIVersion));
+    append_field(s, "debugger", static_cast<long long>(o.DebuggerTuning));
+    append_field(s, "denormal", static_cast<long long>(o.getRawFPDenormalMode().Output) * 16 +
+                                    static_cast<long long>(o.getRawFPDenormalMode().Input));
+    append_field(s, "denormal-f32", static_cast<long long>(o.getRawFP32DenormalMode().Output) * 16 +
+                                        static_cast<long long>(o.getRawFP32DenormalMode().Input));
+    append_field(s, "exceptions", static_cast<long long>(o.ExceptionModel));
+    append_field(s, "bb-sections", static_cast<long long>(o.BBSections));
+    append_field(s, "abi", o.MCOptions.ABIName);
+    append_field(s, "mc", std::string(o.MCOptions.MCRelaxAll ? "r" : "-") + (o.MCOptions.MCNoExecStack ? "x" : "-") +
+                              (o.MCOptions.MCIncrementalLinkerCompatible ? "i" : "-"));
+    return s;
+}
+
+/// describe_target for the machine a JITTargetMachineBuilder makes (it makes one, to
+/// read the effective settings: JITTargetMachineBuilder does not tell its opt level).
+inline ::llvm::Expected<std::string> describe_target(::llvm::orc::JITTargetMachineBuilder jtmb) {
+    auto tm = jtmb.createTargetMachine();
+    if (!tm) return tm.takeError();
+    return describe_target(**tm);
+}
+
+/// An llvm::ObjectCache over an object_store. Needs no RTTI of its own (see the
+/// header comment); object_cache<Cache> is the convenient form.
+class basic_object_cache : public ::llvm::ObjectCache {
+public:
+    /// What happened so far (also counted, with reasons, by the cache behind the store).
+    struct counters {
+        std::uint64_t hits = 0;      ///< getObject returned a cached object
+        std::uint64_t misses = 0;    ///< getObject found nothing usable (the JIT compiled)
+        std::uint64_t rejected = 0;  ///< of the misses: an entry that was not an object of the target
+        std::uint64_t notified = 0;  ///< notifyObjectCompiled calls (objects handed to the store)
+        std::uint64_t bypassed = 0;  ///< no key: no target description, or the module could not be hashed
+    };
+
+    explicit basic_object_cache(object_store store) : store_(std::move(store)) {}
+
+    /// The target the JIT generates code for; until one is set, nothing is cached.
+    void set_target(::llvm::TargetMachine const& tm) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        target_ = describe_target(tm);
+        arch_ = tm.getTargetTriple().getArch();
+    }
+    /// The same from a JITTargetMachineBuilder (builds a TargetMachine to describe it).
+    ::llvm::Error set_target(::llvm::orc::JITTargetMachineBuilder const& jtmb) {
+        auto copy = jtmb;
+        auto tm = copy.createTargetMachine();
+        if (!tm) return tm.takeError();
+        set_target(**tm);
+        return ::llvm::Error::success();
+    }
+
+    counters statistics() const noexcept {
+        counters c;
+        c.hits = hits_.load();
+        c.misses = misses_.load();
+        c.rejected = rejected_.load();
+        c.notified = notified_.load();
+        c.bypassed = bypassed_.load();
+        return c;
+    }
+
+    std::unique_ptr<::llvm::MemoryBuffer> getObject(::llvm::Module const* m) override {
+        try {
+            if (!m || !store_.enabled()) return nullptr;
+            auto start = std::chrono::steady_clock::now();
+            object_key_inputs in;
+            ::llvm::Triple::ArchType arch;
+            {
+                std::lock_guard<std::mutex> lock(mutex_);
+                in.target = target_;
+                arch = arch_;
+            }
+            if (in.target.empty()) {
+                ++bypassed_;
+                return nullptr;
+            }
+            in.module_name = m->getModuleIdentifier();
+            in.source_file = m->getSourceFileName();
+            in.bitcode_digest = bitcode_digest(*m);
+            in.llvm_version = LLVM_VERSION_STRING;
+            std::string bytes;
+            bool hit = store_.load(in, bytes);
+            if (hit && !is_object_for(bytes, arch, in.module_name)) {
+                ++rejected_;
+                hit = false;
+            }
+            if (hit) {
+                ++hits_;
+                return ::llvm::MemoryBuffer::getMemBufferCopy(bytes, in.module_name);
+            }
+            ++misses_;
+            std::lock_guard<std::mutex> lock(mutex_);
+            pending_[m] = pending{std::move(in), start};
+            return nullptr;
+        } catch (...) {
+            return nullptr;
+        }
+    }
+
+    void notifyObjectCompiled(::llvm::Module const* m, ::llvm::MemoryBufferRef obj) override {
+        try {
+            pending p;
+            {
+                std::lock_guard<std::mutex> lock(mutex_);
+                auto it = pending_.find(m);
+                // Without getObject first there is no digest of the IR as the code
+                // generator got it; a digest taken now could differ and never hit.
+                if (it == pending_.end()) return;
+                p = std::move(it->second);
+                pending_.erase(it);
+            }
+            ++notified_;
+            store_.store(p.inputs, std::string_view(obj.getBufferStart(), obj.getBufferSize()),
+                         std::chrono::steady_clock::now() - p.start);
+        } catch (...) {
+        }
+    }
+
+private:
+    struct pending {
+        object_key_inputs inputs;
+        std::chrono::steady_clock::time_point start;
+    };
+
+    bool is_object_for(std::string const& bytes, ::llvm::Triple::ArchType arch, std::string const& name) {
+        auto obj = ::llvm::object::ObjectFile::createObjectFile(::llvm::MemoryBufferRef(bytes, name));
+        if (!obj) {
+            std::string why = ::llvm::toString(obj.takeError());
+            store_.log("llvm object cache: entry for '" + name + "' is not an object file (" + why + "); compiling");
+            return false;
+        }
+        if (arch != ::llvm::Triple::UnknownArch && (*obj)->getArch() != arch) {
+            store_.log("llvm object cache: entry for '" + name + "' is for another architecture; compiling");
+            return false;
+        }
+        return true;
+    }
+
+    object_store store_;
+    std::mutex mutex_;
+    std::string target_;
+    ::llvm::Triple::ArchType arch_ = ::llvm::Triple::UnknownArch;
+    std::unordered_map<::llvm::Module const*, pending> pending_;
+    std::atomic<std::uint64_t> hits_{0}, misses_{0}, rejected_{0}, notified_{0}, bypassed_{0};
+};
+
+/// An llvm::ObjectCache over `cache`, any basic_cache composition (which must outlive
+/// it). `host_version` goes into the toolchain component of every key.
+template <class Cache>
+class object_cache : public basic_object_cache {
+public:
+#if COMPILE_CACHE_OBJECT_CACHE_HAS_RTTI
+    explicit object_cache(Cache& cache, std::string host_version = {})
+        : basic_object_cache(make_object_store(cache, std::move(host_version))) {}
+#else
+    template <class C = Cache>
+    explicit object_cache(C&, std::string = {}) : basic_object_cache(object_store{}) {
+        static_assert(sizeof(C) == 0,
+                      "compile_cache::object_cache<Cache> needs RTTI; with -fno-rtti use basic_object_cache "
+                      "over an object_store made by make_object_store in a translation unit compiled with RTTI");
+    }
+#endif
+};
+
+} // namespace compile_cache

@@ -1,0 +1,307 @@
+// Tests of compile_cache/llvm/object_cache.hpp: an llvm::ObjectCache over a
+// compile_cache cache, used by ORC's LLJIT. In-process tests use object_cache<Cache>
+// over a memory_storage cache; the fresh-process tests run llvm_object_cache_helper
+// (helper_jit.cpp: basic_object_cache compiled with -fno-rtti, its store made in an
+// RTTI translation unit) against a directory cache.
+#include "../catch2_compat.hpp"
+#include "../test_support.hpp"
+
+#include <compile_cache/compile_cache.hpp>
+#include <compile_cache/llvm/object_cache.hpp>
+
+#include <llvm/ExecutionEngine/Orc/CompileUtils.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IRReader/IRReader.h>
+#include <llvm/Support/Host.h>
+#include <llvm/Support/SourceMgr.h>
+#include <llvm/Support/TargetSelect.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <sys/wait.h>
+
+namespace cc = compile_cache;
+namespace fs = std::filesystem;
+using compile_cache_test::temp_dir;
+
+namespace {
+
+using memory_cache = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, cc::memory_storage>;
+
+std::string module_ir(long long constant) {
+    return "define i64 @f(i64 %x) {\n"
+           "  %y = mul i64 %x, " + std::to_string(constant) + "\n"
+           "  %z = add i64 %y, 1\n"
+           "  ret i64 %z\n"
+           "}\n";
+}
+
+void init_llvm() {
+    static bool done = [] {
+        llvm::InitializeNativeTarget();
+        llvm::InitializeNativeTargetAsmPrinter();
+        return true;
+    }();
+    (void)done;
+}
+
+template <class T>
+T check(llvm::Expected<T> e) {
+    if (!e) throw std::runtime_error(llvm::toString(e.takeError()));
+    return std::move(*e);
+}
+
+llvm::orc::JITTargetMachineBuilder host_jtmb() {
+    init_llvm();
+    return check(llvm::orc::JITTargetMachineBuilder::detectHost());
+}
+
+std::unique_ptr<llvm::Module> parse(std::string const& ir, llvm::LLVMContext& context) {
+    llvm::SMDiagnostic diag;
+    auto m = llvm::parseIR(llvm::MemoryBufferRef(ir, "test.ll"), diag, context);
+    if (!m) throw std::runtime_error("bad IR: " + diag.getMessage().str());
+    return m;
+}
+
+/// JIT-compiles module_ir(constant) in a new LLJIT whose compiler uses `objects`;
+/// returns f(6).
+std::int64_t run_jit(cc::basic_object_cache& objects, long long constant, bool tell_target = true) {
+    auto jit = check(llvm::orc::LLJITBuilder()
+                         .setJITTargetMachineBuilder(host_jtmb())
+                         .setCompileFunctionCreator(
+                             [&](llvm::orc::JITTargetMachineBuilder b)
+                                 -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
+                                 if (tell_target)
+                                     if (llvm::Error e = objects.set_target(b)) return e;
+                                 return std::make_unique<llvm::orc::TMOwningSimpleCompiler>(
+                                     check(b.createTargetMachine()), &objects);
+                             })
+                         .create());
+    auto context = std::make_unique<llvm::LLVMContext>();
+    auto m = parse(module_ir(constant), *context);
+    m->setDataLayout(jit->getDataLayout());
+    if (llvm::Error e = jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(m), std::move(context))))
+        throw std::runtime_error(llvm::toString(std::move(e)));
+    auto sym = check(jit->lookup("f"));
+    auto f = reinterpret_cast<std::int64_t (*)(std::int64_t)>(static_cast<std::uintptr_t>(sym.getAddress()));
+    return f(6);
+}
+
+// --- the helper, in fresh processes ------------------------------------------------
+
+struct helper_run {
+    int status = -1;
+    std::string out;
+    bool has(std::string const& s) const { return out.find(s) != std::string::npos; }
+};
+
+helper_run run_helper(fs::path const& cache_dir, std::string const& args) {
+    std::string command = "LLVM_HELPER_CACHE_LOG=1 LLVM_HELPER_CACHE_DIR='" + cache_dir.string() + "' '" +
+                          LLVM_OBJECT_CACHE_HELPER + "' " + args + " 2>&1";
+    helper_run r;
+    FILE* p = ::popen(command.c_str(), "r");
+    REQUIRE(p != nullptr);
+    char buf[512];
+    while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) r.out.append(buf, n);
+    int const st = ::pclose(p);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    INFO(r.out);
+    REQUIRE(r.status == 0);
+    return r;
+}
+
+// What a run prints when it compiled (and stored) the module, or loaded it.
+constexpr char const* compiled = "hits=0 misses=1 rejected=0 notified=1 bypassed=0";
+constexpr char const* loaded = "hits=1 misses=0 rejected=0 notified=0 bypassed=0";
+
+std::size_t entry_count(fs::path const& dir) {
+    std::size_t n = 0;
+    for (auto const& e : fs::recursive_directory_iterator(dir))
+        if (e.is_regular_file() && e.path().filename().string().size() == 64) ++n;
+    return n;
+}
+
+} // namespace
+
+TEST_CASE("llvm object_cache: a module compiled in one process is loaded in the next, not compiled") {
+    temp_dir dir;
+    helper_run first = run_helper(dir.path(), "--constant 7");
+    INFO(first.out);
+    CHECK(first.has("result=43 "));
+    CHECK(first.has(compiled));
+    CHECK(first.has("cache: hits=0 absent=1 corrupt=0 stores=1"));
+    CHECK(entry_count(dir.path()) == 1);
+
+    helper_run second = run_helper(dir.path(), "--constant 7");
+    INFO(second.out);
+    CHECK(second.has("result=43 "));
+    CHECK(second.has(loaded));
+    CHECK(second.has("cache: hits=1 absent=0 corrupt=0 stores=0"));
+    CHECK(entry_count(dir.path()) == 1);
+}
+
+TEST_CASE("llvm object_cache: a changed function misses, and both versions stay cached") {
+    temp_dir dir;
+    CHECK(run_helper(dir.path(), "--constant 7").has(compiled));
+    helper_run changed = run_helper(dir.path(), "--constant 8");
+    INFO(changed.out);
+    CHECK(changed.has("result=49 "));
+    CHECK(changed.has(compiled));
+    CHECK(entry_count(dir.path()) == 2);
+    CHECK(run_helper(dir.path(), "--constant 7").has(loaded));
+    CHECK(run_helper(dir.path(), "--constant 8").has(loaded));
+}
+
+TEST_CASE("llvm object_cache: another opt level misses (code generator, or IR optimisation)") {
+    temp_dir dir;
+    CHECK(run_helper(dir.path(), "--opt 2").has(compiled));
+    helper_run o0 = run_helper(dir.path(), "--opt 0");
+    INFO(o0.out);
+    CHECK(o0.has("result=43 "));
+    CHECK(o0.has(compiled));
+    CHECK(run_helper(dir.path(), "--opt 3").has(compiled));
+    helper_run ir = run_helper(dir.path(), "--opt 2 --ir-opt");
+    INFO(ir.out);
+    CHECK(ir.has("result=43 "));
+    CHECK(ir.has(compiled)); // O2 changed the bitcode (attributes at least)
+    CHECK(entry_count(dir.path()) == 4);
+    CHECK(run_helper(dir.path(), "--opt 0").has(loaded));
+    CHECK(run_helper(dir.path(), "--opt 2 --ir-opt").has(loaded));
+}
+
+TEST_CASE("llvm object_cache: another CPU misses") {
+    init_llvm();
+    if (llvm::Triple(llvm::sys::getProcessTriple()).getArch() != llvm::Triple::x86_64) {
+        WARN("CPU names of this test are x86-64 ones; skipped on this architecture");
+        return;
+    }
+    temp_dir dir;
+    // Both CPUs run on any x86-64 machine.
+    CHECK(run_helper(dir.path(), "--cpu x86-64").has(compiled));
+    helper_run core2 = run_helper(dir.path(), "--cpu core2");
+    INFO(core2.out);
+    CHECK(core2.has("result=43 "));
+    CHECK(core2.has(compiled));
+    CHECK(run_helper(dir.path(), "").has(compiled)); // the host CPU and its features
+    CHECK(run_helper(dir.path(), "--cpu x86-64").has(loaded));
+    CHECK(run_helper(dir.path(), "--cpu core2").has(loaded));
+}
+
+TEST_CASE("llvm object_cache: a corrupt entry misses, the JIT compiles as usual, and the entry is replaced") {
+    temp_dir dir;
+    CHECK(run_helper(dir.path(), "").has(compiled));
+    fs::path entry;
+    for (auto const& e : fs::recursive_directory_iterator(dir.path()))
+        if (e.is_regular_file() && e.path().filename().string().size() == 64) entry = e.path();
+    REQUIRE(!entry.empty());
+    std::string bytes = compile_cache_test::read_file(entry);
+    REQUIRE(bytes.size() > 200);
+    bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x20); // inside the object code
+    compile_cache_test::write_file(entry, bytes);
+
+    helper_run after = run_helper(dir.path(), "");
+    INFO(after.out);
+    CHECK(after.has("result=43 "));
+    CHECK(after.has(compiled));
+    CHECK(after.has("cache: hits=0 absent=0 corrupt=1 stores=1"));
+    CHECK(run_helper(dir.path(), "").has(loaded));
+
+    compile_cache_test::write_file(entry, bytes.substr(0, bytes.size() / 3)); // truncated
+    helper_run truncated = run_helper(dir.path(), "");
+    INFO(truncated.out);
+    CHECK(truncated.has("result=43 "));
+    CHECK(truncated.has(compiled));
+}
+
+TEST_CASE("llvm object_cache: without a target description, or without a cache, nothing is cached") {
+    temp_dir dir;
+    helper_run r = run_helper(dir.path(), "--no-target");
+    INFO(r.out);
+    CHECK(r.has("result=43 hits=0 misses=0 rejected=0 notified=0 bypassed=1"));
+    CHECK(entry_count(dir.path()) == 0);
+
+    // LLVM_HELPER_CACHE_DIR empty: the cache is off, the JIT compiles, nothing is stored.
+    std::string command = std::string("LLVM_HELPER_CACHE_DIR= '") + LLVM_OBJECT_CACHE_HELPER + "' 2>&1";
+    FILE* p = ::popen(command.c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::string out;
+    char buf[256];
+    while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+    REQUIRE(::pclose(p) == 0);
+    INFO(out);
+    CHECK(out.find("result=43 hits=0 misses=0 rejected=0 notified=0 bypassed=0") != std::string::npos);
+}
+
+// --- in one process, through object_cache<Cache> ------------------------------------
+
+TEST_CASE("llvm object_cache<Cache>: a second JIT in the same process loads what the first compiled") {
+    memory_cache cache{cc::memory_storage{}};
+    cc::object_cache<memory_cache> objects(cache, "object_cache_test");
+    CHECK(run_jit(objects, 5) == 31);
+    CHECK(objects.statistics().misses == 1);
+    CHECK(objects.statistics().notified == 1);
+    CHECK(cache.stats().stores == 1);
+
+    CHECK(run_jit(objects, 5) == 31);
+    CHECK(objects.statistics().hits == 1);
+    CHECK(cache.stats().hits == 1);
+
+    CHECK(run_jit(objects, 6) == 37);
+    CHECK(objects.statistics().misses == 2);
+    CHECK(cache.stats().stores == 2);
+}
+
+TEST_CASE("llvm object_cache<Cache>: an intact entry that is not an object file is not used") {
+    memory_cache cache{cc::memory_storage{}};
+    std::string const host = "object_cache_test";
+    cc::object_cache<memory_cache> objects(cache, host);
+    REQUIRE(run_jit(objects, 9) == 55);
+
+    // The inputs the adapter keys this module by; storing under them replaces the entry.
+    llvm::LLVMContext context;
+    auto m = parse(module_ir(9), context);
+    auto jtmb = host_jtmb();
+    auto tm = check(jtmb.createTargetMachine());
+    m->setDataLayout(tm->createDataLayout());
+    cc::object_key_inputs in;
+    in.module_name = m->getModuleIdentifier();
+    in.bitcode_digest = cc::bitcode_digest(*m);
+    in.target = cc::describe_target(*tm);
+    in.llvm_version = LLVM_VERSION_STRING;
+    cc::make_object_store(cache, host).store(in, "this is not an object file", {});
+
+    CHECK(run_jit(objects, 9) == 55);
+    CHECK(objects.statistics().rejected == 1);
+    CHECK(objects.statistics().notified == 2); // compiled again, and stored again
+
+    CHECK(run_jit(objects, 9) == 55);
+    CHECK(objects.statistics().hits == 1);
+}
+
+TEST_CASE("llvm describe_target: deterministic, and it tells CPUs, features and opt levels apart") {
+    auto describe = [](std::string const& cpu, std::string const& features, llvm::CodeGenOpt::Level level) {
+        auto jtmb = host_jtmb();
+        jtmb.setCPU(cpu);
+        jtmb.setFeatures(features);
+        jtmb.setCodeGenOptLevel(level);
+        return check(cc::describe_target(jtmb));
+    };
+    std::string const base = describe("x86-64", "", llvm::CodeGenOpt::Default);
+    CHECK(base == describe("x86-64", "", llvm::CodeGenOpt::Default));
+    CHECK(base != describe("core2", "", llvm::CodeGenOpt::Default));
+    CHECK(base != describe("x86-64", "+sse4.1", llvm::CodeGenOpt::Default));
+    CHECK(base != describe("x86-64", "", llvm::CodeGenOpt::None));
+    CHECK(base.find(LLVM_VERSION_STRING) == std::string::npos); // the version is its own key field
+
+    llvm::TargetOptions fast;
+    fast.UnsafeFPMath = true;
+    auto jtmb = host_jtmb();
+    jtmb.setCPU("x86-64");
+    jtmb.setOptions(fast);
+    CHECK(base != check(cc::describe_target(jtmb)));
+}
