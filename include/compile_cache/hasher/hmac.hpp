@@ -1,0 +1,116 @@
+// compile_cache: HMAC (RFC 2104) over any Hasher, with the members of Boost.Hash2's
+// HashAlgorithm concept, so that hmac<sha256> is itself a Hasher. The envelope uses
+// hmac<sha256> (HMAC-SHA256) to authenticate entries when the cache has a secret.
+#pragma once
+
+#include <compile_cache/hasher/concept.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+namespace compile_cache {
+
+/// HMAC(K, m) = H((K0 ^ opad) || H((K0 ^ ipad) || m)), RFC 2104, where K0 is the key
+/// padded with zeros to the hash's block size, or H(K) so padded when the key is
+/// longer than a block.
+///
+/// Usage: `hmac<sha256> mac(secret.data(), secret.size()); mac.update(p, n); auto tag =
+/// mac.result();`. The key is absorbed once, in the constructor: copying a keyed object
+/// and feeding the copy is the cheap way to authenticate many messages under one key
+/// (two compressions per message fewer than keying each time).
+///
+/// result() follows the Hasher it wraps: the first result() of an object is the
+/// standard HMAC of what was fed; the object stays usable and a second result() gives a
+/// different, deterministic value (see sha256's class comment). To authenticate a second
+/// message, use a fresh copy of the keyed object.
+///
+/// Requirements on Hasher: a Hasher (hasher/concept.hpp) that is copyable, whose first
+/// result() of a fresh object is its standard digest, and whose digest is no longer
+/// than its block size (true of every hash HMAC is defined for).
+template <class Hasher>
+class hmac {
+    static_assert(detail::is_hasher_v<Hasher>, "compile_cache: hmac<H> needs H to be a Hasher (hasher/concept.hpp)");
+    static_assert(std::is_copy_constructible_v<Hasher>, "compile_cache: hmac<H> needs a copyable H");
+
+public:
+    using hash_type = Hasher;
+    using result_type = typename Hasher::result_type;
+    static constexpr std::size_t block_size = static_cast<std::size_t>(Hasher::block_size);
+
+    static_assert(block_size > 0, "compile_cache: hmac<H> needs H::block_size > 0");
+    static_assert(detail::static_byte_size<result_type>::value <= block_size,
+                  "compile_cache: hmac<H> needs H's digest to be no longer than its block");
+
+    /// HMAC with an empty key (valid, though of no use for authentication).
+    hmac() { set_key(nullptr, 0); }
+
+    /// HMAC keyed with the n bytes at p (p may be null when n is 0). Any length: a key
+    /// longer than block_size is hashed first, as RFC 2104 says. RFC 2104 recommends
+    /// a key at least as long as the digest.
+    hmac(void const* key, std::size_t n) { set_key(key, n); }
+
+    /// HMAC keyed with the 8 little-endian bytes of `seed`, or with the empty key when
+    /// seed is 0: the seeded constructor of the HashAlgorithm concept.
+    explicit hmac(std::uint64_t seed) {
+        unsigned char bytes[8];
+        for (unsigned i = 0; i < 8; ++i) bytes[i] = static_cast<unsigned char>(seed >> (8 * i));
+        set_key(bytes, seed == 0 ? 0 : 8);
+    }
+
+    /// Appends n bytes at p to the message. p may be null when n is 0.
+    void update(void const* p, std::size_t n) { inner_.update(p, n); }
+
+    /// The HMAC of the message fed so far (see the class comment for repeated calls).
+    result_type result() {
+        result_type const inner = inner_.result();
+        Hasher outer = outer_; // the keyed outer state stays as it was, for the next call
+        outer.update(inner.data(), inner.size());
+        return outer.result();
+    }
+
+private:
+    void set_key(void const* key, std::size_t n) {
+        unsigned char k0[block_size] = {};
+        if (n > block_size) {
+            Hasher h;
+            h.update(key, n);
+            result_type const digest = h.result();
+            std::memcpy(k0, digest.data(), digest.size());
+        } else if (n != 0) {
+            std::memcpy(k0, key, n);
+        }
+        unsigned char pad[block_size];
+        for (std::size_t i = 0; i < block_size; ++i) pad[i] = static_cast<unsigned char>(k0[i] ^ 0x36u);
+        inner_.update(pad, block_size);
+        for (std::size_t i = 0; i < block_size; ++i) pad[i] = static_cast<unsigned char>(k0[i] ^ 0x5cu);
+        outer_.update(pad, block_size);
+        // Not a confidentiality measure (the keyed hash states stay in the object), only
+        // no more copies of the key on the stack than needed.
+        wipe(k0, sizeof k0);
+        wipe(pad, sizeof pad);
+    }
+
+    static void wipe(unsigned char* p, std::size_t n) noexcept {
+        volatile unsigned char* v = p;
+        for (std::size_t i = 0; i < n; ++i) v[i] = 0;
+    }
+
+    Hasher inner_{};
+    Hasher outer_{};
+};
+
+namespace detail {
+/// Whether the n bytes at a and b are equal, in a time that depends on n only: for
+/// comparing a computed tag with a stored one.
+inline bool constant_time_equal(void const* a, void const* b, std::size_t n) noexcept {
+    auto const* x = static_cast<unsigned char const*>(a);
+    auto const* y = static_cast<unsigned char const*>(b);
+    unsigned char diff = 0;
+    for (std::size_t i = 0; i < n; ++i) diff = static_cast<unsigned char>(diff | (x[i] ^ y[i]));
+    return diff == 0;
+}
+} // namespace detail
+
+} // namespace compile_cache
