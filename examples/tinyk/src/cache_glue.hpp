@@ -51,18 +51,25 @@ public:
     /// Registers what artifacts reference by name: the dialect group (shared, by a
     /// stable name) and the type singletons (by name-based uuid).
     void register_shared_objects();
-    key_builder make_key_builder() const { return c_.make_key_builder(host_version); }
+    key_builder make_key_builder() const { return c_.make_key_builder(toolchain_); }
+    /// Adds to the toolchain component of every key made after it (the native
+    /// backend's LLVM version and target).
+    void add_to_toolchain(std::string const& what) { toolchain_ += "; " + what; }
     /// Binds a live kernel to its key, so that artifacts can refer to it.
     void bind(kernel& k, key_result const& kr);
     /// Loads k's artifact or compiles it (and stores it); sets k.code.
     result get_or_compile(kernel& k, key_result const& kr, std::string const& origin_file,
                           std::function<artifact()> const& compile);
+    /// The same for the native backend's artifact; sets k.native (native_glue.cpp).
+    result get_or_compile_native(kernel& k, key_result const& kr, std::string const& origin_file,
+                                 std::function<native_artifact()> const& compile);
     /// One line: the cache's statistics, then the driver's key-ms and front-ms.
     std::string stats_summary(driver_times const& t) const;
 
 private:
     explicit cache(cc::default_cache c) : c_(std::move(c)) {}
     cc::default_cache c_;
+    std::string toolchain_ = host_version;
 };
 
 } // namespace tinyk::glue

@@ -28,7 +28,7 @@ module build_module(std::string const& source, std::string const& file) {
     return m;
 }
 
-artifact compile_kernel(module const& m, kernel const& k, opt_level level, std::string* ir_dump) {
+std::unique_ptr<ir::function> optimize_kernel(module const& m, kernel const& k, opt_level level) {
     pass_context ctx;
     ctx.arity = [&](int i) { return m.kernels.at(static_cast<std::size_t>(i))->nparams; };
     ctx.inline_candidate = [&](int i) -> ir::function const* {
@@ -38,6 +38,11 @@ artifact compile_kernel(module const& m, kernel const& k, opt_level level, std::
     };
     auto f = k.lowered->clone();
     run_pipeline(*f, level, ctx);
+    return f;
+}
+
+artifact compile_kernel(module const& m, kernel const& k, opt_level level, std::string* ir_dump) {
+    auto f = optimize_kernel(m, k, level);
     if (ir_dump) *ir_dump = ir::debug_text(*f);
     return generate(*f, m);
 }

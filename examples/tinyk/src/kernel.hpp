@@ -12,6 +12,8 @@
 
 namespace tinyk {
 
+struct native_artifact; // native_artifact.hpp
+
 /// A live kernel. Artifacts reference kernels by address (`ref<kernel>`); kernels are
 /// never moved once the module is built.
 struct kernel {
@@ -28,6 +30,7 @@ struct kernel {
     bool recursive = false;                    // in a cycle (or calls itself)
 
     std::shared_ptr<artifact> code;            // compiled or loaded
+    std::shared_ptr<native_artifact> native;   // the same, with --backend=native
 };
 
 struct module {

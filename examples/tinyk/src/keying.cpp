@@ -98,6 +98,7 @@ void add_common(glue::key_builder& kb, key_context const& ctx) {
     kb.add("pipeline", pipeline_name(ctx.level));
     kb.add("options", level_name(ctx.level));
     kb.add("file", ctx.file_identity);
+    kb.add("backend", ctx.backend);
 }
 
 } // namespace

@@ -20,6 +20,7 @@ struct key_context {
     opt_level level = opt_level::O1;
     std::string file_identity; // canonical absolute path; empty: no stable path
     std::string no_file_reason;
+    std::string backend = "vm"; // "vm", or the native backend's key_id()
 };
 
 /// The key of every kernel, indexed like m.kernels.

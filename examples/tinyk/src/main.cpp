@@ -3,6 +3,7 @@
 #include "compiler.hpp"
 #include "diag.hpp"
 #include "keying.hpp"
+#include "native_backend.hpp"
 #include "vm.hpp"
 
 #include <cerrno>
@@ -15,6 +16,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -78,10 +80,17 @@ void print_help(std::FILE* out) {
         "                   (key-ms) and parsing and lowering (front-ms))\n"
         "  --dump-ir        print each kernel's lowered and optimized IR on stderr\n"
         "  --dump-bytecode  print each kernel's bytecode on stderr\n"
+        "  --backend=native|vm\n"
+        "                   native: machine code through LLVM (the default when tinyk was\n"
+        "                   built with LLVM); vm: bytecode for tinyk's VM; part of the key\n"
         "  -h, --help       this text\n"
         "\n"
         "environment (the kernel cache; unset TINYK_CACHE_DIR: no cache):\n");
     print_environment_settings(out);
+    std::fprintf(out,
+        "environment (the backend):\n"
+        "  TINYK_BACKEND           native or vm: the backend when --backend is not given\n"
+        "  TINYK_NATIVE_TIMING     1: where the native backend spent its time, on stderr\n");
     std::fprintf(out,
         "\n"
         "exit status: 0 success, 2 error in the program or the command line,\n"
@@ -94,6 +103,7 @@ struct options {
     bool dump_ir = false;
     bool dump_bytecode = false;
     tinyk::opt_level level = tinyk::opt_level::O1;
+    std::string backend; // "native" or "vm"
     std::string file;
     std::string call;
     std::vector<double> args;
@@ -131,6 +141,7 @@ options parse_command_line(int argc, char** argv) {
         else if (a == "-O1") o.level = tinyk::opt_level::O1;
         else if (a == "--dump-ir") o.dump_ir = true;
         else if (a == "--dump-bytecode") o.dump_bytecode = true;
+        else if (a.rfind("--backend=", 0) == 0) o.backend = a.substr(10);
         else if (a == "-h" || a == "--help") {
             print_help(stdout);
             std::exit(ok);
@@ -141,6 +152,14 @@ options parse_command_line(int argc, char** argv) {
             have_file = true;
         }
     }
+    if (o.backend.empty()) {
+        char const* env = std::getenv("TINYK_BACKEND");
+        o.backend = env && *env ? env : tinyk::native::available() ? "native" : "vm";
+    }
+    if (o.backend != "native" && o.backend != "vm")
+        usage_error("unknown backend '" + o.backend + "' (native or vm)");
+    if (o.backend == "native" && !tinyk::native::available())
+        usage_error("this tinyk was built without LLVM: the native backend is not available (--backend=vm)");
     if (!have_file) usage_error("no FILE given");
     if (!have_call) usage_error("missing --call NAME");
     if (i >= argc) usage_error("--call needs a kernel NAME");
@@ -215,9 +234,17 @@ int run(options const& o) {
         return program_error;
     }
 
+    // The native backend's LLVM version and target go into the toolchain of every key.
+    std::unique_ptr<tinyk::native::backend> native;
+    if (o.backend == "native") {
+        native = std::make_unique<tinyk::native::backend>(o.level);
+        cache.add_to_toolchain(native->toolchain());
+    }
+
     auto key_start = std::chrono::steady_clock::now();
     auto sccs = tinyk::strongly_connected_components(m);
     tinyk::key_context kctx = key_context_for(o);
+    kctx.backend = native ? native->key_id() : "vm";
     auto keys = tinyk::compute_keys(m, sccs, cache, kctx);
     times.key_ns = ns_since(key_start);
     std::string const& origin_file = kctx.file_identity.empty() ? o.file : kctx.file_identity;
@@ -231,11 +258,14 @@ int run(options const& o) {
         tinyk::kernel& k = *kp;
         if (o.dump_ir) std::fprintf(stderr, "; lowered\n%s", k.canonical_ir.c_str());
         std::string optimized;
-        auto r = cache.get_or_compile(k, keys[static_cast<std::size_t>(k.index)], origin_file, [&] {
+        auto r = native ? cache.get_or_compile_native(k, keys[static_cast<std::size_t>(k.index)], origin_file, [&] {
+            return native->compile(m, k, o.dump_ir ? &optimized : nullptr);
+        }) : cache.get_or_compile(k, keys[static_cast<std::size_t>(k.index)], origin_file, [&] {
             return tinyk::compile_kernel(m, k, o.level, o.dump_ir ? &optimized : nullptr);
         });
-        if (!k.code || k.code->result_type.get() != tinyk::f64_type() ||
-            k.code->dialects.get() != &tinyk::core_dialects())
+        if (native) native->add(k); // checks the artifact's references too
+        else if (!k.code || k.code->result_type.get() != tinyk::f64_type() ||
+                 k.code->dialects.get() != &tinyk::core_dialects())
             throw tinyk::internal_error("kernel '" + k.name + "': its artifact does not reference the live singletons");
         if (o.verbose) {
             switch (r.how) {
@@ -249,7 +279,9 @@ int run(options const& o) {
             }
         }
         if (o.dump_ir && !optimized.empty()) std::fprintf(stderr, "; optimized\n%s", optimized.c_str());
-        if (o.dump_bytecode)
+        if (o.dump_bytecode && native)
+            std::fprintf(stderr, "; native code of %s\n%s", k.name.c_str(), native->describe(k).c_str());
+        else if (o.dump_bytecode)
             std::fprintf(stderr, "; bytecode of %s\n%s", k.name.c_str(), tinyk::disassemble(*k.code).c_str());
     }
 
@@ -264,7 +296,7 @@ int run(options const& o) {
         return program_error;
     }
     try {
-        double v = tinyk::execute(*entry, o.args);
+        double v = native ? native->execute(*entry, o.args) : tinyk::execute(*entry, o.args);
         std::printf("%.17g\n", v);
     } catch (tinyk::runtime_failure const& e) {
         std::fflush(stdout);
