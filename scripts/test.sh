@@ -5,7 +5,7 @@
 # tests, per-header builds and consumers; not the examples, to stay within CI time).
 # Before any build, the committed single header must match what scripts/amalgamate.py
 # makes from include/. Every build has -Werror on the project's own targets.
-# Exits non-zero on any failure; prints each suite's wall time at the end.
+# Exits non-zero on any failure; prints each suite's wall and CPU time at the end.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=setup.sh
@@ -15,15 +15,24 @@ ensure_packages "${COMPILE_CACHE_PACKAGES[@]}" clang-14 pkgconf
 build=${COMPILE_CACHE_BUILD_DIR:-$root/build}
 jobs=$(nproc 2>/dev/null || echo 2)
 
+# CPU seconds used by this script's finished children (user + system), from /proc:
+# with the wall time it tells what a suite costs on a machine that others share too.
+children_cpu() {
+  local stat
+  read -r -a stat </proc/$$/stat 2>/dev/null || { echo 0; return; }
+  echo $(((stat[15] + stat[16]) / $(getconf CLK_TCK)))
+}
+
 timings=()
 run_suite() { # NAME CMAKE-ARGS...
   local name=$1; shift
-  local start=$SECONDS
+  local start=$SECONDS cpu
+  cpu=$(children_cpu)
   echo "== $name"
   cmake -S "$root" -B "$build/$name" -DCOMPILE_CACHE_WARNINGS_AS_ERRORS=ON "$@" >/dev/null
   cmake --build "$build/$name" -j "$jobs"
   ctest --test-dir "$build/$name" --output-on-failure -j "$jobs"
-  timings+=("$(printf '%-20s %4d s' "$name" $((SECONDS - start)))")
+  timings+=("$(printf '%-20s %5d s wall %6d s cpu' "$name" $((SECONDS - start)) $(($(children_cpu) - cpu)))")
 }
 
 echo "== single header is up to date"
@@ -37,6 +46,6 @@ run_suite single-header-cxx20 -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_STAN
 run_suite clang14-cxx20 -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_CXX_STANDARD=20 \
   -DCOMPILE_CACHE_BUILD_EXAMPLES=OFF
 
-echo "== wall time per suite"
+echo "== time per suite ($jobs jobs)"
 printf '   %s\n' "${timings[@]}"
 echo "== all suites passed"
