@@ -181,6 +181,10 @@ TEST_CASE("hmac keys around the block size: shorter, equal, one longer, much lon
         wide.update(text.data(), text.size());
         CHECK(wide.result() == hmac_by_definition<sha256_wide_block>(key, text));
     }
+    // RFC 2104 pads a key shorter than a block with zero bytes: a key and the same key
+    // with zero bytes appended (up to the block size) are the same key.
+    CHECK(hmac_hex("Jefe", text) == hmac_hex(std::string("Jefe\0\0", 6), text));
+    CHECK(hmac_hex("Jefe", text) != hmac_hex("Jefe ", text));
     // A 64-byte key is used as it is; a 65-byte key is replaced by its digest.
     std::string const k64(64, 'k'), k65(65, 'k');
     CHECK(hmac_hex(k64, text) != hmac_hex(k65, text));

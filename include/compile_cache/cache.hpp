@@ -18,9 +18,12 @@
 #include <compile_cache/storage/concept.hpp>
 #include <compile_cache/storage/directory_storage.hpp>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -80,6 +83,13 @@ struct environment_setting {
 struct cache_options {
     std::size_t max_entry_size = std::size_t{64} << 20; ///< larger entries are neither read nor written
     std::function<void(std::string_view)> logger;        ///< one-line diagnostics; silent when empty
+    /// The secret (any bytes; 32 random bytes are plenty) that authenticates entries:
+    /// when not empty, entries are written with an HMAC-SHA256 under it, and only
+    /// entries whose HMAC verifies are loaded; the others are misses with reason
+    /// `unauthenticated`. Empty (the default): unkeyed entries, checked by a CRC-32C
+    /// against accidents only. Every process sharing a directory needs the same
+    /// secret, or none. See docs/security.md.
+    std::string secret;
 };
 
 namespace detail {
@@ -99,6 +109,40 @@ inline std::uint64_t ns_between(std::chrono::steady_clock::time_point from,
 inline std::uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) noexcept {
     return static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since).count());
+}
+
+/// A secret file larger than this is refused: it is not a secret but the wrong file.
+inline constexpr std::size_t max_secret_file_size = std::size_t{64} << 10;
+
+/// Reads the whole secret file at `path` into `secret`. On failure returns why (one
+/// phrase) and leaves `secret` empty; an empty file is a failure too.
+inline std::string read_secret_file(std::string const& path, std::string& secret) {
+    secret.clear();
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f) return std::string("cannot open it: ") + std::strerror(errno);
+    char buffer[4096];
+    bool too_large = false;
+    while (!too_large) {
+        std::size_t const n = std::fread(buffer, 1, sizeof buffer, f);
+        secret.append(buffer, n);
+        too_large = secret.size() > max_secret_file_size;
+        if (n < sizeof buffer) break;
+    }
+    int const read_errno = std::ferror(f) ? errno : 0;
+    bool const failed = std::ferror(f) != 0;
+    std::fclose(f);
+    std::string why;
+    if (failed)
+        why = std::string("cannot read it: ") + std::strerror(read_errno != 0 ? read_errno : EIO);
+    else if (too_large)
+        why = "it is larger than 64 KiB, so it is not a secret (the wrong file?)";
+    else if (secret.empty())
+        why = "it is empty";
+    if (!why.empty()) {
+        std::fill(secret.begin(), secret.end(), '\0');
+        secret.clear();
+    }
+    return why;
 }
 } // namespace detail
 
@@ -131,10 +175,10 @@ public:
     /// A disabled cache: loads nothing, stores nothing, touches no file.
     basic_cache() : state_(std::make_unique<state>()) {}
 
-    /// An enabled cache over `storage`.
+    /// An enabled cache over `storage`; with `options.secret`, authenticated entries.
     explicit basic_cache(Storage storage, cache_options options = {})
         : state_(std::make_unique<state>()), storage_(std::move(storage)), options_(std::move(options)),
-          enabled_(true) {}
+          auth_(options_.secret), enabled_(true) {}
 
     basic_cache(basic_cache&&) noexcept = default;
     basic_cache& operator=(basic_cache&&) noexcept = default;
@@ -147,6 +191,10 @@ public:
     /// `PREFIX_SHARED` (see directory_options_from_env); a value that does not parse
     /// is one diagnostic (through the logger, or on stderr when there is none) and
     /// the default.
+    /// `PREFIX_SECRET_FILE` names a file whose whole content (bytes, a trailing newline
+    /// included) is the secret that authenticates entries (cache_options::secret). A
+    /// file that is missing, unreadable, empty or over 64 KiB is one diagnostic, and the
+    /// cache is disabled: the host asked for authenticated entries and cannot have them.
     static basic_cache from_env(std::string_view prefix) {
         static_assert(std::is_constructible_v<Storage, std::string>,
                       "compile_cache: from_env needs a Storage constructible from a directory path "
@@ -159,17 +207,31 @@ public:
             options.logger = [](std::string_view line) {
                 std::fprintf(stderr, "compile_cache: %.*s\n", static_cast<int>(line.size()), line.data());
             };
-        if constexpr (std::is_constructible_v<Storage, std::string, directory_options>) {
-            auto report = [&options](std::string const& line) {
-                if (options.logger) {
-                    try {
-                        options.logger(line);
-                    } catch (...) {
-                    }
-                } else {
-                    std::fprintf(stderr, "compile_cache: %s\n", line.c_str());
+        auto report = [&options](std::string const& line) {
+            if (options.logger) {
+                try {
+                    options.logger(line);
+                } catch (...) {
                 }
-            };
+            } else {
+                std::fprintf(stderr, "compile_cache: %s\n", line.c_str());
+            }
+        };
+        std::string const secret_file = detail::getenv_string(p + "_SECRET_FILE");
+        if (!secret_file.empty()) {
+            std::string why;
+            try {
+                why = detail::read_secret_file(secret_file, options.secret);
+            } catch (std::exception const& e) {
+                why = e.what();
+            }
+            if (!why.empty()) {
+                report(p + "_SECRET_FILE=\"" + secret_file + "\": " + why +
+                       "; the cache is disabled, since its entries could not be authenticated");
+                return basic_cache();
+            }
+        }
+        if constexpr (std::is_constructible_v<Storage, std::string, directory_options>) {
             directory_options storage_options = directory_options_from_env(p, report);
             return basic_cache(Storage(std::move(dir), storage_options), std::move(options));
         } else {
@@ -178,6 +240,8 @@ public:
     }
 
     bool enabled() const noexcept { return enabled_; }
+    /// Whether entries are authenticated (HMAC-SHA256 under cache_options::secret).
+    bool authenticated() const noexcept { return enabled_ && auth_.keyed(); }
     Resolver& resolver() noexcept { return state_->resolver; }
     Storage& storage() noexcept { return storage_; }
     cache_options const& options() const noexcept { return options_; }
@@ -218,6 +282,8 @@ public:
         std::vector<environment_setting> s = {
             {p + "_DIR", "the cache directory; unset, empty, 0, off, false or no disable the cache"},
             {p + "_LOG", "1 sends one-line diagnostics (misses with their reason, store failures) to stderr"},
+            {p + "_SECRET_FILE", "a file whose content is the secret that authenticates entries (HMAC-SHA256); "
+                                 "if it cannot be read, or is empty, the cache is disabled"},
         };
         if constexpr (std::is_constructible_v<Storage, std::string, directory_options>) {
             s.push_back({p + "_MAX_SIZE", "size limit of the directory: bytes, or with K, M, G (powers of 1024); "
@@ -262,7 +328,7 @@ public:
                                   .count();
             meta.compile_ns = static_cast<std::uint64_t>(compile_time.count() < 0 ? 0 : compile_time.count());
             std::string entry;
-            std::size_t length_at = begin_envelope(entry, k.value(), meta);
+            std::size_t length_at = begin_envelope(entry, k.value(), meta, auth_);
             try {
                 Serializer::save(entry, artifact, resolver_context::of(state_->resolver, self));
             } catch (unresolved_reference const& e) {
@@ -273,9 +339,9 @@ public:
             // The bound is on the whole sealed entry, as load applies it when reading:
             // an entry whose payload fits but whose envelope does not would be written
             // and then never read.
-            if (entry.size() + detail::envelope_digest_size > options_.max_entry_size)
+            if (entry.size() + auth_.check_size() > options_.max_entry_size)
                 return store_failed(store_failure::too_large, start, info, {});
-            seal_envelope(entry, length_at);
+            seal_envelope(entry, length_at, auth_);
             if (std::error_code ec = storage_.write(k.value(), entry))
                 return store_failed(store_failure::write_error, start, info, ec.message());
             state_->stats.stored(entry.size(), detail::elapsed_ns(start));
@@ -347,7 +413,8 @@ private:
             }
             bytes = buffer.size();
             auto read_done = std::chrono::steady_clock::now();
-            opened_envelope env = open_envelope(buffer, k.value(), Serializer::format_id(), options_.max_entry_size);
+            opened_envelope env =
+                open_envelope(buffer, k.value(), Serializer::format_id(), options_.max_entry_size, auth_);
             switch (env.status) {
             case envelope_status::ok: break;
             case envelope_status::corrupt: return missed(why, miss_reason::corrupt, bytes, start, info, {});
@@ -355,6 +422,8 @@ private:
                 return missed(why, miss_reason::foreign_version, bytes, start, info, {});
             case envelope_status::key_mismatch: return missed(why, miss_reason::key_mismatch, bytes, start, info, {});
             case envelope_status::too_large: return missed(why, miss_reason::too_large, bytes, start, info, {});
+            case envelope_status::unauthenticated:
+                return missed(why, miss_reason::unauthenticated, bytes, start, info, {});
             }
             auto verify_done = std::chrono::steady_clock::now();
             std::optional<Artifact> artifact(std::in_place);
@@ -414,6 +483,7 @@ private:
     std::unique_ptr<state> state_;
     Storage storage_{};
     cache_options options_;
+    envelope_auth auth_; ///< from options_.secret; set by the constructor only
     bool enabled_ = false;
 };
 

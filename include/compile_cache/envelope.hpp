@@ -5,17 +5,20 @@
 // Layout, envelope version 2 (integers little-endian):
 //   magic        8  "CCENTRY\n"
 //   version      2  envelope_version
-//   flags        2  how the entry is checked: 0 = unkeyed CRC-32C (the only mode so
-//                   far); bit 0 is reserved for a keyed HMAC-SHA256 mode (32-byte
-//                   check value); other bits must be 0
+//   flags        2  how the entry is checked: 0 = unkeyed CRC-32C; bit 0 set = keyed,
+//                   HMAC-SHA256 under the cache's secret (32-byte check value); other
+//                   bits must be 0
 //   key size     1, key bytes
 //   metadata     4  length, then: name, origin file, serializer format id (each u32 length +
 //                   bytes), origin line (i64), creation time (i64 ns since the epoch),
 //                   compile time (u64 ns)
 //   payload      8  length, then the serializer's bytes
-//   check        4  CRC-32C (detail/crc32c.hpp) over everything before it
+//   check        4  CRC-32C (detail/crc32c.hpp) over everything before it; or, keyed,
+//               32  HMAC-SHA256 (hasher/hmac.hpp, RFC 2104) under the secret over
+//                   everything before it
 // The check value is always the last bytes of the entry and is checked first, so that
-// any damaged byte, even in the version or flags field, reads as corrupt.
+// any damaged byte, even in the version or flags field, reads as corrupt (keyed:
+// unauthenticated).
 //
 // Why CRC-32C and not SHA-256 (version 1 ended with a SHA-256 digest): the unkeyed
 // check is there to catch accidents — a torn or truncated write, a flipped bit on
@@ -28,10 +31,13 @@
 // (with the SHA extensions) took about as long as reading the file, and without them
 // several times longer; CRC-32C with the SSE4.2 instruction is about 15 times faster
 // (docs/benchmarks.md has the figures). Protection against tampering is a keyed MAC:
-// the HMAC-SHA256 mode that flags bit 0 is reserved for. Which mode a reader accepts
-// must come from the reader's own configuration (a cache with a secret refuses
-// unkeyed entries), never from the entry's flags, or flipping the flags would
-// downgrade a keyed entry to a CRC anyone can forge.
+// the HMAC-SHA256 mode of flags bit 0. Which mode a reader accepts comes from the
+// reader's own configuration (envelope_auth: a cache with a secret refuses unkeyed
+// entries), never from the entry's flags, or flipping the flags would downgrade a
+// keyed entry to a CRC anyone can forge. A keyed reader checks the HMAC first and only
+// then looks at any field; the flags, now authenticated, must say keyed. An unkeyed
+// reader never accepts a keyed entry (it cannot check it). docs/security.md says what
+// each mode protects against and what it does not.
 //
 // A sound version-1 entry (SHA-256 check value) still reads as foreign_version, not
 // corrupt: when the CRC does not match, the entry is tried as version 1.
@@ -39,12 +45,14 @@
 
 #include <compile_cache/detail/crc32c.hpp>
 #include <compile_cache/detail/endian.hpp>
+#include <compile_cache/hasher/hmac.hpp>
 #include <compile_cache/hasher/sha256.hpp>
 #include <compile_cache/key/key.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -68,6 +76,11 @@ enum class envelope_status {
     foreign_version, ///< a sound entry in another envelope version or serializer format
     key_mismatch,    ///< a sound entry, but for another key than the one asked for
     too_large,       ///< the payload is longer than the configured maximum
+    /// The reader's mode and the entry's disagree, or the HMAC does not verify: a keyed
+    /// reader got an entry without a valid HMAC under its secret (unkeyed, made with
+    /// another secret, damaged, truncated or forged: indistinguishable, and not told
+    /// apart), or an unkeyed reader got an entry whose header says keyed.
+    unauthenticated,
 };
 
 struct opened_envelope {
@@ -82,8 +95,10 @@ inline constexpr std::size_t envelope_max_metadata = 1u << 20;
 
 /// The flags of an unkeyed entry: its check value is a CRC-32C.
 inline constexpr std::uint16_t envelope_flags_crc32c = 0;
-/// Reserved: the check value is an HMAC-SHA256 under the cache's secret (32 bytes).
+/// The check value is an HMAC-SHA256 under the cache's secret (32 bytes).
 inline constexpr std::uint16_t envelope_flag_keyed = 1;
+/// The size of the check value at the end of a keyed entry.
+inline constexpr std::size_t envelope_keyed_check_size = 32;
 
 /// The size of the check value at the end of an unkeyed entry.
 inline constexpr std::size_t envelope_check_size = 4;
@@ -154,16 +169,93 @@ private:
     unsigned char const* p_;
     std::size_t left_;
 };
+/// The fields before the payload when every variable-length one is empty: magic,
+/// version, flags, key size, metadata length, payload length.
+inline constexpr std::size_t envelope_min_header = sizeof envelope_magic + 2 + 2 + 1 + 4 + 8;
+} // namespace detail
+
+/// How entries are checked, written and read: unkeyed (a CRC-32C, against accidents)
+/// or keyed (an HMAC-SHA256 under a secret, against tampering by anyone without the
+/// secret). A reader's mode is its own configuration; an entry's flags never choose
+/// it. Copyable; the keyed form absorbs the secret once, so each entry costs the
+/// HMAC of its bytes and no more.
+class envelope_auth {
+public:
+    /// Unkeyed: CRC-32C check values.
+    envelope_auth() noexcept = default;
+
+    /// Keyed with the bytes of `secret`: HMAC-SHA256 check values. An empty secret is
+    /// the unkeyed mode (there is nothing to authenticate with).
+    explicit envelope_auth(std::string_view secret) {
+        if (!secret.empty()) mac_.emplace(secret.data(), secret.size());
+    }
+
+    bool keyed() const noexcept { return mac_.has_value(); }
+
+    /// The flags an entry written in this mode carries, and the only ones accepted.
+    std::uint16_t flags() const noexcept {
+        return keyed() ? detail::envelope_flag_keyed : detail::envelope_flags_crc32c;
+    }
+
+    /// The size of the check value at the end of an entry: 4 unkeyed, 32 keyed.
+    std::size_t check_size() const noexcept {
+        return keyed() ? detail::envelope_keyed_check_size : detail::envelope_check_size;
+    }
+
+    /// Appends the check value of `out` (everything in it so far) to `out`.
+    void append_check(std::string& out) const {
+        if (!keyed()) return detail::append_envelope_check(out);
+        auto const tag = tag_of(reinterpret_cast<unsigned char const*>(out.data()), out.size());
+        out.append(reinterpret_cast<char const*>(tag.data()), tag.size());
+    }
+
+    /// Whether the last check_size() bytes of `p[0, n)` are the check value of the
+    /// bytes before them. n must be at least check_size().
+    bool check_matches(unsigned char const* p, std::size_t n) const noexcept {
+        if (!keyed()) return detail::envelope_check_matches(p, n);
+        std::size_t const body = n - detail::envelope_keyed_check_size;
+        auto const tag = tag_of(p, body);
+        return detail::constant_time_equal(tag.data(), p + body, tag.size());
+    }
+
+private:
+    hmac<sha256>::result_type tag_of(unsigned char const* p, std::size_t n) const noexcept {
+        hmac<sha256> mac = *mac_; // the keyed state, copied: the secret is not hashed again
+        mac.update(p, n);
+        return mac.result();
+    }
+
+    std::optional<hmac<sha256>> mac_;
+};
+
+namespace detail {
+/// Why an entry whose check value does not match is refused, for the statistics only:
+/// nothing here is trusted, and every outcome is a miss.
+inline envelope_status unchecked_entry_status(unsigned char const* p, std::size_t n,
+                                              envelope_auth const& auth) noexcept {
+    // With a secret, damage, another secret, no HMAC at all and a forgery look the same.
+    if (auth.keyed()) return envelope_status::unauthenticated;
+    if (is_sound_version1_entry(p, n)) return envelope_status::foreign_version;
+    // Unkeyed: an entry whose header says keyed (it may be; this reader cannot check).
+    if (n >= envelope_min_header + envelope_keyed_check_size &&
+        std::memcmp(p, envelope_magic, sizeof envelope_magic) == 0 &&
+        read_le<std::uint16_t>(p + sizeof envelope_magic) == envelope_version &&
+        read_le<std::uint16_t>(p + sizeof envelope_magic + 2) == envelope_flag_keyed)
+        return envelope_status::unauthenticated;
+    return envelope_status::corrupt;
+}
 } // namespace detail
 
 /// Starts an entry in `out` (which is cleared): everything up to the payload. The
 /// serializer then appends the payload, and seal_envelope() finishes the entry.
-/// Returns the position of the payload length field.
-inline std::size_t begin_envelope(std::string& out, key const& k, entry_metadata const& m) {
+/// Returns the position of the payload length field. `auth` must be the one given to
+/// seal_envelope.
+inline std::size_t begin_envelope(std::string& out, key const& k, entry_metadata const& m,
+                                  envelope_auth const& auth = envelope_auth()) {
     out.clear();
     out.append(detail::envelope_magic, sizeof detail::envelope_magic);
     detail::append_le<std::uint16_t>(out, envelope_version);
-    detail::append_le<std::uint16_t>(out, detail::envelope_flags_crc32c);
+    detail::append_le<std::uint16_t>(out, auth.flags());
     out.push_back(static_cast<char>(k.size()));
     out.append(reinterpret_cast<char const*>(k.data()), k.size());
     std::string meta;
@@ -185,25 +277,26 @@ inline std::size_t envelope_payload_size(std::string const& out, std::size_t len
     return out.size() - length_at - 8;
 }
 
-/// Writes the payload length and appends the check value.
-inline void seal_envelope(std::string& out, std::size_t length_at) {
+/// Writes the payload length and appends the check value of `auth`'s mode.
+inline void seal_envelope(std::string& out, std::size_t length_at, envelope_auth const& auth = envelope_auth()) {
     std::uint64_t length = static_cast<std::uint64_t>(envelope_payload_size(out, length_at));
     for (std::size_t i = 0; i < 8; ++i, length >>= 8) out[length_at + i] = static_cast<char>(length & 0xffu);
-    detail::append_envelope_check(out);
+    auth.append_check(out);
 }
 
-/// Checks an entry read back for `expected`: check value, then version, bounds, key and
-/// the serializer's format. Only with status ok does the payload reach a deserializer.
+/// Checks an entry read back for `expected`: check value (in `auth`'s mode, whatever
+/// the entry's flags say), then version, flags, bounds, key and the serializer's
+/// format. Only with status ok does the payload reach a deserializer.
 inline opened_envelope open_envelope(std::string_view bytes, key const& expected, std::string_view format_id,
-                                     std::size_t max_payload) {
+                                     std::size_t max_payload, envelope_auth const& auth = envelope_auth()) {
     opened_envelope r;
-    constexpr std::size_t min_size = sizeof detail::envelope_magic + 2 + 2 + 1 + 4 + 8 + detail::envelope_check_size;
+    std::size_t const check_size = auth.check_size();
     auto const* p = reinterpret_cast<unsigned char const*>(bytes.data());
-    if (bytes.size() < min_size || !detail::envelope_check_matches(p, bytes.size())) {
-        if (detail::is_sound_version1_entry(p, bytes.size())) r.status = envelope_status::foreign_version;
+    if (bytes.size() < detail::envelope_min_header + check_size || !auth.check_matches(p, bytes.size())) {
+        r.status = detail::unchecked_entry_status(p, bytes.size(), auth);
         return r;
     }
-    std::size_t const body = bytes.size() - detail::envelope_check_size;
+    std::size_t const body = bytes.size() - check_size;
     if (std::memcmp(p, detail::envelope_magic, sizeof detail::envelope_magic) != 0) return r;
 
     detail::envelope_reader in(p + sizeof detail::envelope_magic, body - sizeof detail::envelope_magic);
@@ -217,7 +310,7 @@ inline opened_envelope open_envelope(std::string_view bytes, key const& expected
     std::uint8_t key_size = 0;
     std::string_view key_bytes, meta_bytes;
     std::uint32_t meta_size = 0;
-    if (flags != detail::envelope_flags_crc32c || !in.read(key_size) || key_size == 0 || key_size > key::max_size ||
+    if (flags != auth.flags() || !in.read(key_size) || key_size == 0 || key_size > key::max_size ||
         !in.read_bytes(key_size, key_bytes) || !in.read(meta_size) || meta_size > detail::envelope_max_metadata ||
         !in.read_bytes(meta_size, meta_bytes))
         return r;

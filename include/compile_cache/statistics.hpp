@@ -21,8 +21,12 @@ enum class miss_reason : std::size_t {
     read_error,           ///< the storage could not read it
     unresolved_reference, ///< it refers to an object that is not live (a kernel that is gone)
     deserialize_error,    ///< the deserializer rejected the payload
+    /// The entry is not authenticated as the cache's mode requires: with a secret, its
+    /// HMAC does not verify (written without the secret or with another one, damaged,
+    /// or forged); without one, the entry is keyed. See docs/security.md.
+    unauthenticated,
 };
-inline constexpr std::size_t miss_reason_count = 8;
+inline constexpr std::size_t miss_reason_count = 9;
 
 enum class store_failure : std::size_t {
     serialize_error,      ///< the serializer threw
@@ -35,7 +39,7 @@ inline constexpr std::size_t store_failure_count = 4;
 inline char const* to_string(miss_reason r) noexcept {
     static char const* const names[miss_reason_count] = {
         "absent", "corrupt", "foreign-version", "key-mismatch", "too-large",
-        "read-error", "unresolved-reference", "deserialize-error"};
+        "read-error", "unresolved-reference", "deserialize-error", "unauthenticated"};
     return names[static_cast<std::size_t>(r)];
 }
 

@@ -3796,17 +3796,20 @@ static_assert(compile_cache::check_storage<compile_cache::null_storage>::value);
 // Layout, envelope version 2 (integers little-endian):
 //   magic        8  "CCENTRY\n"
 //   version      2  envelope_version
-//   flags        2  how the entry is checked: 0 = unkeyed CRC-32C (the only mode so
-//                   far); bit 0 is reserved for a keyed HMAC-SHA256 mode (32-byte
-//                   check value); other bits must be 0
+//   flags        2  how the entry is checked: 0 = unkeyed CRC-32C; bit 0 set = keyed,
+//                   HMAC-SHA256 under the cache's secret (32-byte check value); other
+//                   bits must be 0
 //   key size     1, key bytes
 //   metadata     4  length, then: name, origin file, serializer format id (each u32 length +
 //                   bytes), origin line (i64), creation time (i64 ns since the epoch),
 //                   compile time (u64 ns)
 //   payload      8  length, then the serializer's bytes
-//   check        4  CRC-32C (detail/crc32c.hpp) over everything before it
+//   check        4  CRC-32C (detail/crc32c.hpp) over everything before it; or, keyed,
+//               32  HMAC-SHA256 (hasher/hmac.hpp, RFC 2104) under the secret over
+//                   everything before it
 // The check value is always the last bytes of the entry and is checked first, so that
-// any damaged byte, even in the version or flags field, reads as corrupt.
+// any damaged byte, even in the version or flags field, reads as corrupt (keyed:
+// unauthenticated).
 //
 // Why CRC-32C and not SHA-256 (version 1 ended with a SHA-256 digest): the unkeyed
 // check is there to catch accidents — a torn or truncated write, a flipped bit on
@@ -3819,10 +3822,13 @@ static_assert(compile_cache::check_storage<compile_cache::null_storage>::value);
 // (with the SHA extensions) took about as long as reading the file, and without them
 // several times longer; CRC-32C with the SSE4.2 instruction is about 15 times faster
 // (docs/benchmarks.md has the figures). Protection against tampering is a keyed MAC:
-// the HMAC-SHA256 mode that flags bit 0 is reserved for. Which mode a reader accepts
-// must come from the reader's own configuration (a cache with a secret refuses
-// unkeyed entries), never from the entry's flags, or flipping the flags would
-// downgrade a keyed entry to a CRC anyone can forge.
+// the HMAC-SHA256 mode of flags bit 0. Which mode a reader accepts comes from the
+// reader's own configuration (envelope_auth: a cache with a secret refuses unkeyed
+// entries), never from the entry's flags, or flipping the flags would downgrade a
+// keyed entry to a CRC anyone can forge. A keyed reader checks the HMAC first and only
+// then looks at any field; the flags, now authenticated, must say keyed. An unkeyed
+// reader never accepts a keyed entry (it cannot check it). docs/security.md says what
+// each mode protects against and what it does not.
 //
 // A sound version-1 entry (SHA-256 check value) still reads as foreign_version, not
 // corrupt: when the CRC does not match, the entry is tried as version 1.
@@ -4165,10 +4171,127 @@ inline bool set_crc32c_implementation(crc32c_backend b) noexcept {
 
 } // namespace compile_cache
 // ---- end compile_cache/detail/crc32c.hpp
+// ---- begin compile_cache/hasher/hmac.hpp
+// compile_cache: HMAC (RFC 2104) over any Hasher, with the members of Boost.Hash2's
+// HashAlgorithm concept, so that hmac<sha256> is itself a Hasher. The envelope uses
+// hmac<sha256> (HMAC-SHA256) to authenticate entries when the cache has a secret.
+
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+
+namespace compile_cache {
+
+/// HMAC(K, m) = H((K0 ^ opad) || H((K0 ^ ipad) || m)), RFC 2104, where K0 is the key
+/// padded with zeros to the hash's block size, or H(K) so padded when the key is
+/// longer than a block.
+///
+/// Usage: `hmac<sha256> mac(secret.data(), secret.size()); mac.update(p, n); auto tag =
+/// mac.result();`. The key is absorbed once, in the constructor: copying a keyed object
+/// and feeding the copy is the cheap way to authenticate many messages under one key
+/// (two compressions per message fewer than keying each time).
+///
+/// result() follows the Hasher it wraps: the first result() of an object is the
+/// standard HMAC of what was fed; the object stays usable and a second result() gives a
+/// different, deterministic value (see sha256's class comment). To authenticate a second
+/// message, use a fresh copy of the keyed object.
+///
+/// Requirements on Hasher: a Hasher (hasher/concept.hpp) that is copyable, whose first
+/// result() of a fresh object is its standard digest, and whose digest is no longer
+/// than its block size (true of every hash HMAC is defined for).
+template <class Hasher>
+class hmac {
+    static_assert(detail::is_hasher_v<Hasher>, "compile_cache: hmac<H> needs H to be a Hasher (hasher/concept.hpp)");
+    static_assert(std::is_copy_constructible_v<Hasher>, "compile_cache: hmac<H> needs a copyable H");
+
+public:
+    using hash_type = Hasher;
+    using result_type = typename Hasher::result_type;
+    static constexpr std::size_t block_size = static_cast<std::size_t>(Hasher::block_size);
+
+    static_assert(block_size > 0, "compile_cache: hmac<H> needs H::block_size > 0");
+    static_assert(detail::static_byte_size<result_type>::value <= block_size,
+                  "compile_cache: hmac<H> needs H's digest to be no longer than its block");
+
+    /// HMAC with an empty key (valid, though of no use for authentication).
+    hmac() { set_key(nullptr, 0); }
+
+    /// HMAC keyed with the n bytes at p (p may be null when n is 0). Any length: a key
+    /// longer than block_size is hashed first, as RFC 2104 says. RFC 2104 recommends
+    /// a key at least as long as the digest.
+    hmac(void const* key, std::size_t n) { set_key(key, n); }
+
+    /// HMAC keyed with the 8 little-endian bytes of `seed`, or with the empty key when
+    /// seed is 0: the seeded constructor of the HashAlgorithm concept.
+    explicit hmac(std::uint64_t seed) {
+        unsigned char bytes[8];
+        for (unsigned i = 0; i < 8; ++i) bytes[i] = static_cast<unsigned char>(seed >> (8 * i));
+        set_key(bytes, seed == 0 ? 0 : 8);
+    }
+
+    /// Appends n bytes at p to the message. p may be null when n is 0.
+    void update(void const* p, std::size_t n) { inner_.update(p, n); }
+
+    /// The HMAC of the message fed so far (see the class comment for repeated calls).
+    result_type result() {
+        result_type const inner = inner_.result();
+        Hasher outer = outer_; // the keyed outer state stays as it was, for the next call
+        outer.update(inner.data(), inner.size());
+        return outer.result();
+    }
+
+private:
+    void set_key(void const* key, std::size_t n) {
+        unsigned char k0[block_size] = {};
+        if (n > block_size) {
+            Hasher h;
+            h.update(key, n);
+            result_type const digest = h.result();
+            std::memcpy(k0, digest.data(), digest.size());
+        } else if (n != 0) {
+            std::memcpy(k0, key, n);
+        }
+        unsigned char pad[block_size];
+        for (std::size_t i = 0; i < block_size; ++i) pad[i] = static_cast<unsigned char>(k0[i] ^ 0x36u);
+        inner_.update(pad, block_size);
+        for (std::size_t i = 0; i < block_size; ++i) pad[i] = static_cast<unsigned char>(k0[i] ^ 0x5cu);
+        outer_.update(pad, block_size);
+        // Not a confidentiality measure (the keyed hash states stay in the object), only
+        // no more copies of the key on the stack than needed.
+        wipe(k0, sizeof k0);
+        wipe(pad, sizeof pad);
+    }
+
+    static void wipe(unsigned char* p, std::size_t n) noexcept {
+        volatile unsigned char* v = p;
+        for (std::size_t i = 0; i < n; ++i) v[i] = 0;
+    }
+
+    Hasher inner_{};
+    Hasher outer_{};
+};
+
+namespace detail {
+/// Whether the n bytes at a and b are equal, in a time that depends on n only: for
+/// comparing a computed tag with a stored one.
+inline bool constant_time_equal(void const* a, void const* b, std::size_t n) noexcept {
+    auto const* x = static_cast<unsigned char const*>(a);
+    auto const* y = static_cast<unsigned char const*>(b);
+    unsigned char diff = 0;
+    for (std::size_t i = 0; i < n; ++i) diff = static_cast<unsigned char>(diff | (x[i] ^ y[i]));
+    return diff == 0;
+}
+} // namespace detail
+
+} // namespace compile_cache
+// ---- end compile_cache/hasher/hmac.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -4192,6 +4315,11 @@ enum class envelope_status {
     foreign_version, ///< a sound entry in another envelope version or serializer format
     key_mismatch,    ///< a sound entry, but for another key than the one asked for
     too_large,       ///< the payload is longer than the configured maximum
+    /// The reader's mode and the entry's disagree, or the HMAC does not verify: a keyed
+    /// reader got an entry without a valid HMAC under its secret (unkeyed, made with
+    /// another secret, damaged, truncated or forged: indistinguishable, and not told
+    /// apart), or an unkeyed reader got an entry whose header says keyed.
+    unauthenticated,
 };
 
 struct opened_envelope {
@@ -4206,8 +4334,10 @@ inline constexpr std::size_t envelope_max_metadata = 1u << 20;
 
 /// The flags of an unkeyed entry: its check value is a CRC-32C.
 inline constexpr std::uint16_t envelope_flags_crc32c = 0;
-/// Reserved: the check value is an HMAC-SHA256 under the cache's secret (32 bytes).
+/// The check value is an HMAC-SHA256 under the cache's secret (32 bytes).
 inline constexpr std::uint16_t envelope_flag_keyed = 1;
+/// The size of the check value at the end of a keyed entry.
+inline constexpr std::size_t envelope_keyed_check_size = 32;
 
 /// The size of the check value at the end of an unkeyed entry.
 inline constexpr std::size_t envelope_check_size = 4;
@@ -4278,16 +4408,93 @@ private:
     unsigned char const* p_;
     std::size_t left_;
 };
+/// The fields before the payload when every variable-length one is empty: magic,
+/// version, flags, key size, metadata length, payload length.
+inline constexpr std::size_t envelope_min_header = sizeof envelope_magic + 2 + 2 + 1 + 4 + 8;
+} // namespace detail
+
+/// How entries are checked, written and read: unkeyed (a CRC-32C, against accidents)
+/// or keyed (an HMAC-SHA256 under a secret, against tampering by anyone without the
+/// secret). A reader's mode is its own configuration; an entry's flags never choose
+/// it. Copyable; the keyed form absorbs the secret once, so each entry costs the
+/// HMAC of its bytes and no more.
+class envelope_auth {
+public:
+    /// Unkeyed: CRC-32C check values.
+    envelope_auth() noexcept = default;
+
+    /// Keyed with the bytes of `secret`: HMAC-SHA256 check values. An empty secret is
+    /// the unkeyed mode (there is nothing to authenticate with).
+    explicit envelope_auth(std::string_view secret) {
+        if (!secret.empty()) mac_.emplace(secret.data(), secret.size());
+    }
+
+    bool keyed() const noexcept { return mac_.has_value(); }
+
+    /// The flags an entry written in this mode carries, and the only ones accepted.
+    std::uint16_t flags() const noexcept {
+        return keyed() ? detail::envelope_flag_keyed : detail::envelope_flags_crc32c;
+    }
+
+    /// The size of the check value at the end of an entry: 4 unkeyed, 32 keyed.
+    std::size_t check_size() const noexcept {
+        return keyed() ? detail::envelope_keyed_check_size : detail::envelope_check_size;
+    }
+
+    /// Appends the check value of `out` (everything in it so far) to `out`.
+    void append_check(std::string& out) const {
+        if (!keyed()) return detail::append_envelope_check(out);
+        auto const tag = tag_of(reinterpret_cast<unsigned char const*>(out.data()), out.size());
+        out.append(reinterpret_cast<char const*>(tag.data()), tag.size());
+    }
+
+    /// Whether the last check_size() bytes of `p[0, n)` are the check value of the
+    /// bytes before them. n must be at least check_size().
+    bool check_matches(unsigned char const* p, std::size_t n) const noexcept {
+        if (!keyed()) return detail::envelope_check_matches(p, n);
+        std::size_t const body = n - detail::envelope_keyed_check_size;
+        auto const tag = tag_of(p, body);
+        return detail::constant_time_equal(tag.data(), p + body, tag.size());
+    }
+
+private:
+    hmac<sha256>::result_type tag_of(unsigned char const* p, std::size_t n) const noexcept {
+        hmac<sha256> mac = *mac_; // the keyed state, copied: the secret is not hashed again
+        mac.update(p, n);
+        return mac.result();
+    }
+
+    std::optional<hmac<sha256>> mac_;
+};
+
+namespace detail {
+/// Why an entry whose check value does not match is refused, for the statistics only:
+/// nothing here is trusted, and every outcome is a miss.
+inline envelope_status unchecked_entry_status(unsigned char const* p, std::size_t n,
+                                              envelope_auth const& auth) noexcept {
+    // With a secret, damage, another secret, no HMAC at all and a forgery look the same.
+    if (auth.keyed()) return envelope_status::unauthenticated;
+    if (is_sound_version1_entry(p, n)) return envelope_status::foreign_version;
+    // Unkeyed: an entry whose header says keyed (it may be; this reader cannot check).
+    if (n >= envelope_min_header + envelope_keyed_check_size &&
+        std::memcmp(p, envelope_magic, sizeof envelope_magic) == 0 &&
+        read_le<std::uint16_t>(p + sizeof envelope_magic) == envelope_version &&
+        read_le<std::uint16_t>(p + sizeof envelope_magic + 2) == envelope_flag_keyed)
+        return envelope_status::unauthenticated;
+    return envelope_status::corrupt;
+}
 } // namespace detail
 
 /// Starts an entry in `out` (which is cleared): everything up to the payload. The
 /// serializer then appends the payload, and seal_envelope() finishes the entry.
-/// Returns the position of the payload length field.
-inline std::size_t begin_envelope(std::string& out, key const& k, entry_metadata const& m) {
+/// Returns the position of the payload length field. `auth` must be the one given to
+/// seal_envelope.
+inline std::size_t begin_envelope(std::string& out, key const& k, entry_metadata const& m,
+                                  envelope_auth const& auth = envelope_auth()) {
     out.clear();
     out.append(detail::envelope_magic, sizeof detail::envelope_magic);
     detail::append_le<std::uint16_t>(out, envelope_version);
-    detail::append_le<std::uint16_t>(out, detail::envelope_flags_crc32c);
+    detail::append_le<std::uint16_t>(out, auth.flags());
     out.push_back(static_cast<char>(k.size()));
     out.append(reinterpret_cast<char const*>(k.data()), k.size());
     std::string meta;
@@ -4309,25 +4516,26 @@ inline std::size_t envelope_payload_size(std::string const& out, std::size_t len
     return out.size() - length_at - 8;
 }
 
-/// Writes the payload length and appends the check value.
-inline void seal_envelope(std::string& out, std::size_t length_at) {
+/// Writes the payload length and appends the check value of `auth`'s mode.
+inline void seal_envelope(std::string& out, std::size_t length_at, envelope_auth const& auth = envelope_auth()) {
     std::uint64_t length = static_cast<std::uint64_t>(envelope_payload_size(out, length_at));
     for (std::size_t i = 0; i < 8; ++i, length >>= 8) out[length_at + i] = static_cast<char>(length & 0xffu);
-    detail::append_envelope_check(out);
+    auth.append_check(out);
 }
 
-/// Checks an entry read back for `expected`: check value, then version, bounds, key and
-/// the serializer's format. Only with status ok does the payload reach a deserializer.
+/// Checks an entry read back for `expected`: check value (in `auth`'s mode, whatever
+/// the entry's flags say), then version, flags, bounds, key and the serializer's
+/// format. Only with status ok does the payload reach a deserializer.
 inline opened_envelope open_envelope(std::string_view bytes, key const& expected, std::string_view format_id,
-                                     std::size_t max_payload) {
+                                     std::size_t max_payload, envelope_auth const& auth = envelope_auth()) {
     opened_envelope r;
-    constexpr std::size_t min_size = sizeof detail::envelope_magic + 2 + 2 + 1 + 4 + 8 + detail::envelope_check_size;
+    std::size_t const check_size = auth.check_size();
     auto const* p = reinterpret_cast<unsigned char const*>(bytes.data());
-    if (bytes.size() < min_size || !detail::envelope_check_matches(p, bytes.size())) {
-        if (detail::is_sound_version1_entry(p, bytes.size())) r.status = envelope_status::foreign_version;
+    if (bytes.size() < detail::envelope_min_header + check_size || !auth.check_matches(p, bytes.size())) {
+        r.status = detail::unchecked_entry_status(p, bytes.size(), auth);
         return r;
     }
-    std::size_t const body = bytes.size() - detail::envelope_check_size;
+    std::size_t const body = bytes.size() - check_size;
     if (std::memcmp(p, detail::envelope_magic, sizeof detail::envelope_magic) != 0) return r;
 
     detail::envelope_reader in(p + sizeof detail::envelope_magic, body - sizeof detail::envelope_magic);
@@ -4341,7 +4549,7 @@ inline opened_envelope open_envelope(std::string_view bytes, key const& expected
     std::uint8_t key_size = 0;
     std::string_view key_bytes, meta_bytes;
     std::uint32_t meta_size = 0;
-    if (flags != detail::envelope_flags_crc32c || !in.read(key_size) || key_size == 0 || key_size > key::max_size ||
+    if (flags != auth.flags() || !in.read(key_size) || key_size == 0 || key_size > key::max_size ||
         !in.read_bytes(key_size, key_bytes) || !in.read(meta_size) || meta_size > detail::envelope_max_metadata ||
         !in.read_bytes(meta_size, meta_bytes))
         return r;
@@ -4399,8 +4607,12 @@ enum class miss_reason : std::size_t {
     read_error,           ///< the storage could not read it
     unresolved_reference, ///< it refers to an object that is not live (a kernel that is gone)
     deserialize_error,    ///< the deserializer rejected the payload
+    /// The entry is not authenticated as the cache's mode requires: with a secret, its
+    /// HMAC does not verify (written without the secret or with another one, damaged,
+    /// or forged); without one, the entry is keyed. See docs/security.md.
+    unauthenticated,
 };
-inline constexpr std::size_t miss_reason_count = 8;
+inline constexpr std::size_t miss_reason_count = 9;
 
 enum class store_failure : std::size_t {
     serialize_error,      ///< the serializer threw
@@ -4413,7 +4625,7 @@ inline constexpr std::size_t store_failure_count = 4;
 inline char const* to_string(miss_reason r) noexcept {
     static char const* const names[miss_reason_count] = {
         "absent", "corrupt", "foreign-version", "key-mismatch", "too-large",
-        "read-error", "unresolved-reference", "deserialize-error"};
+        "read-error", "unresolved-reference", "deserialize-error", "unauthenticated"};
     return names[static_cast<std::size_t>(r)];
 }
 
@@ -4592,9 +4804,12 @@ private:
 // reason, and nothing the cache does throws into the host or changes a result.
 
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -4654,6 +4869,13 @@ struct environment_setting {
 struct cache_options {
     std::size_t max_entry_size = std::size_t{64} << 20; ///< larger entries are neither read nor written
     std::function<void(std::string_view)> logger;        ///< one-line diagnostics; silent when empty
+    /// The secret (any bytes; 32 random bytes are plenty) that authenticates entries:
+    /// when not empty, entries are written with an HMAC-SHA256 under it, and only
+    /// entries whose HMAC verifies are loaded; the others are misses with reason
+    /// `unauthenticated`. Empty (the default): unkeyed entries, checked by a CRC-32C
+    /// against accidents only. Every process sharing a directory needs the same
+    /// secret, or none. See docs/security.md.
+    std::string secret;
 };
 
 namespace detail {
@@ -4673,6 +4895,40 @@ inline std::uint64_t ns_between(std::chrono::steady_clock::time_point from,
 inline std::uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) noexcept {
     return static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since).count());
+}
+
+/// A secret file larger than this is refused: it is not a secret but the wrong file.
+inline constexpr std::size_t max_secret_file_size = std::size_t{64} << 10;
+
+/// Reads the whole secret file at `path` into `secret`. On failure returns why (one
+/// phrase) and leaves `secret` empty; an empty file is a failure too.
+inline std::string read_secret_file(std::string const& path, std::string& secret) {
+    secret.clear();
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f) return std::string("cannot open it: ") + std::strerror(errno);
+    char buffer[4096];
+    bool too_large = false;
+    while (!too_large) {
+        std::size_t const n = std::fread(buffer, 1, sizeof buffer, f);
+        secret.append(buffer, n);
+        too_large = secret.size() > max_secret_file_size;
+        if (n < sizeof buffer) break;
+    }
+    int const read_errno = std::ferror(f) ? errno : 0;
+    bool const failed = std::ferror(f) != 0;
+    std::fclose(f);
+    std::string why;
+    if (failed)
+        why = std::string("cannot read it: ") + std::strerror(read_errno != 0 ? read_errno : EIO);
+    else if (too_large)
+        why = "it is larger than 64 KiB, so it is not a secret (the wrong file?)";
+    else if (secret.empty())
+        why = "it is empty";
+    if (!why.empty()) {
+        std::fill(secret.begin(), secret.end(), '\0');
+        secret.clear();
+    }
+    return why;
 }
 } // namespace detail
 
@@ -4705,10 +4961,10 @@ public:
     /// A disabled cache: loads nothing, stores nothing, touches no file.
     basic_cache() : state_(std::make_unique<state>()) {}
 
-    /// An enabled cache over `storage`.
+    /// An enabled cache over `storage`; with `options.secret`, authenticated entries.
     explicit basic_cache(Storage storage, cache_options options = {})
         : state_(std::make_unique<state>()), storage_(std::move(storage)), options_(std::move(options)),
-          enabled_(true) {}
+          auth_(options_.secret), enabled_(true) {}
 
     basic_cache(basic_cache&&) noexcept = default;
     basic_cache& operator=(basic_cache&&) noexcept = default;
@@ -4721,6 +4977,10 @@ public:
     /// `PREFIX_SHARED` (see directory_options_from_env); a value that does not parse
     /// is one diagnostic (through the logger, or on stderr when there is none) and
     /// the default.
+    /// `PREFIX_SECRET_FILE` names a file whose whole content (bytes, a trailing newline
+    /// included) is the secret that authenticates entries (cache_options::secret). A
+    /// file that is missing, unreadable, empty or over 64 KiB is one diagnostic, and the
+    /// cache is disabled: the host asked for authenticated entries and cannot have them.
     static basic_cache from_env(std::string_view prefix) {
         static_assert(std::is_constructible_v<Storage, std::string>,
                       "compile_cache: from_env needs a Storage constructible from a directory path "
@@ -4733,17 +4993,31 @@ public:
             options.logger = [](std::string_view line) {
                 std::fprintf(stderr, "compile_cache: %.*s\n", static_cast<int>(line.size()), line.data());
             };
-        if constexpr (std::is_constructible_v<Storage, std::string, directory_options>) {
-            auto report = [&options](std::string const& line) {
-                if (options.logger) {
-                    try {
-                        options.logger(line);
-                    } catch (...) {
-                    }
-                } else {
-                    std::fprintf(stderr, "compile_cache: %s\n", line.c_str());
+        auto report = [&options](std::string const& line) {
+            if (options.logger) {
+                try {
+                    options.logger(line);
+                } catch (...) {
                 }
-            };
+            } else {
+                std::fprintf(stderr, "compile_cache: %s\n", line.c_str());
+            }
+        };
+        std::string const secret_file = detail::getenv_string(p + "_SECRET_FILE");
+        if (!secret_file.empty()) {
+            std::string why;
+            try {
+                why = detail::read_secret_file(secret_file, options.secret);
+            } catch (std::exception const& e) {
+                why = e.what();
+            }
+            if (!why.empty()) {
+                report(p + "_SECRET_FILE=\"" + secret_file + "\": " + why +
+                       "; the cache is disabled, since its entries could not be authenticated");
+                return basic_cache();
+            }
+        }
+        if constexpr (std::is_constructible_v<Storage, std::string, directory_options>) {
             directory_options storage_options = directory_options_from_env(p, report);
             return basic_cache(Storage(std::move(dir), storage_options), std::move(options));
         } else {
@@ -4752,6 +5026,8 @@ public:
     }
 
     bool enabled() const noexcept { return enabled_; }
+    /// Whether entries are authenticated (HMAC-SHA256 under cache_options::secret).
+    bool authenticated() const noexcept { return enabled_ && auth_.keyed(); }
     Resolver& resolver() noexcept { return state_->resolver; }
     Storage& storage() noexcept { return storage_; }
     cache_options const& options() const noexcept { return options_; }
@@ -4792,6 +5068,8 @@ public:
         std::vector<environment_setting> s = {
             {p + "_DIR", "the cache directory; unset, empty, 0, off, false or no disable the cache"},
             {p + "_LOG", "1 sends one-line diagnostics (misses with their reason, store failures) to stderr"},
+            {p + "_SECRET_FILE", "a file whose content is the secret that authenticates entries (HMAC-SHA256); "
+                                 "if it cannot be read, or is empty, the cache is disabled"},
         };
         if constexpr (std::is_constructible_v<Storage, std::string, directory_options>) {
             s.push_back({p + "_MAX_SIZE", "size limit of the directory: bytes, or with K, M, G (powers of 1024); "
@@ -4836,7 +5114,7 @@ public:
                                   .count();
             meta.compile_ns = static_cast<std::uint64_t>(compile_time.count() < 0 ? 0 : compile_time.count());
             std::string entry;
-            std::size_t length_at = begin_envelope(entry, k.value(), meta);
+            std::size_t length_at = begin_envelope(entry, k.value(), meta, auth_);
             try {
                 Serializer::save(entry, artifact, resolver_context::of(state_->resolver, self));
             } catch (unresolved_reference const& e) {
@@ -4847,9 +5125,9 @@ public:
             // The bound is on the whole sealed entry, as load applies it when reading:
             // an entry whose payload fits but whose envelope does not would be written
             // and then never read.
-            if (entry.size() + detail::envelope_digest_size > options_.max_entry_size)
+            if (entry.size() + auth_.check_size() > options_.max_entry_size)
                 return store_failed(store_failure::too_large, start, info, {});
-            seal_envelope(entry, length_at);
+            seal_envelope(entry, length_at, auth_);
             if (std::error_code ec = storage_.write(k.value(), entry))
                 return store_failed(store_failure::write_error, start, info, ec.message());
             state_->stats.stored(entry.size(), detail::elapsed_ns(start));
@@ -4921,7 +5199,8 @@ private:
             }
             bytes = buffer.size();
             auto read_done = std::chrono::steady_clock::now();
-            opened_envelope env = open_envelope(buffer, k.value(), Serializer::format_id(), options_.max_entry_size);
+            opened_envelope env =
+                open_envelope(buffer, k.value(), Serializer::format_id(), options_.max_entry_size, auth_);
             switch (env.status) {
             case envelope_status::ok: break;
             case envelope_status::corrupt: return missed(why, miss_reason::corrupt, bytes, start, info, {});
@@ -4929,6 +5208,8 @@ private:
                 return missed(why, miss_reason::foreign_version, bytes, start, info, {});
             case envelope_status::key_mismatch: return missed(why, miss_reason::key_mismatch, bytes, start, info, {});
             case envelope_status::too_large: return missed(why, miss_reason::too_large, bytes, start, info, {});
+            case envelope_status::unauthenticated:
+                return missed(why, miss_reason::unauthenticated, bytes, start, info, {});
             }
             auto verify_done = std::chrono::steady_clock::now();
             std::optional<Artifact> artifact(std::in_place);
@@ -4988,6 +5269,7 @@ private:
     std::unique_ptr<state> state_;
     Storage storage_{};
     cache_options options_;
+    envelope_auth auth_; ///< from options_.secret; set by the constructor only
     bool enabled_ = false;
 };
 
