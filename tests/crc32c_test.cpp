@@ -161,9 +161,11 @@ TEST_CASE("crc32c sees every burst error of up to 32 bits", "[crc32c]") {
     std::mt19937 random(5);
     for (int trial = 0; trial < 2000; ++trial) {
         // A burst: first and last bit flipped, any pattern between, within 32 bits.
-        unsigned const length = 1 + random() % 32;
-        std::uint32_t pattern = length == 1 ? 1u : (1u | (1u << (length - 1)) | (random() & ((1u << (length - 1)) - 1)));
-        std::size_t const start_bit = random() % (data.size() * 8 - length);
+        auto const draw = [&random] { return static_cast<std::uint32_t>(random()); };
+        unsigned const length = 1 + draw() % 32;
+        std::uint32_t const pattern =
+            length == 1 ? 1u : (1u | (1u << (length - 1)) | (draw() & ((1u << (length - 1)) - 1)));
+        std::size_t const start_bit = draw() % (data.size() * 8 - length);
         auto damaged = data;
         for (unsigned i = 0; i < length; ++i)
             if (pattern & (1u << i)) damaged[(start_bit + i) / 8] ^= static_cast<unsigned char>(1u << ((start_bit + i) % 8));

@@ -1,0 +1,233 @@
+// The whole hit, as a host sees it: default_cache::load of a key already computed,
+// for an artifact whose entry is about 4 KiB (bytecode, constants, symbol names, and
+// references: callee kernels by key, the dialect group by name, type singletons by
+// uuid), against the floor measured in the same run:
+//   floor = open/read/close of the same file + deserializing the same archive bytes
+//           from memory (Boost binary archive, references relinked through the same
+//           registry).
+// Target: load <= 1.3 x floor. The parts are measured too (read alone, envelope check
+// alone, deserialization alone) so that a miss of the target shows where time goes.
+#include "bench_common.hpp"
+
+#include <compile_cache/cache.hpp>
+
+#include <boost/serialization/string.hpp>
+#include <boost/serialization/vector.hpp>
+
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace {
+
+namespace cc = compile_cache;
+
+struct kernel_object { // a live callee kernel: only its address matters
+    int id = 0;
+};
+struct dialect_group {};
+struct type_object {};
+
+struct artifact {
+    std::string name;
+    std::vector<std::uint8_t> bytecode;
+    std::vector<double> constants;
+    std::vector<std::string> symbols;
+    std::vector<cc::ref<kernel_object>> callees;
+    cc::ref<dialect_group> dialects;
+    std::vector<cc::ref<type_object>> types;
+
+    template <class Archive>
+    void serialize(Archive& ar, unsigned) {
+        ar & name & bytecode & constants & symbols & callees & dialects & types;
+    }
+};
+
+struct world {
+    kernel_object callee_objects[4];
+    dialect_group dialects;
+    type_object f64, i64, boolean;
+    bench::scratch_dir dir{"hit"};
+    cc::default_cache cache{cc::directory_storage(dir.path())};
+    cc::key_result k;
+    cc::entry_info info{"saxpy_tiled", "kernels.dsl", 42};
+    std::string entry_path;
+    std::size_t entry_size = 0;
+    std::size_t payload_offset = 0, payload_size = 0;
+
+    world() {
+        auto& reg = cache.resolver();
+        for (int i = 0; i < 4; ++i) {
+            callee_objects[i].id = i;
+            reg.bind(&callee_objects[i], cc::key_builder<>().add("callee", i).finish().value());
+        }
+        reg.add_shared("bench.dialects", &dialects);
+        reg.add_singleton("bench.type.f64", &f64);
+        reg.add_singleton("bench.type.i64", &i64);
+        reg.add_singleton("bench.type.bool", &boolean);
+
+        artifact a;
+        a.name = info.name;
+        a.bytecode.resize(2600);
+        for (std::size_t i = 0; i < a.bytecode.size(); ++i) a.bytecode[i] = static_cast<std::uint8_t>(i * 31 + 7);
+        for (int i = 0; i < 64; ++i) a.constants.push_back(i * 0.25);
+        for (int i = 0; i < 24; ++i) a.symbols.push_back("symbol_" + std::to_string(i));
+        for (auto& c : callee_objects) a.callees.push_back(&c);
+        a.dialects = &dialects;
+        for (int i = 0; i < 12; ++i) a.types.push_back(i % 3 == 0 ? &f64 : i % 3 == 1 ? &i64 : &boolean);
+
+        k = cc::key_builder<>().add("ir", std::string("the kernel's canonical IR")).finish();
+        if (!cache.store(k, a, info)) {
+            std::fprintf(stderr, "bench_hit: store failed\n");
+            std::exit(2);
+        }
+        entry_path = cache.storage().entry_path(k.value());
+        std::string bytes = read_whole(entry_path);
+        entry_size = bytes.size();
+        cc::opened_envelope e = cc::open_envelope(bytes, k.value(), cc::boost_binary::format_id(), 1 << 20);
+        if (e.status != cc::envelope_status::ok) {
+            std::fprintf(stderr, "bench_hit: the stored entry does not open\n");
+            std::exit(2);
+        }
+        payload_offset = static_cast<std::size_t>(e.payload.data() - bytes.data());
+        payload_size = e.payload.size();
+        ::sync();
+    }
+
+    static std::string read_whole(std::string const& path) {
+        std::string out(1 << 20, '\0');
+        int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd < 0 ? -1 : ::read(fd, out.data(), out.size());
+        if (fd >= 0) ::close(fd);
+        if (n < 0) {
+            std::perror(path.c_str());
+            std::exit(2);
+        }
+        out.resize(static_cast<std::size_t>(n));
+        return out;
+    }
+};
+
+world& the_world() {
+    static world w;
+    return w;
+}
+
+/// open, one read into a buffer that is large enough, close: the least a hit can do.
+std::size_t read_floor(std::string const& path, std::vector<char>& buffer) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    ssize_t n = ::read(fd, buffer.data(), buffer.size());
+    ::close(fd);
+    return n < 0 ? 0 : static_cast<std::size_t>(n);
+}
+
+void BM_hit_load(benchmark::State& state) {
+    world& w = the_world();
+    for (auto _ : state) {
+        std::optional<artifact> a = w.cache.load<artifact>(w.k, w.info);
+        if (!a) {
+            state.SkipWithError("not a hit");
+            break;
+        }
+        benchmark::DoNotOptimize(a->types.back().get());
+    }
+    state.SetLabel("entry " + std::to_string(w.entry_size) + " B, payload " + std::to_string(w.payload_size) + " B");
+}
+
+void BM_hit_floor(benchmark::State& state) {
+    world& w = the_world();
+    std::vector<char> buffer(64 * 1024);
+    auto ctx = cc::resolver_context::of(w.cache.resolver(), nullptr);
+    for (auto _ : state) {
+        std::size_t const n = read_floor(w.entry_path, buffer);
+        if (n != w.entry_size) {
+            state.SkipWithError("short read");
+            break;
+        }
+        std::optional<artifact> a(std::in_place);
+        cc::boost_binary::load(std::string_view(buffer.data() + w.payload_offset, w.payload_size), *a, ctx);
+        benchmark::DoNotOptimize(a->types.back().get());
+    }
+}
+
+// The parts.
+void BM_part_read_floor(benchmark::State& state) {
+    world& w = the_world();
+    std::vector<char> buffer(64 * 1024);
+    for (auto _ : state) benchmark::DoNotOptimize(read_floor(w.entry_path, buffer));
+}
+
+void BM_part_storage_read(benchmark::State& state) {
+    world& w = the_world();
+    std::string buffer;
+    for (auto _ : state) {
+        cc::read_result r = w.cache.storage().read(w.k.value(), buffer, std::size_t{64} << 20);
+        benchmark::DoNotOptimize(r);
+    }
+}
+
+void BM_part_open_envelope(benchmark::State& state) {
+    world& w = the_world();
+    std::string const bytes = world::read_whole(w.entry_path);
+    for (auto _ : state) {
+        cc::opened_envelope e = cc::open_envelope(bytes, w.k.value(), cc::boost_binary::format_id(), std::size_t{64} << 20);
+        benchmark::DoNotOptimize(e);
+    }
+}
+
+void BM_part_deserialize(benchmark::State& state) {
+    world& w = the_world();
+    std::string const bytes = world::read_whole(w.entry_path);
+    std::string_view const payload(bytes.data() + w.payload_offset, w.payload_size);
+    auto ctx = cc::resolver_context::of(w.cache.resolver(), nullptr);
+    for (auto _ : state) {
+        std::optional<artifact> a(std::in_place);
+        cc::boost_binary::load(payload, *a, ctx);
+        benchmark::DoNotOptimize(a->types.back().get());
+    }
+}
+
+BENCHMARK(BM_hit_load);
+BENCHMARK(BM_hit_floor);
+BENCHMARK(BM_part_read_floor);
+BENCHMARK(BM_part_storage_read);
+BENCHMARK(BM_part_open_envelope);
+BENCHMARK(BM_part_deserialize);
+
+} // namespace
+
+int main(int argc, char** argv) {
+    // --strace-hit=N / --strace-store=N: do N hits (or stores) and nothing else, for
+    // `strace -c -f` in scripts/bench.sh; no benchmark runs.
+    for (int i = 1; i < argc; ++i) {
+        std::string const a = argv[i];
+        bool const hit = a.rfind("--strace-hit=", 0) == 0, store = a.rfind("--strace-store=", 0) == 0;
+        if (!hit && !store) continue;
+        long const n = std::stol(a.substr(a.find('=') + 1));
+        world& w = the_world();
+        artifact a0 = *w.cache.load<artifact>(w.k, w.info);
+        // A warm cache: every fan-out folder exists (the first store into one creates it).
+        for (long j = 0; j < 2048; ++j) w.cache.store(cc::key_builder<>().add("warm", j).finish(), a0, w.info);
+        std::fprintf(stderr, "strace marker: start\n"); // the calls before this are set-up
+        for (long j = 0; j < n; ++j) {
+            if (hit) {
+                if (!w.cache.load<artifact>(w.k, w.info)) return 1;
+            } else {
+                cc::key_result const kj = cc::key_builder<>().add("store", j).finish();
+                if (!w.cache.store(kj, a0, w.info)) return 1;
+            }
+        }
+        std::fprintf(stderr, "strace marker: end\n");
+        std::_Exit(0); // no clean-up of the scratch directory inside the count
+    }
+    benchmark::Initialize(&argc, argv);
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}
