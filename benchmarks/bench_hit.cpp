@@ -143,7 +143,7 @@ void BM_hit_load(benchmark::State& state) {
 void BM_hit_floor(benchmark::State& state) {
     world& w = the_world();
     std::vector<char> buffer(64 * 1024);
-    auto ctx = cc::resolver_context::of(w.cache.resolver(), nullptr);
+    auto ctx = cc::resolver_context::of(w.cache.resolver(), static_cast<void const*>(nullptr));
     for (auto _ : state) {
         std::size_t const n = read_floor(w.entry_path, buffer);
         if (n != w.entry_size) {
@@ -185,7 +185,7 @@ void BM_part_deserialize(benchmark::State& state) {
     world& w = the_world();
     std::string const bytes = world::read_whole(w.entry_path);
     std::string_view const payload(bytes.data() + w.payload_offset, w.payload_size);
-    auto ctx = cc::resolver_context::of(w.cache.resolver(), nullptr);
+    auto ctx = cc::resolver_context::of(w.cache.resolver(), static_cast<void const*>(nullptr));
     for (auto _ : state) {
         std::optional<artifact> a(std::in_place);
         cc::boost_binary::load(payload, *a, ctx);
