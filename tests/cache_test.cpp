@@ -33,6 +33,7 @@ namespace {
 
 namespace cc = compile_cache;
 namespace fs = std::filesystem;
+using compile_cache_test::entries_under;
 using compile_cache_test::read_file;
 using compile_cache_test::temp_dir;
 using compile_cache_test::write_file;
@@ -134,19 +135,6 @@ bool same_kernel(compiled_kernel const& a, compiled_kernel const& b) {
 template <class Storage>
 using cache_over = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, Storage>;
 
-/// The cache entries under `dir`: files named by a key's hex (the storage may keep
-/// other files of its own beside them).
-std::size_t entries_under(fs::path const& dir) {
-    std::size_t n = 0;
-    std::error_code ec;
-    for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-        std::string const name = it->path().filename().string();
-        if (it->is_regular_file() && name.size() >= 2 &&
-            name.find_first_not_of("0123456789abcdef") == std::string::npos)
-            ++n;
-    }
-    return n;
-}
 
 bool is_empty_dir(fs::path const& dir) { return fs::is_directory(dir) && fs::is_empty(dir); }
 

@@ -32,6 +32,7 @@
 namespace {
 
 namespace cc = compile_cache;
+using compile_cache_test::entries_under;
 using compile_cache_test::temp_dir;
 
 struct kernel {
@@ -106,19 +107,6 @@ struct host_run {
     }
 };
 
-/// The cache entries under `dir`: files named by a key's hex (the storage may keep
-/// other files of its own beside them).
-std::size_t entries_in(std::filesystem::path const& dir) {
-    std::size_t n = 0;
-    std::error_code ec;
-    for (std::filesystem::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-        std::string const name = it->path().filename().string();
-        if (it->is_regular_file() && name.size() >= 2 &&
-            name.find_first_not_of("0123456789abcdef") == std::string::npos)
-            ++n;
-    }
-    return n;
-}
 
 } // namespace
 
@@ -192,10 +180,36 @@ TEST_CASE("a kernel that calls itself loads calling the kernel it is loaded for"
         CHECK(loaded->callees[0].get() == &fact_r);
     }
     SECTION("loaded for no kernel: the self reference cannot be relinked, so it is a miss") {
-        auto loaded = reader.cache.load<compiled_kernel>(k, {"fact", "math.dsl", 1}, nullptr);
+        auto loaded = reader.cache.load<compiled_kernel>(k, {"fact", "math.dsl", 1});
         CHECK(!loaded);
         CHECK(reader.cache.stats().miss_count(cc::miss_reason::unresolved_reference) == 1);
     }
+    SECTION("loaded for an object of another type: the self reference is refused, so it is a miss") {
+        dialect_group not_a_kernel{"fact"};
+        auto loaded = reader.cache.load<compiled_kernel>(k, {"fact", "math.dsl", 1}, &not_a_kernel);
+        CHECK(!loaded);
+        CHECK(reader.cache.stats().miss_count(cc::miss_reason::unresolved_reference) == 1);
+    }
+}
+
+TEST_CASE("a removed object is unknown to the registry, even when a new one takes its address", "[resolver]") {
+    cc::registry reg;
+    kernel callee{"callee"}, caller{"caller"};
+    dialect_group core{"core"};
+    cc::key const k = cc::key_builder<>().add("ir", "callee").finish().value();
+    reg.bind(&callee, k);
+    reg.add_shared("core", &core);
+    reg.record_call(&caller, &callee);
+
+    reg.remove(&callee);
+    reg.remove(&core);
+    CHECK_FALSE(reg.key_of(&callee));
+    CHECK(reg.kernel<kernel>(k) == nullptr);
+    CHECK_FALSE(reg.to_reference(&callee, typeid(kernel), &caller));
+    CHECK_FALSE(reg.to_reference(&core, typeid(dialect_group), nullptr));
+    CHECK(reg.from_reference(cc::reference{cc::reference_kind::shared, "core"}, typeid(dialect_group), nullptr) ==
+          nullptr);
+    CHECK(reg.callers_of(&callee).empty());
 }
 
 TEST_CASE("a reference with no live object is a miss, never a dangling pointer", "[resolver]") {
@@ -257,14 +271,14 @@ TEST_CASE("storing a kernel that calls a kernel without a key is skipped and cou
     CHECK(s.failure_count(cc::store_failure::unresolved_reference) == 1);
     CHECK(s.total_store_failures() == 1);
     CHECK(s.stores == 0);
-    CHECK(entries_in(dir.path()) == 0);
+    CHECK(entries_under(dir.path()) == 0);
 
     dialect_group impostor{"fma"};
     SECTION("nor can an object registered as another C++ type stand in for it") {
         h.cache.resolver().bind(&impostor, h.fma_key().value());
         h.get_saxpy();
         CHECK(h.cache.stats().failure_count(cc::store_failure::unresolved_reference) == 2);
-        CHECK(entries_in(dir.path()) == 0);
+        CHECK(entries_under(dir.path()) == 0);
     }
     SECTION("once bound, the next compile is stored, and the one after loads") {
         h.bind_fma();

@@ -71,4 +71,18 @@ inline std::string read_file(std::filesystem::path const& path) {
     return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
 }
 
+/// The cache entries under `dir`: files named by a key's hex (a storage may keep
+/// other files of its own beside them).
+inline std::size_t entries_under(std::filesystem::path const& dir) {
+    std::size_t n = 0;
+    std::error_code ec;
+    for (std::filesystem::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        std::string const name = it->path().filename().string();
+        if (it->is_regular_file() && name.size() >= 2 &&
+            name.find_first_not_of("0123456789abcdef") == std::string::npos)
+            ++n;
+    }
+    return n;
+}
+
 } // namespace compile_cache_test

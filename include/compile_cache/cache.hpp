@@ -296,11 +296,11 @@ public:
 
     /// Loads the artifact stored under `k`, relinking its references through the
     /// resolver; `self` is the live kernel it is loaded for. nullopt on any miss.
-    template <class Artifact>
+    template <class Artifact, class Self = void>
 #if defined(__cpp_concepts) && __cpp_concepts >= 201907L
         requires compile_cache::SerializerFor<Serializer, Artifact>
 #endif
-    std::optional<Artifact> load(key_result const& k, entry_info const& info = {}, void const* self = nullptr) {
+    std::optional<Artifact> load(key_result const& k, entry_info const& info = {}, Self const* self = nullptr) {
         static_assert(check_serializer<Serializer, Artifact>::value, "");
         miss_reason why = miss_reason::absent;
         return load_impl<Artifact>(k, info, self, why);
@@ -308,11 +308,11 @@ public:
 
     /// Stores `artifact` under `k`, atomically. False, counted and logged, on any
     /// failure; the host keeps its artifact either way.
-    template <class Artifact>
+    template <class Artifact, class Self = void>
 #if defined(__cpp_concepts) && __cpp_concepts >= 201907L
         requires compile_cache::SerializerFor<Serializer, Artifact>
 #endif
-    bool store(key_result const& k, Artifact const& artifact, entry_info const& info = {}, void const* self = nullptr,
+    bool store(key_result const& k, Artifact const& artifact, entry_info const& info = {}, Self const* self = nullptr,
                std::chrono::nanoseconds compile_time = {}) {
         static_assert(check_serializer<Serializer, Artifact>::value, "");
         if (!enabled_ || !k.ok()) return false;
@@ -356,12 +356,12 @@ public:
     /// The artifact for `k`: loaded when the cache has it, otherwise compiled by
     /// `compile()` (a callable returning the artifact) and stored. Exceptions of
     /// `compile` reach the caller; nothing else does.
-    template <class Artifact, class Compile>
+    template <class Artifact, class Compile, class Self = void>
 #if defined(__cpp_concepts) && __cpp_concepts >= 201907L
         requires compile_cache::SerializerFor<Serializer, Artifact>
 #endif
     cached<Artifact> get_or_compile(key_result const& k, entry_info const& info, Compile&& compile,
-                                    void const* self = nullptr) {
+                                    Self const* self = nullptr) {
         static_assert(check_serializer<Serializer, Artifact>::value, "");
         if (!enabled_) return cached<Artifact>{std::forward<Compile>(compile)(), outcome::compiled, "disabled"};
         if (!k.ok()) {
@@ -395,8 +395,8 @@ private:
 
     // The hit path, timed phase by phase (read, verify, deserialize and relink,
     // relocate) so that a host can see where a warm run spends its time.
-    template <class Artifact>
-    std::optional<Artifact> load_impl(key_result const& k, entry_info const& info, void const* self,
+    template <class Artifact, class Self>
+    std::optional<Artifact> load_impl(key_result const& k, entry_info const& info, Self const* self,
                                       miss_reason& why) {
         if (!enabled_ || !k.ok()) return std::nullopt;
         auto start = std::chrono::steady_clock::now();

@@ -11,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <typeinfo>
 
 namespace compile_cache {
@@ -43,17 +44,21 @@ public:
 struct resolver_context {
     void* resolver = nullptr;
     void const* self = nullptr;
+    /// The C++ type of `self`: a self reference loads only into a ref of that type.
+    /// Null when the host gave no typed self, and then no self reference resolves.
+    std::type_info const* self_type = nullptr;
     std::optional<reference> (*to_reference)(void* resolver, void const* object, std::type_info const& type,
                                              void const* self) = nullptr;
     void* (*from_reference)(void* resolver, reference const& ref, std::type_info const& type,
                             void const* self) = nullptr;
 
     /// Wraps any Resolver (see resolver/concept.hpp).
-    template <class Resolver>
-    static resolver_context of(Resolver& r, void const* self) {
+    template <class Resolver, class Self>
+    static resolver_context of(Resolver& r, Self const* self) {
         resolver_context c;
         c.resolver = &r;
         c.self = self;
+        if constexpr (!std::is_void_v<Self>) c.self_type = &typeid(Self);
         c.to_reference = [](void* rp, void const* obj, std::type_info const& t, void const* s) {
             return static_cast<Resolver*>(rp)->to_reference(obj, t, s);
         };
@@ -124,6 +129,11 @@ public:
             throw unresolved_reference("compile_cache: unknown reference kind");
         resolver_context& ctx = resolver_context_of(ar);
         if (!ctx.from_reference) throw unresolved_reference("compile_cache: no resolver in this archive");
+        // A self reference is the kernel being loaded: only a ref of its own type may
+        // hold it, or a damaged entry could make a pointer of one type point at another.
+        if (kind == static_cast<std::uint8_t>(reference_kind::self) &&
+            (ctx.self_type == nullptr || *ctx.self_type != typeid(T)))
+            throw unresolved_reference("compile_cache: a self reference of another type than the kernel loaded");
         void* p = ctx.from_reference(ctx.resolver, reference{static_cast<reference_kind>(kind), std::move(id)},
                                      typeid(T), ctx.self);
         if (!p) throw unresolved_reference("compile_cache: a reference has no live object");

@@ -90,11 +90,17 @@ public:
         return generate(name.data(), name.size());
     }
 
-    /// Removes an object registered with add_shared or add_singleton.
+    /// Forgets everything about an object: its key if it is a kernel, its name if it
+    /// is shared or a singleton, and the calls recorded to and from it. Call it before
+    /// destroying an object you registered: the registry knows objects by address, and
+    /// a new object at the same address must not inherit the old one's key.
     void remove(void const* object) {
         std::unique_lock lock(mutex_);
+        unbind_locked(object);
         erase_named(shared_, object);
         erase_named(singletons_, object);
+        callers_.erase(object);
+        for (auto& [callee, callers] : callers_) callers.erase(object);
     }
 
     /// Drops the key of `kernel` and, transitively, of every kernel recorded as calling
