@@ -281,10 +281,12 @@ struct tinyk_run {
 };
 
 /// One scenario's world: a temp dir with the program (prog.tk), a home, and a
-/// cache directory that does not exist until tinyk creates it.
+/// cache directory that does not exist until tinyk creates it; runs use `backend`
+/// (TINYK_BACKEND; empty: tinyk's default).
 class scenario {
 public:
-    scenario() : program_(root_.path() / "src" / "prog.tk"), cache_(root_.path() / "cache") {
+    explicit scenario(std::string backend = {})
+        : program_(root_.path() / "src" / "prog.tk"), cache_(root_.path() / "cache"), backend_(std::move(backend)) {
         fs::create_directories(root_.path() / "src");
         fs::create_directories(root_.path() / "home");
     }
@@ -295,6 +297,14 @@ public:
     fs::path root() const { return root_.path(); }
 
     void write_program(std::string const& text) { write_file(program_, text); }
+
+    /// The environment of every run but the one given to run(): the cache directory
+    /// and the backend.
+    std::vector<std::string> environment() const {
+        std::vector<std::string> env = {"TINYK_CACHE_DIR=" + cache_.string()};
+        if (!backend_.empty()) env.push_back("TINYK_BACKEND=" + backend_);
+        return env;
+    }
 
     /// tinyk run -v ARGS... (ARGS: options, then --call NAME ARGS) on prog.tk with
     /// the scenario's cache; `extra_env` is added to the environment.
@@ -308,7 +318,7 @@ public:
         r.args.push_back("--call");
         r.args.insert(r.args.end(), call.begin(), call.end());
         r.home = home().string();
-        r.extra_env = {"TINYK_CACHE_DIR=" + cache_.string()};
+        r.extra_env = environment();
         r.extra_env.insert(r.extra_env.end(), extra_env.begin(), extra_env.end());
         r.cwd = cwd.empty() ? root_.str() : cwd;
         r.prefix = prefix;
@@ -321,7 +331,27 @@ private:
     temp_dir root_;
     fs::path program_;
     fs::path cache_;
+    std::string backend_;
 };
+
+/// The backends to run the scenarios on: tinyk's VM always, and its native backend
+/// (LLVM) when this tinyk was built with it, i.e. unless asking for it is refused as
+/// unavailable. Any other failure keeps it in the list, to fail the tests loudly.
+inline std::vector<std::string> const& backends() {
+    static std::vector<std::string> const list = [] {
+        std::vector<std::string> b = {"vm"};
+        scenario probe;
+        probe.write_program("kernel main(x) { return x; }\n");
+        tinyk_run t;
+        t.args = {"run", probe.program().string(), "--call", "main", "1"};
+        t.home = probe.home().string();
+        t.extra_env = {"TINYK_BACKEND=native"};
+        tinyk_result r = t();
+        if (!(r.exited(2) && r.err.find("without LLVM") != std::string::npos)) b.push_back("native");
+        return b;
+    }();
+    return list;
+}
 
 using names = std::vector<std::string>;
 
