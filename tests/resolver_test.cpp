@@ -403,7 +403,7 @@ TEST_CASE("the registry can be used from several threads at once", "[resolver]")
     auto work = [&](int t) {
         kernel caller{"caller"};
         for (int i = 0; i < per_thread; ++i) {
-            kernel* k = &kernels[t][i];
+            kernel* k = &kernels[static_cast<std::size_t>(t)][static_cast<std::size_t>(i)];
             std::string const text = std::to_string(t) + ":" + std::to_string(i);
             cc::key const key(cc::sha256_digest(text.data(), text.size()));
             reg.bind(k, key);
