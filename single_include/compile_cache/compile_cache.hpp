@@ -1670,6 +1670,7 @@ protected:
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <typeinfo>
 
 namespace compile_cache {
@@ -1702,17 +1703,21 @@ public:
 struct resolver_context {
     void* resolver = nullptr;
     void const* self = nullptr;
+    /// The C++ type of `self`: a self reference loads only into a ref of that type.
+    /// Null when the host gave no typed self, and then no self reference resolves.
+    std::type_info const* self_type = nullptr;
     std::optional<reference> (*to_reference)(void* resolver, void const* object, std::type_info const& type,
                                              void const* self) = nullptr;
     void* (*from_reference)(void* resolver, reference const& ref, std::type_info const& type,
                             void const* self) = nullptr;
 
     /// Wraps any Resolver (see resolver/concept.hpp).
-    template <class Resolver>
-    static resolver_context of(Resolver& r, void const* self) {
+    template <class Resolver, class Self>
+    static resolver_context of(Resolver& r, Self const* self) {
         resolver_context c;
         c.resolver = &r;
         c.self = self;
+        if constexpr (!std::is_void_v<Self>) c.self_type = &typeid(Self);
         c.to_reference = [](void* rp, void const* obj, std::type_info const& t, void const* s) {
             return static_cast<Resolver*>(rp)->to_reference(obj, t, s);
         };
@@ -1783,6 +1788,11 @@ public:
             throw unresolved_reference("compile_cache: unknown reference kind");
         resolver_context& ctx = resolver_context_of(ar);
         if (!ctx.from_reference) throw unresolved_reference("compile_cache: no resolver in this archive");
+        // A self reference is the kernel being loaded: only a ref of its own type may
+        // hold it, or a damaged entry could make a pointer of one type point at another.
+        if (kind == static_cast<std::uint8_t>(reference_kind::self) &&
+            (ctx.self_type == nullptr || *ctx.self_type != typeid(T)))
+            throw unresolved_reference("compile_cache: a self reference of another type than the kernel loaded");
         void* p = ctx.from_reference(ctx.resolver, reference{static_cast<reference_kind>(kind), std::move(id)},
                                      typeid(T), ctx.self);
         if (!p) throw unresolved_reference("compile_cache: a reference has no live object");
@@ -2155,11 +2165,17 @@ public:
         return generate(name.data(), name.size());
     }
 
-    /// Removes an object registered with add_shared or add_singleton.
+    /// Forgets everything about an object: its key if it is a kernel, its name if it
+    /// is shared or a singleton, and the calls recorded to and from it. Call it before
+    /// destroying an object you registered: the registry knows objects by address, and
+    /// a new object at the same address must not inherit the old one's key.
     void remove(void const* object) {
         std::unique_lock lock(mutex_);
+        unbind_locked(object);
         erase_named(shared_, object);
         erase_named(singletons_, object);
+        callers_.erase(object);
+        for (auto& [callee, callers] : callers_) callers.erase(object);
     }
 
     /// Drops the key of `kernel` and, transitively, of every kernel recorded as calling
@@ -5082,11 +5098,11 @@ public:
 
     /// Loads the artifact stored under `k`, relinking its references through the
     /// resolver; `self` is the live kernel it is loaded for. nullopt on any miss.
-    template <class Artifact>
+    template <class Artifact, class Self = void>
 #if defined(__cpp_concepts) && __cpp_concepts >= 201907L
         requires compile_cache::SerializerFor<Serializer, Artifact>
 #endif
-    std::optional<Artifact> load(key_result const& k, entry_info const& info = {}, void const* self = nullptr) {
+    std::optional<Artifact> load(key_result const& k, entry_info const& info = {}, Self const* self = nullptr) {
         static_assert(check_serializer<Serializer, Artifact>::value, "");
         miss_reason why = miss_reason::absent;
         return load_impl<Artifact>(k, info, self, why);
@@ -5094,11 +5110,11 @@ public:
 
     /// Stores `artifact` under `k`, atomically. False, counted and logged, on any
     /// failure; the host keeps its artifact either way.
-    template <class Artifact>
+    template <class Artifact, class Self = void>
 #if defined(__cpp_concepts) && __cpp_concepts >= 201907L
         requires compile_cache::SerializerFor<Serializer, Artifact>
 #endif
-    bool store(key_result const& k, Artifact const& artifact, entry_info const& info = {}, void const* self = nullptr,
+    bool store(key_result const& k, Artifact const& artifact, entry_info const& info = {}, Self const* self = nullptr,
                std::chrono::nanoseconds compile_time = {}) {
         static_assert(check_serializer<Serializer, Artifact>::value, "");
         if (!enabled_ || !k.ok()) return false;
@@ -5142,12 +5158,12 @@ public:
     /// The artifact for `k`: loaded when the cache has it, otherwise compiled by
     /// `compile()` (a callable returning the artifact) and stored. Exceptions of
     /// `compile` reach the caller; nothing else does.
-    template <class Artifact, class Compile>
+    template <class Artifact, class Compile, class Self = void>
 #if defined(__cpp_concepts) && __cpp_concepts >= 201907L
         requires compile_cache::SerializerFor<Serializer, Artifact>
 #endif
     cached<Artifact> get_or_compile(key_result const& k, entry_info const& info, Compile&& compile,
-                                    void const* self = nullptr) {
+                                    Self const* self = nullptr) {
         static_assert(check_serializer<Serializer, Artifact>::value, "");
         if (!enabled_) return cached<Artifact>{std::forward<Compile>(compile)(), outcome::compiled, "disabled"};
         if (!k.ok()) {
@@ -5181,8 +5197,8 @@ private:
 
     // The hit path, timed phase by phase (read, verify, deserialize and relink,
     // relocate) so that a host can see where a warm run spends its time.
-    template <class Artifact>
-    std::optional<Artifact> load_impl(key_result const& k, entry_info const& info, void const* self,
+    template <class Artifact, class Self>
+    std::optional<Artifact> load_impl(key_result const& k, entry_info const& info, Self const* self,
                                       miss_reason& why) {
         if (!enabled_ || !k.ok()) return std::nullopt;
         auto start = std::chrono::steady_clock::now();
