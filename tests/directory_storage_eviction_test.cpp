@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -84,13 +85,22 @@ disk_usage usage_of(fs::path const& root) {
     return u;
 }
 
+/// True when `dir` is writable and has room for 100,000 small files (a container's
+/// /dev/shm is often 64 MB).
+bool roomy(char const* dir) {
+    struct statvfs st {};
+    if (::access(dir, W_OK) != 0 || ::statvfs(dir, &st) != 0) return false;
+    return static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize >= (std::uint64_t{1} << 30) && st.f_favail >= 200000;
+}
+
 /// For the tests that make thousands of files: a directory in memory (tmpfs at
-/// /dev/shm) when there is one, so that they take seconds, not minutes, on a slow or
-/// busy disk; what they check does not depend on the file system.
+/// /dev/shm) when there is a roomy one, so that they take seconds, not minutes, on a
+/// slow or busy disk; what they check does not depend on the file system.
 class bulk_dir {
 public:
     bulk_dir() {
-        std::string pattern = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : (std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp");
+        char const* const tmp = std::getenv("TMPDIR");
+        std::string pattern = roomy("/dev/shm") ? "/dev/shm" : (tmp && *tmp ? tmp : "/tmp");
         pattern += "/compile_cache-bulk-XXXXXX";
         if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp " + pattern);
         path_ = pattern;
