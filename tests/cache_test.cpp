@@ -9,6 +9,7 @@
 #include <compile_cache/storage/memory_storage.hpp>
 #include <compile_cache/storage/null_storage.hpp>
 
+#include <boost/serialization/split_member.hpp>
 #include <boost/serialization/string.hpp>
 #include <boost/serialization/vector.hpp>
 
@@ -647,3 +648,61 @@ TEST_CASE("a kernel stored by one process is loaded by the next, its callee reli
     CHECK(third.out.find("outcome=loaded") != std::string::npos);
 }
 #endif
+
+namespace {
+
+// An artifact that, while it is being loaded, loads another artifact of its own type
+// through the same cache (a host whose deserializer pulls in a dependency on demand).
+struct node_artifact;
+using nesting_cache = cache_over<cc::memory_storage>;
+nesting_cache* cache_for_nested_loads = nullptr;
+
+cc::key_result nested_key(char const* what) {
+    return cc::key_builder<>().add("what", std::string(what)).finish();
+}
+
+struct node_artifact {
+    std::uint32_t loads_leaf = 0; ///< 1: loading this node loads the "leaf" node too
+    std::vector<std::uint32_t> words;
+    std::vector<std::uint32_t> leaf_words; ///< filled on load from the leaf node
+
+    template <class Archive>
+    void save(Archive& ar, unsigned) const {
+        ar << loads_leaf << words;
+    }
+    template <class Archive>
+    void load(Archive& ar, unsigned);
+    BOOST_SERIALIZATION_SPLIT_MEMBER()
+};
+
+template <class Archive>
+void node_artifact::load(Archive& ar, unsigned) {
+    ar >> loads_leaf;
+    if (loads_leaf) {
+        std::optional<node_artifact> leaf = cache_for_nested_loads->load<node_artifact>(nested_key("leaf"));
+        if (leaf) leaf_words = leaf->words;
+    }
+    ar >> words; // read after the nested load: its bytes must still be this entry's
+}
+
+} // namespace
+
+TEST_CASE("a load started while another is being deserialized leaves the outer entry intact", "[cache]") {
+    nesting_cache cache{cc::memory_storage{}};
+    cache_for_nested_loads = &cache;
+    node_artifact leaf, outer;
+    // The leaf is smaller than the outer entry, so that reading it into a buffer the
+    // outer load still reads from would overwrite the outer entry's bytes in place.
+    for (std::uint32_t i = 0; i < 64; ++i) leaf.words.push_back(i * 7u);
+    outer.loads_leaf = 1;
+    for (std::uint32_t i = 0; i < 2048; ++i) outer.words.push_back(~i);
+    REQUIRE(cache.store(nested_key("leaf"), leaf));
+    REQUIRE(cache.store(nested_key("outer"), outer));
+
+    std::optional<node_artifact> loaded = cache.load<node_artifact>(nested_key("outer"));
+    REQUIRE(loaded);
+    CHECK(loaded->leaf_words == leaf.words);
+    CHECK(loaded->words == outer.words);
+    CHECK(cache.stats().hits == 2);
+    cache_for_nested_loads = nullptr;
+}

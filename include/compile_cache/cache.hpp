@@ -402,7 +402,18 @@ private:
         auto start = std::chrono::steady_clock::now();
         std::size_t bytes = 0;
         try {
-            thread_local std::string buffer; // reused: a hit allocates no read buffer
+            // The read buffer is reused so that a hit allocates none; a load started from
+            // inside a deserializer (a nested load) gets a buffer of its own.
+            thread_local std::string reused;
+            thread_local bool reused_busy = false;
+            std::string nested;
+            std::string& buffer = reused_busy ? nested : reused;
+            struct busy_guard {
+                bool& flag;
+                bool was;
+                ~busy_guard() { flag = was; }
+            } guard{reused_busy, reused_busy};
+            reused_busy = true;
             read_result rr = storage_.read(k.value(), buffer, options_.max_entry_size);
             switch (rr.status) {
             case read_status::found: break;
