@@ -41,7 +41,7 @@ run() { # LABEL: runs tinyk once in a fresh process, prints its wall time and wh
 }
 
 echo "tinyk: 40 kernels, each calling the previous one ($program)"
-echo "cache directory: $cache (fresh)"
+echo "cache directory: $cache (fresh); backend: ${TINYK_BACKEND:-tinyk's default (native when built with LLVM)}"
 run cold
 run warm
 printf 'warm is %.1f times faster than cold\n' \
