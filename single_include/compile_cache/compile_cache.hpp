@@ -1606,6 +1606,16 @@ struct toolchain {
 // ---- begin compile_cache/serializer/boost_archive.hpp
 // compile_cache: Serializers over Boost.Serialization archives: boost_binary (the
 // default; fast, for one platform) and boost_text (portable across platforms).
+//
+// Loading reads through bounded archives (detail::bounded_binary_iarchive and
+// detail::bounded_text_iarchive): Boost's own, with the same format, except that a
+// string length or a collection count larger than the bytes left in the payload is
+// refused (an archive_exception: a deserialize-error miss) before anything is
+// allocated for it. Boost trusts its input; a payload that passed the envelope's
+// check is still only as trustworthy as whoever could write it (docs/security.md),
+// and without the bound a few bytes claiming a string of 2^40 characters make it
+// allocate that much. With it, what a payload of n bytes can make Boost allocate is
+// about n times the size of the largest element type it holds.
 
 // ---- begin compile_cache/detail/memory_streambuf.hpp
 // compile_cache: stream buffers over memory, so that archives write straight into
@@ -1894,15 +1904,29 @@ concept SerializerFor = Serializer<S> && std::is_default_constructible_v<Artifac
 #include <boost/archive/binary_oarchive.hpp>
 #include <boost/archive/text_iarchive.hpp>
 #include <boost/archive/text_oarchive.hpp>
+// The bounded archives derive from Boost's archive templates, whose out-of-line members
+// the compiled library instantiates only for Boost's own archives.
+#include <boost/archive/archive_exception.hpp>
+#include <boost/archive/binary_iarchive_impl.hpp>
+#include <boost/archive/detail/register_archive.hpp>
+#include <boost/archive/impl/archive_serializer_map.ipp>
+#include <boost/archive/impl/basic_binary_iarchive.ipp>
+#include <boost/archive/impl/basic_binary_iprimitive.ipp>
+#include <boost/archive/impl/basic_text_iarchive.ipp>
+#include <boost/archive/impl/text_iarchive_impl.ipp>
+#include <boost/serialization/collection_size_type.hpp>
+#include <boost/serialization/throw_exception.hpp>
 #include <boost/math/special_functions/nonfinite_num_facets.hpp>
 #include <boost/version.hpp>
 
 #include <climits>
 #include <cstdint>
+#include <cstddef>
 #include <cstring>
 #include <istream>
 #include <locale>
 #include <ostream>
+#include <streambuf>
 #include <string>
 #include <string_view>
 
@@ -1945,6 +1969,103 @@ inline std::locale const& text_archive_locale() {
     return locale;
 }
 
+/// Refuses a string length or a collection count that claims more than `in` has left:
+/// a character of a string, or an element of a collection, takes at least one byte in
+/// either archive. (The one exception, elements of an empty class, which write nothing:
+/// a collection of more of those than bytes left is refused too, and is a miss.)
+inline void check_claimed_size(std::uintmax_t claimed, std::uintmax_t unit, std::streambuf& in) {
+    std::streamsize const left = in.in_avail();
+    if (left < 0 || claimed > static_cast<std::uintmax_t>(left) / unit)
+        boost::serialization::throw_exception(boost::archive::archive_exception(
+            boost::archive::archive_exception::input_stream_error,
+            "compile_cache: a length in the archive is larger than what is left of it"));
+}
+
+/// boost::archive::binary_iarchive, bounded (see the file comment). Reads what
+/// binary_oarchive writes, byte for byte.
+class bounded_binary_iarchive
+    : public boost::archive::binary_iarchive_impl<bounded_binary_iarchive, std::istream::char_type,
+                                                  std::istream::traits_type> {
+    using impl =
+        boost::archive::binary_iarchive_impl<bounded_binary_iarchive, std::istream::char_type, std::istream::traits_type>;
+
+public:
+    bounded_binary_iarchive(std::streambuf& in, unsigned flags) : impl(in, flags), in_(in) { init(flags); }
+
+private:
+    friend class boost::archive::detail::interface_iarchive<bounded_binary_iarchive>;
+    friend class boost::archive::basic_binary_iarchive<bounded_binary_iarchive>;
+    friend class boost::archive::basic_binary_iprimitive<bounded_binary_iarchive, std::istream::char_type,
+                                                         std::istream::traits_type>;
+    friend class boost::archive::load_access;
+
+    template <class T>
+    void load_override(T& t) {
+        impl::load_override(t);
+    }
+    void load_override(boost::serialization::collection_size_type& t) {
+        impl::load_override(t);
+        boost::serialization::collection_size_type const& count = t; // the const conversion
+        check_claimed_size(static_cast<std::size_t>(count), 1, in_);
+    }
+
+    using impl::load;
+    // binary_oarchive writes a string as its std::size_t length, then its characters.
+    void load(std::string& s) {
+        std::size_t n = 0;
+        impl::load(n);
+        check_claimed_size(n, 1, in_);
+        s.resize(n);
+        if (n != 0) load_binary(&s[0], n);
+    }
+    void load(std::wstring& s) {
+        std::size_t n = 0;
+        impl::load(n);
+        check_claimed_size(n, sizeof(wchar_t), in_);
+        s.resize(n);
+        if (n != 0) load_binary(&s[0], n * sizeof(wchar_t));
+    }
+
+    std::streambuf& in_;
+};
+
+/// boost::archive::text_iarchive, bounded (see the file comment). Reads what
+/// text_oarchive writes.
+class bounded_text_iarchive : public boost::archive::text_iarchive_impl<bounded_text_iarchive> {
+    using impl = boost::archive::text_iarchive_impl<bounded_text_iarchive>;
+
+public:
+    bounded_text_iarchive(std::istream& in, unsigned flags) : impl(in, flags) {
+        if ((flags & boost::archive::no_header) == 0) init();
+    }
+
+private:
+    friend class boost::archive::detail::interface_iarchive<bounded_text_iarchive>;
+    friend class boost::archive::basic_text_iarchive<bounded_text_iarchive>;
+    friend class boost::archive::load_access;
+
+    template <class T>
+    void load_override(T& t) {
+        impl::load_override(t);
+    }
+    void load_override(boost::serialization::collection_size_type& t) {
+        impl::load_override(t);
+        boost::serialization::collection_size_type const& count = t; // the const conversion
+        check_claimed_size(static_cast<std::size_t>(count), 1, *is.rdbuf());
+    }
+
+    using impl::load;
+    // text_oarchive writes a string as its length, one space, then its characters.
+    void load(std::string& s) {
+        std::size_t n = 0;
+        *this >> n;
+        is.get();
+        check_claimed_size(n, 1, *is.rdbuf());
+        s.resize(n);
+        if (n != 0) is.read(&s[0], static_cast<std::streamsize>(n));
+    }
+};
+
 } // namespace detail
 
 /// Boost.Serialization in a binary archive. Artifacts give themselves a `serialize`
@@ -1968,7 +2089,7 @@ struct boost_binary {
     template <class T>
     static void load(std::string_view in, T& value, resolver_context const& ctx) {
         detail::memory_read_buf buf(in);
-        boost::archive::binary_iarchive ar(buf, detail::archive_flags);
+        detail::bounded_binary_iarchive ar(buf, detail::archive_flags);
         resolver_context_of(ar) = ctx;
         ar >> value;
     }
@@ -2000,13 +2121,20 @@ struct boost_text {
         detail::memory_read_buf buf(in);
         std::istream is(&buf);
         is.imbue(detail::text_archive_locale());
-        boost::archive::text_iarchive ar(is, detail::archive_flags);
+        detail::bounded_text_iarchive ar(is, detail::archive_flags);
         resolver_context_of(ar) = ctx;
         ar >> value;
     }
 };
 
 } // namespace compile_cache
+
+// Boost's registration of an archive type (for exported classes serialized through
+// base pointers) and its array optimization, as binary_iarchive has them: without the
+// latter, a vector of numbers would be read element by element, in another format.
+BOOST_SERIALIZATION_REGISTER_ARCHIVE(compile_cache::detail::bounded_binary_iarchive)
+BOOST_SERIALIZATION_USE_ARRAY_OPTIMIZATION(compile_cache::detail::bounded_binary_iarchive)
+BOOST_SERIALIZATION_REGISTER_ARCHIVE(compile_cache::detail::bounded_text_iarchive)
 // ---- end compile_cache/serializer/boost_archive.hpp
 
 // ---- begin compile_cache/resolver/concept.hpp
@@ -5204,7 +5332,18 @@ private:
         auto start = std::chrono::steady_clock::now();
         std::size_t bytes = 0;
         try {
-            thread_local std::string buffer; // reused: a hit allocates no read buffer
+            // The read buffer is reused so that a hit allocates none; a load started from
+            // inside a deserializer (a nested load) gets a buffer of its own.
+            thread_local std::string reused;
+            thread_local bool reused_busy = false;
+            std::string nested;
+            std::string& buffer = reused_busy ? nested : reused;
+            struct busy_guard {
+                bool& flag;
+                bool was;
+                ~busy_guard() { flag = was; }
+            } guard{reused_busy, reused_busy};
+            reused_busy = true;
             read_result rr = storage_.read(k.value(), buffer, options_.max_entry_size);
             switch (rr.status) {
             case read_status::found: break;
