@@ -251,3 +251,29 @@ TEST_CASE("known limit: more elements of an empty class than bytes left are refu
     CHECK_THROWS_AS(cc::boost_binary::load(bytes, loaded, cc::resolver_context::of(r, static_cast<void const*>(nullptr))),
                     boost::archive::archive_exception);
 }
+
+TEST_CASE("a binary bool other than 0 or 1 is refused, not read into a bool", "[serializer][bounded]") {
+    // Found by the load fuzzer: boost::optional's flag is a bool, and Boost's binary
+    // archive copies the byte into it whatever it is (undefined behaviour).
+    boost::optional<std::string> const some = std::string("doc"), none;
+    cc::registry r;
+    auto const ctx = cc::resolver_context::of(r, static_cast<void const*>(nullptr));
+    for (auto const* value : {&some, &none}) {
+        std::string bytes;
+        cc::boost_binary::save(bytes, *value, ctx);
+        boost::optional<std::string> loaded;
+        cc::boost_binary::load(bytes, loaded, ctx);
+        bool const same = loaded == *value;
+        CHECK(same);
+        // The flag follows the class information (a tracking byte and a 4-byte version);
+        // make it 2, then 0xff.
+        std::size_t const at = 5;
+        REQUIRE(bytes.size() > at);
+        REQUIRE(static_cast<unsigned char>(bytes[at]) == (value == &some ? 1 : 0));
+        for (char bad : {'\2', '\xff'}) {
+            std::string damaged = bytes;
+            damaged[at] = bad;
+            CHECK_THROWS_AS(cc::boost_binary::load(damaged, loaded, ctx), boost::archive::archive_exception);
+        }
+    }
+}

@@ -1611,11 +1611,12 @@ struct toolchain {
 // detail::bounded_text_iarchive): Boost's own, with the same format, except that a
 // string length or a collection count larger than the bytes left in the payload is
 // refused (an archive_exception: a deserialize-error miss) before anything is
-// allocated for it. Boost trusts its input; a payload that passed the envelope's
-// check is still only as trustworthy as whoever could write it (docs/security.md),
-// and without the bound a few bytes claiming a string of 2^40 characters make it
-// allocate that much. With it, what a payload of n bytes can make Boost allocate is
-// about n times the size of the largest element type it holds.
+// allocated for it, and a binary bool other than 0 or 1 is refused rather than read
+// into a bool (undefined behaviour). Boost trusts its input; a payload that passed
+// the envelope's check is still only as trustworthy as whoever could write it
+// (docs/security.md), and without the bound a few bytes claiming a string of 2^40
+// characters make it allocate that much. With it, what a payload of n bytes can make
+// Boost allocate is about n times the size of the largest element type it holds.
 
 // ---- begin compile_cache/detail/memory_streambuf.hpp
 // compile_cache: stream buffers over memory, so that archives write straight into
@@ -2010,6 +2011,16 @@ private:
     }
 
     using impl::load;
+    // A bool is one byte, 0 or 1. Boost reads the byte straight into the bool, and any
+    // other value makes a bool that is neither (undefined behaviour): refused instead.
+    void load(bool& t) {
+        unsigned char byte = 0;
+        load_binary(&byte, 1);
+        if (byte > 1)
+            boost::serialization::throw_exception(boost::archive::archive_exception(
+                boost::archive::archive_exception::input_stream_error, "compile_cache: a bool that is neither 0 nor 1"));
+        t = byte != 0;
+    }
     // binary_oarchive writes a string as its std::size_t length, then its characters.
     void load(std::string& s) {
         std::size_t n = 0;
