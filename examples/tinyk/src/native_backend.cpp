@@ -57,6 +57,7 @@ namespace {
 constexpr char const* kernel_prefix = "tk.";
 constexpr char const* rt_fail = "tinyk.rt.fail";   // void(kernel const*, i32 site, i32 kind)
 constexpr char const* rt_depth = "tinyk.rt.depth"; // i64: frames on the call stack
+constexpr char const* rt_floor = "tinyk.rt.stack_floor"; // i64: the lowest frame address allowed
 // What else the code generator may call (libm for builtins without an instruction).
 constexpr char const* libm_symbols[] = {"floor", "sqrt", "fabs", "fmin", "fmax", "memcpy", "memset", "memmove"};
 
@@ -79,24 +80,29 @@ void check(llvm::Error e, char const* what) {
 
 // --- the runtime the code calls back into -------------------------------------------
 
-enum failure_kind : std::int32_t { assertion = 0, depth_limit = 1 };
+enum failure_kind : std::int32_t { assertion = 0, depth_limit = 1, out_of_stack = 2 };
 
 struct failure_state {
     std::jmp_buf* resume = nullptr; // where tinyk_rt_fail returns to (execute's worker)
     bool failed = false;
+    bool out_of_stack = false; // the stack ran out before the depth limit: run again on a larger one
     char const* what = "";
     int line = 0;
     std::string kernel;
 };
 failure_state the_failure;
-std::int64_t the_depth = 0; // the code's call depth counter (tinyk.rt.depth)
+std::int64_t the_depth = 0;       // the code's call depth counter (tinyk.rt.depth)
+std::uintptr_t the_stack_floor = 0; // tinyk.rt.stack_floor
 
 // Called by native code (C calling convention) at a failed site; leaves the code
 // with longjmp (its frames own nothing) back to the worker in execute().
 [[noreturn]] void tinyk_rt_fail(kernel const* k, std::int32_t site, std::int32_t kind) {
     {
-        the_failure.failed = true;
-        the_failure.what = kind == depth_limit ? "call depth limit exceeded" : "assertion failed";
+        // out_of_stack: execute() runs the call again on a larger stack; the site is
+        // kept in case that one runs out too.
+        the_failure.out_of_stack = kind == out_of_stack;
+        the_failure.failed = kind != out_of_stack;
+        the_failure.what = kind == assertion ? "assertion failed" : "call depth limit exceeded";
         int line = 0;
         std::string name = k ? k->name : std::string("?");
         native_artifact const* a = k ? k->native.get() : nullptr;
@@ -179,6 +185,9 @@ private:
 
     // Branches to a block that reports the failure of `site` when `ok` is false.
     void fail_unless(llvm::Value* ok, std::int32_t s, failure_kind kind) {
+        fail_unless(ok, s, b_.getInt32(static_cast<std::uint32_t>(kind)));
+    }
+    void fail_unless(llvm::Value* ok, std::int32_t s, llvm::Value* kind) {
         auto* fail = llvm::BasicBlock::Create(ctx_, "", fn_);
         auto* cont = llvm::BasicBlock::Create(ctx_, "", fn_);
         b_.CreateCondBr(ok, cont, fail);
@@ -190,8 +199,7 @@ private:
             decl->addFnAttr(llvm::Attribute::NoUnwind);
             decl->addFnAttr(llvm::Attribute::Cold);
         }
-        b_.CreateCall(callee, {kernel_id(), b_.getInt32(static_cast<std::uint32_t>(s)),
-                               b_.getInt32(static_cast<std::uint32_t>(kind))});
+        b_.CreateCall(callee, {kernel_id(), b_.getInt32(static_cast<std::uint32_t>(s)), kind});
         b_.CreateUnreachable();
         b_.SetInsertPoint(cont);
     }
@@ -215,10 +223,19 @@ private:
 
     llvm::Value* call(ir::instr const& i) {
         // The VM's depth limit: frames.size() >= max_call_depth fails at the call site.
+        // And the native stack's: a frame below the floor makes the runtime run the
+        // call again on a stack large enough for max_call_depth frames.
         std::int32_t s = site(i);
         llvm::GlobalVariable* d = depth();
         llvm::Value* now = b_.CreateLoad(b_.getInt64Ty(), d);
-        fail_unless(b_.CreateICmpSLT(now, b_.getInt64(static_cast<std::uint64_t>(max_call_depth))), s, depth_limit);
+        llvm::Value* too_deep = b_.CreateICmpSGE(now, b_.getInt64(static_cast<std::uint64_t>(max_call_depth)));
+        llvm::Function* frame_address =
+            llvm::Intrinsic::getDeclaration(&lm_, llvm::Intrinsic::frameaddress, {b_.getInt8PtrTy()});
+        llvm::Value* frame = b_.CreatePtrToInt(b_.CreateCall(frame_address, {b_.getInt32(0)}), b_.getInt64Ty());
+        auto* floor = llvm::cast<llvm::GlobalVariable>(lm_.getOrInsertGlobal(rt_floor, b_.getInt64Ty()));
+        llvm::Value* too_low = b_.CreateICmpULT(frame, b_.CreateLoad(b_.getInt64Ty(), floor));
+        fail_unless(b_.CreateNot(b_.CreateOr(too_deep, too_low)), s,
+                    b_.CreateSelect(too_deep, b_.getInt32(depth_limit), b_.getInt32(out_of_stack)));
         b_.CreateStore(b_.CreateAdd(now, b_.getInt64(1)), d);
         kernel const& callee = *m_.kernels.at(static_cast<std::size_t>(i.callee));
         note_callee(i.callee);
@@ -390,7 +407,7 @@ void validate(native_artifact const& a) {
         if (!t) bad("parameter type");
     for (auto const& k : a.inlined)
         if (!k) bad("inlined origin");
-    std::set<std::string> allowed = {rt_fail, rt_depth, a.symbol + "$id"};
+    std::set<std::string> allowed = {rt_fail, rt_depth, rt_floor, a.symbol + "$id"};
     for (char const* s : libm_symbols) allowed.insert(s);
     for (auto const& k : a.callees) {
         if (!k) bad("callee");
@@ -432,6 +449,16 @@ struct backend::impl {
     std::string toolchain, key_id;
     std::unique_ptr<llvm::LLVMContext> context; // for compiling; one for the process
     std::unique_ptr<llvm::orc::LLJIT> jit;      // made at the first add()
+    llvm::orc::SymbolMap pending_ids;           // tk.NAME$id of kernels added since the last call
+
+    // The ids of the kernels added so far, as one set of absolute symbols (one
+    // materialization, not one per kernel).
+    void define_kernel_ids() {
+        if (pending_ids.empty()) return;
+        check(jit->getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(pending_ids))),
+              "cannot define the kernel ids");
+        pending_ids.clear();
+    }
 
     // Where the time goes (TINYK_NATIVE_TIMING=1 prints it).
     double setup_ms = 0, jit_ms = 0, lower_ms = 0, optimize_ms = 0, codegen_ms = 0, add_ms = 0, link_ms = 0,
@@ -456,6 +483,8 @@ struct backend::impl {
         fn(rt_fail, &tinyk_rt_fail);
         runtime[jit->mangleAndIntern(rt_depth)] =
             llvm::JITEvaluatedSymbol(llvm::pointerToJITTargetAddress(&the_depth), llvm::JITSymbolFlags::Exported);
+        runtime[jit->mangleAndIntern(rt_floor)] =
+            llvm::JITEvaluatedSymbol(llvm::pointerToJITTargetAddress(&the_stack_floor), llvm::JITSymbolFlags::Exported);
         double (*unary)(double) = &::floor;
         fn("floor", unary);
         unary = &::sqrt;
@@ -560,10 +589,8 @@ void backend::add(kernel& k) {
     llvm::orc::LLJIT& jit = s.the_jit();
     auto start = clock_type::now();
     llvm::orc::JITDylib& jd = jit.getMainJITDylib();
-    llvm::orc::SymbolMap id;
-    id[jit.mangleAndIntern(a->symbol + "$id")] =
+    s.pending_ids[jit.mangleAndIntern(a->symbol + "$id")] =
         llvm::JITEvaluatedSymbol(llvm::pointerToJITTargetAddress(&k), llvm::JITSymbolFlags::Exported);
-    check(jd.define(llvm::orc::absoluteSymbols(std::move(id))), "cannot define a kernel id");
     // The buffer points into the artifact, which lives as long as the kernel: no copy.
     check(jit.addObjectFile(jd, llvm::MemoryBuffer::getMemBuffer(llvm::StringRef(a->object), a->symbol, false)),
           "cannot add an object file");
@@ -579,32 +606,57 @@ struct call_on_stack {
     double result = 0;
 };
 
+// The lowest address of the calling thread's stack (pthread_getattr_np: for the main
+// thread, as far as RLIMIT_STACK and the mappings below let it grow); 0 if unknown.
+std::uintptr_t stack_low_end() {
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0) return 0;
+    void* low = nullptr;
+    std::size_t size = 0;
+    int rc = pthread_attr_getstack(&attr, &low, &size);
+    pthread_attr_destroy(&attr);
+    return rc == 0 ? reinterpret_cast<std::uintptr_t>(low) : 0;
+}
+
+// Room left below the floor for the frame being entered, the runtime and libc.
+constexpr std::uintptr_t stack_margin = 256 << 10;
+
+// Runs the call on this thread. The code compares its frames with the floor at every
+// call and leaves (out_of_stack) before it would overflow the stack.
 void* run_call(void* p) {
     auto& c = *static_cast<call_on_stack*>(p);
+    std::uintptr_t low = stack_low_end();
     std::jmp_buf resume;
     the_failure.resume = &resume;
     the_failure.failed = false;
+    the_failure.out_of_stack = false;
+    the_stack_floor = low ? low + stack_margin : 0; // unknown bounds: no floor
     the_depth = 1; // the entry's frame, as the VM's frames.size()
     if (setjmp(resume) == 0) c.result = c.fn(c.args);
     the_failure.resume = nullptr;
     return nullptr;
 }
 
-// Native frames are small, but the VM allows max_call_depth of them: the call runs on
-// a thread with a stack to match (reserved, not committed: pages are touched as used).
-void run_with_large_stack(call_on_stack& c) {
-    for (std::size_t size : {std::size_t{1} << 30, std::size_t{256} << 20}) {
-        pthread_attr_t attr;
-        if (pthread_attr_init(&attr) != 0) break;
-        pthread_t thread;
-        bool started = pthread_attr_setstacksize(&attr, size) == 0 && pthread_create(&thread, &attr, &run_call, &c) == 0;
-        pthread_attr_destroy(&attr);
-        if (started) {
-            pthread_join(thread, nullptr);
-            return;
-        }
-    }
+// The VM allows max_call_depth frames. Native frames are small, and a call that
+// needs fewer than this thread's stack holds runs here; one that reaches the floor
+// is run again (kernels have no side effects) on a thread whose stack is reserved
+// for max_call_depth frames of up to 1 KiB (not committed: pages are touched as used).
+void run_call_with_stack_for(call_on_stack& c) {
     run_call(&c);
+    if (!the_failure.out_of_stack) return;
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr) == 0) {
+        pthread_t thread;
+        bool started = pthread_attr_setstacksize(&attr, std::size_t{1} << 30) == 0 &&
+                       pthread_create(&thread, &attr, &run_call, &c) == 0;
+        pthread_attr_destroy(&attr);
+        if (started) pthread_join(thread, nullptr);
+    }
+    // Out of stack even there (frames over 1 KiB): the depth this machine can give.
+    if (the_failure.out_of_stack) {
+        the_failure.out_of_stack = false;
+        the_failure.failed = true;
+    }
 }
 
 } // namespace
@@ -614,14 +666,35 @@ double backend::execute(kernel const& entry, std::vector<double> const& args) {
     if (!entry.native) throw internal_error("kernel '" + entry.name + "' has no native code");
     llvm::orc::LLJIT& jit = s.the_jit();
     auto start = clock_type::now();
-    // Looking up the entry links its object and every object it reaches.
+    s.define_kernel_ids();
+    // Looking up the entry would link its object and every object it reaches, each
+    // waiting for its callees: ORC then moves every waiting object's dependencies up
+    // the chain, quadratic in its length. Callees first, each object links against
+    // callees that are ready.
+    std::vector<kernel const*> order;
+    std::set<kernel const*> seen;
+    std::vector<std::pair<kernel const*, std::size_t>> stack{{&entry, 0}};
+    seen.insert(&entry);
+    while (!stack.empty()) {
+        auto& [k, next] = stack.back();
+        auto const& callees = k->native->callees;
+        if (next < callees.size()) {
+            kernel const* c = callees[next++].get();
+            if (c->native && seen.insert(c).second) stack.push_back({c, 0});
+            continue;
+        }
+        order.push_back(k);
+        stack.pop_back();
+    }
+    for (kernel const* k : order)
+        if (k != &entry) expect(jit.lookup(k->native->symbol), "cannot link the kernels");
     auto sym = expect(jit.lookup(entry.native->symbol + "$entry"), "cannot link the kernels");
     auto linked = clock_type::now();
     s.link_ms += std::chrono::duration<double, std::milli>(linked - start).count();
 
     call_on_stack c{reinterpret_cast<double (*)(double const*)>(static_cast<std::uintptr_t>(sym.getAddress())),
                     args.data()};
-    run_with_large_stack(c);
+    run_call_with_stack_for(c);
     s.run_ms += ms_since(linked);
     if (timing_requested())
         std::fprintf(stderr,
