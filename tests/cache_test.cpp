@@ -706,3 +706,16 @@ TEST_CASE("a load started while another is being deserialized leaves the outer e
     CHECK(cache.stats().hits == 2);
     cache_for_nested_loads = nullptr;
 }
+
+TEST_CASE("nullptr for self means no kernel: stores and loads work, self references do not resolve", "[cache]") {
+    cache_over<cc::memory_storage> cache{cc::memory_storage{}};
+    cc::key_result const k = cc::key_builder<>().add("ir", std::string("no self")).finish();
+    node_artifact a;
+    a.words = {1, 2, 3};
+    REQUIRE(cache.store(k, a, {"plain", "f", 1}, nullptr));
+    std::optional<node_artifact> loaded = cache.load<node_artifact>(k, {"plain", "f", 1}, nullptr);
+    REQUIRE(loaded);
+    CHECK(loaded->words == a.words);
+    auto r = cache.get_or_compile<node_artifact>(k, {"plain", "f", 1}, [] { return node_artifact{}; }, nullptr);
+    CHECK(r.outcome == cc::outcome::loaded);
+}
