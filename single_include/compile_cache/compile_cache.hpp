@@ -4962,6 +4962,7 @@ private:
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -5322,6 +5323,22 @@ public:
         state_->stats.compiled(compile_ns);
         store(k, result.value, info, self, std::chrono::nanoseconds(compile_ns));
         return result;
+    }
+
+    /// `self` given as a literal nullptr: no kernel, so no self reference resolves.
+    template <class Artifact>
+    std::optional<Artifact> load(key_result const& k, entry_info const& info, std::nullptr_t) {
+        return load<Artifact, void>(k, info, static_cast<void const*>(nullptr));
+    }
+    template <class Artifact>
+    bool store(key_result const& k, Artifact const& artifact, entry_info const& info, std::nullptr_t,
+               std::chrono::nanoseconds compile_time = {}) {
+        return store<Artifact, void>(k, artifact, info, static_cast<void const*>(nullptr), compile_time);
+    }
+    template <class Artifact, class Compile>
+    cached<Artifact> get_or_compile(key_result const& k, entry_info const& info, Compile&& compile, std::nullptr_t) {
+        return get_or_compile<Artifact, Compile, void>(k, info, std::forward<Compile>(compile),
+                                                       static_cast<void const*>(nullptr));
     }
 
 private:
