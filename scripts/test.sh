@@ -47,6 +47,17 @@ run_suite single-header-cxx20 -DCMAKE_BUILD_TYPE= -DCMAKE_CXX_STANDARD=20 -DCOMP
 run_suite clang14-cxx20 -DCMAKE_BUILD_TYPE= -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_CXX_STANDARD=20 \
   -DCOMPILE_CACHE_BUILD_EXAMPLES=OFF
 
+# ThreadSanitizer over the thread-safe parts (memory_storage, statistics, registry, a
+# shared cache): only their test program, to stay within CI time.
+tsan_start=$SECONDS
+echo "== tsan [concurrency]"
+cmake -S "$root" -B "$build/tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOMPILE_CACHE_WARNINGS_AS_ERRORS=ON \
+  -DCOMPILE_CACHE_BUILD_EXAMPLES=OFF -DCOMPILE_CACHE_TEST_CONSUMERS=OFF -DCOMPILE_CACHE_WITH_LLVM=OFF \
+  -DCMAKE_CXX_FLAGS="-fsanitize=thread -fno-omit-frame-pointer" -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread >/dev/null
+cmake --build "$build/tsan" -j "$jobs" --target compile_cache_concurrency_tests
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 "$build/tsan/tests/compile_cache_concurrency_tests" "[concurrency]"
+timings+=("$(printf '%-20s %5d s wall' tsan $((SECONDS - tsan_start)))")
+
 echo "== time per suite ($jobs jobs)"
 printf '   %s\n' "${timings[@]}"
 echo "== all suites passed"
