@@ -45,7 +45,17 @@ function(compile_cache_use_llvm target)
     set_source_files_properties(${arg_NO_RTTI_SOURCES} TARGET_DIRECTORY ${target}
                                 PROPERTIES COMPILE_OPTIONS -fno-rtti)
   endif()
-  if(arg_STATIC OR NOT TARGET LLVM)
+  # The component libraries need what LLVMConfig.cmake found for them (zlib, terminfo:
+  # zlib1g-dev and libtinfo-dev); without it, libLLVM.so, which carries its own.
+  set(static ${arg_STATIC})
+  if((LLVM_ENABLE_ZLIB AND NOT TARGET ZLIB::ZLIB) OR (LLVM_ENABLE_TERMINFO AND NOT TARGET Terminfo::terminfo))
+    if(static AND TARGET LLVM)
+      message(STATUS "compile_cache: ${target} links libLLVM.so: zlib or terminfo (zlib1g-dev, libtinfo-dev) "
+                     "is missing for LLVM's static libraries")
+    endif()
+    set(static OFF)
+  endif()
+  if(static OR NOT TARGET LLVM)
     llvm_map_components_to_libnames(llvm_libraries ${arg_COMPONENTS})
     target_link_libraries(${target} PRIVATE ${llvm_libraries})
   else()

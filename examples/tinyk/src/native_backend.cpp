@@ -387,6 +387,10 @@ llvm::Triple::ArchType host_arch() {
     return arch;
 }
 
+// Time spent in validate() (on a warm run: checking each loaded object), for
+// TINYK_NATIVE_TIMING.
+double validate_ms = 0;
+
 bool timing_requested() {
     char const* t = std::getenv("TINYK_NATIVE_TIMING");
     return t && *t && std::strcmp(t, "0") != 0;
@@ -395,6 +399,10 @@ bool timing_requested() {
 } // namespace
 
 void validate(native_artifact const& a) {
+    struct timer {
+        clock_type::time_point start = clock_type::now();
+        ~timer() { validate_ms += ms_since(start); }
+    } timed;
     auto bad = [](std::string const& what) { throw std::runtime_error("tinyk: invalid native artifact: " + what); };
     if (!a.self) bad("no kernel");
     if (a.symbol != symbol_of(a.self->name)) bad("symbol '" + a.symbol + "' is not kernel '" + a.self->name + "'");
@@ -699,9 +707,9 @@ double backend::execute(kernel const& entry, std::vector<double> const& args) {
     if (timing_requested())
         std::fprintf(stderr,
                      "tinyk: native: setup-ms=%.3f jit-ms=%.3f compiled=%zu (lower-ms=%.3f optimize-ms=%.3f "
-                     "codegen-ms=%.3f) added=%zu add-ms=%.3f link-ms=%.3f run-ms=%.3f\n",
-                     s.setup_ms, s.jit_ms, s.compiled, s.lower_ms, s.optimize_ms, s.codegen_ms, s.added, s.add_ms,
-                     s.link_ms, s.run_ms);
+                     "codegen-ms=%.3f) validate-ms=%.3f added=%zu add-ms=%.3f link-ms=%.3f run-ms=%.3f\n",
+                     s.setup_ms, s.jit_ms, s.compiled, s.lower_ms, s.optimize_ms, s.codegen_ms, validate_ms, s.added,
+                     s.add_ms, s.link_ms, s.run_ms);
     if (the_failure.failed) {
         the_failure.failed = false;
         throw runtime_failure(the_failure.what, the_failure.line, the_failure.kernel);
