@@ -4,7 +4,10 @@
 #
 # Sets COMPILE_CACHE_HAVE_LLVM, and defines compile_cache_use_llvm().
 set(COMPILE_CACHE_HAVE_LLVM OFF)
-if(COMPILE_CACHE_WITH_LLVM)
+if(COMPILE_CACHE_WITH_LLVM AND NOT (COMPILE_CACHE_BUILD_TESTS OR COMPILE_CACHE_BUILD_EXAMPLES))
+  # Only the tests and examples use LLVM: a project that adds the library (add_subdirectory,
+  # FetchContent) does not search for it.
+elseif(COMPILE_CACHE_WITH_LLVM)
   # LLVMConfig.cmake probes libffi and terminfo with check_c_source_compiles: it needs C.
   include(CheckLanguage)
   check_language(C)
