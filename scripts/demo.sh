@@ -7,7 +7,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=setup.sh
 source "$root/scripts/setup.sh"
-ensure_packages "${COMPILE_CACHE_PACKAGES[@]}"
+ensure_packages "${COMPILE_CACHE_PACKAGES[@]}" "${COMPILE_CACHE_LLVM_PACKAGES[@]}"
 
 build=${COMPILE_CACHE_BUILD_DIR:-$root/build}/demo
 echo "building tinyk (Release) in $build ..."

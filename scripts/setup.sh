@@ -20,3 +20,6 @@ ensure_packages() {
 
 # What the library, its tests and tinyk need on every machine.
 COMPILE_CACHE_PACKAGES=(cmake g++ make libboost-serialization-dev libboost-dev catch2 python3 binutils)
+# The optional LLVM parts (tinyk's native backend, the ObjectCache adapter's tests);
+# zlib and terminfo for linking LLVM's static libraries.
+COMPILE_CACHE_LLVM_PACKAGES=(llvm-14-dev zlib1g-dev libtinfo-dev)
