@@ -33,8 +33,10 @@ set +e
   -artifact_prefix="$build/" "$@" "$build/corpus" "$root/tests/fuzz/corpus" 2>&1 | tee "$build/last-run.log"
 status=${PIPESTATUS[0]}
 set -e
-logs=("$build/last-run.log")
+# With -jobs=N the figures are in each job's log (the parent also prints them: count once).
+logs=()
 for log in fuzz-*.log; do [ -e "$log" ] && logs+=("$build/$log"); done
+[ ${#logs[@]} -eq 0 ] && logs=("$build/last-run.log")
 runs=$(cat "${logs[@]}" | grep -o 'stat::number_of_executed_units: *[0-9]*' | awk '{s += $2} END {print s + 0}')
 rate=$(cat "${logs[@]}" | grep -o 'stat::average_exec_per_sec: *[0-9]*' | awk '{s += $2} END {print s + 0}')
 echo "== load_fuzzer: $runs executions, $rate exec/s, exit status $status"
