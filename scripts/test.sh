@@ -11,7 +11,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=setup.sh
 source "$root/scripts/setup.sh"
-ensure_packages "${COMPILE_CACHE_PACKAGES[@]}" "${COMPILE_CACHE_LLVM_PACKAGES[@]}" clang-14 pkgconf
+ensure_packages "${COMPILE_CACHE_PACKAGES[@]}" "${COMPILE_CACHE_LLVM_PACKAGES[@]}" clang-14 libclang-rt-14-dev pkgconf
 
 build=${COMPILE_CACHE_BUILD_DIR:-$root/build}
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -58,6 +58,13 @@ cmake -S "$root" -B "$build/tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOMPILE_CA
 cmake --build "$build/tsan" -j "$jobs" --target compile_cache_concurrency_tests
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 "$build/tsan/tests/compile_cache_concurrency_tests" "[concurrency]"
 timings+=("$(printf '%-20s %5d s wall' tsan $((SECONDS - tsan_start)))")
+
+# The libFuzzer target over the whole load path, 60 seconds (scripts/fuzz.sh builds
+# it with clang 14; the long run and its figures are in docs/reliability.md).
+fuzz_start=$SECONDS
+echo "== load fuzzer, 60 s"
+"$root/scripts/fuzz.sh" 60
+timings+=("$(printf '%-20s %5d s wall' fuzz-60s $((SECONDS - fuzz_start)))")
 
 echo "== time per suite ($jobs jobs)"
 printf '   %s\n' "${timings[@]}"
