@@ -1,0 +1,646 @@
+// compile-cache: a command-line tool over a compile_cache directory — what is in it,
+// whether it is sound, and making it smaller — the way `ccache -s` and friends work
+// over theirs. Every command lists the directory once; only list, show and verify
+// read entries, one read each.
+#include "cache_directory.hpp"
+#include "output.hpp"
+
+#include <compile_cache/cache.hpp>
+#include <compile_cache/envelope.hpp>
+#include <compile_cache/storage/directory_storage.hpp>
+#include <compile_cache/version.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+using namespace compile_cache_tool;
+
+// Exit statuses (also in --help).
+constexpr int exit_ok = 0;
+constexpr int exit_bad_entries = 1; ///< verify (or show) found an entry that does not check
+constexpr int exit_usage = 2;       ///< a usage error, or DIR / KEY_PREFIX / the secret file is not usable
+constexpr int exit_failed = 3;      ///< the file system refused: a folder that cannot be read, a removal
+
+char const* const help_text =
+    "usage: compile-cache COMMAND DIR [OPTIONS]\n"
+    "\n"
+    "Looks at, checks and trims a compile_cache directory (what PREFIX_DIR names).\n"
+    "\n"
+    "commands:\n"
+    "  stats DIR                   entries, their size, the size limit, the oldest and newest\n"
+    "                              use, and the counters the hosts recorded (hits, misses, ...)\n"
+    "  list DIR [--sort KEY]       one line per entry: name, key prefix, size, time since its\n"
+    "                              last use, origin file:line. KEY: name (default), size\n"
+    "                              (largest first), age (least recently used first: the order\n"
+    "                              in which eviction takes them)\n"
+    "  show DIR KEY_PREFIX         one entry: its envelope (version, mode, key, sizes), metadata\n"
+    "                              (name, origin, format, created, compile time) and the digests\n"
+    "                              of its key's components. The prefix (hex, as list prints it)\n"
+    "                              must name exactly one entry\n"
+    "  verify DIR [--remove]       checks every entry's envelope and check value (CRC-32C; the\n"
+    "                              HMAC with --secret-file) and that it is stored under its own\n"
+    "                              key; reports the bad ones and, with --remove, deletes them.\n"
+    "                              Keyed entries without --secret-file, and entries of another\n"
+    "                              envelope version, are reported as not checked and kept\n"
+    "  prune DIR --max-size SIZE   evicts least recently used entries until the directory is\n"
+    "                              under 90% of SIZE (bytes, or with K, M, G: 48K, 500M, 2G;\n"
+    "                              0 means no limit, so nothing is evicted), and removes temp\n"
+    "                              files over an hour old\n"
+    "  clear DIR                   removes every entry and temp file; other files stay\n"
+    "\n"
+    "options:\n"
+    "  --json                      output for scripts: one JSON document on stdout\n"
+    "  --secret-file F             (list, show, verify) the file whose content is the secret of\n"
+    "                              a cache with PREFIX_SECRET_FILE: checks HMACs under it\n"
+    "  -h, --help                  this text\n"
+    "\n"
+    "A directory of more than 10,000 entries gets a progress line on stderr.\n"
+    "Nothing but entries (DIR/ab/<hex key>) and the library's temp files (DIR/ab/.tmp-*)\n"
+    "is ever deleted, and nothing is deleted in a directory that is not a compile_cache one.\n"
+    "Reading an entry does not change its use time.\n"
+    "\n";
+
+char const* const exit_text =
+    "exit status:\n"
+    "  0  done (verify: no bad entry)\n"
+    "  1  verify found bad entries (removed with --remove); show: the entry does not check\n"
+    "  2  usage error; DIR missing, not a directory, or not a compile_cache directory;\n"
+    "     KEY_PREFIX unknown or ambiguous; the secret file cannot be used\n"
+    "  3  the file system refused something (a folder that cannot be read, a removal)\n";
+
+struct command_line {
+    std::string command;
+    std::string dir;
+    std::string key_prefix;
+    bool json = false;
+    bool remove = false;
+    std::string sort = "name";
+    std::optional<std::string> secret_file;
+    std::optional<std::string> max_size;
+};
+
+struct usage_error {
+    std::string message;
+};
+
+int fail(std::string const& message, int status) {
+    std::fprintf(stderr, "compile-cache: %s\n", message.c_str());
+    return status;
+}
+
+command_line parse(std::vector<std::string> const& args) {
+    command_line c;
+    std::vector<std::string> positional;
+    auto const allowed = [&](std::string const& option, std::initializer_list<char const*> commands) {
+        for (char const* name : commands)
+            if (c.command == name) return;
+        throw usage_error{option + " is not an option of " + (c.command.empty() ? "this command" : c.command)};
+    };
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        std::string arg = args[i];
+        std::optional<std::string> inline_value;
+        if (arg.rfind("--", 0) == 0 && arg.find('=') != std::string::npos) {
+            inline_value = arg.substr(arg.find('=') + 1);
+            arg = arg.substr(0, arg.find('='));
+        }
+        auto const value = [&]() -> std::string {
+            if (inline_value) return *inline_value;
+            if (i + 1 >= args.size()) throw usage_error{arg + " needs a value"};
+            return args[++i];
+        };
+        auto const no_value = [&] {
+            if (inline_value) throw usage_error{arg + " takes no value"};
+        };
+        if (arg == "--json") {
+            no_value();
+            c.json = true;
+        } else if (arg == "--remove") {
+            no_value();
+            c.remove = true;
+        } else if (arg == "--sort") {
+            c.sort = value();
+            if (c.sort != "name" && c.sort != "size" && c.sort != "age")
+                throw usage_error{"--sort takes name, size or age, not \"" + c.sort + "\""};
+        } else if (arg == "--secret-file") {
+            c.secret_file = value();
+        } else if (arg == "--max-size") {
+            c.max_size = value();
+        } else if (arg.size() > 1 && arg[0] == '-') {
+            throw usage_error{"unknown option " + arg};
+        } else if (c.command.empty()) {
+            c.command = arg;
+        } else {
+            positional.push_back(arg);
+        }
+    }
+    static char const* const commands[] = {"stats", "list", "show", "verify", "prune", "clear"};
+    if (c.command.empty()) throw usage_error{"no command given"};
+    if (std::find(std::begin(commands), std::end(commands), c.command) == std::end(commands))
+        throw usage_error{"unknown command \"" + c.command + "\""};
+    // Options given to a command that does not take them are errors, not silently ignored.
+    for (std::string const& arg : args) {
+        std::string const name = arg.substr(0, arg.find('='));
+        if (name == "--remove") allowed(name, {"verify"});
+        if (name == "--sort") allowed(name, {"list"});
+        if (name == "--secret-file") allowed(name, {"list", "show", "verify"});
+        if (name == "--max-size") allowed(name, {"prune"});
+    }
+    std::size_t const wanted = c.command == "show" ? 2 : 1;
+    if (positional.size() < wanted)
+        throw usage_error{c.command + " needs " + (wanted == 2 ? "DIR and KEY_PREFIX" : "DIR")};
+    if (positional.size() > wanted) throw usage_error{"unexpected argument \"" + positional[wanted] + "\""};
+    c.dir = positional[0];
+    if (wanted == 2) c.key_prefix = positional[1];
+    if (c.command == "prune" && !c.max_size) throw usage_error{"prune needs --max-size SIZE"};
+    return c;
+}
+
+/// The directory, listed once, or the exit status of why it cannot be used.
+struct opened_directory {
+    directory_scan scan;
+    int status = exit_ok;
+};
+
+opened_directory open_directory(command_line const& c, progress_line& progress) {
+    opened_directory d;
+    std::string message;
+    directory_kind const kind =
+        scan_directory(c.dir, d.scan, message, [&](std::uint64_t done, std::uint64_t total, std::uint64_t entries) {
+            progress.update("listing folders", done, total, entries);
+        });
+    progress.finish();
+    switch (kind) {
+    case directory_kind::cache: break;
+    case directory_kind::unreadable: d.status = fail(c.dir + ": " + message, exit_failed); return d;
+    case directory_kind::foreign:
+        d.status = fail(c.dir + ": " + message + " (see compile-cache --help for the rule)", exit_usage);
+        return d;
+    default: d.status = fail(c.dir + ": " + message, exit_usage); return d;
+    }
+    if (!d.scan.error.empty()) d.status = fail(c.dir + ": cannot list " + d.scan.error, exit_failed);
+    return d;
+}
+
+/// The envelope_auth --secret-file asks for, read the way a cache reads
+/// PREFIX_SECRET_FILE; false (after the message) when the file cannot be used.
+bool auth_from(command_line const& c, compile_cache::envelope_auth& auth) {
+    if (!c.secret_file) return true;
+    std::string secret;
+    std::string const why = compile_cache::detail::read_secret_file(*c.secret_file, secret);
+    if (!why.empty()) {
+        fail("--secret-file " + *c.secret_file + ": " + why, exit_usage);
+        return false;
+    }
+    auth = compile_cache::envelope_auth(secret);
+    std::fill(secret.begin(), secret.end(), '\0');
+    return true;
+}
+
+std::int64_t now_ns() { return impl::now_ns(); }
+
+std::int64_t age_s(std::int64_t use_ns) { return (now_ns() - use_ns) / 1000000000; }
+
+std::string origin_of(compile_cache::entry_metadata const& m) {
+    return m.origin_file + ":" + std::to_string(m.origin_line);
+}
+
+// ---- stats -------------------------------------------------------------------
+
+int run_stats(command_line const& c) {
+    progress_line progress;
+    opened_directory d = open_directory(c, progress);
+    if (d.status != exit_ok) return d.status;
+    auto const& entries = d.scan.entries;
+    std::uint64_t bytes = 0, accounted = 0;
+    std::int64_t oldest = 0, newest = 0;
+    for (entry_file const& e : entries) {
+        bytes += e.size;
+        accounted += impl::accounted_size(e.size);
+        if (oldest == 0 || e.use_ns < oldest) oldest = e.use_ns;
+        if (newest == 0 || e.use_ns > newest) newest = e.use_ns;
+    }
+    std::map<std::string, std::uint64_t> const recorded = compile_cache::directory_storage(c.dir).recorded_counters();
+    auto const gauge = [&](std::string const& name) -> std::optional<std::uint64_t> {
+        auto const it = recorded.find(name);
+        if (it == recorded.end()) return std::nullopt;
+        return it->second;
+    };
+    std::optional<std::uint64_t> const limit = gauge(std::string(impl::gauge_max_size));
+    std::optional<std::uint64_t> const updated = gauge(std::string(impl::gauge_updated_s));
+    std::uint64_t hits = 0, misses = 0;
+    for (auto const& [name, n] : recorded) {
+        if (name == "hits") hits = n;
+        if (name.rfind("misses.", 0) == 0) misses += n;
+    }
+
+    if (c.json) {
+        json_writer j;
+        j.begin_object().field("directory", c.dir).field("entries", std::uint64_t{entries.size()});
+        j.field("bytes", bytes).field("accounted_bytes", accounted).field("temp_files", d.scan.temp_files);
+        j.field("other_files", d.scan.other_files);
+        j.key("size_limit");
+        if (limit) j.value(*limit); else j.null();
+        j.key("oldest_use");
+        if (entries.empty()) j.null(); else j.value(utc_time(oldest));
+        j.key("oldest_use_ns");
+        if (entries.empty()) j.null(); else j.value(oldest);
+        j.key("newest_use");
+        if (entries.empty()) j.null(); else j.value(utc_time(newest));
+        j.key("newest_use_ns");
+        if (entries.empty()) j.null(); else j.value(newest);
+        j.key("counters").begin_object();
+        for (auto const& [name, n] : recorded)
+            if (!impl::is_gauge(name)) j.field(name, n);
+        j.end_object();
+        j.key("counters_updated");
+        if (updated) j.value(utc_time(static_cast<std::int64_t>(*updated) * 1000000000)); else j.null();
+        j.end_object();
+        std::fputs(j.str().c_str(), stdout);
+        return exit_ok;
+    }
+
+    text_table t;
+    t.add({"directory", printable(c.dir)});
+    t.add({"entries", std::to_string(entries.size())});
+    t.add({"size", human_size(bytes) + " (" + std::to_string(bytes) + " bytes); " + human_size(accounted) +
+                       " counted against the limit (whole 4 KiB blocks)"});
+    std::string limit_text = "not recorded (no host has recorded its counters here)";
+    if (limit && *limit == 0) limit_text = "none (the latest host to record had no limit)";
+    if (limit && *limit != 0) {
+        char used[32];
+        std::snprintf(used, sizeof used, "%.0f%%", 100.0 * static_cast<double>(accounted) / static_cast<double>(*limit));
+        limit_text = human_size(*limit) + " (" + used + " used), as the latest host to record set it";
+    }
+    t.add({"size limit", limit_text});
+    t.add({"temp files", std::to_string(d.scan.temp_files)});
+    if (d.scan.other_files != 0) t.add({"other files", std::to_string(d.scan.other_files) + " (not the cache's; left alone)"});
+    if (!entries.empty()) {
+        t.add({"oldest use", local_time(oldest) + " (" + human_age(age_s(oldest)) + " ago)"});
+        t.add({"newest use", local_time(newest) + " (" + human_age(age_s(newest)) + " ago)"});
+    }
+    std::string out = t.str();
+    if (recorded.empty()) {
+        out += "no counters recorded yet (hosts record theirs when their cache is destroyed)\n";
+    } else {
+        out += "counters recorded by hosts";
+        if (updated) out += " (last at " + local_time(static_cast<std::int64_t>(*updated) * 1000000000) + ")";
+        out += ":\n";
+        text_table ct;
+        if (hits + misses != 0) {
+            char rate[64];
+            std::snprintf(rate, sizeof rate, "%.1f%%", 100.0 * static_cast<double>(hits) / static_cast<double>(hits + misses));
+            ct.add({"  hit rate", rate, "(" + std::to_string(hits) + " of " + std::to_string(hits + misses) + " lookups)"});
+        }
+        for (auto const& [name, n] : recorded) {
+            if (impl::is_gauge(name)) continue;
+            std::string note;
+            if (name.size() > 3 && name.compare(name.size() - 3, 3, "-ns") == 0) note = "(" + human_duration_ns(n) + ")";
+            if (name.rfind("bytes-", 0) == 0) note = "(" + human_size(n) + ")";
+            ct.add({"  " + name, std::to_string(n), note});
+        }
+        out += ct.str({false, true, false});
+    }
+    std::fputs(out.c_str(), stdout);
+    return exit_ok;
+}
+
+// ---- list --------------------------------------------------------------------
+
+struct listed_entry {
+    entry_file file;
+    checked_entry check;
+};
+
+std::vector<listed_entry> read_all(command_line const& c, std::vector<entry_file> const& files,
+                                   compile_cache::envelope_auth const& auth, progress_line& progress) {
+    std::vector<listed_entry> out;
+    out.reserve(files.size());
+    std::uint64_t done = 0;
+    for (entry_file const& f : files) {
+        out.push_back({f, check_entry(c.dir, f.name, auth)});
+        progress.update("reading entries", ++done, files.size(), files.size());
+    }
+    progress.finish();
+    return out;
+}
+
+/// What the name column says for an entry that does not check.
+std::string display_name(checked_entry const& e) {
+    if (e.result == verdict::sound) return printable(e.envelope.metadata.name);
+    if (e.result == verdict::unchecked) return "(not checked)";
+    return "(bad entry)";
+}
+
+int run_list(command_line const& c) {
+    compile_cache::envelope_auth auth;
+    if (!auth_from(c, auth)) return exit_usage;
+    progress_line progress;
+    opened_directory d = open_directory(c, progress);
+    if (d.status != exit_ok) return d.status;
+    std::vector<listed_entry> entries = read_all(c, d.scan.entries, auth, progress);
+    auto const by_name = [](listed_entry const& a, listed_entry const& b) {
+        std::string const& an = a.check.envelope.metadata.name;
+        std::string const& bn = b.check.envelope.metadata.name;
+        return an != bn ? an < bn : a.file.name < b.file.name;
+    };
+    if (c.sort == "size")
+        std::sort(entries.begin(), entries.end(), [&](listed_entry const& a, listed_entry const& b) {
+            return a.file.size != b.file.size ? a.file.size > b.file.size : by_name(a, b);
+        });
+    else if (c.sort == "age")
+        std::sort(entries.begin(), entries.end(), [&](listed_entry const& a, listed_entry const& b) {
+            return a.file.use_ns != b.file.use_ns ? a.file.use_ns < b.file.use_ns : by_name(a, b);
+        });
+    else
+        std::sort(entries.begin(), entries.end(), by_name);
+
+    std::uint64_t total = 0;
+    for (auto const& e : entries) total += e.file.size;
+    if (c.json) {
+        json_writer j;
+        j.begin_object().field("directory", c.dir).field("sort", c.sort).key("entries").begin_array();
+        for (auto const& e : entries) {
+            auto const& m = e.check.envelope.metadata;
+            j.begin_object().field("key", e.file.name).field("path", e.file.relative_path());
+            j.field("size", e.file.size).field("last_use", utc_time(e.file.use_ns)).field("last_use_ns", e.file.use_ns);
+            j.field("age_s", age_s(e.file.use_ns)).field("status", to_string(e.check.result));
+            if (e.check.result == verdict::sound) {
+                j.field("name", m.name).field("origin_file", m.origin_file).field("origin_line", m.origin_line);
+                j.field("format_id", m.format_id);
+            } else {
+                j.field("problem", e.check.problem);
+            }
+            j.end_object();
+        }
+        j.end_array().field("total_bytes", total).end_object();
+        std::fputs(j.str().c_str(), stdout);
+        return exit_ok;
+    }
+    text_table t;
+    t.add({"NAME", "KEY", "SIZE", "LAST USE", "ORIGIN"});
+    for (auto const& e : entries) {
+        std::string const origin = e.check.result == verdict::sound ? printable(origin_of(e.check.envelope.metadata))
+                                                                    : e.check.problem;
+        t.add({display_name(e.check), e.file.name.substr(0, 16), human_size(e.file.size),
+               human_age(age_s(e.file.use_ns)) + " ago", origin});
+    }
+    std::string out = t.str({false, false, true, true, false});
+    out += std::to_string(entries.size()) + (entries.size() == 1 ? " entry, " : " entries, ") + human_size(total) + "\n";
+    std::fputs(out.c_str(), stdout);
+    return exit_ok;
+}
+
+// ---- show --------------------------------------------------------------------
+
+int run_show(command_line const& c) {
+    compile_cache::envelope_auth auth;
+    if (!auth_from(c, auth)) return exit_usage;
+    std::string prefix;
+    for (char ch : c.key_prefix) prefix += static_cast<char>(ch >= 'A' && ch <= 'F' ? ch - 'A' + 'a' : ch);
+    if (prefix.empty() || !std::all_of(prefix.begin(), prefix.end(), impl::is_lower_hex_digit))
+        return fail("KEY_PREFIX \"" + printable(c.key_prefix) + "\" is not hexadecimal (list prints the keys)",
+                    exit_usage);
+    progress_line progress;
+    opened_directory d = open_directory(c, progress);
+    if (d.status != exit_ok) return d.status;
+    std::vector<entry_file const*> matches;
+    for (entry_file const& e : d.scan.entries)
+        if (e.name.compare(0, prefix.size(), prefix) == 0) matches.push_back(&e);
+    if (matches.empty()) return fail("no entry's key starts with " + prefix + " in " + c.dir, exit_usage);
+    if (matches.size() > 1) {
+        std::string message = "KEY_PREFIX " + prefix + " is ambiguous: " + std::to_string(matches.size()) +
+                              " entries start with it (";
+        for (std::size_t i = 0; i < matches.size() && i < 3; ++i)
+            message += (i ? ", " : "") + matches[i]->name.substr(0, std::max<std::size_t>(prefix.size() + 4, 16));
+        message += matches.size() > 3 ? ", ...); give more digits" : "); give more digits";
+        return fail(message, exit_usage);
+    }
+    entry_file const& f = *matches.front();
+    checked_entry const e = check_entry(c.dir, f.name, auth);
+    auto const& env = e.envelope;
+    auto const& m = env.metadata;
+    bool const parsed = e.result == verdict::sound || env.status == compile_cache::envelope_status::ok;
+    char const* mode = env.keyed ? "hmac-sha256" : "crc32c";
+    std::uint64_t const header = e.file_size - e.payload_size - e.check_size;
+
+    if (c.json) {
+        json_writer j;
+        j.begin_object().field("directory", c.dir).field("path", f.relative_path()).field("key", f.name);
+        j.field("size", f.size).field("last_use", utc_time(f.use_ns)).field("last_use_ns", f.use_ns);
+        j.field("status", to_string(e.result));
+        if (!e.problem.empty()) j.field("problem", e.problem);
+        if (parsed) {
+            j.key("envelope").begin_object().field("version", std::uint64_t{env.version}).field("mode", mode);
+            j.field("stored_key", env.stored_key.hex()).field("header_bytes", header);
+            j.field("payload_bytes", e.payload_size).field("check_bytes", e.check_size).end_object();
+            j.key("metadata").begin_object().field("name", m.name).field("origin_file", m.origin_file);
+            j.field("origin_line", m.origin_line).field("format_id", m.format_id);
+            j.field("created", utc_time(m.created_ns)).field("created_ns", m.created_ns);
+            j.field("compile_ns", m.compile_ns).end_object();
+            j.key("components").begin_array();
+            for (auto const& comp : m.components)
+                j.begin_object().field("name", comp.name).field("digest", comp.digest.hex()).end_object();
+            j.end_array();
+        }
+        j.end_object();
+        std::fputs(j.str().c_str(), stdout);
+        return e.result == verdict::bad ? exit_bad_entries : exit_ok;
+    }
+    text_table t;
+    t.add({"entry", printable(c.dir) + "/" + f.relative_path()});
+    t.add({"size", std::to_string(f.size) + " bytes"});
+    t.add({"last use", local_time(f.use_ns) + " (" + human_age(age_s(f.use_ns)) + " ago)"});
+    t.add({"status", std::string(to_string(e.result)) + (e.problem.empty() ? "" : ": " + e.problem)});
+    if (parsed) {
+        t.add({"envelope", "version " + std::to_string(env.version) + ", mode " + mode + ", check value verified"});
+        t.add({"key", env.stored_key.hex() + (env.stored_key.hex() == f.name ? " (its file name)" : " (NOT its file name)")});
+        t.add({"sizes", "header " + std::to_string(header) + " + payload " + std::to_string(e.payload_size) +
+                            " + check " + std::to_string(e.check_size) + " bytes"});
+        t.add({"name", printable(m.name)});
+        t.add({"origin", printable(origin_of(m))});
+        t.add({"format", printable(m.format_id)});
+        t.add({"created", local_time(m.created_ns)});
+        t.add({"compile time", human_duration_ns(m.compile_ns)});
+        t.add({"components", std::to_string(m.components.size()) +
+                                 (m.components.empty() ? " (the key was not made by key_builder)" : "")});
+        for (auto const& comp : m.components) t.add({"  " + printable(comp.name), comp.digest.hex()});
+    } else if (env.version != 0) {
+        t.add({"envelope", "version " + std::to_string(env.version) + " (its header says; not verified)"});
+    }
+    std::fputs(t.str().c_str(), stdout);
+    return e.result == verdict::bad ? exit_bad_entries : exit_ok;
+}
+
+// ---- verify ------------------------------------------------------------------
+
+struct verified_entry {
+    entry_file file;
+    checked_entry check;
+    bool removed = false;
+    std::string remove_problem; ///< why --remove did not remove it
+};
+
+int run_verify(command_line const& c) {
+    compile_cache::envelope_auth auth;
+    if (!auth_from(c, auth)) return exit_usage;
+    progress_line progress;
+    opened_directory d = open_directory(c, progress);
+    if (d.status != exit_ok) return d.status;
+    std::vector<verified_entry> bad, unchecked;
+    std::uint64_t sound = 0, done = 0;
+    compile_cache::directory_storage storage(c.dir);
+    bool removal_failed = false;
+    for (entry_file const& f : d.scan.entries) {
+        checked_entry check = check_entry(c.dir, f.name, auth);
+        progress.update("verifying entries", ++done, d.scan.entries.size(), d.scan.entries.size());
+        if (check.result == verdict::sound) {
+            ++sound;
+            continue;
+        }
+        verified_entry v{f, std::move(check), false, {}};
+        if (v.check.result == verdict::unchecked) {
+            unchecked.push_back(std::move(v));
+            continue;
+        }
+        if (c.remove) {
+            // Checked again just before: a host may have replaced the entry with a sound
+            // one meanwhile, and that one stays. Removed through the storage, so that its
+            // size ledger stays right.
+            auto const k = compile_cache::key::from_hex(f.name);
+            if (check_entry(c.dir, f.name, auth).result == verdict::sound) {
+                v.remove_problem = "replaced by a sound entry meanwhile; kept";
+            } else if (!k) {
+                v.remove_problem = "not a key's name";
+            } else if (std::error_code const ec = storage.remove(*k)) {
+                v.remove_problem = "cannot remove it: " + ec.message();
+                removal_failed = true;
+            } else {
+                v.removed = true;
+            }
+        }
+        bad.push_back(std::move(v));
+    }
+    progress.finish();
+    std::uint64_t removed = 0;
+    for (auto const& v : bad) removed += v.removed ? 1 : 0;
+
+    if (c.json) {
+        json_writer j;
+        j.begin_object().field("directory", c.dir).field("mode", auth.keyed() ? "hmac-sha256" : "crc32c");
+        j.field("checked", std::uint64_t{d.scan.entries.size()}).field("sound", sound);
+        j.key("bad").begin_array();
+        for (auto const& v : bad) {
+            j.begin_object().field("path", v.file.relative_path()).field("key", v.file.name);
+            j.field("problem", v.check.problem).field("removed", v.removed);
+            if (!v.remove_problem.empty()) j.field("remove_problem", v.remove_problem);
+            j.end_object();
+        }
+        j.end_array().key("unchecked").begin_array();
+        for (auto const& v : unchecked)
+            j.begin_object().field("path", v.file.relative_path()).field("key", v.file.name).field("reason", v.check.problem).end_object();
+        j.end_array().field("removed", removed).end_object();
+        std::fputs(j.str().c_str(), stdout);
+    } else {
+        std::string out;
+        for (auto const& v : bad) {
+            out += "bad: " + v.file.relative_path() + ": " + v.check.problem;
+            if (v.removed) out += " (removed)";
+            if (!v.remove_problem.empty()) out += " (" + v.remove_problem + ")";
+            out += "\n";
+        }
+        for (auto const& v : unchecked) out += "not checked: " + v.file.relative_path() + ": " + v.check.problem + "\n";
+        out += "checked " + std::to_string(d.scan.entries.size()) + (d.scan.entries.size() == 1 ? " entry (" : " entries (") +
+               (auth.keyed() ? "HMAC-SHA256" : "CRC-32C") + "): " + std::to_string(sound) + " sound, " +
+               std::to_string(bad.size()) + " bad";
+        if (c.remove) out += ", " + std::to_string(removed) + " removed";
+        if (!unchecked.empty()) out += ", " + std::to_string(unchecked.size()) + " not checked";
+        out += "\n";
+        std::fputs(out.c_str(), stdout);
+    }
+    if (removal_failed) return exit_failed;
+    return bad.empty() ? exit_ok : exit_bad_entries;
+}
+
+// ---- prune and clear ---------------------------------------------------------
+
+int report_cleanup(command_line const& c, compile_cache::cleanup_result const& r, std::uint64_t limit,
+                   std::uint64_t other_files) {
+    if (r.error) return fail(c.dir + ": " + c.command + " failed: " + r.error.message(), exit_failed);
+    if (c.json) {
+        json_writer j;
+        j.begin_object().field("directory", c.dir).field("command", c.command);
+        if (c.command == "prune") j.field("max_size", limit).field("entries", r.entries).field("accounted_bytes", r.bytes);
+        j.field("removed", r.removed).field("removed_bytes", r.removed_bytes);
+        j.field("temp_files_removed", r.temp_files_removed).field("other_files", other_files).end_object();
+        std::fputs(j.str().c_str(), stdout);
+        return exit_ok;
+    }
+    std::string out = "removed " + std::to_string(r.removed) + (r.removed == 1 ? " entry" : " entries") + " (" +
+                      human_size(r.removed_bytes) + ") and " + std::to_string(r.temp_files_removed) + " temp " +
+                      (r.temp_files_removed == 1 ? "file" : "files") + "\n";
+    if (c.command == "prune")
+        out += "left " + std::to_string(r.entries) + (r.entries == 1 ? " entry" : " entries") + ", counting " +
+               human_size(r.bytes) + " against the limit of " + (limit == 0 ? std::string("none") : human_size(limit)) +
+               "\n";
+    if (other_files != 0) out += "left alone " + std::to_string(other_files) + " other files in the fan-out folders\n";
+    std::fputs(out.c_str(), stdout);
+    return exit_ok;
+}
+
+int run_prune(command_line const& c) {
+    std::optional<std::uint64_t> const limit = compile_cache::parse_byte_size(*c.max_size);
+    if (!limit)
+        return fail("--max-size \"" + printable(*c.max_size) +
+                        "\" is not a size (bytes, or a number with K, M or G: 48K, 500M, 2G)",
+                    exit_usage);
+    progress_line progress;
+    opened_directory d = open_directory(c, progress);
+    if (d.status != exit_ok) return d.status;
+    compile_cache::directory_options options;
+    options.max_size = *limit;
+    compile_cache::directory_storage storage(c.dir, options);
+    return report_cleanup(c, storage.prune(), *limit, d.scan.other_files);
+}
+
+int run_clear(command_line const& c) {
+    progress_line progress;
+    opened_directory d = open_directory(c, progress);
+    if (d.status != exit_ok) return d.status;
+    compile_cache::directory_storage storage(c.dir);
+    return report_cleanup(c, storage.clear(), 0, d.scan.other_files);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    std::vector<std::string> args(argv + 1, argv + argc);
+    for (std::string const& a : args)
+        if (a == "--help" || a == "-h") {
+            std::printf("%s%s\n%s", help_text, rule_text().c_str(), exit_text);
+            return exit_ok;
+        }
+    try {
+        command_line const c = parse(args);
+        if (c.command == "stats") return run_stats(c);
+        if (c.command == "list") return run_list(c);
+        if (c.command == "show") return run_show(c);
+        if (c.command == "verify") return run_verify(c);
+        if (c.command == "prune") return run_prune(c);
+        return run_clear(c);
+    } catch (usage_error const& e) {
+        std::fprintf(stderr, "compile-cache: %s\nusage: compile-cache COMMAND DIR [OPTIONS] (compile-cache --help)\n",
+                     e.message.c_str());
+        return exit_usage;
+    } catch (std::exception const& e) {
+        return fail(std::string("failed: ") + e.what(), exit_failed);
+    }
+}
