@@ -1,0 +1,507 @@
+// The compile-cache tool, specified by what a user sees: every step runs the tool (and
+// tinyk, the example compiler that fills the cache) as a fresh child process on a real
+// cache directory, and checks its output, its JSON (parsed by Python's json module)
+// and its exit status, and what is left on disk.
+#if __has_include(<catch2/catch_test_macros.hpp>)
+#include <catch2/catch_test_macros.hpp>
+#else
+#include <catch2/catch.hpp>
+#endif
+
+#include "tinyk_support.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#ifndef COMPILE_CACHE_TOOL
+#error "COMPILE_CACHE_TOOL (the path of the compile-cache binary) must be defined by the build"
+#endif
+#ifndef MAKE_ENTRIES
+#error "MAKE_ENTRIES (the path of the make_entries helper) must be defined by the build"
+#endif
+
+using namespace tinyk_test;
+
+namespace {
+
+#define REQUIRE_EXIT(r, code)         \
+    do {                              \
+        INFO((r).describe());         \
+        REQUIRE((r).exited(code));    \
+    } while (0)
+
+// Three kernels, each calling the next: main(3) = 3 * 3 * 2 + 5 = 23.
+char const* const program_text = "global OFFSET = 5.0;\n"
+                                 "\n"
+                                 "kernel square(x) {\n"
+                                 "  return x * x;\n"
+                                 "}\n"
+                                 "\n"
+                                 "kernel helper(x) {\n"
+                                 "  return square(x) * 2.0;\n"
+                                 "}\n"
+                                 "\n"
+                                 "kernel main(x) {\n"
+                                 "  return helper(x) + OFFSET;\n"
+                                 "}\n";
+
+std::vector<std::string> tool_environment() {
+    std::vector<std::string> env = {"PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C", "TZ=UTC"};
+    for (char const* pass : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"})
+        if (char const* v = std::getenv(pass)) env.push_back(std::string(pass) + "=" + v);
+    return env;
+}
+
+/// compile-cache ARGS... as a child.
+process_result tool(std::vector<std::string> const& args) {
+    process_spec spec;
+    spec.argv = {COMPILE_CACHE_TOOL};
+    spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+    spec.env = tool_environment();
+    spec.timeout = std::chrono::milliseconds(120000);
+    return run_process(spec);
+}
+
+/// make_entries DIR COUNT [NAME]: COUNT real entries written through the library.
+void make_entries(fs::path const& dir, int count, std::string const& name = {}) {
+    process_spec spec;
+    spec.argv = {MAKE_ENTRIES, dir.string(), std::to_string(count)};
+    if (!name.empty()) spec.argv.push_back(name);
+    spec.env = tool_environment();
+    spec.timeout = std::chrono::milliseconds(120000);
+    process_result const r = run_process(spec);
+    REQUIRE_EXIT(r, 0);
+}
+
+std::string python3() {
+    for (char const* p : {"/usr/bin/python3", "/usr/local/bin/python3", "/bin/python3"})
+        if (::access(p, X_OK) == 0) return p;
+    FAIL("python3 is needed to parse the tool's JSON");
+    return {};
+}
+
+/// Parses `json` with Python's json module and prints the Python expression `expr`
+/// over it (the document is `d`); fails the test when the JSON does not parse.
+std::string json_query(std::string const& json, std::string const& expr) {
+    temp_dir scratch("compile-cache-json");
+    fs::path const file = scratch.path() / "doc.json";
+    write_file(file, json);
+    process_spec spec;
+    spec.argv = {python3(), "-c", "import json, sys\nd = json.load(open(sys.argv[1], encoding='utf-8'))\nprint(" +
+                                      expr + ")",
+                 file.string()};
+    spec.env = tool_environment();
+    process_result const r = run_process(spec);
+    INFO("JSON: " << json);
+    INFO(r.describe());
+    REQUIRE(r.exited(0));
+    std::string out = r.out;
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return out;
+}
+
+std::string count_lines(std::string const& text, std::string const& needle) {
+    std::size_t n = 0;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) n += line.find(needle) != std::string::npos;
+    return std::to_string(n);
+}
+
+/// The rest of the first line of `text` that starts with `label`, without the spaces
+/// after it ("" when there is none).
+std::string line_starting(std::string const& text, std::string const& label) {
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line))
+        if (line.rfind(label, 0) == 0) {
+            std::size_t const start = line.find_first_not_of(' ', label.size());
+            return start == std::string::npos ? std::string() : line.substr(start);
+        }
+    return {};
+}
+
+/// A scenario whose cache tinyk has filled: a cold run (everything compiled and
+/// stored), then a warm one (everything loaded), both checked.
+struct filled_cache {
+    scenario s;
+    filled_cache() {
+        s.write_program(program_text);
+        tinyk_result const cold = s.run({"main", "3"});
+        REQUIRE_EXIT(cold, 0);
+        REQUIRE(cold.compiled() == names{"square", "helper", "main"});
+        tinyk_result const warm = s.run({"main", "3"});
+        REQUIRE_EXIT(warm, 0);
+        REQUIRE(warm.out == "23\n");
+        REQUIRE(warm.loaded() == names{"square", "helper", "main"});
+    }
+    std::string dir() const { return s.cache_dir().string(); }
+};
+
+/// The relative path (ab/abcd...) of the entry holding kernel `name`.
+std::string entry_path_of(filled_cache const& c, std::string const& name) {
+    std::string const path = entry_of(c.s.entries(), name);
+    REQUIRE(!path.empty());
+    return path;
+}
+
+} // namespace
+
+TEST_CASE("compile-cache stats: after a cold and a warm tinyk run, the entries and the hits and stores hosts recorded") {
+    filled_cache c;
+    process_result const r = tool({"stats", c.dir(), "--json"});
+    REQUIRE_EXIT(r, 0);
+    CHECK(r.err.empty());
+    CHECK(json_query(r.out, "d['entries']") == "3");
+    CHECK(json_query(r.out, "d['counters']['stores']") == "3");
+    CHECK(json_query(r.out, "d['counters']['misses.absent']") == "3");
+    CHECK(json_query(r.out, "d['counters']['hits']") == "3");
+    CHECK(json_query(r.out, "d['size_limit']") == std::to_string(std::uint64_t{1} << 30)); // tinyk's default, 1G
+    // Each entry is under 4 KiB, so each counts one block against the limit.
+    CHECK(json_query(r.out, "d['accounted_bytes']") == std::to_string(3 * 4096));
+    CHECK(json_query(r.out, "d['oldest_use'] <= d['newest_use'] and d['newest_use'].endswith('Z')") == "True");
+
+    std::uintmax_t bytes = 0;
+    for (auto const& [path, e] : c.s.entries()) bytes += e.size;
+    CHECK(json_query(r.out, "d['bytes']") == std::to_string(bytes));
+
+    process_result const human = tool({"stats", c.dir()});
+    REQUIRE_EXIT(human, 0);
+    CHECK(line_starting(human.out, "entries ") == "3");
+    CHECK(human.out.find("hit rate") != std::string::npos);
+    CHECK(human.out.find("50.0%") != std::string::npos); // 3 hits of 6 lookups
+    CHECK(human.out.find("1.0 GiB") != std::string::npos);
+}
+
+TEST_CASE("compile-cache list: each kernel with its key prefix, size and origin; show opens one by that prefix") {
+    filled_cache c;
+    process_result const r = tool({"list", c.dir(), "--json"});
+    REQUIRE_EXIT(r, 0);
+    CHECK(json_query(r.out, "[e['name'] for e in d['entries']]") == "['helper', 'main', 'square']"); // by name
+    CHECK(json_query(r.out, "set(e['origin_file'] for e in d['entries'])") ==
+          "{'" + c.s.program().string() + "'}");
+    CHECK(json_query(r.out, "[e['origin_line'] for e in d['entries']]") == "[7, 11, 3]");
+    CHECK(json_query(r.out, "all(e['status'] == 'sound' for e in d['entries'])") == "True");
+
+    process_result const by_size = tool({"list", c.dir(), "--sort", "size", "--json"});
+    REQUIRE_EXIT(by_size, 0);
+    CHECK(json_query(by_size.out, "(lambda s: s == sorted(s, reverse=True))([e['size'] for e in d['entries']])") ==
+          "True");
+    process_result const by_age = tool({"list", c.dir(), "--sort=age", "--json"});
+    REQUIRE_EXIT(by_age, 0);
+    CHECK(json_query(by_age.out, "(lambda s: s == sorted(s))([e['last_use_ns'] for e in d['entries']])") == "True");
+
+    // The human listing: a header, one line per kernel, a total.
+    process_result const human = tool({"list", c.dir()});
+    REQUIRE_EXIT(human, 0);
+    std::istringstream lines(human.out);
+    std::string header, line;
+    std::getline(lines, header);
+    CHECK(header.rfind("NAME", 0) == 0);
+    std::string main_line;
+    while (std::getline(lines, line))
+        if (line.rfind("main ", 0) == 0) main_line = line;
+    REQUIRE(!main_line.empty());
+    CHECK(main_line.find(c.s.program().string() + ":11") != std::string::npos);
+    CHECK(human.out.find("3 entries") != std::string::npos);
+
+    // The key prefix list printed for main, given to show.
+    std::istringstream fields(main_line);
+    std::string name, prefix;
+    fields >> name >> prefix;
+    REQUIRE(prefix.size() == 16);
+    std::string const main_path = entry_path_of(c, "main");
+    CHECK(main_path.substr(3, 16) == prefix);
+    process_result const shown = tool({"show", c.dir(), prefix});
+    REQUIRE_EXIT(shown, 0);
+    CHECK(shown.out.find("mode crc32c") != std::string::npos);
+    CHECK(shown.out.find(main_path.substr(3) + " (its file name)") != std::string::npos);
+    CHECK(shown.out.find(c.s.program().string() + ":11") != std::string::npos);
+    CHECK(shown.out.find("toolchain") != std::string::npos); // a component of every key
+
+    process_result const shown_json = tool({"show", c.dir(), prefix, "--json"});
+    REQUIRE_EXIT(shown_json, 0);
+    CHECK(json_query(shown_json.out, "d['metadata']['name']") == "main");
+    CHECK(json_query(shown_json.out, "d['envelope']['stored_key'] == d['key']") == "True");
+    CHECK(json_query(shown_json.out, "d['envelope']['header_bytes'] + d['envelope']['payload_bytes'] + "
+                                     "d['envelope']['check_bytes'] == d['size']") == "True");
+    CHECK(json_query(shown_json.out, "'toolchain' in [x['name'] for x in d['components']]") == "True");
+    CHECK(json_query(shown_json.out, "all(len(x['digest']) == 64 for x in d['components'])") == "True");
+}
+
+TEST_CASE("compile-cache show: an unknown or ambiguous key prefix is a one-line error with exit 2") {
+    filled_cache c;
+    make_entries(c.s.cache_dir(), 40); // 43 keys: some first hex digit is shared (16 digits)
+    process_result const listed = tool({"list", c.dir(), "--json"});
+    REQUIRE_EXIT(listed, 0);
+    std::string const shared_digit =
+        json_query(listed.out, "__import__('collections').Counter(e['key'][0] for e in d['entries']).most_common(1)[0][0]");
+    std::string const unused =
+        json_query(listed.out, "[p for p in ('%02x' % i for i in range(256)) "
+                               "if not any(e['key'].startswith(p) for e in d['entries'])][0]");
+
+    process_result const ambiguous = tool({"show", c.dir(), shared_digit});
+    REQUIRE_EXIT(ambiguous, 2);
+    CHECK(ambiguous.out.empty());
+    CHECK(ambiguous.err.find("ambiguous") != std::string::npos);
+    CHECK(count_lines(ambiguous.err, "") == "1");
+
+    process_result const unknown = tool({"show", c.dir(), unused});
+    REQUIRE_EXIT(unknown, 2);
+    CHECK(unknown.err.find("no entry's key starts with " + unused) != std::string::npos);
+    CHECK(count_lines(unknown.err, "") == "1");
+
+    process_result const not_hex = tool({"show", c.dir(), "main"});
+    REQUIRE_EXIT(not_hex, 2);
+    CHECK(not_hex.err.find("not hexadecimal") != std::string::npos);
+}
+
+TEST_CASE("compile-cache verify: a flipped byte and a truncation are reported, exit 1; --remove removes only them") {
+    filled_cache c;
+    process_result const sound = tool({"verify", c.dir()});
+    REQUIRE_EXIT(sound, 0);
+    CHECK(sound.out.find("checked 3 entries (CRC-32C): 3 sound, 0 bad") != std::string::npos);
+
+    std::string const flipped = entry_path_of(c, "helper"), truncated = entry_path_of(c, "square");
+    std::string const kept = entry_path_of(c, "main");
+    {
+        fs::path const p = c.s.cache_dir() / flipped;
+        std::string bytes = read_file(p);
+        bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x10);
+        write_file(p, bytes);
+        fs::resize_file(c.s.cache_dir() / truncated, fs::file_size(c.s.cache_dir() / truncated) / 2);
+    }
+    process_result const bad = tool({"verify", c.dir()});
+    REQUIRE_EXIT(bad, 1);
+    CHECK(bad.out.find("bad: " + flipped + ": corrupt") != std::string::npos);
+    CHECK(bad.out.find("bad: " + truncated + ": corrupt") != std::string::npos);
+    CHECK(bad.out.find("1 sound, 2 bad") != std::string::npos);
+    CHECK(fs::exists(c.s.cache_dir() / flipped)); // without --remove nothing goes
+
+    process_result const bad_json = tool({"verify", c.dir(), "--json"});
+    REQUIRE_EXIT(bad_json, 1);
+    CHECK(json_query(bad_json.out, "sorted(b['path'] for b in d['bad'])") ==
+          "['" + std::min(flipped, truncated) + "', '" + std::max(flipped, truncated) + "']");
+    CHECK(json_query(bad_json.out, "d['sound']") == "1");
+
+    process_result const removed = tool({"verify", c.dir(), "--remove"});
+    REQUIRE_EXIT(removed, 1);
+    CHECK(removed.out.find("2 bad, 2 removed") != std::string::npos);
+    CHECK(!fs::exists(c.s.cache_dir() / flipped));
+    CHECK(!fs::exists(c.s.cache_dir() / truncated));
+    CHECK(fs::exists(c.s.cache_dir() / kept));
+
+    process_result const again = tool({"verify", c.dir()});
+    REQUIRE_EXIT(again, 0);
+    CHECK(again.out.find("checked 1 entry (CRC-32C): 1 sound, 0 bad") != std::string::npos);
+
+    // tinyk compiles the two removed kernels again, loads the other, and is right.
+    tinyk_result const after = c.s.run({"main", "3"});
+    REQUIRE_EXIT(after, 0);
+    CHECK(after.out == "23\n");
+    CHECK(after.compiled() == names{"square", "helper"});
+    CHECK(after.loaded() == names{"main"});
+}
+
+TEST_CASE("compile-cache verify --secret-file: HMACs checked under the secret; without it keyed entries are kept") {
+    scenario s;
+    s.write_program(program_text);
+    fs::path const secret = s.root() / "secret", wrong = s.root() / "wrong-secret";
+    write_file(secret, "the host's secret\n");
+    write_file(wrong, "another secret\n");
+    tinyk_result const cold = s.run({"main", "3"}, {}, {"TINYK_CACHE_SECRET_FILE=" + secret.string()});
+    REQUIRE_EXIT(cold, 0);
+    REQUIRE(cold.compiled().size() == 3);
+    std::string const dir = s.cache_dir().string();
+
+    process_result const right = tool({"verify", dir, "--secret-file", secret.string()});
+    REQUIRE_EXIT(right, 0);
+    CHECK(right.out.find("checked 3 entries (HMAC-SHA256): 3 sound, 0 bad") != std::string::npos);
+
+    process_result const none = tool({"verify", dir, "--remove"});
+    REQUIRE_EXIT(none, 0);
+    CHECK(none.out.find("0 bad, 0 removed, 3 not checked") != std::string::npos);
+    CHECK(none.out.find("give --secret-file") != std::string::npos);
+
+    process_result const other = tool({"verify", dir, "--secret-file", wrong.string(), "--json"});
+    REQUIRE_EXIT(other, 1);
+    CHECK(json_query(other.out, "len(d['bad'])") == "3");
+    CHECK(json_query(other.out, "all(b['problem'].startswith('unauthenticated') for b in d['bad'])") == "True");
+    CHECK(s.entries().size() == 3); // reported, not removed
+
+    process_result const shown = tool({"list", dir, "--secret-file", secret.string(), "--json"});
+    REQUIRE_EXIT(shown, 0);
+    CHECK(json_query(shown.out, "sorted(e['name'] for e in d['entries'])") == "['helper', 'main', 'square']");
+
+    process_result const missing = tool({"verify", dir, "--secret-file", (s.root() / "nope").string()});
+    REQUIRE_EXIT(missing, 2);
+    CHECK(missing.err.find("cannot open it") != std::string::npos);
+}
+
+TEST_CASE("compile-cache prune --max-size: the directory ends under the size, and tinyk still runs right") {
+    scenario s;
+    std::string program = "kernel k0(x) { return x + 1.0; }\n";
+    for (int i = 1; i < 20; ++i)
+        program += "kernel k" + std::to_string(i) + "(x) { return k" + std::to_string(i - 1) + "(x) * 1.0 + 1.0; }\n";
+    program += "kernel main(x) { return k19(x); }\n";
+    s.write_program(program);
+    tinyk_result const cold = s.run({"main", "1"});
+    REQUIRE_EXIT(cold, 0);
+    REQUIRE(cold.out == "21\n");
+    REQUIRE(s.entries().size() == 21);
+    std::string const dir = s.cache_dir().string();
+
+    process_result const pruned = tool({"prune", dir, "--max-size", "40K", "--json"});
+    REQUIRE_EXIT(pruned, 0);
+    CHECK(json_query(pruned.out, "d['accounted_bytes'] <= 40 * 1024 and d['removed'] > 0") == "True");
+
+    process_result const stats = tool({"stats", dir, "--json"});
+    REQUIRE_EXIT(stats, 0);
+    CHECK(json_query(stats.out, "0 < d['accounted_bytes'] <= 40 * 1024") == "True");
+    CHECK(json_query(stats.out, "d['entries']") == std::to_string(s.entries().size()));
+    CHECK(json_query(stats.out, "d['entries'] + " + json_query(pruned.out, "d['removed']")) == "21");
+
+    tinyk_result const after = s.run({"main", "1"});
+    REQUIRE_EXIT(after, 0);
+    CHECK(after.out == "21\n");
+    CHECK(after.compiled().size() + after.loaded().size() == 21);
+    CHECK(!after.compiled().empty());
+
+    process_result const bad_size = tool({"prune", dir, "--max-size", "lots"});
+    REQUIRE_EXIT(bad_size, 2);
+    CHECK(bad_size.err.find("is not a size") != std::string::npos);
+}
+
+TEST_CASE("compile-cache clear: every entry and temp file goes; files that are not the cache's stay") {
+    filled_cache c;
+    fs::path const dir = c.s.cache_dir();
+    std::string const folder = entry_path_of(c, "main").substr(0, 2);
+    write_file(dir / folder / "notes.txt", "my notes\n");
+    write_file(dir / "README", "what this directory is\n");
+    write_file(dir / folder / ".tmp-left-by-a-killed-store", "partial");
+
+    process_result const cleared = tool({"clear", dir.string()});
+    REQUIRE_EXIT(cleared, 0);
+    CHECK(cleared.out.find("removed 3 entries") != std::string::npos);
+    CHECK(cleared.out.find("and 1 temp file") != std::string::npos);
+    CHECK(c.s.entries().empty());
+    CHECK(!fs::exists(dir / folder / ".tmp-left-by-a-killed-store"));
+    CHECK(read_file(dir / folder / "notes.txt") == "my notes\n");
+    CHECK(read_file(dir / "README") == "what this directory is\n");
+
+    process_result const stats = tool({"stats", dir.string(), "--json"});
+    REQUIRE_EXIT(stats, 0);
+    CHECK(json_query(stats.out, "(d['entries'], d['temp_files'], d['other_files'], d['oldest_use'])") ==
+          "(0, 0, 1, None)");
+
+    tinyk_result const after = c.s.run({"main", "3"});
+    REQUIRE_EXIT(after, 0);
+    CHECK(after.out == "23\n");
+    CHECK(after.compiled() == names{"square", "helper", "main"});
+}
+
+TEST_CASE("compile-cache: a missing directory, a file and a foreign directory are one-line errors, exit 2") {
+    temp_dir root("compile-cache-test");
+    fs::path const missing = root.path() / "missing", file = root.path() / "file";
+    write_file(file, "not a directory\n");
+
+    process_result const m = tool({"stats", missing.string()});
+    REQUIRE_EXIT(m, 2);
+    CHECK(m.err == "compile-cache: " + missing.string() + ": no such directory\n");
+    process_result const f = tool({"list", file.string()});
+    REQUIRE_EXIT(f, 2);
+    CHECK(f.err == "compile-cache: " + file.string() + ": not a directory\n");
+
+    // A home-like directory: files and folders, but no ledger, counters or entries.
+    fs::path const home = root.path() / "home";
+    fs::create_directories(home / "src");
+    write_file(home / "notes.txt", "hello\n");
+    write_file(home / "src" / "main.c", "int main() {}\n");
+    // A git object store: two-hex-digit folders of hex-named files that are no entries.
+    fs::path const objects = root.path() / "objects";
+    fs::create_directories(objects / "ab");
+    write_file(objects / "ab" / "cdef0123456789abcdef0123456789abcdef01", "blob");
+    fs::create_directories(objects / "pack");
+
+    for (fs::path const& foreign : {home, objects}) {
+        auto const before = everything_under(foreign);
+        for (std::vector<std::string> args : {std::vector<std::string>{"clear", foreign.string()},
+                                              {"prune", foreign.string(), "--max-size", "0"},
+                                              {"verify", foreign.string(), "--remove"},
+                                              {"stats", foreign.string()}}) {
+            process_result const r = tool(args);
+            INFO(args[0] << " " << foreign);
+            REQUIRE_EXIT(r, 2);
+            CHECK(r.err.find("not a compile_cache directory") != std::string::npos);
+            CHECK(count_lines(r.err, "") == "1");
+            CHECK(r.out.empty());
+        }
+        CHECK(everything_under(foreign) == before); // nothing created, nothing deleted
+    }
+
+    // An empty directory is an empty cache (one that no host has written to yet).
+    fs::path const empty = root.path() / "empty";
+    fs::create_directories(empty);
+    process_result const e = tool({"stats", empty.string(), "--json"});
+    REQUIRE_EXIT(e, 0);
+    CHECK(json_query(e.out, "(d['entries'], d['size_limit'], d['counters'])") == "(0, None, {})");
+}
+
+TEST_CASE("compile-cache: usage errors exit 2; --help documents the commands, the directory rule and exit codes") {
+    for (std::vector<std::string> args : {std::vector<std::string>{}, {"stats"}, {"frobnicate", "/tmp"},
+                                          {"list", "/tmp", "--max-size", "1M"}, {"prune", "/tmp"},
+                                          {"list", "/tmp", "--sort", "colour"}, {"show", "/tmp"},
+                                          {"stats", "/tmp", "extra"}, {"stats", "/tmp", "--verbose"}}) {
+        process_result const r = tool(args);
+        INFO("compile-cache " << (args.empty() ? "" : args[0]));
+        REQUIRE_EXIT(r, 2);
+        CHECK(r.out.empty());
+        CHECK(r.err.rfind("compile-cache: ", 0) == 0);
+        CHECK(r.err.find("usage: compile-cache COMMAND DIR") != std::string::npos);
+    }
+    process_result const help = tool({"--help"});
+    REQUIRE_EXIT(help, 0);
+    for (char const* needle : {"stats DIR", "list DIR", "show DIR KEY_PREFIX", "verify DIR", "prune DIR --max-size",
+                               "clear DIR", "--json", "--secret-file", ".cc-stats", "exit status:", "  3  "})
+        CHECK(help.out.find(needle) != std::string::npos);
+}
+
+TEST_CASE("compile-cache --json: names with quotes, control characters and invalid UTF-8 still parse") {
+    temp_dir root("compile-cache-test");
+    fs::path const dir = root.path() / "cache";
+    make_entries(dir, 1, std::string("say \"hi\"\\\n\t\x01 caf\xc3\xa9 \xff end"));
+    process_result const r = tool({"list", dir.string(), "--json"});
+    REQUIRE_EXIT(r, 0);
+    CHECK(json_query(r.out, "ascii(d['entries'][0]['name'])") ==
+          "'say \"hi\"\\\\\\n\\t\\x01 caf\\xe9 \\ufffd end'");
+    // And the human listing shows the control characters escaped, not raw.
+    process_result const human = tool({"list", dir.string()});
+    REQUIRE_EXIT(human, 0);
+    CHECK(human.out.find("say \"hi\"\\x5c\\x0a\\x09\\x01 caf\xc3\xa9") != std::string::npos);
+}
+
+TEST_CASE("compile-cache: a progress line on stderr for more than 10,000 entries, none for fewer") {
+    temp_dir root("compile-cache-test");
+    fs::path const big = root.path() / "big", small = root.path() / "small";
+    make_entries(big, 10001);
+    make_entries(small, 10000);
+
+    process_result const stats = tool({"stats", big.string(), "--json"});
+    REQUIRE_EXIT(stats, 0);
+    CHECK(json_query(stats.out, "d['entries']") == "10001");
+    CHECK(stats.err.find("compile-cache: listing folders: 256 of 256 (10001 entries)\n") != std::string::npos);
+
+    process_result const verify = tool({"verify", big.string()});
+    REQUIRE_EXIT(verify, 0);
+    CHECK(verify.out.find("checked 10001 entries (CRC-32C): 10001 sound, 0 bad") != std::string::npos);
+    CHECK(verify.err.find("compile-cache: verifying entries: 10001 of 10001 (10001 entries)\n") != std::string::npos);
+
+    process_result const quiet = tool({"verify", small.string()});
+    REQUIRE_EXIT(quiet, 0);
+    CHECK(quiet.out.find("10000 sound") != std::string::npos);
+    CHECK(quiet.err.empty());
+}
