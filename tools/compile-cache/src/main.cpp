@@ -300,14 +300,20 @@ int run_stats(command_line const& c) {
             std::snprintf(rate, sizeof rate, "%.1f%%", 100.0 * static_cast<double>(hits) / static_cast<double>(hits + misses));
             ct.add({"  hit rate", rate, "(" + std::to_string(hits) + " of " + std::to_string(hits + misses) + " lookups)"});
         }
+        std::size_t zero = 0;
         for (auto const& [name, n] : recorded) {
             if (impl::is_gauge(name)) continue;
+            if (n == 0) { // the many reasons that never happened would bury the ones that did
+                ++zero;
+                continue;
+            }
             std::string note;
             if (name.size() > 3 && name.compare(name.size() - 3, 3, "-ns") == 0) note = "(" + human_duration_ns(n) + ")";
             if (name.rfind("bytes-", 0) == 0) note = "(" + human_size(n) + ")";
             ct.add({"  " + name, std::to_string(n), note});
         }
         out += ct.str({false, true, false});
+        if (zero != 0) out += "  (" + std::to_string(zero) + " other counters are 0; --json lists them all)\n";
     }
     std::fputs(out.c_str(), stdout);
     return exit_ok;
@@ -327,6 +333,8 @@ std::vector<listed_entry> read_all(command_line const& c, std::vector<entry_file
     std::uint64_t done = 0;
     for (entry_file const& f : files) {
         out.push_back({f, check_entry(c.dir, f.name, auth)});
+        // Not listed, and over 100,000 entries they would be most of the memory used.
+        std::vector<compile_cache::component_digest>().swap(out.back().check.envelope.metadata.components);
         progress.update("reading entries", ++done, files.size(), files.size());
     }
     progress.finish();

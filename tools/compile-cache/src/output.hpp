@@ -239,6 +239,7 @@ public:
                 out += row[i];
                 if (!last) out.append(r ? 2 : pad + 2, ' ');
             }
+            while (!out.empty() && out.back() == ' ') out.pop_back(); // an empty last cell
             out += '\n';
         }
         return out;
@@ -268,7 +269,7 @@ public:
         if (what != what_) {
             end_line();
             what_ = what;
-            last_tenth_ = -1;
+            last_tenth_ = 0; // the first line at a tenth done: the phase is known to be long by then
         }
         int const tenth = static_cast<int>(done * 10 / total);
         if (tty_) {
@@ -305,7 +306,7 @@ private:
     bool tty_;
     bool open_ = false;
     std::string what_;
-    int last_tenth_ = -1;
+    int last_tenth_ = 0;
 };
 
 } // namespace compile_cache_tool
