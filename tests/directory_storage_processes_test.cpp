@@ -3,7 +3,10 @@
 // key at once; writers killed with SIGKILL mid-store; and broken disks — full (a
 // file size limit, a small tmpfs), read-only (a read-only mount, permission bits),
 // removed, a file in the way, a permission-denied folder — where every store is a
-// counted failure, every value is still returned and one diagnostic is logged.
+// counted failure, every value is still returned and one diagnostic is logged. And
+// the size ledger's batches across processes: changes that add up exactly, a killed
+// writer's unwritten batch corrected by the hourly recount, a forked child that does
+// not write its parent's batch.
 #include "catch2_compat.hpp"
 #include "helpers/storage_common.hpp"
 #include "helpers/storage_process.hpp"
@@ -248,6 +251,126 @@ int kill_writers(fs::path const& root, int count, int parallel, std::uint64_t se
 }
 
 } // namespace
+
+namespace {
+
+/// What the entries under `root` count for against the size limit, found by walking
+/// the directory (whole 4 KiB blocks per entry, as the ledger counts them).
+std::uint64_t counted_on_disk(fs::path const& root) {
+    std::uint64_t bytes = 0;
+    for (auto const& folder : fs::directory_iterator(root)) {
+        if (!folder.is_directory() || folder.path().filename().string().size() != 2) continue;
+        for (auto const& e : fs::directory_iterator(folder.path()))
+            if (e.is_regular_file() && e.path().filename().string().rfind(".tmp-", 0) != 0)
+                bytes += cc::detail::directory_storage_impl::accounted_size(e.file_size());
+    }
+    return bytes;
+}
+
+/// A cache directory with a few entries whose 256 folders have all just been counted
+/// (prune() counts every folder), so that no store in the next hour recounts one: the
+/// ledger then changes only by the stores' batches.
+void populate_and_count(fs::path const& root) {
+    cc::directory_storage s(root.string());
+    for (std::uint32_t id = 900000; id < 900064; ++id) REQUIRE(!s.write(key_of(id).value(), "populated"));
+    REQUIRE(!s.prune().error);
+}
+
+/// Moves every folder's "counted at" in the ledger two hours back, as if the hour
+/// after their last count had passed.
+void age_ledger(fs::path const& root) {
+    namespace impl = cc::detail::directory_storage_impl;
+    int const fd = impl::open_ledger((root / ".cc-stats").string(), 0600, -1);
+    REQUIRE(fd >= 0);
+    impl::ledger_slots slots;
+    REQUIRE(impl::read_ledger(fd, slots));
+    for (auto& slot : slots) slot.counted_at -= 2 * 3600;
+    REQUIRE(impl::write_ledger(fd, slots));
+    ::close(fd);
+}
+
+} // namespace
+
+TEST_CASE("processes storing at once: their batched ledger changes add up exactly",
+          "[storage][processes][ledger]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    populate_and_count(root);
+    fs::path const go = dir.path() / "go";
+    // Overlapping ranges: some keys are stored by two processes (one adds it, the
+    // other replaces it).
+    std::vector<std::unique_ptr<child_process>> writers;
+    for (std::uint32_t w = 0; w < 4; ++w)
+        writers.push_back(std::make_unique<child_process>(std::vector<std::string>{
+            worker, "store-range", root.string(), std::to_string(w * 300), "500", "100", "9000", go.string(), "exit"}));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    write_file(go, "");
+    for (auto& w : writers) {
+        CHECK(w->wait() == 0);
+        CHECK(field(w->output(), "stored") == 500);
+    }
+    std::uint64_t const on_disk = counted_on_disk(root);
+    CHECK(on_disk >= 1400 * 4096ull); // 1,400 distinct keys (and 64 populated)
+    cc::directory_storage reader(root.string());
+    CHECK(reader.accounted_size() == on_disk);
+}
+
+TEST_CASE("a writer killed with unwritten ledger changes: the folders' hourly recount corrects the ledger",
+          "[storage][processes][ledger]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    populate_and_count(root);
+    child_process writer({worker, "store-range", root.string(), "5000", "40", "100", "9000", "-", "hold"});
+    REQUIRE(writer.wait_for_line());
+    CHECK(field(writer.output(), "stored") == 40);
+    writer.kill(SIGKILL);
+    CHECK(writer.wait() == 128 + SIGKILL);
+
+    std::uint64_t const on_disk = counted_on_disk(root);
+    {
+        cc::directory_storage s(root.string());
+        std::string out;
+        for (std::uint32_t id = 5000; id < 5040; ++id)
+            CHECK(s.read(key_of(id).value(), out, 1 << 20).status == cc::read_status::found);
+        // The killed writer's batch never reached the ledger: it is short.
+        CHECK(s.accounted_size() < on_disk);
+        // Replacing those entries with the same bytes changes nothing in the ledger...
+        for (std::uint32_t id = 5000; id < 5040; ++id)
+            REQUIRE(!s.write(key_of(id).value(), storage_test::payload_of(id, 0, size_of(id, 100, 9000))));
+        CHECK(s.accounted_size() < on_disk);
+    }
+    // ...until their folders' figures are an hour old: then the first stores into
+    // them recount them.
+    age_ledger(root);
+    {
+        cc::directory_storage s(root.string());
+        for (std::uint32_t id = 5000; id < 5040; ++id)
+            REQUIRE(!s.write(key_of(id).value(), storage_test::payload_of(id, 0, size_of(id, 100, 9000))));
+        CHECK(s.accounted_size() == on_disk);
+    }
+    CHECK(counted_on_disk(root) == on_disk);
+}
+
+TEST_CASE("a forked child does not write its parent's unwritten ledger changes", "[storage][processes][ledger]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    populate_and_count(root);
+    std::uint64_t const before = counted_on_disk(root);
+    {
+        cc::directory_storage s(root.string());
+        for (std::uint32_t id = 0; id < 10; ++id) REQUIRE(!s.write(key_of(id).value(), "parent"));
+        // The child stores one entry with the same storage object and leaves without
+        // destructors (_exit): its store is written at once (the first in a child is),
+        // the parent's ten are not its to write.
+        std::string const child = run_in_child([&] {
+            return s.write(key_of(10).value(), "child") ? std::string("store failed") : std::string("ok");
+        });
+        CHECK(child == "ok");
+    } // the parent's ten are written here
+    cc::directory_storage reader(root.string());
+    CHECK(counted_on_disk(root) == before + 11 * 4096);
+    CHECK(reader.accounted_size() == before + 11 * 4096);
+}
 
 TEST_CASE("writers killed mid-store leave no partial entry; their temp files are swept",
           "[storage][processes]") {

@@ -10,6 +10,11 @@
 //       waits for GO_FILE, then stores (ID, VARIANT) ROUNDS times.
 //   storage_worker writer DIR SEED KEYS MAX_SIZE MIN_PAYLOAD MAX_PAYLOAD DURABILITY
 //       stores random keys until killed; prints "ready" once started.
+//   storage_worker store-range DIR FIRST COUNT MIN_PAYLOAD MAX_PAYLOAD GO_FILE THEN
+//       waits for GO_FILE (`-`: no wait), then stores ids FIRST..FIRST+COUNT-1 (bytes
+//       payload_of(id, 0, size_of(id, ...))) straight through a directory_storage with
+//       no size limit, and prints "stored=N". THEN `exit`: returns (the storage
+//       object is destroyed); `hold`: stays, storage object alive, until killed.
 #include "storage_common.hpp"
 
 #include <chrono>
@@ -133,6 +138,25 @@ int writer(int argc, char** argv) {
     }
 }
 
+int store_range(int argc, char** argv) {
+    if (argc != 9) return 2;
+    auto const first = static_cast<std::uint32_t>(number(argv[3]));
+    auto const count = static_cast<std::uint32_t>(number(argv[4]));
+    auto const min_payload = number(argv[5]), max_payload = number(argv[6]);
+    std::string const go = argv[7], then = argv[8];
+    cc::directory_storage storage(argv[2], options_with(0));
+    if (go != "-")
+        while (!exists(go.c_str())) std::this_thread::yield();
+    std::uint32_t stored = 0;
+    for (std::uint32_t id = first; id < first + count; ++id)
+        if (!storage.write(key_of(id).value(), payload_of(id, 0, size_of(id, min_payload, max_payload)))) ++stored;
+    std::printf("stored=%u\n", stored);
+    std::fflush(stdout);
+    if (then == "hold")
+        for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+    return stored == count ? 0 : 1;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -142,6 +166,7 @@ int main(int argc, char** argv) {
     if (mode == "prune") return prune(argc, argv);
     if (mode == "store-same") return store_same(argc, argv);
     if (mode == "writer") return writer(argc, argv);
+    if (mode == "store-range") return store_range(argc, argv);
     std::fprintf(stderr, "storage_worker: unknown mode %s\n", mode.c_str());
     return 2;
 }

@@ -23,7 +23,6 @@
 namespace compile_cache::detail::directory_storage_impl {
 
 inline constexpr std::int64_t temp_stale_after_ns = std::int64_t{3600} * 1000000000; ///< one hour
-inline constexpr std::int64_t recount_after_s = 3600; ///< a folder's figure is trusted this long
 inline constexpr std::int64_t no_cutoff = std::numeric_limits<std::int64_t>::min();
 
 /// What one look at one fan-out folder found and did.

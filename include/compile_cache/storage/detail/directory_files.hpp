@@ -1,23 +1,37 @@
-// compile_cache: the POSIX pieces of directory_storage — exclusive temp files,
-// `mkdir -p`, full writes, descriptor guards, the names the storage owns, and the
-// size ledger (`DIR/.cc-stats`). Not part of the public interface.
+// compile_cache: the POSIX pieces of directory_storage — exclusive temp files and
+// their names, a rename that does not replace, `mkdir -p`, full writes, descriptor
+// guards, the names the storage owns, and the size ledger (`DIR/.cc-stats`) with the
+// batch of a storage object's changes not yet written to it. Not part of the public
+// interface.
 #pragma once
 
+#include <compile_cache/key/key.hpp>
+
 #include <array>
+#include <atomic>
+#include <bitset>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <random>
 #include <string>
 #include <string_view>
 #include <system_error>
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <sys/random.h>
+#include <sys/syscall.h>
+#endif
 
 namespace compile_cache::detail::directory_storage_impl {
 
@@ -66,6 +80,24 @@ inline bool is_entry_name(std::string_view n, std::string_view folder) noexcept 
 inline constexpr std::string_view temp_prefix = ".tmp-";
 inline bool is_temp_name(std::string_view n) noexcept { return n.compare(0, temp_prefix.size(), temp_prefix) == 0; }
 
+/// Appends `DIR/ab/<hex of k>` to `out` (`directory` without a trailing slash,
+/// unless it is "/"), with no intermediate string.
+inline void append_entry_path(std::string& out, std::string const& directory, key const& k) {
+    static constexpr char digits[] = "0123456789abcdef";
+    unsigned char const* const bytes = k.data();
+    std::size_t const n = k.size();
+    out.reserve(out.size() + directory.size() + 4 + 2 * n);
+    out += directory;
+    if (out.empty() || out.back() != '/') out += '/';
+    out += digits[bytes[0] >> 4];
+    out += digits[bytes[0] & 15];
+    out += '/';
+    for (std::size_t i = 0; i < n; ++i) {
+        out += digits[bytes[i] >> 4];
+        out += digits[bytes[i] & 15];
+    }
+}
+
 inline char const* folder_name(unsigned index) noexcept {
     static constexpr char names[256][3] = {
 #define CC_F(h) {h, '0', 0}, {h, '1', 0}, {h, '2', 0}, {h, '3', 0}, {h, '4', 0}, {h, '5', 0}, {h, '6', 0}, \
@@ -78,7 +110,93 @@ inline char const* folder_name(unsigned index) noexcept {
     return names[index & 0xff];
 }
 
+// ---- fork --------------------------------------------------------------------
+
+/// How many times this process is a forked child of a process that had a storage
+/// object (0 in the original process). What a process keeps in memory for a
+/// directory — a temp-name generator's state, a batch of ledger changes, the
+/// ledger's descriptor and its lock — must not be used by the parent and the child
+/// both: each checks this number and starts afresh when it has changed.
+inline std::atomic<unsigned>& fork_generation_counter() noexcept {
+    static std::atomic<unsigned> generation{0};
+    return generation;
+}
+inline void count_fork_in_child() noexcept { fork_generation_counter().fetch_add(1, std::memory_order_relaxed); }
+/// Registers the fork handler (once per process) and returns the current generation.
+inline unsigned fork_generation() noexcept {
+    static bool const registered = ::pthread_atfork(nullptr, nullptr, &count_fork_in_child) == 0;
+    (void)registered;
+    return fork_generation_counter().load(std::memory_order_relaxed);
+}
+
 // ---- files -----------------------------------------------------------------
+
+/// Appends 32 random hex digits for a temp file name. Names must be unique, not
+/// secret (the file is created O_EXCL|O_NOFOLLOW and another name is tried when one
+/// exists), so each thread seeds a generator once — one getrandom per thread, not
+/// per store — and reseeds in a forked child, which would otherwise repeat its
+/// parent's names.
+inline void append_temp_name(std::string& out) {
+    struct generator_state {
+        std::mt19937_64 engine;
+        unsigned generation = 0;
+        bool seeded = false;
+    };
+    thread_local generator_state g;
+    unsigned const generation = fork_generation();
+    if (!g.seeded || g.generation != generation) {
+        std::uint32_t words[8] = {};
+        bool random = false;
+#if defined(__linux__)
+        random = ::getrandom(words, sizeof words, 0) == static_cast<ssize_t>(sizeof words);
+#endif
+        if (!random) {
+            try {
+                std::random_device device;
+                for (auto& w : words) w = device();
+                random = true;
+            } catch (...) {
+            }
+        }
+        if (!random) { // no entropy source: still distinct per process, thread and moment
+            struct timespec ts {};
+            ::clock_gettime(CLOCK_REALTIME, &ts);
+            words[0] = static_cast<std::uint32_t>(ts.tv_nsec);
+            words[1] = static_cast<std::uint32_t>(ts.tv_sec);
+            words[2] = static_cast<std::uint32_t>(::getpid());
+            words[3] = static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(&g));
+        }
+        std::seed_seq seq(std::begin(words), std::end(words));
+        g.engine.seed(seq);
+        g.generation = generation;
+        g.seeded = true;
+    }
+    static constexpr char digits[] = "0123456789abcdef";
+    for (int half = 0; half < 2; ++half) {
+        std::uint64_t v = g.engine();
+        for (int i = 0; i < 16; ++i, v >>= 4) out += digits[v & 15];
+    }
+}
+
+/// Renames `from` to `to` unless `to` exists (EEXIST then, nothing changed), in one
+/// call: Linux's renameat2(RENAME_NOREPLACE). Returns 0 or an errno value; ENOSYS or
+/// EINVAL where the kernel or the file system does not support it (and everywhere
+/// but Linux), and the caller falls back to lstat + rename.
+inline int rename_no_replace(char const* from, char const* to) noexcept {
+#if defined(__linux__) && defined(SYS_renameat2)
+#ifdef RENAME_NOREPLACE
+    constexpr unsigned no_replace = RENAME_NOREPLACE;
+#else
+    constexpr unsigned no_replace = 1; // the kernel's value (linux/fs.h), stable ABI
+#endif
+    long const r = ::syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, no_replace);
+    return r == 0 ? 0 : errno;
+#else
+    (void)from;
+    (void)to;
+    return ENOSYS;
+#endif
+}
 
 /// Creates `path` exclusively: an existing name, a symlink included (dangling or
 /// not), makes it fail with EEXIST; nothing is ever followed or truncated.
@@ -226,13 +344,14 @@ inline int open_root(std::string const& directory) noexcept {
 
 /// `DIR/.cc-stats`: for each of the 256 fan-out folders, the bytes its entries count
 /// for and when the folder was last counted by a scan. Stores add to their folder's
-/// figure under an exclusive flock; a scan of a folder sets it. Little-endian, fixed
-/// size; anything else found there is treated as a fresh ledger (every folder
-/// uncounted), which the next scans fill in.
+/// figure under an exclusive flock (in batches: see ledger_batch); a scan of a
+/// folder sets it. Little-endian, fixed size; anything else found there is treated as
+/// a fresh ledger (every folder uncounted), which the next scans fill in.
 struct ledger_slot {
     std::uint64_t bytes = 0;
     std::int64_t counted_at = 0; ///< seconds since the epoch; 0 = never counted
 };
+using ledger_slots = std::array<ledger_slot, 256>;
 
 inline constexpr char ledger_name[] = ".cc-stats";
 inline constexpr char ledger_magic[8] = {'C', 'C', 'S', 'T', 'A', 'T', 'S', '1'};
@@ -250,87 +369,269 @@ inline std::uint64_t get_u64(unsigned char const* p) noexcept {
     return v;
 }
 
+/// A folder's figure is recounted when it was never counted, was counted over an
+/// hour ago, or claims to have been counted in the future (a clock that jumped).
+inline constexpr std::int64_t recount_after_s = 3600; ///< a folder's figure is trusted this long
+inline bool recount_due(std::int64_t counted_at, std::int64_t now) noexcept {
+    return counted_at == 0 || now - counted_at > recount_after_s || counted_at > now + recount_after_s;
+}
+
+/// Reads the ledger file open at `fd` into `slots`. True when it was a whole, sane
+/// ledger; false (slots all zero: a fresh ledger) otherwise.
+inline bool read_ledger(int fd, ledger_slots& slots) noexcept {
+    unsigned char buf[ledger_bytes];
+    ssize_t got;
+    do {
+        got = ::pread(fd, buf, sizeof buf, 0);
+    } while (got < 0 && errno == EINTR);
+    slots = {};
+    if (got != static_cast<ssize_t>(sizeof buf) || std::memcmp(buf, ledger_magic, 8) != 0) return false;
+    for (std::size_t i = 0; i < 256; ++i) {
+        unsigned char const* p = buf + ledger_header + 16 * i;
+        slots[i].bytes = get_u64(p);
+        slots[i].counted_at = static_cast<std::int64_t>(get_u64(p + 8));
+        if (slots[i].bytes > ledger_sane_limit) {
+            slots = {};
+            return false;
+        }
+    }
+    return true;
+}
+
+inline bool pwrite_all(int fd, unsigned char const* p, std::size_t n, std::size_t offset) noexcept {
+    while (n > 0) {
+        ssize_t const r = ::pwrite(fd, p, n, static_cast<off_t>(offset));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return false;
+        p += r;
+        n -= static_cast<std::size_t>(r);
+        offset += static_cast<std::size_t>(r);
+    }
+    return true;
+}
+
+/// Writes the whole ledger (one pwrite of 4 KiB).
+inline bool write_ledger(int fd, ledger_slots const& slots) noexcept {
+    unsigned char buf[ledger_bytes] = {};
+    std::memcpy(buf, ledger_magic, 8);
+    for (std::size_t i = 0; i < 256; ++i) {
+        put_u64(buf + ledger_header + 16 * i, slots[i].bytes);
+        put_u64(buf + ledger_header + 16 * i + 8, static_cast<std::uint64_t>(slots[i].counted_at));
+    }
+    return pwrite_all(fd, buf, sizeof buf, 0);
+}
+
+inline std::uint64_t ledger_total(ledger_slots const& slots) noexcept {
+    std::uint64_t t = 0;
+    for (auto const& s : slots) t += s.bytes;
+    return t;
+}
+
+/// Opens the ledger at `path` (creating it) for reading and writing: never through a
+/// symlink, never blocking on a FIFO (O_NONBLOCK), and only a regular file; its mode
+/// set to `file_mode & ~exact_umask` when that is 0 or more. -1 when it cannot be used
+/// (read-only directory, ...): the caller then does no accounting.
+inline int open_ledger(std::string const& path, unsigned file_mode, int exact_umask, struct stat* st_out = nullptr) noexcept {
+    int fd;
+    do {
+        fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
+                    static_cast<mode_t>(file_mode));
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0) return -1;
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd);
+        return -1;
+    }
+    if (exact_umask >= 0 && (st.st_mode & 07777) != (file_mode & ~static_cast<unsigned>(exact_umask) & 07777))
+        ::fchmod(fd, static_cast<mode_t>(file_mode & ~static_cast<unsigned>(exact_umask)));
+    if (st_out) *st_out = st;
+    return fd;
+}
+
 /// One locked session with the ledger: open (creating it), lock, read; change slots;
-/// write back; the lock goes with the descriptor.
+/// write back; the lock goes with the descriptor. For scans and cleanups, which set
+/// folder figures; stores go through a ledger_batch.
 class ledger {
 public:
-    std::array<ledger_slot, 256> slots{};
+    ledger_slots slots{};
 
-    /// Opens (creating it) and locks the ledger at `path` and reads it. False when it
-    /// cannot be used (read-only directory, ...): the caller then does no accounting.
-    /// O_NONBLOCK: a FIFO planted there must not block; it is refused below.
+    /// Opens, locks and reads the ledger at `path`. False when it cannot be used.
     bool open(std::string const& path, unsigned file_mode, int exact_umask) noexcept {
-        int fd;
-        do {
-            fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
-                        static_cast<mode_t>(file_mode));
-        } while (fd < 0 && errno == EINTR);
-        if (fd < 0) return false;
-        fd_.fd = fd;
-        if (lock_fd(fd, false) != 0) return false;
-        struct stat st {};
-        if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return false;
-        if (exact_umask >= 0 && (st.st_mode & 07777) != (file_mode & ~static_cast<unsigned>(exact_umask) & 07777))
-            ::fchmod(fd, static_cast<mode_t>(file_mode & ~static_cast<unsigned>(exact_umask)));
-        unsigned char buf[ledger_bytes];
-        ssize_t got;
-        do {
-            got = ::pread(fd, buf, sizeof buf, 0);
-        } while (got < 0 && errno == EINTR);
-        fresh_ = true;
-        if (got == static_cast<ssize_t>(sizeof buf) && std::memcmp(buf, ledger_magic, 8) == 0) {
-            fresh_ = false;
-            for (std::size_t i = 0; i < 256; ++i) {
-                unsigned char const* p = buf + ledger_header + 16 * i;
-                slots[i].bytes = get_u64(p);
-                slots[i].counted_at = static_cast<std::int64_t>(get_u64(p + 8));
-                if (slots[i].bytes > ledger_sane_limit) fresh_ = true;
-            }
-            if (fresh_) slots = {};
-        }
+        fd_.fd = open_ledger(path, file_mode, exact_umask);
+        if (!fd_ || lock_fd(fd_.fd, false) != 0) return false;
+        read_ledger(fd_.fd, slots);
         return true;
     }
 
-    /// Writes one slot back (the whole file when it was fresh).
-    void save(unsigned index) noexcept {
-        if (fresh_) return save_all();
-        unsigned char buf[16];
-        put_u64(buf, slots[index].bytes);
-        put_u64(buf + 8, static_cast<std::uint64_t>(slots[index].counted_at));
-        pwrite_all(buf, sizeof buf, ledger_header + 16 * index);
+    void save_all() noexcept { write_ledger(fd_.fd, slots); }
+
+    std::uint64_t total() const noexcept { return ledger_total(slots); }
+
+private:
+    file_descriptor fd_;
+};
+
+/// A store writes its change to the ledger after at most this many changes...
+inline constexpr unsigned ledger_batch_changes = 64;
+/// ...or once its oldest unwritten change is this old (a second; checked at changes)...
+inline constexpr std::int64_t ledger_batch_age_ns = 1000000000;
+/// ...or once the unwritten bytes reach this share of the size limit (1/64).
+inline constexpr unsigned ledger_batch_limit_shift = 6;
+
+/// One storage object's side of the ledger (shared by its copies and threads): the
+/// ledger's descriptor, kept open, and the per-folder changes of its stores and
+/// removals not yet written. Writing a change costs an flock, a pread and a pwrite
+/// (and an lstat to notice a ledger removed or replaced), so it is done for a batch:
+/// add() says when to write (flush()), and the destructor writes what is left.
+///
+/// What a batch changes for others: another process sees this one's changes up to a
+/// batch late, so the cache may overrun its limit by what the other processes have
+/// stored but not yet written — at most 64 entries, 1/64 of the limit, or a second's
+/// stores each. This process itself always decides on its own unwritten changes plus
+/// the total it last read. Changes are deltas, added under the lock, so nothing is
+/// lost between processes; a process killed before writing its batch leaves its
+/// folders' figures short, which the hourly recount of each folder corrects.
+class ledger_batch {
+public:
+    ledger_batch(std::string path, unsigned file_mode, int exact_umask)
+        : path_(std::move(path)), file_mode_(file_mode), umask_(exact_umask), generation_(fork_generation()) {}
+    ledger_batch(ledger_batch const&) = delete;
+    ledger_batch& operator=(ledger_batch const&) = delete;
+    ~ledger_batch() { flush(now_s()); }
+
+    /// Notes that `folder` gained `added` bytes and lost `removed`. True when the
+    /// caller should flush() now: the batch is full or old, the folder is due for a
+    /// recount, the cache may be over `max_size` (0: none), or this object has not
+    /// read the ledger yet.
+    bool add(unsigned folder, std::uint64_t added, std::uint64_t removed, std::uint64_t max_size,
+             std::int64_t now_nanoseconds) noexcept {
+        std::int64_t const now = now_nanoseconds / 1000000000;
+        std::lock_guard<std::mutex> const lock(mutex_);
+        if_forked_start_afresh();
+        folder &= 0xff;
+        delta_[folder] += static_cast<std::int64_t>(added) - static_cast<std::int64_t>(removed);
+        touched_.set(folder);
+        if (changes_++ == 0) first_change_ns_ = now_nanoseconds;
+        added_ += added;
+        removed_ += removed;
+        if (!known_ || changes_ >= ledger_batch_changes || now_nanoseconds - first_change_ns_ >= ledger_batch_age_ns ||
+            now_nanoseconds < first_change_ns_ || recount_due(counted_at_[folder], now))
+            return true;
+        if (max_size == 0) return false;
+        if (added_ >= (max_size >> ledger_batch_limit_shift)) return true;
+        std::uint64_t const estimate = last_total_ + added_ >= removed_ ? last_total_ + added_ - removed_ : 0;
+        return estimate > max_size;
     }
 
-    void save_all() noexcept {
-        unsigned char buf[ledger_bytes] = {};
-        std::memcpy(buf, ledger_magic, 8);
-        for (std::size_t i = 0; i < 256; ++i) {
-            put_u64(buf + ledger_header + 16 * i, slots[i].bytes);
-            put_u64(buf + ledger_header + 16 * i + 8, static_cast<std::uint64_t>(slots[i].counted_at));
+    struct flushed {
+        bool ok = false;           ///< the ledger was read (and written when there were changes)
+        std::uint64_t total = 0;   ///< its total afterwards
+        std::bitset<256> due;      ///< folders this batch changed that are due for a recount
+    };
+
+    /// Adds the unwritten changes to the ledger under its lock (reading it in any
+    /// case). Changes that cannot be written (no usable ledger) are dropped.
+    flushed flush(std::int64_t now) noexcept {
+        std::lock_guard<std::mutex> const lock(mutex_);
+        if_forked_start_afresh();
+        flushed out;
+        bool const changed = changes_ > 0;
+        std::bitset<256> const touched = touched_;
+        std::array<std::int64_t, 256> const delta = delta_;
+        clear_changes();
+        if (!current_descriptor() || lock_fd(fd_.fd, false) != 0) return out;
+        ledger_slots slots;
+        read_ledger(fd_.fd, slots); // a fresh ledger reads as zeros: the recounts fill it in
+        bool written = true;
+        if (changed) {
+            for (unsigned f = 0; f < 256; ++f) {
+                if (!touched[f]) continue;
+                std::int64_t const d = delta[f];
+                std::uint64_t const down = d < 0 ? static_cast<std::uint64_t>(-(d + 1)) + 1 : 0;
+                slots[f].bytes = d >= 0 ? slots[f].bytes + static_cast<std::uint64_t>(d)
+                                        : (slots[f].bytes >= down ? slots[f].bytes - down : 0);
+                if (recount_due(slots[f].counted_at, now)) out.due.set(f);
+            }
+            written = write_ledger(fd_.fd, slots);
         }
-        if (pwrite_all(buf, sizeof buf, 0)) fresh_ = false;
+        ::flock(fd_.fd, LOCK_UN);
+        if (!written) return out;
+        for (unsigned f = 0; f < 256; ++f) counted_at_[f] = slots[f].counted_at;
+        out.total = last_total_ = ledger_total(slots);
+        known_ = true;
+        out.ok = true;
+        return out;
     }
 
-    std::uint64_t total() const noexcept {
-        std::uint64_t t = 0;
-        for (auto const& s : slots) t += s.bytes;
-        return t;
+    /// After a recount wrote folder figures: what the ledger now says.
+    void counted(std::bitset<256> const& folders, std::int64_t now, std::uint64_t total) noexcept {
+        std::lock_guard<std::mutex> const lock(mutex_);
+        for (unsigned f = 0; f < 256; ++f)
+            if (folders[f]) counted_at_[f] = now;
+        last_total_ = total;
+    }
+
+    bool has_changes() noexcept {
+        std::lock_guard<std::mutex> const lock(mutex_);
+        if_forked_start_afresh();
+        return changes_ > 0;
     }
 
 private:
-    bool pwrite_all(unsigned char const* p, std::size_t n, std::size_t offset) noexcept {
-        while (n > 0) {
-            ssize_t const r = ::pwrite(fd_.fd, p, n, static_cast<off_t>(offset));
-            if (r < 0 && errno == EINTR) continue;
-            if (r <= 0) return false;
-            p += r;
-            n -= static_cast<std::size_t>(r);
-            offset += static_cast<std::size_t>(r);
+    void clear_changes() noexcept {
+        delta_ = {};
+        touched_.reset();
+        changes_ = 0;
+        added_ = removed_ = 0;
+    }
+
+    /// In a forked child the changes are the parent's (it writes them) and the
+    /// descriptor shares the parent's lock: drop both. close() here leaves the
+    /// parent's lock alone, since the parent still has the description open.
+    void if_forked_start_afresh() noexcept {
+        unsigned const generation = fork_generation();
+        if (generation == generation_) return;
+        generation_ = generation;
+        clear_changes();
+        if (fd_.fd >= 0) ::close(fd_.fd);
+        fd_.fd = -1;
+        known_ = false;
+    }
+
+    /// The descriptor of the ledger now at path_: the one kept, unless the file was
+    /// removed or replaced since (then it is opened again, created if need be).
+    bool current_descriptor() noexcept {
+        if (fd_) {
+            struct stat st {};
+            if (::lstat(path_.c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_) return true;
+            ::close(fd_.fd);
+            fd_.fd = -1;
         }
+        struct stat st {};
+        fd_.fd = open_ledger(path_, file_mode_, umask_, &st);
+        if (!fd_) return false;
+        dev_ = st.st_dev;
+        ino_ = st.st_ino;
         return true;
     }
 
+    std::mutex mutex_;
+    std::string const path_;
+    unsigned const file_mode_;
+    int const umask_;
+    unsigned generation_;
     file_descriptor fd_;
-    bool fresh_ = true;
+    dev_t dev_ = 0;
+    ino_t ino_ = 0;
+    std::array<std::int64_t, 256> delta_{};
+    std::bitset<256> touched_;
+    unsigned changes_ = 0;
+    std::int64_t first_change_ns_ = 0;
+    std::uint64_t added_ = 0, removed_ = 0;
+    bool known_ = false; ///< the ledger was read at least once (in this process)
+    std::uint64_t last_total_ = 0;
+    std::array<std::int64_t, 256> counted_at_{};
 };
 
 } // namespace compile_cache::detail::directory_storage_impl
