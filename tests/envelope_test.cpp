@@ -134,6 +134,73 @@ TEST_CASE("a cache entry records what was stored and when", "[envelope]") {
     CHECK(e.metadata.created_ns > now - std::int64_t{60} * 1000000000);
 }
 
+TEST_CASE("an entry records the digest of each named component of its key", "[envelope]") {
+    temp_dir dir;
+    cc::default_cache cache{cc::directory_storage((dir.path() / "cache").string())};
+    cc::key_result const k = cc::key_builder<>().add("ir", "axpy(a,x,y) = a*x+y").add("opt", 2).add("target", "vm").finish();
+    REQUIRE(k.components().size() == 3);
+    REQUIRE(cache.store(k, small_kernel(), axpy_info));
+
+    cc::opened_envelope const e =
+        cc::open_envelope(read_file(cache.storage().entry_path(k.value())), k.value(), cc::boost_binary::format_id(), 1 << 20);
+    REQUIRE(e.status == cc::envelope_status::ok);
+    CHECK(e.metadata.components == k.components());
+    CHECK(e.metadata.components[1].name == "opt");
+}
+
+TEST_CASE("inspect_envelope checks an entry without knowing its key or serializer format", "[envelope]") {
+    stored_entry s;
+    cc::opened_envelope const e = cc::inspect_envelope(s.sound);
+    REQUIRE(e.status == cc::envelope_status::ok);
+    CHECK(e.stored_key == s.k.value());
+    CHECK(e.version == cc::envelope_version);
+    CHECK(!e.keyed);
+    CHECK(e.metadata.name == "axpy");
+    CHECK(e.metadata.format_id == cc::boost_binary::format_id());
+    CHECK(e.metadata.components == s.k.components());
+    CHECK(!e.payload.empty());
+
+    SECTION("a damaged entry is corrupt") {
+        std::string damaged = s.sound;
+        damaged[damaged.size() / 2] ^= 0x20;
+        CHECK(cc::inspect_envelope(damaged).status == cc::envelope_status::corrupt);
+    }
+    SECTION("an unkeyed entry read with a secret is unauthenticated") {
+        CHECK(cc::inspect_envelope(s.sound, cc::envelope_auth("secret")).status ==
+              cc::envelope_status::unauthenticated);
+    }
+    SECTION("a sound entry of envelope version 2 is foreign, with its version said") {
+        std::string older = s.sound.substr(0, s.sound.size() - cc::detail::envelope_check_size);
+        older[8] = 2;
+        cc::detail::append_envelope_check(older);
+        cc::opened_envelope const o = cc::inspect_envelope(older);
+        CHECK(o.status == cc::envelope_status::foreign_version);
+        CHECK(o.version == 2);
+    }
+}
+
+TEST_CASE("an entry claiming more components than its metadata holds is corrupt, and nothing is reserved for them",
+          "[envelope]") {
+    stored_entry s;
+    // The component count follows the three strings and three 8-byte integers of the
+    // metadata; find it from the layout and claim four billion components.
+    std::size_t const key_size = static_cast<unsigned char>(s.sound[12]);
+    std::size_t at = 13 + key_size + 4;
+    for (int field = 0; field < 3; ++field) {
+        std::uint32_t n = 0;
+        for (int b = 3; b >= 0; --b) n = n << 8 | static_cast<unsigned char>(s.sound[at + static_cast<std::size_t>(b)]);
+        at += 4 + n;
+    }
+    at += 3 * 8;
+    REQUIRE(static_cast<unsigned char>(s.sound[at]) == s.k.components().size());
+    std::string bogus = s.sound.substr(0, s.sound.size() - cc::detail::envelope_check_size);
+    for (std::size_t b = 0; b < 4; ++b) bogus[at + b] = '\xff';
+    cc::detail::append_envelope_check(bogus);
+    CHECK(cc::inspect_envelope(bogus).status == cc::envelope_status::corrupt);
+    write_file(s.path, bogus);
+    CHECK(s.misses_with(cc::miss_reason::corrupt));
+}
+
 TEST_CASE("every byte of an entry flipped in turn is a miss with reason corrupt", "[envelope]") {
     stored_entry s;
     REQUIRE(s.sound.size() > 100);

@@ -182,7 +182,41 @@ public:
           auth_(options_.secret), enabled_(true) {}
 
     basic_cache(basic_cache&&) noexcept = default;
-    basic_cache& operator=(basic_cache&&) noexcept = default;
+    basic_cache& operator=(basic_cache&& other) noexcept {
+        if (this != &other) {
+            flush_statistics(); // this cache's counts, before they are replaced
+            state_ = std::move(other.state_);
+            storage_ = std::move(other.storage_);
+            options_ = std::move(other.options_);
+            auth_ = std::move(other.auth_);
+            enabled_ = other.enabled_;
+        }
+        return *this;
+    }
+    ~basic_cache() { flush_statistics(); }
+
+    /// Adds what this cache counted since the last flush to the cumulative counters
+    /// its Storage keeps, when it keeps any (an optional Storage member,
+    /// `std::error_code record_counters(std::vector<std::pair<std::string,
+    /// std::uint64_t>> const&)`: directory_storage keeps them in the directory, for
+    /// `compile-cache stats`). Done by the destructor; call it in a long-running host
+    /// to make the counts visible sooner. Never on a hit or a store: the hot paths pay
+    /// nothing for it. Best effort: a failure is ignored (the counts are for display).
+    void flush_statistics() noexcept {
+        if constexpr (detail::has_record_counters<Storage>::value) {
+            if (!enabled_ || !state_) return;
+            try {
+                std::lock_guard<std::mutex> lock(state_->flush_mutex);
+                auto now = state_->stats.snapshot().counters();
+                auto delta = now;
+                for (std::size_t i = 0; i < delta.size() && i < state_->flushed.size(); ++i)
+                    delta[i].second -= state_->flushed[i].second;
+                if (!storage_.record_counters(delta)) state_->flushed = std::move(now);
+            } catch (...) {
+                // Counts for display only: never a failure in the host.
+            }
+        }
+    }
 
     /// The cache the environment asks for: `PREFIX_DIR` names the directory; unset,
     /// empty, `0`, `off`, `false` or `no` (any case) disable it. `PREFIX_LOG=1` sends
@@ -328,6 +362,7 @@ public:
                                   std::chrono::system_clock::now().time_since_epoch())
                                   .count();
             meta.compile_ns = static_cast<std::uint64_t>(compile_time.count() < 0 ? 0 : compile_time.count());
+            meta.components = k.components();
             std::string entry;
             std::size_t length_at = begin_envelope(entry, k.value(), meta, auth_);
             try {
@@ -408,6 +443,8 @@ private:
         std::mutex toolchain_mutex;
         std::string toolchain_host;
         std::optional<component_digest> toolchain_digest;
+        std::mutex flush_mutex;
+        std::vector<std::pair<std::string, std::uint64_t>> flushed; ///< the counters last flushed
     };
 
     // The hit path, timed phase by phase (read, verify, deserialize and relink,

@@ -2,7 +2,7 @@
 // lengths bounded, before a single byte reaches a deserializer: Boost trusts its
 // input, and a small corrupt archive can make it allocate gigabytes.
 //
-// Layout, envelope version 2 (integers little-endian):
+// Layout, envelope version 3 (integers little-endian):
 //   magic        8  "CCENTRY\n"
 //   version      2  envelope_version
 //   flags        2  how the entry is checked: 0 = unkeyed CRC-32C; bit 0 set = keyed,
@@ -11,7 +11,10 @@
 //   key size     1, key bytes
 //   metadata     4  length, then: name, origin file, serializer format id (each u32 length +
 //                   bytes), origin line (i64), creation time (i64 ns since the epoch),
-//                   compile time (u64 ns)
+//                   compile time (u64 ns), then the key's named components: a u32
+//                   count, and for each its name (u32 length + bytes) and digest
+//                   (u8 length + bytes), so that a tool can say what an entry was
+//                   keyed on (version 2 had no components)
 //   payload      8  length, then the serializer's bytes
 //   check        4  CRC-32C (detail/crc32c.hpp) over everything before it; or, keyed,
 //               32  HMAC-SHA256 (hasher/hmac.hpp, RFC 2104) under the secret over
@@ -20,7 +23,8 @@
 // any damaged byte, even in the version or flags field, reads as corrupt (keyed:
 // unauthenticated).
 //
-// Why CRC-32C and not SHA-256 (version 1 ended with a SHA-256 digest): the unkeyed
+// Why CRC-32C and not SHA-256 (an early, never released layout ended with a SHA-256
+// digest): the unkeyed
 // check is there to catch accidents — a torn or truncated write, a flipped bit on
 // disk, a file overwritten by something else — and both catch those: CRC-32C detects
 // every burst of up to 32 bits and every odd number of flipped bits, and misses other
@@ -39,8 +43,8 @@
 // reader never accepts a keyed entry (it cannot check it). docs/security.md says what
 // each mode protects against and what it does not.
 //
-// A sound version-1 entry (SHA-256 check value) still reads as foreign_version, not
-// corrupt: when the CRC does not match, the entry is tried as version 1.
+// An entry of another envelope version whose check value is sound reads as
+// foreign_version, not corrupt (versions 2 and 3 share the check value's place).
 #pragma once
 
 #include <compile_cache/detail/crc32c.hpp>
@@ -48,6 +52,8 @@
 #include <compile_cache/hasher/hmac.hpp>
 #include <compile_cache/hasher/sha256.hpp>
 #include <compile_cache/key/key.hpp>
+
+#include <vector>
 
 #include <cstddef>
 #include <cstdint>
@@ -58,7 +64,7 @@
 
 namespace compile_cache {
 
-inline constexpr std::uint16_t envelope_version = 2;
+inline constexpr std::uint16_t envelope_version = 3;
 
 /// What an entry says about itself, besides its key.
 struct entry_metadata {
@@ -68,6 +74,9 @@ struct entry_metadata {
     std::int64_t origin_line = 0;
     std::int64_t created_ns = 0;
     std::uint64_t compile_ns = 0;
+    /// The key's named components and their digests, as key_builder made them
+    /// (key_result::components()); empty for a key made otherwise.
+    std::vector<component_digest> components;
 };
 
 enum class envelope_status {
@@ -87,6 +96,9 @@ struct opened_envelope {
     envelope_status status = envelope_status::corrupt;
     entry_metadata metadata;
     std::string_view payload; ///< points into the bytes given to open_envelope
+    key stored_key;           ///< the key the entry says it is for (set from `ok` on, and for key_mismatch)
+    std::uint16_t version = 0; ///< the envelope version the entry says (0 when not even that is readable)
+    bool keyed = false;        ///< whether it is checked by an HMAC (true) or a CRC-32C
 };
 
 namespace detail {
@@ -102,8 +114,6 @@ inline constexpr std::size_t envelope_keyed_check_size = 32;
 
 /// The size of the check value at the end of an unkeyed entry.
 inline constexpr std::size_t envelope_check_size = 4;
-/// The old name of envelope_check_size (the trailer was a 32-byte digest in version 1).
-inline constexpr std::size_t envelope_digest_size = envelope_check_size;
 
 /// Appends the check value of `out` (everything in it so far) to `out`.
 inline void append_envelope_check(std::string& out) {
@@ -115,18 +125,6 @@ inline void append_envelope_check(std::string& out) {
 inline bool envelope_check_matches(unsigned char const* p, std::size_t n) noexcept {
     std::size_t const body = n - envelope_check_size;
     return crc32c(p, body) == read_le<std::uint32_t>(p + body);
-}
-
-/// Whether `p[0, n)` is a sound version-1 entry: the magic, version 1, and a SHA-256
-/// of the rest as the last 32 bytes. Asked only of entries whose check failed, so
-/// that an entry written by an older release counts as foreign, not corrupt.
-inline bool is_sound_version1_entry(unsigned char const* p, std::size_t n) noexcept {
-    constexpr std::size_t v1_digest_size = 32;
-    if (n < sizeof envelope_magic + 2 + v1_digest_size) return false;
-    if (std::memcmp(p, envelope_magic, sizeof envelope_magic) != 0) return false;
-    if (read_le<std::uint16_t>(p + sizeof envelope_magic) != 1) return false;
-    auto const digest = sha256_digest(p, n - v1_digest_size);
-    return std::memcmp(digest.data(), p + n - v1_digest_size, v1_digest_size) == 0;
 }
 
 inline void append_string32(std::string& out, std::string_view s) {
@@ -235,7 +233,6 @@ inline envelope_status unchecked_entry_status(unsigned char const* p, std::size_
                                               envelope_auth const& auth) noexcept {
     // With a secret, damage, another secret, no HMAC at all and a forgery look the same.
     if (auth.keyed()) return envelope_status::unauthenticated;
-    if (is_sound_version1_entry(p, n)) return envelope_status::foreign_version;
     // Unkeyed: an entry whose header says keyed (it may be; this reader cannot check).
     if (n >= envelope_min_header + envelope_keyed_check_size &&
         std::memcmp(p, envelope_magic, sizeof envelope_magic) == 0 &&
@@ -265,6 +262,12 @@ inline std::size_t begin_envelope(std::string& out, key const& k, entry_metadata
     detail::append_le<std::uint64_t>(meta, static_cast<std::uint64_t>(m.origin_line));
     detail::append_le<std::uint64_t>(meta, static_cast<std::uint64_t>(m.created_ns));
     detail::append_le<std::uint64_t>(meta, m.compile_ns);
+    detail::append_le<std::uint32_t>(meta, static_cast<std::uint32_t>(m.components.size()));
+    for (component_digest const& c : m.components) {
+        detail::append_string32(meta, c.name);
+        meta.push_back(static_cast<char>(c.digest.size()));
+        meta.append(reinterpret_cast<char const*>(c.digest.data()), c.digest.size());
+    }
     detail::append_le<std::uint32_t>(out, static_cast<std::uint32_t>(meta.size()));
     out += meta;
     std::size_t length_at = out.size();
@@ -284,22 +287,23 @@ inline void seal_envelope(std::string& out, std::size_t length_at, envelope_auth
     auth.append_check(out);
 }
 
-/// Checks an entry read back for `expected`: check value (in `auth`'s mode, whatever
-/// the entry's flags say), then version, flags, bounds, key and the serializer's
-/// format. Only with status ok does the payload reach a deserializer.
-inline opened_envelope open_envelope(std::string_view bytes, key const& expected, std::string_view format_id,
-                                     std::size_t max_payload, envelope_auth const& auth = envelope_auth()) {
+namespace detail {
+/// Reads an entry whose check value is sound in `auth`'s mode: version, flags, bounds,
+/// metadata and the payload's place; the key and format are left to the caller.
+inline opened_envelope parse_envelope(std::string_view bytes, std::size_t max_payload, envelope_auth const& auth) {
     opened_envelope r;
     std::size_t const check_size = auth.check_size();
     auto const* p = reinterpret_cast<unsigned char const*>(bytes.data());
-    if (bytes.size() < detail::envelope_min_header + check_size || !auth.check_matches(p, bytes.size())) {
-        r.status = detail::unchecked_entry_status(p, bytes.size(), auth);
+    if (bytes.size() >= sizeof envelope_magic + 2 && std::memcmp(p, envelope_magic, sizeof envelope_magic) == 0)
+        r.version = read_le<std::uint16_t>(p + sizeof envelope_magic);
+    if (bytes.size() < envelope_min_header + check_size || !auth.check_matches(p, bytes.size())) {
+        r.status = unchecked_entry_status(p, bytes.size(), auth);
         return r;
     }
     std::size_t const body = bytes.size() - check_size;
-    if (std::memcmp(p, detail::envelope_magic, sizeof detail::envelope_magic) != 0) return r;
+    if (std::memcmp(p, envelope_magic, sizeof envelope_magic) != 0) return r;
 
-    detail::envelope_reader in(p + sizeof detail::envelope_magic, body - sizeof detail::envelope_magic);
+    envelope_reader in(p + sizeof envelope_magic, body - sizeof envelope_magic);
     std::uint16_t version = 0, flags = 0;
     in.read(version);
     in.read(flags);
@@ -311,36 +315,70 @@ inline opened_envelope open_envelope(std::string_view bytes, key const& expected
     std::string_view key_bytes, meta_bytes;
     std::uint32_t meta_size = 0;
     if (flags != auth.flags() || !in.read(key_size) || key_size == 0 || key_size > key::max_size ||
-        !in.read_bytes(key_size, key_bytes) || !in.read(meta_size) || meta_size > detail::envelope_max_metadata ||
+        !in.read_bytes(key_size, key_bytes) || !in.read(meta_size) || meta_size > envelope_max_metadata ||
         !in.read_bytes(meta_size, meta_bytes))
         return r;
+    r.keyed = auth.keyed();
 
-    detail::envelope_reader meta(reinterpret_cast<unsigned char const*>(meta_bytes.data()), meta_bytes.size());
+    envelope_reader meta(reinterpret_cast<unsigned char const*>(meta_bytes.data()), meta_bytes.size());
     std::uint64_t line = 0, created = 0;
+    std::uint32_t components = 0;
     if (!meta.read_string32(r.metadata.name) || !meta.read_string32(r.metadata.origin_file) ||
         !meta.read_string32(r.metadata.format_id) || !meta.read(line) || !meta.read(created) ||
-        !meta.read(r.metadata.compile_ns) || meta.left() != 0)
+        !meta.read(r.metadata.compile_ns) || !meta.read(components) ||
+        components > meta.left() / 5) // each takes at least 5 bytes: a bound before reserving
         return r;
+    r.metadata.components.reserve(components);
+    for (std::uint32_t i = 0; i < components; ++i) {
+        component_digest c;
+        std::uint8_t digest_size = 0;
+        std::string_view digest;
+        if (!meta.read_string32(c.name) || !meta.read(digest_size) || digest_size > key::max_size ||
+            !meta.read_bytes(digest_size, digest))
+            return r;
+        c.digest = key(digest.data(), digest.size());
+        r.metadata.components.push_back(std::move(c));
+    }
+    if (meta.left() != 0) return r;
     r.metadata.origin_line = static_cast<std::int64_t>(line);
     r.metadata.created_ns = static_cast<std::int64_t>(created);
 
     std::uint64_t payload_size = 0;
     if (!in.read(payload_size) || payload_size != in.left()) return r;
+    r.stored_key = key(key_bytes.data(), key_bytes.size());
     if (payload_size > max_payload) {
         r.status = envelope_status::too_large;
-        return r;
-    }
-    if (key(key_bytes.data(), key_bytes.size()) != expected) {
-        r.status = envelope_status::key_mismatch;
-        return r;
-    }
-    if (r.metadata.format_id != format_id) {
-        r.status = envelope_status::foreign_version;
         return r;
     }
     in.read_bytes(static_cast<std::size_t>(payload_size), r.payload);
     r.status = envelope_status::ok;
     return r;
+}
+} // namespace detail
+
+/// Checks an entry read back for `expected`: check value (in `auth`'s mode, whatever
+/// the entry's flags say), then version, flags, bounds, key and the serializer's
+/// format. Only with status ok does the payload reach a deserializer.
+inline opened_envelope open_envelope(std::string_view bytes, key const& expected, std::string_view format_id,
+                                     std::size_t max_payload, envelope_auth const& auth = envelope_auth()) {
+    opened_envelope r = detail::parse_envelope(bytes, max_payload, auth);
+    if (r.status != envelope_status::ok) return r;
+    if (r.stored_key != expected) {
+        r.status = envelope_status::key_mismatch;
+        r.payload = {};
+    } else if (r.metadata.format_id != format_id) {
+        r.status = envelope_status::foreign_version;
+        r.payload = {};
+    }
+    return r;
+}
+
+/// Checks an entry without knowing what it should be, for tools that list or verify
+/// a cache: the check value (in `auth`'s mode), version, flags and bounds, as
+/// open_envelope does, but neither the key (`stored_key` says which it claims; compare
+/// it with where the entry was found) nor the serializer format (in the metadata).
+inline opened_envelope inspect_envelope(std::string_view bytes, envelope_auth const& auth = envelope_auth()) {
+    return detail::parse_envelope(bytes, static_cast<std::size_t>(-1), auth);
 }
 
 } // namespace compile_cache

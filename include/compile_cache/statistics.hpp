@@ -9,6 +9,8 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace compile_cache {
 
@@ -81,6 +83,34 @@ struct statistics_snapshot {
         std::uint64_t n = 0;
         for (auto f : store_failures) n += f;
         return n;
+    }
+
+    /// Every counter by name, zero or not, in a fixed order: `hits`, `misses.<reason>`
+    /// (to_string of each miss_reason), `stores`, `store-failures.<failure>`,
+    /// `bypasses`, `bytes-read`, `bytes-written`, `load-ns`, `compile-ns`, `store-ns`,
+    /// `hit-read-ns`, `hit-verify-ns`, `hit-deserialize-ns`, `hit-relocate-ns`. These
+    /// are the names a cache directory keeps its cumulative counters under (the
+    /// breakdown of bypasses by reason is not kept: reasons are the host's own text).
+    std::vector<std::pair<std::string, std::uint64_t>> counters() const {
+        std::vector<std::pair<std::string, std::uint64_t>> c;
+        c.reserve(16 + miss_reason_count + store_failure_count);
+        c.emplace_back("hits", hits);
+        for (std::size_t i = 0; i < miss_reason_count; ++i)
+            c.emplace_back(std::string("misses.") + to_string(static_cast<miss_reason>(i)), misses[i]);
+        c.emplace_back("stores", stores);
+        for (std::size_t i = 0; i < store_failure_count; ++i)
+            c.emplace_back(std::string("store-failures.") + to_string(static_cast<store_failure>(i)), store_failures[i]);
+        c.emplace_back("bypasses", bypasses);
+        c.emplace_back("bytes-read", bytes_read);
+        c.emplace_back("bytes-written", bytes_written);
+        c.emplace_back("load-ns", load_ns);
+        c.emplace_back("compile-ns", compile_ns);
+        c.emplace_back("store-ns", store_ns);
+        c.emplace_back("hit-read-ns", hit_read_ns);
+        c.emplace_back("hit-verify-ns", hit_verify_ns);
+        c.emplace_back("hit-deserialize-ns", hit_deserialize_ns);
+        c.emplace_back("hit-relocate-ns", hit_relocate_ns);
+        return c;
     }
 
     /// One line: `hits=3 misses=2 (absent=1 corrupt=1) stores=2 ...`; reasons with a

@@ -18,16 +18,6 @@
 
 namespace compile_cache {
 
-/// One named component of a key and the digest of its canonical message.
-struct component_digest {
-    std::string name;
-    key digest;
-
-    friend bool operator==(component_digest const& a, component_digest const& b) {
-        return a.name == b.name && a.digest == b.digest;
-    }
-};
-
 /// What key_builder::finish() gives: a key, or a bypass with the reason the host
 /// (or the builder) gave for why this kernel cannot be keyed.
 class key_result {

@@ -80,6 +80,17 @@ private:
     std::uint8_t size_ = 0;
 };
 
+/// One named component of a key and the digest of its canonical message (key_builder
+/// keeps them so that a miss can be explained, and entries record them).
+struct component_digest {
+    std::string name;
+    key digest;
+
+    friend bool operator==(component_digest const& a, component_digest const& b) {
+        return a.name == b.name && a.digest == b.digest;
+    }
+};
+
 } // namespace compile_cache
 
 template <>

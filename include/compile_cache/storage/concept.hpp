@@ -5,11 +5,13 @@
 #include <compile_cache/key/key.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace compile_cache {
 
@@ -47,6 +49,15 @@ template <class S>
 struct has_remove<S, std::enable_if_t<std::is_same_v<
     decltype(std::declval<S&>().remove(std::declval<key const&>())), std::error_code>>>
     : std::true_type {};
+/// Optional: a Storage that keeps cumulative counters (directory_storage does) gets
+/// a cache's counts when the cache is flushed or destroyed.
+template <class S, class = void>
+struct has_record_counters : std::false_type {};
+template <class S>
+struct has_record_counters<S, std::enable_if_t<std::is_same_v<
+    decltype(std::declval<S&>().record_counters(
+        std::declval<std::vector<std::pair<std::string, std::uint64_t>> const&>())),
+    std::error_code>>> : std::true_type {};
 } // namespace detail
 
 /// Checks a Storage policy, one requirement at a time, so that a user's own backend

@@ -1,0 +1,185 @@
+// compile_cache: the cumulative counters a cache directory keeps for its hosts, so
+// that `compile-cache stats DIR` can say what every process that used it did.
+//
+// `DIR/.cc-counters/` holds 16 shard files (`0` ... `f`), text, one `name value` line
+// per counter. A process adds what it counted (a delta) to the shard its pid picks,
+// when its cache is destroyed or flushed: never on a hit or a store, so the hot paths
+// take no lock and make no call for it. The update is a read, add and replace under an
+// exclusive flock on the shard's lock file (`N.lock`): the new content goes to `N.new`
+// and is renamed over `N`, so a process killed at any moment leaves the old figures
+// or the new ones, never a torn file, and a reader needs no lock. Sixteen shards keep
+// processes that exit together from queueing on one lock.
+//
+// The figures are for display only: a file someone else wrote is parsed with bounds
+// (64 KiB at most, malformed lines skipped) and can mislead a reader but do nothing
+// else. Two lines are gauges, not sums: `max-size` (the size limit of the latest
+// writer) and `updated-s` (when it wrote, seconds since the epoch).
+#pragma once
+
+#include <compile_cache/storage/detail/directory_files.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace compile_cache::detail::directory_storage_impl {
+
+inline constexpr char counters_folder[] = ".cc-counters";
+inline constexpr unsigned counter_shards = 16;
+inline constexpr std::size_t counters_max_file = 64u << 10;
+inline constexpr std::string_view gauge_max_size = "max-size";
+inline constexpr std::string_view gauge_updated_s = "updated-s";
+
+inline bool is_gauge(std::string_view name) noexcept { return name == gauge_max_size || name == gauge_updated_s; }
+
+/// A counter name as written: letters, digits, '.', '-' and '_', at most 64 of them,
+/// so that a line always parses back as it was written.
+inline bool is_counter_name(std::string_view name) noexcept {
+    if (name.empty() || name.size() > 64) return false;
+    for (char c : name)
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+              c == '_'))
+            return false;
+    return true;
+}
+
+/// Parses `name value` lines; anything else is skipped.
+inline std::map<std::string, std::uint64_t> parse_counters(std::string_view text) {
+    std::map<std::string, std::uint64_t> out;
+    while (!text.empty()) {
+        std::size_t const eol = text.find('\n');
+        std::string_view line = text.substr(0, eol);
+        text = eol == std::string_view::npos ? std::string_view{} : text.substr(eol + 1);
+        std::size_t const space = line.find(' ');
+        if (space == std::string_view::npos) continue;
+        std::string_view const name = line.substr(0, space), digits = line.substr(space + 1);
+        if (!is_counter_name(name) || digits.empty() || digits.size() > 20) continue;
+        std::uint64_t v = 0;
+        bool ok = true;
+        for (char c : digits) {
+            if (c < '0' || c > '9' || v > (std::numeric_limits<std::uint64_t>::max() - static_cast<unsigned>(c - '0')) / 10) {
+                ok = false;
+                break;
+            }
+            v = v * 10 + static_cast<unsigned>(c - '0');
+        }
+        if (ok) out[std::string(name)] = v;
+    }
+    return out;
+}
+
+/// Reads a whole small file without following a symlink; empty when it is absent,
+/// not a regular file, or larger than counters_max_file.
+inline std::string read_small_file(int dir_fd, char const* name) {
+    std::string text;
+    int const fd = ::openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return text;
+    file_descriptor const guard{fd};
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 0 ||
+        static_cast<std::uintmax_t>(st.st_size) > counters_max_file)
+        return text;
+    text.resize(static_cast<std::size_t>(st.st_size));
+    std::size_t got = 0;
+    while (got < text.size()) {
+        ssize_t const r = ::read(fd, &text[got], text.size() - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += static_cast<std::size_t>(r);
+    }
+    text.resize(got);
+    return text;
+}
+
+inline int open_counters_folder(std::string const& directory, unsigned directory_mode, int exact_umask, bool create) {
+    std::string path = directory + "/" + counters_folder;
+    if (create) {
+        bool created = false;
+        if (make_directories(path, directory_mode, exact_umask, created) != 0) return -1;
+    }
+    int fd;
+    do {
+        fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    } while (fd < 0 && errno == EINTR);
+    return fd;
+}
+
+/// Adds `delta` to the shard of this process; sets the gauges. Returns 0 or errno.
+inline int add_counters(std::string const& directory, std::vector<std::pair<std::string, std::uint64_t>> const& delta,
+                        std::uint64_t max_size, unsigned file_mode, unsigned directory_mode, int exact_umask) {
+    int const dir_fd = open_counters_folder(directory, directory_mode, exact_umask, true);
+    if (dir_fd < 0) return errno;
+    file_descriptor const dir_guard{dir_fd};
+    static constexpr char digits[] = "0123456789abcdef";
+    unsigned const shard = static_cast<unsigned>(::getpid()) % counter_shards;
+    std::string const name(1, digits[shard]);
+    std::string const lock_name = name + ".lock", new_name = name + ".new";
+    auto const mode = static_cast<mode_t>(exact_umask >= 0 ? file_mode & ~static_cast<unsigned>(exact_umask) : file_mode);
+
+    int const lock = ::openat(dir_fd, lock_name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (lock < 0) return errno;
+    file_descriptor const lock_guard{lock};
+    if (int const e = lock_fd(lock, false)) return e;
+
+    std::map<std::string, std::uint64_t> totals = parse_counters(read_small_file(dir_fd, name.c_str()));
+    for (auto const& [counter, n] : delta) {
+        if (!is_counter_name(counter) || is_gauge(counter)) continue;
+        std::uint64_t& t = totals[counter];
+        t = n > std::numeric_limits<std::uint64_t>::max() - t ? std::numeric_limits<std::uint64_t>::max() : t + n;
+    }
+    totals[std::string(gauge_max_size)] = max_size;
+    totals[std::string(gauge_updated_s)] = static_cast<std::uint64_t>(now_s());
+    std::string text;
+    for (auto const& [counter, n] : totals) text += counter + " " + std::to_string(n) + "\n";
+
+    int const out = ::openat(dir_fd, new_name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (out < 0) return errno;
+    {
+        file_descriptor const out_guard{out};
+        if (exact_umask >= 0) ::fchmod(out, mode);
+        if (int const e = write_all(out, text.data(), text.size())) return e;
+    }
+    return ::renameat(dir_fd, new_name.c_str(), dir_fd, name.c_str()) == 0 ? 0 : errno;
+}
+
+/// The sum of every shard; the gauges from the shard written last.
+inline std::map<std::string, std::uint64_t> read_counters(std::string const& directory) {
+    std::map<std::string, std::uint64_t> sum;
+    int const dir_fd = open_counters_folder(directory, 0, -1, false);
+    if (dir_fd < 0) return sum;
+    file_descriptor const guard{dir_fd};
+    static constexpr char digits[] = "0123456789abcdef";
+    std::uint64_t latest = 0;
+    bool any = false;
+    for (unsigned shard = 0; shard < counter_shards; ++shard) {
+        char const name[2] = {digits[shard], '\0'};
+        std::map<std::string, std::uint64_t> const shard_counters = parse_counters(read_small_file(dir_fd, name));
+        if (shard_counters.empty()) continue;
+        auto const updated = shard_counters.find(std::string(gauge_updated_s));
+        std::uint64_t const when = updated == shard_counters.end() ? 0 : updated->second;
+        bool const newest = !any || when >= latest;
+        any = true;
+        if (newest) latest = when;
+        for (auto const& [counter, n] : shard_counters) {
+            if (is_gauge(counter)) {
+                if (newest) sum[counter] = n;
+                continue;
+            }
+            std::uint64_t& t = sum[counter];
+            t = n > std::numeric_limits<std::uint64_t>::max() - t ? std::numeric_limits<std::uint64_t>::max() : t + n;
+        }
+    }
+    return sum;
+}
+
+} // namespace compile_cache::detail::directory_storage_impl
