@@ -1,0 +1,320 @@
+// docs/configuration.md against what from_env does. For each bad value the page
+// quotes, from_env prints exactly that line (one line on stderr, naming the variable,
+// its value and the fallback), the cache is enabled or disabled as the page says with
+// the fallback in effect, nothing throws, and the host still gets its kernel. The page
+// quotes tinyk (prefix TINYK_CACHE); these tests use CCCONFTEST and compare with the
+// prefix replaced. Every setting environment_settings() lists must have its section.
+// (directory_storage_eviction_test and envelope_keyed_test check the parsing itself.)
+
+#include "catch2_compat.hpp"
+#include "test_support.hpp"
+
+#include <compile_cache/compile_cache.hpp>
+
+#include <boost/serialization/vector.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+namespace {
+
+namespace cc = compile_cache;
+namespace fs = std::filesystem;
+using compile_cache_test::read_file;
+using compile_cache_test::temp_dir;
+using compile_cache_test::write_file;
+
+constexpr char const* test_prefix = "CCCONFTEST";
+constexpr char const* documented_prefix = "TINYK_CACHE";
+
+struct small_kernel {
+    std::vector<int> code;
+    template <class Archive>
+    void serialize(Archive& ar, unsigned) {
+        ar & code;
+    }
+};
+
+/// Sets CCCONFTEST_* variables for one test; every one of them is unset at the end,
+/// so that no test sees another's.
+class config_env {
+public:
+    config_env() { clear(); }
+    config_env(config_env const&) = delete;
+    config_env& operator=(config_env const&) = delete;
+    ~config_env() { clear(); }
+
+    void set(std::string const& suffix, std::string const& value) {
+        ::setenv((std::string(test_prefix) + suffix).c_str(), value.c_str(), 1);
+    }
+    void clear() {
+        for (char const* suffix : {"_DIR", "_LOG", "_MAX_SIZE", "_DURABILITY", "_SHARED", "_SECRET_FILE"})
+            ::unsetenv((std::string(test_prefix) + suffix).c_str());
+    }
+};
+
+/// What this process writes to stderr (fd 2) between construction and text().
+class captured_stderr {
+public:
+    explicit captured_stderr(fs::path file) : file_(std::move(file)) {
+        std::fflush(stderr);
+        saved_ = ::dup(2);
+        int const fd = ::open(file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        REQUIRE(fd >= 0);
+        ::dup2(fd, 2);
+        ::close(fd);
+    }
+    captured_stderr(captured_stderr const&) = delete;
+    captured_stderr& operator=(captured_stderr const&) = delete;
+    std::string text() {
+        restore();
+        return read_file(file_);
+    }
+    ~captured_stderr() { restore(); }
+
+private:
+    void restore() {
+        if (saved_ < 0) return;
+        std::fflush(stderr);
+        ::dup2(saved_, 2);
+        ::close(saved_);
+        saved_ = -1;
+    }
+    fs::path file_;
+    int saved_ = -1;
+};
+
+/// Runs the test in `dir`, so that relative file names match the page's.
+class in_directory {
+public:
+    explicit in_directory(fs::path const& dir) : old_(fs::current_path()) { fs::current_path(dir); }
+    in_directory(in_directory const&) = delete;
+    in_directory& operator=(in_directory const&) = delete;
+    ~in_directory() {
+        std::error_code ec;
+        fs::current_path(old_, ec);
+    }
+
+private:
+    fs::path old_;
+};
+
+std::vector<std::string> lines_of(std::string const& text) {
+    std::vector<std::string> lines;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        std::size_t end = text.find('\n', start);
+        if (end == std::string::npos) end = text.size();
+        lines.push_back(text.substr(start, end - start));
+        start = end + 1;
+    }
+    return lines;
+}
+
+std::string const& configuration_page() {
+    // The source tree's page, found from this file's path (tests/../docs).
+    static std::string const text = read_file(fs::path(__FILE__).parent_path().parent_path() / "docs" /
+                                              "configuration.md");
+    return text;
+}
+
+/// Whether the page quotes `line` (printed with the test prefix) as a line of its own.
+bool page_quotes(std::string line) {
+    for (std::size_t at = line.find(test_prefix); at != std::string::npos; at = line.find(test_prefix, at))
+        line.replace(at, std::string(test_prefix).size(), documented_prefix);
+    return configuration_page().find("\n    " + line + "\n") != std::string::npos;
+}
+
+cc::key_result key_of(cc::default_cache const& c, char const* ir) {
+    return c.make_key_builder("configuration_test 1").add("ir", ir).finish();
+}
+
+using outcomes = std::vector<cc::outcome>;
+
+/// What a host does with the cache from_env gave it: gets one kernel twice, and the
+/// right value each time.
+outcomes get_twice(cc::default_cache& c, char const* name) {
+    outcomes seen;
+    for (int i = 0; i < 2; ++i) {
+        auto r = c.get_or_compile<small_kernel>(key_of(c, name), {name, "prog.tk", 1},
+                                                [] { return small_kernel{{1, 2, 3}}; });
+        CHECK(r.value.code == std::vector<int>{1, 2, 3});
+        seen.push_back(r.outcome);
+    }
+    return seen;
+}
+
+} // namespace
+
+TEST_CASE("configuration.md: a bad directory setting prints the quoted line and the default is used",
+          "[configuration]") {
+    struct bad_setting {
+        char const* suffix;
+        char const* value;
+        char const* fallback; // the end of the line
+        bool (*defaulted)(cc::directory_options const&);
+    };
+    bad_setting const cases[] = {
+        {"_MAX_SIZE", "banana", "; using the default, 1G",
+         [](cc::directory_options const& o) { return o.max_size == (std::uint64_t{1} << 30); }},
+        {"_DURABILITY", "always", "; using the default, none",
+         [](cc::directory_options const& o) { return o.sync == cc::durability::none; }},
+        {"_SHARED", "maybe", "; the directory stays private",
+         [](cc::directory_options const& o) {
+             return o.access == cc::sharing::owner_only && o.file_mode == 0600u && o.directory_mode == 0700u;
+         }},
+    };
+    for (bool with_log : {false, true}) {
+        for (auto const& bad : cases) {
+            std::string const variable = std::string(test_prefix) + bad.suffix;
+            INFO(variable << "=" << bad.value << (with_log ? " with PREFIX_LOG=1" : ""));
+            temp_dir dir;
+            config_env env;
+            env.set("_DIR", (dir.path() / "cache").string());
+            if (with_log) env.set("_LOG", "1");
+            env.set(bad.suffix, bad.value);
+
+            std::optional<cc::default_cache> c;
+            captured_stderr err(dir.path() / "stderr.txt");
+            CHECK_NOTHROW(c.emplace(cc::default_cache::from_env(test_prefix)));
+            std::vector<std::string> const lines = lines_of(err.text());
+            REQUIRE(c.has_value());
+
+            REQUIRE(lines.size() == 1);
+            std::string const& line = lines[0];
+            INFO("printed: " << line);
+            CHECK(line.rfind("compile_cache: " + variable + "=\"" + bad.value + "\" ", 0) == 0);
+            CHECK(line.size() > std::string(bad.fallback).size());
+            CHECK(line.compare(line.size() - std::string(bad.fallback).size(), std::string::npos, bad.fallback) == 0);
+            CHECK(page_quotes(line));
+
+            CHECK(c->enabled());
+            CHECK(bad.defaulted(c->storage().options()));
+            CHECK(get_twice(*c, "helper") == outcomes{cc::outcome::compiled, cc::outcome::loaded});
+        }
+    }
+}
+
+TEST_CASE("configuration.md: a secret file that cannot be used prints the quoted line and disables the cache",
+          "[configuration]") {
+    temp_dir dir;
+    in_directory here(dir.path());
+    write_file(dir.path() / "empty.key", "");
+    write_file(dir.path() / "large.key", std::string((std::size_t{64} << 10) + 1, 'k'));
+    fs::create_directory(dir.path() / "keys");
+
+    for (char const* file : {"missing.key", "empty.key", "large.key", "keys"}) {
+        INFO("PREFIX_SECRET_FILE=" << file);
+        config_env env;
+        env.set("_DIR", (dir.path() / "cache").string());
+        env.set("_SECRET_FILE", file);
+
+        std::optional<cc::default_cache> c;
+        captured_stderr err(dir.path() / "stderr.txt");
+        CHECK_NOTHROW(c.emplace(cc::default_cache::from_env(test_prefix)));
+        std::vector<std::string> const lines = lines_of(err.text());
+        REQUIRE(c.has_value());
+
+        REQUIRE(lines.size() == 1);
+        INFO("printed: " << lines[0]);
+        CHECK(lines[0].rfind("compile_cache: " + std::string(test_prefix) + "_SECRET_FILE=\"" + file + "\": ", 0) == 0);
+        CHECK(page_quotes(lines[0]));
+        CHECK(!c->enabled());
+        CHECK(get_twice(*c, "helper") == outcomes{cc::outcome::compiled, cc::outcome::compiled});
+        CHECK(!fs::exists(dir.path() / "cache"));
+    }
+}
+
+TEST_CASE("configuration.md: several bad values are one line each, in the documented order", "[configuration]") {
+    temp_dir dir;
+    config_env env;
+    env.set("_DIR", (dir.path() / "cache").string());
+    env.set("_DURABILITY", "always");
+    env.set("_MAX_SIZE", "banana");
+    env.set("_SHARED", "maybe");
+    std::string const p = test_prefix;
+
+    SECTION("SHARED, MAX_SIZE, DURABILITY; the cache enabled") {
+        std::optional<cc::default_cache> c;
+        captured_stderr err(dir.path() / "stderr.txt");
+        CHECK_NOTHROW(c.emplace(cc::default_cache::from_env(test_prefix)));
+        std::vector<std::string> const lines = lines_of(err.text());
+        REQUIRE(lines.size() == 3);
+        CHECK(lines[0].rfind("compile_cache: " + p + "_SHARED=", 0) == 0);
+        CHECK(lines[1].rfind("compile_cache: " + p + "_MAX_SIZE=", 0) == 0);
+        CHECK(lines[2].rfind("compile_cache: " + p + "_DURABILITY=", 0) == 0);
+        REQUIRE(c.has_value());
+        CHECK(c->enabled());
+    }
+    SECTION("a bad secret file first, and then the only line: the others are not read") {
+        env.set("_SECRET_FILE", (dir.path() / "missing.key").string());
+        std::optional<cc::default_cache> c;
+        captured_stderr err(dir.path() / "stderr.txt");
+        CHECK_NOTHROW(c.emplace(cc::default_cache::from_env(test_prefix)));
+        std::vector<std::string> const lines = lines_of(err.text());
+        REQUIRE(lines.size() == 1);
+        CHECK(lines[0].rfind("compile_cache: " + p + "_SECRET_FILE=", 0) == 0);
+        REQUIRE(c.has_value());
+        CHECK(!c->enabled());
+    }
+}
+
+TEST_CASE("configuration.md: with PREFIX_DIR off no other setting is read, so nothing is printed",
+          "[configuration]") {
+    temp_dir dir;
+    in_directory here(dir.path()); // a directory named after an off value would appear here
+    for (char const* off : {"", "0", "off", "No"}) {
+        INFO("PREFIX_DIR=\"" << off << "\"");
+        config_env env;
+        env.set("_DIR", off);
+        env.set("_LOG", "1");
+        env.set("_MAX_SIZE", "banana");
+        env.set("_SECRET_FILE", "missing.key");
+        std::optional<cc::default_cache> c;
+        captured_stderr err(dir.path() / "stderr.txt");
+        CHECK_NOTHROW(c.emplace(cc::default_cache::from_env(test_prefix)));
+        CHECK(err.text().empty());
+        REQUIRE(c.has_value());
+        CHECK(!c->enabled());
+        CHECK(get_twice(*c, "helper") == outcomes{cc::outcome::compiled, cc::outcome::compiled});
+    }
+    fs::remove(dir.path() / "stderr.txt");
+    CHECK(fs::is_empty(dir.path()));
+}
+
+TEST_CASE("configuration.md: an unwritable PREFIX_DIR prints the quoted line once, with PREFIX_LOG",
+          "[configuration]") {
+    temp_dir dir;
+    write_file(dir.path() / "file", "not a directory");
+    config_env env;
+    env.set("_DIR", (dir.path() / "file" / "cache").string()); // ENOTDIR
+    env.set("_LOG", "1");
+
+    std::optional<cc::default_cache> c;
+    captured_stderr err(dir.path() / "stderr.txt");
+    CHECK_NOTHROW(c.emplace(cc::default_cache::from_env(test_prefix)));
+    REQUIRE(c.has_value());
+    CHECK(get_twice(*c, "helper") == outcomes{cc::outcome::compiled, cc::outcome::compiled});
+    std::vector<std::string> const lines = lines_of(err.text());
+    REQUIRE(lines.size() == 1); // two failed stores, one line
+    INFO("printed: " << lines[0]);
+    CHECK(page_quotes(lines[0]));
+    CHECK(c->enabled());
+    CHECK(c->stats().total_store_failures() == 2);
+}
+
+TEST_CASE("configuration.md has a section for every setting from_env reads", "[configuration]") {
+    for (auto const& setting : cc::default_cache::environment_settings("PREFIX")) {
+        INFO(setting.name);
+        CHECK(configuration_page().find("\n### `" + setting.name + "`\n") != std::string::npos);
+        CHECK(configuration_page().find("\n| `" + setting.name + "` |") != std::string::npos);
+    }
+}
