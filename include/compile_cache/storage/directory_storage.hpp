@@ -10,11 +10,7 @@
 #include <compile_cache/storage/detail/directory_counters.hpp>
 #include <compile_cache/storage/detail/directory_files.hpp>
 
-#include <boost/uuid/entropy_error.hpp>
-#include <boost/uuid/random_generator.hpp>
-#include <boost/uuid/uuid.hpp>
-#include <boost/uuid/uuid_io.hpp>
-
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -221,12 +217,6 @@ struct directory_counters {
 
 namespace detail::directory_storage_impl {
 
-/// One random UUID per temp file; one generator per thread, so no locking.
-inline boost::uuids::uuid random_uuid() {
-    thread_local boost::uuids::random_generator generator;
-    return generator();
-}
-
 /// For tests: when set, the next temp file this thread creates is named
 /// `.tmp-<this>` instead of a random name (once; then it is reset).
 inline thread_local char const* next_temp_suffix_for_testing = nullptr;
@@ -237,30 +227,46 @@ inline constexpr std::size_t cleanup_budget = 4096;
 
 /// State shared by a storage object and its copies.
 struct shared_state {
+    shared_state(std::string const& ledger_path, unsigned file_mode, int exact_umask)
+        : ledger(ledger_path, file_mode, exact_umask) {}
     cleanup_state cleanup;
+    ledger_batch ledger;
+    /// Set once renameat2(RENAME_NOREPLACE) is found unsupported here.
+    std::atomic<bool> no_rename_noreplace{false};
 };
+
+/// The path of the entry a read opens, built in a buffer each thread reuses.
+inline std::string& read_path_buffer() {
+    thread_local std::string path;
+    return path;
+}
 
 } // namespace detail::directory_storage_impl
 
 /// Entries as files under a directory: `DIR/ab/abcdef...`, where the file name is
 /// the key's full lower-case hex and `ab` its first two digits (256 fan-out folders,
 /// so that no folder grows huge). Temp files are `.tmp-<uuid>` in the same folder and
-/// never match an entry name. `DIR/.cc-stats` holds the size ledger.
+/// never match an entry name (`.tmp-` and 32 random hex digits). `DIR/.cc-stats` holds
+/// the size ledger.
 ///
 /// - `write` creates the folders on first use, writes a fresh temp file created
 ///   exclusively (never following a symlink), syncs it as `durability` says, and
 ///   renames it over the entry: a reader sees the old entry or the new one, never a
-///   part. On failure the temp file is removed and the error returned. It then adds
-///   the entry to its folder's figure in the ledger, recounts that folder when its
-///   figure is over an hour old (sweeping temp files older than an hour), and, when
-///   the ledger says the cache is over `max_size`, does one step of bounded cleanup
-///   (see cleanup_state). Accounting and cleanup never fail a store.
+///   part (a new key is one renameat2(RENAME_NOREPLACE); an existing one is lstat-ed
+///   first, for what it counted for). On failure the temp file is removed and the
+///   error returned. It then adds the entry to its folder's figure in the ledger —
+///   in batches (see ledger_batch: at most 64 changes, a second, or 1/64 of the limit
+///   late) — recounts that folder when its figure is over an hour old (sweeping temp
+///   files older than an hour), and, when the cache may be over `max_size`, writes
+///   its batch and, if the ledger says so, does one step of bounded cleanup (see
+///   cleanup_state). Accounting and cleanup never fail a store. The last copy of a
+///   storage object writes what is left of its batch when it is destroyed.
 /// - `read` opens the entry without following a symlink, takes the size from the open
 ///   file, and refuses anything that is not a regular file (`error`), that it does not
 ///   trust (`error`, directory_errc: see `sharing`), or that is larger than
 ///   `max_size` (`too_large`, nothing read). A missing entry or fan-out folder is
 ///   `absent`. `out` holds the bytes when `found` and is left empty otherwise. A hit
-///   on an entry last used over a minute ago sets its mtime (its use time) to now.
+///   on an entry last used over an hour ago sets its mtime (its use time) to now.
 /// - `remove` unlinks the entry; an absent entry is not an error.
 /// - `prune()` does a whole cleanup now; `clear()` removes every entry and temp file.
 ///
@@ -278,7 +284,8 @@ public:
         if (!directory_.empty()) {
             ledger_path_ = directory_ + (directory_.back() == '/' ? "" : "/") +
                            detail::directory_storage_impl::ledger_name;
-            state_ = std::make_shared<detail::directory_storage_impl::shared_state>();
+            state_ = std::make_shared<detail::directory_storage_impl::shared_state>(ledger_path_, options_.file_mode,
+                                                                                   options_.umask);
         }
     }
 
@@ -291,22 +298,22 @@ public:
     std::string entry_path(key const& k) const {
         std::string path;
         if (directory_.empty() || k.empty()) return path;
-        std::string const hex = k.hex();
-        path.reserve(directory_.size() + 4 + hex.size());
-        path += directory_;
-        if (path.back() != '/') path += '/';
-        path.append(hex, 0, 2);
-        path += '/';
-        path += hex;
+        detail::directory_storage_impl::append_entry_path(path, directory_, k);
         return path;
     }
 
     read_result read(key const& k, std::string& out, std::size_t max_size) noexcept {
         namespace impl = detail::directory_storage_impl;
-        out.clear();
-        if (directory_.empty() || k.empty()) return {read_status::absent, {}};
+        // `out` is cleared on every path but a hit, where it is resized to the entry:
+        // its old bytes spare that resize the zero-fill of what read() overwrites.
+        if (directory_.empty() || k.empty()) {
+            out.clear();
+            return {read_status::absent, {}};
+        }
         try {
-            std::string const path = entry_path(k);
+            std::string& path = impl::read_path_buffer();
+            path.clear();
+            impl::append_entry_path(path, directory_, k);
             int fd;
             do {
                 // O_NONBLOCK: a FIFO planted at the path must not block the open; it
@@ -315,18 +322,23 @@ public:
             } while (fd < 0 && errno == EINTR);
             if (fd < 0) {
                 int const e = errno;
+                out.clear();
                 if (e == ENOENT || e == ENOTDIR) return {read_status::absent, {}};
                 return {read_status::error, impl::errno_code(e)};
             }
             impl::file_descriptor const guard{fd};
 
             struct stat st;
-            if (::fstat(fd, &st) != 0) return {read_status::error, impl::errno_code(errno)};
-            if (S_ISDIR(st.st_mode)) return {read_status::error, impl::errno_code(EISDIR)};
-            if (!S_ISREG(st.st_mode)) return {read_status::error, impl::errno_code(EINVAL)};
-            if (std::error_code const untrusted = trust(st)) return {read_status::error, untrusted};
-            if (st.st_size < 0) return {read_status::error, impl::errno_code(EIO)};
-            if (static_cast<std::uintmax_t>(st.st_size) > max_size) return {read_status::too_large, {}};
+            auto refused = [&out](read_status status, std::error_code ec) -> read_result {
+                out.clear();
+                return {status, ec};
+            };
+            if (::fstat(fd, &st) != 0) return refused(read_status::error, impl::errno_code(errno));
+            if (S_ISDIR(st.st_mode)) return refused(read_status::error, impl::errno_code(EISDIR));
+            if (!S_ISREG(st.st_mode)) return refused(read_status::error, impl::errno_code(EINVAL));
+            if (std::error_code const untrusted = trust(st)) return refused(read_status::error, untrusted);
+            if (st.st_size < 0) return refused(read_status::error, impl::errno_code(EIO));
+            if (static_cast<std::uintmax_t>(st.st_size) > max_size) return refused(read_status::too_large, {});
 
             auto const size = static_cast<std::size_t>(st.st_size);
             out.resize(size);
@@ -343,8 +355,11 @@ public:
                 got += static_cast<std::size_t>(r);
             }
             out.resize(got);
-            // The use time, for eviction: refreshed at most once a minute per entry, so
-            // a hot entry costs no system call beyond the open, fstat, read and close.
+            // The use time, for eviction: refreshed at most once an hour per entry, so
+            // a hit costs no system call beyond the open, fstat, read and close unless
+            // the entry was last used over an hour ago. LRU order at an hour's
+            // resolution is enough to pick what to evict; a finer clock made every
+            // first hit after a minute dirty an inode (and, on ext4, a journal block).
             if (impl::now_s() - static_cast<std::int64_t>(st.st_mtime) >= refresh_after_s) ::futimens(fd, nullptr);
             return {read_status::found, {}};
         } catch (std::bad_alloc const&) {
@@ -361,21 +376,21 @@ public:
         if (directory_.empty() || k.empty()) return std::make_error_code(std::errc::invalid_argument);
         try {
             std::string const entry = entry_path(k);
-            std::string folder = entry.substr(0, entry.rfind('/'));
+            std::size_t const folder_size = entry.rfind('/');
+            std::string folder = entry.substr(0, folder_size);
             std::string temp;
             bool created_folders = false;
             int fd = -1;
             // A name that exists already (a symlink planted at a guessed temp name, say)
             // is never opened: another random name is tried.
             for (int attempt = 0; attempt < 4 && fd < 0; ++attempt) {
-                temp = folder;
-                temp += '/';
+                temp.assign(entry, 0, folder_size + 1);
                 temp += impl::temp_prefix;
                 if (char const* forced = impl::next_temp_suffix_for_testing) {
                     impl::next_temp_suffix_for_testing = nullptr;
                     temp += forced;
                 } else {
-                    temp += boost::uuids::to_string(impl::random_uuid());
+                    impl::append_temp_name(temp);
                 }
                 fd = impl::open_exclusive(temp, options_.file_mode);
                 if (fd < 0 && errno == ENOENT && !created_folders) { // first store in this folder
@@ -398,25 +413,32 @@ public:
                 if (int const e = impl::fsync_fd(fd)) return impl::errno_code(e);
             if (int const e = file.close()) return impl::errno_code(e);
 
-            // What the entry being replaced counted for, so that the ledger stays right.
-            struct stat old {};
+            // A new key (the usual store) is one call that cannot replace anything, so
+            // the ledger needs no lstat; an existing entry is lstat-ed for what it
+            // counted for, then replaced.
             std::uint64_t old_bytes = 0;
-            if (::lstat(entry.c_str(), &old) == 0 && S_ISREG(old.st_mode))
-                old_bytes = impl::accounted_size(static_cast<std::uint64_t>(old.st_size));
-            if (::rename(temp.c_str(), entry.c_str()) != 0) return impl::errno_code(errno);
+            int renamed = ENOSYS;
+            if (!state_->no_rename_noreplace.load(std::memory_order_relaxed)) {
+                renamed = impl::rename_no_replace(temp.c_str(), entry.c_str());
+                if (renamed == ENOSYS || renamed == EINVAL) state_->no_rename_noreplace.store(true);
+            }
+            if (renamed != 0) {
+                if (renamed != EEXIST && renamed != ENOSYS && renamed != EINVAL) return impl::errno_code(renamed);
+                struct stat old {};
+                if (::lstat(entry.c_str(), &old) == 0 && S_ISREG(old.st_mode))
+                    old_bytes = impl::accounted_size(static_cast<std::uint64_t>(old.st_size));
+                if (::rename(temp.c_str(), entry.c_str()) != 0) return impl::errno_code(errno);
+            }
             file.committed = true;
             if (options_.sync == durability::full) {
                 if (int const e = impl::fsync_directory(folder.c_str())) return impl::errno_code(e);
                 if (created_folders)
                     if (int const e = impl::fsync_directory(directory_.c_str())) return impl::errno_code(e);
             }
-            after_store(k.data()[0], impl::accounted_size(bytes.size()), old_bytes);
+            after_change(k.data()[0], impl::accounted_size(bytes.size()), old_bytes, true);
             return {};
         } catch (std::bad_alloc const&) {
             return std::make_error_code(std::errc::not_enough_memory);
-        } catch (boost::uuids::entropy_error const& e) {
-            auto const code = static_cast<int>(e.errcode());
-            return code != 0 ? impl::errno_code(code) : std::make_error_code(std::errc::io_error);
         } catch (...) {
             return std::make_error_code(std::errc::io_error);
         }
@@ -430,7 +452,8 @@ public:
             struct stat st {};
             bool const counted = ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
             if (::unlink(path.c_str()) == 0) {
-                if (counted) add_to_ledger(k.data()[0], 0, impl::accounted_size(static_cast<std::uint64_t>(st.st_size)));
+                if (counted)
+                    after_change(k.data()[0], 0, impl::accounted_size(static_cast<std::uint64_t>(st.st_size)), false);
                 return {};
             }
             int const e = errno;
@@ -483,6 +506,7 @@ public:
         namespace impl = detail::directory_storage_impl;
         cleanup_result r;
         if (directory_.empty()) return r;
+        state_->ledger.flush(impl::now_s()); // this object's changes, before the recount replaces the figures
         impl::file_descriptor root{impl::open_root(directory_)};
         if (!root) {
             if (errno != ENOENT) r.error = impl::errno_code(errno);
@@ -512,6 +536,7 @@ public:
         namespace impl = detail::directory_storage_impl;
         cleanup_result r;
         if (directory_.empty()) return r;
+        state_->ledger.flush(impl::now_s()); // this object's changes, before the figures are reset
         impl::file_descriptor root{impl::open_root(directory_)};
         if (!root) {
             if (errno != ENOENT) r.error = impl::errno_code(errno);
@@ -541,11 +566,18 @@ public:
         return r;
     }
 
-    /// What the ledger says the entries count for (whole 4 KiB blocks each): exact
-    /// after prune() or clear() with no store running meanwhile, otherwise an estimate
-    /// that the hourly recount of each folder keeps close. 0 when there is no ledger.
+    /// What the ledger says the entries count for (whole 4 KiB blocks each), after
+    /// this object's unwritten changes are written to it (and the folders they touched
+    /// recounted, when due): exact after prune() or clear() with no store running
+    /// meanwhile, otherwise an estimate that the hourly recount of each folder keeps
+    /// close. 0 when there is no ledger.
     std::uint64_t accounted_size() const noexcept {
-        if (directory_.empty() || ::access(ledger_path_.c_str(), F_OK) != 0) return 0;
+        if (directory_.empty()) return 0;
+        if (state_->ledger.has_changes()) {
+            std::uint64_t total = 0;
+            flush_ledger(detail::directory_storage_impl::now_s(), total);
+        }
+        if (::access(ledger_path_.c_str(), F_OK) != 0) return 0;
         detail::directory_storage_impl::ledger l;
         if (!l.open(ledger_path_, options_.file_mode, options_.umask)) return 0;
         return l.total();
@@ -563,7 +595,7 @@ public:
     }
 
     /// A hit refreshes an entry's use time when it is at least this old (seconds).
-    static constexpr std::int64_t refresh_after_s = 60;
+    static constexpr std::int64_t refresh_after_s = 3600;
 
 private:
     std::error_code trust(struct stat const& st) const noexcept {
@@ -574,50 +606,54 @@ private:
         return {};
     }
 
-    /// Adds `added - removed` to `folder`'s figure in the ledger. False when the
-    /// ledger cannot be used; otherwise gives the new total and whether the folder's
-    /// figure is due for a recount (never counted, or counted over an hour ago).
-    bool add_to_ledger(unsigned folder, std::uint64_t added, std::uint64_t removed, std::uint64_t* total = nullptr,
-                       bool* recount = nullptr) noexcept {
+    /// Notes a change of `folder`'s figure in this object's ledger batch, and writes
+    /// the batch when it says so; then, after a store (`may_clean`), when the ledger's
+    /// total is over the limit, does one step of bounded cleanup.
+    void after_change(unsigned folder, std::uint64_t added, std::uint64_t removed, bool may_clean) noexcept {
         namespace impl = detail::directory_storage_impl;
-        impl::ledger l;
-        if (!l.open(ledger_path_, options_.file_mode, options_.umask)) return false;
-        auto& slot = l.slots[folder & 0xff];
-        slot.bytes = slot.bytes + added >= removed ? slot.bytes + added - removed : 0;
-        std::int64_t const now = impl::now_s();
-        if (recount)
-            *recount = slot.counted_at == 0 || now - slot.counted_at > impl::recount_after_s ||
-                       slot.counted_at > now + impl::recount_after_s;
-        l.save(folder & 0xff);
-        if (total) *total = l.total();
-        return true;
-    }
-
-    void after_store(unsigned folder, std::uint64_t added, std::uint64_t replaced) noexcept {
-        namespace impl = detail::directory_storage_impl;
+        std::int64_t const now = impl::now_ns();
+        if (!state_->ledger.add(folder, added, removed, options_.max_size, now)) return;
         std::uint64_t total = 0;
-        bool recount = false;
-        if (!add_to_ledger(folder, added, replaced, &total, &recount)) return;
-        if (!recount && (options_.max_size == 0 || total <= options_.max_size)) return;
+        if (!flush_ledger(now / 1000000000, total)) return;
+        if (!may_clean || options_.max_size == 0 || total <= options_.max_size) return;
         impl::file_descriptor root{impl::open_root(directory_)};
         if (!root) return;
-        if (recount) {
-            impl::folder_scan const fs = impl::scan_folder(root.fd, folder & 0xff, impl::now_ns() - impl::temp_stale_after_ns,
-                                                           impl::no_cutoff, impl::no_entry_callback{});
-            state_->cleanup.temps_removed += fs.temps_removed;
-            try {
-                total = impl::set_folder_counts(ledger_path_, options_.file_mode, options_.umask,
-                                                {{folder & 0xff, fs.bytes}}, impl::now_s());
-            } catch (...) {
-                return;
-            }
-        }
-        if (options_.max_size == 0 || total <= options_.max_size) return;
         // One step of bounded work; skipped while another thread or process cleans.
         std::unique_lock<std::mutex> lock(state_->cleanup.mutex, std::try_to_lock);
         if (!lock.owns_lock() || impl::lock_fd(root.fd, true) != 0) return;
         state_->cleanup.step(root.fd, ledger_path_, options_.file_mode, options_.umask, options_.max_size,
                              impl::cleanup_budget);
+    }
+
+    /// Writes this object's ledger batch, then recounts the folders it changed whose
+    /// figures are over an hour old (sweeping their temp files older than an hour).
+    /// False when the ledger cannot be used; otherwise `total` is its total.
+    bool flush_ledger(std::int64_t now, std::uint64_t& total) const noexcept {
+        namespace impl = detail::directory_storage_impl;
+        impl::ledger_batch::flushed const f = state_->ledger.flush(now);
+        if (!f.ok) return false;
+        total = f.total;
+        if (f.due.none()) return true;
+        impl::file_descriptor root{impl::open_root(directory_)};
+        if (!root) return true;
+        try {
+            std::vector<std::pair<unsigned, std::uint64_t>> counted;
+            for (unsigned folder = 0; folder < 256; ++folder) {
+                if (!f.due[folder]) continue;
+                impl::folder_scan const fs = impl::scan_folder(root.fd, folder, impl::now_ns() - impl::temp_stale_after_ns,
+                                                               impl::no_cutoff, impl::no_entry_callback{});
+                state_->cleanup.temps_removed += fs.temps_removed;
+                counted.emplace_back(folder, fs.bytes);
+            }
+            std::int64_t const counted_at = impl::now_s();
+            std::uint64_t const t = impl::set_folder_counts(ledger_path_, options_.file_mode, options_.umask, counted,
+                                                            counted_at);
+            if (t == std::numeric_limits<std::uint64_t>::max()) return false;
+            total = t;
+            state_->ledger.counted(f.due, counted_at, total);
+        } catch (...) {
+        }
+        return true;
     }
 
     std::string directory_;
