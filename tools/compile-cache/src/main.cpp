@@ -8,7 +8,6 @@
 #include <compile_cache/cache.hpp>
 #include <compile_cache/envelope.hpp>
 #include <compile_cache/storage/directory_storage.hpp>
-#include <compile_cache/version.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -159,6 +158,7 @@ command_line parse(std::vector<std::string> const& args) {
         throw usage_error{c.command + " needs " + (wanted == 2 ? "DIR and KEY_PREFIX" : "DIR")};
     if (positional.size() > wanted) throw usage_error{"unexpected argument \"" + positional[wanted] + "\""};
     c.dir = positional[0];
+    while (c.dir.size() > 1 && c.dir.back() == '/') c.dir.pop_back(); // "cache/" names "cache"
     if (wanted == 2) c.key_prefix = positional[1];
     if (c.command == "prune" && !c.max_size) throw usage_error{"prune needs --max-size SIZE"};
     return c;
