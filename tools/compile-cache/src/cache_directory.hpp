@@ -66,9 +66,9 @@ inline std::string rule_text() {
            "is empty, or has the ledger file .cc-stats or the counters folder .cc-counters, or holds\n"
            "at least one entry (DIR/ab/<the key's lower-case hex, starting with ab>). Contradictions:\n"
            "a .cc-stats that is not a compile_cache ledger, a .cc-counters that is not a folder, and\n"
-           "a hex-named file in a two-hex-digit folder that does not start with the folder's digits\n"
-           "(a git object store looks like that). Anything else (a README, notes) is allowed,\n"
-           "and never deleted.\n";
+           "a hex-named file in a two-hex-digit folder that is not an entry of it (other leading\n"
+           "digits, or an odd length: a git object store looks like that). Anything else (a README,\n"
+           "notes) is allowed, and never deleted.\n";
 }
 
 /// Whether the ledger at `path` (an lstat-ed regular file of `size` bytes) looks like one.

@@ -263,7 +263,7 @@ TEST_CASE("compile-cache show: an unknown or ambiguous key prefix is a one-line 
     CHECK(not_hex.err.find("not hexadecimal") != std::string::npos);
 }
 
-TEST_CASE("compile-cache verify: a flipped byte and a truncation are reported with exit 1 and --remove removes only them") {
+TEST_CASE("compile-cache verify: a flipped byte and a truncation and a misnamed entry are reported with exit 1 and --remove removes only them") {
     filled_cache c;
     process_result const sound = tool({"verify", c.dir()});
     REQUIRE_EXIT(sound, 0);
@@ -278,24 +278,33 @@ TEST_CASE("compile-cache verify: a flipped byte and a truncation are reported wi
         write_file(p, bytes);
         fs::resize_file(c.s.cache_dir() / truncated, fs::file_size(c.s.cache_dir() / truncated) / 2);
     }
+    // And a sound entry under another key's name: its envelope checks, its key does not.
+    std::string const misnamed = kept.substr(0, 3) + kept.substr(3, 2) + std::string(62, '0');
+    fs::copy_file(c.s.cache_dir() / kept, c.s.cache_dir() / misnamed);
+
     process_result const bad = tool({"verify", c.dir()});
     REQUIRE_EXIT(bad, 1);
     CHECK(bad.out.find("bad: " + flipped + ": corrupt") != std::string::npos);
     CHECK(bad.out.find("bad: " + truncated + ": corrupt") != std::string::npos);
-    CHECK(bad.out.find("1 sound, 2 bad") != std::string::npos);
+    CHECK(bad.out.find("bad: " + misnamed + ": holds the entry of another key (" + kept.substr(3) + ")") !=
+          std::string::npos);
+    CHECK(bad.out.find("1 sound, 3 bad") != std::string::npos);
     CHECK(fs::exists(c.s.cache_dir() / flipped)); // without --remove nothing goes
 
     process_result const bad_json = tool({"verify", c.dir(), "--json"});
     REQUIRE_EXIT(bad_json, 1);
+    std::vector<std::string> bad_paths = {flipped, truncated, misnamed};
+    std::sort(bad_paths.begin(), bad_paths.end());
     CHECK(json_query(bad_json.out, "sorted(b['path'] for b in d['bad'])") ==
-          "['" + std::min(flipped, truncated) + "', '" + std::max(flipped, truncated) + "']");
+          "['" + bad_paths[0] + "', '" + bad_paths[1] + "', '" + bad_paths[2] + "']");
     CHECK(json_query(bad_json.out, "d['sound']") == "1");
 
     process_result const removed = tool({"verify", c.dir(), "--remove"});
     REQUIRE_EXIT(removed, 1);
-    CHECK(removed.out.find("2 bad, 2 removed") != std::string::npos);
+    CHECK(removed.out.find("3 bad, 3 removed") != std::string::npos);
     CHECK(!fs::exists(c.s.cache_dir() / flipped));
     CHECK(!fs::exists(c.s.cache_dir() / truncated));
+    CHECK(!fs::exists(c.s.cache_dir() / misnamed));
     CHECK(fs::exists(c.s.cache_dir() / kept));
 
     process_result const again = tool({"verify", c.dir()});
