@@ -13,6 +13,7 @@
 #include <boost/serialization/string.hpp>
 #include <boost/serialization/vector.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -596,26 +597,48 @@ TEST_CASE("from_env: PREFIX_LOG=1 turns diagnostics on", "[cache]") {
     }
 
 #ifdef COMPILE_CACHE_HELPER_cache_fresh_process_helper
-    // In a process of its own, so that its stderr can be read: a store into a cache
-    // "directory" that is a regular file fails, and says so once on stderr.
+    // In a process of its own, so that its stderr can be read: a cache "directory"
+    // that is a regular file cannot be used; from_env says so in one line, with or
+    // without PREFIX_LOG, and the host runs without a cache.
     fs::path const not_a_dir = dir.path() / "file";
     write_file(not_a_dir, "x");
     fs::path const err = dir.path() / "stderr.txt";
     std::string const helper = COMPILE_CACHE_HELPER_cache_fresh_process_helper;
-    run_result r = run("CCFRESH_LOG=1 " + quoted(helper) + " store " + quoted(not_a_dir.string()) + " 2>" +
-                       quoted(err.string()));
-    CHECK(r.status == 0);
-    CHECK(r.out.find("outcome=compiled") != std::string::npos);
-    std::string const diagnostics = read_file(err);
-    CHECK(diagnostics.rfind("compile_cache: ", 0) == 0);
-    CHECK(diagnostics.find("write-error") != std::string::npos);
-
-    // Without PREFIX_LOG the same failure is silent.
-    r = run("CCFRESH_LOG= " + quoted(helper) + " store " + quoted(not_a_dir.string()) + " 2>" + quoted(err.string()));
-    CHECK(r.status == 0);
-    CHECK(read_file(err).empty());
+    for (char const* log : {"CCFRESH_LOG=1 ", "CCFRESH_LOG= "}) {
+        INFO(log);
+        run_result r = run(log + quoted(helper) + " store " + quoted(not_a_dir.string()) + " 2>" + quoted(err.string()));
+        CHECK(r.status == 0);
+        CHECK(r.out.find("enabled=0 outcome=compiled") != std::string::npos);
+        CHECK(read_file(err) == "compile_cache: CCFRESH_DIR=\"" + not_a_dir.string() +
+                                    "\" cannot be used (Not a directory); the cache is disabled\n");
+    }
 #endif
 }
+
+#ifdef COMPILE_CACHE_HELPER_cache_fresh_process_helper
+TEST_CASE("a process-wide switch with a value it does not know is one line each, and the fastest code",
+          "[cache][configuration]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    fs::path const err = dir.path() / "stderr.txt";
+    std::string const helper = COMPILE_CACHE_HELPER_cache_fresh_process_helper;
+    run_result const r = run("CCFRESH_LOG= COMPILE_CACHE_SHA256=sha-ni COMPILE_CACHE_CRC32C=fast " + quoted(helper) +
+                             " store " + quoted(root.string()) + " 2>" + quoted(err.string()));
+    INFO(r.out);
+    CHECK(r.status == 0);
+    CHECK(r.out.find("enabled=1 outcome=compiled") != std::string::npos);
+    std::string const printed = read_file(err);
+    CHECK(printed.find("compile_cache: COMPILE_CACHE_SHA256=\"sha-ni\" is not understood (portable, or auto); "
+                       "using the fastest implementation this CPU runs\n") != std::string::npos);
+    CHECK(printed.find("compile_cache: COMPILE_CACHE_CRC32C=\"fast\" is not understood (portable, or auto); "
+                       "using the fastest implementation this CPU runs\n") != std::string::npos);
+    CHECK(std::count(printed.begin(), printed.end(), '\n') == 2);
+
+    // The same digests as any other choice: the next process, with no switch, loads it.
+    run_result const next = run("CCFRESH_LOG= " + quoted(helper) + " load " + quoted(root.string()));
+    CHECK(next.out.find("outcome=loaded") != std::string::npos);
+}
+#endif
 
 // --- entries outlive the process ------------------------------------------------------------
 

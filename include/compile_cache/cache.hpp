@@ -36,6 +36,8 @@
 #include <utility>
 #include <vector>
 
+#include <sys/stat.h>
+
 namespace compile_cache {
 
 /// Where a kernel comes from, as the host sees it now. Stored in the entry; when a
@@ -110,6 +112,18 @@ inline std::uint64_t ns_between(std::chrono::steady_clock::time_point from,
 inline std::uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) noexcept {
     return static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since).count());
+}
+
+/// 0 when `directory` is a directory or can be made one (it is made, with the
+/// options' mode, as a first store would); otherwise the errno value that says why not.
+inline int usable_directory(std::string directory, directory_options const& options) {
+    while (directory.size() > 1 && directory.back() == '/') directory.pop_back();
+    bool created = false;
+    if (int const e = directory_storage_impl::make_directories(directory, options.directory_mode, options.umask, created))
+        return e;
+    struct stat st;
+    if (::stat(directory.c_str(), &st) != 0) return errno;
+    return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
 }
 
 /// A secret file larger than this is refused: it is not a secret but the wrong file.
@@ -238,7 +252,9 @@ public:
         std::string dir = detail::getenv_string(p + "_DIR");
         if (detail::is_off(dir)) return basic_cache();
         cache_options options;
-        if (!detail::is_off(detail::getenv_string(p + "_LOG")))
+        std::string const log = detail::getenv_string(p + "_LOG");
+        bool const log_understood = detail::is_off(log) || detail::is_on(log);
+        if (detail::is_on(log))
             options.logger = [](std::string_view line) {
                 std::fprintf(stderr, "compile_cache: %.*s\n", static_cast<int>(line.size()), line.data());
             };
@@ -252,6 +268,9 @@ public:
                 std::fprintf(stderr, "compile_cache: %s\n", line.c_str());
             }
         };
+        if (!log_understood)
+            report(p + "_LOG=\"" + log +
+                   "\" is not understood (1, on, true or yes to log; 0, off, false or no not to); logging stays off");
         std::string const secret_file = detail::getenv_string(p + "_SECRET_FILE");
         if (!secret_file.empty()) {
             std::string why;
@@ -268,6 +287,14 @@ public:
         }
         if constexpr (std::is_constructible_v<Storage, std::string, directory_options>) {
             directory_options storage_options = directory_options_from_env(p, report);
+            // A directory that cannot be made (a file on the way, no permission, a
+            // read-only parent) would make every store fail: say so now, once, and
+            // run without a cache. An existing read-only directory is fine: loads work.
+            if (int const e = detail::usable_directory(dir, storage_options)) {
+                report(p + "_DIR=\"" + dir + "\" cannot be used (" + std::generic_category().message(e) +
+                       "); the cache is disabled");
+                return basic_cache();
+            }
             return basic_cache(Storage(std::move(dir), storage_options), std::move(options));
         } else {
             return basic_cache(Storage(std::move(dir)), std::move(options));

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -153,8 +154,21 @@ options parse_command_line(int argc, char** argv) {
         }
     }
     if (o.backend.empty()) {
+        // A setting, unlike --backend: a bad value is one line and the default, and
+        // the program runs.
+        std::string const fallback = tinyk::native::available() ? "native" : "vm";
         char const* env = std::getenv("TINYK_BACKEND");
-        o.backend = env && *env ? env : tinyk::native::available() ? "native" : "vm";
+        std::string setting = env ? env : "";
+        for (char& c : setting) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        if (setting.empty()) {
+            o.backend = fallback;
+        } else if (setting != "native" && setting != "vm") {
+            std::fprintf(stderr, "tinyk: TINYK_BACKEND=\"%s\" is not a backend (native or vm); using %s\n", env,
+                         fallback.c_str());
+            o.backend = fallback;
+        } else {
+            o.backend = setting;
+        }
     }
     if (o.backend != "native" && o.backend != "vm")
         usage_error("unknown backend '" + o.backend + "' (native or vm)");

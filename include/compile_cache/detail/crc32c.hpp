@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
@@ -282,7 +283,12 @@ inline bool crc32c_backend_runs_here(crc32c_backend b) noexcept {
 
 /// The automatic choice given COMPILE_CACHE_CRC32C (null when unset): `portable`
 /// forces the tables; anything else means the fastest that runs here.
-inline crc32c_backend crc32c_choose_backend(char const* env_value) noexcept {
+inline crc32c_backend crc32c_choose_backend(char const* env_value, bool* not_understood = nullptr) noexcept {
+    // Unset, empty and `auto` mean the automatic choice; anything else but `portable`
+    // is a mistake the caller reports (once, as one line) and then ignores.
+    if (not_understood != nullptr)
+        *not_understood = env_value != nullptr && *env_value != '\0' && std::strcmp(env_value, "portable") != 0 &&
+                          std::strcmp(env_value, "auto") != 0;
     if (env_value != nullptr && std::strcmp(env_value, "portable") == 0) return crc32c_backend::portable;
     if (crc32c_backend_runs_here(crc32c_backend::x86_sse42)) return crc32c_backend::x86_sse42;
     if (crc32c_backend_runs_here(crc32c_backend::arm_crc)) return crc32c_backend::arm_crc;
@@ -296,7 +302,14 @@ std::uint32_t crc32c_update_first_call(std::uint32_t crc, unsigned char const* p
 inline std::atomic<crc32c_update_fn> crc32c_update_active{&crc32c_update_first_call};
 
 inline crc32c_update_fn crc32c_resolve() noexcept {
-    crc32c_update_fn const chosen = crc32c_update_of(crc32c_choose_backend(std::getenv("COMPILE_CACHE_CRC32C")));
+    char const* const setting = std::getenv("COMPILE_CACHE_CRC32C");
+    bool not_understood = false;
+    crc32c_update_fn const chosen = crc32c_update_of(crc32c_choose_backend(setting, &not_understood));
+    if (not_understood)
+        std::fprintf(stderr,
+                     "compile_cache: COMPILE_CACHE_CRC32C=\"%s\" is not understood (portable, or auto); "
+                     "using the fastest implementation this CPU runs\n",
+                     setting);
     crc32c_update_fn expected = &crc32c_update_first_call;
     if (crc32c_update_active.compare_exchange_strong(expected, chosen, std::memory_order_relaxed)) return chosen;
     return expected;

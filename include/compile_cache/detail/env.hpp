@@ -26,4 +26,10 @@ inline bool is_off(std::string_view value) {
     return v.empty() || v == "0" || v == "off" || v == "false" || v == "no";
 }
 
+/// `1`, `on`, `true` and `yes` (any case) switch a setting on.
+inline bool is_on(std::string_view value) {
+    std::string v = lower(value);
+    return v == "1" || v == "on" || v == "true" || v == "yes";
+}
+
 } // namespace compile_cache::detail

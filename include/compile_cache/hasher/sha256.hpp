@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
@@ -82,7 +83,12 @@ inline bool sha256_backend_runs_here(sha256_backend b) noexcept {
 
 /// The automatic choice, given the value of COMPILE_CACHE_SHA256 (null when unset):
 /// `portable` forces the portable code; anything else means the fastest that runs here.
-inline sha256_backend sha256_choose_backend(char const* env_value) noexcept {
+inline sha256_backend sha256_choose_backend(char const* env_value, bool* not_understood = nullptr) noexcept {
+    // Unset, empty and `auto` mean the automatic choice; anything else but `portable`
+    // is a mistake the caller reports (once, as one line) and then ignores.
+    if (not_understood != nullptr)
+        *not_understood = env_value != nullptr && *env_value != '\0' && std::strcmp(env_value, "portable") != 0 &&
+                          std::strcmp(env_value, "auto") != 0;
     if (env_value != nullptr && std::strcmp(env_value, "portable") == 0) return sha256_backend::portable;
     if (sha256_backend_runs_here(sha256_backend::x86_sha_ni)) return sha256_backend::x86_sha_ni;
     if (sha256_backend_runs_here(sha256_backend::arm_sha2)) return sha256_backend::arm_sha2;
@@ -99,8 +105,14 @@ void sha256_compress_first_call(std::uint32_t* state, unsigned char const* block
 inline std::atomic<sha256_compress_fn> sha256_compress_active{&sha256_compress_first_call};
 
 inline sha256_compress_fn sha256_resolve() noexcept {
-    sha256_compress_fn const chosen =
-        sha256_compress_of(sha256_choose_backend(std::getenv("COMPILE_CACHE_SHA256")));
+    char const* const setting = std::getenv("COMPILE_CACHE_SHA256");
+    bool not_understood = false;
+    sha256_compress_fn const chosen = sha256_compress_of(sha256_choose_backend(setting, &not_understood));
+    if (not_understood)
+        std::fprintf(stderr,
+                     "compile_cache: COMPILE_CACHE_SHA256=\"%s\" is not understood (portable, or auto); "
+                     "using the fastest implementation this CPU runs\n",
+                     setting);
     // Only replaces the initial value: a set_sha256_implementation() that won a race
     // with the first call keeps its choice.
     sha256_compress_fn expected = &sha256_compress_first_call;
