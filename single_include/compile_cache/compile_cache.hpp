@@ -111,6 +111,17 @@ private:
     std::uint8_t size_ = 0;
 };
 
+/// One named component of a key and the digest of its canonical message (key_builder
+/// keeps them so that a miss can be explained, and entries record them).
+struct component_digest {
+    std::string name;
+    key digest;
+
+    friend bool operator==(component_digest const& a, component_digest const& b) {
+        return a.name == b.name && a.digest == b.digest;
+    }
+};
+
 } // namespace compile_cache
 
 template <>
@@ -672,6 +683,7 @@ COMPILE_CACHE_SHANI_TARGET inline void sha256_compress_x86(std::uint32_t state[8
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
@@ -744,7 +756,12 @@ inline bool sha256_backend_runs_here(sha256_backend b) noexcept {
 
 /// The automatic choice, given the value of COMPILE_CACHE_SHA256 (null when unset):
 /// `portable` forces the portable code; anything else means the fastest that runs here.
-inline sha256_backend sha256_choose_backend(char const* env_value) noexcept {
+inline sha256_backend sha256_choose_backend(char const* env_value, bool* not_understood = nullptr) noexcept {
+    // Unset, empty and `auto` mean the automatic choice; anything else but `portable`
+    // is a mistake the caller reports (once, as one line) and then ignores.
+    if (not_understood != nullptr)
+        *not_understood = env_value != nullptr && *env_value != '\0' && std::strcmp(env_value, "portable") != 0 &&
+                          std::strcmp(env_value, "auto") != 0;
     if (env_value != nullptr && std::strcmp(env_value, "portable") == 0) return sha256_backend::portable;
     if (sha256_backend_runs_here(sha256_backend::x86_sha_ni)) return sha256_backend::x86_sha_ni;
     if (sha256_backend_runs_here(sha256_backend::arm_sha2)) return sha256_backend::arm_sha2;
@@ -761,8 +778,14 @@ void sha256_compress_first_call(std::uint32_t* state, unsigned char const* block
 inline std::atomic<sha256_compress_fn> sha256_compress_active{&sha256_compress_first_call};
 
 inline sha256_compress_fn sha256_resolve() noexcept {
-    sha256_compress_fn const chosen =
-        sha256_compress_of(sha256_choose_backend(std::getenv("COMPILE_CACHE_SHA256")));
+    char const* const setting = std::getenv("COMPILE_CACHE_SHA256");
+    bool not_understood = false;
+    sha256_compress_fn const chosen = sha256_compress_of(sha256_choose_backend(setting, &not_understood));
+    if (not_understood)
+        std::fprintf(stderr,
+                     "compile_cache: COMPILE_CACHE_SHA256=\"%s\" is not understood (portable, or auto); "
+                     "using the fastest implementation this CPU runs\n",
+                     setting);
     // Only replaces the initial value: a set_sha256_implementation() that won a race
     // with the first call keeps its choice.
     sha256_compress_fn expected = &sha256_compress_first_call;
@@ -1245,16 +1268,6 @@ private:
 #include <vector>
 
 namespace compile_cache {
-
-/// One named component of a key and the digest of its canonical message.
-struct component_digest {
-    std::string name;
-    key digest;
-
-    friend bool operator==(component_digest const& a, component_digest const& b) {
-        return a.name == b.name && a.digest == b.digest;
-    }
-};
 
 /// What key_builder::finish() gives: a key, or a bypass with the reason the host
 /// (or the builder) gave for why this kernel cannot be keyed.
@@ -2471,11 +2484,13 @@ static_assert(check_resolver<registry>::value);
 
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace compile_cache {
 
@@ -2513,6 +2528,15 @@ template <class S>
 struct has_remove<S, std::enable_if_t<std::is_same_v<
     decltype(std::declval<S&>().remove(std::declval<key const&>())), std::error_code>>>
     : std::true_type {};
+/// Optional: a Storage that keeps cumulative counters (directory_storage does) gets
+/// a cache's counts when the cache is flushed or destroyed.
+template <class S, class = void>
+struct has_record_counters : std::false_type {};
+template <class S>
+struct has_record_counters<S, std::enable_if_t<std::is_same_v<
+    decltype(std::declval<S&>().record_counters(
+        std::declval<std::vector<std::pair<std::string, std::uint64_t>> const&>())),
+    std::error_code>>> : std::true_type {};
 } // namespace detail
 
 /// Checks a Storage policy, one requirement at a time, so that a user's own backend
@@ -2586,6 +2610,12 @@ inline bool is_off(std::string_view value) {
     return v.empty() || v == "0" || v == "off" || v == "false" || v == "no";
 }
 
+/// `1`, `on`, `true` and `yes` (any case) switch a setting on.
+inline bool is_on(std::string_view value) {
+    std::string v = lower(value);
+    return v == "1" || v == "on" || v == "true" || v == "yes";
+}
+
 } // namespace compile_cache::detail
 // ---- end compile_cache/detail/env.hpp
 // ---- begin compile_cache/storage/detail/directory_cleanup.hpp
@@ -2594,25 +2624,38 @@ inline bool is_off(std::string_view value) {
 // work. Not part of the public interface; see the Storage section of docs/design.md.
 
 // ---- begin compile_cache/storage/detail/directory_files.hpp
-// compile_cache: the POSIX pieces of directory_storage — exclusive temp files,
-// `mkdir -p`, full writes, descriptor guards, the names the storage owns, and the
-// size ledger (`DIR/.cc-stats`). Not part of the public interface.
+// compile_cache: the POSIX pieces of directory_storage — exclusive temp files and
+// their names, a rename that does not replace, `mkdir -p`, full writes, descriptor
+// guards, the names the storage owns, and the size ledger (`DIR/.cc-stats`) with the
+// batch of a storage object's changes not yet written to it. Not part of the public
+// interface.
+
 
 #include <array>
+#include <atomic>
+#include <bitset>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <random>
 #include <string>
 #include <string_view>
 #include <system_error>
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <sys/random.h>
+#include <sys/syscall.h>
+#endif
 
 namespace compile_cache::detail::directory_storage_impl {
 
@@ -2661,6 +2704,24 @@ inline bool is_entry_name(std::string_view n, std::string_view folder) noexcept 
 inline constexpr std::string_view temp_prefix = ".tmp-";
 inline bool is_temp_name(std::string_view n) noexcept { return n.compare(0, temp_prefix.size(), temp_prefix) == 0; }
 
+/// Appends `DIR/ab/<hex of k>` to `out` (`directory` without a trailing slash,
+/// unless it is "/"), with no intermediate string.
+inline void append_entry_path(std::string& out, std::string const& directory, key const& k) {
+    static constexpr char digits[] = "0123456789abcdef";
+    unsigned char const* const bytes = k.data();
+    std::size_t const n = k.size();
+    out.reserve(out.size() + directory.size() + 4 + 2 * n);
+    out += directory;
+    if (out.empty() || out.back() != '/') out += '/';
+    out += digits[bytes[0] >> 4];
+    out += digits[bytes[0] & 15];
+    out += '/';
+    for (std::size_t i = 0; i < n; ++i) {
+        out += digits[bytes[i] >> 4];
+        out += digits[bytes[i] & 15];
+    }
+}
+
 inline char const* folder_name(unsigned index) noexcept {
     static constexpr char names[256][3] = {
 #define CC_F(h) {h, '0', 0}, {h, '1', 0}, {h, '2', 0}, {h, '3', 0}, {h, '4', 0}, {h, '5', 0}, {h, '6', 0}, \
@@ -2673,7 +2734,93 @@ inline char const* folder_name(unsigned index) noexcept {
     return names[index & 0xff];
 }
 
+// ---- fork --------------------------------------------------------------------
+
+/// How many times this process is a forked child of a process that had a storage
+/// object (0 in the original process). What a process keeps in memory for a
+/// directory — a temp-name generator's state, a batch of ledger changes, the
+/// ledger's descriptor and its lock — must not be used by the parent and the child
+/// both: each checks this number and starts afresh when it has changed.
+inline std::atomic<unsigned>& fork_generation_counter() noexcept {
+    static std::atomic<unsigned> generation{0};
+    return generation;
+}
+inline void count_fork_in_child() noexcept { fork_generation_counter().fetch_add(1, std::memory_order_relaxed); }
+/// Registers the fork handler (once per process) and returns the current generation.
+inline unsigned fork_generation() noexcept {
+    static bool const registered = ::pthread_atfork(nullptr, nullptr, &count_fork_in_child) == 0;
+    (void)registered;
+    return fork_generation_counter().load(std::memory_order_relaxed);
+}
+
 // ---- files -----------------------------------------------------------------
+
+/// Appends 32 random hex digits for a temp file name. Names must be unique, not
+/// secret (the file is created O_EXCL|O_NOFOLLOW and another name is tried when one
+/// exists), so each thread seeds a generator once — one getrandom per thread, not
+/// per store — and reseeds in a forked child, which would otherwise repeat its
+/// parent's names.
+inline void append_temp_name(std::string& out) {
+    struct generator_state {
+        std::mt19937_64 engine;
+        unsigned generation = 0;
+        bool seeded = false;
+    };
+    thread_local generator_state g;
+    unsigned const generation = fork_generation();
+    if (!g.seeded || g.generation != generation) {
+        std::uint32_t words[8] = {};
+        bool random = false;
+#if defined(__linux__)
+        random = ::getrandom(words, sizeof words, 0) == static_cast<ssize_t>(sizeof words);
+#endif
+        if (!random) {
+            try {
+                std::random_device device;
+                for (auto& w : words) w = device();
+                random = true;
+            } catch (...) {
+            }
+        }
+        if (!random) { // no entropy source: still distinct per process, thread and moment
+            struct timespec ts {};
+            ::clock_gettime(CLOCK_REALTIME, &ts);
+            words[0] = static_cast<std::uint32_t>(ts.tv_nsec);
+            words[1] = static_cast<std::uint32_t>(ts.tv_sec);
+            words[2] = static_cast<std::uint32_t>(::getpid());
+            words[3] = static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(&g));
+        }
+        std::seed_seq seq(std::begin(words), std::end(words));
+        g.engine.seed(seq);
+        g.generation = generation;
+        g.seeded = true;
+    }
+    static constexpr char digits[] = "0123456789abcdef";
+    for (int half = 0; half < 2; ++half) {
+        std::uint64_t v = g.engine();
+        for (int i = 0; i < 16; ++i, v >>= 4) out += digits[v & 15];
+    }
+}
+
+/// Renames `from` to `to` unless `to` exists (EEXIST then, nothing changed), in one
+/// call: Linux's renameat2(RENAME_NOREPLACE). Returns 0 or an errno value; ENOSYS or
+/// EINVAL where the kernel or the file system does not support it (and everywhere
+/// but Linux), and the caller falls back to lstat + rename.
+inline int rename_no_replace(char const* from, char const* to) noexcept {
+#if defined(__linux__) && defined(SYS_renameat2)
+#ifdef RENAME_NOREPLACE
+    constexpr unsigned no_replace = RENAME_NOREPLACE;
+#else
+    constexpr unsigned no_replace = 1; // the kernel's value (linux/fs.h), stable ABI
+#endif
+    long const r = ::syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, no_replace);
+    return r == 0 ? 0 : errno;
+#else
+    (void)from;
+    (void)to;
+    return ENOSYS;
+#endif
+}
 
 /// Creates `path` exclusively: an existing name, a symlink included (dangling or
 /// not), makes it fail with EEXIST; nothing is ever followed or truncated.
@@ -2821,13 +2968,14 @@ inline int open_root(std::string const& directory) noexcept {
 
 /// `DIR/.cc-stats`: for each of the 256 fan-out folders, the bytes its entries count
 /// for and when the folder was last counted by a scan. Stores add to their folder's
-/// figure under an exclusive flock; a scan of a folder sets it. Little-endian, fixed
-/// size; anything else found there is treated as a fresh ledger (every folder
-/// uncounted), which the next scans fill in.
+/// figure under an exclusive flock (in batches: see ledger_batch); a scan of a
+/// folder sets it. Little-endian, fixed size; anything else found there is treated as
+/// a fresh ledger (every folder uncounted), which the next scans fill in.
 struct ledger_slot {
     std::uint64_t bytes = 0;
     std::int64_t counted_at = 0; ///< seconds since the epoch; 0 = never counted
 };
+using ledger_slots = std::array<ledger_slot, 256>;
 
 inline constexpr char ledger_name[] = ".cc-stats";
 inline constexpr char ledger_magic[8] = {'C', 'C', 'S', 'T', 'A', 'T', 'S', '1'};
@@ -2845,87 +2993,269 @@ inline std::uint64_t get_u64(unsigned char const* p) noexcept {
     return v;
 }
 
+/// A folder's figure is recounted when it was never counted, was counted over an
+/// hour ago, or claims to have been counted in the future (a clock that jumped).
+inline constexpr std::int64_t recount_after_s = 3600; ///< a folder's figure is trusted this long
+inline bool recount_due(std::int64_t counted_at, std::int64_t now) noexcept {
+    return counted_at == 0 || now - counted_at > recount_after_s || counted_at > now + recount_after_s;
+}
+
+/// Reads the ledger file open at `fd` into `slots`. True when it was a whole, sane
+/// ledger; false (slots all zero: a fresh ledger) otherwise.
+inline bool read_ledger(int fd, ledger_slots& slots) noexcept {
+    unsigned char buf[ledger_bytes];
+    ssize_t got;
+    do {
+        got = ::pread(fd, buf, sizeof buf, 0);
+    } while (got < 0 && errno == EINTR);
+    slots = {};
+    if (got != static_cast<ssize_t>(sizeof buf) || std::memcmp(buf, ledger_magic, 8) != 0) return false;
+    for (std::size_t i = 0; i < 256; ++i) {
+        unsigned char const* p = buf + ledger_header + 16 * i;
+        slots[i].bytes = get_u64(p);
+        slots[i].counted_at = static_cast<std::int64_t>(get_u64(p + 8));
+        if (slots[i].bytes > ledger_sane_limit) {
+            slots = {};
+            return false;
+        }
+    }
+    return true;
+}
+
+inline bool pwrite_all(int fd, unsigned char const* p, std::size_t n, std::size_t offset) noexcept {
+    while (n > 0) {
+        ssize_t const r = ::pwrite(fd, p, n, static_cast<off_t>(offset));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return false;
+        p += r;
+        n -= static_cast<std::size_t>(r);
+        offset += static_cast<std::size_t>(r);
+    }
+    return true;
+}
+
+/// Writes the whole ledger (one pwrite of 4 KiB).
+inline bool write_ledger(int fd, ledger_slots const& slots) noexcept {
+    unsigned char buf[ledger_bytes] = {};
+    std::memcpy(buf, ledger_magic, 8);
+    for (std::size_t i = 0; i < 256; ++i) {
+        put_u64(buf + ledger_header + 16 * i, slots[i].bytes);
+        put_u64(buf + ledger_header + 16 * i + 8, static_cast<std::uint64_t>(slots[i].counted_at));
+    }
+    return pwrite_all(fd, buf, sizeof buf, 0);
+}
+
+inline std::uint64_t ledger_total(ledger_slots const& slots) noexcept {
+    std::uint64_t t = 0;
+    for (auto const& s : slots) t += s.bytes;
+    return t;
+}
+
+/// Opens the ledger at `path` (creating it) for reading and writing: never through a
+/// symlink, never blocking on a FIFO (O_NONBLOCK), and only a regular file; its mode
+/// set to `file_mode & ~exact_umask` when that is 0 or more. -1 when it cannot be used
+/// (read-only directory, ...): the caller then does no accounting.
+inline int open_ledger(std::string const& path, unsigned file_mode, int exact_umask, struct stat* st_out = nullptr) noexcept {
+    int fd;
+    do {
+        fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
+                    static_cast<mode_t>(file_mode));
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0) return -1;
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd);
+        return -1;
+    }
+    if (exact_umask >= 0 && (st.st_mode & 07777) != (file_mode & ~static_cast<unsigned>(exact_umask) & 07777))
+        ::fchmod(fd, static_cast<mode_t>(file_mode & ~static_cast<unsigned>(exact_umask)));
+    if (st_out) *st_out = st;
+    return fd;
+}
+
 /// One locked session with the ledger: open (creating it), lock, read; change slots;
-/// write back; the lock goes with the descriptor.
+/// write back; the lock goes with the descriptor. For scans and cleanups, which set
+/// folder figures; stores go through a ledger_batch.
 class ledger {
 public:
-    std::array<ledger_slot, 256> slots{};
+    ledger_slots slots{};
 
-    /// Opens (creating it) and locks the ledger at `path` and reads it. False when it
-    /// cannot be used (read-only directory, ...): the caller then does no accounting.
-    /// O_NONBLOCK: a FIFO planted there must not block; it is refused below.
+    /// Opens, locks and reads the ledger at `path`. False when it cannot be used.
     bool open(std::string const& path, unsigned file_mode, int exact_umask) noexcept {
-        int fd;
-        do {
-            fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
-                        static_cast<mode_t>(file_mode));
-        } while (fd < 0 && errno == EINTR);
-        if (fd < 0) return false;
-        fd_.fd = fd;
-        if (lock_fd(fd, false) != 0) return false;
-        struct stat st {};
-        if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return false;
-        if (exact_umask >= 0 && (st.st_mode & 07777) != (file_mode & ~static_cast<unsigned>(exact_umask) & 07777))
-            ::fchmod(fd, static_cast<mode_t>(file_mode & ~static_cast<unsigned>(exact_umask)));
-        unsigned char buf[ledger_bytes];
-        ssize_t got;
-        do {
-            got = ::pread(fd, buf, sizeof buf, 0);
-        } while (got < 0 && errno == EINTR);
-        fresh_ = true;
-        if (got == static_cast<ssize_t>(sizeof buf) && std::memcmp(buf, ledger_magic, 8) == 0) {
-            fresh_ = false;
-            for (std::size_t i = 0; i < 256; ++i) {
-                unsigned char const* p = buf + ledger_header + 16 * i;
-                slots[i].bytes = get_u64(p);
-                slots[i].counted_at = static_cast<std::int64_t>(get_u64(p + 8));
-                if (slots[i].bytes > ledger_sane_limit) fresh_ = true;
-            }
-            if (fresh_) slots = {};
-        }
+        fd_.fd = open_ledger(path, file_mode, exact_umask);
+        if (!fd_ || lock_fd(fd_.fd, false) != 0) return false;
+        read_ledger(fd_.fd, slots);
         return true;
     }
 
-    /// Writes one slot back (the whole file when it was fresh).
-    void save(unsigned index) noexcept {
-        if (fresh_) return save_all();
-        unsigned char buf[16];
-        put_u64(buf, slots[index].bytes);
-        put_u64(buf + 8, static_cast<std::uint64_t>(slots[index].counted_at));
-        pwrite_all(buf, sizeof buf, ledger_header + 16 * index);
+    void save_all() noexcept { write_ledger(fd_.fd, slots); }
+
+    std::uint64_t total() const noexcept { return ledger_total(slots); }
+
+private:
+    file_descriptor fd_;
+};
+
+/// A store writes its change to the ledger after at most this many changes...
+inline constexpr unsigned ledger_batch_changes = 64;
+/// ...or once its oldest unwritten change is this old (a second; checked at changes)...
+inline constexpr std::int64_t ledger_batch_age_ns = 1000000000;
+/// ...or once the unwritten bytes reach this share of the size limit (1/64).
+inline constexpr unsigned ledger_batch_limit_shift = 6;
+
+/// One storage object's side of the ledger (shared by its copies and threads): the
+/// ledger's descriptor, kept open, and the per-folder changes of its stores and
+/// removals not yet written. Writing a change costs an flock, a pread and a pwrite
+/// (and an lstat to notice a ledger removed or replaced), so it is done for a batch:
+/// add() says when to write (flush()), and the destructor writes what is left.
+///
+/// What a batch changes for others: another process sees this one's changes up to a
+/// batch late, so the cache may overrun its limit by what the other processes have
+/// stored but not yet written — at most 64 entries, 1/64 of the limit, or a second's
+/// stores each. This process itself always decides on its own unwritten changes plus
+/// the total it last read. Changes are deltas, added under the lock, so nothing is
+/// lost between processes; a process killed before writing its batch leaves its
+/// folders' figures short, which the hourly recount of each folder corrects.
+class ledger_batch {
+public:
+    ledger_batch(std::string path, unsigned file_mode, int exact_umask)
+        : path_(std::move(path)), file_mode_(file_mode), umask_(exact_umask), generation_(fork_generation()) {}
+    ledger_batch(ledger_batch const&) = delete;
+    ledger_batch& operator=(ledger_batch const&) = delete;
+    ~ledger_batch() { flush(now_s()); }
+
+    /// Notes that `folder` gained `added` bytes and lost `removed`. True when the
+    /// caller should flush() now: the batch is full or old, the folder is due for a
+    /// recount, the cache may be over `max_size` (0: none), or this object has not
+    /// read the ledger yet.
+    bool add(unsigned folder, std::uint64_t added, std::uint64_t removed, std::uint64_t max_size,
+             std::int64_t now_nanoseconds) noexcept {
+        std::int64_t const now = now_nanoseconds / 1000000000;
+        std::lock_guard<std::mutex> const lock(mutex_);
+        if_forked_start_afresh();
+        folder &= 0xff;
+        delta_[folder] += static_cast<std::int64_t>(added) - static_cast<std::int64_t>(removed);
+        touched_.set(folder);
+        if (changes_++ == 0) first_change_ns_ = now_nanoseconds;
+        added_ += added;
+        removed_ += removed;
+        if (!known_ || changes_ >= ledger_batch_changes || now_nanoseconds - first_change_ns_ >= ledger_batch_age_ns ||
+            now_nanoseconds < first_change_ns_ || recount_due(counted_at_[folder], now))
+            return true;
+        if (max_size == 0) return false;
+        if (added_ >= (max_size >> ledger_batch_limit_shift)) return true;
+        std::uint64_t const estimate = last_total_ + added_ >= removed_ ? last_total_ + added_ - removed_ : 0;
+        return estimate > max_size;
     }
 
-    void save_all() noexcept {
-        unsigned char buf[ledger_bytes] = {};
-        std::memcpy(buf, ledger_magic, 8);
-        for (std::size_t i = 0; i < 256; ++i) {
-            put_u64(buf + ledger_header + 16 * i, slots[i].bytes);
-            put_u64(buf + ledger_header + 16 * i + 8, static_cast<std::uint64_t>(slots[i].counted_at));
+    struct flushed {
+        bool ok = false;           ///< the ledger was read (and written when there were changes)
+        std::uint64_t total = 0;   ///< its total afterwards
+        std::bitset<256> due;      ///< folders this batch changed that are due for a recount
+    };
+
+    /// Adds the unwritten changes to the ledger under its lock (reading it in any
+    /// case). Changes that cannot be written (no usable ledger) are dropped.
+    flushed flush(std::int64_t now) noexcept {
+        std::lock_guard<std::mutex> const lock(mutex_);
+        if_forked_start_afresh();
+        flushed out;
+        bool const changed = changes_ > 0;
+        std::bitset<256> const touched = touched_;
+        std::array<std::int64_t, 256> const delta = delta_;
+        clear_changes();
+        if (!current_descriptor() || lock_fd(fd_.fd, false) != 0) return out;
+        ledger_slots slots;
+        read_ledger(fd_.fd, slots); // a fresh ledger reads as zeros: the recounts fill it in
+        bool written = true;
+        if (changed) {
+            for (unsigned f = 0; f < 256; ++f) {
+                if (!touched[f]) continue;
+                std::int64_t const d = delta[f];
+                std::uint64_t const down = d < 0 ? static_cast<std::uint64_t>(-(d + 1)) + 1 : 0;
+                slots[f].bytes = d >= 0 ? slots[f].bytes + static_cast<std::uint64_t>(d)
+                                        : (slots[f].bytes >= down ? slots[f].bytes - down : 0);
+                if (recount_due(slots[f].counted_at, now)) out.due.set(f);
+            }
+            written = write_ledger(fd_.fd, slots);
         }
-        if (pwrite_all(buf, sizeof buf, 0)) fresh_ = false;
+        ::flock(fd_.fd, LOCK_UN);
+        if (!written) return out;
+        for (unsigned f = 0; f < 256; ++f) counted_at_[f] = slots[f].counted_at;
+        out.total = last_total_ = ledger_total(slots);
+        known_ = true;
+        out.ok = true;
+        return out;
     }
 
-    std::uint64_t total() const noexcept {
-        std::uint64_t t = 0;
-        for (auto const& s : slots) t += s.bytes;
-        return t;
+    /// After a recount wrote folder figures: what the ledger now says.
+    void counted(std::bitset<256> const& folders, std::int64_t now, std::uint64_t total) noexcept {
+        std::lock_guard<std::mutex> const lock(mutex_);
+        for (unsigned f = 0; f < 256; ++f)
+            if (folders[f]) counted_at_[f] = now;
+        last_total_ = total;
+    }
+
+    bool has_changes() noexcept {
+        std::lock_guard<std::mutex> const lock(mutex_);
+        if_forked_start_afresh();
+        return changes_ > 0;
     }
 
 private:
-    bool pwrite_all(unsigned char const* p, std::size_t n, std::size_t offset) noexcept {
-        while (n > 0) {
-            ssize_t const r = ::pwrite(fd_.fd, p, n, static_cast<off_t>(offset));
-            if (r < 0 && errno == EINTR) continue;
-            if (r <= 0) return false;
-            p += r;
-            n -= static_cast<std::size_t>(r);
-            offset += static_cast<std::size_t>(r);
+    void clear_changes() noexcept {
+        delta_ = {};
+        touched_.reset();
+        changes_ = 0;
+        added_ = removed_ = 0;
+    }
+
+    /// In a forked child the changes are the parent's (it writes them) and the
+    /// descriptor shares the parent's lock: drop both. close() here leaves the
+    /// parent's lock alone, since the parent still has the description open.
+    void if_forked_start_afresh() noexcept {
+        unsigned const generation = fork_generation();
+        if (generation == generation_) return;
+        generation_ = generation;
+        clear_changes();
+        if (fd_.fd >= 0) ::close(fd_.fd);
+        fd_.fd = -1;
+        known_ = false;
+    }
+
+    /// The descriptor of the ledger now at path_: the one kept, unless the file was
+    /// removed or replaced since (then it is opened again, created if need be).
+    bool current_descriptor() noexcept {
+        if (fd_) {
+            struct stat st {};
+            if (::lstat(path_.c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_) return true;
+            ::close(fd_.fd);
+            fd_.fd = -1;
         }
+        struct stat st {};
+        fd_.fd = open_ledger(path_, file_mode_, umask_, &st);
+        if (!fd_) return false;
+        dev_ = st.st_dev;
+        ino_ = st.st_ino;
         return true;
     }
 
+    std::mutex mutex_;
+    std::string const path_;
+    unsigned const file_mode_;
+    int const umask_;
+    unsigned generation_;
     file_descriptor fd_;
-    bool fresh_ = true;
+    dev_t dev_ = 0;
+    ino_t ino_ = 0;
+    std::array<std::int64_t, 256> delta_{};
+    std::bitset<256> touched_;
+    unsigned changes_ = 0;
+    std::int64_t first_change_ns_ = 0;
+    std::uint64_t added_ = 0, removed_ = 0;
+    bool known_ = false; ///< the ledger was read at least once (in this process)
+    std::uint64_t last_total_ = 0;
+    std::array<std::int64_t, 256> counted_at_{};
 };
 
 } // namespace compile_cache::detail::directory_storage_impl
@@ -2949,7 +3279,6 @@ private:
 namespace compile_cache::detail::directory_storage_impl {
 
 inline constexpr std::int64_t temp_stale_after_ns = std::int64_t{3600} * 1000000000; ///< one hour
-inline constexpr std::int64_t recount_after_s = 3600; ///< a folder's figure is trusted this long
 inline constexpr std::int64_t no_cutoff = std::numeric_limits<std::int64_t>::min();
 
 /// What one look at one fan-out folder found and did.
@@ -3213,16 +3542,198 @@ private:
 
 } // namespace compile_cache::detail::directory_storage_impl
 // ---- end compile_cache/storage/detail/directory_cleanup.hpp
+// ---- begin compile_cache/storage/detail/directory_counters.hpp
+// compile_cache: the cumulative counters a cache directory keeps for its hosts, so
+// that `compile-cache stats DIR` can say what every process that used it did.
+//
+// `DIR/.cc-counters/` holds 16 shard files (`0` ... `f`), text, one `name value` line
+// per counter. A process adds what it counted (a delta) to the shard its pid picks,
+// when its cache is destroyed or flushed: never on a hit or a store, so the hot paths
+// take no lock and make no call for it. The update is a read, add and replace under an
+// exclusive flock on the shard's lock file (`N.lock`): the new content goes to `N.new`
+// and is renamed over `N`, so a process killed at any moment leaves the old figures
+// or the new ones, never a torn file, and a reader needs no lock. Sixteen shards keep
+// processes that exit together from queueing on one lock.
+//
+// The figures are for display only: a file someone else wrote is parsed with bounds
+// (64 KiB at most, malformed lines skipped) and can mislead a reader but do nothing
+// else. Two lines are gauges, not sums: `max-size` (the size limit of the latest
+// writer) and `updated-s` (when it wrote, seconds since the epoch).
 
-#include <boost/uuid/entropy_error.hpp>
-#include <boost/uuid/random_generator.hpp>
-#include <boost/uuid/uuid.hpp>
-#include <boost/uuid/uuid_io.hpp>
 
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace compile_cache::detail::directory_storage_impl {
+
+inline constexpr char counters_folder[] = ".cc-counters";
+inline constexpr unsigned counter_shards = 16;
+inline constexpr std::size_t counters_max_file = 64u << 10;
+inline constexpr std::string_view gauge_max_size = "max-size";
+inline constexpr std::string_view gauge_updated_s = "updated-s";
+
+inline bool is_gauge(std::string_view name) noexcept { return name == gauge_max_size || name == gauge_updated_s; }
+
+/// A counter name as written: letters, digits, '.', '-' and '_', at most 64 of them,
+/// so that a line always parses back as it was written.
+inline bool is_counter_name(std::string_view name) noexcept {
+    if (name.empty() || name.size() > 64) return false;
+    for (char c : name)
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+              c == '_'))
+            return false;
+    return true;
+}
+
+/// Parses `name value` lines; anything else is skipped.
+inline std::map<std::string, std::uint64_t> parse_counters(std::string_view text) {
+    std::map<std::string, std::uint64_t> out;
+    while (!text.empty()) {
+        std::size_t const eol = text.find('\n');
+        std::string_view line = text.substr(0, eol);
+        text = eol == std::string_view::npos ? std::string_view{} : text.substr(eol + 1);
+        std::size_t const space = line.find(' ');
+        if (space == std::string_view::npos) continue;
+        std::string_view const name = line.substr(0, space), digits = line.substr(space + 1);
+        if (!is_counter_name(name) || digits.empty() || digits.size() > 20) continue;
+        std::uint64_t v = 0;
+        bool ok = true;
+        for (char c : digits) {
+            if (c < '0' || c > '9' || v > (std::numeric_limits<std::uint64_t>::max() - static_cast<unsigned>(c - '0')) / 10) {
+                ok = false;
+                break;
+            }
+            v = v * 10 + static_cast<unsigned>(c - '0');
+        }
+        if (ok) out[std::string(name)] = v;
+    }
+    return out;
+}
+
+/// Reads a whole small file without following a symlink; empty when it is absent,
+/// not a regular file, or larger than counters_max_file.
+inline std::string read_small_file(int dir_fd, char const* name) {
+    std::string text;
+    int const fd = ::openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return text;
+    file_descriptor const guard{fd};
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 0 ||
+        static_cast<std::uintmax_t>(st.st_size) > counters_max_file)
+        return text;
+    text.resize(static_cast<std::size_t>(st.st_size));
+    std::size_t got = 0;
+    while (got < text.size()) {
+        ssize_t const r = ::read(fd, &text[got], text.size() - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += static_cast<std::size_t>(r);
+    }
+    text.resize(got);
+    return text;
+}
+
+inline int open_counters_folder(std::string const& directory, unsigned directory_mode, int exact_umask, bool create) {
+    std::string path = directory + "/" + counters_folder;
+    if (create) {
+        bool created = false;
+        if (make_directories(path, directory_mode, exact_umask, created) != 0) return -1;
+    }
+    int fd;
+    do {
+        fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    } while (fd < 0 && errno == EINTR);
+    return fd;
+}
+
+/// Adds `delta` to the shard of this process; sets the gauges. Returns 0 or errno.
+inline int add_counters(std::string const& directory, std::vector<std::pair<std::string, std::uint64_t>> const& delta,
+                        std::uint64_t max_size, unsigned file_mode, unsigned directory_mode, int exact_umask) {
+    int const dir_fd = open_counters_folder(directory, directory_mode, exact_umask, true);
+    if (dir_fd < 0) return errno;
+    file_descriptor const dir_guard{dir_fd};
+    static constexpr char digits[] = "0123456789abcdef";
+    unsigned const shard = static_cast<unsigned>(::getpid()) % counter_shards;
+    std::string const name(1, digits[shard]);
+    std::string const lock_name = name + ".lock", new_name = name + ".new";
+    auto const mode = static_cast<mode_t>(exact_umask >= 0 ? file_mode & ~static_cast<unsigned>(exact_umask) : file_mode);
+
+    int const lock = ::openat(dir_fd, lock_name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (lock < 0) return errno;
+    file_descriptor const lock_guard{lock};
+    if (int const e = lock_fd(lock, false)) return e;
+
+    std::map<std::string, std::uint64_t> totals = parse_counters(read_small_file(dir_fd, name.c_str()));
+    for (auto const& [counter, n] : delta) {
+        if (!is_counter_name(counter) || is_gauge(counter)) continue;
+        std::uint64_t& t = totals[counter];
+        t = n > std::numeric_limits<std::uint64_t>::max() - t ? std::numeric_limits<std::uint64_t>::max() : t + n;
+    }
+    totals[std::string(gauge_max_size)] = max_size;
+    totals[std::string(gauge_updated_s)] = static_cast<std::uint64_t>(now_s());
+    std::string text;
+    for (auto const& [counter, n] : totals) text += counter + " " + std::to_string(n) + "\n";
+
+    int const out = ::openat(dir_fd, new_name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (out < 0) return errno;
+    {
+        file_descriptor const out_guard{out};
+        if (exact_umask >= 0) ::fchmod(out, mode);
+        if (int const e = write_all(out, text.data(), text.size())) return e;
+    }
+    return ::renameat(dir_fd, new_name.c_str(), dir_fd, name.c_str()) == 0 ? 0 : errno;
+}
+
+/// The sum of every shard; the gauges from the shard written last.
+inline std::map<std::string, std::uint64_t> read_counters(std::string const& directory) {
+    std::map<std::string, std::uint64_t> sum;
+    int const dir_fd = open_counters_folder(directory, 0, -1, false);
+    if (dir_fd < 0) return sum;
+    file_descriptor const guard{dir_fd};
+    static constexpr char digits[] = "0123456789abcdef";
+    std::uint64_t latest = 0;
+    bool any = false;
+    for (unsigned shard = 0; shard < counter_shards; ++shard) {
+        char const name[2] = {digits[shard], '\0'};
+        std::map<std::string, std::uint64_t> const shard_counters = parse_counters(read_small_file(dir_fd, name));
+        if (shard_counters.empty()) continue;
+        auto const updated = shard_counters.find(std::string(gauge_updated_s));
+        std::uint64_t const when = updated == shard_counters.end() ? 0 : updated->second;
+        bool const newest = !any || when >= latest;
+        any = true;
+        if (newest) latest = when;
+        for (auto const& [counter, n] : shard_counters) {
+            if (is_gauge(counter)) {
+                if (newest) sum[counter] = n;
+                continue;
+            }
+            std::uint64_t& t = sum[counter];
+            t = n > std::numeric_limits<std::uint64_t>::max() - t ? std::numeric_limits<std::uint64_t>::max() : t + n;
+        }
+    }
+    return sum;
+}
+
+} // namespace compile_cache::detail::directory_storage_impl
+// ---- end compile_cache/storage/detail/directory_counters.hpp
+
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -3232,6 +3743,7 @@ private:
 #include <system_error>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -3423,12 +3935,6 @@ struct directory_counters {
 
 namespace detail::directory_storage_impl {
 
-/// One random UUID per temp file; one generator per thread, so no locking.
-inline boost::uuids::uuid random_uuid() {
-    thread_local boost::uuids::random_generator generator;
-    return generator();
-}
-
 /// For tests: when set, the next temp file this thread creates is named
 /// `.tmp-<this>` instead of a random name (once; then it is reset).
 inline thread_local char const* next_temp_suffix_for_testing = nullptr;
@@ -3439,30 +3945,46 @@ inline constexpr std::size_t cleanup_budget = 4096;
 
 /// State shared by a storage object and its copies.
 struct shared_state {
+    shared_state(std::string const& ledger_path, unsigned file_mode, int exact_umask)
+        : ledger(ledger_path, file_mode, exact_umask) {}
     cleanup_state cleanup;
+    ledger_batch ledger;
+    /// Set once renameat2(RENAME_NOREPLACE) is found unsupported here.
+    std::atomic<bool> no_rename_noreplace{false};
 };
+
+/// The path of the entry a read opens, built in a buffer each thread reuses.
+inline std::string& read_path_buffer() {
+    thread_local std::string path;
+    return path;
+}
 
 } // namespace detail::directory_storage_impl
 
 /// Entries as files under a directory: `DIR/ab/abcdef...`, where the file name is
 /// the key's full lower-case hex and `ab` its first two digits (256 fan-out folders,
 /// so that no folder grows huge). Temp files are `.tmp-<uuid>` in the same folder and
-/// never match an entry name. `DIR/.cc-stats` holds the size ledger.
+/// never match an entry name (`.tmp-` and 32 random hex digits). `DIR/.cc-stats` holds
+/// the size ledger.
 ///
 /// - `write` creates the folders on first use, writes a fresh temp file created
 ///   exclusively (never following a symlink), syncs it as `durability` says, and
 ///   renames it over the entry: a reader sees the old entry or the new one, never a
-///   part. On failure the temp file is removed and the error returned. It then adds
-///   the entry to its folder's figure in the ledger, recounts that folder when its
-///   figure is over an hour old (sweeping temp files older than an hour), and, when
-///   the ledger says the cache is over `max_size`, does one step of bounded cleanup
-///   (see cleanup_state). Accounting and cleanup never fail a store.
+///   part (a new key is one renameat2(RENAME_NOREPLACE); an existing one is lstat-ed
+///   first, for what it counted for). On failure the temp file is removed and the
+///   error returned. It then adds the entry to its folder's figure in the ledger —
+///   in batches (see ledger_batch: at most 64 changes, a second, or 1/64 of the limit
+///   late) — recounts that folder when its figure is over an hour old (sweeping temp
+///   files older than an hour), and, when the cache may be over `max_size`, writes
+///   its batch and, if the ledger says so, does one step of bounded cleanup (see
+///   cleanup_state). Accounting and cleanup never fail a store. The last copy of a
+///   storage object writes what is left of its batch when it is destroyed.
 /// - `read` opens the entry without following a symlink, takes the size from the open
 ///   file, and refuses anything that is not a regular file (`error`), that it does not
 ///   trust (`error`, directory_errc: see `sharing`), or that is larger than
 ///   `max_size` (`too_large`, nothing read). A missing entry or fan-out folder is
 ///   `absent`. `out` holds the bytes when `found` and is left empty otherwise. A hit
-///   on an entry last used over a minute ago sets its mtime (its use time) to now.
+///   on an entry last used over an hour ago sets its mtime (its use time) to now.
 /// - `remove` unlinks the entry; an absent entry is not an error.
 /// - `prune()` does a whole cleanup now; `clear()` removes every entry and temp file.
 ///
@@ -3480,7 +4002,8 @@ public:
         if (!directory_.empty()) {
             ledger_path_ = directory_ + (directory_.back() == '/' ? "" : "/") +
                            detail::directory_storage_impl::ledger_name;
-            state_ = std::make_shared<detail::directory_storage_impl::shared_state>();
+            state_ = std::make_shared<detail::directory_storage_impl::shared_state>(ledger_path_, options_.file_mode,
+                                                                                   options_.umask);
         }
     }
 
@@ -3493,22 +4016,22 @@ public:
     std::string entry_path(key const& k) const {
         std::string path;
         if (directory_.empty() || k.empty()) return path;
-        std::string const hex = k.hex();
-        path.reserve(directory_.size() + 4 + hex.size());
-        path += directory_;
-        if (path.back() != '/') path += '/';
-        path.append(hex, 0, 2);
-        path += '/';
-        path += hex;
+        detail::directory_storage_impl::append_entry_path(path, directory_, k);
         return path;
     }
 
     read_result read(key const& k, std::string& out, std::size_t max_size) noexcept {
         namespace impl = detail::directory_storage_impl;
-        out.clear();
-        if (directory_.empty() || k.empty()) return {read_status::absent, {}};
+        // `out` is cleared on every path but a hit, where it is resized to the entry:
+        // its old bytes spare that resize the zero-fill of what read() overwrites.
+        if (directory_.empty() || k.empty()) {
+            out.clear();
+            return {read_status::absent, {}};
+        }
         try {
-            std::string const path = entry_path(k);
+            std::string& path = impl::read_path_buffer();
+            path.clear();
+            impl::append_entry_path(path, directory_, k);
             int fd;
             do {
                 // O_NONBLOCK: a FIFO planted at the path must not block the open; it
@@ -3517,18 +4040,23 @@ public:
             } while (fd < 0 && errno == EINTR);
             if (fd < 0) {
                 int const e = errno;
+                out.clear();
                 if (e == ENOENT || e == ENOTDIR) return {read_status::absent, {}};
                 return {read_status::error, impl::errno_code(e)};
             }
             impl::file_descriptor const guard{fd};
 
             struct stat st;
-            if (::fstat(fd, &st) != 0) return {read_status::error, impl::errno_code(errno)};
-            if (S_ISDIR(st.st_mode)) return {read_status::error, impl::errno_code(EISDIR)};
-            if (!S_ISREG(st.st_mode)) return {read_status::error, impl::errno_code(EINVAL)};
-            if (std::error_code const untrusted = trust(st)) return {read_status::error, untrusted};
-            if (st.st_size < 0) return {read_status::error, impl::errno_code(EIO)};
-            if (static_cast<std::uintmax_t>(st.st_size) > max_size) return {read_status::too_large, {}};
+            auto refused = [&out](read_status status, std::error_code ec) -> read_result {
+                out.clear();
+                return {status, ec};
+            };
+            if (::fstat(fd, &st) != 0) return refused(read_status::error, impl::errno_code(errno));
+            if (S_ISDIR(st.st_mode)) return refused(read_status::error, impl::errno_code(EISDIR));
+            if (!S_ISREG(st.st_mode)) return refused(read_status::error, impl::errno_code(EINVAL));
+            if (std::error_code const untrusted = trust(st)) return refused(read_status::error, untrusted);
+            if (st.st_size < 0) return refused(read_status::error, impl::errno_code(EIO));
+            if (static_cast<std::uintmax_t>(st.st_size) > max_size) return refused(read_status::too_large, {});
 
             auto const size = static_cast<std::size_t>(st.st_size);
             out.resize(size);
@@ -3545,8 +4073,11 @@ public:
                 got += static_cast<std::size_t>(r);
             }
             out.resize(got);
-            // The use time, for eviction: refreshed at most once a minute per entry, so
-            // a hot entry costs no system call beyond the open, fstat, read and close.
+            // The use time, for eviction: refreshed at most once an hour per entry, so
+            // a hit costs no system call beyond the open, fstat, read and close unless
+            // the entry was last used over an hour ago. LRU order at an hour's
+            // resolution is enough to pick what to evict; a finer clock made every
+            // first hit after a minute dirty an inode (and, on ext4, a journal block).
             if (impl::now_s() - static_cast<std::int64_t>(st.st_mtime) >= refresh_after_s) ::futimens(fd, nullptr);
             return {read_status::found, {}};
         } catch (std::bad_alloc const&) {
@@ -3563,21 +4094,21 @@ public:
         if (directory_.empty() || k.empty()) return std::make_error_code(std::errc::invalid_argument);
         try {
             std::string const entry = entry_path(k);
-            std::string folder = entry.substr(0, entry.rfind('/'));
+            std::size_t const folder_size = entry.rfind('/');
+            std::string folder = entry.substr(0, folder_size);
             std::string temp;
             bool created_folders = false;
             int fd = -1;
             // A name that exists already (a symlink planted at a guessed temp name, say)
             // is never opened: another random name is tried.
             for (int attempt = 0; attempt < 4 && fd < 0; ++attempt) {
-                temp = folder;
-                temp += '/';
+                temp.assign(entry, 0, folder_size + 1);
                 temp += impl::temp_prefix;
                 if (char const* forced = impl::next_temp_suffix_for_testing) {
                     impl::next_temp_suffix_for_testing = nullptr;
                     temp += forced;
                 } else {
-                    temp += boost::uuids::to_string(impl::random_uuid());
+                    impl::append_temp_name(temp);
                 }
                 fd = impl::open_exclusive(temp, options_.file_mode);
                 if (fd < 0 && errno == ENOENT && !created_folders) { // first store in this folder
@@ -3600,25 +4131,32 @@ public:
                 if (int const e = impl::fsync_fd(fd)) return impl::errno_code(e);
             if (int const e = file.close()) return impl::errno_code(e);
 
-            // What the entry being replaced counted for, so that the ledger stays right.
-            struct stat old {};
+            // A new key (the usual store) is one call that cannot replace anything, so
+            // the ledger needs no lstat; an existing entry is lstat-ed for what it
+            // counted for, then replaced.
             std::uint64_t old_bytes = 0;
-            if (::lstat(entry.c_str(), &old) == 0 && S_ISREG(old.st_mode))
-                old_bytes = impl::accounted_size(static_cast<std::uint64_t>(old.st_size));
-            if (::rename(temp.c_str(), entry.c_str()) != 0) return impl::errno_code(errno);
+            int renamed = ENOSYS;
+            if (!state_->no_rename_noreplace.load(std::memory_order_relaxed)) {
+                renamed = impl::rename_no_replace(temp.c_str(), entry.c_str());
+                if (renamed == ENOSYS || renamed == EINVAL) state_->no_rename_noreplace.store(true);
+            }
+            if (renamed != 0) {
+                if (renamed != EEXIST && renamed != ENOSYS && renamed != EINVAL) return impl::errno_code(renamed);
+                struct stat old {};
+                if (::lstat(entry.c_str(), &old) == 0 && S_ISREG(old.st_mode))
+                    old_bytes = impl::accounted_size(static_cast<std::uint64_t>(old.st_size));
+                if (::rename(temp.c_str(), entry.c_str()) != 0) return impl::errno_code(errno);
+            }
             file.committed = true;
             if (options_.sync == durability::full) {
                 if (int const e = impl::fsync_directory(folder.c_str())) return impl::errno_code(e);
                 if (created_folders)
                     if (int const e = impl::fsync_directory(directory_.c_str())) return impl::errno_code(e);
             }
-            after_store(k.data()[0], impl::accounted_size(bytes.size()), old_bytes);
+            after_change(k.data()[0], impl::accounted_size(bytes.size()), old_bytes, true);
             return {};
         } catch (std::bad_alloc const&) {
             return std::make_error_code(std::errc::not_enough_memory);
-        } catch (boost::uuids::entropy_error const& e) {
-            auto const code = static_cast<int>(e.errcode());
-            return code != 0 ? impl::errno_code(code) : std::make_error_code(std::errc::io_error);
         } catch (...) {
             return std::make_error_code(std::errc::io_error);
         }
@@ -3632,7 +4170,8 @@ public:
             struct stat st {};
             bool const counted = ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
             if (::unlink(path.c_str()) == 0) {
-                if (counted) add_to_ledger(k.data()[0], 0, impl::accounted_size(static_cast<std::uint64_t>(st.st_size)));
+                if (counted)
+                    after_change(k.data()[0], 0, impl::accounted_size(static_cast<std::uint64_t>(st.st_size)), false);
                 return {};
             }
             int const e = errno;
@@ -3645,6 +4184,38 @@ public:
         }
     }
 
+    /// Adds a cache's counters (statistics_snapshot::counters(), as deltas since its
+    /// last call) to the cumulative ones kept in `DIR/.cc-counters/`, and records this
+    /// storage's size limit: see storage/detail/directory_counters.hpp. basic_cache
+    /// calls it when it is destroyed or flushed, never on a hit or a store. Counters
+    /// that are all zero write nothing.
+    std::error_code record_counters(std::vector<std::pair<std::string, std::uint64_t>> const& delta) noexcept {
+        if (directory_.empty()) return {};
+        bool any = false;
+        for (auto const& counter : delta) any = any || counter.second != 0;
+        if (!any) return {};
+        try {
+            int const e = detail::directory_storage_impl::add_counters(directory_, delta, options_.max_size,
+                                                                       options_.file_mode, options_.directory_mode,
+                                                                       options_.umask);
+            return e == 0 ? std::error_code{} : detail::directory_storage_impl::errno_code(e);
+        } catch (...) {
+            return std::make_error_code(std::errc::not_enough_memory);
+        }
+    }
+
+    /// The counters every cache using this directory recorded, summed: `hits`,
+    /// `misses.absent`, ..., `stores`, and the gauges `max-size` (the size limit of
+    /// the latest writer) and `updated-s`. Empty when none were recorded (or on error).
+    std::map<std::string, std::uint64_t> recorded_counters() const noexcept {
+        if (directory_.empty()) return {};
+        try {
+            return detail::directory_storage_impl::read_counters(directory_);
+        } catch (...) {
+            return {};
+        }
+    }
+
     /// A whole cleanup now, whatever the cache's size: recounts every folder
     /// (correcting the ledger), removes temp files older than an hour, and, when the
     /// cache is over `max_size`, evicts least recently used entries until it is under
@@ -3653,6 +4224,7 @@ public:
         namespace impl = detail::directory_storage_impl;
         cleanup_result r;
         if (directory_.empty()) return r;
+        state_->ledger.flush(impl::now_s()); // this object's changes, before the recount replaces the figures
         impl::file_descriptor root{impl::open_root(directory_)};
         if (!root) {
             if (errno != ENOENT) r.error = impl::errno_code(errno);
@@ -3682,6 +4254,7 @@ public:
         namespace impl = detail::directory_storage_impl;
         cleanup_result r;
         if (directory_.empty()) return r;
+        state_->ledger.flush(impl::now_s()); // this object's changes, before the figures are reset
         impl::file_descriptor root{impl::open_root(directory_)};
         if (!root) {
             if (errno != ENOENT) r.error = impl::errno_code(errno);
@@ -3711,11 +4284,18 @@ public:
         return r;
     }
 
-    /// What the ledger says the entries count for (whole 4 KiB blocks each): exact
-    /// after prune() or clear() with no store running meanwhile, otherwise an estimate
-    /// that the hourly recount of each folder keeps close. 0 when there is no ledger.
+    /// What the ledger says the entries count for (whole 4 KiB blocks each), after
+    /// this object's unwritten changes are written to it (and the folders they touched
+    /// recounted, when due): exact after prune() or clear() with no store running
+    /// meanwhile, otherwise an estimate that the hourly recount of each folder keeps
+    /// close. 0 when there is no ledger.
     std::uint64_t accounted_size() const noexcept {
-        if (directory_.empty() || ::access(ledger_path_.c_str(), F_OK) != 0) return 0;
+        if (directory_.empty()) return 0;
+        if (state_->ledger.has_changes()) {
+            std::uint64_t total = 0;
+            flush_ledger(detail::directory_storage_impl::now_s(), total);
+        }
+        if (::access(ledger_path_.c_str(), F_OK) != 0) return 0;
         detail::directory_storage_impl::ledger l;
         if (!l.open(ledger_path_, options_.file_mode, options_.umask)) return 0;
         return l.total();
@@ -3733,7 +4313,7 @@ public:
     }
 
     /// A hit refreshes an entry's use time when it is at least this old (seconds).
-    static constexpr std::int64_t refresh_after_s = 60;
+    static constexpr std::int64_t refresh_after_s = 3600;
 
 private:
     std::error_code trust(struct stat const& st) const noexcept {
@@ -3744,50 +4324,54 @@ private:
         return {};
     }
 
-    /// Adds `added - removed` to `folder`'s figure in the ledger. False when the
-    /// ledger cannot be used; otherwise gives the new total and whether the folder's
-    /// figure is due for a recount (never counted, or counted over an hour ago).
-    bool add_to_ledger(unsigned folder, std::uint64_t added, std::uint64_t removed, std::uint64_t* total = nullptr,
-                       bool* recount = nullptr) noexcept {
+    /// Notes a change of `folder`'s figure in this object's ledger batch, and writes
+    /// the batch when it says so; then, after a store (`may_clean`), when the ledger's
+    /// total is over the limit, does one step of bounded cleanup.
+    void after_change(unsigned folder, std::uint64_t added, std::uint64_t removed, bool may_clean) noexcept {
         namespace impl = detail::directory_storage_impl;
-        impl::ledger l;
-        if (!l.open(ledger_path_, options_.file_mode, options_.umask)) return false;
-        auto& slot = l.slots[folder & 0xff];
-        slot.bytes = slot.bytes + added >= removed ? slot.bytes + added - removed : 0;
-        std::int64_t const now = impl::now_s();
-        if (recount)
-            *recount = slot.counted_at == 0 || now - slot.counted_at > impl::recount_after_s ||
-                       slot.counted_at > now + impl::recount_after_s;
-        l.save(folder & 0xff);
-        if (total) *total = l.total();
-        return true;
-    }
-
-    void after_store(unsigned folder, std::uint64_t added, std::uint64_t replaced) noexcept {
-        namespace impl = detail::directory_storage_impl;
+        std::int64_t const now = impl::now_ns();
+        if (!state_->ledger.add(folder, added, removed, options_.max_size, now)) return;
         std::uint64_t total = 0;
-        bool recount = false;
-        if (!add_to_ledger(folder, added, replaced, &total, &recount)) return;
-        if (!recount && (options_.max_size == 0 || total <= options_.max_size)) return;
+        if (!flush_ledger(now / 1000000000, total)) return;
+        if (!may_clean || options_.max_size == 0 || total <= options_.max_size) return;
         impl::file_descriptor root{impl::open_root(directory_)};
         if (!root) return;
-        if (recount) {
-            impl::folder_scan const fs = impl::scan_folder(root.fd, folder & 0xff, impl::now_ns() - impl::temp_stale_after_ns,
-                                                           impl::no_cutoff, impl::no_entry_callback{});
-            state_->cleanup.temps_removed += fs.temps_removed;
-            try {
-                total = impl::set_folder_counts(ledger_path_, options_.file_mode, options_.umask,
-                                                {{folder & 0xff, fs.bytes}}, impl::now_s());
-            } catch (...) {
-                return;
-            }
-        }
-        if (options_.max_size == 0 || total <= options_.max_size) return;
         // One step of bounded work; skipped while another thread or process cleans.
         std::unique_lock<std::mutex> lock(state_->cleanup.mutex, std::try_to_lock);
         if (!lock.owns_lock() || impl::lock_fd(root.fd, true) != 0) return;
         state_->cleanup.step(root.fd, ledger_path_, options_.file_mode, options_.umask, options_.max_size,
                              impl::cleanup_budget);
+    }
+
+    /// Writes this object's ledger batch, then recounts the folders it changed whose
+    /// figures are over an hour old (sweeping their temp files older than an hour).
+    /// False when the ledger cannot be used; otherwise `total` is its total.
+    bool flush_ledger(std::int64_t now, std::uint64_t& total) const noexcept {
+        namespace impl = detail::directory_storage_impl;
+        impl::ledger_batch::flushed const f = state_->ledger.flush(now);
+        if (!f.ok) return false;
+        total = f.total;
+        if (f.due.none()) return true;
+        impl::file_descriptor root{impl::open_root(directory_)};
+        if (!root) return true;
+        try {
+            std::vector<std::pair<unsigned, std::uint64_t>> counted;
+            for (unsigned folder = 0; folder < 256; ++folder) {
+                if (!f.due[folder]) continue;
+                impl::folder_scan const fs = impl::scan_folder(root.fd, folder, impl::now_ns() - impl::temp_stale_after_ns,
+                                                               impl::no_cutoff, impl::no_entry_callback{});
+                state_->cleanup.temps_removed += fs.temps_removed;
+                counted.emplace_back(folder, fs.bytes);
+            }
+            std::int64_t const counted_at = impl::now_s();
+            std::uint64_t const t = impl::set_folder_counts(ledger_path_, options_.file_mode, options_.umask, counted,
+                                                            counted_at);
+            if (t == std::numeric_limits<std::uint64_t>::max()) return false;
+            total = t;
+            state_->ledger.counted(f.due, counted_at, total);
+        } catch (...) {
+        }
+        return true;
     }
 
     std::string directory_;
@@ -3948,7 +4532,7 @@ static_assert(compile_cache::check_storage<compile_cache::null_storage>::value);
 // lengths bounded, before a single byte reaches a deserializer: Boost trusts its
 // input, and a small corrupt archive can make it allocate gigabytes.
 //
-// Layout, envelope version 2 (integers little-endian):
+// Layout, envelope version 3 (integers little-endian):
 //   magic        8  "CCENTRY\n"
 //   version      2  envelope_version
 //   flags        2  how the entry is checked: 0 = unkeyed CRC-32C; bit 0 set = keyed,
@@ -3957,7 +4541,10 @@ static_assert(compile_cache::check_storage<compile_cache::null_storage>::value);
 //   key size     1, key bytes
 //   metadata     4  length, then: name, origin file, serializer format id (each u32 length +
 //                   bytes), origin line (i64), creation time (i64 ns since the epoch),
-//                   compile time (u64 ns)
+//                   compile time (u64 ns), then the key's named components: a u32
+//                   count, and for each its name (u32 length + bytes) and digest
+//                   (u8 length + bytes), so that a tool can say what an entry was
+//                   keyed on (version 2 had no components)
 //   payload      8  length, then the serializer's bytes
 //   check        4  CRC-32C (detail/crc32c.hpp) over everything before it; or, keyed,
 //               32  HMAC-SHA256 (hasher/hmac.hpp, RFC 2104) under the secret over
@@ -3966,7 +4553,8 @@ static_assert(compile_cache::check_storage<compile_cache::null_storage>::value);
 // any damaged byte, even in the version or flags field, reads as corrupt (keyed:
 // unauthenticated).
 //
-// Why CRC-32C and not SHA-256 (version 1 ended with a SHA-256 digest): the unkeyed
+// Why CRC-32C and not SHA-256 (an early, never released layout ended with a SHA-256
+// digest): the unkeyed
 // check is there to catch accidents — a torn or truncated write, a flipped bit on
 // disk, a file overwritten by something else — and both catch those: CRC-32C detects
 // every burst of up to 32 bits and every odd number of flipped bits, and misses other
@@ -3985,8 +4573,8 @@ static_assert(compile_cache::check_storage<compile_cache::null_storage>::value);
 // reader never accepts a keyed entry (it cannot check it). docs/security.md says what
 // each mode protects against and what it does not.
 //
-// A sound version-1 entry (SHA-256 check value) still reads as foreign_version, not
-// corrupt: when the CRC does not match, the entry is tried as version 1.
+// An entry of another envelope version whose check value is sound reads as
+// foreign_version, not corrupt (versions 2 and 3 share the check value's place).
 
 // ---- begin compile_cache/detail/crc32c.hpp
 // compile_cache: CRC-32C (Castagnoli), the envelope's unkeyed integrity check.
@@ -4012,6 +4600,7 @@ static_assert(compile_cache::check_storage<compile_cache::null_storage>::value);
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
@@ -4272,7 +4861,12 @@ inline bool crc32c_backend_runs_here(crc32c_backend b) noexcept {
 
 /// The automatic choice given COMPILE_CACHE_CRC32C (null when unset): `portable`
 /// forces the tables; anything else means the fastest that runs here.
-inline crc32c_backend crc32c_choose_backend(char const* env_value) noexcept {
+inline crc32c_backend crc32c_choose_backend(char const* env_value, bool* not_understood = nullptr) noexcept {
+    // Unset, empty and `auto` mean the automatic choice; anything else but `portable`
+    // is a mistake the caller reports (once, as one line) and then ignores.
+    if (not_understood != nullptr)
+        *not_understood = env_value != nullptr && *env_value != '\0' && std::strcmp(env_value, "portable") != 0 &&
+                          std::strcmp(env_value, "auto") != 0;
     if (env_value != nullptr && std::strcmp(env_value, "portable") == 0) return crc32c_backend::portable;
     if (crc32c_backend_runs_here(crc32c_backend::x86_sse42)) return crc32c_backend::x86_sse42;
     if (crc32c_backend_runs_here(crc32c_backend::arm_crc)) return crc32c_backend::arm_crc;
@@ -4286,7 +4880,14 @@ std::uint32_t crc32c_update_first_call(std::uint32_t crc, unsigned char const* p
 inline std::atomic<crc32c_update_fn> crc32c_update_active{&crc32c_update_first_call};
 
 inline crc32c_update_fn crc32c_resolve() noexcept {
-    crc32c_update_fn const chosen = crc32c_update_of(crc32c_choose_backend(std::getenv("COMPILE_CACHE_CRC32C")));
+    char const* const setting = std::getenv("COMPILE_CACHE_CRC32C");
+    bool not_understood = false;
+    crc32c_update_fn const chosen = crc32c_update_of(crc32c_choose_backend(setting, &not_understood));
+    if (not_understood)
+        std::fprintf(stderr,
+                     "compile_cache: COMPILE_CACHE_CRC32C=\"%s\" is not understood (portable, or auto); "
+                     "using the fastest implementation this CPU runs\n",
+                     setting);
     crc32c_update_fn expected = &crc32c_update_first_call;
     if (crc32c_update_active.compare_exchange_strong(expected, chosen, std::memory_order_relaxed)) return chosen;
     return expected;
@@ -4443,6 +5044,8 @@ inline bool constant_time_equal(void const* a, void const* b, std::size_t n) noe
 } // namespace compile_cache
 // ---- end compile_cache/hasher/hmac.hpp
 
+#include <vector>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -4452,7 +5055,7 @@ inline bool constant_time_equal(void const* a, void const* b, std::size_t n) noe
 
 namespace compile_cache {
 
-inline constexpr std::uint16_t envelope_version = 2;
+inline constexpr std::uint16_t envelope_version = 3;
 
 /// What an entry says about itself, besides its key.
 struct entry_metadata {
@@ -4462,6 +5065,9 @@ struct entry_metadata {
     std::int64_t origin_line = 0;
     std::int64_t created_ns = 0;
     std::uint64_t compile_ns = 0;
+    /// The key's named components and their digests, as key_builder made them
+    /// (key_result::components()); empty for a key made otherwise.
+    std::vector<component_digest> components;
 };
 
 enum class envelope_status {
@@ -4481,6 +5087,9 @@ struct opened_envelope {
     envelope_status status = envelope_status::corrupt;
     entry_metadata metadata;
     std::string_view payload; ///< points into the bytes given to open_envelope
+    key stored_key;           ///< the key the entry says it is for (set from `ok` on, and for key_mismatch)
+    std::uint16_t version = 0; ///< the envelope version the entry says (0 when not even that is readable)
+    bool keyed = false;        ///< whether it is checked by an HMAC (true) or a CRC-32C
 };
 
 namespace detail {
@@ -4496,8 +5105,6 @@ inline constexpr std::size_t envelope_keyed_check_size = 32;
 
 /// The size of the check value at the end of an unkeyed entry.
 inline constexpr std::size_t envelope_check_size = 4;
-/// The old name of envelope_check_size (the trailer was a 32-byte digest in version 1).
-inline constexpr std::size_t envelope_digest_size = envelope_check_size;
 
 /// Appends the check value of `out` (everything in it so far) to `out`.
 inline void append_envelope_check(std::string& out) {
@@ -4509,18 +5116,6 @@ inline void append_envelope_check(std::string& out) {
 inline bool envelope_check_matches(unsigned char const* p, std::size_t n) noexcept {
     std::size_t const body = n - envelope_check_size;
     return crc32c(p, body) == read_le<std::uint32_t>(p + body);
-}
-
-/// Whether `p[0, n)` is a sound version-1 entry: the magic, version 1, and a SHA-256
-/// of the rest as the last 32 bytes. Asked only of entries whose check failed, so
-/// that an entry written by an older release counts as foreign, not corrupt.
-inline bool is_sound_version1_entry(unsigned char const* p, std::size_t n) noexcept {
-    constexpr std::size_t v1_digest_size = 32;
-    if (n < sizeof envelope_magic + 2 + v1_digest_size) return false;
-    if (std::memcmp(p, envelope_magic, sizeof envelope_magic) != 0) return false;
-    if (read_le<std::uint16_t>(p + sizeof envelope_magic) != 1) return false;
-    auto const digest = sha256_digest(p, n - v1_digest_size);
-    return std::memcmp(digest.data(), p + n - v1_digest_size, v1_digest_size) == 0;
 }
 
 inline void append_string32(std::string& out, std::string_view s) {
@@ -4629,7 +5224,6 @@ inline envelope_status unchecked_entry_status(unsigned char const* p, std::size_
                                               envelope_auth const& auth) noexcept {
     // With a secret, damage, another secret, no HMAC at all and a forgery look the same.
     if (auth.keyed()) return envelope_status::unauthenticated;
-    if (is_sound_version1_entry(p, n)) return envelope_status::foreign_version;
     // Unkeyed: an entry whose header says keyed (it may be; this reader cannot check).
     if (n >= envelope_min_header + envelope_keyed_check_size &&
         std::memcmp(p, envelope_magic, sizeof envelope_magic) == 0 &&
@@ -4659,6 +5253,12 @@ inline std::size_t begin_envelope(std::string& out, key const& k, entry_metadata
     detail::append_le<std::uint64_t>(meta, static_cast<std::uint64_t>(m.origin_line));
     detail::append_le<std::uint64_t>(meta, static_cast<std::uint64_t>(m.created_ns));
     detail::append_le<std::uint64_t>(meta, m.compile_ns);
+    detail::append_le<std::uint32_t>(meta, static_cast<std::uint32_t>(m.components.size()));
+    for (component_digest const& c : m.components) {
+        detail::append_string32(meta, c.name);
+        meta.push_back(static_cast<char>(c.digest.size()));
+        meta.append(reinterpret_cast<char const*>(c.digest.data()), c.digest.size());
+    }
     detail::append_le<std::uint32_t>(out, static_cast<std::uint32_t>(meta.size()));
     out += meta;
     std::size_t length_at = out.size();
@@ -4678,22 +5278,23 @@ inline void seal_envelope(std::string& out, std::size_t length_at, envelope_auth
     auth.append_check(out);
 }
 
-/// Checks an entry read back for `expected`: check value (in `auth`'s mode, whatever
-/// the entry's flags say), then version, flags, bounds, key and the serializer's
-/// format. Only with status ok does the payload reach a deserializer.
-inline opened_envelope open_envelope(std::string_view bytes, key const& expected, std::string_view format_id,
-                                     std::size_t max_payload, envelope_auth const& auth = envelope_auth()) {
+namespace detail {
+/// Reads an entry whose check value is sound in `auth`'s mode: version, flags, bounds,
+/// metadata and the payload's place; the key and format are left to the caller.
+inline opened_envelope parse_envelope(std::string_view bytes, std::size_t max_payload, envelope_auth const& auth) {
     opened_envelope r;
     std::size_t const check_size = auth.check_size();
     auto const* p = reinterpret_cast<unsigned char const*>(bytes.data());
-    if (bytes.size() < detail::envelope_min_header + check_size || !auth.check_matches(p, bytes.size())) {
-        r.status = detail::unchecked_entry_status(p, bytes.size(), auth);
+    if (bytes.size() >= sizeof envelope_magic + 2 && std::memcmp(p, envelope_magic, sizeof envelope_magic) == 0)
+        r.version = read_le<std::uint16_t>(p + sizeof envelope_magic);
+    if (bytes.size() < envelope_min_header + check_size || !auth.check_matches(p, bytes.size())) {
+        r.status = unchecked_entry_status(p, bytes.size(), auth);
         return r;
     }
     std::size_t const body = bytes.size() - check_size;
-    if (std::memcmp(p, detail::envelope_magic, sizeof detail::envelope_magic) != 0) return r;
+    if (std::memcmp(p, envelope_magic, sizeof envelope_magic) != 0) return r;
 
-    detail::envelope_reader in(p + sizeof detail::envelope_magic, body - sizeof detail::envelope_magic);
+    envelope_reader in(p + sizeof envelope_magic, body - sizeof envelope_magic);
     std::uint16_t version = 0, flags = 0;
     in.read(version);
     in.read(flags);
@@ -4705,36 +5306,70 @@ inline opened_envelope open_envelope(std::string_view bytes, key const& expected
     std::string_view key_bytes, meta_bytes;
     std::uint32_t meta_size = 0;
     if (flags != auth.flags() || !in.read(key_size) || key_size == 0 || key_size > key::max_size ||
-        !in.read_bytes(key_size, key_bytes) || !in.read(meta_size) || meta_size > detail::envelope_max_metadata ||
+        !in.read_bytes(key_size, key_bytes) || !in.read(meta_size) || meta_size > envelope_max_metadata ||
         !in.read_bytes(meta_size, meta_bytes))
         return r;
+    r.keyed = auth.keyed();
 
-    detail::envelope_reader meta(reinterpret_cast<unsigned char const*>(meta_bytes.data()), meta_bytes.size());
+    envelope_reader meta(reinterpret_cast<unsigned char const*>(meta_bytes.data()), meta_bytes.size());
     std::uint64_t line = 0, created = 0;
+    std::uint32_t components = 0;
     if (!meta.read_string32(r.metadata.name) || !meta.read_string32(r.metadata.origin_file) ||
         !meta.read_string32(r.metadata.format_id) || !meta.read(line) || !meta.read(created) ||
-        !meta.read(r.metadata.compile_ns) || meta.left() != 0)
+        !meta.read(r.metadata.compile_ns) || !meta.read(components) ||
+        components > meta.left() / 5) // each takes at least 5 bytes: a bound before reserving
         return r;
+    r.metadata.components.reserve(components);
+    for (std::uint32_t i = 0; i < components; ++i) {
+        component_digest c;
+        std::uint8_t digest_size = 0;
+        std::string_view digest;
+        if (!meta.read_string32(c.name) || !meta.read(digest_size) || digest_size > key::max_size ||
+            !meta.read_bytes(digest_size, digest))
+            return r;
+        c.digest = key(digest.data(), digest.size());
+        r.metadata.components.push_back(std::move(c));
+    }
+    if (meta.left() != 0) return r;
     r.metadata.origin_line = static_cast<std::int64_t>(line);
     r.metadata.created_ns = static_cast<std::int64_t>(created);
 
     std::uint64_t payload_size = 0;
     if (!in.read(payload_size) || payload_size != in.left()) return r;
+    r.stored_key = key(key_bytes.data(), key_bytes.size());
     if (payload_size > max_payload) {
         r.status = envelope_status::too_large;
-        return r;
-    }
-    if (key(key_bytes.data(), key_bytes.size()) != expected) {
-        r.status = envelope_status::key_mismatch;
-        return r;
-    }
-    if (r.metadata.format_id != format_id) {
-        r.status = envelope_status::foreign_version;
         return r;
     }
     in.read_bytes(static_cast<std::size_t>(payload_size), r.payload);
     r.status = envelope_status::ok;
     return r;
+}
+} // namespace detail
+
+/// Checks an entry read back for `expected`: check value (in `auth`'s mode, whatever
+/// the entry's flags say), then version, flags, bounds, key and the serializer's
+/// format. Only with status ok does the payload reach a deserializer.
+inline opened_envelope open_envelope(std::string_view bytes, key const& expected, std::string_view format_id,
+                                     std::size_t max_payload, envelope_auth const& auth = envelope_auth()) {
+    opened_envelope r = detail::parse_envelope(bytes, max_payload, auth);
+    if (r.status != envelope_status::ok) return r;
+    if (r.stored_key != expected) {
+        r.status = envelope_status::key_mismatch;
+        r.payload = {};
+    } else if (r.metadata.format_id != format_id) {
+        r.status = envelope_status::foreign_version;
+        r.payload = {};
+    }
+    return r;
+}
+
+/// Checks an entry without knowing what it should be, for tools that list or verify
+/// a cache: the check value (in `auth`'s mode), version, flags and bounds, as
+/// open_envelope does, but neither the key (`stored_key` says which it claims; compare
+/// it with where the entry was found) nor the serializer format (in the metadata).
+inline opened_envelope inspect_envelope(std::string_view bytes, envelope_auth const& auth = envelope_auth()) {
+    return detail::parse_envelope(bytes, static_cast<std::size_t>(-1), auth);
 }
 
 } // namespace compile_cache
@@ -4750,6 +5385,8 @@ inline opened_envelope open_envelope(std::string_view bytes, key const& expected
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace compile_cache {
 
@@ -4822,6 +5459,34 @@ struct statistics_snapshot {
         std::uint64_t n = 0;
         for (auto f : store_failures) n += f;
         return n;
+    }
+
+    /// Every counter by name, zero or not, in a fixed order: `hits`, `misses.<reason>`
+    /// (to_string of each miss_reason), `stores`, `store-failures.<failure>`,
+    /// `bypasses`, `bytes-read`, `bytes-written`, `load-ns`, `compile-ns`, `store-ns`,
+    /// `hit-read-ns`, `hit-verify-ns`, `hit-deserialize-ns`, `hit-relocate-ns`. These
+    /// are the names a cache directory keeps its cumulative counters under (the
+    /// breakdown of bypasses by reason is not kept: reasons are the host's own text).
+    std::vector<std::pair<std::string, std::uint64_t>> counters() const {
+        std::vector<std::pair<std::string, std::uint64_t>> c;
+        c.reserve(16 + miss_reason_count + store_failure_count);
+        c.emplace_back("hits", hits);
+        for (std::size_t i = 0; i < miss_reason_count; ++i)
+            c.emplace_back(std::string("misses.") + to_string(static_cast<miss_reason>(i)), misses[i]);
+        c.emplace_back("stores", stores);
+        for (std::size_t i = 0; i < store_failure_count; ++i)
+            c.emplace_back(std::string("store-failures.") + to_string(static_cast<store_failure>(i)), store_failures[i]);
+        c.emplace_back("bypasses", bypasses);
+        c.emplace_back("bytes-read", bytes_read);
+        c.emplace_back("bytes-written", bytes_written);
+        c.emplace_back("load-ns", load_ns);
+        c.emplace_back("compile-ns", compile_ns);
+        c.emplace_back("store-ns", store_ns);
+        c.emplace_back("hit-read-ns", hit_read_ns);
+        c.emplace_back("hit-verify-ns", hit_verify_ns);
+        c.emplace_back("hit-deserialize-ns", hit_deserialize_ns);
+        c.emplace_back("hit-relocate-ns", hit_relocate_ns);
+        return c;
     }
 
     /// One line: `hits=3 misses=2 (absent=1 corrupt=1) stores=2 ...`; reasons with a
@@ -4977,6 +5642,8 @@ private:
 #include <utility>
 #include <vector>
 
+#include <sys/stat.h>
+
 namespace compile_cache {
 
 /// Where a kernel comes from, as the host sees it now. Stored in the entry; when a
@@ -5053,6 +5720,18 @@ inline std::uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) noe
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since).count());
 }
 
+/// 0 when `directory` is a directory or can be made one (it is made, with the
+/// options' mode, as a first store would); otherwise the errno value that says why not.
+inline int usable_directory(std::string directory, directory_options const& options) {
+    while (directory.size() > 1 && directory.back() == '/') directory.pop_back();
+    bool created = false;
+    if (int const e = directory_storage_impl::make_directories(directory, options.directory_mode, options.umask, created))
+        return e;
+    struct stat st;
+    if (::stat(directory.c_str(), &st) != 0) return errno;
+    return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+}
+
 /// A secret file larger than this is refused: it is not a secret but the wrong file.
 inline constexpr std::size_t max_secret_file_size = std::size_t{64} << 10;
 
@@ -5123,7 +5802,41 @@ public:
           auth_(options_.secret), enabled_(true) {}
 
     basic_cache(basic_cache&&) noexcept = default;
-    basic_cache& operator=(basic_cache&&) noexcept = default;
+    basic_cache& operator=(basic_cache&& other) noexcept {
+        if (this != &other) {
+            flush_statistics(); // this cache's counts, before they are replaced
+            state_ = std::move(other.state_);
+            storage_ = std::move(other.storage_);
+            options_ = std::move(other.options_);
+            auth_ = std::move(other.auth_);
+            enabled_ = other.enabled_;
+        }
+        return *this;
+    }
+    ~basic_cache() { flush_statistics(); }
+
+    /// Adds what this cache counted since the last flush to the cumulative counters
+    /// its Storage keeps, when it keeps any (an optional Storage member,
+    /// `std::error_code record_counters(std::vector<std::pair<std::string,
+    /// std::uint64_t>> const&)`: directory_storage keeps them in the directory, for
+    /// `compile-cache stats`). Done by the destructor; call it in a long-running host
+    /// to make the counts visible sooner. Never on a hit or a store: the hot paths pay
+    /// nothing for it. Best effort: a failure is ignored (the counts are for display).
+    void flush_statistics() noexcept {
+        if constexpr (detail::has_record_counters<Storage>::value) {
+            if (!enabled_ || !state_) return;
+            try {
+                std::lock_guard<std::mutex> lock(state_->flush_mutex);
+                auto now = state_->stats.snapshot().counters();
+                auto delta = now;
+                for (std::size_t i = 0; i < delta.size() && i < state_->flushed.size(); ++i)
+                    delta[i].second -= state_->flushed[i].second;
+                if (!storage_.record_counters(delta)) state_->flushed = std::move(now);
+            } catch (...) {
+                // Counts for display only: never a failure in the host.
+            }
+        }
+    }
 
     /// The cache the environment asks for: `PREFIX_DIR` names the directory; unset,
     /// empty, `0`, `off`, `false` or `no` (any case) disable it. `PREFIX_LOG=1` sends
@@ -5145,7 +5858,9 @@ public:
         std::string dir = detail::getenv_string(p + "_DIR");
         if (detail::is_off(dir)) return basic_cache();
         cache_options options;
-        if (!detail::is_off(detail::getenv_string(p + "_LOG")))
+        std::string const log = detail::getenv_string(p + "_LOG");
+        bool const log_understood = detail::is_off(log) || detail::is_on(log);
+        if (detail::is_on(log))
             options.logger = [](std::string_view line) {
                 std::fprintf(stderr, "compile_cache: %.*s\n", static_cast<int>(line.size()), line.data());
             };
@@ -5159,6 +5874,9 @@ public:
                 std::fprintf(stderr, "compile_cache: %s\n", line.c_str());
             }
         };
+        if (!log_understood)
+            report(p + "_LOG=\"" + log +
+                   "\" is not understood (1, on, true or yes to log; 0, off, false or no not to); logging stays off");
         std::string const secret_file = detail::getenv_string(p + "_SECRET_FILE");
         if (!secret_file.empty()) {
             std::string why;
@@ -5175,6 +5893,14 @@ public:
         }
         if constexpr (std::is_constructible_v<Storage, std::string, directory_options>) {
             directory_options storage_options = directory_options_from_env(p, report);
+            // A directory that cannot be made (a file on the way, no permission, a
+            // read-only parent) would make every store fail: say so now, once, and
+            // run without a cache. An existing read-only directory is fine: loads work.
+            if (int const e = detail::usable_directory(dir, storage_options)) {
+                report(p + "_DIR=\"" + dir + "\" cannot be used (" + std::generic_category().message(e) +
+                       "); the cache is disabled");
+                return basic_cache();
+            }
             return basic_cache(Storage(std::move(dir), storage_options), std::move(options));
         } else {
             return basic_cache(Storage(std::move(dir)), std::move(options));
@@ -5269,6 +5995,7 @@ public:
                                   std::chrono::system_clock::now().time_since_epoch())
                                   .count();
             meta.compile_ns = static_cast<std::uint64_t>(compile_time.count() < 0 ? 0 : compile_time.count());
+            meta.components = k.components();
             std::string entry;
             std::size_t length_at = begin_envelope(entry, k.value(), meta, auth_);
             try {
@@ -5349,6 +6076,8 @@ private:
         std::mutex toolchain_mutex;
         std::string toolchain_host;
         std::optional<component_digest> toolchain_digest;
+        std::mutex flush_mutex;
+        std::vector<std::pair<std::string, std::uint64_t>> flushed; ///< the counters last flushed
     };
 
     // The hit path, timed phase by phase (read, verify, deserialize and relink,
