@@ -14,7 +14,7 @@ using ir::opcode;
 
 class lowerer {
 public:
-    lowerer(ast::program const& prog, int index) : prog_(prog), k_(prog.kernels[index]) {
+    lowerer(ast::program const& prog, int index) : prog_(prog), k_(prog.kernels[static_cast<std::size_t>(index)]) {
         res_.fn = std::make_unique<ir::function>();
         fn_ = res_.fn.get();
         fn_->name = k_.name;
