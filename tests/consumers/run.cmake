@@ -4,12 +4,15 @@
 #
 #   cmake -DMODE=<mode> -DSOURCE_DIR=<compile_cache source> -DWORK_DIR=<scratch dir>
 #         -DCXX=<c++ compiler> [-DCXX_STANDARD=<17|20>] [-DPARENT_BINARY_DIR=<build dir>]
-#         [-DPKG_CONFIG=<pkg-config>]
+#         [-DPKG_CONFIG=<pkg-config>] [-DEXPECT_TOOL=ON]
 #         -P run.cmake
 #
 # MODE:
 #   find_package      `cmake --install PARENT_BINARY_DIR` into a staged prefix, then a
-#                     project that calls find_package(compile_cache CONFIG REQUIRED)
+#                     project that calls find_package(compile_cache CONFIG REQUIRED);
+#                     with EXPECT_TOOL, the installed compile-cache must then report
+#                     the consumer's cache: one entry, one store, three hits (two
+#                     runs, each loading it back once more)
 #   pkg_config        the same staged install, then the compiler with the flags of
 #                     `pkg-config --cflags --libs compile_cache`
 #   add_subdirectory  a project that calls add_subdirectory(<source>)
@@ -91,4 +94,18 @@ if(NOT first STREQUAL "compiled" OR NOT second STREQUAL "loaded")
   message(FATAL_ERROR "consumer ${MODE}: expected `compiled` then `loaded`, got `${first}` then `${second}`")
 endif()
 message(STATUS "consumer ${MODE}: stored the kernel, then loaded it in a fresh process")
+if(MODE STREQUAL "find_package" AND EXPECT_TOOL)
+  set(tool ${WORK_DIR}/prefix/bin/compile-cache)
+  if(NOT EXISTS ${tool})
+    message(FATAL_ERROR "consumer ${MODE}: the install has no bin/compile-cache")
+  endif()
+  run(${tool} stats --json ${WORK_DIR}/cache)
+  foreach(expected "\"entries\":1," "\"stores\":1" "\"hits\":3," "\"misses.absent\":1,")
+    string(FIND "${run_output}" "${expected}" at)
+    if(at EQUAL -1)
+      message(FATAL_ERROR "consumer ${MODE}: installed compile-cache stats lacks ${expected}:\n${run_output}")
+    endif()
+  endforeach()
+  message(STATUS "consumer ${MODE}: the installed compile-cache reports the consumer's entry and counters")
+endif()
 file(REMOVE_RECURSE ${WORK_DIR})
