@@ -88,6 +88,13 @@ struct options {
     friend void describe(cc::key_writer& w, options const& o) { w(o.level, o.fast_math, o.flags); }
 };
 
+/// Derived from a described type: it must describe itself, base part included (a
+/// derived type with no describe of its own does not compile: tests/compile_fail).
+struct gpu_options : options {
+    std::string arch = "sm_90";
+    friend void describe(cc::key_writer& w, gpu_options const& o) { w(static_cast<options const&>(o), o.arch); }
+};
+
 struct two_lists {
     std::vector<int> first;
     std::vector<int> second;
@@ -416,6 +423,23 @@ TEST_CASE("a user type is keyed through its describe hidden friend", "[key]") {
     CHECK(key_of(std::vector<options>{base}) != key_of(std::vector<options>{other_level}));
     CHECK(key_of(std::map<std::string, options>{{"k", base}}) !=
           key_of(std::map<std::string, options>{{"k", other_flags}}));
+}
+
+TEST_CASE("a derived type is keyed by its own describe: base fields and its own both count", "[key]") {
+    gpu_options const a;
+    gpu_options other_arch = a, other_level = a;
+    other_arch.arch = "sm_80";
+    other_level.level = 3;
+    check_all_distinct({key_of(a), key_of(other_arch), key_of(other_level)});
+    CHECK(key_of(a) != key_of(static_cast<options const&>(a)));
+    CHECK(cc::detail::has_exact_describe<gpu_options>::value);
+    CHECK(cc::detail::has_exact_describe<options>::value);
+    // What the static_assert refuses: a describe reachable only through the base.
+    struct bare : options {
+        int extra = 0;
+    };
+    CHECK(cc::detail::has_describe<bare>::value);
+    CHECK(!cc::detail::has_exact_describe<bare>::value);
 }
 
 TEST_CASE("two records whose fields would concatenate alike give different keys", "[key]") {
