@@ -1061,6 +1061,26 @@ template <class T>
 struct has_describe<T, std::void_t<decltype(describe(std::declval<key_writer&>(), std::declval<T const&>()))>>
     : std::true_type {};
 
+/// Converts to `T const&` and to nothing else, not even a base class of T: a describe
+/// call with it compiles only when the describe found takes T itself. (Its template
+/// argument makes T's namespaces and classes, hidden friends included, take part in
+/// argument-dependent lookup, as for a T.)
+template <class T>
+struct only_as {
+    T const* value;
+    template <class U, std::enable_if_t<std::is_same_v<U, T>, int> = 0>
+    operator U const&() const noexcept {
+        return *value;
+    }
+};
+
+template <class T, class = void>
+struct has_exact_describe : std::false_type {};
+template <class T>
+struct has_exact_describe<
+    T, std::void_t<decltype(describe(std::declval<key_writer&>(), std::declval<only_as<T> const&>()))>>
+    : std::true_type {};
+
 template <class T, class = void>
 struct is_range : std::false_type {};
 template <class T>
@@ -1163,6 +1183,14 @@ public:
                           "compile_cache: a pointer has no content to key (its address differs between "
                           "runs); describe what it points to, or number it with compile_cache::ordinal_map");
         } else if constexpr (detail::has_describe<T>::value) {
+            // A describe found only for a base class would key a derived value by its
+            // base part alone: two values that differ in the derived fields would share
+            // an entry, and one would load the other's kernel.
+            static_assert(detail::has_exact_describe<T>::value,
+                          "compile_cache: the describe found for this type takes a base class of it (or "
+                          "another type it converts to), so its own fields would not reach the key. Provide "
+                          "`void describe(compile_cache::key_writer& w, T const& value)` for the type itself "
+                          "(it may describe the base part first: w(static_cast<Base const&>(value), ...))");
             tag(field_tag::record_begin);
             describe(*this, v);
             tag(field_tag::record_end);
