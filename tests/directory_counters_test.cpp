@@ -13,6 +13,9 @@
 #include <map>
 #include <string>
 
+#include <new>
+
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -46,6 +49,10 @@ void use_cache(fs::path const& dir, std::string const& tag, int stores, std::uin
     }
     REQUIRE(!cache.load<note>(key_of(tag + "absent")));
 }
+
+/// The shard this process adds to (its pid picks it), and one it does not.
+std::string our_shard() { return std::string(1, "0123456789abcdef"[static_cast<unsigned>(::getpid()) % 16]); }
+std::string other_shard() { return std::string(1, "0123456789abcdef"[(static_cast<unsigned>(::getpid()) + 1) % 16]); }
 
 std::uint64_t counter(std::map<std::string, std::uint64_t> const& c, std::string const& name) {
     auto const it = c.find(name);
@@ -136,10 +143,8 @@ TEST_CASE("damaged or hostile counter files are read with bounds and never fail 
     fs::path const root = dir.path() / "cache";
     fs::create_directories(root / ".cc-counters");
     // A torn or foreign shard: malformed lines are skipped, good ones still count.
-    write_file(root / ".cc-counters" / "0", "hits 7\nnot a line\nstores -3\nbytes-read 99999999999999999999999\n"
+    write_file(root / ".cc-counters" / other_shard(), "hits 7\nnot a line\nstores -3\nbytes-read 99999999999999999999999\n"
                                             "misses.absent 2");
-    // An oversized shard is not read at all.
-    write_file(root / ".cc-counters" / "1", std::string(100000, '1'));
     // What a writer killed between writing `N.new` and its rename leaves behind.
     for (char shard : std::string("0123456789abcdef")) write_file(root / ".cc-counters" / (std::string(1, shard) + ".new"), "junk");
 
@@ -153,6 +158,80 @@ TEST_CASE("damaged or hostile counter files are read with bounds and never fail 
     c = cc::directory_storage(root.string()).recorded_counters();
     CHECK(counter(c, "hits") == 8);
     CHECK(counter(c, "stores") == 1);
+}
+
+TEST_CASE("a shard that is there but cannot be read is left as it is, not replaced by one process's counts",
+          "[counters]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    fs::create_directories(root / ".cc-counters");
+    std::string const oversized(100000, '1'); // over the 64 KiB a shard may have
+    write_file(root / ".cc-counters" / our_shard(), oversized);
+    use_cache(root, "o", 1);
+    CHECK(compile_cache_test::read_file(root / ".cc-counters" / our_shard()) == oversized);
+    CHECK(cc::directory_storage(root.string()).recorded_counters().count("stores") == 0);
+}
+
+TEST_CASE("FIFOs planted at a shard's side file and lock never make a host hang at exit", "[counters]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    fs::create_directories(root / ".cc-counters");
+    for (char shard : std::string("0123456789abcdef"))
+        REQUIRE(::mkfifo((root / ".cc-counters" / (std::string(1, shard) + ".new")).c_str(), 0600) == 0);
+
+    // In a child with an alarm, so that a hang fails the test instead of stopping it.
+    auto finishes = [&](std::string const& tag) {
+        pid_t const pid = ::fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            ::alarm(20);
+            int status = 0;
+            try {
+                use_cache(root, tag, 1);
+            } catch (...) {
+                status = 1;
+            }
+            ::_exit(status);
+        }
+        int status = 0;
+        REQUIRE(::waitpid(pid, &status, 0) == pid);
+        return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    };
+    CHECK(finishes("fifo-new"));
+    // The side file was replaced by a regular one and the counts recorded.
+    CHECK(counter(cc::directory_storage(root.string()).recorded_counters(), "stores") == 1);
+
+    for (char shard : std::string("0123456789abcdef")) {
+        fs::path const lock = root / ".cc-counters" / (std::string(1, shard) + ".lock");
+        fs::remove(lock);
+        REQUIRE(::mkfifo(lock.c_str(), 0600) == 0);
+    }
+    CHECK(finishes("fifo-lock")); // gives up on the counts, finishes
+}
+
+TEST_CASE("a forked child does not record its parent's counts again", "[counters][processes]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    {
+        cc::default_cache cache{cc::directory_storage(root.string())};
+        auto const k = key_of("forked");
+        REQUIRE(cache.store(k, note{"x"}));
+        REQUIRE(cache.load<note>(k));
+        pid_t const pid = ::fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            // The child's copy of the cache is destroyed here, as by exit() in a host
+            // whose cache is a global.
+            cache.~basic_cache();
+            new (&cache) cc::default_cache();
+            ::_exit(0);
+        }
+        int status = 0;
+        REQUIRE(::waitpid(pid, &status, 0) == pid);
+    }
+    auto const c = cc::directory_storage(root.string()).recorded_counters();
+    CHECK(counter(c, "stores") == 1);
+    CHECK(counter(c, "hits") == 1);
 }
 
 TEST_CASE("a counters folder that cannot be written leaves the host's cache working", "[counters]") {

@@ -320,3 +320,19 @@ TEST_CASE("an entry over max_entry_size is not written, and the host keeps its v
     CHECK(bounded.stats().stores == 0);
     CHECK(!fs::exists(bounded.storage().entry_path(s.k.value())));
 }
+
+TEST_CASE("an entry whose metadata is over the readers' 1 MiB bound is not written: it could never be loaded",
+          "[envelope]") {
+    temp_dir dir;
+    cc::default_cache cache{cc::directory_storage((dir.path() / "cache").string())};
+    cc::key_result const k = plain_key("axpy with a long origin");
+    cc::entry_info info = axpy_info;
+    info.origin_file = std::string((std::size_t{1} << 20) + 1, 'f');
+    CHECK(!cache.store(k, small_kernel(), info));
+    CHECK(cache.stats().failure_count(cc::store_failure::too_large) == 1);
+    CHECK(!fs::exists(cache.storage().entry_path(k.value())));
+
+    info.origin_file = std::string(std::size_t{1} << 19, 'f'); // half of it: written, and it loads
+    CHECK(cache.store(k, small_kernel(), info));
+    CHECK(cache.load<compiled_kernel>(k, info));
+}

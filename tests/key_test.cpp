@@ -95,6 +95,24 @@ struct gpu_options : options {
     friend void describe(cc::key_writer& w, gpu_options const& o) { w(static_cast<options const&>(o), o.arch); }
 };
 
+/// A describe written as a template: vouched for with describes_whole (unmarked, it
+/// does not compile: tests/compile_fail/key_describe_template_unmarked.cpp).
+template <class T>
+struct box {
+    T value;
+};
+template <class T>
+void describe(cc::key_writer& w, box<T> const& b) {
+    w(b.value);
+}
+
+} // namespace
+
+template <class T>
+struct compile_cache::describes_whole<box<T>> : std::true_type {};
+
+namespace {
+
 struct two_lists {
     std::vector<int> first;
     std::vector<int> second;
@@ -440,6 +458,12 @@ TEST_CASE("a derived type is keyed by its own describe: base fields and its own 
     };
     CHECK(cc::detail::has_describe<bare>::value);
     CHECK(!cc::detail::has_exact_describe<bare>::value);
+}
+
+TEST_CASE("a describe template vouched for with describes_whole keys its type", "[key]") {
+    CHECK(key_of(box<int>{3}) != key_of(box<int>{4}));
+    CHECK(key_of(box<int>{3}) != key_of(box<long>{3}));
+    CHECK(key_of(box<int>{3}) != key_of(3));
 }
 
 TEST_CASE("two records whose fields would concatenate alike give different keys", "[key]") {

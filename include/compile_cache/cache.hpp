@@ -37,6 +37,7 @@
 #include <vector>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace compile_cache {
 
@@ -218,7 +219,8 @@ public:
     /// nothing for it. Best effort: a failure is ignored (the counts are for display).
     void flush_statistics() noexcept {
         if constexpr (detail::has_record_counters<Storage>::value) {
-            if (!enabled_ || !state_) return;
+            // A forked child has a copy of its parent's counts: they are the parent's to record.
+            if (!enabled_ || !state_ || ::getpid() != state_->owner) return;
             try {
                 std::lock_guard<std::mutex> lock(state_->flush_mutex);
                 auto now = state_->stats.snapshot().counters();
@@ -392,6 +394,10 @@ public:
             meta.components = k.components();
             std::string entry;
             std::size_t length_at = begin_envelope(entry, k.value(), meta, auth_);
+            // Metadata (names, origin, components) over the bound every reader applies
+            // would make an entry no one can load: refuse it here, as too large.
+            if (length_at - detail::envelope_metadata_offset(k.value()) > detail::envelope_max_metadata)
+                return store_failed(store_failure::too_large, start, info, "metadata over 1 MiB");
             try {
                 Serializer::save(entry, artifact, resolver_context::of(state_->resolver, self));
             } catch (unresolved_reference const& e) {
@@ -471,6 +477,7 @@ private:
         std::string toolchain_host;
         std::optional<component_digest> toolchain_digest;
         std::mutex flush_mutex;
+        ::pid_t owner = ::getpid(); ///< the process whose counts these are
         std::vector<std::pair<std::string, std::uint64_t>> flushed; ///< the counters last flushed
     };
 

@@ -170,6 +170,9 @@ private:
 /// The fields before the payload when every variable-length one is empty: magic,
 /// version, flags, key size, metadata length, payload length.
 inline constexpr std::size_t envelope_min_header = sizeof envelope_magic + 2 + 2 + 1 + 4 + 8;
+/// Where the metadata starts in an entry for `k`: after magic, version, flags, the key
+/// (size and bytes) and the metadata's length.
+inline std::size_t envelope_metadata_offset(key const& k) noexcept { return sizeof envelope_magic + 2 + 2 + 1 + k.size() + 4; }
 } // namespace detail
 
 /// How entries are checked, written and read: unkeyed (a CRC-32C, against accidents)

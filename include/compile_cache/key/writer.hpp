@@ -153,6 +153,13 @@ inline constexpr bool dependent_false = false;
 /// sets and maps independent of order. Equal content gives equal bytes in every
 /// process; any difference gives different bytes.
 ///
+/// The check that the describe found for a type takes that type itself, and not a base
+/// class of it, cannot see through a function template (its argument deduction looks
+/// at no conversion). Specialize this as std::true_type for a type whose describe is
+/// such a template, to say that it describes every field of the type.
+template <class T>
+struct describes_whole : std::false_type {};
+
 /// A host describes its own types with a function found by argument-dependent lookup:
 /// \code
 /// struct options { int level; std::vector<std::string> flags;
@@ -213,11 +220,13 @@ public:
             // A describe found only for a base class would key a derived value by its
             // base part alone: two values that differ in the derived fields would share
             // an entry, and one would load the other's kernel.
-            static_assert(detail::has_exact_describe<T>::value,
+            static_assert(detail::has_exact_describe<T>::value || describes_whole<T>::value,
                           "compile_cache: the describe found for this type takes a base class of it (or "
                           "another type it converts to), so its own fields would not reach the key. Provide "
                           "`void describe(compile_cache::key_writer& w, T const& value)` for the type itself "
-                          "(it may describe the base part first: w(static_cast<Base const&>(value), ...))");
+                          "(it may describe the base part first: w(static_cast<Base const&>(value), ...)). If "
+                          "it is a function template that does take the type itself, say so: specialize "
+                          "compile_cache::describes_whole<T> as std::true_type");
             tag(field_tag::record_begin);
             describe(*this, v);
             tag(field_tag::record_end);

@@ -18,6 +18,7 @@
 
 #include <compile_cache/storage/detail/directory_files.hpp>
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -78,28 +79,34 @@ inline std::map<std::string, std::uint64_t> parse_counters(std::string_view text
     return out;
 }
 
-/// Reads a whole small file without following a symlink; empty when it is absent,
-/// not a regular file, or larger than counters_max_file.
-inline std::string read_small_file(int dir_fd, char const* name) {
-    std::string text;
+/// Reads a whole small file into `text` without following a symlink (or blocking on
+/// a FIFO). True when it was read, or is absent (then `text` is empty); false when it
+/// is there but not a regular file, larger than counters_max_file, or unreadable.
+inline bool read_small_file(int dir_fd, char const* name, std::string& text) {
+    text.clear();
     int const fd = ::openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return text;
+    if (fd < 0) return errno == ENOENT;
     file_descriptor const guard{fd};
     struct stat st;
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 0 ||
         static_cast<std::uintmax_t>(st.st_size) > counters_max_file)
-        return text;
+        return false;
     text.resize(static_cast<std::size_t>(st.st_size));
     std::size_t got = 0;
     while (got < text.size()) {
         ssize_t const r = ::read(fd, &text[got], text.size() - got);
         if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
+        if (r < 0) return false;
+        if (r == 0) break;
         got += static_cast<std::size_t>(r);
     }
     text.resize(got);
-    return text;
+    return true;
 }
+
+/// How long a flush waits for a shard's lock before giving up (the counts are for
+/// display: a host must never hang at exit because someone holds the lock).
+inline constexpr int counters_lock_attempts = 200; ///< 5 ms apart: one second
 
 inline int open_counters_folder(std::string const& directory, unsigned directory_mode, int exact_umask, bool create) {
     std::string path = directory + "/" + counters_folder;
@@ -126,12 +133,23 @@ inline int add_counters(std::string const& directory, std::vector<std::pair<std:
     std::string const lock_name = name + ".lock", new_name = name + ".new";
     auto const mode = static_cast<mode_t>(exact_umask >= 0 ? file_mode & ~static_cast<unsigned>(exact_umask) : file_mode);
 
-    int const lock = ::openat(dir_fd, lock_name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode);
+    int const lock = ::openat(dir_fd, lock_name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, mode);
     if (lock < 0) return errno;
     file_descriptor const lock_guard{lock};
-    if (int const e = lock_fd(lock, false)) return e;
+    struct stat st;
+    if (::fstat(lock, &st) != 0 || !S_ISREG(st.st_mode)) return EINVAL;
+    for (int attempt = 0;; ++attempt) {
+        int const e = lock_fd(lock, true);
+        if (e == 0) break;
+        if (e != EWOULDBLOCK || attempt + 1 >= counters_lock_attempts) return e;
+        ::usleep(5000);
+    }
 
-    std::map<std::string, std::uint64_t> totals = parse_counters(read_small_file(dir_fd, name.c_str()));
+    // A shard that is there but cannot be read is left alone: replacing it with this
+    // process's counts alone would lose everyone else's.
+    std::string old_text;
+    if (!read_small_file(dir_fd, name.c_str(), old_text)) return EIO;
+    std::map<std::string, std::uint64_t> totals = parse_counters(old_text);
     for (auto const& [counter, n] : delta) {
         if (!is_counter_name(counter) || is_gauge(counter)) continue;
         std::uint64_t& t = totals[counter];
@@ -142,7 +160,12 @@ inline int add_counters(std::string const& directory, std::vector<std::pair<std:
     std::string text;
     for (auto const& [counter, n] : totals) text += counter + " " + std::to_string(n) + "\n";
 
-    int const out = ::openat(dir_fd, new_name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
+    // Under the lock no one else writes `N.new`: whatever is there (a killed writer's
+    // leftover, or something planted: a FIFO would block an open for writing) goes,
+    // and the file is created afresh.
+    if (::unlinkat(dir_fd, new_name.c_str(), 0) != 0 && errno != ENOENT) return errno;
+    int const out =
+        ::openat(dir_fd, new_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, mode);
     if (out < 0) return errno;
     {
         file_descriptor const out_guard{out};
@@ -163,7 +186,9 @@ inline std::map<std::string, std::uint64_t> read_counters(std::string const& dir
     bool any = false;
     for (unsigned shard = 0; shard < counter_shards; ++shard) {
         char const name[2] = {digits[shard], '\0'};
-        std::map<std::string, std::uint64_t> const shard_counters = parse_counters(read_small_file(dir_fd, name));
+        std::string text;
+        if (!read_small_file(dir_fd, name, text)) continue;
+        std::map<std::string, std::uint64_t> const shard_counters = parse_counters(text);
         if (shard_counters.empty()) continue;
         auto const updated = shard_counters.find(std::string(gauge_updated_s));
         std::uint64_t const when = updated == shard_counters.end() ? 0 : updated->second;
