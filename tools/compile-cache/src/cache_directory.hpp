@@ -68,7 +68,9 @@ inline std::string rule_text() {
            "a .cc-stats that is not a compile_cache ledger, a .cc-counters that is not a folder, and\n"
            "a hex-named file in a two-hex-digit folder that is not an entry of it (other leading\n"
            "digits, or an odd length: a git object store looks like that). Anything else (a README,\n"
-           "notes) is allowed, and never deleted.\n";
+           "notes) is allowed, and never deleted. clear, prune and verify --remove delete only where\n"
+           "there is also the ledger or the counters (or no entry at all): files named like entries\n"
+           "alone may be another tool's content-addressed store.\n";
 }
 
 /// Whether the ledger at `path` (an lstat-ed regular file of `size` bytes) looks like one.
@@ -198,9 +200,14 @@ directory_kind scan_directory(std::string const& dir, directory_scan& scan, std:
     return directory_kind::cache;
 }
 
+/// The largest file read as an entry: the library's default bound on an entry
+/// (cache_options::max_entry_size). A larger file is judged without being read.
+inline constexpr std::uint64_t max_entry_read = std::uint64_t{64} << 20;
+
 /// Reads the whole entry at `path` without following a symlink and without touching
-/// its use time. False, with `why`, when it cannot.
-inline bool read_entry(std::string const& path, std::string& bytes, std::string& why) {
+/// its use time. False, with `why`, when it cannot; `too_large` says it was not read
+/// because it is over max_entry_read.
+inline bool read_entry(std::string const& path, std::string& bytes, std::string& why, bool* too_large = nullptr) {
     bytes.clear();
     int fd;
     do {
@@ -214,6 +221,12 @@ inline bool read_entry(std::string const& path, std::string& bytes, std::string&
     struct stat st {};
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 0) {
         why = "not a regular file";
+        return false;
+    }
+    if (static_cast<std::uint64_t>(st.st_size) > max_entry_read) {
+        why = "larger than 64 MiB (the default bound on an entry), so not read: a host with a larger "
+              "max_entry_size may have written it";
+        if (too_large) *too_large = true;
         return false;
     }
     bytes.resize(static_cast<std::size_t>(st.st_size));
@@ -263,8 +276,10 @@ inline checked_entry check_entry(std::string const& dir, std::string const& name
     using compile_cache::envelope_status;
     checked_entry c;
     std::string bytes, why;
-    if (!read_entry(dir + "/" + name.substr(0, 2) + "/" + name, bytes, why)) {
+    bool too_large = false;
+    if (!read_entry(dir + "/" + name.substr(0, 2) + "/" + name, bytes, why, &too_large)) {
         c.problem = why;
+        if (too_large) c.result = verdict::unchecked;
         return c;
     }
     c.file_size = bytes.size();

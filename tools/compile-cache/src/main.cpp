@@ -170,6 +170,18 @@ struct opened_directory {
     int status = exit_ok;
 };
 
+/// For the commands that delete (clear, prune, verify --remove): the directory must
+/// carry what a compile_cache host writes there, its ledger or its counters, and not
+/// only files that look like entries (another tool's content-addressed store may).
+bool may_delete_in(command_line const& c, opened_directory& d) {
+    if (d.scan.has_ledger || d.scan.has_counters || d.scan.entries.empty()) return true;
+    d.status = fail(c.dir + ": it has entries but neither the ledger (.cc-stats) nor the counters (.cc-counters) "
+                             "a compile_cache host writes; nothing is deleted in a directory that may be another "
+                             "tool's",
+                    exit_usage);
+    return false;
+}
+
 opened_directory open_directory(command_line const& c, progress_line& progress) {
     opened_directory d;
     std::string message;
@@ -503,6 +515,7 @@ int run_verify(command_line const& c) {
     progress_line progress;
     opened_directory d = open_directory(c, progress);
     if (d.status != exit_ok) return d.status;
+    if (c.remove && !may_delete_in(c, d)) return d.status;
     std::vector<verified_entry> bad, unchecked;
     std::uint64_t sound = 0, done = 0;
     compile_cache::directory_storage storage(c.dir);
@@ -519,25 +532,38 @@ int run_verify(command_line const& c) {
             unchecked.push_back(std::move(v));
             continue;
         }
-        if (c.remove) {
-            // Checked again just before: a host may have replaced the entry with a sound
-            // one meanwhile, and that one stays. Removed through the storage, so that its
-            // size ledger stays right.
-            auto const k = compile_cache::key::from_hex(f.name);
-            if (check_entry(c.dir, f.name, auth).result == verdict::sound) {
-                v.remove_problem = "replaced by a sound entry meanwhile; kept";
-            } else if (!k) {
-                v.remove_problem = "not a key's name";
-            } else if (std::error_code const ec = storage.remove(*k)) {
-                v.remove_problem = "cannot remove it: " + ec.message();
-                removal_failed = true;
-            } else {
-                v.removed = true;
-            }
-        }
         bad.push_back(std::move(v));
     }
     progress.finish();
+    // With a secret under which not one entry verifies, the likelier mistake is the
+    // secret: removing would empty a sound cache. Nothing is removed then.
+    bool const suspect_secret = c.remove && auth.keyed() && sound == 0 && !bad.empty();
+    if (suspect_secret)
+        std::fprintf(stderr,
+                     "compile-cache: no entry verifies under the secret of %s: is it the right one? Nothing "
+                     "removed\n",
+                     c.secret_file ? c.secret_file->c_str() : "--secret-file");
+    for (verified_entry& v : bad) {
+        if (!c.remove) break;
+        if (suspect_secret) {
+            v.remove_problem = "kept: no entry verifies under this secret";
+            continue;
+        }
+        // Checked again just before: a host may have replaced the entry with a sound
+        // one meanwhile, and that one stays. Removed through the storage, so that its
+        // size ledger stays right.
+        auto const k = compile_cache::key::from_hex(v.file.name);
+        if (check_entry(c.dir, v.file.name, auth).result == verdict::sound) {
+            v.remove_problem = "replaced by a sound entry meanwhile; kept";
+        } else if (!k) {
+            v.remove_problem = "not a key's name";
+        } else if (std::error_code const ec = storage.remove(*k)) {
+            v.remove_problem = "cannot remove it: " + ec.message();
+            removal_failed = true;
+        } else {
+            v.removed = true;
+        }
+    }
     std::uint64_t removed = 0;
     for (auto const& v : bad) removed += v.removed ? 1 : 0;
 
@@ -612,7 +638,7 @@ int run_prune(command_line const& c) {
                     exit_usage);
     progress_line progress;
     opened_directory d = open_directory(c, progress);
-    if (d.status != exit_ok) return d.status;
+    if (d.status != exit_ok || !may_delete_in(c, d)) return d.status;
     compile_cache::directory_options options;
     options.max_size = *limit;
     compile_cache::directory_storage storage(c.dir, options);
@@ -622,7 +648,7 @@ int run_prune(command_line const& c) {
 int run_clear(command_line const& c) {
     progress_line progress;
     opened_directory d = open_directory(c, progress);
-    if (d.status != exit_ok) return d.status;
+    if (d.status != exit_ok || !may_delete_in(c, d)) return d.status;
     compile_cache::directory_storage storage(c.dir);
     return report_cleanup(c, storage.clear(), 0, d.scan.other_files);
 }

@@ -345,6 +345,14 @@ TEST_CASE("compile-cache verify --secret-file: HMACs are checked under the secre
     CHECK(json_query(other.out, "all(b['problem'].startswith('unauthenticated') for b in d['bad'])") == "True");
     CHECK(s.entries().size() == 3); // reported, not removed
 
+    // --remove with a secret under which nothing verifies: the secret is the likelier
+    // mistake, so nothing is removed, and stderr says why.
+    process_result const wrong_remove = tool({"verify", dir, "--secret-file", wrong.string(), "--remove"});
+    REQUIRE_EXIT(wrong_remove, 1);
+    CHECK(wrong_remove.err.find("no entry verifies under the secret") != std::string::npos);
+    CHECK(wrong_remove.out.find("0 removed") != std::string::npos);
+    CHECK(s.entries().size() == 3);
+
     process_result const shown = tool({"list", dir, "--secret-file", secret.string(), "--json"});
     REQUIRE_EXIT(shown, 0);
     CHECK(json_query(shown.out, "sorted(e['name'] for e in d['entries'])") == "['helper', 'main', 'square']");
@@ -459,6 +467,24 @@ TEST_CASE("compile-cache: a missing directory or a file or a foreign directory i
         CHECK(everything_under(foreign) == before); // nothing created, nothing deleted
     }
 
+    // Real entries, but neither ledger nor counters: what another tool's
+    // content-addressed store can look like. Read, yes; deleted in, never.
+    fs::path const bare = root.path() / "bare";
+    make_entries(bare, 3);
+    fs::remove_all(bare / ".cc-stats");
+    fs::remove_all(bare / ".cc-counters");
+    auto const bare_before = everything_under(bare);
+    REQUIRE_EXIT(tool({"stats", bare.string()}), 0);
+    for (std::vector<std::string> args : {std::vector<std::string>{"clear", bare.string()},
+                                          {"prune", bare.string(), "--max-size", "0"},
+                                          {"verify", bare.string(), "--remove"}}) {
+        process_result const r = tool(args);
+        INFO(args[0]);
+        REQUIRE_EXIT(r, 2);
+        CHECK(r.err.find("neither the ledger (.cc-stats) nor the counters (.cc-counters)") != std::string::npos);
+    }
+    CHECK(everything_under(bare) == bare_before);
+
     // An empty directory is an empty cache (one that no host has written to yet).
     fs::path const empty = root.path() / "empty";
     fs::create_directories(empty);
@@ -498,6 +524,15 @@ TEST_CASE("compile-cache --json: names with quotes and control characters and in
     process_result const human = tool({"list", dir.string()});
     REQUIRE_EXIT(human, 0);
     CHECK(human.out.find("say \"hi\"\\x5c\\x0a\\x09\\x01 caf\xc3\xa9") != std::string::npos);
+
+    // C1 controls (some terminals start an escape sequence at 0x9b), raw or as UTF-8,
+    // are escaped too; other UTF-8 (a euro sign has 0x82 in it) is not.
+    fs::path const c1 = root.path() / "c1";
+    make_entries(c1, 1, std::string("a\x9b" "31mb\xc2\x9b" "31mc \xe2\x82\xac"));
+    process_result const c1_list = tool({"list", c1.string()});
+    REQUIRE_EXIT(c1_list, 0);
+    CHECK(c1_list.out.find("a\\x9b31mb\\xc2\\x9b31mc \xe2\x82\xac") != std::string::npos);
+    CHECK(c1_list.out.find('\x9b') == std::string::npos);
 }
 
 TEST_CASE("compile-cache: a progress line on stderr for more than 10000 entries and none for fewer") {
