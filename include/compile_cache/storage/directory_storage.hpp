@@ -506,7 +506,8 @@ public:
         namespace impl = detail::directory_storage_impl;
         cleanup_result r;
         if (directory_.empty()) return r;
-        state_->ledger.flush(impl::now_s()); // this object's changes, before the recount replaces the figures
+        // This object's unwritten changes, before the recount replaces the figures.
+        if (state_->ledger.has_changes()) state_->ledger.flush(impl::now_s());
         impl::file_descriptor root{impl::open_root(directory_)};
         if (!root) {
             if (errno != ENOENT) r.error = impl::errno_code(errno);
@@ -536,7 +537,8 @@ public:
         namespace impl = detail::directory_storage_impl;
         cleanup_result r;
         if (directory_.empty()) return r;
-        state_->ledger.flush(impl::now_s()); // this object's changes, before the figures are reset
+        // This object's unwritten changes, before the figures are reset.
+        if (state_->ledger.has_changes()) state_->ledger.flush(impl::now_s());
         impl::file_descriptor root{impl::open_root(directory_)};
         if (!root) {
             if (errno != ENOENT) r.error = impl::errno_code(errno);
@@ -640,8 +642,9 @@ private:
             std::vector<std::pair<unsigned, std::uint64_t>> counted;
             for (unsigned folder = 0; folder < 256; ++folder) {
                 if (!f.due[folder]) continue;
-                impl::folder_scan const fs = impl::scan_folder(root.fd, folder, impl::now_ns() - impl::temp_stale_after_ns,
-                                                               impl::no_cutoff, impl::no_entry_callback{});
+                std::int64_t const temps_before = impl::now_ns() - impl::temp_stale_after_ns;
+                impl::folder_scan const fs =
+                    impl::scan_folder(root.fd, folder, temps_before, impl::no_cutoff, impl::no_entry_callback{});
                 state_->cleanup.temps_removed += fs.temps_removed;
                 counted.emplace_back(folder, fs.bytes);
             }

@@ -431,7 +431,8 @@ inline std::uint64_t ledger_total(ledger_slots const& slots) noexcept {
 /// symlink, never blocking on a FIFO (O_NONBLOCK), and only a regular file; its mode
 /// set to `file_mode & ~exact_umask` when that is 0 or more. -1 when it cannot be used
 /// (read-only directory, ...): the caller then does no accounting.
-inline int open_ledger(std::string const& path, unsigned file_mode, int exact_umask, struct stat* st_out = nullptr) noexcept {
+inline int open_ledger(std::string const& path, unsigned file_mode, int exact_umask,
+                       struct stat* st_out = nullptr) noexcept {
     int fd;
     do {
         fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
@@ -498,7 +499,9 @@ public:
         : path_(std::move(path)), file_mode_(file_mode), umask_(exact_umask), generation_(fork_generation()) {}
     ledger_batch(ledger_batch const&) = delete;
     ledger_batch& operator=(ledger_batch const&) = delete;
-    ~ledger_batch() { flush(now_s()); }
+    ~ledger_batch() {
+        if (has_changes()) flush(now_s()); // a reader-only object leaves the ledger alone
+    }
 
     /// Notes that `folder` gained `added` bytes and lost `removed`. True when the
     /// caller should flush() now: the batch is full or old, the folder is due for a
