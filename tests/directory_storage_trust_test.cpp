@@ -87,6 +87,34 @@ TEST_CASE("a symlink at an entry path is a counted miss and is replaced, never f
     CHECK(r.value.variant == 0);
 }
 
+TEST_CASE("a fan-out folder swapped for a symlink: remove and prune delete nothing outside the cache",
+          "[storage][trust]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    directory_storage storage(root.string());
+    auto const k = key_of(7);
+    REQUIRE(!storage.write(k.value(), "entry bytes"));
+    fs::path const entry = storage.entry_path(k.value());
+    fs::path const folder = entry.parent_path();
+
+    // Elsewhere: a folder holding a file under the entry's very name (a victim's
+    // content-addressed store, say). The cache's folder becomes a symlink to it.
+    fs::path const elsewhere = dir.path() / "elsewhere";
+    fs::create_directories(elsewhere);
+    write_file(elsewhere / entry.filename(), "precious");
+    fs::remove_all(folder);
+    fs::create_symlink(elsewhere, folder);
+
+    storage.remove(k.value()); // the folder is not followed: for the cache there is no such entry
+    CHECK(read_file(elsewhere / entry.filename()) == "precious");
+    cc::directory_options tiny;
+    tiny.max_size = 1;
+    directory_storage pruning(root.string(), tiny);
+    pruning.prune();
+    pruning.clear();
+    CHECK(read_file(elsewhere / entry.filename()) == "precious");
+}
+
 TEST_CASE("a symlink planted at a temp path is not followed", "[storage][trust]") {
     temp_dir dir;
     fs::path const root = dir.path() / "cache";

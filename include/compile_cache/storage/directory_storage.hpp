@@ -448,16 +448,31 @@ public:
         namespace impl = detail::directory_storage_impl;
         if (directory_.empty() || k.empty()) return {};
         try {
+            // Through the fan-out folder opened without following a symlink: in a
+            // directory others may write (shared mode), `ab` swapped for a symlink must
+            // not make this unlink a file elsewhere.
             std::string const path = entry_path(k);
+            std::size_t const slash = path.rfind('/');
+            std::string const folder = path.substr(0, slash), name = path.substr(slash + 1);
+            int fd;
+            do {
+                fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            } while (fd < 0 && errno == EINTR);
+            if (fd < 0) {
+                int const e = errno;
+                if (e == ENOENT || e == ENOTDIR) return {}; // no folder, or a file there: no entry
+                return impl::errno_code(e);                 // ELOOP: the folder is a symlink
+            }
+            impl::file_descriptor const guard{fd};
             struct stat st {};
-            bool const counted = ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-            if (::unlink(path.c_str()) == 0) {
+            bool const counted = ::fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+            if (::unlinkat(fd, name.c_str(), 0) == 0) {
                 if (counted)
                     after_change(k.data()[0], 0, impl::accounted_size(static_cast<std::uint64_t>(st.st_size)), false);
                 return {};
             }
             int const e = errno;
-            if (e == ENOENT || e == ENOTDIR) return {};
+            if (e == ENOENT) return {};
             return impl::errno_code(e);
         } catch (std::bad_alloc const&) {
             return std::make_error_code(std::errc::not_enough_memory);

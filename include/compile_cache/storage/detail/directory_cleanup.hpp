@@ -231,11 +231,20 @@ private:
                 std::uint64_t total = surveyed_bytes;
                 std::uint64_t per_folder[256] = {};
                 for (auto const& [folder, bytes] : counted) per_folder[folder] = bytes;
-                std::string path;
+                // Each unlink goes through its folder opened without following a
+                // symlink, so that a folder swapped for a symlink since the survey (in
+                // a directory others may write) cannot turn eviction on files elsewhere.
+                file_descriptor folder_fd;
+                unsigned open_folder = 256;
                 for (auto const& r : records) {
                     if (total <= target) break;
-                    path.assign(folder_name(r.folder)).append("/").append(r.name);
-                    int const e = ::unlinkat(root_fd, path.c_str(), 0) == 0 ? 0 : errno;
+                    if (r.folder != open_folder) {
+                        if (folder_fd.fd >= 0) ::close(folder_fd.fd);
+                        folder_fd.fd = ::openat(root_fd, folder_name(r.folder), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        open_folder = r.folder;
+                    }
+                    if (folder_fd.fd < 0) continue;
+                    int const e = ::unlinkat(folder_fd.fd, r.name.c_str(), 0) == 0 ? 0 : errno;
                     if (e != 0 && e != ENOENT) continue;
                     total -= r.bytes;
                     per_folder[r.folder] -= std::min(per_folder[r.folder], r.bytes);
