@@ -1126,6 +1126,13 @@ inline constexpr bool dependent_false = false;
 /// sets and maps independent of order. Equal content gives equal bytes in every
 /// process; any difference gives different bytes.
 ///
+/// The check that the describe found for a type takes that type itself, and not a base
+/// class of it, cannot see through a function template (its argument deduction looks
+/// at no conversion). Specialize this as std::true_type for a type whose describe is
+/// such a template, to say that it describes every field of the type.
+template <class T>
+struct describes_whole : std::false_type {};
+
 /// A host describes its own types with a function found by argument-dependent lookup:
 /// \code
 /// struct options { int level; std::vector<std::string> flags;
@@ -1186,11 +1193,13 @@ public:
             // A describe found only for a base class would key a derived value by its
             // base part alone: two values that differ in the derived fields would share
             // an entry, and one would load the other's kernel.
-            static_assert(detail::has_exact_describe<T>::value,
+            static_assert(detail::has_exact_describe<T>::value || describes_whole<T>::value,
                           "compile_cache: the describe found for this type takes a base class of it (or "
                           "another type it converts to), so its own fields would not reach the key. Provide "
                           "`void describe(compile_cache::key_writer& w, T const& value)` for the type itself "
-                          "(it may describe the base part first: w(static_cast<Base const&>(value), ...))");
+                          "(it may describe the base part first: w(static_cast<Base const&>(value), ...)). If "
+                          "it is a function template that does take the type itself, say so: specialize "
+                          "compile_cache::describes_whole<T> as std::true_type");
             tag(field_tag::record_begin);
             describe(*this, v);
             tag(field_tag::record_end);
@@ -3083,7 +3092,8 @@ inline std::uint64_t ledger_total(ledger_slots const& slots) noexcept {
 /// symlink, never blocking on a FIFO (O_NONBLOCK), and only a regular file; its mode
 /// set to `file_mode & ~exact_umask` when that is 0 or more. -1 when it cannot be used
 /// (read-only directory, ...): the caller then does no accounting.
-inline int open_ledger(std::string const& path, unsigned file_mode, int exact_umask, struct stat* st_out = nullptr) noexcept {
+inline int open_ledger(std::string const& path, unsigned file_mode, int exact_umask,
+                       struct stat* st_out = nullptr) noexcept {
     int fd;
     do {
         fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
@@ -3150,7 +3160,9 @@ public:
         : path_(std::move(path)), file_mode_(file_mode), umask_(exact_umask), generation_(fork_generation()) {}
     ledger_batch(ledger_batch const&) = delete;
     ledger_batch& operator=(ledger_batch const&) = delete;
-    ~ledger_batch() { flush(now_s()); }
+    ~ledger_batch() {
+        if (has_changes()) flush(now_s()); // a reader-only object leaves the ledger alone
+    }
 
     /// Notes that `folder` gained `added` bytes and lost `removed`. True when the
     /// caller should flush() now: the batch is full or old, the folder is due for a
@@ -3515,11 +3527,20 @@ private:
                 std::uint64_t total = surveyed_bytes;
                 std::uint64_t per_folder[256] = {};
                 for (auto const& [folder, bytes] : counted) per_folder[folder] = bytes;
-                std::string path;
+                // Each unlink goes through its folder opened without following a
+                // symlink, so that a folder swapped for a symlink since the survey (in
+                // a directory others may write) cannot turn eviction on files elsewhere.
+                file_descriptor folder_fd;
+                unsigned open_folder = 256;
                 for (auto const& r : records) {
                     if (total <= target) break;
-                    path.assign(folder_name(r.folder)).append("/").append(r.name);
-                    int const e = ::unlinkat(root_fd, path.c_str(), 0) == 0 ? 0 : errno;
+                    if (r.folder != open_folder) {
+                        if (folder_fd.fd >= 0) ::close(folder_fd.fd);
+                        folder_fd.fd = ::openat(root_fd, folder_name(r.folder), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        open_folder = r.folder;
+                    }
+                    if (folder_fd.fd < 0) continue;
+                    int const e = ::unlinkat(folder_fd.fd, r.name.c_str(), 0) == 0 ? 0 : errno;
                     if (e != 0 && e != ENOENT) continue;
                     total -= r.bytes;
                     per_folder[r.folder] -= std::min(per_folder[r.folder], r.bytes);
@@ -3589,6 +3610,7 @@ private:
 // writer) and `updated-s` (when it wrote, seconds since the epoch).
 
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -3649,28 +3671,34 @@ inline std::map<std::string, std::uint64_t> parse_counters(std::string_view text
     return out;
 }
 
-/// Reads a whole small file without following a symlink; empty when it is absent,
-/// not a regular file, or larger than counters_max_file.
-inline std::string read_small_file(int dir_fd, char const* name) {
-    std::string text;
+/// Reads a whole small file into `text` without following a symlink (or blocking on
+/// a FIFO). True when it was read, or is absent (then `text` is empty); false when it
+/// is there but not a regular file, larger than counters_max_file, or unreadable.
+inline bool read_small_file(int dir_fd, char const* name, std::string& text) {
+    text.clear();
     int const fd = ::openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return text;
+    if (fd < 0) return errno == ENOENT;
     file_descriptor const guard{fd};
     struct stat st;
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 0 ||
         static_cast<std::uintmax_t>(st.st_size) > counters_max_file)
-        return text;
+        return false;
     text.resize(static_cast<std::size_t>(st.st_size));
     std::size_t got = 0;
     while (got < text.size()) {
         ssize_t const r = ::read(fd, &text[got], text.size() - got);
         if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
+        if (r < 0) return false;
+        if (r == 0) break;
         got += static_cast<std::size_t>(r);
     }
     text.resize(got);
-    return text;
+    return true;
 }
+
+/// How long a flush waits for a shard's lock before giving up (the counts are for
+/// display: a host must never hang at exit because someone holds the lock).
+inline constexpr int counters_lock_attempts = 200; ///< 5 ms apart: one second
 
 inline int open_counters_folder(std::string const& directory, unsigned directory_mode, int exact_umask, bool create) {
     std::string path = directory + "/" + counters_folder;
@@ -3697,12 +3725,23 @@ inline int add_counters(std::string const& directory, std::vector<std::pair<std:
     std::string const lock_name = name + ".lock", new_name = name + ".new";
     auto const mode = static_cast<mode_t>(exact_umask >= 0 ? file_mode & ~static_cast<unsigned>(exact_umask) : file_mode);
 
-    int const lock = ::openat(dir_fd, lock_name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode);
+    int const lock = ::openat(dir_fd, lock_name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, mode);
     if (lock < 0) return errno;
     file_descriptor const lock_guard{lock};
-    if (int const e = lock_fd(lock, false)) return e;
+    struct stat st;
+    if (::fstat(lock, &st) != 0 || !S_ISREG(st.st_mode)) return EINVAL;
+    for (int attempt = 0;; ++attempt) {
+        int const e = lock_fd(lock, true);
+        if (e == 0) break;
+        if (e != EWOULDBLOCK || attempt + 1 >= counters_lock_attempts) return e;
+        ::usleep(5000);
+    }
 
-    std::map<std::string, std::uint64_t> totals = parse_counters(read_small_file(dir_fd, name.c_str()));
+    // A shard that is there but cannot be read is left alone: replacing it with this
+    // process's counts alone would lose everyone else's.
+    std::string old_text;
+    if (!read_small_file(dir_fd, name.c_str(), old_text)) return EIO;
+    std::map<std::string, std::uint64_t> totals = parse_counters(old_text);
     for (auto const& [counter, n] : delta) {
         if (!is_counter_name(counter) || is_gauge(counter)) continue;
         std::uint64_t& t = totals[counter];
@@ -3713,7 +3752,12 @@ inline int add_counters(std::string const& directory, std::vector<std::pair<std:
     std::string text;
     for (auto const& [counter, n] : totals) text += counter + " " + std::to_string(n) + "\n";
 
-    int const out = ::openat(dir_fd, new_name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
+    // Under the lock no one else writes `N.new`: whatever is there (a killed writer's
+    // leftover, or something planted: a FIFO would block an open for writing) goes,
+    // and the file is created afresh.
+    if (::unlinkat(dir_fd, new_name.c_str(), 0) != 0 && errno != ENOENT) return errno;
+    int const out =
+        ::openat(dir_fd, new_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, mode);
     if (out < 0) return errno;
     {
         file_descriptor const out_guard{out};
@@ -3734,7 +3778,9 @@ inline std::map<std::string, std::uint64_t> read_counters(std::string const& dir
     bool any = false;
     for (unsigned shard = 0; shard < counter_shards; ++shard) {
         char const name[2] = {digits[shard], '\0'};
-        std::map<std::string, std::uint64_t> const shard_counters = parse_counters(read_small_file(dir_fd, name));
+        std::string text;
+        if (!read_small_file(dir_fd, name, text)) continue;
+        std::map<std::string, std::uint64_t> const shard_counters = parse_counters(text);
         if (shard_counters.empty()) continue;
         auto const updated = shard_counters.find(std::string(gauge_updated_s));
         std::uint64_t const when = updated == shard_counters.end() ? 0 : updated->second;
@@ -4194,16 +4240,31 @@ public:
         namespace impl = detail::directory_storage_impl;
         if (directory_.empty() || k.empty()) return {};
         try {
+            // Through the fan-out folder opened without following a symlink: in a
+            // directory others may write (shared mode), `ab` swapped for a symlink must
+            // not make this unlink a file elsewhere.
             std::string const path = entry_path(k);
+            std::size_t const slash = path.rfind('/');
+            std::string const folder = path.substr(0, slash), name = path.substr(slash + 1);
+            int fd;
+            do {
+                fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            } while (fd < 0 && errno == EINTR);
+            if (fd < 0) {
+                int const e = errno;
+                if (e == ENOENT || e == ENOTDIR) return {}; // no folder, or a file there: no entry
+                return impl::errno_code(e);                 // ELOOP: the folder is a symlink
+            }
+            impl::file_descriptor const guard{fd};
             struct stat st {};
-            bool const counted = ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-            if (::unlink(path.c_str()) == 0) {
+            bool const counted = ::fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+            if (::unlinkat(fd, name.c_str(), 0) == 0) {
                 if (counted)
                     after_change(k.data()[0], 0, impl::accounted_size(static_cast<std::uint64_t>(st.st_size)), false);
                 return {};
             }
             int const e = errno;
-            if (e == ENOENT || e == ENOTDIR) return {};
+            if (e == ENOENT) return {};
             return impl::errno_code(e);
         } catch (std::bad_alloc const&) {
             return std::make_error_code(std::errc::not_enough_memory);
@@ -4252,7 +4313,8 @@ public:
         namespace impl = detail::directory_storage_impl;
         cleanup_result r;
         if (directory_.empty()) return r;
-        state_->ledger.flush(impl::now_s()); // this object's changes, before the recount replaces the figures
+        // This object's unwritten changes, before the recount replaces the figures.
+        if (state_->ledger.has_changes()) state_->ledger.flush(impl::now_s());
         impl::file_descriptor root{impl::open_root(directory_)};
         if (!root) {
             if (errno != ENOENT) r.error = impl::errno_code(errno);
@@ -4282,7 +4344,8 @@ public:
         namespace impl = detail::directory_storage_impl;
         cleanup_result r;
         if (directory_.empty()) return r;
-        state_->ledger.flush(impl::now_s()); // this object's changes, before the figures are reset
+        // This object's unwritten changes, before the figures are reset.
+        if (state_->ledger.has_changes()) state_->ledger.flush(impl::now_s());
         impl::file_descriptor root{impl::open_root(directory_)};
         if (!root) {
             if (errno != ENOENT) r.error = impl::errno_code(errno);
@@ -4386,8 +4449,9 @@ private:
             std::vector<std::pair<unsigned, std::uint64_t>> counted;
             for (unsigned folder = 0; folder < 256; ++folder) {
                 if (!f.due[folder]) continue;
-                impl::folder_scan const fs = impl::scan_folder(root.fd, folder, impl::now_ns() - impl::temp_stale_after_ns,
-                                                               impl::no_cutoff, impl::no_entry_callback{});
+                std::int64_t const temps_before = impl::now_ns() - impl::temp_stale_after_ns;
+                impl::folder_scan const fs =
+                    impl::scan_folder(root.fd, folder, temps_before, impl::no_cutoff, impl::no_entry_callback{});
                 state_->cleanup.temps_removed += fs.temps_removed;
                 counted.emplace_back(folder, fs.bytes);
             }
@@ -5189,6 +5253,9 @@ private:
 /// The fields before the payload when every variable-length one is empty: magic,
 /// version, flags, key size, metadata length, payload length.
 inline constexpr std::size_t envelope_min_header = sizeof envelope_magic + 2 + 2 + 1 + 4 + 8;
+/// Where the metadata starts in an entry for `k`: after magic, version, flags, the key
+/// (size and bytes) and the metadata's length.
+inline std::size_t envelope_metadata_offset(key const& k) noexcept { return sizeof envelope_magic + 2 + 2 + 1 + k.size() + 4; }
 } // namespace detail
 
 /// How entries are checked, written and read: unkeyed (a CRC-32C, against accidents)
@@ -5671,6 +5738,7 @@ private:
 #include <vector>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace compile_cache {
 
@@ -5852,7 +5920,8 @@ public:
     /// nothing for it. Best effort: a failure is ignored (the counts are for display).
     void flush_statistics() noexcept {
         if constexpr (detail::has_record_counters<Storage>::value) {
-            if (!enabled_ || !state_) return;
+            // A forked child has a copy of its parent's counts: they are the parent's to record.
+            if (!enabled_ || !state_ || ::getpid() != state_->owner) return;
             try {
                 std::lock_guard<std::mutex> lock(state_->flush_mutex);
                 auto now = state_->stats.snapshot().counters();
@@ -6026,6 +6095,10 @@ public:
             meta.components = k.components();
             std::string entry;
             std::size_t length_at = begin_envelope(entry, k.value(), meta, auth_);
+            // Metadata (names, origin, components) over the bound every reader applies
+            // would make an entry no one can load: refuse it here, as too large.
+            if (length_at - detail::envelope_metadata_offset(k.value()) > detail::envelope_max_metadata)
+                return store_failed(store_failure::too_large, start, info, "metadata over 1 MiB");
             try {
                 Serializer::save(entry, artifact, resolver_context::of(state_->resolver, self));
             } catch (unresolved_reference const& e) {
@@ -6105,6 +6178,7 @@ private:
         std::string toolchain_host;
         std::optional<component_digest> toolchain_digest;
         std::mutex flush_mutex;
+        ::pid_t owner = ::getpid(); ///< the process whose counts these are
         std::vector<std::pair<std::string, std::uint64_t>> flushed; ///< the counters last flushed
     };
 
