@@ -28,6 +28,7 @@ namespace {
 
 namespace cc = compile_cache;
 namespace fs = std::filesystem;
+using compile_cache_test::captured_stderr;
 using compile_cache_test::read_file;
 using compile_cache_test::temp_dir;
 using compile_cache_test::write_file;
@@ -59,37 +60,6 @@ public:
         for (char const* suffix : {"_DIR", "_LOG", "_MAX_SIZE", "_DURABILITY", "_SHARED", "_SECRET_FILE"})
             ::unsetenv((std::string(test_prefix) + suffix).c_str());
     }
-};
-
-/// What this process writes to stderr (fd 2) between construction and text().
-class captured_stderr {
-public:
-    explicit captured_stderr(fs::path file) : file_(std::move(file)) {
-        std::fflush(stderr);
-        saved_ = ::dup(2);
-        int const fd = ::open(file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        REQUIRE(fd >= 0);
-        ::dup2(fd, 2);
-        ::close(fd);
-    }
-    captured_stderr(captured_stderr const&) = delete;
-    captured_stderr& operator=(captured_stderr const&) = delete;
-    std::string text() {
-        restore();
-        return read_file(file_);
-    }
-    ~captured_stderr() { restore(); }
-
-private:
-    void restore() {
-        if (saved_ < 0) return;
-        std::fflush(stderr);
-        ::dup2(saved_, 2);
-        ::close(saved_);
-        saved_ = -1;
-    }
-    fs::path file_;
-    int saved_ = -1;
 };
 
 /// Runs the test in `dir`, so that relative file names match the page's.

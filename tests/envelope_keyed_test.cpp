@@ -108,33 +108,6 @@ struct scoped_env {
     }
 };
 
-/// Captures what the process writes to stderr (fd 2) while it lives.
-class stderr_capture {
-public:
-    explicit stderr_capture(fs::path file) : file_(std::move(file)) {
-        std::fflush(stderr);
-        saved_ = ::dup(2);
-        int const fd = ::open(file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        REQUIRE(fd >= 0);
-        ::dup2(fd, 2);
-        ::close(fd);
-    }
-    std::string finish() {
-        if (saved_ >= 0) {
-            std::fflush(stderr);
-            ::dup2(saved_, 2);
-            ::close(saved_);
-            saved_ = -1;
-        }
-        return read_file(file_);
-    }
-    ~stderr_capture() { finish(); }
-
-private:
-    fs::path file_;
-    int saved_ = -1;
-};
-
 std::size_t count_lines(std::string const& s) {
     std::size_t n = 0;
     for (char c : s) n += c == '\n';
@@ -452,11 +425,11 @@ TEST_CASE("PREFIX_SECRET_FILE that cannot be used disables the cache, with one d
         for (auto const& b : bad) {
             INFO(b.path << (with_log ? " with CCKEYTEST_LOG=1" : ""));
             env.set("CCKEYTEST_SECRET_FILE", b.path.string());
-            stderr_capture capture(dir.path() / "stderr.txt");
+            compile_cache_test::captured_stderr capture(dir.path() / "stderr.txt");
             cc::default_cache c = cc::default_cache::from_env("CCKEYTEST");
             cc::key_result const k = plain_key("axpy");
             auto r = c.get_or_compile<compiled_kernel>(k, axpy_info, [] { return small_kernel(); });
-            std::string const err = capture.finish();
+            std::string const err = capture.text();
             CHECK(!c.enabled());
             CHECK(!c.authenticated());
             CHECK(r.outcome == cc::outcome::compiled);

@@ -1,5 +1,5 @@
 // Small helpers shared by the tests: a temporary directory that cleans up after
-// itself, and whole-file read/write. Keep this file minimal and general.
+// itself, whole-file read/write, and capturing stderr. Keep this file minimal and general.
 #pragma once
 
 #include <cerrno>
@@ -13,7 +13,11 @@
 #include <string_view>
 #include <system_error>
 
+#include <cstdio>
+
+#include <fcntl.h>
 #include <stdlib.h> // mkdtemp
+#include <unistd.h>
 
 namespace compile_cache_test {
 
@@ -84,5 +88,39 @@ inline std::size_t entries_under(std::filesystem::path const& dir) {
     }
     return n;
 }
+
+/// What this process writes to stderr (fd 2) from construction until text() (or
+/// destruction), kept in `file`.
+class captured_stderr {
+public:
+    explicit captured_stderr(std::filesystem::path file) : file_(std::move(file)) {
+        std::fflush(stderr);
+        int const fd = ::open(file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd < 0) throw std::runtime_error("captured_stderr: cannot create " + file_.string());
+        saved_ = ::dup(2);
+        ::dup2(fd, 2);
+        ::close(fd);
+    }
+    captured_stderr(captured_stderr const&) = delete;
+    captured_stderr& operator=(captured_stderr const&) = delete;
+    ~captured_stderr() { restore(); }
+
+    /// Stops capturing and returns what was written.
+    std::string text() {
+        restore();
+        return read_file(file_);
+    }
+
+private:
+    void restore() {
+        if (saved_ < 0) return;
+        std::fflush(stderr);
+        ::dup2(saved_, 2);
+        ::close(saved_);
+        saved_ = -1;
+    }
+    std::filesystem::path file_;
+    int saved_ = -1;
+};
 
 } // namespace compile_cache_test

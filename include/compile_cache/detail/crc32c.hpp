@@ -19,10 +19,11 @@
 // - portable: slicing-by-8 tables (eight table look-ups per 8 bytes).
 #pragma once
 
+#include <compile_cache/detail/env.hpp>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
@@ -305,11 +306,7 @@ inline crc32c_update_fn crc32c_resolve() noexcept {
     char const* const setting = std::getenv("COMPILE_CACHE_CRC32C");
     bool not_understood = false;
     crc32c_update_fn const chosen = crc32c_update_of(crc32c_choose_backend(setting, &not_understood));
-    if (not_understood)
-        std::fprintf(stderr,
-                     "compile_cache: COMPILE_CACHE_CRC32C=\"%s\" is not understood (portable, or auto); "
-                     "using the fastest implementation this CPU runs\n",
-                     setting);
+    if (not_understood) report_unknown_implementation("COMPILE_CACHE_CRC32C", setting);
     crc32c_update_fn expected = &crc32c_update_first_call;
     if (crc32c_update_active.compare_exchange_strong(expected, chosen, std::memory_order_relaxed)) return chosen;
     return expected;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -24,6 +25,15 @@ inline std::string getenv_string(std::string const& name) {
 inline bool is_off(std::string_view value) {
     std::string v = lower(value);
     return v.empty() || v == "0" || v == "off" || v == "false" || v == "no";
+}
+
+/// The one line for a process-wide implementation switch (COMPILE_CACHE_SHA256,
+/// COMPILE_CACHE_CRC32C) set to a value it does not know; the fastest code is used.
+inline void report_unknown_implementation(char const* variable, char const* value) noexcept {
+    std::fprintf(stderr,
+                 "compile_cache: %s=\"%s\" is not understood (portable, or auto); using the fastest "
+                 "implementation this CPU runs\n",
+                 variable, value);
 }
 
 /// `1`, `on`, `true` and `yes` (any case) switch a setting on.

@@ -2,6 +2,7 @@
 // HashAlgorithm concept, so the two are interchangeable.
 #pragma once
 
+#include <compile_cache/detail/env.hpp>
 #include <compile_cache/detail/sha256_arm.hpp>
 #include <compile_cache/detail/sha256_portable.hpp>
 #include <compile_cache/detail/sha256_x86.hpp>
@@ -10,7 +11,6 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
@@ -108,11 +108,7 @@ inline sha256_compress_fn sha256_resolve() noexcept {
     char const* const setting = std::getenv("COMPILE_CACHE_SHA256");
     bool not_understood = false;
     sha256_compress_fn const chosen = sha256_compress_of(sha256_choose_backend(setting, &not_understood));
-    if (not_understood)
-        std::fprintf(stderr,
-                     "compile_cache: COMPILE_CACHE_SHA256=\"%s\" is not understood (portable, or auto); "
-                     "using the fastest implementation this CPU runs\n",
-                     setting);
+    if (not_understood) report_unknown_implementation("COMPILE_CACHE_SHA256", setting);
     // Only replaces the initial value: a set_sha256_implementation() that won a race
     // with the first call keeps its choice.
     sha256_compress_fn expected = &sha256_compress_first_call;
