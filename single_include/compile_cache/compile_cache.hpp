@@ -279,6 +279,52 @@ concept Hasher =
 // compile_cache: SHA-256 (FIPS 180-4) as a Hasher, with the members of Boost.Hash2's
 // HashAlgorithm concept, so the two are interchangeable.
 
+// ---- begin compile_cache/detail/env.hpp
+// compile_cache: reading settings from the environment.
+
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+namespace compile_cache::detail {
+
+inline std::string lower(std::string_view s) {
+    std::string out(s);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+}
+
+/// The value of an environment variable; empty when unset.
+inline std::string getenv_string(std::string const& name) {
+    char const* v = std::getenv(name.c_str());
+    return v ? std::string(v) : std::string();
+}
+
+/// Unset, empty, `0`, `off`, `false` and `no` (any case) switch a setting off.
+inline bool is_off(std::string_view value) {
+    std::string v = lower(value);
+    return v.empty() || v == "0" || v == "off" || v == "false" || v == "no";
+}
+
+/// The one line for a process-wide implementation switch (COMPILE_CACHE_SHA256,
+/// COMPILE_CACHE_CRC32C) set to a value it does not know; the fastest code is used.
+inline void report_unknown_implementation(char const* variable, char const* value) noexcept {
+    std::fprintf(stderr,
+                 "compile_cache: %s=\"%s\" is not understood (portable, or auto); using the fastest "
+                 "implementation this CPU runs\n",
+                 variable, value);
+}
+
+/// `1`, `on`, `true` and `yes` (any case) switch a setting on.
+inline bool is_on(std::string_view value) {
+    std::string v = lower(value);
+    return v == "1" || v == "on" || v == "true" || v == "yes";
+}
+
+} // namespace compile_cache::detail
+// ---- end compile_cache/detail/env.hpp
 // ---- begin compile_cache/detail/sha256_arm.hpp
 // compile_cache: SHA-256 block compression with the ARMv8 SHA-2 instructions
 // (FEAT_SHA256: SHA256H, SHA256H2, SHA256SU0, SHA256SU1), AArch64 only.
@@ -683,7 +729,6 @@ COMPILE_CACHE_SHANI_TARGET inline void sha256_compress_x86(std::uint32_t state[8
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
@@ -781,11 +826,7 @@ inline sha256_compress_fn sha256_resolve() noexcept {
     char const* const setting = std::getenv("COMPILE_CACHE_SHA256");
     bool not_understood = false;
     sha256_compress_fn const chosen = sha256_compress_of(sha256_choose_backend(setting, &not_understood));
-    if (not_understood)
-        std::fprintf(stderr,
-                     "compile_cache: COMPILE_CACHE_SHA256=\"%s\" is not understood (portable, or auto); "
-                     "using the fastest implementation this CPU runs\n",
-                     setting);
+    if (not_understood) report_unknown_implementation("COMPILE_CACHE_SHA256", setting);
     // Only replaces the initial value: a set_sha256_implementation() that won a race
     // with the first call keeps its choice.
     sha256_compress_fn expected = &sha256_compress_first_call;
@@ -2619,42 +2660,6 @@ concept Storage = requires(S& s, key const& k, std::string& out, std::size_t max
 // entry, written atomically (exclusive temp file in the target folder, then rename),
 // with a size limit kept by least-recently-used eviction. POSIX only.
 
-// ---- begin compile_cache/detail/env.hpp
-// compile_cache: reading settings from the environment.
-
-#include <cctype>
-#include <cstdlib>
-#include <string>
-#include <string_view>
-
-namespace compile_cache::detail {
-
-inline std::string lower(std::string_view s) {
-    std::string out(s);
-    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-}
-
-/// The value of an environment variable; empty when unset.
-inline std::string getenv_string(std::string const& name) {
-    char const* v = std::getenv(name.c_str());
-    return v ? std::string(v) : std::string();
-}
-
-/// Unset, empty, `0`, `off`, `false` and `no` (any case) switch a setting off.
-inline bool is_off(std::string_view value) {
-    std::string v = lower(value);
-    return v.empty() || v == "0" || v == "off" || v == "false" || v == "no";
-}
-
-/// `1`, `on`, `true` and `yes` (any case) switch a setting on.
-inline bool is_on(std::string_view value) {
-    std::string v = lower(value);
-    return v == "1" || v == "on" || v == "true" || v == "yes";
-}
-
-} // namespace compile_cache::detail
-// ---- end compile_cache/detail/env.hpp
 // ---- begin compile_cache/storage/detail/directory_cleanup.hpp
 // compile_cache: directory_storage's cleanup — counting a fan-out folder, sweeping
 // stale temp files, and evicting the least recently used entries in steps of bounded
@@ -4689,10 +4694,10 @@ static_assert(compile_cache::check_storage<compile_cache::null_storage>::value);
 // - AArch64 with the CRC32 extension (CRC32CX), one stream;
 // - portable: slicing-by-8 tables (eight table look-ups per 8 bytes).
 
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
@@ -4975,11 +4980,7 @@ inline crc32c_update_fn crc32c_resolve() noexcept {
     char const* const setting = std::getenv("COMPILE_CACHE_CRC32C");
     bool not_understood = false;
     crc32c_update_fn const chosen = crc32c_update_of(crc32c_choose_backend(setting, &not_understood));
-    if (not_understood)
-        std::fprintf(stderr,
-                     "compile_cache: COMPILE_CACHE_CRC32C=\"%s\" is not understood (portable, or auto); "
-                     "using the fastest implementation this CPU runs\n",
-                     setting);
+    if (not_understood) report_unknown_implementation("COMPILE_CACHE_CRC32C", setting);
     crc32c_update_fn expected = &crc32c_update_first_call;
     if (crc32c_update_active.compare_exchange_strong(expected, chosen, std::memory_order_relaxed)) return chosen;
     return expected;
