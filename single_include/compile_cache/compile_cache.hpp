@@ -5937,13 +5937,15 @@ public:
     }
 
     /// The cache the environment asks for: `PREFIX_DIR` names the directory; unset,
-    /// empty, `0`, `off`, `false` or `no` (any case) disable it. `PREFIX_LOG=1` sends
-    /// one-line diagnostics to stderr. Needs a Storage constructible from a directory.
-    /// A Storage also constructible from (directory, directory_options) — such as
-    /// directory_storage — gets `PREFIX_MAX_SIZE`, `PREFIX_DURABILITY` and
-    /// `PREFIX_SHARED` (see directory_options_from_env); a value that does not parse
-    /// is one diagnostic (through the logger, or on stderr when there is none) and
-    /// the default.
+    /// empty, `0`, `off`, `false` or `no` (any case) disable it. `PREFIX_LOG` on (`1`,
+    /// `on`, `true`, `yes`) sends one-line diagnostics to stderr. Needs a Storage
+    /// constructible from a directory. A Storage also constructible from (directory,
+    /// directory_options) — such as directory_storage — gets `PREFIX_MAX_SIZE`,
+    /// `PREFIX_DURABILITY` and `PREFIX_SHARED` (see directory_options_from_env), and
+    /// its directory is made now, as a first store would: a path that cannot be made a
+    /// directory disables the cache. Every value that does not parse, and a directory
+    /// that cannot be made, is one diagnostic (through the logger, or on stderr when
+    /// there is none); then the default, or no cache. docs/configuration.md has them all.
     /// `PREFIX_SECRET_FILE` names a file whose whole content (bytes, a trailing newline
     /// included) is the secret that authenticates entries (cache_options::secret). A
     /// file that is missing, unreadable, empty or over 64 KiB is one diagnostic, and the
