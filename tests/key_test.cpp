@@ -32,6 +32,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
@@ -458,6 +459,28 @@ TEST_CASE("a derived type is keyed by its own describe: base fields and its own 
     };
     CHECK(cc::detail::has_describe<bare>::value);
     CHECK(!cc::detail::has_exact_describe<bare>::value);
+}
+
+namespace generic_host {
+struct options {
+    int level = 2;
+};
+void describe(cc::key_writer& w, options const& o) { w(o.level); }
+/// A generic describe for the host's aggregates: it must not stand in for the
+/// exact-type check's probe (which is no aggregate).
+template <class T, std::enable_if_t<std::is_aggregate_v<T>, int> = 0>
+void describe(cc::key_writer& w, T const&) {
+    w(0);
+}
+struct gpu_options : options { // base-only describe: still refused
+    gpu_options() {}
+    std::string arch;
+};
+} // namespace generic_host
+
+TEST_CASE("an aggregate-only generic describe does not hide a base-only describe from the check", "[key]") {
+    CHECK(cc::detail::has_describe<generic_host::gpu_options>::value);
+    CHECK(!cc::detail::has_exact_describe<generic_host::gpu_options>::value);
 }
 
 TEST_CASE("a describe template vouched for with describes_whole keys its type", "[key]") {
