@@ -1107,12 +1107,18 @@ struct has_describe<T, std::void_t<decltype(describe(std::declval<key_writer&>()
 /// argument makes T's namespaces and classes, hidden friends included, take part in
 /// argument-dependent lookup, as for a T.)
 template <class T>
-struct only_as {
-    T const* value;
+class only_as {
+public:
+    // A constructor, so that this is no aggregate: a generic describe constrained to
+    // aggregates must not take it in T's stead.
+    explicit only_as(T const& v) noexcept : value(&v) {}
     template <class U, std::enable_if_t<std::is_same_v<U, T>, int> = 0>
     operator U const&() const noexcept {
         return *value;
     }
+
+private:
+    T const* value;
 };
 
 template <class T, class = void>
