@@ -26,6 +26,7 @@ ensure_packages "${COMPILE_CACHE_PACKAGES[@]}"
 build=${COMPILE_CACHE_BUILD_DIR:-$root/build}/bench-tinyk
 reps=${TINYK_BENCH_REPS:-10}
 sizes=${TINYK_BENCH_SIZES:-10 40 200}
+read -r -a size_list <<<"$sizes" # TINYK_BENCH_SIZES is a list of words
 backends=${TINYK_BENCH_BACKENDS:-vm native}
 
 echo "building tinyk (Release) in $build ..." >&2
@@ -46,7 +47,7 @@ echo "machine: $(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -1), npro
   "load average at start $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 
-python3 - "$build/examples/tinyk/tinyk" "$root/examples/tinyk/gen_chain.py" "$work" "$reps" "$backends" $sizes <<'PY'
+python3 - "$build/examples/tinyk/tinyk" "$root/examples/tinyk/gen_chain.py" "$work" "$reps" "$backends" "${size_list[@]}" <<'PY'
 import os, random, re, statistics, subprocess, sys, tempfile, time
 
 tinyk, gen, work, reps, backends = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5].split()

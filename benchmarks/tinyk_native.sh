@@ -24,6 +24,7 @@ ensure_packages "${COMPILE_CACHE_PACKAGES[@]}" llvm-14-dev
 build=${COMPILE_CACHE_BUILD_DIR:-$root/build}/bench-native
 reps=${TINYK_BENCH_REPS:-10}
 sizes=${TINYK_BENCH_SIZES:-40}
+read -r -a size_list <<<"$sizes" # TINYK_BENCH_SIZES is a list of words
 
 echo "building tinyk (Release, with LLVM) in $build ..." >&2
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCOMPILE_CACHE_BUILD_EXAMPLES=ON \
@@ -46,7 +47,7 @@ echo "machine: $(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -1), npro
   "load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 
-python3 - "$tinyk" "$root/examples/tinyk/gen_chain.py" "$work" "$reps" $sizes <<'PY'
+python3 - "$tinyk" "$root/examples/tinyk/gen_chain.py" "$work" "$reps" "${size_list[@]}" <<'PY'
 import os, re, resource, statistics, subprocess, sys, time
 
 tinyk, gen, work, reps = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])

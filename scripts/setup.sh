@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the other scripts: installs the Debian packages a script needs when
 # they are missing, so that each README command works on a fresh machine.
 # Usage: ensure_packages NAME...
@@ -18,8 +19,11 @@ ensure_packages() {
   "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# What the library, its tests and tinyk need on every machine.
+# What the library, its tests and tinyk need on every machine. (The lists are used
+# by the scripts that source this file.)
+# shellcheck disable=SC2034
 COMPILE_CACHE_PACKAGES=(cmake g++ make libboost-serialization-dev libboost-dev catch2 python3 binutils)
 # The optional LLVM parts (tinyk's native backend, the ObjectCache adapter's tests);
 # zlib and terminfo for linking LLVM's static libraries.
+# shellcheck disable=SC2034
 COMPILE_CACHE_LLVM_PACKAGES=(llvm-14-dev zlib1g-dev libtinfo-dev)

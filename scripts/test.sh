@@ -7,12 +7,15 @@
 # tinyk's native backend) are built by the first two.
 # Before any build, the committed single header must match what scripts/amalgamate.py
 # makes from include/. Every build has -Werror on the project's own targets.
+# First, shellcheck over every shell script; last, the README's demo (scripts/demo.sh)
+# on the tinyk the release suite built and tested, so that the README's first command
+# is proven too.
 # Exits non-zero on any failure; prints each suite's wall and CPU time at the end.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=setup.sh
 source "$root/scripts/setup.sh"
-ensure_packages "${COMPILE_CACHE_PACKAGES[@]}" "${COMPILE_CACHE_LLVM_PACKAGES[@]}" clang-14 libclang-rt-14-dev pkgconf doxygen
+ensure_packages "${COMPILE_CACHE_PACKAGES[@]}" "${COMPILE_CACHE_LLVM_PACKAGES[@]}" clang-14 libclang-rt-14-dev pkgconf doxygen shellcheck
 
 build=${COMPILE_CACHE_BUILD_DIR:-$root/build}
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -36,6 +39,12 @@ run_suite() { # NAME CMAKE-ARGS...
   ctest --test-dir "$build/$name" --output-on-failure -j "$jobs"
   timings+=("$(printf '%-20s %5d s wall %6d s cpu' "$name" $((SECONDS - start)) $(($(children_cpu) - cpu)))")
 }
+
+echo "== shellcheck: every shell script"
+mapfile -t shell_scripts < <(cd "$root" && find . -path './build*' -prune -o -path ./.git -prune -o -type f \
+  \( -name '*.sh' -o -path ./.ci/run \) -print | sort)
+(cd "$root" && shellcheck "${shell_scripts[@]}")
+echo "   ${#shell_scripts[@]} scripts, no warnings"
 
 echo "== single header is up to date"
 python3 "$root/scripts/amalgamate.py" --check
@@ -74,6 +83,13 @@ fuzz_start=$SECONDS
 echo "== load fuzzer, 60 s"
 "$root/scripts/fuzz.sh" 60
 timings+=("$(printf '%-20s %5d s wall' fuzz-60s $((SECONDS - fuzz_start)))")
+
+# The README's first command, on the tinyk the release suite built and tested: it
+# fails when a run fails, a result differs, or the warm run does not load all 40.
+demo_start=$SECONDS
+echo "== demo (scripts/demo.sh on the release suite's tinyk)"
+bash "$root/scripts/demo.sh" --tinyk "$build/release/examples/tinyk/tinyk"
+timings+=("$(printf '%-20s %5d s wall' demo $((SECONDS - demo_start)))")
 
 echo "== time per suite ($jobs jobs)"
 printf '   %s\n' "${timings[@]}"

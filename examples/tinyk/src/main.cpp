@@ -330,7 +330,7 @@ int main(int argc, char** argv) {
         return ok;
     }
     if (cmd == "--version") {
-        std::printf("tinyk %s\n", tinyk_version);
+        std::printf("tinyk %s (backends: vm%s)\n", tinyk_version, tinyk::native::available() ? ", native" : "");
         return ok;
     }
     if (cmd != "run") usage_error("unknown command '" + cmd + "'");
