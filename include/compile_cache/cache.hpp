@@ -194,7 +194,9 @@ public:
     /// An enabled cache over `storage`; with `options.secret`, authenticated entries.
     explicit basic_cache(Storage storage, cache_options options = {})
         : state_(std::make_unique<state>()), storage_(std::move(storage)), options_(std::move(options)),
-          auth_(options_.secret), enabled_(true) {}
+          auth_(options_.secret), enabled_(true) {
+        pass_logger_to_storage();
+    }
 
     basic_cache(basic_cache&&) noexcept = default;
     basic_cache& operator=(basic_cache&& other) noexcept {
@@ -313,7 +315,10 @@ public:
     cache_options const& options() const noexcept { return options_; }
 
     /// Sets the function that receives one-line diagnostics (replacing PREFIX_LOG's).
-    void set_logger(std::function<void(std::string_view)> logger) { options_.logger = std::move(logger); }
+    void set_logger(std::function<void(std::string_view)> logger) {
+        options_.logger = std::move(logger);
+        pass_logger_to_storage();
+    }
 
     statistics_snapshot stats() const { return state_->stats.snapshot(); }
 
@@ -570,6 +575,13 @@ private:
         if (f == store_failure::write_error && state_->write_error_logged.exchange(true)) return false;
         log(std::string("store failed ") + info.name + ": " + to_string(f) + (detail.empty() ? "" : ": " + detail));
         return false;
+    }
+
+    /// A Storage that has something to say (storage/concept.hpp: has_set_logger)
+    /// says it through the cache's logger.
+    void pass_logger_to_storage() {
+        if constexpr (detail::has_set_logger<Storage>::value)
+            if (enabled_) storage_.set_logger(options_.logger);
     }
 
     void log(std::string const& line) noexcept {

@@ -15,6 +15,10 @@
 //       payload_of(id, 0, size_of(id, ...))) straight through a directory_storage with
 //       no size limit, and prints "stored=N". THEN `exit`: returns (the storage
 //       object is destroyed); `hold`: stays, storage object alive, until killed.
+//   storage_worker host DIR KEYS MAX_SIZE
+//       a host: get_or_compile of ids 0..KEYS-1 (checked), then its cache is
+//       destroyed (recording its counters); prints "compiled=N loaded=N wrong=N
+//       lock_timeouts=N logged=N" and each log line on stderr.
 #include "storage_common.hpp"
 
 #include <chrono>
@@ -159,6 +163,33 @@ int store_range(int argc, char** argv) {
 
 } // namespace
 
+int host(int argc, char** argv) {
+    if (argc != 5) return 2;
+    auto const keys = static_cast<std::uint32_t>(number(argv[3]));
+    std::uint64_t compiled = 0, loaded = 0, wrong = 0, logged = 0, lock_timeouts = 0;
+    {
+        cache c(cc::directory_storage(argv[2], options_with(number(argv[4]))));
+        c.set_logger([&](std::string_view line) {
+            ++logged;
+            std::fprintf(stderr, "storage_worker host: %.*s\n", static_cast<int>(line.size()), line.data());
+        });
+        for (std::uint32_t id = 0; id < keys; ++id) {
+            std::size_t const size = size_of(id, 100, 2000);
+            auto r = c.get_or_compile<artifact>(key_of(id), {"k" + std::to_string(id), "host", 1},
+                                                [&] { return make_artifact(id, 0, size); });
+            if (!is_right(r.value, id, size)) ++wrong;
+            (r.outcome == cc::outcome::loaded ? loaded : compiled) += 1;
+        }
+        c.flush_statistics();
+        lock_timeouts = c.storage().counters().lock_timeouts;
+    }
+    std::printf("compiled=%llu loaded=%llu wrong=%llu lock_timeouts=%llu logged=%llu\n",
+                static_cast<unsigned long long>(compiled), static_cast<unsigned long long>(loaded),
+                static_cast<unsigned long long>(wrong), static_cast<unsigned long long>(lock_timeouts),
+                static_cast<unsigned long long>(logged));
+    return wrong == 0 ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
     if (argc < 2) return 2;
     std::string const mode = argv[1];
@@ -167,6 +198,7 @@ int main(int argc, char** argv) {
     if (mode == "store-same") return store_same(argc, argv);
     if (mode == "writer") return writer(argc, argv);
     if (mode == "store-range") return store_range(argc, argv);
+    if (mode == "host") return host(argc, argv);
     std::fprintf(stderr, "storage_worker: unknown mode %s\n", mode.c_str());
     return 2;
 }

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -58,6 +59,13 @@ struct has_record_counters<S, std::enable_if_t<std::is_same_v<
     decltype(std::declval<S&>().record_counters(
         std::declval<std::vector<std::pair<std::string, std::uint64_t>> const&>())),
     std::error_code>>> : std::true_type {};
+/// Optional: a Storage that has something to say (a lock it gave up waiting for, a
+/// server gone away) gets the cache's logger.
+template <class S, class = void>
+struct has_set_logger : std::false_type {};
+template <class S>
+struct has_set_logger<S, std::void_t<decltype(std::declval<S&>().set_logger(
+                             std::declval<std::function<void(std::string_view)>>()))>> : std::true_type {};
 } // namespace detail
 
 /// Checks a Storage policy, one requirement at a time, so that a user's own backend

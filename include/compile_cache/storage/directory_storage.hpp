@@ -12,8 +12,10 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -213,6 +215,9 @@ struct directory_counters {
     std::uint64_t evicted_bytes = 0;
     std::uint64_t temp_files_removed = 0;
     std::uint64_t cleanup_steps = 0;
+    /// Locks on the cache's files (ledger, directory, counters) given up on after a
+    /// bounded wait, because another process held them (stopped or frozen?).
+    std::uint64_t lock_timeouts = 0;
 };
 
 namespace detail::directory_storage_impl {
@@ -228,9 +233,13 @@ inline constexpr std::size_t cleanup_budget = 4096;
 /// State shared by a storage object and its copies.
 struct shared_state {
     shared_state(std::string const& ledger_path, unsigned file_mode, int exact_umask)
-        : ledger(ledger_path, file_mode, exact_umask) {}
+        : ledger(ledger_path, file_mode, exact_umask, &locks) {
+        cleanup.events = &locks;
+    }
+    lock_events locks; ///< before ledger and cleanup, which point to it
     cleanup_state cleanup;
     ledger_batch ledger;
+    std::atomic<std::uint64_t> lock_timeouts_recorded{0}; ///< how many of them the counters file has
     /// Set once renameat2(RENAME_NOREPLACE) is found unsupported here.
     std::atomic<bool> no_rename_noreplace{false};
 };
@@ -292,6 +301,12 @@ public:
     /// The cache directory, as given (less trailing slashes); empty when disabled.
     std::string const& directory() const noexcept { return directory_; }
     directory_options const& options() const noexcept { return options_; }
+
+    /// Where this storage (and its copies) says, once, that it gave up waiting for a
+    /// lock another process holds; basic_cache passes its logger here.
+    void set_logger(std::function<void(std::string_view)> logger) {
+        if (state_) state_->locks.set_logger(std::move(logger));
+    }
 
     /// Where the entry for `k` lives (whether or not it exists); empty when the
     /// storage is disabled or the key is empty.
@@ -488,14 +503,21 @@ public:
     /// that are all zero write nothing.
     std::error_code record_counters(std::vector<std::pair<std::string, std::uint64_t>> const& delta) noexcept {
         if (directory_.empty()) return {};
-        bool any = false;
-        for (auto const& counter : delta) any = any || counter.second != 0;
-        if (!any) return {};
         try {
-            int const e = detail::directory_storage_impl::add_counters(directory_, delta, options_.max_size,
+            // This storage's own count, `lock-timeouts`, rides along.
+            std::uint64_t const timeouts = state_->locks.timeouts();
+            std::uint64_t const new_timeouts = timeouts - state_->lock_timeouts_recorded.load();
+            bool any = new_timeouts != 0;
+            for (auto const& counter : delta) any = any || counter.second != 0;
+            if (!any) return {};
+            auto all = delta;
+            all.emplace_back("lock-timeouts", new_timeouts);
+            int const e = detail::directory_storage_impl::add_counters(directory_, all, options_.max_size,
                                                                        options_.file_mode, options_.directory_mode,
-                                                                       options_.umask);
-            return e == 0 ? std::error_code{} : detail::directory_storage_impl::errno_code(e);
+                                                                       options_.umask, &state_->locks);
+            if (e != 0) return detail::directory_storage_impl::errno_code(e);
+            state_->lock_timeouts_recorded.store(timeouts);
+            return {};
         } catch (...) {
             return std::make_error_code(std::errc::not_enough_memory);
         }
@@ -528,7 +550,8 @@ public:
             if (errno != ENOENT) r.error = impl::errno_code(errno);
             return r;
         }
-        if (int const e = impl::lock_fd(root.fd, false)) {
+        if (int const e = impl::lock_fd(root.fd, impl::cleanup_lock_wait)) {
+            if (e == EWOULDBLOCK) state_->locks.gave_up(directory_, "so the cleanup did not run");
             r.error = impl::errno_code(e);
             return r;
         }
@@ -559,7 +582,8 @@ public:
             if (errno != ENOENT) r.error = impl::errno_code(errno);
             return r;
         }
-        if (int const e = impl::lock_fd(root.fd, false)) {
+        if (int const e = impl::lock_fd(root.fd, impl::cleanup_lock_wait)) {
+            if (e == EWOULDBLOCK) state_->locks.gave_up(directory_, "so the cleanup did not run");
             r.error = impl::errno_code(e);
             return r;
         }
@@ -576,7 +600,8 @@ public:
                 r.temp_files_removed += fs.temps_removed;
                 counted.emplace_back(f, fs.bytes);
             }
-            impl::set_folder_counts(ledger_path_, options_.file_mode, options_.umask, counted, impl::now_s());
+            impl::set_folder_counts(ledger_path_, options_.file_mode, options_.umask, counted, impl::now_s(),
+                                    &state_->locks);
         } catch (...) {
             r.error = std::make_error_code(std::errc::not_enough_memory);
         }
@@ -596,7 +621,7 @@ public:
         }
         if (::access(ledger_path_.c_str(), F_OK) != 0) return 0;
         detail::directory_storage_impl::ledger l;
-        if (!l.open(ledger_path_, options_.file_mode, options_.umask)) return 0;
+        if (!l.open(ledger_path_, options_.file_mode, options_.umask, &state_->locks)) return 0;
         return l.total();
     }
 
@@ -608,6 +633,7 @@ public:
         c.evicted_bytes = state_->cleanup.evicted_bytes.load();
         c.temp_files_removed = state_->cleanup.temps_removed.load();
         c.cleanup_steps = state_->cleanup.steps.load();
+        c.lock_timeouts = state_->locks.timeouts();
         return c;
     }
 
@@ -637,7 +663,7 @@ private:
         if (!root) return;
         // One step of bounded work; skipped while another thread or process cleans.
         std::unique_lock<std::mutex> lock(state_->cleanup.mutex, std::try_to_lock);
-        if (!lock.owns_lock() || impl::lock_fd(root.fd, true) != 0) return;
+        if (!lock.owns_lock() || impl::lock_fd(root.fd, std::chrono::milliseconds{0}) != 0) return;
         state_->cleanup.step(root.fd, ledger_path_, options_.file_mode, options_.umask, options_.max_size,
                              impl::cleanup_budget);
     }
@@ -665,7 +691,7 @@ private:
             }
             std::int64_t const counted_at = impl::now_s();
             std::uint64_t const t = impl::set_folder_counts(ledger_path_, options_.file_mode, options_.umask, counted,
-                                                            counted_at);
+                                                            counted_at, &state_->locks);
             if (t == std::numeric_limits<std::uint64_t>::max()) return false;
             total = t;
             state_->ledger.counted(f.due, counted_at, total);

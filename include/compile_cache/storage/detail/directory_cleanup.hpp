@@ -90,9 +90,9 @@ struct no_entry_callback {
 /// the ledger cannot be used.
 inline std::uint64_t set_folder_counts(std::string const& ledger_path, unsigned file_mode, int exact_umask,
                                        std::vector<std::pair<unsigned, std::uint64_t>> const& counted,
-                                       std::int64_t now) noexcept {
+                                       std::int64_t now, lock_events* events = nullptr) noexcept {
     ledger l;
-    if (!l.open(ledger_path, file_mode, exact_umask)) return std::numeric_limits<std::uint64_t>::max();
+    if (!l.open(ledger_path, file_mode, exact_umask, events)) return std::numeric_limits<std::uint64_t>::max();
     for (auto const& [folder, bytes] : counted) l.slots[folder & 0xff] = {bytes, now};
     l.save_all();
     return l.total();
@@ -138,6 +138,7 @@ struct cleanup_state {
 
     // Counters, for the curious and for tests.
     std::atomic<std::uint64_t> evicted{0}, evicted_bytes{0}, temps_removed{0}, steps{0};
+    lock_events* events = nullptr; ///< where a ledger lock given up on is counted
 
     static constexpr std::size_t max_named_records = 4096;
 
@@ -214,7 +215,7 @@ private:
             }
             if (next < 256) { // to be continued by a later step: names would be stale by then
                 if (keep_names) drop_names();
-                set_folder_counts(ledger_path, file_mode, exact_umask, counted, now_sec);
+                set_folder_counts(ledger_path, file_mode, exact_umask, counted, now_sec, events);
                 return;
             }
             out.complete = true;
@@ -222,7 +223,7 @@ private:
             out.bytes = surveyed_bytes;
             if (max_size == 0 || surveyed_bytes <= max_size) {
                 reset();
-                set_folder_counts(ledger_path, file_mode, exact_umask, counted, now_sec);
+                set_folder_counts(ledger_path, file_mode, exact_umask, counted, now_sec, events);
                 return;
             }
             if (keep_names) { // the whole cache was seen in this step: evict exactly, oldest first
@@ -255,7 +256,7 @@ private:
                 out.entries -= out.evicted;
                 out.bytes -= out.evicted_bytes;
                 reset();
-                set_folder_counts(ledger_path, file_mode, exact_umask, counted, now_sec);
+                set_folder_counts(ledger_path, file_mode, exact_umask, counted, now_sec, events);
                 return;
             }
             // Too many to name: find the use time at or before which entries go.
@@ -287,7 +288,7 @@ private:
                 out.entries = out.entries >= out.evicted ? out.entries - out.evicted : 0;
                 out.bytes = out.bytes >= out.evicted_bytes ? out.bytes - out.evicted_bytes : 0;
             }
-            std::uint64_t const total = set_folder_counts(ledger_path, file_mode, exact_umask, counted, now_sec);
+            std::uint64_t const total = set_folder_counts(ledger_path, file_mode, exact_umask, counted, now_sec, events);
             if (next >= 256 || total <= target) reset();
         }
     }

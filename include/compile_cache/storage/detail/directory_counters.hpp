@@ -106,7 +106,6 @@ inline bool read_small_file(int dir_fd, char const* name, std::string& text) {
 
 /// How long a flush waits for a shard's lock before giving up (the counts are for
 /// display: a host must never hang at exit because someone holds the lock).
-inline constexpr int counters_lock_attempts = 200; ///< 5 ms apart: one second
 
 inline int open_counters_folder(std::string const& directory, unsigned directory_mode, int exact_umask, bool create) {
     std::string path = directory + "/" + counters_folder;
@@ -123,7 +122,8 @@ inline int open_counters_folder(std::string const& directory, unsigned directory
 
 /// Adds `delta` to the shard of this process; sets the gauges. Returns 0 or errno.
 inline int add_counters(std::string const& directory, std::vector<std::pair<std::string, std::uint64_t>> const& delta,
-                        std::uint64_t max_size, unsigned file_mode, unsigned directory_mode, int exact_umask) {
+                        std::uint64_t max_size, unsigned file_mode, unsigned directory_mode, int exact_umask,
+                        lock_events* events = nullptr) {
     int const dir_fd = open_counters_folder(directory, directory_mode, exact_umask, true);
     if (dir_fd < 0) return errno;
     file_descriptor const dir_guard{dir_fd};
@@ -138,11 +138,11 @@ inline int add_counters(std::string const& directory, std::vector<std::pair<std:
     file_descriptor const lock_guard{lock};
     struct stat st;
     if (::fstat(lock, &st) != 0 || !S_ISREG(st.st_mode)) return EINVAL;
-    for (int attempt = 0;; ++attempt) {
-        int const e = lock_fd(lock, true);
-        if (e == 0) break;
-        if (e != EWOULDBLOCK || attempt + 1 >= counters_lock_attempts) return e;
-        ::usleep(5000);
+    if (int const e = lock_fd(lock, counters_lock_wait)) {
+        if (e == EWOULDBLOCK && events)
+            events->gave_up(directory + "/" + counters_folder + "/" + lock_name,
+                            "so this process's counters were not recorded");
+        return e;
     }
 
     // A shard that is there but cannot be read is left alone: replacing it with this

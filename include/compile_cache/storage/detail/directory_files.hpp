@@ -10,11 +10,13 @@
 #include <array>
 #include <atomic>
 #include <bitset>
+#include <chrono>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <random>
 #include <string>
@@ -319,15 +321,63 @@ struct file_descriptor {
     explicit operator bool() const noexcept { return fd >= 0; }
 };
 
-/// flock, retried through interruptions. Returns 0 or errno (EWOULDBLOCK when
-/// `nonblocking` and someone else holds it).
-inline int lock_fd(int fd, bool nonblocking) noexcept {
-    int r;
-    do {
-        r = ::flock(fd, LOCK_EX | (nonblocking ? LOCK_NB : 0));
-    } while (r != 0 && errno == EINTR);
-    return r == 0 ? 0 : errno;
+/// How long a lock the library takes is waited for before it gives up. No wait is
+/// unbounded: a lock held by a stopped, frozen or debugged process costs a bounded
+/// delay, then the work that needed it is deferred or skipped, never the host's.
+inline constexpr std::chrono::milliseconds ledger_lock_wait{50};   ///< the size ledger (store path)
+inline constexpr std::chrono::milliseconds cleanup_lock_wait{2000}; ///< the directory, for prune() and clear()
+inline constexpr std::chrono::milliseconds counters_lock_wait{1000}; ///< a counters shard (at a cache's flush)
+/// After the ledger's lock could not be had, a storage object waits this long before
+/// asking for it again, keeping its changes meanwhile.
+inline constexpr std::chrono::milliseconds ledger_retry_after{1000};
+
+/// An exclusive flock, tried without blocking and retried (through interruptions
+/// too) for at most `wait`; zero tries once. Returns 0 or errno (EWOULDBLOCK when
+/// another holder kept it all along).
+inline int lock_fd(int fd, std::chrono::milliseconds wait) noexcept {
+    auto const deadline = std::chrono::steady_clock::now() + wait;
+    unsigned pause_us = 250;
+    for (;;) {
+        if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return 0;
+        int const e = errno;
+        if (e == EINTR) continue;
+        if (e != EWOULDBLOCK || std::chrono::steady_clock::now() >= deadline) return e;
+        ::usleep(pause_us);
+        pause_us = pause_us < 8000 ? pause_us * 2 : pause_us;
+    }
 }
+
+/// Where a storage object counts the locks it gave up waiting for, and says so once
+/// through its logger (the cache's, with PREFIX_LOG=1).
+class lock_events {
+public:
+    void set_logger(std::function<void(std::string_view)> logger) {
+        std::lock_guard<std::mutex> const lock(mutex_);
+        logger_ = std::move(logger);
+    }
+
+    /// A lock on `path` was still held after the wait; `consequence` says what was
+    /// deferred or skipped.
+    void gave_up(std::string const& path, char const* consequence) noexcept {
+        timeouts_.fetch_add(1, std::memory_order_relaxed);
+        std::lock_guard<std::mutex> const lock(mutex_);
+        if (said_ || !logger_) return;
+        said_ = true;
+        try {
+            logger_("another process holds the lock on " + path +
+                    " (stopped or frozen?); gave up waiting for it, " + consequence);
+        } catch (...) {
+        }
+    }
+
+    std::uint64_t timeouts() const noexcept { return timeouts_.load(std::memory_order_relaxed); }
+
+private:
+    std::atomic<std::uint64_t> timeouts_{0};
+    std::mutex mutex_;
+    std::function<void(std::string_view)> logger_;
+    bool said_ = false;
+};
 
 /// The cache directory itself, opened for *at() calls and as the cleanup lock. The
 /// lock (flock on the directory) is released when the descriptor is closed, so a
@@ -457,10 +507,15 @@ class ledger {
 public:
     ledger_slots slots{};
 
-    /// Opens, locks and reads the ledger at `path`. False when it cannot be used.
-    bool open(std::string const& path, unsigned file_mode, int exact_umask) noexcept {
+    /// Opens, locks and reads the ledger at `path`. False when it cannot be used, or
+    /// its lock could not be had within ledger_lock_wait (counted in `events`).
+    bool open(std::string const& path, unsigned file_mode, int exact_umask, lock_events* events = nullptr) noexcept {
         fd_.fd = open_ledger(path, file_mode, exact_umask);
-        if (!fd_ || lock_fd(fd_.fd, false) != 0) return false;
+        if (!fd_) return false;
+        if (int const e = lock_fd(fd_.fd, ledger_lock_wait)) {
+            if (e == EWOULDBLOCK && events) events->gave_up(path, "so the size ledger was not updated");
+            return false;
+        }
         read_ledger(fd_.fd, slots);
         return true;
     }
@@ -495,8 +550,9 @@ inline constexpr unsigned ledger_batch_limit_shift = 6;
 /// folders' figures short, which the hourly recount of each folder corrects.
 class ledger_batch {
 public:
-    ledger_batch(std::string path, unsigned file_mode, int exact_umask)
-        : path_(std::move(path)), file_mode_(file_mode), umask_(exact_umask), generation_(fork_generation()) {}
+    ledger_batch(std::string path, unsigned file_mode, int exact_umask, lock_events* events = nullptr)
+        : path_(std::move(path)), file_mode_(file_mode), umask_(exact_umask), generation_(fork_generation()),
+          events_(events) {}
     ledger_batch(ledger_batch const&) = delete;
     ledger_batch& operator=(ledger_batch const&) = delete;
     ~ledger_batch() {
@@ -518,6 +574,9 @@ public:
         if (changes_++ == 0) first_change_ns_ = now_nanoseconds;
         added_ += added;
         removed_ += removed;
+        // The ledger's lock was held by someone else lately: keep the changes, and
+        // do not make this store wait for it again yet.
+        if (std::chrono::steady_clock::now() < retry_after_) return false;
         if (!known_ || changes_ >= ledger_batch_changes || now_nanoseconds - first_change_ns_ >= ledger_batch_age_ns ||
             now_nanoseconds < first_change_ns_ || recount_due(counted_at_[folder], now))
             return true;
@@ -534,16 +593,30 @@ public:
     };
 
     /// Adds the unwritten changes to the ledger under its lock (reading it in any
-    /// case). Changes that cannot be written (no usable ledger) are dropped.
+    /// case). Changes that cannot be written (no usable ledger) are dropped; when the
+    /// lock is still held after ledger_lock_wait they are kept for a flush at least
+    /// ledger_retry_after later (counted and said once in the lock_events).
     flushed flush(std::int64_t now) noexcept {
         std::lock_guard<std::mutex> const lock(mutex_);
         if_forked_start_afresh();
         flushed out;
+        if (!current_descriptor()) {
+            clear_changes();
+            return out;
+        }
+        if (int const e = lock_fd(fd_.fd, ledger_lock_wait)) {
+            if (e == EWOULDBLOCK) {
+                retry_after_ = std::chrono::steady_clock::now() + ledger_retry_after;
+                if (events_) events_->gave_up(path_, "so the size ledger's update is kept for later");
+            } else {
+                clear_changes();
+            }
+            return out;
+        }
         bool const changed = changes_ > 0;
         std::bitset<256> const touched = touched_;
         std::array<std::int64_t, 256> const delta = delta_;
         clear_changes();
-        if (!current_descriptor() || lock_fd(fd_.fd, false) != 0) return out;
         ledger_slots slots;
         read_ledger(fd_.fd, slots); // a fresh ledger reads as zeros: the recounts fill it in
         bool written = true;
@@ -600,6 +673,7 @@ private:
         if (fd_.fd >= 0) ::close(fd_.fd);
         fd_.fd = -1;
         known_ = false;
+        retry_after_ = {};
     }
 
     /// The descriptor of the ledger now at path_: the one kept, unless the file was
@@ -633,6 +707,8 @@ private:
     std::int64_t first_change_ns_ = 0;
     std::uint64_t added_ = 0, removed_ = 0;
     bool known_ = false; ///< the ledger was read at least once (in this process)
+    lock_events* const events_;
+    std::chrono::steady_clock::time_point retry_after_{}; ///< no flush before this (the lock was held)
     std::uint64_t last_total_ = 0;
     std::array<std::int64_t, 256> counted_at_{};
 };
