@@ -9,8 +9,10 @@
 #                                             or 1 under CI=true (CI must run the tests)
 #   redis_fixture.sh start DIR                the shared server and cluster: writes
 #                                             DIR/server.port and DIR/cluster.ports
-#   redis_fixture.sh server DIR NAME [ARG...] one more server (extra redis-server ARGs);
-#                                             prints its port; DIR/NAME.pid holds its pid
+#   redis_fixture.sh server DIR NAME [--port PORT] [ARG...]
+#                                             one more server (extra redis-server ARGs), on
+#                                             PORT if given; prints its port; DIR/NAME.pid
+#                                             holds its pid
 #   redis_fixture.sh cluster DIR NAME [ARG...] three masters NAME-1..3 made a cluster;
 #                                             prints their ports, comma-separated
 #   redis_fixture.sh stop DIR                 stops every server started under DIR
@@ -56,14 +58,19 @@ wait_until_ready() {
   return 1
 }
 
-# start_server DIR NAME [ARG...]: prints the port of a new server.
+# start_server DIR NAME [--port PORT] [ARG...]: prints the port of a new server (PORT
+# when given, as to restart a server where it was).
 start_server() {
   local dir=$1 name=$2
   shift 2
-  local home="$dir/$name" attempt port pid
+  local home="$dir/$name" attempt port pid fixed=
+  if [ "${1:-}" = "--port" ]; then
+    fixed=$2
+    shift 2
+  fi
   mkdir -p "$home"
   for attempt in $(seq 1 20); do
-    port=$((20000 + (RANDOM * 32768 + RANDOM) % 30000))
+    port=${fixed:-$((20000 + (RANDOM * 32768 + RANDOM) % 30000))}
     redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --dir "$home" \
       --logfile "$home/redis.log" --daemonize no "$@" >/dev/null 2>&1 &
     pid=$!

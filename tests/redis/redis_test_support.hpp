@@ -130,8 +130,8 @@ public:
     }
     /// A new server on the same port (after kill()).
     void restart(std::string const& extra_args = {}) {
-        fixture_script("server " + fixture::get().dir() + " " + name_ + " " + extra_args + " --port " +
-                       std::to_string(port_));
+        fixture_script("server " + fixture::get().dir() + " " + name_ + " --port " + std::to_string(port_) + " " +
+                       extra_args);
         pid_ = pid_of(name_);
     }
 
