@@ -107,9 +107,9 @@ TEST_CASE("A password never shows in an error, a description or a log line", "[r
     }
 
     std::vector<std::string> lines;
-    auto report = [&](std::string const& line) { lines.push_back(line); };
+    cc::settings_reader env("CCREDIS", [&](std::string_view line) { lines.emplace_back(line); });
     env_var url("CCREDIS_REMOTE", "redis://u:" + secret + "@127.0.0.1:bad");
-    CHECK_FALSE(cc::redis_storage::from_env("CCREDIS", report));
+    CHECK_FALSE(cc::redis_storage::from_env(env));
     REQUIRE(lines.size() == 1);
     CHECK(lines[0].find(secret) == std::string::npos);
     CHECK(lines[0].find("CCREDIS_REMOTE") != std::string::npos);
@@ -117,10 +117,10 @@ TEST_CASE("A password never shows in an error, a description or a log line", "[r
 
 TEST_CASE("from_env reads the remote's settings, and a bad one is one line and its default", "[redis][address]") {
     std::vector<std::string> lines;
-    auto report = [&](std::string const& line) { lines.push_back(line); };
+    cc::settings_reader env("CCREDIS", [&](std::string_view line) { lines.emplace_back(line); });
     {
         env_var off("CCREDIS_REMOTE", "off");
-        CHECK_FALSE(cc::redis_storage::from_env("CCREDIS", report));
+        CHECK_FALSE(cc::redis_storage::from_env(env));
         CHECK(lines.empty());
     }
     compile_cache_test::temp_dir dir;
@@ -128,10 +128,10 @@ TEST_CASE("from_env reads the remote's settings, and a bad one is one line and i
     env_var url("CCREDIS_REMOTE", "redis://127.0.0.1:6390");
     env_var password("CCREDIS_REMOTE_PASSWORD_FILE", (dir.path() / "password").string());
     env_var name_space("CCREDIS_REMOTE_NAMESPACE", "team-a");
-    env_var connect("CCREDIS_REMOTE_CONNECT_TIMEOUT", "250");
+    env_var connect("CCREDIS_REMOTE_CONNECT_TIMEOUT", "250ms");
     env_var timeout("CCREDIS_REMOTE_TIMEOUT", "soon");
     env_var ttl("CCREDIS_REMOTE_TTL", "86400");
-    auto o = cc::redis_storage::redis_options_from_env("CCREDIS", report);
+    auto o = cc::redis_storage::redis_options_from_env(env);
     REQUIRE(o);
     CHECK(o->password == "from-the-file");
     CHECK(o->name_space == "team-a");
@@ -140,20 +140,35 @@ TEST_CASE("from_env reads the remote's settings, and a bad one is one line and i
     CHECK(o->ttl == std::chrono::seconds(86400));
     REQUIRE(lines.size() == 1);
     CHECK(lines[0].find("CCREDIS_REMOTE_TIMEOUT=\"soon\"") != std::string::npos);
-    CHECK(lines[0].find("default, 1000") != std::string::npos);
+    CHECK(lines[0].find("default, 1000 ms") != std::string::npos);
 
-    auto s = cc::redis_storage::from_env("CCREDIS", report);
+    auto s = cc::redis_storage::from_env(env);
     REQUIRE(s);
     CHECK(s->describe() == "redis://:***@127.0.0.1:6390 (namespace team-a)");
     CHECK(s->describe().find("from-the-file") == std::string::npos);
 }
 
+TEST_CASE("A zero timeout is one line and the default", "[redis][address]") {
+    std::vector<std::string> lines;
+    cc::settings_reader env("CCREDIS", [&](std::string_view line) { lines.emplace_back(line); });
+    env_var url("CCREDIS_REMOTE", "redis://127.0.0.1:6390");
+    env_var connect("CCREDIS_REMOTE_CONNECT_TIMEOUT", "0");
+    env_var ttl("CCREDIS_REMOTE_TTL", "-5");
+    auto o = cc::redis_storage::redis_options_from_env(env);
+    REQUIRE(o);
+    CHECK(o->connect_timeout == std::chrono::milliseconds(100));
+    CHECK(o->ttl == std::chrono::seconds(0));
+    REQUIRE(lines.size() == 2);
+    CHECK(lines[0] == "CCREDIS_REMOTE_CONNECT_TIMEOUT=\"0\" is not a positive duration; using the default, 100 ms");
+    CHECK(lines[1] == "CCREDIS_REMOTE_TTL=\"-5\" is not a number of seconds; using the default, 0 (no expiry)");
+}
+
 TEST_CASE("A password file that cannot be read turns the remote off with one line", "[redis][address]") {
     std::vector<std::string> lines;
-    auto report = [&](std::string const& line) { lines.push_back(line); };
+    cc::settings_reader env("CCREDIS", [&](std::string_view line) { lines.emplace_back(line); });
     env_var url("CCREDIS_REMOTE", "redis://127.0.0.1:6390");
     env_var password("CCREDIS_REMOTE_PASSWORD_FILE", "/nonexistent/password");
-    CHECK_FALSE(cc::redis_storage::from_env("CCREDIS", report));
+    CHECK_FALSE(cc::redis_storage::from_env(env));
     REQUIRE(lines.size() == 1);
     CHECK(lines[0].find("CCREDIS_REMOTE_PASSWORD_FILE") != std::string::npos);
 }

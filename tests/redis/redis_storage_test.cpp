@@ -235,3 +235,21 @@ TEST_CASE("A cache over Redis stores, loads in a fresh cache, and misses garbage
         CHECK(cache.stats().hits == 0);
     }
 }
+
+TEST_CASE("A cache over Redis alone comes from the environment: PREFIX_REMOTE names the server",
+          "[redis][storage][cache]") {
+    std::string const ns = unique_name("from-env");
+    ::setenv("CCREDIS_ENV_REMOTE", ("redis://127.0.0.1:" + std::to_string(fixture::get().server_port())).c_str(), 1);
+    ::setenv("CCREDIS_ENV_REMOTE_NAMESPACE", ns.c_str(), 1);
+    artifact const kernel{"k", {4, 5}};
+    {
+        auto cache = redis_cache::from_env("CCREDIS_ENV");
+        REQUIRE(cache.enabled());
+        auto k = cache.make_key_builder("env test").add("source", std::string("y")).finish();
+        CHECK(cache.store(k, kernel));
+        CHECK(admin(fixture::get().server_port())({"EXISTS", ns + ":" + k.value().hex()}) == "1");
+    }
+    ::unsetenv("CCREDIS_ENV_REMOTE");
+    ::unsetenv("CCREDIS_ENV_REMOTE_NAMESPACE");
+    CHECK_FALSE(redis_cache::from_env("CCREDIS_ENV").enabled());
+}

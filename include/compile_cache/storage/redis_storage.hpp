@@ -10,6 +10,7 @@
 
 #include <compile_cache/cache.hpp>
 #include <compile_cache/key/key.hpp>
+#include <compile_cache/settings.hpp>
 #include <compile_cache/storage/concept.hpp>
 #include <compile_cache/storage/detail/redis_cluster.hpp>
 #include <compile_cache/storage/detail/redis_connection.hpp>
@@ -210,6 +211,9 @@ struct redis_failure {
 /// retries once there. A node down fails only the keys of its slots.
 class redis_storage {
 public:
+    /// No server: every call fails (redis_errc::other). What a disabled cache holds.
+    redis_storage() = default;
+
     /// Throws std::invalid_argument (its message shows no password) when the URL does
     /// not parse or a timeout is not positive. Connects on first use, not here.
     explicit redis_storage(redis_options options) : state_(std::make_unique<state>()) {
@@ -238,29 +242,41 @@ public:
     redis_storage(redis_storage&&) noexcept = default;
     redis_storage& operator=(redis_storage&&) noexcept = default;
 
-    /// A storage from `PREFIX_REMOTE` (the URL), `PREFIX_REMOTE_PASSWORD_FILE`,
+    /// The storage the environment asks for (settings.hpp): `PREFIX_REMOTE` (the URL;
+    /// an off value: nullopt, not configured), `PREFIX_REMOTE_PASSWORD_FILE`,
     /// `PREFIX_REMOTE_NAMESPACE`, `PREFIX_REMOTE_CONNECT_TIMEOUT` and
-    /// `PREFIX_REMOTE_TIMEOUT` (milliseconds), `PREFIX_REMOTE_TTL` (seconds); see
-    /// redis_options_from_env. nullopt when PREFIX_REMOTE is off or cannot be used
-    /// (one line through `report`, which never shows a password).
-    template <class Report>
-    static std::optional<redis_storage> from_env(std::string_view prefix, Report&& report) {
-        std::optional<redis_options> options = redis_options_from_env(std::string(prefix), report);
+    /// `PREFIX_REMOTE_TIMEOUT` (durations), `PREFIX_REMOTE_TTL` (seconds); see
+    /// redis_options_from_env. A URL or password file that cannot be used is one line
+    /// (never showing a password), and nullopt. Connects on first use, not here.
+    static std::optional<redis_storage> from_env(settings_reader& env) {
+        if (env.is_off("_REMOTE") || !env.confirm()) return std::nullopt;
+        std::optional<redis_options> options = redis_options_from_env(env);
         if (!options) return std::nullopt;
-        try {
-            return redis_storage(std::move(*options));
-        } catch (std::exception const& e) {
-            report(std::string(prefix) + "_REMOTE: " + e.what() + "; the remote is off");
-        } catch (...) {
-        }
-        return std::nullopt;
+        return redis_storage(std::move(*options));
     }
 
-    template <class Report>
-    static std::optional<redis_options> redis_options_from_env(std::string const& p, Report&& report);
+    /// What from_env reads, one line each, for a host's --help.
+    static std::vector<environment_setting> environment_settings(std::string_view prefix) {
+        std::string const p(prefix);
+        return {
+            {p + "_REMOTE", "the Redis server: redis://[[user]:password@]host[:port][/db], unix:///path.sock or "
+                            "redis+cluster://host:port[,host:port...]; unset or off: none"},
+            {p + "_REMOTE_PASSWORD_FILE", "a file holding the Redis password (a trailing newline is dropped)"},
+            {p + "_REMOTE_NAMESPACE", "prefix of the keys on the server (default compile_cache)"},
+            {p + "_REMOTE_CONNECT_TIMEOUT", "connect timeout, ms or with s (default 100)"},
+            {p + "_REMOTE_TIMEOUT", "timeout of each call to the server, ms or with s (default 1000)"},
+            {p + "_REMOTE_TTL", "expiry of stored values in seconds (default 0: none)"},
+        };
+    }
+
+    /// The redis_options the environment asks for; nullopt when `PREFIX_REMOTE` is off,
+    /// or (one line) when its URL does not parse or the password file cannot be read.
+    /// A bad timeout or TTL is one line and the default.
+    static std::optional<redis_options> redis_options_from_env(settings_reader const& env);
 
     read_result read(key const& k, std::string& out, std::size_t max_size) noexcept {
         out.clear();
+        if (!state_) return {read_status::error, make_error_code(redis_errc::other)};
         try {
             std::string const name = redis_key(k);
             std::string const end = std::to_string(max_size);
@@ -281,6 +297,7 @@ public:
     }
 
     std::error_code write(key const& k, std::string_view bytes) noexcept {
+        if (!state_) return make_error_code(redis_errc::other);
         try {
             std::string const name = redis_key(k);
             std::string const ttl = std::to_string(state_->options.ttl.count());
@@ -293,6 +310,7 @@ public:
     }
 
     std::error_code remove(key const& k) noexcept {
+        if (!state_) return make_error_code(redis_errc::other);
         try {
             std::string const name = redis_key(k);
             return simple(name, {"DEL", name});
@@ -303,13 +321,16 @@ public:
 
     /// The address, password hidden, and the namespace: for logs and --stats.
     std::string describe() const {
+        if (!state_) return "no Redis server";
         return state_->address.describe() + " (namespace " + state_->options.name_space + ")";
     }
+    /// The settings (the password left out). Not on a default-constructed storage.
     redis_options const& options() const noexcept { return state_->options; }
-    bool is_cluster() const noexcept { return state_->address.type == redis_address::kind::cluster; }
+    bool is_cluster() const noexcept { return state_ && state_->address.type == redis_address::kind::cluster; }
 
     /// The last failure any call saw, with a text for a log line.
     redis_failure last_failure() const {
+        if (!state_) return {make_error_code(redis_errc::other), "no Redis server"};
         std::lock_guard<std::mutex> lock(state_->failure_mutex);
         return state_->failure;
     }
@@ -555,52 +576,46 @@ private:
     std::unique_ptr<state> state_;
 };
 
-/// The settings redis_storage::from_env reads (docs/configuration.md):
-///   PREFIX_REMOTE                 the URL (redis_address); unset/empty/0/off: no remote
-///   PREFIX_REMOTE_PASSWORD_FILE   a file holding the password (one trailing newline dropped)
-///   PREFIX_REMOTE_NAMESPACE       the key prefix, default compile_cache
-///   PREFIX_REMOTE_CONNECT_TIMEOUT connect timeout in ms, default 100
-///   PREFIX_REMOTE_TIMEOUT         command timeout in ms, default 1000
-///   PREFIX_REMOTE_TTL             expiry in seconds, default 0 (none)
-/// A bad number is one line and its default; a bad URL or password file is one line and
-/// no remote (nullopt).
-template <class Report>
-std::optional<redis_options> redis_storage::redis_options_from_env(std::string const& p, Report&& report) {
+inline std::optional<redis_options> redis_storage::redis_options_from_env(settings_reader const& env) {
     redis_options o;
-    o.url = detail::getenv_string(p + "_REMOTE");
+    o.url = env.value("_REMOTE");
     if (detail::is_off(o.url)) return std::nullopt;
     std::string why;
     if (!redis_address::parse(o.url, why)) {
-        report(p + "_REMOTE=" + why + "; the remote is off");
+        env.report(env.name("_REMOTE") + "=" + why + "; the remote is off");
         return std::nullopt;
     }
-    std::string const password_file = detail::getenv_string(p + "_REMOTE_PASSWORD_FILE");
+    std::string const password_file = env.value("_REMOTE_PASSWORD_FILE");
     if (!password_file.empty()) {
-        std::string reason = detail::read_secret_file(password_file, o.password);
+        std::string const reason = detail::read_secret_file(password_file, o.password);
         if (!reason.empty()) {
-            report(p + "_REMOTE_PASSWORD_FILE=\"" + password_file + "\": " + reason + "; the remote is off");
+            env.report_value("_REMOTE_PASSWORD_FILE", password_file, "cannot be used: " + reason + "; the remote is off");
             return std::nullopt;
         }
         if (!o.password.empty() && o.password.back() == '\n') o.password.pop_back();
         if (!o.password.empty() && o.password.back() == '\r') o.password.pop_back();
     }
-    std::string const name_space = detail::getenv_string(p + "_REMOTE_NAMESPACE");
+    std::string const name_space = env.value("_REMOTE_NAMESPACE");
     if (!name_space.empty()) o.name_space = name_space;
-    auto number = [&](char const* suffix, long long max, long long fallback, char const* unit) -> long long {
-        std::string const name = p + suffix;
-        std::string const v = detail::getenv_string(name);
-        if (v.empty()) return fallback;
-        long long n = 0;
-        bool ok = v.size() <= 12;
-        for (char c : v) ok = ok && c >= '0' && c <= '9', n = ok ? n * 10 + (c - '0') : 0;
-        if (ok && n <= max && (n > 0 || fallback == 0)) return n;
-        report(name + "=\"" + v + "\" is not a number of " + unit + " (up to " + std::to_string(max) +
-               "); using the default, " + std::to_string(fallback));
+    auto positive = [&](char const* suffix, std::chrono::milliseconds fallback) {
+        std::chrono::milliseconds const d = env.milliseconds(suffix, fallback);
+        if (d.count() > 0) return d;
+        env.report_value(suffix, env.value(suffix),
+                         "is not a positive duration; using the default, " + std::to_string(fallback.count()) + " ms");
         return fallback;
     };
-    o.connect_timeout = std::chrono::milliseconds(number("_REMOTE_CONNECT_TIMEOUT", 60000, 100, "milliseconds"));
-    o.command_timeout = std::chrono::milliseconds(number("_REMOTE_TIMEOUT", 600000, 1000, "milliseconds"));
-    o.ttl = std::chrono::seconds(number("_REMOTE_TTL", 100LL * 365 * 86400, 0, "seconds"));
+    o.connect_timeout = positive("_REMOTE_CONNECT_TIMEOUT", o.connect_timeout);
+    o.command_timeout = positive("_REMOTE_TIMEOUT", o.command_timeout);
+    std::string const ttl = env.value("_REMOTE_TTL");
+    if (!ttl.empty()) {
+        std::uint64_t seconds = 0;
+        bool ok = ttl.size() <= 10;
+        for (char c : ttl) ok = ok && c >= '0' && c <= '9', seconds = ok ? seconds * 10 + static_cast<unsigned>(c - '0') : 0;
+        if (ok)
+            o.ttl = std::chrono::seconds(static_cast<std::chrono::seconds::rep>(seconds));
+        else
+            env.report_value("_REMOTE_TTL", ttl, "is not a number of seconds; using the default, 0 (no expiry)");
+    }
     return o;
 }
 
