@@ -7,9 +7,9 @@ vanish); standard and Boost includes stay as they are. Each inlined header is fr
 by `// ---- begin <path>` / `// ---- end <path>` lines: CMake reads them to make the
 forwarding headers of the single-header test build (COMPILE_CACHE_TEST_SINGLE_HEADER).
 
-Optional headers — those under a folder named in OPTIONAL_DIRS, which need something
-beyond the standard library and Boost (an LLVM adapter, a remote tier) — are not
-inlined: each is copied to single_include/compile_cache/ at its own path, with its
+Optional headers — those under a folder named in OPTIONAL_DIRS or matching one of
+OPTIONAL_HEADERS, which need something beyond the standard library and Boost (the LLVM
+adapter, the Redis storage) — are not inlined: each is copied to single_include/compile_cache/ at its own path, with its
 includes of inlined headers replaced by one include of the single header.
 
 Every other header under include/ is in the single header: those the umbrella header
@@ -30,8 +30,10 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 INCLUDE = ROOT / "include"
 OUTPUT_DIR = ROOT / "single_include"
 UMBRELLA = "compile_cache/compile_cache.hpp"
-# Folders (relative to include/compile_cache/) whose headers need an optional dependency.
-OPTIONAL_DIRS = ("llvm", "remote")
+# Folders (relative to include/compile_cache/) whose headers need an optional dependency,
+# and single headers that do (patterns relative to include/compile_cache/).
+OPTIONAL_DIRS = ("llvm",)
+OPTIONAL_HEADERS = ("storage/redis_storage.hpp", "storage/detail/redis_*.hpp")
 
 OWN_INCLUDE = re.compile(r'^\s*#\s*include\s*<(compile_cache/[^>]+)>')
 QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"')
@@ -45,8 +47,13 @@ class AmalgamateError(Exception):
 
 
 def is_optional(rel):
-    parts = pathlib.PurePosixPath(rel).parts
-    return len(parts) > 2 and parts[1] in OPTIONAL_DIRS
+    path = pathlib.PurePosixPath(rel)
+    parts = path.parts
+    if len(parts) > 2 and parts[1] in OPTIONAL_DIRS:
+        return True
+    inner = pathlib.PurePosixPath(*parts[1:]) if len(parts) > 1 else path
+    return any(inner.match(pattern) and len(inner.parts) == len(pathlib.PurePosixPath(pattern).parts)
+               for pattern in OPTIONAL_HEADERS)
 
 
 def check_line(rel, number, line, depth):

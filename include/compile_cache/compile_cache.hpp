@@ -25,7 +25,10 @@
 #include <compile_cache/storage/directory_storage.hpp>
 #include <compile_cache/storage/memory_storage.hpp>
 #include <compile_cache/storage/null_storage.hpp>
+#include <compile_cache/storage/tiered_storage.hpp>
 
 #include <compile_cache/envelope.hpp>
+#include <compile_cache/settings.hpp>
 #include <compile_cache/statistics.hpp>
 #include <compile_cache/cache.hpp>
+#include <compile_cache/default_cache.hpp>

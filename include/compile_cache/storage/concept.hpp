@@ -3,10 +3,12 @@
 #pragma once
 
 #include <compile_cache/key/key.hpp>
+#include <compile_cache/settings.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -59,8 +61,42 @@ struct has_record_counters<S, std::enable_if_t<std::is_same_v<
     decltype(std::declval<S&>().record_counters(
         std::declval<std::vector<std::pair<std::string, std::uint64_t>> const&>())),
     std::error_code>>> : std::true_type {};
-/// Optional: a Storage that has something to say (a lock it gave up waiting for, a
-/// server gone away) gets the cache's logger.
+/// Optional: a Storage that configures itself from the environment
+/// (`static std::optional<S> from_env(settings_reader&)`); basic_cache::from_env
+/// delegates to it.
+template <class S, class = void>
+struct has_from_env : std::false_type {};
+template <class S>
+struct has_from_env<S, std::enable_if_t<std::is_same_v<decltype(S::from_env(std::declval<settings_reader&>())),
+                                                       std::optional<S>>>> : std::true_type {};
+/// Optional: the settings that from_env reads
+/// (`static std::vector<environment_setting> environment_settings(std::string_view prefix)`).
+template <class S, class = void>
+struct has_environment_settings : std::false_type {};
+template <class S>
+struct has_environment_settings<
+    S, std::enable_if_t<std::is_same_v<decltype(S::environment_settings(std::declval<std::string_view>())),
+                                       std::vector<environment_setting>>>> : std::true_type {};
+/// Optional: `void entry_checked(key const&, std::string_view entry, envelope_status)`,
+/// called by the cache right after it checked the envelope of an entry the storage's
+/// read returned `found` (on the same thread): tiered_storage copies a sound remote
+/// entry to its local storage, and counts a corrupt or unauthenticated one.
+template <class S, class Status, class = void>
+struct has_entry_checked_with : std::false_type {};
+template <class S, class Status>
+struct has_entry_checked_with<S, Status, std::void_t<decltype(std::declval<S&>().entry_checked(
+                                             std::declval<key const&>(), std::declval<std::string_view>(),
+                                             std::declval<Status>()))>> : std::true_type {};
+/// Optional: `std::vector<std::pair<std::string, std::uint64_t>> storage_counters() const`,
+/// the storage's own counters, added to the cache's statistics (names with a `.`).
+template <class S, class = void>
+struct has_storage_counters : std::false_type {};
+template <class S>
+struct has_storage_counters<S, std::enable_if_t<std::is_same_v<
+    decltype(std::declval<S const&>().storage_counters()), std::vector<std::pair<std::string, std::uint64_t>>>>>
+    : std::true_type {};
+/// Optional: `void set_logger(std::function<void(std::string_view)>)`, given the
+/// cache's logger when the cache is made and by basic_cache::set_logger.
 template <class S, class = void>
 struct has_set_logger : std::false_type {};
 template <class S>
