@@ -218,8 +218,8 @@ private:
         // A backstop only: every wait below polls with the time left to the deadline.
         redisSetTimeout(context_, to_timeval(std::chrono::duration_cast<std::chrono::microseconds>(
                                       std::max<std::chrono::microseconds>(remaining(deadline), {}))));
-#if HIREDIS_MAJOR >= 1
-        context_->reader->maxelements = 1u << 20;
+#if HIREDIS_MAJOR > 1 || (HIREDIS_MAJOR == 1 && (HIREDIS_MINOR > 0 || HIREDIS_PATCH >= 1))
+        context_->reader->maxelements = 1u << 20; // (hiredis 1.0.1 and later)
 #endif
         std::vector<redis_command> setup;
         if (!endpoint_.password.empty()) {
