@@ -278,14 +278,17 @@ public:
         out.clear();
         if (!state_) return {read_status::error, make_error_code(redis_errc::other)};
         try {
+            // (An unbounded read asks for what a Redis string can hold at most.)
+            std::size_t const bound = std::min<std::size_t>(max_size, std::size_t(1) << 40);
             std::string const name = redis_key(k);
-            std::string const end = std::to_string(max_size);
-            call c = run(name, {"GETRANGE", name, "0", end}, max_size + 64);
+            std::string const end = std::to_string(bound);
+            call c = run(name, {"GETRANGE", name, "0", end}, bound + 64);
             if (c.error) return {read_status::error, c.error};
             redisReply const* r = c.reply.get();
-            if (r->type == REDIS_REPLY_ERROR) return {read_status::error, record(error_reply(r))};
+            if (r->type == REDIS_REPLY_ERROR) return {read_status::error, error_reply(r)};
             if (r->type == REDIS_REPLY_NIL) return {read_status::absent, {}};
-            if (r->type != REDIS_REPLY_STRING) return {read_status::error, record(redis_errc::protocol, "GETRANGE did not return a string")};
+            if (r->type != REDIS_REPLY_STRING)
+                return {read_status::error, record(redis_errc::protocol, "GETRANGE did not return a string")};
             if (r->len == 0) return {read_status::absent, {}};
             if (r->len > max_size) return {read_status::too_large, make_error_code(redis_errc::too_large)};
             out.assign(r->str, r->len);
@@ -383,7 +386,7 @@ private:
         return c;
     }
 
-    std::error_code record(std::error_code e, std::string text = {}) const {
+    std::error_code record(std::error_code e, std::string text) const {
         try {
             std::lock_guard<std::mutex> lock(state_->failure_mutex);
             state_->failure = {e, std::move(text)};
