@@ -27,5 +27,6 @@
 #include <compile_cache/storage/null_storage.hpp>
 
 #include <compile_cache/envelope.hpp>
+#include <compile_cache/explain.hpp>
 #include <compile_cache/statistics.hpp>
 #include <compile_cache/cache.hpp>
