@@ -608,17 +608,23 @@ int run_verify(command_line const& c) {
         j.begin_object().field("directory", c.dir).field("mode", auth.keyed() ? "hmac-sha256" : "crc32c");
         j.field("checked", std::uint64_t{d.scan.entries.size()}).field("sound", sound);
         j.field("identity_records", std::uint64_t{d.records.size()}).field("sound_identity_records", sound_records);
-        j.key("bad").begin_array();
-        for (auto const& v : bad) {
-            j.begin_object().field("path", v.file.relative_path()).field("key", v.file.name);
-            j.field("problem", v.check.problem).field("removed", v.removed);
-            if (!v.remove_problem.empty()) j.field("remove_problem", v.remove_problem);
-            j.end_object();
+        // Kernels' entries and identity records in lists of their own.
+        for (bool const records : {false, true}) {
+            j.key(records ? "bad_identity_records" : "bad").begin_array();
+            for (auto const& v : bad) {
+                if (compile_cache::is_identity_record_name(v.file.name) != records) continue;
+                j.begin_object().field("path", v.file.relative_path()).field("key", v.file.name);
+                j.field("problem", v.check.problem).field("removed", v.removed);
+                if (!v.remove_problem.empty()) j.field("remove_problem", v.remove_problem);
+                j.end_object();
+            }
+            j.end_array().key(records ? "unchecked_identity_records" : "unchecked").begin_array();
+            for (auto const& v : unchecked)
+                if (compile_cache::is_identity_record_name(v.file.name) == records)
+                    j.begin_object().field("path", v.file.relative_path()).field("key", v.file.name).field("reason", v.check.problem).end_object();
+            j.end_array();
         }
-        j.end_array().key("unchecked").begin_array();
-        for (auto const& v : unchecked)
-            j.begin_object().field("path", v.file.relative_path()).field("key", v.file.name).field("reason", v.check.problem).end_object();
-        j.end_array().field("removed", removed).end_object();
+        j.field("removed", removed).end_object();
         std::fputs(j.str().c_str(), stdout);
     } else {
         std::string out;
