@@ -109,3 +109,27 @@ TEST_CASE("tinyk explain: each recompile names the key components that changed")
     }
 #endif
 }
+
+TEST_CASE("tinyk explain: TINYK_CACHE_VERIFY=1 compiles every hit again, and tinyk's keys are sound") {
+    scenario s("vm");
+    s.write_program(program("5", "2"));
+    REQUIRE_OK(s.run({"main", "1"}));
+    auto r = s.run({"main", "1"}, {"--stats"}, {"TINYK_CACHE_VERIFY=1"});
+    REQUIRE_OK(r);
+    CHECK(r.out == "7\n");
+    CHECK(r.loaded() == names{"helper", "main", "twice"});
+    INFO(r.stats());
+    CHECK(r.stats().find(" verify=(verified 3 unsound 0 nondeterministic 0) ") != std::string::npos);
+
+    // TINYK_CACHE_MIN_COMPILE_TIME: tinyk's kernels compile in well under a minute,
+    // so none is stored, and every run compiles them.
+    scenario cheap("vm");
+    cheap.write_program(program("5", "2"));
+    for (int run = 0; run < 2; ++run) {
+        r = cheap.run({"main", "1"}, {"--stats"}, {"TINYK_CACHE_MIN_COMPILE_TIME=60000"});
+        REQUIRE_OK(r);
+        CHECK(r.compiled() == names{"helper", "main", "twice"});
+        CHECK(r.stats().find(" store-skipped-cheap=3 ") != std::string::npos);
+    }
+    CHECK(cheap.entries().empty());
+}
