@@ -57,7 +57,8 @@ public:
         ::setenv((std::string(test_prefix) + suffix).c_str(), value.c_str(), 1);
     }
     void clear() {
-        for (char const* suffix : {"_DIR", "_LOG", "_MAX_SIZE", "_DURABILITY", "_SHARED", "_SECRET_FILE"})
+        for (char const* suffix :
+             {"_DIR", "_LOG", "_MAX_SIZE", "_DURABILITY", "_SHARED", "_SECRET_FILE", "_VERIFY", "_MIN_COMPILE_TIME"})
             ::unsetenv((std::string(test_prefix) + suffix).c_str());
     }
 };
@@ -310,4 +311,55 @@ TEST_CASE("configuration.md has a section for every setting from_env reads", "[c
         CHECK(configuration_page().find("\n### `" + setting.name + "`\n") != std::string::npos);
         CHECK(configuration_page().find("\n| `" + setting.name + "` |") != std::string::npos);
     }
+}
+
+TEST_CASE("configuration.md: a bad PREFIX_VERIFY or PREFIX_MIN_COMPILE_TIME prints the quoted line and the default is used",
+          "[configuration]") {
+    struct bad_setting {
+        char const* suffix;
+        char const* value;
+        char const* fallback;
+    };
+    bad_setting const cases[] = {
+        {"_VERIFY", "often", "; hits are not verified"},
+        {"_VERIFY", "2", "; hits are not verified"},
+        {"_MIN_COMPILE_TIME", "1s", "; every compiled kernel is stored"},
+    };
+    for (auto const& bad : cases) {
+        std::string const variable = std::string(test_prefix) + bad.suffix;
+        INFO(variable << "=" << bad.value);
+        temp_dir dir;
+        config_env env;
+        env.set("_DIR", (dir.path() / "cache").string());
+        env.set(bad.suffix, bad.value);
+        std::optional<cc::default_cache> c;
+        captured_stderr err(dir.path() / "stderr.txt");
+        CHECK_NOTHROW(c.emplace(cc::default_cache::from_env(test_prefix)));
+        std::vector<std::string> const lines = lines_of(err.text());
+        REQUIRE(c.has_value());
+        REQUIRE(lines.size() == 1);
+        std::string const& line = lines[0];
+        INFO("printed: " << line);
+        CHECK(line.rfind("compile_cache: " + variable + "=\"" + bad.value + "\" ", 0) == 0);
+        CHECK(line.compare(line.size() - std::string(bad.fallback).size(), std::string::npos, bad.fallback) == 0);
+        if (std::string(bad.value) != "2") CHECK(page_quotes(line));
+        CHECK(c->enabled());
+        CHECK(c->options().verify_fraction == 0);
+        CHECK(c->options().min_compile_time.count() == 0);
+        CHECK(get_twice(*c, "helper") == outcomes{cc::outcome::compiled, cc::outcome::loaded});
+    }
+}
+
+TEST_CASE("PREFIX_VERIFY and PREFIX_MIN_COMPILE_TIME are read as documented", "[configuration]") {
+    temp_dir dir;
+    config_env env;
+    env.set("_DIR", (dir.path() / "cache").string());
+    env.set("_VERIFY", "0.25");
+    env.set("_MIN_COMPILE_TIME", "40");
+    CHECK(cc::default_cache::from_env(test_prefix).options().verify_fraction == 0.25);
+    CHECK(cc::default_cache::from_env(test_prefix).options().min_compile_time == std::chrono::milliseconds(40));
+    env.set("_VERIFY", "on");
+    CHECK(cc::default_cache::from_env(test_prefix).options().verify_fraction == 1);
+    env.set("_VERIFY", "off");
+    CHECK(cc::default_cache::from_env(test_prefix).options().verify_fraction == 0);
 }

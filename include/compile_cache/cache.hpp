@@ -5,6 +5,7 @@
 
 #include <compile_cache/detail/env.hpp>
 #include <compile_cache/envelope.hpp>
+#include <compile_cache/explain.hpp>
 #include <compile_cache/hasher/concept.hpp>
 #include <compile_cache/hasher/sha256.hpp>
 #include <compile_cache/key/builder.hpp>
@@ -30,6 +31,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -49,6 +51,10 @@ struct entry_info {
     std::string name;
     std::string origin_file;
     std::int64_t origin_line = 0;
+    /// What identifies the kernel across changes, for miss explanations (explain.hpp):
+    /// the entries stored for one identity are compared when it misses. Empty: its
+    /// name and origin file.
+    std::string identity{};
 };
 
 /// How get_or_compile produced its value.
@@ -75,6 +81,13 @@ struct cached {
     /// compile, the miss reason (`absent`, `corrupt`, ... see statistics.hpp), or
     /// `disabled` when the cache is off; empty when loaded.
     std::string reason;
+    /// For an `absent` miss: what changed since the kernel was last stored (or that
+    /// it is new, or was evicted). Empty (kind none) otherwise, and when the cache
+    /// records no identities.
+    miss_explanation explanation{};
+    /// For a hit checked by verify mode and found unsound: true, and `value` is the
+    /// fresh compile's (outcome compiled, reason `unsound`).
+    bool unsound = false;
 };
 
 /// Settings of a cache; from_env fills them from PREFIX_* variables.
@@ -88,7 +101,44 @@ struct cache_options {
     /// against accidents only. Every process sharing a directory needs the same
     /// secret, or none. See docs/security.md.
     std::string secret;
+    /// Each store also records the entry under the kernel's identity (one small extra
+    /// write), so that an `absent` miss can say what changed (explain.hpp).
+    bool record_identities = true;
+    /// Verify mode: the share of hits (0 to 1; 1 = every hit) that are also compiled
+    /// and compared byte for byte with the loaded artifact (counted verified,
+    /// unsound or nondeterministic). 0: none (the default).
+    double verify_fraction = 0;
+    /// A kernel whose compile took less is not stored (counted store-skipped.cheap).
+    std::chrono::nanoseconds min_compile_time{0};
 };
+
+namespace detail {
+/// Reads PREFIX_VERIFY and PREFIX_MIN_COMPILE_TIME into `options`; a value that does
+/// not parse is one line through `env`, and the default stays.
+inline void cache_settings_from_env(settings_reader const& env, cache_options& options) {
+    std::string const verify = env.value("_VERIFY");
+    if (!verify.empty() && !is_off(verify)) {
+        char* end = nullptr;
+        double const v = is_on(verify) ? 1.0 : std::strtod(verify.c_str(), &end);
+        if ((is_on(verify) || (end && *end == '\0')) && v >= 0 && v <= 1)
+            options.verify_fraction = v;
+        else
+            env.report_value("_VERIFY", verify,
+                             "is not understood (1 to verify every hit, a fraction such as 0.01 for that share of "
+                             "hits, 0 for none); hits are not verified");
+    }
+    std::string const min_time = env.value("_MIN_COMPILE_TIME");
+    if (!min_time.empty()) {
+        bool digits = min_time.size() <= 9;
+        for (char c : min_time) digits = digits && c >= '0' && c <= '9';
+        if (digits)
+            options.min_compile_time = std::chrono::milliseconds(std::stoll(min_time));
+        else
+            env.report_value("_MIN_COMPILE_TIME", min_time,
+                             "is not a number of milliseconds; every compiled kernel is stored");
+    }
+}
+} // namespace detail
 
 namespace detail {
 void relocate_source() = delete; // poison pill: only the host's overload, found by ADL
@@ -267,6 +317,7 @@ public:
                 }
             }
             env.set_authenticated(!options.secret.empty());
+            detail::cache_settings_from_env(env, options);
             return true;
         });
         std::optional<Storage> storage;
@@ -334,10 +385,22 @@ public:
         {
             std::lock_guard<std::mutex> lock(state_->toolchain_mutex);
             if (!state_->toolchain_digest || state_->toolchain_host != host_version) {
+                toolchain const t = toolchain::current(host_version, format_id());
                 key_builder<Hasher> once;
-                once.add("toolchain", toolchain::current(host_version, format_id()));
+                once.add("toolchain", t);
                 key_result r = once.finish();
                 if (!r.ok() || r.components().empty()) return kb.fail(r.bypass_reason()), kb;
+                // Its parts, hashed one by one, so that a miss can say which one changed.
+                key_builder<Hasher> parts;
+                parts.add("toolchain: library format", t.library_format)
+                    .add("toolchain: compiler", t.compiler)
+                    .add("toolchain: Boost", t.boost_version)
+                    .add("toolchain: archive format", t.serializer_format)
+                    .add("toolchain: platform",
+                         std::to_string(t.pointer_size * 8) + (t.little_endian ? "-bit little-endian" : "-bit big-endian"))
+                    .add("toolchain: host version", t.host_version)
+                    .add("toolchain: host build-id", t.host_build_id);
+                state_->toolchain_parts = parts.finish().components();
                 state_->toolchain_digest = r.components().front();
                 state_->toolchain_host = host_version;
             }
@@ -359,6 +422,9 @@ public:
         s.push_back({p + "_LOG", "1 sends one-line diagnostics (misses with their reason, store failures) to stderr"});
         s.push_back({p + "_SECRET_FILE", "a file whose content is the secret that authenticates entries "
                                          "(HMAC-SHA256); if it cannot be read, or is empty, the cache is disabled"});
+        s.push_back({p + "_VERIFY", "1 also compiles every hit and compares the bytes (a fraction such as 0.01: that "
+                                    "share of hits); a difference is reported unsound or nondeterministic"});
+        s.push_back({p + "_MIN_COMPILE_TIME", "milliseconds: a kernel that compiled faster is not stored (default 0)"});
         return s;
     }
 
@@ -383,6 +449,47 @@ public:
     bool store(key_result const& k, Artifact const& artifact, entry_info const& info = {}, Self const* self = nullptr,
                std::chrono::nanoseconds compile_time = {}) {
         static_assert(check_serializer<Serializer, Artifact>::value, "");
+        return store_impl(k, artifact, info, self, compile_time, nullptr);
+    }
+
+    /// The explanation an `absent` miss of `k` would get now (explain.hpp): reads the
+    /// record of the kernel's identity. Kind none when the cache is disabled, records
+    /// no identities, or `k` is a bypass.
+    miss_explanation explain_miss(key_result const& k, entry_info const& info) {
+        if (!enabled_ || !k.ok() || !options_.record_identities) return {};
+        try {
+            std::string const identity = kernel_identity(info.identity, info.name, info.origin_file);
+            std::optional<identity_record> const previous = read_identity_record(identity);
+            return explain_absent(previous ? &*previous : nullptr, k.value(), explained_components(k));
+        } catch (...) {
+            return {};
+        }
+    }
+
+    /// The record of a kernel's identity (the entries stored for it, newest first), or
+    /// nullopt when there is none or it does not check.
+    std::optional<identity_record> read_identity_record(std::string const& identity) {
+        if (!enabled_) return std::nullopt;
+        try {
+            key const rk = identity_record_key(identity);
+            std::string bytes;
+            read_result const rr = storage_.read(rk, bytes, identity_record_max_size);
+            if (rr.status != read_status::found) return std::nullopt;
+            opened_envelope const env =
+                open_envelope(bytes, rk, identity_record_format, identity_record_max_size, auth_);
+            if (env.status != envelope_status::ok) return std::nullopt;
+            std::optional<identity_record> r = decode_identity_record(env.payload);
+            if (!r || r->identity != identity) return std::nullopt;
+            return r;
+        } catch (...) {
+            return std::nullopt;
+        }
+    }
+
+private:
+    template <class Artifact, class Self>
+    bool store_impl(key_result const& k, Artifact const& artifact, entry_info const& info, Self const* self,
+                    std::chrono::nanoseconds compile_time, std::optional<identity_record> const* previous) {
         if (!enabled_ || !k.ok()) return false;
         auto start = std::chrono::steady_clock::now();
         try {
@@ -418,6 +525,7 @@ public:
             if (std::error_code ec = storage_.write(k.value(), entry))
                 return store_failed(store_failure::write_error, start, info, ec.message());
             state_->stats.stored(entry.size(), detail::elapsed_ns(start));
+            record_identity(k, info, meta, previous);
             return true;
         } catch (std::exception const& e) {
             return store_failed(store_failure::serialize_error, start, info, e.what());
@@ -425,6 +533,8 @@ public:
             return store_failed(store_failure::serialize_error, start, info, "unknown exception");
         }
     }
+
+public:
 
     /// The artifact for `k`: loaded when the cache has it, otherwise compiled by
     /// `compile()` (a callable returning the artifact) and stored. Exceptions of
@@ -446,13 +556,36 @@ public:
             return result;
         }
         miss_reason why = miss_reason::absent;
-        if (std::optional<Artifact> hit = load_impl<Artifact>(k, info, self, why))
+        if (std::optional<Artifact> hit = load_impl<Artifact>(k, info, self, why)) {
+            if (verify_this_hit()) return verify_hit<Artifact>(k, info, std::move(*hit), compile, self);
             return cached<Artifact>{std::move(*hit), outcome::loaded, {}};
+        }
+        // An absent miss reads the kernel's identity record to say what changed; the
+        // record read is kept for the store that follows, which updates it.
+        std::optional<identity_record> previous;
+        miss_explanation explanation;
+        bool const explained = why == miss_reason::absent && options_.record_identities;
+        if (explained) {
+            try {
+                previous = read_identity_record(kernel_identity(info.identity, info.name, info.origin_file));
+                explanation = explain_absent(previous ? &*previous : nullptr, k.value(), explained_components(k));
+            } catch (...) {
+            }
+            // A new kernel is the normal case of a cold run: only a recompile is logged.
+            if (options_.logger && (explanation.what == miss_explanation::kind::changed ||
+                                    explanation.what == miss_explanation::kind::evicted))
+                log("miss " + info.name + " (absent): " + explanation.text());
+        }
         auto start = std::chrono::steady_clock::now();
         cached<Artifact> result{std::forward<Compile>(compile)(), outcome::compiled, to_string(why)};
         std::uint64_t compile_ns = detail::elapsed_ns(start);
         state_->stats.compiled(compile_ns);
-        store(k, result.value, info, self, std::chrono::nanoseconds(compile_ns));
+        result.explanation = std::move(explanation);
+        if (std::chrono::nanoseconds(compile_ns) < options_.min_compile_time) {
+            state_->stats.store_skipped_cheap();
+            return result;
+        }
+        store_impl(k, result.value, info, self, std::chrono::nanoseconds(compile_ns), explained ? &previous : nullptr);
         return result;
     }
 
@@ -480,6 +613,7 @@ private:
         std::mutex toolchain_mutex;
         std::string toolchain_host;
         std::optional<component_digest> toolchain_digest;
+        std::vector<component_digest> toolchain_parts; ///< toolchain_digest's, one by one
         std::mutex flush_mutex;
         ::pid_t owner = ::getpid(); ///< the process whose counts these are
         std::vector<std::pair<std::string, std::uint64_t>> flushed; ///< the counters last flushed
@@ -547,13 +681,130 @@ private:
             auto done = std::chrono::steady_clock::now();
             state_->stats.hit(bytes, {detail::ns_between(start, read_done), detail::ns_between(read_done, verify_done),
                                       detail::ns_between(verify_done, deserialize_done),
-                                      detail::ns_between(deserialize_done, done)});
+                                      detail::ns_between(deserialize_done, done)},
+                                 env.metadata.compile_ns);
             return artifact;
         } catch (std::exception const& e) {
             return missed(why, miss_reason::deserialize_error, bytes, start, info, e.what());
         } catch (...) {
             return missed(why, miss_reason::deserialize_error, bytes, start, info, "unknown exception");
         }
+    }
+
+    // The key's components with the toolchain as its parts, when it is the toolchain
+    // make_key_builder added: what an identity record keeps, so a miss names the part.
+    std::vector<component_digest> explained_components(key_result const& k) {
+        std::vector<component_digest> out;
+        out.reserve(k.components().size() + 8);
+        std::lock_guard<std::mutex> lock(state_->toolchain_mutex);
+        for (component_digest const& c : k.components()) {
+            if (c.name == "toolchain" && state_->toolchain_digest && c == *state_->toolchain_digest &&
+                !state_->toolchain_parts.empty())
+                out.insert(out.end(), state_->toolchain_parts.begin(), state_->toolchain_parts.end());
+            else
+                out.push_back(c);
+        }
+        return out;
+    }
+
+    // After a store: puts the entry first in its kernel's identity record (kept to
+    // identity_record_history entries). `previous` is the record as an absent miss
+    // read it; null: read it now. Best effort, one write: a failure only loses the
+    // explanation of a later miss.
+    void record_identity(key_result const& k, entry_info const& info, entry_metadata const& meta,
+                         std::optional<identity_record> const* previous) noexcept {
+        if (!options_.record_identities) return;
+        try {
+            std::string identity = kernel_identity(info.identity, info.name, info.origin_file);
+            std::optional<identity_record> read;
+            if (!previous) {
+                read = read_identity_record(identity);
+                previous = &read;
+            }
+            identity_record r;
+            r.history.push_back({k.value(), meta.created_ns, meta.compile_ns, explained_components(k)});
+            if (*previous)
+                for (recorded_entry const& e : (*previous)->history)
+                    if (r.history.size() < identity_record_history && !(e.entry_key == k.value()))
+                        r.history.push_back(e);
+            r.identity = std::move(identity);
+            key const rk = identity_record_key(r.identity);
+            entry_metadata rm;
+            rm.name = info.name;
+            rm.origin_file = info.origin_file;
+            rm.origin_line = info.origin_line;
+            rm.format_id = std::string(identity_record_format);
+            rm.created_ns = meta.created_ns;
+            std::string entry;
+            std::size_t const length_at = begin_envelope(entry, rk, rm, auth_);
+            entry += encode_identity_record(r);
+            seal_envelope(entry, length_at, auth_);
+            if (entry.size() <= identity_record_max_size) (void)storage_.write(rk, entry);
+        } catch (...) {
+        }
+    }
+
+    // Verify mode: whether this hit is one of the share to check.
+    bool verify_this_hit() const {
+        double const f = options_.verify_fraction;
+        if (!(f > 0)) return false;
+        if (f >= 1) return true;
+        thread_local std::mt19937_64 random{std::random_device{}()};
+        return std::uniform_real_distribution<double>(0.0, 1.0)(random) < f;
+    }
+
+    // The bytes `a` serializes to, as a store would write them; false when it cannot.
+    template <class Artifact, class Self>
+    bool serialize_to(Artifact const& a, Self const* self, std::string& out) {
+        try {
+            Serializer::save(out, a, resolver_context::of(state_->resolver, self));
+            return true;
+        } catch (...) {
+            return false;
+        }
+    }
+
+    // A hit in verify mode: compiles the kernel too and compares the serialized bytes.
+    // A difference is judged by a second compile: two fresh compiles that differ make
+    // the kernel nondeterministic (bytes cannot judge it: the loaded artifact is kept);
+    // two that agree make the entry unsound (its key misses an input: the fresh
+    // artifact is returned, never the loaded one).
+    template <class Artifact, class Compile, class Self>
+    cached<Artifact> verify_hit(key_result const& k, entry_info const& info, Artifact loaded, Compile& compile,
+                                Self const* self) {
+        auto start = std::chrono::steady_clock::now();
+        Artifact fresh = compile();
+        state_->stats.compiled(detail::elapsed_ns(start));
+        std::string loaded_bytes, fresh_bytes;
+        if (!serialize_to(loaded, self, loaded_bytes) || !serialize_to(fresh, self, fresh_bytes))
+            return cached<Artifact>{std::move(loaded), outcome::loaded, {}};
+        if (loaded_bytes == fresh_bytes) {
+            state_->stats.verified();
+            return cached<Artifact>{std::move(loaded), outcome::loaded, {}};
+        }
+        start = std::chrono::steady_clock::now();
+        Artifact again = compile();
+        state_->stats.compiled(detail::elapsed_ns(start));
+        std::string again_bytes;
+        if (!serialize_to(again, self, again_bytes)) return cached<Artifact>{std::move(loaded), outcome::loaded, {}};
+        if (again_bytes != fresh_bytes) {
+            state_->stats.nondeterministic();
+            log("verify " + info.name + ": nondeterministic: two fresh compiles differ, so the bytes of its entry "
+                                        "cannot be checked; the loaded kernel is used");
+            return cached<Artifact>{std::move(loaded), outcome::loaded, {}};
+        }
+        state_->stats.unsound();
+        std::string const line = "verify " + info.name + ": UNSOUND: the entry under key " + k.value().hex() +
+                                 " differs from a fresh compile, and two fresh compiles agree: the key misses an "
+                                 "input the compile reads; the fresh kernel is used (docs/explain.md, \"Keys that "
+                                 "miss an input\")";
+        if (options_.logger)
+            log(line);
+        else
+            std::fprintf(stderr, "compile_cache: %s\n", line.c_str());
+        cached<Artifact> r{std::move(fresh), outcome::compiled, "unsound"};
+        r.unsound = true;
+        return r;
     }
 
     std::nullopt_t missed(miss_reason& why, miss_reason r, std::size_t bytes,

@@ -28,6 +28,7 @@
 #include <compile_cache/storage/tiered_storage.hpp>
 
 #include <compile_cache/envelope.hpp>
+#include <compile_cache/explain.hpp>
 #include <compile_cache/settings.hpp>
 #include <compile_cache/statistics.hpp>
 #include <compile_cache/cache.hpp>

@@ -69,6 +69,15 @@ struct statistics_snapshot {
     std::uint64_t hit_verify_ns = 0;      ///< checking envelopes
     std::uint64_t hit_deserialize_ns = 0; ///< deserializing and relinking references
     std::uint64_t hit_relocate_ns = 0;    ///< shifting source positions
+    /// The compile times the loaded entries recorded, summed: what the hits saved,
+    /// before the time loading them (load_ns) is taken off.
+    std::uint64_t hit_compile_ns = 0;
+    // Verify mode (cache_options::verify_fraction): hits checked against a fresh compile.
+    std::uint64_t verified = 0;         ///< the fresh compile's bytes equal the loaded artifact's
+    std::uint64_t unsound = 0;          ///< they differ, and two fresh compiles agree: the key misses an input
+    std::uint64_t nondeterministic = 0; ///< two fresh compiles differ: bytes cannot judge this kernel
+    /// Kernels not stored because they compiled faster than cache_options::min_compile_time.
+    std::uint64_t stores_skipped_cheap = 0;
     /// The Storage's own counters (tiered_storage: `remote.hits`, ...), in its order;
     /// empty for a storage that keeps none.
     std::vector<std::pair<std::string, std::uint64_t>> storage_counters;
@@ -91,13 +100,15 @@ struct statistics_snapshot {
     /// Every counter by name, zero or not, in a fixed order: `hits`, `misses.<reason>`
     /// (to_string of each miss_reason), `stores`, `store-failures.<failure>`,
     /// `bypasses`, `bytes-read`, `bytes-written`, `load-ns`, `compile-ns`, `store-ns`,
-    /// `hit-read-ns`, `hit-verify-ns`, `hit-deserialize-ns`, `hit-relocate-ns`. These
+    /// `hit-read-ns`, `hit-verify-ns`, `hit-deserialize-ns`, `hit-relocate-ns`,
+    /// `hit-compile-ns`, `verified`, `unsound`, `nondeterministic`,
+    /// `store-skipped.cheap`. These
     /// are the names a cache directory keeps its cumulative counters under (the
     /// breakdown of bypasses by reason is not kept: reasons are the host's own text).
     /// Then the storage_counters.
     std::vector<std::pair<std::string, std::uint64_t>> counters() const {
         std::vector<std::pair<std::string, std::uint64_t>> c;
-        c.reserve(16 + miss_reason_count + store_failure_count);
+        c.reserve(21 + miss_reason_count + store_failure_count);
         c.emplace_back("hits", hits);
         for (std::size_t i = 0; i < miss_reason_count; ++i)
             c.emplace_back(std::string("misses.") + to_string(static_cast<miss_reason>(i)), misses[i]);
@@ -114,12 +125,22 @@ struct statistics_snapshot {
         c.emplace_back("hit-verify-ns", hit_verify_ns);
         c.emplace_back("hit-deserialize-ns", hit_deserialize_ns);
         c.emplace_back("hit-relocate-ns", hit_relocate_ns);
+        c.emplace_back("hit-compile-ns", hit_compile_ns);
+        c.emplace_back("verified", verified);
+        c.emplace_back("unsound", unsound);
+        c.emplace_back("nondeterministic", nondeterministic);
+        c.emplace_back("store-skipped.cheap", stores_skipped_cheap);
         c.insert(c.end(), storage_counters.begin(), storage_counters.end());
         return c;
     }
 
+    /// The compile time the hits saved: the compile times their entries recorded, less
+    /// the time spent loading (hits and misses); 0 when loading cost more.
+    std::uint64_t saved_ns() const noexcept { return hit_compile_ns > load_ns ? hit_compile_ns - load_ns : 0; }
+
     /// One line: `hits=3 misses=2 (absent=1 corrupt=1) stores=2 ...`; reasons with a
-    /// zero count are left out.
+    /// zero count are left out, and so are the verify and skipped-store counts when
+    /// they are all 0.
     std::string summary() const {
         std::string s = "hits=" + std::to_string(hits) + " misses=" + std::to_string(total_misses());
         std::string reasons;
@@ -145,6 +166,11 @@ struct statistics_snapshot {
         if (hits)
             s += " hit-ms=(read " + format_ms(hit_read_ns) + " verify " + format_ms(hit_verify_ns) + " deserialize " +
                  format_ms(hit_deserialize_ns) + " relocate " + format_ms(hit_relocate_ns) + ")";
+        if (verified + unsound + nondeterministic != 0)
+            s += " verify=(verified " + std::to_string(verified) + " unsound " + std::to_string(unsound) +
+                 " nondeterministic " + std::to_string(nondeterministic) + ")";
+        if (stores_skipped_cheap != 0) s += " store-skipped-cheap=" + std::to_string(stores_skipped_cheap);
+        if (hits) s += " saved-ms=" + format_ms(saved_ns());
         s += " load-ms=" + format_ms(load_ns) + " compile-ms=" + format_ms(compile_ns) + " store-ms=" + format_ms(store_ns);
         // The storage's own: `remote.hits=3 ... remote.read-ms=1.250`; zero errors left out.
         for (auto const& [name, n] : storage_counters) {
@@ -176,8 +202,9 @@ public:
         std::uint64_t relocate_ns = 0;    ///< shifting source positions
     };
 
-    void hit(std::uint64_t bytes, hit_phases const& t) noexcept {
+    void hit(std::uint64_t bytes, hit_phases const& t, std::uint64_t recorded_compile_ns = 0) noexcept {
         hits_.fetch_add(1, std::memory_order_relaxed);
+        hit_compile_ns_.fetch_add(recorded_compile_ns, std::memory_order_relaxed);
         bytes_read_.fetch_add(bytes, std::memory_order_relaxed);
         load_ns_.fetch_add(t.read_ns + t.verify_ns + t.deserialize_ns + t.relocate_ns, std::memory_order_relaxed);
         hit_read_ns_.fetch_add(t.read_ns, std::memory_order_relaxed);
@@ -199,6 +226,10 @@ public:
         store_failures_[static_cast<std::size_t>(f)].fetch_add(1, std::memory_order_relaxed);
         store_ns_.fetch_add(ns, std::memory_order_relaxed);
     }
+    void verified() noexcept { verified_.fetch_add(1, std::memory_order_relaxed); }
+    void unsound() noexcept { unsound_.fetch_add(1, std::memory_order_relaxed); }
+    void nondeterministic() noexcept { nondeterministic_.fetch_add(1, std::memory_order_relaxed); }
+    void store_skipped_cheap() noexcept { stores_skipped_cheap_.fetch_add(1, std::memory_order_relaxed); }
     void compiled(std::uint64_t ns) noexcept { compile_ns_.fetch_add(ns, std::memory_order_relaxed); }
     void bypassed(std::string const& reason) noexcept {
         bypasses_.fetch_add(1, std::memory_order_relaxed);
@@ -231,6 +262,11 @@ public:
         s.hit_verify_ns = hit_verify_ns_.load(std::memory_order_relaxed);
         s.hit_deserialize_ns = hit_deserialize_ns_.load(std::memory_order_relaxed);
         s.hit_relocate_ns = hit_relocate_ns_.load(std::memory_order_relaxed);
+        s.hit_compile_ns = hit_compile_ns_.load(std::memory_order_relaxed);
+        s.verified = verified_.load(std::memory_order_relaxed);
+        s.unsound = unsound_.load(std::memory_order_relaxed);
+        s.nondeterministic = nondeterministic_.load(std::memory_order_relaxed);
+        s.stores_skipped_cheap = stores_skipped_cheap_.load(std::memory_order_relaxed);
         return s;
     }
 
@@ -251,6 +287,11 @@ private:
     std::atomic<std::uint64_t> hit_verify_ns_{0};
     std::atomic<std::uint64_t> hit_deserialize_ns_{0};
     std::atomic<std::uint64_t> hit_relocate_ns_{0};
+    std::atomic<std::uint64_t> hit_compile_ns_{0};
+    std::atomic<std::uint64_t> verified_{0};
+    std::atomic<std::uint64_t> unsound_{0};
+    std::atomic<std::uint64_t> nondeterministic_{0};
+    std::atomic<std::uint64_t> stores_skipped_cheap_{0};
 };
 
 } // namespace compile_cache

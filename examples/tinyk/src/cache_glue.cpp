@@ -22,7 +22,7 @@ result cache::get_or_compile(kernel& k, key_result const& kr, std::string const&
     cc::entry_info info{k.name, origin_file, k.first_line};
     cc::cached<artifact> r = c_.get_or_compile<artifact>(kr, info, compile, &k);
     k.code = std::make_shared<artifact>(std::move(r.value));
-    return {r.outcome, std::move(r.reason)};
+    return {r.outcome, std::move(r.reason), r.explanation.brief()};
 }
 
 namespace {

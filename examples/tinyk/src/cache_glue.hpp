@@ -36,6 +36,7 @@ using cache_type = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, s
 struct result {
     outcome how = outcome::compiled;
     std::string reason; // why it was not loaded: the bypass or miss reason, or "disabled"
+    std::string explanation; // for an absent miss, what changed: "callee:helper, ir changed", "new"
 };
 
 /// Where the driver spent its time before the cache was asked for any kernel (shown

@@ -4,7 +4,8 @@
 //   - its canonical lowered IR (ir::canonical_text: values and blocks numbered in
 //     visiting order, lines relative to the kernel's first line, no columns), which
 //     already holds the values of the globals it reads; those values also go in as
-//     their own component ("globals") so that a miss can be explained by them;
+//     components of their own ("const:NAME" each; "globals:KERNEL" for the members of
+//     a recursive component) so that a miss names the global that changed;
 //   - the keys of the kernels it calls (one component "callee:NAME" each, so that a
 //     miss names the callee that changed), so a change in a callee re-keys every
 //     caller transitively; a callee that bypassed makes its callers bypass too.
@@ -128,7 +129,7 @@ std::vector<glue::key_result> compute_keys(module& m, std::vector<std::vector<ke
             kernel const* k = members.front();
             kb.add("kernel", k->name);
             kb.add("ir", k->canonical_ir);
-            kb.add("globals", k->globals_read);
+            for (auto const& [global, value] : k->globals_read) kb.add("const:" + global, value);
         } else {
             std::string names;
             for (kernel const* k : members) names += (names.empty() ? "" : ",") + k->name;

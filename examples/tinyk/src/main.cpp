@@ -70,11 +70,13 @@ void print_help(std::FILE* out) {
         "  -O0, -O1         optimization level (default -O1: inlining, constant folding,\n"
         "                   common-subexpression and dead-code elimination); part of the key\n"
         "  -v, --verbose    one line per kernel on stderr, one of\n"
-        "                     tinyk: compiled NAME (REASON)\n"
+        "                     tinyk: compiled NAME (REASON[: WHAT CHANGED])\n"
         "                     tinyk: loaded NAME\n"
         "                     tinyk: bypass NAME: REASON\n"
         "                   where a compile's REASON is the cache's miss reason (absent,\n"
-        "                   corrupt, ...) or disabled, and a bypass's why NAME has no key\n"
+        "                   corrupt, ...) or disabled, and a bypass's why NAME has no key;\n"
+        "                   an absent kernel also says what changed since it was last\n"
+        "                   stored (callee:helper, ir changed), or new, or evicted\n"
         "  --stats          one line of cache statistics on stderr at exit (hits, misses\n"
         "                   by reason, stores, bytes; time loading, with a hit's read,\n"
         "                   verify, deserialize and relocate; compiling; storing; keying\n"
@@ -286,7 +288,8 @@ int run(options const& o) {
         if (o.verbose) {
             switch (r.how) {
             case tinyk::glue::outcome::compiled:
-                std::fprintf(stderr, "tinyk: compiled %s (%s)\n", k.name.c_str(), r.reason.c_str());
+                std::fprintf(stderr, "tinyk: compiled %s (%s%s%s)\n", k.name.c_str(), r.reason.c_str(),
+                             r.explanation.empty() ? "" : ": ", r.explanation.c_str());
                 break;
             case tinyk::glue::outcome::loaded: std::fprintf(stderr, "tinyk: loaded %s\n", k.name.c_str()); break;
             case tinyk::glue::outcome::bypassed:

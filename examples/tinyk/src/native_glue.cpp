@@ -13,7 +13,7 @@ result cache::get_or_compile_native(kernel& k, key_result const& kr, std::string
     cc::entry_info info{k.name, origin_file, k.first_line};
     cc::cached<native_artifact> r = c_.get_or_compile<native_artifact>(kr, info, compile, &k);
     k.native = std::make_shared<native_artifact>(std::move(r.value));
-    return {r.outcome, std::move(r.reason)};
+    return {r.outcome, std::move(r.reason), r.explanation.brief()};
 }
 
 } // namespace tinyk::glue

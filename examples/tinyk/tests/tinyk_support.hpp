@@ -88,7 +88,8 @@ inline int line_of(std::string const& text, std::string const& needle) {
 
 // ---------------------------------------------------------------------------------
 // The cache directory as files: DIR/ab/abcdef... (two hex digits, then the key's
-// whole hex). Other files (the size ledger, temp files) are not entries.
+// whole hex). Other files (the size ledger, temp files, kernels' identity records)
+// are not entries.
 
 struct entry_file {
     ino_t inode = 0;
@@ -131,6 +132,7 @@ inline cache_listing list_entries(fs::path const& cache_dir) {
         for (fs::directory_iterator f(folder->path(), ec2), fend; !ec2 && f != fend; f.increment(ec2)) {
             std::string name = f->path().filename().string();
             if (!all_hex(name) || name.compare(0, 2, fname) != 0) continue;
+            if (compile_cache::is_identity_record_name(name)) continue; // what a kernel's misses are explained by
             struct stat st {};
             if (::lstat(f->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
             entry_file e;
@@ -193,12 +195,13 @@ inline std::vector<std::string> base_environment(std::string const& home) {
     return env;
 }
 
-/// One `-v` line: `tinyk: compiled NAME (REASON)`, `tinyk: loaded NAME` or
-/// `tinyk: bypass NAME: REASON`.
+/// One `-v` line: `tinyk: compiled NAME (REASON[: EXPLANATION])`, `tinyk: loaded
+/// NAME` or `tinyk: bypass NAME: REASON`.
 struct verbose_line {
     std::string what; ///< compiled, loaded or bypass
     std::string name;
     std::string reason;
+    std::string explanation; ///< of an absent miss: `callee:helper, ir changed`, `new`, `evicted`
 };
 
 struct tinyk_result : process_result {
@@ -217,6 +220,11 @@ struct tinyk_result : process_result {
     std::string reason(std::string const& name) const {
         for (auto const& l : lines)
             if (l.name == name) return l.reason;
+        return "(no -v line for " + name + ")";
+    }
+    std::string explanation(std::string const& name) const {
+        for (auto const& l : lines)
+            if (l.name == name) return l.explanation;
         return "(no -v line for " + name + ")";
     }
     /// The line `tinyk: stats: ...` (empty without --stats).
@@ -240,6 +248,11 @@ inline tinyk_result parse_tinyk_output(process_result r) {
             v.what = "compiled";
             v.name = rest.substr(0, open);
             if (open != std::string::npos && rest.back() == ')') v.reason = rest.substr(open + 2, rest.size() - open - 3);
+            auto const colon = v.reason.find(": ");
+            if (colon != std::string::npos) {
+                v.explanation = v.reason.substr(colon + 2);
+                v.reason.resize(colon);
+            }
         } else if (line.rfind("tinyk: loaded ", 0) == 0) {
             v.what = "loaded";
             v.name = line.substr(14);
@@ -267,11 +280,12 @@ struct tinyk_run {
     std::vector<std::string> extra_env;
     std::string cwd;
     std::vector<std::string> prefix;
+    std::string executable = TINYK_EXECUTABLE; ///< another build of tinyk, for a test that needs one
 
     tinyk_result operator()() const {
         process_spec spec;
         spec.argv = prefix;
-        spec.argv.push_back(TINYK_EXECUTABLE);
+        spec.argv.push_back(executable);
         spec.argv.insert(spec.argv.end(), args.begin(), args.end());
         spec.env = base_environment(home);
         spec.env.insert(spec.env.end(), extra_env.begin(), extra_env.end());
@@ -310,8 +324,9 @@ public:
     /// the scenario's cache; `extra_env` is added to the environment.
     tinyk_result run(std::vector<std::string> const& call, std::vector<std::string> const& options = {},
                      std::vector<std::string> const& extra_env = {}, std::string const& cwd = {},
-                     std::vector<std::string> const& prefix = {}) const {
+                     std::vector<std::string> const& prefix = {}, std::string const& executable = {}) const {
         tinyk_run r;
+        if (!executable.empty()) r.executable = executable;
         r.args = {"run", "-v"};
         r.args.insert(r.args.end(), options.begin(), options.end());
         r.args.push_back(program_.string());

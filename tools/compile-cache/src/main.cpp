@@ -7,6 +7,7 @@
 
 #include <compile_cache/cache.hpp>
 #include <compile_cache/envelope.hpp>
+#include <compile_cache/explain.hpp>
 #include <compile_cache/storage/directory_storage.hpp>
 
 #include <algorithm>
@@ -15,9 +16,12 @@
 #include <exception>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <sys/stat.h>
 
 namespace {
 
@@ -55,14 +59,20 @@ char const* const help_text =
     "                              0 means no limit, so nothing is evicted), and removes temp\n"
     "                              files over an hour old\n"
     "  clear DIR                   removes every entry and temp file; other files stay\n"
+    "  explain DIR NAME            the entries recorded for kernel NAME (its identity record),\n"
+    "                              newest first, and which key components changed between\n"
+    "                              each one and the one before it: why it was recompiled\n"
     "\n"
     "options:\n"
     "  --json                      output for scripts: one JSON document on stdout\n"
-    "  --secret-file F             (list, show, verify) the file whose content is the secret of\n"
+    "  --secret-file F             (list, show, verify, explain) the file whose content is the secret of\n"
     "                              a cache with PREFIX_SECRET_FILE: checks HMACs under it\n"
     "  -h, --help                  this text\n"
     "\n"
     "A directory of more than 10,000 entries gets a progress line on stderr.\n"
+    "Identity records (DIR/ab/<66 hex digits ending 1d>: what a host writes beside each entry\n"
+    "so that a miss can be explained) are not counted as entries; verify checks them too,\n"
+    "prune evicts them like entries, clear removes them.\n"
     "Nothing but entries (DIR/ab/<hex key>) and the library's temp files (DIR/ab/.tmp-*)\n"
     "is ever deleted, and nothing is deleted in a directory that is not a compile_cache one.\n"
     "Reading an entry does not change its use time.\n"
@@ -80,6 +90,7 @@ struct command_line {
     std::string command;
     std::string dir;
     std::string key_prefix;
+    std::string kernel_name; ///< explain's NAME
     bool json = false;
     bool remove = false;
     std::string sort = "name";
@@ -141,7 +152,7 @@ command_line parse(std::vector<std::string> const& args) {
             positional.push_back(arg);
         }
     }
-    static char const* const commands[] = {"stats", "list", "show", "verify", "prune", "clear"};
+    static char const* const commands[] = {"stats", "list", "show", "verify", "prune", "clear", "explain"};
     if (c.command.empty()) throw usage_error{"no command given"};
     if (std::find(std::begin(commands), std::end(commands), c.command) == std::end(commands))
         throw usage_error{"unknown command \"" + c.command + "\""};
@@ -150,23 +161,26 @@ command_line parse(std::vector<std::string> const& args) {
         std::string const name = arg.substr(0, arg.find('='));
         if (name == "--remove") allowed(name, {"verify"});
         if (name == "--sort") allowed(name, {"list"});
-        if (name == "--secret-file") allowed(name, {"list", "show", "verify"});
+        if (name == "--secret-file") allowed(name, {"list", "show", "verify", "explain"});
         if (name == "--max-size") allowed(name, {"prune"});
     }
-    std::size_t const wanted = c.command == "show" ? 2 : 1;
+    std::size_t const wanted = c.command == "show" || c.command == "explain" ? 2 : 1;
     if (positional.size() < wanted)
-        throw usage_error{c.command + " needs " + (wanted == 2 ? "DIR and KEY_PREFIX" : "DIR")};
+        throw usage_error{c.command + " needs " +
+                          (wanted == 2 ? (c.command == "show" ? "DIR and KEY_PREFIX" : "DIR and NAME") : "DIR")};
     if (positional.size() > wanted) throw usage_error{"unexpected argument \"" + positional[wanted] + "\""};
     c.dir = positional[0];
     while (c.dir.size() > 1 && c.dir.back() == '/') c.dir.pop_back(); // "cache/" names "cache"
-    if (wanted == 2) c.key_prefix = positional[1];
+    if (wanted == 2 && c.command == "show") c.key_prefix = positional[1];
+    if (wanted == 2 && c.command == "explain") c.kernel_name = positional[1];
     if (c.command == "prune" && !c.max_size) throw usage_error{"prune needs --max-size SIZE"};
     return c;
 }
 
 /// The directory, listed once, or the exit status of why it cannot be used.
 struct opened_directory {
-    directory_scan scan;
+    directory_scan scan; ///< its entries are the kernels' only
+    std::vector<entry_file> records; ///< kernels' identity records (explain.hpp), apart
     int status = exit_ok;
 };
 
@@ -199,6 +213,9 @@ opened_directory open_directory(command_line const& c, progress_line& progress) 
     default: d.status = fail(c.dir + ": " + message, exit_usage); return d;
     }
     if (!d.scan.error.empty()) d.status = fail(c.dir + ": cannot list " + d.scan.error, exit_failed);
+    auto const record = [](entry_file const& e) { return compile_cache::is_identity_record_name(e.name); };
+    std::copy_if(d.scan.entries.begin(), d.scan.entries.end(), std::back_inserter(d.records), record);
+    d.scan.entries.erase(std::remove_if(d.scan.entries.begin(), d.scan.entries.end(), record), d.scan.entries.end());
     return d;
 }
 
@@ -248,19 +265,28 @@ int run_stats(command_line const& c) {
     };
     std::optional<std::uint64_t> const limit = gauge(std::string(impl::gauge_max_size));
     std::optional<std::uint64_t> const updated = gauge(std::string(impl::gauge_updated_s));
-    std::uint64_t hits = 0, misses = 0, remote_hits = 0, remote_misses = 0;
+    std::uint64_t hits = 0, misses = 0, remote_hits = 0, remote_misses = 0, hit_compile_ns = 0, load_ns = 0,
+                  record_bytes = 0;
     for (auto const& [name, n] : recorded) {
         if (name == "hits") hits = n;
         if (name.rfind("misses.", 0) == 0) misses += n;
         if (name == "remote.hits") remote_hits = n;
         if (name == "remote.misses") remote_misses = n;
+        if (name == "hit-compile-ns") hit_compile_ns = n;
+        if (name == "load-ns") load_ns = n;
     }
+    for (entry_file const& e : d.records) record_bytes += e.size;
+    // What the hits saved: the compile times their entries recorded, less all the time
+    // spent loading (hits and misses).
+    std::int64_t const saved_ns = static_cast<std::int64_t>(hit_compile_ns) - static_cast<std::int64_t>(load_ns);
 
     if (c.json) {
         json_writer j;
         j.begin_object().field("directory", c.dir).field("entries", std::uint64_t{entries.size()});
         j.field("bytes", bytes).field("accounted_bytes", accounted).field("temp_files", d.scan.temp_files);
         j.field("other_files", d.scan.other_files);
+        j.field("identity_records", std::uint64_t{d.records.size()}).field("identity_record_bytes", record_bytes);
+        j.field("saved_ns", saved_ns);
         j.key("size_limit");
         if (limit) j.value(*limit); else j.null();
         j.key("oldest_use");
@@ -295,6 +321,8 @@ int run_stats(command_line const& c) {
         limit_text = human_size(*limit) + " (" + used + " used), as the latest host to record set it";
     }
     t.add({"size limit", limit_text});
+    t.add({"identity records", std::to_string(d.records.size()) + " (" + human_size(record_bytes) +
+                                   "): what explains a kernel's misses (compile-cache explain)"});
     t.add({"temp files", std::to_string(d.scan.temp_files)});
     if (d.scan.other_files != 0) t.add({"other files", std::to_string(d.scan.other_files) + " (not the cache's; left alone)"});
     if (!entries.empty()) {
@@ -322,6 +350,11 @@ int run_stats(command_line const& c) {
                     "(" + std::to_string(remote_hits) + " of " + std::to_string(remote_hits + remote_misses) +
                         " lookups sent to the remote)"});
         }
+        if (hits != 0)
+            ct.add({"  time saved", (saved_ns < 0 ? "-" : "") + human_duration_ns(static_cast<std::uint64_t>(
+                                                                   saved_ns < 0 ? -saved_ns : saved_ns)),
+                    "(the compile times the loaded entries recorded, " + human_duration_ns(hit_compile_ns) +
+                        ", less the time loading, " + human_duration_ns(load_ns) + ")"});
         std::size_t zero = 0;
         for (auto const& [name, n] : recorded) {
             if (impl::is_gauge(name)) continue;
@@ -425,7 +458,9 @@ int run_list(command_line const& c) {
                human_age(age_s(e.file.use_ns)) + " ago", origin});
     }
     std::string out = t.str({false, false, true, true, false});
-    out += std::to_string(entries.size()) + (entries.size() == 1 ? " entry, " : " entries, ") + human_size(total) + "\n";
+    out += std::to_string(entries.size()) + (entries.size() == 1 ? " entry, " : " entries, ") + human_size(total);
+    if (!d.records.empty()) out += " (and " + std::to_string(d.records.size()) + " identity records, not listed)";
+    out += "\n";
     std::fputs(out.c_str(), stdout);
     return exit_ok;
 }
@@ -528,14 +563,16 @@ int run_verify(command_line const& c) {
     if (d.status != exit_ok) return d.status;
     if (c.remove && !may_delete_in(c, d)) return d.status;
     std::vector<verified_entry> bad, unchecked;
-    std::uint64_t sound = 0, done = 0;
+    std::uint64_t sound = 0, sound_records = 0, done = 0;
     compile_cache::directory_storage storage(c.dir);
     bool removal_failed = false;
-    for (entry_file const& f : d.scan.entries) {
+    std::vector<entry_file> files = d.scan.entries;
+    files.insert(files.end(), d.records.begin(), d.records.end()); // records are envelopes too: checked alike
+    for (entry_file const& f : files) {
         checked_entry check = check_entry(c.dir, f.name, auth);
-        progress.update("verifying entries", ++done, d.scan.entries.size(), d.scan.entries.size());
+        progress.update("verifying entries", ++done, files.size(), files.size());
         if (check.result == verdict::sound) {
-            ++sound;
+            ++(compile_cache::is_identity_record_name(f.name) ? sound_records : sound);
             continue;
         }
         verified_entry v{f, std::move(check), false, {}};
@@ -548,7 +585,7 @@ int run_verify(command_line const& c) {
     progress.finish();
     // With a secret under which not one entry verifies, the likelier mistake is the
     // secret: removing would empty a sound cache. Nothing is removed then.
-    bool const suspect_secret = c.remove && auth.keyed() && sound == 0 && !bad.empty();
+    bool const suspect_secret = c.remove && auth.keyed() && sound + sound_records == 0 && !bad.empty();
     if (suspect_secret)
         std::fprintf(stderr,
                      "compile-cache: no entry verifies under the secret of %s: is it the right one? Nothing "
@@ -582,17 +619,24 @@ int run_verify(command_line const& c) {
         json_writer j;
         j.begin_object().field("directory", c.dir).field("mode", auth.keyed() ? "hmac-sha256" : "crc32c");
         j.field("checked", std::uint64_t{d.scan.entries.size()}).field("sound", sound);
-        j.key("bad").begin_array();
-        for (auto const& v : bad) {
-            j.begin_object().field("path", v.file.relative_path()).field("key", v.file.name);
-            j.field("problem", v.check.problem).field("removed", v.removed);
-            if (!v.remove_problem.empty()) j.field("remove_problem", v.remove_problem);
-            j.end_object();
+        j.field("identity_records", std::uint64_t{d.records.size()}).field("sound_identity_records", sound_records);
+        // Kernels' entries and identity records in lists of their own.
+        for (bool const records : {false, true}) {
+            j.key(records ? "bad_identity_records" : "bad").begin_array();
+            for (auto const& v : bad) {
+                if (compile_cache::is_identity_record_name(v.file.name) != records) continue;
+                j.begin_object().field("path", v.file.relative_path()).field("key", v.file.name);
+                j.field("problem", v.check.problem).field("removed", v.removed);
+                if (!v.remove_problem.empty()) j.field("remove_problem", v.remove_problem);
+                j.end_object();
+            }
+            j.end_array().key(records ? "unchecked_identity_records" : "unchecked").begin_array();
+            for (auto const& v : unchecked)
+                if (compile_cache::is_identity_record_name(v.file.name) == records)
+                    j.begin_object().field("path", v.file.relative_path()).field("key", v.file.name).field("reason", v.check.problem).end_object();
+            j.end_array();
         }
-        j.end_array().key("unchecked").begin_array();
-        for (auto const& v : unchecked)
-            j.begin_object().field("path", v.file.relative_path()).field("key", v.file.name).field("reason", v.check.problem).end_object();
-        j.end_array().field("removed", removed).end_object();
+        j.field("removed", removed).end_object();
         std::fputs(j.str().c_str(), stdout);
     } else {
         std::string out;
@@ -603,16 +647,137 @@ int run_verify(command_line const& c) {
             out += "\n";
         }
         for (auto const& v : unchecked) out += "not checked: " + v.file.relative_path() + ": " + v.check.problem + "\n";
+        // Kernels' entries and identity records are counted apart.
+        auto const tally = [&](bool records, std::uint64_t n_sound) {
+            std::uint64_t n_bad = 0, n_removed = 0, n_unchecked = 0;
+            for (auto const& v : bad)
+                if (compile_cache::is_identity_record_name(v.file.name) == records) {
+                    ++n_bad;
+                    n_removed += v.removed ? 1 : 0;
+                }
+            for (auto const& v : unchecked)
+                n_unchecked += compile_cache::is_identity_record_name(v.file.name) == records ? 1 : 0;
+            std::string t = std::to_string(n_sound) + " sound, " + std::to_string(n_bad) + " bad";
+            if (c.remove) t += ", " + std::to_string(n_removed) + " removed";
+            if (n_unchecked != 0) t += ", " + std::to_string(n_unchecked) + " not checked";
+            return t;
+        };
         out += "checked " + std::to_string(d.scan.entries.size()) + (d.scan.entries.size() == 1 ? " entry (" : " entries (") +
-               (auth.keyed() ? "HMAC-SHA256" : "CRC-32C") + "): " + std::to_string(sound) + " sound, " +
-               std::to_string(bad.size()) + " bad";
-        if (c.remove) out += ", " + std::to_string(removed) + " removed";
-        if (!unchecked.empty()) out += ", " + std::to_string(unchecked.size()) + " not checked";
+               (auth.keyed() ? "HMAC-SHA256" : "CRC-32C") + "): " + tally(false, sound);
+        if (!d.records.empty())
+            out += "; " + std::to_string(d.records.size()) + " identity records: " + tally(true, sound_records);
         out += "\n";
         std::fputs(out.c_str(), stdout);
     }
     if (removal_failed) return exit_failed;
     return bad.empty() ? exit_ok : exit_bad_entries;
+}
+
+// ---- explain -----------------------------------------------------------------
+
+/// A kernel's identity record as read from its file.
+struct read_record {
+    entry_file file;
+    compile_cache::entry_metadata metadata;
+    compile_cache::identity_record record;
+};
+
+int run_explain(command_line const& c) {
+    compile_cache::envelope_auth auth;
+    if (!auth_from(c, auth)) return exit_usage;
+    progress_line progress;
+    opened_directory d = open_directory(c, progress);
+    if (d.status != exit_ok) return d.status;
+    std::vector<read_record> found;
+    std::uint64_t unreadable = 0;
+    for (entry_file const& f : d.records) {
+        std::string bytes, why;
+        if (!read_entry(c.dir + "/" + f.relative_path(), bytes, why)) {
+            ++unreadable;
+            continue;
+        }
+        compile_cache::opened_envelope const env = compile_cache::inspect_envelope(bytes, auth);
+        if (env.status != compile_cache::envelope_status::ok || env.stored_key.hex() != f.name ||
+            env.metadata.format_id != compile_cache::identity_record_format) {
+            ++unreadable;
+            continue;
+        }
+        if (env.metadata.name != c.kernel_name) continue;
+        std::optional<compile_cache::identity_record> r = compile_cache::decode_identity_record(env.payload);
+        if (!r) {
+            ++unreadable;
+            continue;
+        }
+        found.push_back({f, env.metadata, std::move(*r)});
+    }
+    std::sort(found.begin(), found.end(), [](read_record const& a, read_record const& b) {
+        return a.metadata.origin_file != b.metadata.origin_file ? a.metadata.origin_file < b.metadata.origin_file
+                                                                : a.file.name < b.file.name;
+    });
+    std::set<std::string> present;
+    for (entry_file const& e : d.scan.entries) present.insert(e.name);
+    // What changed from entry i + 1 (older) to entry i of a history.
+    auto const changes = [](std::vector<compile_cache::recorded_entry> const& h, std::size_t i) {
+        return compile_cache::compare_components(h[i + 1].components, h[i].components);
+    };
+
+    if (c.json) {
+        json_writer j;
+        j.begin_object().field("directory", c.dir).field("name", c.kernel_name).key("kernels").begin_array();
+        for (read_record const& r : found) {
+            j.begin_object().field("identity", r.record.identity).field("origin_file", r.metadata.origin_file);
+            j.field("record_key", r.file.name).key("entries").begin_array();
+            auto const& h = r.record.history;
+            for (std::size_t i = 0; i < h.size(); ++i) {
+                j.begin_object().field("key", h[i].entry_key.hex()).field("created", utc_time(h[i].created_ns));
+                j.field("created_ns", h[i].created_ns).field("compile_ns", h[i].compile_ns);
+                j.field("present", present.count(h[i].entry_key.hex()) != 0);
+                j.key("changes_from_previous");
+                if (i + 1 < h.size()) {
+                    compile_cache::miss_explanation const m = changes(h, i);
+                    j.begin_object();
+                    for (auto const& [label, list] : {std::pair<char const*, std::vector<std::string> const*>{
+                                                          "changed", &m.changed},
+                                                      {"appeared", &m.appeared},
+                                                      {"disappeared", &m.disappeared},
+                                                      {"unchanged", &m.unchanged}}) {
+                        j.key(label).begin_array();
+                        for (std::string const& n : *list) j.value(n);
+                        j.end_array();
+                    }
+                    j.end_object();
+                } else {
+                    j.null();
+                }
+                j.end_object();
+            }
+            j.end_array().end_object();
+        }
+        j.end_array().field("unreadable_records", unreadable).end_object();
+        std::fputs(j.str().c_str(), stdout);
+        return found.empty() ? exit_usage : exit_ok;
+    }
+    if (found.empty()) {
+        std::string why = "no identity record names a kernel \"" + printable(c.kernel_name) + "\" in " + c.dir;
+        if (unreadable != 0) why += " (" + std::to_string(unreadable) + " records could not be read; --secret-file?)";
+        return fail(why, exit_usage);
+    }
+    std::string out;
+    for (read_record const& r : found) {
+        auto const& h = r.record.history;
+        out += printable(c.kernel_name) + " (" + printable(r.metadata.origin_file) + "): " + std::to_string(h.size()) +
+               (h.size() == 1 ? " entry" : " entries") + " recorded, newest first\n";
+        for (std::size_t i = 0; i < h.size(); ++i) {
+            bool const there = present.count(h[i].entry_key.hex()) != 0;
+            out += "  " + std::to_string(i + 1) + ". " + local_time(h[i].created_ns) + "  key " +
+                   h[i].entry_key.hex().substr(0, 16) + "  compiled in " + human_duration_ns(h[i].compile_ns) + "  " +
+                   (there ? "present" : "gone (evicted or removed)") + "\n";
+            out += "     " + (i + 1 < h.size() ? "since " + std::to_string(i + 2) + ": " + changes(h, i).text()
+                                               : std::string("the oldest recorded")) + "\n";
+        }
+    }
+    std::fputs(out.c_str(), stdout);
+    return exit_ok;
 }
 
 // ---- prune and clear ---------------------------------------------------------
@@ -641,6 +806,20 @@ int report_cleanup(command_line const& c, compile_cache::cleanup_result const& r
     return exit_ok;
 }
 
+/// A cleanup counts every file it removed or left; identity records are no entries, so
+/// those among `records` (as listed before it) are taken out of its counts. Sizes stay
+/// whole: records count against the size limit as entries do.
+compile_cache::cleanup_result without_records(compile_cache::cleanup_result r, command_line const& c,
+                                              std::vector<entry_file> const& records) {
+    for (entry_file const& e : records) {
+        struct stat st;
+        bool const left = ::lstat((c.dir + "/" + e.relative_path()).c_str(), &st) == 0;
+        std::uint64_t& count = left ? r.entries : r.removed;
+        if (count != 0) --count;
+    }
+    return r;
+}
+
 int run_prune(command_line const& c) {
     std::optional<std::uint64_t> const limit = compile_cache::parse_byte_size(*c.max_size);
     if (!limit)
@@ -653,7 +832,7 @@ int run_prune(command_line const& c) {
     compile_cache::directory_options options;
     options.max_size = *limit;
     compile_cache::directory_storage storage(c.dir, options);
-    return report_cleanup(c, storage.prune(), *limit, d.scan.other_files);
+    return report_cleanup(c, without_records(storage.prune(), c, d.records), *limit, d.scan.other_files);
 }
 
 int run_clear(command_line const& c) {
@@ -661,7 +840,7 @@ int run_clear(command_line const& c) {
     opened_directory d = open_directory(c, progress);
     if (d.status != exit_ok || !may_delete_in(c, d)) return d.status;
     compile_cache::directory_storage storage(c.dir);
-    return report_cleanup(c, storage.clear(), 0, d.scan.other_files);
+    return report_cleanup(c, without_records(storage.clear(), c, d.records), 0, d.scan.other_files);
 }
 
 } // namespace
@@ -680,6 +859,7 @@ int main(int argc, char** argv) {
         if (c.command == "show") return run_show(c);
         if (c.command == "verify") return run_verify(c);
         if (c.command == "prune") return run_prune(c);
+        if (c.command == "explain") return run_explain(c);
         return run_clear(c);
     } catch (usage_error const& e) {
         std::fprintf(stderr, "compile-cache: %s\nusage: compile-cache COMMAND DIR [OPTIONS] (compile-cache --help)\n",

@@ -556,3 +556,56 @@ TEST_CASE("compile-cache: a progress line on stderr for more than 10000 entries 
     CHECK(quiet.out.find("10000 sound") != std::string::npos);
     CHECK(quiet.err.empty());
 }
+
+TEST_CASE("compile-cache explain: the entries recorded for a kernel, newest first, and what changed between them") {
+    filled_cache c;
+    // square changes: square's IR, then helper's callee, then main's.
+    std::string changed = program_text;
+    changed.replace(changed.find("x * x"), 5, "x * x * 1.5");
+    c.s.write_program(changed);
+    REQUIRE_EXIT(c.s.run({"main", "3"}), 0);
+    // main's older entry removed: explain says it is gone.
+    process_result const before = tool({"explain", c.dir(), "main", "--json"});
+    REQUIRE_EXIT(before, 0);
+    std::string const old_main = json_query(before.out, "d['kernels'][0]['entries'][1]['key']");
+    REQUIRE(fs::remove(c.s.cache_dir() / old_main.substr(0, 2) / old_main));
+
+    process_result const r = tool({"explain", c.dir(), "main"});
+    REQUIRE_EXIT(r, 0);
+    INFO(r.out);
+    CHECK(count_lines(r.out, "main (") == "1");
+    CHECK(r.out.find(": 2 entries recorded, newest first\n") != std::string::npos);
+    CHECK(r.out.find("gone (evicted or removed)") != std::string::npos);
+    CHECK(r.out.find("     since 2: changed callee:helper; unchanged toolchain, kernel, ir, const:OFFSET") !=
+          std::string::npos);
+    CHECK(r.out.find("     the oldest recorded\n") != std::string::npos);
+
+    process_result const j = tool({"explain", c.dir(), "square", "--json"});
+    REQUIRE_EXIT(j, 0);
+    CHECK(json_query(j.out, "len(d['kernels'][0]['entries'])") == "2");
+    CHECK(json_query(j.out, "d['kernels'][0]['entries'][0]['changes_from_previous']['changed']") == "['ir']");
+    CHECK(json_query(j.out, "d['kernels'][0]['entries'][0]['present']") == "True");
+    CHECK(json_query(j.out, "d['kernels'][0]['entries'][1]['changes_from_previous']") == "None");
+
+    process_result const none = tool({"explain", c.dir(), "nosuchkernel"});
+    REQUIRE_EXIT(none, 2);
+    CHECK(none.err.find("no identity record names a kernel \"nosuchkernel\"") != std::string::npos);
+}
+
+TEST_CASE("compile-cache stats and list: identity records are no entries, and the time the hits saved is shown") {
+    filled_cache c;
+    process_result const r = tool({"stats", c.dir(), "--json"});
+    REQUIRE_EXIT(r, 0);
+    CHECK(json_query(r.out, "(d['entries'], d['identity_records'])") == "(3, 3)");
+    CHECK(json_query(r.out, "d['counters']['hit-compile-ns'] > 0") == "True");
+    CHECK(json_query(r.out, "d['saved_ns'] == d['counters']['hit-compile-ns'] - d['counters']['load-ns']") == "True");
+    process_result const human = tool({"stats", c.dir()});
+    CHECK(line_starting(human.out, "identity records ").rfind("3 (", 0) == 0);
+    CHECK(human.out.find("  time saved") != std::string::npos);
+    process_result const list = tool({"list", c.dir()});
+    CHECK(list.out.find("3 entries, ") != std::string::npos);
+    CHECK(list.out.find("(and 3 identity records, not listed)") != std::string::npos);
+    process_result const verify = tool({"verify", c.dir()});
+    CHECK(verify.out.find("checked 3 entries (CRC-32C): 3 sound, 0 bad; 3 identity records: 3 sound, 0 bad\n") !=
+          std::string::npos);
+}

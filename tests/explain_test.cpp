@@ -1,0 +1,242 @@
+// Why a kernel missed: each store records the entry under the kernel's identity, and
+// an absent miss compares its key's named components with the last ones recorded. The
+// record travels through the cache's own Storage, costs one write per store and
+// nothing on a hit, and is never taken for a kernel.
+#include "catch2_compat.hpp"
+#include "test_support.hpp"
+
+#include <compile_cache/cache.hpp>
+#include <compile_cache/explain.hpp>
+#include <compile_cache/storage/memory_storage.hpp>
+
+#include <boost/serialization/string.hpp>
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+namespace cc = compile_cache;
+using compile_cache_test::entries_under;
+using compile_cache_test::temp_dir;
+
+/// A memory storage that counts the calls made to it.
+class counting_storage {
+public:
+    cc::read_result read(cc::key const& k, std::string& out, std::size_t max_size) {
+        ++reads;
+        return inner.read(k, out, max_size);
+    }
+    std::error_code write(cc::key const& k, std::string_view bytes) {
+        ++writes;
+        return inner.write(k, bytes);
+    }
+    std::error_code remove(cc::key const& k) { return inner.remove(k); }
+
+    cc::memory_storage inner;
+    int reads = 0;
+    int writes = 0;
+};
+
+template <class Storage>
+using string_cache = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, Storage>;
+
+/// A kernel keyed on its IR, its options and a constant it reads.
+struct source {
+    std::string ir = "ret x";
+    std::string options = "-O1";
+    int k = 1;
+    std::string host_version = "host 1";
+};
+
+template <class Cache>
+cc::key_result key_of(Cache& cache, source const& s) {
+    return cache.make_key_builder(s.host_version)
+        .add("ir", s.ir)
+        .add("options", s.options)
+        .add("const:K", s.k)
+        .finish();
+}
+
+template <class Cache>
+cc::cached<std::string> get(Cache& cache, source const& s, std::string const& name = "main") {
+    return cache.template get_or_compile<std::string>(key_of(cache, s), {name, "prog.dsl", 1},
+                                                      [&] { return s.ir + " " + s.options; });
+}
+
+} // namespace
+
+TEST_CASE("a kernel never stored before misses as new", "[explain]") {
+    string_cache<cc::memory_storage> cache{cc::memory_storage()};
+    auto r = get(cache, source{});
+    CHECK(r.reason == "absent");
+    CHECK(r.explanation.what == cc::miss_explanation::kind::new_kernel);
+    CHECK(r.explanation.text() == "new");
+}
+
+TEST_CASE("a miss names the components that changed and lists the unchanged ones", "[explain]") {
+    string_cache<cc::memory_storage> cache{cc::memory_storage()};
+    std::vector<std::string> lines;
+    cache.set_logger([&](std::string_view l) { lines.emplace_back(l); });
+    source s;
+    get(cache, s);
+    s.ir = "ret x + 1";
+    auto r = get(cache, s);
+    REQUIRE(r.explanation.what == cc::miss_explanation::kind::changed);
+    CHECK(r.explanation.changed == std::vector<std::string>{"ir"});
+    CHECK(r.explanation.unchanged == std::vector<std::string>{"toolchain", "options", "const:K"});
+    CHECK(r.explanation.brief() == "ir changed");
+    REQUIRE(lines.size() == 1); // a new kernel is not logged: a cold run would be a line per kernel
+    CHECK(lines[0] == "miss main (absent): changed ir; unchanged toolchain, options, const:K");
+
+    SECTION("a constant and the options are named as well") {
+        s.k = 2;
+        s.options = "-O0";
+        auto r2 = get(cache, s);
+        CHECK(r2.explanation.changed == std::vector<std::string>{"options", "const:K"});
+    }
+}
+
+TEST_CASE("components that appear or disappear are named so", "[explain]") {
+    string_cache<cc::memory_storage> cache{cc::memory_storage()};
+    cc::entry_info const info{"main", "prog.dsl", 1};
+    auto compile = [] { return std::string("code"); };
+    cache.get_or_compile<std::string>(
+        cache.make_key_builder().add("ir", 1).add("callee:helper", 2).finish(), info, compile);
+    auto r = cache.get_or_compile<std::string>(
+        cache.make_key_builder().add("ir", 1).add("const:N", 3).finish(), info, compile);
+    CHECK(r.explanation.appeared == std::vector<std::string>{"const:N"});
+    CHECK(r.explanation.disappeared == std::vector<std::string>{"callee:helper"});
+    CHECK(r.explanation.text() == "appeared const:N; disappeared callee:helper; unchanged toolchain, ir");
+    CHECK(r.explanation.brief() == "const:N appeared; callee:helper disappeared");
+}
+
+TEST_CASE("a toolchain change names the part of the toolchain that changed", "[explain]") {
+    string_cache<cc::memory_storage> cache{cc::memory_storage()};
+    source s;
+    get(cache, s);
+    s.host_version = "host 2";
+    auto r = get(cache, s);
+    CHECK(r.explanation.changed == std::vector<std::string>{"toolchain: host version"});
+    CHECK(r.explanation.unchanged == std::vector<std::string>{"ir", "options", "const:K"});
+}
+
+TEST_CASE("an entry that was removed misses as evicted, not as new", "[explain]") {
+    string_cache<cc::memory_storage> cache{cc::memory_storage()};
+    source s;
+    get(cache, s);
+    REQUIRE(!cache.storage().remove(key_of(cache, s).value()));
+    auto r = get(cache, s);
+    CHECK(r.reason == "absent");
+    CHECK(r.explanation.what == cc::miss_explanation::kind::evicted);
+    CHECK(r.explanation.brief() == "evicted");
+}
+
+TEST_CASE("the explanation compares with the entry stored last, and the record keeps a bounded history",
+          "[explain]") {
+    string_cache<cc::memory_storage> cache{cc::memory_storage()};
+    source s;
+    for (int i = 0; i < 12; ++i) {
+        s.k = i;
+        get(cache, s);
+    }
+    auto const record = cache.read_identity_record(cc::kernel_identity({}, "main", "prog.dsl"));
+    REQUIRE(record);
+    CHECK(record->history.size() == cc::identity_record_history);
+    CHECK(record->history.front().entry_key == key_of(cache, s).value()); // newest first
+    // Stored long ago and fallen out of the history, then removed: not known as
+    // evicted any more, so compared with the last one stored.
+    s.k = 3;
+    REQUIRE(!cache.storage().remove(key_of(cache, s).value()));
+    auto r = get(cache, s);
+    CHECK(r.explanation.changed == std::vector<std::string>{"const:K"});
+    s.k = 11; // in the history: evicted
+    REQUIRE(!cache.storage().remove(key_of(cache, s).value()));
+    CHECK(get(cache, s).explanation.what == cc::miss_explanation::kind::evicted);
+}
+
+TEST_CASE("a store costs one extra write, and a hit reads nothing but its entry", "[explain]") {
+    string_cache<counting_storage> cache{counting_storage()};
+    source s;
+    get(cache, s); // absent miss: the entry, then the record, read; both written
+    CHECK(cache.storage().reads == 2);
+    CHECK(cache.storage().writes == 2);
+    get(cache, s); // hit
+    CHECK(cache.storage().reads == 3);
+    CHECK(cache.storage().writes == 2);
+    // A store not after a miss reads the record to add to it.
+    cache.store(key_of(cache, s), std::string("x"), {"main", "prog.dsl", 1});
+    CHECK(cache.storage().reads == 4);
+    CHECK(cache.storage().writes == 4);
+}
+
+TEST_CASE("identity records can be turned off", "[explain]") {
+    cc::cache_options options;
+    options.record_identities = false;
+    string_cache<counting_storage> cache{counting_storage(), options};
+    auto r = get(cache, source{});
+    CHECK(r.explanation.what == cc::miss_explanation::kind::none);
+    CHECK(cache.storage().writes == 1);
+    CHECK(cache.storage().reads == 1);
+}
+
+TEST_CASE("a host's identity string groups kernels whatever their name and file", "[explain]") {
+    string_cache<cc::memory_storage> cache{cc::memory_storage()};
+    auto compile = [] { return std::string("code"); };
+    cache.get_or_compile<std::string>(cache.make_key_builder().add("ir", 1).finish(),
+                                      {"main", "a.dsl", 1, "module.main"}, compile);
+    auto r = cache.get_or_compile<std::string>(cache.make_key_builder().add("ir", 2).finish(),
+                                               {"main", "renamed.dsl", 1, "module.main"}, compile);
+    CHECK(r.explanation.changed == std::vector<std::string>{"ir"});
+}
+
+TEST_CASE("identity records in a directory are not counted as kernels", "[explain]") {
+    temp_dir dir;
+    string_cache<cc::directory_storage> cache{cc::directory_storage(dir.path().string())};
+    source s;
+    get(cache, s);
+    s.ir = "ret 2";
+    get(cache, s, "other");
+    CHECK(entries_under(dir.path()) == 2);
+    std::size_t records = 0;
+    for (auto const& f : std::filesystem::recursive_directory_iterator(dir.path()))
+        records += cc::is_identity_record_name(f.path().filename().string()) ? 1 : 0;
+    CHECK(records == 2);
+}
+
+TEST_CASE("a record made under another secret is not read: the miss is new", "[explain]") {
+    temp_dir dir;
+    cc::cache_options a, b;
+    a.secret = "secret one";
+    b.secret = "secret two";
+    source s;
+    {
+        string_cache<cc::directory_storage> cache{cc::directory_storage(dir.path().string()), a};
+        get(cache, s);
+    }
+    string_cache<cc::directory_storage> cache{cc::directory_storage(dir.path().string()), b};
+    s.ir = "changed";
+    CHECK(get(cache, s).explanation.what == cc::miss_explanation::kind::new_kernel);
+}
+
+TEST_CASE("a record's payload is read within bounds: any truncation is refused", "[explain]") {
+    cc::identity_record r;
+    r.identity = "main\nprog.dsl";
+    r.history.push_back({cc::key(std::string(32, 'a')), 1, 2, {{"ir", cc::key(std::string(32, 'b'))}}});
+    std::string const bytes = cc::encode_identity_record(r);
+    auto const back = cc::decode_identity_record(bytes);
+    REQUIRE(back);
+    CHECK(back->history.at(0).components == r.history.at(0).components);
+    for (std::size_t n = 0; n < bytes.size(); ++n) CHECK_FALSE(cc::decode_identity_record(bytes.substr(0, n)));
+}
+
+TEST_CASE("record keys are told from kernel keys by their size", "[explain]") {
+    cc::key const rk = cc::identity_record_key("main\nprog.dsl");
+    CHECK(cc::is_identity_record_key(rk));
+    CHECK(cc::is_identity_record_name(rk.hex()));
+    cc::key_builder<> kb;
+    CHECK_FALSE(cc::is_identity_record_key(kb.add("ir", 1).finish().value()));
+}
