@@ -7,8 +7,9 @@ vanish); standard and Boost includes stay as they are. Each inlined header is fr
 by `// ---- begin <path>` / `// ---- end <path>` lines: CMake reads them to make the
 forwarding headers of the single-header test build (COMPILE_CACHE_TEST_SINGLE_HEADER).
 
-Optional headers — those under a folder named in OPTIONAL_DIRS, which need something
-beyond the standard library and Boost (an LLVM adapter, a remote tier) — are not
+Optional headers — those under a folder named in OPTIONAL_DIRS or listed in
+OPTIONAL_FILES, which need something beyond the standard library and Boost (an LLVM
+adapter, a remote tier, SQLite) or are for users' tests only (testing/) — are not
 inlined: each is copied to single_include/compile_cache/ at its own path, with its
 includes of inlined headers replaced by one include of the single header.
 
@@ -30,8 +31,11 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 INCLUDE = ROOT / "include"
 OUTPUT_DIR = ROOT / "single_include"
 UMBRELLA = "compile_cache/compile_cache.hpp"
-# Folders (relative to include/compile_cache/) whose headers need an optional dependency.
-OPTIONAL_DIRS = ("llvm", "remote")
+# Folders (relative to include/compile_cache/) whose headers need an optional dependency,
+# or are not for the umbrella header (testing/: the conformance kit, for users' tests).
+OPTIONAL_DIRS = ("llvm", "remote", "testing")
+# Single optional headers in folders that are otherwise in the single header.
+OPTIONAL_FILES = ("compile_cache/storage/sqlite_storage.hpp",)
 
 OWN_INCLUDE = re.compile(r'^\s*#\s*include\s*<(compile_cache/[^>]+)>')
 QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"')
@@ -46,7 +50,7 @@ class AmalgamateError(Exception):
 
 def is_optional(rel):
     parts = pathlib.PurePosixPath(rel).parts
-    return len(parts) > 2 and parts[1] in OPTIONAL_DIRS
+    return (len(parts) > 2 and parts[1] in OPTIONAL_DIRS) or rel in OPTIONAL_FILES
 
 
 def check_line(rel, number, line, depth):
