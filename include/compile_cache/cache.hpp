@@ -14,9 +14,9 @@
 #include <compile_cache/resolver/registry.hpp>
 #include <compile_cache/serializer/boost_archive.hpp>
 #include <compile_cache/serializer/concept.hpp>
+#include <compile_cache/settings.hpp>
 #include <compile_cache/statistics.hpp>
 #include <compile_cache/storage/concept.hpp>
-#include <compile_cache/storage/directory_storage.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -77,12 +77,6 @@ struct cached {
     std::string reason;
 };
 
-/// A setting the cache reads from the environment, for a host's --help.
-struct environment_setting {
-    std::string name;        ///< e.g. `MYDSL_CACHE_DIR`
-    std::string description; ///< one line
-};
-
 /// Settings of a cache; from_env fills them from PREFIX_* variables.
 struct cache_options {
     std::size_t max_entry_size = std::size_t{64} << 20; ///< larger entries are neither read nor written
@@ -113,18 +107,6 @@ inline std::uint64_t ns_between(std::chrono::steady_clock::time_point from,
 inline std::uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) noexcept {
     return static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since).count());
-}
-
-/// 0 when `directory` is a directory or can be made one (it is made, with the
-/// options' mode, as a first store would); otherwise the errno value that says why not.
-inline int usable_directory(std::string directory, directory_options const& options) {
-    while (directory.size() > 1 && directory.back() == '/') directory.pop_back();
-    bool created = false;
-    if (int const e = directory_storage_impl::make_directories(directory, options.directory_mode, options.umask, created))
-        return e;
-    struct stat st;
-    if (::stat(directory.c_str(), &st) != 0) return errno;
-    return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
 }
 
 /// A secret file larger than this is refused: it is not a secret but the wrong file.
@@ -235,75 +217,78 @@ public:
         }
     }
 
-    /// The cache the environment asks for: `PREFIX_DIR` names the directory; unset,
-    /// empty, `0`, `off`, `false` or `no` (any case) disable it. `PREFIX_LOG` on (`1`,
-    /// `on`, `true`, `yes`) sends one-line diagnostics to stderr. Needs a Storage
-    /// constructible from a directory. A Storage also constructible from (directory,
-    /// directory_options) — such as directory_storage — gets `PREFIX_MAX_SIZE`,
-    /// `PREFIX_DURABILITY` and `PREFIX_SHARED` (see directory_options_from_env), and
-    /// its directory is made now, as a first store would: a path that cannot be made a
-    /// directory disables the cache. Every value that does not parse, and a directory
-    /// that cannot be made, is one diagnostic (through the logger, or on stderr when
-    /// there is none); then the default, or no cache. docs/configuration.md has them all.
+    /// The cache the environment asks for. The Storage reads its own settings: when it
+    /// has `static std::optional<Storage> from_env(settings_reader&)` (see settings.hpp
+    /// and docs/policies.md), that decides — nullopt: no cache (not configured, or it
+    /// declined after one reported line); directory_storage reads `PREFIX_DIR`,
+    /// `PREFIX_MAX_SIZE`, `PREFIX_DURABILITY` and `PREFIX_SHARED`. Otherwise the Storage
+    /// is constructed from `PREFIX_DIR` (a std::string); unset, empty, `0`, `off`,
+    /// `false` or `no` (any case) disable the cache.
+    /// Once the storage is configured, the cache reads its own settings: `PREFIX_LOG`
+    /// on (`1`, `on`, `true`, `yes`) sends one-line diagnostics to stderr;
     /// `PREFIX_SECRET_FILE` names a file whose whole content (bytes, a trailing newline
     /// included) is the secret that authenticates entries (cache_options::secret). A
     /// file that is missing, unreadable, empty or over 64 KiB is one diagnostic, and the
     /// cache is disabled: the host asked for authenticated entries and cannot have them.
+    /// Every value that does not parse is one diagnostic (through the logger, or on
+    /// stderr when there is none); then the default, or no cache.
+    /// docs/configuration.md has them all.
     static basic_cache from_env(std::string_view prefix) {
-        static_assert(std::is_constructible_v<Storage, std::string>,
-                      "compile_cache: from_env needs a Storage constructible from a directory path "
-                      "(std::string); construct the cache with your storage object instead");
-        std::string p(prefix);
-        std::string dir = detail::getenv_string(p + "_DIR");
-        if (detail::is_off(dir)) return basic_cache();
+        static_assert(std::is_default_constructible_v<Storage>,
+                      "compile_cache: basic_cache needs a default-constructible Storage (a disabled cache holds one)");
+        settings_reader env{std::string(prefix)};
         cache_options options;
-        std::string const log = detail::getenv_string(p + "_LOG");
-        bool const log_understood = detail::is_off(log) || detail::is_on(log);
-        if (detail::is_on(log))
-            options.logger = [](std::string_view line) {
-                std::fprintf(stderr, "compile_cache: %.*s\n", static_cast<int>(line.size()), line.data());
-            };
-        auto report = [&options](std::string const& line) {
-            if (options.logger) {
+        env.on_confirm([&env, &options]() -> bool {
+            std::string const log = env.value("_LOG");
+            std::optional<bool> const log_on = parse_switch(log);
+            if (log_on.value_or(false))
+                options.logger = [](std::string_view line) {
+                    std::fprintf(stderr, "compile_cache: %.*s\n", static_cast<int>(line.size()), line.data());
+                };
+            env.set_reporter(options.logger);
+            env.set_logger(options.logger);
+            if (!log_on)
+                env.report_value("_LOG", log,
+                                 "is not understood (1, on, true or yes to log; 0, off, false or no not to); "
+                                 "logging stays off");
+            std::string const secret_file = env.value("_SECRET_FILE");
+            if (!secret_file.empty()) {
+                std::string why;
                 try {
-                    options.logger(line);
-                } catch (...) {
+                    why = detail::read_secret_file(secret_file, options.secret);
+                } catch (std::exception const& e) {
+                    why = e.what();
                 }
-            } else {
-                std::fprintf(stderr, "compile_cache: %s\n", line.c_str());
+                if (!why.empty()) {
+                    env.report(env.name("_SECRET_FILE") + "=\"" + secret_file + "\": " + why +
+                               "; the cache is disabled, since its entries could not be authenticated");
+                    return false;
+                }
             }
-        };
-        if (!log_understood)
-            report(p + "_LOG=\"" + log +
-                   "\" is not understood (1, on, true or yes to log; 0, off, false or no not to); logging stays off");
-        std::string const secret_file = detail::getenv_string(p + "_SECRET_FILE");
-        if (!secret_file.empty()) {
-            std::string why;
+            env.set_authenticated(!options.secret.empty());
+            return true;
+        });
+        std::optional<Storage> storage;
+        if constexpr (detail::has_from_env<Storage>::value) {
             try {
-                why = detail::read_secret_file(secret_file, options.secret);
+                storage = Storage::from_env(env);
             } catch (std::exception const& e) {
-                why = e.what();
-            }
-            if (!why.empty()) {
-                report(p + "_SECRET_FILE=\"" + secret_file + "\": " + why +
-                       "; the cache is disabled, since its entries could not be authenticated");
+                env.report(env.prefix() + ": the storage could not be set up (" + e.what() + "); the cache is disabled");
+                return basic_cache();
+            } catch (...) {
+                env.report(env.prefix() + ": the storage could not be set up; the cache is disabled");
                 return basic_cache();
             }
-        }
-        if constexpr (std::is_constructible_v<Storage, std::string, directory_options>) {
-            directory_options storage_options = directory_options_from_env(p, report);
-            // A directory that cannot be made (a file on the way, no permission, a
-            // read-only parent) would make every store fail: say so now, once, and
-            // run without a cache. An existing read-only directory is fine: loads work.
-            if (int const e = detail::usable_directory(dir, storage_options)) {
-                report(p + "_DIR=\"" + dir + "\" cannot be used (" + std::generic_category().message(e) +
-                       "); the cache is disabled");
-                return basic_cache();
-            }
-            return basic_cache(Storage(std::move(dir), storage_options), std::move(options));
         } else {
-            return basic_cache(Storage(std::move(dir)), std::move(options));
+            static_assert(std::is_constructible_v<Storage, std::string>,
+                          "compile_cache: from_env needs a Storage with `static std::optional<Storage> "
+                          "from_env(compile_cache::settings_reader&)` or one constructible from a path "
+                          "(std::string); or construct the cache with your storage object instead");
+            std::string dir = env.value("_DIR");
+            if (!detail::is_off(dir) && env.confirm()) storage.emplace(std::move(dir));
         }
+        if (!storage || !env.confirm()) return basic_cache();
+        return basic_cache(std::move(*storage), std::move(options));
     }
 
     bool enabled() const noexcept { return enabled_; }
@@ -343,21 +328,19 @@ public:
         return kb;
     }
 
-    /// The settings from_env(prefix) reads, with one line each, for a host's --help.
+    /// The settings from_env(prefix) reads, with one line each, for a host's --help:
+    /// the Storage's (its static `environment_settings(prefix)`, or `PREFIX_DIR` for a
+    /// Storage without one), then the cache's own.
     static std::vector<environment_setting> environment_settings(std::string_view prefix) {
         std::string p(prefix);
-        std::vector<environment_setting> s = {
-            {p + "_DIR", "the cache directory; unset, empty, 0, off, false or no disable the cache"},
-            {p + "_LOG", "1 sends one-line diagnostics (misses with their reason, store failures) to stderr"},
-            {p + "_SECRET_FILE", "a file whose content is the secret that authenticates entries (HMAC-SHA256); "
-                                 "if it cannot be read, or is empty, the cache is disabled"},
-        };
-        if constexpr (std::is_constructible_v<Storage, std::string, directory_options>) {
-            s.push_back({p + "_MAX_SIZE", "size limit of the directory: bytes, or with K, M, G (powers of 1024); "
-                                          "default 1G; least recently used entries are evicted"});
-            s.push_back({p + "_DURABILITY", "none (default), file (fsync each entry) or full (also fsync its folder)"});
-            s.push_back({p + "_SHARED", "1 shares the directory with the group (group-writable entries trusted)"});
-        }
+        std::vector<environment_setting> s;
+        if constexpr (detail::has_environment_settings<Storage>::value)
+            s = Storage::environment_settings(prefix);
+        else
+            s.push_back({p + "_DIR", "the cache directory; unset, empty, 0, off, false or no disable the cache"});
+        s.push_back({p + "_LOG", "1 sends one-line diagnostics (misses with their reason, store failures) to stderr"});
+        s.push_back({p + "_SECRET_FILE", "a file whose content is the secret that authenticates entries "
+                                         "(HMAC-SHA256); if it cannot be read, or is empty, the cache is disabled"});
         return s;
     }
 
@@ -652,8 +635,7 @@ private:
     bool enabled_ = false;
 };
 
-/// The common composition: SHA-256 keys, Boost binary archives, the registry, and a
-/// directory on disk.
-using default_cache = basic_cache<sha256, boost_binary, registry, directory_storage>;
-
 } // namespace compile_cache
+
+// The default composition (with directory_storage), for hosts that include only this header.
+#include <compile_cache/default_cache.hpp>

@@ -27,5 +27,7 @@
 #include <compile_cache/storage/null_storage.hpp>
 
 #include <compile_cache/envelope.hpp>
+#include <compile_cache/settings.hpp>
 #include <compile_cache/statistics.hpp>
 #include <compile_cache/cache.hpp>
+#include <compile_cache/default_cache.hpp>

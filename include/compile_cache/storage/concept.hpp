@@ -3,9 +3,11 @@
 #pragma once
 
 #include <compile_cache/key/key.hpp>
+#include <compile_cache/settings.hpp>
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -74,6 +76,22 @@ struct has_corrupt : std::false_type {};
 template <class S>
 struct has_corrupt<S, std::void_t<decltype(std::declval<S&>().corrupt(std::declval<key const&>()))>>
     : std::true_type {};
+/// Optional: a Storage that configures itself from the environment
+/// (`static std::optional<S> from_env(settings_reader&)`); basic_cache::from_env
+/// delegates to it.
+template <class S, class = void>
+struct has_from_env : std::false_type {};
+template <class S>
+struct has_from_env<S, std::enable_if_t<std::is_same_v<decltype(S::from_env(std::declval<settings_reader&>())),
+                                                       std::optional<S>>>> : std::true_type {};
+/// Optional: the settings that from_env reads
+/// (`static std::vector<environment_setting> environment_settings(std::string_view prefix)`).
+template <class S, class = void>
+struct has_environment_settings : std::false_type {};
+template <class S>
+struct has_environment_settings<
+    S, std::enable_if_t<std::is_same_v<decltype(S::environment_settings(std::declval<std::string_view>())),
+                                       std::vector<environment_setting>>>> : std::true_type {};
 } // namespace detail
 
 /// Checks a Storage policy, one requirement at a time, so that a user's own backend

@@ -5,6 +5,7 @@
 
 #include <compile_cache/detail/env.hpp>
 #include <compile_cache/key/key.hpp>
+#include <compile_cache/settings.hpp>
 #include <compile_cache/storage/concept.hpp>
 #include <compile_cache/storage/detail/directory_cleanup.hpp>
 #include <compile_cache/storage/detail/directory_counters.hpp>
@@ -120,81 +121,36 @@ struct directory_options {
     }
 };
 
-/// Parses a size: a number of bytes, or a number followed by K, M or G (powers of
-/// 1024; any case; an optional trailing `B` or `iB`): `1048576`, `48K`, `500M`, `2G`,
-/// `2GiB`. nullopt for anything else, overflow included.
-inline std::optional<std::uint64_t> parse_byte_size(std::string_view s) noexcept {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    std::size_t i = 0;
-    std::uint64_t n = 0;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
-        auto const digit = static_cast<std::uint64_t>(s[i] - '0');
-        if (n > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) return std::nullopt;
-        n = n * 10 + digit;
-        ++i;
-    }
-    if (i == 0) return std::nullopt;
-    std::string_view rest = s.substr(i);
-    unsigned shift = 0;
-    if (!rest.empty()) {
-        switch (rest.front()) {
-        case 'k': case 'K': shift = 10; break;
-        case 'm': case 'M': shift = 20; break;
-        case 'g': case 'G': shift = 30; break;
-        default: return std::nullopt;
-        }
-        rest.remove_prefix(1);
-        if (rest == "B" || rest == "b" || rest == "iB" || rest == "ib") rest = {};
-        if (!rest.empty()) return std::nullopt;
-    }
-    if (shift != 0 && n > (std::numeric_limits<std::uint64_t>::max() >> shift)) return std::nullopt;
-    return n << shift;
-}
-
-/// The directory_options the environment asks for, for `from_env(PREFIX)`:
+/// The directory_options the environment asks for (read by directory_storage::from_env):
 /// - `PREFIX_MAX_SIZE`: the size limit (see parse_byte_size; `0` = no limit;
 ///   default 1G);
 /// - `PREFIX_DURABILITY`: `none` (default), `file` or `full`;
 /// - `PREFIX_SHARED`: on (`1`, `on`, `true`, `yes`, `group`) for directory_options::shared().
-/// A value that does not parse is reported once through `report` (one line) and
-/// the default is used.
-template <class Report>
-directory_options directory_options_from_env(std::string const& prefix, Report&& report) {
+/// A value that does not parse is reported once through `env` (one line) and the
+/// default is used.
+inline directory_options directory_options_from_env(settings_reader const& env) {
     directory_options o;
-    std::string const shared = detail::getenv_string(prefix + "_SHARED");
+    std::string const shared = env.value("_SHARED");
     if (!detail::is_off(shared)) {
-        std::string const v = detail::lower(shared);
-        if (v == "1" || v == "on" || v == "true" || v == "yes" || v == "group")
+        if (parse_switch(shared).value_or(false) || detail::lower(shared) == "group")
             o = directory_options::shared();
         else
-            report(prefix + "_SHARED=\"" + shared +
-                   "\" is not understood (expected 1, on, true, yes or group to share the directory with "
-                   "a group; 0, off, false or no for a private one); the directory stays private");
+            env.report_value("_SHARED", shared,
+                             "is not understood (expected 1, on, true, yes or group to share the directory with "
+                             "a group; 0, off, false or no for a private one); the directory stays private");
     }
-    std::string const size = detail::getenv_string(prefix + "_MAX_SIZE");
-    if (!size.empty()) {
-        if (auto const n = parse_byte_size(size))
-            o.max_size = *n;
-        else
-            report(prefix + "_MAX_SIZE=\"" + size +
-                   "\" is not a size (a number of bytes, or one with a K, M or G suffix in powers of 1024, "
-                   "such as 48K, 500M or 2G); using the default, 1G");
-    }
-    std::string const sync = detail::getenv_string(prefix + "_DURABILITY");
-    if (!sync.empty()) {
-        std::string const v = detail::lower(sync);
-        if (v == "none")
-            o.sync = durability::none;
-        else if (v == "file")
-            o.sync = durability::file;
-        else if (v == "full")
-            o.sync = durability::full;
-        else
-            report(prefix + "_DURABILITY=\"" + sync +
-                   "\" is not a durability (none, file or full); using the default, none");
-    }
+    o.max_size = env.byte_size("_MAX_SIZE", o.max_size, "1G");
+    o.sync = env.choice<durability>(
+        "_DURABILITY", {{"none", durability::none}, {"file", durability::file}, {"full", durability::full}},
+        durability::none, "a durability");
     return o;
+}
+
+/// The same, reporting through `report(std::string const&)`.
+template <class Report>
+directory_options directory_options_from_env(std::string const& prefix, Report&& report) {
+    return directory_options_from_env(
+        settings_reader(prefix, [&report](std::string_view line) { report(std::string(line)); }));
 }
 
 /// What prune() and clear() did.
@@ -287,6 +243,51 @@ public:
             state_ = std::make_shared<detail::directory_storage_impl::shared_state>(ledger_path_, options_.file_mode,
                                                                                    options_.umask);
         }
+    }
+
+    /// The storage the environment asks for (see settings.hpp): `PREFIX_DIR` names the
+    /// directory; unset, empty, `0`, `off`, `false` or `no` (any case): nullopt, not
+    /// configured. `PREFIX_MAX_SIZE`, `PREFIX_DURABILITY` and `PREFIX_SHARED` give its
+    /// options (directory_options_from_env). The directory is made now, as a first
+    /// store would: a path that cannot be made a directory is one line, and nullopt.
+    static std::optional<directory_storage> from_env(settings_reader& env) {
+        std::string dir = env.value("_DIR");
+        if (detail::is_off(dir) || !env.confirm()) return std::nullopt;
+        directory_options const options = directory_options_from_env(env);
+        // A directory that cannot be made (a file on the way, no permission, a
+        // read-only parent) would make every store fail: say so now, once, and run
+        // without a cache. An existing read-only directory is fine: loads work.
+        if (int const e = usable_directory(dir, options)) {
+            env.report(env.name("_DIR") + "=\"" + dir + "\" cannot be used (" + std::generic_category().message(e) +
+                       "); the cache is disabled");
+            return std::nullopt;
+        }
+        return directory_storage(std::move(dir), options);
+    }
+
+    /// The settings from_env reads, with one line each, for a host's --help.
+    static std::vector<environment_setting> environment_settings(std::string_view prefix) {
+        std::string const p(prefix);
+        return {
+            {p + "_DIR", "the cache directory; unset, empty, 0, off, false or no disable the cache"},
+            {p + "_MAX_SIZE", "size limit of the directory: bytes, or with K, M, G (powers of 1024); "
+                              "default 1G; least recently used entries are evicted"},
+            {p + "_DURABILITY", "none (default), file (fsync each entry) or full (also fsync its folder)"},
+            {p + "_SHARED", "1 shares the directory with the group (group-writable entries trusted)"},
+        };
+    }
+
+    /// 0 when `directory` is a directory or can be made one (it is made, with the
+    /// options' mode, as a first store would); otherwise the errno value that says why not.
+    static int usable_directory(std::string directory, directory_options const& options) {
+        while (directory.size() > 1 && directory.back() == '/') directory.pop_back();
+        bool created = false;
+        if (int const e = detail::directory_storage_impl::make_directories(directory, options.directory_mode,
+                                                                           options.umask, created))
+            return e;
+        struct stat st;
+        if (::stat(directory.c_str(), &st) != 0) return errno;
+        return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
     }
 
     /// The cache directory, as given (less trailing slashes); empty when disabled.

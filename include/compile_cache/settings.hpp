@@ -1,0 +1,227 @@
+// compile_cache: settings from the environment, for the cache and for every storage.
+// A storage configures itself from `PREFIX_*` variables through a settings_reader:
+// the parsers below read sizes, durations, switches and choices, and every value that
+// does not parse is one line through the reporter, then the default.
+#pragma once
+
+#include <compile_cache/detail/env.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <initializer_list>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace compile_cache {
+
+/// A setting read from the environment, for a host's --help.
+struct environment_setting {
+    std::string name;        ///< e.g. `MYDSL_CACHE_DIR`
+    std::string description; ///< one line
+};
+
+/// Parses a size: a number of bytes, or a number followed by K, M or G (powers of
+/// 1024; any case; an optional trailing `B` or `iB`): `1048576`, `48K`, `500M`, `2G`,
+/// `2GiB`. nullopt for anything else, overflow included.
+inline std::optional<std::uint64_t> parse_byte_size(std::string_view s) noexcept {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    std::size_t i = 0;
+    std::uint64_t n = 0;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+        auto const digit = static_cast<std::uint64_t>(s[i] - '0');
+        if (n > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) return std::nullopt;
+        n = n * 10 + digit;
+        ++i;
+    }
+    if (i == 0) return std::nullopt;
+    std::string_view rest = s.substr(i);
+    unsigned shift = 0;
+    if (!rest.empty()) {
+        switch (rest.front()) {
+        case 'k': case 'K': shift = 10; break;
+        case 'm': case 'M': shift = 20; break;
+        case 'g': case 'G': shift = 30; break;
+        default: return std::nullopt;
+        }
+        rest.remove_prefix(1);
+        if (rest == "B" || rest == "b" || rest == "iB" || rest == "ib") rest = {};
+        if (!rest.empty()) return std::nullopt;
+    }
+    if (shift != 0 && n > (std::numeric_limits<std::uint64_t>::max() >> shift)) return std::nullopt;
+    return n << shift;
+}
+
+/// Parses a duration in milliseconds: a whole number, optionally followed by `ms`
+/// (`250`, `250ms`), or by `s` for seconds (`2s`). nullopt for anything else.
+inline std::optional<std::chrono::milliseconds> parse_milliseconds(std::string_view s) noexcept {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    std::size_t i = 0;
+    std::int64_t n = 0;
+    constexpr std::int64_t limit = std::int64_t{1} << 40; // about 35 years of milliseconds
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+        n = n * 10 + (s[i] - '0');
+        if (n > limit) return std::nullopt;
+        ++i;
+    }
+    if (i == 0) return std::nullopt;
+    std::string const unit = detail::lower(s.substr(i));
+    if (unit.empty() || unit == "ms") return std::chrono::milliseconds(n);
+    if (unit == "s") return std::chrono::milliseconds(n * 1000);
+    return std::nullopt;
+}
+
+/// Parses an on/off word: `1`, `on`, `true`, `yes` are on; unset (empty), `0`,
+/// `off`, `false`, `no` are off (any case). nullopt for anything else.
+inline std::optional<bool> parse_switch(std::string_view s) noexcept {
+    try {
+        if (detail::is_on(s)) return true;
+        if (detail::is_off(s)) return false;
+    } catch (...) {
+    }
+    return std::nullopt;
+}
+
+/// What a cache reads from the environment under one prefix, and where it says what
+/// it could not use. Given to `Storage::from_env(settings_reader&)` (an optional
+/// static member: see docs/policies.md), so that a storage reads its own
+/// `PREFIX_*` variables with the same parsers, and reports a bad value the same way:
+/// one line (through the cache's logger, or on stderr when it has none), then the
+/// default.
+class settings_reader {
+public:
+    /// Receives one line, without a trailing newline.
+    using reporter = std::function<void(std::string_view)>;
+
+    /// `prefix`: e.g. `MYDSL_CACHE`. `report`: where bad values are reported; when
+    /// empty, lines go to stderr as `compile_cache: LINE`.
+    explicit settings_reader(std::string prefix, reporter report = {})
+        : prefix_(std::move(prefix)), report_(std::move(report)) {}
+
+    std::string const& prefix() const noexcept { return prefix_; }
+    /// `PREFIX` + `suffix`, e.g. name("_DIR") is `MYDSL_CACHE_DIR`.
+    std::string name(std::string_view suffix) const { return prefix_ + std::string(suffix); }
+    /// The variable's value; empty when unset.
+    std::string value(std::string_view suffix) const { return detail::getenv_string(name(suffix)); }
+    /// Whether the variable is unset, empty, `0`, `off`, `false` or `no` (any case):
+    /// the way a storage's main setting (its path, its URL) switches it off.
+    bool is_off(std::string_view suffix) const { return detail::is_off(value(suffix)); }
+
+    /// Reports one line (a bad value, an unusable path) as the cache reports them.
+    void report(std::string const& line) const noexcept {
+        if (report_) {
+            try {
+                report_(line);
+            } catch (...) {
+            }
+        } else {
+            std::fprintf(stderr, "compile_cache: %s\n", line.c_str());
+        }
+    }
+    /// Reports `NAME="value" ` + `text`: the first words of every bad-value line.
+    void report_value(std::string_view suffix, std::string const& value, std::string const& text) const noexcept {
+        try {
+            report(name(suffix) + "=\"" + value + "\" " + text);
+        } catch (...) {
+        }
+    }
+
+    /// A size (parse_byte_size); unset: `fallback`; a bad value is reported
+    /// ("is not a size (...); using the default, <fallback_text>") and `fallback` used.
+    std::uint64_t byte_size(std::string_view suffix, std::uint64_t fallback, std::string const& fallback_text) const {
+        std::string const v = value(suffix);
+        if (v.empty()) return fallback;
+        if (auto const n = parse_byte_size(v)) return *n;
+        report_value(suffix, v,
+                     "is not a size (a number of bytes, or one with a K, M or G suffix in powers of 1024, such as "
+                     "48K, 500M or 2G); using the default, " +
+                         fallback_text);
+        return fallback;
+    }
+
+    /// A duration (parse_milliseconds); unset: `fallback`; a bad value is reported
+    /// ("is not a duration (...); using the default, N ms") and `fallback` used.
+    std::chrono::milliseconds milliseconds(std::string_view suffix, std::chrono::milliseconds fallback) const {
+        std::string const v = value(suffix);
+        if (v.empty()) return fallback;
+        if (auto const d = parse_milliseconds(v)) return *d;
+        report_value(suffix, v,
+                     "is not a duration (milliseconds, such as 100 or 1500ms, or seconds, such as 2s); using the "
+                     "default, " +
+                         std::to_string(fallback.count()) + " ms");
+        return fallback;
+    }
+
+    /// An on/off switch (parse_switch); unset: off; a bad value is reported ("is not
+    /// understood (...); <otherwise>") and `fallback` used.
+    bool flag(std::string_view suffix, bool fallback, std::string const& otherwise) const {
+        std::string const v = value(suffix);
+        if (auto const b = parse_switch(v)) return *b;
+        report_value(suffix, v, "is not understood (1, on, true or yes; 0, off, false or no); " + otherwise);
+        return fallback;
+    }
+
+    /// One of named choices (any case); unset: `fallback`; a bad value is reported
+    /// ("is not <what> (a, b or c); using the default, <fallback's name>").
+    template <class T>
+    T choice(std::string_view suffix, std::initializer_list<std::pair<std::string_view, T>> choices, T fallback,
+             std::string const& what) const {
+        std::string const v = value(suffix);
+        if (v.empty()) return fallback;
+        std::string const lowered = detail::lower(v);
+        std::string names;
+        std::string fallback_name;
+        std::size_t i = 0;
+        for (auto const& [choice_name, choice_value] : choices) {
+            if (lowered == choice_name) return choice_value;
+            if (choice_value == fallback && fallback_name.empty()) fallback_name = std::string(choice_name);
+            names += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + std::string(choice_name);
+            ++i;
+        }
+        report_value(suffix, v, "is not " + what + " (" + names + "); using the default, " + fallback_name);
+        return fallback;
+    }
+
+    // --- Between the cache and its storage -------------------------------------
+
+    /// A storage calls this once its own main setting (its path, its URL) says it is
+    /// wanted, before it reports anything else or touches anything: the cache then
+    /// reads its own settings (`PREFIX_LOG`, `PREFIX_SECRET_FILE`). False when the
+    /// cache cannot run (it has reported why, in one line): the storage returns
+    /// nullopt. Later calls return the first answer. A storage that never calls it
+    /// still works: the cache calls it when from_env returns a storage.
+    bool confirm() {
+        if (!confirmed_) confirmed_ = confirm_ ? confirm_() : true;
+        return *confirmed_;
+    }
+    /// After confirm(): whether the cache authenticates its entries (a secret is set),
+    /// so that a storage sharing entries with other machines can refuse to run
+    /// without it.
+    bool authenticated() const noexcept { return authenticated_; }
+    /// After confirm(): the cache's logger (empty when it logs nothing), for a storage
+    /// that reports what happens while it runs (a server gone, then back).
+    reporter const& logger() const noexcept { return logger_; }
+
+    /// For the cache: what confirm() does, and what it then tells the storage.
+    void on_confirm(std::function<bool()> confirm) { confirm_ = std::move(confirm); }
+    void set_reporter(reporter report) { report_ = std::move(report); }
+    void set_logger(reporter logger) { logger_ = std::move(logger); }
+    void set_authenticated(bool authenticated) noexcept { authenticated_ = authenticated; }
+    bool confirmed() const noexcept { return confirmed_.has_value(); }
+
+private:
+    std::string prefix_;
+    reporter report_;
+    reporter logger_;
+    std::function<bool()> confirm_;
+    std::optional<bool> confirmed_;
+    bool authenticated_ = false;
+};
+
+} // namespace compile_cache

@@ -1,0 +1,211 @@
+// settings.hpp: the parsers and the reporter a storage configures itself with, and
+// basic_cache::from_env delegating to a storage's own from_env.
+
+#include "catch2_compat.hpp"
+#include "test_support.hpp"
+
+#include <compile_cache/compile_cache.hpp>
+
+#include <boost/serialization/vector.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <stdlib.h>
+
+namespace {
+
+namespace cc = compile_cache;
+using namespace std::chrono_literals;
+
+/// Sets CCSETTEST_* variables for one test and unsets them all at the end.
+class settings_env {
+public:
+    settings_env() { clear(); }
+    settings_env(settings_env const&) = delete;
+    settings_env& operator=(settings_env const&) = delete;
+    ~settings_env() { clear(); }
+    void set(std::string const& suffix, std::string const& value) {
+        ::setenv(("CCSETTEST" + suffix).c_str(), value.c_str(), 1);
+    }
+    static void clear() {
+        for (char const* suffix : {"_FILE", "_DIR", "_LOG", "_SECRET_FILE", "_LIMIT", "_WAIT", "_MODE", "_FAST"})
+            ::unsetenv((std::string("CCSETTEST") + suffix).c_str());
+    }
+};
+
+/// A user's storage: entries in memory, configured by CCSETTEST_FILE (its main
+/// setting, named for a single file), CCSETTEST_LIMIT (a size), CCSETTEST_WAIT (a
+/// duration), CCSETTEST_MODE (a choice) and CCSETTEST_FAST (a switch).
+class file_like_storage {
+public:
+    enum class mode { fast, safe };
+    file_like_storage() = default;
+    file_like_storage(std::string path_, std::uint64_t limit_, std::chrono::milliseconds wait_, mode m_, bool fast_)
+        : path(std::move(path_)), limit(limit_), wait(wait_), m(m_), fast(fast_) {}
+
+    static std::optional<file_like_storage> from_env(cc::settings_reader& env) {
+        std::string path = env.value("_FILE");
+        if (env.is_off("_FILE") || !env.confirm()) return std::nullopt;
+        if (path == "refuse") {
+            env.report(env.name("_FILE") + "=\"refuse\" is not a database; the cache is disabled");
+            return std::nullopt;
+        }
+        authenticated_seen = env.authenticated();
+        return file_like_storage(path, env.byte_size("_LIMIT", 1 << 20, "1M"), env.milliseconds("_WAIT", 100ms),
+                                 env.choice<mode>("_MODE", {{"fast", mode::fast}, {"safe", mode::safe}}, mode::safe,
+                                                  "a mode"),
+                                 env.flag("_FAST", false, "using off"));
+    }
+    static std::vector<cc::environment_setting> environment_settings(std::string_view prefix) {
+        return {{std::string(prefix) + "_FILE", "the file"}, {std::string(prefix) + "_LIMIT", "its size limit"}};
+    }
+
+    cc::read_result read(cc::key const& k, std::string& out, std::size_t max) { return entries.read(k, out, max); }
+    std::error_code write(cc::key const& k, std::string_view bytes) { return entries.write(k, bytes); }
+    std::error_code remove(cc::key const& k) { return entries.remove(k); }
+
+    std::string path;
+    std::uint64_t limit = 0;
+    std::chrono::milliseconds wait{};
+    mode m = mode::safe;
+    bool fast = false;
+    cc::memory_storage entries;
+    static inline bool authenticated_seen = false;
+};
+
+using file_like_cache = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, file_like_storage>;
+
+std::vector<std::string> lines_of(std::string const& text) {
+    std::vector<std::string> lines;
+    std::size_t at = 0;
+    while (at < text.size()) {
+        std::size_t end = text.find('\n', at);
+        if (end == std::string::npos) end = text.size();
+        lines.push_back(text.substr(at, end - at));
+        at = end + 1;
+    }
+    return lines;
+}
+
+} // namespace
+
+TEST_CASE("parse_milliseconds: a whole number of milliseconds, with ms, or seconds with s", "[settings]") {
+    CHECK(cc::parse_milliseconds("0") == 0ms);
+    CHECK(cc::parse_milliseconds("250") == 250ms);
+    CHECK(cc::parse_milliseconds("250ms") == 250ms);
+    CHECK(cc::parse_milliseconds(" 1500MS ") == 1500ms);
+    CHECK(cc::parse_milliseconds("2s") == 2000ms);
+    for (char const* bad : {"", "ms", "-1", "1.5", "10 minutes", "5m", "99999999999999999999"})
+        CHECK_FALSE(cc::parse_milliseconds(bad).has_value());
+}
+
+TEST_CASE("parse_switch: the on and the off words, nothing else", "[settings]") {
+    for (char const* on : {"1", "on", "TRUE", "Yes"}) CHECK(cc::parse_switch(on) == true);
+    for (char const* off : {"", "0", "off", "False", "NO"}) CHECK(cc::parse_switch(off) == false);
+    for (char const* bad : {"2", "maybe", "enabled"}) CHECK_FALSE(cc::parse_switch(bad).has_value());
+}
+
+TEST_CASE("settings_reader: each bad value is one line naming it and the default; the default is used",
+          "[settings]") {
+    settings_env env;
+    std::vector<std::string> lines;
+    cc::settings_reader r("CCSETTEST", [&](std::string_view line) { lines.emplace_back(line); });
+    env.set("_LIMIT", "lots");
+    env.set("_WAIT", "soon");
+    env.set("_MODE", "quick");
+    env.set("_FAST", "maybe");
+    CHECK(r.byte_size("_LIMIT", 77, "77 bytes") == 77u);
+    CHECK(r.milliseconds("_WAIT", 100ms) == 100ms);
+    CHECK(r.choice<int>("_MODE", {{"fast", 1}, {"safe", 2}, {"slow", 3}}, 2, "a mode") == 2);
+    CHECK(r.flag("_FAST", false, "it stays off") == false);
+    REQUIRE(lines.size() == 4);
+    CHECK(lines[0].rfind("CCSETTEST_LIMIT=\"lots\" is not a size (", 0) == 0);
+    CHECK(lines[0].find("; using the default, 77 bytes") != std::string::npos);
+    CHECK(lines[1] == "CCSETTEST_WAIT=\"soon\" is not a duration (milliseconds, such as 100 or 1500ms, or seconds, "
+                      "such as 2s); using the default, 100 ms");
+    CHECK(lines[2] == "CCSETTEST_MODE=\"quick\" is not a mode (fast, safe or slow); using the default, safe");
+    CHECK(lines[3] == "CCSETTEST_FAST=\"maybe\" is not understood (1, on, true or yes; 0, off, false or no); it "
+                      "stays off");
+
+    lines.clear();
+    env.set("_LIMIT", "2K");
+    env.set("_WAIT", "2s");
+    env.set("_MODE", "FAST");
+    env.set("_FAST", "on");
+    CHECK(r.byte_size("_LIMIT", 77, "77 bytes") == 2048u);
+    CHECK(r.milliseconds("_WAIT", 100ms) == 2000ms);
+    CHECK(r.choice<int>("_MODE", {{"fast", 1}, {"safe", 2}}, 2, "a mode") == 1);
+    CHECK(r.flag("_FAST", false, "it stays off") == true);
+    CHECK(lines.empty());
+}
+
+TEST_CASE("from_env delegates to the storage's own from_env: its settings, its main variable, its lines",
+          "[settings]") {
+    settings_env env;
+    compile_cache_test::temp_dir dir;
+
+    SECTION("its main setting off: no cache, and nothing else is read or printed") {
+        env.set("_DIR", dir.path().string()); // not this storage's setting
+        env.set("_LOG", "verbose");
+        env.set("_LIMIT", "lots");
+        compile_cache_test::captured_stderr err(dir.path() / "stderr.txt");
+        file_like_cache c = file_like_cache::from_env("CCSETTEST");
+        CHECK(!c.enabled());
+        CHECK(err.text().empty());
+    }
+    SECTION("configured: its values reach it; a bad one is one line on stderr and the default") {
+        env.set("_FILE", (dir.path() / "cache.db").string());
+        env.set("_LIMIT", "3K");
+        env.set("_WAIT", "forever");
+        env.set("_MODE", "Fast");
+        compile_cache_test::captured_stderr err(dir.path() / "stderr.txt");
+        file_like_cache c = file_like_cache::from_env("CCSETTEST");
+        std::vector<std::string> const lines = lines_of(err.text());
+        REQUIRE(c.enabled());
+        CHECK(c.storage().path == (dir.path() / "cache.db").string());
+        CHECK(c.storage().limit == 3072u);
+        CHECK(c.storage().wait == 100ms);
+        CHECK(c.storage().m == file_like_storage::mode::fast);
+        REQUIRE(lines.size() == 1);
+        CHECK(lines[0].rfind("compile_cache: CCSETTEST_WAIT=\"forever\" is not a duration", 0) == 0);
+        CHECK(!file_like_storage::authenticated_seen);
+    }
+    SECTION("the storage learns whether the cache authenticates entries") {
+        compile_cache_test::write_file(dir.path() / "secret.key", "0123456789abcdef");
+        env.set("_FILE", "x");
+        env.set("_SECRET_FILE", (dir.path() / "secret.key").string());
+        file_like_cache c = file_like_cache::from_env("CCSETTEST");
+        CHECK(c.authenticated());
+        CHECK(file_like_storage::authenticated_seen);
+        file_like_storage::authenticated_seen = false;
+    }
+    SECTION("a bad secret file: its one line, and the storage is not made") {
+        env.set("_FILE", "x");
+        env.set("_LIMIT", "lots");
+        env.set("_SECRET_FILE", (dir.path() / "missing.key").string());
+        compile_cache_test::captured_stderr err(dir.path() / "stderr.txt");
+        file_like_cache c = file_like_cache::from_env("CCSETTEST");
+        std::vector<std::string> const lines = lines_of(err.text());
+        CHECK(!c.enabled());
+        REQUIRE(lines.size() == 1);
+        CHECK(lines[0].rfind("compile_cache: CCSETTEST_SECRET_FILE=", 0) == 0);
+    }
+    SECTION("the storage declines after one line: the cache is disabled") {
+        env.set("_FILE", "refuse");
+        env.set("_LOG", "1");
+        compile_cache_test::captured_stderr err(dir.path() / "stderr.txt");
+        file_like_cache c = file_like_cache::from_env("CCSETTEST");
+        CHECK(!c.enabled());
+        CHECK(err.text() == "compile_cache: CCSETTEST_FILE=\"refuse\" is not a database; the cache is disabled\n");
+    }
+    SECTION("environment_settings lists the storage's settings, then the cache's own") {
+        std::vector<std::string> names;
+        for (auto const& s : file_like_cache::environment_settings("CCSETTEST")) names.push_back(s.name);
+        CHECK(names == std::vector<std::string>{"CCSETTEST_FILE", "CCSETTEST_LIMIT", "CCSETTEST_LOG",
+                                                "CCSETTEST_SECRET_FILE"});
+    }
+}
