@@ -9,7 +9,8 @@ forwarding headers of the single-header test build (COMPILE_CACHE_TEST_SINGLE_HE
 
 Optional headers — those under a folder named in OPTIONAL_DIRS or matching one of
 OPTIONAL_HEADERS, which need something beyond the standard library and Boost (the LLVM
-adapter, the Redis storage) — are not inlined: each is copied to single_include/compile_cache/ at its own path, with its
+adapter, the Redis storage, the SQLite storage) or are for users' tests only (testing/:
+the conformance kit) — are not inlined: each is copied to single_include/compile_cache/ at its own path, with its
 includes of inlined headers replaced by one include of the single header.
 
 Every other header under include/ is in the single header: those the umbrella header
@@ -31,9 +32,10 @@ INCLUDE = ROOT / "include"
 OUTPUT_DIR = ROOT / "single_include"
 UMBRELLA = "compile_cache/compile_cache.hpp"
 # Folders (relative to include/compile_cache/) whose headers need an optional dependency,
+# or are not for the umbrella header (testing/: the conformance kit, for users' tests);
 # and single headers that do (patterns relative to include/compile_cache/).
-OPTIONAL_DIRS = ("llvm",)
-OPTIONAL_HEADERS = ("storage/redis_storage.hpp", "storage/detail/redis_*.hpp")
+OPTIONAL_DIRS = ("llvm", "testing")
+OPTIONAL_HEADERS = ("storage/redis_storage.hpp", "storage/detail/redis_*.hpp", "storage/sqlite_storage.hpp")
 
 OWN_INCLUDE = re.compile(r'^\s*#\s*include\s*<(compile_cache/[^>]+)>')
 QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"')

@@ -19,10 +19,11 @@ ensure_packages() {
   "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# What the library, its tests and tinyk need on every machine. (The lists are used
-# by the scripts that source this file.)
+# What the library, its tests and tinyk need on every machine (libsqlite3-dev: the
+# optional SQLite storage, compile_cache::sqlite, and its tests). The lists are used
+# by the scripts that source this file.
 # shellcheck disable=SC2034
-COMPILE_CACHE_PACKAGES=(cmake g++ make libboost-serialization-dev libboost-dev catch2 python3 binutils)
+COMPILE_CACHE_PACKAGES=(cmake g++ make libboost-serialization-dev libboost-dev catch2 python3 binutils libsqlite3-dev)
 # The optional LLVM parts (tinyk's native backend, the ObjectCache adapter's tests);
 # zlib and terminfo for linking LLVM's static libraries.
 # shellcheck disable=SC2034

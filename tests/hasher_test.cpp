@@ -136,7 +136,7 @@ static_assert(compile_cache::detail::is_hasher<user_style_hasher>::value);
 static_assert(std::is_same_v<compile_cache::sha256::result_type, std::array<unsigned char, 32>>);
 static_assert(compile_cache::sha256::block_size == 64);
 
-struct integer_result { // Boost.Hash2's fnv1a_64 shape: an integer is not a key
+struct integer_result { // Boost.Hash2's fnv1a_64 shape: an integer is a key, little-endian
     using result_type = std::uint64_t;
     static constexpr int block_size = 8;
     void update(void const*, std::size_t) {}
@@ -154,17 +154,22 @@ struct runtime_sized_result {
     void update(void const*, std::size_t) {}
     result_type result() { return {}; }
 };
-struct typed_update { // update takes unsigned char const*, not void const*
+struct typed_update { // update takes unsigned char const*, as many C hashes do
     using result_type = std::array<unsigned char, 8>;
-    static constexpr int block_size = 8;
     void update(unsigned char const*, std::size_t) {}
     result_type result() { return {}; }
 };
+struct floating_result { // two zeros: not a digest
+    using result_type = double;
+    void update(void const*, std::size_t) {}
+    result_type result() { return 0; }
+};
 static_assert(!compile_cache::detail::is_hasher_v<int>);
-static_assert(!compile_cache::detail::is_hasher_v<integer_result>);
+static_assert(compile_cache::detail::is_hasher_v<integer_result>);
 static_assert(!compile_cache::detail::is_hasher_v<oversized_result>);
 static_assert(!compile_cache::detail::is_hasher_v<runtime_sized_result>);
-static_assert(!compile_cache::detail::is_hasher_v<typed_update>);
+static_assert(compile_cache::detail::is_hasher_v<typed_update>);
+static_assert(!compile_cache::detail::is_hasher_v<floating_result>);
 
 } // namespace
 

@@ -15,7 +15,7 @@
 namespace cc = compile_cache;
 
 // [tutorial:hasher]
-// The Hasher requirements (hasher/concept.hpp): result_type, block_size, a default
+// The Hasher requirements (hasher/concept.hpp): result_type, block_size (optional), a default
 // constructor that starts a message, update(), result().
 template <class Namespace>
 class namespaced_sha256 {

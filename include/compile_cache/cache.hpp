@@ -202,15 +202,14 @@ inline std::string read_secret_file(std::string const& path, std::string& secret
 /// auto k = cache.make_key_builder("mydsl 1.2").add("ir", ir_text).finish();
 /// auto r = cache.get_or_compile<artifact>(k, {"main", "prog.dsl", 12}, [&] { return compile(); });
 /// \endcode
+///
+/// Each policy is checked by static_asserts in the class body (check_hasher, ...), not
+/// by a requires-clause: a policy that misses a requirement gets the library's one
+/// sentence, first and alone, under C++17 and C++20 alike.
 template <class Hasher, class Serializer, class Resolver, class Storage>
-#if defined(__cpp_concepts) && __cpp_concepts >= 201907L
-    // C++20: a policy that misses a requirement is named by its concept (hasher/,
-    // serializer/, resolver/, storage/concept.hpp); C++17 gets check_*'s static_asserts.
-    requires compile_cache::Hasher<Hasher> && compile_cache::Serializer<Serializer> &&
-             compile_cache::Resolver<Resolver> && compile_cache::Storage<Storage>
-#endif
 class basic_cache {
     static_assert(check_hasher<Hasher>::value, "");
+    static_assert(check_serializer_policy<Serializer>::value, "");
     static_assert(check_resolver<Resolver>::value, "");
     static_assert(check_storage<Storage>::value, "");
 
@@ -227,6 +226,7 @@ public:
     explicit basic_cache(Storage storage, cache_options options = {})
         : state_(std::make_unique<state>()), storage_(std::move(storage)), options_(std::move(options)),
           auth_(options_.secret), enabled_(true) {
+        refuse_unusable_storage();
         pass_logger_to_storage();
     }
 
@@ -431,25 +431,55 @@ public:
     /// Loads the artifact stored under `k`, relinking its references through the
     /// resolver; `self` is the live kernel it is loaded for. nullopt on any miss.
     template <class Artifact, class Self = void>
-#if defined(__cpp_concepts) && __cpp_concepts >= 201907L
-        requires compile_cache::SerializerFor<Serializer, Artifact>
-#endif
     std::optional<Artifact> load(key_result const& k, entry_info const& info = {}, Self const* self = nullptr) {
         static_assert(check_serializer<Serializer, Artifact>::value, "");
-        miss_reason why = miss_reason::absent;
-        return load_impl<Artifact>(k, info, self, why);
+        if constexpr (!detail::is_serializer_for<Serializer, Artifact>::value) {
+            return std::nullopt; // the assertion above said why; no second error
+        } else {
+            miss_reason why = miss_reason::absent;
+            return load_impl<Artifact>(k, info, self, why);
+        }
     }
 
     /// Stores `artifact` under `k`, atomically. False, counted and logged, on any
     /// failure; the host keeps its artifact either way.
     template <class Artifact, class Self = void>
-#if defined(__cpp_concepts) && __cpp_concepts >= 201907L
-        requires compile_cache::SerializerFor<Serializer, Artifact>
-#endif
     bool store(key_result const& k, Artifact const& artifact, entry_info const& info = {}, Self const* self = nullptr,
                std::chrono::nanoseconds compile_time = {}) {
         static_assert(check_serializer<Serializer, Artifact>::value, "");
-        return store_impl(k, artifact, info, self, compile_time, nullptr);
+        if constexpr (!detail::is_serializer_for<Serializer, Artifact>::value)
+            return false; // the assertion above said why; no second error
+        else
+            return store_impl(k, artifact, info, self, compile_time, nullptr);
+    }
+
+    /// The artifact for `k`: loaded when the cache has it, otherwise compiled by
+    /// `compile()` (a callable returning the artifact) and stored. Exceptions of
+    /// `compile` reach the caller; nothing else does.
+    template <class Artifact, class Compile, class Self = void>
+    cached<Artifact> get_or_compile(key_result const& k, entry_info const& info, Compile&& compile,
+                                    Self const* self = nullptr) {
+        static_assert(check_serializer<Serializer, Artifact>::value, "");
+        if constexpr (!detail::is_serializer_for<Serializer, Artifact>::value)
+            return cached<Artifact>{std::forward<Compile>(compile)(), outcome::compiled, "disabled"};
+        else
+            return get_or_compile_impl<Artifact>(k, info, std::forward<Compile>(compile), self);
+    }
+
+    /// `self` given as a literal nullptr: no kernel, so no self reference resolves.
+    template <class Artifact>
+    std::optional<Artifact> load(key_result const& k, entry_info const& info, std::nullptr_t) {
+        return load<Artifact, void>(k, info, static_cast<void const*>(nullptr));
+    }
+    template <class Artifact>
+    bool store(key_result const& k, Artifact const& artifact, entry_info const& info, std::nullptr_t,
+               std::chrono::nanoseconds compile_time = {}) {
+        return store<Artifact, void>(k, artifact, info, static_cast<void const*>(nullptr), compile_time);
+    }
+    template <class Artifact, class Compile>
+    cached<Artifact> get_or_compile(key_result const& k, entry_info const& info, Compile&& compile, std::nullptr_t) {
+        return get_or_compile<Artifact, Compile, void>(k, info, std::forward<Compile>(compile),
+                                                       static_cast<void const*>(nullptr));
     }
 
     /// The explanation an `absent` miss of `k` would get now (explain.hpp): reads the
@@ -522,8 +552,15 @@ private:
             if (entry.size() + auth_.check_size() > options_.max_entry_size)
                 return store_failed(store_failure::too_large, start, info, {});
             seal_envelope(entry, length_at, auth_);
-            if (std::error_code ec = storage_.write(k.value(), entry))
-                return store_failed(store_failure::write_error, start, info, ec.message());
+            // As for read: a throwing write is the storage's failure, a write-error.
+            try {
+                if (std::error_code ec = storage_.write(k.value(), entry))
+                    return store_failed(store_failure::write_error, start, info, ec.message());
+            } catch (std::exception const& e) {
+                return store_failed(store_failure::write_error, start, info, e.what());
+            } catch (...) {
+                return store_failed(store_failure::write_error, start, info, "unknown exception");
+            }
             state_->stats.stored(entry.size(), detail::elapsed_ns(start));
             record_identity(k, info, meta, previous);
             return true;
@@ -534,18 +571,9 @@ private:
         }
     }
 
-public:
-
-    /// The artifact for `k`: loaded when the cache has it, otherwise compiled by
-    /// `compile()` (a callable returning the artifact) and stored. Exceptions of
-    /// `compile` reach the caller; nothing else does.
-    template <class Artifact, class Compile, class Self = void>
-#if defined(__cpp_concepts) && __cpp_concepts >= 201907L
-        requires compile_cache::SerializerFor<Serializer, Artifact>
-#endif
-    cached<Artifact> get_or_compile(key_result const& k, entry_info const& info, Compile&& compile,
-                                    Self const* self = nullptr) {
-        static_assert(check_serializer<Serializer, Artifact>::value, "");
+    template <class Artifact, class Compile, class Self>
+    cached<Artifact> get_or_compile_impl(key_result const& k, entry_info const& info, Compile&& compile,
+                                         Self const* self) {
         if (!enabled_) return cached<Artifact>{std::forward<Compile>(compile)(), outcome::compiled, "disabled"};
         if (!k.ok()) {
             state_->stats.bypassed(k.bypass_reason());
@@ -589,23 +617,6 @@ public:
         return result;
     }
 
-    /// `self` given as a literal nullptr: no kernel, so no self reference resolves.
-    template <class Artifact>
-    std::optional<Artifact> load(key_result const& k, entry_info const& info, std::nullptr_t) {
-        return load<Artifact, void>(k, info, static_cast<void const*>(nullptr));
-    }
-    template <class Artifact>
-    bool store(key_result const& k, Artifact const& artifact, entry_info const& info, std::nullptr_t,
-               std::chrono::nanoseconds compile_time = {}) {
-        return store<Artifact, void>(k, artifact, info, static_cast<void const*>(nullptr), compile_time);
-    }
-    template <class Artifact, class Compile>
-    cached<Artifact> get_or_compile(key_result const& k, entry_info const& info, Compile&& compile, std::nullptr_t) {
-        return get_or_compile<Artifact, Compile, void>(k, info, std::forward<Compile>(compile),
-                                                       static_cast<void const*>(nullptr));
-    }
-
-private:
     struct state {
         Resolver resolver;
         statistics stats;
@@ -640,7 +651,16 @@ private:
                 ~busy_guard() { flag = was; }
             } guard{reused_busy, reused_busy};
             reused_busy = true;
-            read_result rr = storage_.read(k.value(), buffer, options_.max_entry_size);
+            // A Storage member that throws is the storage failing, not the serializer:
+            // counted as read-error (docs/policies.md, exceptions).
+            read_result rr;
+            try {
+                rr = storage_.read(k.value(), buffer, options_.max_entry_size);
+            } catch (std::exception const& e) {
+                return missed(why, miss_reason::read_error, 0, start, info, e.what());
+            } catch (...) {
+                return missed(why, miss_reason::read_error, 0, start, info, "unknown exception");
+            }
             switch (rr.status) {
             case read_status::found: break;
             case read_status::absent: return missed(why, miss_reason::absent, 0, start, info, {});
@@ -656,10 +676,14 @@ private:
                 storage_.entry_checked(k.value(), buffer, env.status); // a tier copies a sound remote entry locally
             switch (env.status) {
             case envelope_status::ok: break;
-            case envelope_status::corrupt: return missed(why, miss_reason::corrupt, bytes, start, info, {});
+            case envelope_status::corrupt:
+                tell_storage_corrupt(k.value());
+                return missed(why, miss_reason::corrupt, bytes, start, info, {});
             case envelope_status::foreign_version:
                 return missed(why, miss_reason::foreign_version, bytes, start, info, {});
-            case envelope_status::key_mismatch: return missed(why, miss_reason::key_mismatch, bytes, start, info, {});
+            case envelope_status::key_mismatch:
+                tell_storage_corrupt(k.value());
+                return missed(why, miss_reason::key_mismatch, bytes, start, info, {});
             case envelope_status::too_large: return missed(why, miss_reason::too_large, bytes, start, info, {});
             case envelope_status::unauthenticated:
                 return missed(why, miss_reason::unauthenticated, bytes, start, info, {});
@@ -832,6 +856,36 @@ private:
     void pass_logger_to_storage() {
         if constexpr (detail::has_set_logger<Storage>::value)
             if (enabled_) storage_.set_logger(options_.logger);
+    }
+
+    /// A Storage with `bool usable() const` that answers false (or throws) disables the
+    /// cache, with one line: through the logger, or on stderr when there is none.
+    void refuse_unusable_storage() noexcept {
+        if constexpr (detail::has_usable<Storage>::value) {
+            bool usable = false;
+            try {
+                usable = static_cast<bool>(static_cast<Storage const&>(storage_).usable());
+            } catch (...) {
+            }
+            if (usable) return;
+            enabled_ = false;
+            std::string const line = "the storage reports it cannot be used; the cache is disabled";
+            if (options_.logger)
+                log(line);
+            else
+                std::fprintf(stderr, "compile_cache: %s\n", line.c_str());
+        }
+    }
+
+    /// A Storage with `corrupt(key const&)` hears of an entry that failed the envelope
+    /// check, so that it can remove or repair it. Best effort: what it throws is ignored.
+    void tell_storage_corrupt(key const& k) noexcept {
+        if constexpr (detail::has_corrupt<Storage>::value) {
+            try {
+                storage_.corrupt(k);
+            } catch (...) {
+            }
+        }
     }
 
     void log(std::string const& line) noexcept {

@@ -1,4 +1,4 @@
-// expect: compile_cache: the Hasher's result_type does not have a compile-time size from 1 to 64 bytes
+// expect: compile_cache: the Hasher's result_type is larger than 64 bytes
 #include <compile_cache/hasher/concept.hpp>
 
 #include <array>

@@ -1,8 +1,10 @@
 #!/bin/sh
 # Compile-fail tests: each *.cpp here names, in a `// expect: <text>` comment, either
 # `success` (a control that must compile) or a substring of the one diagnostic it must
-# produce. A file that must fail has to fail with exactly one error, whose text holds
-# that substring: a concept check gives one sentence, not a page of template errors.
+# produce. A file that must fail has to fail with exactly one error, the first line
+# naming an error holding that substring: a policy check gives one sentence, not a page
+# of template errors. Every file is compiled as C++17 and as C++20 (when the compiler
+# knows it): the sentence must come first and alone under both.
 #
 # Usage: run.sh <c++ compiler> [include dir]...
 #   e.g. tests/compile_fail/run.sh g++ include
@@ -23,44 +25,56 @@ trap 'rm -f "$log"' EXIT
 failures=0
 count=0
 
+standards=c++17
+if echo 'int main() {}' | "$cxx" -std=c++20 -fsyntax-only -x c++ - >/dev/null 2>&1; then
+    standards="c++17 c++20"
+fi
+
 for source in "$here"/*.cpp; do
     name=$(basename "$source")
-    count=$((count + 1))
     expect=$(sed -n 's|^// expect: ||p' "$source" | head -n 1)
     if [ -z "$expect" ]; then
         echo "FAIL $name: no '// expect: ' line"
         failures=$((failures + 1))
         continue
     fi
-    # shellcheck disable=SC2086  # $includes is a list of words on purpose
-    if "$cxx" -std=c++17 -fsyntax-only $includes "$source" >"$log" 2>&1; then
-        if [ "$expect" = success ]; then
-            echo "ok   $name (compiles)"
-        else
-            echo "FAIL $name: compiled, expected an error containing: $expect"
-            failures=$((failures + 1))
+    for std in $standards; do
+        count=$((count + 1))
+        # shellcheck disable=SC2086  # $includes is a list of words on purpose
+        if "$cxx" -std="$std" -fsyntax-only $includes "$source" >"$log" 2>&1; then
+            if [ "$expect" = success ]; then
+                echo "ok   $name -std=$std (compiles)"
+            else
+                echo "FAIL $name -std=$std: compiled, expected an error containing: $expect"
+                failures=$((failures + 1))
+            fi
+            continue
         fi
-        continue
-    fi
-    if [ "$expect" = success ]; then
-        echo "FAIL $name: expected to compile, got:"
-        cat "$log"
-        failures=$((failures + 1))
-        continue
-    fi
-    errors=$(grep -c 'error:' "$log")
-    if ! grep -qF -- "$expect" "$log"; then
-        echo "FAIL $name: no error contains: $expect; got:"
-        cat "$log"
-        failures=$((failures + 1))
-    elif [ "$errors" -ne 1 ]; then
-        echo "FAIL $name: expected exactly one error, got $errors:"
-        cat "$log"
-        failures=$((failures + 1))
-    else
-        echo "ok   $name"
-    fi
+        if [ "$expect" = success ]; then
+            echo "FAIL $name -std=$std: expected to compile, got:"
+            cat "$log"
+            failures=$((failures + 1))
+            continue
+        fi
+        errors=$(grep -c 'error:' "$log")
+        first=$(grep -m 1 'error:' "$log")
+        case $first in
+        *"$expect"*) first_ok=1 ;;
+        *) first_ok=0 ;;
+        esac
+        if [ "$first_ok" -ne 1 ]; then
+            echo "FAIL $name -std=$std: the first error does not contain: $expect; got:"
+            cat "$log"
+            failures=$((failures + 1))
+        elif [ "$errors" -ne 1 ]; then
+            echo "FAIL $name -std=$std: expected exactly one error, got $errors:"
+            cat "$log"
+            failures=$((failures + 1))
+        else
+            echo "ok   $name -std=$std"
+        fi
+    done
 done
 
-echo "$count files, $failures failed"
+echo "$count compilations, $failures failed"
 [ "$failures" -eq 0 ]

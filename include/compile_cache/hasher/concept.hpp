@@ -1,13 +1,18 @@
 // compile_cache: the Hasher policy. A Hasher turns a byte message into a digest, the
 // key of an entry. Its members are named as in Boost.Hash2's HashAlgorithm concept
-// (result_type, block_size, update(void const*, std::size_t), result()), so a Boost.Hash2
-// algorithm whose result is a byte array (sha2_256, sha2_512, sha3_256, blake2b_512, ...)
-// is a Hasher as it is.
+// (result_type, update(void const*, std::size_t), result(); block_size optional), so a
+// Boost.Hash2 algorithm is a Hasher as it is, whether its result is a byte array
+// (sha2_256, blake2b_512, ...) or an integer (fnv1a_64, xxhash_64, siphash_64).
+//
+// Each requirement is one detection trait in detail::, used by one static_assert of
+// check_hasher (the sentence a compiler prints) and by the C++20 concept Hasher.
 #pragma once
 
 #include <compile_cache/key/key.hpp>
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <utility>
 
@@ -39,34 +44,98 @@ template <class R>
 struct static_byte_size<R, std::void_t<std::integral_constant<std::size_t, R{}.size()>>>
     : std::integral_constant<std::size_t, R{}.size()> {};
 
+/// How a result becomes the bytes of a key.
+enum class digest_kind {
+    none,       ///< not a digest
+    bytes,      ///< a byte container with a compile-time size: its bytes, in order
+    integer,    ///< an integer (not bool): its value as little-endian bytes, on every platform
+    trivial,    ///< a trivially copyable type without padding (XXH128_hash_t): its object bytes
+};
+
+template <class R>
+constexpr digest_kind digest_kind_of() {
+    if constexpr (is_byte_container<R>::value)
+        return static_byte_size<R>::value != 0 ? digest_kind::bytes : digest_kind::none;
+    else if constexpr (std::is_integral_v<R> && !std::is_same_v<R, bool>)
+        return digest_kind::integer;
+    // No padding (whose bytes are indeterminate: a key must be the same every time),
+    // no floating point (two zeros), nothing with pointers (not content).
+    else if constexpr (std::is_class_v<R> && std::is_trivially_copyable_v<R> &&
+                       std::has_unique_object_representations_v<R>)
+        return digest_kind::trivial;
+    else
+        return digest_kind::none;
+}
+
+/// The number of key bytes a result gives (0 when it is not a digest).
+template <class R>
+constexpr std::size_t digest_size() {
+    constexpr digest_kind kind = digest_kind_of<R>();
+    if constexpr (kind == digest_kind::bytes)
+        return static_byte_size<R>::value;
+    else if constexpr (kind == digest_kind::none)
+        return 0;
+    else
+        return sizeof(R);
+}
+
+template <class H, bool = has_result_type<H>::value>
+struct has_digest_result_type : std::false_type {};
+template <class H>
+struct has_digest_result_type<H, true>
+    : std::bool_constant<digest_kind_of<typename H::result_type>() != digest_kind::none> {};
+
+template <class H, bool = has_digest_result_type<H>::value>
+struct has_key_sized_result_type : std::false_type {};
+template <class H>
+struct has_key_sized_result_type<H, true>
+    : std::bool_constant<(digest_size<typename H::result_type>() >= 1 &&
+                          digest_size<typename H::result_type>() <= key::max_size)> {};
+
+/// Kept for code written against the byte-only requirement (hmac<H> needs bytes).
 template <class H, bool = has_result_type<H>::value>
 struct has_byte_result_type : std::false_type {};
 template <class H>
 struct has_byte_result_type<H, true> : is_byte_container<typename H::result_type> {};
 
-template <class H, bool = has_byte_result_type<H>::value>
-struct has_key_sized_result_type : std::false_type {};
-template <class H>
-struct has_key_sized_result_type<H, true>
-    : std::bool_constant<(static_byte_size<typename H::result_type>::value >= 1 &&
-                          static_byte_size<typename H::result_type>::value <= key::max_size)> {};
-
-/// H::block_size is an integral constant expression (any integer type: Boost.Hash2
-/// uses int, compile_cache::sha256 std::size_t).
+/// H::block_size is optional; when present it is an integral constant expression (any
+/// integer type: Boost.Hash2 uses int, compile_cache::sha256 std::size_t). Only hmac<H>
+/// uses it (the HMAC pad length); keys never do.
 template <class H, class = void>
+struct names_block_size : std::false_type {};
+template <class H>
+struct names_block_size<H, std::void_t<decltype(&H::block_size)>> : std::true_type {};
+/// A static member (its address is an ordinary pointer, not a pointer to member).
+template <class H, class = void>
+struct has_static_block_size : std::false_type {};
+template <class H>
+struct has_static_block_size<H, std::enable_if_t<std::is_pointer_v<decltype(&H::block_size)>>> : std::true_type {};
+template <class H, class = void>
+struct has_constant_block_size : std::false_type {};
+template <class H>
+struct has_constant_block_size<
+    H, std::enable_if_t<std::is_integral_v<std::remove_cv_t<decltype(H::block_size)>>,
+                        std::void_t<std::integral_constant<std::size_t, static_cast<std::size_t>(H::block_size)>>>>
+    : std::true_type {};
+template <class H, bool = has_static_block_size<H>::value>
 struct has_block_size : std::false_type {};
 template <class H>
-struct has_block_size<H, std::enable_if_t<std::is_integral_v<std::remove_cv_t<decltype(H::block_size)>>,
-                                          std::void_t<std::integral_constant<
-                                              std::size_t, static_cast<std::size_t>(H::block_size)>>>>
-    : std::true_type {};
-
-template <class H, class = void>
-struct has_update : std::false_type {};
+struct has_block_size<H, true> : has_constant_block_size<H> {};
 template <class H>
-struct has_update<H, std::void_t<decltype(std::declval<H&>().update(
-                         std::declval<void const*>(), std::declval<std::size_t>()))>>
+struct has_valid_block_size : std::bool_constant<!names_block_size<H>::value || has_block_size<H>::value> {};
+
+/// update(p, n) with p a pointer to the message bytes: `void const*` (Boost.Hash2), or
+/// `unsigned char const*` (= `std::uint8_t const*`), or `std::byte const*`.
+template <class H, class P, class = void>
+struct has_update_on : std::false_type {};
+template <class H, class P>
+struct has_update_on<H, P, std::void_t<decltype(std::declval<H&>().update(
+                               std::declval<P>(), std::declval<std::size_t>()))>>
     : std::true_type {};
+template <class H>
+struct has_update
+    : std::bool_constant<has_update_on<H, void const*>::value || has_update_on<H, unsigned char const*>::value ||
+                         has_update_on<H, std::byte const*>::value> {};
 
 template <class H, class = void>
 struct has_result : std::false_type {};
@@ -76,16 +145,56 @@ struct has_result<H, std::enable_if_t<has_result_type<H>::value &&
                                                      typename H::result_type>>>
     : std::true_type {};
 
-/// True when H meets every Hasher requirement; no diagnostics (for overloads, and later
-/// for a C++20 concept).
+/// True when H meets every Hasher requirement; no diagnostics.
 template <class H>
 struct is_hasher
-    : std::bool_constant<has_result_type<H>::value && has_byte_result_type<H>::value &&
-                         has_key_sized_result_type<H>::value && has_block_size<H>::value &&
+    : std::bool_constant<has_result_type<H>::value && has_digest_result_type<H>::value &&
+                         has_key_sized_result_type<H>::value && has_valid_block_size<H>::value &&
                          std::is_default_constructible_v<H> && has_update<H>::value &&
                          has_result<H>::value> {};
 template <class H>
 inline constexpr bool is_hasher_v = is_hasher<H>::value;
+
+/// Feeds n bytes at p to h through whichever update H has.
+template <class H>
+void hasher_update(H& h, void const* p, std::size_t n) {
+    if constexpr (has_update_on<H, void const*>::value)
+        h.update(p, n);
+    else if constexpr (has_update_on<H, unsigned char const*>::value)
+        h.update(static_cast<unsigned char const*>(p), n);
+    else
+        h.update(static_cast<std::byte const*>(p), n);
+}
+
+/// The key a result gives: a byte result's bytes; an integer's little-endian bytes; a
+/// trivially copyable result's object bytes.
+template <class R>
+key key_of_digest(R const& r) noexcept {
+    constexpr digest_kind kind = digest_kind_of<R>();
+    static_assert(kind != digest_kind::none, "compile_cache: not a digest type");
+    if constexpr (kind == digest_kind::bytes) {
+        return key(r.data(), r.size());
+    } else if constexpr (kind == digest_kind::integer) {
+        using U = std::make_unsigned_t<R>;
+        U v = static_cast<U>(r);
+        unsigned char bytes[sizeof(R)];
+        for (std::size_t i = 0; i < sizeof(R); ++i) {
+            bytes[i] = static_cast<unsigned char>(v & 0xffu);
+            v = static_cast<U>(v >> 4 >> 4); // two shifts: no shift by the width of a one-byte U
+        }
+        return key(bytes, sizeof bytes);
+    } else {
+        unsigned char bytes[sizeof(R)];
+        std::memcpy(bytes, &r, sizeof(R));
+        return key(bytes, sizeof bytes);
+    }
+}
+
+/// The key of everything fed to h: calls h.result() once.
+template <class H>
+key hasher_key(H& h) {
+    return key_of_digest(h.result());
+}
 
 } // namespace detail
 
@@ -97,52 +206,43 @@ template <class H>
 struct check_hasher {
     static_assert(detail::has_result_type<H>::value,
                   "compile_cache: the Hasher has no result_type member type; expected "
-                  "`using result_type = std::array<unsigned char, N>;` with N from 1 to 64");
-    static_assert(!detail::has_result_type<H>::value || detail::has_byte_result_type<H>::value,
-                  "compile_cache: the Hasher's result_type is not a contiguous byte container; "
-                  "expected a type with `data()` returning a pointer to one-byte elements and "
-                  "`size()`, such as `std::array<unsigned char, N>` (an integer result, as "
-                  "Boost.Hash2's fnv1a_64 has, cannot be a key)");
-    static_assert(!detail::has_byte_result_type<H>::value ||
-                      detail::has_key_sized_result_type<H>::value,
-                  "compile_cache: the Hasher's result_type does not have a compile-time size "
-                  "from 1 to 64 bytes; expected `std::array<unsigned char, N>` with N from 1 "
-                  "to 64, since a compile_cache::key holds at most 64 bytes");
-    static_assert(detail::has_block_size<H>::value,
-                  "compile_cache: the Hasher has no block_size static constant; expected "
-                  "`static constexpr std::size_t block_size = ...;` (an int, as in Boost.Hash2, "
-                  "is accepted too)");
+                  "`using result_type = ...;`: an integer, `std::array<unsigned char, N>`, or a "
+                  "trivially copyable struct without padding, of 1 to 64 bytes");
+    static_assert(!detail::has_result_type<H>::value || detail::has_digest_result_type<H>::value,
+                  "compile_cache: the Hasher's result_type is not a digest; expected an integer, "
+                  "a byte container with a compile-time size such as `std::array<unsigned char, N>`, "
+                  "or a trivially copyable struct without padding (no bool, floating point or "
+                  "dynamically sized result)");
+    static_assert(!detail::has_digest_result_type<H>::value || detail::has_key_sized_result_type<H>::value,
+                  "compile_cache: the Hasher's result_type is larger than 64 bytes, the most a "
+                  "compile_cache::key holds");
+    static_assert(detail::has_valid_block_size<H>::value,
+                  "compile_cache: the Hasher's block_size is not an integral constant; expected "
+                  "`static constexpr std::size_t block_size = ...;` (an int is accepted too), "
+                  "or no block_size at all");
     static_assert(std::is_default_constructible_v<H>,
                   "compile_cache: the Hasher is not default constructible; expected a public "
                   "default constructor `H()` that starts an empty message");
     static_assert(detail::has_update<H>::value,
                   "compile_cache: the Hasher has no usable update member; expected "
                   "`void update(void const* data, std::size_t n)` that appends n bytes to the "
-                  "message");
+                  "message (a pointer to unsigned char, std::uint8_t or std::byte is accepted too)");
     static_assert(!detail::has_result_type<H>::value || detail::has_result<H>::value,
                   "compile_cache: the Hasher has no result member returning its result_type; "
                   "expected `result_type result()` that returns the digest of the message");
-    static constexpr bool value = true;
+    static constexpr bool value = true; // the asserts above say what is wrong, once
 };
 
 } // namespace compile_cache
 
 #if defined(__cpp_concepts) && __cpp_concepts >= 201907L
-#include <concepts>
-
 namespace compile_cache {
 
-/// C++20: the Hasher requirements of check_hasher as a concept, so that a template
-/// constrained by it (basic_cache is) names the requirement a type does not meet.
+/// C++20: the Hasher requirements as a concept, for users' own templates. It is the
+/// same traits as check_hasher; basic_cache checks with check_hasher, so that its
+/// diagnostic is the sentence, under C++17 and C++20 alike.
 template <class H>
-concept Hasher =
-    requires { typename H::result_type; } && detail::has_byte_result_type<H>::value &&
-    detail::has_key_sized_result_type<H>::value && detail::has_block_size<H>::value &&
-    std::is_default_constructible_v<H> &&
-    requires(H& h, void const* data, std::size_t size) {
-        h.update(data, size);
-        { h.result() } -> std::same_as<typename H::result_type>;
-    };
+concept Hasher = detail::is_hasher<H>::value;
 
 } // namespace compile_cache
 #endif

@@ -139,8 +139,8 @@ public:
                 key_writer w(scratch_);
                 w(value);
                 Hasher h;
-                h.update(scratch_.data(), scratch_.size());
-                components_.push_back(component_digest{std::string(name), key(h.result())});
+                detail::hasher_update(h, scratch_.data(), scratch_.size());
+                components_.push_back(component_digest{std::string(name), detail::hasher_key(h)});
             } catch (std::exception const& e) {
                 fail("component '" + std::string(name) + "' could not be described: " + e.what());
             } catch (...) {
@@ -175,10 +175,12 @@ public:
             w("compile_cache.key", static_cast<std::uint32_t>(format_version));
             for (auto const& c : components_) w(c.name, c.digest);
             Hasher h;
-            h.update(message.data(), message.size());
-            return key_result::keyed(key(h.result()), components_);
+            detail::hasher_update(h, message.data(), message.size());
+            return key_result::keyed(detail::hasher_key(h), components_);
         } catch (std::exception const& e) {
             return key_result::bypass(std::string("key could not be computed: ") + e.what());
+        } catch (...) { // a Hasher of the host's own may throw anything: a bypass, never the host's
+            return key_result::bypass("key could not be computed");
         }
     }
 

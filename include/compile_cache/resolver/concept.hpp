@@ -50,18 +50,13 @@ struct check_resolver {
 } // namespace compile_cache
 
 #if defined(__cpp_concepts) && __cpp_concepts >= 201907L
-#include <concepts>
-
 namespace compile_cache {
 
-/// C++20: the Resolver requirements of check_resolver as a concept, so that a template
-/// constrained by it (basic_cache is) names the requirement a type does not meet.
+/// C++20, for users' own templates: the traits check_resolver asserts, as a concept.
+/// basic_cache checks with the static_asserts, so that its diagnostic is the sentence.
 template <class R>
-concept Resolver = std::is_default_constructible_v<R> &&
-    requires(R& r, void const* object, std::type_info const& type, reference const& ref) {
-        { r.to_reference(object, type, object) } -> std::same_as<std::optional<reference>>;
-        { r.from_reference(ref, type, object) } -> std::same_as<void*>;
-    };
+concept Resolver = std::is_default_constructible_v<R> && detail::has_to_reference<R>::value &&
+                   detail::has_from_reference<R>::value;
 
 } // namespace compile_cache
 #endif

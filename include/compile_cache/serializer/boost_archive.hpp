@@ -32,7 +32,9 @@
 #include <boost/archive/impl/basic_binary_iprimitive.ipp>
 #include <boost/archive/impl/basic_text_iarchive.ipp>
 #include <boost/archive/impl/text_iarchive_impl.ipp>
+#include <boost/serialization/access.hpp>
 #include <boost/serialization/collection_size_type.hpp>
+#include <boost/serialization/level.hpp>
 #include <boost/serialization/throw_exception.hpp>
 #include <boost/math/special_functions/nonfinite_num_facets.hpp>
 #include <boost/version.hpp>
@@ -196,6 +198,95 @@ private:
 
 } // namespace detail
 
+namespace detail {
+/// Whether Boost.Serialization can serialize T, so that an artifact it cannot gets the
+/// library's sentence instead of Boost's pages. Accepted: what Boost keeps as a
+/// primitive (numbers, enums, strings, BOOST_CLASS_IMPLEMENTATION(T, primitive_type)),
+/// arrays and pointers (Boost's own rules), a class with a member named `serialize`
+/// (public or private with `friend class boost::serialization::access`) or members
+/// named `save` and `load`, and a class with a free `serialize(Archive&, T&, unsigned)`
+/// more specific than Boost's fallback (found in T's namespace or in
+/// boost::serialization: Boost's headers for standard containers, SPLIT_FREE). A final
+/// class, whose members cannot be probed, is left to Boost.
+namespace boost_probe {
+struct fallback_marker {};
+/// As general as Boost's own fallback `serialize`, so that a call that finds only the
+/// two is ambiguous, and one that finds a more specific overload picks it.
+template <class Archive, class T>
+fallback_marker serialize(Archive&, T&, const unsigned int);
+
+/// An archive type whose argument brings boost::serialization into lookup.
+template <class Associated>
+struct probe_archive {};
+
+template <class Archive, class T, class = void>
+struct has_free_serialize : std::false_type {};
+template <class Archive, class T>
+struct has_free_serialize<
+    Archive, T, std::void_t<decltype(serialize(std::declval<Archive&>(), std::declval<T&>(), 0u))>>
+    : std::bool_constant<!std::is_same_v<decltype(serialize(std::declval<Archive&>(), std::declval<T&>(), 0u)),
+                                         fallback_marker>> {};
+
+struct names_serialize {
+    int serialize;
+};
+struct names_save {
+    int save;
+};
+struct names_load {
+    int load;
+};
+/// Naming Base's one member in a class derived from T and Base is ambiguous exactly
+/// when T has a member of that name too, whatever its access.
+template <class T, class Base>
+struct probe_member : T, Base {};
+} // namespace boost_probe
+
+template <class T, class Base, class = void>
+struct has_member_like : std::true_type {};
+template <class T>
+struct has_member_like<T, boost_probe::names_serialize,
+                       std::void_t<decltype(&boost_probe::probe_member<T, boost_probe::names_serialize>::serialize)>>
+    : std::false_type {};
+template <class T>
+struct has_member_like<T, boost_probe::names_save,
+                       std::void_t<decltype(&boost_probe::probe_member<T, boost_probe::names_save>::save)>>
+    : std::false_type {};
+template <class T>
+struct has_member_like<T, boost_probe::names_load,
+                       std::void_t<decltype(&boost_probe::probe_member<T, boost_probe::names_load>::load)>>
+    : std::false_type {};
+
+template <class T>
+constexpr bool is_boost_serializable() {
+    if constexpr (!std::is_class_v<T> || std::is_final_v<T>) {
+        return true; // numbers, enums, arrays, pointers: Boost's rules; final: cannot probe
+    } else {
+        using boost_probe::has_free_serialize;
+        using boost_probe::names_load;
+        using boost_probe::names_save;
+        using boost_probe::names_serialize;
+        return boost::serialization::implementation_level<T>::value == boost::serialization::primitive_type ||
+               has_member_like<T, names_serialize>::value ||
+               (has_member_like<T, names_save>::value && has_member_like<T, names_load>::value) ||
+               has_free_serialize<boost_probe::probe_archive<boost::serialization::access>, T>::value ||
+               has_free_serialize<boost::archive::binary_oarchive, T>::value ||
+               has_free_serialize<boost::archive::text_oarchive, T>::value;
+    }
+}
+
+template <class T>
+struct check_boost_serializable {
+    static_assert(is_boost_serializable<T>(),
+                  "compile_cache: Boost.Serialization cannot serialize the artifact type; give it a member "
+                  "`template <class Archive> void serialize(Archive& ar, unsigned version)` (or members save "
+                  "and load with BOOST_SERIALIZATION_SPLIT_MEMBER()), or a free `template <class Archive> void "
+                  "serialize(Archive& ar, T& value, unsigned version)`; for a standard container, include "
+                  "Boost's header for it (<boost/serialization/vector.hpp>, ...)");
+    static constexpr bool value = is_boost_serializable<T>();
+};
+} // namespace detail
+
 /// Boost.Serialization in a binary archive. Artifacts give themselves a `serialize`
 /// member as usual; `compile_cache::ref<T>` members relink through the resolver.
 struct boost_binary {
@@ -208,18 +299,22 @@ struct boost_binary {
 
     template <class T>
     static void save(std::string& out, T const& value, resolver_context const& ctx) {
-        detail::string_append_buf buf(out);
-        boost::archive::binary_oarchive ar(buf, detail::archive_flags);
-        resolver_context_of(ar) = ctx;
-        ar << value;
+        if constexpr (detail::check_boost_serializable<T>::value) {
+            detail::string_append_buf buf(out);
+            boost::archive::binary_oarchive ar(buf, detail::archive_flags);
+            resolver_context_of(ar) = ctx;
+            ar << value;
+        }
     }
 
     template <class T>
     static void load(std::string_view in, T& value, resolver_context const& ctx) {
-        detail::memory_read_buf buf(in);
-        detail::bounded_binary_iarchive ar(buf, detail::archive_flags);
-        resolver_context_of(ar) = ctx;
-        ar >> value;
+        if constexpr (detail::check_boost_serializable<T>::value) {
+            detail::memory_read_buf buf(in);
+            detail::bounded_binary_iarchive ar(buf, detail::archive_flags);
+            resolver_context_of(ar) = ctx;
+            ar >> value;
+        }
     }
 };
 
@@ -234,10 +329,10 @@ struct boost_text {
 
     template <class T>
     static void save(std::string& out, T const& value, resolver_context const& ctx) {
-        detail::string_append_buf buf(out);
-        std::ostream os(&buf);
-        os.imbue(detail::text_archive_locale());
-        {
+        if constexpr (detail::check_boost_serializable<T>::value) {
+            detail::string_append_buf buf(out);
+            std::ostream os(&buf);
+            os.imbue(detail::text_archive_locale());
             boost::archive::text_oarchive ar(os, detail::archive_flags);
             resolver_context_of(ar) = ctx;
             ar << value;
@@ -246,12 +341,14 @@ struct boost_text {
 
     template <class T>
     static void load(std::string_view in, T& value, resolver_context const& ctx) {
-        detail::memory_read_buf buf(in);
-        std::istream is(&buf);
-        is.imbue(detail::text_archive_locale());
-        detail::bounded_text_iarchive ar(is, detail::archive_flags);
-        resolver_context_of(ar) = ctx;
-        ar >> value;
+        if constexpr (detail::check_boost_serializable<T>::value) {
+            detail::memory_read_buf buf(in);
+            std::istream is(&buf);
+            is.imbue(detail::text_archive_locale());
+            detail::bounded_text_iarchive ar(is, detail::archive_flags);
+            resolver_context_of(ar) = ctx;
+            ar >> value;
+        }
     }
 };
 

@@ -30,14 +30,28 @@ struct has_load : std::false_type {};
 template <class S, class A>
 struct has_load<S, A, std::void_t<decltype(S::load(std::declval<std::string_view>(), std::declval<A&>(),
                                                     std::declval<resolver_context const&>()))>> : std::true_type {};
+
+/// Every requirement of check_serializer<S, A> met; no diagnostics.
+template <class S, class A>
+struct is_serializer_for
+    : std::bool_constant<has_format_id<S>::value && std::is_default_constructible_v<A> &&
+                         has_save<S, A>::value && has_load<S, A>::value> {};
 } // namespace detail
+
+/// Checks what a Serializer has whatever it stores: a format id (basic_cache checks it
+/// in its class body).
+template <class S>
+struct check_serializer_policy {
+    static_assert(detail::has_format_id<S>::value,
+                  "compile_cache: the Serializer has no format_id; expected `static std::string format_id()` "
+                  "naming the format, its version and the ABI facts it depends on");
+    static constexpr bool value = true;
+};
 
 /// Checks a Serializer policy for one artifact type, one requirement at a time.
 template <class S, class Artifact>
 struct check_serializer {
-    static_assert(detail::has_format_id<S>::value,
-                  "compile_cache: the Serializer has no format_id; expected `static std::string format_id()` "
-                  "naming the format, its version and the ABI facts it depends on");
+    static_assert(check_serializer_policy<S>::value, ""); // its sentence, once per S
     static_assert(std::is_default_constructible_v<Artifact>,
                   "compile_cache: the artifact type must be default constructible: it is loaded into a "
                   "default-constructed value");
@@ -45,7 +59,7 @@ struct check_serializer {
                   "compile_cache: the Serializer cannot save this artifact; expected `static void "
                   "save(std::string& out, Artifact const& value, compile_cache::resolver_context const& ctx)` "
                   "that appends the bytes to out (for Boost serializers: give the artifact a serialize member)");
-    static_assert(detail::has_load<S, Artifact>::value,
+    static_assert(!detail::has_save<S, Artifact>::value || detail::has_load<S, Artifact>::value,
                   "compile_cache: the Serializer cannot load this artifact; expected `static void "
                   "load(std::string_view in, Artifact& value, compile_cache::resolver_context const& ctx)` "
                   "that throws on bad input");
@@ -55,26 +69,17 @@ struct check_serializer {
 } // namespace compile_cache
 
 #if defined(__cpp_concepts) && __cpp_concepts >= 201907L
-#include <concepts>
-
 namespace compile_cache {
 
-/// C++20: what every Serializer has whatever it stores: a format id (basic_cache
-/// requires it of its Serializer).
+/// C++20, for users' own templates: what every Serializer has whatever it stores (the
+/// trait check_serializer_policy asserts). basic_cache itself checks with the
+/// static_asserts, so that its diagnostic is the sentence under C++17 and C++20 alike.
 template <class S>
-concept Serializer = requires {
-    { S::format_id() } -> std::convertible_to<std::string>;
-};
+concept Serializer = detail::has_format_id<S>::value;
 
-/// C++20: the requirements of check_serializer<S, Artifact> as a concept: S saves and
-/// loads Artifact (basic_cache's load, store and get_or_compile require it).
+/// C++20: the requirements of check_serializer<S, Artifact>: S saves and loads Artifact.
 template <class S, class Artifact>
-concept SerializerFor = Serializer<S> && std::is_default_constructible_v<Artifact> &&
-    requires(std::string& out, std::string_view in, Artifact const& value, Artifact& target,
-             resolver_context const& ctx) {
-        S::save(out, value, ctx);
-        S::load(in, target, ctx);
-    };
+concept SerializerFor = detail::is_serializer_for<S, Artifact>::value;
 
 } // namespace compile_cache
 #endif

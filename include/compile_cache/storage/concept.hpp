@@ -61,6 +61,22 @@ struct has_record_counters<S, std::enable_if_t<std::is_same_v<
     decltype(std::declval<S&>().record_counters(
         std::declval<std::vector<std::pair<std::string, std::uint64_t>> const&>())),
     std::error_code>>> : std::true_type {};
+/// Optional: `bool usable() const`, false when the storage cannot work at all (its
+/// file is not a database, its server refuses it): the cache then says so in one line
+/// and runs disabled, instead of failing every read and write.
+template <class S, class = void>
+struct has_usable : std::false_type {};
+template <class S>
+struct has_usable<S, std::enable_if_t<std::is_convertible_v<decltype(std::declval<S const&>().usable()), bool>>>
+    : std::true_type {};
+/// Optional: `void corrupt(key const&)`, called by the cache when the entry it read
+/// under that key failed the envelope check (damaged, or another key's entry), so that
+/// the storage can remove or repair it.
+template <class S, class = void>
+struct has_corrupt : std::false_type {};
+template <class S>
+struct has_corrupt<S, std::void_t<decltype(std::declval<S&>().corrupt(std::declval<key const&>()))>>
+    : std::true_type {};
 /// Optional: a Storage that configures itself from the environment
 /// (`static std::optional<S> from_env(settings_reader&)`); basic_cache::from_env
 /// delegates to it.
@@ -126,18 +142,12 @@ struct check_storage {
 } // namespace compile_cache
 
 #if defined(__cpp_concepts) && __cpp_concepts >= 201907L
-#include <concepts>
-
 namespace compile_cache {
 
-/// C++20: the Storage requirements of check_storage as a concept, so that a template
-/// constrained by it (basic_cache is) names the requirement a type does not meet.
+/// C++20, for users' own templates: the traits check_storage asserts, as a concept.
+/// basic_cache checks with the static_asserts, so that its diagnostic is the sentence.
 template <class S>
-concept Storage = requires(S& s, key const& k, std::string& out, std::size_t max_size, std::string_view bytes) {
-    { s.read(k, out, max_size) } -> std::same_as<read_result>;
-    { s.write(k, bytes) } -> std::same_as<std::error_code>;
-    { s.remove(k) } -> std::same_as<std::error_code>;
-};
+concept Storage = detail::has_read<S>::value && detail::has_write<S>::value && detail::has_remove<S>::value;
 
 } // namespace compile_cache
 #endif

@@ -1,0 +1,157 @@
+// The conformance kit (compile_cache/testing/): every Storage and Hasher the library
+// ships, and the test hashers of other result shapes, pass it, instantiated per model
+// as a user would for their own; and it catches models that break the contract.
+#include "catch2_compat.hpp"
+#include "test_hashers.hpp"
+#include "test_support.hpp"
+
+#include <compile_cache/compile_cache.hpp>
+#include <compile_cache/testing/hasher_conformance.hpp>
+#include <compile_cache/testing/storage_conformance.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+namespace {
+
+namespace cc = compile_cache;
+namespace cct = compile_cache::testing;
+using compile_cache_test::fnv1a_64;
+using compile_cache_test::fnv1a_two_lanes;
+using compile_cache_test::temp_dir;
+
+std::string lines(std::vector<std::string> const& failures) {
+    std::ostringstream s;
+    for (auto const& f : failures) s << f << '\n';
+    return s.str();
+}
+
+// How each shipped storage is run through the kit: a factory of handles on one store,
+// and the options that fit it.
+template <class S>
+struct storage_model;
+
+template <>
+struct storage_model<cc::memory_storage> {
+    std::vector<std::string> run() {
+        return cct::check_storage_conformance([] { return cc::memory_storage(); });
+    }
+};
+
+template <>
+struct storage_model<cc::directory_storage> {
+    temp_dir dir;
+    std::vector<std::string> run() {
+        cct::storage_conformance_options options;
+        options.processes = 4; // a directory is shared between processes
+        options.writes_per_process = 50;
+        std::string const path = (dir.path() / "cache").string();
+        return cct::check_storage_conformance([path] { return cc::directory_storage(path); }, options);
+    }
+};
+
+template <>
+struct storage_model<cc::null_storage> {
+    std::vector<std::string> run() {
+        cct::storage_conformance_options options;
+        options.keeps_entries = false;
+        return cct::check_storage_conformance([] { return cc::null_storage(); }, options);
+    }
+};
+
+/// Breaks two rules: a write appends to what is there, and max_size is ignored.
+class appending_storage {
+public:
+    cc::read_result read(cc::key const& k, std::string& out, std::size_t) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        out.clear();
+        auto it = entries_.find(k);
+        if (it == entries_.end()) return {cc::read_status::absent, {}};
+        out = it->second;
+        return {cc::read_status::found, {}};
+    }
+    std::error_code write(cc::key const& k, std::string_view bytes) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        entries_[k].append(bytes);
+        return {};
+    }
+    std::error_code remove(cc::key const& k) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        entries_.erase(k);
+        return {};
+    }
+
+private:
+    std::mutex mutex_;
+    std::map<cc::key, std::string> entries_;
+};
+
+/// Breaks the split-update rule: each update call is a unit of its own.
+struct call_counting_hasher {
+    using result_type = std::uint64_t;
+    std::uint64_t state = 1469598103934665603ull;
+    void update(void const* p, std::size_t n) {
+        auto const* bytes = static_cast<unsigned char const*>(p);
+        for (std::size_t i = 0; i < n; ++i) state = (state ^ bytes[i]) * 1099511628211ull;
+        state = (state ^ 0xff) * 1099511628211ull; // end of a call
+    }
+    result_type result() { return state; }
+};
+
+} // namespace
+
+TEMPLATE_TEST_CASE("every shipped Storage passes the conformance kit", "[conformance][storage]", cc::memory_storage,
+                   cc::directory_storage, cc::null_storage) {
+    storage_model<TestType> model;
+    auto const failures = model.run();
+    INFO(lines(failures));
+    CHECK(failures.empty());
+}
+
+TEST_CASE("the storage kit names what a broken Storage breaks", "[conformance][storage]") {
+    auto const failures = cct::check_storage_conformance([] { return appending_storage(); });
+    INFO(lines(failures));
+    auto names = [&](std::string const& check) {
+        for (auto const& f : failures)
+            if (f.rfind(check + ":", 0) == 0) return true;
+        return false;
+    };
+    CHECK(names("replace"));
+    CHECK(names("size bound"));
+    CHECK(!names("absent"));
+    CHECK(!names("remove"));
+}
+
+TEMPLATE_TEST_CASE("every shipped and test Hasher passes the conformance kit", "[conformance][hasher]", cc::sha256,
+                   fnv1a_64, fnv1a_two_lanes) {
+    std::vector<cct::hasher_vector> vectors;
+    if constexpr (std::is_same_v<TestType, cc::sha256>) {
+        vectors = {{"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+                   {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"}};
+    } else if constexpr (std::is_same_v<TestType, fnv1a_64>) {
+        // The published FNV-1a 64 values, as the key holds them: little-endian.
+        vectors = {{"", "25232284e49cf2cb"}, {"a", "8cec01864cdc63af"}};
+    }
+    auto const failures = cct::check_hasher_conformance<TestType>(vectors);
+    INFO(lines(failures));
+    CHECK(failures.empty());
+}
+
+TEST_CASE("the hasher kit names what a broken Hasher breaks, and a wrong known vector", "[conformance][hasher]") {
+    auto const broken = cct::check_hasher_conformance<call_counting_hasher>();
+    INFO(lines(broken));
+    REQUIRE(!broken.empty());
+    CHECK(broken.front().rfind("split updates:", 0) == 0);
+
+    auto const wrong = cct::check_hasher_conformance<cc::sha256>({{"abc", "00"}});
+    REQUIRE(wrong.size() == 1);
+    CHECK(wrong.front() == "known vectors: message of 3 bytes gives "
+                           "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad, expected 00");
+}

@@ -1,0 +1,316 @@
+// sqlite_storage: one SQLite file as a cache's storage. It passes the conformance kit;
+// evicts the least recently used entries over its limit; moves a file that is not a
+// database aside and rebuilds it, with one line; reads a read-only file; leaves
+// another program's database alone; reads its settings from the environment; and
+// holds under 8 processes at once and writers killed in the middle of a write.
+#include "catch2_compat.hpp"
+#include "helpers/storage_process.hpp"
+#include "test_support.hpp"
+
+#include <compile_cache/compile_cache.hpp>
+#include <compile_cache/storage/sqlite_storage.hpp>
+#include <compile_cache/testing/storage_conformance.hpp>
+
+#include <sqlite3.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace {
+
+namespace cc = compile_cache;
+namespace cct = compile_cache::testing;
+namespace fs = std::filesystem;
+using compile_cache_test::read_file;
+using compile_cache_test::temp_dir;
+using compile_cache_test::write_file;
+using cct::detail::conformance_key;
+using cct::detail::conformance_value;
+using cct::detail::is_conformance_value;
+
+using sqlite_cache = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, cc::sqlite_storage>;
+
+struct kernel_artifact {
+    std::string code;
+    template <class Archive>
+    void serialize(Archive& ar, unsigned) {
+        ar & code;
+    }
+};
+
+std::string lines(std::vector<std::string> const& v) {
+    std::ostringstream s;
+    for (auto const& l : v) s << l << '\n';
+    return s.str();
+}
+
+/// Runs SQL on the file with SQLite itself (what another program would see).
+std::string sql_text(std::string const& path, char const* sql) {
+    sqlite3* db = nullptr;
+    std::string result;
+    if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK) {
+        sqlite3_exec(
+            db, sql,
+            [](void* out, int n, char** values, char**) {
+                for (int i = 0; i < n; ++i) *static_cast<std::string*>(out) += values[i] ? values[i] : "NULL";
+                return 0;
+            },
+            &result, nullptr);
+    }
+    sqlite3_close(db);
+    return result;
+}
+
+std::vector<fs::path> moved_aside(fs::path const& dir) {
+    std::vector<fs::path> found;
+    for (auto const& e : fs::directory_iterator(dir))
+        if (e.path().filename().string().find(".broken-") != std::string::npos) found.push_back(e.path());
+    return found;
+}
+
+class env_var {
+public:
+    env_var(char const* name, char const* value) : name_(name) { ::setenv(name, value, 1); }
+    env_var(env_var const&) = delete;
+    env_var& operator=(env_var const&) = delete;
+    ~env_var() { ::unsetenv(name_.c_str()); }
+
+private:
+    std::string name_;
+};
+
+} // namespace
+
+TEST_CASE("sqlite_storage passes the conformance kit, writers in 4 processes included", "[sqlite]") {
+    temp_dir dir;
+    std::string const file = (dir.path() / "cache.db").string();
+    cct::storage_conformance_options options;
+    options.processes = 4;
+    options.writes_per_process = 100;
+    auto const failures = cct::check_storage_conformance([file] { return cc::sqlite_storage(file); }, options);
+    INFO(lines(failures));
+    CHECK(failures.empty());
+}
+
+TEST_CASE("sqlite_storage is one WAL-mode file", "[sqlite]") {
+    temp_dir dir;
+    std::string const file = (dir.path() / "cache.db").string();
+    cc::sqlite_storage s(file);
+    REQUIRE(s.usable());
+    REQUIRE(!s.write(conformance_key(1, 1), "bytes"));
+    CHECK(sql_text(file, "PRAGMA journal_mode") == "wal");
+    CHECK(sql_text(file, "SELECT count(*) FROM entries") == "1");
+}
+
+TEST_CASE("over its size limit, sqlite_storage evicts the least recently used entries", "[sqlite]") {
+    temp_dir dir;
+    std::string const file = (dir.path() / "cache.db").string();
+    cc::sqlite_options options;
+    options.max_size = 60000;
+    cc::sqlite_storage s(file, options);
+    std::string const value(10000, 'v');
+    for (std::uint32_t i = 0; i < 5; ++i) REQUIRE(!s.write(conformance_key(2, i), value));
+    // Make their use times old (as if written 2 hours and more ago), oldest first.
+    sql_text(file, "UPDATE entries SET used = strftime('%s','now') - 7200 - 100 + id");
+    std::string out;
+    // A read of an entry older than an hour refreshes its use time: 0 is now the newest.
+    REQUIRE(s.read(conformance_key(2, 0), out, 1 << 20).status == cc::read_status::found);
+    REQUIRE(!s.write(conformance_key(2, 5), value));
+    REQUIRE(!s.write(conformance_key(2, 6), value)); // 70000 > 60000: down to 54000
+    auto found = [&](std::uint32_t i) { return s.read(conformance_key(2, i), out, 1 << 20).status == cc::read_status::found; };
+    CHECK(found(0));  // used recently
+    CHECK(!found(1)); // the least recently used two
+    CHECK(!found(2));
+    CHECK(found(3));
+    CHECK(found(4));
+    CHECK(found(5));
+    CHECK(found(6));
+    CHECK(std::stoll(sql_text(file, "SELECT total(length(value)) FROM entries")) <= 60000);
+}
+
+TEST_CASE("a file that is not a database is moved aside and rebuilt, with one line", "[sqlite]") {
+    temp_dir dir;
+    std::string const file = (dir.path() / "cache.db").string();
+    SECTION("not a database at all") { write_file(file, std::string(10000, 'x')); }
+    SECTION("a database whose pages were overwritten") {
+        {
+            cc::sqlite_storage s(file);
+            for (std::uint32_t i = 0; i < 20; ++i) REQUIRE(!s.write(conformance_key(3, i), conformance_value(1, i)));
+        }
+        sql_text(file, "PRAGMA wal_checkpoint(TRUNCATE)");
+        std::string bytes = read_file(file);
+        REQUIRE(bytes.size() > 4096);
+        for (std::size_t i = 100; i < bytes.size(); ++i) bytes[i] = static_cast<char>(0xa5 ^ (i & 0xff));
+        write_file(file, bytes);
+    }
+    std::vector<std::string> logged;
+    cc::sqlite_options options;
+    options.logger = [&](std::string_view line) { logged.emplace_back(line); };
+    cc::sqlite_storage s(file, options);
+    CHECK(s.usable());
+    REQUIRE(logged.size() == 1);
+    CHECK(logged[0].find("moved aside to " + file + ".broken-") != std::string::npos);
+    CHECK(moved_aside(dir.path()).size() == 1);
+    std::string out;
+    REQUIRE(!s.write(conformance_key(3, 99), "fresh"));
+    CHECK(s.read(conformance_key(3, 99), out, 100).status == cc::read_status::found);
+    CHECK(out == "fresh");
+    CHECK(logged.size() == 1);
+}
+
+TEST_CASE("a read-only sqlite file is opened immutable and read; writes fail as write errors", "[sqlite]") {
+    temp_dir dir;
+    std::string const file = (dir.path() / "cache.db").string();
+    cc::key_result k;
+    {
+        sqlite_cache cache{cc::sqlite_storage(file)};
+        k = cache.make_key_builder("sqlite test").add("ir", "prebuilt").finish();
+        REQUIRE(cache.store(k, kernel_artifact{"prebuilt code"}));
+    }
+    sql_text(file, "PRAGMA wal_checkpoint(TRUNCATE)");
+    std::string const before = read_file(file);
+    cc::sqlite_options options;
+    options.read_only = true;
+    bool const by_permissions = ::geteuid() != 0 && GENERATE(false, true);
+    if (by_permissions) {
+        options.read_only = false;
+        ::chmod(file.c_str(), 0444);
+        ::chmod(dir.path().c_str(), 0555);
+    }
+    {
+        sqlite_cache cache{cc::sqlite_storage(file, options)};
+        REQUIRE(cache.enabled());
+        CHECK(cache.storage().read_only());
+        auto const loaded = cache.load<kernel_artifact>(k);
+        REQUIRE(loaded);
+        CHECK(loaded->code == "prebuilt code");
+        auto const other = cache.make_key_builder("sqlite test").add("ir", "new").finish();
+        CHECK(!cache.store(other, kernel_artifact{"new"}));
+        CHECK(cache.stats().failure_count(cc::store_failure::write_error) == 1);
+    }
+    ::chmod(dir.path().c_str(), 0755);
+    CHECK(read_file(file) == before);
+}
+
+TEST_CASE("another program's SQLite database is left alone, and the cache is disabled with one line", "[sqlite]") {
+    temp_dir dir;
+    std::string const file = (dir.path() / "theirs.db").string();
+    sql_text(file, "");
+    {
+        sqlite3* db = nullptr;
+        REQUIRE(sqlite3_open(file.c_str(), &db) == SQLITE_OK);
+        sqlite3_exec(db, "CREATE TABLE accounts(id INTEGER, balance INTEGER); INSERT INTO accounts VALUES(1, 100)",
+                     nullptr, nullptr, nullptr);
+        sqlite3_close(db);
+    }
+    std::string const before = read_file(file);
+    std::vector<std::string> logged;
+    cc::cache_options options;
+    options.logger = [&](std::string_view line) { logged.emplace_back(line); };
+    cc::sqlite_storage storage(file);
+    CHECK(!storage.usable());
+    CHECK(storage.why_unusable() == "it is another program's SQLite database");
+    sqlite_cache cache(std::move(storage), options);
+    CHECK(!cache.enabled());
+    CHECK(logged.size() == 1);
+    CHECK(read_file(file) == before);
+    CHECK(moved_aside(dir.path()).empty());
+}
+
+TEST_CASE("sqlite settings come from PREFIX_FILE, PREFIX_MAX_SIZE and PREFIX_BUSY_TIMEOUT", "[sqlite]") {
+    temp_dir dir;
+    std::string const file = (dir.path() / "env.db").string();
+    auto const settings = sqlite_cache::environment_settings("CCSQLTEST");
+    std::vector<std::string> names;
+    for (auto const& s : settings) names.push_back(s.name);
+    CHECK(std::find(names.begin(), names.end(), "CCSQLTEST_FILE") != names.end());
+    CHECK(std::find(names.begin(), names.end(), "CCSQLTEST_MAX_SIZE") != names.end());
+    CHECK(std::find(names.begin(), names.end(), "CCSQLTEST_BUSY_TIMEOUT") != names.end());
+    CHECK(std::find(names.begin(), names.end(), "CCSQLTEST_DIR") == names.end());
+
+    SECTION("unset or off: no cache, no file") {
+        env_var off("CCSQLTEST_FILE", "off");
+        CHECK(!sqlite_cache::from_env("CCSQLTEST").enabled());
+        CHECK(!fs::exists(file));
+    }
+    SECTION("a file: enabled, and bad values are one line each") {
+        env_var f("CCSQLTEST_FILE", file.c_str());
+        env_var size("CCSQLTEST_MAX_SIZE", "banana");
+        env_var busy("CCSQLTEST_BUSY_TIMEOUT", "forever");
+        compile_cache_test::captured_stderr err(dir.path() / "stderr");
+        auto cache = sqlite_cache::from_env("CCSQLTEST");
+        std::string const printed = err.text();
+        CHECK(cache.enabled());
+        CHECK(fs::exists(file));
+        CHECK(printed.find("CCSQLTEST_MAX_SIZE=\"banana\" is not a size") != std::string::npos);
+        CHECK(printed.find("CCSQLTEST_BUSY_TIMEOUT=\"forever\" is not a duration") != std::string::npos);
+        CHECK(std::count(printed.begin(), printed.end(), '\n') == 2);
+    }
+    SECTION("a file that cannot be made: one line, no cache") {
+        env_var f("CCSQLTEST_FILE", (dir.path() / "missing" / "env.db").c_str());
+        compile_cache_test::captured_stderr err(dir.path() / "stderr");
+        auto cache = sqlite_cache::from_env("CCSQLTEST");
+        std::string const printed = err.text();
+        CHECK(!cache.enabled());
+        CHECK(printed.rfind("compile_cache: CCSQLTEST_FILE=\"", 0) == 0);
+        CHECK(printed.find("cannot be used") != std::string::npos);
+        CHECK(std::count(printed.begin(), printed.end(), '\n') == 1);
+    }
+}
+
+#if defined(COMPILE_CACHE_HELPER_sqlite_worker) && defined(COMPILE_CACHE_TEST_SQLITE_PROCESSES)
+TEST_CASE("8 processes x 2000 operations on one sqlite file: no error, no torn value", "[sqlite][processes]") {
+    temp_dir dir;
+    std::string const file = (dir.path() / "shared.db").string();
+    std::vector<std::unique_ptr<storage_test::child_process>> workers;
+    for (int i = 0; i < 8; ++i)
+        workers.push_back(std::make_unique<storage_test::child_process>(
+            std::vector<std::string>{COMPILE_CACHE_HELPER_sqlite_worker, "mixed", file, std::to_string(i), "2000"}));
+    for (auto& w : workers) {
+        int const code = w->wait();
+        INFO(w->output());
+        CHECK(code == 0);
+        CHECK(w->output().rfind("ok ", 0) == 0);
+        CHECK(w->output().find("errors=0 torn=0") != std::string::npos);
+    }
+    CHECK(sql_text(file, "PRAGMA integrity_check") == "ok");
+}
+
+TEST_CASE("writers killed in the middle of a write leave a sound sqlite file", "[sqlite][processes]") {
+    temp_dir dir;
+    std::string const file = (dir.path() / "killed.db").string();
+    for (int round = 0; round < 3; ++round) {
+        std::vector<std::unique_ptr<storage_test::child_process>> writers;
+        for (int i = 0; i < 4; ++i)
+            writers.push_back(std::make_unique<storage_test::child_process>(std::vector<std::string>{
+                COMPILE_CACHE_HELPER_sqlite_worker, "forever", file, std::to_string(round * 4 + i)}));
+        for (auto& w : writers) REQUIRE(w->wait_for_line());
+        std::this_thread::sleep_for(std::chrono::milliseconds(100 + 50 * round));
+        for (auto& w : writers) w->kill(SIGKILL);
+        for (auto& w : writers) CHECK(w->wait() == 128 + SIGKILL);
+
+        cc::sqlite_storage s(file);
+        REQUIRE(s.usable());
+        std::vector<cc::sqlite_entry_info> entries;
+        REQUIRE(!s.list(entries));
+        CHECK(!entries.empty());
+        unsigned bad = 0;
+        std::string out;
+        for (auto const& e : entries)
+            if (s.read(e.k, out, 1 << 20).status != cc::read_status::found || !is_conformance_value(out)) ++bad;
+        CHECK(bad == 0);
+        CHECK(sql_text(file, "PRAGMA integrity_check") == "ok");
+        CHECK(moved_aside(dir.path()).empty());
+        REQUIRE(!s.write(conformance_key(12, static_cast<std::uint32_t>(round)), conformance_value(99, 0)));
+    }
+}
+#endif
