@@ -3,6 +3,8 @@
 // reason, and nothing the cache does throws into the host or changes a result.
 #pragma once
 
+#include <compile_cache/detail/config_rtti.hpp>
+
 #include <compile_cache/detail/env.hpp>
 #include <compile_cache/envelope.hpp>
 #include <compile_cache/hasher/concept.hpp>

@@ -5,6 +5,8 @@
 // is a Hasher as it is.
 #pragma once
 
+#include <compile_cache/detail/config.hpp>
+
 #include <compile_cache/key/key.hpp>
 
 #include <cstddef>

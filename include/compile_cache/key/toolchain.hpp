@@ -2,6 +2,8 @@
 // own inputs that can change what compiling it produces, or how an entry is read.
 #pragma once
 
+#include <compile_cache/detail/config.hpp>
+
 #include <compile_cache/detail/build_id.hpp>
 #include <compile_cache/key/writer.hpp>
 #include <compile_cache/version.hpp>

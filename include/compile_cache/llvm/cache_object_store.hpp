@@ -3,6 +3,8 @@
 // Needs Boost and RTTI, no LLVM header.
 #pragma once
 
+#include <compile_cache/detail/config_rtti.hpp>
+
 #include <compile_cache/cache.hpp>
 #include <compile_cache/llvm/object_store.hpp>
 

@@ -32,6 +32,8 @@
 // (compile_cache/llvm/object_store.hpp shows how).
 #pragma once
 
+#include <compile_cache/detail/config.hpp>
+
 #include <compile_cache/llvm/object_store.hpp>
 
 #include <llvm/ADT/ArrayRef.h>

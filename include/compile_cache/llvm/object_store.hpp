@@ -21,6 +21,8 @@
 // translation unit can use compile_cache::object_cache<Cache> directly.
 #pragma once
 
+#include <compile_cache/detail/config.hpp>
+
 #include <chrono>
 #include <string>
 #include <string_view>
