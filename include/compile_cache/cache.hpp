@@ -319,6 +319,15 @@ public:
 
     statistics_snapshot stats() const { return state_->stats.snapshot(); }
 
+    /// For a host that compiles outside get_or_compile and stores with store() (the
+    /// LLVM adapter): counts what get_or_compile counts around its compile function,
+    /// the time it took, and, for a kernel that could not be keyed, a bypass with its
+    /// reason (not logged: the caller says it once).
+    void count_compile(std::chrono::nanoseconds compile_time) noexcept {
+        state_->stats.compiled(static_cast<std::uint64_t>(compile_time.count() < 0 ? 0 : compile_time.count()));
+    }
+    void count_bypass(std::string const& reason) noexcept { state_->stats.bypassed(reason); }
+
     /// The serializer's format: part of every entry and of every key.
     static std::string format_id() { return std::string(Serializer::format_id()); }
 
