@@ -3,6 +3,10 @@
 // that of the module (program or shared library) containing an address, so that a
 // host whose code generator is a library (LLVM's) is identified by that library.
 #pragma once
+// An include guard as well: the LLVM adapter's single-header copies inline this
+// header (scripts/amalgamate.py), and so does the single header.
+#ifndef COMPILE_CACHE_DETAIL_BUILD_ID_HPP
+#define COMPILE_CACHE_DETAIL_BUILD_ID_HPP
 
 #include <algorithm>
 #include <cstddef>
@@ -170,3 +174,5 @@ void const* code_address(R (*function)(Args...)) noexcept {
 }
 
 } // namespace compile_cache::detail
+
+#endif // COMPILE_CACHE_DETAIL_BUILD_ID_HPP

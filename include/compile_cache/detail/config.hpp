@@ -3,6 +3,10 @@
 // the wrong flags (llvm-config --cxxflags gives -std=c++14 -fno-exceptions) stops at
 // one sentence naming the flag, not at a page of errors from inside the library.
 #pragma once
+// An include guard as well: the LLVM adapter's single-header copies inline this
+// header (scripts/amalgamate.py), and so does the single header.
+#ifndef COMPILE_CACHE_DETAIL_CONFIG_HPP
+#define COMPILE_CACHE_DETAIL_CONFIG_HPP
 
 #if defined(_MSVC_LANG)
 #define COMPILE_CACHE_CPLUSPLUS _MSVC_LANG
@@ -20,3 +24,5 @@
 
 // RTTI is checked by detail/config_rtti.hpp, in the headers that need it: the LLVM
 // adapter's no-RTTI side (compile_cache/llvm/object_store.hpp, object_cache.hpp) does not.
+
+#endif // COMPILE_CACHE_DETAIL_CONFIG_HPP
