@@ -13,11 +13,18 @@
 //       })
 //       .create();
 //
+// A JIT with its own IRCompileLayer gives its JITTargetMachineBuilder to the
+// constructor instead: object_cache<...> objects(cache, jtmb, "myjit 1.2"). Without a
+// target nothing is cached: each compile is a counted bypass, said once (PREFIX_LOG).
+//
 // The key of an object covers the module's bitcode as it reaches the code generator
 // (so a changed function, or other IR optimisation, misses), the target machine (triple,
 // CPU, features, TargetOptions, codegen opt level, relocation and code models), the
-// LLVM version, and the toolchain component of every compile_cache key (library,
-// compiler, Boost, archive format, the host's version string and build-id).
+// LLVM version, the LLVM options that were set (set_llvm_arguments), and the toolchain
+// component of every compile_cache key (library, compiler, Boost, archive format, the
+// host's version string) with the build-id of the module holding LLVM's code
+// generator in place of the host program's: a rebuilt host keeps its entries, a
+// replaced libLLVM misses them.
 //
 // getObject computes the bitcode digest and remembers it for the module, so that
 // notifyObjectCompiled stores under the key of the IR the code generator was given
