@@ -36,6 +36,11 @@ UMBRELLA = "compile_cache/compile_cache.hpp"
 # and single headers that do (patterns relative to include/compile_cache/).
 OPTIONAL_DIRS = ("llvm", "testing")
 OPTIONAL_HEADERS = ("storage/redis_storage.hpp", "storage/detail/redis_*.hpp", "storage/sqlite_storage.hpp")
+# Headers that need neither Boost nor RTTI, included by optional headers that must
+# compile without RTTI (the LLVM adapter's -fno-rtti side): an optional copy inlines
+# them (they have include guards, so the single header's copy and theirs are one)
+# instead of including the single header, which needs RTTI.
+STANDALONE_DETAIL = ("compile_cache/detail/config.hpp", "compile_cache/detail/build_id.hpp")
 
 OWN_INCLUDE = re.compile(r'^\s*#\s*include\s*<(compile_cache/[^>]+)>')
 QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"')
@@ -100,11 +105,17 @@ def inline(rel, seen, out):
 
 def optional_copy(rel, inlined):
     """An optional header as it goes to single_include/: includes of inlined headers
-    become one include of the single header."""
+    become one include of the single header; those of STANDALONE_DETAIL, their text."""
     out = []
     forwarded = False
     for line in (INCLUDE / rel).read_text().splitlines(keepends=True):
         m = OWN_INCLUDE.match(line)
+        if m and m.group(1) in STANDALONE_DETAIL:
+            out.append(f"// ---- inlined {m.group(1)}\n")
+            out.extend(l for l in (INCLUDE / m.group(1)).read_text().splitlines(keepends=True)
+                       if not PRAGMA_ONCE.match(l) and not OWN_INCLUDE.match(l))
+            out.append(f"// ---- end of {m.group(1)}\n")
+            continue
         if m and m.group(1) in inlined:
             if not forwarded:
                 out.append(f"#include <{UMBRELLA}>\n")

@@ -3,6 +3,8 @@
 // reason, and nothing the cache does throws into the host or changes a result.
 #pragma once
 
+#include <compile_cache/detail/config_rtti.hpp>
+
 #include <compile_cache/detail/env.hpp>
 #include <compile_cache/envelope.hpp>
 #include <compile_cache/explain.hpp>
@@ -371,6 +373,15 @@ public:
         }
         return s;
     }
+
+    /// For a host that compiles outside get_or_compile and stores with store() (the
+    /// LLVM adapter): counts what get_or_compile counts around its compile function,
+    /// the time it took, and, for a kernel that could not be keyed, a bypass with its
+    /// reason (not logged: the caller says it once).
+    void count_compile(std::chrono::nanoseconds compile_time) noexcept {
+        state_->stats.compiled(static_cast<std::uint64_t>(compile_time.count() < 0 ? 0 : compile_time.count()));
+    }
+    void count_bypass(std::string const& reason) noexcept { state_->stats.bypassed(reason); }
 
     /// The serializer's format: part of every entry and of every key.
     static std::string format_id() { return std::string(Serializer::format_id()); }

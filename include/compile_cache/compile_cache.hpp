@@ -3,6 +3,8 @@
 // included on their own.
 #pragma once
 
+#include <compile_cache/detail/config_rtti.hpp>
+
 #include <compile_cache/version.hpp>
 
 #include <compile_cache/hasher/concept.hpp>

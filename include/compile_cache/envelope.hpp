@@ -47,6 +47,8 @@
 // foreign_version, not corrupt (versions 2 and 3 share the check value's place).
 #pragma once
 
+#include <compile_cache/detail/config.hpp>
+
 #include <compile_cache/detail/crc32c.hpp>
 #include <compile_cache/detail/endian.hpp>
 #include <compile_cache/hasher/hmac.hpp>

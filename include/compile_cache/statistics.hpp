@@ -2,6 +2,8 @@
 // never an exception in the host.
 #pragma once
 
+#include <compile_cache/detail/config.hpp>
+
 #include <array>
 #include <atomic>
 #include <cstddef>

@@ -1,6 +1,8 @@
 // compile_cache: version numbers that go into every key and every entry.
 #pragma once
 
+#include <compile_cache/detail/config.hpp>
+
 #define COMPILE_CACHE_VERSION_MAJOR 0
 #define COMPILE_CACHE_VERSION_MINOR 1
 #define COMPILE_CACHE_VERSION_PATCH 0

@@ -1,26 +1,44 @@
 // A fresh-process helper for the LLVM ObjectCache tests: JIT-compiles a one-function
-// module with LLJIT and the adapter, calls it, and prints what happened.
+// module, calls it, and prints what happened. Its JIT is its own ORC stack (an
+// ExecutionSession, an RTDyldObjectLinkingLayer and an IRCompileLayer over a
+// ConcurrentIRCompiler), or LLJIT with --lljit: the two ways a JIT wires the adapter.
 //
 //   llvm_object_cache_helper [--constant K] [--opt 0-3] [--cpu NAME] [--ir-opt] [--no-target]
+//                            [--lljit] [--llvm-option ARG] [--hidden-llvm-option ARG]
 //   -> result=R hits=H misses=M rejected=J notified=N bypassed=B
-//      cache: hits=H absent=A corrupt=C stores=S
+//      cache: hits=H absent=A corrupt=C stores=S bypasses=P compile-ns=T
+//      main-build-id=ID code-generator=ID
+//      entry: NAME
 //
 // The module is `f(x) = x * K + 1` (i64). --opt is the code generator's opt level,
 // --cpu replaces the host CPU (and drops the host's feature string), --ir-opt runs
 // LLVM's O2 pipeline on the module before it is added, --no-target never tells the
-// adapter the target (nothing may be cached then). The cache is LLVM_HELPER_CACHE_DIR.
+// adapter the target (nothing may be cached then). --llvm-option parses ARG with
+// cl::ParseCommandLineOptions and tells the adapter (set_llvm_arguments);
+// --hidden-llvm-option parses -ARG without telling it (and ARG is no LLVM option in
+// this process's arguments). The cache is LLVM_HELPER_CACHE_DIR.
 //
 // Compiled with -fno-rtti: it uses basic_object_cache over an object_store made in
-// helper_store.cpp, the way a host whose LLVM has no RTTI would.
+// helper_store.cpp, the way a host whose LLVM has no RTTI would. It is built twice
+// (llvm_object_cache_helper and llvm_object_cache_helper_rebuilt, other flags): a
+// host rebuilt.
 #include "helper_store.hpp"
 
 #include <compile_cache/llvm/object_cache.hpp>
 
 #include <llvm/ExecutionEngine/Orc/CompileUtils.h>
+#include <llvm/ExecutionEngine/Orc/Core.h>
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/ExecutorProcessControl.h>
+#include <llvm/ExecutionEngine/Orc/IRCompileLayer.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/Mangling.h>
+#include <llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h>
+#include <llvm/ExecutionEngine/SectionMemoryManager.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IRReader/IRReader.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/SourceMgr.h>
 #include <llvm/Support/TargetSelect.h>
 
@@ -29,12 +47,23 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace {
 
 [[noreturn]] void die(std::string const& what) {
     std::fprintf(stderr, "llvm_object_cache_helper: %s\n", what.c_str());
     std::exit(1);
+}
+
+template <class T>
+T check(llvm::Expected<T> e) {
+    if (!e) die(llvm::toString(e.takeError()));
+    return std::move(*e);
+}
+
+void check(llvm::Error e) {
+    if (e) die(llvm::toString(std::move(e)));
 }
 
 void run_o2(llvm::Module& m) {
@@ -51,48 +80,7 @@ void run_o2(llvm::Module& m) {
     pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(m, mam);
 }
 
-} // namespace
-
-int main(int argc, char** argv) {
-    long long constant = 7;
-    int opt = 2;
-    std::string cpu;
-    bool ir_opt = false, no_target = false;
-    for (int i = 1; i < argc; ++i) {
-        std::string a = argv[i];
-        if (a == "--constant" && i + 1 < argc) constant = std::atoll(argv[++i]);
-        else if (a == "--opt" && i + 1 < argc) opt = std::atoi(argv[++i]);
-        else if (a == "--cpu" && i + 1 < argc) cpu = argv[++i];
-        else if (a == "--ir-opt") ir_opt = true;
-        else if (a == "--no-target") no_target = true;
-        else die("unknown argument " + a);
-    }
-
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-
-    compile_cache::basic_object_cache objects(make_helper_store());
-
-    auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
-    if (!jtmb) die(llvm::toString(jtmb.takeError()));
-    if (!cpu.empty()) {
-        jtmb->setCPU(cpu);
-        jtmb->setFeatures("");
-    }
-    jtmb->setCodeGenOptLevel(static_cast<llvm::CodeGenOpt::Level>(opt));
-
-    auto jit = llvm::orc::LLJITBuilder()
-                   .setJITTargetMachineBuilder(std::move(*jtmb))
-                   .setCompileFunctionCreator(
-                       [&](llvm::orc::JITTargetMachineBuilder b)
-                           -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
-                           if (!no_target)
-                               if (llvm::Error e = objects.set_target(b)) return e;
-                           return std::make_unique<llvm::orc::ConcurrentIRCompiler>(std::move(b), &objects);
-                       })
-                   .create();
-    if (!jit) die(llvm::toString(jit.takeError()));
-
+llvm::orc::ThreadSafeModule make_module(long long constant, llvm::DataLayout const& layout, bool ir_opt) {
     std::string ir = "define i64 @f(i64 %x) {\n"
                      "  %y = mul i64 %x, " + std::to_string(constant) + "\n"
                      "  %z = add i64 %y, 1\n"
@@ -100,23 +88,107 @@ int main(int argc, char** argv) {
                      "}\n";
     auto context = std::make_unique<llvm::LLVMContext>();
     llvm::SMDiagnostic diag;
-    std::unique_ptr<llvm::Module> m =
-        llvm::parseIR(llvm::MemoryBufferRef(ir, "helper.ll"), diag, *context);
+    std::unique_ptr<llvm::Module> m = llvm::parseIR(llvm::MemoryBufferRef(ir, "helper.ll"), diag, *context);
     if (!m) die("cannot parse the module: " + diag.getMessage().str());
-    m->setDataLayout((*jit)->getDataLayout());
+    m->setDataLayout(layout);
     if (ir_opt) run_o2(*m);
-    if (llvm::Error e = (*jit)->addIRModule(llvm::orc::ThreadSafeModule(std::move(m), std::move(context))))
-        die(llvm::toString(std::move(e)));
-    auto sym = (*jit)->lookup("f");
-    if (!sym) die(llvm::toString(sym.takeError()));
-    auto f = reinterpret_cast<std::int64_t (*)(std::int64_t)>(static_cast<std::uintptr_t>(sym->getAddress()));
-    std::int64_t result = f(6);
+    return llvm::orc::ThreadSafeModule(std::move(m), std::move(context));
+}
 
-    compile_cache::basic_object_cache::counters c = objects.statistics();
+using function = std::int64_t (*)(std::int64_t);
+
+/// The own ORC stack: what Kaleidoscope's and the BuildingAJIT chapters' JITs build.
+std::int64_t run_own_layer(llvm::orc::JITTargetMachineBuilder jtmb, compile_cache::basic_object_cache& objects,
+                           long long constant, bool ir_opt) {
+    auto session = std::make_unique<llvm::orc::ExecutionSession>(check(llvm::orc::SelfExecutorProcessControl::Create()));
+    llvm::DataLayout layout = check(jtmb.getDefaultDataLayoutForTarget());
+    llvm::orc::RTDyldObjectLinkingLayer objects_layer(*session,
+                                                      [] { return std::make_unique<llvm::SectionMemoryManager>(); });
+    llvm::orc::IRCompileLayer compile_layer(*session, objects_layer,
+                                            std::make_unique<llvm::orc::ConcurrentIRCompiler>(jtmb, &objects));
+    llvm::orc::JITDylib& main = session->createBareJITDylib("main");
+    check(compile_layer.add(main, make_module(constant, layout, ir_opt)));
+    llvm::orc::MangleAndInterner mangle(*session, layout);
+    auto sym = check(session->lookup({&main}, mangle("f")));
+    std::int64_t result = reinterpret_cast<function>(static_cast<std::uintptr_t>(sym.getAddress()))(6);
+    check(session->endSession());
+    return result;
+}
+
+std::int64_t run_lljit(llvm::orc::JITTargetMachineBuilder jtmb, compile_cache::basic_object_cache& objects,
+                       long long constant, bool ir_opt, bool tell_target) {
+    auto jit = check(llvm::orc::LLJITBuilder()
+                         .setJITTargetMachineBuilder(std::move(jtmb))
+                         .setCompileFunctionCreator(
+                             [&](llvm::orc::JITTargetMachineBuilder b)
+                                 -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
+                                 if (tell_target)
+                                     if (llvm::Error e = objects.set_target(b)) return e;
+                                 return std::make_unique<llvm::orc::ConcurrentIRCompiler>(std::move(b), &objects);
+                             })
+                         .create());
+    check(jit->addIRModule(make_module(constant, jit->getDataLayout(), ir_opt)));
+    auto sym = check(jit->lookup("f"));
+    return reinterpret_cast<function>(static_cast<std::uintptr_t>(sym.getAddress()))(6);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    long long constant = 7;
+    int opt = 2;
+    std::string cpu;
+    bool ir_opt = false, no_target = false, lljit = false;
+    std::vector<std::string> told, hidden;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a == "--constant" && i + 1 < argc) constant = std::atoll(argv[++i]);
+        else if (a == "--opt" && i + 1 < argc) opt = std::atoi(argv[++i]);
+        else if (a == "--cpu" && i + 1 < argc) cpu = argv[++i];
+        else if (a == "--ir-opt") ir_opt = true;
+        else if (a == "--no-target") no_target = true;
+        else if (a == "--lljit") lljit = true;
+        else if (a == "--llvm-option" && i + 1 < argc) told.push_back(argv[++i]);
+        else if (a == "--hidden-llvm-option" && i + 1 < argc) hidden.push_back(std::string("-") + argv[++i]);
+        else die("unknown argument " + a);
+    }
+
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    if (!told.empty() || !hidden.empty()) {
+        std::vector<char const*> args{"llvm_object_cache_helper"};
+        for (auto const& t : told) args.push_back(t.c_str());
+        for (auto const& h : hidden) args.push_back(h.c_str());
+        if (!llvm::cl::ParseCommandLineOptions(static_cast<int>(args.size()), args.data(), "", &llvm::errs()))
+            die("LLVM rejected the options");
+    }
+
+    auto jtmb = check(llvm::orc::JITTargetMachineBuilder::detectHost());
+    if (!cpu.empty()) {
+        jtmb.setCPU(cpu);
+        jtmb.setFeatures("");
+    }
+    jtmb.setCodeGenOptLevel(static_cast<llvm::CodeGenOpt::Level>(opt));
+
+    // The own stack passes its JITTargetMachineBuilder to the adapter's constructor;
+    // LLJIT's compile function calls set_target. --no-target does neither.
+    std::unique_ptr<compile_cache::basic_object_cache> objects =
+        no_target || lljit ? std::make_unique<compile_cache::basic_object_cache>(make_helper_store())
+                           : std::make_unique<compile_cache::basic_object_cache>(make_helper_store(), jtmb);
+    if (!told.empty()) objects->set_llvm_arguments(told);
+
+    std::int64_t result = lljit ? run_lljit(jtmb, *objects, constant, ir_opt, !no_target)
+                                : run_own_layer(jtmb, *objects, constant, ir_opt);
+
+    compile_cache::basic_object_cache::counters c = objects->statistics();
     std::printf("result=%lld hits=%llu misses=%llu rejected=%llu notified=%llu bypassed=%llu\n",
                 static_cast<long long>(result), static_cast<unsigned long long>(c.hits),
                 static_cast<unsigned long long>(c.misses), static_cast<unsigned long long>(c.rejected),
                 static_cast<unsigned long long>(c.notified), static_cast<unsigned long long>(c.bypassed));
     std::printf("cache: %s\n", helper_cache_summary().c_str());
+    std::printf("main-build-id=%s code-generator=%s\n", compile_cache::detail::main_program_build_id().c_str(),
+                compile_cache::code_generator_identity(*check(jtmb.createTargetMachine())).c_str());
+    std::fflush(stdout);
+    objects.reset(); // its summary line, with LLVM_HELPER_CACHE_LOG=1
     return 0;
 }

@@ -20,5 +20,6 @@ std::string helper_cache_summary() {
     return "hits=" + std::to_string(s.hits) +
            " absent=" + std::to_string(s.miss_count(compile_cache::miss_reason::absent)) +
            " corrupt=" + std::to_string(s.miss_count(compile_cache::miss_reason::corrupt)) +
-           " stores=" + std::to_string(s.stores);
+           " stores=" + std::to_string(s.stores) + " bypasses=" + std::to_string(s.bypasses) +
+           " compile-ns=" + std::to_string(s.compile_ns);
 }

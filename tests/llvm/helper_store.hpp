@@ -10,5 +10,5 @@
 /// An object_store over compile_cache::default_cache::from_env("LLVM_HELPER_CACHE").
 compile_cache::object_store make_helper_store();
 
-/// The cache's statistics: `hits=H absent=A corrupt=C stores=S`.
+/// The cache's statistics: `hits=H absent=A corrupt=C stores=S bypasses=B compile-ns=T`.
 std::string helper_cache_summary();

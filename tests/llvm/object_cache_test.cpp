@@ -100,9 +100,10 @@ struct helper_run {
     bool has(std::string const& s) const { return out.find(s) != std::string::npos; }
 };
 
-helper_run run_helper(fs::path const& cache_dir, std::string const& args) {
-    std::string command = "LLVM_HELPER_CACHE_LOG=1 LLVM_HELPER_CACHE_DIR='" + cache_dir.string() + "' '" +
-                          LLVM_OBJECT_CACHE_HELPER + "' " + args + " 2>&1";
+helper_run run_helper(fs::path const& cache_dir, std::string const& args,
+                      char const* helper = LLVM_OBJECT_CACHE_HELPER) {
+    std::string command = "LLVM_HELPER_CACHE_LOG=1 LLVM_HELPER_CACHE_DIR='" + cache_dir.string() + "' '" + helper +
+                          "' " + args + " 2>&1";
     helper_run r;
     FILE* p = ::popen(command.c_str(), "r");
     REQUIRE(p != nullptr);
@@ -121,9 +122,18 @@ constexpr char const* loaded = "hits=1 misses=0 rejected=0 notified=0 bypassed=0
 
 std::size_t entry_count(fs::path const& dir) {
     std::size_t n = 0;
+    if (!fs::exists(dir)) return 0;
     for (auto const& e : fs::recursive_directory_iterator(dir))
         if (e.is_regular_file() && e.path().filename().string().size() == 64) ++n;
     return n;
+}
+
+/// The value after `name=` in the helper's output, up to a space or line end.
+std::string field(helper_run const& r, std::string const& name) {
+    std::size_t at = r.out.find(name + "=");
+    if (at == std::string::npos) return {};
+    at += name.size() + 1;
+    return r.out.substr(at, r.out.find_first_of(" \n", at) - at);
 }
 
 } // namespace
@@ -218,13 +228,20 @@ TEST_CASE("llvm object_cache: a corrupt entry misses, the JIT compiles as usual,
     CHECK(truncated.has(compiled));
 }
 
-TEST_CASE("llvm object_cache: without a target description, or without a cache, nothing is cached") {
-    temp_dir dir;
-    helper_run r = run_helper(dir.path(), "--no-target");
-    INFO(r.out);
-    CHECK(r.has("result=43 hits=0 misses=0 rejected=0 notified=0 bypassed=1"));
-    CHECK(entry_count(dir.path()) == 0);
+TEST_CASE("llvm object_cache: a JIT that never gives the target caches nothing, counts a bypass and says set_target once") {
+    for (char const* wiring : {"--no-target", "--no-target --lljit"}) {
+        temp_dir dir;
+        helper_run r = run_helper(dir.path(), wiring);
+        INFO(wiring << "\n" << r.out);
+        CHECK(r.has("result=43 hits=0 misses=0 rejected=0 notified=0 bypassed=1"));
+        CHECK(r.has("cache: hits=0 absent=0 corrupt=0 stores=0 bypasses=1"));
+        CHECK(r.has("bypass 'f' (module 'helper.ll'): no target: call set_target("));
+        CHECK(entry_count(dir.path()) == 0);
+    }
+}
 
+TEST_CASE("llvm object_cache: without a cache, nothing is cached and nothing is counted") {
+    temp_dir dir;
     // LLVM_HELPER_CACHE_DIR empty: the cache is off, the JIT compiles, nothing is stored.
     std::string command = std::string("LLVM_HELPER_CACHE_DIR= '") + LLVM_OBJECT_CACHE_HELPER + "' 2>&1";
     FILE* p = ::popen(command.c_str(), "r");
@@ -235,6 +252,69 @@ TEST_CASE("llvm object_cache: without a target description, or without a cache, 
     REQUIRE(::pclose(p) == 0);
     INFO(out);
     CHECK(out.find("result=43 hits=0 misses=0 rejected=0 notified=0 bypassed=0") != std::string::npos);
+}
+
+TEST_CASE("llvm object_cache: an own IRCompileLayer JIT and LLJIT share entries") {
+    temp_dir dir;
+    CHECK(run_helper(dir.path(), "").has(compiled));
+    helper_run lljit = run_helper(dir.path(), "--lljit");
+    INFO(lljit.out);
+    CHECK(lljit.has("result=43 "));
+    CHECK(lljit.has(loaded));
+}
+
+TEST_CASE("llvm object_cache: entries are named after the function a module defines, and compile time is counted") {
+    temp_dir dir;
+    helper_run r = run_helper(dir.path(), "");
+    INFO(r.out);
+    CHECK(r.has("llvm object cache: miss 'f' (module 'helper.ll'): compiling"));
+    CHECK(r.has("llvm object cache: stored 'f' ("));
+    CHECK(std::stoull("0" + field(r, "compile-ns")) > 0); // the cache's statistics, this process's
+    CHECK(r.has("llvm object cache: hits=0 misses=1 rejected=0 stored=1 bypassed=0")); // the summary line
+    fs::path entry;
+    for (auto const& e : fs::recursive_directory_iterator(dir.path()))
+        if (e.is_regular_file() && e.path().filename().string().size() == 64) entry = e.path();
+    REQUIRE(!entry.empty());
+    std::string const bytes = compile_cache_test::read_file(entry);
+    CHECK(bytes.find("helper.ll") != std::string::npos); // the origin, in the entry's metadata
+}
+
+TEST_CASE("llvm object_cache: a rebuilt host loads what its previous build stored (keyed by LLVM's build-id)") {
+    temp_dir dir;
+    helper_run first = run_helper(dir.path(), "");
+    helper_run rebuilt = run_helper(dir.path(), "", LLVM_OBJECT_CACHE_HELPER_REBUILT);
+    INFO(first.out << rebuilt.out);
+    // Two builds indeed: other build-ids; one code generator, which is not the host.
+    REQUIRE(!field(first, "main-build-id").empty());
+    REQUIRE(field(first, "main-build-id") != field(rebuilt, "main-build-id"));
+    REQUIRE(!field(first, "code-generator").empty());
+    CHECK(field(first, "code-generator") == field(rebuilt, "code-generator"));
+    CHECK(first.has(compiled));
+    CHECK(rebuilt.has("result=43 "));
+    CHECK(rebuilt.has(loaded));
+}
+
+TEST_CASE("llvm object_cache: a changed LLVM option misses, and each setting keeps its entry") {
+    temp_dir dir;
+    CHECK(run_helper(dir.path(), "").has(compiled));
+    CHECK(run_helper(dir.path(), "--llvm-option -enable-misched=false").has(compiled));
+    CHECK(run_helper(dir.path(), "--llvm-option -enable-misched=false").has(loaded));
+    helper_run other = run_helper(dir.path(), "--llvm-option -enable-misched=true");
+    INFO(other.out);
+    CHECK(other.has("result=43 "));
+    CHECK(other.has(compiled));
+    CHECK(run_helper(dir.path(), "").has(loaded));
+    CHECK(entry_count(dir.path()) == 3);
+}
+
+TEST_CASE("llvm object_cache: an LLVM option set where the adapter cannot see its value is a bypass, said once") {
+    temp_dir dir;
+    helper_run r = run_helper(dir.path(), "--hidden-llvm-option enable-misched=false");
+    INFO(r.out);
+    CHECK(r.has("result=43 hits=0 misses=0 rejected=0 notified=0 bypassed=1"));
+    CHECK(r.has("LLVM option(s) -enable-misched set, but no argument gives their value"));
+    CHECK(r.has("set_llvm_arguments"));
+    CHECK(entry_count(dir.path()) == 0);
 }
 
 // --- in one process, through object_cache<Cache> ------------------------------------
@@ -256,6 +336,16 @@ TEST_CASE("llvm object_cache<Cache>: a second JIT in the same process loads what
     CHECK(cache.stats().stores == 2);
 }
 
+TEST_CASE("llvm object_cache<Cache>: constructed with the JIT's JITTargetMachineBuilder, it needs no set_target") {
+    memory_cache cache{cc::memory_storage{}};
+    cc::object_cache<memory_cache> objects(cache, host_jtmb(), "object_cache_test");
+    CHECK(run_jit(objects, 5, /*tell_target=*/false) == 31);
+    CHECK(run_jit(objects, 5, /*tell_target=*/false) == 31);
+    CHECK(objects.statistics().bypassed == 0);
+    CHECK(objects.statistics().hits == 1);
+    CHECK(cache.stats().compile_ns > 0);
+}
+
 TEST_CASE("llvm object_cache<Cache>: an intact entry that is not an object file is not used") {
     memory_cache cache{cc::memory_storage{}};
     std::string const host = "object_cache_test";
@@ -272,6 +362,7 @@ TEST_CASE("llvm object_cache<Cache>: an intact entry that is not an object file 
     in.module_name = m->getModuleIdentifier();
     in.bitcode_digest = cc::bitcode_digest(*m);
     in.target = cc::describe_target(*tm);
+    in.code_generator = cc::code_generator_identity(*tm);
     in.llvm_version = LLVM_VERSION_STRING;
     cc::make_object_store(cache, host).store(in, "this is not an object file", {});
 
@@ -281,6 +372,43 @@ TEST_CASE("llvm object_cache<Cache>: an intact entry that is not an object file 
 
     CHECK(run_jit(objects, 9) == 55);
     CHECK(objects.statistics().hits == 1);
+}
+
+TEST_CASE("llvm code_generator_identity: the build-id of LLVM's library, not of the program, in both keys' toolchain") {
+    auto tm = check(host_jtmb().createTargetMachine());
+    std::string const id = cc::code_generator_identity(*tm);
+    REQUIRE(!id.empty());
+    cc::detail::loaded_module const m = cc::detail::module_containing(&tm->getTarget());
+    REQUIRE(m.found);
+    if (m.main_program) {
+        CHECK(id == cc::detail::main_program_build_id()); // LLVM linked statically
+    } else {
+        CHECK(id != cc::detail::main_program_build_id());
+        CHECK(id == m.build_id);
+        // What the file itself says (binutils' readelf), when the tool is there.
+        std::string out;
+        if (FILE* p = ::popen(("readelf -n '" + m.path + "' 2>/dev/null").c_str(), "r")) {
+            char buf[512];
+            while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+            ::pclose(p);
+        }
+        if (out.find("Build ID") != std::string::npos) CHECK(out.find("Build ID: " + id) != std::string::npos);
+    }
+
+    // Another code generator (a replaced libLLVM) is another key.
+    memory_cache cache{cc::memory_storage{}};
+    cc::object_key_inputs in;
+    in.bitcode_digest = std::string(32, 'b');
+    in.target = cc::describe_target(*tm);
+    in.code_generator = id;
+    cc::key_result const a = cc::object_key(cache, in);
+    in.code_generator = "0123456789abcdef";
+    cc::key_result const b = cc::object_key(cache, in);
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    CHECK(a.value() != b.value());
+    in.llvm_options = "option=14:enable-misched;";
+    CHECK(cc::object_key(cache, in).value() != b.value());
 }
 
 TEST_CASE("llvm describe_target: deterministic, and it tells CPUs, features and opt levels apart") {

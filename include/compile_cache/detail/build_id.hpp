@@ -1,11 +1,23 @@
-// compile_cache: the running program's GNU build-id, read from its own ELF notes,
-// so that rebuilding the host compiler re-keys everything it cached.
+// compile_cache: GNU build-ids read from the ELF notes of loaded modules: the running
+// program's, so that rebuilding the host compiler re-keys everything it cached, or
+// that of the module (program or shared library) containing an address, so that a
+// host whose code generator is a library (LLVM's) is identified by that library.
 #pragma once
+// An include guard as well: the LLVM adapter's single-header copies inline this
+// header (scripts/amalgamate.py), and so does the single header.
+#ifndef COMPILE_CACHE_DETAIL_BUILD_ID_HPP
+#define COMPILE_CACHE_DETAIL_BUILD_ID_HPP
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include <sys/stat.h>
 
 #if defined(__has_include)
 #if __has_include(<link.h>) && __has_include(<elf.h>)
@@ -18,9 +30,9 @@
 namespace compile_cache::detail {
 
 #if defined(COMPILE_CACHE_HAS_DL_ITERATE_PHDR)
-inline int find_main_build_id(dl_phdr_info* info, std::size_t, void* data) {
-    // The first object dl_iterate_phdr reports is the main program.
-    auto* out = static_cast<std::string*>(data);
+/// Appends the lower-case hex of the module's NT_GNU_BUILD_ID note to `out`; false
+/// when it has none.
+inline bool read_build_id(dl_phdr_info const* info, std::string& out) {
     for (unsigned i = 0; i < info->dlpi_phnum; ++i) {
         auto const& ph = info->dlpi_phdr[i];
         if (ph.p_type != PT_NOTE) continue;
@@ -44,16 +56,22 @@ inline int find_main_build_id(dl_phdr_info* info, std::size_t, void* data) {
                 static constexpr char digits[] = "0123456789abcdef";
                 unsigned char const* d = p + desc_at;
                 for (std::uint32_t j = 0; j < descsz; ++j) {
-                    out->push_back(digits[d[j] >> 4]);
-                    out->push_back(digits[d[j] & 15]);
+                    out.push_back(digits[d[j] >> 4]);
+                    out.push_back(digits[d[j] & 15]);
                 }
-                return 1;
+                return true;
             }
             if (next >= left) break;
             p += next;
             left -= next;
         }
     }
+    return false;
+}
+
+inline int find_main_build_id(dl_phdr_info* info, std::size_t, void* data) {
+    // The first object dl_iterate_phdr reports is the main program.
+    read_build_id(info, *static_cast<std::string*>(data));
     return 1; // only the main program matters
 }
 #endif
@@ -71,4 +89,90 @@ inline std::string const& main_program_build_id() {
     return id;
 }
 
+/// A module (the main program or a shared library) loaded in this process.
+struct loaded_module {
+    bool found = false;       ///< false: no loaded module contains the address (or the platform cannot tell)
+    bool main_program = false;
+    std::string path;         ///< as the dynamic loader names it; empty for the main program
+    std::uintptr_t base = 0;  ///< its load address: one value per module
+    std::string build_id;     ///< lower-case hex of its GNU build-id; empty when it has none
+};
+
+#if defined(COMPILE_CACHE_HAS_DL_ITERATE_PHDR)
+struct module_search {
+    std::uintptr_t address;
+    bool first = true;
+    loaded_module* out;
+};
+
+inline int find_module_containing(dl_phdr_info* info, std::size_t, void* data) {
+    auto& search = *static_cast<module_search*>(data);
+    bool const first = std::exchange(search.first, false);
+    for (unsigned i = 0; i < info->dlpi_phnum; ++i) {
+        auto const& ph = info->dlpi_phdr[i];
+        if (ph.p_type != PT_LOAD) continue;
+        std::uintptr_t const from = info->dlpi_addr + ph.p_vaddr;
+        if (search.address < from || search.address - from >= ph.p_memsz) continue;
+        loaded_module& m = *search.out;
+        m.found = true;
+        m.main_program = first;
+        m.path = first || !info->dlpi_name ? std::string() : std::string(info->dlpi_name);
+        m.base = info->dlpi_addr;
+        read_build_id(info, m.build_id);
+        return 1;
+    }
+    return 0;
+}
+#endif
+
+/// The loaded module whose segments contain `address` (of a function, or of an object
+/// with static storage duration): the main program or a shared library.
+inline loaded_module module_containing(void const* address) {
+    loaded_module m;
+#if defined(COMPILE_CACHE_HAS_DL_ITERATE_PHDR)
+    module_search search{reinterpret_cast<std::uintptr_t>(address), true, &m};
+    dl_iterate_phdr(&find_module_containing, &search);
+#else
+    (void)address;
+#endif
+    return m;
+}
+
+/// What identifies the code of the modules containing `addresses`: for each module
+/// (once, in the order first met), its build-id; for a module without one, its path,
+/// size and modification time (the main program's through /proc/self/exe). Empty
+/// when no address is in a loaded module.
+inline std::string module_identity(std::initializer_list<void const*> addresses) {
+    std::string id;
+    std::vector<std::uintptr_t> seen;
+    for (void const* a : addresses) {
+        loaded_module m = module_containing(a);
+        if (!m.found || std::find(seen.begin(), seen.end(), m.base) != seen.end()) continue;
+        seen.push_back(m.base);
+        if (!id.empty()) id += ' ';
+        if (!m.build_id.empty()) {
+            id += m.build_id;
+            continue;
+        }
+        std::string const path = m.main_program ? std::string("/proc/self/exe") : m.path;
+        struct ::stat st;
+        if (!path.empty() && ::stat(path.c_str(), &st) == 0)
+            id += (m.main_program ? std::string("main program") : m.path) + ":" + std::to_string(st.st_size) +
+                  ":" + std::to_string(st.st_mtime);
+        else
+            id += m.main_program ? std::string("main program") : m.path;
+    }
+    return id;
+}
+
+/// The address of a function, for module_containing and module_identity (a function
+/// pointer is not a `void const*` in standard C++; it is on every platform that has
+/// dl_iterate_phdr).
+template <class R, class... Args>
+void const* code_address(R (*function)(Args...)) noexcept {
+    return reinterpret_cast<void const*>(function);
+}
+
 } // namespace compile_cache::detail
+
+#endif // COMPILE_CACHE_DETAIL_BUILD_ID_HPP

@@ -8,6 +8,8 @@
 // check_hasher (the sentence a compiler prints) and by the C++20 concept Hasher.
 #pragma once
 
+#include <compile_cache/detail/config.hpp>
+
 #include <compile_cache/key/key.hpp>
 
 #include <cstddef>

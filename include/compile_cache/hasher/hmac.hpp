@@ -3,6 +3,8 @@
 // hmac<sha256> (HMAC-SHA256) to authenticate entries when the cache has a secret.
 #pragma once
 
+#include <compile_cache/detail/config.hpp>
+
 #include <compile_cache/hasher/concept.hpp>
 
 #include <cstddef>

@@ -2,6 +2,8 @@
 // HashAlgorithm concept, so the two are interchangeable.
 #pragma once
 
+#include <compile_cache/detail/config.hpp>
+
 #include <compile_cache/detail/env.hpp>
 #include <compile_cache/detail/sha256_arm.hpp>
 #include <compile_cache/detail/sha256_portable.hpp>

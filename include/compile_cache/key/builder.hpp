@@ -2,6 +2,8 @@
 // component's own digest so that a miss can be explained component by component.
 #pragma once
 
+#include <compile_cache/detail/config.hpp>
+
 #include <compile_cache/hasher/concept.hpp>
 #include <compile_cache/hasher/sha256.hpp>
 #include <compile_cache/key/key.hpp>

@@ -1,6 +1,8 @@
 // compile_cache: the key of an entry, a digest of up to 64 bytes.
 #pragma once
 
+#include <compile_cache/detail/config.hpp>
+
 #include <algorithm>
 #include <array>
 #include <cstddef>

@@ -3,6 +3,8 @@
 // value must not change a key).
 #pragma once
 
+#include <compile_cache/detail/config.hpp>
+
 #include <cstddef>
 #include <optional>
 #include <unordered_map>

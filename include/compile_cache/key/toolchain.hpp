@@ -2,6 +2,8 @@
 // own inputs that can change what compiling it produces, or how an entry is read.
 #pragma once
 
+#include <compile_cache/detail/config.hpp>
+
 #include <compile_cache/detail/build_id.hpp>
 #include <compile_cache/key/writer.hpp>
 #include <compile_cache/version.hpp>
@@ -9,9 +11,13 @@
 #include <boost/version.hpp>
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 namespace compile_cache {
+
+/// The address of a function, for toolchain::of_code.
+using detail::code_address;
 
 /// \code
 /// kb.add("toolchain", compile_cache::toolchain::current("mydsl 2.3", serializer::format_id()));
@@ -25,7 +31,7 @@ struct toolchain {
     unsigned pointer_size = sizeof(void*);
     bool little_endian = true;
     std::string host_version;    ///< the host's own version string
-    std::string host_build_id;   ///< the host program's GNU build-id, when it has one
+    std::string host_build_id;   ///< the host program's GNU build-id, when it has one (of_code: its code generator's)
 
     /// The toolchain of the running program.
     static toolchain current(std::string host_version = {}, std::string serializer_format = {}) {
@@ -38,6 +44,19 @@ struct toolchain {
         t.little_endian = first == 1;
         t.host_version = std::move(host_version);
         t.host_build_id = detail::main_program_build_id();
+        return t;
+    }
+
+    /// The toolchain of a compiler whose code generator is not (only) the main
+    /// program: as current(), but host_build_id identifies the loaded modules (the
+    /// program, shared libraries) that contain `code`, addresses of functions or
+    /// static objects in them (code_address(&f)). So a host that generates code with
+    /// a shared library keeps its entries when it is rebuilt, and loses them when the
+    /// library is replaced. docs/design.md says how to choose.
+    static toolchain of_code(std::initializer_list<void const*> code, std::string host_version = {},
+                             std::string serializer_format = {}) {
+        toolchain t = current(std::move(host_version), std::move(serializer_format));
+        t.host_build_id = detail::module_identity(code);
         return t;
     }
 

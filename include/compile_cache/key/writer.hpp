@@ -3,6 +3,8 @@
 // value of its own type consists of.
 #pragma once
 
+#include <compile_cache/detail/config.hpp>
+
 #include <compile_cache/detail/endian.hpp>
 #include <compile_cache/key/key.hpp>
 

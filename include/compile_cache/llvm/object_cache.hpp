@@ -13,11 +13,18 @@
 //       })
 //       .create();
 //
+// A JIT with its own IRCompileLayer gives its JITTargetMachineBuilder to the
+// constructor instead: object_cache<...> objects(cache, jtmb, "myjit 1.2"). Without a
+// target nothing is cached: each compile is a counted bypass, said once (PREFIX_LOG).
+//
 // The key of an object covers the module's bitcode as it reaches the code generator
 // (so a changed function, or other IR optimisation, misses), the target machine (triple,
 // CPU, features, TargetOptions, codegen opt level, relocation and code models), the
-// LLVM version, and the toolchain component of every compile_cache key (library,
-// compiler, Boost, archive format, the host's version string and build-id).
+// LLVM version, the LLVM options that were set (set_llvm_arguments), and the toolchain
+// component of every compile_cache key (library, compiler, Boost, archive format, the
+// host's version string) with the build-id of the module holding LLVM's code
+// generator in place of the host program's: a rebuilt host keeps its entries, a
+// replaced libLLVM misses them.
 //
 // getObject computes the bitcode digest and remembers it for the module, so that
 // notifyObjectCompiled stores under the key of the IR the code generator was given
@@ -32,17 +39,24 @@
 // (compile_cache/llvm/object_store.hpp shows how).
 #pragma once
 
+#include <compile_cache/detail/config.hpp>
+
+#include <compile_cache/detail/build_id.hpp>
 #include <compile_cache/llvm/object_store.hpp>
 
 #include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/StringRef.h>
 #include <llvm/ADT/Triple.h>
 #include <llvm/Bitcode/BitcodeWriter.h>
+#include <llvm/CodeGen/Passes.h>
 #include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/ObjectCache.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/IR/Function.h>
+#include <llvm/IR/GlobalVariable.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Object/ObjectFile.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/Error.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/SHA256.h>
@@ -57,15 +71,18 @@
 #define COMPILE_CACHE_OBJECT_CACHE_HAS_RTTI 0
 #endif
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 namespace compile_cache {
 
@@ -169,26 +186,121 @@ inline ::llvm::Expected<std::string> describe_target(::llvm::orc::JITTargetMachi
     return describe_target(**tm);
 }
 
+/// The identity of the code generator `tm` runs: the build-ids of the loaded modules
+/// that hold its target (the registered llvm::Target) and LLVM's target-independent
+/// code generator. libLLVM-14.so's when LLVM is a shared library, the program's when
+/// it is linked in statically.
+inline std::string code_generator_identity(::llvm::TargetMachine const& tm) {
+    return detail::module_identity({static_cast<void const*>(&tm.getTarget()),
+                                    detail::code_address(&::llvm::createAtomicExpandPass)});
+}
+
+namespace llvm_detail {
+
+/// `-name`, `--name`, `-name=value`: the option name an argument gives, or empty.
+inline std::string_view option_name(std::string_view arg) {
+    if (arg.size() < 2 || arg[0] != '-') return {};
+    arg.remove_prefix(arg[1] == '-' ? 2 : 1);
+    return arg.substr(0, arg.find('='));
+}
+
+/// The arguments of this process (Linux: /proc/self/cmdline), without the program name.
+inline std::vector<std::string> process_arguments() {
+    std::vector<std::string> args;
+    std::FILE* f = std::fopen("/proc/self/cmdline", "rb");
+    if (!f) return args;
+    std::string all;
+    char buf[4096];
+    while (std::size_t n = std::fread(buf, 1, sizeof buf, f)) all.append(buf, n);
+    std::fclose(f);
+    std::size_t at = all.find('\0'); // after the program name
+    while (at != std::string::npos && at + 1 < all.size()) {
+        std::size_t end = all.find('\0', at + 1);
+        args.emplace_back(all.substr(at + 1, end == std::string::npos ? std::string::npos : end - at - 1));
+        at = end;
+    }
+    return args;
+}
+
+} // namespace llvm_detail
+
+/// The LLVM options that were set (cl::getRegisteredOptions(), those with an
+/// occurrence), in name order, each with its number of occurrences and the arguments
+/// among `arguments` that give it a value (`-name=value`, or `-name` and the argument
+/// after it): LLVM keeps no text of an option's value. `unknown` gets the names of
+/// set options that no argument names (their value cannot be told).
+inline std::string describe_llvm_options(std::vector<std::string> const& arguments, std::string& unknown) {
+    using llvm_detail::append_field;
+    std::vector<std::pair<std::string, int>> set;
+    for (auto& entry : ::llvm::cl::getRegisteredOptions())
+        if (entry.getValue() && entry.getValue()->getNumOccurrences() > 0)
+            set.emplace_back(entry.getKey().str(), entry.getValue()->getNumOccurrences());
+    std::sort(set.begin(), set.end());
+    std::string s;
+    unknown.clear();
+    for (auto const& [name, occurrences] : set) {
+        std::string given;
+        for (std::size_t i = 0; i < arguments.size(); ++i) {
+            if (llvm_detail::option_name(arguments[i]) != name) continue;
+            append_field(given, "arg", arguments[i]);
+            if (arguments[i].find('=') == std::string::npos && i + 1 < arguments.size())
+                append_field(given, "next", arguments[i + 1]);
+        }
+        if (given.empty()) unknown += (unknown.empty() ? "-" : " -") + name;
+        append_field(s, "option", name);
+        append_field(s, "occurrences", occurrences);
+        append_field(s, "given", given);
+    }
+    return s;
+}
+
 /// An llvm::ObjectCache over an object_store. Needs no RTTI of its own (see the
 /// header comment); object_cache<Cache> is the convenient form.
+///
+/// It needs the target the JIT generates code for: give it to the constructor, or
+/// call set_target before the first compile. Until then every compile is a bypass,
+/// counted (here, and in the cache's statistics) and logged once.
 class basic_object_cache : public ::llvm::ObjectCache {
 public:
-    /// What happened so far (also counted, with reasons, by the cache behind the store).
+    /// What happened so far in this process (also counted, with reasons, by the cache
+    /// behind the store: summary()).
     struct counters {
         std::uint64_t hits = 0;      ///< getObject returned a cached object
         std::uint64_t misses = 0;    ///< getObject found nothing usable (the JIT compiled)
         std::uint64_t rejected = 0;  ///< of the misses: an entry that was not an object of the target
         std::uint64_t notified = 0;  ///< notifyObjectCompiled calls (objects handed to the store)
-        std::uint64_t bypassed = 0;  ///< no key: no target description, or the module could not be hashed
+        std::uint64_t bypassed = 0;  ///< no key: no target, unknown LLVM option values, or no hash of the module
+        std::uint64_t compile_ns = 0; ///< time from a miss to its object (the code generator's work)
     };
 
+    /// Without a target: call set_target before the JIT compiles.
     explicit basic_object_cache(object_store store) : store_(std::move(store)) {}
+    /// For the target `jtmb` makes (the JIT's own JITTargetMachineBuilder). If it
+    /// cannot make one, the error is logged and every compile is a bypass.
+    basic_object_cache(object_store store, ::llvm::orc::JITTargetMachineBuilder const& jtmb)
+        : store_(std::move(store)) {
+        if (::llvm::Error e = set_target(jtmb))
+            target_error_ = "the JITTargetMachineBuilder makes no target machine: " + ::llvm::toString(std::move(e));
+    }
+
+    ~basic_object_cache() override {
+        try {
+            counters const c = statistics();
+            if (c.hits + c.misses + c.bypassed > 0)
+                store_.log("llvm object cache: " + summary());
+        } catch (...) {
+        }
+    }
 
     /// The target the JIT generates code for; until one is set, nothing is cached.
     void set_target(::llvm::TargetMachine const& tm) {
+        std::string description = describe_target(tm);
+        std::string generator = code_generator_identity(tm);
         std::lock_guard<std::mutex> lock(mutex_);
-        target_ = describe_target(tm);
+        target_ = std::move(description);
+        code_generator_ = std::move(generator);
         arch_ = tm.getTargetTriple().getArch();
+        target_error_.clear();
     }
     /// The same from a JITTargetMachineBuilder (builds a TargetMachine to describe it).
     ::llvm::Error set_target(::llvm::orc::JITTargetMachineBuilder const& jtmb) {
@@ -199,6 +311,20 @@ public:
         return ::llvm::Error::success();
     }
 
+    /// The arguments the host gave cl::ParseCommandLineOptions (or -mllvm), so that the
+    /// values of the LLVM options they set are part of the key. Without them, the
+    /// process's own arguments are searched; a set option that neither names makes
+    /// every compile a bypass (its value is unknown), logged once.
+    void set_llvm_arguments(std::vector<std::string> arguments) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        arguments_ = std::move(arguments);
+        arguments_given_ = true;
+    }
+
+    /// Log a line for every hit too (misses and stores always are, when the cache has a
+    /// logger: PREFIX_LOG=1); hits are otherwise in the summary line at destruction.
+    void log_hits(bool on) noexcept { log_hits_ = on; }
+
     counters statistics() const noexcept {
         counters c;
         c.hits = hits_.load();
@@ -206,7 +332,21 @@ public:
         c.rejected = rejected_.load();
         c.notified = notified_.load();
         c.bypassed = bypassed_.load();
+        c.compile_ns = compile_ns_.load();
         return c;
+    }
+
+    /// This process's counts: the adapter's, then the cache's (statistics_snapshot::summary).
+    std::string summary() const {
+        counters const c = statistics();
+        std::string s = "hits=" + std::to_string(c.hits) + " misses=" + std::to_string(c.misses) +
+                        " rejected=" + std::to_string(c.rejected) + " stored=" + std::to_string(c.notified) +
+                        " bypassed=" + std::to_string(c.bypassed) +
+                        " compile-ms=" + std::to_string(c.compile_ns / 1000000) + "." +
+                        std::to_string(c.compile_ns / 100000 % 10);
+        std::string const cache = store_.summary();
+        if (!cache.empty()) s += "; cache: " + cache;
+        return s;
     }
 
     std::unique_ptr<::llvm::MemoryBuffer> getObject(::llvm::Module const* m) override {
@@ -215,17 +355,42 @@ public:
             auto start = std::chrono::steady_clock::now();
             object_key_inputs in;
             ::llvm::Triple::ArchType arch;
+            std::vector<std::string> arguments;
+            std::string target_error;
             {
                 std::lock_guard<std::mutex> lock(mutex_);
                 in.target = target_;
+                in.code_generator = code_generator_;
                 arch = arch_;
-            }
-            if (in.target.empty()) {
-                ++bypassed_;
-                return nullptr;
+                if (!arguments_given_ && !process_arguments_read_) {
+                    arguments_ = llvm_detail::process_arguments();
+                    process_arguments_read_ = true;
+                }
+                arguments = arguments_;
+                target_error = target_error_;
             }
             in.module_name = m->getModuleIdentifier();
             in.source_file = m->getSourceFileName();
+            in.entry_name = defined_name(*m);
+            if (in.target.empty()) {
+                bypass(no_target_logged_, "no target",
+                       "llvm object cache: bypass '" + in.entry_name + "' (module '" + in.module_name + "'): " +
+                           (target_error.empty() ? "no target: call set_target(JITTargetMachineBuilder or "
+                                                   "TargetMachine) before the JIT compiles, or construct the "
+                                                   "object cache with the JIT's JITTargetMachineBuilder"
+                                                 : target_error) +
+                           "; nothing is cached");
+                return nullptr;
+            }
+            std::string unknown;
+            in.llvm_options = describe_llvm_options(arguments, unknown);
+            if (!unknown.empty()) {
+                bypass(unknown_options_logged_, "LLVM options of unknown value",
+                       "llvm object cache: bypass '" + in.entry_name + "': LLVM option(s) " + unknown +
+                           " set, but no argument gives their value: pass the arguments given to "
+                           "cl::ParseCommandLineOptions to set_llvm_arguments; nothing is cached");
+                return nullptr;
+            }
             in.bitcode_digest = bitcode_digest(*m);
             in.llvm_version = LLVM_VERSION_STRING;
             std::string bytes;
@@ -236,9 +401,11 @@ public:
             }
             if (hit) {
                 ++hits_;
+                if (log_hits_) store_.log("llvm object cache: hit '" + in.entry_name + "' (module '" + in.module_name + "')");
                 return ::llvm::MemoryBuffer::getMemBufferCopy(bytes, in.module_name);
             }
             ++misses_;
+            store_.log("llvm object cache: miss '" + in.entry_name + "' (module '" + in.module_name + "'): compiling");
             std::lock_guard<std::mutex> lock(mutex_);
             pending_[m] = pending{std::move(in), start};
             return nullptr;
@@ -260,8 +427,14 @@ public:
                 pending_.erase(it);
             }
             ++notified_;
-            store_.store(p.inputs, std::string_view(obj.getBufferStart(), obj.getBufferSize()),
-                         std::chrono::steady_clock::now() - p.start);
+            auto const compile_time = std::chrono::steady_clock::now() - p.start;
+            compile_ns_ += static_cast<std::uint64_t>(
+                std::chrono::duration_cast<std::chrono::nanoseconds>(compile_time).count());
+            store_.store(p.inputs, std::string_view(obj.getBufferStart(), obj.getBufferSize()), compile_time);
+            store_.log("llvm object cache: stored '" + p.inputs.entry_name + "' (" +
+                       std::to_string(obj.getBufferSize()) + " bytes, compiled in " +
+                       std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(compile_time).count()) +
+                       " us)");
         } catch (...) {
         }
     }
@@ -271,6 +444,22 @@ private:
         object_key_inputs inputs;
         std::chrono::steady_clock::time_point start;
     };
+
+    /// The name of the first function the module defines, else of its first defined
+    /// global, else the module's identifier.
+    static std::string defined_name(::llvm::Module const& m) {
+        for (::llvm::Function const& f : m.functions())
+            if (!f.isDeclaration()) return f.getName().str();
+        for (::llvm::GlobalVariable const& g : m.globals())
+            if (!g.isDeclaration()) return g.getName().str();
+        return m.getModuleIdentifier();
+    }
+
+    void bypass(std::atomic<bool>& logged, std::string const& reason, std::string const& line) {
+        ++bypassed_;
+        store_.bypass(reason);
+        if (!logged.exchange(true)) store_.log(line);
+    }
 
     bool is_object_for(std::string const& bytes, ::llvm::Triple::ArchType arch, std::string const& name) {
         auto obj = ::llvm::object::ObjectFile::createObjectFile(::llvm::MemoryBufferRef(bytes, name));
@@ -289,9 +478,16 @@ private:
     object_store store_;
     std::mutex mutex_;
     std::string target_;
+    std::string target_error_;
+    std::string code_generator_;
     ::llvm::Triple::ArchType arch_ = ::llvm::Triple::UnknownArch;
+    std::vector<std::string> arguments_;
+    bool arguments_given_ = false;
+    bool process_arguments_read_ = false;
     std::unordered_map<::llvm::Module const*, pending> pending_;
-    std::atomic<std::uint64_t> hits_{0}, misses_{0}, rejected_{0}, notified_{0}, bypassed_{0};
+    std::atomic<std::uint64_t> hits_{0}, misses_{0}, rejected_{0}, notified_{0}, bypassed_{0}, compile_ns_{0};
+    std::atomic<bool> no_target_logged_{false}, unknown_options_logged_{false};
+    std::atomic<bool> log_hits_{false};
 };
 
 /// An llvm::ObjectCache over `cache`, any basic_cache composition (which must outlive
@@ -300,11 +496,15 @@ template <class Cache>
 class object_cache : public basic_object_cache {
 public:
 #if COMPILE_CACHE_OBJECT_CACHE_HAS_RTTI
+    /// Without a target: call set_target before the JIT compiles.
     explicit object_cache(Cache& cache, std::string host_version = {})
         : basic_object_cache(make_object_store(cache, std::move(host_version))) {}
+    /// For the target the JIT's `jtmb` makes.
+    object_cache(Cache& cache, ::llvm::orc::JITTargetMachineBuilder const& jtmb, std::string host_version = {})
+        : basic_object_cache(make_object_store(cache, std::move(host_version)), jtmb) {}
 #else
-    template <class C = Cache>
-    explicit object_cache(C&, std::string = {}) : basic_object_cache(object_store{}) {
+    template <class C = Cache, class... Rest>
+    explicit object_cache(C&, Rest&&...) : basic_object_cache(object_store{}) {
         static_assert(sizeof(C) == 0,
                       "compile_cache::object_cache<Cache> needs RTTI; with -fno-rtti use basic_object_cache "
                       "over an object_store made by make_object_store in a translation unit compiled with RTTI");

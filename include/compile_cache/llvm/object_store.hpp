@@ -21,6 +21,8 @@
 // translation unit can use compile_cache::object_cache<Cache> directly.
 #pragma once
 
+#include <compile_cache/detail/config.hpp>
+
 #include <chrono>
 #include <string>
 #include <string_view>
@@ -30,13 +32,21 @@ namespace compile_cache {
 
 /// What the key of an object file is made of: everything its machine code depends on.
 /// basic_object_cache fills it in; make_object_store's key covers every field but
-/// the two names.
+/// the three names.
 struct object_key_inputs {
-    std::string module_name;    ///< the module's identifier: entry metadata and diagnostics only
-    std::string source_file;    ///< the module's source file name: entry metadata only
+    std::string module_name;    ///< the module's identifier: the entry's origin, and diagnostics
+    std::string source_file;    ///< the module's source file name: diagnostics only
     std::string bitcode_digest; ///< SHA-256 of the module's bitcode as it reached the code generator
     std::string target;         ///< describe_target(): triple, CPU, features, options, opt level, models
     std::string llvm_version;   ///< LLVM_VERSION_STRING of the LLVM that generates the code
+    std::string entry_name{};   ///< what the module defines (its first defined function): the entry's name
+    /// The build-ids of the loaded modules that hold the code generator (libLLVM.so, or
+    /// the program LLVM is linked into): the toolchain's identity instead of the main
+    /// program's. Empty: the main program's (toolchain::current).
+    std::string code_generator{};
+    /// LLVM's command-line options that were set (cl::getRegisteredOptions), with their
+    /// values: describe_llvm_options().
+    std::string llvm_options{};
 };
 
 /// Loads and stores object files by object_key_inputs. Move-only; owns what the
@@ -54,6 +64,10 @@ public:
         void (*log)(void* impl, std::string_view line) noexcept;
         bool (*enabled)(void const* impl) noexcept;
         void (*destroy)(void* impl) noexcept;
+        /// Counts a compile that could not be keyed, with its reason (optional).
+        void (*bypass)(void* impl, std::string const& reason) noexcept = nullptr;
+        /// The cache's statistics as one line (statistics_snapshot::summary; optional).
+        std::string (*summary)(void const* impl) noexcept = nullptr;
     };
 
     /// A store that loads nothing and stores nothing.
@@ -82,6 +96,11 @@ public:
     void log(std::string_view line) noexcept {
         if (ops_) ops_->log(impl_, line);
     }
+    void bypass(std::string const& reason) noexcept {
+        if (ops_ && ops_->bypass) ops_->bypass(impl_, reason);
+    }
+    /// The statistics of the cache behind the store, this process's: one line.
+    std::string summary() const noexcept { return ops_ && ops_->summary ? ops_->summary(impl_) : std::string(); }
 
 private:
     void reset() noexcept {

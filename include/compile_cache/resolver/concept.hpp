@@ -3,6 +3,8 @@
 // live objects when it is loaded.
 #pragma once
 
+#include <compile_cache/detail/config_rtti.hpp>
+
 #include <compile_cache/resolver/reference.hpp>
 
 #include <optional>

@@ -4,6 +4,8 @@
 // live object on load by the cache's Resolver.
 #pragma once
 
+#include <compile_cache/detail/config_rtti.hpp>
+
 #include <boost/serialization/split_member.hpp>
 #include <boost/serialization/string.hpp>
 

@@ -2,6 +2,8 @@
 // shared objects by name and singletons by a name-based uuid; it owns none of them.
 #pragma once
 
+#include <compile_cache/detail/config_rtti.hpp>
+
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/resolver/concept.hpp>
 #include <compile_cache/resolver/reference.hpp>

@@ -13,6 +13,8 @@
 // Boost allocate is about n times the size of the largest element type it holds.
 #pragma once
 
+#include <compile_cache/detail/config_rtti.hpp>
+
 #include <compile_cache/detail/memory_streambuf.hpp>
 #include <compile_cache/resolver/reference.hpp>
 #include <compile_cache/serializer/concept.hpp>

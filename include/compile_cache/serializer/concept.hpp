@@ -3,6 +3,8 @@
 // relink to live objects.
 #pragma once
 
+#include <compile_cache/detail/config.hpp>
+
 #include <compile_cache/resolver/reference.hpp>
 
 #include <string>

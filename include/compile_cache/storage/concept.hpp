@@ -2,6 +2,8 @@
 // bytes under a key; it knows nothing of what they mean.
 #pragma once
 
+#include <compile_cache/detail/config.hpp>
+
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/settings.hpp>
 

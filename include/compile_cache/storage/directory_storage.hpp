@@ -3,6 +3,8 @@
 // with a size limit kept by least-recently-used eviction. POSIX only.
 #pragma once
 
+#include <compile_cache/detail/config.hpp>
+
 #include <compile_cache/detail/env.hpp>
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/settings.hpp>

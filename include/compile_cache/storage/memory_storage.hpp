@@ -3,6 +3,8 @@
 // front of a slower one.
 #pragma once
 
+#include <compile_cache/detail/config.hpp>
+
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/storage/concept.hpp>
 

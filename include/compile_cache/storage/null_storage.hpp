@@ -2,6 +2,8 @@
 // accepted and dropped, so a cache over it costs a lookup and changes nothing.
 #pragma once
 
+#include <compile_cache/detail/config.hpp>
+
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/storage/concept.hpp>
 

@@ -1,0 +1,28 @@
+// compile_cache: what the library needs from the compiler, said first. Every public
+// header includes this before anything else, so that a translation unit compiled with
+// the wrong flags (llvm-config --cxxflags gives -std=c++14 -fno-exceptions) stops at
+// one sentence naming the flag, not at a page of errors from inside the library.
+#pragma once
+// An include guard as well: the LLVM adapter's single-header copies inline this
+// header (scripts/amalgamate.py), and so does the single header.
+#ifndef COMPILE_CACHE_DETAIL_CONFIG_HPP
+#define COMPILE_CACHE_DETAIL_CONFIG_HPP
+
+#if defined(_MSVC_LANG)
+#define COMPILE_CACHE_CPLUSPLUS _MSVC_LANG
+#else
+#define COMPILE_CACHE_CPLUSPLUS __cplusplus
+#endif
+
+#if COMPILE_CACHE_CPLUSPLUS < 201703L
+#error "compile_cache: needs C++17 or later (-std=c++17); with llvm-config --cxxflags, replace its -std=c++14"
+#endif
+
+#if !defined(__cpp_exceptions) && !defined(__EXCEPTIONS) && !defined(_CPPUNWIND)
+#error "compile_cache: needs exceptions (drop -fno-exceptions; llvm-config --cxxflags adds it, LLVM's headers do not need it)"
+#endif
+
+// RTTI is checked by detail/config_rtti.hpp, in the headers that need it: the LLVM
+// adapter's no-RTTI side (compile_cache/llvm/object_store.hpp, object_cache.hpp) does not.
+
+#endif // COMPILE_CACHE_DETAIL_CONFIG_HPP

@@ -1,0 +1,82 @@
+// Specification of the module identities a toolchain component can name: the loaded
+// module (main program or shared library) that contains an address, its GNU build-id,
+// and toolchain::of_code, which keys by the modules that hold a host's code generator.
+#include "catch2_compat.hpp"
+
+#include <compile_cache/detail/build_id.hpp>
+#include <compile_cache/key/builder.hpp>
+#include <compile_cache/key/toolchain.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+namespace cc = compile_cache;
+
+namespace {
+
+int function_in_this_program(int x) { return x + 1; }
+
+std::string readelf_build_id(std::string const& path) {
+    if (std::system("command -v readelf >/dev/null 2>&1") != 0) return {};
+    std::string out;
+    if (FILE* p = ::popen(("readelf -n '" + path + "' 2>/dev/null").c_str(), "r")) {
+        char buf[512];
+        while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+        ::pclose(p);
+    }
+    auto at = out.find("Build ID: ");
+    return at == std::string::npos ? std::string() : out.substr(at + 10, out.find('\n', at) - at - 10);
+}
+
+cc::key key_of(cc::toolchain const& t) {
+    cc::key_builder<cc::sha256> kb;
+    kb.add("toolchain", t);
+    return kb.finish().value();
+}
+
+} // namespace
+
+#if defined(COMPILE_CACHE_HAS_DL_ITERATE_PHDR)
+TEST_CASE("an address in the program is in the main program, whose build-id it reads", "[build-id]") {
+    cc::detail::loaded_module const m = cc::detail::module_containing(cc::code_address(&function_in_this_program));
+    REQUIRE(m.found);
+    CHECK(m.main_program);
+    CHECK(m.path.empty());
+    CHECK(m.build_id == cc::detail::main_program_build_id());
+}
+
+TEST_CASE("an address in a shared library is in that library, with the build-id its file has", "[build-id]") {
+    // The FILE stdout points to is an object of the C library.
+    cc::detail::loaded_module const m = cc::detail::module_containing(static_cast<void const*>(stdout));
+    REQUIRE(m.found);
+    CHECK_FALSE(m.main_program);
+    INFO(m.path);
+    CHECK(m.path.find("libc") != std::string::npos);
+    std::string const printed = readelf_build_id(m.path);
+    if (!printed.empty()) CHECK(m.build_id == printed);
+    if (!m.build_id.empty()) CHECK(m.build_id != cc::detail::main_program_build_id());
+}
+
+TEST_CASE("an address in no loaded module is found in none, and identifies nothing", "[build-id]") {
+    auto heap = std::make_unique<int>(1);
+    CHECK_FALSE(cc::detail::module_containing(heap.get()).found);
+    CHECK(cc::detail::module_identity({heap.get()}).empty());
+}
+
+TEST_CASE("toolchain::of_code names each module once, and another code generator is another key", "[build-id]") {
+    void const* program = cc::code_address(&function_in_this_program);
+    void const* library = stdout;
+    std::string const both = cc::detail::module_identity({program, library, program});
+    CHECK(both == cc::detail::module_identity({program, library}));
+    CHECK(cc::toolchain::of_code({program}).host_build_id == cc::detail::module_identity({program}));
+
+    cc::toolchain const by_library = cc::toolchain::of_code({library}, "host 1.0", "boost_binary 19");
+    cc::toolchain const by_program = cc::toolchain::of_code({program}, "host 1.0", "boost_binary 19");
+    CHECK(by_library.host_version == "host 1.0");
+    CHECK(by_library.compiler == cc::toolchain::compiler_id());
+    CHECK(key_of(by_library) != key_of(by_program));
+    CHECK(key_of(by_library) == key_of(cc::toolchain::of_code({library}, "host 1.0", "boost_binary 19")));
+}
+#endif
