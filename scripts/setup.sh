@@ -2,8 +2,11 @@
 # Sourced by the other scripts: installs the Debian packages a script needs when
 # they are missing, so that each README command works on a fresh machine.
 # Usage: ensure_packages NAME...
+# A NAME of the form PACKAGE:ARCH (e.g. libboost-serialization-dev:arm64) is a foreign
+# architecture's package (Debian multiarch): ARCH is added to dpkg's architectures first,
+# once, before the package lists are updated.
 ensure_packages() {
-  local missing=()
+  local missing=() foreign=()
   for pkg in "$@"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
   done
@@ -14,6 +17,16 @@ ensure_packages() {
     command -v sudo >/dev/null 2>&1 || { echo "setup: need root (or sudo) to install: ${missing[*]}" >&2; return 1; }
     sudo=(sudo)
   fi
+  for pkg in "${missing[@]}"; do
+    [[ $pkg == *:* ]] && foreign+=("${pkg##*:}")
+  done
+  local arch
+  for arch in "${foreign[@]}"; do
+    if [ "$arch" != "$(dpkg --print-architecture)" ] && ! dpkg --print-foreign-architectures | grep -qx "$arch"; then
+      echo "setup: adding the $arch architecture to dpkg (multiarch)" >&2
+      "${sudo[@]}" dpkg --add-architecture "$arch"
+    fi
+  done
   export DEBIAN_FRONTEND=noninteractive
   "${sudo[@]}" apt-get update -qq
   "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
@@ -31,3 +44,7 @@ COMPILE_CACHE_LLVM_PACKAGES=(llvm-14-dev zlib1g-dev libtinfo-dev)
 # The optional Redis storage: hiredis (found by pkg-config) to build it, redis-server
 # and redis-cli (redis-tools) for its tests and benchmark, which start real servers.
 COMPILE_CACHE_REDIS_PACKAGES=(libhiredis-dev redis-server redis-tools pkgconf)
+# The arm64 step of scripts/test.sh (scripts/test_arm64.sh): the cross compiler, the
+# arm64 Boost it links against (multiarch) and the user-mode emulator that runs the result.
+# shellcheck disable=SC2034
+COMPILE_CACHE_ARM64_PACKAGES=(g++-aarch64-linux-gnu libboost-serialization-dev:arm64 qemu-user)

@@ -6,6 +6,8 @@
 #include "catch2_compat.hpp"
 
 #include <compile_cache/detail/build_id.hpp>
+#include <compile_cache/detail/executable_digest.hpp>
+#include <compile_cache/hasher/sha256.hpp>
 #include <compile_cache/key/builder.hpp>
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/key/ordinal_map.hpp>
@@ -24,7 +26,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <memory>
@@ -755,12 +759,56 @@ TEST_CASE("the toolchain describes compiler, Boost, pointer size, byte order and
     CHECK(key_of(t) == key_of(cc::toolchain::current("host 1.0")));
 }
 
+TEST_CASE("the toolchain names the CPU architecture and operating system the host was compiled for", "[key]") {
+    // A cross compiler's version string is the same as the native one's, and x86-64 and
+    // arm64 share pointer size and byte order: only this field tells their entries apart.
+    std::string const platform = cc::toolchain::current().platform;
+#if defined(__x86_64__) && defined(__linux__)
+    CHECK(platform == "x86_64-linux");
+#elif defined(__aarch64__) && defined(__linux__)
+    CHECK(platform == "aarch64-linux");
+#else
+    CHECK(!platform.empty());
+    WARN("platform not covered by this test: " << platform);
+#endif
+}
+
+TEST_CASE("without a build-id the host program is identified by the SHA-256 of its executable", "[key]") {
+    std::string const& build_id = cc::detail::main_program_build_id();
+    std::string const& file_id = cc::detail::main_program_file_id();
+    std::error_code ec;
+    std::filesystem::path const self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (ec) {
+        CHECK(file_id.empty());
+        WARN("no /proc/self/exe here: the host is identified by its build-id or version string alone");
+        return;
+    }
+    // The digest of the file itself, computed here independently of the library's cache.
+    std::ifstream in(self, std::ios::binary);
+    std::string const bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    REQUIRE(!bytes.empty());
+    cc::sha256 h;
+    h.update(bytes.data(), bytes.size());
+    std::string expected = "exe-sha256:";
+    for (unsigned char b : h.result()) {
+        static constexpr char digits[] = "0123456789abcdef";
+        expected.push_back(digits[b >> 4]);
+        expected.push_back(digits[b & 15]);
+    }
+    CHECK(file_id == expected);
+    CHECK(cc::detail::file_sha256_id("/nonexistent/compile_cache/file").empty());
+    CHECK(cc::toolchain::current().host_build_id == (build_id.empty() ? file_id : build_id));
+#if defined(COMPILE_CACHE_NO_LINUX_EXTENSIONS)
+    CHECK(build_id.empty()); // the portable build reads no ELF notes: the fallback is in the key
+#endif
+}
+
 TEST_CASE("any change in the toolchain changes the key", "[key]") {
     cc::toolchain const t = cc::toolchain::current("host 1.0", "boost_binary 19");
     cc::key const k = key_of(t);
     CHECK(key_of(cc::toolchain::current("host 1.1", "boost_binary 19")) != k);
     CHECK(key_of(cc::toolchain::current("host 1.0", "boost_text 19")) != k);
-    std::vector<cc::toolchain> changed(7, t);
+    std::vector<cc::toolchain> changed(8, t);
     changed[0].library_format += 1;
     changed[1].compiler += "x";
     changed[2].boost_version += 100;
@@ -768,6 +816,7 @@ TEST_CASE("any change in the toolchain changes the key", "[key]") {
     changed[4].little_endian = !t.little_endian;
     changed[5].host_build_id += "00";
     changed[6].serializer_format.clear();
+    changed[7].platform = t.platform == "aarch64-linux" ? "x86_64-linux" : "aarch64-linux";
     for (std::size_t i = 0; i < changed.size(); ++i) {
         INFO("changed field #" << i);
         CHECK(key_of(changed[i]) != k);

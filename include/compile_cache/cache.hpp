@@ -407,8 +407,8 @@ public:
                     .add("toolchain: compiler", t.compiler)
                     .add("toolchain: Boost", t.boost_version)
                     .add("toolchain: archive format", t.serializer_format)
-                    .add("toolchain: platform",
-                         std::to_string(t.pointer_size * 8) + (t.little_endian ? "-bit little-endian" : "-bit big-endian"))
+                    .add("toolchain: platform", t.platform + ", " + std::to_string(t.pointer_size * 8) +
+                                                    (t.little_endian ? "-bit little-endian" : "-bit big-endian"))
                     .add("toolchain: host version", t.host_version)
                     .add("toolchain: host build-id", t.host_build_id);
                 state_->toolchain_parts = parts.finish().components();

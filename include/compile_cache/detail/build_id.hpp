@@ -19,7 +19,7 @@
 
 #include <sys/stat.h>
 
-#if defined(__has_include)
+#if defined(__has_include) && !defined(COMPILE_CACHE_NO_LINUX_EXTENSIONS)
 #if __has_include(<link.h>) && __has_include(<elf.h>)
 #include <elf.h>
 #include <link.h>

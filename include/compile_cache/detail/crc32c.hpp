@@ -20,6 +20,7 @@
 #pragma once
 
 #include <compile_cache/detail/env.hpp>
+#include <compile_cache/detail/platform.hpp>
 
 #include <atomic>
 #include <cstddef>
@@ -39,7 +40,7 @@
 #if defined(__aarch64__) && (defined(__ARM_FEATURE_CRC32) || (defined(__GNUC__) && !defined(__clang__)))
 #define COMPILE_CACHE_HAS_CRC32C_ARM 1
 #include <arm_acle.h>
-#if defined(__linux__)
+#if COMPILE_CACHE_LINUX_CALLS
 #include <sys/auxv.h>
 #endif
 #else
@@ -216,7 +217,7 @@ __attribute__((target("sse4.2,pclmul"))) inline std::uint32_t crc32c_update_x86(
 inline bool crc32c_arm_supported() noexcept {
 #if defined(__ARM_FEATURE_CRC32)
     return true;
-#elif defined(__linux__)
+#elif COMPILE_CACHE_LINUX_CALLS
 #ifndef HWCAP_CRC32
 #define HWCAP_CRC32 (1ul << 7) // the Linux arm64 ABI value (arch/arm64/include/uapi/asm/hwcap.h)
 #endif

@@ -22,6 +22,7 @@
 // Either way it is called only after sha256_arm_supported() said yes.
 #pragma once
 
+#include <compile_cache/detail/platform.hpp>
 #include <compile_cache/detail/sha256_portable.hpp>
 
 #include <cstddef>
@@ -35,7 +36,7 @@
 
 #if COMPILE_CACHE_HAS_SHA256_ARM
 #include <arm_neon.h>
-#if defined(__linux__)
+#if COMPILE_CACHE_LINUX_CALLS
 #include <sys/auxv.h>
 #endif
 
@@ -56,7 +57,7 @@ namespace detail {
 inline bool sha256_arm_supported() noexcept {
 #if defined(__ARM_FEATURE_SHA2)
     return true;
-#elif defined(__linux__)
+#elif COMPILE_CACHE_LINUX_CALLS
 #ifndef HWCAP_SHA2
 #define HWCAP_SHA2 (1ul << 6) // the Linux arm64 ABI value (arch/arm64/include/uapi/asm/hwcap.h)
 #endif

@@ -5,6 +5,8 @@
 #include <compile_cache/detail/config.hpp>
 
 #include <compile_cache/detail/build_id.hpp>
+#include <compile_cache/detail/executable_digest.hpp>
+#include <compile_cache/detail/platform.hpp>
 #include <compile_cache/key/writer.hpp>
 #include <compile_cache/version.hpp>
 
@@ -31,7 +33,14 @@ struct toolchain {
     unsigned pointer_size = sizeof(void*);
     bool little_endian = true;
     std::string host_version;    ///< the host's own version string
-    std::string host_build_id;   ///< the host program's GNU build-id, when it has one (of_code: its code generator's)
+    /// The host program's GNU build-id (toolchain::of_code: its code generator's); when it has none (or the build-id cannot be
+    /// read, as with COMPILE_CACHE_NO_LINUX_EXTENSIONS), "exe-sha256:" and the SHA-256
+    /// of its executable file (hashed once per process); empty when neither is known.
+    std::string host_build_id;
+    /// CPU architecture and operating system the host was compiled for, e.g.
+    /// "x86_64-linux", "aarch64-linux": the compiler's version string and the pointer
+    /// size do not tell a cross compiler's target apart.
+    std::string platform = detail::compiled_platform();
 
     /// The toolchain of the running program.
     static toolchain current(std::string host_version = {}, std::string serializer_format = {}) {
@@ -44,6 +53,7 @@ struct toolchain {
         t.little_endian = first == 1;
         t.host_version = std::move(host_version);
         t.host_build_id = detail::main_program_build_id();
+        if (t.host_build_id.empty()) t.host_build_id = detail::main_program_file_id();
         return t;
     }
 
@@ -74,7 +84,7 @@ struct toolchain {
 
     friend void describe(key_writer& w, toolchain const& t) {
         w(t.library_format, t.compiler, t.boost_version, t.serializer_format, t.pointer_size,
-          t.little_endian, t.host_version, t.host_build_id);
+          t.little_endian, t.host_version, t.host_build_id, t.platform);
     }
 };
 

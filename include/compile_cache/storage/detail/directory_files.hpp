@@ -5,6 +5,7 @@
 // interface.
 #pragma once
 
+#include <compile_cache/detail/platform.hpp>
 #include <compile_cache/key/key.hpp>
 
 #include <array>
@@ -30,7 +31,7 @@
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
-#if defined(__linux__)
+#if COMPILE_CACHE_LINUX_CALLS
 #include <sys/random.h>
 #include <sys/syscall.h>
 #endif
@@ -149,7 +150,7 @@ inline void append_temp_name(std::string& out) {
     if (!g.seeded || g.generation != generation) {
         std::uint32_t words[8] = {};
         bool random = false;
-#if defined(__linux__)
+#if COMPILE_CACHE_LINUX_CALLS
         random = ::getrandom(words, sizeof words, 0) == static_cast<ssize_t>(sizeof words);
 #endif
         if (!random) {
@@ -185,7 +186,7 @@ inline void append_temp_name(std::string& out) {
 /// EINVAL where the kernel or the file system does not support it (and everywhere
 /// but Linux), and the caller falls back to lstat + rename.
 inline int rename_no_replace(char const* from, char const* to) noexcept {
-#if defined(__linux__) && defined(SYS_renameat2)
+#if COMPILE_CACHE_LINUX_CALLS && defined(SYS_renameat2)
 #ifdef RENAME_NOREPLACE
     constexpr unsigned no_replace = RENAME_NOREPLACE;
 #else
