@@ -244,7 +244,7 @@ struct text_writer {
     text_writer& operator<<(long long v) {
         char buf[24];
         auto r = std::to_chars(buf, buf + sizeof buf, v);
-        s.append(buf, r.ptr);
+        s.append(buf, static_cast<std::size_t>(r.ptr - buf));
         return *this;
     }
     text_writer& operator<<(int v) { return *this << static_cast<long long>(v); }
@@ -253,7 +253,7 @@ struct text_writer {
     void number(double v) {
         char buf[40];
         auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 17);
-        s.append(buf, r.ptr);
+        s.append(buf, static_cast<std::size_t>(r.ptr - buf));
     }
 };
 
@@ -272,7 +272,7 @@ std::string text(function const& f, bool canonical) {
     vnum.reserve(f.instr_count());
     int next = 0;
     auto num = [&](instr const* i) {
-        auto [it, fresh] = vnum.emplace(i, next);
+        auto [it, fresh] = vnum.try_emplace(i, next); // no node made for a value seen before
         if (fresh) ++next;
         return it->second;
     };
