@@ -10,9 +10,11 @@
 # deserialize (with the object checks), and the native backend's target setup, JIT
 # creation, adding objects, linking them and the call (TINYK_NATIVE_TIMING=1).
 # Exits non-zero if warm is not faster than cold; says whether warm is 10x faster.
+# Each size runs twice: the full chain and a light one (gen_chain.py --light: kernels a
+# third the size, where the warm run's fixed costs weigh more); TINYK_BENCH_KINDS picks.
 #
 #   benchmarks/tinyk_native.sh                     # 10 repetitions
-#   TINYK_BENCH_REPS=20 TINYK_BENCH_SIZES="40 200" benchmarks/tinyk_native.sh
+#   TINYK_BENCH_REPS=20 TINYK_BENCH_SIZES="40 200" TINYK_BENCH_KINDS=full benchmarks/tinyk_native.sh
 #
 # Cache directories go under the build directory; TINYK_BENCH_SCRATCH puts them elsewhere.
 set -euo pipefail
@@ -24,7 +26,11 @@ ensure_packages "${COMPILE_CACHE_PACKAGES[@]}" llvm-14-dev
 build=${COMPILE_CACHE_BUILD_DIR:-$root/build}/bench-native
 reps=${TINYK_BENCH_REPS:-10}
 sizes=${TINYK_BENCH_SIZES:-40}
+kinds=${TINYK_BENCH_KINDS:-full light}
 read -r -a size_list <<<"$sizes" # TINYK_BENCH_SIZES is a list of words
+for kind in $kinds; do
+  case $kind in full|light) ;; *) echo "tinyk_native.sh: TINYK_BENCH_KINDS: '$kind' is not full or light" >&2; exit 2 ;; esac
+done
 
 echo "building tinyk (Release, with LLVM) in $build ..." >&2
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCOMPILE_CACHE_BUILD_EXAMPLES=ON \
@@ -41,17 +47,18 @@ mkdir -p "$scratch"
 work=$(mktemp -d "$scratch/tinyk-native.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-echo "command: benchmarks/tinyk_native.sh (TINYK_BENCH_REPS=$reps, sizes: $sizes)"
+echo "command: benchmarks/tinyk_native.sh (TINYK_BENCH_REPS=$reps, sizes: $sizes, kinds: $kinds)"
 echo "machine: $(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -1), nproc $(nproc)," \
   "$(uname -sr), $(g++ --version | head -1), LLVM $(/usr/lib/llvm-14/bin/llvm-config --version 2>/dev/null || echo 14)," \
   "load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 
-python3 - "$tinyk" "$root/examples/tinyk/gen_chain.py" "$work" "$reps" "${size_list[@]}" <<'PY'
+python3 - "$tinyk" "$root/examples/tinyk/gen_chain.py" "$work" "$reps" "$kinds" "${size_list[@]}" <<'PY'
 import os, re, resource, statistics, subprocess, sys, time
 
 tinyk, gen, work, reps = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-sizes = [int(n) for n in sys.argv[5:]]
+kinds = sys.argv[5].split()
+sizes = [int(n) for n in sys.argv[6:]]
 
 def fields(text):
     f = {}
@@ -81,17 +88,18 @@ def med(xs):
     return statistics.median(xs) if xs else float("nan")
 
 ok = True
-for n in sizes:
-    program = os.path.join(work, f"chain{n}.tk")
+for n, kind in [(n, kind) for n in sizes for kind in kinds]:
+    light = kind == "light"
+    program = os.path.join(work, f"chain{n}{'-light' if light else ''}.tk")
     with open(program, "w") as f:
-        subprocess.run([sys.executable, gen, str(n)], stdout=f, check=True)
+        subprocess.run([sys.executable, gen] + (["--light"] if light else []) + [str(n)], stdout=f, check=True)
     args = ["run", "--stats", program, "--call", "main", "3"]
     results = {}
     floor = []
     for rep in range(reps):
         floor.append(run(["--version"])[:2])
         for backend in ("native", "vm"):
-            cache = os.path.join(work, f"cache-{n}-{backend}-{rep}")
+            cache = os.path.join(work, f"cache-{n}-{kind}-{backend}-{rep}")
             cold = run(args, cache, backend)
             warm = run(args, cache, backend)
             if cold[2] != warm[2]:
@@ -100,7 +108,8 @@ for n in sizes:
                 sys.exit(f"warm run did not load all {n} kernels: {warm[3]}")
             results.setdefault(backend, []).append((cold, warm))
 
-    print(f"\nchain of {n} kernels, {reps} repetitions, medians (wall ms / CPU ms):")
+    what = "light chain (kernels a third the size)" if light else "chain"
+    print(f"\n{what} of {n} kernels, {reps} repetitions, medians (wall ms / CPU ms):")
     print(f"  {'backend':8} {'cold wall':>10} {'warm wall':>10} {'ratio':>6}   {'cold CPU':>9} {'warm CPU':>9} {'ratio':>6}")
     for backend, rs in results.items():
         cw, ww = med([c[0] for c, _ in rs]), med([w[0] for _, w in rs])
@@ -117,12 +126,14 @@ for n in sizes:
     ww = med([w[0] for w in warm_native])
     print(f"  warm native per kernel: {ww / n:.3f} ms wall, {(ww - fw) / n:.3f} ms above the process floor")
     print(f"  target (warm >= 10x faster than cold): {'met' if native_ratio >= 10 else 'NOT met'} ({native_ratio:.1f}x)")
+    share = med([w[3].get("load-ms", 0.0) + w[3].get("key-ms", 0.0) for w in warm_native])
+    print(f"  the cache's own part of a warm native run (keys and loading): {share:.3f} ms, {100 * share / ww:.0f}%")
 
     keys = [("front-ms", "parse, check, lower (front-ms)"), ("key-ms", "keys (key-ms)"),
             ("read", "cache: read"), ("verify", "cache: verify envelope"),
             ("deserialize", "cache: deserialize + relink + object checks"),
             ("validate-ms", "  of which object checks (validate)"),
-            ("setup-ms", "native: target machine, toolchain"), ("jit-ms", "native: create the LLJIT"),
+            ("setup-ms", "native: host CPU, features, toolchain"), ("jit-ms", "native: create the JIT"),
             ("add-ms", "native: add objects to the JIT"), ("link-ms", "native: link (resolve symbols)"),
             ("run-ms", "native: the call")]
     print(f"  where a warm native run spends its time (medians, ms):")

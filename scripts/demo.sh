@@ -3,7 +3,10 @@
 # call each other, twice, in fresh processes against a fresh cache directory: cold
 # (everything compiled and stored), then warm (everything loaded). It does so for each
 # backend this tinyk has (the bytecode VM, then native code when built with LLVM) and
-# prints each run's wall time, how many kernels it compiled and loaded, and the ratio.
+# prints each run's wall time, how many kernels it compiled and loaded, and the ratio,
+# beside it the floor (the wall time of `tinyk --version`: a process that starts and
+# exits) and the cache's own part of the warm run (computing keys and loading entries,
+# from --stats), so that what the cache costs and what the host costs can be told apart.
 # Exits non-zero when a run fails, the warm result differs from the cold one, or the
 # warm run did not load all 40 kernels.
 #
@@ -45,11 +48,11 @@ backends=(vm)
 case $("$tinyk" --version) in *native*) backends+=(native) ;; esac
 
 # Per backend and run (e.g. "native cold"): wall time, kernels compiled and loaded, result.
-declare -A wall_ns compiled loaded result
+declare -A wall_ns compiled loaded result cache_ms
 run() { # BACKEND LABEL: tinyk once, in a fresh process, on BACKEND's cache directory
   local backend=$1 label=$2 start end status=0
   start=$(date +%s%N)
-  TINYK_CACHE_DIR=$work/cache-$backend "$tinyk" run -v --backend="$backend" "$program" --call main 1 \
+  TINYK_CACHE_DIR=$work/cache-$backend "$tinyk" run -v --stats --backend="$backend" "$program" --call main 1 \
     >"$work/out" 2>"$work/err" || status=$?
   end=$(date +%s%N)
   if [ "$status" -ne 0 ]; then
@@ -62,9 +65,19 @@ run() { # BACKEND LABEL: tinyk once, in a fresh process, on BACKEND's cache dire
   compiled[$id]=$(grep -c '^tinyk: compiled ' "$work/err" || true)
   loaded[$id]=$(grep -c '^tinyk: loaded ' "$work/err" || true)
   result[$id]=$(cat "$work/out")
+  # The library's part: keys (key-ms) and loading (load-ms: read, verify, deserialize).
+  cache_ms[$id]=$(sed -n 's/^tinyk: stats: .*load-ms=\([0-9.]*\).* key-ms=\([0-9.]*\).*/\1 \2/p' "$work/err" |
+    awk '{ printf "%.2f", $1 + $2 }')
   printf '  %-5s main(1) = %s   %7.1f ms   compiled %2d, loaded %2d\n' "$label" "${result[$id]}" \
     "$(awk -v n="${wall_ns[$id]}" 'BEGIN { print n / 1e6 }')" "${compiled[$id]}" "${loaded[$id]}"
 }
+
+# The floor: the median wall time of 5 runs of `tinyk --version`, in ns.
+floor_ns=$(for _ in 1 2 3 4 5; do
+  start=$(date +%s%N)
+  "$tinyk" --version >/dev/null
+  echo $(($(date +%s%N) - start))
+done | sort -n | sed -n 3p)
 
 echo "tinyk: $kernels kernels, each calling the previous one ($program)"
 echo "each backend: a fresh cache directory, a cold run, then a warm run, each a fresh process"
@@ -75,6 +88,10 @@ for backend in "${backends[@]}"; do
   run "$backend" warm
   printf '  warm is %.1f times faster than cold\n' \
     "$(awk -v c="${wall_ns[$backend cold]}" -v w="${wall_ns[$backend warm]}" 'BEGIN { print c / w }')"
+  printf '  beside it: the floor (tinyk --version) %.1f ms; the cache'"'"'s own part of the warm run\n' \
+    "$(awk -v n="$floor_ns" 'BEGIN { print n / 1e6 }')"
+  printf '  (keys and loading) %s ms, %.0f%% of it\n' "${cache_ms[$backend warm]:-?}" \
+    "$(awk -v c="${cache_ms[$backend warm]:-0}" -v w="${wall_ns[$backend warm]}" 'BEGIN { print 100 * c * 1e6 / w }')"
   # What the demo is meant to show; anything else is a bug worth reporting.
   if [ "${result[$backend cold]}" != "${result[$backend warm]}" ]; then
     echo "demo: $backend: the warm result differs from the cold one" >&2

@@ -3,7 +3,8 @@
 #include "diag.hpp"
 
 #include <algorithm>
-#include <cstdio>
+#include <charconv>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -228,78 +229,105 @@ bool remove_trivial_phis(function& f) {
 
 namespace {
 
-void append_number(std::string& s, double v) {
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%.17g", v);
-    s += buf;
-}
+// The text is built in place (no temporary strings, no printf): it is made for
+// every kernel of every run, warm ones too, since the keys are computed from it.
+struct text_writer {
+    std::string s;
+    text_writer& operator<<(std::string_view v) {
+        s.append(v.data(), v.size());
+        return *this;
+    }
+    text_writer& operator<<(char c) {
+        s.push_back(c);
+        return *this;
+    }
+    text_writer& operator<<(long long v) {
+        char buf[24];
+        auto r = std::to_chars(buf, buf + sizeof buf, v);
+        s.append(buf, static_cast<std::size_t>(r.ptr - buf));
+        return *this;
+    }
+    text_writer& operator<<(int v) { return *this << static_cast<long long>(v); }
+    text_writer& operator<<(std::size_t v) { return *this << static_cast<long long>(v); }
+    // As printf's "%.17g" (which to_chars with a precision is defined to match).
+    void number(double v) {
+        char buf[40];
+        auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 17);
+        s.append(buf, static_cast<std::size_t>(r.ptr - buf));
+    }
+};
 
 std::string text(function const& f, bool canonical) {
     auto order = reverse_post_order(f);
     std::unordered_map<block const*, int> bnum;
+    bnum.reserve(order.size());
     for (std::size_t k = 0; k < order.size(); ++k) bnum[order[k]] = static_cast<int>(k);
+    auto block_number = [&](block const* b) {
+        auto it = b ? bnum.find(b) : bnum.end();
+        return it == bnum.end() ? -1 : it->second;
+    };
     // Values are numbered as they are first visited: definitions in block order, and
     // operands that are defined later (phi arguments from a loop's latch) on first use.
     std::unordered_map<instr const*, int> vnum;
+    vnum.reserve(f.instr_count());
     int next = 0;
     auto num = [&](instr const* i) {
-        auto [it, fresh] = vnum.emplace(i, next);
+        auto [it, fresh] = vnum.try_emplace(i, next); // no node made for a value seen before
         if (fresh) ++next;
         return it->second;
     };
-    std::string s = "kernel " + f.name + "/" + std::to_string(f.nparams) + "\n";
+    text_writer w;
+    w.s.reserve(64 * f.instr_count() + 64);
+    w << "kernel " << f.name << '/' << f.nparams << '\n';
     if (!canonical) {
-        s += "; first line " + std::to_string(f.first_line);
+        w << "; first line " << f.first_line;
         if (!f.origins.empty()) {
-            s += "; inlined kernel indices";
-            for (int o : f.origins) s += " " + std::to_string(o);
+            w << "; inlined kernel indices";
+            for (int o : f.origins) w << ' ' << o;
         }
-        s += "\n";
+        w << '\n';
     }
     for (block const* b : order) {
-        s += "^" + std::to_string(bnum[b]);
+        w << '^' << block_number(b);
         if (!b->preds.empty()) {
-            s += " <-";
-            for (block const* p : b->preds) s += " ^" + std::to_string(bnum.count(p) ? bnum[p] : -1);
+            w << " <-";
+            for (block const* p : b->preds) w << " ^" << block_number(p);
         }
-        s += ":\n";
+        w << ":\n";
         for (auto const& ip : b->instrs) {
             instr const& i = *ip;
-            s += "  ";
-            if (i.ty != void_type()) s += "%" + std::to_string(num(&i)) + " = ";
-            s += name(i.op);
+            w << "  ";
+            if (i.ty != void_type()) w << '%' << num(&i) << " = ";
+            w << name(i.op);
             switch (i.op) {
-            case opcode::param: s += " " + std::to_string(i.index); break;
+            case opcode::param: w << ' ' << i.index; break;
             case opcode::constant:
-                s += " ";
-                append_number(s, i.imm);
-                if (!i.sym.empty()) s += " @" + i.sym;
+                w << ' ';
+                w.number(i.imm);
+                if (!i.sym.empty()) w << " @" << i.sym;
                 break;
-            case opcode::call: s += " @" + i.sym; break;
+            case opcode::call: w << " @" << i.sym; break;
             default: break;
             }
             for (std::size_t k = 0; k < i.args.size(); ++k) {
-                s += k ? ", " : " ";
-                if (i.op == opcode::phi) s += "[";
-                s += "%" + std::to_string(num(i.args[k]));
-                if (i.op == opcode::phi) {
-                    block const* p = k < b->preds.size() ? b->preds[k] : nullptr;
-                    s += ", ^" + std::to_string(p && bnum.count(p) ? bnum[p] : -1) + "]";
-                }
+                w << (k ? ", " : " ");
+                if (i.op == opcode::phi) w << '[';
+                w << '%' << num(i.args[k]);
+                if (i.op == opcode::phi) w << ", ^" << block_number(k < b->preds.size() ? b->preds[k] : nullptr) << ']';
             }
             for (std::size_t k = 0; k < i.succs.size(); ++k)
-                s += (k || !i.args.empty() ? ", ^" : " ^") + std::to_string(bnum[i.succs[k]]);
-            s += std::string(" : ") + i.ty->name();
+                w << (k || !i.args.empty() ? ", ^" : " ^") << block_number(i.succs[k]);
+            w << " : " << i.ty->name();
             if (canonical) {
-                s += " @" + std::to_string(i.line - f.first_line);
+                w << " @" << (i.line - f.first_line);
             } else {
-                s += " line " + std::to_string(i.line);
-                if (i.origin) s += " from #" + std::to_string(i.origin);
+                w << " line " << i.line;
+                if (i.origin) w << " from #" << i.origin;
             }
-            s += "\n";
+            w << '\n';
         }
     }
-    return s;
+    return std::move(w.s);
 }
 
 } // namespace

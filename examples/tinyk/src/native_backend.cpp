@@ -15,9 +15,10 @@
 #include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/Core.h>
-#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
-#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ExecutorProcessControl.h>
+#include <llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h>
+#include <llvm/ExecutionEngine/SectionMemoryManager.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
@@ -454,60 +455,88 @@ bool available() { return true; }
 
 struct backend::impl {
     opt_level level;
-    std::unique_ptr<llvm::TargetMachine> tm;
-    std::optional<llvm::orc::JITTargetMachineBuilder> jtmb;
+    std::optional<llvm::orc::JITTargetMachineBuilder> jtmb; // what tm() makes
+    std::unique_ptr<llvm::TargetMachine> target;            // made at the first compile()
     std::string toolchain, key_id;
     std::unique_ptr<llvm::LLVMContext> context; // for compiling; one for the process
-    std::unique_ptr<llvm::orc::LLJIT> jit;      // made at the first add()
-    llvm::orc::SymbolMap pending_ids;           // tk.NAME$id of kernels added since the last call
+    // The JIT, made at the first add(): one session, one JITDylib, objects linked by
+    // RuntimeDyld. No LLJIT: it would make a second target machine (for IR nobody
+    // gives it) and a platform layer the kernels do not use.
+    std::unique_ptr<llvm::orc::ExecutionSession> session;
+    std::unique_ptr<llvm::orc::RTDyldObjectLinkingLayer> linker;
+    llvm::orc::JITDylib* dylib = nullptr;
+    llvm::orc::SymbolMap pending_ids; // tk.NAME$id of kernels added since the last call
+
+    ~impl() {
+        if (session) llvm::consumeError(session->endSession());
+    }
+
+    // Where the time goes (TINYK_NATIVE_TIMING=1 prints it).
+    double setup_ms = 0, tm_ms = 0, jit_ms = 0, lower_ms = 0, optimize_ms = 0, codegen_ms = 0, add_ms = 0,
+           link_ms = 0, run_ms = 0;
+    std::size_t compiled = 0, added = 0;
+
+    llvm::TargetMachine& tm() {
+        if (target) return *target;
+        auto start = clock_type::now();
+        target = expect(jtmb->createTargetMachine(), "cannot target this machine");
+        tm_ms += ms_since(start);
+        return *target;
+    }
 
     // The ids of the kernels added so far, as one set of absolute symbols (one
     // materialization, not one per kernel).
     void define_kernel_ids() {
         if (pending_ids.empty()) return;
-        check(jit->getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(pending_ids))),
-              "cannot define the kernel ids");
+        check(dylib->define(llvm::orc::absoluteSymbols(std::move(pending_ids))), "cannot define the kernel ids");
         pending_ids.clear();
     }
 
-    // Where the time goes (TINYK_NATIVE_TIMING=1 prints it).
-    double setup_ms = 0, jit_ms = 0, lower_ms = 0, optimize_ms = 0, codegen_ms = 0, add_ms = 0, link_ms = 0,
-           run_ms = 0;
-    std::size_t compiled = 0, added = 0;
+    // ELF (the only format the backend targets, see backend()): symbols are not mangled.
+    llvm::orc::SymbolStringPtr intern(llvm::StringRef name) { return session->intern(name); }
 
-    llvm::orc::LLJIT& the_jit() {
-        if (jit) return *jit;
+    llvm::orc::JITDylib& jit() {
+        if (dylib) return *dylib;
         auto start = clock_type::now();
-        jit = expect(llvm::orc::LLJITBuilder()
-                         .setJITTargetMachineBuilder(*jtmb)
-                         .setDataLayout(tm->createDataLayout())
-                         .create(),
-                     "cannot create the JIT");
-        llvm::orc::JITDylib& jd = jit->getMainJITDylib();
+        session = std::make_unique<llvm::orc::ExecutionSession>(
+            expect(llvm::orc::SelfExecutorProcessControl::Create(), "cannot control this process"));
+        linker = std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
+            *session, [] { return std::make_unique<llvm::SectionMemoryManager>(); });
+        auto created = session->createJITDylib("tinyk");
+        if (!created) check(created.takeError(), "cannot create the JIT's library");
+        dylib = &*created;
+        // The runtime and every libm/libc symbol validate() lets an object refer to,
+        // by address: no search of the process's libraries.
         llvm::orc::SymbolMap runtime;
-        auto flags = llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable;
+        auto callable = llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable;
         auto fn = [&](char const* name, auto* address) {
-            runtime[jit->mangleAndIntern(name)] =
-                llvm::JITEvaluatedSymbol(llvm::pointerToJITTargetAddress(address), flags);
+            runtime[intern(name)] = llvm::JITEvaluatedSymbol(llvm::pointerToJITTargetAddress(address), callable);
+        };
+        auto data = [&](char const* name, void* address) {
+            runtime[intern(name)] =
+                llvm::JITEvaluatedSymbol(llvm::pointerToJITTargetAddress(address), llvm::JITSymbolFlags::Exported);
         };
         fn(rt_fail, &tinyk_rt_fail);
-        runtime[jit->mangleAndIntern(rt_depth)] =
-            llvm::JITEvaluatedSymbol(llvm::pointerToJITTargetAddress(&the_depth), llvm::JITSymbolFlags::Exported);
-        runtime[jit->mangleAndIntern(rt_floor)] =
-            llvm::JITEvaluatedSymbol(llvm::pointerToJITTargetAddress(&the_stack_floor), llvm::JITSymbolFlags::Exported);
+        data(rt_depth, &the_depth);
+        data(rt_floor, &the_stack_floor);
         double (*unary)(double) = &::floor;
         fn("floor", unary);
         unary = &::sqrt;
         fn("sqrt", unary);
         unary = &::fabs;
         fn("fabs", unary);
-        check(jd.define(llvm::orc::absoluteSymbols(std::move(runtime))), "cannot define the runtime");
-        // memcpy and friends, should the code generator call them.
-        jd.addGenerator(expect(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
-                                   jit->getDataLayout().getGlobalPrefix()),
-                               "cannot search the process"));
+        double (*binary)(double, double) = &::fmin;
+        fn("fmin", binary);
+        binary = &::fmax;
+        fn("fmax", binary);
+        fn("memcpy", &::memcpy);
+        fn("memset", &::memset);
+        fn("memmove", &::memmove);
+        if (runtime.size() != 3 + std::size(libm_symbols))
+            throw internal_error("native backend: the runtime does not define every symbol an object may use");
+        check(dylib->define(llvm::orc::absoluteSymbols(std::move(runtime))), "cannot define the runtime");
         jit_ms += ms_since(start);
-        return *jit;
+        return *dylib;
     }
 };
 
@@ -525,7 +554,9 @@ backend::backend(opt_level level) : impl_(std::make_unique<impl>()) {
     // `skylake`): code for it, with that CPU's own features, not the host's. It is part
     // of every native key (through the toolchain), so machines with different CPUs
     // share VM kernels but not native ones. Unknown here: one line, and the host's.
-    llvm::orc::JITTargetMachineBuilder jtmb(llvm::Triple(llvm::sys::getProcessTriple()));
+    llvm::Triple triple(llvm::sys::getProcessTriple());
+    if (!triple.isOSBinFormatELF()) throw internal_error("native backend: the host's object format is not ELF");
+    llvm::orc::JITTargetMachineBuilder jtmb(triple);
     std::string cpu;
     if (char const* env = std::getenv("TINYK_CPU")) cpu = env;
     bool use_host = cpu.empty();
@@ -551,12 +582,25 @@ backend::backend(opt_level level) : impl_(std::make_unique<impl>()) {
         jtmb.setCPU(cpu);
     }
     jtmb.addFeatures(features);
-    jtmb.setCodeGenOptLevel(level == opt_level::O0 ? llvm::CodeGenOpt::None : llvm::CodeGenOpt::Default);
+    auto const opt = level == opt_level::O0 ? llvm::CodeGenOpt::None : llvm::CodeGenOpt::Default;
+    jtmb.setCodeGenOptLevel(opt);
     jtmb.getOptions().AllowFPOpFusion = llvm::FPOpFusion::Strict; // no FMA contraction: IEEE results
-    impl_->tm = expect(jtmb.createTargetMachine(), "cannot target this machine");
-    impl_->jtmb.emplace(std::move(jtmb));
 
-    impl_->toolchain = std::string("llvm ") + LLVM_VERSION_STRING + "; " + compile_cache::describe_target(*impl_->tm);
+    // The toolchain component describes what the target machine is made from, not the
+    // machine itself: making one costs a warm run more than all its keys, and only a
+    // compile needs it. LLVM (its version is in the text) makes the same machine from
+    // the same triple, CPU, features, options, models and opt level; every option set
+    // above is named here, the others are LLVM's defaults.
+    std::string& t = impl_->toolchain;
+    t = std::string("llvm ") + LLVM_VERSION_STRING + "; made from: triple " + triple.str() + "; cpu " +
+        jtmb.getCPU() + "; features " + jtmb.getFeatures().getString() + "; codegen-opt " +
+        std::to_string(static_cast<int>(opt)) + "; reloc " +
+        (jtmb.getRelocationModel() ? std::to_string(static_cast<int>(*jtmb.getRelocationModel())) : "default") +
+        "; code-model " +
+        (jtmb.getCodeModel() ? std::to_string(static_cast<int>(*jtmb.getCodeModel())) : "default") +
+        "; options LLVM's defaults but fp-fusion " +
+        std::to_string(static_cast<int>(jtmb.getOptions().AllowFPOpFusion));
+    impl_->jtmb.emplace(std::move(jtmb));
     impl_->key_id = level == opt_level::O0 ? "native;llvm-O0" : "native;llvm-O2";
     impl_->setup_ms = ms_since(start);
 }
@@ -574,8 +618,9 @@ native_artifact backend::compile(module const& m, kernel const& k, std::string* 
 
     if (!s.context) s.context = std::make_unique<llvm::LLVMContext>();
     auto lm = std::make_unique<llvm::Module>("tinyk." + k.name, *s.context);
-    lm->setTargetTriple(s.tm->getTargetTriple().str());
-    lm->setDataLayout(s.tm->createDataLayout());
+    llvm::TargetMachine& tm = s.tm();
+    lm->setTargetTriple(tm.getTargetTriple().str());
+    lm->setDataLayout(tm.createDataLayout());
     native_artifact a;
     a.symbol = symbol_of(k.name);
     a.nparams = k.nparams;
@@ -590,7 +635,7 @@ native_artifact backend::compile(module const& m, kernel const& k, std::string* 
     auto lowered = clock_type::now();
     s.lower_ms += std::chrono::duration<double, std::milli>(lowered - start).count();
 
-    optimize(*lm, *s.tm, s.level);
+    optimize(*lm, tm, s.level);
     auto optimized = clock_type::now();
     s.optimize_ms += std::chrono::duration<double, std::milli>(optimized - lowered).count();
     if (ir_dump) {
@@ -600,7 +645,7 @@ native_artifact backend::compile(module const& m, kernel const& k, std::string* 
         *ir_dump += "; llvm\n" + os.str();
     }
 
-    llvm::orc::SimpleCompiler codegen(*s.tm);
+    llvm::orc::SimpleCompiler codegen(tm);
     std::unique_ptr<llvm::MemoryBuffer> object = expect(codegen(*lm), "code generation failed");
     a.object.assign(object->getBufferStart(), object->getBufferSize());
     s.codegen_ms += ms_since(optimized);
@@ -618,13 +663,12 @@ void backend::add(kernel& k) {
     native_artifact const* a = k.native.get();
     if (!a || a->self.get() != &k || a->result_type.get() != f64_type() || a->dialects.get() != &core_dialects())
         throw internal_error("kernel '" + k.name + "': its native artifact does not reference the live objects");
-    llvm::orc::LLJIT& jit = s.the_jit();
+    llvm::orc::JITDylib& jd = s.jit();
     auto start = clock_type::now();
-    llvm::orc::JITDylib& jd = jit.getMainJITDylib();
-    s.pending_ids[jit.mangleAndIntern(a->symbol + "$id")] =
+    s.pending_ids[s.intern(a->symbol + "$id")] =
         llvm::JITEvaluatedSymbol(llvm::pointerToJITTargetAddress(&k), llvm::JITSymbolFlags::Exported);
     // The buffer points into the artifact, which lives as long as the kernel: no copy.
-    check(jit.addObjectFile(jd, llvm::MemoryBuffer::getMemBuffer(llvm::StringRef(a->object), a->symbol, false)),
+    check(s.linker->add(jd, llvm::MemoryBuffer::getMemBuffer(llvm::StringRef(a->object), a->symbol, false)),
           "cannot add an object file");
     s.add_ms += ms_since(start);
     ++s.added;
@@ -696,7 +740,7 @@ void run_call_with_stack_for(call_on_stack& c) {
 double backend::execute(kernel const& entry, std::vector<double> const& args) {
     impl& s = *impl_;
     if (!entry.native) throw internal_error("kernel '" + entry.name + "' has no native code");
-    llvm::orc::LLJIT& jit = s.the_jit();
+    llvm::orc::JITDylib& jd = s.jit();
     auto start = clock_type::now();
     s.define_kernel_ids();
     // Looking up the entry would link its object and every object it reaches, each
@@ -718,9 +762,13 @@ double backend::execute(kernel const& entry, std::vector<double> const& args) {
         order.push_back(k);
         stack.pop_back();
     }
+    auto search = llvm::orc::makeJITDylibSearchOrder(&jd, llvm::orc::JITDylibLookupFlags::MatchExportedSymbolsOnly);
+    llvm::orc::SymbolStringPtr entry_symbol = s.intern(entry.native->symbol + "$entry");
+    // One lookup per kernel, callees first (one lookup of every symbol measured 7x
+    // slower on chain40: its objects then wait for each other as the entry's would).
     for (kernel const* k : order)
-        if (k != &entry) expect(jit.lookup(k->native->symbol), "cannot link the kernels");
-    auto sym = expect(jit.lookup(entry.native->symbol + "$entry"), "cannot link the kernels");
+        if (k != &entry) expect(s.session->lookup(search, s.intern(k->native->symbol)), "cannot link the kernels");
+    llvm::JITEvaluatedSymbol sym = expect(s.session->lookup(search, entry_symbol), "cannot link the kernels");
     auto linked = clock_type::now();
     s.link_ms += std::chrono::duration<double, std::milli>(linked - start).count();
 
@@ -730,9 +778,9 @@ double backend::execute(kernel const& entry, std::vector<double> const& args) {
     s.run_ms += ms_since(linked);
     if (timing_requested())
         std::fprintf(stderr,
-                     "tinyk: native: setup-ms=%.3f jit-ms=%.3f compiled=%zu (lower-ms=%.3f optimize-ms=%.3f "
+                     "tinyk: native: setup-ms=%.3f jit-ms=%.3f compiled=%zu (target-ms=%.3f lower-ms=%.3f optimize-ms=%.3f "
                      "codegen-ms=%.3f) validate-ms=%.3f added=%zu add-ms=%.3f link-ms=%.3f run-ms=%.3f\n",
-                     s.setup_ms, s.jit_ms, s.compiled, s.lower_ms, s.optimize_ms, s.codegen_ms, validate_ms, s.added,
+                     s.setup_ms, s.jit_ms, s.compiled, s.tm_ms, s.lower_ms, s.optimize_ms, s.codegen_ms, validate_ms, s.added,
                      s.add_ms, s.link_ms, s.run_ms);
     if (the_failure.failed) {
         the_failure.failed = false;
