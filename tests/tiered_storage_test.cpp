@@ -219,6 +219,16 @@ TEST_CASE("tiered_storage: read-only never writes the remote; remote-only keeps 
         for (auto const& e : fs::directory_iterator(dir.path())) others += e.path() != remote;
         CHECK(others == 0);
     }
+    SECTION("remote-only and read-only: stores go nowhere, and are counted as write errors") {
+        cc::tier_options t;
+        t.mode = cc::remote_mode::read_only;
+        dir_tier_cache r(dir_tier::remote_only(directory_remote(remote.string()), t));
+        CHECK(get(r, "helper") == cc::outcome::compiled);
+        CHECK(get(r, "helper") == cc::outcome::compiled);
+        CHECK(r.stats().failure_count(cc::store_failure::write_error) == 2);
+        CHECK(r.stats().stores == 0);
+        CHECK(!fs::exists(remote));
+    }
 }
 
 TEST_CASE("tiered_storage: a remote that refuses is skipped for a back-off, with one line when it goes and one "
