@@ -62,6 +62,19 @@ public:
         }
         return "unknown Redis error";
     }
+    /// The portable condition of each reason, so that a generic tier (tiered_storage's
+    /// remote_error_of) counts it by std::errc.
+    std::error_condition default_error_condition(int value) const noexcept override {
+        switch (static_cast<redis_errc>(value)) {
+        case redis_errc::timeout: return std::errc::timed_out;
+        case redis_errc::refused: return std::errc::connection_refused;
+        case redis_errc::auth: return std::errc::permission_denied;
+        case redis_errc::protocol: return std::errc::protocol_error;
+        case redis_errc::too_large: return std::errc::value_too_large;
+        case redis_errc::other: break;
+        }
+        return {value, *this};
+    }
 };
 } // namespace detail
 
