@@ -516,7 +516,7 @@ private:
                 if (redirect) c.error = record(redis_errc::other, "redirected twice for slot " + std::to_string(slot));
                 return c;
             }
-            if (redirect->host.empty()) redirect->host = node_host(*target);
+            if (redirect->host.empty()) redirect->host = node_host(*target, deadline);
             auto next = node_for(redirect->host, redirect->port, deadline);
             if (!next) {
                 c.reply.reset();
@@ -532,8 +532,9 @@ private:
         }
     }
 
-    std::string node_host(std::size_t index) {
-        std::lock_guard<std::timed_mutex> lock(state_->map_mutex);
+    std::string node_host(std::size_t index, detail::redis_clock::time_point deadline) {
+        std::unique_lock<std::timed_mutex> lock(state_->map_mutex, std::defer_lock);
+        if (!lock.try_lock_until(deadline)) return {};
         return state_->nodes[index].connection.endpoint().host;
     }
 
