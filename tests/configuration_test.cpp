@@ -29,6 +29,7 @@ namespace {
 namespace cc = compile_cache;
 namespace fs = std::filesystem;
 using compile_cache_test::captured_stderr;
+using compile_cache_test::lines_of;
 using compile_cache_test::read_file;
 using compile_cache_test::temp_dir;
 using compile_cache_test::write_file;
@@ -78,17 +79,6 @@ private:
     fs::path old_;
 };
 
-std::vector<std::string> lines_of(std::string const& text) {
-    std::vector<std::string> lines;
-    std::size_t start = 0;
-    while (start < text.size()) {
-        std::size_t end = text.find('\n', start);
-        if (end == std::string::npos) end = text.size();
-        lines.push_back(text.substr(start, end - start));
-        start = end + 1;
-    }
-    return lines;
-}
 
 std::string const& configuration_page() {
     // The source tree's page, found from this file's path (tests/../docs).

@@ -19,22 +19,13 @@
 namespace {
 
 namespace cc = compile_cache;
+using compile_cache_test::lines_of;
 using namespace std::chrono_literals;
 
-/// Sets CCSETTEST_* variables for one test and unsets them all at the end.
-class settings_env {
-public:
-    settings_env() { clear(); }
-    settings_env(settings_env const&) = delete;
-    settings_env& operator=(settings_env const&) = delete;
-    ~settings_env() { clear(); }
-    void set(std::string const& suffix, std::string const& value) {
-        ::setenv(("CCSETTEST" + suffix).c_str(), value.c_str(), 1);
-    }
-    static void clear() {
-        for (char const* suffix : {"_FILE", "_DIR", "_LOG", "_SECRET_FILE", "_LIMIT", "_WAIT", "_MODE", "_FAST"})
-            ::unsetenv((std::string("CCSETTEST") + suffix).c_str());
-    }
+/// The CCSETTEST_* variables these tests set, unset before and after each.
+struct settings_env : compile_cache_test::scoped_settings {
+    settings_env()
+        : scoped_settings("CCSETTEST", {"_FILE", "_DIR", "_LOG", "_SECRET_FILE", "_LIMIT", "_WAIT", "_MODE", "_FAST"}) {}
 };
 
 /// A user's storage: entries in memory, configured by CCSETTEST_FILE (its main
@@ -79,17 +70,6 @@ public:
 
 using file_like_cache = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, file_like_storage>;
 
-std::vector<std::string> lines_of(std::string const& text) {
-    std::vector<std::string> lines;
-    std::size_t at = 0;
-    while (at < text.size()) {
-        std::size_t end = text.find('\n', at);
-        if (end == std::string::npos) end = text.size();
-        lines.push_back(text.substr(at, end - at));
-        at = end + 1;
-    }
-    return lines;
-}
 
 } // namespace
 

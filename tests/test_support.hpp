@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
+#include <vector>
 
 #include <cstdio>
 
@@ -123,6 +125,42 @@ private:
     }
     std::filesystem::path file_;
     int saved_ = -1;
+};
+
+/// The lines of `text`, without their newlines.
+inline std::vector<std::string> lines_of(std::string const& text) {
+    std::vector<std::string> lines;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        std::size_t end = text.find('\n', start);
+        if (end == std::string::npos) end = text.size();
+        lines.push_back(text.substr(start, end - start));
+        start = end + 1;
+    }
+    return lines;
+}
+
+/// PREFIX + each suffix, unset when made and again when destroyed, so that no test
+/// sees another's settings; set() sets one for this test.
+class scoped_settings {
+public:
+    scoped_settings(std::string prefix, std::vector<std::string> suffixes)
+        : prefix_(std::move(prefix)), suffixes_(std::move(suffixes)) {
+        clear();
+    }
+    scoped_settings(scoped_settings const&) = delete;
+    scoped_settings& operator=(scoped_settings const&) = delete;
+    ~scoped_settings() { clear(); }
+    void set(std::string const& suffix, std::string const& value) {
+        ::setenv((prefix_ + suffix).c_str(), value.c_str(), 1);
+    }
+    void clear() {
+        for (auto const& suffix : suffixes_) ::unsetenv((prefix_ + suffix).c_str());
+    }
+
+private:
+    std::string prefix_;
+    std::vector<std::string> suffixes_;
 };
 
 } // namespace compile_cache_test

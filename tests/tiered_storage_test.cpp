@@ -26,6 +26,7 @@ namespace {
 namespace cc = compile_cache;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+using compile_cache_test::lines_of;
 using compile_cache_test::temp_dir;
 
 struct small_kernel {
@@ -99,33 +100,13 @@ dir_tier_cache tier_cache(fs::path const& local, fs::path const& remote, cc::cac
                           std::move(o));
 }
 
-/// Clears every PREFIX_* the tests set.
-struct tier_env {
-    tier_env() { clear(); }
-    tier_env(tier_env const&) = delete;
-    tier_env& operator=(tier_env const&) = delete;
-    ~tier_env() { clear(); }
-    void set(std::string const& suffix, std::string const& value) {
-        ::setenv(("CCTIERTEST" + suffix).c_str(), value.c_str(), 1);
-    }
-    static void clear() {
-        for (char const* s : {"_DIR", "_LOG", "_SECRET_FILE", "_REMOTE", "_REMOTE_MODE", "_REMOTE_ONLY",
-                              "_REMOTE_INSECURE", "_MAX_SIZE"})
-            ::unsetenv((std::string("CCTIERTEST") + s).c_str());
-    }
+/// The CCTIERTEST_* variables these tests set, unset before and after each.
+struct tier_env : compile_cache_test::scoped_settings {
+    tier_env()
+        : scoped_settings("CCTIERTEST", {"_DIR", "_LOG", "_SECRET_FILE", "_REMOTE", "_REMOTE_MODE", "_REMOTE_ONLY",
+                                         "_REMOTE_INSECURE", "_MAX_SIZE"}) {}
 };
 
-std::vector<std::string> lines_of(std::string const& text) {
-    std::vector<std::string> lines;
-    std::size_t at = 0;
-    while (at < text.size()) {
-        std::size_t end = text.find('\n', at);
-        if (end == std::string::npos) end = text.size();
-        lines.push_back(text.substr(at, end - at));
-        at = end + 1;
-    }
-    return lines;
-}
 
 } // namespace
 
@@ -218,6 +199,16 @@ TEST_CASE("tiered_storage: read-only never writes the remote; remote-only keeps 
         std::size_t others = 0;
         for (auto const& e : fs::directory_iterator(dir.path())) others += e.path() != remote;
         CHECK(others == 0);
+    }
+    SECTION("remote-only and read-only: stores go nowhere, and are counted as write errors") {
+        cc::tier_options t;
+        t.mode = cc::remote_mode::read_only;
+        dir_tier_cache r(dir_tier::remote_only(directory_remote(remote.string()), t));
+        CHECK(get(r, "helper") == cc::outcome::compiled);
+        CHECK(get(r, "helper") == cc::outcome::compiled);
+        CHECK(r.stats().failure_count(cc::store_failure::write_error) == 2);
+        CHECK(r.stats().stores == 0);
+        CHECK(!fs::exists(remote));
     }
 }
 

@@ -293,6 +293,8 @@ public:
         if (!state_) return std::make_error_code(std::errc::invalid_argument);
         std::error_code answer;
         if (state_->local) answer = state_->local->write(k, bytes);
+        else if (state_->options.mode != remote_mode::read_write)
+            return std::make_error_code(std::errc::read_only_file_system); // remote-only and read-only: nowhere
         if (!state_->remote || state_->options.mode != remote_mode::read_write) return answer;
         if (!may_call()) return state_->local ? answer : std::make_error_code(std::errc::resource_unavailable_try_again);
         auto const start = clock::now();

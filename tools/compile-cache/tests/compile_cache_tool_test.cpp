@@ -180,6 +180,22 @@ TEST_CASE("compile-cache stats: after a cold and a warm tinyk run it shows the e
     CHECK(human.out.find("1.0 GiB") != std::string::npos);
 }
 
+TEST_CASE("compile-cache stats: a host with a remote tier recorded its remote counters, shown with the remote hit rate") {
+    filled_cache c;
+    // What a tiered cache's flush records besides the local counters (tests/redis has it
+    // recorded by a real tier; here the figures are chosen to check the arithmetic).
+    REQUIRE(!compile_cache::directory_storage(c.dir()).record_counters(
+        {{"remote.hits", 3}, {"remote.misses", 1}, {"remote.errors.timeout", 2}, {"remote.bytes-read", 6144}}));
+    process_result const human = tool({"stats", c.dir()});
+    REQUIRE_EXIT(human, 0);
+    CHECK(line_starting(human.out, "  remote hit rate") == "75.0%  (3 of 4 lookups sent to the remote)"); // table columns
+    CHECK(line_starting(human.out, "  remote.errors.timeout") == "2");
+    CHECK(line_starting(human.out, "  remote.bytes-read") == "6144  (6.0 KiB)");
+    process_result const json = tool({"stats", c.dir(), "--json"});
+    REQUIRE_EXIT(json, 0);
+    CHECK(json_query(json.out, "d['counters']['remote.hits']") == "3");
+}
+
 TEST_CASE("compile-cache list: each kernel with its key prefix and size and origin - and show opens one by that prefix") {
     filled_cache c;
     process_result const r = tool({"list", c.dir(), "--json"});

@@ -1,4 +1,4 @@
-// Step 6 of docs/tutorial.md: checking a Storage of your own with the conformance kit
+// Step 7 of docs/tutorial.md: checking a Storage of your own with the conformance kit
 // (compile_cache/testing/storage_conformance.hpp). map_storage keeps entries in a map
 // that its handles share; its first version forgets the size bound, and the kit says so.
 #include <compile_cache/compile_cache.hpp>

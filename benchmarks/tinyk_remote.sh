@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# tinyk (native backend, chain40) on "machines" sharing one redis-server on 127.0.0.1:
+# each run a fresh `tinyk run` process. Per repetition (a fresh namespace on the server):
+#   cold          a fresh directory, no remote: every kernel compiled
+#   local warm    the same directory again, no remote: every kernel loaded from it
+#   A cold        machine A, fresh directory, with the remote: compiled, stored there too
+#   B remote      machine B, fresh directory, warm server: every kernel from the server
+#   B local       machine B again: every kernel from its directory, 0 commands sent
+#                 (the server's INFO commandstats, reset before the run)
+# Prints the medians (wall and CPU ms) and the two ratios of docs/benchmarks.md: cold /
+# B remote (target >= 8x), and B local / local warm (target: the same cost, ~1.0x).
+# Exits non-zero when B local sends a command or loads fewer than all kernels.
+#
+#   benchmarks/tinyk_remote.sh                   # 7 repetitions
+#   TINYK_BENCH_REPS=11 benchmarks/tinyk_remote.sh
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=../scripts/setup.sh
+source "$root/scripts/setup.sh"
+ensure_packages "${COMPILE_CACHE_PACKAGES[@]}" "${COMPILE_CACHE_REDIS_PACKAGES[@]}" llvm-14-dev
+
+build=${COMPILE_CACHE_BUILD_DIR:-$root/build}/bench-remote
+reps=${TINYK_BENCH_REPS:-7}
+
+echo "building tinyk (Release, with LLVM and hiredis) in $build ..." >&2
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCOMPILE_CACHE_BUILD_EXAMPLES=ON \
+  -DCOMPILE_CACHE_BUILD_TESTS=OFF -DCOMPILE_CACHE_WITH_LLVM=ON >/dev/null
+cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" --target tinyk >/dev/null
+tinyk=$build/examples/tinyk/tinyk
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/tinyk-remote.XXXXXX")
+servers=$work/servers
+cleanup() {
+  bash "$root/tests/redis/redis_fixture.sh" stop "$servers" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+port=$(bash "$root/tests/redis/redis_fixture.sh" server "$servers" bench)
+printf 'the benchmark fleet secret\n' >"$work/secret.key"
+
+echo "command: benchmarks/tinyk_remote.sh (TINYK_BENCH_REPS=$reps)"
+echo "machine: $(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -1), nproc $(nproc)," \
+  "$(uname -sr), $(redis-server --version | cut -d' ' -f1-3), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')"
+
+python3 - "$tinyk" "$root/examples/tinyk/chain40.tk" "$work" "$reps" "$port" <<'PY'
+import os, re, resource, shutil, statistics, subprocess, sys, time
+
+tinyk, chain, work, reps, port = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+program = os.path.join(work, "chain40.tk")
+shutil.copy(chain, program)
+
+def redis(*args):
+    return subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", port] + list(args),
+                          capture_output=True, text=True, check=True).stdout
+
+def run(cache, remote_ns=None):
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": work, "LC_ALL": "C",
+           "TINYK_BACKEND": "native", "TINYK_CACHE_DIR": cache}
+    if remote_ns:
+        env.update({"TINYK_CACHE_REMOTE": f"redis://127.0.0.1:{port}", "TINYK_CACHE_REMOTE_NAMESPACE": remote_ns,
+                    "TINYK_CACHE_SECRET_FILE": os.path.join(work, "secret.key")})
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter_ns()
+    p = subprocess.run([tinyk, "run", "--stats", program, "--call", "main", "3"], env=env,
+                       capture_output=True, text=True)
+    wall = (time.perf_counter_ns() - start) / 1e6
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = ((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)) * 1e3
+    if p.returncode != 0:
+        sys.exit(f"tinyk failed (exit {p.returncode}):\n{p.stderr}")
+    stats = dict((k, float(v)) for k, v in re.findall(r" ([a-z.-]+)=([0-9.]+)", p.stderr))
+    return wall, cpu, p.stdout.strip(), stats
+
+columns = ["cold", "local warm", "A cold", "B remote", "B local"]
+results = {c: [] for c in columns}
+ok = True
+for rep in range(reps):
+    ns = f"bench{rep}-{os.getpid()}"
+    d = lambda name: os.path.join(work, f"{name}-{rep}")
+    results["cold"].append(run(d("plain")))
+    results["local warm"].append(run(d("plain")))
+    results["A cold"].append(run(d("a"), ns))
+    results["B remote"].append(run(d("b"), ns))
+    redis("CONFIG", "RESETSTAT")
+    results["B local"].append(run(d("b"), ns))
+    sent = int(sum(int(m) for m in re.findall(r"^cmdstat_(?!config|info)[a-z|]+:calls=([0-9]+)",
+                                              redis("INFO", "commandstats"), re.M)))
+    b_remote, b_local = results["B remote"][-1][3], results["B local"][-1][3]
+    if b_remote.get("remote.hits") != 40 or b_local.get("hits") != 40 or b_local.get("remote.hits") != 0 or sent:
+        print(f"rep {rep}: B remote {b_remote.get('remote.hits')} remote hits; B local {b_local.get('hits')} hits,"
+              f" {sent} commands sent")
+        ok = False
+    outs = {r[-1][2] for r in results.values()}
+    if len(outs) != 1:
+        sys.exit(f"results differ: {outs}")
+
+med = lambda xs: statistics.median(xs)
+print(f"\nchain40, native backend, {reps} repetitions, medians:")
+print(f"  {'run':12} {'wall ms':>9} {'CPU ms':>8}  {'hits':>5} {'remote.hits':>11}")
+for c in columns:
+    rs = results[c]
+    print(f"  {c:12} {med([r[0] for r in rs]):9.1f} {med([r[1] for r in rs]):8.1f}  "
+          f"{med([r[3].get('hits', 0) for r in rs]):5.0f} {med([r[3].get('remote.hits', 0) for r in rs]):11.0f}")
+cold, b_remote = med([r[0] for r in results["cold"]]), med([r[0] for r in results["B remote"]])
+local, b_local = med([r[0] for r in results["local warm"]]), med([r[0] for r in results["B local"]])
+cpu = lambda c: med([r[1] for r in results[c]])
+print(f"  fresh machine, warm server vs cold: {cold / b_remote:.1f}x wall, {cpu('cold') / cpu('B remote'):.1f}x CPU "
+      f"(target >= 8x: {'met' if min(cold / b_remote, cpu('cold') / cpu('B remote')) >= 8 else 'NOT met'})")
+print(f"  after one remote hit, the next process: {b_local:.1f} ms vs a local warm run {local:.1f} ms "
+      f"({b_local / local:.2f}x wall, {cpu('B local') / cpu('local warm'):.2f}x CPU), "
+      f"0 commands sent: {'yes' if ok else 'NO'}")
+sys.exit(0 if ok else 1)
+PY
