@@ -122,11 +122,11 @@ TEST_CASE("A stopped server costs each call no more than its timeout, and works 
         CHECK(r.status == cc::read_status::error);
         CHECK(r.error == cc::redis_errc::timeout);
         CHECK(took >= 140);
-        CHECK(took < 150 + 60);
+        CHECK(took < 150 + 100); // (the slack: waking up on a loaded machine)
     }
     auto const start = std::chrono::steady_clock::now();
     CHECK(s.write(key_of(2), std::string(1 << 20, 'w')) == cc::redis_errc::timeout);
-    CHECK(ms_since(start) < 150 + 60);
+    CHECK(ms_since(start) < 150 + 100);
     paused.resume();
     auto r = s.read(key_of(1), out, 100);
     CHECK(r.status == cc::read_status::found);

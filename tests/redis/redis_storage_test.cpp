@@ -10,6 +10,7 @@
 #include <boost/serialization/vector.hpp>
 
 #include <atomic>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -252,4 +253,31 @@ TEST_CASE("A cache over Redis alone comes from the environment: PREFIX_REMOTE na
     ::unsetenv("CCREDIS_ENV_REMOTE");
     ::unsetenv("CCREDIS_ENV_REMOTE_NAMESPACE");
     CHECK_FALSE(redis_cache::from_env("CCREDIS_ENV").enabled());
+}
+
+TEST_CASE("for_each_entry lists the keys of its namespace only, on a server and on a cluster", "[redis][storage]") {
+    auto const cluster_ports = fixture::get().cluster_ports();
+    for (std::string const& url : {"redis://127.0.0.1:" + std::to_string(fixture::get().server_port()),
+                                  "redis+cluster://127.0.0.1:" + std::to_string(cluster_ports[1])}) {
+        INFO(url);
+        std::string const ns = unique_name("list*[x]");
+        cc::redis_options o;
+        o.url = url;
+        o.name_space = ns;
+        cc::redis_storage s(o);
+        o.name_space = ns + "-other";
+        cc::redis_storage other(o);
+        std::set<cc::key> written;
+        for (std::uint64_t i = 0; i < 40; ++i) {
+            REQUIRE_FALSE(s.write(key_of(i), "v"));
+            written.insert(key_of(i));
+        }
+        REQUIRE_FALSE(other.write(key_of(100), "elsewhere"));
+        // A name in the namespace that is not a key: skipped.
+        int const port = url.rfind("redis://", 0) == 0 ? fixture::get().server_port() : 0;
+        if (port) REQUIRE(admin(port)({"SET", ns + ":not-hex", "x"}) == "OK");
+        std::set<cc::key> seen;
+        CHECK_FALSE(s.for_each_entry([&](cc::key const& k) { seen.insert(k); }));
+        CHECK(seen == written);
+    }
 }

@@ -278,14 +278,17 @@ public:
         out.clear();
         if (!state_) return {read_status::error, make_error_code(redis_errc::other)};
         try {
+            // (An unbounded read asks for what a Redis string can hold at most.)
+            std::size_t const bound = std::min<std::size_t>(max_size, std::size_t(1) << 40);
             std::string const name = redis_key(k);
-            std::string const end = std::to_string(max_size);
-            call c = run(name, {"GETRANGE", name, "0", end}, max_size + 64);
+            std::string const end = std::to_string(bound);
+            call c = run(name, {"GETRANGE", name, "0", end}, bound + 64);
             if (c.error) return {read_status::error, c.error};
             redisReply const* r = c.reply.get();
-            if (r->type == REDIS_REPLY_ERROR) return {read_status::error, record(error_reply(r))};
+            if (r->type == REDIS_REPLY_ERROR) return {read_status::error, error_reply(r)};
             if (r->type == REDIS_REPLY_NIL) return {read_status::absent, {}};
-            if (r->type != REDIS_REPLY_STRING) return {read_status::error, record(redis_errc::protocol, "GETRANGE did not return a string")};
+            if (r->type != REDIS_REPLY_STRING)
+                return {read_status::error, record(redis_errc::protocol, "GETRANGE did not return a string")};
             if (r->len == 0) return {read_status::absent, {}};
             if (r->len > max_size) return {read_status::too_large, make_error_code(redis_errc::too_large)};
             out.assign(r->str, r->len);
@@ -314,6 +317,61 @@ public:
         try {
             std::string const name = redis_key(k);
             return simple(name, {"DEL", name});
+        } catch (...) {
+            return make_error_code(redis_errc::other);
+        }
+    }
+
+    /// Calls `visit(key const&)` for each entry in this storage's namespace (on every
+    /// master of a cluster), with `SCAN ... MATCH namespace:*`; names that are not
+    /// `namespace:` + a key in hex are skipped. Each SCAN page is bounded by the command
+    /// timeout; entries written or evicted meanwhile may or may not be seen, and one
+    /// may be seen twice (SCAN's guarantees). Stops at the first failure, which it
+    /// returns; an exception from `visit` stops it too (redis_errc::other).
+    template <class Visit>
+    std::error_code for_each_entry(Visit&& visit) noexcept {
+        if (!state_) return make_error_code(redis_errc::other);
+        try {
+            std::vector<std::size_t> masters{0};
+            if (is_cluster()) {
+                auto const deadline = detail::redis_clock::now() + state_->options.command_timeout;
+                if (!owner(0, deadline)) return record(redis_errc::other, "the cluster's slot map is not known");
+                std::unique_lock<std::timed_mutex> lock(state_->map_mutex, std::defer_lock);
+                if (!lock.try_lock_until(deadline)) return record(redis_errc::timeout, "waited too long for the slot map");
+                masters.clear();
+                for (std::uint16_t owner_index : state_->slot_owner)
+                    if (owner_index != 0 && std::find(masters.begin(), masters.end(), owner_index - 1u) == masters.end())
+                        masters.push_back(owner_index - 1u);
+            }
+            std::string pattern;
+            for (char c : state_->prefix) {
+                if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') pattern += '\\';
+                pattern += c;
+            }
+            pattern += '*';
+            for (std::size_t index : masters) {
+                std::string cursor = "0";
+                do {
+                    auto const deadline = detail::redis_clock::now() + state_->options.command_timeout;
+                    call c = exchange_on(index, {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}, std::size_t(4) << 20,
+                                         deadline, false, true);
+                    if (c.error) return c.error;
+                    redisReply const* r = c.reply.get();
+                    if (r->type == REDIS_REPLY_ERROR) return error_reply(r);
+                    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
+                        r->element[1]->type != REDIS_REPLY_ARRAY)
+                        return record(redis_errc::protocol, "SCAN did not return a cursor and names");
+                    cursor.assign(r->element[0]->str, r->element[0]->len);
+                    for (std::size_t i = 0; i < r->element[1]->elements; ++i) {
+                        redisReply const* name = r->element[1]->element[i];
+                        if (name->type != REDIS_REPLY_STRING) continue;
+                        std::string_view const text(name->str, name->len);
+                        if (text.substr(0, state_->prefix.size()) != state_->prefix) continue;
+                        if (auto k = key::from_hex(text.substr(state_->prefix.size()))) visit(static_cast<key const&>(*k));
+                    }
+                } while (cursor != "0");
+            }
+            return {};
         } catch (...) {
             return make_error_code(redis_errc::other);
         }
@@ -383,7 +441,7 @@ private:
         return c;
     }
 
-    std::error_code record(std::error_code e, std::string text = {}) const {
+    std::error_code record(std::error_code e, std::string text) const {
         try {
             std::lock_guard<std::mutex> lock(state_->failure_mutex);
             state_->failure = {e, std::move(text)};
@@ -458,7 +516,7 @@ private:
                 if (redirect) c.error = record(redis_errc::other, "redirected twice for slot " + std::to_string(slot));
                 return c;
             }
-            if (redirect->host.empty()) redirect->host = node_host(*target);
+            if (redirect->host.empty()) redirect->host = node_host(*target, deadline);
             auto next = node_for(redirect->host, redirect->port, deadline);
             if (!next) {
                 c.reply.reset();
@@ -474,8 +532,9 @@ private:
         }
     }
 
-    std::string node_host(std::size_t index) {
-        std::lock_guard<std::timed_mutex> lock(state_->map_mutex);
+    std::string node_host(std::size_t index, detail::redis_clock::time_point deadline) {
+        std::unique_lock<std::timed_mutex> lock(state_->map_mutex, std::defer_lock);
+        if (!lock.try_lock_until(deadline)) return {};
         return state_->nodes[index].connection.endpoint().host;
     }
 

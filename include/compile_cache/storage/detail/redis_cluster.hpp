@@ -10,15 +10,29 @@
 
 namespace compile_cache::detail {
 
+/// The CRC16 of one byte value, bit by bit: the table below, and its reference.
+constexpr std::uint16_t redis_crc16_byte(unsigned byte) noexcept {
+    auto crc = static_cast<std::uint16_t>(byte << 8);
+    for (int bit = 0; bit < 8; ++bit)
+        crc = static_cast<std::uint16_t>((crc & 0x8000) ? (crc << 1) ^ 0x1021 : crc << 1);
+    return crc;
+}
+
+struct redis_crc16_table {
+    std::uint16_t entry[256] = {};
+    constexpr redis_crc16_table() noexcept {
+        for (unsigned i = 0; i < 256; ++i) entry[i] = redis_crc16_byte(i);
+    }
+};
+inline constexpr redis_crc16_table redis_crc16_lookup{};
+
 /// CRC16 as Redis Cluster uses it: CCITT polynomial 0x1021, initial value 0, no
 /// reflection, no final xor (the XMODEM variant). "123456789" gives 0x31C3.
 constexpr std::uint16_t redis_crc16(std::string_view bytes) noexcept {
     std::uint16_t crc = 0;
-    for (char c : bytes) {
-        crc = static_cast<std::uint16_t>(crc ^ (static_cast<std::uint16_t>(static_cast<unsigned char>(c)) << 8));
-        for (int bit = 0; bit < 8; ++bit)
-            crc = static_cast<std::uint16_t>((crc & 0x8000) ? (crc << 1) ^ 0x1021 : crc << 1);
-    }
+    for (char c : bytes)
+        crc = static_cast<std::uint16_t>(
+            (crc << 8) ^ redis_crc16_lookup.entry[((crc >> 8) ^ static_cast<unsigned char>(c)) & 0xff]);
     return crc;
 }
 

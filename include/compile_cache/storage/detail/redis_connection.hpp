@@ -231,8 +231,8 @@ private:
         // A backstop only: every wait below polls with the time left to the deadline.
         redisSetTimeout(context_, to_timeval(std::chrono::duration_cast<std::chrono::microseconds>(
                                       std::max<std::chrono::microseconds>(remaining(deadline), {}))));
-#if HIREDIS_MAJOR >= 1
-        context_->reader->maxelements = 1u << 20;
+#if HIREDIS_MAJOR > 1 || (HIREDIS_MAJOR == 1 && (HIREDIS_MINOR > 0 || HIREDIS_PATCH >= 1))
+        context_->reader->maxelements = 1u << 20; // (hiredis 1.0.1 and later)
 #endif
         std::vector<redis_command> setup;
         if (!endpoint_.password.empty()) {
@@ -315,15 +315,20 @@ private:
         iov.reserve(pieces.size());
         for (auto const& p : pieces)
             iov.push_back({const_cast<char*>(p.data ? p.data : small.data() + p.offset), p.size});
+        // Sent at once when the socket buffer takes it (a command usually fits); the
+        // wait for room comes only after a send that could not go on.
         std::size_t first = 0;
         while (first < iov.size()) {
-            if (auto e = wait(POLLOUT, deadline)) return e;
             msghdr m{};
             m.msg_iov = iov.data() + first;
             m.msg_iovlen = iov.size() - first;
             ssize_t const n = ::sendmsg(context_->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
             if (n < 0) {
-                if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+                if (errno == EINTR) continue;
+                if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                    if (auto e = wait(POLLOUT, deadline)) return e;
+                    continue;
+                }
                 error_text_ = std::strerror(errno);
                 return make_error_code(errno == EPIPE || errno == ECONNRESET ? redis_errc::refused : redis_errc::other);
             }

@@ -1,0 +1,149 @@
+// redis_storage against its floor, a bare hiredis GET, on a real redis-server on
+// 127.0.0.1, and one server against a three-master Redis Cluster for 1,000 keys.
+//
+// - read_4k: redis_storage::read of a 4 KiB value (GETRANGE key 0 bound, with the
+//   deadline, poll and bound checks) vs `redisCommand(c, "GET %b")` of the same key
+//   on a connection of its own. Both are one round trip on loopback; wall time
+//   (the round trip is the cost, the client's CPU is a small part of it).
+// - keys_1000: read (and write) 1,000 keys of 4 KiB, one call each, on one server
+//   and on the cluster (each key to the node of its slot).
+//
+// The servers are started with tests/redis/redis_fixture.sh (start: one server and a
+// cluster) in a scratch folder and stopped at the end.
+#include "bench_common.hpp"
+
+#include <compile_cache/storage/redis_storage.hpp>
+
+#include <benchmark/benchmark.h>
+
+#include <hiredis/hiredis.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace cc = compile_cache;
+
+namespace {
+
+std::string run(std::string const& command) {
+    std::FILE* p = ::popen(command.c_str(), "r");
+    if (!p) throw std::runtime_error("cannot run " + command);
+    std::string out;
+    char buffer[256];
+    while (std::size_t n = std::fread(buffer, 1, sizeof buffer, p)) out.append(buffer, n);
+    if (::pclose(p) != 0) throw std::runtime_error(command + " failed");
+    return out;
+}
+
+std::string first_line(std::string const& path) {
+    std::ifstream f(path);
+    std::string line;
+    std::getline(f, line);
+    return line;
+}
+
+/// The servers, started once, stopped at exit.
+struct servers {
+    std::string dir;
+    std::string server_url, cluster_url;
+    int server_port = 0;
+
+    servers() {
+        char pattern[] = "/tmp/compile_cache-bench-redis-XXXXXX";
+        if (!::mkdtemp(pattern)) throw std::runtime_error("mkdtemp");
+        dir = std::string(pattern) + "/servers";
+        run("bash " COMPILE_CACHE_REDIS_FIXTURE_SCRIPT " start " + dir);
+        server_port = std::stoi(first_line(dir + "/server.port"));
+        server_url = "redis://127.0.0.1:" + std::to_string(server_port);
+        std::string const ports = first_line(dir + "/cluster.ports");
+        cluster_url = "redis+cluster://127.0.0.1:" + ports.substr(0, ports.find(','));
+    }
+    ~servers() {
+        try {
+            run("bash " COMPILE_CACHE_REDIS_FIXTURE_SCRIPT " stop " + dir);
+            run("rm -rf " + dir.substr(0, dir.rfind('/')));
+        } catch (...) {
+        }
+    }
+    static servers& get() {
+        static servers s;
+        return s;
+    }
+};
+
+cc::key key_of(std::uint64_t n) {
+    unsigned char digest[32] = {};
+    for (int i = 0; i < 8; ++i) digest[i] = static_cast<unsigned char>(n >> (8 * i));
+    digest[31] = 0x42;
+    return cc::key(digest, sizeof digest);
+}
+
+constexpr std::size_t entry_bound = 64u << 20; // the cache's default entry bound
+
+void read_4k_redis_storage(benchmark::State& state) {
+    cc::redis_storage storage(servers::get().server_url);
+    std::string const value = bench::random_string(4096, 1);
+    if (storage.write(key_of(1), value)) return state.SkipWithError("write failed");
+    std::string out;
+    for (auto _ : state) {
+        cc::read_result const r = storage.read(key_of(1), out, entry_bound);
+        if (r.status != cc::read_status::found) return state.SkipWithError("read failed");
+        benchmark::DoNotOptimize(out.data());
+    }
+    if (out != value) state.SkipWithError("wrong bytes");
+    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * 4096);
+}
+
+void read_4k_hiredis_get(benchmark::State& state) {
+    cc::redis_storage storage(servers::get().server_url);
+    std::string const value = bench::random_string(4096, 1);
+    if (storage.write(key_of(1), value)) return state.SkipWithError("write failed");
+    std::string const name = storage.redis_key(key_of(1));
+    redisContext* c = redisConnect("127.0.0.1", servers::get().server_port);
+    if (!c || c->err) return state.SkipWithError("connect failed");
+    std::string out;
+    for (auto _ : state) {
+        auto* reply = static_cast<redisReply*>(redisCommand(c, "GET %b", name.data(), name.size()));
+        if (!reply || reply->type != REDIS_REPLY_STRING) return state.SkipWithError("GET failed");
+        out.assign(reply->str, reply->len); // the bytes in the caller's buffer, as the storage leaves them
+        freeReplyObject(reply);
+        benchmark::DoNotOptimize(out.data());
+    }
+    redisFree(c);
+    if (out != value) state.SkipWithError("wrong bytes");
+    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * 4096);
+}
+
+void keys_1000(benchmark::State& state, bool cluster, bool write) {
+    cc::redis_storage storage(cluster ? servers::get().cluster_url : servers::get().server_url);
+    std::string const value = bench::random_string(4096, 2);
+    for (std::uint64_t i = 0; i < 1000; ++i)
+        if (storage.write(key_of(1000 + i), value)) return state.SkipWithError("write failed");
+    std::string out;
+    for (auto _ : state) {
+        for (std::uint64_t i = 0; i < 1000; ++i) {
+            if (write) {
+                if (storage.write(key_of(1000 + i), value)) return state.SkipWithError("write failed");
+            } else if (storage.read(key_of(1000 + i), out, entry_bound).status != cc::read_status::found) {
+                return state.SkipWithError("read failed");
+            }
+        }
+    }
+    state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * 1000);
+}
+
+} // namespace
+
+BENCHMARK(read_4k_redis_storage)->UseRealTime();
+BENCHMARK(read_4k_hiredis_get)->UseRealTime();
+BENCHMARK_CAPTURE(keys_1000, read_server, false, false)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(keys_1000, read_cluster, true, false)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(keys_1000, write_server, false, true)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(keys_1000, write_cluster, true, true)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+BENCHMARK_MAIN();
