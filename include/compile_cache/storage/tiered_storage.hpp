@@ -90,15 +90,6 @@ struct has_remote_describe : std::false_type {};
 template <class S>
 struct has_remote_describe<S, std::enable_if_t<std::is_convertible_v<decltype(std::declval<S const&>().describe()),
                                                               std::string>>> : std::true_type {};
-/// A remote configured by `from_env(std::string_view prefix, report)`, report taking a line.
-template <class S, class = void>
-struct has_prefix_from_env : std::false_type {};
-template <class S>
-struct has_prefix_from_env<
-    S, std::enable_if_t<std::is_same_v<decltype(S::from_env(std::declval<std::string_view>(),
-                                                            std::declval<std::function<void(std::string const&)>&>())),
-                                       std::optional<S>>>> : std::true_type {};
-
 /// The calls the last found read on this thread answered from a remote (for
 /// entry_checked): which tier, and which key.
 struct remote_read_mark {
@@ -457,9 +448,6 @@ private:
     static std::optional<Remote> remote_from_env(settings_reader& env) {
         if constexpr (detail::has_from_env<Remote>::value) {
             return Remote::from_env(env);
-        } else if constexpr (detail::has_prefix_from_env<Remote>::value) {
-            std::function<void(std::string const&)> report = [&env](std::string const& line) { env.report(line); };
-            return Remote::from_env(env.prefix(), report);
         } else {
             static_assert(std::is_constructible_v<Remote, std::string>,
                           "compile_cache: tiered_storage::from_env needs a Remote storage with from_env or one "
