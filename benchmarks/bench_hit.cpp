@@ -7,6 +7,9 @@
 //           registry).
 // Target: load <= 1.3 x floor. The parts are measured too (read alone, envelope check
 // alone, deserialization alone) so that a miss of the target shows where time goes.
+// Also what issue 13 adds: a store with and without the kernel's identity record (the
+// record that explains misses), and a hit through get_or_compile with verify mode off
+// and on (on: the host's compile, here a copy of the artifact, and both serialized).
 #include "bench_common.hpp"
 
 #include <compile_cache/cache.hpp>
@@ -62,15 +65,8 @@ struct world {
     std::size_t payload_offset = 0, payload_size = 0;
 
     world() {
-        auto& reg = cache.resolver();
-        for (int i = 0; i < 4; ++i) {
-            callee_objects[i].id = i;
-            reg.bind(&callee_objects[i], cc::key_builder<>().add("callee", i).finish().value());
-        }
-        reg.add_shared("bench.dialects", &dialects);
-        reg.add_singleton("bench.type.f64", &f64);
-        reg.add_singleton("bench.type.i64", &i64);
-        reg.add_singleton("bench.type.bool", &boolean);
+        for (int i = 0; i < 4; ++i) callee_objects[i].id = i;
+        register_with(cache);
 
         artifact a;
         a.name = info.name;
@@ -98,6 +94,16 @@ struct world {
         payload_offset = static_cast<std::size_t>(e.payload.data() - bytes.data());
         payload_size = e.payload.size();
         ::sync();
+    }
+
+    /// Makes the objects an artifact refers to resolvable through `c`'s registry.
+    void register_with(cc::default_cache& c) {
+        auto& reg = c.resolver();
+        for (int i = 0; i < 4; ++i) reg.bind(&callee_objects[i], cc::key_builder<>().add("callee", i).finish().value());
+        reg.add_shared("bench.dialects", &dialects);
+        reg.add_singleton("bench.type.f64", &f64);
+        reg.add_singleton("bench.type.i64", &i64);
+        reg.add_singleton("bench.type.bool", &boolean);
     }
 
     static std::string read_whole(std::string const& path) {
@@ -193,7 +199,69 @@ void BM_part_deserialize(benchmark::State& state) {
     }
 }
 
+/// A store of the artifact as one of 64 kernels in turn (entries and records
+/// replaced, as re-stores would), with or without the kernel's identity record.
+void store_loop(benchmark::State& state, bool record) {
+    world& w = the_world();
+    bench::scratch_dir dir(record ? "store-record" : "store-plain");
+    cc::cache_options o;
+    o.record_identities = record;
+    cc::default_cache cache(cc::directory_storage(dir.path()), o);
+    std::optional<artifact> a = w.cache.load<artifact>(w.k, w.info);
+    if (!a) {
+        state.SkipWithError("not a hit");
+        return;
+    }
+    w.register_with(cache); // references must resolve in this cache too
+    // 64 kernels, each its own identity (so its own record), as a cold run stores them.
+    std::vector<cc::key_result> keys;
+    std::vector<cc::entry_info> infos;
+    for (int i = 0; i < 64; ++i) {
+        keys.push_back(cache.make_key_builder().add("ir", i).add("options", "-O1").finish());
+        infos.push_back({"kernel" + std::to_string(i), w.info.origin_file, w.info.origin_line});
+    }
+    std::size_t n = 0;
+    for (auto _ : state) {
+        std::size_t const i = n++ % keys.size();
+        if (!cache.store(keys[i], *a, infos[i])) {
+            state.SkipWithError("store failed");
+            break;
+        }
+    }
+}
+void BM_store_without_record(benchmark::State& state) { store_loop(state, false); }
+void BM_store_with_record(benchmark::State& state) { store_loop(state, true); }
+
+/// A hit through get_or_compile, verify mode off (0) or on for every hit (1).
+void hit_get_or_compile(benchmark::State& state, double verify) {
+    world& w = the_world();
+    std::optional<artifact> const stored = w.cache.load<artifact>(w.k, w.info);
+    if (!stored) {
+        state.SkipWithError("not a hit");
+        return;
+    }
+    cc::cache_options o;
+    o.verify_fraction = verify;
+    cc::default_cache cache(cc::directory_storage(w.dir.path()), o);
+    w.register_with(cache);
+    for (auto _ : state) {
+        cc::cached<artifact> r = cache.get_or_compile<artifact>(w.k, w.info, [&] { return *stored; });
+        if (r.outcome != cc::outcome::loaded) {
+            state.SkipWithError("not a hit");
+            break;
+        }
+        benchmark::DoNotOptimize(r.value.types.back().get());
+    }
+    state.SetLabel("verified " + std::to_string(cache.stats().verified));
+}
+void BM_hit_verify_off(benchmark::State& state) { hit_get_or_compile(state, 0); }
+void BM_hit_verify_every(benchmark::State& state) { hit_get_or_compile(state, 1); }
+
 BENCHMARK(BM_hit_load);
+BENCHMARK(BM_store_without_record);
+BENCHMARK(BM_store_with_record);
+BENCHMARK(BM_hit_verify_off);
+BENCHMARK(BM_hit_verify_every);
 BENCHMARK(BM_hit_floor);
 BENCHMARK(BM_part_read_floor);
 BENCHMARK(BM_part_storage_read);
