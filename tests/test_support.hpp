@@ -16,6 +16,7 @@
 #include <cstdio>
 
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <stdlib.h> // mkdtemp
 #include <unistd.h>
 
@@ -124,5 +125,23 @@ private:
     std::filesystem::path file_;
     int saved_ = -1;
 };
+
+/// What a shell command did: its exit status (-1 when it did not exit) and stdout.
+struct shell_result {
+    int status = -1;
+    std::string out;
+};
+
+/// Runs `command` with /bin/sh (popen), for tests that start a helper program.
+inline shell_result run_shell(std::string const& command) {
+    shell_result r;
+    FILE* p = ::popen(command.c_str(), "r");
+    if (p == nullptr) throw std::runtime_error("popen failed: " + command);
+    char buf[512];
+    while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) r.out.append(buf, n);
+    int const st = ::pclose(p);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return r;
+}
 
 } // namespace compile_cache_test
