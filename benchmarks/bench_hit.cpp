@@ -7,6 +7,10 @@
 //           registry).
 // Target: load <= 1.3 x floor. The parts are measured too (read alone, envelope check
 // alone, deserialization alone) so that a miss of the target shows where time goes.
+// Also what issue 13 adds: a miss and its store with and without the kernel's identity
+// record (the record that explains misses), and a hit through get_or_compile with
+// verify mode off and on (on: the host's compile, here a copy of the artifact, and
+// both serialized).
 #include "bench_common.hpp"
 
 #include <compile_cache/cache.hpp>
@@ -62,15 +66,8 @@ struct world {
     std::size_t payload_offset = 0, payload_size = 0;
 
     world() {
-        auto& reg = cache.resolver();
-        for (int i = 0; i < 4; ++i) {
-            callee_objects[i].id = i;
-            reg.bind(&callee_objects[i], cc::key_builder<>().add("callee", i).finish().value());
-        }
-        reg.add_shared("bench.dialects", &dialects);
-        reg.add_singleton("bench.type.f64", &f64);
-        reg.add_singleton("bench.type.i64", &i64);
-        reg.add_singleton("bench.type.bool", &boolean);
+        for (int i = 0; i < 4; ++i) callee_objects[i].id = i;
+        register_with(cache);
 
         artifact a;
         a.name = info.name;
@@ -98,6 +95,16 @@ struct world {
         payload_offset = static_cast<std::size_t>(e.payload.data() - bytes.data());
         payload_size = e.payload.size();
         ::sync();
+    }
+
+    /// Makes the objects an artifact refers to resolvable through `c`'s registry.
+    void register_with(cc::default_cache& c) {
+        auto& reg = c.resolver();
+        for (int i = 0; i < 4; ++i) reg.bind(&callee_objects[i], cc::key_builder<>().add("callee", i).finish().value());
+        reg.add_shared("bench.dialects", &dialects);
+        reg.add_singleton("bench.type.f64", &f64);
+        reg.add_singleton("bench.type.i64", &i64);
+        reg.add_singleton("bench.type.bool", &boolean);
     }
 
     static std::string read_whole(std::string const& path) {
@@ -193,7 +200,66 @@ void BM_part_deserialize(benchmark::State& state) {
     }
 }
 
+/// A miss and its store, as get_or_compile makes them: a new key each time (so each
+/// lookup is an absent miss), for 64 kernels in turn, with or without the kernels'
+/// identity records. The compile is a copy of the artifact, so the figure is the cache's
+/// own cost: with records, the miss reads the kernel's record (to explain itself) and
+/// the store writes it again; without, neither.
+void miss_store_loop(benchmark::State& state, bool record) {
+    world& w = the_world();
+    std::optional<artifact> const a = w.cache.load<artifact>(w.k, w.info);
+    if (!a) {
+        state.SkipWithError("not a hit");
+        return;
+    }
+    bench::scratch_dir dir(record ? "store-record" : "store-plain");
+    cc::cache_options o;
+    o.record_identities = record;
+    cc::default_cache cache(cc::directory_storage(dir.path()), o);
+    w.register_with(cache); // references must resolve in this cache too
+    std::vector<cc::entry_info> infos;
+    for (int i = 0; i < 64; ++i) infos.push_back({"kernel" + std::to_string(i), w.info.origin_file, w.info.origin_line});
+    std::uint64_t n = 0;
+    for (auto _ : state) {
+        cc::key_result const k = cache.make_key_builder().add("ir", n).add("options", "-O1").finish();
+        cc::cached<artifact> r = cache.get_or_compile<artifact>(k, infos[n++ % infos.size()], [&] { return *a; });
+        benchmark::DoNotOptimize(r.value.types.back().get());
+    }
+    if (cache.stats().stores != n) state.SkipWithError("a store failed");
+}
+void BM_miss_store_without_record(benchmark::State& state) { miss_store_loop(state, false); }
+void BM_miss_store_with_record(benchmark::State& state) { miss_store_loop(state, true); }
+
+/// A hit through get_or_compile, verify mode off (0) or on for every hit (1).
+void hit_get_or_compile(benchmark::State& state, double verify) {
+    world& w = the_world();
+    std::optional<artifact> const stored = w.cache.load<artifact>(w.k, w.info);
+    if (!stored) {
+        state.SkipWithError("not a hit");
+        return;
+    }
+    cc::cache_options o;
+    o.verify_fraction = verify;
+    cc::default_cache cache(cc::directory_storage(w.dir.path()), o);
+    w.register_with(cache);
+    for (auto _ : state) {
+        cc::cached<artifact> r = cache.get_or_compile<artifact>(w.k, w.info, [&] { return *stored; });
+        if (r.outcome != cc::outcome::loaded) {
+            state.SkipWithError("not a hit");
+            break;
+        }
+        benchmark::DoNotOptimize(r.value.types.back().get());
+    }
+    state.SetLabel("verified " + std::to_string(cache.stats().verified));
+}
+void BM_hit_verify_off(benchmark::State& state) { hit_get_or_compile(state, 0); }
+void BM_hit_verify_every(benchmark::State& state) { hit_get_or_compile(state, 1); }
+
 BENCHMARK(BM_hit_load);
+BENCHMARK(BM_miss_store_without_record);
+BENCHMARK(BM_miss_store_with_record);
+BENCHMARK(BM_hit_verify_off);
+BENCHMARK(BM_hit_verify_every);
 BENCHMARK(BM_hit_floor);
 BENCHMARK(BM_part_read_floor);
 BENCHMARK(BM_part_storage_read);

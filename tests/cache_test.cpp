@@ -179,20 +179,8 @@ private:
 std::string quoted(std::string const& s) { return "'" + s + "'"; }
 
 /// Runs a shell command; its exit status and standard output.
-struct run_result {
-    int status = -1;
-    std::string out;
-};
-run_result run(std::string const& command) {
-    run_result r;
-    FILE* p = ::popen(command.c_str(), "r");
-    REQUIRE(p != nullptr);
-    char buf[512];
-    while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) r.out.append(buf, n);
-    int const st = ::pclose(p);
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    return r;
-}
+using run_result = compile_cache_test::shell_result;
+run_result run(std::string const& command) { return compile_cache_test::run_shell(command); }
 
 } // namespace
 

@@ -18,6 +18,7 @@
 #include <cstdio>
 
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <stdlib.h> // mkdtemp
 #include <unistd.h>
 
@@ -162,5 +163,23 @@ private:
     std::string prefix_;
     std::vector<std::string> suffixes_;
 };
+
+/// What a shell command did: its exit status (-1 when it did not exit) and stdout.
+struct shell_result {
+    int status = -1;
+    std::string out;
+};
+
+/// Runs `command` with /bin/sh (popen), for tests that start a helper program.
+inline shell_result run_shell(std::string const& command) {
+    shell_result r;
+    FILE* p = ::popen(command.c_str(), "r");
+    if (p == nullptr) throw std::runtime_error("popen failed: " + command);
+    char buf[512];
+    while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) r.out.append(buf, n);
+    int const st = ::pclose(p);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return r;
+}
 
 } // namespace compile_cache_test

@@ -148,10 +148,6 @@ TEST_CASE("a kernel that compiles faster than min_compile_time is not stored", "
 #ifdef COMPILE_CACHE_HELPER_verify_host_helper
 #include "test_support.hpp"
 
-#include <cstdio>
-
-#include <sys/wait.h>
-
 namespace {
 
 struct process_output {
@@ -162,17 +158,9 @@ struct process_output {
 
 /// Runs the helper in a fresh process with the given environment assignments.
 process_output run_helper(std::string const& env, std::string const& args, std::filesystem::path const& err_file) {
-    std::string const command =
-        env + " '" COMPILE_CACHE_HELPER_verify_host_helper "' " + args + " 2>'" + err_file.string() + "'";
-    process_output r;
-    FILE* p = ::popen(command.c_str(), "r");
-    REQUIRE(p != nullptr);
-    char buf[512];
-    while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) r.out.append(buf, n);
-    int const st = ::pclose(p);
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    r.err = compile_cache_test::read_file(err_file);
-    return r;
+    compile_cache_test::shell_result const r = compile_cache_test::run_shell(
+        env + " '" COMPILE_CACHE_HELPER_verify_host_helper "' " + args + " 2>'" + err_file.string() + "'");
+    return {r.status, r.out, compile_cache_test::read_file(err_file)};
 }
 
 } // namespace

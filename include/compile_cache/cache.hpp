@@ -728,16 +728,20 @@ private:
 
     // The key's components with the toolchain as its parts, when it is the toolchain
     // make_key_builder added: what an identity record keeps, so a miss names the part.
+    // Digests are cut to identity_record_digest_size bytes: enough to tell a change.
     std::vector<component_digest> explained_components(key_result const& k) {
         std::vector<component_digest> out;
         out.reserve(k.components().size() + 8);
+        auto const add = [&out](component_digest const& c) {
+            out.push_back({c.name, key(c.digest.data(), std::min(c.digest.size(), identity_record_digest_size))});
+        };
         std::lock_guard<std::mutex> lock(state_->toolchain_mutex);
         for (component_digest const& c : k.components()) {
             if (c.name == "toolchain" && state_->toolchain_digest && c == *state_->toolchain_digest &&
                 !state_->toolchain_parts.empty())
-                out.insert(out.end(), state_->toolchain_parts.begin(), state_->toolchain_parts.end());
+                for (component_digest const& part : state_->toolchain_parts) add(part);
             else
-                out.push_back(c);
+                add(c);
         }
         return out;
     }

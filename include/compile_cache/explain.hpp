@@ -97,7 +97,8 @@ struct recorded_entry {
     key entry_key;
     std::int64_t created_ns = 0;
     std::uint64_t compile_ns = 0;
-    /// The key's components, the toolchain as its parts (`toolchain: compiler`, ...).
+    /// The key's components, the toolchain as its parts (`toolchain: compiler`, ...),
+    /// digests cut to identity_record_digest_size bytes.
     std::vector<component_digest> components;
 };
 
@@ -109,6 +110,10 @@ struct identity_record {
 
 /// How many entries a record keeps.
 inline constexpr std::size_t identity_record_history = 8;
+/// A record keeps the first bytes of each component's digest only: enough to tell
+/// whether it changed (a change goes unseen with probability 2^-64), and a record of 8
+/// entries of 15 components stays under 4 KiB.
+inline constexpr std::size_t identity_record_digest_size = 8;
 /// The format id of a record's envelope (a kernel's entry carries its serializer's).
 inline constexpr std::string_view identity_record_format = "compile_cache.identity-record 1";
 /// The last byte of a record's 33-byte key.

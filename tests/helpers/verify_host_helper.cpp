@@ -23,7 +23,8 @@ int main(int argc, char** argv) {
     }
     auto cache = cc::default_cache::from_env("VERIFYHOST");
     // The bug under test: "scale" is read by the compile below but is not in the key.
-    cc::key_result const k = cache.make_key_builder("verify_host_helper 1").add("ir", "ret x * scale").finish();
+    cc::key_result const k =
+        cache.make_key_builder("verify_host_helper 1").add("mode", mode).add("ir", "ret x * scale").finish();
     auto const r = cache.get_or_compile<std::string>(k, {mode == "broken" ? "scaled" : "stamped", "host.dsl", 1}, [&] {
         if (mode == "stamped")
             return "ret x ; compiled at " + std::to_string(std::chrono::system_clock::now().time_since_epoch().count());

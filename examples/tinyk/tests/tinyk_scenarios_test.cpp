@@ -2,6 +2,8 @@
 // child against the scenario's own cache directory, and checks its `-v` lines, its
 // result, its exit status and which entry files it wrote or rewrote. Each scenario
 // runs on every backend this tinyk has (the VM, and LLVM native code when built in).
+// Then issue 13's: every recompile says why (on the VM: the explanation does not
+// depend on the backend), verify mode, and the compile-time threshold.
 #if __has_include(<catch2/catch_test_macros.hpp>)
 #include <catch2/catch_test_macros.hpp>
 #else
@@ -441,4 +443,107 @@ TEST_CASE("tinyk scenario 7: -O0 and -O1 keep separate entries") {
         CHECK(r.compiled().empty());
         CHECK(changes(both, s.entries()).written.empty());
     }
+}
+
+namespace {
+
+// Issue 13: every recompile says why (`tinyk: compiled NAME (absent: WHAT CHANGED)`).
+// The seed's program and a second caller of helper.
+std::string explain_program(std::string const& offset, std::string const& factor) {
+    return seed_program(offset, factor) + "\nkernel twice(x) {\n  return helper(helper(x));\n}\n";
+}
+
+} // namespace
+
+TEST_CASE("tinyk explain: each recompile names the key components that changed") {
+    scenario s("vm");
+    s.write_program(explain_program("5", "2"));
+    auto r = s.run({"main", "1"});
+    REQUIRE_OK(r);
+    CHECK(r.compiled() == names{"helper", "main", "twice"});
+    CHECK(r.explanation("helper") == "new");
+    CHECK(r.explanation("main") == "new");
+
+    SECTION("a changed helper: ir for the helper, callee:helper for each caller") {
+        s.write_program(explain_program("5", "3"));
+        r = s.run({"main", "1"});
+        REQUIRE_OK(r);
+        CHECK(r.out == "8\n");
+        CHECK(r.reason("helper") == "absent");
+        CHECK(r.explanation("helper") == "ir changed");
+        CHECK(r.explanation("main") == "callee:helper changed");
+        CHECK(r.explanation("twice") == "callee:helper changed");
+    }
+    SECTION("a changed global: const:NAME, and only for the kernel that reads it") {
+        s.write_program(explain_program("6", "2"));
+        r = s.run({"main", "1"});
+        REQUIRE_OK(r);
+        CHECK(r.out == "8\n");
+        CHECK(r.compiled() == names{"main"});
+        CHECK(r.explanation("main") == "ir, const:OFFSET changed");
+    }
+    SECTION("another optimization level: options") {
+        r = s.run({"main", "1"}, {"-O0"});
+        REQUIRE_OK(r);
+        CHECK(r.explanation("helper") == "pipeline, options changed");
+        CHECK(r.explanation("main") == "callee:helper, pipeline, options changed");
+    }
+    SECTION("the library's own line with TINYK_CACHE_LOG=1") {
+        s.write_program(explain_program("5", "3"));
+        r = s.run({"main", "1"}, {}, {"TINYK_CACHE_LOG=1"});
+        REQUIRE_OK(r);
+        std::vector<std::string> lines;
+        for (auto const& l : r.other_err)
+            if (l.rfind("compile_cache: miss ", 0) == 0) lines.push_back(l);
+        CHECK(lines == std::vector<std::string>{
+                           "compile_cache: miss helper (absent): changed ir; unchanged toolchain, kernel, dialects, "
+                           "pipeline, options, file, backend",
+                           "compile_cache: miss main (absent): changed callee:helper; unchanged toolchain, kernel, ir, "
+                           "const:OFFSET, dialects, pipeline, options, file, backend",
+                           "compile_cache: miss twice (absent): changed callee:helper; unchanged toolchain, kernel, "
+                           "ir, dialects, pipeline, options, file, backend"});
+    }
+    SECTION("an entry removed from the directory: evicted, not new") {
+        auto const entries = s.entries();
+        std::string const main_entry = entry_of(entries, "main");
+        REQUIRE(!main_entry.empty());
+        fs::remove(s.cache_dir() / main_entry);
+        r = s.run({"main", "1"});
+        REQUIRE_OK(r);
+        CHECK(r.compiled() == names{"main"});
+        CHECK(r.explanation("main") == "evicted");
+    }
+#ifdef TINYK_RELINKED_EXECUTABLE
+    SECTION("tinyk rebuilt with another flag: toolchain: host build-id") {
+        r = s.run({"main", "1"}, {}, {}, {}, {}, TINYK_RELINKED_EXECUTABLE);
+        REQUIRE_OK(r);
+        CHECK(r.compiled() == names{"helper", "main", "twice"});
+        CHECK(r.explanation("helper") == "toolchain: host build-id changed");
+        CHECK(r.explanation("main") == "toolchain: host build-id, callee:helper changed");
+    }
+#endif
+}
+
+TEST_CASE("tinyk explain: TINYK_CACHE_VERIFY=1 compiles every hit again, and tinyk's keys are sound") {
+    scenario s("vm");
+    s.write_program(explain_program("5", "2"));
+    REQUIRE_OK(s.run({"main", "1"}));
+    auto r = s.run({"main", "1"}, {"--stats"}, {"TINYK_CACHE_VERIFY=1"});
+    REQUIRE_OK(r);
+    CHECK(r.out == "7\n");
+    CHECK(r.loaded() == names{"helper", "main", "twice"});
+    INFO(r.stats());
+    CHECK(r.stats().find(" verify=(verified 3 unsound 0 nondeterministic 0) ") != std::string::npos);
+
+    // TINYK_CACHE_MIN_COMPILE_TIME: tinyk's kernels compile in well under a minute,
+    // so none is stored, and every run compiles them.
+    scenario cheap("vm");
+    cheap.write_program(explain_program("5", "2"));
+    for (int run = 0; run < 2; ++run) {
+        r = cheap.run({"main", "1"}, {"--stats"}, {"TINYK_CACHE_MIN_COMPILE_TIME=60000"});
+        REQUIRE_OK(r);
+        CHECK(r.compiled() == names{"helper", "main", "twice"});
+        CHECK(r.stats().find(" store-skipped-cheap=3 ") != std::string::npos);
+    }
+    CHECK(cheap.entries().empty());
 }
