@@ -32,11 +32,6 @@ OUTPUT_DIR = ROOT / "single_include"
 UMBRELLA = "compile_cache/compile_cache.hpp"
 # Folders (relative to include/compile_cache/) whose headers need an optional dependency.
 OPTIONAL_DIRS = ("llvm", "remote")
-# Headers that need neither Boost nor RTTI, included by optional headers that must
-# compile without RTTI (the LLVM adapter's -fno-rtti side): an optional copy inlines
-# them (they have include guards, so the single header's copy and theirs are one)
-# instead of including the single header, which needs RTTI.
-STANDALONE_DETAIL = ("compile_cache/detail/config.hpp", "compile_cache/detail/build_id.hpp")
 
 OWN_INCLUDE = re.compile(r'^\s*#\s*include\s*<(compile_cache/[^>]+)>')
 QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"')
@@ -92,6 +87,13 @@ def inline(rel, seen, out):
     if not out[-1].endswith("\n"):
         out.append("\n")
     out.append(f"// ---- end {rel}\n")
+
+
+# Headers that need neither Boost nor RTTI, included by optional headers that must
+# compile without RTTI (the LLVM adapter's -fno-rtti side): an optional copy inlines
+# them (they have include guards, so the single header's copy and theirs are one)
+# instead of including the single header, which needs RTTI.
+STANDALONE_DETAIL = ("compile_cache/detail/config.hpp", "compile_cache/detail/build_id.hpp")
 
 
 def optional_copy(rel, inlined):
