@@ -36,11 +36,6 @@ UMBRELLA = "compile_cache/compile_cache.hpp"
 # and single headers that do (patterns relative to include/compile_cache/).
 OPTIONAL_DIRS = ("llvm", "testing")
 OPTIONAL_HEADERS = ("storage/redis_storage.hpp", "storage/detail/redis_*.hpp", "storage/sqlite_storage.hpp")
-# Headers that need neither Boost nor RTTI, included by optional headers that must
-# compile without RTTI (the LLVM adapter's -fno-rtti side): an optional copy inlines
-# them (they have include guards, so the single header's copy and theirs are one)
-# instead of including the single header, which needs RTTI.
-STANDALONE_DETAIL = ("compile_cache/detail/config.hpp", "compile_cache/detail/build_id.hpp")
 
 OWN_INCLUDE = re.compile(r'^\s*#\s*include\s*<(compile_cache/[^>]+)>')
 QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"')
@@ -101,6 +96,13 @@ def inline(rel, seen, out):
     if not out[-1].endswith("\n"):
         out.append("\n")
     out.append(f"// ---- end {rel}\n")
+
+
+# Headers that need neither Boost nor RTTI, included by optional headers that must
+# compile without RTTI (the LLVM adapter's -fno-rtti side): an optional copy inlines
+# them (they have include guards, so the single header's copy and theirs are one)
+# instead of including the single header, which needs RTTI.
+STANDALONE_DETAIL = ("compile_cache/detail/config.hpp", "compile_cache/detail/build_id.hpp")
 
 
 def optional_copy(rel, inlined):

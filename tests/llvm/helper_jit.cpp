@@ -20,8 +20,8 @@
 //
 // Compiled with -fno-rtti: it uses basic_object_cache over an object_store made in
 // helper_store.cpp, the way a host whose LLVM has no RTTI would. It is built twice
-// (llvm_object_cache_helper and llvm_object_cache_helper_rebuilt, other flags): a
-// host rebuilt.
+// (llvm_object_cache_helper and llvm_object_cache_helper_rebuilt): a
+// host rebuilt (its cache side compiled with other flags).
 #include "helper_store.hpp"
 
 #include <compile_cache/llvm/object_cache.hpp>

@@ -100,10 +100,8 @@ struct helper_run {
     bool has(std::string const& s) const { return out.find(s) != std::string::npos; }
 };
 
-helper_run run_helper(fs::path const& cache_dir, std::string const& args,
-                      char const* helper = LLVM_OBJECT_CACHE_HELPER) {
-    std::string command = "LLVM_HELPER_CACHE_LOG=1 LLVM_HELPER_CACHE_DIR='" + cache_dir.string() + "' '" + helper +
-                          "' " + args + " 2>&1";
+/// What `command` prints (stdout), and its exit status.
+helper_run output_of(std::string const& command) {
     helper_run r;
     FILE* p = ::popen(command.c_str(), "r");
     REQUIRE(p != nullptr);
@@ -111,6 +109,13 @@ helper_run run_helper(fs::path const& cache_dir, std::string const& args,
     while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) r.out.append(buf, n);
     int const st = ::pclose(p);
     r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return r;
+}
+
+helper_run run_helper(fs::path const& cache_dir, std::string const& args,
+                      char const* helper = LLVM_OBJECT_CACHE_HELPER) {
+    helper_run r = output_of("LLVM_HELPER_CACHE_LOG=1 LLVM_HELPER_CACHE_DIR='" + cache_dir.string() + "' '" + helper +
+                             "' " + args + " 2>&1");
     INFO(r.out);
     REQUIRE(r.status == 0);
     return r;
@@ -241,17 +246,11 @@ TEST_CASE("llvm object_cache: a JIT that never gives the target caches nothing, 
 }
 
 TEST_CASE("llvm object_cache: without a cache, nothing is cached and nothing is counted") {
-    temp_dir dir;
     // LLVM_HELPER_CACHE_DIR empty: the cache is off, the JIT compiles, nothing is stored.
-    std::string command = std::string("LLVM_HELPER_CACHE_DIR= '") + LLVM_OBJECT_CACHE_HELPER + "' 2>&1";
-    FILE* p = ::popen(command.c_str(), "r");
-    REQUIRE(p != nullptr);
-    std::string out;
-    char buf[256];
-    while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-    REQUIRE(::pclose(p) == 0);
-    INFO(out);
-    CHECK(out.find("result=43 hits=0 misses=0 rejected=0 notified=0 bypassed=0") != std::string::npos);
+    helper_run r = output_of(std::string("LLVM_HELPER_CACHE_DIR= '") + LLVM_OBJECT_CACHE_HELPER + "' 2>&1");
+    INFO(r.out);
+    REQUIRE(r.status == 0);
+    CHECK(r.has("result=43 hits=0 misses=0 rejected=0 notified=0 bypassed=0"));
 }
 
 TEST_CASE("llvm object_cache: an own IRCompileLayer JIT and LLJIT share entries") {
@@ -386,13 +385,8 @@ TEST_CASE("llvm code_generator_identity: the build-id of LLVM's library, not of 
         CHECK(id != cc::detail::main_program_build_id());
         CHECK(id == m.build_id);
         // What the file itself says (binutils' readelf), when the tool is there.
-        std::string out;
-        if (FILE* p = ::popen(("readelf -n '" + m.path + "' 2>/dev/null").c_str(), "r")) {
-            char buf[512];
-            while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-            ::pclose(p);
-        }
-        if (out.find("Build ID") != std::string::npos) CHECK(out.find("Build ID: " + id) != std::string::npos);
+        helper_run const readelf = output_of("readelf -n '" + m.path + "' 2>/dev/null");
+        if (readelf.has("Build ID")) CHECK(readelf.has("Build ID: " + id));
     }
 
     // Another code generator (a replaced libLLVM) is another key.
