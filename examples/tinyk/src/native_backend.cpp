@@ -8,8 +8,6 @@
 #include "native_artifact.hpp"
 #include "vm.hpp"
 
-#include <compile_cache/llvm/object_cache.hpp> // describe_target
-
 #include <llvm/ADT/StringMap.h>
 #include <llvm/ADT/Triple.h>
 #include <llvm/Config/llvm-config.h>
@@ -555,9 +553,7 @@ backend::backend(opt_level level) : impl_(std::make_unique<impl>()) {
 
     // The host, with its features in a canonical order (detectHost lists them in the
     // order of a hash table): the feature string is part of every key.
-    llvm::Triple triple(llvm::sys::getProcessTriple());
-    if (!triple.isOSBinFormatELF()) throw internal_error("native backend: the host's object format is not ELF");
-    llvm::orc::JITTargetMachineBuilder jtmb(triple);
+    llvm::orc::JITTargetMachineBuilder jtmb(llvm::Triple(llvm::sys::getProcessTriple()));
     jtmb.setCPU(llvm::sys::getHostCPUName().str());
     llvm::StringMap<bool> host_features;
     std::vector<std::string> features;
@@ -565,24 +561,25 @@ backend::backend(opt_level level) : impl_(std::make_unique<impl>()) {
         for (auto const& f : host_features) features.push_back((f.second ? "+" : "-") + f.first().str());
     std::sort(features.begin(), features.end());
     jtmb.addFeatures(features);
-    auto const opt = level == opt_level::O0 ? llvm::CodeGenOpt::None : llvm::CodeGenOpt::Default;
-    jtmb.setCodeGenOptLevel(opt);
+    jtmb.setCodeGenOptLevel(level == opt_level::O0 ? llvm::CodeGenOpt::None : llvm::CodeGenOpt::Default);
     jtmb.getOptions().AllowFPOpFusion = llvm::FPOpFusion::Strict; // no FMA contraction: IEEE results
+    if (!jtmb.getTargetTriple().isOSBinFormatELF())
+        throw internal_error("native backend: the host's object format is not ELF");
 
     // The toolchain component describes what the target machine is made from, not the
     // machine itself: making one costs a warm run more than all its keys, and only a
-    // compile needs it. LLVM (its version is in the text) makes the same machine from
-    // the same triple, CPU, features, options, models and opt level; every option set
-    // above is named here, the others are LLVM's defaults.
-    std::string& t = impl_->toolchain;
-    t = std::string("llvm ") + LLVM_VERSION_STRING + "; made from: triple " + triple.str() + "; cpu " +
-        jtmb.getCPU() + "; features " + jtmb.getFeatures().getString() + "; codegen-opt " +
-        std::to_string(static_cast<int>(opt)) + "; reloc " +
-        (jtmb.getRelocationModel() ? std::to_string(static_cast<int>(*jtmb.getRelocationModel())) : "default") +
-        "; code-model " +
-        (jtmb.getCodeModel() ? std::to_string(static_cast<int>(*jtmb.getCodeModel())) : "default") +
-        "; options LLVM's defaults but fp-fusion " +
-        std::to_string(static_cast<int>(jtmb.getOptions().AllowFPOpFusion));
+    // compile needs it (impl::tm). LLVM (its version is in the text) makes the same
+    // machine from the same triple, CPU, features, options, models and opt level; every
+    // option set above is named here, the others are LLVM's defaults.
+    auto const& r = jtmb.getRelocationModel();
+    auto const& c = jtmb.getCodeModel();
+    impl_->toolchain = std::string("llvm ") + LLVM_VERSION_STRING + "; made from: triple " +
+                       jtmb.getTargetTriple().str() + "; cpu " + jtmb.getCPU() + "; features " +
+                       jtmb.getFeatures().getString() + "; codegen-opt " + (level == opt_level::O0 ? "none" : "default") +
+                       "; reloc " + (r ? std::to_string(static_cast<int>(*r)) : "default") + "; code-model " +
+                       (c ? std::to_string(static_cast<int>(*c)) : "default") +
+                       "; options LLVM's defaults but fp-fusion " +
+                       std::to_string(static_cast<int>(jtmb.getOptions().AllowFPOpFusion));
     impl_->jtmb.emplace(std::move(jtmb));
     impl_->key_id = level == opt_level::O0 ? "native;llvm-O0" : "native;llvm-O2";
     impl_->setup_ms = ms_since(start);
