@@ -20,7 +20,7 @@ tinyk=
 while [ $# -gt 0 ]; do
   case $1 in
     --tinyk) [ $# -ge 2 ] || { echo "demo: --tinyk needs a path" >&2; exit 2; }; tinyk=$2; shift 2 ;;
-    -h|--help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "demo: unknown argument '$1' (scripts/demo.sh --help)" >&2; exit 2 ;;
   esac
 done

@@ -1,6 +1,7 @@
 // tinyk: the native backend. Lowers a kernel's optimized SSA IR to LLVM IR (doubles,
 // no fast-math), runs LLVM's pipeline (tinyk -O1: LLVM O2; -O0: O0), generates an
-// object file for the host, and links kernels with ORC's LLJIT. The object file is
+// object file for the host, and links kernels with ORC (one session and JITDylib; the
+// target machine is made only when a kernel is compiled). The object file is
 // the artifact the cache keeps (native_artifact.hpp): a warm run only adds the cached
 // objects to the JIT, which links what the called kernel reaches.
 //
