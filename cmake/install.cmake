@@ -21,6 +21,16 @@ install(EXPORT compile_cacheTargets
         FILE compile_cacheTargets.cmake
         DESTINATION ${COMPILE_CACHE_INSTALL_CMAKEDIR})
 
+# compile_cache::redis (compile_cache + hiredis) in an export of its own: the package
+# defines it only where pkg-config finds hiredis again (component `redis`).
+if(COMPILE_CACHE_HAVE_HIREDIS)
+  install(TARGETS compile_cache_redis EXPORT compile_cache_redisTargets)
+  install(EXPORT compile_cache_redisTargets
+          NAMESPACE compile_cache::
+          FILE compile_cache_redisTargets.cmake
+          DESTINATION ${COMPILE_CACHE_INSTALL_CMAKEDIR})
+endif()
+
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/compile_cacheConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/compile_cacheConfig.cmake
                               INSTALL_DESTINATION ${COMPILE_CACHE_INSTALL_CMAKEDIR})

@@ -7,10 +7,10 @@ vanish); standard and Boost includes stay as they are. Each inlined header is fr
 by `// ---- begin <path>` / `// ---- end <path>` lines: CMake reads them to make the
 forwarding headers of the single-header test build (COMPILE_CACHE_TEST_SINGLE_HEADER).
 
-Optional headers — those under a folder named in OPTIONAL_DIRS or listed in
-OPTIONAL_FILES, which need something beyond the standard library and Boost (an LLVM
-adapter, a remote tier, SQLite) or are for users' tests only (testing/) — are not
-inlined: each is copied to single_include/compile_cache/ at its own path, with its
+Optional headers — those under a folder named in OPTIONAL_DIRS or matching one of
+OPTIONAL_HEADERS, which need something beyond the standard library and Boost (the LLVM
+adapter, the Redis storage, the SQLite storage) or are for users' tests only (testing/:
+the conformance kit) — are not inlined: each is copied to single_include/compile_cache/ at its own path, with its
 includes of inlined headers replaced by one include of the single header.
 
 Every other header under include/ is in the single header: those the umbrella header
@@ -32,10 +32,10 @@ INCLUDE = ROOT / "include"
 OUTPUT_DIR = ROOT / "single_include"
 UMBRELLA = "compile_cache/compile_cache.hpp"
 # Folders (relative to include/compile_cache/) whose headers need an optional dependency,
-# or are not for the umbrella header (testing/: the conformance kit, for users' tests).
-OPTIONAL_DIRS = ("llvm", "remote", "testing")
-# Single optional headers in folders that are otherwise in the single header.
-OPTIONAL_FILES = ("compile_cache/storage/sqlite_storage.hpp",)
+# or are not for the umbrella header (testing/: the conformance kit, for users' tests);
+# and single headers that do (patterns relative to include/compile_cache/).
+OPTIONAL_DIRS = ("llvm", "testing")
+OPTIONAL_HEADERS = ("storage/redis_storage.hpp", "storage/detail/redis_*.hpp", "storage/sqlite_storage.hpp")
 
 OWN_INCLUDE = re.compile(r'^\s*#\s*include\s*<(compile_cache/[^>]+)>')
 QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"')
@@ -49,8 +49,13 @@ class AmalgamateError(Exception):
 
 
 def is_optional(rel):
-    parts = pathlib.PurePosixPath(rel).parts
-    return (len(parts) > 2 and parts[1] in OPTIONAL_DIRS) or rel in OPTIONAL_FILES
+    path = pathlib.PurePosixPath(rel)
+    parts = path.parts
+    if len(parts) > 2 and parts[1] in OPTIONAL_DIRS:
+        return True
+    inner = pathlib.PurePosixPath(*parts[1:]) if len(parts) > 1 else path
+    return any(inner.match(pattern) and len(inner.parts) == len(pathlib.PurePosixPath(pattern).parts)
+               for pattern in OPTIONAL_HEADERS)
 
 
 def check_line(rel, number, line, depth):

@@ -24,3 +24,6 @@ COMPILE_CACHE_PACKAGES=(cmake g++ make libboost-serialization-dev libboost-dev c
 # The optional LLVM parts (tinyk's native backend, the ObjectCache adapter's tests);
 # zlib and terminfo for linking LLVM's static libraries.
 COMPILE_CACHE_LLVM_PACKAGES=(llvm-14-dev zlib1g-dev libtinfo-dev)
+# The optional Redis storage: hiredis (found by pkg-config) to build it, redis-server
+# and redis-cli (redis-tools) for its tests and benchmark, which start real servers.
+COMPILE_CACHE_REDIS_PACKAGES=(libhiredis-dev redis-server redis-tools pkgconf)

@@ -206,7 +206,7 @@ public:
             if (!enabled_ || !state_ || ::getpid() != state_->owner) return;
             try {
                 std::lock_guard<std::mutex> lock(state_->flush_mutex);
-                auto now = state_->stats.snapshot().counters();
+                auto now = stats().counters();
                 auto delta = now;
                 for (std::size_t i = 0; i < delta.size() && i < state_->flushed.size(); ++i)
                     delta[i].second -= state_->flushed[i].second;
@@ -299,9 +299,27 @@ public:
     cache_options const& options() const noexcept { return options_; }
 
     /// Sets the function that receives one-line diagnostics (replacing PREFIX_LOG's).
-    void set_logger(std::function<void(std::string_view)> logger) { options_.logger = std::move(logger); }
+    /// A Storage with a `set_logger` member (tiered_storage) gets it too.
+    void set_logger(std::function<void(std::string_view)> logger) {
+        if constexpr (detail::has_set_logger<Storage>::value) storage_.set_logger(logger);
+        options_.logger = std::move(logger);
+    }
 
-    statistics_snapshot stats() const { return state_->stats.snapshot(); }
+    /// The counts so far; with the Storage's own (its optional `storage_counters()`:
+    /// tiered_storage's `remote.*`) in statistics_snapshot::storage_counters.
+    statistics_snapshot stats() const {
+        statistics_snapshot s = state_->stats.snapshot();
+        if constexpr (detail::has_storage_counters<Storage>::value) {
+            if (enabled_) {
+                try {
+                    s.storage_counters = storage_.storage_counters();
+                } catch (...) {
+                    // Counts for display only.
+                }
+            }
+        }
+        return s;
+    }
 
     /// The serializer's format: part of every entry and of every key.
     static std::string format_id() { return std::string(Serializer::format_id()); }
@@ -529,6 +547,8 @@ private:
             auto read_done = std::chrono::steady_clock::now();
             opened_envelope env =
                 open_envelope(buffer, k.value(), Serializer::format_id(), options_.max_entry_size, auth_);
+            if constexpr (detail::has_entry_checked_with<Storage, envelope_status>::value)
+                storage_.entry_checked(k.value(), buffer, env.status); // a tier copies a sound remote entry locally
             switch (env.status) {
             case envelope_status::ok: break;
             case envelope_status::corrupt:

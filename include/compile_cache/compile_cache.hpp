@@ -25,6 +25,7 @@
 #include <compile_cache/storage/directory_storage.hpp>
 #include <compile_cache/storage/memory_storage.hpp>
 #include <compile_cache/storage/null_storage.hpp>
+#include <compile_cache/storage/tiered_storage.hpp>
 
 #include <compile_cache/envelope.hpp>
 #include <compile_cache/settings.hpp>

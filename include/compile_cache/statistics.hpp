@@ -69,6 +69,9 @@ struct statistics_snapshot {
     std::uint64_t hit_verify_ns = 0;      ///< checking envelopes
     std::uint64_t hit_deserialize_ns = 0; ///< deserializing and relinking references
     std::uint64_t hit_relocate_ns = 0;    ///< shifting source positions
+    /// The Storage's own counters (tiered_storage: `remote.hits`, ...), in its order;
+    /// empty for a storage that keeps none.
+    std::vector<std::pair<std::string, std::uint64_t>> storage_counters;
 
     std::uint64_t miss_count(miss_reason r) const noexcept { return misses[static_cast<std::size_t>(r)]; }
     std::uint64_t failure_count(store_failure f) const noexcept {
@@ -91,6 +94,7 @@ struct statistics_snapshot {
     /// `hit-read-ns`, `hit-verify-ns`, `hit-deserialize-ns`, `hit-relocate-ns`. These
     /// are the names a cache directory keeps its cumulative counters under (the
     /// breakdown of bypasses by reason is not kept: reasons are the host's own text).
+    /// Then the storage_counters.
     std::vector<std::pair<std::string, std::uint64_t>> counters() const {
         std::vector<std::pair<std::string, std::uint64_t>> c;
         c.reserve(16 + miss_reason_count + store_failure_count);
@@ -110,6 +114,7 @@ struct statistics_snapshot {
         c.emplace_back("hit-verify-ns", hit_verify_ns);
         c.emplace_back("hit-deserialize-ns", hit_deserialize_ns);
         c.emplace_back("hit-relocate-ns", hit_relocate_ns);
+        c.insert(c.end(), storage_counters.begin(), storage_counters.end());
         return c;
     }
 
@@ -141,6 +146,14 @@ struct statistics_snapshot {
             s += " hit-ms=(read " + format_ms(hit_read_ns) + " verify " + format_ms(hit_verify_ns) + " deserialize " +
                  format_ms(hit_deserialize_ns) + " relocate " + format_ms(hit_relocate_ns) + ")";
         s += " load-ms=" + format_ms(load_ns) + " compile-ms=" + format_ms(compile_ns) + " store-ms=" + format_ms(store_ns);
+        // The storage's own: `remote.hits=3 ... remote.read-ms=1.250`; zero errors left out.
+        for (auto const& [name, n] : storage_counters) {
+            if (n == 0 && name.find(".errors.") != std::string::npos) continue;
+            if (name.size() > 3 && name.compare(name.size() - 3, 3, "-ns") == 0)
+                s += " " + name.substr(0, name.size() - 3) + "-ms=" + format_ms(n);
+            else
+                s += " " + name + "=" + std::to_string(n);
+        }
         return s;
     }
 

@@ -4,7 +4,7 @@
 #
 #   cmake -DMODE=<mode> -DSOURCE_DIR=<compile_cache source> -DWORK_DIR=<scratch dir>
 #         -DCXX=<c++ compiler> [-DCXX_STANDARD=<17|20>] [-DPARENT_BINARY_DIR=<build dir>]
-#         [-DPKG_CONFIG=<pkg-config>] [-DEXPECT_TOOL=ON]
+#         [-DPKG_CONFIG=<pkg-config>] [-DEXPECT_TOOL=ON] [-DEXPECT_REDIS=ON]
 #         -P run.cmake
 #
 # MODE:
@@ -18,6 +18,9 @@
 #   add_subdirectory  a project that calls add_subdirectory(<source>)
 #   fetchcontent      a project that uses FetchContent on the local source folder
 #   single_header     the compiler alone: -std=c++17 -I single_include ... -lboost_serialization
+#
+# EXPECT_REDIS (hiredis is installed): find_package and add_subdirectory also build
+# redis_consumer.cpp against the target compile_cache::redis, and run it.
 cmake_minimum_required(VERSION 3.16)
 
 foreach(var MODE SOURCE_DIR WORK_DIR CXX)
@@ -42,7 +45,7 @@ endfunction()
 function(build_project project_dir)
   run(${CMAKE_COMMAND} -S ${project_dir} -B ${WORK_DIR}/build
       -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_CXX_STANDARD=${CXX_STANDARD}
-      -DCOMPILE_CACHE_SOURCE_DIR=${SOURCE_DIR} ${ARGN})
+      -DCOMPILE_CACHE_SOURCE_DIR=${SOURCE_DIR} -DEXPECT_REDIS=${EXPECT_REDIS} ${ARGN})
   run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
   set(program ${WORK_DIR}/build/consumer PARENT_SCOPE)
 endfunction()
@@ -94,6 +97,14 @@ if(NOT first STREQUAL "compiled" OR NOT second STREQUAL "loaded")
   message(FATAL_ERROR "consumer ${MODE}: expected `compiled` then `loaded`, got `${first}` then `${second}`")
 endif()
 message(STATUS "consumer ${MODE}: stored the kernel, then loaded it in a fresh process")
+if(EXPECT_REDIS AND (MODE STREQUAL "find_package" OR MODE STREQUAL "add_subdirectory"))
+  run(${WORK_DIR}/build/redis_consumer)
+  string(STRIP "${run_output}" redis)
+  if(NOT redis STREQUAL "redis: refused")
+    message(FATAL_ERROR "consumer ${MODE}: redis_consumer printed `${redis}`")
+  endif()
+  message(STATUS "consumer ${MODE}: compile_cache::redis builds and runs")
+endif()
 if(MODE STREQUAL "find_package" AND EXPECT_TOOL)
   set(tool ${WORK_DIR}/prefix/bin/compile-cache)
   if(NOT EXISTS ${tool})

@@ -1,11 +1,16 @@
-// tinyk: the one place that talks to the cache (compile_cache::default_cache from
-// the environment: TINYK_CACHE_DIR, TINYK_CACHE_LOG).
+// tinyk: the one place that talks to the cache (from the environment: TINYK_CACHE_DIR,
+// TINYK_CACHE_LOG, ...). Built with hiredis (TINYK_WITH_REDIS), the cache directory sits
+// in front of a shared Redis server or cluster: TINYK_CACHE_REMOTE and the other
+// TINYK_CACHE_REMOTE_* settings (docs/remote.md); unset, it is the directory alone.
 #pragma once
 
 #include "bytecode.hpp"
 #include "kernel.hpp"
 
 #include <compile_cache/compile_cache.hpp>
+#if TINYK_WITH_REDIS
+#include <compile_cache/storage/redis_storage.hpp>
+#endif
 
 #include <cstdint>
 #include <functional>
@@ -20,6 +25,13 @@ using key = cc::key;
 using key_result = cc::key_result;
 using key_builder = cc::key_builder<cc::sha256>;
 using outcome = cc::outcome;
+
+#if TINYK_WITH_REDIS
+using storage_type = cc::tiered_storage<cc::directory_storage, cc::redis_storage>;
+#else
+using storage_type = cc::directory_storage;
+#endif
+using cache_type = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, storage_type>;
 
 struct result {
     outcome how = outcome::compiled;
@@ -41,10 +53,10 @@ inline constexpr char const* host_version = "tinyk 0.1";
 
 class cache {
 public:
-    static cache from_env() { return cache(cc::default_cache::from_env(env_prefix)); }
+    static cache from_env() { return cache(cache_type::from_env(env_prefix)); }
     /// Every TINYK_CACHE_* setting from_env reads, with one line each (for --help).
     static std::vector<cc::environment_setting> environment_settings() {
-        return cc::default_cache::environment_settings(env_prefix);
+        return cache_type::environment_settings(env_prefix);
     }
 
     bool enabled() const { return c_.enabled(); }
@@ -67,8 +79,8 @@ public:
     std::string stats_summary(driver_times const& t) const;
 
 private:
-    explicit cache(cc::default_cache c) : c_(std::move(c)) {}
-    cc::default_cache c_;
+    explicit cache(cache_type c) : c_(std::move(c)) {}
+    cache_type c_;
     std::string toolchain_ = host_version;
 };
 

@@ -91,7 +91,9 @@ void print_help(std::FILE* out) {
     std::fprintf(out,
         "environment (the backend):\n"
         "  TINYK_BACKEND           native or vm: the backend when --backend is not given\n"
-        "  TINYK_NATIVE_TIMING     1: where the native backend spent its time, on stderr\n");
+        "  TINYK_NATIVE_TIMING     1: where the native backend spent its time, on stderr\n"
+        "  TINYK_CPU               the CPU native code is generated for (e.g. generic, x86-64,\n"
+        "                          skylake); default: this machine's, with its features\n");
     std::fprintf(out,
         "\n"
         "exit status: 0 success, 2 error in the program or the command line,\n"

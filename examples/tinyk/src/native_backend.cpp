@@ -25,6 +25,8 @@
 #include <llvm/IR/Module.h>
 #include <llvm/IR/NoFolder.h>
 #include <llvm/IR/Verifier.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/MC/TargetRegistry.h>
 #include <llvm/Object/ObjectFile.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/Host.h>
@@ -519,13 +521,35 @@ backend::backend(opt_level level) : impl_(std::make_unique<impl>()) {
 
     // The host, with its features in a canonical order (detectHost lists them in the
     // order of a hash table): the feature string is part of every key.
+    // TINYK_CPU names another CPU of the host's architecture (e.g. `generic`, `x86-64`,
+    // `skylake`): code for it, with that CPU's own features, not the host's. It is part
+    // of every native key (through the toolchain), so machines with different CPUs
+    // share VM kernels but not native ones. Unknown here: one line, and the host's.
     llvm::orc::JITTargetMachineBuilder jtmb(llvm::Triple(llvm::sys::getProcessTriple()));
-    jtmb.setCPU(llvm::sys::getHostCPUName().str());
-    llvm::StringMap<bool> host_features;
+    std::string cpu;
+    if (char const* env = std::getenv("TINYK_CPU")) cpu = env;
+    bool use_host = cpu.empty();
+    if (!use_host) {
+        std::string error;
+        llvm::Target const* target = llvm::TargetRegistry::lookupTarget(llvm::sys::getProcessTriple(), error);
+        std::unique_ptr<llvm::MCSubtargetInfo> info(
+            target ? target->createMCSubtargetInfo(llvm::sys::getProcessTriple(), "", "") : nullptr);
+        if (!info || !info->isCPUStringValid(cpu)) {
+            std::fprintf(stderr, "tinyk: TINYK_CPU=\"%s\" is not a CPU LLVM knows for %s; using this machine's, %s\n",
+                         cpu.c_str(), llvm::sys::getProcessTriple().c_str(), llvm::sys::getHostCPUName().str().c_str());
+            use_host = true;
+        }
+    }
     std::vector<std::string> features;
-    if (llvm::sys::getHostCPUFeatures(host_features))
-        for (auto const& f : host_features) features.push_back((f.second ? "+" : "-") + f.first().str());
-    std::sort(features.begin(), features.end());
+    if (use_host) {
+        jtmb.setCPU(llvm::sys::getHostCPUName().str());
+        llvm::StringMap<bool> host_features;
+        if (llvm::sys::getHostCPUFeatures(host_features))
+            for (auto const& f : host_features) features.push_back((f.second ? "+" : "-") + f.first().str());
+        std::sort(features.begin(), features.end());
+    } else {
+        jtmb.setCPU(cpu);
+    }
     jtmb.addFeatures(features);
     jtmb.setCodeGenOptLevel(level == opt_level::O0 ? llvm::CodeGenOpt::None : llvm::CodeGenOpt::Default);
     jtmb.getOptions().AllowFPOpFusion = llvm::FPOpFusion::Strict; // no FMA contraction: IEEE results

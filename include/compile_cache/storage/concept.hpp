@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -92,6 +93,31 @@ template <class S>
 struct has_environment_settings<
     S, std::enable_if_t<std::is_same_v<decltype(S::environment_settings(std::declval<std::string_view>())),
                                        std::vector<environment_setting>>>> : std::true_type {};
+/// Optional: `void entry_checked(key const&, std::string_view entry, envelope_status)`,
+/// called by the cache right after it checked the envelope of an entry the storage's
+/// read returned `found` (on the same thread): tiered_storage copies a sound remote
+/// entry to its local storage, and counts a corrupt or unauthenticated one.
+template <class S, class Status, class = void>
+struct has_entry_checked_with : std::false_type {};
+template <class S, class Status>
+struct has_entry_checked_with<S, Status, std::void_t<decltype(std::declval<S&>().entry_checked(
+                                             std::declval<key const&>(), std::declval<std::string_view>(),
+                                             std::declval<Status>()))>> : std::true_type {};
+/// Optional: `std::vector<std::pair<std::string, std::uint64_t>> storage_counters() const`,
+/// the storage's own counters, added to the cache's statistics (names with a `.`).
+template <class S, class = void>
+struct has_storage_counters : std::false_type {};
+template <class S>
+struct has_storage_counters<S, std::enable_if_t<std::is_same_v<
+    decltype(std::declval<S const&>().storage_counters()), std::vector<std::pair<std::string, std::uint64_t>>>>>
+    : std::true_type {};
+/// Optional: `void set_logger(std::function<void(std::string_view)>)`, given the
+/// cache's logger by basic_cache::set_logger.
+template <class S, class = void>
+struct has_set_logger : std::false_type {};
+template <class S>
+struct has_set_logger<S, std::void_t<decltype(std::declval<S&>().set_logger(
+                             std::declval<std::function<void(std::string_view)>>()))>> : std::true_type {};
 } // namespace detail
 
 /// Checks a Storage policy, one requirement at a time, so that a user's own backend

@@ -248,10 +248,12 @@ int run_stats(command_line const& c) {
     };
     std::optional<std::uint64_t> const limit = gauge(std::string(impl::gauge_max_size));
     std::optional<std::uint64_t> const updated = gauge(std::string(impl::gauge_updated_s));
-    std::uint64_t hits = 0, misses = 0;
+    std::uint64_t hits = 0, misses = 0, remote_hits = 0, remote_misses = 0;
     for (auto const& [name, n] : recorded) {
         if (name == "hits") hits = n;
         if (name.rfind("misses.", 0) == 0) misses += n;
+        if (name == "remote.hits") remote_hits = n;
+        if (name == "remote.misses") remote_misses = n;
     }
 
     if (c.json) {
@@ -312,6 +314,14 @@ int run_stats(command_line const& c) {
             std::snprintf(rate, sizeof rate, "%.1f%%", 100.0 * static_cast<double>(hits) / static_cast<double>(hits + misses));
             ct.add({"  hit rate", rate, "(" + std::to_string(hits) + " of " + std::to_string(hits + misses) + " lookups)"});
         }
+        if (remote_hits + remote_misses != 0) {
+            char rate[64];
+            std::snprintf(rate, sizeof rate, "%.1f%%",
+                          100.0 * static_cast<double>(remote_hits) / static_cast<double>(remote_hits + remote_misses));
+            ct.add({"  remote hit rate", rate,
+                    "(" + std::to_string(remote_hits) + " of " + std::to_string(remote_hits + remote_misses) +
+                        " lookups sent to the remote)"});
+        }
         std::size_t zero = 0;
         for (auto const& [name, n] : recorded) {
             if (impl::is_gauge(name)) continue;
@@ -321,7 +331,8 @@ int run_stats(command_line const& c) {
             }
             std::string note;
             if (name.size() > 3 && name.compare(name.size() - 3, 3, "-ns") == 0) note = "(" + human_duration_ns(n) + ")";
-            if (name.rfind("bytes-", 0) == 0) note = "(" + human_size(n) + ")";
+            if (name.rfind("bytes-", 0) == 0 || name.find(".bytes-") != std::string::npos)
+                note = "(" + human_size(n) + ")";
             ct.add({"  " + name, std::to_string(n), note});
         }
         out += ct.str({false, true, false});

@@ -1,0 +1,543 @@
+// compile_cache: a Storage in front of another — a local one (a directory) before a
+// remote one shared by many machines (a Redis server). Reads try the local storage
+// first; an entry found on the remote is copied locally once the cache has checked its
+// envelope; stores go to both. A remote that times out or refuses is skipped for a
+// back-off period, so a dead or stalled server costs a bounded delay.
+#pragma once
+
+#include <compile_cache/envelope.hpp>
+#include <compile_cache/key/key.hpp>
+#include <compile_cache/settings.hpp>
+#include <compile_cache/storage/concept.hpp>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace compile_cache {
+
+/// What a tier may do with its remote.
+enum class remote_mode {
+    read_write, ///< read, and write every store
+    read_only,  ///< read only: stores stay local (a developer's machine reading what CI wrote)
+};
+
+/// Why a remote call failed, as the tier counts it. A remote's error_code is
+/// classified by the std::errc condition it is equivalent to (see remote_error_of).
+enum class remote_error : std::size_t {
+    timeout,         ///< std::errc::timed_out: no answer within the remote's timeout
+    refused,         ///< std::errc::connection_refused: nothing listens, or unreachable
+    auth,            ///< std::errc::permission_denied: credentials or permissions refused
+    protocol,        ///< std::errc::protocol_error: a reply that is not valid
+    too_large,       ///< larger than the cache's entry bound (or than the server takes)
+    corrupt,         ///< an entry whose envelope the cache found damaged or not an entry
+    unauthenticated, ///< an entry whose HMAC does not verify under the cache's secret
+    other,           ///< anything else
+};
+inline constexpr std::size_t remote_error_count = 8;
+
+inline char const* to_string(remote_error e) noexcept {
+    static char const* const names[remote_error_count] = {"timeout",   "refused", "auth",            "protocol",
+                                                          "too-large", "corrupt", "unauthenticated", "other"};
+    return names[static_cast<std::size_t>(e)];
+}
+
+/// The reason counted for a remote's error code: by its std::errc condition
+/// (timed_out; connection_refused, host_unreachable, network_unreachable,
+/// no_such_file_or_directory; permission_denied, operation_not_permitted;
+/// protocol_error, bad_message; value_too_large, file_too_large, message_size), else other.
+inline remote_error remote_error_of(std::error_code const& e) noexcept {
+    if (e == std::errc::timed_out) return remote_error::timeout;
+    if (e == std::errc::connection_refused || e == std::errc::host_unreachable ||
+        e == std::errc::network_unreachable || e == std::errc::no_such_file_or_directory ||
+        e == std::errc::connection_reset || e == std::errc::not_connected)
+        return remote_error::refused;
+    if (e == std::errc::permission_denied || e == std::errc::operation_not_permitted) return remote_error::auth;
+    if (e == std::errc::protocol_error || e == std::errc::bad_message) return remote_error::protocol;
+    if (e == std::errc::value_too_large || e == std::errc::file_too_large || e == std::errc::message_size)
+        return remote_error::too_large;
+    return remote_error::other;
+}
+
+/// How a tiered_storage uses its remote.
+struct tier_options {
+    compile_cache::remote_mode mode = remote_mode::read_write;
+    /// After a timeout or a refused connection the remote is skipped this long; while
+    /// it keeps failing the period doubles, up to backoff_max.
+    std::chrono::milliseconds backoff_start{2000};
+    std::chrono::milliseconds backoff_max{60000};
+    /// One line when the remote goes away and one when it comes back; silent when empty.
+    std::function<void(std::string_view)> logger;
+};
+
+namespace detail {
+template <class S, class = void>
+struct has_remote_describe : std::false_type {};
+template <class S>
+struct has_remote_describe<S, std::enable_if_t<std::is_convertible_v<decltype(std::declval<S const&>().describe()),
+                                                              std::string>>> : std::true_type {};
+/// A remote configured by `from_env(std::string_view prefix, report)`, report taking a line.
+template <class S, class = void>
+struct has_prefix_from_env : std::false_type {};
+template <class S>
+struct has_prefix_from_env<
+    S, std::enable_if_t<std::is_same_v<decltype(S::from_env(std::declval<std::string_view>(),
+                                                            std::declval<std::function<void(std::string const&)>&>())),
+                                       std::optional<S>>>> : std::true_type {};
+
+/// The calls the last found read on this thread answered from a remote (for
+/// entry_checked): which tier, and which key.
+struct remote_read_mark {
+    void const* tier = nullptr;
+    key k;
+};
+inline remote_read_mark& last_remote_read() noexcept {
+    thread_local remote_read_mark mark;
+    return mark;
+}
+} // namespace detail
+
+/// `Local` before `Remote`, both Storages. Either may be absent: without a remote it
+/// is the local storage alone (same reads, same writes, no counter of its own);
+/// without a local one (remote only) nothing is kept on this machine.
+///
+/// - `read`: the local storage; `found` and `too_large` are its answer. Otherwise
+///   (absent, or a local error) the remote, unless it is skipped (back-off). A remote
+///   error is counted (remote_error) and the read answers as the local storage did.
+/// - `entry_checked` (called by basic_cache after it checked an entry's envelope):
+///   an entry the remote returned that checked `ok` is written to the local storage
+///   (so the next process reads it locally and sends nothing), and counted as a remote
+///   hit; one that is corrupt or unauthenticated is counted as such, never copied.
+/// - `write`: the local storage, then, in read_write mode, the remote (each remote call
+///   is bounded by the remote's own timeout: the host waits no longer). The answer is
+///   the local storage's (remote-only: the remote's); a remote failure is counted.
+/// - `remove`: both (the remote only in read_write mode).
+/// - A timeout or refused connection makes the remote skipped for
+///   tier_options::backoff_start, doubling while the retry after it fails, up to
+///   backoff_max; one log line when it goes away, one when it answers again.
+///
+/// Thread-safe when both storages are. Move-only. A default-constructed tier is
+/// disabled: reads are absent, writes fail with invalid_argument.
+template <class Local, class Remote>
+class tiered_storage {
+public:
+    using local_type = Local;
+    using remote_type = Remote;
+
+    tiered_storage() = default;
+    /// The local storage alone: behaves exactly as `local`.
+    explicit tiered_storage(Local local) : state_(std::make_unique<state>()) { state_->local.emplace(std::move(local)); }
+    /// `local` in front of `remote`.
+    tiered_storage(Local local, Remote remote, tier_options options = {}) : state_(std::make_unique<state>()) {
+        state_->local.emplace(std::move(local));
+        state_->remote.emplace(std::move(remote));
+        state_->options = std::move(options);
+    }
+    /// The remote alone: nothing kept locally.
+    static tiered_storage remote_only(Remote remote, tier_options options = {}) {
+        tiered_storage t;
+        t.state_ = std::make_unique<state>();
+        t.state_->remote.emplace(std::move(remote));
+        t.state_->options = std::move(options);
+        return t;
+    }
+
+    tiered_storage(tiered_storage&&) noexcept = default;
+    tiered_storage& operator=(tiered_storage&&) noexcept = default;
+
+    /// The tier the environment asks for (see settings.hpp). `PREFIX_REMOTE` off: the
+    /// local storage alone, exactly as `Local::from_env` makes it. Set: the local
+    /// storage (unless `PREFIX_REMOTE_ONLY` is on, or the local one is not configured)
+    /// before the remote that `Remote::from_env` makes; `PREFIX_REMOTE_MODE`
+    /// (`read-write`, default, or `read-only`). Entries from a shared server run as code
+    /// here: without a secret (`PREFIX_SECRET_FILE`) the remote is off, with one line,
+    /// unless `PREFIX_REMOTE_INSECURE` is on. A remote that cannot be configured is off
+    /// (its line said why); with nothing left, nullopt (the cache is disabled).
+    static std::optional<tiered_storage> from_env(settings_reader& env) {
+        if (env.is_off("_REMOTE")) {
+            std::optional<Local> local = local_from_env(env);
+            if (!local) return std::nullopt;
+            return tiered_storage(std::move(*local));
+        }
+        std::optional<bool> const only = parse_switch(env.value("_REMOTE_ONLY"));
+        std::optional<Local> local;
+        if (!only.value_or(false)) local = local_from_env(env);
+        if (!local && env.confirmed() && !only.value_or(false)) return std::nullopt; // declined, reported
+        if (!env.confirm()) return std::nullopt;
+        if (!only)
+            env.report_value("_REMOTE_ONLY", env.value("_REMOTE_ONLY"),
+                             "is not understood (1, on, true or yes; 0, off, false or no); the local storage is kept");
+        tier_options options;
+        options.logger = env.logger();
+        options.mode = env.choice<remote_mode>(
+            "_REMOTE_MODE", {{"read-write", remote_mode::read_write}, {"read-only", remote_mode::read_only}},
+            remote_mode::read_write, "a remote mode");
+        bool const insecure = env.flag("_REMOTE_INSECURE", false, "the remote needs a secret");
+        auto local_only = [&]() -> std::optional<tiered_storage> {
+            if (!local) return std::nullopt;
+            return tiered_storage(std::move(*local));
+        };
+        if (!env.authenticated() && !insecure) {
+            env.report(env.name("_REMOTE") +
+                       " is set but entries are not authenticated, and what a shared server returns runs as code "
+                       "here: the remote is off. Give every machine the same secret with " +
+                       env.name("_SECRET_FILE") + ", or set " + env.name("_REMOTE_INSECURE") +
+                       "=1 if only trusted machines can write to the server");
+            return local_only();
+        }
+        std::optional<Remote> remote;
+        try {
+            remote = remote_from_env(env);
+        } catch (std::exception const& e) {
+            env.report(env.name("_REMOTE") + ": " + e.what() + "; the remote is off");
+        } catch (...) {
+            env.report(env.name("_REMOTE") + " cannot be used; the remote is off");
+        }
+        if (!remote) return local_only();
+        if (!local) return remote_only(std::move(*remote), std::move(options));
+        return tiered_storage(std::move(*local), std::move(*remote), std::move(options));
+    }
+
+    /// The settings from_env reads: the local storage's, the tier's, the remote's.
+    static std::vector<environment_setting> environment_settings(std::string_view prefix) {
+        std::string const p(prefix);
+        std::vector<environment_setting> s;
+        if constexpr (detail::has_environment_settings<Local>::value) s = Local::environment_settings(prefix);
+        std::vector<environment_setting> const tier = {
+            {p + "_REMOTE", "the URL of a shared remote storage behind the local one; unset: no remote"},
+            {p + "_REMOTE_MODE", "read-write (default) or read-only: whether stores go to the remote"},
+            {p + "_REMOTE_ONLY", "1 keeps nothing locally: every read and store goes to the remote"},
+            {p + "_REMOTE_INSECURE", "1 reads the remote without a secret (only for a server that only trusted "
+                                     "machines can write)"},
+        };
+        for (auto const& t : tier) s.push_back(t);
+        if constexpr (detail::has_environment_settings<Remote>::value)
+            for (auto const& r : Remote::environment_settings(prefix))
+                if (std::none_of(s.begin(), s.end(), [&](environment_setting const& e) { return e.name == r.name; }))
+                    s.push_back(r);
+        return s;
+    }
+
+    bool has_local() const noexcept { return state_ && state_->local.has_value(); }
+    bool has_remote() const noexcept { return state_ && state_->remote.has_value(); }
+    /// The local storage; has_local() must be true.
+    Local& local() noexcept { return *state_->local; }
+    /// The remote storage; has_remote() must be true.
+    Remote& remote() noexcept { return *state_->remote; }
+    compile_cache::remote_mode mode() const noexcept { return state_->options.mode; }
+    /// Whether the remote is skipped now (it failed, and its back-off is not over).
+    bool remote_skipped() const {
+        if (!has_remote()) return true;
+        std::lock_guard<std::mutex> lock(state_->health_mutex);
+        return state_->down && clock::now() < state_->retry_at;
+    }
+
+    read_result read(key const& k, std::string& out, std::size_t max_size) noexcept {
+        detail::last_remote_read().tier = nullptr;
+        if (!state_) {
+            out.clear();
+            return {read_status::absent, {}};
+        }
+        read_result answer{read_status::absent, {}};
+        if (state_->local) {
+            answer = state_->local->read(k, out, max_size);
+            if (answer.status == read_status::found || answer.status == read_status::too_large) return answer;
+        }
+        if (!state_->remote || !may_call()) return answer;
+        auto const start = clock::now();
+        read_result r;
+        try {
+            r = state_->remote->read(k, out, max_size);
+        } catch (...) {
+            r = {read_status::error, std::make_error_code(std::errc::io_error)};
+        }
+        state_->counts[c_read_ns] += ns_since(start);
+        switch (r.status) {
+        case read_status::found:
+            answered();
+            state_->counts[c_bytes_read] += out.size();
+            try {
+                detail::last_remote_read() = {this, k};
+            } catch (...) {
+            }
+            return r;
+        case read_status::absent:
+            answered();
+            ++state_->counts[c_misses];
+            break;
+        case read_status::too_large:
+            answered();
+            ++state_->counts[c_error + static_cast<std::size_t>(remote_error::too_large)];
+            return r;
+        case read_status::error: failed(r.error); break;
+        }
+        out.clear();
+        return answer;
+    }
+
+    std::error_code write(key const& k, std::string_view bytes) noexcept {
+        if (!state_) return std::make_error_code(std::errc::invalid_argument);
+        std::error_code answer;
+        if (state_->local) answer = state_->local->write(k, bytes);
+        if (!state_->remote || state_->options.mode != remote_mode::read_write) return answer;
+        if (!may_call()) return state_->local ? answer : std::make_error_code(std::errc::resource_unavailable_try_again);
+        auto const start = clock::now();
+        std::error_code e;
+        try {
+            e = state_->remote->write(k, bytes);
+        } catch (...) {
+            e = std::make_error_code(std::errc::io_error);
+        }
+        state_->counts[c_write_ns] += ns_since(start);
+        if (e) {
+            failed(e);
+        } else {
+            answered();
+            ++state_->counts[c_stores];
+            state_->counts[c_bytes_written] += bytes.size();
+        }
+        return state_->local ? answer : e;
+    }
+
+    std::error_code remove(key const& k) noexcept {
+        if (!state_) return {};
+        std::error_code answer;
+        if (state_->local) answer = state_->local->remove(k);
+        if (state_->remote && state_->options.mode == remote_mode::read_write && may_call()) {
+            std::error_code e;
+            try {
+                e = state_->remote->remove(k);
+            } catch (...) {
+                e = std::make_error_code(std::errc::io_error);
+            }
+            if (e)
+                failed(e);
+            else
+                answered();
+            if (!state_->local) answer = e;
+        }
+        return answer;
+    }
+
+    /// Called by basic_cache after it checked the envelope of an entry this storage's
+    /// read returned `found` on this thread (see docs/policies.md). An entry from the
+    /// remote that is `ok` is copied to the local storage; a corrupt or unauthenticated
+    /// one is counted against the remote.
+    void entry_checked(key const& k, std::string_view entry, envelope_status status) noexcept {
+        detail::remote_read_mark& mark = detail::last_remote_read();
+        if (!state_ || mark.tier != this || mark.k != k) return;
+        mark.tier = nullptr;
+        switch (status) {
+        case envelope_status::ok:
+            ++state_->counts[c_hits];
+            if (state_->local) (void)state_->local->write(k, entry); // a failure here is the next run's miss
+            break;
+        case envelope_status::corrupt:
+        case envelope_status::key_mismatch:
+            ++state_->counts[c_error + static_cast<std::size_t>(remote_error::corrupt)];
+            break;
+        case envelope_status::unauthenticated:
+            ++state_->counts[c_error + static_cast<std::size_t>(remote_error::unauthenticated)];
+            break;
+        case envelope_status::too_large:
+            ++state_->counts[c_error + static_cast<std::size_t>(remote_error::too_large)];
+            break;
+        case envelope_status::foreign_version: ++state_->counts[c_misses]; break;
+        }
+    }
+
+    /// The remote's counters, by name (`remote.hits`, `remote.misses`, `remote.stores`,
+    /// `remote.errors.<remote_error>`, `remote.skipped`, `remote.bytes-read`,
+    /// `remote.bytes-written`, `remote.read-ns`, `remote.write-ns`); empty without a
+    /// remote. basic_cache adds them to its statistics.
+    std::vector<std::pair<std::string, std::uint64_t>> storage_counters() const {
+        std::vector<std::pair<std::string, std::uint64_t>> c;
+        if (!has_remote()) return c;
+        for (std::size_t i = 0; i < count_names().size(); ++i)
+            c.emplace_back(count_names()[i], state_->counts[i].load(std::memory_order_relaxed));
+        return c;
+    }
+
+    /// Passes the cache's counters on to the local storage when it keeps them.
+    std::error_code record_counters(std::vector<std::pair<std::string, std::uint64_t>> const& delta) noexcept {
+        if constexpr (detail::has_record_counters<Local>::value) {
+            if (state_ && state_->local) return state_->local->record_counters(delta);
+        }
+        (void)delta;
+        return {};
+    }
+
+    /// The logger for the remote's going away and coming back (basic_cache::set_logger
+    /// passes its own here).
+    void set_logger(std::function<void(std::string_view)> logger) {
+        if (!state_) return;
+        std::lock_guard<std::mutex> lock(state_->health_mutex);
+        state_->options.logger = std::move(logger);
+    }
+
+private:
+    using clock = std::chrono::steady_clock;
+
+    enum counter : std::size_t {
+        c_hits,
+        c_misses,
+        c_stores,
+        c_error,
+        c_skipped = c_error + remote_error_count,
+        c_bytes_read,
+        c_bytes_written,
+        c_read_ns,
+        c_write_ns,
+        c_count
+    };
+    static std::array<std::string, c_count> const& count_names() {
+        static std::array<std::string, c_count> const names = [] {
+            std::array<std::string, c_count> n;
+            n[c_hits] = "remote.hits";
+            n[c_misses] = "remote.misses";
+            n[c_stores] = "remote.stores";
+            for (std::size_t i = 0; i < remote_error_count; ++i)
+                n[c_error + i] = std::string("remote.errors.") + to_string(static_cast<remote_error>(i));
+            n[c_skipped] = "remote.skipped";
+            n[c_bytes_read] = "remote.bytes-read";
+            n[c_bytes_written] = "remote.bytes-written";
+            n[c_read_ns] = "remote.read-ns";
+            n[c_write_ns] = "remote.write-ns";
+            return n;
+        }();
+        return names;
+    }
+
+    struct state {
+        std::optional<Local> local;
+        std::optional<Remote> remote;
+        tier_options options;
+        std::array<std::atomic<std::uint64_t>, c_count> counts{};
+        mutable std::mutex health_mutex;
+        bool down = false;
+        clock::time_point down_since{};
+        clock::time_point retry_at{};
+        std::chrono::milliseconds backoff{0};
+    };
+
+    static std::uint64_t ns_since(clock::time_point start) noexcept {
+        return static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - start).count());
+    }
+
+    static std::optional<Local> local_from_env(settings_reader& env) {
+        if constexpr (detail::has_from_env<Local>::value) {
+            return Local::from_env(env);
+        } else {
+            static_assert(std::is_constructible_v<Local, std::string>,
+                          "compile_cache: tiered_storage::from_env needs a Local storage with from_env or one "
+                          "constructible from a path (PREFIX_DIR)");
+            std::string dir = env.value("_DIR");
+            if (detail::is_off(dir) || !env.confirm()) return std::nullopt;
+            return Local(std::move(dir));
+        }
+    }
+
+    static std::optional<Remote> remote_from_env(settings_reader& env) {
+        if constexpr (detail::has_from_env<Remote>::value) {
+            return Remote::from_env(env);
+        } else if constexpr (detail::has_prefix_from_env<Remote>::value) {
+            std::function<void(std::string const&)> report = [&env](std::string const& line) { env.report(line); };
+            return Remote::from_env(env.prefix(), report);
+        } else {
+            static_assert(std::is_constructible_v<Remote, std::string>,
+                          "compile_cache: tiered_storage::from_env needs a Remote storage with from_env or one "
+                          "constructible from a URL (PREFIX_REMOTE)");
+            return Remote(env.value("_REMOTE"));
+        }
+    }
+
+    std::string describe_remote() const {
+        if constexpr (detail::has_remote_describe<Remote>::value) {
+            try {
+                return "the remote " + std::string(state_->remote->describe());
+            } catch (...) {
+            }
+        }
+        return "the remote";
+    }
+
+    void log(std::string const& line) const noexcept {
+        if (!state_->options.logger) return;
+        try {
+            state_->options.logger(line);
+        } catch (...) {
+        }
+    }
+
+    /// Whether to call the remote now: not while its back-off runs. When it is over,
+    /// one call goes through (the others keep skipping until it answers or fails).
+    bool may_call() noexcept {
+        std::lock_guard<std::mutex> lock(state_->health_mutex);
+        if (!state_->down) return true;
+        auto const now = clock::now();
+        if (now < state_->retry_at) {
+            ++state_->counts[c_skipped];
+            return false;
+        }
+        state_->retry_at = now + state_->backoff; // this call is the probe
+        return true;
+    }
+
+    void answered() noexcept {
+        std::unique_lock<std::mutex> lock(state_->health_mutex);
+        if (!state_->down) return;
+        state_->down = false;
+        auto const away = std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - state_->down_since);
+        state_->backoff = std::chrono::milliseconds(0);
+        lock.unlock();
+        try {
+            log(describe_remote() + " answers again (after " + std::to_string(away.count()) + " ms); it is used again");
+        } catch (...) {
+        }
+    }
+
+    void failed(std::error_code const& e) noexcept {
+        remote_error const why = remote_error_of(e);
+        ++state_->counts[c_error + static_cast<std::size_t>(why)];
+        if (why != remote_error::timeout && why != remote_error::refused) return;
+        std::unique_lock<std::mutex> lock(state_->health_mutex);
+        auto const now = clock::now();
+        bool const first = !state_->down;
+        if (first) {
+            state_->down = true;
+            state_->down_since = now;
+            state_->backoff = state_->options.backoff_start;
+        } else {
+            state_->backoff = std::min(state_->backoff * 2, state_->options.backoff_max);
+        }
+        state_->retry_at = now + state_->backoff;
+        auto const backoff = state_->backoff;
+        lock.unlock();
+        if (!first) return;
+        try {
+            log(describe_remote() + " failed (" + to_string(why) + ": " + e.message() + "); it is skipped for " +
+                std::to_string(backoff.count()) + " ms, then retried (longer while it keeps failing, up to " +
+                std::to_string(state_->options.backoff_max.count()) + " ms)");
+        } catch (...) {
+        }
+    }
+
+    std::unique_ptr<state> state_;
+};
+
+} // namespace compile_cache

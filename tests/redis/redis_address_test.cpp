@@ -1,0 +1,223 @@
+// Redis addresses, settings and cluster key routing: what needs no server (and the
+// slot function checked against a real cluster's CLUSTER KEYSLOT).
+#include "catch2_compat.hpp"
+#include "redis_test_support.hpp"
+
+#include <compile_cache/storage/redis_storage.hpp>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace cc = compile_cache;
+using namespace compile_cache_test::redis;
+
+namespace {
+cc::redis_address parse_ok(std::string const& url) {
+    std::string why;
+    auto a = cc::redis_address::parse(url, why);
+    INFO(url << ": " << why);
+    REQUIRE(a);
+    CHECK(why.empty());
+    return *a;
+}
+
+std::string parse_error(std::string const& url) {
+    std::string why;
+    auto a = cc::redis_address::parse(url, why);
+    INFO(url);
+    CHECK_FALSE(a);
+    CHECK_FALSE(why.empty());
+    return why;
+}
+
+struct env_var {
+    env_var(std::string name, std::string const& value) : name_(std::move(name)) { ::setenv(name_.c_str(), value.c_str(), 1); }
+    ~env_var() { ::unsetenv(name_.c_str()); }
+    std::string name_;
+};
+} // namespace
+
+TEST_CASE("A redis:// address gives host, port, database and credentials, with defaults", "[redis][address]") {
+    auto a = parse_ok("redis://127.0.0.1");
+    CHECK(a.type == cc::redis_address::kind::server);
+    REQUIRE(a.nodes.size() == 1);
+    CHECK(a.nodes[0].host == "127.0.0.1");
+    CHECK(a.nodes[0].port == 6379);
+    CHECK(a.db == 0);
+    CHECK(a.password.empty());
+
+    a = parse_ok("redis://ci:s3cret@localhost:7000/5");
+    CHECK(a.user == "ci");
+    CHECK(a.password == "s3cret");
+    CHECK(a.nodes[0].host == "localhost");
+    CHECK(a.nodes[0].port == 7000);
+    CHECK(a.db == 5);
+
+    a = parse_ok("redis://:only-password@[::1]:6380");
+    CHECK(a.user.empty());
+    CHECK(a.password == "only-password");
+    CHECK(a.nodes[0].host == "::1");
+    CHECK(a.nodes[0].port == 6380);
+}
+
+TEST_CASE("A unix:// address names a socket and a cluster address lists its seed nodes", "[redis][address]") {
+    auto a = parse_ok("unix:///run/redis/redis.sock");
+    CHECK(a.type == cc::redis_address::kind::unix_socket);
+    CHECK(a.socket_path == "/run/redis/redis.sock");
+
+    a = parse_ok("redis+cluster://127.0.0.1:7000,127.0.0.1:7001,[::1]:7002");
+    CHECK(a.type == cc::redis_address::kind::cluster);
+    REQUIRE(a.nodes.size() == 3);
+    CHECK(a.nodes[1].port == 7001);
+    CHECK(a.nodes[2].host == "::1");
+}
+
+TEST_CASE("A bad address is refused with a sentence that says what is wrong", "[redis][address]") {
+    CHECK(parse_error("http://127.0.0.1").find("unknown scheme") != std::string::npos);
+    CHECK(parse_error("redis://").find("no host") != std::string::npos);
+    CHECK(parse_error("redis://127.0.0.1:0").find("port") != std::string::npos);
+    CHECK(parse_error("redis://127.0.0.1:70000").find("port") != std::string::npos);
+    CHECK(parse_error("redis://127.0.0.1:six").find("port") != std::string::npos);
+    CHECK(parse_error("redis://127.0.0.1/x").find("database") != std::string::npos);
+    CHECK(parse_error("redis://a:1,b:2").find("redis+cluster://") != std::string::npos);
+    CHECK(parse_error("redis+cluster://a:1,").find("empty host") != std::string::npos);
+    CHECK(parse_error("unix://relative.sock").find("absolute") != std::string::npos);
+    CHECK(parse_error("redis://user@host").find("password") != std::string::npos);
+    CHECK_THROWS_AS(cc::redis_storage(std::string("nonsense")), std::invalid_argument);
+}
+
+TEST_CASE("A password never shows in an error, a description or a log line", "[redis][address]") {
+    std::string const secret = "hunter2-do-not-print";
+    std::string why = parse_error("redis://admin:" + secret + "@127.0.0.1:notaport");
+    CHECK(why.find(secret) == std::string::npos);
+    CHECK(why.find("admin:***@") != std::string::npos);
+    why = parse_error("redis+cluster://:" + secret + "@a:1,");
+    CHECK(why.find(secret) == std::string::npos);
+
+    auto a = parse_ok("redis://admin:" + secret + "@127.0.0.1:6390/2");
+    CHECK(a.describe() == "redis://admin:***@127.0.0.1:6390/2");
+    cc::redis_storage s("redis://admin:" + secret + "@127.0.0.1:6390/2");
+    CHECK(s.describe().find(secret) == std::string::npos);
+    try {
+        cc::redis_storage bad("redis://admin:" + secret + "@127.0.0.1:99999");
+        FAIL("a bad port was accepted");
+    } catch (std::invalid_argument const& e) {
+        CHECK(std::string(e.what()).find(secret) == std::string::npos);
+    }
+
+    std::vector<std::string> lines;
+    cc::settings_reader env("CCREDIS", [&](std::string_view line) { lines.emplace_back(line); });
+    env_var url("CCREDIS_REMOTE", "redis://u:" + secret + "@127.0.0.1:bad");
+    CHECK_FALSE(cc::redis_storage::from_env(env));
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find(secret) == std::string::npos);
+    CHECK(lines[0].find("CCREDIS_REMOTE") != std::string::npos);
+}
+
+TEST_CASE("from_env reads the remote's settings, and a bad one is one line and its default", "[redis][address]") {
+    std::vector<std::string> lines;
+    cc::settings_reader env("CCREDIS", [&](std::string_view line) { lines.emplace_back(line); });
+    {
+        env_var off("CCREDIS_REMOTE", "off");
+        CHECK_FALSE(cc::redis_storage::from_env(env));
+        CHECK(lines.empty());
+    }
+    compile_cache_test::temp_dir dir;
+    compile_cache_test::write_file(dir.path() / "password", "from-the-file\n");
+    env_var url("CCREDIS_REMOTE", "redis://127.0.0.1:6390");
+    env_var password("CCREDIS_REMOTE_PASSWORD_FILE", (dir.path() / "password").string());
+    env_var name_space("CCREDIS_REMOTE_NAMESPACE", "team-a");
+    env_var connect("CCREDIS_REMOTE_CONNECT_TIMEOUT", "250ms");
+    env_var timeout("CCREDIS_REMOTE_TIMEOUT", "soon");
+    env_var ttl("CCREDIS_REMOTE_TTL", "86400");
+    auto o = cc::redis_storage::redis_options_from_env(env);
+    REQUIRE(o);
+    CHECK(o->password == "from-the-file");
+    CHECK(o->name_space == "team-a");
+    CHECK(o->connect_timeout == std::chrono::milliseconds(250));
+    CHECK(o->command_timeout == std::chrono::milliseconds(1000));
+    CHECK(o->ttl == std::chrono::seconds(86400));
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find("CCREDIS_REMOTE_TIMEOUT=\"soon\"") != std::string::npos);
+    CHECK(lines[0].find("default, 1000 ms") != std::string::npos);
+
+    auto s = cc::redis_storage::from_env(env);
+    REQUIRE(s);
+    CHECK(s->describe() == "redis://:***@127.0.0.1:6390 (namespace team-a)");
+    CHECK(s->describe().find("from-the-file") == std::string::npos);
+}
+
+TEST_CASE("A zero timeout is one line and the default", "[redis][address]") {
+    std::vector<std::string> lines;
+    cc::settings_reader env("CCREDIS", [&](std::string_view line) { lines.emplace_back(line); });
+    env_var url("CCREDIS_REMOTE", "redis://127.0.0.1:6390");
+    env_var connect("CCREDIS_REMOTE_CONNECT_TIMEOUT", "0");
+    env_var ttl("CCREDIS_REMOTE_TTL", "-5");
+    auto o = cc::redis_storage::redis_options_from_env(env);
+    REQUIRE(o);
+    CHECK(o->connect_timeout == std::chrono::milliseconds(100));
+    CHECK(o->ttl == std::chrono::seconds(0));
+    REQUIRE(lines.size() == 2);
+    CHECK(lines[0] == "CCREDIS_REMOTE_CONNECT_TIMEOUT=\"0\" is not a positive duration; using the default, 100 ms");
+    CHECK(lines[1] == "CCREDIS_REMOTE_TTL=\"-5\" is not a number of seconds; using the default, 0 (no expiry)");
+}
+
+TEST_CASE("A password file that cannot be read turns the remote off with one line", "[redis][address]") {
+    std::vector<std::string> lines;
+    cc::settings_reader env("CCREDIS", [&](std::string_view line) { lines.emplace_back(line); });
+    env_var url("CCREDIS_REMOTE", "redis://127.0.0.1:6390");
+    env_var password("CCREDIS_REMOTE_PASSWORD_FILE", "/nonexistent/password");
+    CHECK_FALSE(cc::redis_storage::from_env(env));
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find("CCREDIS_REMOTE_PASSWORD_FILE") != std::string::npos);
+}
+
+TEST_CASE("CRC16 is the XMODEM variant the cluster specification gives", "[redis][cluster]") {
+    STATIC_REQUIRE(cc::detail::redis_crc16("123456789") == 0x31C3);
+    CHECK(cc::detail::redis_crc16("") == 0);
+}
+
+TEST_CASE("A key's slot honours the first non-empty hash tag", "[redis][cluster]") {
+    // Values from the cluster specification and CLUSTER KEYSLOT.
+    CHECK(cc::detail::redis_hash_slot("foo") == 12182);
+    CHECK(cc::detail::redis_hash_slot("bar") == 5061);
+    CHECK(cc::detail::redis_hash_slot("hello") == 866);
+    CHECK(cc::detail::redis_hash_slot("{user1000}.following") == cc::detail::redis_hash_slot("{user1000}.followers"));
+    CHECK(cc::detail::redis_hash_slot("{user1000}.following") == cc::detail::redis_hash_slot("user1000"));
+    CHECK(cc::detail::redis_hash_slot("foo{}{bar}") == cc::detail::redis_crc16("foo{}{bar}") % 16384);
+    CHECK(cc::detail::redis_hash_slot("foo{{bar}}zap") == cc::detail::redis_crc16("{bar") % 16384);
+    CHECK(cc::detail::redis_hash_slot("foo{bar}{zap}") == cc::detail::redis_hash_slot("bar"));
+}
+
+TEST_CASE("The client's slots agree with a real cluster's CLUSTER KEYSLOT", "[redis][cluster]") {
+    admin node(fixture::get().cluster_ports()[0]);
+    for (std::string key : {"a", "compile_cache:00ff", "{tag}x", "x{}y", "\xff\xfe binary", "foo{{bar}}zap"}) {
+        INFO(key);
+        CHECK(node({"CLUSTER", "KEYSLOT", key}) == std::to_string(cc::detail::redis_hash_slot(key)));
+    }
+    for (std::uint64_t i = 0; i < 50; ++i) {
+        std::string const name = "compile_cache:" + key_of(i).hex();
+        CHECK(node({"CLUSTER", "KEYSLOT", name}) == std::to_string(cc::detail::redis_hash_slot(name)));
+    }
+}
+
+TEST_CASE("MOVED and ASK replies are parsed, anything else is not a redirection", "[redis][cluster]") {
+    auto m = cc::detail::parse_redis_redirection("MOVED 3999 127.0.0.1:6381");
+    REQUIRE(m);
+    CHECK_FALSE(m->ask);
+    CHECK(m->slot == 3999);
+    CHECK(m->host == "127.0.0.1");
+    CHECK(m->port == 6381);
+    auto a = cc::detail::parse_redis_redirection("ASK 1 [::1]:7000");
+    REQUIRE(a);
+    CHECK(a->ask);
+    CHECK(a->host == "::1");
+    auto empty_host = cc::detail::parse_redis_redirection("MOVED 12 :7001");
+    REQUIRE(empty_host);
+    CHECK(empty_host->host.empty());
+    CHECK_FALSE(cc::detail::parse_redis_redirection("ERR wrong"));
+    CHECK_FALSE(cc::detail::parse_redis_redirection("MOVED 16384 h:1"));
+    CHECK_FALSE(cc::detail::parse_redis_redirection("MOVED 1 h"));
+    CHECK_FALSE(cc::detail::parse_redis_redirection("ASK x h:1"));
+}

@@ -1,0 +1,158 @@
+// redis_storage on a real three-master Redis Cluster: keys routed to every node, a node
+// killed (only its slots fail), and a slot migrated during a run (ASK, then MOVED,
+// followed without an error).
+#include "catch2_compat.hpp"
+#include "redis_test_support.hpp"
+
+#include <compile_cache/storage/redis_storage.hpp>
+
+#include <cstring>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace cc = compile_cache;
+using namespace compile_cache_test::redis;
+
+namespace {
+cc::redis_storage cluster_storage(std::string const& url, std::string const& name_space = "compile_cache") {
+    cc::redis_options o;
+    o.url = url;
+    o.name_space = name_space;
+    o.command_timeout = std::chrono::milliseconds(300);
+    return cc::redis_storage(o);
+}
+
+/// The port of the master that serves `slot`, as the cluster says (CLUSTER NODES).
+int owner_port(int any_port, unsigned slot) {
+    std::istringstream nodes(admin(any_port)({"CLUSTER", "NODES"}));
+    std::string line;
+    while (std::getline(nodes, line)) {
+        std::istringstream fields(line);
+        std::string id, address, flags, master, ping, pong, epoch, state, range;
+        fields >> id >> address >> flags >> master >> ping >> pong >> epoch >> state;
+        if (flags.find("master") == std::string::npos) continue;
+        while (fields >> range) {
+            if (range.front() == '[') continue;
+            std::size_t const dash = range.find('-');
+            unsigned const from = static_cast<unsigned>(std::stoul(range.substr(0, dash)));
+            unsigned const to = dash == std::string::npos ? from : static_cast<unsigned>(std::stoul(range.substr(dash + 1)));
+            if (slot >= from && slot <= to) return std::stoi(address.substr(address.find(':') + 1));
+        }
+    }
+    return -1;
+}
+
+std::string node_id(int port) { return admin(port)({"CLUSTER", "MYID"}); }
+
+/// How often a node was sent `command`: executed plus rejected (redirected) calls.
+long long times_sent(int port, std::string const& command) {
+    std::string const stats = admin(port).info("commandstats", "cmdstat_" + command);
+    long long total = 0;
+    for (char const* field : {"calls=", "rejected_calls="}) {
+        std::size_t const at = stats.find(field);
+        if (at != std::string::npos && (at == 0 || stats[at - 1] == ',')) total += std::stoll(stats.substr(at + std::strlen(field)));
+    }
+    return total;
+}
+} // namespace
+
+TEST_CASE("A cluster storage spreads keys over every master and reads them back", "[redis][cluster]") {
+    auto const ports = fixture::get().cluster_ports();
+    std::string const ns = unique_name("spread");
+    auto s = cluster_storage("redis+cluster://127.0.0.1:" + std::to_string(ports[0]), ns);
+    std::set<int> owners;
+    for (std::uint64_t i = 0; i < 60; ++i) {
+        REQUIRE_FALSE(s.write(key_of(i), "value " + std::to_string(i)));
+        owners.insert(owner_port(ports[0], cc::detail::redis_hash_slot(s.redis_key(key_of(i)))));
+    }
+    CHECK(owners.size() == 3);
+    std::string out;
+    for (std::uint64_t i = 0; i < 60; ++i) {
+        auto r = s.read(key_of(i), out, 100);
+        REQUIRE(r.status == cc::read_status::found);
+        CHECK(out == "value " + std::to_string(i));
+        // On the node that owns the slot, directly.
+        int const port = owner_port(ports[0], cc::detail::redis_hash_slot(s.redis_key(key_of(i))));
+        CHECK(admin(port)({"GET", s.redis_key(key_of(i))}) == out);
+    }
+    CHECK(s.read(key_of(1000), out, 100).status == cc::read_status::absent);
+}
+
+TEST_CASE("A cluster node killed mid-run fails only its own slots; the others keep working", "[redis][cluster]") {
+    cluster c;
+    auto s = cluster_storage(c.url());
+    std::map<std::uint64_t, int> owner;
+    for (std::uint64_t i = 0; i < 60; ++i) {
+        REQUIRE_FALSE(s.write(key_of(i), "v" + std::to_string(i)));
+        owner[i] = owner_port(c.ports()[0], cc::detail::redis_hash_slot(s.redis_key(key_of(i))));
+    }
+    int const dead = c.ports()[2];
+    c.kill(2);
+    std::string out;
+    int failed = 0, served = 0;
+    auto const start = std::chrono::steady_clock::now();
+    for (std::uint64_t i = 0; i < 60; ++i) {
+        auto r = s.read(key_of(i), out, 100);
+        if (owner[i] == dead) {
+            CHECK(r.status == cc::read_status::error);
+            CHECK((r.error == cc::redis_errc::refused || r.error == cc::redis_errc::timeout));
+            ++failed;
+        } else {
+            CHECK(r.status == cc::read_status::found);
+            CHECK(out == "v" + std::to_string(i));
+            CHECK_FALSE(s.write(key_of(i), "w" + std::to_string(i)));
+            ++served;
+        }
+    }
+    CHECK(failed > 0);
+    CHECK(served > 0);
+    // Refused at once on loopback: the dead node costs no timeouts.
+    CHECK(ms_since(start) < 2000);
+}
+
+TEST_CASE("A slot migrated during a run is followed through ASK and then MOVED, with no error", "[redis][cluster]") {
+    cluster c;
+    auto s = cluster_storage(c.url());
+    std::string const moved_key = s.redis_key(key_of(1));
+    unsigned const slot = cc::detail::redis_hash_slot(moved_key);
+    int const source = owner_port(c.ports()[0], slot);
+    int target = c.ports()[0] == source ? c.ports()[1] : c.ports()[0];
+    // Another key of the same slot, written after the migration began, never on the source.
+    std::uint64_t sibling = 2;
+    while (cc::detail::redis_hash_slot(s.redis_key(key_of(sibling))) != slot) ++sibling;
+
+    REQUIRE_FALSE(s.write(key_of(1), "migrating value"));
+    std::string out;
+    REQUIRE(s.read(key_of(1), out, 100).status == cc::read_status::found);
+
+    admin from(source), to(target);
+    std::string const slot_text = std::to_string(slot);
+    REQUIRE(to({"CLUSTER", "SETSLOT", slot_text, "IMPORTING", node_id(source)}) == "OK");
+    REQUIRE(from({"CLUSTER", "SETSLOT", slot_text, "MIGRATING", node_id(target)}) == "OK");
+    REQUIRE(from({"MIGRATE", "127.0.0.1", std::to_string(target), moved_key, "0", "5000"}) == "OK");
+
+    // The source now answers ASK for the moved key and for a key it does not have.
+    CHECK(s.read(key_of(1), out, 100).status == cc::read_status::found);
+    CHECK(out == "migrating value");
+    CHECK_FALSE(s.write(key_of(sibling), "written during the migration"));
+    CHECK(times_sent(target, "asking") == 2);
+    CHECK(to({"ASKING"}) == "OK"); // (the slot is only importing: the next command must ask)
+    CHECK(to({"EXISTS", s.redis_key(key_of(sibling))}) == "1");
+
+    // The slot now belongs to the target: the source answers MOVED.
+    for (int port : c.ports())
+        REQUIRE(admin(port)({"CLUSTER", "SETSLOT", slot_text, "NODE", node_id(target)}) == "OK");
+    auto r = s.read(key_of(sibling), out, 100);
+    CHECK(r.status == cc::read_status::found);
+    CHECK(out == "written during the migration");
+    CHECK_FALSE(r.error);
+    CHECK(s.read(key_of(1), out, 100).status == cc::read_status::found);
+    CHECK(owner_port(c.ports()[0], slot) == target);
+    // The next call goes straight to the new owner: no more redirections.
+    long long const sent_to_source = times_sent(source, "getrange");
+    CHECK(s.read(key_of(1), out, 100).status == cc::read_status::found);
+    CHECK(times_sent(source, "getrange") == sent_to_source);
+}

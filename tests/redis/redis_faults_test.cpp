@@ -1,0 +1,206 @@
+// redis_storage when things go wrong, each caused for real: no server, a stopped
+// server, a killed and restarted one, and a fake server on loopback for what a real
+// one never does (garbage, a reply cut short, a 1 GiB bulk string). Every call must
+// come back within its timeout, as an error of the right kind, without a crash or a
+// large allocation.
+#include "catch2_compat.hpp"
+#include "redis_test_support.hpp"
+
+#include <compile_cache/storage/redis_storage.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <string>
+#include <thread>
+
+namespace cc = compile_cache;
+using namespace compile_cache_test::redis;
+using std::chrono::milliseconds;
+
+namespace {
+cc::redis_storage storage_at(std::string const& url, milliseconds timeout = milliseconds(200)) {
+    cc::redis_options o;
+    o.url = url;
+    o.connect_timeout = milliseconds(100);
+    o.command_timeout = timeout;
+    return cc::redis_storage(o);
+}
+
+/// A loopback server that, for each connection, reads one command and runs `answer`
+/// on the socket; an ephemeral port is fine here (this is not redis-server).
+class fake_server {
+public:
+    explicit fake_server(std::function<void(int)> answer) : answer_(std::move(answer)) {
+        listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        REQUIRE(::bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+        REQUIRE(::listen(listener_, 8) == 0);
+        socklen_t len = sizeof a;
+        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len);
+        port_ = ntohs(a.sin_port);
+        thread_ = std::thread([this] {
+            for (;;) {
+                int const c = ::accept(listener_, nullptr, nullptr);
+                if (c < 0 || stop_) {
+                    if (c >= 0) ::close(c);
+                    return;
+                }
+                char buffer[4096];
+                if (::recv(c, buffer, sizeof buffer, 0) > 0) answer_(c);
+                ::close(c);
+            }
+        });
+    }
+    ~fake_server() {
+        stop_ = true;
+        ::shutdown(listener_, SHUT_RDWR);
+        ::close(listener_);
+        thread_.join();
+    }
+    std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+
+    /// Sends all of `bytes`, or as much as the peer takes (it may close first).
+    static void send_all(int fd, std::string_view bytes) {
+        while (!bytes.empty()) {
+            ssize_t const n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+            if (n <= 0) return;
+            bytes.remove_prefix(static_cast<std::size_t>(n));
+        }
+    }
+
+private:
+    std::function<void(int)> answer_;
+    int listener_ = -1;
+    int port_ = 0;
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+};
+
+long resident_kib() {
+    std::string const status = compile_cache_test::read_file("/proc/self/status");
+    std::size_t const at = status.find("VmRSS:");
+    return at == std::string::npos ? 0 : std::stol(status.substr(at + 6));
+}
+} // namespace
+
+TEST_CASE("No server listening: every call fails as refused, at once", "[redis][faults]") {
+    int port = 0;
+    {
+        server gone;
+        port = gone.port();
+    } // killed: nothing listens there now
+    auto s = storage_at("redis://127.0.0.1:" + std::to_string(port));
+    std::string out;
+    auto const start = std::chrono::steady_clock::now();
+    auto r = s.read(key_of(1), out, 100);
+    CHECK(r.status == cc::read_status::error);
+    CHECK(r.error == cc::redis_errc::refused);
+    CHECK(s.write(key_of(1), "x") == cc::redis_errc::refused);
+    CHECK(s.remove(key_of(1)) == cc::redis_errc::refused);
+    CHECK(ms_since(start) < 300);
+}
+
+TEST_CASE("A stopped server costs each call no more than its timeout, and works again once resumed",
+          "[redis][faults]") {
+    server paused;
+    auto s = storage_at(paused.url(), milliseconds(150));
+    REQUIRE_FALSE(s.write(key_of(1), "before"));
+    paused.pause();
+    std::string out;
+    for (int i = 0; i < 3; ++i) {
+        auto const start = std::chrono::steady_clock::now();
+        auto r = s.read(key_of(1), out, 100);
+        double const took = ms_since(start);
+        INFO("call " << i << " took " << took << " ms");
+        CHECK(r.status == cc::read_status::error);
+        CHECK(r.error == cc::redis_errc::timeout);
+        CHECK(took >= 140);
+        CHECK(took < 150 + 60);
+    }
+    auto const start = std::chrono::steady_clock::now();
+    CHECK(s.write(key_of(2), std::string(1 << 20, 'w')) == cc::redis_errc::timeout);
+    CHECK(ms_since(start) < 150 + 60);
+    paused.resume();
+    auto r = s.read(key_of(1), out, 100);
+    CHECK(r.status == cc::read_status::found);
+    CHECK(out == "before");
+}
+
+TEST_CASE("A killed server fails calls; once restarted the next call reconnects and works", "[redis][faults]") {
+    server restarted;
+    auto s = storage_at(restarted.url());
+    REQUIRE_FALSE(s.write(key_of(1), "lost with the server"));
+    restarted.kill();
+    std::string out;
+    auto r = s.read(key_of(1), out, 100);
+    CHECK(r.status == cc::read_status::error);
+    CHECK(r.error == cc::redis_errc::refused);
+    restarted.restart();
+    CHECK_FALSE(s.write(key_of(2), "after restart"));
+    r = s.read(key_of(2), out, 100);
+    CHECK(r.status == cc::read_status::found);
+    CHECK(out == "after restart");
+    CHECK(s.read(key_of(1), out, 100).status == cc::read_status::absent); // no persistence
+}
+
+TEST_CASE("A fake server that answers garbage is a protocol error, and the next call reconnects", "[redis][faults]") {
+    fake_server garbage([](int fd) { fake_server::send_all(fd, "?this is not RESP\r\n"); });
+    auto s = storage_at(garbage.url());
+    std::string out;
+    for (int i = 0; i < 2; ++i) {
+        auto r = s.read(key_of(1), out, 100);
+        CHECK(r.status == cc::read_status::error);
+        CHECK(r.error == cc::redis_errc::protocol);
+        CHECK(out.empty());
+    }
+    CHECK(s.write(key_of(1), "x") == cc::redis_errc::protocol);
+}
+
+TEST_CASE("A fake server that closes in the middle of a reply is a protocol error", "[redis][faults]") {
+    fake_server cut([](int fd) { fake_server::send_all(fd, "$100\r\nonly part of the hundred bytes"); });
+    auto s = storage_at(cut.url());
+    std::string out;
+    auto r = s.read(key_of(1), out, 1000);
+    CHECK(r.status == cc::read_status::error);
+    CHECK(r.error == cc::redis_errc::protocol);
+    CHECK(out.empty());
+}
+
+TEST_CASE("A fake server that answers an array where a string belongs is refused before allocating it",
+          "[redis][faults]") {
+    fake_server arrays([](int fd) { fake_server::send_all(fd, "*2000000000\r\n"); });
+    auto s = storage_at(arrays.url());
+    std::string out;
+    auto r = s.read(key_of(1), out, 1000);
+    CHECK(r.error == cc::redis_errc::protocol);
+}
+
+TEST_CASE("A fake server that announces a 1 GiB value and streams it is cut off at the read bound",
+          "[redis][faults]") {
+    fake_server huge([](int fd) {
+        fake_server::send_all(fd, "$1073741824\r\n");
+        std::string const chunk(1 << 20, 'x');
+        for (int i = 0; i < 1024; ++i) {
+            ssize_t const n = ::send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL);
+            if (n <= 0) return; // the client hung up, as it should
+        }
+    });
+    auto s = storage_at(huge.url(), milliseconds(2000));
+    std::string out;
+    long const before = resident_kib();
+    auto const start = std::chrono::steady_clock::now();
+    auto r = s.read(key_of(1), out, 64 * 1024);
+    long const grown = resident_kib() - before;
+    INFO("resident memory grew by " << grown << " KiB in " << ms_since(start) << " ms");
+    CHECK(r.status == cc::read_status::error);
+    CHECK(r.error == cc::redis_errc::protocol);
+    CHECK(grown < 8 * 1024);
+    CHECK(ms_since(start) < 1000);
+}

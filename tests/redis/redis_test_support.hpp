@@ -1,0 +1,248 @@
+// Real Redis servers for the Redis tests: the shared server and cluster that ctest's
+// fixture started (COMPILE_CACHE_REDIS_FIXTURE_DIR), or, when the executable runs by
+// itself, ones it starts and stops on its own; servers of a test's own (to stop, kill
+// or reconfigure) through tests/redis/redis_fixture.sh, under the same folder so that
+// the fixture's cleanup stops them even when a test fails. 127.0.0.1 only.
+#pragma once
+
+#include "catch2_compat.hpp"
+#include "test_support.hpp"
+
+#include <compile_cache/key/key.hpp>
+
+#include <hiredis/hiredis.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <sys/types.h>
+#include <unistd.h>
+
+namespace compile_cache_test::redis {
+
+/// Runs the fixture script with `args`; its standard output, trimmed. Throws when it fails.
+inline std::string fixture_script(std::string const& args) {
+    std::string const command = std::string("bash " COMPILE_CACHE_REDIS_FIXTURE_SCRIPT " ") + args;
+    std::FILE* p = ::popen(command.c_str(), "r");
+    if (!p) throw std::runtime_error("cannot run " + command);
+    std::string out;
+    char buffer[256];
+    while (std::size_t n = std::fread(buffer, 1, sizeof buffer, p)) out.append(buffer, n);
+    int const status = ::pclose(p);
+    if (status != 0) throw std::runtime_error(command + " failed (" + std::to_string(status) + ")");
+    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+    return out;
+}
+
+/// The folder of the servers: the ctest fixture's, or one this process made.
+class fixture {
+public:
+    static fixture& get() {
+        static fixture f;
+        return f;
+    }
+    std::string const& dir() const { return dir_; }
+    int server_port() const { return std::stoi(read_file(dir_ + "/server.port")); }
+    std::vector<int> cluster_ports() const { return split(read_file(dir_ + "/cluster.ports")); }
+
+    static std::vector<int> split(std::string const& ports) {
+        std::vector<int> out;
+        std::size_t start = 0;
+        while (start < ports.size()) {
+            std::size_t comma = ports.find(',', start);
+            if (comma == std::string::npos) comma = ports.size();
+            out.push_back(std::stoi(ports.substr(start, comma - start)));
+            start = comma + 1;
+        }
+        return out;
+    }
+
+    ~fixture() {
+        if (own_) {
+            try {
+                fixture_script("stop " + dir_);
+            } catch (...) {
+            }
+        }
+    }
+
+private:
+    fixture() {
+        if (char const* d = std::getenv("COMPILE_CACHE_REDIS_FIXTURE_DIR"); d && *d) {
+            dir_ = d;
+        } else {
+            own_ = std::make_unique<temp_dir>();
+            dir_ = own_->path().string() + "/servers";
+            fixture_script("start " + dir_);
+        }
+    }
+    std::unique_ptr<temp_dir> own_;
+    std::string dir_;
+};
+
+inline std::string unique_name(char const* what) {
+    static int counter = 0;
+    return std::string(what) + "-" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
+}
+
+inline pid_t pid_of(std::string const& name) {
+    return static_cast<pid_t>(std::stol(read_file(fixture::get().dir() + "/" + name + ".pid")));
+}
+
+/// A server of a test's own; stopped when the object dies.
+class server {
+public:
+    explicit server(std::string const& extra_args = {}) : name_(unique_name("server")) {
+        port_ = std::stoi(fixture_script("server " + fixture::get().dir() + " " + name_ + " " + extra_args));
+        pid_ = pid_of(name_);
+    }
+    server(server const&) = delete;
+    server& operator=(server const&) = delete;
+    ~server() { kill(); }
+
+    int port() const { return port_; }
+    pid_t pid() const { return pid_; }
+    std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+    std::string const& name() const { return name_; }
+    std::string home() const { return fixture::get().dir() + "/" + name_; }
+
+    void pause() { ::kill(pid_, SIGSTOP); }
+    void resume() { ::kill(pid_, SIGCONT); }
+    void kill() {
+        if (pid_ <= 0) return;
+        ::kill(pid_, SIGCONT);
+        ::kill(pid_, SIGKILL);
+        // The server is not our child (the script started it): wait until its port is free.
+        for (int i = 0; i < 200 && ::kill(pid_, 0) == 0 && !zombie(pid_); ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        std::remove((fixture::get().dir() + "/" + name_ + ".pid").c_str());
+        pid_ = -1;
+    }
+    /// A new server on the same port (after kill()).
+    void restart(std::string const& extra_args = {}) {
+        fixture_script("server " + fixture::get().dir() + " " + name_ + " --port " + std::to_string(port_) + " " +
+                       extra_args);
+        pid_ = pid_of(name_);
+    }
+
+    static bool zombie(pid_t pid) {
+        try {
+            std::string const stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+            std::size_t const close = stat.rfind(')');
+            return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
+        } catch (...) {
+            return true;
+        }
+    }
+
+private:
+    std::string name_;
+    int port_ = 0;
+    pid_t pid_ = -1;
+};
+
+/// A cluster of three masters of a test's own; stopped when the object dies.
+class cluster {
+public:
+    explicit cluster(std::string const& extra_args = {}) : name_(unique_name("cluster")) {
+        ports_ = fixture::split(fixture_script("cluster " + fixture::get().dir() + " " + name_ + " " + extra_args));
+    }
+    cluster(cluster const&) = delete;
+    cluster& operator=(cluster const&) = delete;
+    ~cluster() {
+        for (std::size_t i = 0; i < ports_.size(); ++i) kill(i);
+    }
+    std::vector<int> const& ports() const { return ports_; }
+    std::string url() const {
+        return "redis+cluster://127.0.0.1:" + std::to_string(ports_[0]) + ",127.0.0.1:" + std::to_string(ports_[1]);
+    }
+    void kill(std::size_t i) {
+        std::string const node = name_ + "-" + std::to_string(i + 1);
+        std::string const pidfile = fixture::get().dir() + "/" + node + ".pid";
+        if (!std::ifstream(pidfile)) return;
+        pid_t const pid = pid_of(node);
+        ::kill(pid, SIGCONT);
+        ::kill(pid, SIGKILL);
+        for (int n = 0; n < 200 && ::kill(pid, 0) == 0 && !server::zombie(pid); ++n)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        std::remove(pidfile.c_str());
+    }
+
+private:
+    std::string name_;
+    std::vector<int> ports_;
+};
+
+/// A bare hiredis connection for arranging and inspecting what a test needs.
+class admin {
+public:
+    explicit admin(int port) {
+        timeval tv{2, 0};
+        c_ = redisConnectWithTimeout("127.0.0.1", port, tv);
+        if (!c_ || c_->err) throw std::runtime_error("admin: cannot connect to port " + std::to_string(port));
+        redisSetTimeout(c_, tv);
+    }
+    admin(admin const&) = delete;
+    admin& operator=(admin const&) = delete;
+    ~admin() { redisFree(c_); }
+
+    /// The reply as text: a string, a status, an error ("ERR ..."), an integer, "(nil)".
+    std::string operator()(std::vector<std::string> const& args) {
+        std::vector<char const*> argv;
+        std::vector<std::size_t> lens;
+        for (auto const& a : args) argv.push_back(a.data()), lens.push_back(a.size());
+        auto* r = static_cast<redisReply*>(
+            redisCommandArgv(c_, static_cast<int>(argv.size()), argv.data(), lens.data()));
+        if (!r) throw std::runtime_error("admin: no reply");
+        std::string out;
+        switch (r->type) {
+        case REDIS_REPLY_STRING:
+        case REDIS_REPLY_STATUS:
+        case REDIS_REPLY_ERROR: out.assign(r->str, r->len); break;
+        case REDIS_REPLY_INTEGER: out = std::to_string(r->integer); break;
+        case REDIS_REPLY_NIL: out = "(nil)"; break;
+        default: out = "(array)";
+        }
+        freeReplyObject(r);
+        return out;
+    }
+
+    /// One field of INFO (e.g. "evicted_keys"), or "" when absent.
+    std::string info(std::string const& section, std::string const& field) {
+        std::string const all = (*this)({"INFO", section});
+        std::size_t const at = all.find("\n" + field + ":");
+        std::size_t const start = at == std::string::npos ? (all.rfind(field + ":", 0) == 0 ? 0 : std::string::npos)
+                                                          : at + 1;
+        if (start == std::string::npos) return {};
+        std::size_t const value = start + field.size() + 1;
+        return all.substr(value, all.find('\r', value) - value);
+    }
+
+private:
+    redisContext* c_ = nullptr;
+};
+
+/// A key made from a number, as a hasher's digest would be.
+inline compile_cache::key key_of(std::uint64_t n) {
+    unsigned char digest[32] = {};
+    for (int i = 0; i < 8; ++i) digest[i] = static_cast<unsigned char>(n >> (8 * i));
+    digest[31] = 0x5a;
+    return compile_cache::key(digest, sizeof digest);
+}
+
+/// Milliseconds since `start`.
+inline double ms_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+} // namespace compile_cache_test::redis

@@ -1,0 +1,192 @@
+// tiered_storage<directory_storage, redis_storage> against a real redis-server: a
+// remote hit is copied locally and the next cache sends no command; a stopped, killed
+// or restarted server costs a bounded delay and one log line each way; an entry planted
+// with a wrong HMAC is never loaded.
+#include "catch2_compat.hpp"
+#include "redis_test_support.hpp"
+
+#include <compile_cache/compile_cache.hpp>
+#include <compile_cache/storage/redis_storage.hpp>
+#include <compile_cache/storage/tiered_storage.hpp>
+
+#include <boost/serialization/vector.hpp>
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace cc = compile_cache;
+using namespace compile_cache_test::redis;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct kernel {
+    std::vector<int> code;
+    template <class Archive>
+    void serialize(Archive& ar, unsigned) {
+        ar & code;
+    }
+};
+
+using tier = cc::tiered_storage<cc::directory_storage, cc::redis_storage>;
+using tier_cache = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, tier>;
+
+cc::redis_storage remote_at(std::string const& url, std::string const& ns, std::chrono::milliseconds timeout = 1000ms) {
+    cc::redis_options o;
+    o.url = url;
+    o.name_space = ns;
+    o.connect_timeout = std::min(timeout, std::chrono::milliseconds(100));
+    o.command_timeout = timeout;
+    return cc::redis_storage(o);
+}
+
+struct machine {
+    tier_cache cache;
+    std::vector<std::string> log;
+    machine(std::string const& local, cc::redis_storage remote, std::string secret = "one secret",
+            cc::tier_options t = {})
+        : cache(tier(cc::directory_storage(local), std::move(remote), std::move(t)), options(secret)) {
+        cache.set_logger([this](std::string_view line) { log.emplace_back(line); });
+    }
+    static cc::cache_options options(std::string secret) {
+        cc::cache_options o;
+        o.secret = std::move(secret);
+        return o;
+    }
+    cc::key_result key(int n) const {
+        return cache.make_key_builder("tiered_redis_test").add("ir", "kernel " + std::to_string(n)).finish();
+    }
+    cc::outcome get(int n) {
+        auto r = cache.get_or_compile<kernel>(key(n), {"k" + std::to_string(n), "f.tk", 1},
+                                              [n] { return kernel{{n, n + 1}}; });
+        CHECK(r.value.code == std::vector<int>{n, n + 1});
+        return r.outcome;
+    }
+    std::uint64_t remote(std::string const& name) const {
+        for (auto const& [n, v] : cache.stats().storage_counters)
+            if (n == "remote." + name) return v;
+        return 0;
+    }
+};
+
+/// Calls of one command the server has answered since its statistics were reset.
+std::uint64_t calls_of(admin& a, std::string const& command) {
+    std::string const field = a.info("commandstats", "cmdstat_" + command);
+    if (field.empty()) return 0;
+    return std::stoull(field.substr(field.find("calls=") + 6));
+}
+
+} // namespace
+
+TEST_CASE("Tier on Redis: a remote hit is copied locally, and the next cache loads it sending no command",
+          "[redis][tiered]") {
+    server s;
+    admin a(s.port());
+    compile_cache_test::temp_dir dir;
+    std::string const ns = unique_name("tier");
+    {
+        machine ci((dir.path() / "ci").string(), remote_at(s.url(), ns));
+        for (int i = 0; i < 5; ++i) CHECK(ci.get(i) == cc::outcome::compiled);
+        CHECK(ci.remote("stores") == 5);
+    }
+    {
+        machine dev((dir.path() / "dev").string(), remote_at(s.url(), ns));
+        for (int i = 0; i < 5; ++i) CHECK(dev.get(i) == cc::outcome::loaded);
+        CHECK(dev.remote("hits") == 5);
+        CHECK(dev.cache.stats().summary().find(" remote.hits=5 ") != std::string::npos);
+    }
+    REQUIRE(a({"CONFIG", "RESETSTAT"}) == "OK");
+    {
+        machine dev((dir.path() / "dev").string(), remote_at(s.url(), ns));
+        for (int i = 0; i < 5; ++i) CHECK(dev.get(i) == cc::outcome::loaded);
+        CHECK(dev.remote("hits") == 0);
+        CHECK(dev.remote("misses") == 0);
+    }
+    CHECK(calls_of(a, "getrange") == 0);
+    CHECK(calls_of(a, "get") == 0);
+    CHECK(calls_of(a, "set") == 0);
+}
+
+TEST_CASE("Tier on Redis: a server stopped mid-run costs one timeout, then is skipped; one line each way",
+          "[redis][tiered][faults]") {
+    server s;
+    compile_cache_test::temp_dir dir;
+    cc::tier_options t;
+    t.backoff_start = 600ms;
+    machine m((dir.path() / "local").string(), remote_at(s.url(), unique_name("stop"), 150ms), "secret", t);
+    CHECK(m.get(0) == cc::outcome::compiled);
+    s.pause();
+    auto const start = std::chrono::steady_clock::now();
+    for (int i = 1; i <= 20; ++i) CHECK(m.get(i) == cc::outcome::compiled);
+    double const took = ms_since(start);
+    INFO("20 kernels with the server stopped took " << took << " ms");
+    CHECK(took < 150 + 250); // one timed-out read; the rest skip the server
+    CHECK(m.remote("errors.timeout") == 1);
+    CHECK(m.remote("skipped") == 39);
+    REQUIRE(m.log.size() == 1);
+    CHECK(m.log[0].find("failed (timeout: ") != std::string::npos);
+    CHECK(m.log[0].find("127.0.0.1:" + std::to_string(s.port())) != std::string::npos);
+
+    s.resume();
+    std::this_thread::sleep_for(650ms);
+    CHECK(m.get(0) == cc::outcome::loaded); // local
+    CHECK(m.get(21) == cc::outcome::compiled);
+    REQUIRE(m.log.size() == 2);
+    CHECK(m.log[1].find("answers again") != std::string::npos);
+    CHECK(m.remote("stores") == 2);
+}
+
+TEST_CASE("Tier on Redis: a killed server is refused and skipped; restarted, it is used again after the back-off",
+          "[redis][tiered][faults]") {
+    server s;
+    compile_cache_test::temp_dir dir;
+    cc::tier_options t;
+    t.backoff_start = 300ms;
+    std::string const ns = unique_name("kill");
+    machine m((dir.path() / "local").string(), remote_at(s.url(), ns), "secret", t);
+    s.kill();
+    auto const start = std::chrono::steady_clock::now();
+    for (int i = 0; i < 10; ++i) CHECK(m.get(i) == cc::outcome::compiled);
+    CHECK(ms_since(start) < 1000);
+    CHECK(m.remote("errors.refused") == 1);
+    REQUIRE(m.log.size() == 1);
+    CHECK(m.log[0].find("failed (refused: ") != std::string::npos);
+
+    s.restart();
+    std::this_thread::sleep_for(350ms);
+    CHECK(m.get(10) == cc::outcome::compiled);
+    CHECK(m.remote("stores") == 1);
+    REQUIRE(m.log.size() == 2);
+    CHECK(admin(s.port())({"EXISTS", ns + ":" + m.key(10).value().hex()}) == "1");
+}
+
+TEST_CASE("Tier on Redis: a well-formed entry planted with a wrong HMAC is unauthenticated and never loaded",
+          "[redis][tiered][security]") {
+    server s;
+    admin a(s.port());
+    compile_cache_test::temp_dir dir;
+    std::string const ns = unique_name("forged");
+    machine victim((dir.path() / "victim").string(), remote_at(s.url(), ns), "the team's secret");
+
+    // The attacker's entry: sound in every way but its HMAC (made under another secret).
+    cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, cc::memory_storage> forger(cc::memory_storage{},
+                                                                                           machine::options("guess"));
+    auto const k = victim.key(1);
+    REQUIRE(forger.store(k, kernel{{666}}));
+    std::string forged;
+    REQUIRE(forger.storage().read(k.value(), forged, 1 << 20).status == cc::read_status::found);
+    REQUIRE(a({"SET", ns + ":" + k.value().hex(), forged}) == "OK");
+
+    CHECK(victim.get(1) == cc::outcome::compiled); // its value checked by get(): {1, 2}, not {666}
+    CHECK(victim.cache.stats().miss_count(cc::miss_reason::unauthenticated) == 1);
+    CHECK(victim.remote("errors.unauthenticated") == 1);
+    CHECK(victim.remote("hits") == 0);
+    // Never copied locally: the local entry is the one compiled here.
+    cc::directory_storage local((dir.path() / "victim").string());
+    std::string bytes;
+    REQUIRE(local.read(k.value(), bytes, 1 << 20).status == cc::read_status::found);
+    CHECK(bytes != forged);
+}

@@ -1,0 +1,353 @@
+// tiered_storage: a local storage before a remote one, through basic_cache as a host
+// uses it. The remote here is a directory or memory (tests/redis has the tier on a real
+// Redis server): the tier is generic over any two Storages.
+
+#include "catch2_compat.hpp"
+#include "test_support.hpp"
+
+#include <compile_cache/compile_cache.hpp>
+#include <compile_cache/storage/tiered_storage.hpp>
+
+#include <boost/serialization/vector.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <stdlib.h>
+
+namespace {
+
+namespace cc = compile_cache;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using compile_cache_test::temp_dir;
+
+struct small_kernel {
+    std::vector<int> code;
+    template <class Archive>
+    void serialize(Archive& ar, unsigned) {
+        ar & code;
+    }
+};
+
+/// A directory used as the remote (configured by PREFIX_REMOTE = its path).
+struct directory_remote : cc::directory_storage {
+    using cc::directory_storage::directory_storage;
+};
+
+/// A remote whose server can be "down": every call then fails as a client does when
+/// nothing listens (connection refused), and the calls that reach it are counted.
+struct switchable_remote {
+    std::shared_ptr<cc::memory_storage> entries = std::make_shared<cc::memory_storage>();
+    std::shared_ptr<std::atomic<bool>> down = std::make_shared<std::atomic<bool>>(false);
+    std::shared_ptr<std::atomic<int>> calls = std::make_shared<std::atomic<int>>(0);
+
+    cc::read_result read(cc::key const& k, std::string& out, std::size_t max) {
+        ++*calls;
+        if (*down) return {cc::read_status::error, std::make_error_code(std::errc::connection_refused)};
+        return entries->read(k, out, max);
+    }
+    std::error_code write(cc::key const& k, std::string_view bytes) {
+        ++*calls;
+        if (*down) return std::make_error_code(std::errc::connection_refused);
+        return entries->write(k, bytes);
+    }
+    std::error_code remove(cc::key const& k) {
+        ++*calls;
+        if (*down) return std::make_error_code(std::errc::connection_refused);
+        return entries->remove(k);
+    }
+    std::string describe() const { return "test-server"; }
+};
+
+using dir_tier = cc::tiered_storage<cc::directory_storage, directory_remote>;
+using dir_tier_cache = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, dir_tier>;
+using switch_tier = cc::tiered_storage<cc::directory_storage, switchable_remote>;
+using switch_tier_cache = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, switch_tier>;
+
+template <class Cache>
+cc::key_result key_of(Cache const& c, std::string const& ir) {
+    return c.make_key_builder("tiered_storage_test 1").add("ir", ir).finish();
+}
+
+/// Gets kernel `name` (its code is {n}) and says how.
+template <class Cache>
+cc::outcome get(Cache& c, std::string const& name, int n = 7) {
+    auto r = c.template get_or_compile<small_kernel>(key_of(c, name), {name, "prog.tk", 1},
+                                                     [n] { return small_kernel{{n}}; });
+    CHECK(r.value.code == std::vector<int>{n});
+    return r.outcome;
+}
+
+std::map<std::string, std::uint64_t> remote_counts(cc::statistics_snapshot const& s) {
+    std::map<std::string, std::uint64_t> m;
+    for (auto const& [name, n] : s.storage_counters) m[name] = n;
+    return m;
+}
+
+dir_tier_cache tier_cache(fs::path const& local, fs::path const& remote, cc::cache_options o = {},
+                          cc::remote_mode mode = cc::remote_mode::read_write) {
+    cc::tier_options t;
+    t.mode = mode;
+    return dir_tier_cache(dir_tier(cc::directory_storage(local.string()), directory_remote(remote.string()), t),
+                          std::move(o));
+}
+
+/// Clears every PREFIX_* the tests set.
+struct tier_env {
+    tier_env() { clear(); }
+    tier_env(tier_env const&) = delete;
+    tier_env& operator=(tier_env const&) = delete;
+    ~tier_env() { clear(); }
+    void set(std::string const& suffix, std::string const& value) {
+        ::setenv(("CCTIERTEST" + suffix).c_str(), value.c_str(), 1);
+    }
+    static void clear() {
+        for (char const* s : {"_DIR", "_LOG", "_SECRET_FILE", "_REMOTE", "_REMOTE_MODE", "_REMOTE_ONLY",
+                              "_REMOTE_INSECURE", "_MAX_SIZE"})
+            ::unsetenv((std::string("CCTIERTEST") + s).c_str());
+    }
+};
+
+std::vector<std::string> lines_of(std::string const& text) {
+    std::vector<std::string> lines;
+    std::size_t at = 0;
+    while (at < text.size()) {
+        std::size_t end = text.find('\n', at);
+        if (end == std::string::npos) end = text.size();
+        lines.push_back(text.substr(at, end - at));
+        at = end + 1;
+    }
+    return lines;
+}
+
+} // namespace
+
+TEST_CASE("tiered_storage: a remote entry is loaded once, copied locally, and then read locally only",
+          "[tiered]") {
+    temp_dir dir;
+    fs::path const remote = dir.path() / "remote";
+    {
+        auto a = tier_cache(dir.path() / "a", remote);
+        CHECK(get(a, "helper") == cc::outcome::compiled);
+        auto rc = remote_counts(a.stats());
+        CHECK(rc["remote.stores"] == 1);
+        CHECK(rc["remote.misses"] == 1);
+    }
+    CHECK(compile_cache_test::entries_under(remote) == 1);
+    {
+        auto b = tier_cache(dir.path() / "b", remote);
+        CHECK(get(b, "helper") == cc::outcome::loaded);
+        auto rc = remote_counts(b.stats());
+        CHECK(rc["remote.hits"] == 1);
+        CHECK(rc["remote.bytes-read"] > 0);
+        CHECK(b.stats().summary().find(" remote.hits=1 ") != std::string::npos);
+    }
+    CHECK(compile_cache_test::entries_under(dir.path() / "b") == 1);
+    {
+        auto b2 = tier_cache(dir.path() / "b", remote);
+        CHECK(get(b2, "helper") == cc::outcome::loaded);
+        auto rc = remote_counts(b2.stats());
+        CHECK(rc["remote.hits"] == 0);
+        CHECK(rc["remote.misses"] == 0);
+        CHECK(rc["remote.read-ns"] == 0);
+    }
+}
+
+TEST_CASE("tiered_storage: a damaged remote entry is a miss counted as remote corrupt, never copied", "[tiered]") {
+    temp_dir dir;
+    fs::path const remote = dir.path() / "remote";
+    {
+        auto a = tier_cache(dir.path() / "a", remote);
+        CHECK(get(a, "helper") == cc::outcome::compiled);
+    }
+    for (auto const& e : fs::recursive_directory_iterator(remote)) {
+        if (!e.is_regular_file() || e.path().filename().string().size() < 32) continue;
+        std::string bytes = compile_cache_test::read_file(e.path());
+        bytes[bytes.size() / 2] ^= 0x40;
+        compile_cache_test::write_file(e.path(), bytes);
+    }
+    auto b = tier_cache(dir.path() / "b", remote);
+    CHECK(get(b, "helper") == cc::outcome::compiled);
+    CHECK(b.stats().miss_count(cc::miss_reason::corrupt) == 1);
+    CHECK(remote_counts(b.stats())["remote.errors.corrupt"] == 1);
+    CHECK(remote_counts(b.stats())["remote.hits"] == 0);
+}
+
+TEST_CASE("tiered_storage: an entry authenticated under another secret is unauthenticated, never loaded",
+          "[tiered]") {
+    temp_dir dir;
+    fs::path const remote = dir.path() / "remote";
+    cc::cache_options one, other;
+    one.secret = "secret one";
+    other.secret = "secret two";
+    {
+        auto a = tier_cache(dir.path() / "a", remote, one);
+        CHECK(get(a, "helper", 1) == cc::outcome::compiled);
+    }
+    auto b = tier_cache(dir.path() / "b", remote, other);
+    CHECK(get(b, "helper", 2) == cc::outcome::compiled);
+    CHECK(b.stats().miss_count(cc::miss_reason::unauthenticated) == 1);
+    CHECK(remote_counts(b.stats())["remote.errors.unauthenticated"] == 1);
+}
+
+TEST_CASE("tiered_storage: read-only never writes the remote; remote-only keeps nothing locally", "[tiered]") {
+    temp_dir dir;
+    fs::path const remote = dir.path() / "remote";
+    SECTION("read-only") {
+        auto b = tier_cache(dir.path() / "b", remote, {}, cc::remote_mode::read_only);
+        CHECK(get(b, "helper") == cc::outcome::compiled);
+        CHECK(get(b, "helper") == cc::outcome::loaded);
+        CHECK(compile_cache_test::entries_under(dir.path() / "b") == 1);
+        CHECK(!fs::exists(remote));
+        CHECK(remote_counts(b.stats())["remote.stores"] == 0);
+    }
+    SECTION("remote-only") {
+        dir_tier_cache r(dir_tier::remote_only(directory_remote(remote.string())));
+        CHECK(get(r, "helper") == cc::outcome::compiled);
+        CHECK(get(r, "helper") == cc::outcome::loaded);
+        CHECK(compile_cache_test::entries_under(remote) == 1);
+        CHECK(remote_counts(r.stats())["remote.hits"] == 1);
+        CHECK(fs::directory_iterator(dir.path()) != fs::directory_iterator());
+        std::size_t others = 0;
+        for (auto const& e : fs::directory_iterator(dir.path())) others += e.path() != remote;
+        CHECK(others == 0);
+    }
+}
+
+TEST_CASE("tiered_storage: a remote that refuses is skipped for a back-off, with one line when it goes and one "
+          "when it is back",
+          "[tiered]") {
+    temp_dir dir;
+    switchable_remote server;
+    std::vector<std::string> log;
+    cc::tier_options t;
+    t.backoff_start = 150ms;
+    t.backoff_max = 400ms;
+    switch_tier_cache c(switch_tier(cc::directory_storage((dir.path() / "local").string()), server, t));
+    c.set_logger([&](std::string_view line) { log.emplace_back(line); });
+
+    *server.down = true;
+    CHECK(get(c, "k0") == cc::outcome::compiled); // read refused: back-off starts; the store skips the remote
+    int const calls_when_down = *server.calls;
+    CHECK(calls_when_down == 1);
+    for (int i = 1; i <= 5; ++i) CHECK(get(c, "k" + std::to_string(i)) == cc::outcome::compiled);
+    CHECK(*server.calls == calls_when_down); // skipped: no call during the back-off
+    auto rc = remote_counts(c.stats());
+    CHECK(rc["remote.errors.refused"] == 1);
+    CHECK(rc["remote.skipped"] == 11); // 5 reads and 6 stores
+    REQUIRE(log.size() == 1);
+    CHECK(log[0].rfind("the remote test-server failed (refused: ", 0) == 0);
+    CHECK(log[0].find("skipped for 150 ms") != std::string::npos);
+
+    std::this_thread::sleep_for(160ms);
+    CHECK(get(c, "k6") == cc::outcome::compiled); // the probe fails: back-off doubles, silently
+    CHECK(*server.calls == calls_when_down + 1);
+    CHECK(log.size() == 1);
+    std::this_thread::sleep_for(160ms);
+    CHECK(get(c, "k7") == cc::outcome::compiled); // still inside 300 ms: skipped
+    CHECK(*server.calls == calls_when_down + 1);
+
+    *server.down = false;
+    std::this_thread::sleep_for(200ms);
+    CHECK(get(c, "k8") == cc::outcome::compiled); // probe answers (absent), then the store goes through
+    CHECK(*server.calls == calls_when_down + 3);
+    REQUIRE(log.size() == 2);
+    CHECK(log[1].rfind("the remote test-server answers again (after ", 0) == 0);
+    CHECK(remote_counts(c.stats())["remote.stores"] == 1);
+}
+
+TEST_CASE("tiered_storage::from_env: unset PREFIX_REMOTE is the local storage alone; set, it needs a secret or "
+          "PREFIX_REMOTE_INSECURE",
+          "[tiered][settings]") {
+    temp_dir dir;
+    tier_env env;
+    env.set("_DIR", (dir.path() / "local").string());
+
+    SECTION("no remote: as directory_storage alone, no remote counters") {
+        compile_cache_test::captured_stderr err(dir.path() / "stderr.txt");
+        auto c = dir_tier_cache::from_env("CCTIERTEST");
+        CHECK(err.text().empty());
+        REQUIRE(c.enabled());
+        CHECK(!c.storage().has_remote());
+        CHECK(get(c, "helper") == cc::outcome::compiled);
+        CHECK(c.stats().storage_counters.empty());
+        CHECK(c.stats().summary().find("remote") == std::string::npos);
+    }
+    SECTION("a remote without a secret: one line saying how to set one, and the remote is off") {
+        env.set("_REMOTE", (dir.path() / "remote").string());
+        compile_cache_test::captured_stderr err(dir.path() / "stderr.txt");
+        auto c = dir_tier_cache::from_env("CCTIERTEST");
+        auto const lines = lines_of(err.text());
+        REQUIRE(c.enabled());
+        CHECK(!c.storage().has_remote());
+        REQUIRE(lines.size() == 1);
+        CHECK(lines[0].rfind("compile_cache: CCTIERTEST_REMOTE is set but entries are not authenticated", 0) == 0);
+        CHECK(lines[0].find("CCTIERTEST_SECRET_FILE") != std::string::npos);
+        CHECK(lines[0].find("CCTIERTEST_REMOTE_INSECURE=1") != std::string::npos);
+        CHECK(get(c, "helper") == cc::outcome::compiled);
+        CHECK(!fs::exists(dir.path() / "remote"));
+    }
+    SECTION("with a secret: the remote is used; a bad mode is one line and read-write") {
+        compile_cache_test::write_file(dir.path() / "secret.key", "a shared secret");
+        env.set("_SECRET_FILE", (dir.path() / "secret.key").string());
+        env.set("_REMOTE", (dir.path() / "remote").string());
+        env.set("_REMOTE_MODE", "sometimes");
+        compile_cache_test::captured_stderr err(dir.path() / "stderr.txt");
+        auto c = dir_tier_cache::from_env("CCTIERTEST");
+        auto const lines = lines_of(err.text());
+        REQUIRE(c.enabled());
+        REQUIRE(c.storage().has_remote());
+        CHECK(c.storage().has_local());
+        CHECK(c.storage().mode() == cc::remote_mode::read_write);
+        REQUIRE(lines.size() == 1);
+        CHECK(lines[0] == "compile_cache: CCTIERTEST_REMOTE_MODE=\"sometimes\" is not a remote mode (read-write or "
+                          "read-only); using the default, read-write");
+        CHECK(get(c, "helper") == cc::outcome::compiled);
+        CHECK(compile_cache_test::entries_under(dir.path() / "remote") == 1);
+    }
+    SECTION("insecure, read-only, remote-only") {
+        env.set("_REMOTE", (dir.path() / "remote").string());
+        env.set("_REMOTE_INSECURE", "1");
+        env.set("_REMOTE_MODE", "Read-Only");
+        env.set("_REMOTE_ONLY", "yes");
+        compile_cache_test::captured_stderr err(dir.path() / "stderr.txt");
+        auto c = dir_tier_cache::from_env("CCTIERTEST");
+        CHECK(err.text().empty());
+        REQUIRE(c.enabled());
+        CHECK(c.storage().has_remote());
+        CHECK(!c.storage().has_local());
+        CHECK(c.storage().mode() == cc::remote_mode::read_only);
+        CHECK(!fs::exists(dir.path() / "local"));
+    }
+    SECTION("environment_settings: the directory's, the tier's, with one line each") {
+        std::vector<std::string> names;
+        for (auto const& s : dir_tier_cache::environment_settings("P")) names.push_back(s.name);
+        CHECK(names == std::vector<std::string>{"P_DIR", "P_MAX_SIZE", "P_DURABILITY", "P_SHARED", "P_REMOTE",
+                                                "P_REMOTE_MODE", "P_REMOTE_ONLY", "P_REMOTE_INSECURE", "P_LOG",
+                                                "P_SECRET_FILE"});
+    }
+}
+
+TEST_CASE("tiered_storage: remote counters reach the directory's counters file", "[tiered]") {
+    temp_dir dir;
+    fs::path const remote = dir.path() / "remote";
+    {
+        auto a = tier_cache(dir.path() / "a", remote);
+        CHECK(get(a, "helper") == cc::outcome::compiled);
+    }
+    {
+        auto b = tier_cache(dir.path() / "b", remote);
+        CHECK(get(b, "helper") == cc::outcome::loaded);
+    }
+    auto const recorded = cc::directory_storage((dir.path() / "b").string()).recorded_counters();
+    REQUIRE(recorded.count("remote.hits") == 1);
+    CHECK(recorded.at("remote.hits") == 1);
+    CHECK(recorded.at("hits") == 1);
+}
