@@ -300,7 +300,7 @@ TEST_CASE("writers killed in the middle of a write leave a sound sqlite file", "
 
         cc::sqlite_storage s(file);
         REQUIRE(s.usable());
-        std::vector<cc::sqlite_entry_info> entries;
+        std::vector<cc::stored_entry> entries;
         REQUIRE(!s.list(entries));
         CHECK(!entries.empty());
         unsigned bad = 0;

@@ -6,12 +6,19 @@
 # of template errors. Every file is compiled as C++17 and as C++20 (when the compiler
 # knows it): the sentence must come first and alone under both.
 #
-# Usage: run.sh <c++ compiler> [include dir]...
+# Usage: run.sh [--standards "c++17 c++20"] <c++ compiler> [include dir]...
 #   e.g. tests/compile_fail/run.sh g++ include
+# --standards: the standards to compile under (default: c++17, and c++20 when the
+# compiler knows it); CMake passes COMPILE_CACHE_TEST_DIAGNOSTICS_STANDARDS.
 set -u
 
+standards=
+if [ "${1-}" = --standards ]; then
+    standards=${2-}
+    shift 2
+fi
 if [ $# -lt 1 ]; then
-    echo "usage: $0 <c++ compiler> [include dir]..." >&2
+    echo "usage: $0 [--standards \"c++17 c++20\"] <c++ compiler> [include dir]..." >&2
     exit 2
 fi
 cxx=$1
@@ -25,9 +32,11 @@ trap 'rm -f "$log"' EXIT
 failures=0
 count=0
 
-standards=c++17
-if echo 'int main() {}' | "$cxx" -std=c++20 -fsyntax-only -x c++ - >/dev/null 2>&1; then
-    standards="c++17 c++20"
+if [ -z "$standards" ]; then
+    standards=c++17
+    if echo 'int main() {}' | "$cxx" -std=c++20 -fsyntax-only -x c++ - >/dev/null 2>&1; then
+        standards="c++17 c++20"
+    fi
 fi
 
 for source in "$here"/*.cpp; do

@@ -6,7 +6,8 @@
 # satisfaction of 'Storage<...>'", Clang "'T' does not satisfy 'Storage'". (The quotes
 # are ASCII or typographic, depending on the locale.)
 #
-#   cmake -DCXX=<c++ compiler> -DINCLUDES=<dir;dir> -DSOURCE=<concept_errors.cpp> -P check_concept_errors.cmake
+#   cmake -DCXX=<c++ compiler> -DINCLUDES=<dir;dir> -DSOURCE=<concept_errors.cpp>
+#         [-DSTANDARDS=c++17;c++20] -P check_concept_errors.cmake
 set(flags)
 foreach(dir IN LISTS INCLUDES)
   list(APPEND flags -I${dir})
@@ -20,8 +21,11 @@ set(expect_StorageRead "compile_cache: the Storage has no read member")
 set(expect_SerializerFor "compile_cache: the Serializer cannot save this artifact")
 set(expect_Unserializable "compile_cache: Boost.Serialization cannot serialize the artifact type")
 
+if(NOT STANDARDS)
+  set(STANDARDS c++17 c++20)
+endif()
 set(failures 0)
-foreach(std c++17 c++20)
+foreach(std IN LISTS STANDARDS)
   foreach(case None Hasher Serializer Resolver Storage StorageRead SerializerFor Unserializable UserConcept)
     if(case STREQUAL "UserConcept" AND std STREQUAL "c++17")
       continue()

@@ -32,6 +32,15 @@ struct read_result {
     std::error_code error{}; ///< set when status is error
 };
 
+/// One entry as a storage lists it (the optional `list` member), for tools: its key,
+/// its size in bytes, and when it was last used (seconds since the epoch; a storage
+/// that refreshes use times lazily, as the shipped ones do hourly, gives that time).
+struct stored_entry {
+    key k;
+    std::uint64_t size = 0;
+    std::int64_t last_use_s = 0;
+};
+
 namespace detail {
 template <class S, class = void>
 struct has_read : std::false_type {};
@@ -120,6 +129,14 @@ struct has_set_logger : std::false_type {};
 template <class S>
 struct has_set_logger<S, std::void_t<decltype(std::declval<S&>().set_logger(
                              std::declval<std::function<void(std::string_view)>>()))>> : std::true_type {};
+/// Optional: `std::error_code list(std::vector<stored_entry>& out) const`, every entry
+/// without reading a value or touching a use time (for the compile-cache tool).
+template <class S, class = void>
+struct has_list : std::false_type {};
+template <class S>
+struct has_list<S, std::enable_if_t<std::is_same_v<
+    decltype(std::declval<S const&>().list(std::declval<std::vector<stored_entry>&>())), std::error_code>>>
+    : std::true_type {};
 } // namespace detail
 
 /// Checks a Storage policy, one requirement at a time, so that a user's own backend

@@ -60,13 +60,6 @@ struct sqlite_options {
     std::function<void(std::string_view)> logger;
 };
 
-/// Entries listed by sqlite_storage::list (for the compile-cache tool).
-struct sqlite_entry_info {
-    key k;
-    std::uint64_t size = 0;
-    std::int64_t last_use_s = 0; ///< seconds since the epoch, refreshed at most hourly
-};
-
 namespace detail::sqlite_impl {
 
 /// Identifies a compile_cache database (PRAGMA application_id): a SQLite file with
@@ -330,8 +323,9 @@ public:
     void corrupt(key const& k) noexcept { remove(k); }
 
     /// Every entry (key, size, last use), without reading a value or touching a use
-    /// time: for the compile-cache tool. Stops at the first error (returned).
-    std::error_code list(std::vector<sqlite_entry_info>& out) const noexcept {
+    /// time: the optional Storage member `list`, for tools. Stops at the first error
+    /// (returned).
+    std::error_code list(std::vector<stored_entry>& out) const noexcept {
         if (!state_) return std::make_error_code(std::errc::invalid_argument);
         try {
             std::lock_guard<std::mutex> lock(state_->mutex);
@@ -341,7 +335,7 @@ public:
             detail::sqlite_impl::reset_guard reset{s};
             int rc;
             while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-                sqlite_entry_info e;
+                stored_entry e;
                 e.k = key(sqlite3_column_blob(s, 0), static_cast<std::size_t>(sqlite3_column_bytes(s, 0)));
                 e.size = static_cast<std::uint64_t>(sqlite3_column_int64(s, 1));
                 e.last_use_s = sqlite3_column_int64(s, 2);
@@ -577,3 +571,9 @@ private:
 };
 
 } // namespace compile_cache
+
+static_assert(compile_cache::check_storage<compile_cache::sqlite_storage>::value);
+static_assert(compile_cache::detail::has_list<compile_cache::sqlite_storage>::value &&
+              compile_cache::detail::has_usable<compile_cache::sqlite_storage>::value &&
+              compile_cache::detail::has_corrupt<compile_cache::sqlite_storage>::value &&
+              compile_cache::detail::has_from_env<compile_cache::sqlite_storage>::value);
