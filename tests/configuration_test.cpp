@@ -82,8 +82,7 @@ private:
 
 std::string const& configuration_page() {
     // The source tree's page, found from this file's path (tests/../docs).
-    static std::string const text = read_file(fs::path(__FILE__).parent_path().parent_path() / "docs" /
-                                              "configuration.md");
+    static std::string const text = read_file(fs::path(COMPILE_CACHE_SOURCE_DIR) / "docs" / "configuration.md");
     return text;
 }
 

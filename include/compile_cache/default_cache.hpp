@@ -2,6 +2,8 @@
 // registry, and a directory on disk. The only place basic_cache meets directory_storage.
 #pragma once
 
+#include <compile_cache/detail/config_rtti.hpp>
+
 #include <compile_cache/cache.hpp>
 #include <compile_cache/storage/directory_storage.hpp>
 

@@ -10,6 +10,8 @@
 // Hasher's digest has, so that a tool can tell records from kernels by name alone.
 #pragma once
 
+#include <compile_cache/detail/config.hpp>
+
 #include <compile_cache/detail/endian.hpp>
 #include <compile_cache/envelope.hpp>
 #include <compile_cache/hasher/sha256.hpp>

@@ -4,6 +4,8 @@
 // does not parse is one line through the reporter, then the default.
 #pragma once
 
+#include <compile_cache/detail/config.hpp>
+
 #include <compile_cache/detail/env.hpp>
 
 #include <chrono>

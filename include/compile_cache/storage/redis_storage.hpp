@@ -8,6 +8,8 @@
 // framing and one socket read) into memory. No member of the Storage interface throws.
 #pragma once
 
+#include <compile_cache/detail/config.hpp>
+
 #include <compile_cache/cache.hpp>
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/settings.hpp>

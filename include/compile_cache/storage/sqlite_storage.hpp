@@ -15,6 +15,8 @@
 // for what NFS does to SQLite's locks.
 #pragma once
 
+#include <compile_cache/detail/config.hpp>
+
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/settings.hpp>
 #include <compile_cache/storage/concept.hpp>

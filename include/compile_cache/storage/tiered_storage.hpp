@@ -5,6 +5,8 @@
 // back-off period, so a dead or stalled server costs a bounded delay.
 #pragma once
 
+#include <compile_cache/detail/config.hpp>
+
 #include <compile_cache/envelope.hpp>
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/settings.hpp>
@@ -374,10 +376,15 @@ public:
         return {};
     }
 
-    /// The logger for the remote's going away and coming back (basic_cache::set_logger
-    /// passes its own here).
+    /// The logger for the remote's going away and coming back (basic_cache passes its
+    /// own here); passed on to the local and remote storages that take one (the
+    /// directory says when it gave up waiting for a lock).
     void set_logger(std::function<void(std::string_view)> logger) {
         if (!state_) return;
+        if constexpr (detail::has_set_logger<Local>::value)
+            if (state_->local) state_->local->set_logger(logger);
+        if constexpr (detail::has_set_logger<Remote>::value)
+            if (state_->remote) state_->remote->set_logger(logger);
         std::lock_guard<std::mutex> lock(state_->health_mutex);
         state_->options.logger = std::move(logger);
     }

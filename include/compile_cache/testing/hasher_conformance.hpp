@@ -14,6 +14,8 @@
 // (key::hex()): a byte result in order, an integer result little-endian.
 #pragma once
 
+#include <compile_cache/detail/config.hpp>
+
 #include <compile_cache/hasher/concept.hpp>
 #include <compile_cache/key/builder.hpp>
 #include <compile_cache/key/key.hpp>

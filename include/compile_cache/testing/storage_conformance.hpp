@@ -16,6 +16,8 @@
 // process check forks).
 #pragma once
 
+#include <compile_cache/detail/config.hpp>
+
 #include <compile_cache/cache.hpp>
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/storage/concept.hpp>
