@@ -6,8 +6,48 @@
 // standard library and Boost; optional headers (an LLVM adapter, remote tiers) are
 // included on their own.
 
+// ---- begin compile_cache/detail/config_rtti.hpp
+// compile_cache: config.hpp, and RTTI, which the cache needs (Boost.Serialization and
+// the registry use typeid). Included first by the headers that need it.
+
+// ---- begin compile_cache/detail/config.hpp
+// compile_cache: what the library needs from the compiler, said first. Every public
+// header includes this before anything else, so that a translation unit compiled with
+// the wrong flags (llvm-config --cxxflags gives -std=c++14 -fno-exceptions) stops at
+// one sentence naming the flag, not at a page of errors from inside the library.
+// An include guard as well: the LLVM adapter's single-header copies inline this
+// header (scripts/amalgamate.py), and so does the single header.
+#ifndef COMPILE_CACHE_DETAIL_CONFIG_HPP
+#define COMPILE_CACHE_DETAIL_CONFIG_HPP
+
+#if defined(_MSVC_LANG)
+#define COMPILE_CACHE_CPLUSPLUS _MSVC_LANG
+#else
+#define COMPILE_CACHE_CPLUSPLUS __cplusplus
+#endif
+
+#if COMPILE_CACHE_CPLUSPLUS < 201703L
+#error "compile_cache: needs C++17 or later (-std=c++17); with llvm-config --cxxflags, replace its -std=c++14"
+#endif
+
+#if !defined(__cpp_exceptions) && !defined(__EXCEPTIONS) && !defined(_CPPUNWIND)
+#error "compile_cache: needs exceptions (drop -fno-exceptions; llvm-config --cxxflags adds it, LLVM's headers do not need it)"
+#endif
+
+// RTTI is checked by detail/config_rtti.hpp, in the headers that need it: the LLVM
+// adapter's no-RTTI side (compile_cache/llvm/object_store.hpp, object_cache.hpp) does not.
+
+#endif // COMPILE_CACHE_DETAIL_CONFIG_HPP
+// ---- end compile_cache/detail/config.hpp
+
+#if !defined(__GXX_RTTI) && !defined(_CPPRTTI) && !defined(__cpp_rtti)
+#error "compile_cache: needs RTTI (drop -fno-rtti); a JIT compiled with -fno-rtti includes only compile_cache/llvm/object_cache.hpp and gets its object_store from a translation unit with RTTI (see compile_cache/llvm/object_store.hpp)"
+#endif
+// ---- end compile_cache/detail/config_rtti.hpp
+
 // ---- begin compile_cache/version.hpp
 // compile_cache: version numbers that go into every key and every entry.
+
 
 #define COMPILE_CACHE_VERSION_MAJOR 0
 #define COMPILE_CACHE_VERSION_MINOR 1
@@ -25,12 +65,17 @@ inline constexpr unsigned format_version = 1;
 // ---- begin compile_cache/hasher/concept.hpp
 // compile_cache: the Hasher policy. A Hasher turns a byte message into a digest, the
 // key of an entry. Its members are named as in Boost.Hash2's HashAlgorithm concept
-// (result_type, block_size, update(void const*, std::size_t), result()), so a Boost.Hash2
-// algorithm whose result is a byte array (sha2_256, sha2_512, sha3_256, blake2b_512, ...)
-// is a Hasher as it is.
+// (result_type, update(void const*, std::size_t), result(); block_size optional), so a
+// Boost.Hash2 algorithm is a Hasher as it is, whether its result is a byte array
+// (sha2_256, blake2b_512, ...) or an integer (fnv1a_64, xxhash_64, siphash_64).
+//
+// Each requirement is one detection trait in detail::, used by one static_assert of
+// check_hasher (the sentence a compiler prints) and by the C++20 concept Hasher.
+
 
 // ---- begin compile_cache/key/key.hpp
 // compile_cache: the key of an entry, a digest of up to 64 bytes.
+
 
 #include <algorithm>
 #include <array>
@@ -136,6 +181,8 @@ struct std::hash<compile_cache::key> {
 // ---- end compile_cache/key/key.hpp
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <utility>
 
@@ -167,34 +214,98 @@ template <class R>
 struct static_byte_size<R, std::void_t<std::integral_constant<std::size_t, R{}.size()>>>
     : std::integral_constant<std::size_t, R{}.size()> {};
 
+/// How a result becomes the bytes of a key.
+enum class digest_kind {
+    none,       ///< not a digest
+    bytes,      ///< a byte container with a compile-time size: its bytes, in order
+    integer,    ///< an integer (not bool): its value as little-endian bytes, on every platform
+    trivial,    ///< a trivially copyable type without padding (XXH128_hash_t): its object bytes
+};
+
+template <class R>
+constexpr digest_kind digest_kind_of() {
+    if constexpr (is_byte_container<R>::value)
+        return static_byte_size<R>::value != 0 ? digest_kind::bytes : digest_kind::none;
+    else if constexpr (std::is_integral_v<R> && !std::is_same_v<R, bool>)
+        return digest_kind::integer;
+    // No padding (whose bytes are indeterminate: a key must be the same every time),
+    // no floating point (two zeros), nothing with pointers (not content).
+    else if constexpr (std::is_class_v<R> && std::is_trivially_copyable_v<R> &&
+                       std::has_unique_object_representations_v<R>)
+        return digest_kind::trivial;
+    else
+        return digest_kind::none;
+}
+
+/// The number of key bytes a result gives (0 when it is not a digest).
+template <class R>
+constexpr std::size_t digest_size() {
+    constexpr digest_kind kind = digest_kind_of<R>();
+    if constexpr (kind == digest_kind::bytes)
+        return static_byte_size<R>::value;
+    else if constexpr (kind == digest_kind::none)
+        return 0;
+    else
+        return sizeof(R);
+}
+
+template <class H, bool = has_result_type<H>::value>
+struct has_digest_result_type : std::false_type {};
+template <class H>
+struct has_digest_result_type<H, true>
+    : std::bool_constant<digest_kind_of<typename H::result_type>() != digest_kind::none> {};
+
+template <class H, bool = has_digest_result_type<H>::value>
+struct has_key_sized_result_type : std::false_type {};
+template <class H>
+struct has_key_sized_result_type<H, true>
+    : std::bool_constant<(digest_size<typename H::result_type>() >= 1 &&
+                          digest_size<typename H::result_type>() <= key::max_size)> {};
+
+/// Kept for code written against the byte-only requirement (hmac<H> needs bytes).
 template <class H, bool = has_result_type<H>::value>
 struct has_byte_result_type : std::false_type {};
 template <class H>
 struct has_byte_result_type<H, true> : is_byte_container<typename H::result_type> {};
 
-template <class H, bool = has_byte_result_type<H>::value>
-struct has_key_sized_result_type : std::false_type {};
-template <class H>
-struct has_key_sized_result_type<H, true>
-    : std::bool_constant<(static_byte_size<typename H::result_type>::value >= 1 &&
-                          static_byte_size<typename H::result_type>::value <= key::max_size)> {};
-
-/// H::block_size is an integral constant expression (any integer type: Boost.Hash2
-/// uses int, compile_cache::sha256 std::size_t).
+/// H::block_size is optional; when present it is an integral constant expression (any
+/// integer type: Boost.Hash2 uses int, compile_cache::sha256 std::size_t). Only hmac<H>
+/// uses it (the HMAC pad length); keys never do.
 template <class H, class = void>
+struct names_block_size : std::false_type {};
+template <class H>
+struct names_block_size<H, std::void_t<decltype(&H::block_size)>> : std::true_type {};
+/// A static member (its address is an ordinary pointer, not a pointer to member).
+template <class H, class = void>
+struct has_static_block_size : std::false_type {};
+template <class H>
+struct has_static_block_size<H, std::enable_if_t<std::is_pointer_v<decltype(&H::block_size)>>> : std::true_type {};
+template <class H, class = void>
+struct has_constant_block_size : std::false_type {};
+template <class H>
+struct has_constant_block_size<
+    H, std::enable_if_t<std::is_integral_v<std::remove_cv_t<decltype(H::block_size)>>,
+                        std::void_t<std::integral_constant<std::size_t, static_cast<std::size_t>(H::block_size)>>>>
+    : std::true_type {};
+template <class H, bool = has_static_block_size<H>::value>
 struct has_block_size : std::false_type {};
 template <class H>
-struct has_block_size<H, std::enable_if_t<std::is_integral_v<std::remove_cv_t<decltype(H::block_size)>>,
-                                          std::void_t<std::integral_constant<
-                                              std::size_t, static_cast<std::size_t>(H::block_size)>>>>
-    : std::true_type {};
-
-template <class H, class = void>
-struct has_update : std::false_type {};
+struct has_block_size<H, true> : has_constant_block_size<H> {};
 template <class H>
-struct has_update<H, std::void_t<decltype(std::declval<H&>().update(
-                         std::declval<void const*>(), std::declval<std::size_t>()))>>
+struct has_valid_block_size : std::bool_constant<!names_block_size<H>::value || has_block_size<H>::value> {};
+
+/// update(p, n) with p a pointer to the message bytes: `void const*` (Boost.Hash2), or
+/// `unsigned char const*` (= `std::uint8_t const*`), or `std::byte const*`.
+template <class H, class P, class = void>
+struct has_update_on : std::false_type {};
+template <class H, class P>
+struct has_update_on<H, P, std::void_t<decltype(std::declval<H&>().update(
+                               std::declval<P>(), std::declval<std::size_t>()))>>
     : std::true_type {};
+template <class H>
+struct has_update
+    : std::bool_constant<has_update_on<H, void const*>::value || has_update_on<H, unsigned char const*>::value ||
+                         has_update_on<H, std::byte const*>::value> {};
 
 template <class H, class = void>
 struct has_result : std::false_type {};
@@ -204,16 +315,56 @@ struct has_result<H, std::enable_if_t<has_result_type<H>::value &&
                                                      typename H::result_type>>>
     : std::true_type {};
 
-/// True when H meets every Hasher requirement; no diagnostics (for overloads, and later
-/// for a C++20 concept).
+/// True when H meets every Hasher requirement; no diagnostics.
 template <class H>
 struct is_hasher
-    : std::bool_constant<has_result_type<H>::value && has_byte_result_type<H>::value &&
-                         has_key_sized_result_type<H>::value && has_block_size<H>::value &&
+    : std::bool_constant<has_result_type<H>::value && has_digest_result_type<H>::value &&
+                         has_key_sized_result_type<H>::value && has_valid_block_size<H>::value &&
                          std::is_default_constructible_v<H> && has_update<H>::value &&
                          has_result<H>::value> {};
 template <class H>
 inline constexpr bool is_hasher_v = is_hasher<H>::value;
+
+/// Feeds n bytes at p to h through whichever update H has.
+template <class H>
+void hasher_update(H& h, void const* p, std::size_t n) {
+    if constexpr (has_update_on<H, void const*>::value)
+        h.update(p, n);
+    else if constexpr (has_update_on<H, unsigned char const*>::value)
+        h.update(static_cast<unsigned char const*>(p), n);
+    else
+        h.update(static_cast<std::byte const*>(p), n);
+}
+
+/// The key a result gives: a byte result's bytes; an integer's little-endian bytes; a
+/// trivially copyable result's object bytes.
+template <class R>
+key key_of_digest(R const& r) noexcept {
+    constexpr digest_kind kind = digest_kind_of<R>();
+    static_assert(kind != digest_kind::none, "compile_cache: not a digest type");
+    if constexpr (kind == digest_kind::bytes) {
+        return key(r.data(), r.size());
+    } else if constexpr (kind == digest_kind::integer) {
+        using U = std::make_unsigned_t<R>;
+        U v = static_cast<U>(r);
+        unsigned char bytes[sizeof(R)];
+        for (std::size_t i = 0; i < sizeof(R); ++i) {
+            bytes[i] = static_cast<unsigned char>(v & 0xffu);
+            v = static_cast<U>(v >> 4 >> 4); // two shifts: no shift by the width of a one-byte U
+        }
+        return key(bytes, sizeof bytes);
+    } else {
+        unsigned char bytes[sizeof(R)];
+        std::memcpy(bytes, &r, sizeof(R));
+        return key(bytes, sizeof bytes);
+    }
+}
+
+/// The key of everything fed to h: calls h.result() once.
+template <class H>
+key hasher_key(H& h) {
+    return key_of_digest(h.result());
+}
 
 } // namespace detail
 
@@ -225,52 +376,43 @@ template <class H>
 struct check_hasher {
     static_assert(detail::has_result_type<H>::value,
                   "compile_cache: the Hasher has no result_type member type; expected "
-                  "`using result_type = std::array<unsigned char, N>;` with N from 1 to 64");
-    static_assert(!detail::has_result_type<H>::value || detail::has_byte_result_type<H>::value,
-                  "compile_cache: the Hasher's result_type is not a contiguous byte container; "
-                  "expected a type with `data()` returning a pointer to one-byte elements and "
-                  "`size()`, such as `std::array<unsigned char, N>` (an integer result, as "
-                  "Boost.Hash2's fnv1a_64 has, cannot be a key)");
-    static_assert(!detail::has_byte_result_type<H>::value ||
-                      detail::has_key_sized_result_type<H>::value,
-                  "compile_cache: the Hasher's result_type does not have a compile-time size "
-                  "from 1 to 64 bytes; expected `std::array<unsigned char, N>` with N from 1 "
-                  "to 64, since a compile_cache::key holds at most 64 bytes");
-    static_assert(detail::has_block_size<H>::value,
-                  "compile_cache: the Hasher has no block_size static constant; expected "
-                  "`static constexpr std::size_t block_size = ...;` (an int, as in Boost.Hash2, "
-                  "is accepted too)");
+                  "`using result_type = ...;`: an integer, `std::array<unsigned char, N>`, or a "
+                  "trivially copyable struct without padding, of 1 to 64 bytes");
+    static_assert(!detail::has_result_type<H>::value || detail::has_digest_result_type<H>::value,
+                  "compile_cache: the Hasher's result_type is not a digest; expected an integer, "
+                  "a byte container with a compile-time size such as `std::array<unsigned char, N>`, "
+                  "or a trivially copyable struct without padding (no bool, floating point or "
+                  "dynamically sized result)");
+    static_assert(!detail::has_digest_result_type<H>::value || detail::has_key_sized_result_type<H>::value,
+                  "compile_cache: the Hasher's result_type is larger than 64 bytes, the most a "
+                  "compile_cache::key holds");
+    static_assert(detail::has_valid_block_size<H>::value,
+                  "compile_cache: the Hasher's block_size is not an integral constant; expected "
+                  "`static constexpr std::size_t block_size = ...;` (an int is accepted too), "
+                  "or no block_size at all");
     static_assert(std::is_default_constructible_v<H>,
                   "compile_cache: the Hasher is not default constructible; expected a public "
                   "default constructor `H()` that starts an empty message");
     static_assert(detail::has_update<H>::value,
                   "compile_cache: the Hasher has no usable update member; expected "
                   "`void update(void const* data, std::size_t n)` that appends n bytes to the "
-                  "message");
+                  "message (a pointer to unsigned char, std::uint8_t or std::byte is accepted too)");
     static_assert(!detail::has_result_type<H>::value || detail::has_result<H>::value,
                   "compile_cache: the Hasher has no result member returning its result_type; "
                   "expected `result_type result()` that returns the digest of the message");
-    static constexpr bool value = true;
+    static constexpr bool value = true; // the asserts above say what is wrong, once
 };
 
 } // namespace compile_cache
 
 #if defined(__cpp_concepts) && __cpp_concepts >= 201907L
-#include <concepts>
-
 namespace compile_cache {
 
-/// C++20: the Hasher requirements of check_hasher as a concept, so that a template
-/// constrained by it (basic_cache is) names the requirement a type does not meet.
+/// C++20: the Hasher requirements as a concept, for users' own templates. It is the
+/// same traits as check_hasher; basic_cache checks with check_hasher, so that its
+/// diagnostic is the sentence, under C++17 and C++20 alike.
 template <class H>
-concept Hasher =
-    requires { typename H::result_type; } && detail::has_byte_result_type<H>::value &&
-    detail::has_key_sized_result_type<H>::value && detail::has_block_size<H>::value &&
-    std::is_default_constructible_v<H> &&
-    requires(H& h, void const* data, std::size_t size) {
-        h.update(data, size);
-        { h.result() } -> std::same_as<typename H::result_type>;
-    };
+concept Hasher = detail::is_hasher<H>::value;
 
 } // namespace compile_cache
 #endif
@@ -278,6 +420,7 @@ concept Hasher =
 // ---- begin compile_cache/hasher/sha256.hpp
 // compile_cache: SHA-256 (FIPS 180-4) as a Hasher, with the members of Boost.Hash2's
 // HashAlgorithm concept, so the two are interchangeable.
+
 
 // ---- begin compile_cache/detail/env.hpp
 // compile_cache: reading settings from the environment.
@@ -349,6 +492,63 @@ inline bool is_on(std::string_view value) {
 //   compiled and the portable code is used.
 // Either way it is called only after sha256_arm_supported() said yes.
 
+// ---- begin compile_cache/detail/platform.hpp
+// compile_cache: what the library was compiled for: the platform name the key's
+// toolchain component carries, and whether the Linux-only calls may be used.
+
+/// COMPILE_CACHE_LINUX_CALLS is 1 when the library may call what only Linux has
+/// (renameat2, getrandom, getauxval, dl_iterate_phdr for the build-id), 0 otherwise.
+/// Defining COMPILE_CACHE_NO_LINUX_EXTENSIONS (CMake: COMPILE_CACHE_PORTABLE_ONLY)
+/// makes a Linux build take the portable paths that other systems take.
+#if defined(__linux__) && !defined(COMPILE_CACHE_NO_LINUX_EXTENSIONS)
+#define COMPILE_CACHE_LINUX_CALLS 1
+#else
+#define COMPILE_CACHE_LINUX_CALLS 0
+#endif
+
+namespace compile_cache::detail {
+
+/// "<cpu architecture>-<operating system>" of the compiled code, e.g. "x86_64-linux",
+/// "aarch64-linux": machine code or an ABI-dependent entry written for one is not
+/// loaded by another, since the toolchain component differs.
+constexpr char const* compiled_platform() noexcept {
+#if defined(__x86_64__) || defined(_M_X64)
+#define COMPILE_CACHE_PLATFORM_CPU "x86_64"
+#elif defined(__aarch64__) || defined(_M_ARM64)
+#define COMPILE_CACHE_PLATFORM_CPU "aarch64"
+#elif defined(__i386__) || defined(_M_IX86)
+#define COMPILE_CACHE_PLATFORM_CPU "i386"
+#elif defined(__arm__) || defined(_M_ARM)
+#define COMPILE_CACHE_PLATFORM_CPU "arm"
+#elif defined(__powerpc64__) && defined(__LITTLE_ENDIAN__)
+#define COMPILE_CACHE_PLATFORM_CPU "ppc64le"
+#elif defined(__powerpc64__)
+#define COMPILE_CACHE_PLATFORM_CPU "ppc64"
+#elif defined(__riscv) && defined(__riscv_xlen) && __riscv_xlen == 64
+#define COMPILE_CACHE_PLATFORM_CPU "riscv64"
+#elif defined(__s390x__)
+#define COMPILE_CACHE_PLATFORM_CPU "s390x"
+#else
+#define COMPILE_CACHE_PLATFORM_CPU "unknown-cpu"
+#endif
+#if defined(__linux__)
+#define COMPILE_CACHE_PLATFORM_OS "linux"
+#elif defined(__APPLE__)
+#define COMPILE_CACHE_PLATFORM_OS "darwin"
+#elif defined(_WIN32)
+#define COMPILE_CACHE_PLATFORM_OS "windows"
+#elif defined(__FreeBSD__)
+#define COMPILE_CACHE_PLATFORM_OS "freebsd"
+#else
+#define COMPILE_CACHE_PLATFORM_OS "unknown-os"
+#endif
+    return COMPILE_CACHE_PLATFORM_CPU "-" COMPILE_CACHE_PLATFORM_OS;
+#undef COMPILE_CACHE_PLATFORM_CPU
+#undef COMPILE_CACHE_PLATFORM_OS
+}
+
+} // namespace compile_cache::detail
+// ---- end compile_cache/detail/platform.hpp
 // ---- begin compile_cache/detail/sha256_portable.hpp
 // compile_cache: the portable SHA-256 block compression (FIPS 180-4, section 6.2.2).
 //
@@ -505,7 +705,7 @@ inline void sha256_compress_portable(std::uint32_t state[8], unsigned char const
 
 #if COMPILE_CACHE_HAS_SHA256_ARM
 #include <arm_neon.h>
-#if defined(__linux__)
+#if COMPILE_CACHE_LINUX_CALLS
 #include <sys/auxv.h>
 #endif
 
@@ -526,7 +726,7 @@ namespace detail {
 inline bool sha256_arm_supported() noexcept {
 #if defined(__ARM_FEATURE_SHA2)
     return true;
-#elif defined(__linux__)
+#elif COMPILE_CACHE_LINUX_CALLS
 #ifndef HWCAP_SHA2
 #define HWCAP_SHA2 (1ul << 6) // the Linux arm64 ABI value (arch/arm64/include/uapi/asm/hwcap.h)
 #endif
@@ -986,10 +1186,12 @@ inline sha256::result_type sha256_digest(void const* p, std::size_t n) noexcept 
 // compile_cache: key_builder turns named components into a key, and keeps each
 // component's own digest so that a miss can be explained component by component.
 
+
 // ---- begin compile_cache/key/writer.hpp
 // compile_cache: the canonical, self-delimiting message a key is the digest of,
 // and `describe`, the one customization point through which a host says what a
 // value of its own type consists of.
+
 
 // ---- begin compile_cache/detail/endian.hpp
 // compile_cache: little-endian fixed-width integers, whatever the host's byte order.
@@ -1474,8 +1676,8 @@ public:
                 key_writer w(scratch_);
                 w(value);
                 Hasher h;
-                h.update(scratch_.data(), scratch_.size());
-                components_.push_back(component_digest{std::string(name), key(h.result())});
+                detail::hasher_update(h, scratch_.data(), scratch_.size());
+                components_.push_back(component_digest{std::string(name), detail::hasher_key(h)});
             } catch (std::exception const& e) {
                 fail("component '" + std::string(name) + "' could not be described: " + e.what());
             } catch (...) {
@@ -1510,10 +1712,12 @@ public:
             w("compile_cache.key", static_cast<std::uint32_t>(format_version));
             for (auto const& c : components_) w(c.name, c.digest);
             Hasher h;
-            h.update(message.data(), message.size());
-            return key_result::keyed(key(h.result()), components_);
+            detail::hasher_update(h, message.data(), message.size());
+            return key_result::keyed(detail::hasher_key(h), components_);
         } catch (std::exception const& e) {
             return key_result::bypass(std::string("key could not be computed: ") + e.what());
+        } catch (...) { // a Hasher of the host's own may throw anything: a bypass, never the host's
+            return key_result::bypass("key could not be computed");
         }
     }
 
@@ -1529,6 +1733,7 @@ private:
 // compile_cache: number objects by first visit, for canonical IR text that depends
 // neither on addresses (different in every process) nor on names (renaming an SSA
 // value must not change a key).
+
 
 #include <cstddef>
 #include <optional>
@@ -1568,16 +1773,29 @@ private:
 // compile_cache: the toolchain component of a key: everything outside the kernel's
 // own inputs that can change what compiling it produces, or how an entry is read.
 
-// ---- begin compile_cache/detail/build_id.hpp
-// compile_cache: the running program's GNU build-id, read from its own ELF notes,
-// so that rebuilding the host compiler re-keys everything it cached.
 
+// ---- begin compile_cache/detail/build_id.hpp
+// compile_cache: GNU build-ids read from the ELF notes of loaded modules: the running
+// program's, so that rebuilding the host compiler re-keys everything it cached, or
+// that of the module (program or shared library) containing an address, so that a
+// host whose code generator is a library (LLVM's) is identified by that library.
+// An include guard as well: the LLVM adapter's single-header copies inline this
+// header (scripts/amalgamate.py), and so does the single header.
+#ifndef COMPILE_CACHE_DETAIL_BUILD_ID_HPP
+#define COMPILE_CACHE_DETAIL_BUILD_ID_HPP
+
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <string>
+#include <utility>
+#include <vector>
 
-#if defined(__has_include)
+#include <sys/stat.h>
+
+#if defined(__has_include) && !defined(COMPILE_CACHE_NO_LINUX_EXTENSIONS)
 #if __has_include(<link.h>) && __has_include(<elf.h>)
 #include <elf.h>
 #include <link.h>
@@ -1588,9 +1806,9 @@ private:
 namespace compile_cache::detail {
 
 #if defined(COMPILE_CACHE_HAS_DL_ITERATE_PHDR)
-inline int find_main_build_id(dl_phdr_info* info, std::size_t, void* data) {
-    // The first object dl_iterate_phdr reports is the main program.
-    auto* out = static_cast<std::string*>(data);
+/// Appends the lower-case hex of the module's NT_GNU_BUILD_ID note to `out`; false
+/// when it has none.
+inline bool read_build_id(dl_phdr_info const* info, std::string& out) {
     for (unsigned i = 0; i < info->dlpi_phnum; ++i) {
         auto const& ph = info->dlpi_phdr[i];
         if (ph.p_type != PT_NOTE) continue;
@@ -1614,16 +1832,22 @@ inline int find_main_build_id(dl_phdr_info* info, std::size_t, void* data) {
                 static constexpr char digits[] = "0123456789abcdef";
                 unsigned char const* d = p + desc_at;
                 for (std::uint32_t j = 0; j < descsz; ++j) {
-                    out->push_back(digits[d[j] >> 4]);
-                    out->push_back(digits[d[j] & 15]);
+                    out.push_back(digits[d[j] >> 4]);
+                    out.push_back(digits[d[j] & 15]);
                 }
-                return 1;
+                return true;
             }
             if (next >= left) break;
             p += next;
             left -= next;
         }
     }
+    return false;
+}
+
+inline int find_main_build_id(dl_phdr_info* info, std::size_t, void* data) {
+    // The first object dl_iterate_phdr reports is the main program.
+    read_build_id(info, *static_cast<std::string*>(data));
     return 1; // only the main program matters
 }
 #endif
@@ -1641,15 +1865,149 @@ inline std::string const& main_program_build_id() {
     return id;
 }
 
+/// A module (the main program or a shared library) loaded in this process.
+struct loaded_module {
+    bool found = false;       ///< false: no loaded module contains the address (or the platform cannot tell)
+    bool main_program = false;
+    std::string path;         ///< as the dynamic loader names it; empty for the main program
+    std::uintptr_t base = 0;  ///< its load address: one value per module
+    std::string build_id;     ///< lower-case hex of its GNU build-id; empty when it has none
+};
+
+#if defined(COMPILE_CACHE_HAS_DL_ITERATE_PHDR)
+struct module_search {
+    std::uintptr_t address;
+    bool first = true;
+    loaded_module* out;
+};
+
+inline int find_module_containing(dl_phdr_info* info, std::size_t, void* data) {
+    auto& search = *static_cast<module_search*>(data);
+    bool const first = std::exchange(search.first, false);
+    for (unsigned i = 0; i < info->dlpi_phnum; ++i) {
+        auto const& ph = info->dlpi_phdr[i];
+        if (ph.p_type != PT_LOAD) continue;
+        std::uintptr_t const from = info->dlpi_addr + ph.p_vaddr;
+        if (search.address < from || search.address - from >= ph.p_memsz) continue;
+        loaded_module& m = *search.out;
+        m.found = true;
+        m.main_program = first;
+        m.path = first || !info->dlpi_name ? std::string() : std::string(info->dlpi_name);
+        m.base = info->dlpi_addr;
+        read_build_id(info, m.build_id);
+        return 1;
+    }
+    return 0;
+}
+#endif
+
+/// The loaded module whose segments contain `address` (of a function, or of an object
+/// with static storage duration): the main program or a shared library.
+inline loaded_module module_containing(void const* address) {
+    loaded_module m;
+#if defined(COMPILE_CACHE_HAS_DL_ITERATE_PHDR)
+    module_search search{reinterpret_cast<std::uintptr_t>(address), true, &m};
+    dl_iterate_phdr(&find_module_containing, &search);
+#else
+    (void)address;
+#endif
+    return m;
+}
+
+/// What identifies the code of the modules containing `addresses`: for each module
+/// (once, in the order first met), its build-id; for a module without one, its path,
+/// size and modification time (the main program's through /proc/self/exe). Empty
+/// when no address is in a loaded module.
+inline std::string module_identity(std::initializer_list<void const*> addresses) {
+    std::string id;
+    std::vector<std::uintptr_t> seen;
+    for (void const* a : addresses) {
+        loaded_module m = module_containing(a);
+        if (!m.found || std::find(seen.begin(), seen.end(), m.base) != seen.end()) continue;
+        seen.push_back(m.base);
+        if (!id.empty()) id += ' ';
+        if (!m.build_id.empty()) {
+            id += m.build_id;
+            continue;
+        }
+        std::string const path = m.main_program ? std::string("/proc/self/exe") : m.path;
+        struct ::stat st;
+        if (!path.empty() && ::stat(path.c_str(), &st) == 0)
+            id += (m.main_program ? std::string("main program") : m.path) + ":" + std::to_string(st.st_size) +
+                  ":" + std::to_string(st.st_mtime);
+        else
+            id += m.main_program ? std::string("main program") : m.path;
+    }
+    return id;
+}
+
+/// The address of a function, for module_containing and module_identity (a function
+/// pointer is not a `void const*` in standard C++; it is on every platform that has
+/// dl_iterate_phdr).
+template <class R, class... Args>
+void const* code_address(R (*function)(Args...)) noexcept {
+    return reinterpret_cast<void const*>(function);
+}
+
 } // namespace compile_cache::detail
+
+#endif // COMPILE_CACHE_DETAIL_BUILD_ID_HPP
 // ---- end compile_cache/detail/build_id.hpp
+// ---- begin compile_cache/detail/executable_digest.hpp
+// compile_cache: the running program identified by the SHA-256 of its executable
+// file, for when it has no build-id to identify it (detail/build_id.hpp).
+
+
+#include <cstdio>
+#include <string>
+
+namespace compile_cache::detail {
+
+/// "exe-sha256:" and the lower-case hex SHA-256 of the file at `path`; empty when it
+/// cannot be read to its end. Never throws.
+inline std::string file_sha256_id(char const* path) noexcept {
+    try {
+        std::FILE* f = std::fopen(path, "rb");
+        if (f == nullptr) return {};
+        sha256 h;
+        static thread_local unsigned char buffer[1 << 16];
+        std::size_t n;
+        while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) h.update(buffer, n);
+        bool const complete = std::feof(f) != 0 && std::ferror(f) == 0;
+        std::fclose(f);
+        if (!complete) return {};
+        static constexpr char digits[] = "0123456789abcdef";
+        std::string out = "exe-sha256:";
+        for (unsigned char b : h.result()) {
+            out.push_back(digits[b >> 4]);
+            out.push_back(digits[b & 15]);
+        }
+        return out;
+    } catch (...) {
+        return {};
+    }
+}
+
+/// The running program's executable, hashed once per process: /proc/self/exe where
+/// there is a /proc (Linux, and other systems that mount one); empty elsewhere.
+inline std::string const& main_program_file_id() noexcept {
+    static std::string const id = file_sha256_id("/proc/self/exe");
+    return id;
+}
+
+} // namespace compile_cache::detail
+// ---- end compile_cache/detail/executable_digest.hpp
 
 #include <boost/version.hpp>
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 namespace compile_cache {
+
+/// The address of a function, for toolchain::of_code.
+using detail::code_address;
 
 /// \code
 /// kb.add("toolchain", compile_cache::toolchain::current("mydsl 2.3", serializer::format_id()));
@@ -1663,7 +2021,14 @@ struct toolchain {
     unsigned pointer_size = sizeof(void*);
     bool little_endian = true;
     std::string host_version;    ///< the host's own version string
-    std::string host_build_id;   ///< the host program's GNU build-id, when it has one
+    /// The host program's GNU build-id (toolchain::of_code: its code generator's); when it has none (or the build-id cannot be
+    /// read, as with COMPILE_CACHE_NO_LINUX_EXTENSIONS), "exe-sha256:" and the SHA-256
+    /// of its executable file (hashed once per process); empty when neither is known.
+    std::string host_build_id;
+    /// CPU architecture and operating system the host was compiled for, e.g.
+    /// "x86_64-linux", "aarch64-linux": the compiler's version string and the pointer
+    /// size do not tell a cross compiler's target apart.
+    std::string platform = detail::compiled_platform();
 
     /// The toolchain of the running program.
     static toolchain current(std::string host_version = {}, std::string serializer_format = {}) {
@@ -1676,6 +2041,20 @@ struct toolchain {
         t.little_endian = first == 1;
         t.host_version = std::move(host_version);
         t.host_build_id = detail::main_program_build_id();
+        if (t.host_build_id.empty()) t.host_build_id = detail::main_program_file_id();
+        return t;
+    }
+
+    /// The toolchain of a compiler whose code generator is not (only) the main
+    /// program: as current(), but host_build_id identifies the loaded modules (the
+    /// program, shared libraries) that contain `code`, addresses of functions or
+    /// static objects in them (code_address(&f)). So a host that generates code with
+    /// a shared library keeps its entries when it is rebuilt, and loses them when the
+    /// library is replaced. docs/design.md says how to choose.
+    static toolchain of_code(std::initializer_list<void const*> code, std::string host_version = {},
+                             std::string serializer_format = {}) {
+        toolchain t = current(std::move(host_version), std::move(serializer_format));
+        t.host_build_id = detail::module_identity(code);
         return t;
     }
 
@@ -1693,7 +2072,7 @@ struct toolchain {
 
     friend void describe(key_writer& w, toolchain const& t) {
         w(t.library_format, t.compiler, t.boost_version, t.serializer_format, t.pointer_size,
-          t.little_endian, t.host_version, t.host_build_id);
+          t.little_endian, t.host_version, t.host_build_id, t.platform);
     }
 };
 
@@ -1714,6 +2093,7 @@ struct toolchain {
 // (docs/security.md), and without the bound a few bytes claiming a string of 2^40
 // characters make it allocate that much. With it, what a payload of n bytes can make
 // Boost allocate is about n times the size of the largest element type it holds.
+
 
 // ---- begin compile_cache/detail/memory_streambuf.hpp
 // compile_cache: stream buffers over memory, so that archives write straight into
@@ -1770,6 +2150,7 @@ protected:
 // kernels it calls, its dialect group, type singletons compared by identity); it
 // holds them as ref<T>, which is written as a stable reference and relinked to the
 // live object on load by the cache's Resolver.
+
 
 #include <boost/serialization/split_member.hpp>
 #include <boost/serialization/string.hpp>
@@ -1922,6 +2303,7 @@ private:
 // relink to live objects.
 
 
+
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -1947,14 +2329,28 @@ struct has_load : std::false_type {};
 template <class S, class A>
 struct has_load<S, A, std::void_t<decltype(S::load(std::declval<std::string_view>(), std::declval<A&>(),
                                                     std::declval<resolver_context const&>()))>> : std::true_type {};
+
+/// Every requirement of check_serializer<S, A> met; no diagnostics.
+template <class S, class A>
+struct is_serializer_for
+    : std::bool_constant<has_format_id<S>::value && std::is_default_constructible_v<A> &&
+                         has_save<S, A>::value && has_load<S, A>::value> {};
 } // namespace detail
+
+/// Checks what a Serializer has whatever it stores: a format id (basic_cache checks it
+/// in its class body).
+template <class S>
+struct check_serializer_policy {
+    static_assert(detail::has_format_id<S>::value,
+                  "compile_cache: the Serializer has no format_id; expected `static std::string format_id()` "
+                  "naming the format, its version and the ABI facts it depends on");
+    static constexpr bool value = true;
+};
 
 /// Checks a Serializer policy for one artifact type, one requirement at a time.
 template <class S, class Artifact>
 struct check_serializer {
-    static_assert(detail::has_format_id<S>::value,
-                  "compile_cache: the Serializer has no format_id; expected `static std::string format_id()` "
-                  "naming the format, its version and the ABI facts it depends on");
+    static_assert(check_serializer_policy<S>::value, ""); // its sentence, once per S
     static_assert(std::is_default_constructible_v<Artifact>,
                   "compile_cache: the artifact type must be default constructible: it is loaded into a "
                   "default-constructed value");
@@ -1962,7 +2358,7 @@ struct check_serializer {
                   "compile_cache: the Serializer cannot save this artifact; expected `static void "
                   "save(std::string& out, Artifact const& value, compile_cache::resolver_context const& ctx)` "
                   "that appends the bytes to out (for Boost serializers: give the artifact a serialize member)");
-    static_assert(detail::has_load<S, Artifact>::value,
+    static_assert(!detail::has_save<S, Artifact>::value || detail::has_load<S, Artifact>::value,
                   "compile_cache: the Serializer cannot load this artifact; expected `static void "
                   "load(std::string_view in, Artifact& value, compile_cache::resolver_context const& ctx)` "
                   "that throws on bad input");
@@ -1972,26 +2368,17 @@ struct check_serializer {
 } // namespace compile_cache
 
 #if defined(__cpp_concepts) && __cpp_concepts >= 201907L
-#include <concepts>
-
 namespace compile_cache {
 
-/// C++20: what every Serializer has whatever it stores: a format id (basic_cache
-/// requires it of its Serializer).
+/// C++20, for users' own templates: what every Serializer has whatever it stores (the
+/// trait check_serializer_policy asserts). basic_cache itself checks with the
+/// static_asserts, so that its diagnostic is the sentence under C++17 and C++20 alike.
 template <class S>
-concept Serializer = requires {
-    { S::format_id() } -> std::convertible_to<std::string>;
-};
+concept Serializer = detail::has_format_id<S>::value;
 
-/// C++20: the requirements of check_serializer<S, Artifact> as a concept: S saves and
-/// loads Artifact (basic_cache's load, store and get_or_compile require it).
+/// C++20: the requirements of check_serializer<S, Artifact>: S saves and loads Artifact.
 template <class S, class Artifact>
-concept SerializerFor = Serializer<S> && std::is_default_constructible_v<Artifact> &&
-    requires(std::string& out, std::string_view in, Artifact const& value, Artifact& target,
-             resolver_context const& ctx) {
-        S::save(out, value, ctx);
-        S::load(in, target, ctx);
-    };
+concept SerializerFor = detail::is_serializer_for<S, Artifact>::value;
 
 } // namespace compile_cache
 #endif
@@ -2012,7 +2399,9 @@ concept SerializerFor = Serializer<S> && std::is_default_constructible_v<Artifac
 #include <boost/archive/impl/basic_binary_iprimitive.ipp>
 #include <boost/archive/impl/basic_text_iarchive.ipp>
 #include <boost/archive/impl/text_iarchive_impl.ipp>
+#include <boost/serialization/access.hpp>
 #include <boost/serialization/collection_size_type.hpp>
+#include <boost/serialization/level.hpp>
 #include <boost/serialization/throw_exception.hpp>
 #include <boost/math/special_functions/nonfinite_num_facets.hpp>
 #include <boost/version.hpp>
@@ -2176,6 +2565,95 @@ private:
 
 } // namespace detail
 
+namespace detail {
+/// Whether Boost.Serialization can serialize T, so that an artifact it cannot gets the
+/// library's sentence instead of Boost's pages. Accepted: what Boost keeps as a
+/// primitive (numbers, enums, strings, BOOST_CLASS_IMPLEMENTATION(T, primitive_type)),
+/// arrays and pointers (Boost's own rules), a class with a member named `serialize`
+/// (public or private with `friend class boost::serialization::access`) or members
+/// named `save` and `load`, and a class with a free `serialize(Archive&, T&, unsigned)`
+/// more specific than Boost's fallback (found in T's namespace or in
+/// boost::serialization: Boost's headers for standard containers, SPLIT_FREE). A final
+/// class, whose members cannot be probed, is left to Boost.
+namespace boost_probe {
+struct fallback_marker {};
+/// As general as Boost's own fallback `serialize`, so that a call that finds only the
+/// two is ambiguous, and one that finds a more specific overload picks it.
+template <class Archive, class T>
+fallback_marker serialize(Archive&, T&, const unsigned int);
+
+/// An archive type whose argument brings boost::serialization into lookup.
+template <class Associated>
+struct probe_archive {};
+
+template <class Archive, class T, class = void>
+struct has_free_serialize : std::false_type {};
+template <class Archive, class T>
+struct has_free_serialize<
+    Archive, T, std::void_t<decltype(serialize(std::declval<Archive&>(), std::declval<T&>(), 0u))>>
+    : std::bool_constant<!std::is_same_v<decltype(serialize(std::declval<Archive&>(), std::declval<T&>(), 0u)),
+                                         fallback_marker>> {};
+
+struct names_serialize {
+    int serialize;
+};
+struct names_save {
+    int save;
+};
+struct names_load {
+    int load;
+};
+/// Naming Base's one member in a class derived from T and Base is ambiguous exactly
+/// when T has a member of that name too, whatever its access.
+template <class T, class Base>
+struct probe_member : T, Base {};
+} // namespace boost_probe
+
+template <class T, class Base, class = void>
+struct has_member_like : std::true_type {};
+template <class T>
+struct has_member_like<T, boost_probe::names_serialize,
+                       std::void_t<decltype(&boost_probe::probe_member<T, boost_probe::names_serialize>::serialize)>>
+    : std::false_type {};
+template <class T>
+struct has_member_like<T, boost_probe::names_save,
+                       std::void_t<decltype(&boost_probe::probe_member<T, boost_probe::names_save>::save)>>
+    : std::false_type {};
+template <class T>
+struct has_member_like<T, boost_probe::names_load,
+                       std::void_t<decltype(&boost_probe::probe_member<T, boost_probe::names_load>::load)>>
+    : std::false_type {};
+
+template <class T>
+constexpr bool is_boost_serializable() {
+    if constexpr (!std::is_class_v<T> || std::is_final_v<T>) {
+        return true; // numbers, enums, arrays, pointers: Boost's rules; final: cannot probe
+    } else {
+        using boost_probe::has_free_serialize;
+        using boost_probe::names_load;
+        using boost_probe::names_save;
+        using boost_probe::names_serialize;
+        return boost::serialization::implementation_level<T>::value == boost::serialization::primitive_type ||
+               has_member_like<T, names_serialize>::value ||
+               (has_member_like<T, names_save>::value && has_member_like<T, names_load>::value) ||
+               has_free_serialize<boost_probe::probe_archive<boost::serialization::access>, T>::value ||
+               has_free_serialize<boost::archive::binary_oarchive, T>::value ||
+               has_free_serialize<boost::archive::text_oarchive, T>::value;
+    }
+}
+
+template <class T>
+struct check_boost_serializable {
+    static_assert(is_boost_serializable<T>(),
+                  "compile_cache: Boost.Serialization cannot serialize the artifact type; give it a member "
+                  "`template <class Archive> void serialize(Archive& ar, unsigned version)` (or members save "
+                  "and load with BOOST_SERIALIZATION_SPLIT_MEMBER()), or a free `template <class Archive> void "
+                  "serialize(Archive& ar, T& value, unsigned version)`; for a standard container, include "
+                  "Boost's header for it (<boost/serialization/vector.hpp>, ...)");
+    static constexpr bool value = is_boost_serializable<T>();
+};
+} // namespace detail
+
 /// Boost.Serialization in a binary archive. Artifacts give themselves a `serialize`
 /// member as usual; `compile_cache::ref<T>` members relink through the resolver.
 struct boost_binary {
@@ -2188,18 +2666,22 @@ struct boost_binary {
 
     template <class T>
     static void save(std::string& out, T const& value, resolver_context const& ctx) {
-        detail::string_append_buf buf(out);
-        boost::archive::binary_oarchive ar(buf, detail::archive_flags);
-        resolver_context_of(ar) = ctx;
-        ar << value;
+        if constexpr (detail::check_boost_serializable<T>::value) {
+            detail::string_append_buf buf(out);
+            boost::archive::binary_oarchive ar(buf, detail::archive_flags);
+            resolver_context_of(ar) = ctx;
+            ar << value;
+        }
     }
 
     template <class T>
     static void load(std::string_view in, T& value, resolver_context const& ctx) {
-        detail::memory_read_buf buf(in);
-        detail::bounded_binary_iarchive ar(buf, detail::archive_flags);
-        resolver_context_of(ar) = ctx;
-        ar >> value;
+        if constexpr (detail::check_boost_serializable<T>::value) {
+            detail::memory_read_buf buf(in);
+            detail::bounded_binary_iarchive ar(buf, detail::archive_flags);
+            resolver_context_of(ar) = ctx;
+            ar >> value;
+        }
     }
 };
 
@@ -2214,10 +2696,10 @@ struct boost_text {
 
     template <class T>
     static void save(std::string& out, T const& value, resolver_context const& ctx) {
-        detail::string_append_buf buf(out);
-        std::ostream os(&buf);
-        os.imbue(detail::text_archive_locale());
-        {
+        if constexpr (detail::check_boost_serializable<T>::value) {
+            detail::string_append_buf buf(out);
+            std::ostream os(&buf);
+            os.imbue(detail::text_archive_locale());
             boost::archive::text_oarchive ar(os, detail::archive_flags);
             resolver_context_of(ar) = ctx;
             ar << value;
@@ -2226,12 +2708,14 @@ struct boost_text {
 
     template <class T>
     static void load(std::string_view in, T& value, resolver_context const& ctx) {
-        detail::memory_read_buf buf(in);
-        std::istream is(&buf);
-        is.imbue(detail::text_archive_locale());
-        detail::bounded_text_iarchive ar(is, detail::archive_flags);
-        resolver_context_of(ar) = ctx;
-        ar >> value;
+        if constexpr (detail::check_boost_serializable<T>::value) {
+            detail::memory_read_buf buf(in);
+            std::istream is(&buf);
+            is.imbue(detail::text_archive_locale());
+            detail::bounded_text_iarchive ar(is, detail::archive_flags);
+            resolver_context_of(ar) = ctx;
+            ar >> value;
+        }
     }
 };
 
@@ -2249,6 +2733,7 @@ BOOST_SERIALIZATION_REGISTER_ARCHIVE(compile_cache::detail::bounded_text_iarchiv
 // compile_cache: the Resolver policy. A Resolver turns the objects an artifact refers
 // to into stable references when it is stored, and references back into the same
 // live objects when it is loaded.
+
 
 
 #include <optional>
@@ -2296,18 +2781,13 @@ struct check_resolver {
 } // namespace compile_cache
 
 #if defined(__cpp_concepts) && __cpp_concepts >= 201907L
-#include <concepts>
-
 namespace compile_cache {
 
-/// C++20: the Resolver requirements of check_resolver as a concept, so that a template
-/// constrained by it (basic_cache is) names the requirement a type does not meet.
+/// C++20, for users' own templates: the traits check_resolver asserts, as a concept.
+/// basic_cache checks with the static_asserts, so that its diagnostic is the sentence.
 template <class R>
-concept Resolver = std::is_default_constructible_v<R> &&
-    requires(R& r, void const* object, std::type_info const& type, reference const& ref) {
-        { r.to_reference(object, type, object) } -> std::same_as<std::optional<reference>>;
-        { r.from_reference(ref, type, object) } -> std::same_as<void*>;
-    };
+concept Resolver = std::is_default_constructible_v<R> && detail::has_to_reference<R>::value &&
+                   detail::has_from_reference<R>::value;
 
 } // namespace compile_cache
 #endif
@@ -2315,6 +2795,7 @@ concept Resolver = std::is_default_constructible_v<R> &&
 // ---- begin compile_cache/resolver/registry.hpp
 // compile_cache: registry, the default Resolver. It knows the live kernels by key,
 // shared objects by name and singletons by a name-based uuid; it owns none of them.
+
 
 
 #include <boost/uuid/name_generator_sha1.hpp>
@@ -2567,8 +3048,239 @@ static_assert(check_resolver<registry>::value);
 // bytes under a key; it knows nothing of what they mean.
 
 
+// ---- begin compile_cache/settings.hpp
+// compile_cache: settings from the environment, for the cache and for every storage.
+// A storage configures itself from `PREFIX_*` variables through a settings_reader:
+// the parsers below read sizes, durations, switches and choices, and every value that
+// does not parse is one line through the reporter, then the default.
+
+
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <initializer_list>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace compile_cache {
+
+/// A setting read from the environment, for a host's --help.
+struct environment_setting {
+    std::string name;        ///< e.g. `MYDSL_CACHE_DIR`
+    std::string description; ///< one line
+};
+
+/// Parses a size: a number of bytes, or a number followed by K, M or G (powers of
+/// 1024; any case; an optional trailing `B` or `iB`): `1048576`, `48K`, `500M`, `2G`,
+/// `2GiB`. nullopt for anything else, overflow included.
+inline std::optional<std::uint64_t> parse_byte_size(std::string_view s) noexcept {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    std::size_t i = 0;
+    std::uint64_t n = 0;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+        auto const digit = static_cast<std::uint64_t>(s[i] - '0');
+        if (n > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) return std::nullopt;
+        n = n * 10 + digit;
+        ++i;
+    }
+    if (i == 0) return std::nullopt;
+    std::string_view rest = s.substr(i);
+    unsigned shift = 0;
+    if (!rest.empty()) {
+        switch (rest.front()) {
+        case 'k': case 'K': shift = 10; break;
+        case 'm': case 'M': shift = 20; break;
+        case 'g': case 'G': shift = 30; break;
+        default: return std::nullopt;
+        }
+        rest.remove_prefix(1);
+        if (rest == "B" || rest == "b" || rest == "iB" || rest == "ib") rest = {};
+        if (!rest.empty()) return std::nullopt;
+    }
+    if (shift != 0 && n > (std::numeric_limits<std::uint64_t>::max() >> shift)) return std::nullopt;
+    return n << shift;
+}
+
+/// Parses a duration in milliseconds: a whole number, optionally followed by `ms`
+/// (`250`, `250ms`), or by `s` for seconds (`2s`). nullopt for anything else.
+inline std::optional<std::chrono::milliseconds> parse_milliseconds(std::string_view s) noexcept {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    std::size_t i = 0;
+    std::int64_t n = 0;
+    constexpr std::int64_t limit = std::int64_t{1} << 40; // about 35 years of milliseconds
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+        n = n * 10 + (s[i] - '0');
+        if (n > limit) return std::nullopt;
+        ++i;
+    }
+    if (i == 0) return std::nullopt;
+    std::string const unit = detail::lower(s.substr(i));
+    if (unit.empty() || unit == "ms") return std::chrono::milliseconds(n);
+    if (unit == "s") return std::chrono::milliseconds(n * 1000);
+    return std::nullopt;
+}
+
+/// Parses an on/off word: `1`, `on`, `true`, `yes` are on; unset (empty), `0`,
+/// `off`, `false`, `no` are off (any case). nullopt for anything else.
+inline std::optional<bool> parse_switch(std::string_view s) noexcept {
+    try {
+        if (detail::is_on(s)) return true;
+        if (detail::is_off(s)) return false;
+    } catch (...) {
+    }
+    return std::nullopt;
+}
+
+/// What a cache reads from the environment under one prefix, and where it says what
+/// it could not use. Given to `Storage::from_env(settings_reader&)` (an optional
+/// static member: see docs/policies.md), so that a storage reads its own
+/// `PREFIX_*` variables with the same parsers, and reports a bad value the same way:
+/// one line (through the cache's logger, or on stderr when it has none), then the
+/// default.
+class settings_reader {
+public:
+    /// Receives one line, without a trailing newline.
+    using reporter = std::function<void(std::string_view)>;
+
+    /// `prefix`: e.g. `MYDSL_CACHE`. `report`: where bad values are reported; when
+    /// empty, lines go to stderr as `compile_cache: LINE`.
+    explicit settings_reader(std::string prefix, reporter report = {})
+        : prefix_(std::move(prefix)), report_(std::move(report)) {}
+
+    std::string const& prefix() const noexcept { return prefix_; }
+    /// `PREFIX` + `suffix`, e.g. name("_DIR") is `MYDSL_CACHE_DIR`.
+    std::string name(std::string_view suffix) const { return prefix_ + std::string(suffix); }
+    /// The variable's value; empty when unset.
+    std::string value(std::string_view suffix) const { return detail::getenv_string(name(suffix)); }
+    /// Whether the variable is unset, empty, `0`, `off`, `false` or `no` (any case):
+    /// the way a storage's main setting (its path, its URL) switches it off.
+    bool is_off(std::string_view suffix) const { return detail::is_off(value(suffix)); }
+
+    /// Reports one line (a bad value, an unusable path) as the cache reports them.
+    void report(std::string const& line) const noexcept {
+        if (report_) {
+            try {
+                report_(line);
+            } catch (...) {
+            }
+        } else {
+            std::fprintf(stderr, "compile_cache: %s\n", line.c_str());
+        }
+    }
+    /// Reports `NAME="value" ` + `text`: the first words of every bad-value line.
+    void report_value(std::string_view suffix, std::string const& value, std::string const& text) const noexcept {
+        try {
+            report(name(suffix) + "=\"" + value + "\" " + text);
+        } catch (...) {
+        }
+    }
+
+    /// A size (parse_byte_size); unset: `fallback`; a bad value is reported
+    /// ("is not a size (...); using the default, <fallback_text>") and `fallback` used.
+    std::uint64_t byte_size(std::string_view suffix, std::uint64_t fallback, std::string const& fallback_text) const {
+        std::string const v = value(suffix);
+        if (v.empty()) return fallback;
+        if (auto const n = parse_byte_size(v)) return *n;
+        report_value(suffix, v,
+                     "is not a size (a number of bytes, or one with a K, M or G suffix in powers of 1024, such as "
+                     "48K, 500M or 2G); using the default, " +
+                         fallback_text);
+        return fallback;
+    }
+
+    /// A duration (parse_milliseconds); unset: `fallback`; a bad value is reported
+    /// ("is not a duration (...); using the default, N ms") and `fallback` used.
+    std::chrono::milliseconds milliseconds(std::string_view suffix, std::chrono::milliseconds fallback) const {
+        std::string const v = value(suffix);
+        if (v.empty()) return fallback;
+        if (auto const d = parse_milliseconds(v)) return *d;
+        report_value(suffix, v,
+                     "is not a duration (milliseconds, such as 100 or 1500ms, or seconds, such as 2s); using the "
+                     "default, " +
+                         std::to_string(fallback.count()) + " ms");
+        return fallback;
+    }
+
+    /// An on/off switch (parse_switch); unset: off; a bad value is reported ("is not
+    /// understood (...); <otherwise>") and `fallback` used.
+    bool flag(std::string_view suffix, bool fallback, std::string const& otherwise) const {
+        std::string const v = value(suffix);
+        if (auto const b = parse_switch(v)) return *b;
+        report_value(suffix, v, "is not understood (1, on, true or yes; 0, off, false or no); " + otherwise);
+        return fallback;
+    }
+
+    /// One of named choices (any case); unset: `fallback`; a bad value is reported
+    /// ("is not <what> (a, b or c); using the default, <fallback's name>").
+    template <class T>
+    T choice(std::string_view suffix, std::initializer_list<std::pair<std::string_view, T>> choices, T fallback,
+             std::string const& what) const {
+        std::string const v = value(suffix);
+        if (v.empty()) return fallback;
+        std::string const lowered = detail::lower(v);
+        std::string names;
+        std::string fallback_name;
+        std::size_t i = 0;
+        for (auto const& [choice_name, choice_value] : choices) {
+            if (lowered == choice_name) return choice_value;
+            if (choice_value == fallback && fallback_name.empty()) fallback_name = std::string(choice_name);
+            names += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + std::string(choice_name);
+            ++i;
+        }
+        report_value(suffix, v, "is not " + what + " (" + names + "); using the default, " + fallback_name);
+        return fallback;
+    }
+
+    // --- Between the cache and its storage -------------------------------------
+
+    /// A storage calls this once its own main setting (its path, its URL) says it is
+    /// wanted, before it reports anything else or touches anything: the cache then
+    /// reads its own settings (`PREFIX_LOG`, `PREFIX_SECRET_FILE`). False when the
+    /// cache cannot run (it has reported why, in one line): the storage returns
+    /// nullopt. Later calls return the first answer. A storage that never calls it
+    /// still works: the cache calls it when from_env returns a storage.
+    bool confirm() {
+        if (!confirmed_) confirmed_ = confirm_ ? confirm_() : true;
+        return *confirmed_;
+    }
+    /// After confirm(): whether the cache authenticates its entries (a secret is set),
+    /// so that a storage sharing entries with other machines can refuse to run
+    /// without it.
+    bool authenticated() const noexcept { return authenticated_; }
+    /// After confirm(): the cache's logger (empty when it logs nothing), for a storage
+    /// that reports what happens while it runs (a server gone, then back).
+    reporter const& logger() const noexcept { return logger_; }
+
+    /// For the cache: what confirm() does, and what it then tells the storage.
+    void on_confirm(std::function<bool()> confirm) { confirm_ = std::move(confirm); }
+    void set_reporter(reporter report) { report_ = std::move(report); }
+    void set_logger(reporter logger) { logger_ = std::move(logger); }
+    void set_authenticated(bool authenticated) noexcept { authenticated_ = authenticated; }
+    bool confirmed() const noexcept { return confirmed_.has_value(); }
+
+private:
+    std::string prefix_;
+    reporter report_;
+    reporter logger_;
+    std::function<bool()> confirm_;
+    std::optional<bool> confirmed_;
+    bool authenticated_ = false;
+};
+
+} // namespace compile_cache
+// ---- end compile_cache/settings.hpp
+
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -2588,6 +3300,15 @@ enum class read_status {
 struct read_result {
     read_status status = read_status::absent;
     std::error_code error{}; ///< set when status is error
+};
+
+/// One entry as a storage lists it (the optional `list` member), for tools: its key,
+/// its size in bytes, and when it was last used (seconds since the epoch; a storage
+/// that refreshes use times lazily, as the shipped ones do hourly, gives that time).
+struct stored_entry {
+    key k;
+    std::uint64_t size = 0;
+    std::int64_t last_use_s = 0;
 };
 
 namespace detail {
@@ -2621,6 +3342,71 @@ struct has_record_counters<S, std::enable_if_t<std::is_same_v<
     decltype(std::declval<S&>().record_counters(
         std::declval<std::vector<std::pair<std::string, std::uint64_t>> const&>())),
     std::error_code>>> : std::true_type {};
+/// Optional: `bool usable() const`, false when the storage cannot work at all (its
+/// file is not a database, its server refuses it): the cache then says so in one line
+/// and runs disabled, instead of failing every read and write.
+template <class S, class = void>
+struct has_usable : std::false_type {};
+template <class S>
+struct has_usable<S, std::enable_if_t<std::is_convertible_v<decltype(std::declval<S const&>().usable()), bool>>>
+    : std::true_type {};
+/// Optional: `void corrupt(key const&)`, called by the cache when the entry it read
+/// under that key failed the envelope check (damaged, or another key's entry), so that
+/// the storage can remove or repair it.
+template <class S, class = void>
+struct has_corrupt : std::false_type {};
+template <class S>
+struct has_corrupt<S, std::void_t<decltype(std::declval<S&>().corrupt(std::declval<key const&>()))>>
+    : std::true_type {};
+/// Optional: a Storage that configures itself from the environment
+/// (`static std::optional<S> from_env(settings_reader&)`); basic_cache::from_env
+/// delegates to it.
+template <class S, class = void>
+struct has_from_env : std::false_type {};
+template <class S>
+struct has_from_env<S, std::enable_if_t<std::is_same_v<decltype(S::from_env(std::declval<settings_reader&>())),
+                                                       std::optional<S>>>> : std::true_type {};
+/// Optional: the settings that from_env reads
+/// (`static std::vector<environment_setting> environment_settings(std::string_view prefix)`).
+template <class S, class = void>
+struct has_environment_settings : std::false_type {};
+template <class S>
+struct has_environment_settings<
+    S, std::enable_if_t<std::is_same_v<decltype(S::environment_settings(std::declval<std::string_view>())),
+                                       std::vector<environment_setting>>>> : std::true_type {};
+/// Optional: `void entry_checked(key const&, std::string_view entry, envelope_status)`,
+/// called by the cache right after it checked the envelope of an entry the storage's
+/// read returned `found` (on the same thread): tiered_storage copies a sound remote
+/// entry to its local storage, and counts a corrupt or unauthenticated one.
+template <class S, class Status, class = void>
+struct has_entry_checked_with : std::false_type {};
+template <class S, class Status>
+struct has_entry_checked_with<S, Status, std::void_t<decltype(std::declval<S&>().entry_checked(
+                                             std::declval<key const&>(), std::declval<std::string_view>(),
+                                             std::declval<Status>()))>> : std::true_type {};
+/// Optional: `std::vector<std::pair<std::string, std::uint64_t>> storage_counters() const`,
+/// the storage's own counters, added to the cache's statistics (names with a `.`).
+template <class S, class = void>
+struct has_storage_counters : std::false_type {};
+template <class S>
+struct has_storage_counters<S, std::enable_if_t<std::is_same_v<
+    decltype(std::declval<S const&>().storage_counters()), std::vector<std::pair<std::string, std::uint64_t>>>>>
+    : std::true_type {};
+/// Optional: `void set_logger(std::function<void(std::string_view)>)`, given the
+/// cache's logger when the cache is made and by basic_cache::set_logger.
+template <class S, class = void>
+struct has_set_logger : std::false_type {};
+template <class S>
+struct has_set_logger<S, std::void_t<decltype(std::declval<S&>().set_logger(
+                             std::declval<std::function<void(std::string_view)>>()))>> : std::true_type {};
+/// Optional: `std::error_code list(std::vector<stored_entry>& out) const`, every entry
+/// without reading a value or touching a use time (for the compile-cache tool).
+template <class S, class = void>
+struct has_list : std::false_type {};
+template <class S>
+struct has_list<S, std::enable_if_t<std::is_same_v<
+    decltype(std::declval<S const&>().list(std::declval<std::vector<stored_entry>&>())), std::error_code>>>
+    : std::true_type {};
 } // namespace detail
 
 /// Checks a Storage policy, one requirement at a time, so that a user's own backend
@@ -2645,18 +3431,12 @@ struct check_storage {
 } // namespace compile_cache
 
 #if defined(__cpp_concepts) && __cpp_concepts >= 201907L
-#include <concepts>
-
 namespace compile_cache {
 
-/// C++20: the Storage requirements of check_storage as a concept, so that a template
-/// constrained by it (basic_cache is) names the requirement a type does not meet.
+/// C++20, for users' own templates: the traits check_storage asserts, as a concept.
+/// basic_cache checks with the static_asserts, so that its diagnostic is the sentence.
 template <class S>
-concept Storage = requires(S& s, key const& k, std::string& out, std::size_t max_size, std::string_view bytes) {
-    { s.read(k, out, max_size) } -> std::same_as<read_result>;
-    { s.write(k, bytes) } -> std::same_as<std::error_code>;
-    { s.remove(k) } -> std::same_as<std::error_code>;
-};
+concept Storage = detail::has_read<S>::value && detail::has_write<S>::value && detail::has_remove<S>::value;
 
 } // namespace compile_cache
 #endif
@@ -2665,6 +3445,7 @@ concept Storage = requires(S& s, key const& k, std::string& out, std::size_t max
 // compile_cache: a Storage in a directory of the local file system, one file per
 // entry, written atomically (exclusive temp file in the target folder, then rename),
 // with a size limit kept by least-recently-used eviction. POSIX only.
+
 
 // ---- begin compile_cache/storage/detail/directory_cleanup.hpp
 // compile_cache: directory_storage's cleanup — counting a fan-out folder, sweeping
@@ -2682,11 +3463,13 @@ concept Storage = requires(S& s, key const& k, std::string& out, std::size_t max
 #include <array>
 #include <atomic>
 #include <bitset>
+#include <chrono>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <random>
 #include <string>
@@ -2700,7 +3483,7 @@ concept Storage = requires(S& s, key const& k, std::string& out, std::size_t max
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
-#if defined(__linux__)
+#if COMPILE_CACHE_LINUX_CALLS
 #include <sys/random.h>
 #include <sys/syscall.h>
 #endif
@@ -2819,7 +3602,7 @@ inline void append_temp_name(std::string& out) {
     if (!g.seeded || g.generation != generation) {
         std::uint32_t words[8] = {};
         bool random = false;
-#if defined(__linux__)
+#if COMPILE_CACHE_LINUX_CALLS
         random = ::getrandom(words, sizeof words, 0) == static_cast<ssize_t>(sizeof words);
 #endif
         if (!random) {
@@ -2855,7 +3638,7 @@ inline void append_temp_name(std::string& out) {
 /// EINVAL where the kernel or the file system does not support it (and everywhere
 /// but Linux), and the caller falls back to lstat + rename.
 inline int rename_no_replace(char const* from, char const* to) noexcept {
-#if defined(__linux__) && defined(SYS_renameat2)
+#if COMPILE_CACHE_LINUX_CALLS && defined(SYS_renameat2)
 #ifdef RENAME_NOREPLACE
     constexpr unsigned no_replace = RENAME_NOREPLACE;
 #else
@@ -2991,15 +3774,63 @@ struct file_descriptor {
     explicit operator bool() const noexcept { return fd >= 0; }
 };
 
-/// flock, retried through interruptions. Returns 0 or errno (EWOULDBLOCK when
-/// `nonblocking` and someone else holds it).
-inline int lock_fd(int fd, bool nonblocking) noexcept {
-    int r;
-    do {
-        r = ::flock(fd, LOCK_EX | (nonblocking ? LOCK_NB : 0));
-    } while (r != 0 && errno == EINTR);
-    return r == 0 ? 0 : errno;
+/// How long a lock the library takes is waited for before it gives up. No wait is
+/// unbounded: a lock held by a stopped, frozen or debugged process costs a bounded
+/// delay, then the work that needed it is deferred or skipped, never the host's.
+inline constexpr std::chrono::milliseconds ledger_lock_wait{50};   ///< the size ledger (store path)
+inline constexpr std::chrono::milliseconds cleanup_lock_wait{2000}; ///< the directory, for prune() and clear()
+inline constexpr std::chrono::milliseconds counters_lock_wait{1000}; ///< a counters shard (at a cache's flush)
+/// After the ledger's lock could not be had, a storage object waits this long before
+/// asking for it again, keeping its changes meanwhile.
+inline constexpr std::chrono::milliseconds ledger_retry_after{1000};
+
+/// An exclusive flock, tried without blocking and retried (through interruptions
+/// too) for at most `wait`; zero tries once. Returns 0 or errno (EWOULDBLOCK when
+/// another holder kept it all along).
+inline int lock_fd(int fd, std::chrono::milliseconds wait) noexcept {
+    auto const deadline = std::chrono::steady_clock::now() + wait;
+    unsigned pause_us = 250;
+    for (;;) {
+        if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return 0;
+        int const e = errno;
+        if (e == EINTR) continue;
+        if (e != EWOULDBLOCK || std::chrono::steady_clock::now() >= deadline) return e;
+        ::usleep(pause_us);
+        pause_us = pause_us < 8000 ? pause_us * 2 : pause_us;
+    }
 }
+
+/// Where a storage object counts the locks it gave up waiting for, and says so once
+/// through its logger (the cache's, with PREFIX_LOG=1).
+class lock_events {
+public:
+    void set_logger(std::function<void(std::string_view)> logger) {
+        std::lock_guard<std::mutex> const lock(mutex_);
+        logger_ = std::move(logger);
+    }
+
+    /// A lock on `path` was still held after the wait; `consequence` says what was
+    /// deferred or skipped.
+    void gave_up(std::string const& path, char const* consequence) noexcept {
+        timeouts_.fetch_add(1, std::memory_order_relaxed);
+        std::lock_guard<std::mutex> const lock(mutex_);
+        if (said_ || !logger_) return;
+        said_ = true;
+        try {
+            logger_("another process holds the lock on " + path +
+                    " (stopped or frozen?); gave up waiting for it, " + consequence);
+        } catch (...) {
+        }
+    }
+
+    std::uint64_t timeouts() const noexcept { return timeouts_.load(std::memory_order_relaxed); }
+
+private:
+    std::atomic<std::uint64_t> timeouts_{0};
+    std::mutex mutex_;
+    std::function<void(std::string_view)> logger_;
+    bool said_ = false;
+};
 
 /// The cache directory itself, opened for *at() calls and as the cleanup lock. The
 /// lock (flock on the directory) is released when the descriptor is closed, so a
@@ -3129,10 +3960,15 @@ class ledger {
 public:
     ledger_slots slots{};
 
-    /// Opens, locks and reads the ledger at `path`. False when it cannot be used.
-    bool open(std::string const& path, unsigned file_mode, int exact_umask) noexcept {
+    /// Opens, locks and reads the ledger at `path`. False when it cannot be used, or
+    /// its lock could not be had within ledger_lock_wait (counted in `events`).
+    bool open(std::string const& path, unsigned file_mode, int exact_umask, lock_events* events = nullptr) noexcept {
         fd_.fd = open_ledger(path, file_mode, exact_umask);
-        if (!fd_ || lock_fd(fd_.fd, false) != 0) return false;
+        if (!fd_) return false;
+        if (int const e = lock_fd(fd_.fd, ledger_lock_wait)) {
+            if (e == EWOULDBLOCK && events) events->gave_up(path, "so the size ledger was not updated");
+            return false;
+        }
         read_ledger(fd_.fd, slots);
         return true;
     }
@@ -3167,8 +4003,9 @@ inline constexpr unsigned ledger_batch_limit_shift = 6;
 /// folders' figures short, which the hourly recount of each folder corrects.
 class ledger_batch {
 public:
-    ledger_batch(std::string path, unsigned file_mode, int exact_umask)
-        : path_(std::move(path)), file_mode_(file_mode), umask_(exact_umask), generation_(fork_generation()) {}
+    ledger_batch(std::string path, unsigned file_mode, int exact_umask, lock_events* events = nullptr)
+        : path_(std::move(path)), file_mode_(file_mode), umask_(exact_umask), generation_(fork_generation()),
+          events_(events) {}
     ledger_batch(ledger_batch const&) = delete;
     ledger_batch& operator=(ledger_batch const&) = delete;
     ~ledger_batch() {
@@ -3190,6 +4027,9 @@ public:
         if (changes_++ == 0) first_change_ns_ = now_nanoseconds;
         added_ += added;
         removed_ += removed;
+        // The ledger's lock was held by someone else lately: keep the changes, and
+        // do not make this store wait for it again yet.
+        if (std::chrono::steady_clock::now() < retry_after_) return false;
         if (!known_ || changes_ >= ledger_batch_changes || now_nanoseconds - first_change_ns_ >= ledger_batch_age_ns ||
             now_nanoseconds < first_change_ns_ || recount_due(counted_at_[folder], now))
             return true;
@@ -3206,16 +4046,30 @@ public:
     };
 
     /// Adds the unwritten changes to the ledger under its lock (reading it in any
-    /// case). Changes that cannot be written (no usable ledger) are dropped.
+    /// case). Changes that cannot be written (no usable ledger) are dropped; when the
+    /// lock is still held after ledger_lock_wait they are kept for a flush at least
+    /// ledger_retry_after later (counted and said once in the lock_events).
     flushed flush(std::int64_t now) noexcept {
         std::lock_guard<std::mutex> const lock(mutex_);
         if_forked_start_afresh();
         flushed out;
+        if (!current_descriptor()) {
+            clear_changes();
+            return out;
+        }
+        if (int const e = lock_fd(fd_.fd, ledger_lock_wait)) {
+            if (e == EWOULDBLOCK) {
+                retry_after_ = std::chrono::steady_clock::now() + ledger_retry_after;
+                if (events_) events_->gave_up(path_, "so the size ledger's update is kept for later");
+            } else {
+                clear_changes();
+            }
+            return out;
+        }
         bool const changed = changes_ > 0;
         std::bitset<256> const touched = touched_;
         std::array<std::int64_t, 256> const delta = delta_;
         clear_changes();
-        if (!current_descriptor() || lock_fd(fd_.fd, false) != 0) return out;
         ledger_slots slots;
         read_ledger(fd_.fd, slots); // a fresh ledger reads as zeros: the recounts fill it in
         bool written = true;
@@ -3272,6 +4126,7 @@ private:
         if (fd_.fd >= 0) ::close(fd_.fd);
         fd_.fd = -1;
         known_ = false;
+        retry_after_ = {};
     }
 
     /// The descriptor of the ledger now at path_: the one kept, unless the file was
@@ -3305,6 +4160,8 @@ private:
     std::int64_t first_change_ns_ = 0;
     std::uint64_t added_ = 0, removed_ = 0;
     bool known_ = false; ///< the ledger was read at least once (in this process)
+    lock_events* const events_;
+    std::chrono::steady_clock::time_point retry_after_{}; ///< no flush before this (the lock was held)
     std::uint64_t last_total_ = 0;
     std::array<std::int64_t, 256> counted_at_{};
 };
@@ -3397,9 +4254,9 @@ struct no_entry_callback {
 /// the ledger cannot be used.
 inline std::uint64_t set_folder_counts(std::string const& ledger_path, unsigned file_mode, int exact_umask,
                                        std::vector<std::pair<unsigned, std::uint64_t>> const& counted,
-                                       std::int64_t now) noexcept {
+                                       std::int64_t now, lock_events* events = nullptr) noexcept {
     ledger l;
-    if (!l.open(ledger_path, file_mode, exact_umask)) return std::numeric_limits<std::uint64_t>::max();
+    if (!l.open(ledger_path, file_mode, exact_umask, events)) return std::numeric_limits<std::uint64_t>::max();
     for (auto const& [folder, bytes] : counted) l.slots[folder & 0xff] = {bytes, now};
     l.save_all();
     return l.total();
@@ -3445,6 +4302,7 @@ struct cleanup_state {
 
     // Counters, for the curious and for tests.
     std::atomic<std::uint64_t> evicted{0}, evicted_bytes{0}, temps_removed{0}, steps{0};
+    lock_events* events = nullptr; ///< where a ledger lock given up on is counted
 
     static constexpr std::size_t max_named_records = 4096;
 
@@ -3521,7 +4379,7 @@ private:
             }
             if (next < 256) { // to be continued by a later step: names would be stale by then
                 if (keep_names) drop_names();
-                set_folder_counts(ledger_path, file_mode, exact_umask, counted, now_sec);
+                set_folder_counts(ledger_path, file_mode, exact_umask, counted, now_sec, events);
                 return;
             }
             out.complete = true;
@@ -3529,7 +4387,7 @@ private:
             out.bytes = surveyed_bytes;
             if (max_size == 0 || surveyed_bytes <= max_size) {
                 reset();
-                set_folder_counts(ledger_path, file_mode, exact_umask, counted, now_sec);
+                set_folder_counts(ledger_path, file_mode, exact_umask, counted, now_sec, events);
                 return;
             }
             if (keep_names) { // the whole cache was seen in this step: evict exactly, oldest first
@@ -3562,7 +4420,7 @@ private:
                 out.entries -= out.evicted;
                 out.bytes -= out.evicted_bytes;
                 reset();
-                set_folder_counts(ledger_path, file_mode, exact_umask, counted, now_sec);
+                set_folder_counts(ledger_path, file_mode, exact_umask, counted, now_sec, events);
                 return;
             }
             // Too many to name: find the use time at or before which entries go.
@@ -3594,7 +4452,7 @@ private:
                 out.entries = out.entries >= out.evicted ? out.entries - out.evicted : 0;
                 out.bytes = out.bytes >= out.evicted_bytes ? out.bytes - out.evicted_bytes : 0;
             }
-            std::uint64_t const total = set_folder_counts(ledger_path, file_mode, exact_umask, counted, now_sec);
+            std::uint64_t const total = set_folder_counts(ledger_path, file_mode, exact_umask, counted, now_sec, events);
             if (next >= 256 || total <= target) reset();
         }
     }
@@ -3709,7 +4567,6 @@ inline bool read_small_file(int dir_fd, char const* name, std::string& text) {
 
 /// How long a flush waits for a shard's lock before giving up (the counts are for
 /// display: a host must never hang at exit because someone holds the lock).
-inline constexpr int counters_lock_attempts = 200; ///< 5 ms apart: one second
 
 inline int open_counters_folder(std::string const& directory, unsigned directory_mode, int exact_umask, bool create) {
     std::string path = directory + "/" + counters_folder;
@@ -3726,7 +4583,8 @@ inline int open_counters_folder(std::string const& directory, unsigned directory
 
 /// Adds `delta` to the shard of this process; sets the gauges. Returns 0 or errno.
 inline int add_counters(std::string const& directory, std::vector<std::pair<std::string, std::uint64_t>> const& delta,
-                        std::uint64_t max_size, unsigned file_mode, unsigned directory_mode, int exact_umask) {
+                        std::uint64_t max_size, unsigned file_mode, unsigned directory_mode, int exact_umask,
+                        lock_events* events = nullptr) {
     int const dir_fd = open_counters_folder(directory, directory_mode, exact_umask, true);
     if (dir_fd < 0) return errno;
     file_descriptor const dir_guard{dir_fd};
@@ -3741,11 +4599,11 @@ inline int add_counters(std::string const& directory, std::vector<std::pair<std:
     file_descriptor const lock_guard{lock};
     struct stat st;
     if (::fstat(lock, &st) != 0 || !S_ISREG(st.st_mode)) return EINVAL;
-    for (int attempt = 0;; ++attempt) {
-        int const e = lock_fd(lock, true);
-        if (e == 0) break;
-        if (e != EWOULDBLOCK || attempt + 1 >= counters_lock_attempts) return e;
-        ::usleep(5000);
+    if (int const e = lock_fd(lock, counters_lock_wait)) {
+        if (e == EWOULDBLOCK && events)
+            events->gave_up(directory + "/" + counters_folder + "/" + lock_name,
+                            "so this process's counters were not recorded");
+        return e;
     }
 
     // A shard that is there but cannot be read is left alone: replacing it with this
@@ -3815,8 +4673,10 @@ inline std::map<std::string, std::uint64_t> read_counters(std::string const& dir
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -3923,81 +4783,36 @@ struct directory_options {
     }
 };
 
-/// Parses a size: a number of bytes, or a number followed by K, M or G (powers of
-/// 1024; any case; an optional trailing `B` or `iB`): `1048576`, `48K`, `500M`, `2G`,
-/// `2GiB`. nullopt for anything else, overflow included.
-inline std::optional<std::uint64_t> parse_byte_size(std::string_view s) noexcept {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    std::size_t i = 0;
-    std::uint64_t n = 0;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
-        auto const digit = static_cast<std::uint64_t>(s[i] - '0');
-        if (n > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) return std::nullopt;
-        n = n * 10 + digit;
-        ++i;
-    }
-    if (i == 0) return std::nullopt;
-    std::string_view rest = s.substr(i);
-    unsigned shift = 0;
-    if (!rest.empty()) {
-        switch (rest.front()) {
-        case 'k': case 'K': shift = 10; break;
-        case 'm': case 'M': shift = 20; break;
-        case 'g': case 'G': shift = 30; break;
-        default: return std::nullopt;
-        }
-        rest.remove_prefix(1);
-        if (rest == "B" || rest == "b" || rest == "iB" || rest == "ib") rest = {};
-        if (!rest.empty()) return std::nullopt;
-    }
-    if (shift != 0 && n > (std::numeric_limits<std::uint64_t>::max() >> shift)) return std::nullopt;
-    return n << shift;
-}
-
-/// The directory_options the environment asks for, for `from_env(PREFIX)`:
+/// The directory_options the environment asks for (read by directory_storage::from_env):
 /// - `PREFIX_MAX_SIZE`: the size limit (see parse_byte_size; `0` = no limit;
 ///   default 1G);
 /// - `PREFIX_DURABILITY`: `none` (default), `file` or `full`;
 /// - `PREFIX_SHARED`: on (`1`, `on`, `true`, `yes`, `group`) for directory_options::shared().
-/// A value that does not parse is reported once through `report` (one line) and
-/// the default is used.
-template <class Report>
-directory_options directory_options_from_env(std::string const& prefix, Report&& report) {
+/// A value that does not parse is reported once through `env` (one line) and the
+/// default is used.
+inline directory_options directory_options_from_env(settings_reader const& env) {
     directory_options o;
-    std::string const shared = detail::getenv_string(prefix + "_SHARED");
+    std::string const shared = env.value("_SHARED");
     if (!detail::is_off(shared)) {
-        std::string const v = detail::lower(shared);
-        if (v == "1" || v == "on" || v == "true" || v == "yes" || v == "group")
+        if (parse_switch(shared).value_or(false) || detail::lower(shared) == "group")
             o = directory_options::shared();
         else
-            report(prefix + "_SHARED=\"" + shared +
-                   "\" is not understood (expected 1, on, true, yes or group to share the directory with "
-                   "a group; 0, off, false or no for a private one); the directory stays private");
+            env.report_value("_SHARED", shared,
+                             "is not understood (expected 1, on, true, yes or group to share the directory with "
+                             "a group; 0, off, false or no for a private one); the directory stays private");
     }
-    std::string const size = detail::getenv_string(prefix + "_MAX_SIZE");
-    if (!size.empty()) {
-        if (auto const n = parse_byte_size(size))
-            o.max_size = *n;
-        else
-            report(prefix + "_MAX_SIZE=\"" + size +
-                   "\" is not a size (a number of bytes, or one with a K, M or G suffix in powers of 1024, "
-                   "such as 48K, 500M or 2G); using the default, 1G");
-    }
-    std::string const sync = detail::getenv_string(prefix + "_DURABILITY");
-    if (!sync.empty()) {
-        std::string const v = detail::lower(sync);
-        if (v == "none")
-            o.sync = durability::none;
-        else if (v == "file")
-            o.sync = durability::file;
-        else if (v == "full")
-            o.sync = durability::full;
-        else
-            report(prefix + "_DURABILITY=\"" + sync +
-                   "\" is not a durability (none, file or full); using the default, none");
-    }
+    o.max_size = env.byte_size("_MAX_SIZE", o.max_size, "1G");
+    o.sync = env.choice<durability>(
+        "_DURABILITY", {{"none", durability::none}, {"file", durability::file}, {"full", durability::full}},
+        durability::none, "a durability");
     return o;
+}
+
+/// The same, reporting through `report(std::string const&)`.
+template <class Report>
+directory_options directory_options_from_env(std::string const& prefix, Report&& report) {
+    return directory_options_from_env(
+        settings_reader(prefix, [&report](std::string_view line) { report(std::string(line)); }));
 }
 
 /// What prune() and clear() did.
@@ -4016,6 +4831,9 @@ struct directory_counters {
     std::uint64_t evicted_bytes = 0;
     std::uint64_t temp_files_removed = 0;
     std::uint64_t cleanup_steps = 0;
+    /// Locks on the cache's files (ledger, directory, counters) given up on after a
+    /// bounded wait, because another process held them (stopped or frozen?).
+    std::uint64_t lock_timeouts = 0;
 };
 
 namespace detail::directory_storage_impl {
@@ -4031,9 +4849,13 @@ inline constexpr std::size_t cleanup_budget = 4096;
 /// State shared by a storage object and its copies.
 struct shared_state {
     shared_state(std::string const& ledger_path, unsigned file_mode, int exact_umask)
-        : ledger(ledger_path, file_mode, exact_umask) {}
+        : ledger(ledger_path, file_mode, exact_umask, &locks) {
+        cleanup.events = &locks;
+    }
+    lock_events locks; ///< before ledger and cleanup, which point to it
     cleanup_state cleanup;
     ledger_batch ledger;
+    std::atomic<std::uint64_t> lock_timeouts_recorded{0}; ///< how many of them the counters file has
     /// Set once renameat2(RENAME_NOREPLACE) is found unsupported here.
     std::atomic<bool> no_rename_noreplace{false};
 };
@@ -4092,9 +4914,60 @@ public:
         }
     }
 
+    /// The storage the environment asks for (see settings.hpp): `PREFIX_DIR` names the
+    /// directory; unset, empty, `0`, `off`, `false` or `no` (any case): nullopt, not
+    /// configured. `PREFIX_MAX_SIZE`, `PREFIX_DURABILITY` and `PREFIX_SHARED` give its
+    /// options (directory_options_from_env). The directory is made now, as a first
+    /// store would: a path that cannot be made a directory is one line, and nullopt.
+    static std::optional<directory_storage> from_env(settings_reader& env) {
+        std::string dir = env.value("_DIR");
+        if (detail::is_off(dir) || !env.confirm()) return std::nullopt;
+        directory_options const options = directory_options_from_env(env);
+        // A directory that cannot be made (a file on the way, no permission, a
+        // read-only parent) would make every store fail: say so now, once, and run
+        // without a cache. An existing read-only directory is fine: loads work.
+        if (int const e = usable_directory(dir, options)) {
+            env.report(env.name("_DIR") + "=\"" + dir + "\" cannot be used (" + std::generic_category().message(e) +
+                       "); the cache is disabled");
+            return std::nullopt;
+        }
+        return directory_storage(std::move(dir), options);
+    }
+
+    /// The settings from_env reads, with one line each, for a host's --help.
+    static std::vector<environment_setting> environment_settings(std::string_view prefix) {
+        std::string const p(prefix);
+        return {
+            {p + "_DIR", "the cache directory; unset, empty, 0, off, false or no disable the cache"},
+            {p + "_MAX_SIZE", "size limit of the directory: bytes, or with K, M, G (powers of 1024); "
+                              "default 1G; least recently used entries are evicted"},
+            {p + "_DURABILITY", "none (default), file (fsync each entry) or full (also fsync its folder)"},
+            {p + "_SHARED", "1 shares the directory with the group (group-writable entries trusted)"},
+        };
+    }
+
+    /// 0 when `directory` is a directory or can be made one (it is made, with the
+    /// options' mode, as a first store would); otherwise the errno value that says why not.
+    static int usable_directory(std::string directory, directory_options const& options) {
+        while (directory.size() > 1 && directory.back() == '/') directory.pop_back();
+        bool created = false;
+        if (int const e = detail::directory_storage_impl::make_directories(directory, options.directory_mode,
+                                                                           options.umask, created))
+            return e;
+        struct stat st;
+        if (::stat(directory.c_str(), &st) != 0) return errno;
+        return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+    }
+
     /// The cache directory, as given (less trailing slashes); empty when disabled.
     std::string const& directory() const noexcept { return directory_; }
     directory_options const& options() const noexcept { return options_; }
+
+    /// Where this storage (and its copies) says, once, that it gave up waiting for a
+    /// lock another process holds; basic_cache passes its logger here.
+    void set_logger(std::function<void(std::string_view)> logger) {
+        if (state_) state_->locks.set_logger(std::move(logger));
+    }
 
     /// Where the entry for `k` lives (whether or not it exists); empty when the
     /// storage is disabled or the key is empty.
@@ -4291,14 +5164,21 @@ public:
     /// that are all zero write nothing.
     std::error_code record_counters(std::vector<std::pair<std::string, std::uint64_t>> const& delta) noexcept {
         if (directory_.empty()) return {};
-        bool any = false;
-        for (auto const& counter : delta) any = any || counter.second != 0;
-        if (!any) return {};
         try {
-            int const e = detail::directory_storage_impl::add_counters(directory_, delta, options_.max_size,
+            // This storage's own count, `lock-timeouts`, rides along.
+            std::uint64_t const timeouts = state_->locks.timeouts();
+            std::uint64_t const new_timeouts = timeouts - state_->lock_timeouts_recorded.load();
+            bool any = new_timeouts != 0;
+            for (auto const& counter : delta) any = any || counter.second != 0;
+            if (!any) return {};
+            auto all = delta;
+            all.emplace_back("lock-timeouts", new_timeouts);
+            int const e = detail::directory_storage_impl::add_counters(directory_, all, options_.max_size,
                                                                        options_.file_mode, options_.directory_mode,
-                                                                       options_.umask);
-            return e == 0 ? std::error_code{} : detail::directory_storage_impl::errno_code(e);
+                                                                       options_.umask, &state_->locks);
+            if (e != 0) return detail::directory_storage_impl::errno_code(e);
+            state_->lock_timeouts_recorded.store(timeouts);
+            return {};
         } catch (...) {
             return std::make_error_code(std::errc::not_enough_memory);
         }
@@ -4331,7 +5211,8 @@ public:
             if (errno != ENOENT) r.error = impl::errno_code(errno);
             return r;
         }
-        if (int const e = impl::lock_fd(root.fd, false)) {
+        if (int const e = impl::lock_fd(root.fd, impl::cleanup_lock_wait)) {
+            if (e == EWOULDBLOCK) state_->locks.gave_up(directory_, "so the cleanup did not run");
             r.error = impl::errno_code(e);
             return r;
         }
@@ -4362,7 +5243,8 @@ public:
             if (errno != ENOENT) r.error = impl::errno_code(errno);
             return r;
         }
-        if (int const e = impl::lock_fd(root.fd, false)) {
+        if (int const e = impl::lock_fd(root.fd, impl::cleanup_lock_wait)) {
+            if (e == EWOULDBLOCK) state_->locks.gave_up(directory_, "so the cleanup did not run");
             r.error = impl::errno_code(e);
             return r;
         }
@@ -4379,7 +5261,8 @@ public:
                 r.temp_files_removed += fs.temps_removed;
                 counted.emplace_back(f, fs.bytes);
             }
-            impl::set_folder_counts(ledger_path_, options_.file_mode, options_.umask, counted, impl::now_s());
+            impl::set_folder_counts(ledger_path_, options_.file_mode, options_.umask, counted, impl::now_s(),
+                                    &state_->locks);
         } catch (...) {
             r.error = std::make_error_code(std::errc::not_enough_memory);
         }
@@ -4399,7 +5282,7 @@ public:
         }
         if (::access(ledger_path_.c_str(), F_OK) != 0) return 0;
         detail::directory_storage_impl::ledger l;
-        if (!l.open(ledger_path_, options_.file_mode, options_.umask)) return 0;
+        if (!l.open(ledger_path_, options_.file_mode, options_.umask, &state_->locks)) return 0;
         return l.total();
     }
 
@@ -4411,6 +5294,7 @@ public:
         c.evicted_bytes = state_->cleanup.evicted_bytes.load();
         c.temp_files_removed = state_->cleanup.temps_removed.load();
         c.cleanup_steps = state_->cleanup.steps.load();
+        c.lock_timeouts = state_->locks.timeouts();
         return c;
     }
 
@@ -4440,7 +5324,7 @@ private:
         if (!root) return;
         // One step of bounded work; skipped while another thread or process cleans.
         std::unique_lock<std::mutex> lock(state_->cleanup.mutex, std::try_to_lock);
-        if (!lock.owns_lock() || impl::lock_fd(root.fd, true) != 0) return;
+        if (!lock.owns_lock() || impl::lock_fd(root.fd, std::chrono::milliseconds{0}) != 0) return;
         state_->cleanup.step(root.fd, ledger_path_, options_.file_mode, options_.umask, options_.max_size,
                              impl::cleanup_budget);
     }
@@ -4468,7 +5352,7 @@ private:
             }
             std::int64_t const counted_at = impl::now_s();
             std::uint64_t const t = impl::set_folder_counts(ledger_path_, options_.file_mode, options_.umask, counted,
-                                                            counted_at);
+                                                            counted_at, &state_->locks);
             if (t == std::numeric_limits<std::uint64_t>::max()) return false;
             total = t;
             state_->ledger.counted(f.due, counted_at, total);
@@ -4492,6 +5376,7 @@ static_assert(compile_cache::check_storage<compile_cache::directory_storage>::va
 // compile_cache: a Storage in the process's memory, shared between threads. For
 // tests, for a cache that lives as long as one process, and as the fast tier in
 // front of a slower one.
+
 
 
 #include <cstddef>
@@ -4601,6 +5486,7 @@ static_assert(compile_cache::check_storage<compile_cache::memory_storage>::value
 // accepted and dropped, so a cache over it costs a lookup and changes nothing.
 
 
+
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -4629,6 +5515,13 @@ public:
 
 static_assert(compile_cache::check_storage<compile_cache::null_storage>::value);
 // ---- end compile_cache/storage/null_storage.hpp
+// ---- begin compile_cache/storage/tiered_storage.hpp
+// compile_cache: a Storage in front of another — a local one (a directory) before a
+// remote one shared by many machines (a Redis server). Reads try the local storage
+// first; an entry found on the remote is copied locally once the cache has checked its
+// envelope; stores go to both. A remote that times out or refuses is skipped for a
+// back-off period, so a dead or stalled server costs a bounded delay.
+
 
 // ---- begin compile_cache/envelope.hpp
 // compile_cache: the envelope every stored value travels in. It is checked, and its
@@ -4679,6 +5572,7 @@ static_assert(compile_cache::check_storage<compile_cache::null_storage>::value);
 // An entry of another envelope version whose check value is sound reads as
 // foreign_version, not corrupt (versions 2 and 3 share the check value's place).
 
+
 // ---- begin compile_cache/detail/crc32c.hpp
 // compile_cache: CRC-32C (Castagnoli), the envelope's unkeyed integrity check.
 //
@@ -4719,7 +5613,7 @@ static_assert(compile_cache::check_storage<compile_cache::null_storage>::value);
 #if defined(__aarch64__) && (defined(__ARM_FEATURE_CRC32) || (defined(__GNUC__) && !defined(__clang__)))
 #define COMPILE_CACHE_HAS_CRC32C_ARM 1
 #include <arm_acle.h>
-#if defined(__linux__)
+#if COMPILE_CACHE_LINUX_CALLS
 #include <sys/auxv.h>
 #endif
 #else
@@ -4896,7 +5790,7 @@ __attribute__((target("sse4.2,pclmul"))) inline std::uint32_t crc32c_update_x86(
 inline bool crc32c_arm_supported() noexcept {
 #if defined(__ARM_FEATURE_CRC32)
     return true;
-#elif defined(__linux__)
+#elif COMPILE_CACHE_LINUX_CALLS
 #ifndef HWCAP_CRC32
 #define HWCAP_CRC32 (1ul << 7) // the Linux arm64 ABI value (arch/arm64/include/uapi/asm/hwcap.h)
 #endif
@@ -5030,6 +5924,7 @@ inline bool set_crc32c_implementation(crc32c_backend b) noexcept {
 // compile_cache: HMAC (RFC 2104) over any Hasher, with the members of Boost.Hash2's
 // HashAlgorithm concept, so that hmac<sha256> is itself a Hasher. The envelope uses
 // hmac<sha256> (HMAC-SHA256) to authenticate entries when the cache has a secret.
+
 
 
 #include <cstddef>
@@ -5476,9 +6371,812 @@ inline opened_envelope inspect_envelope(std::string_view bytes, envelope_auth co
 
 } // namespace compile_cache
 // ---- end compile_cache/envelope.hpp
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace compile_cache {
+
+/// What a tier may do with its remote.
+enum class remote_mode {
+    read_write, ///< read, and write every store
+    read_only,  ///< read only: stores stay local (a developer's machine reading what CI wrote)
+};
+
+/// Why a remote call failed, as the tier counts it. A remote's error_code is
+/// classified by the std::errc condition it is equivalent to (see remote_error_of).
+enum class remote_error : std::size_t {
+    timeout,         ///< std::errc::timed_out: no answer within the remote's timeout
+    refused,         ///< std::errc::connection_refused: nothing listens, or unreachable
+    auth,            ///< std::errc::permission_denied: credentials or permissions refused
+    protocol,        ///< std::errc::protocol_error: a reply that is not valid
+    too_large,       ///< larger than the cache's entry bound (or than the server takes)
+    corrupt,         ///< an entry whose envelope the cache found damaged or not an entry
+    unauthenticated, ///< an entry whose HMAC does not verify under the cache's secret
+    other,           ///< anything else
+};
+inline constexpr std::size_t remote_error_count = 8;
+
+inline char const* to_string(remote_error e) noexcept {
+    static char const* const names[remote_error_count] = {"timeout",   "refused", "auth",            "protocol",
+                                                          "too-large", "corrupt", "unauthenticated", "other"};
+    return names[static_cast<std::size_t>(e)];
+}
+
+/// The reason counted for a remote's error code: by its std::errc condition
+/// (timed_out; connection_refused, host_unreachable, network_unreachable,
+/// no_such_file_or_directory; permission_denied, operation_not_permitted;
+/// protocol_error, bad_message; value_too_large, file_too_large, message_size), else other.
+inline remote_error remote_error_of(std::error_code const& e) noexcept {
+    if (e == std::errc::timed_out) return remote_error::timeout;
+    if (e == std::errc::connection_refused || e == std::errc::host_unreachable ||
+        e == std::errc::network_unreachable || e == std::errc::no_such_file_or_directory ||
+        e == std::errc::connection_reset || e == std::errc::not_connected)
+        return remote_error::refused;
+    if (e == std::errc::permission_denied || e == std::errc::operation_not_permitted) return remote_error::auth;
+    if (e == std::errc::protocol_error || e == std::errc::bad_message) return remote_error::protocol;
+    if (e == std::errc::value_too_large || e == std::errc::file_too_large || e == std::errc::message_size)
+        return remote_error::too_large;
+    return remote_error::other;
+}
+
+/// How a tiered_storage uses its remote.
+struct tier_options {
+    compile_cache::remote_mode mode = remote_mode::read_write;
+    /// After a timeout or a refused connection the remote is skipped this long; while
+    /// it keeps failing the period doubles, up to backoff_max.
+    std::chrono::milliseconds backoff_start{2000};
+    std::chrono::milliseconds backoff_max{60000};
+    /// One line when the remote goes away and one when it comes back; silent when empty.
+    std::function<void(std::string_view)> logger;
+};
+
+namespace detail {
+template <class S, class = void>
+struct has_remote_describe : std::false_type {};
+template <class S>
+struct has_remote_describe<S, std::enable_if_t<std::is_convertible_v<decltype(std::declval<S const&>().describe()),
+                                                              std::string>>> : std::true_type {};
+/// The calls the last found read on this thread answered from a remote (for
+/// entry_checked): which tier, and which key.
+struct remote_read_mark {
+    void const* tier = nullptr;
+    key k;
+};
+inline remote_read_mark& last_remote_read() noexcept {
+    thread_local remote_read_mark mark;
+    return mark;
+}
+} // namespace detail
+
+/// `Local` before `Remote`, both Storages. Either may be absent: without a remote it
+/// is the local storage alone (same reads, same writes, no counter of its own);
+/// without a local one (remote only) nothing is kept on this machine.
+///
+/// - `read`: the local storage; `found` and `too_large` are its answer. Otherwise
+///   (absent, or a local error) the remote, unless it is skipped (back-off). A remote
+///   error is counted (remote_error) and the read answers as the local storage did.
+/// - `entry_checked` (called by basic_cache after it checked an entry's envelope):
+///   an entry the remote returned that checked `ok` is written to the local storage
+///   (so the next process reads it locally and sends nothing), and counted as a remote
+///   hit; one that is corrupt or unauthenticated is counted as such, never copied.
+/// - `write`: the local storage, then, in read_write mode, the remote (each remote call
+///   is bounded by the remote's own timeout: the host waits no longer). The answer is
+///   the local storage's (remote-only: the remote's); a remote failure is counted.
+/// - `remove`: both (the remote only in read_write mode).
+/// - A timeout or refused connection makes the remote skipped for
+///   tier_options::backoff_start, doubling while the retry after it fails, up to
+///   backoff_max; one log line when it goes away, one when it answers again.
+///
+/// Thread-safe when both storages are. Move-only. A default-constructed tier is
+/// disabled: reads are absent, writes fail with invalid_argument.
+template <class Local, class Remote>
+class tiered_storage {
+public:
+    using local_type = Local;
+    using remote_type = Remote;
+
+    tiered_storage() = default;
+    /// The local storage alone: behaves exactly as `local`.
+    explicit tiered_storage(Local local) : state_(std::make_unique<state>()) { state_->local.emplace(std::move(local)); }
+    /// `local` in front of `remote`.
+    tiered_storage(Local local, Remote remote, tier_options options = {}) : state_(std::make_unique<state>()) {
+        state_->local.emplace(std::move(local));
+        state_->remote.emplace(std::move(remote));
+        state_->options = std::move(options);
+    }
+    /// The remote alone: nothing kept locally.
+    static tiered_storage remote_only(Remote remote, tier_options options = {}) {
+        tiered_storage t;
+        t.state_ = std::make_unique<state>();
+        t.state_->remote.emplace(std::move(remote));
+        t.state_->options = std::move(options);
+        return t;
+    }
+
+    tiered_storage(tiered_storage&&) noexcept = default;
+    tiered_storage& operator=(tiered_storage&&) noexcept = default;
+
+    /// The tier the environment asks for (see settings.hpp). `PREFIX_REMOTE` off: the
+    /// local storage alone, exactly as `Local::from_env` makes it. Set: the local
+    /// storage (unless `PREFIX_REMOTE_ONLY` is on, or the local one is not configured)
+    /// before the remote that `Remote::from_env` makes; `PREFIX_REMOTE_MODE`
+    /// (`read-write`, default, or `read-only`). Entries from a shared server run as code
+    /// here: without a secret (`PREFIX_SECRET_FILE`) the remote is off, with one line,
+    /// unless `PREFIX_REMOTE_INSECURE` is on. A remote that cannot be configured is off
+    /// (its line said why); with nothing left, nullopt (the cache is disabled).
+    static std::optional<tiered_storage> from_env(settings_reader& env) {
+        if (env.is_off("_REMOTE")) {
+            std::optional<Local> local = local_from_env(env);
+            if (!local) return std::nullopt;
+            return tiered_storage(std::move(*local));
+        }
+        std::optional<bool> const only = parse_switch(env.value("_REMOTE_ONLY"));
+        std::optional<Local> local;
+        if (!only.value_or(false)) local = local_from_env(env);
+        if (!local && env.confirmed() && !only.value_or(false)) return std::nullopt; // declined, reported
+        if (!env.confirm()) return std::nullopt;
+        if (!only)
+            env.report_value("_REMOTE_ONLY", env.value("_REMOTE_ONLY"),
+                             "is not understood (1, on, true or yes; 0, off, false or no); the local storage is kept");
+        tier_options options;
+        options.logger = env.logger();
+        options.mode = env.choice<remote_mode>(
+            "_REMOTE_MODE", {{"read-write", remote_mode::read_write}, {"read-only", remote_mode::read_only}},
+            remote_mode::read_write, "a remote mode");
+        bool const insecure = env.flag("_REMOTE_INSECURE", false, "the remote needs a secret");
+        auto local_only = [&]() -> std::optional<tiered_storage> {
+            if (!local) return std::nullopt;
+            return tiered_storage(std::move(*local));
+        };
+        if (!env.authenticated() && !insecure) {
+            env.report(env.name("_REMOTE") +
+                       " is set but entries are not authenticated, and what a shared server returns runs as code "
+                       "here: the remote is off. Give every machine the same secret with " +
+                       env.name("_SECRET_FILE") + ", or set " + env.name("_REMOTE_INSECURE") +
+                       "=1 if only trusted machines can write to the server");
+            return local_only();
+        }
+        std::optional<Remote> remote;
+        try {
+            remote = remote_from_env(env);
+        } catch (std::exception const& e) {
+            env.report(env.name("_REMOTE") + ": " + e.what() + "; the remote is off");
+        } catch (...) {
+            env.report(env.name("_REMOTE") + " cannot be used; the remote is off");
+        }
+        if (!remote) return local_only();
+        if (!local) return remote_only(std::move(*remote), std::move(options));
+        return tiered_storage(std::move(*local), std::move(*remote), std::move(options));
+    }
+
+    /// The settings from_env reads: the local storage's, the tier's, the remote's.
+    static std::vector<environment_setting> environment_settings(std::string_view prefix) {
+        std::string const p(prefix);
+        std::vector<environment_setting> s;
+        if constexpr (detail::has_environment_settings<Local>::value) s = Local::environment_settings(prefix);
+        std::vector<environment_setting> const tier = {
+            {p + "_REMOTE", "the URL of a shared remote storage behind the local one; unset: no remote"},
+            {p + "_REMOTE_MODE", "read-write (default) or read-only: whether stores go to the remote"},
+            {p + "_REMOTE_ONLY", "1 keeps nothing locally: every read and store goes to the remote"},
+            {p + "_REMOTE_INSECURE", "1 reads the remote without a secret (only for a server that only trusted "
+                                     "machines can write)"},
+        };
+        for (auto const& t : tier) s.push_back(t);
+        if constexpr (detail::has_environment_settings<Remote>::value)
+            for (auto const& r : Remote::environment_settings(prefix))
+                if (std::none_of(s.begin(), s.end(), [&](environment_setting const& e) { return e.name == r.name; }))
+                    s.push_back(r);
+        return s;
+    }
+
+    bool has_local() const noexcept { return state_ && state_->local.has_value(); }
+    bool has_remote() const noexcept { return state_ && state_->remote.has_value(); }
+    /// The local storage; has_local() must be true.
+    Local& local() noexcept { return *state_->local; }
+    /// The remote storage; has_remote() must be true.
+    Remote& remote() noexcept { return *state_->remote; }
+    compile_cache::remote_mode mode() const noexcept { return state_->options.mode; }
+    /// Whether the remote is skipped now (it failed, and its back-off is not over).
+    bool remote_skipped() const {
+        if (!has_remote()) return true;
+        std::lock_guard<std::mutex> lock(state_->health_mutex);
+        return state_->down && clock::now() < state_->retry_at;
+    }
+
+    read_result read(key const& k, std::string& out, std::size_t max_size) noexcept {
+        detail::last_remote_read().tier = nullptr;
+        if (!state_) {
+            out.clear();
+            return {read_status::absent, {}};
+        }
+        read_result answer{read_status::absent, {}};
+        if (state_->local) {
+            answer = state_->local->read(k, out, max_size);
+            if (answer.status == read_status::found || answer.status == read_status::too_large) return answer;
+        }
+        if (!state_->remote || !may_call()) return answer;
+        auto const start = clock::now();
+        read_result r;
+        try {
+            r = state_->remote->read(k, out, max_size);
+        } catch (...) {
+            r = {read_status::error, std::make_error_code(std::errc::io_error)};
+        }
+        state_->counts[c_read_ns] += ns_since(start);
+        switch (r.status) {
+        case read_status::found:
+            answered();
+            state_->counts[c_bytes_read] += out.size();
+            try {
+                detail::last_remote_read() = {this, k};
+            } catch (...) {
+            }
+            return r;
+        case read_status::absent:
+            answered();
+            ++state_->counts[c_misses];
+            break;
+        case read_status::too_large:
+            answered();
+            ++state_->counts[c_error + static_cast<std::size_t>(remote_error::too_large)];
+            return r;
+        case read_status::error: failed(r.error); break;
+        }
+        out.clear();
+        return answer;
+    }
+
+    std::error_code write(key const& k, std::string_view bytes) noexcept {
+        if (!state_) return std::make_error_code(std::errc::invalid_argument);
+        std::error_code answer;
+        if (state_->local) answer = state_->local->write(k, bytes);
+        else if (state_->options.mode != remote_mode::read_write)
+            return std::make_error_code(std::errc::read_only_file_system); // remote-only and read-only: nowhere
+        if (!state_->remote || state_->options.mode != remote_mode::read_write) return answer;
+        if (!may_call()) return state_->local ? answer : std::make_error_code(std::errc::resource_unavailable_try_again);
+        auto const start = clock::now();
+        std::error_code e;
+        try {
+            e = state_->remote->write(k, bytes);
+        } catch (...) {
+            e = std::make_error_code(std::errc::io_error);
+        }
+        state_->counts[c_write_ns] += ns_since(start);
+        if (e) {
+            failed(e);
+        } else {
+            answered();
+            ++state_->counts[c_stores];
+            state_->counts[c_bytes_written] += bytes.size();
+        }
+        return state_->local ? answer : e;
+    }
+
+    std::error_code remove(key const& k) noexcept {
+        if (!state_) return {};
+        std::error_code answer;
+        if (state_->local) answer = state_->local->remove(k);
+        if (state_->remote && state_->options.mode == remote_mode::read_write && may_call()) {
+            std::error_code e;
+            try {
+                e = state_->remote->remove(k);
+            } catch (...) {
+                e = std::make_error_code(std::errc::io_error);
+            }
+            if (e)
+                failed(e);
+            else
+                answered();
+            if (!state_->local) answer = e;
+        }
+        return answer;
+    }
+
+    /// Called by basic_cache after it checked the envelope of an entry this storage's
+    /// read returned `found` on this thread (see docs/policies.md). An entry from the
+    /// remote that is `ok` is copied to the local storage; a corrupt or unauthenticated
+    /// one is counted against the remote.
+    void entry_checked(key const& k, std::string_view entry, envelope_status status) noexcept {
+        detail::remote_read_mark& mark = detail::last_remote_read();
+        if (!state_ || mark.tier != this || mark.k != k) return;
+        mark.tier = nullptr;
+        switch (status) {
+        case envelope_status::ok:
+            ++state_->counts[c_hits];
+            if (state_->local) (void)state_->local->write(k, entry); // a failure here is the next run's miss
+            break;
+        case envelope_status::corrupt:
+        case envelope_status::key_mismatch:
+            ++state_->counts[c_error + static_cast<std::size_t>(remote_error::corrupt)];
+            break;
+        case envelope_status::unauthenticated:
+            ++state_->counts[c_error + static_cast<std::size_t>(remote_error::unauthenticated)];
+            break;
+        case envelope_status::too_large:
+            ++state_->counts[c_error + static_cast<std::size_t>(remote_error::too_large)];
+            break;
+        case envelope_status::foreign_version: ++state_->counts[c_misses]; break;
+        }
+    }
+
+    /// The remote's counters, by name (`remote.hits`, `remote.misses`, `remote.stores`,
+    /// `remote.errors.<remote_error>`, `remote.skipped`, `remote.bytes-read`,
+    /// `remote.bytes-written`, `remote.read-ns`, `remote.write-ns`); empty without a
+    /// remote. basic_cache adds them to its statistics.
+    std::vector<std::pair<std::string, std::uint64_t>> storage_counters() const {
+        std::vector<std::pair<std::string, std::uint64_t>> c;
+        if (!has_remote()) return c;
+        for (std::size_t i = 0; i < count_names().size(); ++i)
+            c.emplace_back(count_names()[i], state_->counts[i].load(std::memory_order_relaxed));
+        return c;
+    }
+
+    /// Passes the cache's counters on to the local storage when it keeps them.
+    std::error_code record_counters(std::vector<std::pair<std::string, std::uint64_t>> const& delta) noexcept {
+        if constexpr (detail::has_record_counters<Local>::value) {
+            if (state_ && state_->local) return state_->local->record_counters(delta);
+        }
+        (void)delta;
+        return {};
+    }
+
+    /// The logger for the remote's going away and coming back (basic_cache passes its
+    /// own here); passed on to the local and remote storages that take one (the
+    /// directory says when it gave up waiting for a lock).
+    void set_logger(std::function<void(std::string_view)> logger) {
+        if (!state_) return;
+        if constexpr (detail::has_set_logger<Local>::value)
+            if (state_->local) state_->local->set_logger(logger);
+        if constexpr (detail::has_set_logger<Remote>::value)
+            if (state_->remote) state_->remote->set_logger(logger);
+        std::lock_guard<std::mutex> lock(state_->health_mutex);
+        state_->options.logger = std::move(logger);
+    }
+
+private:
+    using clock = std::chrono::steady_clock;
+
+    enum counter : std::size_t {
+        c_hits,
+        c_misses,
+        c_stores,
+        c_error,
+        c_skipped = c_error + remote_error_count,
+        c_bytes_read,
+        c_bytes_written,
+        c_read_ns,
+        c_write_ns,
+        c_count
+    };
+    static std::array<std::string, c_count> const& count_names() {
+        static std::array<std::string, c_count> const names = [] {
+            std::array<std::string, c_count> n;
+            n[c_hits] = "remote.hits";
+            n[c_misses] = "remote.misses";
+            n[c_stores] = "remote.stores";
+            for (std::size_t i = 0; i < remote_error_count; ++i)
+                n[c_error + i] = std::string("remote.errors.") + to_string(static_cast<remote_error>(i));
+            n[c_skipped] = "remote.skipped";
+            n[c_bytes_read] = "remote.bytes-read";
+            n[c_bytes_written] = "remote.bytes-written";
+            n[c_read_ns] = "remote.read-ns";
+            n[c_write_ns] = "remote.write-ns";
+            return n;
+        }();
+        return names;
+    }
+
+    struct state {
+        std::optional<Local> local;
+        std::optional<Remote> remote;
+        tier_options options;
+        std::array<std::atomic<std::uint64_t>, c_count> counts{};
+        mutable std::mutex health_mutex;
+        bool down = false;
+        clock::time_point down_since{};
+        clock::time_point retry_at{};
+        std::chrono::milliseconds backoff{0};
+    };
+
+    static std::uint64_t ns_since(clock::time_point start) noexcept {
+        return static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - start).count());
+    }
+
+    static std::optional<Local> local_from_env(settings_reader& env) {
+        if constexpr (detail::has_from_env<Local>::value) {
+            return Local::from_env(env);
+        } else {
+            static_assert(std::is_constructible_v<Local, std::string>,
+                          "compile_cache: tiered_storage::from_env needs a Local storage with from_env or one "
+                          "constructible from a path (PREFIX_DIR)");
+            std::string dir = env.value("_DIR");
+            if (detail::is_off(dir) || !env.confirm()) return std::nullopt;
+            return Local(std::move(dir));
+        }
+    }
+
+    static std::optional<Remote> remote_from_env(settings_reader& env) {
+        if constexpr (detail::has_from_env<Remote>::value) {
+            return Remote::from_env(env);
+        } else {
+            static_assert(std::is_constructible_v<Remote, std::string>,
+                          "compile_cache: tiered_storage::from_env needs a Remote storage with from_env or one "
+                          "constructible from a URL (PREFIX_REMOTE)");
+            return Remote(env.value("_REMOTE"));
+        }
+    }
+
+    std::string describe_remote() const {
+        if constexpr (detail::has_remote_describe<Remote>::value) {
+            try {
+                return "the remote " + std::string(state_->remote->describe());
+            } catch (...) {
+            }
+        }
+        return "the remote";
+    }
+
+    void log(std::string const& line) const noexcept {
+        if (!state_->options.logger) return;
+        try {
+            state_->options.logger(line);
+        } catch (...) {
+        }
+    }
+
+    /// Whether to call the remote now: not while its back-off runs. When it is over,
+    /// one call goes through (the others keep skipping until it answers or fails).
+    bool may_call() noexcept {
+        std::lock_guard<std::mutex> lock(state_->health_mutex);
+        if (!state_->down) return true;
+        auto const now = clock::now();
+        if (now < state_->retry_at) {
+            ++state_->counts[c_skipped];
+            return false;
+        }
+        state_->retry_at = now + state_->backoff; // this call is the probe
+        return true;
+    }
+
+    void answered() noexcept {
+        std::unique_lock<std::mutex> lock(state_->health_mutex);
+        if (!state_->down) return;
+        state_->down = false;
+        auto const away = std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - state_->down_since);
+        state_->backoff = std::chrono::milliseconds(0);
+        lock.unlock();
+        try {
+            log(describe_remote() + " answers again (after " + std::to_string(away.count()) + " ms); it is used again");
+        } catch (...) {
+        }
+    }
+
+    void failed(std::error_code const& e) noexcept {
+        remote_error const why = remote_error_of(e);
+        ++state_->counts[c_error + static_cast<std::size_t>(why)];
+        if (why != remote_error::timeout && why != remote_error::refused) return;
+        std::unique_lock<std::mutex> lock(state_->health_mutex);
+        auto const now = clock::now();
+        bool const first = !state_->down;
+        if (first) {
+            state_->down = true;
+            state_->down_since = now;
+            state_->backoff = state_->options.backoff_start;
+        } else {
+            state_->backoff = std::min(state_->backoff * 2, state_->options.backoff_max);
+        }
+        state_->retry_at = now + state_->backoff;
+        auto const backoff = state_->backoff;
+        lock.unlock();
+        if (!first) return;
+        try {
+            log(describe_remote() + " failed (" + to_string(why) + ": " + e.message() + "); it is skipped for " +
+                std::to_string(backoff.count()) + " ms, then retried (longer while it keeps failing, up to " +
+                std::to_string(state_->options.backoff_max.count()) + " ms)");
+        } catch (...) {
+        }
+    }
+
+    std::unique_ptr<state> state_;
+};
+
+} // namespace compile_cache
+// ---- end compile_cache/storage/tiered_storage.hpp
+
+// ---- begin compile_cache/explain.hpp
+// compile_cache: why a kernel missed. Each store also records, under the kernel's
+// identity, the keys stored for it (newest first, a few) with their named components;
+// an `absent` miss reads that record and compares the component lists: which
+// components changed, appeared or disappeared since the kernel was last stored.
+//
+// The record is an ordinary entry: an envelope (so it is checked like any other, and
+// authenticated under the cache's secret) stored through the same Storage under a key
+// derived from the identity, with its own format id. Any Storage keeps it without a
+// member of its own. Its key is 33 bytes, the last one identity_record_marker, a size no
+// Hasher's digest has, so that a tool can tell records from kernels by name alone.
+
+
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace compile_cache {
+
+/// Why a get_or_compile missed, component by component (for an `absent` miss only).
+struct miss_explanation {
+    enum class kind {
+        none,        ///< no explanation: not an absent miss, or nothing could be read
+        new_kernel,  ///< no entry was ever recorded for this kernel's identity
+        evicted,     ///< an entry under this very key was recorded: it was evicted or removed
+        changed,     ///< the kernel was stored before under another key: see the lists
+    };
+    kind what = kind::none;
+    std::vector<std::string> changed;     ///< components with another digest
+    std::vector<std::string> appeared;    ///< components the previous key did not have
+    std::vector<std::string> disappeared; ///< components of the previous key that are gone
+    std::vector<std::string> unchanged;   ///< the others (an unchanged toolchain as one name)
+
+    explicit operator bool() const noexcept { return what != kind::none; }
+
+    /// For a log line: `changed callee:helper, ir; unchanged toolchain, options`, `new`,
+    /// `evicted or removed`; empty for kind::none.
+    std::string text() const {
+        switch (what) {
+        case kind::none: return {};
+        case kind::new_kernel: return "new";
+        case kind::evicted: return "evicted or removed (an entry under this very key was stored before)";
+        case kind::changed: break;
+        }
+        std::string s;
+        append_list(s, "changed ", changed);
+        append_list(s, "appeared ", appeared);
+        append_list(s, "disappeared ", disappeared);
+        if (s.empty()) s = "the key changed, its named components did not";
+        append_list(s, "unchanged ", unchanged);
+        return s;
+    }
+
+    /// Short, for a host's one-line report: `callee:helper, ir changed`, `new`, `evicted`.
+    std::string brief() const {
+        switch (what) {
+        case kind::none: return {};
+        case kind::new_kernel: return "new";
+        case kind::evicted: return "evicted";
+        case kind::changed: break;
+        }
+        std::string s;
+        auto add = [&s](std::vector<std::string> const& names, char const* verb) {
+            if (names.empty()) return;
+            if (!s.empty()) s += "; ";
+            s += join(names) + " " + verb;
+        };
+        add(changed, "changed");
+        add(appeared, "appeared");
+        add(disappeared, "disappeared");
+        return s.empty() ? std::string("key changed") : s;
+    }
+
+    static std::string join(std::vector<std::string> const& names) {
+        std::string s;
+        for (auto const& n : names) s += (s.empty() ? "" : ", ") + n;
+        return s;
+    }
+
+private:
+    static void append_list(std::string& s, char const* label, std::vector<std::string> const& names) {
+        if (names.empty()) return;
+        s += (s.empty() ? "" : "; ") + std::string(label) + join(names);
+    }
+};
+
+/// One entry stored for a kernel, as its identity record keeps it.
+struct recorded_entry {
+    key entry_key;
+    std::int64_t created_ns = 0;
+    std::uint64_t compile_ns = 0;
+    /// The key's components, the toolchain as its parts (`toolchain: compiler`, ...),
+    /// digests cut to identity_record_digest_size bytes.
+    std::vector<component_digest> components;
+};
+
+/// What is recorded under a kernel's identity: its latest entries, newest first.
+struct identity_record {
+    std::string identity;
+    std::vector<recorded_entry> history;
+};
+
+/// How many entries a record keeps.
+inline constexpr std::size_t identity_record_history = 8;
+/// A record keeps the first bytes of each component's digest only: enough to tell
+/// whether it changed (a change goes unseen with probability 2^-64), and a record of 8
+/// entries of 15 components stays under 4 KiB.
+inline constexpr std::size_t identity_record_digest_size = 8;
+/// The format id of a record's envelope (a kernel's entry carries its serializer's).
+inline constexpr std::string_view identity_record_format = "compile_cache.identity-record 1";
+/// The last byte of a record's 33-byte key.
+inline constexpr unsigned char identity_record_marker = 0x1d;
+inline constexpr std::size_t identity_record_key_size = 33;
+/// A record is small; one over this bound is not read.
+inline constexpr std::size_t identity_record_max_size = std::size_t{256} << 10;
+
+/// The identity of a kernel: the host's own string, or its name and origin file.
+inline std::string kernel_identity(std::string_view given, std::string_view name, std::string_view origin_file) {
+    if (!given.empty()) return std::string(given);
+    std::string s(name);
+    s += '\n';
+    s.append(origin_file.data(), origin_file.size());
+    return s;
+}
+
+/// The key a kernel identity's record is stored under.
+inline key identity_record_key(std::string_view identity) {
+    sha256 h;
+    static constexpr char domain[] = "compile_cache.identity-record\0";
+    h.update(domain, sizeof domain - 1);
+    h.update(identity.data(), identity.size());
+    auto const d = h.result();
+    unsigned char bytes[identity_record_key_size];
+    std::memcpy(bytes, d.data(), identity_record_key_size - 1);
+    bytes[identity_record_key_size - 1] = identity_record_marker;
+    return key(bytes, identity_record_key_size);
+}
+
+/// Whether `k` is the key of an identity record rather than of a kernel.
+inline bool is_identity_record_key(key const& k) noexcept {
+    return k.size() == identity_record_key_size && k.data()[identity_record_key_size - 1] == identity_record_marker;
+}
+
+/// The same, for a key's hex (an entry's file name).
+inline bool is_identity_record_name(std::string_view hex) noexcept {
+    return hex.size() == 2 * identity_record_key_size && hex.substr(hex.size() - 2) == "1d";
+}
+
+namespace detail {
+inline void append_key8(std::string& out, key const& k) {
+    out.push_back(static_cast<char>(k.size()));
+    out.append(reinterpret_cast<char const*>(k.data()), k.size());
+}
+inline bool read_key8(envelope_reader& r, key& k) {
+    std::uint8_t n;
+    std::string_view bytes;
+    if (!r.read(n) || n == 0 || n > key::max_size || !r.read_bytes(n, bytes)) return false;
+    k = key(bytes.data(), bytes.size());
+    return true;
+}
+} // namespace detail
+
+/// The payload of a record's envelope.
+inline std::string encode_identity_record(identity_record const& r) {
+    std::string out;
+    detail::append_string32(out, r.identity);
+    detail::append_le<std::uint32_t>(out, static_cast<std::uint32_t>(r.history.size()));
+    for (recorded_entry const& e : r.history) {
+        detail::append_key8(out, e.entry_key);
+        detail::append_le<std::uint64_t>(out, static_cast<std::uint64_t>(e.created_ns));
+        detail::append_le<std::uint64_t>(out, e.compile_ns);
+        detail::append_le<std::uint32_t>(out, static_cast<std::uint32_t>(e.components.size()));
+        for (component_digest const& c : e.components) {
+            detail::append_string32(out, c.name);
+            detail::append_key8(out, c.digest);
+        }
+    }
+    return out;
+}
+
+/// Parses what encode_identity_record wrote, within bounds; nullopt for anything else.
+inline std::optional<identity_record> decode_identity_record(std::string_view payload) {
+    detail::envelope_reader r(reinterpret_cast<unsigned char const*>(payload.data()), payload.size());
+    identity_record out;
+    std::uint32_t count;
+    if (!r.read_string32(out.identity) || !r.read(count) || count > identity_record_history) return std::nullopt;
+    for (std::uint32_t i = 0; i < count; ++i) {
+        recorded_entry e;
+        std::uint64_t created;
+        std::uint32_t components;
+        if (!detail::read_key8(r, e.entry_key) || !r.read(created) || !r.read(e.compile_ns) || !r.read(components))
+            return std::nullopt;
+        e.created_ns = static_cast<std::int64_t>(created);
+        if (components > r.left() / 5) return std::nullopt; // each takes at least 5 bytes
+        for (std::uint32_t j = 0; j < components; ++j) {
+            component_digest c;
+            if (!r.read_string32(c.name) || !detail::read_key8(r, c.digest)) return std::nullopt;
+            e.components.push_back(std::move(c));
+        }
+        out.history.push_back(std::move(e));
+    }
+    if (r.left() != 0) return std::nullopt;
+    return out;
+}
+
+/// The component lists of two keys of one kernel compared: which names of `now`
+/// changed or appeared since `before`, and which of `before` disappeared. The n-th
+/// component of a name is matched with the n-th of that name. Toolchain parts (names
+/// starting `toolchain: `) that are all unchanged are named `toolchain` once.
+inline miss_explanation compare_components(std::vector<component_digest> const& before,
+                                           std::vector<component_digest> const& now) {
+    auto nth_named = [](std::vector<component_digest> const& list, std::string const& name,
+                        std::size_t n) -> component_digest const* {
+        for (auto const& c : list)
+            if (c.name == name && n-- == 0) return &c;
+        return nullptr;
+    };
+    auto rank = [](std::vector<component_digest> const& list, std::size_t i) {
+        std::size_t n = 0;
+        for (std::size_t j = 0; j < i; ++j) n += list[j].name == list[i].name ? 1 : 0;
+        return n;
+    };
+    auto is_toolchain_part = [](std::string const& name) { return name.rfind("toolchain: ", 0) == 0; };
+    miss_explanation m;
+    m.what = miss_explanation::kind::changed;
+    bool toolchain_changed = false, toolchain_parts = false;
+    for (std::size_t i = 0; i < now.size(); ++i) {
+        component_digest const* old = nth_named(before, now[i].name, rank(now, i));
+        bool const part = is_toolchain_part(now[i].name);
+        toolchain_parts = toolchain_parts || part;
+        if (!old) {
+            m.appeared.push_back(now[i].name);
+            toolchain_changed = toolchain_changed || part;
+        } else if (!(old->digest == now[i].digest)) {
+            m.changed.push_back(now[i].name);
+            toolchain_changed = toolchain_changed || part;
+        } else if (!part) {
+            m.unchanged.push_back(now[i].name);
+        }
+    }
+    for (std::size_t i = 0; i < before.size(); ++i)
+        if (!nth_named(now, before[i].name, rank(before, i))) {
+            m.disappeared.push_back(before[i].name);
+            toolchain_changed = toolchain_changed || is_toolchain_part(before[i].name);
+        }
+    if (toolchain_parts && !toolchain_changed) m.unchanged.insert(m.unchanged.begin(), "toolchain");
+    return m;
+}
+
+/// The explanation of an `absent` miss of the key `now_key` (components `now`), from
+/// the record of the kernel's identity (null when there is none).
+inline miss_explanation explain_absent(identity_record const* record, key const& now_key,
+                                       std::vector<component_digest> const& now) {
+    miss_explanation m;
+    if (!record || record->history.empty()) {
+        m.what = miss_explanation::kind::new_kernel;
+        return m;
+    }
+    for (recorded_entry const& e : record->history)
+        if (e.entry_key == now_key) {
+            m.what = miss_explanation::kind::evicted;
+            return m;
+        }
+    return compare_components(record->history.front().components, now);
+}
+
+} // namespace compile_cache
+// ---- end compile_cache/explain.hpp
 // ---- begin compile_cache/statistics.hpp
 // compile_cache: what the cache did, counted. Every failure is a counted reason,
 // never an exception in the host.
+
 
 #include <array>
 #include <atomic>
@@ -5547,6 +7245,18 @@ struct statistics_snapshot {
     std::uint64_t hit_verify_ns = 0;      ///< checking envelopes
     std::uint64_t hit_deserialize_ns = 0; ///< deserializing and relinking references
     std::uint64_t hit_relocate_ns = 0;    ///< shifting source positions
+    /// The compile times the loaded entries recorded, summed: what the hits saved,
+    /// before the time loading them (load_ns) is taken off.
+    std::uint64_t hit_compile_ns = 0;
+    // Verify mode (cache_options::verify_fraction): hits checked against a fresh compile.
+    std::uint64_t verified = 0;         ///< the fresh compile's bytes equal the loaded artifact's
+    std::uint64_t unsound = 0;          ///< they differ, and two fresh compiles agree: the key misses an input
+    std::uint64_t nondeterministic = 0; ///< two fresh compiles differ: bytes cannot judge this kernel
+    /// Kernels not stored because they compiled faster than cache_options::min_compile_time.
+    std::uint64_t stores_skipped_cheap = 0;
+    /// The Storage's own counters (tiered_storage: `remote.hits`, ...), in its order;
+    /// empty for a storage that keeps none.
+    std::vector<std::pair<std::string, std::uint64_t>> storage_counters;
 
     std::uint64_t miss_count(miss_reason r) const noexcept { return misses[static_cast<std::size_t>(r)]; }
     std::uint64_t failure_count(store_failure f) const noexcept {
@@ -5566,12 +7276,15 @@ struct statistics_snapshot {
     /// Every counter by name, zero or not, in a fixed order: `hits`, `misses.<reason>`
     /// (to_string of each miss_reason), `stores`, `store-failures.<failure>`,
     /// `bypasses`, `bytes-read`, `bytes-written`, `load-ns`, `compile-ns`, `store-ns`,
-    /// `hit-read-ns`, `hit-verify-ns`, `hit-deserialize-ns`, `hit-relocate-ns`. These
+    /// `hit-read-ns`, `hit-verify-ns`, `hit-deserialize-ns`, `hit-relocate-ns`,
+    /// `hit-compile-ns`, `verified`, `unsound`, `nondeterministic`,
+    /// `store-skipped.cheap`. These
     /// are the names a cache directory keeps its cumulative counters under (the
     /// breakdown of bypasses by reason is not kept: reasons are the host's own text).
+    /// Then the storage_counters.
     std::vector<std::pair<std::string, std::uint64_t>> counters() const {
         std::vector<std::pair<std::string, std::uint64_t>> c;
-        c.reserve(16 + miss_reason_count + store_failure_count);
+        c.reserve(21 + miss_reason_count + store_failure_count);
         c.emplace_back("hits", hits);
         for (std::size_t i = 0; i < miss_reason_count; ++i)
             c.emplace_back(std::string("misses.") + to_string(static_cast<miss_reason>(i)), misses[i]);
@@ -5588,11 +7301,22 @@ struct statistics_snapshot {
         c.emplace_back("hit-verify-ns", hit_verify_ns);
         c.emplace_back("hit-deserialize-ns", hit_deserialize_ns);
         c.emplace_back("hit-relocate-ns", hit_relocate_ns);
+        c.emplace_back("hit-compile-ns", hit_compile_ns);
+        c.emplace_back("verified", verified);
+        c.emplace_back("unsound", unsound);
+        c.emplace_back("nondeterministic", nondeterministic);
+        c.emplace_back("store-skipped.cheap", stores_skipped_cheap);
+        c.insert(c.end(), storage_counters.begin(), storage_counters.end());
         return c;
     }
 
+    /// The compile time the hits saved: the compile times their entries recorded, less
+    /// the time spent loading (hits and misses); 0 when loading cost more.
+    std::uint64_t saved_ns() const noexcept { return hit_compile_ns > load_ns ? hit_compile_ns - load_ns : 0; }
+
     /// One line: `hits=3 misses=2 (absent=1 corrupt=1) stores=2 ...`; reasons with a
-    /// zero count are left out.
+    /// zero count are left out, and so are the verify and skipped-store counts when
+    /// they are all 0.
     std::string summary() const {
         std::string s = "hits=" + std::to_string(hits) + " misses=" + std::to_string(total_misses());
         std::string reasons;
@@ -5618,7 +7342,20 @@ struct statistics_snapshot {
         if (hits)
             s += " hit-ms=(read " + format_ms(hit_read_ns) + " verify " + format_ms(hit_verify_ns) + " deserialize " +
                  format_ms(hit_deserialize_ns) + " relocate " + format_ms(hit_relocate_ns) + ")";
+        if (verified + unsound + nondeterministic != 0)
+            s += " verify=(verified " + std::to_string(verified) + " unsound " + std::to_string(unsound) +
+                 " nondeterministic " + std::to_string(nondeterministic) + ")";
+        if (stores_skipped_cheap != 0) s += " store-skipped-cheap=" + std::to_string(stores_skipped_cheap);
+        if (hits) s += " saved-ms=" + format_ms(saved_ns());
         s += " load-ms=" + format_ms(load_ns) + " compile-ms=" + format_ms(compile_ns) + " store-ms=" + format_ms(store_ns);
+        // The storage's own: `remote.hits=3 ... remote.read-ms=1.250`; zero errors left out.
+        for (auto const& [name, n] : storage_counters) {
+            if (n == 0 && name.find(".errors.") != std::string::npos) continue;
+            if (name.size() > 3 && name.compare(name.size() - 3, 3, "-ns") == 0)
+                s += " " + name.substr(0, name.size() - 3) + "-ms=" + format_ms(n);
+            else
+                s += " " + name + "=" + std::to_string(n);
+        }
         return s;
     }
 
@@ -5641,8 +7378,9 @@ public:
         std::uint64_t relocate_ns = 0;    ///< shifting source positions
     };
 
-    void hit(std::uint64_t bytes, hit_phases const& t) noexcept {
+    void hit(std::uint64_t bytes, hit_phases const& t, std::uint64_t recorded_compile_ns = 0) noexcept {
         hits_.fetch_add(1, std::memory_order_relaxed);
+        hit_compile_ns_.fetch_add(recorded_compile_ns, std::memory_order_relaxed);
         bytes_read_.fetch_add(bytes, std::memory_order_relaxed);
         load_ns_.fetch_add(t.read_ns + t.verify_ns + t.deserialize_ns + t.relocate_ns, std::memory_order_relaxed);
         hit_read_ns_.fetch_add(t.read_ns, std::memory_order_relaxed);
@@ -5664,6 +7402,10 @@ public:
         store_failures_[static_cast<std::size_t>(f)].fetch_add(1, std::memory_order_relaxed);
         store_ns_.fetch_add(ns, std::memory_order_relaxed);
     }
+    void verified() noexcept { verified_.fetch_add(1, std::memory_order_relaxed); }
+    void unsound() noexcept { unsound_.fetch_add(1, std::memory_order_relaxed); }
+    void nondeterministic() noexcept { nondeterministic_.fetch_add(1, std::memory_order_relaxed); }
+    void store_skipped_cheap() noexcept { stores_skipped_cheap_.fetch_add(1, std::memory_order_relaxed); }
     void compiled(std::uint64_t ns) noexcept { compile_ns_.fetch_add(ns, std::memory_order_relaxed); }
     void bypassed(std::string const& reason) noexcept {
         bypasses_.fetch_add(1, std::memory_order_relaxed);
@@ -5696,6 +7438,11 @@ public:
         s.hit_verify_ns = hit_verify_ns_.load(std::memory_order_relaxed);
         s.hit_deserialize_ns = hit_deserialize_ns_.load(std::memory_order_relaxed);
         s.hit_relocate_ns = hit_relocate_ns_.load(std::memory_order_relaxed);
+        s.hit_compile_ns = hit_compile_ns_.load(std::memory_order_relaxed);
+        s.verified = verified_.load(std::memory_order_relaxed);
+        s.unsound = unsound_.load(std::memory_order_relaxed);
+        s.nondeterministic = nondeterministic_.load(std::memory_order_relaxed);
+        s.stores_skipped_cheap = stores_skipped_cheap_.load(std::memory_order_relaxed);
         return s;
     }
 
@@ -5716,6 +7463,11 @@ private:
     std::atomic<std::uint64_t> hit_verify_ns_{0};
     std::atomic<std::uint64_t> hit_deserialize_ns_{0};
     std::atomic<std::uint64_t> hit_relocate_ns_{0};
+    std::atomic<std::uint64_t> hit_compile_ns_{0};
+    std::atomic<std::uint64_t> verified_{0};
+    std::atomic<std::uint64_t> unsound_{0};
+    std::atomic<std::uint64_t> nondeterministic_{0};
+    std::atomic<std::uint64_t> stores_skipped_cheap_{0};
 };
 
 } // namespace compile_cache
@@ -5724,6 +7476,7 @@ private:
 // compile_cache: basic_cache, the front a host talks to. It owns the envelope, the
 // statistics and the policy for failures: any failure is a miss with a counted
 // reason, and nothing the cache does throws into the host or changes a result.
+
 
 
 #include <algorithm>
@@ -5738,6 +7491,7 @@ private:
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -5757,6 +7511,10 @@ struct entry_info {
     std::string name;
     std::string origin_file;
     std::int64_t origin_line = 0;
+    /// What identifies the kernel across changes, for miss explanations (explain.hpp):
+    /// the entries stored for one identity are compared when it misses. Empty: its
+    /// name and origin file.
+    std::string identity{};
 };
 
 /// How get_or_compile produced its value.
@@ -5783,12 +7541,13 @@ struct cached {
     /// compile, the miss reason (`absent`, `corrupt`, ... see statistics.hpp), or
     /// `disabled` when the cache is off; empty when loaded.
     std::string reason;
-};
-
-/// A setting the cache reads from the environment, for a host's --help.
-struct environment_setting {
-    std::string name;        ///< e.g. `MYDSL_CACHE_DIR`
-    std::string description; ///< one line
+    /// For an `absent` miss: what changed since the kernel was last stored (or that
+    /// it is new, or was evicted). Empty (kind none) otherwise, and when the cache
+    /// records no identities.
+    miss_explanation explanation{};
+    /// For a hit checked by verify mode and found unsound: true, and `value` is the
+    /// fresh compile's (outcome compiled, reason `unsound`).
+    bool unsound = false;
 };
 
 /// Settings of a cache; from_env fills them from PREFIX_* variables.
@@ -5802,7 +7561,44 @@ struct cache_options {
     /// against accidents only. Every process sharing a directory needs the same
     /// secret, or none. See docs/security.md.
     std::string secret;
+    /// Each store also records the entry under the kernel's identity (one small extra
+    /// write), so that an `absent` miss can say what changed (explain.hpp).
+    bool record_identities = true;
+    /// Verify mode: the share of hits (0 to 1; 1 = every hit) that are also compiled
+    /// and compared byte for byte with the loaded artifact (counted verified,
+    /// unsound or nondeterministic). 0: none (the default).
+    double verify_fraction = 0;
+    /// A kernel whose compile took less is not stored (counted store-skipped.cheap).
+    std::chrono::nanoseconds min_compile_time{0};
 };
+
+namespace detail {
+/// Reads PREFIX_VERIFY and PREFIX_MIN_COMPILE_TIME into `options`; a value that does
+/// not parse is one line through `env`, and the default stays.
+inline void cache_settings_from_env(settings_reader const& env, cache_options& options) {
+    std::string const verify = env.value("_VERIFY");
+    if (!verify.empty() && !is_off(verify)) {
+        char* end = nullptr;
+        double const v = is_on(verify) ? 1.0 : std::strtod(verify.c_str(), &end);
+        if ((is_on(verify) || (end && *end == '\0')) && v >= 0 && v <= 1)
+            options.verify_fraction = v;
+        else
+            env.report_value("_VERIFY", verify,
+                             "is not understood (1 to verify every hit, a fraction such as 0.01 for that share of "
+                             "hits, 0 for none); hits are not verified");
+    }
+    std::string const min_time = env.value("_MIN_COMPILE_TIME");
+    if (!min_time.empty()) {
+        bool digits = min_time.size() <= 9;
+        for (char c : min_time) digits = digits && c >= '0' && c <= '9';
+        if (digits)
+            options.min_compile_time = std::chrono::milliseconds(std::stoll(min_time));
+        else
+            env.report_value("_MIN_COMPILE_TIME", min_time,
+                             "is not a number of milliseconds; every compiled kernel is stored");
+    }
+}
+} // namespace detail
 
 namespace detail {
 void relocate_source() = delete; // poison pill: only the host's overload, found by ADL
@@ -5821,18 +7617,6 @@ inline std::uint64_t ns_between(std::chrono::steady_clock::time_point from,
 inline std::uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) noexcept {
     return static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since).count());
-}
-
-/// 0 when `directory` is a directory or can be made one (it is made, with the
-/// options' mode, as a first store would); otherwise the errno value that says why not.
-inline int usable_directory(std::string directory, directory_options const& options) {
-    while (directory.size() > 1 && directory.back() == '/') directory.pop_back();
-    bool created = false;
-    if (int const e = directory_storage_impl::make_directories(directory, options.directory_mode, options.umask, created))
-        return e;
-    struct stat st;
-    if (::stat(directory.c_str(), &st) != 0) return errno;
-    return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
 }
 
 /// A secret file larger than this is refused: it is not a secret but the wrong file.
@@ -5878,15 +7662,14 @@ inline std::string read_secret_file(std::string const& path, std::string& secret
 /// auto k = cache.make_key_builder("mydsl 1.2").add("ir", ir_text).finish();
 /// auto r = cache.get_or_compile<artifact>(k, {"main", "prog.dsl", 12}, [&] { return compile(); });
 /// \endcode
+///
+/// Each policy is checked by static_asserts in the class body (check_hasher, ...), not
+/// by a requires-clause: a policy that misses a requirement gets the library's one
+/// sentence, first and alone, under C++17 and C++20 alike.
 template <class Hasher, class Serializer, class Resolver, class Storage>
-#if defined(__cpp_concepts) && __cpp_concepts >= 201907L
-    // C++20: a policy that misses a requirement is named by its concept (hasher/,
-    // serializer/, resolver/, storage/concept.hpp); C++17 gets check_*'s static_asserts.
-    requires compile_cache::Hasher<Hasher> && compile_cache::Serializer<Serializer> &&
-             compile_cache::Resolver<Resolver> && compile_cache::Storage<Storage>
-#endif
 class basic_cache {
     static_assert(check_hasher<Hasher>::value, "");
+    static_assert(check_serializer_policy<Serializer>::value, "");
     static_assert(check_resolver<Resolver>::value, "");
     static_assert(check_storage<Storage>::value, "");
 
@@ -5902,7 +7685,10 @@ public:
     /// An enabled cache over `storage`; with `options.secret`, authenticated entries.
     explicit basic_cache(Storage storage, cache_options options = {})
         : state_(std::make_unique<state>()), storage_(std::move(storage)), options_(std::move(options)),
-          auth_(options_.secret), enabled_(true) {}
+          auth_(options_.secret), enabled_(true) {
+        refuse_unusable_storage();
+        pass_logger_to_storage();
+    }
 
     basic_cache(basic_cache&&) noexcept = default;
     basic_cache& operator=(basic_cache&& other) noexcept {
@@ -5931,7 +7717,7 @@ public:
             if (!enabled_ || !state_ || ::getpid() != state_->owner) return;
             try {
                 std::lock_guard<std::mutex> lock(state_->flush_mutex);
-                auto now = state_->stats.snapshot().counters();
+                auto now = stats().counters();
                 auto delta = now;
                 for (std::size_t i = 0; i < delta.size() && i < state_->flushed.size(); ++i)
                     delta[i].second -= state_->flushed[i].second;
@@ -5942,75 +7728,79 @@ public:
         }
     }
 
-    /// The cache the environment asks for: `PREFIX_DIR` names the directory; unset,
-    /// empty, `0`, `off`, `false` or `no` (any case) disable it. `PREFIX_LOG` on (`1`,
-    /// `on`, `true`, `yes`) sends one-line diagnostics to stderr. Needs a Storage
-    /// constructible from a directory. A Storage also constructible from (directory,
-    /// directory_options) — such as directory_storage — gets `PREFIX_MAX_SIZE`,
-    /// `PREFIX_DURABILITY` and `PREFIX_SHARED` (see directory_options_from_env), and
-    /// its directory is made now, as a first store would: a path that cannot be made a
-    /// directory disables the cache. Every value that does not parse, and a directory
-    /// that cannot be made, is one diagnostic (through the logger, or on stderr when
-    /// there is none); then the default, or no cache. docs/configuration.md has them all.
+    /// The cache the environment asks for. The Storage reads its own settings: when it
+    /// has `static std::optional<Storage> from_env(settings_reader&)` (see settings.hpp
+    /// and docs/policies.md), that decides — nullopt: no cache (not configured, or it
+    /// declined after one reported line); directory_storage reads `PREFIX_DIR`,
+    /// `PREFIX_MAX_SIZE`, `PREFIX_DURABILITY` and `PREFIX_SHARED`. Otherwise the Storage
+    /// is constructed from `PREFIX_DIR` (a std::string); unset, empty, `0`, `off`,
+    /// `false` or `no` (any case) disable the cache.
+    /// Once the storage is configured, the cache reads its own settings: `PREFIX_LOG`
+    /// on (`1`, `on`, `true`, `yes`) sends one-line diagnostics to stderr;
     /// `PREFIX_SECRET_FILE` names a file whose whole content (bytes, a trailing newline
     /// included) is the secret that authenticates entries (cache_options::secret). A
     /// file that is missing, unreadable, empty or over 64 KiB is one diagnostic, and the
     /// cache is disabled: the host asked for authenticated entries and cannot have them.
+    /// Every value that does not parse is one diagnostic (through the logger, or on
+    /// stderr when there is none); then the default, or no cache.
+    /// docs/configuration.md has them all.
     static basic_cache from_env(std::string_view prefix) {
-        static_assert(std::is_constructible_v<Storage, std::string>,
-                      "compile_cache: from_env needs a Storage constructible from a directory path "
-                      "(std::string); construct the cache with your storage object instead");
-        std::string p(prefix);
-        std::string dir = detail::getenv_string(p + "_DIR");
-        if (detail::is_off(dir)) return basic_cache();
+        static_assert(std::is_default_constructible_v<Storage>,
+                      "compile_cache: basic_cache needs a default-constructible Storage (a disabled cache holds one)");
+        settings_reader env{std::string(prefix)};
         cache_options options;
-        std::string const log = detail::getenv_string(p + "_LOG");
-        bool const log_understood = detail::is_off(log) || detail::is_on(log);
-        if (detail::is_on(log))
-            options.logger = [](std::string_view line) {
-                std::fprintf(stderr, "compile_cache: %.*s\n", static_cast<int>(line.size()), line.data());
-            };
-        auto report = [&options](std::string const& line) {
-            if (options.logger) {
+        env.on_confirm([&env, &options]() -> bool {
+            std::string const log = env.value("_LOG");
+            std::optional<bool> const log_on = parse_switch(log);
+            if (log_on.value_or(false))
+                options.logger = [](std::string_view line) {
+                    std::fprintf(stderr, "compile_cache: %.*s\n", static_cast<int>(line.size()), line.data());
+                };
+            env.set_reporter(options.logger);
+            env.set_logger(options.logger);
+            if (!log_on)
+                env.report_value("_LOG", log,
+                                 "is not understood (1, on, true or yes to log; 0, off, false or no not to); "
+                                 "logging stays off");
+            std::string const secret_file = env.value("_SECRET_FILE");
+            if (!secret_file.empty()) {
+                std::string why;
                 try {
-                    options.logger(line);
-                } catch (...) {
+                    why = detail::read_secret_file(secret_file, options.secret);
+                } catch (std::exception const& e) {
+                    why = e.what();
                 }
-            } else {
-                std::fprintf(stderr, "compile_cache: %s\n", line.c_str());
+                if (!why.empty()) {
+                    env.report(env.name("_SECRET_FILE") + "=\"" + secret_file + "\": " + why +
+                               "; the cache is disabled, since its entries could not be authenticated");
+                    return false;
+                }
             }
-        };
-        if (!log_understood)
-            report(p + "_LOG=\"" + log +
-                   "\" is not understood (1, on, true or yes to log; 0, off, false or no not to); logging stays off");
-        std::string const secret_file = detail::getenv_string(p + "_SECRET_FILE");
-        if (!secret_file.empty()) {
-            std::string why;
+            env.set_authenticated(!options.secret.empty());
+            detail::cache_settings_from_env(env, options);
+            return true;
+        });
+        std::optional<Storage> storage;
+        if constexpr (detail::has_from_env<Storage>::value) {
             try {
-                why = detail::read_secret_file(secret_file, options.secret);
+                storage = Storage::from_env(env);
             } catch (std::exception const& e) {
-                why = e.what();
-            }
-            if (!why.empty()) {
-                report(p + "_SECRET_FILE=\"" + secret_file + "\": " + why +
-                       "; the cache is disabled, since its entries could not be authenticated");
+                env.report(env.prefix() + ": the storage could not be set up (" + e.what() + "); the cache is disabled");
+                return basic_cache();
+            } catch (...) {
+                env.report(env.prefix() + ": the storage could not be set up; the cache is disabled");
                 return basic_cache();
             }
-        }
-        if constexpr (std::is_constructible_v<Storage, std::string, directory_options>) {
-            directory_options storage_options = directory_options_from_env(p, report);
-            // A directory that cannot be made (a file on the way, no permission, a
-            // read-only parent) would make every store fail: say so now, once, and
-            // run without a cache. An existing read-only directory is fine: loads work.
-            if (int const e = detail::usable_directory(dir, storage_options)) {
-                report(p + "_DIR=\"" + dir + "\" cannot be used (" + std::generic_category().message(e) +
-                       "); the cache is disabled");
-                return basic_cache();
-            }
-            return basic_cache(Storage(std::move(dir), storage_options), std::move(options));
         } else {
-            return basic_cache(Storage(std::move(dir)), std::move(options));
+            static_assert(std::is_constructible_v<Storage, std::string>,
+                          "compile_cache: from_env needs a Storage with `static std::optional<Storage> "
+                          "from_env(compile_cache::settings_reader&)` or one constructible from a path "
+                          "(std::string); or construct the cache with your storage object instead");
+            std::string dir = env.value("_DIR");
+            if (!detail::is_off(dir) && env.confirm()) storage.emplace(std::move(dir));
         }
+        if (!storage || !env.confirm()) return basic_cache();
+        return basic_cache(std::move(*storage), std::move(options));
     }
 
     bool enabled() const noexcept { return enabled_; }
@@ -6021,9 +7811,35 @@ public:
     cache_options const& options() const noexcept { return options_; }
 
     /// Sets the function that receives one-line diagnostics (replacing PREFIX_LOG's).
-    void set_logger(std::function<void(std::string_view)> logger) { options_.logger = std::move(logger); }
+    void set_logger(std::function<void(std::string_view)> logger) {
+        options_.logger = std::move(logger);
+        pass_logger_to_storage();
+    }
 
-    statistics_snapshot stats() const { return state_->stats.snapshot(); }
+    /// The counts so far; with the Storage's own (its optional `storage_counters()`:
+    /// tiered_storage's `remote.*`) in statistics_snapshot::storage_counters.
+    statistics_snapshot stats() const {
+        statistics_snapshot s = state_->stats.snapshot();
+        if constexpr (detail::has_storage_counters<Storage>::value) {
+            if (enabled_) {
+                try {
+                    s.storage_counters = storage_.storage_counters();
+                } catch (...) {
+                    // Counts for display only.
+                }
+            }
+        }
+        return s;
+    }
+
+    /// For a host that compiles outside get_or_compile and stores with store() (the
+    /// LLVM adapter): counts what get_or_compile counts around its compile function,
+    /// the time it took, and, for a kernel that could not be keyed, a bypass with its
+    /// reason (not logged: the caller says it once).
+    void count_compile(std::chrono::nanoseconds compile_time) noexcept {
+        state_->stats.compiled(static_cast<std::uint64_t>(compile_time.count() < 0 ? 0 : compile_time.count()));
+    }
+    void count_bypass(std::string const& reason) noexcept { state_->stats.bypassed(reason); }
 
     /// The serializer's format: part of every entry and of every key.
     static std::string format_id() { return std::string(Serializer::format_id()); }
@@ -6038,10 +7854,22 @@ public:
         {
             std::lock_guard<std::mutex> lock(state_->toolchain_mutex);
             if (!state_->toolchain_digest || state_->toolchain_host != host_version) {
+                toolchain const t = toolchain::current(host_version, format_id());
                 key_builder<Hasher> once;
-                once.add("toolchain", toolchain::current(host_version, format_id()));
+                once.add("toolchain", t);
                 key_result r = once.finish();
                 if (!r.ok() || r.components().empty()) return kb.fail(r.bypass_reason()), kb;
+                // Its parts, hashed one by one, so that a miss can say which one changed.
+                key_builder<Hasher> parts;
+                parts.add("toolchain: library format", t.library_format)
+                    .add("toolchain: compiler", t.compiler)
+                    .add("toolchain: Boost", t.boost_version)
+                    .add("toolchain: archive format", t.serializer_format)
+                    .add("toolchain: platform", t.platform + ", " + std::to_string(t.pointer_size * 8) +
+                                                    (t.little_endian ? "-bit little-endian" : "-bit big-endian"))
+                    .add("toolchain: host version", t.host_version)
+                    .add("toolchain: host build-id", t.host_build_id);
+                state_->toolchain_parts = parts.finish().components();
                 state_->toolchain_digest = r.components().front();
                 state_->toolchain_host = host_version;
             }
@@ -6050,45 +7878,117 @@ public:
         return kb;
     }
 
-    /// The settings from_env(prefix) reads, with one line each, for a host's --help.
+    /// The settings from_env(prefix) reads, with one line each, for a host's --help:
+    /// the Storage's (its static `environment_settings(prefix)`, or `PREFIX_DIR` for a
+    /// Storage without one), then the cache's own.
     static std::vector<environment_setting> environment_settings(std::string_view prefix) {
         std::string p(prefix);
-        std::vector<environment_setting> s = {
-            {p + "_DIR", "the cache directory; unset, empty, 0, off, false or no disable the cache"},
-            {p + "_LOG", "1 sends one-line diagnostics (misses with their reason, store failures) to stderr"},
-            {p + "_SECRET_FILE", "a file whose content is the secret that authenticates entries (HMAC-SHA256); "
-                                 "if it cannot be read, or is empty, the cache is disabled"},
-        };
-        if constexpr (std::is_constructible_v<Storage, std::string, directory_options>) {
-            s.push_back({p + "_MAX_SIZE", "size limit of the directory: bytes, or with K, M, G (powers of 1024); "
-                                          "default 1G; least recently used entries are evicted"});
-            s.push_back({p + "_DURABILITY", "none (default), file (fsync each entry) or full (also fsync its folder)"});
-            s.push_back({p + "_SHARED", "1 shares the directory with the group (group-writable entries trusted)"});
-        }
+        std::vector<environment_setting> s;
+        if constexpr (detail::has_environment_settings<Storage>::value)
+            s = Storage::environment_settings(prefix);
+        else
+            s.push_back({p + "_DIR", "the cache directory; unset, empty, 0, off, false or no disable the cache"});
+        s.push_back({p + "_LOG", "1 sends one-line diagnostics (misses with their reason, store failures) to stderr"});
+        s.push_back({p + "_SECRET_FILE", "a file whose content is the secret that authenticates entries "
+                                         "(HMAC-SHA256); if it cannot be read, or is empty, the cache is disabled"});
+        s.push_back({p + "_VERIFY", "1 also compiles every hit and compares the bytes (a fraction such as 0.01: that "
+                                    "share of hits); a difference is reported unsound or nondeterministic"});
+        s.push_back({p + "_MIN_COMPILE_TIME", "milliseconds: a kernel that compiled faster is not stored (default 0)"});
         return s;
     }
 
     /// Loads the artifact stored under `k`, relinking its references through the
     /// resolver; `self` is the live kernel it is loaded for. nullopt on any miss.
     template <class Artifact, class Self = void>
-#if defined(__cpp_concepts) && __cpp_concepts >= 201907L
-        requires compile_cache::SerializerFor<Serializer, Artifact>
-#endif
     std::optional<Artifact> load(key_result const& k, entry_info const& info = {}, Self const* self = nullptr) {
         static_assert(check_serializer<Serializer, Artifact>::value, "");
-        miss_reason why = miss_reason::absent;
-        return load_impl<Artifact>(k, info, self, why);
+        if constexpr (!detail::is_serializer_for<Serializer, Artifact>::value) {
+            return std::nullopt; // the assertion above said why; no second error
+        } else {
+            miss_reason why = miss_reason::absent;
+            return load_impl<Artifact>(k, info, self, why);
+        }
     }
 
     /// Stores `artifact` under `k`, atomically. False, counted and logged, on any
     /// failure; the host keeps its artifact either way.
     template <class Artifact, class Self = void>
-#if defined(__cpp_concepts) && __cpp_concepts >= 201907L
-        requires compile_cache::SerializerFor<Serializer, Artifact>
-#endif
     bool store(key_result const& k, Artifact const& artifact, entry_info const& info = {}, Self const* self = nullptr,
                std::chrono::nanoseconds compile_time = {}) {
         static_assert(check_serializer<Serializer, Artifact>::value, "");
+        if constexpr (!detail::is_serializer_for<Serializer, Artifact>::value)
+            return false; // the assertion above said why; no second error
+        else
+            return store_impl(k, artifact, info, self, compile_time, nullptr);
+    }
+
+    /// The artifact for `k`: loaded when the cache has it, otherwise compiled by
+    /// `compile()` (a callable returning the artifact) and stored. Exceptions of
+    /// `compile` reach the caller; nothing else does.
+    template <class Artifact, class Compile, class Self = void>
+    cached<Artifact> get_or_compile(key_result const& k, entry_info const& info, Compile&& compile,
+                                    Self const* self = nullptr) {
+        static_assert(check_serializer<Serializer, Artifact>::value, "");
+        if constexpr (!detail::is_serializer_for<Serializer, Artifact>::value)
+            return cached<Artifact>{std::forward<Compile>(compile)(), outcome::compiled, "disabled"};
+        else
+            return get_or_compile_impl<Artifact>(k, info, std::forward<Compile>(compile), self);
+    }
+
+    /// `self` given as a literal nullptr: no kernel, so no self reference resolves.
+    template <class Artifact>
+    std::optional<Artifact> load(key_result const& k, entry_info const& info, std::nullptr_t) {
+        return load<Artifact, void>(k, info, static_cast<void const*>(nullptr));
+    }
+    template <class Artifact>
+    bool store(key_result const& k, Artifact const& artifact, entry_info const& info, std::nullptr_t,
+               std::chrono::nanoseconds compile_time = {}) {
+        return store<Artifact, void>(k, artifact, info, static_cast<void const*>(nullptr), compile_time);
+    }
+    template <class Artifact, class Compile>
+    cached<Artifact> get_or_compile(key_result const& k, entry_info const& info, Compile&& compile, std::nullptr_t) {
+        return get_or_compile<Artifact, Compile, void>(k, info, std::forward<Compile>(compile),
+                                                       static_cast<void const*>(nullptr));
+    }
+
+    /// The explanation an `absent` miss of `k` would get now (explain.hpp): reads the
+    /// record of the kernel's identity. Kind none when the cache is disabled, records
+    /// no identities, or `k` is a bypass.
+    miss_explanation explain_miss(key_result const& k, entry_info const& info) {
+        if (!enabled_ || !k.ok() || !options_.record_identities) return {};
+        try {
+            std::string const identity = kernel_identity(info.identity, info.name, info.origin_file);
+            std::optional<identity_record> const previous = read_identity_record(identity);
+            return explain_absent(previous ? &*previous : nullptr, k.value(), explained_components(k));
+        } catch (...) {
+            return {};
+        }
+    }
+
+    /// The record of a kernel's identity (the entries stored for it, newest first), or
+    /// nullopt when there is none or it does not check.
+    std::optional<identity_record> read_identity_record(std::string const& identity) {
+        if (!enabled_) return std::nullopt;
+        try {
+            key const rk = identity_record_key(identity);
+            std::string bytes;
+            read_result const rr = storage_.read(rk, bytes, identity_record_max_size);
+            if (rr.status != read_status::found) return std::nullopt;
+            opened_envelope const env =
+                open_envelope(bytes, rk, identity_record_format, identity_record_max_size, auth_);
+            if (env.status != envelope_status::ok) return std::nullopt;
+            std::optional<identity_record> r = decode_identity_record(env.payload);
+            if (!r || r->identity != identity) return std::nullopt;
+            return r;
+        } catch (...) {
+            return std::nullopt;
+        }
+    }
+
+private:
+    template <class Artifact, class Self>
+    bool store_impl(key_result const& k, Artifact const& artifact, entry_info const& info, Self const* self,
+                    std::chrono::nanoseconds compile_time, std::optional<identity_record> const* previous) {
         if (!enabled_ || !k.ok()) return false;
         auto start = std::chrono::steady_clock::now();
         try {
@@ -6121,9 +8021,17 @@ public:
             if (entry.size() + auth_.check_size() > options_.max_entry_size)
                 return store_failed(store_failure::too_large, start, info, {});
             seal_envelope(entry, length_at, auth_);
-            if (std::error_code ec = storage_.write(k.value(), entry))
-                return store_failed(store_failure::write_error, start, info, ec.message());
+            // As for read: a throwing write is the storage's failure, a write-error.
+            try {
+                if (std::error_code ec = storage_.write(k.value(), entry))
+                    return store_failed(store_failure::write_error, start, info, ec.message());
+            } catch (std::exception const& e) {
+                return store_failed(store_failure::write_error, start, info, e.what());
+            } catch (...) {
+                return store_failed(store_failure::write_error, start, info, "unknown exception");
+            }
             state_->stats.stored(entry.size(), detail::elapsed_ns(start));
+            record_identity(k, info, meta, previous);
             return true;
         } catch (std::exception const& e) {
             return store_failed(store_failure::serialize_error, start, info, e.what());
@@ -6132,16 +8040,9 @@ public:
         }
     }
 
-    /// The artifact for `k`: loaded when the cache has it, otherwise compiled by
-    /// `compile()` (a callable returning the artifact) and stored. Exceptions of
-    /// `compile` reach the caller; nothing else does.
-    template <class Artifact, class Compile, class Self = void>
-#if defined(__cpp_concepts) && __cpp_concepts >= 201907L
-        requires compile_cache::SerializerFor<Serializer, Artifact>
-#endif
-    cached<Artifact> get_or_compile(key_result const& k, entry_info const& info, Compile&& compile,
-                                    Self const* self = nullptr) {
-        static_assert(check_serializer<Serializer, Artifact>::value, "");
+    template <class Artifact, class Compile, class Self>
+    cached<Artifact> get_or_compile_impl(key_result const& k, entry_info const& info, Compile&& compile,
+                                         Self const* self) {
         if (!enabled_) return cached<Artifact>{std::forward<Compile>(compile)(), outcome::compiled, "disabled"};
         if (!k.ok()) {
             state_->stats.bypassed(k.bypass_reason());
@@ -6152,33 +8053,39 @@ public:
             return result;
         }
         miss_reason why = miss_reason::absent;
-        if (std::optional<Artifact> hit = load_impl<Artifact>(k, info, self, why))
+        if (std::optional<Artifact> hit = load_impl<Artifact>(k, info, self, why)) {
+            if (verify_this_hit()) return verify_hit<Artifact>(k, info, std::move(*hit), compile, self);
             return cached<Artifact>{std::move(*hit), outcome::loaded, {}};
+        }
+        // An absent miss reads the kernel's identity record to say what changed; the
+        // record read is kept for the store that follows, which updates it.
+        std::optional<identity_record> previous;
+        miss_explanation explanation;
+        bool const explained = why == miss_reason::absent && options_.record_identities;
+        if (explained) {
+            try {
+                previous = read_identity_record(kernel_identity(info.identity, info.name, info.origin_file));
+                explanation = explain_absent(previous ? &*previous : nullptr, k.value(), explained_components(k));
+            } catch (...) {
+            }
+            // A new kernel is the normal case of a cold run: only a recompile is logged.
+            if (options_.logger && (explanation.what == miss_explanation::kind::changed ||
+                                    explanation.what == miss_explanation::kind::evicted))
+                log("miss " + info.name + " (absent): " + explanation.text());
+        }
         auto start = std::chrono::steady_clock::now();
         cached<Artifact> result{std::forward<Compile>(compile)(), outcome::compiled, to_string(why)};
         std::uint64_t compile_ns = detail::elapsed_ns(start);
         state_->stats.compiled(compile_ns);
-        store(k, result.value, info, self, std::chrono::nanoseconds(compile_ns));
+        result.explanation = std::move(explanation);
+        if (std::chrono::nanoseconds(compile_ns) < options_.min_compile_time) {
+            state_->stats.store_skipped_cheap();
+            return result;
+        }
+        store_impl(k, result.value, info, self, std::chrono::nanoseconds(compile_ns), explained ? &previous : nullptr);
         return result;
     }
 
-    /// `self` given as a literal nullptr: no kernel, so no self reference resolves.
-    template <class Artifact>
-    std::optional<Artifact> load(key_result const& k, entry_info const& info, std::nullptr_t) {
-        return load<Artifact, void>(k, info, static_cast<void const*>(nullptr));
-    }
-    template <class Artifact>
-    bool store(key_result const& k, Artifact const& artifact, entry_info const& info, std::nullptr_t,
-               std::chrono::nanoseconds compile_time = {}) {
-        return store<Artifact, void>(k, artifact, info, static_cast<void const*>(nullptr), compile_time);
-    }
-    template <class Artifact, class Compile>
-    cached<Artifact> get_or_compile(key_result const& k, entry_info const& info, Compile&& compile, std::nullptr_t) {
-        return get_or_compile<Artifact, Compile, void>(k, info, std::forward<Compile>(compile),
-                                                       static_cast<void const*>(nullptr));
-    }
-
-private:
     struct state {
         Resolver resolver;
         statistics stats;
@@ -6186,6 +8093,7 @@ private:
         std::mutex toolchain_mutex;
         std::string toolchain_host;
         std::optional<component_digest> toolchain_digest;
+        std::vector<component_digest> toolchain_parts; ///< toolchain_digest's, one by one
         std::mutex flush_mutex;
         ::pid_t owner = ::getpid(); ///< the process whose counts these are
         std::vector<std::pair<std::string, std::uint64_t>> flushed; ///< the counters last flushed
@@ -6212,7 +8120,16 @@ private:
                 ~busy_guard() { flag = was; }
             } guard{reused_busy, reused_busy};
             reused_busy = true;
-            read_result rr = storage_.read(k.value(), buffer, options_.max_entry_size);
+            // A Storage member that throws is the storage failing, not the serializer:
+            // counted as read-error (docs/policies.md, exceptions).
+            read_result rr;
+            try {
+                rr = storage_.read(k.value(), buffer, options_.max_entry_size);
+            } catch (std::exception const& e) {
+                return missed(why, miss_reason::read_error, 0, start, info, e.what());
+            } catch (...) {
+                return missed(why, miss_reason::read_error, 0, start, info, "unknown exception");
+            }
             switch (rr.status) {
             case read_status::found: break;
             case read_status::absent: return missed(why, miss_reason::absent, 0, start, info, {});
@@ -6224,12 +8141,18 @@ private:
             auto read_done = std::chrono::steady_clock::now();
             opened_envelope env =
                 open_envelope(buffer, k.value(), Serializer::format_id(), options_.max_entry_size, auth_);
+            if constexpr (detail::has_entry_checked_with<Storage, envelope_status>::value)
+                storage_.entry_checked(k.value(), buffer, env.status); // a tier copies a sound remote entry locally
             switch (env.status) {
             case envelope_status::ok: break;
-            case envelope_status::corrupt: return missed(why, miss_reason::corrupt, bytes, start, info, {});
+            case envelope_status::corrupt:
+                tell_storage_corrupt(k.value());
+                return missed(why, miss_reason::corrupt, bytes, start, info, {});
             case envelope_status::foreign_version:
                 return missed(why, miss_reason::foreign_version, bytes, start, info, {});
-            case envelope_status::key_mismatch: return missed(why, miss_reason::key_mismatch, bytes, start, info, {});
+            case envelope_status::key_mismatch:
+                tell_storage_corrupt(k.value());
+                return missed(why, miss_reason::key_mismatch, bytes, start, info, {});
             case envelope_status::too_large: return missed(why, miss_reason::too_large, bytes, start, info, {});
             case envelope_status::unauthenticated:
                 return missed(why, miss_reason::unauthenticated, bytes, start, info, {});
@@ -6251,13 +8174,134 @@ private:
             auto done = std::chrono::steady_clock::now();
             state_->stats.hit(bytes, {detail::ns_between(start, read_done), detail::ns_between(read_done, verify_done),
                                       detail::ns_between(verify_done, deserialize_done),
-                                      detail::ns_between(deserialize_done, done)});
+                                      detail::ns_between(deserialize_done, done)},
+                                 env.metadata.compile_ns);
             return artifact;
         } catch (std::exception const& e) {
             return missed(why, miss_reason::deserialize_error, bytes, start, info, e.what());
         } catch (...) {
             return missed(why, miss_reason::deserialize_error, bytes, start, info, "unknown exception");
         }
+    }
+
+    // The key's components with the toolchain as its parts, when it is the toolchain
+    // make_key_builder added: what an identity record keeps, so a miss names the part.
+    // Digests are cut to identity_record_digest_size bytes: enough to tell a change.
+    std::vector<component_digest> explained_components(key_result const& k) {
+        std::vector<component_digest> out;
+        out.reserve(k.components().size() + 8);
+        auto const add = [&out](component_digest const& c) {
+            out.push_back({c.name, key(c.digest.data(), std::min(c.digest.size(), identity_record_digest_size))});
+        };
+        std::lock_guard<std::mutex> lock(state_->toolchain_mutex);
+        for (component_digest const& c : k.components()) {
+            if (c.name == "toolchain" && state_->toolchain_digest && c == *state_->toolchain_digest &&
+                !state_->toolchain_parts.empty())
+                for (component_digest const& part : state_->toolchain_parts) add(part);
+            else
+                add(c);
+        }
+        return out;
+    }
+
+    // After a store: puts the entry first in its kernel's identity record (kept to
+    // identity_record_history entries). `previous` is the record as an absent miss
+    // read it; null: read it now. Best effort, one write: a failure only loses the
+    // explanation of a later miss.
+    void record_identity(key_result const& k, entry_info const& info, entry_metadata const& meta,
+                         std::optional<identity_record> const* previous) noexcept {
+        if (!options_.record_identities) return;
+        try {
+            std::string identity = kernel_identity(info.identity, info.name, info.origin_file);
+            std::optional<identity_record> read;
+            if (!previous) {
+                read = read_identity_record(identity);
+                previous = &read;
+            }
+            identity_record r;
+            r.history.push_back({k.value(), meta.created_ns, meta.compile_ns, explained_components(k)});
+            if (*previous)
+                for (recorded_entry const& e : (*previous)->history)
+                    if (r.history.size() < identity_record_history && !(e.entry_key == k.value()))
+                        r.history.push_back(e);
+            r.identity = std::move(identity);
+            key const rk = identity_record_key(r.identity);
+            entry_metadata rm;
+            rm.name = info.name;
+            rm.origin_file = info.origin_file;
+            rm.origin_line = info.origin_line;
+            rm.format_id = std::string(identity_record_format);
+            rm.created_ns = meta.created_ns;
+            std::string entry;
+            std::size_t const length_at = begin_envelope(entry, rk, rm, auth_);
+            entry += encode_identity_record(r);
+            seal_envelope(entry, length_at, auth_);
+            if (entry.size() <= identity_record_max_size) (void)storage_.write(rk, entry);
+        } catch (...) {
+        }
+    }
+
+    // Verify mode: whether this hit is one of the share to check.
+    bool verify_this_hit() const {
+        double const f = options_.verify_fraction;
+        if (!(f > 0)) return false;
+        if (f >= 1) return true;
+        thread_local std::mt19937_64 random{std::random_device{}()};
+        return std::uniform_real_distribution<double>(0.0, 1.0)(random) < f;
+    }
+
+    // The bytes `a` serializes to, as a store would write them; false when it cannot.
+    template <class Artifact, class Self>
+    bool serialize_to(Artifact const& a, Self const* self, std::string& out) {
+        try {
+            Serializer::save(out, a, resolver_context::of(state_->resolver, self));
+            return true;
+        } catch (...) {
+            return false;
+        }
+    }
+
+    // A hit in verify mode: compiles the kernel too and compares the serialized bytes.
+    // A difference is judged by a second compile: two fresh compiles that differ make
+    // the kernel nondeterministic (bytes cannot judge it: the loaded artifact is kept);
+    // two that agree make the entry unsound (its key misses an input: the fresh
+    // artifact is returned, never the loaded one).
+    template <class Artifact, class Compile, class Self>
+    cached<Artifact> verify_hit(key_result const& k, entry_info const& info, Artifact loaded, Compile& compile,
+                                Self const* self) {
+        auto start = std::chrono::steady_clock::now();
+        Artifact fresh = compile();
+        state_->stats.compiled(detail::elapsed_ns(start));
+        std::string loaded_bytes, fresh_bytes;
+        if (!serialize_to(loaded, self, loaded_bytes) || !serialize_to(fresh, self, fresh_bytes))
+            return cached<Artifact>{std::move(loaded), outcome::loaded, {}};
+        if (loaded_bytes == fresh_bytes) {
+            state_->stats.verified();
+            return cached<Artifact>{std::move(loaded), outcome::loaded, {}};
+        }
+        start = std::chrono::steady_clock::now();
+        Artifact again = compile();
+        state_->stats.compiled(detail::elapsed_ns(start));
+        std::string again_bytes;
+        if (!serialize_to(again, self, again_bytes)) return cached<Artifact>{std::move(loaded), outcome::loaded, {}};
+        if (again_bytes != fresh_bytes) {
+            state_->stats.nondeterministic();
+            log("verify " + info.name + ": nondeterministic: two fresh compiles differ, so the bytes of its entry "
+                                        "cannot be checked; the loaded kernel is used");
+            return cached<Artifact>{std::move(loaded), outcome::loaded, {}};
+        }
+        state_->stats.unsound();
+        std::string const line = "verify " + info.name + ": UNSOUND: the entry under key " + k.value().hex() +
+                                 " differs from a fresh compile, and two fresh compiles agree: the key misses an "
+                                 "input the compile reads; the fresh kernel is used (docs/explain.md, \"Keys that "
+                                 "miss an input\")";
+        if (options_.logger)
+            log(line);
+        else
+            std::fprintf(stderr, "compile_cache: %s\n", line.c_str());
+        cached<Artifact> r{std::move(fresh), outcome::compiled, "unsound"};
+        r.unsound = true;
+        return r;
     }
 
     std::nullopt_t missed(miss_reason& why, miss_reason r, std::size_t bytes,
@@ -6280,6 +8324,43 @@ private:
         return false;
     }
 
+    /// A Storage that has something to say (storage/concept.hpp: has_set_logger)
+    /// says it through the cache's logger.
+    void pass_logger_to_storage() {
+        if constexpr (detail::has_set_logger<Storage>::value)
+            if (enabled_) storage_.set_logger(options_.logger);
+    }
+
+    /// A Storage with `bool usable() const` that answers false (or throws) disables the
+    /// cache, with one line: through the logger, or on stderr when there is none.
+    void refuse_unusable_storage() noexcept {
+        if constexpr (detail::has_usable<Storage>::value) {
+            bool usable = false;
+            try {
+                usable = static_cast<bool>(static_cast<Storage const&>(storage_).usable());
+            } catch (...) {
+            }
+            if (usable) return;
+            enabled_ = false;
+            std::string const line = "the storage reports it cannot be used; the cache is disabled";
+            if (options_.logger)
+                log(line);
+            else
+                std::fprintf(stderr, "compile_cache: %s\n", line.c_str());
+        }
+    }
+
+    /// A Storage with `corrupt(key const&)` hears of an entry that failed the envelope
+    /// check, so that it can remove or repair it. Best effort: what it throws is ignored.
+    void tell_storage_corrupt(key const& k) noexcept {
+        if constexpr (detail::has_corrupt<Storage>::value) {
+            try {
+                storage_.corrupt(k);
+            } catch (...) {
+            }
+        }
+    }
+
     void log(std::string const& line) noexcept {
         if (!options_.logger) return;
         try {
@@ -6296,10 +8377,23 @@ private:
     bool enabled_ = false;
 };
 
+} // namespace compile_cache
+
+// The default composition (with directory_storage), for hosts that include only this header.
+// ---- begin compile_cache/default_cache.hpp
+// compile_cache: the default composition — SHA-256 keys, Boost binary archives, the
+// registry, and a directory on disk. The only place basic_cache meets directory_storage.
+
+
+
+namespace compile_cache {
+
 /// The common composition: SHA-256 keys, Boost binary archives, the registry, and a
-/// directory on disk.
+/// directory on disk (configured by `PREFIX_DIR` and the other settings of
+/// directory_storage::from_env).
 using default_cache = basic_cache<sha256, boost_binary, registry, directory_storage>;
 
 } // namespace compile_cache
+// ---- end compile_cache/default_cache.hpp
 // ---- end compile_cache/cache.hpp
 // ---- end compile_cache/compile_cache.hpp

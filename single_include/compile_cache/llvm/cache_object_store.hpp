@@ -4,6 +4,7 @@
 #pragma once
 
 #include <compile_cache/compile_cache.hpp>
+
 #include <compile_cache/llvm/object_store.hpp>
 
 #include <boost/serialization/string.hpp>
@@ -28,19 +29,26 @@ struct object_file {
     }
 };
 
-/// The key of an object file: the toolchain (as make_key_builder gives it: the
-/// library, compiler, Boost, archive format, `host_version` and the host's build-id),
-/// then the module's bitcode digest, the target description and the LLVM version.
-/// A bypass when there is no bitcode digest or no target description.
+/// The key of an object file: the toolchain (as toolchain::of_code gives it: the
+/// library, compiler, Boost, archive format, `host_version`, and the build-id of the
+/// module holding LLVM's code generator, `in.code_generator`, instead of the host
+/// program's), then the module's bitcode digest, the target description, the LLVM
+/// version and the LLVM options that were set. A bypass when there is no bitcode
+/// digest or no target description.
 template <class Cache>
 key_result object_key(Cache const& cache, object_key_inputs const& in, std::string const& host_version = {}) {
-    auto kb = cache.make_key_builder(host_version);
+    (void)cache;
+    key_builder<typename Cache::hasher_type> kb;
+    toolchain t = toolchain::current(host_version, Cache::format_id());
+    if (!in.code_generator.empty()) t.host_build_id = in.code_generator;
+    kb.add("toolchain", t);
     if (in.bitcode_digest.empty()) kb.fail("no bitcode digest for module '" + in.module_name + "'");
     if (in.target.empty()) kb.fail("no target description (set_target was not called)");
     kb.add("kind", std::string_view("llvm-object"));
     kb.add("bitcode", in.bitcode_digest);
     kb.add("target", in.target);
     kb.add("llvm", in.llvm_version);
+    kb.add("llvm-options", in.llvm_options);
     return kb.finish();
 }
 
@@ -56,8 +64,7 @@ struct cache_object_store_impl {
             auto& self = *static_cast<cache_object_store_impl*>(p);
             if (!self.cache->enabled()) return false;
             key_result k = object_key(*self.cache, in, self.host_version);
-            std::optional<object_file> hit =
-                self.cache->template load<object_file>(k, entry_info{in.module_name, in.source_file, 0});
+            std::optional<object_file> hit = self.cache->template load<object_file>(k, info_of(in));
             if (!hit) return false;
             object = std::move(hit->bytes);
             return true;
@@ -72,8 +79,8 @@ struct cache_object_store_impl {
             auto& self = *static_cast<cache_object_store_impl*>(p);
             if (!self.cache->enabled()) return;
             key_result k = object_key(*self.cache, in, self.host_version);
-            self.cache->store(k, object_file{std::string(object)}, entry_info{in.module_name, in.source_file, 0},
-                              nullptr, compile_time);
+            self.cache->count_compile(compile_time);
+            self.cache->store(k, object_file{std::string(object)}, info_of(in), nullptr, compile_time);
         } catch (...) {
         }
     }
@@ -86,13 +93,33 @@ struct cache_object_store_impl {
         }
     }
 
+    static void bypass(void* p, std::string const& reason) noexcept {
+        static_cast<cache_object_store_impl*>(p)->cache->count_bypass(reason);
+    }
+
+    static std::string summary(void const* p) noexcept {
+        try {
+            return static_cast<cache_object_store_impl const*>(p)->cache->stats().summary();
+        } catch (...) {
+            return {};
+        }
+    }
+
+    /// The entry's name: what the module defines; its origin: the module.
+    static entry_info info_of(object_key_inputs const& in) {
+        entry_info info;
+        info.name = in.entry_name.empty() ? in.module_name : in.entry_name;
+        info.origin_file = in.module_name.empty() ? in.source_file : in.module_name;
+        return info;
+    }
+
     static bool enabled(void const* p) noexcept {
         return static_cast<cache_object_store_impl const*>(p)->cache->enabled();
     }
 
     static void destroy(void* p) noexcept { delete static_cast<cache_object_store_impl*>(p); }
 
-    static constexpr object_store::operations ops{&load, &store, &log, &enabled, &destroy};
+    static constexpr object_store::operations ops{&load, &store, &log, &enabled, &destroy, &bypass, &summary};
 };
 
 } // namespace detail

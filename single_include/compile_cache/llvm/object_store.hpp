@@ -21,6 +21,36 @@
 // translation unit can use compile_cache::object_cache<Cache> directly.
 #pragma once
 
+// ---- inlined compile_cache/detail/config.hpp
+// compile_cache: what the library needs from the compiler, said first. Every public
+// header includes this before anything else, so that a translation unit compiled with
+// the wrong flags (llvm-config --cxxflags gives -std=c++14 -fno-exceptions) stops at
+// one sentence naming the flag, not at a page of errors from inside the library.
+// An include guard as well: the LLVM adapter's single-header copies inline this
+// header (scripts/amalgamate.py), and so does the single header.
+#ifndef COMPILE_CACHE_DETAIL_CONFIG_HPP
+#define COMPILE_CACHE_DETAIL_CONFIG_HPP
+
+#if defined(_MSVC_LANG)
+#define COMPILE_CACHE_CPLUSPLUS _MSVC_LANG
+#else
+#define COMPILE_CACHE_CPLUSPLUS __cplusplus
+#endif
+
+#if COMPILE_CACHE_CPLUSPLUS < 201703L
+#error "compile_cache: needs C++17 or later (-std=c++17); with llvm-config --cxxflags, replace its -std=c++14"
+#endif
+
+#if !defined(__cpp_exceptions) && !defined(__EXCEPTIONS) && !defined(_CPPUNWIND)
+#error "compile_cache: needs exceptions (drop -fno-exceptions; llvm-config --cxxflags adds it, LLVM's headers do not need it)"
+#endif
+
+// RTTI is checked by detail/config_rtti.hpp, in the headers that need it: the LLVM
+// adapter's no-RTTI side (compile_cache/llvm/object_store.hpp, object_cache.hpp) does not.
+
+#endif // COMPILE_CACHE_DETAIL_CONFIG_HPP
+// ---- end of compile_cache/detail/config.hpp
+
 #include <chrono>
 #include <string>
 #include <string_view>
@@ -30,13 +60,21 @@ namespace compile_cache {
 
 /// What the key of an object file is made of: everything its machine code depends on.
 /// basic_object_cache fills it in; make_object_store's key covers every field but
-/// the two names.
+/// the three names.
 struct object_key_inputs {
-    std::string module_name;    ///< the module's identifier: entry metadata and diagnostics only
-    std::string source_file;    ///< the module's source file name: entry metadata only
+    std::string module_name;    ///< the module's identifier: the entry's origin, and diagnostics
+    std::string source_file;    ///< the module's source file name: diagnostics only
     std::string bitcode_digest; ///< SHA-256 of the module's bitcode as it reached the code generator
     std::string target;         ///< describe_target(): triple, CPU, features, options, opt level, models
     std::string llvm_version;   ///< LLVM_VERSION_STRING of the LLVM that generates the code
+    std::string entry_name{};   ///< what the module defines (its first defined function): the entry's name
+    /// The build-ids of the loaded modules that hold the code generator (libLLVM.so, or
+    /// the program LLVM is linked into): the toolchain's identity instead of the main
+    /// program's. Empty: the main program's (toolchain::current).
+    std::string code_generator{};
+    /// LLVM's command-line options that were set (cl::getRegisteredOptions), with their
+    /// values: describe_llvm_options().
+    std::string llvm_options{};
 };
 
 /// Loads and stores object files by object_key_inputs. Move-only; owns what the
@@ -54,6 +92,10 @@ public:
         void (*log)(void* impl, std::string_view line) noexcept;
         bool (*enabled)(void const* impl) noexcept;
         void (*destroy)(void* impl) noexcept;
+        /// Counts a compile that could not be keyed, with its reason (optional).
+        void (*bypass)(void* impl, std::string const& reason) noexcept = nullptr;
+        /// The cache's statistics as one line (statistics_snapshot::summary; optional).
+        std::string (*summary)(void const* impl) noexcept = nullptr;
     };
 
     /// A store that loads nothing and stores nothing.
@@ -82,6 +124,11 @@ public:
     void log(std::string_view line) noexcept {
         if (ops_) ops_->log(impl_, line);
     }
+    void bypass(std::string const& reason) noexcept {
+        if (ops_ && ops_->bypass) ops_->bypass(impl_, reason);
+    }
+    /// The statistics of the cache behind the store, this process's: one line.
+    std::string summary() const noexcept { return ops_ && ops_->summary ? ops_->summary(impl_) : std::string(); }
 
 private:
     void reset() noexcept {

@@ -1,0 +1,391 @@
+// compile_cache: one connection to one Redis server, every exchange bounded in time
+// and in the bytes it takes in. Part of the optional redis_storage: needs hiredis
+// (0.14 or 1.x), used here for connecting and for parsing replies; commands are
+// written with send(MSG_NOSIGNAL), so a server that went away never raises SIGPIPE.
+#pragma once
+
+#include <hiredis/hiredis.h>
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/time.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+namespace compile_cache {
+
+/// Why a call to a Redis server failed, as a tier counts it (read_result::error and
+/// the error_code that write and remove return carry these values).
+enum class redis_errc {
+    timeout = 1, ///< connect or command did not finish within its timeout
+    refused,     ///< nothing listens there (connection refused, no such socket, unreachable)
+    auth,        ///< the server refused the credentials or the command (WRONGPASS, NOAUTH, NOPERM)
+    protocol,    ///< the reply was not valid, was longer than asked for, or was cut short
+    too_large,   ///< the value is longer than the caller's bound (read) or than the server takes
+    other,       ///< any other error reply or I/O error (OOM, LOADING, CLUSTERDOWN, WRONGTYPE...)
+};
+
+/// The short name of a reason ("timeout", "refused", ...), for counters and logs.
+inline char const* redis_errc_name(redis_errc e) noexcept {
+    switch (e) {
+    case redis_errc::timeout: return "timeout";
+    case redis_errc::refused: return "refused";
+    case redis_errc::auth: return "auth";
+    case redis_errc::protocol: return "protocol";
+    case redis_errc::too_large: return "too_large";
+    case redis_errc::other: return "other";
+    }
+    return "other";
+}
+
+namespace detail {
+class redis_category_impl final : public std::error_category {
+public:
+    char const* name() const noexcept override { return "compile_cache.redis"; }
+    std::string message(int value) const override {
+        switch (static_cast<redis_errc>(value)) {
+        case redis_errc::timeout: return "the Redis server did not answer in time";
+        case redis_errc::refused: return "the Redis server refused the connection or is unreachable";
+        case redis_errc::auth: return "the Redis server refused the credentials or the command";
+        case redis_errc::protocol: return "the Redis server's reply was invalid, too long or cut short";
+        case redis_errc::too_large: return "the value is larger than allowed";
+        case redis_errc::other: return "the Redis server reported an error";
+        }
+        return "unknown Redis error";
+    }
+    /// The portable condition of each reason, so that a generic tier (tiered_storage's
+    /// remote_error_of) counts it by std::errc.
+    std::error_condition default_error_condition(int value) const noexcept override {
+        switch (static_cast<redis_errc>(value)) {
+        case redis_errc::timeout: return std::errc::timed_out;
+        case redis_errc::refused: return std::errc::connection_refused;
+        case redis_errc::auth: return std::errc::permission_denied;
+        case redis_errc::protocol: return std::errc::protocol_error;
+        case redis_errc::too_large: return std::errc::value_too_large;
+        case redis_errc::other: break;
+        }
+        return {value, *this};
+    }
+};
+} // namespace detail
+
+inline std::error_category const& redis_category() noexcept {
+    static detail::redis_category_impl const category;
+    return category;
+}
+
+inline std::error_code make_error_code(redis_errc e) noexcept {
+    return {static_cast<int>(e), redis_category()};
+}
+
+} // namespace compile_cache
+
+template <>
+struct std::is_error_code_enum<compile_cache::redis_errc> : std::true_type {};
+
+namespace compile_cache::detail {
+
+using redis_clock = std::chrono::steady_clock;
+
+struct redis_reply_deleter {
+    void operator()(redisReply* r) const noexcept {
+        if (r) freeReplyObject(r);
+    }
+};
+using redis_reply_ptr = std::unique_ptr<redisReply, redis_reply_deleter>;
+
+/// What one connection needs to know to (re)connect.
+struct redis_endpoint {
+    std::string host;        ///< empty for a Unix socket
+    int port = 6379;
+    std::string socket_path; ///< set for a Unix socket
+    std::string user;        ///< for AUTH user password (Redis 6 ACL); empty: AUTH password
+    std::string password;    ///< empty: no AUTH
+    int db = 0;              ///< SELECT db when not 0
+};
+
+/// An error reply's classification.
+inline redis_errc classify_error_reply(std::string_view text) noexcept {
+    auto starts = [&](std::string_view p) { return text.substr(0, p.size()) == p; };
+    if (starts("NOAUTH") || starts("WRONGPASS") || starts("NOPERM") || starts("ERR invalid password") ||
+        starts("ERR invalid username-password") || starts("ERR AUTH") || starts("ERR Client sent AUTH"))
+        return redis_errc::auth;
+    return redis_errc::other;
+}
+
+/// One command, as its arguments.
+using redis_command = std::vector<std::string_view>;
+
+/// A blocking connection used from one thread at a time. Every member is noexcept
+/// and bounded by the deadline it is given; after any failure but an error reply the
+/// connection is closed, and the next exchange reconnects.
+class redis_connection {
+public:
+    explicit redis_connection(redis_endpoint endpoint) : endpoint_(std::move(endpoint)) {}
+    redis_connection(redis_connection const&) = delete;
+    redis_connection& operator=(redis_connection const&) = delete;
+    ~redis_connection() { close(); }
+
+    redis_endpoint const& endpoint() const noexcept { return endpoint_; }
+    bool connected() const noexcept { return context_ != nullptr; }
+
+    void close() noexcept {
+        if (context_) redisFree(context_);
+        context_ = nullptr;
+    }
+
+    /// Sends the commands in one write and reads as many replies, each of at most
+    /// `max_reply_bytes` on the wire (a longer one is `protocol`, and no more of it is
+    /// read). Connects first when needed, within `connect_timeout` and the deadline.
+    /// Arrays are accepted only when `arrays` is set. An error reply is returned as a
+    /// reply (type REDIS_REPLY_ERROR), not as an error.
+    std::error_code exchange(std::vector<redis_command> const& commands, std::vector<redis_reply_ptr>& replies,
+                             std::size_t max_reply_bytes, redis_clock::time_point deadline,
+                             std::chrono::milliseconds connect_timeout, bool arrays = false) noexcept {
+        replies.clear();
+        try {
+            if (!context_)
+                if (auto e = connect(deadline, connect_timeout)) return e;
+            if (auto e = send_commands(commands, deadline)) return fail(e);
+            for (std::size_t i = 0; i < commands.size(); ++i) {
+                redis_reply_ptr reply;
+                if (auto e = read_reply(reply, max_reply_bytes, deadline, arrays)) return fail(e);
+                replies.push_back(std::move(reply));
+            }
+            return {};
+        } catch (...) {
+            return fail(make_error_code(redis_errc::other));
+        }
+    }
+
+    /// The last failure's text, for a log line (never holds a password).
+    std::string const& last_error_text() const noexcept { return error_text_; }
+
+private:
+    std::error_code fail(std::error_code e) noexcept {
+        close();
+        return e;
+    }
+
+    static timeval to_timeval(std::chrono::microseconds us) noexcept {
+        if (us.count() < 1000) us = std::chrono::microseconds(1000);
+        timeval tv{};
+        tv.tv_sec = static_cast<decltype(tv.tv_sec)>(us.count() / 1000000);
+        tv.tv_usec = static_cast<decltype(tv.tv_usec)>(us.count() % 1000000);
+        return tv;
+    }
+
+    static std::chrono::microseconds remaining(redis_clock::time_point deadline) noexcept {
+        return std::chrono::duration_cast<std::chrono::microseconds>(deadline - redis_clock::now());
+    }
+
+    std::error_code classify_context_error(redisContext const* c) {
+        error_text_ = c ? c->errstr : "out of memory";
+        if (!c) return make_error_code(redis_errc::other);
+        int const saved = errno;
+#ifdef REDIS_ERR_TIMEOUT
+        if (c->err == REDIS_ERR_TIMEOUT) return make_error_code(redis_errc::timeout);
+#endif
+        if (c->err == REDIS_ERR_IO) {
+            if (saved == ECONNREFUSED || saved == ENOENT || saved == ECONNRESET || saved == EHOSTUNREACH ||
+                saved == ENETUNREACH || saved == EADDRNOTAVAIL || saved == ECONNABORTED)
+                return make_error_code(redis_errc::refused);
+            if (saved == ETIMEDOUT || saved == EAGAIN || saved == EINPROGRESS || saved == EWOULDBLOCK)
+                return make_error_code(redis_errc::timeout);
+            // hiredis 0.14 reports a connect timeout with its own text and errno cleared.
+            if (std::strstr(c->errstr, "timed out") || std::strstr(c->errstr, "Timeout"))
+                return make_error_code(redis_errc::timeout);
+            if (std::strstr(c->errstr, "refused") || std::strstr(c->errstr, "No such file"))
+                return make_error_code(redis_errc::refused);
+        }
+        return make_error_code(redis_errc::other);
+    }
+
+    std::error_code connect(redis_clock::time_point deadline, std::chrono::milliseconds connect_timeout) {
+        auto const left = remaining(deadline);
+        if (left.count() <= 0) return error_text_ = "no time left to connect", make_error_code(redis_errc::timeout);
+        auto const budget = std::min<std::chrono::microseconds>(left, connect_timeout);
+        auto const connect_deadline = redis_clock::now() + budget;
+        timeval const tv = to_timeval(budget);
+        errno = 0;
+        redisContext* c = endpoint_.socket_path.empty()
+                              ? redisConnectWithTimeout(endpoint_.host.c_str(), endpoint_.port, tv)
+                              : redisConnectUnixWithTimeout(endpoint_.socket_path.c_str(), tv);
+        if (!c || c->err) {
+            auto e = classify_context_error(c);
+            if (c) redisFree(c);
+            // A connect that gave up at its own timeout is a timeout, whatever errno says.
+            if (e == redis_errc::other && redis_clock::now() >= connect_deadline) e = redis_errc::timeout;
+            return e;
+        }
+        context_ = c;
+        // A backstop only: every wait below polls with the time left to the deadline.
+        redisSetTimeout(context_, to_timeval(std::chrono::duration_cast<std::chrono::microseconds>(
+                                      std::max<std::chrono::microseconds>(remaining(deadline), {}))));
+#if HIREDIS_MAJOR > 1 || (HIREDIS_MAJOR == 1 && (HIREDIS_MINOR > 0 || HIREDIS_PATCH >= 1))
+        context_->reader->maxelements = 1u << 20; // (hiredis 1.0.1 and later)
+#endif
+        std::vector<redis_command> setup;
+        if (!endpoint_.password.empty()) {
+            if (endpoint_.user.empty())
+                setup.push_back({"AUTH", endpoint_.password});
+            else
+                setup.push_back({"AUTH", endpoint_.user, endpoint_.password});
+        }
+        std::string const db = std::to_string(endpoint_.db);
+        if (endpoint_.db != 0) setup.push_back({"SELECT", db});
+        if (setup.empty()) return {};
+        if (auto e = send_commands(setup, deadline)) return fail(e);
+        for (std::size_t i = 0; i < setup.size(); ++i) {
+            redis_reply_ptr reply;
+            if (auto e = read_reply(reply, 4096, deadline, false)) return fail(e);
+            if (reply->type == REDIS_REPLY_ERROR) {
+                // The server's text about credentials never holds the password itself.
+                error_text_.assign(reply->str, reply->len);
+                redis_errc const why = i == 0 && !endpoint_.password.empty() ? redis_errc::auth
+                                                                              : classify_error_reply(error_text_);
+                return fail(make_error_code(why));
+            }
+        }
+        return {};
+    }
+
+    /// Waits until the socket is ready for `events`, or the deadline.
+    std::error_code wait(short events, redis_clock::time_point deadline) {
+        for (;;) {
+            auto const left = remaining(deadline);
+            if (left.count() <= 0) return error_text_ = "timed out", make_error_code(redis_errc::timeout);
+            pollfd p{context_->fd, events, 0};
+            int const ms = static_cast<int>((left.count() + 999) / 1000);
+            int const n = ::poll(&p, 1, ms);
+            if (n > 0) return {};
+            if (n == 0) continue; // re-check the deadline
+            if (errno == EINTR) continue;
+            error_text_ = std::strerror(errno);
+            return make_error_code(redis_errc::other);
+        }
+    }
+
+    static void append_bulk_header(std::string& out, char kind, std::size_t n) {
+        out += kind;
+        out += std::to_string(n);
+        out += "\r\n";
+    }
+
+    std::error_code send_commands(std::vector<redis_command> const& commands, redis_clock::time_point deadline) {
+        // The small parts (headers, short arguments) are copied into one buffer; long
+        // arguments (values) are sent from where they are.
+        constexpr std::size_t copy_limit = 1024;
+        std::string small;
+        struct piece {
+            std::size_t offset; // into small, when data is null
+            char const* data;
+            std::size_t size;
+        };
+        std::vector<piece> pieces;
+        std::size_t small_start = 0;
+        auto flush_small = [&] {
+            if (small.size() > small_start) pieces.push_back({small_start, nullptr, small.size() - small_start});
+            small_start = small.size();
+        };
+        for (auto const& command : commands) {
+            append_bulk_header(small, '*', command.size());
+            for (std::string_view arg : command) {
+                append_bulk_header(small, '$', arg.size());
+                if (arg.size() <= copy_limit) {
+                    small.append(arg.data(), arg.size());
+                } else {
+                    flush_small();
+                    pieces.push_back({0, arg.data(), arg.size()});
+                }
+                small += "\r\n";
+            }
+        }
+        flush_small();
+        std::vector<iovec> iov;
+        iov.reserve(pieces.size());
+        for (auto const& p : pieces)
+            iov.push_back({const_cast<char*>(p.data ? p.data : small.data() + p.offset), p.size});
+        // Sent at once when the socket buffer takes it (a command usually fits); the
+        // wait for room comes only after a send that could not go on.
+        std::size_t first = 0;
+        while (first < iov.size()) {
+            msghdr m{};
+            m.msg_iov = iov.data() + first;
+            m.msg_iovlen = iov.size() - first;
+            ssize_t const n = ::sendmsg(context_->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                    if (auto e = wait(POLLOUT, deadline)) return e;
+                    continue;
+                }
+                error_text_ = std::strerror(errno);
+                return make_error_code(errno == EPIPE || errno == ECONNRESET ? redis_errc::refused : redis_errc::other);
+            }
+            auto sent = static_cast<std::size_t>(n);
+            while (first < iov.size() && sent >= iov[first].iov_len) sent -= iov[first++].iov_len;
+            if (first < iov.size()) {
+                iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + sent;
+                iov[first].iov_len -= sent;
+            }
+        }
+        return {};
+    }
+
+    std::error_code read_reply(redis_reply_ptr& reply, std::size_t max_reply_bytes, redis_clock::time_point deadline,
+                               bool arrays) {
+        redisReader* reader = context_->reader;
+        std::size_t taken = 0; // bytes of this reply received so far (an upper bound)
+        for (;;) {
+            // Refuse an array header before hiredis allocates its elements.
+            if (!arrays && reader->ridx == -1 && reader->pos < reader->len && reader->buf[reader->pos] == '*')
+                return error_text_ = "unexpected array reply", make_error_code(redis_errc::protocol);
+            void* r = nullptr;
+            if (redisReaderGetReply(reader, &r) != REDIS_OK) {
+                error_text_ = reader->errstr;
+                return make_error_code(redis_errc::protocol);
+            }
+            if (r) {
+                reply.reset(static_cast<redisReply*>(r));
+                return {};
+            }
+            if (taken > max_reply_bytes)
+                return error_text_ = "reply longer than the bound", make_error_code(redis_errc::protocol);
+            if (auto e = wait(POLLIN, deadline)) return e;
+            char buffer[16384];
+            ssize_t const n = ::recv(context_->fd, buffer, sizeof buffer, MSG_DONTWAIT);
+            if (n == 0) {
+                // Closed before the reply began: the server went away; within it: a cut reply.
+                error_text_ = taken ? "the server closed the connection within a reply"
+                                    : "the server closed the connection";
+                return make_error_code(taken ? redis_errc::protocol : redis_errc::refused);
+            }
+            if (n < 0) {
+                if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+                error_text_ = std::strerror(errno);
+                return make_error_code(errno == ECONNRESET ? redis_errc::refused : redis_errc::other);
+            }
+            taken += static_cast<std::size_t>(n);
+            if (redisReaderFeed(reader, buffer, static_cast<std::size_t>(n)) != REDIS_OK) {
+                error_text_ = reader->errstr;
+                return make_error_code(redis_errc::protocol);
+            }
+        }
+    }
+
+    redis_endpoint endpoint_;
+    redisContext* context_ = nullptr;
+    std::string error_text_;
+};
+
+} // namespace compile_cache::detail
