@@ -43,6 +43,7 @@ COMPILE_CACHE_PACKAGES=(cmake g++ make libboost-serialization-dev libboost-dev c
 COMPILE_CACHE_LLVM_PACKAGES=(llvm-14-dev zlib1g-dev libtinfo-dev)
 # The optional Redis storage: hiredis (found by pkg-config) to build it, redis-server
 # and redis-cli (redis-tools) for its tests and benchmark, which start real servers.
+# shellcheck disable=SC2034
 COMPILE_CACHE_REDIS_PACKAGES=(libhiredis-dev redis-server redis-tools pkgconf)
 # The arm64 step of scripts/test.sh (scripts/test_arm64.sh): the cross compiler, the
 # arm64 Boost it links against (multiarch) and the user-mode emulator that runs the result.
