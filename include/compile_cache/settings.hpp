@@ -206,6 +206,24 @@ public:
     /// so that a storage sharing entries with other machines can refuse to run
     /// without it.
     bool authenticated() const noexcept { return authenticated_; }
+    /// After confirm(): whether a storage shared with other machines (a remote) may be
+    /// used. What such a server returns runs as code here, so only when entries are
+    /// authenticated (a secret) or `PREFIX_REMOTE_INSECURE` says the server is trusted;
+    /// otherwise one line saying how to set a secret. Asked by the tier and by the Redis
+    /// storage alike, answered (and said) once.
+    bool remote_trusted() {
+        if (!remote_trusted_) {
+            bool const insecure = flag("_REMOTE_INSECURE", false, "the remote needs a secret");
+            remote_trusted_ = authenticated_ || insecure;
+            if (!*remote_trusted_)
+                report(name("_REMOTE") +
+                       " is set but entries are not authenticated, and what a shared server returns runs as code "
+                       "here: the remote is off. Give every machine the same secret with " +
+                       name("_SECRET_FILE") + ", or set " + name("_REMOTE_INSECURE") +
+                       "=1 if only trusted machines can write to the server");
+        }
+        return *remote_trusted_;
+    }
     /// After confirm(): the cache's logger (empty when it logs nothing), for a storage
     /// that reports what happens while it runs (a server gone, then back).
     reporter const& logger() const noexcept { return logger_; }
@@ -224,6 +242,7 @@ private:
     std::function<bool()> confirm_;
     std::optional<bool> confirmed_;
     bool authenticated_ = false;
+    std::optional<bool> remote_trusted_;
 };
 
 } // namespace compile_cache

@@ -3254,6 +3254,24 @@ public:
     /// so that a storage sharing entries with other machines can refuse to run
     /// without it.
     bool authenticated() const noexcept { return authenticated_; }
+    /// After confirm(): whether a storage shared with other machines (a remote) may be
+    /// used. What such a server returns runs as code here, so only when entries are
+    /// authenticated (a secret) or `PREFIX_REMOTE_INSECURE` says the server is trusted;
+    /// otherwise one line saying how to set a secret. Asked by the tier and by the Redis
+    /// storage alike, answered (and said) once.
+    bool remote_trusted() {
+        if (!remote_trusted_) {
+            bool const insecure = flag("_REMOTE_INSECURE", false, "the remote needs a secret");
+            remote_trusted_ = authenticated_ || insecure;
+            if (!*remote_trusted_)
+                report(name("_REMOTE") +
+                       " is set but entries are not authenticated, and what a shared server returns runs as code "
+                       "here: the remote is off. Give every machine the same secret with " +
+                       name("_SECRET_FILE") + ", or set " + name("_REMOTE_INSECURE") +
+                       "=1 if only trusted machines can write to the server");
+        }
+        return *remote_trusted_;
+    }
     /// After confirm(): the cache's logger (empty when it logs nothing), for a storage
     /// that reports what happens while it runs (a server gone, then back).
     reporter const& logger() const noexcept { return logger_; }
@@ -3272,6 +3290,7 @@ private:
     std::function<bool()> confirm_;
     std::optional<bool> confirmed_;
     bool authenticated_ = false;
+    std::optional<bool> remote_trusted_;
 };
 
 } // namespace compile_cache
@@ -6539,19 +6558,11 @@ public:
         options.mode = env.choice<remote_mode>(
             "_REMOTE_MODE", {{"read-write", remote_mode::read_write}, {"read-only", remote_mode::read_only}},
             remote_mode::read_write, "a remote mode");
-        bool const insecure = env.flag("_REMOTE_INSECURE", false, "the remote needs a secret");
         auto local_only = [&]() -> std::optional<tiered_storage> {
             if (!local) return std::nullopt;
             return tiered_storage(std::move(*local));
         };
-        if (!env.authenticated() && !insecure) {
-            env.report(env.name("_REMOTE") +
-                       " is set but entries are not authenticated, and what a shared server returns runs as code "
-                       "here: the remote is off. Give every machine the same secret with " +
-                       env.name("_SECRET_FILE") + ", or set " + env.name("_REMOTE_INSECURE") +
-                       "=1 if only trusted machines can write to the server");
-            return local_only();
-        }
+        if (!env.remote_trusted()) return local_only();
         std::optional<Remote> remote;
         try {
             remote = remote_from_env(env);

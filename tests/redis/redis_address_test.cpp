@@ -142,7 +142,14 @@ TEST_CASE("from_env reads the remote's settings, and a bad one is one line and i
     CHECK(lines[0].find("CCREDIS_REMOTE_TIMEOUT=\"soon\"") != std::string::npos);
     CHECK(lines[0].find("default, 1000 ms") != std::string::npos);
 
-    auto s = cc::redis_storage::from_env(env);
+    // What a shared server returns runs as code: without a secret, only when the
+    // server is said to be trusted, and otherwise one line saying how to set a secret.
+    CHECK_FALSE(cc::redis_storage::from_env(env));
+    REQUIRE(!lines.empty());
+    CHECK(lines.back().rfind("CCREDIS_REMOTE is set but entries are not authenticated", 0) == 0);
+    env_var insecure("CCREDIS_REMOTE_INSECURE", "1");
+    cc::settings_reader trusting("CCREDIS", [&](std::string_view line) { lines.emplace_back(line); });
+    auto s = cc::redis_storage::from_env(trusting);
     REQUIRE(s);
     CHECK(s->describe() == "redis://:***@127.0.0.1:6390 (namespace team-a)");
     CHECK(s->describe().find("from-the-file") == std::string::npos);

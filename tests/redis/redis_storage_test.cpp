@@ -243,6 +243,9 @@ TEST_CASE("A cache over Redis alone comes from the environment: PREFIX_REMOTE na
     ::setenv("CCREDIS_ENV_REMOTE", ("redis://127.0.0.1:" + std::to_string(fixture::get().server_port())).c_str(), 1);
     ::setenv("CCREDIS_ENV_REMOTE_NAMESPACE", ns.c_str(), 1);
     artifact const kernel{"k", {4, 5}};
+    // Without a secret, a shared server is not used unless it is said to be trusted.
+    CHECK_FALSE(redis_cache::from_env("CCREDIS_ENV").enabled());
+    ::setenv("CCREDIS_ENV_REMOTE_INSECURE", "1", 1);
     {
         auto cache = redis_cache::from_env("CCREDIS_ENV");
         REQUIRE(cache.enabled());
@@ -252,6 +255,7 @@ TEST_CASE("A cache over Redis alone comes from the environment: PREFIX_REMOTE na
     }
     ::unsetenv("CCREDIS_ENV_REMOTE");
     ::unsetenv("CCREDIS_ENV_REMOTE_NAMESPACE");
+    ::unsetenv("CCREDIS_ENV_REMOTE_INSECURE");
     CHECK_FALSE(redis_cache::from_env("CCREDIS_ENV").enabled());
 }
 

@@ -249,11 +249,15 @@ public:
     /// `PREFIX_REMOTE_NAMESPACE`, `PREFIX_REMOTE_CONNECT_TIMEOUT` and
     /// `PREFIX_REMOTE_TIMEOUT` (durations), `PREFIX_REMOTE_TTL` (seconds); see
     /// redis_options_from_env. A URL or password file that cannot be used is one line
-    /// (never showing a password), and nullopt. Connects on first use, not here.
+    /// (never showing a password), and nullopt. So is a server whose entries would not
+    /// be authenticated: no `PREFIX_SECRET_FILE` and no `PREFIX_REMOTE_INSECURE=1`
+    /// (settings_reader::remote_trusted). Connects on first use, not here.
     static std::optional<redis_storage> from_env(settings_reader& env) {
         if (env.is_off("_REMOTE") || !env.confirm()) return std::nullopt;
         std::optional<redis_options> options = redis_options_from_env(env);
-        if (!options) return std::nullopt;
+        // A shared server is used only with authenticated entries, or when
+        // PREFIX_REMOTE_INSECURE says it is trusted (settings_reader::remote_trusted).
+        if (!options || !env.remote_trusted()) return std::nullopt;
         return redis_storage(std::move(*options));
     }
 
@@ -268,6 +272,8 @@ public:
             {p + "_REMOTE_CONNECT_TIMEOUT", "connect timeout, ms or with s (default 100)"},
             {p + "_REMOTE_TIMEOUT", "timeout of each call to the server, ms or with s (default 1000)"},
             {p + "_REMOTE_TTL", "expiry of stored values in seconds (default 0: none)"},
+            {p + "_REMOTE_INSECURE", "1 uses the server without a secret (only for a server that only trusted "
+                                     "machines can write)"},
         };
     }
 

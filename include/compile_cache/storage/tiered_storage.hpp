@@ -179,19 +179,11 @@ public:
         options.mode = env.choice<remote_mode>(
             "_REMOTE_MODE", {{"read-write", remote_mode::read_write}, {"read-only", remote_mode::read_only}},
             remote_mode::read_write, "a remote mode");
-        bool const insecure = env.flag("_REMOTE_INSECURE", false, "the remote needs a secret");
         auto local_only = [&]() -> std::optional<tiered_storage> {
             if (!local) return std::nullopt;
             return tiered_storage(std::move(*local));
         };
-        if (!env.authenticated() && !insecure) {
-            env.report(env.name("_REMOTE") +
-                       " is set but entries are not authenticated, and what a shared server returns runs as code "
-                       "here: the remote is off. Give every machine the same secret with " +
-                       env.name("_SECRET_FILE") + ", or set " + env.name("_REMOTE_INSECURE") +
-                       "=1 if only trusted machines can write to the server");
-            return local_only();
-        }
+        if (!env.remote_trusted()) return local_only();
         std::optional<Remote> remote;
         try {
             remote = remote_from_env(env);
