@@ -119,7 +119,8 @@ namespace detail {
 template <class R, class T, class = void>
 struct has_bind : std::false_type {};
 template <class R, class T>
-struct has_bind<R, T, std::void_t<decltype(std::declval<R&>().bind(std::declval<T const*>(), std::declval<key const&>()))>>
+struct has_bind<R, T,
+                std::void_t<decltype(std::declval<R&>().bind(std::declval<T const*>(), std::declval<key const&>()))>>
     : std::true_type {};
 } // namespace detail
 
