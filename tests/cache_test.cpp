@@ -296,6 +296,7 @@ TEST_CASE("to_string of a result says its outcome and why in one line", "[cache]
     CHECK(to_string(off.get_or_compile<compiled_kernel>(key_of("v1"), info, compile)) == "compiled (disabled)");
     cc::cached<compiled_kernel> corrupt{h.compile_saxpy(), cc::outcome::compiled, "corrupt"};
     CHECK(cc::to_string(corrupt) == "compiled (corrupt)");
+    CHECK(cc::to_string(cc::cached<compiled_kernel>{}) == "compiled");
 }
 
 TEST_CASE("the statistics count hits, misses by reason, stores, bytes and time", "[cache]") {

@@ -102,6 +102,7 @@ std::string to_string(cached<Artifact> const& r) {
     case outcome::compiled: break;
     }
     std::string const why = r.explanation.brief();
+    if (r.reason.empty()) return "compiled";
     return "compiled (" + r.reason + (why.empty() ? "" : ": " + why) + ")";
 }
 
