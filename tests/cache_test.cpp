@@ -277,6 +277,28 @@ TEST_CASE("a kernel that cannot be keyed bypasses the cache with its reason", "[
     CHECK(std::string(cc::to_string(cc::outcome::bypassed)) == "bypass");
 }
 
+TEST_CASE("to_string of a result says its outcome and why in one line", "[cache]") {
+    temp_dir dir;
+    host h;
+    cc::default_cache cache(cc::directory_storage(dir.path().string()));
+    h.register_with(cache);
+    auto compile = [&] { return h.compile_saxpy(); };
+    auto key_of = [&](char const* ir) { return cache.make_key_builder("cache_test 1").add("ir", ir).finish(); };
+    cc::entry_info const info{"saxpy", "blas.dsl", 3};
+
+    CHECK(to_string(cache.get_or_compile<compiled_kernel>(key_of("v1"), info, compile)) == "compiled (absent: new)");
+    CHECK(to_string(cache.get_or_compile<compiled_kernel>(key_of("v1"), info, compile)) == "loaded");
+    CHECK(to_string(cache.get_or_compile<compiled_kernel>(key_of("v2"), info, compile)) ==
+          "compiled (absent: ir changed)");
+    CHECK(to_string(cache.get_or_compile<compiled_kernel>(cc::key_result::bypass("no stable source path"), info,
+                                                          compile)) == "bypass: no stable source path");
+    cc::default_cache off;
+    CHECK(to_string(off.get_or_compile<compiled_kernel>(key_of("v1"), info, compile)) == "compiled (disabled)");
+    cc::cached<compiled_kernel> corrupt{h.compile_saxpy(), cc::outcome::compiled, "corrupt"};
+    CHECK(cc::to_string(corrupt) == "compiled (corrupt)");
+    CHECK(cc::to_string(cc::cached<compiled_kernel>{}) == "compiled");
+}
+
 TEST_CASE("the statistics count hits, misses by reason, stores, bytes and time", "[cache]") {
     temp_dir dir;
     host h;

@@ -283,6 +283,30 @@ TEST_CASE("configuration.md: a PREFIX_DIR that cannot be made a directory prints
     }
 }
 
+TEST_CASE("configuration.md: a PREFIX_DIR that is an on value prints the quoted line and the cache is that relative directory",
+          "[configuration]") {
+    temp_dir dir;
+    in_directory here(dir.path());
+    for (char const* on : {"on", "1", "TRUE", "yes"}) {
+        INFO("PREFIX_DIR=\"" << on << "\"");
+        config_env env;
+        env.set("_DIR", on);
+
+        std::optional<cc::default_cache> c;
+        captured_stderr err(dir.path() / "stderr.txt");
+        CHECK_NOTHROW(c.emplace(cc::default_cache::from_env(test_prefix)));
+        REQUIRE(c.has_value());
+        CHECK(c->enabled());
+        CHECK(get_twice(*c, "helper") == outcomes{cc::outcome::compiled, cc::outcome::loaded});
+        CHECK(fs::is_directory(dir.path() / on));
+        std::vector<std::string> const lines = lines_of(err.text());
+        REQUIRE(lines.size() == 1);
+        INFO("printed: " << lines[0]);
+        if (std::string(on) == "on") CHECK(page_quotes(lines[0]));
+        CHECK(lines[0].find("\"" + std::string(on) + "\" in the working directory") != std::string::npos);
+    }
+}
+
 TEST_CASE("configuration.md: a PREFIX_LOG value that is neither on nor off prints the quoted line; logging stays off",
           "[configuration]") {
     temp_dir dir;

@@ -30,6 +30,7 @@
 #include <functional>
 #include <iterator>
 #include <limits>
+#include <list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -342,6 +343,26 @@ TEST_CASE("a string and the same bytes give different keys", "[key]") {
     CHECK(key_of(text) != key_of(std::string("abd")));
     CHECK(key_of(std::string()) != key_of(std::vector<unsigned char>()));
     CHECK(key_of(std::string("a")) != key_of(std::string("a\0", 2)));
+}
+
+TEST_CASE("the tutorial's table of values holds: a char is a number, a literal stops at its NUL, containers of "
+          "one shape key alike, a bypassed or empty key makes a bypass",
+          "[key]") {
+    CHECK(key_of('a') == key_of(static_cast<char>(97)));
+    CHECK(key_of('a') != key_of("a"));
+    CHECK(key_of("ab\0cd") == key_of("ab"));
+    char const* pointer = "ab";
+    CHECK(key_of(pointer) == key_of(std::string("ab")));
+    CHECK(key_of(std::vector<int>{1, 2}) == key_of(std::list<int>{1, 2}));
+    CHECK(key_of(std::vector<int>{1, 2}) == key_of(std::array<int, 2>{1, 2}));
+    CHECK(key_of(std::vector<int>{1, 2}) != key_of(std::vector<int>{2, 1}));
+    CHECK(key_of(std::pair<int, long>{1, 2}) == key_of(std::tuple<int, long>{1, 2}));
+    CHECK(key_of(std::array<std::byte, 2>{std::byte{1}, std::byte{2}}) ==
+          key_of(std::vector<unsigned char>{1, 2}));
+    cc::key_result const bypass = cc::key_result::bypass("reads a global through a pointer");
+    CHECK_FALSE(cc::key_builder<>().add("callee", bypass).finish().ok());
+    CHECK_FALSE(cc::key_builder<>().add("callee", bypass.value()).finish().ok());
+    CHECK_FALSE(cc::key_builder<>().add("callees", std::vector<cc::key_result>{bypass}).finish().ok());
 }
 
 TEST_CASE("a string split across two fields at another place gives another key", "[key]") {

@@ -288,6 +288,63 @@ TEST_CASE("storing a kernel that calls a kernel without a key is skipped and cou
     }
 }
 
+TEST_CASE("bind refuses a bypass's empty key: the kernel is left with no key, so a caller is not stored",
+          "[resolver]") {
+    temp_dir dir;
+    host_run h(dir.path());
+    h.bind_fma();
+    REQUIRE(h.cache.resolver().key_of(&h.fma));
+
+    cc::key_result const bypass = cc::key_result::bypass("reads a global through a pointer");
+    REQUIRE(bypass.value().empty());
+    CHECK_FALSE(h.cache.resolver().bind(&h.fma, bypass.value()));
+    CHECK_FALSE(h.cache.resolver().key_of(&h.fma)); // its earlier key is gone too
+    CHECK(h.cache.resolver().kernel<kernel>(cc::key{}) == nullptr);
+    CHECK_FALSE(h.cache.resolver().to_reference(&h.fma, typeid(kernel), &h.saxpy));
+
+    CHECK(h.get_saxpy().outcome == cc::outcome::compiled);
+    CHECK(h.cache.stats().failure_count(cc::store_failure::unresolved_reference) == 1);
+    CHECK(entries_under(dir.path()) == 0);
+    CHECK(h.cache.resolver().bind(&h.fma, h.fma_key().value()));
+    CHECK(h.cache.resolver().key_of(&h.fma) == h.fma_key().value());
+}
+
+TEST_CASE("get_or_compile with bind_self binds the kernel to its key and compiles or loads it as self, in one call",
+          "[resolver]") {
+    temp_dir dir;
+    {
+        host_run writer(dir.path());
+        auto fma = writer.cache.get_or_compile<compiled_kernel>(writer.fma_key(), {"fma", "blas.dsl", 1},
+                                                                [] { return compiled_kernel{{0x01}, {}, {}, {}}; },
+                                                                cc::bind_self(&writer.fma));
+        CHECK(fma.outcome == cc::outcome::compiled);
+        CHECK(writer.cache.resolver().key_of(&writer.fma) == writer.fma_key().value());
+        // saxpy refers to fma: storable only because fma is bound now
+        CHECK(writer.get_saxpy().outcome == cc::outcome::compiled);
+        CHECK(writer.cache.stats().stores == 2);
+    }
+    host_run reader(dir.path());
+    auto fma = reader.cache.get_or_compile<compiled_kernel>(reader.fma_key(), {"fma", "blas.dsl", 1},
+                                                            [] { return compiled_kernel{{0x01}, {}, {}, {}}; },
+                                                            cc::bind_self(&reader.fma));
+    CHECK(fma.outcome == cc::outcome::loaded);
+    cc::cached<compiled_kernel> saxpy = reader.get_saxpy();
+    CHECK(saxpy.outcome == cc::outcome::loaded);
+    REQUIRE(saxpy.value.callees.size() == 1);
+    CHECK(saxpy.value.callees[0].get() == &reader.fma);
+
+    SECTION("a bypass leaves the kernel with no key, so its callers are not stored") {
+        auto r = reader.cache.get_or_compile<compiled_kernel>(
+            cc::key_result::bypass("reads a global through a pointer"), {"fma", "blas.dsl", 1},
+            [] { return compiled_kernel{{0x02}, {}, {}, {}}; }, cc::bind_self(&reader.fma));
+        CHECK(r.outcome == cc::outcome::bypassed);
+        CHECK_FALSE(reader.cache.resolver().key_of(&reader.fma));
+        CHECK(reader.cache.store(key_for(reader.cache, "another saxpy"), reader.compile_saxpy(),
+                                 {"saxpy2", "blas.dsl", 9}, &reader.saxpy) == false);
+        CHECK(reader.cache.stats().failure_count(cc::store_failure::unresolved_reference) == 1);
+    }
+}
+
 TEST_CASE("forget drops a kernel's key and, transitively, its callers' keys", "[resolver]") {
     // a <- b <- c (c calls b, b calls a), and d, which calls nothing of theirs.
     temp_dir dir;

@@ -36,8 +36,7 @@ int compile_and_run() {
         key, {"poly", "poly.toy", 1}, [&] { return toy::compile(source); });
 
     std::printf("  cache %s\n", cache.enabled() ? "enabled" : "disabled");
-    std::printf("  poly: %s%s%s%s, poly(5) = %lld, compiler runs: %d\n", cc::to_string(result.outcome),
-                result.reason.empty() ? "" : " (", result.reason.c_str(), result.reason.empty() ? "" : ")",
+    std::printf("  poly: %s, poly(5) = %lld, compiler runs: %d\n", cc::to_string(result).c_str(),
                 static_cast<long long>(toy::run(result.value, 5)), toy::compiler_runs);
     cc::statistics_snapshot const s = cache.stats();
     std::printf("  hits=%llu misses=%llu stores=%llu\n", static_cast<unsigned long long>(s.hits),

@@ -38,10 +38,9 @@ cc::key_result compile_module(std::string const& directory, std::map<std::string
 
         // The registry maps live kernels to keys: a ref<kernel> to a bound kernel is
         // written as its key, and read back as whichever live kernel has that key.
-        cache.resolver().bind(&k, keys[name].value());
-
+        // bind_self(&k) binds k to its key, then compiles or loads it as `self`.
         cc::cached<toy::program> r = cache.get_or_compile<toy::program>(
-            keys[name], {name, "module.toy", 1}, [&] { return toy::compile(k.source, lookup); }, &k);
+            keys[name], {name, "module.toy", 1}, [&] { return toy::compile(k.source, lookup); }, cc::bind_self(&k));
         k.compiled = std::move(r.value);
         std::printf("  %s: %s", name.c_str(), cc::to_string(r.outcome));
         for (toy::instruction const& in : k.compiled.code)

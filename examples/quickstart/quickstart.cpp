@@ -50,13 +50,11 @@ int main() {
                                   .add("source", main_kernel.source)
                                   .add("callee", helper_key) // a bypassed callee makes main bypass too
                                   .finish();
-    cache.resolver().bind(&helper, helper_key.value());
-    cache.resolver().bind(&main_kernel, main_key.value());
-
+    // bind_self: binds the kernel to its key in the registry, and compiles or loads it.
     auto h = cache.get_or_compile<artifact>(helper_key, {"helper", "quickstart.cpp", 1},
-                                            [&] { return compile(helper, nullptr); }, &helper);
+                                            [&] { return compile(helper, nullptr); }, cc::bind_self(&helper));
     auto m = cache.get_or_compile<artifact>(main_key, {"main", "quickstart.cpp", 2},
-                                            [&] { return compile(main_kernel, &helper); }, &main_kernel);
+                                            [&] { return compile(main_kernel, &helper); }, cc::bind_self(&main_kernel));
     std::printf("helper: %s\nmain: %s (calls %s)\n", cc::to_string(h.outcome), cc::to_string(m.outcome),
                 m.value.callee ? m.value.callee->name.c_str() : "nothing");
     std::printf("%s\n", cache.stats().summary().c_str());

@@ -92,6 +92,39 @@ struct cached {
     bool unsound = false;
 };
 
+/// One line for a result: `loaded`, `compiled (absent)`, `compiled (absent: callee:helper
+/// changed)` (with a miss explanation: its brief()), `compiled (disabled)`, `bypass: <reason>`.
+template <class Artifact>
+std::string to_string(cached<Artifact> const& r) {
+    switch (r.outcome) {
+    case outcome::loaded: return "loaded";
+    case outcome::bypassed: return "bypass: " + r.reason;
+    case outcome::compiled: break;
+    }
+    std::string const why = r.explanation.brief();
+    if (r.reason.empty()) return "compiled";
+    return "compiled (" + r.reason + (why.empty() ? "" : ": " + why) + ")";
+}
+
+/// The last argument of get_or_compile, in place of `&kernel`: binds the kernel to the
+/// key in the cache's resolver (`resolver().bind(kernel, k.value())`; for a bypass, the
+/// kernel is left with no key), then passes it as `self`. The resolver must have a
+/// `bind(T const*, key const&)`, as registry does.
+template <class T>
+struct bind_self {
+    T const* kernel;
+    explicit bind_self(T const* k) noexcept : kernel(k) {}
+};
+
+namespace detail {
+template <class R, class T, class = void>
+struct has_bind : std::false_type {};
+template <class R, class T>
+struct has_bind<R, T,
+                std::void_t<decltype(std::declval<R&>().bind(std::declval<T const*>(), std::declval<key const&>()))>>
+    : std::true_type {};
+} // namespace detail
+
 /// Settings of a cache; from_env fills them from PREFIX_* variables.
 struct cache_options {
     std::size_t max_entry_size = std::size_t{64} << 20; ///< larger entries are neither read nor written
@@ -491,6 +524,19 @@ public:
     cached<Artifact> get_or_compile(key_result const& k, entry_info const& info, Compile&& compile, std::nullptr_t) {
         return get_or_compile<Artifact, Compile, void>(k, info, std::forward<Compile>(compile),
                                                        static_cast<void const*>(nullptr));
+    }
+
+    /// Binds `self.kernel` to `k` in the resolver and compiles or loads it as its own
+    /// `self`: the two calls `resolver().bind(&kernel, k.value())` and
+    /// `get_or_compile(k, info, compile, &kernel)` in one.
+    template <class Artifact, class Compile, class T>
+    cached<Artifact> get_or_compile(key_result const& k, entry_info const& info, Compile&& compile,
+                                    bind_self<T> self) {
+        static_assert(detail::has_bind<Resolver, T>::value,
+                      "bind_self needs a resolver with bind(T const*, key const&), such as registry");
+        if constexpr (detail::has_bind<Resolver, T>::value)
+            state_->resolver.bind(self.kernel, k.ok() ? k.value() : key{});
+        return get_or_compile<Artifact, Compile, T>(k, info, std::forward<Compile>(compile), self.kernel);
     }
 
     /// The explanation an `absent` miss of `k` would get now (explain.hpp): reads the

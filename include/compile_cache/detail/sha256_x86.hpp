@@ -24,7 +24,11 @@
 
 #if COMPILE_CACHE_HAS_SHA256_X86
 #include <cpuid.h>
-#include <immintrin.h>
+// SSE2 to SSE4.1 only: <immintrin.h>, the one header that declares _mm_sha256*, costs
+// every including translation unit about 0.28 s of g++'s time, this one 0.02 s
+// (docs/benchmarks.md, "Header cost"). The SHA instructions are reached through the
+// compiler builtins those declarations call (the same names in GCC and Clang).
+#include <smmintrin.h>
 
 // Every function that uses the intrinsics carries the target attribute; the helpers
 // are force-inlined into the one that loops over the blocks.
@@ -47,21 +51,31 @@ inline bool sha256_x86_supported() noexcept {
     return (ebx & (1u << 29)) != 0;
 }
 
+COMPILE_CACHE_SHANI_INLINE __m128i sha256_x86_rnds2(__m128i cdgh, __m128i abef, __m128i wk) noexcept {
+    return (__m128i)__builtin_ia32_sha256rnds2((__v4si)cdgh, (__v4si)abef, (__v4si)wk);
+}
+COMPILE_CACHE_SHANI_INLINE __m128i sha256_x86_msg1(__m128i a, __m128i b) noexcept {
+    return (__m128i)__builtin_ia32_sha256msg1((__v4si)a, (__v4si)b);
+}
+COMPILE_CACHE_SHANI_INLINE __m128i sha256_x86_msg2(__m128i a, __m128i b) noexcept {
+    return (__m128i)__builtin_ia32_sha256msg2((__v4si)a, (__v4si)b);
+}
+
 /// Four rounds: W[t..t+3] + K[t..t+3], two rounds from the low half, two from the high.
 COMPILE_CACHE_SHANI_INLINE void sha256_x86_four_rounds(__m128i& abef, __m128i& cdgh, __m128i w,
                                                        std::size_t t) noexcept {
     __m128i wk = _mm_add_epi32(w, _mm_loadu_si128(reinterpret_cast<__m128i const*>(sha256_round_constants + t)));
-    cdgh = _mm_sha256rnds2_epu32(cdgh, abef, wk); // cdgh now holds the new ABEF
-    wk = _mm_shuffle_epi32(wk, 0x0e);             // the high two words down
-    abef = _mm_sha256rnds2_epu32(abef, cdgh, wk); // and back
+    cdgh = sha256_x86_rnds2(cdgh, abef, wk); // cdgh now holds the new ABEF
+    wk = _mm_shuffle_epi32(wk, 0x0e);        // the high two words down
+    abef = sha256_x86_rnds2(abef, cdgh, wk); // and back
 }
 
 /// W[t..t+3] from w0 = W[t-16..t-13], w1 = W[t-12..t-9], w2 = W[t-8..t-5], w3 = W[t-4..t-1]:
 /// MSG1 gives W[t-16+i] + sigma0(W[t-15+i]); PALIGNR picks W[t-7..t-4] to add; MSG2 adds
 /// sigma1(W[t-2+i]), including those of the two words it has just made.
 COMPILE_CACHE_SHANI_INLINE __m128i sha256_x86_schedule(__m128i w0, __m128i w1, __m128i w2, __m128i w3) noexcept {
-    __m128i const partial = _mm_add_epi32(_mm_sha256msg1_epu32(w0, w1), _mm_alignr_epi8(w3, w2, 4));
-    return _mm_sha256msg2_epu32(partial, w3);
+    __m128i const partial = _mm_add_epi32(sha256_x86_msg1(w0, w1), _mm_alignr_epi8(w3, w2, 4));
+    return sha256_x86_msg2(partial, w3);
 }
 
 /// Same contract as sha256_compress_portable: `nblocks` 64-byte blocks at `blocks`

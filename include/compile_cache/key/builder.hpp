@@ -44,7 +44,8 @@ public:
     bool ok() const noexcept { return key_.has_value(); }
     explicit operator bool() const noexcept { return ok(); }
 
-    /// The key; an empty key for a bypass.
+    /// The key; an empty key for a bypass, which registry::bind refuses (check ok()
+    /// first, or let get_or_compile bind the kernel: bind_self).
     key const& value() const noexcept {
         static key const none{};
         return key_ ? *key_ : none;

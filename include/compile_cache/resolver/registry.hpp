@@ -40,15 +40,20 @@ public:
     registry& operator=(registry const&) = delete;
 
     /// Binds a live kernel to its key (replacing any earlier key of that kernel, and
-    /// any kernel bound to that key before).
+    /// any kernel bound to that key before); true when bound. An empty key (what
+    /// key_result::value() gives for a bypass) is refused: false, and the kernel is
+    /// left with no key, so no entry is stored or loaded for it or through a reference
+    /// to it until it is bound again.
     template <class T>
-    void bind(T const* kernel, key const& k) {
+    bool bind(T const* kernel, key const& k) {
         std::unique_lock lock(mutex_);
         unbind_locked(kernel);
+        if (k.empty()) return false;
         auto old = kernels_by_key_.find(k);
         if (old != kernels_by_key_.end()) keys_by_kernel_.erase(old->second.object);
         keys_by_kernel_[kernel] = keyed{k, typeid(T)};
         kernels_by_key_[k] = object_entry{kernel, typeid(T)};
+        return true;
     }
 
     /// The key a kernel is bound to, if any.

@@ -261,6 +261,7 @@ public:
     /// configured. `PREFIX_MAX_SIZE`, `PREFIX_DURABILITY` and `PREFIX_SHARED` give its
     /// options (directory_options_from_env). The directory is made now, as a first
     /// store would: a path that cannot be made a directory is one line, and nullopt.
+    /// An on value (`1`, `on`, `true`, `yes`) is used as a relative path, with one line.
     static std::optional<directory_storage> from_env(settings_reader& env) {
         std::string dir = env.value("_DIR");
         if (detail::is_off(dir) || !env.confirm()) return std::nullopt;
@@ -273,6 +274,11 @@ public:
                        "); the cache is disabled");
             return std::nullopt;
         }
+        // `1` or `on` is a path here, not a switch: the directory `on` is used, and said so.
+        if (detail::is_on(dir))
+            env.report_value("_DIR", dir,
+                             "is a path, not a switch: the cache is the directory \"" + dir +
+                                 "\" in the working directory");
         return directory_storage(std::move(dir), options);
     }
 
