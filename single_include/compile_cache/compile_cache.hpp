@@ -822,7 +822,11 @@ COMPILE_CACHE_SHA2_TARGET inline void sha256_compress_arm(std::uint32_t state[8]
 
 #if COMPILE_CACHE_HAS_SHA256_X86
 #include <cpuid.h>
-#include <immintrin.h>
+// SSE2 to SSE4.1 only: <immintrin.h>, the one header that declares _mm_sha256*, costs
+// every including translation unit about 0.28 s of g++'s time, this one 0.02 s
+// (docs/benchmarks.md, "Header cost"). The SHA instructions are reached through the
+// compiler builtins those declarations call (the same names in GCC and Clang).
+#include <smmintrin.h>
 
 // Every function that uses the intrinsics carries the target attribute; the helpers
 // are force-inlined into the one that loops over the blocks.
@@ -845,21 +849,31 @@ inline bool sha256_x86_supported() noexcept {
     return (ebx & (1u << 29)) != 0;
 }
 
+COMPILE_CACHE_SHANI_INLINE __m128i sha256_x86_rnds2(__m128i cdgh, __m128i abef, __m128i wk) noexcept {
+    return (__m128i)__builtin_ia32_sha256rnds2((__v4si)cdgh, (__v4si)abef, (__v4si)wk);
+}
+COMPILE_CACHE_SHANI_INLINE __m128i sha256_x86_msg1(__m128i a, __m128i b) noexcept {
+    return (__m128i)__builtin_ia32_sha256msg1((__v4si)a, (__v4si)b);
+}
+COMPILE_CACHE_SHANI_INLINE __m128i sha256_x86_msg2(__m128i a, __m128i b) noexcept {
+    return (__m128i)__builtin_ia32_sha256msg2((__v4si)a, (__v4si)b);
+}
+
 /// Four rounds: W[t..t+3] + K[t..t+3], two rounds from the low half, two from the high.
 COMPILE_CACHE_SHANI_INLINE void sha256_x86_four_rounds(__m128i& abef, __m128i& cdgh, __m128i w,
                                                        std::size_t t) noexcept {
     __m128i wk = _mm_add_epi32(w, _mm_loadu_si128(reinterpret_cast<__m128i const*>(sha256_round_constants + t)));
-    cdgh = _mm_sha256rnds2_epu32(cdgh, abef, wk); // cdgh now holds the new ABEF
-    wk = _mm_shuffle_epi32(wk, 0x0e);             // the high two words down
-    abef = _mm_sha256rnds2_epu32(abef, cdgh, wk); // and back
+    cdgh = sha256_x86_rnds2(cdgh, abef, wk); // cdgh now holds the new ABEF
+    wk = _mm_shuffle_epi32(wk, 0x0e);        // the high two words down
+    abef = sha256_x86_rnds2(abef, cdgh, wk); // and back
 }
 
 /// W[t..t+3] from w0 = W[t-16..t-13], w1 = W[t-12..t-9], w2 = W[t-8..t-5], w3 = W[t-4..t-1]:
 /// MSG1 gives W[t-16+i] + sigma0(W[t-15+i]); PALIGNR picks W[t-7..t-4] to add; MSG2 adds
 /// sigma1(W[t-2+i]), including those of the two words it has just made.
 COMPILE_CACHE_SHANI_INLINE __m128i sha256_x86_schedule(__m128i w0, __m128i w1, __m128i w2, __m128i w3) noexcept {
-    __m128i const partial = _mm_add_epi32(_mm_sha256msg1_epu32(w0, w1), _mm_alignr_epi8(w3, w2, 4));
-    return _mm_sha256msg2_epu32(partial, w3);
+    __m128i const partial = _mm_add_epi32(sha256_x86_msg1(w0, w1), _mm_alignr_epi8(w3, w2, 4));
+    return sha256_x86_msg2(partial, w3);
 }
 
 /// Same contract as sha256_compress_portable: `nblocks` 64-byte blocks at `blocks`
@@ -1579,7 +1593,8 @@ public:
     bool ok() const noexcept { return key_.has_value(); }
     explicit operator bool() const noexcept { return ok(); }
 
-    /// The key; an empty key for a bypass.
+    /// The key; an empty key for a bypass, which registry::bind refuses (check ok()
+    /// first, or let get_or_compile bind the kernel: bind_self).
     key const& value() const noexcept {
         static key const none{};
         return key_ ? *key_ : none;
@@ -2830,15 +2845,20 @@ public:
     registry& operator=(registry const&) = delete;
 
     /// Binds a live kernel to its key (replacing any earlier key of that kernel, and
-    /// any kernel bound to that key before).
+    /// any kernel bound to that key before); true when bound. An empty key (what
+    /// key_result::value() gives for a bypass) is refused: false, and the kernel is
+    /// left with no key, so no entry is stored or loaded for it or through a reference
+    /// to it until it is bound again.
     template <class T>
-    void bind(T const* kernel, key const& k) {
+    bool bind(T const* kernel, key const& k) {
         std::unique_lock lock(mutex_);
         unbind_locked(kernel);
+        if (k.empty()) return false;
         auto old = kernels_by_key_.find(k);
         if (old != kernels_by_key_.end()) keys_by_kernel_.erase(old->second.object);
         keys_by_kernel_[kernel] = keyed{k, typeid(T)};
         kernels_by_key_[k] = object_entry{kernel, typeid(T)};
+        return true;
     }
 
     /// The key a kernel is bound to, if any.
@@ -4938,6 +4958,7 @@ public:
     /// configured. `PREFIX_MAX_SIZE`, `PREFIX_DURABILITY` and `PREFIX_SHARED` give its
     /// options (directory_options_from_env). The directory is made now, as a first
     /// store would: a path that cannot be made a directory is one line, and nullopt.
+    /// An on value (`1`, `on`, `true`, `yes`) is used as a relative path, with one line.
     static std::optional<directory_storage> from_env(settings_reader& env) {
         std::string dir = env.value("_DIR");
         if (detail::is_off(dir) || !env.confirm()) return std::nullopt;
@@ -4950,6 +4971,11 @@ public:
                        "); the cache is disabled");
             return std::nullopt;
         }
+        // `1` or `on` is a path here, not a switch: the directory `on` is used, and said so.
+        if (detail::is_on(dir))
+            env.report_value("_DIR", dir,
+                             "is a path, not a switch: the cache is the directory \"" + dir +
+                                 "\" in the working directory");
         return directory_storage(std::move(dir), options);
     }
 
@@ -5624,7 +5650,8 @@ static_assert(compile_cache::check_storage<compile_cache::null_storage>::value);
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define COMPILE_CACHE_HAS_CRC32C_X86 1
 #include <cpuid.h>
-#include <immintrin.h>
+#include <nmmintrin.h> // CRC32 (SSE4.2)
+#include <wmmintrin.h> // PCLMULQDQ; not <immintrin.h>, which costs ten times more to include
 #else
 #define COMPILE_CACHE_HAS_CRC32C_X86 0
 #endif
@@ -7561,6 +7588,39 @@ struct cached {
     bool unsound = false;
 };
 
+/// One line for a result: `loaded`, `compiled (absent)`, `compiled (absent: callee:helper
+/// changed)` (with a miss explanation: its brief()), `compiled (disabled)`, `bypass: <reason>`.
+template <class Artifact>
+std::string to_string(cached<Artifact> const& r) {
+    switch (r.outcome) {
+    case outcome::loaded: return "loaded";
+    case outcome::bypassed: return "bypass: " + r.reason;
+    case outcome::compiled: break;
+    }
+    std::string const why = r.explanation.brief();
+    if (r.reason.empty()) return "compiled";
+    return "compiled (" + r.reason + (why.empty() ? "" : ": " + why) + ")";
+}
+
+/// The last argument of get_or_compile, in place of `&kernel`: binds the kernel to the
+/// key in the cache's resolver (`resolver().bind(kernel, k.value())`; for a bypass, the
+/// kernel is left with no key), then passes it as `self`. The resolver must have a
+/// `bind(T const*, key const&)`, as registry does.
+template <class T>
+struct bind_self {
+    T const* kernel;
+    explicit bind_self(T const* k) noexcept : kernel(k) {}
+};
+
+namespace detail {
+template <class R, class T, class = void>
+struct has_bind : std::false_type {};
+template <class R, class T>
+struct has_bind<R, T,
+                std::void_t<decltype(std::declval<R&>().bind(std::declval<T const*>(), std::declval<key const&>()))>>
+    : std::true_type {};
+} // namespace detail
+
 /// Settings of a cache; from_env fills them from PREFIX_* variables.
 struct cache_options {
     std::size_t max_entry_size = std::size_t{64} << 20; ///< larger entries are neither read nor written
@@ -7960,6 +8020,19 @@ public:
     cached<Artifact> get_or_compile(key_result const& k, entry_info const& info, Compile&& compile, std::nullptr_t) {
         return get_or_compile<Artifact, Compile, void>(k, info, std::forward<Compile>(compile),
                                                        static_cast<void const*>(nullptr));
+    }
+
+    /// Binds `self.kernel` to `k` in the resolver and compiles or loads it as its own
+    /// `self`: the two calls `resolver().bind(&kernel, k.value())` and
+    /// `get_or_compile(k, info, compile, &kernel)` in one.
+    template <class Artifact, class Compile, class T>
+    cached<Artifact> get_or_compile(key_result const& k, entry_info const& info, Compile&& compile,
+                                    bind_self<T> self) {
+        static_assert(detail::has_bind<Resolver, T>::value,
+                      "bind_self needs a resolver with bind(T const*, key const&), such as registry");
+        if constexpr (detail::has_bind<Resolver, T>::value)
+            state_->resolver.bind(self.kernel, k.ok() ? k.value() : key{});
+        return get_or_compile<Artifact, Compile, T>(k, info, std::forward<Compile>(compile), self.kernel);
     }
 
     /// The explanation an `absent` miss of `k` would get now (explain.hpp): reads the
