@@ -885,9 +885,11 @@ std::optional<int> run_on_other_storage(command_line const& c) {
     if (!auth_from(c, r.auth)) return exit_usage;
     if (kind == cache_kind::sqlite) {
 #if defined(COMPILE_CACHE_TOOL_WITH_SQLITE)
+        // Checked here, as sqlite_storage would move a file that is not a database aside.
         struct stat st {};
         if (::stat(location.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
             return fail(location + ": no such file (a SQLite cache is one file)", exit_usage);
+        if (!is_sqlite_file(location)) return fail(location + ": not an SQLite database", exit_usage);
         compile_cache::sqlite_options options;
         options.max_size = 0; // the tool never evicts
         options.logger = [](std::string_view line) {

@@ -35,6 +35,18 @@ inline int fail(std::string const& message, int status) {
     return status;
 }
 
+/// Whether `path` is a regular file that starts as an SQLite database does.
+inline bool is_sqlite_file(std::string const& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+    int const fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return false;
+    impl::file_descriptor const guard{fd};
+    char header[16] = {};
+    static char const sqlite_header[16] = "SQLite format 3"; // and its '\0'
+    return ::read(fd, header, sizeof header) == sizeof header && std::equal(header, header + 16, sqlite_header);
+}
+
 /// What the CACHE argument names.
 enum class cache_kind { directory, sqlite, redis };
 
@@ -49,16 +61,7 @@ inline cache_kind kind_of(std::string const& arg, std::string& location) {
     }
     for (char const* scheme : {"redis://", "redis+cluster://", "unix://"})
         if (arg.rfind(scheme, 0) == 0) return cache_kind::redis;
-    struct stat st {};
-    if (::stat(arg.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return cache_kind::directory;
-    char header[16] = {};
-    int const fd = ::open(arg.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return cache_kind::directory;
-    impl::file_descriptor const guard{fd};
-    static char const sqlite_header[16] = "SQLite format 3"; // and its '\0'
-    if (::read(fd, header, sizeof header) == sizeof header && std::equal(header, header + 16, sqlite_header))
-        return cache_kind::sqlite;
-    return cache_kind::directory;
+    return is_sqlite_file(arg) ? cache_kind::sqlite : cache_kind::directory;
 }
 
 /// A command on a storage: what main parsed, and the storage's name for the output.
