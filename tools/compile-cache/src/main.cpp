@@ -416,13 +416,6 @@ std::vector<listed_entry> read_all(command_line const& c, std::vector<entry_file
     return out;
 }
 
-/// What the name column says for an entry that does not check.
-std::string display_name(checked_entry const& e) {
-    if (e.result == verdict::sound) return printable(e.envelope.metadata.name);
-    if (e.result == verdict::unchecked) return "(not checked)";
-    return "(bad entry)";
-}
-
 int run_list(command_line const& c) {
     compile_cache::envelope_auth auth;
     if (!auth_from(c, auth)) return exit_usage;
@@ -452,16 +445,10 @@ int run_list(command_line const& c) {
         json_writer j;
         j.begin_object().field("directory", c.dir).field("sort", c.sort).key("entries").begin_array();
         for (auto const& e : entries) {
-            auto const& m = e.check.envelope.metadata;
             j.begin_object().field("key", e.file.name).field("path", e.file.relative_path());
             j.field("size", e.file.size).field("last_use", utc_time(e.file.use_ns)).field("last_use_ns", e.file.use_ns);
-            j.field("age_s", age_s(e.file.use_ns)).field("status", to_string(e.check.result));
-            if (e.check.result == verdict::sound) {
-                j.field("name", m.name).field("origin_file", m.origin_file).field("origin_line", m.origin_line);
-                j.field("format_id", m.format_id);
-            } else {
-                j.field("problem", e.check.problem);
-            }
+            j.field("age_s", age_s(e.file.use_ns));
+            check_fields(j, e.check);
             j.end_object();
         }
         j.end_array().field("total_bytes", total).end_object();

@@ -75,6 +75,26 @@ struct storage_request {
     compile_cache::envelope_auth auth;
 };
 
+/// What the name column says for an entry that does not check.
+inline std::string display_name(checked_entry const& e) {
+    if (e.result == verdict::sound) return printable(e.envelope.metadata.name);
+    if (e.result == verdict::unchecked) return "(not checked)";
+    return "(bad entry)";
+}
+
+/// A listed entry's JSON fields from checking it: its status, then its kernel's name,
+/// origin and format when sound, else the problem.
+inline void check_fields(json_writer& j, checked_entry const& e) {
+    auto const& m = e.envelope.metadata;
+    j.field("status", to_string(e.result));
+    if (e.result == verdict::sound) {
+        j.field("name", m.name).field("origin_file", m.origin_file).field("origin_line", m.origin_line);
+        j.field("format_id", m.format_id);
+    } else {
+        j.field("problem", e.problem);
+    }
+}
+
 namespace on_storage {
 
 inline std::int64_t now_s() {
@@ -186,16 +206,9 @@ int run_on_storage(Storage& storage, storage_request const& r, bool can_remove) 
             json_writer j;
             j.begin_object().field("storage", r.shown).field("sort", r.sort).key("entries").begin_array();
             for (auto const& e : entries) {
-                auto const& m = e.check.envelope.metadata;
                 j.begin_object().field("key", e.name).field("size", e.stored.size).key("last_use");
                 if (e.stored.last_use_s == 0) j.null(); else j.value(utc_time(e.stored.last_use_s * 1000000000));
-                j.field("status", to_string(e.check.result));
-                if (e.check.result == verdict::sound) {
-                    j.field("name", m.name).field("origin_file", m.origin_file).field("origin_line", m.origin_line);
-                    j.field("format_id", m.format_id);
-                } else {
-                    j.field("problem", e.check.problem);
-                }
+                check_fields(j, e.check);
                 j.end_object();
             }
             j.end_array().field("total_bytes", bytes).end_object();
@@ -207,7 +220,7 @@ int run_on_storage(Storage& storage, storage_request const& r, bool can_remove) 
         for (auto const& e : entries) {
             auto const& m = e.check.envelope.metadata;
             bool const sound = e.check.result == verdict::sound;
-            t.add({sound ? printable(m.name) : e.check.result == verdict::unchecked ? "(not checked)" : "(bad entry)",
+            t.add({display_name(e.check),
                    e.name.substr(0, 16), human_size(e.stored.size), on_storage::last_use_text(e.stored.last_use_s),
                    sound ? printable(m.origin_file + ":" + std::to_string(m.origin_line)) : e.check.problem});
         }

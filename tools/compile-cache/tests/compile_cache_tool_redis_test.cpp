@@ -11,17 +11,6 @@ using namespace compile_cache_tool_test;
 using compile_cache_test::redis::fixture;
 using compile_cache_test::redis::unique_name;
 
-namespace {
-
-std::vector<std::string> lines_of(std::string const& text) {
-    std::vector<std::string> out;
-    std::istringstream in(text);
-    for (std::string line; std::getline(in, line);) out.push_back(line);
-    return out;
-}
-
-} // namespace
-
 TEST_CASE("compile-cache on a Redis server lists, shows, verifies and clears the entries of its namespace only",
           "[compile-cache][redis]") {
     std::string const url = "redis://127.0.0.1:" + std::to_string(fixture::get().server_port());

@@ -7,17 +7,6 @@
 
 using namespace compile_cache_tool_test;
 
-namespace {
-
-std::vector<std::string> lines_of(std::string const& text) {
-    std::vector<std::string> out;
-    std::istringstream in(text);
-    for (std::string line; std::getline(in, line);) out.push_back(line);
-    return out;
-}
-
-} // namespace
-
 TEST_CASE("compile-cache on a SQLite file a cache made tells its entries, named sqlite:FILE or by its path alone",
           "[compile-cache][sqlite]") {
     temp_dir dir("compile-cache-sqlite");

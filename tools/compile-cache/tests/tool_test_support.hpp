@@ -96,6 +96,14 @@ inline std::string line_starting(std::string const& text, std::string const& lab
     return {};
 }
 
+/// The lines of `text`, without their newlines.
+inline std::vector<std::string> lines_of(std::string const& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+}
+
 #ifdef FILL_CACHE
 /// fill_cache ARGS... (fill_cache.cpp): kernels stored through a real cache on a SQLite
 /// file or a Redis server, or one entry damaged; returns what it printed (the keys).
