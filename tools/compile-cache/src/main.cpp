@@ -257,10 +257,6 @@ std::int64_t now_ns() { return impl::now_ns(); }
 
 std::int64_t age_s(std::int64_t use_ns) { return (now_ns() - use_ns) / 1000000000; }
 
-std::string origin_of(compile_cache::entry_metadata const& m) {
-    return m.origin_file + ":" + std::to_string(m.origin_line);
-}
-
 // ---- stats -------------------------------------------------------------------
 
 int run_stats(command_line const& c) {
@@ -455,18 +451,11 @@ int run_list(command_line const& c) {
         std::fputs(j.str().c_str(), stdout);
         return exit_ok;
     }
-    text_table t;
-    t.add({"NAME", "KEY", "SIZE", "LAST USE", "ORIGIN"});
-    for (auto const& e : entries) {
-        std::string const origin = e.check.result == verdict::sound ? printable(origin_of(e.check.envelope.metadata))
-                                                                    : e.check.problem;
-        t.add({display_name(e.check), e.file.name.substr(0, 16), human_size(e.file.size),
-               human_age(age_s(e.file.use_ns)) + " ago", origin});
-    }
-    std::string out = t.str({false, false, true, true, false});
-    out += std::to_string(entries.size()) + (entries.size() == 1 ? " entry, " : " entries, ") + human_size(total);
-    if (!d.records.empty()) out += " (and " + std::to_string(d.records.size()) + " identity records, not listed)";
-    out += "\n";
+    std::string const out = list_text(entries.size(), total, d.records.size(), [&](text_table& t) {
+        for (auto const& e : entries)
+            t.add({display_name(e.check), e.file.name.substr(0, 16), human_size(e.file.size),
+                   human_age(age_s(e.file.use_ns)) + " ago", origin_column(e.check)});
+    });
     std::fputs(out.c_str(), stdout);
     return exit_ok;
 }
@@ -498,31 +487,12 @@ int run_show(command_line const& c) {
     }
     entry_file const& f = *matches.front();
     checked_entry const e = check_entry(c.dir, f.name, auth);
-    auto const& env = e.envelope;
-    auto const& m = env.metadata;
-    bool const parsed = e.result == verdict::sound || env.status == compile_cache::envelope_status::ok;
-    char const* mode = env.keyed ? "hmac-sha256" : "crc32c";
-    std::uint64_t const header = e.file_size - e.payload_size - e.check_size;
 
     if (c.json) {
         json_writer j;
         j.begin_object().field("directory", c.dir).field("path", f.relative_path()).field("key", f.name);
         j.field("size", f.size).field("last_use", utc_time(f.use_ns)).field("last_use_ns", f.use_ns);
-        j.field("status", to_string(e.result));
-        if (!e.problem.empty()) j.field("problem", e.problem);
-        if (parsed) {
-            j.key("envelope").begin_object().field("version", std::uint64_t{env.version}).field("mode", mode);
-            j.field("stored_key", env.stored_key.hex()).field("header_bytes", header);
-            j.field("payload_bytes", e.payload_size).field("check_bytes", e.check_size).end_object();
-            j.key("metadata").begin_object().field("name", m.name).field("origin_file", m.origin_file);
-            j.field("origin_line", m.origin_line).field("format_id", m.format_id);
-            j.field("created", utc_time(m.created_ns)).field("created_ns", m.created_ns);
-            j.field("compile_ns", m.compile_ns).end_object();
-            j.key("components").begin_array();
-            for (auto const& comp : m.components)
-                j.begin_object().field("name", comp.name).field("digest", comp.digest.hex()).end_object();
-            j.end_array();
-        }
+        show_fields(j, e);
         j.end_object();
         std::fputs(j.str().c_str(), stdout);
         return e.result == verdict::bad ? exit_bad_entries : exit_ok;
@@ -531,23 +501,7 @@ int run_show(command_line const& c) {
     t.add({"entry", printable(c.dir) + "/" + f.relative_path()});
     t.add({"size", std::to_string(f.size) + " bytes"});
     t.add({"last use", local_time(f.use_ns) + " (" + human_age(age_s(f.use_ns)) + " ago)"});
-    t.add({"status", std::string(to_string(e.result)) + (e.problem.empty() ? "" : ": " + e.problem)});
-    if (parsed) {
-        t.add({"envelope", "version " + std::to_string(env.version) + ", mode " + mode + ", check value verified"});
-        t.add({"key", env.stored_key.hex() + (env.stored_key.hex() == f.name ? " (its file name)" : " (NOT its file name)")});
-        t.add({"sizes", "header " + std::to_string(header) + " + payload " + std::to_string(e.payload_size) +
-                            " + check " + std::to_string(e.check_size) + " bytes"});
-        t.add({"name", printable(m.name)});
-        t.add({"origin", printable(origin_of(m))});
-        t.add({"format", printable(m.format_id)});
-        t.add({"created", local_time(m.created_ns)});
-        t.add({"compile time", human_duration_ns(m.compile_ns)});
-        t.add({"components", std::to_string(m.components.size()) +
-                                 (m.components.empty() ? " (the key was not made by key_builder)" : "")});
-        for (auto const& comp : m.components) t.add({"  " + printable(comp.name), comp.digest.hex()});
-    } else if (env.version != 0) {
-        t.add({"envelope", "version " + std::to_string(env.version) + " (its header says; not verified)"});
-    }
+    show_rows(t, e, f.name, "its file name");
     std::fputs(t.str().c_str(), stdout);
     return e.result == verdict::bad ? exit_bad_entries : exit_ok;
 }

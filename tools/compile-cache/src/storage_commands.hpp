@@ -82,6 +82,29 @@ inline std::string display_name(checked_entry const& e) {
     return "(bad entry)";
 }
 
+inline std::string origin_of(compile_cache::entry_metadata const& m) {
+    return m.origin_file + ":" + std::to_string(m.origin_line);
+}
+
+/// The origin column of list: file:line when the entry is sound, else the problem.
+inline std::string origin_column(checked_entry const& e) {
+    auto const& m = e.envelope.metadata;
+    return e.result == verdict::sound ? printable(origin_of(m)) : e.problem;
+}
+
+/// list's table, its header and its last line (how many entries, their bytes, the
+/// identity records left out); `add_rows(table)` adds a row per entry.
+template <class AddRows>
+std::string list_text(std::size_t entries, std::uint64_t bytes, std::size_t records, AddRows&& add_rows) {
+    text_table t;
+    t.add({"NAME", "KEY", "SIZE", "LAST USE", "ORIGIN"});
+    add_rows(t);
+    std::string out = t.str({false, false, true, true, false});
+    out += std::to_string(entries) + (entries == 1 ? " entry, " : " entries, ") + human_size(bytes);
+    if (records != 0) out += " (and " + std::to_string(records) + " identity records, not listed)";
+    return out + "\n";
+}
+
 /// A listed entry's JSON fields from checking it: its status, then its kernel's name,
 /// origin and format when sound, else the problem.
 inline void check_fields(json_writer& j, checked_entry const& e) {
@@ -92,6 +115,59 @@ inline void check_fields(json_writer& j, checked_entry const& e) {
         j.field("format_id", m.format_id);
     } else {
         j.field("problem", e.problem);
+    }
+}
+
+/// show's JSON account of a checked entry: its status, and when its envelope parsed,
+/// the envelope, the metadata and the digests of its key's components.
+inline void show_fields(json_writer& j, checked_entry const& e) {
+    auto const& env = e.envelope;
+    auto const& m = env.metadata;
+    bool const parsed = e.result == verdict::sound || env.status == compile_cache::envelope_status::ok;
+    char const* mode = env.keyed ? "hmac-sha256" : "crc32c";
+    std::uint64_t const header = e.file_size - e.payload_size - e.check_size;
+    j.field("status", to_string(e.result));
+    if (!e.problem.empty()) j.field("problem", e.problem);
+    if (parsed) {
+        j.key("envelope").begin_object().field("version", std::uint64_t{env.version}).field("mode", mode);
+        j.field("stored_key", env.stored_key.hex()).field("header_bytes", header);
+        j.field("payload_bytes", e.payload_size).field("check_bytes", e.check_size).end_object();
+        j.key("metadata").begin_object().field("name", m.name).field("origin_file", m.origin_file);
+        j.field("origin_line", m.origin_line).field("format_id", m.format_id);
+        j.field("created", utc_time(m.created_ns)).field("created_ns", m.created_ns);
+        j.field("compile_ns", m.compile_ns).end_object();
+        j.key("components").begin_array();
+        for (auto const& comp : m.components)
+            j.begin_object().field("name", comp.name).field("digest", comp.digest.hex()).end_object();
+        j.end_array();
+    }
+}
+
+/// show's rows for the same, of the entry stored under the key whose hex is `name`
+/// (`stored_as` says where that name is: "its file name").
+inline void show_rows(text_table& t, checked_entry const& e, std::string const& name, char const* stored_as) {
+    auto const& env = e.envelope;
+    auto const& m = env.metadata;
+    bool const parsed = e.result == verdict::sound || env.status == compile_cache::envelope_status::ok;
+    char const* mode = env.keyed ? "hmac-sha256" : "crc32c";
+    std::uint64_t const header = e.file_size - e.payload_size - e.check_size;
+    t.add({"status", std::string(to_string(e.result)) + (e.problem.empty() ? "" : ": " + e.problem)});
+    if (parsed) {
+        t.add({"envelope", "version " + std::to_string(env.version) + ", mode " + mode + ", check value verified"});
+        bool const own = env.stored_key.hex() == name;
+        t.add({"key", env.stored_key.hex() + (own ? " (" : " (NOT ") + stored_as + ")"});
+        t.add({"sizes", "header " + std::to_string(header) + " + payload " + std::to_string(e.payload_size) +
+                            " + check " + std::to_string(e.check_size) + " bytes"});
+        t.add({"name", printable(m.name)});
+        t.add({"origin", printable(origin_of(m))});
+        t.add({"format", printable(m.format_id)});
+        t.add({"created", local_time(m.created_ns)});
+        t.add({"compile time", human_duration_ns(m.compile_ns)});
+        t.add({"components", std::to_string(m.components.size()) +
+                                 (m.components.empty() ? " (the key was not made by key_builder)" : "")});
+        for (auto const& comp : m.components) t.add({"  " + printable(comp.name), comp.digest.hex()});
+    } else if (env.version != 0) {
+        t.add({"envelope", "version " + std::to_string(env.version) + " (its header says; not verified)"});
     }
 }
 
@@ -215,19 +291,11 @@ int run_on_storage(Storage& storage, storage_request const& r, bool can_remove) 
             std::fputs(j.str().c_str(), stdout);
             return exit_ok;
         }
-        text_table t;
-        t.add({"NAME", "KEY", "SIZE", "LAST USE", "ORIGIN"});
-        for (auto const& e : entries) {
-            auto const& m = e.check.envelope.metadata;
-            bool const sound = e.check.result == verdict::sound;
-            t.add({display_name(e.check),
-                   e.name.substr(0, 16), human_size(e.stored.size), on_storage::last_use_text(e.stored.last_use_s),
-                   sound ? printable(m.origin_file + ":" + std::to_string(m.origin_line)) : e.check.problem});
-        }
-        std::string out = t.str({false, false, true, true, false});
-        out += std::to_string(entries.size()) + (entries.size() == 1 ? " entry, " : " entries, ") + human_size(bytes);
-        if (!records.empty()) out += " (and " + std::to_string(records.size()) + " identity records, not listed)";
-        out += "\n";
+        std::string const out = list_text(entries.size(), bytes, records.size(), [&](text_table& t) {
+            for (auto const& e : entries)
+                t.add({display_name(e.check), e.name.substr(0, 16), human_size(e.stored.size),
+                       on_storage::last_use_text(e.stored.last_use_s), origin_column(e.check)});
+        });
         std::fputs(out.c_str(), stdout);
         return exit_ok;
     }
@@ -248,25 +316,12 @@ int run_on_storage(Storage& storage, storage_request const& r, bool can_remove) 
                         exit_usage);
         storage_entry const& f = *matches.front();
         checked_entry const e = on_storage::read_and_check(storage, f, r.auth);
-        auto const& env = e.envelope;
-        auto const& m = env.metadata;
-        bool const parsed = e.result == verdict::sound || env.status == compile_cache::envelope_status::ok;
         if (r.json) {
             json_writer j;
             j.begin_object().field("storage", r.shown).field("key", f.name).field("size", f.stored.size);
             j.key("last_use");
             if (f.stored.last_use_s == 0) j.null(); else j.value(utc_time(f.stored.last_use_s * 1000000000));
-            j.field("status", to_string(e.result));
-            if (!e.problem.empty()) j.field("problem", e.problem);
-            if (parsed) {
-                j.key("metadata").begin_object().field("name", m.name).field("origin_file", m.origin_file);
-                j.field("origin_line", m.origin_line).field("format_id", m.format_id);
-                j.field("created", utc_time(m.created_ns)).field("compile_ns", m.compile_ns).end_object();
-                j.key("components").begin_array();
-                for (auto const& comp : m.components)
-                    j.begin_object().field("name", comp.name).field("digest", comp.digest.hex()).end_object();
-                j.end_array();
-            }
+            show_fields(j, e);
             j.end_object();
             std::fputs(j.str().c_str(), stdout);
             return e.result == verdict::bad ? exit_bad_entries : exit_ok;
@@ -275,18 +330,7 @@ int run_on_storage(Storage& storage, storage_request const& r, bool can_remove) 
         t.add({"entry", f.name + " in " + printable(r.shown)});
         t.add({"size", std::to_string(f.stored.size) + " bytes"});
         t.add({"last use", on_storage::last_use_text(f.stored.last_use_s)});
-        t.add({"status", std::string(to_string(e.result)) + (e.problem.empty() ? "" : ": " + e.problem)});
-        if (parsed) {
-            t.add({"envelope", "version " + std::to_string(env.version) + ", mode " +
-                                   (env.keyed ? "hmac-sha256" : "crc32c") + ", check value verified"});
-            t.add({"name", printable(m.name)});
-            t.add({"origin", printable(m.origin_file + ":" + std::to_string(m.origin_line))});
-            t.add({"format", printable(m.format_id)});
-            t.add({"created", local_time(m.created_ns)});
-            t.add({"compile time", human_duration_ns(m.compile_ns)});
-            t.add({"components", std::to_string(m.components.size())});
-            for (auto const& comp : m.components) t.add({"  " + printable(comp.name), comp.digest.hex()});
-        }
+        show_rows(t, e, f.name, "the key it is stored under");
         std::fputs(t.str().c_str(), stdout);
         return e.result == verdict::bad ? exit_bad_entries : exit_ok;
     }
