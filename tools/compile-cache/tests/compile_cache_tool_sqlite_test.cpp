@@ -70,7 +70,7 @@ TEST_CASE("verify on a SQLite file finds a damaged row (exit 1) and --remove del
     CHECK(json_query(listed.out, "sorted(e['name'] for e in d['entries'])") == "['kernel_0', 'kernel_2']");
 }
 
-TEST_CASE("clear empties a SQLite cache; a missing file, a file that is no database and prune are refused",
+TEST_CASE("clear empties a SQLite cache; a missing file, a file that is no database, another program's database and prune are refused",
           "[compile-cache][sqlite]") {
     temp_dir dir("compile-cache-sqlite");
     std::string const file = (dir.path() / "cache.db").string();
@@ -90,6 +90,21 @@ TEST_CASE("clear empties a SQLite cache; a missing file, a file that is no datab
     REQUIRE_EXIT(refused, 2);
     CHECK(refused.err.find("not an SQLite database") != std::string::npos);
     CHECK(read_file(text) == "not a database, and must stay as it is\n");
+    // Another program's SQLite database (made by Python's sqlite3 module): refused, untouched.
+    fs::path const foreign = dir.path() / "other.db";
+    process_spec make;
+    make.argv = {python3(), "-c",
+                 "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\nc.execute('CREATE TABLE notes(t)')\n"
+                 "c.execute(\"INSERT INTO notes VALUES ('mine')\")\nc.commit()",
+                 foreign.string()};
+    make.env = tool_environment();
+    process_result const made = run_process(make);
+    REQUIRE_EXIT(made, 0);
+    std::string const foreign_bytes = read_file(foreign);
+    process_result const other = tool({"clear", foreign.string()});
+    REQUIRE_EXIT(other, 2);
+    CHECK(other.err.find(foreign.string() + ": ") != std::string::npos);
+    CHECK(read_file(foreign) == foreign_bytes);
     process_result const prune = tool({"prune", file, "--max-size", "1M"});
     REQUIRE_EXIT(prune, 2);
     CHECK(prune.err.find("prune works on a cache directory only") != std::string::npos);
