@@ -133,7 +133,7 @@ struct has_set_logger<S, std::void_t<decltype(std::declval<S&>().set_logger(
 /// Optional: `std::error_code list(std::vector<stored_entry>& out) const`, appends every
 /// entry (key, size, last use) without reading a value or touching a use time, so that
 /// the compile-cache tool works on the storage; stops at the first error, returned.
-/// sqlite_storage and redis_storage have it.
+/// directory_storage, sqlite_storage and redis_storage have it.
 template <class S, class = void>
 struct has_list : std::false_type {};
 template <class S>

@@ -745,3 +745,4 @@ inline std::optional<redis_options> redis_storage::redis_options_from_env(settin
 } // namespace compile_cache
 
 static_assert(compile_cache::check_storage<compile_cache::redis_storage>::value);
+static_assert(compile_cache::detail::has_list<compile_cache::redis_storage>::value);
