@@ -50,6 +50,21 @@ TEST_CASE("compile-cache on a Redis server lists, shows, verifies and clears the
     REQUIRE_EXIT(tool({"clear", url, "--namespace", ns + "-other"}), 0);
 }
 
+TEST_CASE("compile-cache on a Redis cluster sees the entries on every master", "[compile-cache][redis]") {
+    std::string const url = "redis+cluster://127.0.0.1:" + std::to_string(fixture::get().cluster_ports()[0]);
+    std::string const ns = unique_name("tool-cluster");
+    REQUIRE(lines_of(fill_cache({url, "12", ns})).size() == 12);
+    process_result const stats = tool({"stats", url, "--namespace", ns, "--json"});
+    REQUIRE_EXIT(stats, 0);
+    CHECK(json_query(stats.out, "(d['entries'], d['identity_records'])") == "(12, 12)");
+    process_result const verified = tool({"verify", url, "--namespace", ns});
+    REQUIRE_EXIT(verified, 0);
+    CHECK(verified.out.find(": 24 sound, 0 bad") != std::string::npos);
+    process_result const cleared = tool({"clear", url, "--namespace", ns});
+    REQUIRE_EXIT(cleared, 0);
+    CHECK(cleared.out.rfind("removed 24 entries (", 0) == 0);
+}
+
 TEST_CASE("compile-cache never prints a Redis password, and a server that does not answer is exit 3",
           "[compile-cache][redis]") {
     process_result const bad = tool({"stats", "redis://user:s3cret-word@127.0.0.1:notaport"});

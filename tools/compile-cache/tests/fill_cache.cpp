@@ -1,5 +1,5 @@
 // fill_cache CACHE COUNT [NAMESPACE]: stores COUNT kernels through a real basic_cache on
-// a SQLite file (CACHE = sqlite:FILE) or a Redis server (CACHE = redis://...), for the
+// a SQLite file (CACHE = sqlite:FILE) or Redis (CACHE = redis://..., redis+cluster://...), for the
 // tool's tests on those storages. Kernel i is named kernel_i, from fill.tk line i + 1;
 // prints each key's hex on a line.
 // fill_cache --corrupt CACHE KEY_HEX [NAMESPACE]: flips the last byte of that entry, as
@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
     if (cache.rfind("sqlite:", 0) == 0) return run(compile_cache::sqlite_storage(cache.substr(7)), damage, argv[first + 1]);
 #endif
 #if defined(FILL_CACHE_WITH_REDIS)
-    if (cache.rfind("redis://", 0) == 0) {
+    if (cache.rfind("redis://", 0) == 0 || cache.rfind("redis+cluster://", 0) == 0) {
         compile_cache::redis_options o;
         o.url = cache;
         if (argc == first + 3) o.name_space = argv[first + 2];
