@@ -66,7 +66,8 @@ struct storage_model<cc::null_storage> {
     }
 };
 
-/// Breaks two rules: a write appends to what is there, and max_size is ignored.
+/// Breaks three rules: a write appends to what is there, max_size is ignored, and its
+/// listing still gives removed entries.
 class appending_storage {
 public:
     cc::read_result read(cc::key const& k, std::string& out, std::size_t) {
@@ -80,6 +81,7 @@ public:
     std::error_code write(cc::key const& k, std::string_view bytes) {
         std::lock_guard<std::mutex> lock(mutex_);
         entries_[k].append(bytes);
+        ever_written_[k] = entries_[k].size();
         return {};
     }
     std::error_code remove(cc::key const& k) {
@@ -87,10 +89,16 @@ public:
         entries_.erase(k);
         return {};
     }
+    std::error_code list(std::vector<cc::stored_entry>& out) const {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (auto const& [k, size] : ever_written_) out.push_back({k, size, 0});
+        return {};
+    }
 
 private:
-    std::mutex mutex_;
+    mutable std::mutex mutex_;
     std::map<cc::key, std::string> entries_;
+    std::map<cc::key, std::uint64_t> ever_written_;
 };
 
 /// Breaks the split-update rule: each update call is a unit of its own.
@@ -125,6 +133,7 @@ TEST_CASE("the storage kit names what a broken Storage breaks", "[conformance][s
     };
     CHECK(names("replace"));
     CHECK(names("size bound"));
+    CHECK(names("listing"));
     CHECK(!names("absent"));
     CHECK(!names("remove"));
 }

@@ -10,6 +10,7 @@
 #include <boost/serialization/vector.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <set>
 #include <string>
 #include <thread>
@@ -259,7 +260,7 @@ TEST_CASE("A cache over Redis alone comes from the environment: PREFIX_REMOTE na
     CHECK_FALSE(redis_cache::from_env("CCREDIS_ENV").enabled());
 }
 
-TEST_CASE("for_each_entry lists the keys of its namespace only, on a server and on a cluster", "[redis][storage]") {
+TEST_CASE("list gives the keys of its namespace only, with their sizes and last use, on a server and on a cluster", "[redis][storage]") {
     auto const cluster_ports = fixture::get().cluster_ports();
     for (std::string const& url : {"redis://127.0.0.1:" + std::to_string(fixture::get().server_port()),
                                   "redis+cluster://127.0.0.1:" + std::to_string(cluster_ports[1])}) {
@@ -280,8 +281,17 @@ TEST_CASE("for_each_entry lists the keys of its namespace only, on a server and 
         // A name in the namespace that is not a key: skipped.
         int const port = url.rfind("redis://", 0) == 0 ? fixture::get().server_port() : 0;
         if (port) REQUIRE(admin(port)({"SET", ns + ":not-hex", "x"}) == "OK");
+        std::vector<cc::stored_entry> listed;
+        auto const before = std::chrono::duration_cast<std::chrono::seconds>(
+                                std::chrono::system_clock::now().time_since_epoch()).count();
+        CHECK_FALSE(s.list(listed));
         std::set<cc::key> seen;
-        CHECK_FALSE(s.for_each_entry([&](cc::key const& k) { seen.insert(k); }));
+        for (cc::stored_entry const& e : listed) {
+            seen.insert(e.k);
+            CHECK(e.size == 1);
+            CHECK(e.last_use_s >= before - 5);
+            CHECK(e.last_use_s <= before + 5);
+        }
         CHECK(seen == written);
     }
 }

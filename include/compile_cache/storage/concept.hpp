@@ -34,7 +34,8 @@ struct read_result {
 
 /// One entry as a storage lists it (the optional `list` member), for tools: its key,
 /// its size in bytes, and when it was last used (seconds since the epoch; a storage
-/// that refreshes use times lazily, as the shipped ones do hourly, gives that time).
+/// that refreshes use times lazily, as the shipped ones do hourly, gives that time;
+/// 0 when the storage cannot know it).
 struct stored_entry {
     key k;
     std::uint64_t size = 0;
@@ -129,8 +130,10 @@ struct has_set_logger : std::false_type {};
 template <class S>
 struct has_set_logger<S, std::void_t<decltype(std::declval<S&>().set_logger(
                              std::declval<std::function<void(std::string_view)>>()))>> : std::true_type {};
-/// Optional: `std::error_code list(std::vector<stored_entry>& out) const`, every entry
-/// without reading a value or touching a use time (for the compile-cache tool).
+/// Optional: `std::error_code list(std::vector<stored_entry>& out) const`, appends every
+/// entry (key, size, last use) without reading a value or touching a use time, so that
+/// the compile-cache tool works on the storage; stops at the first error, returned.
+/// directory_storage, sqlite_storage and redis_storage have it.
 template <class S, class = void>
 struct has_list : std::false_type {};
 template <class S>

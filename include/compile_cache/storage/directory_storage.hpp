@@ -544,6 +544,29 @@ public:
         }
     }
 
+    /// Every entry (key, size, last use: its mtime, refreshed at most hourly) without
+    /// reading one or changing a use time: the optional Storage member `list`. Temp
+    /// files, the ledger and other files are not entries; a missing directory or fan-out
+    /// folder lists nothing.
+    std::error_code list(std::vector<stored_entry>& out) const noexcept {
+        namespace impl = detail::directory_storage_impl;
+        if (directory_.empty()) return {};
+        impl::file_descriptor root{impl::open_root(directory_)};
+        if (!root) return errno == ENOENT ? std::error_code() : impl::errno_code(errno);
+        bool out_of_memory = false;
+        for (unsigned f = 0; f < 256 && !out_of_memory; ++f)
+            impl::scan_folder(root.fd, f, impl::no_cutoff, impl::no_cutoff,
+                              [&](std::int64_t mtime_ns, std::uint64_t, std::string_view name, std::uint64_t size) {
+                                  try {
+                                      if (auto k = key::from_hex(name))
+                                          out.push_back({*k, size, mtime_ns / 1000000000});
+                                  } catch (...) {
+                                      out_of_memory = true;
+                                  }
+                              });
+        return out_of_memory ? std::make_error_code(std::errc::not_enough_memory) : std::error_code();
+    }
+
     /// A whole cleanup now, whatever the cache's size: recounts every folder
     /// (correcting the ledger), removes temp files older than an hour, and, when the
     /// cache is over `max_size`, evicts least recently used entries until it is under
@@ -719,3 +742,4 @@ private:
 } // namespace compile_cache
 
 static_assert(compile_cache::check_storage<compile_cache::directory_storage>::value);
+static_assert(compile_cache::detail::has_list<compile_cache::directory_storage>::value);

@@ -270,18 +270,11 @@ inline char const* to_string(verdict v) noexcept {
     return "?";
 }
 
-/// Reads and checks the entry `name` of `dir` in `auth`'s mode.
-inline checked_entry check_entry(std::string const& dir, std::string const& name,
+/// Checks the bytes stored under the key whose hex is `name`, in `auth`'s mode.
+inline checked_entry check_bytes(std::string const& bytes, std::string const& name,
                                  compile_cache::envelope_auth const& auth) {
     using compile_cache::envelope_status;
     checked_entry c;
-    std::string bytes, why;
-    bool too_large = false;
-    if (!read_entry(dir + "/" + name.substr(0, 2) + "/" + name, bytes, why, &too_large)) {
-        c.problem = why;
-        if (too_large) c.result = verdict::unchecked;
-        return c;
-    }
     c.file_size = bytes.size();
     c.envelope = compile_cache::inspect_envelope(bytes, auth);
     c.payload_size = c.envelope.payload.size();
@@ -318,6 +311,20 @@ inline checked_entry check_entry(std::string const& dir, std::string const& name
         break;
     }
     return c;
+}
+
+/// Reads and checks the entry `name` of `dir` in `auth`'s mode.
+inline checked_entry check_entry(std::string const& dir, std::string const& name,
+                                 compile_cache::envelope_auth const& auth) {
+    checked_entry c;
+    std::string bytes, why;
+    bool too_large = false;
+    if (!read_entry(dir + "/" + name.substr(0, 2) + "/" + name, bytes, why, &too_large)) {
+        c.problem = why;
+        if (too_large) c.result = verdict::unchecked;
+        return c;
+    }
+    return check_bytes(bytes, name, auth);
 }
 
 } // namespace compile_cache_tool

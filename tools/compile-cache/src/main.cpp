@@ -1,14 +1,23 @@
 // compile-cache: a command-line tool over a compile_cache directory — what is in it,
 // whether it is sound, and making it smaller — the way `ccache -s` and friends work
 // over theirs. Every command lists the directory once; only list, show and verify
-// read entries, one read each.
+// read entries, one read each. On a SQLite file or a Redis server (linked in when
+// CMake found them: COMPILE_CACHE_TOOL_WITH_SQLITE / _REDIS), stats, list, show,
+// verify and clear work through the storage's listing member (storage_commands.hpp).
 #include "cache_directory.hpp"
 #include "output.hpp"
+#include "storage_commands.hpp"
 
 #include <compile_cache/cache.hpp>
 #include <compile_cache/envelope.hpp>
 #include <compile_cache/explain.hpp>
 #include <compile_cache/storage/directory_storage.hpp>
+#if defined(COMPILE_CACHE_TOOL_WITH_SQLITE)
+#include <compile_cache/storage/sqlite_storage.hpp>
+#endif
+#if defined(COMPILE_CACHE_TOOL_WITH_REDIS)
+#include <compile_cache/storage/redis_storage.hpp>
+#endif
 
 #include <algorithm>
 #include <cstdint>
@@ -17,6 +26,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,16 +37,11 @@ namespace {
 
 using namespace compile_cache_tool;
 
-// Exit statuses (also in --help).
-constexpr int exit_ok = 0;
-constexpr int exit_bad_entries = 1; ///< verify (or show) found an entry that does not check
-constexpr int exit_usage = 2;       ///< a usage error, or DIR / KEY_PREFIX / the secret file is not usable
-constexpr int exit_failed = 3;      ///< the file system refused: a folder that cannot be read, a removal
-
 char const* const help_text =
     "usage: compile-cache COMMAND DIR [OPTIONS]\n"
     "\n"
-    "Looks at, checks and trims a compile_cache directory (what PREFIX_DIR names).\n"
+    "Looks at, checks and trims a compile_cache directory (what PREFIX_DIR names), or a\n"
+    "SQLite file or Redis server in its place (see \"On another storage\" below).\n"
     "\n"
     "commands:\n"
     "  stats DIR                   entries, their size, the size limit, the oldest and newest\n"
@@ -63,8 +68,22 @@ char const* const help_text =
     "                              newest first, and which key components changed between\n"
     "                              each one and the one before it: why it was recompiled\n"
     "\n"
+    "On another storage (CACHE instead of DIR), stats, list, show, verify and clear work:\n"
+    "  sqlite:FILE, or FILE        a SQLite database a compile_cache host made (what PREFIX_FILE\n"
+    "                              names with sqlite_storage); an existing file that is an SQLite\n"
+    "                              database is taken as one without the sqlite: prefix\n"
+    "  redis://[[user]:password@]host[:port][/db], redis+cluster://host:port[,...],\n"
+    "  unix:///path.sock           a Redis server or cluster (what PREFIX_REMOTE names); the\n"
+    "                              password is never printed\n"
+    "  Entries are listed with the storage's listing (SQLite: one query; Redis: SCAN, and\n"
+    "  OBJECT IDLETIME for the last use, unknown under an LFU policy); show and verify read\n"
+    "  entries through the storage, which counts as a use there (SQLite refreshes a use time\n"
+    "  at most hourly; Redis's LRU clock). Counters are recorded in directories only.\n"
+    "\n"
     "options:\n"
     "  --json                      output for scripts: one JSON document on stdout\n"
+    "  --namespace NS              (Redis) the namespace of the keys, as PREFIX_REMOTE_NAMESPACE;\n"
+    "                              compile_cache by default\n"
     "  --secret-file F             (list, show, verify, explain) the file whose content is the secret of\n"
     "                              a cache with PREFIX_SECRET_FILE: checks HMACs under it\n"
     "  -h, --help                  this text\n"
@@ -82,9 +101,11 @@ char const* const exit_text =
     "exit status:\n"
     "  0  done (verify: no bad entry)\n"
     "  1  verify found bad entries (removed with --remove); show: the entry does not check\n"
-    "  2  usage error; DIR missing, not a directory, or not a compile_cache directory;\n"
+    "  2  usage error; DIR missing, not a directory, or not a compile_cache directory (or\n"
+    "     FILE not a compile_cache database; a bad Redis address; a storage this build lacks);\n"
     "     KEY_PREFIX unknown or ambiguous; the secret file cannot be used\n"
-    "  3  the file system refused something (a folder that cannot be read, a removal)\n";
+    "  3  the file system or the storage refused something (a folder that cannot be read, a\n"
+    "     removal, a Redis server that does not answer)\n";
 
 struct command_line {
     std::string command;
@@ -96,16 +117,12 @@ struct command_line {
     std::string sort = "name";
     std::optional<std::string> secret_file;
     std::optional<std::string> max_size;
+    std::optional<std::string> name_space; ///< --namespace (Redis)
 };
 
 struct usage_error {
     std::string message;
 };
-
-int fail(std::string const& message, int status) {
-    std::fprintf(stderr, "compile-cache: %s\n", message.c_str());
-    return status;
-}
 
 command_line parse(std::vector<std::string> const& args) {
     command_line c;
@@ -144,6 +161,8 @@ command_line parse(std::vector<std::string> const& args) {
             c.secret_file = value();
         } else if (arg == "--max-size") {
             c.max_size = value();
+        } else if (arg == "--namespace") {
+            c.name_space = value();
         } else if (arg.size() > 1 && arg[0] == '-') {
             throw usage_error{"unknown option " + arg};
         } else if (c.command.empty()) {
@@ -237,10 +256,6 @@ bool auth_from(command_line const& c, compile_cache::envelope_auth& auth) {
 std::int64_t now_ns() { return impl::now_ns(); }
 
 std::int64_t age_s(std::int64_t use_ns) { return (now_ns() - use_ns) / 1000000000; }
-
-std::string origin_of(compile_cache::entry_metadata const& m) {
-    return m.origin_file + ":" + std::to_string(m.origin_line);
-}
 
 // ---- stats -------------------------------------------------------------------
 
@@ -397,13 +412,6 @@ std::vector<listed_entry> read_all(command_line const& c, std::vector<entry_file
     return out;
 }
 
-/// What the name column says for an entry that does not check.
-std::string display_name(checked_entry const& e) {
-    if (e.result == verdict::sound) return printable(e.envelope.metadata.name);
-    if (e.result == verdict::unchecked) return "(not checked)";
-    return "(bad entry)";
-}
-
 int run_list(command_line const& c) {
     compile_cache::envelope_auth auth;
     if (!auth_from(c, auth)) return exit_usage;
@@ -433,34 +441,21 @@ int run_list(command_line const& c) {
         json_writer j;
         j.begin_object().field("directory", c.dir).field("sort", c.sort).key("entries").begin_array();
         for (auto const& e : entries) {
-            auto const& m = e.check.envelope.metadata;
             j.begin_object().field("key", e.file.name).field("path", e.file.relative_path());
             j.field("size", e.file.size).field("last_use", utc_time(e.file.use_ns)).field("last_use_ns", e.file.use_ns);
-            j.field("age_s", age_s(e.file.use_ns)).field("status", to_string(e.check.result));
-            if (e.check.result == verdict::sound) {
-                j.field("name", m.name).field("origin_file", m.origin_file).field("origin_line", m.origin_line);
-                j.field("format_id", m.format_id);
-            } else {
-                j.field("problem", e.check.problem);
-            }
+            j.field("age_s", age_s(e.file.use_ns));
+            check_fields(j, e.check);
             j.end_object();
         }
         j.end_array().field("total_bytes", total).end_object();
         std::fputs(j.str().c_str(), stdout);
         return exit_ok;
     }
-    text_table t;
-    t.add({"NAME", "KEY", "SIZE", "LAST USE", "ORIGIN"});
-    for (auto const& e : entries) {
-        std::string const origin = e.check.result == verdict::sound ? printable(origin_of(e.check.envelope.metadata))
-                                                                    : e.check.problem;
-        t.add({display_name(e.check), e.file.name.substr(0, 16), human_size(e.file.size),
-               human_age(age_s(e.file.use_ns)) + " ago", origin});
-    }
-    std::string out = t.str({false, false, true, true, false});
-    out += std::to_string(entries.size()) + (entries.size() == 1 ? " entry, " : " entries, ") + human_size(total);
-    if (!d.records.empty()) out += " (and " + std::to_string(d.records.size()) + " identity records, not listed)";
-    out += "\n";
+    std::string const out = list_text(entries.size(), total, d.records.size(), [&](text_table& t) {
+        for (auto const& e : entries)
+            t.add({display_name(e.check), e.file.name.substr(0, 16), human_size(e.file.size),
+                   human_age(age_s(e.file.use_ns)) + " ago", origin_column(e.check)});
+    });
     std::fputs(out.c_str(), stdout);
     return exit_ok;
 }
@@ -492,31 +487,12 @@ int run_show(command_line const& c) {
     }
     entry_file const& f = *matches.front();
     checked_entry const e = check_entry(c.dir, f.name, auth);
-    auto const& env = e.envelope;
-    auto const& m = env.metadata;
-    bool const parsed = e.result == verdict::sound || env.status == compile_cache::envelope_status::ok;
-    char const* mode = env.keyed ? "hmac-sha256" : "crc32c";
-    std::uint64_t const header = e.file_size - e.payload_size - e.check_size;
 
     if (c.json) {
         json_writer j;
         j.begin_object().field("directory", c.dir).field("path", f.relative_path()).field("key", f.name);
         j.field("size", f.size).field("last_use", utc_time(f.use_ns)).field("last_use_ns", f.use_ns);
-        j.field("status", to_string(e.result));
-        if (!e.problem.empty()) j.field("problem", e.problem);
-        if (parsed) {
-            j.key("envelope").begin_object().field("version", std::uint64_t{env.version}).field("mode", mode);
-            j.field("stored_key", env.stored_key.hex()).field("header_bytes", header);
-            j.field("payload_bytes", e.payload_size).field("check_bytes", e.check_size).end_object();
-            j.key("metadata").begin_object().field("name", m.name).field("origin_file", m.origin_file);
-            j.field("origin_line", m.origin_line).field("format_id", m.format_id);
-            j.field("created", utc_time(m.created_ns)).field("created_ns", m.created_ns);
-            j.field("compile_ns", m.compile_ns).end_object();
-            j.key("components").begin_array();
-            for (auto const& comp : m.components)
-                j.begin_object().field("name", comp.name).field("digest", comp.digest.hex()).end_object();
-            j.end_array();
-        }
+        show_fields(j, e);
         j.end_object();
         std::fputs(j.str().c_str(), stdout);
         return e.result == verdict::bad ? exit_bad_entries : exit_ok;
@@ -525,23 +501,7 @@ int run_show(command_line const& c) {
     t.add({"entry", printable(c.dir) + "/" + f.relative_path()});
     t.add({"size", std::to_string(f.size) + " bytes"});
     t.add({"last use", local_time(f.use_ns) + " (" + human_age(age_s(f.use_ns)) + " ago)"});
-    t.add({"status", std::string(to_string(e.result)) + (e.problem.empty() ? "" : ": " + e.problem)});
-    if (parsed) {
-        t.add({"envelope", "version " + std::to_string(env.version) + ", mode " + mode + ", check value verified"});
-        t.add({"key", env.stored_key.hex() + (env.stored_key.hex() == f.name ? " (its file name)" : " (NOT its file name)")});
-        t.add({"sizes", "header " + std::to_string(header) + " + payload " + std::to_string(e.payload_size) +
-                            " + check " + std::to_string(e.check_size) + " bytes"});
-        t.add({"name", printable(m.name)});
-        t.add({"origin", printable(origin_of(m))});
-        t.add({"format", printable(m.format_id)});
-        t.add({"created", local_time(m.created_ns)});
-        t.add({"compile time", human_duration_ns(m.compile_ns)});
-        t.add({"components", std::to_string(m.components.size()) +
-                                 (m.components.empty() ? " (the key was not made by key_builder)" : "")});
-        for (auto const& comp : m.components) t.add({"  " + printable(comp.name), comp.digest.hex()});
-    } else if (env.version != 0) {
-        t.add({"envelope", "version " + std::to_string(env.version) + " (its header says; not verified)"});
-    }
+    show_rows(t, e, f.name, "its file name");
     std::fputs(t.str().c_str(), stdout);
     return e.result == verdict::bad ? exit_bad_entries : exit_ok;
 }
@@ -845,6 +805,62 @@ int run_clear(command_line const& c) {
 
 } // namespace
 
+/// stats, list, show, verify and clear on a SQLite file or a Redis server; nullopt when
+/// `c.dir` names a directory.
+std::optional<int> run_on_other_storage(command_line const& c) {
+    std::string location;
+    cache_kind const kind = kind_of(c.dir, location);
+    if (kind == cache_kind::directory) {
+        if (c.name_space) throw usage_error{"--namespace is an option for a Redis cache"};
+        return std::nullopt;
+    }
+    if (c.command == "prune" || c.command == "explain")
+        throw usage_error{c.command + " works on a cache directory only"};
+    if (c.name_space && kind != cache_kind::redis) throw usage_error{"--namespace is an option for a Redis cache"};
+    storage_request r;
+    r.command = c.command;
+    r.key_prefix = c.key_prefix;
+    r.sort = c.sort;
+    r.json = c.json;
+    r.remove = c.remove;
+    if (!auth_from(c, r.auth)) return exit_usage;
+    if (kind == cache_kind::sqlite) {
+#if defined(COMPILE_CACHE_TOOL_WITH_SQLITE)
+        // Checked here, as sqlite_storage would move a file that is not a database aside.
+        struct stat st {};
+        if (::stat(location.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+            return fail(location + ": no such file (a SQLite cache is one file)", exit_usage);
+        if (!is_sqlite_file(location)) return fail(location + ": not an SQLite database", exit_usage);
+        compile_cache::sqlite_options options;
+        options.max_size = 0; // the tool never evicts
+        options.logger = [](std::string_view line) {
+            std::fprintf(stderr, "compile-cache: %.*s\n", static_cast<int>(line.size()), line.data());
+        };
+        compile_cache::sqlite_storage storage(location, options);
+        if (!storage.usable()) return fail(location + ": " + storage.why_unusable(), exit_usage);
+        r.shown = location;
+        return run_on_storage(storage, r, !storage.read_only());
+#else
+        return fail("this compile-cache was built without SQLite support", exit_usage);
+#endif
+    }
+#if defined(COMPILE_CACHE_TOOL_WITH_REDIS)
+    compile_cache::redis_options options;
+    options.url = c.dir;
+    if (c.name_space) options.name_space = *c.name_space;
+    std::optional<compile_cache::redis_storage> storage;
+    try {
+        storage.emplace(options);
+    } catch (std::invalid_argument const& e) {
+        return fail(e.what(), exit_usage); // its message hides the password
+    }
+    r.shown = storage->describe();
+    return run_on_storage(*storage, r, true);
+#else
+    return fail("this compile-cache was built without Redis support", exit_usage);
+#endif
+}
+
 int main(int argc, char** argv) {
     std::vector<std::string> args(argv + 1, argv + argc);
     for (std::string const& a : args)
@@ -854,6 +870,7 @@ int main(int argc, char** argv) {
         }
     try {
         command_line const c = parse(args);
+        if (std::optional<int> const status = run_on_other_storage(c)) return *status;
         if (c.command == "stats") return run_stats(c);
         if (c.command == "list") return run_list(c);
         if (c.command == "show") return run_show(c);

@@ -2,13 +2,7 @@
 // tinyk, the example compiler that fills the cache) as a fresh child process on a real
 // cache directory, and checks its output, its JSON (parsed by Python's json module)
 // and its exit status, and what is left on disk.
-#if __has_include(<catch2/catch_test_macros.hpp>)
-#include <catch2/catch_test_macros.hpp>
-#else
-#include <catch2/catch.hpp>
-#endif
-
-#include "tinyk_support.hpp"
+#include "tool_test_support.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -17,22 +11,14 @@
 #include <string>
 #include <vector>
 
-#ifndef COMPILE_CACHE_TOOL
-#error "COMPILE_CACHE_TOOL (the path of the compile-cache binary) must be defined by the build"
-#endif
 #ifndef MAKE_ENTRIES
 #error "MAKE_ENTRIES (the path of the make_entries helper) must be defined by the build"
 #endif
 
 using namespace tinyk_test;
+using namespace compile_cache_tool_test;
 
 namespace {
-
-#define REQUIRE_EXIT(r, code)         \
-    do {                              \
-        INFO((r).describe());         \
-        REQUIRE((r).exited(code));    \
-    } while (0)
 
 // Three kernels, each calling the next: main(3) = 3 * 3 * 2 + 5 = 23.
 char const* const program_text = "global OFFSET = 5.0;\n"
@@ -49,23 +35,6 @@ char const* const program_text = "global OFFSET = 5.0;\n"
                                  "  return helper(x) + OFFSET;\n"
                                  "}\n";
 
-std::vector<std::string> tool_environment() {
-    std::vector<std::string> env = {"PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C", "TZ=UTC"};
-    for (char const* pass : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"})
-        if (char const* v = std::getenv(pass)) env.push_back(std::string(pass) + "=" + v);
-    return env;
-}
-
-/// compile-cache ARGS... as a child.
-process_result tool(std::vector<std::string> const& args) {
-    process_spec spec;
-    spec.argv = {COMPILE_CACHE_TOOL};
-    spec.argv.insert(spec.argv.end(), args.begin(), args.end());
-    spec.env = tool_environment();
-    spec.timeout = std::chrono::milliseconds(120000);
-    return run_process(spec);
-}
-
 /// make_entries DIR COUNT [NAME]: COUNT real entries written through the library.
 void make_entries(fs::path const& dir, int count, std::string const& name = {}) {
     process_spec spec;
@@ -75,54 +44,6 @@ void make_entries(fs::path const& dir, int count, std::string const& name = {}) 
     spec.timeout = std::chrono::milliseconds(120000);
     process_result const r = run_process(spec);
     REQUIRE_EXIT(r, 0);
-}
-
-std::string python3() {
-    for (char const* p : {"/usr/bin/python3", "/usr/local/bin/python3", "/bin/python3"})
-        if (::access(p, X_OK) == 0) return p;
-    FAIL("python3 is needed to parse the tool's JSON");
-    return {};
-}
-
-/// Parses `json` with Python's json module and prints the Python expression `expr`
-/// over it (the document is `d`); fails the test when the JSON does not parse.
-std::string json_query(std::string const& json, std::string const& expr) {
-    temp_dir scratch("compile-cache-json");
-    fs::path const file = scratch.path() / "doc.json";
-    write_file(file, json);
-    process_spec spec;
-    spec.argv = {python3(), "-c", "import json, sys\nd = json.load(open(sys.argv[1], encoding='utf-8'))\nprint(" +
-                                      expr + ")",
-                 file.string()};
-    spec.env = tool_environment();
-    process_result const r = run_process(spec);
-    INFO("JSON: " << json);
-    INFO(r.describe());
-    REQUIRE(r.exited(0));
-    std::string out = r.out;
-    while (!out.empty() && out.back() == '\n') out.pop_back();
-    return out;
-}
-
-std::string count_lines(std::string const& text, std::string const& needle) {
-    std::size_t n = 0;
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line)) n += line.find(needle) != std::string::npos;
-    return std::to_string(n);
-}
-
-/// The rest of the first line of `text` that starts with `label`, without the spaces
-/// after it ("" when there is none).
-std::string line_starting(std::string const& text, std::string const& label) {
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line))
-        if (line.rfind(label, 0) == 0) {
-            std::size_t const start = line.find_first_not_of(' ', label.size());
-            return start == std::string::npos ? std::string() : line.substr(start);
-        }
-    return {};
 }
 
 /// A scenario whose cache tinyk has filled: a cold run (everything compiled and

@@ -37,8 +37,8 @@ struct folder_scan {
 /// Looks at every name in fan-out folder `index`: entries (regular files with an
 /// entry name) are counted, or unlinked when their use time (mtime) is at or before
 /// `evict_up_to`; temp files last written before `temps_before` are unlinked;
-/// anything else is left alone. `on_entry(mtime_ns, accounted_bytes, name)` is called
-/// for each entry kept. A missing folder is an empty one.
+/// anything else is left alone. `on_entry(mtime_ns, accounted_bytes, name, file_size)`
+/// is called for each entry kept. A missing folder is an empty one.
 template <class OnEntry>
 folder_scan scan_folder(int root_fd, unsigned index, std::int64_t temps_before, std::int64_t evict_up_to,
                         OnEntry&& on_entry) noexcept {
@@ -75,14 +75,14 @@ folder_scan scan_folder(int root_fd, unsigned index, std::int64_t temps_before, 
         }
         ++out.entries;
         out.bytes += bytes;
-        on_entry(mtime, bytes, name);
+        on_entry(mtime, bytes, name, static_cast<std::uint64_t>(st.st_size));
     }
     ::closedir(d); // closes fd
     return out;
 }
 
 struct no_entry_callback {
-    void operator()(std::int64_t, std::uint64_t, std::string_view) const noexcept {}
+    void operator()(std::int64_t, std::uint64_t, std::string_view, std::uint64_t) const noexcept {}
 };
 
 /// Sets the figures of the folders in `counted` (folder, bytes) in the ledger and
@@ -198,7 +198,7 @@ private:
                 unsigned const folder = next;
                 folder_scan const fs =
                     scan_folder(root_fd, folder, temps_before, no_cutoff,
-                                [&](std::int64_t mtime, std::uint64_t bytes, std::string_view name) {
+                                [&](std::int64_t mtime, std::uint64_t bytes, std::string_view name, std::uint64_t) {
                                     if (keep_names && records.size() < max_named_records)
                                         records.push_back({mtime, bytes, folder, std::string(name)});
                                     else {

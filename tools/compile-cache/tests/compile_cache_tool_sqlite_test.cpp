@@ -1,0 +1,111 @@
+// The compile-cache tool on a SQLite file that a real cache (fill_cache) made: found by
+// `sqlite:FILE` and by the file's content, and what it lists, shows and verifies.
+#include "tool_test_support.hpp"
+
+#include <string>
+#include <vector>
+
+using namespace compile_cache_tool_test;
+
+TEST_CASE("compile-cache on a SQLite file a cache made tells its entries, named sqlite:FILE or by its path alone",
+          "[compile-cache][sqlite]") {
+    temp_dir dir("compile-cache-sqlite");
+    std::string const file = (dir.path() / "cache.db").string();
+    std::vector<std::string> const keys = lines_of(fill_cache({"sqlite:" + file, "3"}));
+    REQUIRE(keys.size() == 3);
+    for (std::string const& cache : {"sqlite:" + file, file}) {
+        INFO(cache);
+        process_result const stats = tool({"stats", cache, "--json"});
+        REQUIRE_EXIT(stats, 0);
+        CHECK(json_query(stats.out, "(d['storage'], d['entries'], d['bytes'] > 0, d['newest_use'] is not None)") ==
+              "('" + file + "', 3, True, True)");
+        process_result const listed = tool({"list", cache, "--json"});
+        REQUIRE_EXIT(listed, 0);
+        CHECK(json_query(listed.out, "sorted((e['name'], e['status'], e['origin_file'], e['origin_line']) for e in "
+                                     "d['entries'])") ==
+              "[('kernel_0', 'sound', 'fill.tk', 1), ('kernel_1', 'sound', 'fill.tk', 2), "
+              "('kernel_2', 'sound', 'fill.tk', 3)]");
+        CHECK(json_query(listed.out, "sorted(e['key'] for e in d['entries']) == sorted(" + [&] {
+                  std::string list = "[";
+                  for (auto const& k : keys) list += "'" + k + "',";
+                  return list + "]";
+              }() + ")") == "True");
+        process_result const human = tool({"list", cache});
+        REQUIRE_EXIT(human, 0);
+        CHECK(human.out.find("3 entries") != std::string::npos);
+        process_result const shown = tool({"show", cache, keys[1].substr(0, 12)});
+        REQUIRE_EXIT(shown, 0);
+        CHECK(line_starting(shown.out, "name") == "kernel_1");
+        CHECK(line_starting(shown.out, "origin") == "fill.tk:2");
+        CHECK(line_starting(shown.out, "status") == "sound");
+    }
+}
+
+TEST_CASE("verify on a SQLite file finds a damaged row (exit 1) and --remove deletes that row only",
+          "[compile-cache][sqlite]") {
+    temp_dir dir("compile-cache-sqlite");
+    std::string const file = (dir.path() / "cache.db").string();
+    std::vector<std::string> const keys = lines_of(fill_cache({"sqlite:" + file, "3"}));
+    REQUIRE(keys.size() == 3);
+    process_result const clean = tool({"verify", file});
+    REQUIRE_EXIT(clean, 0);
+    CHECK(clean.out.find(": 6 sound, 0 bad") != std::string::npos); // 3 entries, 3 identity records
+    fill_cache({"--corrupt", "sqlite:" + file, keys[1]});
+    process_result const found = tool({"verify", file, "--json"});
+    REQUIRE_EXIT(found, 1);
+    CHECK(json_query(found.out, "(d['sound'], [(b['key'], b['problem'].split(':')[0], b['removed']) for b in d['bad']])") ==
+          "(5, [('" + keys[1] + "', 'corrupt', False)])");
+    process_result const shown = tool({"show", file, keys[1]});
+    REQUIRE_EXIT(shown, 1);
+    CHECK(line_starting(shown.out, "status").rfind("bad: corrupt", 0) == 0);
+    process_result const removed = tool({"verify", file, "--remove"});
+    REQUIRE_EXIT(removed, 1);
+    CHECK(removed.out.find("bad: " + keys[1] + ": corrupt") != std::string::npos);
+    CHECK(removed.out.find("1 removed") != std::string::npos);
+    process_result const after = tool({"verify", file});
+    REQUIRE_EXIT(after, 0);
+    CHECK(after.out.find(": 5 sound, 0 bad") != std::string::npos);
+    process_result const listed = tool({"list", file, "--json"});
+    REQUIRE_EXIT(listed, 0);
+    CHECK(json_query(listed.out, "sorted(e['name'] for e in d['entries'])") == "['kernel_0', 'kernel_2']");
+}
+
+TEST_CASE("clear empties a SQLite cache; a missing file, a file that is no database, another program's database and prune are refused",
+          "[compile-cache][sqlite]") {
+    temp_dir dir("compile-cache-sqlite");
+    std::string const file = (dir.path() / "cache.db").string();
+    fill_cache({"sqlite:" + file, "2"});
+    process_result const cleared = tool({"clear", "sqlite:" + file});
+    REQUIRE_EXIT(cleared, 0);
+    CHECK(cleared.out.rfind("removed 4 entries (", 0) == 0); // 2 entries and their identity records
+    process_result const stats = tool({"stats", file, "--json"});
+    REQUIRE_EXIT(stats, 0);
+    CHECK(json_query(stats.out, "(d['entries'], d['identity_records'])") == "(0, 0)");
+
+    REQUIRE_EXIT(tool({"stats", "sqlite:" + (dir.path() / "missing.db").string()}), 2);
+    CHECK(!fs::exists(dir.path() / "missing.db"));
+    fs::path const text = dir.path() / "notes.txt";
+    write_file(text, "not a database, and must stay as it is\n");
+    process_result const refused = tool({"verify", "sqlite:" + text.string()});
+    REQUIRE_EXIT(refused, 2);
+    CHECK(refused.err.find("not an SQLite database") != std::string::npos);
+    CHECK(read_file(text) == "not a database, and must stay as it is\n");
+    // Another program's SQLite database (made by Python's sqlite3 module): refused, untouched.
+    fs::path const foreign = dir.path() / "other.db";
+    process_spec make;
+    make.argv = {python3(), "-c",
+                 "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\nc.execute('CREATE TABLE notes(t)')\n"
+                 "c.execute(\"INSERT INTO notes VALUES ('mine')\")\nc.commit()",
+                 foreign.string()};
+    make.env = tool_environment();
+    process_result const made = run_process(make);
+    REQUIRE_EXIT(made, 0);
+    std::string const foreign_bytes = read_file(foreign);
+    process_result const other = tool({"clear", foreign.string()});
+    REQUIRE_EXIT(other, 2);
+    CHECK(other.err.find(foreign.string() + ": ") != std::string::npos);
+    CHECK(read_file(foreign) == foreign_bytes);
+    process_result const prune = tool({"prune", file, "--max-size", "1M"});
+    REQUIRE_EXIT(prune, 2);
+    CHECK(prune.err.find("prune works on a cache directory only") != std::string::npos);
+}

@@ -1,0 +1,92 @@
+// fill_cache CACHE COUNT [NAMESPACE]: stores COUNT kernels through a real basic_cache on
+// a SQLite file (CACHE = sqlite:FILE) or Redis (CACHE = redis://..., redis+cluster://...), for the
+// tool's tests on those storages. Kernel i is named kernel_i, from fill.tk line i + 1;
+// prints each key's hex on a line.
+// fill_cache --corrupt CACHE KEY_HEX [NAMESPACE]: flips the last byte of that entry, as
+// damage on the medium would, through the storage itself.
+#include <compile_cache/cache.hpp>
+#include <compile_cache/resolver/registry.hpp>
+#if defined(FILL_CACHE_WITH_SQLITE)
+#include <compile_cache/storage/sqlite_storage.hpp>
+#endif
+#if defined(FILL_CACHE_WITH_REDIS)
+#include <compile_cache/storage/redis_storage.hpp>
+#endif
+
+#include <boost/serialization/string.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace {
+
+struct kernel_artifact {
+    std::string code;
+    template <class Archive>
+    void serialize(Archive& ar, unsigned) {
+        ar & code;
+    }
+};
+
+template <class Storage>
+int fill(Storage storage, long count) {
+    compile_cache::basic_cache<compile_cache::sha256, compile_cache::boost_binary, compile_cache::registry, Storage>
+        cache(std::move(storage));
+    for (long i = 0; i < count; ++i) {
+        std::string const name = "kernel_" + std::to_string(i);
+        auto const k = cache.make_key_builder("fill_cache").add("ir", "body of " + name).finish();
+        compile_cache::entry_info info;
+        info.name = name;
+        info.origin_file = "fill.tk";
+        info.origin_line = i + 1;
+        if (!cache.store(k, kernel_artifact{"code of " + name}, info)) {
+            std::fprintf(stderr, "fill_cache: cannot store %s\n", name.c_str());
+            return 1;
+        }
+        std::printf("%s\n", k.value().hex().c_str());
+    }
+    return 0;
+}
+
+template <class Storage>
+int corrupt(Storage storage, std::string const& hex) {
+    auto const k = compile_cache::key::from_hex(hex);
+    std::string bytes;
+    if (!k || storage.read(*k, bytes, std::size_t(1) << 26).status != compile_cache::read_status::found) {
+        std::fprintf(stderr, "fill_cache: no entry %s\n", hex.c_str());
+        return 1;
+    }
+    bytes.back() = static_cast<char>(bytes.back() ^ 0x5a);
+    return storage.write(*k, bytes) ? 1 : 0;
+}
+
+template <class Storage>
+int run(Storage storage, bool damage, char const* what) {
+    return damage ? corrupt(std::move(storage), what) : fill(std::move(storage), std::strtol(what, nullptr, 10));
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    bool const damage = argc > 1 && std::string(argv[1]) == "--corrupt";
+    int const first = damage ? 2 : 1;
+    if (argc < first + 2 || argc > first + 3) {
+        std::fprintf(stderr, "usage: fill_cache [--corrupt] CACHE COUNT|KEY_HEX [NAMESPACE]\n");
+        return 2;
+    }
+    std::string const cache = argv[first];
+#if defined(FILL_CACHE_WITH_SQLITE)
+    if (cache.rfind("sqlite:", 0) == 0) return run(compile_cache::sqlite_storage(cache.substr(7)), damage, argv[first + 1]);
+#endif
+#if defined(FILL_CACHE_WITH_REDIS)
+    if (cache.rfind("redis://", 0) == 0 || cache.rfind("redis+cluster://", 0) == 0) {
+        compile_cache::redis_options o;
+        o.url = cache;
+        if (argc == first + 3) o.name_space = argv[first + 2];
+        return run(compile_cache::redis_storage(o), damage, argv[first + 1]);
+    }
+#endif
+    std::fprintf(stderr, "fill_cache: %s is not a storage this build has\n", cache.c_str());
+    return 2;
+}
