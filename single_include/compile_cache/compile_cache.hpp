@@ -3343,7 +3343,8 @@ struct read_result {
 
 /// One entry as a storage lists it (the optional `list` member), for tools: its key,
 /// its size in bytes, and when it was last used (seconds since the epoch; a storage
-/// that refreshes use times lazily, as the shipped ones do hourly, gives that time).
+/// that refreshes use times lazily, as the shipped ones do hourly, gives that time;
+/// 0 when the storage cannot know it).
 struct stored_entry {
     key k;
     std::uint64_t size = 0;
@@ -3438,8 +3439,10 @@ struct has_set_logger : std::false_type {};
 template <class S>
 struct has_set_logger<S, std::void_t<decltype(std::declval<S&>().set_logger(
                              std::declval<std::function<void(std::string_view)>>()))>> : std::true_type {};
-/// Optional: `std::error_code list(std::vector<stored_entry>& out) const`, every entry
-/// without reading a value or touching a use time (for the compile-cache tool).
+/// Optional: `std::error_code list(std::vector<stored_entry>& out) const`, appends every
+/// entry (key, size, last use) without reading a value or touching a use time, so that
+/// the compile-cache tool works on the storage; stops at the first error, returned.
+/// directory_storage, sqlite_storage and redis_storage have it.
 template <class S, class = void>
 struct has_list : std::false_type {};
 template <class S>
@@ -4240,8 +4243,8 @@ struct folder_scan {
 /// Looks at every name in fan-out folder `index`: entries (regular files with an
 /// entry name) are counted, or unlinked when their use time (mtime) is at or before
 /// `evict_up_to`; temp files last written before `temps_before` are unlinked;
-/// anything else is left alone. `on_entry(mtime_ns, accounted_bytes, name)` is called
-/// for each entry kept. A missing folder is an empty one.
+/// anything else is left alone. `on_entry(mtime_ns, accounted_bytes, name, file_size)`
+/// is called for each entry kept. A missing folder is an empty one.
 template <class OnEntry>
 folder_scan scan_folder(int root_fd, unsigned index, std::int64_t temps_before, std::int64_t evict_up_to,
                         OnEntry&& on_entry) noexcept {
@@ -4278,14 +4281,14 @@ folder_scan scan_folder(int root_fd, unsigned index, std::int64_t temps_before, 
         }
         ++out.entries;
         out.bytes += bytes;
-        on_entry(mtime, bytes, name);
+        on_entry(mtime, bytes, name, static_cast<std::uint64_t>(st.st_size));
     }
     ::closedir(d); // closes fd
     return out;
 }
 
 struct no_entry_callback {
-    void operator()(std::int64_t, std::uint64_t, std::string_view) const noexcept {}
+    void operator()(std::int64_t, std::uint64_t, std::string_view, std::uint64_t) const noexcept {}
 };
 
 /// Sets the figures of the folders in `counted` (folder, bytes) in the ledger and
@@ -4401,7 +4404,7 @@ private:
                 unsigned const folder = next;
                 folder_scan const fs =
                     scan_folder(root_fd, folder, temps_before, no_cutoff,
-                                [&](std::int64_t mtime, std::uint64_t bytes, std::string_view name) {
+                                [&](std::int64_t mtime, std::uint64_t bytes, std::string_view name, std::uint64_t) {
                                     if (keep_names && records.size() < max_named_records)
                                         records.push_back({mtime, bytes, folder, std::string(name)});
                                     else {
@@ -5241,6 +5244,29 @@ public:
         }
     }
 
+    /// Every entry (key, size, last use: its mtime, refreshed at most hourly) without
+    /// reading one or changing a use time: the optional Storage member `list`. Temp
+    /// files, the ledger and other files are not entries; a missing directory or fan-out
+    /// folder lists nothing.
+    std::error_code list(std::vector<stored_entry>& out) const noexcept {
+        namespace impl = detail::directory_storage_impl;
+        if (directory_.empty()) return {};
+        impl::file_descriptor root{impl::open_root(directory_)};
+        if (!root) return errno == ENOENT ? std::error_code() : impl::errno_code(errno);
+        bool out_of_memory = false;
+        for (unsigned f = 0; f < 256 && !out_of_memory; ++f)
+            impl::scan_folder(root.fd, f, impl::no_cutoff, impl::no_cutoff,
+                              [&](std::int64_t mtime_ns, std::uint64_t, std::string_view name, std::uint64_t size) {
+                                  try {
+                                      if (auto k = key::from_hex(name))
+                                          out.push_back({*k, size, mtime_ns / 1000000000});
+                                  } catch (...) {
+                                      out_of_memory = true;
+                                  }
+                              });
+        return out_of_memory ? std::make_error_code(std::errc::not_enough_memory) : std::error_code();
+    }
+
     /// A whole cleanup now, whatever the cache's size: recounts every folder
     /// (correcting the ledger), removes temp files older than an hour, and, when the
     /// cache is over `max_size`, evicts least recently used entries until it is under
@@ -5416,6 +5442,7 @@ private:
 } // namespace compile_cache
 
 static_assert(compile_cache::check_storage<compile_cache::directory_storage>::value);
+static_assert(compile_cache::detail::has_list<compile_cache::directory_storage>::value);
 // ---- end compile_cache/storage/directory_storage.hpp
 // ---- begin compile_cache/storage/memory_storage.hpp
 // compile_cache: a Storage in the process's memory, shared between threads. For

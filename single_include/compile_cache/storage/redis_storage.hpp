@@ -355,59 +355,55 @@ public:
         }
     }
 
-    /// Calls `visit(key const&)` for each entry in this storage's namespace (on every
-    /// master of a cluster), with `SCAN ... MATCH namespace:*`; names that are not
-    /// `namespace:` + a key in hex are skipped. Each SCAN page is bounded by the command
-    /// timeout; entries written or evicted meanwhile may or may not be seen, and one
-    /// may be seen twice (SCAN's guarantees). Stops at the first failure, which it
-    /// returns; an exception from `visit` stops it too (redis_errc::other).
-    template <class Visit>
-    std::error_code for_each_entry(Visit&& visit) noexcept {
-        if (!state_) return make_error_code(redis_errc::other);
-        try {
-            std::vector<std::size_t> masters{0};
-            if (is_cluster()) {
-                auto const deadline = detail::redis_clock::now() + state_->options.command_timeout;
-                if (!owner(0, deadline)) return record(redis_errc::other, "the cluster's slot map is not known");
-                std::unique_lock<std::timed_mutex> lock(state_->map_mutex, std::defer_lock);
-                if (!lock.try_lock_until(deadline)) return record(redis_errc::timeout, "waited too long for the slot map");
-                masters.clear();
-                for (std::uint16_t owner_index : state_->slot_owner)
-                    if (owner_index != 0 && std::find(masters.begin(), masters.end(), owner_index - 1u) == masters.end())
-                        masters.push_back(owner_index - 1u);
+    /// Every entry of this storage's namespace (on every master of a cluster), with its
+    /// size and last use: the optional Storage member `list` (storage/concept.hpp). Names
+    /// come from `SCAN ... MATCH namespace:*` (names that are not `namespace:` + a key in
+    /// hex are skipped); each page's sizes and idle times are asked in one pipelined
+    /// exchange (`OBJECT IDLETIME`, which leaves the server's LRU clock alone, then
+    /// `STRLEN`, which on servers before 7.2 counts as a use for `maxmemory` eviction).
+    /// last_use_s is 0 when the server does not track idle time (an LFU policy). Each
+    /// exchange is bounded by the command timeout; entries written or evicted meanwhile
+    /// may or may not be listed, and one may be listed twice (SCAN's guarantees). Stops
+    /// at the first failure, which it returns.
+    std::error_code list(std::vector<stored_entry>& out) const noexcept {
+        // Logically const: only the connections behind state_ change, never an entry.
+        auto& self = const_cast<redis_storage&>(*this);
+        return self.scan_pages([&](std::size_t index, std::vector<key> const& page,
+                                   std::vector<std::string> const& names) -> std::error_code {
+            std::vector<detail::redis_command> commands;
+            for (std::string const& name : names) {
+                commands.push_back({"OBJECT", "IDLETIME", name});
+                commands.push_back({"STRLEN", name});
             }
-            std::string pattern;
-            for (char c : state_->prefix) {
-                if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') pattern += '\\';
-                pattern += c;
-            }
-            pattern += '*';
-            for (std::size_t index : masters) {
-                std::string cursor = "0";
-                do {
-                    auto const deadline = detail::redis_clock::now() + state_->options.command_timeout;
-                    call c = exchange_on(index, {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}, std::size_t(4) << 20,
-                                         deadline, false, true);
-                    if (c.error) return c.error;
-                    redisReply const* r = c.reply.get();
-                    if (r->type == REDIS_REPLY_ERROR) return error_reply(r);
-                    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
-                        r->element[1]->type != REDIS_REPLY_ARRAY)
-                        return record(redis_errc::protocol, "SCAN did not return a cursor and names");
-                    cursor.assign(r->element[0]->str, r->element[0]->len);
-                    for (std::size_t i = 0; i < r->element[1]->elements; ++i) {
-                        redisReply const* name = r->element[1]->element[i];
-                        if (name->type != REDIS_REPLY_STRING) continue;
-                        std::string_view const text(name->str, name->len);
-                        if (text.substr(0, state_->prefix.size()) != state_->prefix) continue;
-                        if (auto k = key::from_hex(text.substr(state_->prefix.size()))) visit(static_cast<key const&>(*k));
-                    }
-                } while (cursor != "0");
+            std::vector<detail::redis_reply_ptr> replies;
+            auto const deadline = detail::redis_clock::now() + state_->options.command_timeout;
+            if (auto e = self.pipeline_on(index, commands, replies, std::size_t(1) << 20, deadline)) return e;
+            std::int64_t const now = std::chrono::duration_cast<std::chrono::seconds>(
+                                         std::chrono::system_clock::now().time_since_epoch())
+                                         .count();
+            for (std::size_t i = 0; i < page.size() && 2 * i + 1 < replies.size(); ++i) {
+                redisReply const* idle = replies[2 * i].get();
+                redisReply const* length = replies[2 * i + 1].get();
+                // Gone since the SCAN (evicted, expired, moved to another master): not listed.
+                if (length->type != REDIS_REPLY_INTEGER || length->integer <= 0) continue;
+                stored_entry e;
+                e.k = page[i];
+                e.size = static_cast<std::uint64_t>(length->integer);
+                if (idle->type == REDIS_REPLY_INTEGER) e.last_use_s = now - idle->integer;
+                out.push_back(e);
             }
             return {};
-        } catch (...) {
-            return make_error_code(redis_errc::other);
-        }
+        });
+    }
+
+    /// Calls `visit(key const&)` for each entry in this storage's namespace.
+    template <class Visit>
+    [[deprecated("use list(std::vector<stored_entry>&), the Storage listing member")]] std::error_code
+    for_each_entry(Visit&& visit) noexcept {
+        return scan_pages([&](std::size_t, std::vector<key> const& page, std::vector<std::string> const&) {
+            for (key const& k : page) visit(k);
+            return std::error_code();
+        });
     }
 
     /// The address, password hidden, and the namespace: for logs and --stats.
@@ -498,31 +494,97 @@ private:
         return {};
     }
 
-    /// One exchange with node `index`: the command, or ASKING then the command.
-    call exchange_on(std::size_t index, detail::redis_command const& command, std::size_t max_reply,
-                     detail::redis_clock::time_point deadline, bool asking, bool arrays = false) {
-        call c;
+    /// SCANs the namespace on every master (the one server, or each master of a
+    /// cluster) and calls `page(master index, keys, their names)` for each non-empty page
+    /// of keys; stops at the first error, a page's too (an exception: redis_errc::other).
+    template <class Page>
+    std::error_code scan_pages(Page&& page) noexcept {
+        if (!state_) return make_error_code(redis_errc::other);
+        try {
+            std::vector<std::size_t> masters{0};
+            if (is_cluster()) {
+                auto const deadline = detail::redis_clock::now() + state_->options.command_timeout;
+                if (!owner(0, deadline)) return record(redis_errc::other, "the cluster's slot map is not known");
+                std::unique_lock<std::timed_mutex> lock(state_->map_mutex, std::defer_lock);
+                if (!lock.try_lock_until(deadline)) return record(redis_errc::timeout, "waited too long for the slot map");
+                masters.clear();
+                for (std::uint16_t owner_index : state_->slot_owner)
+                    if (owner_index != 0 && std::find(masters.begin(), masters.end(), owner_index - 1u) == masters.end())
+                        masters.push_back(owner_index - 1u);
+            }
+            std::string pattern;
+            for (char c : state_->prefix) {
+                if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') pattern += '\\';
+                pattern += c;
+            }
+            pattern += '*';
+            for (std::size_t index : masters) {
+                std::string cursor = "0";
+                do {
+                    auto const deadline = detail::redis_clock::now() + state_->options.command_timeout;
+                    call c = exchange_on(index, {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}, std::size_t(4) << 20,
+                                         deadline, false, true);
+                    if (c.error) return c.error;
+                    redisReply const* r = c.reply.get();
+                    if (r->type == REDIS_REPLY_ERROR) return error_reply(r);
+                    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
+                        r->element[1]->type != REDIS_REPLY_ARRAY)
+                        return record(redis_errc::protocol, "SCAN did not return a cursor and names");
+                    cursor.assign(r->element[0]->str, r->element[0]->len);
+                    std::vector<key> keys;
+                    std::vector<std::string> names;
+                    for (std::size_t i = 0; i < r->element[1]->elements; ++i) {
+                        redisReply const* name = r->element[1]->element[i];
+                        if (name->type != REDIS_REPLY_STRING) continue;
+                        std::string_view const text(name->str, name->len);
+                        if (text.substr(0, state_->prefix.size()) != state_->prefix) continue;
+                        if (auto k = key::from_hex(text.substr(state_->prefix.size()))) {
+                            keys.push_back(*k);
+                            names.emplace_back(text);
+                        }
+                    }
+                    if (!keys.empty())
+                        if (std::error_code e = page(index, static_cast<std::vector<key> const&>(keys),
+                                                     static_cast<std::vector<std::string> const&>(names)))
+                            return e;
+                } while (cursor != "0");
+            }
+            return {};
+        } catch (...) {
+            return make_error_code(redis_errc::other);
+        }
+    }
+
+    /// Several commands sent to node `index` at once, their replies in order.
+    std::error_code pipeline_on(std::size_t index, std::vector<detail::redis_command> const& commands,
+                                std::vector<detail::redis_reply_ptr>& replies, std::size_t max_reply,
+                                detail::redis_clock::time_point deadline, bool arrays = false) {
         node* n = nullptr;
         {
             // The deque only grows under map_mutex; reading an element needs no lock
             // once its index is known, but taking the address must not race a push_back.
             std::unique_lock<std::timed_mutex> lock(state_->map_mutex, std::defer_lock);
-            if (!lock.try_lock_until(deadline)) return failed(record(redis_errc::timeout, "waited too long for the slot map"));
+            if (!lock.try_lock_until(deadline)) return record(redis_errc::timeout, "waited too long for the slot map");
             n = &state_->nodes[index];
         }
         std::unique_lock<std::timed_mutex> lock(n->mutex, std::defer_lock);
-        if (!lock.try_lock_until(deadline))
-            return failed(record(redis_errc::timeout, "waited too long for the connection"));
+        if (!lock.try_lock_until(deadline)) return record(redis_errc::timeout, "waited too long for the connection");
+        if (auto e = n->connection.exchange(commands, replies, max_reply, deadline, state_->options.connect_timeout,
+                                            arrays))
+            return record(e, n->connection.last_error_text());
+        return {};
+    }
+
+    /// One exchange with node `index`: the command, or ASKING then the command.
+    call exchange_on(std::size_t index, detail::redis_command const& command, std::size_t max_reply,
+                     detail::redis_clock::time_point deadline, bool asking, bool arrays = false) {
         std::vector<detail::redis_command> commands;
         if (asking) commands.push_back({"ASKING"});
         commands.push_back(command);
         std::vector<detail::redis_reply_ptr> replies;
-        if (auto e = n->connection.exchange(commands, replies, max_reply, deadline, state_->options.connect_timeout,
-                                            arrays)) {
-            c.error = record(e, n->connection.last_error_text());
-            return c;
-        }
-        c.reply = std::move(replies.back());
+        call c;
+        c.error = pipeline_on(index, commands, replies, max_reply, deadline, arrays);
+        if (!c.error) c.reply = std::move(replies.back());
         return c;
     }
 
@@ -714,3 +776,4 @@ inline std::optional<redis_options> redis_storage::redis_options_from_env(settin
 } // namespace compile_cache
 
 static_assert(compile_cache::check_storage<compile_cache::redis_storage>::value);
+static_assert(compile_cache::detail::has_list<compile_cache::redis_storage>::value);

@@ -257,6 +257,34 @@ void check_basics(Storage& s, conformance_report& r, storage_conformance_options
     for (key const& each : {k, empty_key, large_key, bound_key, replace_key, full, tiny}) s.remove(each);
 }
 
+/// The optional listing member (`list`, storage/concept.hpp): what was written is
+/// listed once with its size and a plausible last use (or 0, unknown); a removed entry
+/// is not listed.
+template <class Storage>
+void check_listing(Storage& s, conformance_report& r) {
+    key const keys[] = {conformance_key(3, 1), conformance_key(3, 2), conformance_key(3, 3)};
+    for (std::size_t i = 0; i < 3; ++i)
+        r.expect(!s.write(keys[i], std::string(10 * (i + 1), 'v')), "listing", "writing fails");
+    r.expect(!s.remove(keys[2]), "listing", "removing fails");
+    std::vector<stored_entry> listed;
+    r.expect(!static_cast<Storage const&>(s).list(listed), "listing", "list returns an error");
+    std::int64_t const now =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    for (std::size_t i = 0; i < 3; ++i) {
+        std::size_t times = 0;
+        for (stored_entry const& e : listed) {
+            if (!(e.k == keys[i])) continue;
+            ++times;
+            r.expect(e.size == 10 * (i + 1), "listing", "an entry's size is not its bytes' count");
+            r.expect(e.last_use_s == 0 || (e.last_use_s > now - 86400 && e.last_use_s <= now + 60), "listing",
+                     "an entry just written has a last use that is not today");
+        }
+        r.expect(times == (i == 2 ? 0u : 1u), "listing",
+                 i == 2 ? "a removed entry is listed" : "a written entry is not listed exactly once");
+    }
+    for (key const& k : keys) s.remove(k);
+}
+
 template <class Storage>
 void check_keeps_nothing(Storage& s, conformance_report& r) {
     std::string out = "stale";
@@ -469,6 +497,7 @@ std::vector<std::string> check_storage_conformance(Factory make, storage_conform
             return report.take();
         }
         detail::check_basics(storage, report, options);
+        if constexpr (compile_cache::detail::has_list<Storage>::value) detail::check_listing(storage, report);
         if (options.threads > 0) detail::check_threads(storage, report, options);
         if (options.processes > 0) detail::check_processes(make, storage, report, options);
         detail::check_through_cache(storage, report);
