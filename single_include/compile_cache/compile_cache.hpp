@@ -2354,30 +2354,44 @@ struct is_serializer_for
 
 /// Checks what a Serializer has whatever it stores: a format id (basic_cache checks it
 /// in its class body).
+namespace detail {
+// The checks as functions: a class whose static_assert failed is incomplete to clang,
+// so naming its ::value afterwards would be a second error; a function's is not.
 template <class S>
-struct check_serializer_policy {
-    static_assert(detail::has_format_id<S>::value,
+constexpr bool assert_serializer_policy() {
+    static_assert(has_format_id<S>::value,
                   "compile_cache: the Serializer has no format_id; expected `static std::string format_id()` "
                   "naming the format, its version and the ABI facts it depends on");
-    static constexpr bool value = true;
+    return true;
+}
+
+template <class S, class Artifact>
+constexpr bool assert_serializer_for() {
+    assert_serializer_policy<S>(); // its sentence, once per S
+    static_assert(std::is_default_constructible_v<Artifact>,
+                  "compile_cache: the artifact type must be default constructible: it is loaded into a "
+                  "default-constructed value");
+    static_assert(has_save<S, Artifact>::value,
+                  "compile_cache: the Serializer cannot save this artifact; expected `static void "
+                  "save(std::string& out, Artifact const& value, compile_cache::resolver_context const& ctx)` "
+                  "that appends the bytes to out (for Boost serializers: give the artifact a serialize member)");
+    static_assert(!has_save<S, Artifact>::value || has_load<S, Artifact>::value,
+                  "compile_cache: the Serializer cannot load this artifact; expected `static void "
+                  "load(std::string_view in, Artifact& value, compile_cache::resolver_context const& ctx)` "
+                  "that throws on bad input");
+    return true;
+}
+} // namespace detail
+
+template <class S>
+struct check_serializer_policy {
+    static constexpr bool value = detail::assert_serializer_policy<S>();
 };
 
 /// Checks a Serializer policy for one artifact type, one requirement at a time.
 template <class S, class Artifact>
 struct check_serializer {
-    static_assert(check_serializer_policy<S>::value, ""); // its sentence, once per S
-    static_assert(std::is_default_constructible_v<Artifact>,
-                  "compile_cache: the artifact type must be default constructible: it is loaded into a "
-                  "default-constructed value");
-    static_assert(detail::has_save<S, Artifact>::value,
-                  "compile_cache: the Serializer cannot save this artifact; expected `static void "
-                  "save(std::string& out, Artifact const& value, compile_cache::resolver_context const& ctx)` "
-                  "that appends the bytes to out (for Boost serializers: give the artifact a serialize member)");
-    static_assert(!detail::has_save<S, Artifact>::value || detail::has_load<S, Artifact>::value,
-                  "compile_cache: the Serializer cannot load this artifact; expected `static void "
-                  "load(std::string_view in, Artifact& value, compile_cache::resolver_context const& ctx)` "
-                  "that throws on bad input");
-    static constexpr bool value = true;
+    static constexpr bool value = detail::assert_serializer_for<S, Artifact>();
 };
 
 } // namespace compile_cache
@@ -2657,15 +2671,22 @@ constexpr bool is_boost_serializable() {
     }
 }
 
+// A function, not a class, so that a failed check is one error (see
+// serializer/concept.hpp's assert_serializer_for).
 template <class T>
-struct check_boost_serializable {
+constexpr bool assert_boost_serializable() {
     static_assert(is_boost_serializable<T>(),
                   "compile_cache: Boost.Serialization cannot serialize the artifact type; give it a member "
                   "`template <class Archive> void serialize(Archive& ar, unsigned version)` (or members save "
                   "and load with BOOST_SERIALIZATION_SPLIT_MEMBER()), or a free `template <class Archive> void "
                   "serialize(Archive& ar, T& value, unsigned version)`; for a standard container, include "
                   "Boost's header for it (<boost/serialization/vector.hpp>, ...)");
-    static constexpr bool value = is_boost_serializable<T>();
+    return is_boost_serializable<T>();
+}
+
+template <class T>
+struct check_boost_serializable {
+    static constexpr bool value = assert_boost_serializable<T>();
 };
 } // namespace detail
 

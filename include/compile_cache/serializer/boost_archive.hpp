@@ -277,15 +277,22 @@ constexpr bool is_boost_serializable() {
     }
 }
 
+// A function, not a class, so that a failed check is one error (see
+// serializer/concept.hpp's assert_serializer_for).
 template <class T>
-struct check_boost_serializable {
+constexpr bool assert_boost_serializable() {
     static_assert(is_boost_serializable<T>(),
                   "compile_cache: Boost.Serialization cannot serialize the artifact type; give it a member "
                   "`template <class Archive> void serialize(Archive& ar, unsigned version)` (or members save "
                   "and load with BOOST_SERIALIZATION_SPLIT_MEMBER()), or a free `template <class Archive> void "
                   "serialize(Archive& ar, T& value, unsigned version)`; for a standard container, include "
                   "Boost's header for it (<boost/serialization/vector.hpp>, ...)");
-    static constexpr bool value = is_boost_serializable<T>();
+    return is_boost_serializable<T>();
+}
+
+template <class T>
+struct check_boost_serializable {
+    static constexpr bool value = assert_boost_serializable<T>();
 };
 } // namespace detail
 
