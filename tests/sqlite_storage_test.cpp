@@ -167,6 +167,45 @@ TEST_CASE("a file that is not a database is moved aside and rebuilt, with one li
     CHECK(logged.size() == 1);
 }
 
+TEST_CASE("a file damaged while a storage has it open: the failing read is an error, then the file is moved "
+          "aside and rebuilt and the storage goes on",
+          "[sqlite]") {
+    temp_dir dir;
+    std::string const file = (dir.path() / "cache.db").string();
+    std::vector<std::string> logged;
+    cc::sqlite_options options;
+    options.logger = [&](std::string_view line) { logged.emplace_back(line); };
+    {
+        cc::sqlite_storage s(file);
+        for (std::uint32_t i = 0; i < 200; ++i) REQUIRE(!s.write(conformance_key(4, i), std::string(3000, 'x')));
+    }
+    cc::sqlite_storage s(file, options); // open and sound...
+    REQUIRE(s.usable());
+    REQUIRE(logged.empty());
+    {   // ...then its pages are overwritten behind its back, header kept.
+        std::string bytes = read_file(file);
+        REQUIRE(bytes.size() > 4096 * 21);
+        for (std::size_t i = 4096; i < 4096 * 21; ++i) bytes[i] = static_cast<char>(0xa5);
+        write_file(file, bytes);
+    }
+    // The repair closes the connection (finalizing every statement) while a read is
+    // in its middle: the read is an error, never a crash or stale bytes.
+    std::string out;
+    bool saw_error = false;
+    for (std::uint32_t i = 0; i < 200 && !saw_error; ++i) {
+        cc::read_result const r = s.read(conformance_key(4, i), out, 1 << 20);
+        saw_error = r.status == cc::read_status::error;
+        if (r.status == cc::read_status::found) CHECK(out == std::string(3000, 'x'));
+    }
+    REQUIRE(saw_error);
+    REQUIRE(logged.size() == 1);
+    CHECK(logged[0].find("moved aside to " + file + ".broken-") != std::string::npos);
+    CHECK(moved_aside(dir.path()).size() == 1);
+    REQUIRE(!s.write(conformance_key(4, 999), "fresh"));
+    CHECK(s.read(conformance_key(4, 999), out, 100).status == cc::read_status::found);
+    CHECK(out == "fresh");
+}
+
 TEST_CASE("a read-only sqlite file is opened immutable and read; writes fail as write errors", "[sqlite]") {
     temp_dir dir;
     std::string const file = (dir.path() / "cache.db").string();

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <stdexcept>
 #include <vector>
 
 #include <stdlib.h>
@@ -328,7 +329,7 @@ TEST_CASE("tiered_storage::from_env: unset PREFIX_REMOTE is the local storage al
         for (auto const& s : dir_tier_cache::environment_settings("P")) names.push_back(s.name);
         CHECK(names == std::vector<std::string>{"P_DIR", "P_MAX_SIZE", "P_DURABILITY", "P_SHARED", "P_REMOTE",
                                                 "P_REMOTE_MODE", "P_REMOTE_ONLY", "P_REMOTE_INSECURE", "P_LOG",
-                                                "P_SECRET_FILE"});
+                                                "P_SECRET_FILE", "P_VERIFY", "P_MIN_COMPILE_TIME"});
     }
 }
 
@@ -347,4 +348,27 @@ TEST_CASE("tiered_storage: remote counters reach the directory's counters file",
     REQUIRE(recorded.count("remote.hits") == 1);
     CHECK(recorded.at("remote.hits") == 1);
     CHECK(recorded.at("hits") == 1);
+}
+
+namespace {
+/// A local storage whose every call throws, as a policy may (docs/policies.md).
+struct throwing_storage {
+    cc::read_result read(cc::key const&, std::string&, std::size_t) { throw std::runtime_error("disk on fire"); }
+    std::error_code write(cc::key const&, std::string_view) { throw std::runtime_error("disk on fire"); }
+    std::error_code remove(cc::key const&) { throw std::runtime_error("disk on fire"); }
+};
+using throwing_tier = cc::tiered_storage<throwing_storage, cc::memory_storage>;
+using throwing_tier_cache = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, throwing_tier>;
+} // namespace
+
+TEST_CASE("tiered_storage: a local storage that throws fails as itself, counted; nothing reaches the host",
+          "[tiered]") {
+    cc::cache_options no_records;
+    no_records.record_identities = false;
+    throwing_tier_cache c(throwing_tier(throwing_storage{}, cc::memory_storage{}), no_records);
+    CHECK(get(c, "helper") == cc::outcome::compiled); // the local read threw: a read error, then the remote
+    CHECK(c.stats().miss_count(cc::miss_reason::read_error) == 1);
+    CHECK(c.stats().failure_count(cc::store_failure::write_error) == 1); // the local write threw
+    CHECK(remote_counts(c.stats())["remote.stores"] == 1);                // the remote still has it
+    CHECK(c.storage().remove(key_of(c, "helper").value()) == std::errc::io_error);
 }

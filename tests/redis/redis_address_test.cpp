@@ -228,3 +228,14 @@ TEST_CASE("MOVED and ASK replies are parsed, anything else is not a redirection"
     CHECK_FALSE(cc::detail::parse_redis_redirection("MOVED 1 h"));
     CHECK_FALSE(cc::detail::parse_redis_redirection("ASK x h:1"));
 }
+
+TEST_CASE("A password in a query string is refused and never shown", "[redis][address]") {
+    std::string const secret = "query-s3cret";
+    std::string why;
+    CHECK_FALSE(cc::redis_address::parse("redis://127.0.0.1:6390/0?password=" + secret, why));
+    CHECK(why.find("query parameters are not supported") != std::string::npos);
+    CHECK(why.find(secret) == std::string::npos);
+    CHECK_FALSE(cc::redis_address::parse("redis://127.0.0.1?password=" + secret, why));
+    CHECK(why.find(secret) == std::string::npos);
+    CHECK(cc::redis_address::redact("redis://u:pw@h:1?password=" + secret) == "redis://u:***@h:1?***");
+}

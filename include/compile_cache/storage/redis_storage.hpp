@@ -67,6 +67,11 @@ struct redis_address {
                   "redis+cluster://host:port[,host:port...])";
             return std::nullopt;
         };
+        // Query parameters (`?password=...` in other clients) are not read here: refused,
+        // and never echoed (redact() hides them).
+        if (url.find('?') != std::string_view::npos)
+            return bad("query parameters are not supported: give a password as redis://user:password@host "
+                       "or in PREFIX_REMOTE_PASSWORD_FILE");
         redis_address a;
         std::string_view rest;
         if (starts_with(url, "redis://")) {
@@ -155,8 +160,11 @@ struct redis_address {
     }
 
     /// A URL as given, with whatever lies between `://` and the last `@` after it
-    /// reduced to the user name and `***`: safe to show even when it does not parse.
+    /// reduced to the user name and `***`, and any query (`?...`) as `?***`: safe to
+    /// show even when it does not parse.
     static std::string redact(std::string_view url) {
+        std::size_t const query = url.find('?');
+        if (query != std::string_view::npos) return redact(url.substr(0, query)) + "?***";
         std::size_t const scheme = url.find("://");
         std::size_t const start = scheme == std::string_view::npos ? 0 : scheme + 3;
         std::size_t const at = url.rfind('@');

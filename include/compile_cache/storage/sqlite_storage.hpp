@@ -97,12 +97,17 @@ struct statement_deleter {
 };
 using statement = std::unique_ptr<sqlite3_stmt, statement_deleter>;
 
-/// Resets a statement when a call is done with it, whatever the path out.
+/// Resets a statement when a call is done with it, whatever the path out. It watches
+/// the connection's holder, not the statement: a repair in between (failed_locked
+/// closes the damaged connection, which finalizes every statement, and reopens) leaves
+/// it nothing freed to touch.
 struct reset_guard {
-    sqlite3_stmt* s;
+    statement const& held;
     ~reset_guard() {
-        sqlite3_reset(s);
-        sqlite3_clear_bindings(s);
+        if (sqlite3_stmt* s = held.get()) {
+            sqlite3_reset(s);
+            sqlite3_clear_bindings(s);
+        }
     }
 };
 
@@ -240,7 +245,7 @@ public:
             auto& c = state_->c;
             if (!c.db && !reopen_locked()) return {read_status::error, unusable_code()};
             sqlite3_stmt* s = c.select.get();
-            detail::sqlite_impl::reset_guard reset{s};
+            detail::sqlite_impl::reset_guard reset{c.select};
             sqlite3_bind_blob(s, 1, k.data(), static_cast<int>(k.size()), SQLITE_STATIC);
             sqlite3_bind_int64(s, 2, static_cast<sqlite3_int64>(max_size > std::size_t{INT64_MAX} ? INT64_MAX : max_size));
             int const rc = sqlite3_step(s);
@@ -260,7 +265,7 @@ public:
             std::int64_t const now = detail::sqlite_impl::now_s();
             if (!c.read_only && now - used >= detail::sqlite_impl::refresh_after_s) {
                 sqlite3_stmt* t = c.touch.get();
-                detail::sqlite_impl::reset_guard touch_reset{t};
+                detail::sqlite_impl::reset_guard touch_reset{c.touch};
                 sqlite3_bind_int64(t, 1, now);
                 sqlite3_bind_int64(t, 2, id);
                 sqlite3_step(t); // best effort: a busy database keeps the old time
@@ -283,7 +288,7 @@ public:
                 return std::make_error_code(std::errc::file_too_large);
             {
                 sqlite3_stmt* s = c.upsert.get();
-                detail::sqlite_impl::reset_guard reset{s};
+                detail::sqlite_impl::reset_guard reset{c.upsert};
                 sqlite3_bind_blob(s, 1, k.data(), static_cast<int>(k.size()), SQLITE_STATIC);
                 sqlite3_bind_int64(s, 2, detail::sqlite_impl::now_s());
                 sqlite3_bind_blob(s, 3, bytes.empty() ? "" : bytes.data(), static_cast<int>(bytes.size()),
@@ -310,7 +315,7 @@ public:
             if (!c.db && !reopen_locked()) return unusable_code();
             if (c.read_only) return std::make_error_code(std::errc::read_only_file_system);
             sqlite3_stmt* s = c.erase.get();
-            detail::sqlite_impl::reset_guard reset{s};
+            detail::sqlite_impl::reset_guard reset{c.erase};
             sqlite3_bind_blob(s, 1, k.data(), static_cast<int>(k.size()), SQLITE_STATIC);
             int const rc = sqlite3_step(s);
             if (rc != SQLITE_DONE) return failed_locked(rc);
@@ -334,7 +339,7 @@ public:
             auto& c = state_->c;
             if (!c.db) return unusable_code();
             sqlite3_stmt* s = c.list.get();
-            detail::sqlite_impl::reset_guard reset{s};
+            detail::sqlite_impl::reset_guard reset{c.list};
             int rc;
             while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
                 stored_entry e;
@@ -551,7 +556,7 @@ private:
         double total = 0;
         {
             sqlite3_stmt* s = c.total.get();
-            detail::sqlite_impl::reset_guard reset{s};
+            detail::sqlite_impl::reset_guard reset{c.total};
             int const rc = sqlite3_step(s);
             if (rc != SQLITE_ROW) return failed_locked(rc);
             total = sqlite3_column_double(s, 0);
@@ -560,7 +565,7 @@ private:
         double const excess = total - static_cast<double>(limit) * 0.9;
         {
             sqlite3_stmt* s = c.evict.get();
-            detail::sqlite_impl::reset_guard reset{s};
+            detail::sqlite_impl::reset_guard reset{c.evict};
             sqlite3_bind_double(s, 1, excess);
             int const rc = sqlite3_step(s);
             if (rc != SQLITE_DONE) return failed_locked(rc);

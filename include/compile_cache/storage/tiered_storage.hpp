@@ -239,7 +239,7 @@ public:
         }
         read_result answer{read_status::absent, {}};
         if (state_->local) {
-            answer = state_->local->read(k, out, max_size);
+            answer = local_read(k, out, max_size);
             if (answer.status == read_status::found || answer.status == read_status::too_large) return answer;
         }
         if (!state_->remote || !may_call()) return answer;
@@ -277,7 +277,7 @@ public:
     std::error_code write(key const& k, std::string_view bytes) noexcept {
         if (!state_) return std::make_error_code(std::errc::invalid_argument);
         std::error_code answer;
-        if (state_->local) answer = state_->local->write(k, bytes);
+        if (state_->local) answer = local_write(k, bytes);
         else if (state_->options.mode != remote_mode::read_write)
             return std::make_error_code(std::errc::read_only_file_system); // remote-only and read-only: nowhere
         if (!state_->remote || state_->options.mode != remote_mode::read_write) return answer;
@@ -303,7 +303,7 @@ public:
     std::error_code remove(key const& k) noexcept {
         if (!state_) return {};
         std::error_code answer;
-        if (state_->local) answer = state_->local->remove(k);
+        if (state_->local) answer = local_remove(k);
         if (state_->remote && state_->options.mode == remote_mode::read_write && may_call()) {
             std::error_code e;
             try {
@@ -331,7 +331,7 @@ public:
         switch (status) {
         case envelope_status::ok:
             ++state_->counts[c_hits];
-            if (state_->local) (void)state_->local->write(k, entry); // a failure here is the next run's miss
+            if (state_->local) (void)local_write(k, entry); // a failure here is the next run's miss
             break;
         case envelope_status::corrupt:
         case envelope_status::key_mismatch:
@@ -362,7 +362,13 @@ public:
     /// Passes the cache's counters on to the local storage when it keeps them.
     std::error_code record_counters(std::vector<std::pair<std::string, std::uint64_t>> const& delta) noexcept {
         if constexpr (detail::has_record_counters<Local>::value) {
-            if (state_ && state_->local) return state_->local->record_counters(delta);
+            if (state_ && state_->local) {
+                try {
+                    return state_->local->record_counters(delta);
+                } catch (...) {
+                    return std::make_error_code(std::errc::io_error);
+                }
+            }
         }
         (void)delta;
         return {};
@@ -383,6 +389,32 @@ public:
 
 private:
     using clock = std::chrono::steady_clock;
+
+    // The local storage's calls. A policy may throw (docs/policies.md), and nothing it
+    // throws may leave this storage's noexcept members: it is the local storage's
+    // failure, as the remote's is the remote's.
+    read_result local_read(key const& k, std::string& out, std::size_t max_size) noexcept {
+        try {
+            return state_->local->read(k, out, max_size);
+        } catch (...) {
+            out.clear();
+            return {read_status::error, std::make_error_code(std::errc::io_error)};
+        }
+    }
+    std::error_code local_write(key const& k, std::string_view bytes) noexcept {
+        try {
+            return state_->local->write(k, bytes);
+        } catch (...) {
+            return std::make_error_code(std::errc::io_error);
+        }
+    }
+    std::error_code local_remove(key const& k) noexcept {
+        try {
+            return state_->local->remove(k);
+        } catch (...) {
+            return std::make_error_code(std::errc::io_error);
+        }
+    }
 
     enum counter : std::size_t {
         c_hits,

@@ -223,8 +223,11 @@ private:
         if (!c || c->err) {
             auto e = classify_context_error(c);
             if (c) redisFree(c);
-            // A connect that gave up at its own timeout is a timeout, whatever errno says.
-            if (e == redis_errc::other && redis_clock::now() >= connect_deadline) e = redis_errc::timeout;
+            // A connect that gave up at its own timeout is a timeout, whatever errno says;
+            // one that failed otherwise (a name that does not resolve, no route) is a
+            // server out of reach, as a refusal is: a tier backs off from it alike.
+            if (e == redis_errc::other)
+                e = redis_clock::now() >= connect_deadline ? redis_errc::timeout : redis_errc::refused;
             return e;
         }
         context_ = c;
