@@ -111,13 +111,19 @@ std::vector<std::string> counters_shard_locks(fs::path const& dir) {
 // would be caught by it (ctest's own timeout is far longer).
 constexpr double bound_s = 5.0;
 
+/// A scratch cache directory, made (the lock holders lock files inside it).
+struct cache_dir {
+    temp_dir tmp;
+    fs::path dir = tmp.path() / "cache";
+    cache_dir() { fs::create_directories(dir); }
+};
+
 } // namespace
 
 TEST_CASE("a stopped process holding the size ledger's lock: a host stores every entry within a bounded delay",
           "[storage][processes][locks]") {
-    temp_dir tmp;
-    fs::path const dir = tmp.path() / "cache";
-    fs::create_directories(dir);
+    cache_dir const cache;
+    fs::path const& dir = cache.dir;
     stopped_lock_holder holder({(dir / ".cc-stats").string()});
 
     host_run const cold = run_host(dir, 200, std::uint64_t{1} << 30);
@@ -139,9 +145,8 @@ TEST_CASE("a stopped process holding the size ledger's lock: a host stores every
 
 TEST_CASE("a stopped process holding every counters shard's lock: the host's exit is delayed a bounded time",
           "[storage][processes][locks]") {
-    temp_dir tmp;
-    fs::path const dir = tmp.path() / "cache";
-    fs::create_directories(dir);
+    cache_dir const cache;
+    fs::path const& dir = cache.dir;
     stopped_lock_holder holder(counters_shard_locks(dir));
 
     host_run const r = run_host(dir, 20);
@@ -156,9 +161,8 @@ TEST_CASE("a stopped process holding every counters shard's lock: the host's exi
 
 TEST_CASE("a stopped process holding the directory's cleanup lock: stores skip cleanup, prune() gives up in time",
           "[storage][processes][locks]") {
-    temp_dir tmp;
-    fs::path const dir = tmp.path() / "cache";
-    fs::create_directories(dir);
+    cache_dir const cache;
+    fs::path const& dir = cache.dir;
     stopped_lock_holder holder({dir.string()});
 
     // A limit far below what 200 entries need: every flush asks for a cleanup step.
@@ -187,9 +191,8 @@ TEST_CASE("a stopped process holding the directory's cleanup lock: stores skip c
 
 TEST_CASE("a stopped process holding every lock of the cache at once: a host still finishes within a bound",
           "[storage][processes][locks]") {
-    temp_dir tmp;
-    fs::path const dir = tmp.path() / "cache";
-    fs::create_directories(dir);
+    cache_dir const cache;
+    fs::path const& dir = cache.dir;
     std::vector<std::string> all = counters_shard_locks(dir);
     all.push_back((dir / ".cc-stats").string());
     all.push_back(dir.string());
