@@ -164,10 +164,8 @@ inline void cache_settings_from_env(settings_reader const& env, cache_options& o
     }
     std::string const min_time = env.value("_MIN_COMPILE_TIME");
     if (!min_time.empty()) {
-        bool digits = min_time.size() <= 9;
-        for (char c : min_time) digits = digits && c >= '0' && c <= '9';
-        if (digits)
-            options.min_compile_time = std::chrono::milliseconds(std::stoll(min_time));
+        if (std::optional<std::uint64_t> const ms = parse_whole_number(min_time, 9))
+            options.min_compile_time = std::chrono::milliseconds(static_cast<std::chrono::milliseconds::rep>(*ms));
         else
             env.report_value("_MIN_COMPILE_TIME", min_time,
                              "is not a number of milliseconds; every compiled kernel is stored");

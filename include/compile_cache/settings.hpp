@@ -79,6 +79,18 @@ inline std::optional<std::chrono::milliseconds> parse_milliseconds(std::string_v
     return std::nullopt;
 }
 
+/// Parses a whole number of at most `max_digits` decimal digits (no sign, no unit).
+/// nullopt for anything else, the empty string included.
+inline std::optional<std::uint64_t> parse_whole_number(std::string_view s, std::size_t max_digits) noexcept {
+    if (s.empty() || s.size() > max_digits || max_digits > 19) return std::nullopt;
+    std::uint64_t n = 0;
+    for (char c : s) {
+        if (c < '0' || c > '9') return std::nullopt;
+        n = n * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    return n;
+}
+
 /// Parses an on/off word: `1`, `on`, `true`, `yes` are on; unset (empty), `0`,
 /// `off`, `false`, `no` are off (any case). nullopt for anything else.
 inline std::optional<bool> parse_switch(std::string_view s) noexcept {

@@ -3168,6 +3168,18 @@ inline std::optional<std::chrono::milliseconds> parse_milliseconds(std::string_v
     return std::nullopt;
 }
 
+/// Parses a whole number of at most `max_digits` decimal digits (no sign, no unit).
+/// nullopt for anything else, the empty string included.
+inline std::optional<std::uint64_t> parse_whole_number(std::string_view s, std::size_t max_digits) noexcept {
+    if (s.empty() || s.size() > max_digits || max_digits > 19) return std::nullopt;
+    std::uint64_t n = 0;
+    for (char c : s) {
+        if (c < '0' || c > '9') return std::nullopt;
+        n = n * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    return n;
+}
+
 /// Parses an on/off word: `1`, `on`, `true`, `yes` are on; unset (empty), `0`,
 /// `off`, `false`, `no` are off (any case). nullopt for anything else.
 inline std::optional<bool> parse_switch(std::string_view s) noexcept {
@@ -7740,10 +7752,8 @@ inline void cache_settings_from_env(settings_reader const& env, cache_options& o
     }
     std::string const min_time = env.value("_MIN_COMPILE_TIME");
     if (!min_time.empty()) {
-        bool digits = min_time.size() <= 9;
-        for (char c : min_time) digits = digits && c >= '0' && c <= '9';
-        if (digits)
-            options.min_compile_time = std::chrono::milliseconds(std::stoll(min_time));
+        if (std::optional<std::uint64_t> const ms = parse_whole_number(min_time, 9))
+            options.min_compile_time = std::chrono::milliseconds(static_cast<std::chrono::milliseconds::rep>(*ms));
         else
             env.report_value("_MIN_COMPILE_TIME", min_time,
                              "is not a number of milliseconds; every compiled kernel is stored");

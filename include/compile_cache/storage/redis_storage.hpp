@@ -745,11 +745,8 @@ inline std::optional<redis_options> redis_storage::redis_options_from_env(settin
     o.command_timeout = positive("_REMOTE_TIMEOUT", o.command_timeout);
     std::string const ttl = env.value("_REMOTE_TTL");
     if (!ttl.empty()) {
-        std::uint64_t seconds = 0;
-        bool ok = ttl.size() <= 10;
-        for (char c : ttl) ok = ok && c >= '0' && c <= '9', seconds = ok ? seconds * 10 + static_cast<unsigned>(c - '0') : 0;
-        if (ok)
-            o.ttl = std::chrono::seconds(static_cast<std::chrono::seconds::rep>(seconds));
+        if (std::optional<std::uint64_t> const seconds = parse_whole_number(ttl, 10))
+            o.ttl = std::chrono::seconds(static_cast<std::chrono::seconds::rep>(*seconds));
         else
             env.report_value("_REMOTE_TTL", ttl, "is not a number of seconds; using the default, 0 (no expiry)");
     }
