@@ -3472,6 +3472,15 @@ struct has_set_logger : std::false_type {};
 template <class S>
 struct has_set_logger<S, std::void_t<decltype(std::declval<S&>().set_logger(
                              std::declval<std::function<void(std::string_view)>>()))>> : std::true_type {};
+/// Optional: `read_result peek(key const&, std::string& out, std::size_t max_size)`,
+/// as read but leaving the entry's use time (eviction order) alone; the compile-cache
+/// tool's show and verify use it when there is one.
+template <class S, class = void>
+struct has_peek : std::false_type {};
+template <class S>
+struct has_peek<S, std::enable_if_t<std::is_same_v<
+    decltype(std::declval<S&>().peek(std::declval<key const&>(), std::declval<std::string&>(),
+                                     std::declval<std::size_t>())), read_result>>> : std::true_type {};
 /// Optional: `std::error_code list(std::vector<stored_entry>& out) const`, appends every
 /// entry (key, size, last use) without reading a value or touching a use time, so that
 /// the compile-cache tool works on the storage; stops at the first error, returned.

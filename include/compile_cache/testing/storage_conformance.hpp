@@ -284,6 +284,26 @@ void check_listing(Storage& s, conformance_report& r) {
     for (key const& k : keys) s.remove(k);
 }
 
+/// The optional `peek` member: it answers as read does (found with the same bytes,
+/// absent, too_large with nothing read).
+template <class Storage>
+void check_peek(Storage& s, conformance_report& r) {
+    key const k = conformance_key(5, 1);
+    std::string const bytes = all_byte_values(5000);
+    std::string out = "stale";
+    read_result rr = s.peek(k, out, 1 << 20);
+    r.expect(rr.status == read_status::absent && out.empty(), "peek",
+             std::string("a key never written peeks ") + status_name(rr.status) + ", not absent");
+    r.expect(!s.write(k, bytes), "peek", "writing fails");
+    rr = s.peek(k, out, bytes.size());
+    r.expect(rr.status == read_status::found && out == bytes, "peek", "a peek does not give the bytes written");
+    out = "stale";
+    rr = s.peek(k, out, bytes.size() - 1);
+    r.expect(rr.status == read_status::too_large && out.empty(), "peek",
+             std::string("an entry over max_size peeks ") + status_name(rr.status) + ", not too_large with nothing read");
+    s.remove(k);
+}
+
 template <class Storage>
 void check_keeps_nothing(Storage& s, conformance_report& r) {
     std::string out = "stale";
@@ -499,6 +519,7 @@ std::vector<std::string> check_storage_conformance(Factory make, storage_conform
         }
         detail::check_basics(storage, report, options);
         if constexpr (compile_cache::detail::has_list<Storage>::value) detail::check_listing(storage, report);
+        if constexpr (compile_cache::detail::has_peek<Storage>::value) detail::check_peek(storage, report);
         if (options.threads > 0) detail::check_threads(storage, report, options);
         if (options.processes > 0) detail::check_processes(make, storage, report, options);
         detail::check_through_cache(storage, report);
