@@ -1,6 +1,7 @@
-// compile_cache: basic_cache, the front a host talks to. It owns the envelope, the
-// statistics and the policy for failures: any failure is a miss with a counted
-// reason, and nothing the cache does throws into the host or changes a result.
+// compile_cache: basic_cache, the front a host talks to. It wraps every entry in an
+// envelope (envelope.hpp), counts what it does, and owns the policy for failures: any
+// failure is a miss with a counted reason, and nothing the cache does throws into the
+// host or changes a result.
 #pragma once
 
 #include <compile_cache/detail/config_rtti.hpp>

@@ -15,9 +15,9 @@
 //   payload      8  length, then the serializer's bytes
 //   check        4  CRC-32C over everything before it; or, keyed,
 //               32  HMAC-SHA256 under the secret over everything before it
-// The check value is checked first, in the reader's own mode (envelope_auth), never the
-// one the flags say: any damaged byte reads as corrupt (keyed: unauthenticated), and a
-// sound entry of another version as foreign_version.
+// The check value is checked first, in the reader's mode (envelope_auth): any damaged
+// byte reads as corrupt (keyed: unauthenticated), a sound entry of another version as
+// foreign_version.
 #pragma once
 
 #include <compile_cache/detail/config.hpp>
