@@ -571,13 +571,8 @@ public:
     /// no identities, or `k` is a bypass.
     miss_explanation explain_miss(key_result const& k, entry_info const& info) {
         if (!enabled_ || !k.ok() || !options_.record_identities) return {};
-        try {
-            std::string const identity = kernel_identity(info.identity, info.name, info.origin_file);
-            std::optional<identity_record> const previous = read_identity_record(identity);
-            return explain_absent(previous ? &*previous : nullptr, k.value(), explained_components(k));
-        } catch (...) {
-            return {};
-        }
+        std::optional<identity_record> previous;
+        return explain_from_record(k, info, previous);
     }
 
     /// The record of a kernel's identity (the entries stored for it, newest first), or
@@ -688,11 +683,7 @@ private:
         miss_explanation explanation;
         bool const explained = why == miss_reason::absent && options_.record_identities;
         if (explained) {
-            try {
-                previous = read_identity_record(kernel_identity(info.identity, info.name, info.origin_file));
-                explanation = explain_absent(previous ? &*previous : nullptr, k.value(), explained_components(k));
-            } catch (...) {
-            }
+            explanation = explain_from_record(k, info, previous);
             // A new kernel is the normal case of a cold run: only a recompile is logged.
             if (options_.logger && (explanation.what == miss_explanation::kind::changed ||
                                     explanation.what == miss_explanation::kind::evicted))
@@ -817,6 +808,19 @@ private:
             return missed(attempt, miss_reason::deserialize_error, e.what());
         }
         return artifact;
+    }
+
+    // What changed since the kernel was last stored, from its identity record, which is
+    // left in `previous` for the store that follows (it updates the record). Kind none
+    // when nothing could be read.
+    miss_explanation explain_from_record(key_result const& k, entry_info const& info,
+                                         std::optional<identity_record>& previous) noexcept {
+        try {
+            previous = read_identity_record(kernel_identity(info.identity, info.name, info.origin_file));
+            return explain_absent(previous ? &*previous : nullptr, k.value(), explained_components(k));
+        } catch (...) {
+            return {};
+        }
     }
 
     // The key's components with the toolchain as its parts, when it is the toolchain
