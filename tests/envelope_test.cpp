@@ -336,3 +336,33 @@ TEST_CASE("an entry whose metadata is over the readers' 1 MiB bound is not writt
     CHECK(cache.store(k, small_kernel(), info));
     CHECK(cache.load<compiled_kernel>(k, info));
 }
+
+TEST_CASE("envelope_writer seals what open_envelope opens, and knows the sealed size before sealing", "[envelope]") {
+    cc::key const k(cc::sha256_digest("k", 1));
+    cc::entry_metadata meta;
+    meta.name = "axpy";
+    meta.format_id = "test-format 1";
+    meta.origin_line = 7;
+    std::string const payload("payload \0 with \xff binary bytes", 30);
+    for (cc::envelope_auth const& auth : {cc::envelope_auth(), cc::envelope_auth("secret")}) {
+        std::string entry;
+        cc::envelope_writer writer(entry, k, meta, auth);
+        CHECK(writer.metadata_fits());
+        writer.out() += payload;
+        CHECK(writer.payload_size() == payload.size());
+        std::size_t const sealed_size = writer.sealed_size();
+        writer.seal();
+        CHECK(entry.size() == sealed_size);
+
+        cc::opened_envelope const e = cc::open_envelope(entry, k, "test-format 1", 1 << 20, auth);
+        REQUIRE(e.status == cc::envelope_status::ok);
+        CHECK(e.keyed == auth.keyed());
+        CHECK(e.payload == payload);
+        CHECK(e.metadata.name == "axpy");
+        CHECK(e.metadata.origin_line == 7);
+    }
+
+    meta.origin_file = std::string((std::size_t{1} << 20) + 1, 'f');
+    std::string entry;
+    CHECK(!cc::envelope_writer(entry, k, meta, cc::envelope_auth()).metadata_fits());
+}

@@ -1,6 +1,7 @@
-// compile_cache: basic_cache, the front a host talks to. It owns the envelope, the
-// statistics and the policy for failures: any failure is a miss with a counted
-// reason, and nothing the cache does throws into the host or changes a result.
+// compile_cache: basic_cache, the front a host talks to. It wraps every entry in an
+// envelope (envelope.hpp), counts what it does, and owns the policy for failures: any
+// failure is a miss with a counted reason, and nothing the cache does throws into the
+// host or changes a result.
 #pragma once
 
 #include <compile_cache/detail/config_rtti.hpp>
@@ -180,6 +181,34 @@ struct has_relocate_source : std::false_type {};
 template <class A>
 struct has_relocate_source<A, std::void_t<decltype(relocate_source(std::declval<A&>(), std::int64_t{}))>>
     : std::true_type {};
+
+/// The buffer a load reads an entry into: this thread's reused one, so that a hit
+/// allocates none, or, for a load started from inside a deserializer (a nested load),
+/// one of its own.
+class read_buffer {
+public:
+    read_buffer() : borrowed_(!busy()) { busy() = true; }
+    ~read_buffer() {
+        if (borrowed_) busy() = false;
+    }
+    read_buffer(read_buffer const&) = delete;
+    read_buffer& operator=(read_buffer const&) = delete;
+
+    std::string& bytes() noexcept { return borrowed_ ? reused() : own_; }
+
+private:
+    static std::string& reused() noexcept {
+        thread_local std::string buffer;
+        return buffer;
+    }
+    static bool& busy() noexcept {
+        thread_local bool flag = false;
+        return flag;
+    }
+
+    bool borrowed_;
+    std::string own_;
+};
 
 inline std::uint64_t ns_between(std::chrono::steady_clock::time_point from,
                                 std::chrono::steady_clock::time_point to) noexcept {
@@ -541,13 +570,8 @@ public:
     /// no identities, or `k` is a bypass.
     miss_explanation explain_miss(key_result const& k, entry_info const& info) {
         if (!enabled_ || !k.ok() || !options_.record_identities) return {};
-        try {
-            std::string const identity = kernel_identity(info.identity, info.name, info.origin_file);
-            std::optional<identity_record> const previous = read_identity_record(identity);
-            return explain_absent(previous ? &*previous : nullptr, k.value(), explained_components(k));
-        } catch (...) {
-            return {};
-        }
+        std::optional<identity_record> previous;
+        return explain_from_record(k, info, previous);
     }
 
     /// The record of a kernel's identity (the entries stored for it, newest first), or
@@ -559,8 +583,8 @@ public:
             std::string bytes;
             read_result const rr = storage_.read(rk, bytes, identity_record_max_size);
             if (rr.status != read_status::found) return std::nullopt;
-            opened_envelope const env =
-                open_envelope(bytes, rk, identity_record_format, identity_record_max_size, auth_);
+            detail::envelope_fields const env =
+                detail::check_envelope(bytes, rk, identity_record_format, identity_record_max_size, auth_);
             if (env.status != envelope_status::ok) return std::nullopt;
             std::optional<identity_record> r = decode_identity_record(env.payload);
             if (!r || r->identity != identity) return std::nullopt;
@@ -577,44 +601,23 @@ private:
         if (!enabled_ || !k.ok()) return false;
         auto start = std::chrono::steady_clock::now();
         try {
-            entry_metadata meta;
-            meta.name = info.name;
-            meta.origin_file = info.origin_file;
-            meta.origin_line = info.origin_line;
-            meta.format_id = Serializer::format_id();
-            meta.created_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                  std::chrono::system_clock::now().time_since_epoch())
-                                  .count();
-            meta.compile_ns = static_cast<std::uint64_t>(compile_time.count() < 0 ? 0 : compile_time.count());
-            meta.components = k.components();
+            entry_metadata const meta = metadata_for(k, info, compile_time);
             std::string entry;
-            std::size_t length_at = begin_envelope(entry, k.value(), meta, auth_);
-            // Metadata (names, origin, components) over the bound every reader applies
-            // would make an entry no one can load: refuse it here, as too large.
-            if (length_at - detail::envelope_metadata_offset(k.value()) > detail::envelope_max_metadata)
+            envelope_writer envelope(entry, k.value(), meta, auth_);
+            if (!envelope.metadata_fits())
                 return store_failed(store_failure::too_large, start, info, "metadata over 1 MiB");
             try {
-                Serializer::save(entry, artifact, resolver_context::of(state_->resolver, self));
+                Serializer::save(envelope.out(), artifact, resolver_context::of(state_->resolver, self));
             } catch (unresolved_reference const& e) {
                 return store_failed(store_failure::unresolved_reference, start, info, e.what());
             } catch (std::exception const& e) {
                 return store_failed(store_failure::serialize_error, start, info, e.what());
             }
-            // The bound is on the whole sealed entry, as load applies it when reading:
-            // an entry whose payload fits but whose envelope does not would be written
-            // and then never read.
-            if (entry.size() + auth_.check_size() > options_.max_entry_size)
+            // The bound is on the whole sealed entry, as load applies it when reading.
+            if (envelope.sealed_size() > options_.max_entry_size)
                 return store_failed(store_failure::too_large, start, info, {});
-            seal_envelope(entry, length_at, auth_);
-            // As for read: a throwing write is the storage's failure, a write-error.
-            try {
-                if (std::error_code ec = storage_.write(k.value(), entry))
-                    return store_failed(store_failure::write_error, start, info, ec.message());
-            } catch (std::exception const& e) {
-                return store_failed(store_failure::write_error, start, info, e.what());
-            } catch (...) {
-                return store_failed(store_failure::write_error, start, info, "unknown exception");
-            }
+            envelope.seal();
+            if (!write_entry(k.value(), entry, start, info)) return false;
             state_->stats.stored(entry.size(), detail::elapsed_ns(start));
             record_identity(k, info, meta, previous);
             return true;
@@ -623,6 +626,37 @@ private:
         } catch (...) {
             return store_failed(store_failure::serialize_error, start, info, "unknown exception");
         }
+    }
+
+    // What a store records about the entry besides its key.
+    static entry_metadata metadata_for(key_result const& k, entry_info const& info,
+                                       std::chrono::nanoseconds compile_time) {
+        entry_metadata meta;
+        meta.name = info.name;
+        meta.origin_file = info.origin_file;
+        meta.origin_line = info.origin_line;
+        meta.format_id = Serializer::format_id();
+        meta.created_ns =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+                .count();
+        meta.compile_ns = static_cast<std::uint64_t>(compile_time.count() < 0 ? 0 : compile_time.count());
+        meta.components = k.components();
+        return meta;
+    }
+
+    // Hands a sealed entry to the storage; false (counted, logged) when it fails. A
+    // Storage member that throws is the storage failing: a write-error, as for read.
+    bool write_entry(key const& k, std::string const& entry, std::chrono::steady_clock::time_point start,
+                     entry_info const& info) {
+        try {
+            if (std::error_code ec = storage_.write(k, entry))
+                return store_failed(store_failure::write_error, start, info, ec.message());
+        } catch (std::exception const& e) {
+            return store_failed(store_failure::write_error, start, info, e.what());
+        } catch (...) {
+            return store_failed(store_failure::write_error, start, info, "unknown exception");
+        }
+        return true;
     }
 
     template <class Artifact, class Compile, class Self>
@@ -648,11 +682,7 @@ private:
         miss_explanation explanation;
         bool const explained = why == miss_reason::absent && options_.record_identities;
         if (explained) {
-            try {
-                previous = read_identity_record(kernel_identity(info.identity, info.name, info.origin_file));
-                explanation = explain_absent(previous ? &*previous : nullptr, k.value(), explained_components(k));
-            } catch (...) {
-            }
+            explanation = explain_from_record(k, info, previous);
             // A new kernel is the normal case of a cold run: only a recompile is logged.
             if (options_.logger && (explanation.what == miss_explanation::kind::changed ||
                                     explanation.what == miss_explanation::kind::evicted))
@@ -684,88 +714,111 @@ private:
         std::vector<std::pair<std::string, std::uint64_t>> flushed; ///< the counters last flushed
     };
 
+    // One load's bookkeeping: where its miss reason goes, when it started, and how
+    // many bytes it read.
+    struct load_attempt {
+        entry_info const& info;
+        miss_reason& why;
+        std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+        std::size_t bytes = 0;
+    };
+
     // The hit path, timed phase by phase (read, verify, deserialize and relink,
     // relocate) so that a host can see where a warm run spends its time.
     template <class Artifact, class Self>
     std::optional<Artifact> load_impl(key_result const& k, entry_info const& info, Self const* self,
                                       miss_reason& why) {
         if (!enabled_ || !k.ok()) return std::nullopt;
-        auto start = std::chrono::steady_clock::now();
-        std::size_t bytes = 0;
+        load_attempt attempt{info, why};
         try {
-            // The read buffer is reused so that a hit allocates none; a load started from
-            // inside a deserializer (a nested load) gets a buffer of its own.
-            thread_local std::string reused;
-            thread_local bool reused_busy = false;
-            std::string nested;
-            std::string& buffer = reused_busy ? nested : reused;
-            struct busy_guard {
-                bool& flag;
-                bool was;
-                ~busy_guard() { flag = was; }
-            } guard{reused_busy, reused_busy};
-            reused_busy = true;
-            // A Storage member that throws is the storage failing, not the serializer:
-            // counted as read-error (docs/policies.md, exceptions).
-            read_result rr;
-            try {
-                rr = storage_.read(k.value(), buffer, options_.max_entry_size);
-            } catch (std::exception const& e) {
-                return missed(why, miss_reason::read_error, 0, start, info, e.what());
-            } catch (...) {
-                return missed(why, miss_reason::read_error, 0, start, info, "unknown exception");
-            }
-            switch (rr.status) {
-            case read_status::found: break;
-            case read_status::absent: return missed(why, miss_reason::absent, 0, start, info, {});
-            case read_status::too_large: return missed(why, miss_reason::too_large, 0, start, info, {});
-            case read_status::error:
-                return missed(why, miss_reason::read_error, 0, start, info, rr.error.message());
-            }
-            bytes = buffer.size();
-            auto read_done = std::chrono::steady_clock::now();
-            opened_envelope env =
-                open_envelope(buffer, k.value(), Serializer::format_id(), options_.max_entry_size, auth_);
-            if constexpr (detail::has_entry_checked_with<Storage, envelope_status>::value)
-                storage_.entry_checked(k.value(), buffer, env.status); // a tier copies a sound remote entry locally
-            switch (env.status) {
-            case envelope_status::ok: break;
-            case envelope_status::corrupt:
-                tell_storage_corrupt(k.value());
-                return missed(why, miss_reason::corrupt, bytes, start, info, {});
-            case envelope_status::foreign_version:
-                return missed(why, miss_reason::foreign_version, bytes, start, info, {});
-            case envelope_status::key_mismatch:
-                tell_storage_corrupt(k.value());
-                return missed(why, miss_reason::key_mismatch, bytes, start, info, {});
-            case envelope_status::too_large: return missed(why, miss_reason::too_large, bytes, start, info, {});
-            case envelope_status::unauthenticated:
-                return missed(why, miss_reason::unauthenticated, bytes, start, info, {});
-            }
-            auto verify_done = std::chrono::steady_clock::now();
-            std::optional<Artifact> artifact(std::in_place);
-            try {
-                Serializer::load(env.payload, *artifact, resolver_context::of(state_->resolver, self));
-            } catch (unresolved_reference const& e) {
-                return missed(why, miss_reason::unresolved_reference, bytes, start, info, e.what());
-            } catch (std::exception const& e) {
-                return missed(why, miss_reason::deserialize_error, bytes, start, info, e.what());
-            }
-            auto deserialize_done = std::chrono::steady_clock::now();
+            detail::read_buffer buffer;
+            if (!read_entry(k.value(), buffer.bytes(), attempt)) return std::nullopt;
+            auto const read_done = std::chrono::steady_clock::now();
+            detail::envelope_fields const env = open_entry(k.value(), buffer.bytes(), attempt);
+            if (env.status != envelope_status::ok) return std::nullopt;
+            auto const verify_done = std::chrono::steady_clock::now();
+            std::optional<Artifact> artifact = deserialize<Artifact>(env.payload, self, attempt);
+            if (!artifact) return std::nullopt;
+            auto const deserialize_done = std::chrono::steady_clock::now();
             if constexpr (detail::has_relocate_source<Artifact>::value) {
-                if (info.origin_line != 0 && env.metadata.origin_line != info.origin_line)
-                    relocate_source(*artifact, info.origin_line - env.metadata.origin_line);
+                if (info.origin_line != 0 && env.origin_line != info.origin_line)
+                    relocate_source(*artifact, info.origin_line - env.origin_line);
             }
-            auto done = std::chrono::steady_clock::now();
-            state_->stats.hit(bytes, {detail::ns_between(start, read_done), detail::ns_between(read_done, verify_done),
-                                      detail::ns_between(verify_done, deserialize_done),
-                                      detail::ns_between(deserialize_done, done)},
-                                 env.metadata.compile_ns);
+            auto const done = std::chrono::steady_clock::now();
+            state_->stats.hit(attempt.bytes,
+                              {detail::ns_between(attempt.start, read_done), detail::ns_between(read_done, verify_done),
+                               detail::ns_between(verify_done, deserialize_done),
+                               detail::ns_between(deserialize_done, done)},
+                              env.compile_ns);
             return artifact;
         } catch (std::exception const& e) {
-            return missed(why, miss_reason::deserialize_error, bytes, start, info, e.what());
+            return missed(attempt, miss_reason::deserialize_error, e.what());
         } catch (...) {
-            return missed(why, miss_reason::deserialize_error, bytes, start, info, "unknown exception");
+            return missed(attempt, miss_reason::deserialize_error, "unknown exception");
+        }
+    }
+
+    // Reads the entry under `k` into `buffer`; false (a counted miss) when there is
+    // none to open. A Storage member that throws is the storage failing, not the
+    // serializer: counted as read-error (docs/policies.md, exceptions).
+    bool read_entry(key const& k, std::string& buffer, load_attempt& attempt) {
+        read_result rr;
+        try {
+            rr = storage_.read(k, buffer, options_.max_entry_size);
+        } catch (std::exception const& e) {
+            missed(attempt, miss_reason::read_error, e.what());
+            return false;
+        } catch (...) {
+            missed(attempt, miss_reason::read_error, "unknown exception");
+            return false;
+        }
+        if (std::optional<miss_reason> const miss = miss_reason_of(rr.status)) {
+            missed(attempt, *miss, rr.status == read_status::error ? rr.error.message() : std::string());
+            return false;
+        }
+        attempt.bytes = buffer.size();
+        return true;
+    }
+
+    // Checks the entry read for `k`; a status other than ok is a counted miss, and a
+    // damaged entry is reported to the storage.
+    detail::envelope_fields open_entry(key const& k, std::string const& buffer, load_attempt& attempt) {
+        detail::envelope_fields env =
+            detail::check_envelope(buffer, k, Serializer::format_id(), options_.max_entry_size, auth_);
+        if constexpr (detail::has_entry_checked_with<Storage, envelope_status>::value)
+            storage_.entry_checked(k, buffer, env.status); // a tier copies a sound remote entry locally
+        if (std::optional<miss_reason> const miss = miss_reason_of(env.status)) {
+            if (is_damaged_entry(env.status)) tell_storage_corrupt(k);
+            missed(attempt, *miss, {});
+        }
+        return env;
+    }
+
+    // The artifact in `payload`, its references relinked; nullopt (a counted miss)
+    // when the deserializer refuses it or a reference names nothing live.
+    template <class Artifact, class Self>
+    std::optional<Artifact> deserialize(std::string_view payload, Self const* self, load_attempt& attempt) {
+        std::optional<Artifact> artifact(std::in_place);
+        try {
+            Serializer::load(payload, *artifact, resolver_context::of(state_->resolver, self));
+        } catch (unresolved_reference const& e) {
+            return missed(attempt, miss_reason::unresolved_reference, e.what());
+        } catch (std::exception const& e) {
+            return missed(attempt, miss_reason::deserialize_error, e.what());
+        }
+        return artifact;
+    }
+
+    // What changed since the kernel was last stored, from its identity record, which is
+    // left in `previous` for the store that follows (it updates the record). Kind none
+    // when nothing could be read.
+    miss_explanation explain_from_record(key_result const& k, entry_info const& info,
+                                         std::optional<identity_record>& previous) noexcept {
+        try {
+            previous = read_identity_record(kernel_identity(info.identity, info.name, info.origin_file));
+            return explain_absent(previous ? &*previous : nullptr, k.value(), explained_components(k));
+        } catch (...) {
+            return {};
         }
     }
 
@@ -818,9 +871,9 @@ private:
             rm.format_id = std::string(identity_record_format);
             rm.created_ns = meta.created_ns;
             std::string entry;
-            std::size_t const length_at = begin_envelope(entry, rk, rm, auth_);
-            entry += encode_identity_record(r);
-            seal_envelope(entry, length_at, auth_);
+            envelope_writer envelope(entry, rk, rm, auth_);
+            envelope.out() += encode_identity_record(r);
+            envelope.seal();
             if (entry.size() <= identity_record_max_size) (void)storage_.write(rk, entry);
         } catch (...) {
         }
@@ -889,13 +942,11 @@ private:
         return r;
     }
 
-    std::nullopt_t missed(miss_reason& why, miss_reason r, std::size_t bytes,
-                          std::chrono::steady_clock::time_point start, entry_info const& info,
-                          std::string const& detail) noexcept {
-        why = r;
-        state_->stats.miss(r, bytes, detail::elapsed_ns(start));
+    std::nullopt_t missed(load_attempt& attempt, miss_reason r, std::string const& detail) noexcept {
+        attempt.why = r;
+        state_->stats.miss(r, attempt.bytes, detail::elapsed_ns(attempt.start));
         if (r != miss_reason::absent)
-            log(std::string("miss ") + info.name + ": " + to_string(r) + (detail.empty() ? "" : ": " + detail));
+            log(std::string("miss ") + attempt.info.name + ": " + to_string(r) + (detail.empty() ? "" : ": " + detail));
         return std::nullopt;
     }
 

@@ -5,11 +5,8 @@
 // B.4), ext4 and SSE4.2's CRC32 instruction. Check value: crc32c("123456789") =
 // 0xE3069283.
 //
-// What it detects, and what it does not: every error burst of up to 32 bits, every
-// error in an odd number of bits (the generator has x + 1 as a factor), and any other
-// accidental corruption except with probability about 2^-32. It is NOT a defence
-// against tampering: anyone who can write an entry can compute its CRC. Only a keyed
-// MAC (HMAC-SHA256) is; an unkeyed SHA-256 is not either, for the same reason.
+// It detects accidents, not tampering; what exactly, and why it is enough for the
+// unkeyed envelope: docs/design.md ("Entries").
 //
 // Three implementations, chosen once per process like sha256's:
 // - x86-64 with SSE4.2 and PCLMULQDQ: the CRC32 instruction on three independent

@@ -33,9 +33,10 @@ struct toolchain {
     unsigned pointer_size = sizeof(void*);
     bool little_endian = true;
     std::string host_version;    ///< the host's own version string
-    /// The host program's GNU build-id (toolchain::of_code: its code generator's); when it has none (or the build-id cannot be
-    /// read, as with COMPILE_CACHE_NO_LINUX_EXTENSIONS), "exe-sha256:" and the SHA-256
-    /// of its executable file (hashed once per process); empty when neither is known.
+    /// The host program's GNU build-id (toolchain::of_code: its code generator's); when
+    /// it has none (or it cannot be read, as with COMPILE_CACHE_NO_LINUX_EXTENSIONS),
+    /// "exe-sha256:" and the SHA-256 of its executable file (hashed once per process);
+    /// empty when neither is known.
     std::string host_build_id;
     /// CPU architecture and operating system the host was compiled for, e.g.
     /// "x86_64-linux", "aarch64-linux": the compiler's version string and the pointer

@@ -155,19 +155,19 @@ inline constexpr bool dependent_false = false;
 
 } // namespace detail
 
+/// Specialize as std::true_type for a type whose describe is a function template, to
+/// say that it describes every field of the type: the check that the describe found
+/// takes the type itself, not a base class, cannot see through a template (argument
+/// deduction looks at no conversion).
+template <class T>
+struct describes_whole : std::false_type {};
+
 /// Writes values into a canonical message: a type tag and a length for every field,
 /// integers little-endian at fixed width, floats by IEEE bit pattern (every NaN one
 /// encoding), strings and bytes with their length, sequences as elements then size,
 /// sets and maps independent of order. Equal content gives equal bytes in every
 /// process; any difference gives different bytes.
 ///
-/// The check that the describe found for a type takes that type itself, and not a base
-/// class of it, cannot see through a function template (its argument deduction looks
-/// at no conversion). Specialize this as std::true_type for a type whose describe is
-/// such a template, to say that it describes every field of the type.
-template <class T>
-struct describes_whole : std::false_type {};
-
 /// A host describes its own types with a function found by argument-dependent lookup:
 /// \code
 /// struct options { int level; std::vector<std::string> flags;

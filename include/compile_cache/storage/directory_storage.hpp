@@ -221,9 +221,8 @@ inline std::string& read_path_buffer() {
 ///   renames it over the entry: a reader sees the old entry or the new one, never a
 ///   part (a new key is one renameat2(RENAME_NOREPLACE); an existing one is lstat-ed
 ///   first, for what it counted for). On failure the temp file is removed and the
-///   error returned. It then adds the entry to its folder's figure in the ledger —
-///   in batches (see ledger_batch: at most 64 changes, a second, or 1/64 of the limit
-///   late) — recounts that folder when its figure is over an hour old (sweeping temp
+///   error returned. It then adds the entry to its folder's figure in the ledger (in
+///   batches: ledger_batch), recounts that folder when its figure is over an hour old (sweeping temp
 ///   files older than an hour), and, when the cache may be over `max_size`, writes
 ///   its batch and, if the ledger says so, does one step of bounded cleanup (see
 ///   cleanup_state). Accounting and cleanup never fail a store. The last copy of a

@@ -541,14 +541,8 @@ inline constexpr unsigned ledger_batch_limit_shift = 6;
 /// removals not yet written. Writing a change costs an flock, a pread and a pwrite
 /// (and an lstat to notice a ledger removed or replaced), so it is done for a batch:
 /// add() says when to write (flush()), and the destructor writes what is left.
-///
-/// What a batch changes for others: another process sees this one's changes up to a
-/// batch late, so the cache may overrun its limit by what the other processes have
-/// stored but not yet written — at most 64 entries, 1/64 of the limit, or a second's
-/// stores each. This process itself always decides on its own unwritten changes plus
-/// the total it last read. Changes are deltas, added under the lock, so nothing is
-/// lost between processes; a process killed before writing its batch leaves its
-/// folders' figures short, which the hourly recount of each folder corrects.
+/// Changes are deltas added under the lock, so none is lost between processes; what
+/// a batch costs the others (a late view of the total): docs/design.md, "Accounting".
 class ledger_batch {
 public:
     ledger_batch(std::string path, unsigned file_mode, int exact_umask, lock_events* events = nullptr)
