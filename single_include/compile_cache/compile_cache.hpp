@@ -46,17 +46,21 @@
 // ---- end compile_cache/detail/config_rtti.hpp
 
 // ---- begin compile_cache/version.hpp
-// compile_cache: version numbers that go into every key and every entry.
+// compile_cache: the library's release number, and the version of the key message that
+// every key is made with.
 
 
+// The release; nothing is keyed on it.
 #define COMPILE_CACHE_VERSION_MAJOR 0
 #define COMPILE_CACHE_VERSION_MINOR 1
 #define COMPILE_CACHE_VERSION_PATCH 0
 
 namespace compile_cache {
 
-/// Bumped whenever the canonical key message or the envelope layout changes, so
-/// that entries written by an older library are never mistaken for current ones.
+/// The version of the canonical key message: the first field of every key
+/// (key_builder::finish) and the toolchain component's library_format. A library that
+/// derives keys differently carries another number, so that its keys never equal
+/// these. The envelope's layout has its own number (envelope_version, envelope.hpp).
 inline constexpr unsigned format_version = 1;
 
 } // namespace compile_cache
@@ -1383,19 +1387,19 @@ inline constexpr bool dependent_false = false;
 
 } // namespace detail
 
+/// Specialize as std::true_type for a type whose describe is a function template, to
+/// say that it describes every field of the type: the check that the describe found
+/// takes the type itself, not a base class, cannot see through a template (argument
+/// deduction looks at no conversion).
+template <class T>
+struct describes_whole : std::false_type {};
+
 /// Writes values into a canonical message: a type tag and a length for every field,
 /// integers little-endian at fixed width, floats by IEEE bit pattern (every NaN one
 /// encoding), strings and bytes with their length, sequences as elements then size,
 /// sets and maps independent of order. Equal content gives equal bytes in every
 /// process; any difference gives different bytes.
 ///
-/// The check that the describe found for a type takes that type itself, and not a base
-/// class of it, cannot see through a function template (its argument deduction looks
-/// at no conversion). Specialize this as std::true_type for a type whose describe is
-/// such a template, to say that it describes every field of the type.
-template <class T>
-struct describes_whole : std::false_type {};
-
 /// A host describes its own types with a function found by argument-dependent lookup:
 /// \code
 /// struct options { int level; std::vector<std::string> flags;
@@ -2036,9 +2040,10 @@ struct toolchain {
     unsigned pointer_size = sizeof(void*);
     bool little_endian = true;
     std::string host_version;    ///< the host's own version string
-    /// The host program's GNU build-id (toolchain::of_code: its code generator's); when it has none (or the build-id cannot be
-    /// read, as with COMPILE_CACHE_NO_LINUX_EXTENSIONS), "exe-sha256:" and the SHA-256
-    /// of its executable file (hashed once per process); empty when neither is known.
+    /// The host program's GNU build-id (toolchain::of_code: its code generator's); when
+    /// it has none (or it cannot be read, as with COMPILE_CACHE_NO_LINUX_EXTENSIONS),
+    /// "exe-sha256:" and the SHA-256 of its executable file (hashed once per process);
+    /// empty when neither is known.
     std::string host_build_id;
     /// CPU architecture and operating system the host was compiled for, e.g.
     /// "x86_64-linux", "aarch64-linux": the compiler's version string and the pointer
@@ -3373,6 +3378,305 @@ private:
 
 } // namespace compile_cache
 // ---- end compile_cache/settings.hpp
+// ---- begin compile_cache/statistics.hpp
+// compile_cache: what the cache did, counted. Every failure is a counted reason,
+// never an exception in the host.
+
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace compile_cache {
+
+enum class miss_reason : std::size_t {
+    absent,               ///< no entry under the key
+    corrupt,              ///< the envelope's digest, magic or lengths are wrong
+    foreign_version,      ///< another envelope version or serializer format
+    key_mismatch,         ///< a sound entry for another key
+    too_large,            ///< larger than the configured maximum entry size
+    read_error,           ///< the storage could not read it
+    unresolved_reference, ///< it refers to an object that is not live (a kernel that is gone)
+    deserialize_error,    ///< the deserializer rejected the payload
+    /// The entry is not authenticated as the cache's mode requires: with a secret, its
+    /// HMAC does not verify (written without the secret or with another one, damaged,
+    /// or forged); without one, the entry is keyed. See docs/security.md.
+    unauthenticated,
+};
+inline constexpr std::size_t miss_reason_count = 9;
+
+enum class store_failure : std::size_t {
+    serialize_error,      ///< the serializer threw
+    unresolved_reference, ///< the artifact refers to an object with no reference (a kernel without a key)
+    too_large,            ///< larger than the configured maximum entry size
+    write_error,          ///< the storage could not write it (disk full, read-only, permission)
+};
+inline constexpr std::size_t store_failure_count = 4;
+
+inline char const* to_string(miss_reason r) noexcept {
+    static char const* const names[miss_reason_count] = {
+        "absent", "corrupt", "foreign-version", "key-mismatch", "too-large",
+        "read-error", "unresolved-reference", "deserialize-error", "unauthenticated"};
+    return names[static_cast<std::size_t>(r)];
+}
+
+inline char const* to_string(store_failure f) noexcept {
+    static char const* const names[store_failure_count] = {"serialize-error", "unresolved-reference",
+                                                           "too-large", "write-error"};
+    return names[static_cast<std::size_t>(f)];
+}
+
+/// A copy of the counters at one moment.
+struct statistics_snapshot {
+    std::uint64_t hits = 0;
+    std::array<std::uint64_t, miss_reason_count> misses{};
+    std::uint64_t stores = 0;
+    std::array<std::uint64_t, store_failure_count> store_failures{};
+    std::uint64_t bypasses = 0;
+    std::map<std::string, std::uint64_t> bypass_reasons;
+    std::uint64_t bytes_read = 0;
+    std::uint64_t bytes_written = 0;
+    std::uint64_t load_ns = 0;    ///< time in load(), hits and misses
+    std::uint64_t compile_ns = 0; ///< time in the host's compile function under get_or_compile
+    std::uint64_t store_ns = 0;   ///< time in store()
+    // Where hits spent their time (included in load_ns).
+    std::uint64_t hit_read_ns = 0;        ///< fetching bytes from storage
+    std::uint64_t hit_verify_ns = 0;      ///< checking envelopes
+    std::uint64_t hit_deserialize_ns = 0; ///< deserializing and relinking references
+    std::uint64_t hit_relocate_ns = 0;    ///< shifting source positions
+    /// The compile times the loaded entries recorded, summed: what the hits saved,
+    /// before the time loading them (load_ns) is taken off.
+    std::uint64_t hit_compile_ns = 0;
+    // Verify mode (cache_options::verify_fraction): hits checked against a fresh compile.
+    std::uint64_t verified = 0;         ///< the fresh compile's bytes equal the loaded artifact's
+    std::uint64_t unsound = 0;          ///< they differ, and two fresh compiles agree: the key misses an input
+    std::uint64_t nondeterministic = 0; ///< two fresh compiles differ: bytes cannot judge this kernel
+    /// Kernels not stored because they compiled faster than cache_options::min_compile_time.
+    std::uint64_t stores_skipped_cheap = 0;
+    /// The Storage's own counters (tiered_storage: `remote.hits`, ...), in its order;
+    /// empty for a storage that keeps none.
+    std::vector<std::pair<std::string, std::uint64_t>> storage_counters;
+
+    std::uint64_t miss_count(miss_reason r) const noexcept { return misses[static_cast<std::size_t>(r)]; }
+    std::uint64_t failure_count(store_failure f) const noexcept {
+        return store_failures[static_cast<std::size_t>(f)];
+    }
+    std::uint64_t total_misses() const noexcept {
+        std::uint64_t n = 0;
+        for (auto m : misses) n += m;
+        return n;
+    }
+    std::uint64_t total_store_failures() const noexcept {
+        std::uint64_t n = 0;
+        for (auto f : store_failures) n += f;
+        return n;
+    }
+
+    /// Every counter by name, zero or not, in a fixed order: `hits`, `misses.<reason>`
+    /// (to_string of each miss_reason), `stores`, `store-failures.<failure>`,
+    /// `bypasses`, `bytes-read`, `bytes-written`, `load-ns`, `compile-ns`, `store-ns`,
+    /// `hit-read-ns`, `hit-verify-ns`, `hit-deserialize-ns`, `hit-relocate-ns`,
+    /// `hit-compile-ns`, `verified`, `unsound`, `nondeterministic`,
+    /// `store-skipped.cheap`. These
+    /// are the names a cache directory keeps its cumulative counters under (the
+    /// breakdown of bypasses by reason is not kept: reasons are the host's own text).
+    /// Then the storage_counters.
+    std::vector<std::pair<std::string, std::uint64_t>> counters() const {
+        std::vector<std::pair<std::string, std::uint64_t>> c;
+        c.reserve(21 + miss_reason_count + store_failure_count);
+        c.emplace_back("hits", hits);
+        for (std::size_t i = 0; i < miss_reason_count; ++i)
+            c.emplace_back(std::string("misses.") + to_string(static_cast<miss_reason>(i)), misses[i]);
+        c.emplace_back("stores", stores);
+        for (std::size_t i = 0; i < store_failure_count; ++i)
+            c.emplace_back(std::string("store-failures.") + to_string(static_cast<store_failure>(i)), store_failures[i]);
+        c.emplace_back("bypasses", bypasses);
+        c.emplace_back("bytes-read", bytes_read);
+        c.emplace_back("bytes-written", bytes_written);
+        c.emplace_back("load-ns", load_ns);
+        c.emplace_back("compile-ns", compile_ns);
+        c.emplace_back("store-ns", store_ns);
+        c.emplace_back("hit-read-ns", hit_read_ns);
+        c.emplace_back("hit-verify-ns", hit_verify_ns);
+        c.emplace_back("hit-deserialize-ns", hit_deserialize_ns);
+        c.emplace_back("hit-relocate-ns", hit_relocate_ns);
+        c.emplace_back("hit-compile-ns", hit_compile_ns);
+        c.emplace_back("verified", verified);
+        c.emplace_back("unsound", unsound);
+        c.emplace_back("nondeterministic", nondeterministic);
+        c.emplace_back("store-skipped.cheap", stores_skipped_cheap);
+        c.insert(c.end(), storage_counters.begin(), storage_counters.end());
+        return c;
+    }
+
+    /// The compile time the hits saved: the compile times their entries recorded, less
+    /// the time spent loading (hits and misses); 0 when loading cost more.
+    std::uint64_t saved_ns() const noexcept { return hit_compile_ns > load_ns ? hit_compile_ns - load_ns : 0; }
+
+    /// One line: `hits=3 misses=2 (absent=1 corrupt=1) stores=2 ...`; reasons with a
+    /// zero count are left out, and so are the verify and skipped-store counts when
+    /// they are all 0.
+    std::string summary() const {
+        std::string s = "hits=" + std::to_string(hits) + " misses=" + std::to_string(total_misses());
+        std::string reasons;
+        for (std::size_t i = 0; i < miss_reason_count; ++i)
+            if (misses[i])
+                reasons += std::string(reasons.empty() ? "" : " ") + to_string(static_cast<miss_reason>(i)) + "=" +
+                           std::to_string(misses[i]);
+        if (!reasons.empty()) s += " (" + reasons + ")";
+        s += " stores=" + std::to_string(stores);
+        s += " store-failures=" + std::to_string(total_store_failures());
+        reasons.clear();
+        for (std::size_t i = 0; i < store_failure_count; ++i)
+            if (store_failures[i])
+                reasons += std::string(reasons.empty() ? "" : " ") + to_string(static_cast<store_failure>(i)) + "=" +
+                           std::to_string(store_failures[i]);
+        if (!reasons.empty()) s += " (" + reasons + ")";
+        s += " bypasses=" + std::to_string(bypasses);
+        reasons.clear();
+        for (auto const& [why, n] : bypass_reasons)
+            reasons += std::string(reasons.empty() ? "" : "; ") + why + "=" + std::to_string(n);
+        if (!reasons.empty()) s += " (" + reasons + ")";
+        s += " bytes-read=" + std::to_string(bytes_read) + " bytes-written=" + std::to_string(bytes_written);
+        if (hits)
+            s += " hit-ms=(read " + format_ms(hit_read_ns) + " verify " + format_ms(hit_verify_ns) + " deserialize " +
+                 format_ms(hit_deserialize_ns) + " relocate " + format_ms(hit_relocate_ns) + ")";
+        if (verified + unsound + nondeterministic != 0)
+            s += " verify=(verified " + std::to_string(verified) + " unsound " + std::to_string(unsound) +
+                 " nondeterministic " + std::to_string(nondeterministic) + ")";
+        if (stores_skipped_cheap != 0) s += " store-skipped-cheap=" + std::to_string(stores_skipped_cheap);
+        if (hits) s += " saved-ms=" + format_ms(saved_ns());
+        s += " load-ms=" + format_ms(load_ns) + " compile-ms=" + format_ms(compile_ns) + " store-ms=" + format_ms(store_ns);
+        // The storage's own: `remote.hits=3 ... remote.read-ms=1.250`; zero errors left out.
+        for (auto const& [name, n] : storage_counters) {
+            if (n == 0 && name.find(".errors.") != std::string::npos) continue;
+            if (name.size() > 3 && name.compare(name.size() - 3, 3, "-ns") == 0)
+                s += " " + name.substr(0, name.size() - 3) + "-ms=" + format_ms(n);
+            else
+                s += " " + name + "=" + std::to_string(n);
+        }
+        return s;
+    }
+
+private:
+    static std::string format_ms(std::uint64_t ns) {
+        std::uint64_t us = ns / 1000;
+        std::string frac = std::to_string(us % 1000);
+        return std::to_string(us / 1000) + "." + std::string(3 - frac.size(), '0') + frac;
+    }
+};
+
+/// The live counters: lock-free for everything on the hit path.
+class statistics {
+public:
+    /// The time of one hit, phase by phase.
+    struct hit_phases {
+        std::uint64_t read_ns = 0;        ///< fetching the bytes from storage
+        std::uint64_t verify_ns = 0;      ///< checking the envelope
+        std::uint64_t deserialize_ns = 0; ///< deserializing and relinking references
+        std::uint64_t relocate_ns = 0;    ///< shifting source positions
+    };
+
+    void hit(std::uint64_t bytes, hit_phases const& t, std::uint64_t recorded_compile_ns = 0) noexcept {
+        hits_.fetch_add(1, std::memory_order_relaxed);
+        hit_compile_ns_.fetch_add(recorded_compile_ns, std::memory_order_relaxed);
+        bytes_read_.fetch_add(bytes, std::memory_order_relaxed);
+        load_ns_.fetch_add(t.read_ns + t.verify_ns + t.deserialize_ns + t.relocate_ns, std::memory_order_relaxed);
+        hit_read_ns_.fetch_add(t.read_ns, std::memory_order_relaxed);
+        hit_verify_ns_.fetch_add(t.verify_ns, std::memory_order_relaxed);
+        hit_deserialize_ns_.fetch_add(t.deserialize_ns, std::memory_order_relaxed);
+        hit_relocate_ns_.fetch_add(t.relocate_ns, std::memory_order_relaxed);
+    }
+    void miss(miss_reason r, std::uint64_t bytes, std::uint64_t ns) noexcept {
+        misses_[static_cast<std::size_t>(r)].fetch_add(1, std::memory_order_relaxed);
+        bytes_read_.fetch_add(bytes, std::memory_order_relaxed);
+        load_ns_.fetch_add(ns, std::memory_order_relaxed);
+    }
+    void stored(std::uint64_t bytes, std::uint64_t ns) noexcept {
+        stores_.fetch_add(1, std::memory_order_relaxed);
+        bytes_written_.fetch_add(bytes, std::memory_order_relaxed);
+        store_ns_.fetch_add(ns, std::memory_order_relaxed);
+    }
+    void store_failed(store_failure f, std::uint64_t ns) noexcept {
+        store_failures_[static_cast<std::size_t>(f)].fetch_add(1, std::memory_order_relaxed);
+        store_ns_.fetch_add(ns, std::memory_order_relaxed);
+    }
+    void verified() noexcept { verified_.fetch_add(1, std::memory_order_relaxed); }
+    void unsound() noexcept { unsound_.fetch_add(1, std::memory_order_relaxed); }
+    void nondeterministic() noexcept { nondeterministic_.fetch_add(1, std::memory_order_relaxed); }
+    void store_skipped_cheap() noexcept { stores_skipped_cheap_.fetch_add(1, std::memory_order_relaxed); }
+    void compiled(std::uint64_t ns) noexcept { compile_ns_.fetch_add(ns, std::memory_order_relaxed); }
+    void bypassed(std::string const& reason) noexcept {
+        bypasses_.fetch_add(1, std::memory_order_relaxed);
+        try {
+            std::lock_guard<std::mutex> lock(bypass_mutex_);
+            ++bypass_reasons_[reason];
+        } catch (...) {
+            // The count above stands; only the breakdown by reason is lost.
+        }
+    }
+
+    statistics_snapshot snapshot() const {
+        statistics_snapshot s;
+        s.hits = hits_.load(std::memory_order_relaxed);
+        for (std::size_t i = 0; i < miss_reason_count; ++i) s.misses[i] = misses_[i].load(std::memory_order_relaxed);
+        s.stores = stores_.load(std::memory_order_relaxed);
+        for (std::size_t i = 0; i < store_failure_count; ++i)
+            s.store_failures[i] = store_failures_[i].load(std::memory_order_relaxed);
+        s.bypasses = bypasses_.load(std::memory_order_relaxed);
+        {
+            std::lock_guard<std::mutex> lock(bypass_mutex_);
+            s.bypass_reasons = bypass_reasons_;
+        }
+        s.bytes_read = bytes_read_.load(std::memory_order_relaxed);
+        s.bytes_written = bytes_written_.load(std::memory_order_relaxed);
+        s.load_ns = load_ns_.load(std::memory_order_relaxed);
+        s.compile_ns = compile_ns_.load(std::memory_order_relaxed);
+        s.store_ns = store_ns_.load(std::memory_order_relaxed);
+        s.hit_read_ns = hit_read_ns_.load(std::memory_order_relaxed);
+        s.hit_verify_ns = hit_verify_ns_.load(std::memory_order_relaxed);
+        s.hit_deserialize_ns = hit_deserialize_ns_.load(std::memory_order_relaxed);
+        s.hit_relocate_ns = hit_relocate_ns_.load(std::memory_order_relaxed);
+        s.hit_compile_ns = hit_compile_ns_.load(std::memory_order_relaxed);
+        s.verified = verified_.load(std::memory_order_relaxed);
+        s.unsound = unsound_.load(std::memory_order_relaxed);
+        s.nondeterministic = nondeterministic_.load(std::memory_order_relaxed);
+        s.stores_skipped_cheap = stores_skipped_cheap_.load(std::memory_order_relaxed);
+        return s;
+    }
+
+private:
+    std::atomic<std::uint64_t> hits_{0};
+    std::array<std::atomic<std::uint64_t>, miss_reason_count> misses_{};
+    std::atomic<std::uint64_t> stores_{0};
+    std::array<std::atomic<std::uint64_t>, store_failure_count> store_failures_{};
+    std::atomic<std::uint64_t> bypasses_{0};
+    mutable std::mutex bypass_mutex_;
+    std::map<std::string, std::uint64_t> bypass_reasons_;
+    std::atomic<std::uint64_t> bytes_read_{0};
+    std::atomic<std::uint64_t> bytes_written_{0};
+    std::atomic<std::uint64_t> load_ns_{0};
+    std::atomic<std::uint64_t> compile_ns_{0};
+    std::atomic<std::uint64_t> store_ns_{0};
+    std::atomic<std::uint64_t> hit_read_ns_{0};
+    std::atomic<std::uint64_t> hit_verify_ns_{0};
+    std::atomic<std::uint64_t> hit_deserialize_ns_{0};
+    std::atomic<std::uint64_t> hit_relocate_ns_{0};
+    std::atomic<std::uint64_t> hit_compile_ns_{0};
+    std::atomic<std::uint64_t> verified_{0};
+    std::atomic<std::uint64_t> unsound_{0};
+    std::atomic<std::uint64_t> nondeterministic_{0};
+    std::atomic<std::uint64_t> stores_skipped_cheap_{0};
+};
+
+} // namespace compile_cache
+// ---- end compile_cache/statistics.hpp
 
 #include <cstddef>
 #include <cstdint>
@@ -3398,6 +3702,17 @@ struct read_result {
     read_status status = read_status::absent;
     std::error_code error{}; ///< set when status is error
 };
+
+/// The miss a load counts for a read that ended with `s`; nullopt for found.
+inline std::optional<miss_reason> miss_reason_of(read_status s) noexcept {
+    switch (s) {
+    case read_status::found: return std::nullopt;
+    case read_status::absent: return miss_reason::absent;
+    case read_status::too_large: return miss_reason::too_large;
+    case read_status::error: return miss_reason::read_error;
+    }
+    return miss_reason::read_error;
+}
 
 /// One entry as a storage lists it (the optional `list` member), for tools: its key,
 /// its size in bytes, and when it was last used (seconds since the epoch; a storage
@@ -4102,14 +4417,8 @@ inline constexpr unsigned ledger_batch_limit_shift = 6;
 /// removals not yet written. Writing a change costs an flock, a pread and a pwrite
 /// (and an lstat to notice a ledger removed or replaced), so it is done for a batch:
 /// add() says when to write (flush()), and the destructor writes what is left.
-///
-/// What a batch changes for others: another process sees this one's changes up to a
-/// batch late, so the cache may overrun its limit by what the other processes have
-/// stored but not yet written — at most 64 entries, 1/64 of the limit, or a second's
-/// stores each. This process itself always decides on its own unwritten changes plus
-/// the total it last read. Changes are deltas, added under the lock, so nothing is
-/// lost between processes; a process killed before writing its batch leaves its
-/// folders' figures short, which the hourly recount of each folder corrects.
+/// Changes are deltas added under the lock, so none is lost between processes; what
+/// a batch costs the others (a late view of the total): docs/design.md, "Accounting".
 class ledger_batch {
 public:
     ledger_batch(std::string path, unsigned file_mode, int exact_umask, lock_events* events = nullptr)
@@ -4988,9 +5297,8 @@ inline std::string& read_path_buffer() {
 ///   renames it over the entry: a reader sees the old entry or the new one, never a
 ///   part (a new key is one renameat2(RENAME_NOREPLACE); an existing one is lstat-ed
 ///   first, for what it counted for). On failure the temp file is removed and the
-///   error returned. It then adds the entry to its folder's figure in the ledger —
-///   in batches (see ledger_batch: at most 64 changes, a second, or 1/64 of the limit
-///   late) — recounts that folder when its figure is over an hour old (sweeping temp
+///   error returned. It then adds the entry to its folder's figure in the ledger (in
+///   batches: ledger_batch), recounts that folder when its figure is over an hour old (sweeping temp
 ///   files older than an hour), and, when the cache may be over `max_size`, writes
 ///   its batch and, if the ledger says so, does one step of bounded cleanup (see
 ///   cleanup_state). Accounting and cleanup never fail a store. The last copy of a
@@ -5663,53 +5971,26 @@ static_assert(compile_cache::check_storage<compile_cache::null_storage>::value);
 
 
 // ---- begin compile_cache/envelope.hpp
-// compile_cache: the envelope every stored value travels in. It is checked, and its
-// lengths bounded, before a single byte reaches a deserializer: Boost trusts its
-// input, and a small corrupt archive can make it allocate gigabytes.
+// compile_cache: the envelope every stored value travels in, and the one place that
+// knows its layout. An entry is checked, and its lengths bounded, before any byte of it
+// reaches a deserializer: Boost trusts its input. docs/design.md ("Entries") says why
+// the check is a CRC-32C or an HMAC and what the earlier versions were.
 //
 // Layout, envelope version 3 (integers little-endian):
 //   magic        8  "CCENTRY\n"
 //   version      2  envelope_version
-//   flags        2  how the entry is checked: 0 = unkeyed CRC-32C; bit 0 set = keyed,
-//                   HMAC-SHA256 under the cache's secret (32-byte check value); other
-//                   bits must be 0
+//   flags        2  0: unkeyed (CRC-32C); 1: keyed (HMAC-SHA256); any other value is refused
 //   key size     1, key bytes
 //   metadata     4  length, then: name, origin file, serializer format id (each u32 length +
 //                   bytes), origin line (i64), creation time (i64 ns since the epoch),
-//                   compile time (u64 ns), then the key's named components: a u32
-//                   count, and for each its name (u32 length + bytes) and digest
-//                   (u8 length + bytes), so that a tool can say what an entry was
-//                   keyed on (version 2 had no components)
+//                   compile time (u64 ns), then the key's named components: a u32 count,
+//                   and for each its name (u32 length + bytes) and digest (u8 length + bytes)
 //   payload      8  length, then the serializer's bytes
-//   check        4  CRC-32C (detail/crc32c.hpp) over everything before it; or, keyed,
-//               32  HMAC-SHA256 (hasher/hmac.hpp, RFC 2104) under the secret over
-//                   everything before it
-// The check value is always the last bytes of the entry and is checked first, so that
-// any damaged byte, even in the version or flags field, reads as corrupt (keyed:
-// unauthenticated).
-//
-// Why CRC-32C and not SHA-256 (an early, never released layout ended with a SHA-256
-// digest): the unkeyed
-// check is there to catch accidents — a torn or truncated write, a flipped bit on
-// disk, a file overwritten by something else — and both catch those: CRC-32C detects
-// every burst of up to 32 bits and every odd number of flipped bits, and misses other
-// random damage with probability 2^-32 (SHA-256: 2^-256, a difference that matters
-// only against an adversary). Neither resists deliberate tampering: whoever can write
-// an entry can recompute an unkeyed digest as easily as a CRC, so an unkeyed SHA-256
-// bought no security, only cost. And the cost was large: over a 4 KiB entry, SHA-256
-// (with the SHA extensions) took about as long as reading the file, and without them
-// several times longer; CRC-32C with the SSE4.2 instruction is about 15 times faster
-// (docs/benchmarks.md has the figures). Protection against tampering is a keyed MAC:
-// the HMAC-SHA256 mode of flags bit 0. Which mode a reader accepts comes from the
-// reader's own configuration (envelope_auth: a cache with a secret refuses unkeyed
-// entries), never from the entry's flags, or flipping the flags would downgrade a
-// keyed entry to a CRC anyone can forge. A keyed reader checks the HMAC first and only
-// then looks at any field; the flags, now authenticated, must say keyed. An unkeyed
-// reader never accepts a keyed entry (it cannot check it). docs/security.md says what
-// each mode protects against and what it does not.
-//
-// An entry of another envelope version whose check value is sound reads as
-// foreign_version, not corrupt (versions 2 and 3 share the check value's place).
+//   check        4  CRC-32C over everything before it; or, keyed,
+//               32  HMAC-SHA256 under the secret over everything before it
+// The check value is checked first, in the reader's mode (envelope_auth): any damaged
+// byte reads as corrupt (keyed: unauthenticated), a sound entry of another version as
+// foreign_version.
 
 
 // ---- begin compile_cache/detail/crc32c.hpp
@@ -5720,11 +6001,8 @@ static_assert(compile_cache::check_storage<compile_cache::null_storage>::value);
 // B.4), ext4 and SSE4.2's CRC32 instruction. Check value: crc32c("123456789") =
 // 0xE3069283.
 //
-// What it detects, and what it does not: every error burst of up to 32 bits, every
-// error in an odd number of bits (the generator has x + 1 as a factor), and any other
-// accidental corruption except with probability about 2^-32. It is NOT a defence
-// against tampering: anyone who can write an entry can compute its CRC. Only a keyed
-// MAC (HMAC-SHA256) is; an unkeyed SHA-256 is not either, for the same reason.
+// It detects accidents, not tampering; what exactly, and why it is enough for the
+// unkeyed envelope: docs/design.md ("Entries").
 //
 // Three implementations, chosen once per process like sha256's:
 // - x86-64 with SSE4.2 and PCLMULQDQ: the CRC32 instruction on three independent
@@ -6217,9 +6495,29 @@ enum class envelope_status {
     unauthenticated,
 };
 
+/// The miss a load counts for an entry that opened with `s`; nullopt for ok.
+inline std::optional<miss_reason> miss_reason_of(envelope_status s) noexcept {
+    switch (s) {
+    case envelope_status::ok: return std::nullopt;
+    case envelope_status::corrupt: return miss_reason::corrupt;
+    case envelope_status::foreign_version: return miss_reason::foreign_version;
+    case envelope_status::key_mismatch: return miss_reason::key_mismatch;
+    case envelope_status::too_large: return miss_reason::too_large;
+    case envelope_status::unauthenticated: return miss_reason::unauthenticated;
+    }
+    return miss_reason::corrupt;
+}
+
+/// Whether the bytes stored under a key are bad where they lie (damaged, or a sound
+/// entry of another key), so that the storage may drop them. A foreign, too large or
+/// unauthenticated entry may be another reader's good one, and is left alone.
+inline bool is_damaged_entry(envelope_status s) noexcept {
+    return s == envelope_status::corrupt || s == envelope_status::key_mismatch;
+}
+
 struct opened_envelope {
     envelope_status status = envelope_status::corrupt;
-    entry_metadata metadata;
+    entry_metadata metadata;  ///< set when every field was read (ok, too_large, key_mismatch, another format)
     std::string_view payload; ///< points into the bytes given to open_envelope
     key stored_key;           ///< the key the entry says it is for (set from `ok` on, and for key_mismatch)
     std::uint16_t version = 0; ///< the envelope version the entry says (0 when not even that is readable)
@@ -6261,6 +6559,8 @@ inline void append_string32(std::string& out, std::string_view s) {
 class envelope_reader {
 public:
     envelope_reader(unsigned char const* p, std::size_t n) : p_(p), left_(n) {}
+    explicit envelope_reader(std::string_view bytes)
+        : envelope_reader(reinterpret_cast<unsigned char const*>(bytes.data()), bytes.size()) {}
 
     template <class UInt>
     bool read(UInt& v) {
@@ -6275,10 +6575,15 @@ public:
         advance(n);
         return true;
     }
-    bool read_string32(std::string& out) {
+    /// A u32 length and that many bytes, seen in place.
+    bool read_string32(std::string_view& out) {
         std::uint32_t n;
+        return read(n) && read_bytes(n, out);
+    }
+    /// A u32 length and that many bytes, copied.
+    bool read_string32(std::string& out) {
         std::string_view v;
-        if (!read(n) || !read_bytes(n, v)) return false;
+        if (!read_string32(v)) return false;
         out.assign(v.data(), v.size());
         return true;
     }
@@ -6295,9 +6600,6 @@ private:
 /// The fields before the payload when every variable-length one is empty: magic,
 /// version, flags, key size, metadata length, payload length.
 inline constexpr std::size_t envelope_min_header = sizeof envelope_magic + 2 + 2 + 1 + 4 + 8;
-/// Where the metadata starts in an entry for `k`: after magic, version, flags, the key
-/// (size and bytes) and the metadata's length.
-inline std::size_t envelope_metadata_offset(key const& k) noexcept { return sizeof envelope_magic + 2 + 2 + 1 + k.size() + 4; }
 } // namespace detail
 
 /// How entries are checked, written and read: unkeyed (a CRC-32C, against accidents)
@@ -6369,38 +6671,89 @@ inline envelope_status unchecked_entry_status(unsigned char const* p, std::size_
         return envelope_status::unauthenticated;
     return envelope_status::corrupt;
 }
+
+/// Writes everything before the payload into `out` (cleared first), the payload length
+/// as 0. Returns where that length is, and how long the metadata came out.
+struct envelope_header {
+    std::size_t length_at = 0;
+    std::size_t metadata_size = 0;
+};
+inline envelope_header write_envelope_header(std::string& out, key const& k, entry_metadata const& m,
+                                             envelope_auth const& auth) {
+    out.clear();
+    out.append(envelope_magic, sizeof envelope_magic);
+    append_le<std::uint16_t>(out, envelope_version);
+    append_le<std::uint16_t>(out, auth.flags());
+    out.push_back(static_cast<char>(k.size()));
+    out.append(reinterpret_cast<char const*>(k.data()), k.size());
+    std::string meta;
+    append_string32(meta, m.name);
+    append_string32(meta, m.origin_file);
+    append_string32(meta, m.format_id);
+    append_le<std::uint64_t>(meta, static_cast<std::uint64_t>(m.origin_line));
+    append_le<std::uint64_t>(meta, static_cast<std::uint64_t>(m.created_ns));
+    append_le<std::uint64_t>(meta, m.compile_ns);
+    append_le<std::uint32_t>(meta, static_cast<std::uint32_t>(m.components.size()));
+    for (component_digest const& c : m.components) {
+        append_string32(meta, c.name);
+        meta.push_back(static_cast<char>(c.digest.size()));
+        meta.append(reinterpret_cast<char const*>(c.digest.data()), c.digest.size());
+    }
+    append_le<std::uint32_t>(out, static_cast<std::uint32_t>(meta.size()));
+    out += meta;
+    envelope_header h{out.size(), meta.size()};
+    append_le<std::uint64_t>(out, 0); // patched by seal_envelope_at
+    return h;
+}
+
+/// Writes the length of the payload that follows the length field at `length_at`,
+/// then appends the check value of `auth`'s mode.
+inline void seal_envelope_at(std::string& out, std::size_t length_at, envelope_auth const& auth) {
+    std::uint64_t length = static_cast<std::uint64_t>(out.size() - length_at - 8);
+    for (std::size_t i = 0; i < 8; ++i, length >>= 8) out[length_at + i] = static_cast<char>(length & 0xffu);
+    auth.append_check(out);
+}
 } // namespace detail
+
+/// Writes one entry into a string: the constructor writes everything before the
+/// payload, the caller appends the payload to out(), and seal() writes the payload's
+/// length and the check value. The payload is never copied.
+class envelope_writer {
+public:
+    /// Starts an entry for `k` in `out` (cleared first), checked in `auth`'s mode.
+    /// `out` and `auth` must outlive the writer.
+    envelope_writer(std::string& out, key const& k, entry_metadata const& m, envelope_auth const& auth)
+        : out_(out), auth_(&auth), header_(detail::write_envelope_header(out, k, m, auth)) {}
+
+    /// Whether the metadata is within the bound every reader applies (1 MiB): an entry
+    /// beyond it would be written and never read.
+    bool metadata_fits() const noexcept { return header_.metadata_size <= detail::envelope_max_metadata; }
+
+    /// Where the payload goes: append it here.
+    std::string& out() noexcept { return out_; }
+
+    /// The number of payload bytes appended so far.
+    std::size_t payload_size() const noexcept { return out_.size() - header_.length_at - 8; }
+
+    /// The size of the entry once sealed, with the payload appended so far.
+    std::size_t sealed_size() const noexcept { return out_.size() + auth_->check_size(); }
+
+    /// Finishes the entry: the payload's length, then the check value. Once.
+    void seal() { detail::seal_envelope_at(out_, header_.length_at, *auth_); }
+
+private:
+    std::string& out_;
+    envelope_auth const* auth_;
+    detail::envelope_header header_;
+};
 
 /// Starts an entry in `out` (which is cleared): everything up to the payload. The
 /// serializer then appends the payload, and seal_envelope() finishes the entry.
 /// Returns the position of the payload length field. `auth` must be the one given to
-/// seal_envelope.
+/// seal_envelope. envelope_writer does the same and also bounds the sizes.
 inline std::size_t begin_envelope(std::string& out, key const& k, entry_metadata const& m,
                                   envelope_auth const& auth = envelope_auth()) {
-    out.clear();
-    out.append(detail::envelope_magic, sizeof detail::envelope_magic);
-    detail::append_le<std::uint16_t>(out, envelope_version);
-    detail::append_le<std::uint16_t>(out, auth.flags());
-    out.push_back(static_cast<char>(k.size()));
-    out.append(reinterpret_cast<char const*>(k.data()), k.size());
-    std::string meta;
-    detail::append_string32(meta, m.name);
-    detail::append_string32(meta, m.origin_file);
-    detail::append_string32(meta, m.format_id);
-    detail::append_le<std::uint64_t>(meta, static_cast<std::uint64_t>(m.origin_line));
-    detail::append_le<std::uint64_t>(meta, static_cast<std::uint64_t>(m.created_ns));
-    detail::append_le<std::uint64_t>(meta, m.compile_ns);
-    detail::append_le<std::uint32_t>(meta, static_cast<std::uint32_t>(m.components.size()));
-    for (component_digest const& c : m.components) {
-        detail::append_string32(meta, c.name);
-        meta.push_back(static_cast<char>(c.digest.size()));
-        meta.append(reinterpret_cast<char const*>(c.digest.data()), c.digest.size());
-    }
-    detail::append_le<std::uint32_t>(out, static_cast<std::uint32_t>(meta.size()));
-    out += meta;
-    std::size_t length_at = out.size();
-    detail::append_le<std::uint64_t>(out, 0); // patched by seal_envelope
-    return length_at;
+    return detail::write_envelope_header(out, k, m, auth).length_at;
 }
 
 /// The number of payload bytes appended since begin_envelope.
@@ -6410,16 +6763,61 @@ inline std::size_t envelope_payload_size(std::string const& out, std::size_t len
 
 /// Writes the payload length and appends the check value of `auth`'s mode.
 inline void seal_envelope(std::string& out, std::size_t length_at, envelope_auth const& auth = envelope_auth()) {
-    std::uint64_t length = static_cast<std::uint64_t>(envelope_payload_size(out, length_at));
-    for (std::size_t i = 0; i < 8; ++i, length >>= 8) out[length_at + i] = static_cast<char>(length & 0xffu);
-    auth.append_check(out);
+    detail::seal_envelope_at(out, length_at, auth);
 }
 
 namespace detail {
+/// An entry's fields as views into its bytes: what a read finds, nothing copied.
+struct envelope_fields {
+    envelope_status status = envelope_status::corrupt;
+    std::uint16_t version = 0;
+    bool keyed = false;
+    bool complete = false; ///< every field up to the payload was read and is in bounds
+    std::string_view key_bytes;
+    std::string_view name, origin_file, format_id;
+    std::int64_t origin_line = 0;
+    std::int64_t created_ns = 0;
+    std::uint64_t compile_ns = 0;
+    std::uint32_t component_count = 0;
+    std::string_view components; ///< their encoding, already walked once by parse_envelope
+    std::string_view payload;
+};
+
+/// Reads `count` components from `in`, giving each name and digest to `f`; false when
+/// they do not fit.
+template <class F>
+bool read_components(envelope_reader& in, std::uint32_t count, F&& f) {
+    for (std::uint32_t i = 0; i < count; ++i) {
+        std::string_view name, digest;
+        std::uint8_t digest_size = 0;
+        if (!in.read_string32(name) || !in.read(digest_size) || digest_size > key::max_size ||
+            !in.read_bytes(digest_size, digest))
+            return false;
+        f(name, digest);
+    }
+    return true;
+}
+
+/// Reads the metadata block into `r`'s fields; false when it is malformed.
+inline bool parse_metadata(std::string_view meta_bytes, envelope_fields& r) {
+    envelope_reader meta(meta_bytes);
+    std::uint64_t line = 0, created = 0;
+    if (!meta.read_string32(r.name) || !meta.read_string32(r.origin_file) || !meta.read_string32(r.format_id) ||
+        !meta.read(line) || !meta.read(created) || !meta.read(r.compile_ns) || !meta.read(r.component_count))
+        return false;
+    std::size_t const components_size = meta.left();
+    if (!read_components(meta, r.component_count, [](std::string_view, std::string_view) {}) || meta.left() != 0)
+        return false;
+    r.components = meta_bytes.substr(meta_bytes.size() - components_size);
+    r.origin_line = static_cast<std::int64_t>(line);
+    r.created_ns = static_cast<std::int64_t>(created);
+    return true;
+}
+
 /// Reads an entry whose check value is sound in `auth`'s mode: version, flags, bounds,
 /// metadata and the payload's place; the key and format are left to the caller.
-inline opened_envelope parse_envelope(std::string_view bytes, std::size_t max_payload, envelope_auth const& auth) {
-    opened_envelope r;
+inline envelope_fields parse_envelope(std::string_view bytes, std::size_t max_payload, envelope_auth const& auth) {
+    envelope_fields r;
     std::size_t const check_size = auth.check_size();
     auto const* p = reinterpret_cast<unsigned char const*>(bytes.data());
     if (bytes.size() >= sizeof envelope_magic + 2 && std::memcmp(p, envelope_magic, sizeof envelope_magic) == 0)
@@ -6440,46 +6838,65 @@ inline opened_envelope parse_envelope(std::string_view bytes, std::size_t max_pa
         return r;
     }
     std::uint8_t key_size = 0;
-    std::string_view key_bytes, meta_bytes;
+    std::string_view meta_bytes;
     std::uint32_t meta_size = 0;
     if (flags != auth.flags() || !in.read(key_size) || key_size == 0 || key_size > key::max_size ||
-        !in.read_bytes(key_size, key_bytes) || !in.read(meta_size) || meta_size > envelope_max_metadata ||
+        !in.read_bytes(key_size, r.key_bytes) || !in.read(meta_size) || meta_size > envelope_max_metadata ||
         !in.read_bytes(meta_size, meta_bytes))
         return r;
     r.keyed = auth.keyed();
-
-    envelope_reader meta(reinterpret_cast<unsigned char const*>(meta_bytes.data()), meta_bytes.size());
-    std::uint64_t line = 0, created = 0;
-    std::uint32_t components = 0;
-    if (!meta.read_string32(r.metadata.name) || !meta.read_string32(r.metadata.origin_file) ||
-        !meta.read_string32(r.metadata.format_id) || !meta.read(line) || !meta.read(created) ||
-        !meta.read(r.metadata.compile_ns) || !meta.read(components) ||
-        components > meta.left() / 5) // each takes at least 5 bytes: a bound before reserving
-        return r;
-    r.metadata.components.reserve(components);
-    for (std::uint32_t i = 0; i < components; ++i) {
-        component_digest c;
-        std::uint8_t digest_size = 0;
-        std::string_view digest;
-        if (!meta.read_string32(c.name) || !meta.read(digest_size) || digest_size > key::max_size ||
-            !meta.read_bytes(digest_size, digest))
-            return r;
-        c.digest = key(digest.data(), digest.size());
-        r.metadata.components.push_back(std::move(c));
-    }
-    if (meta.left() != 0) return r;
-    r.metadata.origin_line = static_cast<std::int64_t>(line);
-    r.metadata.created_ns = static_cast<std::int64_t>(created);
+    if (!parse_metadata(meta_bytes, r)) return r;
 
     std::uint64_t payload_size = 0;
     if (!in.read(payload_size) || payload_size != in.left()) return r;
-    r.stored_key = key(key_bytes.data(), key_bytes.size());
+    r.complete = true;
     if (payload_size > max_payload) {
         r.status = envelope_status::too_large;
         return r;
     }
     in.read_bytes(static_cast<std::size_t>(payload_size), r.payload);
     r.status = envelope_status::ok;
+    return r;
+}
+
+/// parse_envelope, then the key and the serializer's format: what a load needs, with
+/// nothing copied out of `bytes`.
+inline envelope_fields check_envelope(std::string_view bytes, key const& expected, std::string_view format_id,
+                                      std::size_t max_payload, envelope_auth const& auth) {
+    envelope_fields r = parse_envelope(bytes, max_payload, auth);
+    if (r.status != envelope_status::ok) return r;
+    if (r.key_bytes.size() != expected.size() ||
+        std::memcmp(r.key_bytes.data(), expected.data(), expected.size()) != 0) {
+        r.status = envelope_status::key_mismatch;
+        r.payload = {};
+    } else if (r.format_id != format_id) {
+        r.status = envelope_status::foreign_version;
+        r.payload = {};
+    }
+    return r;
+}
+
+/// The fields, copied into an opened_envelope (its metadata only when complete).
+inline opened_envelope to_opened_envelope(envelope_fields const& f) {
+    opened_envelope r;
+    r.status = f.status;
+    r.payload = f.payload;
+    r.version = f.version;
+    r.keyed = f.keyed;
+    if (!f.complete) return r;
+    r.stored_key = key(f.key_bytes.data(), f.key_bytes.size());
+    entry_metadata& m = r.metadata;
+    m.name.assign(f.name.data(), f.name.size());
+    m.origin_file.assign(f.origin_file.data(), f.origin_file.size());
+    m.format_id.assign(f.format_id.data(), f.format_id.size());
+    m.origin_line = f.origin_line;
+    m.created_ns = f.created_ns;
+    m.compile_ns = f.compile_ns;
+    m.components.reserve(f.component_count); // bounded: parse_envelope walked them all
+    envelope_reader in(f.components);
+    read_components(in, f.component_count, [&m](std::string_view name, std::string_view digest) {
+        m.components.push_back({std::string(name), key(digest.data(), digest.size())});
+    });
     return r;
 }
 } // namespace detail
@@ -6489,16 +6906,7 @@ inline opened_envelope parse_envelope(std::string_view bytes, std::size_t max_pa
 /// format. Only with status ok does the payload reach a deserializer.
 inline opened_envelope open_envelope(std::string_view bytes, key const& expected, std::string_view format_id,
                                      std::size_t max_payload, envelope_auth const& auth = envelope_auth()) {
-    opened_envelope r = detail::parse_envelope(bytes, max_payload, auth);
-    if (r.status != envelope_status::ok) return r;
-    if (r.stored_key != expected) {
-        r.status = envelope_status::key_mismatch;
-        r.payload = {};
-    } else if (r.metadata.format_id != format_id) {
-        r.status = envelope_status::foreign_version;
-        r.payload = {};
-    }
-    return r;
+    return detail::to_opened_envelope(detail::check_envelope(bytes, expected, format_id, max_payload, auth));
 }
 
 /// Checks an entry without knowing what it should be, for tools that list or verify
@@ -6506,7 +6914,7 @@ inline opened_envelope open_envelope(std::string_view bytes, key const& expected
 /// open_envelope does, but neither the key (`stored_key` says which it claims; compare
 /// it with where the entry was found) nor the serializer format (in the metadata).
 inline opened_envelope inspect_envelope(std::string_view bytes, envelope_auth const& auth = envelope_auth()) {
-    return detail::parse_envelope(bytes, static_cast<std::size_t>(-1), auth);
+    return detail::to_opened_envelope(detail::parse_envelope(bytes, static_cast<std::size_t>(-1), auth));
 }
 
 } // namespace compile_cache
@@ -7337,309 +7745,11 @@ inline miss_explanation explain_absent(identity_record const* record, key const&
 
 } // namespace compile_cache
 // ---- end compile_cache/explain.hpp
-// ---- begin compile_cache/statistics.hpp
-// compile_cache: what the cache did, counted. Every failure is a counted reason,
-// never an exception in the host.
-
-
-#include <array>
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <map>
-#include <mutex>
-#include <string>
-#include <utility>
-#include <vector>
-
-namespace compile_cache {
-
-enum class miss_reason : std::size_t {
-    absent,               ///< no entry under the key
-    corrupt,              ///< the envelope's digest, magic or lengths are wrong
-    foreign_version,      ///< another envelope version or serializer format
-    key_mismatch,         ///< a sound entry for another key
-    too_large,            ///< larger than the configured maximum entry size
-    read_error,           ///< the storage could not read it
-    unresolved_reference, ///< it refers to an object that is not live (a kernel that is gone)
-    deserialize_error,    ///< the deserializer rejected the payload
-    /// The entry is not authenticated as the cache's mode requires: with a secret, its
-    /// HMAC does not verify (written without the secret or with another one, damaged,
-    /// or forged); without one, the entry is keyed. See docs/security.md.
-    unauthenticated,
-};
-inline constexpr std::size_t miss_reason_count = 9;
-
-enum class store_failure : std::size_t {
-    serialize_error,      ///< the serializer threw
-    unresolved_reference, ///< the artifact refers to an object with no reference (a kernel without a key)
-    too_large,            ///< larger than the configured maximum entry size
-    write_error,          ///< the storage could not write it (disk full, read-only, permission)
-};
-inline constexpr std::size_t store_failure_count = 4;
-
-inline char const* to_string(miss_reason r) noexcept {
-    static char const* const names[miss_reason_count] = {
-        "absent", "corrupt", "foreign-version", "key-mismatch", "too-large",
-        "read-error", "unresolved-reference", "deserialize-error", "unauthenticated"};
-    return names[static_cast<std::size_t>(r)];
-}
-
-inline char const* to_string(store_failure f) noexcept {
-    static char const* const names[store_failure_count] = {"serialize-error", "unresolved-reference",
-                                                           "too-large", "write-error"};
-    return names[static_cast<std::size_t>(f)];
-}
-
-/// A copy of the counters at one moment.
-struct statistics_snapshot {
-    std::uint64_t hits = 0;
-    std::array<std::uint64_t, miss_reason_count> misses{};
-    std::uint64_t stores = 0;
-    std::array<std::uint64_t, store_failure_count> store_failures{};
-    std::uint64_t bypasses = 0;
-    std::map<std::string, std::uint64_t> bypass_reasons;
-    std::uint64_t bytes_read = 0;
-    std::uint64_t bytes_written = 0;
-    std::uint64_t load_ns = 0;    ///< time in load(), hits and misses
-    std::uint64_t compile_ns = 0; ///< time in the host's compile function under get_or_compile
-    std::uint64_t store_ns = 0;   ///< time in store()
-    // Where hits spent their time (included in load_ns).
-    std::uint64_t hit_read_ns = 0;        ///< fetching bytes from storage
-    std::uint64_t hit_verify_ns = 0;      ///< checking envelopes
-    std::uint64_t hit_deserialize_ns = 0; ///< deserializing and relinking references
-    std::uint64_t hit_relocate_ns = 0;    ///< shifting source positions
-    /// The compile times the loaded entries recorded, summed: what the hits saved,
-    /// before the time loading them (load_ns) is taken off.
-    std::uint64_t hit_compile_ns = 0;
-    // Verify mode (cache_options::verify_fraction): hits checked against a fresh compile.
-    std::uint64_t verified = 0;         ///< the fresh compile's bytes equal the loaded artifact's
-    std::uint64_t unsound = 0;          ///< they differ, and two fresh compiles agree: the key misses an input
-    std::uint64_t nondeterministic = 0; ///< two fresh compiles differ: bytes cannot judge this kernel
-    /// Kernels not stored because they compiled faster than cache_options::min_compile_time.
-    std::uint64_t stores_skipped_cheap = 0;
-    /// The Storage's own counters (tiered_storage: `remote.hits`, ...), in its order;
-    /// empty for a storage that keeps none.
-    std::vector<std::pair<std::string, std::uint64_t>> storage_counters;
-
-    std::uint64_t miss_count(miss_reason r) const noexcept { return misses[static_cast<std::size_t>(r)]; }
-    std::uint64_t failure_count(store_failure f) const noexcept {
-        return store_failures[static_cast<std::size_t>(f)];
-    }
-    std::uint64_t total_misses() const noexcept {
-        std::uint64_t n = 0;
-        for (auto m : misses) n += m;
-        return n;
-    }
-    std::uint64_t total_store_failures() const noexcept {
-        std::uint64_t n = 0;
-        for (auto f : store_failures) n += f;
-        return n;
-    }
-
-    /// Every counter by name, zero or not, in a fixed order: `hits`, `misses.<reason>`
-    /// (to_string of each miss_reason), `stores`, `store-failures.<failure>`,
-    /// `bypasses`, `bytes-read`, `bytes-written`, `load-ns`, `compile-ns`, `store-ns`,
-    /// `hit-read-ns`, `hit-verify-ns`, `hit-deserialize-ns`, `hit-relocate-ns`,
-    /// `hit-compile-ns`, `verified`, `unsound`, `nondeterministic`,
-    /// `store-skipped.cheap`. These
-    /// are the names a cache directory keeps its cumulative counters under (the
-    /// breakdown of bypasses by reason is not kept: reasons are the host's own text).
-    /// Then the storage_counters.
-    std::vector<std::pair<std::string, std::uint64_t>> counters() const {
-        std::vector<std::pair<std::string, std::uint64_t>> c;
-        c.reserve(21 + miss_reason_count + store_failure_count);
-        c.emplace_back("hits", hits);
-        for (std::size_t i = 0; i < miss_reason_count; ++i)
-            c.emplace_back(std::string("misses.") + to_string(static_cast<miss_reason>(i)), misses[i]);
-        c.emplace_back("stores", stores);
-        for (std::size_t i = 0; i < store_failure_count; ++i)
-            c.emplace_back(std::string("store-failures.") + to_string(static_cast<store_failure>(i)), store_failures[i]);
-        c.emplace_back("bypasses", bypasses);
-        c.emplace_back("bytes-read", bytes_read);
-        c.emplace_back("bytes-written", bytes_written);
-        c.emplace_back("load-ns", load_ns);
-        c.emplace_back("compile-ns", compile_ns);
-        c.emplace_back("store-ns", store_ns);
-        c.emplace_back("hit-read-ns", hit_read_ns);
-        c.emplace_back("hit-verify-ns", hit_verify_ns);
-        c.emplace_back("hit-deserialize-ns", hit_deserialize_ns);
-        c.emplace_back("hit-relocate-ns", hit_relocate_ns);
-        c.emplace_back("hit-compile-ns", hit_compile_ns);
-        c.emplace_back("verified", verified);
-        c.emplace_back("unsound", unsound);
-        c.emplace_back("nondeterministic", nondeterministic);
-        c.emplace_back("store-skipped.cheap", stores_skipped_cheap);
-        c.insert(c.end(), storage_counters.begin(), storage_counters.end());
-        return c;
-    }
-
-    /// The compile time the hits saved: the compile times their entries recorded, less
-    /// the time spent loading (hits and misses); 0 when loading cost more.
-    std::uint64_t saved_ns() const noexcept { return hit_compile_ns > load_ns ? hit_compile_ns - load_ns : 0; }
-
-    /// One line: `hits=3 misses=2 (absent=1 corrupt=1) stores=2 ...`; reasons with a
-    /// zero count are left out, and so are the verify and skipped-store counts when
-    /// they are all 0.
-    std::string summary() const {
-        std::string s = "hits=" + std::to_string(hits) + " misses=" + std::to_string(total_misses());
-        std::string reasons;
-        for (std::size_t i = 0; i < miss_reason_count; ++i)
-            if (misses[i])
-                reasons += std::string(reasons.empty() ? "" : " ") + to_string(static_cast<miss_reason>(i)) + "=" +
-                           std::to_string(misses[i]);
-        if (!reasons.empty()) s += " (" + reasons + ")";
-        s += " stores=" + std::to_string(stores);
-        s += " store-failures=" + std::to_string(total_store_failures());
-        reasons.clear();
-        for (std::size_t i = 0; i < store_failure_count; ++i)
-            if (store_failures[i])
-                reasons += std::string(reasons.empty() ? "" : " ") + to_string(static_cast<store_failure>(i)) + "=" +
-                           std::to_string(store_failures[i]);
-        if (!reasons.empty()) s += " (" + reasons + ")";
-        s += " bypasses=" + std::to_string(bypasses);
-        reasons.clear();
-        for (auto const& [why, n] : bypass_reasons)
-            reasons += std::string(reasons.empty() ? "" : "; ") + why + "=" + std::to_string(n);
-        if (!reasons.empty()) s += " (" + reasons + ")";
-        s += " bytes-read=" + std::to_string(bytes_read) + " bytes-written=" + std::to_string(bytes_written);
-        if (hits)
-            s += " hit-ms=(read " + format_ms(hit_read_ns) + " verify " + format_ms(hit_verify_ns) + " deserialize " +
-                 format_ms(hit_deserialize_ns) + " relocate " + format_ms(hit_relocate_ns) + ")";
-        if (verified + unsound + nondeterministic != 0)
-            s += " verify=(verified " + std::to_string(verified) + " unsound " + std::to_string(unsound) +
-                 " nondeterministic " + std::to_string(nondeterministic) + ")";
-        if (stores_skipped_cheap != 0) s += " store-skipped-cheap=" + std::to_string(stores_skipped_cheap);
-        if (hits) s += " saved-ms=" + format_ms(saved_ns());
-        s += " load-ms=" + format_ms(load_ns) + " compile-ms=" + format_ms(compile_ns) + " store-ms=" + format_ms(store_ns);
-        // The storage's own: `remote.hits=3 ... remote.read-ms=1.250`; zero errors left out.
-        for (auto const& [name, n] : storage_counters) {
-            if (n == 0 && name.find(".errors.") != std::string::npos) continue;
-            if (name.size() > 3 && name.compare(name.size() - 3, 3, "-ns") == 0)
-                s += " " + name.substr(0, name.size() - 3) + "-ms=" + format_ms(n);
-            else
-                s += " " + name + "=" + std::to_string(n);
-        }
-        return s;
-    }
-
-private:
-    static std::string format_ms(std::uint64_t ns) {
-        std::uint64_t us = ns / 1000;
-        std::string frac = std::to_string(us % 1000);
-        return std::to_string(us / 1000) + "." + std::string(3 - frac.size(), '0') + frac;
-    }
-};
-
-/// The live counters: lock-free for everything on the hit path.
-class statistics {
-public:
-    /// The time of one hit, phase by phase.
-    struct hit_phases {
-        std::uint64_t read_ns = 0;        ///< fetching the bytes from storage
-        std::uint64_t verify_ns = 0;      ///< checking the envelope
-        std::uint64_t deserialize_ns = 0; ///< deserializing and relinking references
-        std::uint64_t relocate_ns = 0;    ///< shifting source positions
-    };
-
-    void hit(std::uint64_t bytes, hit_phases const& t, std::uint64_t recorded_compile_ns = 0) noexcept {
-        hits_.fetch_add(1, std::memory_order_relaxed);
-        hit_compile_ns_.fetch_add(recorded_compile_ns, std::memory_order_relaxed);
-        bytes_read_.fetch_add(bytes, std::memory_order_relaxed);
-        load_ns_.fetch_add(t.read_ns + t.verify_ns + t.deserialize_ns + t.relocate_ns, std::memory_order_relaxed);
-        hit_read_ns_.fetch_add(t.read_ns, std::memory_order_relaxed);
-        hit_verify_ns_.fetch_add(t.verify_ns, std::memory_order_relaxed);
-        hit_deserialize_ns_.fetch_add(t.deserialize_ns, std::memory_order_relaxed);
-        hit_relocate_ns_.fetch_add(t.relocate_ns, std::memory_order_relaxed);
-    }
-    void miss(miss_reason r, std::uint64_t bytes, std::uint64_t ns) noexcept {
-        misses_[static_cast<std::size_t>(r)].fetch_add(1, std::memory_order_relaxed);
-        bytes_read_.fetch_add(bytes, std::memory_order_relaxed);
-        load_ns_.fetch_add(ns, std::memory_order_relaxed);
-    }
-    void stored(std::uint64_t bytes, std::uint64_t ns) noexcept {
-        stores_.fetch_add(1, std::memory_order_relaxed);
-        bytes_written_.fetch_add(bytes, std::memory_order_relaxed);
-        store_ns_.fetch_add(ns, std::memory_order_relaxed);
-    }
-    void store_failed(store_failure f, std::uint64_t ns) noexcept {
-        store_failures_[static_cast<std::size_t>(f)].fetch_add(1, std::memory_order_relaxed);
-        store_ns_.fetch_add(ns, std::memory_order_relaxed);
-    }
-    void verified() noexcept { verified_.fetch_add(1, std::memory_order_relaxed); }
-    void unsound() noexcept { unsound_.fetch_add(1, std::memory_order_relaxed); }
-    void nondeterministic() noexcept { nondeterministic_.fetch_add(1, std::memory_order_relaxed); }
-    void store_skipped_cheap() noexcept { stores_skipped_cheap_.fetch_add(1, std::memory_order_relaxed); }
-    void compiled(std::uint64_t ns) noexcept { compile_ns_.fetch_add(ns, std::memory_order_relaxed); }
-    void bypassed(std::string const& reason) noexcept {
-        bypasses_.fetch_add(1, std::memory_order_relaxed);
-        try {
-            std::lock_guard<std::mutex> lock(bypass_mutex_);
-            ++bypass_reasons_[reason];
-        } catch (...) {
-            // The count above stands; only the breakdown by reason is lost.
-        }
-    }
-
-    statistics_snapshot snapshot() const {
-        statistics_snapshot s;
-        s.hits = hits_.load(std::memory_order_relaxed);
-        for (std::size_t i = 0; i < miss_reason_count; ++i) s.misses[i] = misses_[i].load(std::memory_order_relaxed);
-        s.stores = stores_.load(std::memory_order_relaxed);
-        for (std::size_t i = 0; i < store_failure_count; ++i)
-            s.store_failures[i] = store_failures_[i].load(std::memory_order_relaxed);
-        s.bypasses = bypasses_.load(std::memory_order_relaxed);
-        {
-            std::lock_guard<std::mutex> lock(bypass_mutex_);
-            s.bypass_reasons = bypass_reasons_;
-        }
-        s.bytes_read = bytes_read_.load(std::memory_order_relaxed);
-        s.bytes_written = bytes_written_.load(std::memory_order_relaxed);
-        s.load_ns = load_ns_.load(std::memory_order_relaxed);
-        s.compile_ns = compile_ns_.load(std::memory_order_relaxed);
-        s.store_ns = store_ns_.load(std::memory_order_relaxed);
-        s.hit_read_ns = hit_read_ns_.load(std::memory_order_relaxed);
-        s.hit_verify_ns = hit_verify_ns_.load(std::memory_order_relaxed);
-        s.hit_deserialize_ns = hit_deserialize_ns_.load(std::memory_order_relaxed);
-        s.hit_relocate_ns = hit_relocate_ns_.load(std::memory_order_relaxed);
-        s.hit_compile_ns = hit_compile_ns_.load(std::memory_order_relaxed);
-        s.verified = verified_.load(std::memory_order_relaxed);
-        s.unsound = unsound_.load(std::memory_order_relaxed);
-        s.nondeterministic = nondeterministic_.load(std::memory_order_relaxed);
-        s.stores_skipped_cheap = stores_skipped_cheap_.load(std::memory_order_relaxed);
-        return s;
-    }
-
-private:
-    std::atomic<std::uint64_t> hits_{0};
-    std::array<std::atomic<std::uint64_t>, miss_reason_count> misses_{};
-    std::atomic<std::uint64_t> stores_{0};
-    std::array<std::atomic<std::uint64_t>, store_failure_count> store_failures_{};
-    std::atomic<std::uint64_t> bypasses_{0};
-    mutable std::mutex bypass_mutex_;
-    std::map<std::string, std::uint64_t> bypass_reasons_;
-    std::atomic<std::uint64_t> bytes_read_{0};
-    std::atomic<std::uint64_t> bytes_written_{0};
-    std::atomic<std::uint64_t> load_ns_{0};
-    std::atomic<std::uint64_t> compile_ns_{0};
-    std::atomic<std::uint64_t> store_ns_{0};
-    std::atomic<std::uint64_t> hit_read_ns_{0};
-    std::atomic<std::uint64_t> hit_verify_ns_{0};
-    std::atomic<std::uint64_t> hit_deserialize_ns_{0};
-    std::atomic<std::uint64_t> hit_relocate_ns_{0};
-    std::atomic<std::uint64_t> hit_compile_ns_{0};
-    std::atomic<std::uint64_t> verified_{0};
-    std::atomic<std::uint64_t> unsound_{0};
-    std::atomic<std::uint64_t> nondeterministic_{0};
-    std::atomic<std::uint64_t> stores_skipped_cheap_{0};
-};
-
-} // namespace compile_cache
-// ---- end compile_cache/statistics.hpp
 // ---- begin compile_cache/cache.hpp
-// compile_cache: basic_cache, the front a host talks to. It owns the envelope, the
-// statistics and the policy for failures: any failure is a miss with a counted
-// reason, and nothing the cache does throws into the host or changes a result.
+// compile_cache: basic_cache, the front a host talks to. It wraps every entry in an
+// envelope (envelope.hpp), counts what it does, and owns the policy for failures: any
+// failure is a miss with a counted reason, and nothing the cache does throws into the
+// host or changes a result.
 
 
 
@@ -7802,6 +7912,34 @@ struct has_relocate_source : std::false_type {};
 template <class A>
 struct has_relocate_source<A, std::void_t<decltype(relocate_source(std::declval<A&>(), std::int64_t{}))>>
     : std::true_type {};
+
+/// The buffer a load reads an entry into: this thread's reused one, so that a hit
+/// allocates none, or, for a load started from inside a deserializer (a nested load),
+/// one of its own.
+class read_buffer {
+public:
+    read_buffer() : borrowed_(!busy()) { busy() = true; }
+    ~read_buffer() {
+        if (borrowed_) busy() = false;
+    }
+    read_buffer(read_buffer const&) = delete;
+    read_buffer& operator=(read_buffer const&) = delete;
+
+    std::string& bytes() noexcept { return borrowed_ ? reused() : own_; }
+
+private:
+    static std::string& reused() noexcept {
+        thread_local std::string buffer;
+        return buffer;
+    }
+    static bool& busy() noexcept {
+        thread_local bool flag = false;
+        return flag;
+    }
+
+    bool borrowed_;
+    std::string own_;
+};
 
 inline std::uint64_t ns_between(std::chrono::steady_clock::time_point from,
                                 std::chrono::steady_clock::time_point to) noexcept {
@@ -8163,13 +8301,8 @@ public:
     /// no identities, or `k` is a bypass.
     miss_explanation explain_miss(key_result const& k, entry_info const& info) {
         if (!enabled_ || !k.ok() || !options_.record_identities) return {};
-        try {
-            std::string const identity = kernel_identity(info.identity, info.name, info.origin_file);
-            std::optional<identity_record> const previous = read_identity_record(identity);
-            return explain_absent(previous ? &*previous : nullptr, k.value(), explained_components(k));
-        } catch (...) {
-            return {};
-        }
+        std::optional<identity_record> previous;
+        return explain_from_record(k, info, previous);
     }
 
     /// The record of a kernel's identity (the entries stored for it, newest first), or
@@ -8181,8 +8314,8 @@ public:
             std::string bytes;
             read_result const rr = storage_.read(rk, bytes, identity_record_max_size);
             if (rr.status != read_status::found) return std::nullopt;
-            opened_envelope const env =
-                open_envelope(bytes, rk, identity_record_format, identity_record_max_size, auth_);
+            detail::envelope_fields const env =
+                detail::check_envelope(bytes, rk, identity_record_format, identity_record_max_size, auth_);
             if (env.status != envelope_status::ok) return std::nullopt;
             std::optional<identity_record> r = decode_identity_record(env.payload);
             if (!r || r->identity != identity) return std::nullopt;
@@ -8199,44 +8332,23 @@ private:
         if (!enabled_ || !k.ok()) return false;
         auto start = std::chrono::steady_clock::now();
         try {
-            entry_metadata meta;
-            meta.name = info.name;
-            meta.origin_file = info.origin_file;
-            meta.origin_line = info.origin_line;
-            meta.format_id = Serializer::format_id();
-            meta.created_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                  std::chrono::system_clock::now().time_since_epoch())
-                                  .count();
-            meta.compile_ns = static_cast<std::uint64_t>(compile_time.count() < 0 ? 0 : compile_time.count());
-            meta.components = k.components();
+            entry_metadata const meta = metadata_for(k, info, compile_time);
             std::string entry;
-            std::size_t length_at = begin_envelope(entry, k.value(), meta, auth_);
-            // Metadata (names, origin, components) over the bound every reader applies
-            // would make an entry no one can load: refuse it here, as too large.
-            if (length_at - detail::envelope_metadata_offset(k.value()) > detail::envelope_max_metadata)
+            envelope_writer envelope(entry, k.value(), meta, auth_);
+            if (!envelope.metadata_fits())
                 return store_failed(store_failure::too_large, start, info, "metadata over 1 MiB");
             try {
-                Serializer::save(entry, artifact, resolver_context::of(state_->resolver, self));
+                Serializer::save(envelope.out(), artifact, resolver_context::of(state_->resolver, self));
             } catch (unresolved_reference const& e) {
                 return store_failed(store_failure::unresolved_reference, start, info, e.what());
             } catch (std::exception const& e) {
                 return store_failed(store_failure::serialize_error, start, info, e.what());
             }
-            // The bound is on the whole sealed entry, as load applies it when reading:
-            // an entry whose payload fits but whose envelope does not would be written
-            // and then never read.
-            if (entry.size() + auth_.check_size() > options_.max_entry_size)
+            // The bound is on the whole sealed entry, as load applies it when reading.
+            if (envelope.sealed_size() > options_.max_entry_size)
                 return store_failed(store_failure::too_large, start, info, {});
-            seal_envelope(entry, length_at, auth_);
-            // As for read: a throwing write is the storage's failure, a write-error.
-            try {
-                if (std::error_code ec = storage_.write(k.value(), entry))
-                    return store_failed(store_failure::write_error, start, info, ec.message());
-            } catch (std::exception const& e) {
-                return store_failed(store_failure::write_error, start, info, e.what());
-            } catch (...) {
-                return store_failed(store_failure::write_error, start, info, "unknown exception");
-            }
+            envelope.seal();
+            if (!write_entry(k.value(), entry, start, info)) return false;
             state_->stats.stored(entry.size(), detail::elapsed_ns(start));
             record_identity(k, info, meta, previous);
             return true;
@@ -8245,6 +8357,37 @@ private:
         } catch (...) {
             return store_failed(store_failure::serialize_error, start, info, "unknown exception");
         }
+    }
+
+    // What a store records about the entry besides its key.
+    static entry_metadata metadata_for(key_result const& k, entry_info const& info,
+                                       std::chrono::nanoseconds compile_time) {
+        entry_metadata meta;
+        meta.name = info.name;
+        meta.origin_file = info.origin_file;
+        meta.origin_line = info.origin_line;
+        meta.format_id = Serializer::format_id();
+        meta.created_ns =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+                .count();
+        meta.compile_ns = static_cast<std::uint64_t>(compile_time.count() < 0 ? 0 : compile_time.count());
+        meta.components = k.components();
+        return meta;
+    }
+
+    // Hands a sealed entry to the storage; false (counted, logged) when it fails. A
+    // Storage member that throws is the storage failing: a write-error, as for read.
+    bool write_entry(key const& k, std::string const& entry, std::chrono::steady_clock::time_point start,
+                     entry_info const& info) {
+        try {
+            if (std::error_code ec = storage_.write(k, entry))
+                return store_failed(store_failure::write_error, start, info, ec.message());
+        } catch (std::exception const& e) {
+            return store_failed(store_failure::write_error, start, info, e.what());
+        } catch (...) {
+            return store_failed(store_failure::write_error, start, info, "unknown exception");
+        }
+        return true;
     }
 
     template <class Artifact, class Compile, class Self>
@@ -8270,11 +8413,7 @@ private:
         miss_explanation explanation;
         bool const explained = why == miss_reason::absent && options_.record_identities;
         if (explained) {
-            try {
-                previous = read_identity_record(kernel_identity(info.identity, info.name, info.origin_file));
-                explanation = explain_absent(previous ? &*previous : nullptr, k.value(), explained_components(k));
-            } catch (...) {
-            }
+            explanation = explain_from_record(k, info, previous);
             // A new kernel is the normal case of a cold run: only a recompile is logged.
             if (options_.logger && (explanation.what == miss_explanation::kind::changed ||
                                     explanation.what == miss_explanation::kind::evicted))
@@ -8306,88 +8445,111 @@ private:
         std::vector<std::pair<std::string, std::uint64_t>> flushed; ///< the counters last flushed
     };
 
+    // One load's bookkeeping: where its miss reason goes, when it started, and how
+    // many bytes it read.
+    struct load_attempt {
+        entry_info const& info;
+        miss_reason& why;
+        std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+        std::size_t bytes = 0;
+    };
+
     // The hit path, timed phase by phase (read, verify, deserialize and relink,
     // relocate) so that a host can see where a warm run spends its time.
     template <class Artifact, class Self>
     std::optional<Artifact> load_impl(key_result const& k, entry_info const& info, Self const* self,
                                       miss_reason& why) {
         if (!enabled_ || !k.ok()) return std::nullopt;
-        auto start = std::chrono::steady_clock::now();
-        std::size_t bytes = 0;
+        load_attempt attempt{info, why};
         try {
-            // The read buffer is reused so that a hit allocates none; a load started from
-            // inside a deserializer (a nested load) gets a buffer of its own.
-            thread_local std::string reused;
-            thread_local bool reused_busy = false;
-            std::string nested;
-            std::string& buffer = reused_busy ? nested : reused;
-            struct busy_guard {
-                bool& flag;
-                bool was;
-                ~busy_guard() { flag = was; }
-            } guard{reused_busy, reused_busy};
-            reused_busy = true;
-            // A Storage member that throws is the storage failing, not the serializer:
-            // counted as read-error (docs/policies.md, exceptions).
-            read_result rr;
-            try {
-                rr = storage_.read(k.value(), buffer, options_.max_entry_size);
-            } catch (std::exception const& e) {
-                return missed(why, miss_reason::read_error, 0, start, info, e.what());
-            } catch (...) {
-                return missed(why, miss_reason::read_error, 0, start, info, "unknown exception");
-            }
-            switch (rr.status) {
-            case read_status::found: break;
-            case read_status::absent: return missed(why, miss_reason::absent, 0, start, info, {});
-            case read_status::too_large: return missed(why, miss_reason::too_large, 0, start, info, {});
-            case read_status::error:
-                return missed(why, miss_reason::read_error, 0, start, info, rr.error.message());
-            }
-            bytes = buffer.size();
-            auto read_done = std::chrono::steady_clock::now();
-            opened_envelope env =
-                open_envelope(buffer, k.value(), Serializer::format_id(), options_.max_entry_size, auth_);
-            if constexpr (detail::has_entry_checked_with<Storage, envelope_status>::value)
-                storage_.entry_checked(k.value(), buffer, env.status); // a tier copies a sound remote entry locally
-            switch (env.status) {
-            case envelope_status::ok: break;
-            case envelope_status::corrupt:
-                tell_storage_corrupt(k.value());
-                return missed(why, miss_reason::corrupt, bytes, start, info, {});
-            case envelope_status::foreign_version:
-                return missed(why, miss_reason::foreign_version, bytes, start, info, {});
-            case envelope_status::key_mismatch:
-                tell_storage_corrupt(k.value());
-                return missed(why, miss_reason::key_mismatch, bytes, start, info, {});
-            case envelope_status::too_large: return missed(why, miss_reason::too_large, bytes, start, info, {});
-            case envelope_status::unauthenticated:
-                return missed(why, miss_reason::unauthenticated, bytes, start, info, {});
-            }
-            auto verify_done = std::chrono::steady_clock::now();
-            std::optional<Artifact> artifact(std::in_place);
-            try {
-                Serializer::load(env.payload, *artifact, resolver_context::of(state_->resolver, self));
-            } catch (unresolved_reference const& e) {
-                return missed(why, miss_reason::unresolved_reference, bytes, start, info, e.what());
-            } catch (std::exception const& e) {
-                return missed(why, miss_reason::deserialize_error, bytes, start, info, e.what());
-            }
-            auto deserialize_done = std::chrono::steady_clock::now();
+            detail::read_buffer buffer;
+            if (!read_entry(k.value(), buffer.bytes(), attempt)) return std::nullopt;
+            auto const read_done = std::chrono::steady_clock::now();
+            detail::envelope_fields const env = open_entry(k.value(), buffer.bytes(), attempt);
+            if (env.status != envelope_status::ok) return std::nullopt;
+            auto const verify_done = std::chrono::steady_clock::now();
+            std::optional<Artifact> artifact = deserialize<Artifact>(env.payload, self, attempt);
+            if (!artifact) return std::nullopt;
+            auto const deserialize_done = std::chrono::steady_clock::now();
             if constexpr (detail::has_relocate_source<Artifact>::value) {
-                if (info.origin_line != 0 && env.metadata.origin_line != info.origin_line)
-                    relocate_source(*artifact, info.origin_line - env.metadata.origin_line);
+                if (info.origin_line != 0 && env.origin_line != info.origin_line)
+                    relocate_source(*artifact, info.origin_line - env.origin_line);
             }
-            auto done = std::chrono::steady_clock::now();
-            state_->stats.hit(bytes, {detail::ns_between(start, read_done), detail::ns_between(read_done, verify_done),
-                                      detail::ns_between(verify_done, deserialize_done),
-                                      detail::ns_between(deserialize_done, done)},
-                                 env.metadata.compile_ns);
+            auto const done = std::chrono::steady_clock::now();
+            state_->stats.hit(attempt.bytes,
+                              {detail::ns_between(attempt.start, read_done), detail::ns_between(read_done, verify_done),
+                               detail::ns_between(verify_done, deserialize_done),
+                               detail::ns_between(deserialize_done, done)},
+                              env.compile_ns);
             return artifact;
         } catch (std::exception const& e) {
-            return missed(why, miss_reason::deserialize_error, bytes, start, info, e.what());
+            return missed(attempt, miss_reason::deserialize_error, e.what());
         } catch (...) {
-            return missed(why, miss_reason::deserialize_error, bytes, start, info, "unknown exception");
+            return missed(attempt, miss_reason::deserialize_error, "unknown exception");
+        }
+    }
+
+    // Reads the entry under `k` into `buffer`; false (a counted miss) when there is
+    // none to open. A Storage member that throws is the storage failing, not the
+    // serializer: counted as read-error (docs/policies.md, exceptions).
+    bool read_entry(key const& k, std::string& buffer, load_attempt& attempt) {
+        read_result rr;
+        try {
+            rr = storage_.read(k, buffer, options_.max_entry_size);
+        } catch (std::exception const& e) {
+            missed(attempt, miss_reason::read_error, e.what());
+            return false;
+        } catch (...) {
+            missed(attempt, miss_reason::read_error, "unknown exception");
+            return false;
+        }
+        if (std::optional<miss_reason> const miss = miss_reason_of(rr.status)) {
+            missed(attempt, *miss, rr.status == read_status::error ? rr.error.message() : std::string());
+            return false;
+        }
+        attempt.bytes = buffer.size();
+        return true;
+    }
+
+    // Checks the entry read for `k`; a status other than ok is a counted miss, and a
+    // damaged entry is reported to the storage.
+    detail::envelope_fields open_entry(key const& k, std::string const& buffer, load_attempt& attempt) {
+        detail::envelope_fields env =
+            detail::check_envelope(buffer, k, Serializer::format_id(), options_.max_entry_size, auth_);
+        if constexpr (detail::has_entry_checked_with<Storage, envelope_status>::value)
+            storage_.entry_checked(k, buffer, env.status); // a tier copies a sound remote entry locally
+        if (std::optional<miss_reason> const miss = miss_reason_of(env.status)) {
+            if (is_damaged_entry(env.status)) tell_storage_corrupt(k);
+            missed(attempt, *miss, {});
+        }
+        return env;
+    }
+
+    // The artifact in `payload`, its references relinked; nullopt (a counted miss)
+    // when the deserializer refuses it or a reference names nothing live.
+    template <class Artifact, class Self>
+    std::optional<Artifact> deserialize(std::string_view payload, Self const* self, load_attempt& attempt) {
+        std::optional<Artifact> artifact(std::in_place);
+        try {
+            Serializer::load(payload, *artifact, resolver_context::of(state_->resolver, self));
+        } catch (unresolved_reference const& e) {
+            return missed(attempt, miss_reason::unresolved_reference, e.what());
+        } catch (std::exception const& e) {
+            return missed(attempt, miss_reason::deserialize_error, e.what());
+        }
+        return artifact;
+    }
+
+    // What changed since the kernel was last stored, from its identity record, which is
+    // left in `previous` for the store that follows (it updates the record). Kind none
+    // when nothing could be read.
+    miss_explanation explain_from_record(key_result const& k, entry_info const& info,
+                                         std::optional<identity_record>& previous) noexcept {
+        try {
+            previous = read_identity_record(kernel_identity(info.identity, info.name, info.origin_file));
+            return explain_absent(previous ? &*previous : nullptr, k.value(), explained_components(k));
+        } catch (...) {
+            return {};
         }
     }
 
@@ -8440,9 +8602,9 @@ private:
             rm.format_id = std::string(identity_record_format);
             rm.created_ns = meta.created_ns;
             std::string entry;
-            std::size_t const length_at = begin_envelope(entry, rk, rm, auth_);
-            entry += encode_identity_record(r);
-            seal_envelope(entry, length_at, auth_);
+            envelope_writer envelope(entry, rk, rm, auth_);
+            envelope.out() += encode_identity_record(r);
+            envelope.seal();
             if (entry.size() <= identity_record_max_size) (void)storage_.write(rk, entry);
         } catch (...) {
         }
@@ -8511,13 +8673,11 @@ private:
         return r;
     }
 
-    std::nullopt_t missed(miss_reason& why, miss_reason r, std::size_t bytes,
-                          std::chrono::steady_clock::time_point start, entry_info const& info,
-                          std::string const& detail) noexcept {
-        why = r;
-        state_->stats.miss(r, bytes, detail::elapsed_ns(start));
+    std::nullopt_t missed(load_attempt& attempt, miss_reason r, std::string const& detail) noexcept {
+        attempt.why = r;
+        state_->stats.miss(r, attempt.bytes, detail::elapsed_ns(attempt.start));
         if (r != miss_reason::absent)
-            log(std::string("miss ") + info.name + ": " + to_string(r) + (detail.empty() ? "" : ": " + detail));
+            log(std::string("miss ") + attempt.info.name + ": " + to_string(r) + (detail.empty() ? "" : ": " + detail));
         return std::nullopt;
     }
 

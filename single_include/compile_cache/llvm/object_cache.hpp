@@ -17,20 +17,12 @@
 // constructor instead: object_cache<...> objects(cache, jtmb, "myjit 1.2"). Without a
 // target nothing is cached: each compile is a counted bypass, said once (PREFIX_LOG).
 //
-// The key of an object covers the module's bitcode as it reaches the code generator
-// (so a changed function, or other IR optimisation, misses), the target machine (triple,
-// CPU, features, TargetOptions, codegen opt level, relocation and code models), the
-// LLVM version, the LLVM options that were set (set_llvm_arguments), and the toolchain
-// component of every compile_cache key (library, compiler, Boost, archive format, the
-// host's version string) with the build-id of the module holding LLVM's code
-// generator in place of the host program's: a rebuilt host keeps its entries, a
-// replaced libLLVM misses them.
-//
-// getObject computes the bitcode digest and remembers it for the module, so that
-// notifyObjectCompiled stores under the key of the IR the code generator was given
-// (code generation may change the module). A loaded entry must parse as an object
-// file of the target's architecture, or it is not used: the JIT compiles as usual and
-// the new object replaces the entry. Nothing here throws into LLVM.
+// An object's key covers the module's bitcode as it reaches the code generator, the
+// target machine, the LLVM version, the LLVM options that were set (set_llvm_arguments)
+// and the toolchain, with the build-id of LLVM's code generator in place of the host's:
+// a rebuilt host keeps its entries, a replaced libLLVM misses them. A loaded entry that
+// does not parse as an object file of the target's architecture is not used. Nothing
+// here throws into LLVM. docs/design.md ("LLVM: object code") has the reasons.
 //
 // RTTI: object_cache<Cache> needs RTTI (the cache does: Boost.Serialization and the
 // registry use typeid). If your LLVM was built without RTTI, compile the code that
