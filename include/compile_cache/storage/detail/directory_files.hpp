@@ -5,6 +5,7 @@
 // interface.
 #pragma once
 
+#include <compile_cache/detail/endian.hpp>
 #include <compile_cache/detail/platform.hpp>
 #include <compile_cache/key/key.hpp>
 
@@ -411,15 +412,6 @@ inline constexpr std::size_t ledger_bytes = ledger_header + 256 * 16;
 /// A folder figure above this is garbage (a torn or foreign file), not a size.
 inline constexpr std::uint64_t ledger_sane_limit = std::uint64_t{1} << 50;
 
-inline void put_u64(unsigned char* p, std::uint64_t v) noexcept {
-    for (int i = 0; i < 8; ++i) p[i] = static_cast<unsigned char>(v >> (8 * i));
-}
-inline std::uint64_t get_u64(unsigned char const* p) noexcept {
-    std::uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
-    return v;
-}
-
 /// A folder's figure is recounted when it was never counted, was counted over an
 /// hour ago, or claims to have been counted in the future (a clock that jumped).
 inline constexpr std::int64_t recount_after_s = 3600; ///< a folder's figure is trusted this long
@@ -439,8 +431,8 @@ inline bool read_ledger(int fd, ledger_slots& slots) noexcept {
     if (got != static_cast<ssize_t>(sizeof buf) || std::memcmp(buf, ledger_magic, 8) != 0) return false;
     for (std::size_t i = 0; i < 256; ++i) {
         unsigned char const* p = buf + ledger_header + 16 * i;
-        slots[i].bytes = get_u64(p);
-        slots[i].counted_at = static_cast<std::int64_t>(get_u64(p + 8));
+        slots[i].bytes = read_le<std::uint64_t>(p);
+        slots[i].counted_at = static_cast<std::int64_t>(read_le<std::uint64_t>(p + 8));
         if (slots[i].bytes > ledger_sane_limit) {
             slots = {};
             return false;
@@ -466,8 +458,8 @@ inline bool write_ledger(int fd, ledger_slots const& slots) noexcept {
     unsigned char buf[ledger_bytes] = {};
     std::memcpy(buf, ledger_magic, 8);
     for (std::size_t i = 0; i < 256; ++i) {
-        put_u64(buf + ledger_header + 16 * i, slots[i].bytes);
-        put_u64(buf + ledger_header + 16 * i + 8, static_cast<std::uint64_t>(slots[i].counted_at));
+        store_le<std::uint64_t>(buf + ledger_header + 16 * i, slots[i].bytes);
+        store_le<std::uint64_t>(buf + ledger_header + 16 * i + 8, static_cast<std::uint64_t>(slots[i].counted_at));
     }
     return pwrite_all(fd, buf, sizeof buf, 0);
 }
