@@ -4,6 +4,7 @@
 #pragma once
 
 #include <compile_cache/detail/config_rtti.hpp>
+#include <compile_cache/detail/detection.hpp>
 
 #include <compile_cache/detail/env.hpp>
 #include <compile_cache/envelope.hpp>
@@ -117,12 +118,10 @@ struct bind_self {
 };
 
 namespace detail {
-template <class R, class T, class = void>
-struct has_bind : std::false_type {};
 template <class R, class T>
-struct has_bind<R, T,
-                std::void_t<decltype(std::declval<R&>().bind(std::declval<T const*>(), std::declval<key const&>()))>>
-    : std::true_type {};
+using bind_t = decltype(std::declval<R&>().bind(std::declval<T const*>(), std::declval<key const&>()));
+template <class R, class T>
+using has_bind = is_detected<bind_t, R, T>;
 } // namespace detail
 
 /// Settings of a cache; from_env fills them from PREFIX_* variables.
