@@ -6,6 +6,7 @@
 #include <compile_cache/detail/config.hpp>
 
 #include <compile_cache/detail/env.hpp>
+#include <compile_cache/detail/posix_io.hpp>
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/settings.hpp>
 #include <compile_cache/storage/concept.hpp>
@@ -338,12 +339,7 @@ public:
             std::string& path = impl::read_path_buffer();
             path.clear();
             impl::append_entry_path(path, directory_, k);
-            int fd;
-            do {
-                // O_NONBLOCK: a FIFO planted at the path must not block the open; it
-                // is rejected below as not a regular file. No effect on regular files.
-                fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-            } while (fd < 0 && errno == EINTR);
+            int const fd = detail::open_no_follow(AT_FDCWD, path.c_str());
             if (fd < 0) {
                 int const e = errno;
                 out.clear();
@@ -357,28 +353,14 @@ public:
                 out.clear();
                 return {status, ec};
             };
-            if (::fstat(fd, &st) != 0) return refused(read_status::error, impl::errno_code(errno));
-            if (S_ISDIR(st.st_mode)) return refused(read_status::error, impl::errno_code(EISDIR));
-            if (!S_ISREG(st.st_mode)) return refused(read_status::error, impl::errno_code(EINVAL));
+            detail::file_read_status const status = detail::stat_regular_file(fd, max_size, st);
+            if (status == detail::file_read_status::error) return refused(read_status::error, impl::errno_code(errno));
+            if (status == detail::file_read_status::not_regular)
+                return refused(read_status::error, impl::errno_code(S_ISDIR(st.st_mode) ? EISDIR : EINVAL));
             if (std::error_code const untrusted = trust(st)) return refused(read_status::error, untrusted);
-            if (st.st_size < 0) return refused(read_status::error, impl::errno_code(EIO));
-            if (static_cast<std::uintmax_t>(st.st_size) > max_size) return refused(read_status::too_large, {});
-
-            auto const size = static_cast<std::size_t>(st.st_size);
-            out.resize(size);
-            std::size_t got = 0;
-            while (got < size) {
-                ssize_t const r = ::read(fd, &out[got], size - got);
-                if (r < 0) {
-                    if (errno == EINTR) continue;
-                    int const e = errno;
-                    out.clear();
-                    return {read_status::error, impl::errno_code(e)};
-                }
-                if (r == 0) break; // shorter than fstat said: keep what is there
-                got += static_cast<std::size_t>(r);
-            }
-            out.resize(got);
+            if (status == detail::file_read_status::too_large) return refused(read_status::too_large, {});
+            if (!detail::read_file_bytes(fd, out, static_cast<std::size_t>(st.st_size)))
+                return {read_status::error, impl::errno_code(errno)};
             // The use time, for eviction: refreshed at most once an hour per entry, so
             // a hit costs no system call beyond the open, fstat, read and close unless
             // the entry was last used over an hour ago. LRU order at an hour's
@@ -478,10 +460,8 @@ public:
             std::string const path = entry_path(k);
             std::size_t const slash = path.rfind('/');
             std::string const folder = path.substr(0, slash), name = path.substr(slash + 1);
-            int fd;
-            do {
-                fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            } while (fd < 0 && errno == EINTR);
+            int const fd = detail::retry_on_eintr(
+                [&] { return ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
             if (fd < 0) {
                 int const e = errno;
                 if (e == ENOENT || e == ENOTDIR) return {}; // no folder, or a file there: no entry
