@@ -377,71 +377,25 @@ public:
         }
     }
 
+    /// Stores `bytes` under `k` atomically: a temp file in the entry's folder, filled,
+    /// then renamed over the entry (see the class comment).
     std::error_code write(key const& k, std::string_view bytes) noexcept {
         namespace impl = detail::directory_storage_impl;
         if (directory_.empty() || k.empty()) return std::make_error_code(std::errc::invalid_argument);
         try {
             std::string const entry = entry_path(k);
-            std::size_t const folder_size = entry.rfind('/');
-            std::string folder = entry.substr(0, folder_size);
+            std::string const folder = entry.substr(0, entry.rfind('/'));
             std::string temp;
             bool created_folders = false;
             int fd = -1;
-            // A name that exists already (a symlink planted at a guessed temp name, say)
-            // is never opened: another random name is tried.
-            for (int attempt = 0; attempt < 4 && fd < 0; ++attempt) {
-                temp.assign(entry, 0, folder_size + 1);
-                temp += impl::temp_prefix;
-                if (char const* forced = impl::next_temp_suffix_for_testing) {
-                    impl::next_temp_suffix_for_testing = nullptr;
-                    temp += forced;
-                } else {
-                    impl::append_temp_name(temp);
-                }
-                fd = impl::open_exclusive(temp, options_.file_mode);
-                if (fd < 0 && errno == ENOENT && !created_folders) { // first store in this folder
-                    bool made = false;
-                    if (int const e = impl::make_directories(folder, options_.directory_mode, options_.umask, made))
-                        return impl::errno_code(e);
-                    created_folders = made;
-                    fd = impl::open_exclusive(temp, options_.file_mode);
-                }
-                if (fd < 0 && errno != EEXIST) return impl::errno_code(errno);
-            }
-            if (fd < 0) return impl::errno_code(EEXIST);
-
+            if (std::error_code const ec = create_temp_file(entry, folder, temp, fd, created_folders)) return ec;
             impl::temp_file file{fd, temp.c_str()};
-            if (options_.umask >= 0 &&
-                ::fchmod(fd, static_cast<mode_t>(options_.file_mode & ~static_cast<unsigned>(options_.umask))) != 0)
-                return impl::errno_code(errno);
-            if (int const e = impl::write_all(fd, bytes.data(), bytes.size())) return impl::errno_code(e);
-            if (options_.sync != durability::none)
-                if (int const e = impl::fsync_fd(fd)) return impl::errno_code(e);
-            if (int const e = file.close()) return impl::errno_code(e);
-
-            // A new key (the usual store) is one call that cannot replace anything, so
-            // the ledger needs no lstat; an existing entry is lstat-ed for what it
-            // counted for, then replaced.
-            std::uint64_t old_bytes = 0;
-            int renamed = ENOSYS;
-            if (!state_->no_rename_noreplace.load(std::memory_order_relaxed)) {
-                renamed = impl::rename_no_replace(temp.c_str(), entry.c_str());
-                if (renamed == ENOSYS || renamed == EINVAL) state_->no_rename_noreplace.store(true);
-            }
-            if (renamed != 0) {
-                if (renamed != EEXIST && renamed != ENOSYS && renamed != EINVAL) return impl::errno_code(renamed);
-                struct stat old {};
-                if (::lstat(entry.c_str(), &old) == 0 && S_ISREG(old.st_mode))
-                    old_bytes = impl::accounted_size(static_cast<std::uint64_t>(old.st_size));
-                if (::rename(temp.c_str(), entry.c_str()) != 0) return impl::errno_code(errno);
-            }
+            if (std::error_code const ec = fill_temp_file(file, bytes)) return ec;
+            std::uint64_t replaced_bytes = 0;
+            if (std::error_code const ec = publish(temp, entry, replaced_bytes)) return ec;
             file.committed = true;
-            if (options_.sync == durability::full) {
-                if (int const e = impl::fsync_directory(folder.c_str())) return impl::errno_code(e);
-                if (created_folders)
-                    if (int const e = impl::fsync_directory(directory_.c_str())) return impl::errno_code(e);
-            }
-            after_change(k.data()[0], impl::accounted_size(bytes.size()), old_bytes, true);
+            if (std::error_code const ec = sync_directories(folder, created_folders)) return ec;
+            after_change(k.data()[0], impl::accounted_size(bytes.size()), replaced_bytes, true);
             return {};
         } catch (std::bad_alloc const&) {
             return std::make_error_code(std::errc::not_enough_memory);
@@ -555,18 +509,8 @@ public:
         namespace impl = detail::directory_storage_impl;
         cleanup_result r;
         if (directory_.empty()) return r;
-        // This object's unwritten changes, before the recount replaces the figures.
-        if (state_->ledger.has_changes()) state_->ledger.flush(impl::now_s());
-        impl::file_descriptor root{impl::open_root(directory_)};
-        if (!root) {
-            if (errno != ENOENT) r.error = impl::errno_code(errno);
-            return r;
-        }
-        if (int const e = impl::lock_fd(root.fd, impl::cleanup_lock_wait)) {
-            if (e == EWOULDBLOCK) state_->locks.gave_up(directory_, "so the cleanup did not run");
-            r.error = impl::errno_code(e);
-            return r;
-        }
+        impl::file_descriptor const root{open_for_cleanup(r)};
+        if (!root) return r;
         std::lock_guard<std::mutex> const lock(state_->cleanup.mutex);
         state_->cleanup.reset();
         impl::cleanup_totals const t = state_->cleanup.step(root.fd, ledger_path_, options_.file_mode, options_.umask,
@@ -587,18 +531,8 @@ public:
         namespace impl = detail::directory_storage_impl;
         cleanup_result r;
         if (directory_.empty()) return r;
-        // This object's unwritten changes, before the figures are reset.
-        if (state_->ledger.has_changes()) state_->ledger.flush(impl::now_s());
-        impl::file_descriptor root{impl::open_root(directory_)};
-        if (!root) {
-            if (errno != ENOENT) r.error = impl::errno_code(errno);
-            return r;
-        }
-        if (int const e = impl::lock_fd(root.fd, impl::cleanup_lock_wait)) {
-            if (e == EWOULDBLOCK) state_->locks.gave_up(directory_, "so the cleanup did not run");
-            r.error = impl::errno_code(e);
-            return r;
-        }
+        impl::file_descriptor const root{open_for_cleanup(r)};
+        if (!root) return r;
         try {
             std::lock_guard<std::mutex> const lock(state_->cleanup.mutex);
             state_->cleanup.reset();
@@ -653,6 +587,102 @@ public:
     static constexpr std::int64_t refresh_after_s = 3600;
 
 private:
+    // ---- write(), step by step ----
+
+    /// Creates a temp file with a fresh random name beside `entry` (`DIR/ab/.tmp-...`),
+    /// exclusively: a name that exists already (a symlink planted at a guessed temp
+    /// name, say) is never opened, another is tried. Creates the folders on the first
+    /// store in `folder` (`created_folders`).
+    std::error_code create_temp_file(std::string const& entry, std::string const& folder, std::string& temp,
+                                     int& fd, bool& created_folders) {
+        namespace impl = detail::directory_storage_impl;
+        for (int attempt = 0; attempt < 4 && fd < 0; ++attempt) {
+            temp.assign(entry, 0, folder.size() + 1);
+            temp += impl::temp_prefix;
+            if (char const* forced = impl::next_temp_suffix_for_testing) {
+                impl::next_temp_suffix_for_testing = nullptr;
+                temp += forced;
+            } else {
+                impl::append_temp_name(temp);
+            }
+            fd = impl::open_exclusive(temp, options_.file_mode);
+            if (fd < 0 && errno == ENOENT && !created_folders) { // first store in this folder
+                bool made = false;
+                std::string path = folder;
+                if (int const e = impl::make_directories(path, options_.directory_mode, options_.umask, made))
+                    return impl::errno_code(e);
+                created_folders = made;
+                fd = impl::open_exclusive(temp, options_.file_mode);
+            }
+            if (fd < 0 && errno != EEXIST) return impl::errno_code(errno);
+        }
+        return fd < 0 ? impl::errno_code(EEXIST) : std::error_code();
+    }
+
+    /// Gives the temp file its mode, writes `bytes` to it, syncs it when asked, closes it.
+    std::error_code fill_temp_file(detail::directory_storage_impl::temp_file& file, std::string_view bytes) const {
+        namespace impl = detail::directory_storage_impl;
+        if (options_.umask >= 0 &&
+            ::fchmod(file.fd, static_cast<mode_t>(options_.file_mode & ~static_cast<unsigned>(options_.umask))) != 0)
+            return impl::errno_code(errno);
+        if (int const e = impl::write_all(file.fd, bytes.data(), bytes.size())) return impl::errno_code(e);
+        if (options_.sync != durability::none)
+            if (int const e = impl::fsync_fd(file.fd)) return impl::errno_code(e);
+        if (int const e = file.close()) return impl::errno_code(e);
+        return {};
+    }
+
+    /// Renames the temp file to the entry. A new key (the usual store) is one call that
+    /// cannot replace anything, so the ledger needs no lstat; an existing entry is
+    /// lstat-ed for what it counted for (`replaced_bytes`), then replaced.
+    std::error_code publish(std::string const& temp, std::string const& entry, std::uint64_t& replaced_bytes) {
+        namespace impl = detail::directory_storage_impl;
+        int renamed = ENOSYS;
+        if (!state_->no_rename_noreplace.load(std::memory_order_relaxed)) {
+            renamed = impl::rename_no_replace(temp.c_str(), entry.c_str());
+            if (renamed == ENOSYS || renamed == EINVAL) state_->no_rename_noreplace.store(true);
+        }
+        if (renamed == 0) return {};
+        if (renamed != EEXIST && renamed != ENOSYS && renamed != EINVAL) return impl::errno_code(renamed);
+        struct stat old {};
+        if (::lstat(entry.c_str(), &old) == 0 && S_ISREG(old.st_mode))
+            replaced_bytes = impl::accounted_size(static_cast<std::uint64_t>(old.st_size));
+        if (::rename(temp.c_str(), entry.c_str()) != 0) return impl::errno_code(errno);
+        return {};
+    }
+
+    /// With durability::full, syncs the folder (and the cache directory when the store
+    /// created folders), so that the new entry survives a crash.
+    std::error_code sync_directories(std::string const& folder, bool created_folders) const noexcept {
+        namespace impl = detail::directory_storage_impl;
+        if (options_.sync != durability::full) return {};
+        if (int const e = impl::fsync_directory(folder.c_str())) return impl::errno_code(e);
+        if (created_folders)
+            if (int const e = impl::fsync_directory(directory_.c_str())) return impl::errno_code(e);
+        return {};
+    }
+
+    /// The opening prune() and clear() share: this object's unwritten ledger changes
+    /// written (before the figures are recounted or reset), then the cache directory
+    /// opened and its cleanup lock taken, waiting at most cleanup_lock_wait. The
+    /// locked descriptor, or -1 with `r.error` set (not for a directory that is gone).
+    int open_for_cleanup(cleanup_result& r) const noexcept {
+        namespace impl = detail::directory_storage_impl;
+        if (state_->ledger.has_changes()) state_->ledger.flush(impl::now_s());
+        int const fd = impl::open_root(directory_);
+        if (fd < 0) {
+            if (errno != ENOENT) r.error = impl::errno_code(errno);
+            return -1;
+        }
+        if (int const e = impl::lock_fd(fd, impl::cleanup_lock_wait)) {
+            ::close(fd);
+            if (e == EWOULDBLOCK) state_->locks.gave_up(directory_, "so the cleanup did not run");
+            r.error = impl::errno_code(e);
+            return -1;
+        }
+        return fd;
+    }
+
     std::error_code trust(struct stat const& st) const noexcept {
         if (options_.access == sharing::group)
             return (st.st_mode & S_IWOTH) ? make_error_code(directory_errc::unsafe_permissions) : std::error_code();
