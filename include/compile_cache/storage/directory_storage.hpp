@@ -506,21 +506,16 @@ public:
     /// cache is over `max_size`, evicts least recently used entries until it is under
     /// 90% of it. Waits for a cleanup step another thread or process is running.
     cleanup_result prune() noexcept {
-        namespace impl = detail::directory_storage_impl;
-        cleanup_result r;
-        if (directory_.empty()) return r;
-        impl::file_descriptor const root{open_for_cleanup(r)};
-        if (!root) return r;
-        std::lock_guard<std::mutex> const lock(state_->cleanup.mutex);
-        state_->cleanup.reset();
-        impl::cleanup_totals const t = state_->cleanup.step(root.fd, ledger_path_, options_.file_mode, options_.umask,
-                                                            options_.max_size, std::numeric_limits<std::size_t>::max());
-        r.entries = t.entries;
-        r.bytes = t.bytes;
-        r.removed = t.evicted;
-        r.removed_bytes = t.evicted_bytes;
-        r.temp_files_removed = t.temps_removed;
-        return r;
+        return run_cleanup([this](int root_fd, cleanup_result& r) {
+            detail::directory_storage_impl::cleanup_totals const t =
+                state_->cleanup.step(root_fd, ledger_path_, options_.file_mode, options_.umask, options_.max_size,
+                                     std::numeric_limits<std::size_t>::max());
+            r.entries = t.entries;
+            r.bytes = t.bytes;
+            r.removed = t.evicted;
+            r.removed_bytes = t.evicted_bytes;
+            r.temp_files_removed = t.temps_removed;
+        });
     }
 
     /// Removes every entry and every temp file of this library — names made of a
@@ -528,18 +523,12 @@ public:
     /// other files, and the folders themselves, stay. A store running meanwhile in
     /// another process may fail (its temp file is gone): a counted failure there.
     cleanup_result clear() noexcept {
-        namespace impl = detail::directory_storage_impl;
-        cleanup_result r;
-        if (directory_.empty()) return r;
-        impl::file_descriptor const root{open_for_cleanup(r)};
-        if (!root) return r;
-        try {
-            std::lock_guard<std::mutex> const lock(state_->cleanup.mutex);
-            state_->cleanup.reset();
+        return run_cleanup([this](int root_fd, cleanup_result& r) {
+            namespace impl = detail::directory_storage_impl;
             std::vector<std::pair<unsigned, std::uint64_t>> counted;
             for (unsigned f = 0; f < 256; ++f) {
                 impl::folder_scan const fs =
-                    impl::scan_folder(root.fd, f, std::numeric_limits<std::int64_t>::max(),
+                    impl::scan_folder(root_fd, f, std::numeric_limits<std::int64_t>::max(),
                                       std::numeric_limits<std::int64_t>::max(), impl::no_entry_callback{});
                 r.removed += fs.evicted;
                 r.removed_bytes += fs.evicted_bytes;
@@ -548,10 +537,7 @@ public:
             }
             impl::set_folder_counts(ledger_path_, options_.file_mode, options_.umask, counted, impl::now_s(),
                                     &state_->locks);
-        } catch (...) {
-            r.error = std::make_error_code(std::errc::not_enough_memory);
-        }
-        return r;
+        });
     }
 
     /// What the ledger says the entries count for (whole 4 KiB blocks each), after
@@ -662,25 +648,35 @@ private:
         return {};
     }
 
-    /// The opening prune() and clear() share: this object's unwritten ledger changes
-    /// written (before the figures are recounted or reset), then the cache directory
-    /// opened and its cleanup lock taken, waiting at most cleanup_lock_wait. The
-    /// locked descriptor, or -1 with `r.error` set (not for a directory that is gone).
-    int open_for_cleanup(cleanup_result& r) const noexcept {
+    /// What prune() and clear() share: this object's unwritten ledger changes written
+    /// (before the figures are recounted or reset), the cache directory opened and its
+    /// cleanup lock taken (waiting at most cleanup_lock_wait), then, under the
+    /// process's cleanup mutex with any cleanup in progress dropped, `work(root_fd, r)`.
+    /// A directory that is gone is nothing to do; other failures are `r.error`.
+    template <class Work>
+    cleanup_result run_cleanup(Work&& work) noexcept {
         namespace impl = detail::directory_storage_impl;
+        cleanup_result r;
+        if (directory_.empty()) return r;
         if (state_->ledger.has_changes()) state_->ledger.flush(impl::now_s());
-        int const fd = impl::open_root(directory_);
-        if (fd < 0) {
+        impl::file_descriptor const root{impl::open_root(directory_)};
+        if (!root) {
             if (errno != ENOENT) r.error = impl::errno_code(errno);
-            return -1;
+            return r;
         }
-        if (int const e = impl::lock_fd(fd, impl::cleanup_lock_wait)) {
-            ::close(fd);
+        if (int const e = impl::lock_fd(root.fd, impl::cleanup_lock_wait)) {
             if (e == EWOULDBLOCK) state_->locks.gave_up(directory_, "so the cleanup did not run");
             r.error = impl::errno_code(e);
-            return -1;
+            return r;
         }
-        return fd;
+        try {
+            std::lock_guard<std::mutex> const lock(state_->cleanup.mutex);
+            state_->cleanup.reset();
+            work(root.fd, r);
+        } catch (...) { // bad_alloc
+            r.error = std::make_error_code(std::errc::not_enough_memory);
+        }
+        return r;
     }
 
     std::error_code trust(struct stat const& st) const noexcept {
