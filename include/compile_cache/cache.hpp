@@ -592,36 +592,36 @@ private:
             // Metadata (names, origin, components) over the bound every reader applies
             // would make an entry no one can load: refuse it here, as too large.
             if (length_at - detail::envelope_metadata_offset(k.value()) > detail::envelope_max_metadata)
-                return store_failed(store_failure::too_large, start, info, "metadata over 1 MiB");
+                return store_failed(store_failure::too_large, start, info, k.value(), "metadata over 1 MiB");
             try {
                 Serializer::save(entry, artifact, resolver_context::of(state_->resolver, self));
             } catch (unresolved_reference const& e) {
-                return store_failed(store_failure::unresolved_reference, start, info, e.what());
+                return store_failed(store_failure::unresolved_reference, start, info, k.value(), e.what());
             } catch (std::exception const& e) {
-                return store_failed(store_failure::serialize_error, start, info, e.what());
+                return store_failed(store_failure::serialize_error, start, info, k.value(), e.what());
             }
             // The bound is on the whole sealed entry, as load applies it when reading:
             // an entry whose payload fits but whose envelope does not would be written
             // and then never read.
             if (entry.size() + auth_.check_size() > options_.max_entry_size)
-                return store_failed(store_failure::too_large, start, info, {});
+                return store_failed(store_failure::too_large, start, info, k.value(), {});
             seal_envelope(entry, length_at, auth_);
             // As for read: a throwing write is the storage's failure, a write-error.
             try {
                 if (std::error_code ec = storage_.write(k.value(), entry))
-                    return store_failed(store_failure::write_error, start, info, ec.message());
+                    return store_failed(store_failure::write_error, start, info, k.value(), ec.message());
             } catch (std::exception const& e) {
-                return store_failed(store_failure::write_error, start, info, e.what());
+                return store_failed(store_failure::write_error, start, info, k.value(), e.what());
             } catch (...) {
-                return store_failed(store_failure::write_error, start, info, "unknown exception");
+                return store_failed(store_failure::write_error, start, info, k.value(), "unknown exception");
             }
             state_->stats.stored(entry.size(), detail::elapsed_ns(start));
             record_identity(k, info, meta, previous);
             return true;
         } catch (std::exception const& e) {
-            return store_failed(store_failure::serialize_error, start, info, e.what());
+            return store_failed(store_failure::serialize_error, start, info, k.value(), e.what());
         } catch (...) {
-            return store_failed(store_failure::serialize_error, start, info, "unknown exception");
+            return store_failed(store_failure::serialize_error, start, info, k.value(), "unknown exception");
         }
     }
 
@@ -900,13 +900,28 @@ private:
     }
 
     bool store_failed(store_failure f, std::chrono::steady_clock::time_point start, entry_info const& info,
-                      std::string const& detail) noexcept {
+                      key const& k, std::string const& detail) noexcept {
         state_->stats.store_failed(f, detail::elapsed_ns(start));
         // A write error (disk full, read-only, permission) tends to repeat for every
         // store: it is reported once, and counted every time.
         if (f == store_failure::write_error && state_->write_error_logged.exchange(true)) return false;
-        log(std::string("store failed ") + info.name + ": " + to_string(f) + (detail.empty() ? "" : ": " + detail));
+        try {
+            log("store failed " + info.name + " (" + failure_subject(k) + "): " + to_string(f) +
+                (detail.empty() ? "" : ": " + detail));
+        } catch (...) {
+        }
         return false;
+    }
+
+    /// Which entry a failure line is about: `key <the first 6 bytes in hex>`, and where
+    /// a Storage with `entry_path(key)` (directory_storage) keeps it.
+    std::string failure_subject(key const& k) const {
+        std::string s = "key " + k.hex().substr(0, 12);
+        if constexpr (detail::has_entry_path<Storage>::value) {
+            std::string path = storage_.entry_path(k);
+            if (!path.empty()) s += " at " + path;
+        }
+        return s;
     }
 
     /// A Storage that has something to say (storage/concept.hpp: has_set_logger)

@@ -132,6 +132,13 @@ template <class S>
 using list_t = decltype(std::declval<S const&>().list(std::declval<std::vector<stored_entry>&>()));
 template <class S>
 using has_list = is_detected_exact<std::error_code, list_t, S>;
+
+/// Optional: `std::string entry_path(key const&) const`, where the entry of a key is
+/// kept (directory_storage: its file), named in the cache's failure lines.
+template <class S>
+using entry_path_t = decltype(std::declval<S const&>().entry_path(std::declval<key const&>()));
+template <class S>
+using has_entry_path = is_detected_convertible<std::string, entry_path_t, S>;
 } // namespace detail
 
 /// Checks a Storage policy, one requirement at a time, so that a user's own backend
