@@ -31,6 +31,16 @@ if(COMPILE_CACHE_HAVE_HIREDIS)
           DESTINATION ${COMPILE_CACHE_INSTALL_CMAKEDIR})
 endif()
 
+# compile_cache::sqlite (compile_cache + SQLite3) likewise (component `sqlite`), defined
+# where CMake's FindSQLite3 finds SQLite again.
+if(COMPILE_CACHE_HAVE_SQLITE)
+  install(TARGETS compile_cache_sqlite EXPORT compile_cache_sqliteTargets)
+  install(EXPORT compile_cache_sqliteTargets
+          NAMESPACE compile_cache::
+          FILE compile_cache_sqliteTargets.cmake
+          DESTINATION ${COMPILE_CACHE_INSTALL_CMAKEDIR})
+endif()
+
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/compile_cacheConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/compile_cacheConfig.cmake
                               INSTALL_DESTINATION ${COMPILE_CACHE_INSTALL_CMAKEDIR})

@@ -7,6 +7,7 @@
 
 #include <compile_cache/compile_cache.hpp>
 #include <compile_cache/testing/hasher_conformance.hpp>
+#include <compile_cache/storage/tiered_storage.hpp>
 #include <compile_cache/testing/storage_conformance.hpp>
 
 #include <cstddef>
@@ -54,6 +55,15 @@ struct storage_model<cc::directory_storage> {
         options.writes_per_process = 50;
         std::string const path = (dir.path() / "cache").string();
         return cct::check_storage_conformance([path] { return cc::directory_storage(path); }, options);
+    }
+};
+
+using memory_tier = cc::tiered_storage<cc::memory_storage, cc::memory_storage>;
+
+template <>
+struct storage_model<memory_tier> {
+    std::vector<std::string> run() {
+        return cct::check_storage_conformance([] { return memory_tier(cc::memory_storage(), cc::memory_storage()); });
     }
 };
 
@@ -116,7 +126,7 @@ struct call_counting_hasher {
 } // namespace
 
 TEMPLATE_TEST_CASE("every shipped Storage passes the conformance kit", "[conformance][storage]", cc::memory_storage,
-                   cc::directory_storage, cc::null_storage) {
+                   cc::directory_storage, cc::null_storage, memory_tier) {
     storage_model<TestType> model;
     auto const failures = model.run();
     INFO(lines(failures));

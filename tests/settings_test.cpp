@@ -83,6 +83,17 @@ TEST_CASE("parse_milliseconds: a whole number of milliseconds, with ms, or secon
         CHECK_FALSE(cc::parse_milliseconds(bad).has_value());
 }
 
+TEST_CASE("parse_fraction: 0 to 1 with a decimal point, whatever the locale, nothing else", "[settings]") {
+    CHECK(cc::parse_fraction("0") == 0.0);
+    CHECK(cc::parse_fraction("1") == 1.0);
+    CHECK(cc::parse_fraction("1.000") == 1.0);
+    CHECK(cc::parse_fraction("0.25") == 0.25);
+    CHECK(cc::parse_fraction(".5") == 0.5);
+    CHECK(cc::parse_fraction("0.01") == Approx(0.01));
+    for (char const* bad : {"", ".", "1.5", "2", "-0.5", "+0.5", "0,5", "1e-2", "0.5.1", " 0.5", "0.1234567890123456789"})
+        CHECK_FALSE(cc::parse_fraction(bad).has_value());
+}
+
 TEST_CASE("parse_switch: the on and the off words, nothing else", "[settings]") {
     for (char const* on : {"1", "on", "TRUE", "Yes"}) CHECK(cc::parse_switch(on) == true);
     for (char const* off : {"", "0", "off", "False", "NO"}) CHECK(cc::parse_switch(off) == false);

@@ -152,10 +152,9 @@ namespace detail {
 inline void cache_settings_from_env(settings_reader const& env, cache_options& options) {
     std::string const verify = env.value("_VERIFY");
     if (!verify.empty() && !is_off(verify)) {
-        char* end = nullptr;
-        double const v = is_on(verify) ? 1.0 : std::strtod(verify.c_str(), &end);
-        if ((is_on(verify) || (end && *end == '\0')) && v >= 0 && v <= 1)
-            options.verify_fraction = v;
+        std::optional<double> const v = is_on(verify) ? std::optional<double>(1.0) : parse_fraction(verify);
+        if (v)
+            options.verify_fraction = *v;
         else
             env.report_value("_VERIFY", verify,
                              "is not understood (1 to verify every hit, a fraction such as 0.01 for that share of "

@@ -91,6 +91,31 @@ inline std::optional<std::uint64_t> parse_whole_number(std::string_view s, std::
     return n;
 }
 
+/// Parses a fraction from 0 to 1 written with a decimal point, whatever the host's
+/// locale: `0`, `1`, `0.01`, `.5`, `1.0`. nullopt for anything else (a sign, an
+/// exponent, a comma, more than 18 digits, a value over 1).
+inline std::optional<double> parse_fraction(std::string_view s) noexcept {
+    std::uint64_t digits = 0;
+    std::size_t count = 0, decimals = 0;
+    bool point = false;
+    for (char c : s) {
+        if (c == '.' && !point) {
+            point = true;
+        } else if (c >= '0' && c <= '9') {
+            if (++count > 18) return std::nullopt;
+            digits = digits * 10 + static_cast<std::uint64_t>(c - '0');
+            if (point) ++decimals;
+        } else {
+            return std::nullopt;
+        }
+    }
+    if (count == 0) return std::nullopt;
+    double v = static_cast<double>(digits);
+    for (std::size_t i = 0; i < decimals; ++i) v /= 10;
+    if (v > 1) return std::nullopt;
+    return v;
+}
+
 /// Parses an on/off word: `1`, `on`, `true`, `yes` are on; unset (empty), `0`,
 /// `off`, `false`, `no` are off (any case). nullopt for anything else.
 inline std::optional<bool> parse_switch(std::string_view s) noexcept {

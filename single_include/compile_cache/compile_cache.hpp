@@ -3180,6 +3180,31 @@ inline std::optional<std::uint64_t> parse_whole_number(std::string_view s, std::
     return n;
 }
 
+/// Parses a fraction from 0 to 1 written with a decimal point, whatever the host's
+/// locale: `0`, `1`, `0.01`, `.5`, `1.0`. nullopt for anything else (a sign, an
+/// exponent, a comma, more than 18 digits, a value over 1).
+inline std::optional<double> parse_fraction(std::string_view s) noexcept {
+    std::uint64_t digits = 0;
+    std::size_t count = 0, decimals = 0;
+    bool point = false;
+    for (char c : s) {
+        if (c == '.' && !point) {
+            point = true;
+        } else if (c >= '0' && c <= '9') {
+            if (++count > 18) return std::nullopt;
+            digits = digits * 10 + static_cast<std::uint64_t>(c - '0');
+            if (point) ++decimals;
+        } else {
+            return std::nullopt;
+        }
+    }
+    if (count == 0) return std::nullopt;
+    double v = static_cast<double>(digits);
+    for (std::size_t i = 0; i < decimals; ++i) v /= 10;
+    if (v > 1) return std::nullopt;
+    return v;
+}
+
 /// Parses an on/off word: `1`, `on`, `true`, `yes` are on; unset (empty), `0`,
 /// `off`, `false`, `no` are off (any case). nullopt for anything else.
 inline std::optional<bool> parse_switch(std::string_view s) noexcept {
@@ -3472,6 +3497,15 @@ struct has_set_logger : std::false_type {};
 template <class S>
 struct has_set_logger<S, std::void_t<decltype(std::declval<S&>().set_logger(
                              std::declval<std::function<void(std::string_view)>>()))>> : std::true_type {};
+/// Optional: `read_result peek(key const&, std::string& out, std::size_t max_size)`,
+/// as read but leaving the entry's use time (eviction order) alone; the compile-cache
+/// tool's show and verify use it when there is one.
+template <class S, class = void>
+struct has_peek : std::false_type {};
+template <class S>
+struct has_peek<S, std::enable_if_t<std::is_same_v<
+    decltype(std::declval<S&>().peek(std::declval<key const&>(), std::declval<std::string&>(),
+                                     std::declval<std::size_t>())), read_result>>> : std::true_type {};
 /// Optional: `std::error_code list(std::vector<stored_entry>& out) const`, appends every
 /// entry (key, size, last use) without reading a value or touching a use time, so that
 /// the compile-cache tool works on the storage; stops at the first error, returned.
@@ -7741,10 +7775,9 @@ namespace detail {
 inline void cache_settings_from_env(settings_reader const& env, cache_options& options) {
     std::string const verify = env.value("_VERIFY");
     if (!verify.empty() && !is_off(verify)) {
-        char* end = nullptr;
-        double const v = is_on(verify) ? 1.0 : std::strtod(verify.c_str(), &end);
-        if ((is_on(verify) || (end && *end == '\0')) && v >= 0 && v <= 1)
-            options.verify_fraction = v;
+        std::optional<double> const v = is_on(verify) ? std::optional<double>(1.0) : parse_fraction(verify);
+        if (v)
+            options.verify_fraction = *v;
         else
             env.report_value("_VERIFY", verify,
                              "is not understood (1 to verify every hit, a fraction such as 0.01 for that share of "

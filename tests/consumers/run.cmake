@@ -5,6 +5,7 @@
 #   cmake -DMODE=<mode> -DSOURCE_DIR=<compile_cache source> -DWORK_DIR=<scratch dir>
 #         -DCXX=<c++ compiler> [-DCXX_STANDARD=<17|20>] [-DPARENT_BINARY_DIR=<build dir>]
 #         [-DPKG_CONFIG=<pkg-config>] [-DEXPECT_TOOL=ON] [-DEXPECT_REDIS=ON]
+#         [-DEXPECT_SQLITE=ON]
 #         -P run.cmake
 #
 # MODE:
@@ -20,7 +21,8 @@
 #   single_header     the compiler alone: -std=c++17 -I single_include ... -lboost_serialization
 #
 # EXPECT_REDIS (hiredis is installed): find_package and add_subdirectory also build
-# redis_consumer.cpp against the target compile_cache::redis, and run it.
+# redis_consumer.cpp against the target compile_cache::redis, and run it; EXPECT_SQLITE
+# (SQLite3 is found) likewise sqlite_consumer.cpp against compile_cache::sqlite.
 cmake_minimum_required(VERSION 3.16)
 
 foreach(var MODE SOURCE_DIR WORK_DIR CXX)
@@ -45,7 +47,8 @@ endfunction()
 function(build_project project_dir)
   run(${CMAKE_COMMAND} -S ${project_dir} -B ${WORK_DIR}/build
       -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_CXX_STANDARD=${CXX_STANDARD}
-      -DCOMPILE_CACHE_SOURCE_DIR=${SOURCE_DIR} -DEXPECT_REDIS=${EXPECT_REDIS} ${ARGN})
+      -DCOMPILE_CACHE_SOURCE_DIR=${SOURCE_DIR} -DEXPECT_REDIS=${EXPECT_REDIS}
+      -DEXPECT_SQLITE=${EXPECT_SQLITE} ${ARGN})
   run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
   set(program ${WORK_DIR}/build/consumer PARENT_SCOPE)
 endfunction()
@@ -104,6 +107,14 @@ if(EXPECT_REDIS AND (MODE STREQUAL "find_package" OR MODE STREQUAL "add_subdirec
     message(FATAL_ERROR "consumer ${MODE}: redis_consumer printed `${redis}`")
   endif()
   message(STATUS "consumer ${MODE}: compile_cache::redis builds and runs")
+endif()
+if(EXPECT_SQLITE AND (MODE STREQUAL "find_package" OR MODE STREQUAL "add_subdirectory"))
+  run(${WORK_DIR}/build/sqlite_consumer ${WORK_DIR}/cache.db)
+  string(STRIP "${run_output}" sqlite)
+  if(NOT sqlite STREQUAL "sqlite: kept")
+    message(FATAL_ERROR "consumer ${MODE}: sqlite_consumer printed `${sqlite}`")
+  endif()
+  message(STATUS "consumer ${MODE}: compile_cache::sqlite builds and runs")
 endif()
 if(MODE STREQUAL "find_package" AND EXPECT_TOOL)
   set(tool ${WORK_DIR}/prefix/bin/compile-cache)

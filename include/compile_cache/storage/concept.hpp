@@ -124,6 +124,15 @@ using set_logger_t = decltype(std::declval<S&>().set_logger(std::declval<std::fu
 template <class S>
 using has_set_logger = is_detected<set_logger_t, S>;
 
+/// Optional: `read_result peek(key const&, std::string& out, std::size_t max_size)`,
+/// as read but leaving the entry's use time (eviction order) alone; the compile-cache
+/// tool's show and verify use it when there is one.
+template <class S>
+using peek_t = decltype(std::declval<S&>().peek(std::declval<key const&>(), std::declval<std::string&>(),
+                                                std::declval<std::size_t>()));
+template <class S>
+using has_peek = is_detected_exact<read_result, peek_t, S>;
+
 /// Optional: `std::error_code list(std::vector<stored_entry>& out) const`, appends every
 /// entry (key, size, last use) without reading a value or touching a use time, so that
 /// the compile-cache tool works on the storage; stops at the first error, returned.

@@ -238,6 +238,17 @@ public:
     }
 
     read_result read(key const& k, std::string& out, std::size_t max_size) noexcept {
+        return read_row(k, out, max_size, true);
+    }
+
+    /// As read, without refreshing the entry's use time: the optional Storage member
+    /// `peek`, so that the compile-cache tool's show and verify leave eviction alone.
+    read_result peek(key const& k, std::string& out, std::size_t max_size) noexcept {
+        return read_row(k, out, max_size, false);
+    }
+
+private:
+    read_result read_row(key const& k, std::string& out, std::size_t max_size, bool refresh_use) noexcept {
         out.clear();
         if (k.empty() || !state_) return {read_status::absent, {}};
         try {
@@ -263,7 +274,7 @@ public:
             std::int64_t const id = sqlite3_column_int64(s, 3);
             sqlite3_reset(s);
             std::int64_t const now = detail::sqlite_impl::now_s();
-            if (!c.read_only && now - used >= detail::sqlite_impl::refresh_after_s) {
+            if (refresh_use && !c.read_only && now - used >= detail::sqlite_impl::refresh_after_s) {
                 sqlite3_stmt* t = c.touch.get();
                 detail::sqlite_impl::reset_guard touch_reset{c.touch};
                 sqlite3_bind_int64(t, 1, now);
@@ -277,6 +288,7 @@ public:
         }
     }
 
+public:
     std::error_code write(key const& k, std::string_view bytes) noexcept {
         if (k.empty() || !state_) return std::make_error_code(std::errc::invalid_argument);
         try {

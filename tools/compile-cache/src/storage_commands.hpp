@@ -190,10 +190,22 @@ struct storage_entry {
     checked_entry check;
 };
 
+/// The entry's bytes through the Storage member `peek` where there is one (it leaves
+/// the entry's place in the eviction order alone), else through `read`.
+template <class Storage>
+auto read_untouched(Storage& storage, compile_cache::key const& k, std::string& out, int)
+    -> decltype(storage.peek(k, out, max_entry_read)) {
+    return storage.peek(k, out, max_entry_read);
+}
+template <class Storage>
+compile_cache::read_result read_untouched(Storage& storage, compile_cache::key const& k, std::string& out, long) {
+    return storage.read(k, out, max_entry_read);
+}
+
 template <class Storage>
 checked_entry read_and_check(Storage& storage, storage_entry const& e, compile_cache::envelope_auth const& auth) {
     std::string bytes;
-    compile_cache::read_result const r = storage.read(e.stored.k, bytes, max_entry_read);
+    compile_cache::read_result const r = read_untouched(storage, e.stored.k, bytes, 0);
     checked_entry c;
     switch (r.status) {
     case compile_cache::read_status::found: return check_bytes(bytes, e.name, auth);

@@ -109,3 +109,36 @@ TEST_CASE("clear empties a SQLite cache; a missing file, a file that is no datab
     REQUIRE_EXIT(prune, 2);
     CHECK(prune.err.find("prune works on a cache directory only") != std::string::npos);
 }
+
+namespace {
+/// Runs SQL on the file with Python's sqlite3 (another program); what it selects, one
+/// row a line.
+std::string sql(std::string const& file, std::string const& statement) {
+    process_spec spec;
+    spec.argv = {python3(), "-c",
+                 "import sqlite3, sys\ndb = sqlite3.connect(sys.argv[1])\n"
+                 "rows = db.execute(sys.argv[2]).fetchall()\ndb.commit()\n"
+                 "print('\\n'.join(' '.join(str(v) for v in r) for r in rows))",
+                 file, statement};
+    spec.env = tool_environment();
+    process_result const r = run_process(spec);
+    INFO(r.describe());
+    REQUIRE(r.exited(0));
+    return r.out;
+}
+} // namespace
+
+TEST_CASE("show and verify on a SQLite file leave the entries' use times, and so the eviction order, alone",
+          "[compile-cache][sqlite]") {
+    temp_dir dir("compile-cache-sqlite");
+    std::string const file = (dir.path() / "cache.db").string();
+    std::vector<std::string> const keys = lines_of(fill_cache({"sqlite:" + file, "2"}));
+    REQUIRE(keys.size() == 2);
+    // As if last used two hours ago: a read by a cache would now refresh them.
+    sql(file, "UPDATE entries SET used = used - 7200");
+    std::string const before = sql(file, "SELECT hex(key), used FROM entries ORDER BY key");
+    REQUIRE_EXIT(tool({"show", file, keys[0]}), 0);
+    REQUIRE_EXIT(tool({"verify", file}), 0);
+    REQUIRE_EXIT(tool({"list", file}), 0);
+    CHECK(sql(file, "SELECT hex(key), used FROM entries ORDER BY key") == before);
+}
