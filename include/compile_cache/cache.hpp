@@ -174,11 +174,10 @@ inline void cache_settings_from_env(settings_reader const& env, cache_options& o
 namespace detail {
 void relocate_source() = delete; // poison pill: only the host's overload, found by ADL
 
-template <class A, class = void>
-struct has_relocate_source : std::false_type {};
 template <class A>
-struct has_relocate_source<A, std::void_t<decltype(relocate_source(std::declval<A&>(), std::int64_t{}))>>
-    : std::true_type {};
+using relocate_source_t = decltype(relocate_source(std::declval<A&>(), std::int64_t{}));
+template <class A>
+using has_relocate_source = is_detected<relocate_source_t, A>;
 
 inline std::uint64_t ns_between(std::chrono::steady_clock::time_point from,
                                 std::chrono::steady_clock::time_point to) noexcept {
