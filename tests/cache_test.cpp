@@ -407,6 +407,9 @@ TEST_CASE("stores that cannot be written are counted, reported once, and the ker
     CHECK(s.miss_count(cc::miss_reason::absent) == 4);
     REQUIRE(log.size() == 1);
     CHECK(log[0].find("write-error") != std::string::npos);
+    // The line names the entry: its key, short, and its file under the cache directory.
+    CHECK(log[0].find("(key ") != std::string::npos);
+    CHECK(log[0].find(" at " + root.string() + "/") != std::string::npos);
     CHECK(entries_under(dir.path()) == 0);
     if (fs::is_regular_file(root)) CHECK(read_file(root) == "not a directory");
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <compile_cache/detail/config_rtti.hpp>
+#include <compile_cache/detail/detection.hpp>
 
 #include <compile_cache/detail/env.hpp>
 #include <compile_cache/envelope.hpp>
@@ -118,12 +119,10 @@ struct bind_self {
 };
 
 namespace detail {
-template <class R, class T, class = void>
-struct has_bind : std::false_type {};
 template <class R, class T>
-struct has_bind<R, T,
-                std::void_t<decltype(std::declval<R&>().bind(std::declval<T const*>(), std::declval<key const&>()))>>
-    : std::true_type {};
+using bind_t = decltype(std::declval<R&>().bind(std::declval<T const*>(), std::declval<key const&>()));
+template <class R, class T>
+using has_bind = is_detected<bind_t, R, T>;
 } // namespace detail
 
 /// Settings of a cache; from_env fills them from PREFIX_* variables.
@@ -176,11 +175,10 @@ inline void cache_settings_from_env(settings_reader const& env, cache_options& o
 namespace detail {
 void relocate_source() = delete; // poison pill: only the host's overload, found by ADL
 
-template <class A, class = void>
-struct has_relocate_source : std::false_type {};
 template <class A>
-struct has_relocate_source<A, std::void_t<decltype(relocate_source(std::declval<A&>(), std::int64_t{}))>>
-    : std::true_type {};
+using relocate_source_t = decltype(relocate_source(std::declval<A&>(), std::int64_t{}));
+template <class A>
+using has_relocate_source = is_detected<relocate_source_t, A>;
 
 /// The buffer a load reads an entry into: this thread's reused one, so that a hit
 /// allocates none, or, for a load started from inside a deserializer (a nested load),
@@ -605,26 +603,26 @@ private:
             std::string entry;
             envelope_writer envelope(entry, k.value(), meta, auth_);
             if (!envelope.metadata_fits())
-                return store_failed(store_failure::too_large, start, info, "metadata over 1 MiB");
+                return store_failed(store_failure::too_large, start, info, k.value(), "metadata over 1 MiB");
             try {
                 Serializer::save(envelope.out(), artifact, resolver_context::of(state_->resolver, self));
             } catch (unresolved_reference const& e) {
-                return store_failed(store_failure::unresolved_reference, start, info, e.what());
+                return store_failed(store_failure::unresolved_reference, start, info, k.value(), e.what());
             } catch (std::exception const& e) {
-                return store_failed(store_failure::serialize_error, start, info, e.what());
+                return store_failed(store_failure::serialize_error, start, info, k.value(), e.what());
             }
             // The bound is on the whole sealed entry, as load applies it when reading.
             if (envelope.sealed_size() > options_.max_entry_size)
-                return store_failed(store_failure::too_large, start, info, {});
+                return store_failed(store_failure::too_large, start, info, k.value(), {});
             envelope.seal();
             if (!write_entry(k.value(), entry, start, info)) return false;
             state_->stats.stored(entry.size(), detail::elapsed_ns(start));
             record_identity(k, info, meta, previous);
             return true;
         } catch (std::exception const& e) {
-            return store_failed(store_failure::serialize_error, start, info, e.what());
+            return store_failed(store_failure::serialize_error, start, info, k.value(), e.what());
         } catch (...) {
-            return store_failed(store_failure::serialize_error, start, info, "unknown exception");
+            return store_failed(store_failure::serialize_error, start, info, k.value(), "unknown exception");
         }
     }
 
@@ -650,11 +648,11 @@ private:
                      entry_info const& info) {
         try {
             if (std::error_code ec = storage_.write(k, entry))
-                return store_failed(store_failure::write_error, start, info, ec.message());
+                return store_failed(store_failure::write_error, start, info, k, ec.message());
         } catch (std::exception const& e) {
-            return store_failed(store_failure::write_error, start, info, e.what());
+            return store_failed(store_failure::write_error, start, info, k, e.what());
         } catch (...) {
-            return store_failed(store_failure::write_error, start, info, "unknown exception");
+            return store_failed(store_failure::write_error, start, info, k, "unknown exception");
         }
         return true;
     }
@@ -714,9 +712,10 @@ private:
         std::vector<std::pair<std::string, std::uint64_t>> flushed; ///< the counters last flushed
     };
 
-    // One load's bookkeeping: where its miss reason goes, when it started, and how
-    // many bytes it read.
+    // One load's bookkeeping: its key, where its miss reason goes, when it started, and
+    // how many bytes it read.
     struct load_attempt {
+        key const& k;
         entry_info const& info;
         miss_reason& why;
         std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
@@ -729,7 +728,7 @@ private:
     std::optional<Artifact> load_impl(key_result const& k, entry_info const& info, Self const* self,
                                       miss_reason& why) {
         if (!enabled_ || !k.ok()) return std::nullopt;
-        load_attempt attempt{info, why};
+        load_attempt attempt{k.value(), info, why};
         try {
             detail::read_buffer buffer;
             if (!read_entry(k.value(), buffer.bytes(), attempt)) return std::nullopt;
@@ -945,19 +944,38 @@ private:
     std::nullopt_t missed(load_attempt& attempt, miss_reason r, std::string const& detail) noexcept {
         attempt.why = r;
         state_->stats.miss(r, attempt.bytes, detail::elapsed_ns(attempt.start));
-        if (r != miss_reason::absent)
-            log(std::string("miss ") + attempt.info.name + ": " + to_string(r) + (detail.empty() ? "" : ": " + detail));
+        if (r == miss_reason::absent) return std::nullopt;
+        try {
+            log("miss " + attempt.info.name + " (" + failure_subject(attempt.k) + "): " + to_string(r) +
+                (detail.empty() ? "" : ": " + detail));
+        } catch (...) {
+        }
         return std::nullopt;
     }
 
     bool store_failed(store_failure f, std::chrono::steady_clock::time_point start, entry_info const& info,
-                      std::string const& detail) noexcept {
+                      key const& k, std::string const& detail) noexcept {
         state_->stats.store_failed(f, detail::elapsed_ns(start));
         // A write error (disk full, read-only, permission) tends to repeat for every
         // store: it is reported once, and counted every time.
         if (f == store_failure::write_error && state_->write_error_logged.exchange(true)) return false;
-        log(std::string("store failed ") + info.name + ": " + to_string(f) + (detail.empty() ? "" : ": " + detail));
+        try {
+            log("store failed " + info.name + " (" + failure_subject(k) + "): " + to_string(f) +
+                (detail.empty() ? "" : ": " + detail));
+        } catch (...) {
+        }
         return false;
+    }
+
+    /// Which entry a failure line is about: `key <the first 6 bytes in hex>`, and where
+    /// a Storage with `entry_path(key)` (directory_storage) keeps it.
+    std::string failure_subject(key const& k) const {
+        std::string s = "key " + k.hex().substr(0, 12);
+        if constexpr (detail::has_entry_path<Storage>::value) {
+            std::string path = storage_.entry_path(k);
+            if (!path.empty()) s += " at " + path;
+        }
+        return s;
     }
 
     /// A Storage that has something to say (storage/concept.hpp: has_set_logger)

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <string>
@@ -52,6 +53,33 @@ inline char const* to_string(store_failure f) noexcept {
                                                            "too-large", "write-error"};
     return names[static_cast<std::size_t>(f)];
 }
+
+namespace detail {
+/// The whole-number counters besides the per-reason misses and store failures, in the
+/// order statistics_snapshot::counters() lists them. A new counter: an enumerator
+/// here, a field in statistics_snapshot and a row in counter_table.
+enum class counter : std::size_t {
+    hits,
+    stores,
+    bypasses,
+    bytes_read,
+    bytes_written,
+    load_ns,
+    compile_ns,
+    store_ns,
+    hit_read_ns,
+    hit_verify_ns,
+    hit_deserialize_ns,
+    hit_relocate_ns,
+    hit_compile_ns,
+    verified,
+    unsound,
+    nondeterministic,
+    stores_skipped_cheap,
+    count_
+};
+inline constexpr std::size_t counter_count = static_cast<std::size_t>(counter::count_);
+} // namespace detail
 
 /// A copy of the counters at one moment.
 struct statistics_snapshot {
@@ -108,33 +136,7 @@ struct statistics_snapshot {
     /// are the names a cache directory keeps its cumulative counters under (the
     /// breakdown of bypasses by reason is not kept: reasons are the host's own text).
     /// Then the storage_counters.
-    std::vector<std::pair<std::string, std::uint64_t>> counters() const {
-        std::vector<std::pair<std::string, std::uint64_t>> c;
-        c.reserve(21 + miss_reason_count + store_failure_count);
-        c.emplace_back("hits", hits);
-        for (std::size_t i = 0; i < miss_reason_count; ++i)
-            c.emplace_back(std::string("misses.") + to_string(static_cast<miss_reason>(i)), misses[i]);
-        c.emplace_back("stores", stores);
-        for (std::size_t i = 0; i < store_failure_count; ++i)
-            c.emplace_back(std::string("store-failures.") + to_string(static_cast<store_failure>(i)), store_failures[i]);
-        c.emplace_back("bypasses", bypasses);
-        c.emplace_back("bytes-read", bytes_read);
-        c.emplace_back("bytes-written", bytes_written);
-        c.emplace_back("load-ns", load_ns);
-        c.emplace_back("compile-ns", compile_ns);
-        c.emplace_back("store-ns", store_ns);
-        c.emplace_back("hit-read-ns", hit_read_ns);
-        c.emplace_back("hit-verify-ns", hit_verify_ns);
-        c.emplace_back("hit-deserialize-ns", hit_deserialize_ns);
-        c.emplace_back("hit-relocate-ns", hit_relocate_ns);
-        c.emplace_back("hit-compile-ns", hit_compile_ns);
-        c.emplace_back("verified", verified);
-        c.emplace_back("unsound", unsound);
-        c.emplace_back("nondeterministic", nondeterministic);
-        c.emplace_back("store-skipped.cheap", stores_skipped_cheap);
-        c.insert(c.end(), storage_counters.begin(), storage_counters.end());
-        return c;
-    }
+    std::vector<std::pair<std::string, std::uint64_t>> counters() const;
 
     /// The compile time the hits saved: the compile times their entries recorded, less
     /// the time spent loading (hits and misses); 0 when loading cost more.
@@ -145,22 +147,12 @@ struct statistics_snapshot {
     /// they are all 0.
     std::string summary() const {
         std::string s = "hits=" + std::to_string(hits) + " misses=" + std::to_string(total_misses());
-        std::string reasons;
-        for (std::size_t i = 0; i < miss_reason_count; ++i)
-            if (misses[i])
-                reasons += std::string(reasons.empty() ? "" : " ") + to_string(static_cast<miss_reason>(i)) + "=" +
-                           std::to_string(misses[i]);
-        if (!reasons.empty()) s += " (" + reasons + ")";
+        s += nonzero_counts<miss_reason>(misses);
         s += " stores=" + std::to_string(stores);
         s += " store-failures=" + std::to_string(total_store_failures());
-        reasons.clear();
-        for (std::size_t i = 0; i < store_failure_count; ++i)
-            if (store_failures[i])
-                reasons += std::string(reasons.empty() ? "" : " ") + to_string(static_cast<store_failure>(i)) + "=" +
-                           std::to_string(store_failures[i]);
-        if (!reasons.empty()) s += " (" + reasons + ")";
+        s += nonzero_counts<store_failure>(store_failures);
         s += " bypasses=" + std::to_string(bypasses);
-        reasons.clear();
+        std::string reasons;
         for (auto const& [why, n] : bypass_reasons)
             reasons += std::string(reasons.empty() ? "" : "; ") + why + "=" + std::to_string(n);
         if (!reasons.empty()) s += " (" + reasons + ")";
@@ -186,12 +178,67 @@ struct statistics_snapshot {
     }
 
 private:
+    /// ` (name=n name=n)` for the reasons counted at least once; empty when none was.
+    template <class Reason, std::size_t N>
+    static std::string nonzero_counts(std::array<std::uint64_t, N> const& counts) {
+        std::string out;
+        for (std::size_t i = 0; i < N; ++i)
+            if (counts[i] != 0)
+                out += std::string(out.empty() ? "" : " ") + to_string(static_cast<Reason>(i)) + "=" +
+                       std::to_string(counts[i]);
+        return out.empty() ? out : " (" + out + ")";
+    }
+
     static std::string format_ms(std::uint64_t ns) {
         std::uint64_t us = ns / 1000;
         std::string frac = std::to_string(us % 1000);
         return std::to_string(us / 1000) + "." + std::string(3 - frac.size(), '0') + frac;
     }
 };
+
+namespace detail {
+struct counter_row {
+    char const* name; ///< in statistics_snapshot::counters() and the cache directory's counters file
+    std::uint64_t statistics_snapshot::*field;
+};
+inline constexpr counter_row counter_table[] = {
+    {"hits", &statistics_snapshot::hits},
+    {"stores", &statistics_snapshot::stores},
+    {"bypasses", &statistics_snapshot::bypasses},
+    {"bytes-read", &statistics_snapshot::bytes_read},
+    {"bytes-written", &statistics_snapshot::bytes_written},
+    {"load-ns", &statistics_snapshot::load_ns},
+    {"compile-ns", &statistics_snapshot::compile_ns},
+    {"store-ns", &statistics_snapshot::store_ns},
+    {"hit-read-ns", &statistics_snapshot::hit_read_ns},
+    {"hit-verify-ns", &statistics_snapshot::hit_verify_ns},
+    {"hit-deserialize-ns", &statistics_snapshot::hit_deserialize_ns},
+    {"hit-relocate-ns", &statistics_snapshot::hit_relocate_ns},
+    {"hit-compile-ns", &statistics_snapshot::hit_compile_ns},
+    {"verified", &statistics_snapshot::verified},
+    {"unsound", &statistics_snapshot::unsound},
+    {"nondeterministic", &statistics_snapshot::nondeterministic},
+    {"store-skipped.cheap", &statistics_snapshot::stores_skipped_cheap},
+};
+static_assert(std::size(counter_table) == counter_count, "compile_cache: one counter_table row per counter");
+} // namespace detail
+
+inline std::vector<std::pair<std::string, std::uint64_t>> statistics_snapshot::counters() const {
+    std::vector<std::pair<std::string, std::uint64_t>> c;
+    c.reserve(detail::counter_count + miss_reason_count + store_failure_count + storage_counters.size());
+    for (std::size_t i = 0; i < detail::counter_count; ++i) {
+        c.emplace_back(detail::counter_table[i].name, this->*detail::counter_table[i].field);
+        if (i == static_cast<std::size_t>(detail::counter::hits))
+            for (std::size_t r = 0; r < miss_reason_count; ++r)
+                c.emplace_back(std::string("misses.") + to_string(static_cast<miss_reason>(r)), misses[r]);
+        if (i == static_cast<std::size_t>(detail::counter::stores))
+            for (std::size_t f = 0; f < store_failure_count; ++f)
+                c.emplace_back(std::string("store-failures.") + to_string(static_cast<store_failure>(f)),
+                               store_failures[f]);
+    }
+    c.insert(c.end(), storage_counters.begin(), storage_counters.end());
+    return c;
+}
 
 /// The live counters: lock-free for everything on the hit path.
 class statistics {
@@ -205,36 +252,36 @@ public:
     };
 
     void hit(std::uint64_t bytes, hit_phases const& t, std::uint64_t recorded_compile_ns = 0) noexcept {
-        hits_.fetch_add(1, std::memory_order_relaxed);
-        hit_compile_ns_.fetch_add(recorded_compile_ns, std::memory_order_relaxed);
-        bytes_read_.fetch_add(bytes, std::memory_order_relaxed);
-        load_ns_.fetch_add(t.read_ns + t.verify_ns + t.deserialize_ns + t.relocate_ns, std::memory_order_relaxed);
-        hit_read_ns_.fetch_add(t.read_ns, std::memory_order_relaxed);
-        hit_verify_ns_.fetch_add(t.verify_ns, std::memory_order_relaxed);
-        hit_deserialize_ns_.fetch_add(t.deserialize_ns, std::memory_order_relaxed);
-        hit_relocate_ns_.fetch_add(t.relocate_ns, std::memory_order_relaxed);
+        add(detail::counter::hits);
+        add(detail::counter::hit_compile_ns, recorded_compile_ns);
+        add(detail::counter::bytes_read, bytes);
+        add(detail::counter::load_ns, t.read_ns + t.verify_ns + t.deserialize_ns + t.relocate_ns);
+        add(detail::counter::hit_read_ns, t.read_ns);
+        add(detail::counter::hit_verify_ns, t.verify_ns);
+        add(detail::counter::hit_deserialize_ns, t.deserialize_ns);
+        add(detail::counter::hit_relocate_ns, t.relocate_ns);
     }
     void miss(miss_reason r, std::uint64_t bytes, std::uint64_t ns) noexcept {
         misses_[static_cast<std::size_t>(r)].fetch_add(1, std::memory_order_relaxed);
-        bytes_read_.fetch_add(bytes, std::memory_order_relaxed);
-        load_ns_.fetch_add(ns, std::memory_order_relaxed);
+        add(detail::counter::bytes_read, bytes);
+        add(detail::counter::load_ns, ns);
     }
     void stored(std::uint64_t bytes, std::uint64_t ns) noexcept {
-        stores_.fetch_add(1, std::memory_order_relaxed);
-        bytes_written_.fetch_add(bytes, std::memory_order_relaxed);
-        store_ns_.fetch_add(ns, std::memory_order_relaxed);
+        add(detail::counter::stores);
+        add(detail::counter::bytes_written, bytes);
+        add(detail::counter::store_ns, ns);
     }
     void store_failed(store_failure f, std::uint64_t ns) noexcept {
         store_failures_[static_cast<std::size_t>(f)].fetch_add(1, std::memory_order_relaxed);
-        store_ns_.fetch_add(ns, std::memory_order_relaxed);
+        add(detail::counter::store_ns, ns);
     }
-    void verified() noexcept { verified_.fetch_add(1, std::memory_order_relaxed); }
-    void unsound() noexcept { unsound_.fetch_add(1, std::memory_order_relaxed); }
-    void nondeterministic() noexcept { nondeterministic_.fetch_add(1, std::memory_order_relaxed); }
-    void store_skipped_cheap() noexcept { stores_skipped_cheap_.fetch_add(1, std::memory_order_relaxed); }
-    void compiled(std::uint64_t ns) noexcept { compile_ns_.fetch_add(ns, std::memory_order_relaxed); }
+    void verified() noexcept { add(detail::counter::verified); }
+    void unsound() noexcept { add(detail::counter::unsound); }
+    void nondeterministic() noexcept { add(detail::counter::nondeterministic); }
+    void store_skipped_cheap() noexcept { add(detail::counter::stores_skipped_cheap); }
+    void compiled(std::uint64_t ns) noexcept { add(detail::counter::compile_ns, ns); }
     void bypassed(std::string const& reason) noexcept {
-        bypasses_.fetch_add(1, std::memory_order_relaxed);
+        add(detail::counter::bypasses);
         try {
             std::lock_guard<std::mutex> lock(bypass_mutex_);
             ++bypass_reasons_[reason];
@@ -245,55 +292,26 @@ public:
 
     statistics_snapshot snapshot() const {
         statistics_snapshot s;
-        s.hits = hits_.load(std::memory_order_relaxed);
+        for (std::size_t i = 0; i < detail::counter_count; ++i)
+            s.*detail::counter_table[i].field = counts_[i].load(std::memory_order_relaxed);
         for (std::size_t i = 0; i < miss_reason_count; ++i) s.misses[i] = misses_[i].load(std::memory_order_relaxed);
-        s.stores = stores_.load(std::memory_order_relaxed);
         for (std::size_t i = 0; i < store_failure_count; ++i)
             s.store_failures[i] = store_failures_[i].load(std::memory_order_relaxed);
-        s.bypasses = bypasses_.load(std::memory_order_relaxed);
-        {
-            std::lock_guard<std::mutex> lock(bypass_mutex_);
-            s.bypass_reasons = bypass_reasons_;
-        }
-        s.bytes_read = bytes_read_.load(std::memory_order_relaxed);
-        s.bytes_written = bytes_written_.load(std::memory_order_relaxed);
-        s.load_ns = load_ns_.load(std::memory_order_relaxed);
-        s.compile_ns = compile_ns_.load(std::memory_order_relaxed);
-        s.store_ns = store_ns_.load(std::memory_order_relaxed);
-        s.hit_read_ns = hit_read_ns_.load(std::memory_order_relaxed);
-        s.hit_verify_ns = hit_verify_ns_.load(std::memory_order_relaxed);
-        s.hit_deserialize_ns = hit_deserialize_ns_.load(std::memory_order_relaxed);
-        s.hit_relocate_ns = hit_relocate_ns_.load(std::memory_order_relaxed);
-        s.hit_compile_ns = hit_compile_ns_.load(std::memory_order_relaxed);
-        s.verified = verified_.load(std::memory_order_relaxed);
-        s.unsound = unsound_.load(std::memory_order_relaxed);
-        s.nondeterministic = nondeterministic_.load(std::memory_order_relaxed);
-        s.stores_skipped_cheap = stores_skipped_cheap_.load(std::memory_order_relaxed);
+        std::lock_guard<std::mutex> lock(bypass_mutex_);
+        s.bypass_reasons = bypass_reasons_;
         return s;
     }
 
 private:
-    std::atomic<std::uint64_t> hits_{0};
+    void add(detail::counter c, std::uint64_t n = 1) noexcept {
+        counts_[static_cast<std::size_t>(c)].fetch_add(n, std::memory_order_relaxed);
+    }
+
+    std::array<std::atomic<std::uint64_t>, detail::counter_count> counts_{};
     std::array<std::atomic<std::uint64_t>, miss_reason_count> misses_{};
-    std::atomic<std::uint64_t> stores_{0};
     std::array<std::atomic<std::uint64_t>, store_failure_count> store_failures_{};
-    std::atomic<std::uint64_t> bypasses_{0};
     mutable std::mutex bypass_mutex_;
     std::map<std::string, std::uint64_t> bypass_reasons_;
-    std::atomic<std::uint64_t> bytes_read_{0};
-    std::atomic<std::uint64_t> bytes_written_{0};
-    std::atomic<std::uint64_t> load_ns_{0};
-    std::atomic<std::uint64_t> compile_ns_{0};
-    std::atomic<std::uint64_t> store_ns_{0};
-    std::atomic<std::uint64_t> hit_read_ns_{0};
-    std::atomic<std::uint64_t> hit_verify_ns_{0};
-    std::atomic<std::uint64_t> hit_deserialize_ns_{0};
-    std::atomic<std::uint64_t> hit_relocate_ns_{0};
-    std::atomic<std::uint64_t> hit_compile_ns_{0};
-    std::atomic<std::uint64_t> verified_{0};
-    std::atomic<std::uint64_t> unsound_{0};
-    std::atomic<std::uint64_t> nondeterministic_{0};
-    std::atomic<std::uint64_t> stores_skipped_cheap_{0};
 };
 
 } // namespace compile_cache

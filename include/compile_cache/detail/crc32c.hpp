@@ -16,15 +16,12 @@
 // - portable: slicing-by-8 tables (eight table look-ups per 8 bytes).
 #pragma once
 
-#include <compile_cache/detail/env.hpp>
-#include <compile_cache/detail/platform.hpp>
+#include <compile_cache/detail/endian.hpp>
+#include <compile_cache/detail/cpu_dispatch.hpp>
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <initializer_list>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define COMPILE_CACHE_HAS_CRC32C_X86 1
@@ -38,9 +35,6 @@
 #if defined(__aarch64__) && (defined(__ARM_FEATURE_CRC32) || (defined(__GNUC__) && !defined(__clang__)))
 #define COMPILE_CACHE_HAS_CRC32C_ARM 1
 #include <arm_acle.h>
-#if COMPILE_CACHE_LINUX_CALLS
-#include <sys/auxv.h>
-#endif
 #else
 #define COMPILE_CACHE_HAS_CRC32C_ARM 0
 #endif
@@ -114,23 +108,11 @@ constexpr crc32c_tables_type crc32c_make_tables() noexcept {
 
 inline constexpr crc32c_tables_type crc32c_tables = crc32c_make_tables();
 
-/// Little-endian 64-bit load of unaligned bytes: one instruction on a little-endian
-/// host, whose compilers all define __BYTE_ORDER__.
-inline std::uint64_t crc32c_load_le64(unsigned char const* p) noexcept {
-    std::uint64_t v = 0;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    std::memcpy(&v, p, 8);
-#else
-    for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
-#endif
-    return v;
-}
-
 /// Feeds n bytes at p to a CRC register; portable.
 inline std::uint32_t crc32c_update_portable(std::uint32_t crc, unsigned char const* p, std::size_t n) noexcept {
     auto const& t = crc32c_tables.table;
     for (; n >= 8; n -= 8, p += 8) {
-        std::uint64_t const v = crc32c_load_le64(p) ^ crc;
+        std::uint64_t const v = read_le<std::uint64_t>(p) ^ crc;
         // As a tree, so that the look-ups' results combine in three steps, not seven.
         crc = ((t[7][v & 0xff] ^ t[6][(v >> 8) & 0xff]) ^ (t[5][(v >> 16) & 0xff] ^ t[4][(v >> 24) & 0xff])) ^
               ((t[3][(v >> 32) & 0xff] ^ t[2][(v >> 40) & 0xff]) ^ (t[1][(v >> 48) & 0xff] ^ t[0][v >> 56]));
@@ -171,13 +153,9 @@ crc32c_x86_three_way(std::uint32_t crc, unsigned char const*& p, std::size_t& n)
     for (; n >= 3 * lane; n -= 3 * lane, p += 3 * lane) {
         std::uint64_t a = crc, b = 0, c = 0;
         for (std::size_t i = 0; i < lane; i += 8) {
-            std::uint64_t va, vb, vc;
-            std::memcpy(&va, p + i, 8);
-            std::memcpy(&vb, p + lane + i, 8);
-            std::memcpy(&vc, p + 2 * lane + i, 8);
-            a = _mm_crc32_u64(a, va);
-            b = _mm_crc32_u64(b, vb);
-            c = _mm_crc32_u64(c, vc);
+            a = _mm_crc32_u64(a, read_le<std::uint64_t>(p + i));
+            b = _mm_crc32_u64(b, read_le<std::uint64_t>(p + lane + i));
+            c = _mm_crc32_u64(c, read_le<std::uint64_t>(p + 2 * lane + i));
         }
         crc = crc32c_x86_shift(static_cast<std::uint32_t>(a), k2) ^
               crc32c_x86_shift(static_cast<std::uint32_t>(b), k1) ^ static_cast<std::uint32_t>(c);
@@ -192,9 +170,7 @@ __attribute__((target("sse4.2,pclmul"))) inline std::uint32_t crc32c_update_x86(
     crc = crc32c_x86_three_way<256>(crc, p, n);
     std::uint64_t c = crc;
     for (; n >= 8; n -= 8, p += 8) {
-        std::uint64_t v;
-        std::memcpy(&v, p, 8);
-        c = _mm_crc32_u64(c, v);
+        c = _mm_crc32_u64(c, read_le<std::uint64_t>(p));
     }
     crc = static_cast<std::uint32_t>(c);
     for (; n != 0; --n, ++p) crc = _mm_crc32_u8(crc, *p);
@@ -215,22 +191,15 @@ __attribute__((target("sse4.2,pclmul"))) inline std::uint32_t crc32c_update_x86(
 inline bool crc32c_arm_supported() noexcept {
 #if defined(__ARM_FEATURE_CRC32)
     return true;
-#elif COMPILE_CACHE_LINUX_CALLS
-#ifndef HWCAP_CRC32
-#define HWCAP_CRC32 (1ul << 7) // the Linux arm64 ABI value (arch/arm64/include/uapi/asm/hwcap.h)
-#endif
-    return (getauxval(AT_HWCAP) & HWCAP_CRC32) != 0;
 #else
-    return false;
+    return arm_cpu_has(arm_hwcap_crc32);
 #endif
 }
 
 COMPILE_CACHE_CRC_TARGET inline std::uint32_t crc32c_update_arm(std::uint32_t crc, unsigned char const* p,
                                                                 std::size_t n) noexcept {
     for (; n >= 8; n -= 8, p += 8) {
-        std::uint64_t v;
-        std::memcpy(&v, p, 8);
-        crc = __crc32cd(crc, v);
+        crc = __crc32cd(crc, read_le<std::uint64_t>(p));
     }
     for (; n != 0; --n, ++p) crc = __crc32cb(crc, *p);
     return crc;
@@ -242,77 +211,27 @@ COMPILE_CACHE_CRC_TARGET inline std::uint32_t crc32c_update_arm(std::uint32_t cr
 
 using crc32c_update_fn = std::uint32_t (*)(std::uint32_t, unsigned char const*, std::size_t) noexcept;
 
-/// The update function of `b`, or null when this build does not contain it.
-inline crc32c_update_fn crc32c_update_of(crc32c_backend b) noexcept {
-    switch (b) {
-    case crc32c_backend::portable: return &crc32c_update_portable;
-    case crc32c_backend::x86_sse42:
+struct crc32c_implementations {
+    using backend = crc32c_backend;
+    using function = crc32c_update_fn;
+    static constexpr char const* variable = "COMPILE_CACHE_CRC32C";
+    static constexpr cpu_implementation<backend, function> compiled[] = {
 #if COMPILE_CACHE_HAS_CRC32C_X86
-        return &crc32c_update_x86;
-#else
-        return nullptr;
+        {crc32c_backend::x86_sse42, &crc32c_update_x86, &crc32c_x86_supported},
 #endif
-    case crc32c_backend::arm_crc:
 #if COMPILE_CACHE_HAS_CRC32C_ARM
-        return &crc32c_update_arm;
-#else
-        return nullptr;
+        {crc32c_backend::arm_crc, &crc32c_update_arm, &crc32c_arm_supported},
 #endif
-    }
-    return nullptr;
-}
+        {crc32c_backend::portable, &crc32c_update_portable, &always_runs},
+    };
+};
 
-inline bool crc32c_backend_runs_here(crc32c_backend b) noexcept {
-    switch (b) {
-    case crc32c_backend::portable: return true;
-    case crc32c_backend::x86_sse42:
-#if COMPILE_CACHE_HAS_CRC32C_X86
-        return crc32c_x86_supported();
-#else
-        return false;
-#endif
-    case crc32c_backend::arm_crc:
-#if COMPILE_CACHE_HAS_CRC32C_ARM
-        return crc32c_arm_supported();
-#else
-        return false;
-#endif
-    }
-    return false;
-}
+/// The update function in use, chosen on first use (see cpu_dispatch).
+using crc32c_dispatch = cpu_dispatch<crc32c_implementations>;
 
-/// The automatic choice given COMPILE_CACHE_CRC32C (null when unset): `portable`
-/// forces the tables; anything else means the fastest that runs here.
+/// The automatic choice given COMPILE_CACHE_CRC32C (null when unset).
 inline crc32c_backend crc32c_choose_backend(char const* env_value, bool* not_understood = nullptr) noexcept {
-    // Unset, empty and `auto` mean the automatic choice; anything else but `portable`
-    // is a mistake the caller reports (once, as one line) and then ignores.
-    if (not_understood != nullptr)
-        *not_understood = env_value != nullptr && *env_value != '\0' && std::strcmp(env_value, "portable") != 0 &&
-                          std::strcmp(env_value, "auto") != 0;
-    if (env_value != nullptr && std::strcmp(env_value, "portable") == 0) return crc32c_backend::portable;
-    if (crc32c_backend_runs_here(crc32c_backend::x86_sse42)) return crc32c_backend::x86_sse42;
-    if (crc32c_backend_runs_here(crc32c_backend::arm_crc)) return crc32c_backend::arm_crc;
-    return crc32c_backend::portable;
-}
-
-std::uint32_t crc32c_update_first_call(std::uint32_t crc, unsigned char const* p, std::size_t n) noexcept;
-
-/// The update function in use: chosen on the first call, then one load and one
-/// indirect call per use (as sha256_compress_active).
-inline std::atomic<crc32c_update_fn> crc32c_update_active{&crc32c_update_first_call};
-
-inline crc32c_update_fn crc32c_resolve() noexcept {
-    char const* const setting = std::getenv("COMPILE_CACHE_CRC32C");
-    bool not_understood = false;
-    crc32c_update_fn const chosen = crc32c_update_of(crc32c_choose_backend(setting, &not_understood));
-    if (not_understood) report_unknown_implementation("COMPILE_CACHE_CRC32C", setting);
-    crc32c_update_fn expected = &crc32c_update_first_call;
-    if (crc32c_update_active.compare_exchange_strong(expected, chosen, std::memory_order_relaxed)) return chosen;
-    return expected;
-}
-
-inline std::uint32_t crc32c_update_first_call(std::uint32_t crc, unsigned char const* p, std::size_t n) noexcept {
-    return crc32c_resolve()(crc, p, n);
+    return crc32c_dispatch::choose(env_value, not_understood);
 }
 
 } // namespace detail
@@ -321,26 +240,15 @@ inline std::uint32_t crc32c_update_first_call(std::uint32_t crc, unsigned char c
 /// result: crc32c(b, nb, crc32c(a, na)) == crc32c of a followed by b.
 inline std::uint32_t crc32c(void const* p, std::size_t n, std::uint32_t previous = 0) noexcept {
     if (n == 0) return previous;
-    return ~detail::crc32c_update_active.load(std::memory_order_relaxed)(
-        ~previous, static_cast<unsigned char const*>(p), n);
+    return ~detail::crc32c_dispatch::call(~previous, static_cast<unsigned char const*>(p), n);
 }
 
-inline crc32c_backend crc32c_implementation() noexcept {
-    detail::crc32c_update_fn f = detail::crc32c_update_active.load(std::memory_order_relaxed);
-    if (f == &detail::crc32c_update_first_call) f = detail::crc32c_resolve();
-    for (auto b : {crc32c_backend::x86_sse42, crc32c_backend::arm_crc})
-        if (f == detail::crc32c_update_of(b)) return b;
-    return crc32c_backend::portable;
-}
+inline crc32c_backend crc32c_implementation() noexcept { return detail::crc32c_dispatch::current(); }
 
-inline bool crc32c_implementation_available(crc32c_backend b) noexcept { return detail::crc32c_backend_runs_here(b); }
+inline bool crc32c_implementation_available(crc32c_backend b) noexcept { return detail::crc32c_dispatch::runs_here(b); }
 
 /// Makes crc32c use `b` from now on; false, and nothing changed, when it is not
 /// available here. For tests and benchmarks (or COMPILE_CACHE_CRC32C=portable).
-inline bool set_crc32c_implementation(crc32c_backend b) noexcept {
-    if (!crc32c_implementation_available(b)) return false;
-    detail::crc32c_update_active.store(detail::crc32c_update_of(b), std::memory_order_relaxed);
-    return true;
-}
+inline bool set_crc32c_implementation(crc32c_backend b) noexcept { return detail::crc32c_dispatch::set(b); }
 
 } // namespace compile_cache

@@ -22,7 +22,7 @@
 // Either way it is called only after sha256_arm_supported() said yes.
 #pragma once
 
-#include <compile_cache/detail/platform.hpp>
+#include <compile_cache/detail/cpu_dispatch.hpp>
 #include <compile_cache/detail/sha256_portable.hpp>
 
 #include <cstddef>
@@ -36,9 +36,6 @@
 
 #if COMPILE_CACHE_HAS_SHA256_ARM
 #include <arm_neon.h>
-#if COMPILE_CACHE_LINUX_CALLS
-#include <sys/auxv.h>
-#endif
 
 #if defined(__ARM_FEATURE_SHA2)
 #define COMPILE_CACHE_SHA2_TARGET
@@ -57,13 +54,8 @@ namespace detail {
 inline bool sha256_arm_supported() noexcept {
 #if defined(__ARM_FEATURE_SHA2)
     return true;
-#elif COMPILE_CACHE_LINUX_CALLS
-#ifndef HWCAP_SHA2
-#define HWCAP_SHA2 (1ul << 6) // the Linux arm64 ABI value (arch/arm64/include/uapi/asm/hwcap.h)
-#endif
-    return (getauxval(AT_HWCAP) & HWCAP_SHA2) != 0;
 #else
-    return false;
+    return arm_cpu_has(arm_hwcap_sha2);
 #endif
 }
 

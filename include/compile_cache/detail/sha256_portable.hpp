@@ -5,6 +5,8 @@
 // this one stays the fallback and the reference the others are tested against.
 #pragma once
 
+#include <compile_cache/detail/endian.hpp>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -31,19 +33,6 @@ inline constexpr std::uint32_t sha256_round_constants[64] = {
 
 inline std::uint32_t sha256_rotr(std::uint32_t x, unsigned n) noexcept {
     return (x >> n) | (x << (32u - n)); // n is always in 1..31 here
-}
-
-/// Big-endian load; compilers turn this into a single load and byte swap.
-inline std::uint32_t sha256_load_be32(unsigned char const* p) noexcept {
-    return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) |
-           (std::uint32_t{p[2]} << 8) | std::uint32_t{p[3]};
-}
-
-inline void sha256_store_be32(unsigned char* p, std::uint32_t v) noexcept {
-    p[0] = static_cast<unsigned char>(v >> 24);
-    p[1] = static_cast<unsigned char>(v >> 16);
-    p[2] = static_cast<unsigned char>(v >> 8);
-    p[3] = static_cast<unsigned char>(v);
 }
 
 // The six logical functions of FIPS 180-4, 4.1.2.
@@ -118,7 +107,7 @@ inline void sha256_compress_portable(std::uint32_t state[8], unsigned char const
     std::uint32_t e = state[4], f = state[5], g = state[6], h = state[7];
     for (; nblocks != 0; --nblocks, blocks += 64) {
         std::uint32_t w[16];
-        for (std::size_t i = 0; i < 16; ++i) w[i] = sha256_load_be32(blocks + 4 * i);
+        for (std::size_t i = 0; i < 16; ++i) w[i] = read_be<std::uint32_t>(blocks + 4 * i);
 
         sha256_sixteen_rounds(a, b, c, d, e, f, g, h, w, 0);
         sha256_expand(w);

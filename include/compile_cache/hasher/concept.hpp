@@ -9,6 +9,8 @@
 #pragma once
 
 #include <compile_cache/detail/config.hpp>
+#include <compile_cache/detail/detection.hpp>
+#include <compile_cache/detail/endian.hpp>
 
 #include <compile_cache/key/key.hpp>
 
@@ -22,10 +24,10 @@ namespace compile_cache {
 
 namespace detail {
 
-template <class H, class = void>
-struct has_result_type : std::false_type {};
 template <class H>
-struct has_result_type<H, std::void_t<typename H::result_type>> : std::true_type {};
+using result_type_t = typename H::result_type;
+template <class H>
+using has_result_type = is_detected<result_type_t, H>;
 
 /// A contiguous container of one-byte elements: data() gives a pointer to them and
 /// size() their number.
@@ -103,15 +105,13 @@ struct has_byte_result_type<H, true> : is_byte_container<typename H::result_type
 /// H::block_size is optional; when present it is an integral constant expression (any
 /// integer type: Boost.Hash2 uses int, compile_cache::sha256 std::size_t). Only hmac<H>
 /// uses it (the HMAC pad length); keys never do.
-template <class H, class = void>
-struct names_block_size : std::false_type {};
 template <class H>
-struct names_block_size<H, std::void_t<decltype(&H::block_size)>> : std::true_type {};
+using block_size_address_t = decltype(&H::block_size);
+template <class H>
+using names_block_size = is_detected<block_size_address_t, H>;
 /// A static member (its address is an ordinary pointer, not a pointer to member).
-template <class H, class = void>
-struct has_static_block_size : std::false_type {};
 template <class H>
-struct has_static_block_size<H, std::enable_if_t<std::is_pointer_v<decltype(&H::block_size)>>> : std::true_type {};
+using has_static_block_size = std::is_pointer<detected_t<block_size_address_t, H>>;
 template <class H, class = void>
 struct has_constant_block_size : std::false_type {};
 template <class H>
@@ -128,24 +128,20 @@ struct has_valid_block_size : std::bool_constant<!names_block_size<H>::value || 
 
 /// update(p, n) with p a pointer to the message bytes: `void const*` (Boost.Hash2), or
 /// `unsigned char const*` (= `std::uint8_t const*`), or `std::byte const*`.
-template <class H, class P, class = void>
-struct has_update_on : std::false_type {};
 template <class H, class P>
-struct has_update_on<H, P, std::void_t<decltype(std::declval<H&>().update(
-                               std::declval<P>(), std::declval<std::size_t>()))>>
-    : std::true_type {};
+using update_t = decltype(std::declval<H&>().update(std::declval<P>(), std::declval<std::size_t>()));
+template <class H, class P>
+using has_update_on = is_detected<update_t, H, P>;
 template <class H>
 struct has_update
     : std::bool_constant<has_update_on<H, void const*>::value || has_update_on<H, unsigned char const*>::value ||
                          has_update_on<H, std::byte const*>::value> {};
 
-template <class H, class = void>
-struct has_result : std::false_type {};
 template <class H>
-struct has_result<H, std::enable_if_t<has_result_type<H>::value &&
-                                      std::is_same_v<decltype(std::declval<H&>().result()),
-                                                     typename H::result_type>>>
-    : std::true_type {};
+using result_t = decltype(std::declval<H&>().result());
+template <class H>
+using has_result = std::bool_constant<has_result_type<H>::value &&
+                                      std::is_same_v<detected_t<result_t, H>, detected_t<result_type_t, H>>>;
 
 /// True when H meets every Hasher requirement; no diagnostics.
 template <class H>
@@ -177,13 +173,8 @@ key key_of_digest(R const& r) noexcept {
     if constexpr (kind == digest_kind::bytes) {
         return key(r.data(), r.size());
     } else if constexpr (kind == digest_kind::integer) {
-        using U = std::make_unsigned_t<R>;
-        U v = static_cast<U>(r);
         unsigned char bytes[sizeof(R)];
-        for (std::size_t i = 0; i < sizeof(R); ++i) {
-            bytes[i] = static_cast<unsigned char>(v & 0xffu);
-            v = static_cast<U>(v >> 4 >> 4); // two shifts: no shift by the width of a one-byte U
-        }
+        store_le(bytes, static_cast<std::make_unsigned_t<R>>(r));
         return key(bytes, sizeof bytes);
     } else {
         unsigned char bytes[sizeof(R)];
@@ -207,31 +198,22 @@ key hasher_key(H& h) {
 template <class H>
 struct check_hasher {
     static_assert(detail::has_result_type<H>::value,
-                  "compile_cache: the Hasher has no result_type member type; expected "
-                  "`using result_type = ...;`: an integer, `std::array<unsigned char, N>`, or a "
-                  "trivially copyable struct without padding, of 1 to 64 bytes");
+                  "compile_cache: the Hasher has no result_type member type (docs/policies.md)");
     static_assert(!detail::has_result_type<H>::value || detail::has_digest_result_type<H>::value,
-                  "compile_cache: the Hasher's result_type is not a digest; expected an integer, "
-                  "a byte container with a compile-time size such as `std::array<unsigned char, N>`, "
-                  "or a trivially copyable struct without padding (no bool, floating point or "
-                  "dynamically sized result)");
+                  "compile_cache: the Hasher's result_type is not a digest: an integer, "
+                  "`std::array<unsigned char, N>` or a struct without padding (docs/policies.md)");
     static_assert(!detail::has_digest_result_type<H>::value || detail::has_key_sized_result_type<H>::value,
-                  "compile_cache: the Hasher's result_type is larger than 64 bytes, the most a "
-                  "compile_cache::key holds");
+                  "compile_cache: the Hasher's result_type is larger than 64 bytes (docs/policies.md)");
     static_assert(detail::has_valid_block_size<H>::value,
-                  "compile_cache: the Hasher's block_size is not an integral constant; expected "
-                  "`static constexpr std::size_t block_size = ...;` (an int is accepted too), "
-                  "or no block_size at all");
+                  "compile_cache: the Hasher's block_size is not an integral constant (docs/policies.md)");
     static_assert(std::is_default_constructible_v<H>,
-                  "compile_cache: the Hasher is not default constructible; expected a public "
-                  "default constructor `H()` that starts an empty message");
+                  "compile_cache: the Hasher is not default constructible (docs/policies.md)");
     static_assert(detail::has_update<H>::value,
                   "compile_cache: the Hasher has no usable update member; expected "
-                  "`void update(void const* data, std::size_t n)` that appends n bytes to the "
-                  "message (a pointer to unsigned char, std::uint8_t or std::byte is accepted too)");
+                  "`void update(void const* data, std::size_t n)` (docs/policies.md)");
     static_assert(!detail::has_result_type<H>::value || detail::has_result<H>::value,
-                  "compile_cache: the Hasher has no result member returning its result_type; "
-                  "expected `result_type result()` that returns the digest of the message");
+                  "compile_cache: the Hasher has no result member returning its result_type "
+                  "(docs/policies.md)");
     static constexpr bool value = true; // the asserts above say what is wrong, once
 };
 

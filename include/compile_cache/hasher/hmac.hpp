@@ -4,6 +4,7 @@
 #pragma once
 
 #include <compile_cache/detail/config.hpp>
+#include <compile_cache/detail/endian.hpp>
 
 #include <compile_cache/hasher/concept.hpp>
 
@@ -57,7 +58,7 @@ public:
     /// seed is 0: the seeded constructor of the HashAlgorithm concept.
     explicit hmac(std::uint64_t seed) {
         unsigned char bytes[8];
-        for (unsigned i = 0; i < 8; ++i) bytes[i] = static_cast<unsigned char>(seed >> (8 * i));
+        detail::store_le(bytes, seed);
         set_key(bytes, seed == 0 ? 0 : 8);
     }
 

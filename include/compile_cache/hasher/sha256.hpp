@@ -4,18 +4,16 @@
 
 #include <compile_cache/detail/config.hpp>
 
-#include <compile_cache/detail/env.hpp>
+#include <compile_cache/detail/endian.hpp>
+#include <compile_cache/detail/cpu_dispatch.hpp>
 #include <compile_cache/detail/sha256_arm.hpp>
 #include <compile_cache/detail/sha256_portable.hpp>
 #include <compile_cache/detail/sha256_x86.hpp>
 
 #include <array>
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <initializer_list>
 
 namespace compile_cache {
 
@@ -43,113 +41,48 @@ namespace detail {
 
 using sha256_compress_fn = void (*)(std::uint32_t*, unsigned char const*, std::size_t) noexcept;
 
+struct sha256_implementations {
+    using backend = sha256_backend;
+    using function = sha256_compress_fn;
+    static constexpr char const* variable = "COMPILE_CACHE_SHA256";
+    static constexpr cpu_implementation<backend, function> compiled[] = {
+#if COMPILE_CACHE_HAS_SHA256_X86
+        {sha256_backend::x86_sha_ni, &sha256_compress_x86, &sha256_x86_supported},
+#endif
+#if COMPILE_CACHE_HAS_SHA256_ARM
+        {sha256_backend::arm_sha2, &sha256_compress_arm, &sha256_arm_supported},
+#endif
+        {sha256_backend::portable, &sha256_compress_portable, &always_runs},
+    };
+};
+
+/// The compression function in use, chosen on first use (see cpu_dispatch).
+using sha256_dispatch = cpu_dispatch<sha256_implementations>;
+
 /// The compression function of `b`, or null when this build does not contain it.
-inline sha256_compress_fn sha256_compress_of(sha256_backend b) noexcept {
-    switch (b) {
-    case sha256_backend::portable: return &sha256_compress_portable;
-    case sha256_backend::x86_sha_ni:
-#if COMPILE_CACHE_HAS_SHA256_X86
-        return &sha256_compress_x86;
-#else
-        return nullptr;
-#endif
-    case sha256_backend::arm_sha2:
-#if COMPILE_CACHE_HAS_SHA256_ARM
-        return &sha256_compress_arm;
-#else
-        return nullptr;
-#endif
-    }
-    return nullptr;
-}
+inline sha256_compress_fn sha256_compress_of(sha256_backend b) noexcept { return sha256_dispatch::function_of(b); }
 
-/// Whether `b` is compiled in and this CPU can run it (asks the CPU each time).
-inline bool sha256_backend_runs_here(sha256_backend b) noexcept {
-    switch (b) {
-    case sha256_backend::portable: return true;
-    case sha256_backend::x86_sha_ni:
-#if COMPILE_CACHE_HAS_SHA256_X86
-        return sha256_x86_supported();
-#else
-        return false;
-#endif
-    case sha256_backend::arm_sha2:
-#if COMPILE_CACHE_HAS_SHA256_ARM
-        return sha256_arm_supported();
-#else
-        return false;
-#endif
-    }
-    return false;
-}
-
-/// The automatic choice, given the value of COMPILE_CACHE_SHA256 (null when unset):
-/// `portable` forces the portable code; anything else means the fastest that runs here.
+/// The automatic choice, given the value of COMPILE_CACHE_SHA256 (null when unset).
 inline sha256_backend sha256_choose_backend(char const* env_value, bool* not_understood = nullptr) noexcept {
-    // Unset, empty and `auto` mean the automatic choice; anything else but `portable`
-    // is a mistake the caller reports (once, as one line) and then ignores.
-    if (not_understood != nullptr)
-        *not_understood = env_value != nullptr && *env_value != '\0' && std::strcmp(env_value, "portable") != 0 &&
-                          std::strcmp(env_value, "auto") != 0;
-    if (env_value != nullptr && std::strcmp(env_value, "portable") == 0) return sha256_backend::portable;
-    if (sha256_backend_runs_here(sha256_backend::x86_sha_ni)) return sha256_backend::x86_sha_ni;
-    if (sha256_backend_runs_here(sha256_backend::arm_sha2)) return sha256_backend::arm_sha2;
-    return sha256_backend::portable;
-}
-
-void sha256_compress_first_call(std::uint32_t* state, unsigned char const* blocks, std::size_t nblocks) noexcept;
-
-/// The compression function in use. It starts as sha256_compress_first_call, which
-/// makes the choice, stores it here and forwards: after that every call is one load
-/// and one indirect call, with no CPU or environment query. Constant-initialized, so
-/// usable from other static initializers. Relaxed loads suffice: the value is a
-/// function address, and every value ever stored computes the same digests.
-inline std::atomic<sha256_compress_fn> sha256_compress_active{&sha256_compress_first_call};
-
-inline sha256_compress_fn sha256_resolve() noexcept {
-    char const* const setting = std::getenv("COMPILE_CACHE_SHA256");
-    bool not_understood = false;
-    sha256_compress_fn const chosen = sha256_compress_of(sha256_choose_backend(setting, &not_understood));
-    if (not_understood) report_unknown_implementation("COMPILE_CACHE_SHA256", setting);
-    // Only replaces the initial value: a set_sha256_implementation() that won a race
-    // with the first call keeps its choice.
-    sha256_compress_fn expected = &sha256_compress_first_call;
-    if (sha256_compress_active.compare_exchange_strong(expected, chosen, std::memory_order_relaxed))
-        return chosen;
-    return expected;
-}
-
-inline void sha256_compress_first_call(std::uint32_t* state, unsigned char const* blocks,
-                                       std::size_t nblocks) noexcept {
-    sha256_resolve()(state, blocks, nblocks);
+    return sha256_dispatch::choose(env_value, not_understood);
 }
 
 } // namespace detail
 
 /// The compression function sha256 uses in this process (making the automatic
 /// choice now if nothing has hashed yet).
-inline sha256_backend sha256_implementation() noexcept {
-    detail::sha256_compress_fn f = detail::sha256_compress_active.load(std::memory_order_relaxed);
-    if (f == &detail::sha256_compress_first_call) f = detail::sha256_resolve();
-    for (auto b : {sha256_backend::x86_sha_ni, sha256_backend::arm_sha2})
-        if (f == detail::sha256_compress_of(b)) return b;
-    return sha256_backend::portable;
-}
+inline sha256_backend sha256_implementation() noexcept { return detail::sha256_dispatch::current(); }
 
 /// Whether `b` is compiled into this program and runs on this CPU.
 inline bool sha256_implementation_available(sha256_backend b) noexcept {
-    return detail::sha256_backend_runs_here(b);
+    return detail::sha256_dispatch::runs_here(b);
 }
 
 /// Makes every sha256 in the process use `b` from now on (objects mid-stream
 /// included: all backends share the state format). False, and nothing changed, when
 /// `b` is not available here. Meant for tests and benchmarks; a program that wants
 /// the portable code can also set COMPILE_CACHE_SHA256=portable in its environment.
-inline bool set_sha256_implementation(sha256_backend b) noexcept {
-    if (!sha256_implementation_available(b)) return false;
-    detail::sha256_compress_active.store(detail::sha256_compress_of(b), std::memory_order_relaxed);
-    return true;
-}
+inline bool set_sha256_implementation(sha256_backend b) noexcept { return detail::sha256_dispatch::set(b); }
 
 /// SHA-256, C++17, no dependency: the x86 SHA extensions or the ARMv8 SHA-2
 /// instructions when the CPU has them, portable code otherwise (see sha256_backend).
@@ -175,8 +108,7 @@ public:
     explicit sha256(std::uint64_t seed) noexcept {
         if (seed != 0) {
             unsigned char bytes[8];
-            for (unsigned i = 0; i < 8; ++i)
-                bytes[i] = static_cast<unsigned char>(seed >> (8 * i));
+            detail::store_le(bytes, seed);
             update(bytes, 8);
             result();
         }
@@ -228,13 +160,12 @@ public:
         unsigned char padding[block_size + 8] = {0x80};
         std::size_t const zeros_and_marker =
             buffered_ < 56 ? 56 - buffered_ : block_size + 56 - buffered_;
-        for (unsigned i = 0; i < 8; ++i)
-            padding[zeros_and_marker + i] = static_cast<unsigned char>(bits >> (56 - 8 * i));
+        detail::store_be(padding + zeros_and_marker, bits);
         update(padding, zeros_and_marker + 8);
         // buffered_ is 0 here: the padding completed a block.
 
         result_type digest;
-        for (std::size_t i = 0; i < 8; ++i) detail::sha256_store_be32(digest.data() + 4 * i, state_[i]);
+        for (std::size_t i = 0; i < 8; ++i) detail::store_be(digest.data() + 4 * i, state_[i]);
         return digest;
     }
 
@@ -242,7 +173,7 @@ private:
     // The one place a block compression function is called: the one chosen once per
     // process (see sha256_backend).
     void compress(unsigned char const* blocks, std::size_t nblocks) noexcept {
-        detail::sha256_compress_active.load(std::memory_order_relaxed)(state_, blocks, nblocks);
+        detail::sha256_dispatch::call(state_, blocks, nblocks);
     }
 
     std::uint32_t state_[8] = {

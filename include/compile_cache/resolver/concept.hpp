@@ -4,6 +4,7 @@
 #pragma once
 
 #include <compile_cache/detail/config_rtti.hpp>
+#include <compile_cache/detail/detection.hpp>
 
 #include <compile_cache/resolver/reference.hpp>
 
@@ -15,21 +16,17 @@
 namespace compile_cache {
 
 namespace detail {
-template <class R, class = void>
-struct has_to_reference : std::false_type {};
 template <class R>
-struct has_to_reference<R, std::enable_if_t<std::is_same_v<
-    decltype(std::declval<R&>().to_reference(std::declval<void const*>(), std::declval<std::type_info const&>(),
-                                             std::declval<void const*>())),
-    std::optional<reference>>>> : std::true_type {};
+using to_reference_t = decltype(std::declval<R&>().to_reference(
+    std::declval<void const*>(), std::declval<std::type_info const&>(), std::declval<void const*>()));
+template <class R>
+using has_to_reference = is_detected_exact<std::optional<reference>, to_reference_t, R>;
 
-template <class R, class = void>
-struct has_from_reference : std::false_type {};
 template <class R>
-struct has_from_reference<R, std::enable_if_t<std::is_same_v<
-    decltype(std::declval<R&>().from_reference(std::declval<reference const&>(),
-                                               std::declval<std::type_info const&>(), std::declval<void const*>())),
-    void*>>> : std::true_type {};
+using from_reference_t = decltype(std::declval<R&>().from_reference(
+    std::declval<reference const&>(), std::declval<std::type_info const&>(), std::declval<void const*>()));
+template <class R>
+using has_from_reference = is_detected_exact<void*, from_reference_t, R>;
 } // namespace detail
 
 /// Checks a Resolver policy one requirement at a time.
@@ -40,12 +37,11 @@ struct check_resolver {
     static_assert(detail::has_to_reference<R>::value,
                   "compile_cache: the Resolver has no to_reference member; expected "
                   "`std::optional<compile_cache::reference> to_reference(void const* object, "
-                  "std::type_info const& type, void const* self)` returning nullopt for an object it "
-                  "cannot name");
+                  "std::type_info const& type, void const* self)` (docs/policies.md)");
     static_assert(detail::has_from_reference<R>::value,
                   "compile_cache: the Resolver has no from_reference member; expected "
                   "`void* from_reference(compile_cache::reference const& ref, std::type_info const& type, "
-                  "void const* self)` returning the live object, or nullptr when there is none");
+                  "void const* self)` (docs/policies.md)");
     static constexpr bool value = true;
 };
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <compile_cache/detail/config.hpp>
+#include <compile_cache/detail/detection.hpp>
 
 #include <compile_cache/resolver/reference.hpp>
 
@@ -15,23 +16,22 @@
 namespace compile_cache {
 
 namespace detail {
-template <class S, class = void>
-struct has_format_id : std::false_type {};
 template <class S>
-struct has_format_id<S, std::enable_if_t<std::is_convertible_v<decltype(S::format_id()), std::string>>>
-    : std::true_type {};
+using format_id_t = decltype(S::format_id());
+template <class S>
+using has_format_id = is_detected_convertible<std::string, format_id_t, S>;
 
-template <class S, class A, class = void>
-struct has_save : std::false_type {};
 template <class S, class A>
-struct has_save<S, A, std::void_t<decltype(S::save(std::declval<std::string&>(), std::declval<A const&>(),
-                                                    std::declval<resolver_context const&>()))>> : std::true_type {};
+using save_t = decltype(S::save(std::declval<std::string&>(), std::declval<A const&>(),
+                                std::declval<resolver_context const&>()));
+template <class S, class A>
+using has_save = is_detected<save_t, S, A>;
 
-template <class S, class A, class = void>
-struct has_load : std::false_type {};
 template <class S, class A>
-struct has_load<S, A, std::void_t<decltype(S::load(std::declval<std::string_view>(), std::declval<A&>(),
-                                                    std::declval<resolver_context const&>()))>> : std::true_type {};
+using load_t = decltype(S::load(std::declval<std::string_view>(), std::declval<A&>(),
+                                std::declval<resolver_context const&>()));
+template <class S, class A>
+using has_load = is_detected<load_t, S, A>;
 
 /// Every requirement of check_serializer<S, A> met; no diagnostics.
 template <class S, class A>
@@ -49,7 +49,7 @@ template <class S>
 constexpr bool assert_serializer_policy() {
     static_assert(has_format_id<S>::value,
                   "compile_cache: the Serializer has no format_id; expected `static std::string format_id()` "
-                  "naming the format, its version and the ABI facts it depends on");
+                  "(docs/policies.md)");
     return true;
 }
 
@@ -57,16 +57,15 @@ template <class S, class Artifact>
 constexpr bool assert_serializer_for() {
     assert_serializer_policy<S>(); // its sentence, once per S
     static_assert(std::is_default_constructible_v<Artifact>,
-                  "compile_cache: the artifact type must be default constructible: it is loaded into a "
-                  "default-constructed value");
+                  "compile_cache: the artifact type must be default constructible (docs/policies.md)");
     static_assert(has_save<S, Artifact>::value,
                   "compile_cache: the Serializer cannot save this artifact; expected `static void "
                   "save(std::string& out, Artifact const& value, compile_cache::resolver_context const& ctx)` "
-                  "that appends the bytes to out (for Boost serializers: give the artifact a serialize member)");
+                  "(docs/policies.md)");
     static_assert(!has_save<S, Artifact>::value || has_load<S, Artifact>::value,
                   "compile_cache: the Serializer cannot load this artifact; expected `static void "
                   "load(std::string_view in, Artifact& value, compile_cache::resolver_context const& ctx)` "
-                  "that throws on bad input");
+                  "(docs/policies.md)");
     return true;
 }
 } // namespace detail

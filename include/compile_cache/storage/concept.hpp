@@ -3,6 +3,7 @@
 #pragma once
 
 #include <compile_cache/detail/config.hpp>
+#include <compile_cache/detail/detection.hpp>
 
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/settings.hpp>
@@ -55,130 +56,124 @@ struct stored_entry {
 };
 
 namespace detail {
-template <class S, class = void>
-struct has_read : std::false_type {};
 template <class S>
-struct has_read<S, std::enable_if_t<std::is_same_v<
-    decltype(std::declval<S&>().read(std::declval<key const&>(), std::declval<std::string&>(),
-                                     std::declval<std::size_t>())),
-    read_result>>> : std::true_type {};
+using read_t = decltype(std::declval<S&>().read(std::declval<key const&>(), std::declval<std::string&>(),
+                                                std::declval<std::size_t>()));
+template <class S>
+using has_read = is_detected_exact<read_result, read_t, S>;
 
-template <class S, class = void>
-struct has_write : std::false_type {};
 template <class S>
-struct has_write<S, std::enable_if_t<std::is_same_v<
-    decltype(std::declval<S&>().write(std::declval<key const&>(), std::declval<std::string_view>())),
-    std::error_code>>> : std::true_type {};
+using write_t = decltype(std::declval<S&>().write(std::declval<key const&>(), std::declval<std::string_view>()));
+template <class S>
+using has_write = is_detected_exact<std::error_code, write_t, S>;
 
-template <class S, class = void>
-struct has_remove : std::false_type {};
 template <class S>
-struct has_remove<S, std::enable_if_t<std::is_same_v<
-    decltype(std::declval<S&>().remove(std::declval<key const&>())), std::error_code>>>
-    : std::true_type {};
+using remove_t = decltype(std::declval<S&>().remove(std::declval<key const&>()));
+template <class S>
+using has_remove = is_detected_exact<std::error_code, remove_t, S>;
+
 /// Optional: a Storage that keeps cumulative counters (directory_storage does) gets
 /// a cache's counts when the cache is flushed or destroyed.
-template <class S, class = void>
-struct has_record_counters : std::false_type {};
 template <class S>
-struct has_record_counters<S, std::enable_if_t<std::is_same_v<
-    decltype(std::declval<S&>().record_counters(
-        std::declval<std::vector<std::pair<std::string, std::uint64_t>> const&>())),
-    std::error_code>>> : std::true_type {};
+using record_counters_t = decltype(std::declval<S&>().record_counters(
+    std::declval<std::vector<std::pair<std::string, std::uint64_t>> const&>()));
+template <class S>
+using has_record_counters = is_detected_exact<std::error_code, record_counters_t, S>;
+
 /// Optional: `bool usable() const`, false when the storage cannot work at all (its
 /// file is not a database, its server refuses it): the cache then says so in one line
 /// and runs disabled, instead of failing every read and write.
-template <class S, class = void>
-struct has_usable : std::false_type {};
 template <class S>
-struct has_usable<S, std::enable_if_t<std::is_convertible_v<decltype(std::declval<S const&>().usable()), bool>>>
-    : std::true_type {};
+using usable_t = decltype(std::declval<S const&>().usable());
+template <class S>
+using has_usable = is_detected_convertible<bool, usable_t, S>;
+
 /// Optional: `void corrupt(key const&)`, called by the cache when the entry it read
 /// under that key failed the envelope check (damaged, or another key's entry), so that
 /// the storage can remove or repair it.
-template <class S, class = void>
-struct has_corrupt : std::false_type {};
 template <class S>
-struct has_corrupt<S, std::void_t<decltype(std::declval<S&>().corrupt(std::declval<key const&>()))>>
-    : std::true_type {};
+using corrupt_t = decltype(std::declval<S&>().corrupt(std::declval<key const&>()));
+template <class S>
+using has_corrupt = is_detected<corrupt_t, S>;
+
 /// Optional: a Storage that configures itself from the environment
 /// (`static std::optional<S> from_env(settings_reader&)`); basic_cache::from_env
 /// delegates to it.
-template <class S, class = void>
-struct has_from_env : std::false_type {};
 template <class S>
-struct has_from_env<S, std::enable_if_t<std::is_same_v<decltype(S::from_env(std::declval<settings_reader&>())),
-                                                       std::optional<S>>>> : std::true_type {};
+using from_env_t = decltype(S::from_env(std::declval<settings_reader&>()));
+template <class S>
+using has_from_env = is_detected_exact<std::optional<S>, from_env_t, S>;
+
 /// Optional: the settings that from_env reads
 /// (`static std::vector<environment_setting> environment_settings(std::string_view prefix)`).
-template <class S, class = void>
-struct has_environment_settings : std::false_type {};
 template <class S>
-struct has_environment_settings<
-    S, std::enable_if_t<std::is_same_v<decltype(S::environment_settings(std::declval<std::string_view>())),
-                                       std::vector<environment_setting>>>> : std::true_type {};
+using environment_settings_t = decltype(S::environment_settings(std::declval<std::string_view>()));
+template <class S>
+using has_environment_settings = is_detected_exact<std::vector<environment_setting>, environment_settings_t, S>;
+
 /// Optional: `void entry_checked(key const&, std::string_view entry, envelope_status)`,
 /// called by the cache right after it checked the envelope of an entry the storage's
 /// read returned `found` (on the same thread): tiered_storage copies a sound remote
 /// entry to its local storage, and counts a corrupt or unauthenticated one.
-template <class S, class Status, class = void>
-struct has_entry_checked_with : std::false_type {};
 template <class S, class Status>
-struct has_entry_checked_with<S, Status, std::void_t<decltype(std::declval<S&>().entry_checked(
-                                             std::declval<key const&>(), std::declval<std::string_view>(),
-                                             std::declval<Status>()))>> : std::true_type {};
+using entry_checked_t = decltype(std::declval<S&>().entry_checked(
+    std::declval<key const&>(), std::declval<std::string_view>(), std::declval<Status>()));
+template <class S, class Status>
+using has_entry_checked_with = is_detected<entry_checked_t, S, Status>;
+
 /// Optional: `std::vector<std::pair<std::string, std::uint64_t>> storage_counters() const`,
 /// the storage's own counters, added to the cache's statistics (names with a `.`).
-template <class S, class = void>
-struct has_storage_counters : std::false_type {};
 template <class S>
-struct has_storage_counters<S, std::enable_if_t<std::is_same_v<
-    decltype(std::declval<S const&>().storage_counters()), std::vector<std::pair<std::string, std::uint64_t>>>>>
-    : std::true_type {};
+using storage_counters_t = decltype(std::declval<S const&>().storage_counters());
+template <class S>
+using has_storage_counters =
+    is_detected_exact<std::vector<std::pair<std::string, std::uint64_t>>, storage_counters_t, S>;
+
 /// Optional: `void set_logger(std::function<void(std::string_view)>)`, given the
 /// cache's logger when the cache is made and by basic_cache::set_logger.
-template <class S, class = void>
-struct has_set_logger : std::false_type {};
 template <class S>
-struct has_set_logger<S, std::void_t<decltype(std::declval<S&>().set_logger(
-                             std::declval<std::function<void(std::string_view)>>()))>> : std::true_type {};
+using set_logger_t = decltype(std::declval<S&>().set_logger(std::declval<std::function<void(std::string_view)>>()));
+template <class S>
+using has_set_logger = is_detected<set_logger_t, S>;
+
 /// Optional: `read_result peek(key const&, std::string& out, std::size_t max_size)`,
 /// as read but leaving the entry's use time (eviction order) alone; the compile-cache
 /// tool's show and verify use it when there is one.
-template <class S, class = void>
-struct has_peek : std::false_type {};
 template <class S>
-struct has_peek<S, std::enable_if_t<std::is_same_v<
-    decltype(std::declval<S&>().peek(std::declval<key const&>(), std::declval<std::string&>(),
-                                     std::declval<std::size_t>())), read_result>>> : std::true_type {};
+using peek_t = decltype(std::declval<S&>().peek(std::declval<key const&>(), std::declval<std::string&>(),
+                                                std::declval<std::size_t>()));
+template <class S>
+using has_peek = is_detected_exact<read_result, peek_t, S>;
+
 /// Optional: `std::error_code list(std::vector<stored_entry>& out) const`, appends every
 /// entry (key, size, last use) without reading a value or touching a use time, so that
 /// the compile-cache tool works on the storage; stops at the first error, returned.
 /// directory_storage, sqlite_storage and redis_storage have it.
-template <class S, class = void>
-struct has_list : std::false_type {};
 template <class S>
-struct has_list<S, std::enable_if_t<std::is_same_v<
-    decltype(std::declval<S const&>().list(std::declval<std::vector<stored_entry>&>())), std::error_code>>>
-    : std::true_type {};
+using list_t = decltype(std::declval<S const&>().list(std::declval<std::vector<stored_entry>&>()));
+template <class S>
+using has_list = is_detected_exact<std::error_code, list_t, S>;
+
+/// Optional: `std::string entry_path(key const&) const`, where the entry of a key is
+/// kept (directory_storage: its file), named in the cache's failure lines.
+template <class S>
+using entry_path_t = decltype(std::declval<S const&>().entry_path(std::declval<key const&>()));
+template <class S>
+using has_entry_path = is_detected_convertible<std::string, entry_path_t, S>;
 } // namespace detail
 
 /// Checks a Storage policy, one requirement at a time, so that a user's own backend
 /// that misses one gets a sentence naming it instead of a page of template errors.
 template <class S>
 struct check_storage {
-    static_assert(detail::has_read<S>::value,
-                  "compile_cache: the Storage has no read member; expected "
-                  "`compile_cache::read_result read(compile_cache::key const&, std::string& out, "
-                  "std::size_t max_size)`");
-    static_assert(detail::has_write<S>::value,
-                  "compile_cache: the Storage has no write member; expected "
-                  "`std::error_code write(compile_cache::key const&, std::string_view bytes)` "
-                  "that replaces any entry under that key atomically");
-    static_assert(detail::has_remove<S>::value,
-                  "compile_cache: the Storage has no remove member; expected "
-                  "`std::error_code remove(compile_cache::key const&)` (removing an absent entry "
-                  "is not an error)");
+    static_assert(detail::has_read<S>::value, "compile_cache: the Storage has no read member; expected "
+                                              "`read_result read(key const&, std::string& out, std::size_t max)` "
+                                              "(docs/policies.md)");
+    static_assert(detail::has_write<S>::value, "compile_cache: the Storage has no write member; expected "
+                                               "`std::error_code write(key const&, std::string_view)` "
+                                               "(docs/policies.md)");
+    static_assert(detail::has_remove<S>::value, "compile_cache: the Storage has no remove member; expected "
+                                                "`std::error_code remove(key const&)` (docs/policies.md)");
     static constexpr bool value = true;
 };
 

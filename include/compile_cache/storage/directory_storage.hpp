@@ -6,6 +6,7 @@
 #include <compile_cache/detail/config.hpp>
 
 #include <compile_cache/detail/env.hpp>
+#include <compile_cache/detail/posix_io.hpp>
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/settings.hpp>
 #include <compile_cache/storage/concept.hpp>
@@ -337,12 +338,7 @@ public:
             std::string& path = impl::read_path_buffer();
             path.clear();
             impl::append_entry_path(path, directory_, k);
-            int fd;
-            do {
-                // O_NONBLOCK: a FIFO planted at the path must not block the open; it
-                // is rejected below as not a regular file. No effect on regular files.
-                fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-            } while (fd < 0 && errno == EINTR);
+            int const fd = detail::open_no_follow(AT_FDCWD, path.c_str());
             if (fd < 0) {
                 int const e = errno;
                 out.clear();
@@ -356,28 +352,14 @@ public:
                 out.clear();
                 return {status, ec};
             };
-            if (::fstat(fd, &st) != 0) return refused(read_status::error, impl::errno_code(errno));
-            if (S_ISDIR(st.st_mode)) return refused(read_status::error, impl::errno_code(EISDIR));
-            if (!S_ISREG(st.st_mode)) return refused(read_status::error, impl::errno_code(EINVAL));
+            detail::file_read_status const status = detail::stat_regular_file(fd, max_size, st);
+            if (status == detail::file_read_status::error) return refused(read_status::error, impl::errno_code(errno));
+            if (status == detail::file_read_status::not_regular)
+                return refused(read_status::error, impl::errno_code(S_ISDIR(st.st_mode) ? EISDIR : EINVAL));
             if (std::error_code const untrusted = trust(st)) return refused(read_status::error, untrusted);
-            if (st.st_size < 0) return refused(read_status::error, impl::errno_code(EIO));
-            if (static_cast<std::uintmax_t>(st.st_size) > max_size) return refused(read_status::too_large, {});
-
-            auto const size = static_cast<std::size_t>(st.st_size);
-            out.resize(size);
-            std::size_t got = 0;
-            while (got < size) {
-                ssize_t const r = ::read(fd, &out[got], size - got);
-                if (r < 0) {
-                    if (errno == EINTR) continue;
-                    int const e = errno;
-                    out.clear();
-                    return {read_status::error, impl::errno_code(e)};
-                }
-                if (r == 0) break; // shorter than fstat said: keep what is there
-                got += static_cast<std::size_t>(r);
-            }
-            out.resize(got);
+            if (status == detail::file_read_status::too_large) return refused(read_status::too_large, {});
+            if (!detail::read_file_bytes(fd, out, static_cast<std::size_t>(st.st_size)))
+                return {read_status::error, impl::errno_code(errno)};
             // The use time, for eviction: refreshed at most once an hour per entry, so
             // a hit costs no system call beyond the open, fstat, read and close unless
             // the entry was last used over an hour ago. LRU order at an hour's
@@ -394,71 +376,25 @@ public:
         }
     }
 
+    /// Stores `bytes` under `k` atomically: a temp file in the entry's folder, filled,
+    /// then renamed over the entry (see the class comment).
     std::error_code write(key const& k, std::string_view bytes) noexcept {
         namespace impl = detail::directory_storage_impl;
         if (directory_.empty() || k.empty()) return std::make_error_code(std::errc::invalid_argument);
         try {
             std::string const entry = entry_path(k);
-            std::size_t const folder_size = entry.rfind('/');
-            std::string folder = entry.substr(0, folder_size);
+            std::string const folder = entry.substr(0, entry.rfind('/'));
             std::string temp;
             bool created_folders = false;
             int fd = -1;
-            // A name that exists already (a symlink planted at a guessed temp name, say)
-            // is never opened: another random name is tried.
-            for (int attempt = 0; attempt < 4 && fd < 0; ++attempt) {
-                temp.assign(entry, 0, folder_size + 1);
-                temp += impl::temp_prefix;
-                if (char const* forced = impl::next_temp_suffix_for_testing) {
-                    impl::next_temp_suffix_for_testing = nullptr;
-                    temp += forced;
-                } else {
-                    impl::append_temp_name(temp);
-                }
-                fd = impl::open_exclusive(temp, options_.file_mode);
-                if (fd < 0 && errno == ENOENT && !created_folders) { // first store in this folder
-                    bool made = false;
-                    if (int const e = impl::make_directories(folder, options_.directory_mode, options_.umask, made))
-                        return impl::errno_code(e);
-                    created_folders = made;
-                    fd = impl::open_exclusive(temp, options_.file_mode);
-                }
-                if (fd < 0 && errno != EEXIST) return impl::errno_code(errno);
-            }
-            if (fd < 0) return impl::errno_code(EEXIST);
-
+            if (std::error_code const ec = create_temp_file(entry, folder, temp, fd, created_folders)) return ec;
             impl::temp_file file{fd, temp.c_str()};
-            if (options_.umask >= 0 &&
-                ::fchmod(fd, static_cast<mode_t>(options_.file_mode & ~static_cast<unsigned>(options_.umask))) != 0)
-                return impl::errno_code(errno);
-            if (int const e = impl::write_all(fd, bytes.data(), bytes.size())) return impl::errno_code(e);
-            if (options_.sync != durability::none)
-                if (int const e = impl::fsync_fd(fd)) return impl::errno_code(e);
-            if (int const e = file.close()) return impl::errno_code(e);
-
-            // A new key (the usual store) is one call that cannot replace anything, so
-            // the ledger needs no lstat; an existing entry is lstat-ed for what it
-            // counted for, then replaced.
-            std::uint64_t old_bytes = 0;
-            int renamed = ENOSYS;
-            if (!state_->no_rename_noreplace.load(std::memory_order_relaxed)) {
-                renamed = impl::rename_no_replace(temp.c_str(), entry.c_str());
-                if (renamed == ENOSYS || renamed == EINVAL) state_->no_rename_noreplace.store(true);
-            }
-            if (renamed != 0) {
-                if (renamed != EEXIST && renamed != ENOSYS && renamed != EINVAL) return impl::errno_code(renamed);
-                struct stat old {};
-                if (::lstat(entry.c_str(), &old) == 0 && S_ISREG(old.st_mode))
-                    old_bytes = impl::accounted_size(static_cast<std::uint64_t>(old.st_size));
-                if (::rename(temp.c_str(), entry.c_str()) != 0) return impl::errno_code(errno);
-            }
+            if (std::error_code const ec = fill_temp_file(file, bytes)) return ec;
+            std::uint64_t replaced_bytes = 0;
+            if (std::error_code const ec = publish(temp, entry, replaced_bytes)) return ec;
             file.committed = true;
-            if (options_.sync == durability::full) {
-                if (int const e = impl::fsync_directory(folder.c_str())) return impl::errno_code(e);
-                if (created_folders)
-                    if (int const e = impl::fsync_directory(directory_.c_str())) return impl::errno_code(e);
-            }
-            after_change(k.data()[0], impl::accounted_size(bytes.size()), old_bytes, true);
+            if (std::error_code const ec = sync_directories(folder, created_folders)) return ec;
+            after_change(k.data()[0], impl::accounted_size(bytes.size()), replaced_bytes, true);
             return {};
         } catch (std::bad_alloc const&) {
             return std::make_error_code(std::errc::not_enough_memory);
@@ -477,10 +413,8 @@ public:
             std::string const path = entry_path(k);
             std::size_t const slash = path.rfind('/');
             std::string const folder = path.substr(0, slash), name = path.substr(slash + 1);
-            int fd;
-            do {
-                fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            } while (fd < 0 && errno == EINTR);
+            int const fd = detail::retry_on_eintr(
+                [&] { return ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
             if (fd < 0) {
                 int const e = errno;
                 if (e == ENOENT || e == ENOTDIR) return {}; // no folder, or a file there: no entry
@@ -571,31 +505,16 @@ public:
     /// cache is over `max_size`, evicts least recently used entries until it is under
     /// 90% of it. Waits for a cleanup step another thread or process is running.
     cleanup_result prune() noexcept {
-        namespace impl = detail::directory_storage_impl;
-        cleanup_result r;
-        if (directory_.empty()) return r;
-        // This object's unwritten changes, before the recount replaces the figures.
-        if (state_->ledger.has_changes()) state_->ledger.flush(impl::now_s());
-        impl::file_descriptor root{impl::open_root(directory_)};
-        if (!root) {
-            if (errno != ENOENT) r.error = impl::errno_code(errno);
-            return r;
-        }
-        if (int const e = impl::lock_fd(root.fd, impl::cleanup_lock_wait)) {
-            if (e == EWOULDBLOCK) state_->locks.gave_up(directory_, "so the cleanup did not run");
-            r.error = impl::errno_code(e);
-            return r;
-        }
-        std::lock_guard<std::mutex> const lock(state_->cleanup.mutex);
-        state_->cleanup.reset();
-        impl::cleanup_totals const t = state_->cleanup.step(root.fd, ledger_path_, options_.file_mode, options_.umask,
-                                                            options_.max_size, std::numeric_limits<std::size_t>::max());
-        r.entries = t.entries;
-        r.bytes = t.bytes;
-        r.removed = t.evicted;
-        r.removed_bytes = t.evicted_bytes;
-        r.temp_files_removed = t.temps_removed;
-        return r;
+        return run_cleanup([this](int root_fd, cleanup_result& r) {
+            detail::directory_storage_impl::cleanup_totals const t =
+                state_->cleanup.step(root_fd, ledger_path_, options_.file_mode, options_.umask, options_.max_size,
+                                     std::numeric_limits<std::size_t>::max());
+            r.entries = t.entries;
+            r.bytes = t.bytes;
+            r.removed = t.evicted;
+            r.removed_bytes = t.evicted_bytes;
+            r.temp_files_removed = t.temps_removed;
+        });
     }
 
     /// Removes every entry and every temp file of this library — names made of a
@@ -603,28 +522,12 @@ public:
     /// other files, and the folders themselves, stay. A store running meanwhile in
     /// another process may fail (its temp file is gone): a counted failure there.
     cleanup_result clear() noexcept {
-        namespace impl = detail::directory_storage_impl;
-        cleanup_result r;
-        if (directory_.empty()) return r;
-        // This object's unwritten changes, before the figures are reset.
-        if (state_->ledger.has_changes()) state_->ledger.flush(impl::now_s());
-        impl::file_descriptor root{impl::open_root(directory_)};
-        if (!root) {
-            if (errno != ENOENT) r.error = impl::errno_code(errno);
-            return r;
-        }
-        if (int const e = impl::lock_fd(root.fd, impl::cleanup_lock_wait)) {
-            if (e == EWOULDBLOCK) state_->locks.gave_up(directory_, "so the cleanup did not run");
-            r.error = impl::errno_code(e);
-            return r;
-        }
-        try {
-            std::lock_guard<std::mutex> const lock(state_->cleanup.mutex);
-            state_->cleanup.reset();
+        return run_cleanup([this](int root_fd, cleanup_result& r) {
+            namespace impl = detail::directory_storage_impl;
             std::vector<std::pair<unsigned, std::uint64_t>> counted;
             for (unsigned f = 0; f < 256; ++f) {
                 impl::folder_scan const fs =
-                    impl::scan_folder(root.fd, f, std::numeric_limits<std::int64_t>::max(),
+                    impl::scan_folder(root_fd, f, std::numeric_limits<std::int64_t>::max(),
                                       std::numeric_limits<std::int64_t>::max(), impl::no_entry_callback{});
                 r.removed += fs.evicted;
                 r.removed_bytes += fs.evicted_bytes;
@@ -633,10 +536,7 @@ public:
             }
             impl::set_folder_counts(ledger_path_, options_.file_mode, options_.umask, counted, impl::now_s(),
                                     &state_->locks);
-        } catch (...) {
-            r.error = std::make_error_code(std::errc::not_enough_memory);
-        }
-        return r;
+        });
     }
 
     /// What the ledger says the entries count for (whole 4 KiB blocks each), after
@@ -672,6 +572,112 @@ public:
     static constexpr std::int64_t refresh_after_s = 3600;
 
 private:
+    // ---- write(), step by step ----
+
+    /// Creates a temp file with a fresh random name beside `entry` (`DIR/ab/.tmp-...`),
+    /// exclusively: a name that exists already (a symlink planted at a guessed temp
+    /// name, say) is never opened, another is tried. Creates the folders on the first
+    /// store in `folder` (`created_folders`).
+    std::error_code create_temp_file(std::string const& entry, std::string const& folder, std::string& temp,
+                                     int& fd, bool& created_folders) {
+        namespace impl = detail::directory_storage_impl;
+        for (int attempt = 0; attempt < 4 && fd < 0; ++attempt) {
+            temp.assign(entry, 0, folder.size() + 1);
+            temp += impl::temp_prefix;
+            if (char const* forced = impl::next_temp_suffix_for_testing) {
+                impl::next_temp_suffix_for_testing = nullptr;
+                temp += forced;
+            } else {
+                impl::append_temp_name(temp);
+            }
+            fd = impl::open_exclusive(temp, options_.file_mode);
+            if (fd < 0 && errno == ENOENT && !created_folders) { // first store in this folder
+                bool made = false;
+                std::string path = folder;
+                if (int const e = impl::make_directories(path, options_.directory_mode, options_.umask, made))
+                    return impl::errno_code(e);
+                created_folders = made;
+                fd = impl::open_exclusive(temp, options_.file_mode);
+            }
+            if (fd < 0 && errno != EEXIST) return impl::errno_code(errno);
+        }
+        return fd < 0 ? impl::errno_code(EEXIST) : std::error_code();
+    }
+
+    /// Gives the temp file its mode, writes `bytes` to it, syncs it when asked, closes it.
+    std::error_code fill_temp_file(detail::directory_storage_impl::temp_file& file, std::string_view bytes) const {
+        namespace impl = detail::directory_storage_impl;
+        if (options_.umask >= 0 &&
+            ::fchmod(file.fd, static_cast<mode_t>(options_.file_mode & ~static_cast<unsigned>(options_.umask))) != 0)
+            return impl::errno_code(errno);
+        if (int const e = impl::write_all(file.fd, bytes.data(), bytes.size())) return impl::errno_code(e);
+        if (options_.sync != durability::none)
+            if (int const e = impl::fsync_fd(file.fd)) return impl::errno_code(e);
+        if (int const e = file.close()) return impl::errno_code(e);
+        return {};
+    }
+
+    /// Renames the temp file to the entry. A new key (the usual store) is one call that
+    /// cannot replace anything, so the ledger needs no lstat; an existing entry is
+    /// lstat-ed for what it counted for (`replaced_bytes`), then replaced.
+    std::error_code publish(std::string const& temp, std::string const& entry, std::uint64_t& replaced_bytes) {
+        namespace impl = detail::directory_storage_impl;
+        int renamed = ENOSYS;
+        if (!state_->no_rename_noreplace.load(std::memory_order_relaxed)) {
+            renamed = impl::rename_no_replace(temp.c_str(), entry.c_str());
+            if (renamed == ENOSYS || renamed == EINVAL) state_->no_rename_noreplace.store(true);
+        }
+        if (renamed == 0) return {};
+        if (renamed != EEXIST && renamed != ENOSYS && renamed != EINVAL) return impl::errno_code(renamed);
+        struct stat old {};
+        if (::lstat(entry.c_str(), &old) == 0 && S_ISREG(old.st_mode))
+            replaced_bytes = impl::accounted_size(static_cast<std::uint64_t>(old.st_size));
+        if (::rename(temp.c_str(), entry.c_str()) != 0) return impl::errno_code(errno);
+        return {};
+    }
+
+    /// With durability::full, syncs the folder (and the cache directory when the store
+    /// created folders), so that the new entry survives a crash.
+    std::error_code sync_directories(std::string const& folder, bool created_folders) const noexcept {
+        namespace impl = detail::directory_storage_impl;
+        if (options_.sync != durability::full) return {};
+        if (int const e = impl::fsync_directory(folder.c_str())) return impl::errno_code(e);
+        if (created_folders)
+            if (int const e = impl::fsync_directory(directory_.c_str())) return impl::errno_code(e);
+        return {};
+    }
+
+    /// What prune() and clear() share: this object's unwritten ledger changes written
+    /// (before the figures are recounted or reset), the cache directory opened and its
+    /// cleanup lock taken (waiting at most cleanup_lock_wait), then, under the
+    /// process's cleanup mutex with any cleanup in progress dropped, `work(root_fd, r)`.
+    /// A directory that is gone is nothing to do; other failures are `r.error`.
+    template <class Work>
+    cleanup_result run_cleanup(Work&& work) noexcept {
+        namespace impl = detail::directory_storage_impl;
+        cleanup_result r;
+        if (directory_.empty()) return r;
+        if (state_->ledger.has_changes()) state_->ledger.flush(impl::now_s());
+        impl::file_descriptor const root{impl::open_root(directory_)};
+        if (!root) {
+            if (errno != ENOENT) r.error = impl::errno_code(errno);
+            return r;
+        }
+        if (int const e = impl::lock_fd(root.fd, impl::cleanup_lock_wait)) {
+            if (e == EWOULDBLOCK) state_->locks.gave_up(directory_, "so the cleanup did not run");
+            r.error = impl::errno_code(e);
+            return r;
+        }
+        try {
+            std::lock_guard<std::mutex> const lock(state_->cleanup.mutex);
+            state_->cleanup.reset();
+            work(root.fd, r);
+        } catch (...) { // bad_alloc
+            r.error = std::make_error_code(std::errc::not_enough_memory);
+        }
+        return r;
+    }
+
     std::error_code trust(struct stat const& st) const noexcept {
         if (options_.access == sharing::group)
             return (st.st_mode & S_IWOTH) ? make_error_code(directory_errc::unsafe_permissions) : std::error_code();

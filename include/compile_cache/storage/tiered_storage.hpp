@@ -6,6 +6,7 @@
 #pragma once
 
 #include <compile_cache/detail/config.hpp>
+#include <compile_cache/detail/detection.hpp>
 
 #include <compile_cache/envelope.hpp>
 #include <compile_cache/key/key.hpp>
@@ -87,11 +88,10 @@ struct tier_options {
 };
 
 namespace detail {
-template <class S, class = void>
-struct has_remote_describe : std::false_type {};
 template <class S>
-struct has_remote_describe<S, std::enable_if_t<std::is_convertible_v<decltype(std::declval<S const&>().describe()),
-                                                              std::string>>> : std::true_type {};
+using describe_t = decltype(std::declval<S const&>().describe());
+template <class S>
+using has_remote_describe = is_detected_convertible<std::string, describe_t, S>;
 /// The calls the last found read on this thread answered from a remote (for
 /// entry_checked): which tier, and which key.
 struct remote_read_mark {

@@ -178,44 +178,30 @@ struct cleanup_state {
     }
 
 private:
+    /// What one step works with.
+    struct step_context {
+        int root_fd;
+        std::int64_t now_s;
+        std::int64_t temps_before; ///< temp files last written before this go
+        std::uint64_t target;      ///< 90% of the limit: where eviction stops
+        std::size_t budget;
+        std::size_t cost = 0;
+        std::vector<std::pair<unsigned, std::uint64_t>> counted{}; ///< (folder, bytes) for the ledger
+    };
+
     void step_impl(int root_fd, std::string const& ledger_path, unsigned file_mode, int exact_umask,
                    std::uint64_t max_size, std::size_t budget, cleanup_totals& out) {
         std::int64_t const now = now_ns();
-        std::int64_t const now_sec = now / 1000000000;
-        std::int64_t const temps_before = now - temp_stale_after_ns;
-        std::uint64_t const target = max_size - max_size / 10;
-        if (current != phase::idle && (now_sec - started_s > 600 || now_sec < started_s)) reset();
-        if (current == phase::idle) {
-            reset();
-            current = phase::survey;
-            started_s = now_sec;
-        }
-        std::size_t cost = 0;
-        std::vector<std::pair<unsigned, std::uint64_t>> counted;
-
+        step_context c{root_fd, now / 1000000000, now - temp_stale_after_ns, max_size - max_size / 10, budget};
+        auto save_counts = [&] {
+            return set_folder_counts(ledger_path, file_mode, exact_umask, c.counted, c.now_s, events);
+        };
+        begin_or_resume(c.now_s);
         if (current == phase::survey) {
-            while (next < 256 && cost < budget) {
-                unsigned const folder = next;
-                folder_scan const fs =
-                    scan_folder(root_fd, folder, temps_before, no_cutoff,
-                                [&](std::int64_t mtime, std::uint64_t bytes, std::string_view name, std::uint64_t) {
-                                    if (keep_names && records.size() < max_named_records)
-                                        records.push_back({mtime, bytes, folder, std::string(name)});
-                                    else {
-                                        if (keep_names) drop_names();
-                                        samples.emplace_back(mtime, bytes);
-                                    }
-                                });
-                cost += 4 + fs.visited;
-                surveyed_bytes += fs.bytes;
-                surveyed_entries += fs.entries;
-                out.temps_removed += fs.temps_removed;
-                counted.emplace_back(folder, fs.bytes);
-                ++next;
-            }
+            survey_folders(c, out);
             if (next < 256) { // to be continued by a later step: names would be stale by then
                 if (keep_names) drop_names();
-                set_folder_counts(ledger_path, file_mode, exact_umask, counted, now_sec, events);
+                save_counts();
                 return;
             }
             out.complete = true;
@@ -223,73 +209,123 @@ private:
             out.bytes = surveyed_bytes;
             if (max_size == 0 || surveyed_bytes <= max_size) {
                 reset();
-                set_folder_counts(ledger_path, file_mode, exact_umask, counted, now_sec, events);
+                save_counts();
                 return;
             }
             if (keep_names) { // the whole cache was seen in this step: evict exactly, oldest first
-                std::sort(records.begin(), records.end(),
-                          [](record const& a, record const& b) { return a.mtime < b.mtime; });
-                std::uint64_t total = surveyed_bytes;
-                std::uint64_t per_folder[256] = {};
-                for (auto const& [folder, bytes] : counted) per_folder[folder] = bytes;
-                // Each unlink goes through its folder opened without following a
-                // symlink, so that a folder swapped for a symlink since the survey (in
-                // a directory others may write) cannot turn eviction on files elsewhere.
-                file_descriptor folder_fd;
-                unsigned open_folder = 256;
-                for (auto const& r : records) {
-                    if (total <= target) break;
-                    if (r.folder != open_folder) {
-                        if (folder_fd.fd >= 0) ::close(folder_fd.fd);
-                        folder_fd.fd = ::openat(root_fd, folder_name(r.folder), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                        open_folder = r.folder;
-                    }
-                    if (folder_fd.fd < 0) continue;
-                    int const e = ::unlinkat(folder_fd.fd, r.name.c_str(), 0) == 0 ? 0 : errno;
-                    if (e != 0 && e != ENOENT) continue;
-                    total -= r.bytes;
-                    per_folder[r.folder] -= std::min(per_folder[r.folder], r.bytes);
-                    ++out.evicted;
-                    out.evicted_bytes += r.bytes;
-                }
-                for (auto& [folder, bytes] : counted) bytes = per_folder[folder];
-                out.entries -= out.evicted;
-                out.bytes -= out.evicted_bytes;
+                evict_oldest_named(c, out);
                 reset();
-                set_folder_counts(ledger_path, file_mode, exact_umask, counted, now_sec, events);
+                save_counts();
                 return;
             }
-            // Too many to name: find the use time at or before which entries go.
-            std::sort(samples.begin(), samples.end());
-            std::uint64_t total = surveyed_bytes;
-            for (auto const& [mtime, bytes] : samples) {
-                if (total <= target) break;
-                total -= bytes;
-                cutoff = mtime;
-            }
-            samples.clear();
-            samples.shrink_to_fit();
-            current = phase::sweep;
-            next = 0;
+            start_sweep(c.target);
         }
-
         if (current == phase::sweep) {
-            while (next < 256 && cost < budget) {
-                unsigned const folder = next;
-                folder_scan const fs = scan_folder(root_fd, folder, temps_before, cutoff, no_entry_callback{});
-                cost += 4 + fs.visited;
-                out.evicted += fs.evicted;
-                out.evicted_bytes += fs.evicted_bytes;
-                out.temps_removed += fs.temps_removed;
-                counted.emplace_back(folder, fs.bytes);
-                ++next;
+            sweep_folders(c, out);
+            std::uint64_t const total = save_counts();
+            if (next >= 256 || total <= c.target) reset();
+        }
+    }
+
+    /// Starts a survey, unless one is under way and younger than ten minutes (and the
+    /// clock has not gone back): a stale one starts over.
+    void begin_or_resume(std::int64_t now_s) noexcept {
+        if (current != phase::idle && (now_s - started_s > 600 || now_s < started_s)) reset();
+        if (current != phase::idle) return;
+        reset();
+        current = phase::survey;
+        started_s = now_s;
+    }
+
+    /// Counts folders from `next` on while the budget lasts, noting each entry's use
+    /// time and size (with its name while they fit in max_named_records).
+    void survey_folders(step_context& c, cleanup_totals& out) {
+        while (next < 256 && c.cost < c.budget) {
+            unsigned const folder = next;
+            folder_scan const fs =
+                scan_folder(c.root_fd, folder, c.temps_before, no_cutoff,
+                            [&](std::int64_t mtime, std::uint64_t bytes, std::string_view name, std::uint64_t) {
+                                if (keep_names && records.size() < max_named_records)
+                                    records.push_back({mtime, bytes, folder, std::string(name)});
+                                else {
+                                    if (keep_names) drop_names();
+                                    samples.emplace_back(mtime, bytes);
+                                }
+                            });
+            c.cost += 4 + fs.visited;
+            surveyed_bytes += fs.bytes;
+            surveyed_entries += fs.entries;
+            out.temps_removed += fs.temps_removed;
+            c.counted.emplace_back(folder, fs.bytes);
+            ++next;
+        }
+    }
+
+    /// Unlinks the named entries oldest first until the total is under the target, and
+    /// takes them off the folders' figures in `c.counted`. Each unlink goes through its
+    /// folder opened without following a symlink, so that a folder swapped for a
+    /// symlink since the survey (in a directory others may write) cannot turn eviction
+    /// on files elsewhere.
+    void evict_oldest_named(step_context& c, cleanup_totals& out) {
+        std::sort(records.begin(), records.end(), [](record const& a, record const& b) { return a.mtime < b.mtime; });
+        std::uint64_t total = surveyed_bytes;
+        std::uint64_t per_folder[256] = {};
+        for (auto const& [folder, bytes] : c.counted) per_folder[folder] = bytes;
+        file_descriptor folder_fd;
+        unsigned open_folder = 256;
+        for (auto const& r : records) {
+            if (total <= c.target) break;
+            if (r.folder != open_folder) {
+                if (folder_fd.fd >= 0) ::close(folder_fd.fd);
+                folder_fd.fd =
+                    ::openat(c.root_fd, folder_name(r.folder), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                open_folder = r.folder;
             }
-            if (out.complete) {
-                out.entries = out.entries >= out.evicted ? out.entries - out.evicted : 0;
-                out.bytes = out.bytes >= out.evicted_bytes ? out.bytes - out.evicted_bytes : 0;
-            }
-            std::uint64_t const total = set_folder_counts(ledger_path, file_mode, exact_umask, counted, now_sec, events);
-            if (next >= 256 || total <= target) reset();
+            if (folder_fd.fd < 0) continue;
+            int const e = ::unlinkat(folder_fd.fd, r.name.c_str(), 0) == 0 ? 0 : errno;
+            if (e != 0 && e != ENOENT) continue;
+            total -= r.bytes;
+            per_folder[r.folder] -= std::min(per_folder[r.folder], r.bytes);
+            ++out.evicted;
+            out.evicted_bytes += r.bytes;
+        }
+        for (auto& [folder, bytes] : c.counted) bytes = per_folder[folder];
+        out.entries -= out.evicted;
+        out.bytes -= out.evicted_bytes;
+    }
+
+    /// Too many entries to name: finds the use time at or before which entries go (the
+    /// oldest until the rest is under `target`), for the sweep that follows.
+    void start_sweep(std::uint64_t target) {
+        std::sort(samples.begin(), samples.end());
+        std::uint64_t total = surveyed_bytes;
+        for (auto const& [mtime, bytes] : samples) {
+            if (total <= target) break;
+            total -= bytes;
+            cutoff = mtime;
+        }
+        samples.clear();
+        samples.shrink_to_fit();
+        current = phase::sweep;
+        next = 0;
+    }
+
+    /// Sweeps folders from `next` on while the budget lasts, unlinking the entries used
+    /// at or before the cutoff.
+    void sweep_folders(step_context& c, cleanup_totals& out) {
+        while (next < 256 && c.cost < c.budget) {
+            unsigned const folder = next;
+            folder_scan const fs = scan_folder(c.root_fd, folder, c.temps_before, cutoff, no_entry_callback{});
+            c.cost += 4 + fs.visited;
+            out.evicted += fs.evicted;
+            out.evicted_bytes += fs.evicted_bytes;
+            out.temps_removed += fs.temps_removed;
+            c.counted.emplace_back(folder, fs.bytes);
+            ++next;
+        }
+        if (out.complete) {
+            out.entries = out.entries >= out.evicted ? out.entries - out.evicted : 0;
+            out.bytes = out.bytes >= out.evicted_bytes ? out.bytes - out.evicted_bytes : 0;
         }
     }
 };

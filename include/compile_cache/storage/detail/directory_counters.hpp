@@ -84,24 +84,11 @@ inline std::map<std::string, std::uint64_t> parse_counters(std::string_view text
 /// is there but not a regular file, larger than counters_max_file, or unreadable.
 inline bool read_small_file(int dir_fd, char const* name, std::string& text) {
     text.clear();
-    int const fd = ::openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    int const fd = open_no_follow(dir_fd, name);
     if (fd < 0) return errno == ENOENT;
     file_descriptor const guard{fd};
     struct stat st;
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 0 ||
-        static_cast<std::uintmax_t>(st.st_size) > counters_max_file)
-        return false;
-    text.resize(static_cast<std::size_t>(st.st_size));
-    std::size_t got = 0;
-    while (got < text.size()) {
-        ssize_t const r = ::read(fd, &text[got], text.size() - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) return false;
-        if (r == 0) break;
-        got += static_cast<std::size_t>(r);
-    }
-    text.resize(got);
-    return true;
+    return read_regular_file(fd, text, counters_max_file, st) == file_read_status::read;
 }
 
 /// How long a flush waits for a shard's lock before giving up (the counts are for
@@ -113,11 +100,7 @@ inline int open_counters_folder(std::string const& directory, unsigned directory
         bool created = false;
         if (make_directories(path, directory_mode, exact_umask, created) != 0) return -1;
     }
-    int fd;
-    do {
-        fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    } while (fd < 0 && errno == EINTR);
-    return fd;
+    return retry_on_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
 }
 
 /// Adds `delta` to the shard of this process; sets the gauges. Returns 0 or errno.

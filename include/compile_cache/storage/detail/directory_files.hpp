@@ -5,7 +5,9 @@
 // interface.
 #pragma once
 
+#include <compile_cache/detail/endian.hpp>
 #include <compile_cache/detail/platform.hpp>
+#include <compile_cache/detail/posix_io.hpp>
 #include <compile_cache/key/key.hpp>
 
 #include <array>
@@ -204,11 +206,9 @@ inline int rename_no_replace(char const* from, char const* to) noexcept {
 /// Creates `path` exclusively: an existing name, a symlink included (dangling or
 /// not), makes it fail with EEXIST; nothing is ever followed or truncated.
 inline int open_exclusive(std::string const& path, unsigned mode) noexcept {
-    int fd;
-    do {
-        fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, static_cast<mode_t>(mode));
-    } while (fd < 0 && errno == EINTR);
-    return fd;
+    return retry_on_eintr([&] {
+        return ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, static_cast<mode_t>(mode));
+    });
 }
 
 /// `mkdir -p` for `path`; an existing entry on the way is fine (if it is not a
@@ -260,11 +260,8 @@ inline int make_directories(std::string& path, unsigned mode, int exact_umask, b
 /// Writes all of `bytes`, through partial writes and interruptions. Returns 0 or errno.
 inline int write_all(int fd, char const* p, std::size_t left) noexcept {
     while (left > 0) {
-        ssize_t const r = ::write(fd, p, left);
-        if (r < 0) {
-            if (errno == EINTR) continue;
-            return errno;
-        }
+        ssize_t const r = retry_on_eintr([&] { return ::write(fd, p, left); });
+        if (r < 0) return errno;
         if (r == 0) return EIO; // a regular file never does this; do not spin
         p += r;
         left -= static_cast<std::size_t>(r);
@@ -273,10 +270,7 @@ inline int write_all(int fd, char const* p, std::size_t left) noexcept {
 }
 
 inline int fsync_fd(int fd) noexcept {
-    int r;
-    do {
-        r = ::fsync(fd);
-    } while (r != 0 && errno == EINTR);
+    int const r = retry_on_eintr([&] { return ::fsync(fd); });
     return r == 0 ? 0 : errno;
 }
 
@@ -384,11 +378,7 @@ private:
 /// lock (flock on the directory) is released when the descriptor is closed, so a
 /// killed cleaner never leaves it held.
 inline int open_root(std::string const& directory) noexcept {
-    int fd;
-    do {
-        fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    } while (fd < 0 && errno == EINTR);
-    return fd;
+    return retry_on_eintr([&] { return ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); });
 }
 
 // ---- the ledger --------------------------------------------------------------
@@ -411,15 +401,6 @@ inline constexpr std::size_t ledger_bytes = ledger_header + 256 * 16;
 /// A folder figure above this is garbage (a torn or foreign file), not a size.
 inline constexpr std::uint64_t ledger_sane_limit = std::uint64_t{1} << 50;
 
-inline void put_u64(unsigned char* p, std::uint64_t v) noexcept {
-    for (int i = 0; i < 8; ++i) p[i] = static_cast<unsigned char>(v >> (8 * i));
-}
-inline std::uint64_t get_u64(unsigned char const* p) noexcept {
-    std::uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
-    return v;
-}
-
 /// A folder's figure is recounted when it was never counted, was counted over an
 /// hour ago, or claims to have been counted in the future (a clock that jumped).
 inline constexpr std::int64_t recount_after_s = 3600; ///< a folder's figure is trusted this long
@@ -431,16 +412,13 @@ inline bool recount_due(std::int64_t counted_at, std::int64_t now) noexcept {
 /// ledger; false (slots all zero: a fresh ledger) otherwise.
 inline bool read_ledger(int fd, ledger_slots& slots) noexcept {
     unsigned char buf[ledger_bytes];
-    ssize_t got;
-    do {
-        got = ::pread(fd, buf, sizeof buf, 0);
-    } while (got < 0 && errno == EINTR);
+    ssize_t const got = retry_on_eintr([&] { return ::pread(fd, buf, sizeof buf, 0); });
     slots = {};
     if (got != static_cast<ssize_t>(sizeof buf) || std::memcmp(buf, ledger_magic, 8) != 0) return false;
     for (std::size_t i = 0; i < 256; ++i) {
         unsigned char const* p = buf + ledger_header + 16 * i;
-        slots[i].bytes = get_u64(p);
-        slots[i].counted_at = static_cast<std::int64_t>(get_u64(p + 8));
+        slots[i].bytes = read_le<std::uint64_t>(p);
+        slots[i].counted_at = static_cast<std::int64_t>(read_le<std::uint64_t>(p + 8));
         if (slots[i].bytes > ledger_sane_limit) {
             slots = {};
             return false;
@@ -451,8 +429,7 @@ inline bool read_ledger(int fd, ledger_slots& slots) noexcept {
 
 inline bool pwrite_all(int fd, unsigned char const* p, std::size_t n, std::size_t offset) noexcept {
     while (n > 0) {
-        ssize_t const r = ::pwrite(fd, p, n, static_cast<off_t>(offset));
-        if (r < 0 && errno == EINTR) continue;
+        ssize_t const r = retry_on_eintr([&] { return ::pwrite(fd, p, n, static_cast<off_t>(offset)); });
         if (r <= 0) return false;
         p += r;
         n -= static_cast<std::size_t>(r);
@@ -466,8 +443,8 @@ inline bool write_ledger(int fd, ledger_slots const& slots) noexcept {
     unsigned char buf[ledger_bytes] = {};
     std::memcpy(buf, ledger_magic, 8);
     for (std::size_t i = 0; i < 256; ++i) {
-        put_u64(buf + ledger_header + 16 * i, slots[i].bytes);
-        put_u64(buf + ledger_header + 16 * i + 8, static_cast<std::uint64_t>(slots[i].counted_at));
+        store_le<std::uint64_t>(buf + ledger_header + 16 * i, slots[i].bytes);
+        store_le<std::uint64_t>(buf + ledger_header + 16 * i + 8, static_cast<std::uint64_t>(slots[i].counted_at));
     }
     return pwrite_all(fd, buf, sizeof buf, 0);
 }
@@ -484,11 +461,10 @@ inline std::uint64_t ledger_total(ledger_slots const& slots) noexcept {
 /// (read-only directory, ...): the caller then does no accounting.
 inline int open_ledger(std::string const& path, unsigned file_mode, int exact_umask,
                        struct stat* st_out = nullptr) noexcept {
-    int fd;
-    do {
-        fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
-                    static_cast<mode_t>(file_mode));
-    } while (fd < 0 && errno == EINTR);
+    int const fd = retry_on_eintr([&] {
+        return ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
+                      static_cast<mode_t>(file_mode));
+    });
     if (fd < 0) return -1;
     struct stat st {};
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

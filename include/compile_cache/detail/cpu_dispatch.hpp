@@ -1,0 +1,125 @@
+// compile_cache: one function chosen once per process among implementations that
+// differ only in the CPU instructions they use (SHA-256, CRC-32C), and the ARM
+// feature probe they share.
+#pragma once
+
+#include <compile_cache/detail/env.hpp>
+#include <compile_cache/detail/platform.hpp>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#if defined(__aarch64__) && COMPILE_CACHE_LINUX_CALLS
+#include <sys/auxv.h>
+#endif
+
+namespace compile_cache::detail {
+
+/// Bits of AT_HWCAP in the Linux arm64 ABI (arch/arm64/include/uapi/asm/hwcap.h).
+inline constexpr unsigned long arm_hwcap_sha2 = 1ul << 6;
+inline constexpr unsigned long arm_hwcap_crc32 = 1ul << 7;
+
+/// Whether the kernel says this CPU has the feature `hwcap_bit`: on AArch64 Linux only;
+/// false elsewhere (code built for a target with the feature does not ask).
+inline bool arm_cpu_has(unsigned long hwcap_bit) noexcept {
+#if defined(__aarch64__) && COMPILE_CACHE_LINUX_CALLS
+    return (getauxval(AT_HWCAP) & hwcap_bit) != 0;
+#else
+    (void)hwcap_bit;
+    return false;
+#endif
+}
+
+/// One implementation: which, its function, and whether this CPU runs it.
+template <class Backend, class Function>
+struct cpu_implementation {
+    Backend backend;
+    Function function;
+    bool (*runs_here)() noexcept;
+};
+
+inline bool always_runs() noexcept { return true; }
+
+/// The implementation in use of a function with several, described by `Traits`:
+///   using backend = an enum with a `portable` enumerator;
+///   using function = a noexcept function pointer type;
+///   static constexpr char const* variable: the environment variable whose value
+///       `portable` forces the portable code (unset, empty, `auto`: the fastest);
+///   static constexpr cpu_implementation<backend, function> compiled[]: those this
+///       build contains, fastest first, the portable one (always_runs) last.
+/// The pointer starts as first_call, which chooses, stores the choice and forwards:
+/// after that every call is one relaxed load and one indirect call. Constant-
+/// initialized, so usable from other static initializers; relaxed suffices since
+/// every value ever stored computes the same results.
+template <class Traits, class Fn = typename Traits::function>
+struct cpu_dispatch;
+
+template <class Traits, class R, class... Args>
+struct cpu_dispatch<Traits, R (*)(Args...) noexcept> {
+    using backend = typename Traits::backend;
+    using function = R (*)(Args...) noexcept;
+
+    static R first_call(Args... args) noexcept { return resolve()(args...); }
+
+    inline static std::atomic<function> active{&first_call};
+
+    static R call(Args... args) noexcept { return active.load(std::memory_order_relaxed)(args...); }
+
+    /// The function of `b`; null when this build does not contain it.
+    static function function_of(backend b) noexcept {
+        for (auto const& i : Traits::compiled)
+            if (i.backend == b) return i.function;
+        return nullptr;
+    }
+
+    /// Whether `b` is compiled in and this CPU runs it (asks the CPU each time).
+    static bool runs_here(backend b) noexcept {
+        for (auto const& i : Traits::compiled)
+            if (i.backend == b) return i.runs_here();
+        return false;
+    }
+
+    /// The automatic choice given the variable's value (null when unset); sets
+    /// *not_understood for a value other than unset, empty, `auto` or `portable`.
+    static backend choose(char const* env_value, bool* not_understood = nullptr) noexcept {
+        bool const portable = env_value != nullptr && std::strcmp(env_value, "portable") == 0;
+        if (not_understood != nullptr)
+            *not_understood = env_value != nullptr && *env_value != '\0' && !portable &&
+                              std::strcmp(env_value, "auto") != 0;
+        if (portable) return backend::portable;
+        for (auto const& i : Traits::compiled)
+            if (i.runs_here()) return i.backend;
+        return backend::portable;
+    }
+
+    /// Makes the automatic choice (a value not understood is one line on stderr) and
+    /// stores it, unless set() won a race with the first call: then set()'s stays.
+    static function resolve() noexcept {
+        char const* const setting = std::getenv(Traits::variable);
+        bool not_understood = false;
+        function const chosen = function_of(choose(setting, &not_understood));
+        if (not_understood) report_unknown_implementation(Traits::variable, setting);
+        function expected = &first_call;
+        if (active.compare_exchange_strong(expected, chosen, std::memory_order_relaxed)) return chosen;
+        return expected;
+    }
+
+    /// The implementation in use (making the automatic choice now if none was made).
+    static backend current() noexcept {
+        function f = active.load(std::memory_order_relaxed);
+        if (f == &first_call) f = resolve();
+        for (auto const& i : Traits::compiled)
+            if (i.function == f) return i.backend;
+        return backend::portable;
+    }
+
+    /// Uses `b` from now on; false, and nothing changed, when it does not run here.
+    static bool set(backend b) noexcept {
+        if (!runs_here(b)) return false;
+        active.store(function_of(b), std::memory_order_relaxed);
+        return true;
+    }
+};
+
+} // namespace compile_cache::detail
