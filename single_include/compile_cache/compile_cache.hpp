@@ -76,6 +76,113 @@ inline constexpr unsigned format_version = 1;
 // Each requirement is one detection trait in detail::, used by one static_assert of
 // check_hasher (the sentence a compiler prints) and by the C++20 concept Hasher.
 
+// ---- begin compile_cache/detail/detection.hpp
+// compile_cache: the detection idiom (as the Library Fundamentals TS v2's
+// std::experimental::is_detected): a policy requirement is one alias template naming
+// the expression, and one trait `is_detected...<Op, T>` saying whether it is valid.
+
+#include <type_traits>
+
+namespace compile_cache::detail {
+
+/// What detected_t names when the expression is not valid: matches no requirement.
+struct nonesuch {
+    nonesuch() = delete;
+    ~nonesuch() = delete;
+    nonesuch(nonesuch const&) = delete;
+    void operator=(nonesuch const&) = delete;
+};
+
+template <class AlwaysVoid, template <class...> class Op, class... Args>
+struct detector {
+    using value_t = std::false_type;
+    using type = nonesuch;
+};
+template <template <class...> class Op, class... Args>
+struct detector<std::void_t<Op<Args...>>, Op, Args...> {
+    using value_t = std::true_type;
+    using type = Op<Args...>;
+};
+
+/// true_type when Op<Args...> is a valid type.
+template <template <class...> class Op, class... Args>
+using is_detected = typename detector<void, Op, Args...>::value_t;
+
+/// Op<Args...>, or nonesuch when it is not valid.
+template <template <class...> class Op, class... Args>
+using detected_t = typename detector<void, Op, Args...>::type;
+
+/// true_type when Op<Args...> is valid and exactly Expected.
+template <class Expected, template <class...> class Op, class... Args>
+using is_detected_exact = std::is_same<Expected, detected_t<Op, Args...>>;
+
+/// true_type when Op<Args...> is valid and converts to To.
+template <class To, template <class...> class Op, class... Args>
+using is_detected_convertible =
+    std::bool_constant<is_detected<Op, Args...>::value && std::is_convertible_v<detected_t<Op, Args...>, To>>;
+
+} // namespace compile_cache::detail
+// ---- end compile_cache/detail/detection.hpp
+// ---- begin compile_cache/detail/endian.hpp
+// compile_cache: the one place fixed-width integers become bytes and back, in either
+// byte order, whatever the host's (envelope, key message, ledger, CRC-32C, SHA-256).
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+namespace compile_cache::detail {
+
+/// Writes the sizeof(UInt) bytes of v at p, least significant first.
+template <class UInt>
+inline void store_le(unsigned char* p, UInt v) noexcept {
+    for (std::size_t i = 0; i < sizeof(UInt); ++i) {
+        p[i] = static_cast<unsigned char>(v & 0xffu);
+        v = static_cast<UInt>(v >> 7 >> 1); // two shifts: no UB when UInt is one byte
+    }
+}
+
+/// Writes the sizeof(UInt) bytes of v at p, most significant first.
+template <class UInt>
+inline void store_be(unsigned char* p, UInt v) noexcept {
+    for (std::size_t i = sizeof(UInt); i-- > 0;) {
+        p[i] = static_cast<unsigned char>(v & 0xffu);
+        v = static_cast<UInt>(v >> 7 >> 1);
+    }
+}
+
+template <class UInt>
+inline void append_le(std::string& out, UInt v) {
+    unsigned char bytes[sizeof(UInt)];
+    store_le(bytes, v);
+    out.append(reinterpret_cast<char const*>(bytes), sizeof(UInt));
+}
+
+/// The integer whose bytes, least significant first, are at p (unaligned). One load on
+/// a little-endian host, whose compilers all define __BYTE_ORDER__.
+template <class UInt>
+inline UInt read_le(unsigned char const* p) noexcept {
+    UInt v = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    std::memcpy(&v, p, sizeof(UInt));
+#else
+    for (std::size_t i = sizeof(UInt); i-- > 0;) v = static_cast<UInt>((v << 7 << 1) | p[i]);
+#endif
+    return v;
+}
+
+/// The integer whose bytes, most significant first, are at p; compilers turn this into
+/// one load and a byte swap.
+template <class UInt>
+inline UInt read_be(unsigned char const* p) noexcept {
+    UInt v = 0;
+    for (std::size_t i = 0; i < sizeof(UInt); ++i) v = static_cast<UInt>((v << 7 << 1) | p[i]);
+    return v;
+}
+
+} // namespace compile_cache::detail
+// ---- end compile_cache/detail/endian.hpp
 
 // ---- begin compile_cache/key/key.hpp
 // compile_cache: the key of an entry, a digest of up to 64 bytes.
@@ -194,10 +301,10 @@ namespace compile_cache {
 
 namespace detail {
 
-template <class H, class = void>
-struct has_result_type : std::false_type {};
 template <class H>
-struct has_result_type<H, std::void_t<typename H::result_type>> : std::true_type {};
+using result_type_t = typename H::result_type;
+template <class H>
+using has_result_type = is_detected<result_type_t, H>;
 
 /// A contiguous container of one-byte elements: data() gives a pointer to them and
 /// size() their number.
@@ -275,15 +382,13 @@ struct has_byte_result_type<H, true> : is_byte_container<typename H::result_type
 /// H::block_size is optional; when present it is an integral constant expression (any
 /// integer type: Boost.Hash2 uses int, compile_cache::sha256 std::size_t). Only hmac<H>
 /// uses it (the HMAC pad length); keys never do.
-template <class H, class = void>
-struct names_block_size : std::false_type {};
 template <class H>
-struct names_block_size<H, std::void_t<decltype(&H::block_size)>> : std::true_type {};
+using block_size_address_t = decltype(&H::block_size);
+template <class H>
+using names_block_size = is_detected<block_size_address_t, H>;
 /// A static member (its address is an ordinary pointer, not a pointer to member).
-template <class H, class = void>
-struct has_static_block_size : std::false_type {};
 template <class H>
-struct has_static_block_size<H, std::enable_if_t<std::is_pointer_v<decltype(&H::block_size)>>> : std::true_type {};
+using has_static_block_size = std::is_pointer<detected_t<block_size_address_t, H>>;
 template <class H, class = void>
 struct has_constant_block_size : std::false_type {};
 template <class H>
@@ -300,24 +405,20 @@ struct has_valid_block_size : std::bool_constant<!names_block_size<H>::value || 
 
 /// update(p, n) with p a pointer to the message bytes: `void const*` (Boost.Hash2), or
 /// `unsigned char const*` (= `std::uint8_t const*`), or `std::byte const*`.
-template <class H, class P, class = void>
-struct has_update_on : std::false_type {};
 template <class H, class P>
-struct has_update_on<H, P, std::void_t<decltype(std::declval<H&>().update(
-                               std::declval<P>(), std::declval<std::size_t>()))>>
-    : std::true_type {};
+using update_t = decltype(std::declval<H&>().update(std::declval<P>(), std::declval<std::size_t>()));
+template <class H, class P>
+using has_update_on = is_detected<update_t, H, P>;
 template <class H>
 struct has_update
     : std::bool_constant<has_update_on<H, void const*>::value || has_update_on<H, unsigned char const*>::value ||
                          has_update_on<H, std::byte const*>::value> {};
 
-template <class H, class = void>
-struct has_result : std::false_type {};
 template <class H>
-struct has_result<H, std::enable_if_t<has_result_type<H>::value &&
-                                      std::is_same_v<decltype(std::declval<H&>().result()),
-                                                     typename H::result_type>>>
-    : std::true_type {};
+using result_t = decltype(std::declval<H&>().result());
+template <class H>
+using has_result = std::bool_constant<has_result_type<H>::value &&
+                                      std::is_same_v<detected_t<result_t, H>, detected_t<result_type_t, H>>>;
 
 /// True when H meets every Hasher requirement; no diagnostics.
 template <class H>
@@ -349,13 +450,8 @@ key key_of_digest(R const& r) noexcept {
     if constexpr (kind == digest_kind::bytes) {
         return key(r.data(), r.size());
     } else if constexpr (kind == digest_kind::integer) {
-        using U = std::make_unsigned_t<R>;
-        U v = static_cast<U>(r);
         unsigned char bytes[sizeof(R)];
-        for (std::size_t i = 0; i < sizeof(R); ++i) {
-            bytes[i] = static_cast<unsigned char>(v & 0xffu);
-            v = static_cast<U>(v >> 4 >> 4); // two shifts: no shift by the width of a one-byte U
-        }
+        store_le(bytes, static_cast<std::make_unsigned_t<R>>(r));
         return key(bytes, sizeof bytes);
     } else {
         unsigned char bytes[sizeof(R)];
@@ -379,31 +475,22 @@ key hasher_key(H& h) {
 template <class H>
 struct check_hasher {
     static_assert(detail::has_result_type<H>::value,
-                  "compile_cache: the Hasher has no result_type member type; expected "
-                  "`using result_type = ...;`: an integer, `std::array<unsigned char, N>`, or a "
-                  "trivially copyable struct without padding, of 1 to 64 bytes");
+                  "compile_cache: the Hasher has no result_type member type (docs/policies.md)");
     static_assert(!detail::has_result_type<H>::value || detail::has_digest_result_type<H>::value,
-                  "compile_cache: the Hasher's result_type is not a digest; expected an integer, "
-                  "a byte container with a compile-time size such as `std::array<unsigned char, N>`, "
-                  "or a trivially copyable struct without padding (no bool, floating point or "
-                  "dynamically sized result)");
+                  "compile_cache: the Hasher's result_type is not a digest: an integer, "
+                  "`std::array<unsigned char, N>` or a struct without padding (docs/policies.md)");
     static_assert(!detail::has_digest_result_type<H>::value || detail::has_key_sized_result_type<H>::value,
-                  "compile_cache: the Hasher's result_type is larger than 64 bytes, the most a "
-                  "compile_cache::key holds");
+                  "compile_cache: the Hasher's result_type is larger than 64 bytes (docs/policies.md)");
     static_assert(detail::has_valid_block_size<H>::value,
-                  "compile_cache: the Hasher's block_size is not an integral constant; expected "
-                  "`static constexpr std::size_t block_size = ...;` (an int is accepted too), "
-                  "or no block_size at all");
+                  "compile_cache: the Hasher's block_size is not an integral constant (docs/policies.md)");
     static_assert(std::is_default_constructible_v<H>,
-                  "compile_cache: the Hasher is not default constructible; expected a public "
-                  "default constructor `H()` that starts an empty message");
+                  "compile_cache: the Hasher is not default constructible (docs/policies.md)");
     static_assert(detail::has_update<H>::value,
                   "compile_cache: the Hasher has no usable update member; expected "
-                  "`void update(void const* data, std::size_t n)` that appends n bytes to the "
-                  "message (a pointer to unsigned char, std::uint8_t or std::byte is accepted too)");
+                  "`void update(void const* data, std::size_t n)` (docs/policies.md)");
     static_assert(!detail::has_result_type<H>::value || detail::has_result<H>::value,
-                  "compile_cache: the Hasher has no result member returning its result_type; "
-                  "expected `result_type result()` that returns the digest of the message");
+                  "compile_cache: the Hasher has no result member returning its result_type "
+                  "(docs/policies.md)");
     static constexpr bool value = true; // the asserts above say what is wrong, once
 };
 
@@ -425,6 +512,11 @@ concept Hasher = detail::is_hasher<H>::value;
 // compile_cache: SHA-256 (FIPS 180-4) as a Hasher, with the members of Boost.Hash2's
 // HashAlgorithm concept, so the two are interchangeable.
 
+
+// ---- begin compile_cache/detail/cpu_dispatch.hpp
+// compile_cache: one function chosen once per process among implementations that
+// differ only in the CPU instructions they use (SHA-256, CRC-32C), and the ARM
+// feature probe they share.
 
 // ---- begin compile_cache/detail/env.hpp
 // compile_cache: reading settings from the environment.
@@ -472,30 +564,6 @@ inline bool is_on(std::string_view value) {
 
 } // namespace compile_cache::detail
 // ---- end compile_cache/detail/env.hpp
-// ---- begin compile_cache/detail/sha256_arm.hpp
-// compile_cache: SHA-256 block compression with the ARMv8 SHA-2 instructions
-// (FEAT_SHA256: SHA256H, SHA256H2, SHA256SU0, SHA256SU1), AArch64 only.
-//
-// The state lives in two vectors, ABCD and EFGH. SHA256H/SHA256H2 do four rounds from
-// W[t..t+3] + K[t..t+3] (one gives the new ABCD, the other the new EFGH, both from the
-// old pair); SHA256SU0/SHA256SU1 compute four message-schedule words at a time
-// (Arm Architecture Reference Manual, the SHA256* instruction descriptions).
-//
-// How it is compiled:
-// - GCC: a per-function target attribute; its arm_neon.h declares the intrinsics
-//   whatever the command line says, so no -march flag is needed. The attribute is
-//   "+crypto", not "+sha2": GCC 12's arm_neon.h wraps the SHA-2 intrinsics in
-//   `#pragma GCC target("+nothing+crypto")`, and a caller must have every feature of
-//   the always-inline callee (with "+sha2" GCC 12 refuses to inline them; checked
-//   with aarch64-linux-gnu-g++ 12.2). "+crypto" (AES and SHA-2) also satisfies later
-//   GCCs that wrap them in "+sha2"; only SHA-2 instructions are emitted, and the
-//   run-time check is for HWCAP_SHA2 alone.
-// - Clang: its arm_neon.h declares them only when __ARM_FEATURE_SHA2 is defined
-//   (clang 14 at least), i.e. when the program is built with e.g.
-//   -march=armv8-a+crypto or -march=armv8.2-a+sha2; otherwise this path is not
-//   compiled and the portable code is used.
-// Either way it is called only after sha256_arm_supported() said yes.
-
 // ---- begin compile_cache/detail/platform.hpp
 // compile_cache: what the library was compiled for: the platform name the key's
 // toolchain component carries, and whether the Linux-only calls may be used.
@@ -553,12 +621,156 @@ constexpr char const* compiled_platform() noexcept {
 
 } // namespace compile_cache::detail
 // ---- end compile_cache/detail/platform.hpp
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#if defined(__aarch64__) && COMPILE_CACHE_LINUX_CALLS
+#include <sys/auxv.h>
+#endif
+
+namespace compile_cache::detail {
+
+/// Bits of AT_HWCAP in the Linux arm64 ABI (arch/arm64/include/uapi/asm/hwcap.h).
+inline constexpr unsigned long arm_hwcap_sha2 = 1ul << 6;
+inline constexpr unsigned long arm_hwcap_crc32 = 1ul << 7;
+
+/// Whether the kernel says this CPU has the feature `hwcap_bit`: on AArch64 Linux only;
+/// false elsewhere (code built for a target with the feature does not ask).
+inline bool arm_cpu_has(unsigned long hwcap_bit) noexcept {
+#if defined(__aarch64__) && COMPILE_CACHE_LINUX_CALLS
+    return (getauxval(AT_HWCAP) & hwcap_bit) != 0;
+#else
+    (void)hwcap_bit;
+    return false;
+#endif
+}
+
+/// One implementation: which, its function, and whether this CPU runs it.
+template <class Backend, class Function>
+struct cpu_implementation {
+    Backend backend;
+    Function function;
+    bool (*runs_here)() noexcept;
+};
+
+inline bool always_runs() noexcept { return true; }
+
+/// The implementation in use of a function with several, described by `Traits`:
+///   using backend = an enum with a `portable` enumerator;
+///   using function = a noexcept function pointer type;
+///   static constexpr char const* variable: the environment variable whose value
+///       `portable` forces the portable code (unset, empty, `auto`: the fastest);
+///   static constexpr cpu_implementation<backend, function> compiled[]: those this
+///       build contains, fastest first, the portable one (always_runs) last.
+/// The pointer starts as first_call, which chooses, stores the choice and forwards:
+/// after that every call is one relaxed load and one indirect call. Constant-
+/// initialized, so usable from other static initializers; relaxed suffices since
+/// every value ever stored computes the same results.
+template <class Traits, class Fn = typename Traits::function>
+struct cpu_dispatch;
+
+template <class Traits, class R, class... Args>
+struct cpu_dispatch<Traits, R (*)(Args...) noexcept> {
+    using backend = typename Traits::backend;
+    using function = R (*)(Args...) noexcept;
+
+    static R first_call(Args... args) noexcept { return resolve()(args...); }
+
+    inline static std::atomic<function> active{&first_call};
+
+    static R call(Args... args) noexcept { return active.load(std::memory_order_relaxed)(args...); }
+
+    /// The function of `b`; null when this build does not contain it.
+    static function function_of(backend b) noexcept {
+        for (auto const& i : Traits::compiled)
+            if (i.backend == b) return i.function;
+        return nullptr;
+    }
+
+    /// Whether `b` is compiled in and this CPU runs it (asks the CPU each time).
+    static bool runs_here(backend b) noexcept {
+        for (auto const& i : Traits::compiled)
+            if (i.backend == b) return i.runs_here();
+        return false;
+    }
+
+    /// The automatic choice given the variable's value (null when unset); sets
+    /// *not_understood for a value other than unset, empty, `auto` or `portable`.
+    static backend choose(char const* env_value, bool* not_understood = nullptr) noexcept {
+        bool const portable = env_value != nullptr && std::strcmp(env_value, "portable") == 0;
+        if (not_understood != nullptr)
+            *not_understood = env_value != nullptr && *env_value != '\0' && !portable &&
+                              std::strcmp(env_value, "auto") != 0;
+        if (portable) return backend::portable;
+        for (auto const& i : Traits::compiled)
+            if (i.runs_here()) return i.backend;
+        return backend::portable;
+    }
+
+    /// Makes the automatic choice (a value not understood is one line on stderr) and
+    /// stores it, unless set() won a race with the first call: then set()'s stays.
+    static function resolve() noexcept {
+        char const* const setting = std::getenv(Traits::variable);
+        bool not_understood = false;
+        function const chosen = function_of(choose(setting, &not_understood));
+        if (not_understood) report_unknown_implementation(Traits::variable, setting);
+        function expected = &first_call;
+        if (active.compare_exchange_strong(expected, chosen, std::memory_order_relaxed)) return chosen;
+        return expected;
+    }
+
+    /// The implementation in use (making the automatic choice now if none was made).
+    static backend current() noexcept {
+        function f = active.load(std::memory_order_relaxed);
+        if (f == &first_call) f = resolve();
+        for (auto const& i : Traits::compiled)
+            if (i.function == f) return i.backend;
+        return backend::portable;
+    }
+
+    /// Uses `b` from now on; false, and nothing changed, when it does not run here.
+    static bool set(backend b) noexcept {
+        if (!runs_here(b)) return false;
+        active.store(function_of(b), std::memory_order_relaxed);
+        return true;
+    }
+};
+
+} // namespace compile_cache::detail
+// ---- end compile_cache/detail/cpu_dispatch.hpp
+// ---- begin compile_cache/detail/sha256_arm.hpp
+// compile_cache: SHA-256 block compression with the ARMv8 SHA-2 instructions
+// (FEAT_SHA256: SHA256H, SHA256H2, SHA256SU0, SHA256SU1), AArch64 only.
+//
+// The state lives in two vectors, ABCD and EFGH. SHA256H/SHA256H2 do four rounds from
+// W[t..t+3] + K[t..t+3] (one gives the new ABCD, the other the new EFGH, both from the
+// old pair); SHA256SU0/SHA256SU1 compute four message-schedule words at a time
+// (Arm Architecture Reference Manual, the SHA256* instruction descriptions).
+//
+// How it is compiled:
+// - GCC: a per-function target attribute; its arm_neon.h declares the intrinsics
+//   whatever the command line says, so no -march flag is needed. The attribute is
+//   "+crypto", not "+sha2": GCC 12's arm_neon.h wraps the SHA-2 intrinsics in
+//   `#pragma GCC target("+nothing+crypto")`, and a caller must have every feature of
+//   the always-inline callee (with "+sha2" GCC 12 refuses to inline them; checked
+//   with aarch64-linux-gnu-g++ 12.2). "+crypto" (AES and SHA-2) also satisfies later
+//   GCCs that wrap them in "+sha2"; only SHA-2 instructions are emitted, and the
+//   run-time check is for HWCAP_SHA2 alone.
+// - Clang: its arm_neon.h declares them only when __ARM_FEATURE_SHA2 is defined
+//   (clang 14 at least), i.e. when the program is built with e.g.
+//   -march=armv8-a+crypto or -march=armv8.2-a+sha2; otherwise this path is not
+//   compiled and the portable code is used.
+// Either way it is called only after sha256_arm_supported() said yes.
+
 // ---- begin compile_cache/detail/sha256_portable.hpp
 // compile_cache: the portable SHA-256 block compression (FIPS 180-4, section 6.2.2).
 //
 // Kept apart from the sha256 class so that a hardware compression function
 // (x86 SHA-NI, ARMv8 SHA2) with the same signature can be chosen at run time and
 // this one stays the fallback and the reference the others are tested against.
+
 
 #include <cstddef>
 #include <cstdint>
@@ -586,19 +798,6 @@ inline constexpr std::uint32_t sha256_round_constants[64] = {
 
 inline std::uint32_t sha256_rotr(std::uint32_t x, unsigned n) noexcept {
     return (x >> n) | (x << (32u - n)); // n is always in 1..31 here
-}
-
-/// Big-endian load; compilers turn this into a single load and byte swap.
-inline std::uint32_t sha256_load_be32(unsigned char const* p) noexcept {
-    return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) |
-           (std::uint32_t{p[2]} << 8) | std::uint32_t{p[3]};
-}
-
-inline void sha256_store_be32(unsigned char* p, std::uint32_t v) noexcept {
-    p[0] = static_cast<unsigned char>(v >> 24);
-    p[1] = static_cast<unsigned char>(v >> 16);
-    p[2] = static_cast<unsigned char>(v >> 8);
-    p[3] = static_cast<unsigned char>(v);
 }
 
 // The six logical functions of FIPS 180-4, 4.1.2.
@@ -673,7 +872,7 @@ inline void sha256_compress_portable(std::uint32_t state[8], unsigned char const
     std::uint32_t e = state[4], f = state[5], g = state[6], h = state[7];
     for (; nblocks != 0; --nblocks, blocks += 64) {
         std::uint32_t w[16];
-        for (std::size_t i = 0; i < 16; ++i) w[i] = sha256_load_be32(blocks + 4 * i);
+        for (std::size_t i = 0; i < 16; ++i) w[i] = read_be<std::uint32_t>(blocks + 4 * i);
 
         sha256_sixteen_rounds(a, b, c, d, e, f, g, h, w, 0);
         sha256_expand(w);
@@ -709,9 +908,6 @@ inline void sha256_compress_portable(std::uint32_t state[8], unsigned char const
 
 #if COMPILE_CACHE_HAS_SHA256_ARM
 #include <arm_neon.h>
-#if COMPILE_CACHE_LINUX_CALLS
-#include <sys/auxv.h>
-#endif
 
 #if defined(__ARM_FEATURE_SHA2)
 #define COMPILE_CACHE_SHA2_TARGET
@@ -730,13 +926,8 @@ namespace detail {
 inline bool sha256_arm_supported() noexcept {
 #if defined(__ARM_FEATURE_SHA2)
     return true;
-#elif COMPILE_CACHE_LINUX_CALLS
-#ifndef HWCAP_SHA2
-#define HWCAP_SHA2 (1ul << 6) // the Linux arm64 ABI value (arch/arm64/include/uapi/asm/hwcap.h)
-#endif
-    return (getauxval(AT_HWCAP) & HWCAP_SHA2) != 0;
 #else
-    return false;
+    return arm_cpu_has(arm_hwcap_sha2);
 #endif
 }
 
@@ -944,12 +1135,9 @@ COMPILE_CACHE_SHANI_TARGET inline void sha256_compress_x86(std::uint32_t state[8
 // ---- end compile_cache/detail/sha256_x86.hpp
 
 #include <array>
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <initializer_list>
 
 namespace compile_cache {
 
@@ -977,113 +1165,48 @@ namespace detail {
 
 using sha256_compress_fn = void (*)(std::uint32_t*, unsigned char const*, std::size_t) noexcept;
 
+struct sha256_implementations {
+    using backend = sha256_backend;
+    using function = sha256_compress_fn;
+    static constexpr char const* variable = "COMPILE_CACHE_SHA256";
+    static constexpr cpu_implementation<backend, function> compiled[] = {
+#if COMPILE_CACHE_HAS_SHA256_X86
+        {sha256_backend::x86_sha_ni, &sha256_compress_x86, &sha256_x86_supported},
+#endif
+#if COMPILE_CACHE_HAS_SHA256_ARM
+        {sha256_backend::arm_sha2, &sha256_compress_arm, &sha256_arm_supported},
+#endif
+        {sha256_backend::portable, &sha256_compress_portable, &always_runs},
+    };
+};
+
+/// The compression function in use, chosen on first use (see cpu_dispatch).
+using sha256_dispatch = cpu_dispatch<sha256_implementations>;
+
 /// The compression function of `b`, or null when this build does not contain it.
-inline sha256_compress_fn sha256_compress_of(sha256_backend b) noexcept {
-    switch (b) {
-    case sha256_backend::portable: return &sha256_compress_portable;
-    case sha256_backend::x86_sha_ni:
-#if COMPILE_CACHE_HAS_SHA256_X86
-        return &sha256_compress_x86;
-#else
-        return nullptr;
-#endif
-    case sha256_backend::arm_sha2:
-#if COMPILE_CACHE_HAS_SHA256_ARM
-        return &sha256_compress_arm;
-#else
-        return nullptr;
-#endif
-    }
-    return nullptr;
-}
+inline sha256_compress_fn sha256_compress_of(sha256_backend b) noexcept { return sha256_dispatch::function_of(b); }
 
-/// Whether `b` is compiled in and this CPU can run it (asks the CPU each time).
-inline bool sha256_backend_runs_here(sha256_backend b) noexcept {
-    switch (b) {
-    case sha256_backend::portable: return true;
-    case sha256_backend::x86_sha_ni:
-#if COMPILE_CACHE_HAS_SHA256_X86
-        return sha256_x86_supported();
-#else
-        return false;
-#endif
-    case sha256_backend::arm_sha2:
-#if COMPILE_CACHE_HAS_SHA256_ARM
-        return sha256_arm_supported();
-#else
-        return false;
-#endif
-    }
-    return false;
-}
-
-/// The automatic choice, given the value of COMPILE_CACHE_SHA256 (null when unset):
-/// `portable` forces the portable code; anything else means the fastest that runs here.
+/// The automatic choice, given the value of COMPILE_CACHE_SHA256 (null when unset).
 inline sha256_backend sha256_choose_backend(char const* env_value, bool* not_understood = nullptr) noexcept {
-    // Unset, empty and `auto` mean the automatic choice; anything else but `portable`
-    // is a mistake the caller reports (once, as one line) and then ignores.
-    if (not_understood != nullptr)
-        *not_understood = env_value != nullptr && *env_value != '\0' && std::strcmp(env_value, "portable") != 0 &&
-                          std::strcmp(env_value, "auto") != 0;
-    if (env_value != nullptr && std::strcmp(env_value, "portable") == 0) return sha256_backend::portable;
-    if (sha256_backend_runs_here(sha256_backend::x86_sha_ni)) return sha256_backend::x86_sha_ni;
-    if (sha256_backend_runs_here(sha256_backend::arm_sha2)) return sha256_backend::arm_sha2;
-    return sha256_backend::portable;
-}
-
-void sha256_compress_first_call(std::uint32_t* state, unsigned char const* blocks, std::size_t nblocks) noexcept;
-
-/// The compression function in use. It starts as sha256_compress_first_call, which
-/// makes the choice, stores it here and forwards: after that every call is one load
-/// and one indirect call, with no CPU or environment query. Constant-initialized, so
-/// usable from other static initializers. Relaxed loads suffice: the value is a
-/// function address, and every value ever stored computes the same digests.
-inline std::atomic<sha256_compress_fn> sha256_compress_active{&sha256_compress_first_call};
-
-inline sha256_compress_fn sha256_resolve() noexcept {
-    char const* const setting = std::getenv("COMPILE_CACHE_SHA256");
-    bool not_understood = false;
-    sha256_compress_fn const chosen = sha256_compress_of(sha256_choose_backend(setting, &not_understood));
-    if (not_understood) report_unknown_implementation("COMPILE_CACHE_SHA256", setting);
-    // Only replaces the initial value: a set_sha256_implementation() that won a race
-    // with the first call keeps its choice.
-    sha256_compress_fn expected = &sha256_compress_first_call;
-    if (sha256_compress_active.compare_exchange_strong(expected, chosen, std::memory_order_relaxed))
-        return chosen;
-    return expected;
-}
-
-inline void sha256_compress_first_call(std::uint32_t* state, unsigned char const* blocks,
-                                       std::size_t nblocks) noexcept {
-    sha256_resolve()(state, blocks, nblocks);
+    return sha256_dispatch::choose(env_value, not_understood);
 }
 
 } // namespace detail
 
 /// The compression function sha256 uses in this process (making the automatic
 /// choice now if nothing has hashed yet).
-inline sha256_backend sha256_implementation() noexcept {
-    detail::sha256_compress_fn f = detail::sha256_compress_active.load(std::memory_order_relaxed);
-    if (f == &detail::sha256_compress_first_call) f = detail::sha256_resolve();
-    for (auto b : {sha256_backend::x86_sha_ni, sha256_backend::arm_sha2})
-        if (f == detail::sha256_compress_of(b)) return b;
-    return sha256_backend::portable;
-}
+inline sha256_backend sha256_implementation() noexcept { return detail::sha256_dispatch::current(); }
 
 /// Whether `b` is compiled into this program and runs on this CPU.
 inline bool sha256_implementation_available(sha256_backend b) noexcept {
-    return detail::sha256_backend_runs_here(b);
+    return detail::sha256_dispatch::runs_here(b);
 }
 
 /// Makes every sha256 in the process use `b` from now on (objects mid-stream
 /// included: all backends share the state format). False, and nothing changed, when
 /// `b` is not available here. Meant for tests and benchmarks; a program that wants
 /// the portable code can also set COMPILE_CACHE_SHA256=portable in its environment.
-inline bool set_sha256_implementation(sha256_backend b) noexcept {
-    if (!sha256_implementation_available(b)) return false;
-    detail::sha256_compress_active.store(detail::sha256_compress_of(b), std::memory_order_relaxed);
-    return true;
-}
+inline bool set_sha256_implementation(sha256_backend b) noexcept { return detail::sha256_dispatch::set(b); }
 
 /// SHA-256, C++17, no dependency: the x86 SHA extensions or the ARMv8 SHA-2
 /// instructions when the CPU has them, portable code otherwise (see sha256_backend).
@@ -1109,8 +1232,7 @@ public:
     explicit sha256(std::uint64_t seed) noexcept {
         if (seed != 0) {
             unsigned char bytes[8];
-            for (unsigned i = 0; i < 8; ++i)
-                bytes[i] = static_cast<unsigned char>(seed >> (8 * i));
+            detail::store_le(bytes, seed);
             update(bytes, 8);
             result();
         }
@@ -1162,13 +1284,12 @@ public:
         unsigned char padding[block_size + 8] = {0x80};
         std::size_t const zeros_and_marker =
             buffered_ < 56 ? 56 - buffered_ : block_size + 56 - buffered_;
-        for (unsigned i = 0; i < 8; ++i)
-            padding[zeros_and_marker + i] = static_cast<unsigned char>(bits >> (56 - 8 * i));
+        detail::store_be(padding + zeros_and_marker, bits);
         update(padding, zeros_and_marker + 8);
         // buffered_ is 0 here: the padding completed a block.
 
         result_type digest;
-        for (std::size_t i = 0; i < 8; ++i) detail::sha256_store_be32(digest.data() + 4 * i, state_[i]);
+        for (std::size_t i = 0; i < 8; ++i) detail::store_be(digest.data() + 4 * i, state_[i]);
         return digest;
     }
 
@@ -1176,7 +1297,7 @@ private:
     // The one place a block compression function is called: the one chosen once per
     // process (see sha256_backend).
     void compress(unsigned char const* blocks, std::size_t nblocks) noexcept {
-        detail::sha256_compress_active.load(std::memory_order_relaxed)(state_, blocks, nblocks);
+        detail::sha256_dispatch::call(state_, blocks, nblocks);
     }
 
     std::uint32_t state_[8] = {
@@ -1211,34 +1332,6 @@ inline sha256::result_type sha256_digest(void const* p, std::size_t n) noexcept 
 // value of its own type consists of.
 
 
-// ---- begin compile_cache/detail/endian.hpp
-// compile_cache: little-endian fixed-width integers, whatever the host's byte order.
-
-#include <cstddef>
-#include <cstdint>
-#include <string>
-
-namespace compile_cache::detail {
-
-template <class UInt>
-inline void append_le(std::string& out, UInt v) {
-    char bytes[sizeof(UInt)];
-    for (std::size_t i = 0; i < sizeof(UInt); ++i) {
-        bytes[i] = static_cast<char>(static_cast<unsigned char>(v & 0xffu));
-        v = static_cast<UInt>(v >> 7 >> 1); // two shifts: no UB when UInt is one byte
-    }
-    out.append(bytes, sizeof(UInt));
-}
-
-template <class UInt>
-inline UInt read_le(unsigned char const* p) noexcept {
-    UInt v = 0;
-    for (std::size_t i = sizeof(UInt); i-- > 0;) v = static_cast<UInt>((v << 7 << 1) | p[i]);
-    return v;
-}
-
-} // namespace compile_cache::detail
-// ---- end compile_cache/detail/endian.hpp
 
 #include <algorithm>
 #include <cmath>
@@ -2332,23 +2425,22 @@ private:
 namespace compile_cache {
 
 namespace detail {
-template <class S, class = void>
-struct has_format_id : std::false_type {};
 template <class S>
-struct has_format_id<S, std::enable_if_t<std::is_convertible_v<decltype(S::format_id()), std::string>>>
-    : std::true_type {};
+using format_id_t = decltype(S::format_id());
+template <class S>
+using has_format_id = is_detected_convertible<std::string, format_id_t, S>;
 
-template <class S, class A, class = void>
-struct has_save : std::false_type {};
 template <class S, class A>
-struct has_save<S, A, std::void_t<decltype(S::save(std::declval<std::string&>(), std::declval<A const&>(),
-                                                    std::declval<resolver_context const&>()))>> : std::true_type {};
+using save_t = decltype(S::save(std::declval<std::string&>(), std::declval<A const&>(),
+                                std::declval<resolver_context const&>()));
+template <class S, class A>
+using has_save = is_detected<save_t, S, A>;
 
-template <class S, class A, class = void>
-struct has_load : std::false_type {};
 template <class S, class A>
-struct has_load<S, A, std::void_t<decltype(S::load(std::declval<std::string_view>(), std::declval<A&>(),
-                                                    std::declval<resolver_context const&>()))>> : std::true_type {};
+using load_t = decltype(S::load(std::declval<std::string_view>(), std::declval<A&>(),
+                                std::declval<resolver_context const&>()));
+template <class S, class A>
+using has_load = is_detected<load_t, S, A>;
 
 /// Every requirement of check_serializer<S, A> met; no diagnostics.
 template <class S, class A>
@@ -2366,7 +2458,7 @@ template <class S>
 constexpr bool assert_serializer_policy() {
     static_assert(has_format_id<S>::value,
                   "compile_cache: the Serializer has no format_id; expected `static std::string format_id()` "
-                  "naming the format, its version and the ABI facts it depends on");
+                  "(docs/policies.md)");
     return true;
 }
 
@@ -2374,16 +2466,15 @@ template <class S, class Artifact>
 constexpr bool assert_serializer_for() {
     assert_serializer_policy<S>(); // its sentence, once per S
     static_assert(std::is_default_constructible_v<Artifact>,
-                  "compile_cache: the artifact type must be default constructible: it is loaded into a "
-                  "default-constructed value");
+                  "compile_cache: the artifact type must be default constructible (docs/policies.md)");
     static_assert(has_save<S, Artifact>::value,
                   "compile_cache: the Serializer cannot save this artifact; expected `static void "
                   "save(std::string& out, Artifact const& value, compile_cache::resolver_context const& ctx)` "
-                  "that appends the bytes to out (for Boost serializers: give the artifact a serialize member)");
+                  "(docs/policies.md)");
     static_assert(!has_save<S, Artifact>::value || has_load<S, Artifact>::value,
                   "compile_cache: the Serializer cannot load this artifact; expected `static void "
                   "load(std::string_view in, Artifact& value, compile_cache::resolver_context const& ctx)` "
-                  "that throws on bad input");
+                  "(docs/policies.md)");
     return true;
 }
 } // namespace detail
@@ -2785,21 +2876,17 @@ BOOST_SERIALIZATION_REGISTER_ARCHIVE(compile_cache::detail::bounded_text_iarchiv
 namespace compile_cache {
 
 namespace detail {
-template <class R, class = void>
-struct has_to_reference : std::false_type {};
 template <class R>
-struct has_to_reference<R, std::enable_if_t<std::is_same_v<
-    decltype(std::declval<R&>().to_reference(std::declval<void const*>(), std::declval<std::type_info const&>(),
-                                             std::declval<void const*>())),
-    std::optional<reference>>>> : std::true_type {};
+using to_reference_t = decltype(std::declval<R&>().to_reference(
+    std::declval<void const*>(), std::declval<std::type_info const&>(), std::declval<void const*>()));
+template <class R>
+using has_to_reference = is_detected_exact<std::optional<reference>, to_reference_t, R>;
 
-template <class R, class = void>
-struct has_from_reference : std::false_type {};
 template <class R>
-struct has_from_reference<R, std::enable_if_t<std::is_same_v<
-    decltype(std::declval<R&>().from_reference(std::declval<reference const&>(),
-                                               std::declval<std::type_info const&>(), std::declval<void const*>())),
-    void*>>> : std::true_type {};
+using from_reference_t = decltype(std::declval<R&>().from_reference(
+    std::declval<reference const&>(), std::declval<std::type_info const&>(), std::declval<void const*>()));
+template <class R>
+using has_from_reference = is_detected_exact<void*, from_reference_t, R>;
 } // namespace detail
 
 /// Checks a Resolver policy one requirement at a time.
@@ -2810,12 +2897,11 @@ struct check_resolver {
     static_assert(detail::has_to_reference<R>::value,
                   "compile_cache: the Resolver has no to_reference member; expected "
                   "`std::optional<compile_cache::reference> to_reference(void const* object, "
-                  "std::type_info const& type, void const* self)` returning nullopt for an object it "
-                  "cannot name");
+                  "std::type_info const& type, void const* self)` (docs/policies.md)");
     static_assert(detail::has_from_reference<R>::value,
                   "compile_cache: the Resolver has no from_reference member; expected "
                   "`void* from_reference(compile_cache::reference const& ref, std::type_info const& type, "
-                  "void const* self)` returning the live object, or nullptr when there is none");
+                  "void const* self)` (docs/policies.md)");
     static constexpr bool value = true;
 };
 
@@ -3387,6 +3473,7 @@ private:
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <string>
@@ -3431,6 +3518,33 @@ inline char const* to_string(store_failure f) noexcept {
                                                            "too-large", "write-error"};
     return names[static_cast<std::size_t>(f)];
 }
+
+namespace detail {
+/// The whole-number counters besides the per-reason misses and store failures, in the
+/// order statistics_snapshot::counters() lists them. A new counter: an enumerator
+/// here, a field in statistics_snapshot and a row in counter_table.
+enum class counter : std::size_t {
+    hits,
+    stores,
+    bypasses,
+    bytes_read,
+    bytes_written,
+    load_ns,
+    compile_ns,
+    store_ns,
+    hit_read_ns,
+    hit_verify_ns,
+    hit_deserialize_ns,
+    hit_relocate_ns,
+    hit_compile_ns,
+    verified,
+    unsound,
+    nondeterministic,
+    stores_skipped_cheap,
+    count_
+};
+inline constexpr std::size_t counter_count = static_cast<std::size_t>(counter::count_);
+} // namespace detail
 
 /// A copy of the counters at one moment.
 struct statistics_snapshot {
@@ -3487,33 +3601,7 @@ struct statistics_snapshot {
     /// are the names a cache directory keeps its cumulative counters under (the
     /// breakdown of bypasses by reason is not kept: reasons are the host's own text).
     /// Then the storage_counters.
-    std::vector<std::pair<std::string, std::uint64_t>> counters() const {
-        std::vector<std::pair<std::string, std::uint64_t>> c;
-        c.reserve(21 + miss_reason_count + store_failure_count);
-        c.emplace_back("hits", hits);
-        for (std::size_t i = 0; i < miss_reason_count; ++i)
-            c.emplace_back(std::string("misses.") + to_string(static_cast<miss_reason>(i)), misses[i]);
-        c.emplace_back("stores", stores);
-        for (std::size_t i = 0; i < store_failure_count; ++i)
-            c.emplace_back(std::string("store-failures.") + to_string(static_cast<store_failure>(i)), store_failures[i]);
-        c.emplace_back("bypasses", bypasses);
-        c.emplace_back("bytes-read", bytes_read);
-        c.emplace_back("bytes-written", bytes_written);
-        c.emplace_back("load-ns", load_ns);
-        c.emplace_back("compile-ns", compile_ns);
-        c.emplace_back("store-ns", store_ns);
-        c.emplace_back("hit-read-ns", hit_read_ns);
-        c.emplace_back("hit-verify-ns", hit_verify_ns);
-        c.emplace_back("hit-deserialize-ns", hit_deserialize_ns);
-        c.emplace_back("hit-relocate-ns", hit_relocate_ns);
-        c.emplace_back("hit-compile-ns", hit_compile_ns);
-        c.emplace_back("verified", verified);
-        c.emplace_back("unsound", unsound);
-        c.emplace_back("nondeterministic", nondeterministic);
-        c.emplace_back("store-skipped.cheap", stores_skipped_cheap);
-        c.insert(c.end(), storage_counters.begin(), storage_counters.end());
-        return c;
-    }
+    std::vector<std::pair<std::string, std::uint64_t>> counters() const;
 
     /// The compile time the hits saved: the compile times their entries recorded, less
     /// the time spent loading (hits and misses); 0 when loading cost more.
@@ -3524,22 +3612,12 @@ struct statistics_snapshot {
     /// they are all 0.
     std::string summary() const {
         std::string s = "hits=" + std::to_string(hits) + " misses=" + std::to_string(total_misses());
-        std::string reasons;
-        for (std::size_t i = 0; i < miss_reason_count; ++i)
-            if (misses[i])
-                reasons += std::string(reasons.empty() ? "" : " ") + to_string(static_cast<miss_reason>(i)) + "=" +
-                           std::to_string(misses[i]);
-        if (!reasons.empty()) s += " (" + reasons + ")";
+        s += nonzero_counts<miss_reason>(misses);
         s += " stores=" + std::to_string(stores);
         s += " store-failures=" + std::to_string(total_store_failures());
-        reasons.clear();
-        for (std::size_t i = 0; i < store_failure_count; ++i)
-            if (store_failures[i])
-                reasons += std::string(reasons.empty() ? "" : " ") + to_string(static_cast<store_failure>(i)) + "=" +
-                           std::to_string(store_failures[i]);
-        if (!reasons.empty()) s += " (" + reasons + ")";
+        s += nonzero_counts<store_failure>(store_failures);
         s += " bypasses=" + std::to_string(bypasses);
-        reasons.clear();
+        std::string reasons;
         for (auto const& [why, n] : bypass_reasons)
             reasons += std::string(reasons.empty() ? "" : "; ") + why + "=" + std::to_string(n);
         if (!reasons.empty()) s += " (" + reasons + ")";
@@ -3565,12 +3643,67 @@ struct statistics_snapshot {
     }
 
 private:
+    /// ` (name=n name=n)` for the reasons counted at least once; empty when none was.
+    template <class Reason, std::size_t N>
+    static std::string nonzero_counts(std::array<std::uint64_t, N> const& counts) {
+        std::string out;
+        for (std::size_t i = 0; i < N; ++i)
+            if (counts[i] != 0)
+                out += std::string(out.empty() ? "" : " ") + to_string(static_cast<Reason>(i)) + "=" +
+                       std::to_string(counts[i]);
+        return out.empty() ? out : " (" + out + ")";
+    }
+
     static std::string format_ms(std::uint64_t ns) {
         std::uint64_t us = ns / 1000;
         std::string frac = std::to_string(us % 1000);
         return std::to_string(us / 1000) + "." + std::string(3 - frac.size(), '0') + frac;
     }
 };
+
+namespace detail {
+struct counter_row {
+    char const* name; ///< in statistics_snapshot::counters() and the cache directory's counters file
+    std::uint64_t statistics_snapshot::*field;
+};
+inline constexpr counter_row counter_table[] = {
+    {"hits", &statistics_snapshot::hits},
+    {"stores", &statistics_snapshot::stores},
+    {"bypasses", &statistics_snapshot::bypasses},
+    {"bytes-read", &statistics_snapshot::bytes_read},
+    {"bytes-written", &statistics_snapshot::bytes_written},
+    {"load-ns", &statistics_snapshot::load_ns},
+    {"compile-ns", &statistics_snapshot::compile_ns},
+    {"store-ns", &statistics_snapshot::store_ns},
+    {"hit-read-ns", &statistics_snapshot::hit_read_ns},
+    {"hit-verify-ns", &statistics_snapshot::hit_verify_ns},
+    {"hit-deserialize-ns", &statistics_snapshot::hit_deserialize_ns},
+    {"hit-relocate-ns", &statistics_snapshot::hit_relocate_ns},
+    {"hit-compile-ns", &statistics_snapshot::hit_compile_ns},
+    {"verified", &statistics_snapshot::verified},
+    {"unsound", &statistics_snapshot::unsound},
+    {"nondeterministic", &statistics_snapshot::nondeterministic},
+    {"store-skipped.cheap", &statistics_snapshot::stores_skipped_cheap},
+};
+static_assert(std::size(counter_table) == counter_count, "compile_cache: one counter_table row per counter");
+} // namespace detail
+
+inline std::vector<std::pair<std::string, std::uint64_t>> statistics_snapshot::counters() const {
+    std::vector<std::pair<std::string, std::uint64_t>> c;
+    c.reserve(detail::counter_count + miss_reason_count + store_failure_count + storage_counters.size());
+    for (std::size_t i = 0; i < detail::counter_count; ++i) {
+        c.emplace_back(detail::counter_table[i].name, this->*detail::counter_table[i].field);
+        if (i == static_cast<std::size_t>(detail::counter::hits))
+            for (std::size_t r = 0; r < miss_reason_count; ++r)
+                c.emplace_back(std::string("misses.") + to_string(static_cast<miss_reason>(r)), misses[r]);
+        if (i == static_cast<std::size_t>(detail::counter::stores))
+            for (std::size_t f = 0; f < store_failure_count; ++f)
+                c.emplace_back(std::string("store-failures.") + to_string(static_cast<store_failure>(f)),
+                               store_failures[f]);
+    }
+    c.insert(c.end(), storage_counters.begin(), storage_counters.end());
+    return c;
+}
 
 /// The live counters: lock-free for everything on the hit path.
 class statistics {
@@ -3584,36 +3717,36 @@ public:
     };
 
     void hit(std::uint64_t bytes, hit_phases const& t, std::uint64_t recorded_compile_ns = 0) noexcept {
-        hits_.fetch_add(1, std::memory_order_relaxed);
-        hit_compile_ns_.fetch_add(recorded_compile_ns, std::memory_order_relaxed);
-        bytes_read_.fetch_add(bytes, std::memory_order_relaxed);
-        load_ns_.fetch_add(t.read_ns + t.verify_ns + t.deserialize_ns + t.relocate_ns, std::memory_order_relaxed);
-        hit_read_ns_.fetch_add(t.read_ns, std::memory_order_relaxed);
-        hit_verify_ns_.fetch_add(t.verify_ns, std::memory_order_relaxed);
-        hit_deserialize_ns_.fetch_add(t.deserialize_ns, std::memory_order_relaxed);
-        hit_relocate_ns_.fetch_add(t.relocate_ns, std::memory_order_relaxed);
+        add(detail::counter::hits);
+        add(detail::counter::hit_compile_ns, recorded_compile_ns);
+        add(detail::counter::bytes_read, bytes);
+        add(detail::counter::load_ns, t.read_ns + t.verify_ns + t.deserialize_ns + t.relocate_ns);
+        add(detail::counter::hit_read_ns, t.read_ns);
+        add(detail::counter::hit_verify_ns, t.verify_ns);
+        add(detail::counter::hit_deserialize_ns, t.deserialize_ns);
+        add(detail::counter::hit_relocate_ns, t.relocate_ns);
     }
     void miss(miss_reason r, std::uint64_t bytes, std::uint64_t ns) noexcept {
         misses_[static_cast<std::size_t>(r)].fetch_add(1, std::memory_order_relaxed);
-        bytes_read_.fetch_add(bytes, std::memory_order_relaxed);
-        load_ns_.fetch_add(ns, std::memory_order_relaxed);
+        add(detail::counter::bytes_read, bytes);
+        add(detail::counter::load_ns, ns);
     }
     void stored(std::uint64_t bytes, std::uint64_t ns) noexcept {
-        stores_.fetch_add(1, std::memory_order_relaxed);
-        bytes_written_.fetch_add(bytes, std::memory_order_relaxed);
-        store_ns_.fetch_add(ns, std::memory_order_relaxed);
+        add(detail::counter::stores);
+        add(detail::counter::bytes_written, bytes);
+        add(detail::counter::store_ns, ns);
     }
     void store_failed(store_failure f, std::uint64_t ns) noexcept {
         store_failures_[static_cast<std::size_t>(f)].fetch_add(1, std::memory_order_relaxed);
-        store_ns_.fetch_add(ns, std::memory_order_relaxed);
+        add(detail::counter::store_ns, ns);
     }
-    void verified() noexcept { verified_.fetch_add(1, std::memory_order_relaxed); }
-    void unsound() noexcept { unsound_.fetch_add(1, std::memory_order_relaxed); }
-    void nondeterministic() noexcept { nondeterministic_.fetch_add(1, std::memory_order_relaxed); }
-    void store_skipped_cheap() noexcept { stores_skipped_cheap_.fetch_add(1, std::memory_order_relaxed); }
-    void compiled(std::uint64_t ns) noexcept { compile_ns_.fetch_add(ns, std::memory_order_relaxed); }
+    void verified() noexcept { add(detail::counter::verified); }
+    void unsound() noexcept { add(detail::counter::unsound); }
+    void nondeterministic() noexcept { add(detail::counter::nondeterministic); }
+    void store_skipped_cheap() noexcept { add(detail::counter::stores_skipped_cheap); }
+    void compiled(std::uint64_t ns) noexcept { add(detail::counter::compile_ns, ns); }
     void bypassed(std::string const& reason) noexcept {
-        bypasses_.fetch_add(1, std::memory_order_relaxed);
+        add(detail::counter::bypasses);
         try {
             std::lock_guard<std::mutex> lock(bypass_mutex_);
             ++bypass_reasons_[reason];
@@ -3624,55 +3757,26 @@ public:
 
     statistics_snapshot snapshot() const {
         statistics_snapshot s;
-        s.hits = hits_.load(std::memory_order_relaxed);
+        for (std::size_t i = 0; i < detail::counter_count; ++i)
+            s.*detail::counter_table[i].field = counts_[i].load(std::memory_order_relaxed);
         for (std::size_t i = 0; i < miss_reason_count; ++i) s.misses[i] = misses_[i].load(std::memory_order_relaxed);
-        s.stores = stores_.load(std::memory_order_relaxed);
         for (std::size_t i = 0; i < store_failure_count; ++i)
             s.store_failures[i] = store_failures_[i].load(std::memory_order_relaxed);
-        s.bypasses = bypasses_.load(std::memory_order_relaxed);
-        {
-            std::lock_guard<std::mutex> lock(bypass_mutex_);
-            s.bypass_reasons = bypass_reasons_;
-        }
-        s.bytes_read = bytes_read_.load(std::memory_order_relaxed);
-        s.bytes_written = bytes_written_.load(std::memory_order_relaxed);
-        s.load_ns = load_ns_.load(std::memory_order_relaxed);
-        s.compile_ns = compile_ns_.load(std::memory_order_relaxed);
-        s.store_ns = store_ns_.load(std::memory_order_relaxed);
-        s.hit_read_ns = hit_read_ns_.load(std::memory_order_relaxed);
-        s.hit_verify_ns = hit_verify_ns_.load(std::memory_order_relaxed);
-        s.hit_deserialize_ns = hit_deserialize_ns_.load(std::memory_order_relaxed);
-        s.hit_relocate_ns = hit_relocate_ns_.load(std::memory_order_relaxed);
-        s.hit_compile_ns = hit_compile_ns_.load(std::memory_order_relaxed);
-        s.verified = verified_.load(std::memory_order_relaxed);
-        s.unsound = unsound_.load(std::memory_order_relaxed);
-        s.nondeterministic = nondeterministic_.load(std::memory_order_relaxed);
-        s.stores_skipped_cheap = stores_skipped_cheap_.load(std::memory_order_relaxed);
+        std::lock_guard<std::mutex> lock(bypass_mutex_);
+        s.bypass_reasons = bypass_reasons_;
         return s;
     }
 
 private:
-    std::atomic<std::uint64_t> hits_{0};
+    void add(detail::counter c, std::uint64_t n = 1) noexcept {
+        counts_[static_cast<std::size_t>(c)].fetch_add(n, std::memory_order_relaxed);
+    }
+
+    std::array<std::atomic<std::uint64_t>, detail::counter_count> counts_{};
     std::array<std::atomic<std::uint64_t>, miss_reason_count> misses_{};
-    std::atomic<std::uint64_t> stores_{0};
     std::array<std::atomic<std::uint64_t>, store_failure_count> store_failures_{};
-    std::atomic<std::uint64_t> bypasses_{0};
     mutable std::mutex bypass_mutex_;
     std::map<std::string, std::uint64_t> bypass_reasons_;
-    std::atomic<std::uint64_t> bytes_read_{0};
-    std::atomic<std::uint64_t> bytes_written_{0};
-    std::atomic<std::uint64_t> load_ns_{0};
-    std::atomic<std::uint64_t> compile_ns_{0};
-    std::atomic<std::uint64_t> store_ns_{0};
-    std::atomic<std::uint64_t> hit_read_ns_{0};
-    std::atomic<std::uint64_t> hit_verify_ns_{0};
-    std::atomic<std::uint64_t> hit_deserialize_ns_{0};
-    std::atomic<std::uint64_t> hit_relocate_ns_{0};
-    std::atomic<std::uint64_t> hit_compile_ns_{0};
-    std::atomic<std::uint64_t> verified_{0};
-    std::atomic<std::uint64_t> unsound_{0};
-    std::atomic<std::uint64_t> nondeterministic_{0};
-    std::atomic<std::uint64_t> stores_skipped_cheap_{0};
 };
 
 } // namespace compile_cache
@@ -3725,130 +3829,124 @@ struct stored_entry {
 };
 
 namespace detail {
-template <class S, class = void>
-struct has_read : std::false_type {};
 template <class S>
-struct has_read<S, std::enable_if_t<std::is_same_v<
-    decltype(std::declval<S&>().read(std::declval<key const&>(), std::declval<std::string&>(),
-                                     std::declval<std::size_t>())),
-    read_result>>> : std::true_type {};
+using read_t = decltype(std::declval<S&>().read(std::declval<key const&>(), std::declval<std::string&>(),
+                                                std::declval<std::size_t>()));
+template <class S>
+using has_read = is_detected_exact<read_result, read_t, S>;
 
-template <class S, class = void>
-struct has_write : std::false_type {};
 template <class S>
-struct has_write<S, std::enable_if_t<std::is_same_v<
-    decltype(std::declval<S&>().write(std::declval<key const&>(), std::declval<std::string_view>())),
-    std::error_code>>> : std::true_type {};
+using write_t = decltype(std::declval<S&>().write(std::declval<key const&>(), std::declval<std::string_view>()));
+template <class S>
+using has_write = is_detected_exact<std::error_code, write_t, S>;
 
-template <class S, class = void>
-struct has_remove : std::false_type {};
 template <class S>
-struct has_remove<S, std::enable_if_t<std::is_same_v<
-    decltype(std::declval<S&>().remove(std::declval<key const&>())), std::error_code>>>
-    : std::true_type {};
+using remove_t = decltype(std::declval<S&>().remove(std::declval<key const&>()));
+template <class S>
+using has_remove = is_detected_exact<std::error_code, remove_t, S>;
+
 /// Optional: a Storage that keeps cumulative counters (directory_storage does) gets
 /// a cache's counts when the cache is flushed or destroyed.
-template <class S, class = void>
-struct has_record_counters : std::false_type {};
 template <class S>
-struct has_record_counters<S, std::enable_if_t<std::is_same_v<
-    decltype(std::declval<S&>().record_counters(
-        std::declval<std::vector<std::pair<std::string, std::uint64_t>> const&>())),
-    std::error_code>>> : std::true_type {};
+using record_counters_t = decltype(std::declval<S&>().record_counters(
+    std::declval<std::vector<std::pair<std::string, std::uint64_t>> const&>()));
+template <class S>
+using has_record_counters = is_detected_exact<std::error_code, record_counters_t, S>;
+
 /// Optional: `bool usable() const`, false when the storage cannot work at all (its
 /// file is not a database, its server refuses it): the cache then says so in one line
 /// and runs disabled, instead of failing every read and write.
-template <class S, class = void>
-struct has_usable : std::false_type {};
 template <class S>
-struct has_usable<S, std::enable_if_t<std::is_convertible_v<decltype(std::declval<S const&>().usable()), bool>>>
-    : std::true_type {};
+using usable_t = decltype(std::declval<S const&>().usable());
+template <class S>
+using has_usable = is_detected_convertible<bool, usable_t, S>;
+
 /// Optional: `void corrupt(key const&)`, called by the cache when the entry it read
 /// under that key failed the envelope check (damaged, or another key's entry), so that
 /// the storage can remove or repair it.
-template <class S, class = void>
-struct has_corrupt : std::false_type {};
 template <class S>
-struct has_corrupt<S, std::void_t<decltype(std::declval<S&>().corrupt(std::declval<key const&>()))>>
-    : std::true_type {};
+using corrupt_t = decltype(std::declval<S&>().corrupt(std::declval<key const&>()));
+template <class S>
+using has_corrupt = is_detected<corrupt_t, S>;
+
 /// Optional: a Storage that configures itself from the environment
 /// (`static std::optional<S> from_env(settings_reader&)`); basic_cache::from_env
 /// delegates to it.
-template <class S, class = void>
-struct has_from_env : std::false_type {};
 template <class S>
-struct has_from_env<S, std::enable_if_t<std::is_same_v<decltype(S::from_env(std::declval<settings_reader&>())),
-                                                       std::optional<S>>>> : std::true_type {};
+using from_env_t = decltype(S::from_env(std::declval<settings_reader&>()));
+template <class S>
+using has_from_env = is_detected_exact<std::optional<S>, from_env_t, S>;
+
 /// Optional: the settings that from_env reads
 /// (`static std::vector<environment_setting> environment_settings(std::string_view prefix)`).
-template <class S, class = void>
-struct has_environment_settings : std::false_type {};
 template <class S>
-struct has_environment_settings<
-    S, std::enable_if_t<std::is_same_v<decltype(S::environment_settings(std::declval<std::string_view>())),
-                                       std::vector<environment_setting>>>> : std::true_type {};
+using environment_settings_t = decltype(S::environment_settings(std::declval<std::string_view>()));
+template <class S>
+using has_environment_settings = is_detected_exact<std::vector<environment_setting>, environment_settings_t, S>;
+
 /// Optional: `void entry_checked(key const&, std::string_view entry, envelope_status)`,
 /// called by the cache right after it checked the envelope of an entry the storage's
 /// read returned `found` (on the same thread): tiered_storage copies a sound remote
 /// entry to its local storage, and counts a corrupt or unauthenticated one.
-template <class S, class Status, class = void>
-struct has_entry_checked_with : std::false_type {};
 template <class S, class Status>
-struct has_entry_checked_with<S, Status, std::void_t<decltype(std::declval<S&>().entry_checked(
-                                             std::declval<key const&>(), std::declval<std::string_view>(),
-                                             std::declval<Status>()))>> : std::true_type {};
+using entry_checked_t = decltype(std::declval<S&>().entry_checked(
+    std::declval<key const&>(), std::declval<std::string_view>(), std::declval<Status>()));
+template <class S, class Status>
+using has_entry_checked_with = is_detected<entry_checked_t, S, Status>;
+
 /// Optional: `std::vector<std::pair<std::string, std::uint64_t>> storage_counters() const`,
 /// the storage's own counters, added to the cache's statistics (names with a `.`).
-template <class S, class = void>
-struct has_storage_counters : std::false_type {};
 template <class S>
-struct has_storage_counters<S, std::enable_if_t<std::is_same_v<
-    decltype(std::declval<S const&>().storage_counters()), std::vector<std::pair<std::string, std::uint64_t>>>>>
-    : std::true_type {};
+using storage_counters_t = decltype(std::declval<S const&>().storage_counters());
+template <class S>
+using has_storage_counters =
+    is_detected_exact<std::vector<std::pair<std::string, std::uint64_t>>, storage_counters_t, S>;
+
 /// Optional: `void set_logger(std::function<void(std::string_view)>)`, given the
 /// cache's logger when the cache is made and by basic_cache::set_logger.
-template <class S, class = void>
-struct has_set_logger : std::false_type {};
 template <class S>
-struct has_set_logger<S, std::void_t<decltype(std::declval<S&>().set_logger(
-                             std::declval<std::function<void(std::string_view)>>()))>> : std::true_type {};
+using set_logger_t = decltype(std::declval<S&>().set_logger(std::declval<std::function<void(std::string_view)>>()));
+template <class S>
+using has_set_logger = is_detected<set_logger_t, S>;
+
 /// Optional: `read_result peek(key const&, std::string& out, std::size_t max_size)`,
 /// as read but leaving the entry's use time (eviction order) alone; the compile-cache
 /// tool's show and verify use it when there is one.
-template <class S, class = void>
-struct has_peek : std::false_type {};
 template <class S>
-struct has_peek<S, std::enable_if_t<std::is_same_v<
-    decltype(std::declval<S&>().peek(std::declval<key const&>(), std::declval<std::string&>(),
-                                     std::declval<std::size_t>())), read_result>>> : std::true_type {};
+using peek_t = decltype(std::declval<S&>().peek(std::declval<key const&>(), std::declval<std::string&>(),
+                                                std::declval<std::size_t>()));
+template <class S>
+using has_peek = is_detected_exact<read_result, peek_t, S>;
+
 /// Optional: `std::error_code list(std::vector<stored_entry>& out) const`, appends every
 /// entry (key, size, last use) without reading a value or touching a use time, so that
 /// the compile-cache tool works on the storage; stops at the first error, returned.
 /// directory_storage, sqlite_storage and redis_storage have it.
-template <class S, class = void>
-struct has_list : std::false_type {};
 template <class S>
-struct has_list<S, std::enable_if_t<std::is_same_v<
-    decltype(std::declval<S const&>().list(std::declval<std::vector<stored_entry>&>())), std::error_code>>>
-    : std::true_type {};
+using list_t = decltype(std::declval<S const&>().list(std::declval<std::vector<stored_entry>&>()));
+template <class S>
+using has_list = is_detected_exact<std::error_code, list_t, S>;
+
+/// Optional: `std::string entry_path(key const&) const`, where the entry of a key is
+/// kept (directory_storage: its file), named in the cache's failure lines.
+template <class S>
+using entry_path_t = decltype(std::declval<S const&>().entry_path(std::declval<key const&>()));
+template <class S>
+using has_entry_path = is_detected_convertible<std::string, entry_path_t, S>;
 } // namespace detail
 
 /// Checks a Storage policy, one requirement at a time, so that a user's own backend
 /// that misses one gets a sentence naming it instead of a page of template errors.
 template <class S>
 struct check_storage {
-    static_assert(detail::has_read<S>::value,
-                  "compile_cache: the Storage has no read member; expected "
-                  "`compile_cache::read_result read(compile_cache::key const&, std::string& out, "
-                  "std::size_t max_size)`");
-    static_assert(detail::has_write<S>::value,
-                  "compile_cache: the Storage has no write member; expected "
-                  "`std::error_code write(compile_cache::key const&, std::string_view bytes)` "
-                  "that replaces any entry under that key atomically");
-    static_assert(detail::has_remove<S>::value,
-                  "compile_cache: the Storage has no remove member; expected "
-                  "`std::error_code remove(compile_cache::key const&)` (removing an absent entry "
-                  "is not an error)");
+    static_assert(detail::has_read<S>::value, "compile_cache: the Storage has no read member; expected "
+                                              "`read_result read(key const&, std::string& out, std::size_t max)` "
+                                              "(docs/policies.md)");
+    static_assert(detail::has_write<S>::value, "compile_cache: the Storage has no write member; expected "
+                                               "`std::error_code write(key const&, std::string_view)` "
+                                               "(docs/policies.md)");
+    static_assert(detail::has_remove<S>::value, "compile_cache: the Storage has no remove member; expected "
+                                                "`std::error_code remove(key const&)` (docs/policies.md)");
     static constexpr bool value = true;
 };
 
@@ -3871,6 +3969,99 @@ concept Storage = detail::has_read<S>::value && detail::has_write<S>::value && d
 // with a size limit kept by least-recently-used eviction. POSIX only.
 
 
+// ---- begin compile_cache/detail/posix_io.hpp
+// compile_cache: the POSIX reading the library does in more than one place: a call
+// retried through interruptions, and a bounded read of a whole file.
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+namespace compile_cache::detail {
+
+/// Calls `call()` again while it fails with EINTR (a negative result and errno EINTR);
+/// returns its first other result. Bounded: a signal does not arrive forever.
+template <class Call>
+auto retry_on_eintr(Call&& call) noexcept(noexcept(call())) -> decltype(call()) {
+    for (;;) {
+        auto const r = call();
+        if (!(r < 0 && errno == EINTR)) return r;
+    }
+}
+
+/// Opens `path` (relative to `dir_fd`; AT_FDCWD for the working directory) to read it:
+/// without following a final symlink (ELOOP) and without blocking on a FIFO planted
+/// there (O_NONBLOCK has no effect on a regular file). A descriptor, or -1 and errno.
+inline int open_no_follow(int dir_fd, char const* path) noexcept {
+    return retry_on_eintr([&] { return ::openat(dir_fd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK); });
+}
+
+/// Reads up to n bytes into p, through partial reads and interruptions: the number read
+/// (fewer at the end of the file), or -1 and errno.
+inline ssize_t read_up_to(int fd, char* p, std::size_t n) noexcept {
+    std::size_t got = 0;
+    while (got < n) {
+        ssize_t const r = retry_on_eintr([&] { return ::read(fd, p + got, n - got); });
+        if (r < 0) return -1;
+        if (r == 0) break;
+        got += static_cast<std::size_t>(r);
+    }
+    return static_cast<ssize_t>(got);
+}
+
+enum class file_read_status {
+    read,        ///< `out` holds the file (shorter than its size if it shrank meanwhile)
+    not_regular, ///< a directory, FIFO, device...: nothing read
+    too_large,   ///< over the bound: nothing read
+    error,       ///< fstat or read failed (errno set)
+};
+
+/// fstat of the file open at `fd` into `st`, and whether it is a regular file of at
+/// most `max` bytes (`read`: it may be read).
+inline file_read_status stat_regular_file(int fd, std::uint64_t max, struct stat& st) noexcept {
+    if (::fstat(fd, &st) != 0) return file_read_status::error;
+    if (!S_ISREG(st.st_mode)) return file_read_status::not_regular;
+    if (st.st_size < 0) {
+        errno = EIO;
+        return file_read_status::error;
+    }
+    return static_cast<std::uint64_t>(st.st_size) > max ? file_read_status::too_large : file_read_status::read;
+}
+
+/// Reads the `size` bytes stat_regular_file allowed into `out` (fewer if the file
+/// shrank meanwhile). `out`'s old bytes are overwritten, not cleared first, so that
+/// reusing a buffer skips zero-filling it. False (errno set, `out` empty) on an error.
+inline bool read_file_bytes(int fd, std::string& out, std::size_t size) {
+    out.resize(size);
+    ssize_t const got = read_up_to(fd, &out[0], size);
+    if (got < 0) {
+        int const e = errno;
+        out.clear();
+        errno = e;
+        return false;
+    }
+    out.resize(static_cast<std::size_t>(got));
+    return true;
+}
+
+/// The whole regular file open at `fd`, at most `max` bytes, into `out` (empty unless
+/// `read`); `st` is its fstat, for the caller's own use.
+inline file_read_status read_regular_file(int fd, std::string& out, std::uint64_t max, struct stat& st) {
+    file_read_status const status = stat_regular_file(fd, max, st);
+    if (status == file_read_status::read && read_file_bytes(fd, out, static_cast<std::size_t>(st.st_size)))
+        return status;
+    out.clear();
+    return status == file_read_status::read ? file_read_status::error : status;
+}
+
+} // namespace compile_cache::detail
+// ---- end compile_cache/detail/posix_io.hpp
 // ---- begin compile_cache/storage/detail/directory_cleanup.hpp
 // compile_cache: directory_storage's cleanup — counting a fan-out folder, sweeping
 // stale temp files, and evicting the least recently used entries in steps of bounded
@@ -4080,11 +4271,9 @@ inline int rename_no_replace(char const* from, char const* to) noexcept {
 /// Creates `path` exclusively: an existing name, a symlink included (dangling or
 /// not), makes it fail with EEXIST; nothing is ever followed or truncated.
 inline int open_exclusive(std::string const& path, unsigned mode) noexcept {
-    int fd;
-    do {
-        fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, static_cast<mode_t>(mode));
-    } while (fd < 0 && errno == EINTR);
-    return fd;
+    return retry_on_eintr([&] {
+        return ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, static_cast<mode_t>(mode));
+    });
 }
 
 /// `mkdir -p` for `path`; an existing entry on the way is fine (if it is not a
@@ -4136,11 +4325,8 @@ inline int make_directories(std::string& path, unsigned mode, int exact_umask, b
 /// Writes all of `bytes`, through partial writes and interruptions. Returns 0 or errno.
 inline int write_all(int fd, char const* p, std::size_t left) noexcept {
     while (left > 0) {
-        ssize_t const r = ::write(fd, p, left);
-        if (r < 0) {
-            if (errno == EINTR) continue;
-            return errno;
-        }
+        ssize_t const r = retry_on_eintr([&] { return ::write(fd, p, left); });
+        if (r < 0) return errno;
         if (r == 0) return EIO; // a regular file never does this; do not spin
         p += r;
         left -= static_cast<std::size_t>(r);
@@ -4149,10 +4335,7 @@ inline int write_all(int fd, char const* p, std::size_t left) noexcept {
 }
 
 inline int fsync_fd(int fd) noexcept {
-    int r;
-    do {
-        r = ::fsync(fd);
-    } while (r != 0 && errno == EINTR);
+    int const r = retry_on_eintr([&] { return ::fsync(fd); });
     return r == 0 ? 0 : errno;
 }
 
@@ -4260,11 +4443,7 @@ private:
 /// lock (flock on the directory) is released when the descriptor is closed, so a
 /// killed cleaner never leaves it held.
 inline int open_root(std::string const& directory) noexcept {
-    int fd;
-    do {
-        fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    } while (fd < 0 && errno == EINTR);
-    return fd;
+    return retry_on_eintr([&] { return ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); });
 }
 
 // ---- the ledger --------------------------------------------------------------
@@ -4287,15 +4466,6 @@ inline constexpr std::size_t ledger_bytes = ledger_header + 256 * 16;
 /// A folder figure above this is garbage (a torn or foreign file), not a size.
 inline constexpr std::uint64_t ledger_sane_limit = std::uint64_t{1} << 50;
 
-inline void put_u64(unsigned char* p, std::uint64_t v) noexcept {
-    for (int i = 0; i < 8; ++i) p[i] = static_cast<unsigned char>(v >> (8 * i));
-}
-inline std::uint64_t get_u64(unsigned char const* p) noexcept {
-    std::uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
-    return v;
-}
-
 /// A folder's figure is recounted when it was never counted, was counted over an
 /// hour ago, or claims to have been counted in the future (a clock that jumped).
 inline constexpr std::int64_t recount_after_s = 3600; ///< a folder's figure is trusted this long
@@ -4307,16 +4477,13 @@ inline bool recount_due(std::int64_t counted_at, std::int64_t now) noexcept {
 /// ledger; false (slots all zero: a fresh ledger) otherwise.
 inline bool read_ledger(int fd, ledger_slots& slots) noexcept {
     unsigned char buf[ledger_bytes];
-    ssize_t got;
-    do {
-        got = ::pread(fd, buf, sizeof buf, 0);
-    } while (got < 0 && errno == EINTR);
+    ssize_t const got = retry_on_eintr([&] { return ::pread(fd, buf, sizeof buf, 0); });
     slots = {};
     if (got != static_cast<ssize_t>(sizeof buf) || std::memcmp(buf, ledger_magic, 8) != 0) return false;
     for (std::size_t i = 0; i < 256; ++i) {
         unsigned char const* p = buf + ledger_header + 16 * i;
-        slots[i].bytes = get_u64(p);
-        slots[i].counted_at = static_cast<std::int64_t>(get_u64(p + 8));
+        slots[i].bytes = read_le<std::uint64_t>(p);
+        slots[i].counted_at = static_cast<std::int64_t>(read_le<std::uint64_t>(p + 8));
         if (slots[i].bytes > ledger_sane_limit) {
             slots = {};
             return false;
@@ -4327,8 +4494,7 @@ inline bool read_ledger(int fd, ledger_slots& slots) noexcept {
 
 inline bool pwrite_all(int fd, unsigned char const* p, std::size_t n, std::size_t offset) noexcept {
     while (n > 0) {
-        ssize_t const r = ::pwrite(fd, p, n, static_cast<off_t>(offset));
-        if (r < 0 && errno == EINTR) continue;
+        ssize_t const r = retry_on_eintr([&] { return ::pwrite(fd, p, n, static_cast<off_t>(offset)); });
         if (r <= 0) return false;
         p += r;
         n -= static_cast<std::size_t>(r);
@@ -4342,8 +4508,8 @@ inline bool write_ledger(int fd, ledger_slots const& slots) noexcept {
     unsigned char buf[ledger_bytes] = {};
     std::memcpy(buf, ledger_magic, 8);
     for (std::size_t i = 0; i < 256; ++i) {
-        put_u64(buf + ledger_header + 16 * i, slots[i].bytes);
-        put_u64(buf + ledger_header + 16 * i + 8, static_cast<std::uint64_t>(slots[i].counted_at));
+        store_le<std::uint64_t>(buf + ledger_header + 16 * i, slots[i].bytes);
+        store_le<std::uint64_t>(buf + ledger_header + 16 * i + 8, static_cast<std::uint64_t>(slots[i].counted_at));
     }
     return pwrite_all(fd, buf, sizeof buf, 0);
 }
@@ -4360,11 +4526,10 @@ inline std::uint64_t ledger_total(ledger_slots const& slots) noexcept {
 /// (read-only directory, ...): the caller then does no accounting.
 inline int open_ledger(std::string const& path, unsigned file_mode, int exact_umask,
                        struct stat* st_out = nullptr) noexcept {
-    int fd;
-    do {
-        fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
-                    static_cast<mode_t>(file_mode));
-    } while (fd < 0 && errno == EINTR);
+    int const fd = retry_on_eintr([&] {
+        return ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
+                      static_cast<mode_t>(file_mode));
+    });
     if (fd < 0) return -1;
     struct stat st {};
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -4760,44 +4925,30 @@ struct cleanup_state {
     }
 
 private:
+    /// What one step works with.
+    struct step_context {
+        int root_fd;
+        std::int64_t now_s;
+        std::int64_t temps_before; ///< temp files last written before this go
+        std::uint64_t target;      ///< 90% of the limit: where eviction stops
+        std::size_t budget;
+        std::size_t cost = 0;
+        std::vector<std::pair<unsigned, std::uint64_t>> counted{}; ///< (folder, bytes) for the ledger
+    };
+
     void step_impl(int root_fd, std::string const& ledger_path, unsigned file_mode, int exact_umask,
                    std::uint64_t max_size, std::size_t budget, cleanup_totals& out) {
         std::int64_t const now = now_ns();
-        std::int64_t const now_sec = now / 1000000000;
-        std::int64_t const temps_before = now - temp_stale_after_ns;
-        std::uint64_t const target = max_size - max_size / 10;
-        if (current != phase::idle && (now_sec - started_s > 600 || now_sec < started_s)) reset();
-        if (current == phase::idle) {
-            reset();
-            current = phase::survey;
-            started_s = now_sec;
-        }
-        std::size_t cost = 0;
-        std::vector<std::pair<unsigned, std::uint64_t>> counted;
-
+        step_context c{root_fd, now / 1000000000, now - temp_stale_after_ns, max_size - max_size / 10, budget};
+        auto save_counts = [&] {
+            return set_folder_counts(ledger_path, file_mode, exact_umask, c.counted, c.now_s, events);
+        };
+        begin_or_resume(c.now_s);
         if (current == phase::survey) {
-            while (next < 256 && cost < budget) {
-                unsigned const folder = next;
-                folder_scan const fs =
-                    scan_folder(root_fd, folder, temps_before, no_cutoff,
-                                [&](std::int64_t mtime, std::uint64_t bytes, std::string_view name, std::uint64_t) {
-                                    if (keep_names && records.size() < max_named_records)
-                                        records.push_back({mtime, bytes, folder, std::string(name)});
-                                    else {
-                                        if (keep_names) drop_names();
-                                        samples.emplace_back(mtime, bytes);
-                                    }
-                                });
-                cost += 4 + fs.visited;
-                surveyed_bytes += fs.bytes;
-                surveyed_entries += fs.entries;
-                out.temps_removed += fs.temps_removed;
-                counted.emplace_back(folder, fs.bytes);
-                ++next;
-            }
+            survey_folders(c, out);
             if (next < 256) { // to be continued by a later step: names would be stale by then
                 if (keep_names) drop_names();
-                set_folder_counts(ledger_path, file_mode, exact_umask, counted, now_sec, events);
+                save_counts();
                 return;
             }
             out.complete = true;
@@ -4805,73 +4956,123 @@ private:
             out.bytes = surveyed_bytes;
             if (max_size == 0 || surveyed_bytes <= max_size) {
                 reset();
-                set_folder_counts(ledger_path, file_mode, exact_umask, counted, now_sec, events);
+                save_counts();
                 return;
             }
             if (keep_names) { // the whole cache was seen in this step: evict exactly, oldest first
-                std::sort(records.begin(), records.end(),
-                          [](record const& a, record const& b) { return a.mtime < b.mtime; });
-                std::uint64_t total = surveyed_bytes;
-                std::uint64_t per_folder[256] = {};
-                for (auto const& [folder, bytes] : counted) per_folder[folder] = bytes;
-                // Each unlink goes through its folder opened without following a
-                // symlink, so that a folder swapped for a symlink since the survey (in
-                // a directory others may write) cannot turn eviction on files elsewhere.
-                file_descriptor folder_fd;
-                unsigned open_folder = 256;
-                for (auto const& r : records) {
-                    if (total <= target) break;
-                    if (r.folder != open_folder) {
-                        if (folder_fd.fd >= 0) ::close(folder_fd.fd);
-                        folder_fd.fd = ::openat(root_fd, folder_name(r.folder), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                        open_folder = r.folder;
-                    }
-                    if (folder_fd.fd < 0) continue;
-                    int const e = ::unlinkat(folder_fd.fd, r.name.c_str(), 0) == 0 ? 0 : errno;
-                    if (e != 0 && e != ENOENT) continue;
-                    total -= r.bytes;
-                    per_folder[r.folder] -= std::min(per_folder[r.folder], r.bytes);
-                    ++out.evicted;
-                    out.evicted_bytes += r.bytes;
-                }
-                for (auto& [folder, bytes] : counted) bytes = per_folder[folder];
-                out.entries -= out.evicted;
-                out.bytes -= out.evicted_bytes;
+                evict_oldest_named(c, out);
                 reset();
-                set_folder_counts(ledger_path, file_mode, exact_umask, counted, now_sec, events);
+                save_counts();
                 return;
             }
-            // Too many to name: find the use time at or before which entries go.
-            std::sort(samples.begin(), samples.end());
-            std::uint64_t total = surveyed_bytes;
-            for (auto const& [mtime, bytes] : samples) {
-                if (total <= target) break;
-                total -= bytes;
-                cutoff = mtime;
-            }
-            samples.clear();
-            samples.shrink_to_fit();
-            current = phase::sweep;
-            next = 0;
+            start_sweep(c.target);
         }
-
         if (current == phase::sweep) {
-            while (next < 256 && cost < budget) {
-                unsigned const folder = next;
-                folder_scan const fs = scan_folder(root_fd, folder, temps_before, cutoff, no_entry_callback{});
-                cost += 4 + fs.visited;
-                out.evicted += fs.evicted;
-                out.evicted_bytes += fs.evicted_bytes;
-                out.temps_removed += fs.temps_removed;
-                counted.emplace_back(folder, fs.bytes);
-                ++next;
+            sweep_folders(c, out);
+            std::uint64_t const total = save_counts();
+            if (next >= 256 || total <= c.target) reset();
+        }
+    }
+
+    /// Starts a survey, unless one is under way and younger than ten minutes (and the
+    /// clock has not gone back): a stale one starts over.
+    void begin_or_resume(std::int64_t now_s) noexcept {
+        if (current != phase::idle && (now_s - started_s > 600 || now_s < started_s)) reset();
+        if (current != phase::idle) return;
+        reset();
+        current = phase::survey;
+        started_s = now_s;
+    }
+
+    /// Counts folders from `next` on while the budget lasts, noting each entry's use
+    /// time and size (with its name while they fit in max_named_records).
+    void survey_folders(step_context& c, cleanup_totals& out) {
+        while (next < 256 && c.cost < c.budget) {
+            unsigned const folder = next;
+            folder_scan const fs =
+                scan_folder(c.root_fd, folder, c.temps_before, no_cutoff,
+                            [&](std::int64_t mtime, std::uint64_t bytes, std::string_view name, std::uint64_t) {
+                                if (keep_names && records.size() < max_named_records)
+                                    records.push_back({mtime, bytes, folder, std::string(name)});
+                                else {
+                                    if (keep_names) drop_names();
+                                    samples.emplace_back(mtime, bytes);
+                                }
+                            });
+            c.cost += 4 + fs.visited;
+            surveyed_bytes += fs.bytes;
+            surveyed_entries += fs.entries;
+            out.temps_removed += fs.temps_removed;
+            c.counted.emplace_back(folder, fs.bytes);
+            ++next;
+        }
+    }
+
+    /// Unlinks the named entries oldest first until the total is under the target, and
+    /// takes them off the folders' figures in `c.counted`. Each unlink goes through its
+    /// folder opened without following a symlink, so that a folder swapped for a
+    /// symlink since the survey (in a directory others may write) cannot turn eviction
+    /// on files elsewhere.
+    void evict_oldest_named(step_context& c, cleanup_totals& out) {
+        std::sort(records.begin(), records.end(), [](record const& a, record const& b) { return a.mtime < b.mtime; });
+        std::uint64_t total = surveyed_bytes;
+        std::uint64_t per_folder[256] = {};
+        for (auto const& [folder, bytes] : c.counted) per_folder[folder] = bytes;
+        file_descriptor folder_fd;
+        unsigned open_folder = 256;
+        for (auto const& r : records) {
+            if (total <= c.target) break;
+            if (r.folder != open_folder) {
+                if (folder_fd.fd >= 0) ::close(folder_fd.fd);
+                folder_fd.fd =
+                    ::openat(c.root_fd, folder_name(r.folder), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                open_folder = r.folder;
             }
-            if (out.complete) {
-                out.entries = out.entries >= out.evicted ? out.entries - out.evicted : 0;
-                out.bytes = out.bytes >= out.evicted_bytes ? out.bytes - out.evicted_bytes : 0;
-            }
-            std::uint64_t const total = set_folder_counts(ledger_path, file_mode, exact_umask, counted, now_sec, events);
-            if (next >= 256 || total <= target) reset();
+            if (folder_fd.fd < 0) continue;
+            int const e = ::unlinkat(folder_fd.fd, r.name.c_str(), 0) == 0 ? 0 : errno;
+            if (e != 0 && e != ENOENT) continue;
+            total -= r.bytes;
+            per_folder[r.folder] -= std::min(per_folder[r.folder], r.bytes);
+            ++out.evicted;
+            out.evicted_bytes += r.bytes;
+        }
+        for (auto& [folder, bytes] : c.counted) bytes = per_folder[folder];
+        out.entries -= out.evicted;
+        out.bytes -= out.evicted_bytes;
+    }
+
+    /// Too many entries to name: finds the use time at or before which entries go (the
+    /// oldest until the rest is under `target`), for the sweep that follows.
+    void start_sweep(std::uint64_t target) {
+        std::sort(samples.begin(), samples.end());
+        std::uint64_t total = surveyed_bytes;
+        for (auto const& [mtime, bytes] : samples) {
+            if (total <= target) break;
+            total -= bytes;
+            cutoff = mtime;
+        }
+        samples.clear();
+        samples.shrink_to_fit();
+        current = phase::sweep;
+        next = 0;
+    }
+
+    /// Sweeps folders from `next` on while the budget lasts, unlinking the entries used
+    /// at or before the cutoff.
+    void sweep_folders(step_context& c, cleanup_totals& out) {
+        while (next < 256 && c.cost < c.budget) {
+            unsigned const folder = next;
+            folder_scan const fs = scan_folder(c.root_fd, folder, c.temps_before, cutoff, no_entry_callback{});
+            c.cost += 4 + fs.visited;
+            out.evicted += fs.evicted;
+            out.evicted_bytes += fs.evicted_bytes;
+            out.temps_removed += fs.temps_removed;
+            c.counted.emplace_back(folder, fs.bytes);
+            ++next;
+        }
+        if (out.complete) {
+            out.entries = out.entries >= out.evicted ? out.entries - out.evicted : 0;
+            out.bytes = out.bytes >= out.evicted_bytes ? out.bytes - out.evicted_bytes : 0;
         }
     }
 };
@@ -4963,24 +5164,11 @@ inline std::map<std::string, std::uint64_t> parse_counters(std::string_view text
 /// is there but not a regular file, larger than counters_max_file, or unreadable.
 inline bool read_small_file(int dir_fd, char const* name, std::string& text) {
     text.clear();
-    int const fd = ::openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    int const fd = open_no_follow(dir_fd, name);
     if (fd < 0) return errno == ENOENT;
     file_descriptor const guard{fd};
     struct stat st;
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 0 ||
-        static_cast<std::uintmax_t>(st.st_size) > counters_max_file)
-        return false;
-    text.resize(static_cast<std::size_t>(st.st_size));
-    std::size_t got = 0;
-    while (got < text.size()) {
-        ssize_t const r = ::read(fd, &text[got], text.size() - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) return false;
-        if (r == 0) break;
-        got += static_cast<std::size_t>(r);
-    }
-    text.resize(got);
-    return true;
+    return read_regular_file(fd, text, counters_max_file, st) == file_read_status::read;
 }
 
 /// How long a flush waits for a shard's lock before giving up (the counts are for
@@ -4992,11 +5180,7 @@ inline int open_counters_folder(std::string const& directory, unsigned directory
         bool created = false;
         if (make_directories(path, directory_mode, exact_umask, created) != 0) return -1;
     }
-    int fd;
-    do {
-        fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    } while (fd < 0 && errno == EINTR);
-    return fd;
+    return retry_on_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
 }
 
 /// Adds `delta` to the shard of this process; sets the gauges. Returns 0 or errno.
@@ -5413,12 +5597,7 @@ public:
             std::string& path = impl::read_path_buffer();
             path.clear();
             impl::append_entry_path(path, directory_, k);
-            int fd;
-            do {
-                // O_NONBLOCK: a FIFO planted at the path must not block the open; it
-                // is rejected below as not a regular file. No effect on regular files.
-                fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-            } while (fd < 0 && errno == EINTR);
+            int const fd = detail::open_no_follow(AT_FDCWD, path.c_str());
             if (fd < 0) {
                 int const e = errno;
                 out.clear();
@@ -5432,28 +5611,14 @@ public:
                 out.clear();
                 return {status, ec};
             };
-            if (::fstat(fd, &st) != 0) return refused(read_status::error, impl::errno_code(errno));
-            if (S_ISDIR(st.st_mode)) return refused(read_status::error, impl::errno_code(EISDIR));
-            if (!S_ISREG(st.st_mode)) return refused(read_status::error, impl::errno_code(EINVAL));
+            detail::file_read_status const status = detail::stat_regular_file(fd, max_size, st);
+            if (status == detail::file_read_status::error) return refused(read_status::error, impl::errno_code(errno));
+            if (status == detail::file_read_status::not_regular)
+                return refused(read_status::error, impl::errno_code(S_ISDIR(st.st_mode) ? EISDIR : EINVAL));
             if (std::error_code const untrusted = trust(st)) return refused(read_status::error, untrusted);
-            if (st.st_size < 0) return refused(read_status::error, impl::errno_code(EIO));
-            if (static_cast<std::uintmax_t>(st.st_size) > max_size) return refused(read_status::too_large, {});
-
-            auto const size = static_cast<std::size_t>(st.st_size);
-            out.resize(size);
-            std::size_t got = 0;
-            while (got < size) {
-                ssize_t const r = ::read(fd, &out[got], size - got);
-                if (r < 0) {
-                    if (errno == EINTR) continue;
-                    int const e = errno;
-                    out.clear();
-                    return {read_status::error, impl::errno_code(e)};
-                }
-                if (r == 0) break; // shorter than fstat said: keep what is there
-                got += static_cast<std::size_t>(r);
-            }
-            out.resize(got);
+            if (status == detail::file_read_status::too_large) return refused(read_status::too_large, {});
+            if (!detail::read_file_bytes(fd, out, static_cast<std::size_t>(st.st_size)))
+                return {read_status::error, impl::errno_code(errno)};
             // The use time, for eviction: refreshed at most once an hour per entry, so
             // a hit costs no system call beyond the open, fstat, read and close unless
             // the entry was last used over an hour ago. LRU order at an hour's
@@ -5470,71 +5635,25 @@ public:
         }
     }
 
+    /// Stores `bytes` under `k` atomically: a temp file in the entry's folder, filled,
+    /// then renamed over the entry (see the class comment).
     std::error_code write(key const& k, std::string_view bytes) noexcept {
         namespace impl = detail::directory_storage_impl;
         if (directory_.empty() || k.empty()) return std::make_error_code(std::errc::invalid_argument);
         try {
             std::string const entry = entry_path(k);
-            std::size_t const folder_size = entry.rfind('/');
-            std::string folder = entry.substr(0, folder_size);
+            std::string const folder = entry.substr(0, entry.rfind('/'));
             std::string temp;
             bool created_folders = false;
             int fd = -1;
-            // A name that exists already (a symlink planted at a guessed temp name, say)
-            // is never opened: another random name is tried.
-            for (int attempt = 0; attempt < 4 && fd < 0; ++attempt) {
-                temp.assign(entry, 0, folder_size + 1);
-                temp += impl::temp_prefix;
-                if (char const* forced = impl::next_temp_suffix_for_testing) {
-                    impl::next_temp_suffix_for_testing = nullptr;
-                    temp += forced;
-                } else {
-                    impl::append_temp_name(temp);
-                }
-                fd = impl::open_exclusive(temp, options_.file_mode);
-                if (fd < 0 && errno == ENOENT && !created_folders) { // first store in this folder
-                    bool made = false;
-                    if (int const e = impl::make_directories(folder, options_.directory_mode, options_.umask, made))
-                        return impl::errno_code(e);
-                    created_folders = made;
-                    fd = impl::open_exclusive(temp, options_.file_mode);
-                }
-                if (fd < 0 && errno != EEXIST) return impl::errno_code(errno);
-            }
-            if (fd < 0) return impl::errno_code(EEXIST);
-
+            if (std::error_code const ec = create_temp_file(entry, folder, temp, fd, created_folders)) return ec;
             impl::temp_file file{fd, temp.c_str()};
-            if (options_.umask >= 0 &&
-                ::fchmod(fd, static_cast<mode_t>(options_.file_mode & ~static_cast<unsigned>(options_.umask))) != 0)
-                return impl::errno_code(errno);
-            if (int const e = impl::write_all(fd, bytes.data(), bytes.size())) return impl::errno_code(e);
-            if (options_.sync != durability::none)
-                if (int const e = impl::fsync_fd(fd)) return impl::errno_code(e);
-            if (int const e = file.close()) return impl::errno_code(e);
-
-            // A new key (the usual store) is one call that cannot replace anything, so
-            // the ledger needs no lstat; an existing entry is lstat-ed for what it
-            // counted for, then replaced.
-            std::uint64_t old_bytes = 0;
-            int renamed = ENOSYS;
-            if (!state_->no_rename_noreplace.load(std::memory_order_relaxed)) {
-                renamed = impl::rename_no_replace(temp.c_str(), entry.c_str());
-                if (renamed == ENOSYS || renamed == EINVAL) state_->no_rename_noreplace.store(true);
-            }
-            if (renamed != 0) {
-                if (renamed != EEXIST && renamed != ENOSYS && renamed != EINVAL) return impl::errno_code(renamed);
-                struct stat old {};
-                if (::lstat(entry.c_str(), &old) == 0 && S_ISREG(old.st_mode))
-                    old_bytes = impl::accounted_size(static_cast<std::uint64_t>(old.st_size));
-                if (::rename(temp.c_str(), entry.c_str()) != 0) return impl::errno_code(errno);
-            }
+            if (std::error_code const ec = fill_temp_file(file, bytes)) return ec;
+            std::uint64_t replaced_bytes = 0;
+            if (std::error_code const ec = publish(temp, entry, replaced_bytes)) return ec;
             file.committed = true;
-            if (options_.sync == durability::full) {
-                if (int const e = impl::fsync_directory(folder.c_str())) return impl::errno_code(e);
-                if (created_folders)
-                    if (int const e = impl::fsync_directory(directory_.c_str())) return impl::errno_code(e);
-            }
-            after_change(k.data()[0], impl::accounted_size(bytes.size()), old_bytes, true);
+            if (std::error_code const ec = sync_directories(folder, created_folders)) return ec;
+            after_change(k.data()[0], impl::accounted_size(bytes.size()), replaced_bytes, true);
             return {};
         } catch (std::bad_alloc const&) {
             return std::make_error_code(std::errc::not_enough_memory);
@@ -5553,10 +5672,8 @@ public:
             std::string const path = entry_path(k);
             std::size_t const slash = path.rfind('/');
             std::string const folder = path.substr(0, slash), name = path.substr(slash + 1);
-            int fd;
-            do {
-                fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            } while (fd < 0 && errno == EINTR);
+            int const fd = detail::retry_on_eintr(
+                [&] { return ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
             if (fd < 0) {
                 int const e = errno;
                 if (e == ENOENT || e == ENOTDIR) return {}; // no folder, or a file there: no entry
@@ -5647,31 +5764,16 @@ public:
     /// cache is over `max_size`, evicts least recently used entries until it is under
     /// 90% of it. Waits for a cleanup step another thread or process is running.
     cleanup_result prune() noexcept {
-        namespace impl = detail::directory_storage_impl;
-        cleanup_result r;
-        if (directory_.empty()) return r;
-        // This object's unwritten changes, before the recount replaces the figures.
-        if (state_->ledger.has_changes()) state_->ledger.flush(impl::now_s());
-        impl::file_descriptor root{impl::open_root(directory_)};
-        if (!root) {
-            if (errno != ENOENT) r.error = impl::errno_code(errno);
-            return r;
-        }
-        if (int const e = impl::lock_fd(root.fd, impl::cleanup_lock_wait)) {
-            if (e == EWOULDBLOCK) state_->locks.gave_up(directory_, "so the cleanup did not run");
-            r.error = impl::errno_code(e);
-            return r;
-        }
-        std::lock_guard<std::mutex> const lock(state_->cleanup.mutex);
-        state_->cleanup.reset();
-        impl::cleanup_totals const t = state_->cleanup.step(root.fd, ledger_path_, options_.file_mode, options_.umask,
-                                                            options_.max_size, std::numeric_limits<std::size_t>::max());
-        r.entries = t.entries;
-        r.bytes = t.bytes;
-        r.removed = t.evicted;
-        r.removed_bytes = t.evicted_bytes;
-        r.temp_files_removed = t.temps_removed;
-        return r;
+        return run_cleanup([this](int root_fd, cleanup_result& r) {
+            detail::directory_storage_impl::cleanup_totals const t =
+                state_->cleanup.step(root_fd, ledger_path_, options_.file_mode, options_.umask, options_.max_size,
+                                     std::numeric_limits<std::size_t>::max());
+            r.entries = t.entries;
+            r.bytes = t.bytes;
+            r.removed = t.evicted;
+            r.removed_bytes = t.evicted_bytes;
+            r.temp_files_removed = t.temps_removed;
+        });
     }
 
     /// Removes every entry and every temp file of this library — names made of a
@@ -5679,28 +5781,12 @@ public:
     /// other files, and the folders themselves, stay. A store running meanwhile in
     /// another process may fail (its temp file is gone): a counted failure there.
     cleanup_result clear() noexcept {
-        namespace impl = detail::directory_storage_impl;
-        cleanup_result r;
-        if (directory_.empty()) return r;
-        // This object's unwritten changes, before the figures are reset.
-        if (state_->ledger.has_changes()) state_->ledger.flush(impl::now_s());
-        impl::file_descriptor root{impl::open_root(directory_)};
-        if (!root) {
-            if (errno != ENOENT) r.error = impl::errno_code(errno);
-            return r;
-        }
-        if (int const e = impl::lock_fd(root.fd, impl::cleanup_lock_wait)) {
-            if (e == EWOULDBLOCK) state_->locks.gave_up(directory_, "so the cleanup did not run");
-            r.error = impl::errno_code(e);
-            return r;
-        }
-        try {
-            std::lock_guard<std::mutex> const lock(state_->cleanup.mutex);
-            state_->cleanup.reset();
+        return run_cleanup([this](int root_fd, cleanup_result& r) {
+            namespace impl = detail::directory_storage_impl;
             std::vector<std::pair<unsigned, std::uint64_t>> counted;
             for (unsigned f = 0; f < 256; ++f) {
                 impl::folder_scan const fs =
-                    impl::scan_folder(root.fd, f, std::numeric_limits<std::int64_t>::max(),
+                    impl::scan_folder(root_fd, f, std::numeric_limits<std::int64_t>::max(),
                                       std::numeric_limits<std::int64_t>::max(), impl::no_entry_callback{});
                 r.removed += fs.evicted;
                 r.removed_bytes += fs.evicted_bytes;
@@ -5709,10 +5795,7 @@ public:
             }
             impl::set_folder_counts(ledger_path_, options_.file_mode, options_.umask, counted, impl::now_s(),
                                     &state_->locks);
-        } catch (...) {
-            r.error = std::make_error_code(std::errc::not_enough_memory);
-        }
-        return r;
+        });
     }
 
     /// What the ledger says the entries count for (whole 4 KiB blocks each), after
@@ -5748,6 +5831,112 @@ public:
     static constexpr std::int64_t refresh_after_s = 3600;
 
 private:
+    // ---- write(), step by step ----
+
+    /// Creates a temp file with a fresh random name beside `entry` (`DIR/ab/.tmp-...`),
+    /// exclusively: a name that exists already (a symlink planted at a guessed temp
+    /// name, say) is never opened, another is tried. Creates the folders on the first
+    /// store in `folder` (`created_folders`).
+    std::error_code create_temp_file(std::string const& entry, std::string const& folder, std::string& temp,
+                                     int& fd, bool& created_folders) {
+        namespace impl = detail::directory_storage_impl;
+        for (int attempt = 0; attempt < 4 && fd < 0; ++attempt) {
+            temp.assign(entry, 0, folder.size() + 1);
+            temp += impl::temp_prefix;
+            if (char const* forced = impl::next_temp_suffix_for_testing) {
+                impl::next_temp_suffix_for_testing = nullptr;
+                temp += forced;
+            } else {
+                impl::append_temp_name(temp);
+            }
+            fd = impl::open_exclusive(temp, options_.file_mode);
+            if (fd < 0 && errno == ENOENT && !created_folders) { // first store in this folder
+                bool made = false;
+                std::string path = folder;
+                if (int const e = impl::make_directories(path, options_.directory_mode, options_.umask, made))
+                    return impl::errno_code(e);
+                created_folders = made;
+                fd = impl::open_exclusive(temp, options_.file_mode);
+            }
+            if (fd < 0 && errno != EEXIST) return impl::errno_code(errno);
+        }
+        return fd < 0 ? impl::errno_code(EEXIST) : std::error_code();
+    }
+
+    /// Gives the temp file its mode, writes `bytes` to it, syncs it when asked, closes it.
+    std::error_code fill_temp_file(detail::directory_storage_impl::temp_file& file, std::string_view bytes) const {
+        namespace impl = detail::directory_storage_impl;
+        if (options_.umask >= 0 &&
+            ::fchmod(file.fd, static_cast<mode_t>(options_.file_mode & ~static_cast<unsigned>(options_.umask))) != 0)
+            return impl::errno_code(errno);
+        if (int const e = impl::write_all(file.fd, bytes.data(), bytes.size())) return impl::errno_code(e);
+        if (options_.sync != durability::none)
+            if (int const e = impl::fsync_fd(file.fd)) return impl::errno_code(e);
+        if (int const e = file.close()) return impl::errno_code(e);
+        return {};
+    }
+
+    /// Renames the temp file to the entry. A new key (the usual store) is one call that
+    /// cannot replace anything, so the ledger needs no lstat; an existing entry is
+    /// lstat-ed for what it counted for (`replaced_bytes`), then replaced.
+    std::error_code publish(std::string const& temp, std::string const& entry, std::uint64_t& replaced_bytes) {
+        namespace impl = detail::directory_storage_impl;
+        int renamed = ENOSYS;
+        if (!state_->no_rename_noreplace.load(std::memory_order_relaxed)) {
+            renamed = impl::rename_no_replace(temp.c_str(), entry.c_str());
+            if (renamed == ENOSYS || renamed == EINVAL) state_->no_rename_noreplace.store(true);
+        }
+        if (renamed == 0) return {};
+        if (renamed != EEXIST && renamed != ENOSYS && renamed != EINVAL) return impl::errno_code(renamed);
+        struct stat old {};
+        if (::lstat(entry.c_str(), &old) == 0 && S_ISREG(old.st_mode))
+            replaced_bytes = impl::accounted_size(static_cast<std::uint64_t>(old.st_size));
+        if (::rename(temp.c_str(), entry.c_str()) != 0) return impl::errno_code(errno);
+        return {};
+    }
+
+    /// With durability::full, syncs the folder (and the cache directory when the store
+    /// created folders), so that the new entry survives a crash.
+    std::error_code sync_directories(std::string const& folder, bool created_folders) const noexcept {
+        namespace impl = detail::directory_storage_impl;
+        if (options_.sync != durability::full) return {};
+        if (int const e = impl::fsync_directory(folder.c_str())) return impl::errno_code(e);
+        if (created_folders)
+            if (int const e = impl::fsync_directory(directory_.c_str())) return impl::errno_code(e);
+        return {};
+    }
+
+    /// What prune() and clear() share: this object's unwritten ledger changes written
+    /// (before the figures are recounted or reset), the cache directory opened and its
+    /// cleanup lock taken (waiting at most cleanup_lock_wait), then, under the
+    /// process's cleanup mutex with any cleanup in progress dropped, `work(root_fd, r)`.
+    /// A directory that is gone is nothing to do; other failures are `r.error`.
+    template <class Work>
+    cleanup_result run_cleanup(Work&& work) noexcept {
+        namespace impl = detail::directory_storage_impl;
+        cleanup_result r;
+        if (directory_.empty()) return r;
+        if (state_->ledger.has_changes()) state_->ledger.flush(impl::now_s());
+        impl::file_descriptor const root{impl::open_root(directory_)};
+        if (!root) {
+            if (errno != ENOENT) r.error = impl::errno_code(errno);
+            return r;
+        }
+        if (int const e = impl::lock_fd(root.fd, impl::cleanup_lock_wait)) {
+            if (e == EWOULDBLOCK) state_->locks.gave_up(directory_, "so the cleanup did not run");
+            r.error = impl::errno_code(e);
+            return r;
+        }
+        try {
+            std::lock_guard<std::mutex> const lock(state_->cleanup.mutex);
+            state_->cleanup.reset();
+            work(root.fd, r);
+        } catch (...) { // bad_alloc
+            r.error = std::make_error_code(std::errc::not_enough_memory);
+        }
+        return r;
+    }
+
     std::error_code trust(struct stat const& st) const noexcept {
         if (options_.access == sharing::group)
             return (st.st_mode & S_IWOTH) ? make_error_code(directory_errc::unsafe_permissions) : std::error_code();
@@ -6012,12 +6201,9 @@ static_assert(compile_cache::check_storage<compile_cache::null_storage>::value);
 // - portable: slicing-by-8 tables (eight table look-ups per 8 bytes).
 
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <initializer_list>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define COMPILE_CACHE_HAS_CRC32C_X86 1
@@ -6031,9 +6217,6 @@ static_assert(compile_cache::check_storage<compile_cache::null_storage>::value);
 #if defined(__aarch64__) && (defined(__ARM_FEATURE_CRC32) || (defined(__GNUC__) && !defined(__clang__)))
 #define COMPILE_CACHE_HAS_CRC32C_ARM 1
 #include <arm_acle.h>
-#if COMPILE_CACHE_LINUX_CALLS
-#include <sys/auxv.h>
-#endif
 #else
 #define COMPILE_CACHE_HAS_CRC32C_ARM 0
 #endif
@@ -6107,23 +6290,11 @@ constexpr crc32c_tables_type crc32c_make_tables() noexcept {
 
 inline constexpr crc32c_tables_type crc32c_tables = crc32c_make_tables();
 
-/// Little-endian 64-bit load of unaligned bytes: one instruction on a little-endian
-/// host, whose compilers all define __BYTE_ORDER__.
-inline std::uint64_t crc32c_load_le64(unsigned char const* p) noexcept {
-    std::uint64_t v = 0;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    std::memcpy(&v, p, 8);
-#else
-    for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
-#endif
-    return v;
-}
-
 /// Feeds n bytes at p to a CRC register; portable.
 inline std::uint32_t crc32c_update_portable(std::uint32_t crc, unsigned char const* p, std::size_t n) noexcept {
     auto const& t = crc32c_tables.table;
     for (; n >= 8; n -= 8, p += 8) {
-        std::uint64_t const v = crc32c_load_le64(p) ^ crc;
+        std::uint64_t const v = read_le<std::uint64_t>(p) ^ crc;
         // As a tree, so that the look-ups' results combine in three steps, not seven.
         crc = ((t[7][v & 0xff] ^ t[6][(v >> 8) & 0xff]) ^ (t[5][(v >> 16) & 0xff] ^ t[4][(v >> 24) & 0xff])) ^
               ((t[3][(v >> 32) & 0xff] ^ t[2][(v >> 40) & 0xff]) ^ (t[1][(v >> 48) & 0xff] ^ t[0][v >> 56]));
@@ -6164,13 +6335,9 @@ crc32c_x86_three_way(std::uint32_t crc, unsigned char const*& p, std::size_t& n)
     for (; n >= 3 * lane; n -= 3 * lane, p += 3 * lane) {
         std::uint64_t a = crc, b = 0, c = 0;
         for (std::size_t i = 0; i < lane; i += 8) {
-            std::uint64_t va, vb, vc;
-            std::memcpy(&va, p + i, 8);
-            std::memcpy(&vb, p + lane + i, 8);
-            std::memcpy(&vc, p + 2 * lane + i, 8);
-            a = _mm_crc32_u64(a, va);
-            b = _mm_crc32_u64(b, vb);
-            c = _mm_crc32_u64(c, vc);
+            a = _mm_crc32_u64(a, read_le<std::uint64_t>(p + i));
+            b = _mm_crc32_u64(b, read_le<std::uint64_t>(p + lane + i));
+            c = _mm_crc32_u64(c, read_le<std::uint64_t>(p + 2 * lane + i));
         }
         crc = crc32c_x86_shift(static_cast<std::uint32_t>(a), k2) ^
               crc32c_x86_shift(static_cast<std::uint32_t>(b), k1) ^ static_cast<std::uint32_t>(c);
@@ -6185,9 +6352,7 @@ __attribute__((target("sse4.2,pclmul"))) inline std::uint32_t crc32c_update_x86(
     crc = crc32c_x86_three_way<256>(crc, p, n);
     std::uint64_t c = crc;
     for (; n >= 8; n -= 8, p += 8) {
-        std::uint64_t v;
-        std::memcpy(&v, p, 8);
-        c = _mm_crc32_u64(c, v);
+        c = _mm_crc32_u64(c, read_le<std::uint64_t>(p));
     }
     crc = static_cast<std::uint32_t>(c);
     for (; n != 0; --n, ++p) crc = _mm_crc32_u8(crc, *p);
@@ -6208,22 +6373,15 @@ __attribute__((target("sse4.2,pclmul"))) inline std::uint32_t crc32c_update_x86(
 inline bool crc32c_arm_supported() noexcept {
 #if defined(__ARM_FEATURE_CRC32)
     return true;
-#elif COMPILE_CACHE_LINUX_CALLS
-#ifndef HWCAP_CRC32
-#define HWCAP_CRC32 (1ul << 7) // the Linux arm64 ABI value (arch/arm64/include/uapi/asm/hwcap.h)
-#endif
-    return (getauxval(AT_HWCAP) & HWCAP_CRC32) != 0;
 #else
-    return false;
+    return arm_cpu_has(arm_hwcap_crc32);
 #endif
 }
 
 COMPILE_CACHE_CRC_TARGET inline std::uint32_t crc32c_update_arm(std::uint32_t crc, unsigned char const* p,
                                                                 std::size_t n) noexcept {
     for (; n >= 8; n -= 8, p += 8) {
-        std::uint64_t v;
-        std::memcpy(&v, p, 8);
-        crc = __crc32cd(crc, v);
+        crc = __crc32cd(crc, read_le<std::uint64_t>(p));
     }
     for (; n != 0; --n, ++p) crc = __crc32cb(crc, *p);
     return crc;
@@ -6235,77 +6393,27 @@ COMPILE_CACHE_CRC_TARGET inline std::uint32_t crc32c_update_arm(std::uint32_t cr
 
 using crc32c_update_fn = std::uint32_t (*)(std::uint32_t, unsigned char const*, std::size_t) noexcept;
 
-/// The update function of `b`, or null when this build does not contain it.
-inline crc32c_update_fn crc32c_update_of(crc32c_backend b) noexcept {
-    switch (b) {
-    case crc32c_backend::portable: return &crc32c_update_portable;
-    case crc32c_backend::x86_sse42:
+struct crc32c_implementations {
+    using backend = crc32c_backend;
+    using function = crc32c_update_fn;
+    static constexpr char const* variable = "COMPILE_CACHE_CRC32C";
+    static constexpr cpu_implementation<backend, function> compiled[] = {
 #if COMPILE_CACHE_HAS_CRC32C_X86
-        return &crc32c_update_x86;
-#else
-        return nullptr;
+        {crc32c_backend::x86_sse42, &crc32c_update_x86, &crc32c_x86_supported},
 #endif
-    case crc32c_backend::arm_crc:
 #if COMPILE_CACHE_HAS_CRC32C_ARM
-        return &crc32c_update_arm;
-#else
-        return nullptr;
+        {crc32c_backend::arm_crc, &crc32c_update_arm, &crc32c_arm_supported},
 #endif
-    }
-    return nullptr;
-}
+        {crc32c_backend::portable, &crc32c_update_portable, &always_runs},
+    };
+};
 
-inline bool crc32c_backend_runs_here(crc32c_backend b) noexcept {
-    switch (b) {
-    case crc32c_backend::portable: return true;
-    case crc32c_backend::x86_sse42:
-#if COMPILE_CACHE_HAS_CRC32C_X86
-        return crc32c_x86_supported();
-#else
-        return false;
-#endif
-    case crc32c_backend::arm_crc:
-#if COMPILE_CACHE_HAS_CRC32C_ARM
-        return crc32c_arm_supported();
-#else
-        return false;
-#endif
-    }
-    return false;
-}
+/// The update function in use, chosen on first use (see cpu_dispatch).
+using crc32c_dispatch = cpu_dispatch<crc32c_implementations>;
 
-/// The automatic choice given COMPILE_CACHE_CRC32C (null when unset): `portable`
-/// forces the tables; anything else means the fastest that runs here.
+/// The automatic choice given COMPILE_CACHE_CRC32C (null when unset).
 inline crc32c_backend crc32c_choose_backend(char const* env_value, bool* not_understood = nullptr) noexcept {
-    // Unset, empty and `auto` mean the automatic choice; anything else but `portable`
-    // is a mistake the caller reports (once, as one line) and then ignores.
-    if (not_understood != nullptr)
-        *not_understood = env_value != nullptr && *env_value != '\0' && std::strcmp(env_value, "portable") != 0 &&
-                          std::strcmp(env_value, "auto") != 0;
-    if (env_value != nullptr && std::strcmp(env_value, "portable") == 0) return crc32c_backend::portable;
-    if (crc32c_backend_runs_here(crc32c_backend::x86_sse42)) return crc32c_backend::x86_sse42;
-    if (crc32c_backend_runs_here(crc32c_backend::arm_crc)) return crc32c_backend::arm_crc;
-    return crc32c_backend::portable;
-}
-
-std::uint32_t crc32c_update_first_call(std::uint32_t crc, unsigned char const* p, std::size_t n) noexcept;
-
-/// The update function in use: chosen on the first call, then one load and one
-/// indirect call per use (as sha256_compress_active).
-inline std::atomic<crc32c_update_fn> crc32c_update_active{&crc32c_update_first_call};
-
-inline crc32c_update_fn crc32c_resolve() noexcept {
-    char const* const setting = std::getenv("COMPILE_CACHE_CRC32C");
-    bool not_understood = false;
-    crc32c_update_fn const chosen = crc32c_update_of(crc32c_choose_backend(setting, &not_understood));
-    if (not_understood) report_unknown_implementation("COMPILE_CACHE_CRC32C", setting);
-    crc32c_update_fn expected = &crc32c_update_first_call;
-    if (crc32c_update_active.compare_exchange_strong(expected, chosen, std::memory_order_relaxed)) return chosen;
-    return expected;
-}
-
-inline std::uint32_t crc32c_update_first_call(std::uint32_t crc, unsigned char const* p, std::size_t n) noexcept {
-    return crc32c_resolve()(crc, p, n);
+    return crc32c_dispatch::choose(env_value, not_understood);
 }
 
 } // namespace detail
@@ -6314,27 +6422,16 @@ inline std::uint32_t crc32c_update_first_call(std::uint32_t crc, unsigned char c
 /// result: crc32c(b, nb, crc32c(a, na)) == crc32c of a followed by b.
 inline std::uint32_t crc32c(void const* p, std::size_t n, std::uint32_t previous = 0) noexcept {
     if (n == 0) return previous;
-    return ~detail::crc32c_update_active.load(std::memory_order_relaxed)(
-        ~previous, static_cast<unsigned char const*>(p), n);
+    return ~detail::crc32c_dispatch::call(~previous, static_cast<unsigned char const*>(p), n);
 }
 
-inline crc32c_backend crc32c_implementation() noexcept {
-    detail::crc32c_update_fn f = detail::crc32c_update_active.load(std::memory_order_relaxed);
-    if (f == &detail::crc32c_update_first_call) f = detail::crc32c_resolve();
-    for (auto b : {crc32c_backend::x86_sse42, crc32c_backend::arm_crc})
-        if (f == detail::crc32c_update_of(b)) return b;
-    return crc32c_backend::portable;
-}
+inline crc32c_backend crc32c_implementation() noexcept { return detail::crc32c_dispatch::current(); }
 
-inline bool crc32c_implementation_available(crc32c_backend b) noexcept { return detail::crc32c_backend_runs_here(b); }
+inline bool crc32c_implementation_available(crc32c_backend b) noexcept { return detail::crc32c_dispatch::runs_here(b); }
 
 /// Makes crc32c use `b` from now on; false, and nothing changed, when it is not
 /// available here. For tests and benchmarks (or COMPILE_CACHE_CRC32C=portable).
-inline bool set_crc32c_implementation(crc32c_backend b) noexcept {
-    if (!crc32c_implementation_available(b)) return false;
-    detail::crc32c_update_active.store(detail::crc32c_update_of(b), std::memory_order_relaxed);
-    return true;
-}
+inline bool set_crc32c_implementation(crc32c_backend b) noexcept { return detail::crc32c_dispatch::set(b); }
 
 } // namespace compile_cache
 // ---- end compile_cache/detail/crc32c.hpp
@@ -6395,7 +6492,7 @@ public:
     /// seed is 0: the seeded constructor of the HashAlgorithm concept.
     explicit hmac(std::uint64_t seed) {
         unsigned char bytes[8];
-        for (unsigned i = 0; i < 8; ++i) bytes[i] = static_cast<unsigned char>(seed >> (8 * i));
+        detail::store_le(bytes, seed);
         set_key(bytes, seed == 0 ? 0 : 8);
     }
 
@@ -6995,11 +7092,10 @@ struct tier_options {
 };
 
 namespace detail {
-template <class S, class = void>
-struct has_remote_describe : std::false_type {};
 template <class S>
-struct has_remote_describe<S, std::enable_if_t<std::is_convertible_v<decltype(std::declval<S const&>().describe()),
-                                                              std::string>>> : std::true_type {};
+using describe_t = decltype(std::declval<S const&>().describe());
+template <class S>
+using has_remote_describe = is_detected_convertible<std::string, describe_t, S>;
 /// The calls the last found read on this thread answered from a remote (for
 /// entry_checked): which tier, and which key.
 struct remote_read_mark {
@@ -7849,12 +7945,10 @@ struct bind_self {
 };
 
 namespace detail {
-template <class R, class T, class = void>
-struct has_bind : std::false_type {};
 template <class R, class T>
-struct has_bind<R, T,
-                std::void_t<decltype(std::declval<R&>().bind(std::declval<T const*>(), std::declval<key const&>()))>>
-    : std::true_type {};
+using bind_t = decltype(std::declval<R&>().bind(std::declval<T const*>(), std::declval<key const&>()));
+template <class R, class T>
+using has_bind = is_detected<bind_t, R, T>;
 } // namespace detail
 
 /// Settings of a cache; from_env fills them from PREFIX_* variables.
@@ -7907,11 +8001,10 @@ inline void cache_settings_from_env(settings_reader const& env, cache_options& o
 namespace detail {
 void relocate_source() = delete; // poison pill: only the host's overload, found by ADL
 
-template <class A, class = void>
-struct has_relocate_source : std::false_type {};
 template <class A>
-struct has_relocate_source<A, std::void_t<decltype(relocate_source(std::declval<A&>(), std::int64_t{}))>>
-    : std::true_type {};
+using relocate_source_t = decltype(relocate_source(std::declval<A&>(), std::int64_t{}));
+template <class A>
+using has_relocate_source = is_detected<relocate_source_t, A>;
 
 /// The buffer a load reads an entry into: this thread's reused one, so that a hit
 /// allocates none, or, for a load started from inside a deserializer (a nested load),
@@ -8336,26 +8429,26 @@ private:
             std::string entry;
             envelope_writer envelope(entry, k.value(), meta, auth_);
             if (!envelope.metadata_fits())
-                return store_failed(store_failure::too_large, start, info, "metadata over 1 MiB");
+                return store_failed(store_failure::too_large, start, info, k.value(), "metadata over 1 MiB");
             try {
                 Serializer::save(envelope.out(), artifact, resolver_context::of(state_->resolver, self));
             } catch (unresolved_reference const& e) {
-                return store_failed(store_failure::unresolved_reference, start, info, e.what());
+                return store_failed(store_failure::unresolved_reference, start, info, k.value(), e.what());
             } catch (std::exception const& e) {
-                return store_failed(store_failure::serialize_error, start, info, e.what());
+                return store_failed(store_failure::serialize_error, start, info, k.value(), e.what());
             }
             // The bound is on the whole sealed entry, as load applies it when reading.
             if (envelope.sealed_size() > options_.max_entry_size)
-                return store_failed(store_failure::too_large, start, info, {});
+                return store_failed(store_failure::too_large, start, info, k.value(), {});
             envelope.seal();
             if (!write_entry(k.value(), entry, start, info)) return false;
             state_->stats.stored(entry.size(), detail::elapsed_ns(start));
             record_identity(k, info, meta, previous);
             return true;
         } catch (std::exception const& e) {
-            return store_failed(store_failure::serialize_error, start, info, e.what());
+            return store_failed(store_failure::serialize_error, start, info, k.value(), e.what());
         } catch (...) {
-            return store_failed(store_failure::serialize_error, start, info, "unknown exception");
+            return store_failed(store_failure::serialize_error, start, info, k.value(), "unknown exception");
         }
     }
 
@@ -8381,11 +8474,11 @@ private:
                      entry_info const& info) {
         try {
             if (std::error_code ec = storage_.write(k, entry))
-                return store_failed(store_failure::write_error, start, info, ec.message());
+                return store_failed(store_failure::write_error, start, info, k, ec.message());
         } catch (std::exception const& e) {
-            return store_failed(store_failure::write_error, start, info, e.what());
+            return store_failed(store_failure::write_error, start, info, k, e.what());
         } catch (...) {
-            return store_failed(store_failure::write_error, start, info, "unknown exception");
+            return store_failed(store_failure::write_error, start, info, k, "unknown exception");
         }
         return true;
     }
@@ -8445,9 +8538,10 @@ private:
         std::vector<std::pair<std::string, std::uint64_t>> flushed; ///< the counters last flushed
     };
 
-    // One load's bookkeeping: where its miss reason goes, when it started, and how
-    // many bytes it read.
+    // One load's bookkeeping: its key, where its miss reason goes, when it started, and
+    // how many bytes it read.
     struct load_attempt {
+        key const& k;
         entry_info const& info;
         miss_reason& why;
         std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
@@ -8460,7 +8554,7 @@ private:
     std::optional<Artifact> load_impl(key_result const& k, entry_info const& info, Self const* self,
                                       miss_reason& why) {
         if (!enabled_ || !k.ok()) return std::nullopt;
-        load_attempt attempt{info, why};
+        load_attempt attempt{k.value(), info, why};
         try {
             detail::read_buffer buffer;
             if (!read_entry(k.value(), buffer.bytes(), attempt)) return std::nullopt;
@@ -8676,19 +8770,38 @@ private:
     std::nullopt_t missed(load_attempt& attempt, miss_reason r, std::string const& detail) noexcept {
         attempt.why = r;
         state_->stats.miss(r, attempt.bytes, detail::elapsed_ns(attempt.start));
-        if (r != miss_reason::absent)
-            log(std::string("miss ") + attempt.info.name + ": " + to_string(r) + (detail.empty() ? "" : ": " + detail));
+        if (r == miss_reason::absent) return std::nullopt;
+        try {
+            log("miss " + attempt.info.name + " (" + failure_subject(attempt.k) + "): " + to_string(r) +
+                (detail.empty() ? "" : ": " + detail));
+        } catch (...) {
+        }
         return std::nullopt;
     }
 
     bool store_failed(store_failure f, std::chrono::steady_clock::time_point start, entry_info const& info,
-                      std::string const& detail) noexcept {
+                      key const& k, std::string const& detail) noexcept {
         state_->stats.store_failed(f, detail::elapsed_ns(start));
         // A write error (disk full, read-only, permission) tends to repeat for every
         // store: it is reported once, and counted every time.
         if (f == store_failure::write_error && state_->write_error_logged.exchange(true)) return false;
-        log(std::string("store failed ") + info.name + ": " + to_string(f) + (detail.empty() ? "" : ": " + detail));
+        try {
+            log("store failed " + info.name + " (" + failure_subject(k) + "): " + to_string(f) +
+                (detail.empty() ? "" : ": " + detail));
+        } catch (...) {
+        }
         return false;
+    }
+
+    /// Which entry a failure line is about: `key <the first 6 bytes in hex>`, and where
+    /// a Storage with `entry_path(key)` (directory_storage) keeps it.
+    std::string failure_subject(key const& k) const {
+        std::string s = "key " + k.hex().substr(0, 12);
+        if constexpr (detail::has_entry_path<Storage>::value) {
+            std::string path = storage_.entry_path(k);
+            if (!path.empty()) s += " at " + path;
+        }
+        return s;
     }
 
     /// A Storage that has something to say (storage/concept.hpp: has_set_logger)

@@ -45,8 +45,8 @@
 
 #endif // COMPILE_CACHE_DETAIL_CONFIG_HPP
 // ---- end of compile_cache/detail/config.hpp
-
 #include <compile_cache/compile_cache.hpp>
+
 
 #include <boost/serialization/string.hpp>
 
@@ -142,10 +142,8 @@ inline key conformance_key(std::uint32_t a, std::uint32_t b, std::size_t size = 
 inline std::string conformance_value(std::uint32_t writer, std::uint32_t sequence) {
     std::size_t const length = 16 + (writer * 7919u + sequence * 104729u) % 20000u;
     std::string v(8 + length, '\0');
-    for (int i = 0; i < 4; ++i) {
-        v[static_cast<std::size_t>(i)] = static_cast<char>(writer >> (8 * i));
-        v[static_cast<std::size_t>(4 + i)] = static_cast<char>(sequence >> (8 * i));
-    }
+    compile_cache::detail::store_le(reinterpret_cast<unsigned char*>(&v[0]), writer);
+    compile_cache::detail::store_le(reinterpret_cast<unsigned char*>(&v[4]), sequence);
     std::uint32_t x = writer * 2654435761u ^ sequence;
     for (std::size_t i = 8; i < v.size(); ++i) {
         x = x * 1103515245u + 12345u;
@@ -156,11 +154,9 @@ inline std::string conformance_value(std::uint32_t writer, std::uint32_t sequenc
 
 inline bool is_conformance_value(std::string const& v) {
     if (v.size() < 8) return false;
-    std::uint32_t writer = 0, sequence = 0;
-    for (int i = 0; i < 4; ++i) {
-        writer |= std::uint32_t{static_cast<unsigned char>(v[static_cast<std::size_t>(i)])} << (8 * i);
-        sequence |= std::uint32_t{static_cast<unsigned char>(v[static_cast<std::size_t>(4 + i)])} << (8 * i);
-    }
+    auto const* bytes = reinterpret_cast<unsigned char const*>(v.data());
+    std::uint32_t const writer = compile_cache::detail::read_le<std::uint32_t>(bytes);
+    std::uint32_t const sequence = compile_cache::detail::read_le<std::uint32_t>(bytes + 4);
     return v == conformance_value(writer, sequence);
 }
 

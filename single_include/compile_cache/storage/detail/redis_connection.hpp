@@ -4,6 +4,8 @@
 // written with send(MSG_NOSIGNAL), so a server that went away never raises SIGPIPE.
 #pragma once
 
+#include <compile_cache/compile_cache.hpp>
+
 #include <hiredis/hiredis.h>
 
 #include <poll.h>
@@ -325,9 +327,8 @@ private:
             msghdr m{};
             m.msg_iov = iov.data() + first;
             m.msg_iovlen = iov.size() - first;
-            ssize_t const n = ::sendmsg(context_->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+            ssize_t const n = retry_on_eintr([&] { return ::sendmsg(context_->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT); });
             if (n < 0) {
-                if (errno == EINTR) continue;
                 if (errno == EAGAIN || errno == EWOULDBLOCK) {
                     if (auto e = wait(POLLOUT, deadline)) return e;
                     continue;
