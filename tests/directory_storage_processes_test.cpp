@@ -8,9 +8,9 @@
 // writer's unwritten batch corrected by the hourly recount, a forked child that does
 // not write its parent's batch.
 #include "catch2_compat.hpp"
-#include "helpers/storage_common.hpp"
-#include "helpers/storage_process.hpp"
-#include "test_support.hpp"
+#include "support/storage_model.hpp"
+#include "support/process.hpp"
+#include "support/posix.hpp"
 
 #include <compile_cache/storage/directory_storage.hpp>
 
@@ -47,18 +47,18 @@ namespace fs = std::filesystem;
 using compile_cache_test::temp_dir;
 using compile_cache_test::write_file;
 using storage_test::artifact;
-using storage_test::child_process;
+using compile_cache_test::child_process;
 using storage_test::is_right;
 using storage_test::key_of;
 using storage_test::make_artifact;
-using storage_test::run_in_child;
+using compile_cache_test::run_in_child;
 using storage_test::size_of;
 
 std::string const worker = COMPILE_CACHE_HELPER_storage_worker;
 constexpr uid_t nobody = 65534;
 constexpr gid_t nogroup = 65534;
 
-bool running_as_root() { return ::geteuid() == 0; }
+using compile_cache_test::running_as_root;
 
 std::uint64_t field(std::string const& text, std::string const& name) {
     auto const at = text.find(name + "=");

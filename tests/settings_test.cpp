@@ -2,7 +2,7 @@
 // basic_cache::from_env delegating to a storage's own from_env.
 
 #include "catch2_compat.hpp"
-#include "test_support.hpp"
+#include "support/posix.hpp"
 
 #include <compile_cache/compile_cache.hpp>
 

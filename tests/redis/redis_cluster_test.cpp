@@ -2,7 +2,7 @@
 // killed (only its slots fail), and a slot migrated during a run (ASK, then MOVED,
 // followed without an error).
 #include "catch2_compat.hpp"
-#include "redis_test_support.hpp"
+#include "support/redis_servers.hpp"
 
 #include <compile_cache/storage/redis_storage.hpp>
 

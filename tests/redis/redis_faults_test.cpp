@@ -4,7 +4,7 @@
 // come back within its timeout, as an error of the right kind, without a crash or a
 // large allocation.
 #include "catch2_compat.hpp"
-#include "redis_test_support.hpp"
+#include "support/redis_servers.hpp"
 
 #include <compile_cache/storage/redis_storage.hpp>
 

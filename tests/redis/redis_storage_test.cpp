@@ -1,7 +1,7 @@
 // redis_storage against a real redis-server: the Storage contract, the names and
 // expiry of values on the server, bounded reads, credentials, and a basic_cache on it.
 #include "catch2_compat.hpp"
-#include "redis_test_support.hpp"
+#include "support/redis_servers.hpp"
 
 #include <compile_cache/compile_cache.hpp>
 #include <compile_cache/storage/redis_storage.hpp>

@@ -3,7 +3,8 @@
 // or restarted server costs a bounded delay and one log line each way; an entry planted
 // with a wrong HMAC is never loaded.
 #include "catch2_compat.hpp"
-#include "redis_test_support.hpp"
+#include "support/model.hpp"
+#include "support/redis_servers.hpp"
 
 #include <compile_cache/compile_cache.hpp>
 #include <compile_cache/storage/redis_storage.hpp>
@@ -23,13 +24,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct kernel {
-    std::vector<int> code;
-    template <class Archive>
-    void serialize(Archive& ar, unsigned) {
-        ar & code;
-    }
-};
+using compile_cache_test::model::code_kernel;
 
 using tier = cc::tiered_storage<cc::directory_storage, cc::redis_storage>;
 using tier_cache = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, tier>;
@@ -60,8 +55,8 @@ struct machine {
         return cache.make_key_builder("tiered_redis_test").add("ir", "kernel " + std::to_string(n)).finish();
     }
     cc::outcome get(int n) {
-        auto r = cache.get_or_compile<kernel>(key(n), {"k" + std::to_string(n), "f.tk", 1},
-                                              [n] { return kernel{{n, n + 1}}; });
+        auto r = cache.get_or_compile<code_kernel>(key(n), {"k" + std::to_string(n), "f.tk", 1},
+                                              [n] { return code_kernel{{n, n + 1}}; });
         CHECK(r.value.code == std::vector<int>{n, n + 1});
         return r.outcome;
     }
@@ -175,7 +170,7 @@ TEST_CASE("Tier on Redis: a well-formed entry planted with a wrong HMAC is unaut
     cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, cc::memory_storage> forger(cc::memory_storage{},
                                                                                            machine::options("guess"));
     auto const k = victim.key(1);
-    REQUIRE(forger.store(k, kernel{{666}}));
+    REQUIRE(forger.store(k, code_kernel{{666}}));
     std::string forged;
     REQUIRE(forger.storage().read(k.value(), forged, 1 << 20).status == cc::read_status::found);
     REQUIRE(a({"SET", ns + ":" + k.value().hex(), forged}) == "OK");
