@@ -554,31 +554,6 @@ TEST_CASE("from_env: PREFIX_LOG=1 turns diagnostics on", "[cache]") {
 #endif
 }
 
-#ifdef COMPILE_CACHE_HELPER_cache_fresh_process_helper
-TEST_CASE("a process-wide switch with a value it does not know is one line each, and the fastest code",
-          "[cache][configuration]") {
-    temp_dir dir;
-    fs::path const root = dir.path() / "cache";
-    fs::path const err = dir.path() / "stderr.txt";
-    std::string const helper = COMPILE_CACHE_HELPER_cache_fresh_process_helper;
-    run_result const r = run("CCFRESH_LOG= COMPILE_CACHE_SHA256=sha-ni COMPILE_CACHE_CRC32C=fast " + quoted(helper) +
-                             " store " + quoted(root.string()) + " 2>" + quoted(err.string()));
-    INFO(r.out);
-    CHECK(r.exit_code == 0);
-    CHECK(r.out.find("enabled=1 outcome=compiled") != std::string::npos);
-    std::string const printed = read_file(err);
-    CHECK(printed.find("compile_cache: COMPILE_CACHE_SHA256=\"sha-ni\" is not understood (portable, or auto); "
-                       "using the fastest implementation this CPU runs\n") != std::string::npos);
-    CHECK(printed.find("compile_cache: COMPILE_CACHE_CRC32C=\"fast\" is not understood (portable, or auto); "
-                       "using the fastest implementation this CPU runs\n") != std::string::npos);
-    CHECK(std::count(printed.begin(), printed.end(), '\n') == 2);
-
-    // The same digests as any other choice: the next process, with no switch, loads it.
-    run_result const next = run("CCFRESH_LOG= " + quoted(helper) + " load " + quoted(root.string()));
-    CHECK(next.out.find("outcome=loaded") != std::string::npos);
-}
-#endif
-
 // --- entries outlive the process ------------------------------------------------------------
 
 #ifdef COMPILE_CACHE_HELPER_cache_fresh_process_helper

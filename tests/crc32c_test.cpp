@@ -22,7 +22,6 @@ using compile_cache::crc32c_backend;
 using backend_scope = compile_cache_test::backend_scope<crc32c_backend>;
 using compile_cache_test::contains;
 using compile_cache_test::cpuinfo_words;
-constexpr auto const& all_backends = compile_cache_test::cpu_dispatch<crc32c_backend>::all;
 std::vector<crc32c_backend> available_backends() { return compile_cache_test::available_backends<crc32c_backend>(); }
 
 /// The definition, one bit at a time: reflected, generator 0x82F63B78, initial value
@@ -138,15 +137,8 @@ TEST_CASE("crc32c sees every burst error of up to 32 bits", "[crc32c]") {
     }
 }
 
-TEST_CASE("crc32c chooses its implementation once, and the portable one can be forced", "[crc32c]") {
-    namespace d = compile_cache::detail;
-    auto const available = available_backends();
-    REQUIRE(!available.empty());
-    CHECK(available.front() == crc32c_backend::portable);
-    CHECK(d::crc32c_choose_backend("portable") == crc32c_backend::portable);
-    CHECK(d::crc32c_choose_backend(nullptr) == available.back());
-    CHECK(d::crc32c_choose_backend("auto") == available.back());
-    CHECK(compile_cache::crc32c_implementation_available(compile_cache::crc32c_implementation()));
+// Which implementation runs, and how it is forced: cpu_dispatch_test.cpp.
+TEST_CASE("crc32c finds the CPU's CRC instructions where the kernel reports them", "[crc32c]") {
 #if COMPILE_CACHE_HAS_CRC32C_X86
     auto const flags = cpuinfo_words("flags");
     if (!flags.empty())
@@ -158,12 +150,7 @@ TEST_CASE("crc32c chooses its implementation once, and the portable one can be f
     if (!features.empty())
         CHECK(compile_cache::crc32c_implementation_available(crc32c_backend::arm_crc) == contains(features, "crc32"));
 #endif
-    auto const before = compile_cache::crc32c_implementation();
-    for (auto b : all_backends)
-        if (!compile_cache::crc32c_implementation_available(b)) {
-            CHECK(!compile_cache::set_crc32c_implementation(b));
-            CHECK(compile_cache::crc32c_implementation() == before);
-        }
+    SUCCEED("available here: " << available_backends().size() << " implementation(s)");
 }
 
 TEST_CASE("the multiplier constants of the three-stream join are powers of x mod P", "[crc32c]") {

@@ -43,7 +43,6 @@ std::vector<unsigned char> pattern(std::size_t n) {
 using backend_scope = compile_cache_test::backend_scope<compile_cache::sha256_backend>;
 using compile_cache_test::contains;
 using compile_cache_test::cpuinfo_words;
-constexpr auto const& all_backends = compile_cache_test::cpu_dispatch<compile_cache::sha256_backend>::all;
 std::vector<compile_cache::sha256_backend> available_backends() {
     return compile_cache_test::available_backends<compile_cache::sha256_backend>();
 }
@@ -298,12 +297,12 @@ TEST_CASE("sha256 result() pads into the stream and the object stays usable", "[
     }
 }
 
-TEST_CASE("sha256 chooses its block function once, and the portable one can be forced", "[hasher][sha256]") {
+// Which implementation runs, and how it is forced: cpu_dispatch_test.cpp.
+TEST_CASE("sha256 finds the CPU's SHA extensions where the kernel reports them, and names its block functions",
+          "[hasher][sha256]") {
     using compile_cache::sha256_backend;
     namespace d = compile_cache::detail;
     auto const available = available_backends();
-    REQUIRE(!available.empty());
-    CHECK(available.front() == sha256_backend::portable); // always there
     CHECK(d::sha256_compress_of(sha256_backend::portable) == &d::sha256_compress_portable);
 
     SECTION("the CPU's extensions are found where the kernel reports them") {
@@ -320,26 +319,6 @@ TEST_CASE("sha256 chooses its block function once, and the portable one can be f
                   contains(features, "sha2"));
 #endif
         SUCCEED("available here: " << available.size() << " backend(s)");
-    }
-    SECTION("COMPILE_CACHE_SHA256=portable forces the portable code; otherwise the fastest available") {
-        CHECK(d::sha256_choose_backend("portable") == sha256_backend::portable);
-        CHECK(d::sha256_choose_backend(nullptr) == available.back());
-        CHECK(d::sha256_choose_backend("") == available.back());
-        CHECK(d::sha256_choose_backend("auto") == available.back());
-    }
-    SECTION("the process's choice is one of the available ones, and stays until set") {
-        auto const now = compile_cache::sha256_implementation();
-        CHECK(compile_cache::sha256_implementation_available(now));
-        CHECK(compile_cache::sha256_implementation() == now);
-    }
-    SECTION("setting an unavailable backend is refused and changes nothing") {
-        auto const before = compile_cache::sha256_implementation();
-        for (auto b : all_backends) {
-            if (compile_cache::sha256_implementation_available(b)) continue;
-            INFO("backend " << compile_cache::to_string(b));
-            CHECK(!compile_cache::set_sha256_implementation(b));
-            CHECK(compile_cache::sha256_implementation() == before);
-        }
     }
     SECTION("the names") {
         CHECK(std::string(compile_cache::to_string(sha256_backend::portable)) == "portable");

@@ -1,7 +1,7 @@
-// One run of a small host compiler in a process of its own, for cache_test.cpp: the
-// cache comes from the environment, as a real host's would, and the kernel it caches
-// (support/model.hpp) calls another kernel, works in a dialect group and returns a
-// type singleton.
+// One run of a small host compiler in a process of its own, for cache_test.cpp and
+// cpu_dispatch_test.cpp: the cache comes from the environment, as a real host's would,
+// and the kernel it caches (support/model.hpp) calls another kernel, works in a dialect
+// group and returns a type singleton.
 //
 // Usage: cache_fresh_process_helper MODE DIR
 //   Sets CCFRESH_DIR=DIR, then takes compile_cache::default_cache::from_env("CCFRESH")
