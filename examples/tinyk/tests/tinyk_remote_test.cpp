@@ -3,7 +3,7 @@
 // checkout path), every step a fresh tinyk process. The server is a test's own (so
 // that its command statistics are this test's), started through the Redis tests'
 // fixture script on 127.0.0.1 and stopped even when the test fails.
-#include "redis_test_support.hpp"
+#include "support/redis_servers.hpp"
 #include "tinyk_support.hpp"
 
 #include <algorithm>
