@@ -88,7 +88,7 @@ TEST_CASE("memory_storage: writers, readers and removers on shared keys", "[conc
     CHECK(s.size() <= 64);
 }
 
-TEST_CASE("statistics: counters from many threads add up; snapshots meanwhile", "[concurrency]") {
+TEST_CASE("statistics: counters from many threads add up, snapshots meanwhile", "[concurrency]") {
     cc::statistics st;
     std::atomic<bool> done{false};
     std::atomic<int> bad_snapshots{0};

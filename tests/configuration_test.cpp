@@ -278,7 +278,7 @@ TEST_CASE("configuration.md: a PREFIX_DIR that is an on value prints the quoted 
     }
 }
 
-TEST_CASE("configuration.md: a PREFIX_LOG value that is neither on nor off prints the quoted line; logging stays off",
+TEST_CASE("configuration.md: a PREFIX_LOG value that is neither on nor off prints the quoted line, logging stays off",
           "[configuration]") {
     temp_dir dir;
     config_env env;

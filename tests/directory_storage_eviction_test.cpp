@@ -141,7 +141,7 @@ TEST_CASE("parse_byte_size: bytes, or K, M, G in powers of 1024", "[storage][evi
         CHECK_FALSE(parse_byte_size(bad).has_value());
 }
 
-TEST_CASE("directory_options from the environment; a bad value is one diagnostic and the default",
+TEST_CASE("directory_options from the environment, a bad value is one diagnostic and the default",
           "[storage][eviction]") {
     std::vector<std::string> lines;
     auto report = [&](std::string const& line) { lines.push_back(line); };
@@ -362,7 +362,7 @@ TEST_CASE("the ledger follows stores, replacements and removals, and heals", "[s
     }
 }
 
-TEST_CASE("stores reach the ledger in batches; the last copy of the storage writes the rest",
+TEST_CASE("stores reach the ledger in batches, the last copy of the storage writes the rest",
           "[storage][eviction][ledger]") {
     temp_dir dir;
     fs::path const root = dir.path() / "cache";
@@ -419,7 +419,7 @@ TEST_CASE("a store that may take the cache over its limit writes its batch and c
     CHECK(s.accounted_size() == 900 * 4096);
 }
 
-TEST_CASE("stale temp files are swept by cleanup; fresh ones and foreign files stay", "[storage][eviction]") {
+TEST_CASE("stale temp files are swept by cleanup, fresh ones and foreign files stay", "[storage][eviction]") {
     temp_dir dir;
     fs::path const root = dir.path() / "cache";
     directory_storage s(root.string());

@@ -202,7 +202,7 @@ TEST_CASE("8 processes over 64 shared keys, a small limit and a pruner: no wrong
     CHECK(temp_files_in(root).empty());
 }
 
-TEST_CASE("two processes storing the same key at once both finish; the entry is one of the two, whole",
+TEST_CASE("two processes storing the same key at once both finish, the entry is one of the two, whole",
           "[storage][processes]") {
     temp_dir dir;
     fs::path const root = dir.path() / "cache";
@@ -372,7 +372,7 @@ TEST_CASE("a forked child does not write its parent's unwritten ledger changes",
     CHECK(reader.accounted_size() == before + 11 * 4096);
 }
 
-TEST_CASE("writers killed mid-store leave no partial entry; their temp files are swept",
+TEST_CASE("writers killed mid-store leave no partial entry, their temp files are swept",
           "[storage][processes]") {
     // 50 here; scripts/reliability.sh runs 500 (COMPILE_CACHE_KILLED_WRITERS) and
     // prints the figures for docs/reliability.md.

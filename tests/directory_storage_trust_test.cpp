@@ -200,7 +200,7 @@ TEST_CASE("private mode: an entry owned by another user is not trusted", "[stora
     CHECK(st.st_uid == ::geteuid()); // replaced by this user's entry
 }
 
-TEST_CASE("shared mode: group-writable modes whatever the umask; world-writable entries not trusted",
+TEST_CASE("shared mode: group-writable modes whatever the umask, world-writable entries not trusted",
           "[storage][trust]") {
     umask_guard const um(022); // a usual umask, which would strip the group's write bit
     temp_dir dir;

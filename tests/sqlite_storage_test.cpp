@@ -197,7 +197,7 @@ TEST_CASE("a file damaged while a storage has it open: the failing read is an er
     CHECK(out == "fresh");
 }
 
-TEST_CASE("a read-only sqlite file is opened immutable and read; writes fail as write errors", "[sqlite]") {
+TEST_CASE("a read-only sqlite file is opened immutable and read, writes fail as write errors", "[sqlite]") {
     temp_dir dir;
     std::string const file = (dir.path() / "cache.db").string();
     cc::key_result k;

@@ -177,7 +177,7 @@ TEST_CASE("tiered_storage: an entry authenticated under another secret is unauth
     CHECK(remote_counts(b.stats())["remote.errors.unauthenticated"] == 1);
 }
 
-TEST_CASE("tiered_storage: read-only never writes the remote; remote-only keeps nothing locally", "[tiered]") {
+TEST_CASE("tiered_storage: read-only never writes the remote, remote-only keeps nothing locally", "[tiered]") {
     temp_dir dir;
     fs::path const remote = dir.path() / "remote";
     SECTION("read-only") {
@@ -257,7 +257,7 @@ TEST_CASE("tiered_storage: a remote that refuses is skipped for a back-off, with
     CHECK(remote_counts(c.stats())["remote.stores"] == 1);
 }
 
-TEST_CASE("tiered_storage::from_env: unset PREFIX_REMOTE is the local storage alone; set, it needs a secret or "
+TEST_CASE("tiered_storage::from_env: unset PREFIX_REMOTE is the local storage alone, set, it needs a secret or "
           "PREFIX_REMOTE_INSECURE",
           "[tiered][settings]") {
     temp_dir dir;
@@ -357,7 +357,7 @@ using throwing_tier = cc::tiered_storage<throwing_storage, cc::memory_storage>;
 using throwing_tier_cache = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, throwing_tier>;
 } // namespace
 
-TEST_CASE("tiered_storage: a local storage that throws fails as itself, counted; nothing reaches the host",
+TEST_CASE("tiered_storage: a local storage that throws fails as itself, counted, nothing reaches the host",
           "[tiered]") {
     cc::cache_options no_records;
     no_records.record_identities = false;

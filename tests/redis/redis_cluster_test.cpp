@@ -81,7 +81,7 @@ TEST_CASE("A cluster storage spreads keys over every master and reads them back"
     CHECK(s.read(key_of(1000), out, 100).status == cc::read_status::absent);
 }
 
-TEST_CASE("A cluster node killed mid-run fails only its own slots; the others keep working", "[redis][cluster]") {
+TEST_CASE("A cluster node killed mid-run fails only its own slots, the others keep working", "[redis][cluster]") {
     cluster c;
     auto s = cluster_storage(c.url());
     std::map<std::uint64_t, int> owner;

@@ -137,7 +137,7 @@ TEST_CASE("A Unix socket and a database number are honoured", "[redis][storage]"
     CHECK(out == "in db 3");
 }
 
-TEST_CASE("The right password connects; a wrong one is an auth error that shows no password", "[redis][storage]") {
+TEST_CASE("The right password connects, a wrong one is an auth error that shows no password", "[redis][storage]") {
     server guarded("--requirepass right-password");
     cc::redis_options o;
     o.url = "redis://:wrong-password@127.0.0.1:" + std::to_string(guarded.port());
