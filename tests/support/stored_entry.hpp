@@ -56,6 +56,15 @@ struct stored_entry {
 
     bool misses_with(compile_cache::miss_reason reason) { return compile_cache_test::misses_with(cache, k, reason); }
 
+    /// Writes `body` sealed with a valid unkeyed check value (as a later release, or a
+    /// writer without the secret, would seal it) and says whether a load of it was
+    /// exactly one miss by `reason`.
+    bool misses_when_resealed(std::string body, compile_cache::miss_reason reason) {
+        compile_cache::detail::append_envelope_check(body);
+        write_file(path, body);
+        return misses_with(reason);
+    }
+
     /// Writes the entry with each byte in turn XORed with each of `masks`; the offsets
     /// at which a load was not exactly one miss by `reason`. Leaves the file damaged.
     std::vector<std::size_t> flips_not_missed(std::initializer_list<unsigned> masks, compile_cache::miss_reason reason) {
