@@ -2,6 +2,7 @@
 // module (main program or shared library) that contains an address, its GNU build-id,
 // and toolchain::of_code, which keys by the modules that hold a host's code generator.
 #include "catch2_compat.hpp"
+#include "support/process.hpp"
 
 #include <compile_cache/detail/build_id.hpp>
 #include <compile_cache/key/builder.hpp>
@@ -20,12 +21,7 @@ int function_in_this_program(int x) { return x + 1; }
 
 std::string readelf_build_id(std::string const& path) {
     if (std::system("command -v readelf >/dev/null 2>&1") != 0) return {};
-    std::string out;
-    if (FILE* p = ::popen(("readelf -n '" + path + "' 2>/dev/null").c_str(), "r")) {
-        char buf[512];
-        while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-        ::pclose(p);
-    }
+    std::string const out = compile_cache_test::run_shell("readelf -n '" + path + "' 2>/dev/null").out;
     auto at = out.find("Build ID: ");
     return at == std::string::npos ? std::string() : out.substr(at + 10, out.find('\n', at) - at - 10);
 }

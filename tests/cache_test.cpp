@@ -3,7 +3,10 @@
 // none reaches the host, except the host's own compile errors; a disabled cache costs
 // nothing and touches nothing; from_env turns it on; entries outlive the process.
 #include "catch2_compat.hpp"
-#include "test_support.hpp"
+#include "support/posix.hpp"
+#include "support/entries.hpp"
+#include "support/model.hpp"
+#include "support/process.hpp"
 
 #include <compile_cache/cache.hpp>
 #include <compile_cache/storage/memory_storage.hpp>
@@ -36,48 +39,15 @@ namespace {
 namespace cc = compile_cache;
 namespace fs = std::filesystem;
 using compile_cache_test::entries_under;
+using compile_cache_test::env_var;
 using compile_cache_test::read_file;
 using compile_cache_test::temp_dir;
+using compile_cache_test::working_directory;
 using compile_cache_test::write_file;
 
 // --- a small host compiler's kernels ----------------------------------------------
 
-struct kernel {
-    std::string name;
-};
-struct dialect_group {
-    std::string name;
-};
-struct type {
-    std::string name;
-};
-
-struct relocation_log {
-    int calls = 0;
-    std::int64_t last_delta = 0;
-};
-relocation_log relocations;
-
-struct compiled_kernel {
-    std::vector<std::uint8_t> bytecode;
-    std::vector<double> constants;
-    std::vector<std::int64_t> source_lines; // one per instruction
-    std::vector<cc::ref<kernel>> callees;
-    cc::ref<dialect_group> dialects;
-    cc::ref<type> result_type;
-
-    template <class Archive>
-    void serialize(Archive& ar, unsigned) {
-        ar & bytecode & constants & source_lines & callees & dialects & result_type;
-    }
-
-    /// Found by the cache through ADL: lines were added above the kernel.
-    friend void relocate_source(compiled_kernel& k, std::int64_t delta) {
-        ++relocations.calls;
-        relocations.last_delta = delta;
-        for (auto& line : k.source_lines) line += delta;
-    }
-};
+using namespace compile_cache_test::model;
 
 /// The host's world: live objects the kernels refer to, and a counting compiler.
 struct host {
@@ -129,57 +99,16 @@ struct host {
     }
 };
 
-bool same_kernel(compiled_kernel const& a, compiled_kernel const& b) {
-    return a.bytecode == b.bytecode && a.constants == b.constants && a.source_lines == b.source_lines &&
-           a.callees == b.callees && a.dialects == b.dialects && a.result_type == b.result_type;
-}
-
 template <class Storage>
 using cache_over = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, Storage>;
 
 
 bool is_empty_dir(fs::path const& dir) { return fs::is_directory(dir) && fs::is_empty(dir); }
 
-/// Sets (or, with nullptr, unsets) an environment variable for one scope.
-class env_var {
-public:
-    env_var(std::string name, char const* value) : name_(std::move(name)) {
-        if (char const* old = std::getenv(name_.c_str())) old_ = old;
-        if (value) ::setenv(name_.c_str(), value, 1);
-        else ::unsetenv(name_.c_str());
-    }
-    env_var(env_var const&) = delete;
-    env_var& operator=(env_var const&) = delete;
-    ~env_var() {
-        if (old_) ::setenv(name_.c_str(), old_->c_str(), 1);
-        else ::unsetenv(name_.c_str());
-    }
-
-private:
-    std::string name_;
-    std::optional<std::string> old_;
-};
-
-/// Makes `dir` the working directory for one scope, so that a relative path a
-/// cache wrongly took for a directory would show up in it.
-class working_directory {
-public:
-    explicit working_directory(fs::path const& dir) : old_(fs::current_path()) { fs::current_path(dir); }
-    working_directory(working_directory const&) = delete;
-    working_directory& operator=(working_directory const&) = delete;
-    ~working_directory() {
-        std::error_code ec;
-        fs::current_path(old_, ec);
-    }
-
-private:
-    fs::path old_;
-};
-
 std::string quoted(std::string const& s) { return "'" + s + "'"; }
 
 /// Runs a shell command; its exit status and standard output.
-using run_result = compile_cache_test::shell_result;
+using run_result = compile_cache_test::process_result;
 run_result run(std::string const& command) { return compile_cache_test::run_shell(command); }
 
 } // namespace
@@ -620,38 +549,13 @@ TEST_CASE("from_env: PREFIX_LOG=1 turns diagnostics on", "[cache]") {
     for (char const* log : {"CCFRESH_LOG=1 ", "CCFRESH_LOG= "}) {
         INFO(log);
         run_result r = run(log + quoted(helper) + " store " + quoted(not_a_dir.string()) + " 2>" + quoted(err.string()));
-        CHECK(r.status == 0);
+        CHECK(r.exit_code == 0);
         CHECK(r.out.find("enabled=0 outcome=compiled") != std::string::npos);
         CHECK(read_file(err) == "compile_cache: CCFRESH_DIR=\"" + not_a_dir.string() +
                                     "\" cannot be used (Not a directory); the cache is disabled\n");
     }
 #endif
 }
-
-#ifdef COMPILE_CACHE_HELPER_cache_fresh_process_helper
-TEST_CASE("a process-wide switch with a value it does not know is one line each, and the fastest code",
-          "[cache][configuration]") {
-    temp_dir dir;
-    fs::path const root = dir.path() / "cache";
-    fs::path const err = dir.path() / "stderr.txt";
-    std::string const helper = COMPILE_CACHE_HELPER_cache_fresh_process_helper;
-    run_result const r = run("CCFRESH_LOG= COMPILE_CACHE_SHA256=sha-ni COMPILE_CACHE_CRC32C=fast " + quoted(helper) +
-                             " store " + quoted(root.string()) + " 2>" + quoted(err.string()));
-    INFO(r.out);
-    CHECK(r.status == 0);
-    CHECK(r.out.find("enabled=1 outcome=compiled") != std::string::npos);
-    std::string const printed = read_file(err);
-    CHECK(printed.find("compile_cache: COMPILE_CACHE_SHA256=\"sha-ni\" is not understood (portable, or auto); "
-                       "using the fastest implementation this CPU runs\n") != std::string::npos);
-    CHECK(printed.find("compile_cache: COMPILE_CACHE_CRC32C=\"fast\" is not understood (portable, or auto); "
-                       "using the fastest implementation this CPU runs\n") != std::string::npos);
-    CHECK(std::count(printed.begin(), printed.end(), '\n') == 2);
-
-    // The same digests as any other choice: the next process, with no switch, loads it.
-    run_result const next = run("CCFRESH_LOG= " + quoted(helper) + " load " + quoted(root.string()));
-    CHECK(next.out.find("outcome=loaded") != std::string::npos);
-}
-#endif
 
 // --- entries outlive the process ------------------------------------------------------------
 
@@ -663,18 +567,18 @@ TEST_CASE("a kernel stored by one process is loaded by the next, its callee reli
     std::string const env = "CCFRESH_LOG= ";
 
     run_result const miss = run(env + quoted(helper) + " load " + quoted(root.string()));
-    CHECK(miss.status == 0);
+    CHECK(miss.exit_code == 0);
     CHECK(miss.out.find("outcome=miss") != std::string::npos);
 
     run_result const first = run(env + quoted(helper) + " store " + quoted(root.string()));
     INFO(first.out);
-    REQUIRE(first.status == 0);
+    REQUIRE(first.exit_code == 0);
     CHECK(first.out.find("enabled=1 outcome=compiled") != std::string::npos);
     CHECK(entries_under(root) == 1);
 
     run_result const second = run(env + quoted(helper) + " load " + quoted(root.string()));
     INFO(second.out);
-    REQUIRE(second.status == 0);
+    REQUIRE(second.exit_code == 0);
     CHECK(second.out.find("outcome=loaded") != std::string::npos);
     CHECK(second.out.find("callees=1 callee=fma callee_live=1 dialects_live=1 type_live=1 bytecode=6") !=
           std::string::npos);

@@ -3,8 +3,9 @@
 // shared by writers, readers and a pruner. Every test checks what it reads, and the
 // suite is meant to run under ThreadSanitizer too (tag [concurrency]).
 #include "catch2_compat.hpp"
-#include "helpers/storage_common.hpp"
-#include "test_support.hpp"
+#include "support/storage_model.hpp"
+#include "support/model.hpp"
+#include "support/posix.hpp"
 
 #include <compile_cache/compile_cache.hpp>
 
@@ -44,9 +45,7 @@ void run_threads(int n, F const& f) {
     for (auto& t : threads) t.join();
 }
 
-struct kernel {
-    std::string name;
-};
+using compile_cache_test::model::kernel;
 
 /// An artifact that refers to its callee through the registry.
 struct linked_artifact {
@@ -89,7 +88,7 @@ TEST_CASE("memory_storage: writers, readers and removers on shared keys", "[conc
     CHECK(s.size() <= 64);
 }
 
-TEST_CASE("statistics: counters from many threads add up; snapshots meanwhile", "[concurrency]") {
+TEST_CASE("statistics: counters from many threads add up, snapshots meanwhile", "[concurrency]") {
     cc::statistics st;
     std::atomic<bool> done{false};
     std::atomic<int> bad_snapshots{0};

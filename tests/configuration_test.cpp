@@ -7,7 +7,8 @@
 // (directory_storage_eviction_test and envelope_keyed_test check the parsing itself.)
 
 #include "catch2_compat.hpp"
-#include "test_support.hpp"
+#include "support/model.hpp"
+#include "support/posix.hpp"
 
 #include <compile_cache/compile_cache.hpp>
 
@@ -37,48 +38,18 @@ using compile_cache_test::write_file;
 constexpr char const* test_prefix = "CCCONFTEST";
 constexpr char const* documented_prefix = "TINYK_CACHE";
 
-struct small_kernel {
-    std::vector<int> code;
-    template <class Archive>
-    void serialize(Archive& ar, unsigned) {
-        ar & code;
-    }
-};
+using compile_cache_test::model::code_kernel;
 
-/// Sets CCCONFTEST_* variables for one test; every one of them is unset at the end,
-/// so that no test sees another's.
-class config_env {
-public:
-    config_env() { clear(); }
-    config_env(config_env const&) = delete;
-    config_env& operator=(config_env const&) = delete;
-    ~config_env() { clear(); }
-
-    void set(std::string const& suffix, std::string const& value) {
-        ::setenv((std::string(test_prefix) + suffix).c_str(), value.c_str(), 1);
-    }
-    void clear() {
-        for (char const* suffix :
-             {"_DIR", "_LOG", "_MAX_SIZE", "_DURABILITY", "_SHARED", "_SECRET_FILE", "_VERIFY", "_MIN_COMPILE_TIME"})
-            ::unsetenv((std::string(test_prefix) + suffix).c_str());
-    }
+/// The CCCONFTEST_* variables, unset before and after each test, so that no test sees
+/// another's.
+struct config_env : compile_cache_test::scoped_settings {
+    config_env()
+        : scoped_settings(test_prefix, {"_DIR", "_LOG", "_MAX_SIZE", "_DURABILITY", "_SHARED", "_SECRET_FILE", "_VERIFY",
+                                        "_MIN_COMPILE_TIME"}) {}
 };
 
 /// Runs the test in `dir`, so that relative file names match the page's.
-class in_directory {
-public:
-    explicit in_directory(fs::path const& dir) : old_(fs::current_path()) { fs::current_path(dir); }
-    in_directory(in_directory const&) = delete;
-    in_directory& operator=(in_directory const&) = delete;
-    ~in_directory() {
-        std::error_code ec;
-        fs::current_path(old_, ec);
-    }
-
-private:
-    fs::path old_;
-};
-
+using in_directory = compile_cache_test::working_directory;
 
 std::string const& configuration_page() {
     // The source tree's page, found from this file's path (tests/../docs).
@@ -104,8 +75,8 @@ using outcomes = std::vector<cc::outcome>;
 outcomes get_twice(cc::default_cache& c, char const* name) {
     outcomes seen;
     for (int i = 0; i < 2; ++i) {
-        auto r = c.get_or_compile<small_kernel>(key_of(c, name), {name, "prog.tk", 1},
-                                                [] { return small_kernel{{1, 2, 3}}; });
+        auto r = c.get_or_compile<code_kernel>(key_of(c, name), {name, "prog.tk", 1},
+                                                [] { return code_kernel{{1, 2, 3}}; });
         CHECK(r.value.code == std::vector<int>{1, 2, 3});
         seen.push_back(r.outcome);
     }
@@ -307,7 +278,7 @@ TEST_CASE("configuration.md: a PREFIX_DIR that is an on value prints the quoted 
     }
 }
 
-TEST_CASE("configuration.md: a PREFIX_LOG value that is neither on nor off prints the quoted line; logging stays off",
+TEST_CASE("configuration.md: a PREFIX_LOG value that is neither on nor off prints the quoted line, logging stays off",
           "[configuration]") {
     temp_dir dir;
     config_env env;

@@ -2,8 +2,8 @@
 // ships, and the test hashers of other result shapes, pass it, instantiated per model
 // as a user would for their own; and it catches models that break the contract.
 #include "catch2_compat.hpp"
-#include "test_hashers.hpp"
-#include "test_support.hpp"
+#include "support/posix.hpp"
+#include "support/hashers.hpp"
 
 #include <compile_cache/compile_cache.hpp>
 #include <compile_cache/testing/hasher_conformance.hpp>

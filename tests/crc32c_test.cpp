@@ -2,6 +2,7 @@
 // implementation this machine runs, against published check values and a bit-at-a-time
 // reference written here from the definition.
 #include "catch2_compat.hpp"
+#include "support/cpu_backends.hpp"
 
 #include <compile_cache/detail/crc32c.hpp>
 
@@ -18,29 +19,10 @@ namespace {
 using compile_cache::crc32c;
 using compile_cache::crc32c_backend;
 
-constexpr crc32c_backend all_backends[] = {crc32c_backend::portable, crc32c_backend::x86_sse42,
-                                           crc32c_backend::arm_crc};
-
-std::vector<crc32c_backend> available_backends() {
-    std::vector<crc32c_backend> v;
-    for (auto b : all_backends)
-        if (compile_cache::crc32c_implementation_available(b)) v.push_back(b);
-    return v;
-}
-
-class backend_scope {
-public:
-    explicit backend_scope(crc32c_backend b) : previous_(compile_cache::crc32c_implementation()) {
-        REQUIRE(compile_cache::set_crc32c_implementation(b));
-        REQUIRE(compile_cache::crc32c_implementation() == b);
-    }
-    backend_scope(backend_scope const&) = delete;
-    backend_scope& operator=(backend_scope const&) = delete;
-    ~backend_scope() { compile_cache::set_crc32c_implementation(previous_); }
-
-private:
-    crc32c_backend previous_;
-};
+using backend_scope = compile_cache_test::backend_scope<crc32c_backend>;
+using compile_cache_test::contains;
+using compile_cache_test::cpuinfo_words;
+std::vector<crc32c_backend> available_backends() { return compile_cache_test::available_backends<crc32c_backend>(); }
 
 /// The definition, one bit at a time: reflected, generator 0x82F63B78, initial value
 /// and final XOR 0xFFFFFFFF.
@@ -60,25 +42,6 @@ std::vector<unsigned char> random_bytes(std::size_t n, unsigned seed) {
     std::vector<unsigned char> v(n);
     for (auto& b : v) b = static_cast<unsigned char>(random());
     return v;
-}
-
-[[maybe_unused]] std::vector<std::string> cpuinfo_words(std::string const& field) {
-    std::vector<std::string> out;
-    std::ifstream in("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.rfind(field, 0) != 0 || line.find(':') == std::string::npos) continue;
-        std::istringstream words(line.substr(line.find(':') + 1));
-        std::string w;
-        while (words >> w) out.push_back(w);
-    }
-    return out;
-}
-
-[[maybe_unused]] bool contains(std::vector<std::string> const& words, char const* w) {
-    for (auto const& x : words)
-        if (x == w) return true;
-    return false;
 }
 
 } // namespace
@@ -174,15 +137,8 @@ TEST_CASE("crc32c sees every burst error of up to 32 bits", "[crc32c]") {
     }
 }
 
-TEST_CASE("crc32c chooses its implementation once, and the portable one can be forced", "[crc32c]") {
-    namespace d = compile_cache::detail;
-    auto const available = available_backends();
-    REQUIRE(!available.empty());
-    CHECK(available.front() == crc32c_backend::portable);
-    CHECK(d::crc32c_choose_backend("portable") == crc32c_backend::portable);
-    CHECK(d::crc32c_choose_backend(nullptr) == available.back());
-    CHECK(d::crc32c_choose_backend("auto") == available.back());
-    CHECK(compile_cache::crc32c_implementation_available(compile_cache::crc32c_implementation()));
+// Which implementation runs, and how it is forced: cpu_dispatch_test.cpp.
+TEST_CASE("crc32c finds the CPU's CRC instructions where the kernel reports them", "[crc32c]") {
 #if COMPILE_CACHE_HAS_CRC32C_X86
     auto const flags = cpuinfo_words("flags");
     if (!flags.empty())
@@ -194,12 +150,7 @@ TEST_CASE("crc32c chooses its implementation once, and the portable one can be f
     if (!features.empty())
         CHECK(compile_cache::crc32c_implementation_available(crc32c_backend::arm_crc) == contains(features, "crc32"));
 #endif
-    auto const before = compile_cache::crc32c_implementation();
-    for (auto b : all_backends)
-        if (!compile_cache::crc32c_implementation_available(b)) {
-            CHECK(!compile_cache::set_crc32c_implementation(b));
-            CHECK(compile_cache::crc32c_implementation() == before);
-        }
+    SUCCEED("available here: " << available_backends().size() << " implementation(s)");
 }
 
 TEST_CASE("the multiplier constants of the three-stream join are powers of x mod P", "[crc32c]") {

@@ -3,8 +3,8 @@
 // unusable and hear of a corrupt entry; Hashers with integer or struct results, no
 // block_size, and update on byte pointers key the default composition.
 #include "catch2_compat.hpp"
-#include "test_hashers.hpp"
-#include "test_support.hpp"
+#include "support/posix.hpp"
+#include "support/hashers.hpp"
 
 #include <compile_cache/cache.hpp>
 #include <compile_cache/storage/memory_storage.hpp>

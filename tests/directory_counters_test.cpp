@@ -2,7 +2,7 @@
 // directory adds what it counted when it is destroyed or flushed, many processes at
 // once lose nothing, and nothing is written on a hit or a store.
 #include "catch2_compat.hpp"
-#include "test_support.hpp"
+#include "support/posix.hpp"
 
 #include <compile_cache/cache.hpp>
 

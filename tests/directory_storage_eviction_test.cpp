@@ -2,8 +2,8 @@
 // step for a small cache, in bounded steps for a large one), the use-time refresh on
 // a hit, prune() and clear(), stale temp files, and the PREFIX_MAX_SIZE setting.
 #include "catch2_compat.hpp"
-#include "helpers/storage_common.hpp"
-#include "test_support.hpp"
+#include "support/storage_model.hpp"
+#include "support/posix.hpp"
 
 #include <compile_cache/storage/directory_storage.hpp>
 
@@ -141,23 +141,21 @@ TEST_CASE("parse_byte_size: bytes, or K, M, G in powers of 1024", "[storage][evi
         CHECK_FALSE(parse_byte_size(bad).has_value());
 }
 
-TEST_CASE("directory_options from the environment; a bad value is one diagnostic and the default",
+TEST_CASE("directory_options from the environment, a bad value is one diagnostic and the default",
           "[storage][eviction]") {
     std::vector<std::string> lines;
     auto report = [&](std::string const& line) { lines.push_back(line); };
 
-    ::unsetenv("CCSTORETEST_MAX_SIZE");
-    ::unsetenv("CCSTORETEST_DURABILITY");
-    ::unsetenv("CCSTORETEST_SHARED");
+    compile_cache_test::scoped_settings env("CCSTORETEST", {"_DIR", "_LOG", "_MAX_SIZE", "_DURABILITY", "_SHARED"});
     directory_options o = cc::directory_options_from_env("CCSTORETEST", report);
     CHECK(o.max_size == (1ull << 30));
     CHECK(o.sync == cc::durability::none);
     CHECK(o.access == cc::sharing::owner_only);
     CHECK(lines.empty());
 
-    ::setenv("CCSTORETEST_MAX_SIZE", "48K", 1);
-    ::setenv("CCSTORETEST_DURABILITY", "Full", 1);
-    ::setenv("CCSTORETEST_SHARED", "1", 1);
+    env.set("_MAX_SIZE", "48K");
+    env.set("_DURABILITY", "Full");
+    env.set("_SHARED", "1");
     o = cc::directory_options_from_env("CCSTORETEST", report);
     CHECK(o.max_size == 48u * 1024);
     CHECK(o.sync == cc::durability::full);
@@ -165,8 +163,8 @@ TEST_CASE("directory_options from the environment; a bad value is one diagnostic
     CHECK(o.file_mode == 0660u);
     CHECK(lines.empty());
 
-    ::setenv("CCSTORETEST_MAX_SIZE", "lots", 1);
-    ::setenv("CCSTORETEST_DURABILITY", "none", 1);
+    env.set("_MAX_SIZE", "lots");
+    env.set("_DURABILITY", "none");
     ::unsetenv("CCSTORETEST_SHARED");
     o = cc::directory_options_from_env("CCSTORETEST", report);
     CHECK(o.max_size == (1ull << 30));
@@ -176,33 +174,21 @@ TEST_CASE("directory_options from the environment; a bad value is one diagnostic
 
     SECTION("through basic_cache::from_env, with no logger: one line on stderr") {
         temp_dir dir;
-        ::setenv("CCSTORETEST_DIR", dir.path().c_str(), 1);
+        env.set("_DIR", dir.path().c_str());
         ::unsetenv("CCSTORETEST_LOG");
-        ::setenv("CCSTORETEST_MAX_SIZE", "12Q", 1);
-        fs::path const captured = dir.path() / "stderr.txt";
-        std::fflush(stderr);
-        int const saved = ::dup(2);
-        int const fd = ::open(captured.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        REQUIRE(fd >= 0);
-        ::dup2(fd, 2);
-        ::close(fd);
+        env.set("_MAX_SIZE", "12Q");
+        compile_cache_test::captured_stderr captured(dir.path() / "stderr.txt");
         auto c = storage_test::cache::from_env("CCSTORETEST");
-        std::fflush(stderr);
-        ::dup2(saved, 2);
-        ::close(saved);
-        std::string const text = read_file(captured);
+        std::string const text = captured.text();
         CHECK(std::count(text.begin(), text.end(), '\n') == 1);
         CHECK(text.find("CCSTORETEST_MAX_SIZE=\"12Q\" is not a size") != std::string::npos);
         CHECK(c.enabled());
         CHECK(c.storage().options().max_size == (1ull << 30));
 
-        ::setenv("CCSTORETEST_MAX_SIZE", "2M", 1);
+        env.set("_MAX_SIZE", "2M");
         auto c2 = storage_test::cache::from_env("CCSTORETEST");
         CHECK(c2.storage().options().max_size == (2u << 20));
-        ::unsetenv("CCSTORETEST_DIR");
     }
-    ::unsetenv("CCSTORETEST_MAX_SIZE");
-    ::unsetenv("CCSTORETEST_DURABILITY");
 }
 
 TEST_CASE("a 1 MiB limit over 300 entries of 8 KiB keeps the most recently used, all loadable",
@@ -376,7 +362,7 @@ TEST_CASE("the ledger follows stores, replacements and removals, and heals", "[s
     }
 }
 
-TEST_CASE("stores reach the ledger in batches; the last copy of the storage writes the rest",
+TEST_CASE("stores reach the ledger in batches, the last copy of the storage writes the rest",
           "[storage][eviction][ledger]") {
     temp_dir dir;
     fs::path const root = dir.path() / "cache";
@@ -433,7 +419,7 @@ TEST_CASE("a store that may take the cache over its limit writes its batch and c
     CHECK(s.accounted_size() == 900 * 4096);
 }
 
-TEST_CASE("stale temp files are swept by cleanup; fresh ones and foreign files stay", "[storage][eviction]") {
+TEST_CASE("stale temp files are swept by cleanup, fresh ones and foreign files stay", "[storage][eviction]") {
     temp_dir dir;
     fs::path const root = dir.path() / "cache";
     directory_storage s(root.string());

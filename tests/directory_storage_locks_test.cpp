@@ -4,9 +4,9 @@
 // ledger, the cache directory for cleanups, the counters shards) is held here by a
 // real stopped process while a host, in a fresh process, compiles and stores.
 #include "catch2_compat.hpp"
-#include "helpers/storage_common.hpp"
-#include "helpers/storage_process.hpp"
-#include "test_support.hpp"
+#include "support/storage_model.hpp"
+#include "support/process.hpp"
+#include "support/posix.hpp"
 
 #include <compile_cache/storage/directory_storage.hpp>
 
@@ -30,6 +30,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace storage_test;
+using compile_cache_test::child_process;
 using compile_cache_test::temp_dir;
 
 /// A process that takes an exclusive flock on each path (creating files that do not

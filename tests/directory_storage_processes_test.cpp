@@ -8,9 +8,9 @@
 // writer's unwritten batch corrected by the hourly recount, a forked child that does
 // not write its parent's batch.
 #include "catch2_compat.hpp"
-#include "helpers/storage_common.hpp"
-#include "helpers/storage_process.hpp"
-#include "test_support.hpp"
+#include "support/storage_model.hpp"
+#include "support/process.hpp"
+#include "support/posix.hpp"
 
 #include <compile_cache/storage/directory_storage.hpp>
 
@@ -47,18 +47,18 @@ namespace fs = std::filesystem;
 using compile_cache_test::temp_dir;
 using compile_cache_test::write_file;
 using storage_test::artifact;
-using storage_test::child_process;
+using compile_cache_test::child_process;
 using storage_test::is_right;
 using storage_test::key_of;
 using storage_test::make_artifact;
-using storage_test::run_in_child;
+using compile_cache_test::run_in_child;
 using storage_test::size_of;
 
 std::string const worker = COMPILE_CACHE_HELPER_storage_worker;
 constexpr uid_t nobody = 65534;
 constexpr gid_t nogroup = 65534;
 
-bool running_as_root() { return ::geteuid() == 0; }
+using compile_cache_test::running_as_root;
 
 std::uint64_t field(std::string const& text, std::string const& name) {
     auto const at = text.find(name + "=");
@@ -202,7 +202,7 @@ TEST_CASE("8 processes over 64 shared keys, a small limit and a pruner: no wrong
     CHECK(temp_files_in(root).empty());
 }
 
-TEST_CASE("two processes storing the same key at once both finish; the entry is one of the two, whole",
+TEST_CASE("two processes storing the same key at once both finish, the entry is one of the two, whole",
           "[storage][processes]") {
     temp_dir dir;
     fs::path const root = dir.path() / "cache";
@@ -372,7 +372,7 @@ TEST_CASE("a forked child does not write its parent's unwritten ledger changes",
     CHECK(reader.accounted_size() == before + 11 * 4096);
 }
 
-TEST_CASE("writers killed mid-store leave no partial entry; their temp files are swept",
+TEST_CASE("writers killed mid-store leave no partial entry, their temp files are swept",
           "[storage][processes]") {
     // 50 here; scripts/reliability.sh runs 500 (COMPILE_CACHE_KILLED_WRITERS) and
     // prints the figures for docs/reliability.md.

@@ -3,8 +3,8 @@
 // shared mode group-writable entries but not world-writable ones; reads bounded
 // before a byte is read; and the durability settings.
 #include "catch2_compat.hpp"
-#include "helpers/storage_common.hpp"
-#include "test_support.hpp"
+#include "support/storage_model.hpp"
+#include "support/posix.hpp"
 
 #include <compile_cache/storage/directory_storage.hpp>
 
@@ -35,24 +35,9 @@ using storage_test::make_artifact;
 constexpr uid_t nobody = 65534;
 constexpr gid_t nogroup = 65534;
 
-bool running_as_root() { return ::geteuid() == 0; }
-
-unsigned mode_of(fs::path const& p) {
-    struct stat st {};
-    REQUIRE(::lstat(p.c_str(), &st) == 0);
-    return static_cast<unsigned>(st.st_mode) & 07777u;
-}
-
-class umask_guard {
-public:
-    explicit umask_guard(mode_t m) : old_(::umask(m)) {}
-    umask_guard(umask_guard const&) = delete;
-    umask_guard& operator=(umask_guard const&) = delete;
-    ~umask_guard() { ::umask(old_); }
-
-private:
-    mode_t old_;
-};
+using compile_cache_test::mode_of;
+using compile_cache_test::running_as_root;
+using compile_cache_test::umask_guard;
 
 /// A cache over `storage` whose diagnostics are kept.
 struct logged_cache {
@@ -215,7 +200,7 @@ TEST_CASE("private mode: an entry owned by another user is not trusted", "[stora
     CHECK(st.st_uid == ::geteuid()); // replaced by this user's entry
 }
 
-TEST_CASE("shared mode: group-writable modes whatever the umask; world-writable entries not trusted",
+TEST_CASE("shared mode: group-writable modes whatever the umask, world-writable entries not trusted",
           "[storage][trust]") {
     umask_guard const um(022); // a usual umask, which would strip the group's write bit
     temp_dir dir;

@@ -4,6 +4,7 @@
 // a keyed mode. The damage tests (every byte flipped, every truncation) are in
 // envelope_test.cpp.
 #include "catch2_compat.hpp"
+#include "support/cpu_backends.hpp"
 
 #include <compile_cache/detail/crc32c.hpp>
 #include <compile_cache/envelope.hpp>
@@ -60,15 +61,11 @@ TEST_CASE("an entry ends with the CRC-32C of everything before it", "[envelope][
 }
 
 TEST_CASE("entries written with one CRC implementation open with every other", "[envelope][crc32c]") {
-    auto const before = cc::crc32c_implementation();
     std::string const entry = sealed_entry(std::string(5000, 'y'));
-    for (auto b : {cc::crc32c_backend::portable, cc::crc32c_backend::x86_sse42, cc::crc32c_backend::arm_crc}) {
-        if (!cc::set_crc32c_implementation(b)) continue;
-        INFO("backend " << cc::to_string(b));
+    compile_cache_test::on_every_backend<cc::crc32c_backend>([&](cc::crc32c_backend) {
         CHECK(open_status(entry) == cc::envelope_status::ok);
         CHECK(sealed_entry(std::string(5000, 'y')) == entry);
-    }
-    cc::set_crc32c_implementation(before);
+    });
 }
 
 TEST_CASE("a sound version-2 entry reads as foreign_version, a damaged one as corrupt", "[envelope][crc32c]") {

@@ -5,7 +5,8 @@
 // `unauthenticated`, and none of them reaches the deserializer. The accepted mode
 // comes from the reader's configuration, never from the entry.
 #include "catch2_compat.hpp"
-#include "test_support.hpp"
+#include "support/posix.hpp"
+#include "support/stored_entry.hpp"
 
 #include <compile_cache/cache.hpp>
 #include <compile_cache/detail/crc32c.hpp>
@@ -31,32 +32,12 @@
 namespace {
 
 namespace cc = compile_cache;
-using compile_cache_test::read_file;
-using compile_cache_test::temp_dir;
-using compile_cache_test::write_file;
 namespace fs = std::filesystem;
-
-int artifacts_deserialized = 0; // how many times an artifact's bytes reached Boost's loader
-
-struct compiled_kernel {
-    std::string name;
-    std::vector<std::uint8_t> bytecode;
-    std::vector<double> constants;
-
-    template <class Archive>
-    void serialize(Archive& ar, unsigned) {
-        if (Archive::is_loading::value) ++artifacts_deserialized;
-        ar & name & bytecode & constants;
-    }
-};
-
-compiled_kernel small_kernel() { return {"axpy", {0x01, 0x02, 0x10, 0x20, 0x21, 0x30, 0xff}, {2.0, 0.5}}; }
+using namespace compile_cache_test;        // temp_dir, files, stored_entry (support/)
+using namespace compile_cache_test::model; // compiled_kernel, small_kernel
 
 std::string const secret_a = "0123456789abcdef0123456789abcdef";
 std::string const secret_b = "0123456789abcdef0123456789abcdeF"; // one bit away from secret_a
-
-cc::key_result plain_key(std::string const& ir) { return cc::key_builder<>().add("ir", ir).finish(); }
-cc::entry_info const axpy_info{"axpy", "blas.dsl", 7};
 
 cc::cache_options with_secret(std::string const& secret) {
     cc::cache_options o;
@@ -64,49 +45,14 @@ cc::cache_options with_secret(std::string const& secret) {
     return o;
 }
 
-/// Caches over one directory, keyed or not, and the sound keyed entry `a` wrote.
-struct keyed_entry {
-    temp_dir dir;
-    fs::path root = dir.path() / "cache";
-    cc::default_cache a{cc::directory_storage(root.string()), with_secret(secret_a)};
-    cc::key_result k = plain_key("axpy(a,x,y) = a*x+y");
-    fs::path path = a.storage().entry_path(k.value());
-    std::string sound;
-
-    keyed_entry() {
-        REQUIRE(a.store(k, small_kernel(), axpy_info));
-        sound = read_file(path);
-    }
-
-    /// Loads k through `c` and says whether that was exactly one miss, by `reason`,
-    /// with nothing deserialized.
-    static bool misses_with(cc::default_cache& c, cc::key_result const& k, cc::miss_reason reason) {
-        cc::statistics_snapshot const before = c.stats();
-        int const deserialized = artifacts_deserialized;
-        std::optional<compiled_kernel> loaded = c.load<compiled_kernel>(k, axpy_info);
-        cc::statistics_snapshot const after = c.stats();
-        return !loaded && after.miss_count(reason) == before.miss_count(reason) + 1 &&
-               after.total_misses() == before.total_misses() + 1 && after.hits == before.hits &&
-               artifacts_deserialized == deserialized;
-    }
-    bool misses_with(cc::miss_reason reason) { return misses_with(a, k, reason); }
+/// A directory cache keyed with secret_a, and the sound keyed entry it wrote.
+struct keyed_entry : compile_cache_test::stored_entry {
+    keyed_entry() : stored_entry(with_secret(secret_a)) {}
 };
 
 std::string body_of(std::string const& entry, std::size_t check_size) {
     return entry.substr(0, entry.size() - check_size);
 }
-
-/// Sets environment variables for one test and removes them after.
-struct scoped_env {
-    std::vector<std::string> names;
-    void set(std::string const& name, std::string const& value) {
-        ::setenv(name.c_str(), value.c_str(), 1);
-        names.push_back(name);
-    }
-    ~scoped_env() {
-        for (auto const& n : names) ::unsetenv(n.c_str());
-    }
-};
 
 std::size_t count_lines(std::string const& s) {
     std::size_t n = 0;
@@ -135,18 +81,18 @@ TEST_CASE("a keyed entry ends with the HMAC-SHA256 of everything before it, and 
     std::string const plain = read_file(unkeyed.storage().entry_path(s.k.value()));
     CHECK(plain.size() + 28 == s.sound.size());
     CHECK(plain[10] == 0);
-    CHECK(s.a.authenticated());
+    CHECK(s.cache.authenticated());
     CHECK(!unkeyed.authenticated());
 }
 
 TEST_CASE("a cache with a secret loads what it stored, over a directory and in memory", "[envelope][keyed]") {
     keyed_entry s;
-    artifacts_deserialized = 0;
-    std::optional<compiled_kernel> loaded = s.a.load<compiled_kernel>(s.k, axpy_info);
+    kernels_deserialized = 0;
+    std::optional<compiled_kernel> loaded = s.cache.load<compiled_kernel>(s.k, axpy_info);
     REQUIRE(loaded);
     CHECK(loaded->bytecode == small_kernel().bytecode);
     CHECK(loaded->constants == small_kernel().constants);
-    CHECK(artifacts_deserialized == 1);
+    CHECK(kernels_deserialized == 1);
 
     // Another cache object, another process's worth of state, the same secret.
     cc::default_cache again(cc::directory_storage(s.root.string()), with_secret(secret_a));
@@ -172,7 +118,7 @@ TEST_CASE("an unkeyed entry is refused by a cache with a secret, then replaced b
     REQUIRE(unkeyed.store(k, small_kernel(), axpy_info));
     REQUIRE(unkeyed.load<compiled_kernel>(k, axpy_info));
 
-    CHECK(keyed_entry::misses_with(keyed, k, cc::miss_reason::unauthenticated));
+    CHECK(misses_with(keyed, k, cc::miss_reason::unauthenticated));
 
     // get_or_compile says why, compiles, and stores a keyed entry over the unkeyed one.
     auto r = keyed.get_or_compile<compiled_kernel>(k, axpy_info, [] { return small_kernel(); });
@@ -180,47 +126,33 @@ TEST_CASE("an unkeyed entry is refused by a cache with a secret, then replaced b
     CHECK(r.reason == "unauthenticated");
     CHECK(keyed.load<compiled_kernel>(k, axpy_info));
     // which the unkeyed cache now cannot check, and refuses.
-    CHECK(keyed_entry::misses_with(unkeyed, k, cc::miss_reason::unauthenticated));
+    CHECK(misses_with(unkeyed, k, cc::miss_reason::unauthenticated));
 }
 
 TEST_CASE("an entry made with another secret is refused", "[envelope][keyed]") {
     keyed_entry s;
     cc::default_cache b(cc::directory_storage(s.root.string()), with_secret(secret_b));
-    CHECK(keyed_entry::misses_with(b, s.k, cc::miss_reason::unauthenticated));
+    CHECK(misses_with(b, s.k, cc::miss_reason::unauthenticated));
     // A secret that is a prefix, or an extension, of the right one is another secret.
     cc::default_cache shorter(cc::directory_storage(s.root.string()), with_secret(secret_a.substr(0, 31)));
     // (Not with a zero byte appended: HMAC pads keys with zero bytes, see hmac_test.cpp.)
     cc::default_cache longer(cc::directory_storage(s.root.string()), with_secret(secret_a + 'x'));
-    CHECK(keyed_entry::misses_with(shorter, s.k, cc::miss_reason::unauthenticated));
-    CHECK(keyed_entry::misses_with(longer, s.k, cc::miss_reason::unauthenticated));
-    CHECK(s.a.load<compiled_kernel>(s.k, axpy_info)); // the writer still reads it
+    CHECK(misses_with(shorter, s.k, cc::miss_reason::unauthenticated));
+    CHECK(misses_with(longer, s.k, cc::miss_reason::unauthenticated));
+    CHECK(s.cache.load<compiled_kernel>(s.k, axpy_info)); // the writer still reads it
 }
 
 TEST_CASE("every byte of a keyed entry flipped in turn is a miss with reason unauthenticated",
           "[envelope][keyed]") {
     keyed_entry s;
-    std::vector<std::size_t> accepted;
-    for (std::size_t i = 0; i < s.sound.size(); ++i) {
-        for (unsigned mask : {0x01u, 0xffu}) {
-            std::string damaged = s.sound;
-            damaged[i] = static_cast<char>(static_cast<unsigned char>(damaged[i]) ^ mask);
-            write_file(s.path, damaged);
-            if (!s.misses_with(cc::miss_reason::unauthenticated)) accepted.push_back(i);
-        }
-    }
-    CHECK(accepted.empty());
+    CHECK(s.flips_not_missed({0x01u, 0xffu}, cc::miss_reason::unauthenticated).empty());
     write_file(s.path, s.sound);
-    CHECK(s.a.load<compiled_kernel>(s.k, axpy_info));
+    CHECK(s.cache.load<compiled_kernel>(s.k, axpy_info));
 }
 
 TEST_CASE("a keyed entry truncated at every length, or lengthened, is a miss", "[envelope][keyed]") {
     keyed_entry s;
-    std::vector<std::size_t> accepted;
-    for (std::size_t n = 0; n < s.sound.size(); ++n) {
-        write_file(s.path, s.sound.substr(0, n));
-        if (!s.misses_with(cc::miss_reason::unauthenticated)) accepted.push_back(n);
-    }
-    CHECK(accepted.empty());
+    CHECK(s.truncations_not_missed(cc::miss_reason::unauthenticated).empty());
     write_file(s.path, s.sound + '\0');
     CHECK(s.misses_with(cc::miss_reason::unauthenticated));
     // The 28 bytes the unkeyed form does not have, dropped: the tag's first 4 bytes
@@ -249,10 +181,7 @@ TEST_CASE("flipping a keyed entry's flags does not downgrade it to the unkeyed c
         CHECK(s.misses_with(cc::miss_reason::unauthenticated));
     }
     SECTION("flags kept and the HMAC replaced by a CRC-32C") {
-        std::string forged = body;
-        cc::detail::append_envelope_check(forged);
-        write_file(s.path, forged);
-        CHECK(s.misses_with(cc::miss_reason::unauthenticated));
+        CHECK(s.misses_when_resealed(body, cc::miss_reason::unauthenticated));
     }
 }
 
@@ -285,7 +214,7 @@ TEST_CASE("a forged entry is refused: the attacker rewrites the payload and reco
     CHECK(s.misses_with(cc::miss_reason::unauthenticated));
 
     write_file(s.path, s.sound);
-    std::optional<compiled_kernel> loaded = s.a.load<compiled_kernel>(s.k, axpy_info);
+    std::optional<compiled_kernel> loaded = s.cache.load<compiled_kernel>(s.k, axpy_info);
     REQUIRE(loaded);
     CHECK(loaded->bytecode == small_kernel().bytecode);
 }
@@ -364,11 +293,11 @@ TEST_CASE("max_entry_size bounds a keyed entry with its 32-byte tag", "[envelope
 
 TEST_CASE("PREFIX_SECRET_FILE: its content is the secret", "[envelope][keyed][env]") {
     temp_dir dir;
-    scoped_env env;
+    compile_cache_test::scoped_settings env("CCKEYTEST", {"_DIR", "_SECRET_FILE", "_LOG"});
     fs::path const secret_file = dir.path() / "secret";
     write_file(secret_file, secret_a + "\n");
-    env.set("CCKEYTEST_DIR", (dir.path() / "cache").string());
-    env.set("CCKEYTEST_SECRET_FILE", secret_file.string());
+    env.set("_DIR", (dir.path() / "cache").string());
+    env.set("_SECRET_FILE", secret_file.string());
 
     cc::default_cache c = cc::default_cache::from_env("CCKEYTEST");
     REQUIRE(c.enabled());
@@ -381,14 +310,14 @@ TEST_CASE("PREFIX_SECRET_FILE: its content is the secret", "[envelope][keyed][en
     cc::default_cache same(cc::directory_storage((dir.path() / "cache").string()), with_secret(secret_a + "\n"));
     CHECK(same.load<compiled_kernel>(k, axpy_info));
     cc::default_cache without_newline(cc::directory_storage((dir.path() / "cache").string()), with_secret(secret_a));
-    CHECK(keyed_entry::misses_with(without_newline, k, cc::miss_reason::unauthenticated));
+    CHECK(misses_with(without_newline, k, cc::miss_reason::unauthenticated));
 
     // Unset or empty: unkeyed.
-    env.set("CCKEYTEST_SECRET_FILE", "");
+    env.set("_SECRET_FILE", "");
     cc::default_cache plain = cc::default_cache::from_env("CCKEYTEST");
     CHECK(plain.enabled());
     CHECK(!plain.authenticated());
-    CHECK(keyed_entry::misses_with(plain, k, cc::miss_reason::unauthenticated));
+    CHECK(misses_with(plain, k, cc::miss_reason::unauthenticated));
 
     bool listed = false;
     for (auto const& s : cc::default_cache::environment_settings("CCKEYTEST"))
@@ -399,8 +328,8 @@ TEST_CASE("PREFIX_SECRET_FILE: its content is the secret", "[envelope][keyed][en
 TEST_CASE("PREFIX_SECRET_FILE that cannot be used disables the cache, with one diagnostic",
           "[envelope][keyed][env]") {
     temp_dir dir;
-    scoped_env env;
-    env.set("CCKEYTEST_DIR", (dir.path() / "cache").string());
+    compile_cache_test::scoped_settings env("CCKEYTEST", {"_DIR", "_SECRET_FILE", "_LOG"});
+    env.set("_DIR", (dir.path() / "cache").string());
     fs::path const empty = dir.path() / "empty";
     write_file(empty, "");
     fs::path const huge = dir.path() / "huge";
@@ -421,10 +350,10 @@ TEST_CASE("PREFIX_SECRET_FILE that cannot be used disables the cache, with one d
     if (!root_reads_anything) bad.push_back({unreadable, "cannot open it"});
 
     for (bool with_log : {false, true}) {
-        if (with_log) env.set("CCKEYTEST_LOG", "1");
+        if (with_log) env.set("_LOG", "1");
         for (auto const& b : bad) {
             INFO(b.path << (with_log ? " with CCKEYTEST_LOG=1" : ""));
-            env.set("CCKEYTEST_SECRET_FILE", b.path.string());
+            env.set("_SECRET_FILE", b.path.string());
             compile_cache_test::captured_stderr capture(dir.path() / "stderr.txt");
             cc::default_cache c = cc::default_cache::from_env("CCKEYTEST");
             cc::key_result const k = plain_key("axpy");

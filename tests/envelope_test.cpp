@@ -2,7 +2,8 @@
 // a damaged, truncated, misplaced, foreign or oversized entry is a miss with its own
 // counted reason, and none of them reaches the deserializer.
 #include "catch2_compat.hpp"
-#include "test_support.hpp"
+#include "support/posix.hpp"
+#include "support/stored_entry.hpp"
 
 #include <compile_cache/cache.hpp>
 #include <compile_cache/envelope.hpp>
@@ -21,64 +22,12 @@
 namespace {
 
 namespace cc = compile_cache;
-using compile_cache_test::read_file;
-using compile_cache_test::temp_dir;
-using compile_cache_test::write_file;
 namespace fs = std::filesystem;
-
-int artifacts_deserialized = 0; // how many times an artifact's bytes reached Boost's loader
-
-struct compiled_kernel {
-    std::string name;
-    std::vector<std::uint8_t> bytecode;
-    std::vector<double> constants;
-
-    template <class Archive>
-    void serialize(Archive& ar, unsigned) {
-        if (Archive::is_loading::value) ++artifacts_deserialized;
-        ar & name & bytecode & constants;
-    }
-};
-
-compiled_kernel small_kernel() {
-    return {"axpy", {0x01, 0x02, 0x10, 0x20, 0x21, 0x30, 0xff}, {2.0, 0.5}};
-}
+using namespace compile_cache_test;        // temp_dir, files, stored_entry (support/)
+using namespace compile_cache_test::model; // compiled_kernel, small_kernel
 
 template <class Serializer>
 using cache_with = cc::basic_cache<cc::sha256, Serializer, cc::registry, cc::directory_storage>;
-
-/// A key made without the toolchain component, so that caches with different
-/// serializers agree on it (make_key_builder would already tell them apart).
-cc::key_result plain_key(std::string const& ir) { return cc::key_builder<>().add("ir", ir).finish(); }
-
-cc::entry_info const axpy_info{"axpy", "blas.dsl", 7};
-
-/// A directory cache with one sound entry in it, and the entry's bytes.
-struct stored_entry {
-    temp_dir dir;
-    fs::path root = dir.path() / "cache";
-    cc::default_cache cache{cc::directory_storage(root.string())};
-    cc::key_result k = plain_key("axpy(a,x,y) = a*x+y");
-    fs::path path = cache.storage().entry_path(k.value());
-    std::string sound;
-
-    stored_entry() {
-        REQUIRE(cache.store(k, small_kernel(), axpy_info));
-        sound = read_file(path);
-    }
-
-    /// Loads k and says what changed in the statistics: exactly one miss, by `reason`,
-    /// and nothing deserialized.
-    bool misses_with(cc::miss_reason reason) {
-        cc::statistics_snapshot const before = cache.stats();
-        int const deserialized = artifacts_deserialized;
-        std::optional<compiled_kernel> loaded = cache.load<compiled_kernel>(k, axpy_info);
-        cc::statistics_snapshot const after = cache.stats();
-        return !loaded && after.miss_count(reason) == before.miss_count(reason) + 1 &&
-               after.total_misses() == before.total_misses() + 1 && after.hits == before.hits &&
-               artifacts_deserialized == deserialized;
-    }
-};
 
 } // namespace
 
@@ -204,14 +153,7 @@ TEST_CASE("an entry claiming more components than its metadata holds is corrupt,
 TEST_CASE("every byte of an entry flipped in turn is a miss with reason corrupt", "[envelope]") {
     stored_entry s;
     REQUIRE(s.sound.size() > 100);
-    std::vector<std::size_t> not_corrupt;
-    for (std::size_t i = 0; i < s.sound.size(); ++i) {
-        std::string damaged = s.sound;
-        damaged[i] = static_cast<char>(~static_cast<unsigned char>(damaged[i]));
-        write_file(s.path, damaged);
-        if (!s.misses_with(cc::miss_reason::corrupt)) not_corrupt.push_back(i);
-    }
-    CHECK(not_corrupt.empty());
+    CHECK(s.flips_not_missed({0xffu}, cc::miss_reason::corrupt).empty());
     CHECK(s.cache.stats().miss_count(cc::miss_reason::corrupt) == s.sound.size());
 
     write_file(s.path, s.sound); // and the sound entry still loads
@@ -220,12 +162,7 @@ TEST_CASE("every byte of an entry flipped in turn is a miss with reason corrupt"
 
 TEST_CASE("an entry truncated at every length is a miss with reason corrupt", "[envelope]") {
     stored_entry s;
-    std::vector<std::size_t> not_corrupt;
-    for (std::size_t n = 0; n < s.sound.size(); ++n) {
-        write_file(s.path, s.sound.substr(0, n));
-        if (!s.misses_with(cc::miss_reason::corrupt)) not_corrupt.push_back(n);
-    }
-    CHECK(not_corrupt.empty());
+    CHECK(s.truncations_not_missed(cc::miss_reason::corrupt).empty());
 
     SECTION("so is an entry with bytes appended") {
         write_file(s.path, s.sound + '\0');
@@ -255,10 +192,7 @@ TEST_CASE("a sound entry in another envelope version is a miss with reason forei
     std::string later = s.sound.substr(0, s.sound.size() - cc::detail::envelope_check_size);
     later[8] = static_cast<char>((cc::envelope_version + 1) & 0xff);
     later[9] = static_cast<char>((cc::envelope_version + 1) >> 8);
-    cc::detail::append_envelope_check(later);
-    write_file(s.path, later);
-
-    CHECK(s.misses_with(cc::miss_reason::foreign_version));
+    CHECK(s.misses_when_resealed(later, cc::miss_reason::foreign_version));
 }
 
 TEST_CASE("an entry written with another serializer format is a miss with reason foreign_version",
@@ -269,11 +203,11 @@ TEST_CASE("an entry written with another serializer format is a miss with reason
     cc::key_result const k = plain_key("axpy(a,x,y) = a*x+y");
 
     REQUIRE(text_cache.store(k, small_kernel(), axpy_info));
-    int const deserialized = artifacts_deserialized;
+    int const deserialized = kernels_deserialized;
     CHECK(!binary_cache.load<compiled_kernel>(k, axpy_info));
     CHECK(binary_cache.stats().miss_count(cc::miss_reason::foreign_version) == 1);
     CHECK(binary_cache.stats().total_misses() == 1);
-    CHECK(artifacts_deserialized == deserialized);
+    CHECK(kernels_deserialized == deserialized);
 
     // The text cache reads its own entry; and keys made the usual way already differ.
     CHECK(text_cache.load<compiled_kernel>(k, axpy_info));
@@ -287,11 +221,11 @@ TEST_CASE("an entry over max_entry_size is not read: the bound is checked before
     cc::cache_options options;
     options.max_entry_size = s.sound.size() - 1;
     cc::default_cache bounded(cc::directory_storage(s.root.string()), options);
-    int const deserialized = artifacts_deserialized;
+    int const deserialized = kernels_deserialized;
     CHECK(!bounded.load<compiled_kernel>(s.k, axpy_info));
     CHECK(bounded.stats().miss_count(cc::miss_reason::too_large) == 1);
     CHECK(bounded.stats().total_misses() == 1);
-    CHECK(artifacts_deserialized == deserialized);
+    CHECK(kernels_deserialized == deserialized);
 
     options.max_entry_size = s.sound.size(); // the bound is inclusive
     cc::default_cache exact(cc::directory_storage(s.root.string()), options);

@@ -3,7 +3,8 @@
 // record travels through the cache's own Storage, costs one write per store and
 // nothing on a hit, and is never taken for a kernel.
 #include "catch2_compat.hpp"
-#include "test_support.hpp"
+#include "support/posix.hpp"
+#include "support/entries.hpp"
 
 #include <compile_cache/cache.hpp>
 #include <compile_cache/explain.hpp>

@@ -1,5 +1,6 @@
 // Specification of the Hasher policy: compile_cache::sha256 and the check_hasher concept.
 #include "catch2_compat.hpp"
+#include "support/cpu_backends.hpp"
 
 #include <compile_cache/hasher/concept.hpp>
 #include <compile_cache/hasher/sha256.hpp>
@@ -39,55 +40,11 @@ std::vector<unsigned char> pattern(std::size_t n) {
     return v;
 }
 
-constexpr compile_cache::sha256_backend all_backends[] = {
-    compile_cache::sha256_backend::portable,
-    compile_cache::sha256_backend::x86_sha_ni,
-    compile_cache::sha256_backend::arm_sha2,
-};
-
-/// The block functions this build has and this CPU runs: always the portable one.
+using backend_scope = compile_cache_test::backend_scope<compile_cache::sha256_backend>;
+using compile_cache_test::contains;
+using compile_cache_test::cpuinfo_words;
 std::vector<compile_cache::sha256_backend> available_backends() {
-    std::vector<compile_cache::sha256_backend> v;
-    for (auto b : all_backends)
-        if (compile_cache::sha256_implementation_available(b)) v.push_back(b);
-    return v;
-}
-
-/// Makes every sha256 use `b` for the scope's lifetime, then restores the one before.
-class backend_scope {
-public:
-    explicit backend_scope(compile_cache::sha256_backend b) : previous_(compile_cache::sha256_implementation()) {
-        REQUIRE(compile_cache::set_sha256_implementation(b));
-        REQUIRE(compile_cache::sha256_implementation() == b);
-    }
-    backend_scope(backend_scope const&) = delete;
-    backend_scope& operator=(backend_scope const&) = delete;
-    ~backend_scope() { compile_cache::set_sha256_implementation(previous_); }
-
-private:
-    compile_cache::sha256_backend previous_;
-};
-
-/// The words of /proc/cpuinfo's lines that start with `field`: "flags" on x86,
-/// "Features" on arm64. Empty where there is no such file or line (e.g. an arm64
-/// binary run under qemu-user on an x86 host sees the host's file).
-[[maybe_unused]] std::vector<std::string> cpuinfo_words(std::string const& field) {
-    std::vector<std::string> out;
-    std::ifstream in("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.rfind(field, 0) != 0 || line.find(':') == std::string::npos) continue;
-        std::istringstream words(line.substr(line.find(':') + 1));
-        std::string w;
-        while (words >> w) out.push_back(w);
-    }
-    return out;
-}
-
-[[maybe_unused]] bool contains(std::vector<std::string> const& words, char const* w) {
-    for (auto const& x : words)
-        if (x == w) return true;
-    return false;
+    return compile_cache_test::available_backends<compile_cache::sha256_backend>();
 }
 
 /// A hasher as a user would write one, with the HashAlgorithm members and nothing from
@@ -340,12 +297,12 @@ TEST_CASE("sha256 result() pads into the stream and the object stays usable", "[
     }
 }
 
-TEST_CASE("sha256 chooses its block function once, and the portable one can be forced", "[hasher][sha256]") {
+// Which implementation runs, and how it is forced: cpu_dispatch_test.cpp.
+TEST_CASE("sha256 finds the CPU's SHA extensions where the kernel reports them, and names its block functions",
+          "[hasher][sha256]") {
     using compile_cache::sha256_backend;
     namespace d = compile_cache::detail;
     auto const available = available_backends();
-    REQUIRE(!available.empty());
-    CHECK(available.front() == sha256_backend::portable); // always there
     CHECK(d::sha256_compress_of(sha256_backend::portable) == &d::sha256_compress_portable);
 
     SECTION("the CPU's extensions are found where the kernel reports them") {
@@ -362,26 +319,6 @@ TEST_CASE("sha256 chooses its block function once, and the portable one can be f
                   contains(features, "sha2"));
 #endif
         SUCCEED("available here: " << available.size() << " backend(s)");
-    }
-    SECTION("COMPILE_CACHE_SHA256=portable forces the portable code; otherwise the fastest available") {
-        CHECK(d::sha256_choose_backend("portable") == sha256_backend::portable);
-        CHECK(d::sha256_choose_backend(nullptr) == available.back());
-        CHECK(d::sha256_choose_backend("") == available.back());
-        CHECK(d::sha256_choose_backend("auto") == available.back());
-    }
-    SECTION("the process's choice is one of the available ones, and stays until set") {
-        auto const now = compile_cache::sha256_implementation();
-        CHECK(compile_cache::sha256_implementation_available(now));
-        CHECK(compile_cache::sha256_implementation() == now);
-    }
-    SECTION("setting an unavailable backend is refused and changes nothing") {
-        auto const before = compile_cache::sha256_implementation();
-        for (auto b : all_backends) {
-            if (compile_cache::sha256_implementation_available(b)) continue;
-            INFO("backend " << compile_cache::to_string(b));
-            CHECK(!compile_cache::set_sha256_implementation(b));
-            CHECK(compile_cache::sha256_implementation() == before);
-        }
     }
     SECTION("the names") {
         CHECK(std::string(compile_cache::to_string(sha256_backend::portable)) == "portable");

@@ -3,6 +3,7 @@
 // HMAC-SHA-224, HMAC-SHA-256, HMAC-SHA-384, and HMAC-SHA-512", section 4, test cases
 // 1 to 7), on every SHA-256 implementation this machine runs, fed whole and split.
 #include "catch2_compat.hpp"
+#include "support/cpu_backends.hpp"
 
 #include <compile_cache/hasher/concept.hpp>
 #include <compile_cache/hasher/hmac.hpp>
@@ -76,18 +77,6 @@ std::string hmac_hex(std::string const& key, std::string const& data, std::size_
     return to_hex(mac.result(), bytes);
 }
 
-/// Every SHA-256 backend available here, in turn; restores the one in use after.
-template <class F>
-void on_every_sha256_backend(F&& f) {
-    auto const before = cc::sha256_implementation();
-    for (auto b : {cc::sha256_backend::portable, cc::sha256_backend::x86_sha_ni, cc::sha256_backend::arm_sha2}) {
-        if (!cc::set_sha256_implementation(b)) continue;
-        INFO("sha256 backend " << cc::to_string(b));
-        f();
-    }
-    cc::set_sha256_implementation(before);
-}
-
 /// sha256 under another name, claiming a block of 128 bytes: HMAC over it pads the key
 /// to 128 bytes. Shows that hmac<H> takes the block size from H.
 struct sha256_wide_block {
@@ -128,7 +117,7 @@ typename H::result_type hmac_by_definition(std::string const& key, std::string c
 } // namespace
 
 TEST_CASE("hmac<sha256> gives the HMAC-SHA-256 results of RFC 4231, test cases 1 to 7", "[hmac]") {
-    on_every_sha256_backend([] {
+    compile_cache_test::on_every_backend<cc::sha256_backend>([](cc::sha256_backend) {
         for (auto const& c : rfc4231_cases()) {
             INFO("RFC 4231 test case " << c.number);
             CHECK(hmac_hex(c.key, c.data, c.bytes) == c.hmac_sha256);

@@ -4,6 +4,7 @@
 //
 // Every test asserts on keys (what a host sees), not on the bytes of the message.
 #include "catch2_compat.hpp"
+#include "support/process.hpp"
 
 #include <compile_cache/detail/build_id.hpp>
 #include <compile_cache/detail/executable_digest.hpp>
@@ -216,18 +217,11 @@ std::array<std::size_t, 6> const in_order{0, 1, 2, 3, 4, 5};
 /// Runs a shell command, returns what it printed on stdout; fails the test if it
 /// does not exit with status 0.
 std::string run(std::string const& command) {
-    std::FILE* p = ::popen(command.c_str(), "r");
-    REQUIRE(p != nullptr);
-    std::string out;
-    char buf[512];
-    std::size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-    int status = ::pclose(p);
+    compile_cache_test::process_result const r = compile_cache_test::run_shell(command);
     INFO("command: " << command);
-    REQUIRE(status != -1);
-    REQUIRE(WIFEXITED(status));
-    REQUIRE(WEXITSTATUS(status) == 0);
-    return out;
+    INFO(r.describe());
+    REQUIRE(r.exited(0));
+    return r.out;
 }
 
 std::string trim_newline(std::string s) {

@@ -5,7 +5,9 @@
 // "writer" and a "reader": two caches over one directory, each with its own registry
 // and its own live objects, as two runs of a host would.
 #include "catch2_compat.hpp"
-#include "test_support.hpp"
+#include "support/model.hpp"
+#include "support/posix.hpp"
+#include "support/entries.hpp"
 
 #include <compile_cache/cache.hpp>
 #include <compile_cache/resolver/reference.hpp>
@@ -35,30 +37,17 @@ namespace cc = compile_cache;
 using compile_cache_test::entries_under;
 using compile_cache_test::temp_dir;
 
-struct kernel {
-    std::string name;
-};
-struct dialect_group {
-    std::string name;
-};
+using namespace compile_cache_test::model;
 struct pass_pipeline {
     std::string name;
 };
-struct type {
-    std::string name;
-};
 
-struct compiled_kernel {
-    std::vector<std::uint8_t> bytecode;
-    std::vector<cc::ref<kernel>> callees;
-    cc::ref<dialect_group> dialects;
-    cc::ref<type> result_type;
-
-    template <class Archive>
-    void serialize(Archive& ar, unsigned) {
-        ar & bytecode & callees & dialects & result_type;
-    }
-};
+/// A kernel of one instruction that refers to nothing.
+compiled_kernel bytecode_only(std::uint8_t instruction) {
+    compiled_kernel k;
+    k.bytecode = {instruction};
+    return k;
+}
 
 using cache_type = cc::default_cache;
 
@@ -315,7 +304,7 @@ TEST_CASE("get_or_compile with bind_self binds the kernel to its key and compile
     {
         host_run writer(dir.path());
         auto fma = writer.cache.get_or_compile<compiled_kernel>(writer.fma_key(), {"fma", "blas.dsl", 1},
-                                                                [] { return compiled_kernel{{0x01}, {}, {}, {}}; },
+                                                                [] { return bytecode_only(0x01); },
                                                                 cc::bind_self(&writer.fma));
         CHECK(fma.outcome == cc::outcome::compiled);
         CHECK(writer.cache.resolver().key_of(&writer.fma) == writer.fma_key().value());
@@ -325,7 +314,7 @@ TEST_CASE("get_or_compile with bind_self binds the kernel to its key and compile
     }
     host_run reader(dir.path());
     auto fma = reader.cache.get_or_compile<compiled_kernel>(reader.fma_key(), {"fma", "blas.dsl", 1},
-                                                            [] { return compiled_kernel{{0x01}, {}, {}, {}}; },
+                                                            [] { return bytecode_only(0x01); },
                                                             cc::bind_self(&reader.fma));
     CHECK(fma.outcome == cc::outcome::loaded);
     cc::cached<compiled_kernel> saxpy = reader.get_saxpy();
@@ -336,7 +325,7 @@ TEST_CASE("get_or_compile with bind_self binds the kernel to its key and compile
     SECTION("a bypass leaves the kernel with no key, so its callers are not stored") {
         auto r = reader.cache.get_or_compile<compiled_kernel>(
             cc::key_result::bypass("reads a global through a pointer"), {"fma", "blas.dsl", 1},
-            [] { return compiled_kernel{{0x02}, {}, {}, {}}; }, cc::bind_self(&reader.fma));
+            [] { return bytecode_only(0x02); }, cc::bind_self(&reader.fma));
         CHECK(r.outcome == cc::outcome::bypassed);
         CHECK_FALSE(reader.cache.resolver().key_of(&reader.fma));
         CHECK(reader.cache.store(key_for(reader.cache, "another saxpy"), reader.compile_saxpy(),

@@ -3,6 +3,7 @@
 // on, and bad input comes back as a std::exception (which the cache counts), never
 // as anything else.
 #include "catch2_compat.hpp"
+#include "support/model.hpp"
 
 #include <compile_cache/hasher/sha256.hpp>
 #include <compile_cache/key/key.hpp>
@@ -35,49 +36,7 @@ namespace cc = compile_cache;
 
 // --- what a small host compiler keeps alive, and what it caches -----------------
 
-struct kernel { // a live kernel of the host: the artifact refers to it, never copies it
-    std::string name;
-};
-struct dialect_group {
-    std::string name;
-};
-struct type { // compared by identity in the host, so it must load as the same object
-    std::string name;
-};
-
-struct source_position {
-    std::int32_t line = 0;
-    std::int32_t column = 0;
-
-    template <class Archive>
-    void serialize(Archive& ar, unsigned) {
-        ar & line & column;
-    }
-    friend bool operator==(source_position const& a, source_position const& b) {
-        return a.line == b.line && a.column == b.column;
-    }
-};
-
-struct compiled_kernel {
-    std::string name;
-    std::vector<std::uint8_t> bytecode;
-    std::vector<double> constants;
-    std::map<std::uint32_t, source_position> source_map; // bytecode offset -> source
-    std::vector<cc::ref<kernel>> callees;
-    cc::ref<dialect_group> dialects;
-    cc::ref<type> result_type;
-
-    template <class Archive>
-    void serialize(Archive& ar, unsigned) {
-        ar & name & bytecode & constants & source_map & callees & dialects & result_type;
-    }
-};
-
-bool same(compiled_kernel const& a, compiled_kernel const& b) {
-    return a.name == b.name && a.bytecode == b.bytecode && a.constants == b.constants &&
-           a.source_map == b.source_map && a.callees == b.callees && a.dialects == b.dialects &&
-           a.result_type == b.result_type;
-}
+using namespace compile_cache_test::model;
 
 cc::key key_of_text(std::string_view s) { return cc::key(cc::sha256_digest(s.data(), s.size())); }
 
@@ -130,7 +89,7 @@ TEMPLATE_TEST_CASE("a compiled kernel survives a round trip through the archive"
 
     compiled_kernel loaded;
     TestType::load(bytes, loaded, h.context());
-    CHECK(same(loaded, original));
+    CHECK(same_kernel(loaded, original));
     // References come back as the live objects themselves, not as copies.
     REQUIRE(loaded.callees.size() == 2);
     CHECK(loaded.callees[0].get() == &h.callee);
@@ -148,7 +107,7 @@ TEMPLATE_TEST_CASE("save appends to what the entry already holds", "[serializer]
     REQUIRE(out.compare(0, 6, "HEADER") == 0);
     compiled_kernel loaded;
     TestType::load(std::string_view(out).substr(6), loaded, h.context());
-    CHECK(same(loaded, h.compile()));
+    CHECK(same_kernel(loaded, h.compile()));
 }
 
 TEST_CASE("format_id names the archive kind, the archive version and the ABI", "[serializer]") {
@@ -292,10 +251,10 @@ TEST_CASE("a text archive is the same whatever the host's global locale", "[seri
         cc::boost_text::load(classic_bytes, read_under_locale, h.context());
     }
     CHECK(localized_bytes == classic_bytes);
-    CHECK(same(read_under_locale, original));
+    CHECK(same_kernel(read_under_locale, original));
     compiled_kernel read_back;
     cc::boost_text::load(localized_bytes, read_back, h.context());
-    CHECK(same(read_back, original));
+    CHECK(same_kernel(read_back, original));
 }
 
 namespace {

@@ -2,7 +2,7 @@
 // basic_cache::from_env delegating to a storage's own from_env.
 
 #include "catch2_compat.hpp"
-#include "test_support.hpp"
+#include "support/posix.hpp"
 
 #include <compile_cache/compile_cache.hpp>
 
@@ -100,7 +100,7 @@ TEST_CASE("parse_switch: the on and the off words, nothing else", "[settings]") 
     for (char const* bad : {"2", "maybe", "enabled"}) CHECK_FALSE(cc::parse_switch(bad).has_value());
 }
 
-TEST_CASE("settings_reader: each bad value is one line naming it and the default; the default is used",
+TEST_CASE("settings_reader: each bad value is one line naming it and the default, the default is used",
           "[settings]") {
     settings_env env;
     std::vector<std::string> lines;

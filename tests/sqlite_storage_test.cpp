@@ -4,8 +4,8 @@
 // another program's database alone; reads its settings from the environment; and
 // holds under 8 processes at once and writers killed in the middle of a write.
 #include "catch2_compat.hpp"
-#include "helpers/storage_process.hpp"
-#include "test_support.hpp"
+#include "support/process.hpp"
+#include "support/posix.hpp"
 
 #include <compile_cache/compile_cache.hpp>
 #include <compile_cache/storage/sqlite_storage.hpp>
@@ -77,16 +77,7 @@ std::vector<fs::path> moved_aside(fs::path const& dir) {
     return found;
 }
 
-class env_var {
-public:
-    env_var(char const* name, char const* value) : name_(name) { ::setenv(name, value, 1); }
-    env_var(env_var const&) = delete;
-    env_var& operator=(env_var const&) = delete;
-    ~env_var() { ::unsetenv(name_.c_str()); }
-
-private:
-    std::string name_;
-};
+using compile_cache_test::env_var;
 
 } // namespace
 
@@ -206,7 +197,7 @@ TEST_CASE("a file damaged while a storage has it open: the failing read is an er
     CHECK(out == "fresh");
 }
 
-TEST_CASE("a read-only sqlite file is opened immutable and read; writes fail as write errors", "[sqlite]") {
+TEST_CASE("a read-only sqlite file is opened immutable and read, writes fail as write errors", "[sqlite]") {
     temp_dir dir;
     std::string const file = (dir.path() / "cache.db").string();
     cc::key_result k;
@@ -310,9 +301,9 @@ TEST_CASE("sqlite settings come from PREFIX_FILE, PREFIX_MAX_SIZE and PREFIX_BUS
 TEST_CASE("8 processes x 2000 operations on one sqlite file: no error, no torn value", "[sqlite][processes]") {
     temp_dir dir;
     std::string const file = (dir.path() / "shared.db").string();
-    std::vector<std::unique_ptr<storage_test::child_process>> workers;
+    std::vector<std::unique_ptr<compile_cache_test::child_process>> workers;
     for (int i = 0; i < 8; ++i)
-        workers.push_back(std::make_unique<storage_test::child_process>(
+        workers.push_back(std::make_unique<compile_cache_test::child_process>(
             std::vector<std::string>{COMPILE_CACHE_HELPER_sqlite_worker, "mixed", file, std::to_string(i), "2000"}));
     for (auto& w : workers) {
         int const code = w->wait();
@@ -328,9 +319,9 @@ TEST_CASE("writers killed in the middle of a write leave a sound sqlite file", "
     temp_dir dir;
     std::string const file = (dir.path() / "killed.db").string();
     for (int round = 0; round < 3; ++round) {
-        std::vector<std::unique_ptr<storage_test::child_process>> writers;
+        std::vector<std::unique_ptr<compile_cache_test::child_process>> writers;
         for (int i = 0; i < 4; ++i)
-            writers.push_back(std::make_unique<storage_test::child_process>(std::vector<std::string>{
+            writers.push_back(std::make_unique<compile_cache_test::child_process>(std::vector<std::string>{
                 COMPILE_CACHE_HELPER_sqlite_worker, "forever", file, std::to_string(round * 4 + i)}));
         for (auto& w : writers) REQUIRE(w->wait_for_line());
         std::this_thread::sleep_for(std::chrono::milliseconds(100 + 50 * round));

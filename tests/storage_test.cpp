@@ -2,7 +2,7 @@
 // file-system situations (symlinks, FIFOs, read-only folders, a vanished directory,
 // a file size limit) and the thread safety of memory_storage.
 #include "catch2_compat.hpp"
-#include "test_support.hpp"
+#include "support/posix.hpp"
 
 #include <compile_cache/storage/directory_storage.hpp>
 #include <compile_cache/storage/memory_storage.hpp>
@@ -70,24 +70,9 @@ bool is_lower_hex(std::string const& s) {
     });
 }
 
-unsigned mode_of(fs::path const& p) {
-    struct stat st {};
-    REQUIRE(::lstat(p.c_str(), &st) == 0);
-    return static_cast<unsigned>(st.st_mode) & 07777u;
-}
-
-bool running_as_root() { return ::geteuid() == 0; }
-
-class umask_guard {
-public:
-    explicit umask_guard(mode_t m) : old_(::umask(m)) {}
-    umask_guard(umask_guard const&) = delete;
-    umask_guard& operator=(umask_guard const&) = delete;
-    ~umask_guard() { ::umask(old_); }
-
-private:
-    mode_t old_;
-};
+using compile_cache_test::mode_of;
+using compile_cache_test::running_as_root;
+using compile_cache_test::umask_guard;
 
 // One object per model under test; directory_storage gets a fresh directory that
 // does not exist yet, so that its first write has to create it.

@@ -3,7 +3,9 @@
 // Redis server): the tier is generic over any two Storages.
 
 #include "catch2_compat.hpp"
-#include "test_support.hpp"
+#include "support/model.hpp"
+#include "support/posix.hpp"
+#include "support/entries.hpp"
 
 #include <compile_cache/compile_cache.hpp>
 #include <compile_cache/storage/tiered_storage.hpp>
@@ -30,13 +32,7 @@ using namespace std::chrono_literals;
 using compile_cache_test::lines_of;
 using compile_cache_test::temp_dir;
 
-struct small_kernel {
-    std::vector<int> code;
-    template <class Archive>
-    void serialize(Archive& ar, unsigned) {
-        ar & code;
-    }
-};
+using compile_cache_test::model::code_kernel;
 
 /// A directory used as the remote (configured by PREFIX_REMOTE = its path).
 struct directory_remote : cc::directory_storage {
@@ -81,8 +77,8 @@ cc::key_result key_of(Cache const& c, std::string const& ir) {
 /// Gets kernel `name` (its code is {n}) and says how.
 template <class Cache>
 cc::outcome get(Cache& c, std::string const& name, int n = 7) {
-    auto r = c.template get_or_compile<small_kernel>(key_of(c, name), {name, "prog.tk", 1},
-                                                     [n] { return small_kernel{{n}}; });
+    auto r = c.template get_or_compile<code_kernel>(key_of(c, name), {name, "prog.tk", 1},
+                                                     [n] { return code_kernel{{n}}; });
     CHECK(r.value.code == std::vector<int>{n});
     return r.outcome;
 }
@@ -181,7 +177,7 @@ TEST_CASE("tiered_storage: an entry authenticated under another secret is unauth
     CHECK(remote_counts(b.stats())["remote.errors.unauthenticated"] == 1);
 }
 
-TEST_CASE("tiered_storage: read-only never writes the remote; remote-only keeps nothing locally", "[tiered]") {
+TEST_CASE("tiered_storage: read-only never writes the remote, remote-only keeps nothing locally", "[tiered]") {
     temp_dir dir;
     fs::path const remote = dir.path() / "remote";
     SECTION("read-only") {
@@ -261,7 +257,7 @@ TEST_CASE("tiered_storage: a remote that refuses is skipped for a back-off, with
     CHECK(remote_counts(c.stats())["remote.stores"] == 1);
 }
 
-TEST_CASE("tiered_storage::from_env: unset PREFIX_REMOTE is the local storage alone; set, it needs a secret or "
+TEST_CASE("tiered_storage::from_env: unset PREFIX_REMOTE is the local storage alone, set, it needs a secret or "
           "PREFIX_REMOTE_INSECURE",
           "[tiered][settings]") {
     temp_dir dir;
@@ -361,7 +357,7 @@ using throwing_tier = cc::tiered_storage<throwing_storage, cc::memory_storage>;
 using throwing_tier_cache = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, throwing_tier>;
 } // namespace
 
-TEST_CASE("tiered_storage: a local storage that throws fails as itself, counted; nothing reaches the host",
+TEST_CASE("tiered_storage: a local storage that throws fails as itself, counted, nothing reaches the host",
           "[tiered]") {
     cc::cache_options no_records;
     no_records.record_identities = false;

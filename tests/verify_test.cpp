@@ -146,7 +146,8 @@ TEST_CASE("a kernel that compiles faster than min_compile_time is not stored", "
 }
 
 #ifdef COMPILE_CACHE_HELPER_verify_host_helper
-#include "test_support.hpp"
+#include "support/posix.hpp"
+#include "support/process.hpp"
 
 namespace {
 
@@ -158,9 +159,9 @@ struct process_output {
 
 /// Runs the helper in a fresh process with the given environment assignments.
 process_output run_helper(std::string const& env, std::string const& args, std::filesystem::path const& err_file) {
-    compile_cache_test::shell_result const r = compile_cache_test::run_shell(
+    compile_cache_test::process_result const r = compile_cache_test::run_shell(
         env + " '" COMPILE_CACHE_HELPER_verify_host_helper "' " + args + " 2>'" + err_file.string() + "'");
-    return {r.status, r.out, compile_cache_test::read_file(err_file)};
+    return {r.exit_code, r.out, compile_cache_test::read_file(err_file)};
 }
 
 } // namespace

@@ -1,6 +1,7 @@
-// One run of a small host compiler in a process of its own, for cache_test.cpp: the
-// cache comes from the environment, as a real host's would, and the kernel it caches
-// calls another kernel, works in a dialect group and returns a type singleton.
+// One run of a small host compiler in a process of its own, for cache_test.cpp and
+// cpu_dispatch_test.cpp: the cache comes from the environment, as a real host's would,
+// and the kernel it caches (support/model.hpp) calls another kernel, works in a dialect
+// group and returns a type singleton.
 //
 // Usage: cache_fresh_process_helper MODE DIR
 //   Sets CCFRESH_DIR=DIR, then takes compile_cache::default_cache::from_env("CCFRESH")
@@ -9,6 +10,8 @@
 //   MODE load:  load it only (no compile), printing whether it loaded and what its
 //               references point at in this process.
 // Prints one line of `name=value` fields; exits 0 unless the arguments are wrong.
+#include "support/model.hpp"
+
 #include <compile_cache/cache.hpp>
 
 #include <boost/serialization/string.hpp>
@@ -25,28 +28,7 @@ namespace {
 
 namespace cc = compile_cache;
 
-struct kernel {
-    std::string name;
-};
-struct dialect_group {
-    std::string name;
-};
-struct type {
-    std::string name;
-};
-
-struct compiled_kernel {
-    std::vector<std::uint8_t> bytecode;
-    std::vector<double> constants;
-    std::vector<cc::ref<kernel>> callees;
-    cc::ref<dialect_group> dialects;
-    cc::ref<type> result_type;
-
-    template <class Archive>
-    void serialize(Archive& ar, unsigned) {
-        ar & bytecode & constants & callees & dialects & result_type;
-    }
-};
+using namespace compile_cache_test::model;
 
 int usage() {
     std::fprintf(stderr, "usage: cache_fresh_process_helper store|load DIR\n");

@@ -19,7 +19,7 @@
 //       a host: get_or_compile of ids 0..KEYS-1 (checked), then its cache is
 //       destroyed (recording its counters); prints "compiled=N loaded=N wrong=N
 //       lock_timeouts=N logged=N" and each log line on stderr.
-#include "storage_common.hpp"
+#include "support/storage_model.hpp"
 
 #include <chrono>
 #include <cstdio>

@@ -3,8 +3,9 @@
 // over a memory_storage cache; the fresh-process tests run llvm_object_cache_helper
 // (helper_jit.cpp: basic_object_cache compiled with -fno-rtti, its store made in an
 // RTTI translation unit) against a directory cache.
-#include "../catch2_compat.hpp"
-#include "../test_support.hpp"
+#include "catch2_compat.hpp"
+#include "support/posix.hpp"
+#include "support/process.hpp"
 
 #include <compile_cache/compile_cache.hpp>
 #include <compile_cache/llvm/object_cache.hpp>
@@ -102,14 +103,8 @@ struct helper_run {
 
 /// What `command` prints (stdout), and its exit status.
 helper_run output_of(std::string const& command) {
-    helper_run r;
-    FILE* p = ::popen(command.c_str(), "r");
-    REQUIRE(p != nullptr);
-    char buf[512];
-    while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) r.out.append(buf, n);
-    int const st = ::pclose(p);
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    return r;
+    compile_cache_test::process_result const p = compile_cache_test::run_shell(command);
+    return {p.exit_code, p.out};
 }
 
 helper_run run_helper(fs::path const& cache_dir, std::string const& args,

@@ -1,7 +1,7 @@
 // Redis addresses, settings and cluster key routing: what needs no server (and the
 // slot function checked against a real cluster's CLUSTER KEYSLOT).
 #include "catch2_compat.hpp"
-#include "redis_test_support.hpp"
+#include "support/redis_servers.hpp"
 
 #include <compile_cache/storage/redis_storage.hpp>
 
@@ -31,11 +31,7 @@ std::string parse_error(std::string const& url) {
     return why;
 }
 
-struct env_var {
-    env_var(std::string name, std::string const& value) : name_(std::move(name)) { ::setenv(name_.c_str(), value.c_str(), 1); }
-    ~env_var() { ::unsetenv(name_.c_str()); }
-    std::string name_;
-};
+using compile_cache_test::env_var;
 } // namespace
 
 TEST_CASE("A redis:// address gives host, port, database and credentials, with defaults", "[redis][address]") {

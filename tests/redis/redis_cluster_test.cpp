@@ -2,7 +2,7 @@
 // killed (only its slots fail), and a slot migrated during a run (ASK, then MOVED,
 // followed without an error).
 #include "catch2_compat.hpp"
-#include "redis_test_support.hpp"
+#include "support/redis_servers.hpp"
 
 #include <compile_cache/storage/redis_storage.hpp>
 
@@ -81,7 +81,7 @@ TEST_CASE("A cluster storage spreads keys over every master and reads them back"
     CHECK(s.read(key_of(1000), out, 100).status == cc::read_status::absent);
 }
 
-TEST_CASE("A cluster node killed mid-run fails only its own slots; the others keep working", "[redis][cluster]") {
+TEST_CASE("A cluster node killed mid-run fails only its own slots, the others keep working", "[redis][cluster]") {
     cluster c;
     auto s = cluster_storage(c.url());
     std::map<std::uint64_t, int> owner;

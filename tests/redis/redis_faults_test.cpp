@@ -4,7 +4,7 @@
 // come back within its timeout, as an error of the right kind, without a crash or a
 // large allocation.
 #include "catch2_compat.hpp"
-#include "redis_test_support.hpp"
+#include "support/redis_servers.hpp"
 
 #include <compile_cache/storage/redis_storage.hpp>
 
@@ -133,7 +133,7 @@ TEST_CASE("A stopped server costs each call no more than its timeout, and works 
     CHECK(out == "before");
 }
 
-TEST_CASE("A killed server fails calls; once restarted the next call reconnects and works", "[redis][faults]") {
+TEST_CASE("A killed server fails calls, once restarted the next call reconnects and works", "[redis][faults]") {
     server restarted;
     auto s = storage_at(restarted.url());
     REQUIRE_FALSE(s.write(key_of(1), "lost with the server"));

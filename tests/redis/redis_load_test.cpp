@@ -2,35 +2,34 @@
 // against a cluster, both with a memory limit small enough that they evict during the
 // run. Not one wrong value may be read; evicted values are misses, not errors.
 #include "catch2_compat.hpp"
-#include "redis_test_support.hpp"
+#include "support/redis_servers.hpp"
 
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 using namespace compile_cache_test::redis;
 
 namespace {
-struct process_result {
+struct load_result {
     long wrong = -1, errors = -1, found = -1, absent = -1;
     std::string line;
 };
 
-/// Runs `count` load processes at once and collects what each printed.
-std::vector<process_result> run_load(std::string const& url, int count, int ops, int keys) {
-    std::vector<std::FILE*> pipes;
-    for (int i = 0; i < count; ++i) {
-        std::string const command = std::string(COMPILE_CACHE_HELPER_redis_load) + " '" + url + "' " +
-                                    std::to_string(ops) + " " + std::to_string(1000 + i) + " " + std::to_string(keys);
-        pipes.push_back(::popen(command.c_str(), "r"));
-        REQUIRE(pipes.back());
-    }
-    std::vector<process_result> results;
-    for (std::FILE* p : pipes) {
-        process_result r;
-        char buffer[1024] = {};
-        if (std::fgets(buffer, sizeof buffer, p)) r.line = buffer;
-        ::pclose(p);
+/// Runs `count` load processes at once and collects what each printed (a process
+/// still silent after 60 s is killed, and its result stays -1).
+std::vector<load_result> run_load(std::string const& url, int count, int ops, int keys) {
+    std::vector<std::unique_ptr<compile_cache_test::child_process>> children;
+    for (int i = 0; i < count; ++i)
+        children.push_back(std::make_unique<compile_cache_test::child_process>(std::vector<std::string>{
+            COMPILE_CACHE_HELPER_redis_load, url, std::to_string(ops), std::to_string(1000 + i), std::to_string(keys)}));
+    std::vector<load_result> results;
+    for (auto& child : children) {
+        if (!child->wait_for_line(60000)) child->kill();
+        child->wait();
+        load_result r;
+        r.line = child->output().substr(0, child->output().find('\n'));
         std::sscanf(r.line.c_str(), "wrong=%ld errors=%ld found=%ld absent=%ld", &r.wrong, &r.errors, &r.found,
                     &r.absent);
         results.push_back(r);
@@ -38,7 +37,7 @@ std::vector<process_result> run_load(std::string const& url, int count, int ops,
     return results;
 }
 
-void check(std::vector<process_result> const& results) {
+void check(std::vector<load_result> const& results) {
     long found = 0;
     for (auto const& r : results) {
         INFO(r.line);

@@ -1,7 +1,7 @@
 // redis_storage against a real redis-server: the Storage contract, the names and
 // expiry of values on the server, bounded reads, credentials, and a basic_cache on it.
 #include "catch2_compat.hpp"
-#include "redis_test_support.hpp"
+#include "support/redis_servers.hpp"
 
 #include <compile_cache/compile_cache.hpp>
 #include <compile_cache/storage/redis_storage.hpp>
@@ -137,7 +137,7 @@ TEST_CASE("A Unix socket and a database number are honoured", "[redis][storage]"
     CHECK(out == "in db 3");
 }
 
-TEST_CASE("The right password connects; a wrong one is an auth error that shows no password", "[redis][storage]") {
+TEST_CASE("The right password connects, a wrong one is an auth error that shows no password", "[redis][storage]") {
     server guarded("--requirepass right-password");
     cc::redis_options o;
     o.url = "redis://:wrong-password@127.0.0.1:" + std::to_string(guarded.port());

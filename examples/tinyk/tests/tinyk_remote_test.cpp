@@ -3,7 +3,7 @@
 // checkout path), every step a fresh tinyk process. The server is a test's own (so
 // that its command statistics are this test's), started through the Redis tests'
 // fixture script on 127.0.0.1 and stopped even when the test fails.
-#include "redis_test_support.hpp"
+#include "support/redis_servers.hpp"
 #include "tinyk_support.hpp"
 
 #include <algorithm>
@@ -106,7 +106,7 @@ TEST_CASE("tinyk remote 1: B with an empty directory loads all 40 from the serve
     CHECK(w.calls_of("set") == 0);
 }
 
-TEST_CASE("tinyk remote 2: A changes a helper and recompiles it and its callers; B then loads the new entries") {
+TEST_CASE("tinyk remote 2: A changes a helper and recompiles it and its callers, B then loads the new entries") {
     world w;
     REQUIRE_RAN(w.run("a"));
     REQUIRE_RAN(w.run("b"));
@@ -153,7 +153,7 @@ TEST_CASE("tinyk remote 3: B with another TINYK_CPU recompiles native kernels wh
     CHECK(same_cpu.loaded().size() == 40);
 }
 
-TEST_CASE("tinyk remote 4: read-only B never writes the server; remote-only keeps no files") {
+TEST_CASE("tinyk remote 4: read-only B never writes the server, remote-only keeps no files") {
     world w;
     auto ro = w.run("b", {"TINYK_CACHE_REMOTE_MODE=read-only"});
     REQUIRE_RAN(ro);
@@ -164,7 +164,7 @@ TEST_CASE("tinyk remote 4: read-only B never writes the server; remote-only keep
     auto only = w.run("c", {"TINYK_CACHE_REMOTE_ONLY=1"});
     REQUIRE_RAN(only);
     CHECK(only.compiled().size() == 40);
-    CHECK(w.keys_on_server() == 40);
+    CHECK(w.keys_on_server() == 80); // each entry and its kernel's identity record
     auto again = w.run("c", {"TINYK_CACHE_REMOTE_ONLY=1"});
     REQUIRE_RAN(again);
     CHECK(again.loaded().size() == 40);

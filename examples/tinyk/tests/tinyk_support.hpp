@@ -1,10 +1,11 @@
-// What the tinyk tests share: a temp directory, running the tinyk binary as a child
-// with a controlled environment, reading its `-v` lines, and a listing of the entry
+// What the tinyk tests share: running the tinyk binary as a child with a controlled
+// environment, reading its `-v` lines, and a listing of the entry
 // files under a cache directory (with the kernel each one holds) to tell which were
 // written or rewritten by a run.
 #pragma once
 
-#include "process.hpp"
+#include "support/posix.hpp"
+#include "support/process.hpp"
 
 #include <compile_cache/compile_cache.hpp>
 
@@ -31,41 +32,14 @@ namespace tinyk_test {
 
 namespace fs = std::filesystem;
 
-/// A fresh directory under $TMPDIR (or /tmp), removed with its content at the end.
-class temp_dir {
-public:
-    explicit temp_dir(std::string const& tag = "tinyk-test") {
-        char const* base = std::getenv("TMPDIR");
-        std::string pattern = std::string(base && *base ? base : "/tmp") + "/" + tag + "-XXXXXX";
-        if (::mkdtemp(pattern.data()) == nullptr)
-            throw std::system_error(errno, std::generic_category(), "mkdtemp " + pattern);
-        path_ = fs::path(pattern);
-    }
-    ~temp_dir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    temp_dir(temp_dir const&) = delete;
-    temp_dir& operator=(temp_dir const&) = delete;
-
-    fs::path const& path() const noexcept { return path_; }
-    std::string str() const { return path_.string(); }
-
-private:
-    fs::path path_;
-};
-
-inline void write_file(fs::path const& path, std::string const& text) {
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    f << text;
-    if (!f.flush()) throw std::runtime_error("cannot write " + path.string());
-}
-
-inline std::string read_file(fs::path const& path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw std::runtime_error("cannot read " + path.string());
-    return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
+// The project's test support (tests/support/): temporary directories, files, and
+// running programs as fresh children.
+using compile_cache_test::process_result;
+using compile_cache_test::process_spec;
+using compile_cache_test::read_file;
+using compile_cache_test::run_process;
+using compile_cache_test::temp_dir;
+using compile_cache_test::write_file;
 
 /// Every file and folder below `dir` (relative paths), for "nothing was written here".
 inline std::vector<std::string> everything_under(fs::path const& dir) {
@@ -188,11 +162,7 @@ inline std::string entry_of(cache_listing const& l, std::string const& name) {
 /// The environment every tinyk run starts from: nothing inherited but the
 /// sanitizers' settings (so the sanitizer build's options reach the child).
 inline std::vector<std::string> base_environment(std::string const& home) {
-    std::vector<std::string> env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "TMPDIR=" + home,
-                                    "LC_ALL=C"};
-    for (char const* pass : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"})
-        if (char const* v = std::getenv(pass)) env.push_back(std::string(pass) + "=" + v);
-    return env;
+    return compile_cache_test::clean_environment({"HOME=" + home, "TMPDIR=" + home});
 }
 
 /// One `-v` line: `tinyk: compiled NAME (REASON[: EXPLANATION])`, `tinyk: loaded

@@ -1,7 +1,7 @@
 // The compile-cache tool on a real redis-server (the ctest fixture of tests/redis) that a
 // real cache (fill_cache) filled: what it lists, shows, verifies and clears in one
 // namespace, and that a password never shows.
-#include "redis_test_support.hpp"
+#include "support/redis_servers.hpp"
 #include "tool_test_support.hpp"
 
 #include <string>

@@ -70,7 +70,7 @@ TEST_CASE("verify on a SQLite file finds a damaged row (exit 1) and --remove del
     CHECK(json_query(listed.out, "sorted(e['name'] for e in d['entries'])") == "['kernel_0', 'kernel_2']");
 }
 
-TEST_CASE("clear empties a SQLite cache; a missing file, a file that is no database, another program's database and prune are refused",
+TEST_CASE("clear empties a SQLite cache, a missing file, a file that is no database, another program's database and prune are refused",
           "[compile-cache][sqlite]") {
     temp_dir dir("compile-cache-sqlite");
     std::string const file = (dir.path() / "cache.db").string();

@@ -31,12 +31,7 @@ using namespace tinyk_test;
         REQUIRE((r).exited(code));    \
     } while (0)
 
-inline std::vector<std::string> tool_environment() {
-    std::vector<std::string> env = {"PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C", "TZ=UTC"};
-    for (char const* pass : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"})
-        if (char const* v = std::getenv(pass)) env.push_back(std::string(pass) + "=" + v);
-    return env;
-}
+inline std::vector<std::string> tool_environment() { return compile_cache_test::clean_environment({"TZ=UTC"}); }
 
 /// compile-cache ARGS... as a child.
 inline process_result tool(std::vector<std::string> const& args) {

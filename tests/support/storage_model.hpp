@@ -1,4 +1,4 @@
-// Shared by the storage tests and their helper programs (tests/helpers/storage_*.cpp):
+// The storage tests' model, shared with their helper programs (tests/helpers/storage_*.cpp):
 // an artifact that carries its key's expected content, so that any process can
 // check what it loaded, and the cache type they all use.
 #pragma once

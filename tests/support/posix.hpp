@@ -1,13 +1,15 @@
-// Small helpers shared by the tests: a temporary directory that cleans up after
-// itself, whole-file read/write, and capturing stderr. Keep this file minimal and general.
+// What the tests need from the operating system, each undone at the end of its scope:
+// a temporary directory, whole-file reads and writes, captured stderr, a umask, the
+// working directory, environment variables.
 #pragma once
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -15,23 +17,21 @@
 #include <utility>
 #include <vector>
 
-#include <cstdio>
-
 #include <fcntl.h>
-#include <sys/wait.h>
 #include <stdlib.h> // mkdtemp
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace compile_cache_test {
 
-/// A fresh, empty directory under $TMPDIR (or /tmp), removed with everything in it
-/// when the object dies, even if a test left parts of it read-only.
+/// A fresh, empty directory under $TMPDIR (or /tmp), named TAG-XXXXXX, removed with
+/// everything in it when the object dies, even if a test left parts of it read-only.
 class temp_dir {
 public:
-    temp_dir() {
+    explicit temp_dir(std::string const& tag = "compile_cache-test") {
         char const* base = std::getenv("TMPDIR");
         std::string pattern = (base && *base) ? base : "/tmp";
-        pattern += "/compile_cache-test-XXXXXX";
+        pattern += "/" + tag + "-XXXXXX";
         if (::mkdtemp(pattern.data()) == nullptr)
             throw std::system_error(errno, std::generic_category(), "mkdtemp " + pattern);
         path_ = pattern;
@@ -45,6 +45,7 @@ public:
     }
 
     std::filesystem::path const& path() const noexcept { return path_; }
+    std::string str() const { return path_.string(); }
 
 private:
     // Gives every directory below (not through symlinks) owner rwx back, so that
@@ -68,7 +69,7 @@ inline void write_file(std::filesystem::path const& path, std::string_view bytes
     std::ofstream f(path, std::ios::binary | std::ios::trunc);
     if (!f) throw std::runtime_error("cannot open for writing: " + path.string());
     f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!f) throw std::runtime_error("cannot write: " + path.string());
+    if (!f.flush()) throw std::runtime_error("cannot write: " + path.string());
 }
 
 /// The whole content of the file at `path`.
@@ -78,20 +79,17 @@ inline std::string read_file(std::filesystem::path const& path) {
     return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
 }
 
-/// The cache entries under `dir`: files named by a key's hex (a storage may keep
-/// other files of its own beside them).
-inline std::size_t entries_under(std::filesystem::path const& dir) {
-    std::size_t n = 0;
-    std::error_code ec;
-    for (std::filesystem::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-        std::string const name = it->path().filename().string();
-        // A kernel identity's record (explain.hpp: 33 bytes, ending 1d) is no kernel.
-        bool const identity_record = name.size() == 66 && name.compare(64, 2, "1d") == 0;
-        if (it->is_regular_file() && name.size() >= 2 && !identity_record &&
-            name.find_first_not_of("0123456789abcdef") == std::string::npos)
-            ++n;
+/// The lines of `text`, without their newlines.
+inline std::vector<std::string> lines_of(std::string const& text) {
+    std::vector<std::string> lines;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        std::size_t end = text.find('\n', start);
+        if (end == std::string::npos) end = text.size();
+        lines.push_back(text.substr(start, end - start));
+        start = end + 1;
     }
-    return n;
+    return lines;
 }
 
 /// What this process writes to stderr (fd 2) from construction until text() (or
@@ -128,18 +126,66 @@ private:
     int saved_ = -1;
 };
 
-/// The lines of `text`, without their newlines.
-inline std::vector<std::string> lines_of(std::string const& text) {
-    std::vector<std::string> lines;
-    std::size_t start = 0;
-    while (start < text.size()) {
-        std::size_t end = text.find('\n', start);
-        if (end == std::string::npos) end = text.size();
-        lines.push_back(text.substr(start, end - start));
-        start = end + 1;
-    }
-    return lines;
+/// The permission bits of `p` itself (not of what a symlink points to).
+inline unsigned mode_of(std::filesystem::path const& p) {
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0) throw std::system_error(errno, std::generic_category(), "lstat " + p.string());
+    return static_cast<unsigned>(st.st_mode) & 07777u;
 }
+
+/// Root reads and writes whatever the permission bits say: tests of refusals skip then.
+inline bool running_as_root() { return ::geteuid() == 0; }
+
+/// The process's umask, set to `mask` for one scope.
+class umask_guard {
+public:
+    explicit umask_guard(mode_t mask) : old_(::umask(mask)) {}
+    umask_guard(umask_guard const&) = delete;
+    umask_guard& operator=(umask_guard const&) = delete;
+    ~umask_guard() { ::umask(old_); }
+
+private:
+    mode_t old_;
+};
+
+/// `dir` as the working directory for one scope (relative paths resolve in it).
+class working_directory {
+public:
+    explicit working_directory(std::filesystem::path const& dir) : old_(std::filesystem::current_path()) {
+        std::filesystem::current_path(dir);
+    }
+    working_directory(working_directory const&) = delete;
+    working_directory& operator=(working_directory const&) = delete;
+    ~working_directory() {
+        std::error_code ec;
+        std::filesystem::current_path(old_, ec);
+    }
+
+private:
+    std::filesystem::path old_;
+};
+
+/// One environment variable set (or, with nullptr, unset) for one scope; its old
+/// value, or its absence, comes back at the end.
+class env_var {
+public:
+    env_var(std::string name, char const* value) : name_(std::move(name)) {
+        if (char const* old = std::getenv(name_.c_str())) old_ = old;
+        if (value) ::setenv(name_.c_str(), value, 1);
+        else ::unsetenv(name_.c_str());
+    }
+    env_var(std::string name, std::string const& value) : env_var(std::move(name), value.c_str()) {}
+    env_var(env_var const&) = delete;
+    env_var& operator=(env_var const&) = delete;
+    ~env_var() {
+        if (old_) ::setenv(name_.c_str(), old_->c_str(), 1);
+        else ::unsetenv(name_.c_str());
+    }
+
+private:
+    std::string name_;
+    std::optional<std::string> old_;
+};
 
 /// PREFIX + each suffix, unset when made and again when destroyed, so that no test
 /// sees another's settings; set() sets one for this test.
@@ -163,23 +209,5 @@ private:
     std::string prefix_;
     std::vector<std::string> suffixes_;
 };
-
-/// What a shell command did: its exit status (-1 when it did not exit) and stdout.
-struct shell_result {
-    int status = -1;
-    std::string out;
-};
-
-/// Runs `command` with /bin/sh (popen), for tests that start a helper program.
-inline shell_result run_shell(std::string const& command) {
-    shell_result r;
-    FILE* p = ::popen(command.c_str(), "r");
-    if (p == nullptr) throw std::runtime_error("popen failed: " + command);
-    char buf[512];
-    while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) r.out.append(buf, n);
-    int const st = ::pclose(p);
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    return r;
-}
 
 } // namespace compile_cache_test

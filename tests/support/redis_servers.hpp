@@ -6,7 +6,8 @@
 #pragma once
 
 #include "catch2_compat.hpp"
-#include "test_support.hpp"
+#include "support/posix.hpp"
+#include "support/process.hpp"
 
 #include <compile_cache/key/key.hpp>
 
@@ -33,13 +34,9 @@ namespace compile_cache_test::redis {
 /// Runs the fixture script with `args`; its standard output, trimmed. Throws when it fails.
 inline std::string fixture_script(std::string const& args) {
     std::string const command = std::string("bash " COMPILE_CACHE_REDIS_FIXTURE_SCRIPT " ") + args;
-    std::FILE* p = ::popen(command.c_str(), "r");
-    if (!p) throw std::runtime_error("cannot run " + command);
-    std::string out;
-    char buffer[256];
-    while (std::size_t n = std::fread(buffer, 1, sizeof buffer, p)) out.append(buffer, n);
-    int const status = ::pclose(p);
-    if (status != 0) throw std::runtime_error(command + " failed (" + std::to_string(status) + ")");
+    process_result const r = run_shell(command);
+    if (!r.exited(0)) throw std::runtime_error(command + " failed: " + r.describe());
+    std::string out = r.out;
     while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
     return out;
 }
