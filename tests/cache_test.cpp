@@ -343,6 +343,24 @@ TEST_CASE("stores that cannot be written are counted, reported once, and the ker
     if (fs::is_regular_file(root)) CHECK(read_file(root) == "not a directory");
 }
 
+TEST_CASE("a damaged entry's miss line names the kernel, its key and its file", "[cache]") {
+    temp_dir dir;
+    host h;
+    cc::default_cache cache(cc::directory_storage(dir.path().string()));
+    h.register_with(cache);
+    std::vector<std::string> log;
+    cache.set_logger([&](std::string_view line) { log.emplace_back(line); });
+    REQUIRE(h.get_saxpy(cache).outcome == cc::outcome::compiled);
+    cc::key const k = h.saxpy_key(cache).value();
+    std::string const path = cc::directory_storage(dir.path().string()).entry_path(k);
+    REQUIRE(fs::is_regular_file(path));
+    write_file(path, "not an entry");
+    log.clear();
+    CHECK(h.get_saxpy(cache).outcome == cc::outcome::compiled);
+    REQUIRE(!log.empty());
+    CHECK(log[0] == "miss saxpy (key " + k.hex().substr(0, 12) + " at " + path + "): corrupt");
+}
+
 TEST_CASE("a logger that throws does not reach the host", "[cache]") {
     temp_dir dir;
     fs::path const root = dir.path() / "cache";

@@ -6,8 +6,8 @@
 #include "support/hashers.hpp"
 
 #include <compile_cache/compile_cache.hpp>
-#include <compile_cache/testing/hasher_conformance.hpp>
 #include <compile_cache/storage/tiered_storage.hpp>
+#include <compile_cache/testing/hasher_conformance.hpp>
 #include <compile_cache/testing/storage_conformance.hpp>
 
 #include <cstddef>

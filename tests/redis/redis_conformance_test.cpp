@@ -3,7 +3,7 @@
 // and on a three-master cluster, and tiered_storage of a directory before a server.
 // Each run uses a namespace of its own and leaves no entry behind.
 #include "catch2_compat.hpp"
-#include "redis_test_support.hpp"
+#include "support/redis_servers.hpp"
 
 #include <compile_cache/compile_cache.hpp>
 #include <compile_cache/storage/redis_storage.hpp>
