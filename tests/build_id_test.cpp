@@ -14,7 +14,8 @@
 
 namespace cc = compile_cache;
 
-// Nothing to test where the loaded modules cannot be listed (COMPILE_CACHE_PORTABLE_ONLY).
+// Where the loaded modules cannot be listed (COMPILE_CACHE_PORTABLE_ONLY), only what
+// toolchain::of_code falls back to.
 #if defined(COMPILE_CACHE_HAS_DL_ITERATE_PHDR)
 namespace {
 
@@ -79,5 +80,18 @@ TEST_CASE("toolchain::of_code names each module once, and another code generator
     CHECK(by_library.compiler == cc::toolchain::compiler_id());
     CHECK(key_of(by_library) != key_of(by_program));
     CHECK(key_of(by_library) == key_of(cc::toolchain::of_code({library}, "host 1.0", "boost_binary 19")));
+}
+
+TEST_CASE("toolchain::of_code with an address in no loaded module identifies the host as current() does",
+          "[build-id]") {
+    auto heap = std::make_unique<int>(1);
+    CHECK(cc::toolchain::of_code({heap.get()}).host_build_id == cc::toolchain::current().host_build_id);
+}
+#else
+TEST_CASE("without a list of loaded modules, toolchain::of_code identifies the host as current() does",
+          "[build-id]") {
+    std::string const host = cc::toolchain::current().host_build_id;
+    CHECK_FALSE(host.empty()); // the executable's digest: there is a /proc/self/exe here
+    CHECK(cc::toolchain::of_code({static_cast<void const*>(stdout)}).host_build_id == host);
 }
 #endif
