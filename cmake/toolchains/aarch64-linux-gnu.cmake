@@ -14,6 +14,6 @@ set(CMAKE_LIBRARY_ARCHITECTURE aarch64-linux-gnu)
 # /usr/aarch64-linux-gnu: the programs then start with the dynamic loader of
 # libc6-arm64-cross but find the C library of multiarch libc6:arm64 (which arm64 Boost
 # brings) first, two builds of glibc that need not match (2.36-8cross1 and
-# 2.36-9+deb12u14 here), and with them pthread_create never returned. Without -L, the
-# loader is /lib/ld-linux-aarch64.so.1 of libc6:arm64 itself.
+# 2.36-9+deb12u14 here), and with them pthread_create and fork never returned. Without
+# -L, the loader is /lib/ld-linux-aarch64.so.1 of libc6:arm64 itself.
 set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64)
