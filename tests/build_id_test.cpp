@@ -15,6 +15,9 @@
 
 namespace cc = compile_cache;
 
+// Where the loaded modules cannot be listed (COMPILE_CACHE_PORTABLE_ONLY), only what
+// toolchain::of_code falls back to.
+#if defined(COMPILE_CACHE_HAS_DL_ITERATE_PHDR)
 namespace {
 
 int function_in_this_program(int x) { return x + 1; }
@@ -34,7 +37,6 @@ cc::key key_of(cc::toolchain const& t) {
 
 } // namespace
 
-#if defined(COMPILE_CACHE_HAS_DL_ITERATE_PHDR)
 TEST_CASE("an address in the program is in the main program, whose build-id it reads", "[build-id]") {
     cc::detail::loaded_module const m = cc::detail::module_containing(cc::code_address(&function_in_this_program));
     REQUIRE(m.found);
@@ -74,5 +76,18 @@ TEST_CASE("toolchain::of_code names each module once, and another code generator
     CHECK(by_library.compiler == cc::toolchain::compiler_id());
     CHECK(key_of(by_library) != key_of(by_program));
     CHECK(key_of(by_library) == key_of(cc::toolchain::of_code({library}, "host 1.0", "boost_binary 19")));
+}
+
+TEST_CASE("toolchain::of_code with an address in no loaded module identifies the host as current() does",
+          "[build-id]") {
+    auto heap = std::make_unique<int>(1);
+    CHECK(cc::toolchain::of_code({heap.get()}).host_build_id == cc::toolchain::current().host_build_id);
+}
+#else
+TEST_CASE("without a list of loaded modules, toolchain::of_code identifies the host as current() does",
+          "[build-id]") {
+    std::string const host = cc::toolchain::current().host_build_id;
+    CHECK_FALSE(host.empty()); // the executable's digest: there is a /proc/self/exe here
+    CHECK(cc::toolchain::of_code({static_cast<void const*>(stdout)}).host_build_id == host);
 }
 #endif

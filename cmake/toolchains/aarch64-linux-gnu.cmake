@@ -9,7 +9,11 @@ set(CMAKE_CXX_COMPILER aarch64-linux-gnu-g++)
 # Multiarch: the arm64 libraries and their CMake packages are under
 # /usr/lib/aarch64-linux-gnu; headers-only packages (Catch2, Boost's headers) are shared.
 set(CMAKE_LIBRARY_ARCHITECTURE aarch64-linux-gnu)
-# ctest, catch_discover_tests and the tests' helper programs run through this;
-# -L gives qemu the arm64 loader and C library of libc6-arm64-cross. Its default CPU
-# ("max") has the ARMv8 SHA-2 and CRC32 extensions.
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L /usr/aarch64-linux-gnu)
+# ctest, catch_discover_tests and the tests' helper programs run through this. Its
+# default CPU ("max") has the ARMv8 SHA-2 and CRC32 extensions. No -L
+# /usr/aarch64-linux-gnu: the programs then start with the dynamic loader of
+# libc6-arm64-cross but find the C library of multiarch libc6:arm64 (which arm64 Boost
+# brings) first, two builds of glibc that need not match (2.36-8cross1 and
+# 2.36-9+deb12u14 here), and with them pthread_create and fork never returned. Without
+# -L, the loader is /lib/ld-linux-aarch64.so.1 of libc6:arm64 itself.
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64)
