@@ -2163,11 +2163,14 @@ struct toolchain {
     /// program, shared libraries) that contain `code`, addresses of functions or
     /// static objects in them (code_address(&f)). So a host that generates code with
     /// a shared library keeps its entries when it is rebuilt, and loses them when the
-    /// library is replaced. docs/design.md says how to choose.
+    /// library is replaced. docs/design.md says how to choose. Where the loaded modules
+    /// cannot be listed (no dl_iterate_phdr: COMPILE_CACHE_NO_LINUX_EXTENSIONS, other
+    /// systems), as current(): the main program's identity, never none.
     static toolchain of_code(std::initializer_list<void const*> code, std::string host_version = {},
                              std::string serializer_format = {}) {
         toolchain t = current(std::move(host_version), std::move(serializer_format));
-        t.host_build_id = detail::module_identity(code);
+        std::string modules = detail::module_identity(code);
+        if (!modules.empty()) t.host_build_id = std::move(modules);
         return t;
     }
 
