@@ -5,6 +5,7 @@
 #include "test_support.hpp"
 
 #include <compile_cache/cache.hpp>
+#include <compile_cache/default_cache.hpp>
 #include <compile_cache/envelope.hpp>
 
 #include <boost/serialization/string.hpp>

@@ -8,6 +8,7 @@
 #include "test_support.hpp"
 
 #include <compile_cache/cache.hpp>
+#include <compile_cache/default_cache.hpp>
 #include <compile_cache/resolver/reference.hpp>
 #include <compile_cache/resolver/registry.hpp>
 

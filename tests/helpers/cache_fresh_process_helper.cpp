@@ -10,6 +10,7 @@
 //               references point at in this process.
 // Prints one line of `name=value` fields; exits 0 unless the arguments are wrong.
 #include <compile_cache/cache.hpp>
+#include <compile_cache/default_cache.hpp>
 
 #include <boost/serialization/string.hpp>
 #include <boost/serialization/vector.hpp>

@@ -3,14 +3,14 @@
 // the library's inspect_envelope). Reading never changes an entry: no use time is
 // refreshed, so looking at a cache does not change what it evicts next.
 //
-// The names are the library's own (storage/detail/directory_files.hpp), so that the
-// tool counts, and deletes, exactly what directory_storage would.
+// The names are the library's own (storage/directory_layout.hpp), so that the tool
+// counts, and deletes, exactly what directory_storage would.
 #pragma once
 
 #include "output.hpp"
 
 #include <compile_cache/envelope.hpp>
-#include <compile_cache/storage/directory_storage.hpp>
+#include <compile_cache/storage/directory_layout.hpp>
 
 #include <cerrno>
 #include <cstdint>
@@ -26,7 +26,7 @@
 
 namespace compile_cache_tool {
 
-namespace impl = compile_cache::detail::directory_storage_impl;
+namespace layout = compile_cache::directory_layout;
 
 /// One entry file: `DIR/ab/<name>`, where name is the key's lower-case hex.
 struct entry_file {
@@ -34,7 +34,7 @@ struct entry_file {
     std::uint64_t size = 0;
     std::int64_t use_ns = 0; ///< its mtime, which the library sets at a store and at a hit
 
-    std::string relative_path() const { return name.substr(0, 2) + "/" + name; }
+    std::string relative_path() const { return layout::entry_relative_path(name); }
 };
 
 /// Everything a listing of the directory found.
@@ -73,54 +73,25 @@ inline std::string rule_text() {
            "alone may be another tool's content-addressed store.\n";
 }
 
-/// Whether the ledger at `path` (an lstat-ed regular file of `size` bytes) looks like one.
-inline bool looks_like_ledger(std::string const& path, std::uint64_t size) {
-    if (size == 0) return true; // created, not yet written (a store was interrupted)
-    int const fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return false;
-    impl::file_descriptor const guard{fd};
-    char magic[sizeof impl::ledger_magic] = {};
-    ssize_t const got = ::pread(fd, magic, sizeof magic, 0);
-    return got == static_cast<ssize_t>(sizeof magic) && std::memcmp(magic, impl::ledger_magic, sizeof magic) == 0;
-}
-
-/// Lists fan-out folder `folder` (an open descriptor, taken over) into `scan`.
-inline void scan_folder(int folder_fd, std::string const& folder, directory_scan& scan) {
-    DIR* d = ::fdopendir(folder_fd);
-    if (d == nullptr) {
-        ::close(folder_fd);
-        scan.error = folder + ": " + std::strerror(errno);
-        return;
-    }
-    errno = 0;
-    while (dirent* e = ::readdir(d)) {
-        std::string_view const name = e->d_name;
-        if (name == "." || name == "..") continue;
-        if (impl::is_entry_name(name, folder)) {
-            struct stat st {};
-            if (::fstatat(folder_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
-                entry_file f;
-                f.name = std::string(name);
-                f.size = static_cast<std::uint64_t>(st.st_size);
-                f.use_ns = impl::mtime_ns(st);
-                scan.entries.push_back(std::move(f));
-            } else {
-                ++scan.other_files; // a symlink or folder at an entry's name: the library refuses it too
-            }
-        } else if (impl::is_temp_name(name)) {
+/// Lists fan-out folder `folder` of the directory open at `root` into `scan`.
+inline void scan_folder(int root, std::string const& folder, directory_scan& scan) {
+    using kind = layout::folder_item::kind_type;
+    std::error_code const listed = layout::walk_folder(root, folder, [&](layout::folder_item const& item) {
+        if (item.kind == kind::entry) {
+            scan.entries.push_back({std::string(item.name), item.size, item.use_ns});
+        } else if (item.kind == kind::temp) {
             ++scan.temp_files;
         } else {
-            bool all_hex = name.size() >= 2;
-            for (char c : name) all_hex = all_hex && impl::is_lower_hex_digit(c);
-            if (all_hex && scan.contradiction.empty())
-                scan.contradiction = folder + "/" + std::string(name) +
+            // A hex name that is not an entry of this folder contradicts the layout; an
+            // entry's name on a symlink or folder does not (the library refuses it too).
+            if (!layout::is_entry_name(item.name, folder) && item.name.size() >= 2 && layout::is_lower_hex(item.name) &&
+                scan.contradiction.empty())
+                scan.contradiction = folder + "/" + std::string(item.name) +
                                      " is named by hex digits but is not an entry of folder " + folder;
             ++scan.other_files;
         }
-        errno = 0;
-    }
-    if (errno != 0 && scan.error.empty()) scan.error = folder + ": " + std::strerror(errno);
-    ::closedir(d);
+    });
+    if (listed && scan.error.empty()) scan.error = folder + ": " + listed.message();
 }
 
 /// One pass over the directory: the top level, then each fan-out folder.
@@ -156,16 +127,16 @@ directory_kind scan_directory(std::string const& dir, directory_scan& scan, std:
         scan.empty = false;
         struct stat nst {};
         bool const known = ::fstatat(root, e->d_name, &nst, AT_SYMLINK_NOFOLLOW) == 0;
-        if (name == impl::ledger_name) {
+        if (name == layout::ledger_file_name) {
             scan.has_ledger = true;
+            std::string const path = dir + "/" + std::string(name);
             if (!known || !S_ISREG(nst.st_mode) ||
-                !looks_like_ledger(dir + "/" + impl::ledger_name, static_cast<std::uint64_t>(nst.st_size)))
-                scan.contradiction = std::string(impl::ledger_name) + " is not a compile_cache ledger";
-        } else if (name == impl::counters_folder) {
+                !layout::looks_like_ledger(path, static_cast<std::uint64_t>(nst.st_size)))
+                scan.contradiction = std::string(name) + " is not a compile_cache ledger";
+        } else if (name == layout::counters_folder_name) {
             scan.has_counters = true;
-            if (!known || !S_ISDIR(nst.st_mode))
-                scan.contradiction = std::string(impl::counters_folder) + " is not a folder";
-        } else if (impl::is_folder_name(name) && known && S_ISDIR(nst.st_mode)) {
+            if (!known || !S_ISDIR(nst.st_mode)) scan.contradiction = std::string(name) + " is not a folder";
+        } else if (layout::is_folder_name(name) && known && S_ISDIR(nst.st_mode)) {
             folders.emplace_back(name);
         }
         errno = 0;
@@ -178,12 +149,7 @@ directory_kind scan_directory(std::string const& dir, directory_scan& scan, std:
     }
     std::uint64_t done = 0;
     for (std::string const& folder : folders) {
-        int const fd = ::openat(root, folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0) {
-            if (scan.error.empty()) scan.error = folder + ": " + std::strerror(errno);
-        } else {
-            scan_folder(fd, folder, scan);
-        }
+        scan_folder(root, folder, scan);
         progress(++done, folders.size(), scan.entries.size());
     }
     ::closedir(top);
@@ -208,41 +174,15 @@ inline constexpr std::uint64_t max_entry_read = std::uint64_t{64} << 20;
 /// its use time. False, with `why`, when it cannot; `too_large` says it was not read
 /// because it is over max_entry_read.
 inline bool read_entry(std::string const& path, std::string& bytes, std::string& why, bool* too_large = nullptr) {
-    bytes.clear();
-    int fd;
-    do {
-        fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    } while (fd < 0 && errno == EINTR);
-    if (fd < 0) {
-        why = std::string("cannot open it: ") + std::strerror(errno);
-        return false;
-    }
-    impl::file_descriptor const guard{fd};
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 0) {
-        why = "not a regular file";
-        return false;
-    }
-    if (static_cast<std::uint64_t>(st.st_size) > max_entry_read) {
+    switch (layout::read_entry_file(path, max_entry_read, bytes, why)) {
+    case layout::read_status::ok: return true;
+    case layout::read_status::too_large:
         why = "larger than 64 MiB (the default bound on an entry), so not read: a host with a larger "
               "max_entry_size may have written it";
         if (too_large) *too_large = true;
         return false;
+    default: return false;
     }
-    bytes.resize(static_cast<std::size_t>(st.st_size));
-    std::size_t got = 0;
-    while (got < bytes.size()) {
-        ssize_t const r = ::read(fd, &bytes[got], bytes.size() - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) {
-            why = std::string("cannot read it: ") + std::strerror(errno);
-            return false;
-        }
-        if (r == 0) break; // shorter than it was a moment ago: check what is there
-        got += static_cast<std::size_t>(r);
-    }
-    bytes.resize(got);
-    return true;
 }
 
 /// What checking one entry concluded.

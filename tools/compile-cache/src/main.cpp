@@ -20,6 +20,7 @@
 #endif
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -243,7 +244,7 @@ opened_directory open_directory(command_line const& c, progress_line& progress) 
 bool auth_from(command_line const& c, compile_cache::envelope_auth& auth) {
     if (!c.secret_file) return true;
     std::string secret;
-    std::string const why = compile_cache::detail::read_secret_file(*c.secret_file, secret);
+    std::string const why = compile_cache::read_secret_file(*c.secret_file, secret);
     if (!why.empty()) {
         fail("--secret-file " + *c.secret_file + ": " + why, exit_usage);
         return false;
@@ -253,7 +254,10 @@ bool auth_from(command_line const& c, compile_cache::envelope_auth& auth) {
     return true;
 }
 
-std::int64_t now_ns() { return impl::now_ns(); }
+std::int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
 
 std::int64_t age_s(std::int64_t use_ns) { return (now_ns() - use_ns) / 1000000000; }
 
@@ -268,7 +272,7 @@ int run_stats(command_line const& c) {
     std::int64_t oldest = 0, newest = 0;
     for (entry_file const& e : entries) {
         bytes += e.size;
-        accounted += impl::accounted_size(e.size);
+        accounted += layout::accounted_size(e.size);
         if (oldest == 0 || e.use_ns < oldest) oldest = e.use_ns;
         if (newest == 0 || e.use_ns > newest) newest = e.use_ns;
     }
@@ -278,8 +282,8 @@ int run_stats(command_line const& c) {
         if (it == recorded.end()) return std::nullopt;
         return it->second;
     };
-    std::optional<std::uint64_t> const limit = gauge(std::string(impl::gauge_max_size));
-    std::optional<std::uint64_t> const updated = gauge(std::string(impl::gauge_updated_s));
+    std::optional<std::uint64_t> const limit = gauge(std::string(layout::gauge_max_size));
+    std::optional<std::uint64_t> const updated = gauge(std::string(layout::gauge_updated_s));
     std::uint64_t hits = 0, misses = 0, remote_hits = 0, remote_misses = 0, hit_compile_ns = 0, load_ns = 0,
                   record_bytes = 0;
     for (auto const& [name, n] : recorded) {
@@ -314,7 +318,7 @@ int run_stats(command_line const& c) {
         if (entries.empty()) j.null(); else j.value(newest);
         j.key("counters").begin_object();
         for (auto const& [name, n] : recorded)
-            if (!impl::is_gauge(name)) j.field(name, n);
+            if (!layout::is_gauge(name)) j.field(name, n);
         j.end_object();
         j.key("counters_updated");
         if (updated) j.value(utc_time(static_cast<std::int64_t>(*updated) * 1000000000)); else j.null();
@@ -372,7 +376,7 @@ int run_stats(command_line const& c) {
                         ", less the time loading, " + human_duration_ns(load_ns) + ")"});
         std::size_t zero = 0;
         for (auto const& [name, n] : recorded) {
-            if (impl::is_gauge(name)) continue;
+            if (layout::is_gauge(name)) continue;
             if (n == 0) { // the many reasons that never happened would bury the ones that did
                 ++zero;
                 continue;
@@ -466,10 +470,7 @@ int run_show(command_line const& c) {
     compile_cache::envelope_auth auth;
     if (!auth_from(c, auth)) return exit_usage;
     std::string prefix;
-    for (char ch : c.key_prefix) prefix += static_cast<char>(ch >= 'A' && ch <= 'F' ? ch - 'A' + 'a' : ch);
-    if (prefix.empty() || !std::all_of(prefix.begin(), prefix.end(), impl::is_lower_hex_digit))
-        return fail("KEY_PREFIX \"" + printable(c.key_prefix) + "\" is not hexadecimal (list prints the keys)",
-                    exit_usage);
+    if (!key_prefix_from(c.key_prefix, prefix)) return exit_usage;
     progress_line progress;
     opened_directory d = open_directory(c, progress);
     if (d.status != exit_ok) return d.status;

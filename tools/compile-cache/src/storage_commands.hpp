@@ -41,10 +41,20 @@ inline bool is_sqlite_file(std::string const& path) {
     if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
     int const fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return false;
-    impl::file_descriptor const guard{fd};
     char header[16] = {};
     static char const sqlite_header[16] = "SQLite format 3"; // and its '\0'
-    return ::read(fd, header, sizeof header) == sizeof header && std::equal(header, header + 16, sqlite_header);
+    bool const is_sqlite = ::read(fd, header, sizeof header) == sizeof header && std::equal(header, header + 16, sqlite_header);
+    ::close(fd);
+    return is_sqlite;
+}
+
+/// show's KEY_PREFIX in lower case; false (after the message) when it is not hexadecimal.
+inline bool key_prefix_from(std::string const& given, std::string& prefix) {
+    prefix.clear();
+    for (char ch : given) prefix += static_cast<char>(ch >= 'A' && ch <= 'F' ? ch - 'A' + 'a' : ch);
+    if (compile_cache::directory_layout::is_lower_hex(prefix)) return true;
+    fail("KEY_PREFIX \"" + printable(given) + "\" is not hexadecimal (list prints the keys)", exit_usage);
+    return false;
 }
 
 /// What the CACHE argument names.
@@ -302,10 +312,7 @@ int run_on_storage(Storage& storage, storage_request const& r, bool can_remove) 
 
     if (r.command == "show") {
         std::string prefix;
-        for (char ch : r.key_prefix) prefix += static_cast<char>(ch >= 'A' && ch <= 'F' ? ch - 'A' + 'a' : ch);
-        if (prefix.empty() || !std::all_of(prefix.begin(), prefix.end(), impl::is_lower_hex_digit))
-            return fail("KEY_PREFIX \"" + printable(r.key_prefix) + "\" is not hexadecimal (list prints the keys)",
-                        exit_usage);
+        if (!key_prefix_from(r.key_prefix, prefix)) return exit_usage;
         std::vector<storage_entry const*> matches;
         for (auto const& e : entries)
             if (e.name.compare(0, prefix.size(), prefix) == 0) matches.push_back(&e);
