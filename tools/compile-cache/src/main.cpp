@@ -257,6 +257,15 @@ bool auth_from(command_line const& c, compile_cache::envelope_auth& auth) {
     return true;
 }
 
+/// For the commands that read entries: the --secret-file's auth, then the directory
+/// listed once; exit_ok, or the exit status of why either cannot be used.
+int open_for_reading(command_line const& c, compile_cache::envelope_auth& auth, progress_line& progress,
+                     opened_directory& d) {
+    if (!auth_from(c, auth)) return exit_usage;
+    d = open_directory(c, progress);
+    return d.status;
+}
+
 std::int64_t now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
         .count();
@@ -461,10 +470,9 @@ std::vector<listed_entry> read_all(command_line const& c, std::vector<entry_file
 
 int run_list(command_line const& c) {
     compile_cache::envelope_auth auth;
-    if (!auth_from(c, auth)) return exit_usage;
     progress_line progress;
-    opened_directory d = open_directory(c, progress);
-    if (d.status != exit_ok) return d.status;
+    opened_directory d;
+    if (int const status = open_for_reading(c, auth, progress, d); status != exit_ok) return status;
     std::vector<listed_entry> entries = read_all(c, d.scan.entries, auth, progress);
     auto const by_name = [](listed_entry const& a, listed_entry const& b) {
         std::string const& an = a.check.envelope.metadata.name;
@@ -681,10 +689,9 @@ void print_verification_text(command_line const& c, opened_directory const& d, b
 
 int run_verify(command_line const& c) {
     compile_cache::envelope_auth auth;
-    if (!auth_from(c, auth)) return exit_usage;
     progress_line progress;
-    opened_directory d = open_directory(c, progress);
-    if (d.status != exit_ok) return d.status;
+    opened_directory d;
+    if (int const status = open_for_reading(c, auth, progress, d); status != exit_ok) return status;
     if (c.remove && !may_delete_in(c, d)) return d.status;
     verification v = check_all(c, d, auth, progress);
     if (c.remove) remove_bad(c, auth, v);
@@ -707,10 +714,9 @@ struct read_record {
 
 int run_explain(command_line const& c) {
     compile_cache::envelope_auth auth;
-    if (!auth_from(c, auth)) return exit_usage;
     progress_line progress;
-    opened_directory d = open_directory(c, progress);
-    if (d.status != exit_ok) return d.status;
+    opened_directory d;
+    if (int const status = open_for_reading(c, auth, progress, d); status != exit_ok) return status;
     std::vector<read_record> found;
     std::uint64_t unreadable = 0;
     for (entry_file const& f : d.records) {

@@ -176,23 +176,23 @@ std::string human_duration_ns(std::uint64_t ns) {
     return buf;
 }
 
-std::string local_time(std::int64_t ns) {
+namespace {
+
+/// A time (ns since the epoch) as strftime's `format` writes it, in UTC or local time.
+std::string formatted_time(std::int64_t ns, bool utc, char const* format) {
     std::time_t const t = static_cast<std::time_t>(ns / 1000000000);
     std::tm tm{};
-    if (::localtime_r(&t, &tm) == nullptr) return "?";
+    if ((utc ? ::gmtime_r(&t, &tm) : ::localtime_r(&t, &tm)) == nullptr) return "?";
     char buf[64];
-    std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+    std::strftime(buf, sizeof buf, format, &tm);
     return buf;
 }
 
-std::string utc_time(std::int64_t ns) {
-    std::time_t const t = static_cast<std::time_t>(ns / 1000000000);
-    std::tm tm{};
-    if (::gmtime_r(&t, &tm) == nullptr) return "?";
-    char buf[64];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
-}
+} // namespace
+
+std::string local_time(std::int64_t ns) { return formatted_time(ns, false, "%Y-%m-%d %H:%M:%S"); }
+
+std::string utc_time(std::int64_t ns) { return formatted_time(ns, true, "%Y-%m-%dT%H:%M:%SZ"); }
 
 std::string text_table::str(std::vector<bool> const& right) const {
     std::vector<std::size_t> width;
