@@ -139,7 +139,7 @@ std::error_code walk_folder(int directory_fd, std::string const& folder, Visit&&
 }
 
 /// How reading an entry ended.
-enum class read_status {
+enum class entry_file_status {
     ok,        ///< `bytes` holds the file (shorter than its size, if it shrank meanwhile)
     failed,    ///< it could not be opened or read, or is not a regular file
     too_large, ///< it is over `max_size`, and was not read
@@ -149,7 +149,7 @@ enum class read_status {
 /// without blocking on a FIFO and without touching its use time (the storage's own
 /// read refreshes it; this one leaves eviction's order alone). On failure, `why` says
 /// why in one phrase.
-inline read_status read_entry_file(std::string const& path, std::uint64_t max_size, std::string& bytes,
+inline entry_file_status read_entry_file(std::string const& path, std::uint64_t max_size, std::string& bytes,
                                    std::string& why) {
     bytes.clear();
     int fd;
@@ -158,17 +158,17 @@ inline read_status read_entry_file(std::string const& path, std::uint64_t max_si
     } while (fd < 0 && errno == EINTR);
     if (fd < 0) {
         why = std::string("cannot open it: ") + std::strerror(errno);
-        return read_status::failed;
+        return entry_file_status::failed;
     }
     detail::directory_storage_impl::file_descriptor const guard{fd};
     struct stat st {};
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 0) {
         why = "not a regular file";
-        return read_status::failed;
+        return entry_file_status::failed;
     }
     if (static_cast<std::uint64_t>(st.st_size) > max_size) {
         why = "larger than the bound on an entry";
-        return read_status::too_large;
+        return entry_file_status::too_large;
     }
     bytes.resize(static_cast<std::size_t>(st.st_size));
     std::size_t got = 0;
@@ -178,13 +178,13 @@ inline read_status read_entry_file(std::string const& path, std::uint64_t max_si
         if (r < 0) {
             why = std::string("cannot read it: ") + std::strerror(errno);
             bytes.clear();
-            return read_status::failed;
+            return entry_file_status::failed;
         }
         if (r == 0) break; // shorter than it was a moment ago: the caller checks what is there
         got += static_cast<std::size_t>(r);
     }
     bytes.resize(got);
-    return read_status::ok;
+    return entry_file_status::ok;
 }
 
 } // namespace compile_cache::directory_layout

@@ -125,8 +125,8 @@ directory_kind scan_directory(std::string const& dir, directory_scan& scan, std:
 
 bool read_entry(std::string const& path, std::string& bytes, std::string& why, bool* too_large) {
     switch (layout::read_entry_file(path, max_entry_read, bytes, why)) {
-    case layout::read_status::ok: return true;
-    case layout::read_status::too_large:
+    case layout::entry_file_status::ok: return true;
+    case layout::entry_file_status::too_large:
         why = "larger than 64 MiB (the default bound on an entry), so not read: a host with a larger "
               "max_entry_size may have written it";
         if (too_large) *too_large = true;
