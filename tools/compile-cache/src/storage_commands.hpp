@@ -77,9 +77,11 @@ void show_fields(json_writer& j, checked_entry const& e);
 void show_rows(text_table& t, checked_entry const& e, std::string const& name, char const* stored_as);
 
 /// A storage as the commands use it: the optional Storage member `list` (key, size,
-/// last use; storage/concept.hpp), `read` and `remove`.
+/// last use; storage/concept.hpp), a read, and `remove`.
 struct storage_access {
     std::function<std::error_code(std::vector<compile_cache::stored_entry>&)> list;
+    /// The Storage member `peek` where there is one (it leaves the entry's place in the
+    /// eviction order alone), else `read`.
     std::function<compile_cache::read_result(compile_cache::key const&, std::string&, std::size_t)> read;
     std::function<std::error_code(compile_cache::key const&)> remove;
 
@@ -87,9 +89,21 @@ struct storage_access {
     static storage_access of(Storage& storage) {
         return {[&storage](std::vector<compile_cache::stored_entry>& out) { return storage.list(out); },
                 [&storage](compile_cache::key const& k, std::string& bytes, std::size_t max_size) {
-                    return storage.read(k, bytes, max_size);
+                    return read_untouched(storage, k, bytes, max_size, 0);
                 },
                 [&storage](compile_cache::key const& k) { return storage.remove(k); }};
+    }
+
+private:
+    template <class Storage>
+    static auto read_untouched(Storage& storage, compile_cache::key const& k, std::string& out, std::size_t max_size,
+                               int) -> decltype(storage.peek(k, out, max_size)) {
+        return storage.peek(k, out, max_size);
+    }
+    template <class Storage>
+    static compile_cache::read_result read_untouched(Storage& storage, compile_cache::key const& k, std::string& out,
+                                                     std::size_t max_size, long) {
+        return storage.read(k, out, max_size);
     }
 };
 
