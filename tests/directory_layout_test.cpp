@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fcntl.h>
@@ -27,6 +28,21 @@ cc::key test_key(unsigned char first) {
     for (unsigned i = 1; i < sizeof bytes; ++i) bytes[i] = static_cast<unsigned char>(i * 7);
     return cc::key(bytes, sizeof bytes);
 }
+
+/// A cache directory with one entry in it, written by directory_storage.
+struct directory_with_entry {
+    temp_dir dir;
+    std::string root = dir.path().string();
+    cc::directory_storage storage{root};
+    cc::key k;
+    std::string bytes;
+
+    directory_with_entry(unsigned char first, std::string entry_bytes)
+        : k(test_key(first)), bytes(std::move(entry_bytes)) {
+        REQUIRE(!storage.write(k, bytes));
+    }
+    std::string entry_path() const { return root + "/" + layout::entry_relative_path(k.hex()); }
+};
 
 std::vector<layout::folder_item> walked(std::string const& dir, std::string const& folder, std::error_code& ec,
                                         std::vector<std::string>& names) {
@@ -51,15 +67,12 @@ std::int64_t mtime_ns(std::string const& path) {
 
 TEST_CASE("the layout names what directory_storage writes: the entry in its folder, the ledger, the counters",
           "[directory_layout]") {
-    temp_dir dir;
-    std::string const root = dir.path().string();
-    cc::directory_storage storage(root);
-    cc::key const k = test_key(0xab);
-    std::string const bytes(5000, 'x');
-    REQUIRE(!storage.write(k, bytes));
-    REQUIRE(!storage.record_counters({{"hits", 1}}));
+    directory_with_entry d(0xab, std::string(5000, 'x'));
+    std::string const& root = d.root;
+    std::string const& bytes = d.bytes;
+    REQUIRE(!d.storage.record_counters({{"hits", 1}}));
 
-    std::string const hex = k.hex();
+    std::string const hex = d.k.hex();
     CHECK(layout::entry_relative_path(hex) == "ab/" + hex);
     CHECK(layout::is_folder_name("ab"));
     CHECK(layout::is_entry_name(hex, "ab"));
@@ -74,7 +87,7 @@ TEST_CASE("the layout names what directory_storage writes: the entry in its fold
     CHECK(names.front() == hex);
     CHECK(items.front().kind == layout::folder_item::kind_type::entry);
     CHECK(items.front().size == bytes.size());
-    CHECK(items.front().use_ns == mtime_ns(root + "/" + layout::entry_relative_path(hex)));
+    CHECK(items.front().use_ns == mtime_ns(d.entry_path()));
 
     std::string const ledger = root + "/" + std::string(layout::ledger_file_name);
     struct stat st {};
@@ -83,7 +96,7 @@ TEST_CASE("the layout names what directory_storage writes: the entry in its fold
     CHECK(::lstat((root + "/" + std::string(layout::counters_folder_name)).c_str(), &st) == 0);
     CHECK(S_ISDIR(st.st_mode));
     // The counters read back have the gauges besides the sums.
-    auto const recorded = storage.recorded_counters();
+    auto const recorded = d.storage.recorded_counters();
     CHECK(recorded.count(std::string(layout::gauge_updated_s)) == 1);
     CHECK(layout::is_gauge(layout::gauge_max_size));
     CHECK_FALSE(layout::is_gauge("hits"));
@@ -91,14 +104,11 @@ TEST_CASE("the layout names what directory_storage writes: the entry in its fold
 
 TEST_CASE("walking a folder tells entries from temp files and from other files, and follows no symlink",
           "[directory_layout]") {
-    temp_dir dir;
-    std::string const root = dir.path().string();
-    cc::directory_storage storage(root);
-    cc::key const k = test_key(0x12);
-    REQUIRE(!storage.write(k, "entry"));
-    compile_cache_test::write_file(dir.path() / "12" / ".tmp-0123", "half a store");
-    compile_cache_test::write_file(dir.path() / "12" / "README", "notes");
-    std::string const other_entry_name = test_key(0x12).hex().substr(0, 62) + "ff";
+    directory_with_entry d(0x12, "entry");
+    std::string const& root = d.root;
+    compile_cache_test::write_file(d.dir.path() / "12" / ".tmp-0123", "half a store");
+    compile_cache_test::write_file(d.dir.path() / "12" / "README", "notes");
+    std::string const other_entry_name = d.k.hex().substr(0, 62) + "ff";
     REQUIRE(::symlink("/etc/passwd", (root + "/12/" + other_entry_name).c_str()) == 0);
 
     std::error_code ec;
@@ -108,7 +118,7 @@ TEST_CASE("walking a folder tells entries from temp files and from other files, 
     REQUIRE(items.size() == 4);
     for (std::size_t i = 0; i < items.size(); ++i) {
         INFO(names[i]);
-        if (names[i] == k.hex())
+        if (names[i] == d.k.hex())
             CHECK(items[i].kind == layout::folder_item::kind_type::entry);
         else if (names[i] == ".tmp-0123")
             CHECK(items[i].kind == layout::folder_item::kind_type::temp);
@@ -122,12 +132,8 @@ TEST_CASE("walking a folder tells entries from temp files and from other files, 
 
 TEST_CASE("reading an entry file leaves its use time alone, and refuses a symlink and a file over the bound",
           "[directory_layout]") {
-    temp_dir dir;
-    std::string const root = dir.path().string();
-    cc::directory_storage storage(root);
-    cc::key const k = test_key(0x5e);
-    REQUIRE(!storage.write(k, "the stored bytes"));
-    std::string const path = root + "/" + layout::entry_relative_path(k.hex());
+    directory_with_entry d(0x5e, "the stored bytes");
+    std::string const path = d.entry_path();
     struct timespec const old_times[2] = {{1000000000, 0}, {1000000000, 0}};
     REQUIRE(::utimensat(AT_FDCWD, path.c_str(), old_times, AT_SYMLINK_NOFOLLOW) == 0);
 
@@ -139,7 +145,7 @@ TEST_CASE("reading an entry file leaves its use time alone, and refuses a symlin
     CHECK(layout::read_entry_file(path, 4, bytes, why) == layout::entry_file_status::too_large);
     CHECK(bytes.empty());
 
-    std::string const link = root + "/5e/link";
+    std::string const link = d.root + "/5e/link";
     REQUIRE(::symlink(path.c_str(), link.c_str()) == 0);
     CHECK(layout::read_entry_file(link, 1 << 20, bytes, why) == layout::entry_file_status::failed);
     CHECK(!why.empty());
