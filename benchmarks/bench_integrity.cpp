@@ -4,7 +4,6 @@
 // reaches a deserializer.
 #include "bench_common.hpp"
 
-#include <compile_cache/detail/crc32c.hpp>
 #include <compile_cache/envelope.hpp>
 #include <compile_cache/hasher/sha256.hpp>
 

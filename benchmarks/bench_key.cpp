@@ -8,6 +8,7 @@
 #include "bench_common.hpp"
 
 #include <compile_cache/cache.hpp>
+#include <compile_cache/default_cache.hpp>
 #include <compile_cache/key/builder.hpp>
 #include <compile_cache/key/ordinal_map.hpp>
 #include <compile_cache/key/toolchain.hpp>

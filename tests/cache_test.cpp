@@ -9,6 +9,7 @@
 #include "support/process.hpp"
 
 #include <compile_cache/cache.hpp>
+#include <compile_cache/default_cache.hpp>
 #include <compile_cache/storage/memory_storage.hpp>
 #include <compile_cache/storage/null_storage.hpp>
 

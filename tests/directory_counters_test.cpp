@@ -5,6 +5,7 @@
 #include "support/posix.hpp"
 
 #include <compile_cache/cache.hpp>
+#include <compile_cache/default_cache.hpp>
 
 #include <boost/serialization/string.hpp>
 

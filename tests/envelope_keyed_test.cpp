@@ -9,6 +9,7 @@
 #include "support/stored_entry.hpp"
 
 #include <compile_cache/cache.hpp>
+#include <compile_cache/default_cache.hpp>
 #include <compile_cache/detail/crc32c.hpp>
 #include <compile_cache/envelope.hpp>
 #include <compile_cache/hasher/hmac.hpp>

@@ -6,6 +6,7 @@
 #include "support/stored_entry.hpp"
 
 #include <compile_cache/cache.hpp>
+#include <compile_cache/default_cache.hpp>
 #include <compile_cache/envelope.hpp>
 
 #include <boost/serialization/string.hpp>

@@ -10,6 +10,7 @@
 #include "support/entries.hpp"
 
 #include <compile_cache/cache.hpp>
+#include <compile_cache/default_cache.hpp>
 #include <compile_cache/resolver/reference.hpp>
 #include <compile_cache/resolver/registry.hpp>
 

@@ -17,6 +17,7 @@
 #include <compile_cache/resolver/concept.hpp>
 #include <compile_cache/resolver/reference.hpp>
 #include <compile_cache/resolver/registry.hpp>
+#include <compile_cache/secret_file.hpp>
 #include <compile_cache/serializer/boost_archive.hpp>
 #include <compile_cache/serializer/concept.hpp>
 #include <compile_cache/settings.hpp>
@@ -218,39 +219,6 @@ inline std::uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) noe
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since).count());
 }
 
-/// A secret file larger than this is refused: it is not a secret but the wrong file.
-inline constexpr std::size_t max_secret_file_size = std::size_t{64} << 10;
-
-/// Reads the whole secret file at `path` into `secret`. On failure returns why (one
-/// phrase) and leaves `secret` empty; an empty file is a failure too.
-inline std::string read_secret_file(std::string const& path, std::string& secret) {
-    secret.clear();
-    std::FILE* f = std::fopen(path.c_str(), "rb");
-    if (!f) return std::string("cannot open it: ") + std::strerror(errno);
-    char buffer[4096];
-    bool too_large = false;
-    while (!too_large) {
-        std::size_t const n = std::fread(buffer, 1, sizeof buffer, f);
-        secret.append(buffer, n);
-        too_large = secret.size() > max_secret_file_size;
-        if (n < sizeof buffer) break;
-    }
-    int const read_errno = std::ferror(f) ? errno : 0;
-    bool const failed = std::ferror(f) != 0;
-    std::fclose(f);
-    std::string why;
-    if (failed)
-        why = std::string("cannot read it: ") + std::strerror(read_errno != 0 ? read_errno : EIO);
-    else if (too_large)
-        why = "it is larger than 64 KiB, so it is not a secret (the wrong file?)";
-    else if (secret.empty())
-        why = "it is empty";
-    if (!why.empty()) {
-        std::fill(secret.begin(), secret.end(), '\0');
-        secret.clear();
-    }
-    return why;
-}
 } // namespace detail
 
 /// The cache: four policies composed at compile time.
@@ -365,7 +333,7 @@ public:
             if (!secret_file.empty()) {
                 std::string why;
                 try {
-                    why = detail::read_secret_file(secret_file, options.secret);
+                    why = read_secret_file(secret_file, options.secret);
                 } catch (std::exception const& e) {
                     why = e.what();
                 }
@@ -1032,6 +1000,3 @@ private:
 };
 
 } // namespace compile_cache
-
-// The default composition (with directory_storage), for hosts that include only this header.
-#include <compile_cache/default_cache.hpp>

@@ -18,12 +18,14 @@
 
 #include <compile_cache/serializer/boost_archive.hpp>
 #include <compile_cache/serializer/concept.hpp>
+#include <compile_cache/serializer/reference.hpp>
 
 #include <compile_cache/resolver/concept.hpp>
 #include <compile_cache/resolver/reference.hpp>
 #include <compile_cache/resolver/registry.hpp>
 
 #include <compile_cache/storage/concept.hpp>
+#include <compile_cache/storage/directory_layout.hpp>
 #include <compile_cache/storage/directory_storage.hpp>
 #include <compile_cache/storage/memory_storage.hpp>
 #include <compile_cache/storage/null_storage.hpp>
@@ -31,6 +33,7 @@
 
 #include <compile_cache/envelope.hpp>
 #include <compile_cache/explain.hpp>
+#include <compile_cache/secret_file.hpp>
 #include <compile_cache/settings.hpp>
 #include <compile_cache/statistics.hpp>
 #include <compile_cache/cache.hpp>

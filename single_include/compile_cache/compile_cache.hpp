@@ -2265,11 +2265,10 @@ protected:
 // compile_cache: references. An artifact points at objects it must not copy (the
 // kernels it calls, its dialect group, type singletons compared by identity); it
 // holds them as ref<T>, which is written as a stable reference and relinked to the
-// live object on load by the cache's Resolver.
+// live object on load by the cache's Resolver. How a ref is written in a Boost archive
+// is serializer/reference.hpp's (included by serializer/boost_archive.hpp): this
+// header needs no Boost.
 
-
-#include <boost/serialization/split_member.hpp>
-#include <boost/serialization/string.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -2363,32 +2362,60 @@ public:
     friend bool operator==(ref const& a, ref const& b) noexcept { return a.ptr_ == b.ptr_; }
     friend bool operator!=(ref const& a, ref const& b) noexcept { return a.ptr_ != b.ptr_; }
 
-    template <class Archive>
-    void save(Archive& ar, unsigned /*version*/) const {
-        std::uint8_t kind = null_kind;
-        std::string id;
-        if (ptr_) {
+private:
+    T* ptr_ = nullptr;
+};
+
+} // namespace compile_cache
+// ---- end compile_cache/resolver/reference.hpp
+// ---- begin compile_cache/serializer/reference.hpp
+// compile_cache: how a ref<T> is written in a Boost archive — a kind byte (0xff for a
+// null ref) and an id string, which the cache's Resolver turns back into the live
+// object on load (resolver_context_of(ar), installed by the Serializer). Include it,
+// or serializer/boost_archive.hpp which does, where artifacts holding refs are
+// serialized with Boost archives.
+
+
+
+#include <boost/serialization/string.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <typeinfo>
+#include <utility>
+
+namespace compile_cache {
+
+namespace detail {
+inline constexpr std::uint8_t null_reference_kind = 0xff;
+} // namespace detail
+
+/// Boost.Serialization's free-function form for ref<T> (found by argument-dependent
+/// lookup): a ref without a reference, or a reference without a live object, throws
+/// unresolved_reference, which the cache turns into a skipped store or a miss.
+template <class Archive, class T>
+void serialize(Archive& ar, ref<T>& r, unsigned /*version*/) {
+    std::uint8_t kind = detail::null_reference_kind;
+    std::string id;
+    if constexpr (Archive::is_saving::value) {
+        if (r) {
             resolver_context& ctx = resolver_context_of(ar);
             if (!ctx.to_reference) throw unresolved_reference("compile_cache: no resolver in this archive");
-            std::optional<reference> r = ctx.to_reference(ctx.resolver, ptr_, typeid(T), ctx.self);
-            if (!r)
+            std::optional<reference> written = ctx.to_reference(ctx.resolver, r.get(), typeid(T), ctx.self);
+            if (!written)
                 throw unresolved_reference(std::string("compile_cache: no reference for an object of type ") +
                                            typeid(T).name() + " (a kernel without a key?)");
-            kind = static_cast<std::uint8_t>(r->kind);
-            id = std::move(r->id);
+            kind = static_cast<std::uint8_t>(written->kind);
+            id = std::move(written->id);
         }
         ar << kind;
         ar << id;
-    }
-
-    template <class Archive>
-    void load(Archive& ar, unsigned /*version*/) {
-        std::uint8_t kind = null_kind;
-        std::string id;
+    } else {
         ar >> kind;
         ar >> id;
-        ptr_ = nullptr;
-        if (kind == null_kind) return;
+        r = ref<T>();
+        if (kind == detail::null_reference_kind) return;
         if (kind > static_cast<std::uint8_t>(reference_kind::singleton))
             throw unresolved_reference("compile_cache: unknown reference kind");
         resolver_context& ctx = resolver_context_of(ar);
@@ -2401,18 +2428,12 @@ public:
         void* p = ctx.from_reference(ctx.resolver, reference{static_cast<reference_kind>(kind), std::move(id)},
                                      typeid(T), ctx.self);
         if (!p) throw unresolved_reference("compile_cache: a reference has no live object");
-        ptr_ = static_cast<T*>(p);
+        r = ref<T>(static_cast<T*>(p));
     }
-
-    BOOST_SERIALIZATION_SPLIT_MEMBER()
-
-private:
-    static constexpr std::uint8_t null_kind = 0xff;
-    T* ptr_ = nullptr;
-};
+}
 
 } // namespace compile_cache
-// ---- end compile_cache/resolver/reference.hpp
+// ---- end compile_cache/serializer/reference.hpp
 // ---- begin compile_cache/serializer/concept.hpp
 // compile_cache: the Serializer policy. A Serializer turns an artifact into bytes and
 // back, handing the objects it serializes a resolver_context so that references
@@ -2953,11 +2974,16 @@ namespace compile_cache {
 /// \endcode
 /// Every member is thread-safe. A reference is resolved only to an object registered
 /// with the same C++ type; anything else fails the load as a miss.
-class registry {
+///
+/// `registry` is `basic_registry<>`: a class template only so that a translation unit
+/// that includes it without using it does not compile its members (docs/benchmarks.md,
+/// "Header cost"); the parameter means nothing.
+template <class = void>
+class basic_registry {
 public:
-    registry() = default;
-    registry(registry const&) = delete;
-    registry& operator=(registry const&) = delete;
+    basic_registry() = default;
+    basic_registry(basic_registry const&) = delete;
+    basic_registry& operator=(basic_registry const&) = delete;
 
     /// Binds a live kernel to its key (replacing any earlier key of that kernel, and
     /// any kernel bound to that key before); true when bound. An empty key (what
@@ -3172,6 +3198,8 @@ private:
     named_table singletons_;
     std::unordered_map<void const*, std::unordered_set<void const*>> callers_;
 };
+
+using registry = basic_registry<>;
 
 static_assert(check_resolver<registry>::value);
 
@@ -3966,11 +3994,42 @@ concept Storage = detail::has_read<S>::value && detail::has_write<S>::value && d
 } // namespace compile_cache
 #endif
 // ---- end compile_cache/storage/concept.hpp
-// ---- begin compile_cache/storage/directory_storage.hpp
-// compile_cache: a Storage in a directory of the local file system, one file per
-// entry, written atomically (exclusive temp file in the target folder, then rename),
-// with a size limit kept by least-recently-used eviction. POSIX only.
+// ---- begin compile_cache/storage/directory_layout.hpp
+// compile_cache: the layout of a directory_storage directory, for programs that look
+// at one from outside (the compile-cache tool): which names are entries, temp files,
+// the size ledger and the counters; walking a fan-out folder; reading an entry without
+// touching its use time; what an entry counts for against the size limit. The storage
+// itself uses the same rules, so what a reader counts or deletes is what it would.
+//
+//   DIR/.cc-stats          the size ledger (a regular file; empty, or starting with its magic)
+//   DIR/.cc-counters/      the counters hosts record (directory_storage::recorded_counters)
+//   DIR/ab/<hex key>       an entry: the key's lower-case hex, in the folder of its first two digits
+//   DIR/ab/.tmp-<hex>      a store in progress, or left by a killed one
 
+// ---- begin compile_cache/storage/detail/directory_counters.hpp
+// compile_cache: the cumulative counters a cache directory keeps for its hosts, so
+// that `compile-cache stats DIR` can say what every process that used it did.
+//
+// `DIR/.cc-counters/` holds 16 shard files (`0` ... `f`), text, one `name value` line
+// per counter. A process adds what it counted (a delta) to the shard its pid picks,
+// when its cache is destroyed or flushed: never on a hit or a store, so the hot paths
+// take no lock and make no call for it. The update is a read, add and replace under an
+// exclusive flock on the shard's lock file (`N.lock`): the new content goes to `N.new`
+// and is renamed over `N`, so a process killed at any moment leaves the old figures
+// or the new ones, never a torn file, and a reader needs no lock. Sixteen shards keep
+// processes that exit together from queueing on one lock.
+//
+// The figures are for display only: a file someone else wrote is parsed with bounds
+// (64 KiB at most, malformed lines skipped) and can mislead a reader but do nothing
+// else. Two lines are gauges, not sums: `max-size` (the size limit of the latest
+// writer) and `updated-s` (when it wrote, seconds since the epoch).
+
+// ---- begin compile_cache/storage/detail/directory_files.hpp
+// compile_cache: the POSIX pieces of directory_storage — exclusive temp files and
+// their names, a rename that does not replace, `mkdir -p`, full writes, descriptor
+// guards, the names the storage owns, and the size ledger (`DIR/.cc-stats`) with the
+// batch of a storage object's changes not yet written to it. Not part of the public
+// interface.
 
 // ---- begin compile_cache/detail/posix_io.hpp
 // compile_cache: the POSIX reading the library does in more than one place: a call
@@ -4065,18 +4124,6 @@ inline file_read_status read_regular_file(int fd, std::string& out, std::uint64_
 
 } // namespace compile_cache::detail
 // ---- end compile_cache/detail/posix_io.hpp
-// ---- begin compile_cache/storage/detail/directory_cleanup.hpp
-// compile_cache: directory_storage's cleanup — counting a fan-out folder, sweeping
-// stale temp files, and evicting the least recently used entries in steps of bounded
-// work. Not part of the public interface; see the Storage section of docs/design.md.
-
-// ---- begin compile_cache/storage/detail/directory_files.hpp
-// compile_cache: the POSIX pieces of directory_storage — exclusive temp files and
-// their names, a rename that does not replace, `mkdir -p`, full writes, descriptor
-// guards, the names the storage owns, and the size ledger (`DIR/.cc-stats`) with the
-// batch of a storage object's changes not yet written to it. Not part of the public
-// interface.
-
 
 #include <array>
 #include <atomic>
@@ -4755,6 +4802,369 @@ private:
 } // namespace compile_cache::detail::directory_storage_impl
 // ---- end compile_cache/storage/detail/directory_files.hpp
 
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace compile_cache::detail::directory_storage_impl {
+
+inline constexpr char counters_folder[] = ".cc-counters";
+inline constexpr unsigned counter_shards = 16;
+inline constexpr std::size_t counters_max_file = 64u << 10;
+inline constexpr std::string_view gauge_max_size = "max-size";
+inline constexpr std::string_view gauge_updated_s = "updated-s";
+
+inline bool is_gauge(std::string_view name) noexcept { return name == gauge_max_size || name == gauge_updated_s; }
+
+/// A counter name as written: letters, digits, '.', '-' and '_', at most 64 of them,
+/// so that a line always parses back as it was written.
+inline bool is_counter_name(std::string_view name) noexcept {
+    if (name.empty() || name.size() > 64) return false;
+    for (char c : name)
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+              c == '_'))
+            return false;
+    return true;
+}
+
+/// Parses `name value` lines; anything else is skipped.
+inline std::map<std::string, std::uint64_t> parse_counters(std::string_view text) {
+    std::map<std::string, std::uint64_t> out;
+    while (!text.empty()) {
+        std::size_t const eol = text.find('\n');
+        std::string_view line = text.substr(0, eol);
+        text = eol == std::string_view::npos ? std::string_view{} : text.substr(eol + 1);
+        std::size_t const space = line.find(' ');
+        if (space == std::string_view::npos) continue;
+        std::string_view const name = line.substr(0, space), digits = line.substr(space + 1);
+        if (!is_counter_name(name) || digits.empty() || digits.size() > 20) continue;
+        std::uint64_t v = 0;
+        bool ok = true;
+        for (char c : digits) {
+            if (c < '0' || c > '9' || v > (std::numeric_limits<std::uint64_t>::max() - static_cast<unsigned>(c - '0')) / 10) {
+                ok = false;
+                break;
+            }
+            v = v * 10 + static_cast<unsigned>(c - '0');
+        }
+        if (ok) out[std::string(name)] = v;
+    }
+    return out;
+}
+
+/// Reads a whole small file into `text` without following a symlink (or blocking on
+/// a FIFO). True when it was read, or is absent (then `text` is empty); false when it
+/// is there but not a regular file, larger than counters_max_file, or unreadable.
+inline bool read_small_file(int dir_fd, char const* name, std::string& text) {
+    text.clear();
+    int const fd = open_no_follow(dir_fd, name);
+    if (fd < 0) return errno == ENOENT;
+    file_descriptor const guard{fd};
+    struct stat st;
+    return read_regular_file(fd, text, counters_max_file, st) == file_read_status::read;
+}
+
+/// How long a flush waits for a shard's lock before giving up (the counts are for
+/// display: a host must never hang at exit because someone holds the lock).
+
+inline int open_counters_folder(std::string const& directory, unsigned directory_mode, int exact_umask, bool create) {
+    std::string path = directory + "/" + counters_folder;
+    if (create) {
+        bool created = false;
+        if (make_directories(path, directory_mode, exact_umask, created) != 0) return -1;
+    }
+    return retry_on_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
+}
+
+/// Adds `delta` to the shard of this process; sets the gauges. Returns 0 or errno.
+inline int add_counters(std::string const& directory, std::vector<std::pair<std::string, std::uint64_t>> const& delta,
+                        std::uint64_t max_size, unsigned file_mode, unsigned directory_mode, int exact_umask,
+                        lock_events* events = nullptr) {
+    int const dir_fd = open_counters_folder(directory, directory_mode, exact_umask, true);
+    if (dir_fd < 0) return errno;
+    file_descriptor const dir_guard{dir_fd};
+    static constexpr char digits[] = "0123456789abcdef";
+    unsigned const shard = static_cast<unsigned>(::getpid()) % counter_shards;
+    std::string const name(1, digits[shard]);
+    std::string const lock_name = name + ".lock", new_name = name + ".new";
+    auto const mode = static_cast<mode_t>(exact_umask >= 0 ? file_mode & ~static_cast<unsigned>(exact_umask) : file_mode);
+
+    int const lock = ::openat(dir_fd, lock_name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, mode);
+    if (lock < 0) return errno;
+    file_descriptor const lock_guard{lock};
+    struct stat st;
+    if (::fstat(lock, &st) != 0 || !S_ISREG(st.st_mode)) return EINVAL;
+    if (int const e = lock_fd(lock, counters_lock_wait)) {
+        if (e == EWOULDBLOCK && events)
+            events->gave_up(directory + "/" + counters_folder + "/" + lock_name,
+                            "so this process's counters were not recorded");
+        return e;
+    }
+
+    // A shard that is there but cannot be read is left alone: replacing it with this
+    // process's counts alone would lose everyone else's.
+    std::string old_text;
+    if (!read_small_file(dir_fd, name.c_str(), old_text)) return EIO;
+    std::map<std::string, std::uint64_t> totals = parse_counters(old_text);
+    for (auto const& [counter, n] : delta) {
+        if (!is_counter_name(counter) || is_gauge(counter)) continue;
+        std::uint64_t& t = totals[counter];
+        t = n > std::numeric_limits<std::uint64_t>::max() - t ? std::numeric_limits<std::uint64_t>::max() : t + n;
+    }
+    totals[std::string(gauge_max_size)] = max_size;
+    totals[std::string(gauge_updated_s)] = static_cast<std::uint64_t>(now_s());
+    std::string text;
+    for (auto const& [counter, n] : totals) text += counter + " " + std::to_string(n) + "\n";
+
+    // Under the lock no one else writes `N.new`: whatever is there (a killed writer's
+    // leftover, or something planted: a FIFO would block an open for writing) goes,
+    // and the file is created afresh.
+    if (::unlinkat(dir_fd, new_name.c_str(), 0) != 0 && errno != ENOENT) return errno;
+    int const out =
+        ::openat(dir_fd, new_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, mode);
+    if (out < 0) return errno;
+    {
+        file_descriptor const out_guard{out};
+        if (exact_umask >= 0) ::fchmod(out, mode);
+        if (int const e = write_all(out, text.data(), text.size())) return e;
+    }
+    return ::renameat(dir_fd, new_name.c_str(), dir_fd, name.c_str()) == 0 ? 0 : errno;
+}
+
+/// The sum of every shard; the gauges from the shard written last.
+inline std::map<std::string, std::uint64_t> read_counters(std::string const& directory) {
+    std::map<std::string, std::uint64_t> sum;
+    int const dir_fd = open_counters_folder(directory, 0, -1, false);
+    if (dir_fd < 0) return sum;
+    file_descriptor const guard{dir_fd};
+    static constexpr char digits[] = "0123456789abcdef";
+    std::uint64_t latest = 0;
+    bool any = false;
+    for (unsigned shard = 0; shard < counter_shards; ++shard) {
+        char const name[2] = {digits[shard], '\0'};
+        std::string text;
+        if (!read_small_file(dir_fd, name, text)) continue;
+        std::map<std::string, std::uint64_t> const shard_counters = parse_counters(text);
+        if (shard_counters.empty()) continue;
+        auto const updated = shard_counters.find(std::string(gauge_updated_s));
+        std::uint64_t const when = updated == shard_counters.end() ? 0 : updated->second;
+        bool const newest = !any || when >= latest;
+        any = true;
+        if (newest) latest = when;
+        for (auto const& [counter, n] : shard_counters) {
+            if (is_gauge(counter)) {
+                if (newest) sum[counter] = n;
+                continue;
+            }
+            std::uint64_t& t = sum[counter];
+            t = n > std::numeric_limits<std::uint64_t>::max() - t ? std::numeric_limits<std::uint64_t>::max() : t + n;
+        }
+    }
+    return sum;
+}
+
+} // namespace compile_cache::detail::directory_storage_impl
+// ---- end compile_cache/storage/detail/directory_counters.hpp
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace compile_cache::directory_layout {
+
+/// The size ledger's file name, at the top of the directory.
+inline constexpr std::string_view ledger_file_name = detail::directory_storage_impl::ledger_name;
+/// The folder of the counters hosts record, at the top of the directory.
+inline constexpr std::string_view counters_folder_name = detail::directory_storage_impl::counters_folder;
+/// The two recorded counters that are gauges, not sums: the size limit of the latest
+/// host to record, and when it recorded (seconds since the epoch).
+inline constexpr std::string_view gauge_max_size = detail::directory_storage_impl::gauge_max_size;
+inline constexpr std::string_view gauge_updated_s = detail::directory_storage_impl::gauge_updated_s;
+inline bool is_gauge(std::string_view counter) noexcept { return detail::directory_storage_impl::is_gauge(counter); }
+
+/// Lower-case hexadecimal digits only (and at least one).
+inline bool is_lower_hex(std::string_view s) noexcept {
+    if (s.empty()) return false;
+    for (char c : s)
+        if (!detail::directory_storage_impl::is_lower_hex_digit(c)) return false;
+    return true;
+}
+
+/// A fan-out folder: exactly two lower-case hex digits.
+inline bool is_folder_name(std::string_view name) noexcept {
+    return detail::directory_storage_impl::is_folder_name(name);
+}
+
+/// An entry of fan-out folder `folder`: a key's lower-case hex (2 to 128 digits, an
+/// even number) starting with the folder's two digits.
+inline bool is_entry_name(std::string_view name, std::string_view folder) noexcept {
+    return detail::directory_storage_impl::is_entry_name(name, folder);
+}
+
+/// A temp file of a store (`.tmp-...`), in a fan-out folder.
+inline bool is_temp_name(std::string_view name) noexcept { return detail::directory_storage_impl::is_temp_name(name); }
+
+/// `ab/<hex>`: where the entry of the key whose hex is `hex` lives, relative to the
+/// directory. `hex` has at least two digits.
+inline std::string entry_relative_path(std::string_view hex) {
+    std::string path(hex.substr(0, 2));
+    path += '/';
+    path += hex;
+    return path;
+}
+
+/// What an entry of `size` bytes counts for against the size limit (whole 4 KiB
+/// blocks, at least one); the storage counts its stores the same way.
+inline std::uint64_t accounted_size(std::uint64_t size) noexcept {
+    return detail::directory_storage_impl::accounted_size(size);
+}
+
+/// Whether the regular file at `path` (`size` bytes, as lstat said) can be the size
+/// ledger: empty (created, not yet written), or starting with the ledger's magic.
+inline bool looks_like_ledger(std::string const& path, std::uint64_t size) {
+    namespace impl = detail::directory_storage_impl;
+    if (size == 0) return true;
+    int const fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return false;
+    impl::file_descriptor const guard{fd};
+    char magic[sizeof impl::ledger_magic] = {};
+    ssize_t const got = ::pread(fd, magic, sizeof magic, 0);
+    return got == static_cast<ssize_t>(sizeof magic) && std::memcmp(magic, impl::ledger_magic, sizeof magic) == 0;
+}
+
+/// One name in a fan-out folder, as folder walking reports it.
+struct folder_item {
+    enum class kind_type {
+        entry, ///< a regular file named as an entry of the folder
+        temp,  ///< a store's temp file (`.tmp-...`)
+        other, ///< anything else: not the cache's, or an entry's name on a symlink or folder
+    };
+    kind_type kind = kind_type::other;
+    std::string_view name;
+    std::uint64_t size = 0;  ///< for an entry: its size in bytes
+    std::int64_t use_ns = 0; ///< for an entry: its last use (its mtime, set at a store and at a hit), ns since the epoch
+};
+
+/// Calls `visit(folder_item const&)` for each name in fan-out folder `folder` of the
+/// directory open at `directory_fd` (`.` and `..` excepted), without following a
+/// symlink and without touching any entry. Returns the error that stopped the
+/// listing (opening or reading the folder), or none; the names visited before it
+/// stay visited.
+template <class Visit>
+std::error_code walk_folder(int directory_fd, std::string const& folder, Visit&& visit) {
+    int const fd = ::openat(directory_fd, folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return {errno, std::generic_category()};
+    DIR* d = ::fdopendir(fd);
+    if (d == nullptr) {
+        int const e = errno;
+        ::close(fd);
+        return {e, std::generic_category()};
+    }
+    errno = 0;
+    while (dirent* e = ::readdir(d)) {
+        folder_item item;
+        item.name = e->d_name;
+        if (item.name == "." || item.name == "..") continue;
+        if (is_entry_name(item.name, folder)) {
+            struct stat st {};
+            if (::fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+                item.kind = folder_item::kind_type::entry;
+                item.size = static_cast<std::uint64_t>(st.st_size);
+                item.use_ns = detail::directory_storage_impl::mtime_ns(st);
+            }
+        } else if (is_temp_name(item.name)) {
+            item.kind = folder_item::kind_type::temp;
+        }
+        visit(static_cast<folder_item const&>(item));
+        errno = 0;
+    }
+    std::error_code const listed = errno != 0 ? std::error_code(errno, std::generic_category()) : std::error_code();
+    ::closedir(d);
+    return listed;
+}
+
+/// How reading an entry ended.
+enum class entry_file_status {
+    ok,        ///< `bytes` holds the file (shorter than its size, if it shrank meanwhile)
+    failed,    ///< it could not be opened or read, or is not a regular file
+    too_large, ///< it is over `max_size`, and was not read
+};
+
+/// Reads the whole entry file at `path` into `bytes`, without following a symlink,
+/// without blocking on a FIFO and without touching its use time (the storage's own
+/// read refreshes it; this one leaves eviction's order alone). On failure, `why` says
+/// why in one phrase.
+inline entry_file_status read_entry_file(std::string const& path, std::uint64_t max_size, std::string& bytes,
+                                   std::string& why) {
+    bytes.clear();
+    int fd;
+    do {
+        fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0) {
+        why = std::string("cannot open it: ") + std::strerror(errno);
+        return entry_file_status::failed;
+    }
+    detail::directory_storage_impl::file_descriptor const guard{fd};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 0) {
+        why = "not a regular file";
+        return entry_file_status::failed;
+    }
+    if (static_cast<std::uint64_t>(st.st_size) > max_size) {
+        why = "larger than the bound on an entry";
+        return entry_file_status::too_large;
+    }
+    bytes.resize(static_cast<std::size_t>(st.st_size));
+    std::size_t got = 0;
+    while (got < bytes.size()) {
+        ssize_t const r = ::read(fd, &bytes[got], bytes.size() - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            why = std::string("cannot read it: ") + std::strerror(errno);
+            bytes.clear();
+            return entry_file_status::failed;
+        }
+        if (r == 0) break; // shorter than it was a moment ago: the caller checks what is there
+        got += static_cast<std::size_t>(r);
+    }
+    bytes.resize(got);
+    return entry_file_status::ok;
+}
+
+} // namespace compile_cache::directory_layout
+// ---- end compile_cache/storage/directory_layout.hpp
+// ---- begin compile_cache/storage/directory_storage.hpp
+// compile_cache: a Storage in a directory of the local file system, one file per
+// entry, written atomically (exclusive temp file in the target folder, then rename),
+// with a size limit kept by least-recently-used eviction. POSIX only.
+
+
+// ---- begin compile_cache/storage/detail/directory_cleanup.hpp
+// compile_cache: directory_storage's cleanup — counting a fan-out folder, sweeping
+// stale temp files, and evicting the least recently used entries in steps of bounded
+// work. Not part of the public interface; see the Storage section of docs/design.md.
+
+
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
@@ -5082,199 +5492,6 @@ private:
 
 } // namespace compile_cache::detail::directory_storage_impl
 // ---- end compile_cache/storage/detail/directory_cleanup.hpp
-// ---- begin compile_cache/storage/detail/directory_counters.hpp
-// compile_cache: the cumulative counters a cache directory keeps for its hosts, so
-// that `compile-cache stats DIR` can say what every process that used it did.
-//
-// `DIR/.cc-counters/` holds 16 shard files (`0` ... `f`), text, one `name value` line
-// per counter. A process adds what it counted (a delta) to the shard its pid picks,
-// when its cache is destroyed or flushed: never on a hit or a store, so the hot paths
-// take no lock and make no call for it. The update is a read, add and replace under an
-// exclusive flock on the shard's lock file (`N.lock`): the new content goes to `N.new`
-// and is renamed over `N`, so a process killed at any moment leaves the old figures
-// or the new ones, never a torn file, and a reader needs no lock. Sixteen shards keep
-// processes that exit together from queueing on one lock.
-//
-// The figures are for display only: a file someone else wrote is parsed with bounds
-// (64 KiB at most, malformed lines skipped) and can mislead a reader but do nothing
-// else. Two lines are gauges, not sums: `max-size` (the size limit of the latest
-// writer) and `updated-s` (when it wrote, seconds since the epoch).
-
-
-#include <cerrno>
-#include <cstddef>
-#include <cstdint>
-#include <limits>
-#include <map>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
-
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-namespace compile_cache::detail::directory_storage_impl {
-
-inline constexpr char counters_folder[] = ".cc-counters";
-inline constexpr unsigned counter_shards = 16;
-inline constexpr std::size_t counters_max_file = 64u << 10;
-inline constexpr std::string_view gauge_max_size = "max-size";
-inline constexpr std::string_view gauge_updated_s = "updated-s";
-
-inline bool is_gauge(std::string_view name) noexcept { return name == gauge_max_size || name == gauge_updated_s; }
-
-/// A counter name as written: letters, digits, '.', '-' and '_', at most 64 of them,
-/// so that a line always parses back as it was written.
-inline bool is_counter_name(std::string_view name) noexcept {
-    if (name.empty() || name.size() > 64) return false;
-    for (char c : name)
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
-              c == '_'))
-            return false;
-    return true;
-}
-
-/// Parses `name value` lines; anything else is skipped.
-inline std::map<std::string, std::uint64_t> parse_counters(std::string_view text) {
-    std::map<std::string, std::uint64_t> out;
-    while (!text.empty()) {
-        std::size_t const eol = text.find('\n');
-        std::string_view line = text.substr(0, eol);
-        text = eol == std::string_view::npos ? std::string_view{} : text.substr(eol + 1);
-        std::size_t const space = line.find(' ');
-        if (space == std::string_view::npos) continue;
-        std::string_view const name = line.substr(0, space), digits = line.substr(space + 1);
-        if (!is_counter_name(name) || digits.empty() || digits.size() > 20) continue;
-        std::uint64_t v = 0;
-        bool ok = true;
-        for (char c : digits) {
-            if (c < '0' || c > '9' || v > (std::numeric_limits<std::uint64_t>::max() - static_cast<unsigned>(c - '0')) / 10) {
-                ok = false;
-                break;
-            }
-            v = v * 10 + static_cast<unsigned>(c - '0');
-        }
-        if (ok) out[std::string(name)] = v;
-    }
-    return out;
-}
-
-/// Reads a whole small file into `text` without following a symlink (or blocking on
-/// a FIFO). True when it was read, or is absent (then `text` is empty); false when it
-/// is there but not a regular file, larger than counters_max_file, or unreadable.
-inline bool read_small_file(int dir_fd, char const* name, std::string& text) {
-    text.clear();
-    int const fd = open_no_follow(dir_fd, name);
-    if (fd < 0) return errno == ENOENT;
-    file_descriptor const guard{fd};
-    struct stat st;
-    return read_regular_file(fd, text, counters_max_file, st) == file_read_status::read;
-}
-
-/// How long a flush waits for a shard's lock before giving up (the counts are for
-/// display: a host must never hang at exit because someone holds the lock).
-
-inline int open_counters_folder(std::string const& directory, unsigned directory_mode, int exact_umask, bool create) {
-    std::string path = directory + "/" + counters_folder;
-    if (create) {
-        bool created = false;
-        if (make_directories(path, directory_mode, exact_umask, created) != 0) return -1;
-    }
-    return retry_on_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
-}
-
-/// Adds `delta` to the shard of this process; sets the gauges. Returns 0 or errno.
-inline int add_counters(std::string const& directory, std::vector<std::pair<std::string, std::uint64_t>> const& delta,
-                        std::uint64_t max_size, unsigned file_mode, unsigned directory_mode, int exact_umask,
-                        lock_events* events = nullptr) {
-    int const dir_fd = open_counters_folder(directory, directory_mode, exact_umask, true);
-    if (dir_fd < 0) return errno;
-    file_descriptor const dir_guard{dir_fd};
-    static constexpr char digits[] = "0123456789abcdef";
-    unsigned const shard = static_cast<unsigned>(::getpid()) % counter_shards;
-    std::string const name(1, digits[shard]);
-    std::string const lock_name = name + ".lock", new_name = name + ".new";
-    auto const mode = static_cast<mode_t>(exact_umask >= 0 ? file_mode & ~static_cast<unsigned>(exact_umask) : file_mode);
-
-    int const lock = ::openat(dir_fd, lock_name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, mode);
-    if (lock < 0) return errno;
-    file_descriptor const lock_guard{lock};
-    struct stat st;
-    if (::fstat(lock, &st) != 0 || !S_ISREG(st.st_mode)) return EINVAL;
-    if (int const e = lock_fd(lock, counters_lock_wait)) {
-        if (e == EWOULDBLOCK && events)
-            events->gave_up(directory + "/" + counters_folder + "/" + lock_name,
-                            "so this process's counters were not recorded");
-        return e;
-    }
-
-    // A shard that is there but cannot be read is left alone: replacing it with this
-    // process's counts alone would lose everyone else's.
-    std::string old_text;
-    if (!read_small_file(dir_fd, name.c_str(), old_text)) return EIO;
-    std::map<std::string, std::uint64_t> totals = parse_counters(old_text);
-    for (auto const& [counter, n] : delta) {
-        if (!is_counter_name(counter) || is_gauge(counter)) continue;
-        std::uint64_t& t = totals[counter];
-        t = n > std::numeric_limits<std::uint64_t>::max() - t ? std::numeric_limits<std::uint64_t>::max() : t + n;
-    }
-    totals[std::string(gauge_max_size)] = max_size;
-    totals[std::string(gauge_updated_s)] = static_cast<std::uint64_t>(now_s());
-    std::string text;
-    for (auto const& [counter, n] : totals) text += counter + " " + std::to_string(n) + "\n";
-
-    // Under the lock no one else writes `N.new`: whatever is there (a killed writer's
-    // leftover, or something planted: a FIFO would block an open for writing) goes,
-    // and the file is created afresh.
-    if (::unlinkat(dir_fd, new_name.c_str(), 0) != 0 && errno != ENOENT) return errno;
-    int const out =
-        ::openat(dir_fd, new_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, mode);
-    if (out < 0) return errno;
-    {
-        file_descriptor const out_guard{out};
-        if (exact_umask >= 0) ::fchmod(out, mode);
-        if (int const e = write_all(out, text.data(), text.size())) return e;
-    }
-    return ::renameat(dir_fd, new_name.c_str(), dir_fd, name.c_str()) == 0 ? 0 : errno;
-}
-
-/// The sum of every shard; the gauges from the shard written last.
-inline std::map<std::string, std::uint64_t> read_counters(std::string const& directory) {
-    std::map<std::string, std::uint64_t> sum;
-    int const dir_fd = open_counters_folder(directory, 0, -1, false);
-    if (dir_fd < 0) return sum;
-    file_descriptor const guard{dir_fd};
-    static constexpr char digits[] = "0123456789abcdef";
-    std::uint64_t latest = 0;
-    bool any = false;
-    for (unsigned shard = 0; shard < counter_shards; ++shard) {
-        char const name[2] = {digits[shard], '\0'};
-        std::string text;
-        if (!read_small_file(dir_fd, name, text)) continue;
-        std::map<std::string, std::uint64_t> const shard_counters = parse_counters(text);
-        if (shard_counters.empty()) continue;
-        auto const updated = shard_counters.find(std::string(gauge_updated_s));
-        std::uint64_t const when = updated == shard_counters.end() ? 0 : updated->second;
-        bool const newest = !any || when >= latest;
-        any = true;
-        if (newest) latest = when;
-        for (auto const& [counter, n] : shard_counters) {
-            if (is_gauge(counter)) {
-                if (newest) sum[counter] = n;
-                continue;
-            }
-            std::uint64_t& t = sum[counter];
-            t = n > std::numeric_limits<std::uint64_t>::max() - t ? std::numeric_limits<std::uint64_t>::max() : t + n;
-        }
-    }
-    return sum;
-}
-
-} // namespace compile_cache::detail::directory_storage_impl
-// ---- end compile_cache/storage/detail/directory_counters.hpp
 
 #include <atomic>
 #include <cerrno>
@@ -7844,6 +8061,55 @@ inline miss_explanation explain_absent(identity_record const* record, key const&
 
 } // namespace compile_cache
 // ---- end compile_cache/explain.hpp
+// ---- begin compile_cache/secret_file.hpp
+// compile_cache: reading a secret from a file, the way PREFIX_SECRET_FILE (the key
+// that authenticates entries) and a Redis password file are read, for hosts and tools
+// that take a secret file of their own.
+
+#include <algorithm>
+#include <cerrno>
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+namespace compile_cache {
+
+/// A secret file larger than this is refused: it is not a secret but the wrong file.
+inline constexpr std::size_t max_secret_file_size = std::size_t{64} << 10;
+
+/// Reads the whole secret file at `path` into `secret`. On failure returns why (one
+/// phrase) and leaves `secret` empty; an empty file is a failure too.
+inline std::string read_secret_file(std::string const& path, std::string& secret) {
+    secret.clear();
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f) return std::string("cannot open it: ") + std::strerror(errno);
+    char buffer[4096];
+    bool too_large = false;
+    while (!too_large) {
+        std::size_t const n = std::fread(buffer, 1, sizeof buffer, f);
+        secret.append(buffer, n);
+        too_large = secret.size() > max_secret_file_size;
+        if (n < sizeof buffer) break;
+    }
+    int const read_errno = std::ferror(f) ? errno : 0;
+    bool const failed = std::ferror(f) != 0;
+    std::fclose(f);
+    std::string why;
+    if (failed)
+        why = std::string("cannot read it: ") + std::strerror(read_errno != 0 ? read_errno : EIO);
+    else if (too_large)
+        why = "it is larger than 64 KiB, so it is not a secret (the wrong file?)";
+    else if (secret.empty())
+        why = "it is empty";
+    if (!why.empty()) {
+        std::fill(secret.begin(), secret.end(), '\0');
+        secret.clear();
+    }
+    return why;
+}
+} // namespace compile_cache
+// ---- end compile_cache/secret_file.hpp
 // ---- begin compile_cache/cache.hpp
 // compile_cache: basic_cache, the front a host talks to. It wraps every entry in an
 // envelope (envelope.hpp), counts what it does, and owns the policy for failures: any
@@ -8047,39 +8313,6 @@ inline std::uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) noe
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since).count());
 }
 
-/// A secret file larger than this is refused: it is not a secret but the wrong file.
-inline constexpr std::size_t max_secret_file_size = std::size_t{64} << 10;
-
-/// Reads the whole secret file at `path` into `secret`. On failure returns why (one
-/// phrase) and leaves `secret` empty; an empty file is a failure too.
-inline std::string read_secret_file(std::string const& path, std::string& secret) {
-    secret.clear();
-    std::FILE* f = std::fopen(path.c_str(), "rb");
-    if (!f) return std::string("cannot open it: ") + std::strerror(errno);
-    char buffer[4096];
-    bool too_large = false;
-    while (!too_large) {
-        std::size_t const n = std::fread(buffer, 1, sizeof buffer, f);
-        secret.append(buffer, n);
-        too_large = secret.size() > max_secret_file_size;
-        if (n < sizeof buffer) break;
-    }
-    int const read_errno = std::ferror(f) ? errno : 0;
-    bool const failed = std::ferror(f) != 0;
-    std::fclose(f);
-    std::string why;
-    if (failed)
-        why = std::string("cannot read it: ") + std::strerror(read_errno != 0 ? read_errno : EIO);
-    else if (too_large)
-        why = "it is larger than 64 KiB, so it is not a secret (the wrong file?)";
-    else if (secret.empty())
-        why = "it is empty";
-    if (!why.empty()) {
-        std::fill(secret.begin(), secret.end(), '\0');
-        secret.clear();
-    }
-    return why;
-}
 } // namespace detail
 
 /// The cache: four policies composed at compile time.
@@ -8194,7 +8427,7 @@ public:
             if (!secret_file.empty()) {
                 std::string why;
                 try {
-                    why = detail::read_secret_file(secret_file, options.secret);
+                    why = read_secret_file(secret_file, options.secret);
                 } catch (std::exception const& e) {
                     why = e.what();
                 }
@@ -8861,8 +9094,7 @@ private:
 };
 
 } // namespace compile_cache
-
-// The default composition (with directory_storage), for hosts that include only this header.
+// ---- end compile_cache/cache.hpp
 // ---- begin compile_cache/default_cache.hpp
 // compile_cache: the default composition — SHA-256 keys, Boost binary archives, the
 // registry, and a directory on disk. The only place basic_cache meets directory_storage.
@@ -8878,5 +9110,4 @@ using default_cache = basic_cache<sha256, boost_binary, registry, directory_stor
 
 } // namespace compile_cache
 // ---- end compile_cache/default_cache.hpp
-// ---- end compile_cache/cache.hpp
 // ---- end compile_cache/compile_cache.hpp

@@ -1,6 +1,7 @@
 // Control for run.sh: the compositions a host writes, used the way a host uses them.
 // expect: success
 #include <compile_cache/cache.hpp>
+#include <compile_cache/default_cache.hpp>
 #include <compile_cache/storage/null_storage.hpp>
 
 #include <boost/serialization/vector.hpp>

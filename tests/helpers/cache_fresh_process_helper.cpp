@@ -13,6 +13,7 @@
 #include "support/model.hpp"
 
 #include <compile_cache/cache.hpp>
+#include <compile_cache/default_cache.hpp>
 
 #include <boost/serialization/string.hpp>
 #include <boost/serialization/vector.hpp>

@@ -7,6 +7,7 @@
 #include "support/posix.hpp"
 
 #include <compile_cache/cache.hpp>
+#include <compile_cache/default_cache.hpp>
 
 #include <cstddef>
 #include <filesystem>

@@ -1,13 +1,12 @@
 // compile_cache: references. An artifact points at objects it must not copy (the
 // kernels it calls, its dialect group, type singletons compared by identity); it
 // holds them as ref<T>, which is written as a stable reference and relinked to the
-// live object on load by the cache's Resolver.
+// live object on load by the cache's Resolver. How a ref is written in a Boost archive
+// is serializer/reference.hpp's (included by serializer/boost_archive.hpp): this
+// header needs no Boost.
 #pragma once
 
 #include <compile_cache/detail/config_rtti.hpp>
-
-#include <boost/serialization/split_member.hpp>
-#include <boost/serialization/string.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -101,51 +100,7 @@ public:
     friend bool operator==(ref const& a, ref const& b) noexcept { return a.ptr_ == b.ptr_; }
     friend bool operator!=(ref const& a, ref const& b) noexcept { return a.ptr_ != b.ptr_; }
 
-    template <class Archive>
-    void save(Archive& ar, unsigned /*version*/) const {
-        std::uint8_t kind = null_kind;
-        std::string id;
-        if (ptr_) {
-            resolver_context& ctx = resolver_context_of(ar);
-            if (!ctx.to_reference) throw unresolved_reference("compile_cache: no resolver in this archive");
-            std::optional<reference> r = ctx.to_reference(ctx.resolver, ptr_, typeid(T), ctx.self);
-            if (!r)
-                throw unresolved_reference(std::string("compile_cache: no reference for an object of type ") +
-                                           typeid(T).name() + " (a kernel without a key?)");
-            kind = static_cast<std::uint8_t>(r->kind);
-            id = std::move(r->id);
-        }
-        ar << kind;
-        ar << id;
-    }
-
-    template <class Archive>
-    void load(Archive& ar, unsigned /*version*/) {
-        std::uint8_t kind = null_kind;
-        std::string id;
-        ar >> kind;
-        ar >> id;
-        ptr_ = nullptr;
-        if (kind == null_kind) return;
-        if (kind > static_cast<std::uint8_t>(reference_kind::singleton))
-            throw unresolved_reference("compile_cache: unknown reference kind");
-        resolver_context& ctx = resolver_context_of(ar);
-        if (!ctx.from_reference) throw unresolved_reference("compile_cache: no resolver in this archive");
-        // A self reference is the kernel being loaded: only a ref of its own type may
-        // hold it, or a damaged entry could make a pointer of one type point at another.
-        if (kind == static_cast<std::uint8_t>(reference_kind::self) &&
-            (ctx.self_type == nullptr || *ctx.self_type != typeid(T)))
-            throw unresolved_reference("compile_cache: a self reference of another type than the kernel loaded");
-        void* p = ctx.from_reference(ctx.resolver, reference{static_cast<reference_kind>(kind), std::move(id)},
-                                     typeid(T), ctx.self);
-        if (!p) throw unresolved_reference("compile_cache: a reference has no live object");
-        ptr_ = static_cast<T*>(p);
-    }
-
-    BOOST_SERIALIZATION_SPLIT_MEMBER()
-
 private:
-    static constexpr std::uint8_t null_kind = 0xff;
     T* ptr_ = nullptr;
 };
 

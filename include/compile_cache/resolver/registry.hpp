@@ -33,11 +33,16 @@ namespace compile_cache {
 /// \endcode
 /// Every member is thread-safe. A reference is resolved only to an object registered
 /// with the same C++ type; anything else fails the load as a miss.
-class registry {
+///
+/// `registry` is `basic_registry<>`: a class template only so that a translation unit
+/// that includes it without using it does not compile its members (docs/benchmarks.md,
+/// "Header cost"); the parameter means nothing.
+template <class = void>
+class basic_registry {
 public:
-    registry() = default;
-    registry(registry const&) = delete;
-    registry& operator=(registry const&) = delete;
+    basic_registry() = default;
+    basic_registry(basic_registry const&) = delete;
+    basic_registry& operator=(basic_registry const&) = delete;
 
     /// Binds a live kernel to its key (replacing any earlier key of that kernel, and
     /// any kernel bound to that key before); true when bound. An empty key (what
@@ -252,6 +257,8 @@ private:
     named_table singletons_;
     std::unordered_map<void const*, std::unordered_set<void const*>> callers_;
 };
+
+using registry = basic_registry<>;
 
 static_assert(check_resolver<registry>::value);
 

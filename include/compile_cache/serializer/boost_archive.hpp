@@ -17,6 +17,7 @@
 
 #include <compile_cache/detail/memory_streambuf.hpp>
 #include <compile_cache/resolver/reference.hpp>
+#include <compile_cache/serializer/reference.hpp>
 #include <compile_cache/serializer/concept.hpp>
 
 #include <boost/archive/basic_archive.hpp>

@@ -14,6 +14,7 @@
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/settings.hpp>
 #include <compile_cache/storage/concept.hpp>
+#include <compile_cache/secret_file.hpp>
 #include <compile_cache/storage/detail/redis_cluster.hpp>
 #include <compile_cache/storage/detail/redis_connection.hpp>
 
@@ -724,7 +725,7 @@ inline std::optional<redis_options> redis_storage::redis_options_from_env(settin
     }
     std::string const password_file = env.value("_REMOTE_PASSWORD_FILE");
     if (!password_file.empty()) {
-        std::string const reason = detail::read_secret_file(password_file, o.password);
+        std::string const reason = read_secret_file(password_file, o.password);
         if (!reason.empty()) {
             env.report_value("_REMOTE_PASSWORD_FILE", password_file, "cannot be used: " + reason + "; the remote is off");
             return std::nullopt;

@@ -8,9 +8,11 @@
 #include "output.hpp"
 #include "storage_commands.hpp"
 
-#include <compile_cache/cache.hpp>
 #include <compile_cache/envelope.hpp>
 #include <compile_cache/explain.hpp>
+#include <compile_cache/secret_file.hpp>
+#include <compile_cache/settings.hpp>
+#include <compile_cache/storage/directory_layout.hpp>
 #include <compile_cache/storage/directory_storage.hpp>
 #if defined(COMPILE_CACHE_TOOL_WITH_SQLITE)
 #include <compile_cache/storage/sqlite_storage.hpp>
@@ -20,6 +22,7 @@
 #endif
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -36,6 +39,7 @@
 namespace {
 
 using namespace compile_cache_tool;
+namespace layout = compile_cache::directory_layout;
 
 char const* const help_text =
     "usage: compile-cache COMMAND DIR [OPTIONS]\n"
@@ -243,7 +247,7 @@ opened_directory open_directory(command_line const& c, progress_line& progress) 
 bool auth_from(command_line const& c, compile_cache::envelope_auth& auth) {
     if (!c.secret_file) return true;
     std::string secret;
-    std::string const why = compile_cache::detail::read_secret_file(*c.secret_file, secret);
+    std::string const why = compile_cache::read_secret_file(*c.secret_file, secret);
     if (!why.empty()) {
         fail("--secret-file " + *c.secret_file + ": " + why, exit_usage);
         return false;
@@ -253,140 +257,192 @@ bool auth_from(command_line const& c, compile_cache::envelope_auth& auth) {
     return true;
 }
 
-std::int64_t now_ns() { return impl::now_ns(); }
+/// For the commands that read entries: the --secret-file's auth, then the directory
+/// listed once; exit_ok, or the exit status of why either cannot be used.
+int open_for_reading(command_line const& c, compile_cache::envelope_auth& auth, progress_line& progress,
+                     opened_directory& d) {
+    if (!auth_from(c, auth)) return exit_usage;
+    d = open_directory(c, progress);
+    return d.status;
+}
+
+std::int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
 
 std::int64_t age_s(std::int64_t use_ns) { return (now_ns() - use_ns) / 1000000000; }
 
 // ---- stats -------------------------------------------------------------------
 
+/// What a listing says about the entries: their sizes and last uses.
+struct entry_totals {
+    std::uint64_t bytes = 0, accounted = 0, record_bytes = 0;
+    std::int64_t oldest = 0, newest = 0; ///< last uses, ns since the epoch; 0 when there is no entry
+};
+
+entry_totals totals_of(opened_directory const& d) {
+    entry_totals t;
+    for (entry_file const& e : d.scan.entries) {
+        t.bytes += e.size;
+        t.accounted += layout::accounted_size(e.size);
+        if (t.oldest == 0 || e.use_ns < t.oldest) t.oldest = e.use_ns;
+        if (t.newest == 0 || e.use_ns > t.newest) t.newest = e.use_ns;
+    }
+    for (entry_file const& e : d.records) t.record_bytes += e.size;
+    return t;
+}
+
+/// The counters the hosts recorded in the directory, and what stats derives from them.
+struct recorded_counters {
+    std::map<std::string, std::uint64_t> all; ///< gauges included
+    std::optional<std::uint64_t> limit;       ///< the size limit of the latest host to record
+    std::optional<std::uint64_t> updated_s;   ///< when it recorded
+    std::uint64_t hits = 0, misses = 0, remote_hits = 0, remote_misses = 0, hit_compile_ns = 0, load_ns = 0;
+
+    /// What the hits saved: the compile times their entries recorded, less all the
+    /// time spent loading (hits and misses).
+    std::int64_t saved_ns() const {
+        return static_cast<std::int64_t>(hit_compile_ns) - static_cast<std::int64_t>(load_ns);
+    }
+};
+
+recorded_counters read_counters(std::string const& dir) {
+    recorded_counters r;
+    r.all = compile_cache::directory_storage(dir).recorded_counters();
+    auto const gauge = [&](std::string_view name) -> std::optional<std::uint64_t> {
+        auto const it = r.all.find(std::string(name));
+        if (it == r.all.end()) return std::nullopt;
+        return it->second;
+    };
+    r.limit = gauge(layout::gauge_max_size);
+    r.updated_s = gauge(layout::gauge_updated_s);
+    for (auto const& [name, n] : r.all) {
+        if (name == "hits") r.hits = n;
+        if (name.rfind("misses.", 0) == 0) r.misses += n;
+        if (name == "remote.hits") r.remote_hits = n;
+        if (name == "remote.misses") r.remote_misses = n;
+        if (name == "hit-compile-ns") r.hit_compile_ns = n;
+        if (name == "load-ns") r.load_ns = n;
+    }
+    return r;
+}
+
+void print_stats_json(command_line const& c, opened_directory const& d, entry_totals const& t,
+                      recorded_counters const& rc) {
+    bool const none = d.scan.entries.empty();
+    json_writer j;
+    j.begin_object().field("directory", c.dir).field("entries", std::uint64_t{d.scan.entries.size()});
+    j.field("bytes", t.bytes).field("accounted_bytes", t.accounted).field("temp_files", d.scan.temp_files);
+    j.field("other_files", d.scan.other_files);
+    j.field("identity_records", std::uint64_t{d.records.size()}).field("identity_record_bytes", t.record_bytes);
+    j.field("saved_ns", rc.saved_ns());
+    j.key("size_limit");
+    if (rc.limit) j.value(*rc.limit); else j.null();
+    j.key("oldest_use");
+    if (none) j.null(); else j.value(utc_time(t.oldest));
+    j.key("oldest_use_ns");
+    if (none) j.null(); else j.value(t.oldest);
+    j.key("newest_use");
+    if (none) j.null(); else j.value(utc_time(t.newest));
+    j.key("newest_use_ns");
+    if (none) j.null(); else j.value(t.newest);
+    j.key("counters").begin_object();
+    for (auto const& [name, n] : rc.all)
+        if (!layout::is_gauge(name)) j.field(name, n);
+    j.end_object();
+    j.key("counters_updated");
+    if (rc.updated_s) j.value(utc_time(static_cast<std::int64_t>(*rc.updated_s) * 1000000000)); else j.null();
+    j.end_object();
+    std::fputs(j.str().c_str(), stdout);
+}
+
+/// stats' first table: the directory's entries, sizes, limit and files.
+std::string directory_summary_text(command_line const& c, opened_directory const& d, entry_totals const& tot,
+                                   recorded_counters const& rc) {
+    text_table t;
+    t.add({"directory", printable(c.dir)});
+    t.add({"entries", std::to_string(d.scan.entries.size())});
+    t.add({"size", human_size(tot.bytes) + " (" + std::to_string(tot.bytes) + " bytes); " + human_size(tot.accounted) +
+                       " counted against the limit (whole 4 KiB blocks)"});
+    std::string limit_text = "not recorded (no host has recorded its counters here)";
+    if (rc.limit && *rc.limit == 0) limit_text = "none (the latest host to record had no limit)";
+    if (rc.limit && *rc.limit != 0) {
+        char used[32];
+        std::snprintf(used, sizeof used, "%.0f%%",
+                      100.0 * static_cast<double>(tot.accounted) / static_cast<double>(*rc.limit));
+        limit_text = human_size(*rc.limit) + " (" + used + " used), as the latest host to record set it";
+    }
+    t.add({"size limit", limit_text});
+    t.add({"identity records", std::to_string(d.records.size()) + " (" + human_size(tot.record_bytes) +
+                                   "): what explains a kernel's misses (compile-cache explain)"});
+    t.add({"temp files", std::to_string(d.scan.temp_files)});
+    if (d.scan.other_files != 0)
+        t.add({"other files", std::to_string(d.scan.other_files) + " (not the cache's; left alone)"});
+    if (!d.scan.entries.empty()) {
+        t.add({"oldest use", local_time(tot.oldest) + " (" + human_age(age_s(tot.oldest)) + " ago)"});
+        t.add({"newest use", local_time(tot.newest) + " (" + human_age(age_s(tot.newest)) + " ago)"});
+    }
+    return t.str();
+}
+
+/// "12.5%" of `part` in `whole` (not 0).
+std::string percent(std::uint64_t part, std::uint64_t whole) {
+    char rate[64];
+    std::snprintf(rate, sizeof rate, "%.1f%%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+    return rate;
+}
+
+/// stats' second part: the rates, the time saved and every counter that is not 0.
+std::string counters_text(recorded_counters const& rc) {
+    if (rc.all.empty()) return "no counters recorded yet (hosts record theirs when their cache is destroyed)\n";
+    std::string out = "counters recorded by hosts";
+    if (rc.updated_s) out += " (last at " + local_time(static_cast<std::int64_t>(*rc.updated_s) * 1000000000) + ")";
+    out += ":\n";
+    text_table ct;
+    if (rc.hits + rc.misses != 0)
+        ct.add({"  hit rate", percent(rc.hits, rc.hits + rc.misses),
+                "(" + std::to_string(rc.hits) + " of " + std::to_string(rc.hits + rc.misses) + " lookups)"});
+    if (rc.remote_hits + rc.remote_misses != 0)
+        ct.add({"  remote hit rate", percent(rc.remote_hits, rc.remote_hits + rc.remote_misses),
+                "(" + std::to_string(rc.remote_hits) + " of " + std::to_string(rc.remote_hits + rc.remote_misses) +
+                    " lookups sent to the remote)"});
+    if (rc.hits != 0) {
+        std::int64_t const saved = rc.saved_ns();
+        ct.add({"  time saved",
+                (saved < 0 ? "-" : "") + human_duration_ns(static_cast<std::uint64_t>(saved < 0 ? -saved : saved)),
+                "(the compile times the loaded entries recorded, " + human_duration_ns(rc.hit_compile_ns) +
+                    ", less the time loading, " + human_duration_ns(rc.load_ns) + ")"});
+    }
+    std::size_t zero = 0;
+    for (auto const& [name, n] : rc.all) {
+        if (layout::is_gauge(name)) continue;
+        if (n == 0) { // the many reasons that never happened would bury the ones that did
+            ++zero;
+            continue;
+        }
+        std::string note;
+        if (name.size() > 3 && name.compare(name.size() - 3, 3, "-ns") == 0) note = "(" + human_duration_ns(n) + ")";
+        if (name.rfind("bytes-", 0) == 0 || name.find(".bytes-") != std::string::npos) note = "(" + human_size(n) + ")";
+        ct.add({"  " + name, std::to_string(n), note});
+    }
+    out += ct.str({false, true, false});
+    if (zero != 0) out += "  (" + std::to_string(zero) + " other counters are 0; --json lists them all)\n";
+    return out;
+}
+
 int run_stats(command_line const& c) {
     progress_line progress;
     opened_directory d = open_directory(c, progress);
     if (d.status != exit_ok) return d.status;
-    auto const& entries = d.scan.entries;
-    std::uint64_t bytes = 0, accounted = 0;
-    std::int64_t oldest = 0, newest = 0;
-    for (entry_file const& e : entries) {
-        bytes += e.size;
-        accounted += impl::accounted_size(e.size);
-        if (oldest == 0 || e.use_ns < oldest) oldest = e.use_ns;
-        if (newest == 0 || e.use_ns > newest) newest = e.use_ns;
-    }
-    std::map<std::string, std::uint64_t> const recorded = compile_cache::directory_storage(c.dir).recorded_counters();
-    auto const gauge = [&](std::string const& name) -> std::optional<std::uint64_t> {
-        auto const it = recorded.find(name);
-        if (it == recorded.end()) return std::nullopt;
-        return it->second;
-    };
-    std::optional<std::uint64_t> const limit = gauge(std::string(impl::gauge_max_size));
-    std::optional<std::uint64_t> const updated = gauge(std::string(impl::gauge_updated_s));
-    std::uint64_t hits = 0, misses = 0, remote_hits = 0, remote_misses = 0, hit_compile_ns = 0, load_ns = 0,
-                  record_bytes = 0;
-    for (auto const& [name, n] : recorded) {
-        if (name == "hits") hits = n;
-        if (name.rfind("misses.", 0) == 0) misses += n;
-        if (name == "remote.hits") remote_hits = n;
-        if (name == "remote.misses") remote_misses = n;
-        if (name == "hit-compile-ns") hit_compile_ns = n;
-        if (name == "load-ns") load_ns = n;
-    }
-    for (entry_file const& e : d.records) record_bytes += e.size;
-    // What the hits saved: the compile times their entries recorded, less all the time
-    // spent loading (hits and misses).
-    std::int64_t const saved_ns = static_cast<std::int64_t>(hit_compile_ns) - static_cast<std::int64_t>(load_ns);
-
+    entry_totals const totals = totals_of(d);
+    recorded_counters const counters = read_counters(c.dir);
     if (c.json) {
-        json_writer j;
-        j.begin_object().field("directory", c.dir).field("entries", std::uint64_t{entries.size()});
-        j.field("bytes", bytes).field("accounted_bytes", accounted).field("temp_files", d.scan.temp_files);
-        j.field("other_files", d.scan.other_files);
-        j.field("identity_records", std::uint64_t{d.records.size()}).field("identity_record_bytes", record_bytes);
-        j.field("saved_ns", saved_ns);
-        j.key("size_limit");
-        if (limit) j.value(*limit); else j.null();
-        j.key("oldest_use");
-        if (entries.empty()) j.null(); else j.value(utc_time(oldest));
-        j.key("oldest_use_ns");
-        if (entries.empty()) j.null(); else j.value(oldest);
-        j.key("newest_use");
-        if (entries.empty()) j.null(); else j.value(utc_time(newest));
-        j.key("newest_use_ns");
-        if (entries.empty()) j.null(); else j.value(newest);
-        j.key("counters").begin_object();
-        for (auto const& [name, n] : recorded)
-            if (!impl::is_gauge(name)) j.field(name, n);
-        j.end_object();
-        j.key("counters_updated");
-        if (updated) j.value(utc_time(static_cast<std::int64_t>(*updated) * 1000000000)); else j.null();
-        j.end_object();
-        std::fputs(j.str().c_str(), stdout);
-        return exit_ok;
-    }
-
-    text_table t;
-    t.add({"directory", printable(c.dir)});
-    t.add({"entries", std::to_string(entries.size())});
-    t.add({"size", human_size(bytes) + " (" + std::to_string(bytes) + " bytes); " + human_size(accounted) +
-                       " counted against the limit (whole 4 KiB blocks)"});
-    std::string limit_text = "not recorded (no host has recorded its counters here)";
-    if (limit && *limit == 0) limit_text = "none (the latest host to record had no limit)";
-    if (limit && *limit != 0) {
-        char used[32];
-        std::snprintf(used, sizeof used, "%.0f%%", 100.0 * static_cast<double>(accounted) / static_cast<double>(*limit));
-        limit_text = human_size(*limit) + " (" + used + " used), as the latest host to record set it";
-    }
-    t.add({"size limit", limit_text});
-    t.add({"identity records", std::to_string(d.records.size()) + " (" + human_size(record_bytes) +
-                                   "): what explains a kernel's misses (compile-cache explain)"});
-    t.add({"temp files", std::to_string(d.scan.temp_files)});
-    if (d.scan.other_files != 0) t.add({"other files", std::to_string(d.scan.other_files) + " (not the cache's; left alone)"});
-    if (!entries.empty()) {
-        t.add({"oldest use", local_time(oldest) + " (" + human_age(age_s(oldest)) + " ago)"});
-        t.add({"newest use", local_time(newest) + " (" + human_age(age_s(newest)) + " ago)"});
-    }
-    std::string out = t.str();
-    if (recorded.empty()) {
-        out += "no counters recorded yet (hosts record theirs when their cache is destroyed)\n";
+        print_stats_json(c, d, totals, counters);
     } else {
-        out += "counters recorded by hosts";
-        if (updated) out += " (last at " + local_time(static_cast<std::int64_t>(*updated) * 1000000000) + ")";
-        out += ":\n";
-        text_table ct;
-        if (hits + misses != 0) {
-            char rate[64];
-            std::snprintf(rate, sizeof rate, "%.1f%%", 100.0 * static_cast<double>(hits) / static_cast<double>(hits + misses));
-            ct.add({"  hit rate", rate, "(" + std::to_string(hits) + " of " + std::to_string(hits + misses) + " lookups)"});
-        }
-        if (remote_hits + remote_misses != 0) {
-            char rate[64];
-            std::snprintf(rate, sizeof rate, "%.1f%%",
-                          100.0 * static_cast<double>(remote_hits) / static_cast<double>(remote_hits + remote_misses));
-            ct.add({"  remote hit rate", rate,
-                    "(" + std::to_string(remote_hits) + " of " + std::to_string(remote_hits + remote_misses) +
-                        " lookups sent to the remote)"});
-        }
-        if (hits != 0)
-            ct.add({"  time saved", (saved_ns < 0 ? "-" : "") + human_duration_ns(static_cast<std::uint64_t>(
-                                                                   saved_ns < 0 ? -saved_ns : saved_ns)),
-                    "(the compile times the loaded entries recorded, " + human_duration_ns(hit_compile_ns) +
-                        ", less the time loading, " + human_duration_ns(load_ns) + ")"});
-        std::size_t zero = 0;
-        for (auto const& [name, n] : recorded) {
-            if (impl::is_gauge(name)) continue;
-            if (n == 0) { // the many reasons that never happened would bury the ones that did
-                ++zero;
-                continue;
-            }
-            std::string note;
-            if (name.size() > 3 && name.compare(name.size() - 3, 3, "-ns") == 0) note = "(" + human_duration_ns(n) + ")";
-            if (name.rfind("bytes-", 0) == 0 || name.find(".bytes-") != std::string::npos)
-                note = "(" + human_size(n) + ")";
-            ct.add({"  " + name, std::to_string(n), note});
-        }
-        out += ct.str({false, true, false});
-        if (zero != 0) out += "  (" + std::to_string(zero) + " other counters are 0; --json lists them all)\n";
+        std::string const out = directory_summary_text(c, d, totals, counters) + counters_text(counters);
+        std::fputs(out.c_str(), stdout);
     }
-    std::fputs(out.c_str(), stdout);
     return exit_ok;
 }
 
@@ -414,10 +470,9 @@ std::vector<listed_entry> read_all(command_line const& c, std::vector<entry_file
 
 int run_list(command_line const& c) {
     compile_cache::envelope_auth auth;
-    if (!auth_from(c, auth)) return exit_usage;
     progress_line progress;
-    opened_directory d = open_directory(c, progress);
-    if (d.status != exit_ok) return d.status;
+    opened_directory d;
+    if (int const status = open_for_reading(c, auth, progress, d); status != exit_ok) return status;
     std::vector<listed_entry> entries = read_all(c, d.scan.entries, auth, progress);
     auto const by_name = [](listed_entry const& a, listed_entry const& b) {
         std::string const& an = a.check.envelope.metadata.name;
@@ -466,10 +521,7 @@ int run_show(command_line const& c) {
     compile_cache::envelope_auth auth;
     if (!auth_from(c, auth)) return exit_usage;
     std::string prefix;
-    for (char ch : c.key_prefix) prefix += static_cast<char>(ch >= 'A' && ch <= 'F' ? ch - 'A' + 'a' : ch);
-    if (prefix.empty() || !std::all_of(prefix.begin(), prefix.end(), impl::is_lower_hex_digit))
-        return fail("KEY_PREFIX \"" + printable(c.key_prefix) + "\" is not hexadecimal (list prints the keys)",
-                    exit_usage);
+    if (!key_prefix_from(c.key_prefix, prefix)) return exit_usage;
     progress_line progress;
     opened_directory d = open_directory(c, progress);
     if (d.status != exit_ok) return d.status;
@@ -515,122 +567,140 @@ struct verified_entry {
     std::string remove_problem; ///< why --remove did not remove it
 };
 
-int run_verify(command_line const& c) {
-    compile_cache::envelope_auth auth;
-    if (!auth_from(c, auth)) return exit_usage;
-    progress_line progress;
-    opened_directory d = open_directory(c, progress);
-    if (d.status != exit_ok) return d.status;
-    if (c.remove && !may_delete_in(c, d)) return d.status;
+/// What verify found: the entries that do not check, apart from those it cannot judge.
+struct verification {
     std::vector<verified_entry> bad, unchecked;
-    std::uint64_t sound = 0, sound_records = 0, done = 0;
-    compile_cache::directory_storage storage(c.dir);
+    std::uint64_t sound = 0, sound_records = 0;
     bool removal_failed = false;
+
+    std::uint64_t removed() const {
+        std::uint64_t n = 0;
+        for (auto const& v : bad) n += v.removed ? 1 : 0;
+        return n;
+    }
+};
+
+/// Checks every entry and identity record (records are envelopes too: checked alike).
+verification check_all(command_line const& c, opened_directory const& d, compile_cache::envelope_auth const& auth,
+                       progress_line& progress) {
+    verification out;
     std::vector<entry_file> files = d.scan.entries;
-    files.insert(files.end(), d.records.begin(), d.records.end()); // records are envelopes too: checked alike
+    files.insert(files.end(), d.records.begin(), d.records.end());
+    std::uint64_t done = 0;
     for (entry_file const& f : files) {
         checked_entry check = check_entry(c.dir, f.name, auth);
         progress.update("verifying entries", ++done, files.size(), files.size());
         if (check.result == verdict::sound) {
-            ++(compile_cache::is_identity_record_name(f.name) ? sound_records : sound);
+            ++(compile_cache::is_identity_record_name(f.name) ? out.sound_records : out.sound);
             continue;
         }
         verified_entry v{f, std::move(check), false, {}};
-        if (v.check.result == verdict::unchecked) {
-            unchecked.push_back(std::move(v));
-            continue;
-        }
-        bad.push_back(std::move(v));
+        (v.check.result == verdict::unchecked ? out.unchecked : out.bad).push_back(std::move(v));
     }
     progress.finish();
-    // With a secret under which not one entry verifies, the likelier mistake is the
-    // secret: removing would empty a sound cache. Nothing is removed then.
-    bool const suspect_secret = c.remove && auth.keyed() && sound + sound_records == 0 && !bad.empty();
-    if (suspect_secret)
+    return out;
+}
+
+/// --remove: deletes the bad entries through the storage (so that its size ledger
+/// stays right), each checked again just before, since a host may have replaced it
+/// with a sound one meanwhile. With a secret under which not one entry verifies, the
+/// likelier mistake is the secret: removing would empty a sound cache, so nothing is.
+void remove_bad(command_line const& c, compile_cache::envelope_auth const& auth, verification& v) {
+    if (auth.keyed() && v.sound + v.sound_records == 0 && !v.bad.empty()) {
         std::fprintf(stderr,
                      "compile-cache: no entry verifies under the secret of %s: is it the right one? Nothing "
                      "removed\n",
                      c.secret_file ? c.secret_file->c_str() : "--secret-file");
-    for (verified_entry& v : bad) {
-        if (!c.remove) break;
-        if (suspect_secret) {
-            v.remove_problem = "kept: no entry verifies under this secret";
-            continue;
-        }
-        // Checked again just before: a host may have replaced the entry with a sound
-        // one meanwhile, and that one stays. Removed through the storage, so that its
-        // size ledger stays right.
-        auto const k = compile_cache::key::from_hex(v.file.name);
-        if (check_entry(c.dir, v.file.name, auth).result == verdict::sound) {
-            v.remove_problem = "replaced by a sound entry meanwhile; kept";
+        for (verified_entry& e : v.bad) e.remove_problem = "kept: no entry verifies under this secret";
+        return;
+    }
+    compile_cache::directory_storage storage(c.dir);
+    for (verified_entry& e : v.bad) {
+        auto const k = compile_cache::key::from_hex(e.file.name);
+        if (check_entry(c.dir, e.file.name, auth).result == verdict::sound) {
+            e.remove_problem = "replaced by a sound entry meanwhile; kept";
         } else if (!k) {
-            v.remove_problem = "not a key's name";
+            e.remove_problem = "not a key's name";
         } else if (std::error_code const ec = storage.remove(*k)) {
-            v.remove_problem = "cannot remove it: " + ec.message();
-            removal_failed = true;
+            e.remove_problem = "cannot remove it: " + ec.message();
+            v.removal_failed = true;
         } else {
-            v.removed = true;
+            e.removed = true;
         }
     }
-    std::uint64_t removed = 0;
-    for (auto const& v : bad) removed += v.removed ? 1 : 0;
+}
 
-    if (c.json) {
-        json_writer j;
-        j.begin_object().field("directory", c.dir).field("mode", auth.keyed() ? "hmac-sha256" : "crc32c");
-        j.field("checked", std::uint64_t{d.scan.entries.size()}).field("sound", sound);
-        j.field("identity_records", std::uint64_t{d.records.size()}).field("sound_identity_records", sound_records);
-        // Kernels' entries and identity records in lists of their own.
-        for (bool const records : {false, true}) {
-            j.key(records ? "bad_identity_records" : "bad").begin_array();
-            for (auto const& v : bad) {
-                if (compile_cache::is_identity_record_name(v.file.name) != records) continue;
-                j.begin_object().field("path", v.file.relative_path()).field("key", v.file.name);
-                j.field("problem", v.check.problem).field("removed", v.removed);
-                if (!v.remove_problem.empty()) j.field("remove_problem", v.remove_problem);
-                j.end_object();
-            }
-            j.end_array().key(records ? "unchecked_identity_records" : "unchecked").begin_array();
-            for (auto const& v : unchecked)
-                if (compile_cache::is_identity_record_name(v.file.name) == records)
-                    j.begin_object().field("path", v.file.relative_path()).field("key", v.file.name).field("reason", v.check.problem).end_object();
-            j.end_array();
+void print_verification_json(command_line const& c, opened_directory const& d, bool keyed, verification const& v) {
+    json_writer j;
+    j.begin_object().field("directory", c.dir).field("mode", keyed ? "hmac-sha256" : "crc32c");
+    j.field("checked", std::uint64_t{d.scan.entries.size()}).field("sound", v.sound);
+    j.field("identity_records", std::uint64_t{d.records.size()}).field("sound_identity_records", v.sound_records);
+    // Kernels' entries and identity records in lists of their own.
+    for (bool const records : {false, true}) {
+        j.key(records ? "bad_identity_records" : "bad").begin_array();
+        for (auto const& e : v.bad) {
+            if (compile_cache::is_identity_record_name(e.file.name) != records) continue;
+            j.begin_object().field("path", e.file.relative_path()).field("key", e.file.name);
+            j.field("problem", e.check.problem).field("removed", e.removed);
+            if (!e.remove_problem.empty()) j.field("remove_problem", e.remove_problem);
+            j.end_object();
         }
-        j.field("removed", removed).end_object();
-        std::fputs(j.str().c_str(), stdout);
-    } else {
-        std::string out;
-        for (auto const& v : bad) {
-            out += "bad: " + v.file.relative_path() + ": " + v.check.problem;
-            if (v.removed) out += " (removed)";
-            if (!v.remove_problem.empty()) out += " (" + v.remove_problem + ")";
-            out += "\n";
-        }
-        for (auto const& v : unchecked) out += "not checked: " + v.file.relative_path() + ": " + v.check.problem + "\n";
-        // Kernels' entries and identity records are counted apart.
-        auto const tally = [&](bool records, std::uint64_t n_sound) {
-            std::uint64_t n_bad = 0, n_removed = 0, n_unchecked = 0;
-            for (auto const& v : bad)
-                if (compile_cache::is_identity_record_name(v.file.name) == records) {
-                    ++n_bad;
-                    n_removed += v.removed ? 1 : 0;
-                }
-            for (auto const& v : unchecked)
-                n_unchecked += compile_cache::is_identity_record_name(v.file.name) == records ? 1 : 0;
-            std::string t = std::to_string(n_sound) + " sound, " + std::to_string(n_bad) + " bad";
-            if (c.remove) t += ", " + std::to_string(n_removed) + " removed";
-            if (n_unchecked != 0) t += ", " + std::to_string(n_unchecked) + " not checked";
-            return t;
-        };
-        out += "checked " + std::to_string(d.scan.entries.size()) + (d.scan.entries.size() == 1 ? " entry (" : " entries (") +
-               (auth.keyed() ? "HMAC-SHA256" : "CRC-32C") + "): " + tally(false, sound);
-        if (!d.records.empty())
-            out += "; " + std::to_string(d.records.size()) + " identity records: " + tally(true, sound_records);
-        out += "\n";
-        std::fputs(out.c_str(), stdout);
+        j.end_array().key(records ? "unchecked_identity_records" : "unchecked").begin_array();
+        for (auto const& e : v.unchecked)
+            if (compile_cache::is_identity_record_name(e.file.name) == records)
+                j.begin_object().field("path", e.file.relative_path()).field("key", e.file.name).field("reason", e.check.problem).end_object();
+        j.end_array();
     }
-    if (removal_failed) return exit_failed;
-    return bad.empty() ? exit_ok : exit_bad_entries;
+    j.field("removed", v.removed()).end_object();
+    std::fputs(j.str().c_str(), stdout);
+}
+
+/// "3 sound, 1 bad, 1 removed, 2 not checked" for the kernels' entries or the records.
+std::string tally(command_line const& c, verification const& v, bool records) {
+    std::uint64_t n_bad = 0, n_removed = 0, n_unchecked = 0;
+    for (auto const& e : v.bad)
+        if (compile_cache::is_identity_record_name(e.file.name) == records) {
+            ++n_bad;
+            n_removed += e.removed ? 1 : 0;
+        }
+    for (auto const& e : v.unchecked) n_unchecked += compile_cache::is_identity_record_name(e.file.name) == records ? 1 : 0;
+    std::string t = std::to_string(records ? v.sound_records : v.sound) + " sound, " + std::to_string(n_bad) + " bad";
+    if (c.remove) t += ", " + std::to_string(n_removed) + " removed";
+    if (n_unchecked != 0) t += ", " + std::to_string(n_unchecked) + " not checked";
+    return t;
+}
+
+void print_verification_text(command_line const& c, opened_directory const& d, bool keyed, verification const& v) {
+    std::string out;
+    for (auto const& e : v.bad) {
+        out += "bad: " + e.file.relative_path() + ": " + e.check.problem;
+        if (e.removed) out += " (removed)";
+        if (!e.remove_problem.empty()) out += " (" + e.remove_problem + ")";
+        out += "\n";
+    }
+    for (auto const& e : v.unchecked) out += "not checked: " + e.file.relative_path() + ": " + e.check.problem + "\n";
+    std::size_t const n = d.scan.entries.size();
+    out += "checked " + std::to_string(n) + (n == 1 ? " entry (" : " entries (") + (keyed ? "HMAC-SHA256" : "CRC-32C") +
+           "): " + tally(c, v, false);
+    if (!d.records.empty()) out += "; " + std::to_string(d.records.size()) + " identity records: " + tally(c, v, true);
+    out += "\n";
+    std::fputs(out.c_str(), stdout);
+}
+
+int run_verify(command_line const& c) {
+    compile_cache::envelope_auth auth;
+    progress_line progress;
+    opened_directory d;
+    if (int const status = open_for_reading(c, auth, progress, d); status != exit_ok) return status;
+    if (c.remove && !may_delete_in(c, d)) return d.status;
+    verification v = check_all(c, d, auth, progress);
+    if (c.remove) remove_bad(c, auth, v);
+    if (c.json)
+        print_verification_json(c, d, auth.keyed(), v);
+    else
+        print_verification_text(c, d, auth.keyed(), v);
+    if (v.removal_failed) return exit_failed;
+    return v.bad.empty() ? exit_ok : exit_bad_entries;
 }
 
 // ---- explain -----------------------------------------------------------------
@@ -644,10 +714,9 @@ struct read_record {
 
 int run_explain(command_line const& c) {
     compile_cache::envelope_auth auth;
-    if (!auth_from(c, auth)) return exit_usage;
     progress_line progress;
-    opened_directory d = open_directory(c, progress);
-    if (d.status != exit_ok) return d.status;
+    opened_directory d;
+    if (int const status = open_for_reading(c, auth, progress, d); status != exit_ok) return status;
     std::vector<read_record> found;
     std::uint64_t unreadable = 0;
     for (entry_file const& f : d.records) {
@@ -839,7 +908,7 @@ std::optional<int> run_on_other_storage(command_line const& c) {
         compile_cache::sqlite_storage storage(location, options);
         if (!storage.usable()) return fail(location + ": " + storage.why_unusable(), exit_usage);
         r.shown = location;
-        return run_on_storage(storage, r, !storage.read_only());
+        return run_on_storage(storage_access::of(storage), r, !storage.read_only());
 #else
         return fail("this compile-cache was built without SQLite support", exit_usage);
 #endif
@@ -855,7 +924,7 @@ std::optional<int> run_on_other_storage(command_line const& c) {
         return fail(e.what(), exit_usage); // its message hides the password
     }
     r.shown = storage->describe();
-    return run_on_storage(*storage, r, true);
+    return run_on_storage(storage_access::of(*storage), r, true);
 #else
     return fail("this compile-cache was built without Redis support", exit_usage);
 #endif

@@ -10,17 +10,12 @@
 #include <compile_cache/explain.hpp>
 #include <compile_cache/storage/concept.hpp>
 
-#include <algorithm>
-#include <chrono>
+#include <cstddef>
 #include <cstdint>
-#include <cstdio>
+#include <functional>
 #include <string>
 #include <system_error>
 #include <vector>
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace compile_cache_tool {
 
@@ -30,22 +25,14 @@ inline constexpr int exit_bad_entries = 1; ///< verify (or show) found an entry 
 inline constexpr int exit_usage = 2;       ///< a usage error, or the cache / KEY_PREFIX / the secret file is not usable
 inline constexpr int exit_failed = 3;      ///< the storage refused: a folder that cannot be read, a removal, a server down
 
-inline int fail(std::string const& message, int status) {
-    std::fprintf(stderr, "compile-cache: %s\n", message.c_str());
-    return status;
-}
+/// Says `message` on stderr (after "compile-cache: "); returns `status`.
+int fail(std::string const& message, int status);
 
 /// Whether `path` is a regular file that starts as an SQLite database does.
-inline bool is_sqlite_file(std::string const& path) {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
-    int const fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return false;
-    impl::file_descriptor const guard{fd};
-    char header[16] = {};
-    static char const sqlite_header[16] = "SQLite format 3"; // and its '\0'
-    return ::read(fd, header, sizeof header) == sizeof header && std::equal(header, header + 16, sqlite_header);
-}
+bool is_sqlite_file(std::string const& path);
+
+/// show's KEY_PREFIX in lower case; false (after the message) when it is not hexadecimal.
+bool key_prefix_from(std::string const& given, std::string& prefix);
 
 /// What the CACHE argument names.
 enum class cache_kind { directory, sqlite, redis };
@@ -53,16 +40,7 @@ enum class cache_kind { directory, sqlite, redis };
 /// `sqlite:FILE`; `redis://...`, `redis+cluster://...`, `unix://...` (Redis); an existing
 /// regular file that starts as an SQLite database does; anything else is a directory.
 /// `location` is the file or the URL.
-inline cache_kind kind_of(std::string const& arg, std::string& location) {
-    location = arg;
-    if (arg.rfind("sqlite:", 0) == 0) {
-        location = arg.substr(7);
-        return cache_kind::sqlite;
-    }
-    for (char const* scheme : {"redis://", "redis+cluster://", "unix://"})
-        if (arg.rfind(scheme, 0) == 0) return cache_kind::redis;
-    return is_sqlite_file(arg) ? cache_kind::sqlite : cache_kind::directory;
-}
+cache_kind kind_of(std::string const& arg, std::string& location);
 
 /// A command on a storage: what main parsed, and the storage's name for the output.
 struct storage_request {
@@ -76,366 +54,62 @@ struct storage_request {
 };
 
 /// What the name column says for an entry that does not check.
-inline std::string display_name(checked_entry const& e) {
-    if (e.result == verdict::sound) return printable(e.envelope.metadata.name);
-    if (e.result == verdict::unchecked) return "(not checked)";
-    return "(bad entry)";
-}
-
-inline std::string origin_of(compile_cache::entry_metadata const& m) {
-    return m.origin_file + ":" + std::to_string(m.origin_line);
-}
+std::string display_name(checked_entry const& e);
 
 /// The origin column of list: file:line when the entry is sound, else the problem.
-inline std::string origin_column(checked_entry const& e) {
-    auto const& m = e.envelope.metadata;
-    return e.result == verdict::sound ? printable(origin_of(m)) : e.problem;
-}
+std::string origin_column(checked_entry const& e);
 
 /// list's table, its header and its last line (how many entries, their bytes, the
 /// identity records left out); `add_rows(table)` adds a row per entry.
-template <class AddRows>
-std::string list_text(std::size_t entries, std::uint64_t bytes, std::size_t records, AddRows&& add_rows) {
-    text_table t;
-    t.add({"NAME", "KEY", "SIZE", "LAST USE", "ORIGIN"});
-    add_rows(t);
-    std::string out = t.str({false, false, true, true, false});
-    out += std::to_string(entries) + (entries == 1 ? " entry, " : " entries, ") + human_size(bytes);
-    if (records != 0) out += " (and " + std::to_string(records) + " identity records, not listed)";
-    return out + "\n";
-}
+std::string list_text(std::size_t entries, std::uint64_t bytes, std::size_t records,
+                      std::function<void(text_table&)> const& add_rows);
 
 /// A listed entry's JSON fields from checking it: its status, then its kernel's name,
 /// origin and format when sound, else the problem.
-inline void check_fields(json_writer& j, checked_entry const& e) {
-    auto const& m = e.envelope.metadata;
-    j.field("status", to_string(e.result));
-    if (e.result == verdict::sound) {
-        j.field("name", m.name).field("origin_file", m.origin_file).field("origin_line", m.origin_line);
-        j.field("format_id", m.format_id);
-    } else {
-        j.field("problem", e.problem);
-    }
-}
+void check_fields(json_writer& j, checked_entry const& e);
 
 /// show's JSON account of a checked entry: its status, and when its envelope parsed,
 /// the envelope, the metadata and the digests of its key's components.
-inline void show_fields(json_writer& j, checked_entry const& e) {
-    auto const& env = e.envelope;
-    auto const& m = env.metadata;
-    bool const parsed = e.result == verdict::sound || env.status == compile_cache::envelope_status::ok;
-    char const* mode = env.keyed ? "hmac-sha256" : "crc32c";
-    std::uint64_t const header = e.file_size - e.payload_size - e.check_size;
-    j.field("status", to_string(e.result));
-    if (!e.problem.empty()) j.field("problem", e.problem);
-    if (parsed) {
-        j.key("envelope").begin_object().field("version", std::uint64_t{env.version}).field("mode", mode);
-        j.field("stored_key", env.stored_key.hex()).field("header_bytes", header);
-        j.field("payload_bytes", e.payload_size).field("check_bytes", e.check_size).end_object();
-        j.key("metadata").begin_object().field("name", m.name).field("origin_file", m.origin_file);
-        j.field("origin_line", m.origin_line).field("format_id", m.format_id);
-        j.field("created", utc_time(m.created_ns)).field("created_ns", m.created_ns);
-        j.field("compile_ns", m.compile_ns).end_object();
-        j.key("components").begin_array();
-        for (auto const& comp : m.components)
-            j.begin_object().field("name", comp.name).field("digest", comp.digest.hex()).end_object();
-        j.end_array();
-    }
-}
+void show_fields(json_writer& j, checked_entry const& e);
 
 /// show's rows for the same, of the entry stored under the key whose hex is `name`
 /// (`stored_as` says where that name is: "its file name").
-inline void show_rows(text_table& t, checked_entry const& e, std::string const& name, char const* stored_as) {
-    auto const& env = e.envelope;
-    auto const& m = env.metadata;
-    bool const parsed = e.result == verdict::sound || env.status == compile_cache::envelope_status::ok;
-    char const* mode = env.keyed ? "hmac-sha256" : "crc32c";
-    std::uint64_t const header = e.file_size - e.payload_size - e.check_size;
-    t.add({"status", std::string(to_string(e.result)) + (e.problem.empty() ? "" : ": " + e.problem)});
-    if (parsed) {
-        t.add({"envelope", "version " + std::to_string(env.version) + ", mode " + mode + ", check value verified"});
-        bool const own = env.stored_key.hex() == name;
-        t.add({"key", env.stored_key.hex() + (own ? " (" : " (NOT ") + stored_as + ")"});
-        t.add({"sizes", "header " + std::to_string(header) + " + payload " + std::to_string(e.payload_size) +
-                            " + check " + std::to_string(e.check_size) + " bytes"});
-        t.add({"name", printable(m.name)});
-        t.add({"origin", printable(origin_of(m))});
-        t.add({"format", printable(m.format_id)});
-        t.add({"created", local_time(m.created_ns)});
-        t.add({"compile time", human_duration_ns(m.compile_ns)});
-        t.add({"components", std::to_string(m.components.size()) +
-                                 (m.components.empty() ? " (the key was not made by key_builder)" : "")});
-        for (auto const& comp : m.components) t.add({"  " + printable(comp.name), comp.digest.hex()});
-    } else if (env.version != 0) {
-        t.add({"envelope", "version " + std::to_string(env.version) + " (its header says; not verified)"});
+void show_rows(text_table& t, checked_entry const& e, std::string const& name, char const* stored_as);
+
+/// A storage as the commands use it: the optional Storage member `list` (key, size,
+/// last use; storage/concept.hpp), a read, and `remove`.
+struct storage_access {
+    std::function<std::error_code(std::vector<compile_cache::stored_entry>&)> list;
+    /// The Storage member `peek` where there is one (it leaves the entry's place in the
+    /// eviction order alone), else `read`.
+    std::function<compile_cache::read_result(compile_cache::key const&, std::string&, std::size_t)> read;
+    std::function<std::error_code(compile_cache::key const&)> remove;
+
+    template <class Storage>
+    static storage_access of(Storage& storage) {
+        return {[&storage](std::vector<compile_cache::stored_entry>& out) { return storage.list(out); },
+                [&storage](compile_cache::key const& k, std::string& bytes, std::size_t max_size) {
+                    return read_untouched(storage, k, bytes, max_size, 0);
+                },
+                [&storage](compile_cache::key const& k) { return storage.remove(k); }};
     }
-}
 
-namespace on_storage {
-
-inline std::int64_t now_s() {
-    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
-
-inline std::string last_use_text(std::int64_t s) {
-    if (s == 0) return "unknown";
-    return human_age(now_s() - s) + " ago";
-}
-
-/// A listed entry and, once read, what checking it concluded.
-struct storage_entry {
-    compile_cache::stored_entry stored;
-    std::string name; ///< its key in hex
-    checked_entry check;
+private:
+    template <class Storage>
+    static auto read_untouched(Storage& storage, compile_cache::key const& k, std::string& out, std::size_t max_size,
+                               int) -> decltype(storage.peek(k, out, max_size)) {
+        return storage.peek(k, out, max_size);
+    }
+    template <class Storage>
+    static compile_cache::read_result read_untouched(Storage& storage, compile_cache::key const& k, std::string& out,
+                                                     std::size_t max_size, long) {
+        return storage.read(k, out, max_size);
+    }
 };
-
-/// The entry's bytes through the Storage member `peek` where there is one (it leaves
-/// the entry's place in the eviction order alone), else through `read`.
-template <class Storage>
-auto read_untouched(Storage& storage, compile_cache::key const& k, std::string& out, int)
-    -> decltype(storage.peek(k, out, max_entry_read)) {
-    return storage.peek(k, out, max_entry_read);
-}
-template <class Storage>
-compile_cache::read_result read_untouched(Storage& storage, compile_cache::key const& k, std::string& out, long) {
-    return storage.read(k, out, max_entry_read);
-}
-
-template <class Storage>
-checked_entry read_and_check(Storage& storage, storage_entry const& e, compile_cache::envelope_auth const& auth) {
-    std::string bytes;
-    compile_cache::read_result const r = read_untouched(storage, e.stored.k, bytes, 0);
-    checked_entry c;
-    switch (r.status) {
-    case compile_cache::read_status::found: return check_bytes(bytes, e.name, auth);
-    case compile_cache::read_status::absent: c.problem = "gone since it was listed (evicted or removed)"; break;
-    case compile_cache::read_status::too_large:
-        c.result = verdict::unchecked;
-        c.problem = "larger than 64 MiB (the default bound on an entry), so not read";
-        break;
-    default: c.problem = "cannot read it: " + r.error.message(); break;
-    }
-    return c;
-}
-
-} // namespace on_storage
 
 /// Runs `r.command` (stats, list, show, verify, clear) on `storage`, which has the
 /// optional Storage member `list`.
-template <class Storage>
-int run_on_storage(Storage& storage, storage_request const& r, bool can_remove) {
-    using on_storage::storage_entry;
-    std::vector<compile_cache::stored_entry> listed;
-    if (std::error_code const ec = storage.list(listed))
-        return fail(r.shown + ": cannot list its entries: " + ec.message(), exit_failed);
-    std::vector<storage_entry> entries, records;
-    for (auto const& s : listed) {
-        storage_entry e{s, s.k.hex(), {}};
-        (compile_cache::is_identity_record_name(e.name) ? records : entries).push_back(std::move(e));
-    }
-    std::uint64_t bytes = 0, record_bytes = 0;
-    std::int64_t oldest = 0, newest = 0;
-    for (auto const& e : entries) {
-        bytes += e.stored.size;
-        if (e.stored.last_use_s == 0) continue;
-        if (oldest == 0 || e.stored.last_use_s < oldest) oldest = e.stored.last_use_s;
-        newest = std::max(newest, e.stored.last_use_s);
-    }
-    for (auto const& e : records) record_bytes += e.stored.size;
-
-    if (r.command == "stats") {
-        if (r.json) {
-            json_writer j;
-            j.begin_object().field("storage", r.shown).field("entries", std::uint64_t{entries.size()});
-            j.field("bytes", bytes).field("identity_records", std::uint64_t{records.size()});
-            j.field("identity_record_bytes", record_bytes);
-            j.key("oldest_use");
-            if (oldest == 0) j.null(); else j.value(utc_time(oldest * 1000000000));
-            j.key("newest_use");
-            if (newest == 0) j.null(); else j.value(utc_time(newest * 1000000000));
-            j.end_object();
-            std::fputs(j.str().c_str(), stdout);
-            return exit_ok;
-        }
-        text_table t;
-        t.add({"storage", printable(r.shown)});
-        t.add({"entries", std::to_string(entries.size())});
-        t.add({"size", human_size(bytes) + " (" + std::to_string(bytes) + " bytes)"});
-        t.add({"identity records", std::to_string(records.size()) + " (" + human_size(record_bytes) +
-                                       "): what explains a kernel's misses"});
-        if (oldest != 0) {
-            t.add({"oldest use", local_time(oldest * 1000000000) + " (" + on_storage::last_use_text(oldest) + ")"});
-            t.add({"newest use", local_time(newest * 1000000000) + " (" + on_storage::last_use_text(newest) + ")"});
-        }
-        std::string out = t.str();
-        out += "counters: hosts record theirs in a cache directory only\n";
-        std::fputs(out.c_str(), stdout);
-        return exit_ok;
-    }
-
-    if (r.command == "list") {
-        for (auto& e : entries) {
-            e.check = on_storage::read_and_check(storage, e, r.auth);
-            std::vector<compile_cache::component_digest>().swap(e.check.envelope.metadata.components);
-        }
-        auto const by_name = [](storage_entry const& a, storage_entry const& b) {
-            std::string const& an = a.check.envelope.metadata.name;
-            std::string const& bn = b.check.envelope.metadata.name;
-            return an != bn ? an < bn : a.name < b.name;
-        };
-        std::sort(entries.begin(), entries.end(), [&](storage_entry const& a, storage_entry const& b) {
-            if (r.sort == "size" && a.stored.size != b.stored.size) return a.stored.size > b.stored.size;
-            if (r.sort == "age" && a.stored.last_use_s != b.stored.last_use_s)
-                return a.stored.last_use_s < b.stored.last_use_s;
-            return by_name(a, b);
-        });
-        if (r.json) {
-            json_writer j;
-            j.begin_object().field("storage", r.shown).field("sort", r.sort).key("entries").begin_array();
-            for (auto const& e : entries) {
-                j.begin_object().field("key", e.name).field("size", e.stored.size).key("last_use");
-                if (e.stored.last_use_s == 0) j.null(); else j.value(utc_time(e.stored.last_use_s * 1000000000));
-                check_fields(j, e.check);
-                j.end_object();
-            }
-            j.end_array().field("total_bytes", bytes).end_object();
-            std::fputs(j.str().c_str(), stdout);
-            return exit_ok;
-        }
-        std::string const out = list_text(entries.size(), bytes, records.size(), [&](text_table& t) {
-            for (auto const& e : entries)
-                t.add({display_name(e.check), e.name.substr(0, 16), human_size(e.stored.size),
-                       on_storage::last_use_text(e.stored.last_use_s), origin_column(e.check)});
-        });
-        std::fputs(out.c_str(), stdout);
-        return exit_ok;
-    }
-
-    if (r.command == "show") {
-        std::string prefix;
-        for (char ch : r.key_prefix) prefix += static_cast<char>(ch >= 'A' && ch <= 'F' ? ch - 'A' + 'a' : ch);
-        if (prefix.empty() || !std::all_of(prefix.begin(), prefix.end(), impl::is_lower_hex_digit))
-            return fail("KEY_PREFIX \"" + printable(r.key_prefix) + "\" is not hexadecimal (list prints the keys)",
-                        exit_usage);
-        std::vector<storage_entry const*> matches;
-        for (auto const& e : entries)
-            if (e.name.compare(0, prefix.size(), prefix) == 0) matches.push_back(&e);
-        if (matches.empty()) return fail("no entry's key starts with " + prefix + " in " + r.shown, exit_usage);
-        if (matches.size() > 1)
-            return fail("KEY_PREFIX " + prefix + " is ambiguous: " + std::to_string(matches.size()) +
-                            " entries start with it; give more digits",
-                        exit_usage);
-        storage_entry const& f = *matches.front();
-        checked_entry const e = on_storage::read_and_check(storage, f, r.auth);
-        if (r.json) {
-            json_writer j;
-            j.begin_object().field("storage", r.shown).field("key", f.name).field("size", f.stored.size);
-            j.key("last_use");
-            if (f.stored.last_use_s == 0) j.null(); else j.value(utc_time(f.stored.last_use_s * 1000000000));
-            show_fields(j, e);
-            j.end_object();
-            std::fputs(j.str().c_str(), stdout);
-            return e.result == verdict::bad ? exit_bad_entries : exit_ok;
-        }
-        text_table t;
-        t.add({"entry", f.name + " in " + printable(r.shown)});
-        t.add({"size", std::to_string(f.stored.size) + " bytes"});
-        t.add({"last use", on_storage::last_use_text(f.stored.last_use_s)});
-        show_rows(t, e, f.name, "the key it is stored under");
-        std::fputs(t.str().c_str(), stdout);
-        return e.result == verdict::bad ? exit_bad_entries : exit_ok;
-    }
-
-    // verify and clear see identity records as entries: they are envelopes too.
-    entries.insert(entries.end(), records.begin(), records.end());
-    if ((r.command == "clear" || r.remove) && !can_remove)
-        return fail(r.shown + ": opened read-only, so nothing can be removed", exit_failed);
-
-    if (r.command == "clear") {
-        std::uint64_t removed = 0, removed_bytes = 0;
-        std::error_code first;
-        for (auto const& e : entries) {
-            if (std::error_code const ec = storage.remove(e.stored.k)) {
-                if (!first) first = ec;
-                continue;
-            }
-            ++removed;
-            removed_bytes += e.stored.size;
-        }
-        if (first) return fail(r.shown + ": clear failed: " + first.message(), exit_failed);
-        if (r.json) {
-            json_writer j;
-            j.begin_object().field("storage", r.shown).field("command", r.command).field("removed", removed);
-            j.field("removed_bytes", removed_bytes).end_object();
-            std::fputs(j.str().c_str(), stdout);
-        } else {
-            std::string const out = "removed " + std::to_string(removed) + (removed == 1 ? " entry" : " entries") +
-                                    " (" + human_size(removed_bytes) + ")\n";
-            std::fputs(out.c_str(), stdout);
-        }
-        return exit_ok;
-    }
-
-    // verify
-    std::uint64_t sound = 0, unchecked = 0, removed = 0;
-    bool removal_failed = false;
-    std::vector<std::pair<storage_entry const*, std::string>> bad; // and what became of it
-    for (auto& e : entries) {
-        e.check = on_storage::read_and_check(storage, e, r.auth);
-        if (e.check.result == verdict::sound) {
-            ++sound;
-            continue;
-        }
-        if (e.check.result == verdict::unchecked) {
-            ++unchecked;
-            std::string const line = "not checked: " + e.name + ": " + e.check.problem + "\n";
-            if (!r.json) std::fputs(line.c_str(), stdout);
-            continue;
-        }
-        std::string fate;
-        if (r.remove && r.auth.keyed() && sound == 0) {
-            fate = "kept: no entry verified under this secret so far";
-        } else if (r.remove) {
-            // Checked again just before: a host may have replaced it with a sound one meanwhile.
-            if (on_storage::read_and_check(storage, e, r.auth).result == verdict::sound) {
-                fate = "replaced by a sound entry meanwhile; kept";
-            } else if (std::error_code const ec = storage.remove(e.stored.k)) {
-                fate = "cannot remove it: " + ec.message();
-                removal_failed = true;
-            } else {
-                fate = "removed";
-                ++removed;
-            }
-        }
-        bad.emplace_back(&e, fate);
-    }
-    if (r.json) {
-        json_writer j;
-        j.begin_object().field("storage", r.shown).field("mode", r.auth.keyed() ? "hmac-sha256" : "crc32c");
-        j.field("checked", std::uint64_t{entries.size()}).field("sound", sound).field("unchecked", unchecked);
-        j.key("bad").begin_array();
-        for (auto const& [e, fate] : bad) {
-            j.begin_object().field("key", e->name).field("problem", e->check.problem).field("removed", fate == "removed");
-            if (!fate.empty() && fate != "removed") j.field("remove_problem", fate);
-            j.end_object();
-        }
-        j.end_array().field("removed", removed).end_object();
-        std::fputs(j.str().c_str(), stdout);
-    } else {
-        std::string out;
-        for (auto const& [e, fate] : bad)
-            out += "bad: " + e->name + ": " + e->check.problem + (fate.empty() ? "" : " (" + fate + ")") + "\n";
-        out += "checked " + std::to_string(entries.size()) + (entries.size() == 1 ? " entry (" : " entries (") +
-               (r.auth.keyed() ? "HMAC-SHA256" : "CRC-32C") + "): " + std::to_string(sound) + " sound, " +
-               std::to_string(bad.size()) + " bad";
-        if (r.remove) out += ", " + std::to_string(removed) + " removed";
-        if (unchecked != 0) out += ", " + std::to_string(unchecked) + " not checked";
-        out += "\n";
-        std::fputs(out.c_str(), stdout);
-    }
-    if (removal_failed) return exit_failed;
-    return bad.empty() ? exit_ok : exit_bad_entries;
-}
+/// Runs `r.command` (stats, list, show, verify, clear) on `storage`.
+int run_on_storage(storage_access const& storage, storage_request const& r, bool can_remove);
 
 } // namespace compile_cache_tool

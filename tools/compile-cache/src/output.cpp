@@ -1,0 +1,256 @@
+// compile-cache: JSON, aligned text and the progress line (output.hpp).
+#include "output.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+
+#include <unistd.h>
+
+namespace compile_cache_tool {
+
+void append_json_string(std::string& out, std::string_view s) {
+    static char const hex[] = "0123456789abcdef";
+    out += '"';
+    std::size_t i = 0;
+    while (i < s.size()) {
+        auto const c = static_cast<unsigned char>(s[i]);
+        if (c < 0x80) {
+            switch (c) {
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\n': out += "\\n"; break;
+            case '\r': out += "\\r"; break;
+            case '\t': out += "\\t"; break;
+            default:
+                if (c < 0x20 || c == 0x7f) {
+                    out += "\\u00";
+                    out += hex[c >> 4];
+                    out += hex[c & 0xf];
+                } else {
+                    out += static_cast<char>(c);
+                }
+            }
+            ++i;
+            continue;
+        }
+        // The length of a well-formed UTF-8 sequence starting here, or 0.
+        std::size_t n = 0;
+        std::uint32_t cp = 0;
+        if (c >= 0xc2 && c <= 0xdf) n = 2, cp = c & 0x1fu;
+        else if (c >= 0xe0 && c <= 0xef) n = 3, cp = c & 0x0fu;
+        else if (c >= 0xf0 && c <= 0xf4) n = 4, cp = c & 0x07u;
+        bool valid = n != 0 && i + n <= s.size();
+        for (std::size_t k = 1; valid && k < n; ++k) {
+            auto const cc = static_cast<unsigned char>(s[i + k]);
+            valid = (cc & 0xc0u) == 0x80u;
+            cp = (cp << 6) | (cc & 0x3fu);
+        }
+        // Overlong forms, surrogates and code points past U+10FFFF are not UTF-8.
+        if (valid && ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+                      (cp >= 0xd800 && cp <= 0xdfff)))
+            valid = false;
+        if (valid) {
+            out.append(s.data() + i, n);
+            i += n;
+        } else {
+            out += "\\ufffd";
+            ++i;
+        }
+    }
+    out += '"';
+}
+
+json_writer& json_writer::key(std::string_view name) {
+    separate();
+    append_json_string(out_, name);
+    out_ += ':';
+    after_key_ = true;
+    return *this;
+}
+
+json_writer& json_writer::value(std::string_view s) {
+    separate();
+    append_json_string(out_, s);
+    return *this;
+}
+
+void json_writer::separate() {
+    if (after_key_) {
+        after_key_ = false;
+        return;
+    }
+    if (!first_.empty()) {
+        if (!first_.back()) out_ += ',';
+        first_.back() = false;
+    }
+}
+
+json_writer& json_writer::open(char c) {
+    separate();
+    out_ += c;
+    first_.push_back(true);
+    return *this;
+}
+
+json_writer& json_writer::close(char c) {
+    out_ += c;
+    first_.pop_back();
+    return *this;
+}
+
+json_writer& json_writer::raw(std::string const& text) {
+    separate();
+    out_ += text;
+    return *this;
+}
+
+std::string printable(std::string_view s) {
+    static char const hex[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(s.size());
+    auto escape = [&](unsigned char c) {
+        out += "\\x";
+        out += hex[c >> 4];
+        out += hex[c & 0xf];
+    };
+    std::size_t i = 0;
+    while (i < s.size()) {
+        auto const c = static_cast<unsigned char>(s[i]);
+        if (c < 0x80) {
+            if (c < 0x20 || c == 0x7f || c == '\\') escape(c);
+            else out += static_cast<char>(c);
+            ++i;
+            continue;
+        }
+        // A well-formed UTF-8 sequence is kept, unless it encodes a C1 control
+        // (U+0080..U+009F: 0xc2 0x80..0x9f), which some terminals act on as they do on
+        // the raw bytes 0x80..0x9f; anything malformed is escaped byte by byte.
+        std::size_t const n = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+        bool ok = n != 0 && i + n <= s.size();
+        for (std::size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+        if (ok && c == 0xc2 && static_cast<unsigned char>(s[i + 1]) <= 0x9f) ok = false;
+        if (ok && c == 0xe0 && static_cast<unsigned char>(s[i + 1]) < 0xa0) ok = false; // overlong
+        if (ok && c == 0xf0 && static_cast<unsigned char>(s[i + 1]) < 0x90) ok = false; // overlong
+        if (ok && c == 0xed && static_cast<unsigned char>(s[i + 1]) >= 0xa0) ok = false; // surrogates
+        if (ok && c == 0xf4 && static_cast<unsigned char>(s[i + 1]) >= 0x90) ok = false; // over U+10FFFF
+        if (!ok) {
+            escape(c);
+            ++i;
+            continue;
+        }
+        out.append(s.data() + i, n);
+        i += n;
+    }
+    return out;
+}
+
+std::string human_size(std::uint64_t bytes) {
+    static char const* const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+    if (bytes < 1024) return std::to_string(bytes) + " B";
+    double v = static_cast<double>(bytes) / 1024.0;
+    std::size_t u = 0;
+    while (v >= 1024.0 && u + 1 < sizeof units / sizeof units[0]) {
+        v /= 1024.0;
+        ++u;
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof buf, v < 10 ? "%.1f %s" : "%.0f %s", v, units[u]);
+    return buf;
+}
+
+std::string human_age(std::int64_t seconds) {
+    if (seconds < 0) return "in the future";
+    if (seconds < 120) return std::to_string(seconds) + " s";
+    if (seconds < 2 * 3600) return std::to_string(seconds / 60) + " min";
+    if (seconds < 2 * 86400) return std::to_string(seconds / 3600) + " h";
+    return std::to_string(seconds / 86400) + " days";
+}
+
+std::string human_duration_ns(std::uint64_t ns) {
+    char buf[48];
+    if (ns < 1000000000ull)
+        std::snprintf(buf, sizeof buf, "%.3f ms", static_cast<double>(ns) / 1e6);
+    else
+        std::snprintf(buf, sizeof buf, "%.3f s", static_cast<double>(ns) / 1e9);
+    return buf;
+}
+
+namespace {
+
+/// A time (ns since the epoch) as strftime's `format` writes it, in UTC or local time.
+std::string formatted_time(std::int64_t ns, bool utc, char const* format) {
+    std::time_t const t = static_cast<std::time_t>(ns / 1000000000);
+    std::tm tm{};
+    if ((utc ? ::gmtime_r(&t, &tm) : ::localtime_r(&t, &tm)) == nullptr) return "?";
+    char buf[64];
+    std::strftime(buf, sizeof buf, format, &tm);
+    return buf;
+}
+
+} // namespace
+
+std::string local_time(std::int64_t ns) { return formatted_time(ns, false, "%Y-%m-%d %H:%M:%S"); }
+
+std::string utc_time(std::int64_t ns) { return formatted_time(ns, true, "%Y-%m-%dT%H:%M:%SZ"); }
+
+std::string text_table::str(std::vector<bool> const& right) const {
+    std::vector<std::size_t> width;
+    for (auto const& row : rows_)
+        for (std::size_t i = 0; i < row.size(); ++i) {
+            if (width.size() <= i) width.push_back(0);
+            width[i] = std::max(width[i], row[i].size());
+        }
+    std::string out;
+    for (auto const& row : rows_) {
+        for (std::size_t i = 0; i < row.size(); ++i) {
+            bool const last = i + 1 == row.size();
+            std::size_t const pad = width[i] - row[i].size();
+            bool const r = i < right.size() && right[i];
+            if (r) out.append(pad, ' ');
+            out += row[i];
+            if (!last) out.append(r ? 2 : pad + 2, ' ');
+        }
+        while (!out.empty() && out.back() == ' ') out.pop_back(); // an empty last cell
+        out += '\n';
+    }
+    return out;
+}
+
+progress_line::progress_line(bool enabled) : enabled_(enabled), tty_(::isatty(2) == 1) {}
+
+void progress_line::update(std::string const& what, std::uint64_t done, std::uint64_t total, std::uint64_t entries) {
+    if (!enabled_ || entries <= threshold || total == 0) return;
+    if (what != what_) {
+        end_line();
+        what_ = what;
+        last_tenth_ = 0; // the first line at a tenth done: the phase is known to be long by then
+    }
+    int const tenth = static_cast<int>(done * 10 / total);
+    if (tty_) {
+        // At most a few hundred updates per phase: enough to look alive.
+        if (done != total && done % (total / 256 + 1) != 0) return;
+    } else if (tenth == last_tenth_) {
+        return;
+    }
+    last_tenth_ = tenth;
+    std::string const line = "compile-cache: " + what + ": " + std::to_string(done) + " of " +
+                             std::to_string(total) + " (" + std::to_string(entries) + " entries)";
+    if (tty_) {
+        std::fprintf(stderr, "\r%s\033[K", line.c_str());
+        open_ = true;
+    } else {
+        std::fprintf(stderr, "%s\n", line.c_str());
+    }
+    std::fflush(stderr);
+}
+
+void progress_line::end_line() {
+    if (open_) {
+        std::fputc('\n', stderr);
+        std::fflush(stderr);
+    }
+    open_ = false;
+}
+
+} // namespace compile_cache_tool
