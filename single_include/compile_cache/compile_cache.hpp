@@ -4006,31 +4006,6 @@ concept Storage = detail::has_read<S>::value && detail::has_write<S>::value && d
 //   DIR/ab/<hex key>       an entry: the key's lower-case hex, in the folder of its first two digits
 //   DIR/ab/.tmp-<hex>      a store in progress, or left by a killed one
 
-// ---- begin compile_cache/storage/detail/directory_counters.hpp
-// compile_cache: the cumulative counters a cache directory keeps for its hosts, so
-// that `compile-cache stats DIR` can say what every process that used it did.
-//
-// `DIR/.cc-counters/` holds 16 shard files (`0` ... `f`), text, one `name value` line
-// per counter. A process adds what it counted (a delta) to the shard its pid picks,
-// when its cache is destroyed or flushed: never on a hit or a store, so the hot paths
-// take no lock and make no call for it. The update is a read, add and replace under an
-// exclusive flock on the shard's lock file (`N.lock`): the new content goes to `N.new`
-// and is renamed over `N`, so a process killed at any moment leaves the old figures
-// or the new ones, never a torn file, and a reader needs no lock. Sixteen shards keep
-// processes that exit together from queueing on one lock.
-//
-// The figures are for display only: a file someone else wrote is parsed with bounds
-// (64 KiB at most, malformed lines skipped) and can mislead a reader but do nothing
-// else. Two lines are gauges, not sums: `max-size` (the size limit of the latest
-// writer) and `updated-s` (when it wrote, seconds since the epoch).
-
-// ---- begin compile_cache/storage/detail/directory_files.hpp
-// compile_cache: the POSIX pieces of directory_storage — exclusive temp files and
-// their names, a rename that does not replace, `mkdir -p`, full writes, descriptor
-// guards, the names the storage owns, and the size ledger (`DIR/.cc-stats`) with the
-// batch of a storage object's changes not yet written to it. Not part of the public
-// interface.
-
 // ---- begin compile_cache/detail/posix_io.hpp
 // compile_cache: the POSIX reading the library does in more than one place: a call
 // retried through interruptions, and a bounded read of a whole file.
@@ -4124,6 +4099,31 @@ inline file_read_status read_regular_file(int fd, std::string& out, std::uint64_
 
 } // namespace compile_cache::detail
 // ---- end compile_cache/detail/posix_io.hpp
+// ---- begin compile_cache/storage/detail/directory_counters.hpp
+// compile_cache: the cumulative counters a cache directory keeps for its hosts, so
+// that `compile-cache stats DIR` can say what every process that used it did.
+//
+// `DIR/.cc-counters/` holds 16 shard files (`0` ... `f`), text, one `name value` line
+// per counter. A process adds what it counted (a delta) to the shard its pid picks,
+// when its cache is destroyed or flushed: never on a hit or a store, so the hot paths
+// take no lock and make no call for it. The update is a read, add and replace under an
+// exclusive flock on the shard's lock file (`N.lock`): the new content goes to `N.new`
+// and is renamed over `N`, so a process killed at any moment leaves the old figures
+// or the new ones, never a torn file, and a reader needs no lock. Sixteen shards keep
+// processes that exit together from queueing on one lock.
+//
+// The figures are for display only: a file someone else wrote is parsed with bounds
+// (64 KiB at most, malformed lines skipped) and can mislead a reader but do nothing
+// else. Two lines are gauges, not sums: `max-size` (the size limit of the latest
+// writer) and `updated-s` (when it wrote, seconds since the epoch).
+
+// ---- begin compile_cache/storage/detail/directory_files.hpp
+// compile_cache: the POSIX pieces of directory_storage — exclusive temp files and
+// their names, a rename that does not replace, `mkdir -p`, full writes, descriptor
+// guards, the names the storage owns, and the size ledger (`DIR/.cc-stats`) with the
+// batch of a storage object's changes not yet written to it. Not part of the public
+// interface.
+
 
 #include <array>
 #include <atomic>
@@ -5114,41 +5114,23 @@ enum class entry_file_status {
 /// read refreshes it; this one leaves eviction's order alone). On failure, `why` says
 /// why in one phrase.
 inline entry_file_status read_entry_file(std::string const& path, std::uint64_t max_size, std::string& bytes,
-                                   std::string& why) {
+                                         std::string& why) {
     bytes.clear();
-    int fd;
-    do {
-        fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    } while (fd < 0 && errno == EINTR);
+    int const fd = detail::open_no_follow(AT_FDCWD, path.c_str());
     if (fd < 0) {
         why = std::string("cannot open it: ") + std::strerror(errno);
         return entry_file_status::failed;
     }
     detail::directory_storage_impl::file_descriptor const guard{fd};
     struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 0) {
-        why = "not a regular file";
-        return entry_file_status::failed;
+    switch (detail::read_regular_file(fd, bytes, max_size, st)) {
+    case detail::file_read_status::read: return entry_file_status::ok;
+    case detail::file_read_status::too_large: why = "larger than the bound on an entry"; return entry_file_status::too_large;
+    case detail::file_read_status::not_regular: why = "not a regular file"; return entry_file_status::failed;
+    case detail::file_read_status::error: break;
     }
-    if (static_cast<std::uint64_t>(st.st_size) > max_size) {
-        why = "larger than the bound on an entry";
-        return entry_file_status::too_large;
-    }
-    bytes.resize(static_cast<std::size_t>(st.st_size));
-    std::size_t got = 0;
-    while (got < bytes.size()) {
-        ssize_t const r = ::read(fd, &bytes[got], bytes.size() - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) {
-            why = std::string("cannot read it: ") + std::strerror(errno);
-            bytes.clear();
-            return entry_file_status::failed;
-        }
-        if (r == 0) break; // shorter than it was a moment ago: the caller checks what is there
-        got += static_cast<std::size_t>(r);
-    }
-    bytes.resize(got);
-    return entry_file_status::ok;
+    why = std::string("cannot read it: ") + std::strerror(errno);
+    return entry_file_status::failed;
 }
 
 } // namespace compile_cache::directory_layout

@@ -55,7 +55,7 @@ struct process_result {
     }
 };
 
-namespace child_process {
+namespace process_io {
 
 inline void close_fd(int& fd) noexcept {
     if (fd >= 0) ::close(fd);
@@ -96,7 +96,7 @@ struct pipe_pair {
     child_failed(report, errno);
 }
 
-} // namespace child_process
+} // namespace process_io
 
 /// Runs `spec` to completion (or its timeout) and returns what it did. Throws only
 /// when the child cannot be started (fork, pipe, chdir or exec failed).
@@ -108,13 +108,13 @@ inline process_result run_process(process_spec const& spec) {
     for (auto const& e : spec.env) envp.push_back(e.c_str());
     envp.push_back(nullptr);
 
-    child_process::pipe_pair out, err, report;
+    process_io::pipe_pair out, err, report;
     pid_t pid = ::fork();
     if (pid < 0) throw std::system_error(errno, std::generic_category(), "fork");
-    if (pid == 0) child_process::exec_child(argv.data(), envp.data(), spec.cwd.c_str(), out.write, err.write, report.write);
-    child_process::close_fd(out.write);
-    child_process::close_fd(err.write);
-    child_process::close_fd(report.write);
+    if (pid == 0) process_io::exec_child(argv.data(), envp.data(), spec.cwd.c_str(), out.write, err.write, report.write);
+    process_io::close_fd(out.write);
+    process_io::close_fd(err.write);
+    process_io::close_fd(report.write);
 
     process_result r;
     auto deadline = std::chrono::steady_clock::now() + spec.timeout;

@@ -10,6 +10,7 @@
 //   DIR/ab/.tmp-<hex>      a store in progress, or left by a killed one
 #pragma once
 
+#include <compile_cache/detail/posix_io.hpp>
 #include <compile_cache/storage/detail/directory_counters.hpp>
 #include <compile_cache/storage/detail/directory_files.hpp>
 
@@ -150,41 +151,23 @@ enum class entry_file_status {
 /// read refreshes it; this one leaves eviction's order alone). On failure, `why` says
 /// why in one phrase.
 inline entry_file_status read_entry_file(std::string const& path, std::uint64_t max_size, std::string& bytes,
-                                   std::string& why) {
+                                         std::string& why) {
     bytes.clear();
-    int fd;
-    do {
-        fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    } while (fd < 0 && errno == EINTR);
+    int const fd = detail::open_no_follow(AT_FDCWD, path.c_str());
     if (fd < 0) {
         why = std::string("cannot open it: ") + std::strerror(errno);
         return entry_file_status::failed;
     }
     detail::directory_storage_impl::file_descriptor const guard{fd};
     struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 0) {
-        why = "not a regular file";
-        return entry_file_status::failed;
+    switch (detail::read_regular_file(fd, bytes, max_size, st)) {
+    case detail::file_read_status::read: return entry_file_status::ok;
+    case detail::file_read_status::too_large: why = "larger than the bound on an entry"; return entry_file_status::too_large;
+    case detail::file_read_status::not_regular: why = "not a regular file"; return entry_file_status::failed;
+    case detail::file_read_status::error: break;
     }
-    if (static_cast<std::uint64_t>(st.st_size) > max_size) {
-        why = "larger than the bound on an entry";
-        return entry_file_status::too_large;
-    }
-    bytes.resize(static_cast<std::size_t>(st.st_size));
-    std::size_t got = 0;
-    while (got < bytes.size()) {
-        ssize_t const r = ::read(fd, &bytes[got], bytes.size() - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) {
-            why = std::string("cannot read it: ") + std::strerror(errno);
-            bytes.clear();
-            return entry_file_status::failed;
-        }
-        if (r == 0) break; // shorter than it was a moment ago: the caller checks what is there
-        got += static_cast<std::size_t>(r);
-    }
-    bytes.resize(got);
-    return entry_file_status::ok;
+    why = std::string("cannot read it: ") + std::strerror(errno);
+    return entry_file_status::failed;
 }
 
 } // namespace compile_cache::directory_layout
