@@ -102,6 +102,18 @@ struct host {
 template <class Storage>
 using cache_over = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, Storage>;
 
+/// A directory cache in a fresh folder, with the host's objects registered and its log lines collected.
+struct logged_cache_fixture {
+    temp_dir dir;
+    host h;
+    cc::default_cache cache{cc::directory_storage(dir.path().string())};
+    std::vector<std::string> log;
+    logged_cache_fixture() {
+        h.register_with(cache);
+        cache.set_logger([this](std::string_view line) { log.emplace_back(line); });
+    }
+};
+
 
 bool is_empty_dir(fs::path const& dir) { return fs::is_directory(dir) && fs::is_empty(dir); }
 
@@ -174,13 +186,7 @@ TEST_CASE("over null_storage every kernel is compiled", "[cache]") {
 
 // --- outcomes and statistics -------------------------------------------------------
 
-TEST_CASE("a kernel that cannot be keyed bypasses the cache with its reason", "[cache]") {
-    temp_dir dir;
-    host h;
-    cc::default_cache cache(cc::directory_storage(dir.path().string()));
-    h.register_with(cache);
-    std::vector<std::string> log;
-    cache.set_logger([&](std::string_view line) { log.emplace_back(line); });
+TEST_CASE_METHOD(logged_cache_fixture, "a kernel that cannot be keyed bypasses the cache with its reason", "[cache]") {
 
     auto kb = cache.make_key_builder("cache_test 1");
     kb.add("ir", "kernel reading a global through a raw pointer");
@@ -343,13 +349,7 @@ TEST_CASE("stores that cannot be written are counted, reported once, and the ker
     if (fs::is_regular_file(root)) CHECK(read_file(root) == "not a directory");
 }
 
-TEST_CASE("a damaged entry's miss line names the kernel, its key and its file", "[cache]") {
-    temp_dir dir;
-    host h;
-    cc::default_cache cache(cc::directory_storage(dir.path().string()));
-    h.register_with(cache);
-    std::vector<std::string> log;
-    cache.set_logger([&](std::string_view line) { log.emplace_back(line); });
+TEST_CASE_METHOD(logged_cache_fixture, "a damaged entry's miss line names the kernel, its key and its file", "[cache]") {
     REQUIRE(h.get_saxpy(cache).outcome == cc::outcome::compiled);
     cc::key const k = h.saxpy_key(cache).value();
     std::string const path = cc::directory_storage(dir.path().string()).entry_path(k);
