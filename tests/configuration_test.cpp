@@ -48,6 +48,13 @@ struct config_env : compile_cache_test::scoped_settings {
                                         "_MIN_COMPILE_TIME"}) {}
 };
 
+/// A scratch folder, and PREFIX_DIR naming the cache folder in it (made by the first store).
+struct configured_dir {
+    temp_dir dir;
+    config_env env;
+    configured_dir() { env.set("_DIR", (dir.path() / "cache").string()); }
+};
+
 /// The cache from_env(test_prefix) makes, with standard error captured to a file in `dir`
 /// while this lives; used like the std::optional it holds.
 class cache_from_env {
@@ -184,10 +191,7 @@ TEST_CASE("configuration.md: a secret file that cannot be used prints the quoted
     }
 }
 
-TEST_CASE("configuration.md: several bad values are one line each, in the documented order", "[configuration]") {
-    temp_dir dir;
-    config_env env;
-    env.set("_DIR", (dir.path() / "cache").string());
+TEST_CASE_METHOD(configured_dir, "configuration.md: several bad values are one line each, in the documented order", "[configuration]") {
     env.set("_DURABILITY", "always");
     env.set("_MAX_SIZE", "banana");
     env.set("_SHARED", "maybe");
@@ -283,11 +287,8 @@ TEST_CASE("configuration.md: a PREFIX_DIR that is an on value prints the quoted 
     }
 }
 
-TEST_CASE("configuration.md: a PREFIX_LOG value that is neither on nor off prints the quoted line, logging stays off",
+TEST_CASE_METHOD(configured_dir, "configuration.md: a PREFIX_LOG value that is neither on nor off prints the quoted line, logging stays off",
           "[configuration]") {
-    temp_dir dir;
-    config_env env;
-    env.set("_DIR", (dir.path() / "cache").string());
     env.set("_LOG", "verbose");
 
     cache_from_env c(dir.path());
@@ -309,10 +310,7 @@ TEST_CASE("configuration.md has a section for every setting from_env reads", "[c
     }
 }
 
-TEST_CASE("PREFIX_VERIFY and PREFIX_MIN_COMPILE_TIME are read as documented", "[configuration]") {
-    temp_dir dir;
-    config_env env;
-    env.set("_DIR", (dir.path() / "cache").string());
+TEST_CASE_METHOD(configured_dir, "PREFIX_VERIFY and PREFIX_MIN_COMPILE_TIME are read as documented", "[configuration]") {
     env.set("_VERIFY", "0.25");
     env.set("_MIN_COMPILE_TIME", "40");
     CHECK(cc::default_cache::from_env(test_prefix).options().verify_fraction == 0.25);
