@@ -47,21 +47,12 @@ echo "machine: $(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -1), npro
   "load average at start $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 
-python3 - "$build/examples/tinyk/tinyk" "$root/examples/tinyk/gen_chain.py" "$work" "$reps" "$backends" "${size_list[@]}" <<'PY'
-import os, random, re, statistics, subprocess, sys, tempfile, time
+PYTHONPATH="$root/benchmarks${PYTHONPATH:+:$PYTHONPATH}" python3 - "$build/examples/tinyk/tinyk" "$root/examples/tinyk/gen_chain.py" "$work" "$reps" "$backends" "${size_list[@]}" <<'PY'
+import os, random, statistics, subprocess, sys, tempfile, time
+from tinyk_stats import stats_fields  # benchmarks/tinyk_stats.py
 
 tinyk, gen, work, reps, backends = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5].split()
 sizes = [int(n) for n in sys.argv[6:]]
-
-def stats_fields(line):
-    """The numbers of `tinyk: stats: ...`: hits, misses, stores, the -ms figures, and the hit phases."""
-    f = {}
-    for name, value in re.findall(r"([a-z-]+)=([0-9.]+)", line):
-        f.setdefault(name, float(value))
-    m = re.search(r"hit-ms=\(read ([0-9.]+) verify ([0-9.]+) deserialize ([0-9.]+) relocate ([0-9.]+)\)", line)
-    if m:
-        f["read"], f["verify"], f["deserialize"], f["relocate"] = map(float, m.groups())
-    return f
 
 def environment(backend, cache=None):
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": work, "LC_ALL": "C", "TINYK_BACKEND": backend}

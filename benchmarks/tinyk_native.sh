@@ -53,21 +53,13 @@ echo "machine: $(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -1), npro
   "load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 
-python3 - "$tinyk" "$root/examples/tinyk/gen_chain.py" "$work" "$reps" "$kinds" "${size_list[@]}" <<'PY'
-import os, re, resource, statistics, subprocess, sys, time
+PYTHONPATH="$root/benchmarks${PYTHONPATH:+:$PYTHONPATH}" python3 - "$tinyk" "$root/examples/tinyk/gen_chain.py" "$work" "$reps" "$kinds" "${size_list[@]}" <<'PY'
+import os, resource, statistics, subprocess, sys, time
+from tinyk_stats import stats_fields  # benchmarks/tinyk_stats.py
 
 tinyk, gen, work, reps = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 kinds = sys.argv[5].split()
 sizes = [int(n) for n in sys.argv[6:]]
-
-def fields(text):
-    f = {}
-    for name, value in re.findall(r"([a-z-]+)=([0-9.]+)", text):
-        f.setdefault(name, float(value))
-    m = re.search(r"hit-ms=\(read ([0-9.]+) verify ([0-9.]+) deserialize ([0-9.]+) relocate ([0-9.]+)\)", text)
-    if m:
-        f["read"], f["verify"], f["deserialize"], f["relocate"] = map(float, m.groups())
-    return f
 
 def run(args, cache=None, backend="native"):
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": work, "LC_ALL": "C",
@@ -82,7 +74,7 @@ def run(args, cache=None, backend="native"):
     cpu = ((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)) * 1e3
     if p.returncode != 0:
         sys.exit(f"tinyk failed (exit {p.returncode}):\n{p.stderr}")
-    return wall, cpu, p.stdout.strip(), fields(p.stderr)
+    return wall, cpu, p.stdout.strip(), stats_fields(p.stderr)
 
 def med(xs):
     return statistics.median(xs) if xs else float("nan")

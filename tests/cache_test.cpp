@@ -103,6 +103,22 @@ struct host {
 template <class Storage>
 using cache_over = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, Storage>;
 
+/// A directory cache in a fresh folder, with the host's objects registered.
+struct cache_fixture {
+    temp_dir dir;
+    host h;
+    cc::default_cache cache{cc::directory_storage(dir.path().string())};
+    cache_fixture() { h.register_with(cache); }
+};
+
+/// The same, with the cache's log lines collected.
+struct logged_cache_fixture : cache_fixture {
+    std::vector<std::string> log;
+    logged_cache_fixture() {
+        cache.set_logger([this](std::string_view line) { log.emplace_back(line); });
+    }
+};
+
 
 bool is_empty_dir(fs::path const& dir) { return fs::is_directory(dir) && fs::is_empty(dir); }
 
@@ -175,13 +191,7 @@ TEST_CASE("over null_storage every kernel is compiled", "[cache]") {
 
 // --- outcomes and statistics -------------------------------------------------------
 
-TEST_CASE("a kernel that cannot be keyed bypasses the cache with its reason", "[cache]") {
-    temp_dir dir;
-    host h;
-    cc::default_cache cache(cc::directory_storage(dir.path().string()));
-    h.register_with(cache);
-    std::vector<std::string> log;
-    cache.set_logger([&](std::string_view line) { log.emplace_back(line); });
+TEST_CASE_METHOD(logged_cache_fixture, "a kernel that cannot be keyed bypasses the cache with its reason", "[cache]") {
 
     auto kb = cache.make_key_builder("cache_test 1");
     kb.add("ir", "kernel reading a global through a raw pointer");
@@ -207,11 +217,7 @@ TEST_CASE("a kernel that cannot be keyed bypasses the cache with its reason", "[
     CHECK(std::string(cc::to_string(cc::outcome::bypassed)) == "bypass");
 }
 
-TEST_CASE("to_string of a result says its outcome and why in one line", "[cache]") {
-    temp_dir dir;
-    host h;
-    cc::default_cache cache(cc::directory_storage(dir.path().string()));
-    h.register_with(cache);
+TEST_CASE_METHOD(cache_fixture, "to_string of a result says its outcome and why in one line", "[cache]") {
     auto compile = [&] { return h.compile_saxpy(); };
     auto key_of = [&](char const* ir) { return cache.make_key_builder("cache_test 1").add("ir", ir).finish(); };
     cc::entry_info const info{"saxpy", "blas.dsl", 3};
@@ -229,11 +235,7 @@ TEST_CASE("to_string of a result says its outcome and why in one line", "[cache]
     CHECK(cc::to_string(cc::cached<compiled_kernel>{}) == "compiled");
 }
 
-TEST_CASE("the statistics count hits, misses by reason, stores, bytes and time", "[cache]") {
-    temp_dir dir;
-    host h;
-    cc::default_cache cache(cc::directory_storage(dir.path().string()));
-    h.register_with(cache);
+TEST_CASE_METHOD(cache_fixture, "the statistics count hits, misses by reason, stores, bytes and time", "[cache]") {
     auto const k = h.saxpy_key(cache);
 
     auto slow = cache.get_or_compile<compiled_kernel>(k, {"saxpy", "blas.dsl", 10}, [&] {
@@ -265,11 +267,7 @@ TEST_CASE("the statistics count hits, misses by reason, stores, bytes and time",
     CHECK(summary.find("bytes-written=" + std::to_string(entry_size)) != std::string::npos);
 }
 
-TEST_CASE("a kernel that moved down the file loads with its source positions moved too", "[cache]") {
-    temp_dir dir;
-    host h;
-    cc::default_cache cache(cc::directory_storage(dir.path().string()));
-    h.register_with(cache);
+TEST_CASE_METHOD(cache_fixture, "a kernel that moved down the file loads with its source positions moved too", "[cache]") {
     REQUIRE(h.get_saxpy(cache, 10).outcome == cc::outcome::compiled); // starts on line 10
     relocations = {};
 
@@ -344,13 +342,7 @@ TEST_CASE("stores that cannot be written are counted, reported once, and the ker
     if (fs::is_regular_file(root)) CHECK(read_file(root) == "not a directory");
 }
 
-TEST_CASE("a damaged entry's miss line names the kernel, its key and its file", "[cache]") {
-    temp_dir dir;
-    host h;
-    cc::default_cache cache(cc::directory_storage(dir.path().string()));
-    h.register_with(cache);
-    std::vector<std::string> log;
-    cache.set_logger([&](std::string_view line) { log.emplace_back(line); });
+TEST_CASE_METHOD(logged_cache_fixture, "a damaged entry's miss line names the kernel, its key and its file", "[cache]") {
     REQUIRE(h.get_saxpy(cache).outcome == cc::outcome::compiled);
     cc::key const k = h.saxpy_key(cache).value();
     std::string const path = cc::directory_storage(dir.path().string()).entry_path(k);
@@ -452,11 +444,7 @@ TEST_CASE("an artifact whose serialize throws is counted, and the host still get
     }
 }
 
-TEST_CASE("an exception from the host's compile function reaches the host", "[cache]") {
-    temp_dir dir;
-    host h;
-    cc::default_cache cache(cc::directory_storage(dir.path().string()));
-    h.register_with(cache);
+TEST_CASE_METHOD(cache_fixture, "an exception from the host's compile function reaches the host", "[cache]") {
     auto const k = h.saxpy_key(cache);
     cc::entry_info const info{"saxpy", "blas.dsl", 10};
 

@@ -48,6 +48,32 @@ struct config_env : compile_cache_test::scoped_settings {
                                         "_MIN_COMPILE_TIME"}) {}
 };
 
+/// A scratch folder, and PREFIX_DIR naming the cache folder in it (made by the first store).
+struct configured_dir {
+    temp_dir dir;
+    config_env env;
+    configured_dir() { env.set("_DIR", (dir.path() / "cache").string()); }
+};
+
+/// The cache from_env(test_prefix) makes, with standard error captured to a file in `dir`
+/// while this lives; used like the std::optional it holds.
+class cache_from_env {
+public:
+    explicit cache_from_env(fs::path const& dir) : err_(dir / "stderr.txt") {
+        CHECK_NOTHROW(cache_.emplace(cc::default_cache::from_env(test_prefix)));
+    }
+    /// What has been printed so far, a line each.
+    std::vector<std::string> printed() { return lines_of(err_.text()); }
+    std::string text() { return err_.text(); }
+    bool has_value() const { return cache_.has_value(); }
+    cc::default_cache* operator->() { return &*cache_; }
+    cc::default_cache& operator*() { return *cache_; }
+
+private:
+    std::optional<cc::default_cache> cache_; // destroyed after err_, as the host's would be
+    captured_stderr err_;
+};
+
 /// Runs the test in `dir`, so that relative file names match the page's.
 using in_directory = compile_cache_test::working_directory;
 
@@ -118,10 +144,8 @@ TEST_CASE("configuration.md: a bad directory, verify or compile-time setting pri
             if (with_log) env.set("_LOG", "1");
             env.set(bad.suffix, bad.value);
 
-            std::optional<cc::default_cache> c;
-            captured_stderr err(dir.path() / "stderr.txt");
-            CHECK_NOTHROW(c.emplace(cc::default_cache::from_env(test_prefix)));
-            std::vector<std::string> const lines = lines_of(err.text());
+            cache_from_env c(dir.path());
+            std::vector<std::string> const lines = c.printed();
             REQUIRE(c.has_value());
 
             REQUIRE(lines.size() == 1);
@@ -153,10 +177,8 @@ TEST_CASE("configuration.md: a secret file that cannot be used prints the quoted
         env.set("_DIR", (dir.path() / "cache").string());
         env.set("_SECRET_FILE", file);
 
-        std::optional<cc::default_cache> c;
-        captured_stderr err(dir.path() / "stderr.txt");
-        CHECK_NOTHROW(c.emplace(cc::default_cache::from_env(test_prefix)));
-        std::vector<std::string> const lines = lines_of(err.text());
+        cache_from_env c(dir.path());
+        std::vector<std::string> const lines = c.printed();
         REQUIRE(c.has_value());
 
         REQUIRE(lines.size() == 1);
@@ -169,10 +191,7 @@ TEST_CASE("configuration.md: a secret file that cannot be used prints the quoted
     }
 }
 
-TEST_CASE("configuration.md: several bad values are one line each, in the documented order", "[configuration]") {
-    temp_dir dir;
-    config_env env;
-    env.set("_DIR", (dir.path() / "cache").string());
+TEST_CASE_METHOD(configured_dir, "configuration.md: several bad values are one line each, in the documented order", "[configuration]") {
     env.set("_DURABILITY", "always");
     env.set("_MAX_SIZE", "banana");
     env.set("_SHARED", "maybe");
@@ -181,10 +200,8 @@ TEST_CASE("configuration.md: several bad values are one line each, in the docume
     std::string const p = test_prefix;
 
     SECTION("VERIFY, MIN_COMPILE_TIME, SHARED, MAX_SIZE, DURABILITY; the cache enabled") {
-        std::optional<cc::default_cache> c;
-        captured_stderr err(dir.path() / "stderr.txt");
-        CHECK_NOTHROW(c.emplace(cc::default_cache::from_env(test_prefix)));
-        std::vector<std::string> const lines = lines_of(err.text());
+        cache_from_env c(dir.path());
+        std::vector<std::string> const lines = c.printed();
         REQUIRE(lines.size() == 5);
         CHECK(lines[0].rfind("compile_cache: " + p + "_VERIFY=", 0) == 0);
         CHECK(lines[1].rfind("compile_cache: " + p + "_MIN_COMPILE_TIME=", 0) == 0);
@@ -196,10 +213,8 @@ TEST_CASE("configuration.md: several bad values are one line each, in the docume
     }
     SECTION("a bad secret file first, and then the only line: the others are not read") {
         env.set("_SECRET_FILE", (dir.path() / "missing.key").string());
-        std::optional<cc::default_cache> c;
-        captured_stderr err(dir.path() / "stderr.txt");
-        CHECK_NOTHROW(c.emplace(cc::default_cache::from_env(test_prefix)));
-        std::vector<std::string> const lines = lines_of(err.text());
+        cache_from_env c(dir.path());
+        std::vector<std::string> const lines = c.printed();
         REQUIRE(lines.size() == 1);
         CHECK(lines[0].rfind("compile_cache: " + p + "_SECRET_FILE=", 0) == 0);
         REQUIRE(c.has_value());
@@ -218,10 +233,8 @@ TEST_CASE("configuration.md: with PREFIX_DIR off no other setting is read, so no
         env.set("_LOG", "1");
         env.set("_MAX_SIZE", "banana");
         env.set("_SECRET_FILE", "missing.key");
-        std::optional<cc::default_cache> c;
-        captured_stderr err(dir.path() / "stderr.txt");
-        CHECK_NOTHROW(c.emplace(cc::default_cache::from_env(test_prefix)));
-        CHECK(err.text().empty());
+        cache_from_env c(dir.path());
+        CHECK(c.text().empty());
         REQUIRE(c.has_value());
         CHECK(!c->enabled());
         CHECK(get_twice(*c, "helper") == outcomes{cc::outcome::compiled, cc::outcome::compiled});
@@ -241,12 +254,10 @@ TEST_CASE("configuration.md: a PREFIX_DIR that cannot be made a directory prints
         env.set("_DIR", "file/cache"); // ENOTDIR
         if (with_log) env.set("_LOG", "1");
 
-        std::optional<cc::default_cache> c;
-        captured_stderr err(dir.path() / "stderr.txt");
-        CHECK_NOTHROW(c.emplace(cc::default_cache::from_env(test_prefix)));
+        cache_from_env c(dir.path());
         REQUIRE(c.has_value());
         CHECK(get_twice(*c, "helper") == outcomes{cc::outcome::compiled, cc::outcome::compiled});
-        std::vector<std::string> const lines = lines_of(err.text());
+        std::vector<std::string> const lines = c.printed();
         REQUIRE(lines.size() == 1);
         INFO("printed: " << lines[0]);
         CHECK(page_quotes(lines[0]));
@@ -263,14 +274,12 @@ TEST_CASE("configuration.md: a PREFIX_DIR that is an on value prints the quoted 
         config_env env;
         env.set("_DIR", on);
 
-        std::optional<cc::default_cache> c;
-        captured_stderr err(dir.path() / "stderr.txt");
-        CHECK_NOTHROW(c.emplace(cc::default_cache::from_env(test_prefix)));
+        cache_from_env c(dir.path());
         REQUIRE(c.has_value());
         CHECK(c->enabled());
         CHECK(get_twice(*c, "helper") == outcomes{cc::outcome::compiled, cc::outcome::loaded});
         CHECK(fs::is_directory(dir.path() / on));
-        std::vector<std::string> const lines = lines_of(err.text());
+        std::vector<std::string> const lines = c.printed();
         REQUIRE(lines.size() == 1);
         INFO("printed: " << lines[0]);
         if (std::string(on) == "on") CHECK(page_quotes(lines[0]));
@@ -278,21 +287,16 @@ TEST_CASE("configuration.md: a PREFIX_DIR that is an on value prints the quoted 
     }
 }
 
-TEST_CASE("configuration.md: a PREFIX_LOG value that is neither on nor off prints the quoted line, logging stays off",
+TEST_CASE_METHOD(configured_dir, "configuration.md: a PREFIX_LOG value that is neither on nor off prints the quoted line, logging stays off",
           "[configuration]") {
-    temp_dir dir;
-    config_env env;
-    env.set("_DIR", (dir.path() / "cache").string());
     env.set("_LOG", "verbose");
 
-    std::optional<cc::default_cache> c;
-    captured_stderr err(dir.path() / "stderr.txt");
-    CHECK_NOTHROW(c.emplace(cc::default_cache::from_env(test_prefix)));
+    cache_from_env c(dir.path());
     REQUIRE(c.has_value());
     CHECK(!c->options().logger);
     CHECK(c->enabled());
     CHECK(get_twice(*c, "helper") == outcomes{cc::outcome::compiled, cc::outcome::loaded});
-    std::vector<std::string> const lines = lines_of(err.text());
+    std::vector<std::string> const lines = c.printed();
     REQUIRE(lines.size() == 1);
     INFO("printed: " << lines[0]);
     CHECK(page_quotes(lines[0]));
@@ -306,10 +310,7 @@ TEST_CASE("configuration.md has a section for every setting from_env reads", "[c
     }
 }
 
-TEST_CASE("PREFIX_VERIFY and PREFIX_MIN_COMPILE_TIME are read as documented", "[configuration]") {
-    temp_dir dir;
-    config_env env;
-    env.set("_DIR", (dir.path() / "cache").string());
+TEST_CASE_METHOD(configured_dir, "PREFIX_VERIFY and PREFIX_MIN_COMPILE_TIME are read as documented", "[configuration]") {
     env.set("_VERIFY", "0.25");
     env.set("_MIN_COMPILE_TIME", "40");
     CHECK(cc::default_cache::from_env(test_prefix).options().verify_fraction == 0.25);

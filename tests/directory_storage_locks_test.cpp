@@ -112,6 +112,17 @@ std::vector<std::string> counters_shard_locks(fs::path const& dir) {
 // would be caught by it (ctest's own timeout is far longer).
 constexpr double bound_s = 5.0;
 
+/// run_host, checked: the host exited cleanly within bound_s, having `done` ("compiled"
+/// or "loaded") all `keys` kernels.
+host_run run_host_in_time(fs::path const& dir, unsigned keys, std::uint64_t max_size, char const* done) {
+    host_run r = run_host(dir, keys, max_size);
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+    CHECK(r.seconds < bound_s);
+    CHECK(field(r.output, done) == keys);
+    return r;
+}
+
 /// A scratch cache directory, made (the lock holders lock files inside it).
 struct cache_dir {
     temp_dir tmp;
@@ -127,21 +138,14 @@ TEST_CASE("a stopped process holding the size ledger's lock: a host stores every
     fs::path const& dir = cache.dir;
     stopped_lock_holder holder({(dir / ".cc-stats").string()});
 
-    host_run const cold = run_host(dir, 200, std::uint64_t{1} << 30);
+    host_run const cold = run_host_in_time(dir, 200, std::uint64_t{1} << 30, "compiled");
     INFO(cold.output);
-    REQUIRE(cold.status == 0);
-    CHECK(cold.seconds < bound_s);
-    CHECK(field(cold.output, "compiled") == 200);
     CHECK(field(cold.output, "wrong") == 0);
     CHECK(field(cold.output, "lock_timeouts") >= 1);
     CHECK(field(cold.output, "logged") == 1); // said once, however often it happened
 
     // The entries are there: a second host, in a fresh process, loads them all.
-    host_run const warm = run_host(dir, 200, std::uint64_t{1} << 30);
-    INFO(warm.output);
-    REQUIRE(warm.status == 0);
-    CHECK(warm.seconds < bound_s);
-    CHECK(field(warm.output, "loaded") == 200);
+    host_run const warm = run_host_in_time(dir, 200, std::uint64_t{1} << 30, "loaded");
 }
 
 TEST_CASE("a stopped process holding every counters shard's lock: the host's exit is delayed a bounded time",
@@ -150,11 +154,8 @@ TEST_CASE("a stopped process holding every counters shard's lock: the host's exi
     fs::path const& dir = cache.dir;
     stopped_lock_holder holder(counters_shard_locks(dir));
 
-    host_run const r = run_host(dir, 20);
+    host_run const r = run_host_in_time(dir, 20, 0, "compiled");
     INFO(r.output);
-    REQUIRE(r.status == 0);
-    CHECK(r.seconds < bound_s);
-    CHECK(field(r.output, "compiled") == 20);
     CHECK(field(r.output, "lock_timeouts") == 1);
     CHECK(field(r.output, "logged") == 1);
     CHECK(run_host(dir, 20).output.find("loaded=20") != std::string::npos);
@@ -167,11 +168,8 @@ TEST_CASE("a stopped process holding the directory's cleanup lock: stores skip c
     stopped_lock_holder holder({dir.string()});
 
     // A limit far below what 200 entries need: every flush asks for a cleanup step.
-    host_run const r = run_host(dir, 200, 64 * 1024);
+    host_run const r = run_host_in_time(dir, 200, 64 * 1024, "compiled");
     INFO(r.output);
-    REQUIRE(r.status == 0);
-    CHECK(r.seconds < bound_s);
-    CHECK(field(r.output, "compiled") == 200);
     CHECK(field(r.output, "wrong") == 0);
 
     // An explicit prune() waits for a running cleanup, but not for ever.
@@ -199,11 +197,8 @@ TEST_CASE("a stopped process holding every lock of the cache at once: a host sti
     all.push_back(dir.string());
     stopped_lock_holder holder(all);
 
-    host_run const r = run_host(dir, 200, 64 * 1024);
+    host_run const r = run_host_in_time(dir, 200, 64 * 1024, "compiled");
     INFO(r.output);
-    REQUIRE(r.status == 0);
-    CHECK(r.seconds < bound_s);
-    CHECK(field(r.output, "compiled") == 200);
     CHECK(field(r.output, "wrong") == 0);
     CHECK(field(r.output, "logged") == 1);
 }

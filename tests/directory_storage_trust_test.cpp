@@ -5,6 +5,7 @@
 #include "catch2_compat.hpp"
 #include "support/storage_model.hpp"
 #include "support/posix.hpp"
+#include "support/scratch_storage.hpp"
 
 #include <compile_cache/storage/directory_storage.hpp>
 
@@ -27,6 +28,7 @@ using cc::directory_storage;
 using cc::read_status;
 using compile_cache_test::read_file;
 using compile_cache_test::temp_dir;
+using compile_cache_test::scratch_storage;
 using compile_cache_test::write_file;
 using storage_test::artifact;
 using storage_test::key_of;
@@ -72,14 +74,11 @@ TEST_CASE("a symlink at an entry path is a counted miss and is replaced, never f
     CHECK(r.value.variant == 0);
 }
 
-TEST_CASE("a fan-out folder swapped for a symlink: remove and prune delete nothing outside the cache",
+TEST_CASE_METHOD(scratch_storage, "a fan-out folder swapped for a symlink: remove and prune delete nothing outside the cache",
           "[storage][trust]") {
-    temp_dir dir;
-    fs::path const root = dir.path() / "cache";
-    directory_storage storage(root.string());
     auto const k = key_of(7);
-    REQUIRE(!storage.write(k.value(), "entry bytes"));
-    fs::path const entry = storage.entry_path(k.value());
+    REQUIRE(!s.write(k.value(), "entry bytes"));
+    fs::path const entry = s.entry_path(k.value());
     fs::path const folder = entry.parent_path();
 
     // Elsewhere: a folder holding a file under the entry's very name (a victim's
@@ -90,7 +89,7 @@ TEST_CASE("a fan-out folder swapped for a symlink: remove and prune delete nothi
     fs::remove_all(folder);
     fs::create_symlink(elsewhere, folder);
 
-    storage.remove(k.value()); // the folder is not followed: for the cache there is no such entry
+    s.remove(k.value()); // the folder is not followed: for the cache there is no such entry
     CHECK(read_file(elsewhere / entry.filename()) == "precious");
     cc::directory_options tiny;
     tiny.max_size = 1;
@@ -100,10 +99,7 @@ TEST_CASE("a fan-out folder swapped for a symlink: remove and prune delete nothi
     CHECK(read_file(elsewhere / entry.filename()) == "precious");
 }
 
-TEST_CASE("a symlink planted at a temp path is not followed", "[storage][trust]") {
-    temp_dir dir;
-    fs::path const root = dir.path() / "cache";
-    directory_storage s(root.string());
+TEST_CASE_METHOD(scratch_storage, "a symlink planted at a temp path is not followed", "[storage][trust]") {
     cc::key const k = key_of(2).value();
     fs::path const folder = fs::path(s.entry_path(k)).parent_path();
     fs::create_directories(folder);

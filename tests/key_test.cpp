@@ -279,6 +279,22 @@ TEST_CASE("floats are keyed by bit pattern: +0.0 and -0.0 differ, float and doub
     CHECK(key_of(1.0) != key_of(std::int64_t{1}));
 }
 
+namespace {
+
+/// Checks that every value of `nans` is a NaN keyed as the first one is; the first's key.
+template <class Float>
+cc::key one_key_for_all(std::vector<Float> const& nans) {
+    cc::key const first = key_of(nans.front());
+    for (std::size_t i = 0; i < nans.size(); ++i) {
+        INFO("NaN #" << i);
+        REQUIRE(std::isnan(nans[i]));
+        CHECK(key_of(nans[i]) == first);
+    }
+    return first;
+}
+
+} // namespace
+
 TEST_CASE("every NaN, quiet or signaling, any payload, either sign, gives one key", "[key]") {
     SECTION("double") {
         std::vector<double> nans{
@@ -295,12 +311,7 @@ TEST_CASE("every NaN, quiet or signaling, any payload, either sign, gives one ke
             from_bits<double>(std::uint64_t{0x7fffffffffffffff}), // all payload bits
             from_bits<double>(std::uint64_t{0xffffffffffffffff}),
         };
-        cc::key const first = key_of(nans.front());
-        for (std::size_t i = 0; i < nans.size(); ++i) {
-            INFO("NaN #" << i);
-            REQUIRE(std::isnan(nans[i]));
-            CHECK(key_of(nans[i]) == first);
-        }
+        cc::key const first = one_key_for_all(nans);
         CHECK(first != key_of(std::numeric_limits<double>::infinity()));
     }
     SECTION("float") {
@@ -315,12 +326,7 @@ TEST_CASE("every NaN, quiet or signaling, any payload, either sign, gives one ke
             from_bits<float>(std::uint32_t{0xff800001}),
             from_bits<float>(std::uint32_t{0x7fffffff}),
         };
-        cc::key const first = key_of(nans.front());
-        for (std::size_t i = 0; i < nans.size(); ++i) {
-            INFO("NaN #" << i);
-            REQUIRE(std::isnan(nans[i]));
-            CHECK(key_of(nans[i]) == first);
-        }
+        cc::key const first = one_key_for_all(nans);
         CHECK(first != key_of(std::numeric_limits<double>::quiet_NaN()));
     }
 }

@@ -26,6 +26,14 @@ using namespace std::chrono_literals;
 struct settings_env : compile_cache_test::scoped_settings {
     settings_env()
         : scoped_settings("CCSETTEST", {"_FILE", "_DIR", "_LOG", "_SECRET_FILE", "_LIMIT", "_WAIT", "_MODE", "_FAST"}) {}
+
+    /// Sets the size, duration, choice and switch settings at once.
+    void set_limit_wait_mode_fast(char const* limit, char const* wait, char const* mode, char const* fast) {
+        set("_LIMIT", limit);
+        set("_WAIT", wait);
+        set("_MODE", mode);
+        set("_FAST", fast);
+    }
 };
 
 /// A user's storage: entries in memory, configured by CCSETTEST_FILE (its main
@@ -105,10 +113,7 @@ TEST_CASE("settings_reader: each bad value is one line naming it and the default
     settings_env env;
     std::vector<std::string> lines;
     cc::settings_reader r("CCSETTEST", [&](std::string_view line) { lines.emplace_back(line); });
-    env.set("_LIMIT", "lots");
-    env.set("_WAIT", "soon");
-    env.set("_MODE", "quick");
-    env.set("_FAST", "maybe");
+    env.set_limit_wait_mode_fast("lots", "soon", "quick", "maybe");
     CHECK(r.byte_size("_LIMIT", 77, "77 bytes") == 77u);
     CHECK(r.milliseconds("_WAIT", 100ms) == 100ms);
     CHECK(r.choice<int>("_MODE", {{"fast", 1}, {"safe", 2}, {"slow", 3}}, 2, "a mode") == 2);
@@ -123,10 +128,7 @@ TEST_CASE("settings_reader: each bad value is one line naming it and the default
                       "stays off");
 
     lines.clear();
-    env.set("_LIMIT", "2K");
-    env.set("_WAIT", "2s");
-    env.set("_MODE", "FAST");
-    env.set("_FAST", "on");
+    env.set_limit_wait_mode_fast("2K", "2s", "FAST", "on");
     CHECK(r.byte_size("_LIMIT", 77, "77 bytes") == 2048u);
     CHECK(r.milliseconds("_WAIT", 100ms) == 2000ms);
     CHECK(r.choice<int>("_MODE", {{"fast", 1}, {"safe", 2}}, 2, "a mode") == 1);

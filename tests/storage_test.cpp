@@ -3,6 +3,7 @@
 // a file size limit) and the thread safety of memory_storage.
 #include "catch2_compat.hpp"
 #include "support/posix.hpp"
+#include "support/scratch_storage.hpp"
 
 #include <compile_cache/storage/directory_storage.hpp>
 #include <compile_cache/storage/memory_storage.hpp>
@@ -39,6 +40,7 @@ using compile_cache::null_storage;
 using compile_cache::read_status;
 using compile_cache_test::read_file;
 using compile_cache_test::temp_dir;
+using compile_cache_test::scratch_storage;
 using compile_cache_test::write_file;
 namespace fs = std::filesystem;
 
@@ -174,11 +176,8 @@ TEMPLATE_TEST_CASE("a storage returns what was written under a key", "[storage]"
     }
 }
 
-TEST_CASE("directory_storage lays entries out as DIR/ab/<hex of the key>",
+TEST_CASE_METHOD(scratch_storage, "directory_storage lays entries out as DIR/ab/<hex of the key>",
           "[storage][directory_storage]") {
-    temp_dir dir;
-    fs::path const root = dir.path() / "cache";
-    directory_storage s(root.string());
     CHECK(s.directory() == root.string());
 
     unsigned char const bytes[] = {0xAB, 0xCD, 0xEF, 0x01, 0x9A};
@@ -202,11 +201,8 @@ TEST_CASE("directory_storage lays entries out as DIR/ab/<hex of the key>",
     for (auto const& x : keys) CHECK(read_file(s.entry_path(x)) == x.hex());
 }
 
-TEST_CASE("directory_storage leaves no temp file behind a successful write",
+TEST_CASE_METHOD(scratch_storage, "directory_storage leaves no temp file behind a successful write",
           "[storage][directory_storage]") {
-    temp_dir dir;
-    fs::path const root = dir.path() / "cache";
-    directory_storage s(root.string());
 
     std::set<std::string> expected;
     for (std::uint32_t i = 0; i < 200; ++i) {
@@ -234,10 +230,8 @@ TEST_CASE("directory_storage leaves no temp file behind a successful write",
     CHECK(found == expected);
 }
 
-TEST_CASE("directory_storage replaces an entry by rename, never in place",
+TEST_CASE_METHOD(scratch_storage, "directory_storage replaces an entry by rename, never in place",
           "[storage][directory_storage]") {
-    temp_dir dir;
-    directory_storage s((dir.path() / "cache").string());
     key const k = make_key(0x42);
     std::string const old_bytes = binary_bytes(100000);
     REQUIRE(!s.write(k, old_bytes));
@@ -262,10 +256,8 @@ TEST_CASE("directory_storage replaces an entry by rename, never in place",
     CHECK(seen == old_bytes);
 }
 
-TEST_CASE("directory_storage refuses an entry over max_size without reading it",
+TEST_CASE_METHOD(scratch_storage, "directory_storage refuses an entry over max_size without reading it",
           "[storage][directory_storage]") {
-    temp_dir dir;
-    directory_storage s((dir.path() / "cache").string());
     key const k = make_key(0x10);
     REQUIRE(!s.write(k, std::string(100000, 'z')));
 
@@ -281,11 +273,8 @@ TEST_CASE("directory_storage refuses an entry over max_size without reading it",
     CHECK(out.size() == 100000);
 }
 
-TEST_CASE("directory_storage does not follow a symlink planted at an entry path",
+TEST_CASE_METHOD(scratch_storage, "directory_storage does not follow a symlink planted at an entry path",
           "[storage][directory_storage]") {
-    temp_dir dir;
-    fs::path const root = dir.path() / "cache";
-    directory_storage s(root.string());
     key const k = make_key(0xab, 7);
     fs::path const entry = s.entry_path(k);
     fs::path const target = dir.path() / "precious";
@@ -318,11 +307,8 @@ TEST_CASE("directory_storage does not follow a symlink planted at an entry path"
     CHECK(fs::is_regular_file(fs::symlink_status(s.entry_path(k2))));
 }
 
-TEST_CASE("directory_storage rejects what is not a regular file at an entry path",
+TEST_CASE_METHOD(scratch_storage, "directory_storage rejects what is not a regular file at an entry path",
           "[storage][directory_storage]") {
-    temp_dir dir;
-    fs::path const root = dir.path() / "cache";
-    directory_storage s(root.string());
     key const k = make_key(0x3c);
     fs::path const entry = s.entry_path(k);
     fs::create_directories(entry.parent_path());
@@ -478,11 +464,8 @@ TEST_CASE("a disabled directory_storage stores nothing", "[storage][directory_st
     CHECK(!fs::exists(dir.path() / "cache"));
 }
 
-TEST_CASE("directory_storage: concurrent writers to one key never expose a partial entry",
+TEST_CASE_METHOD(scratch_storage, "directory_storage: concurrent writers to one key never expose a partial entry",
           "[storage][directory_storage]") {
-    temp_dir dir;
-    fs::path const root = dir.path() / "cache";
-    directory_storage s(root.string());
     key const k = make_key(0x99);
     constexpr int writers = 4, rounds = 100;
     auto value_of = [](int w) { return std::string(static_cast<std::size_t>(20000 * (w + 1)), static_cast<char>('a' + w)); };

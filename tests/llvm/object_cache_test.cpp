@@ -120,12 +120,34 @@ helper_run run_helper(fs::path const& cache_dir, std::string const& args,
 constexpr char const* compiled = "hits=0 misses=1 rejected=0 notified=1 bypassed=0";
 constexpr char const* loaded = "hits=1 misses=0 rejected=0 notified=0 bypassed=0";
 
+/// Runs the helper and checks that it printed f(6) (`result`) and `counts` (compiled or loaded).
+helper_run check_run(fs::path const& cache_dir, std::string const& args, char const* counts,
+                     std::string const& result = "43") {
+    helper_run r = run_helper(cache_dir, args);
+    INFO(args << "\n" << r.out);
+    CHECK(r.has("result=" + result + " "));
+    CHECK(r.has(counts));
+    return r;
+}
+
+bool is_entry(fs::directory_entry const& e) {
+    return e.is_regular_file() && e.path().filename().string().size() == 64;
+}
+
 std::size_t entry_count(fs::path const& dir) {
     std::size_t n = 0;
     if (!fs::exists(dir)) return 0;
     for (auto const& e : fs::recursive_directory_iterator(dir))
-        if (e.is_regular_file() && e.path().filename().string().size() == 64) ++n;
+        if (is_entry(e)) ++n;
     return n;
+}
+
+/// The path of an entry below `dir` (the last one found), empty when there is none.
+fs::path some_entry(fs::path const& dir) {
+    fs::path entry;
+    for (auto const& e : fs::recursive_directory_iterator(dir))
+        if (is_entry(e)) entry = e.path();
+    return entry;
 }
 
 /// The value after `name=` in the helper's output, up to a space or line end.
@@ -140,17 +162,13 @@ std::string field(helper_run const& r, std::string const& name) {
 
 TEST_CASE("llvm object_cache: a module compiled in one process is loaded in the next, not compiled") {
     temp_dir dir;
-    helper_run first = run_helper(dir.path(), "--constant 7");
+    helper_run const first = check_run(dir.path(), "--constant 7", compiled);
     INFO(first.out);
-    CHECK(first.has("result=43 "));
-    CHECK(first.has(compiled));
     CHECK(first.has("cache: hits=0 absent=1 corrupt=0 stores=1"));
     CHECK(entry_count(dir.path()) == 1);
 
-    helper_run second = run_helper(dir.path(), "--constant 7");
+    helper_run const second = check_run(dir.path(), "--constant 7", loaded);
     INFO(second.out);
-    CHECK(second.has("result=43 "));
-    CHECK(second.has(loaded));
     CHECK(second.has("cache: hits=1 absent=0 corrupt=0 stores=0"));
     CHECK(entry_count(dir.path()) == 1);
 }
@@ -158,10 +176,7 @@ TEST_CASE("llvm object_cache: a module compiled in one process is loaded in the 
 TEST_CASE("llvm object_cache: a changed function misses, and both versions stay cached") {
     temp_dir dir;
     CHECK(run_helper(dir.path(), "--constant 7").has(compiled));
-    helper_run changed = run_helper(dir.path(), "--constant 8");
-    INFO(changed.out);
-    CHECK(changed.has("result=49 "));
-    CHECK(changed.has(compiled));
+    check_run(dir.path(), "--constant 8", compiled, "49");
     CHECK(entry_count(dir.path()) == 2);
     CHECK(run_helper(dir.path(), "--constant 7").has(loaded));
     CHECK(run_helper(dir.path(), "--constant 8").has(loaded));
@@ -170,15 +185,9 @@ TEST_CASE("llvm object_cache: a changed function misses, and both versions stay 
 TEST_CASE("llvm object_cache: another opt level misses (code generator, or IR optimisation)") {
     temp_dir dir;
     CHECK(run_helper(dir.path(), "--opt 2").has(compiled));
-    helper_run o0 = run_helper(dir.path(), "--opt 0");
-    INFO(o0.out);
-    CHECK(o0.has("result=43 "));
-    CHECK(o0.has(compiled));
+    check_run(dir.path(), "--opt 0", compiled);
     CHECK(run_helper(dir.path(), "--opt 3").has(compiled));
-    helper_run ir = run_helper(dir.path(), "--opt 2 --ir-opt");
-    INFO(ir.out);
-    CHECK(ir.has("result=43 "));
-    CHECK(ir.has(compiled)); // O2 changed the bitcode (attributes at least)
+    check_run(dir.path(), "--opt 2 --ir-opt", compiled); // O2 changed the bitcode (attributes at least)
     CHECK(entry_count(dir.path()) == 4);
     CHECK(run_helper(dir.path(), "--opt 0").has(loaded));
     CHECK(run_helper(dir.path(), "--opt 2 --ir-opt").has(loaded));
@@ -193,10 +202,7 @@ TEST_CASE("llvm object_cache: another CPU misses") {
     temp_dir dir;
     // Both CPUs run on any x86-64 machine.
     CHECK(run_helper(dir.path(), "--cpu x86-64").has(compiled));
-    helper_run core2 = run_helper(dir.path(), "--cpu core2");
-    INFO(core2.out);
-    CHECK(core2.has("result=43 "));
-    CHECK(core2.has(compiled));
+    check_run(dir.path(), "--cpu core2", compiled);
     CHECK(run_helper(dir.path(), "").has(compiled)); // the host CPU and its features
     CHECK(run_helper(dir.path(), "--cpu x86-64").has(loaded));
     CHECK(run_helper(dir.path(), "--cpu core2").has(loaded));
@@ -205,27 +211,20 @@ TEST_CASE("llvm object_cache: another CPU misses") {
 TEST_CASE("llvm object_cache: a corrupt entry misses, the JIT compiles as usual, and the entry is replaced") {
     temp_dir dir;
     CHECK(run_helper(dir.path(), "").has(compiled));
-    fs::path entry;
-    for (auto const& e : fs::recursive_directory_iterator(dir.path()))
-        if (e.is_regular_file() && e.path().filename().string().size() == 64) entry = e.path();
+    fs::path const entry = some_entry(dir.path());
     REQUIRE(!entry.empty());
     std::string bytes = compile_cache_test::read_file(entry);
     REQUIRE(bytes.size() > 200);
     bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x20); // inside the object code
     compile_cache_test::write_file(entry, bytes);
 
-    helper_run after = run_helper(dir.path(), "");
+    helper_run const after = check_run(dir.path(), "", compiled);
     INFO(after.out);
-    CHECK(after.has("result=43 "));
-    CHECK(after.has(compiled));
     CHECK(after.has("cache: hits=0 absent=0 corrupt=1 stores=1"));
     CHECK(run_helper(dir.path(), "").has(loaded));
 
     compile_cache_test::write_file(entry, bytes.substr(0, bytes.size() / 3)); // truncated
-    helper_run truncated = run_helper(dir.path(), "");
-    INFO(truncated.out);
-    CHECK(truncated.has("result=43 "));
-    CHECK(truncated.has(compiled));
+    check_run(dir.path(), "", compiled);
 }
 
 TEST_CASE("llvm object_cache: a JIT that never gives the target caches nothing, counts a bypass and says set_target once") {
@@ -251,10 +250,7 @@ TEST_CASE("llvm object_cache: without a cache, nothing is cached and nothing is 
 TEST_CASE("llvm object_cache: an own IRCompileLayer JIT and LLJIT share entries") {
     temp_dir dir;
     CHECK(run_helper(dir.path(), "").has(compiled));
-    helper_run lljit = run_helper(dir.path(), "--lljit");
-    INFO(lljit.out);
-    CHECK(lljit.has("result=43 "));
-    CHECK(lljit.has(loaded));
+    check_run(dir.path(), "--lljit", loaded);
 }
 
 TEST_CASE("llvm object_cache: entries are named after the function a module defines, and compile time is counted") {
@@ -265,9 +261,7 @@ TEST_CASE("llvm object_cache: entries are named after the function a module defi
     CHECK(r.has("llvm object cache: stored 'f' ("));
     CHECK(std::stoull("0" + field(r, "compile-ns")) > 0); // the cache's statistics, this process's
     CHECK(r.has("llvm object cache: hits=0 misses=1 rejected=0 stored=1 bypassed=0")); // the summary line
-    fs::path entry;
-    for (auto const& e : fs::recursive_directory_iterator(dir.path()))
-        if (e.is_regular_file() && e.path().filename().string().size() == 64) entry = e.path();
+    fs::path const entry = some_entry(dir.path());
     REQUIRE(!entry.empty());
     std::string const bytes = compile_cache_test::read_file(entry);
     CHECK(bytes.find("helper.ll") != std::string::npos); // the origin, in the entry's metadata
@@ -293,10 +287,7 @@ TEST_CASE("llvm object_cache: a changed LLVM option misses, and each setting kee
     CHECK(run_helper(dir.path(), "").has(compiled));
     CHECK(run_helper(dir.path(), "--llvm-option -enable-misched=false").has(compiled));
     CHECK(run_helper(dir.path(), "--llvm-option -enable-misched=false").has(loaded));
-    helper_run other = run_helper(dir.path(), "--llvm-option -enable-misched=true");
-    INFO(other.out);
-    CHECK(other.has("result=43 "));
-    CHECK(other.has(compiled));
+    check_run(dir.path(), "--llvm-option -enable-misched=true", compiled);
     CHECK(run_helper(dir.path(), "").has(loaded));
     CHECK(entry_count(dir.path()) == 3);
 }

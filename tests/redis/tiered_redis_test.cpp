@@ -74,13 +74,17 @@ std::uint64_t calls_of(admin& a, std::string const& command) {
     return std::stoull(field.substr(field.find("calls=") + 6));
 }
 
+/// A fresh redis-server, a connection to inspect it, and a scratch folder for the machines' caches.
+struct server_and_folder {
+    server s;
+    admin a{s.port()};
+    compile_cache_test::temp_dir dir;
+};
+
 } // namespace
 
-TEST_CASE("Tier on Redis: a remote hit is copied locally, and the next cache loads it sending no command",
+TEST_CASE_METHOD(server_and_folder, "Tier on Redis: a remote hit is copied locally, and the next cache loads it sending no command",
           "[redis][tiered]") {
-    server s;
-    admin a(s.port());
-    compile_cache_test::temp_dir dir;
     std::string const ns = unique_name("tier");
     {
         machine ci((dir.path() / "ci").string(), remote_at(s.url(), ns));
@@ -160,11 +164,8 @@ TEST_CASE("Tier on Redis: a killed server is refused and skipped, restarted, it 
     CHECK(admin(s.port())({"EXISTS", ns + ":" + m.key(10).value().hex()}) == "1");
 }
 
-TEST_CASE("Tier on Redis: a well-formed entry planted with a wrong HMAC is unauthenticated and never loaded",
+TEST_CASE_METHOD(server_and_folder, "Tier on Redis: a well-formed entry planted with a wrong HMAC is unauthenticated and never loaded",
           "[redis][tiered][security]") {
-    server s;
-    admin a(s.port());
-    compile_cache_test::temp_dir dir;
     std::string const ns = unique_name("forged");
     machine victim((dir.path() / "victim").string(), remote_at(s.url(), ns), "the team's secret");
 

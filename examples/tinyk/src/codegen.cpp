@@ -82,12 +82,7 @@ private:
     std::size_t put(std::int32_t op, std::int32_t x, std::int32_t y, std::int32_t z, ir::instr const& src) {
         std::size_t at = a_.code.size();
         a_.code.insert(a_.code.end(), {op, x, y, z});
-        std::int32_t line = src.line;
-        if (src.origin > 0) {
-            int k = f_.origins.at(static_cast<std::size_t>(src.origin - 1));
-            line -= m_.kernels.at(static_cast<std::size_t>(k))->first_line;
-        }
-        a_.lines.push_back(line);
+        a_.lines.push_back(source_map_line(src, f_, m_));
         a_.origins.push_back(src.origin);
         return at;
     }
@@ -220,5 +215,11 @@ private:
 } // namespace
 
 artifact generate(ir::function const& f, module const& m) { return generator(f, m).run(); }
+
+std::int32_t source_map_line(ir::instr const& i, ir::function const& f, module const& m) {
+    if (i.origin <= 0) return i.line;
+    int const from = f.origins.at(static_cast<std::size_t>(i.origin - 1));
+    return i.line - m.kernels.at(static_cast<std::size_t>(from))->first_line;
+}
 
 } // namespace tinyk

@@ -3,6 +3,7 @@
 // RTTI, is reached through cache_glue.hpp / native_glue.cpp).
 #include "native_backend.hpp"
 
+#include "codegen.hpp" // source_map_line
 #include "compiler.hpp"
 #include "diag.hpp"
 #include "native_artifact.hpp"
@@ -175,12 +176,7 @@ private:
 
     // A failure site: the source map entry the runtime reads when the code fails here.
     std::int32_t site(ir::instr const& i) {
-        std::int32_t line = i.line;
-        if (i.origin > 0) {
-            int from = f_.origins.at(static_cast<std::size_t>(i.origin - 1));
-            line -= m_.kernels.at(static_cast<std::size_t>(from))->first_line;
-        }
-        a_.lines.push_back(line);
+        a_.lines.push_back(source_map_line(i, f_, m_));
         a_.origins.push_back(i.origin);
         return static_cast<std::int32_t>(a_.lines.size() - 1);
     }

@@ -1,11 +1,7 @@
 // tinyk's error paths and its opt-in cache, in fresh processes: errors in the
 // program (exit 2, FILE:LINE:COL), failed asserts (exit 3, FILE:LINE), no cache
 // directory (nothing written anywhere), and --help listing what the library reads.
-#if __has_include(<catch2/catch_test_macros.hpp>)
-#include <catch2/catch_test_macros.hpp>
-#else
-#include <catch2/catch.hpp>
-#endif
+#include "catch2_compat.hpp"
 
 #include "tinyk_support.hpp"
 
@@ -60,33 +56,31 @@ TEST_CASE("tinyk errors: every error in a program is FILE:LINE:COL with exit 2")
 }
 
 TEST_CASE("tinyk errors: a failed assert is FILE:LINE and exit 3, cold and warm") {
-    for (std::string const& backend : backends()) {
-        INFO("backend: " << backend);
-        scenario s(backend);
-        s.write_program("# main(x) fails its assert when x is negative\n"
-                        "kernel check_positive(x) {\n"
-                        "  assert(x >= 0);\n"
-                        "  return x;\n"
-                        "}\n"
-                        "\n"
-                        "kernel main(x) {\n"
-                        "  var y = check_positive(x) + 1;\n"
-                        "  assert(y > 0.5);\n"
-                        "  return sqrt(y);\n"
-                        "}\n");
-        for (char const* level : {"-O1", "-O0"}) {
-            for (int run = 0; run < 2; ++run) { // compiled, then loaded
-                INFO(level << (run ? " warm" : " cold"));
-                auto r = s.run({"main", "-2"}, {level});
-                INFO(r.describe());
-                CHECK(r.exited(3));
-                CHECK(r.out.empty());
-                CHECK(r.err.find(s.program().string() + ":3: assertion failed in check_positive\n") != std::string::npos);
-                CHECK((run ? r.loaded() : r.compiled()) == names{"check_positive", "main"});
-                auto ok = s.run({"main", "1"}, {level});
-                CHECK(ok.exited(0));
-                CHECK(ok.out == "1.4142135623730951\n");
-            }
+    scenario s(each_backend());
+    INFO("backend: " << s.backend());
+    s.write_program("# main(x) fails its assert when x is negative\n"
+                    "kernel check_positive(x) {\n"
+                    "  assert(x >= 0);\n"
+                    "  return x;\n"
+                    "}\n"
+                    "\n"
+                    "kernel main(x) {\n"
+                    "  var y = check_positive(x) + 1;\n"
+                    "  assert(y > 0.5);\n"
+                    "  return sqrt(y);\n"
+                    "}\n");
+    for (char const* level : {"-O1", "-O0"}) {
+        for (int run = 0; run < 2; ++run) { // compiled, then loaded
+            INFO(level << (run ? " warm" : " cold"));
+            auto r = s.run({"main", "-2"}, {level});
+            INFO(r.describe());
+            CHECK(r.exited(3));
+            CHECK(r.out.empty());
+            CHECK(r.err.find(s.program().string() + ":3: assertion failed in check_positive\n") != std::string::npos);
+            CHECK((run ? r.loaded() : r.compiled()) == names{"check_positive", "main"});
+            auto ok = s.run({"main", "1"}, {level});
+            CHECK(ok.exited(0));
+            CHECK(ok.out == "1.4142135623730951\n");
         }
     }
 }

@@ -4,6 +4,7 @@
 // written or rewritten by a run.
 #pragma once
 
+#include "catch2_compat.hpp"
 #include "support/posix.hpp"
 #include "support/process.hpp"
 
@@ -311,6 +312,7 @@ public:
     }
 
     cache_listing entries() const { return list_entries(cache_); }
+    std::string const& backend() const noexcept { return backend_; }
 
 private:
     temp_dir root_;
@@ -337,6 +339,10 @@ inline std::vector<std::string> const& backends() {
     }();
     return list;
 }
+
+/// One of backends(), a Catch2 generator: a test case that starts with
+/// `scenario s(each_backend());` runs once per backend, each run on its own.
+inline std::string each_backend() { return GENERATE(from_range(backends())); }
 
 using names = std::vector<std::string>;
 

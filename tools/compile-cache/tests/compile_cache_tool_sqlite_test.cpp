@@ -7,12 +7,26 @@
 
 using namespace compile_cache_tool_test;
 
-TEST_CASE("compile-cache on a SQLite file a cache made tells its entries, named sqlite:FILE or by its path alone",
-          "[compile-cache][sqlite]") {
-    temp_dir dir("compile-cache-sqlite");
+namespace {
+
+/// A scratch folder for one SQLite cache file, which fill() makes.
+struct sqlite_file {
+    temp_dir dir{"compile-cache-sqlite"};
     std::string const file = (dir.path() / "cache.db").string();
-    std::vector<std::string> const keys = lines_of(fill_cache({"sqlite:" + file, "3"}));
-    REQUIRE(keys.size() == 3);
+
+    /// Stores `n` kernels into the file through a real cache (fill_cache); their keys.
+    std::vector<std::string> fill(int n) const {
+        std::vector<std::string> keys = lines_of(fill_cache({"sqlite:" + file, std::to_string(n)}));
+        REQUIRE(keys.size() == static_cast<std::size_t>(n));
+        return keys;
+    }
+};
+
+} // namespace
+
+TEST_CASE_METHOD(sqlite_file, "compile-cache on a SQLite file a cache made tells its entries, named sqlite:FILE or by its path alone",
+          "[compile-cache][sqlite]") {
+    std::vector<std::string> const keys = fill(3);
     for (std::string const& cache : {"sqlite:" + file, file}) {
         INFO(cache);
         process_result const stats = tool({"stats", cache, "--json"});
@@ -41,12 +55,9 @@ TEST_CASE("compile-cache on a SQLite file a cache made tells its entries, named 
     }
 }
 
-TEST_CASE("verify on a SQLite file finds a damaged row (exit 1) and --remove deletes that row only",
+TEST_CASE_METHOD(sqlite_file, "verify on a SQLite file finds a damaged row (exit 1) and --remove deletes that row only",
           "[compile-cache][sqlite]") {
-    temp_dir dir("compile-cache-sqlite");
-    std::string const file = (dir.path() / "cache.db").string();
-    std::vector<std::string> const keys = lines_of(fill_cache({"sqlite:" + file, "3"}));
-    REQUIRE(keys.size() == 3);
+    std::vector<std::string> const keys = fill(3);
     process_result const clean = tool({"verify", file});
     REQUIRE_EXIT(clean, 0);
     CHECK(clean.out.find(": 6 sound, 0 bad") != std::string::npos); // 3 entries, 3 identity records
@@ -70,11 +81,9 @@ TEST_CASE("verify on a SQLite file finds a damaged row (exit 1) and --remove del
     CHECK(json_query(listed.out, "sorted(e['name'] for e in d['entries'])") == "['kernel_0', 'kernel_2']");
 }
 
-TEST_CASE("clear empties a SQLite cache, a missing file, a file that is no database, another program's database and prune are refused",
+TEST_CASE_METHOD(sqlite_file, "clear empties a SQLite cache, a missing file, a file that is no database, another program's database and prune are refused",
           "[compile-cache][sqlite]") {
-    temp_dir dir("compile-cache-sqlite");
-    std::string const file = (dir.path() / "cache.db").string();
-    fill_cache({"sqlite:" + file, "2"});
+    fill(2);
     process_result const cleared = tool({"clear", "sqlite:" + file});
     REQUIRE_EXIT(cleared, 0);
     CHECK(cleared.out.rfind("removed 4 entries (", 0) == 0); // 2 entries and their identity records
@@ -128,12 +137,9 @@ std::string sql(std::string const& file, std::string const& statement) {
 }
 } // namespace
 
-TEST_CASE("show and verify on a SQLite file leave the entries' use times, and so the eviction order, alone",
+TEST_CASE_METHOD(sqlite_file, "show and verify on a SQLite file leave the entries' use times, and so the eviction order, alone",
           "[compile-cache][sqlite]") {
-    temp_dir dir("compile-cache-sqlite");
-    std::string const file = (dir.path() / "cache.db").string();
-    std::vector<std::string> const keys = lines_of(fill_cache({"sqlite:" + file, "2"}));
-    REQUIRE(keys.size() == 2);
+    std::vector<std::string> const keys = fill(2);
     // As if last used two hours ago: a read by a cache would now refresh them.
     sql(file, "UPDATE entries SET used = used - 7200");
     std::string const before = sql(file, "SELECT hex(key), used FROM entries ORDER BY key");
