@@ -98,7 +98,13 @@ TEST_CASE("parse_fraction: 0 to 1 with a decimal point, whatever the locale, not
     CHECK(cc::parse_fraction("0.25") == 0.25);
     CHECK(cc::parse_fraction(".5") == 0.5);
     CHECK(cc::parse_fraction("0.01") == Approx(0.01));
-    for (char const* bad : {"", ".", "1.5", "2", "-0.5", "+0.5", "0,5", "1e-2", "0.5.1", " 0.5", "0.1234567890123456789"})
+    CHECK(cc::parse_fraction("1e-3") == Approx(0.001));
+    CHECK(cc::parse_fraction("5E-1") == 0.5);
+    CHECK(cc::parse_fraction("0.001e+2") == Approx(0.1));
+    CHECK(cc::parse_fraction(" 0.5\t") == 0.5);
+    CHECK(cc::parse_fraction("0e5") == 0.0);
+    for (char const* bad : {"", ".", "1.5", "2", "-0.5", "+0.5", "0,5", "0.5.1", "0.1234567890123456789", "1e", "1e1",
+                            "1e-1000", "e-3", "0.5 x"})
         CHECK_FALSE(cc::parse_fraction(bad).has_value());
 }
 

@@ -631,7 +631,7 @@ private:
         if (!enabled_) return cached<Artifact>{std::forward<Compile>(compile)(), outcome::compiled, "disabled"};
         if (!k.ok()) {
             state_->stats.bypassed(k.bypass_reason());
-            log("bypass " + info.name + ": " + k.bypass_reason());
+            log_with([&] { return "bypass " + info.name + ": " + k.bypass_reason(); });
             auto start = std::chrono::steady_clock::now();
             cached<Artifact> result{std::forward<Compile>(compile)(), outcome::bypassed, k.bypass_reason()};
             state_->stats.compiled(detail::elapsed_ns(start));
@@ -652,7 +652,7 @@ private:
             // A new kernel is the normal case of a cold run: only a recompile is logged.
             if (options_.logger && (explanation.what == miss_explanation::kind::changed ||
                                     explanation.what == miss_explanation::kind::evicted))
-                log("miss " + info.name + " (absent): " + explanation.text());
+                log_with([&] { return "miss " + info.name + " (absent): " + explanation.text(); });
         }
         auto start = std::chrono::steady_clock::now();
         cached<Artifact> result{std::forward<Compile>(compile)(), outcome::compiled, to_string(why)};
@@ -912,12 +912,11 @@ private:
     std::nullopt_t missed(load_attempt& attempt, miss_reason r, std::string const& detail) noexcept {
         attempt.why = r;
         state_->stats.miss(r, attempt.bytes, detail::elapsed_ns(attempt.start));
-        if (r == miss_reason::absent) return std::nullopt;
-        try {
-            log("miss " + attempt.info.name + " (" + failure_subject(attempt.k) + "): " + to_string(r) +
-                (detail.empty() ? "" : ": " + detail));
-        } catch (...) {
-        }
+        if (r != miss_reason::absent)
+            log_with([&] {
+                return "miss " + attempt.info.name + " (" + failure_subject(attempt.k) + "): " + to_string(r) +
+                       (detail.empty() ? "" : ": " + detail);
+            });
         return std::nullopt;
     }
 
@@ -927,11 +926,10 @@ private:
         // A write error (disk full, read-only, permission) tends to repeat for every
         // store: it is reported once, and counted every time.
         if (f == store_failure::write_error && state_->write_error_logged.exchange(true)) return false;
-        try {
-            log("store failed " + info.name + " (" + failure_subject(k) + "): " + to_string(f) +
-                (detail.empty() ? "" : ": " + detail));
-        } catch (...) {
-        }
+        log_with([&] {
+            return "store failed " + info.name + " (" + failure_subject(k) + "): " + to_string(f) +
+                   (detail.empty() ? "" : ": " + detail);
+        });
         return false;
     }
 
@@ -984,11 +982,17 @@ private:
     }
 
     void log(std::string const& line) noexcept {
+        log_with([&]() -> std::string const& { return line; });
+    }
+
+    /// Logs the line `build()` makes, built only when there is a logger; neither the
+    /// building (out of memory) nor a throwing logger reaches the host.
+    template <class Build>
+    void log_with(Build&& build) noexcept {
         if (!options_.logger) return;
         try {
-            options_.logger(line);
+            options_.logger(build());
         } catch (...) {
-            // A throwing logger must not turn a counted miss into a failure in the host.
         }
     }
 

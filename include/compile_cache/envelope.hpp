@@ -323,7 +323,7 @@ private:
 /// Starts an entry in `out` (which is cleared): everything up to the payload. The
 /// serializer then appends the payload, and seal_envelope() finishes the entry.
 /// Returns the position of the payload length field. `auth` must be the one given to
-/// seal_envelope. envelope_writer does the same and also bounds the sizes.
+/// seal_envelope. envelope_writer does the same, and tells whether the metadata fits.
 inline std::size_t begin_envelope(std::string& out, key const& k, entry_metadata const& m,
                                   envelope_auth const& auth = envelope_auth()) {
     return detail::write_envelope_header(out, k, m, auth).length_at;

@@ -92,26 +92,43 @@ inline std::optional<std::uint64_t> parse_whole_number(std::string_view s, std::
 }
 
 /// Parses a fraction from 0 to 1 written with a decimal point, whatever the host's
-/// locale: `0`, `1`, `0.01`, `.5`, `1.0`. nullopt for anything else (a sign, an
-/// exponent, a comma, more than 18 digits, a value over 1).
+/// locale, optionally with a decimal exponent: `0`, `1`, `0.01`, `.5`, `1e-3`, ` 0.5 `.
+/// nullopt for anything else (a sign before the number, a comma, more than 18 digits,
+/// an exponent of more than 3 digits, a value over 1).
 inline std::optional<double> parse_fraction(std::string_view s) noexcept {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
     std::uint64_t digits = 0;
-    std::size_t count = 0, decimals = 0;
+    std::size_t count = 0, i = 0;
+    int scale = 0; // the value is digits * 10^scale
     bool point = false;
-    for (char c : s) {
+    for (; i < s.size() && s[i] != 'e' && s[i] != 'E'; ++i) {
+        char const c = s[i];
         if (c == '.' && !point) {
             point = true;
         } else if (c >= '0' && c <= '9') {
             if (++count > 18) return std::nullopt;
             digits = digits * 10 + static_cast<std::uint64_t>(c - '0');
-            if (point) ++decimals;
+            if (point) --scale;
         } else {
             return std::nullopt;
         }
     }
     if (count == 0) return std::nullopt;
+    if (i < s.size()) { // an exponent: e, an optional sign, 1 to 3 digits
+        std::string_view e = s.substr(i + 1);
+        bool const negative = !e.empty() && e.front() == '-';
+        if (!e.empty() && (e.front() == '-' || e.front() == '+')) e.remove_prefix(1);
+        std::optional<std::uint64_t> const n = parse_whole_number(e, 3);
+        if (!n) return std::nullopt;
+        scale += negative ? -static_cast<int>(*n) : static_cast<int>(*n);
+    }
     double v = static_cast<double>(digits);
-    for (std::size_t i = 0; i < decimals; ++i) v /= 10;
+    for (; scale < 0 && v != 0; ++scale) v /= 10;
+    for (; scale > 0 && v != 0; --scale) {
+        v *= 10;
+        if (v > 1) return std::nullopt;
+    }
     if (v > 1) return std::nullopt;
     return v;
 }

@@ -3303,26 +3303,43 @@ inline std::optional<std::uint64_t> parse_whole_number(std::string_view s, std::
 }
 
 /// Parses a fraction from 0 to 1 written with a decimal point, whatever the host's
-/// locale: `0`, `1`, `0.01`, `.5`, `1.0`. nullopt for anything else (a sign, an
-/// exponent, a comma, more than 18 digits, a value over 1).
+/// locale, optionally with a decimal exponent: `0`, `1`, `0.01`, `.5`, `1e-3`, ` 0.5 `.
+/// nullopt for anything else (a sign before the number, a comma, more than 18 digits,
+/// an exponent of more than 3 digits, a value over 1).
 inline std::optional<double> parse_fraction(std::string_view s) noexcept {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
     std::uint64_t digits = 0;
-    std::size_t count = 0, decimals = 0;
+    std::size_t count = 0, i = 0;
+    int scale = 0; // the value is digits * 10^scale
     bool point = false;
-    for (char c : s) {
+    for (; i < s.size() && s[i] != 'e' && s[i] != 'E'; ++i) {
+        char const c = s[i];
         if (c == '.' && !point) {
             point = true;
         } else if (c >= '0' && c <= '9') {
             if (++count > 18) return std::nullopt;
             digits = digits * 10 + static_cast<std::uint64_t>(c - '0');
-            if (point) ++decimals;
+            if (point) --scale;
         } else {
             return std::nullopt;
         }
     }
     if (count == 0) return std::nullopt;
+    if (i < s.size()) { // an exponent: e, an optional sign, 1 to 3 digits
+        std::string_view e = s.substr(i + 1);
+        bool const negative = !e.empty() && e.front() == '-';
+        if (!e.empty() && (e.front() == '-' || e.front() == '+')) e.remove_prefix(1);
+        std::optional<std::uint64_t> const n = parse_whole_number(e, 3);
+        if (!n) return std::nullopt;
+        scale += negative ? -static_cast<int>(*n) : static_cast<int>(*n);
+    }
     double v = static_cast<double>(digits);
-    for (std::size_t i = 0; i < decimals; ++i) v /= 10;
+    for (; scale < 0 && v != 0; ++scale) v /= 10;
+    for (; scale > 0 && v != 0; --scale) {
+        v *= 10;
+        if (v > 1) return std::nullopt;
+    }
     if (v > 1) return std::nullopt;
     return v;
 }
@@ -4980,6 +4997,7 @@ inline std::map<std::string, std::uint64_t> read_counters(std::string const& dir
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -5043,11 +5061,11 @@ inline std::uint64_t accounted_size(std::uint64_t size) noexcept {
 inline bool looks_like_ledger(std::string const& path, std::uint64_t size) {
     namespace impl = detail::directory_storage_impl;
     if (size == 0) return true;
-    int const fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    int const fd = detail::open_no_follow(AT_FDCWD, path.c_str());
     if (fd < 0) return false;
     impl::file_descriptor const guard{fd};
     char magic[sizeof impl::ledger_magic] = {};
-    ssize_t const got = ::pread(fd, magic, sizeof magic, 0);
+    ssize_t const got = detail::retry_on_eintr([&] { return ::pread(fd, magic, sizeof magic, 0); });
     return got == static_cast<ssize_t>(sizeof magic) && std::memcmp(magic, impl::ledger_magic, sizeof magic) == 0;
 }
 
@@ -5073,12 +5091,14 @@ template <class Visit>
 std::error_code walk_folder(int directory_fd, std::string const& folder, Visit&& visit) {
     int const fd = ::openat(directory_fd, folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return {errno, std::generic_category()};
-    DIR* d = ::fdopendir(fd);
+    DIR* const d = ::fdopendir(fd);
     if (d == nullptr) {
         int const e = errno;
         ::close(fd);
         return {e, std::generic_category()};
     }
+    // (closed however the walk ends, a throwing `visit` included)
+    std::unique_ptr<DIR, int (*)(DIR*)> const guard(d, ::closedir);
     errno = 0;
     while (dirent* e = ::readdir(d)) {
         folder_item item;
@@ -5097,9 +5117,7 @@ std::error_code walk_folder(int directory_fd, std::string const& folder, Visit&&
         visit(static_cast<folder_item const&>(item));
         errno = 0;
     }
-    std::error_code const listed = errno != 0 ? std::error_code(errno, std::generic_category()) : std::error_code();
-    ::closedir(d);
-    return listed;
+    return errno != 0 ? std::error_code(errno, std::generic_category()) : std::error_code();
 }
 
 /// How reading an entry ended.
@@ -7049,7 +7067,7 @@ private:
 /// Starts an entry in `out` (which is cleared): everything up to the payload. The
 /// serializer then appends the payload, and seal_envelope() finishes the entry.
 /// Returns the position of the payload length field. `auth` must be the one given to
-/// seal_envelope. envelope_writer does the same and also bounds the sizes.
+/// seal_envelope. envelope_writer does the same, and tells whether the metadata fits.
 inline std::size_t begin_envelope(std::string& out, key const& k, entry_metadata const& m,
                                   envelope_auth const& auth = envelope_auth()) {
     return detail::write_envelope_header(out, k, m, auth).length_at;
@@ -8707,7 +8725,7 @@ private:
         if (!enabled_) return cached<Artifact>{std::forward<Compile>(compile)(), outcome::compiled, "disabled"};
         if (!k.ok()) {
             state_->stats.bypassed(k.bypass_reason());
-            log("bypass " + info.name + ": " + k.bypass_reason());
+            log_with([&] { return "bypass " + info.name + ": " + k.bypass_reason(); });
             auto start = std::chrono::steady_clock::now();
             cached<Artifact> result{std::forward<Compile>(compile)(), outcome::bypassed, k.bypass_reason()};
             state_->stats.compiled(detail::elapsed_ns(start));
@@ -8728,7 +8746,7 @@ private:
             // A new kernel is the normal case of a cold run: only a recompile is logged.
             if (options_.logger && (explanation.what == miss_explanation::kind::changed ||
                                     explanation.what == miss_explanation::kind::evicted))
-                log("miss " + info.name + " (absent): " + explanation.text());
+                log_with([&] { return "miss " + info.name + " (absent): " + explanation.text(); });
         }
         auto start = std::chrono::steady_clock::now();
         cached<Artifact> result{std::forward<Compile>(compile)(), outcome::compiled, to_string(why)};
@@ -8988,12 +9006,11 @@ private:
     std::nullopt_t missed(load_attempt& attempt, miss_reason r, std::string const& detail) noexcept {
         attempt.why = r;
         state_->stats.miss(r, attempt.bytes, detail::elapsed_ns(attempt.start));
-        if (r == miss_reason::absent) return std::nullopt;
-        try {
-            log("miss " + attempt.info.name + " (" + failure_subject(attempt.k) + "): " + to_string(r) +
-                (detail.empty() ? "" : ": " + detail));
-        } catch (...) {
-        }
+        if (r != miss_reason::absent)
+            log_with([&] {
+                return "miss " + attempt.info.name + " (" + failure_subject(attempt.k) + "): " + to_string(r) +
+                       (detail.empty() ? "" : ": " + detail);
+            });
         return std::nullopt;
     }
 
@@ -9003,11 +9020,10 @@ private:
         // A write error (disk full, read-only, permission) tends to repeat for every
         // store: it is reported once, and counted every time.
         if (f == store_failure::write_error && state_->write_error_logged.exchange(true)) return false;
-        try {
-            log("store failed " + info.name + " (" + failure_subject(k) + "): " + to_string(f) +
-                (detail.empty() ? "" : ": " + detail));
-        } catch (...) {
-        }
+        log_with([&] {
+            return "store failed " + info.name + " (" + failure_subject(k) + "): " + to_string(f) +
+                   (detail.empty() ? "" : ": " + detail);
+        });
         return false;
     }
 
@@ -9060,11 +9076,17 @@ private:
     }
 
     void log(std::string const& line) noexcept {
+        log_with([&]() -> std::string const& { return line; });
+    }
+
+    /// Logs the line `build()` makes, built only when there is a logger; neither the
+    /// building (out of memory) nor a throwing logger reaches the host.
+    template <class Build>
+    void log_with(Build&& build) noexcept {
         if (!options_.logger) return;
         try {
-            options_.logger(line);
+            options_.logger(build());
         } catch (...) {
-            // A throwing logger must not turn a counted miss into a failure in the host.
         }
     }
 

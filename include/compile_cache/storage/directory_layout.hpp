@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -80,11 +81,11 @@ inline std::uint64_t accounted_size(std::uint64_t size) noexcept {
 inline bool looks_like_ledger(std::string const& path, std::uint64_t size) {
     namespace impl = detail::directory_storage_impl;
     if (size == 0) return true;
-    int const fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    int const fd = detail::open_no_follow(AT_FDCWD, path.c_str());
     if (fd < 0) return false;
     impl::file_descriptor const guard{fd};
     char magic[sizeof impl::ledger_magic] = {};
-    ssize_t const got = ::pread(fd, magic, sizeof magic, 0);
+    ssize_t const got = detail::retry_on_eintr([&] { return ::pread(fd, magic, sizeof magic, 0); });
     return got == static_cast<ssize_t>(sizeof magic) && std::memcmp(magic, impl::ledger_magic, sizeof magic) == 0;
 }
 
@@ -110,12 +111,14 @@ template <class Visit>
 std::error_code walk_folder(int directory_fd, std::string const& folder, Visit&& visit) {
     int const fd = ::openat(directory_fd, folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return {errno, std::generic_category()};
-    DIR* d = ::fdopendir(fd);
+    DIR* const d = ::fdopendir(fd);
     if (d == nullptr) {
         int const e = errno;
         ::close(fd);
         return {e, std::generic_category()};
     }
+    // (closed however the walk ends, a throwing `visit` included)
+    std::unique_ptr<DIR, int (*)(DIR*)> const guard(d, ::closedir);
     errno = 0;
     while (dirent* e = ::readdir(d)) {
         folder_item item;
@@ -134,9 +137,7 @@ std::error_code walk_folder(int directory_fd, std::string const& folder, Visit&&
         visit(static_cast<folder_item const&>(item));
         errno = 0;
     }
-    std::error_code const listed = errno != 0 ? std::error_code(errno, std::generic_category()) : std::error_code();
-    ::closedir(d);
-    return listed;
+    return errno != 0 ? std::error_code(errno, std::generic_category()) : std::error_code();
 }
 
 /// How reading an entry ended.
