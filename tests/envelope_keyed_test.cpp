@@ -18,12 +18,14 @@
 #include <boost/serialization/string.hpp>
 #include <boost/serialization/vector.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fcntl.h>
@@ -326,6 +328,32 @@ TEST_CASE("PREFIX_SECRET_FILE: its content is the secret", "[envelope][keyed][en
     CHECK(listed);
 }
 
+TEST_CASE("PREFIX_SECRET_FILE may be a pipe, as <(command) gives: read until its writer closes it",
+          "[envelope][keyed][env]") {
+    temp_dir dir;
+    compile_cache_test::scoped_settings env("CCKEYTEST", {"_DIR", "_SECRET_FILE", "_LOG"});
+    fs::path const fifo = dir.path() / "secret.fifo";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    env.set("_DIR", (dir.path() / "cache").string());
+    env.set("_SECRET_FILE", fifo.string());
+    // The writer has the pipe open first (as a shell's process substitution does) and
+    // delivers the secret a little later, in two writes, then closes it.
+    int const writer = ::open(fifo.c_str(), O_RDWR | O_CLOEXEC);
+    REQUIRE(writer >= 0);
+    std::thread deliver([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        CHECK(::write(writer, secret_a.data(), 10) == 10);
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        CHECK(::write(writer, secret_a.data() + 10, secret_a.size() - 10) == static_cast<ssize_t>(secret_a.size() - 10));
+        ::close(writer);
+    });
+    cc::default_cache c = cc::default_cache::from_env("CCKEYTEST");
+    deliver.join();
+    CHECK(c.enabled());
+    CHECK(c.authenticated());
+    CHECK(c.options().secret == secret_a);
+}
+
 TEST_CASE("PREFIX_SECRET_FILE that cannot be used disables the cache, with one diagnostic",
           "[envelope][keyed][env]") {
     temp_dir dir;
@@ -349,6 +377,16 @@ TEST_CASE("PREFIX_SECRET_FILE that cannot be used disables the cache, with one d
                                  {huge, "larger than 64 KiB"},
                                  {dir.path(), "cannot read it"}}; // a directory
     if (!root_reads_anything) bad.push_back({unreadable, "cannot open it"});
+    // A FIFO no program writes to reads as empty at once; one whose writer never
+    // delivers (held open here, nothing written) costs secret_pipe_timeout, not forever.
+    fs::path const unwritten = dir.path() / "unwritten.fifo";
+    REQUIRE(::mkfifo(unwritten.c_str(), 0600) == 0);
+    bad.push_back({unwritten, "is empty"});
+    fs::path const silent = dir.path() / "silent.fifo";
+    REQUIRE(::mkfifo(silent.c_str(), 0600) == 0);
+    int const silent_writer = ::open(silent.c_str(), O_RDWR | O_CLOEXEC);
+    REQUIRE(silent_writer >= 0);
+    bad.push_back({silent, "did not deliver it and close within 1 s"});
 
     for (bool with_log : {false, true}) {
         if (with_log) env.set("_LOG", "1");
@@ -372,6 +410,7 @@ TEST_CASE("PREFIX_SECRET_FILE that cannot be used disables the cache, with one d
         }
     }
     ::chmod(unreadable.c_str(), 0600);
+    ::close(silent_writer);
 }
 
 TEST_CASE("the miss reason unauthenticated has a name", "[envelope][keyed]") {
