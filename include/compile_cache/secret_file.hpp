@@ -33,10 +33,7 @@ inline std::string read_secret_file(std::string const& path, std::string& secret
     secret.clear();
     int const fd = detail::retry_on_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK); });
     if (fd < 0) return std::string("cannot open it: ") + std::strerror(errno);
-    struct closer {
-        int fd;
-        ~closer() { ::close(fd); }
-    } const guard{fd};
+    detail::file_descriptor const guard{fd};
     auto const deadline = std::chrono::steady_clock::now() + secret_pipe_timeout;
     std::string why;
     char buffer[4096];

@@ -4069,6 +4069,19 @@ inline ssize_t read_up_to(int fd, char* p, std::size_t n) noexcept {
     return static_cast<ssize_t>(got);
 }
 
+/// Owns a file descriptor: closed when it goes out of scope.
+struct file_descriptor {
+    int fd = -1;
+    file_descriptor() noexcept = default;
+    explicit file_descriptor(int descriptor) noexcept : fd(descriptor) {}
+    file_descriptor(file_descriptor const&) = delete;
+    file_descriptor& operator=(file_descriptor const&) = delete;
+    ~file_descriptor() {
+        if (fd >= 0) ::close(fd);
+    }
+    explicit operator bool() const noexcept { return fd >= 0; }
+};
+
 enum class file_read_status {
     read,        ///< `out` holds the file (shorter than its size if it shrank meanwhile)
     not_regular, ///< a directory, FIFO, device...: nothing read
@@ -4436,17 +4449,7 @@ struct temp_file {
     }
 };
 
-struct file_descriptor {
-    int fd = -1;
-    file_descriptor() noexcept = default;
-    explicit file_descriptor(int descriptor) noexcept : fd(descriptor) {}
-    file_descriptor(file_descriptor const&) = delete;
-    file_descriptor& operator=(file_descriptor const&) = delete;
-    ~file_descriptor() {
-        if (fd >= 0) ::close(fd);
-    }
-    explicit operator bool() const noexcept { return fd >= 0; }
-};
+using detail::file_descriptor; // (detail/posix_io.hpp)
 
 /// How long a lock the library takes is waited for before it gives up. No wait is
 /// unbounded: a lock held by a stopped, frozen or debugged process costs a bounded
@@ -8095,10 +8098,7 @@ inline std::string read_secret_file(std::string const& path, std::string& secret
     secret.clear();
     int const fd = detail::retry_on_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK); });
     if (fd < 0) return std::string("cannot open it: ") + std::strerror(errno);
-    struct closer {
-        int fd;
-        ~closer() { ::close(fd); }
-    } const guard{fd};
+    detail::file_descriptor const guard{fd};
     auto const deadline = std::chrono::steady_clock::now() + secret_pipe_timeout;
     std::string why;
     char buffer[4096];

@@ -44,6 +44,19 @@ inline ssize_t read_up_to(int fd, char* p, std::size_t n) noexcept {
     return static_cast<ssize_t>(got);
 }
 
+/// Owns a file descriptor: closed when it goes out of scope.
+struct file_descriptor {
+    int fd = -1;
+    file_descriptor() noexcept = default;
+    explicit file_descriptor(int descriptor) noexcept : fd(descriptor) {}
+    file_descriptor(file_descriptor const&) = delete;
+    file_descriptor& operator=(file_descriptor const&) = delete;
+    ~file_descriptor() {
+        if (fd >= 0) ::close(fd);
+    }
+    explicit operator bool() const noexcept { return fd >= 0; }
+};
+
 enum class file_read_status {
     read,        ///< `out` holds the file (shorter than its size if it shrank meanwhile)
     not_regular, ///< a directory, FIFO, device...: nothing read

@@ -304,17 +304,7 @@ struct temp_file {
     }
 };
 
-struct file_descriptor {
-    int fd = -1;
-    file_descriptor() noexcept = default;
-    explicit file_descriptor(int descriptor) noexcept : fd(descriptor) {}
-    file_descriptor(file_descriptor const&) = delete;
-    file_descriptor& operator=(file_descriptor const&) = delete;
-    ~file_descriptor() {
-        if (fd >= 0) ::close(fd);
-    }
-    explicit operator bool() const noexcept { return fd >= 0; }
-};
+using detail::file_descriptor; // (detail/posix_io.hpp)
 
 /// How long a lock the library takes is waited for before it gives up. No wait is
 /// unbounded: a lock held by a stopped, frozen or debugged process costs a bounded
