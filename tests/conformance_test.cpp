@@ -2,6 +2,7 @@
 // ships, and the test hashers of other result shapes, pass it, instantiated per model
 // as a user would for their own; and it catches models that break the contract.
 #include "catch2_compat.hpp"
+#include "support/conformance.hpp"
 #include "support/posix.hpp"
 #include "support/hashers.hpp"
 
@@ -14,7 +15,6 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -28,11 +28,7 @@ using compile_cache_test::fnv1a_64;
 using compile_cache_test::fnv1a_two_lanes;
 using compile_cache_test::temp_dir;
 
-std::string lines(std::vector<std::string> const& failures) {
-    std::ostringstream s;
-    for (auto const& f : failures) s << f << '\n';
-    return s.str();
-}
+using compile_cache_test::failure_lines;
 
 // How each shipped storage is run through the kit: a factory of handles on one store,
 // and the options that fit it.
@@ -129,13 +125,13 @@ TEMPLATE_TEST_CASE("every shipped Storage passes the conformance kit", "[conform
                    cc::directory_storage, cc::null_storage, memory_tier) {
     storage_model<TestType> model;
     auto const failures = model.run();
-    INFO(lines(failures));
+    INFO(failure_lines(failures));
     CHECK(failures.empty());
 }
 
 TEST_CASE("the storage kit names what a broken Storage breaks", "[conformance][storage]") {
     auto const failures = cct::check_storage_conformance([] { return appending_storage(); });
-    INFO(lines(failures));
+    INFO(failure_lines(failures));
     auto names = [&](std::string const& check) {
         for (auto const& f : failures)
             if (f.rfind(check + ":", 0) == 0) return true;
@@ -159,13 +155,13 @@ TEMPLATE_TEST_CASE("every shipped and test Hasher passes the conformance kit", "
         vectors = {{"", "25232284e49cf2cb"}, {"a", "8cec01864cdc63af"}};
     }
     auto const failures = cct::check_hasher_conformance<TestType>(vectors);
-    INFO(lines(failures));
+    INFO(failure_lines(failures));
     CHECK(failures.empty());
 }
 
 TEST_CASE("the hasher kit names what a broken Hasher breaks, and a wrong known vector", "[conformance][hasher]") {
     auto const broken = cct::check_hasher_conformance<call_counting_hasher>();
-    INFO(lines(broken));
+    INFO(failure_lines(broken));
     REQUIRE(!broken.empty());
     CHECK(broken.front().rfind("split updates:", 0) == 0);
 

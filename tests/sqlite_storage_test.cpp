@@ -4,6 +4,7 @@
 // another program's database alone; reads its settings from the environment; and
 // holds under 8 processes at once and writers killed in the middle of a write.
 #include "catch2_compat.hpp"
+#include "support/conformance.hpp"
 #include "support/process.hpp"
 #include "support/posix.hpp"
 
@@ -17,7 +18,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,11 +47,7 @@ struct kernel_artifact {
     }
 };
 
-std::string lines(std::vector<std::string> const& v) {
-    std::ostringstream s;
-    for (auto const& l : v) s << l << '\n';
-    return s.str();
-}
+using compile_cache_test::failure_lines;
 
 /// Runs SQL on the file with SQLite itself (what another program would see).
 std::string sql_text(std::string const& path, char const* sql) {
@@ -88,7 +84,7 @@ TEST_CASE("sqlite_storage passes the conformance kit, writers in 4 processes inc
     options.processes = 4;
     options.writes_per_process = 100;
     auto const failures = cct::check_storage_conformance([file] { return cc::sqlite_storage(file); }, options);
-    INFO(lines(failures));
+    INFO(failure_lines(failures));
     CHECK(failures.empty());
 }
 

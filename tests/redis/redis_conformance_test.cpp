@@ -3,6 +3,7 @@
 // and on a three-master cluster, and tiered_storage of a directory before a server.
 // Each run uses a namespace of its own and leaves no entry behind.
 #include "catch2_compat.hpp"
+#include "support/conformance.hpp"
 #include "support/redis_servers.hpp"
 
 #include <compile_cache/compile_cache.hpp>
@@ -10,7 +11,6 @@
 #include <compile_cache/storage/tiered_storage.hpp>
 #include <compile_cache/testing/storage_conformance.hpp>
 
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,24 +20,13 @@ using namespace compile_cache_test::redis;
 
 namespace {
 
-std::string lines(std::vector<std::string> const& failures) {
-    std::ostringstream s;
-    for (auto const& f : failures) s << f << '\n';
-    return s.str();
-}
+using compile_cache_test::failure_lines;
 
 cc::redis_storage storage_at(std::string const& url, std::string const& name_space) {
     cc::redis_options o;
     o.url = url;
     o.name_space = name_space;
     return cc::redis_storage(o);
-}
-
-std::string server_url() { return "redis://127.0.0.1:" + std::to_string(fixture::get().server_port()); }
-
-std::string cluster_url() {
-    std::vector<int> const ports = fixture::get().cluster_ports();
-    return "redis+cluster://127.0.0.1:" + std::to_string(ports.at(0)) + ",127.0.0.1:" + std::to_string(ports.at(1));
 }
 
 /// What the kit asks of a storage shared by processes, with one difference for Redis: an
@@ -62,19 +51,19 @@ std::size_t values_left(int port, std::string const& name_space) {
 
 TEST_CASE("redis_storage on one server passes the conformance kit, an empty value reading as absent",
           "[redis][conformance]") {
-    std::string const url = server_url();
+    std::string const url = fixture::get().server_url();
     std::string const ns = unique_name("conformance");
     auto const failures = cct::check_storage_conformance([&] { return storage_at(url, ns); }, redis_options());
-    INFO(lines(failures));
+    INFO(failure_lines(failures));
     CHECK(failures.empty());
     CHECK(values_left(fixture::get().server_port(), ns) == 0);
 }
 
 TEST_CASE("redis_storage on a Redis Cluster passes the conformance kit", "[redis][conformance][cluster]") {
-    std::string const url = cluster_url();
+    std::string const url = fixture::get().cluster_url();
     std::string const ns = unique_name("conformance");
     auto const failures = cct::check_storage_conformance([&] { return storage_at(url, ns); }, redis_options());
-    INFO(lines(failures));
+    INFO(failure_lines(failures));
     CHECK(failures.empty());
     for (int port : fixture::get().cluster_ports()) CHECK(values_left(port, ns) == 0);
 }
@@ -84,21 +73,21 @@ TEST_CASE("tiered_storage of a directory before a Redis server passes the confor
     using tier = cc::tiered_storage<cc::directory_storage, cc::redis_storage>;
     compile_cache_test::temp_dir dir;
     std::string const local = (dir.path() / "cache").string();
-    std::string const url = server_url();
+    std::string const url = fixture::get().server_url();
     std::string const ns = unique_name("conformance");
     auto const failures = cct::check_storage_conformance(
         [&] { return tier(cc::directory_storage(local), storage_at(url, ns)); }, redis_options());
-    INFO(lines(failures));
+    INFO(failure_lines(failures));
     CHECK(failures.empty());
     CHECK(values_left(fixture::get().server_port(), ns) == 0);
 }
 
 TEST_CASE("with the kit's default options Redis fails one check only: the empty value", "[redis][conformance]") {
-    std::string const url = server_url();
+    std::string const url = fixture::get().server_url();
     std::string const ns = unique_name("conformance");
     cct::storage_conformance_options o; // keeps_empty_values = true
     auto const failures = cct::check_storage_conformance([&] { return storage_at(url, ns); }, o);
-    INFO(lines(failures));
+    INFO(failure_lines(failures));
     REQUIRE(failures.size() == 1);
     CHECK(failures[0] == "round trip: an empty value reads absent, not an empty found entry");
 }
@@ -106,7 +95,7 @@ TEST_CASE("with the kit's default options Redis fails one check only: the empty 
 TEST_CASE("redis_storage reads an empty value as absent, never as an error",
           "[redis][conformance]") {
     // What keeps_empty_values = false allows, and no more: found-and-empty or absent.
-    cc::redis_storage s = storage_at(server_url(), unique_name("empty"));
+    cc::redis_storage s = storage_at(fixture::get().server_url(), unique_name("empty"));
     cc::key const k = key_of(7);
     REQUIRE(!s.write(k, std::string_view()));
     std::string out = "stale";

@@ -22,7 +22,7 @@ using namespace compile_cache_test::redis;
 namespace {
 cc::redis_storage shared_storage(std::string const& name_space) {
     cc::redis_options o;
-    o.url = "redis://127.0.0.1:" + std::to_string(fixture::get().server_port());
+    o.url = fixture::get().server_url();
     o.name_space = name_space;
     return cc::redis_storage(o);
 }
@@ -82,7 +82,7 @@ TEST_CASE("Values live under NAMESPACE: + the key in hex, so namespaces do not s
 
 TEST_CASE("A value gets the configured expiry, and none by default", "[redis][storage]") {
     cc::redis_options o;
-    o.url = "redis://127.0.0.1:" + std::to_string(fixture::get().server_port());
+    o.url = fixture::get().server_url();
     o.name_space = unique_name("ttl");
     o.ttl = std::chrono::seconds(600);
     cc::redis_storage with_ttl(o);
@@ -241,7 +241,7 @@ TEST_CASE("A cache over Redis stores, loads in a fresh cache, and misses garbage
 TEST_CASE("A cache over Redis alone comes from the environment: PREFIX_REMOTE names the server",
           "[redis][storage][cache]") {
     std::string const ns = unique_name("from-env");
-    ::setenv("CCREDIS_ENV_REMOTE", ("redis://127.0.0.1:" + std::to_string(fixture::get().server_port())).c_str(), 1);
+    ::setenv("CCREDIS_ENV_REMOTE", fixture::get().server_url().c_str(), 1);
     ::setenv("CCREDIS_ENV_REMOTE_NAMESPACE", ns.c_str(), 1);
     artifact const kernel{"k", {4, 5}};
     // Without a secret, a shared server is not used unless it is said to be trusted.
@@ -262,7 +262,7 @@ TEST_CASE("A cache over Redis alone comes from the environment: PREFIX_REMOTE na
 
 TEST_CASE("list gives the keys of its namespace only, with their sizes and last use, on a server and on a cluster", "[redis][storage]") {
     auto const cluster_ports = fixture::get().cluster_ports();
-    for (std::string const& url : {"redis://127.0.0.1:" + std::to_string(fixture::get().server_port()),
+    for (std::string const& url : {fixture::get().server_url(),
                                   "redis+cluster://127.0.0.1:" + std::to_string(cluster_ports[1])}) {
         INFO(url);
         std::string const ns = unique_name("list*[x]");

@@ -51,6 +51,12 @@ public:
     std::string const& dir() const { return dir_; }
     int server_port() const { return std::stoi(read_file(dir_ + "/server.port")); }
     std::vector<int> cluster_ports() const { return split(read_file(dir_ + "/cluster.ports")); }
+    std::string server_url() const { return "redis://127.0.0.1:" + std::to_string(server_port()); }
+    /// The cluster, named by two of its masters as seeds.
+    std::string cluster_url() const {
+        std::vector<int> const ports = cluster_ports();
+        return "redis+cluster://127.0.0.1:" + std::to_string(ports.at(0)) + ",127.0.0.1:" + std::to_string(ports.at(1));
+    }
 
     static std::vector<int> split(std::string const& ports) {
         std::vector<int> out;
