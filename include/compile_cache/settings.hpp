@@ -21,6 +21,15 @@
 
 namespace compile_cache {
 
+namespace detail {
+/// `s` without the spaces and tabs around it.
+inline std::string_view trim_blanks(std::string_view s) noexcept {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return s;
+}
+} // namespace detail
+
 /// A setting read from the environment, for a host's --help.
 struct environment_setting {
     std::string name;        ///< e.g. `MYDSL_CACHE_DIR`
@@ -31,8 +40,7 @@ struct environment_setting {
 /// 1024; any case; an optional trailing `B` or `iB`): `1048576`, `48K`, `500M`, `2G`,
 /// `2GiB`. nullopt for anything else, overflow included.
 inline std::optional<std::uint64_t> parse_byte_size(std::string_view s) noexcept {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    s = detail::trim_blanks(s);
     std::size_t i = 0;
     std::uint64_t n = 0;
     while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
@@ -62,8 +70,7 @@ inline std::optional<std::uint64_t> parse_byte_size(std::string_view s) noexcept
 /// Parses a duration in milliseconds: a whole number, optionally followed by `ms`
 /// (`250`, `250ms`), or by `s` for seconds (`2s`). nullopt for anything else.
 inline std::optional<std::chrono::milliseconds> parse_milliseconds(std::string_view s) noexcept {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    s = detail::trim_blanks(s);
     std::size_t i = 0;
     std::int64_t n = 0;
     constexpr std::int64_t limit = std::int64_t{1} << 40; // about 35 years of milliseconds
@@ -96,8 +103,7 @@ inline std::optional<std::uint64_t> parse_whole_number(std::string_view s, std::
 /// nullopt for anything else (a sign before the number, a comma, more than 18 digits,
 /// an exponent of more than 3 digits, a value over 1).
 inline std::optional<double> parse_fraction(std::string_view s) noexcept {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    s = detail::trim_blanks(s);
     std::uint64_t digits = 0;
     std::size_t count = 0, i = 0;
     int scale = 0; // the value is digits * 10^scale
