@@ -16,15 +16,12 @@
 
 #include <atomic>
 #include <cerrno>
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,10 +30,8 @@
 #include <utility>
 #include <vector>
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <unistd.h>
 
 namespace compile_cache {
 
@@ -73,20 +68,11 @@ namespace detail {
 class directory_error_category final : public std::error_category {
 public:
     char const* name() const noexcept override { return "compile_cache.directory_storage"; }
-    std::string message(int code) const override {
-        switch (static_cast<directory_errc>(code)) {
-        case directory_errc::foreign_owner: return "untrusted entry: owned by another user";
-        case directory_errc::unsafe_permissions: return "untrusted entry: writable by other users";
-        }
-        return "unknown directory_storage error";
-    }
+    COMPILE_CACHE_DECL std::string message(int code) const override;
 };
 } // namespace detail
 
-inline std::error_category const& directory_category() noexcept {
-    static detail::directory_error_category const category;
-    return category;
-}
+COMPILE_CACHE_DECL std::error_category const& directory_category() noexcept;
 inline std::error_code make_error_code(directory_errc e) noexcept { return {static_cast<int>(e), directory_category()}; }
 
 } // namespace compile_cache
@@ -133,23 +119,7 @@ struct directory_options {
 /// - `PREFIX_SHARED`: on (`1`, `on`, `true`, `yes`, `group`) for directory_options::shared().
 /// A value that does not parse is reported once through `env` (one line) and the
 /// default is used.
-inline directory_options directory_options_from_env(settings_reader const& env) {
-    directory_options o;
-    std::string const shared = env.value("_SHARED");
-    if (!detail::is_off(shared)) {
-        if (parse_switch(shared).value_or(false) || detail::lower(shared) == "group")
-            o = directory_options::shared();
-        else
-            env.report_value("_SHARED", shared,
-                             "is not understood (expected 1, on, true, yes or group to share the directory with "
-                             "a group; 0, off, false or no for a private one); the directory stays private");
-    }
-    o.max_size = env.byte_size("_MAX_SIZE", o.max_size, "1G");
-    o.sync = env.choice<durability>(
-        "_DURABILITY", {{"none", durability::none}, {"file", durability::file}, {"full", durability::full}},
-        durability::none, "a durability");
-    return o;
-}
+COMPILE_CACHE_DECL directory_options directory_options_from_env(settings_reader const& env);
 
 /// The same, reporting through `report(std::string const&)`.
 template <class Report>
@@ -245,16 +215,7 @@ class directory_storage {
 public:
     directory_storage() noexcept = default;
 
-    explicit directory_storage(std::string directory, directory_options options = {})
-        : directory_(std::move(directory)), options_(options), euid_(::geteuid()) {
-        while (directory_.size() > 1 && directory_.back() == '/') directory_.pop_back();
-        if (!directory_.empty()) {
-            ledger_path_ = directory_ + (directory_.back() == '/' ? "" : "/") +
-                           detail::directory_storage_impl::ledger_name;
-            state_ = std::make_shared<detail::directory_storage_impl::shared_state>(ledger_path_, options_.file_mode,
-                                                                                   options_.umask);
-        }
-    }
+    COMPILE_CACHE_DECL explicit directory_storage(std::string directory, directory_options options = {});
 
     /// The storage the environment asks for (see settings.hpp): `PREFIX_DIR` names the
     /// directory; unset, empty, `0`, `off`, `false` or `no` (any case): nullopt, not
@@ -262,50 +223,14 @@ public:
     /// options (directory_options_from_env). The directory is made now, as a first
     /// store would: a path that cannot be made a directory is one line, and nullopt.
     /// An on value (`1`, `on`, `true`, `yes`) is used as a relative path, with one line.
-    static std::optional<directory_storage> from_env(settings_reader& env) {
-        std::string dir = env.value("_DIR");
-        if (detail::is_off(dir) || !env.confirm()) return std::nullopt;
-        directory_options const options = directory_options_from_env(env);
-        // A directory that cannot be made (a file on the way, no permission, a
-        // read-only parent) would make every store fail: say so now, once, and run
-        // without a cache. An existing read-only directory is fine: loads work.
-        if (int const e = usable_directory(dir, options)) {
-            env.report(env.name("_DIR") + "=\"" + dir + "\" cannot be used (" + std::generic_category().message(e) +
-                       "); the cache is disabled");
-            return std::nullopt;
-        }
-        // `1` or `on` is a path here, not a switch: the directory `on` is used, and said so.
-        if (detail::is_on(dir))
-            env.report_value("_DIR", dir,
-                             "is a path, not a switch: the cache is the directory \"" + dir +
-                                 "\" in the working directory");
-        return directory_storage(std::move(dir), options);
-    }
+    COMPILE_CACHE_DECL static std::optional<directory_storage> from_env(settings_reader& env);
 
     /// The settings from_env reads, with one line each, for a host's --help.
-    static std::vector<environment_setting> environment_settings(std::string_view prefix) {
-        std::string const p(prefix);
-        return {
-            {p + "_DIR", "the cache directory; unset, empty, 0, off, false or no disable the cache"},
-            {p + "_MAX_SIZE", "size limit of the directory: bytes, or with K, M, G (powers of 1024); "
-                              "default 1G; least recently used entries are evicted"},
-            {p + "_DURABILITY", "none (default), file (fsync each entry) or full (also fsync its folder)"},
-            {p + "_SHARED", "1 shares the directory with the group (group-writable entries trusted)"},
-        };
-    }
+    COMPILE_CACHE_DECL static std::vector<environment_setting> environment_settings(std::string_view prefix);
 
     /// 0 when `directory` is a directory or can be made one (it is made, with the
     /// options' mode, as a first store would); otherwise the errno value that says why not.
-    static int usable_directory(std::string directory, directory_options const& options) {
-        while (directory.size() > 1 && directory.back() == '/') directory.pop_back();
-        bool created = false;
-        if (int const e = detail::directory_storage_impl::make_directories(directory, options.directory_mode,
-                                                                           options.umask, created))
-            return e;
-        struct stat st;
-        if (::stat(directory.c_str(), &st) != 0) return errno;
-        return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
-    }
+    COMPILE_CACHE_DECL static int usable_directory(std::string directory, directory_options const& options);
 
     /// The cache directory, as given (less trailing slashes); empty when disabled.
     std::string const& directory() const noexcept { return directory_; }
@@ -319,254 +244,56 @@ public:
 
     /// Where the entry for `k` lives (whether or not it exists); empty when the
     /// storage is disabled or the key is empty.
-    std::string entry_path(key const& k) const {
-        std::string path;
-        if (directory_.empty() || k.empty()) return path;
-        detail::directory_storage_impl::append_entry_path(path, directory_, k);
-        return path;
-    }
+    COMPILE_CACHE_DECL std::string entry_path(key const& k) const;
 
-    read_result read(key const& k, std::string& out, std::size_t max_size) noexcept {
-        namespace impl = detail::directory_storage_impl;
-        // `out` is cleared on every path but a hit, where it is resized to the entry:
-        // its old bytes spare that resize the zero-fill of what read() overwrites.
-        if (directory_.empty() || k.empty()) {
-            out.clear();
-            return {read_status::absent, {}};
-        }
-        try {
-            std::string& path = impl::read_path_buffer();
-            path.clear();
-            impl::append_entry_path(path, directory_, k);
-            int const fd = detail::open_no_follow(AT_FDCWD, path.c_str());
-            if (fd < 0) {
-                int const e = errno;
-                out.clear();
-                if (e == ENOENT || e == ENOTDIR) return {read_status::absent, {}};
-                return {read_status::error, impl::errno_code(e)};
-            }
-            impl::file_descriptor const guard{fd};
-
-            struct stat st;
-            auto refused = [&out](read_status status, std::error_code ec) -> read_result {
-                out.clear();
-                return {status, ec};
-            };
-            detail::file_read_status const status = detail::stat_regular_file(fd, max_size, st);
-            if (status == detail::file_read_status::error) return refused(read_status::error, impl::errno_code(errno));
-            if (status == detail::file_read_status::not_regular)
-                return refused(read_status::error, impl::errno_code(S_ISDIR(st.st_mode) ? EISDIR : EINVAL));
-            if (std::error_code const untrusted = trust(st)) return refused(read_status::error, untrusted);
-            if (status == detail::file_read_status::too_large) return refused(read_status::too_large, {});
-            if (!detail::read_file_bytes(fd, out, static_cast<std::size_t>(st.st_size)))
-                return {read_status::error, impl::errno_code(errno)};
-            // The use time, for eviction: refreshed at most once an hour per entry, so
-            // a hit costs no system call beyond the open, fstat, read and close unless
-            // the entry was last used over an hour ago. LRU order at an hour's
-            // resolution is enough to pick what to evict; a finer clock made every
-            // first hit after a minute dirty an inode (and, on ext4, a journal block).
-            if (impl::now_s() - static_cast<std::int64_t>(st.st_mtime) >= refresh_after_s) ::futimens(fd, nullptr);
-            return {read_status::found, {}};
-        } catch (std::bad_alloc const&) {
-            out.clear();
-            return {read_status::error, std::make_error_code(std::errc::not_enough_memory)};
-        } catch (...) {
-            out.clear();
-            return {read_status::error, std::make_error_code(std::errc::io_error)};
-        }
-    }
+    COMPILE_CACHE_DECL read_result read(key const& k, std::string& out, std::size_t max_size) noexcept;
 
     /// Stores `bytes` under `k` atomically: a temp file in the entry's folder, filled,
     /// then renamed over the entry (see the class comment).
-    std::error_code write(key const& k, std::string_view bytes) noexcept {
-        namespace impl = detail::directory_storage_impl;
-        if (directory_.empty() || k.empty()) return std::make_error_code(std::errc::invalid_argument);
-        try {
-            std::string const entry = entry_path(k);
-            std::string const folder = entry.substr(0, entry.rfind('/'));
-            std::string temp;
-            bool created_folders = false;
-            int fd = -1;
-            if (std::error_code const ec = create_temp_file(entry, folder, temp, fd, created_folders)) return ec;
-            impl::temp_file file{fd, temp.c_str()};
-            if (std::error_code const ec = fill_temp_file(file, bytes)) return ec;
-            std::uint64_t replaced_bytes = 0;
-            if (std::error_code const ec = publish(temp, entry, replaced_bytes)) return ec;
-            file.committed = true;
-            if (std::error_code const ec = sync_directories(folder, created_folders)) return ec;
-            after_change(k.data()[0], impl::accounted_size(bytes.size()), replaced_bytes, true);
-            return {};
-        } catch (std::bad_alloc const&) {
-            return std::make_error_code(std::errc::not_enough_memory);
-        } catch (...) {
-            return std::make_error_code(std::errc::io_error);
-        }
-    }
+    COMPILE_CACHE_DECL std::error_code write(key const& k, std::string_view bytes) noexcept;
 
-    std::error_code remove(key const& k) noexcept {
-        namespace impl = detail::directory_storage_impl;
-        if (directory_.empty() || k.empty()) return {};
-        try {
-            // Through the fan-out folder opened without following a symlink: in a
-            // directory others may write (shared mode), `ab` swapped for a symlink must
-            // not make this unlink a file elsewhere.
-            std::string const path = entry_path(k);
-            std::size_t const slash = path.rfind('/');
-            std::string const folder = path.substr(0, slash), name = path.substr(slash + 1);
-            int const fd = detail::retry_on_eintr(
-                [&] { return ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
-            if (fd < 0) {
-                int const e = errno;
-                if (e == ENOENT || e == ENOTDIR) return {}; // no folder, or a file there: no entry
-                return impl::errno_code(e);                 // ELOOP: the folder is a symlink
-            }
-            impl::file_descriptor const guard{fd};
-            struct stat st {};
-            bool const counted = ::fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
-            if (::unlinkat(fd, name.c_str(), 0) == 0) {
-                if (counted)
-                    after_change(k.data()[0], 0, impl::accounted_size(static_cast<std::uint64_t>(st.st_size)), false);
-                return {};
-            }
-            int const e = errno;
-            if (e == ENOENT) return {};
-            return impl::errno_code(e);
-        } catch (std::bad_alloc const&) {
-            return std::make_error_code(std::errc::not_enough_memory);
-        } catch (...) {
-            return std::make_error_code(std::errc::io_error);
-        }
-    }
+    COMPILE_CACHE_DECL std::error_code remove(key const& k) noexcept;
 
     /// Adds a cache's counters (statistics_snapshot::counters(), as deltas since its
     /// last call) to the cumulative ones kept in `DIR/.cc-counters/`, and records this
     /// storage's size limit: see storage/detail/directory_counters.hpp. basic_cache
     /// calls it when it is destroyed or flushed, never on a hit or a store. Counters
     /// that are all zero write nothing.
-    std::error_code record_counters(std::vector<std::pair<std::string, std::uint64_t>> const& delta) noexcept {
-        if (directory_.empty()) return {};
-        try {
-            // This storage's own count, `lock-timeouts`, rides along.
-            std::uint64_t const timeouts = state_->locks.timeouts();
-            std::uint64_t const new_timeouts = timeouts - state_->lock_timeouts_recorded.load();
-            bool any = new_timeouts != 0;
-            for (auto const& counter : delta) any = any || counter.second != 0;
-            if (!any) return {};
-            auto all = delta;
-            all.emplace_back("lock-timeouts", new_timeouts);
-            int const e = detail::directory_storage_impl::add_counters(directory_, all, options_.max_size,
-                                                                       options_.file_mode, options_.directory_mode,
-                                                                       options_.umask, &state_->locks);
-            if (e != 0) return detail::directory_storage_impl::errno_code(e);
-            state_->lock_timeouts_recorded.store(timeouts);
-            return {};
-        } catch (...) {
-            return std::make_error_code(std::errc::not_enough_memory);
-        }
-    }
+    COMPILE_CACHE_DECL std::error_code
+    record_counters(std::vector<std::pair<std::string, std::uint64_t>> const& delta) noexcept;
 
     /// The counters every cache using this directory recorded, summed: `hits`,
     /// `misses.absent`, ..., `stores`, and the gauges `max-size` (the size limit of
     /// the latest writer) and `updated-s`. Empty when none were recorded (or on error).
-    std::map<std::string, std::uint64_t> recorded_counters() const noexcept {
-        if (directory_.empty()) return {};
-        try {
-            return detail::directory_storage_impl::read_counters(directory_);
-        } catch (...) {
-            return {};
-        }
-    }
+    COMPILE_CACHE_DECL std::map<std::string, std::uint64_t> recorded_counters() const noexcept;
 
     /// Every entry (key, size, last use: its mtime, refreshed at most hourly) without
     /// reading one or changing a use time: the optional Storage member `list`. Temp
     /// files, the ledger and other files are not entries; a missing directory or fan-out
     /// folder lists nothing.
-    std::error_code list(std::vector<stored_entry>& out) const noexcept {
-        namespace impl = detail::directory_storage_impl;
-        if (directory_.empty()) return {};
-        impl::file_descriptor root{impl::open_root(directory_)};
-        if (!root) return errno == ENOENT ? std::error_code() : impl::errno_code(errno);
-        bool out_of_memory = false;
-        for (unsigned f = 0; f < 256 && !out_of_memory; ++f)
-            impl::scan_folder(root.fd, f, impl::no_cutoff, impl::no_cutoff,
-                              [&](std::int64_t mtime_ns, std::uint64_t, std::string_view name, std::uint64_t size) {
-                                  try {
-                                      if (auto k = key::from_hex(name))
-                                          out.push_back({*k, size, mtime_ns / 1000000000});
-                                  } catch (...) {
-                                      out_of_memory = true;
-                                  }
-                              });
-        return out_of_memory ? std::make_error_code(std::errc::not_enough_memory) : std::error_code();
-    }
+    COMPILE_CACHE_DECL std::error_code list(std::vector<stored_entry>& out) const noexcept;
 
     /// A whole cleanup now, whatever the cache's size: recounts every folder
     /// (correcting the ledger), removes temp files older than an hour, and, when the
     /// cache is over `max_size`, evicts least recently used entries until it is under
     /// 90% of it. Waits for a cleanup step another thread or process is running.
-    cleanup_result prune() noexcept {
-        return run_cleanup([this](int root_fd, cleanup_result& r) {
-            detail::directory_storage_impl::cleanup_totals const t =
-                state_->cleanup.step(root_fd, ledger_path_, options_.file_mode, options_.umask, options_.max_size,
-                                     std::numeric_limits<std::size_t>::max());
-            r.entries = t.entries;
-            r.bytes = t.bytes;
-            r.removed = t.evicted;
-            r.removed_bytes = t.evicted_bytes;
-            r.temp_files_removed = t.temps_removed;
-        });
-    }
+    COMPILE_CACHE_DECL cleanup_result prune() noexcept;
 
     /// Removes every entry and every temp file of this library — names made of a
     /// key's hex in two-hex-digit folders, and `.tmp-*` files there — and nothing else:
     /// other files, and the folders themselves, stay. A store running meanwhile in
     /// another process may fail (its temp file is gone): a counted failure there.
-    cleanup_result clear() noexcept {
-        return run_cleanup([this](int root_fd, cleanup_result& r) {
-            namespace impl = detail::directory_storage_impl;
-            std::vector<std::pair<unsigned, std::uint64_t>> counted;
-            for (unsigned f = 0; f < 256; ++f) {
-                impl::folder_scan const fs =
-                    impl::scan_folder(root_fd, f, std::numeric_limits<std::int64_t>::max(),
-                                      std::numeric_limits<std::int64_t>::max(), impl::no_entry_callback{});
-                r.removed += fs.evicted;
-                r.removed_bytes += fs.evicted_bytes;
-                r.temp_files_removed += fs.temps_removed;
-                counted.emplace_back(f, fs.bytes);
-            }
-            impl::set_folder_counts(ledger_path_, options_.file_mode, options_.umask, counted, impl::now_s(),
-                                    &state_->locks);
-        });
-    }
+    COMPILE_CACHE_DECL cleanup_result clear() noexcept;
 
     /// What the ledger says the entries count for (whole 4 KiB blocks each), after
     /// this object's unwritten changes are written to it (and the folders they touched
     /// recounted, when due): exact after prune() or clear() with no store running
     /// meanwhile, otherwise an estimate that the hourly recount of each folder keeps
     /// close. 0 when there is no ledger.
-    std::uint64_t accounted_size() const noexcept {
-        if (directory_.empty()) return 0;
-        if (state_->ledger.has_changes()) {
-            std::uint64_t total = 0;
-            flush_ledger(detail::directory_storage_impl::now_s(), total);
-        }
-        if (::access(ledger_path_.c_str(), F_OK) != 0) return 0;
-        detail::directory_storage_impl::ledger l;
-        if (!l.open(ledger_path_, options_.file_mode, options_.umask, &state_->locks)) return 0;
-        return l.total();
-    }
+    COMPILE_CACHE_DECL std::uint64_t accounted_size() const noexcept;
 
     /// What cleanups run through this object (and its copies) did.
-    directory_counters counters() const noexcept {
-        directory_counters c;
-        if (!state_) return c;
-        c.evicted = state_->cleanup.evicted.load();
-        c.evicted_bytes = state_->cleanup.evicted_bytes.load();
-        c.temp_files_removed = state_->cleanup.temps_removed.load();
-        c.cleanup_steps = state_->cleanup.steps.load();
-        c.lock_timeouts = state_->locks.timeouts();
-        return c;
-    }
+    COMPILE_CACHE_DECL directory_counters counters() const noexcept;
 
     /// A hit refreshes an entry's use time when it is at least this old (seconds).
     static constexpr std::int64_t refresh_after_s = 3600;
@@ -578,74 +305,22 @@ private:
     /// exclusively: a name that exists already (a symlink planted at a guessed temp
     /// name, say) is never opened, another is tried. Creates the folders on the first
     /// store in `folder` (`created_folders`).
-    std::error_code create_temp_file(std::string const& entry, std::string const& folder, std::string& temp,
-                                     int& fd, bool& created_folders) {
-        namespace impl = detail::directory_storage_impl;
-        for (int attempt = 0; attempt < 4 && fd < 0; ++attempt) {
-            temp.assign(entry, 0, folder.size() + 1);
-            temp += impl::temp_prefix;
-            if (char const* forced = impl::next_temp_suffix_for_testing) {
-                impl::next_temp_suffix_for_testing = nullptr;
-                temp += forced;
-            } else {
-                impl::append_temp_name(temp);
-            }
-            fd = impl::open_exclusive(temp, options_.file_mode);
-            if (fd < 0 && errno == ENOENT && !created_folders) { // first store in this folder
-                bool made = false;
-                std::string path = folder;
-                if (int const e = impl::make_directories(path, options_.directory_mode, options_.umask, made))
-                    return impl::errno_code(e);
-                created_folders = made;
-                fd = impl::open_exclusive(temp, options_.file_mode);
-            }
-            if (fd < 0 && errno != EEXIST) return impl::errno_code(errno);
-        }
-        return fd < 0 ? impl::errno_code(EEXIST) : std::error_code();
-    }
+    COMPILE_CACHE_DECL std::error_code create_temp_file(std::string const& entry, std::string const& folder,
+                                                        std::string& temp, int& fd, bool& created_folders);
 
     /// Gives the temp file its mode, writes `bytes` to it, syncs it when asked, closes it.
-    std::error_code fill_temp_file(detail::directory_storage_impl::temp_file& file, std::string_view bytes) const {
-        namespace impl = detail::directory_storage_impl;
-        if (options_.umask >= 0 &&
-            ::fchmod(file.fd, static_cast<mode_t>(options_.file_mode & ~static_cast<unsigned>(options_.umask))) != 0)
-            return impl::errno_code(errno);
-        if (int const e = impl::write_all(file.fd, bytes.data(), bytes.size())) return impl::errno_code(e);
-        if (options_.sync != durability::none)
-            if (int const e = impl::fsync_fd(file.fd)) return impl::errno_code(e);
-        if (int const e = file.close()) return impl::errno_code(e);
-        return {};
-    }
+    COMPILE_CACHE_DECL std::error_code fill_temp_file(detail::directory_storage_impl::temp_file& file,
+                                                      std::string_view bytes) const;
 
     /// Renames the temp file to the entry. A new key (the usual store) is one call that
     /// cannot replace anything, so the ledger needs no lstat; an existing entry is
     /// lstat-ed for what it counted for (`replaced_bytes`), then replaced.
-    std::error_code publish(std::string const& temp, std::string const& entry, std::uint64_t& replaced_bytes) {
-        namespace impl = detail::directory_storage_impl;
-        int renamed = ENOSYS;
-        if (!state_->no_rename_noreplace.load(std::memory_order_relaxed)) {
-            renamed = impl::rename_no_replace(temp.c_str(), entry.c_str());
-            if (renamed == ENOSYS || renamed == EINVAL) state_->no_rename_noreplace.store(true);
-        }
-        if (renamed == 0) return {};
-        if (renamed != EEXIST && renamed != ENOSYS && renamed != EINVAL) return impl::errno_code(renamed);
-        struct stat old {};
-        if (::lstat(entry.c_str(), &old) == 0 && S_ISREG(old.st_mode))
-            replaced_bytes = impl::accounted_size(static_cast<std::uint64_t>(old.st_size));
-        if (::rename(temp.c_str(), entry.c_str()) != 0) return impl::errno_code(errno);
-        return {};
-    }
+    COMPILE_CACHE_DECL std::error_code publish(std::string const& temp, std::string const& entry,
+                                               std::uint64_t& replaced_bytes);
 
     /// With durability::full, syncs the folder (and the cache directory when the store
     /// created folders), so that the new entry survives a crash.
-    std::error_code sync_directories(std::string const& folder, bool created_folders) const noexcept {
-        namespace impl = detail::directory_storage_impl;
-        if (options_.sync != durability::full) return {};
-        if (int const e = impl::fsync_directory(folder.c_str())) return impl::errno_code(e);
-        if (created_folders)
-            if (int const e = impl::fsync_directory(directory_.c_str())) return impl::errno_code(e);
-        return {};
-    }
+    COMPILE_CACHE_DECL std::error_code sync_directories(std::string const& folder, bool created_folders) const noexcept;
 
     /// What prune() and clear() share: this object's unwritten ledger changes written
     /// (before the figures are recounted or reset), the cache directory opened and its
@@ -678,64 +353,18 @@ private:
         return r;
     }
 
-    std::error_code trust(struct stat const& st) const noexcept {
-        if (options_.access == sharing::group)
-            return (st.st_mode & S_IWOTH) ? make_error_code(directory_errc::unsafe_permissions) : std::error_code();
-        if (st.st_uid != euid_) return make_error_code(directory_errc::foreign_owner);
-        if (st.st_mode & (S_IWGRP | S_IWOTH)) return make_error_code(directory_errc::unsafe_permissions);
-        return {};
-    }
+    COMPILE_CACHE_DECL std::error_code trust(struct stat const& st) const noexcept;
 
     /// Notes a change of `folder`'s figure in this object's ledger batch, and writes
     /// the batch when it says so; then, after a store (`may_clean`), when the ledger's
     /// total is over the limit, does one step of bounded cleanup.
-    void after_change(unsigned folder, std::uint64_t added, std::uint64_t removed, bool may_clean) noexcept {
-        namespace impl = detail::directory_storage_impl;
-        std::int64_t const now = impl::now_ns();
-        if (!state_->ledger.add(folder, added, removed, options_.max_size, now)) return;
-        std::uint64_t total = 0;
-        if (!flush_ledger(now / 1000000000, total)) return;
-        if (!may_clean || options_.max_size == 0 || total <= options_.max_size) return;
-        impl::file_descriptor root{impl::open_root(directory_)};
-        if (!root) return;
-        // One step of bounded work; skipped while another thread or process cleans.
-        std::unique_lock<std::mutex> lock(state_->cleanup.mutex, std::try_to_lock);
-        if (!lock.owns_lock() || impl::lock_fd(root.fd, std::chrono::milliseconds{0}) != 0) return;
-        state_->cleanup.step(root.fd, ledger_path_, options_.file_mode, options_.umask, options_.max_size,
-                             impl::cleanup_budget);
-    }
+    COMPILE_CACHE_DECL void after_change(unsigned folder, std::uint64_t added, std::uint64_t removed,
+                                         bool may_clean) noexcept;
 
     /// Writes this object's ledger batch, then recounts the folders it changed whose
     /// figures are over an hour old (sweeping their temp files older than an hour).
     /// False when the ledger cannot be used; otherwise `total` is its total.
-    bool flush_ledger(std::int64_t now, std::uint64_t& total) const noexcept {
-        namespace impl = detail::directory_storage_impl;
-        impl::ledger_batch::flushed const f = state_->ledger.flush(now);
-        if (!f.ok) return false;
-        total = f.total;
-        if (f.due.none()) return true;
-        impl::file_descriptor root{impl::open_root(directory_)};
-        if (!root) return true;
-        try {
-            std::vector<std::pair<unsigned, std::uint64_t>> counted;
-            for (unsigned folder = 0; folder < 256; ++folder) {
-                if (!f.due[folder]) continue;
-                std::int64_t const temps_before = impl::now_ns() - impl::temp_stale_after_ns;
-                impl::folder_scan const fs =
-                    impl::scan_folder(root.fd, folder, temps_before, impl::no_cutoff, impl::no_entry_callback{});
-                state_->cleanup.temps_removed += fs.temps_removed;
-                counted.emplace_back(folder, fs.bytes);
-            }
-            std::int64_t const counted_at = impl::now_s();
-            std::uint64_t const t = impl::set_folder_counts(ledger_path_, options_.file_mode, options_.umask, counted,
-                                                            counted_at, &state_->locks);
-            if (t == std::numeric_limits<std::uint64_t>::max()) return false;
-            total = t;
-            state_->ledger.counted(f.due, counted_at, total);
-        } catch (...) {
-        }
-        return true;
-    }
+    COMPILE_CACHE_DECL bool flush_ledger(std::int64_t now, std::uint64_t& total) const noexcept;
 
     std::string directory_;
     directory_options options_{};
@@ -748,3 +377,5 @@ private:
 
 static_assert(compile_cache::check_storage<compile_cache::directory_storage>::value);
 static_assert(compile_cache::detail::has_list<compile_cache::directory_storage>::value);
+
+#include <compile_cache/storage/impl/directory_storage.ipp>
