@@ -2,6 +2,8 @@
 // retried through interruptions, and a bounded read of a whole file.
 #pragma once
 
+#include <compile_cache/detail/config.hpp>
+
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -33,16 +35,7 @@ inline int open_no_follow(int dir_fd, char const* path) noexcept {
 
 /// Reads up to n bytes into p, through partial reads and interruptions: the number read
 /// (fewer at the end of the file), or -1 and errno.
-inline ssize_t read_up_to(int fd, char* p, std::size_t n) noexcept {
-    std::size_t got = 0;
-    while (got < n) {
-        ssize_t const r = retry_on_eintr([&] { return ::read(fd, p + got, n - got); });
-        if (r < 0) return -1;
-        if (r == 0) break;
-        got += static_cast<std::size_t>(r);
-    }
-    return static_cast<ssize_t>(got);
-}
+COMPILE_CACHE_DECL ssize_t read_up_to(int fd, char* p, std::size_t n) noexcept;
 
 /// Owns a file descriptor: closed when it goes out of scope.
 struct file_descriptor {
@@ -66,40 +59,17 @@ enum class file_read_status {
 
 /// fstat of the file open at `fd` into `st`, and whether it is a regular file of at
 /// most `max` bytes (`read`: it may be read).
-inline file_read_status stat_regular_file(int fd, std::uint64_t max, struct stat& st) noexcept {
-    if (::fstat(fd, &st) != 0) return file_read_status::error;
-    if (!S_ISREG(st.st_mode)) return file_read_status::not_regular;
-    if (st.st_size < 0) {
-        errno = EIO;
-        return file_read_status::error;
-    }
-    return static_cast<std::uint64_t>(st.st_size) > max ? file_read_status::too_large : file_read_status::read;
-}
+COMPILE_CACHE_DECL file_read_status stat_regular_file(int fd, std::uint64_t max, struct stat& st) noexcept;
 
 /// Reads the `size` bytes stat_regular_file allowed into `out` (fewer if the file
 /// shrank meanwhile). `out`'s old bytes are overwritten, not cleared first, so that
 /// reusing a buffer skips zero-filling it. False (errno set, `out` empty) on an error.
-inline bool read_file_bytes(int fd, std::string& out, std::size_t size) {
-    out.resize(size);
-    ssize_t const got = read_up_to(fd, &out[0], size);
-    if (got < 0) {
-        int const e = errno;
-        out.clear();
-        errno = e;
-        return false;
-    }
-    out.resize(static_cast<std::size_t>(got));
-    return true;
-}
+COMPILE_CACHE_DECL bool read_file_bytes(int fd, std::string& out, std::size_t size);
 
 /// The whole regular file open at `fd`, at most `max` bytes, into `out` (empty unless
 /// `read`); `st` is its fstat, for the caller's own use.
-inline file_read_status read_regular_file(int fd, std::string& out, std::uint64_t max, struct stat& st) {
-    file_read_status const status = stat_regular_file(fd, max, st);
-    if (status == file_read_status::read && read_file_bytes(fd, out, static_cast<std::size_t>(st.st_size)))
-        return status;
-    out.clear();
-    return status == file_read_status::read ? file_read_status::error : status;
-}
+COMPILE_CACHE_DECL file_read_status read_regular_file(int fd, std::string& out, std::uint64_t max, struct stat& st);
 
 } // namespace compile_cache::detail
+
+#include <compile_cache/detail/impl/posix_io.ipp>

@@ -10,13 +10,14 @@
 //   DIR/ab/.tmp-<hex>      a store in progress, or left by a killed one
 #pragma once
 
+#include <compile_cache/detail/config.hpp>
+
 #include <compile_cache/detail/posix_io.hpp>
 #include <compile_cache/storage/detail/directory_counters.hpp>
 #include <compile_cache/storage/detail/directory_files.hpp>
 
 #include <cerrno>
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -63,12 +64,7 @@ inline bool is_temp_name(std::string_view name) noexcept { return detail::direct
 
 /// `ab/<hex>`: where the entry of the key whose hex is `hex` lives, relative to the
 /// directory. `hex` has at least two digits.
-inline std::string entry_relative_path(std::string_view hex) {
-    std::string path(hex.substr(0, 2));
-    path += '/';
-    path += hex;
-    return path;
-}
+COMPILE_CACHE_DECL std::string entry_relative_path(std::string_view hex);
 
 /// What an entry of `size` bytes counts for against the size limit (whole 4 KiB
 /// blocks, at least one); the storage counts its stores the same way.
@@ -78,16 +74,7 @@ inline std::uint64_t accounted_size(std::uint64_t size) noexcept {
 
 /// Whether the regular file at `path` (`size` bytes, as lstat said) can be the size
 /// ledger: empty (created, not yet written), or starting with the ledger's magic.
-inline bool looks_like_ledger(std::string const& path, std::uint64_t size) {
-    namespace impl = detail::directory_storage_impl;
-    if (size == 0) return true;
-    int const fd = detail::open_no_follow(AT_FDCWD, path.c_str());
-    if (fd < 0) return false;
-    impl::file_descriptor const guard{fd};
-    char magic[sizeof impl::ledger_magic] = {};
-    ssize_t const got = detail::retry_on_eintr([&] { return ::pread(fd, magic, sizeof magic, 0); });
-    return got == static_cast<ssize_t>(sizeof magic) && std::memcmp(magic, impl::ledger_magic, sizeof magic) == 0;
-}
+COMPILE_CACHE_DECL bool looks_like_ledger(std::string const& path, std::uint64_t size);
 
 /// One name in a fan-out folder, as folder walking reports it.
 struct folder_item {
@@ -151,24 +138,9 @@ enum class entry_file_status {
 /// without blocking on a FIFO and without touching its use time (the storage's own
 /// read refreshes it; this one leaves eviction's order alone). On failure, `why` says
 /// why in one phrase.
-inline entry_file_status read_entry_file(std::string const& path, std::uint64_t max_size, std::string& bytes,
-                                         std::string& why) {
-    bytes.clear();
-    int const fd = detail::open_no_follow(AT_FDCWD, path.c_str());
-    if (fd < 0) {
-        why = std::string("cannot open it: ") + std::strerror(errno);
-        return entry_file_status::failed;
-    }
-    detail::directory_storage_impl::file_descriptor const guard{fd};
-    struct stat st {};
-    switch (detail::read_regular_file(fd, bytes, max_size, st)) {
-    case detail::file_read_status::read: return entry_file_status::ok;
-    case detail::file_read_status::too_large: why = "larger than the bound on an entry"; return entry_file_status::too_large;
-    case detail::file_read_status::not_regular: why = "not a regular file"; return entry_file_status::failed;
-    case detail::file_read_status::error: break;
-    }
-    why = std::string("cannot read it: ") + std::strerror(errno);
-    return entry_file_status::failed;
-}
+COMPILE_CACHE_DECL entry_file_status read_entry_file(std::string const& path, std::uint64_t max_size,
+                                                     std::string& bytes, std::string& why);
 
 } // namespace compile_cache::directory_layout
+
+#include <compile_cache/storage/impl/directory_layout.ipp>
