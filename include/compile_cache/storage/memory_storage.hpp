@@ -9,15 +9,12 @@
 #include <compile_cache/storage/concept.hpp>
 
 #include <cstddef>
-#include <exception>
 #include <mutex>
-#include <new>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <unordered_map>
-#include <utility>
 
 namespace compile_cache {
 
@@ -34,66 +31,14 @@ public:
 
     /// Movable, so that a cache can hold one by value; moving from a storage that
     /// other threads still use is a race, as for any object.
-    memory_storage(memory_storage&& other) noexcept {
-        std::unique_lock<std::shared_mutex> lock(other.mutex_);
-        entries_ = std::move(other.entries_);
-    }
-    memory_storage& operator=(memory_storage&& other) noexcept {
-        if (this != &other) {
-            std::scoped_lock lock(mutex_, other.mutex_);
-            entries_ = std::move(other.entries_);
-        }
-        return *this;
-    }
+    COMPILE_CACHE_DECL memory_storage(memory_storage&& other) noexcept;
+    COMPILE_CACHE_DECL memory_storage& operator=(memory_storage&& other) noexcept;
 
-    read_result read(key const& k, std::string& out, std::size_t max_size) noexcept {
-        out.clear();
-        try {
-            std::shared_lock<std::shared_mutex> lock(mutex_);
-            auto it = entries_.find(k);
-            if (it == entries_.end()) return {read_status::absent, {}};
-            if (it->second.size() > max_size) return {read_status::too_large, {}};
-            out.assign(it->second);
-            return {read_status::found, {}};
-        } catch (std::bad_alloc const&) {
-            out.clear();
-            return {read_status::error, std::make_error_code(std::errc::not_enough_memory)};
-        } catch (std::system_error const& e) {
-            out.clear();
-            return {read_status::error, e.code()};
-        } catch (...) {
-            out.clear();
-            return {read_status::error, std::make_error_code(std::errc::io_error)};
-        }
-    }
+    COMPILE_CACHE_DECL read_result read(key const& k, std::string& out, std::size_t max_size) noexcept;
 
-    std::error_code write(key const& k, std::string_view bytes) noexcept {
-        try {
-            // Copy before locking: the allocation does not need to hold writers out.
-            std::string copy(bytes);
-            std::unique_lock<std::shared_mutex> lock(mutex_);
-            entries_.insert_or_assign(k, std::move(copy));
-            return {};
-        } catch (std::bad_alloc const&) {
-            return std::make_error_code(std::errc::not_enough_memory);
-        } catch (std::system_error const& e) {
-            return e.code();
-        } catch (...) {
-            return std::make_error_code(std::errc::io_error);
-        }
-    }
+    COMPILE_CACHE_DECL std::error_code write(key const& k, std::string_view bytes) noexcept;
 
-    std::error_code remove(key const& k) noexcept {
-        try {
-            std::unique_lock<std::shared_mutex> lock(mutex_);
-            entries_.erase(k);
-            return {};
-        } catch (std::system_error const& e) {
-            return e.code();
-        } catch (...) {
-            return std::make_error_code(std::errc::io_error);
-        }
-    }
+    COMPILE_CACHE_DECL std::error_code remove(key const& k) noexcept;
 
     /// The number of entries held.
     std::size_t size() const {
@@ -109,3 +54,5 @@ private:
 } // namespace compile_cache
 
 static_assert(compile_cache::check_storage<compile_cache::memory_storage>::value);
+
+#include <compile_cache/storage/impl/memory_storage.ipp>
