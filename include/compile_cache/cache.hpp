@@ -36,7 +36,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -152,6 +151,10 @@ namespace detail {
 /// Reads PREFIX_VERIFY and PREFIX_MIN_COMPILE_TIME into `options`; a value that does
 /// not parse is one line through `env`, and the default stays.
 COMPILE_CACHE_DECL void cache_settings_from_env(settings_reader const& env, cache_options& options);
+
+/// Whether a number drawn uniformly from [0, 1) by this thread's generator is below
+/// `fraction`: verify mode's choice of the hits it checks.
+COMPILE_CACHE_DECL bool random_draw_below(double fraction);
 } // namespace detail
 
 namespace detail {
@@ -832,8 +835,7 @@ private:
         double const f = options_.verify_fraction;
         if (!(f > 0)) return false;
         if (f >= 1) return true;
-        thread_local std::mt19937_64 random{std::random_device{}()};
-        return std::uniform_real_distribution<double>(0.0, 1.0)(random) < f;
+        return detail::random_draw_below(f);
     }
 
     // The bytes `a` serializes to, as a store would write them; false when it cannot.

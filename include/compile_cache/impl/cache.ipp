@@ -2,6 +2,7 @@
 // (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
 #pragma once
 #if COMPILE_CACHE_INCLUDE_IMPL
+#include <random>
 
 namespace compile_cache::detail {
 
@@ -24,6 +25,11 @@ void cache_settings_from_env(settings_reader const& env, cache_options& options)
             env.report_value("_MIN_COMPILE_TIME", min_time,
                              "is not a number of milliseconds; every compiled kernel is stored");
     }
+}
+
+bool random_draw_below(double fraction) {
+    thread_local std::mt19937_64 random{std::random_device{}()};
+    return std::uniform_real_distribution<double>(0.0, 1.0)(random) < fraction;
 }
 
 } // namespace compile_cache::detail
