@@ -2,9 +2,12 @@
 # The compile time of one translation unit that includes only (a) the umbrella header,
 # (b) the Boost headers the umbrella's headers include, (c) those and every standard and
 # system header they include, (d) compile_cache/key/builder.hpp, (e) cache.hpp with
-# memory_storage.hpp (a host over a storage of its own), (f) nothing, measured RUNS
-# times each, interleaved (a b c d e f a b ...) so that a shared machine's load falls on
-# all alike; prints each median (seconds of user+sys CPU time, and wall time).
+# memory_storage.hpp (a host over a storage of its own), (f) nothing; (g) the umbrella
+# under separate compilation (COMPILE_CACHE_SEPARATE_COMPILATION: declarations only);
+# and, each through a precompiled header built once beforehand, (h) the umbrella, (i) the
+# Boost headers of (b), (j) the umbrella under separate compilation. Measured RUNS times
+# each, interleaved (a b c ... j a b ...) so that a shared machine's load falls on all
+# alike; prints each median (seconds of user+sys CPU time, and wall time).
 #   benchmarks/header_cost.sh [RUNS] [compiler flags...]     e.g. header_cost.sh 5 -O0
 # INCLUDE_DIR=... measures the headers of another checkout (default: this one's include/).
 set -euo pipefail
@@ -26,19 +29,36 @@ grep -rh '^#include <boost/' "$include/compile_cache" --include='*.hpp' \
 # The same, and the standard and system headers (not ours; the ARM ones are behind #if in ours).
 {
     cat "$work/boost_only.cpp"
-    grep -rhE '^\s*#\s*include <[a-z_/0-9.]+>' "$include/compile_cache" --include='*.hpp' \
+    grep -rhE '^\s*#\s*include <[a-z_/0-9.]+>' "$include/compile_cache" --include='*.hpp' --include='*.ipp' \
         --exclude-dir=llvm --exclude-dir=testing --exclude='redis_*' --exclude='sqlite_*' |
         sed 's/^\s*#\s*/#/' | grep -v -e '<boost/' -e '<compile_cache/' -e '<arm_' | sort -u
 } >"$work/boost_and_std.cpp"
 echo '#include <compile_cache/key/builder.hpp>' >"$work/key_builder.cpp"
 printf '#include <compile_cache/cache.hpp>\n#include <compile_cache/storage/memory_storage.hpp>\n' >"$work/cache_memory.cpp"
 echo 'int main() { return 0; }' >"$work/nothing.cpp"
+cp "$work/umbrella.cpp" "$work/umbrella_separate.cpp"
+# A precompiled header is used when the TU's first line includes it (-include) and it
+# was built with the same flags; -Winvalid-pch makes a mismatch an error, not a silent reparse.
+declare -A extra=([umbrella_separate]=-DCOMPILE_CACHE_SEPARATE_COMPILATION
+    [umbrella_separate_pch]=-DCOMPILE_CACHE_SEPARATE_COMPILATION)
+for pch in umbrella_pch:umbrella boost_only_pch:boost_only umbrella_separate_pch:umbrella; do
+    tu=${pch%%:*}
+    mkdir -p "$work/$tu"
+    cp "$work/${pch#*:}.cpp" "$work/$tu/pch.hpp"
+    # shellcheck disable=SC2086 # extra holds one flag or none
+    "$cxx" -std=c++17 "${flags[@]}" ${extra[$tu]-} -I"$include" -x c++-header "$work/$tu/pch.hpp" -o "$work/$tu/pch.hpp.gch"
+    echo 'int f();' >"$work/$tu.cpp"
+    extra[$tu]+=" -Winvalid-pch -include $work/$tu/pch.hpp"
+done
 
+tus=(umbrella boost_only boost_and_std key_builder cache_memory nothing umbrella_separate
+    umbrella_pch boost_only_pch umbrella_separate_pch)
 declare -A cpu wall
 for ((i = 0; i < runs; ++i)); do
-    for tu in umbrella boost_only boost_and_std key_builder cache_memory nothing; do
+    for tu in "${tus[@]}"; do
+        # shellcheck disable=SC2086 # extra holds flags split on blanks
         /usr/bin/time -f '%U %S %e' -o "$work/time" \
-            "$cxx" -std=c++17 "${flags[@]}" -I"$include" -c "$work/$tu.cpp" -o "$work/$tu.o"
+            "$cxx" -std=c++17 "${flags[@]}" ${extra[$tu]-} -I"$include" -c "$work/$tu.cpp" -o "$work/$tu.o"
         read -r user sys elapsed <"$work/time"
         cpu[$tu]+="$(echo "$user + $sys" | bc | xargs printf '%.2f') "
         wall[$tu]+="$elapsed "
@@ -47,7 +67,7 @@ done
 
 median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 echo "$cxx ${flags[*]}, $runs runs, medians (cpu = user+sys s; wall s):"
-for tu in umbrella boost_only boost_and_std key_builder cache_memory nothing; do
-    printf '  %-13s cpu %5s  wall %5s   (cpu runs: %s)\n' "$tu" "$(median <<<"${cpu[$tu]}")" \
+for tu in "${tus[@]}"; do
+    printf '  %-21s cpu %5s  wall %5s   (cpu runs: %s)\n' "$tu" "$(median <<<"${cpu[$tu]}")" \
         "$(median <<<"${wall[$tu]}")" "${cpu[$tu]% }"
 done

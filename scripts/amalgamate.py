@@ -35,7 +35,10 @@ UMBRELLA = "compile_cache/compile_cache.hpp"
 # or are not for the umbrella header (testing/: the conformance kit, for users' tests);
 # and single headers that do (patterns relative to include/compile_cache/).
 OPTIONAL_DIRS = ("llvm", "testing")
-OPTIONAL_HEADERS = ("storage/redis_storage.hpp", "storage/detail/redis_*.hpp", "storage/sqlite_storage.hpp")
+# src.hpp is copied as well: the one translation unit of separate compilation includes
+# it, and with it the single header, before anything else (detail/config.hpp).
+OPTIONAL_HEADERS = ("storage/redis_storage.hpp", "storage/detail/redis_*.hpp", "storage/sqlite_storage.hpp",
+                    "src.hpp")
 
 OWN_INCLUDE = re.compile(r'^\s*#\s*include\s*<(compile_cache/[^>]+)>')
 QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"')

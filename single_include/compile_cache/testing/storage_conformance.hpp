@@ -40,6 +40,24 @@
 #error "compile_cache: needs exceptions (drop -fno-exceptions; llvm-config --cxxflags adds it, LLVM's headers do not need it)"
 #endif
 
+// Separate compilation (docs/design.md, "What including the library costs"): a host that
+// defines COMPILE_CACHE_SEPARATE_COMPILATION in every translation unit and includes
+// <compile_cache/src.hpp> in exactly one gets the library's non-template functions
+// compiled once, there, instead of parsed and instantiated in each translation unit.
+// COMPILE_CACHE_DECL marks their declarations (inline in the default, header-only mode);
+// their definitions are in impl/*.ipp files, compiled where COMPILE_CACHE_INCLUDE_IMPL is 1.
+#if defined(COMPILE_CACHE_SEPARATE_COMPILATION)
+#define COMPILE_CACHE_DECL
+#if defined(COMPILE_CACHE_SOURCE)
+#define COMPILE_CACHE_INCLUDE_IMPL 1
+#else
+#define COMPILE_CACHE_INCLUDE_IMPL 0
+#endif
+#else
+#define COMPILE_CACHE_DECL inline
+#define COMPILE_CACHE_INCLUDE_IMPL 1
+#endif
+
 // RTTI is checked by detail/config_rtti.hpp, in the headers that need it: the LLVM
 // adapter's no-RTTI side (compile_cache/llvm/object_store.hpp, object_cache.hpp) does not.
 
