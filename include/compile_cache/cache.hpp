@@ -25,7 +25,6 @@
 #include <compile_cache/storage/concept.hpp>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -42,7 +41,6 @@
 #include <utility>
 #include <vector>
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 namespace compile_cache {
