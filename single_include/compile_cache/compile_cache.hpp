@@ -8619,7 +8619,6 @@ inline std::string read_secret_file(std::string const& path, std::string& secret
 
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -8636,7 +8635,6 @@ inline std::string read_secret_file(std::string const& path, std::string& secret
 #include <utility>
 #include <vector>
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 namespace compile_cache {
