@@ -13,7 +13,7 @@ mark_as_advanced(COMPILE_CACHE_INSTALL_CMAKEDIR COMPILE_CACHE_INSTALL_PKGCONFIGD
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/compile_cache
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-        FILES_MATCHING PATTERN "*.hpp")
+        FILES_MATCHING PATTERN "*.hpp" PATTERN "*.ipp")
 
 install(TARGETS compile_cache EXPORT compile_cacheTargets)
 install(EXPORT compile_cacheTargets

@@ -25,7 +25,6 @@
 #include <compile_cache/storage/concept.hpp>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -36,14 +35,12 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 namespace compile_cache {
@@ -151,26 +148,11 @@ struct cache_options {
 namespace detail {
 /// Reads PREFIX_VERIFY and PREFIX_MIN_COMPILE_TIME into `options`; a value that does
 /// not parse is one line through `env`, and the default stays.
-inline void cache_settings_from_env(settings_reader const& env, cache_options& options) {
-    std::string const verify = env.value("_VERIFY");
-    if (!verify.empty() && !is_off(verify)) {
-        std::optional<double> const v = is_on(verify) ? std::optional<double>(1.0) : parse_fraction(verify);
-        if (v)
-            options.verify_fraction = *v;
-        else
-            env.report_value("_VERIFY", verify,
-                             "is not understood (1 to verify every hit, a fraction such as 0.01 for that share of "
-                             "hits, 0 for none); hits are not verified");
-    }
-    std::string const min_time = env.value("_MIN_COMPILE_TIME");
-    if (!min_time.empty()) {
-        if (std::optional<std::uint64_t> const ms = parse_whole_number(min_time, 9))
-            options.min_compile_time = std::chrono::milliseconds(static_cast<std::chrono::milliseconds::rep>(*ms));
-        else
-            env.report_value("_MIN_COMPILE_TIME", min_time,
-                             "is not a number of milliseconds; every compiled kernel is stored");
-    }
-}
+COMPILE_CACHE_DECL void cache_settings_from_env(settings_reader const& env, cache_options& options);
+
+/// Whether a number drawn uniformly from [0, 1) by this thread's generator is below
+/// `fraction`: verify mode's choice of the hits it checks.
+COMPILE_CACHE_DECL bool random_draw_below(double fraction);
 } // namespace detail
 
 namespace detail {
@@ -851,8 +833,7 @@ private:
         double const f = options_.verify_fraction;
         if (!(f > 0)) return false;
         if (f >= 1) return true;
-        thread_local std::mt19937_64 random{std::random_device{}()};
-        return std::uniform_real_distribution<double>(0.0, 1.0)(random) < f;
+        return detail::random_draw_below(f);
     }
 
     // The bytes `a` serializes to, as a store would write them; false when it cannot.
@@ -1004,3 +985,5 @@ private:
 };
 
 } // namespace compile_cache
+
+#include <compile_cache/impl/cache.ipp>

@@ -10,10 +10,8 @@
 
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <functional>
 #include <initializer_list>
-#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -39,116 +37,25 @@ struct environment_setting {
 /// Parses a size: a number of bytes, or a number followed by K, M or G (powers of
 /// 1024; any case; an optional trailing `B` or `iB`): `1048576`, `48K`, `500M`, `2G`,
 /// `2GiB`. nullopt for anything else, overflow included.
-inline std::optional<std::uint64_t> parse_byte_size(std::string_view s) noexcept {
-    s = detail::trim_blanks(s);
-    std::size_t i = 0;
-    std::uint64_t n = 0;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
-        auto const digit = static_cast<std::uint64_t>(s[i] - '0');
-        if (n > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) return std::nullopt;
-        n = n * 10 + digit;
-        ++i;
-    }
-    if (i == 0) return std::nullopt;
-    std::string_view rest = s.substr(i);
-    unsigned shift = 0;
-    if (!rest.empty()) {
-        switch (rest.front()) {
-        case 'k': case 'K': shift = 10; break;
-        case 'm': case 'M': shift = 20; break;
-        case 'g': case 'G': shift = 30; break;
-        default: return std::nullopt;
-        }
-        rest.remove_prefix(1);
-        if (rest == "B" || rest == "b" || rest == "iB" || rest == "ib") rest = {};
-        if (!rest.empty()) return std::nullopt;
-    }
-    if (shift != 0 && n > (std::numeric_limits<std::uint64_t>::max() >> shift)) return std::nullopt;
-    return n << shift;
-}
+COMPILE_CACHE_DECL std::optional<std::uint64_t> parse_byte_size(std::string_view s) noexcept;
 
 /// Parses a duration in milliseconds: a whole number, optionally followed by `ms`
 /// (`250`, `250ms`), or by `s` for seconds (`2s`). nullopt for anything else.
-inline std::optional<std::chrono::milliseconds> parse_milliseconds(std::string_view s) noexcept {
-    s = detail::trim_blanks(s);
-    std::size_t i = 0;
-    std::int64_t n = 0;
-    constexpr std::int64_t limit = std::int64_t{1} << 40; // about 35 years of milliseconds
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
-        n = n * 10 + (s[i] - '0');
-        if (n > limit) return std::nullopt;
-        ++i;
-    }
-    if (i == 0) return std::nullopt;
-    std::string const unit = detail::lower(s.substr(i));
-    if (unit.empty() || unit == "ms") return std::chrono::milliseconds(n);
-    if (unit == "s") return std::chrono::milliseconds(n * 1000);
-    return std::nullopt;
-}
+COMPILE_CACHE_DECL std::optional<std::chrono::milliseconds> parse_milliseconds(std::string_view s) noexcept;
 
 /// Parses a whole number of at most `max_digits` decimal digits (no sign, no unit).
 /// nullopt for anything else, the empty string included.
-inline std::optional<std::uint64_t> parse_whole_number(std::string_view s, std::size_t max_digits) noexcept {
-    if (s.empty() || s.size() > max_digits || max_digits > 19) return std::nullopt;
-    std::uint64_t n = 0;
-    for (char c : s) {
-        if (c < '0' || c > '9') return std::nullopt;
-        n = n * 10 + static_cast<std::uint64_t>(c - '0');
-    }
-    return n;
-}
+COMPILE_CACHE_DECL std::optional<std::uint64_t> parse_whole_number(std::string_view s, std::size_t max_digits) noexcept;
 
 /// Parses a fraction from 0 to 1 written with a decimal point, whatever the host's
 /// locale, optionally with a decimal exponent: `0`, `1`, `0.01`, `.5`, `1e-3`, ` 0.5 `.
 /// nullopt for anything else (a sign before the number, a comma, more than 18 digits,
 /// an exponent of more than 3 digits, a value over 1).
-inline std::optional<double> parse_fraction(std::string_view s) noexcept {
-    s = detail::trim_blanks(s);
-    std::uint64_t digits = 0;
-    std::size_t count = 0, i = 0;
-    int scale = 0; // the value is digits * 10^scale
-    bool point = false;
-    for (; i < s.size() && s[i] != 'e' && s[i] != 'E'; ++i) {
-        char const c = s[i];
-        if (c == '.' && !point) {
-            point = true;
-        } else if (c >= '0' && c <= '9') {
-            if (++count > 18) return std::nullopt;
-            digits = digits * 10 + static_cast<std::uint64_t>(c - '0');
-            if (point) --scale;
-        } else {
-            return std::nullopt;
-        }
-    }
-    if (count == 0) return std::nullopt;
-    if (i < s.size()) { // an exponent: e, an optional sign, 1 to 3 digits
-        std::string_view e = s.substr(i + 1);
-        bool const negative = !e.empty() && e.front() == '-';
-        if (!e.empty() && (e.front() == '-' || e.front() == '+')) e.remove_prefix(1);
-        std::optional<std::uint64_t> const n = parse_whole_number(e, 3);
-        if (!n) return std::nullopt;
-        scale += negative ? -static_cast<int>(*n) : static_cast<int>(*n);
-    }
-    double v = static_cast<double>(digits);
-    for (; scale < 0 && v != 0; ++scale) v /= 10;
-    for (; scale > 0 && v != 0; --scale) {
-        v *= 10;
-        if (v > 1) return std::nullopt;
-    }
-    if (v > 1) return std::nullopt;
-    return v;
-}
+COMPILE_CACHE_DECL std::optional<double> parse_fraction(std::string_view s) noexcept;
 
 /// Parses an on/off word: `1`, `on`, `true`, `yes` are on; unset (empty), `0`,
 /// `off`, `false`, `no` are off (any case). nullopt for anything else.
-inline std::optional<bool> parse_switch(std::string_view s) noexcept {
-    try {
-        if (detail::is_on(s)) return true;
-        if (detail::is_off(s)) return false;
-    } catch (...) {
-    }
-    return std::nullopt;
-}
+COMPILE_CACHE_DECL std::optional<bool> parse_switch(std::string_view s) noexcept;
 
 /// What a cache reads from the environment under one prefix, and where it says what
 /// it could not use. Given to `Storage::from_env(settings_reader&)` (an optional
@@ -176,58 +83,24 @@ public:
     bool is_off(std::string_view suffix) const { return detail::is_off(value(suffix)); }
 
     /// Reports one line (a bad value, an unusable path) as the cache reports them.
-    void report(std::string const& line) const noexcept {
-        if (report_) {
-            try {
-                report_(line);
-            } catch (...) {
-            }
-        } else {
-            std::fprintf(stderr, "compile_cache: %s\n", line.c_str());
-        }
-    }
+    COMPILE_CACHE_DECL void report(std::string const& line) const noexcept;
     /// Reports `NAME="value" ` + `text`: the first words of every bad-value line.
-    void report_value(std::string_view suffix, std::string const& value, std::string const& text) const noexcept {
-        try {
-            report(name(suffix) + "=\"" + value + "\" " + text);
-        } catch (...) {
-        }
-    }
+    COMPILE_CACHE_DECL void report_value(std::string_view suffix, std::string const& value,
+                                         std::string const& text) const noexcept;
 
     /// A size (parse_byte_size); unset: `fallback`; a bad value is reported
     /// ("is not a size (...); using the default, <fallback_text>") and `fallback` used.
-    std::uint64_t byte_size(std::string_view suffix, std::uint64_t fallback, std::string const& fallback_text) const {
-        std::string const v = value(suffix);
-        if (v.empty()) return fallback;
-        if (auto const n = parse_byte_size(v)) return *n;
-        report_value(suffix, v,
-                     "is not a size (a number of bytes, or one with a K, M or G suffix in powers of 1024, such as "
-                     "48K, 500M or 2G); using the default, " +
-                         fallback_text);
-        return fallback;
-    }
+    COMPILE_CACHE_DECL std::uint64_t byte_size(std::string_view suffix, std::uint64_t fallback,
+                                               std::string const& fallback_text) const;
 
     /// A duration (parse_milliseconds); unset: `fallback`; a bad value is reported
     /// ("is not a duration (...); using the default, N ms") and `fallback` used.
-    std::chrono::milliseconds milliseconds(std::string_view suffix, std::chrono::milliseconds fallback) const {
-        std::string const v = value(suffix);
-        if (v.empty()) return fallback;
-        if (auto const d = parse_milliseconds(v)) return *d;
-        report_value(suffix, v,
-                     "is not a duration (milliseconds, such as 100 or 1500ms, or seconds, such as 2s); using the "
-                     "default, " +
-                         std::to_string(fallback.count()) + " ms");
-        return fallback;
-    }
+    COMPILE_CACHE_DECL std::chrono::milliseconds milliseconds(std::string_view suffix,
+                                                              std::chrono::milliseconds fallback) const;
 
     /// An on/off switch (parse_switch); unset: off; a bad value is reported ("is not
     /// understood (...); <otherwise>") and `fallback` used.
-    bool flag(std::string_view suffix, bool fallback, std::string const& otherwise) const {
-        std::string const v = value(suffix);
-        if (auto const b = parse_switch(v)) return *b;
-        report_value(suffix, v, "is not understood (1, on, true or yes; 0, off, false or no); " + otherwise);
-        return fallback;
-    }
+    COMPILE_CACHE_DECL bool flag(std::string_view suffix, bool fallback, std::string const& otherwise) const;
 
     /// One of named choices (any case); unset: `fallback`; a bad value is reported
     /// ("is not <what> (a, b or c); using the default, <fallback's name>").
@@ -271,19 +144,7 @@ public:
     /// authenticated (a secret) or `PREFIX_REMOTE_INSECURE` says the server is trusted;
     /// otherwise one line saying how to set a secret. Asked by the tier and by the Redis
     /// storage alike, answered (and said) once.
-    bool remote_trusted() {
-        if (!remote_trusted_) {
-            bool const insecure = flag("_REMOTE_INSECURE", false, "the remote needs a secret");
-            remote_trusted_ = authenticated_ || insecure;
-            if (!*remote_trusted_)
-                report(name("_REMOTE") +
-                       " is set but entries are not authenticated, and what a shared server returns runs as code "
-                       "here: the remote is off. Give every machine the same secret with " +
-                       name("_SECRET_FILE") + ", or set " + name("_REMOTE_INSECURE") +
-                       "=1 if only trusted machines can write to the server");
-        }
-        return *remote_trusted_;
-    }
+    COMPILE_CACHE_DECL bool remote_trusted();
     /// After confirm(): the cache's logger (empty when it logs nothing), for a storage
     /// that reports what happens while it runs (a server gone, then back).
     reporter const& logger() const noexcept { return logger_; }
@@ -306,3 +167,5 @@ private:
 };
 
 } // namespace compile_cache
+
+#include <compile_cache/impl/settings.ipp>

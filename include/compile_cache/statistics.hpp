@@ -136,7 +136,7 @@ struct statistics_snapshot {
     /// are the names a cache directory keeps its cumulative counters under (the
     /// breakdown of bypasses by reason is not kept: reasons are the host's own text).
     /// Then the storage_counters.
-    std::vector<std::pair<std::string, std::uint64_t>> counters() const;
+    COMPILE_CACHE_DECL std::vector<std::pair<std::string, std::uint64_t>> counters() const;
 
     /// The compile time the hits saved: the compile times their entries recorded, less
     /// the time spent loading (hits and misses); 0 when loading cost more.
@@ -145,37 +145,7 @@ struct statistics_snapshot {
     /// One line: `hits=3 misses=2 (absent=1 corrupt=1) stores=2 ...`; reasons with a
     /// zero count are left out, and so are the verify and skipped-store counts when
     /// they are all 0.
-    std::string summary() const {
-        std::string s = "hits=" + std::to_string(hits) + " misses=" + std::to_string(total_misses());
-        s += nonzero_counts<miss_reason>(misses);
-        s += " stores=" + std::to_string(stores);
-        s += " store-failures=" + std::to_string(total_store_failures());
-        s += nonzero_counts<store_failure>(store_failures);
-        s += " bypasses=" + std::to_string(bypasses);
-        std::string reasons;
-        for (auto const& [why, n] : bypass_reasons)
-            reasons += std::string(reasons.empty() ? "" : "; ") + why + "=" + std::to_string(n);
-        if (!reasons.empty()) s += " (" + reasons + ")";
-        s += " bytes-read=" + std::to_string(bytes_read) + " bytes-written=" + std::to_string(bytes_written);
-        if (hits)
-            s += " hit-ms=(read " + format_ms(hit_read_ns) + " verify " + format_ms(hit_verify_ns) + " deserialize " +
-                 format_ms(hit_deserialize_ns) + " relocate " + format_ms(hit_relocate_ns) + ")";
-        if (verified + unsound + nondeterministic != 0)
-            s += " verify=(verified " + std::to_string(verified) + " unsound " + std::to_string(unsound) +
-                 " nondeterministic " + std::to_string(nondeterministic) + ")";
-        if (stores_skipped_cheap != 0) s += " store-skipped-cheap=" + std::to_string(stores_skipped_cheap);
-        if (hits) s += " saved-ms=" + format_ms(saved_ns());
-        s += " load-ms=" + format_ms(load_ns) + " compile-ms=" + format_ms(compile_ns) + " store-ms=" + format_ms(store_ns);
-        // The storage's own: `remote.hits=3 ... remote.read-ms=1.250`; zero errors left out.
-        for (auto const& [name, n] : storage_counters) {
-            if (n == 0 && name.find(".errors.") != std::string::npos) continue;
-            if (name.size() > 3 && name.compare(name.size() - 3, 3, "-ns") == 0)
-                s += " " + name.substr(0, name.size() - 3) + "-ms=" + format_ms(n);
-            else
-                s += " " + name + "=" + std::to_string(n);
-        }
-        return s;
-    }
+    COMPILE_CACHE_DECL std::string summary() const;
 
 private:
     /// ` (name=n name=n)` for the reasons counted at least once; empty when none was.
@@ -189,11 +159,7 @@ private:
         return out.empty() ? out : " (" + out + ")";
     }
 
-    static std::string format_ms(std::uint64_t ns) {
-        std::uint64_t us = ns / 1000;
-        std::string frac = std::to_string(us % 1000);
-        return std::to_string(us / 1000) + "." + std::string(3 - frac.size(), '0') + frac;
-    }
+    COMPILE_CACHE_DECL static std::string format_ms(std::uint64_t ns);
 };
 
 namespace detail {
@@ -222,23 +188,6 @@ inline constexpr counter_row counter_table[] = {
 };
 static_assert(std::size(counter_table) == counter_count, "compile_cache: one counter_table row per counter");
 } // namespace detail
-
-inline std::vector<std::pair<std::string, std::uint64_t>> statistics_snapshot::counters() const {
-    std::vector<std::pair<std::string, std::uint64_t>> c;
-    c.reserve(detail::counter_count + miss_reason_count + store_failure_count + storage_counters.size());
-    for (std::size_t i = 0; i < detail::counter_count; ++i) {
-        c.emplace_back(detail::counter_table[i].name, this->*detail::counter_table[i].field);
-        if (i == static_cast<std::size_t>(detail::counter::hits))
-            for (std::size_t r = 0; r < miss_reason_count; ++r)
-                c.emplace_back(std::string("misses.") + to_string(static_cast<miss_reason>(r)), misses[r]);
-        if (i == static_cast<std::size_t>(detail::counter::stores))
-            for (std::size_t f = 0; f < store_failure_count; ++f)
-                c.emplace_back(std::string("store-failures.") + to_string(static_cast<store_failure>(f)),
-                               store_failures[f]);
-    }
-    c.insert(c.end(), storage_counters.begin(), storage_counters.end());
-    return c;
-}
 
 /// The live counters: lock-free for everything on the hit path.
 class statistics {
@@ -280,27 +229,9 @@ public:
     void nondeterministic() noexcept { add(detail::counter::nondeterministic); }
     void store_skipped_cheap() noexcept { add(detail::counter::stores_skipped_cheap); }
     void compiled(std::uint64_t ns) noexcept { add(detail::counter::compile_ns, ns); }
-    void bypassed(std::string const& reason) noexcept {
-        add(detail::counter::bypasses);
-        try {
-            std::lock_guard<std::mutex> lock(bypass_mutex_);
-            ++bypass_reasons_[reason];
-        } catch (...) {
-            // The count above stands; only the breakdown by reason is lost.
-        }
-    }
+    COMPILE_CACHE_DECL void bypassed(std::string const& reason) noexcept;
 
-    statistics_snapshot snapshot() const {
-        statistics_snapshot s;
-        for (std::size_t i = 0; i < detail::counter_count; ++i)
-            s.*detail::counter_table[i].field = counts_[i].load(std::memory_order_relaxed);
-        for (std::size_t i = 0; i < miss_reason_count; ++i) s.misses[i] = misses_[i].load(std::memory_order_relaxed);
-        for (std::size_t i = 0; i < store_failure_count; ++i)
-            s.store_failures[i] = store_failures_[i].load(std::memory_order_relaxed);
-        std::lock_guard<std::mutex> lock(bypass_mutex_);
-        s.bypass_reasons = bypass_reasons_;
-        return s;
-    }
+    COMPILE_CACHE_DECL statistics_snapshot snapshot() const;
 
 private:
     void add(detail::counter c, std::uint64_t n = 1) noexcept {
@@ -315,3 +246,5 @@ private:
 };
 
 } // namespace compile_cache
+
+#include <compile_cache/impl/statistics.ipp>

@@ -241,28 +241,10 @@ public:
     bool empty() const noexcept { return size_ == 0; }
 
     /// Lower-case hexadecimal, two digits per byte.
-    std::string hex() const {
-        static constexpr char digits[] = "0123456789abcdef";
-        std::string s(size_ * 2, '0');
-        for (std::size_t i = 0; i < size_; ++i) {
-            s[2 * i] = digits[bytes_[i] >> 4];
-            s[2 * i + 1] = digits[bytes_[i] & 15];
-        }
-        return s;
-    }
+    COMPILE_CACHE_DECL std::string hex() const;
 
     /// Parses what hex() wrote; nullopt for anything else (odd length, bad digit, too long).
-    static std::optional<key> from_hex(std::string_view s) {
-        if (s.empty() || s.size() % 2 != 0 || s.size() / 2 > max_size) return std::nullopt;
-        key k;
-        k.size_ = static_cast<std::uint8_t>(s.size() / 2);
-        for (std::size_t i = 0; i < k.size_; ++i) {
-            int hi = hex_digit(s[2 * i]), lo = hex_digit(s[2 * i + 1]);
-            if (hi < 0 || lo < 0) return std::nullopt;
-            k.bytes_[i] = static_cast<unsigned char>(hi * 16 + lo);
-        }
-        return k;
-    }
+    COMPILE_CACHE_DECL static std::optional<key> from_hex(std::string_view s);
 
     friend bool operator==(key const& a, key const& b) noexcept {
         return a.size_ == b.size_ && std::memcmp(a.bytes_.data(), b.bytes_.data(), a.size_) == 0;
@@ -307,6 +289,39 @@ struct std::hash<compile_cache::key> {
         return h;
     }
 };
+
+// ---- begin compile_cache/key/impl/key.ipp
+// compile_cache: the definitions of key/key.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+namespace compile_cache {
+
+std::string key::hex() const {
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string s(size_ * 2, '0');
+    for (std::size_t i = 0; i < size_; ++i) {
+        s[2 * i] = digits[bytes_[i] >> 4];
+        s[2 * i + 1] = digits[bytes_[i] & 15];
+    }
+    return s;
+}
+
+std::optional<key> key::from_hex(std::string_view s) {
+    if (s.empty() || s.size() % 2 != 0 || s.size() / 2 > max_size) return std::nullopt;
+    key k;
+    k.size_ = static_cast<std::uint8_t>(s.size() / 2);
+    for (std::size_t i = 0; i < k.size_; ++i) {
+        int hi = hex_digit(s[2 * i]), lo = hex_digit(s[2 * i + 1]);
+        if (hi < 0 || lo < 0) return std::nullopt;
+        k.bytes_[i] = static_cast<unsigned char>(hi * 16 + lo);
+    }
+    return k;
+}
+
+} // namespace compile_cache
+#endif
+// ---- end compile_cache/key/impl/key.ipp
 // ---- end compile_cache/key/key.hpp
 
 #include <cstddef>
@@ -536,51 +551,74 @@ concept Hasher = detail::is_hasher<H>::value;
 // differ only in the CPU instructions they use (SHA-256, CRC-32C), and the ARM
 // feature probe they share.
 
+
 // ---- begin compile_cache/detail/env.hpp
 // compile_cache: reading settings from the environment.
 
-#include <cctype>
-#include <cstdio>
-#include <cstdlib>
+
 #include <string>
 #include <string_view>
 
 namespace compile_cache::detail {
 
-inline std::string lower(std::string_view s) {
+COMPILE_CACHE_DECL std::string lower(std::string_view s);
+
+/// The value of an environment variable; empty when unset.
+COMPILE_CACHE_DECL std::string getenv_string(std::string const& name);
+
+/// Unset, empty, `0`, `off`, `false` and `no` (any case) switch a setting off.
+COMPILE_CACHE_DECL bool is_off(std::string_view value);
+
+/// The one line for a process-wide implementation switch (COMPILE_CACHE_SHA256,
+/// COMPILE_CACHE_CRC32C) set to a value it does not know; the fastest code is used.
+COMPILE_CACHE_DECL void report_unknown_implementation(char const* variable, char const* value) noexcept;
+
+/// `1`, `on`, `true` and `yes` (any case) switch a setting on.
+COMPILE_CACHE_DECL bool is_on(std::string_view value);
+
+} // namespace compile_cache::detail
+
+// ---- begin compile_cache/detail/impl/env.ipp
+// compile_cache: the definitions of detail/env.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+
+namespace compile_cache::detail {
+
+std::string lower(std::string_view s) {
     std::string out(s);
     for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return out;
 }
 
-/// The value of an environment variable; empty when unset.
-inline std::string getenv_string(std::string const& name) {
+std::string getenv_string(std::string const& name) {
     char const* v = std::getenv(name.c_str());
     return v ? std::string(v) : std::string();
 }
 
-/// Unset, empty, `0`, `off`, `false` and `no` (any case) switch a setting off.
-inline bool is_off(std::string_view value) {
+bool is_off(std::string_view value) {
     std::string v = lower(value);
     return v.empty() || v == "0" || v == "off" || v == "false" || v == "no";
 }
 
-/// The one line for a process-wide implementation switch (COMPILE_CACHE_SHA256,
-/// COMPILE_CACHE_CRC32C) set to a value it does not know; the fastest code is used.
-inline void report_unknown_implementation(char const* variable, char const* value) noexcept {
+void report_unknown_implementation(char const* variable, char const* value) noexcept {
     std::fprintf(stderr,
                  "compile_cache: %s=\"%s\" is not understood (portable, or auto); using the fastest "
                  "implementation this CPU runs\n",
                  variable, value);
 }
 
-/// `1`, `on`, `true` and `yes` (any case) switch a setting on.
-inline bool is_on(std::string_view value) {
+bool is_on(std::string_view value) {
     std::string v = lower(value);
     return v == "1" || v == "on" || v == "true" || v == "yes";
 }
 
 } // namespace compile_cache::detail
+#endif
+// ---- end compile_cache/detail/impl/env.ipp
 // ---- end compile_cache/detail/env.hpp
 // ---- begin compile_cache/detail/platform.hpp
 // compile_cache: what the library was compiled for: the platform name the key's
@@ -644,10 +682,6 @@ constexpr char const* compiled_platform() noexcept {
 #include <cstdlib>
 #include <cstring>
 
-#if defined(__aarch64__) && COMPILE_CACHE_LINUX_CALLS
-#include <sys/auxv.h>
-#endif
-
 namespace compile_cache::detail {
 
 /// Bits of AT_HWCAP in the Linux arm64 ABI (arch/arm64/include/uapi/asm/hwcap.h).
@@ -656,14 +690,7 @@ inline constexpr unsigned long arm_hwcap_crc32 = 1ul << 7;
 
 /// Whether the kernel says this CPU has the feature `hwcap_bit`: on AArch64 Linux only;
 /// false elsewhere (code built for a target with the feature does not ask).
-inline bool arm_cpu_has(unsigned long hwcap_bit) noexcept {
-#if defined(__aarch64__) && COMPILE_CACHE_LINUX_CALLS
-    return (getauxval(AT_HWCAP) & hwcap_bit) != 0;
-#else
-    (void)hwcap_bit;
-    return false;
-#endif
-}
+COMPILE_CACHE_DECL bool arm_cpu_has(unsigned long hwcap_bit) noexcept;
 
 /// One implementation: which, its function, and whether this CPU runs it.
 template <class Backend, class Function>
@@ -757,6 +784,29 @@ struct cpu_dispatch<Traits, R (*)(Args...) noexcept> {
 };
 
 } // namespace compile_cache::detail
+
+// ---- begin compile_cache/detail/impl/cpu_dispatch.ipp
+// compile_cache: the definitions of detail/cpu_dispatch.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+#if defined(__aarch64__) && COMPILE_CACHE_LINUX_CALLS
+#include <sys/auxv.h>
+#endif
+
+namespace compile_cache::detail {
+
+bool arm_cpu_has(unsigned long hwcap_bit) noexcept {
+#if defined(__aarch64__) && COMPILE_CACHE_LINUX_CALLS
+    return (getauxval(AT_HWCAP) & hwcap_bit) != 0;
+#else
+    (void)hwcap_bit;
+    return false;
+#endif
+}
+
+} // namespace compile_cache::detail
+#endif
+// ---- end compile_cache/detail/impl/cpu_dispatch.ipp
 // ---- end compile_cache/detail/cpu_dispatch.hpp
 // ---- begin compile_cache/detail/sha256_arm.hpp
 // compile_cache: SHA-256 block compression with the ARMv8 SHA-2 instructions
@@ -788,6 +838,7 @@ struct cpu_dispatch<Traits, R (*)(Args...) noexcept> {
 // Kept apart from the sha256 class so that a hardware compression function
 // (x86 SHA-NI, ARMv8 SHA2) with the same signature can be chosen at run time and
 // this one stays the fallback and the reference the others are tested against.
+
 
 
 #include <cstddef>
@@ -884,8 +935,20 @@ inline void sha256_expand(std::uint32_t* w) noexcept {
 
 /// Compresses `nblocks` consecutive 64-byte blocks starting at `blocks` into `state`
 /// (the eight words H0..H7). No alignment is required of `blocks`.
-inline void sha256_compress_portable(std::uint32_t state[8], unsigned char const* blocks,
-                                     std::size_t nblocks) noexcept {
+COMPILE_CACHE_DECL void sha256_compress_portable(std::uint32_t state[8], unsigned char const* blocks,
+                                                 std::size_t nblocks) noexcept;
+
+} // namespace detail
+} // namespace compile_cache
+
+// ---- begin compile_cache/detail/impl/sha256_portable.ipp
+// compile_cache: the definitions of detail/sha256_portable.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+namespace compile_cache::detail {
+
+void sha256_compress_portable(std::uint32_t state[8], unsigned char const* blocks, std::size_t nblocks) noexcept {
     std::uint32_t a = state[0], b = state[1], c = state[2], d = state[3];
     std::uint32_t e = state[4], f = state[5], g = state[6], h = state[7];
     for (; nblocks != 0; --nblocks, blocks += 64) {
@@ -911,8 +974,9 @@ inline void sha256_compress_portable(std::uint32_t state[8], unsigned char const
     }
 }
 
-} // namespace detail
-} // namespace compile_cache
+} // namespace compile_cache::detail
+#endif
+// ---- end compile_cache/detail/impl/sha256_portable.ipp
 // ---- end compile_cache/detail/sha256_portable.hpp
 
 #include <cstddef>
@@ -925,6 +989,31 @@ inline void sha256_compress_portable(std::uint32_t state[8], unsigned char const
 #endif
 
 #if COMPILE_CACHE_HAS_SHA256_ARM
+namespace compile_cache {
+namespace detail {
+
+/// True when the CPU has the SHA-256 instructions: always when the program was built
+/// for a target that has them; on Linux, HWCAP_SHA2 in the auxiliary vector; no
+/// elsewhere (e.g. Apple platforms built without the feature: the portable code).
+COMPILE_CACHE_DECL bool sha256_arm_supported() noexcept;
+
+/// Same contract as sha256_compress_portable.
+#if defined(__ARM_FEATURE_SHA2)
+COMPILE_CACHE_DECL void sha256_compress_arm(std::uint32_t state[8], unsigned char const* blocks,
+                                            std::size_t nblocks) noexcept;
+#else
+__attribute__((target("+crypto"))) COMPILE_CACHE_DECL void
+sha256_compress_arm(std::uint32_t state[8], unsigned char const* blocks, std::size_t nblocks) noexcept;
+#endif
+
+} // namespace detail
+} // namespace compile_cache
+#endif // COMPILE_CACHE_HAS_SHA256_ARM
+
+// ---- begin compile_cache/detail/impl/sha256_arm.ipp
+// compile_cache: the definitions of detail/sha256_arm.hpp's non-template functions; included by it
+// alone (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL && COMPILE_CACHE_HAS_SHA256_ARM
 #include <arm_neon.h>
 
 #if defined(__ARM_FEATURE_SHA2)
@@ -938,10 +1027,7 @@ inline void sha256_compress_portable(std::uint32_t state[8], unsigned char const
 namespace compile_cache {
 namespace detail {
 
-/// True when the CPU has the SHA-256 instructions: always when the program was built
-/// for a target that has them; on Linux, HWCAP_SHA2 in the auxiliary vector; no
-/// elsewhere (e.g. Apple platforms built without the feature: the portable code).
-inline bool sha256_arm_supported() noexcept {
+bool sha256_arm_supported() noexcept {
 #if defined(__ARM_FEATURE_SHA2)
     return true;
 #else
@@ -968,9 +1054,8 @@ COMPILE_CACHE_SHA2_INLINE uint32x4_t sha256_arm_load_be(unsigned char const* p) 
     return vreinterpretq_u32_u8(vrev32q_u8(vld1q_u8(p)));
 }
 
-/// Same contract as sha256_compress_portable.
-COMPILE_CACHE_SHA2_TARGET inline void sha256_compress_arm(std::uint32_t state[8], unsigned char const* blocks,
-                                                          std::size_t nblocks) noexcept {
+COMPILE_CACHE_SHA2_TARGET void sha256_compress_arm(std::uint32_t state[8], unsigned char const* blocks,
+                                                   std::size_t nblocks) noexcept {
     uint32x4_t abcd = vld1q_u32(state);
     uint32x4_t efgh = vld1q_u32(state + 4);
     for (; nblocks != 0; --nblocks, blocks += 64) {
@@ -1008,7 +1093,8 @@ COMPILE_CACHE_SHA2_TARGET inline void sha256_compress_arm(std::uint32_t state[8]
 #undef COMPILE_CACHE_SHA2_TARGET
 #undef COMPILE_CACHE_SHA2_INLINE
 
-#endif // COMPILE_CACHE_HAS_SHA256_ARM
+#endif
+// ---- end compile_cache/detail/impl/sha256_arm.ipp
 // ---- end compile_cache/detail/sha256_arm.hpp
 // ---- begin compile_cache/detail/sha256_x86.hpp
 // compile_cache: SHA-256 block compression with the x86 SHA extensions (SHA-NI).
@@ -1034,6 +1120,27 @@ COMPILE_CACHE_SHA2_TARGET inline void sha256_compress_arm(std::uint32_t state[8]
 #endif
 
 #if COMPILE_CACHE_HAS_SHA256_X86
+namespace compile_cache {
+namespace detail {
+
+/// True when the CPU has the SHA extensions (CPUID.(EAX=7,ECX=0):EBX bit 29) and
+/// SSE4.1 (CPUID.1:ECX bit 19, which the byte shuffles and blends below need; every
+/// CPU with SHA-NI has it, but it is checked rather than assumed).
+COMPILE_CACHE_DECL bool sha256_x86_supported() noexcept;
+
+/// Same contract as sha256_compress_portable: `nblocks` 64-byte blocks at `blocks`
+/// (any alignment) into state[0..7] = H0..H7.
+__attribute__((target("sha,sse4.1"))) COMPILE_CACHE_DECL void
+sha256_compress_x86(std::uint32_t state[8], unsigned char const* blocks, std::size_t nblocks) noexcept;
+
+} // namespace detail
+} // namespace compile_cache
+#endif // COMPILE_CACHE_HAS_SHA256_X86
+
+// ---- begin compile_cache/detail/impl/sha256_x86.ipp
+// compile_cache: the definitions of detail/sha256_x86.hpp's non-template functions; included by it
+// alone (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL && COMPILE_CACHE_HAS_SHA256_X86
 #include <cpuid.h>
 // SSE2 to SSE4.1 only: <immintrin.h>, the one header that declares _mm_sha256*, costs
 // every including translation unit about 0.28 s of g++'s time, this one 0.02 s
@@ -1049,10 +1156,7 @@ COMPILE_CACHE_SHA2_TARGET inline void sha256_compress_arm(std::uint32_t state[8]
 namespace compile_cache {
 namespace detail {
 
-/// True when the CPU has the SHA extensions (CPUID.(EAX=7,ECX=0):EBX bit 29) and
-/// SSE4.1 (CPUID.1:ECX bit 19, which the byte shuffles and blends below need; every
-/// CPU with SHA-NI has it, but it is checked rather than assumed).
-inline bool sha256_x86_supported() noexcept {
+bool sha256_x86_supported() noexcept {
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
     if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
     bool const ssse3 = (ecx & (1u << 9)) != 0;
@@ -1089,10 +1193,8 @@ COMPILE_CACHE_SHANI_INLINE __m128i sha256_x86_schedule(__m128i w0, __m128i w1, _
     return sha256_x86_msg2(partial, w3);
 }
 
-/// Same contract as sha256_compress_portable: `nblocks` 64-byte blocks at `blocks`
-/// (any alignment) into state[0..7] = H0..H7.
-COMPILE_CACHE_SHANI_TARGET inline void sha256_compress_x86(std::uint32_t state[8], unsigned char const* blocks,
-                                                           std::size_t nblocks) noexcept {
+COMPILE_CACHE_SHANI_TARGET void sha256_compress_x86(std::uint32_t state[8], unsigned char const* blocks,
+                                                    std::size_t nblocks) noexcept {
     // Big-endian words: reverse the bytes of each dword.
     __m128i const byte_swap = _mm_set_epi64x(0x0c0d0e0f08090a0bll, 0x0405060700010203ll);
 
@@ -1149,7 +1251,8 @@ COMPILE_CACHE_SHANI_TARGET inline void sha256_compress_x86(std::uint32_t state[8
 #undef COMPILE_CACHE_SHANI_TARGET
 #undef COMPILE_CACHE_SHANI_INLINE
 
-#endif // COMPILE_CACHE_HAS_SHA256_X86
+#endif
+// ---- end compile_cache/detail/impl/sha256_x86.ipp
 // ---- end compile_cache/detail/sha256_x86.hpp
 
 #include <array>
@@ -1170,14 +1273,7 @@ enum class sha256_backend : unsigned char {
     arm_sha2,   ///< ARMv8 SHA-2 instructions (SHA256H/H2, SHA256SU0/SU1), AArch64
 };
 
-inline char const* to_string(sha256_backend b) noexcept {
-    switch (b) {
-    case sha256_backend::portable: return "portable";
-    case sha256_backend::x86_sha_ni: return "x86-sha-ni";
-    case sha256_backend::arm_sha2: return "arm-sha2";
-    }
-    return "?";
-}
+COMPILE_CACHE_DECL char const* to_string(sha256_backend b) noexcept;
 
 namespace detail {
 
@@ -1337,6 +1433,26 @@ inline sha256::result_type sha256_digest(void const* p, std::size_t n) noexcept 
 }
 
 } // namespace compile_cache
+
+// ---- begin compile_cache/hasher/impl/sha256.ipp
+// compile_cache: the definitions of hasher/sha256.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+namespace compile_cache {
+
+char const* to_string(sha256_backend b) noexcept {
+    switch (b) {
+    case sha256_backend::portable: return "portable";
+    case sha256_backend::x86_sha_ni: return "x86-sha-ni";
+    case sha256_backend::arm_sha2: return "arm-sha2";
+    }
+    return "?";
+}
+
+} // namespace compile_cache
+#endif
+// ---- end compile_cache/hasher/impl/sha256.ipp
 // ---- end compile_cache/hasher/sha256.hpp
 
 // ---- begin compile_cache/key/builder.hpp
@@ -1690,19 +1806,9 @@ class key_result {
 public:
     key_result() = default;
 
-    static key_result keyed(key k, std::vector<component_digest> components) {
-        key_result r;
-        r.key_ = k;
-        r.components_ = std::move(components);
-        return r;
-    }
+    COMPILE_CACHE_DECL static key_result keyed(key k, std::vector<component_digest> components);
 
-    static key_result bypass(std::string reason, std::vector<component_digest> components = {}) {
-        key_result r;
-        r.reason_ = reason.empty() ? std::string("unkeyable") : std::move(reason);
-        r.components_ = std::move(components);
-        return r;
-    }
+    COMPILE_CACHE_DECL static key_result bypass(std::string reason, std::vector<component_digest> components = {});
 
     /// True when there is a key; false for a bypass.
     bool ok() const noexcept { return key_.has_value(); }
@@ -1727,39 +1833,15 @@ public:
     /// that name in `other`), so one added or removed component does not make every
     /// later one look changed. When the same components only come in another order,
     /// those whose position changed are named.
-    std::vector<std::string> differing_components(key_result const& other) const {
-        std::vector<std::string> out;
-        for (std::size_t i = 0; i < components_.size(); ++i) {
-            component_digest const* match = nth_named(other.components_, components_[i].name,
-                                                      rank_of_name(components_, i));
-            if (!match || !(match->digest == components_[i].digest)) out.push_back(components_[i].name);
-        }
-        for (std::size_t i = 0; i < other.components_.size(); ++i) {
-            if (!nth_named(components_, other.components_[i].name, rank_of_name(other.components_, i)))
-                out.push_back(other.components_[i].name);
-        }
-        if (out.empty() && !(components_ == other.components_)) {
-            for (std::size_t i = 0; i < components_.size(); ++i)
-                if (!(components_[i] == other.components_[i])) out.push_back(components_[i].name);
-        }
-        return out;
-    }
+    COMPILE_CACHE_DECL std::vector<std::string> differing_components(key_result const& other) const;
 
 private:
     // How many components before `i` have the same name as components[i].
-    static std::size_t rank_of_name(std::vector<component_digest> const& components, std::size_t i) {
-        std::size_t n = 0;
-        for (std::size_t j = 0; j < i; ++j) n += components[j].name == components[i].name ? 1 : 0;
-        return n;
-    }
+    COMPILE_CACHE_DECL static std::size_t rank_of_name(std::vector<component_digest> const& components, std::size_t i);
 
     // The n-th component (from 0) named `name`, or null.
-    static component_digest const* nth_named(std::vector<component_digest> const& components,
-                                             std::string const& name, std::size_t n) {
-        for (auto const& c : components)
-            if (c.name == name && n-- == 0) return &c;
-        return nullptr;
-    }
+    COMPILE_CACHE_DECL static component_digest const* nth_named(std::vector<component_digest> const& components,
+                                                                std::string const& name, std::size_t n);
 
     std::optional<key> key_;
     std::string reason_;
@@ -1858,6 +1940,62 @@ private:
 };
 
 } // namespace compile_cache
+
+// ---- begin compile_cache/key/impl/builder.ipp
+// compile_cache: the definitions of key/builder.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+namespace compile_cache {
+
+key_result key_result::keyed(key k, std::vector<component_digest> components) {
+    key_result r;
+    r.key_ = k;
+    r.components_ = std::move(components);
+    return r;
+}
+
+key_result key_result::bypass(std::string reason, std::vector<component_digest> components) {
+    key_result r;
+    r.reason_ = reason.empty() ? std::string("unkeyable") : std::move(reason);
+    r.components_ = std::move(components);
+    return r;
+}
+
+std::vector<std::string> key_result::differing_components(key_result const& other) const {
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < components_.size(); ++i) {
+        component_digest const* match = nth_named(other.components_, components_[i].name,
+                                                  rank_of_name(components_, i));
+        if (!match || !(match->digest == components_[i].digest)) out.push_back(components_[i].name);
+    }
+    for (std::size_t i = 0; i < other.components_.size(); ++i) {
+        if (!nth_named(components_, other.components_[i].name, rank_of_name(other.components_, i)))
+            out.push_back(other.components_[i].name);
+    }
+    if (out.empty() && !(components_ == other.components_)) {
+        for (std::size_t i = 0; i < components_.size(); ++i)
+            if (!(components_[i] == other.components_[i])) out.push_back(components_[i].name);
+    }
+    return out;
+}
+
+std::size_t key_result::rank_of_name(std::vector<component_digest> const& components, std::size_t i) {
+    std::size_t n = 0;
+    for (std::size_t j = 0; j < i; ++j) n += components[j].name == components[i].name ? 1 : 0;
+    return n;
+}
+
+component_digest const* key_result::nth_named(std::vector<component_digest> const& components,
+                                          std::string const& name, std::size_t n) {
+    for (auto const& c : components)
+        if (c.name == name && n-- == 0) return &c;
+    return nullptr;
+}
+
+} // namespace compile_cache
+#endif
+// ---- end compile_cache/key/impl/builder.ipp
 // ---- end compile_cache/key/builder.hpp
 // ---- begin compile_cache/key/ordinal_map.hpp
 // compile_cache: number objects by first visit, for canonical IR text that depends
@@ -2088,14 +2226,30 @@ void const* code_address(R (*function)(Args...)) noexcept {
 // file, for when it has no build-id to identify it (detail/build_id.hpp).
 
 
-#include <cstdio>
+
 #include <string>
 
 namespace compile_cache::detail {
 
 /// "exe-sha256:" and the lower-case hex SHA-256 of the file at `path`; empty when it
 /// cannot be read to its end. Never throws.
-inline std::string file_sha256_id(char const* path) noexcept {
+COMPILE_CACHE_DECL std::string file_sha256_id(char const* path) noexcept;
+
+/// The running program's executable, hashed once per process: /proc/self/exe where
+/// there is a /proc (Linux, and other systems that mount one); empty elsewhere.
+COMPILE_CACHE_DECL std::string const& main_program_file_id() noexcept;
+
+} // namespace compile_cache::detail
+
+// ---- begin compile_cache/detail/impl/executable_digest.ipp
+// compile_cache: the definitions of detail/executable_digest.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+#include <cstdio>
+
+namespace compile_cache::detail {
+
+std::string file_sha256_id(char const* path) noexcept {
     try {
         std::FILE* f = std::fopen(path, "rb");
         if (f == nullptr) return {};
@@ -2118,14 +2272,14 @@ inline std::string file_sha256_id(char const* path) noexcept {
     }
 }
 
-/// The running program's executable, hashed once per process: /proc/self/exe where
-/// there is a /proc (Linux, and other systems that mount one); empty elsewhere.
-inline std::string const& main_program_file_id() noexcept {
+std::string const& main_program_file_id() noexcept {
     static std::string const id = file_sha256_id("/proc/self/exe");
     return id;
 }
 
 } // namespace compile_cache::detail
+#endif
+// ---- end compile_cache/detail/impl/executable_digest.ipp
 // ---- end compile_cache/detail/executable_digest.hpp
 
 #include <boost/version.hpp>
@@ -2162,19 +2316,7 @@ struct toolchain {
     std::string platform = detail::compiled_platform();
 
     /// The toolchain of the running program.
-    static toolchain current(std::string host_version = {}, std::string serializer_format = {}) {
-        toolchain t;
-        t.compiler = compiler_id();
-        t.serializer_format = std::move(serializer_format);
-        std::uint16_t probe = 1;
-        unsigned char first;
-        std::memcpy(&first, &probe, 1);
-        t.little_endian = first == 1;
-        t.host_version = std::move(host_version);
-        t.host_build_id = detail::main_program_build_id();
-        if (t.host_build_id.empty()) t.host_build_id = detail::main_program_file_id();
-        return t;
-    }
+    COMPILE_CACHE_DECL static toolchain current(std::string host_version = {}, std::string serializer_format = {});
 
     /// The toolchain of a compiler whose code generator is not (only) the main
     /// program: as current(), but host_build_id identifies the loaded modules (the
@@ -2184,25 +2326,10 @@ struct toolchain {
     /// library is replaced. docs/design.md says how to choose. Where the loaded modules
     /// cannot be listed (no dl_iterate_phdr: COMPILE_CACHE_NO_LINUX_EXTENSIONS, other
     /// systems), as current(): the main program's identity, never none.
-    static toolchain of_code(std::initializer_list<void const*> code, std::string host_version = {},
-                             std::string serializer_format = {}) {
-        toolchain t = current(std::move(host_version), std::move(serializer_format));
-        std::string modules = detail::module_identity(code);
-        if (!modules.empty()) t.host_build_id = std::move(modules);
-        return t;
-    }
+    COMPILE_CACHE_DECL static toolchain of_code(std::initializer_list<void const*> code,
+                                                std::string host_version = {}, std::string serializer_format = {});
 
-    static std::string compiler_id() {
-#if defined(__clang__)
-        return std::string("clang ") + __clang_version__;
-#elif defined(__GNUC__)
-        return std::string("gcc ") + __VERSION__;
-#elif defined(_MSC_FULL_VER)
-        return "msvc " + std::to_string(_MSC_FULL_VER);
-#else
-        return "unknown";
-#endif
-    }
+    COMPILE_CACHE_DECL static std::string compiler_id();
 
     friend void describe(key_writer& w, toolchain const& t) {
         w(t.library_format, t.compiler, t.boost_version, t.serializer_format, t.pointer_size,
@@ -2211,6 +2338,52 @@ struct toolchain {
 };
 
 } // namespace compile_cache
+
+// ---- begin compile_cache/key/impl/toolchain.ipp
+// compile_cache: the definitions of key/toolchain.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+#include <cstring>
+
+namespace compile_cache {
+
+toolchain toolchain::current(std::string host_version, std::string serializer_format) {
+    toolchain t;
+    t.compiler = compiler_id();
+    t.serializer_format = std::move(serializer_format);
+    std::uint16_t probe = 1;
+    unsigned char first;
+    std::memcpy(&first, &probe, 1);
+    t.little_endian = first == 1;
+    t.host_version = std::move(host_version);
+    t.host_build_id = detail::main_program_build_id();
+    if (t.host_build_id.empty()) t.host_build_id = detail::main_program_file_id();
+    return t;
+}
+
+toolchain toolchain::of_code(std::initializer_list<void const*> code, std::string host_version,
+                             std::string serializer_format) {
+    toolchain t = current(std::move(host_version), std::move(serializer_format));
+    std::string modules = detail::module_identity(code);
+    if (!modules.empty()) t.host_build_id = std::move(modules);
+    return t;
+}
+
+std::string toolchain::compiler_id() {
+#if defined(__clang__)
+    return std::string("clang ") + __clang_version__;
+#elif defined(__GNUC__)
+    return std::string("gcc ") + __VERSION__;
+#elif defined(_MSC_FULL_VER)
+    return "msvc " + std::to_string(_MSC_FULL_VER);
+#else
+    return "unknown";
+#endif
+}
+
+} // namespace compile_cache
+#endif
+// ---- end compile_cache/key/impl/toolchain.ipp
 // ---- end compile_cache/key/toolchain.hpp
 
 // ---- begin compile_cache/serializer/boost_archive.hpp
@@ -2233,6 +2406,7 @@ struct toolchain {
 // compile_cache: stream buffers over memory, so that archives write straight into
 // the entry being built and read straight from the bytes that were fetched.
 
+
 #include <cstddef>
 #include <streambuf>
 #include <string>
@@ -2246,14 +2420,8 @@ public:
     explicit string_append_buf(std::string& out) : out_(&out) {}
 
 protected:
-    std::streamsize xsputn(char const* s, std::streamsize n) override {
-        out_->append(s, static_cast<std::size_t>(n));
-        return n;
-    }
-    int_type overflow(int_type c) override {
-        if (!traits_type::eq_int_type(c, traits_type::eof())) out_->push_back(traits_type::to_char_type(c));
-        return traits_type::not_eof(c);
-    }
+    COMPILE_CACHE_DECL std::streamsize xsputn(char const* s, std::streamsize n) override;
+    COMPILE_CACHE_DECL int_type overflow(int_type c) override;
 
 private:
     std::string* out_;
@@ -2268,16 +2436,40 @@ public:
     }
 
 protected:
-    std::streamsize xsgetn(char* s, std::streamsize n) override {
-        std::streamsize avail = egptr() - gptr();
-        if (n > avail) n = avail;
-        traits_type::copy(s, gptr(), static_cast<std::size_t>(n));
-        gbump(static_cast<int>(n));
-        return n;
-    }
+    COMPILE_CACHE_DECL std::streamsize xsgetn(char* s, std::streamsize n) override;
 };
 
 } // namespace compile_cache::detail
+
+// ---- begin compile_cache/detail/impl/memory_streambuf.ipp
+// compile_cache: the definitions of detail/memory_streambuf.hpp's non-template functions; included
+// by it alone (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+namespace compile_cache::detail {
+
+std::streamsize string_append_buf::xsputn(char const* s, std::streamsize n) {
+    out_->append(s, static_cast<std::size_t>(n));
+    return n;
+}
+
+string_append_buf::int_type string_append_buf::overflow(int_type c) {
+    if (!traits_type::eq_int_type(c, traits_type::eof())) out_->push_back(traits_type::to_char_type(c));
+    return traits_type::not_eof(c);
+}
+
+std::streamsize memory_read_buf::xsgetn(char* s, std::streamsize n) {
+    std::streamsize avail = egptr() - gptr();
+    if (n > avail) n = avail;
+    traits_type::copy(s, gptr(), static_cast<std::size_t>(n));
+    gbump(static_cast<int>(n));
+    return n;
+}
+
+} // namespace compile_cache::detail
+
+#endif
+// ---- end compile_cache/detail/impl/memory_streambuf.ipp
 // ---- end compile_cache/detail/memory_streambuf.hpp
 // ---- begin compile_cache/resolver/reference.hpp
 // compile_cache: references. An artifact points at objects it must not copy (the
@@ -2570,13 +2762,9 @@ concept SerializerFor = detail::is_serializer_for<S, Artifact>::value;
 #include <boost/serialization/collection_size_type.hpp>
 #include <boost/serialization/level.hpp>
 #include <boost/serialization/throw_exception.hpp>
-#include <boost/math/special_functions/nonfinite_num_facets.hpp>
-#include <boost/version.hpp>
 
-#include <climits>
 #include <cstdint>
 #include <cstddef>
-#include <cstring>
 #include <istream>
 #include <locale>
 #include <ostream>
@@ -2588,25 +2776,15 @@ namespace compile_cache {
 
 namespace detail {
 
-inline std::string archive_abi() {
-    // A binary archive writes native integers and floats: its bytes mean the same only
-    // to a reader with the same sizes and byte order.
-    std::uint16_t probe = 1;
-    unsigned char first;
-    std::memcpy(&first, &probe, 1);
-    return "s" + std::to_string(sizeof(short)) + "i" + std::to_string(sizeof(int)) + "l" +
-           std::to_string(sizeof(long)) + "ll" + std::to_string(sizeof(long long)) + "f" +
-           std::to_string(sizeof(float)) + "d" + std::to_string(sizeof(double)) + "p" +
-           std::to_string(sizeof(void*)) + "c" + std::to_string(CHAR_BIT) + (first == 1 ? "le" : "be");
-}
+/// What a binary archive's bytes depend on besides Boost's version. A binary archive
+/// writes native integers and floats: its bytes mean the same only to a reader with the
+/// same sizes and byte order.
+COMPILE_CACHE_DECL std::string archive_abi();
 
 /// The archive format version of the Boost in use. Read through a const object so the
 /// conversion picks library_version_type's const operator (a cast of the temporary
 /// picks the non-const one, and -Wconversion says so).
-inline unsigned archive_version() {
-    boost::serialization::library_version_type const version = boost::archive::BOOST_ARCHIVE_VERSION();
-    return static_cast<unsigned>(version);
-}
+COMPILE_CACHE_DECL unsigned archive_version();
 
 // The archive header is left out (no_header): the envelope's format id already says
 // what the header would, and checking it there happens before Boost sees a byte.
@@ -2616,24 +2794,13 @@ inline constexpr unsigned archive_flags = boost::archive::no_header | boost::arc
 /// under a locale that writes 1,5 or 1.000 the entries would read nowhere else. With
 /// facets for inf and nan, which std::num_get cannot read back from std::num_put: a
 /// kernel with an infinite constant would miss on every load and be stored again.
-inline std::locale const& text_archive_locale() {
-    static std::locale const locale(
-        std::locale(std::locale::classic(), new boost::math::nonfinite_num_put<char>),
-        new boost::math::nonfinite_num_get<char>);
-    return locale;
-}
+COMPILE_CACHE_DECL std::locale const& text_archive_locale();
 
 /// Refuses a string length or a collection count that claims more than `in` has left:
 /// a character of a string, or an element of a collection, takes at least one byte in
 /// either archive. (The one exception, elements of an empty class, which write nothing:
 /// a collection of more of those than bytes left is refused too, and is a miss.)
-inline void check_claimed_size(std::uintmax_t claimed, std::uintmax_t unit, std::streambuf& in) {
-    std::streamsize const left = in.in_avail();
-    if (left < 0 || claimed > static_cast<std::uintmax_t>(left) / unit)
-        boost::serialization::throw_exception(boost::archive::archive_exception(
-            boost::archive::archive_exception::input_stream_error,
-            "compile_cache: a length in the archive is larger than what is left of it"));
-}
+COMPILE_CACHE_DECL void check_claimed_size(std::uintmax_t claimed, std::uintmax_t unit, std::streambuf& in);
 
 /// boost::archive::binary_iarchive, bounded (see the file comment). Reads what
 /// binary_oarchive writes, byte for byte.
@@ -2644,7 +2811,7 @@ class bounded_binary_iarchive
         boost::archive::binary_iarchive_impl<bounded_binary_iarchive, std::istream::char_type, std::istream::traits_type>;
 
 public:
-    bounded_binary_iarchive(std::streambuf& in, unsigned flags) : impl(in, flags), in_(in) { init(flags); }
+    COMPILE_CACHE_DECL bounded_binary_iarchive(std::streambuf& in, unsigned flags);
 
 private:
     friend class boost::archive::detail::interface_iarchive<bounded_binary_iarchive>;
@@ -2657,38 +2824,15 @@ private:
     void load_override(T& t) {
         impl::load_override(t);
     }
-    void load_override(boost::serialization::collection_size_type& t) {
-        impl::load_override(t);
-        boost::serialization::collection_size_type const& count = t; // the const conversion
-        check_claimed_size(static_cast<std::size_t>(count), 1, in_);
-    }
+    COMPILE_CACHE_DECL void load_override(boost::serialization::collection_size_type& t);
 
     using impl::load;
     // A bool is one byte, 0 or 1. Boost reads the byte straight into the bool, and any
     // other value makes a bool that is neither (undefined behaviour): refused instead.
-    void load(bool& t) {
-        unsigned char byte = 0;
-        load_binary(&byte, 1);
-        if (byte > 1)
-            boost::serialization::throw_exception(boost::archive::archive_exception(
-                boost::archive::archive_exception::input_stream_error, "compile_cache: a bool that is neither 0 nor 1"));
-        t = byte != 0;
-    }
+    COMPILE_CACHE_DECL void load(bool& t);
     // binary_oarchive writes a string as its std::size_t length, then its characters.
-    void load(std::string& s) {
-        std::size_t n = 0;
-        impl::load(n);
-        check_claimed_size(n, 1, in_);
-        s.resize(n);
-        if (n != 0) load_binary(&s[0], n);
-    }
-    void load(std::wstring& s) {
-        std::size_t n = 0;
-        impl::load(n);
-        check_claimed_size(n, sizeof(wchar_t), in_);
-        s.resize(n);
-        if (n != 0) load_binary(&s[0], n * sizeof(wchar_t));
-    }
+    COMPILE_CACHE_DECL void load(std::string& s);
+    COMPILE_CACHE_DECL void load(std::wstring& s);
 
     std::streambuf& in_;
 };
@@ -2699,9 +2843,7 @@ class bounded_text_iarchive : public boost::archive::text_iarchive_impl<bounded_
     using impl = boost::archive::text_iarchive_impl<bounded_text_iarchive>;
 
 public:
-    bounded_text_iarchive(std::istream& in, unsigned flags) : impl(in, flags) {
-        if ((flags & boost::archive::no_header) == 0) init();
-    }
+    COMPILE_CACHE_DECL bounded_text_iarchive(std::istream& in, unsigned flags);
 
 private:
     friend class boost::archive::detail::interface_iarchive<bounded_text_iarchive>;
@@ -2712,22 +2854,11 @@ private:
     void load_override(T& t) {
         impl::load_override(t);
     }
-    void load_override(boost::serialization::collection_size_type& t) {
-        impl::load_override(t);
-        boost::serialization::collection_size_type const& count = t; // the const conversion
-        check_claimed_size(static_cast<std::size_t>(count), 1, *is.rdbuf());
-    }
+    COMPILE_CACHE_DECL void load_override(boost::serialization::collection_size_type& t);
 
     using impl::load;
     // text_oarchive writes a string as its length, one space, then its characters.
-    void load(std::string& s) {
-        std::size_t n = 0;
-        *this >> n;
-        is.get();
-        check_claimed_size(n, 1, *is.rdbuf());
-        s.resize(n);
-        if (n != 0) is.read(&s[0], static_cast<std::streamsize>(n));
-    }
+    COMPILE_CACHE_DECL void load(std::string& s);
 };
 
 } // namespace detail
@@ -2831,12 +2962,7 @@ struct check_boost_serializable {
 /// Boost.Serialization in a binary archive. Artifacts give themselves a `serialize`
 /// member as usual; `compile_cache::ref<T>` members relink through the resolver.
 struct boost_binary {
-    static std::string const& format_id() {
-        static std::string const id = "boost_binary;archive=" +
-                                      std::to_string(detail::archive_version()) +
-                                      ";boost=" + std::to_string(BOOST_VERSION) + ";abi=" + detail::archive_abi();
-        return id;
-    }
+    COMPILE_CACHE_DECL static std::string const& format_id();
 
     template <class T>
     static void save(std::string& out, T const& value, resolver_context const& ctx) {
@@ -2861,12 +2987,7 @@ struct boost_binary {
 
 /// Boost.Serialization in a text archive: slower and larger, readable on any platform.
 struct boost_text {
-    static std::string const& format_id() {
-        static std::string const id = "boost_text;archive=" +
-                                      std::to_string(detail::archive_version()) +
-                                      ";boost=" + std::to_string(BOOST_VERSION);
-        return id;
-    }
+    COMPILE_CACHE_DECL static std::string const& format_id();
 
     template <class T>
     static void save(std::string& out, T const& value, resolver_context const& ctx) {
@@ -2901,6 +3022,125 @@ struct boost_text {
 BOOST_SERIALIZATION_REGISTER_ARCHIVE(compile_cache::detail::bounded_binary_iarchive)
 BOOST_SERIALIZATION_USE_ARRAY_OPTIMIZATION(compile_cache::detail::bounded_binary_iarchive)
 BOOST_SERIALIZATION_REGISTER_ARCHIVE(compile_cache::detail::bounded_text_iarchive)
+
+// ---- begin compile_cache/serializer/impl/boost_archive.ipp
+// compile_cache: the definitions of serializer/boost_archive.hpp's non-template functions; included
+// by it alone (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+#include <boost/math/special_functions/nonfinite_num_facets.hpp>
+#include <boost/version.hpp>
+
+#include <climits>
+#include <cstring>
+
+namespace compile_cache {
+
+namespace detail {
+
+std::string archive_abi() {
+    std::uint16_t probe = 1;
+    unsigned char first;
+    std::memcpy(&first, &probe, 1);
+    return "s" + std::to_string(sizeof(short)) + "i" + std::to_string(sizeof(int)) + "l" +
+           std::to_string(sizeof(long)) + "ll" + std::to_string(sizeof(long long)) + "f" +
+           std::to_string(sizeof(float)) + "d" + std::to_string(sizeof(double)) + "p" +
+           std::to_string(sizeof(void*)) + "c" + std::to_string(CHAR_BIT) + (first == 1 ? "le" : "be");
+}
+
+unsigned archive_version() {
+    boost::serialization::library_version_type const version = boost::archive::BOOST_ARCHIVE_VERSION();
+    return static_cast<unsigned>(version);
+}
+
+std::locale const& text_archive_locale() {
+    static std::locale const locale(
+        std::locale(std::locale::classic(), new boost::math::nonfinite_num_put<char>),
+        new boost::math::nonfinite_num_get<char>);
+    return locale;
+}
+
+void check_claimed_size(std::uintmax_t claimed, std::uintmax_t unit, std::streambuf& in) {
+    std::streamsize const left = in.in_avail();
+    if (left < 0 || claimed > static_cast<std::uintmax_t>(left) / unit)
+        boost::serialization::throw_exception(boost::archive::archive_exception(
+            boost::archive::archive_exception::input_stream_error,
+            "compile_cache: a length in the archive is larger than what is left of it"));
+}
+
+bounded_binary_iarchive::bounded_binary_iarchive(std::streambuf& in, unsigned flags) : impl(in, flags), in_(in) {
+    init(flags);
+}
+
+void bounded_binary_iarchive::load_override(boost::serialization::collection_size_type& t) {
+    impl::load_override(t);
+    boost::serialization::collection_size_type const& count = t; // the const conversion
+    check_claimed_size(static_cast<std::size_t>(count), 1, in_);
+}
+
+void bounded_binary_iarchive::load(bool& t) {
+    unsigned char byte = 0;
+    load_binary(&byte, 1);
+    if (byte > 1)
+        boost::serialization::throw_exception(boost::archive::archive_exception(
+            boost::archive::archive_exception::input_stream_error, "compile_cache: a bool that is neither 0 nor 1"));
+    t = byte != 0;
+}
+
+void bounded_binary_iarchive::load(std::string& s) {
+    std::size_t n = 0;
+    impl::load(n);
+    check_claimed_size(n, 1, in_);
+    s.resize(n);
+    if (n != 0) load_binary(&s[0], n);
+}
+
+void bounded_binary_iarchive::load(std::wstring& s) {
+    std::size_t n = 0;
+    impl::load(n);
+    check_claimed_size(n, sizeof(wchar_t), in_);
+    s.resize(n);
+    if (n != 0) load_binary(&s[0], n * sizeof(wchar_t));
+}
+
+bounded_text_iarchive::bounded_text_iarchive(std::istream& in, unsigned flags) : impl(in, flags) {
+    if ((flags & boost::archive::no_header) == 0) init();
+}
+
+void bounded_text_iarchive::load_override(boost::serialization::collection_size_type& t) {
+    impl::load_override(t);
+    boost::serialization::collection_size_type const& count = t; // the const conversion
+    check_claimed_size(static_cast<std::size_t>(count), 1, *is.rdbuf());
+}
+
+void bounded_text_iarchive::load(std::string& s) {
+    std::size_t n = 0;
+    *this >> n;
+    is.get();
+    check_claimed_size(n, 1, *is.rdbuf());
+    s.resize(n);
+    if (n != 0) is.read(&s[0], static_cast<std::streamsize>(n));
+}
+
+} // namespace detail
+
+std::string const& boost_binary::format_id() {
+    static std::string const id = "boost_binary;archive=" +
+                                  std::to_string(detail::archive_version()) +
+                                  ";boost=" + std::to_string(BOOST_VERSION) + ";abi=" + detail::archive_abi();
+    return id;
+}
+
+std::string const& boost_text::format_id() {
+    static std::string const id = "boost_text;archive=" +
+                                  std::to_string(detail::archive_version()) +
+                                  ";boost=" + std::to_string(BOOST_VERSION);
+    return id;
+}
+
+} // namespace compile_cache
+
+#endif
+// ---- end compile_cache/serializer/impl/boost_archive.ipp
 // ---- end compile_cache/serializer/boost_archive.hpp
 
 // ---- begin compile_cache/resolver/concept.hpp
@@ -3239,10 +3479,8 @@ static_assert(check_resolver<registry>::value);
 
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <functional>
 #include <initializer_list>
-#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -3268,116 +3506,25 @@ struct environment_setting {
 /// Parses a size: a number of bytes, or a number followed by K, M or G (powers of
 /// 1024; any case; an optional trailing `B` or `iB`): `1048576`, `48K`, `500M`, `2G`,
 /// `2GiB`. nullopt for anything else, overflow included.
-inline std::optional<std::uint64_t> parse_byte_size(std::string_view s) noexcept {
-    s = detail::trim_blanks(s);
-    std::size_t i = 0;
-    std::uint64_t n = 0;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
-        auto const digit = static_cast<std::uint64_t>(s[i] - '0');
-        if (n > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) return std::nullopt;
-        n = n * 10 + digit;
-        ++i;
-    }
-    if (i == 0) return std::nullopt;
-    std::string_view rest = s.substr(i);
-    unsigned shift = 0;
-    if (!rest.empty()) {
-        switch (rest.front()) {
-        case 'k': case 'K': shift = 10; break;
-        case 'm': case 'M': shift = 20; break;
-        case 'g': case 'G': shift = 30; break;
-        default: return std::nullopt;
-        }
-        rest.remove_prefix(1);
-        if (rest == "B" || rest == "b" || rest == "iB" || rest == "ib") rest = {};
-        if (!rest.empty()) return std::nullopt;
-    }
-    if (shift != 0 && n > (std::numeric_limits<std::uint64_t>::max() >> shift)) return std::nullopt;
-    return n << shift;
-}
+COMPILE_CACHE_DECL std::optional<std::uint64_t> parse_byte_size(std::string_view s) noexcept;
 
 /// Parses a duration in milliseconds: a whole number, optionally followed by `ms`
 /// (`250`, `250ms`), or by `s` for seconds (`2s`). nullopt for anything else.
-inline std::optional<std::chrono::milliseconds> parse_milliseconds(std::string_view s) noexcept {
-    s = detail::trim_blanks(s);
-    std::size_t i = 0;
-    std::int64_t n = 0;
-    constexpr std::int64_t limit = std::int64_t{1} << 40; // about 35 years of milliseconds
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
-        n = n * 10 + (s[i] - '0');
-        if (n > limit) return std::nullopt;
-        ++i;
-    }
-    if (i == 0) return std::nullopt;
-    std::string const unit = detail::lower(s.substr(i));
-    if (unit.empty() || unit == "ms") return std::chrono::milliseconds(n);
-    if (unit == "s") return std::chrono::milliseconds(n * 1000);
-    return std::nullopt;
-}
+COMPILE_CACHE_DECL std::optional<std::chrono::milliseconds> parse_milliseconds(std::string_view s) noexcept;
 
 /// Parses a whole number of at most `max_digits` decimal digits (no sign, no unit).
 /// nullopt for anything else, the empty string included.
-inline std::optional<std::uint64_t> parse_whole_number(std::string_view s, std::size_t max_digits) noexcept {
-    if (s.empty() || s.size() > max_digits || max_digits > 19) return std::nullopt;
-    std::uint64_t n = 0;
-    for (char c : s) {
-        if (c < '0' || c > '9') return std::nullopt;
-        n = n * 10 + static_cast<std::uint64_t>(c - '0');
-    }
-    return n;
-}
+COMPILE_CACHE_DECL std::optional<std::uint64_t> parse_whole_number(std::string_view s, std::size_t max_digits) noexcept;
 
 /// Parses a fraction from 0 to 1 written with a decimal point, whatever the host's
 /// locale, optionally with a decimal exponent: `0`, `1`, `0.01`, `.5`, `1e-3`, ` 0.5 `.
 /// nullopt for anything else (a sign before the number, a comma, more than 18 digits,
 /// an exponent of more than 3 digits, a value over 1).
-inline std::optional<double> parse_fraction(std::string_view s) noexcept {
-    s = detail::trim_blanks(s);
-    std::uint64_t digits = 0;
-    std::size_t count = 0, i = 0;
-    int scale = 0; // the value is digits * 10^scale
-    bool point = false;
-    for (; i < s.size() && s[i] != 'e' && s[i] != 'E'; ++i) {
-        char const c = s[i];
-        if (c == '.' && !point) {
-            point = true;
-        } else if (c >= '0' && c <= '9') {
-            if (++count > 18) return std::nullopt;
-            digits = digits * 10 + static_cast<std::uint64_t>(c - '0');
-            if (point) --scale;
-        } else {
-            return std::nullopt;
-        }
-    }
-    if (count == 0) return std::nullopt;
-    if (i < s.size()) { // an exponent: e, an optional sign, 1 to 3 digits
-        std::string_view e = s.substr(i + 1);
-        bool const negative = !e.empty() && e.front() == '-';
-        if (!e.empty() && (e.front() == '-' || e.front() == '+')) e.remove_prefix(1);
-        std::optional<std::uint64_t> const n = parse_whole_number(e, 3);
-        if (!n) return std::nullopt;
-        scale += negative ? -static_cast<int>(*n) : static_cast<int>(*n);
-    }
-    double v = static_cast<double>(digits);
-    for (; scale < 0 && v != 0; ++scale) v /= 10;
-    for (; scale > 0 && v != 0; --scale) {
-        v *= 10;
-        if (v > 1) return std::nullopt;
-    }
-    if (v > 1) return std::nullopt;
-    return v;
-}
+COMPILE_CACHE_DECL std::optional<double> parse_fraction(std::string_view s) noexcept;
 
 /// Parses an on/off word: `1`, `on`, `true`, `yes` are on; unset (empty), `0`,
 /// `off`, `false`, `no` are off (any case). nullopt for anything else.
-inline std::optional<bool> parse_switch(std::string_view s) noexcept {
-    try {
-        if (detail::is_on(s)) return true;
-        if (detail::is_off(s)) return false;
-    } catch (...) {
-    }
-    return std::nullopt;
-}
+COMPILE_CACHE_DECL std::optional<bool> parse_switch(std::string_view s) noexcept;
 
 /// What a cache reads from the environment under one prefix, and where it says what
 /// it could not use. Given to `Storage::from_env(settings_reader&)` (an optional
@@ -3405,58 +3552,24 @@ public:
     bool is_off(std::string_view suffix) const { return detail::is_off(value(suffix)); }
 
     /// Reports one line (a bad value, an unusable path) as the cache reports them.
-    void report(std::string const& line) const noexcept {
-        if (report_) {
-            try {
-                report_(line);
-            } catch (...) {
-            }
-        } else {
-            std::fprintf(stderr, "compile_cache: %s\n", line.c_str());
-        }
-    }
+    COMPILE_CACHE_DECL void report(std::string const& line) const noexcept;
     /// Reports `NAME="value" ` + `text`: the first words of every bad-value line.
-    void report_value(std::string_view suffix, std::string const& value, std::string const& text) const noexcept {
-        try {
-            report(name(suffix) + "=\"" + value + "\" " + text);
-        } catch (...) {
-        }
-    }
+    COMPILE_CACHE_DECL void report_value(std::string_view suffix, std::string const& value,
+                                         std::string const& text) const noexcept;
 
     /// A size (parse_byte_size); unset: `fallback`; a bad value is reported
     /// ("is not a size (...); using the default, <fallback_text>") and `fallback` used.
-    std::uint64_t byte_size(std::string_view suffix, std::uint64_t fallback, std::string const& fallback_text) const {
-        std::string const v = value(suffix);
-        if (v.empty()) return fallback;
-        if (auto const n = parse_byte_size(v)) return *n;
-        report_value(suffix, v,
-                     "is not a size (a number of bytes, or one with a K, M or G suffix in powers of 1024, such as "
-                     "48K, 500M or 2G); using the default, " +
-                         fallback_text);
-        return fallback;
-    }
+    COMPILE_CACHE_DECL std::uint64_t byte_size(std::string_view suffix, std::uint64_t fallback,
+                                               std::string const& fallback_text) const;
 
     /// A duration (parse_milliseconds); unset: `fallback`; a bad value is reported
     /// ("is not a duration (...); using the default, N ms") and `fallback` used.
-    std::chrono::milliseconds milliseconds(std::string_view suffix, std::chrono::milliseconds fallback) const {
-        std::string const v = value(suffix);
-        if (v.empty()) return fallback;
-        if (auto const d = parse_milliseconds(v)) return *d;
-        report_value(suffix, v,
-                     "is not a duration (milliseconds, such as 100 or 1500ms, or seconds, such as 2s); using the "
-                     "default, " +
-                         std::to_string(fallback.count()) + " ms");
-        return fallback;
-    }
+    COMPILE_CACHE_DECL std::chrono::milliseconds milliseconds(std::string_view suffix,
+                                                              std::chrono::milliseconds fallback) const;
 
     /// An on/off switch (parse_switch); unset: off; a bad value is reported ("is not
     /// understood (...); <otherwise>") and `fallback` used.
-    bool flag(std::string_view suffix, bool fallback, std::string const& otherwise) const {
-        std::string const v = value(suffix);
-        if (auto const b = parse_switch(v)) return *b;
-        report_value(suffix, v, "is not understood (1, on, true or yes; 0, off, false or no); " + otherwise);
-        return fallback;
-    }
+    COMPILE_CACHE_DECL bool flag(std::string_view suffix, bool fallback, std::string const& otherwise) const;
 
     /// One of named choices (any case); unset: `fallback`; a bad value is reported
     /// ("is not <what> (a, b or c); using the default, <fallback's name>").
@@ -3500,19 +3613,7 @@ public:
     /// authenticated (a secret) or `PREFIX_REMOTE_INSECURE` says the server is trusted;
     /// otherwise one line saying how to set a secret. Asked by the tier and by the Redis
     /// storage alike, answered (and said) once.
-    bool remote_trusted() {
-        if (!remote_trusted_) {
-            bool const insecure = flag("_REMOTE_INSECURE", false, "the remote needs a secret");
-            remote_trusted_ = authenticated_ || insecure;
-            if (!*remote_trusted_)
-                report(name("_REMOTE") +
-                       " is set but entries are not authenticated, and what a shared server returns runs as code "
-                       "here: the remote is off. Give every machine the same secret with " +
-                       name("_SECRET_FILE") + ", or set " + name("_REMOTE_INSECURE") +
-                       "=1 if only trusted machines can write to the server");
-        }
-        return *remote_trusted_;
-    }
+    COMPILE_CACHE_DECL bool remote_trusted();
     /// After confirm(): the cache's logger (empty when it logs nothing), for a storage
     /// that reports what happens while it runs (a server gone, then back).
     reporter const& logger() const noexcept { return logger_; }
@@ -3535,6 +3636,185 @@ private:
 };
 
 } // namespace compile_cache
+
+// ---- begin compile_cache/impl/settings.ipp
+// compile_cache: the definitions of settings.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+#include <cstdio>
+#include <limits>
+
+namespace compile_cache {
+
+std::optional<std::uint64_t> parse_byte_size(std::string_view s) noexcept {
+    s = detail::trim_blanks(s);
+    std::size_t i = 0;
+    std::uint64_t n = 0;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+        auto const digit = static_cast<std::uint64_t>(s[i] - '0');
+        if (n > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) return std::nullopt;
+        n = n * 10 + digit;
+        ++i;
+    }
+    if (i == 0) return std::nullopt;
+    std::string_view rest = s.substr(i);
+    unsigned shift = 0;
+    if (!rest.empty()) {
+        switch (rest.front()) {
+        case 'k': case 'K': shift = 10; break;
+        case 'm': case 'M': shift = 20; break;
+        case 'g': case 'G': shift = 30; break;
+        default: return std::nullopt;
+        }
+        rest.remove_prefix(1);
+        if (rest == "B" || rest == "b" || rest == "iB" || rest == "ib") rest = {};
+        if (!rest.empty()) return std::nullopt;
+    }
+    if (shift != 0 && n > (std::numeric_limits<std::uint64_t>::max() >> shift)) return std::nullopt;
+    return n << shift;
+}
+
+std::optional<std::chrono::milliseconds> parse_milliseconds(std::string_view s) noexcept {
+    s = detail::trim_blanks(s);
+    std::size_t i = 0;
+    std::int64_t n = 0;
+    constexpr std::int64_t limit = std::int64_t{1} << 40; // about 35 years of milliseconds
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+        n = n * 10 + (s[i] - '0');
+        if (n > limit) return std::nullopt;
+        ++i;
+    }
+    if (i == 0) return std::nullopt;
+    std::string const unit = detail::lower(s.substr(i));
+    if (unit.empty() || unit == "ms") return std::chrono::milliseconds(n);
+    if (unit == "s") return std::chrono::milliseconds(n * 1000);
+    return std::nullopt;
+}
+
+std::optional<std::uint64_t> parse_whole_number(std::string_view s, std::size_t max_digits) noexcept {
+    if (s.empty() || s.size() > max_digits || max_digits > 19) return std::nullopt;
+    std::uint64_t n = 0;
+    for (char c : s) {
+        if (c < '0' || c > '9') return std::nullopt;
+        n = n * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    return n;
+}
+
+std::optional<double> parse_fraction(std::string_view s) noexcept {
+    s = detail::trim_blanks(s);
+    std::uint64_t digits = 0;
+    std::size_t count = 0, i = 0;
+    int scale = 0; // the value is digits * 10^scale
+    bool point = false;
+    for (; i < s.size() && s[i] != 'e' && s[i] != 'E'; ++i) {
+        char const c = s[i];
+        if (c == '.' && !point) {
+            point = true;
+        } else if (c >= '0' && c <= '9') {
+            if (++count > 18) return std::nullopt;
+            digits = digits * 10 + static_cast<std::uint64_t>(c - '0');
+            if (point) --scale;
+        } else {
+            return std::nullopt;
+        }
+    }
+    if (count == 0) return std::nullopt;
+    if (i < s.size()) { // an exponent: e, an optional sign, 1 to 3 digits
+        std::string_view e = s.substr(i + 1);
+        bool const negative = !e.empty() && e.front() == '-';
+        if (!e.empty() && (e.front() == '-' || e.front() == '+')) e.remove_prefix(1);
+        std::optional<std::uint64_t> const n = parse_whole_number(e, 3);
+        if (!n) return std::nullopt;
+        scale += negative ? -static_cast<int>(*n) : static_cast<int>(*n);
+    }
+    double v = static_cast<double>(digits);
+    for (; scale < 0 && v != 0; ++scale) v /= 10;
+    for (; scale > 0 && v != 0; --scale) {
+        v *= 10;
+        if (v > 1) return std::nullopt;
+    }
+    if (v > 1) return std::nullopt;
+    return v;
+}
+
+std::optional<bool> parse_switch(std::string_view s) noexcept {
+    try {
+        if (detail::is_on(s)) return true;
+        if (detail::is_off(s)) return false;
+    } catch (...) {
+    }
+    return std::nullopt;
+}
+
+void settings_reader::report(std::string const& line) const noexcept {
+    if (report_) {
+        try {
+            report_(line);
+        } catch (...) {
+        }
+    } else {
+        std::fprintf(stderr, "compile_cache: %s\n", line.c_str());
+    }
+}
+
+void settings_reader::report_value(std::string_view suffix, std::string const& value,
+                                   std::string const& text) const noexcept {
+    try {
+        report(name(suffix) + "=\"" + value + "\" " + text);
+    } catch (...) {
+    }
+}
+
+std::uint64_t settings_reader::byte_size(std::string_view suffix, std::uint64_t fallback,
+                                         std::string const& fallback_text) const {
+    std::string const v = value(suffix);
+    if (v.empty()) return fallback;
+    if (auto const n = parse_byte_size(v)) return *n;
+    report_value(suffix, v,
+                 "is not a size (a number of bytes, or one with a K, M or G suffix in powers of 1024, such as "
+                 "48K, 500M or 2G); using the default, " +
+                     fallback_text);
+    return fallback;
+}
+
+std::chrono::milliseconds settings_reader::milliseconds(std::string_view suffix,
+                                                        std::chrono::milliseconds fallback) const {
+    std::string const v = value(suffix);
+    if (v.empty()) return fallback;
+    if (auto const d = parse_milliseconds(v)) return *d;
+    report_value(suffix, v,
+                 "is not a duration (milliseconds, such as 100 or 1500ms, or seconds, such as 2s); using the "
+                 "default, " +
+                     std::to_string(fallback.count()) + " ms");
+    return fallback;
+}
+
+bool settings_reader::flag(std::string_view suffix, bool fallback, std::string const& otherwise) const {
+    std::string const v = value(suffix);
+    if (auto const b = parse_switch(v)) return *b;
+    report_value(suffix, v, "is not understood (1, on, true or yes; 0, off, false or no); " + otherwise);
+    return fallback;
+}
+
+bool settings_reader::remote_trusted() {
+    if (!remote_trusted_) {
+        bool const insecure = flag("_REMOTE_INSECURE", false, "the remote needs a secret");
+        remote_trusted_ = authenticated_ || insecure;
+        if (!*remote_trusted_)
+            report(name("_REMOTE") +
+                   " is set but entries are not authenticated, and what a shared server returns runs as code "
+                   "here: the remote is off. Give every machine the same secret with " +
+                   name("_SECRET_FILE") + ", or set " + name("_REMOTE_INSECURE") +
+                   "=1 if only trusted machines can write to the server");
+    }
+    return *remote_trusted_;
+}
+
+} // namespace compile_cache
+
+#endif
+// ---- end compile_cache/impl/settings.ipp
 // ---- end compile_cache/settings.hpp
 // ---- begin compile_cache/statistics.hpp
 // compile_cache: what the cache did, counted. Every failure is a counted reason,
@@ -3673,7 +3953,7 @@ struct statistics_snapshot {
     /// are the names a cache directory keeps its cumulative counters under (the
     /// breakdown of bypasses by reason is not kept: reasons are the host's own text).
     /// Then the storage_counters.
-    std::vector<std::pair<std::string, std::uint64_t>> counters() const;
+    COMPILE_CACHE_DECL std::vector<std::pair<std::string, std::uint64_t>> counters() const;
 
     /// The compile time the hits saved: the compile times their entries recorded, less
     /// the time spent loading (hits and misses); 0 when loading cost more.
@@ -3682,37 +3962,7 @@ struct statistics_snapshot {
     /// One line: `hits=3 misses=2 (absent=1 corrupt=1) stores=2 ...`; reasons with a
     /// zero count are left out, and so are the verify and skipped-store counts when
     /// they are all 0.
-    std::string summary() const {
-        std::string s = "hits=" + std::to_string(hits) + " misses=" + std::to_string(total_misses());
-        s += nonzero_counts<miss_reason>(misses);
-        s += " stores=" + std::to_string(stores);
-        s += " store-failures=" + std::to_string(total_store_failures());
-        s += nonzero_counts<store_failure>(store_failures);
-        s += " bypasses=" + std::to_string(bypasses);
-        std::string reasons;
-        for (auto const& [why, n] : bypass_reasons)
-            reasons += std::string(reasons.empty() ? "" : "; ") + why + "=" + std::to_string(n);
-        if (!reasons.empty()) s += " (" + reasons + ")";
-        s += " bytes-read=" + std::to_string(bytes_read) + " bytes-written=" + std::to_string(bytes_written);
-        if (hits)
-            s += " hit-ms=(read " + format_ms(hit_read_ns) + " verify " + format_ms(hit_verify_ns) + " deserialize " +
-                 format_ms(hit_deserialize_ns) + " relocate " + format_ms(hit_relocate_ns) + ")";
-        if (verified + unsound + nondeterministic != 0)
-            s += " verify=(verified " + std::to_string(verified) + " unsound " + std::to_string(unsound) +
-                 " nondeterministic " + std::to_string(nondeterministic) + ")";
-        if (stores_skipped_cheap != 0) s += " store-skipped-cheap=" + std::to_string(stores_skipped_cheap);
-        if (hits) s += " saved-ms=" + format_ms(saved_ns());
-        s += " load-ms=" + format_ms(load_ns) + " compile-ms=" + format_ms(compile_ns) + " store-ms=" + format_ms(store_ns);
-        // The storage's own: `remote.hits=3 ... remote.read-ms=1.250`; zero errors left out.
-        for (auto const& [name, n] : storage_counters) {
-            if (n == 0 && name.find(".errors.") != std::string::npos) continue;
-            if (name.size() > 3 && name.compare(name.size() - 3, 3, "-ns") == 0)
-                s += " " + name.substr(0, name.size() - 3) + "-ms=" + format_ms(n);
-            else
-                s += " " + name + "=" + std::to_string(n);
-        }
-        return s;
-    }
+    COMPILE_CACHE_DECL std::string summary() const;
 
 private:
     /// ` (name=n name=n)` for the reasons counted at least once; empty when none was.
@@ -3726,11 +3976,7 @@ private:
         return out.empty() ? out : " (" + out + ")";
     }
 
-    static std::string format_ms(std::uint64_t ns) {
-        std::uint64_t us = ns / 1000;
-        std::string frac = std::to_string(us % 1000);
-        return std::to_string(us / 1000) + "." + std::string(3 - frac.size(), '0') + frac;
-    }
+    COMPILE_CACHE_DECL static std::string format_ms(std::uint64_t ns);
 };
 
 namespace detail {
@@ -3759,23 +4005,6 @@ inline constexpr counter_row counter_table[] = {
 };
 static_assert(std::size(counter_table) == counter_count, "compile_cache: one counter_table row per counter");
 } // namespace detail
-
-inline std::vector<std::pair<std::string, std::uint64_t>> statistics_snapshot::counters() const {
-    std::vector<std::pair<std::string, std::uint64_t>> c;
-    c.reserve(detail::counter_count + miss_reason_count + store_failure_count + storage_counters.size());
-    for (std::size_t i = 0; i < detail::counter_count; ++i) {
-        c.emplace_back(detail::counter_table[i].name, this->*detail::counter_table[i].field);
-        if (i == static_cast<std::size_t>(detail::counter::hits))
-            for (std::size_t r = 0; r < miss_reason_count; ++r)
-                c.emplace_back(std::string("misses.") + to_string(static_cast<miss_reason>(r)), misses[r]);
-        if (i == static_cast<std::size_t>(detail::counter::stores))
-            for (std::size_t f = 0; f < store_failure_count; ++f)
-                c.emplace_back(std::string("store-failures.") + to_string(static_cast<store_failure>(f)),
-                               store_failures[f]);
-    }
-    c.insert(c.end(), storage_counters.begin(), storage_counters.end());
-    return c;
-}
 
 /// The live counters: lock-free for everything on the hit path.
 class statistics {
@@ -3817,27 +4046,9 @@ public:
     void nondeterministic() noexcept { add(detail::counter::nondeterministic); }
     void store_skipped_cheap() noexcept { add(detail::counter::stores_skipped_cheap); }
     void compiled(std::uint64_t ns) noexcept { add(detail::counter::compile_ns, ns); }
-    void bypassed(std::string const& reason) noexcept {
-        add(detail::counter::bypasses);
-        try {
-            std::lock_guard<std::mutex> lock(bypass_mutex_);
-            ++bypass_reasons_[reason];
-        } catch (...) {
-            // The count above stands; only the breakdown by reason is lost.
-        }
-    }
+    COMPILE_CACHE_DECL void bypassed(std::string const& reason) noexcept;
 
-    statistics_snapshot snapshot() const {
-        statistics_snapshot s;
-        for (std::size_t i = 0; i < detail::counter_count; ++i)
-            s.*detail::counter_table[i].field = counts_[i].load(std::memory_order_relaxed);
-        for (std::size_t i = 0; i < miss_reason_count; ++i) s.misses[i] = misses_[i].load(std::memory_order_relaxed);
-        for (std::size_t i = 0; i < store_failure_count; ++i)
-            s.store_failures[i] = store_failures_[i].load(std::memory_order_relaxed);
-        std::lock_guard<std::mutex> lock(bypass_mutex_);
-        s.bypass_reasons = bypass_reasons_;
-        return s;
-    }
+    COMPILE_CACHE_DECL statistics_snapshot snapshot() const;
 
 private:
     void add(detail::counter c, std::uint64_t n = 1) noexcept {
@@ -3852,6 +4063,95 @@ private:
 };
 
 } // namespace compile_cache
+
+// ---- begin compile_cache/impl/statistics.ipp
+// compile_cache: the definitions of statistics.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+namespace compile_cache {
+
+std::vector<std::pair<std::string, std::uint64_t>> statistics_snapshot::counters() const {
+    std::vector<std::pair<std::string, std::uint64_t>> c;
+    c.reserve(detail::counter_count + miss_reason_count + store_failure_count + storage_counters.size());
+    for (std::size_t i = 0; i < detail::counter_count; ++i) {
+        c.emplace_back(detail::counter_table[i].name, this->*detail::counter_table[i].field);
+        if (i == static_cast<std::size_t>(detail::counter::hits))
+            for (std::size_t r = 0; r < miss_reason_count; ++r)
+                c.emplace_back(std::string("misses.") + to_string(static_cast<miss_reason>(r)), misses[r]);
+        if (i == static_cast<std::size_t>(detail::counter::stores))
+            for (std::size_t f = 0; f < store_failure_count; ++f)
+                c.emplace_back(std::string("store-failures.") + to_string(static_cast<store_failure>(f)),
+                               store_failures[f]);
+    }
+    c.insert(c.end(), storage_counters.begin(), storage_counters.end());
+    return c;
+}
+
+std::string statistics_snapshot::summary() const {
+    std::string s = "hits=" + std::to_string(hits) + " misses=" + std::to_string(total_misses());
+    s += nonzero_counts<miss_reason>(misses);
+    s += " stores=" + std::to_string(stores);
+    s += " store-failures=" + std::to_string(total_store_failures());
+    s += nonzero_counts<store_failure>(store_failures);
+    s += " bypasses=" + std::to_string(bypasses);
+    std::string reasons;
+    for (auto const& [why, n] : bypass_reasons)
+        reasons += std::string(reasons.empty() ? "" : "; ") + why + "=" + std::to_string(n);
+    if (!reasons.empty()) s += " (" + reasons + ")";
+    s += " bytes-read=" + std::to_string(bytes_read) + " bytes-written=" + std::to_string(bytes_written);
+    if (hits)
+        s += " hit-ms=(read " + format_ms(hit_read_ns) + " verify " + format_ms(hit_verify_ns) + " deserialize " +
+             format_ms(hit_deserialize_ns) + " relocate " + format_ms(hit_relocate_ns) + ")";
+    if (verified + unsound + nondeterministic != 0)
+        s += " verify=(verified " + std::to_string(verified) + " unsound " + std::to_string(unsound) +
+             " nondeterministic " + std::to_string(nondeterministic) + ")";
+    if (stores_skipped_cheap != 0) s += " store-skipped-cheap=" + std::to_string(stores_skipped_cheap);
+    if (hits) s += " saved-ms=" + format_ms(saved_ns());
+    s += " load-ms=" + format_ms(load_ns) + " compile-ms=" + format_ms(compile_ns) + " store-ms=" + format_ms(store_ns);
+    // The storage's own: `remote.hits=3 ... remote.read-ms=1.250`; zero errors left out.
+    for (auto const& [name, n] : storage_counters) {
+        if (n == 0 && name.find(".errors.") != std::string::npos) continue;
+        if (name.size() > 3 && name.compare(name.size() - 3, 3, "-ns") == 0)
+            s += " " + name.substr(0, name.size() - 3) + "-ms=" + format_ms(n);
+        else
+            s += " " + name + "=" + std::to_string(n);
+    }
+    return s;
+}
+
+std::string statistics_snapshot::format_ms(std::uint64_t ns) {
+    std::uint64_t us = ns / 1000;
+    std::string frac = std::to_string(us % 1000);
+    return std::to_string(us / 1000) + "." + std::string(3 - frac.size(), '0') + frac;
+}
+
+void statistics::bypassed(std::string const& reason) noexcept {
+    add(detail::counter::bypasses);
+    try {
+        std::lock_guard<std::mutex> lock(bypass_mutex_);
+        ++bypass_reasons_[reason];
+    } catch (...) {
+        // The count above stands; only the breakdown by reason is lost.
+    }
+}
+
+statistics_snapshot statistics::snapshot() const {
+    statistics_snapshot s;
+    for (std::size_t i = 0; i < detail::counter_count; ++i)
+        s.*detail::counter_table[i].field = counts_[i].load(std::memory_order_relaxed);
+    for (std::size_t i = 0; i < miss_reason_count; ++i) s.misses[i] = misses_[i].load(std::memory_order_relaxed);
+    for (std::size_t i = 0; i < store_failure_count; ++i)
+        s.store_failures[i] = store_failures_[i].load(std::memory_order_relaxed);
+    std::lock_guard<std::mutex> lock(bypass_mutex_);
+    s.bypass_reasons = bypass_reasons_;
+    return s;
+}
+
+} // namespace compile_cache
+
+#endif
+// ---- end compile_cache/impl/statistics.ipp
 // ---- end compile_cache/statistics.hpp
 
 #include <cstddef>
@@ -6454,16 +6754,12 @@ static_assert(compile_cache::check_storage<compile_cache::null_storage>::value);
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define COMPILE_CACHE_HAS_CRC32C_X86 1
-#include <cpuid.h>
-#include <nmmintrin.h> // CRC32 (SSE4.2)
-#include <wmmintrin.h> // PCLMULQDQ; not <immintrin.h>, which costs ten times more to include
 #else
 #define COMPILE_CACHE_HAS_CRC32C_X86 0
 #endif
 
 #if defined(__aarch64__) && (defined(__ARM_FEATURE_CRC32) || (defined(__GNUC__) && !defined(__clang__)))
 #define COMPILE_CACHE_HAS_CRC32C_ARM 1
-#include <arm_acle.h>
 #else
 #define COMPILE_CACHE_HAS_CRC32C_ARM 0
 #endif
@@ -6476,14 +6772,7 @@ enum class crc32c_backend : unsigned char {
     arm_crc,   ///< the ARMv8 CRC32 extension's CRC32C instructions
 };
 
-inline char const* to_string(crc32c_backend b) noexcept {
-    switch (b) {
-    case crc32c_backend::portable: return "portable";
-    case crc32c_backend::x86_sse42: return "x86-sse4.2";
-    case crc32c_backend::arm_crc: return "arm-crc";
-    }
-    return "?";
-}
+COMPILE_CACHE_DECL char const* to_string(crc32c_backend b) noexcept;
 
 namespace detail {
 
@@ -6538,103 +6827,33 @@ constexpr crc32c_tables_type crc32c_make_tables() noexcept {
 inline constexpr crc32c_tables_type crc32c_tables = crc32c_make_tables();
 
 /// Feeds n bytes at p to a CRC register; portable.
-inline std::uint32_t crc32c_update_portable(std::uint32_t crc, unsigned char const* p, std::size_t n) noexcept {
-    auto const& t = crc32c_tables.table;
-    for (; n >= 8; n -= 8, p += 8) {
-        std::uint64_t const v = read_le<std::uint64_t>(p) ^ crc;
-        // As a tree, so that the look-ups' results combine in three steps, not seven.
-        crc = ((t[7][v & 0xff] ^ t[6][(v >> 8) & 0xff]) ^ (t[5][(v >> 16) & 0xff] ^ t[4][(v >> 24) & 0xff])) ^
-              ((t[3][(v >> 32) & 0xff] ^ t[2][(v >> 40) & 0xff]) ^ (t[1][(v >> 48) & 0xff] ^ t[0][v >> 56]));
-    }
-    for (; n != 0; --n, ++p) crc = (crc >> 8) ^ t[0][(crc ^ *p) & 0xffu];
-    return crc;
-}
+COMPILE_CACHE_DECL std::uint32_t crc32c_update_portable(std::uint32_t crc, unsigned char const* p,
+                                                   std::size_t n) noexcept;
 
 #if COMPILE_CACHE_HAS_CRC32C_X86
 
 /// SSE4.2 (CPUID.1:ECX bit 20) for the CRC32 instruction and PCLMULQDQ (bit 1) to
 /// join the streams.
-inline bool crc32c_x86_supported() noexcept {
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
-    return (ecx & (1u << 20)) != 0 && (ecx & (1u << 1)) != 0;
-}
+COMPILE_CACHE_DECL bool crc32c_x86_supported() noexcept;
 
-/// The multiplier that moves a register over n bytes with one carry-less product:
-/// the CRC32 instruction on the 64-bit product of a register R and K multiplies by
-/// x^33 (x^32 from the instruction, x^1 because a 32x32-bit product has 63 bits but
-/// fills a 64-bit reflected word), so K = x^(8n - 33) gives R * x^(8n) mod P.
-constexpr std::uint32_t crc32c_shift_constant(std::uint64_t n) noexcept { return crc32c_x_power(8 * n - 33); }
-
-__attribute__((target("sse4.2,pclmul"), always_inline)) inline std::uint32_t
-crc32c_x86_shift(std::uint32_t crc, std::uint32_t k) noexcept {
-    __m128i const product = _mm_clmulepi64_si128(_mm_cvtsi32_si128(static_cast<int>(crc)),
-                                                 _mm_cvtsi32_si128(static_cast<int>(k)), 0x00);
-    return static_cast<std::uint32_t>(_mm_crc32_u64(0, static_cast<std::uint64_t>(_mm_cvtsi128_si64(product))));
-}
-
-/// Three streams of `lane` bytes each, while at least 3 * lane bytes are left.
-template <std::size_t lane>
-__attribute__((target("sse4.2,pclmul"), always_inline)) inline std::uint32_t
-crc32c_x86_three_way(std::uint32_t crc, unsigned char const*& p, std::size_t& n) noexcept {
-    constexpr std::uint32_t k1 = crc32c_shift_constant(lane);     // over one lane
-    constexpr std::uint32_t k2 = crc32c_shift_constant(2 * lane); // over two
-    for (; n >= 3 * lane; n -= 3 * lane, p += 3 * lane) {
-        std::uint64_t a = crc, b = 0, c = 0;
-        for (std::size_t i = 0; i < lane; i += 8) {
-            a = _mm_crc32_u64(a, read_le<std::uint64_t>(p + i));
-            b = _mm_crc32_u64(b, read_le<std::uint64_t>(p + lane + i));
-            c = _mm_crc32_u64(c, read_le<std::uint64_t>(p + 2 * lane + i));
-        }
-        crc = crc32c_x86_shift(static_cast<std::uint32_t>(a), k2) ^
-              crc32c_x86_shift(static_cast<std::uint32_t>(b), k1) ^ static_cast<std::uint32_t>(c);
-    }
-    return crc;
-}
-
-__attribute__((target("sse4.2,pclmul"))) inline std::uint32_t crc32c_update_x86(std::uint32_t crc,
-                                                                                unsigned char const* p,
-                                                                                std::size_t n) noexcept {
-    crc = crc32c_x86_three_way<4096>(crc, p, n); // joins cost ~20 cycles: keep lanes long
-    crc = crc32c_x86_three_way<256>(crc, p, n);
-    std::uint64_t c = crc;
-    for (; n >= 8; n -= 8, p += 8) {
-        c = _mm_crc32_u64(c, read_le<std::uint64_t>(p));
-    }
-    crc = static_cast<std::uint32_t>(c);
-    for (; n != 0; --n, ++p) crc = _mm_crc32_u8(crc, *p);
-    return crc;
-}
+/// Feeds n bytes at p to a CRC register with the CRC32 instruction.
+__attribute__((target("sse4.2,pclmul"))) COMPILE_CACHE_DECL std::uint32_t
+crc32c_update_x86(std::uint32_t crc, unsigned char const* p, std::size_t n) noexcept;
 
 #endif // COMPILE_CACHE_HAS_CRC32C_X86
 
 #if COMPILE_CACHE_HAS_CRC32C_ARM
 
-#if defined(__ARM_FEATURE_CRC32)
-#define COMPILE_CACHE_CRC_TARGET
-#else
-#define COMPILE_CACHE_CRC_TARGET __attribute__((target("+crc")))
-#endif
-
 /// Always when built for a target with the extension; on Linux, HWCAP_CRC32.
-inline bool crc32c_arm_supported() noexcept {
+COMPILE_CACHE_DECL bool crc32c_arm_supported() noexcept;
+
+/// Feeds n bytes at p to a CRC register with the CRC32C instructions.
 #if defined(__ARM_FEATURE_CRC32)
-    return true;
+COMPILE_CACHE_DECL std::uint32_t crc32c_update_arm(std::uint32_t crc, unsigned char const* p, std::size_t n) noexcept;
 #else
-    return arm_cpu_has(arm_hwcap_crc32);
+__attribute__((target("+crc"))) COMPILE_CACHE_DECL std::uint32_t
+crc32c_update_arm(std::uint32_t crc, unsigned char const* p, std::size_t n) noexcept;
 #endif
-}
-
-COMPILE_CACHE_CRC_TARGET inline std::uint32_t crc32c_update_arm(std::uint32_t crc, unsigned char const* p,
-                                                                std::size_t n) noexcept {
-    for (; n >= 8; n -= 8, p += 8) {
-        crc = __crc32cd(crc, read_le<std::uint64_t>(p));
-    }
-    for (; n != 0; --n, ++p) crc = __crc32cb(crc, *p);
-    return crc;
-}
-
-#undef COMPILE_CACHE_CRC_TARGET
 
 #endif // COMPILE_CACHE_HAS_CRC32C_ARM
 
@@ -6681,6 +6900,133 @@ inline bool crc32c_implementation_available(crc32c_backend b) noexcept { return 
 inline bool set_crc32c_implementation(crc32c_backend b) noexcept { return detail::crc32c_dispatch::set(b); }
 
 } // namespace compile_cache
+
+// ---- begin compile_cache/detail/impl/crc32c.ipp
+// compile_cache: the definitions of detail/crc32c.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+#if COMPILE_CACHE_HAS_CRC32C_X86
+#include <cpuid.h>
+#include <nmmintrin.h> // CRC32 (SSE4.2)
+#include <wmmintrin.h> // PCLMULQDQ; not <immintrin.h>, which costs ten times more to include
+#endif
+#if COMPILE_CACHE_HAS_CRC32C_ARM
+#include <arm_acle.h>
+#endif
+
+namespace compile_cache {
+
+char const* to_string(crc32c_backend b) noexcept {
+    switch (b) {
+    case crc32c_backend::portable: return "portable";
+    case crc32c_backend::x86_sse42: return "x86-sse4.2";
+    case crc32c_backend::arm_crc: return "arm-crc";
+    }
+    return "?";
+}
+
+namespace detail {
+
+std::uint32_t crc32c_update_portable(std::uint32_t crc, unsigned char const* p, std::size_t n) noexcept {
+    auto const& t = crc32c_tables.table;
+    for (; n >= 8; n -= 8, p += 8) {
+        std::uint64_t const v = read_le<std::uint64_t>(p) ^ crc;
+        // As a tree, so that the look-ups' results combine in three steps, not seven.
+        crc = ((t[7][v & 0xff] ^ t[6][(v >> 8) & 0xff]) ^ (t[5][(v >> 16) & 0xff] ^ t[4][(v >> 24) & 0xff])) ^
+              ((t[3][(v >> 32) & 0xff] ^ t[2][(v >> 40) & 0xff]) ^ (t[1][(v >> 48) & 0xff] ^ t[0][v >> 56]));
+    }
+    for (; n != 0; --n, ++p) crc = (crc >> 8) ^ t[0][(crc ^ *p) & 0xffu];
+    return crc;
+}
+
+#if COMPILE_CACHE_HAS_CRC32C_X86
+
+bool crc32c_x86_supported() noexcept {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
+    return (ecx & (1u << 20)) != 0 && (ecx & (1u << 1)) != 0;
+}
+
+/// The multiplier that moves a register over n bytes with one carry-less product:
+/// the CRC32 instruction on the 64-bit product of a register R and K multiplies by
+/// x^33 (x^32 from the instruction, x^1 because a 32x32-bit product has 63 bits but
+/// fills a 64-bit reflected word), so K = x^(8n - 33) gives R * x^(8n) mod P.
+constexpr std::uint32_t crc32c_shift_constant(std::uint64_t n) noexcept { return crc32c_x_power(8 * n - 33); }
+
+__attribute__((target("sse4.2,pclmul"), always_inline)) inline std::uint32_t
+crc32c_x86_shift(std::uint32_t crc, std::uint32_t k) noexcept {
+    __m128i const product = _mm_clmulepi64_si128(_mm_cvtsi32_si128(static_cast<int>(crc)),
+                                                 _mm_cvtsi32_si128(static_cast<int>(k)), 0x00);
+    return static_cast<std::uint32_t>(_mm_crc32_u64(0, static_cast<std::uint64_t>(_mm_cvtsi128_si64(product))));
+}
+
+/// Three streams of `lane` bytes each, while at least 3 * lane bytes are left.
+template <std::size_t lane>
+__attribute__((target("sse4.2,pclmul"), always_inline)) inline std::uint32_t
+crc32c_x86_three_way(std::uint32_t crc, unsigned char const*& p, std::size_t& n) noexcept {
+    constexpr std::uint32_t k1 = crc32c_shift_constant(lane);     // over one lane
+    constexpr std::uint32_t k2 = crc32c_shift_constant(2 * lane); // over two
+    for (; n >= 3 * lane; n -= 3 * lane, p += 3 * lane) {
+        std::uint64_t a = crc, b = 0, c = 0;
+        for (std::size_t i = 0; i < lane; i += 8) {
+            a = _mm_crc32_u64(a, read_le<std::uint64_t>(p + i));
+            b = _mm_crc32_u64(b, read_le<std::uint64_t>(p + lane + i));
+            c = _mm_crc32_u64(c, read_le<std::uint64_t>(p + 2 * lane + i));
+        }
+        crc = crc32c_x86_shift(static_cast<std::uint32_t>(a), k2) ^
+              crc32c_x86_shift(static_cast<std::uint32_t>(b), k1) ^ static_cast<std::uint32_t>(c);
+    }
+    return crc;
+}
+
+__attribute__((target("sse4.2,pclmul"))) std::uint32_t crc32c_update_x86(std::uint32_t crc, unsigned char const* p,
+                                                                        std::size_t n) noexcept {
+    crc = crc32c_x86_three_way<4096>(crc, p, n); // joins cost ~20 cycles: keep lanes long
+    crc = crc32c_x86_three_way<256>(crc, p, n);
+    std::uint64_t c = crc;
+    for (; n >= 8; n -= 8, p += 8) {
+        c = _mm_crc32_u64(c, read_le<std::uint64_t>(p));
+    }
+    crc = static_cast<std::uint32_t>(c);
+    for (; n != 0; --n, ++p) crc = _mm_crc32_u8(crc, *p);
+    return crc;
+}
+
+#endif // COMPILE_CACHE_HAS_CRC32C_X86
+
+#if COMPILE_CACHE_HAS_CRC32C_ARM
+
+#if defined(__ARM_FEATURE_CRC32)
+#define COMPILE_CACHE_CRC_TARGET
+#else
+#define COMPILE_CACHE_CRC_TARGET __attribute__((target("+crc")))
+#endif
+
+bool crc32c_arm_supported() noexcept {
+#if defined(__ARM_FEATURE_CRC32)
+    return true;
+#else
+    return arm_cpu_has(arm_hwcap_crc32);
+#endif
+}
+
+COMPILE_CACHE_CRC_TARGET std::uint32_t crc32c_update_arm(std::uint32_t crc, unsigned char const* p,
+                                                         std::size_t n) noexcept {
+    for (; n >= 8; n -= 8, p += 8) {
+        crc = __crc32cd(crc, read_le<std::uint64_t>(p));
+    }
+    for (; n != 0; --n, ++p) crc = __crc32cb(crc, *p);
+    return crc;
+}
+
+#undef COMPILE_CACHE_CRC_TARGET
+
+#endif // COMPILE_CACHE_HAS_CRC32C_ARM
+
+} // namespace detail
+} // namespace compile_cache
+#endif
+// ---- end compile_cache/detail/impl/crc32c.ipp
 // ---- end compile_cache/detail/crc32c.hpp
 // ---- begin compile_cache/hasher/hmac.hpp
 // compile_cache: HMAC (RFC 2104) over any Hasher, with the members of Boost.Hash2's
@@ -6788,23 +7134,35 @@ private:
 namespace detail {
 /// Whether the n bytes at a and b are equal, in a time that depends on n only: for
 /// comparing a computed tag with a stored one.
-inline bool constant_time_equal(void const* a, void const* b, std::size_t n) noexcept {
+COMPILE_CACHE_DECL bool constant_time_equal(void const* a, void const* b, std::size_t n) noexcept;
+} // namespace detail
+
+} // namespace compile_cache
+
+// ---- begin compile_cache/hasher/impl/hmac.ipp
+// compile_cache: the definitions of hasher/hmac.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+namespace compile_cache::detail {
+
+bool constant_time_equal(void const* a, void const* b, std::size_t n) noexcept {
     auto const* x = static_cast<unsigned char const*>(a);
     auto const* y = static_cast<unsigned char const*>(b);
     unsigned char diff = 0;
     for (std::size_t i = 0; i < n; ++i) diff = static_cast<unsigned char>(diff | (x[i] ^ y[i]));
     return diff == 0;
 }
-} // namespace detail
 
-} // namespace compile_cache
+} // namespace compile_cache::detail
+#endif
+// ---- end compile_cache/hasher/impl/hmac.ipp
 // ---- end compile_cache/hasher/hmac.hpp
 
 #include <vector>
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -6840,17 +7198,7 @@ enum class envelope_status {
 };
 
 /// The miss a load counts for an entry that opened with `s`; nullopt for ok.
-inline std::optional<miss_reason> miss_reason_of(envelope_status s) noexcept {
-    switch (s) {
-    case envelope_status::ok: return std::nullopt;
-    case envelope_status::corrupt: return miss_reason::corrupt;
-    case envelope_status::foreign_version: return miss_reason::foreign_version;
-    case envelope_status::key_mismatch: return miss_reason::key_mismatch;
-    case envelope_status::too_large: return miss_reason::too_large;
-    case envelope_status::unauthenticated: return miss_reason::unauthenticated;
-    }
-    return miss_reason::corrupt;
-}
+COMPILE_CACHE_DECL std::optional<miss_reason> miss_reason_of(envelope_status s) noexcept;
 
 /// Whether the bytes stored under a key are bad where they lie (damaged, or a sound
 /// entry of another key), so that the storage may drop them. A foreign, too large or
@@ -6883,21 +7231,13 @@ inline constexpr std::size_t envelope_keyed_check_size = 32;
 inline constexpr std::size_t envelope_check_size = 4;
 
 /// Appends the check value of `out` (everything in it so far) to `out`.
-inline void append_envelope_check(std::string& out) {
-    append_le<std::uint32_t>(out, crc32c(out.data(), out.size()));
-}
+COMPILE_CACHE_DECL void append_envelope_check(std::string& out);
 
 /// Whether the last envelope_check_size bytes of `p[0, n)` are the check value of
 /// the bytes before them. n must be at least envelope_check_size.
-inline bool envelope_check_matches(unsigned char const* p, std::size_t n) noexcept {
-    std::size_t const body = n - envelope_check_size;
-    return crc32c(p, body) == read_le<std::uint32_t>(p + body);
-}
+COMPILE_CACHE_DECL bool envelope_check_matches(unsigned char const* p, std::size_t n) noexcept;
 
-inline void append_string32(std::string& out, std::string_view s) {
-    append_le<std::uint32_t>(out, static_cast<std::uint32_t>(s.size()));
-    out.append(s.data(), s.size());
-}
+COMPILE_CACHE_DECL void append_string32(std::string& out, std::string_view s);
 
 /// A bounds-checked cursor: every read says whether it fit.
 class envelope_reader {
@@ -6958,9 +7298,7 @@ public:
 
     /// Keyed with the bytes of `secret`: HMAC-SHA256 check values. An empty secret is
     /// the unkeyed mode (there is nothing to authenticate with).
-    explicit envelope_auth(std::string_view secret) {
-        if (!secret.empty()) mac_.emplace(secret.data(), secret.size());
-    }
+    COMPILE_CACHE_DECL explicit envelope_auth(std::string_view secret);
 
     bool keyed() const noexcept { return mac_.has_value(); }
 
@@ -6975,27 +7313,14 @@ public:
     }
 
     /// Appends the check value of `out` (everything in it so far) to `out`.
-    void append_check(std::string& out) const {
-        if (!keyed()) return detail::append_envelope_check(out);
-        auto const tag = tag_of(reinterpret_cast<unsigned char const*>(out.data()), out.size());
-        out.append(reinterpret_cast<char const*>(tag.data()), tag.size());
-    }
+    COMPILE_CACHE_DECL void append_check(std::string& out) const;
 
     /// Whether the last check_size() bytes of `p[0, n)` are the check value of the
     /// bytes before them. n must be at least check_size().
-    bool check_matches(unsigned char const* p, std::size_t n) const noexcept {
-        if (!keyed()) return detail::envelope_check_matches(p, n);
-        std::size_t const body = n - detail::envelope_keyed_check_size;
-        auto const tag = tag_of(p, body);
-        return detail::constant_time_equal(tag.data(), p + body, tag.size());
-    }
+    COMPILE_CACHE_DECL bool check_matches(unsigned char const* p, std::size_t n) const noexcept;
 
 private:
-    hmac<sha256>::result_type tag_of(unsigned char const* p, std::size_t n) const noexcept {
-        hmac<sha256> mac = *mac_; // the keyed state, copied: the secret is not hashed again
-        mac.update(p, n);
-        return mac.result();
-    }
+    COMPILE_CACHE_DECL hmac<sha256>::result_type tag_of(unsigned char const* p, std::size_t n) const noexcept;
 
     std::optional<hmac<sha256>> mac_;
 };
@@ -7003,18 +7328,8 @@ private:
 namespace detail {
 /// Why an entry whose check value does not match is refused, for the statistics only:
 /// nothing here is trusted, and every outcome is a miss.
-inline envelope_status unchecked_entry_status(unsigned char const* p, std::size_t n,
-                                              envelope_auth const& auth) noexcept {
-    // With a secret, damage, another secret, no HMAC at all and a forgery look the same.
-    if (auth.keyed()) return envelope_status::unauthenticated;
-    // Unkeyed: an entry whose header says keyed (it may be; this reader cannot check).
-    if (n >= envelope_min_header + envelope_keyed_check_size &&
-        std::memcmp(p, envelope_magic, sizeof envelope_magic) == 0 &&
-        read_le<std::uint16_t>(p + sizeof envelope_magic) == envelope_version &&
-        read_le<std::uint16_t>(p + sizeof envelope_magic + 2) == envelope_flag_keyed)
-        return envelope_status::unauthenticated;
-    return envelope_status::corrupt;
-}
+COMPILE_CACHE_DECL envelope_status unchecked_entry_status(unsigned char const* p, std::size_t n,
+                                                          envelope_auth const& auth) noexcept;
 
 /// Writes everything before the payload into `out` (cleared first), the payload length
 /// as 0. Returns where that length is, and how long the metadata came out.
@@ -7022,41 +7337,12 @@ struct envelope_header {
     std::size_t length_at = 0;
     std::size_t metadata_size = 0;
 };
-inline envelope_header write_envelope_header(std::string& out, key const& k, entry_metadata const& m,
-                                             envelope_auth const& auth) {
-    out.clear();
-    out.append(envelope_magic, sizeof envelope_magic);
-    append_le<std::uint16_t>(out, envelope_version);
-    append_le<std::uint16_t>(out, auth.flags());
-    out.push_back(static_cast<char>(k.size()));
-    out.append(reinterpret_cast<char const*>(k.data()), k.size());
-    std::string meta;
-    append_string32(meta, m.name);
-    append_string32(meta, m.origin_file);
-    append_string32(meta, m.format_id);
-    append_le<std::uint64_t>(meta, static_cast<std::uint64_t>(m.origin_line));
-    append_le<std::uint64_t>(meta, static_cast<std::uint64_t>(m.created_ns));
-    append_le<std::uint64_t>(meta, m.compile_ns);
-    append_le<std::uint32_t>(meta, static_cast<std::uint32_t>(m.components.size()));
-    for (component_digest const& c : m.components) {
-        append_string32(meta, c.name);
-        meta.push_back(static_cast<char>(c.digest.size()));
-        meta.append(reinterpret_cast<char const*>(c.digest.data()), c.digest.size());
-    }
-    append_le<std::uint32_t>(out, static_cast<std::uint32_t>(meta.size()));
-    out += meta;
-    envelope_header h{out.size(), meta.size()};
-    append_le<std::uint64_t>(out, 0); // patched by seal_envelope_at
-    return h;
-}
+COMPILE_CACHE_DECL envelope_header write_envelope_header(std::string& out, key const& k, entry_metadata const& m,
+                                                         envelope_auth const& auth);
 
 /// Writes the length of the payload that follows the length field at `length_at`,
 /// then appends the check value of `auth`'s mode.
-inline void seal_envelope_at(std::string& out, std::size_t length_at, envelope_auth const& auth) {
-    std::uint64_t length = static_cast<std::uint64_t>(out.size() - length_at - 8);
-    for (std::size_t i = 0; i < 8; ++i, length >>= 8) out[length_at + i] = static_cast<char>(length & 0xffu);
-    auth.append_check(out);
-}
+COMPILE_CACHE_DECL void seal_envelope_at(std::string& out, std::size_t length_at, envelope_auth const& auth);
 } // namespace detail
 
 /// Writes one entry into a string: the constructor writes everything before the
@@ -7143,7 +7429,147 @@ bool read_components(envelope_reader& in, std::uint32_t count, F&& f) {
 }
 
 /// Reads the metadata block into `r`'s fields; false when it is malformed.
-inline bool parse_metadata(std::string_view meta_bytes, envelope_fields& r) {
+COMPILE_CACHE_DECL bool parse_metadata(std::string_view meta_bytes, envelope_fields& r);
+
+/// Reads an entry whose check value is sound in `auth`'s mode: version, flags, bounds,
+/// metadata and the payload's place; the key and format are left to the caller.
+COMPILE_CACHE_DECL envelope_fields parse_envelope(std::string_view bytes, std::size_t max_payload,
+                                                  envelope_auth const& auth);
+
+/// parse_envelope, then the key and the serializer's format: what a load needs, with
+/// nothing copied out of `bytes`.
+COMPILE_CACHE_DECL envelope_fields check_envelope(std::string_view bytes, key const& expected,
+                                                  std::string_view format_id, std::size_t max_payload,
+                                                  envelope_auth const& auth);
+
+/// The fields, copied into an opened_envelope (its metadata only when complete).
+COMPILE_CACHE_DECL opened_envelope to_opened_envelope(envelope_fields const& f);
+} // namespace detail
+
+/// Checks an entry read back for `expected`: check value (in `auth`'s mode, whatever
+/// the entry's flags say), then version, flags, bounds, key and the serializer's
+/// format. Only with status ok does the payload reach a deserializer.
+inline opened_envelope open_envelope(std::string_view bytes, key const& expected, std::string_view format_id,
+                                     std::size_t max_payload, envelope_auth const& auth = envelope_auth()) {
+    return detail::to_opened_envelope(detail::check_envelope(bytes, expected, format_id, max_payload, auth));
+}
+
+/// Checks an entry without knowing what it should be, for tools that list or verify
+/// a cache: the check value (in `auth`'s mode), version, flags and bounds, as
+/// open_envelope does, but neither the key (`stored_key` says which it claims; compare
+/// it with where the entry was found) nor the serializer format (in the metadata).
+inline opened_envelope inspect_envelope(std::string_view bytes, envelope_auth const& auth = envelope_auth()) {
+    return detail::to_opened_envelope(detail::parse_envelope(bytes, static_cast<std::size_t>(-1), auth));
+}
+
+} // namespace compile_cache
+
+// ---- begin compile_cache/impl/envelope.ipp
+// compile_cache: the definitions of envelope.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+#include <cstring>
+
+namespace compile_cache {
+
+std::optional<miss_reason> miss_reason_of(envelope_status s) noexcept {
+    switch (s) {
+    case envelope_status::ok: return std::nullopt;
+    case envelope_status::corrupt: return miss_reason::corrupt;
+    case envelope_status::foreign_version: return miss_reason::foreign_version;
+    case envelope_status::key_mismatch: return miss_reason::key_mismatch;
+    case envelope_status::too_large: return miss_reason::too_large;
+    case envelope_status::unauthenticated: return miss_reason::unauthenticated;
+    }
+    return miss_reason::corrupt;
+}
+
+envelope_auth::envelope_auth(std::string_view secret) {
+    if (!secret.empty()) mac_.emplace(secret.data(), secret.size());
+}
+
+void envelope_auth::append_check(std::string& out) const {
+    if (!keyed()) return detail::append_envelope_check(out);
+    auto const tag = tag_of(reinterpret_cast<unsigned char const*>(out.data()), out.size());
+    out.append(reinterpret_cast<char const*>(tag.data()), tag.size());
+}
+
+bool envelope_auth::check_matches(unsigned char const* p, std::size_t n) const noexcept {
+    if (!keyed()) return detail::envelope_check_matches(p, n);
+    std::size_t const body = n - detail::envelope_keyed_check_size;
+    auto const tag = tag_of(p, body);
+    return detail::constant_time_equal(tag.data(), p + body, tag.size());
+}
+
+hmac<sha256>::result_type envelope_auth::tag_of(unsigned char const* p, std::size_t n) const noexcept {
+    hmac<sha256> mac = *mac_; // the keyed state, copied: the secret is not hashed again
+    mac.update(p, n);
+    return mac.result();
+}
+
+namespace detail {
+
+void append_envelope_check(std::string& out) {
+    append_le<std::uint32_t>(out, crc32c(out.data(), out.size()));
+}
+
+bool envelope_check_matches(unsigned char const* p, std::size_t n) noexcept {
+    std::size_t const body = n - envelope_check_size;
+    return crc32c(p, body) == read_le<std::uint32_t>(p + body);
+}
+
+void append_string32(std::string& out, std::string_view s) {
+    append_le<std::uint32_t>(out, static_cast<std::uint32_t>(s.size()));
+    out.append(s.data(), s.size());
+}
+
+envelope_status unchecked_entry_status(unsigned char const* p, std::size_t n, envelope_auth const& auth) noexcept {
+    // With a secret, damage, another secret, no HMAC at all and a forgery look the same.
+    if (auth.keyed()) return envelope_status::unauthenticated;
+    // Unkeyed: an entry whose header says keyed (it may be; this reader cannot check).
+    if (n >= envelope_min_header + envelope_keyed_check_size &&
+        std::memcmp(p, envelope_magic, sizeof envelope_magic) == 0 &&
+        read_le<std::uint16_t>(p + sizeof envelope_magic) == envelope_version &&
+        read_le<std::uint16_t>(p + sizeof envelope_magic + 2) == envelope_flag_keyed)
+        return envelope_status::unauthenticated;
+    return envelope_status::corrupt;
+}
+
+envelope_header write_envelope_header(std::string& out, key const& k, entry_metadata const& m,
+                                      envelope_auth const& auth) {
+    out.clear();
+    out.append(envelope_magic, sizeof envelope_magic);
+    append_le<std::uint16_t>(out, envelope_version);
+    append_le<std::uint16_t>(out, auth.flags());
+    out.push_back(static_cast<char>(k.size()));
+    out.append(reinterpret_cast<char const*>(k.data()), k.size());
+    std::string meta;
+    append_string32(meta, m.name);
+    append_string32(meta, m.origin_file);
+    append_string32(meta, m.format_id);
+    append_le<std::uint64_t>(meta, static_cast<std::uint64_t>(m.origin_line));
+    append_le<std::uint64_t>(meta, static_cast<std::uint64_t>(m.created_ns));
+    append_le<std::uint64_t>(meta, m.compile_ns);
+    append_le<std::uint32_t>(meta, static_cast<std::uint32_t>(m.components.size()));
+    for (component_digest const& c : m.components) {
+        append_string32(meta, c.name);
+        meta.push_back(static_cast<char>(c.digest.size()));
+        meta.append(reinterpret_cast<char const*>(c.digest.data()), c.digest.size());
+    }
+    append_le<std::uint32_t>(out, static_cast<std::uint32_t>(meta.size()));
+    out += meta;
+    envelope_header h{out.size(), meta.size()};
+    append_le<std::uint64_t>(out, 0); // patched by seal_envelope_at
+    return h;
+}
+
+void seal_envelope_at(std::string& out, std::size_t length_at, envelope_auth const& auth) {
+    std::uint64_t length = static_cast<std::uint64_t>(out.size() - length_at - 8);
+    for (std::size_t i = 0; i < 8; ++i, length >>= 8) out[length_at + i] = static_cast<char>(length & 0xffu);
+    auth.append_check(out);
+}
+
+bool parse_metadata(std::string_view meta_bytes, envelope_fields& r) {
     envelope_reader meta(meta_bytes);
     std::uint64_t line = 0, created = 0;
     if (!meta.read_string32(r.name) || !meta.read_string32(r.origin_file) || !meta.read_string32(r.format_id) ||
@@ -7158,9 +7584,7 @@ inline bool parse_metadata(std::string_view meta_bytes, envelope_fields& r) {
     return true;
 }
 
-/// Reads an entry whose check value is sound in `auth`'s mode: version, flags, bounds,
-/// metadata and the payload's place; the key and format are left to the caller.
-inline envelope_fields parse_envelope(std::string_view bytes, std::size_t max_payload, envelope_auth const& auth) {
+envelope_fields parse_envelope(std::string_view bytes, std::size_t max_payload, envelope_auth const& auth) {
     envelope_fields r;
     std::size_t const check_size = auth.check_size();
     auto const* p = reinterpret_cast<unsigned char const*>(bytes.data());
@@ -7203,10 +7627,8 @@ inline envelope_fields parse_envelope(std::string_view bytes, std::size_t max_pa
     return r;
 }
 
-/// parse_envelope, then the key and the serializer's format: what a load needs, with
-/// nothing copied out of `bytes`.
-inline envelope_fields check_envelope(std::string_view bytes, key const& expected, std::string_view format_id,
-                                      std::size_t max_payload, envelope_auth const& auth) {
+envelope_fields check_envelope(std::string_view bytes, key const& expected, std::string_view format_id,
+                               std::size_t max_payload, envelope_auth const& auth) {
     envelope_fields r = parse_envelope(bytes, max_payload, auth);
     if (r.status != envelope_status::ok) return r;
     if (r.key_bytes.size() != expected.size() ||
@@ -7220,8 +7642,7 @@ inline envelope_fields check_envelope(std::string_view bytes, key const& expecte
     return r;
 }
 
-/// The fields, copied into an opened_envelope (its metadata only when complete).
-inline opened_envelope to_opened_envelope(envelope_fields const& f) {
+opened_envelope to_opened_envelope(envelope_fields const& f) {
     opened_envelope r;
     r.status = f.status;
     r.payload = f.payload;
@@ -7243,25 +7664,12 @@ inline opened_envelope to_opened_envelope(envelope_fields const& f) {
     });
     return r;
 }
+
 } // namespace detail
 
-/// Checks an entry read back for `expected`: check value (in `auth`'s mode, whatever
-/// the entry's flags say), then version, flags, bounds, key and the serializer's
-/// format. Only with status ok does the payload reach a deserializer.
-inline opened_envelope open_envelope(std::string_view bytes, key const& expected, std::string_view format_id,
-                                     std::size_t max_payload, envelope_auth const& auth = envelope_auth()) {
-    return detail::to_opened_envelope(detail::check_envelope(bytes, expected, format_id, max_payload, auth));
-}
-
-/// Checks an entry without knowing what it should be, for tools that list or verify
-/// a cache: the check value (in `auth`'s mode), version, flags and bounds, as
-/// open_envelope does, but neither the key (`stored_key` says which it claims; compare
-/// it with where the entry was found) nor the serializer format (in the metadata).
-inline opened_envelope inspect_envelope(std::string_view bytes, envelope_auth const& auth = envelope_auth()) {
-    return detail::to_opened_envelope(detail::parse_envelope(bytes, static_cast<std::size_t>(-1), auth));
-}
-
 } // namespace compile_cache
+#endif
+// ---- end compile_cache/impl/envelope.ipp
 // ---- end compile_cache/envelope.hpp
 
 #include <algorithm>
@@ -7831,7 +8239,6 @@ private:
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -7857,53 +8264,16 @@ struct miss_explanation {
 
     /// For a log line: `changed callee:helper, ir; unchanged toolchain, options`, `new`,
     /// `evicted or removed`; empty for kind::none.
-    std::string text() const {
-        switch (what) {
-        case kind::none: return {};
-        case kind::new_kernel: return "new";
-        case kind::evicted: return "evicted or removed (an entry under this very key was stored before)";
-        case kind::changed: break;
-        }
-        std::string s;
-        append_list(s, "changed ", changed);
-        append_list(s, "appeared ", appeared);
-        append_list(s, "disappeared ", disappeared);
-        if (s.empty()) s = "the key changed, its named components did not";
-        append_list(s, "unchanged ", unchanged);
-        return s;
-    }
+    COMPILE_CACHE_DECL std::string text() const;
 
     /// Short, for a host's one-line report: `callee:helper, ir changed`, `new`, `evicted`.
-    std::string brief() const {
-        switch (what) {
-        case kind::none: return {};
-        case kind::new_kernel: return "new";
-        case kind::evicted: return "evicted";
-        case kind::changed: break;
-        }
-        std::string s;
-        auto add = [&s](std::vector<std::string> const& names, char const* verb) {
-            if (names.empty()) return;
-            if (!s.empty()) s += "; ";
-            s += join(names) + " " + verb;
-        };
-        add(changed, "changed");
-        add(appeared, "appeared");
-        add(disappeared, "disappeared");
-        return s.empty() ? std::string("key changed") : s;
-    }
+    COMPILE_CACHE_DECL std::string brief() const;
 
-    static std::string join(std::vector<std::string> const& names) {
-        std::string s;
-        for (auto const& n : names) s += (s.empty() ? "" : ", ") + n;
-        return s;
-    }
+    COMPILE_CACHE_DECL static std::string join(std::vector<std::string> const& names);
 
 private:
-    static void append_list(std::string& s, char const* label, std::vector<std::string> const& names) {
-        if (names.empty()) return;
-        s += (s.empty() ? "" : "; ") + std::string(label) + join(names);
-    }
+    COMPILE_CACHE_DECL static void append_list(std::string& s, char const* label,
+                                               std::vector<std::string> const& names);
 };
 
 /// One entry stored for a kernel, as its identity record keeps it.
@@ -7937,26 +8307,11 @@ inline constexpr std::size_t identity_record_key_size = 33;
 inline constexpr std::size_t identity_record_max_size = std::size_t{256} << 10;
 
 /// The identity of a kernel: the host's own string, or its name and origin file.
-inline std::string kernel_identity(std::string_view given, std::string_view name, std::string_view origin_file) {
-    if (!given.empty()) return std::string(given);
-    std::string s(name);
-    s += '\n';
-    s.append(origin_file.data(), origin_file.size());
-    return s;
-}
+COMPILE_CACHE_DECL std::string kernel_identity(std::string_view given, std::string_view name,
+                                               std::string_view origin_file);
 
 /// The key a kernel identity's record is stored under.
-inline key identity_record_key(std::string_view identity) {
-    sha256 h;
-    static constexpr char domain[] = "compile_cache.identity-record\0";
-    h.update(domain, sizeof domain - 1);
-    h.update(identity.data(), identity.size());
-    auto const d = h.result();
-    unsigned char bytes[identity_record_key_size];
-    std::memcpy(bytes, d.data(), identity_record_key_size - 1);
-    bytes[identity_record_key_size - 1] = identity_record_marker;
-    return key(bytes, identity_record_key_size);
-}
+COMPILE_CACHE_DECL key identity_record_key(std::string_view identity);
 
 /// Whether `k` is the key of an identity record rather than of a kernel.
 inline bool is_identity_record_key(key const& k) noexcept {
@@ -7969,11 +8324,110 @@ inline bool is_identity_record_name(std::string_view hex) noexcept {
 }
 
 namespace detail {
-inline void append_key8(std::string& out, key const& k) {
+COMPILE_CACHE_DECL void append_key8(std::string& out, key const& k);
+COMPILE_CACHE_DECL bool read_key8(envelope_reader& r, key& k);
+} // namespace detail
+
+/// The payload of a record's envelope.
+COMPILE_CACHE_DECL std::string encode_identity_record(identity_record const& r);
+
+/// Parses what encode_identity_record wrote, within bounds; nullopt for anything else.
+COMPILE_CACHE_DECL std::optional<identity_record> decode_identity_record(std::string_view payload);
+
+/// The component lists of two keys of one kernel compared: which names of `now`
+/// changed or appeared since `before`, and which of `before` disappeared. The n-th
+/// component of a name is matched with the n-th of that name. Toolchain parts (names
+/// starting `toolchain: `) that are all unchanged are named `toolchain` once.
+COMPILE_CACHE_DECL miss_explanation compare_components(std::vector<component_digest> const& before,
+                                                       std::vector<component_digest> const& now);
+
+/// The explanation of an `absent` miss of the key `now_key` (components `now`), from
+/// the record of the kernel's identity (null when there is none).
+COMPILE_CACHE_DECL miss_explanation explain_absent(identity_record const* record, key const& now_key,
+                                                   std::vector<component_digest> const& now);
+
+} // namespace compile_cache
+
+// ---- begin compile_cache/impl/explain.ipp
+// compile_cache: the definitions of explain.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+#include <cstring>
+
+namespace compile_cache {
+
+std::string miss_explanation::text() const {
+    switch (what) {
+    case kind::none: return {};
+    case kind::new_kernel: return "new";
+    case kind::evicted: return "evicted or removed (an entry under this very key was stored before)";
+    case kind::changed: break;
+    }
+    std::string s;
+    append_list(s, "changed ", changed);
+    append_list(s, "appeared ", appeared);
+    append_list(s, "disappeared ", disappeared);
+    if (s.empty()) s = "the key changed, its named components did not";
+    append_list(s, "unchanged ", unchanged);
+    return s;
+}
+
+std::string miss_explanation::brief() const {
+    switch (what) {
+    case kind::none: return {};
+    case kind::new_kernel: return "new";
+    case kind::evicted: return "evicted";
+    case kind::changed: break;
+    }
+    std::string s;
+    auto add = [&s](std::vector<std::string> const& names, char const* verb) {
+        if (names.empty()) return;
+        if (!s.empty()) s += "; ";
+        s += join(names) + " " + verb;
+    };
+    add(changed, "changed");
+    add(appeared, "appeared");
+    add(disappeared, "disappeared");
+    return s.empty() ? std::string("key changed") : s;
+}
+
+std::string miss_explanation::join(std::vector<std::string> const& names) {
+    std::string s;
+    for (auto const& n : names) s += (s.empty() ? "" : ", ") + n;
+    return s;
+}
+
+void miss_explanation::append_list(std::string& s, char const* label, std::vector<std::string> const& names) {
+    if (names.empty()) return;
+    s += (s.empty() ? "" : "; ") + std::string(label) + join(names);
+}
+
+std::string kernel_identity(std::string_view given, std::string_view name, std::string_view origin_file) {
+    if (!given.empty()) return std::string(given);
+    std::string s(name);
+    s += '\n';
+    s.append(origin_file.data(), origin_file.size());
+    return s;
+}
+
+key identity_record_key(std::string_view identity) {
+    sha256 h;
+    static constexpr char domain[] = "compile_cache.identity-record\0";
+    h.update(domain, sizeof domain - 1);
+    h.update(identity.data(), identity.size());
+    auto const d = h.result();
+    unsigned char bytes[identity_record_key_size];
+    std::memcpy(bytes, d.data(), identity_record_key_size - 1);
+    bytes[identity_record_key_size - 1] = identity_record_marker;
+    return key(bytes, identity_record_key_size);
+}
+
+namespace detail {
+void append_key8(std::string& out, key const& k) {
     out.push_back(static_cast<char>(k.size()));
     out.append(reinterpret_cast<char const*>(k.data()), k.size());
 }
-inline bool read_key8(envelope_reader& r, key& k) {
+bool read_key8(envelope_reader& r, key& k) {
     std::uint8_t n;
     std::string_view bytes;
     if (!r.read(n) || n == 0 || n > key::max_size || !r.read_bytes(n, bytes)) return false;
@@ -7982,8 +8436,7 @@ inline bool read_key8(envelope_reader& r, key& k) {
 }
 } // namespace detail
 
-/// The payload of a record's envelope.
-inline std::string encode_identity_record(identity_record const& r) {
+std::string encode_identity_record(identity_record const& r) {
     std::string out;
     detail::append_string32(out, r.identity);
     detail::append_le<std::uint32_t>(out, static_cast<std::uint32_t>(r.history.size()));
@@ -8000,8 +8453,7 @@ inline std::string encode_identity_record(identity_record const& r) {
     return out;
 }
 
-/// Parses what encode_identity_record wrote, within bounds; nullopt for anything else.
-inline std::optional<identity_record> decode_identity_record(std::string_view payload) {
+std::optional<identity_record> decode_identity_record(std::string_view payload) {
     detail::envelope_reader r(reinterpret_cast<unsigned char const*>(payload.data()), payload.size());
     identity_record out;
     std::uint32_t count;
@@ -8025,12 +8477,8 @@ inline std::optional<identity_record> decode_identity_record(std::string_view pa
     return out;
 }
 
-/// The component lists of two keys of one kernel compared: which names of `now`
-/// changed or appeared since `before`, and which of `before` disappeared. The n-th
-/// component of a name is matched with the n-th of that name. Toolchain parts (names
-/// starting `toolchain: `) that are all unchanged are named `toolchain` once.
-inline miss_explanation compare_components(std::vector<component_digest> const& before,
-                                           std::vector<component_digest> const& now) {
+miss_explanation compare_components(std::vector<component_digest> const& before,
+                                    std::vector<component_digest> const& now) {
     auto nth_named = [](std::vector<component_digest> const& list, std::string const& name,
                         std::size_t n) -> component_digest const* {
         for (auto const& c : list)
@@ -8069,10 +8517,8 @@ inline miss_explanation compare_components(std::vector<component_digest> const& 
     return m;
 }
 
-/// The explanation of an `absent` miss of the key `now_key` (components `now`), from
-/// the record of the kernel's identity (null when there is none).
-inline miss_explanation explain_absent(identity_record const* record, key const& now_key,
-                                       std::vector<component_digest> const& now) {
+miss_explanation explain_absent(identity_record const* record, key const& now_key,
+                                std::vector<component_digest> const& now) {
     miss_explanation m;
     if (!record || record->history.empty()) {
         m.what = miss_explanation::kind::new_kernel;
@@ -8087,6 +8533,9 @@ inline miss_explanation explain_absent(identity_record const* record, key const&
 }
 
 } // namespace compile_cache
+
+#endif
+// ---- end compile_cache/impl/explain.ipp
 // ---- end compile_cache/explain.hpp
 // ---- begin compile_cache/secret_file.hpp
 // compile_cache: reading a secret from a file, the way PREFIX_SECRET_FILE (the key
@@ -8170,7 +8619,6 @@ inline std::string read_secret_file(std::string const& path, std::string& secret
 
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -8181,14 +8629,12 @@ inline std::string read_secret_file(std::string const& path, std::string& secret
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 namespace compile_cache {
@@ -8296,26 +8742,11 @@ struct cache_options {
 namespace detail {
 /// Reads PREFIX_VERIFY and PREFIX_MIN_COMPILE_TIME into `options`; a value that does
 /// not parse is one line through `env`, and the default stays.
-inline void cache_settings_from_env(settings_reader const& env, cache_options& options) {
-    std::string const verify = env.value("_VERIFY");
-    if (!verify.empty() && !is_off(verify)) {
-        std::optional<double> const v = is_on(verify) ? std::optional<double>(1.0) : parse_fraction(verify);
-        if (v)
-            options.verify_fraction = *v;
-        else
-            env.report_value("_VERIFY", verify,
-                             "is not understood (1 to verify every hit, a fraction such as 0.01 for that share of "
-                             "hits, 0 for none); hits are not verified");
-    }
-    std::string const min_time = env.value("_MIN_COMPILE_TIME");
-    if (!min_time.empty()) {
-        if (std::optional<std::uint64_t> const ms = parse_whole_number(min_time, 9))
-            options.min_compile_time = std::chrono::milliseconds(static_cast<std::chrono::milliseconds::rep>(*ms));
-        else
-            env.report_value("_MIN_COMPILE_TIME", min_time,
-                             "is not a number of milliseconds; every compiled kernel is stored");
-    }
-}
+COMPILE_CACHE_DECL void cache_settings_from_env(settings_reader const& env, cache_options& options);
+
+/// Whether a number drawn uniformly from [0, 1) by this thread's generator is below
+/// `fraction`: verify mode's choice of the hits it checks.
+COMPILE_CACHE_DECL bool random_draw_below(double fraction);
 } // namespace detail
 
 namespace detail {
@@ -8996,8 +9427,7 @@ private:
         double const f = options_.verify_fraction;
         if (!(f > 0)) return false;
         if (f >= 1) return true;
-        thread_local std::mt19937_64 random{std::random_device{}()};
-        return std::uniform_real_distribution<double>(0.0, 1.0)(random) < f;
+        return detail::random_draw_below(f);
     }
 
     // The bytes `a` serializes to, as a store would write them; false when it cannot.
@@ -9149,6 +9579,45 @@ private:
 };
 
 } // namespace compile_cache
+
+// ---- begin compile_cache/impl/cache.ipp
+// compile_cache: the definitions of cache.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+#include <random>
+
+namespace compile_cache::detail {
+
+void cache_settings_from_env(settings_reader const& env, cache_options& options) {
+    std::string const verify = env.value("_VERIFY");
+    if (!verify.empty() && !is_off(verify)) {
+        std::optional<double> const v = is_on(verify) ? std::optional<double>(1.0) : parse_fraction(verify);
+        if (v)
+            options.verify_fraction = *v;
+        else
+            env.report_value("_VERIFY", verify,
+                             "is not understood (1 to verify every hit, a fraction such as 0.01 for that share of "
+                             "hits, 0 for none); hits are not verified");
+    }
+    std::string const min_time = env.value("_MIN_COMPILE_TIME");
+    if (!min_time.empty()) {
+        if (std::optional<std::uint64_t> const ms = parse_whole_number(min_time, 9))
+            options.min_compile_time = std::chrono::milliseconds(static_cast<std::chrono::milliseconds::rep>(*ms));
+        else
+            env.report_value("_MIN_COMPILE_TIME", min_time,
+                             "is not a number of milliseconds; every compiled kernel is stored");
+    }
+}
+
+bool random_draw_below(double fraction) {
+    thread_local std::mt19937_64 random{std::random_device{}()};
+    return std::uniform_real_distribution<double>(0.0, 1.0)(random) < fraction;
+}
+
+} // namespace compile_cache::detail
+
+#endif
+// ---- end compile_cache/impl/cache.ipp
 // ---- end compile_cache/cache.hpp
 // ---- begin compile_cache/default_cache.hpp
 // compile_cache: the default composition — SHA-256 keys, Boost binary archives, the

@@ -10,7 +10,8 @@
 #
 # MODE:
 #   find_package      `cmake --install PARENT_BINARY_DIR` into a staged prefix, then a
-#                     project that calls find_package(compile_cache CONFIG REQUIRED);
+#                     project that calls find_package(compile_cache CONFIG REQUIRED),
+#                     building the consumer header-only and with separate compilation;
 #                     with EXPECT_TOOL, the installed compile-cache must then report
 #                     the consumer's cache: one entry, one store, three hits (two
 #                     runs, each loading it back once more)
@@ -100,6 +101,16 @@ if(NOT first STREQUAL "compiled" OR NOT second STREQUAL "loaded")
   message(FATAL_ERROR "consumer ${MODE}: expected `compiled` then `loaded`, got `${first}` then `${second}`")
 endif()
 message(STATUS "consumer ${MODE}: stored the kernel, then loaded it in a fresh process")
+if(MODE STREQUAL "find_package")
+  foreach(expected compiled loaded)
+    run(${WORK_DIR}/build/separate_consumer ${WORK_DIR}/cache_separate)
+    string(STRIP "${run_output}" got)
+    if(NOT got STREQUAL expected)
+      message(FATAL_ERROR "consumer ${MODE}: separate_consumer printed `${got}`, expected `${expected}`")
+    endif()
+  endforeach()
+  message(STATUS "consumer ${MODE}: the same, built with COMPILE_CACHE_SEPARATE_COMPILATION")
+endif()
 if(EXPECT_REDIS AND (MODE STREQUAL "find_package" OR MODE STREQUAL "add_subdirectory"))
   run(${WORK_DIR}/build/redis_consumer)
   string(STRIP "${run_output}" redis)

@@ -3,16 +3,14 @@
 // feature probe they share.
 #pragma once
 
+#include <compile_cache/detail/config.hpp>
+
 #include <compile_cache/detail/env.hpp>
 #include <compile_cache/detail/platform.hpp>
 
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-
-#if defined(__aarch64__) && COMPILE_CACHE_LINUX_CALLS
-#include <sys/auxv.h>
-#endif
 
 namespace compile_cache::detail {
 
@@ -22,14 +20,7 @@ inline constexpr unsigned long arm_hwcap_crc32 = 1ul << 7;
 
 /// Whether the kernel says this CPU has the feature `hwcap_bit`: on AArch64 Linux only;
 /// false elsewhere (code built for a target with the feature does not ask).
-inline bool arm_cpu_has(unsigned long hwcap_bit) noexcept {
-#if defined(__aarch64__) && COMPILE_CACHE_LINUX_CALLS
-    return (getauxval(AT_HWCAP) & hwcap_bit) != 0;
-#else
-    (void)hwcap_bit;
-    return false;
-#endif
-}
+COMPILE_CACHE_DECL bool arm_cpu_has(unsigned long hwcap_bit) noexcept;
 
 /// One implementation: which, its function, and whether this CPU runs it.
 template <class Backend, class Function>
@@ -123,3 +114,5 @@ struct cpu_dispatch<Traits, R (*)(Args...) noexcept> {
 };
 
 } // namespace compile_cache::detail
+
+#include <compile_cache/detail/impl/cpu_dispatch.ipp>

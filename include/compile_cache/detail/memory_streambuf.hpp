@@ -2,6 +2,8 @@
 // the entry being built and read straight from the bytes that were fetched.
 #pragma once
 
+#include <compile_cache/detail/config.hpp>
+
 #include <cstddef>
 #include <streambuf>
 #include <string>
@@ -15,14 +17,8 @@ public:
     explicit string_append_buf(std::string& out) : out_(&out) {}
 
 protected:
-    std::streamsize xsputn(char const* s, std::streamsize n) override {
-        out_->append(s, static_cast<std::size_t>(n));
-        return n;
-    }
-    int_type overflow(int_type c) override {
-        if (!traits_type::eq_int_type(c, traits_type::eof())) out_->push_back(traits_type::to_char_type(c));
-        return traits_type::not_eof(c);
-    }
+    COMPILE_CACHE_DECL std::streamsize xsputn(char const* s, std::streamsize n) override;
+    COMPILE_CACHE_DECL int_type overflow(int_type c) override;
 
 private:
     std::string* out_;
@@ -37,13 +33,9 @@ public:
     }
 
 protected:
-    std::streamsize xsgetn(char* s, std::streamsize n) override {
-        std::streamsize avail = egptr() - gptr();
-        if (n > avail) n = avail;
-        traits_type::copy(s, gptr(), static_cast<std::size_t>(n));
-        gbump(static_cast<int>(n));
-        return n;
-    }
+    COMPILE_CACHE_DECL std::streamsize xsgetn(char* s, std::streamsize n) override;
 };
 
 } // namespace compile_cache::detail
+
+#include <compile_cache/detail/impl/memory_streambuf.ipp>

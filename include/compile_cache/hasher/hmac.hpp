@@ -107,13 +107,9 @@ private:
 namespace detail {
 /// Whether the n bytes at a and b are equal, in a time that depends on n only: for
 /// comparing a computed tag with a stored one.
-inline bool constant_time_equal(void const* a, void const* b, std::size_t n) noexcept {
-    auto const* x = static_cast<unsigned char const*>(a);
-    auto const* y = static_cast<unsigned char const*>(b);
-    unsigned char diff = 0;
-    for (std::size_t i = 0; i < n; ++i) diff = static_cast<unsigned char>(diff | (x[i] ^ y[i]));
-    return diff == 0;
-}
+COMPILE_CACHE_DECL bool constant_time_equal(void const* a, void const* b, std::size_t n) noexcept;
 } // namespace detail
 
 } // namespace compile_cache
+
+#include <compile_cache/hasher/impl/hmac.ipp>

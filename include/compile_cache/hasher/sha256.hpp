@@ -28,14 +28,7 @@ enum class sha256_backend : unsigned char {
     arm_sha2,   ///< ARMv8 SHA-2 instructions (SHA256H/H2, SHA256SU0/SU1), AArch64
 };
 
-inline char const* to_string(sha256_backend b) noexcept {
-    switch (b) {
-    case sha256_backend::portable: return "portable";
-    case sha256_backend::x86_sha_ni: return "x86-sha-ni";
-    case sha256_backend::arm_sha2: return "arm-sha2";
-    }
-    return "?";
-}
+COMPILE_CACHE_DECL char const* to_string(sha256_backend b) noexcept;
 
 namespace detail {
 
@@ -195,3 +188,5 @@ inline sha256::result_type sha256_digest(void const* p, std::size_t n) noexcept 
 }
 
 } // namespace compile_cache
+
+#include <compile_cache/hasher/impl/sha256.ipp>

@@ -26,19 +26,9 @@ class key_result {
 public:
     key_result() = default;
 
-    static key_result keyed(key k, std::vector<component_digest> components) {
-        key_result r;
-        r.key_ = k;
-        r.components_ = std::move(components);
-        return r;
-    }
+    COMPILE_CACHE_DECL static key_result keyed(key k, std::vector<component_digest> components);
 
-    static key_result bypass(std::string reason, std::vector<component_digest> components = {}) {
-        key_result r;
-        r.reason_ = reason.empty() ? std::string("unkeyable") : std::move(reason);
-        r.components_ = std::move(components);
-        return r;
-    }
+    COMPILE_CACHE_DECL static key_result bypass(std::string reason, std::vector<component_digest> components = {});
 
     /// True when there is a key; false for a bypass.
     bool ok() const noexcept { return key_.has_value(); }
@@ -63,39 +53,15 @@ public:
     /// that name in `other`), so one added or removed component does not make every
     /// later one look changed. When the same components only come in another order,
     /// those whose position changed are named.
-    std::vector<std::string> differing_components(key_result const& other) const {
-        std::vector<std::string> out;
-        for (std::size_t i = 0; i < components_.size(); ++i) {
-            component_digest const* match = nth_named(other.components_, components_[i].name,
-                                                      rank_of_name(components_, i));
-            if (!match || !(match->digest == components_[i].digest)) out.push_back(components_[i].name);
-        }
-        for (std::size_t i = 0; i < other.components_.size(); ++i) {
-            if (!nth_named(components_, other.components_[i].name, rank_of_name(other.components_, i)))
-                out.push_back(other.components_[i].name);
-        }
-        if (out.empty() && !(components_ == other.components_)) {
-            for (std::size_t i = 0; i < components_.size(); ++i)
-                if (!(components_[i] == other.components_[i])) out.push_back(components_[i].name);
-        }
-        return out;
-    }
+    COMPILE_CACHE_DECL std::vector<std::string> differing_components(key_result const& other) const;
 
 private:
     // How many components before `i` have the same name as components[i].
-    static std::size_t rank_of_name(std::vector<component_digest> const& components, std::size_t i) {
-        std::size_t n = 0;
-        for (std::size_t j = 0; j < i; ++j) n += components[j].name == components[i].name ? 1 : 0;
-        return n;
-    }
+    COMPILE_CACHE_DECL static std::size_t rank_of_name(std::vector<component_digest> const& components, std::size_t i);
 
     // The n-th component (from 0) named `name`, or null.
-    static component_digest const* nth_named(std::vector<component_digest> const& components,
-                                             std::string const& name, std::size_t n) {
-        for (auto const& c : components)
-            if (c.name == name && n-- == 0) return &c;
-        return nullptr;
-    }
+    COMPILE_CACHE_DECL static component_digest const* nth_named(std::vector<component_digest> const& components,
+                                                                std::string const& name, std::size_t n);
 
     std::optional<key> key_;
     std::string reason_;
@@ -194,3 +160,5 @@ private:
 };
 
 } // namespace compile_cache
+
+#include <compile_cache/key/impl/builder.ipp>

@@ -38,28 +38,10 @@ public:
     bool empty() const noexcept { return size_ == 0; }
 
     /// Lower-case hexadecimal, two digits per byte.
-    std::string hex() const {
-        static constexpr char digits[] = "0123456789abcdef";
-        std::string s(size_ * 2, '0');
-        for (std::size_t i = 0; i < size_; ++i) {
-            s[2 * i] = digits[bytes_[i] >> 4];
-            s[2 * i + 1] = digits[bytes_[i] & 15];
-        }
-        return s;
-    }
+    COMPILE_CACHE_DECL std::string hex() const;
 
     /// Parses what hex() wrote; nullopt for anything else (odd length, bad digit, too long).
-    static std::optional<key> from_hex(std::string_view s) {
-        if (s.empty() || s.size() % 2 != 0 || s.size() / 2 > max_size) return std::nullopt;
-        key k;
-        k.size_ = static_cast<std::uint8_t>(s.size() / 2);
-        for (std::size_t i = 0; i < k.size_; ++i) {
-            int hi = hex_digit(s[2 * i]), lo = hex_digit(s[2 * i + 1]);
-            if (hi < 0 || lo < 0) return std::nullopt;
-            k.bytes_[i] = static_cast<unsigned char>(hi * 16 + lo);
-        }
-        return k;
-    }
+    COMPILE_CACHE_DECL static std::optional<key> from_hex(std::string_view s);
 
     friend bool operator==(key const& a, key const& b) noexcept {
         return a.size_ == b.size_ && std::memcmp(a.bytes_.data(), b.bytes_.data(), a.size_) == 0;
@@ -104,3 +86,5 @@ struct std::hash<compile_cache::key> {
         return h;
     }
 };
+
+#include <compile_cache/key/impl/key.ipp>

@@ -44,19 +44,7 @@ struct toolchain {
     std::string platform = detail::compiled_platform();
 
     /// The toolchain of the running program.
-    static toolchain current(std::string host_version = {}, std::string serializer_format = {}) {
-        toolchain t;
-        t.compiler = compiler_id();
-        t.serializer_format = std::move(serializer_format);
-        std::uint16_t probe = 1;
-        unsigned char first;
-        std::memcpy(&first, &probe, 1);
-        t.little_endian = first == 1;
-        t.host_version = std::move(host_version);
-        t.host_build_id = detail::main_program_build_id();
-        if (t.host_build_id.empty()) t.host_build_id = detail::main_program_file_id();
-        return t;
-    }
+    COMPILE_CACHE_DECL static toolchain current(std::string host_version = {}, std::string serializer_format = {});
 
     /// The toolchain of a compiler whose code generator is not (only) the main
     /// program: as current(), but host_build_id identifies the loaded modules (the
@@ -66,25 +54,10 @@ struct toolchain {
     /// library is replaced. docs/design.md says how to choose. Where the loaded modules
     /// cannot be listed (no dl_iterate_phdr: COMPILE_CACHE_NO_LINUX_EXTENSIONS, other
     /// systems), as current(): the main program's identity, never none.
-    static toolchain of_code(std::initializer_list<void const*> code, std::string host_version = {},
-                             std::string serializer_format = {}) {
-        toolchain t = current(std::move(host_version), std::move(serializer_format));
-        std::string modules = detail::module_identity(code);
-        if (!modules.empty()) t.host_build_id = std::move(modules);
-        return t;
-    }
+    COMPILE_CACHE_DECL static toolchain of_code(std::initializer_list<void const*> code,
+                                                std::string host_version = {}, std::string serializer_format = {});
 
-    static std::string compiler_id() {
-#if defined(__clang__)
-        return std::string("clang ") + __clang_version__;
-#elif defined(__GNUC__)
-        return std::string("gcc ") + __VERSION__;
-#elif defined(_MSC_FULL_VER)
-        return "msvc " + std::to_string(_MSC_FULL_VER);
-#else
-        return "unknown";
-#endif
-    }
+    COMPILE_CACHE_DECL static std::string compiler_id();
 
     friend void describe(key_writer& w, toolchain const& t) {
         w(t.library_format, t.compiler, t.boost_version, t.serializer_format, t.pointer_size,
@@ -93,3 +66,5 @@ struct toolchain {
 };
 
 } // namespace compile_cache
+
+#include <compile_cache/key/impl/toolchain.ipp>

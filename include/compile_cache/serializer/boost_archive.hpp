@@ -39,13 +39,9 @@
 #include <boost/serialization/collection_size_type.hpp>
 #include <boost/serialization/level.hpp>
 #include <boost/serialization/throw_exception.hpp>
-#include <boost/math/special_functions/nonfinite_num_facets.hpp>
-#include <boost/version.hpp>
 
-#include <climits>
 #include <cstdint>
 #include <cstddef>
-#include <cstring>
 #include <istream>
 #include <locale>
 #include <ostream>
@@ -57,25 +53,15 @@ namespace compile_cache {
 
 namespace detail {
 
-inline std::string archive_abi() {
-    // A binary archive writes native integers and floats: its bytes mean the same only
-    // to a reader with the same sizes and byte order.
-    std::uint16_t probe = 1;
-    unsigned char first;
-    std::memcpy(&first, &probe, 1);
-    return "s" + std::to_string(sizeof(short)) + "i" + std::to_string(sizeof(int)) + "l" +
-           std::to_string(sizeof(long)) + "ll" + std::to_string(sizeof(long long)) + "f" +
-           std::to_string(sizeof(float)) + "d" + std::to_string(sizeof(double)) + "p" +
-           std::to_string(sizeof(void*)) + "c" + std::to_string(CHAR_BIT) + (first == 1 ? "le" : "be");
-}
+/// What a binary archive's bytes depend on besides Boost's version. A binary archive
+/// writes native integers and floats: its bytes mean the same only to a reader with the
+/// same sizes and byte order.
+COMPILE_CACHE_DECL std::string archive_abi();
 
 /// The archive format version of the Boost in use. Read through a const object so the
 /// conversion picks library_version_type's const operator (a cast of the temporary
 /// picks the non-const one, and -Wconversion says so).
-inline unsigned archive_version() {
-    boost::serialization::library_version_type const version = boost::archive::BOOST_ARCHIVE_VERSION();
-    return static_cast<unsigned>(version);
-}
+COMPILE_CACHE_DECL unsigned archive_version();
 
 // The archive header is left out (no_header): the envelope's format id already says
 // what the header would, and checking it there happens before Boost sees a byte.
@@ -85,24 +71,13 @@ inline constexpr unsigned archive_flags = boost::archive::no_header | boost::arc
 /// under a locale that writes 1,5 or 1.000 the entries would read nowhere else. With
 /// facets for inf and nan, which std::num_get cannot read back from std::num_put: a
 /// kernel with an infinite constant would miss on every load and be stored again.
-inline std::locale const& text_archive_locale() {
-    static std::locale const locale(
-        std::locale(std::locale::classic(), new boost::math::nonfinite_num_put<char>),
-        new boost::math::nonfinite_num_get<char>);
-    return locale;
-}
+COMPILE_CACHE_DECL std::locale const& text_archive_locale();
 
 /// Refuses a string length or a collection count that claims more than `in` has left:
 /// a character of a string, or an element of a collection, takes at least one byte in
 /// either archive. (The one exception, elements of an empty class, which write nothing:
 /// a collection of more of those than bytes left is refused too, and is a miss.)
-inline void check_claimed_size(std::uintmax_t claimed, std::uintmax_t unit, std::streambuf& in) {
-    std::streamsize const left = in.in_avail();
-    if (left < 0 || claimed > static_cast<std::uintmax_t>(left) / unit)
-        boost::serialization::throw_exception(boost::archive::archive_exception(
-            boost::archive::archive_exception::input_stream_error,
-            "compile_cache: a length in the archive is larger than what is left of it"));
-}
+COMPILE_CACHE_DECL void check_claimed_size(std::uintmax_t claimed, std::uintmax_t unit, std::streambuf& in);
 
 /// boost::archive::binary_iarchive, bounded (see the file comment). Reads what
 /// binary_oarchive writes, byte for byte.
@@ -113,7 +88,7 @@ class bounded_binary_iarchive
         boost::archive::binary_iarchive_impl<bounded_binary_iarchive, std::istream::char_type, std::istream::traits_type>;
 
 public:
-    bounded_binary_iarchive(std::streambuf& in, unsigned flags) : impl(in, flags), in_(in) { init(flags); }
+    COMPILE_CACHE_DECL bounded_binary_iarchive(std::streambuf& in, unsigned flags);
 
 private:
     friend class boost::archive::detail::interface_iarchive<bounded_binary_iarchive>;
@@ -126,38 +101,15 @@ private:
     void load_override(T& t) {
         impl::load_override(t);
     }
-    void load_override(boost::serialization::collection_size_type& t) {
-        impl::load_override(t);
-        boost::serialization::collection_size_type const& count = t; // the const conversion
-        check_claimed_size(static_cast<std::size_t>(count), 1, in_);
-    }
+    COMPILE_CACHE_DECL void load_override(boost::serialization::collection_size_type& t);
 
     using impl::load;
     // A bool is one byte, 0 or 1. Boost reads the byte straight into the bool, and any
     // other value makes a bool that is neither (undefined behaviour): refused instead.
-    void load(bool& t) {
-        unsigned char byte = 0;
-        load_binary(&byte, 1);
-        if (byte > 1)
-            boost::serialization::throw_exception(boost::archive::archive_exception(
-                boost::archive::archive_exception::input_stream_error, "compile_cache: a bool that is neither 0 nor 1"));
-        t = byte != 0;
-    }
+    COMPILE_CACHE_DECL void load(bool& t);
     // binary_oarchive writes a string as its std::size_t length, then its characters.
-    void load(std::string& s) {
-        std::size_t n = 0;
-        impl::load(n);
-        check_claimed_size(n, 1, in_);
-        s.resize(n);
-        if (n != 0) load_binary(&s[0], n);
-    }
-    void load(std::wstring& s) {
-        std::size_t n = 0;
-        impl::load(n);
-        check_claimed_size(n, sizeof(wchar_t), in_);
-        s.resize(n);
-        if (n != 0) load_binary(&s[0], n * sizeof(wchar_t));
-    }
+    COMPILE_CACHE_DECL void load(std::string& s);
+    COMPILE_CACHE_DECL void load(std::wstring& s);
 
     std::streambuf& in_;
 };
@@ -168,9 +120,7 @@ class bounded_text_iarchive : public boost::archive::text_iarchive_impl<bounded_
     using impl = boost::archive::text_iarchive_impl<bounded_text_iarchive>;
 
 public:
-    bounded_text_iarchive(std::istream& in, unsigned flags) : impl(in, flags) {
-        if ((flags & boost::archive::no_header) == 0) init();
-    }
+    COMPILE_CACHE_DECL bounded_text_iarchive(std::istream& in, unsigned flags);
 
 private:
     friend class boost::archive::detail::interface_iarchive<bounded_text_iarchive>;
@@ -181,22 +131,11 @@ private:
     void load_override(T& t) {
         impl::load_override(t);
     }
-    void load_override(boost::serialization::collection_size_type& t) {
-        impl::load_override(t);
-        boost::serialization::collection_size_type const& count = t; // the const conversion
-        check_claimed_size(static_cast<std::size_t>(count), 1, *is.rdbuf());
-    }
+    COMPILE_CACHE_DECL void load_override(boost::serialization::collection_size_type& t);
 
     using impl::load;
     // text_oarchive writes a string as its length, one space, then its characters.
-    void load(std::string& s) {
-        std::size_t n = 0;
-        *this >> n;
-        is.get();
-        check_claimed_size(n, 1, *is.rdbuf());
-        s.resize(n);
-        if (n != 0) is.read(&s[0], static_cast<std::streamsize>(n));
-    }
+    COMPILE_CACHE_DECL void load(std::string& s);
 };
 
 } // namespace detail
@@ -300,12 +239,7 @@ struct check_boost_serializable {
 /// Boost.Serialization in a binary archive. Artifacts give themselves a `serialize`
 /// member as usual; `compile_cache::ref<T>` members relink through the resolver.
 struct boost_binary {
-    static std::string const& format_id() {
-        static std::string const id = "boost_binary;archive=" +
-                                      std::to_string(detail::archive_version()) +
-                                      ";boost=" + std::to_string(BOOST_VERSION) + ";abi=" + detail::archive_abi();
-        return id;
-    }
+    COMPILE_CACHE_DECL static std::string const& format_id();
 
     template <class T>
     static void save(std::string& out, T const& value, resolver_context const& ctx) {
@@ -330,12 +264,7 @@ struct boost_binary {
 
 /// Boost.Serialization in a text archive: slower and larger, readable on any platform.
 struct boost_text {
-    static std::string const& format_id() {
-        static std::string const id = "boost_text;archive=" +
-                                      std::to_string(detail::archive_version()) +
-                                      ";boost=" + std::to_string(BOOST_VERSION);
-        return id;
-    }
+    COMPILE_CACHE_DECL static std::string const& format_id();
 
     template <class T>
     static void save(std::string& out, T const& value, resolver_context const& ctx) {
@@ -370,3 +299,5 @@ struct boost_text {
 BOOST_SERIALIZATION_REGISTER_ARCHIVE(compile_cache::detail::bounded_binary_iarchive)
 BOOST_SERIALIZATION_USE_ARRAY_OPTIMIZATION(compile_cache::detail::bounded_binary_iarchive)
 BOOST_SERIALIZATION_REGISTER_ARCHIVE(compile_cache::detail::bounded_text_iarchive)
+
+#include <compile_cache/serializer/impl/boost_archive.ipp>

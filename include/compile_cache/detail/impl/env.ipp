@@ -1,0 +1,40 @@
+// compile_cache: the definitions of detail/env.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#pragma once
+#if COMPILE_CACHE_INCLUDE_IMPL
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+
+namespace compile_cache::detail {
+
+std::string lower(std::string_view s) {
+    std::string out(s);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+}
+
+std::string getenv_string(std::string const& name) {
+    char const* v = std::getenv(name.c_str());
+    return v ? std::string(v) : std::string();
+}
+
+bool is_off(std::string_view value) {
+    std::string v = lower(value);
+    return v.empty() || v == "0" || v == "off" || v == "false" || v == "no";
+}
+
+void report_unknown_implementation(char const* variable, char const* value) noexcept {
+    std::fprintf(stderr,
+                 "compile_cache: %s=\"%s\" is not understood (portable, or auto); using the fastest "
+                 "implementation this CPU runs\n",
+                 variable, value);
+}
+
+bool is_on(std::string_view value) {
+    std::string v = lower(value);
+    return v == "1" || v == "on" || v == "true" || v == "yes";
+}
+
+} // namespace compile_cache::detail
+#endif

@@ -1,0 +1,205 @@
+// compile_cache: the definitions of envelope.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#pragma once
+#if COMPILE_CACHE_INCLUDE_IMPL
+#include <cstring>
+
+namespace compile_cache {
+
+std::optional<miss_reason> miss_reason_of(envelope_status s) noexcept {
+    switch (s) {
+    case envelope_status::ok: return std::nullopt;
+    case envelope_status::corrupt: return miss_reason::corrupt;
+    case envelope_status::foreign_version: return miss_reason::foreign_version;
+    case envelope_status::key_mismatch: return miss_reason::key_mismatch;
+    case envelope_status::too_large: return miss_reason::too_large;
+    case envelope_status::unauthenticated: return miss_reason::unauthenticated;
+    }
+    return miss_reason::corrupt;
+}
+
+envelope_auth::envelope_auth(std::string_view secret) {
+    if (!secret.empty()) mac_.emplace(secret.data(), secret.size());
+}
+
+void envelope_auth::append_check(std::string& out) const {
+    if (!keyed()) return detail::append_envelope_check(out);
+    auto const tag = tag_of(reinterpret_cast<unsigned char const*>(out.data()), out.size());
+    out.append(reinterpret_cast<char const*>(tag.data()), tag.size());
+}
+
+bool envelope_auth::check_matches(unsigned char const* p, std::size_t n) const noexcept {
+    if (!keyed()) return detail::envelope_check_matches(p, n);
+    std::size_t const body = n - detail::envelope_keyed_check_size;
+    auto const tag = tag_of(p, body);
+    return detail::constant_time_equal(tag.data(), p + body, tag.size());
+}
+
+hmac<sha256>::result_type envelope_auth::tag_of(unsigned char const* p, std::size_t n) const noexcept {
+    hmac<sha256> mac = *mac_; // the keyed state, copied: the secret is not hashed again
+    mac.update(p, n);
+    return mac.result();
+}
+
+namespace detail {
+
+void append_envelope_check(std::string& out) {
+    append_le<std::uint32_t>(out, crc32c(out.data(), out.size()));
+}
+
+bool envelope_check_matches(unsigned char const* p, std::size_t n) noexcept {
+    std::size_t const body = n - envelope_check_size;
+    return crc32c(p, body) == read_le<std::uint32_t>(p + body);
+}
+
+void append_string32(std::string& out, std::string_view s) {
+    append_le<std::uint32_t>(out, static_cast<std::uint32_t>(s.size()));
+    out.append(s.data(), s.size());
+}
+
+envelope_status unchecked_entry_status(unsigned char const* p, std::size_t n, envelope_auth const& auth) noexcept {
+    // With a secret, damage, another secret, no HMAC at all and a forgery look the same.
+    if (auth.keyed()) return envelope_status::unauthenticated;
+    // Unkeyed: an entry whose header says keyed (it may be; this reader cannot check).
+    if (n >= envelope_min_header + envelope_keyed_check_size &&
+        std::memcmp(p, envelope_magic, sizeof envelope_magic) == 0 &&
+        read_le<std::uint16_t>(p + sizeof envelope_magic) == envelope_version &&
+        read_le<std::uint16_t>(p + sizeof envelope_magic + 2) == envelope_flag_keyed)
+        return envelope_status::unauthenticated;
+    return envelope_status::corrupt;
+}
+
+envelope_header write_envelope_header(std::string& out, key const& k, entry_metadata const& m,
+                                      envelope_auth const& auth) {
+    out.clear();
+    out.append(envelope_magic, sizeof envelope_magic);
+    append_le<std::uint16_t>(out, envelope_version);
+    append_le<std::uint16_t>(out, auth.flags());
+    out.push_back(static_cast<char>(k.size()));
+    out.append(reinterpret_cast<char const*>(k.data()), k.size());
+    std::string meta;
+    append_string32(meta, m.name);
+    append_string32(meta, m.origin_file);
+    append_string32(meta, m.format_id);
+    append_le<std::uint64_t>(meta, static_cast<std::uint64_t>(m.origin_line));
+    append_le<std::uint64_t>(meta, static_cast<std::uint64_t>(m.created_ns));
+    append_le<std::uint64_t>(meta, m.compile_ns);
+    append_le<std::uint32_t>(meta, static_cast<std::uint32_t>(m.components.size()));
+    for (component_digest const& c : m.components) {
+        append_string32(meta, c.name);
+        meta.push_back(static_cast<char>(c.digest.size()));
+        meta.append(reinterpret_cast<char const*>(c.digest.data()), c.digest.size());
+    }
+    append_le<std::uint32_t>(out, static_cast<std::uint32_t>(meta.size()));
+    out += meta;
+    envelope_header h{out.size(), meta.size()};
+    append_le<std::uint64_t>(out, 0); // patched by seal_envelope_at
+    return h;
+}
+
+void seal_envelope_at(std::string& out, std::size_t length_at, envelope_auth const& auth) {
+    std::uint64_t length = static_cast<std::uint64_t>(out.size() - length_at - 8);
+    for (std::size_t i = 0; i < 8; ++i, length >>= 8) out[length_at + i] = static_cast<char>(length & 0xffu);
+    auth.append_check(out);
+}
+
+bool parse_metadata(std::string_view meta_bytes, envelope_fields& r) {
+    envelope_reader meta(meta_bytes);
+    std::uint64_t line = 0, created = 0;
+    if (!meta.read_string32(r.name) || !meta.read_string32(r.origin_file) || !meta.read_string32(r.format_id) ||
+        !meta.read(line) || !meta.read(created) || !meta.read(r.compile_ns) || !meta.read(r.component_count))
+        return false;
+    std::size_t const components_size = meta.left();
+    if (!read_components(meta, r.component_count, [](std::string_view, std::string_view) {}) || meta.left() != 0)
+        return false;
+    r.components = meta_bytes.substr(meta_bytes.size() - components_size);
+    r.origin_line = static_cast<std::int64_t>(line);
+    r.created_ns = static_cast<std::int64_t>(created);
+    return true;
+}
+
+envelope_fields parse_envelope(std::string_view bytes, std::size_t max_payload, envelope_auth const& auth) {
+    envelope_fields r;
+    std::size_t const check_size = auth.check_size();
+    auto const* p = reinterpret_cast<unsigned char const*>(bytes.data());
+    if (bytes.size() >= sizeof envelope_magic + 2 && std::memcmp(p, envelope_magic, sizeof envelope_magic) == 0)
+        r.version = read_le<std::uint16_t>(p + sizeof envelope_magic);
+    if (bytes.size() < envelope_min_header + check_size || !auth.check_matches(p, bytes.size())) {
+        r.status = unchecked_entry_status(p, bytes.size(), auth);
+        return r;
+    }
+    std::size_t const body = bytes.size() - check_size;
+    if (std::memcmp(p, envelope_magic, sizeof envelope_magic) != 0) return r;
+
+    envelope_reader in(p + sizeof envelope_magic, body - sizeof envelope_magic);
+    std::uint16_t version = 0, flags = 0;
+    in.read(version);
+    in.read(flags);
+    if (version != envelope_version) {
+        r.status = envelope_status::foreign_version;
+        return r;
+    }
+    std::uint8_t key_size = 0;
+    std::string_view meta_bytes;
+    std::uint32_t meta_size = 0;
+    if (flags != auth.flags() || !in.read(key_size) || key_size == 0 || key_size > key::max_size ||
+        !in.read_bytes(key_size, r.key_bytes) || !in.read(meta_size) || meta_size > envelope_max_metadata ||
+        !in.read_bytes(meta_size, meta_bytes))
+        return r;
+    r.keyed = auth.keyed();
+    if (!parse_metadata(meta_bytes, r)) return r;
+
+    std::uint64_t payload_size = 0;
+    if (!in.read(payload_size) || payload_size != in.left()) return r;
+    r.complete = true;
+    if (payload_size > max_payload) {
+        r.status = envelope_status::too_large;
+        return r;
+    }
+    in.read_bytes(static_cast<std::size_t>(payload_size), r.payload);
+    r.status = envelope_status::ok;
+    return r;
+}
+
+envelope_fields check_envelope(std::string_view bytes, key const& expected, std::string_view format_id,
+                               std::size_t max_payload, envelope_auth const& auth) {
+    envelope_fields r = parse_envelope(bytes, max_payload, auth);
+    if (r.status != envelope_status::ok) return r;
+    if (r.key_bytes.size() != expected.size() ||
+        std::memcmp(r.key_bytes.data(), expected.data(), expected.size()) != 0) {
+        r.status = envelope_status::key_mismatch;
+        r.payload = {};
+    } else if (r.format_id != format_id) {
+        r.status = envelope_status::foreign_version;
+        r.payload = {};
+    }
+    return r;
+}
+
+opened_envelope to_opened_envelope(envelope_fields const& f) {
+    opened_envelope r;
+    r.status = f.status;
+    r.payload = f.payload;
+    r.version = f.version;
+    r.keyed = f.keyed;
+    if (!f.complete) return r;
+    r.stored_key = key(f.key_bytes.data(), f.key_bytes.size());
+    entry_metadata& m = r.metadata;
+    m.name.assign(f.name.data(), f.name.size());
+    m.origin_file.assign(f.origin_file.data(), f.origin_file.size());
+    m.format_id.assign(f.format_id.data(), f.format_id.size());
+    m.origin_line = f.origin_line;
+    m.created_ns = f.created_ns;
+    m.compile_ns = f.compile_ns;
+    m.components.reserve(f.component_count); // bounded: parse_envelope walked them all
+    envelope_reader in(f.components);
+    read_components(in, f.component_count, [&m](std::string_view name, std::string_view digest) {
+        m.components.push_back({std::string(name), key(digest.data(), digest.size())});
+    });
+    return r;
+}
+
+} // namespace detail
+
+} // namespace compile_cache
+#endif

@@ -1,0 +1,177 @@
+// compile_cache: the definitions of settings.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#pragma once
+#if COMPILE_CACHE_INCLUDE_IMPL
+#include <cstdio>
+#include <limits>
+
+namespace compile_cache {
+
+std::optional<std::uint64_t> parse_byte_size(std::string_view s) noexcept {
+    s = detail::trim_blanks(s);
+    std::size_t i = 0;
+    std::uint64_t n = 0;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+        auto const digit = static_cast<std::uint64_t>(s[i] - '0');
+        if (n > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) return std::nullopt;
+        n = n * 10 + digit;
+        ++i;
+    }
+    if (i == 0) return std::nullopt;
+    std::string_view rest = s.substr(i);
+    unsigned shift = 0;
+    if (!rest.empty()) {
+        switch (rest.front()) {
+        case 'k': case 'K': shift = 10; break;
+        case 'm': case 'M': shift = 20; break;
+        case 'g': case 'G': shift = 30; break;
+        default: return std::nullopt;
+        }
+        rest.remove_prefix(1);
+        if (rest == "B" || rest == "b" || rest == "iB" || rest == "ib") rest = {};
+        if (!rest.empty()) return std::nullopt;
+    }
+    if (shift != 0 && n > (std::numeric_limits<std::uint64_t>::max() >> shift)) return std::nullopt;
+    return n << shift;
+}
+
+std::optional<std::chrono::milliseconds> parse_milliseconds(std::string_view s) noexcept {
+    s = detail::trim_blanks(s);
+    std::size_t i = 0;
+    std::int64_t n = 0;
+    constexpr std::int64_t limit = std::int64_t{1} << 40; // about 35 years of milliseconds
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+        n = n * 10 + (s[i] - '0');
+        if (n > limit) return std::nullopt;
+        ++i;
+    }
+    if (i == 0) return std::nullopt;
+    std::string const unit = detail::lower(s.substr(i));
+    if (unit.empty() || unit == "ms") return std::chrono::milliseconds(n);
+    if (unit == "s") return std::chrono::milliseconds(n * 1000);
+    return std::nullopt;
+}
+
+std::optional<std::uint64_t> parse_whole_number(std::string_view s, std::size_t max_digits) noexcept {
+    if (s.empty() || s.size() > max_digits || max_digits > 19) return std::nullopt;
+    std::uint64_t n = 0;
+    for (char c : s) {
+        if (c < '0' || c > '9') return std::nullopt;
+        n = n * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    return n;
+}
+
+std::optional<double> parse_fraction(std::string_view s) noexcept {
+    s = detail::trim_blanks(s);
+    std::uint64_t digits = 0;
+    std::size_t count = 0, i = 0;
+    int scale = 0; // the value is digits * 10^scale
+    bool point = false;
+    for (; i < s.size() && s[i] != 'e' && s[i] != 'E'; ++i) {
+        char const c = s[i];
+        if (c == '.' && !point) {
+            point = true;
+        } else if (c >= '0' && c <= '9') {
+            if (++count > 18) return std::nullopt;
+            digits = digits * 10 + static_cast<std::uint64_t>(c - '0');
+            if (point) --scale;
+        } else {
+            return std::nullopt;
+        }
+    }
+    if (count == 0) return std::nullopt;
+    if (i < s.size()) { // an exponent: e, an optional sign, 1 to 3 digits
+        std::string_view e = s.substr(i + 1);
+        bool const negative = !e.empty() && e.front() == '-';
+        if (!e.empty() && (e.front() == '-' || e.front() == '+')) e.remove_prefix(1);
+        std::optional<std::uint64_t> const n = parse_whole_number(e, 3);
+        if (!n) return std::nullopt;
+        scale += negative ? -static_cast<int>(*n) : static_cast<int>(*n);
+    }
+    double v = static_cast<double>(digits);
+    for (; scale < 0 && v != 0; ++scale) v /= 10;
+    for (; scale > 0 && v != 0; --scale) {
+        v *= 10;
+        if (v > 1) return std::nullopt;
+    }
+    if (v > 1) return std::nullopt;
+    return v;
+}
+
+std::optional<bool> parse_switch(std::string_view s) noexcept {
+    try {
+        if (detail::is_on(s)) return true;
+        if (detail::is_off(s)) return false;
+    } catch (...) {
+    }
+    return std::nullopt;
+}
+
+void settings_reader::report(std::string const& line) const noexcept {
+    if (report_) {
+        try {
+            report_(line);
+        } catch (...) {
+        }
+    } else {
+        std::fprintf(stderr, "compile_cache: %s\n", line.c_str());
+    }
+}
+
+void settings_reader::report_value(std::string_view suffix, std::string const& value,
+                                   std::string const& text) const noexcept {
+    try {
+        report(name(suffix) + "=\"" + value + "\" " + text);
+    } catch (...) {
+    }
+}
+
+std::uint64_t settings_reader::byte_size(std::string_view suffix, std::uint64_t fallback,
+                                         std::string const& fallback_text) const {
+    std::string const v = value(suffix);
+    if (v.empty()) return fallback;
+    if (auto const n = parse_byte_size(v)) return *n;
+    report_value(suffix, v,
+                 "is not a size (a number of bytes, or one with a K, M or G suffix in powers of 1024, such as "
+                 "48K, 500M or 2G); using the default, " +
+                     fallback_text);
+    return fallback;
+}
+
+std::chrono::milliseconds settings_reader::milliseconds(std::string_view suffix,
+                                                        std::chrono::milliseconds fallback) const {
+    std::string const v = value(suffix);
+    if (v.empty()) return fallback;
+    if (auto const d = parse_milliseconds(v)) return *d;
+    report_value(suffix, v,
+                 "is not a duration (milliseconds, such as 100 or 1500ms, or seconds, such as 2s); using the "
+                 "default, " +
+                     std::to_string(fallback.count()) + " ms");
+    return fallback;
+}
+
+bool settings_reader::flag(std::string_view suffix, bool fallback, std::string const& otherwise) const {
+    std::string const v = value(suffix);
+    if (auto const b = parse_switch(v)) return *b;
+    report_value(suffix, v, "is not understood (1, on, true or yes; 0, off, false or no); " + otherwise);
+    return fallback;
+}
+
+bool settings_reader::remote_trusted() {
+    if (!remote_trusted_) {
+        bool const insecure = flag("_REMOTE_INSECURE", false, "the remote needs a secret");
+        remote_trusted_ = authenticated_ || insecure;
+        if (!*remote_trusted_)
+            report(name("_REMOTE") +
+                   " is set but entries are not authenticated, and what a shared server returns runs as code "
+                   "here: the remote is off. Give every machine the same secret with " +
+                   name("_SECRET_FILE") + ", or set " + name("_REMOTE_INSECURE") +
+                   "=1 if only trusted machines can write to the server");
+    }
+    return *remote_trusted_;
+}
+
+} // namespace compile_cache
+
+#endif
