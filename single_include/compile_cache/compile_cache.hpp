@@ -4347,9 +4347,11 @@ concept Storage = detail::has_read<S>::value && detail::has_write<S>::value && d
 //   DIR/ab/<hex key>       an entry: the key's lower-case hex, in the folder of its first two digits
 //   DIR/ab/.tmp-<hex>      a store in progress, or left by a killed one
 
+
 // ---- begin compile_cache/detail/posix_io.hpp
 // compile_cache: the POSIX reading the library does in more than one place: a call
 // retried through interruptions, and a bounded read of a whole file.
+
 
 #include <cerrno>
 #include <cstddef>
@@ -4382,16 +4384,7 @@ inline int open_no_follow(int dir_fd, char const* path) noexcept {
 
 /// Reads up to n bytes into p, through partial reads and interruptions: the number read
 /// (fewer at the end of the file), or -1 and errno.
-inline ssize_t read_up_to(int fd, char* p, std::size_t n) noexcept {
-    std::size_t got = 0;
-    while (got < n) {
-        ssize_t const r = retry_on_eintr([&] { return ::read(fd, p + got, n - got); });
-        if (r < 0) return -1;
-        if (r == 0) break;
-        got += static_cast<std::size_t>(r);
-    }
-    return static_cast<ssize_t>(got);
-}
+COMPILE_CACHE_DECL ssize_t read_up_to(int fd, char* p, std::size_t n) noexcept;
 
 /// Owns a file descriptor: closed when it goes out of scope.
 struct file_descriptor {
@@ -4415,7 +4408,38 @@ enum class file_read_status {
 
 /// fstat of the file open at `fd` into `st`, and whether it is a regular file of at
 /// most `max` bytes (`read`: it may be read).
-inline file_read_status stat_regular_file(int fd, std::uint64_t max, struct stat& st) noexcept {
+COMPILE_CACHE_DECL file_read_status stat_regular_file(int fd, std::uint64_t max, struct stat& st) noexcept;
+
+/// Reads the `size` bytes stat_regular_file allowed into `out` (fewer if the file
+/// shrank meanwhile). `out`'s old bytes are overwritten, not cleared first, so that
+/// reusing a buffer skips zero-filling it. False (errno set, `out` empty) on an error.
+COMPILE_CACHE_DECL bool read_file_bytes(int fd, std::string& out, std::size_t size);
+
+/// The whole regular file open at `fd`, at most `max` bytes, into `out` (empty unless
+/// `read`); `st` is its fstat, for the caller's own use.
+COMPILE_CACHE_DECL file_read_status read_regular_file(int fd, std::string& out, std::uint64_t max, struct stat& st);
+
+} // namespace compile_cache::detail
+
+// ---- begin compile_cache/detail/impl/posix_io.ipp
+// compile_cache: the definitions of detail/posix_io.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+namespace compile_cache::detail {
+
+ssize_t read_up_to(int fd, char* p, std::size_t n) noexcept {
+    std::size_t got = 0;
+    while (got < n) {
+        ssize_t const r = retry_on_eintr([&] { return ::read(fd, p + got, n - got); });
+        if (r < 0) return -1;
+        if (r == 0) break;
+        got += static_cast<std::size_t>(r);
+    }
+    return static_cast<ssize_t>(got);
+}
+
+file_read_status stat_regular_file(int fd, std::uint64_t max, struct stat& st) noexcept {
     if (::fstat(fd, &st) != 0) return file_read_status::error;
     if (!S_ISREG(st.st_mode)) return file_read_status::not_regular;
     if (st.st_size < 0) {
@@ -4425,10 +4449,7 @@ inline file_read_status stat_regular_file(int fd, std::uint64_t max, struct stat
     return static_cast<std::uint64_t>(st.st_size) > max ? file_read_status::too_large : file_read_status::read;
 }
 
-/// Reads the `size` bytes stat_regular_file allowed into `out` (fewer if the file
-/// shrank meanwhile). `out`'s old bytes are overwritten, not cleared first, so that
-/// reusing a buffer skips zero-filling it. False (errno set, `out` empty) on an error.
-inline bool read_file_bytes(int fd, std::string& out, std::size_t size) {
+bool read_file_bytes(int fd, std::string& out, std::size_t size) {
     out.resize(size);
     ssize_t const got = read_up_to(fd, &out[0], size);
     if (got < 0) {
@@ -4441,9 +4462,7 @@ inline bool read_file_bytes(int fd, std::string& out, std::size_t size) {
     return true;
 }
 
-/// The whole regular file open at `fd`, at most `max` bytes, into `out` (empty unless
-/// `read`); `st` is its fstat, for the caller's own use.
-inline file_read_status read_regular_file(int fd, std::string& out, std::uint64_t max, struct stat& st) {
+file_read_status read_regular_file(int fd, std::string& out, std::uint64_t max, struct stat& st) {
     file_read_status const status = stat_regular_file(fd, max, st);
     if (status == file_read_status::read && read_file_bytes(fd, out, static_cast<std::size_t>(st.st_size)))
         return status;
@@ -4452,6 +4471,9 @@ inline file_read_status read_regular_file(int fd, std::string& out, std::uint64_
 }
 
 } // namespace compile_cache::detail
+
+#endif // COMPILE_CACHE_INCLUDE_IMPL
+// ---- end compile_cache/detail/impl/posix_io.ipp
 // ---- end compile_cache/detail/posix_io.hpp
 // ---- begin compile_cache/storage/detail/directory_counters.hpp
 // compile_cache: the cumulative counters a cache directory keeps for its hosts, so
@@ -4471,12 +4493,14 @@ inline file_read_status read_regular_file(int fd, std::string& out, std::uint64_
 // else. Two lines are gauges, not sums: `max-size` (the size limit of the latest
 // writer) and `updated-s` (when it wrote, seconds since the epoch).
 
+
 // ---- begin compile_cache/storage/detail/directory_files.hpp
 // compile_cache: the POSIX pieces of directory_storage — exclusive temp files and
 // their names, a rename that does not replace, `mkdir -p`, full writes, descriptor
 // guards, the names the storage owns, and the size ledger (`DIR/.cc-stats`) with the
 // batch of a storage object's changes not yet written to it. Not part of the public
 // interface.
+
 
 
 #include <array>
@@ -4487,25 +4511,17 @@ inline file_read_status read_regular_file(int fd, std::string& out, std::uint64_
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <functional>
 #include <mutex>
-#include <random>
 #include <string>
 #include <string_view>
 #include <system_error>
 
 #include <fcntl.h>
-#include <pthread.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
-#if COMPILE_CACHE_LINUX_CALLS
-#include <sys/random.h>
-#include <sys/syscall.h>
-#endif
 
 namespace compile_cache::detail::directory_storage_impl {
 
@@ -4556,21 +4572,7 @@ inline bool is_temp_name(std::string_view n) noexcept { return n.compare(0, temp
 
 /// Appends `DIR/ab/<hex of k>` to `out` (`directory` without a trailing slash,
 /// unless it is "/"), with no intermediate string.
-inline void append_entry_path(std::string& out, std::string const& directory, key const& k) {
-    static constexpr char digits[] = "0123456789abcdef";
-    unsigned char const* const bytes = k.data();
-    std::size_t const n = k.size();
-    out.reserve(out.size() + directory.size() + 4 + 2 * n);
-    out += directory;
-    if (out.empty() || out.back() != '/') out += '/';
-    out += digits[bytes[0] >> 4];
-    out += digits[bytes[0] & 15];
-    out += '/';
-    for (std::size_t i = 0; i < n; ++i) {
-        out += digits[bytes[i] >> 4];
-        out += digits[bytes[i] & 15];
-    }
-}
+COMPILE_CACHE_DECL void append_entry_path(std::string& out, std::string const& directory, key const& k);
 
 inline char const* folder_name(unsigned index) noexcept {
     static constexpr char names[256][3] = {
@@ -4597,11 +4599,7 @@ inline std::atomic<unsigned>& fork_generation_counter() noexcept {
 }
 inline void count_fork_in_child() noexcept { fork_generation_counter().fetch_add(1, std::memory_order_relaxed); }
 /// Registers the fork handler (once per process) and returns the current generation.
-inline unsigned fork_generation() noexcept {
-    static bool const registered = ::pthread_atfork(nullptr, nullptr, &count_fork_in_child) == 0;
-    (void)registered;
-    return fork_generation_counter().load(std::memory_order_relaxed);
-}
+COMPILE_CACHE_DECL unsigned fork_generation() noexcept;
 
 // ---- files -----------------------------------------------------------------
 
@@ -4610,67 +4608,13 @@ inline unsigned fork_generation() noexcept {
 /// exists), so each thread seeds a generator once — one getrandom per thread, not
 /// per store — and reseeds in a forked child, which would otherwise repeat its
 /// parent's names.
-inline void append_temp_name(std::string& out) {
-    struct generator_state {
-        std::mt19937_64 engine;
-        unsigned generation = 0;
-        bool seeded = false;
-    };
-    thread_local generator_state g;
-    unsigned const generation = fork_generation();
-    if (!g.seeded || g.generation != generation) {
-        std::uint32_t words[8] = {};
-        bool random = false;
-#if COMPILE_CACHE_LINUX_CALLS
-        random = ::getrandom(words, sizeof words, 0) == static_cast<ssize_t>(sizeof words);
-#endif
-        if (!random) {
-            try {
-                std::random_device device;
-                for (auto& w : words) w = device();
-                random = true;
-            } catch (...) {
-            }
-        }
-        if (!random) { // no entropy source: still distinct per process, thread and moment
-            struct timespec ts {};
-            ::clock_gettime(CLOCK_REALTIME, &ts);
-            words[0] = static_cast<std::uint32_t>(ts.tv_nsec);
-            words[1] = static_cast<std::uint32_t>(ts.tv_sec);
-            words[2] = static_cast<std::uint32_t>(::getpid());
-            words[3] = static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(&g));
-        }
-        std::seed_seq seq(std::begin(words), std::end(words));
-        g.engine.seed(seq);
-        g.generation = generation;
-        g.seeded = true;
-    }
-    static constexpr char digits[] = "0123456789abcdef";
-    for (int half = 0; half < 2; ++half) {
-        std::uint64_t v = g.engine();
-        for (int i = 0; i < 16; ++i, v >>= 4) out += digits[v & 15];
-    }
-}
+COMPILE_CACHE_DECL void append_temp_name(std::string& out);
 
 /// Renames `from` to `to` unless `to` exists (EEXIST then, nothing changed), in one
 /// call: Linux's renameat2(RENAME_NOREPLACE). Returns 0 or an errno value; ENOSYS or
 /// EINVAL where the kernel or the file system does not support it (and everywhere
 /// but Linux), and the caller falls back to lstat + rename.
-inline int rename_no_replace(char const* from, char const* to) noexcept {
-#if COMPILE_CACHE_LINUX_CALLS && defined(SYS_renameat2)
-#ifdef RENAME_NOREPLACE
-    constexpr unsigned no_replace = RENAME_NOREPLACE;
-#else
-    constexpr unsigned no_replace = 1; // the kernel's value (linux/fs.h), stable ABI
-#endif
-    long const r = ::syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, no_replace);
-    return r == 0 ? 0 : errno;
-#else
-    (void)from;
-    (void)to;
-    return ENOSYS;
-#endif
-}
+COMPILE_CACHE_DECL int rename_no_replace(char const* from, char const* to) noexcept;
 
 /// Creates `path` exclusively: an existing name, a symlink included (dangling or
 /// not), makes it fail with EEXIST; nothing is ever followed or truncated.
@@ -4686,57 +4630,10 @@ inline int open_exclusive(std::string const& path, unsigned mode) noexcept {
 /// folder created is chmod-ed to `mode & ~exact_umask` (the process umask would
 /// otherwise strip group bits). Returns 0 or an errno value; sets `created` when it
 /// made at least one folder.
-inline int make_directories(std::string& path, unsigned mode, int exact_umask, bool& created) noexcept {
-    auto const m = static_cast<mode_t>(mode);
-    auto try_mkdir = [&](std::size_t end) -> int { // mkdir of path[0, end)
-        char const saved = path[end];
-        path[end] = '\0';
-        int const r = ::mkdir(path.c_str(), m);
-        int const e = errno;
-        if (r == 0) {
-            created = true;
-            if (exact_umask >= 0) ::chmod(path.c_str(), static_cast<mode_t>(mode & ~static_cast<unsigned>(exact_umask)));
-        }
-        path[end] = saved;
-        return (r == 0 || e == EEXIST) ? 0 : e;
-    };
-    std::size_t const n = path.size();
-    if (n == 0) return ENOENT;
-    // Walk up until a mkdir stops failing with ENOENT: that ancestor now exists...
-    std::size_t end = n;
-    int e;
-    for (;;) {
-        e = try_mkdir(end);
-        if (e != ENOENT) break;
-        std::size_t slash = path.rfind('/', end - 1);
-        while (slash != std::string::npos && slash > 0 && path[slash - 1] == '/') --slash;
-        if (slash == std::string::npos || slash == 0) return e;
-        end = slash;
-    }
-    if (e != 0) return e;
-    // ...then walk back down creating each component below it.
-    while (end < n) {
-        std::size_t next = end;
-        while (next < n && path[next] == '/') ++next;
-        next = path.find('/', next);
-        if (next == std::string::npos) next = n;
-        if ((e = try_mkdir(next)) != 0) return e;
-        end = next;
-    }
-    return 0;
-}
+COMPILE_CACHE_DECL int make_directories(std::string& path, unsigned mode, int exact_umask, bool& created) noexcept;
 
 /// Writes all of `bytes`, through partial writes and interruptions. Returns 0 or errno.
-inline int write_all(int fd, char const* p, std::size_t left) noexcept {
-    while (left > 0) {
-        ssize_t const r = retry_on_eintr([&] { return ::write(fd, p, left); });
-        if (r < 0) return errno;
-        if (r == 0) return EIO; // a regular file never does this; do not spin
-        p += r;
-        left -= static_cast<std::size_t>(r);
-    }
-    return 0;
-}
+COMPILE_CACHE_DECL int write_all(int fd, char const* p, std::size_t left) noexcept;
 
 inline int fsync_fd(int fd) noexcept {
     int const r = retry_on_eintr([&] { return ::fsync(fd); });
@@ -4744,13 +4641,7 @@ inline int fsync_fd(int fd) noexcept {
 }
 
 /// fsync of a directory, so that a rename or a creation in it survives a crash.
-inline int fsync_directory(char const* path) noexcept {
-    int const fd = ::open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return errno;
-    int const e = fsync_fd(fd);
-    ::close(fd);
-    return e;
-}
+COMPILE_CACHE_DECL int fsync_directory(char const* path) noexcept;
 
 /// Closes the descriptor and, unless committed, unlinks the temp file.
 struct temp_file {
@@ -4788,18 +4679,7 @@ inline constexpr std::chrono::milliseconds ledger_retry_after{1000};
 /// An exclusive flock, tried without blocking and retried (through interruptions
 /// too) for at most `wait`; zero tries once. Returns 0 or errno (EWOULDBLOCK when
 /// another holder kept it all along).
-inline int lock_fd(int fd, std::chrono::milliseconds wait) noexcept {
-    auto const deadline = std::chrono::steady_clock::now() + wait;
-    unsigned pause_us = 250;
-    for (;;) {
-        if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return 0;
-        int const e = errno;
-        if (e == EINTR) continue;
-        if (e != EWOULDBLOCK || std::chrono::steady_clock::now() >= deadline) return e;
-        ::usleep(pause_us);
-        pause_us = pause_us < 8000 ? pause_us * 2 : pause_us;
-    }
-}
+COMPILE_CACHE_DECL int lock_fd(int fd, std::chrono::milliseconds wait) noexcept;
 
 /// Where a storage object counts the locks it gave up waiting for, and says so once
 /// through its logger (the cache's, with PREFIX_LOG=1).
@@ -4812,17 +4692,7 @@ public:
 
     /// A lock on `path` was still held after the wait; `consequence` says what was
     /// deferred or skipped.
-    void gave_up(std::string const& path, char const* consequence) noexcept {
-        timeouts_.fetch_add(1, std::memory_order_relaxed);
-        std::lock_guard<std::mutex> const lock(mutex_);
-        if (said_ || !logger_) return;
-        said_ = true;
-        try {
-            logger_("another process holds the lock on " + path +
-                    " (stopped or frozen?); gave up waiting for it, " + consequence);
-        } catch (...) {
-        }
-    }
+    COMPILE_CACHE_DECL void gave_up(std::string const& path, char const* consequence) noexcept;
 
     std::uint64_t timeouts() const noexcept { return timeouts_.load(std::memory_order_relaxed); }
 
@@ -4869,72 +4739,21 @@ inline bool recount_due(std::int64_t counted_at, std::int64_t now) noexcept {
 
 /// Reads the ledger file open at `fd` into `slots`. True when it was a whole, sane
 /// ledger; false (slots all zero: a fresh ledger) otherwise.
-inline bool read_ledger(int fd, ledger_slots& slots) noexcept {
-    unsigned char buf[ledger_bytes];
-    ssize_t const got = retry_on_eintr([&] { return ::pread(fd, buf, sizeof buf, 0); });
-    slots = {};
-    if (got != static_cast<ssize_t>(sizeof buf) || std::memcmp(buf, ledger_magic, 8) != 0) return false;
-    for (std::size_t i = 0; i < 256; ++i) {
-        unsigned char const* p = buf + ledger_header + 16 * i;
-        slots[i].bytes = read_le<std::uint64_t>(p);
-        slots[i].counted_at = static_cast<std::int64_t>(read_le<std::uint64_t>(p + 8));
-        if (slots[i].bytes > ledger_sane_limit) {
-            slots = {};
-            return false;
-        }
-    }
-    return true;
-}
+COMPILE_CACHE_DECL bool read_ledger(int fd, ledger_slots& slots) noexcept;
 
-inline bool pwrite_all(int fd, unsigned char const* p, std::size_t n, std::size_t offset) noexcept {
-    while (n > 0) {
-        ssize_t const r = retry_on_eintr([&] { return ::pwrite(fd, p, n, static_cast<off_t>(offset)); });
-        if (r <= 0) return false;
-        p += r;
-        n -= static_cast<std::size_t>(r);
-        offset += static_cast<std::size_t>(r);
-    }
-    return true;
-}
+COMPILE_CACHE_DECL bool pwrite_all(int fd, unsigned char const* p, std::size_t n, std::size_t offset) noexcept;
 
 /// Writes the whole ledger (one pwrite of 4 KiB).
-inline bool write_ledger(int fd, ledger_slots const& slots) noexcept {
-    unsigned char buf[ledger_bytes] = {};
-    std::memcpy(buf, ledger_magic, 8);
-    for (std::size_t i = 0; i < 256; ++i) {
-        store_le<std::uint64_t>(buf + ledger_header + 16 * i, slots[i].bytes);
-        store_le<std::uint64_t>(buf + ledger_header + 16 * i + 8, static_cast<std::uint64_t>(slots[i].counted_at));
-    }
-    return pwrite_all(fd, buf, sizeof buf, 0);
-}
+COMPILE_CACHE_DECL bool write_ledger(int fd, ledger_slots const& slots) noexcept;
 
-inline std::uint64_t ledger_total(ledger_slots const& slots) noexcept {
-    std::uint64_t t = 0;
-    for (auto const& s : slots) t += s.bytes;
-    return t;
-}
+COMPILE_CACHE_DECL std::uint64_t ledger_total(ledger_slots const& slots) noexcept;
 
 /// Opens the ledger at `path` (creating it) for reading and writing: never through a
 /// symlink, never blocking on a FIFO (O_NONBLOCK), and only a regular file; its mode
 /// set to `file_mode & ~exact_umask` when that is 0 or more. -1 when it cannot be used
 /// (read-only directory, ...): the caller then does no accounting.
-inline int open_ledger(std::string const& path, unsigned file_mode, int exact_umask,
-                       struct stat* st_out = nullptr) noexcept {
-    int const fd = retry_on_eintr([&] {
-        return ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
-                      static_cast<mode_t>(file_mode));
-    });
-    if (fd < 0) return -1;
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        ::close(fd);
-        return -1;
-    }
-    if (exact_umask >= 0 && (st.st_mode & 07777) != (file_mode & ~static_cast<unsigned>(exact_umask) & 07777))
-        ::fchmod(fd, static_cast<mode_t>(file_mode & ~static_cast<unsigned>(exact_umask)));
-    if (st_out) *st_out = st;
-    return fd;
-}
+COMPILE_CACHE_DECL int open_ledger(std::string const& path, unsigned file_mode, int exact_umask,
+                                   struct stat* st_out = nullptr) noexcept;
 
 /// One locked session with the ledger: open (creating it), lock, read; change slots;
 /// write back; the lock goes with the descriptor. For scans and cleanups, which set
@@ -4945,16 +4764,8 @@ public:
 
     /// Opens, locks and reads the ledger at `path`. False when it cannot be used, or
     /// its lock could not be had within ledger_lock_wait (counted in `events`).
-    bool open(std::string const& path, unsigned file_mode, int exact_umask, lock_events* events = nullptr) noexcept {
-        fd_.fd = open_ledger(path, file_mode, exact_umask);
-        if (!fd_) return false;
-        if (int const e = lock_fd(fd_.fd, ledger_lock_wait)) {
-            if (e == EWOULDBLOCK && events) events->gave_up(path, "so the size ledger was not updated");
-            return false;
-        }
-        read_ledger(fd_.fd, slots);
-        return true;
-    }
+    COMPILE_CACHE_DECL bool open(std::string const& path, unsigned file_mode, int exact_umask,
+                                 lock_events* events = nullptr) noexcept;
 
     void save_all() noexcept { write_ledger(fd_.fd, slots); }
 
@@ -4993,28 +4804,8 @@ public:
     /// caller should flush() now: the batch is full or old, the folder is due for a
     /// recount, the cache may be over `max_size` (0: none), or this object has not
     /// read the ledger yet.
-    bool add(unsigned folder, std::uint64_t added, std::uint64_t removed, std::uint64_t max_size,
-             std::int64_t now_nanoseconds) noexcept {
-        std::int64_t const now = now_nanoseconds / 1000000000;
-        std::lock_guard<std::mutex> const lock(mutex_);
-        if_forked_start_afresh();
-        folder &= 0xff;
-        delta_[folder] += static_cast<std::int64_t>(added) - static_cast<std::int64_t>(removed);
-        touched_.set(folder);
-        if (changes_++ == 0) first_change_ns_ = now_nanoseconds;
-        added_ += added;
-        removed_ += removed;
-        // The ledger's lock was held by someone else lately: keep the changes, and
-        // do not make this store wait for it again yet.
-        if (std::chrono::steady_clock::now() < retry_after_) return false;
-        if (!known_ || changes_ >= ledger_batch_changes || now_nanoseconds - first_change_ns_ >= ledger_batch_age_ns ||
-            now_nanoseconds < first_change_ns_ || recount_due(counted_at_[folder], now))
-            return true;
-        if (max_size == 0) return false;
-        if (added_ >= (max_size >> ledger_batch_limit_shift)) return true;
-        std::uint64_t const estimate = last_total_ + added_ >= removed_ ? last_total_ + added_ - removed_ : 0;
-        return estimate > max_size;
-    }
+    COMPILE_CACHE_DECL bool add(unsigned folder, std::uint64_t added, std::uint64_t removed, std::uint64_t max_size,
+                                std::int64_t now_nanoseconds) noexcept;
 
     struct flushed {
         bool ok = false;           ///< the ledger was read (and written when there were changes)
@@ -5026,102 +4817,24 @@ public:
     /// case). Changes that cannot be written (no usable ledger) are dropped; when the
     /// lock is still held after ledger_lock_wait they are kept for a flush at least
     /// ledger_retry_after later (counted and said once in the lock_events).
-    flushed flush(std::int64_t now) noexcept {
-        std::lock_guard<std::mutex> const lock(mutex_);
-        if_forked_start_afresh();
-        flushed out;
-        if (!current_descriptor()) {
-            clear_changes();
-            return out;
-        }
-        if (int const e = lock_fd(fd_.fd, ledger_lock_wait)) {
-            if (e == EWOULDBLOCK) {
-                retry_after_ = std::chrono::steady_clock::now() + ledger_retry_after;
-                if (events_) events_->gave_up(path_, "so the size ledger's update is kept for later");
-            } else {
-                clear_changes();
-            }
-            return out;
-        }
-        bool const changed = changes_ > 0;
-        std::bitset<256> const touched = touched_;
-        std::array<std::int64_t, 256> const delta = delta_;
-        clear_changes();
-        ledger_slots slots;
-        read_ledger(fd_.fd, slots); // a fresh ledger reads as zeros: the recounts fill it in
-        bool written = true;
-        if (changed) {
-            for (unsigned f = 0; f < 256; ++f) {
-                if (!touched[f]) continue;
-                std::int64_t const d = delta[f];
-                std::uint64_t const down = d < 0 ? static_cast<std::uint64_t>(-(d + 1)) + 1 : 0;
-                slots[f].bytes = d >= 0 ? slots[f].bytes + static_cast<std::uint64_t>(d)
-                                        : (slots[f].bytes >= down ? slots[f].bytes - down : 0);
-                if (recount_due(slots[f].counted_at, now)) out.due.set(f);
-            }
-            written = write_ledger(fd_.fd, slots);
-        }
-        ::flock(fd_.fd, LOCK_UN);
-        if (!written) return out;
-        for (unsigned f = 0; f < 256; ++f) counted_at_[f] = slots[f].counted_at;
-        out.total = last_total_ = ledger_total(slots);
-        known_ = true;
-        out.ok = true;
-        return out;
-    }
+    COMPILE_CACHE_DECL flushed flush(std::int64_t now) noexcept;
 
     /// After a recount wrote folder figures: what the ledger now says.
-    void counted(std::bitset<256> const& folders, std::int64_t now, std::uint64_t total) noexcept {
-        std::lock_guard<std::mutex> const lock(mutex_);
-        for (unsigned f = 0; f < 256; ++f)
-            if (folders[f]) counted_at_[f] = now;
-        last_total_ = total;
-    }
+    COMPILE_CACHE_DECL void counted(std::bitset<256> const& folders, std::int64_t now, std::uint64_t total) noexcept;
 
-    bool has_changes() noexcept {
-        std::lock_guard<std::mutex> const lock(mutex_);
-        if_forked_start_afresh();
-        return changes_ > 0;
-    }
+    COMPILE_CACHE_DECL bool has_changes() noexcept;
 
 private:
-    void clear_changes() noexcept {
-        delta_ = {};
-        touched_.reset();
-        changes_ = 0;
-        added_ = removed_ = 0;
-    }
+    COMPILE_CACHE_DECL void clear_changes() noexcept;
 
     /// In a forked child the changes are the parent's (it writes them) and the
     /// descriptor shares the parent's lock: drop both. close() here leaves the
     /// parent's lock alone, since the parent still has the description open.
-    void if_forked_start_afresh() noexcept {
-        unsigned const generation = fork_generation();
-        if (generation == generation_) return;
-        generation_ = generation;
-        clear_changes();
-        if (fd_.fd >= 0) ::close(fd_.fd);
-        fd_.fd = -1;
-        known_ = false;
-        retry_after_ = {};
-    }
+    COMPILE_CACHE_DECL void if_forked_start_afresh() noexcept;
 
     /// The descriptor of the ledger now at path_: the one kept, unless the file was
     /// removed or replaced since (then it is opened again, created if need be).
-    bool current_descriptor() noexcept {
-        if (fd_) {
-            struct stat st {};
-            if (::lstat(path_.c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_) return true;
-            ::close(fd_.fd);
-            fd_.fd = -1;
-        }
-        struct stat st {};
-        fd_.fd = open_ledger(path_, file_mode_, umask_, &st);
-        if (!fd_) return false;
-        dev_ = st.st_dev;
-        ino_ = st.st_ino;
-        return true;
-    }
+    COMPILE_CACHE_DECL bool current_descriptor() noexcept;
 
     std::mutex mutex_;
     std::string const path_;
@@ -5144,22 +4857,388 @@ private:
 };
 
 } // namespace compile_cache::detail::directory_storage_impl
+
+// ---- begin compile_cache/storage/detail/impl/directory_files.ipp
+// compile_cache: the definitions of storage/detail/directory_files.hpp's non-template functions; included by it
+// alone (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+#include <cstring>
+#include <random>
+
+#include <pthread.h>
+#include <sys/file.h>
+#if COMPILE_CACHE_LINUX_CALLS
+#include <sys/random.h>
+#include <sys/syscall.h>
+#endif
+
+namespace compile_cache::detail::directory_storage_impl {
+
+void append_entry_path(std::string& out, std::string const& directory, key const& k) {
+    static constexpr char digits[] = "0123456789abcdef";
+    unsigned char const* const bytes = k.data();
+    std::size_t const n = k.size();
+    out.reserve(out.size() + directory.size() + 4 + 2 * n);
+    out += directory;
+    if (out.empty() || out.back() != '/') out += '/';
+    out += digits[bytes[0] >> 4];
+    out += digits[bytes[0] & 15];
+    out += '/';
+    for (std::size_t i = 0; i < n; ++i) {
+        out += digits[bytes[i] >> 4];
+        out += digits[bytes[i] & 15];
+    }
+}
+
+unsigned fork_generation() noexcept {
+    static bool const registered = ::pthread_atfork(nullptr, nullptr, &count_fork_in_child) == 0;
+    (void)registered;
+    return fork_generation_counter().load(std::memory_order_relaxed);
+}
+
+void append_temp_name(std::string& out) {
+    struct generator_state {
+        std::mt19937_64 engine;
+        unsigned generation = 0;
+        bool seeded = false;
+    };
+    thread_local generator_state g;
+    unsigned const generation = fork_generation();
+    if (!g.seeded || g.generation != generation) {
+        std::uint32_t words[8] = {};
+        bool random = false;
+#if COMPILE_CACHE_LINUX_CALLS
+        random = ::getrandom(words, sizeof words, 0) == static_cast<ssize_t>(sizeof words);
+#endif
+        if (!random) {
+            try {
+                std::random_device device;
+                for (auto& w : words) w = device();
+                random = true;
+            } catch (...) {
+            }
+        }
+        if (!random) { // no entropy source: still distinct per process, thread and moment
+            struct timespec ts {};
+            ::clock_gettime(CLOCK_REALTIME, &ts);
+            words[0] = static_cast<std::uint32_t>(ts.tv_nsec);
+            words[1] = static_cast<std::uint32_t>(ts.tv_sec);
+            words[2] = static_cast<std::uint32_t>(::getpid());
+            words[3] = static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(&g));
+        }
+        std::seed_seq seq(std::begin(words), std::end(words));
+        g.engine.seed(seq);
+        g.generation = generation;
+        g.seeded = true;
+    }
+    static constexpr char digits[] = "0123456789abcdef";
+    for (int half = 0; half < 2; ++half) {
+        std::uint64_t v = g.engine();
+        for (int i = 0; i < 16; ++i, v >>= 4) out += digits[v & 15];
+    }
+}
+
+int rename_no_replace(char const* from, char const* to) noexcept {
+#if COMPILE_CACHE_LINUX_CALLS && defined(SYS_renameat2)
+#ifdef RENAME_NOREPLACE
+    constexpr unsigned no_replace = RENAME_NOREPLACE;
+#else
+    constexpr unsigned no_replace = 1; // the kernel's value (linux/fs.h), stable ABI
+#endif
+    long const r = ::syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, no_replace);
+    return r == 0 ? 0 : errno;
+#else
+    (void)from;
+    (void)to;
+    return ENOSYS;
+#endif
+}
+
+int make_directories(std::string& path, unsigned mode, int exact_umask, bool& created) noexcept {
+    auto const m = static_cast<mode_t>(mode);
+    auto try_mkdir = [&](std::size_t end) -> int { // mkdir of path[0, end)
+        char const saved = path[end];
+        path[end] = '\0';
+        int const r = ::mkdir(path.c_str(), m);
+        int const e = errno;
+        if (r == 0) {
+            created = true;
+            if (exact_umask >= 0)
+                ::chmod(path.c_str(), static_cast<mode_t>(mode & ~static_cast<unsigned>(exact_umask)));
+        }
+        path[end] = saved;
+        return (r == 0 || e == EEXIST) ? 0 : e;
+    };
+    std::size_t const n = path.size();
+    if (n == 0) return ENOENT;
+    // Walk up until a mkdir stops failing with ENOENT: that ancestor now exists...
+    std::size_t end = n;
+    int e;
+    for (;;) {
+        e = try_mkdir(end);
+        if (e != ENOENT) break;
+        std::size_t slash = path.rfind('/', end - 1);
+        while (slash != std::string::npos && slash > 0 && path[slash - 1] == '/') --slash;
+        if (slash == std::string::npos || slash == 0) return e;
+        end = slash;
+    }
+    if (e != 0) return e;
+    // ...then walk back down creating each component below it.
+    while (end < n) {
+        std::size_t next = end;
+        while (next < n && path[next] == '/') ++next;
+        next = path.find('/', next);
+        if (next == std::string::npos) next = n;
+        if ((e = try_mkdir(next)) != 0) return e;
+        end = next;
+    }
+    return 0;
+}
+
+int write_all(int fd, char const* p, std::size_t left) noexcept {
+    while (left > 0) {
+        ssize_t const r = retry_on_eintr([&] { return ::write(fd, p, left); });
+        if (r < 0) return errno;
+        if (r == 0) return EIO; // a regular file never does this; do not spin
+        p += r;
+        left -= static_cast<std::size_t>(r);
+    }
+    return 0;
+}
+
+int fsync_directory(char const* path) noexcept {
+    int const fd = ::open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return errno;
+    int const e = fsync_fd(fd);
+    ::close(fd);
+    return e;
+}
+
+int lock_fd(int fd, std::chrono::milliseconds wait) noexcept {
+    auto const deadline = std::chrono::steady_clock::now() + wait;
+    unsigned pause_us = 250;
+    for (;;) {
+        if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return 0;
+        int const e = errno;
+        if (e == EINTR) continue;
+        if (e != EWOULDBLOCK || std::chrono::steady_clock::now() >= deadline) return e;
+        ::usleep(pause_us);
+        pause_us = pause_us < 8000 ? pause_us * 2 : pause_us;
+    }
+}
+
+void lock_events::gave_up(std::string const& path, char const* consequence) noexcept {
+    timeouts_.fetch_add(1, std::memory_order_relaxed);
+    std::lock_guard<std::mutex> const lock(mutex_);
+    if (said_ || !logger_) return;
+    said_ = true;
+    try {
+        logger_("another process holds the lock on " + path + " (stopped or frozen?); gave up waiting for it, " +
+                consequence);
+    } catch (...) {
+    }
+}
+
+bool read_ledger(int fd, ledger_slots& slots) noexcept {
+    unsigned char buf[ledger_bytes];
+    ssize_t const got = retry_on_eintr([&] { return ::pread(fd, buf, sizeof buf, 0); });
+    slots = {};
+    if (got != static_cast<ssize_t>(sizeof buf) || std::memcmp(buf, ledger_magic, 8) != 0) return false;
+    for (std::size_t i = 0; i < 256; ++i) {
+        unsigned char const* p = buf + ledger_header + 16 * i;
+        slots[i].bytes = read_le<std::uint64_t>(p);
+        slots[i].counted_at = static_cast<std::int64_t>(read_le<std::uint64_t>(p + 8));
+        if (slots[i].bytes > ledger_sane_limit) {
+            slots = {};
+            return false;
+        }
+    }
+    return true;
+}
+
+bool pwrite_all(int fd, unsigned char const* p, std::size_t n, std::size_t offset) noexcept {
+    while (n > 0) {
+        ssize_t const r = retry_on_eintr([&] { return ::pwrite(fd, p, n, static_cast<off_t>(offset)); });
+        if (r <= 0) return false;
+        p += r;
+        n -= static_cast<std::size_t>(r);
+        offset += static_cast<std::size_t>(r);
+    }
+    return true;
+}
+
+bool write_ledger(int fd, ledger_slots const& slots) noexcept {
+    unsigned char buf[ledger_bytes] = {};
+    std::memcpy(buf, ledger_magic, 8);
+    for (std::size_t i = 0; i < 256; ++i) {
+        store_le<std::uint64_t>(buf + ledger_header + 16 * i, slots[i].bytes);
+        store_le<std::uint64_t>(buf + ledger_header + 16 * i + 8, static_cast<std::uint64_t>(slots[i].counted_at));
+    }
+    return pwrite_all(fd, buf, sizeof buf, 0);
+}
+
+std::uint64_t ledger_total(ledger_slots const& slots) noexcept {
+    std::uint64_t t = 0;
+    for (auto const& s : slots) t += s.bytes;
+    return t;
+}
+
+int open_ledger(std::string const& path, unsigned file_mode, int exact_umask, struct stat* st_out) noexcept {
+    int const fd = retry_on_eintr([&] {
+        return ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
+                      static_cast<mode_t>(file_mode));
+    });
+    if (fd < 0) return -1;
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd);
+        return -1;
+    }
+    if (exact_umask >= 0 && (st.st_mode & 07777) != (file_mode & ~static_cast<unsigned>(exact_umask) & 07777))
+        ::fchmod(fd, static_cast<mode_t>(file_mode & ~static_cast<unsigned>(exact_umask)));
+    if (st_out) *st_out = st;
+    return fd;
+}
+
+bool ledger::open(std::string const& path, unsigned file_mode, int exact_umask, lock_events* events) noexcept {
+    fd_.fd = open_ledger(path, file_mode, exact_umask);
+    if (!fd_) return false;
+    if (int const e = lock_fd(fd_.fd, ledger_lock_wait)) {
+        if (e == EWOULDBLOCK && events) events->gave_up(path, "so the size ledger was not updated");
+        return false;
+    }
+    read_ledger(fd_.fd, slots);
+    return true;
+}
+
+bool ledger_batch::add(unsigned folder, std::uint64_t added, std::uint64_t removed, std::uint64_t max_size,
+                       std::int64_t now_nanoseconds) noexcept {
+    std::int64_t const now = now_nanoseconds / 1000000000;
+    std::lock_guard<std::mutex> const lock(mutex_);
+    if_forked_start_afresh();
+    folder &= 0xff;
+    delta_[folder] += static_cast<std::int64_t>(added) - static_cast<std::int64_t>(removed);
+    touched_.set(folder);
+    if (changes_++ == 0) first_change_ns_ = now_nanoseconds;
+    added_ += added;
+    removed_ += removed;
+    // The ledger's lock was held by someone else lately: keep the changes, and
+    // do not make this store wait for it again yet.
+    if (std::chrono::steady_clock::now() < retry_after_) return false;
+    if (!known_ || changes_ >= ledger_batch_changes || now_nanoseconds - first_change_ns_ >= ledger_batch_age_ns ||
+        now_nanoseconds < first_change_ns_ || recount_due(counted_at_[folder], now))
+        return true;
+    if (max_size == 0) return false;
+    if (added_ >= (max_size >> ledger_batch_limit_shift)) return true;
+    std::uint64_t const estimate = last_total_ + added_ >= removed_ ? last_total_ + added_ - removed_ : 0;
+    return estimate > max_size;
+}
+
+ledger_batch::flushed ledger_batch::flush(std::int64_t now) noexcept {
+    std::lock_guard<std::mutex> const lock(mutex_);
+    if_forked_start_afresh();
+    flushed out;
+    if (!current_descriptor()) {
+        clear_changes();
+        return out;
+    }
+    if (int const e = lock_fd(fd_.fd, ledger_lock_wait)) {
+        if (e == EWOULDBLOCK) {
+            retry_after_ = std::chrono::steady_clock::now() + ledger_retry_after;
+            if (events_) events_->gave_up(path_, "so the size ledger's update is kept for later");
+        } else {
+            clear_changes();
+        }
+        return out;
+    }
+    bool const changed = changes_ > 0;
+    std::bitset<256> const touched = touched_;
+    std::array<std::int64_t, 256> const delta = delta_;
+    clear_changes();
+    ledger_slots slots;
+    read_ledger(fd_.fd, slots); // a fresh ledger reads as zeros: the recounts fill it in
+    bool written = true;
+    if (changed) {
+        for (unsigned f = 0; f < 256; ++f) {
+            if (!touched[f]) continue;
+            std::int64_t const d = delta[f];
+            std::uint64_t const down = d < 0 ? static_cast<std::uint64_t>(-(d + 1)) + 1 : 0;
+            slots[f].bytes = d >= 0 ? slots[f].bytes + static_cast<std::uint64_t>(d)
+                                    : (slots[f].bytes >= down ? slots[f].bytes - down : 0);
+            if (recount_due(slots[f].counted_at, now)) out.due.set(f);
+        }
+        written = write_ledger(fd_.fd, slots);
+    }
+    ::flock(fd_.fd, LOCK_UN);
+    if (!written) return out;
+    for (unsigned f = 0; f < 256; ++f) counted_at_[f] = slots[f].counted_at;
+    out.total = last_total_ = ledger_total(slots);
+    known_ = true;
+    out.ok = true;
+    return out;
+}
+
+void ledger_batch::counted(std::bitset<256> const& folders, std::int64_t now, std::uint64_t total) noexcept {
+    std::lock_guard<std::mutex> const lock(mutex_);
+    for (unsigned f = 0; f < 256; ++f)
+        if (folders[f]) counted_at_[f] = now;
+    last_total_ = total;
+}
+
+bool ledger_batch::has_changes() noexcept {
+    std::lock_guard<std::mutex> const lock(mutex_);
+    if_forked_start_afresh();
+    return changes_ > 0;
+}
+
+void ledger_batch::clear_changes() noexcept {
+    delta_ = {};
+    touched_.reset();
+    changes_ = 0;
+    added_ = removed_ = 0;
+}
+
+void ledger_batch::if_forked_start_afresh() noexcept {
+    unsigned const generation = fork_generation();
+    if (generation == generation_) return;
+    generation_ = generation;
+    clear_changes();
+    if (fd_.fd >= 0) ::close(fd_.fd);
+    fd_.fd = -1;
+    known_ = false;
+    retry_after_ = {};
+}
+
+bool ledger_batch::current_descriptor() noexcept {
+    if (fd_) {
+        struct stat st {};
+        if (::lstat(path_.c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_) return true;
+        ::close(fd_.fd);
+        fd_.fd = -1;
+    }
+    struct stat st {};
+    fd_.fd = open_ledger(path_, file_mode_, umask_, &st);
+    if (!fd_) return false;
+    dev_ = st.st_dev;
+    ino_ = st.st_ino;
+    return true;
+}
+
+} // namespace compile_cache::detail::directory_storage_impl
+
+#endif // COMPILE_CACHE_INCLUDE_IMPL
+// ---- end compile_cache/storage/detail/impl/directory_files.ipp
 // ---- end compile_cache/storage/detail/directory_files.hpp
 
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <map>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace compile_cache::detail::directory_storage_impl {
 
@@ -5173,7 +5252,48 @@ inline bool is_gauge(std::string_view name) noexcept { return name == gauge_max_
 
 /// A counter name as written: letters, digits, '.', '-' and '_', at most 64 of them,
 /// so that a line always parses back as it was written.
-inline bool is_counter_name(std::string_view name) noexcept {
+COMPILE_CACHE_DECL bool is_counter_name(std::string_view name) noexcept;
+
+/// Parses `name value` lines; anything else is skipped.
+COMPILE_CACHE_DECL std::map<std::string, std::uint64_t> parse_counters(std::string_view text);
+
+/// Reads a whole small file into `text` without following a symlink (or blocking on
+/// a FIFO). True when it was read, or is absent (then `text` is empty); false when it
+/// is there but not a regular file, larger than counters_max_file, or unreadable.
+COMPILE_CACHE_DECL bool read_small_file(int dir_fd, char const* name, std::string& text);
+
+/// How long a flush waits for a shard's lock before giving up (the counts are for
+/// display: a host must never hang at exit because someone holds the lock).
+
+COMPILE_CACHE_DECL int open_counters_folder(std::string const& directory, unsigned directory_mode, int exact_umask,
+                                            bool create);
+
+/// Adds `delta` to the shard of this process; sets the gauges. Returns 0 or errno.
+COMPILE_CACHE_DECL int add_counters(std::string const& directory,
+                                    std::vector<std::pair<std::string, std::uint64_t>> const& delta,
+                                    std::uint64_t max_size, unsigned file_mode, unsigned directory_mode,
+                                    int exact_umask, lock_events* events = nullptr);
+
+/// The sum of every shard; the gauges from the shard written last.
+COMPILE_CACHE_DECL std::map<std::string, std::uint64_t> read_counters(std::string const& directory);
+
+} // namespace compile_cache::detail::directory_storage_impl
+
+// ---- begin compile_cache/storage/detail/impl/directory_counters.ipp
+// compile_cache: the definitions of storage/detail/directory_counters.hpp's non-template functions; included by it
+// alone (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+#include <limits>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace compile_cache::detail::directory_storage_impl {
+
+bool is_counter_name(std::string_view name) noexcept {
     if (name.empty() || name.size() > 64) return false;
     for (char c : name)
         if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
@@ -5182,8 +5302,7 @@ inline bool is_counter_name(std::string_view name) noexcept {
     return true;
 }
 
-/// Parses `name value` lines; anything else is skipped.
-inline std::map<std::string, std::uint64_t> parse_counters(std::string_view text) {
+std::map<std::string, std::uint64_t> parse_counters(std::string_view text) {
     std::map<std::string, std::uint64_t> out;
     while (!text.empty()) {
         std::size_t const eol = text.find('\n');
@@ -5196,7 +5315,8 @@ inline std::map<std::string, std::uint64_t> parse_counters(std::string_view text
         std::uint64_t v = 0;
         bool ok = true;
         for (char c : digits) {
-            if (c < '0' || c > '9' || v > (std::numeric_limits<std::uint64_t>::max() - static_cast<unsigned>(c - '0')) / 10) {
+            if (c < '0' || c > '9' ||
+                v > (std::numeric_limits<std::uint64_t>::max() - static_cast<unsigned>(c - '0')) / 10) {
                 ok = false;
                 break;
             }
@@ -5207,10 +5327,7 @@ inline std::map<std::string, std::uint64_t> parse_counters(std::string_view text
     return out;
 }
 
-/// Reads a whole small file into `text` without following a symlink (or blocking on
-/// a FIFO). True when it was read, or is absent (then `text` is empty); false when it
-/// is there but not a regular file, larger than counters_max_file, or unreadable.
-inline bool read_small_file(int dir_fd, char const* name, std::string& text) {
+bool read_small_file(int dir_fd, char const* name, std::string& text) {
     text.clear();
     int const fd = open_no_follow(dir_fd, name);
     if (fd < 0) return errno == ENOENT;
@@ -5219,10 +5336,7 @@ inline bool read_small_file(int dir_fd, char const* name, std::string& text) {
     return read_regular_file(fd, text, counters_max_file, st) == file_read_status::read;
 }
 
-/// How long a flush waits for a shard's lock before giving up (the counts are for
-/// display: a host must never hang at exit because someone holds the lock).
-
-inline int open_counters_folder(std::string const& directory, unsigned directory_mode, int exact_umask, bool create) {
+int open_counters_folder(std::string const& directory, unsigned directory_mode, int exact_umask, bool create) {
     std::string path = directory + "/" + counters_folder;
     if (create) {
         bool created = false;
@@ -5231,10 +5345,9 @@ inline int open_counters_folder(std::string const& directory, unsigned directory
     return retry_on_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
 }
 
-/// Adds `delta` to the shard of this process; sets the gauges. Returns 0 or errno.
-inline int add_counters(std::string const& directory, std::vector<std::pair<std::string, std::uint64_t>> const& delta,
-                        std::uint64_t max_size, unsigned file_mode, unsigned directory_mode, int exact_umask,
-                        lock_events* events = nullptr) {
+int add_counters(std::string const& directory, std::vector<std::pair<std::string, std::uint64_t>> const& delta,
+                 std::uint64_t max_size, unsigned file_mode, unsigned directory_mode, int exact_umask,
+                 lock_events* events) {
     int const dir_fd = open_counters_folder(directory, directory_mode, exact_umask, true);
     if (dir_fd < 0) return errno;
     file_descriptor const dir_guard{dir_fd};
@@ -5242,7 +5355,8 @@ inline int add_counters(std::string const& directory, std::vector<std::pair<std:
     unsigned const shard = static_cast<unsigned>(::getpid()) % counter_shards;
     std::string const name(1, digits[shard]);
     std::string const lock_name = name + ".lock", new_name = name + ".new";
-    auto const mode = static_cast<mode_t>(exact_umask >= 0 ? file_mode & ~static_cast<unsigned>(exact_umask) : file_mode);
+    auto const mode =
+        static_cast<mode_t>(exact_umask >= 0 ? file_mode & ~static_cast<unsigned>(exact_umask) : file_mode);
 
     int const lock = ::openat(dir_fd, lock_name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, mode);
     if (lock < 0) return errno;
@@ -5286,8 +5400,7 @@ inline int add_counters(std::string const& directory, std::vector<std::pair<std:
     return ::renameat(dir_fd, new_name.c_str(), dir_fd, name.c_str()) == 0 ? 0 : errno;
 }
 
-/// The sum of every shard; the gauges from the shard written last.
-inline std::map<std::string, std::uint64_t> read_counters(std::string const& directory) {
+std::map<std::string, std::uint64_t> read_counters(std::string const& directory) {
     std::map<std::string, std::uint64_t> sum;
     int const dir_fd = open_counters_folder(directory, 0, -1, false);
     if (dir_fd < 0) return sum;
@@ -5319,11 +5432,13 @@ inline std::map<std::string, std::uint64_t> read_counters(std::string const& dir
 }
 
 } // namespace compile_cache::detail::directory_storage_impl
+
+#endif // COMPILE_CACHE_INCLUDE_IMPL
+// ---- end compile_cache/storage/detail/impl/directory_counters.ipp
 // ---- end compile_cache/storage/detail/directory_counters.hpp
 
 #include <cerrno>
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -5370,12 +5485,7 @@ inline bool is_temp_name(std::string_view name) noexcept { return detail::direct
 
 /// `ab/<hex>`: where the entry of the key whose hex is `hex` lives, relative to the
 /// directory. `hex` has at least two digits.
-inline std::string entry_relative_path(std::string_view hex) {
-    std::string path(hex.substr(0, 2));
-    path += '/';
-    path += hex;
-    return path;
-}
+COMPILE_CACHE_DECL std::string entry_relative_path(std::string_view hex);
 
 /// What an entry of `size` bytes counts for against the size limit (whole 4 KiB
 /// blocks, at least one); the storage counts its stores the same way.
@@ -5385,16 +5495,7 @@ inline std::uint64_t accounted_size(std::uint64_t size) noexcept {
 
 /// Whether the regular file at `path` (`size` bytes, as lstat said) can be the size
 /// ledger: empty (created, not yet written), or starting with the ledger's magic.
-inline bool looks_like_ledger(std::string const& path, std::uint64_t size) {
-    namespace impl = detail::directory_storage_impl;
-    if (size == 0) return true;
-    int const fd = detail::open_no_follow(AT_FDCWD, path.c_str());
-    if (fd < 0) return false;
-    impl::file_descriptor const guard{fd};
-    char magic[sizeof impl::ledger_magic] = {};
-    ssize_t const got = detail::retry_on_eintr([&] { return ::pread(fd, magic, sizeof magic, 0); });
-    return got == static_cast<ssize_t>(sizeof magic) && std::memcmp(magic, impl::ledger_magic, sizeof magic) == 0;
-}
+COMPILE_CACHE_DECL bool looks_like_ledger(std::string const& path, std::uint64_t size);
 
 /// One name in a fan-out folder, as folder walking reports it.
 struct folder_item {
@@ -5458,8 +5559,40 @@ enum class entry_file_status {
 /// without blocking on a FIFO and without touching its use time (the storage's own
 /// read refreshes it; this one leaves eviction's order alone). On failure, `why` says
 /// why in one phrase.
-inline entry_file_status read_entry_file(std::string const& path, std::uint64_t max_size, std::string& bytes,
-                                         std::string& why) {
+COMPILE_CACHE_DECL entry_file_status read_entry_file(std::string const& path, std::uint64_t max_size,
+                                                     std::string& bytes, std::string& why);
+
+} // namespace compile_cache::directory_layout
+
+// ---- begin compile_cache/storage/impl/directory_layout.ipp
+// compile_cache: the definitions of storage/directory_layout.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+#include <cstring>
+
+namespace compile_cache::directory_layout {
+
+std::string entry_relative_path(std::string_view hex) {
+    std::string path(hex.substr(0, 2));
+    path += '/';
+    path += hex;
+    return path;
+}
+
+bool looks_like_ledger(std::string const& path, std::uint64_t size) {
+    namespace impl = detail::directory_storage_impl;
+    if (size == 0) return true;
+    int const fd = detail::open_no_follow(AT_FDCWD, path.c_str());
+    if (fd < 0) return false;
+    impl::file_descriptor const guard{fd};
+    char magic[sizeof impl::ledger_magic] = {};
+    ssize_t const got = detail::retry_on_eintr([&] { return ::pread(fd, magic, sizeof magic, 0); });
+    return got == static_cast<ssize_t>(sizeof magic) && std::memcmp(magic, impl::ledger_magic, sizeof magic) == 0;
+}
+
+entry_file_status read_entry_file(std::string const& path, std::uint64_t max_size, std::string& bytes,
+                                  std::string& why) {
     bytes.clear();
     int const fd = detail::open_no_follow(AT_FDCWD, path.c_str());
     if (fd < 0) {
@@ -5470,7 +5603,9 @@ inline entry_file_status read_entry_file(std::string const& path, std::uint64_t 
     struct stat st {};
     switch (detail::read_regular_file(fd, bytes, max_size, st)) {
     case detail::file_read_status::read: return entry_file_status::ok;
-    case detail::file_read_status::too_large: why = "larger than the bound on an entry"; return entry_file_status::too_large;
+    case detail::file_read_status::too_large:
+        why = "larger than the bound on an entry";
+        return entry_file_status::too_large;
     case detail::file_read_status::not_regular: why = "not a regular file"; return entry_file_status::failed;
     case detail::file_read_status::error: break;
     }
@@ -5479,6 +5614,9 @@ inline entry_file_status read_entry_file(std::string const& path, std::uint64_t 
 }
 
 } // namespace compile_cache::directory_layout
+
+#endif // COMPILE_CACHE_INCLUDE_IMPL
+// ---- end compile_cache/storage/impl/directory_layout.ipp
 // ---- end compile_cache/storage/directory_layout.hpp
 // ---- begin compile_cache/storage/directory_storage.hpp
 // compile_cache: a Storage in a directory of the local file system, one file per
@@ -5492,7 +5630,7 @@ inline entry_file_status read_entry_file(std::string const& path, std::uint64_t 
 // work. Not part of the public interface; see the Storage section of docs/design.md.
 
 
-#include <algorithm>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -5575,15 +5713,9 @@ struct no_entry_callback {
 /// Sets the figures of the folders in `counted` (folder, bytes) in the ledger and
 /// marks them counted now. Returns the ledger's new total, or nullopt-like max when
 /// the ledger cannot be used.
-inline std::uint64_t set_folder_counts(std::string const& ledger_path, unsigned file_mode, int exact_umask,
-                                       std::vector<std::pair<unsigned, std::uint64_t>> const& counted,
-                                       std::int64_t now, lock_events* events = nullptr) noexcept {
-    ledger l;
-    if (!l.open(ledger_path, file_mode, exact_umask, events)) return std::numeric_limits<std::uint64_t>::max();
-    for (auto const& [folder, bytes] : counted) l.slots[folder & 0xff] = {bytes, now};
-    l.save_all();
-    return l.total();
-}
+COMPILE_CACHE_DECL std::uint64_t set_folder_counts(std::string const& ledger_path, unsigned file_mode, int exact_umask,
+                                                   std::vector<std::pair<unsigned, std::uint64_t>> const& counted,
+                                                   std::int64_t now, lock_events* events = nullptr) noexcept;
 
 /// What a cleanup (a step, prune() or clear()) did.
 struct cleanup_totals {
@@ -5629,40 +5761,14 @@ struct cleanup_state {
 
     static constexpr std::size_t max_named_records = 4096;
 
-    void reset() noexcept {
-        current = phase::idle;
-        next = 0;
-        keep_names = true;
-        records.clear();
-        samples.clear();
-        surveyed_bytes = surveyed_entries = 0;
-        cutoff = no_cutoff;
-    }
+    COMPILE_CACHE_DECL void reset() noexcept;
 
-    void drop_names() {
-        samples.reserve(samples.size() + records.size());
-        for (auto const& r : records) samples.emplace_back(r.mtime, r.bytes);
-        records.clear();
-        records.shrink_to_fit();
-        keep_names = false;
-    }
+    COMPILE_CACHE_DECL void drop_names();
 
     /// One step, with the root already locked by the caller (flock on `root_fd`).
     /// `budget` bounds the work (folders count 4, names 1); max() for prune().
-    cleanup_totals step(int root_fd, std::string const& ledger_path, unsigned file_mode, int exact_umask,
-                        std::uint64_t max_size, std::size_t budget) noexcept {
-        cleanup_totals out;
-        try {
-            step_impl(root_fd, ledger_path, file_mode, exact_umask, max_size, budget, out);
-        } catch (...) { // bad_alloc: give up this cleanup; the next one starts afresh
-            reset();
-        }
-        evicted += out.evicted;
-        evicted_bytes += out.evicted_bytes;
-        temps_removed += out.temps_removed;
-        ++steps;
-        return out;
-    }
+    COMPILE_CACHE_DECL cleanup_totals step(int root_fd, std::string const& ledger_path, unsigned file_mode,
+                                           int exact_umask, std::uint64_t max_size, std::size_t budget) noexcept;
 
 private:
     /// What one step works with.
@@ -5676,161 +5782,227 @@ private:
         std::vector<std::pair<unsigned, std::uint64_t>> counted{}; ///< (folder, bytes) for the ledger
     };
 
-    void step_impl(int root_fd, std::string const& ledger_path, unsigned file_mode, int exact_umask,
-                   std::uint64_t max_size, std::size_t budget, cleanup_totals& out) {
-        std::int64_t const now = now_ns();
-        step_context c{root_fd, now / 1000000000, now - temp_stale_after_ns, max_size - max_size / 10, budget};
-        auto save_counts = [&] {
-            return set_folder_counts(ledger_path, file_mode, exact_umask, c.counted, c.now_s, events);
-        };
-        begin_or_resume(c.now_s);
-        if (current == phase::survey) {
-            survey_folders(c, out);
-            if (next < 256) { // to be continued by a later step: names would be stale by then
-                if (keep_names) drop_names();
-                save_counts();
-                return;
-            }
-            out.complete = true;
-            out.entries = surveyed_entries;
-            out.bytes = surveyed_bytes;
-            if (max_size == 0 || surveyed_bytes <= max_size) {
-                reset();
-                save_counts();
-                return;
-            }
-            if (keep_names) { // the whole cache was seen in this step: evict exactly, oldest first
-                evict_oldest_named(c, out);
-                reset();
-                save_counts();
-                return;
-            }
-            start_sweep(c.target);
-        }
-        if (current == phase::sweep) {
-            sweep_folders(c, out);
-            std::uint64_t const total = save_counts();
-            if (next >= 256 || total <= c.target) reset();
-        }
-    }
+    COMPILE_CACHE_DECL void step_impl(int root_fd, std::string const& ledger_path, unsigned file_mode, int exact_umask,
+                                      std::uint64_t max_size, std::size_t budget, cleanup_totals& out);
 
     /// Starts a survey, unless one is under way and younger than ten minutes (and the
     /// clock has not gone back): a stale one starts over.
-    void begin_or_resume(std::int64_t now_s) noexcept {
-        if (current != phase::idle && (now_s - started_s > 600 || now_s < started_s)) reset();
-        if (current != phase::idle) return;
-        reset();
-        current = phase::survey;
-        started_s = now_s;
-    }
+    COMPILE_CACHE_DECL void begin_or_resume(std::int64_t now_s) noexcept;
 
     /// Counts folders from `next` on while the budget lasts, noting each entry's use
     /// time and size (with its name while they fit in max_named_records).
-    void survey_folders(step_context& c, cleanup_totals& out) {
-        while (next < 256 && c.cost < c.budget) {
-            unsigned const folder = next;
-            folder_scan const fs =
-                scan_folder(c.root_fd, folder, c.temps_before, no_cutoff,
-                            [&](std::int64_t mtime, std::uint64_t bytes, std::string_view name, std::uint64_t) {
-                                if (keep_names && records.size() < max_named_records)
-                                    records.push_back({mtime, bytes, folder, std::string(name)});
-                                else {
-                                    if (keep_names) drop_names();
-                                    samples.emplace_back(mtime, bytes);
-                                }
-                            });
-            c.cost += 4 + fs.visited;
-            surveyed_bytes += fs.bytes;
-            surveyed_entries += fs.entries;
-            out.temps_removed += fs.temps_removed;
-            c.counted.emplace_back(folder, fs.bytes);
-            ++next;
-        }
-    }
+    COMPILE_CACHE_DECL void survey_folders(step_context& c, cleanup_totals& out);
 
     /// Unlinks the named entries oldest first until the total is under the target, and
     /// takes them off the folders' figures in `c.counted`. Each unlink goes through its
     /// folder opened without following a symlink, so that a folder swapped for a
     /// symlink since the survey (in a directory others may write) cannot turn eviction
     /// on files elsewhere.
-    void evict_oldest_named(step_context& c, cleanup_totals& out) {
-        std::sort(records.begin(), records.end(), [](record const& a, record const& b) { return a.mtime < b.mtime; });
-        std::uint64_t total = surveyed_bytes;
-        std::uint64_t per_folder[256] = {};
-        for (auto const& [folder, bytes] : c.counted) per_folder[folder] = bytes;
-        file_descriptor folder_fd;
-        unsigned open_folder = 256;
-        for (auto const& r : records) {
-            if (total <= c.target) break;
-            if (r.folder != open_folder) {
-                if (folder_fd.fd >= 0) ::close(folder_fd.fd);
-                folder_fd.fd =
-                    ::openat(c.root_fd, folder_name(r.folder), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                open_folder = r.folder;
-            }
-            if (folder_fd.fd < 0) continue;
-            int const e = ::unlinkat(folder_fd.fd, r.name.c_str(), 0) == 0 ? 0 : errno;
-            if (e != 0 && e != ENOENT) continue;
-            total -= r.bytes;
-            per_folder[r.folder] -= std::min(per_folder[r.folder], r.bytes);
-            ++out.evicted;
-            out.evicted_bytes += r.bytes;
-        }
-        for (auto& [folder, bytes] : c.counted) bytes = per_folder[folder];
-        out.entries -= out.evicted;
-        out.bytes -= out.evicted_bytes;
-    }
+    COMPILE_CACHE_DECL void evict_oldest_named(step_context& c, cleanup_totals& out);
 
     /// Too many entries to name: finds the use time at or before which entries go (the
     /// oldest until the rest is under `target`), for the sweep that follows.
-    void start_sweep(std::uint64_t target) {
-        std::sort(samples.begin(), samples.end());
-        std::uint64_t total = surveyed_bytes;
-        for (auto const& [mtime, bytes] : samples) {
-            if (total <= target) break;
-            total -= bytes;
-            cutoff = mtime;
-        }
-        samples.clear();
-        samples.shrink_to_fit();
-        current = phase::sweep;
-        next = 0;
-    }
+    COMPILE_CACHE_DECL void start_sweep(std::uint64_t target);
 
     /// Sweeps folders from `next` on while the budget lasts, unlinking the entries used
     /// at or before the cutoff.
-    void sweep_folders(step_context& c, cleanup_totals& out) {
-        while (next < 256 && c.cost < c.budget) {
-            unsigned const folder = next;
-            folder_scan const fs = scan_folder(c.root_fd, folder, c.temps_before, cutoff, no_entry_callback{});
-            c.cost += 4 + fs.visited;
-            out.evicted += fs.evicted;
-            out.evicted_bytes += fs.evicted_bytes;
-            out.temps_removed += fs.temps_removed;
-            c.counted.emplace_back(folder, fs.bytes);
-            ++next;
-        }
-        if (out.complete) {
-            out.entries = out.entries >= out.evicted ? out.entries - out.evicted : 0;
-            out.bytes = out.bytes >= out.evicted_bytes ? out.bytes - out.evicted_bytes : 0;
-        }
-    }
+    COMPILE_CACHE_DECL void sweep_folders(step_context& c, cleanup_totals& out);
 };
 
 } // namespace compile_cache::detail::directory_storage_impl
+
+// ---- begin compile_cache/storage/detail/impl/directory_cleanup.ipp
+// compile_cache: the definitions of storage/detail/directory_cleanup.hpp's non-template functions; included by it
+// alone (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+#include <algorithm>
+
+namespace compile_cache::detail::directory_storage_impl {
+
+std::uint64_t set_folder_counts(std::string const& ledger_path, unsigned file_mode, int exact_umask,
+                                std::vector<std::pair<unsigned, std::uint64_t>> const& counted, std::int64_t now,
+                                lock_events* events) noexcept {
+    ledger l;
+    if (!l.open(ledger_path, file_mode, exact_umask, events)) return std::numeric_limits<std::uint64_t>::max();
+    for (auto const& [folder, bytes] : counted) l.slots[folder & 0xff] = {bytes, now};
+    l.save_all();
+    return l.total();
+}
+
+void cleanup_state::reset() noexcept {
+    current = phase::idle;
+    next = 0;
+    keep_names = true;
+    records.clear();
+    samples.clear();
+    surveyed_bytes = surveyed_entries = 0;
+    cutoff = no_cutoff;
+}
+
+void cleanup_state::drop_names() {
+    samples.reserve(samples.size() + records.size());
+    for (auto const& r : records) samples.emplace_back(r.mtime, r.bytes);
+    records.clear();
+    records.shrink_to_fit();
+    keep_names = false;
+}
+
+cleanup_totals cleanup_state::step(int root_fd, std::string const& ledger_path, unsigned file_mode, int exact_umask,
+                                   std::uint64_t max_size, std::size_t budget) noexcept {
+    cleanup_totals out;
+    try {
+        step_impl(root_fd, ledger_path, file_mode, exact_umask, max_size, budget, out);
+    } catch (...) { // bad_alloc: give up this cleanup; the next one starts afresh
+        reset();
+    }
+    evicted += out.evicted;
+    evicted_bytes += out.evicted_bytes;
+    temps_removed += out.temps_removed;
+    ++steps;
+    return out;
+}
+
+void cleanup_state::step_impl(int root_fd, std::string const& ledger_path, unsigned file_mode, int exact_umask,
+                              std::uint64_t max_size, std::size_t budget, cleanup_totals& out) {
+    std::int64_t const now = now_ns();
+    step_context c{root_fd, now / 1000000000, now - temp_stale_after_ns, max_size - max_size / 10, budget};
+    auto save_counts = [&] {
+        return set_folder_counts(ledger_path, file_mode, exact_umask, c.counted, c.now_s, events);
+    };
+    begin_or_resume(c.now_s);
+    if (current == phase::survey) {
+        survey_folders(c, out);
+        if (next < 256) { // to be continued by a later step: names would be stale by then
+            if (keep_names) drop_names();
+            save_counts();
+            return;
+        }
+        out.complete = true;
+        out.entries = surveyed_entries;
+        out.bytes = surveyed_bytes;
+        if (max_size == 0 || surveyed_bytes <= max_size) {
+            reset();
+            save_counts();
+            return;
+        }
+        if (keep_names) { // the whole cache was seen in this step: evict exactly, oldest first
+            evict_oldest_named(c, out);
+            reset();
+            save_counts();
+            return;
+        }
+        start_sweep(c.target);
+    }
+    if (current == phase::sweep) {
+        sweep_folders(c, out);
+        std::uint64_t const total = save_counts();
+        if (next >= 256 || total <= c.target) reset();
+    }
+}
+
+void cleanup_state::begin_or_resume(std::int64_t now_s) noexcept {
+    if (current != phase::idle && (now_s - started_s > 600 || now_s < started_s)) reset();
+    if (current != phase::idle) return;
+    reset();
+    current = phase::survey;
+    started_s = now_s;
+}
+
+void cleanup_state::survey_folders(step_context& c, cleanup_totals& out) {
+    while (next < 256 && c.cost < c.budget) {
+        unsigned const folder = next;
+        folder_scan const fs =
+            scan_folder(c.root_fd, folder, c.temps_before, no_cutoff,
+                        [&](std::int64_t mtime, std::uint64_t bytes, std::string_view name, std::uint64_t) {
+                            if (keep_names && records.size() < max_named_records)
+                                records.push_back({mtime, bytes, folder, std::string(name)});
+                            else {
+                                if (keep_names) drop_names();
+                                samples.emplace_back(mtime, bytes);
+                            }
+                        });
+        c.cost += 4 + fs.visited;
+        surveyed_bytes += fs.bytes;
+        surveyed_entries += fs.entries;
+        out.temps_removed += fs.temps_removed;
+        c.counted.emplace_back(folder, fs.bytes);
+        ++next;
+    }
+}
+
+void cleanup_state::evict_oldest_named(step_context& c, cleanup_totals& out) {
+    std::sort(records.begin(), records.end(), [](record const& a, record const& b) { return a.mtime < b.mtime; });
+    std::uint64_t total = surveyed_bytes;
+    std::uint64_t per_folder[256] = {};
+    for (auto const& [folder, bytes] : c.counted) per_folder[folder] = bytes;
+    file_descriptor folder_fd;
+    unsigned open_folder = 256;
+    for (auto const& r : records) {
+        if (total <= c.target) break;
+        if (r.folder != open_folder) {
+            if (folder_fd.fd >= 0) ::close(folder_fd.fd);
+            folder_fd.fd = ::openat(c.root_fd, folder_name(r.folder), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            open_folder = r.folder;
+        }
+        if (folder_fd.fd < 0) continue;
+        int const e = ::unlinkat(folder_fd.fd, r.name.c_str(), 0) == 0 ? 0 : errno;
+        if (e != 0 && e != ENOENT) continue;
+        total -= r.bytes;
+        per_folder[r.folder] -= std::min(per_folder[r.folder], r.bytes);
+        ++out.evicted;
+        out.evicted_bytes += r.bytes;
+    }
+    for (auto& [folder, bytes] : c.counted) bytes = per_folder[folder];
+    out.entries -= out.evicted;
+    out.bytes -= out.evicted_bytes;
+}
+
+void cleanup_state::start_sweep(std::uint64_t target) {
+    std::sort(samples.begin(), samples.end());
+    std::uint64_t total = surveyed_bytes;
+    for (auto const& [mtime, bytes] : samples) {
+        if (total <= target) break;
+        total -= bytes;
+        cutoff = mtime;
+    }
+    samples.clear();
+    samples.shrink_to_fit();
+    current = phase::sweep;
+    next = 0;
+}
+
+void cleanup_state::sweep_folders(step_context& c, cleanup_totals& out) {
+    while (next < 256 && c.cost < c.budget) {
+        unsigned const folder = next;
+        folder_scan const fs = scan_folder(c.root_fd, folder, c.temps_before, cutoff, no_entry_callback{});
+        c.cost += 4 + fs.visited;
+        out.evicted += fs.evicted;
+        out.evicted_bytes += fs.evicted_bytes;
+        out.temps_removed += fs.temps_removed;
+        c.counted.emplace_back(folder, fs.bytes);
+        ++next;
+    }
+    if (out.complete) {
+        out.entries = out.entries >= out.evicted ? out.entries - out.evicted : 0;
+        out.bytes = out.bytes >= out.evicted_bytes ? out.bytes - out.evicted_bytes : 0;
+    }
+}
+
+} // namespace compile_cache::detail::directory_storage_impl
+
+#endif // COMPILE_CACHE_INCLUDE_IMPL
+// ---- end compile_cache/storage/detail/impl/directory_cleanup.ipp
 // ---- end compile_cache/storage/detail/directory_cleanup.hpp
 
 #include <atomic>
 #include <cerrno>
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -5839,10 +6011,8 @@ private:
 #include <utility>
 #include <vector>
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <unistd.h>
 
 namespace compile_cache {
 
@@ -5879,20 +6049,11 @@ namespace detail {
 class directory_error_category final : public std::error_category {
 public:
     char const* name() const noexcept override { return "compile_cache.directory_storage"; }
-    std::string message(int code) const override {
-        switch (static_cast<directory_errc>(code)) {
-        case directory_errc::foreign_owner: return "untrusted entry: owned by another user";
-        case directory_errc::unsafe_permissions: return "untrusted entry: writable by other users";
-        }
-        return "unknown directory_storage error";
-    }
+    COMPILE_CACHE_DECL std::string message(int code) const override;
 };
 } // namespace detail
 
-inline std::error_category const& directory_category() noexcept {
-    static detail::directory_error_category const category;
-    return category;
-}
+COMPILE_CACHE_DECL std::error_category const& directory_category() noexcept;
 inline std::error_code make_error_code(directory_errc e) noexcept { return {static_cast<int>(e), directory_category()}; }
 
 } // namespace compile_cache
@@ -5939,23 +6100,7 @@ struct directory_options {
 /// - `PREFIX_SHARED`: on (`1`, `on`, `true`, `yes`, `group`) for directory_options::shared().
 /// A value that does not parse is reported once through `env` (one line) and the
 /// default is used.
-inline directory_options directory_options_from_env(settings_reader const& env) {
-    directory_options o;
-    std::string const shared = env.value("_SHARED");
-    if (!detail::is_off(shared)) {
-        if (parse_switch(shared).value_or(false) || detail::lower(shared) == "group")
-            o = directory_options::shared();
-        else
-            env.report_value("_SHARED", shared,
-                             "is not understood (expected 1, on, true, yes or group to share the directory with "
-                             "a group; 0, off, false or no for a private one); the directory stays private");
-    }
-    o.max_size = env.byte_size("_MAX_SIZE", o.max_size, "1G");
-    o.sync = env.choice<durability>(
-        "_DURABILITY", {{"none", durability::none}, {"file", durability::file}, {"full", durability::full}},
-        durability::none, "a durability");
-    return o;
-}
+COMPILE_CACHE_DECL directory_options directory_options_from_env(settings_reader const& env);
 
 /// The same, reporting through `report(std::string const&)`.
 template <class Report>
@@ -6051,16 +6196,7 @@ class directory_storage {
 public:
     directory_storage() noexcept = default;
 
-    explicit directory_storage(std::string directory, directory_options options = {})
-        : directory_(std::move(directory)), options_(options), euid_(::geteuid()) {
-        while (directory_.size() > 1 && directory_.back() == '/') directory_.pop_back();
-        if (!directory_.empty()) {
-            ledger_path_ = directory_ + (directory_.back() == '/' ? "" : "/") +
-                           detail::directory_storage_impl::ledger_name;
-            state_ = std::make_shared<detail::directory_storage_impl::shared_state>(ledger_path_, options_.file_mode,
-                                                                                   options_.umask);
-        }
-    }
+    COMPILE_CACHE_DECL explicit directory_storage(std::string directory, directory_options options = {});
 
     /// The storage the environment asks for (see settings.hpp): `PREFIX_DIR` names the
     /// directory; unset, empty, `0`, `off`, `false` or `no` (any case): nullopt, not
@@ -6068,50 +6204,14 @@ public:
     /// options (directory_options_from_env). The directory is made now, as a first
     /// store would: a path that cannot be made a directory is one line, and nullopt.
     /// An on value (`1`, `on`, `true`, `yes`) is used as a relative path, with one line.
-    static std::optional<directory_storage> from_env(settings_reader& env) {
-        std::string dir = env.value("_DIR");
-        if (detail::is_off(dir) || !env.confirm()) return std::nullopt;
-        directory_options const options = directory_options_from_env(env);
-        // A directory that cannot be made (a file on the way, no permission, a
-        // read-only parent) would make every store fail: say so now, once, and run
-        // without a cache. An existing read-only directory is fine: loads work.
-        if (int const e = usable_directory(dir, options)) {
-            env.report(env.name("_DIR") + "=\"" + dir + "\" cannot be used (" + std::generic_category().message(e) +
-                       "); the cache is disabled");
-            return std::nullopt;
-        }
-        // `1` or `on` is a path here, not a switch: the directory `on` is used, and said so.
-        if (detail::is_on(dir))
-            env.report_value("_DIR", dir,
-                             "is a path, not a switch: the cache is the directory \"" + dir +
-                                 "\" in the working directory");
-        return directory_storage(std::move(dir), options);
-    }
+    COMPILE_CACHE_DECL static std::optional<directory_storage> from_env(settings_reader& env);
 
     /// The settings from_env reads, with one line each, for a host's --help.
-    static std::vector<environment_setting> environment_settings(std::string_view prefix) {
-        std::string const p(prefix);
-        return {
-            {p + "_DIR", "the cache directory; unset, empty, 0, off, false or no disable the cache"},
-            {p + "_MAX_SIZE", "size limit of the directory: bytes, or with K, M, G (powers of 1024); "
-                              "default 1G; least recently used entries are evicted"},
-            {p + "_DURABILITY", "none (default), file (fsync each entry) or full (also fsync its folder)"},
-            {p + "_SHARED", "1 shares the directory with the group (group-writable entries trusted)"},
-        };
-    }
+    COMPILE_CACHE_DECL static std::vector<environment_setting> environment_settings(std::string_view prefix);
 
     /// 0 when `directory` is a directory or can be made one (it is made, with the
     /// options' mode, as a first store would); otherwise the errno value that says why not.
-    static int usable_directory(std::string directory, directory_options const& options) {
-        while (directory.size() > 1 && directory.back() == '/') directory.pop_back();
-        bool created = false;
-        if (int const e = detail::directory_storage_impl::make_directories(directory, options.directory_mode,
-                                                                           options.umask, created))
-            return e;
-        struct stat st;
-        if (::stat(directory.c_str(), &st) != 0) return errno;
-        return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
-    }
+    COMPILE_CACHE_DECL static int usable_directory(std::string directory, directory_options const& options);
 
     /// The cache directory, as given (less trailing slashes); empty when disabled.
     std::string const& directory() const noexcept { return directory_; }
@@ -6125,254 +6225,56 @@ public:
 
     /// Where the entry for `k` lives (whether or not it exists); empty when the
     /// storage is disabled or the key is empty.
-    std::string entry_path(key const& k) const {
-        std::string path;
-        if (directory_.empty() || k.empty()) return path;
-        detail::directory_storage_impl::append_entry_path(path, directory_, k);
-        return path;
-    }
+    COMPILE_CACHE_DECL std::string entry_path(key const& k) const;
 
-    read_result read(key const& k, std::string& out, std::size_t max_size) noexcept {
-        namespace impl = detail::directory_storage_impl;
-        // `out` is cleared on every path but a hit, where it is resized to the entry:
-        // its old bytes spare that resize the zero-fill of what read() overwrites.
-        if (directory_.empty() || k.empty()) {
-            out.clear();
-            return {read_status::absent, {}};
-        }
-        try {
-            std::string& path = impl::read_path_buffer();
-            path.clear();
-            impl::append_entry_path(path, directory_, k);
-            int const fd = detail::open_no_follow(AT_FDCWD, path.c_str());
-            if (fd < 0) {
-                int const e = errno;
-                out.clear();
-                if (e == ENOENT || e == ENOTDIR) return {read_status::absent, {}};
-                return {read_status::error, impl::errno_code(e)};
-            }
-            impl::file_descriptor const guard{fd};
-
-            struct stat st;
-            auto refused = [&out](read_status status, std::error_code ec) -> read_result {
-                out.clear();
-                return {status, ec};
-            };
-            detail::file_read_status const status = detail::stat_regular_file(fd, max_size, st);
-            if (status == detail::file_read_status::error) return refused(read_status::error, impl::errno_code(errno));
-            if (status == detail::file_read_status::not_regular)
-                return refused(read_status::error, impl::errno_code(S_ISDIR(st.st_mode) ? EISDIR : EINVAL));
-            if (std::error_code const untrusted = trust(st)) return refused(read_status::error, untrusted);
-            if (status == detail::file_read_status::too_large) return refused(read_status::too_large, {});
-            if (!detail::read_file_bytes(fd, out, static_cast<std::size_t>(st.st_size)))
-                return {read_status::error, impl::errno_code(errno)};
-            // The use time, for eviction: refreshed at most once an hour per entry, so
-            // a hit costs no system call beyond the open, fstat, read and close unless
-            // the entry was last used over an hour ago. LRU order at an hour's
-            // resolution is enough to pick what to evict; a finer clock made every
-            // first hit after a minute dirty an inode (and, on ext4, a journal block).
-            if (impl::now_s() - static_cast<std::int64_t>(st.st_mtime) >= refresh_after_s) ::futimens(fd, nullptr);
-            return {read_status::found, {}};
-        } catch (std::bad_alloc const&) {
-            out.clear();
-            return {read_status::error, std::make_error_code(std::errc::not_enough_memory)};
-        } catch (...) {
-            out.clear();
-            return {read_status::error, std::make_error_code(std::errc::io_error)};
-        }
-    }
+    COMPILE_CACHE_DECL read_result read(key const& k, std::string& out, std::size_t max_size) noexcept;
 
     /// Stores `bytes` under `k` atomically: a temp file in the entry's folder, filled,
     /// then renamed over the entry (see the class comment).
-    std::error_code write(key const& k, std::string_view bytes) noexcept {
-        namespace impl = detail::directory_storage_impl;
-        if (directory_.empty() || k.empty()) return std::make_error_code(std::errc::invalid_argument);
-        try {
-            std::string const entry = entry_path(k);
-            std::string const folder = entry.substr(0, entry.rfind('/'));
-            std::string temp;
-            bool created_folders = false;
-            int fd = -1;
-            if (std::error_code const ec = create_temp_file(entry, folder, temp, fd, created_folders)) return ec;
-            impl::temp_file file{fd, temp.c_str()};
-            if (std::error_code const ec = fill_temp_file(file, bytes)) return ec;
-            std::uint64_t replaced_bytes = 0;
-            if (std::error_code const ec = publish(temp, entry, replaced_bytes)) return ec;
-            file.committed = true;
-            if (std::error_code const ec = sync_directories(folder, created_folders)) return ec;
-            after_change(k.data()[0], impl::accounted_size(bytes.size()), replaced_bytes, true);
-            return {};
-        } catch (std::bad_alloc const&) {
-            return std::make_error_code(std::errc::not_enough_memory);
-        } catch (...) {
-            return std::make_error_code(std::errc::io_error);
-        }
-    }
+    COMPILE_CACHE_DECL std::error_code write(key const& k, std::string_view bytes) noexcept;
 
-    std::error_code remove(key const& k) noexcept {
-        namespace impl = detail::directory_storage_impl;
-        if (directory_.empty() || k.empty()) return {};
-        try {
-            // Through the fan-out folder opened without following a symlink: in a
-            // directory others may write (shared mode), `ab` swapped for a symlink must
-            // not make this unlink a file elsewhere.
-            std::string const path = entry_path(k);
-            std::size_t const slash = path.rfind('/');
-            std::string const folder = path.substr(0, slash), name = path.substr(slash + 1);
-            int const fd = detail::retry_on_eintr(
-                [&] { return ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
-            if (fd < 0) {
-                int const e = errno;
-                if (e == ENOENT || e == ENOTDIR) return {}; // no folder, or a file there: no entry
-                return impl::errno_code(e);                 // ELOOP: the folder is a symlink
-            }
-            impl::file_descriptor const guard{fd};
-            struct stat st {};
-            bool const counted = ::fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
-            if (::unlinkat(fd, name.c_str(), 0) == 0) {
-                if (counted)
-                    after_change(k.data()[0], 0, impl::accounted_size(static_cast<std::uint64_t>(st.st_size)), false);
-                return {};
-            }
-            int const e = errno;
-            if (e == ENOENT) return {};
-            return impl::errno_code(e);
-        } catch (std::bad_alloc const&) {
-            return std::make_error_code(std::errc::not_enough_memory);
-        } catch (...) {
-            return std::make_error_code(std::errc::io_error);
-        }
-    }
+    COMPILE_CACHE_DECL std::error_code remove(key const& k) noexcept;
 
     /// Adds a cache's counters (statistics_snapshot::counters(), as deltas since its
     /// last call) to the cumulative ones kept in `DIR/.cc-counters/`, and records this
     /// storage's size limit: see storage/detail/directory_counters.hpp. basic_cache
     /// calls it when it is destroyed or flushed, never on a hit or a store. Counters
     /// that are all zero write nothing.
-    std::error_code record_counters(std::vector<std::pair<std::string, std::uint64_t>> const& delta) noexcept {
-        if (directory_.empty()) return {};
-        try {
-            // This storage's own count, `lock-timeouts`, rides along.
-            std::uint64_t const timeouts = state_->locks.timeouts();
-            std::uint64_t const new_timeouts = timeouts - state_->lock_timeouts_recorded.load();
-            bool any = new_timeouts != 0;
-            for (auto const& counter : delta) any = any || counter.second != 0;
-            if (!any) return {};
-            auto all = delta;
-            all.emplace_back("lock-timeouts", new_timeouts);
-            int const e = detail::directory_storage_impl::add_counters(directory_, all, options_.max_size,
-                                                                       options_.file_mode, options_.directory_mode,
-                                                                       options_.umask, &state_->locks);
-            if (e != 0) return detail::directory_storage_impl::errno_code(e);
-            state_->lock_timeouts_recorded.store(timeouts);
-            return {};
-        } catch (...) {
-            return std::make_error_code(std::errc::not_enough_memory);
-        }
-    }
+    COMPILE_CACHE_DECL std::error_code
+    record_counters(std::vector<std::pair<std::string, std::uint64_t>> const& delta) noexcept;
 
     /// The counters every cache using this directory recorded, summed: `hits`,
     /// `misses.absent`, ..., `stores`, and the gauges `max-size` (the size limit of
     /// the latest writer) and `updated-s`. Empty when none were recorded (or on error).
-    std::map<std::string, std::uint64_t> recorded_counters() const noexcept {
-        if (directory_.empty()) return {};
-        try {
-            return detail::directory_storage_impl::read_counters(directory_);
-        } catch (...) {
-            return {};
-        }
-    }
+    COMPILE_CACHE_DECL std::map<std::string, std::uint64_t> recorded_counters() const noexcept;
 
     /// Every entry (key, size, last use: its mtime, refreshed at most hourly) without
     /// reading one or changing a use time: the optional Storage member `list`. Temp
     /// files, the ledger and other files are not entries; a missing directory or fan-out
     /// folder lists nothing.
-    std::error_code list(std::vector<stored_entry>& out) const noexcept {
-        namespace impl = detail::directory_storage_impl;
-        if (directory_.empty()) return {};
-        impl::file_descriptor root{impl::open_root(directory_)};
-        if (!root) return errno == ENOENT ? std::error_code() : impl::errno_code(errno);
-        bool out_of_memory = false;
-        for (unsigned f = 0; f < 256 && !out_of_memory; ++f)
-            impl::scan_folder(root.fd, f, impl::no_cutoff, impl::no_cutoff,
-                              [&](std::int64_t mtime_ns, std::uint64_t, std::string_view name, std::uint64_t size) {
-                                  try {
-                                      if (auto k = key::from_hex(name))
-                                          out.push_back({*k, size, mtime_ns / 1000000000});
-                                  } catch (...) {
-                                      out_of_memory = true;
-                                  }
-                              });
-        return out_of_memory ? std::make_error_code(std::errc::not_enough_memory) : std::error_code();
-    }
+    COMPILE_CACHE_DECL std::error_code list(std::vector<stored_entry>& out) const noexcept;
 
     /// A whole cleanup now, whatever the cache's size: recounts every folder
     /// (correcting the ledger), removes temp files older than an hour, and, when the
     /// cache is over `max_size`, evicts least recently used entries until it is under
     /// 90% of it. Waits for a cleanup step another thread or process is running.
-    cleanup_result prune() noexcept {
-        return run_cleanup([this](int root_fd, cleanup_result& r) {
-            detail::directory_storage_impl::cleanup_totals const t =
-                state_->cleanup.step(root_fd, ledger_path_, options_.file_mode, options_.umask, options_.max_size,
-                                     std::numeric_limits<std::size_t>::max());
-            r.entries = t.entries;
-            r.bytes = t.bytes;
-            r.removed = t.evicted;
-            r.removed_bytes = t.evicted_bytes;
-            r.temp_files_removed = t.temps_removed;
-        });
-    }
+    COMPILE_CACHE_DECL cleanup_result prune() noexcept;
 
     /// Removes every entry and every temp file of this library — names made of a
     /// key's hex in two-hex-digit folders, and `.tmp-*` files there — and nothing else:
     /// other files, and the folders themselves, stay. A store running meanwhile in
     /// another process may fail (its temp file is gone): a counted failure there.
-    cleanup_result clear() noexcept {
-        return run_cleanup([this](int root_fd, cleanup_result& r) {
-            namespace impl = detail::directory_storage_impl;
-            std::vector<std::pair<unsigned, std::uint64_t>> counted;
-            for (unsigned f = 0; f < 256; ++f) {
-                impl::folder_scan const fs =
-                    impl::scan_folder(root_fd, f, std::numeric_limits<std::int64_t>::max(),
-                                      std::numeric_limits<std::int64_t>::max(), impl::no_entry_callback{});
-                r.removed += fs.evicted;
-                r.removed_bytes += fs.evicted_bytes;
-                r.temp_files_removed += fs.temps_removed;
-                counted.emplace_back(f, fs.bytes);
-            }
-            impl::set_folder_counts(ledger_path_, options_.file_mode, options_.umask, counted, impl::now_s(),
-                                    &state_->locks);
-        });
-    }
+    COMPILE_CACHE_DECL cleanup_result clear() noexcept;
 
     /// What the ledger says the entries count for (whole 4 KiB blocks each), after
     /// this object's unwritten changes are written to it (and the folders they touched
     /// recounted, when due): exact after prune() or clear() with no store running
     /// meanwhile, otherwise an estimate that the hourly recount of each folder keeps
     /// close. 0 when there is no ledger.
-    std::uint64_t accounted_size() const noexcept {
-        if (directory_.empty()) return 0;
-        if (state_->ledger.has_changes()) {
-            std::uint64_t total = 0;
-            flush_ledger(detail::directory_storage_impl::now_s(), total);
-        }
-        if (::access(ledger_path_.c_str(), F_OK) != 0) return 0;
-        detail::directory_storage_impl::ledger l;
-        if (!l.open(ledger_path_, options_.file_mode, options_.umask, &state_->locks)) return 0;
-        return l.total();
-    }
+    COMPILE_CACHE_DECL std::uint64_t accounted_size() const noexcept;
 
     /// What cleanups run through this object (and its copies) did.
-    directory_counters counters() const noexcept {
-        directory_counters c;
-        if (!state_) return c;
-        c.evicted = state_->cleanup.evicted.load();
-        c.evicted_bytes = state_->cleanup.evicted_bytes.load();
-        c.temp_files_removed = state_->cleanup.temps_removed.load();
-        c.cleanup_steps = state_->cleanup.steps.load();
-        c.lock_timeouts = state_->locks.timeouts();
-        return c;
-    }
+    COMPILE_CACHE_DECL directory_counters counters() const noexcept;
 
     /// A hit refreshes an entry's use time when it is at least this old (seconds).
     static constexpr std::int64_t refresh_after_s = 3600;
@@ -6384,74 +6286,22 @@ private:
     /// exclusively: a name that exists already (a symlink planted at a guessed temp
     /// name, say) is never opened, another is tried. Creates the folders on the first
     /// store in `folder` (`created_folders`).
-    std::error_code create_temp_file(std::string const& entry, std::string const& folder, std::string& temp,
-                                     int& fd, bool& created_folders) {
-        namespace impl = detail::directory_storage_impl;
-        for (int attempt = 0; attempt < 4 && fd < 0; ++attempt) {
-            temp.assign(entry, 0, folder.size() + 1);
-            temp += impl::temp_prefix;
-            if (char const* forced = impl::next_temp_suffix_for_testing) {
-                impl::next_temp_suffix_for_testing = nullptr;
-                temp += forced;
-            } else {
-                impl::append_temp_name(temp);
-            }
-            fd = impl::open_exclusive(temp, options_.file_mode);
-            if (fd < 0 && errno == ENOENT && !created_folders) { // first store in this folder
-                bool made = false;
-                std::string path = folder;
-                if (int const e = impl::make_directories(path, options_.directory_mode, options_.umask, made))
-                    return impl::errno_code(e);
-                created_folders = made;
-                fd = impl::open_exclusive(temp, options_.file_mode);
-            }
-            if (fd < 0 && errno != EEXIST) return impl::errno_code(errno);
-        }
-        return fd < 0 ? impl::errno_code(EEXIST) : std::error_code();
-    }
+    COMPILE_CACHE_DECL std::error_code create_temp_file(std::string const& entry, std::string const& folder,
+                                                        std::string& temp, int& fd, bool& created_folders);
 
     /// Gives the temp file its mode, writes `bytes` to it, syncs it when asked, closes it.
-    std::error_code fill_temp_file(detail::directory_storage_impl::temp_file& file, std::string_view bytes) const {
-        namespace impl = detail::directory_storage_impl;
-        if (options_.umask >= 0 &&
-            ::fchmod(file.fd, static_cast<mode_t>(options_.file_mode & ~static_cast<unsigned>(options_.umask))) != 0)
-            return impl::errno_code(errno);
-        if (int const e = impl::write_all(file.fd, bytes.data(), bytes.size())) return impl::errno_code(e);
-        if (options_.sync != durability::none)
-            if (int const e = impl::fsync_fd(file.fd)) return impl::errno_code(e);
-        if (int const e = file.close()) return impl::errno_code(e);
-        return {};
-    }
+    COMPILE_CACHE_DECL std::error_code fill_temp_file(detail::directory_storage_impl::temp_file& file,
+                                                      std::string_view bytes) const;
 
     /// Renames the temp file to the entry. A new key (the usual store) is one call that
     /// cannot replace anything, so the ledger needs no lstat; an existing entry is
     /// lstat-ed for what it counted for (`replaced_bytes`), then replaced.
-    std::error_code publish(std::string const& temp, std::string const& entry, std::uint64_t& replaced_bytes) {
-        namespace impl = detail::directory_storage_impl;
-        int renamed = ENOSYS;
-        if (!state_->no_rename_noreplace.load(std::memory_order_relaxed)) {
-            renamed = impl::rename_no_replace(temp.c_str(), entry.c_str());
-            if (renamed == ENOSYS || renamed == EINVAL) state_->no_rename_noreplace.store(true);
-        }
-        if (renamed == 0) return {};
-        if (renamed != EEXIST && renamed != ENOSYS && renamed != EINVAL) return impl::errno_code(renamed);
-        struct stat old {};
-        if (::lstat(entry.c_str(), &old) == 0 && S_ISREG(old.st_mode))
-            replaced_bytes = impl::accounted_size(static_cast<std::uint64_t>(old.st_size));
-        if (::rename(temp.c_str(), entry.c_str()) != 0) return impl::errno_code(errno);
-        return {};
-    }
+    COMPILE_CACHE_DECL std::error_code publish(std::string const& temp, std::string const& entry,
+                                               std::uint64_t& replaced_bytes);
 
     /// With durability::full, syncs the folder (and the cache directory when the store
     /// created folders), so that the new entry survives a crash.
-    std::error_code sync_directories(std::string const& folder, bool created_folders) const noexcept {
-        namespace impl = detail::directory_storage_impl;
-        if (options_.sync != durability::full) return {};
-        if (int const e = impl::fsync_directory(folder.c_str())) return impl::errno_code(e);
-        if (created_folders)
-            if (int const e = impl::fsync_directory(directory_.c_str())) return impl::errno_code(e);
-        return {};
-    }
+    COMPILE_CACHE_DECL std::error_code sync_directories(std::string const& folder, bool created_folders) const noexcept;
 
     /// What prune() and clear() share: this object's unwritten ledger changes written
     /// (before the figures are recounted or reset), the cache directory opened and its
@@ -6484,64 +6334,18 @@ private:
         return r;
     }
 
-    std::error_code trust(struct stat const& st) const noexcept {
-        if (options_.access == sharing::group)
-            return (st.st_mode & S_IWOTH) ? make_error_code(directory_errc::unsafe_permissions) : std::error_code();
-        if (st.st_uid != euid_) return make_error_code(directory_errc::foreign_owner);
-        if (st.st_mode & (S_IWGRP | S_IWOTH)) return make_error_code(directory_errc::unsafe_permissions);
-        return {};
-    }
+    COMPILE_CACHE_DECL std::error_code trust(struct stat const& st) const noexcept;
 
     /// Notes a change of `folder`'s figure in this object's ledger batch, and writes
     /// the batch when it says so; then, after a store (`may_clean`), when the ledger's
     /// total is over the limit, does one step of bounded cleanup.
-    void after_change(unsigned folder, std::uint64_t added, std::uint64_t removed, bool may_clean) noexcept {
-        namespace impl = detail::directory_storage_impl;
-        std::int64_t const now = impl::now_ns();
-        if (!state_->ledger.add(folder, added, removed, options_.max_size, now)) return;
-        std::uint64_t total = 0;
-        if (!flush_ledger(now / 1000000000, total)) return;
-        if (!may_clean || options_.max_size == 0 || total <= options_.max_size) return;
-        impl::file_descriptor root{impl::open_root(directory_)};
-        if (!root) return;
-        // One step of bounded work; skipped while another thread or process cleans.
-        std::unique_lock<std::mutex> lock(state_->cleanup.mutex, std::try_to_lock);
-        if (!lock.owns_lock() || impl::lock_fd(root.fd, std::chrono::milliseconds{0}) != 0) return;
-        state_->cleanup.step(root.fd, ledger_path_, options_.file_mode, options_.umask, options_.max_size,
-                             impl::cleanup_budget);
-    }
+    COMPILE_CACHE_DECL void after_change(unsigned folder, std::uint64_t added, std::uint64_t removed,
+                                         bool may_clean) noexcept;
 
     /// Writes this object's ledger batch, then recounts the folders it changed whose
     /// figures are over an hour old (sweeping their temp files older than an hour).
     /// False when the ledger cannot be used; otherwise `total` is its total.
-    bool flush_ledger(std::int64_t now, std::uint64_t& total) const noexcept {
-        namespace impl = detail::directory_storage_impl;
-        impl::ledger_batch::flushed const f = state_->ledger.flush(now);
-        if (!f.ok) return false;
-        total = f.total;
-        if (f.due.none()) return true;
-        impl::file_descriptor root{impl::open_root(directory_)};
-        if (!root) return true;
-        try {
-            std::vector<std::pair<unsigned, std::uint64_t>> counted;
-            for (unsigned folder = 0; folder < 256; ++folder) {
-                if (!f.due[folder]) continue;
-                std::int64_t const temps_before = impl::now_ns() - impl::temp_stale_after_ns;
-                impl::folder_scan const fs =
-                    impl::scan_folder(root.fd, folder, temps_before, impl::no_cutoff, impl::no_entry_callback{});
-                state_->cleanup.temps_removed += fs.temps_removed;
-                counted.emplace_back(folder, fs.bytes);
-            }
-            std::int64_t const counted_at = impl::now_s();
-            std::uint64_t const t = impl::set_folder_counts(ledger_path_, options_.file_mode, options_.umask, counted,
-                                                            counted_at, &state_->locks);
-            if (t == std::numeric_limits<std::uint64_t>::max()) return false;
-            total = t;
-            state_->ledger.counted(f.due, counted_at, total);
-        } catch (...) {
-        }
-        return true;
-    }
+    COMPILE_CACHE_DECL bool flush_ledger(std::int64_t now, std::uint64_t& total) const noexcept;
 
     std::string directory_;
     directory_options options_{};
@@ -6554,6 +6358,448 @@ private:
 
 static_assert(compile_cache::check_storage<compile_cache::directory_storage>::value);
 static_assert(compile_cache::detail::has_list<compile_cache::directory_storage>::value);
+
+// ---- begin compile_cache/storage/impl/directory_storage.ipp
+// compile_cache: the definitions of storage/directory_storage.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+#include <chrono>
+#include <limits>
+#include <new>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace compile_cache {
+
+std::string detail::directory_error_category::message(int code) const {
+    switch (static_cast<directory_errc>(code)) {
+    case directory_errc::foreign_owner: return "untrusted entry: owned by another user";
+    case directory_errc::unsafe_permissions: return "untrusted entry: writable by other users";
+    }
+    return "unknown directory_storage error";
+}
+
+std::error_category const& directory_category() noexcept {
+    static detail::directory_error_category const category;
+    return category;
+}
+
+directory_options directory_options_from_env(settings_reader const& env) {
+    directory_options o;
+    std::string const shared = env.value("_SHARED");
+    if (!detail::is_off(shared)) {
+        if (parse_switch(shared).value_or(false) || detail::lower(shared) == "group")
+            o = directory_options::shared();
+        else
+            env.report_value("_SHARED", shared,
+                             "is not understood (expected 1, on, true, yes or group to share the directory with "
+                             "a group; 0, off, false or no for a private one); the directory stays private");
+    }
+    o.max_size = env.byte_size("_MAX_SIZE", o.max_size, "1G");
+    o.sync = env.choice<durability>(
+        "_DURABILITY", {{"none", durability::none}, {"file", durability::file}, {"full", durability::full}},
+        durability::none, "a durability");
+    return o;
+}
+
+directory_storage::directory_storage(std::string directory, directory_options options)
+    : directory_(std::move(directory)), options_(options), euid_(::geteuid()) {
+    while (directory_.size() > 1 && directory_.back() == '/') directory_.pop_back();
+    if (!directory_.empty()) {
+        ledger_path_ = directory_ + (directory_.back() == '/' ? "" : "/") + detail::directory_storage_impl::ledger_name;
+        state_ = std::make_shared<detail::directory_storage_impl::shared_state>(ledger_path_, options_.file_mode,
+                                                                                options_.umask);
+    }
+}
+
+std::optional<directory_storage> directory_storage::from_env(settings_reader& env) {
+    std::string dir = env.value("_DIR");
+    if (detail::is_off(dir) || !env.confirm()) return std::nullopt;
+    directory_options const options = directory_options_from_env(env);
+    // A directory that cannot be made (a file on the way, no permission, a
+    // read-only parent) would make every store fail: say so now, once, and run
+    // without a cache. An existing read-only directory is fine: loads work.
+    if (int const e = usable_directory(dir, options)) {
+        env.report(env.name("_DIR") + "=\"" + dir + "\" cannot be used (" + std::generic_category().message(e) +
+                   "); the cache is disabled");
+        return std::nullopt;
+    }
+    // `1` or `on` is a path here, not a switch: the directory `on` is used, and said so.
+    if (detail::is_on(dir))
+        env.report_value("_DIR", dir,
+                         "is a path, not a switch: the cache is the directory \"" + dir +
+                             "\" in the working directory");
+    return directory_storage(std::move(dir), options);
+}
+
+std::vector<environment_setting> directory_storage::environment_settings(std::string_view prefix) {
+    std::string const p(prefix);
+    return {
+        {p + "_DIR", "the cache directory; unset, empty, 0, off, false or no disable the cache"},
+        {p + "_MAX_SIZE", "size limit of the directory: bytes, or with K, M, G (powers of 1024); "
+                          "default 1G; least recently used entries are evicted"},
+        {p + "_DURABILITY", "none (default), file (fsync each entry) or full (also fsync its folder)"},
+        {p + "_SHARED", "1 shares the directory with the group (group-writable entries trusted)"},
+    };
+}
+
+int directory_storage::usable_directory(std::string directory, directory_options const& options) {
+    while (directory.size() > 1 && directory.back() == '/') directory.pop_back();
+    bool created = false;
+    if (int const e =
+            detail::directory_storage_impl::make_directories(directory, options.directory_mode, options.umask, created))
+        return e;
+    struct stat st;
+    if (::stat(directory.c_str(), &st) != 0) return errno;
+    return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+}
+
+std::string directory_storage::entry_path(key const& k) const {
+    std::string path;
+    if (directory_.empty() || k.empty()) return path;
+    detail::directory_storage_impl::append_entry_path(path, directory_, k);
+    return path;
+}
+
+read_result directory_storage::read(key const& k, std::string& out, std::size_t max_size) noexcept {
+    namespace impl = detail::directory_storage_impl;
+    // `out` is cleared on every path but a hit, where it is resized to the entry:
+    // its old bytes spare that resize the zero-fill of what read() overwrites.
+    if (directory_.empty() || k.empty()) {
+        out.clear();
+        return {read_status::absent, {}};
+    }
+    try {
+        std::string& path = impl::read_path_buffer();
+        path.clear();
+        impl::append_entry_path(path, directory_, k);
+        int const fd = detail::open_no_follow(AT_FDCWD, path.c_str());
+        if (fd < 0) {
+            int const e = errno;
+            out.clear();
+            if (e == ENOENT || e == ENOTDIR) return {read_status::absent, {}};
+            return {read_status::error, impl::errno_code(e)};
+        }
+        impl::file_descriptor const guard{fd};
+
+        struct stat st;
+        auto refused = [&out](read_status status, std::error_code ec) -> read_result {
+            out.clear();
+            return {status, ec};
+        };
+        detail::file_read_status const status = detail::stat_regular_file(fd, max_size, st);
+        if (status == detail::file_read_status::error) return refused(read_status::error, impl::errno_code(errno));
+        if (status == detail::file_read_status::not_regular)
+            return refused(read_status::error, impl::errno_code(S_ISDIR(st.st_mode) ? EISDIR : EINVAL));
+        if (std::error_code const untrusted = trust(st)) return refused(read_status::error, untrusted);
+        if (status == detail::file_read_status::too_large) return refused(read_status::too_large, {});
+        if (!detail::read_file_bytes(fd, out, static_cast<std::size_t>(st.st_size)))
+            return {read_status::error, impl::errno_code(errno)};
+        // The use time, for eviction: refreshed at most once an hour per entry, so
+        // a hit costs no system call beyond the open, fstat, read and close unless
+        // the entry was last used over an hour ago. LRU order at an hour's
+        // resolution is enough to pick what to evict; a finer clock made every
+        // first hit after a minute dirty an inode (and, on ext4, a journal block).
+        if (impl::now_s() - static_cast<std::int64_t>(st.st_mtime) >= refresh_after_s) ::futimens(fd, nullptr);
+        return {read_status::found, {}};
+    } catch (std::bad_alloc const&) {
+        out.clear();
+        return {read_status::error, std::make_error_code(std::errc::not_enough_memory)};
+    } catch (...) {
+        out.clear();
+        return {read_status::error, std::make_error_code(std::errc::io_error)};
+    }
+}
+
+std::error_code directory_storage::write(key const& k, std::string_view bytes) noexcept {
+    namespace impl = detail::directory_storage_impl;
+    if (directory_.empty() || k.empty()) return std::make_error_code(std::errc::invalid_argument);
+    try {
+        std::string const entry = entry_path(k);
+        std::string const folder = entry.substr(0, entry.rfind('/'));
+        std::string temp;
+        bool created_folders = false;
+        int fd = -1;
+        if (std::error_code const ec = create_temp_file(entry, folder, temp, fd, created_folders)) return ec;
+        impl::temp_file file{fd, temp.c_str()};
+        if (std::error_code const ec = fill_temp_file(file, bytes)) return ec;
+        std::uint64_t replaced_bytes = 0;
+        if (std::error_code const ec = publish(temp, entry, replaced_bytes)) return ec;
+        file.committed = true;
+        if (std::error_code const ec = sync_directories(folder, created_folders)) return ec;
+        after_change(k.data()[0], impl::accounted_size(bytes.size()), replaced_bytes, true);
+        return {};
+    } catch (std::bad_alloc const&) {
+        return std::make_error_code(std::errc::not_enough_memory);
+    } catch (...) {
+        return std::make_error_code(std::errc::io_error);
+    }
+}
+
+std::error_code directory_storage::remove(key const& k) noexcept {
+    namespace impl = detail::directory_storage_impl;
+    if (directory_.empty() || k.empty()) return {};
+    try {
+        // Through the fan-out folder opened without following a symlink: in a
+        // directory others may write (shared mode), `ab` swapped for a symlink must
+        // not make this unlink a file elsewhere.
+        std::string const path = entry_path(k);
+        std::size_t const slash = path.rfind('/');
+        std::string const folder = path.substr(0, slash), name = path.substr(slash + 1);
+        int const fd = detail::retry_on_eintr(
+            [&] { return ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
+        if (fd < 0) {
+            int const e = errno;
+            if (e == ENOENT || e == ENOTDIR) return {}; // no folder, or a file there: no entry
+            return impl::errno_code(e);                 // ELOOP: the folder is a symlink
+        }
+        impl::file_descriptor const guard{fd};
+        struct stat st {};
+        bool const counted = ::fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+        if (::unlinkat(fd, name.c_str(), 0) == 0) {
+            if (counted)
+                after_change(k.data()[0], 0, impl::accounted_size(static_cast<std::uint64_t>(st.st_size)), false);
+            return {};
+        }
+        int const e = errno;
+        if (e == ENOENT) return {};
+        return impl::errno_code(e);
+    } catch (std::bad_alloc const&) {
+        return std::make_error_code(std::errc::not_enough_memory);
+    } catch (...) {
+        return std::make_error_code(std::errc::io_error);
+    }
+}
+
+std::error_code
+directory_storage::record_counters(std::vector<std::pair<std::string, std::uint64_t>> const& delta) noexcept {
+    if (directory_.empty()) return {};
+    try {
+        // This storage's own count, `lock-timeouts`, rides along.
+        std::uint64_t const timeouts = state_->locks.timeouts();
+        std::uint64_t const new_timeouts = timeouts - state_->lock_timeouts_recorded.load();
+        bool any = new_timeouts != 0;
+        for (auto const& counter : delta) any = any || counter.second != 0;
+        if (!any) return {};
+        auto all = delta;
+        all.emplace_back("lock-timeouts", new_timeouts);
+        int const e =
+            detail::directory_storage_impl::add_counters(directory_, all, options_.max_size, options_.file_mode,
+                                                         options_.directory_mode, options_.umask, &state_->locks);
+        if (e != 0) return detail::directory_storage_impl::errno_code(e);
+        state_->lock_timeouts_recorded.store(timeouts);
+        return {};
+    } catch (...) {
+        return std::make_error_code(std::errc::not_enough_memory);
+    }
+}
+
+std::map<std::string, std::uint64_t> directory_storage::recorded_counters() const noexcept {
+    if (directory_.empty()) return {};
+    try {
+        return detail::directory_storage_impl::read_counters(directory_);
+    } catch (...) {
+        return {};
+    }
+}
+
+std::error_code directory_storage::list(std::vector<stored_entry>& out) const noexcept {
+    namespace impl = detail::directory_storage_impl;
+    if (directory_.empty()) return {};
+    impl::file_descriptor root{impl::open_root(directory_)};
+    if (!root) return errno == ENOENT ? std::error_code() : impl::errno_code(errno);
+    bool out_of_memory = false;
+    for (unsigned f = 0; f < 256 && !out_of_memory; ++f)
+        impl::scan_folder(root.fd, f, impl::no_cutoff, impl::no_cutoff,
+                          [&](std::int64_t mtime_ns, std::uint64_t, std::string_view name, std::uint64_t size) {
+                              try {
+                                  if (auto k = key::from_hex(name)) out.push_back({*k, size, mtime_ns / 1000000000});
+                              } catch (...) {
+                                  out_of_memory = true;
+                              }
+                          });
+    return out_of_memory ? std::make_error_code(std::errc::not_enough_memory) : std::error_code();
+}
+
+cleanup_result directory_storage::prune() noexcept {
+    return run_cleanup([this](int root_fd, cleanup_result& r) {
+        detail::directory_storage_impl::cleanup_totals const t =
+            state_->cleanup.step(root_fd, ledger_path_, options_.file_mode, options_.umask, options_.max_size,
+                                 std::numeric_limits<std::size_t>::max());
+        r.entries = t.entries;
+        r.bytes = t.bytes;
+        r.removed = t.evicted;
+        r.removed_bytes = t.evicted_bytes;
+        r.temp_files_removed = t.temps_removed;
+    });
+}
+
+cleanup_result directory_storage::clear() noexcept {
+    return run_cleanup([this](int root_fd, cleanup_result& r) {
+        namespace impl = detail::directory_storage_impl;
+        std::vector<std::pair<unsigned, std::uint64_t>> counted;
+        for (unsigned f = 0; f < 256; ++f) {
+            impl::folder_scan const fs =
+                impl::scan_folder(root_fd, f, std::numeric_limits<std::int64_t>::max(),
+                                  std::numeric_limits<std::int64_t>::max(), impl::no_entry_callback{});
+            r.removed += fs.evicted;
+            r.removed_bytes += fs.evicted_bytes;
+            r.temp_files_removed += fs.temps_removed;
+            counted.emplace_back(f, fs.bytes);
+        }
+        impl::set_folder_counts(ledger_path_, options_.file_mode, options_.umask, counted, impl::now_s(),
+                                &state_->locks);
+    });
+}
+
+std::uint64_t directory_storage::accounted_size() const noexcept {
+    if (directory_.empty()) return 0;
+    if (state_->ledger.has_changes()) {
+        std::uint64_t total = 0;
+        flush_ledger(detail::directory_storage_impl::now_s(), total);
+    }
+    if (::access(ledger_path_.c_str(), F_OK) != 0) return 0;
+    detail::directory_storage_impl::ledger l;
+    if (!l.open(ledger_path_, options_.file_mode, options_.umask, &state_->locks)) return 0;
+    return l.total();
+}
+
+directory_counters directory_storage::counters() const noexcept {
+    directory_counters c;
+    if (!state_) return c;
+    c.evicted = state_->cleanup.evicted.load();
+    c.evicted_bytes = state_->cleanup.evicted_bytes.load();
+    c.temp_files_removed = state_->cleanup.temps_removed.load();
+    c.cleanup_steps = state_->cleanup.steps.load();
+    c.lock_timeouts = state_->locks.timeouts();
+    return c;
+}
+
+std::error_code directory_storage::create_temp_file(std::string const& entry, std::string const& folder,
+                                                    std::string& temp, int& fd, bool& created_folders) {
+    namespace impl = detail::directory_storage_impl;
+    for (int attempt = 0; attempt < 4 && fd < 0; ++attempt) {
+        temp.assign(entry, 0, folder.size() + 1);
+        temp += impl::temp_prefix;
+        if (char const* forced = impl::next_temp_suffix_for_testing) {
+            impl::next_temp_suffix_for_testing = nullptr;
+            temp += forced;
+        } else {
+            impl::append_temp_name(temp);
+        }
+        fd = impl::open_exclusive(temp, options_.file_mode);
+        if (fd < 0 && errno == ENOENT && !created_folders) { // first store in this folder
+            bool made = false;
+            std::string path = folder;
+            if (int const e = impl::make_directories(path, options_.directory_mode, options_.umask, made))
+                return impl::errno_code(e);
+            created_folders = made;
+            fd = impl::open_exclusive(temp, options_.file_mode);
+        }
+        if (fd < 0 && errno != EEXIST) return impl::errno_code(errno);
+    }
+    return fd < 0 ? impl::errno_code(EEXIST) : std::error_code();
+}
+
+std::error_code directory_storage::fill_temp_file(detail::directory_storage_impl::temp_file& file,
+                                                  std::string_view bytes) const {
+    namespace impl = detail::directory_storage_impl;
+    if (options_.umask >= 0 &&
+        ::fchmod(file.fd, static_cast<mode_t>(options_.file_mode & ~static_cast<unsigned>(options_.umask))) != 0)
+        return impl::errno_code(errno);
+    if (int const e = impl::write_all(file.fd, bytes.data(), bytes.size())) return impl::errno_code(e);
+    if (options_.sync != durability::none)
+        if (int const e = impl::fsync_fd(file.fd)) return impl::errno_code(e);
+    if (int const e = file.close()) return impl::errno_code(e);
+    return {};
+}
+
+std::error_code directory_storage::publish(std::string const& temp, std::string const& entry,
+                                           std::uint64_t& replaced_bytes) {
+    namespace impl = detail::directory_storage_impl;
+    int renamed = ENOSYS;
+    if (!state_->no_rename_noreplace.load(std::memory_order_relaxed)) {
+        renamed = impl::rename_no_replace(temp.c_str(), entry.c_str());
+        if (renamed == ENOSYS || renamed == EINVAL) state_->no_rename_noreplace.store(true);
+    }
+    if (renamed == 0) return {};
+    if (renamed != EEXIST && renamed != ENOSYS && renamed != EINVAL) return impl::errno_code(renamed);
+    struct stat old {};
+    if (::lstat(entry.c_str(), &old) == 0 && S_ISREG(old.st_mode))
+        replaced_bytes = impl::accounted_size(static_cast<std::uint64_t>(old.st_size));
+    if (::rename(temp.c_str(), entry.c_str()) != 0) return impl::errno_code(errno);
+    return {};
+}
+
+std::error_code directory_storage::sync_directories(std::string const& folder, bool created_folders) const noexcept {
+    namespace impl = detail::directory_storage_impl;
+    if (options_.sync != durability::full) return {};
+    if (int const e = impl::fsync_directory(folder.c_str())) return impl::errno_code(e);
+    if (created_folders)
+        if (int const e = impl::fsync_directory(directory_.c_str())) return impl::errno_code(e);
+    return {};
+}
+
+std::error_code directory_storage::trust(struct stat const& st) const noexcept {
+    if (options_.access == sharing::group)
+        return (st.st_mode & S_IWOTH) ? make_error_code(directory_errc::unsafe_permissions) : std::error_code();
+    if (st.st_uid != euid_) return make_error_code(directory_errc::foreign_owner);
+    if (st.st_mode & (S_IWGRP | S_IWOTH)) return make_error_code(directory_errc::unsafe_permissions);
+    return {};
+}
+
+void directory_storage::after_change(unsigned folder, std::uint64_t added, std::uint64_t removed,
+                                     bool may_clean) noexcept {
+    namespace impl = detail::directory_storage_impl;
+    std::int64_t const now = impl::now_ns();
+    if (!state_->ledger.add(folder, added, removed, options_.max_size, now)) return;
+    std::uint64_t total = 0;
+    if (!flush_ledger(now / 1000000000, total)) return;
+    if (!may_clean || options_.max_size == 0 || total <= options_.max_size) return;
+    impl::file_descriptor root{impl::open_root(directory_)};
+    if (!root) return;
+    // One step of bounded work; skipped while another thread or process cleans.
+    std::unique_lock<std::mutex> lock(state_->cleanup.mutex, std::try_to_lock);
+    if (!lock.owns_lock() || impl::lock_fd(root.fd, std::chrono::milliseconds{0}) != 0) return;
+    state_->cleanup.step(root.fd, ledger_path_, options_.file_mode, options_.umask, options_.max_size,
+                         impl::cleanup_budget);
+}
+
+bool directory_storage::flush_ledger(std::int64_t now, std::uint64_t& total) const noexcept {
+    namespace impl = detail::directory_storage_impl;
+    impl::ledger_batch::flushed const f = state_->ledger.flush(now);
+    if (!f.ok) return false;
+    total = f.total;
+    if (f.due.none()) return true;
+    impl::file_descriptor root{impl::open_root(directory_)};
+    if (!root) return true;
+    try {
+        std::vector<std::pair<unsigned, std::uint64_t>> counted;
+        for (unsigned folder = 0; folder < 256; ++folder) {
+            if (!f.due[folder]) continue;
+            std::int64_t const temps_before = impl::now_ns() - impl::temp_stale_after_ns;
+            impl::folder_scan const fs =
+                impl::scan_folder(root.fd, folder, temps_before, impl::no_cutoff, impl::no_entry_callback{});
+            state_->cleanup.temps_removed += fs.temps_removed;
+            counted.emplace_back(folder, fs.bytes);
+        }
+        std::int64_t const counted_at = impl::now_s();
+        std::uint64_t const t = impl::set_folder_counts(ledger_path_, options_.file_mode, options_.umask, counted,
+                                                        counted_at, &state_->locks);
+        if (t == std::numeric_limits<std::uint64_t>::max()) return false;
+        total = t;
+        state_->ledger.counted(f.due, counted_at, total);
+    } catch (...) {
+    }
+    return true;
+}
+
+} // namespace compile_cache
+
+#endif // COMPILE_CACHE_INCLUDE_IMPL
+// ---- end compile_cache/storage/impl/directory_storage.ipp
 // ---- end compile_cache/storage/directory_storage.hpp
 // ---- begin compile_cache/storage/memory_storage.hpp
 // compile_cache: a Storage in the process's memory, shared between threads. For
@@ -6563,15 +6809,12 @@ static_assert(compile_cache::detail::has_list<compile_cache::directory_storage>:
 
 
 #include <cstddef>
-#include <exception>
 #include <mutex>
-#include <new>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <unordered_map>
-#include <utility>
 
 namespace compile_cache {
 
@@ -6588,66 +6831,14 @@ public:
 
     /// Movable, so that a cache can hold one by value; moving from a storage that
     /// other threads still use is a race, as for any object.
-    memory_storage(memory_storage&& other) noexcept {
-        std::unique_lock<std::shared_mutex> lock(other.mutex_);
-        entries_ = std::move(other.entries_);
-    }
-    memory_storage& operator=(memory_storage&& other) noexcept {
-        if (this != &other) {
-            std::scoped_lock lock(mutex_, other.mutex_);
-            entries_ = std::move(other.entries_);
-        }
-        return *this;
-    }
+    COMPILE_CACHE_DECL memory_storage(memory_storage&& other) noexcept;
+    COMPILE_CACHE_DECL memory_storage& operator=(memory_storage&& other) noexcept;
 
-    read_result read(key const& k, std::string& out, std::size_t max_size) noexcept {
-        out.clear();
-        try {
-            std::shared_lock<std::shared_mutex> lock(mutex_);
-            auto it = entries_.find(k);
-            if (it == entries_.end()) return {read_status::absent, {}};
-            if (it->second.size() > max_size) return {read_status::too_large, {}};
-            out.assign(it->second);
-            return {read_status::found, {}};
-        } catch (std::bad_alloc const&) {
-            out.clear();
-            return {read_status::error, std::make_error_code(std::errc::not_enough_memory)};
-        } catch (std::system_error const& e) {
-            out.clear();
-            return {read_status::error, e.code()};
-        } catch (...) {
-            out.clear();
-            return {read_status::error, std::make_error_code(std::errc::io_error)};
-        }
-    }
+    COMPILE_CACHE_DECL read_result read(key const& k, std::string& out, std::size_t max_size) noexcept;
 
-    std::error_code write(key const& k, std::string_view bytes) noexcept {
-        try {
-            // Copy before locking: the allocation does not need to hold writers out.
-            std::string copy(bytes);
-            std::unique_lock<std::shared_mutex> lock(mutex_);
-            entries_.insert_or_assign(k, std::move(copy));
-            return {};
-        } catch (std::bad_alloc const&) {
-            return std::make_error_code(std::errc::not_enough_memory);
-        } catch (std::system_error const& e) {
-            return e.code();
-        } catch (...) {
-            return std::make_error_code(std::errc::io_error);
-        }
-    }
+    COMPILE_CACHE_DECL std::error_code write(key const& k, std::string_view bytes) noexcept;
 
-    std::error_code remove(key const& k) noexcept {
-        try {
-            std::unique_lock<std::shared_mutex> lock(mutex_);
-            entries_.erase(k);
-            return {};
-        } catch (std::system_error const& e) {
-            return e.code();
-        } catch (...) {
-            return std::make_error_code(std::errc::io_error);
-        }
-    }
+    COMPILE_CACHE_DECL std::error_code remove(key const& k) noexcept;
 
     /// The number of entries held.
     std::size_t size() const {
@@ -6663,6 +6854,84 @@ private:
 } // namespace compile_cache
 
 static_assert(compile_cache::check_storage<compile_cache::memory_storage>::value);
+
+// ---- begin compile_cache/storage/impl/memory_storage.ipp
+// compile_cache: the definitions of storage/memory_storage.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+#include <exception>
+#include <new>
+#include <utility>
+
+namespace compile_cache {
+
+memory_storage::memory_storage(memory_storage&& other) noexcept {
+    std::unique_lock<std::shared_mutex> lock(other.mutex_);
+    entries_ = std::move(other.entries_);
+}
+
+memory_storage& memory_storage::operator=(memory_storage&& other) noexcept {
+    if (this != &other) {
+        std::scoped_lock lock(mutex_, other.mutex_);
+        entries_ = std::move(other.entries_);
+    }
+    return *this;
+}
+
+read_result memory_storage::read(key const& k, std::string& out, std::size_t max_size) noexcept {
+    out.clear();
+    try {
+        std::shared_lock<std::shared_mutex> lock(mutex_);
+        auto it = entries_.find(k);
+        if (it == entries_.end()) return {read_status::absent, {}};
+        if (it->second.size() > max_size) return {read_status::too_large, {}};
+        out.assign(it->second);
+        return {read_status::found, {}};
+    } catch (std::bad_alloc const&) {
+        out.clear();
+        return {read_status::error, std::make_error_code(std::errc::not_enough_memory)};
+    } catch (std::system_error const& e) {
+        out.clear();
+        return {read_status::error, e.code()};
+    } catch (...) {
+        out.clear();
+        return {read_status::error, std::make_error_code(std::errc::io_error)};
+    }
+}
+
+std::error_code memory_storage::write(key const& k, std::string_view bytes) noexcept {
+    try {
+        // Copy before locking: the allocation does not need to hold writers out.
+        std::string copy(bytes);
+        std::unique_lock<std::shared_mutex> lock(mutex_);
+        entries_.insert_or_assign(k, std::move(copy));
+        return {};
+    } catch (std::bad_alloc const&) {
+        return std::make_error_code(std::errc::not_enough_memory);
+    } catch (std::system_error const& e) {
+        return e.code();
+    } catch (...) {
+        return std::make_error_code(std::errc::io_error);
+    }
+}
+
+std::error_code memory_storage::remove(key const& k) noexcept {
+    try {
+        std::unique_lock<std::shared_mutex> lock(mutex_);
+        entries_.erase(k);
+        return {};
+    } catch (std::system_error const& e) {
+        return e.code();
+    } catch (...) {
+        return std::make_error_code(std::errc::io_error);
+    }
+}
+
+} // namespace compile_cache
+
+#endif // COMPILE_CACHE_INCLUDE_IMPL
+// ---- end compile_cache/storage/impl/memory_storage.ipp
 // ---- end compile_cache/storage/memory_storage.hpp
 // ---- begin compile_cache/storage/null_storage.hpp
 // compile_cache: a Storage that keeps nothing. Every read misses and every write is
@@ -7722,18 +7991,7 @@ inline char const* to_string(remote_error e) noexcept {
 /// (timed_out; connection_refused, host_unreachable, network_unreachable,
 /// no_such_file_or_directory; permission_denied, operation_not_permitted;
 /// protocol_error, bad_message; value_too_large, file_too_large, message_size), else other.
-inline remote_error remote_error_of(std::error_code const& e) noexcept {
-    if (e == std::errc::timed_out) return remote_error::timeout;
-    if (e == std::errc::connection_refused || e == std::errc::host_unreachable ||
-        e == std::errc::network_unreachable || e == std::errc::no_such_file_or_directory ||
-        e == std::errc::connection_reset || e == std::errc::not_connected)
-        return remote_error::refused;
-    if (e == std::errc::permission_denied || e == std::errc::operation_not_permitted) return remote_error::auth;
-    if (e == std::errc::protocol_error || e == std::errc::bad_message) return remote_error::protocol;
-    if (e == std::errc::value_too_large || e == std::errc::file_too_large || e == std::errc::message_size)
-        return remote_error::too_large;
-    return remote_error::other;
-}
+COMPILE_CACHE_DECL remote_error remote_error_of(std::error_code const& e) noexcept;
 
 /// How a tiered_storage uses its remote.
 struct tier_options {
@@ -8221,6 +8479,30 @@ private:
 };
 
 } // namespace compile_cache
+
+// ---- begin compile_cache/storage/impl/tiered_storage.ipp
+// compile_cache: the definitions of storage/tiered_storage.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+namespace compile_cache {
+
+remote_error remote_error_of(std::error_code const& e) noexcept {
+    if (e == std::errc::timed_out) return remote_error::timeout;
+    if (e == std::errc::connection_refused || e == std::errc::host_unreachable || e == std::errc::network_unreachable ||
+        e == std::errc::no_such_file_or_directory || e == std::errc::connection_reset || e == std::errc::not_connected)
+        return remote_error::refused;
+    if (e == std::errc::permission_denied || e == std::errc::operation_not_permitted) return remote_error::auth;
+    if (e == std::errc::protocol_error || e == std::errc::bad_message) return remote_error::protocol;
+    if (e == std::errc::value_too_large || e == std::errc::file_too_large || e == std::errc::message_size)
+        return remote_error::too_large;
+    return remote_error::other;
+}
+
+} // namespace compile_cache
+
+#endif // COMPILE_CACHE_INCLUDE_IMPL
+// ---- end compile_cache/storage/impl/tiered_storage.ipp
 // ---- end compile_cache/storage/tiered_storage.hpp
 
 // ---- begin compile_cache/explain.hpp
@@ -8543,16 +8825,10 @@ miss_explanation explain_absent(identity_record const* record, key const& now_ke
 // that take a secret file of their own.
 
 
-#include <algorithm>
-#include <cerrno>
+
 #include <chrono>
 #include <cstddef>
-#include <cstring>
 #include <string>
-
-#include <fcntl.h>
-#include <poll.h>
-#include <unistd.h>
 
 namespace compile_cache {
 
@@ -8567,7 +8843,26 @@ inline constexpr std::chrono::milliseconds secret_pipe_timeout{1000};
 /// phrase) and leaves `secret` empty; an empty file is a failure too. A pipe or FIFO
 /// is read until its writer closes it, within secret_pipe_timeout (a FIFO that no
 /// program has open for writing reads as empty).
-inline std::string read_secret_file(std::string const& path, std::string& secret) {
+COMPILE_CACHE_DECL std::string read_secret_file(std::string const& path, std::string& secret);
+
+} // namespace compile_cache
+
+// ---- begin compile_cache/impl/secret_file.ipp
+// compile_cache: the definitions of secret_file.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+namespace compile_cache {
+
+std::string read_secret_file(std::string const& path, std::string& secret) {
     secret.clear();
     int const fd = detail::retry_on_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK); });
     if (fd < 0) return std::string("cannot open it: ") + std::strerror(errno);
@@ -8609,6 +8904,9 @@ inline std::string read_secret_file(std::string const& path, std::string& secret
 }
 
 } // namespace compile_cache
+
+#endif // COMPILE_CACHE_INCLUDE_IMPL
+// ---- end compile_cache/impl/secret_file.ipp
 // ---- end compile_cache/secret_file.hpp
 // ---- begin compile_cache/cache.hpp
 // compile_cache: basic_cache, the front a host talks to. It wraps every entry in an
