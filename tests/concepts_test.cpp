@@ -3,7 +3,8 @@
 // with the C++17 checks. basic_cache is not constrained by them: its diagnostics are
 // the library's sentences under both standards (tests/headers/check_concept_errors.cmake
 // checks them, and that a user's template constrained by a concept names it). In a
-// C++17 build this file has one test that says so.
+// C++17 build this file has one test that says so, and both builds check the C++17
+// static_asserts' verdict on the same models.
 #include "catch2_compat.hpp"
 
 #include <compile_cache/compile_cache.hpp>
@@ -12,6 +13,20 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+
+// Both standards: each model the library ships passes the C++17 check basic_cache makes
+// of it (the headers do not assert this of themselves: every translation unit would
+// pay for instantiating the models).
+TEST_CASE("The library's policy models pass the checks basic_cache makes of its policies", "[concepts]") {
+    namespace cc17 = compile_cache;
+    STATIC_REQUIRE(cc17::check_hasher<cc17::sha256>::value);
+    STATIC_REQUIRE(cc17::check_serializer_policy<cc17::boost_binary>::value);
+    STATIC_REQUIRE(cc17::check_serializer_policy<cc17::boost_text>::value);
+    STATIC_REQUIRE(cc17::check_resolver<cc17::registry>::value);
+    STATIC_REQUIRE(cc17::check_storage<cc17::directory_storage>::value);
+    STATIC_REQUIRE(cc17::check_storage<cc17::memory_storage>::value);
+    STATIC_REQUIRE(cc17::check_storage<cc17::null_storage>::value);
+}
 
 #if defined(__cpp_concepts) && __cpp_concepts >= 201907L
 

@@ -260,6 +260,4 @@ private:
 
 using registry = basic_registry<>;
 
-static_assert(check_resolver<registry>::value);
-
 } // namespace compile_cache

@@ -24,6 +24,28 @@ char const* to_string(crc32c_backend b) noexcept {
 
 namespace detail {
 
+/// Tables for slicing-by-8: table[0][b] is the register after feeding byte b to a
+/// zero register; table[k][b] the same followed by k zero bytes. Here, beside their one
+/// user, so that separate compilation computes them once, not in every translation unit.
+struct crc32c_tables_type {
+    std::uint32_t table[8][256];
+};
+
+constexpr crc32c_tables_type crc32c_make_tables() noexcept {
+    crc32c_tables_type t{};
+    for (std::uint32_t b = 0; b < 256; ++b) {
+        std::uint32_t r = b;
+        for (int i = 0; i < 8; ++i) r = (r & 1u) ? (r >> 1) ^ crc32c_polynomial : r >> 1;
+        t.table[0][b] = r;
+    }
+    for (int k = 1; k < 8; ++k)
+        for (std::uint32_t b = 0; b < 256; ++b)
+            t.table[k][b] = (t.table[k - 1][b] >> 8) ^ t.table[0][t.table[k - 1][b] & 0xffu];
+    return t;
+}
+
+inline constexpr crc32c_tables_type crc32c_tables = crc32c_make_tables();
+
 std::uint32_t crc32c_update_portable(std::uint32_t crc, unsigned char const* p, std::size_t n) noexcept {
     auto const& t = crc32c_tables.table;
     for (; n >= 8; n -= 8, p += 8) {
