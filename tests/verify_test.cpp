@@ -18,6 +18,10 @@
 #include <thread>
 #include <vector>
 
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 namespace {
 
 namespace cc = compile_cache;
@@ -117,6 +121,54 @@ TEST_CASE("verify mode with a fraction checks about that share of hits", "[verif
     CHECK(verified > 120); // 200 expected; outside (120, 280) with probability < 1e-14
     CHECK(verified < 280);
     CHECK(h.compiles == static_cast<int>(verified) + 1);
+}
+
+namespace {
+// Which of 64 hits verify mode (fraction 0.5) checked, as a string of 0s and 1s.
+std::string verified_pattern(cache_type& cache, broken_host& h) {
+    std::string pattern;
+    for (int i = 0; i < 64; ++i) {
+        auto const before = cache.stats().verified;
+        h.get(cache);
+        pattern += cache.stats().verified != before ? '1' : '0';
+    }
+    return pattern;
+}
+} // namespace
+
+TEST_CASE("verify mode in a forked worker checks other hits than in its parent", "[verify][processes]") {
+    cache_type cache = make_cache(0.5);
+    broken_host h;
+    h.get(cache);
+    h.get(cache); // this thread's generator is seeded before the fork
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    ::pid_t const child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        ::close(fds[0]);
+        std::string const pattern = verified_pattern(cache, h);
+        bool const written = ::write(fds[1], pattern.data(), pattern.size()) == static_cast<::ssize_t>(pattern.size());
+        ::_exit(written ? 0 : 1);
+    }
+    ::close(fds[1]);
+    std::string const parent = verified_pattern(cache, h);
+    std::string from_child(64, '?');
+    std::size_t got = 0;
+    while (got < from_child.size()) {
+        ::ssize_t const n = ::read(fds[0], &from_child[got], from_child.size() - got);
+        if (n <= 0) break;
+        got += static_cast<std::size_t>(n);
+    }
+    ::close(fds[0]);
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+    REQUIRE(got == 64);
+    // Independent draws agree on all 64 hits with probability 2^-64; a generator copied
+    // by fork() and not reseeded always does.
+    CHECK(from_child != parent);
 }
 
 TEST_CASE("a kernel that compiles faster than min_compile_time is not stored", "[verify]") {

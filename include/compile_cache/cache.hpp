@@ -151,8 +151,9 @@ namespace detail {
 COMPILE_CACHE_DECL void cache_settings_from_env(settings_reader const& env, cache_options& options);
 
 /// Whether a number drawn uniformly from [0, 1) by this thread's generator is below
-/// `fraction`: verify mode's choice of the hits it checks.
-COMPILE_CACHE_DECL bool random_draw_below(double fraction);
+/// `fraction`: verify mode's choice of the hits it checks. Each thread and each forked
+/// process draws its own sequence.
+COMPILE_CACHE_DECL bool random_draw_below(double fraction) noexcept;
 } // namespace detail
 
 namespace detail {

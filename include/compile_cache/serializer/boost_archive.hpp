@@ -77,7 +77,14 @@ COMPILE_CACHE_DECL std::locale const& text_archive_locale();
 /// a character of a string, or an element of a collection, takes at least one byte in
 /// either archive. (The one exception, elements of an empty class, which write nothing:
 /// a collection of more of those than bytes left is refused too, and is a miss.)
-COMPILE_CACHE_DECL void check_claimed_size(std::uintmax_t claimed, std::uintmax_t unit, std::streambuf& in);
+/// Called per string and per collection while loading: inline in both modes.
+inline void check_claimed_size(std::uintmax_t claimed, std::uintmax_t unit, std::streambuf& in) {
+    std::streamsize const left = in.in_avail();
+    if (left < 0 || claimed > static_cast<std::uintmax_t>(left) / unit)
+        boost::serialization::throw_exception(boost::archive::archive_exception(
+            boost::archive::archive_exception::input_stream_error,
+            "compile_cache: a length in the archive is larger than what is left of it"));
+}
 
 /// boost::archive::binary_iarchive, bounded (see the file comment). Reads what
 /// binary_oarchive writes, byte for byte.
@@ -101,15 +108,40 @@ private:
     void load_override(T& t) {
         impl::load_override(t);
     }
-    COMPILE_CACHE_DECL void load_override(boost::serialization::collection_size_type& t);
+    // The loads below run per element of an artifact: inline in both modes.
+    void load_override(boost::serialization::collection_size_type& t) {
+        impl::load_override(t);
+        boost::serialization::collection_size_type const& count = t; // the const conversion
+        check_claimed_size(static_cast<std::size_t>(count), 1, in_);
+    }
 
     using impl::load;
     // A bool is one byte, 0 or 1. Boost reads the byte straight into the bool, and any
     // other value makes a bool that is neither (undefined behaviour): refused instead.
-    COMPILE_CACHE_DECL void load(bool& t);
+    void load(bool& t) {
+        unsigned char byte = 0;
+        load_binary(&byte, 1);
+        if (byte > 1)
+            boost::serialization::throw_exception(boost::archive::archive_exception(
+                boost::archive::archive_exception::input_stream_error,
+                "compile_cache: a bool that is neither 0 nor 1"));
+        t = byte != 0;
+    }
     // binary_oarchive writes a string as its std::size_t length, then its characters.
-    COMPILE_CACHE_DECL void load(std::string& s);
-    COMPILE_CACHE_DECL void load(std::wstring& s);
+    void load(std::string& s) {
+        std::size_t n = 0;
+        impl::load(n);
+        check_claimed_size(n, 1, in_);
+        s.resize(n);
+        if (n != 0) load_binary(&s[0], n);
+    }
+    void load(std::wstring& s) {
+        std::size_t n = 0;
+        impl::load(n);
+        check_claimed_size(n, sizeof(wchar_t), in_);
+        s.resize(n);
+        if (n != 0) load_binary(&s[0], n * sizeof(wchar_t));
+    }
 
     std::streambuf& in_;
 };
@@ -131,11 +163,23 @@ private:
     void load_override(T& t) {
         impl::load_override(t);
     }
-    COMPILE_CACHE_DECL void load_override(boost::serialization::collection_size_type& t);
+    // Per element of an artifact, as in the binary archive: inline in both modes.
+    void load_override(boost::serialization::collection_size_type& t) {
+        impl::load_override(t);
+        boost::serialization::collection_size_type const& count = t; // the const conversion
+        check_claimed_size(static_cast<std::size_t>(count), 1, *is.rdbuf());
+    }
 
     using impl::load;
     // text_oarchive writes a string as its length, one space, then its characters.
-    COMPILE_CACHE_DECL void load(std::string& s);
+    void load(std::string& s) {
+        std::size_t n = 0;
+        *this >> n;
+        is.get();
+        check_claimed_size(n, 1, *is.rdbuf());
+        s.resize(n);
+        if (n != 0) is.read(&s[0], static_cast<std::streamsize>(n));
+    }
 };
 
 } // namespace detail
