@@ -7,8 +7,9 @@
 # (h) the Boost headers it then includes (those of (b) outside impl/*.ipp files); and,
 # each through a precompiled header built once beforehand, (i) the umbrella, (j) the
 # Boost headers of (b), (k) the umbrella under separate compilation, (l) the Boost
-# headers of (h). Measured RUNS times each, interleaved (a b c ... l a b ...) so that a shared machine's load falls on all
-# alike; prints each median (seconds of user+sys CPU time, and wall time).
+# headers of (h). Measured RUNS times each, interleaved (a b c ... l a b ...) so that a
+# shared machine's load falls on all alike; prints each median (seconds of user+sys CPU
+# time, and wall time).
 #   benchmarks/header_cost.sh [RUNS] [compiler flags...]     e.g. header_cost.sh 5 -O0
 # INCLUDE_DIR=... measures the headers of another checkout (default: this one's include/).
 set -euo pipefail
@@ -28,7 +29,8 @@ grep -rh '^#include <boost/' "$include/compile_cache" --include='*.hpp' --includ
     --exclude-dir=llvm --exclude-dir=testing --exclude='redis_*' --exclude='sqlite_*' |
     sort -u >"$work/boost_only.cpp"
 # Those the headers include outside their impl/*.ipp files: what the umbrella includes
-# under separate compilation, the baseline for (g) and (j).
+# under separate compilation, (h), the baseline of (g); through a precompiled header,
+# (l) of (k).
 grep -rh '^#include <boost/' "$include/compile_cache" --include='*.hpp' \
     --exclude-dir=llvm --exclude-dir=testing --exclude='redis_*' --exclude='sqlite_*' |
     sort -u >"$work/boost_only_separate.cpp"
