@@ -3,6 +3,7 @@
 // kernel is used; a host whose compile is not reproducible is nondeterministic, not
 // unsound. And min_compile_time: kernels cheaper to compile than to keep are not stored.
 #include "catch2_compat.hpp"
+#include "support/process.hpp"
 
 #include <compile_cache/cache.hpp>
 #include <compile_cache/storage/memory_storage.hpp>
@@ -17,10 +18,6 @@
 #include <string_view>
 #include <thread>
 #include <vector>
-
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 namespace {
 
@@ -141,31 +138,9 @@ TEST_CASE("verify mode in a forked worker checks other hits than in its parent",
     broken_host h;
     h.get(cache);
     h.get(cache); // this thread's generator is seeded before the fork
-    int fds[2];
-    REQUIRE(::pipe(fds) == 0);
-    ::pid_t const child = ::fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
-        ::close(fds[0]);
-        std::string const pattern = verified_pattern(cache, h);
-        bool const written = ::write(fds[1], pattern.data(), pattern.size()) == static_cast<::ssize_t>(pattern.size());
-        ::_exit(written ? 0 : 1);
-    }
-    ::close(fds[1]);
+    std::string const from_child = compile_cache_test::run_in_child([&] { return verified_pattern(cache, h); });
     std::string const parent = verified_pattern(cache, h);
-    std::string from_child(64, '?');
-    std::size_t got = 0;
-    while (got < from_child.size()) {
-        ::ssize_t const n = ::read(fds[0], &from_child[got], from_child.size() - got);
-        if (n <= 0) break;
-        got += static_cast<std::size_t>(n);
-    }
-    ::close(fds[0]);
-    int status = 0;
-    REQUIRE(::waitpid(child, &status, 0) == child);
-    REQUIRE(WIFEXITED(status));
-    REQUIRE(WEXITSTATUS(status) == 0);
-    REQUIRE(got == 64);
+    REQUIRE(from_child.size() == 64);
     // Independent draws agree on all 64 hits with probability 2^-64; a generator copied
     // by fork() and not reseeded always does.
     CHECK(from_child != parent);
