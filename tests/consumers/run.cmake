@@ -16,14 +16,17 @@
 #                     the consumer's cache: one entry, one store, three hits (two
 #                     runs, each loading it back once more)
 #   pkg_config        the same staged install, then the compiler with the flags of
-#                     `pkg-config --cflags --libs compile_cache`
+#                     `pkg-config --cflags --libs compile_cache` (and, for the
+#                     optional storages, compile_cache_redis and compile_cache_sqlite)
 #   add_subdirectory  a project that calls add_subdirectory(<source>)
 #   fetchcontent      a project that uses FetchContent on the local source folder
 #   single_header     the compiler alone: -std=c++17 -I single_include ... -lboost_serialization
 #
 # EXPECT_REDIS (hiredis is installed): find_package and add_subdirectory also build
-# redis_consumer.cpp against the target compile_cache::redis, and run it; EXPECT_SQLITE
-# (SQLite3 is found) likewise sqlite_consumer.cpp against compile_cache::sqlite.
+# redis_consumer.cpp against the target compile_cache::redis, pkg_config with the flags
+# of `pkg-config --cflags --libs compile_cache_redis`, and run it; EXPECT_SQLITE
+# (SQLite3 is found) likewise sqlite_consumer.cpp against compile_cache::sqlite, or
+# compile_cache_sqlite.
 cmake_minimum_required(VERSION 3.16)
 
 foreach(var MODE SOURCE_DIR WORK_DIR CXX)
@@ -83,6 +86,19 @@ elseif(MODE STREQUAL "pkg_config")
   separate_arguments(flags UNIX_COMMAND "${flags}")
   set(program ${WORK_DIR}/consumer)
   run(${CXX} -std=c++${CXX_STANDARD} ${here}/consumer.cpp ${flags} -o ${program})
+  # Each optional storage through its own .pc, which brings the core's flags and its
+  # library's (Requires: compile_cache hiredis, or sqlite3).
+  file(MAKE_DIRECTORY ${WORK_DIR}/build)
+  foreach(component redis sqlite)
+    string(TOUPPER ${component} upper)
+    if(EXPECT_${upper})
+      run(${PKG_CONFIG} --cflags --libs compile_cache_${component})
+      string(STRIP "${run_output}" flags)
+      separate_arguments(flags UNIX_COMMAND "${flags}")
+      run(${CXX} -std=c++${CXX_STANDARD} ${here}/${component}_consumer.cpp ${flags}
+          -o ${WORK_DIR}/build/${component}_consumer)
+    endif()
+  endforeach()
 elseif(MODE STREQUAL "add_subdirectory" OR MODE STREQUAL "fetchcontent")
   build_project(${here}/${MODE})
 elseif(MODE STREQUAL "single_header")
@@ -111,21 +127,22 @@ if(MODE STREQUAL "find_package")
   endforeach()
   message(STATUS "consumer ${MODE}: the same, built with COMPILE_CACHE_SEPARATE_COMPILATION")
 endif()
-if(EXPECT_REDIS AND (MODE STREQUAL "find_package" OR MODE STREQUAL "add_subdirectory"))
+set(component_modes find_package add_subdirectory pkg_config)
+if(EXPECT_REDIS AND MODE IN_LIST component_modes)
   run(${WORK_DIR}/build/redis_consumer)
   string(STRIP "${run_output}" redis)
   if(NOT redis STREQUAL "redis: refused")
     message(FATAL_ERROR "consumer ${MODE}: redis_consumer printed `${redis}`")
   endif()
-  message(STATUS "consumer ${MODE}: compile_cache::redis builds and runs")
+  message(STATUS "consumer ${MODE}: the Redis storage builds, links hiredis and runs")
 endif()
-if(EXPECT_SQLITE AND (MODE STREQUAL "find_package" OR MODE STREQUAL "add_subdirectory"))
+if(EXPECT_SQLITE AND MODE IN_LIST component_modes)
   run(${WORK_DIR}/build/sqlite_consumer ${WORK_DIR}/cache.db)
   string(STRIP "${run_output}" sqlite)
   if(NOT sqlite STREQUAL "sqlite: kept")
     message(FATAL_ERROR "consumer ${MODE}: sqlite_consumer printed `${sqlite}`")
   endif()
-  message(STATUS "consumer ${MODE}: compile_cache::sqlite builds and runs")
+  message(STATUS "consumer ${MODE}: the SQLite storage builds, links libsqlite3 and runs")
 endif()
 if(MODE STREQUAL "find_package" AND EXPECT_TOOL)
   set(tool ${WORK_DIR}/prefix/bin/compile-cache)
