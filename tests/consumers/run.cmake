@@ -21,12 +21,13 @@
 #   add_subdirectory  a project that calls add_subdirectory(<source>)
 #   fetchcontent      a project that uses FetchContent on the local source folder
 #   single_header     the compiler alone: -std=c++17 -I single_include ... -lboost_serialization
+#                     (and -lhiredis, -lsqlite3 for the optional storages' headers)
 #
 # EXPECT_REDIS (hiredis is installed): find_package and add_subdirectory also build
 # redis_consumer.cpp against the target compile_cache::redis, pkg_config with the flags
-# of `pkg-config --cflags --libs compile_cache_redis`, and run it; EXPECT_SQLITE
-# (SQLite3 is found) likewise sqlite_consumer.cpp against compile_cache::sqlite, or
-# compile_cache_sqlite.
+# of `pkg-config --cflags --libs compile_cache_redis`, single_header with -lhiredis,
+# and run it; EXPECT_SQLITE (SQLite3 is found) likewise sqlite_consumer.cpp against
+# compile_cache::sqlite, compile_cache_sqlite, or -lsqlite3.
 cmake_minimum_required(VERSION 3.16)
 
 foreach(var MODE SOURCE_DIR WORK_DIR CXX)
@@ -81,6 +82,22 @@ elseif(MODE STREQUAL "pkg_config")
     message(FATAL_ERROR "run.cmake: MODE=pkg_config needs -DPKG_CONFIG=<pkg-config program>")
   endif()
   set(ENV{PKG_CONFIG_PATH} ${WORK_DIR}/prefix/share/pkgconfig)
+  # The release the headers name (version.hpp's macros, which the README documents) is
+  # the one the .pc files give.
+  file(READ ${WORK_DIR}/prefix/include/compile_cache/version.hpp version_header)
+  set(header_version)
+  foreach(part MAJOR MINOR PATCH)
+    if(NOT version_header MATCHES "#define COMPILE_CACHE_VERSION_${part} ([0-9]+)")
+      message(FATAL_ERROR "consumer ${MODE}: the installed version.hpp has no COMPILE_CACHE_VERSION_${part}")
+    endif()
+    list(APPEND header_version ${CMAKE_MATCH_1})
+  endforeach()
+  string(REPLACE ";" "." header_version "${header_version}")
+  run(${PKG_CONFIG} --modversion compile_cache)
+  string(STRIP "${run_output}" pc_version)
+  if(NOT pc_version STREQUAL header_version)
+    message(FATAL_ERROR "consumer ${MODE}: compile_cache.pc says ${pc_version}, version.hpp ${header_version}")
+  endif()
   run(${PKG_CONFIG} --cflags --libs compile_cache)
   string(STRIP "${run_output}" flags)
   separate_arguments(flags UNIX_COMMAND "${flags}")
@@ -105,6 +122,16 @@ elseif(MODE STREQUAL "single_header")
   set(program ${WORK_DIR}/consumer)
   run(${CXX} -std=c++${CXX_STANDARD} -Wall -Wextra -Werror -I${SOURCE_DIR}/single_include
       ${here}/consumer.cpp -o ${program} -lboost_serialization)
+  # The optional headers beside it, each with the library the README names.
+  file(MAKE_DIRECTORY ${WORK_DIR}/build)
+  if(EXPECT_REDIS)
+    run(${CXX} -std=c++${CXX_STANDARD} -Wall -Wextra -Werror -I${SOURCE_DIR}/single_include
+        ${here}/redis_consumer.cpp -o ${WORK_DIR}/build/redis_consumer -lboost_serialization -lhiredis)
+  endif()
+  if(EXPECT_SQLITE)
+    run(${CXX} -std=c++${CXX_STANDARD} -Wall -Wextra -Werror -I${SOURCE_DIR}/single_include
+        ${here}/sqlite_consumer.cpp -o ${WORK_DIR}/build/sqlite_consumer -lboost_serialization -lsqlite3)
+  endif()
 else()
   message(FATAL_ERROR "run.cmake: unknown MODE ${MODE}")
 endif()
@@ -127,7 +154,7 @@ if(MODE STREQUAL "find_package")
   endforeach()
   message(STATUS "consumer ${MODE}: the same, built with COMPILE_CACHE_SEPARATE_COMPILATION")
 endif()
-set(component_modes find_package add_subdirectory pkg_config)
+set(component_modes find_package add_subdirectory pkg_config single_header)
 if(EXPECT_REDIS AND MODE IN_LIST component_modes)
   run(${WORK_DIR}/build/redis_consumer)
   string(STRIP "${run_output}" redis)
