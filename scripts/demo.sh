@@ -36,7 +36,7 @@ build_with_progress() { # SOURCE BUILD TARGET [CMAKE-ARGS...]
   shift 3
   echo "configuring $build ..."
   cmake -S "$source" -B "$build" "$@" >/dev/null
-  echo "building $target (from scratch, a few minutes on 2 cores):"
+  echo "building $target (a first build takes minutes):"
   cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" --target "$target" | show_build_progress
   echo "built $target in $((SECONDS - start)) s"
 }
