@@ -1,14 +1,14 @@
 # Install rules (COMPILE_CACHE_INSTALL, on by default only when compile_cache is the
 # top-level project): the headers, a CMake package (find_package(compile_cache CONFIG)
-# gives the target compile_cache::compile_cache) and a pkg-config file. The library is
+# gives the target compile_cache::compile_cache) and pkg-config files. The library is
 # header-only, so everything goes to architecture-independent places: the package to
-# <datadir>/cmake/compile_cache, the .pc file to <datadir>/pkgconfig.
+# <datadir>/cmake/compile_cache, the .pc files to <datadir>/pkgconfig.
 include(CMakePackageConfigHelpers)
 
 set(COMPILE_CACHE_INSTALL_CMAKEDIR ${CMAKE_INSTALL_DATADIR}/cmake/compile_cache
     CACHE STRING "Where the compile_cache CMake package is installed, relative to the prefix")
 set(COMPILE_CACHE_INSTALL_PKGCONFIGDIR ${CMAKE_INSTALL_DATADIR}/pkgconfig
-    CACHE STRING "Where compile_cache.pc is installed, relative to the prefix")
+    CACHE STRING "Where compile_cache.pc (and its components' .pc files) are installed, relative to the prefix")
 mark_as_advanced(COMPILE_CACHE_INSTALL_CMAKEDIR COMPILE_CACHE_INSTALL_PKGCONFIGDIR)
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/compile_cache
@@ -64,3 +64,18 @@ else()
 endif()
 configure_file(${CMAKE_CURRENT_LIST_DIR}/compile_cache.pc.in ${PROJECT_BINARY_DIR}/compile_cache.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/compile_cache.pc DESTINATION ${COMPILE_CACHE_INSTALL_PKGCONFIGDIR})
+# The optional storages, as the CMake package's components: compile_cache_redis.pc
+# (Requires: compile_cache hiredis) and compile_cache_sqlite.pc (compile_cache sqlite3),
+# where their library was found at build time.
+set(COMPILE_CACHE_PC_COMPONENTS)
+if(COMPILE_CACHE_HAVE_HIREDIS)
+  list(APPEND COMPILE_CACHE_PC_COMPONENTS redis)
+endif()
+if(COMPILE_CACHE_HAVE_SQLITE)
+  list(APPEND COMPILE_CACHE_PC_COMPONENTS sqlite)
+endif()
+foreach(component IN LISTS COMPILE_CACHE_PC_COMPONENTS)
+  configure_file(${CMAKE_CURRENT_LIST_DIR}/compile_cache_${component}.pc.in
+                 ${PROJECT_BINARY_DIR}/compile_cache_${component}.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/compile_cache_${component}.pc DESTINATION ${COMPILE_CACHE_INSTALL_PKGCONFIGDIR})
+endforeach()

@@ -12,15 +12,43 @@
 #
 # usage: scripts/demo.sh [--tinyk PATH]
 #   --tinyk PATH   use this tinyk binary instead of building one (scripts/test.sh
-#                  passes the one its release suite built and tested)
+#                  passes the one its release suite built and tested); without it,
+#                  tinyk is built first, showing cmake's progress and the time it took
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+# Copies the progress lines of a build's standard output to standard output, indented,
+# as they come: cmake's own, `[ 42%] Building CXX object ...` (Makefiles) or
+# `[12/80] Building CXX object ...` (Ninja); drops the rest (the commands, make's
+# chatter). The build's warnings and errors are on its standard error, not read here.
+show_build_progress() {
+  local line
+  while IFS= read -r line; do
+    case $line in '['*) printf '  %s\n' "$line" ;; esac
+  done
+}
+
+# Configures SOURCE in BUILD with CMAKE-ARGS and builds TARGET there, saying what it
+# does at each step, the build's progress lines, and at the end the time it all took.
+# Fails (under set -e) when either step fails; their error output goes to stderr as is.
+build_with_progress() { # SOURCE BUILD TARGET [CMAKE-ARGS...]
+  local source=$1 build=$2 target=$3 start=$SECONDS
+  shift 3
+  echo "configuring $build ..."
+  cmake -S "$source" -B "$build" "$@" >/dev/null
+  echo "building $target (a first build takes minutes):"
+  cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" --target "$target" | show_build_progress
+  echo "built $target in $((SECONDS - start)) s"
+}
+
+# Sourced (tests/demo_progress_test.sh): the functions above only.
+[ "${BASH_SOURCE[0]}" = "$0" ] || return 0
 
 tinyk=
 while [ $# -gt 0 ]; do
   case $1 in
     --tinyk) [ $# -ge 2 ] || { echo "demo: --tinyk needs a path" >&2; exit 2; }; tinyk=$2; shift 2 ;;
-    -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "demo: unknown argument '$1' (scripts/demo.sh --help)" >&2; exit 2 ;;
   esac
 done
@@ -30,10 +58,9 @@ if [ -z "$tinyk" ]; then
   source "$root/scripts/setup.sh"
   ensure_packages "${COMPILE_CACHE_PACKAGES[@]}" "${COMPILE_CACHE_LLVM_PACKAGES[@]}"
   build=${COMPILE_CACHE_BUILD_DIR:-$root/build}/demo
-  echo "building tinyk (Release) in $build ..."
-  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCOMPILE_CACHE_BUILD_EXAMPLES=ON \
-    -DCOMPILE_CACHE_BUILD_TESTS=OFF >/dev/null
-  cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" --target tinyk >/dev/null
+  echo "building tinyk (Release) for the demo"
+  build_with_progress "$root" "$build" tinyk -DCMAKE_BUILD_TYPE=Release -DCOMPILE_CACHE_BUILD_EXAMPLES=ON \
+    -DCOMPILE_CACHE_BUILD_TESTS=OFF
   tinyk=$build/examples/tinyk/tinyk
 fi
 [ -x "$tinyk" ] || { echo "demo: no tinyk at $tinyk" >&2; exit 2; }

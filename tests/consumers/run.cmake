@@ -16,14 +16,18 @@
 #                     the consumer's cache: one entry, one store, three hits (two
 #                     runs, each loading it back once more)
 #   pkg_config        the same staged install, then the compiler with the flags of
-#                     `pkg-config --cflags --libs compile_cache`
+#                     `pkg-config --cflags --libs compile_cache` (and, for the
+#                     optional storages, compile_cache_redis and compile_cache_sqlite)
 #   add_subdirectory  a project that calls add_subdirectory(<source>)
 #   fetchcontent      a project that uses FetchContent on the local source folder
 #   single_header     the compiler alone: -std=c++17 -I single_include ... -lboost_serialization
+#                     (and -lhiredis, -lsqlite3 for the optional storages' headers)
 #
 # EXPECT_REDIS (hiredis is installed): find_package and add_subdirectory also build
-# redis_consumer.cpp against the target compile_cache::redis, and run it; EXPECT_SQLITE
-# (SQLite3 is found) likewise sqlite_consumer.cpp against compile_cache::sqlite.
+# redis_consumer.cpp against the target compile_cache::redis, pkg_config with the flags
+# of `pkg-config --cflags --libs compile_cache_redis`, single_header with -lhiredis,
+# and run it; EXPECT_SQLITE (SQLite3 is found) likewise sqlite_consumer.cpp against
+# compile_cache::sqlite, compile_cache_sqlite, or -lsqlite3.
 cmake_minimum_required(VERSION 3.16)
 
 foreach(var MODE SOURCE_DIR WORK_DIR CXX)
@@ -78,17 +82,56 @@ elseif(MODE STREQUAL "pkg_config")
     message(FATAL_ERROR "run.cmake: MODE=pkg_config needs -DPKG_CONFIG=<pkg-config program>")
   endif()
   set(ENV{PKG_CONFIG_PATH} ${WORK_DIR}/prefix/share/pkgconfig)
+  # The release the headers name (version.hpp's macros, which the README documents) is
+  # the one the .pc files give.
+  file(READ ${WORK_DIR}/prefix/include/compile_cache/version.hpp version_header)
+  set(header_version)
+  foreach(part MAJOR MINOR PATCH)
+    if(NOT version_header MATCHES "#define COMPILE_CACHE_VERSION_${part} ([0-9]+)")
+      message(FATAL_ERROR "consumer ${MODE}: the installed version.hpp has no COMPILE_CACHE_VERSION_${part}")
+    endif()
+    list(APPEND header_version ${CMAKE_MATCH_1})
+  endforeach()
+  string(REPLACE ";" "." header_version "${header_version}")
+  run(${PKG_CONFIG} --modversion compile_cache)
+  string(STRIP "${run_output}" pc_version)
+  if(NOT pc_version STREQUAL header_version)
+    message(FATAL_ERROR "consumer ${MODE}: compile_cache.pc says ${pc_version}, version.hpp ${header_version}")
+  endif()
   run(${PKG_CONFIG} --cflags --libs compile_cache)
   string(STRIP "${run_output}" flags)
   separate_arguments(flags UNIX_COMMAND "${flags}")
   set(program ${WORK_DIR}/consumer)
   run(${CXX} -std=c++${CXX_STANDARD} ${here}/consumer.cpp ${flags} -o ${program})
+  # Each optional storage through its own .pc, which brings the core's flags and its
+  # library's (Requires: compile_cache hiredis, or sqlite3).
+  file(MAKE_DIRECTORY ${WORK_DIR}/build)
+  foreach(component redis sqlite)
+    string(TOUPPER ${component} upper)
+    if(EXPECT_${upper})
+      run(${PKG_CONFIG} --cflags --libs compile_cache_${component})
+      string(STRIP "${run_output}" flags)
+      separate_arguments(flags UNIX_COMMAND "${flags}")
+      run(${CXX} -std=c++${CXX_STANDARD} ${here}/${component}_consumer.cpp ${flags}
+          -o ${WORK_DIR}/build/${component}_consumer)
+    endif()
+  endforeach()
 elseif(MODE STREQUAL "add_subdirectory" OR MODE STREQUAL "fetchcontent")
   build_project(${here}/${MODE})
 elseif(MODE STREQUAL "single_header")
   set(program ${WORK_DIR}/consumer)
   run(${CXX} -std=c++${CXX_STANDARD} -Wall -Wextra -Werror -I${SOURCE_DIR}/single_include
       ${here}/consumer.cpp -o ${program} -lboost_serialization)
+  # The optional headers beside it, each with the library the README names.
+  file(MAKE_DIRECTORY ${WORK_DIR}/build)
+  if(EXPECT_REDIS)
+    run(${CXX} -std=c++${CXX_STANDARD} -Wall -Wextra -Werror -I${SOURCE_DIR}/single_include
+        ${here}/redis_consumer.cpp -o ${WORK_DIR}/build/redis_consumer -lboost_serialization -lhiredis)
+  endif()
+  if(EXPECT_SQLITE)
+    run(${CXX} -std=c++${CXX_STANDARD} -Wall -Wextra -Werror -I${SOURCE_DIR}/single_include
+        ${here}/sqlite_consumer.cpp -o ${WORK_DIR}/build/sqlite_consumer -lboost_serialization -lsqlite3)
+  endif()
 else()
   message(FATAL_ERROR "run.cmake: unknown MODE ${MODE}")
 endif()
@@ -111,21 +154,22 @@ if(MODE STREQUAL "find_package")
   endforeach()
   message(STATUS "consumer ${MODE}: the same, built with COMPILE_CACHE_SEPARATE_COMPILATION")
 endif()
-if(EXPECT_REDIS AND (MODE STREQUAL "find_package" OR MODE STREQUAL "add_subdirectory"))
+set(component_modes find_package add_subdirectory pkg_config single_header)
+if(EXPECT_REDIS AND MODE IN_LIST component_modes)
   run(${WORK_DIR}/build/redis_consumer)
   string(STRIP "${run_output}" redis)
   if(NOT redis STREQUAL "redis: refused")
     message(FATAL_ERROR "consumer ${MODE}: redis_consumer printed `${redis}`")
   endif()
-  message(STATUS "consumer ${MODE}: compile_cache::redis builds and runs")
+  message(STATUS "consumer ${MODE}: the Redis storage builds, links hiredis and runs")
 endif()
-if(EXPECT_SQLITE AND (MODE STREQUAL "find_package" OR MODE STREQUAL "add_subdirectory"))
+if(EXPECT_SQLITE AND MODE IN_LIST component_modes)
   run(${WORK_DIR}/build/sqlite_consumer ${WORK_DIR}/cache.db)
   string(STRIP "${run_output}" sqlite)
   if(NOT sqlite STREQUAL "sqlite: kept")
     message(FATAL_ERROR "consumer ${MODE}: sqlite_consumer printed `${sqlite}`")
   endif()
-  message(STATUS "consumer ${MODE}: compile_cache::sqlite builds and runs")
+  message(STATUS "consumer ${MODE}: the SQLite storage builds, links libsqlite3 and runs")
 endif()
 if(MODE STREQUAL "find_package" AND EXPECT_TOOL)
   set(tool ${WORK_DIR}/prefix/bin/compile-cache)
