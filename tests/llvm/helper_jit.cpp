@@ -7,6 +7,8 @@
 //                            [--lljit] [--llvm-option ARG] [--hidden-llvm-option ARG]
 //                            [--target-option loop-alignment=N] [--mc-option save-temp-labels]
 //                            [--set-llvm-option NAME=UNSIGNED] [--parse-llvm-option ARG]
+//                            [--adapter-compiler] [--compiler-cpu NAME]
+//                            [--module-cpu NAME] [--module-triple T] [--module-data-layout L]
 //   -> object=SHA256 (of the object the JIT links: compiled or loaded)
 //      result=R hits=H misses=M rejected=J notified=N bypassed=B
 //      cache: hits=H absent=A corrupt=C stores=S bypasses=P compile-ns=T
@@ -23,7 +25,13 @@
 // builder's TargetOptions / MCTargetOptions. --set-llvm-option sets a cl::opt<unsigned>
 // through setValue (no occurrence, nothing on a command line); --parse-llvm-option
 // parses ARG with cl::ParseCommandLineOptions without telling the adapter (before
-// --set-llvm-option). The cache is LLVM_HELPER_CACHE_DIR.
+// --set-llvm-option). --adapter-compiler takes the JIT's compiler from the adapter
+// (make_compiler, or compile_function with --lljit); otherwise the JIT makes its own
+// ConcurrentIRCompiler, for the CPU --compiler-cpu names if given (the adapter keeps
+// the other builder: the mistake the adapter's compiler prevents). --module-cpu,
+// --module-triple and --module-data-layout make the module tell another target (a
+// target-cpu attribute on f, its triple, its data layout). The cache is
+// LLVM_HELPER_CACHE_DIR.
 //
 // Compiled with -fno-rtti: it uses basic_object_cache over an object_store made in
 // helper_store.cpp, the way a host whose LLVM has no RTTI would. It is built twice
@@ -111,6 +119,12 @@ void run_o2(llvm::Module& m) {
     pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(m, mam);
 }
 
+/// What --module-cpu, --module-triple and --module-data-layout ask of the module.
+struct module_target {
+    std::string cpu, triple, data_layout;
+};
+module_target told_module;
+
 llvm::orc::ThreadSafeModule make_module(long long constant, llvm::DataLayout const& layout, bool ir_opt) {
     // f(x) = x * K + 1 for x >= 0, as a loop (so that loop settings change its code).
     std::string ir = "define i64 @f(i64 %x) {\n"
@@ -133,11 +147,17 @@ llvm::orc::ThreadSafeModule make_module(long long constant, llvm::DataLayout con
     std::unique_ptr<llvm::Module> m = llvm::parseIR(llvm::MemoryBufferRef(ir, "helper.ll"), diag, *context);
     if (!m) die("cannot parse the module: " + diag.getMessage().str());
     m->setDataLayout(layout);
+    if (!told_module.data_layout.empty()) m->setDataLayout(told_module.data_layout);
+    if (!told_module.triple.empty()) m->setTargetTriple(told_module.triple);
+    if (!told_module.cpu.empty()) m->getFunction("f")->addFnAttr("target-cpu", told_module.cpu);
     if (ir_opt) run_o2(*m);
     return llvm::orc::ThreadSafeModule(std::move(m), std::move(context));
 }
 
 using function = std::int64_t (*)(std::int64_t);
+
+bool adapter_compiler = false;
+std::string compiler_cpu;
 
 /// The own ORC stack: what Kaleidoscope's and the BuildingAJIT chapters' JITs build.
 std::int64_t run_own_layer(llvm::orc::JITTargetMachineBuilder jtmb, compile_cache::basic_object_cache& objects,
@@ -146,9 +166,15 @@ std::int64_t run_own_layer(llvm::orc::JITTargetMachineBuilder jtmb, compile_cach
     llvm::DataLayout layout = check(jtmb.getDefaultDataLayoutForTarget());
     llvm::orc::RTDyldObjectLinkingLayer objects_layer(*session,
                                                       [] { return std::make_unique<llvm::SectionMemoryManager>(); });
-    llvm::orc::IRCompileLayer compile_layer(*session, objects_layer,
-                                            std::make_unique<hashing_compiler>(
-                                                std::make_unique<llvm::orc::ConcurrentIRCompiler>(jtmb, &objects)));
+    std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler> compiler;
+    if (adapter_compiler) {
+        compiler = objects.make_compiler(jtmb);
+    } else {
+        auto compiler_jtmb = jtmb;
+        if (!compiler_cpu.empty()) compiler_jtmb.setCPU(compiler_cpu);
+        compiler = std::make_unique<llvm::orc::ConcurrentIRCompiler>(compiler_jtmb, &objects);
+    }
+    llvm::orc::IRCompileLayer compile_layer(*session, objects_layer, std::make_unique<hashing_compiler>(std::move(compiler)));
     llvm::orc::JITDylib& main = session->createBareJITDylib("main");
     check(compile_layer.add(main, make_module(constant, layout, ir_opt)));
     llvm::orc::MangleAndInterner mangle(*session, layout);
@@ -165,6 +191,11 @@ std::int64_t run_lljit(llvm::orc::JITTargetMachineBuilder jtmb, compile_cache::b
                          .setCompileFunctionCreator(
                              [&](llvm::orc::JITTargetMachineBuilder b)
                                  -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
+                                 if (adapter_compiler) {
+                                     auto compiler = objects.compile_function()(std::move(b));
+                                     if (!compiler) return compiler.takeError();
+                                     return std::make_unique<hashing_compiler>(std::move(*compiler));
+                                 }
                                  if (tell_target)
                                      if (llvm::Error e = objects.set_target(b)) return e;
                                  return std::make_unique<hashing_compiler>(
@@ -196,6 +227,11 @@ int main(int argc, char** argv) {
         else if (a == "--hidden-llvm-option" && i + 1 < argc) hidden.push_back(std::string("-") + argv[++i]);
         else if (a == "--target-option" && i + 1 < argc) target_options.push_back(argv[++i]);
         else if (a == "--mc-option" && i + 1 < argc) mc_options.push_back(argv[++i]);
+        else if (a == "--adapter-compiler") adapter_compiler = true;
+        else if (a == "--compiler-cpu" && i + 1 < argc) compiler_cpu = argv[++i];
+        else if (a == "--module-cpu" && i + 1 < argc) told_module.cpu = argv[++i];
+        else if (a == "--module-triple" && i + 1 < argc) told_module.triple = argv[++i];
+        else if (a == "--module-data-layout" && i + 1 < argc) told_module.data_layout = argv[++i];
         else if (a == "--set-llvm-option" && i + 1 < argc) set_options.push_back(argv[++i]);
         else if (a == "--parse-llvm-option" && i + 1 < argc) hidden.push_back(argv[++i]);
         else die("unknown argument " + a);
@@ -236,10 +272,11 @@ int main(int argc, char** argv) {
     }
 
     // The own stack passes its JITTargetMachineBuilder to the adapter's constructor;
-    // LLJIT's compile function calls set_target. --no-target does neither.
+    // LLJIT's compile function calls set_target; the adapter's compiler needs neither.
+    // --no-target does neither.
     std::unique_ptr<compile_cache::basic_object_cache> objects =
-        no_target || lljit ? std::make_unique<compile_cache::basic_object_cache>(make_helper_store())
-                           : std::make_unique<compile_cache::basic_object_cache>(make_helper_store(), jtmb);
+        no_target || lljit || adapter_compiler ? std::make_unique<compile_cache::basic_object_cache>(make_helper_store())
+                                               : std::make_unique<compile_cache::basic_object_cache>(make_helper_store(), jtmb);
     if (!told.empty()) objects->set_llvm_arguments(told);
 
     std::int64_t result = lljit ? run_lljit(jtmb, *objects, constant, ir_opt, !no_target)

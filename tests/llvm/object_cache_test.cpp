@@ -292,7 +292,7 @@ TEST_CASE("llvm object_cache: entries are named after the function a module defi
     temp_dir dir;
     helper_run r = run_helper(dir.path(), "");
     INFO(r.out);
-    CHECK(r.has("llvm object cache: miss 'f' (module 'helper.ll'): compiling"));
+    CHECK(r.has("llvm object cache: miss 'f' (module 'helper.ll'): new; compiling"));
     CHECK(r.has("llvm object cache: stored 'f' ("));
     CHECK(std::stoull("0" + field(r, "compile-ns")) > 0); // the cache's statistics, this process's
     CHECK(r.has("llvm object cache: hits=0 misses=1 rejected=0 stored=1 bypassed=0")); // the summary line
@@ -300,6 +300,19 @@ TEST_CASE("llvm object_cache: entries are named after the function a module defi
     REQUIRE(!entry.empty());
     std::string const bytes = compile_cache_test::read_file(entry);
     CHECK(bytes.find("helper.ll") != std::string::npos); // the origin, in the entry's metadata
+}
+
+TEST_CASE("llvm object_cache: a miss says why, component by component, as the tool's explain does") {
+    temp_dir dir;
+    CHECK(run_helper(dir.path(), "--constant 7").has("miss 'f' (module 'helper.ll'): new; compiling"));
+    helper_run const changed = run_helper(dir.path(), "--constant 8");
+    INFO(changed.out);
+    CHECK(changed.has("llvm object cache: miss 'f' (module 'helper.ll'): changed bitcode; "
+                      "unchanged toolchain, kind, target, llvm, llvm-options; compiling"));
+    helper_run const options = run_helper(dir.path(), "--constant 8 --set-llvm-option align-all-functions=6");
+    INFO(options.out);
+    CHECK(options.has("llvm object cache: miss 'f' (module 'helper.ll'): changed llvm-options; "
+                      "unchanged toolchain, kind, bitcode, target, llvm; compiling"));
 }
 
 TEST_CASE("llvm object_cache: a rebuilt host loads what its previous build stored (keyed by LLVM's build-id)") {
@@ -358,6 +371,51 @@ TEST_CASE("llvm object_cache: an LLVM option parsed by cl::ParseCommandLineOptio
     // not the argument.
     check_setting_is_keyed("--parse-llvm-option -align-all-functions=8 --set-llvm-option align-all-functions=6",
                            "--parse-llvm-option -align-all-functions=8");
+}
+
+TEST_CASE("llvm object_cache: the adapter's own compiler compiles for the target it keys, in an IRCompileLayer and in LLJIT") {
+    temp_dir dir;
+    helper_run const own = check_run(dir.path(), "--adapter-compiler --cpu core2", compiled);
+    helper_run const uncached =
+        output_of(std::string("LLVM_HELPER_CACHE_DIR= '") + LLVM_OBJECT_CACHE_HELPER + "' --cpu core2 2>&1");
+    INFO(own.out << uncached.out);
+    REQUIRE(!object_of(own).empty());
+    CHECK(object_of(own) == object_of(uncached));
+    helper_run const lljit = check_run(dir.path(), "--adapter-compiler --lljit --cpu core2", loaded);
+    CHECK(object_of(lljit) == object_of(uncached));
+    helper_run const other = check_run(dir.path(), "--adapter-compiler --lljit --cpu x86-64", compiled);
+    CHECK(object_of(other) != object_of(uncached));
+}
+
+TEST_CASE("llvm object_cache: a module that tells another target than the object cache's is a bypass, said once, never stored") {
+    init_llvm();
+    if (llvm::Triple(llvm::sys::getProcessTriple()).getArch() != llvm::Triple::x86_64) {
+        WARN("CPU names of this test are x86-64 ones; skipped on this architecture");
+        return;
+    }
+    auto const layout = check(host_jtmb().getDefaultDataLayoutForTarget()).getStringRepresentation();
+    std::string const other_layout = layout.substr(0, layout.rfind("-S128")) + "-S64";
+    REQUIRE(other_layout != layout);
+    struct disagreement {
+        std::string args, line;
+    };
+    disagreement const cases[] = {
+        {"--cpu x86-64 --module-cpu core2", "function 'f' has target-cpu 'core2', the target's CPU is 'x86-64'"},
+        {"--module-triple x86_64-unknown-freebsd", "the module's triple 'x86_64-unknown-freebsd' is not the target's"},
+        {"--module-data-layout '" + other_layout + "'", "the module's data layout '" + other_layout + "'"},
+    };
+    for (auto const& c : cases) {
+        temp_dir dir;
+        helper_run const r = run_helper(dir.path(), c.args);
+        INFO(c.args << "\n" << r.out);
+        CHECK(r.has("result=43 hits=0 misses=0 rejected=0 notified=0 bypassed=1"));
+        CHECK(r.has("llvm object cache: bypass 'f' (module 'helper.ll'): " + c.line));
+        CHECK(r.has("disagree on the target"));
+        CHECK(entry_count(dir.path()) == 0);
+    }
+    // Agreement: a target-cpu attribute that names the target's CPU is cached as usual.
+    temp_dir dir;
+    check_run(dir.path(), "--cpu x86-64 --module-cpu x86-64", compiled);
 }
 
 // --- in one process, through object_cache<Cache> ------------------------------------

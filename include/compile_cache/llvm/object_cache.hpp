@@ -6,16 +6,18 @@
 //   auto cache = compile_cache::default_cache::from_env("MYJIT_CACHE");
 //   compile_cache::object_cache<compile_cache::default_cache> objects(cache, "myjit 1.2");
 //   auto jit = llvm::orc::LLJITBuilder()
-//       .setCompileFunctionCreator([&](llvm::orc::JITTargetMachineBuilder jtmb)
-//               -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
-//           if (llvm::Error e = objects.set_target(jtmb)) return e;
-//           return std::make_unique<llvm::orc::ConcurrentIRCompiler>(std::move(jtmb), &objects);
-//       })
+//       .setCompileFunctionCreator(objects.compile_function())
 //       .create();
 //
-// A JIT with its own IRCompileLayer gives its JITTargetMachineBuilder to the
-// constructor instead: object_cache<...> objects(cache, jtmb, "myjit 1.2"). Without a
-// target nothing is cached: each compile is a counted bypass, said once (PREFIX_LOG).
+// A JIT with its own IRCompileLayer takes its compiler from the adapter too:
+// IRCompileLayer layer(session, object_layer, objects.make_compiler(jtmb)). Either way
+// one JITTargetMachineBuilder makes the code and is described in the key. A JIT that
+// keeps its own compiler (a ConcurrentIRCompiler over &objects) must give the
+// adapter the same builder (set_target, or the constructor's object_cache(cache, jtmb,
+// ...)); what a module tells of its target (triple, data layout, target-cpu and
+// target-features attributes) is checked against it, and a disagreement is a bypass,
+// said once. Without a target nothing is cached: each compile is a counted bypass,
+// said once (PREFIX_LOG).
 //
 // An object's key covers the module's bitcode as it reaches the code generator, the
 // target machine, the LLVM version, the LLVM options that were set (set_llvm_arguments)
@@ -43,6 +45,8 @@
 #include <llvm/CodeGen/Passes.h>
 #include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/ObjectCache.h>
+#include <llvm/ExecutionEngine/Orc/CompileUtils.h>
+#include <llvm/ExecutionEngine/Orc/IRCompileLayer.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/IR/Function.h>
 #include <llvm/IR/GlobalVariable.h>
@@ -71,6 +75,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
+#include <optional>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -503,9 +509,15 @@ public:
     void set_target(::llvm::TargetMachine const& tm) {
         std::string description = describe_target(tm);
         std::string generator = code_generator_identity(tm);
+        target_check check;
+        check.triple = tm.getTargetTriple().normalize();
+        check.data_layout = tm.createDataLayout().getStringRepresentation();
+        check.cpu = tm.getTargetCPU().str();
+        check.features = feature_set(tm.getTargetFeatureString());
         std::lock_guard<std::mutex> lock(mutex_);
         target_ = std::move(description);
         code_generator_ = std::move(generator);
+        check_ = std::move(check);
         arch_ = tm.getTargetTriple().getArch();
         target_error_.clear();
     }
@@ -516,6 +528,38 @@ public:
         if (!tm) return tm.takeError();
         set_target(**tm);
         return ::llvm::Error::success();
+    }
+
+    /// The IR compiler for a JIT's IRCompileLayer: an ORC ConcurrentIRCompiler over
+    /// this object cache and `jtmb`, which is also the target set here, so that the
+    /// machine that compiles an object is the one its key describes. If `jtmb` makes no
+    /// target machine, the error is logged and every compile is a bypass (the compiler
+    /// then reports the same error to the JIT).
+    ///
+    ///   llvm::orc::IRCompileLayer layer(session, object_layer, objects.make_compiler(jtmb));
+    std::unique_ptr<::llvm::orc::IRCompileLayer::IRCompiler> make_compiler(::llvm::orc::JITTargetMachineBuilder jtmb) {
+        if (::llvm::Error e = set_target(jtmb)) {
+            std::string why = "the JITTargetMachineBuilder makes no target machine: " + ::llvm::toString(std::move(e));
+            std::lock_guard<std::mutex> lock(mutex_);
+            target_.clear();
+            target_error_ = std::move(why);
+        }
+        return std::make_unique<::llvm::orc::ConcurrentIRCompiler>(std::move(jtmb), this);
+    }
+
+    /// make_compiler as LLJITBuilder's compile function (LLJITBuilder::CompileFunctionCreator):
+    ///
+    ///   auto jit = llvm::orc::LLJITBuilder().setCompileFunctionCreator(objects.compile_function()).create();
+    ///
+    /// A builder that makes no target machine fails the JIT's creation, as without the cache.
+    std::function<::llvm::Expected<std::unique_ptr<::llvm::orc::IRCompileLayer::IRCompiler>>(
+        ::llvm::orc::JITTargetMachineBuilder)>
+    compile_function() {
+        return [this](::llvm::orc::JITTargetMachineBuilder jtmb)
+                   -> ::llvm::Expected<std::unique_ptr<::llvm::orc::IRCompileLayer::IRCompiler>> {
+            if (::llvm::Error e = set_target(jtmb)) return e;
+            return std::make_unique<::llvm::orc::ConcurrentIRCompiler>(std::move(jtmb), this);
+        };
     }
 
     /// The arguments the host gave cl::ParseCommandLineOptions (or -mllvm), so that the
@@ -561,6 +605,7 @@ public:
             if (!m || !store_.enabled()) return nullptr;
             auto start = std::chrono::steady_clock::now();
             object_key_inputs in;
+            target_check check;
             ::llvm::Triple::ArchType arch;
             std::vector<std::string> arguments;
             std::string target_error;
@@ -568,6 +613,7 @@ public:
                 std::lock_guard<std::mutex> lock(mutex_);
                 in.target = target_;
                 in.code_generator = code_generator_;
+                check = check_;
                 arch = arch_;
                 if (!arguments_given_ && !process_arguments_read_) {
                     arguments_ = llvm_detail::process_arguments();
@@ -587,6 +633,15 @@ public:
                                                    "object cache with the JIT's JITTargetMachineBuilder"
                                                  : target_error) +
                            "; nothing is cached");
+                return nullptr;
+            }
+            std::string const disagreement = disagreement_with_target(*m, check);
+            if (!disagreement.empty()) {
+                bypass(other_target_logged_, "module for another target",
+                       "llvm object cache: bypass '" + in.entry_name + "' (module '" + in.module_name + "'): " +
+                           disagreement +
+                           ": the JIT's compiler and the object cache disagree on the target (give the JIT "
+                           "the object cache's make_compiler or compile_function); nothing is cached");
                 return nullptr;
             }
             std::string unknown;
@@ -609,9 +664,11 @@ public:
             in.llvm_version = LLVM_VERSION_STRING;
             std::string bytes;
             bool hit = store_.load(in, bytes);
+            bool rejected = false;
             if (hit && !is_object_for(bytes, arch, in.module_name)) {
                 ++rejected_;
                 hit = false;
+                rejected = true; // said by is_object_for
             }
             if (hit) {
                 ++hits_;
@@ -619,7 +676,10 @@ public:
                 return ::llvm::MemoryBuffer::getMemBufferCopy(bytes, in.module_name);
             }
             ++misses_;
-            store_.log("llvm object cache: miss '" + in.entry_name + "' (module '" + in.module_name + "'): compiling");
+            // Why, as the cache explains an absent miss (`compile-cache explain` too).
+            std::string const why = rejected ? std::string() : store_.explain_miss(in);
+            store_.log("llvm object cache: miss '" + in.entry_name + "' (module '" + in.module_name +
+                       "'): " + (why.empty() ? std::string() : why + "; ") + "compiling");
             std::lock_guard<std::mutex> lock(mutex_);
             pending_[m] = pending{std::move(in), start};
             return nullptr;
@@ -659,6 +719,51 @@ private:
         std::chrono::steady_clock::time_point start;
     };
 
+    /// What a module can say of the target it was made for, to compare with the target
+    /// set here (set_target).
+    struct target_check {
+        std::string triple;      ///< normalized
+        std::string data_layout;
+        std::string cpu;
+        std::vector<std::string> features; ///< sorted, without empty items
+    };
+
+    static std::vector<std::string> feature_set(::llvm::StringRef features) {
+        ::llvm::SmallVector<::llvm::StringRef, 64> items;
+        features.split(items, ',', -1, /*KeepEmpty=*/false);
+        std::vector<std::string> set;
+        for (::llvm::StringRef f : items) set.push_back(f.trim().str());
+        std::sort(set.begin(), set.end());
+        set.erase(std::unique(set.begin(), set.end()), set.end());
+        return set;
+    }
+
+    /// Empty when nothing the module tells disagrees with the target `t`: its triple
+    /// and data layout (when it has them), and the `target-cpu` and `target-features`
+    /// attributes of the functions it defines (when they have them). Otherwise what
+    /// disagrees: a JIT whose own compiler was made for another target than the one
+    /// given here would store that target's code under this one's key.
+    static std::string disagreement_with_target(::llvm::Module const& m, target_check const& t) {
+        std::string const& triple = m.getTargetTriple();
+        if (!triple.empty() && ::llvm::Triple::normalize(triple) != t.triple)
+            return "the module's triple '" + triple + "' is not the target's '" + t.triple + "'";
+        std::string const& layout = m.getDataLayoutStr();
+        if (!layout.empty() && layout != t.data_layout)
+            return "the module's data layout '" + layout + "' is not the target's '" + t.data_layout + "'";
+        for (::llvm::Function const& f : m.functions()) {
+            if (f.isDeclaration()) continue;
+            ::llvm::Attribute const cpu = f.getFnAttribute("target-cpu");
+            if (cpu.isValid() && cpu.getValueAsString() != t.cpu)
+                return "function '" + f.getName().str() + "' has target-cpu '" + cpu.getValueAsString().str() +
+                       "', the target's CPU is '" + t.cpu + "'";
+            ::llvm::Attribute const features = f.getFnAttribute("target-features");
+            if (features.isValid() && feature_set(features.getValueAsString()) != t.features)
+                return "function '" + f.getName().str() + "' has target-features '" +
+                       features.getValueAsString().str() + "', not the target's";
+        }
+        return {};
+    }
+
     /// The name of the first function the module defines, else of its first defined
     /// global, else the module's identifier.
     static std::string defined_name(::llvm::Module const& m) {
@@ -694,13 +799,15 @@ private:
     std::string target_;
     std::string target_error_;
     std::string code_generator_;
+    target_check check_;
     ::llvm::Triple::ArchType arch_ = ::llvm::Triple::UnknownArch;
     std::vector<std::string> arguments_;
     bool arguments_given_ = false;
     bool process_arguments_read_ = false;
     std::unordered_map<::llvm::Module const*, pending> pending_;
     std::atomic<std::uint64_t> hits_{0}, misses_{0}, rejected_{0}, notified_{0}, bypassed_{0}, compile_ns_{0};
-    std::atomic<bool> no_target_logged_{false}, unknown_options_logged_{false}, unreadable_options_logged_{false};
+    std::atomic<bool> no_target_logged_{false}, unknown_options_logged_{false}, unreadable_options_logged_{false},
+        other_target_logged_{false};
     std::atomic<bool> log_hits_{false};
 };
 
