@@ -28,6 +28,7 @@
 #include <stdexcept>
 #include <string>
 #include <sys/wait.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 namespace cc = compile_cache;
@@ -607,6 +608,15 @@ TEST_CASE("llvm describe_llvm_options: an option set through setValue is seen, a
         std::fclose(f);
         return d;
     }();
+    // With stdout closed, the values are read all the same, and stdout stays closed.
+    int const saved = ::dup(1);
+    ::close(1);
+    std::string const closed = cc::describe_llvm_options({}, unknown);
+    bool const still_closed = ::fcntl(1, F_GETFD) == -1;
+    ::dup2(saved, 1);
+    ::close(saved);
+    CHECK(closed == after);
+    CHECK(still_closed);
     align.setValue(0);
     CHECK(compile_cache_test::read_file(stdout_file) == "host output stays");
     CHECK(unknown.empty());

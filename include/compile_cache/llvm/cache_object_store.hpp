@@ -107,10 +107,11 @@ struct cache_object_store_impl {
     }
 
     /// The cache's own explanation of an absent miss (basic_cache::explain_miss, from
-    /// the identity record of the entry's name and origin).
+    /// the identity record of the entry's name and origin), when the cache has a logger.
     static std::string explain(void* p, object_key_inputs const& in) noexcept {
         try {
             auto& self = *static_cast<cache_object_store_impl*>(p);
+            if (!self.cache->options().logger) return {}; // for the log line only: no read without one
             key_result k = object_key(*self.cache, in, self.host_version);
             return self.cache->explain_miss(k, info_of(in)).text();
         } catch (...) {

@@ -308,7 +308,12 @@ inline bool print_option_values(std::vector<::llvm::cl::Option*> const& options,
     for (::llvm::cl::Option const* o : options) width = std::max(width, o->ArgStr.size());
     width += 2; // printOptionValue indents by width minus the name's length
 
-    int const memory = ::memfd_create("compile_cache-llvm-options", MFD_CLOEXEC);
+    int memory = ::memfd_create("compile_cache-llvm-options", MFD_CLOEXEC);
+    if (memory >= 0 && memory <= 2) { // a standard stream was closed: keep it closed
+        int const above = ::fcntl(memory, F_DUPFD_CLOEXEC, 3);
+        ::close(memory);
+        memory = above;
+    }
     if (memory < 0) return false;
     ::llvm::raw_fd_ostream& out = ::llvm::outs();
     out.flush();
@@ -413,11 +418,12 @@ inline option_value_text read_option_value(std::string const& printed) {
 /// default to compare with (no cl::init), or when its printed value is not its printed
 /// default. An option whose value LLVM cannot print (a cl::list, cl::bits, a value of
 /// another type than its parser's, a value outside its enum's list) is keyed by the
-/// arguments among `arguments` that name it when it occurred on a command line
-/// (`-name=value`, or `-name` and the argument after it); `unknown` gets the names of
-/// those that no argument names (their value cannot be told: a bypass). Such an option
-/// changed without a command line (setValue on a cl::list) is not seen. An empty result
-/// with `unknown` "*" when the values could not be read.
+/// arguments among `arguments` that name it when it occurred on a command line or LLVM
+/// says it differs from its default (`-name=value`, or `-name` and the argument after
+/// it); `unknown` gets the names of those that no argument names (their value cannot be
+/// told: a bypass). Such an option changed without a command line and without a
+/// default to compare with (push_back on a cl::list) is not seen. An empty result with
+/// `unknown` "*" when the values could not be read.
 inline std::string describe_llvm_options(std::vector<std::string> const& arguments, std::string& unknown) {
     using llvm_detail::append_field;
     unknown.clear();
@@ -450,7 +456,8 @@ inline std::string describe_llvm_options(std::vector<std::string> const& argumen
             append_field(s, "value", v.text);
             continue;
         }
-        if (occurrences == 0) continue;
+        // Unprintable: counted as set when it occurred, or when LLVM says it differs.
+        if (occurrences == 0 && printed[i].differs.empty()) continue;
         std::string given;
         for (std::size_t a = 0; a < arguments.size(); ++a) {
             if (llvm_detail::option_name(arguments[a]) != name) continue;
