@@ -64,13 +64,9 @@ int main(int argc, char** argv) {
     compile_cache::object_cache<compile_cache::default_cache> objects(cache, "llvm_jit example 1");
 
     auto jit = llvm::orc::LLJITBuilder()
-                   // (cache) A compiler that asks the ObjectCache first and tells it what it compiled.
-                   .setCompileFunctionCreator(
-                       [&](llvm::orc::JITTargetMachineBuilder jtmb)
-                           -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
-                           if (llvm::Error e = objects.set_target(jtmb)) return e;
-                           return std::make_unique<llvm::orc::ConcurrentIRCompiler>(std::move(jtmb), &objects);
-                       })
+                   // (cache) The adapter's compiler: it asks the ObjectCache first and tells it
+                   // what it compiled, for the target the cache keys.
+                   .setCompileFunctionCreator(objects.compile_function())
                    .create();
     if (!jit) {
         std::fprintf(stderr, "llvm_jit: %s\n", llvm::toString(jit.takeError()).c_str());

@@ -1,6 +1,7 @@
 #!/bin/sh
 # The first error a translation unit gets when compiled with flags the library cannot
-# work with: one sentence from compile_cache/detail/config.hpp, before anything else.
+# work with: one sentence from compile_cache/detail/config.hpp, before anything else,
+# and nothing but the library's sentences after it (compilation stops there).
 # llvm-config --cxxflags gives -std=c++14 -fno-exceptions, and LLVM's own builds use
 # -fno-rtti: each is tried on the umbrella header, a key header or the LLVM adapter's
 # headers, and a control checks that the adapter's seam compiles without RTTI.
@@ -45,12 +46,17 @@ check() {
         echo "FAIL $header with $flags: expected to compile, got:"
         cat "$work/log"
         failures=$((failures + 1))
-    elif printf '%s' "$first" | grep -qF -- "$expect"; then
-        echo "ok   $header with $flags: $first"
-    else
+    elif ! printf '%s' "$first" | grep -qF -- "$expect"; then
         echo "FAIL $header with $flags: the first error does not say '$expect'; it is:"
         echo "$first"
         failures=$((failures + 1))
+    elif others=$(grep 'error' "$work/log" | grep -v -e 'compile_cache: ' -e 'errors\{0,1\} generated'); then
+        # Compilation stops at the library's sentences: no error of anything else after them.
+        echo "FAIL $header with $flags: errors after the library's sentences ($(printf '%s\n' "$others" | wc -l) lines), the first:"
+        printf '%s\n' "$others" | head -n 3
+        failures=$((failures + 1))
+    else
+        echo "ok   $header with $flags: $first"
     fi
 }
 
@@ -72,6 +78,7 @@ if [ -n "$llvm_include" ]; then
     includes="$includes -I$llvm_include"
     # (That the no-RTTI side compiles with -fno-rtti, tests/llvm's helper shows.)
     check compile_cache/llvm/object_cache.hpp "-std=c++14 -fno-exceptions" "$cxx17"
+    check compile_cache/llvm/object_cache.hpp "-std=c++17 -fno-exceptions" "$exceptions"
 fi
 
 echo "$count checks, $failures failed"

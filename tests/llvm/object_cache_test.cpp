@@ -14,17 +14,22 @@
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IRReader/IRReader.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/Host.h>
+#include <llvm/Support/raw_ostream.h>
 #include <llvm/Support/SourceMgr.h>
 #include <llvm/Support/TargetSelect.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <iterator>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace cc = compile_cache;
 namespace fs = std::filesystem;
@@ -158,6 +163,37 @@ std::string field(helper_run const& r, std::string const& name) {
     return r.out.substr(at, r.out.find_first_of(" \n", at) - at);
 }
 
+/// The object a helper run linked, compiled or loaded: its hex SHA-256.
+std::string object_of(helper_run const& r) { return field(r, "object"); }
+
+/// A code-generation setting (helper arguments) must not hit an entry stored without
+/// it: on a cache warmed under `warm` (the default settings), a run under `setting`
+/// links the object an uncached run under `setting` compiles, or bypasses the cache
+/// (counted).
+void check_setting_is_keyed(std::string const& setting, std::string const& warm = "") {
+    temp_dir dir;
+    helper_run const plain = run_helper(dir.path(), warm);
+    INFO(plain.out);
+    REQUIRE(plain.has(compiled));
+    helper_run const uncached =
+        output_of(std::string("LLVM_HELPER_CACHE_DIR= '") + LLVM_OBJECT_CACHE_HELPER + "' " + setting + " 2>&1");
+    INFO(setting << " uncached:\n" << uncached.out);
+    REQUIRE(uncached.status == 0);
+    REQUIRE(!object_of(uncached).empty());
+    REQUIRE(object_of(uncached) != object_of(plain)); // the setting changes the code, so this can fail
+    helper_run const cached = run_helper(dir.path(), setting);
+    INFO(setting << " on the warm cache:\n" << cached.out);
+    CHECK(object_of(cached) == object_of(uncached));
+    CHECK((cached.has(compiled) || cached.has("bypassed=1")));
+    CHECK(cached.has("result=43 "));
+    if (cached.has(compiled)) { // its own entry, loaded next time
+        helper_run const again = run_helper(dir.path(), setting);
+        INFO(again.out);
+        CHECK(again.has(loaded));
+        CHECK(object_of(again) == object_of(uncached));
+    }
+}
+
 } // namespace
 
 TEST_CASE("llvm object_cache: a module compiled in one process is loaded in the next, not compiled") {
@@ -257,7 +293,7 @@ TEST_CASE("llvm object_cache: entries are named after the function a module defi
     temp_dir dir;
     helper_run r = run_helper(dir.path(), "");
     INFO(r.out);
-    CHECK(r.has("llvm object cache: miss 'f' (module 'helper.ll'): compiling"));
+    CHECK(r.has("llvm object cache: miss 'f' (module 'helper.ll'): new; compiling"));
     CHECK(r.has("llvm object cache: stored 'f' ("));
     CHECK(std::stoull("0" + field(r, "compile-ns")) > 0); // the cache's statistics, this process's
     CHECK(r.has("llvm object cache: hits=0 misses=1 rejected=0 stored=1 bypassed=0")); // the summary line
@@ -265,6 +301,19 @@ TEST_CASE("llvm object_cache: entries are named after the function a module defi
     REQUIRE(!entry.empty());
     std::string const bytes = compile_cache_test::read_file(entry);
     CHECK(bytes.find("helper.ll") != std::string::npos); // the origin, in the entry's metadata
+}
+
+TEST_CASE("llvm object_cache: a miss says why, component by component, as the tool's explain does") {
+    temp_dir dir;
+    CHECK(run_helper(dir.path(), "--constant 7").has("miss 'f' (module 'helper.ll'): new; compiling"));
+    helper_run const changed = run_helper(dir.path(), "--constant 8");
+    INFO(changed.out);
+    CHECK(changed.has("llvm object cache: miss 'f' (module 'helper.ll'): changed bitcode; "
+                      "unchanged toolchain, kind, target, llvm, llvm-options; compiling"));
+    helper_run const options = run_helper(dir.path(), "--constant 8 --set-llvm-option align-all-functions=6");
+    INFO(options.out);
+    CHECK(options.has("llvm object cache: miss 'f' (module 'helper.ll'): changed llvm-options; "
+                      "unchanged toolchain, kind, bitcode, target, llvm; compiling"));
 }
 
 TEST_CASE("llvm object_cache: a rebuilt host loads what its previous build stored (keyed by LLVM's build-id)") {
@@ -282,24 +331,92 @@ TEST_CASE("llvm object_cache: a rebuilt host loads what its previous build store
     CHECK(rebuilt.has(loaded));
 }
 
-TEST_CASE("llvm object_cache: a changed LLVM option misses, and each setting keeps its entry") {
+TEST_CASE("llvm object_cache: a changed LLVM option misses, and each value keeps its entry") {
     temp_dir dir;
     CHECK(run_helper(dir.path(), "").has(compiled));
     CHECK(run_helper(dir.path(), "--llvm-option -enable-misched=false").has(compiled));
     CHECK(run_helper(dir.path(), "--llvm-option -enable-misched=false").has(loaded));
-    check_run(dir.path(), "--llvm-option -enable-misched=true", compiled);
+    // Set to its default value: the code is the default's, and so is the entry.
+    check_run(dir.path(), "--llvm-option -enable-misched=true", loaded);
+    // Told or not, an option whose value LLVM prints is keyed by that value.
+    CHECK(run_helper(dir.path(), "--hidden-llvm-option enable-misched=false").has(loaded));
     CHECK(run_helper(dir.path(), "").has(loaded));
-    CHECK(entry_count(dir.path()) == 3);
+    CHECK(entry_count(dir.path()) == 2);
 }
 
-TEST_CASE("llvm object_cache: an LLVM option set where the adapter cannot see its value is a bypass, said once") {
+TEST_CASE("llvm object_cache: an LLVM option whose value LLVM cannot print, set where no argument shows it, is a bypass, said once") {
     temp_dir dir;
-    helper_run r = run_helper(dir.path(), "--hidden-llvm-option enable-misched=false");
+    helper_run r = run_helper(dir.path(), "--hidden-llvm-option pass-remarks=inline");
     INFO(r.out);
     CHECK(r.has("result=43 hits=0 misses=0 rejected=0 notified=0 bypassed=1"));
-    CHECK(r.has("LLVM option(s) -enable-misched set, but no argument gives their value"));
+    CHECK(r.has("LLVM option(s) -pass-remarks set, but no argument gives their value"));
     CHECK(r.has("set_llvm_arguments"));
     CHECK(entry_count(dir.path()) == 0);
+}
+
+TEST_CASE("llvm object_cache: TargetOptions are keyed: LoopAlignment=64 never loads the default's object") {
+    check_setting_is_keyed("--target-option loop-alignment=64");
+}
+
+TEST_CASE("llvm object_cache: MCTargetOptions are keyed: MCSaveTempLabels never loads the default's object") {
+    check_setting_is_keyed("--mc-option save-temp-labels");
+}
+
+TEST_CASE("llvm object_cache: an LLVM option set through cl::opt::setValue is keyed by its value") {
+    check_setting_is_keyed("--set-llvm-option align-all-functions=8");
+}
+
+TEST_CASE("llvm object_cache: an LLVM option parsed by cl::ParseCommandLineOptions is keyed by its value, after code changed it too") {
+    check_setting_is_keyed("--parse-llvm-option -align-all-functions=8");
+    // Parsed from a command line, then changed by the host's code: the value counts,
+    // not the argument.
+    check_setting_is_keyed("--parse-llvm-option -align-all-functions=8 --set-llvm-option align-all-functions=6",
+                           "--parse-llvm-option -align-all-functions=8");
+}
+
+TEST_CASE("llvm object_cache: the adapter's own compiler compiles for the target it keys, in an IRCompileLayer and in LLJIT") {
+    temp_dir dir;
+    helper_run const own = check_run(dir.path(), "--adapter-compiler --cpu core2", compiled);
+    helper_run const uncached =
+        output_of(std::string("LLVM_HELPER_CACHE_DIR= '") + LLVM_OBJECT_CACHE_HELPER + "' --cpu core2 2>&1");
+    INFO(own.out << uncached.out);
+    REQUIRE(!object_of(own).empty());
+    CHECK(object_of(own) == object_of(uncached));
+    helper_run const lljit = check_run(dir.path(), "--adapter-compiler --lljit --cpu core2", loaded);
+    CHECK(object_of(lljit) == object_of(uncached));
+    helper_run const other = check_run(dir.path(), "--adapter-compiler --lljit --cpu x86-64", compiled);
+    CHECK(object_of(other) != object_of(uncached));
+}
+
+TEST_CASE("llvm object_cache: a module that tells another target than the object cache's is a bypass, said once, never stored") {
+    init_llvm();
+    if (llvm::Triple(llvm::sys::getProcessTriple()).getArch() != llvm::Triple::x86_64) {
+        WARN("CPU names of this test are x86-64 ones; skipped on this architecture");
+        return;
+    }
+    auto const layout = check(host_jtmb().getDefaultDataLayoutForTarget()).getStringRepresentation();
+    std::string const other_layout = layout.substr(0, layout.rfind("-S128")) + "-S64";
+    REQUIRE(other_layout != layout);
+    struct disagreement {
+        std::string args, line;
+    };
+    disagreement const cases[] = {
+        {"--cpu x86-64 --module-cpu core2", "function 'f' has target-cpu 'core2', the target's CPU is 'x86-64'"},
+        {"--module-triple x86_64-unknown-freebsd", "the module's triple 'x86_64-unknown-freebsd' is not the target's"},
+        {"--module-data-layout '" + other_layout + "'", "the module's data layout '" + other_layout + "'"},
+    };
+    for (auto const& c : cases) {
+        temp_dir dir;
+        helper_run const r = run_helper(dir.path(), c.args);
+        INFO(c.args << "\n" << r.out);
+        CHECK(r.has("result=43 hits=0 misses=0 rejected=0 notified=0 bypassed=1"));
+        CHECK(r.has("llvm object cache: bypass 'f' (module 'helper.ll'): " + c.line));
+        CHECK(r.has("disagree on the target"));
+        CHECK(entry_count(dir.path()) == 0);
+    }
+    // Agreement: a target-cpu attribute that names the target's CPU is cached as usual.
+    temp_dir dir;
+    check_run(dir.path(), "--cpu x86-64 --module-cpu x86-64", compiled);
 }
 
 // --- in one process, through object_cache<Cache> ------------------------------------
@@ -412,4 +529,98 @@ TEST_CASE("llvm describe_target: deterministic, and it tells CPUs, features and 
     jtmb.setCPU("x86-64");
     jtmb.setOptions(fast);
     CHECK(base != check(cc::describe_target(jtmb)));
+}
+
+TEST_CASE("llvm describe_target: every field of TargetOptions and MCTargetOptions that was left out is told apart") {
+    auto describe = [](auto&& change) {
+        auto jtmb = host_jtmb();
+        jtmb.setCPU("x86-64");
+        jtmb.setFeatures("");
+        llvm::TargetOptions o;
+        change(o);
+        jtmb.setOptions(o);
+        return check(cc::describe_target(jtmb));
+    };
+    std::string const base = describe([](llvm::TargetOptions&) {});
+    auto list = [](char const* text) {
+        return std::shared_ptr<llvm::MemoryBuffer>(llvm::MemoryBuffer::getMemBufferCopy(text, "list"));
+    };
+    std::string const list_a = describe([&](llvm::TargetOptions& o) { o.BBSectionsFuncListBuf = list("!f"); });
+    std::string const list_b = describe([&](llvm::TargetOptions& o) { o.BBSectionsFuncListBuf = list("!g"); });
+    CHECK(list_a != list_b); // by content
+    CHECK(list_a == describe([&](llvm::TargetOptions& o) { o.BBSectionsFuncListBuf = list("!f"); }));
+    std::string const other[] = {
+        describe([](llvm::TargetOptions& o) { o.LoopAlignment = 64; }),
+        describe([](llvm::TargetOptions& o) { o.TLSSize = 24; }),
+        describe([](llvm::TargetOptions& o) { o.GlobalISelAbort = llvm::GlobalISelAbortMode::Disable; }),
+        describe([](llvm::TargetOptions& o) { o.BinutilsVersion = {2, 35}; }),
+        describe([](llvm::TargetOptions& o) { o.SwiftAsyncFramePointer = llvm::SwiftAsyncFramePointerMode::Never; }),
+        describe([](llvm::TargetOptions& o) { o.CompressDebugSections = llvm::DebugCompressionType::Z; }),
+        describe([](llvm::TargetOptions& o) { o.StackUsageOutput = "f.su"; }),
+        describe([](llvm::TargetOptions& o) { o.ObjectFilenameForDebug = "f.o"; }),
+        list_a,
+        describe([](llvm::TargetOptions& o) { o.MCOptions.MCSaveTempLabels = true; }),
+        describe([](llvm::TargetOptions& o) { o.MCOptions.MCFatalWarnings = true; }),
+        describe([](llvm::TargetOptions& o) { o.MCOptions.MCNoTypeCheck = true; }),
+        describe([](llvm::TargetOptions& o) { o.MCOptions.MCUseDwarfDirectory = true; }),
+        describe([](llvm::TargetOptions& o) { o.MCOptions.PreserveAsmComments = false; }),
+        describe([](llvm::TargetOptions& o) { o.MCOptions.Dwarf64 = true; }),
+        describe([](llvm::TargetOptions& o) { o.MCOptions.DwarfVersion = 4; }),
+        describe([](llvm::TargetOptions& o) { o.MCOptions.AssemblyLanguage = "masm"; }),
+        describe([](llvm::TargetOptions& o) { o.MCOptions.SplitDwarfFile = "f.dwo"; }),
+        describe([](llvm::TargetOptions& o) { o.MCOptions.Argv0 = "jit"; }),
+        describe([](llvm::TargetOptions& o) { o.MCOptions.IASSearchPaths = {"/x"}; }),
+    };
+    for (std::size_t i = 0; i < std::size(other); ++i) {
+        INFO("changed field " << i);
+        CHECK(other[i] != base);
+        for (std::size_t j = 0; j < i; ++j) CHECK(other[i] != other[j]);
+    }
+    static std::string const args[] = {"-g"};
+    CHECK(base != describe([](llvm::TargetOptions& o) { o.MCOptions.CommandLineArgs = args; }));
+}
+
+TEST_CASE("llvm describe_llvm_options: an option set through setValue is seen, and prints nothing on stdout") {
+    init_llvm();
+    auto& registered = llvm::cl::getRegisteredOptions();
+    REQUIRE(registered.count("align-all-functions") == 1);
+    auto& align = *static_cast<llvm::cl::opt<unsigned>*>(registered["align-all-functions"]); // unsigned in LLVM 14
+    std::string unknown;
+    std::string const before = cc::describe_llvm_options({}, unknown);
+    CHECK(unknown.empty());
+    CHECK(before.find("align-all-functions") == std::string::npos);
+    std::fflush(stdout);
+    compile_cache_test::temp_dir dir;
+    std::string const stdout_file = (dir.path() / "stdout").string();
+    align.setValue(8);
+    std::string const after = [&] {
+        // stdout a file for the call, to see that nothing of the walk reaches it.
+        std::FILE* f = std::fopen(stdout_file.c_str(), "w");
+        REQUIRE(f);
+        int const saved = ::dup(1);
+        ::dup2(::fileno(f), 1);
+        llvm::outs() << "host output ";
+        std::string const d = cc::describe_llvm_options({}, unknown);
+        llvm::outs() << "stays";
+        llvm::outs().flush();
+        ::dup2(saved, 1);
+        ::close(saved);
+        std::fclose(f);
+        return d;
+    }();
+    // With stdout closed, the values are read all the same, and stdout stays closed.
+    int const saved = ::dup(1);
+    ::close(1);
+    std::string const closed = cc::describe_llvm_options({}, unknown);
+    bool const still_closed = ::fcntl(1, F_GETFD) == -1;
+    ::dup2(saved, 1);
+    ::close(saved);
+    CHECK(closed == after);
+    CHECK(still_closed);
+    align.setValue(0);
+    CHECK(compile_cache_test::read_file(stdout_file) == "host output stays");
+    CHECK(unknown.empty());
+    CHECK(after != before);
+    CHECK(after.find("align-all-functions") != std::string::npos);
+    CHECK(cc::describe_llvm_options({}, unknown) == before); // back at its default: as before
 }

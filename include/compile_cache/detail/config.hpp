@@ -16,10 +16,18 @@
 
 #if COMPILE_CACHE_CPLUSPLUS < 201703L
 #error "compile_cache: needs C++17 or later (-std=c++17); with llvm-config --cxxflags, replace its -std=c++14"
+#define COMPILE_CACHE_WRONG_FLAGS 1
 #endif
 
 #if !defined(__cpp_exceptions) && !defined(__EXCEPTIONS) && !defined(_CPPUNWIND)
 #error "compile_cache: needs exceptions (drop -fno-exceptions; llvm-config --cxxflags adds it, LLVM's headers do not need it)"
+#define COMPILE_CACHE_WRONG_FLAGS 1
+#endif
+
+// #error lets g++ and clang go on, into hundreds of errors from the library's code: a
+// missing include is fatal to both, so compilation stops here, at the sentences.
+#if defined(COMPILE_CACHE_WRONG_FLAGS)
+#include <compile_cache: compilation stopped; fix the flags named above>
 #endif
 
 // Separate compilation (docs/design.md, "What including the library costs"): a host that

@@ -68,6 +68,10 @@ public:
         void (*bypass)(void* impl, std::string const& reason) noexcept = nullptr;
         /// The cache's statistics as one line (statistics_snapshot::summary; optional).
         std::string (*summary)(void const* impl) noexcept = nullptr;
+        /// Why `in` has no entry, as the cache explains an absent miss from the record
+        /// of the entry's identity (miss_explanation::text: `changed bitcode; unchanged
+        /// toolchain, ...`, `new`); empty when it cannot tell (optional).
+        std::string (*explain_miss)(void* impl, object_key_inputs const& in) noexcept = nullptr;
     };
 
     /// A store that loads nothing and stores nothing.
@@ -98,6 +102,10 @@ public:
     }
     void bypass(std::string const& reason) noexcept {
         if (ops_ && ops_->bypass) ops_->bypass(impl_, reason);
+    }
+    /// Why `in` missed (operations::explain_miss); empty when the store cannot tell.
+    std::string explain_miss(object_key_inputs const& in) noexcept {
+        return ops_ && ops_->explain_miss ? ops_->explain_miss(impl_, in) : std::string();
     }
     /// The statistics of the cache behind the store, this process's: one line.
     std::string summary() const noexcept { return ops_ && ops_->summary ? ops_->summary(impl_) : std::string(); }
