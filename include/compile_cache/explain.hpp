@@ -119,6 +119,21 @@ inline bool is_identity_record_name(std::string_view hex) noexcept {
 namespace detail {
 COMPILE_CACHE_DECL void append_key8(std::string& out, key const& k);
 COMPILE_CACHE_DECL bool read_key8(envelope_reader& r, key& k);
+
+/// The stored key, kernel name, origin file and format id an entry's header names,
+/// read without its check value (`entry` must have been checked already, or be
+/// checked by whoever uses what it says); false when the header does not parse.
+COMPILE_CACHE_DECL bool read_entry_header(std::string_view entry, key& stored_key, std::string& name,
+                                          std::string& origin_file, std::string& format_id);
+
+/// The key of the identity record a host that gives no identity of its own writes for
+/// the kernel of `checked_entry` (by its name and origin file); nullopt when its header
+/// does not parse. What tiered_storage copies along with a remote entry.
+COMPILE_CACHE_DECL std::optional<key> record_key_of_entry(std::string_view checked_entry);
+
+/// Whether `bytes` look like the identity record stored under `record_key`: its header
+/// names that key and the record format (the check value is the reader's to verify).
+COMPILE_CACHE_DECL bool looks_like_record(std::string_view bytes, key const& record_key);
 } // namespace detail
 
 /// The payload of a record's envelope.

@@ -89,6 +89,40 @@ bool read_key8(envelope_reader& r, key& k) {
     k = key(bytes.data(), bytes.size());
     return true;
 }
+
+bool read_entry_header(std::string_view entry, key& stored_key, std::string& name, std::string& origin_file,
+                       std::string& format_id) {
+    auto const* p = reinterpret_cast<unsigned char const*>(entry.data());
+    if (entry.size() < envelope_min_header || std::memcmp(p, envelope_magic, sizeof envelope_magic) != 0)
+        return false;
+    envelope_reader in(p + sizeof envelope_magic, entry.size() - sizeof envelope_magic);
+    std::uint16_t version = 0, flags = 0;
+    std::uint32_t meta_size = 0;
+    std::string_view meta_bytes;
+    if (!in.read(version) || version != envelope_version || !in.read(flags) || !read_key8(in, stored_key) ||
+        !in.read(meta_size) || meta_size > envelope_max_metadata || !in.read_bytes(meta_size, meta_bytes))
+        return false;
+    envelope_fields f;
+    if (!parse_metadata(meta_bytes, f)) return false;
+    name = std::string(f.name);
+    origin_file = std::string(f.origin_file);
+    format_id = std::string(f.format_id);
+    return true;
+}
+
+std::optional<key> record_key_of_entry(std::string_view checked_entry) {
+    key stored;
+    std::string name, origin_file, format_id;
+    if (!read_entry_header(checked_entry, stored, name, origin_file, format_id)) return std::nullopt;
+    return identity_record_key(kernel_identity({}, name, origin_file));
+}
+
+bool looks_like_record(std::string_view bytes, key const& record_key) {
+    key stored;
+    std::string name, origin_file, format_id;
+    return read_entry_header(bytes, stored, name, origin_file, format_id) && stored == record_key &&
+           format_id == identity_record_format;
+}
 } // namespace detail
 
 std::string encode_identity_record(identity_record const& r) {
