@@ -13,6 +13,7 @@
 
 #include <boost/serialization/string.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <filesystem>
 #include <string>
@@ -76,7 +77,27 @@ TEST_CASE("a kernel never stored before misses as new", "[explain]") {
     auto r = get(cache, source{});
     CHECK(r.reason == "absent");
     CHECK(r.explanation.what == cc::miss_explanation::kind::new_kernel);
-    CHECK(r.explanation.text() == "new");
+    CHECK(r.explanation.text() == "new (no earlier entry named main from prog.dsl)");
+    CHECK(r.explanation.brief() == "new");
+}
+
+TEST_CASE("a renamed or moved kernel misses as new, saying what was looked for, logged once", "[explain]") {
+    string_cache<cc::memory_storage> cache{cc::memory_storage()};
+    std::vector<std::string> lines;
+    cache.set_logger([&](std::string_view l) { lines.emplace_back(l); });
+    auto compile = [] { return std::string("code"); };
+    cache.get_or_compile<std::string>(cache.make_key_builder().add("ir", 1).finish(), {"main", "a.dsl", 1}, compile);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0] == "miss main (absent): new (no earlier entry named main from a.dsl); later new kernels are not logged");
+    // Renamed, with its IR changed: no record under the new name.
+    auto r = cache.get_or_compile<std::string>(cache.make_key_builder().add("ir", 2).finish(),
+                                               {"start", "a.dsl", 1}, compile);
+    CHECK(r.explanation.what == cc::miss_explanation::kind::new_kernel);
+    CHECK(r.explanation.text() == "new (no earlier entry named start from a.dsl)");
+    auto moved = cache.get_or_compile<std::string>(cache.make_key_builder().add("ir", 3).finish(),
+                                                   {"main", "b.dsl", 1, "module.main"}, compile);
+    CHECK(moved.explanation.text() == "new (no earlier entry for the identity \"module.main\")");
+    CHECK(lines.size() == 1); // once a process: a cold run would be a line per kernel
 }
 
 TEST_CASE("a miss names the components that changed and lists the unchanged ones", "[explain]") {
@@ -91,8 +112,9 @@ TEST_CASE("a miss names the components that changed and lists the unchanged ones
     CHECK(r.explanation.changed == std::vector<std::string>{"ir"});
     CHECK(r.explanation.unchanged == std::vector<std::string>{"toolchain", "options", "const:K"});
     CHECK(r.explanation.brief() == "ir changed");
-    REQUIRE(lines.size() == 1); // a new kernel is not logged: a cold run would be a line per kernel
-    CHECK(lines[0] == "miss main (absent): changed ir; unchanged toolchain, options, const:K");
+    REQUIRE(lines.size() == 2); // the first new kernel, then the change
+    CHECK(lines[0].find("miss main (absent): new") == 0);
+    CHECK(lines[1] == "miss main (absent): changed ir; unchanged toolchain, options, const:K");
 
     SECTION("a constant and the options are named as well") {
         s.k = 2;
@@ -241,4 +263,159 @@ TEST_CASE("record keys are told from kernel keys by their size", "[explain]") {
     CHECK(cc::is_identity_record_name(rk.hex()));
     cc::key_builder<> kb;
     CHECK_FALSE(cc::is_identity_record_key(kb.add("ir", 1).finish().value()));
+}
+
+namespace {
+
+/// Writes `r` as the identity record of `name` from prog.dsl, as a forger with write
+/// access to the storage (and no secret: the cache has none) would.
+void plant_record(cc::memory_storage& storage, std::string const& name, cc::identity_record r) {
+    r.identity = cc::kernel_identity({}, name, "prog.dsl");
+    cc::key const rk = cc::identity_record_key(r.identity);
+    cc::entry_metadata m;
+    m.name = name;
+    m.origin_file = "prog.dsl";
+    m.format_id = std::string(cc::identity_record_format);
+    cc::envelope_auth const auth;
+    std::string entry;
+    cc::envelope_writer w(entry, rk, m, auth);
+    w.out() += cc::encode_identity_record(r);
+    w.seal();
+    REQUIRE(!storage.write(rk, entry));
+}
+
+/// The record of `main` from prog.dsl after one real store (its IR 0), as the cache
+/// wrote it: what a forger starts from.
+template <class Cache>
+cc::identity_record real_record(Cache& cache) {
+    cache.template get_or_compile<std::string>(cache.make_key_builder().add("ir", 0).finish(),
+                                               {"main", "prog.dsl", 1}, [] { return std::string("x"); });
+    auto r = cache.read_identity_record(cc::kernel_identity({}, "main", "prog.dsl"));
+    REQUIRE(r);
+    return *r;
+}
+
+bool listed_twice(cc::miss_explanation const& m) {
+    std::vector<std::string> all;
+    for (auto const* list : {&m.changed, &m.appeared, &m.disappeared, &m.unchanged})
+        all.insert(all.end(), list->begin(), list->end());
+    std::sort(all.begin(), all.end());
+    return std::adjacent_find(all.begin(), all.end()) != all.end();
+}
+
+} // namespace
+
+TEST_CASE("one callee component per callee: the changed one is named callee#2, never changed and unchanged",
+          "[explain]") {
+    string_cache<cc::memory_storage> cache{cc::memory_storage()};
+    cc::entry_info const info{"main", "prog.dsl", 1};
+    auto compile = [] { return std::string("code"); };
+    auto key_with = [&](std::string const& second) {
+        return cache.make_key_builder()
+            .add("ir", 1)
+            .add("callee", std::string("helper"))
+            .add("callee", second)
+            .add("callee", std::string("other"))
+            .finish();
+    };
+    cache.get_or_compile<std::string>(key_with("square"), info, compile);
+    auto r = cache.get_or_compile<std::string>(key_with("cube"), info, compile);
+    CHECK(r.explanation.changed == std::vector<std::string>{"callee#2"});
+    CHECK(r.explanation.unchanged == std::vector<std::string>{"toolchain", "ir", "callee", "callee#3"});
+    CHECK(r.explanation.text() == "changed callee#2; unchanged toolchain, ir, callee, callee#3");
+    CHECK_FALSE(listed_twice(r.explanation));
+}
+
+TEST_CASE("a record written with repeated names compares with distinct ones, each name listed once", "[explain]") {
+    cc::key const a(std::string(8, 'a')), b(std::string(8, 'b')), c(std::string(8, 'c'));
+    // As records were written before names were made distinct.
+    std::vector<cc::component_digest> const before{{"ir", a}, {"callee", a}, {"callee", b}, {"callee", c}};
+    std::vector<cc::component_digest> const now{{"ir", a}, {"callee", a}, {"callee#2", c}, {"callee#3", c}};
+    cc::miss_explanation const m = cc::compare_components(before, now);
+    CHECK(m.changed == std::vector<std::string>{"callee#2"});
+    CHECK(m.unchanged == std::vector<std::string>{"ir", "callee", "callee#3"});
+    CHECK_FALSE(listed_twice(m));
+    // And both sides with repeated names.
+    cc::miss_explanation const old_style =
+        cc::compare_components(before, {{"ir", a}, {"callee", a}, {"callee", c}, {"callee", c}});
+    CHECK(old_style.changed == std::vector<std::string>{"callee#2"});
+    CHECK_FALSE(listed_twice(old_style));
+}
+
+TEST_CASE("a forged record's escape sequences and line breaks are escaped in the explanation and the log line",
+          "[explain]") {
+    string_cache<cc::memory_storage> cache{cc::memory_storage()};
+    std::vector<std::string> lines;
+    cache.set_logger([&](std::string_view l) { lines.emplace_back(l); });
+    cc::identity_record forged = real_record(cache);
+    std::string const evil = "\x1b]0;owned\x07\x1b[2J\ncompile_cache: all entries verified";
+    forged.history.front().components.push_back({evil, cc::key(std::string(8, 'e'))});
+    plant_record(cache.storage(), "main", forged);
+    lines.clear();
+    auto r = cache.get_or_compile<std::string>(cache.make_key_builder().add("ir", 1).finish(),
+                                               {"main", "prog.dsl", 1}, [] { return std::string("x"); });
+    REQUIRE(r.explanation.disappeared == std::vector<std::string>{evil}); // the names as they are
+    std::string const shown = "\\x1b]0;owned\\x07\\x1b[2J\\x0acompile_cache: all entries verified";
+    CHECK(r.explanation.text() == "changed ir; disappeared " + shown + "; unchanged toolchain");
+    CHECK(r.explanation.brief() == "ir changed; " + shown + " disappeared");
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0] == "miss main (absent): changed ir; disappeared " + shown + "; unchanged toolchain");
+    for (std::string const& l : lines)
+        for (char ch : l) CHECK((static_cast<unsigned char>(ch) >= 0x20 && ch != 0x7f));
+}
+
+TEST_CASE("a record with an entry of more components than the bound is ignored, counted and logged once",
+          "[explain]") {
+    string_cache<cc::memory_storage> cache{cc::memory_storage()};
+    std::vector<std::string> lines;
+    cc::identity_record const real = real_record(cache);
+    cache.set_logger([&](std::string_view l) { lines.emplace_back(l); });
+    auto forged_with = [&](std::size_t components) {
+        cc::identity_record r = real;
+        auto& list = r.history.front().components;
+        // Every one named alike: what made the comparison quadratic.
+        while (list.size() < components) list.push_back({"", cc::key(std::string(1, 'q'))});
+        return r;
+    };
+    SECTION("over the bound: ignored") {
+        for (int i = 1; i <= 2; ++i) {
+            // Planted before each miss (the store after a miss replaces the record).
+            plant_record(cache.storage(), "main", forged_with(cc::identity_record_max_components + 1));
+            auto r = cache.get_or_compile<std::string>(cache.make_key_builder().add("ir", i).finish(),
+                                                       {"main", "prog.dsl", 1}, [] { return std::string("x"); });
+            CHECK(r.reason == "absent");
+            CHECK(r.explanation.what == cc::miss_explanation::kind::none);
+        }
+        CHECK(cache.stats().records_ignored == 2);
+        REQUIRE(lines.size() == 1);
+        CHECK(lines[0].find("miss main (absent): not explained: its identity record is over") == 0);
+        CHECK(lines[0].find("records-ignored") != std::string::npos);
+    }
+    SECTION("at the bound, all named alike: read, and compared") {
+        plant_record(cache.storage(), "main", forged_with(cc::identity_record_max_components));
+        auto r = cache.get_or_compile<std::string>(cache.make_key_builder().add("ir", 1).finish(),
+                                                   {"main", "prog.dsl", 1}, [] { return std::string("x"); });
+        REQUIRE(r.explanation.what == cc::miss_explanation::kind::changed);
+        CHECK(r.explanation.changed == std::vector<std::string>{"ir"});
+        CHECK(r.explanation.disappeared.size() ==
+              cc::identity_record_max_components - real.history.front().components.size());
+        CHECK(r.explanation.disappeared.at(1) == "#2");
+        CHECK_FALSE(listed_twice(r.explanation));
+        CHECK(cache.stats().records_ignored == 0);
+    }
+}
+TEST_CASE("decoding a record refuses an entry over the component bound, and says so", "[explain]") {
+    cc::identity_record r;
+    r.identity = "main\nprog.dsl";
+    r.history.push_back({cc::key(std::string(32, 'a')), 1, 2, {}});
+    for (std::size_t i = 0; i <= cc::identity_record_max_components; ++i)
+        r.history.back().components.push_back({"c" + std::to_string(i), cc::key(std::string(8, 'b'))});
+    bool over = false;
+    CHECK_FALSE(cc::decode_identity_record(cc::encode_identity_record(r), over));
+    CHECK(over);
+    r.history.back().components.pop_back();
+    auto const back = cc::decode_identity_record(cc::encode_identity_record(r), over);
+    REQUIRE(back);
+    CHECK_FALSE(over);
+    CHECK(back->history.at(0).components.size() == cc::identity_record_max_components);
 }

@@ -665,6 +665,45 @@ TEST_CASE("a key result lists its components in order with their names", "[key]"
     CHECK(renamed.value() != same.value());
 }
 
+TEST_CASE("a repeated component name is made distinct (callee#2) for explanations, the key unchanged", "[key]") {
+    // The key of these components as computed before names were made distinct: pinned,
+    // so that no existing entry is re-keyed.
+    cc::key_result const r = cc::key_builder<>()
+                                 .add("ir", "%0 = call @a, @b, @a")
+                                 .add("callee", std::string("a"))
+                                 .add("callee", std::string("b"))
+                                 .add("callee", std::string("a"))
+                                 .finish();
+    REQUIRE(r.ok());
+    CHECK(r.value().hex() == "d10ea6f82243332936e00e26b6b75febfe109414292549ec8a33ff875b1ea82a");
+    std::vector<std::string> names;
+    for (auto const& c : r.components()) names.push_back(c.name);
+    CHECK(names == std::vector<std::string>{"ir", "callee", "callee#2", "callee#3"});
+    CHECK(r.components()[1].digest == r.components()[3].digest);
+
+    SECTION("a name the host gave that looks like a made one is skipped, and that key is unchanged too") {
+        cc::key_result const given = cc::key_builder<>()
+                                         .add("ir", "x")
+                                         .add("callee", std::string("a"))
+                                         .add("callee#2", std::string("b"))
+                                         .add("callee", std::string("c"))
+                                         .finish();
+        CHECK(given.value().hex() == "4badf6df81c1058257187142542711d957775b23d78542310f52086bca4dcff1");
+        std::vector<std::string> given_names;
+        for (auto const& c : given.components()) given_names.push_back(c.name);
+        CHECK(given_names == std::vector<std::string>{"ir", "callee", "callee#2", "callee#3"});
+    }
+    SECTION("differing_components names the changed callee once") {
+        cc::key_result const other = cc::key_builder<>()
+                                         .add("ir", "%0 = call @a, @b, @a")
+                                         .add("callee", std::string("a"))
+                                         .add("callee", std::string("B"))
+                                         .add("callee", std::string("a"))
+                                         .finish();
+        CHECK(r.differing_components(other) == std::vector<std::string>{"callee#2"});
+    }
+}
+
 TEST_CASE("differing_components names exactly the components that changed", "[key]") {
     auto build = [](int level, std::string const& ir, std::optional<std::string> source) {
         options o;

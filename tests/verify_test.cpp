@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <stdexcept>
 #include <cstdint>
 #include <utility>
 #include <string>
@@ -97,6 +98,51 @@ TEST_CASE("verify mode: a compile that is not reproducible is nondeterministic, 
     CHECK(cache.stats().unsound == 0);
     REQUIRE(!lines.empty());
     CHECK(lines.back().find("verify stamped: nondeterministic") == 0);
+}
+
+TEST_CASE("verify mode: a verify compile that throws leaves the hit's value, counted verify-failed and logged once",
+          "[verify]") {
+    std::vector<std::string> lines;
+    cache_type cache = make_cache(1, &lines);
+    cc::key_result const k = cache.make_key_builder("throwing 1").add("ir", "x").finish();
+    cc::entry_info const info{"thrower", "prog.dsl", 1};
+    REQUIRE(cache.get_or_compile<std::string>(k, info, [] { return std::string("kernel"); }).outcome ==
+            cc::outcome::compiled);
+    int compiles = 0;
+    auto throwing = [&compiles]() -> std::string {
+        ++compiles;
+        throw std::runtime_error("host compile failed");
+    };
+    for (int i = 0; i < 3; ++i) {
+        cc::cached<std::string> r = cache.get_or_compile<std::string>(k, info, throwing);
+        CHECK(r.value == "kernel");
+        CHECK(r.outcome == cc::outcome::loaded);
+        CHECK(!r.unsound);
+    }
+    CHECK(compiles == 3);
+    CHECK(cache.stats().verify_failed == 3);
+    CHECK(cache.stats().verified == 0);
+    CHECK(cache.stats().summary().find(" verify-failed=3") != std::string::npos);
+    auto const failed_lines = std::count_if(lines.begin(), lines.end(), [](std::string const& l) {
+        return l.find("verify thrower: verify-failed") == 0 && l.find("host compile failed") != std::string::npos;
+    });
+    CHECK(failed_lines == 1);
+}
+
+TEST_CASE("verify mode: a second verify compile that throws also leaves the hit's value", "[verify]") {
+    cache_type cache = make_cache(1);
+    cc::key_result const k = cache.make_key_builder("throwing 2").add("ir", "x").finish();
+    cc::entry_info const info{"flaky", "prog.dsl", 1};
+    cache.get_or_compile<std::string>(k, info, [] { return std::string("kernel"); });
+    int compiles = 0;
+    cc::cached<std::string> r = cache.get_or_compile<std::string>(k, info, [&compiles]() -> std::string {
+        if (++compiles == 2) throw 42; // not even a std::exception
+        return "different";
+    });
+    CHECK(r.value == "kernel");
+    CHECK(r.outcome == cc::outcome::loaded);
+    CHECK(compiles == 2);
+    CHECK(cache.stats().verify_failed == 1);
 }
 
 TEST_CASE("verify mode off: a hit runs no compile", "[verify]") {

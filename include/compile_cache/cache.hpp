@@ -14,6 +14,7 @@
 #include <compile_cache/hasher/sha256.hpp>
 #include <compile_cache/key/builder.hpp>
 #include <compile_cache/key/toolchain.hpp>
+#include <compile_cache/printable.hpp>
 #include <compile_cache/resolver/concept.hpp>
 #include <compile_cache/resolver/reference.hpp>
 #include <compile_cache/resolver/registry.hpp>
@@ -526,16 +527,31 @@ public:
     /// The record of a kernel's identity (the entries stored for it, newest first), or
     /// nullopt when there is none or it does not check.
     std::optional<identity_record> read_identity_record(std::string const& identity) {
+        bool over_bound = false;
+        return read_identity_record(identity, over_bound);
+    }
+
+private:
+    // The same; `over_bound` is set when the record is there but over a bound
+    // (identity_record_max_size, identity_record_max_components): ignored.
+    std::optional<identity_record> read_identity_record(std::string const& identity, bool& over_bound) {
+        over_bound = false;
         if (!enabled_) return std::nullopt;
         try {
             key const rk = identity_record_key(identity);
             std::string bytes;
             read_result const rr = storage_.read(rk, bytes, identity_record_max_size);
+            if (rr.status == read_status::too_large) over_bound = true;
             if (rr.status != read_status::found) return std::nullopt;
             detail::envelope_fields const env =
                 detail::check_envelope(bytes, rk, identity_record_format, identity_record_max_size, auth_);
+            // A tier copies a sound record it read from its remote, so that this machine
+            // has it locally (for its misses and for `compile-cache explain`).
+            if constexpr (detail::has_entry_checked_with<Storage, envelope_status>::value)
+                storage_.entry_checked(rk, bytes, env.status);
+            if (env.status == envelope_status::too_large) over_bound = true;
             if (env.status != envelope_status::ok) return std::nullopt;
-            std::optional<identity_record> r = decode_identity_record(env.payload);
+            std::optional<identity_record> r = decode_identity_record(env.payload, over_bound);
             if (!r || r->identity != identity) return std::nullopt;
             return r;
         } catch (...) {
@@ -543,7 +559,6 @@ public:
         }
     }
 
-private:
     template <class Artifact, class Self>
     bool store_impl(key_result const& k, Artifact const& artifact, entry_info const& info, Self const* self,
                     std::chrono::nanoseconds compile_time, std::optional<identity_record> const* previous) {
@@ -614,7 +629,7 @@ private:
         if (!enabled_) return cached<Artifact>{std::forward<Compile>(compile)(), outcome::compiled, "disabled"};
         if (!k.ok()) {
             state_->stats.bypassed(k.bypass_reason());
-            log_with([&] { return "bypass " + info.name + ": " + k.bypass_reason(); });
+            log_with([&] { return "bypass " + printable(info.name) + ": " + printable(k.bypass_reason()); });
             auto start = std::chrono::steady_clock::now();
             cached<Artifact> result{std::forward<Compile>(compile)(), outcome::bypassed, k.bypass_reason()};
             state_->stats.compiled(detail::elapsed_ns(start));
@@ -632,10 +647,17 @@ private:
         bool const explained = why == miss_reason::absent && options_.record_identities;
         if (explained) {
             explanation = explain_from_record(k, info, previous);
-            // A new kernel is the normal case of a cold run: only a recompile is logged.
+            // A new kernel is the normal case of a cold run: logged for the first one only
+            // (a renamed or moved kernel is new too, and its line says what was looked for).
             if (options_.logger && (explanation.what == miss_explanation::kind::changed ||
                                     explanation.what == miss_explanation::kind::evicted))
-                log_with([&] { return "miss " + info.name + " (absent): " + explanation.text(); });
+                log_with([&] { return "miss " + printable(info.name) + " (absent): " + explanation.text(); });
+            else if (options_.logger && explanation.what == miss_explanation::kind::new_kernel &&
+                     !state_->new_kernel_logged.exchange(true))
+                log_with([&] {
+                    return "miss " + printable(info.name) + " (absent): " + explanation.text() +
+                           "; later new kernels are not logged";
+                });
         }
         auto start = std::chrono::steady_clock::now();
         cached<Artifact> result{std::forward<Compile>(compile)(), outcome::compiled, to_string(why)};
@@ -654,6 +676,9 @@ private:
         Resolver resolver;
         statistics stats;
         std::atomic<bool> write_error_logged{false};
+        std::atomic<bool> new_kernel_logged{false};     ///< the first new kernel's miss was logged
+        std::atomic<bool> record_ignored_logged{false}; ///< an identity record over a bound was logged
+        std::atomic<bool> verify_failed_logged{false};  ///< a verify compile that threw was logged
         std::mutex toolchain_mutex;
         std::string toolchain_host;
         std::optional<component_digest> toolchain_digest;
@@ -762,11 +787,28 @@ private:
     // What changed since the kernel was last stored, from its identity record, which is
     // left in `previous` for the store that follows (it updates the record). Kind none
     // when nothing could be read.
+    // A record over a bound (a forged one: no host's record comes near) is ignored,
+    // counted records-ignored and logged once: the miss is left unexplained, and the
+    // store that follows replaces the record.
     miss_explanation explain_from_record(key_result const& k, entry_info const& info,
                                          std::optional<identity_record>& previous) noexcept {
         try {
-            previous = read_identity_record(kernel_identity(info.identity, info.name, info.origin_file));
-            return explain_absent(previous ? &*previous : nullptr, k.value(), explained_components(k));
+            bool over_bound = false;
+            previous = read_identity_record(kernel_identity(info.identity, info.name, info.origin_file), over_bound);
+            if (over_bound) {
+                state_->stats.record_ignored();
+                if (!state_->record_ignored_logged.exchange(true))
+                    log_with([&] {
+                        return "miss " + printable(info.name) +
+                               " (absent): not explained: its identity record is over " +
+                               std::to_string(identity_record_max_size >> 10) + " KiB or " +
+                               std::to_string(identity_record_max_components) +
+                               " components an entry, and is ignored (counted records-ignored)";
+                    });
+                return {};
+            }
+            return explain_absent(previous ? &*previous : nullptr, k.value(), explained_components(k), info.identity,
+                                  info.name, info.origin_file);
         } catch (...) {
             return {};
         }
@@ -853,32 +895,37 @@ private:
     // the kernel nondeterministic (bytes cannot judge it: the loaded artifact is kept);
     // two that agree make the entry unsound (its key misses an input: the fresh
     // artifact is returned, never the loaded one).
+    // A verify compile that throws judges nothing: the host would have had the loaded
+    // artifact without verify mode, so it gets it now (counted verify-failed, logged
+    // once); the exception never reaches the host.
     template <class Artifact, class Compile, class Self>
     cached<Artifact> verify_hit(key_result const& k, entry_info const& info, Artifact loaded, Compile& compile,
                                 Self const* self) {
         auto start = std::chrono::steady_clock::now();
-        Artifact fresh = compile();
+        std::optional<Artifact> fresh = verify_compile<Artifact>(info, compile);
         state_->stats.compiled(detail::elapsed_ns(start));
+        if (!fresh) return cached<Artifact>{std::move(loaded), outcome::loaded, {}};
         std::string loaded_bytes, fresh_bytes;
-        if (!serialize_to(loaded, self, loaded_bytes) || !serialize_to(fresh, self, fresh_bytes))
+        if (!serialize_to(loaded, self, loaded_bytes) || !serialize_to(*fresh, self, fresh_bytes))
             return cached<Artifact>{std::move(loaded), outcome::loaded, {}};
         if (loaded_bytes == fresh_bytes) {
             state_->stats.verified();
             return cached<Artifact>{std::move(loaded), outcome::loaded, {}};
         }
         start = std::chrono::steady_clock::now();
-        Artifact again = compile();
+        std::optional<Artifact> again = verify_compile<Artifact>(info, compile);
         state_->stats.compiled(detail::elapsed_ns(start));
         std::string again_bytes;
-        if (!serialize_to(again, self, again_bytes)) return cached<Artifact>{std::move(loaded), outcome::loaded, {}};
+        if (!again || !serialize_to(*again, self, again_bytes))
+            return cached<Artifact>{std::move(loaded), outcome::loaded, {}};
         if (again_bytes != fresh_bytes) {
             state_->stats.nondeterministic();
-            log("verify " + info.name + ": nondeterministic: two fresh compiles differ, so the bytes of its entry "
+            log("verify " + printable(info.name) + ": nondeterministic: two fresh compiles differ, so the bytes of its entry "
                                         "cannot be checked; the loaded kernel is used");
             return cached<Artifact>{std::move(loaded), outcome::loaded, {}};
         }
         state_->stats.unsound();
-        std::string const line = "verify " + info.name + ": UNSOUND: the entry under key " + k.value().hex() +
+        std::string const line = "verify " + printable(info.name) + ": UNSOUND: the entry under key " + k.value().hex() +
                                  " differs from a fresh compile, and two fresh compiles agree: the key misses an "
                                  "input the compile reads; the fresh kernel is used (docs/explain.md, \"Keys that "
                                  "miss an input\")";
@@ -886,9 +933,33 @@ private:
             log(line);
         else
             std::fprintf(stderr, "compile_cache: %s\n", line.c_str());
-        cached<Artifact> r{std::move(fresh), outcome::compiled, "unsound"};
+        cached<Artifact> r{std::move(*fresh), outcome::compiled, "unsound"};
         r.unsound = true;
         return r;
+    }
+
+    // One compile of verify mode; nullopt when it throws (counted verify-failed; the
+    // first such throw of the process is logged).
+    template <class Artifact, class Compile>
+    std::optional<Artifact> verify_compile(entry_info const& info, Compile& compile) noexcept {
+        std::string what;
+        try {
+            return std::optional<Artifact>(compile());
+        } catch (std::exception const& e) {
+            try {
+                what = e.what();
+            } catch (...) {
+            }
+        } catch (...) {
+            what = "an exception that is not a std::exception";
+        }
+        state_->stats.verify_failed();
+        if (!state_->verify_failed_logged.exchange(true))
+            log_with([&] {
+                return "verify " + printable(info.name) + ": verify-failed: the verify compile threw (" +
+                       printable(what) + "); the loaded kernel is used (later such throws are counted, not logged)";
+            });
+        return std::nullopt;
     }
 
     std::nullopt_t missed(load_attempt& attempt, miss_reason r, std::string const& detail) noexcept {
@@ -896,7 +967,7 @@ private:
         state_->stats.miss(r, attempt.bytes, detail::elapsed_ns(attempt.start));
         if (r != miss_reason::absent)
             log_with([&] {
-                return "miss " + attempt.info.name + " (" + failure_subject(attempt.k) + "): " + to_string(r) +
+                return "miss " + printable(attempt.info.name) + " (" + failure_subject(attempt.k) + "): " + to_string(r) +
                        (detail.empty() ? "" : ": " + detail);
             });
         return std::nullopt;
@@ -909,7 +980,7 @@ private:
         // store: it is reported once, and counted every time.
         if (f == store_failure::write_error && state_->write_error_logged.exchange(true)) return false;
         log_with([&] {
-            return "store failed " + info.name + " (" + failure_subject(k) + "): " + to_string(f) +
+            return "store failed " + printable(info.name) + " (" + failure_subject(k) + "): " + to_string(f) +
                    (detail.empty() ? "" : ": " + detail);
         });
         return false;

@@ -33,6 +33,7 @@
 
 #include <compile_cache/envelope.hpp>
 #include <compile_cache/explain.hpp>
+#include <compile_cache/printable.hpp>
 #include <compile_cache/secret_file.hpp>
 #include <compile_cache/settings.hpp>
 #include <compile_cache/statistics.hpp>

@@ -15,7 +15,9 @@
 #include <compile_cache/detail/endian.hpp>
 #include <compile_cache/envelope.hpp>
 #include <compile_cache/hasher/sha256.hpp>
+#include <compile_cache/key/builder.hpp>
 #include <compile_cache/key/key.hpp>
+#include <compile_cache/printable.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -39,16 +41,23 @@ struct miss_explanation {
     std::vector<std::string> appeared;    ///< components the previous key did not have
     std::vector<std::string> disappeared; ///< components of the previous key that are gone
     std::vector<std::string> unchanged;   ///< the others (an unchanged toolchain as one name)
+    /// For kind::new_kernel, what no earlier entry was found for: the host's identity
+    /// string when it gave one, else the kernel's name and origin file (empty when the
+    /// explanation was made without them).
+    std::string identity, name, origin_file;
 
     explicit operator bool() const noexcept { return what != kind::none; }
 
-    /// For a log line: `changed callee:helper, ir; unchanged toolchain, options`, `new`,
-    /// `evicted or removed`; empty for kind::none.
+    /// For a log line: `changed callee:helper, ir; unchanged toolchain, options`,
+    /// `new (no earlier entry named main from prog.dsl)`, `evicted or removed`; empty
+    /// for kind::none. Every name in it is printable() (a record may have been forged).
     COMPILE_CACHE_DECL std::string text() const;
 
     /// Short, for a host's one-line report: `callee:helper, ir changed`, `new`, `evicted`.
+    /// Names printable(), as in text().
     COMPILE_CACHE_DECL std::string brief() const;
 
+    /// The names, printable(), separated by `, `.
     COMPILE_CACHE_DECL static std::string join(std::vector<std::string> const& names);
 
 private:
@@ -83,8 +92,12 @@ inline constexpr std::string_view identity_record_format = "compile_cache.identi
 /// The last byte of a record's 33-byte key.
 inline constexpr unsigned char identity_record_marker = 0x1d;
 inline constexpr std::size_t identity_record_key_size = 33;
-/// A record is small; one over this bound is not read.
+/// A record is small; one over this bound is not read (counted records-ignored).
 inline constexpr std::size_t identity_record_max_size = std::size_t{256} << 10;
+/// The most components one recorded entry may list; a record with an entry over it is
+/// not read either (counted records-ignored). No key a host builds comes near it (a
+/// kernel keyed on 4096 callees), and comparing is linear in the components anyway.
+inline constexpr std::size_t identity_record_max_components = 4096;
 
 /// The identity of a kernel: the host's own string, or its name and origin file.
 COMPILE_CACHE_DECL std::string kernel_identity(std::string_view given, std::string_view name,
@@ -106,25 +119,53 @@ inline bool is_identity_record_name(std::string_view hex) noexcept {
 namespace detail {
 COMPILE_CACHE_DECL void append_key8(std::string& out, key const& k);
 COMPILE_CACHE_DECL bool read_key8(envelope_reader& r, key& k);
+
+/// The stored key, kernel name, origin file and format id an entry's header names,
+/// read without its check value (`entry` must have been checked already, or be
+/// checked by whoever uses what it says); false when the header does not parse.
+COMPILE_CACHE_DECL bool read_entry_header(std::string_view entry, key& stored_key, std::string& name,
+                                          std::string& origin_file, std::string& format_id);
+
+/// The key of the identity record a host that gives no identity of its own writes for
+/// the kernel of `checked_entry` (by its name and origin file); nullopt when its header
+/// does not parse. What tiered_storage copies along with a remote entry.
+COMPILE_CACHE_DECL std::optional<key> record_key_of_entry(std::string_view checked_entry);
+
+/// Whether `bytes` look like the identity record stored under `record_key`: its header
+/// names that key and the record format (the check value is the reader's to verify).
+COMPILE_CACHE_DECL bool looks_like_record(std::string_view bytes, key const& record_key);
 } // namespace detail
 
 /// The payload of a record's envelope.
 COMPILE_CACHE_DECL std::string encode_identity_record(identity_record const& r);
 
-/// Parses what encode_identity_record wrote, within bounds; nullopt for anything else.
+/// Parses what encode_identity_record wrote, within bounds; nullopt for anything else,
+/// and for a record with an entry of more than identity_record_max_components.
 COMPILE_CACHE_DECL std::optional<identity_record> decode_identity_record(std::string_view payload);
 
+/// The same; `over_bound` is set when the payload was refused for holding an entry of
+/// more than identity_record_max_components (a forged record, not a damaged one).
+COMPILE_CACHE_DECL std::optional<identity_record> decode_identity_record(std::string_view payload,
+                                                                         bool& over_bound);
+
 /// The component lists of two keys of one kernel compared: which names of `now`
-/// changed or appeared since `before`, and which of `before` disappeared. The n-th
-/// component of a name is matched with the n-th of that name. Toolchain parts (names
-/// starting `toolchain: `) that are all unchanged are named `toolchain` once.
+/// changed or appeared since `before`, and which of `before` disappeared. Both lists'
+/// names are first made distinct as key_builder makes them (distinct_component_names:
+/// the n-th `callee` is `callee#n`), so the n-th component of a name is matched with
+/// the n-th of that name, records written before names were made distinct compare
+/// alike, and no name is ever listed twice, nor both changed and unchanged. Linear in
+/// the components. Toolchain parts (names starting `toolchain: `) that are all
+/// unchanged are named `toolchain` once.
 COMPILE_CACHE_DECL miss_explanation compare_components(std::vector<component_digest> const& before,
                                                        std::vector<component_digest> const& now);
 
 /// The explanation of an `absent` miss of the key `now_key` (components `now`), from
-/// the record of the kernel's identity (null when there is none).
+/// the record of the kernel's identity (null when there is none). `identity`, `name`
+/// and `origin_file` (as in entry_info) say what a new kernel had no earlier entry for.
 COMPILE_CACHE_DECL miss_explanation explain_absent(identity_record const* record, key const& now_key,
-                                                   std::vector<component_digest> const& now);
+                                                   std::vector<component_digest> const& now,
+                                                   std::string_view identity = {}, std::string_view name = {},
+                                                   std::string_view origin_file = {});
 
 } // namespace compile_cache
 

@@ -75,7 +75,9 @@ enum class counter : std::size_t {
     verified,
     unsound,
     nondeterministic,
+    verify_failed,
     stores_skipped_cheap,
+    records_ignored,
     count_
 };
 inline constexpr std::size_t counter_count = static_cast<std::size_t>(counter::count_);
@@ -106,8 +108,13 @@ struct statistics_snapshot {
     std::uint64_t verified = 0;         ///< the fresh compile's bytes equal the loaded artifact's
     std::uint64_t unsound = 0;          ///< they differ, and two fresh compiles agree: the key misses an input
     std::uint64_t nondeterministic = 0; ///< two fresh compiles differ: bytes cannot judge this kernel
+    /// A verify compile threw: the hit's value was used, nothing was judged.
+    std::uint64_t verify_failed = 0;
     /// Kernels not stored because they compiled faster than cache_options::min_compile_time.
     std::uint64_t stores_skipped_cheap = 0;
+    /// Identity records not read because they are over identity_record_max_size or hold
+    /// more components than identity_record_max_components: misses left unexplained.
+    std::uint64_t records_ignored = 0;
     /// The Storage's own counters (tiered_storage: `remote.hits`, ...), in its order;
     /// empty for a storage that keeps none.
     std::vector<std::pair<std::string, std::uint64_t>> storage_counters;
@@ -131,8 +138,8 @@ struct statistics_snapshot {
     /// (to_string of each miss_reason), `stores`, `store-failures.<failure>`,
     /// `bypasses`, `bytes-read`, `bytes-written`, `load-ns`, `compile-ns`, `store-ns`,
     /// `hit-read-ns`, `hit-verify-ns`, `hit-deserialize-ns`, `hit-relocate-ns`,
-    /// `hit-compile-ns`, `verified`, `unsound`, `nondeterministic`,
-    /// `store-skipped.cheap`. These
+    /// `hit-compile-ns`, `verified`, `unsound`, `nondeterministic`, `verify-failed`,
+    /// `store-skipped.cheap`, `records-ignored`. These
     /// are the names a cache directory keeps its cumulative counters under (the
     /// breakdown of bypasses by reason is not kept: reasons are the host's own text).
     /// Then the storage_counters.
@@ -184,7 +191,9 @@ inline constexpr counter_row counter_table[] = {
     {"verified", &statistics_snapshot::verified},
     {"unsound", &statistics_snapshot::unsound},
     {"nondeterministic", &statistics_snapshot::nondeterministic},
+    {"verify-failed", &statistics_snapshot::verify_failed},
     {"store-skipped.cheap", &statistics_snapshot::stores_skipped_cheap},
+    {"records-ignored", &statistics_snapshot::records_ignored},
 };
 static_assert(std::size(counter_table) == counter_count, "compile_cache: one counter_table row per counter");
 } // namespace detail
@@ -227,6 +236,8 @@ public:
     void verified() noexcept { add(detail::counter::verified); }
     void unsound() noexcept { add(detail::counter::unsound); }
     void nondeterministic() noexcept { add(detail::counter::nondeterministic); }
+    void verify_failed() noexcept { add(detail::counter::verify_failed); }
+    void record_ignored() noexcept { add(detail::counter::records_ignored); }
     void store_skipped_cheap() noexcept { add(detail::counter::stores_skipped_cheap); }
     void compiled(std::uint64_t ns) noexcept { add(detail::counter::compile_ns, ns); }
     COMPILE_CACHE_DECL void bypassed(std::string const& reason) noexcept;

@@ -3,13 +3,18 @@
 #pragma once
 #if COMPILE_CACHE_INCLUDE_IMPL
 #include <cstring>
+#include <unordered_map>
 
 namespace compile_cache {
 
 std::string miss_explanation::text() const {
     switch (what) {
     case kind::none: return {};
-    case kind::new_kernel: return "new";
+    case kind::new_kernel:
+        if (!identity.empty()) return "new (no earlier entry for the identity \"" + printable(identity) + "\")";
+        if (!name.empty() || !origin_file.empty())
+            return "new (no earlier entry named " + printable(name) + " from " + printable(origin_file) + ")";
+        return "new";
     case kind::evicted: return "evicted or removed (an entry under this very key was stored before)";
     case kind::changed: break;
     }
@@ -43,7 +48,7 @@ std::string miss_explanation::brief() const {
 
 std::string miss_explanation::join(std::vector<std::string> const& names) {
     std::string s;
-    for (auto const& n : names) s += (s.empty() ? "" : ", ") + n;
+    for (auto const& n : names) s += (s.empty() ? "" : ", ") + printable(n);
     return s;
 }
 
@@ -84,6 +89,40 @@ bool read_key8(envelope_reader& r, key& k) {
     k = key(bytes.data(), bytes.size());
     return true;
 }
+
+bool read_entry_header(std::string_view entry, key& stored_key, std::string& name, std::string& origin_file,
+                       std::string& format_id) {
+    auto const* p = reinterpret_cast<unsigned char const*>(entry.data());
+    if (entry.size() < envelope_min_header || std::memcmp(p, envelope_magic, sizeof envelope_magic) != 0)
+        return false;
+    envelope_reader in(p + sizeof envelope_magic, entry.size() - sizeof envelope_magic);
+    std::uint16_t version = 0, flags = 0;
+    std::uint32_t meta_size = 0;
+    std::string_view meta_bytes;
+    if (!in.read(version) || version != envelope_version || !in.read(flags) || !read_key8(in, stored_key) ||
+        !in.read(meta_size) || meta_size > envelope_max_metadata || !in.read_bytes(meta_size, meta_bytes))
+        return false;
+    envelope_fields f;
+    if (!parse_metadata(meta_bytes, f)) return false;
+    name = std::string(f.name);
+    origin_file = std::string(f.origin_file);
+    format_id = std::string(f.format_id);
+    return true;
+}
+
+std::optional<key> record_key_of_entry(std::string_view checked_entry) {
+    key stored;
+    std::string name, origin_file, format_id;
+    if (!read_entry_header(checked_entry, stored, name, origin_file, format_id)) return std::nullopt;
+    return identity_record_key(kernel_identity({}, name, origin_file));
+}
+
+bool looks_like_record(std::string_view bytes, key const& record_key) {
+    key stored;
+    std::string name, origin_file, format_id;
+    return read_entry_header(bytes, stored, name, origin_file, format_id) && stored == record_key &&
+           format_id == identity_record_format;
+}
 } // namespace detail
 
 std::string encode_identity_record(identity_record const& r) {
@@ -104,6 +143,12 @@ std::string encode_identity_record(identity_record const& r) {
 }
 
 std::optional<identity_record> decode_identity_record(std::string_view payload) {
+    bool over_bound = false;
+    return decode_identity_record(payload, over_bound);
+}
+
+std::optional<identity_record> decode_identity_record(std::string_view payload, bool& over_bound) {
+    over_bound = false;
     detail::envelope_reader r(reinterpret_cast<unsigned char const*>(payload.data()), payload.size());
     identity_record out;
     std::uint32_t count;
@@ -115,7 +160,12 @@ std::optional<identity_record> decode_identity_record(std::string_view payload) 
         if (!detail::read_key8(r, e.entry_key) || !r.read(created) || !r.read(e.compile_ns) || !r.read(components))
             return std::nullopt;
         e.created_ns = static_cast<std::int64_t>(created);
+        if (components > identity_record_max_components) {
+            over_bound = true;
+            return std::nullopt;
+        }
         if (components > r.left() / 5) return std::nullopt; // each takes at least 5 bytes
+        e.components.reserve(components);
         for (std::uint32_t j = 0; j < components; ++j) {
             component_digest c;
             if (!r.read_string32(c.name) || !detail::read_key8(r, c.digest)) return std::nullopt;
@@ -129,49 +179,50 @@ std::optional<identity_record> decode_identity_record(std::string_view payload) 
 
 miss_explanation compare_components(std::vector<component_digest> const& before,
                                     std::vector<component_digest> const& now) {
-    auto nth_named = [](std::vector<component_digest> const& list, std::string const& name,
-                        std::size_t n) -> component_digest const* {
-        for (auto const& c : list)
-            if (c.name == name && n-- == 0) return &c;
-        return nullptr;
-    };
-    auto rank = [](std::vector<component_digest> const& list, std::size_t i) {
-        std::size_t n = 0;
-        for (std::size_t j = 0; j < i; ++j) n += list[j].name == list[i].name ? 1 : 0;
-        return n;
-    };
+    std::vector<component_digest> old_list = before, new_list = now;
+    distinct_component_names(old_list);
+    distinct_component_names(new_list);
+    std::unordered_map<std::string_view, component_digest const*> old_by_name, new_by_name;
+    old_by_name.reserve(old_list.size());
+    new_by_name.reserve(new_list.size());
+    for (component_digest const& c : old_list) old_by_name.emplace(c.name, &c);
+    for (component_digest const& c : new_list) new_by_name.emplace(c.name, &c);
     auto is_toolchain_part = [](std::string const& name) { return name.rfind("toolchain: ", 0) == 0; };
     miss_explanation m;
     m.what = miss_explanation::kind::changed;
     bool toolchain_changed = false, toolchain_parts = false;
-    for (std::size_t i = 0; i < now.size(); ++i) {
-        component_digest const* old = nth_named(before, now[i].name, rank(now, i));
-        bool const part = is_toolchain_part(now[i].name);
+    for (component_digest const& c : new_list) {
+        auto const old = old_by_name.find(c.name);
+        bool const part = is_toolchain_part(c.name);
         toolchain_parts = toolchain_parts || part;
-        if (!old) {
-            m.appeared.push_back(now[i].name);
+        if (old == old_by_name.end()) {
+            m.appeared.push_back(c.name);
             toolchain_changed = toolchain_changed || part;
-        } else if (!(old->digest == now[i].digest)) {
-            m.changed.push_back(now[i].name);
+        } else if (!(old->second->digest == c.digest)) {
+            m.changed.push_back(c.name);
             toolchain_changed = toolchain_changed || part;
         } else if (!part) {
-            m.unchanged.push_back(now[i].name);
+            m.unchanged.push_back(c.name);
         }
     }
-    for (std::size_t i = 0; i < before.size(); ++i)
-        if (!nth_named(now, before[i].name, rank(before, i))) {
-            m.disappeared.push_back(before[i].name);
-            toolchain_changed = toolchain_changed || is_toolchain_part(before[i].name);
+    for (component_digest const& c : old_list)
+        if (new_by_name.find(c.name) == new_by_name.end()) {
+            m.disappeared.push_back(c.name);
+            toolchain_changed = toolchain_changed || is_toolchain_part(c.name);
         }
     if (toolchain_parts && !toolchain_changed) m.unchanged.insert(m.unchanged.begin(), "toolchain");
     return m;
 }
 
 miss_explanation explain_absent(identity_record const* record, key const& now_key,
-                                std::vector<component_digest> const& now) {
+                                std::vector<component_digest> const& now, std::string_view identity,
+                                std::string_view name, std::string_view origin_file) {
     miss_explanation m;
     if (!record || record->history.empty()) {
         m.what = miss_explanation::kind::new_kernel;
+        m.identity = std::string(identity);
+        m.name = std::string(name);
+        m.origin_file = std::string(origin_file);
         return m;
     }
     for (recorded_entry const& e : record->history)

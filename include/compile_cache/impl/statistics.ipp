@@ -40,6 +40,8 @@ std::string statistics_snapshot::summary() const {
     if (verified + unsound + nondeterministic != 0)
         s += " verify=(verified " + std::to_string(verified) + " unsound " + std::to_string(unsound) +
              " nondeterministic " + std::to_string(nondeterministic) + ")";
+    if (verify_failed != 0) s += " verify-failed=" + std::to_string(verify_failed);
+    if (records_ignored != 0) s += " records-ignored=" + std::to_string(records_ignored);
     if (stores_skipped_cheap != 0) s += " store-skipped-cheap=" + std::to_string(stores_skipped_cheap);
     if (hits) s += " saved-ms=" + format_ms(saved_ns());
     s += " load-ms=" + format_ms(load_ns) + " compile-ms=" + format_ms(compile_ns) + " store-ms=" + format_ms(store_ns);

@@ -12,6 +12,8 @@
 
 #include <exception>
 #include <type_traits>
+#include <unordered_map>
+#include <unordered_set>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,6 +21,14 @@
 #include <vector>
 
 namespace compile_cache {
+
+/// Makes the names of `components` distinct, in place, for explanations: the first
+/// component of a name keeps it, the n-th (n >= 2) becomes `NAME#n`, or the next
+/// `NAME#k` that no component has (a host may have named one `callee#2` itself). A host
+/// that adds one `callee` per callee thus reads `changed callee#2`, never `changed
+/// callee, callee; unchanged callee`. Linear in the components; a list whose names are
+/// distinct is left as it is.
+COMPILE_CACHE_DECL void distinct_component_names(std::vector<component_digest>& components);
 
 /// What key_builder::finish() gives: a key, or a bypass with the reason the host
 /// (or the builder) gave for why this kernel cannot be keyed.
@@ -44,7 +54,8 @@ public:
     /// Why this kernel bypasses the cache; empty when ok().
     std::string const& bypass_reason() const noexcept { return reason_; }
 
-    /// Each named component's digest, in the order they were added.
+    /// Each named component's digest, in the order they were added; a name added more
+    /// than once is made distinct (`callee`, `callee#2`, ...: distinct_component_names).
     std::vector<component_digest> const& components() const noexcept { return components_; }
 
     /// The names of the components that differ between two results (present in one
@@ -56,13 +67,6 @@ public:
     COMPILE_CACHE_DECL std::vector<std::string> differing_components(key_result const& other) const;
 
 private:
-    // How many components before `i` have the same name as components[i].
-    COMPILE_CACHE_DECL static std::size_t rank_of_name(std::vector<component_digest> const& components, std::size_t i);
-
-    // The n-th component (from 0) named `name`, or null.
-    COMPILE_CACHE_DECL static component_digest const* nth_named(std::vector<component_digest> const& components,
-                                                                std::string const& name, std::size_t n);
-
     std::optional<key> key_;
     std::string reason_;
     std::vector<component_digest> components_;
@@ -75,7 +79,9 @@ private:
 /// compile_cache::key_result k = kb.finish();
 /// \endcode
 /// Each component is written as a canonical message (see key_writer) and hashed on
-/// its own; the key is the digest of the names and digests in order. A value that
+/// its own; the key is the digest of the names and digests in order (the names as
+/// added: the key_result's components() make repeated names distinct, the key does
+/// not see that, so no key changed when they began to be). A value that
 /// cannot be described at run time is reported with fail(): the result is then a
 /// bypass, never a key.
 template <class Hasher = sha256>
@@ -137,7 +143,7 @@ public:
 
     /// The key over every component added so far, or a bypass.
     key_result finish() const {
-        if (failure_) return key_result::bypass(*failure_, components_);
+        if (failure_) return key_result::bypass(*failure_, distinct_names());
         try {
             std::string message;
             key_writer w(message);
@@ -145,7 +151,7 @@ public:
             for (auto const& c : components_) w(c.name, c.digest);
             Hasher h;
             detail::hasher_update(h, message.data(), message.size());
-            return key_result::keyed(detail::hasher_key(h), components_);
+            return key_result::keyed(detail::hasher_key(h), distinct_names());
         } catch (std::exception const& e) {
             return key_result::bypass(std::string("key could not be computed: ") + e.what());
         } catch (...) { // a Hasher of the host's own may throw anything: a bypass, never the host's
@@ -154,8 +160,15 @@ public:
     }
 
 private:
+    // The components as key_result shows them: repeated names made distinct.
+    std::vector<component_digest> distinct_names() const {
+        std::vector<component_digest> out = components_;
+        distinct_component_names(out);
+        return out;
+    }
+
     std::string scratch_;
-    std::vector<component_digest> components_;
+    std::vector<component_digest> components_; ///< the names as added: what the key is computed over
     std::optional<std::string> failure_;
 };
 

@@ -9,6 +9,7 @@
 #include <compile_cache/detail/detection.hpp>
 
 #include <compile_cache/envelope.hpp>
+#include <compile_cache/explain.hpp>
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/settings.hpp>
 #include <compile_cache/storage/concept.hpp>
@@ -104,6 +105,11 @@ inline remote_read_mark& last_remote_read() noexcept {
 ///   an entry the remote returned that checked `ok` is written to the local storage
 ///   (so the next process reads it locally and sends nothing), and counted as a remote
 ///   hit; one that is corrupt or unauthenticated is counted as such, never copied.
+///   The kernel's identity record comes along (explain.hpp): an identity record read
+///   from the remote that checked `ok` is copied too (not counted as a hit), and a
+///   copied kernel entry brings the record under its name and origin file when there
+///   is none locally, so that misses and `compile-cache explain` here find what the
+///   fleet recorded (one remote read per entry copied).
 /// - `write`: the local storage, then, in read_write mode, the remote (each remote call
 ///   is bounded by the remote's own timeout: the host waits no longer). The answer is
 ///   the local storage's (remote-only: the remote's); a remote failure is counted.
@@ -317,10 +323,15 @@ public:
         detail::remote_read_mark& mark = detail::last_remote_read();
         if (!state_ || mark.tier != this || mark.k != k) return;
         mark.tier = nullptr;
+        if (is_identity_record_key(k)) { // a record: copied when sound, never counted as an entry
+            if (status == envelope_status::ok && state_->local) (void)local_write(k, entry);
+            return;
+        }
         switch (status) {
         case envelope_status::ok:
             ++state_->counts[c_hits];
-            if (state_->local) (void)local_write(k, entry); // a failure here is the next run's miss
+            if (state_->local && !local_write(k, entry)) // a failure here is the next run's miss
+                copy_record_of(entry);
             break;
         case envelope_status::corrupt:
         case envelope_status::key_mismatch:
@@ -402,6 +413,36 @@ private:
             return state_->local->remove(k);
         } catch (...) {
             return std::make_error_code(std::errc::io_error);
+        }
+    }
+
+    // The identity record of the kernel whose remote entry was just copied here, under
+    // the identity a host that gives none has (name and origin file), copied from the
+    // remote when the local storage has none: best effort, bounded as any remote call,
+    // never when the remote is skipped. The record's check value is verified by whoever
+    // reads it, as for any record.
+    void copy_record_of(std::string_view entry) noexcept {
+        try {
+            std::optional<key> const rk = detail::record_key_of_entry(entry);
+            if (!rk) return;
+            std::string bytes;
+            if (local_read(*rk, bytes, identity_record_max_size).status != read_status::absent) return;
+            if (!may_call()) return;
+            auto const start = clock::now();
+            read_result r;
+            try {
+                r = state_->remote->read(*rk, bytes, identity_record_max_size);
+            } catch (...) {
+                r = {read_status::error, std::make_error_code(std::errc::io_error)};
+            }
+            state_->counts[c_read_ns] += ns_since(start);
+            if (r.status == read_status::error) {
+                failed(r.error);
+                return;
+            }
+            answered();
+            if (r.status == read_status::found && detail::looks_like_record(bytes, *rk)) (void)local_write(*rk, bytes);
+        } catch (...) {
         }
     }
 

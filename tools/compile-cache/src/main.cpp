@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -72,7 +73,7 @@ char const* const help_text =
     "                              newest first, and which key components changed between\n"
     "                              each one and the one before it: why it was recompiled\n"
     "\n"
-    "On another storage (CACHE instead of DIR), stats, list, show, verify and clear work:\n"
+    "On another storage (CACHE instead of DIR), stats, list, show, verify, clear and explain work:\n"
     "  sqlite:FILE, or FILE        a SQLite database a compile_cache host made (what PREFIX_FILE\n"
     "                              names with sqlite_storage); an existing file that is an SQLite\n"
     "                              database is taken as one without the sqlite: prefix\n"
@@ -705,28 +706,39 @@ int run_verify(command_line const& c) {
 
 // ---- explain -----------------------------------------------------------------
 
-/// A kernel's identity record as read from its file.
+/// Where explain reads from: the identity records' keys, the kernels' entries present
+/// (by key hex), and a read of one record. A cache directory (its files) or any other
+/// storage the tool opens (through storage_access, as the other commands).
+struct explain_source {
+    std::string shown;                     ///< the cache as printed (a Redis password hidden)
+    bool directory = false;                ///< a cache directory: JSON says "directory", else "storage"
+    std::vector<compile_cache::key> records;
+    std::set<std::string> present;
+    std::function<compile_cache::read_result(compile_cache::key const&, std::string&, std::size_t)> read;
+};
+
+/// A kernel's identity record as read from the cache.
 struct read_record {
-    entry_file file;
+    std::string record_key; ///< hex
     compile_cache::entry_metadata metadata;
     compile_cache::identity_record record;
 };
 
-int run_explain(command_line const& c) {
-    compile_cache::envelope_auth auth;
-    progress_line progress;
-    opened_directory d;
-    if (int const status = open_for_reading(c, auth, progress, d); status != exit_ok) return status;
+/// explain on any cache: the records that name `c.kernel_name`, their histories and what
+/// changed between entries. Every name, file and component name printed is printable().
+int explain_kernel(command_line const& c, compile_cache::envelope_auth const& auth, explain_source const& source) {
     std::vector<read_record> found;
     std::uint64_t unreadable = 0;
-    for (entry_file const& f : d.records) {
-        std::string bytes, why;
-        if (!read_entry(c.dir + "/" + f.relative_path(), bytes, why)) {
+    for (compile_cache::key const& rk : source.records) {
+        std::string bytes;
+        compile_cache::read_result const rr = source.read(rk, bytes, compile_cache::identity_record_max_size);
+        if (rr.status == compile_cache::read_status::absent) continue; // removed since it was listed
+        if (rr.status != compile_cache::read_status::found) {
             ++unreadable;
             continue;
         }
         compile_cache::opened_envelope const env = compile_cache::inspect_envelope(bytes, auth);
-        if (env.status != compile_cache::envelope_status::ok || env.stored_key.hex() != f.name ||
+        if (env.status != compile_cache::envelope_status::ok || !(env.stored_key == rk) ||
             env.metadata.format_id != compile_cache::identity_record_format) {
             ++unreadable;
             continue;
@@ -737,14 +749,12 @@ int run_explain(command_line const& c) {
             ++unreadable;
             continue;
         }
-        found.push_back({f, env.metadata, std::move(*r)});
+        found.push_back({rk.hex(), env.metadata, std::move(*r)});
     }
     std::sort(found.begin(), found.end(), [](read_record const& a, read_record const& b) {
         return a.metadata.origin_file != b.metadata.origin_file ? a.metadata.origin_file < b.metadata.origin_file
-                                                                : a.file.name < b.file.name;
+                                                                : a.record_key < b.record_key;
     });
-    std::set<std::string> present;
-    for (entry_file const& e : d.scan.entries) present.insert(e.name);
     // What changed from entry i + 1 (older) to entry i of a history.
     auto const changes = [](std::vector<compile_cache::recorded_entry> const& h, std::size_t i) {
         return compile_cache::compare_components(h[i + 1].components, h[i].components);
@@ -752,15 +762,16 @@ int run_explain(command_line const& c) {
 
     if (c.json) {
         json_writer j;
-        j.begin_object().field("directory", c.dir).field("name", c.kernel_name).key("kernels").begin_array();
+        j.begin_object().field(source.directory ? "directory" : "storage", source.shown);
+        j.field("name", c.kernel_name).key("kernels").begin_array();
         for (read_record const& r : found) {
             j.begin_object().field("identity", r.record.identity).field("origin_file", r.metadata.origin_file);
-            j.field("record_key", r.file.name).key("entries").begin_array();
+            j.field("record_key", r.record_key).key("entries").begin_array();
             auto const& h = r.record.history;
             for (std::size_t i = 0; i < h.size(); ++i) {
                 j.begin_object().field("key", h[i].entry_key.hex()).field("created", utc_time(h[i].created_ns));
                 j.field("created_ns", h[i].created_ns).field("compile_ns", h[i].compile_ns);
-                j.field("present", present.count(h[i].entry_key.hex()) != 0);
+                j.field("present", source.present.count(h[i].entry_key.hex()) != 0);
                 j.key("changes_from_previous");
                 if (i + 1 < h.size()) {
                     compile_cache::miss_explanation const m = changes(h, i);
@@ -787,7 +798,8 @@ int run_explain(command_line const& c) {
         return found.empty() ? exit_usage : exit_ok;
     }
     if (found.empty()) {
-        std::string why = "no identity record names a kernel \"" + printable(c.kernel_name) + "\" in " + c.dir;
+        std::string why =
+            "no identity record names a kernel \"" + printable(c.kernel_name) + "\" in " + printable(source.shown);
         if (unreadable != 0) why += " (" + std::to_string(unreadable) + " records could not be read; --secret-file?)";
         return fail(why, exit_usage);
     }
@@ -797,16 +809,61 @@ int run_explain(command_line const& c) {
         out += printable(c.kernel_name) + " (" + printable(r.metadata.origin_file) + "): " + std::to_string(h.size()) +
                (h.size() == 1 ? " entry" : " entries") + " recorded, newest first\n";
         for (std::size_t i = 0; i < h.size(); ++i) {
-            bool const there = present.count(h[i].entry_key.hex()) != 0;
+            bool const there = source.present.count(h[i].entry_key.hex()) != 0;
             out += "  " + std::to_string(i + 1) + ". " + local_time(h[i].created_ns) + "  key " +
                    h[i].entry_key.hex().substr(0, 16) + "  compiled in " + human_duration_ns(h[i].compile_ns) + "  " +
                    (there ? "present" : "gone (evicted or removed)") + "\n";
+            // text() makes every component name printable.
             out += "     " + (i + 1 < h.size() ? "since " + std::to_string(i + 2) + ": " + changes(h, i).text()
                                                : std::string("the oldest recorded")) + "\n";
         }
     }
     std::fputs(out.c_str(), stdout);
     return exit_ok;
+}
+
+/// explain on a cache directory: its record files, read as the other commands read them.
+int run_explain(command_line const& c) {
+    compile_cache::envelope_auth auth;
+    progress_line progress;
+    opened_directory d;
+    if (int const status = open_for_reading(c, auth, progress, d); status != exit_ok) return status;
+    explain_source source;
+    source.shown = c.dir;
+    source.directory = true;
+    std::map<std::string, std::string> paths; // record key hex -> its file
+    for (entry_file const& f : d.records)
+        if (std::optional<compile_cache::key> const k = compile_cache::key::from_hex(f.name)) {
+            source.records.push_back(*k);
+            paths[f.name] = c.dir + "/" + f.relative_path();
+        }
+    for (entry_file const& e : d.scan.entries) source.present.insert(e.name);
+    source.read = [&paths](compile_cache::key const& k, std::string& bytes, std::size_t) {
+        std::string why;
+        auto const path = paths.find(k.hex());
+        if (path == paths.end() || !read_entry(path->second, bytes, why))
+            return compile_cache::read_result{compile_cache::read_status::error, {}};
+        return compile_cache::read_result{compile_cache::read_status::found, {}};
+    };
+    return explain_kernel(c, auth, source);
+}
+
+/// explain on a storage that is not a directory (a SQLite file, a Redis server or
+/// cluster): its listing through storage_access, records and entries apart.
+int explain_on_storage(command_line const& c, storage_request const& r, storage_access const& storage) {
+    std::vector<compile_cache::stored_entry> listed;
+    if (std::error_code const ec = storage.list(listed))
+        return fail(r.shown + ": cannot list its entries: " + ec.message(), exit_failed);
+    explain_source source;
+    source.shown = r.shown;
+    for (compile_cache::stored_entry const& e : listed) {
+        if (compile_cache::is_identity_record_key(e.k))
+            source.records.push_back(e.k);
+        else
+            source.present.insert(e.k.hex());
+    }
+    source.read = storage.read;
+    return explain_kernel(c, r.auth, source);
 }
 
 // ---- prune and clear ---------------------------------------------------------
@@ -883,8 +940,7 @@ std::optional<int> run_on_other_storage(command_line const& c) {
         if (c.name_space) throw usage_error{"--namespace is an option for a Redis cache"};
         return std::nullopt;
     }
-    if (c.command == "prune" || c.command == "explain")
-        throw usage_error{c.command + " works on a cache directory only"};
+    if (c.command == "prune") throw usage_error{c.command + " works on a cache directory only"};
     if (c.name_space && kind != cache_kind::redis) throw usage_error{"--namespace is an option for a Redis cache"};
     storage_request r;
     r.command = c.command;
@@ -908,6 +964,7 @@ std::optional<int> run_on_other_storage(command_line const& c) {
         compile_cache::sqlite_storage storage(location, options);
         if (!storage.usable()) return fail(location + ": " + storage.why_unusable(), exit_usage);
         r.shown = location;
+        if (c.command == "explain") return explain_on_storage(c, r, storage_access::of(storage));
         return run_on_storage(storage_access::of(storage), r, !storage.read_only());
 #else
         return fail("this compile-cache was built without SQLite support", exit_usage);
@@ -924,6 +981,7 @@ std::optional<int> run_on_other_storage(command_line const& c) {
         return fail(e.what(), exit_usage); // its message hides the password
     }
     r.shown = storage->describe();
+    if (c.command == "explain") return explain_on_storage(c, r, storage_access::of(*storage));
     return run_on_storage(storage_access::of(*storage), r, true);
 #else
     return fail("this compile-cache was built without Redis support", exit_usage);

@@ -2,6 +2,8 @@
 // for people — and its progress line on stderr for large directories.
 #pragma once
 
+#include <compile_cache/printable.hpp>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -58,7 +60,8 @@ private:
 
 /// `s` with every byte that could upset a terminal (control characters, escape
 /// sequences) written as \xNN: entry names come from files anyone may have written.
-std::string printable(std::string_view s);
+/// The library's own (compile_cache/printable.hpp), which its log lines use too.
+using compile_cache::printable;
 
 /// 1536 -> "1.5 KiB"; below 1 KiB, bytes.
 std::string human_size(std::uint64_t bytes);

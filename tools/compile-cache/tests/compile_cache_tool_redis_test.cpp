@@ -50,6 +50,47 @@ TEST_CASE("compile-cache on a Redis server lists, shows, verifies and clears the
     REQUIRE_EXIT(tool({"clear", url, "--namespace", ns + "-other"}), 0);
 }
 
+TEST_CASE("compile-cache explain works on a Redis server, and on a machine whose entries all came from it",
+          "[compile-cache][redis]") {
+    std::string const url = "redis://127.0.0.1:" + std::to_string(fixture::get().server_port());
+    std::string const ns = unique_name("tool-explain");
+    temp_dir m1{"compile-cache-m1"}, m2{"compile-cache-m2"};
+    // Machine 1 compiles two versions of two kernels: the server has both, and the records.
+    CHECK(lines_of(fill_cache({"--tier", m1.path().string(), url, "2", ns, "1"})) ==
+          std::vector<std::string>{"compiled", "compiled"});
+    CHECK(lines_of(fill_cache({"--tier", m1.path().string(), url, "2", ns, "2"})) ==
+          std::vector<std::string>{"compiled", "compiled"});
+    // Machine 2 compiles nothing: every entry is loaded from the server and copied here.
+    CHECK(lines_of(fill_cache({"--tier", m2.path().string(), url, "2", ns, "2"})) ==
+          std::vector<std::string>{"loaded", "loaded"});
+
+    process_result const here = tool({"explain", m2.path().string(), "kernel_0"});
+    REQUIRE_EXIT(here, 0);
+    CHECK(here.out.rfind("kernel_0 (fill.tk): 2 entries recorded, newest first\n", 0) == 0);
+    CHECK(here.out.find("     since 2: changed ir; unchanged toolchain\n") != std::string::npos);
+    CHECK(count_lines(here.out, "  present") == "1"); // version 2 is here, version 1 only on the server
+
+    process_result const remote = tool({"explain", url, "kernel_1", "--namespace", ns});
+    REQUIRE_EXIT(remote, 0);
+    CHECK(remote.out.rfind("kernel_1 (fill.tk): 2 entries recorded, newest first\n", 0) == 0);
+    CHECK(count_lines(remote.out, "  present") == "2");
+    process_result const j = tool({"explain", url, "kernel_1", "--namespace", ns, "--json"});
+    REQUIRE_EXIT(j, 0);
+    CHECK(json_query(j.out, "(d['storage'], d['kernels'][0]['entries'][0]['changes_from_previous']['changed'])") ==
+          "('" + url + " (namespace " + ns + ")', ['ir'])");
+    REQUIRE_EXIT(tool({"clear", url, "--namespace", ns}), 0);
+}
+
+TEST_CASE("compile-cache explain on a Redis cluster", "[compile-cache][redis]") {
+    std::string const url = "redis+cluster://127.0.0.1:" + std::to_string(fixture::get().cluster_ports()[0]);
+    std::string const ns = unique_name("tool-cluster-explain");
+    REQUIRE(lines_of(fill_cache({url, "3", ns})).size() == 3);
+    process_result const r = tool({"explain", url, "kernel_2", "--namespace", ns});
+    REQUIRE_EXIT(r, 0);
+    CHECK(r.out.rfind("kernel_2 (fill.tk): 1 entry recorded, newest first\n", 0) == 0);
+    REQUIRE_EXIT(tool({"clear", url, "--namespace", ns}), 0);
+}
+
 TEST_CASE("compile-cache on a Redis cluster sees the entries on every master", "[compile-cache][redis]") {
     std::string const url = "redis+cluster://127.0.0.1:" + std::to_string(fixture::get().cluster_ports()[0]);
     std::string const ns = unique_name("tool-cluster");

@@ -148,3 +148,20 @@ TEST_CASE_METHOD(sqlite_file, "show and verify on a SQLite file leave the entrie
     REQUIRE_EXIT(tool({"list", file}), 0);
     CHECK(sql(file, "SELECT hex(key), used FROM entries ORDER BY key") == before);
 }
+
+TEST_CASE_METHOD(sqlite_file, "compile-cache explain reads the identity records of a SQLite file",
+                 "[compile-cache][sqlite]") {
+    std::vector<std::string> const keys = fill(2);
+    process_result const r = tool({"explain", "sqlite:" + file, "kernel_1"});
+    REQUIRE_EXIT(r, 0);
+    CHECK(r.out.rfind("kernel_1 (fill.tk): 1 entry recorded, newest first\n", 0) == 0);
+    CHECK(r.out.find("key " + keys[1].substr(0, 16) + "  ") != std::string::npos);
+    CHECK(r.out.find("present") != std::string::npos);
+    process_result const j = tool({"explain", file, "kernel_0", "--json"});
+    REQUIRE_EXIT(j, 0);
+    CHECK(json_query(j.out, "(d['storage'], d['kernels'][0]['entries'][0]['key'])") ==
+          "('" + file + "', '" + keys[0] + "')");
+    process_result const none = tool({"explain", "sqlite:" + file, "nosuchkernel"});
+    REQUIRE_EXIT(none, 2);
+    CHECK(none.err.find("no identity record names a kernel \"nosuchkernel\" in " + file) != std::string::npos);
+}

@@ -546,3 +546,35 @@ TEST_CASE("compile-cache stats and list: identity records are no entries, and th
     CHECK(verify.out.find("checked 3 entries (CRC-32C): 3 sound, 0 bad; 3 identity records: 3 sound, 0 bad\n") !=
           std::string::npos);
 }
+
+TEST_CASE("compile-cache explain escapes the names, file and components a forged identity record holds") {
+    temp_dir dir{"compile-cache-forged"};
+    compile_cache::directory_storage storage(dir.path().string());
+    std::string const evil_name = "main\x1b[31m", evil_file = "prog\x1b]0;owned\x07.tk";
+    std::string const evil_component = "\x1b[2J\ncompile-cache: all good";
+    compile_cache::identity_record r;
+    r.identity = compile_cache::kernel_identity({}, evil_name, evil_file);
+    compile_cache::key const a(std::string(8, 'a')), b(std::string(8, 'b'));
+    r.history.push_back({compile_cache::key(std::string(32, 'x')), 2, 1, {{"ir", b}, {evil_component, a}}});
+    r.history.push_back({compile_cache::key(std::string(32, 'y')), 1, 1, {{"ir", a}, {evil_component, b}}});
+    compile_cache::key const rk = compile_cache::identity_record_key(r.identity);
+    compile_cache::entry_metadata m;
+    m.name = evil_name;
+    m.origin_file = evil_file;
+    m.format_id = std::string(compile_cache::identity_record_format);
+    compile_cache::envelope_auth const auth;
+    std::string entry;
+    compile_cache::envelope_writer w(entry, rk, m, auth);
+    w.out() += compile_cache::encode_identity_record(r);
+    w.seal();
+    REQUIRE(!storage.write(rk, entry));
+
+    process_result const shown = tool({"explain", dir.path().string(), evil_name});
+    REQUIRE_EXIT(shown, 0);
+    INFO(shown.out);
+    CHECK(shown.out.find('\x1b') == std::string::npos);
+    CHECK(shown.out.find('\x07') == std::string::npos);
+    CHECK(shown.out.rfind("main\\x1b[31m (prog\\x1b]0;owned\\x07.tk): 2 entries recorded", 0) == 0);
+    CHECK(shown.out.find("since 2: changed ir, \\x1b[2J\\x0acompile-cache: all good\n") != std::string::npos);
+    CHECK(shown.out.find("\ncompile-cache: all good") == std::string::npos); // no line of its own
+}

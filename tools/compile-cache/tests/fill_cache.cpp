@@ -4,13 +4,19 @@
 // prints each key's hex on a line.
 // fill_cache --corrupt CACHE KEY_HEX [NAMESPACE]: flips the last byte of that entry, as
 // damage on the medium would, through the storage itself.
+// fill_cache --tier DIR URL COUNT [NAMESPACE] [VERSION]: a machine with a cache directory
+// in front of a Redis server: gets or compiles the same COUNT kernels (VERSION, 1 by
+// default, changes their IR) through a tiered_storage; prints `loaded` or `compiled`
+// per kernel.
 #include <compile_cache/cache.hpp>
 #include <compile_cache/resolver/registry.hpp>
 #if defined(FILL_CACHE_WITH_SQLITE)
 #include <compile_cache/storage/sqlite_storage.hpp>
 #endif
 #if defined(FILL_CACHE_WITH_REDIS)
+#include <compile_cache/storage/directory_storage.hpp>
 #include <compile_cache/storage/redis_storage.hpp>
+#include <compile_cache/storage/tiered_storage.hpp>
 #endif
 
 #include <boost/serialization/string.hpp>
@@ -66,9 +72,37 @@ int run(Storage storage, bool damage, char const* what) {
     return damage ? corrupt(std::move(storage), what) : fill(std::move(storage), std::strtol(what, nullptr, 10));
 }
 
+#if defined(FILL_CACHE_WITH_REDIS)
+int tier(std::string const& dir, std::string const& url, long count, std::string const& name_space,
+         std::string const& version) {
+    compile_cache::redis_options o;
+    o.url = url;
+    if (!name_space.empty()) o.name_space = name_space;
+    using tier_type = compile_cache::tiered_storage<compile_cache::directory_storage, compile_cache::redis_storage>;
+    compile_cache::basic_cache<compile_cache::sha256, compile_cache::boost_binary, compile_cache::registry, tier_type>
+        cache{tier_type(compile_cache::directory_storage(dir), compile_cache::redis_storage(o))};
+    for (long i = 0; i < count; ++i) {
+        std::string const name = "kernel_" + std::to_string(i);
+        auto const k = cache.make_key_builder("fill_cache").add("ir", "body " + version + " of " + name).finish();
+        compile_cache::entry_info info;
+        info.name = name;
+        info.origin_file = "fill.tk";
+        info.origin_line = i + 1;
+        auto const r = cache.get_or_compile<kernel_artifact>(k, info, [&] { return kernel_artifact{"code of " + name}; });
+        std::printf("%s\n", r.outcome == compile_cache::outcome::loaded ? "loaded" : "compiled");
+    }
+    return 0;
+}
+#endif
+
 } // namespace
 
 int main(int argc, char** argv) {
+#if defined(FILL_CACHE_WITH_REDIS)
+    if (argc >= 5 && argc <= 7 && std::string(argv[1]) == "--tier")
+        return tier(argv[2], argv[3], std::strtol(argv[4], nullptr, 10), argc > 5 ? argv[5] : "",
+                    argc > 6 ? argv[6] : "1");
+#endif
     bool const damage = argc > 1 && std::string(argv[1]) == "--corrupt";
     int const first = damage ? 2 : 1;
     if (argc < first + 2 || argc > first + 3) {

@@ -1,0 +1,2 @@
+// The one translation unit of separate compilation: compile_cache/src.hpp.
+#include <compile_cache/src.hpp>
