@@ -534,6 +534,8 @@ public:
             if (rr.status != read_status::found) return std::nullopt;
             detail::envelope_fields const env =
                 detail::check_envelope(bytes, rk, identity_record_format, identity_record_max_size, auth_);
+            if constexpr (detail::has_entry_checked_with<Storage, envelope_status>::value)
+                storage_.entry_checked(rk, bytes, env.status); // a tier counts it, and keeps another secret's
             if (env.status != envelope_status::ok) return std::nullopt;
             std::optional<identity_record> r = decode_identity_record(env.payload);
             if (!r || r->identity != identity) return std::nullopt;
