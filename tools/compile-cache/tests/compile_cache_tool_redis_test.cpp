@@ -83,6 +83,16 @@ TEST_CASE("compile-cache never prints a Redis password, and a server that does n
     REQUIRE_EXIT(down, 3);
     CHECK(down.err.find("s3cret-word") == std::string::npos);
     CHECK(down.err.find("127.0.0.1:1") != std::string::npos);
+    // Nor any other form: a password alone before @, with ? or @ in it, percent-encoded.
+    for (char const* url : {"redis://S3cretPW@127.0.0.1:1", "redis://:Sec?retPW@127.0.0.1:1",
+                                   "redis://u:p@ss?w0rd@127.0.0.1:notaport", "redis://u:%53ecr%45t@127.0.0.1:1",
+                                   "redis://127.0.0.1:1/0?password=Qu3ry"}) {
+        process_result const r = tool({"list", url});
+        INFO(url << ": " << r.describe());
+        CHECK((r.exited(2) || r.exited(3)));
+        for (char const* secret : {"S3cret", "Sec", "retPW", "ss?w0rd", "w0rd", "SecrEt", "%53ecr", "Qu3ry"})
+            CHECK(r.err.find(secret) == std::string::npos);
+    }
 }
 
 TEST_CASE("compile-cache reads a Redis password from --password-file, and a refused one says how to give it",
@@ -106,7 +116,8 @@ TEST_CASE("compile-cache reads a Redis password from --password-file, and a refu
     CHECK(refused.err.find("refused the credentials") != std::string::npos);
     CHECK(refused.err.find("--password-file") != std::string::npos);
     compile_cache_test::write_file(dir.path() / "wrong.pw", "not-it");
-    process_result const wrong = tool({"verify", url, "--namespace", ns, "--password-file", (dir.path() / "wrong.pw").string()});
+    process_result const wrong =
+        tool({"verify", url, "--namespace", ns, "--password-file", (dir.path() / "wrong.pw").string()});
     REQUIRE_EXIT(wrong, 3);
     CHECK(wrong.err.find("--password-file") != std::string::npos);
     CHECK(wrong.err.find("not-it") == std::string::npos);
@@ -120,7 +131,8 @@ TEST_CASE("compile-cache reads a Redis password from --password-file, and a refu
     REQUIRE_EXIT(not_redis, 2);
 }
 
-TEST_CASE("compile-cache runs as the tool user docs/remote.md gives, and the namespace's reader cannot clear",
+TEST_CASE("compile-cache runs as the tool user docs/remote.md gives, and a reader without SCAN hears what it may not "
+          "run",
           "[compile-cache][redis]") {
     server acl;
     admin a(acl.port());
