@@ -367,6 +367,10 @@ TEST_CASE("PREFIX_SECRET_FILE that cannot be used disables the cache, with one d
     write_file(unreadable, secret_a);
     ::chmod(unreadable.c_str(), 0);
     bool const root_reads_anything = ::access(unreadable.c_str(), R_OK) == 0;
+    // Anyone on the machine could have written it (as ssh refuses such a key).
+    fs::path const world_writable = dir.path() / "world-writable";
+    write_file(world_writable, secret_a);
+    REQUIRE(::chmod(world_writable.c_str(), 0666) == 0);
 
     struct bad_file {
         fs::path path;
@@ -375,7 +379,8 @@ TEST_CASE("PREFIX_SECRET_FILE that cannot be used disables the cache, with one d
     std::vector<bad_file> bad = {{dir.path() / "missing", "cannot open it"},
                                  {empty, "is empty"},
                                  {huge, "larger than 64 KiB"},
-                                 {dir.path(), "cannot read it"}}; // a directory
+                                 {dir.path(), "cannot read it"}, // a directory
+                                 {world_writable, "any user can write it"}};
     if (!root_reads_anything) bad.push_back({unreadable, "cannot open it"});
     // A FIFO no program writes to reads as empty at once; one whose writer never
     // delivers (held open here, nothing written) costs secret_pipe_timeout, not forever.

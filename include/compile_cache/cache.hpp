@@ -545,8 +545,9 @@ private:
             if (rr.status != read_status::found) return std::nullopt;
             detail::envelope_fields const env =
                 detail::check_envelope(bytes, rk, identity_record_format, identity_record_max_size, auth_);
-            // A tier copies a sound record it read from its remote, so that this machine
-            // has it locally (for its misses and for `compile-cache explain`).
+            // A tier counts it, keeps another secret's, and copies a sound record it read
+            // from its remote, so that this machine has it locally (for its misses and
+            // for `compile-cache explain`).
             if constexpr (detail::has_entry_checked_with<Storage, envelope_status>::value)
                 storage_.entry_checked(rk, bytes, env.status);
             if (env.status == envelope_status::too_large) over_bound = true;

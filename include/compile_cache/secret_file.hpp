@@ -21,7 +21,8 @@ inline constexpr std::size_t max_secret_file_size = std::size_t{64} << 10;
 inline constexpr std::chrono::milliseconds secret_pipe_timeout{1000};
 
 /// Reads the whole secret file at `path` into `secret`. On failure returns why (one
-/// phrase) and leaves `secret` empty; an empty file is a failure too. A pipe or FIFO
+/// phrase) and leaves `secret` empty; an empty file is a failure too, and so is a file
+/// any user may write (mode o+w: anyone could have planted their secret). A pipe or FIFO
 /// is read until its writer closes it, within secret_pipe_timeout (a FIFO that no
 /// program has open for writing reads as empty).
 COMPILE_CACHE_DECL std::string read_secret_file(std::string const& path, std::string& secret);

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
+
 namespace cc = compile_cache;
 using namespace compile_cache_test::redis;
 
@@ -50,6 +52,11 @@ TEST_CASE("A redis:// address gives host, port, database and credentials, with d
     CHECK(a.nodes[0].port == 7000);
     CHECK(a.db == 5);
 
+    a = parse_ok("redis://ci@localhost"); // a user whose password comes from a file
+    CHECK(a.user == "ci");
+    CHECK(a.password.empty());
+    CHECK(a.describe() == "redis://***@localhost:6379");
+
     a = parse_ok("redis://:only-password@[::1]:6380");
     CHECK(a.user.empty());
     CHECK(a.password == "only-password");
@@ -79,7 +86,6 @@ TEST_CASE("A bad address is refused with a sentence that says what is wrong", "[
     CHECK(parse_error("redis://a:1,b:2").find("redis+cluster://") != std::string::npos);
     CHECK(parse_error("redis+cluster://a:1,").find("empty host") != std::string::npos);
     CHECK(parse_error("unix://relative.sock").find("absolute") != std::string::npos);
-    CHECK(parse_error("redis://user@host").find("password") != std::string::npos);
     CHECK_THROWS_AS(cc::redis_storage(std::string("nonsense")), std::invalid_argument);
 }
 
@@ -174,6 +180,16 @@ TEST_CASE("A password file that cannot be read turns the remote off with one lin
     CHECK_FALSE(cc::redis_storage::from_env(env));
     REQUIRE(lines.size() == 1);
     CHECK(lines[0].find("CCREDIS_REMOTE_PASSWORD_FILE") != std::string::npos);
+
+    // Read as the secret file is: one that any user may write is refused too.
+    compile_cache_test::temp_dir dir;
+    compile_cache_test::write_file(dir.path() / "password", "planted-by-anyone");
+    REQUIRE(::chmod((dir.path() / "password").c_str(), 0666) == 0);
+    env_var writable("CCREDIS_REMOTE_PASSWORD_FILE", (dir.path() / "password").string());
+    CHECK_FALSE(cc::redis_storage::redis_options_from_env(env));
+    REQUIRE(lines.size() == 2);
+    CHECK(lines[1].find("any user can write it") != std::string::npos);
+    CHECK(lines[1].find("planted-by-anyone") == std::string::npos);
 }
 
 TEST_CASE("CRC16 is the XMODEM variant the cluster specification gives", "[redis][cluster]") {
@@ -234,4 +250,89 @@ TEST_CASE("A password in a query string is refused and never shown", "[redis][ad
     CHECK_FALSE(cc::redis_address::parse("redis://127.0.0.1?password=" + secret, why));
     CHECK(why.find(secret) == std::string::npos);
     CHECK(cc::redis_address::redact("redis://u:pw@h:1?password=" + secret) == "redis://u:***@h:1?***");
+}
+
+namespace {
+/// Every way a URL may carry a secret: as the user alone (which some clients take for
+/// a password), as the password with or without a user, with `?`, `@`, `:` and `%` in
+/// it, and percent-encoded. Each names its secret's distinctive parts.
+struct secret_url {
+    std::string url;                  ///< with HOST where the host and port go
+    std::vector<std::string> secrets; ///< none of which may ever be shown
+};
+
+std::vector<secret_url> secret_urls() {
+    return {
+        {"redis://S3cretPW@HOST", {"S3cretPW", "S3cret"}},
+        {"redis://:Sec?retPW@HOST", {"Sec?retPW", "Sec", "retPW"}},
+        {"redis://ci:Sec?retPW@HOST/2", {"Sec?retPW", "Sec", "retPW"}},
+        {"redis://ci:p@ssw0rd@HOST", {"p@ssw0rd", "ssw0rd"}},
+        {"redis://ci:pa:ssw0rd@HOST", {"pa:ssw0rd", "ssw0rd"}},
+        {"redis://ci:pc%t-w0rd@HOST", {"pc%t-w0rd", "w0rd"}},
+        {"redis://ci:p%40ss%3Fw0rd%3A@HOST", {"p%40ss%3Fw0rd%3A", "p@ss?w0rd:", "ss%3Fw0rd", "ss?w0rd", "w0rd"}},
+        {"redis://%53ecr%45t@HOST", {"%53ecr%45t", "SecrEt", "ecr"}},
+        {"redis+cluster://:Sec?retPW@HOST,HOST", {"Sec?retPW", "Sec", "retPW"}},
+        {"redis://HOST/0?password=Qu3ry", {"Qu3ry"}},
+        {"redis://ci:Sec?retPW@HOST?password=Qu3ry", {"Sec?retPW", "Sec", "retPW", "Qu3ry"}},
+        {"unix://:Sock3tPW@/run/redis.sock", {"Sock3tPW"}},
+    };
+}
+
+std::string with_host(std::string url, std::string const& host) {
+    for (std::size_t at = url.find("HOST"); at != std::string::npos; at = url.find("HOST", at + host.size()))
+        url.replace(at, 4, host);
+    return url;
+}
+
+void check_hidden(std::string const& shown, secret_url const& u) {
+    INFO(u.url << " shown as " << shown);
+    for (std::string const& s : u.secrets) CHECK(shown.find(s) == std::string::npos);
+}
+} // namespace
+
+TEST_CASE("No form of URL ever shows its password: not parsed, described, redacted or in a setting's line",
+          "[redis][address]") {
+    for (secret_url const& u : secret_urls()) {
+        for (std::string const host : {"127.0.0.1:6390", "127.0.0.1:notaport", "127.0.0.1:0"}) {
+            std::string const url = with_host(u.url, host);
+            check_hidden(cc::redis_address::redact(url), u);
+            std::string why;
+            if (auto const a = cc::redis_address::parse(url, why)) check_hidden(a->describe(), u);
+            check_hidden(why, u);
+            try {
+                cc::redis_storage s(url);
+                check_hidden(s.describe(), u);
+            } catch (std::invalid_argument const& e) {
+                check_hidden(e.what(), u);
+            }
+            std::vector<std::string> lines;
+            {
+                env_var remote("CCREDIS_REMOTE", url);
+                env_var insecure("CCREDIS_REMOTE_INSECURE", "1");
+                cc::settings_reader env("CCREDIS", [&](std::string_view line) { lines.emplace_back(line); });
+                auto const s = cc::redis_storage::from_env(env);
+                if (s) check_hidden(s->describe(), u);
+            }
+            for (std::string const& line : lines) check_hidden(line, u);
+        }
+    }
+}
+
+TEST_CASE("A password may hold ?, @, : and % as they are, or percent-encoded", "[redis][address]") {
+    auto a = parse_ok("redis://:Sec?retPW@127.0.0.1:6390");
+    CHECK(a.password == "Sec?retPW");
+    CHECK(a.nodes.at(0).port == 6390);
+    CHECK(a.describe() == "redis://:***@127.0.0.1:6390");
+    a = parse_ok("redis://ci:p@ss:w0rd@127.0.0.1");
+    CHECK(a.user == "ci");
+    CHECK(a.password == "p@ss:w0rd");
+    a = parse_ok("redis://c%69:p%40ss%3Fw0rd%3a@127.0.0.1");
+    CHECK(a.user == "ci");
+    CHECK(a.password == "p@ss?w0rd:");
+    a = parse_ok("redis://ci:100%-sure@127.0.0.1"); // a % that encodes nothing is itself
+    CHECK(a.password == "100%-sure");
+    // A query after the host is still refused, and its value never shown.
+    std::string why;
+    CHECK_FALSE(cc::redis_address::parse("redis://:pw@127.0.0.1?db=1", why));
+    CHECK(why.find("query parameters") != std::string::npos);
 }

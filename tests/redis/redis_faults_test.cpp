@@ -204,3 +204,73 @@ TEST_CASE("A fake server that announces a 1 GiB value and streams it is cut off 
     CHECK(grown < 8 * 1024);
     CHECK(ms_since(start) < 1000);
 }
+
+namespace {
+/// A loopback server whose SCAN never ends: every command it reads on a connection is
+/// answered with cursor 1 and no names, up to `limit` answers, after which it closes.
+class endless_scan_server {
+public:
+    explicit endless_scan_server(long limit) {
+        listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        REQUIRE(::bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+        REQUIRE(::listen(listener_, 8) == 0);
+        socklen_t len = sizeof a;
+        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len);
+        port_ = ntohs(a.sin_port);
+        thread_ = std::thread([this, limit] {
+            int const c = ::accept(listener_, nullptr, nullptr);
+            if (c < 0) return;
+            char buffer[4096];
+            while (answers_ < limit && !stop_ && ::recv(c, buffer, sizeof buffer, 0) > 0) {
+                ++answers_;
+                fake_server::send_all(c, "*2\r\n$1\r\n1\r\n*0\r\n");
+            }
+            ::close(c);
+        });
+    }
+    ~endless_scan_server() {
+        stop_ = true;
+        ::shutdown(listener_, SHUT_RDWR);
+        ::close(listener_);
+        thread_.join();
+    }
+    std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+    long answers() const { return answers_; }
+
+private:
+    int listener_ = -1;
+    int port_ = 0;
+    std::atomic<long> answers_{0};
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+};
+} // namespace
+
+TEST_CASE("A server whose SCAN never returns cursor 0 ends a listing at its bound of calls, or of time",
+          "[redis][faults]") {
+    {
+        endless_scan_server endless(100000);
+        cc::redis_options o;
+        o.url = endless.url();
+        o.listing_max_calls = 300;
+        cc::redis_storage s(o);
+        std::vector<cc::stored_entry> listed;
+        CHECK(s.list(listed) == cc::redis_errc::protocol);
+        CHECK(endless.answers() == 300);
+        CHECK(s.last_failure().text.find("SCAN did not finish after 300 calls") != std::string::npos);
+    }
+    {
+        endless_scan_server endless(10000000);
+        cc::redis_options o;
+        o.url = endless.url();
+        o.listing_timeout = milliseconds(300);
+        cc::redis_storage s(o);
+        std::vector<cc::stored_entry> listed;
+        CHECK(s.list(listed) == cc::redis_errc::timeout);
+        CHECK(endless.answers() < 10000000);
+        CHECK(s.last_failure().text.find("SCAN did not finish within 300 ms") != std::string::npos);
+    }
+}

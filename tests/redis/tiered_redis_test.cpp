@@ -89,7 +89,11 @@ TEST_CASE_METHOD(server_and_folder, "Tier on Redis: a remote hit is copied local
     {
         machine ci((dir.path() / "ci").string(), remote_at(s.url(), ns));
         for (int i = 0; i < 5; ++i) CHECK(ci.get(i) == cc::outcome::compiled);
-        CHECK(ci.remote("stores") == 10); // each entry and its kernel's identity record
+        // Identity records are no lookups and no entries: counted apart.
+        CHECK(ci.remote("stores") == 5);
+        CHECK(ci.remote("misses") == 5);
+        CHECK(ci.remote("record-stores") == 5);
+        CHECK(ci.remote("record-misses") == 5);
     }
     {
         machine dev((dir.path() / "dev").string(), remote_at(s.url(), ns));
@@ -137,7 +141,8 @@ TEST_CASE("Tier on Redis: a server stopped mid-run costs one timeout, then is sk
     CHECK(m.get(21) == cc::outcome::compiled);
     REQUIRE(m.log.size() == 2);
     CHECK(m.log[1].find("answers again") != std::string::npos);
-    CHECK(m.remote("stores") == 4); // kernels 0 and 21, each entry and its identity record
+    CHECK(m.remote("stores") == 2); // kernels 0 and 21
+    CHECK(m.remote("record-stores") == 2);
 }
 
 TEST_CASE("Tier on Redis: a killed server is refused and skipped, restarted, it is used again after the back-off",
@@ -159,7 +164,8 @@ TEST_CASE("Tier on Redis: a killed server is refused and skipped, restarted, it 
     s.restart();
     std::this_thread::sleep_for(350ms);
     CHECK(m.get(10) == cc::outcome::compiled);
-    CHECK(m.remote("stores") == 2); // the entry and its kernel's identity record
+    CHECK(m.remote("stores") == 1);
+    CHECK(m.remote("record-stores") == 1);
     REQUIRE(m.log.size() == 2);
     CHECK(admin(s.port())({"EXISTS", ns + ":" + m.key(10).value().hex()}) == "1");
 }
@@ -187,4 +193,92 @@ TEST_CASE_METHOD(server_and_folder, "Tier on Redis: a well-formed entry planted 
     std::string bytes;
     REQUIRE(local.read(k.value(), bytes, 1 << 20).status == cc::read_status::found);
     CHECK(bytes != forged);
+}
+
+namespace {
+/// tier_machine COUNT as a fresh process, with MACHINE_* set to `settings` (and
+/// MACHINE_LOG=1); its result.
+compile_cache_test::process_result run_machine(std::vector<std::string> settings, int count) {
+    compile_cache_test::process_spec spec;
+    spec.argv = {COMPILE_CACHE_HELPER_tier_machine, std::to_string(count)};
+    settings.push_back("MACHINE_LOG=1");
+    spec.env = settings;
+    spec.timeout = std::chrono::milliseconds(60000);
+    return compile_cache_test::run_process(spec);
+}
+
+std::size_t count_of(std::string const& text, std::string const& needle) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+    return n;
+}
+} // namespace
+
+TEST_CASE_METHOD(server_and_folder,
+                 "Tier on Redis: a machine with another secret leaves the fleet's entries alone, in fresh processes",
+                 "[redis][tiered][security]") {
+    std::string const ns = unique_name("foreign");
+    compile_cache_test::write_file(dir.path() / "fleet.key", "the fleet's secret");
+    compile_cache_test::write_file(dir.path() / "other.key", "another machine's secret");
+    auto const machine_settings = [&](char const* local, char const* secret) {
+        return std::vector<std::string>{"MACHINE_DIR=" + (dir.path() / local).string(), "MACHINE_REMOTE=" + s.url(),
+                                        "MACHINE_REMOTE_NAMESPACE=" + ns,
+                                        "MACHINE_SECRET_FILE=" + (dir.path() / secret).string()};
+    };
+    auto const ci = run_machine(machine_settings("ci", "fleet.key"), 3);
+    INFO(ci.describe());
+    REQUIRE(ci.exited(0));
+    CHECK(count_of(ci.out, " compiled\n") == 3);
+
+    // Every entry reads as unauthenticated there: it compiles, and keeps what it compiled
+    // locally, but the server keeps the fleet's entries; one line says why.
+    auto const stray = run_machine(machine_settings("stray", "other.key"), 3);
+    INFO(stray.describe());
+    REQUIRE(stray.exited(0));
+    CHECK(count_of(stray.out, " compiled\n") == 3);
+    CHECK(stray.out.find(" remote.store-skipped.foreign=3") != std::string::npos);
+    CHECK(stray.out.find(" remote.stores=0") != std::string::npos);
+    CHECK(count_of(stray.err, "secrets seem to differ") == 1);
+
+    auto const dev = run_machine(machine_settings("dev", "fleet.key"), 3);
+    INFO(dev.describe());
+    REQUIRE(dev.exited(0));
+    CHECK(count_of(dev.out, " loaded\n") == 3);
+
+    // Asked to, a machine replaces what does not authenticate under its secret (to heal
+    // garbage planted on the server).
+    std::vector<std::string> replacing = machine_settings("stray-2", "other.key");
+    replacing.push_back("MACHINE_REMOTE_REPLACE_UNAUTHENTIC=1");
+    auto const healer = run_machine(replacing, 3);
+    INFO(healer.describe());
+    REQUIRE(healer.exited(0));
+    CHECK(healer.out.find(" remote.store-skipped.foreign=0") != std::string::npos);
+    CHECK(healer.out.find(" remote.stores=3") != std::string::npos);
+    auto const after = run_machine(machine_settings("dev-2", "fleet.key"), 3);
+    INFO(after.describe());
+    CHECK(count_of(after.out, " compiled\n") == 3);
+}
+
+TEST_CASE("Tier on Redis: a redis:// address of a cluster's node says to use redis+cluster://, never that entries "
+          "were evicted",
+          "[redis][tiered][cluster]") {
+    compile_cache_test::temp_dir dir;
+    std::string const node = "127.0.0.1:" + std::to_string(fixture::get().cluster_ports().at(0));
+    std::string const ns = unique_name("node");
+    {
+        // Stored through the cluster: the entries and records are spread over its masters.
+        machine ci((dir.path() / "ci").string(), remote_at("redis+cluster://" + node, ns));
+        for (int i = 0; i < 12; ++i) CHECK(ci.get(i) == cc::outcome::compiled);
+    }
+    machine dev((dir.path() / "dev").string(), remote_at("redis://" + node, ns));
+    for (int i = 0; i < 12; ++i) dev.get(i);
+    for (std::string const& line : dev.log) {
+        INFO(line);
+        CHECK(line.find("evicted") == std::string::npos);
+    }
+    cc::redis_failure const f = dev.cache.storage().remote().last_failure();
+    CHECK(f.error == cc::redis_errc::cluster_node);
+    CHECK(f.text.find("is a node of a Redis Cluster") != std::string::npos);
+    CHECK(f.text.find("redis+cluster://" + node) != std::string::npos);
+    CHECK(f.error.message().find("redis+cluster://") != std::string::npos);
 }

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -18,6 +19,10 @@ std::string read_secret_file(std::string const& path, std::string& secret) {
     int const fd = detail::retry_on_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK); });
     if (fd < 0) return std::string("cannot open it: ") + std::strerror(errno);
     detail::file_descriptor const guard{fd};
+    // Anyone on the machine could have put their secret there (ssh refuses such a key).
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && (st.st_mode & S_IWOTH) != 0)
+        return "any user can write it, so it may not be the secret (chmod o-w it; 0600 or 0400 is usual)";
     auto const deadline = std::chrono::steady_clock::now() + secret_pipe_timeout;
     std::string why;
     char buffer[4096];

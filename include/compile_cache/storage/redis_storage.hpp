@@ -41,10 +41,12 @@
 namespace compile_cache {
 
 /// A parsed Redis address:
-///   `redis://[[user]:password@]host[:port][/db]`   one server (port 6379, db 0 by default)
-///   `unix:///path/to/redis.sock`                    one server on a Unix socket
-///   `redis+cluster://[[user]:password@]host:port[,host:port...]`   seed nodes of a cluster
-/// A host may be a bracketed IPv6 address (`[::1]:6379`).
+///   `redis://[[user][:password]@]host[:port][/db]`   one server (port 6379, db 0 by default)
+///   `unix:///path/to/redis.sock`                      one server on a Unix socket
+///   `redis+cluster://[[user][:password]@]host:port[,host:port...]`   seed nodes of a cluster
+/// A host may be a bracketed IPv6 address (`[::1]:6379`). The credentials end at the
+/// last `@`, so a password may hold `@`, `:`, `?` and `/` as they are; `%XX` in them is
+/// percent-decoded (as redis-cli does), and a `%` that encodes nothing is itself.
 struct redis_address {
     enum class kind { server, unix_socket, cluster };
     struct node {
@@ -59,20 +61,15 @@ struct redis_address {
     int db = 0;
 
     /// Parses `url`; on failure returns nullopt and sets `why` to a sentence that
-    /// shows the address with its password replaced by `***`.
+    /// shows the address as redact() does (never a password).
     static std::optional<redis_address> parse(std::string_view url, std::string& why) {
         why.clear();
         auto bad = [&](std::string const& reason) -> std::optional<redis_address> {
             why = "\"" + redact(url) + "\" is not a Redis address (" + reason +
-                  "; expected redis://[[user]:password@]host[:port][/db], unix:///path.sock or "
+                  "; expected redis://[[user][:password]@]host[:port][/db], unix:///path.sock or "
                   "redis+cluster://host:port[,host:port...])";
             return std::nullopt;
         };
-        // Query parameters (`?password=...` in other clients) are not read here: refused,
-        // and never echoed (redact() hides them).
-        if (url.find('?') != std::string_view::npos)
-            return bad("query parameters are not supported: give a password as redis://user:password@host "
-                       "or in PREFIX_REMOTE_PASSWORD_FILE");
         redis_address a;
         std::string_view rest;
         if (starts_with(url, "redis://")) {
@@ -82,6 +79,8 @@ struct redis_address {
         } else if (starts_with(url, "unix://")) {
             a.type = kind::unix_socket, rest = url.substr(7);
             if (rest.empty() || rest.front() != '/') return bad("a Unix socket needs an absolute path");
+            if (rest.find('?') != std::string_view::npos)
+                return bad("query parameters are not supported: give a password in PREFIX_REMOTE_PASSWORD_FILE");
             a.socket_path.assign(rest);
             return a;
         } else {
@@ -91,11 +90,15 @@ struct redis_address {
         if (at != std::string_view::npos) {
             std::string_view const userinfo = rest.substr(0, at);
             std::size_t const colon = userinfo.find(':');
-            if (colon == std::string_view::npos) return bad("the part before @ must be [user]:password");
-            a.user.assign(userinfo.substr(0, colon));
-            a.password.assign(userinfo.substr(colon + 1));
+            a.user = percent_decoded(userinfo.substr(0, colon));
+            if (colon != std::string_view::npos) a.password = percent_decoded(userinfo.substr(colon + 1));
             rest = rest.substr(at + 1);
         }
+        // Query parameters (`?password=...` in other clients) are not read here: refused,
+        // and never echoed (redact() hides them).
+        if (rest.find('?') != std::string_view::npos)
+            return bad("query parameters are not supported: give a password as redis://user:password@host "
+                       "or in PREFIX_REMOTE_PASSWORD_FILE");
         std::string_view hosts = rest;
         std::size_t const slash = rest.find('/');
         if (slash != std::string_view::npos) {
@@ -146,11 +149,13 @@ struct redis_address {
         return a;
     }
 
-    /// The address with its password (never shown) replaced by `***`.
+    /// The address with its password (never shown) replaced by `***`; a user given
+    /// without a password is not shown either (some write the password there).
     std::string describe() const {
         std::string s = type == kind::server ? "redis://" : type == kind::cluster ? "redis+cluster://" : "unix://";
         if (type == kind::unix_socket) return s + socket_path + (password.empty() ? "" : " (with a password)");
-        if (!password.empty() || !user.empty()) s += user + ":" + (password.empty() ? "" : "***") + "@";
+        if (!password.empty()) s += user + ":***@";
+        else if (!user.empty()) s += "***@";
         for (std::size_t i = 0; i < nodes.size(); ++i) {
             if (i) s += ',';
             bool const v6 = nodes[i].host.find(':') != std::string::npos;
@@ -160,24 +165,50 @@ struct redis_address {
         return s;
     }
 
-    /// A URL as given, with whatever lies between `://` and the last `@` after it
-    /// reduced to the user name and `***`, and any query (`?...`) as `?***`: safe to
-    /// show even when it does not parse.
+    /// A URL as given, safe to show even when it does not parse: whatever lies between
+    /// `://` and the last `@` is reduced to the user name and `:***` (to `***` when it
+    /// has no `:`, or when the user name would hold a `%`, `?` or `/`), and a query
+    /// after the host (`?...`) to `?***`.
     static std::string redact(std::string_view url) {
-        std::size_t const query = url.find('?');
-        if (query != std::string_view::npos) return redact(url.substr(0, query)) + "?***";
         std::size_t const scheme = url.find("://");
         std::size_t const start = scheme == std::string_view::npos ? 0 : scheme + 3;
-        std::size_t const at = url.rfind('@');
-        if (at == std::string_view::npos || at < start) return std::string(url);
-        std::string_view const userinfo = url.substr(start, at - start);
-        std::size_t const colon = userinfo.find(':');
-        return std::string(url.substr(0, start)) + std::string(userinfo.substr(0, colon)) + ":***" +
-               std::string(url.substr(at));
+        std::string out(url.substr(0, start));
+        std::string_view rest = url.substr(start);
+        std::size_t const at = rest.rfind('@');
+        if (at != std::string_view::npos) {
+            std::string_view const userinfo = rest.substr(0, at);
+            std::size_t const colon = userinfo.find(':');
+            std::string_view const user = userinfo.substr(0, colon);
+            bool const plain_user = user.find_first_of("%?/") == std::string_view::npos;
+            out += colon != std::string_view::npos && plain_user ? std::string(user) + ":***@" : std::string("***@");
+            rest = rest.substr(at + 1);
+        }
+        std::size_t const query = rest.find('?');
+        if (query != std::string_view::npos) return out + std::string(rest.substr(0, query)) + "?***";
+        return out + std::string(rest);
     }
 
 private:
     static bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+    static int hex_digit(char c) {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        return -1;
+    }
+    /// `%XX` decoded; any other `%` kept as it is.
+    static std::string percent_decoded(std::string_view s) {
+        std::string out;
+        for (std::size_t i = 0; i < s.size(); ++i) {
+            if (s[i] == '%' && i + 2 < s.size() && hex_digit(s[i + 1]) >= 0 && hex_digit(s[i + 2]) >= 0) {
+                out += static_cast<char>(hex_digit(s[i + 1]) * 16 + hex_digit(s[i + 2]));
+                i += 2;
+            } else {
+                out += s[i];
+            }
+        }
+        return out;
+    }
     static std::optional<int> parse_number(std::string_view s, int max) {
         if (s.empty() || s.size() > 9) return std::nullopt;
         int v = 0;
@@ -198,6 +229,12 @@ struct redis_options {
     std::chrono::milliseconds connect_timeout{100};   ///< for each connection attempt
     std::chrono::milliseconds command_timeout{1000};  ///< for a whole call, connecting and retries included
     std::chrono::seconds ttl{0};                      ///< expiry of a stored value (SET ... EX); 0: none
+    /// A listing (the Storage member `list`: SCAN on every master) gives up, as an
+    /// error, after this many SCAN calls in all (a server whose cursor never comes back
+    /// to 0), or once this long has passed (checked before each call, itself bounded by
+    /// command_timeout).
+    std::uint64_t listing_max_calls = std::uint64_t{1} << 20; ///< with COUNT 1000: a billion names
+    std::chrono::milliseconds listing_timeout{std::chrono::minutes(10)};
 };
 
 /// What the last failing call of a redis_storage saw (for a log line; no password).
@@ -274,7 +311,7 @@ public:
     static std::vector<environment_setting> environment_settings(std::string_view prefix) {
         std::string const p(prefix);
         return {
-            {p + "_REMOTE", "the Redis server: redis://[[user]:password@]host[:port][/db], unix:///path.sock or "
+            {p + "_REMOTE", "the Redis server: redis://[[user][:password]@]host[:port][/db], unix:///path.sock or "
                             "redis+cluster://host:port[,host:port...]; unset or off: none"},
             {p + "_REMOTE_PASSWORD_FILE", "a file holding the Redis password (a trailing newline is dropped)"},
             {p + "_REMOTE_NAMESPACE", "prefix of the keys on the server (default compile_cache)"},
@@ -348,7 +385,8 @@ public:
     /// last_use_s is 0 when the server does not track idle time (an LFU policy). Each
     /// exchange is bounded by the command timeout; entries written or evicted meanwhile
     /// may or may not be listed, and one may be listed twice (SCAN's guarantees). Stops
-    /// at the first failure, which it returns.
+    /// at the first failure, which it returns; past redis_options::listing_max_calls
+    /// SCAN calls (`protocol`) or listing_timeout (`timeout`) too.
     std::error_code list(std::vector<stored_entry>& out) const noexcept {
         // Logically const: only the connections behind state_ change, never an entry.
         auto& self = const_cast<redis_storage&>(*this);
@@ -433,6 +471,7 @@ private:
         detail::redis_clock::time_point last_refresh{};
         std::mutex failure_mutex;
         redis_failure failure;
+        std::atomic<bool> cluster_member{false}; ///< a redis:// server answered MOVED or ASK
 
         std::size_t add_node(detail::redis_endpoint e) {
             for (std::size_t i = 0; i < nodes.size(); ++i)
@@ -502,9 +541,22 @@ private:
                 pattern += c;
             }
             pattern += '*';
+            auto const listing_deadline = detail::redis_clock::now() + state_->options.listing_timeout;
+            std::uint64_t calls = 0;
             for (std::size_t index : masters) {
                 std::string cursor = "0";
                 do {
+                    // A server whose cursor never comes back to 0 (or an endless keyspace)
+                    // ends the listing here, never in a loop without end.
+                    if (calls == state_->options.listing_max_calls)
+                        return record(redis_errc::protocol, "SCAN did not finish after " + std::to_string(calls) +
+                                                                " calls (listing_max_calls); the listing is incomplete");
+                    if (detail::redis_clock::now() >= listing_deadline)
+                        return record(redis_errc::timeout,
+                                      "SCAN did not finish within " +
+                                          std::to_string(state_->options.listing_timeout.count()) +
+                                          " ms (listing_timeout); the listing is incomplete");
+                    ++calls;
                     auto const deadline = detail::redis_clock::now() + state_->options.command_timeout;
                     call c = exchange_on(index, {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}, std::size_t(4) << 20,
                                          deadline, false, true);
@@ -574,7 +626,7 @@ private:
 
     call run(std::string const& name, detail::redis_command command, std::size_t max_reply) {
         auto const deadline = detail::redis_clock::now() + state_->options.command_timeout;
-        if (!is_cluster()) return exchange_on(0, command, max_reply, deadline, false);
+        if (!is_cluster()) return run_on_server(command, max_reply, deadline);
         std::uint16_t const slot = detail::redis_hash_slot(name);
         std::optional<std::size_t> target = owner(slot, deadline);
         if (!target) {
@@ -609,6 +661,28 @@ private:
             }
             target = next;
         }
+    }
+
+    /// A call to the one server of a redis:// address. A server that redirects (MOVED,
+    /// ASK) is a cluster's node, which serves only some keys: from then on every call
+    /// fails at once as redis_errc::cluster_node, whose text says to use redis+cluster://,
+    /// so that neither entries nor records are read from a part of the cluster only.
+    call run_on_server(detail::redis_command const& command, std::size_t max_reply,
+                       detail::redis_clock::time_point deadline) {
+        if (state_->cluster_member.load(std::memory_order_relaxed))
+            return failed(make_error_code(redis_errc::cluster_node));
+        call c = exchange_on(0, command, max_reply, deadline, false);
+        if (c.error || c.reply->type != REDIS_REPLY_ERROR) return c;
+        std::string_view const said(c.reply->str, c.reply->len);
+        if (!detail::parse_redis_redirection(said)) return c;
+        state_->cluster_member.store(true, std::memory_order_relaxed);
+        auto const& n = state_->address.nodes.front();
+        std::string const where =
+            (n.host.find(':') != std::string::npos ? "[" + n.host + "]" : n.host) + ":" + std::to_string(n.port);
+        std::string const text = where + " is a node of a Redis Cluster (it answered \"" +
+                                 std::string(said.substr(0, said.find(' '))) + "\"), which serves only some keys: " +
+                                 "address the cluster as redis+cluster://" + where;
+        return failed(record(redis_errc::cluster_node, text));
     }
 
     std::string node_host(std::size_t index, detail::redis_clock::time_point deadline) {

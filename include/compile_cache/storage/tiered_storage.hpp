@@ -29,6 +29,7 @@
 #include <string_view>
 #include <system_error>
 #include <type_traits>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -73,6 +74,11 @@ struct tier_options {
     /// it keeps failing the period doubles, up to backoff_max.
     std::chrono::milliseconds backoff_start{2000};
     std::chrono::milliseconds backoff_max{60000};
+    /// A store does not overwrite an entry the remote holds under the same key that
+    /// this process read and found not authentic (its HMAC does not verify here: most
+    /// likely the machines' secrets differ); counted `remote.store-skipped.foreign`, one
+    /// line the first time. True replaces them (to heal garbage planted on the server).
+    bool replace_unauthentic = false;
     /// One line when the remote goes away and one when it comes back; silent when empty.
     std::function<void(std::string_view)> logger;
 };
@@ -112,7 +118,10 @@ inline remote_read_mark& last_remote_read() noexcept {
 ///   fleet recorded (one remote read per entry copied).
 /// - `write`: the local storage, then, in read_write mode, the remote (each remote call
 ///   is bounded by the remote's own timeout: the host waits no longer). The answer is
-///   the local storage's (remote-only: the remote's); a remote failure is counted.
+///   the local storage's (remote-only: the remote's); a remote failure is counted. An
+///   entry this process found unauthentic on the remote is not overwritten there
+///   (tier_options::replace_unauthentic).
+/// - Identity records (explain.hpp) are counted apart from entries: `remote.record-*`.
 /// - `remove`: both (the remote only in read_write mode).
 /// - A timeout or refused connection makes the remote skipped for
 ///   tier_options::backoff_start, doubling while the retry after it fails, up to
@@ -174,6 +183,8 @@ public:
         options.mode = env.choice<remote_mode>(
             "_REMOTE_MODE", {{"read-write", remote_mode::read_write}, {"read-only", remote_mode::read_only}},
             remote_mode::read_write, "a remote mode");
+        options.replace_unauthentic =
+            env.flag("_REMOTE_REPLACE_UNAUTHENTIC", false, "entries that are not authentic are kept");
         auto local_only = [&]() -> std::optional<tiered_storage> {
             if (!local) return std::nullopt;
             return tiered_storage(std::move(*local));
@@ -188,8 +199,11 @@ public:
             env.report(env.name("_REMOTE") + " cannot be used; the remote is off");
         }
         if (!remote) return local_only();
-        if (!local) return remote_only(std::move(*remote), std::move(options));
-        return tiered_storage(std::move(*local), std::move(*remote), std::move(options));
+        tiered_storage t = local ? tiered_storage(std::move(*local), std::move(*remote), std::move(options))
+                                 : remote_only(std::move(*remote), std::move(options));
+        t.state_->secret_setting = env.name("_SECRET_FILE");
+        t.state_->replace_setting = env.name("_REMOTE_REPLACE_UNAUTHENTIC");
+        return t;
     }
 
     /// The settings from_env reads: the local storage's, the tier's, the remote's.
@@ -203,6 +217,8 @@ public:
             {p + "_REMOTE_ONLY", "1 keeps nothing locally: every read and store goes to the remote"},
             {p + "_REMOTE_INSECURE", "1 reads the remote without a secret (only for a server that only trusted "
                                      "machines can write)"},
+            {p + "_REMOTE_REPLACE_UNAUTHENTIC", "1 lets stores replace remote entries that do not authenticate "
+                                                "under this secret (default: kept, as another secret's)"},
         };
         for (auto const& t : tier) s.push_back(t);
         if constexpr (detail::has_environment_settings<Remote>::value)
@@ -257,7 +273,7 @@ public:
             return r;
         case read_status::absent:
             answered();
-            ++state_->counts[c_misses];
+            ++state_->counts[is_identity_record_key(k) ? c_record_misses : c_misses];
             break;
         case read_status::too_large:
             answered();
@@ -276,6 +292,7 @@ public:
         else if (state_->options.mode != remote_mode::read_write)
             return std::make_error_code(std::errc::read_only_file_system); // remote-only and read-only: nowhere
         if (!state_->remote || state_->options.mode != remote_mode::read_write) return answer;
+        if (keep_foreign(k)) return state_->local ? answer : std::make_error_code(std::errc::file_exists);
         if (!may_call()) return state_->local ? answer : std::make_error_code(std::errc::resource_unavailable_try_again);
         auto const start = clock::now();
         std::error_code e;
@@ -289,7 +306,7 @@ public:
             failed(e);
         } else {
             answered();
-            ++state_->counts[c_stores];
+            ++state_->counts[is_identity_record_key(k) ? c_record_stores : c_stores];
             state_->counts[c_bytes_written] += bytes.size();
         }
         return state_->local ? answer : e;
@@ -323,15 +340,12 @@ public:
         detail::remote_read_mark& mark = detail::last_remote_read();
         if (!state_ || mark.tier != this || mark.k != k) return;
         mark.tier = nullptr;
-        if (is_identity_record_key(k)) { // a record: copied when sound, never counted as an entry
-            if (status == envelope_status::ok && state_->local) (void)local_write(k, entry);
-            return;
-        }
+        bool const record = is_identity_record_key(k); // copied when sound, counted apart from entries
         switch (status) {
         case envelope_status::ok:
-            ++state_->counts[c_hits];
-            if (state_->local && !local_write(k, entry)) // a failure here is the next run's miss
-                copy_record_of(entry);
+            ++state_->counts[record ? c_record_hits : c_hits];
+            // A failure here is the next run's miss; a copied entry brings its record along.
+            if (state_->local && !local_write(k, entry) && !record) copy_record_of(entry);
             break;
         case envelope_status::corrupt:
         case envelope_status::key_mismatch:
@@ -339,18 +353,21 @@ public:
             break;
         case envelope_status::unauthenticated:
             ++state_->counts[c_error + static_cast<std::size_t>(remote_error::unauthenticated)];
+            note_foreign(k);
             break;
         case envelope_status::too_large:
             ++state_->counts[c_error + static_cast<std::size_t>(remote_error::too_large)];
             break;
-        case envelope_status::foreign_version: ++state_->counts[c_misses]; break;
+        case envelope_status::foreign_version: ++state_->counts[record ? c_record_misses : c_misses]; break;
         }
     }
 
     /// The remote's counters, by name (`remote.hits`, `remote.misses`, `remote.stores`,
     /// `remote.errors.<remote_error>`, `remote.skipped`, `remote.bytes-read`,
-    /// `remote.bytes-written`, `remote.read-ns`, `remote.write-ns`); empty without a
-    /// remote. basic_cache adds them to its statistics.
+    /// `remote.bytes-written`, `remote.read-ns`, `remote.write-ns`,
+    /// `remote.store-skipped.foreign`, and the identity records' own
+    /// `remote.record-hits`, `remote.record-misses`, `remote.record-stores`); empty
+    /// without a remote. basic_cache adds them to its statistics.
     std::vector<std::pair<std::string, std::uint64_t>> storage_counters() const {
         std::vector<std::pair<std::string, std::uint64_t>> c;
         if (!has_remote()) return c;
@@ -456,6 +473,10 @@ private:
         c_bytes_written,
         c_read_ns,
         c_write_ns,
+        c_store_skipped_foreign,
+        c_record_hits,
+        c_record_misses,
+        c_record_stores,
         c_count
     };
     static std::array<std::string, c_count> const& count_names() {
@@ -471,6 +492,10 @@ private:
             n[c_bytes_written] = "remote.bytes-written";
             n[c_read_ns] = "remote.read-ns";
             n[c_write_ns] = "remote.write-ns";
+            n[c_store_skipped_foreign] = "remote.store-skipped.foreign";
+            n[c_record_hits] = "remote.record-hits";
+            n[c_record_misses] = "remote.record-misses";
+            n[c_record_stores] = "remote.record-stores";
             return n;
         }();
         return names;
@@ -486,7 +511,46 @@ private:
         clock::time_point down_since{};
         clock::time_point retry_at{};
         std::chrono::milliseconds backoff{0};
+        /// Keys whose remote entry this process read and found not authentic (at most
+        /// max_foreign_keys; past that, stores overwrite them as before).
+        std::mutex foreign_mutex;
+        std::unordered_set<key> foreign;
+        bool foreign_said = false;
+        std::string secret_setting = "the secret file", replace_setting = "PREFIX_REMOTE_REPLACE_UNAUTHENTIC";
     };
+    static constexpr std::size_t max_foreign_keys = 1u << 16;
+
+    void note_foreign(key const& k) noexcept {
+        if (state_->options.replace_unauthentic || state_->options.mode != remote_mode::read_write) return;
+        try {
+            std::lock_guard<std::mutex> lock(state_->foreign_mutex);
+            if (state_->foreign.size() < max_foreign_keys) state_->foreign.insert(k);
+        } catch (...) {
+        }
+    }
+
+    /// Whether a store of `k` must leave the remote's entry alone (it is another
+    /// secret's, or garbage); counted, and said once.
+    bool keep_foreign(key const& k) noexcept {
+        bool say = false;
+        {
+            std::lock_guard<std::mutex> lock(state_->foreign_mutex);
+            if (state_->foreign.empty() || state_->foreign.count(k) == 0) return false;
+            say = !state_->foreign_said;
+            state_->foreign_said = true;
+        }
+        if (!is_identity_record_key(k)) ++state_->counts[c_store_skipped_foreign];
+        if (say) {
+            try {
+                log(describe_remote() + " holds entries that do not authenticate under this secret: the secrets "
+                                        "seem to differ between machines (" + state_->secret_setting +
+                    "). They are kept, not overwritten (" + state_->replace_setting +
+                    "=1 replaces them; compile-cache verify --remove --secret-file cleans them)");
+            } catch (...) {
+            }
+        }
+        return true;
+    }
 
     static std::uint64_t ns_since(clock::time_point start) noexcept {
         return static_cast<std::uint64_t>(

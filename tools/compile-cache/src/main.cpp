@@ -63,7 +63,8 @@ char const* const help_text =
     "                              HMAC with --secret-file) and that it is stored under its own\n"
     "                              key; reports the bad ones and, with --remove, deletes them.\n"
     "                              Keyed entries without --secret-file, and entries of another\n"
-    "                              envelope version, are reported as not checked and kept\n"
+    "                              envelope version, are reported as not checked and kept, and\n"
+    "                              make the exit status 4 unless --allow-unchecked is given\n"
     "  prune DIR --max-size SIZE   evicts least recently used entries until the directory is\n"
     "                              under 90% of SIZE (bytes, or with K, M, G: 48K, 500M, 2G;\n"
     "                              0 means no limit, so nothing is evicted), and removes temp\n"
@@ -77,7 +78,7 @@ char const* const help_text =
     "  sqlite:FILE, or FILE        a SQLite database a compile_cache host made (what PREFIX_FILE\n"
     "                              names with sqlite_storage); an existing file that is an SQLite\n"
     "                              database is taken as one without the sqlite: prefix\n"
-    "  redis://[[user]:password@]host[:port][/db], redis+cluster://host:port[,...],\n"
+    "  redis://[[user][:password]@]host[:port][/db], redis+cluster://host:port[,...],\n"
     "  unix:///path.sock           a Redis server or cluster (what PREFIX_REMOTE names); the\n"
     "                              password is never printed\n"
     "  Entries are listed with the storage's listing (SQLite: one query; Redis: SCAN, and\n"
@@ -91,6 +92,10 @@ char const* const help_text =
     "                              compile_cache by default\n"
     "  --secret-file F             (list, show, verify, explain) the file whose content is the secret of\n"
     "                              a cache with PREFIX_SECRET_FILE: checks HMACs under it\n"
+    "  --password-file F           (Redis) the file holding the server's password, as\n"
+    "                              PREFIX_REMOTE_PASSWORD_FILE (not on the command line, where\n"
+    "                              every user can read it); a trailing newline is dropped\n"
+    "  --allow-unchecked           (verify) entries that cannot be checked leave the exit status 0\n"
     "  -h, --help                  this text\n"
     "\n"
     "A directory of more than 10,000 entries gets a progress line on stderr.\n"
@@ -110,7 +115,9 @@ char const* const exit_text =
     "     FILE not a compile_cache database; a bad Redis address; a storage this build lacks);\n"
     "     KEY_PREFIX unknown or ambiguous; the secret file cannot be used\n"
     "  3  the file system or the storage refused something (a folder that cannot be read, a\n"
-    "     removal, a Redis server that does not answer)\n";
+    "     removal, a Redis server that does not answer or refuses the credentials)\n"
+    "  4  verify found no bad entry but could not check some (keyed entries without\n"
+    "     --secret-file, another envelope version); --allow-unchecked makes it 0\n";
 
 struct command_line {
     std::string command;
@@ -119,8 +126,10 @@ struct command_line {
     std::string kernel_name; ///< explain's NAME
     bool json = false;
     bool remove = false;
+    bool allow_unchecked = false;
     std::string sort = "name";
     std::optional<std::string> secret_file;
+    std::optional<std::string> password_file; ///< --password-file (Redis)
     std::optional<std::string> max_size;
     std::optional<std::string> name_space; ///< --namespace (Redis)
 };
@@ -158,6 +167,11 @@ command_line parse(std::vector<std::string> const& args) {
         } else if (arg == "--remove") {
             no_value();
             c.remove = true;
+        } else if (arg == "--allow-unchecked") {
+            no_value();
+            c.allow_unchecked = true;
+        } else if (arg == "--password-file") {
+            c.password_file = value();
         } else if (arg == "--sort") {
             c.sort = value();
             if (c.sort != "name" && c.sort != "size" && c.sort != "age")
@@ -183,7 +197,7 @@ command_line parse(std::vector<std::string> const& args) {
     // Options given to a command that does not take them are errors, not silently ignored.
     for (std::string const& arg : args) {
         std::string const name = arg.substr(0, arg.find('='));
-        if (name == "--remove") allowed(name, {"verify"});
+        if (name == "--remove" || name == "--allow-unchecked") allowed(name, {"verify"});
         if (name == "--sort") allowed(name, {"list"});
         if (name == "--secret-file") allowed(name, {"list", "show", "verify", "explain"});
         if (name == "--max-size") allowed(name, {"prune"});
@@ -667,7 +681,10 @@ std::string tally(command_line const& c, verification const& v, bool records) {
     for (auto const& e : v.unchecked) n_unchecked += compile_cache::is_identity_record_name(e.file.name) == records ? 1 : 0;
     std::string t = std::to_string(records ? v.sound_records : v.sound) + " sound, " + std::to_string(n_bad) + " bad";
     if (c.remove) t += ", " + std::to_string(n_removed) + " removed";
-    if (n_unchecked != 0) t += ", " + std::to_string(n_unchecked) + " not checked";
+    std::vector<checked_entry const*> unchecked;
+    for (auto const& e : v.unchecked)
+        if (compile_cache::is_identity_record_name(e.file.name) == records) unchecked.push_back(&e.check);
+    if (n_unchecked != 0) t += ", " + std::to_string(n_unchecked) + " not checked" + unchecked_causes(unchecked);
     return t;
 }
 
@@ -701,7 +718,7 @@ int run_verify(command_line const& c) {
     else
         print_verification_text(c, d, auth.keyed(), v);
     if (v.removal_failed) return exit_failed;
-    return v.bad.empty() ? exit_ok : exit_bad_entries;
+    return verify_status(!v.bad.empty(), !v.unchecked.empty(), c.allow_unchecked);
 }
 
 // ---- explain -----------------------------------------------------------------
@@ -938,8 +955,11 @@ std::optional<int> run_on_other_storage(command_line const& c) {
     cache_kind const kind = kind_of(c.dir, location);
     if (kind == cache_kind::directory) {
         if (c.name_space) throw usage_error{"--namespace is an option for a Redis cache"};
+        if (c.password_file) throw usage_error{"--password-file is an option for a Redis cache"};
         return std::nullopt;
     }
+    if (c.password_file && kind != cache_kind::redis)
+        throw usage_error{"--password-file is an option for a Redis cache"};
     if (c.command == "prune") throw usage_error{c.command + " works on a cache directory only"};
     if (c.name_space && kind != cache_kind::redis) throw usage_error{"--namespace is an option for a Redis cache"};
     storage_request r;
@@ -948,6 +968,7 @@ std::optional<int> run_on_other_storage(command_line const& c) {
     r.sort = c.sort;
     r.json = c.json;
     r.remove = c.remove;
+    r.allow_unchecked = c.allow_unchecked;
     if (!auth_from(c, r.auth)) return exit_usage;
     if (kind == cache_kind::sqlite) {
 #if defined(COMPILE_CACHE_TOOL_WITH_SQLITE)
@@ -974,15 +995,31 @@ std::optional<int> run_on_other_storage(command_line const& c) {
     compile_cache::redis_options options;
     options.url = c.dir;
     if (c.name_space) options.name_space = *c.name_space;
+    if (c.password_file) {
+        // Read as the library reads PREFIX_REMOTE_PASSWORD_FILE.
+        std::string const why = compile_cache::read_secret_file(*c.password_file, options.password);
+        if (!why.empty()) return fail("--password-file " + *c.password_file + ": " + why, exit_usage);
+        if (options.password.back() == '\n') options.password.pop_back();
+        if (!options.password.empty() && options.password.back() == '\r') options.password.pop_back();
+    }
     std::optional<compile_cache::redis_storage> storage;
     try {
         storage.emplace(options);
     } catch (std::invalid_argument const& e) {
         return fail(e.what(), exit_usage); // its message hides the password
     }
+    std::fill(options.password.begin(), options.password.end(), '\0');
     r.shown = storage->describe();
-    if (c.command == "explain") return explain_on_storage(c, r, storage_access::of(*storage));
-    return run_on_storage(storage_access::of(*storage), r, true);
+    storage_access access = storage_access::of(*storage);
+    access.explain_failure = [&storage](std::error_code const& ec) -> std::string {
+        std::string const said = storage->last_failure().text; // the server's words or the I/O error; no password
+        if (ec != compile_cache::redis_errc::auth) return said;
+        return (said.empty() ? std::string() : "\"" + printable(said) + "\"; ") +
+               "give the password with --password-file FILE (or in the URL), of a user allowed SCAN, OBJECT, "
+               "STRLEN, GETRANGE and DEL (docs/remote.md)";
+    };
+    if (c.command == "explain") return explain_on_storage(c, r, access);
+    return run_on_storage(access, r, true);
 #else
     return fail("this compile-cache was built without Redis support", exit_usage);
 #endif

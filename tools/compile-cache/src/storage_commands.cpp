@@ -57,6 +57,31 @@ std::string display_name(checked_entry const& e) {
     return "(bad entry)";
 }
 
+std::string unchecked_cause(checked_entry const& e) {
+    switch (e.envelope.status) {
+    case compile_cache::envelope_status::unauthenticated: return "HMAC entries: give --secret-file";
+    case compile_cache::envelope_status::foreign_version:
+        return "entries of envelope version " + std::to_string(e.envelope.version) + ": use that version's tool";
+    default: return "entries over 64 MiB: not read";
+    }
+}
+
+std::string unchecked_causes(std::vector<checked_entry const*> const& entries) {
+    std::vector<std::string> causes;
+    for (checked_entry const* e : entries) {
+        std::string cause = unchecked_cause(*e);
+        if (std::find(causes.begin(), causes.end(), cause) == causes.end()) causes.push_back(std::move(cause));
+    }
+    std::string out;
+    for (std::string const& c : causes) out += (out.empty() ? " (" : "; ") + c;
+    return out.empty() ? out : out + ")";
+}
+
+int verify_status(bool bad, bool unchecked, bool allow_unchecked) {
+    if (bad) return exit_bad_entries;
+    return unchecked && !allow_unchecked ? exit_unchecked : exit_ok;
+}
+
 namespace {
 
 std::string origin_of(compile_cache::entry_metadata const& m) {
@@ -311,8 +336,8 @@ int storage_clear(storage_access const& storage, storage_request const& r, std::
             if (!first) first = ec;
             continue;
         }
-        ++removed;
-        removed_bytes += e.stored.size;
+        removed_bytes += e.stored.size; // (sizes whole, as a directory's clear counts them)
+        if (!compile_cache::is_identity_record_name(e.name)) ++removed; // a record is no entry
     }
     if (first) return fail(r.shown + ": clear failed: " + first.message(), exit_failed);
     if (r.json) {
@@ -331,16 +356,17 @@ int storage_clear(storage_access const& storage, storage_request const& r, std::
 /// What verify found on a storage: a bad entry and what became of it ("removed", why
 /// it was kept, or nothing without --remove).
 struct storage_verification {
-    std::uint64_t sound = 0, unchecked = 0, removed = 0;
+    std::uint64_t sound = 0, sound_records = 0, removed = 0;
     bool removal_failed = false;
     std::vector<std::pair<storage_entry const*, std::string>> bad;
+    std::vector<storage_entry const*> unchecked;
 };
 
 /// With --remove, what becomes of a bad entry: checked again just before, since a
 /// host may have replaced it with a sound one meanwhile.
 std::string remove_bad_entry(storage_access const& storage, storage_request const& r, storage_entry const& e,
                              storage_verification& v) {
-    if (r.auth.keyed() && v.sound == 0) return "kept: no entry verified under this secret so far";
+    if (r.auth.keyed() && v.sound + v.sound_records == 0) return "kept: no entry verified under this secret so far";
     if (read_and_check(storage, e, r.auth).result == verdict::sound) return "replaced by a sound entry meanwhile; kept";
     if (std::error_code const ec = storage.remove(e.stored.k)) {
         v.removal_failed = true;
@@ -356,9 +382,9 @@ storage_verification verify_entries(storage_access const& storage, storage_reque
     for (auto& e : all) {
         e.check = read_and_check(storage, e, r.auth);
         if (e.check.result == verdict::sound) {
-            ++v.sound;
+            ++(compile_cache::is_identity_record_name(e.name) ? v.sound_records : v.sound);
         } else if (e.check.result == verdict::unchecked) {
-            ++v.unchecked;
+            v.unchecked.push_back(&e);
             std::string const line = "not checked: " + e.name + ": " + e.check.problem + "\n";
             if (!r.json) std::fputs(line.c_str(), stdout);
         } else {
@@ -368,11 +394,36 @@ storage_verification verify_entries(storage_access const& storage, storage_reque
     return v;
 }
 
-void print_storage_verification(storage_request const& r, std::size_t checked, storage_verification const& v) {
+/// "3 sound, 1 bad, 1 removed, 2 not checked (HMAC entries: give --secret-file)" for
+/// the kernels' entries, or for the identity records.
+std::string storage_tally(storage_request const& r, storage_verification const& v, bool records) {
+    std::uint64_t sound = 0, bad = 0, removed = 0;
+    std::vector<checked_entry const*> unchecked;
+    for (auto const& [e, fate] : v.bad)
+        if (compile_cache::is_identity_record_name(e->name) == records) {
+            ++bad;
+            removed += fate == "removed" ? 1 : 0;
+        }
+    for (storage_entry const* e : v.unchecked)
+        if (compile_cache::is_identity_record_name(e->name) == records) unchecked.push_back(&e->check);
+    sound = records ? v.sound_records : v.sound;
+    std::string t = std::to_string(sound) + " sound, " + std::to_string(bad) + " bad";
+    if (r.remove) t += ", " + std::to_string(removed) + " removed";
+    if (!unchecked.empty()) t += ", " + std::to_string(unchecked.size()) + " not checked" + unchecked_causes(unchecked);
+    return t;
+}
+
+void print_storage_verification(storage_request const& r, std::size_t entries, std::size_t records,
+                                storage_verification const& v) {
     if (r.json) {
         json_writer j;
         j.begin_object().field("storage", r.shown).field("mode", r.auth.keyed() ? "hmac-sha256" : "crc32c");
-        j.field("checked", std::uint64_t{checked}).field("sound", v.sound).field("unchecked", v.unchecked);
+        j.field("checked", std::uint64_t{entries}).field("sound", v.sound);
+        j.field("identity_records", std::uint64_t{records}).field("sound_identity_records", v.sound_records);
+        j.key("unchecked").begin_array();
+        for (storage_entry const* e : v.unchecked)
+            j.begin_object().field("key", e->name).field("reason", e->check.problem).end_object();
+        j.end_array();
         j.key("bad").begin_array();
         for (auto const& [e, fate] : v.bad) {
             j.begin_object().field("key", e->name).field("problem", e->check.problem).field("removed", fate == "removed");
@@ -386,11 +437,9 @@ void print_storage_verification(storage_request const& r, std::size_t checked, s
     std::string out;
     for (auto const& [e, fate] : v.bad)
         out += "bad: " + e->name + ": " + e->check.problem + (fate.empty() ? "" : " (" + fate + ")") + "\n";
-    out += "checked " + std::to_string(checked) + (checked == 1 ? " entry (" : " entries (") +
-           (r.auth.keyed() ? "HMAC-SHA256" : "CRC-32C") + "): " + std::to_string(v.sound) + " sound, " +
-           std::to_string(v.bad.size()) + " bad";
-    if (r.remove) out += ", " + std::to_string(v.removed) + " removed";
-    if (v.unchecked != 0) out += ", " + std::to_string(v.unchecked) + " not checked";
+    out += "checked " + std::to_string(entries) + (entries == 1 ? " entry (" : " entries (") +
+           (r.auth.keyed() ? "HMAC-SHA256" : "CRC-32C") + "): " + storage_tally(r, v, false);
+    if (records != 0) out += "; " + std::to_string(records) + " identity records: " + storage_tally(r, v, true);
     out += "\n";
     std::fputs(out.c_str(), stdout);
 }
@@ -399,22 +448,27 @@ void print_storage_verification(storage_request const& r, std::size_t checked, s
 
 int run_on_storage(storage_access const& storage, storage_request const& r, bool can_remove) {
     storage_listing l;
-    if (std::error_code const ec = list_storage(storage, l))
-        return fail(r.shown + ": cannot list its entries: " + ec.message(), exit_failed);
+    if (std::error_code const ec = list_storage(storage, l)) {
+        std::string const more = storage.explain_failure ? storage.explain_failure(ec) : std::string();
+        return fail(r.shown + ": cannot list its entries: " + ec.message() + (more.empty() ? "" : ": " + more),
+                    exit_failed);
+    }
     if (r.command == "stats") return storage_stats(r, l);
     if (r.command == "list") return storage_list(storage, r, l);
     if (r.command == "show") return storage_show(storage, r, l);
 
-    // verify and clear see identity records as entries: they are envelopes too.
+    // verify and clear go through identity records too (they are envelopes), but count
+    // them apart: they are no entries.
+    std::size_t const entries = l.entries.size(), records = l.records.size();
     std::vector<storage_entry> all = std::move(l.entries);
     all.insert(all.end(), l.records.begin(), l.records.end());
     if ((r.command == "clear" || r.remove) && !can_remove)
         return fail(r.shown + ": opened read-only, so nothing can be removed", exit_failed);
     if (r.command == "clear") return storage_clear(storage, r, all);
     storage_verification const v = verify_entries(storage, r, all);
-    print_storage_verification(r, all.size(), v);
+    print_storage_verification(r, entries, records, v);
     if (v.removal_failed) return exit_failed;
-    return v.bad.empty() ? exit_ok : exit_bad_entries;
+    return verify_status(!v.bad.empty(), !v.unchecked.empty(), r.allow_unchecked);
 }
 
 } // namespace compile_cache_tool

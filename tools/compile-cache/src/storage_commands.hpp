@@ -24,6 +24,7 @@ inline constexpr int exit_ok = 0;
 inline constexpr int exit_bad_entries = 1; ///< verify (or show) found an entry that does not check
 inline constexpr int exit_usage = 2;       ///< a usage error, or the cache / KEY_PREFIX / the secret file is not usable
 inline constexpr int exit_failed = 3;      ///< the storage refused: a folder that cannot be read, a removal, a server down
+inline constexpr int exit_unchecked = 4;   ///< verify found no bad entry but could not check some (--allow-unchecked: 0)
 
 /// Says `message` on stderr (after "compile-cache: "); returns `status`.
 int fail(std::string const& message, int status);
@@ -50,8 +51,20 @@ struct storage_request {
     std::string sort = "name";
     bool json = false;
     bool remove = false;
+    bool allow_unchecked = false; ///< verify: entries not checked leave the exit status 0
     compile_cache::envelope_auth auth;
 };
+
+/// Why an entry could not be checked, as what was missing: "HMAC entries: give
+/// --secret-file", ... (for verify's line).
+std::string unchecked_cause(checked_entry const& e);
+
+/// " (HMAC entries: give --secret-file; ...)": the causes of `entries` not checked, each
+/// once; empty when there is none.
+std::string unchecked_causes(std::vector<checked_entry const*> const& entries);
+
+/// verify's exit status: bad entries 1, else entries not checked 4 (0 when allowed).
+int verify_status(bool bad, bool unchecked, bool allow_unchecked);
 
 /// What the name column says for an entry that does not check.
 std::string display_name(checked_entry const& e);
@@ -84,6 +97,9 @@ struct storage_access {
     /// eviction order alone), else `read`.
     std::function<compile_cache::read_result(compile_cache::key const&, std::string&, std::size_t)> read;
     std::function<std::error_code(compile_cache::key const&)> remove;
+    /// What to say about a failure of the storage, beyond the error's message (the
+    /// server's own text, what to check); may be empty.
+    std::function<std::string(std::error_code const&)> explain_failure;
 
     template <class Storage>
     static storage_access of(Storage& storage) {
@@ -91,7 +107,8 @@ struct storage_access {
                 [&storage](compile_cache::key const& k, std::string& bytes, std::size_t max_size) {
                     return read_untouched(storage, k, bytes, max_size, 0);
                 },
-                [&storage](compile_cache::key const& k) { return storage.remove(k); }};
+                [&storage](compile_cache::key const& k) { return storage.remove(k); },
+                {}};
     }
 
 private:

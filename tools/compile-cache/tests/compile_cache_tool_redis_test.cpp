@@ -7,8 +7,12 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
+
 using namespace compile_cache_tool_test;
+using compile_cache_test::redis::admin;
 using compile_cache_test::redis::fixture;
+using compile_cache_test::redis::server;
 using compile_cache_test::redis::unique_name;
 
 TEST_CASE("compile-cache on a Redis server lists, shows, verifies and clears the entries of its namespace only",
@@ -36,11 +40,13 @@ TEST_CASE("compile-cache on a Redis server lists, shows, verifies and clears the
     process_result const found = tool({"verify", url, "--namespace", ns, "--remove"});
     REQUIRE_EXIT(found, 1);
     CHECK(found.out.find("bad: " + keys[0] + ": corrupt") != std::string::npos);
-    CHECK(found.out.find("5 sound, 1 bad, 1 removed") != std::string::npos);
+    // Identity records are no entries: 3 kernels' entries, and their 3 records apart.
+    CHECK(found.out.find("checked 3 entries (CRC-32C): 2 sound, 1 bad, 1 removed; 3 identity records: 3 sound, 0 bad, "
+                         "0 removed") != std::string::npos);
 
     process_result const cleared = tool({"clear", url, "--namespace", ns});
     REQUIRE_EXIT(cleared, 0);
-    CHECK(cleared.out.rfind("removed 5 entries (", 0) == 0);
+    CHECK(cleared.out.rfind("removed 2 entries (", 0) == 0);
     process_result const empty = tool({"stats", url, "--namespace", ns, "--json"});
     REQUIRE_EXIT(empty, 0);
     CHECK(json_query(empty.out, "(d['entries'], d['identity_records'])") == "(0, 0)");
@@ -100,10 +106,11 @@ TEST_CASE("compile-cache on a Redis cluster sees the entries on every master", "
     CHECK(json_query(stats.out, "(d['entries'], d['identity_records'])") == "(12, 12)");
     process_result const verified = tool({"verify", url, "--namespace", ns});
     REQUIRE_EXIT(verified, 0);
-    CHECK(verified.out.find(": 24 sound, 0 bad") != std::string::npos);
+    CHECK(verified.out.find("checked 12 entries (CRC-32C): 12 sound, 0 bad; 12 identity records: 12 sound, 0 bad") !=
+          std::string::npos);
     process_result const cleared = tool({"clear", url, "--namespace", ns});
     REQUIRE_EXIT(cleared, 0);
-    CHECK(cleared.out.rfind("removed 24 entries (", 0) == 0);
+    CHECK(cleared.out.rfind("removed 12 entries (", 0) == 0);
 }
 
 TEST_CASE("compile-cache never prints a Redis password, and a server that does not answer is exit 3",
@@ -117,4 +124,81 @@ TEST_CASE("compile-cache never prints a Redis password, and a server that does n
     REQUIRE_EXIT(down, 3);
     CHECK(down.err.find("s3cret-word") == std::string::npos);
     CHECK(down.err.find("127.0.0.1:1") != std::string::npos);
+    // Nor any other form: a password alone before @, with ? or @ in it, percent-encoded.
+    for (char const* url : {"redis://S3cretPW@127.0.0.1:1", "redis://:Sec?retPW@127.0.0.1:1",
+                                   "redis://u:p@ss?w0rd@127.0.0.1:notaport", "redis://u:%53ecr%45t@127.0.0.1:1",
+                                   "redis://127.0.0.1:1/0?password=Qu3ry"}) {
+        process_result const r = tool({"list", url});
+        INFO(url << ": " << r.describe());
+        CHECK((r.exited(2) || r.exited(3)));
+        for (char const* secret : {"S3cret", "Sec", "retPW", "ss?w0rd", "w0rd", "SecrEt", "%53ecr", "Qu3ry"})
+            CHECK(r.err.find(secret) == std::string::npos);
+    }
+}
+
+TEST_CASE("compile-cache reads a Redis password from --password-file, and a refused one says how to give it",
+          "[compile-cache][redis]") {
+    server guarded("--requirepass pass-w0rd-in-a-file");
+    std::string const url = "redis://127.0.0.1:" + std::to_string(guarded.port());
+    std::string const ns = unique_name("tool-password");
+    REQUIRE(lines_of(fill_cache({"redis://:pass-w0rd-in-a-file@127.0.0.1:" + std::to_string(guarded.port()), "2", ns}))
+                .size() == 2);
+    compile_cache_test::temp_dir dir;
+    std::string const file = (dir.path() / "redis.pw").string();
+    compile_cache_test::write_file(file, "pass-w0rd-in-a-file\n");
+
+    process_result const read = tool({"stats", url, "--namespace", ns, "--password-file", file, "--json"});
+    REQUIRE_EXIT(read, 0);
+    CHECK(json_query(read.out, "(d['entries'], d['identity_records'])") == "(2, 2)");
+    CHECK(read.out.find("pass-w0rd") == std::string::npos);
+
+    process_result const refused = tool({"list", url, "--namespace", ns});
+    REQUIRE_EXIT(refused, 3);
+    CHECK(refused.err.find("refused the credentials") != std::string::npos);
+    CHECK(refused.err.find("--password-file") != std::string::npos);
+    compile_cache_test::write_file(dir.path() / "wrong.pw", "not-it");
+    process_result const wrong =
+        tool({"verify", url, "--namespace", ns, "--password-file", (dir.path() / "wrong.pw").string()});
+    REQUIRE_EXIT(wrong, 3);
+    CHECK(wrong.err.find("--password-file") != std::string::npos);
+    CHECK(wrong.err.find("not-it") == std::string::npos);
+
+    // Read as a secret is: a file any user could have written is refused.
+    REQUIRE(::chmod(file.c_str(), 0666) == 0);
+    process_result const writable = tool({"stats", url, "--namespace", ns, "--password-file", file});
+    REQUIRE_EXIT(writable, 2);
+    CHECK(writable.err.find("any user can write it") != std::string::npos);
+    process_result const not_redis = tool({"stats", dir.path().string(), "--password-file", file});
+    REQUIRE_EXIT(not_redis, 2);
+}
+
+TEST_CASE("compile-cache runs as the tool user docs/remote.md gives, and a reader without SCAN hears what it may not "
+          "run",
+          "[compile-cache][redis]") {
+    server acl;
+    admin a(acl.port());
+    std::string const ns = "compile_cache"; // the namespace the documented users are restricted to
+    std::string const host = "127.0.0.1:" + std::to_string(acl.port());
+    REQUIRE(lines_of(fill_cache({"redis://" + host, "2", ns})).size() == 2);
+    // As docs/remote.md gives them (its "Users and permissions" block).
+    REQUIRE(a({"ACL", "SETUSER", "tool", "on", ">tool-password", "~compile_cache:*", "+scan", "+object|idletime",
+               "+strlen", "+getrange", "+del", "+cluster|slots", "+asking", "+select"}) == "OK");
+    REQUIRE(a({"ACL", "SETUSER", "dev", "on", ">dev-password", "~compile_cache:*", "+getrange", "+cluster|slots",
+               "+asking", "+select"}) == "OK");
+    compile_cache_test::temp_dir dir;
+    compile_cache_test::write_file(dir.path() / "tool.pw", "tool-password");
+    std::string const password = "--password-file=" + (dir.path() / "tool.pw").string();
+    std::string const url = "redis://tool@" + host;
+    process_result const stats = tool({"stats", url, password, "--json"});
+    REQUIRE_EXIT(stats, 0);
+    CHECK(json_query(stats.out, "(d['entries'], d['identity_records'])") == "(2, 2)");
+    REQUIRE_EXIT(tool({"list", url, password}), 0);
+    REQUIRE_EXIT(tool({"verify", url, password}), 0);
+    process_result const dev = tool({"list", "redis://dev:dev-password@" + host});
+    REQUIRE_EXIT(dev, 3);
+    CHECK(dev.err.find("'scan'") != std::string::npos); // what the server said it may not run
+    process_result const cleared = tool({"clear", url, password});
+    REQUIRE_EXIT(cleared, 0);
+    CHECK(cleared.out.rfind("removed 2 entries (", 0) == 0);
+    CHECK(a({"DBSIZE"}) == "0");
 }

@@ -34,6 +34,7 @@ enum class redis_errc {
     protocol,    ///< the reply was not valid, was longer than asked for, or was cut short
     too_large,   ///< the value is longer than the caller's bound (read) or than the server takes
     other,       ///< any other error reply or I/O error (OOM, LOADING, CLUSTERDOWN, WRONGTYPE...)
+    cluster_node, ///< a redis:// address names a node of a Redis Cluster (it answered MOVED or ASK)
 };
 
 /// The short name of a reason ("timeout", "refused", ...), for counters and logs.
@@ -45,6 +46,7 @@ inline char const* redis_errc_name(redis_errc e) noexcept {
     case redis_errc::protocol: return "protocol";
     case redis_errc::too_large: return "too_large";
     case redis_errc::other: return "other";
+    case redis_errc::cluster_node: return "cluster_node";
     }
     return "other";
 }
@@ -61,6 +63,9 @@ public:
         case redis_errc::protocol: return "the Redis server's reply was invalid, too long or cut short";
         case redis_errc::too_large: return "the value is larger than allowed";
         case redis_errc::other: return "the Redis server reported an error";
+        case redis_errc::cluster_node:
+            return "the server is a node of a Redis Cluster, not a server of its own: address the cluster as "
+                   "redis+cluster://host:port";
         }
         return "unknown Redis error";
     }
@@ -73,7 +78,8 @@ public:
         case redis_errc::auth: return std::errc::permission_denied;
         case redis_errc::protocol: return std::errc::protocol_error;
         case redis_errc::too_large: return std::errc::value_too_large;
-        case redis_errc::other: break;
+        case redis_errc::other:
+        case redis_errc::cluster_node: break;
         }
         return {value, *this};
     }
