@@ -7,7 +7,6 @@
 
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/settings.hpp>
-#include <compile_cache/statistics.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -33,17 +32,6 @@ struct read_result {
     read_status status = read_status::absent;
     std::error_code error{}; ///< set when status is error
 };
-
-/// The miss a load counts for a read that ended with `s`; nullopt for found.
-inline std::optional<miss_reason> miss_reason_of(read_status s) noexcept {
-    switch (s) {
-    case read_status::found: return std::nullopt;
-    case read_status::absent: return miss_reason::absent;
-    case read_status::too_large: return miss_reason::too_large;
-    case read_status::error: return miss_reason::read_error;
-    }
-    return miss_reason::read_error;
-}
 
 /// One entry as a storage lists it (the optional `list` member), for tools: its key,
 /// its size in bytes, and when it was last used (seconds since the epoch; a storage
