@@ -95,12 +95,6 @@ struct has_key_sized_result_type<H, true>
     : std::bool_constant<(digest_size<typename H::result_type>() >= 1 &&
                           digest_size<typename H::result_type>() <= max_digest_size)> {};
 
-/// Kept for code written against the byte-only requirement (hmac<H> needs bytes).
-template <class H, bool = has_result_type<H>::value>
-struct has_byte_result_type : std::false_type {};
-template <class H>
-struct has_byte_result_type<H, true> : is_byte_container<typename H::result_type> {};
-
 /// H::block_size is optional; when present it is an integral constant expression (any
 /// integer type: Boost.Hash2 uses int, compile_cache::sha256 std::size_t). Only hmac<H>
 /// uses it (the HMAC pad length); keys never do.
