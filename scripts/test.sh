@@ -89,7 +89,7 @@ timings+=("$(printf '%-20s %5d s wall' tsan $((SECONDS - tsan_start)))")
 
 # Beyond x86-64 Linux: the platform-dependent test cases cross-built for arm64 and run
 # under qemu-aarch64 (ARMv8 SHA-2/CRC32, then the portable code), an x86-64 and an arm64
-# host on one cache directory, and a native build with COMPILE_CACHE_PORTABLE_ONLY=ON
+# host on one cache directory, and a native build with COMPILE_CACHE_NO_LINUX_EXTENSIONS=ON
 # (scripts/test_arm64.sh: two builds of compile_cache_platform_tests, g++ C++17).
 arm64_start=$SECONDS
 arm64_cpu=$(children_cpu)

@@ -16,7 +16,7 @@
 #    program on one cache directory, each way round: the other's entry is a clean miss
 #    (absent: another key, since the key's toolchain component names the platform),
 #    never an error or a load, and both entries then live side by side.
-# 3. The portable fallbacks: a native build with COMPILE_CACHE_PORTABLE_ONLY=ON (no
+# 3. The portable fallbacks: a native build with COMPILE_CACHE_NO_LINUX_EXTENSIONS=ON (no
 #    renameat2, getrandom, getauxval or dl_iterate_phdr build-id) passes the storage
 #    (processes included), key and cache test cases.
 # Every run is bounded (timeout): one that does not finish fails the step and says
@@ -75,8 +75,8 @@ cmake --build "$arm" -j "$jobs" --target compile_cache_platform_tests
 part_done 'arm64 build'
 
 part=$SECONDS
-echo "== native build with COMPILE_CACHE_PORTABLE_ONLY=ON"
-cmake -S "$root" -B "$native" -DCOMPILE_CACHE_PORTABLE_ONLY=ON "${common[@]}" >/dev/null
+echo "== native build with COMPILE_CACHE_NO_LINUX_EXTENSIONS=ON"
+cmake -S "$root" -B "$native" -DCOMPILE_CACHE_NO_LINUX_EXTENSIONS=ON "${common[@]}" >/dev/null
 cmake --build "$native" -j "$jobs" --target compile_cache_platform_tests
 part_done 'portable-only build'
 

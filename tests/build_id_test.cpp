@@ -15,7 +15,7 @@
 
 namespace cc = compile_cache;
 
-// Where the loaded modules cannot be listed (COMPILE_CACHE_PORTABLE_ONLY), only what
+// Where the loaded modules cannot be listed (COMPILE_CACHE_NO_LINUX_EXTENSIONS), only what
 // toolchain::of_code falls back to.
 #if defined(COMPILE_CACHE_HAS_DL_ITERATE_PHDR)
 namespace {

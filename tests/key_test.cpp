@@ -7,7 +7,7 @@
 #include "support/process.hpp"
 
 #include <compile_cache/detail/build_id.hpp>
-#include <compile_cache/detail/executable_digest.hpp>
+#include <compile_cache/key/detail/executable_digest.hpp>
 #include <compile_cache/hasher/sha256.hpp>
 #include <compile_cache/key/builder.hpp>
 #include <compile_cache/key/key.hpp>

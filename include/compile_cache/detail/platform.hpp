@@ -4,7 +4,7 @@
 
 /// COMPILE_CACHE_LINUX_CALLS is 1 when the library may call what only Linux has
 /// (renameat2, getrandom, getauxval, dl_iterate_phdr for the build-id), 0 otherwise.
-/// Defining COMPILE_CACHE_NO_LINUX_EXTENSIONS (CMake: COMPILE_CACHE_PORTABLE_ONLY)
+/// Defining COMPILE_CACHE_NO_LINUX_EXTENSIONS (the CMake option of the same name)
 /// makes a Linux build take the portable paths that other systems take.
 #if defined(__linux__) && !defined(COMPILE_CACHE_NO_LINUX_EXTENSIONS)
 #define COMPILE_CACHE_LINUX_CALLS 1

@@ -10,13 +10,9 @@
 
 #include <compile_cache/detail/config.hpp>
 #include <compile_cache/detail/detection.hpp>
-#include <compile_cache/detail/endian.hpp>
-
-#include <compile_cache/key/key.hpp>
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 #include <utility>
 
@@ -89,18 +85,15 @@ template <class H>
 struct has_digest_result_type<H, true>
     : std::bool_constant<digest_kind_of<typename H::result_type>() != digest_kind::none> {};
 
+/// The longest digest a key holds (key::max_size; key/detail/digest.hpp checks they agree).
+inline constexpr std::size_t max_digest_size = 64;
+
 template <class H, bool = has_digest_result_type<H>::value>
 struct has_key_sized_result_type : std::false_type {};
 template <class H>
 struct has_key_sized_result_type<H, true>
     : std::bool_constant<(digest_size<typename H::result_type>() >= 1 &&
-                          digest_size<typename H::result_type>() <= key::max_size)> {};
-
-/// Kept for code written against the byte-only requirement (hmac<H> needs bytes).
-template <class H, bool = has_result_type<H>::value>
-struct has_byte_result_type : std::false_type {};
-template <class H>
-struct has_byte_result_type<H, true> : is_byte_container<typename H::result_type> {};
+                          digest_size<typename H::result_type>() <= max_digest_size)> {};
 
 /// H::block_size is optional; when present it is an integral constant expression (any
 /// integer type: Boost.Hash2 uses int, compile_cache::sha256 std::size_t). Only hmac<H>
@@ -162,31 +155,6 @@ void hasher_update(H& h, void const* p, std::size_t n) {
         h.update(static_cast<unsigned char const*>(p), n);
     else
         h.update(static_cast<std::byte const*>(p), n);
-}
-
-/// The key a result gives: a byte result's bytes; an integer's little-endian bytes; a
-/// trivially copyable result's object bytes.
-template <class R>
-key key_of_digest(R const& r) noexcept {
-    constexpr digest_kind kind = digest_kind_of<R>();
-    static_assert(kind != digest_kind::none, "compile_cache: not a digest type");
-    if constexpr (kind == digest_kind::bytes) {
-        return key(r.data(), r.size());
-    } else if constexpr (kind == digest_kind::integer) {
-        unsigned char bytes[sizeof(R)];
-        store_le(bytes, static_cast<std::make_unsigned_t<R>>(r));
-        return key(bytes, sizeof bytes);
-    } else {
-        unsigned char bytes[sizeof(R)];
-        std::memcpy(bytes, &r, sizeof(R));
-        return key(bytes, sizeof bytes);
-    }
-}
-
-/// The key of everything fed to h: calls h.result() once.
-template <class H>
-key hasher_key(H& h) {
-    return key_of_digest(h.result());
 }
 
 } // namespace detail

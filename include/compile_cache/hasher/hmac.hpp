@@ -15,6 +15,16 @@
 
 namespace compile_cache {
 
+namespace detail {
+/// H's result is bytes with a compile-time size (`std::array<unsigned char, N>`), which
+/// hmac<H> copies into its pad and feeds to the outer hash; not an integer or a struct.
+template <class H, bool = is_hasher_v<H>>
+struct has_byte_digest : std::false_type {};
+template <class H>
+struct has_byte_digest<H, true>
+    : std::bool_constant<digest_kind_of<typename H::result_type>() == digest_kind::bytes> {};
+} // namespace detail
+
 /// HMAC(K, m) = H((K0 ^ opad) || H((K0 ^ ipad) || m)), RFC 2104, where K0 is the key
 /// padded with zeros to the hash's block size, or H(K) so padded when the key is
 /// longer than a block.
@@ -29,12 +39,15 @@ namespace compile_cache {
 /// different, deterministic value (see sha256's class comment). To authenticate a second
 /// message, use a fresh copy of the keyed object.
 ///
-/// Requirements on Hasher: a Hasher (hasher/concept.hpp) that is copyable, whose first
-/// result() of a fresh object is its standard digest, and whose digest is no longer
-/// than its block size (true of every hash HMAC is defined for).
+/// Requirements on Hasher: a Hasher (hasher/concept.hpp) that is copyable, whose result
+/// is bytes (not an integer), whose first result() of a fresh object is its standard
+/// digest, and whose digest is no longer than its block size (true of every hash HMAC
+/// is defined for).
 template <class Hasher>
 class hmac {
     static_assert(detail::is_hasher_v<Hasher>, "compile_cache: hmac<H> needs H to be a Hasher (hasher/concept.hpp)");
+    static_assert(!detail::is_hasher_v<Hasher> || detail::has_byte_digest<Hasher>::value,
+                  "compile_cache: hmac<H> needs H's result_type to be bytes, as std::array<unsigned char, N>");
     static_assert(std::is_copy_constructible_v<Hasher>, "compile_cache: hmac<H> needs a copyable H");
 
 public:

@@ -6,6 +6,7 @@
 
 #include <compile_cache/hasher/concept.hpp>
 #include <compile_cache/hasher/sha256.hpp>
+#include <compile_cache/key/detail/digest.hpp>
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/key/writer.hpp>
 #include <compile_cache/version.hpp>

@@ -5,7 +5,7 @@
 #include <compile_cache/detail/config.hpp>
 
 #include <compile_cache/detail/build_id.hpp>
-#include <compile_cache/detail/executable_digest.hpp>
+#include <compile_cache/key/detail/executable_digest.hpp>
 #include <compile_cache/detail/platform.hpp>
 #include <compile_cache/key/writer.hpp>
 #include <compile_cache/version.hpp>

@@ -7,7 +7,6 @@
 
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/settings.hpp>
-#include <compile_cache/statistics.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -34,17 +33,6 @@ struct read_result {
     std::error_code error{}; ///< set when status is error
 };
 
-/// The miss a load counts for a read that ended with `s`; nullopt for found.
-inline std::optional<miss_reason> miss_reason_of(read_status s) noexcept {
-    switch (s) {
-    case read_status::found: return std::nullopt;
-    case read_status::absent: return miss_reason::absent;
-    case read_status::too_large: return miss_reason::too_large;
-    case read_status::error: return miss_reason::read_error;
-    }
-    return miss_reason::read_error;
-}
-
 /// One entry as a storage lists it (the optional `list` member), for tools: its key,
 /// its size in bytes, and when it was last used (seconds since the epoch; a storage
 /// that refreshes use times lazily, as the shipped ones do hourly, gives that time;
@@ -54,6 +42,10 @@ struct stored_entry {
     std::uint64_t size = 0;
     std::int64_t last_use_s = 0;
 };
+
+/// What the check of an entry's envelope found (defined in envelope.hpp): declared here
+/// for the optional `entry_checked` member's requirement.
+enum class envelope_status;
 
 namespace detail {
 template <class S>
@@ -79,6 +71,8 @@ using record_counters_t = decltype(std::declval<S&>().record_counters(
     std::declval<std::vector<std::pair<std::string, std::uint64_t>> const&>()));
 template <class S>
 using has_record_counters = is_detected_exact<std::error_code, record_counters_t, S>;
+template <class S>
+using record_counters_address_t = decltype(&S::record_counters);
 
 /// Optional: `bool usable() const`, false when the storage cannot work at all (its
 /// file is not a database, its server refuses it): the cache then says so in one line
@@ -87,6 +81,8 @@ template <class S>
 using usable_t = decltype(std::declval<S const&>().usable());
 template <class S>
 using has_usable = is_detected_convertible<bool, usable_t, S>;
+template <class S>
+using usable_address_t = decltype(&S::usable);
 
 /// Optional: `void corrupt(key const&)`, called by the cache when the entry it read
 /// under that key failed the envelope check (damaged, or another key's entry), so that
@@ -95,6 +91,8 @@ template <class S>
 using corrupt_t = decltype(std::declval<S&>().corrupt(std::declval<key const&>()));
 template <class S>
 using has_corrupt = is_detected<corrupt_t, S>;
+template <class S>
+using corrupt_address_t = decltype(&S::corrupt);
 
 /// Optional: a Storage that configures itself from the environment
 /// (`static std::optional<S> from_env(settings_reader&)`); basic_cache::from_env
@@ -103,6 +101,8 @@ template <class S>
 using from_env_t = decltype(S::from_env(std::declval<settings_reader&>()));
 template <class S>
 using has_from_env = is_detected_exact<std::optional<S>, from_env_t, S>;
+template <class S>
+using from_env_address_t = decltype(&S::from_env);
 
 /// Optional: the settings that from_env reads
 /// (`static std::vector<environment_setting> environment_settings(std::string_view prefix)`).
@@ -110,6 +110,8 @@ template <class S>
 using environment_settings_t = decltype(S::environment_settings(std::declval<std::string_view>()));
 template <class S>
 using has_environment_settings = is_detected_exact<std::vector<environment_setting>, environment_settings_t, S>;
+template <class S>
+using environment_settings_address_t = decltype(&S::environment_settings);
 
 /// Optional: `void entry_checked(key const&, std::string_view entry, envelope_status)`,
 /// called by the cache right after it checked the envelope of an entry the storage's
@@ -120,6 +122,10 @@ using entry_checked_t = decltype(std::declval<S&>().entry_checked(
     std::declval<key const&>(), std::declval<std::string_view>(), std::declval<Status>()));
 template <class S, class Status>
 using has_entry_checked_with = is_detected<entry_checked_t, S, Status>;
+template <class S>
+using has_entry_checked = has_entry_checked_with<S, envelope_status>;
+template <class S>
+using entry_checked_address_t = decltype(&S::entry_checked);
 
 /// Optional: `std::vector<std::pair<std::string, std::uint64_t>> storage_counters() const`,
 /// the storage's own counters, added to the cache's statistics (names with a `.`).
@@ -128,6 +134,8 @@ using storage_counters_t = decltype(std::declval<S const&>().storage_counters())
 template <class S>
 using has_storage_counters =
     is_detected_exact<std::vector<std::pair<std::string, std::uint64_t>>, storage_counters_t, S>;
+template <class S>
+using storage_counters_address_t = decltype(&S::storage_counters);
 
 /// Optional: `void set_logger(std::function<void(std::string_view)>)`, given the
 /// cache's logger when the cache is made and by basic_cache::set_logger.
@@ -135,6 +143,8 @@ template <class S>
 using set_logger_t = decltype(std::declval<S&>().set_logger(std::declval<std::function<void(std::string_view)>>()));
 template <class S>
 using has_set_logger = is_detected<set_logger_t, S>;
+template <class S>
+using set_logger_address_t = decltype(&S::set_logger);
 
 /// Optional: `read_result peek(key const&, std::string& out, std::size_t max_size)`,
 /// as read but leaving the entry's use time (eviction order) alone; the compile-cache
@@ -144,6 +154,8 @@ using peek_t = decltype(std::declval<S&>().peek(std::declval<key const&>(), std:
                                                 std::declval<std::size_t>()));
 template <class S>
 using has_peek = is_detected_exact<read_result, peek_t, S>;
+template <class S>
+using peek_address_t = decltype(&S::peek);
 
 /// Optional: `std::error_code list(std::vector<stored_entry>& out) const`, appends every
 /// entry (key, size, last use) without reading a value or touching a use time, so that
@@ -153,6 +165,8 @@ template <class S>
 using list_t = decltype(std::declval<S const&>().list(std::declval<std::vector<stored_entry>&>()));
 template <class S>
 using has_list = is_detected_exact<std::error_code, list_t, S>;
+template <class S>
+using list_address_t = decltype(&S::list);
 
 /// Optional: `std::string entry_path(key const&) const`, where the entry of a key is
 /// kept (directory_storage: its file), named in the cache's failure lines.
@@ -160,7 +174,64 @@ template <class S>
 using entry_path_t = decltype(std::declval<S const&>().entry_path(std::declval<key const&>()));
 template <class S>
 using has_entry_path = is_detected_convertible<std::string, entry_path_t, S>;
+template <class S>
+using entry_path_address_t = decltype(&S::entry_path);
+
+/// An optional member is *named* when `&S::name` is valid (one member of that name: not
+/// overloaded, not a template); a named one must meet its requirement, or it would be
+/// silently ignored.
+template <template <class...> class Address, template <class...> class Has, class S>
+using optional_member_valid = std::bool_constant<!is_detected<Address, S>::value || Has<S>::value>;
+
+/// True when S meets every Storage requirement, optional members included; no diagnostics.
+template <class S>
+using is_storage = std::bool_constant<
+    has_read<S>::value && has_write<S>::value && has_remove<S>::value &&
+    optional_member_valid<usable_address_t, has_usable, S>::value &&
+    optional_member_valid<corrupt_address_t, has_corrupt, S>::value &&
+    optional_member_valid<peek_address_t, has_peek, S>::value &&
+    optional_member_valid<list_address_t, has_list, S>::value &&
+    optional_member_valid<entry_checked_address_t, has_entry_checked, S>::value &&
+    optional_member_valid<set_logger_address_t, has_set_logger, S>::value &&
+    optional_member_valid<entry_path_address_t, has_entry_path, S>::value &&
+    optional_member_valid<storage_counters_address_t, has_storage_counters, S>::value &&
+    optional_member_valid<record_counters_address_t, has_record_counters, S>::value &&
+    optional_member_valid<from_env_address_t, has_from_env, S>::value &&
+    optional_member_valid<environment_settings_address_t, has_environment_settings, S>::value>;
 } // namespace detail
+
+/// Which optional Storage members S has (with the signature the cache, the tier and the
+/// compile-cache tool call; see detail:: above): a member that is absent, or misspelt,
+/// is false here, and the conformance kit prints the list.
+template <class S>
+struct storage_capabilities {
+    static constexpr bool usable = detail::has_usable<S>::value;
+    static constexpr bool corrupt = detail::has_corrupt<S>::value;
+    static constexpr bool peek = detail::has_peek<S>::value;
+    static constexpr bool list = detail::has_list<S>::value;
+    static constexpr bool entry_checked = detail::has_entry_checked<S>::value;
+    static constexpr bool set_logger = detail::has_set_logger<S>::value;
+    static constexpr bool entry_path = detail::has_entry_path<S>::value;
+    static constexpr bool storage_counters = detail::has_storage_counters<S>::value;
+    static constexpr bool record_counters = detail::has_record_counters<S>::value;
+    static constexpr bool from_env = detail::has_from_env<S>::value;
+    static constexpr bool environment_settings = detail::has_environment_settings<S>::value;
+
+    /// Each optional member's name and whether S has it, in the order above.
+    static constexpr std::pair<char const*, bool> members[] = {
+        {"usable", usable},
+        {"corrupt", corrupt},
+        {"peek", peek},
+        {"list", list},
+        {"entry_checked", entry_checked},
+        {"set_logger", set_logger},
+        {"entry_path", entry_path},
+        {"storage_counters", storage_counters},
+        {"record_counters", record_counters},
+        {"from_env", from_env},
+        {"environment_settings", environment_settings},
+    };
+};
 
 /// Checks a Storage policy, one requirement at a time, so that a user's own backend
 /// that misses one gets a sentence naming it instead of a page of template errors.
@@ -174,6 +245,29 @@ struct check_storage {
                                                "(docs/policies.md)");
     static_assert(detail::has_remove<S>::value, "compile_cache: the Storage has no remove member; expected "
                                                 "`std::error_code remove(key const&)` (docs/policies.md)");
+    // An optional member that is named but would not be called: one sentence each.
+    static_assert(detail::optional_member_valid<detail::usable_address_t, detail::has_usable, S>::value,
+                  "compile_cache: the Storage's usable member has the wrong signature (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::corrupt_address_t, detail::has_corrupt, S>::value,
+                  "compile_cache: the Storage's corrupt member has the wrong signature (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::peek_address_t, detail::has_peek, S>::value,
+                  "compile_cache: the Storage's peek member has the wrong signature (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::list_address_t, detail::has_list, S>::value,
+                  "compile_cache: the Storage's list member has the wrong signature (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::entry_checked_address_t, detail::has_entry_checked, S>::value,
+                  "compile_cache: the Storage's entry_checked member has the wrong signature (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::set_logger_address_t, detail::has_set_logger, S>::value,
+                  "compile_cache: the Storage's set_logger member has the wrong signature (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::entry_path_address_t, detail::has_entry_path, S>::value,
+                  "compile_cache: the Storage's entry_path member has the wrong signature (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::storage_counters_address_t, detail::has_storage_counters, S>::value,
+                  "compile_cache: the Storage's storage_counters member has the wrong signature (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::record_counters_address_t, detail::has_record_counters, S>::value,
+                  "compile_cache: the Storage's record_counters member has the wrong signature (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::from_env_address_t, detail::has_from_env, S>::value,
+                  "compile_cache: the Storage's from_env member has the wrong signature (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::environment_settings_address_t, detail::has_environment_settings, S>::value,
+                  "compile_cache: the Storage's environment_settings member has the wrong signature (docs/policies.md)");
     static constexpr bool value = true;
 };
 
@@ -185,7 +279,7 @@ namespace compile_cache {
 /// C++20, for users' own templates: the traits check_storage asserts, as a concept.
 /// basic_cache checks with the static_asserts, so that its diagnostic is the sentence.
 template <class S>
-concept Storage = detail::has_read<S>::value && detail::has_write<S>::value && detail::has_remove<S>::value;
+concept Storage = detail::is_storage<S>::value;
 
 } // namespace compile_cache
 #endif

@@ -12,8 +12,9 @@
 // (binary bytes, empty and large values), the size bound (too_large with nothing
 // read), replace, remove (of an absent key too), keys kept apart, writers in several
 // threads (and, optionally, processes) never exposing a mix of two values, and
-// damaged bytes becoming misses with a reason through a basic_cache. Linux/POSIX (the
-// process check forks).
+// damaged bytes becoming misses with a reason through a basic_cache; and it prints
+// which optional members it found (storage_capabilities). Linux/POSIX (the process
+// check forks).
 #pragma once
 
 #include <compile_cache/detail/config.hpp>
@@ -66,7 +67,25 @@ struct storage_conformance_options {
     unsigned writes_per_process = 100;
     /// A child process that has not finished after this long is killed and reported.
     std::chrono::seconds process_timeout{60};
+    /// Print, on standard output, the line storage_capabilities_line gives: a misspelt
+    /// optional member shows as absent there.
+    bool print_capabilities = true;
 };
+
+/// One line naming the optional members S has and those it has not
+/// (storage_capabilities, storage/concept.hpp), e.g.
+/// "storage optional members: has list, peek; has not usable, corrupt, ...".
+template <class S>
+std::string storage_capabilities_line() {
+    std::string has, has_not;
+    for (auto const& [name, present] : storage_capabilities<S>::members) {
+        std::string& to = present ? has : has_not;
+        to += to.empty() ? "" : ", ";
+        to += name;
+    }
+    return "storage optional members: has " + (has.empty() ? "none" : has) + "; has not " +
+           (has_not.empty() ? "none" : has_not);
+}
 
 /// A Storage that forwards to another object, so that a basic_cache (which owns its
 /// storage) and a test can work on the same one. The optional members the cache calls
@@ -509,6 +528,7 @@ std::vector<std::string> check_storage_conformance(Factory make, storage_conform
         auto storage = make();
         using Storage = decltype(storage);
         static_assert(check_storage<Storage>::value, "");
+        if (options.print_capabilities) std::printf("%s\n", storage_capabilities_line<Storage>().c_str());
         if (!options.keeps_entries) {
             detail::check_keeps_nothing(storage, report);
             detail::check_cache_keeps_nothing(storage, report);

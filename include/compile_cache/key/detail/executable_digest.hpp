@@ -1,5 +1,7 @@
 // compile_cache: the running program identified by the SHA-256 of its executable
-// file, for when it has no build-id to identify it (detail/build_id.hpp).
+// file, for when it has no build-id to identify it (detail/build_id.hpp). It sits
+// beside its one user, key/toolchain.hpp: it needs hasher/sha256.hpp, which detail/
+// (below the hasher) must not include.
 #pragma once
 
 #include <compile_cache/detail/config.hpp>
@@ -20,4 +22,4 @@ COMPILE_CACHE_DECL std::string const& main_program_file_id() noexcept;
 
 } // namespace compile_cache::detail
 
-#include <compile_cache/detail/impl/executable_digest.ipp>
+#include <compile_cache/key/detail/impl/executable_digest.ipp>
