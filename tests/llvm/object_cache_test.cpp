@@ -466,6 +466,9 @@ TEST_CASE("llvm object_cache<Cache>: an intact entry that is not an object file 
     in.target = cc::describe_target(*tm);
     in.code_generator = cc::code_generator_identity(*tm);
     in.llvm_version = LLVM_VERSION_STRING;
+    std::string unknown;
+    in.llvm_options = cc::describe_llvm_options({}, unknown);
+    REQUIRE(unknown.empty());
     cc::make_object_store(cache, host).store(in, "this is not an object file", {});
 
     CHECK(run_jit(objects, 9) == 55);
@@ -578,6 +581,23 @@ TEST_CASE("llvm describe_target: every field of TargetOptions and MCTargetOption
     }
     static std::string const args[] = {"-g"};
     CHECK(base != describe([](llvm::TargetOptions& o) { o.MCOptions.CommandLineArgs = args; }));
+}
+
+TEST_CASE("llvm describe_llvm_options: an option without a cl::init default is keyed by its value") {
+    init_llvm();
+    auto& registered = llvm::cl::getRegisteredOptions();
+    REQUIRE(registered.count("cfg-dot-filename-prefix") == 1);
+    // A cl::opt<std::string> without cl::init in LLVM 14: LLVM cannot say it changed.
+    auto& prefix = *static_cast<llvm::cl::opt<std::string>*>(registered["cfg-dot-filename-prefix"]);
+    REQUIRE(prefix.getValue().empty());
+    std::string unknown;
+    std::string const before = cc::describe_llvm_options({}, unknown);
+    prefix.setValue("other");
+    std::string const after = cc::describe_llvm_options({}, unknown);
+    prefix.setValue("");
+    CHECK(unknown.empty());
+    CHECK(after != before);
+    CHECK(cc::describe_llvm_options({}, unknown) == before);
 }
 
 TEST_CASE("llvm describe_llvm_options: an option set through setValue is seen, and prints nothing on stdout") {

@@ -389,7 +389,7 @@ inline bool print_option_values(std::vector<::llvm::cl::Option*> const& options,
 struct option_value_text {
     std::string text;        ///< after `= `, without the line end; empty: nothing printed
     bool readable = false;   ///< a value and a default LLVM could print
-    bool at_default = false; ///< readable, and the value's text is the default's
+    bool at_default = false; ///< readable, and the value's text is the default's (never without a default)
 };
 inline option_value_text read_option_value(std::string const& printed) {
     option_value_text v;
@@ -403,9 +403,10 @@ inline option_value_text read_option_value(std::string const& printed) {
     std::string value = v.text.substr(0, d);
     while (!value.empty() && value.back() == ' ') value.pop_back();
     std::string const def = v.text.substr(d + tag.size(), v.text.size() - d - tag.size() - 1);
-    if (value.empty() || value[0] == '*' || def == "*no default*") return v;
+    if (!value.empty() && value[0] == '*') return v; // *cannot print option value*, *unknown option value*
     v.readable = true;
-    v.at_default = value == def;
+    // Without a default (no cl::init), the value is keyed whatever it is.
+    v.at_default = def != "*no default*" && value == def;
     return v;
 }
 
