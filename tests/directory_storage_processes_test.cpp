@@ -101,6 +101,7 @@ std::string store_many(fs::path const& root, std::uint32_t first_id, std::uint32
     storage_test::cache c(cc::directory_storage(root.string()));
     std::string last_line;
     c.set_logger([&](std::string_view line) {
+        if (line.find("(absent): new (") != std::string_view::npos) return; // the first new kernel's miss line
         ++lines;
         last_line = std::string(line);
     });
@@ -549,7 +550,10 @@ TEST_CASE("the cache directory removed while the process runs", "[storage][proce
         if (!drop_root()) return std::string("skip: cannot drop root");
         std::uint64_t lines = 0;
         storage_test::cache c(cc::directory_storage(root.string()));
-        c.set_logger([&](std::string_view) { ++lines; });
+        c.set_logger([&](std::string_view line) {
+            // Diagnostics only: not the first new kernel's miss line (explain.hpp).
+            if (line.find("(absent): new (") == std::string_view::npos) ++lines;
+        });
         auto run = [&](std::uint32_t first) {
             std::uint64_t right = 0;
             for (std::uint32_t id = first; id < first + 10; ++id) {

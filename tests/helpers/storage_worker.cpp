@@ -57,7 +57,7 @@ int mix(int argc, char** argv) {
     cache c(cc::directory_storage(dir, options_with(max_size)));
     std::uint64_t wrong = 0, logged = 0, loaded = 0, compiled = 0;
     c.set_logger([&](std::string_view line) {
-        ++logged;
+        if (line.find("(absent): new (") == std::string_view::npos) ++logged; // not the first new kernel's line
         std::fprintf(stderr, "storage_worker mix: %.*s\n", static_cast<int>(line.size()), line.data());
     });
     for (std::uint64_t i = 0; i < calls; ++i) {
@@ -170,7 +170,7 @@ int host(int argc, char** argv) {
     {
         cache c(cc::directory_storage(argv[2], options_with(number(argv[4]))));
         c.set_logger([&](std::string_view line) {
-            ++logged;
+            if (line.find("(absent): new (") == std::string_view::npos) ++logged; // not the first new kernel's line
             std::fprintf(stderr, "storage_worker host: %.*s\n", static_cast<int>(line.size()), line.data());
         });
         for (std::uint32_t id = 0; id < keys; ++id) {
