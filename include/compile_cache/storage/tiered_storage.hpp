@@ -340,12 +340,21 @@ public:
         detail::remote_read_mark& mark = detail::last_remote_read();
         if (!state_ || mark.tier != this || mark.k != k) return;
         mark.tier = nullptr;
-        bool const record = is_identity_record_key(k); // copied when sound, counted apart from entries
+        if (is_identity_record_key(k)) {
+            // An identity record is no entry: counted apart, and its errors not at all.
+            if (status == envelope_status::ok) {
+                ++state_->counts[c_record_hits];
+                if (state_->local) (void)local_write(k, entry);
+            } else if (status == envelope_status::unauthenticated) {
+                note_foreign(k);
+            }
+            return;
+        }
         switch (status) {
         case envelope_status::ok:
-            ++state_->counts[record ? c_record_hits : c_hits];
+            ++state_->counts[c_hits];
             // A failure here is the next run's miss; a copied entry brings its record along.
-            if (state_->local && !local_write(k, entry) && !record) copy_record_of(entry);
+            if (state_->local && !local_write(k, entry)) copy_record_of(entry);
             break;
         case envelope_status::corrupt:
         case envelope_status::key_mismatch:
@@ -358,7 +367,7 @@ public:
         case envelope_status::too_large:
             ++state_->counts[c_error + static_cast<std::size_t>(remote_error::too_large)];
             break;
-        case envelope_status::foreign_version: ++state_->counts[record ? c_record_misses : c_misses]; break;
+        case envelope_status::foreign_version: ++state_->counts[c_misses]; break;
         }
     }
 
