@@ -337,3 +337,26 @@ TEST_CASE("Tier on Redis: a stray reply is one protocol error and one line; ever
     CHECK(loaded >= 9);
     CHECK(other.remote("errors.protocol") == 0);
 }
+
+TEST_CASE("Tier on Redis: a user allowed to read only is refused its first store, then only reads, with one line",
+          "[redis][tiered][faults][security]") {
+    server s;
+    admin a(s.port());
+    REQUIRE(a({"ACL", "SETUSER", "reader", "on", ">reader-password", "~*", "+getrange", "+select"}) == "OK");
+    compile_cache_test::temp_dir dir;
+    std::string const ns = unique_name("reader");
+    {
+        machine writer((dir.path() / "writer").string(), remote_at(s.url(), ns));
+        CHECK(writer.get(100) == cc::outcome::compiled);
+    }
+    std::string const url = "redis://reader:reader-password@127.0.0.1:" + std::to_string(s.port());
+    machine reader((dir.path() / "reader").string(), remote_at(url, ns));
+    for (int i = 0; i < 5; ++i) CHECK(reader.get(i) == cc::outcome::compiled);
+    CHECK(reader.get(100) == cc::outcome::loaded); // reads go on
+    CHECK(reader.remote("errors.auth") == 1);
+    CHECK(reader.remote("hits") == 1);
+    REQUIRE(reader.log.size() == 1);
+    INFO(reader.log[0]);
+    CHECK(reader.log[0].find("refuses stores") != std::string::npos);
+    CHECK(reader.log[0].find("reader-password") == std::string::npos);
+}

@@ -613,7 +613,8 @@ private:
     static unsigned expected_replies(std::string_view command) noexcept {
         auto bit = [](int type) { return 1u << static_cast<unsigned>(type); };
         if (command == "GETRANGE" || command == "GET") return bit(REDIS_REPLY_STRING) | bit(REDIS_REPLY_NIL);
-        if (command == "SET") return bit(REDIS_REPLY_STATUS) | bit(REDIS_REPLY_NIL);
+        if (command == "SET") // (OK; nil after NX/XX; the old value after GET)
+            return bit(REDIS_REPLY_STATUS) | bit(REDIS_REPLY_NIL) | bit(REDIS_REPLY_STRING);
         if (command == "DEL" || command == "EXISTS" || command == "STRLEN") return bit(REDIS_REPLY_INTEGER);
         return 0;
     }

@@ -134,7 +134,8 @@ inline remote_read_mark& last_remote_read() noexcept {
 ///   log line when it goes away, one when it answers again. Other errors (a server out
 ///   of memory...) are counted, and said in one line the first time; an error the
 ///   remote calls partial (`partial_failure(e)`: one node of a cluster) is counted and
-///   said once, and the remote is still used.
+///   said once, and the remote is still used. A store refused for `auth` while reads
+///   answer (a user allowed to read only) stops the stores, with one line; reads go on.
 ///
 /// Thread-safe when both storages are. Move-only. A default-constructed tier is
 /// disabled: reads are absent, writes fail with invalid_argument.
@@ -274,6 +275,7 @@ public:
         state_->counts[c_read_ns] += ns_of(took);
         switch (r.status) {
         case read_status::found:
+            state_->read_answered = true;
             answered(a, took);
             state_->counts[c_bytes_read] += out.size();
             try {
@@ -282,6 +284,7 @@ public:
             }
             return r;
         case read_status::absent:
+            state_->read_answered = true;
             answered(a, took);
             ++state_->counts[c_misses];
             break;
@@ -302,6 +305,10 @@ public:
         else if (state_->options.mode != remote_mode::read_write)
             return std::make_error_code(std::errc::read_only_file_system); // remote-only and read-only: nowhere
         if (!state_->remote || state_->options.mode != remote_mode::read_write) return answer;
+        if (state_->writes_refused) {
+            ++state_->counts[c_skipped];
+            return state_->local ? answer : std::make_error_code(std::errc::permission_denied);
+        }
         admission const a = admit();
         if (a == admission::skipped)
             return state_->local ? answer : std::make_error_code(std::errc::resource_unavailable_try_again);
@@ -315,7 +322,7 @@ public:
         auto const took = clock::now() - start;
         state_->counts[c_write_ns] += ns_of(took);
         if (e) {
-            failed(a, e);
+            failed(a, e, true);
         } else {
             answered(a, took);
             ++state_->counts[c_stores];
@@ -328,9 +335,10 @@ public:
         if (!state_) return {};
         std::error_code answer;
         if (state_->local) answer = local_remove(k);
-        admission const a = state_->remote && state_->options.mode == remote_mode::read_write
-                                ? admit()
-                                : admission::skipped;
+        admission const a =
+            state_->remote && state_->options.mode == remote_mode::read_write && !state_->writes_refused
+                ? admit()
+                : admission::skipped;
         if (a != admission::skipped) {
             auto const start = clock::now();
             std::error_code e;
@@ -340,7 +348,7 @@ public:
                 e = std::make_error_code(std::errc::io_error);
             }
             if (e)
-                failed(a, e);
+                failed(a, e, true);
             else
                 answered(a, clock::now() - start);
             if (!state_->local) answer = e;
@@ -487,6 +495,8 @@ private:
         clock::duration slow_waited{0};   ///< the waits of slow answers so far (see tier_options::budget)
         clock::time_point slow_counted_until{}; ///< the end of the last slow answer counted
         std::vector<std::string> said;    ///< the errors already said in a line (at most said_max)
+        std::atomic<bool> read_answered{false};  ///< a read of the remote has answered
+        std::atomic<bool> writes_refused{false}; ///< stores were refused (auth) while reads answer
     };
     static constexpr std::size_t said_max = 16;
 
@@ -629,7 +639,8 @@ private:
         return false;
     }
 
-    void failed(admission a, std::error_code const& e) noexcept {
+    /// A call failed with `e`; `write`: a store or a removal.
+    void failed(admission a, std::error_code const& e, bool write = false) noexcept {
         remote_error const why = remote_error_of(e);
         ++state_->counts[c_error + static_cast<std::size_t>(why)];
         try {
@@ -642,6 +653,15 @@ private:
                 say_once("partial " + where,
                          describe_remote() + ": a part of it failed (" + reason +
                              "); counted as remote.errors." + to_string(why) + ", the rest of it is still used");
+                return;
+            }
+            if (why == remote_error::auth && write && state_->read_answered) {
+                // Reads answer, stores are refused: a user allowed to read only (an ACL
+                // without SET). Stores stop; reads go on.
+                state_->writes_refused = true;
+                say_once("stores refused", describe_remote() + " refuses stores (" + reason +
+                                               "); stores to it are skipped from now on, reads go on (give its "
+                                               "user the write commands, or set the remote mode read-only)");
                 return;
             }
             if (why == remote_error::timeout || why == remote_error::refused || why == remote_error::auth ||
