@@ -209,7 +209,9 @@ TEST_CASE("Tier on Redis: a cluster whose nodes are all stopped is skipped after
 
 TEST_CASE("Tier on Redis: one dead cluster master fails only its own slots, the others' entries are still loaded",
           "[redis][tiered][cluster][faults]") {
-    cluster c;
+    // (Full coverage off: the live masters keep serving once the dead one is marked
+    // failed, 2 s on, as a cluster with a replica for it would after its failover.)
+    cluster c("--cluster-require-full-coverage no");
     compile_cache_test::temp_dir dir;
     std::string const ns = unique_name("master");
     int constexpr kernels = 30;
