@@ -328,7 +328,7 @@ TEST_CASE("tiered_storage::from_env: unset PREFIX_REMOTE is the local storage al
         for (auto const& s : dir_tier_cache::environment_settings("P")) names.push_back(s.name);
         CHECK(names == std::vector<std::string>{"P_DIR", "P_MAX_SIZE", "P_DURABILITY", "P_SHARED", "P_REMOTE",
                                                 "P_REMOTE_MODE", "P_REMOTE_ONLY", "P_REMOTE_INSECURE",
-                                                "P_REMOTE_REPLACE_UNAUTHENTIC", "P_LOG",
+                                                "P_REMOTE_REPLACE_UNAUTHENTIC", "P_REMOTE_BUDGET", "P_LOG",
                                                 "P_SECRET_FILE", "P_VERIFY", "P_MIN_COMPILE_TIME"});
     }
 }

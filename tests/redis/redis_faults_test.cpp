@@ -15,8 +15,10 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace cc = compile_cache;
 using namespace compile_cache_test::redis;
@@ -273,4 +275,25 @@ TEST_CASE("A server whose SCAN never returns cursor 0 ends a listing at its boun
         CHECK(endless.answers() < 10000000);
         CHECK(s.last_failure().text.find("SCAN did not finish within 300 ms") != std::string::npos);
     }
+}
+
+TEST_CASE("A timeout past the maximum is refused: one line and the default, never an overflow", "[redis][faults]") {
+    std::vector<std::string> lines;
+    cc::settings_reader env("CCFAULTS", [&](std::string_view line) { lines.emplace_back(line); });
+    compile_cache_test::env_var url("CCFAULTS_REMOTE", "redis://127.0.0.1:6390");
+    compile_cache_test::env_var timeout("CCFAULTS_REMOTE_TIMEOUT", "9223372037s");
+    compile_cache_test::env_var connect("CCFAULTS_REMOTE_CONNECT_TIMEOUT", "100000000s");
+    auto o = cc::redis_storage::redis_options_from_env(env);
+    REQUIRE(o);
+    CHECK(o->command_timeout == milliseconds(1000));
+    CHECK(o->connect_timeout == milliseconds(100));
+    REQUIRE(lines.size() == 2);
+    CHECK(lines[0].find("CCFAULTS_REMOTE_CONNECT_TIMEOUT") != std::string::npos);
+    CHECK(lines[1].find("CCFAULTS_REMOTE_TIMEOUT") != std::string::npos);
+    CHECK(lines[1].find("at most") != std::string::npos);
+
+    cc::redis_options huge;
+    huge.url = "redis://127.0.0.1:6390";
+    huge.command_timeout = std::chrono::duration_cast<milliseconds>(std::chrono::seconds(9223372037));
+    CHECK_THROWS_AS(cc::redis_storage{huge}, std::invalid_argument);
 }

@@ -12,6 +12,7 @@
 
 #include <boost/serialization/vector.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <string>
@@ -284,4 +285,177 @@ TEST_CASE("Tier on Redis: a redis:// address of a cluster's node says to use red
     CHECK(f.text.find("is a node of a Redis Cluster") != std::string::npos);
     CHECK(f.text.find("redis+cluster://" + node) != std::string::npos);
     CHECK(f.error.message().find("redis+cluster://") != std::string::npos);
+}
+
+TEST_CASE("Tier on Redis: a cluster whose nodes are all stopped is skipped after one failure, with one line",
+          "[redis][tiered][cluster][faults]") {
+    cluster c;
+    compile_cache_test::temp_dir dir;
+    for (std::size_t i = 0; i < c.ports().size(); ++i) c.pause(i);
+    // A fresh storage: no slot map yet, and no node to learn it from.
+    machine m((dir.path() / "local").string(), remote_at(c.url(), unique_name("stopped"), 150ms));
+    for (int i = 0; i < 10; ++i) CHECK(m.get(i) == cc::outcome::compiled);
+    for (std::size_t i = 0; i < c.ports().size(); ++i) c.resume(i);
+    CHECK(m.remote("errors.other") == 0);
+    CHECK(m.remote("errors.timeout") == 1);
+    CHECK(m.remote("skipped") == 39); // 10 kernels, 4 calls each: the first timed out
+    REQUIRE(m.log.size() == 1);
+    INFO(m.log[0]);
+    CHECK(m.log[0].find("failed (timeout") != std::string::npos);
+}
+
+TEST_CASE("Tier on Redis: one dead cluster master fails only its own slots, the others' entries are still loaded",
+          "[redis][tiered][cluster][faults]") {
+    // (Full coverage off: the live masters keep serving once the dead one is marked
+    // failed, 2 s on, as a cluster with a replica for it would after its failover.)
+    cluster c("--cluster-require-full-coverage no");
+    compile_cache_test::temp_dir dir;
+    std::string const ns = unique_name("master");
+    int constexpr kernels = 30;
+    {
+        machine writer((dir.path() / "writer").string(), remote_at(c.url(), ns, 300ms));
+        for (int i = 0; i < kernels; ++i) REQUIRE(writer.get(i) == cc::outcome::compiled);
+    }
+    machine reader((dir.path() / "reader").string(), remote_at(c.url(), ns, 300ms));
+    int on_live_masters = 0;
+    {
+        admin doomed(c.ports()[2]);
+        for (int i = 0; i < kernels; ++i)
+            if (doomed({"EXISTS", ns + ":" + reader.key(i).value().hex()}) != "1") ++on_live_masters;
+    }
+    REQUIRE(on_live_masters > 0);
+    REQUIRE(on_live_masters < kernels);
+    c.kill(2);
+    int loaded = 0;
+    for (int i = 0; i < kernels; ++i)
+        if (reader.get(i) == cc::outcome::loaded) ++loaded;
+    CHECK(loaded == on_live_masters);
+    CHECK(reader.remote("hits") == static_cast<std::uint64_t>(on_live_masters));
+    CHECK(reader.remote("errors.refused") > 0);
+}
+
+TEST_CASE("Tier on Redis: calls that fail together start one back-off, they do not each double it",
+          "[redis][tiered][faults]") {
+    server s;
+    cc::tier_options t;
+    t.backoff_start = 300ms;
+    auto remote = tier::remote_only(remote_at(s.url(), unique_name("together"), 400ms), t);
+    s.pause();
+    std::atomic<int> ready{0};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 8; ++i)
+        threads.emplace_back([&, i] {
+            ++ready;
+            while (ready < 8) std::this_thread::yield();
+            std::string out;
+            CHECK(remote.read(key_of(static_cast<std::uint64_t>(i)), out, 1000).status == cc::read_status::absent);
+        });
+    for (auto& th : threads) th.join();
+    CHECK(remote.remote_skipped());
+    // One failed outage: skipped for backoff_start (300 ms), not 2^7 times that.
+    std::this_thread::sleep_for(700ms);
+    CHECK_FALSE(remote.remote_skipped());
+    s.resume();
+}
+
+TEST_CASE("Tier on Redis: a server that answers slowly is skipped once its waits pass the budget, with one line",
+          "[redis][tiered][faults]") {
+    server s;
+    relay slow(s.port(), 400ms); // (the default budget: 1 s of answers of 200 ms or more)
+    compile_cache_test::temp_dir dir;
+    machine m((dir.path() / "local").string(), remote_at(slow.url(), unique_name("slow"), 1000ms));
+    for (int i = 0; i < 10; ++i) CHECK(m.get(i) == cc::outcome::compiled);
+    CHECK(m.remote("errors.timeout") == 0);
+    CHECK(m.remote("skipped") > 30);
+    REQUIRE(m.log.size() == 1);
+    INFO(m.log[0]);
+    CHECK(m.log[0].find("slow") != std::string::npos);
+    CHECK(m.log[0].find("127.0.0.1:" + std::to_string(slow.port())) != std::string::npos);
+}
+
+TEST_CASE("Tier on Redis: a wrong or missing password is one line, without the password, and a back-off",
+          "[redis][tiered][faults][security]") {
+    server s("--requirepass the-right-one");
+    compile_cache_test::temp_dir dir;
+    std::string const address = "127.0.0.1:" + std::to_string(s.port());
+    for (std::string const& url : {"redis://:a-wrong-one@" + address, "redis://" + address}) {
+        INFO(url);
+        machine m((dir.path() / unique_name("local")).string(), remote_at(url, unique_name("auth"), 300ms));
+        for (int i = 0; i < 5; ++i) CHECK(m.get(i) == cc::outcome::compiled);
+        CHECK(m.remote("errors.auth") == 1);
+        CHECK(m.remote("skipped") == 19);
+        REQUIRE(m.log.size() == 1);
+        INFO(m.log[0]);
+    INFO(m.log[0]);
+        CHECK(m.log[0].find("auth") != std::string::npos);
+        CHECK(m.log[0].find(address) != std::string::npos);
+        CHECK(m.log[0].find("password") != std::string::npos); // what to check
+        CHECK(m.log[0].find("a-wrong-one") == std::string::npos);
+    }
+}
+
+TEST_CASE("Tier on Redis: a server out of memory (noeviction) refuses stores, and says so in one line",
+          "[redis][tiered][faults]") {
+    server s("--maxmemory-policy noeviction");
+    admin a(s.port());
+    REQUIRE(a({"SET", "filler", std::string(3 << 20, 'f')}) == "OK");
+    REQUIRE(a({"CONFIG", "SET", "maxmemory", "2mb"}) == "OK"); // (now below what it holds)
+    compile_cache_test::temp_dir dir;
+    machine m((dir.path() / "local").string(), remote_at(s.url(), unique_name("oom"), 300ms));
+    for (int i = 0; i < 5; ++i) CHECK(m.get(i) == cc::outcome::compiled);
+    CHECK(m.remote("errors.other") >= 5); // every store
+    REQUIRE(m.log.size() == 1);
+    INFO(m.log[0]);
+    CHECK(m.log[0].find("OOM") != std::string::npos);
+}
+
+TEST_CASE("Tier on Redis: a stray reply is one protocol error and one line; every later call is answered right",
+          "[redis][tiered][faults]") {
+    server s;
+    relay stray(s.port(), 0ms, "$5\r\nstray\r\n");
+    compile_cache_test::temp_dir dir;
+    cc::tier_options t;
+    t.backoff_start = 1ms; // (the next call after the protocol error is its probe)
+    std::string const ns = unique_name("stray");
+    {
+        machine m((dir.path() / "one").string(), remote_at(stray.url(), ns), "secret", t);
+        for (int i = 0; i < 10; ++i) {
+            CHECK(m.get(i) == cc::outcome::compiled);
+            std::this_thread::sleep_for(2ms);
+        }
+        CHECK(m.remote("errors.protocol") == 1);
+        CHECK(m.remote("stores") >= 18);
+        REQUIRE_FALSE(m.log.empty());
+        INFO(m.log[0]);
+        CHECK(m.log[0].find("protocol") != std::string::npos);
+    }
+    machine other((dir.path() / "other").string(), remote_at(stray.url(), ns), "secret", t);
+    int loaded = 0;
+    for (int i = 0; i < 10; ++i)
+        if (other.get(i) == cc::outcome::loaded) ++loaded;
+    CHECK(loaded >= 9);
+    CHECK(other.remote("errors.protocol") == 0);
+}
+
+TEST_CASE("Tier on Redis: a user allowed to read only is refused its first store, then only reads, with one line",
+          "[redis][tiered][faults][security]") {
+    server s;
+    admin a(s.port());
+    REQUIRE(a({"ACL", "SETUSER", "reader", "on", ">reader-password", "~*", "+getrange", "+select"}) == "OK");
+    compile_cache_test::temp_dir dir;
+    std::string const ns = unique_name("reader");
+    {
+        machine writer((dir.path() / "writer").string(), remote_at(s.url(), ns));
+        CHECK(writer.get(100) == cc::outcome::compiled);
+    }
+    std::string const url = "redis://reader:reader-password@127.0.0.1:" + std::to_string(s.port());
+    machine reader((dir.path() / "reader").string(), remote_at(url, ns));
+    for (int i = 0; i < 5; ++i) CHECK(reader.get(i) == cc::outcome::compiled);
+    CHECK(reader.get(100) == cc::outcome::loaded); // reads go on
+    CHECK(reader.remote("errors.auth") == 1);
+    CHECK(reader.remote("hits") == 1);
+    REQUIRE(reader.log.size() == 1);
+    INFO(reader.log[0]);
+    CHECK(reader.log[0].find("refuses stores") != std::string::npos);
+    CHECK(reader.log[0].find("reader-password") == std::string::npos);
 }

@@ -2,7 +2,8 @@
 // fixture started (COMPILE_CACHE_REDIS_FIXTURE_DIR), or, when the executable runs by
 // itself, ones it starts and stops on its own; servers of a test's own (to stop, kill
 // or reconfigure) through tests/redis/redis_fixture.sh, under the same folder so that
-// the fixture's cleanup stops them even when a test fails. 127.0.0.1 only.
+// the fixture's cleanup stops them even when a test fails; a relay on loopback that
+// delays a real server's replies or slips one stray reply in. 127.0.0.1 only.
 #pragma once
 
 #include "catch2_compat.hpp"
@@ -13,6 +14,12 @@
 
 #include <hiredis/hiredis.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -166,6 +173,9 @@ public:
         for (std::size_t i = 0; i < ports_.size(); ++i) kill(i);
     }
     std::vector<int> const& ports() const { return ports_; }
+    /// Stops node `i` (SIGSTOP: its port still accepts connections, nothing answers), or resumes it.
+    void pause(std::size_t i) { ::kill(pid_of(name_ + "-" + std::to_string(i + 1)), SIGSTOP); }
+    void resume(std::size_t i) { ::kill(pid_of(name_ + "-" + std::to_string(i + 1)), SIGCONT); }
     std::string url() const {
         return "redis+cluster://127.0.0.1:" + std::to_string(ports_[0]) + ",127.0.0.1:" + std::to_string(ports_[1]);
     }
@@ -184,6 +194,103 @@ public:
 private:
     std::string name_;
     std::vector<int> ports_;
+};
+
+/// A relay on 127.0.0.1 in front of a real server's port, for what a real server on
+/// loopback does not do by itself: each chunk of replies is held `delay` before it is
+/// passed on (a slow link or an overloaded server), and `stray`, when given, is sent
+/// once, right after the first chunk of replies (a confused proxy's extra reply). The
+/// client side's bytes pass unchanged. An ephemeral port is fine here.
+class relay {
+public:
+    relay(int server_port, std::chrono::milliseconds delay, std::string stray = {})
+        : server_port_(server_port), delay_(delay), stray_(std::move(stray)) {
+        listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a = loopback(0);
+        if (::bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(listener_, 16) != 0)
+            throw std::runtime_error("relay: cannot listen on 127.0.0.1");
+        socklen_t len = sizeof a;
+        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len);
+        port_ = ntohs(a.sin_port);
+        acceptor_ = std::thread([this] { accept_loop(); });
+    }
+    relay(relay const&) = delete;
+    relay& operator=(relay const&) = delete;
+    ~relay() {
+        stop_ = true;
+        ::shutdown(listener_, SHUT_RDWR);
+        ::close(listener_);
+        acceptor_.join();
+        for (auto& t : connections_) t.join();
+    }
+    int port() const { return port_; }
+    std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+
+private:
+    static sockaddr_in loopback(int port) {
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_port = htons(static_cast<std::uint16_t>(port));
+        return a;
+    }
+    static bool send_all(int fd, std::string_view bytes) {
+        while (!bytes.empty()) {
+            ssize_t const n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+            if (n <= 0) return false;
+            bytes.remove_prefix(static_cast<std::size_t>(n));
+        }
+        return true;
+    }
+    void accept_loop() {
+        for (;;) {
+            int const client = ::accept(listener_, nullptr, nullptr);
+            if (client < 0 || stop_) {
+                if (client >= 0) ::close(client);
+                return;
+            }
+            connections_.emplace_back([this, client] { pass(client); });
+        }
+    }
+    /// Passes bytes both ways until either side closes or the relay stops (polls at
+    /// most 50 ms at a time, so that it sees the stop).
+    void pass(int client) {
+        int const server = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a = loopback(server_port_);
+        if (::connect(server, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+            ::close(server), ::close(client);
+            return;
+        }
+        char buffer[65536];
+        while (!stop_) {
+            pollfd p[2] = {{client, POLLIN, 0}, {server, POLLIN, 0}};
+            if (::poll(p, 2, 50) <= 0) continue;
+            if (p[0].revents) {
+                ssize_t const n = ::recv(client, buffer, sizeof buffer, 0);
+                if (n <= 0 || !send_all(server, std::string_view(buffer, static_cast<std::size_t>(n)))) break;
+            }
+            if (p[1].revents) {
+                ssize_t const n = ::recv(server, buffer, sizeof buffer, 0);
+                if (n <= 0) break;
+                std::string chunk(buffer, static_cast<std::size_t>(n));
+                if (!stray_.empty() && !stray_sent_.exchange(true)) chunk += stray_;
+                std::this_thread::sleep_for(delay_);
+                if (!send_all(client, chunk)) break;
+            }
+        }
+        ::close(server);
+        ::close(client);
+    }
+
+    int server_port_;
+    std::chrono::milliseconds delay_;
+    std::string stray_;
+    std::atomic<bool> stray_sent_{false};
+    int listener_ = -1;
+    int port_ = 0;
+    std::atomic<bool> stop_{false};
+    std::thread acceptor_;
+    std::vector<std::thread> connections_; // (touched by the acceptor only, joined after it)
 };
 
 /// A bare hiredis connection for arranging and inspecting what a test needs.

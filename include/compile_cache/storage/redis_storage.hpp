@@ -221,6 +221,10 @@ private:
     }
 };
 
+/// The longest timeout a redis_storage takes (connect or call): 10 minutes. A longer one
+/// is a mistake (and would overflow a deadline), refused.
+inline constexpr std::chrono::milliseconds redis_max_timeout{600000};
+
 /// The settings of a redis_storage.
 struct redis_options {
     std::string url;                                  ///< see redis_address
@@ -256,20 +260,32 @@ struct redis_failure {
 /// Cluster: a key goes to the node serving its slot (CRC16, hash tags honoured) per the
 /// slot map learnt with CLUSTER SLOTS from the seed nodes, one connection per node;
 /// `MOVED` refreshes the map and retries once on the node named, `ASK` sends ASKING and
-/// retries once there. A node down fails only the keys of its slots.
+/// retries once there. A node down fails only the keys of its slots: a node that refused
+/// or timed out is not called for 1 s (its keys fail at once, redis_errc::node_down,
+/// which partial_failure() tells a tier is not the whole cluster's failure) and the slot
+/// map is learnt again (a failover's new master takes its slots). When every master is
+/// out of reach, or no node tells the slot map, the error is the node's own (refused,
+/// timeout): the whole cluster is failing.
+///
+/// A reply of the wrong type for its command, or one more reply than commands, means
+/// the connection is out of step: it is closed and the call fails as `protocol`.
 class redis_storage {
 public:
     /// No server: every call fails (redis_errc::other). What a disabled cache holds.
     redis_storage() = default;
 
     /// Throws std::invalid_argument (its message shows no password) when the URL does
-    /// not parse or a timeout is not positive. Connects on first use, not here.
+    /// not parse or a timeout is not positive or longer than redis_max_timeout.
+    /// Connects on first use, not here.
     explicit redis_storage(redis_options options) : state_(std::make_unique<state>()) {
         std::string why;
         auto address = redis_address::parse(options.url, why);
         if (!address) throw std::invalid_argument(why);
         if (options.connect_timeout.count() <= 0 || options.command_timeout.count() <= 0)
             throw std::invalid_argument("compile_cache: Redis timeouts must be positive");
+        if (options.connect_timeout > redis_max_timeout || options.command_timeout > redis_max_timeout)
+            throw std::invalid_argument("compile_cache: Redis timeouts must be at most " +
+                                        std::to_string(redis_max_timeout.count() / 1000) + " s");
         if (!options.password.empty()) address->password = options.password;
         options.url.clear(); // (holds the password; the address keeps it where it is needed)
         state_->address = std::move(*address);
@@ -444,6 +460,10 @@ public:
         return state_->failure;
     }
 
+    /// Whether `e`, from a call of this storage, failed only a part of it (one node of a
+    /// cluster; the others answer): a tier keeps using the storage, counting the error.
+    static bool partial_failure(std::error_code const& e) noexcept { return e == redis_errc::node_down; }
+
     /// The name of a key on the server: `namespace:` + hex.
     std::string redis_key(key const& k) const { return state_->prefix + k.hex(); }
 
@@ -458,7 +478,13 @@ private:
         explicit node(detail::redis_endpoint e) : connection(std::move(e)) {}
         std::timed_mutex mutex;
         detail::redis_connection connection;
+        // A cluster node's health: after a refusal or a timeout it rests until resting_until.
+        std::mutex health_mutex;
+        detail::redis_clock::time_point resting_until{};
+        std::error_code last_error;
     };
+    /// How long a cluster node that failed is not called.
+    static constexpr std::chrono::milliseconds node_rest{1000};
 
     struct state {
         redis_address address;
@@ -467,8 +493,11 @@ private:
         std::deque<node> nodes; ///< grows only (under map_mutex), so references stay valid
         std::timed_mutex map_mutex;
         std::vector<std::uint16_t> slot_owner; ///< node index + 1 per slot; 0: unknown (cluster)
+        std::vector<std::size_t> masters;      ///< the nodes that own slots in slot_owner
         bool map_loaded = false;
         detail::redis_clock::time_point last_refresh{};
+        std::error_code refresh_error;         ///< why the last refresh failed (refused, timeout...)
+        std::string refresh_error_text;
         std::mutex failure_mutex;
         redis_failure failure;
         std::atomic<bool> cluster_member{false}; ///< a redis:// server answered MOVED or ASK
@@ -592,9 +621,13 @@ private:
     }
 
     /// Several commands sent to node `index` at once, their replies in order.
+    /// `expected_last`: the reply types (bit 1 << REDIS_REPLY_...) the last command may
+    /// have besides an error; another type closes the connection (it is out of step) and
+    /// fails as `protocol`. 0: any.
     std::error_code pipeline_on(std::size_t index, std::vector<detail::redis_command> const& commands,
                                 std::vector<detail::redis_reply_ptr>& replies, std::size_t max_reply,
-                                detail::redis_clock::time_point deadline, bool arrays = false) {
+                                detail::redis_clock::time_point deadline, bool arrays = false,
+                                unsigned expected_last = 0) {
         node* n = nullptr;
         {
             // The deque only grows under map_mutex; reading an element needs no lock
@@ -607,8 +640,35 @@ private:
         if (!lock.try_lock_until(deadline)) return record(redis_errc::timeout, "waited too long for the connection");
         if (auto e = n->connection.exchange(commands, replies, max_reply, deadline, state_->options.connect_timeout,
                                             arrays))
-            return record(e, n->connection.last_error_text());
+            return record(e, describe_node(n->connection.endpoint()) + ": " + n->connection.last_error_text());
+        if (expected_last != 0 && !replies.empty()) {
+            int const type = replies.back()->type;
+            if (type != REDIS_REPLY_ERROR && (type < 0 || type > 31 || !(expected_last & (1u << type)))) {
+                n->connection.close();
+                replies.clear();
+                return record(redis_errc::protocol,
+                              describe_node(n->connection.endpoint()) + ": a reply of the wrong type to " +
+                                  std::string(commands.back().front()) +
+                                  " (the connection was out of step; it is closed)");
+            }
+        }
         return {};
+    }
+
+    static std::string describe_node(detail::redis_endpoint const& e) {
+        if (!e.socket_path.empty()) return e.socket_path;
+        bool const v6 = e.host.find(':') != std::string::npos;
+        return (v6 ? "[" + e.host + "]" : e.host) + ":" + std::to_string(e.port);
+    }
+
+    /// The reply types a command of this storage may get besides an error (see pipeline_on).
+    static unsigned expected_replies(std::string_view command) noexcept {
+        auto bit = [](int type) { return 1u << static_cast<unsigned>(type); };
+        if (command == "GETRANGE" || command == "GET") return bit(REDIS_REPLY_STRING) | bit(REDIS_REPLY_NIL);
+        if (command == "SET") // (OK; nil after NX/XX; the old value after GET)
+            return bit(REDIS_REPLY_STATUS) | bit(REDIS_REPLY_NIL) | bit(REDIS_REPLY_STRING);
+        if (command == "DEL" || command == "EXISTS" || command == "STRLEN") return bit(REDIS_REPLY_INTEGER);
+        return 0;
     }
 
     /// One exchange with node `index`: the command, or ASKING then the command.
@@ -619,7 +679,8 @@ private:
         commands.push_back(command);
         std::vector<detail::redis_reply_ptr> replies;
         call c;
-        c.error = pipeline_on(index, commands, replies, max_reply, deadline, arrays);
+        c.error = pipeline_on(index, commands, replies, max_reply, deadline, arrays,
+                              command.empty() ? 0u : expected_replies(command.front()));
         if (!c.error) c.reply = std::move(replies.back());
         return c;
     }
@@ -629,18 +690,19 @@ private:
         if (!is_cluster()) return run_on_server(command, max_reply, deadline);
         std::uint16_t const slot = detail::redis_hash_slot(name);
         std::optional<std::size_t> target = owner(slot, deadline);
-        if (!target) {
-            call c;
-            c.error = record(redis_errc::other, "no cluster node serves slot " + std::to_string(slot));
-            return c;
-        }
+        if (!target) return failed(unserved(slot));
+        if (auto e = resting(*target)) return failed(e);
         bool asking = false;
         for (int attempt = 0;; ++attempt) {
             call c = exchange_on(*target, command, max_reply, deadline, asking);
             if (c.error) {
-                if (c.error == redis_errc::refused || c.error == redis_errc::timeout) want_refresh();
+                if (c.error == redis_errc::refused || c.error == redis_errc::timeout) {
+                    want_refresh();
+                    c.error = node_failed(*target, c.error);
+                }
                 return c;
             }
+            node_answered(*target);
             if (c.reply->type != REDIS_REPLY_ERROR) return c;
             auto redirect = detail::parse_redis_redirection(std::string_view(c.reply->str, c.reply->len));
             if (!redirect || attempt == 1) {
@@ -701,8 +763,11 @@ private:
     void set_owner(std::uint16_t slot, std::size_t index, detail::redis_clock::time_point deadline) {
         std::unique_lock<std::timed_mutex> lock(state_->map_mutex, std::defer_lock);
         if (!lock.try_lock_until(deadline)) return;
-        if (state_->slot_owner.size() == detail::redis_cluster_slots)
+        if (state_->slot_owner.size() == detail::redis_cluster_slots) {
             state_->slot_owner[slot] = static_cast<std::uint16_t>(index + 1);
+            if (std::find(state_->masters.begin(), state_->masters.end(), index) == state_->masters.end())
+                state_->masters.push_back(index);
+        }
     }
 
     void want_refresh() {
@@ -722,7 +787,7 @@ private:
                 return std::size_t(state_->slot_owner[slot] - 1);
             if (!due) return std::nullopt;
         }
-        refresh(deadline, std::nullopt);
+        (void)refresh(deadline, std::nullopt);
         std::unique_lock<std::timed_mutex> lock(state_->map_mutex, std::defer_lock);
         if (!lock.try_lock_until(deadline)) return std::nullopt;
         if (state_->slot_owner.empty() || state_->slot_owner[slot] == 0) return std::nullopt;
@@ -730,12 +795,13 @@ private:
     }
 
     /// Learns the slot map with CLUSTER SLOTS from the first node that answers (the
-    /// known nodes, the one that just failed last).
-    void refresh(detail::redis_clock::time_point deadline, std::optional<std::size_t> last) {
+    /// known nodes, the one that just failed last). Its failure (the last node's error,
+    /// or timeout when no time was left) is kept in refresh_error and returned.
+    std::error_code refresh(detail::redis_clock::time_point deadline, std::optional<std::size_t> last) {
         std::size_t count;
         {
             std::unique_lock<std::timed_mutex> lock(state_->map_mutex, std::defer_lock);
-            if (!lock.try_lock_until(deadline)) return;
+            if (!lock.try_lock_until(deadline)) return make_error_code(redis_errc::timeout);
             state_->last_refresh = detail::redis_clock::now();
             count = state_->nodes.size();
         }
@@ -743,12 +809,114 @@ private:
         for (std::size_t i = 0; i < count; ++i)
             if (!last || i != *last) order.push_back(i);
         if (last) order.push_back(*last);
+        std::error_code why = make_error_code(redis_errc::timeout);
+        std::string text = "no time was left to ask a node";
         for (std::size_t index : order) {
-            if (detail::redis_clock::now() >= deadline) return;
+            if (detail::redis_clock::now() >= deadline) break;
             call c = exchange_on(index, {"CLUSTER", "SLOTS"}, std::size_t(1) << 20, deadline, false, true);
-            if (c.error || c.reply->type != REDIS_REPLY_ARRAY) continue;
-            if (install_map(c.reply.get(), index, deadline)) return;
+            if (c.error) {
+                why = c.error;
+                text = last_failure().text;
+                continue;
+            }
+            if (c.reply->type == REDIS_REPLY_ERROR) {
+                why = error_reply(c.reply.get());
+                text = last_failure().text;
+                continue;
+            }
+            if (c.reply->type == REDIS_REPLY_ARRAY && install_map(c.reply.get(), index, deadline)) return {};
+            why = make_error_code(redis_errc::protocol);
+            text = "CLUSTER SLOTS did not return a slot map";
         }
+        std::unique_lock<std::timed_mutex> lock(state_->map_mutex, std::defer_lock);
+        if (lock.try_lock_until(deadline)) {
+            state_->refresh_error = why;
+            state_->refresh_error_text = text;
+        }
+        return why;
+    }
+
+    /// The error of a call whose slot no known node serves: while the slot map is not
+    /// known, why no node told it (the cluster is out of reach: refused, timeout, auth...);
+    /// with a map that leaves the slot out, `other`.
+    std::error_code unserved(std::uint16_t slot) {
+        std::error_code why;
+        std::string text;
+        {
+            std::unique_lock<std::timed_mutex> lock(state_->map_mutex, std::defer_lock);
+            if (lock.try_lock_for(std::chrono::milliseconds(1)) && state_->slot_owner.empty()) {
+                why = state_->refresh_error;
+                text = state_->refresh_error_text;
+            }
+        }
+        if (why) return record(why, "no node of the cluster told its slot map (" + text + ")");
+        return record(redis_errc::other, "no cluster node serves slot " + std::to_string(slot));
+    }
+
+    /// A call to node `index` while it rests (it failed less than node_rest ago): the
+    /// node's error, at once; node_down while another master has not failed.
+    std::error_code resting(std::size_t index) {
+        node& n = node_at(index);
+        std::error_code last;
+        {
+            std::lock_guard<std::mutex> lock(n.health_mutex);
+            if (detail::redis_clock::now() >= n.resting_until) return {};
+            last = n.last_error;
+        }
+        std::string const where = describe_node(n.connection.endpoint());
+        if (another_master_answers(index))
+            return record(redis_errc::node_down, where + " failed less than " +
+                                                     std::to_string(node_rest.count()) + " ms ago; its slots fail");
+        return record(last, where + " and every other master of the cluster failed less than " +
+                                std::to_string(node_rest.count()) + " ms ago");
+    }
+
+    /// Node `index` refused or timed out with `e`: it rests for node_rest. The answer is
+    /// node_down while another master has not failed, else `e` (the cluster is failing).
+    std::error_code node_failed(std::size_t index, std::error_code e) {
+        node& n = node_at(index);
+        std::string const text = last_failure().text;
+        {
+            std::lock_guard<std::mutex> lock(n.health_mutex);
+            n.resting_until = detail::redis_clock::now() + node_rest;
+            n.last_error = e;
+        }
+        if (!another_master_answers(index)) return e;
+        return record(redis_errc::node_down, text + " (" + redis_errc_name(static_cast<redis_errc>(e.value())) +
+                                                 "); only this node's slots fail, for " +
+                                                 std::to_string(node_rest.count()) + " ms at least");
+    }
+
+    void node_answered(std::size_t index) {
+        node& n = node_at(index);
+        std::lock_guard<std::mutex> lock(n.health_mutex);
+        n.resting_until = {};
+    }
+
+    /// Whether a master of the slot map other than `index` is not resting.
+    bool another_master_answers(std::size_t index) {
+        std::vector<std::size_t> masters;
+        {
+            std::unique_lock<std::timed_mutex> lock(state_->map_mutex, std::defer_lock);
+            if (!lock.try_lock_for(std::chrono::milliseconds(10))) return false;
+            masters = state_->masters;
+        }
+        auto const now = detail::redis_clock::now();
+        for (std::size_t m : masters) {
+            if (m == index) continue;
+            node& n = node_at(m);
+            std::lock_guard<std::mutex> lock(n.health_mutex);
+            if (now >= n.resting_until) return true;
+        }
+        return false;
+    }
+
+    node& node_at(std::size_t index) {
+        // (The deque only grows, under map_mutex; an element's address never changes, and
+        // index is one that was handed out, so this read does not race a push_back's
+        // element, only its bookkeeping: taken under the lock, as pipeline_on does.)
+        std::lock_guard<std::timed_mutex> lock(state_->map_mutex);
+        return state_->nodes[index];
     }
 
     bool install_map(redisReply const* slots, std::size_t asked, detail::redis_clock::time_point deadline) {
@@ -780,7 +948,12 @@ private:
             for (long long s = from->integer; s <= to->integer; ++s)
                 owners[static_cast<std::size_t>(s)] = static_cast<std::uint16_t>(index + 1);
         }
+        std::vector<std::size_t> masters;
+        for (std::uint16_t o : owners)
+            if (o != 0 && std::find(masters.begin(), masters.end(), std::size_t(o - 1u)) == masters.end())
+                masters.push_back(o - 1u);
         state_->slot_owner = std::move(owners);
+        state_->masters = std::move(masters);
         state_->map_loaded = true;
         return true;
     }
@@ -811,9 +984,12 @@ inline std::optional<redis_options> redis_storage::redis_options_from_env(settin
     if (!name_space.empty()) o.name_space = name_space;
     auto positive = [&](char const* suffix, std::chrono::milliseconds fallback) {
         std::chrono::milliseconds const d = env.milliseconds(suffix, fallback);
-        if (d.count() > 0) return d;
+        if (d.count() > 0 && d <= redis_max_timeout) return d;
         env.report_value(suffix, env.value(suffix),
-                         "is not a positive duration; using the default, " + std::to_string(fallback.count()) + " ms");
+                         std::string(d.count() > 0 ? "is longer than a timeout may be (at most " +
+                                                         std::to_string(redis_max_timeout.count() / 1000) + " s)"
+                                                   : "is not a positive duration") +
+                             "; using the default, " + std::to_string(fallback.count()) + " ms");
         return fallback;
     };
     o.connect_timeout = positive("_REMOTE_CONNECT_TIMEOUT", o.connect_timeout);

@@ -1,8 +1,9 @@
 // compile_cache: a Storage in front of another — a local one (a directory) before a
 // remote one shared by many machines (a Redis server). Reads try the local storage
 // first; an entry found on the remote is copied locally once the cache has checked its
-// envelope; stores go to both. A remote that times out or refuses is skipped for a
-// back-off period, so a dead or stalled server costs a bounded delay.
+// envelope; stores go to both. A remote that fails (times out, refuses, rejects the
+// credentials, garbles a reply) or answers too slowly is skipped for a back-off period,
+// so a dead, stalled or slow server costs a bounded delay.
 #pragma once
 
 #include <compile_cache/detail/config.hpp>
@@ -70,8 +71,9 @@ COMPILE_CACHE_DECL remote_error remote_error_of(std::error_code const& e) noexce
 /// How a tiered_storage uses its remote.
 struct tier_options {
     compile_cache::remote_mode mode = remote_mode::read_write;
-    /// After a timeout or a refused connection the remote is skipped this long; while
-    /// it keeps failing the period doubles, up to backoff_max.
+    /// After a failure that says the remote is not usable (timeout, refused, auth,
+    /// protocol) the remote is skipped this long; each failed probe after it doubles the
+    /// period, up to backoff_max (calls that were already out when it failed do not).
     std::chrono::milliseconds backoff_start{2000};
     std::chrono::milliseconds backoff_max{60000};
     /// A store does not overwrite an entry the remote holds under the same key that
@@ -79,6 +81,13 @@ struct tier_options {
     /// likely the machines' secrets differ); counted `remote.store-skipped.foreign`, one
     /// line the first time. True replaces them (to heal garbage planted on the server).
     bool replace_unauthentic = false;
+    /// The process's time budget for slow answers: a call that answers after slow_call
+    /// or later adds its wait to a count (in wall time: calls waiting side by side on
+    /// several threads count once); once the count passes `budget`, every slow answer is
+    /// a failure (the remote is skipped for the back-off, one line, as a dead one is).
+    /// 0: no budget, slow answers never skip the remote.
+    std::chrono::milliseconds budget{1000};
+    std::chrono::milliseconds slow_call{200};
     /// One line when the remote goes away and one when it comes back; silent when empty.
     std::function<void(std::string_view)> logger;
 };
@@ -88,6 +97,16 @@ template <class S>
 using describe_t = decltype(std::declval<S const&>().describe());
 template <class S>
 using has_remote_describe = is_detected_convertible<std::string, describe_t, S>;
+template <class S>
+using last_failure_text_t = decltype(std::declval<S const&>().last_failure().text);
+/// A remote that tells the text of its last failure (redis_storage::last_failure).
+template <class S>
+using has_last_failure_text = is_detected_convertible<std::string, last_failure_text_t, S>;
+template <class S>
+using partial_failure_t = decltype(std::declval<S const&>().partial_failure(std::declval<std::error_code const&>()));
+/// A remote that says which of its errors failed only a part of it (a cluster's node).
+template <class S>
+using has_partial_failure = is_detected_convertible<bool, partial_failure_t, S>;
 /// The calls the last found read on this thread answered from a remote (for
 /// entry_checked): which tier, and which key.
 struct remote_read_mark {
@@ -123,9 +142,15 @@ inline remote_read_mark& last_remote_read() noexcept {
 ///   (tier_options::replace_unauthentic).
 /// - Identity records (explain.hpp) are counted apart from entries: `remote.record-*`.
 /// - `remove`: both (the remote only in read_write mode).
-/// - A timeout or refused connection makes the remote skipped for
-///   tier_options::backoff_start, doubling while the retry after it fails, up to
-///   backoff_max; one log line when it goes away, one when it answers again.
+/// - A timeout, a refused connection, refused credentials or permissions (auth) or a
+///   reply that is not valid (protocol) make the remote skipped for
+///   tier_options::backoff_start, doubling with each failed probe after it, up to
+///   backoff_max; so do slow answers once their waits pass tier_options::budget. One
+///   log line when it goes away, one when it answers again. Other errors (a server out
+///   of memory...) are counted, and said in one line the first time; an error the
+///   remote calls partial (`partial_failure(e)`: one node of a cluster) is counted and
+///   said once, and the remote is still used. A store refused for `auth` while reads
+///   answer (a user allowed to read only) stops the stores, with one line; reads go on.
 ///
 /// Thread-safe when both storages are. Move-only. A default-constructed tier is
 /// disabled: reads are absent, writes fail with invalid_argument.
@@ -185,6 +210,8 @@ public:
             remote_mode::read_write, "a remote mode");
         options.replace_unauthentic =
             env.flag("_REMOTE_REPLACE_UNAUTHENTIC", false, "entries that are not authentic are kept");
+        options.budget = budget_from_env(env);
+        options.slow_call = std::max(options.budget / 5, std::chrono::milliseconds(1));
         auto local_only = [&]() -> std::optional<tiered_storage> {
             if (!local) return std::nullopt;
             return tiered_storage(std::move(*local));
@@ -219,6 +246,9 @@ public:
                                      "machines can write)"},
             {p + "_REMOTE_REPLACE_UNAUTHENTIC", "1 lets stores replace remote entries that do not authenticate "
                                                 "under this secret (default: kept, as another secret's)"},
+            {p + "_REMOTE_BUDGET", "time the process may wait for slow answers (each a fifth of it or longer) "
+                                   "before a slow remote is skipped as a dead one; default: the call timeout "
+                                   "(_REMOTE_TIMEOUT, 1 s); off: no budget"},
         };
         for (auto const& t : tier) s.push_back(t);
         if constexpr (detail::has_environment_settings<Remote>::value)
@@ -253,7 +283,9 @@ public:
             answer = local_read(k, out, max_size);
             if (answer.status == read_status::found || answer.status == read_status::too_large) return answer;
         }
-        if (!state_->remote || !may_call()) return answer;
+        if (!state_->remote) return answer;
+        admission const a = admit();
+        if (a == admission::skipped) return answer;
         auto const start = clock::now();
         read_result r;
         try {
@@ -261,10 +293,12 @@ public:
         } catch (...) {
             r = {read_status::error, std::make_error_code(std::errc::io_error)};
         }
-        state_->counts[c_read_ns] += ns_since(start);
+        auto const took = clock::now() - start;
+        state_->counts[c_read_ns] += ns_of(took);
         switch (r.status) {
         case read_status::found:
-            answered();
+            state_->read_answered = true;
+            answered(a, took);
             state_->counts[c_bytes_read] += out.size();
             try {
                 detail::last_remote_read() = {this, k};
@@ -272,14 +306,15 @@ public:
             }
             return r;
         case read_status::absent:
-            answered();
+            state_->read_answered = true;
+            answered(a, took);
             ++state_->counts[is_identity_record_key(k) ? c_record_misses : c_misses];
             break;
         case read_status::too_large:
-            answered();
+            answered(a, took);
             ++state_->counts[c_error + static_cast<std::size_t>(remote_error::too_large)];
             return r;
-        case read_status::error: failed(r.error); break;
+        case read_status::error: failed(a, r.error); break;
         }
         out.clear();
         return answer;
@@ -293,7 +328,13 @@ public:
             return std::make_error_code(std::errc::read_only_file_system); // remote-only and read-only: nowhere
         if (!state_->remote || state_->options.mode != remote_mode::read_write) return answer;
         if (keep_foreign(k)) return state_->local ? answer : std::make_error_code(std::errc::file_exists);
-        if (!may_call()) return state_->local ? answer : std::make_error_code(std::errc::resource_unavailable_try_again);
+        if (state_->writes_refused) {
+            ++state_->counts[c_skipped];
+            return state_->local ? answer : std::make_error_code(std::errc::permission_denied);
+        }
+        admission const a = admit();
+        if (a == admission::skipped)
+            return state_->local ? answer : std::make_error_code(std::errc::resource_unavailable_try_again);
         auto const start = clock::now();
         std::error_code e;
         try {
@@ -301,11 +342,12 @@ public:
         } catch (...) {
             e = std::make_error_code(std::errc::io_error);
         }
-        state_->counts[c_write_ns] += ns_since(start);
+        auto const took = clock::now() - start;
+        state_->counts[c_write_ns] += ns_of(took);
         if (e) {
-            failed(e);
+            failed(a, e, true);
         } else {
-            answered();
+            answered(a, took);
             ++state_->counts[is_identity_record_key(k) ? c_record_stores : c_stores];
             state_->counts[c_bytes_written] += bytes.size();
         }
@@ -316,7 +358,12 @@ public:
         if (!state_) return {};
         std::error_code answer;
         if (state_->local) answer = local_remove(k);
-        if (state_->remote && state_->options.mode == remote_mode::read_write && may_call()) {
+        admission const a =
+            state_->remote && state_->options.mode == remote_mode::read_write && !state_->writes_refused
+                ? admit()
+                : admission::skipped;
+        if (a != admission::skipped) {
+            auto const start = clock::now();
             std::error_code e;
             try {
                 e = state_->remote->remove(k);
@@ -324,9 +371,9 @@ public:
                 e = std::make_error_code(std::errc::io_error);
             }
             if (e)
-                failed(e);
+                failed(a, e, true);
             else
-                answered();
+                answered(a, clock::now() - start);
             if (!state_->local) answer = e;
         }
         return answer;
@@ -526,7 +573,13 @@ private:
         std::unordered_set<key> foreign;
         bool foreign_said = false;
         std::string secret_setting = "the secret file", replace_setting = "PREFIX_REMOTE_REPLACE_UNAUTHENTIC";
+        clock::duration slow_waited{0};   ///< the waits of slow answers so far (see tier_options::budget)
+        clock::time_point slow_counted_until{}; ///< the end of the last slow answer counted
+        std::vector<std::string> said;    ///< the errors already said in a line (at most said_max)
+        std::atomic<bool> read_answered{false};  ///< a read of the remote has answered
+        std::atomic<bool> writes_refused{false}; ///< stores were refused (auth) while reads answer
     };
+    static constexpr std::size_t said_max = 16;
     static constexpr std::size_t max_foreign_keys = 1u << 16;
 
     void note_foreign(key const& k) noexcept {
@@ -561,9 +614,26 @@ private:
         return true;
     }
 
-    static std::uint64_t ns_since(clock::time_point start) noexcept {
-        return static_cast<std::uint64_t>(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - start).count());
+    static std::uint64_t ns_of(clock::duration d) noexcept {
+        return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+    }
+
+    /// PREFIX_REMOTE_BUDGET: a duration, or off (no budget); unset: the call timeout
+    /// (PREFIX_REMOTE_TIMEOUT when it is a sane duration, else 1 s). A bad value is one
+    /// line and the default.
+    static std::chrono::milliseconds budget_from_env(settings_reader const& env) {
+        std::chrono::milliseconds fallback{1000};
+        if (auto const t = parse_milliseconds(env.value("_REMOTE_TIMEOUT"));
+            t && t->count() > 0 && *t <= std::chrono::minutes(10))
+            fallback = *t;
+        std::string const v = env.value("_REMOTE_BUDGET");
+        if (v.empty()) return fallback;
+        if (detail::is_off(v)) return std::chrono::milliseconds(0);
+        if (auto const b = parse_milliseconds(v)) return *b;
+        env.report_value("_REMOTE_BUDGET", v,
+                         "is not a duration (milliseconds, or seconds such as 2s) nor off; using the default, " +
+                             std::to_string(fallback.count()) + " ms");
+        return fallback;
     }
 
     static std::optional<Local> local_from_env(settings_reader& env) {
@@ -608,21 +678,49 @@ private:
         }
     }
 
+    /// How a call to the remote was let through.
+    enum class admission {
+        skipped, ///< not at all: the back-off runs (counted as remote.skipped)
+        normal,  ///< the remote was up
+        probe,   ///< the first call after a back-off: its failure doubles the back-off
+    };
+
     /// Whether to call the remote now: not while its back-off runs. When it is over,
-    /// one call goes through (the others keep skipping until it answers or fails).
-    bool may_call() noexcept {
+    /// one call goes through as the probe (the others keep skipping until it answers or fails).
+    admission admit() noexcept {
         std::lock_guard<std::mutex> lock(state_->health_mutex);
-        if (!state_->down) return true;
+        if (!state_->down) return admission::normal;
         auto const now = clock::now();
         if (now < state_->retry_at) {
             ++state_->counts[c_skipped];
-            return false;
+            return admission::skipped;
         }
         state_->retry_at = now + state_->backoff; // this call is the probe
-        return true;
+        return admission::probe;
     }
 
-    void answered() noexcept {
+    /// The remote answered after `took`: it is up again, unless the answer was slow and
+    /// the budget of slow answers is spent (then it is skipped as if it had failed).
+    void answered(admission a, clock::duration took) noexcept {
+        if (state_->options.budget.count() > 0 && took >= state_->options.slow_call) {
+            std::unique_lock<std::mutex> lock(state_->health_mutex);
+            // Only the part of this wait that no slow answer counted already: wall time.
+            auto const end = clock::now();
+            auto const from = std::max(end - took, state_->slow_counted_until);
+            if (end > from) state_->slow_waited += end - from;
+            state_->slow_counted_until = std::max(state_->slow_counted_until, end);
+            auto const waited = std::chrono::duration_cast<std::chrono::milliseconds>(state_->slow_waited);
+            bool const over = state_->slow_waited > state_->options.budget;
+            lock.unlock();
+            if (over) {
+                went_down(a, [&] {
+                    return " answers too slowly (" + std::to_string(waited.count()) + " ms waited for answers of " +
+                           std::to_string(state_->options.slow_call.count()) + " ms or more, past the budget of " +
+                           std::to_string(state_->options.budget.count()) + " ms)";
+                });
+                return;
+            }
+        }
         std::unique_lock<std::mutex> lock(state_->health_mutex);
         if (!state_->down) return;
         state_->down = false;
@@ -635,10 +733,74 @@ private:
         }
     }
 
-    void failed(std::error_code const& e) noexcept {
+    /// The remote's own text about its last failure ("" when it has none).
+    std::string failure_text() const {
+        if constexpr (detail::has_last_failure_text<Remote>::value) {
+            return std::string(state_->remote->last_failure().text);
+        } else {
+            return {};
+        }
+    }
+
+    bool partial(std::error_code const& e) const noexcept {
+        if constexpr (detail::has_partial_failure<Remote>::value) {
+            try {
+                return state_->remote->partial_failure(e);
+            } catch (...) {
+            }
+        }
+        (void)e;
+        return false;
+    }
+
+    /// A call failed with `e`; `write`: a store or a removal.
+    void failed(admission a, std::error_code const& e, bool write = false) noexcept {
         remote_error const why = remote_error_of(e);
         ++state_->counts[c_error + static_cast<std::size_t>(why)];
-        if (why != remote_error::timeout && why != remote_error::refused) return;
+        try {
+            std::string const text = failure_text();
+            std::string reason = std::string(to_string(why)) + ": " + e.message();
+            if (!text.empty()) reason += "; " + text;
+            if (partial(e)) {
+                std::string where = text.substr(0, text.find(' '));
+                if (!where.empty() && where.back() == ':') where.pop_back();
+                say_once("partial " + where,
+                         describe_remote() + ": a part of it failed (" + reason +
+                             "); counted as remote.errors." + to_string(why) + ", the rest of it is still used");
+                return;
+            }
+            if (why == remote_error::auth && write && state_->read_answered) {
+                // Reads answer, stores are refused: a user allowed to read only (an ACL
+                // without SET). Stores stop; reads go on.
+                state_->writes_refused = true;
+                say_once("stores refused", describe_remote() + " refuses stores (" + reason +
+                                               "); stores to it are skipped from now on, reads go on (give its "
+                                               "user the write commands, or set the remote mode read-only)");
+                return;
+            }
+            if (why == remote_error::timeout || why == remote_error::refused || why == remote_error::auth ||
+                why == remote_error::protocol) {
+                if (why == remote_error::auth)
+                    reason += "; check its password (in the URL or the password file) and that its user may run "
+                              "the cache's commands";
+                went_down(a, [&] { return " failed (" + reason + ")"; });
+                return;
+            }
+            std::string const first_word = text.substr(0, text.find(' '));
+            say_once(std::string(to_string(why)) + " " + first_word,
+                     describe_remote() + " failed (" + reason + "); counted as remote.errors." + to_string(why) +
+                         ", the remote is still used (said once)");
+        } catch (...) {
+            went_down(a, [] { return std::string(" failed"); });
+        }
+    }
+
+    /// The remote is not usable: skipped for the back-off. The first failure starts it
+    /// (one line: the remote, then what `why()` says); a failed probe doubles it; a call
+    /// that was let through before the remote went down changes nothing (it failed in
+    /// the same outage: concurrent calls do not each double the period).
+    template <class Why>
+    void went_down(admission a, Why&& why) noexcept {
         std::unique_lock<std::mutex> lock(state_->health_mutex);
         auto const now = clock::now();
         bool const first = !state_->down;
@@ -646,19 +808,32 @@ private:
             state_->down = true;
             state_->down_since = now;
             state_->backoff = state_->options.backoff_start;
-        } else {
+            state_->retry_at = now + state_->backoff;
+        } else if (a == admission::probe) {
             state_->backoff = std::min(state_->backoff * 2, state_->options.backoff_max);
+            state_->retry_at = now + state_->backoff;
         }
-        state_->retry_at = now + state_->backoff;
         auto const backoff = state_->backoff;
         lock.unlock();
         if (!first) return;
         try {
-            log(describe_remote() + " failed (" + to_string(why) + ": " + e.message() + "); it is skipped for " +
-                std::to_string(backoff.count()) + " ms, then retried (longer while it keeps failing, up to " +
+            log(describe_remote() + why() + "; it is skipped for " + std::to_string(backoff.count()) +
+                " ms, then retried (longer while it keeps failing, up to " +
                 std::to_string(state_->options.backoff_max.count()) + " ms)");
         } catch (...) {
         }
+    }
+
+    /// One line for an error that does not skip the remote, the first time `what` is seen.
+    void say_once(std::string const& what, std::string const& line) {
+        {
+            std::lock_guard<std::mutex> lock(state_->health_mutex);
+            if (state_->said.size() >= said_max ||
+                std::find(state_->said.begin(), state_->said.end(), what) != state_->said.end())
+                return;
+            state_->said.push_back(what);
+        }
+        log(line);
     }
 
     std::unique_ptr<state> state_;
