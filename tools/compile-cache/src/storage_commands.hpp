@@ -84,6 +84,9 @@ struct storage_access {
     /// eviction order alone), else `read`.
     std::function<compile_cache::read_result(compile_cache::key const&, std::string&, std::size_t)> read;
     std::function<std::error_code(compile_cache::key const&)> remove;
+    /// What the last listing left out as no entry of the cache (a SQLite row whose key
+    /// is not a key: the Storage member `foreign_rows` where there is one), else 0.
+    std::function<std::uint64_t()> foreign_rows;
 
     template <class Storage>
     static storage_access of(Storage& storage) {
@@ -91,10 +94,20 @@ struct storage_access {
                 [&storage](compile_cache::key const& k, std::string& bytes, std::size_t max_size) {
                     return read_untouched(storage, k, bytes, max_size, 0);
                 },
-                [&storage](compile_cache::key const& k) { return storage.remove(k); }};
+                [&storage](compile_cache::key const& k) { return storage.remove(k); },
+                [&storage] { return foreign_rows_of(storage, 0); }};
     }
 
 private:
+    template <class Storage>
+    static auto foreign_rows_of(Storage& storage, int) -> decltype(std::uint64_t{storage.foreign_rows()}) {
+        return storage.foreign_rows();
+    }
+    template <class Storage>
+    static std::uint64_t foreign_rows_of(Storage&, long) {
+        return 0;
+    }
+
     template <class Storage>
     static auto read_untouched(Storage& storage, compile_cache::key const& k, std::string& out, std::size_t max_size,
                                int) -> decltype(storage.peek(k, out, max_size)) {
