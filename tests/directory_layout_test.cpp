@@ -106,7 +106,9 @@ TEST_CASE("walking a folder tells entries from temp files and from other files, 
           "[directory_layout]") {
     directory_with_entry d(0x12, "entry");
     std::string const& root = d.root;
-    compile_cache_test::write_file(d.dir.path() / "12" / ".tmp-0123", "half a store");
+    std::string const temp = ".tmp-0123456789abcdef0123456789abcdef"; // what a store names its temp file
+    compile_cache_test::write_file(d.dir.path() / "12" / temp, "half a store");
+    compile_cache_test::write_file(d.dir.path() / "12" / ".tmp-mywork", "a user's file, not a temp file of the cache");
     compile_cache_test::write_file(d.dir.path() / "12" / "README", "notes");
     std::string const other_entry_name = d.k.hex().substr(0, 62) + "ff";
     REQUIRE(::symlink("/etc/passwd", (root + "/12/" + other_entry_name).c_str()) == 0);
@@ -115,15 +117,15 @@ TEST_CASE("walking a folder tells entries from temp files and from other files, 
     std::vector<std::string> names;
     std::vector<layout::folder_item> const items = walked(root, "12", ec, names);
     CHECK(!ec);
-    REQUIRE(items.size() == 4);
+    REQUIRE(items.size() == 5);
     for (std::size_t i = 0; i < items.size(); ++i) {
         INFO(names[i]);
         if (names[i] == d.k.hex())
             CHECK(items[i].kind == layout::folder_item::kind_type::entry);
-        else if (names[i] == ".tmp-0123")
+        else if (names[i] == temp)
             CHECK(items[i].kind == layout::folder_item::kind_type::temp);
         else
-            CHECK(items[i].kind == layout::folder_item::kind_type::other); // README, and the symlink
+            CHECK(items[i].kind == layout::folder_item::kind_type::other); // README, .tmp-mywork, and the symlink
     }
     std::vector<std::string> none;
     walked(root, "34", ec, none);

@@ -85,6 +85,18 @@ disk_usage usage_of(fs::path const& root) {
     return u;
 }
 
+/// A name the library gives a store's temp file: `.tmp-` and 32 lower-case hex digits.
+std::string temp_name(char digit) { return ".tmp-" + std::string(32, digit); }
+
+/// Names that start as the library's temp files do but that it cannot have made: a
+/// user's files, which no cleanup may remove.
+std::vector<std::string> const& users_temp_like_names() {
+    static std::vector<std::string> const names = {
+        ".tmp-mywork", ".tmp-", ".tmp-" + std::string(31, 'a'), ".tmp-" + std::string(33, 'a'),
+        ".tmp-" + std::string(32, 'A'), ".tmp-" + std::string(31, 'a') + "g"};
+    return names;
+}
+
 /// True when `dir` is writable and has room for 100,000 small files (a container's
 /// /dev/shm is often 64 MB).
 bool roomy(char const* dir) {
@@ -426,15 +438,22 @@ TEST_CASE("stale temp files are swept by cleanup, fresh ones and foreign files s
     for (std::uint32_t i = 0; i < 50; ++i) REQUIRE(!s.write(key_n(i), payload_of(i, 0, 200)));
     key const k = key_n(7);
     fs::path const folder = fs::path(s.entry_path(k)).parent_path();
-    write_file(folder / ".tmp-stale", "left by a killed writer");
-    set_mtime(folder / ".tmp-stale", now_s() - 2 * 3600);
-    write_file(folder / ".tmp-fresh", "a writer at work");
-    set_mtime(folder / ".tmp-fresh", now_s() - 60);
-    fs::create_directory(folder / ".tmp-dir");
-    set_mtime(folder / ".tmp-dir", now_s() - 2 * 3600);
+    // The library's temp names are `.tmp-` and 32 lower-case hex digits; a user's
+    // file that merely starts with `.tmp-` is not one, however old.
+    std::string const stale = temp_name('5'), young = temp_name('f'), as_dir = temp_name('d');
+    write_file(folder / stale, "left by a killed writer");
+    set_mtime(folder / stale, now_s() - 2 * 3600);
+    write_file(folder / young, "a writer at work");
+    set_mtime(folder / young, now_s() - 60);
+    fs::create_directory(folder / as_dir);
+    set_mtime(folder / as_dir, now_s() - 2 * 3600);
     write_file(folder / "notes.txt", "not ours");
     set_mtime(folder / "notes.txt", now_s() - 2 * 3600);
     write_file(root / "README", "not ours");
+    for (std::string const& name : users_temp_like_names()) {
+        write_file(folder / name, "a user's work");
+        set_mtime(folder / name, now_s() - 2 * 3600);
+    }
 
     SECTION("prune()") {
         auto const r = s.prune();
@@ -450,11 +469,15 @@ TEST_CASE("stale temp files are swept by cleanup, fresh ones and foreign files s
         REQUIRE(!fresh.write(k, "rewritten"));
         CHECK(fresh.counters().temp_files_removed == 1);
     }
-    CHECK(!fs::exists(folder / ".tmp-stale"));
-    CHECK(fs::exists(folder / ".tmp-fresh"));
-    CHECK(fs::is_directory(folder / ".tmp-dir"));
+    CHECK(!fs::exists(folder / stale));
+    CHECK(fs::exists(folder / young));
+    CHECK(fs::is_directory(folder / as_dir));
     CHECK(fs::exists(folder / "notes.txt"));
     CHECK(fs::exists(root / "README"));
+    for (std::string const& name : users_temp_like_names()) {
+        INFO(name);
+        CHECK(fs::exists(folder / name));
+    }
     std::string out;
     for (std::uint32_t i = 0; i < 50; ++i) CHECK(s.read(key_n(i), out, 1000).status == read_status::found);
 }
@@ -493,7 +516,8 @@ TEST_CASE("clear() removes the library's entries and temp files and nothing else
     for (std::uint32_t i = 0; i < 40; ++i) REQUIRE(!s.write(key_n(i), "entry"));
     fs::path const folder = fs::path(s.entry_path(key_n(0))).parent_path();
     std::string const f = folder.filename().string();
-    write_file(folder / ".tmp-fresh", "temp");
+    write_file(folder / temp_name('0'), "temp");
+    for (std::string const& name : users_temp_like_names()) write_file(folder / name, "a user's work");
     write_file(folder / "notes.txt", "keep");
     write_file(folder / (f + "ABCD"), "upper case: not an entry name");
     write_file(folder / (f + "abc"), "odd length: not an entry name");
@@ -512,7 +536,11 @@ TEST_CASE("clear() removes the library's entries and temp files and nothing else
     CHECK(s.accounted_size() == 0);
     std::string out;
     for (std::uint32_t i = 0; i < 40; ++i) CHECK(s.read(key_n(i), out, 100).status == read_status::absent);
-    CHECK(usage_of(root).temps == 0);
+    CHECK(usage_of(root).temps == users_temp_like_names().size());
+    for (std::string const& name : users_temp_like_names()) {
+        INFO(name);
+        CHECK(fs::exists(folder / name));
+    }
     for (fs::path const& p : {folder / "notes.txt", folder / (f + "ABCD"), folder / (f + "abc"), folder / "0123",
                               folder / (f + "cdef"), root / "README", root / "zz" / "00", root / "0g" / "0g00"})
         CHECK(fs::exists(p));

@@ -14,6 +14,7 @@
 
 #include <compile_cache/storage/directory_storage.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -316,6 +317,51 @@ TEST_CASE("processes storing at once: their batched ledger changes add up exactl
     CHECK(reader.accounted_size() == on_disk);
 }
 
+TEST_CASE("4 processes storing under a small limit while a cleanup runs: no store is lost from the ledger, and the "
+          "next store brings the cache under its limit",
+          "[storage][processes][ledger]") {
+    // A cleanup counts each folder, evicts, and writes the folders' figures. Stores
+    // that other processes make meanwhile (their own cleanups skipped: one cleaner at
+    // a time) add to those figures; a figure counted before such a change must not be
+    // written over it, or the ledger says the cache is under its limit while the disk
+    // holds what those processes stored, and no later store cleans it up.
+    std::uint64_t const limit = GENERATE(std::uint64_t{1}, std::uint64_t{128} << 10);
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    {
+        cc::directory_storage unlimited(root.string());
+        for (std::uint32_t id = 0; id < 4000; ++id) REQUIRE(!unlimited.write(key_of(500000 + id).value(), "old"));
+    }
+    fs::path const go = dir.path() / "go";
+    std::vector<std::unique_ptr<child_process>> writers;
+    for (std::uint32_t w = 0; w < 4; ++w)
+        writers.push_back(std::make_unique<child_process>(
+            std::vector<std::string>{worker, "store-limited", root.string(), std::to_string(w * 1000), "150",
+                                     std::to_string(limit), "1000", go.string()}));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    cc::directory_options options;
+    options.max_size = limit;
+    cc::directory_storage pruner(root.string(), options);
+    write_file(go, "");
+    cc::cleanup_result const pruned = pruner.prune(); // 4,000 entries to survey and evict: the writers store meanwhile
+    for (auto& w : writers) {
+        CHECK(w->wait() == 0);
+        CHECK(field(w->output(), "stored") == 150);
+    }
+    INFO("the prune removed " << pruned.removed << " entries");
+    std::uint64_t const on_disk = counted_on_disk(root);
+    std::uint64_t const ledger = cc::directory_storage(root.string()).accounted_size();
+    INFO("limit " << limit << ": " << on_disk << " bytes on disk, the ledger says " << ledger);
+    CHECK(ledger >= on_disk);
+    // One more store, in a fresh process, finds the cache over its limit and cleans it.
+    child_process last(std::vector<std::string>{worker, "store-limited", root.string(), "9000", "1",
+                                                std::to_string(limit), "1000", go.string()});
+    CHECK(last.wait() == 0);
+    std::uint64_t const after = counted_on_disk(root);
+    INFO("after one more store: " << after << " bytes on disk");
+    CHECK(after <= std::max<std::uint64_t>(limit, 4096));
+}
+
 TEST_CASE("a writer killed with unwritten ledger changes: the folders' hourly recount corrects the ledger",
           "[storage][processes][ledger]") {
     temp_dir dir;
@@ -413,10 +459,10 @@ TEST_CASE("writers killed mid-store leave no partial entry, their temp files are
     old[1] = old[0];
     for (auto const& p : leftovers) REQUIRE(::utimensat(AT_FDCWD, p.c_str(), old, AT_SYMLINK_NOFOLLOW) == 0);
     fs::create_directories(root / "00");
-    write_file(root / "00" / ".tmp-fresh", "a writer at work");
+    write_file(root / "00" / (".tmp-" + std::string(32, 'f')), "a writer at work");
     auto const r = storage.prune();
     CHECK(r.temp_files_removed == leftovers.size());
-    CHECK(temp_files_in(root) == std::vector<fs::path>{root / "00" / ".tmp-fresh"});
+    CHECK(temp_files_in(root) == std::vector<fs::path>{root / "00" / (".tmp-" + std::string(32, 'f'))});
     CHECK(storage.accounted_size() == r.bytes);
     if (env_count)
         std::printf("killed-writers: %d writers killed with SIGKILL in %.1f s; keys present %u of 32, all right; "
@@ -529,6 +575,49 @@ TEST_CASE("a permission-denied folder: stores are counted failures, one diagnost
     });
     check_failed_stores(out, 30);
     CHECK(out.find("Permission denied") != std::string::npos);
+}
+
+TEST_CASE("clear() and prune() by a user who cannot remove the entries count what they left, with the error",
+          "[storage][processes][disk]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    {
+        cc::directory_storage owner(root.string());
+        for (std::uint32_t id = 0; id < 20; ++id) REQUIRE(!owner.write(key_of(id).value(), "an entry"));
+    }
+    // Readable folders the other user cannot write (as root: user nobody; otherwise
+    // mode 0555), and one folder it cannot even read.
+    fs::permissions(dir.path(), fs::perms(0711));
+    std::vector<fs::path> folders;
+    for (auto const& e : fs::directory_iterator(root))
+        if (e.is_directory() && e.path().filename().string().size() == 2) folders.push_back(e.path());
+    REQUIRE(folders.size() >= 2);
+    fs::permissions(root, fs::perms(running_as_root() ? 0755 : 0555));
+    for (fs::path const& f : folders) fs::permissions(f, fs::perms(running_as_root() ? 0755 : 0555));
+    fs::permissions(folders[0], fs::perms(0700));
+    if (!running_as_root()) fs::permissions(folders[0], fs::perms(0000));
+    std::string const out = run_in_child([&] {
+        if (!drop_root()) return std::string("cannot drop root");
+        cc::directory_options limited;
+        limited.max_size = 1;
+        cc::directory_storage s(root.string(), limited);
+        auto const pruned = s.prune();
+        auto const cleared = s.clear();
+        return "prune: removed=" + std::to_string(pruned.removed) +
+               " not_removed=" + std::to_string(pruned.not_removed) + " error=" + pruned.removal_error.message() +
+               "; clear: removed=" + std::to_string(cleared.removed) +
+               " not_removed=" + std::to_string(cleared.not_removed) + " error=" + cleared.removal_error.message();
+    });
+    fs::permissions(root, fs::perms(0700));
+    for (fs::path const& f : folders) fs::permissions(f, fs::perms(0700));
+    INFO(out);
+    std::size_t const left = counted_on_disk(root) / 4096;
+    CHECK(left == 20);
+    // Every entry of the readable folders, and the unreadable folder.
+    auto const in_unreadable =
+        static_cast<std::size_t>(std::distance(fs::directory_iterator(folders[0]), fs::directory_iterator()));
+    std::string const expected = std::to_string(20 - in_unreadable + 1) + " error=Permission denied";
+    CHECK(out == "prune: removed=0 not_removed=" + expected + "; clear: removed=0 not_removed=" + expected);
 }
 
 TEST_CASE("a file where the cache directory should be: counted failures, one diagnostic",

@@ -22,6 +22,13 @@
 #include <thread>
 #include <vector>
 
+#include <cerrno>
+#include <cstring>
+
+#include <fcntl.h>
+#include <grp.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -70,6 +77,39 @@ std::vector<fs::path> moved_aside(fs::path const& dir) {
     std::vector<fs::path> found;
     for (auto const& e : fs::directory_iterator(dir))
         if (e.path().filename().string().find(".broken-") != std::string::npos) found.push_back(e.path());
+    return found;
+}
+
+/// Overwrites the root page of index `index` in the (checkpointed) file at `path` with
+/// garbage: the rows stay intact, a lookup through that index finds damage.
+void damage_index(std::string const& path, char const* index) {
+    sql_text(path, "PRAGMA wal_checkpoint(TRUNCATE)");
+    std::string const page_size = sql_text(path, "PRAGMA page_size");
+    std::string const root =
+        sql_text(path, (std::string("SELECT rootpage FROM sqlite_master WHERE name = '") + index + "'").c_str());
+    REQUIRE(!root.empty());
+    std::size_t const size = std::stoul(page_size), at = (std::stoul(root) - 1) * size;
+    std::string bytes = read_file(path);
+    REQUIRE(bytes.size() >= at + size);
+    for (std::size_t i = at; i < at + size; ++i) bytes[i] = static_cast<char>(0x5a ^ (i & 0xff));
+    write_file(path, bytes);
+}
+
+/// 40 entries of the conformance kit's values under the keys (20, 0..39).
+void fill_forty(std::string const& file) {
+    cc::sqlite_storage s(file);
+    REQUIRE(s.usable());
+    for (std::uint32_t i = 0; i < 40; ++i) REQUIRE(!s.write(conformance_key(20, i), conformance_value(20, i)));
+}
+
+/// How many of fill_forty's entries `s` reads back whole.
+unsigned forty_found(cc::sqlite_storage& s) {
+    unsigned found = 0;
+    std::string out;
+    for (std::uint32_t i = 0; i < 40; ++i)
+        if (s.read(conformance_key(20, i), out, 1 << 20).status == cc::read_status::found &&
+            out == conformance_value(20, i))
+            ++found;
     return found;
 }
 
@@ -250,6 +290,147 @@ TEST_CASE("another program's SQLite database is left alone, and the cache is dis
     CHECK(logged.size() == 1);
     CHECK(read_file(file) == before);
     CHECK(moved_aside(dir.path()).empty());
+}
+
+TEST_CASE("a reader of a damaged file it cannot write (another user, mode 0444) never moves, repairs or replaces it",
+          "[sqlite]") {
+    temp_dir dir;
+    // A folder the reader may write (so that a rename would succeed), a file it may not.
+    fs::path const folder = dir.path() / "shared";
+    fs::create_directory(folder);
+    std::string const file = (folder / "cache.db").string();
+    fill_forty(file);
+    damage_index(file, "sqlite_autoindex_entries_1"); // the key's index: every lookup by key
+    ::chmod(file.c_str(), 0444);
+    if (compile_cache_test::running_as_root()) {
+        fs::permissions(dir.path(), fs::perms(0711));
+        REQUIRE(::chown(folder.c_str(), 65534, 65534) == 0);
+    }
+    std::string const before = read_file(file);
+    std::string const out = compile_cache_test::run_in_child([&] {
+        if (compile_cache_test::running_as_root() &&
+            (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0))
+            return std::string("cannot become nobody");
+        std::vector<std::string> logged;
+        cc::sqlite_options options;
+        options.logger = [&](std::string_view line) { logged.emplace_back(line); };
+        cc::sqlite_storage s(file, options);
+        std::string result = "usable=" + std::to_string(s.usable()) + " read_only=" + std::to_string(s.read_only());
+        unsigned errors = 0;
+        std::string value;
+        for (std::uint32_t i = 0; i < 40; ++i)
+            if (s.read(conformance_key(20, i), value, 1 << 20).status == cc::read_status::error) ++errors;
+        result += " errors=" + std::to_string(errors);
+        result += " write_failed=" + std::to_string(static_cast<bool>(s.write(conformance_key(20, 99), "new")));
+        for (auto const& line : logged) result += " | " + line;
+        return result;
+    });
+    INFO(out);
+    CHECK(out.find("usable=1 read_only=1") == 0);
+    CHECK(out.find("write_failed=1") != std::string::npos);
+    CHECK(fs::exists(file));
+    CHECK(read_file(file) == before);
+    CHECK(moved_aside(folder).empty());
+    ::chmod(file.c_str(), 0644);
+}
+
+TEST_CASE("another program's database with a table named entries is refused before anything is written",
+          "[sqlite]") {
+    temp_dir dir;
+    std::string const file = (dir.path() / "theirs.db").string();
+    {
+        sqlite3* db = nullptr;
+        REQUIRE(sqlite3_open(file.c_str(), &db) == SQLITE_OK);
+        REQUIRE(sqlite3_exec(db,
+                             "CREATE TABLE entries(name TEXT, amount INTEGER); "
+                             "INSERT INTO entries VALUES('rent', 900)",
+                             nullptr, nullptr, nullptr) == SQLITE_OK);
+        sqlite3_close(db);
+    }
+    std::string const before = read_file(file);
+    cc::sqlite_storage storage(file);
+    CHECK(!storage.usable());
+    CHECK(storage.why_unusable() == "it is another program's SQLite database");
+    CHECK(read_file(file) == before); // not switched to WAL, no table, no index, no id
+    CHECK(!fs::exists(file + "-wal"));
+    CHECK(moved_aside(dir.path()).empty());
+}
+
+#if defined(COMPILE_CACHE_HELPER_sqlite_worker)
+TEST_CASE("a writer stopped in its transaction when a host opens the file: the host still reads every entry, and "
+          "a failing open says the real error",
+          "[sqlite][processes]") {
+    temp_dir dir;
+    std::string const file = (dir.path() / "cache.db").string();
+    SECTION("the table is there: opened without the write lock, reads served, writes are errors") {
+        fill_forty(file);
+        compile_cache_test::child_process holder(
+            std::vector<std::string>{COMPILE_CACHE_HELPER_sqlite_worker, "hold-lock", file, "0"});
+        REQUIRE(holder.wait_for_line());
+        REQUIRE(holder.output() == "locked\n");
+        cc::sqlite_options options;
+        options.busy_timeout = std::chrono::milliseconds(100);
+        cc::sqlite_storage s(file, options);
+        INFO(s.why_unusable());
+        REQUIRE(s.usable());
+        CHECK(forty_found(s) == 40);
+        CHECK(s.write(conformance_key(20, 99), "new") == std::errc::resource_unavailable_try_again);
+    }
+    SECTION("no table yet: the open fails and says the database is locked") {
+        {
+            sqlite3* db = nullptr;
+            REQUIRE(sqlite3_open(file.c_str(), &db) == SQLITE_OK);
+            sqlite3_exec(db, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr);
+            sqlite3_close(db);
+        }
+        compile_cache_test::child_process holder(
+            std::vector<std::string>{COMPILE_CACHE_HELPER_sqlite_worker, "hold-lock", file, "0"});
+        REQUIRE(holder.wait_for_line());
+        cc::sqlite_options options;
+        options.busy_timeout = std::chrono::milliseconds(100);
+        cc::sqlite_storage s(file, options);
+        CHECK(!s.usable());
+        CHECK(s.why_unusable() == "cannot make its table: database is locked");
+    }
+}
+#endif
+
+TEST_CASE("a full disk when a host opens the file: the host still reads every entry", "[sqlite]") {
+    temp_dir dir;
+    fs::path const mnt = dir.path() / "mnt";
+    fs::create_directory(mnt);
+    std::string const out = compile_cache_test::run_in_child([&]() -> std::string {
+        if (::unshare(CLONE_NEWNS) != 0 || ::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+            ::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=4m,mode=0700") != 0)
+            return std::string("skip: ") + std::strerror(errno);
+        std::string const file = (mnt / "cache.db").string();
+        {
+            cc::sqlite_storage s(file);
+            for (std::uint32_t i = 0; i < 40; ++i)
+                if (s.write(conformance_key(20, i), conformance_value(20, i))) return "cannot fill";
+        }
+        // Another connection keeps the WAL and its index file in place, as a running
+        // host does; then the disk fills up.
+        sqlite3* other = nullptr;
+        sqlite3_open(file.c_str(), &other);
+        sqlite3_exec(other, "SELECT count(*) FROM entries", nullptr, nullptr, nullptr);
+        std::string const filler = (mnt / "filler").string();
+        int const fd = ::open(filler.c_str(), O_WRONLY | O_CREAT, 0600);
+        std::string const block(4096, 'f');
+        while (::write(fd, block.data(), block.size()) > 0) {
+        }
+        ::close(fd);
+        cc::sqlite_storage s(file);
+        std::string result = "usable=" + std::to_string(s.usable()) + " found=" + std::to_string(forty_found(s)) +
+                             " why=" + s.why_unusable();
+        sqlite3_close(other);
+        return result;
+    });
+    if (out.rfind("skip:", 0) == 0) {
+        WARN("a tmpfs could not be mounted (" << out << "); the full-disk case is not run");
+        return;
+    }
+    CHECK(out == "usable=1 found=40 why=");
 }
 
 TEST_CASE("sqlite settings come from PREFIX_FILE, PREFIX_MAX_SIZE and PREFIX_BUSY_TIMEOUT", "[sqlite]") {

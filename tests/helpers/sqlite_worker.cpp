@@ -9,12 +9,17 @@
 //        sqlite_worker forever FILE ID
 //          Writes values of up to 20 KB under 16 keys of its own until it is killed; prints
 //          `started` once it has written one.
+//        sqlite_worker hold-lock FILE ID
+//          Takes the database's write lock (BEGIN IMMEDIATE) through SQLite itself, prints
+//          `locked`, and keeps it until killed: a writer stopped in its transaction.
 #include <compile_cache/storage/sqlite_storage.hpp>
 #include <compile_cache/testing/storage_conformance.hpp>
 
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+
+#include <unistd.h>
 
 namespace {
 
@@ -24,7 +29,8 @@ using cc::testing::detail::conformance_value;
 using cc::testing::detail::is_conformance_value;
 
 int usage() {
-    std::fprintf(stderr, "usage: sqlite_worker mixed FILE ID OPS | sqlite_worker forever FILE ID\n");
+    std::fprintf(stderr, "usage: sqlite_worker mixed FILE ID OPS | sqlite_worker forever FILE ID |\n"
+                         "       sqlite_worker hold-lock FILE ID\n");
     return 2;
 }
 
@@ -35,6 +41,17 @@ int main(int argc, char** argv) {
     std::string const mode = argv[1];
     std::string const file = argv[2];
     auto const id = static_cast<std::uint32_t>(std::strtoul(argv[3], nullptr, 10));
+    if (mode == "hold-lock") {
+        sqlite3* db = nullptr;
+        if (sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK ||
+            sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK) {
+            std::printf("failed %s\n", db ? sqlite3_errmsg(db) : "cannot open");
+            return 1;
+        }
+        std::printf("locked\n");
+        std::fflush(stdout);
+        for (;;) ::pause();
+    }
     cc::sqlite_options options;
     options.busy_timeout = std::chrono::milliseconds(10000);
     cc::sqlite_storage storage(file, options);

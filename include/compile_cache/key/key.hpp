@@ -23,9 +23,18 @@ public:
 
     key() noexcept = default;
 
-    key(void const* bytes, std::size_t n) noexcept
-        : size_(static_cast<std::uint8_t>(n < max_size ? n : max_size)) {
-        std::memcpy(bytes_.data(), bytes, size_);
+    /// The key of `n` bytes. More than max_size bytes are not a key: the result is the
+    /// empty key (which every storage refuses), never a truncated one that could name
+    /// another entry. Where the bytes come from storage, use from_bytes.
+    key(void const* bytes, std::size_t n) noexcept : size_(static_cast<std::uint8_t>(n <= max_size ? n : 0)) {
+        if (size_ != 0) std::memcpy(bytes_.data(), bytes, size_);
+    }
+
+    /// The key of `n` bytes read from storage (a SQLite row's key column, ...); nullopt
+    /// when they cannot be a key: none, or more than max_size.
+    static std::optional<key> from_bytes(void const* bytes, std::size_t n) noexcept {
+        if (n == 0 || n > max_size || bytes == nullptr) return std::nullopt;
+        return key(bytes, n);
     }
 
     /// From any contiguous digest type such as `std::array<unsigned char, 32>`.

@@ -136,6 +136,11 @@ struct cleanup_result {
     std::uint64_t removed_bytes = 0;
     std::uint64_t temp_files_removed = 0;
     std::error_code error; ///< why the cleanup could not run (the directory cannot be opened); empty otherwise
+    /// Entries and temp files it meant to remove and could not (the unlink failed:
+    /// permission, a read-only mount; or their folder could not be read), and the
+    /// first such error. A cleanup that left any has not done what it was asked.
+    std::uint64_t not_removed = 0;
+    std::error_code removal_error;
 };
 
 /// Counts kept by a storage object (and its copies) since it was made.
@@ -280,9 +285,10 @@ public:
     COMPILE_CACHE_DECL cleanup_result prune() noexcept;
 
     /// Removes every entry and every temp file of this library — names made of a
-    /// key's hex in two-hex-digit folders, and `.tmp-*` files there — and nothing else:
-    /// other files, and the folders themselves, stay. A store running meanwhile in
-    /// another process may fail (its temp file is gone): a counted failure there.
+    /// key's hex in two-hex-digit folders, and `.tmp-` + 32 lower-case hex digits there
+    /// — and nothing else: other files, and the folders themselves, stay. A store
+    /// running meanwhile in another process may fail (its temp file is gone): a
+    /// counted failure there. What it could not remove is counted in `not_removed`.
     COMPILE_CACHE_DECL cleanup_result clear() noexcept;
 
     /// What the ledger says the entries count for (whole 4 KiB blocks each), after

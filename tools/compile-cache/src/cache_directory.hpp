@@ -28,7 +28,8 @@ struct entry_file {
 /// Everything a listing of the directory found.
 struct directory_scan {
     std::vector<entry_file> entries;
-    std::uint64_t temp_files = 0;  ///< `.tmp-*` in fan-out folders: stores in progress, or left by killed ones
+    std::uint64_t temp_files = 0;  ///< `.tmp-` + 32 hex digits in fan-out folders: stores in progress, or left
+                                   ///< by killed ones
     std::uint64_t other_files = 0; ///< anything else in fan-out folders; never touched
     bool has_ledger = false;       ///< `.cc-stats`
     bool has_counters = false;     ///< `.cc-counters/`

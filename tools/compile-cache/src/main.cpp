@@ -102,8 +102,9 @@ char const* const help_text =
     "Identity records (DIR/ab/<66 hex digits ending 1d>: what a host writes beside each entry\n"
     "so that a miss can be explained) are not counted as entries; verify checks them too,\n"
     "prune evicts them like entries, clear removes them.\n"
-    "Nothing but entries (DIR/ab/<hex key>) and the library's temp files (DIR/ab/.tmp-*)\n"
-    "is ever deleted, and nothing is deleted in a directory that is not a compile_cache one.\n"
+    "Nothing but entries (DIR/ab/<hex key>) and the library's temp files (DIR/ab/.tmp- and\n"
+    "32 hex digits) is ever deleted, and nothing is deleted in a directory that is not a\n"
+    "compile_cache one; clear and prune exit 3 when they could not delete what they meant to.\n"
     "Reading an entry does not change its use time.\n"
     "\n";
 
@@ -885,6 +886,16 @@ int explain_on_storage(command_line const& c, storage_request const& r, storage_
 
 // ---- prune and clear ---------------------------------------------------------
 
+/// A cleanup that could not remove what it meant to (another user's folders, a
+/// read-only mount) has failed, whatever it did remove: says so, exit_failed.
+int not_removed_status(command_line const& c, compile_cache::cleanup_result const& r) {
+    if (r.not_removed == 0) return exit_ok;
+    return fail(c.dir + ": " + c.command + " could not remove " + std::to_string(r.not_removed) +
+                    (r.not_removed == 1 ? " file" : " files") + " (" +
+                    (r.removal_error ? r.removal_error.message() : std::string("unknown error")) + ")",
+                exit_failed);
+}
+
 int report_cleanup(command_line const& c, compile_cache::cleanup_result const& r, std::uint64_t limit,
                    std::uint64_t other_files) {
     if (r.error) return fail(c.dir + ": " + c.command + " failed: " + r.error.message(), exit_failed);
@@ -893,9 +904,10 @@ int report_cleanup(command_line const& c, compile_cache::cleanup_result const& r
         j.begin_object().field("directory", c.dir).field("command", c.command);
         if (c.command == "prune") j.field("max_size", limit).field("entries", r.entries).field("accounted_bytes", r.bytes);
         j.field("removed", r.removed).field("removed_bytes", r.removed_bytes);
-        j.field("temp_files_removed", r.temp_files_removed).field("other_files", other_files).end_object();
+        j.field("temp_files_removed", r.temp_files_removed).field("other_files", other_files);
+        j.field("not_removed", r.not_removed).end_object();
         std::fputs(j.str().c_str(), stdout);
-        return exit_ok;
+        return not_removed_status(c, r);
     }
     std::string out = "removed " + std::to_string(r.removed) + (r.removed == 1 ? " entry" : " entries") + " (" +
                       human_size(r.removed_bytes) + ") and " + std::to_string(r.temp_files_removed) + " temp " +
@@ -906,7 +918,7 @@ int report_cleanup(command_line const& c, compile_cache::cleanup_result const& r
                "\n";
     if (other_files != 0) out += "left alone " + std::to_string(other_files) + " other files in the fan-out folders\n";
     std::fputs(out.c_str(), stdout);
-    return exit_ok;
+    return not_removed_status(c, r);
 }
 
 /// A cleanup counts every file it removed or left; identity records are no entries, so
@@ -979,6 +991,8 @@ std::optional<int> run_on_other_storage(command_line const& c) {
         if (!is_sqlite_file(location)) return fail(location + ": not an SQLite database", exit_usage);
         compile_cache::sqlite_options options;
         options.max_size = 0; // the tool never evicts
+        // A command that removes nothing never writes, moves or repairs the file.
+        options.inspect_only = c.command != "clear" && !(c.command == "verify" && c.remove);
         options.logger = [](std::string_view line) {
             std::fprintf(stderr, "compile-cache: %.*s\n", static_cast<int>(line.size()), line.data());
         };

@@ -340,14 +340,20 @@ int storage_clear(storage_access const& storage, storage_request const& r, std::
         if (!compile_cache::is_identity_record_name(e.name)) ++removed; // a record is no entry
     }
     if (first) return fail(r.shown + ": clear failed: " + first.message(), exit_failed);
+    // Rows the listing refused as no entry (their key is not a key) are not the cache's
+    // to remove: left alone and said so, as a directory's other files are.
+    std::uint64_t const foreign = storage.foreign_rows ? storage.foreign_rows() : 0;
     if (r.json) {
         json_writer j;
         j.begin_object().field("storage", r.shown).field("command", r.command).field("removed", removed);
-        j.field("removed_bytes", removed_bytes).end_object();
+        j.field("removed_bytes", removed_bytes).field("foreign_rows", foreign).end_object();
         std::fputs(j.str().c_str(), stdout);
     } else {
-        std::string const out = "removed " + std::to_string(removed) + (removed == 1 ? " entry" : " entries") + " (" +
-                                human_size(removed_bytes) + ")\n";
+        std::string out = "removed " + std::to_string(removed) + (removed == 1 ? " entry" : " entries") + " (" +
+                          human_size(removed_bytes) + ")\n";
+        if (foreign != 0)
+            out += "left alone " + std::to_string(foreign) + (foreign == 1 ? " row whose key is" : " rows whose key is") +
+                   " not a compile_cache key (over 64 bytes, or none)\n";
         std::fputs(out.c_str(), stdout);
     }
     return exit_ok;

@@ -100,6 +100,9 @@ struct storage_access {
     /// What to say about a failure of the storage, beyond the error's message (the
     /// server's own text, what to check); may be empty.
     std::function<std::string(std::error_code const&)> explain_failure;
+    /// What the last listing left out as no entry of the cache (a SQLite row whose key
+    /// is not a key: the Storage member `foreign_rows` where there is one), else 0.
+    std::function<std::uint64_t()> foreign_rows;
 
     template <class Storage>
     static storage_access of(Storage& storage) {
@@ -108,10 +111,20 @@ struct storage_access {
                     return read_untouched(storage, k, bytes, max_size, 0);
                 },
                 [&storage](compile_cache::key const& k) { return storage.remove(k); },
-                {}};
+                {},
+                [&storage] { return foreign_rows_of(storage, 0); }};
     }
 
 private:
+    template <class Storage>
+    static auto foreign_rows_of(Storage& storage, int) -> decltype(std::uint64_t{storage.foreign_rows()}) {
+        return storage.foreign_rows();
+    }
+    template <class Storage>
+    static std::uint64_t foreign_rows_of(Storage&, long) {
+        return 0;
+    }
+
     template <class Storage>
     static auto read_untouched(Storage& storage, compile_cache::key const& k, std::string& out, std::size_t max_size,
                                int) -> decltype(storage.peek(k, out, max_size)) {

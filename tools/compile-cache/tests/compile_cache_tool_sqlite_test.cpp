@@ -2,6 +2,7 @@
 // `sqlite:FILE` and by the file's content, and what it lists, shows and verifies.
 #include "tool_test_support.hpp"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -166,4 +167,59 @@ TEST_CASE_METHOD(sqlite_file, "compile-cache explain reads the identity records 
     process_result const none = tool({"explain", "sqlite:" + file, "nosuchkernel"});
     REQUIRE_EXIT(none, 2);
     CHECK(none.err.find("no identity record names a kernel \"nosuchkernel\" in " + file) != std::string::npos);
+}
+
+namespace {
+/// Overwrites the root page of the index on the entries' keys with garbage (the rows
+/// stay intact), as a disk fault would: every lookup by key then finds damage.
+void damage_key_index(std::string const& file) {
+    sql(file, "PRAGMA wal_checkpoint(TRUNCATE)");
+    std::size_t const page = std::stoul(sql(file, "PRAGMA page_size"));
+    std::size_t const root =
+        std::stoul(sql(file, "SELECT rootpage FROM sqlite_master WHERE name = 'sqlite_autoindex_entries_1'"));
+    std::string bytes = read_file(file);
+    REQUIRE(bytes.size() >= root * page);
+    for (std::size_t i = (root - 1) * page; i < root * page; ++i) bytes[i] = static_cast<char>(0x5a ^ (i & 0xff));
+    write_file(file, bytes);
+}
+
+std::vector<std::string> files_in(fs::path const& dir) {
+    std::vector<std::string> names;
+    for (auto const& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+}
+} // namespace
+
+TEST_CASE_METHOD(sqlite_file, "stats, list, show and verify on a SQLite file with a damaged index never move, repair or "
+                              "rewrite it",
+                 "[compile-cache][sqlite]") {
+    std::vector<std::string> const keys = fill(3);
+    damage_key_index(file);
+    std::string const before = read_file(file);
+    for (std::vector<std::string> const& command :
+         {std::vector<std::string>{"list", file}, {"stats", file}, {"show", file, keys[0]}, {"verify", file},
+          {"list", file, "--json"}}) {
+        process_result const r = tool(command);
+        INFO(command[0] << ": " << r.describe());
+        CHECK(fs::exists(file));
+        CHECK(read_file(file) == before);
+        for (std::string const& name : files_in(dir.path())) CHECK(name.find(".broken-") == std::string::npos);
+    }
+}
+
+TEST_CASE_METHOD(sqlite_file, "a row whose key is longer than a key can be is never truncated: clear and verify --remove "
+                              "leave it and do not count it removed",
+                 "[compile-cache][sqlite]") {
+    fill(2);
+    // 65 bytes: its first 64 would be a key, the row's is not one.
+    sql(file, "INSERT INTO entries(key, used, value) VALUES(zeroblob(65), 0, x'00')");
+    process_result const verified = tool({"verify", file, "--remove", "--json"});
+    INFO(verified.describe());
+    CHECK(json_query(verified.out, "(d['checked'], d['removed'], len(d['bad']))") == "(4, 0, 0)");
+    process_result const cleared = tool({"clear", file});
+    REQUIRE_EXIT(cleared, 0);
+    CHECK(cleared.out.rfind("removed 4 entries (", 0) == 0);
+    CHECK(cleared.out.find("left alone 1 row whose key is not a compile_cache key") != std::string::npos);
+    CHECK(sql(file, "SELECT length(key) FROM entries") == "65\n");
 }

@@ -341,27 +341,89 @@ TEST_CASE("compile-cache prune --max-size: the directory ends under the size and
     CHECK(bad_size.err.find("is not a size") != std::string::npos);
 }
 
+namespace {
+/// compile-cache ARGS... as user nobody when the tests run as root (through setpriv),
+/// so that permission bits hold; as this user otherwise.
+process_result tool_as_other_user(std::vector<std::string> const& args) {
+    if (::geteuid() != 0) return tool(args);
+    process_spec spec;
+    spec.argv = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", COMPILE_CACHE_TOOL};
+    spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+    spec.env = tool_environment();
+    spec.timeout = std::chrono::milliseconds(120000);
+    return run_process(spec);
+}
+} // namespace
+
+TEST_CASE("compile-cache clear and prune in a directory whose files they cannot remove fail, and count what stayed") {
+    if (::geteuid() == 0 && ::access("/usr/bin/setpriv", X_OK) != 0) {
+        WARN("setpriv is not there to run the tool as another user; not run");
+        return;
+    }
+    filled_cache c;
+    fs::path const dir = c.s.cache_dir();
+    // The folders readable and not writable by the tool's user: as root, another
+    // user's (the tool runs as nobody); otherwise mode 0555.
+    fs::permissions(c.s.root(), fs::perms(0711));
+    fs::permissions(dir, fs::perms(0755));
+    std::vector<fs::path> folders;
+    for (auto const& e : fs::directory_iterator(dir))
+        if (e.is_directory() && e.path().filename().string().size() == 2) folders.push_back(e.path());
+    REQUIRE(!folders.empty());
+    for (fs::path const& f : folders) fs::permissions(f, fs::perms(::geteuid() == 0 ? 0755 : 0555));
+    // The ledger and the counters readable, so that the tool knows the directory as
+    // a compile_cache one.
+    fs::permissions(dir / ".cc-stats", fs::perms(0644));
+    if (fs::exists(dir / ".cc-counters")) {
+        fs::permissions(dir / ".cc-counters", fs::perms(0755));
+        for (auto const& e : fs::directory_iterator(dir / ".cc-counters")) fs::permissions(e.path(), fs::perms(0644));
+    }
+    std::size_t const entries = c.s.entries().size();
+    REQUIRE(entries >= 3);
+
+    process_result const cleared = tool_as_other_user({"clear", dir.string()});
+    INFO(cleared.describe());
+    CHECK(cleared.exited(3));
+    CHECK(cleared.err.find("could not remove") != std::string::npos);
+    CHECK(cleared.err.find("Permission denied") != std::string::npos);
+    CHECK(c.s.entries().size() == entries);
+
+    process_result const pruned = tool_as_other_user({"prune", dir.string(), "--max-size", "1", "--json"});
+    INFO(pruned.describe());
+    CHECK(pruned.exited(3));
+    CHECK(pruned.err.find("could not remove") != std::string::npos);
+    CHECK(c.s.entries().size() == entries);
+
+    for (fs::path const& f : folders) fs::permissions(f, fs::perms(0700));
+    process_result const as_owner = tool({"clear", dir.string()});
+    REQUIRE_EXIT(as_owner, 0);
+    CHECK(c.s.entries().empty());
+}
+
 TEST_CASE("compile-cache clear: every entry and temp file goes and files that are not the cache's stay") {
     filled_cache c;
     fs::path const dir = c.s.cache_dir();
     std::string const folder = entry_path_of(c, "main").substr(0, 2);
     write_file(dir / folder / "notes.txt", "my notes\n");
     write_file(dir / "README", "what this directory is\n");
-    write_file(dir / folder / ".tmp-left-by-a-killed-store", "partial");
+    std::string const temp = ".tmp-" + std::string(32, 'e'); // as a store names its temp file
+    write_file(dir / folder / temp, "partial");
+    write_file(dir / folder / ".tmp-mywork", "a user's file that merely looks like a temp file\n");
 
     process_result const cleared = tool({"clear", dir.string()});
     REQUIRE_EXIT(cleared, 0);
     CHECK(cleared.out.find("removed 3 entries") != std::string::npos);
     CHECK(cleared.out.find("and 1 temp file") != std::string::npos);
     CHECK(c.s.entries().empty());
-    CHECK(!fs::exists(dir / folder / ".tmp-left-by-a-killed-store"));
+    CHECK(!fs::exists(dir / folder / temp));
+    CHECK(read_file(dir / folder / ".tmp-mywork") == "a user's file that merely looks like a temp file\n");
     CHECK(read_file(dir / folder / "notes.txt") == "my notes\n");
     CHECK(read_file(dir / "README") == "what this directory is\n");
 
     process_result const stats = tool({"stats", dir.string(), "--json"});
     REQUIRE_EXIT(stats, 0);
     CHECK(json_query(stats.out, "(d['entries'], d['temp_files'], d['other_files'], d['oldest_use'])") ==
-          "(0, 0, 1, None)");
+          "(0, 0, 2, None)");
 
     tinyk_result const after = c.s.run({"main", "3"});
     REQUIRE_EXIT(after, 0);

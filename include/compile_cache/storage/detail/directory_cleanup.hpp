@@ -7,7 +7,10 @@
 
 #include <compile_cache/storage/detail/directory_files.hpp>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
+#include <bitset>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -32,7 +35,17 @@ struct folder_scan {
     std::uint64_t entries = 0; ///< entries left
     std::uint64_t evicted = 0, evicted_bytes = 0;
     std::uint64_t temps_removed = 0;
+    /// Files it meant to remove and could not (the unlink failed: permission, a
+    /// read-only mount), and a folder that is there but could not be read; the first
+    /// such error (an errno value) in `error`.
+    std::uint64_t not_removed = 0;
+    int error = 0;
     std::size_t visited = 0; ///< names looked at: the work done
+
+    void failed(int e) noexcept {
+        ++not_removed;
+        if (error == 0) error = e;
+    }
 };
 
 /// Looks at every name in fan-out folder `index`: entries (regular files with an
@@ -46,9 +59,16 @@ folder_scan scan_folder(int root_fd, unsigned index, std::int64_t temps_before, 
     folder_scan out;
     char const* const folder = folder_name(index);
     int const fd = ::openat(root_fd, folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) return out;
+    if (fd < 0) {
+        // No folder, a file or a symlink in its place (not the cache's): nothing of
+        // ours. A folder that cannot be read (another user's) holds entries that stay.
+        int const e = errno;
+        if (e != ENOENT && e != ENOTDIR && e != ELOOP) out.failed(e);
+        return out;
+    }
     DIR* const d = ::fdopendir(fd);
     if (d == nullptr) {
+        out.failed(errno);
         ::close(fd);
         return out;
     }
@@ -62,7 +82,12 @@ folder_scan scan_folder(int root_fd, unsigned index, std::int64_t temps_before, 
         if (::fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
         std::int64_t const mtime = mtime_ns(st);
         if (!entry) {
-            if (mtime < temps_before && ::unlinkat(fd, e->d_name, 0) == 0) ++out.temps_removed;
+            if (mtime < temps_before) {
+                if (::unlinkat(fd, e->d_name, 0) == 0)
+                    ++out.temps_removed;
+                else if (errno != ENOENT)
+                    out.failed(errno);
+            }
             continue;
         }
         std::uint64_t const bytes = accounted_size(static_cast<std::uint64_t>(st.st_size));
@@ -73,6 +98,7 @@ folder_scan scan_folder(int root_fd, unsigned index, std::int64_t temps_before, 
                 out.evicted_bytes += bytes;
                 continue;
             }
+            out.failed(errno);
         }
         ++out.entries;
         out.bytes += bytes;
@@ -86,19 +112,71 @@ struct no_entry_callback {
     void operator()(std::int64_t, std::uint64_t, std::string_view, std::uint64_t) const noexcept {}
 };
 
-/// Sets the figures of the folders in `counted` (folder, bytes) in the ledger and
-/// marks them counted now. Returns the ledger's new total, or nullopt-like max when
-/// the ledger cannot be used.
-COMPILE_CACHE_DECL std::uint64_t set_folder_counts(std::string const& ledger_path, unsigned file_mode, int exact_umask,
-                                                   std::vector<std::pair<unsigned, std::uint64_t>> const& counted,
-                                                   std::int64_t now, lock_events* events = nullptr) noexcept;
+/// The ledger as a scan that counts folders uses it. A folder's count does not
+/// replace its figure: it corrects it. The figures are read (under the lock) before
+/// any folder is scanned, and when the counts are written (under the lock again)
+/// each folder's figure becomes what it is then plus (count - what it was before the
+/// scan). So a change another process added meanwhile (a store whose own cleanup was
+/// skipped, as one cleaner runs at a time) is kept, never overwritten by a count made
+/// before it: with four processes under a small limit, that loss let the ledger say
+/// the cache was nearly empty while the disk held megabytes, and no store cleaned it.
+/// A store that landed after its folder's figure was read and before the folder was
+/// listed is counted twice until the next count — above what the disk holds, never
+/// below. So that this window stays short, each folder's figure is read again just
+/// before its scan when the lock is free at that moment (a try, never a wait).
+class folder_counter {
+public:
+    /// Opens the ledger and reads the figures before counting. A ledger that cannot be
+    /// used, or whose lock is held all of ledger_lock_wait (counted in `events`), gets
+    /// no count written: the folders are scanned all the same.
+    COMPILE_CACHE_DECL folder_counter(std::string const& ledger_path, unsigned file_mode, int exact_umask,
+                                      lock_events* events = nullptr) noexcept;
+
+    /// Just before `folder` is scanned: reads its figure again if the ledger's lock is
+    /// free now (it is not waited for: the figure read at the start is used then).
+    COMPILE_CACHE_DECL void before_scan(unsigned folder) noexcept;
+
+    /// What a scan found in `folder`: the bytes its entries (those left) count for.
+    void counted(unsigned folder, std::uint64_t bytes) noexcept {
+        count_[folder & 0xff] = bytes;
+        seen_.set(folder & 0xff);
+    }
+
+    /// Entries of a counted folder removed after its scan.
+    void removed(unsigned folder, std::uint64_t bytes) noexcept {
+        std::uint64_t& c = count_[folder & 0xff];
+        c -= std::min(c, bytes);
+    }
+
+    /// Writes the corrections of the folders counted so far, marking them counted at
+    /// `now`, and starts afresh from the figures written. Returns the ledger's total,
+    /// or max() when nothing could be written.
+    COMPILE_CACHE_DECL std::uint64_t save(std::int64_t now) noexcept;
+
+private:
+    std::string const& path_; ///< for the lock_events' line; outlives the counter
+    lock_events* events_;
+    file_descriptor fd_;
+    bool usable_ = false; ///< the figures before were read
+    bool sound_ = false;  ///< ...from a whole ledger (so a slot alone can be read again)
+    ledger_slots before_{};
+    std::array<std::uint64_t, 256> count_{};
+    std::bitset<256> seen_;
+};
 
 /// What a cleanup (a step, prune() or clear()) did.
 struct cleanup_totals {
     std::uint64_t entries = 0, bytes = 0; ///< left, when a whole pass was made
     std::uint64_t evicted = 0, evicted_bytes = 0;
     std::uint64_t temps_removed = 0;
+    std::uint64_t not_removed = 0; ///< files that could not be removed (folder_scan::not_removed)
+    int error = 0;                 ///< the first of those errors
     bool complete = false; ///< a whole survey was made, so entries and bytes are exact
+
+    void add_failures(std::uint64_t n, int e) noexcept {
+        not_removed += n;
+        if (error == 0) error = e;
+    }
 };
 
 /// A process's cleanup in progress. A cleanup is a survey — every folder counted,
@@ -154,8 +232,8 @@ private:
         std::int64_t temps_before; ///< temp files last written before this go
         std::uint64_t target;      ///< 90% of the limit: where eviction stops
         std::size_t budget;
+        folder_counter& counter;   ///< where each folder's figure goes
         std::size_t cost = 0;
-        std::vector<std::pair<unsigned, std::uint64_t>> counted{}; ///< (folder, bytes) for the ledger
     };
 
     COMPILE_CACHE_DECL void step_impl(int root_fd, std::string const& ledger_path, unsigned file_mode, int exact_umask,
@@ -170,7 +248,7 @@ private:
     COMPILE_CACHE_DECL void survey_folders(step_context& c, cleanup_totals& out);
 
     /// Unlinks the named entries oldest first until the total is under the target, and
-    /// takes them off the folders' figures in `c.counted`. Each unlink goes through its
+    /// takes them off the folders' figures in the ledger. Each unlink goes through its
     /// folder opened without following a symlink, so that a folder swapped for a
     /// symlink since the survey (in a directory others may write) cannot turn eviction
     /// on files elsewhere.

@@ -77,7 +77,18 @@ inline bool is_entry_name(std::string_view n, std::string_view folder) noexcept 
 }
 
 inline constexpr std::string_view temp_prefix = ".tmp-";
-inline bool is_temp_name(std::string_view n) noexcept { return n.compare(0, temp_prefix.size(), temp_prefix) == 0; }
+/// How many lower-case hex digits follow temp_prefix in a temp file's name (append_temp_name).
+inline constexpr std::size_t temp_name_digits = 32;
+/// A store's temp file: exactly what create_temp_file names one, `.tmp-` and 32
+/// lower-case hex digits. Nothing else is ever removed as a temp file: a user's
+/// `.tmp-mywork` beside the entries is not the cache's.
+inline bool is_temp_name(std::string_view n) noexcept {
+    if (n.size() != temp_prefix.size() + temp_name_digits || n.compare(0, temp_prefix.size(), temp_prefix) != 0)
+        return false;
+    for (char c : n.substr(temp_prefix.size()))
+        if (!is_lower_hex_digit(c)) return false;
+    return true;
+}
 
 /// Appends `DIR/ab/<hex of k>` to `out` (`directory` without a trailing slash,
 /// unless it is "/"), with no intermediate string.

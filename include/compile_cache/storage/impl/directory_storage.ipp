@@ -272,24 +272,28 @@ cleanup_result directory_storage::prune() noexcept {
         r.removed = t.evicted;
         r.removed_bytes = t.evicted_bytes;
         r.temp_files_removed = t.temps_removed;
+        r.not_removed = t.not_removed;
+        if (t.error != 0) r.removal_error = detail::directory_storage_impl::errno_code(t.error);
     });
 }
 
 cleanup_result directory_storage::clear() noexcept {
     return run_cleanup([this](int root_fd, cleanup_result& r) {
         namespace impl = detail::directory_storage_impl;
-        std::vector<std::pair<unsigned, std::uint64_t>> counted;
+        impl::folder_counter counter(ledger_path_, options_.file_mode, options_.umask, &state_->locks);
         for (unsigned f = 0; f < 256; ++f) {
+            counter.before_scan(f);
             impl::folder_scan const fs =
                 impl::scan_folder(root_fd, f, std::numeric_limits<std::int64_t>::max(),
                                   std::numeric_limits<std::int64_t>::max(), impl::no_entry_callback{});
+            counter.counted(f, fs.bytes);
             r.removed += fs.evicted;
             r.removed_bytes += fs.evicted_bytes;
             r.temp_files_removed += fs.temps_removed;
-            counted.emplace_back(f, fs.bytes);
+            r.not_removed += fs.not_removed;
+            if (fs.error != 0 && !r.removal_error) r.removal_error = impl::errno_code(fs.error);
         }
-        impl::set_folder_counts(ledger_path_, options_.file_mode, options_.umask, counted, impl::now_s(),
-                                &state_->locks);
+        counter.save(impl::now_s());
     });
 }
 
@@ -414,24 +418,21 @@ bool directory_storage::flush_ledger(std::int64_t now, std::uint64_t& total) con
     if (f.due.none()) return true;
     impl::file_descriptor root{impl::open_root(directory_)};
     if (!root) return true;
-    try {
-        std::vector<std::pair<unsigned, std::uint64_t>> counted;
-        for (unsigned folder = 0; folder < 256; ++folder) {
-            if (!f.due[folder]) continue;
-            std::int64_t const temps_before = impl::now_ns() - impl::temp_stale_after_ns;
-            impl::folder_scan const fs =
-                impl::scan_folder(root.fd, folder, temps_before, impl::no_cutoff, impl::no_entry_callback{});
-            state_->cleanup.temps_removed += fs.temps_removed;
-            counted.emplace_back(folder, fs.bytes);
-        }
-        std::int64_t const counted_at = impl::now_s();
-        std::uint64_t const t = impl::set_folder_counts(ledger_path_, options_.file_mode, options_.umask, counted,
-                                                        counted_at, &state_->locks);
-        if (t == std::numeric_limits<std::uint64_t>::max()) return false;
-        total = t;
-        state_->ledger.counted(f.due, counted_at, total);
-    } catch (...) {
+    impl::folder_counter counter(ledger_path_, options_.file_mode, options_.umask, &state_->locks);
+    std::int64_t const counted_at = impl::now_s();
+    for (unsigned folder = 0; folder < 256; ++folder) {
+        if (!f.due[folder]) continue;
+        std::int64_t const temps_before = impl::now_ns() - impl::temp_stale_after_ns;
+        counter.before_scan(folder);
+        impl::folder_scan const fs =
+            impl::scan_folder(root.fd, folder, temps_before, impl::no_cutoff, impl::no_entry_callback{});
+        counter.counted(folder, fs.bytes);
+        state_->cleanup.temps_removed += fs.temps_removed;
     }
+    std::uint64_t const recounted = counter.save(counted_at);
+    if (recounted == std::numeric_limits<std::uint64_t>::max()) return false;
+    total = recounted;
+    state_->ledger.counted(f.due, counted_at, total);
     return true;
 }
 
