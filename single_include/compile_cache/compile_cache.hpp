@@ -28,10 +28,18 @@
 
 #if COMPILE_CACHE_CPLUSPLUS < 201703L
 #error "compile_cache: needs C++17 or later (-std=c++17); with llvm-config --cxxflags, replace its -std=c++14"
+#define COMPILE_CACHE_WRONG_FLAGS 1
 #endif
 
 #if !defined(__cpp_exceptions) && !defined(__EXCEPTIONS) && !defined(_CPPUNWIND)
 #error "compile_cache: needs exceptions (drop -fno-exceptions; llvm-config --cxxflags adds it, LLVM's headers do not need it)"
+#define COMPILE_CACHE_WRONG_FLAGS 1
+#endif
+
+// #error lets g++ and clang go on, into hundreds of errors from the library's code: a
+// missing include is fatal to both, so compilation stops here, at the sentences.
+#if defined(COMPILE_CACHE_WRONG_FLAGS)
+#include <compile_cache: compilation stopped; fix the flags named above>
 #endif
 
 // Separate compilation (docs/design.md, "What including the library costs"): a host that
@@ -52,6 +60,35 @@
 #define COMPILE_CACHE_INCLUDE_IMPL 1
 #endif
 
+// A build that mixes the modes, or has src.hpp in no translation unit or in two, is ill-formed
+// (functions defined inline in some translation units and out of line in another, or not at
+// all, or twice); it fails at link time with a symbol whose name says what to do:
+// - every translation unit in separate-compilation mode references
+//   compile_cache_separate_compilation_needs_src_hpp_in_exactly_one_translation_unit, which
+//   src.hpp defines: "undefined reference" without src.hpp, "multiple definition" with two;
+// - every header-only translation unit defines
+//   compile_cache_define_COMPILE_CACHE_SEPARATE_COMPILATION_in_every_translation_unit_or_in_none
+//   in one COMDAT group (merged among them), and src.hpp defines it in another: "multiple
+//   definition" when both kinds are linked together.
+// (ELF, with GCC or Clang: the mark is a section-group directive of the assembler.)
+#if defined(__GNUC__)
+#if defined(COMPILE_CACHE_SEPARATE_COMPILATION)
+extern "C" char const compile_cache_separate_compilation_needs_src_hpp_in_exactly_one_translation_unit;
+namespace compile_cache::detail {
+namespace {
+[[maybe_unused]] __attribute__((used)) char const* const separate_compilation_mark =
+    &compile_cache_separate_compilation_needs_src_hpp_in_exactly_one_translation_unit;
+} // namespace
+} // namespace compile_cache::detail
+#elif defined(__ELF__)
+__asm__(".pushsection .rodata.compile_cache_header_only_mark,\"aG\",@progbits,compile_cache_header_only_mark,comdat\n"
+        ".globl compile_cache_define_COMPILE_CACHE_SEPARATE_COMPILATION_in_every_translation_unit_or_in_none\n"
+        "compile_cache_define_COMPILE_CACHE_SEPARATE_COMPILATION_in_every_translation_unit_or_in_none:\n"
+        ".byte 0\n"
+        ".popsection\n");
+#endif
+#endif
+
 // RTTI is checked by detail/config_rtti.hpp, in the headers that need it: the LLVM
 // adapter's no-RTTI side (compile_cache/llvm/object_store.hpp, object_cache.hpp) does not.
 
@@ -60,6 +97,8 @@
 
 #if !defined(__GXX_RTTI) && !defined(_CPPRTTI) && !defined(__cpp_rtti)
 #error "compile_cache: needs RTTI (drop -fno-rtti); a JIT compiled with -fno-rtti includes only compile_cache/llvm/object_cache.hpp and gets its object_store from a translation unit with RTTI (see compile_cache/llvm/object_store.hpp)"
+// Fatal, so that compilation stops at the sentence (config.hpp says why).
+#include <compile_cache: compilation stopped; fix the flag named above>
 #endif
 // ---- end compile_cache/detail/config_rtti.hpp
 
@@ -141,192 +180,9 @@ using is_detected_convertible =
 
 } // namespace compile_cache::detail
 // ---- end compile_cache/detail/detection.hpp
-// ---- begin compile_cache/detail/endian.hpp
-// compile_cache: the one place fixed-width integers become bytes and back, in either
-// byte order, whatever the host's (envelope, key message, ledger, CRC-32C, SHA-256).
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
-#include <string>
-
-namespace compile_cache::detail {
-
-/// Writes the sizeof(UInt) bytes of v at p, least significant first.
-template <class UInt>
-inline void store_le(unsigned char* p, UInt v) noexcept {
-    for (std::size_t i = 0; i < sizeof(UInt); ++i) {
-        p[i] = static_cast<unsigned char>(v & 0xffu);
-        v = static_cast<UInt>(v >> 7 >> 1); // two shifts: no UB when UInt is one byte
-    }
-}
-
-/// Writes the sizeof(UInt) bytes of v at p, most significant first.
-template <class UInt>
-inline void store_be(unsigned char* p, UInt v) noexcept {
-    for (std::size_t i = sizeof(UInt); i-- > 0;) {
-        p[i] = static_cast<unsigned char>(v & 0xffu);
-        v = static_cast<UInt>(v >> 7 >> 1);
-    }
-}
-
-template <class UInt>
-inline void append_le(std::string& out, UInt v) {
-    unsigned char bytes[sizeof(UInt)];
-    store_le(bytes, v);
-    out.append(reinterpret_cast<char const*>(bytes), sizeof(UInt));
-}
-
-/// The integer whose bytes, least significant first, are at p (unaligned). One load on
-/// a little-endian host, whose compilers all define __BYTE_ORDER__.
-template <class UInt>
-inline UInt read_le(unsigned char const* p) noexcept {
-    UInt v = 0;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    std::memcpy(&v, p, sizeof(UInt));
-#else
-    for (std::size_t i = sizeof(UInt); i-- > 0;) v = static_cast<UInt>((v << 7 << 1) | p[i]);
-#endif
-    return v;
-}
-
-/// The integer whose bytes, most significant first, are at p; compilers turn this into
-/// one load and a byte swap.
-template <class UInt>
-inline UInt read_be(unsigned char const* p) noexcept {
-    UInt v = 0;
-    for (std::size_t i = 0; i < sizeof(UInt); ++i) v = static_cast<UInt>((v << 7 << 1) | p[i]);
-    return v;
-}
-
-} // namespace compile_cache::detail
-// ---- end compile_cache/detail/endian.hpp
-
-// ---- begin compile_cache/key/key.hpp
-// compile_cache: the key of an entry, a digest of up to 64 bytes.
-
-
-#include <algorithm>
-#include <array>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <functional>
-#include <optional>
-#include <string>
-#include <string_view>
-
-namespace compile_cache {
-
-/// A key: the digest a Hasher produced for a canonical message. Small, regular and
-/// cheap to copy; holds digests of 1 to 64 bytes so any Hasher's result fits.
-class key {
-public:
-    static constexpr std::size_t max_size = 64;
-
-    key() noexcept = default;
-
-    key(void const* bytes, std::size_t n) noexcept
-        : size_(static_cast<std::uint8_t>(n < max_size ? n : max_size)) {
-        std::memcpy(bytes_.data(), bytes, size_);
-    }
-
-    /// From any contiguous digest type such as `std::array<unsigned char, 32>`.
-    template <class Digest, class = decltype(std::declval<Digest const&>().data()),
-              class = decltype(std::declval<Digest const&>().size())>
-    explicit key(Digest const& d) noexcept : key(d.data(), d.size()) {}
-
-    unsigned char const* data() const noexcept { return bytes_.data(); }
-    std::size_t size() const noexcept { return size_; }
-    bool empty() const noexcept { return size_ == 0; }
-
-    /// Lower-case hexadecimal, two digits per byte.
-    COMPILE_CACHE_DECL std::string hex() const;
-
-    /// Parses what hex() wrote; nullopt for anything else (odd length, bad digit, too long).
-    COMPILE_CACHE_DECL static std::optional<key> from_hex(std::string_view s);
-
-    friend bool operator==(key const& a, key const& b) noexcept {
-        return a.size_ == b.size_ && std::memcmp(a.bytes_.data(), b.bytes_.data(), a.size_) == 0;
-    }
-    friend bool operator!=(key const& a, key const& b) noexcept { return !(a == b); }
-    friend bool operator<(key const& a, key const& b) noexcept {
-        return std::lexicographical_compare(a.bytes_.begin(), a.bytes_.begin() + a.size_,
-                                            b.bytes_.begin(), b.bytes_.begin() + b.size_);
-    }
-
-private:
-    static int hex_digit(char c) noexcept {
-        if (c >= '0' && c <= '9') return c - '0';
-        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-        return -1;
-    }
-
-    std::array<unsigned char, max_size> bytes_{};
-    std::uint8_t size_ = 0;
-};
-
-/// One named component of a key and the digest of its canonical message (key_builder
-/// keeps them so that a miss can be explained, and entries record them).
-struct component_digest {
-    std::string name;
-    key digest;
-
-    friend bool operator==(component_digest const& a, component_digest const& b) {
-        return a.name == b.name && a.digest == b.digest;
-    }
-};
-
-} // namespace compile_cache
-
-template <>
-struct std::hash<compile_cache::key> {
-    std::size_t operator()(compile_cache::key const& k) const noexcept {
-        // The bytes are already a cryptographic digest: any eight of them are uniform.
-        std::size_t h = 0;
-        std::memcpy(&h, k.data(), std::min(sizeof h, k.size()));
-        return h;
-    }
-};
-
-// ---- begin compile_cache/key/impl/key.ipp
-// compile_cache: the definitions of key/key.hpp's non-template functions; included by it alone
-// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
-#if COMPILE_CACHE_INCLUDE_IMPL
-
-namespace compile_cache {
-
-std::string key::hex() const {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string s(size_ * 2, '0');
-    for (std::size_t i = 0; i < size_; ++i) {
-        s[2 * i] = digits[bytes_[i] >> 4];
-        s[2 * i + 1] = digits[bytes_[i] & 15];
-    }
-    return s;
-}
-
-std::optional<key> key::from_hex(std::string_view s) {
-    if (s.empty() || s.size() % 2 != 0 || s.size() / 2 > max_size) return std::nullopt;
-    key k;
-    k.size_ = static_cast<std::uint8_t>(s.size() / 2);
-    for (std::size_t i = 0; i < k.size_; ++i) {
-        int hi = hex_digit(s[2 * i]), lo = hex_digit(s[2 * i + 1]);
-        if (hi < 0 || lo < 0) return std::nullopt;
-        k.bytes_[i] = static_cast<unsigned char>(hi * 16 + lo);
-    }
-    return k;
-}
-
-} // namespace compile_cache
-#endif
-// ---- end compile_cache/key/impl/key.ipp
-// ---- end compile_cache/key/key.hpp
-
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
 #include <type_traits>
 #include <utility>
 
@@ -399,18 +255,15 @@ template <class H>
 struct has_digest_result_type<H, true>
     : std::bool_constant<digest_kind_of<typename H::result_type>() != digest_kind::none> {};
 
+/// The longest digest a key holds (key::max_size; key/detail/digest.hpp checks they agree).
+inline constexpr std::size_t max_digest_size = 64;
+
 template <class H, bool = has_digest_result_type<H>::value>
 struct has_key_sized_result_type : std::false_type {};
 template <class H>
 struct has_key_sized_result_type<H, true>
     : std::bool_constant<(digest_size<typename H::result_type>() >= 1 &&
-                          digest_size<typename H::result_type>() <= key::max_size)> {};
-
-/// Kept for code written against the byte-only requirement (hmac<H> needs bytes).
-template <class H, bool = has_result_type<H>::value>
-struct has_byte_result_type : std::false_type {};
-template <class H>
-struct has_byte_result_type<H, true> : is_byte_container<typename H::result_type> {};
+                          digest_size<typename H::result_type>() <= max_digest_size)> {};
 
 /// H::block_size is optional; when present it is an integral constant expression (any
 /// integer type: Boost.Hash2 uses int, compile_cache::sha256 std::size_t). Only hmac<H>
@@ -474,31 +327,6 @@ void hasher_update(H& h, void const* p, std::size_t n) {
         h.update(static_cast<std::byte const*>(p), n);
 }
 
-/// The key a result gives: a byte result's bytes; an integer's little-endian bytes; a
-/// trivially copyable result's object bytes.
-template <class R>
-key key_of_digest(R const& r) noexcept {
-    constexpr digest_kind kind = digest_kind_of<R>();
-    static_assert(kind != digest_kind::none, "compile_cache: not a digest type");
-    if constexpr (kind == digest_kind::bytes) {
-        return key(r.data(), r.size());
-    } else if constexpr (kind == digest_kind::integer) {
-        unsigned char bytes[sizeof(R)];
-        store_le(bytes, static_cast<std::make_unsigned_t<R>>(r));
-        return key(bytes, sizeof bytes);
-    } else {
-        unsigned char bytes[sizeof(R)];
-        std::memcpy(bytes, &r, sizeof(R));
-        return key(bytes, sizeof bytes);
-    }
-}
-
-/// The key of everything fed to h: calls h.result() once.
-template <class H>
-key hasher_key(H& h) {
-    return key_of_digest(h.result());
-}
-
 } // namespace detail
 
 /// Checks a Hasher policy, one requirement at a time, so that a user's own hash that
@@ -546,6 +374,66 @@ concept Hasher = detail::is_hasher<H>::value;
 // HashAlgorithm concept, so the two are interchangeable.
 
 
+// ---- begin compile_cache/detail/endian.hpp
+// compile_cache: the one place fixed-width integers become bytes and back, in either
+// byte order, whatever the host's (envelope, key message, ledger, CRC-32C, SHA-256).
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+namespace compile_cache::detail {
+
+/// Writes the sizeof(UInt) bytes of v at p, least significant first.
+template <class UInt>
+inline void store_le(unsigned char* p, UInt v) noexcept {
+    for (std::size_t i = 0; i < sizeof(UInt); ++i) {
+        p[i] = static_cast<unsigned char>(v & 0xffu);
+        v = static_cast<UInt>(v >> 7 >> 1); // two shifts: no UB when UInt is one byte
+    }
+}
+
+/// Writes the sizeof(UInt) bytes of v at p, most significant first.
+template <class UInt>
+inline void store_be(unsigned char* p, UInt v) noexcept {
+    for (std::size_t i = sizeof(UInt); i-- > 0;) {
+        p[i] = static_cast<unsigned char>(v & 0xffu);
+        v = static_cast<UInt>(v >> 7 >> 1);
+    }
+}
+
+template <class UInt>
+inline void append_le(std::string& out, UInt v) {
+    unsigned char bytes[sizeof(UInt)];
+    store_le(bytes, v);
+    out.append(reinterpret_cast<char const*>(bytes), sizeof(UInt));
+}
+
+/// The integer whose bytes, least significant first, are at p (unaligned). One load on
+/// a little-endian host, whose compilers all define __BYTE_ORDER__.
+template <class UInt>
+inline UInt read_le(unsigned char const* p) noexcept {
+    UInt v = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    std::memcpy(&v, p, sizeof(UInt));
+#else
+    for (std::size_t i = sizeof(UInt); i-- > 0;) v = static_cast<UInt>((v << 7 << 1) | p[i]);
+#endif
+    return v;
+}
+
+/// The integer whose bytes, most significant first, are at p; compilers turn this into
+/// one load and a byte swap.
+template <class UInt>
+inline UInt read_be(unsigned char const* p) noexcept {
+    UInt v = 0;
+    for (std::size_t i = 0; i < sizeof(UInt); ++i) v = static_cast<UInt>((v << 7 << 1) | p[i]);
+    return v;
+}
+
+} // namespace compile_cache::detail
+// ---- end compile_cache/detail/endian.hpp
 // ---- begin compile_cache/detail/cpu_dispatch.hpp
 // compile_cache: one function chosen once per process among implementations that
 // differ only in the CPU instructions they use (SHA-256, CRC-32C), and the ARM
@@ -626,7 +514,7 @@ bool is_on(std::string_view value) {
 
 /// COMPILE_CACHE_LINUX_CALLS is 1 when the library may call what only Linux has
 /// (renameat2, getrandom, getauxval, dl_iterate_phdr for the build-id), 0 otherwise.
-/// Defining COMPILE_CACHE_NO_LINUX_EXTENSIONS (CMake: COMPILE_CACHE_PORTABLE_ONLY)
+/// Defining COMPILE_CACHE_NO_LINUX_EXTENSIONS (the CMake option of the same name)
 /// makes a Linux build take the portable paths that other systems take.
 #if defined(__linux__) && !defined(COMPILE_CACHE_NO_LINUX_EXTENSIONS)
 #define COMPILE_CACHE_LINUX_CALLS 1
@@ -1460,6 +1348,181 @@ char const* to_string(sha256_backend b) noexcept {
 // component's own digest so that a miss can be explained component by component.
 
 
+// ---- begin compile_cache/key/detail/digest.hpp
+// compile_cache: the key a Hasher's result gives (hasher/concept.hpp says what a
+// result may be; this turns one into the bytes of a key).
+
+
+// ---- begin compile_cache/key/key.hpp
+// compile_cache: the key of an entry, a digest of up to 64 bytes.
+
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace compile_cache {
+
+/// A key: the digest a Hasher produced for a canonical message. Small, regular and
+/// cheap to copy; holds digests of 1 to 64 bytes so any Hasher's result fits.
+class key {
+public:
+    static constexpr std::size_t max_size = 64;
+
+    key() noexcept = default;
+
+    /// The key of `n` bytes. More than max_size bytes are not a key: the result is the
+    /// empty key (which every storage refuses), never a truncated one that could name
+    /// another entry. Where the bytes come from storage, use from_bytes.
+    key(void const* bytes, std::size_t n) noexcept : size_(static_cast<std::uint8_t>(n <= max_size ? n : 0)) {
+        if (size_ != 0) std::memcpy(bytes_.data(), bytes, size_);
+    }
+
+    /// The key of `n` bytes read from storage (a SQLite row's key column, ...); nullopt
+    /// when they cannot be a key: none, or more than max_size.
+    static std::optional<key> from_bytes(void const* bytes, std::size_t n) noexcept {
+        if (n == 0 || n > max_size || bytes == nullptr) return std::nullopt;
+        return key(bytes, n);
+    }
+
+    /// From any contiguous digest type such as `std::array<unsigned char, 32>`.
+    template <class Digest, class = decltype(std::declval<Digest const&>().data()),
+              class = decltype(std::declval<Digest const&>().size())>
+    explicit key(Digest const& d) noexcept : key(d.data(), d.size()) {}
+
+    unsigned char const* data() const noexcept { return bytes_.data(); }
+    std::size_t size() const noexcept { return size_; }
+    bool empty() const noexcept { return size_ == 0; }
+
+    /// Lower-case hexadecimal, two digits per byte.
+    COMPILE_CACHE_DECL std::string hex() const;
+
+    /// Parses what hex() wrote; nullopt for anything else (odd length, bad digit, too long).
+    COMPILE_CACHE_DECL static std::optional<key> from_hex(std::string_view s);
+
+    friend bool operator==(key const& a, key const& b) noexcept {
+        return a.size_ == b.size_ && std::memcmp(a.bytes_.data(), b.bytes_.data(), a.size_) == 0;
+    }
+    friend bool operator!=(key const& a, key const& b) noexcept { return !(a == b); }
+    friend bool operator<(key const& a, key const& b) noexcept {
+        return std::lexicographical_compare(a.bytes_.begin(), a.bytes_.begin() + a.size_,
+                                            b.bytes_.begin(), b.bytes_.begin() + b.size_);
+    }
+
+private:
+    static int hex_digit(char c) noexcept {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        return -1;
+    }
+
+    std::array<unsigned char, max_size> bytes_{};
+    std::uint8_t size_ = 0;
+};
+
+/// One named component of a key and the digest of its canonical message (key_builder
+/// keeps them so that a miss can be explained, and entries record them).
+struct component_digest {
+    std::string name;
+    key digest;
+
+    friend bool operator==(component_digest const& a, component_digest const& b) {
+        return a.name == b.name && a.digest == b.digest;
+    }
+};
+
+} // namespace compile_cache
+
+template <>
+struct std::hash<compile_cache::key> {
+    std::size_t operator()(compile_cache::key const& k) const noexcept {
+        // The bytes are already a cryptographic digest: any eight of them are uniform.
+        std::size_t h = 0;
+        std::memcpy(&h, k.data(), std::min(sizeof h, k.size()));
+        return h;
+    }
+};
+
+// ---- begin compile_cache/key/impl/key.ipp
+// compile_cache: the definitions of key/key.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+namespace compile_cache {
+
+std::string key::hex() const {
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string s(size_ * 2, '0');
+    for (std::size_t i = 0; i < size_; ++i) {
+        s[2 * i] = digits[bytes_[i] >> 4];
+        s[2 * i + 1] = digits[bytes_[i] & 15];
+    }
+    return s;
+}
+
+std::optional<key> key::from_hex(std::string_view s) {
+    if (s.empty() || s.size() % 2 != 0 || s.size() / 2 > max_size) return std::nullopt;
+    key k;
+    k.size_ = static_cast<std::uint8_t>(s.size() / 2);
+    for (std::size_t i = 0; i < k.size_; ++i) {
+        int hi = hex_digit(s[2 * i]), lo = hex_digit(s[2 * i + 1]);
+        if (hi < 0 || lo < 0) return std::nullopt;
+        k.bytes_[i] = static_cast<unsigned char>(hi * 16 + lo);
+    }
+    return k;
+}
+
+} // namespace compile_cache
+#endif
+// ---- end compile_cache/key/impl/key.ipp
+// ---- end compile_cache/key/key.hpp
+
+#include <cstring>
+#include <type_traits>
+
+namespace compile_cache {
+
+static_assert(key::max_size == detail::max_digest_size,
+              "compile_cache: a key holds exactly the longest digest a Hasher may give");
+
+namespace detail {
+
+/// The key a result gives: a byte result's bytes; an integer's little-endian bytes; a
+/// trivially copyable result's object bytes.
+template <class R>
+key key_of_digest(R const& r) noexcept {
+    constexpr digest_kind kind = digest_kind_of<R>();
+    static_assert(kind != digest_kind::none, "compile_cache: not a digest type");
+    if constexpr (kind == digest_kind::bytes) {
+        return key(r.data(), r.size());
+    } else if constexpr (kind == digest_kind::integer) {
+        unsigned char bytes[sizeof(R)];
+        store_le(bytes, static_cast<std::make_unsigned_t<R>>(r));
+        return key(bytes, sizeof bytes);
+    } else {
+        unsigned char bytes[sizeof(R)];
+        std::memcpy(bytes, &r, sizeof(R));
+        return key(bytes, sizeof bytes);
+    }
+}
+
+/// The key of everything fed to h: calls h.result() once.
+template <class H>
+key hasher_key(H& h) {
+    return key_of_digest(h.result());
+}
+
+} // namespace detail
+
+} // namespace compile_cache
+// ---- end compile_cache/key/detail/digest.hpp
 // ---- begin compile_cache/key/writer.hpp
 // compile_cache: the canonical, self-delimiting message a key is the digest of,
 // and `describe`, the one customization point through which a host says what a
@@ -1792,6 +1855,8 @@ private:
 
 #include <exception>
 #include <type_traits>
+#include <unordered_map>
+#include <unordered_set>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -1799,6 +1864,14 @@ private:
 #include <vector>
 
 namespace compile_cache {
+
+/// Makes the names of `components` distinct, in place, for explanations: the first
+/// component of a name keeps it, the n-th (n >= 2) becomes `NAME#n`, or the next
+/// `NAME#k` that no component has (a host may have named one `callee#2` itself). A host
+/// that adds one `callee` per callee thus reads `changed callee#2`, never `changed
+/// callee, callee; unchanged callee`. Linear in the components; a list whose names are
+/// distinct is left as it is.
+COMPILE_CACHE_DECL void distinct_component_names(std::vector<component_digest>& components);
 
 /// What key_builder::finish() gives: a key, or a bypass with the reason the host
 /// (or the builder) gave for why this kernel cannot be keyed.
@@ -1824,7 +1897,8 @@ public:
     /// Why this kernel bypasses the cache; empty when ok().
     std::string const& bypass_reason() const noexcept { return reason_; }
 
-    /// Each named component's digest, in the order they were added.
+    /// Each named component's digest, in the order they were added; a name added more
+    /// than once is made distinct (`callee`, `callee#2`, ...: distinct_component_names).
     std::vector<component_digest> const& components() const noexcept { return components_; }
 
     /// The names of the components that differ between two results (present in one
@@ -1836,13 +1910,6 @@ public:
     COMPILE_CACHE_DECL std::vector<std::string> differing_components(key_result const& other) const;
 
 private:
-    // How many components before `i` have the same name as components[i].
-    COMPILE_CACHE_DECL static std::size_t rank_of_name(std::vector<component_digest> const& components, std::size_t i);
-
-    // The n-th component (from 0) named `name`, or null.
-    COMPILE_CACHE_DECL static component_digest const* nth_named(std::vector<component_digest> const& components,
-                                                                std::string const& name, std::size_t n);
-
     std::optional<key> key_;
     std::string reason_;
     std::vector<component_digest> components_;
@@ -1855,7 +1922,9 @@ private:
 /// compile_cache::key_result k = kb.finish();
 /// \endcode
 /// Each component is written as a canonical message (see key_writer) and hashed on
-/// its own; the key is the digest of the names and digests in order. A value that
+/// its own; the key is the digest of the names and digests in order (the names as
+/// added: the key_result's components() make repeated names distinct, the key does
+/// not see that, so no key changed when they began to be). A value that
 /// cannot be described at run time is reported with fail(): the result is then a
 /// bypass, never a key.
 template <class Hasher = sha256>
@@ -1917,7 +1986,7 @@ public:
 
     /// The key over every component added so far, or a bypass.
     key_result finish() const {
-        if (failure_) return key_result::bypass(*failure_, components_);
+        if (failure_) return key_result::bypass(*failure_, distinct_names());
         try {
             std::string message;
             key_writer w(message);
@@ -1925,7 +1994,7 @@ public:
             for (auto const& c : components_) w(c.name, c.digest);
             Hasher h;
             detail::hasher_update(h, message.data(), message.size());
-            return key_result::keyed(detail::hasher_key(h), components_);
+            return key_result::keyed(detail::hasher_key(h), distinct_names());
         } catch (std::exception const& e) {
             return key_result::bypass(std::string("key could not be computed: ") + e.what());
         } catch (...) { // a Hasher of the host's own may throw anything: a bypass, never the host's
@@ -1934,8 +2003,15 @@ public:
     }
 
 private:
+    // The components as key_result shows them: repeated names made distinct.
+    std::vector<component_digest> distinct_names() const {
+        std::vector<component_digest> out = components_;
+        distinct_component_names(out);
+        return out;
+    }
+
     std::string scratch_;
-    std::vector<component_digest> components_;
+    std::vector<component_digest> components_; ///< the names as added: what the key is computed over
     std::optional<std::string> failure_;
 };
 
@@ -1947,6 +2023,29 @@ private:
 #if COMPILE_CACHE_INCLUDE_IMPL
 
 namespace compile_cache {
+
+void distinct_component_names(std::vector<component_digest>& components) {
+    std::unordered_map<std::string, std::size_t> seen; // name as given -> how many so far
+    seen.reserve(components.size());
+    bool repeated = false;
+    for (component_digest const& c : components) repeated = ++seen[c.name] > 1 || repeated;
+    if (!repeated) return;
+    std::unordered_set<std::string> taken; // every name in the result so far, and every name as given
+    taken.reserve(2 * components.size());
+    for (component_digest const& c : components) taken.insert(c.name);
+    std::unordered_map<std::string, std::size_t> next; // name as given -> the next suffix to try
+    for (auto& counted : seen) counted.second = 0;
+    for (component_digest& c : components) {
+        if (++seen[c.name] == 1) continue;
+        std::size_t& k = next[c.name];
+        if (k < seen[c.name]) k = seen[c.name];
+        std::string made;
+        do
+            made = c.name + "#" + std::to_string(k++);
+        while (!taken.insert(made).second);
+        c.name = std::move(made);
+    }
+}
 
 key_result key_result::keyed(key k, std::vector<component_digest> components) {
     key_result r;
@@ -1963,34 +2062,25 @@ key_result key_result::bypass(std::string reason, std::vector<component_digest> 
 }
 
 std::vector<std::string> key_result::differing_components(key_result const& other) const {
+    // Names are distinct already in a key_builder's results; made so for any other.
+    std::vector<component_digest> mine = components_, theirs = other.components_;
+    distinct_component_names(mine);
+    distinct_component_names(theirs);
+    std::unordered_map<std::string_view, component_digest const*> mine_by_name, theirs_by_name;
+    for (component_digest const& c : mine) mine_by_name.emplace(c.name, &c);
+    for (component_digest const& c : theirs) theirs_by_name.emplace(c.name, &c);
     std::vector<std::string> out;
-    for (std::size_t i = 0; i < components_.size(); ++i) {
-        component_digest const* match = nth_named(other.components_, components_[i].name,
-                                                  rank_of_name(components_, i));
-        if (!match || !(match->digest == components_[i].digest)) out.push_back(components_[i].name);
+    for (component_digest const& c : mine) {
+        auto const match = theirs_by_name.find(c.name);
+        if (match == theirs_by_name.end() || !(match->second->digest == c.digest)) out.push_back(c.name);
     }
-    for (std::size_t i = 0; i < other.components_.size(); ++i) {
-        if (!nth_named(components_, other.components_[i].name, rank_of_name(other.components_, i)))
-            out.push_back(other.components_[i].name);
-    }
-    if (out.empty() && !(components_ == other.components_)) {
-        for (std::size_t i = 0; i < components_.size(); ++i)
-            if (!(components_[i] == other.components_[i])) out.push_back(components_[i].name);
+    for (component_digest const& c : theirs)
+        if (mine_by_name.find(c.name) == mine_by_name.end()) out.push_back(c.name);
+    if (out.empty() && !(mine == theirs)) {
+        for (std::size_t i = 0; i < mine.size(); ++i)
+            if (!(mine[i] == theirs[i])) out.push_back(mine[i].name);
     }
     return out;
-}
-
-std::size_t key_result::rank_of_name(std::vector<component_digest> const& components, std::size_t i) {
-    std::size_t n = 0;
-    for (std::size_t j = 0; j < i; ++j) n += components[j].name == components[i].name ? 1 : 0;
-    return n;
-}
-
-component_digest const* key_result::nth_named(std::vector<component_digest> const& components,
-                                          std::string const& name, std::size_t n) {
-    for (auto const& c : components)
-        if (c.name == name && n-- == 0) return &c;
-    return nullptr;
 }
 
 } // namespace compile_cache
@@ -2221,9 +2311,11 @@ void const* code_address(R (*function)(Args...)) noexcept {
 
 #endif // COMPILE_CACHE_DETAIL_BUILD_ID_HPP
 // ---- end compile_cache/detail/build_id.hpp
-// ---- begin compile_cache/detail/executable_digest.hpp
+// ---- begin compile_cache/key/detail/executable_digest.hpp
 // compile_cache: the running program identified by the SHA-256 of its executable
-// file, for when it has no build-id to identify it (detail/build_id.hpp).
+// file, for when it has no build-id to identify it (detail/build_id.hpp). It sits
+// beside its one user, key/toolchain.hpp: it needs hasher/sha256.hpp, which detail/
+// (below the hasher) must not include.
 
 
 
@@ -2241,8 +2333,8 @@ COMPILE_CACHE_DECL std::string const& main_program_file_id() noexcept;
 
 } // namespace compile_cache::detail
 
-// ---- begin compile_cache/detail/impl/executable_digest.ipp
-// compile_cache: the definitions of detail/executable_digest.hpp's non-template functions; included by it alone
+// ---- begin compile_cache/key/detail/impl/executable_digest.ipp
+// compile_cache: the definitions of key/detail/executable_digest.hpp's non-template functions; included by it alone
 // (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
 #if COMPILE_CACHE_INCLUDE_IMPL
 #include <cstdio>
@@ -2279,8 +2371,8 @@ std::string const& main_program_file_id() noexcept {
 
 } // namespace compile_cache::detail
 #endif
-// ---- end compile_cache/detail/impl/executable_digest.ipp
-// ---- end compile_cache/detail/executable_digest.hpp
+// ---- end compile_cache/key/detail/impl/executable_digest.ipp
+// ---- end compile_cache/key/detail/executable_digest.hpp
 
 #include <boost/version.hpp>
 
@@ -3804,343 +3896,6 @@ bool settings_reader::remote_trusted() {
 #endif
 // ---- end compile_cache/impl/settings.ipp
 // ---- end compile_cache/settings.hpp
-// ---- begin compile_cache/statistics.hpp
-// compile_cache: what the cache did, counted. Every failure is a counted reason,
-// never an exception in the host.
-
-
-#include <array>
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <iterator>
-#include <map>
-#include <mutex>
-#include <string>
-#include <utility>
-#include <vector>
-
-namespace compile_cache {
-
-enum class miss_reason : std::size_t {
-    absent,               ///< no entry under the key
-    corrupt,              ///< the envelope's digest, magic or lengths are wrong
-    foreign_version,      ///< another envelope version or serializer format
-    key_mismatch,         ///< a sound entry for another key
-    too_large,            ///< larger than the configured maximum entry size
-    read_error,           ///< the storage could not read it
-    unresolved_reference, ///< it refers to an object that is not live (a kernel that is gone)
-    deserialize_error,    ///< the deserializer rejected the payload
-    /// The entry is not authenticated as the cache's mode requires: with a secret, its
-    /// HMAC does not verify (written without the secret or with another one, damaged,
-    /// or forged); without one, the entry is keyed. See docs/security.md.
-    unauthenticated,
-};
-inline constexpr std::size_t miss_reason_count = 9;
-
-enum class store_failure : std::size_t {
-    serialize_error,      ///< the serializer threw
-    unresolved_reference, ///< the artifact refers to an object with no reference (a kernel without a key)
-    too_large,            ///< larger than the configured maximum entry size
-    write_error,          ///< the storage could not write it (disk full, read-only, permission)
-};
-inline constexpr std::size_t store_failure_count = 4;
-
-inline char const* to_string(miss_reason r) noexcept {
-    static char const* const names[miss_reason_count] = {
-        "absent", "corrupt", "foreign-version", "key-mismatch", "too-large",
-        "read-error", "unresolved-reference", "deserialize-error", "unauthenticated"};
-    return names[static_cast<std::size_t>(r)];
-}
-
-inline char const* to_string(store_failure f) noexcept {
-    static char const* const names[store_failure_count] = {"serialize-error", "unresolved-reference",
-                                                           "too-large", "write-error"};
-    return names[static_cast<std::size_t>(f)];
-}
-
-namespace detail {
-/// The whole-number counters besides the per-reason misses and store failures, in the
-/// order statistics_snapshot::counters() lists them. A new counter: an enumerator
-/// here, a field in statistics_snapshot and a row in counter_table.
-enum class counter : std::size_t {
-    hits,
-    stores,
-    bypasses,
-    bytes_read,
-    bytes_written,
-    load_ns,
-    compile_ns,
-    store_ns,
-    hit_read_ns,
-    hit_verify_ns,
-    hit_deserialize_ns,
-    hit_relocate_ns,
-    hit_compile_ns,
-    verified,
-    unsound,
-    nondeterministic,
-    stores_skipped_cheap,
-    count_
-};
-inline constexpr std::size_t counter_count = static_cast<std::size_t>(counter::count_);
-} // namespace detail
-
-/// A copy of the counters at one moment.
-struct statistics_snapshot {
-    std::uint64_t hits = 0;
-    std::array<std::uint64_t, miss_reason_count> misses{};
-    std::uint64_t stores = 0;
-    std::array<std::uint64_t, store_failure_count> store_failures{};
-    std::uint64_t bypasses = 0;
-    std::map<std::string, std::uint64_t> bypass_reasons;
-    std::uint64_t bytes_read = 0;
-    std::uint64_t bytes_written = 0;
-    std::uint64_t load_ns = 0;    ///< time in load(), hits and misses
-    std::uint64_t compile_ns = 0; ///< time in the host's compile function under get_or_compile
-    std::uint64_t store_ns = 0;   ///< time in store()
-    // Where hits spent their time (included in load_ns).
-    std::uint64_t hit_read_ns = 0;        ///< fetching bytes from storage
-    std::uint64_t hit_verify_ns = 0;      ///< checking envelopes
-    std::uint64_t hit_deserialize_ns = 0; ///< deserializing and relinking references
-    std::uint64_t hit_relocate_ns = 0;    ///< shifting source positions
-    /// The compile times the loaded entries recorded, summed: what the hits saved,
-    /// before the time loading them (load_ns) is taken off.
-    std::uint64_t hit_compile_ns = 0;
-    // Verify mode (cache_options::verify_fraction): hits checked against a fresh compile.
-    std::uint64_t verified = 0;         ///< the fresh compile's bytes equal the loaded artifact's
-    std::uint64_t unsound = 0;          ///< they differ, and two fresh compiles agree: the key misses an input
-    std::uint64_t nondeterministic = 0; ///< two fresh compiles differ: bytes cannot judge this kernel
-    /// Kernels not stored because they compiled faster than cache_options::min_compile_time.
-    std::uint64_t stores_skipped_cheap = 0;
-    /// The Storage's own counters (tiered_storage: `remote.hits`, ...), in its order;
-    /// empty for a storage that keeps none.
-    std::vector<std::pair<std::string, std::uint64_t>> storage_counters;
-
-    std::uint64_t miss_count(miss_reason r) const noexcept { return misses[static_cast<std::size_t>(r)]; }
-    std::uint64_t failure_count(store_failure f) const noexcept {
-        return store_failures[static_cast<std::size_t>(f)];
-    }
-    std::uint64_t total_misses() const noexcept {
-        std::uint64_t n = 0;
-        for (auto m : misses) n += m;
-        return n;
-    }
-    std::uint64_t total_store_failures() const noexcept {
-        std::uint64_t n = 0;
-        for (auto f : store_failures) n += f;
-        return n;
-    }
-
-    /// Every counter by name, zero or not, in a fixed order: `hits`, `misses.<reason>`
-    /// (to_string of each miss_reason), `stores`, `store-failures.<failure>`,
-    /// `bypasses`, `bytes-read`, `bytes-written`, `load-ns`, `compile-ns`, `store-ns`,
-    /// `hit-read-ns`, `hit-verify-ns`, `hit-deserialize-ns`, `hit-relocate-ns`,
-    /// `hit-compile-ns`, `verified`, `unsound`, `nondeterministic`,
-    /// `store-skipped.cheap`. These
-    /// are the names a cache directory keeps its cumulative counters under (the
-    /// breakdown of bypasses by reason is not kept: reasons are the host's own text).
-    /// Then the storage_counters.
-    COMPILE_CACHE_DECL std::vector<std::pair<std::string, std::uint64_t>> counters() const;
-
-    /// The compile time the hits saved: the compile times their entries recorded, less
-    /// the time spent loading (hits and misses); 0 when loading cost more.
-    std::uint64_t saved_ns() const noexcept { return hit_compile_ns > load_ns ? hit_compile_ns - load_ns : 0; }
-
-    /// One line: `hits=3 misses=2 (absent=1 corrupt=1) stores=2 ...`; reasons with a
-    /// zero count are left out, and so are the verify and skipped-store counts when
-    /// they are all 0.
-    COMPILE_CACHE_DECL std::string summary() const;
-
-private:
-    /// ` (name=n name=n)` for the reasons counted at least once; empty when none was.
-    template <class Reason, std::size_t N>
-    static std::string nonzero_counts(std::array<std::uint64_t, N> const& counts) {
-        std::string out;
-        for (std::size_t i = 0; i < N; ++i)
-            if (counts[i] != 0)
-                out += std::string(out.empty() ? "" : " ") + to_string(static_cast<Reason>(i)) + "=" +
-                       std::to_string(counts[i]);
-        return out.empty() ? out : " (" + out + ")";
-    }
-
-    COMPILE_CACHE_DECL static std::string format_ms(std::uint64_t ns);
-};
-
-namespace detail {
-struct counter_row {
-    char const* name; ///< in statistics_snapshot::counters() and the cache directory's counters file
-    std::uint64_t statistics_snapshot::*field;
-};
-inline constexpr counter_row counter_table[] = {
-    {"hits", &statistics_snapshot::hits},
-    {"stores", &statistics_snapshot::stores},
-    {"bypasses", &statistics_snapshot::bypasses},
-    {"bytes-read", &statistics_snapshot::bytes_read},
-    {"bytes-written", &statistics_snapshot::bytes_written},
-    {"load-ns", &statistics_snapshot::load_ns},
-    {"compile-ns", &statistics_snapshot::compile_ns},
-    {"store-ns", &statistics_snapshot::store_ns},
-    {"hit-read-ns", &statistics_snapshot::hit_read_ns},
-    {"hit-verify-ns", &statistics_snapshot::hit_verify_ns},
-    {"hit-deserialize-ns", &statistics_snapshot::hit_deserialize_ns},
-    {"hit-relocate-ns", &statistics_snapshot::hit_relocate_ns},
-    {"hit-compile-ns", &statistics_snapshot::hit_compile_ns},
-    {"verified", &statistics_snapshot::verified},
-    {"unsound", &statistics_snapshot::unsound},
-    {"nondeterministic", &statistics_snapshot::nondeterministic},
-    {"store-skipped.cheap", &statistics_snapshot::stores_skipped_cheap},
-};
-static_assert(std::size(counter_table) == counter_count, "compile_cache: one counter_table row per counter");
-} // namespace detail
-
-/// The live counters: lock-free for everything on the hit path.
-class statistics {
-public:
-    /// The time of one hit, phase by phase.
-    struct hit_phases {
-        std::uint64_t read_ns = 0;        ///< fetching the bytes from storage
-        std::uint64_t verify_ns = 0;      ///< checking the envelope
-        std::uint64_t deserialize_ns = 0; ///< deserializing and relinking references
-        std::uint64_t relocate_ns = 0;    ///< shifting source positions
-    };
-
-    void hit(std::uint64_t bytes, hit_phases const& t, std::uint64_t recorded_compile_ns = 0) noexcept {
-        add(detail::counter::hits);
-        add(detail::counter::hit_compile_ns, recorded_compile_ns);
-        add(detail::counter::bytes_read, bytes);
-        add(detail::counter::load_ns, t.read_ns + t.verify_ns + t.deserialize_ns + t.relocate_ns);
-        add(detail::counter::hit_read_ns, t.read_ns);
-        add(detail::counter::hit_verify_ns, t.verify_ns);
-        add(detail::counter::hit_deserialize_ns, t.deserialize_ns);
-        add(detail::counter::hit_relocate_ns, t.relocate_ns);
-    }
-    void miss(miss_reason r, std::uint64_t bytes, std::uint64_t ns) noexcept {
-        misses_[static_cast<std::size_t>(r)].fetch_add(1, std::memory_order_relaxed);
-        add(detail::counter::bytes_read, bytes);
-        add(detail::counter::load_ns, ns);
-    }
-    void stored(std::uint64_t bytes, std::uint64_t ns) noexcept {
-        add(detail::counter::stores);
-        add(detail::counter::bytes_written, bytes);
-        add(detail::counter::store_ns, ns);
-    }
-    void store_failed(store_failure f, std::uint64_t ns) noexcept {
-        store_failures_[static_cast<std::size_t>(f)].fetch_add(1, std::memory_order_relaxed);
-        add(detail::counter::store_ns, ns);
-    }
-    void verified() noexcept { add(detail::counter::verified); }
-    void unsound() noexcept { add(detail::counter::unsound); }
-    void nondeterministic() noexcept { add(detail::counter::nondeterministic); }
-    void store_skipped_cheap() noexcept { add(detail::counter::stores_skipped_cheap); }
-    void compiled(std::uint64_t ns) noexcept { add(detail::counter::compile_ns, ns); }
-    COMPILE_CACHE_DECL void bypassed(std::string const& reason) noexcept;
-
-    COMPILE_CACHE_DECL statistics_snapshot snapshot() const;
-
-private:
-    void add(detail::counter c, std::uint64_t n = 1) noexcept {
-        counts_[static_cast<std::size_t>(c)].fetch_add(n, std::memory_order_relaxed);
-    }
-
-    std::array<std::atomic<std::uint64_t>, detail::counter_count> counts_{};
-    std::array<std::atomic<std::uint64_t>, miss_reason_count> misses_{};
-    std::array<std::atomic<std::uint64_t>, store_failure_count> store_failures_{};
-    mutable std::mutex bypass_mutex_;
-    std::map<std::string, std::uint64_t> bypass_reasons_;
-};
-
-} // namespace compile_cache
-
-// ---- begin compile_cache/impl/statistics.ipp
-// compile_cache: the definitions of statistics.hpp's non-template functions; included by it alone
-// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
-#if COMPILE_CACHE_INCLUDE_IMPL
-
-namespace compile_cache {
-
-std::vector<std::pair<std::string, std::uint64_t>> statistics_snapshot::counters() const {
-    std::vector<std::pair<std::string, std::uint64_t>> c;
-    c.reserve(detail::counter_count + miss_reason_count + store_failure_count + storage_counters.size());
-    for (std::size_t i = 0; i < detail::counter_count; ++i) {
-        c.emplace_back(detail::counter_table[i].name, this->*detail::counter_table[i].field);
-        if (i == static_cast<std::size_t>(detail::counter::hits))
-            for (std::size_t r = 0; r < miss_reason_count; ++r)
-                c.emplace_back(std::string("misses.") + to_string(static_cast<miss_reason>(r)), misses[r]);
-        if (i == static_cast<std::size_t>(detail::counter::stores))
-            for (std::size_t f = 0; f < store_failure_count; ++f)
-                c.emplace_back(std::string("store-failures.") + to_string(static_cast<store_failure>(f)),
-                               store_failures[f]);
-    }
-    c.insert(c.end(), storage_counters.begin(), storage_counters.end());
-    return c;
-}
-
-std::string statistics_snapshot::summary() const {
-    std::string s = "hits=" + std::to_string(hits) + " misses=" + std::to_string(total_misses());
-    s += nonzero_counts<miss_reason>(misses);
-    s += " stores=" + std::to_string(stores);
-    s += " store-failures=" + std::to_string(total_store_failures());
-    s += nonzero_counts<store_failure>(store_failures);
-    s += " bypasses=" + std::to_string(bypasses);
-    std::string reasons;
-    for (auto const& [why, n] : bypass_reasons)
-        reasons += std::string(reasons.empty() ? "" : "; ") + why + "=" + std::to_string(n);
-    if (!reasons.empty()) s += " (" + reasons + ")";
-    s += " bytes-read=" + std::to_string(bytes_read) + " bytes-written=" + std::to_string(bytes_written);
-    if (hits)
-        s += " hit-ms=(read " + format_ms(hit_read_ns) + " verify " + format_ms(hit_verify_ns) + " deserialize " +
-             format_ms(hit_deserialize_ns) + " relocate " + format_ms(hit_relocate_ns) + ")";
-    if (verified + unsound + nondeterministic != 0)
-        s += " verify=(verified " + std::to_string(verified) + " unsound " + std::to_string(unsound) +
-             " nondeterministic " + std::to_string(nondeterministic) + ")";
-    if (stores_skipped_cheap != 0) s += " store-skipped-cheap=" + std::to_string(stores_skipped_cheap);
-    if (hits) s += " saved-ms=" + format_ms(saved_ns());
-    s += " load-ms=" + format_ms(load_ns) + " compile-ms=" + format_ms(compile_ns) + " store-ms=" + format_ms(store_ns);
-    // The storage's own: `remote.hits=3 ... remote.read-ms=1.250`; zero errors left out.
-    for (auto const& [name, n] : storage_counters) {
-        if (n == 0 && name.find(".errors.") != std::string::npos) continue;
-        if (name.size() > 3 && name.compare(name.size() - 3, 3, "-ns") == 0)
-            s += " " + name.substr(0, name.size() - 3) + "-ms=" + format_ms(n);
-        else
-            s += " " + name + "=" + std::to_string(n);
-    }
-    return s;
-}
-
-std::string statistics_snapshot::format_ms(std::uint64_t ns) {
-    std::uint64_t us = ns / 1000;
-    std::string frac = std::to_string(us % 1000);
-    return std::to_string(us / 1000) + "." + std::string(3 - frac.size(), '0') + frac;
-}
-
-void statistics::bypassed(std::string const& reason) noexcept {
-    add(detail::counter::bypasses);
-    try {
-        std::lock_guard<std::mutex> lock(bypass_mutex_);
-        ++bypass_reasons_[reason];
-    } catch (...) {
-        // The count above stands; only the breakdown by reason is lost.
-    }
-}
-
-statistics_snapshot statistics::snapshot() const {
-    statistics_snapshot s;
-    for (std::size_t i = 0; i < detail::counter_count; ++i)
-        s.*detail::counter_table[i].field = counts_[i].load(std::memory_order_relaxed);
-    for (std::size_t i = 0; i < miss_reason_count; ++i) s.misses[i] = misses_[i].load(std::memory_order_relaxed);
-    for (std::size_t i = 0; i < store_failure_count; ++i)
-        s.store_failures[i] = store_failures_[i].load(std::memory_order_relaxed);
-    std::lock_guard<std::mutex> lock(bypass_mutex_);
-    s.bypass_reasons = bypass_reasons_;
-    return s;
-}
-
-} // namespace compile_cache
-
-#endif
-// ---- end compile_cache/impl/statistics.ipp
-// ---- end compile_cache/statistics.hpp
 
 #include <cstddef>
 #include <cstdint>
@@ -4167,17 +3922,6 @@ struct read_result {
     std::error_code error{}; ///< set when status is error
 };
 
-/// The miss a load counts for a read that ended with `s`; nullopt for found.
-inline std::optional<miss_reason> miss_reason_of(read_status s) noexcept {
-    switch (s) {
-    case read_status::found: return std::nullopt;
-    case read_status::absent: return miss_reason::absent;
-    case read_status::too_large: return miss_reason::too_large;
-    case read_status::error: return miss_reason::read_error;
-    }
-    return miss_reason::read_error;
-}
-
 /// One entry as a storage lists it (the optional `list` member), for tools: its key,
 /// its size in bytes, and when it was last used (seconds since the epoch; a storage
 /// that refreshes use times lazily, as the shipped ones do hourly, gives that time;
@@ -4187,6 +3931,10 @@ struct stored_entry {
     std::uint64_t size = 0;
     std::int64_t last_use_s = 0;
 };
+
+/// What the check of an entry's envelope found (defined in envelope.hpp): declared here
+/// for the optional `entry_checked` member's requirement.
+enum class envelope_status;
 
 namespace detail {
 template <class S>
@@ -4212,6 +3960,8 @@ using record_counters_t = decltype(std::declval<S&>().record_counters(
     std::declval<std::vector<std::pair<std::string, std::uint64_t>> const&>()));
 template <class S>
 using has_record_counters = is_detected_exact<std::error_code, record_counters_t, S>;
+template <class S>
+using record_counters_address_t = decltype(&S::record_counters);
 
 /// Optional: `bool usable() const`, false when the storage cannot work at all (its
 /// file is not a database, its server refuses it): the cache then says so in one line
@@ -4220,6 +3970,8 @@ template <class S>
 using usable_t = decltype(std::declval<S const&>().usable());
 template <class S>
 using has_usable = is_detected_convertible<bool, usable_t, S>;
+template <class S>
+using usable_address_t = decltype(&S::usable);
 
 /// Optional: `void corrupt(key const&)`, called by the cache when the entry it read
 /// under that key failed the envelope check (damaged, or another key's entry), so that
@@ -4228,6 +3980,8 @@ template <class S>
 using corrupt_t = decltype(std::declval<S&>().corrupt(std::declval<key const&>()));
 template <class S>
 using has_corrupt = is_detected<corrupt_t, S>;
+template <class S>
+using corrupt_address_t = decltype(&S::corrupt);
 
 /// Optional: a Storage that configures itself from the environment
 /// (`static std::optional<S> from_env(settings_reader&)`); basic_cache::from_env
@@ -4236,6 +3990,8 @@ template <class S>
 using from_env_t = decltype(S::from_env(std::declval<settings_reader&>()));
 template <class S>
 using has_from_env = is_detected_exact<std::optional<S>, from_env_t, S>;
+template <class S>
+using from_env_address_t = decltype(&S::from_env);
 
 /// Optional: the settings that from_env reads
 /// (`static std::vector<environment_setting> environment_settings(std::string_view prefix)`).
@@ -4243,6 +3999,8 @@ template <class S>
 using environment_settings_t = decltype(S::environment_settings(std::declval<std::string_view>()));
 template <class S>
 using has_environment_settings = is_detected_exact<std::vector<environment_setting>, environment_settings_t, S>;
+template <class S>
+using environment_settings_address_t = decltype(&S::environment_settings);
 
 /// Optional: `void entry_checked(key const&, std::string_view entry, envelope_status)`,
 /// called by the cache right after it checked the envelope of an entry the storage's
@@ -4253,6 +4011,10 @@ using entry_checked_t = decltype(std::declval<S&>().entry_checked(
     std::declval<key const&>(), std::declval<std::string_view>(), std::declval<Status>()));
 template <class S, class Status>
 using has_entry_checked_with = is_detected<entry_checked_t, S, Status>;
+template <class S>
+using has_entry_checked = has_entry_checked_with<S, envelope_status>;
+template <class S>
+using entry_checked_address_t = decltype(&S::entry_checked);
 
 /// Optional: `std::vector<std::pair<std::string, std::uint64_t>> storage_counters() const`,
 /// the storage's own counters, added to the cache's statistics (names with a `.`).
@@ -4261,6 +4023,8 @@ using storage_counters_t = decltype(std::declval<S const&>().storage_counters())
 template <class S>
 using has_storage_counters =
     is_detected_exact<std::vector<std::pair<std::string, std::uint64_t>>, storage_counters_t, S>;
+template <class S>
+using storage_counters_address_t = decltype(&S::storage_counters);
 
 /// Optional: `void set_logger(std::function<void(std::string_view)>)`, given the
 /// cache's logger when the cache is made and by basic_cache::set_logger.
@@ -4268,6 +4032,8 @@ template <class S>
 using set_logger_t = decltype(std::declval<S&>().set_logger(std::declval<std::function<void(std::string_view)>>()));
 template <class S>
 using has_set_logger = is_detected<set_logger_t, S>;
+template <class S>
+using set_logger_address_t = decltype(&S::set_logger);
 
 /// Optional: `read_result peek(key const&, std::string& out, std::size_t max_size)`,
 /// as read but leaving the entry's use time (eviction order) alone; the compile-cache
@@ -4277,6 +4043,8 @@ using peek_t = decltype(std::declval<S&>().peek(std::declval<key const&>(), std:
                                                 std::declval<std::size_t>()));
 template <class S>
 using has_peek = is_detected_exact<read_result, peek_t, S>;
+template <class S>
+using peek_address_t = decltype(&S::peek);
 
 /// Optional: `std::error_code list(std::vector<stored_entry>& out) const`, appends every
 /// entry (key, size, last use) without reading a value or touching a use time, so that
@@ -4286,6 +4054,8 @@ template <class S>
 using list_t = decltype(std::declval<S const&>().list(std::declval<std::vector<stored_entry>&>()));
 template <class S>
 using has_list = is_detected_exact<std::error_code, list_t, S>;
+template <class S>
+using list_address_t = decltype(&S::list);
 
 /// Optional: `std::string entry_path(key const&) const`, where the entry of a key is
 /// kept (directory_storage: its file), named in the cache's failure lines.
@@ -4293,7 +4063,64 @@ template <class S>
 using entry_path_t = decltype(std::declval<S const&>().entry_path(std::declval<key const&>()));
 template <class S>
 using has_entry_path = is_detected_convertible<std::string, entry_path_t, S>;
+template <class S>
+using entry_path_address_t = decltype(&S::entry_path);
+
+/// An optional member is *named* when `&S::name` is valid (one member of that name: not
+/// overloaded, not a template); a named one must meet its requirement, or it would be
+/// silently ignored.
+template <template <class...> class Address, template <class...> class Has, class S>
+using optional_member_valid = std::bool_constant<!is_detected<Address, S>::value || Has<S>::value>;
+
+/// True when S meets every Storage requirement, optional members included; no diagnostics.
+template <class S>
+using is_storage = std::bool_constant<
+    has_read<S>::value && has_write<S>::value && has_remove<S>::value &&
+    optional_member_valid<usable_address_t, has_usable, S>::value &&
+    optional_member_valid<corrupt_address_t, has_corrupt, S>::value &&
+    optional_member_valid<peek_address_t, has_peek, S>::value &&
+    optional_member_valid<list_address_t, has_list, S>::value &&
+    optional_member_valid<entry_checked_address_t, has_entry_checked, S>::value &&
+    optional_member_valid<set_logger_address_t, has_set_logger, S>::value &&
+    optional_member_valid<entry_path_address_t, has_entry_path, S>::value &&
+    optional_member_valid<storage_counters_address_t, has_storage_counters, S>::value &&
+    optional_member_valid<record_counters_address_t, has_record_counters, S>::value &&
+    optional_member_valid<from_env_address_t, has_from_env, S>::value &&
+    optional_member_valid<environment_settings_address_t, has_environment_settings, S>::value>;
 } // namespace detail
+
+/// Which optional Storage members S has (with the signature the cache, the tier and the
+/// compile-cache tool call; see detail:: above): a member that is absent, or misspelt,
+/// is false here, and the conformance kit prints the list.
+template <class S>
+struct storage_capabilities {
+    static constexpr bool usable = detail::has_usable<S>::value;
+    static constexpr bool corrupt = detail::has_corrupt<S>::value;
+    static constexpr bool peek = detail::has_peek<S>::value;
+    static constexpr bool list = detail::has_list<S>::value;
+    static constexpr bool entry_checked = detail::has_entry_checked<S>::value;
+    static constexpr bool set_logger = detail::has_set_logger<S>::value;
+    static constexpr bool entry_path = detail::has_entry_path<S>::value;
+    static constexpr bool storage_counters = detail::has_storage_counters<S>::value;
+    static constexpr bool record_counters = detail::has_record_counters<S>::value;
+    static constexpr bool from_env = detail::has_from_env<S>::value;
+    static constexpr bool environment_settings = detail::has_environment_settings<S>::value;
+
+    /// Each optional member's name and whether S has it, in the order above.
+    static constexpr std::pair<char const*, bool> members[] = {
+        {"usable", usable},
+        {"corrupt", corrupt},
+        {"peek", peek},
+        {"list", list},
+        {"entry_checked", entry_checked},
+        {"set_logger", set_logger},
+        {"entry_path", entry_path},
+        {"storage_counters", storage_counters},
+        {"record_counters", record_counters},
+        {"from_env", from_env},
+        {"environment_settings", environment_settings},
+    };
+};
 
 /// Checks a Storage policy, one requirement at a time, so that a user's own backend
 /// that misses one gets a sentence naming it instead of a page of template errors.
@@ -4307,6 +4134,29 @@ struct check_storage {
                                                "(docs/policies.md)");
     static_assert(detail::has_remove<S>::value, "compile_cache: the Storage has no remove member; expected "
                                                 "`std::error_code remove(key const&)` (docs/policies.md)");
+    // An optional member that is named but would not be called: one sentence each.
+    static_assert(detail::optional_member_valid<detail::usable_address_t, detail::has_usable, S>::value,
+                  "compile_cache: the Storage's usable member has the wrong signature (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::corrupt_address_t, detail::has_corrupt, S>::value,
+                  "compile_cache: the Storage's corrupt member has the wrong signature (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::peek_address_t, detail::has_peek, S>::value,
+                  "compile_cache: the Storage's peek member has the wrong signature (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::list_address_t, detail::has_list, S>::value,
+                  "compile_cache: the Storage's list member has the wrong signature (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::entry_checked_address_t, detail::has_entry_checked, S>::value,
+                  "compile_cache: the Storage's entry_checked member has the wrong signature (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::set_logger_address_t, detail::has_set_logger, S>::value,
+                  "compile_cache: the Storage's set_logger member has the wrong signature (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::entry_path_address_t, detail::has_entry_path, S>::value,
+                  "compile_cache: the Storage's entry_path member has the wrong signature (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::storage_counters_address_t, detail::has_storage_counters, S>::value,
+                  "compile_cache: the Storage's storage_counters member has the wrong signature (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::record_counters_address_t, detail::has_record_counters, S>::value,
+                  "compile_cache: the Storage's record_counters member has the wrong signature (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::from_env_address_t, detail::has_from_env, S>::value,
+                  "compile_cache: the Storage's from_env member has the wrong signature (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::environment_settings_address_t, detail::has_environment_settings, S>::value,
+                  "compile_cache: the Storage's environment_settings member has the wrong signature (docs/policies.md)");
     static constexpr bool value = true;
 };
 
@@ -4318,7 +4168,7 @@ namespace compile_cache {
 /// C++20, for users' own templates: the traits check_storage asserts, as a concept.
 /// basic_cache checks with the static_asserts, so that its diagnostic is the sentence.
 template <class S>
-concept Storage = detail::has_read<S>::value && detail::has_write<S>::value && detail::has_remove<S>::value;
+concept Storage = detail::is_storage<S>::value;
 
 } // namespace compile_cache
 #endif
@@ -4556,7 +4406,18 @@ inline bool is_entry_name(std::string_view n, std::string_view folder) noexcept 
 }
 
 inline constexpr std::string_view temp_prefix = ".tmp-";
-inline bool is_temp_name(std::string_view n) noexcept { return n.compare(0, temp_prefix.size(), temp_prefix) == 0; }
+/// How many lower-case hex digits follow temp_prefix in a temp file's name (append_temp_name).
+inline constexpr std::size_t temp_name_digits = 32;
+/// A store's temp file: exactly what create_temp_file names one, `.tmp-` and 32
+/// lower-case hex digits. Nothing else is ever removed as a temp file: a user's
+/// `.tmp-mywork` beside the entries is not the cache's.
+inline bool is_temp_name(std::string_view n) noexcept {
+    if (n.size() != temp_prefix.size() + temp_name_digits || n.compare(0, temp_prefix.size(), temp_prefix) != 0)
+        return false;
+    for (char c : n.substr(temp_prefix.size()))
+        if (!is_lower_hex_digit(c)) return false;
+    return true;
+}
 
 /// Appends `DIR/ab/<hex of k>` to `out` (`directory` without a trailing slash,
 /// unless it is "/"), with no intermediate string.
@@ -5619,7 +5480,10 @@ entry_file_status read_entry_file(std::string const& path, std::uint64_t max_siz
 
 
 
+#include <algorithm>
+#include <array>
 #include <atomic>
+#include <bitset>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -5644,7 +5508,17 @@ struct folder_scan {
     std::uint64_t entries = 0; ///< entries left
     std::uint64_t evicted = 0, evicted_bytes = 0;
     std::uint64_t temps_removed = 0;
+    /// Files it meant to remove and could not (the unlink failed: permission, a
+    /// read-only mount), and a folder that is there but could not be read; the first
+    /// such error (an errno value) in `error`.
+    std::uint64_t not_removed = 0;
+    int error = 0;
     std::size_t visited = 0; ///< names looked at: the work done
+
+    void failed(int e) noexcept {
+        ++not_removed;
+        if (error == 0) error = e;
+    }
 };
 
 /// Looks at every name in fan-out folder `index`: entries (regular files with an
@@ -5658,9 +5532,16 @@ folder_scan scan_folder(int root_fd, unsigned index, std::int64_t temps_before, 
     folder_scan out;
     char const* const folder = folder_name(index);
     int const fd = ::openat(root_fd, folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) return out;
+    if (fd < 0) {
+        // No folder, a file or a symlink in its place (not the cache's): nothing of
+        // ours. A folder that cannot be read (another user's) holds entries that stay.
+        int const e = errno;
+        if (e != ENOENT && e != ENOTDIR && e != ELOOP) out.failed(e);
+        return out;
+    }
     DIR* const d = ::fdopendir(fd);
     if (d == nullptr) {
+        out.failed(errno);
         ::close(fd);
         return out;
     }
@@ -5674,7 +5555,12 @@ folder_scan scan_folder(int root_fd, unsigned index, std::int64_t temps_before, 
         if (::fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
         std::int64_t const mtime = mtime_ns(st);
         if (!entry) {
-            if (mtime < temps_before && ::unlinkat(fd, e->d_name, 0) == 0) ++out.temps_removed;
+            if (mtime < temps_before) {
+                if (::unlinkat(fd, e->d_name, 0) == 0)
+                    ++out.temps_removed;
+                else if (errno != ENOENT)
+                    out.failed(errno);
+            }
             continue;
         }
         std::uint64_t const bytes = accounted_size(static_cast<std::uint64_t>(st.st_size));
@@ -5685,6 +5571,7 @@ folder_scan scan_folder(int root_fd, unsigned index, std::int64_t temps_before, 
                 out.evicted_bytes += bytes;
                 continue;
             }
+            out.failed(errno);
         }
         ++out.entries;
         out.bytes += bytes;
@@ -5698,19 +5585,71 @@ struct no_entry_callback {
     void operator()(std::int64_t, std::uint64_t, std::string_view, std::uint64_t) const noexcept {}
 };
 
-/// Sets the figures of the folders in `counted` (folder, bytes) in the ledger and
-/// marks them counted now. Returns the ledger's new total, or nullopt-like max when
-/// the ledger cannot be used.
-COMPILE_CACHE_DECL std::uint64_t set_folder_counts(std::string const& ledger_path, unsigned file_mode, int exact_umask,
-                                                   std::vector<std::pair<unsigned, std::uint64_t>> const& counted,
-                                                   std::int64_t now, lock_events* events = nullptr) noexcept;
+/// The ledger as a scan that counts folders uses it. A folder's count does not
+/// replace its figure: it corrects it. The figures are read (under the lock) before
+/// any folder is scanned, and when the counts are written (under the lock again)
+/// each folder's figure becomes what it is then plus (count - what it was before the
+/// scan). So a change another process added meanwhile (a store whose own cleanup was
+/// skipped, as one cleaner runs at a time) is kept, never overwritten by a count made
+/// before it: with four processes under a small limit, that loss let the ledger say
+/// the cache was nearly empty while the disk held megabytes, and no store cleaned it.
+/// A store that landed after its folder's figure was read and before the folder was
+/// listed is counted twice until the next count — above what the disk holds, never
+/// below. So that this window stays short, each folder's figure is read again just
+/// before its scan when the lock is free at that moment (a try, never a wait).
+class folder_counter {
+public:
+    /// Opens the ledger and reads the figures before counting. A ledger that cannot be
+    /// used, or whose lock is held all of ledger_lock_wait (counted in `events`), gets
+    /// no count written: the folders are scanned all the same.
+    COMPILE_CACHE_DECL folder_counter(std::string const& ledger_path, unsigned file_mode, int exact_umask,
+                                      lock_events* events = nullptr) noexcept;
+
+    /// Just before `folder` is scanned: reads its figure again if the ledger's lock is
+    /// free now (it is not waited for: the figure read at the start is used then).
+    COMPILE_CACHE_DECL void before_scan(unsigned folder) noexcept;
+
+    /// What a scan found in `folder`: the bytes its entries (those left) count for.
+    void counted(unsigned folder, std::uint64_t bytes) noexcept {
+        count_[folder & 0xff] = bytes;
+        seen_.set(folder & 0xff);
+    }
+
+    /// Entries of a counted folder removed after its scan.
+    void removed(unsigned folder, std::uint64_t bytes) noexcept {
+        std::uint64_t& c = count_[folder & 0xff];
+        c -= std::min(c, bytes);
+    }
+
+    /// Writes the corrections of the folders counted so far, marking them counted at
+    /// `now`, and starts afresh from the figures written. Returns the ledger's total,
+    /// or max() when nothing could be written.
+    COMPILE_CACHE_DECL std::uint64_t save(std::int64_t now) noexcept;
+
+private:
+    std::string const& path_; ///< for the lock_events' line; outlives the counter
+    lock_events* events_;
+    file_descriptor fd_;
+    bool usable_ = false; ///< the figures before were read
+    bool sound_ = false;  ///< ...from a whole ledger (so a slot alone can be read again)
+    ledger_slots before_{};
+    std::array<std::uint64_t, 256> count_{};
+    std::bitset<256> seen_;
+};
 
 /// What a cleanup (a step, prune() or clear()) did.
 struct cleanup_totals {
     std::uint64_t entries = 0, bytes = 0; ///< left, when a whole pass was made
     std::uint64_t evicted = 0, evicted_bytes = 0;
     std::uint64_t temps_removed = 0;
+    std::uint64_t not_removed = 0; ///< files that could not be removed (folder_scan::not_removed)
+    int error = 0;                 ///< the first of those errors
     bool complete = false; ///< a whole survey was made, so entries and bytes are exact
+
+    void add_failures(std::uint64_t n, int e) noexcept {
+        not_removed += n;
+        if (error == 0) error = e;
+    }
 };
 
 /// A process's cleanup in progress. A cleanup is a survey — every folder counted,
@@ -5766,8 +5705,8 @@ private:
         std::int64_t temps_before; ///< temp files last written before this go
         std::uint64_t target;      ///< 90% of the limit: where eviction stops
         std::size_t budget;
+        folder_counter& counter;   ///< where each folder's figure goes
         std::size_t cost = 0;
-        std::vector<std::pair<unsigned, std::uint64_t>> counted{}; ///< (folder, bytes) for the ledger
     };
 
     COMPILE_CACHE_DECL void step_impl(int root_fd, std::string const& ledger_path, unsigned file_mode, int exact_umask,
@@ -5782,7 +5721,7 @@ private:
     COMPILE_CACHE_DECL void survey_folders(step_context& c, cleanup_totals& out);
 
     /// Unlinks the named entries oldest first until the total is under the target, and
-    /// takes them off the folders' figures in `c.counted`. Each unlink goes through its
+    /// takes them off the folders' figures in the ledger. Each unlink goes through its
     /// folder opened without following a symlink, so that a folder swapped for a
     /// symlink since the survey (in a directory others may write) cannot turn eviction
     /// on files elsewhere.
@@ -5806,16 +5745,61 @@ private:
 
 #include <algorithm>
 
+#include <sys/file.h>
+
 namespace compile_cache::detail::directory_storage_impl {
 
-std::uint64_t set_folder_counts(std::string const& ledger_path, unsigned file_mode, int exact_umask,
-                                std::vector<std::pair<unsigned, std::uint64_t>> const& counted, std::int64_t now,
-                                lock_events* events) noexcept {
-    ledger l;
-    if (!l.open(ledger_path, file_mode, exact_umask, events)) return std::numeric_limits<std::uint64_t>::max();
-    for (auto const& [folder, bytes] : counted) l.slots[folder & 0xff] = {bytes, now};
-    l.save_all();
-    return l.total();
+folder_counter::folder_counter(std::string const& ledger_path, unsigned file_mode, int exact_umask,
+                               lock_events* events) noexcept
+    : path_(ledger_path), events_(events) {
+    fd_.fd = open_ledger(ledger_path, file_mode, exact_umask);
+    if (!fd_) return;
+    if (int const e = lock_fd(fd_.fd, ledger_lock_wait)) {
+        if (e == EWOULDBLOCK && events_) events_->gave_up(path_, "so the size ledger's counts were not corrected");
+        return;
+    }
+    sound_ = read_ledger(fd_.fd, before_); // a fresh ledger reads as zeros
+    ::flock(fd_.fd, LOCK_UN);
+    usable_ = true;
+}
+
+void folder_counter::before_scan(unsigned folder) noexcept {
+    if (!sound_ || ::flock(fd_.fd, LOCK_EX | LOCK_NB) != 0) return;
+    unsigned char slot[8];
+    std::size_t const at = ledger_header + 16 * (folder & 0xff);
+    if (retry_on_eintr([&] { return ::pread(fd_.fd, slot, sizeof slot, static_cast<off_t>(at)); }) ==
+        static_cast<ssize_t>(sizeof slot)) {
+        std::uint64_t const bytes = read_le<std::uint64_t>(slot);
+        if (bytes <= ledger_sane_limit) before_[folder & 0xff].bytes = bytes;
+    }
+    ::flock(fd_.fd, LOCK_UN);
+}
+
+std::uint64_t folder_counter::save(std::int64_t now) noexcept {
+    std::uint64_t total = std::numeric_limits<std::uint64_t>::max();
+    if (!usable_ || seen_.none()) return total;
+    if (int const e = lock_fd(fd_.fd, ledger_lock_wait)) {
+        if (e == EWOULDBLOCK && events_) events_->gave_up(path_, "so the size ledger's counts were not corrected");
+        return total;
+    }
+    ledger_slots slots;
+    read_ledger(fd_.fd, slots);
+    for (unsigned f = 0; f < 256; ++f) {
+        if (!seen_[f]) continue;
+        // now + (count - before), within [0, ledger_sane_limit]
+        std::uint64_t const grown = slots[f].bytes > before_[f].bytes ? slots[f].bytes - before_[f].bytes : 0;
+        std::uint64_t const shrunk = before_[f].bytes > slots[f].bytes ? before_[f].bytes - slots[f].bytes : 0;
+        std::uint64_t const up = std::min(count_[f] + grown, ledger_sane_limit);
+        slots[f] = {up >= shrunk ? up - shrunk : 0, now};
+    }
+    if (write_ledger(fd_.fd, slots)) {
+        total = ledger_total(slots);
+        before_ = slots;
+        count_ = {};
+        seen_.reset();
+    }
+    ::flock(fd_.fd, LOCK_UN);
+    return total;
 }
 
 void cleanup_state::reset() noexcept {
@@ -5854,16 +5838,14 @@ cleanup_totals cleanup_state::step(int root_fd, std::string const& ledger_path, 
 void cleanup_state::step_impl(int root_fd, std::string const& ledger_path, unsigned file_mode, int exact_umask,
                               std::uint64_t max_size, std::size_t budget, cleanup_totals& out) {
     std::int64_t const now = now_ns();
-    step_context c{root_fd, now / 1000000000, now - temp_stale_after_ns, max_size - max_size / 10, budget};
-    auto save_counts = [&] {
-        return set_folder_counts(ledger_path, file_mode, exact_umask, c.counted, c.now_s, events);
-    };
+    folder_counter counter(ledger_path, file_mode, exact_umask, events);
+    step_context c{root_fd, now / 1000000000, now - temp_stale_after_ns, max_size - max_size / 10, budget, counter};
     begin_or_resume(c.now_s);
     if (current == phase::survey) {
         survey_folders(c, out);
         if (next < 256) { // to be continued by a later step: names would be stale by then
             if (keep_names) drop_names();
-            save_counts();
+            counter.save(c.now_s);
             return;
         }
         out.complete = true;
@@ -5871,20 +5853,20 @@ void cleanup_state::step_impl(int root_fd, std::string const& ledger_path, unsig
         out.bytes = surveyed_bytes;
         if (max_size == 0 || surveyed_bytes <= max_size) {
             reset();
-            save_counts();
+            counter.save(c.now_s);
             return;
         }
         if (keep_names) { // the whole cache was seen in this step: evict exactly, oldest first
             evict_oldest_named(c, out);
             reset();
-            save_counts();
+            counter.save(c.now_s);
             return;
         }
         start_sweep(c.target);
     }
     if (current == phase::sweep) {
         sweep_folders(c, out);
-        std::uint64_t const total = save_counts();
+        std::uint64_t const total = counter.save(c.now_s);
         if (next >= 256 || total <= c.target) reset();
     }
 }
@@ -5900,6 +5882,7 @@ void cleanup_state::begin_or_resume(std::int64_t now_s) noexcept {
 void cleanup_state::survey_folders(step_context& c, cleanup_totals& out) {
     while (next < 256 && c.cost < c.budget) {
         unsigned const folder = next;
+        c.counter.before_scan(folder);
         folder_scan const fs =
             scan_folder(c.root_fd, folder, c.temps_before, no_cutoff,
                         [&](std::int64_t mtime, std::uint64_t bytes, std::string_view name, std::uint64_t) {
@@ -5910,11 +5893,12 @@ void cleanup_state::survey_folders(step_context& c, cleanup_totals& out) {
                                 samples.emplace_back(mtime, bytes);
                             }
                         });
+        c.counter.counted(folder, fs.bytes);
         c.cost += 4 + fs.visited;
         surveyed_bytes += fs.bytes;
         surveyed_entries += fs.entries;
         out.temps_removed += fs.temps_removed;
-        c.counted.emplace_back(folder, fs.bytes);
+        out.add_failures(fs.not_removed, fs.error);
         ++next;
     }
 }
@@ -5922,8 +5906,6 @@ void cleanup_state::survey_folders(step_context& c, cleanup_totals& out) {
 void cleanup_state::evict_oldest_named(step_context& c, cleanup_totals& out) {
     std::sort(records.begin(), records.end(), [](record const& a, record const& b) { return a.mtime < b.mtime; });
     std::uint64_t total = surveyed_bytes;
-    std::uint64_t per_folder[256] = {};
-    for (auto const& [folder, bytes] : c.counted) per_folder[folder] = bytes;
     file_descriptor folder_fd;
     unsigned open_folder = 256;
     for (auto const& r : records) {
@@ -5933,15 +5915,20 @@ void cleanup_state::evict_oldest_named(step_context& c, cleanup_totals& out) {
             folder_fd.fd = ::openat(c.root_fd, folder_name(r.folder), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             open_folder = r.folder;
         }
-        if (folder_fd.fd < 0) continue;
+        if (folder_fd.fd < 0) {
+            out.add_failures(1, errno);
+            continue;
+        }
         int const e = ::unlinkat(folder_fd.fd, r.name.c_str(), 0) == 0 ? 0 : errno;
-        if (e != 0 && e != ENOENT) continue;
+        if (e != 0 && e != ENOENT) {
+            out.add_failures(1, e);
+            continue;
+        }
         total -= r.bytes;
-        per_folder[r.folder] -= std::min(per_folder[r.folder], r.bytes);
+        c.counter.removed(r.folder, r.bytes);
         ++out.evicted;
         out.evicted_bytes += r.bytes;
     }
-    for (auto& [folder, bytes] : c.counted) bytes = per_folder[folder];
     out.entries -= out.evicted;
     out.bytes -= out.evicted_bytes;
 }
@@ -5963,12 +5950,14 @@ void cleanup_state::start_sweep(std::uint64_t target) {
 void cleanup_state::sweep_folders(step_context& c, cleanup_totals& out) {
     while (next < 256 && c.cost < c.budget) {
         unsigned const folder = next;
+        c.counter.before_scan(folder);
         folder_scan const fs = scan_folder(c.root_fd, folder, c.temps_before, cutoff, no_entry_callback{});
+        c.counter.counted(folder, fs.bytes);
         c.cost += 4 + fs.visited;
         out.evicted += fs.evicted;
         out.evicted_bytes += fs.evicted_bytes;
         out.temps_removed += fs.temps_removed;
-        c.counted.emplace_back(folder, fs.bytes);
+        out.add_failures(fs.not_removed, fs.error);
         ++next;
     }
     if (out.complete) {
@@ -6105,6 +6094,11 @@ struct cleanup_result {
     std::uint64_t removed_bytes = 0;
     std::uint64_t temp_files_removed = 0;
     std::error_code error; ///< why the cleanup could not run (the directory cannot be opened); empty otherwise
+    /// Entries and temp files it meant to remove and could not (the unlink failed:
+    /// permission, a read-only mount; or their folder could not be read), and the
+    /// first such error. A cleanup that left any has not done what it was asked.
+    std::uint64_t not_removed = 0;
+    std::error_code removal_error;
 };
 
 /// Counts kept by a storage object (and its copies) since it was made.
@@ -6249,9 +6243,10 @@ public:
     COMPILE_CACHE_DECL cleanup_result prune() noexcept;
 
     /// Removes every entry and every temp file of this library — names made of a
-    /// key's hex in two-hex-digit folders, and `.tmp-*` files there — and nothing else:
-    /// other files, and the folders themselves, stay. A store running meanwhile in
-    /// another process may fail (its temp file is gone): a counted failure there.
+    /// key's hex in two-hex-digit folders, and `.tmp-` + 32 lower-case hex digits there
+    /// — and nothing else: other files, and the folders themselves, stay. A store
+    /// running meanwhile in another process may fail (its temp file is gone): a
+    /// counted failure there. What it could not remove is counted in `not_removed`.
     COMPILE_CACHE_DECL cleanup_result clear() noexcept;
 
     /// What the ledger says the entries count for (whole 4 KiB blocks each), after
@@ -6621,24 +6616,28 @@ cleanup_result directory_storage::prune() noexcept {
         r.removed = t.evicted;
         r.removed_bytes = t.evicted_bytes;
         r.temp_files_removed = t.temps_removed;
+        r.not_removed = t.not_removed;
+        if (t.error != 0) r.removal_error = detail::directory_storage_impl::errno_code(t.error);
     });
 }
 
 cleanup_result directory_storage::clear() noexcept {
     return run_cleanup([this](int root_fd, cleanup_result& r) {
         namespace impl = detail::directory_storage_impl;
-        std::vector<std::pair<unsigned, std::uint64_t>> counted;
+        impl::folder_counter counter(ledger_path_, options_.file_mode, options_.umask, &state_->locks);
         for (unsigned f = 0; f < 256; ++f) {
+            counter.before_scan(f);
             impl::folder_scan const fs =
                 impl::scan_folder(root_fd, f, std::numeric_limits<std::int64_t>::max(),
                                   std::numeric_limits<std::int64_t>::max(), impl::no_entry_callback{});
+            counter.counted(f, fs.bytes);
             r.removed += fs.evicted;
             r.removed_bytes += fs.evicted_bytes;
             r.temp_files_removed += fs.temps_removed;
-            counted.emplace_back(f, fs.bytes);
+            r.not_removed += fs.not_removed;
+            if (fs.error != 0 && !r.removal_error) r.removal_error = impl::errno_code(fs.error);
         }
-        impl::set_folder_counts(ledger_path_, options_.file_mode, options_.umask, counted, impl::now_s(),
-                                &state_->locks);
+        counter.save(impl::now_s());
     });
 }
 
@@ -6763,24 +6762,21 @@ bool directory_storage::flush_ledger(std::int64_t now, std::uint64_t& total) con
     if (f.due.none()) return true;
     impl::file_descriptor root{impl::open_root(directory_)};
     if (!root) return true;
-    try {
-        std::vector<std::pair<unsigned, std::uint64_t>> counted;
-        for (unsigned folder = 0; folder < 256; ++folder) {
-            if (!f.due[folder]) continue;
-            std::int64_t const temps_before = impl::now_ns() - impl::temp_stale_after_ns;
-            impl::folder_scan const fs =
-                impl::scan_folder(root.fd, folder, temps_before, impl::no_cutoff, impl::no_entry_callback{});
-            state_->cleanup.temps_removed += fs.temps_removed;
-            counted.emplace_back(folder, fs.bytes);
-        }
-        std::int64_t const counted_at = impl::now_s();
-        std::uint64_t const t = impl::set_folder_counts(ledger_path_, options_.file_mode, options_.umask, counted,
-                                                        counted_at, &state_->locks);
-        if (t == std::numeric_limits<std::uint64_t>::max()) return false;
-        total = t;
-        state_->ledger.counted(f.due, counted_at, total);
-    } catch (...) {
+    impl::folder_counter counter(ledger_path_, options_.file_mode, options_.umask, &state_->locks);
+    std::int64_t const counted_at = impl::now_s();
+    for (unsigned folder = 0; folder < 256; ++folder) {
+        if (!f.due[folder]) continue;
+        std::int64_t const temps_before = impl::now_ns() - impl::temp_stale_after_ns;
+        counter.before_scan(folder);
+        impl::folder_scan const fs =
+            impl::scan_folder(root.fd, folder, temps_before, impl::no_cutoff, impl::no_entry_callback{});
+        counter.counted(folder, fs.bytes);
+        state_->cleanup.temps_removed += fs.temps_removed;
     }
+    std::uint64_t const recounted = counter.save(counted_at);
+    if (recounted == std::numeric_limits<std::uint64_t>::max()) return false;
+    total = recounted;
+    state_->ledger.counted(f.due, counted_at, total);
     return true;
 }
 
@@ -6959,8 +6955,9 @@ static_assert(compile_cache::check_storage<compile_cache::null_storage>::value);
 // compile_cache: a Storage in front of another — a local one (a directory) before a
 // remote one shared by many machines (a Redis server). Reads try the local storage
 // first; an entry found on the remote is copied locally once the cache has checked its
-// envelope; stores go to both. A remote that times out or refuses is skipped for a
-// back-off period, so a dead or stalled server costs a bounded delay.
+// envelope; stores go to both. A remote that fails (times out, refuses, rejects the
+// credentials, garbles a reply) or answers too slowly is skipped for a back-off period,
+// so a dead, stalled or slow server costs a bounded delay.
 
 
 // ---- begin compile_cache/envelope.hpp
@@ -7300,6 +7297,16 @@ COMPILE_CACHE_CRC_TARGET std::uint32_t crc32c_update_arm(std::uint32_t crc, unsi
 
 namespace compile_cache {
 
+namespace detail {
+/// H's result is bytes with a compile-time size (`std::array<unsigned char, N>`), which
+/// hmac<H> copies into its pad and feeds to the outer hash; not an integer or a struct.
+template <class H, bool = is_hasher_v<H>>
+struct has_byte_digest : std::false_type {};
+template <class H>
+struct has_byte_digest<H, true>
+    : std::bool_constant<digest_kind_of<typename H::result_type>() == digest_kind::bytes> {};
+} // namespace detail
+
 /// HMAC(K, m) = H((K0 ^ opad) || H((K0 ^ ipad) || m)), RFC 2104, where K0 is the key
 /// padded with zeros to the hash's block size, or H(K) so padded when the key is
 /// longer than a block.
@@ -7314,12 +7321,15 @@ namespace compile_cache {
 /// different, deterministic value (see sha256's class comment). To authenticate a second
 /// message, use a fresh copy of the keyed object.
 ///
-/// Requirements on Hasher: a Hasher (hasher/concept.hpp) that is copyable, whose first
-/// result() of a fresh object is its standard digest, and whose digest is no longer
-/// than its block size (true of every hash HMAC is defined for).
+/// Requirements on Hasher: a Hasher (hasher/concept.hpp) that is copyable, whose result
+/// is bytes (not an integer), whose first result() of a fresh object is its standard
+/// digest, and whose digest is no longer than its block size (true of every hash HMAC
+/// is defined for).
 template <class Hasher>
 class hmac {
     static_assert(detail::is_hasher_v<Hasher>, "compile_cache: hmac<H> needs H to be a Hasher (hasher/concept.hpp)");
+    static_assert(!detail::is_hasher_v<Hasher> || detail::has_byte_digest<Hasher>::value,
+                  "compile_cache: hmac<H> needs H's result_type to be bytes, as std::array<unsigned char, N>");
     static_assert(std::is_copy_constructible_v<Hasher>, "compile_cache: hmac<H> needs a copyable H");
 
 public:
@@ -7416,6 +7426,369 @@ bool constant_time_equal(void const* a, void const* b, std::size_t n) noexcept {
 #endif
 // ---- end compile_cache/hasher/impl/hmac.ipp
 // ---- end compile_cache/hasher/hmac.hpp
+// ---- begin compile_cache/statistics.hpp
+// compile_cache: what the cache did, counted. Every failure is a counted reason,
+// never an exception in the host.
+
+
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace compile_cache {
+
+enum class miss_reason : std::size_t {
+    absent,               ///< no entry under the key
+    corrupt,              ///< the envelope's digest, magic or lengths are wrong
+    foreign_version,      ///< another envelope version or serializer format
+    key_mismatch,         ///< a sound entry for another key
+    too_large,            ///< larger than the configured maximum entry size
+    read_error,           ///< the storage could not read it
+    unresolved_reference, ///< it refers to an object that is not live (a kernel that is gone)
+    deserialize_error,    ///< the deserializer rejected the payload
+    /// The entry is not authenticated as the cache's mode requires: with a secret, its
+    /// HMAC does not verify (written without the secret or with another one, damaged,
+    /// or forged); without one, the entry is keyed. See docs/security.md.
+    unauthenticated,
+};
+inline constexpr std::size_t miss_reason_count = 9;
+
+/// The miss a load counts for a read that ended with `s`; nullopt for found.
+inline std::optional<miss_reason> miss_reason_of(read_status s) noexcept {
+    switch (s) {
+    case read_status::found: return std::nullopt;
+    case read_status::absent: return miss_reason::absent;
+    case read_status::too_large: return miss_reason::too_large;
+    case read_status::error: return miss_reason::read_error;
+    }
+    return miss_reason::read_error;
+}
+
+enum class store_failure : std::size_t {
+    serialize_error,      ///< the serializer threw
+    unresolved_reference, ///< the artifact refers to an object with no reference (a kernel without a key)
+    too_large,            ///< larger than the configured maximum entry size
+    write_error,          ///< the storage could not write it (disk full, read-only, permission)
+};
+inline constexpr std::size_t store_failure_count = 4;
+
+inline char const* to_string(miss_reason r) noexcept {
+    static char const* const names[miss_reason_count] = {
+        "absent", "corrupt", "foreign-version", "key-mismatch", "too-large",
+        "read-error", "unresolved-reference", "deserialize-error", "unauthenticated"};
+    return names[static_cast<std::size_t>(r)];
+}
+
+inline char const* to_string(store_failure f) noexcept {
+    static char const* const names[store_failure_count] = {"serialize-error", "unresolved-reference",
+                                                           "too-large", "write-error"};
+    return names[static_cast<std::size_t>(f)];
+}
+
+namespace detail {
+/// The whole-number counters besides the per-reason misses and store failures, in the
+/// order statistics_snapshot::counters() lists them. A new counter: an enumerator
+/// here, a field in statistics_snapshot and a row in counter_table.
+enum class counter : std::size_t {
+    hits,
+    stores,
+    bypasses,
+    bytes_read,
+    bytes_written,
+    load_ns,
+    compile_ns,
+    store_ns,
+    hit_read_ns,
+    hit_verify_ns,
+    hit_deserialize_ns,
+    hit_relocate_ns,
+    hit_compile_ns,
+    verified,
+    unsound,
+    nondeterministic,
+    verify_failed,
+    stores_skipped_cheap,
+    records_ignored,
+    count_
+};
+inline constexpr std::size_t counter_count = static_cast<std::size_t>(counter::count_);
+} // namespace detail
+
+/// A copy of the counters at one moment.
+struct statistics_snapshot {
+    std::uint64_t hits = 0;
+    std::array<std::uint64_t, miss_reason_count> misses{};
+    std::uint64_t stores = 0;
+    std::array<std::uint64_t, store_failure_count> store_failures{};
+    std::uint64_t bypasses = 0;
+    std::map<std::string, std::uint64_t> bypass_reasons;
+    std::uint64_t bytes_read = 0;
+    std::uint64_t bytes_written = 0;
+    std::uint64_t load_ns = 0;    ///< time in load(), hits and misses
+    std::uint64_t compile_ns = 0; ///< time in the host's compile function under get_or_compile
+    std::uint64_t store_ns = 0;   ///< time in store()
+    // Where hits spent their time (included in load_ns).
+    std::uint64_t hit_read_ns = 0;        ///< fetching bytes from storage
+    std::uint64_t hit_verify_ns = 0;      ///< checking envelopes
+    std::uint64_t hit_deserialize_ns = 0; ///< deserializing and relinking references
+    std::uint64_t hit_relocate_ns = 0;    ///< shifting source positions
+    /// The compile times the loaded entries recorded, summed: what the hits saved,
+    /// before the time loading them (load_ns) is taken off.
+    std::uint64_t hit_compile_ns = 0;
+    // Verify mode (cache_options::verify_fraction): hits checked against a fresh compile.
+    std::uint64_t verified = 0;         ///< the fresh compile's bytes equal the loaded artifact's
+    std::uint64_t unsound = 0;          ///< they differ, and two fresh compiles agree: the key misses an input
+    std::uint64_t nondeterministic = 0; ///< two fresh compiles differ: bytes cannot judge this kernel
+    /// A verify compile threw: the hit's value was used, nothing was judged.
+    std::uint64_t verify_failed = 0;
+    /// Kernels not stored because they compiled faster than cache_options::min_compile_time.
+    std::uint64_t stores_skipped_cheap = 0;
+    /// Identity records not read because they are over identity_record_max_size or hold
+    /// more components than identity_record_max_components: misses left unexplained.
+    std::uint64_t records_ignored = 0;
+    /// The Storage's own counters (tiered_storage: `remote.hits`, ...), in its order;
+    /// empty for a storage that keeps none.
+    std::vector<std::pair<std::string, std::uint64_t>> storage_counters;
+
+    std::uint64_t miss_count(miss_reason r) const noexcept { return misses[static_cast<std::size_t>(r)]; }
+    std::uint64_t failure_count(store_failure f) const noexcept {
+        return store_failures[static_cast<std::size_t>(f)];
+    }
+    std::uint64_t total_misses() const noexcept {
+        std::uint64_t n = 0;
+        for (auto m : misses) n += m;
+        return n;
+    }
+    std::uint64_t total_store_failures() const noexcept {
+        std::uint64_t n = 0;
+        for (auto f : store_failures) n += f;
+        return n;
+    }
+
+    /// Every counter by name, zero or not, in a fixed order: `hits`, `misses.<reason>`
+    /// (to_string of each miss_reason), `stores`, `store-failures.<failure>`,
+    /// `bypasses`, `bytes-read`, `bytes-written`, `load-ns`, `compile-ns`, `store-ns`,
+    /// `hit-read-ns`, `hit-verify-ns`, `hit-deserialize-ns`, `hit-relocate-ns`,
+    /// `hit-compile-ns`, `verified`, `unsound`, `nondeterministic`, `verify-failed`,
+    /// `store-skipped.cheap`, `records-ignored`. These
+    /// are the names a cache directory keeps its cumulative counters under (the
+    /// breakdown of bypasses by reason is not kept: reasons are the host's own text).
+    /// Then the storage_counters.
+    COMPILE_CACHE_DECL std::vector<std::pair<std::string, std::uint64_t>> counters() const;
+
+    /// The compile time the hits saved: the compile times their entries recorded, less
+    /// the time spent loading (hits and misses); 0 when loading cost more.
+    std::uint64_t saved_ns() const noexcept { return hit_compile_ns > load_ns ? hit_compile_ns - load_ns : 0; }
+
+    /// One line: `hits=3 misses=2 (absent=1 corrupt=1) stores=2 ...`; reasons with a
+    /// zero count are left out, and so are the verify and skipped-store counts when
+    /// they are all 0.
+    COMPILE_CACHE_DECL std::string summary() const;
+
+private:
+    /// ` (name=n name=n)` for the reasons counted at least once; empty when none was.
+    template <class Reason, std::size_t N>
+    static std::string nonzero_counts(std::array<std::uint64_t, N> const& counts) {
+        std::string out;
+        for (std::size_t i = 0; i < N; ++i)
+            if (counts[i] != 0)
+                out += std::string(out.empty() ? "" : " ") + to_string(static_cast<Reason>(i)) + "=" +
+                       std::to_string(counts[i]);
+        return out.empty() ? out : " (" + out + ")";
+    }
+
+    COMPILE_CACHE_DECL static std::string format_ms(std::uint64_t ns);
+};
+
+namespace detail {
+struct counter_row {
+    char const* name; ///< in statistics_snapshot::counters() and the cache directory's counters file
+    std::uint64_t statistics_snapshot::*field;
+};
+inline constexpr counter_row counter_table[] = {
+    {"hits", &statistics_snapshot::hits},
+    {"stores", &statistics_snapshot::stores},
+    {"bypasses", &statistics_snapshot::bypasses},
+    {"bytes-read", &statistics_snapshot::bytes_read},
+    {"bytes-written", &statistics_snapshot::bytes_written},
+    {"load-ns", &statistics_snapshot::load_ns},
+    {"compile-ns", &statistics_snapshot::compile_ns},
+    {"store-ns", &statistics_snapshot::store_ns},
+    {"hit-read-ns", &statistics_snapshot::hit_read_ns},
+    {"hit-verify-ns", &statistics_snapshot::hit_verify_ns},
+    {"hit-deserialize-ns", &statistics_snapshot::hit_deserialize_ns},
+    {"hit-relocate-ns", &statistics_snapshot::hit_relocate_ns},
+    {"hit-compile-ns", &statistics_snapshot::hit_compile_ns},
+    {"verified", &statistics_snapshot::verified},
+    {"unsound", &statistics_snapshot::unsound},
+    {"nondeterministic", &statistics_snapshot::nondeterministic},
+    {"verify-failed", &statistics_snapshot::verify_failed},
+    {"store-skipped.cheap", &statistics_snapshot::stores_skipped_cheap},
+    {"records-ignored", &statistics_snapshot::records_ignored},
+};
+static_assert(std::size(counter_table) == counter_count, "compile_cache: one counter_table row per counter");
+} // namespace detail
+
+/// The live counters: lock-free for everything on the hit path.
+class statistics {
+public:
+    /// The time of one hit, phase by phase.
+    struct hit_phases {
+        std::uint64_t read_ns = 0;        ///< fetching the bytes from storage
+        std::uint64_t verify_ns = 0;      ///< checking the envelope
+        std::uint64_t deserialize_ns = 0; ///< deserializing and relinking references
+        std::uint64_t relocate_ns = 0;    ///< shifting source positions
+    };
+
+    void hit(std::uint64_t bytes, hit_phases const& t, std::uint64_t recorded_compile_ns = 0) noexcept {
+        add(detail::counter::hits);
+        add(detail::counter::hit_compile_ns, recorded_compile_ns);
+        add(detail::counter::bytes_read, bytes);
+        add(detail::counter::load_ns, t.read_ns + t.verify_ns + t.deserialize_ns + t.relocate_ns);
+        add(detail::counter::hit_read_ns, t.read_ns);
+        add(detail::counter::hit_verify_ns, t.verify_ns);
+        add(detail::counter::hit_deserialize_ns, t.deserialize_ns);
+        add(detail::counter::hit_relocate_ns, t.relocate_ns);
+    }
+    void miss(miss_reason r, std::uint64_t bytes, std::uint64_t ns) noexcept {
+        misses_[static_cast<std::size_t>(r)].fetch_add(1, std::memory_order_relaxed);
+        add(detail::counter::bytes_read, bytes);
+        add(detail::counter::load_ns, ns);
+    }
+    void stored(std::uint64_t bytes, std::uint64_t ns) noexcept {
+        add(detail::counter::stores);
+        add(detail::counter::bytes_written, bytes);
+        add(detail::counter::store_ns, ns);
+    }
+    void store_failed(store_failure f, std::uint64_t ns) noexcept {
+        store_failures_[static_cast<std::size_t>(f)].fetch_add(1, std::memory_order_relaxed);
+        add(detail::counter::store_ns, ns);
+    }
+    void verified() noexcept { add(detail::counter::verified); }
+    void unsound() noexcept { add(detail::counter::unsound); }
+    void nondeterministic() noexcept { add(detail::counter::nondeterministic); }
+    void verify_failed() noexcept { add(detail::counter::verify_failed); }
+    void record_ignored() noexcept { add(detail::counter::records_ignored); }
+    void store_skipped_cheap() noexcept { add(detail::counter::stores_skipped_cheap); }
+    void compiled(std::uint64_t ns) noexcept { add(detail::counter::compile_ns, ns); }
+    COMPILE_CACHE_DECL void bypassed(std::string const& reason) noexcept;
+
+    COMPILE_CACHE_DECL statistics_snapshot snapshot() const;
+
+private:
+    void add(detail::counter c, std::uint64_t n = 1) noexcept {
+        counts_[static_cast<std::size_t>(c)].fetch_add(n, std::memory_order_relaxed);
+    }
+
+    std::array<std::atomic<std::uint64_t>, detail::counter_count> counts_{};
+    std::array<std::atomic<std::uint64_t>, miss_reason_count> misses_{};
+    std::array<std::atomic<std::uint64_t>, store_failure_count> store_failures_{};
+    mutable std::mutex bypass_mutex_;
+    std::map<std::string, std::uint64_t> bypass_reasons_;
+};
+
+} // namespace compile_cache
+
+// ---- begin compile_cache/impl/statistics.ipp
+// compile_cache: the definitions of statistics.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+namespace compile_cache {
+
+std::vector<std::pair<std::string, std::uint64_t>> statistics_snapshot::counters() const {
+    std::vector<std::pair<std::string, std::uint64_t>> c;
+    c.reserve(detail::counter_count + miss_reason_count + store_failure_count + storage_counters.size());
+    for (std::size_t i = 0; i < detail::counter_count; ++i) {
+        c.emplace_back(detail::counter_table[i].name, this->*detail::counter_table[i].field);
+        if (i == static_cast<std::size_t>(detail::counter::hits))
+            for (std::size_t r = 0; r < miss_reason_count; ++r)
+                c.emplace_back(std::string("misses.") + to_string(static_cast<miss_reason>(r)), misses[r]);
+        if (i == static_cast<std::size_t>(detail::counter::stores))
+            for (std::size_t f = 0; f < store_failure_count; ++f)
+                c.emplace_back(std::string("store-failures.") + to_string(static_cast<store_failure>(f)),
+                               store_failures[f]);
+    }
+    c.insert(c.end(), storage_counters.begin(), storage_counters.end());
+    return c;
+}
+
+std::string statistics_snapshot::summary() const {
+    std::string s = "hits=" + std::to_string(hits) + " misses=" + std::to_string(total_misses());
+    s += nonzero_counts<miss_reason>(misses);
+    s += " stores=" + std::to_string(stores);
+    s += " store-failures=" + std::to_string(total_store_failures());
+    s += nonzero_counts<store_failure>(store_failures);
+    s += " bypasses=" + std::to_string(bypasses);
+    std::string reasons;
+    for (auto const& [why, n] : bypass_reasons)
+        reasons += std::string(reasons.empty() ? "" : "; ") + why + "=" + std::to_string(n);
+    if (!reasons.empty()) s += " (" + reasons + ")";
+    s += " bytes-read=" + std::to_string(bytes_read) + " bytes-written=" + std::to_string(bytes_written);
+    if (hits)
+        s += " hit-ms=(read " + format_ms(hit_read_ns) + " verify " + format_ms(hit_verify_ns) + " deserialize " +
+             format_ms(hit_deserialize_ns) + " relocate " + format_ms(hit_relocate_ns) + ")";
+    if (verified + unsound + nondeterministic != 0)
+        s += " verify=(verified " + std::to_string(verified) + " unsound " + std::to_string(unsound) +
+             " nondeterministic " + std::to_string(nondeterministic) + ")";
+    if (verify_failed != 0) s += " verify-failed=" + std::to_string(verify_failed);
+    if (records_ignored != 0) s += " records-ignored=" + std::to_string(records_ignored);
+    if (stores_skipped_cheap != 0) s += " store-skipped-cheap=" + std::to_string(stores_skipped_cheap);
+    if (hits) s += " saved-ms=" + format_ms(saved_ns());
+    s += " load-ms=" + format_ms(load_ns) + " compile-ms=" + format_ms(compile_ns) + " store-ms=" + format_ms(store_ns);
+    // The storage's own: `remote.hits=3 ... remote.read-ms=1.250`; zero errors left out.
+    for (auto const& [name, n] : storage_counters) {
+        if (n == 0 && name.find(".errors.") != std::string::npos) continue;
+        if (name.size() > 3 && name.compare(name.size() - 3, 3, "-ns") == 0)
+            s += " " + name.substr(0, name.size() - 3) + "-ms=" + format_ms(n);
+        else
+            s += " " + name + "=" + std::to_string(n);
+    }
+    return s;
+}
+
+std::string statistics_snapshot::format_ms(std::uint64_t ns) {
+    std::uint64_t us = ns / 1000;
+    std::string frac = std::to_string(us % 1000);
+    return std::to_string(us / 1000) + "." + std::string(3 - frac.size(), '0') + frac;
+}
+
+void statistics::bypassed(std::string const& reason) noexcept {
+    add(detail::counter::bypasses);
+    try {
+        std::lock_guard<std::mutex> lock(bypass_mutex_);
+        ++bypass_reasons_[reason];
+    } catch (...) {
+        // The count above stands; only the breakdown by reason is lost.
+    }
+}
+
+statistics_snapshot statistics::snapshot() const {
+    statistics_snapshot s;
+    for (std::size_t i = 0; i < detail::counter_count; ++i)
+        s.*detail::counter_table[i].field = counts_[i].load(std::memory_order_relaxed);
+    for (std::size_t i = 0; i < miss_reason_count; ++i) s.misses[i] = misses_[i].load(std::memory_order_relaxed);
+    for (std::size_t i = 0; i < store_failure_count; ++i)
+        s.store_failures[i] = store_failures_[i].load(std::memory_order_relaxed);
+    std::lock_guard<std::mutex> lock(bypass_mutex_);
+    s.bypass_reasons = bypass_reasons_;
+    return s;
+}
+
+} // namespace compile_cache
+
+#endif
+// ---- end compile_cache/impl/statistics.ipp
+// ---- end compile_cache/statistics.hpp
 
 #include <vector>
 
@@ -7929,6 +8302,481 @@ opened_envelope to_opened_envelope(envelope_fields const& f) {
 #endif
 // ---- end compile_cache/impl/envelope.ipp
 // ---- end compile_cache/envelope.hpp
+// ---- begin compile_cache/explain.hpp
+// compile_cache: why a kernel missed. Each store also records, under the kernel's
+// identity, the keys stored for it (newest first, a few) with their named components;
+// an `absent` miss reads that record and compares the component lists: which
+// components changed, appeared or disappeared since the kernel was last stored.
+//
+// The record is an ordinary entry: an envelope (so it is checked like any other, and
+// authenticated under the cache's secret) stored through the same Storage under a key
+// derived from the identity, with its own format id. Any Storage keeps it without a
+// member of its own. Its key is 33 bytes, the last one identity_record_marker, a size no
+// Hasher's digest has, so that a tool can tell records from kernels by name alone.
+
+
+// ---- begin compile_cache/printable.hpp
+// compile_cache: text made safe to print on a terminal. Names, files and component names
+// come from entries and records anyone who can write the storage may have forged: the
+// library's log lines and the compile-cache tool print them through printable() alone.
+
+
+#include <string>
+#include <string_view>
+
+namespace compile_cache {
+
+/// `s` with every byte that could upset a terminal written as `\xNN`: control
+/// characters (escape sequences, newlines that would fake another line), DEL, the
+/// backslash itself, C1 controls encoded in UTF-8, and any byte that is not part of
+/// well-formed UTF-8. Well-formed UTF-8 otherwise passes unchanged.
+COMPILE_CACHE_DECL std::string printable(std::string_view s);
+
+} // namespace compile_cache
+
+// ---- begin compile_cache/impl/printable.ipp
+// compile_cache: the definitions of printable.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+namespace compile_cache {
+
+std::string printable(std::string_view s) {
+    static char const hex[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(s.size());
+    auto escape = [&](unsigned char c) {
+        out += "\\x";
+        out += hex[c >> 4];
+        out += hex[c & 0xf];
+    };
+    std::size_t i = 0;
+    while (i < s.size()) {
+        auto const c = static_cast<unsigned char>(s[i]);
+        if (c < 0x80) {
+            if (c < 0x20 || c == 0x7f || c == '\\') escape(c);
+            else out += static_cast<char>(c);
+            ++i;
+            continue;
+        }
+        // A well-formed UTF-8 sequence is kept, unless it encodes a C1 control
+        // (U+0080..U+009F: 0xc2 0x80..0x9f), which some terminals act on as they do on
+        // the raw bytes 0x80..0x9f; anything malformed is escaped byte by byte.
+        std::size_t const n = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+        bool ok = n != 0 && i + n <= s.size();
+        for (std::size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+        if (ok && c == 0xc2 && static_cast<unsigned char>(s[i + 1]) <= 0x9f) ok = false;
+        if (ok && c == 0xe0 && static_cast<unsigned char>(s[i + 1]) < 0xa0) ok = false; // overlong
+        if (ok && c == 0xf0 && static_cast<unsigned char>(s[i + 1]) < 0x90) ok = false; // overlong
+        if (ok && c == 0xed && static_cast<unsigned char>(s[i + 1]) >= 0xa0) ok = false; // surrogates
+        if (ok && c == 0xf4 && static_cast<unsigned char>(s[i + 1]) >= 0x90) ok = false; // over U+10FFFF
+        if (!ok) {
+            escape(c);
+            ++i;
+            continue;
+        }
+        out.append(s.data() + i, n);
+        i += n;
+    }
+    return out;
+}
+
+} // namespace compile_cache
+
+#endif
+// ---- end compile_cache/impl/printable.ipp
+// ---- end compile_cache/printable.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace compile_cache {
+
+/// Why a get_or_compile missed, component by component (for an `absent` miss only).
+struct miss_explanation {
+    enum class kind {
+        none,        ///< no explanation: not an absent miss, or nothing could be read
+        new_kernel,  ///< no entry was ever recorded for this kernel's identity
+        evicted,     ///< an entry under this very key was recorded: it was evicted or removed
+        changed,     ///< the kernel was stored before under another key: see the lists
+    };
+    kind what = kind::none;
+    std::vector<std::string> changed;     ///< components with another digest
+    std::vector<std::string> appeared;    ///< components the previous key did not have
+    std::vector<std::string> disappeared; ///< components of the previous key that are gone
+    std::vector<std::string> unchanged;   ///< the others (an unchanged toolchain as one name)
+    /// For kind::new_kernel, what no earlier entry was found for: the host's identity
+    /// string when it gave one, else the kernel's name and origin file (empty when the
+    /// explanation was made without them).
+    std::string identity, name, origin_file;
+
+    explicit operator bool() const noexcept { return what != kind::none; }
+
+    /// For a log line: `changed callee:helper, ir; unchanged toolchain, options`,
+    /// `new (no earlier entry named main from prog.dsl)`, `evicted or removed`; empty
+    /// for kind::none. Every name in it is printable() (a record may have been forged).
+    COMPILE_CACHE_DECL std::string text() const;
+
+    /// Short, for a host's one-line report: `callee:helper, ir changed`, `new`, `evicted`.
+    /// Names printable(), as in text().
+    COMPILE_CACHE_DECL std::string brief() const;
+
+    /// The names, printable(), separated by `, `.
+    COMPILE_CACHE_DECL static std::string join(std::vector<std::string> const& names);
+
+private:
+    COMPILE_CACHE_DECL static void append_list(std::string& s, char const* label,
+                                               std::vector<std::string> const& names);
+};
+
+/// One entry stored for a kernel, as its identity record keeps it.
+struct recorded_entry {
+    key entry_key;
+    std::int64_t created_ns = 0;
+    std::uint64_t compile_ns = 0;
+    /// The key's components, the toolchain as its parts (`toolchain: compiler`, ...),
+    /// digests cut to identity_record_digest_size bytes.
+    std::vector<component_digest> components;
+};
+
+/// What is recorded under a kernel's identity: its latest entries, newest first.
+struct identity_record {
+    std::string identity;
+    std::vector<recorded_entry> history;
+};
+
+/// How many entries a record keeps.
+inline constexpr std::size_t identity_record_history = 8;
+/// A record keeps the first bytes of each component's digest only: enough to tell
+/// whether it changed (a change goes unseen with probability 2^-64), and a record of 8
+/// entries of 15 components stays under 4 KiB.
+inline constexpr std::size_t identity_record_digest_size = 8;
+/// The format id of a record's envelope (a kernel's entry carries its serializer's).
+inline constexpr std::string_view identity_record_format = "compile_cache.identity-record 1";
+/// The last byte of a record's 33-byte key.
+inline constexpr unsigned char identity_record_marker = 0x1d;
+inline constexpr std::size_t identity_record_key_size = 33;
+/// A record is small; one over this bound is not read (counted records-ignored).
+inline constexpr std::size_t identity_record_max_size = std::size_t{256} << 10;
+/// The most components one recorded entry may list; a record with an entry over it is
+/// not read either (counted records-ignored). No key a host builds comes near it (a
+/// kernel keyed on 4096 callees), and comparing is linear in the components anyway.
+inline constexpr std::size_t identity_record_max_components = 4096;
+
+/// The identity of a kernel: the host's own string, or its name and origin file.
+COMPILE_CACHE_DECL std::string kernel_identity(std::string_view given, std::string_view name,
+                                               std::string_view origin_file);
+
+/// The key a kernel identity's record is stored under.
+COMPILE_CACHE_DECL key identity_record_key(std::string_view identity);
+
+/// Whether `k` is the key of an identity record rather than of a kernel.
+inline bool is_identity_record_key(key const& k) noexcept {
+    return k.size() == identity_record_key_size && k.data()[identity_record_key_size - 1] == identity_record_marker;
+}
+
+/// The same, for a key's hex (an entry's file name).
+inline bool is_identity_record_name(std::string_view hex) noexcept {
+    return hex.size() == 2 * identity_record_key_size && hex.substr(hex.size() - 2) == "1d";
+}
+
+namespace detail {
+COMPILE_CACHE_DECL void append_key8(std::string& out, key const& k);
+COMPILE_CACHE_DECL bool read_key8(envelope_reader& r, key& k);
+
+/// The stored key, kernel name, origin file and format id an entry's header names,
+/// read without its check value (`entry` must have been checked already, or be
+/// checked by whoever uses what it says); false when the header does not parse.
+COMPILE_CACHE_DECL bool read_entry_header(std::string_view entry, key& stored_key, std::string& name,
+                                          std::string& origin_file, std::string& format_id);
+
+/// The key of the identity record a host that gives no identity of its own writes for
+/// the kernel of `checked_entry` (by its name and origin file); nullopt when its header
+/// does not parse. What tiered_storage copies along with a remote entry.
+COMPILE_CACHE_DECL std::optional<key> record_key_of_entry(std::string_view checked_entry);
+
+/// Whether `bytes` look like the identity record stored under `record_key`: its header
+/// names that key and the record format (the check value is the reader's to verify).
+COMPILE_CACHE_DECL bool looks_like_record(std::string_view bytes, key const& record_key);
+} // namespace detail
+
+/// The payload of a record's envelope.
+COMPILE_CACHE_DECL std::string encode_identity_record(identity_record const& r);
+
+/// Parses what encode_identity_record wrote, within bounds; nullopt for anything else,
+/// and for a record with an entry of more than identity_record_max_components.
+COMPILE_CACHE_DECL std::optional<identity_record> decode_identity_record(std::string_view payload);
+
+/// The same; `over_bound` is set when the payload was refused for holding an entry of
+/// more than identity_record_max_components (a forged record, not a damaged one).
+COMPILE_CACHE_DECL std::optional<identity_record> decode_identity_record(std::string_view payload,
+                                                                         bool& over_bound);
+
+/// The component lists of two keys of one kernel compared: which names of `now`
+/// changed or appeared since `before`, and which of `before` disappeared. Both lists'
+/// names are first made distinct as key_builder makes them (distinct_component_names:
+/// the n-th `callee` is `callee#n`), so the n-th component of a name is matched with
+/// the n-th of that name, records written before names were made distinct compare
+/// alike, and no name is ever listed twice, nor both changed and unchanged. Linear in
+/// the components. Toolchain parts (names starting `toolchain: `) that are all
+/// unchanged are named `toolchain` once.
+COMPILE_CACHE_DECL miss_explanation compare_components(std::vector<component_digest> const& before,
+                                                       std::vector<component_digest> const& now);
+
+/// The explanation of an `absent` miss of the key `now_key` (components `now`), from
+/// the record of the kernel's identity (null when there is none). `identity`, `name`
+/// and `origin_file` (as in entry_info) say what a new kernel had no earlier entry for.
+COMPILE_CACHE_DECL miss_explanation explain_absent(identity_record const* record, key const& now_key,
+                                                   std::vector<component_digest> const& now,
+                                                   std::string_view identity = {}, std::string_view name = {},
+                                                   std::string_view origin_file = {});
+
+} // namespace compile_cache
+
+// ---- begin compile_cache/impl/explain.ipp
+// compile_cache: the definitions of explain.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+#include <cstring>
+#include <unordered_map>
+
+namespace compile_cache {
+
+std::string miss_explanation::text() const {
+    switch (what) {
+    case kind::none: return {};
+    case kind::new_kernel:
+        if (!identity.empty()) return "new (no earlier entry for the identity \"" + printable(identity) + "\")";
+        if (!name.empty() || !origin_file.empty())
+            return "new (no earlier entry named " + printable(name) + " from " + printable(origin_file) + ")";
+        return "new";
+    case kind::evicted: return "evicted or removed (an entry under this very key was stored before)";
+    case kind::changed: break;
+    }
+    std::string s;
+    append_list(s, "changed ", changed);
+    append_list(s, "appeared ", appeared);
+    append_list(s, "disappeared ", disappeared);
+    if (s.empty()) s = "the key changed, its named components did not";
+    append_list(s, "unchanged ", unchanged);
+    return s;
+}
+
+std::string miss_explanation::brief() const {
+    switch (what) {
+    case kind::none: return {};
+    case kind::new_kernel: return "new";
+    case kind::evicted: return "evicted";
+    case kind::changed: break;
+    }
+    std::string s;
+    auto add = [&s](std::vector<std::string> const& names, char const* verb) {
+        if (names.empty()) return;
+        if (!s.empty()) s += "; ";
+        s += join(names) + " " + verb;
+    };
+    add(changed, "changed");
+    add(appeared, "appeared");
+    add(disappeared, "disappeared");
+    return s.empty() ? std::string("key changed") : s;
+}
+
+std::string miss_explanation::join(std::vector<std::string> const& names) {
+    std::string s;
+    for (auto const& n : names) s += (s.empty() ? "" : ", ") + printable(n);
+    return s;
+}
+
+void miss_explanation::append_list(std::string& s, char const* label, std::vector<std::string> const& names) {
+    if (names.empty()) return;
+    s += (s.empty() ? "" : "; ") + std::string(label) + join(names);
+}
+
+std::string kernel_identity(std::string_view given, std::string_view name, std::string_view origin_file) {
+    if (!given.empty()) return std::string(given);
+    std::string s(name);
+    s += '\n';
+    s.append(origin_file.data(), origin_file.size());
+    return s;
+}
+
+key identity_record_key(std::string_view identity) {
+    sha256 h;
+    static constexpr char domain[] = "compile_cache.identity-record\0";
+    h.update(domain, sizeof domain - 1);
+    h.update(identity.data(), identity.size());
+    auto const d = h.result();
+    unsigned char bytes[identity_record_key_size];
+    std::memcpy(bytes, d.data(), identity_record_key_size - 1);
+    bytes[identity_record_key_size - 1] = identity_record_marker;
+    return key(bytes, identity_record_key_size);
+}
+
+namespace detail {
+void append_key8(std::string& out, key const& k) {
+    out.push_back(static_cast<char>(k.size()));
+    out.append(reinterpret_cast<char const*>(k.data()), k.size());
+}
+bool read_key8(envelope_reader& r, key& k) {
+    std::uint8_t n;
+    std::string_view bytes;
+    if (!r.read(n) || n == 0 || n > key::max_size || !r.read_bytes(n, bytes)) return false;
+    k = key(bytes.data(), bytes.size());
+    return true;
+}
+
+bool read_entry_header(std::string_view entry, key& stored_key, std::string& name, std::string& origin_file,
+                       std::string& format_id) {
+    auto const* p = reinterpret_cast<unsigned char const*>(entry.data());
+    if (entry.size() < envelope_min_header || std::memcmp(p, envelope_magic, sizeof envelope_magic) != 0)
+        return false;
+    envelope_reader in(p + sizeof envelope_magic, entry.size() - sizeof envelope_magic);
+    std::uint16_t version = 0, flags = 0;
+    std::uint32_t meta_size = 0;
+    std::string_view meta_bytes;
+    if (!in.read(version) || version != envelope_version || !in.read(flags) || !read_key8(in, stored_key) ||
+        !in.read(meta_size) || meta_size > envelope_max_metadata || !in.read_bytes(meta_size, meta_bytes))
+        return false;
+    envelope_fields f;
+    if (!parse_metadata(meta_bytes, f)) return false;
+    name = std::string(f.name);
+    origin_file = std::string(f.origin_file);
+    format_id = std::string(f.format_id);
+    return true;
+}
+
+std::optional<key> record_key_of_entry(std::string_view checked_entry) {
+    key stored;
+    std::string name, origin_file, format_id;
+    if (!read_entry_header(checked_entry, stored, name, origin_file, format_id)) return std::nullopt;
+    return identity_record_key(kernel_identity({}, name, origin_file));
+}
+
+bool looks_like_record(std::string_view bytes, key const& record_key) {
+    key stored;
+    std::string name, origin_file, format_id;
+    return read_entry_header(bytes, stored, name, origin_file, format_id) && stored == record_key &&
+           format_id == identity_record_format;
+}
+} // namespace detail
+
+std::string encode_identity_record(identity_record const& r) {
+    std::string out;
+    detail::append_string32(out, r.identity);
+    detail::append_le<std::uint32_t>(out, static_cast<std::uint32_t>(r.history.size()));
+    for (recorded_entry const& e : r.history) {
+        detail::append_key8(out, e.entry_key);
+        detail::append_le<std::uint64_t>(out, static_cast<std::uint64_t>(e.created_ns));
+        detail::append_le<std::uint64_t>(out, e.compile_ns);
+        detail::append_le<std::uint32_t>(out, static_cast<std::uint32_t>(e.components.size()));
+        for (component_digest const& c : e.components) {
+            detail::append_string32(out, c.name);
+            detail::append_key8(out, c.digest);
+        }
+    }
+    return out;
+}
+
+std::optional<identity_record> decode_identity_record(std::string_view payload) {
+    bool over_bound = false;
+    return decode_identity_record(payload, over_bound);
+}
+
+std::optional<identity_record> decode_identity_record(std::string_view payload, bool& over_bound) {
+    over_bound = false;
+    detail::envelope_reader r(reinterpret_cast<unsigned char const*>(payload.data()), payload.size());
+    identity_record out;
+    std::uint32_t count;
+    if (!r.read_string32(out.identity) || !r.read(count) || count > identity_record_history) return std::nullopt;
+    for (std::uint32_t i = 0; i < count; ++i) {
+        recorded_entry e;
+        std::uint64_t created;
+        std::uint32_t components;
+        if (!detail::read_key8(r, e.entry_key) || !r.read(created) || !r.read(e.compile_ns) || !r.read(components))
+            return std::nullopt;
+        e.created_ns = static_cast<std::int64_t>(created);
+        if (components > identity_record_max_components) {
+            over_bound = true;
+            return std::nullopt;
+        }
+        if (components > r.left() / 5) return std::nullopt; // each takes at least 5 bytes
+        e.components.reserve(components);
+        for (std::uint32_t j = 0; j < components; ++j) {
+            component_digest c;
+            if (!r.read_string32(c.name) || !detail::read_key8(r, c.digest)) return std::nullopt;
+            e.components.push_back(std::move(c));
+        }
+        out.history.push_back(std::move(e));
+    }
+    if (r.left() != 0) return std::nullopt;
+    return out;
+}
+
+miss_explanation compare_components(std::vector<component_digest> const& before,
+                                    std::vector<component_digest> const& now) {
+    std::vector<component_digest> old_list = before, new_list = now;
+    distinct_component_names(old_list);
+    distinct_component_names(new_list);
+    std::unordered_map<std::string_view, component_digest const*> old_by_name, new_by_name;
+    old_by_name.reserve(old_list.size());
+    new_by_name.reserve(new_list.size());
+    for (component_digest const& c : old_list) old_by_name.emplace(c.name, &c);
+    for (component_digest const& c : new_list) new_by_name.emplace(c.name, &c);
+    auto is_toolchain_part = [](std::string const& name) { return name.rfind("toolchain: ", 0) == 0; };
+    miss_explanation m;
+    m.what = miss_explanation::kind::changed;
+    bool toolchain_changed = false, toolchain_parts = false;
+    for (component_digest const& c : new_list) {
+        auto const old = old_by_name.find(c.name);
+        bool const part = is_toolchain_part(c.name);
+        toolchain_parts = toolchain_parts || part;
+        if (old == old_by_name.end()) {
+            m.appeared.push_back(c.name);
+            toolchain_changed = toolchain_changed || part;
+        } else if (!(old->second->digest == c.digest)) {
+            m.changed.push_back(c.name);
+            toolchain_changed = toolchain_changed || part;
+        } else if (!part) {
+            m.unchanged.push_back(c.name);
+        }
+    }
+    for (component_digest const& c : old_list)
+        if (new_by_name.find(c.name) == new_by_name.end()) {
+            m.disappeared.push_back(c.name);
+            toolchain_changed = toolchain_changed || is_toolchain_part(c.name);
+        }
+    if (toolchain_parts && !toolchain_changed) m.unchanged.insert(m.unchanged.begin(), "toolchain");
+    return m;
+}
+
+miss_explanation explain_absent(identity_record const* record, key const& now_key,
+                                std::vector<component_digest> const& now, std::string_view identity,
+                                std::string_view name, std::string_view origin_file) {
+    miss_explanation m;
+    if (!record || record->history.empty()) {
+        m.what = miss_explanation::kind::new_kernel;
+        m.identity = std::string(identity);
+        m.name = std::string(name);
+        m.origin_file = std::string(origin_file);
+        return m;
+    }
+    for (recorded_entry const& e : record->history)
+        if (e.entry_key == now_key) {
+            m.what = miss_explanation::kind::evicted;
+            return m;
+        }
+    return compare_components(record->history.front().components, now);
+}
+
+} // namespace compile_cache
+
+#endif
+// ---- end compile_cache/impl/explain.ipp
+// ---- end compile_cache/explain.hpp
 
 #include <algorithm>
 #include <array>
@@ -7945,6 +8793,7 @@ opened_envelope to_opened_envelope(envelope_fields const& f) {
 #include <string_view>
 #include <system_error>
 #include <type_traits>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -7985,10 +8834,23 @@ COMPILE_CACHE_DECL remote_error remote_error_of(std::error_code const& e) noexce
 /// How a tiered_storage uses its remote.
 struct tier_options {
     compile_cache::remote_mode mode = remote_mode::read_write;
-    /// After a timeout or a refused connection the remote is skipped this long; while
-    /// it keeps failing the period doubles, up to backoff_max.
+    /// After a failure that says the remote is not usable (timeout, refused, auth,
+    /// protocol) the remote is skipped this long; each failed probe after it doubles the
+    /// period, up to backoff_max (calls that were already out when it failed do not).
     std::chrono::milliseconds backoff_start{2000};
     std::chrono::milliseconds backoff_max{60000};
+    /// A store does not overwrite an entry the remote holds under the same key that
+    /// this process read and found not authentic (its HMAC does not verify here: most
+    /// likely the machines' secrets differ); counted `remote.store-skipped.foreign`, one
+    /// line the first time. True replaces them (to heal garbage planted on the server).
+    bool replace_unauthentic = false;
+    /// The process's time budget for slow answers: a call that answers after slow_call
+    /// or later adds its wait to a count (in wall time: calls waiting side by side on
+    /// several threads count once); once the count passes `budget`, every slow answer is
+    /// a failure (the remote is skipped for the back-off, one line, as a dead one is).
+    /// 0: no budget, slow answers never skip the remote.
+    std::chrono::milliseconds budget{1000};
+    std::chrono::milliseconds slow_call{200};
     /// One line when the remote goes away and one when it comes back; silent when empty.
     std::function<void(std::string_view)> logger;
 };
@@ -7998,6 +8860,16 @@ template <class S>
 using describe_t = decltype(std::declval<S const&>().describe());
 template <class S>
 using has_remote_describe = is_detected_convertible<std::string, describe_t, S>;
+template <class S>
+using last_failure_text_t = decltype(std::declval<S const&>().last_failure().text);
+/// A remote that tells the text of its last failure (redis_storage::last_failure).
+template <class S>
+using has_last_failure_text = is_detected_convertible<std::string, last_failure_text_t, S>;
+template <class S>
+using partial_failure_t = decltype(std::declval<S const&>().partial_failure(std::declval<std::error_code const&>()));
+/// A remote that says which of its errors failed only a part of it (a cluster's node).
+template <class S>
+using has_partial_failure = is_detected_convertible<bool, partial_failure_t, S>;
 /// The calls the last found read on this thread answered from a remote (for
 /// entry_checked): which tier, and which key.
 struct remote_read_mark {
@@ -8021,13 +8893,27 @@ inline remote_read_mark& last_remote_read() noexcept {
 ///   an entry the remote returned that checked `ok` is written to the local storage
 ///   (so the next process reads it locally and sends nothing), and counted as a remote
 ///   hit; one that is corrupt or unauthenticated is counted as such, never copied.
+///   The kernel's identity record comes along (explain.hpp): an identity record read
+///   from the remote that checked `ok` is copied too (not counted as a hit), and a
+///   copied kernel entry brings the record under its name and origin file when there
+///   is none locally, so that misses and `compile-cache explain` here find what the
+///   fleet recorded (one remote read per entry copied).
 /// - `write`: the local storage, then, in read_write mode, the remote (each remote call
 ///   is bounded by the remote's own timeout: the host waits no longer). The answer is
-///   the local storage's (remote-only: the remote's); a remote failure is counted.
+///   the local storage's (remote-only: the remote's); a remote failure is counted. An
+///   entry this process found unauthentic on the remote is not overwritten there
+///   (tier_options::replace_unauthentic).
+/// - Identity records (explain.hpp) are counted apart from entries: `remote.record-*`.
 /// - `remove`: both (the remote only in read_write mode).
-/// - A timeout or refused connection makes the remote skipped for
-///   tier_options::backoff_start, doubling while the retry after it fails, up to
-///   backoff_max; one log line when it goes away, one when it answers again.
+/// - A timeout, a refused connection, refused credentials or permissions (auth) or a
+///   reply that is not valid (protocol) make the remote skipped for
+///   tier_options::backoff_start, doubling with each failed probe after it, up to
+///   backoff_max; so do slow answers once their waits pass tier_options::budget. One
+///   log line when it goes away, one when it answers again. Other errors (a server out
+///   of memory...) are counted, and said in one line the first time; an error the
+///   remote calls partial (`partial_failure(e)`: one node of a cluster) is counted and
+///   said once, and the remote is still used. A store refused for `auth` while reads
+///   answer (a user allowed to read only) stops the stores, with one line; reads go on.
 ///
 /// Thread-safe when both storages are. Move-only. A default-constructed tier is
 /// disabled: reads are absent, writes fail with invalid_argument.
@@ -8085,6 +8971,10 @@ public:
         options.mode = env.choice<remote_mode>(
             "_REMOTE_MODE", {{"read-write", remote_mode::read_write}, {"read-only", remote_mode::read_only}},
             remote_mode::read_write, "a remote mode");
+        options.replace_unauthentic =
+            env.flag("_REMOTE_REPLACE_UNAUTHENTIC", false, "entries that are not authentic are kept");
+        options.budget = budget_from_env(env);
+        options.slow_call = std::max(options.budget / 5, std::chrono::milliseconds(1));
         auto local_only = [&]() -> std::optional<tiered_storage> {
             if (!local) return std::nullopt;
             return tiered_storage(std::move(*local));
@@ -8099,8 +8989,11 @@ public:
             env.report(env.name("_REMOTE") + " cannot be used; the remote is off");
         }
         if (!remote) return local_only();
-        if (!local) return remote_only(std::move(*remote), std::move(options));
-        return tiered_storage(std::move(*local), std::move(*remote), std::move(options));
+        tiered_storage t = local ? tiered_storage(std::move(*local), std::move(*remote), std::move(options))
+                                 : remote_only(std::move(*remote), std::move(options));
+        t.state_->secret_setting = env.name("_SECRET_FILE");
+        t.state_->replace_setting = env.name("_REMOTE_REPLACE_UNAUTHENTIC");
+        return t;
     }
 
     /// The settings from_env reads: the local storage's, the tier's, the remote's.
@@ -8114,6 +9007,11 @@ public:
             {p + "_REMOTE_ONLY", "1 keeps nothing locally: every read and store goes to the remote"},
             {p + "_REMOTE_INSECURE", "1 reads the remote without a secret (only for a server that only trusted "
                                      "machines can write)"},
+            {p + "_REMOTE_REPLACE_UNAUTHENTIC", "1 lets stores replace remote entries that do not authenticate "
+                                                "under this secret (default: kept, as another secret's)"},
+            {p + "_REMOTE_BUDGET", "time the process may wait for slow answers (each a fifth of it or longer) "
+                                   "before a slow remote is skipped as a dead one; default: the call timeout "
+                                   "(_REMOTE_TIMEOUT, 1 s); off: no budget"},
         };
         for (auto const& t : tier) s.push_back(t);
         if constexpr (detail::has_environment_settings<Remote>::value)
@@ -8148,7 +9046,9 @@ public:
             answer = local_read(k, out, max_size);
             if (answer.status == read_status::found || answer.status == read_status::too_large) return answer;
         }
-        if (!state_->remote || !may_call()) return answer;
+        if (!state_->remote) return answer;
+        admission const a = admit();
+        if (a == admission::skipped) return answer;
         auto const start = clock::now();
         read_result r;
         try {
@@ -8156,10 +9056,12 @@ public:
         } catch (...) {
             r = {read_status::error, std::make_error_code(std::errc::io_error)};
         }
-        state_->counts[c_read_ns] += ns_since(start);
+        auto const took = clock::now() - start;
+        state_->counts[c_read_ns] += ns_of(took);
         switch (r.status) {
         case read_status::found:
-            answered();
+            state_->read_answered = true;
+            answered(a, took);
             state_->counts[c_bytes_read] += out.size();
             try {
                 detail::last_remote_read() = {this, k};
@@ -8167,14 +9069,15 @@ public:
             }
             return r;
         case read_status::absent:
-            answered();
-            ++state_->counts[c_misses];
+            state_->read_answered = true;
+            answered(a, took);
+            ++state_->counts[is_identity_record_key(k) ? c_record_misses : c_misses];
             break;
         case read_status::too_large:
-            answered();
+            answered(a, took);
             ++state_->counts[c_error + static_cast<std::size_t>(remote_error::too_large)];
             return r;
-        case read_status::error: failed(r.error); break;
+        case read_status::error: failed(a, r.error); break;
         }
         out.clear();
         return answer;
@@ -8187,7 +9090,14 @@ public:
         else if (state_->options.mode != remote_mode::read_write)
             return std::make_error_code(std::errc::read_only_file_system); // remote-only and read-only: nowhere
         if (!state_->remote || state_->options.mode != remote_mode::read_write) return answer;
-        if (!may_call()) return state_->local ? answer : std::make_error_code(std::errc::resource_unavailable_try_again);
+        if (keep_foreign(k)) return state_->local ? answer : std::make_error_code(std::errc::file_exists);
+        if (state_->writes_refused) {
+            ++state_->counts[c_skipped];
+            return state_->local ? answer : std::make_error_code(std::errc::permission_denied);
+        }
+        admission const a = admit();
+        if (a == admission::skipped)
+            return state_->local ? answer : std::make_error_code(std::errc::resource_unavailable_try_again);
         auto const start = clock::now();
         std::error_code e;
         try {
@@ -8195,12 +9105,13 @@ public:
         } catch (...) {
             e = std::make_error_code(std::errc::io_error);
         }
-        state_->counts[c_write_ns] += ns_since(start);
+        auto const took = clock::now() - start;
+        state_->counts[c_write_ns] += ns_of(took);
         if (e) {
-            failed(e);
+            failed(a, e, true);
         } else {
-            answered();
-            ++state_->counts[c_stores];
+            answered(a, took);
+            ++state_->counts[is_identity_record_key(k) ? c_record_stores : c_stores];
             state_->counts[c_bytes_written] += bytes.size();
         }
         return state_->local ? answer : e;
@@ -8210,7 +9121,12 @@ public:
         if (!state_) return {};
         std::error_code answer;
         if (state_->local) answer = local_remove(k);
-        if (state_->remote && state_->options.mode == remote_mode::read_write && may_call()) {
+        admission const a =
+            state_->remote && state_->options.mode == remote_mode::read_write && !state_->writes_refused
+                ? admit()
+                : admission::skipped;
+        if (a != admission::skipped) {
+            auto const start = clock::now();
             std::error_code e;
             try {
                 e = state_->remote->remove(k);
@@ -8218,9 +9134,9 @@ public:
                 e = std::make_error_code(std::errc::io_error);
             }
             if (e)
-                failed(e);
+                failed(a, e, true);
             else
-                answered();
+                answered(a, clock::now() - start);
             if (!state_->local) answer = e;
         }
         return answer;
@@ -8234,10 +9150,21 @@ public:
         detail::remote_read_mark& mark = detail::last_remote_read();
         if (!state_ || mark.tier != this || mark.k != k) return;
         mark.tier = nullptr;
+        if (is_identity_record_key(k)) {
+            // An identity record is no entry: counted apart, and its errors not at all.
+            if (status == envelope_status::ok) {
+                ++state_->counts[c_record_hits];
+                if (state_->local) (void)local_write(k, entry);
+            } else if (status == envelope_status::unauthenticated) {
+                note_foreign(k);
+            }
+            return;
+        }
         switch (status) {
         case envelope_status::ok:
             ++state_->counts[c_hits];
-            if (state_->local) (void)local_write(k, entry); // a failure here is the next run's miss
+            // A failure here is the next run's miss; a copied entry brings its record along.
+            if (state_->local && !local_write(k, entry)) copy_record_of(entry);
             break;
         case envelope_status::corrupt:
         case envelope_status::key_mismatch:
@@ -8245,6 +9172,7 @@ public:
             break;
         case envelope_status::unauthenticated:
             ++state_->counts[c_error + static_cast<std::size_t>(remote_error::unauthenticated)];
+            note_foreign(k);
             break;
         case envelope_status::too_large:
             ++state_->counts[c_error + static_cast<std::size_t>(remote_error::too_large)];
@@ -8255,8 +9183,10 @@ public:
 
     /// The remote's counters, by name (`remote.hits`, `remote.misses`, `remote.stores`,
     /// `remote.errors.<remote_error>`, `remote.skipped`, `remote.bytes-read`,
-    /// `remote.bytes-written`, `remote.read-ns`, `remote.write-ns`); empty without a
-    /// remote. basic_cache adds them to its statistics.
+    /// `remote.bytes-written`, `remote.read-ns`, `remote.write-ns`,
+    /// `remote.store-skipped.foreign`, and the identity records' own
+    /// `remote.record-hits`, `remote.record-misses`, `remote.record-stores`); empty
+    /// without a remote. basic_cache adds them to its statistics.
     std::vector<std::pair<std::string, std::uint64_t>> storage_counters() const {
         std::vector<std::pair<std::string, std::uint64_t>> c;
         if (!has_remote()) return c;
@@ -8322,6 +9252,36 @@ private:
         }
     }
 
+    // The identity record of the kernel whose remote entry was just copied here, under
+    // the identity a host that gives none has (name and origin file), copied from the
+    // remote when the local storage has none: best effort, bounded as any remote call,
+    // never when the remote is skipped. The record's check value is verified by whoever
+    // reads it, as for any record.
+    void copy_record_of(std::string_view entry) noexcept {
+        try {
+            std::optional<key> const rk = detail::record_key_of_entry(entry);
+            if (!rk) return;
+            std::string bytes;
+            if (local_read(*rk, bytes, identity_record_max_size).status != read_status::absent) return;
+            if (!may_call()) return;
+            auto const start = clock::now();
+            read_result r;
+            try {
+                r = state_->remote->read(*rk, bytes, identity_record_max_size);
+            } catch (...) {
+                r = {read_status::error, std::make_error_code(std::errc::io_error)};
+            }
+            state_->counts[c_read_ns] += ns_since(start);
+            if (r.status == read_status::error) {
+                failed(r.error);
+                return;
+            }
+            answered();
+            if (r.status == read_status::found && detail::looks_like_record(bytes, *rk)) (void)local_write(*rk, bytes);
+        } catch (...) {
+        }
+    }
+
     enum counter : std::size_t {
         c_hits,
         c_misses,
@@ -8332,6 +9292,10 @@ private:
         c_bytes_written,
         c_read_ns,
         c_write_ns,
+        c_store_skipped_foreign,
+        c_record_hits,
+        c_record_misses,
+        c_record_stores,
         c_count
     };
     static std::array<std::string, c_count> const& count_names() {
@@ -8347,6 +9311,10 @@ private:
             n[c_bytes_written] = "remote.bytes-written";
             n[c_read_ns] = "remote.read-ns";
             n[c_write_ns] = "remote.write-ns";
+            n[c_store_skipped_foreign] = "remote.store-skipped.foreign";
+            n[c_record_hits] = "remote.record-hits";
+            n[c_record_misses] = "remote.record-misses";
+            n[c_record_stores] = "remote.record-stores";
             return n;
         }();
         return names;
@@ -8362,11 +9330,73 @@ private:
         clock::time_point down_since{};
         clock::time_point retry_at{};
         std::chrono::milliseconds backoff{0};
+        /// Keys whose remote entry this process read and found not authentic (at most
+        /// max_foreign_keys; past that, stores overwrite them as before).
+        std::mutex foreign_mutex;
+        std::unordered_set<key> foreign;
+        bool foreign_said = false;
+        std::string secret_setting = "the secret file", replace_setting = "PREFIX_REMOTE_REPLACE_UNAUTHENTIC";
+        clock::duration slow_waited{0};   ///< the waits of slow answers so far (see tier_options::budget)
+        clock::time_point slow_counted_until{}; ///< the end of the last slow answer counted
+        std::vector<std::string> said;    ///< the errors already said in a line (at most said_max)
+        std::atomic<bool> read_answered{false};  ///< a read of the remote has answered
+        std::atomic<bool> writes_refused{false}; ///< stores were refused (auth) while reads answer
     };
+    static constexpr std::size_t said_max = 16;
+    static constexpr std::size_t max_foreign_keys = 1u << 16;
 
-    static std::uint64_t ns_since(clock::time_point start) noexcept {
-        return static_cast<std::uint64_t>(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - start).count());
+    void note_foreign(key const& k) noexcept {
+        if (state_->options.replace_unauthentic || state_->options.mode != remote_mode::read_write) return;
+        try {
+            std::lock_guard<std::mutex> lock(state_->foreign_mutex);
+            if (state_->foreign.size() < max_foreign_keys) state_->foreign.insert(k);
+        } catch (...) {
+        }
+    }
+
+    /// Whether a store of `k` must leave the remote's entry alone (it is another
+    /// secret's, or garbage); counted, and said once.
+    bool keep_foreign(key const& k) noexcept {
+        bool say = false;
+        {
+            std::lock_guard<std::mutex> lock(state_->foreign_mutex);
+            if (state_->foreign.empty() || state_->foreign.count(k) == 0) return false;
+            say = !state_->foreign_said;
+            state_->foreign_said = true;
+        }
+        if (!is_identity_record_key(k)) ++state_->counts[c_store_skipped_foreign];
+        if (say) {
+            try {
+                log(describe_remote() + " holds entries that do not authenticate under this secret: the secrets "
+                                        "seem to differ between machines (" + state_->secret_setting +
+                    "). They are kept, not overwritten (" + state_->replace_setting +
+                    "=1 replaces them; compile-cache verify --remove --secret-file cleans them)");
+            } catch (...) {
+            }
+        }
+        return true;
+    }
+
+    static std::uint64_t ns_of(clock::duration d) noexcept {
+        return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+    }
+
+    /// PREFIX_REMOTE_BUDGET: a duration, or off (no budget); unset: the call timeout
+    /// (PREFIX_REMOTE_TIMEOUT when it is a sane duration, else 1 s). A bad value is one
+    /// line and the default.
+    static std::chrono::milliseconds budget_from_env(settings_reader const& env) {
+        std::chrono::milliseconds fallback{1000};
+        if (auto const t = parse_milliseconds(env.value("_REMOTE_TIMEOUT"));
+            t && t->count() > 0 && *t <= std::chrono::minutes(10))
+            fallback = *t;
+        std::string const v = env.value("_REMOTE_BUDGET");
+        if (v.empty()) return fallback;
+        if (detail::is_off(v)) return std::chrono::milliseconds(0);
+        if (auto const b = parse_milliseconds(v)) return *b;
+        env.report_value("_REMOTE_BUDGET", v,
+                         "is not a duration (milliseconds, or seconds such as 2s) nor off; using the default, " +
+                             std::to_string(fallback.count()) + " ms");
+        return fallback;
     }
 
     static std::optional<Local> local_from_env(settings_reader& env) {
@@ -8411,21 +9441,49 @@ private:
         }
     }
 
+    /// How a call to the remote was let through.
+    enum class admission {
+        skipped, ///< not at all: the back-off runs (counted as remote.skipped)
+        normal,  ///< the remote was up
+        probe,   ///< the first call after a back-off: its failure doubles the back-off
+    };
+
     /// Whether to call the remote now: not while its back-off runs. When it is over,
-    /// one call goes through (the others keep skipping until it answers or fails).
-    bool may_call() noexcept {
+    /// one call goes through as the probe (the others keep skipping until it answers or fails).
+    admission admit() noexcept {
         std::lock_guard<std::mutex> lock(state_->health_mutex);
-        if (!state_->down) return true;
+        if (!state_->down) return admission::normal;
         auto const now = clock::now();
         if (now < state_->retry_at) {
             ++state_->counts[c_skipped];
-            return false;
+            return admission::skipped;
         }
         state_->retry_at = now + state_->backoff; // this call is the probe
-        return true;
+        return admission::probe;
     }
 
-    void answered() noexcept {
+    /// The remote answered after `took`: it is up again, unless the answer was slow and
+    /// the budget of slow answers is spent (then it is skipped as if it had failed).
+    void answered(admission a, clock::duration took) noexcept {
+        if (state_->options.budget.count() > 0 && took >= state_->options.slow_call) {
+            std::unique_lock<std::mutex> lock(state_->health_mutex);
+            // Only the part of this wait that no slow answer counted already: wall time.
+            auto const end = clock::now();
+            auto const from = std::max(end - took, state_->slow_counted_until);
+            if (end > from) state_->slow_waited += end - from;
+            state_->slow_counted_until = std::max(state_->slow_counted_until, end);
+            auto const waited = std::chrono::duration_cast<std::chrono::milliseconds>(state_->slow_waited);
+            bool const over = state_->slow_waited > state_->options.budget;
+            lock.unlock();
+            if (over) {
+                went_down(a, [&] {
+                    return " answers too slowly (" + std::to_string(waited.count()) + " ms waited for answers of " +
+                           std::to_string(state_->options.slow_call.count()) + " ms or more, past the budget of " +
+                           std::to_string(state_->options.budget.count()) + " ms)";
+                });
+                return;
+            }
+        }
         std::unique_lock<std::mutex> lock(state_->health_mutex);
         if (!state_->down) return;
         state_->down = false;
@@ -8438,10 +9496,74 @@ private:
         }
     }
 
-    void failed(std::error_code const& e) noexcept {
+    /// The remote's own text about its last failure ("" when it has none).
+    std::string failure_text() const {
+        if constexpr (detail::has_last_failure_text<Remote>::value) {
+            return std::string(state_->remote->last_failure().text);
+        } else {
+            return {};
+        }
+    }
+
+    bool partial(std::error_code const& e) const noexcept {
+        if constexpr (detail::has_partial_failure<Remote>::value) {
+            try {
+                return state_->remote->partial_failure(e);
+            } catch (...) {
+            }
+        }
+        (void)e;
+        return false;
+    }
+
+    /// A call failed with `e`; `write`: a store or a removal.
+    void failed(admission a, std::error_code const& e, bool write = false) noexcept {
         remote_error const why = remote_error_of(e);
         ++state_->counts[c_error + static_cast<std::size_t>(why)];
-        if (why != remote_error::timeout && why != remote_error::refused) return;
+        try {
+            std::string const text = failure_text();
+            std::string reason = std::string(to_string(why)) + ": " + e.message();
+            if (!text.empty()) reason += "; " + text;
+            if (partial(e)) {
+                std::string where = text.substr(0, text.find(' '));
+                if (!where.empty() && where.back() == ':') where.pop_back();
+                say_once("partial " + where,
+                         describe_remote() + ": a part of it failed (" + reason +
+                             "); counted as remote.errors." + to_string(why) + ", the rest of it is still used");
+                return;
+            }
+            if (why == remote_error::auth && write && state_->read_answered) {
+                // Reads answer, stores are refused: a user allowed to read only (an ACL
+                // without SET). Stores stop; reads go on.
+                state_->writes_refused = true;
+                say_once("stores refused", describe_remote() + " refuses stores (" + reason +
+                                               "); stores to it are skipped from now on, reads go on (give its "
+                                               "user the write commands, or set the remote mode read-only)");
+                return;
+            }
+            if (why == remote_error::timeout || why == remote_error::refused || why == remote_error::auth ||
+                why == remote_error::protocol) {
+                if (why == remote_error::auth)
+                    reason += "; check its password (in the URL or the password file) and that its user may run "
+                              "the cache's commands";
+                went_down(a, [&] { return " failed (" + reason + ")"; });
+                return;
+            }
+            std::string const first_word = text.substr(0, text.find(' '));
+            say_once(std::string(to_string(why)) + " " + first_word,
+                     describe_remote() + " failed (" + reason + "); counted as remote.errors." + to_string(why) +
+                         ", the remote is still used (said once)");
+        } catch (...) {
+            went_down(a, [] { return std::string(" failed"); });
+        }
+    }
+
+    /// The remote is not usable: skipped for the back-off. The first failure starts it
+    /// (one line: the remote, then what `why()` says); a failed probe doubles it; a call
+    /// that was let through before the remote went down changes nothing (it failed in
+    /// the same outage: concurrent calls do not each double the period).
+    template <class Why>
+    void went_down(admission a, Why&& why) noexcept {
         std::unique_lock<std::mutex> lock(state_->health_mutex);
         auto const now = clock::now();
         bool const first = !state_->down;
@@ -8449,19 +9571,32 @@ private:
             state_->down = true;
             state_->down_since = now;
             state_->backoff = state_->options.backoff_start;
-        } else {
+            state_->retry_at = now + state_->backoff;
+        } else if (a == admission::probe) {
             state_->backoff = std::min(state_->backoff * 2, state_->options.backoff_max);
+            state_->retry_at = now + state_->backoff;
         }
-        state_->retry_at = now + state_->backoff;
         auto const backoff = state_->backoff;
         lock.unlock();
         if (!first) return;
         try {
-            log(describe_remote() + " failed (" + to_string(why) + ": " + e.message() + "); it is skipped for " +
-                std::to_string(backoff.count()) + " ms, then retried (longer while it keeps failing, up to " +
+            log(describe_remote() + why() + "; it is skipped for " + std::to_string(backoff.count()) +
+                " ms, then retried (longer while it keeps failing, up to " +
                 std::to_string(state_->options.backoff_max.count()) + " ms)");
         } catch (...) {
         }
+    }
+
+    /// One line for an error that does not skip the remote, the first time `what` is seen.
+    void say_once(std::string const& what, std::string const& line) {
+        {
+            std::lock_guard<std::mutex> lock(state_->health_mutex);
+            if (state_->said.size() >= said_max ||
+                std::find(state_->said.begin(), state_->said.end(), what) != state_->said.end())
+                return;
+            state_->said.push_back(what);
+        }
+        log(line);
     }
 
     std::unique_ptr<state> state_;
@@ -8494,320 +9629,6 @@ remote_error remote_error_of(std::error_code const& e) noexcept {
 // ---- end compile_cache/storage/impl/tiered_storage.ipp
 // ---- end compile_cache/storage/tiered_storage.hpp
 
-// ---- begin compile_cache/explain.hpp
-// compile_cache: why a kernel missed. Each store also records, under the kernel's
-// identity, the keys stored for it (newest first, a few) with their named components;
-// an `absent` miss reads that record and compares the component lists: which
-// components changed, appeared or disappeared since the kernel was last stored.
-//
-// The record is an ordinary entry: an envelope (so it is checked like any other, and
-// authenticated under the cache's secret) stored through the same Storage under a key
-// derived from the identity, with its own format id. Any Storage keeps it without a
-// member of its own. Its key is 33 bytes, the last one identity_record_marker, a size no
-// Hasher's digest has, so that a tool can tell records from kernels by name alone.
-
-
-
-#include <cstddef>
-#include <cstdint>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <vector>
-
-namespace compile_cache {
-
-/// Why a get_or_compile missed, component by component (for an `absent` miss only).
-struct miss_explanation {
-    enum class kind {
-        none,        ///< no explanation: not an absent miss, or nothing could be read
-        new_kernel,  ///< no entry was ever recorded for this kernel's identity
-        evicted,     ///< an entry under this very key was recorded: it was evicted or removed
-        changed,     ///< the kernel was stored before under another key: see the lists
-    };
-    kind what = kind::none;
-    std::vector<std::string> changed;     ///< components with another digest
-    std::vector<std::string> appeared;    ///< components the previous key did not have
-    std::vector<std::string> disappeared; ///< components of the previous key that are gone
-    std::vector<std::string> unchanged;   ///< the others (an unchanged toolchain as one name)
-
-    explicit operator bool() const noexcept { return what != kind::none; }
-
-    /// For a log line: `changed callee:helper, ir; unchanged toolchain, options`, `new`,
-    /// `evicted or removed`; empty for kind::none.
-    COMPILE_CACHE_DECL std::string text() const;
-
-    /// Short, for a host's one-line report: `callee:helper, ir changed`, `new`, `evicted`.
-    COMPILE_CACHE_DECL std::string brief() const;
-
-    COMPILE_CACHE_DECL static std::string join(std::vector<std::string> const& names);
-
-private:
-    COMPILE_CACHE_DECL static void append_list(std::string& s, char const* label,
-                                               std::vector<std::string> const& names);
-};
-
-/// One entry stored for a kernel, as its identity record keeps it.
-struct recorded_entry {
-    key entry_key;
-    std::int64_t created_ns = 0;
-    std::uint64_t compile_ns = 0;
-    /// The key's components, the toolchain as its parts (`toolchain: compiler`, ...),
-    /// digests cut to identity_record_digest_size bytes.
-    std::vector<component_digest> components;
-};
-
-/// What is recorded under a kernel's identity: its latest entries, newest first.
-struct identity_record {
-    std::string identity;
-    std::vector<recorded_entry> history;
-};
-
-/// How many entries a record keeps.
-inline constexpr std::size_t identity_record_history = 8;
-/// A record keeps the first bytes of each component's digest only: enough to tell
-/// whether it changed (a change goes unseen with probability 2^-64), and a record of 8
-/// entries of 15 components stays under 4 KiB.
-inline constexpr std::size_t identity_record_digest_size = 8;
-/// The format id of a record's envelope (a kernel's entry carries its serializer's).
-inline constexpr std::string_view identity_record_format = "compile_cache.identity-record 1";
-/// The last byte of a record's 33-byte key.
-inline constexpr unsigned char identity_record_marker = 0x1d;
-inline constexpr std::size_t identity_record_key_size = 33;
-/// A record is small; one over this bound is not read.
-inline constexpr std::size_t identity_record_max_size = std::size_t{256} << 10;
-
-/// The identity of a kernel: the host's own string, or its name and origin file.
-COMPILE_CACHE_DECL std::string kernel_identity(std::string_view given, std::string_view name,
-                                               std::string_view origin_file);
-
-/// The key a kernel identity's record is stored under.
-COMPILE_CACHE_DECL key identity_record_key(std::string_view identity);
-
-/// Whether `k` is the key of an identity record rather than of a kernel.
-inline bool is_identity_record_key(key const& k) noexcept {
-    return k.size() == identity_record_key_size && k.data()[identity_record_key_size - 1] == identity_record_marker;
-}
-
-/// The same, for a key's hex (an entry's file name).
-inline bool is_identity_record_name(std::string_view hex) noexcept {
-    return hex.size() == 2 * identity_record_key_size && hex.substr(hex.size() - 2) == "1d";
-}
-
-namespace detail {
-COMPILE_CACHE_DECL void append_key8(std::string& out, key const& k);
-COMPILE_CACHE_DECL bool read_key8(envelope_reader& r, key& k);
-} // namespace detail
-
-/// The payload of a record's envelope.
-COMPILE_CACHE_DECL std::string encode_identity_record(identity_record const& r);
-
-/// Parses what encode_identity_record wrote, within bounds; nullopt for anything else.
-COMPILE_CACHE_DECL std::optional<identity_record> decode_identity_record(std::string_view payload);
-
-/// The component lists of two keys of one kernel compared: which names of `now`
-/// changed or appeared since `before`, and which of `before` disappeared. The n-th
-/// component of a name is matched with the n-th of that name. Toolchain parts (names
-/// starting `toolchain: `) that are all unchanged are named `toolchain` once.
-COMPILE_CACHE_DECL miss_explanation compare_components(std::vector<component_digest> const& before,
-                                                       std::vector<component_digest> const& now);
-
-/// The explanation of an `absent` miss of the key `now_key` (components `now`), from
-/// the record of the kernel's identity (null when there is none).
-COMPILE_CACHE_DECL miss_explanation explain_absent(identity_record const* record, key const& now_key,
-                                                   std::vector<component_digest> const& now);
-
-} // namespace compile_cache
-
-// ---- begin compile_cache/impl/explain.ipp
-// compile_cache: the definitions of explain.hpp's non-template functions; included by it alone
-// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
-#if COMPILE_CACHE_INCLUDE_IMPL
-#include <cstring>
-
-namespace compile_cache {
-
-std::string miss_explanation::text() const {
-    switch (what) {
-    case kind::none: return {};
-    case kind::new_kernel: return "new";
-    case kind::evicted: return "evicted or removed (an entry under this very key was stored before)";
-    case kind::changed: break;
-    }
-    std::string s;
-    append_list(s, "changed ", changed);
-    append_list(s, "appeared ", appeared);
-    append_list(s, "disappeared ", disappeared);
-    if (s.empty()) s = "the key changed, its named components did not";
-    append_list(s, "unchanged ", unchanged);
-    return s;
-}
-
-std::string miss_explanation::brief() const {
-    switch (what) {
-    case kind::none: return {};
-    case kind::new_kernel: return "new";
-    case kind::evicted: return "evicted";
-    case kind::changed: break;
-    }
-    std::string s;
-    auto add = [&s](std::vector<std::string> const& names, char const* verb) {
-        if (names.empty()) return;
-        if (!s.empty()) s += "; ";
-        s += join(names) + " " + verb;
-    };
-    add(changed, "changed");
-    add(appeared, "appeared");
-    add(disappeared, "disappeared");
-    return s.empty() ? std::string("key changed") : s;
-}
-
-std::string miss_explanation::join(std::vector<std::string> const& names) {
-    std::string s;
-    for (auto const& n : names) s += (s.empty() ? "" : ", ") + n;
-    return s;
-}
-
-void miss_explanation::append_list(std::string& s, char const* label, std::vector<std::string> const& names) {
-    if (names.empty()) return;
-    s += (s.empty() ? "" : "; ") + std::string(label) + join(names);
-}
-
-std::string kernel_identity(std::string_view given, std::string_view name, std::string_view origin_file) {
-    if (!given.empty()) return std::string(given);
-    std::string s(name);
-    s += '\n';
-    s.append(origin_file.data(), origin_file.size());
-    return s;
-}
-
-key identity_record_key(std::string_view identity) {
-    sha256 h;
-    static constexpr char domain[] = "compile_cache.identity-record\0";
-    h.update(domain, sizeof domain - 1);
-    h.update(identity.data(), identity.size());
-    auto const d = h.result();
-    unsigned char bytes[identity_record_key_size];
-    std::memcpy(bytes, d.data(), identity_record_key_size - 1);
-    bytes[identity_record_key_size - 1] = identity_record_marker;
-    return key(bytes, identity_record_key_size);
-}
-
-namespace detail {
-void append_key8(std::string& out, key const& k) {
-    out.push_back(static_cast<char>(k.size()));
-    out.append(reinterpret_cast<char const*>(k.data()), k.size());
-}
-bool read_key8(envelope_reader& r, key& k) {
-    std::uint8_t n;
-    std::string_view bytes;
-    if (!r.read(n) || n == 0 || n > key::max_size || !r.read_bytes(n, bytes)) return false;
-    k = key(bytes.data(), bytes.size());
-    return true;
-}
-} // namespace detail
-
-std::string encode_identity_record(identity_record const& r) {
-    std::string out;
-    detail::append_string32(out, r.identity);
-    detail::append_le<std::uint32_t>(out, static_cast<std::uint32_t>(r.history.size()));
-    for (recorded_entry const& e : r.history) {
-        detail::append_key8(out, e.entry_key);
-        detail::append_le<std::uint64_t>(out, static_cast<std::uint64_t>(e.created_ns));
-        detail::append_le<std::uint64_t>(out, e.compile_ns);
-        detail::append_le<std::uint32_t>(out, static_cast<std::uint32_t>(e.components.size()));
-        for (component_digest const& c : e.components) {
-            detail::append_string32(out, c.name);
-            detail::append_key8(out, c.digest);
-        }
-    }
-    return out;
-}
-
-std::optional<identity_record> decode_identity_record(std::string_view payload) {
-    detail::envelope_reader r(reinterpret_cast<unsigned char const*>(payload.data()), payload.size());
-    identity_record out;
-    std::uint32_t count;
-    if (!r.read_string32(out.identity) || !r.read(count) || count > identity_record_history) return std::nullopt;
-    for (std::uint32_t i = 0; i < count; ++i) {
-        recorded_entry e;
-        std::uint64_t created;
-        std::uint32_t components;
-        if (!detail::read_key8(r, e.entry_key) || !r.read(created) || !r.read(e.compile_ns) || !r.read(components))
-            return std::nullopt;
-        e.created_ns = static_cast<std::int64_t>(created);
-        if (components > r.left() / 5) return std::nullopt; // each takes at least 5 bytes
-        for (std::uint32_t j = 0; j < components; ++j) {
-            component_digest c;
-            if (!r.read_string32(c.name) || !detail::read_key8(r, c.digest)) return std::nullopt;
-            e.components.push_back(std::move(c));
-        }
-        out.history.push_back(std::move(e));
-    }
-    if (r.left() != 0) return std::nullopt;
-    return out;
-}
-
-miss_explanation compare_components(std::vector<component_digest> const& before,
-                                    std::vector<component_digest> const& now) {
-    auto nth_named = [](std::vector<component_digest> const& list, std::string const& name,
-                        std::size_t n) -> component_digest const* {
-        for (auto const& c : list)
-            if (c.name == name && n-- == 0) return &c;
-        return nullptr;
-    };
-    auto rank = [](std::vector<component_digest> const& list, std::size_t i) {
-        std::size_t n = 0;
-        for (std::size_t j = 0; j < i; ++j) n += list[j].name == list[i].name ? 1 : 0;
-        return n;
-    };
-    auto is_toolchain_part = [](std::string const& name) { return name.rfind("toolchain: ", 0) == 0; };
-    miss_explanation m;
-    m.what = miss_explanation::kind::changed;
-    bool toolchain_changed = false, toolchain_parts = false;
-    for (std::size_t i = 0; i < now.size(); ++i) {
-        component_digest const* old = nth_named(before, now[i].name, rank(now, i));
-        bool const part = is_toolchain_part(now[i].name);
-        toolchain_parts = toolchain_parts || part;
-        if (!old) {
-            m.appeared.push_back(now[i].name);
-            toolchain_changed = toolchain_changed || part;
-        } else if (!(old->digest == now[i].digest)) {
-            m.changed.push_back(now[i].name);
-            toolchain_changed = toolchain_changed || part;
-        } else if (!part) {
-            m.unchanged.push_back(now[i].name);
-        }
-    }
-    for (std::size_t i = 0; i < before.size(); ++i)
-        if (!nth_named(now, before[i].name, rank(before, i))) {
-            m.disappeared.push_back(before[i].name);
-            toolchain_changed = toolchain_changed || is_toolchain_part(before[i].name);
-        }
-    if (toolchain_parts && !toolchain_changed) m.unchanged.insert(m.unchanged.begin(), "toolchain");
-    return m;
-}
-
-miss_explanation explain_absent(identity_record const* record, key const& now_key,
-                                std::vector<component_digest> const& now) {
-    miss_explanation m;
-    if (!record || record->history.empty()) {
-        m.what = miss_explanation::kind::new_kernel;
-        return m;
-    }
-    for (recorded_entry const& e : record->history)
-        if (e.entry_key == now_key) {
-            m.what = miss_explanation::kind::evicted;
-            return m;
-        }
-    return compare_components(record->history.front().components, now);
-}
-
-} // namespace compile_cache
-
-#endif
-// ---- end compile_cache/impl/explain.ipp
-// ---- end compile_cache/explain.hpp
 // ---- begin compile_cache/secret_file.hpp
 // compile_cache: reading a secret from a file, the way PREFIX_SECRET_FILE (the key
 // that authenticates entries) and a Redis password file are read, for hosts and tools
@@ -8829,7 +9650,8 @@ inline constexpr std::size_t max_secret_file_size = std::size_t{64} << 10;
 inline constexpr std::chrono::milliseconds secret_pipe_timeout{1000};
 
 /// Reads the whole secret file at `path` into `secret`. On failure returns why (one
-/// phrase) and leaves `secret` empty; an empty file is a failure too. A pipe or FIFO
+/// phrase) and leaves `secret` empty; an empty file is a failure too, and so is a file
+/// any user may write (mode o+w: anyone could have planted their secret). A pipe or FIFO
 /// is read until its writer closes it, within secret_pipe_timeout (a FIFO that no
 /// program has open for writing reads as empty).
 COMPILE_CACHE_DECL std::string read_secret_file(std::string const& path, std::string& secret);
@@ -8846,6 +9668,7 @@ COMPILE_CACHE_DECL std::string read_secret_file(std::string const& path, std::st
 #include <cstring>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -8856,6 +9679,10 @@ std::string read_secret_file(std::string const& path, std::string& secret) {
     int const fd = detail::retry_on_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK); });
     if (fd < 0) return std::string("cannot open it: ") + std::strerror(errno);
     detail::file_descriptor const guard{fd};
+    // Anyone on the machine could have put their secret there (ssh refuses such a key).
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && (st.st_mode & S_IWOTH) != 0)
+        return "any user can write it, so it may not be the secret (chmod o-w it; 0600 or 0400 is usual)";
     auto const deadline = std::chrono::steady_clock::now() + secret_pipe_timeout;
     std::string why;
     char buffer[4096];
@@ -9407,16 +10234,32 @@ public:
     /// The record of a kernel's identity (the entries stored for it, newest first), or
     /// nullopt when there is none or it does not check.
     std::optional<identity_record> read_identity_record(std::string const& identity) {
+        bool over_bound = false;
+        return read_identity_record(identity, over_bound);
+    }
+
+private:
+    // The same; `over_bound` is set when the record is there but over a bound
+    // (identity_record_max_size, identity_record_max_components): ignored.
+    std::optional<identity_record> read_identity_record(std::string const& identity, bool& over_bound) {
+        over_bound = false;
         if (!enabled_) return std::nullopt;
         try {
             key const rk = identity_record_key(identity);
             std::string bytes;
             read_result const rr = storage_.read(rk, bytes, identity_record_max_size);
+            if (rr.status == read_status::too_large) over_bound = true;
             if (rr.status != read_status::found) return std::nullopt;
             detail::envelope_fields const env =
                 detail::check_envelope(bytes, rk, identity_record_format, identity_record_max_size, auth_);
+            // A tier counts it, keeps another secret's, and copies a sound record it read
+            // from its remote, so that this machine has it locally (for its misses and
+            // for `compile-cache explain`).
+            if constexpr (detail::has_entry_checked_with<Storage, envelope_status>::value)
+                storage_.entry_checked(rk, bytes, env.status);
+            if (env.status == envelope_status::too_large) over_bound = true;
             if (env.status != envelope_status::ok) return std::nullopt;
-            std::optional<identity_record> r = decode_identity_record(env.payload);
+            std::optional<identity_record> r = decode_identity_record(env.payload, over_bound);
             if (!r || r->identity != identity) return std::nullopt;
             return r;
         } catch (...) {
@@ -9424,7 +10267,6 @@ public:
         }
     }
 
-private:
     template <class Artifact, class Self>
     bool store_impl(key_result const& k, Artifact const& artifact, entry_info const& info, Self const* self,
                     std::chrono::nanoseconds compile_time, std::optional<identity_record> const* previous) {
@@ -9495,7 +10337,7 @@ private:
         if (!enabled_) return cached<Artifact>{std::forward<Compile>(compile)(), outcome::compiled, "disabled"};
         if (!k.ok()) {
             state_->stats.bypassed(k.bypass_reason());
-            log_with([&] { return "bypass " + info.name + ": " + k.bypass_reason(); });
+            log_with([&] { return "bypass " + printable(info.name) + ": " + printable(k.bypass_reason()); });
             auto start = std::chrono::steady_clock::now();
             cached<Artifact> result{std::forward<Compile>(compile)(), outcome::bypassed, k.bypass_reason()};
             state_->stats.compiled(detail::elapsed_ns(start));
@@ -9513,10 +10355,17 @@ private:
         bool const explained = why == miss_reason::absent && options_.record_identities;
         if (explained) {
             explanation = explain_from_record(k, info, previous);
-            // A new kernel is the normal case of a cold run: only a recompile is logged.
+            // A new kernel is the normal case of a cold run: logged for the first one only
+            // (a renamed or moved kernel is new too, and its line says what was looked for).
             if (options_.logger && (explanation.what == miss_explanation::kind::changed ||
                                     explanation.what == miss_explanation::kind::evicted))
-                log_with([&] { return "miss " + info.name + " (absent): " + explanation.text(); });
+                log_with([&] { return "miss " + printable(info.name) + " (absent): " + explanation.text(); });
+            else if (options_.logger && explanation.what == miss_explanation::kind::new_kernel &&
+                     !state_->new_kernel_logged.exchange(true))
+                log_with([&] {
+                    return "miss " + printable(info.name) + " (absent): " + explanation.text() +
+                           "; later new kernels are not logged";
+                });
         }
         auto start = std::chrono::steady_clock::now();
         cached<Artifact> result{std::forward<Compile>(compile)(), outcome::compiled, to_string(why)};
@@ -9535,6 +10384,9 @@ private:
         Resolver resolver;
         statistics stats;
         std::atomic<bool> write_error_logged{false};
+        std::atomic<bool> new_kernel_logged{false};     ///< the first new kernel's miss was logged
+        std::atomic<bool> record_ignored_logged{false}; ///< an identity record over a bound was logged
+        std::atomic<bool> verify_failed_logged{false};  ///< a verify compile that threw was logged
         std::mutex toolchain_mutex;
         std::string toolchain_host;
         std::optional<component_digest> toolchain_digest;
@@ -9643,11 +10495,28 @@ private:
     // What changed since the kernel was last stored, from its identity record, which is
     // left in `previous` for the store that follows (it updates the record). Kind none
     // when nothing could be read.
+    // A record over a bound (a forged one: no host's record comes near) is ignored,
+    // counted records-ignored and logged once: the miss is left unexplained, and the
+    // store that follows replaces the record.
     miss_explanation explain_from_record(key_result const& k, entry_info const& info,
                                          std::optional<identity_record>& previous) noexcept {
         try {
-            previous = read_identity_record(kernel_identity(info.identity, info.name, info.origin_file));
-            return explain_absent(previous ? &*previous : nullptr, k.value(), explained_components(k));
+            bool over_bound = false;
+            previous = read_identity_record(kernel_identity(info.identity, info.name, info.origin_file), over_bound);
+            if (over_bound) {
+                state_->stats.record_ignored();
+                if (!state_->record_ignored_logged.exchange(true))
+                    log_with([&] {
+                        return "miss " + printable(info.name) +
+                               " (absent): not explained: its identity record is over " +
+                               std::to_string(identity_record_max_size >> 10) + " KiB or " +
+                               std::to_string(identity_record_max_components) +
+                               " components an entry, and is ignored (counted records-ignored)";
+                    });
+                return {};
+            }
+            return explain_absent(previous ? &*previous : nullptr, k.value(), explained_components(k), info.identity,
+                                  info.name, info.origin_file);
         } catch (...) {
             return {};
         }
@@ -9734,32 +10603,37 @@ private:
     // the kernel nondeterministic (bytes cannot judge it: the loaded artifact is kept);
     // two that agree make the entry unsound (its key misses an input: the fresh
     // artifact is returned, never the loaded one).
+    // A verify compile that throws judges nothing: the host would have had the loaded
+    // artifact without verify mode, so it gets it now (counted verify-failed, logged
+    // once); the exception never reaches the host.
     template <class Artifact, class Compile, class Self>
     cached<Artifact> verify_hit(key_result const& k, entry_info const& info, Artifact loaded, Compile& compile,
                                 Self const* self) {
         auto start = std::chrono::steady_clock::now();
-        Artifact fresh = compile();
+        std::optional<Artifact> fresh = verify_compile<Artifact>(info, compile);
         state_->stats.compiled(detail::elapsed_ns(start));
+        if (!fresh) return cached<Artifact>{std::move(loaded), outcome::loaded, {}};
         std::string loaded_bytes, fresh_bytes;
-        if (!serialize_to(loaded, self, loaded_bytes) || !serialize_to(fresh, self, fresh_bytes))
+        if (!serialize_to(loaded, self, loaded_bytes) || !serialize_to(*fresh, self, fresh_bytes))
             return cached<Artifact>{std::move(loaded), outcome::loaded, {}};
         if (loaded_bytes == fresh_bytes) {
             state_->stats.verified();
             return cached<Artifact>{std::move(loaded), outcome::loaded, {}};
         }
         start = std::chrono::steady_clock::now();
-        Artifact again = compile();
+        std::optional<Artifact> again = verify_compile<Artifact>(info, compile);
         state_->stats.compiled(detail::elapsed_ns(start));
         std::string again_bytes;
-        if (!serialize_to(again, self, again_bytes)) return cached<Artifact>{std::move(loaded), outcome::loaded, {}};
+        if (!again || !serialize_to(*again, self, again_bytes))
+            return cached<Artifact>{std::move(loaded), outcome::loaded, {}};
         if (again_bytes != fresh_bytes) {
             state_->stats.nondeterministic();
-            log("verify " + info.name + ": nondeterministic: two fresh compiles differ, so the bytes of its entry "
+            log("verify " + printable(info.name) + ": nondeterministic: two fresh compiles differ, so the bytes of its entry "
                                         "cannot be checked; the loaded kernel is used");
             return cached<Artifact>{std::move(loaded), outcome::loaded, {}};
         }
         state_->stats.unsound();
-        std::string const line = "verify " + info.name + ": UNSOUND: the entry under key " + k.value().hex() +
+        std::string const line = "verify " + printable(info.name) + ": UNSOUND: the entry under key " + k.value().hex() +
                                  " differs from a fresh compile, and two fresh compiles agree: the key misses an "
                                  "input the compile reads; the fresh kernel is used (docs/explain.md, \"Keys that "
                                  "miss an input\")";
@@ -9767,9 +10641,33 @@ private:
             log(line);
         else
             std::fprintf(stderr, "compile_cache: %s\n", line.c_str());
-        cached<Artifact> r{std::move(fresh), outcome::compiled, "unsound"};
+        cached<Artifact> r{std::move(*fresh), outcome::compiled, "unsound"};
         r.unsound = true;
         return r;
+    }
+
+    // One compile of verify mode; nullopt when it throws (counted verify-failed; the
+    // first such throw of the process is logged).
+    template <class Artifact, class Compile>
+    std::optional<Artifact> verify_compile(entry_info const& info, Compile& compile) noexcept {
+        std::string what;
+        try {
+            return std::optional<Artifact>(compile());
+        } catch (std::exception const& e) {
+            try {
+                what = e.what();
+            } catch (...) {
+            }
+        } catch (...) {
+            what = "an exception that is not a std::exception";
+        }
+        state_->stats.verify_failed();
+        if (!state_->verify_failed_logged.exchange(true))
+            log_with([&] {
+                return "verify " + printable(info.name) + ": verify-failed: the verify compile threw (" +
+                       printable(what) + "); the loaded kernel is used (later such throws are counted, not logged)";
+            });
+        return std::nullopt;
     }
 
     std::nullopt_t missed(load_attempt& attempt, miss_reason r, std::string const& detail) noexcept {
@@ -9777,7 +10675,7 @@ private:
         state_->stats.miss(r, attempt.bytes, detail::elapsed_ns(attempt.start));
         if (r != miss_reason::absent)
             log_with([&] {
-                return "miss " + attempt.info.name + " (" + failure_subject(attempt.k) + "): " + to_string(r) +
+                return "miss " + printable(attempt.info.name) + " (" + failure_subject(attempt.k) + "): " + to_string(r) +
                        (detail.empty() ? "" : ": " + detail);
             });
         return std::nullopt;
@@ -9790,7 +10688,7 @@ private:
         // store: it is reported once, and counted every time.
         if (f == store_failure::write_error && state_->write_error_logged.exchange(true)) return false;
         log_with([&] {
-            return "store failed " + info.name + " (" + failure_subject(k) + "): " + to_string(f) +
+            return "store failed " + printable(info.name) + " (" + failure_subject(k) + "): " + to_string(f) +
                    (detail.empty() ? "" : ": " + detail);
         });
         return false;

@@ -3,7 +3,8 @@
 // Include this header in exactly one of the host's .cpp files, before any other
 // compile_cache header; every other translation unit then parses only declarations
 // (docs/design.md, "What including the library costs"). Without the macro the library
-// is header-only, as by default, and this header is not needed.
+// is header-only, as by default, and this header is not needed. A build that breaks these
+// rules fails to link with a symbol naming the rule (detail/config.hpp, README.md).
 #pragma once
 
 #if !defined(COMPILE_CACHE_SEPARATE_COMPILATION)
@@ -15,3 +16,18 @@
 
 #define COMPILE_CACHE_SOURCE
 #include <compile_cache/compile_cache.hpp>
+
+// The marks detail/config.hpp explains: the symbol every separate-compilation translation
+// unit references, defined here once; and the one every header-only translation unit
+// defines, defined here in another section group, so that linking both kinds fails.
+extern "C" {
+extern char const compile_cache_separate_compilation_needs_src_hpp_in_exactly_one_translation_unit;
+char const compile_cache_separate_compilation_needs_src_hpp_in_exactly_one_translation_unit = 0;
+}
+#if defined(__GNUC__) && defined(__ELF__)
+__asm__(".pushsection .rodata.compile_cache_separate_mark,\"aG\",@progbits,compile_cache_separate_mark,comdat\n"
+        ".globl compile_cache_define_COMPILE_CACHE_SEPARATE_COMPILATION_in_every_translation_unit_or_in_none\n"
+        "compile_cache_define_COMPILE_CACHE_SEPARATE_COMPILATION_in_every_translation_unit_or_in_none:\n"
+        ".byte 0\n"
+        ".popsection\n");
+#endif

@@ -105,6 +105,19 @@ struct cache_object_store_impl {
         }
     }
 
+    /// The cache's own explanation of an absent miss (basic_cache::explain_miss, from
+    /// the identity record of the entry's name and origin), when the cache has a logger.
+    static std::string explain(void* p, object_key_inputs const& in) noexcept {
+        try {
+            auto& self = *static_cast<cache_object_store_impl*>(p);
+            if (!self.cache->options().logger) return {}; // for the log line only: no read without one
+            key_result k = object_key(*self.cache, in, self.host_version);
+            return self.cache->explain_miss(k, info_of(in)).text();
+        } catch (...) {
+            return {};
+        }
+    }
+
     /// The entry's name: what the module defines; its origin: the module.
     static entry_info info_of(object_key_inputs const& in) {
         entry_info info;
@@ -119,7 +132,7 @@ struct cache_object_store_impl {
 
     static void destroy(void* p) noexcept { delete static_cast<cache_object_store_impl*>(p); }
 
-    static constexpr object_store::operations ops{&load, &store, &log, &enabled, &destroy, &bypass, &summary};
+    static constexpr object_store::operations ops{&load, &store, &log, &enabled, &destroy, &bypass, &summary, &explain};
 };
 
 } // namespace detail

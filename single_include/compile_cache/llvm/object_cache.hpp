@@ -6,16 +6,18 @@
 //   auto cache = compile_cache::default_cache::from_env("MYJIT_CACHE");
 //   compile_cache::object_cache<compile_cache::default_cache> objects(cache, "myjit 1.2");
 //   auto jit = llvm::orc::LLJITBuilder()
-//       .setCompileFunctionCreator([&](llvm::orc::JITTargetMachineBuilder jtmb)
-//               -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
-//           if (llvm::Error e = objects.set_target(jtmb)) return e;
-//           return std::make_unique<llvm::orc::ConcurrentIRCompiler>(std::move(jtmb), &objects);
-//       })
+//       .setCompileFunctionCreator(objects.compile_function())
 //       .create();
 //
-// A JIT with its own IRCompileLayer gives its JITTargetMachineBuilder to the
-// constructor instead: object_cache<...> objects(cache, jtmb, "myjit 1.2"). Without a
-// target nothing is cached: each compile is a counted bypass, said once (PREFIX_LOG).
+// A JIT with its own IRCompileLayer takes its compiler from the adapter too:
+// IRCompileLayer layer(session, object_layer, objects.make_compiler(jtmb)). Either way
+// one JITTargetMachineBuilder makes the code and is described in the key. A JIT that
+// keeps its own compiler (a ConcurrentIRCompiler over &objects) must give the
+// adapter the same builder (set_target, or the constructor's object_cache(cache, jtmb,
+// ...)); what a module tells of its target (triple, data layout, target-cpu and
+// target-features attributes) is checked against it, and a disagreement is a bypass,
+// said once. Without a target nothing is cached: each compile is a counted bypass,
+// said once (PREFIX_LOG).
 //
 // An object's key covers the module's bitcode as it reaches the code generator, the
 // target machine, the LLVM version, the LLVM options that were set (set_llvm_arguments)
@@ -49,10 +51,18 @@
 
 #if COMPILE_CACHE_CPLUSPLUS < 201703L
 #error "compile_cache: needs C++17 or later (-std=c++17); with llvm-config --cxxflags, replace its -std=c++14"
+#define COMPILE_CACHE_WRONG_FLAGS 1
 #endif
 
 #if !defined(__cpp_exceptions) && !defined(__EXCEPTIONS) && !defined(_CPPUNWIND)
 #error "compile_cache: needs exceptions (drop -fno-exceptions; llvm-config --cxxflags adds it, LLVM's headers do not need it)"
+#define COMPILE_CACHE_WRONG_FLAGS 1
+#endif
+
+// #error lets g++ and clang go on, into hundreds of errors from the library's code: a
+// missing include is fatal to both, so compilation stops here, at the sentences.
+#if defined(COMPILE_CACHE_WRONG_FLAGS)
+#include <compile_cache: compilation stopped; fix the flags named above>
 #endif
 
 // Separate compilation (docs/design.md, "What including the library costs"): a host that
@@ -71,6 +81,35 @@
 #else
 #define COMPILE_CACHE_DECL inline
 #define COMPILE_CACHE_INCLUDE_IMPL 1
+#endif
+
+// A build that mixes the modes, or has src.hpp in no translation unit or in two, is ill-formed
+// (functions defined inline in some translation units and out of line in another, or not at
+// all, or twice); it fails at link time with a symbol whose name says what to do:
+// - every translation unit in separate-compilation mode references
+//   compile_cache_separate_compilation_needs_src_hpp_in_exactly_one_translation_unit, which
+//   src.hpp defines: "undefined reference" without src.hpp, "multiple definition" with two;
+// - every header-only translation unit defines
+//   compile_cache_define_COMPILE_CACHE_SEPARATE_COMPILATION_in_every_translation_unit_or_in_none
+//   in one COMDAT group (merged among them), and src.hpp defines it in another: "multiple
+//   definition" when both kinds are linked together.
+// (ELF, with GCC or Clang: the mark is a section-group directive of the assembler.)
+#if defined(__GNUC__)
+#if defined(COMPILE_CACHE_SEPARATE_COMPILATION)
+extern "C" char const compile_cache_separate_compilation_needs_src_hpp_in_exactly_one_translation_unit;
+namespace compile_cache::detail {
+namespace {
+[[maybe_unused]] __attribute__((used)) char const* const separate_compilation_mark =
+    &compile_cache_separate_compilation_needs_src_hpp_in_exactly_one_translation_unit;
+} // namespace
+} // namespace compile_cache::detail
+#elif defined(__ELF__)
+__asm__(".pushsection .rodata.compile_cache_header_only_mark,\"aG\",@progbits,compile_cache_header_only_mark,comdat\n"
+        ".globl compile_cache_define_COMPILE_CACHE_SEPARATE_COMPILATION_in_every_translation_unit_or_in_none\n"
+        "compile_cache_define_COMPILE_CACHE_SEPARATE_COMPILATION_in_every_translation_unit_or_in_none:\n"
+        ".byte 0\n"
+        ".popsection\n");
+#endif
 #endif
 
 // RTTI is checked by detail/config_rtti.hpp, in the headers that need it: the LLVM
@@ -267,6 +306,8 @@ void const* code_address(R (*function)(Args...)) noexcept {
 #include <llvm/CodeGen/Passes.h>
 #include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/ObjectCache.h>
+#include <llvm/ExecutionEngine/Orc/CompileUtils.h>
+#include <llvm/ExecutionEngine/Orc/IRCompileLayer.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/IR/Function.h>
 #include <llvm/IR/GlobalVariable.h>
@@ -287,8 +328,16 @@ void const* code_address(R (*function)(Args...)) noexcept {
 #define COMPILE_CACHE_OBJECT_CACHE_HAS_RTTI 0
 #endif
 
+#if defined(__linux__)
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+
 #include <algorithm>
 #include <atomic>
+#include <functional>
+#include <optional>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -297,6 +346,7 @@ void const* code_address(R (*function)(Args...)) noexcept {
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -348,9 +398,13 @@ inline std::string bitcode_digest(::llvm::Module const& m) {
 }
 
 /// Everything about a target machine that changes the code it generates: triple, CPU,
-/// features, codegen opt level, the effective relocation and code models, and the
-/// TargetOptions that affect code (floating point, sections, TLS, ...). Deterministic:
-/// the same machine gives the same text in every process.
+/// features, codegen opt level, the effective relocation and code models, and every
+/// field of LLVM 14's TargetOptions and MCTargetOptions (read field by field from
+/// TargetOptions.h and MCTargetOptions.h; the ones that only name an output file are
+/// keyed too: keying more only costs a miss). A memory buffer (the basic-block
+/// sections list) is keyed by its content. Deterministic: the same machine gives the
+/// same text in every process. A field added by a later LLVM is not here: the LLVM
+/// version is a key field of its own, and this header is written against LLVM 14.
 inline std::string describe_target(::llvm::TargetMachine const& tm) {
     using llvm_detail::append_field;
     std::string s;
@@ -361,8 +415,21 @@ inline std::string describe_target(::llvm::TargetMachine const& tm) {
     append_field(s, "opt", static_cast<long long>(tm.getOptLevel()));
     append_field(s, "reloc", static_cast<long long>(tm.getRelocationModel()));
     append_field(s, "code", static_cast<long long>(tm.getCodeModel()));
+    // A plain getter LLVM 14 did not mark const.
+    append_field(s, "o0-fast-isel", const_cast<::llvm::TargetMachine&>(tm).getO0WantsFastISel() ? 1 : 0);
+    append_field(s, "structured-cfg", tm.requiresStructuredCFG() ? 1 : 0);
+    if (auto const& pgo = tm.getPGOOption()) {
+        append_field(s, "pgo-profile", pgo->ProfileFile);
+        append_field(s, "pgo-cs-profile-gen", pgo->CSProfileGenFile);
+        append_field(s, "pgo-remapping", pgo->ProfileRemappingFile);
+        append_field(s, "pgo-action", static_cast<long long>(pgo->Action));
+        append_field(s, "pgo-cs-action", static_cast<long long>(pgo->CSAction));
+        append_field(s, "pgo-debug-info", pgo->DebugInfoForProfiling ? 1 : 0);
+        append_field(s, "pgo-pseudo-probe", pgo->PseudoProbeForProfiling ? 1 : 0);
+    }
     ::llvm::TargetOptions const& o = tm.Options;
-    // One digit per flag, in declaration order (LLVM 14's TargetOptions).
+    // TargetOptions, in declaration order. One digit per one-bit flag.
+    append_field(s, "binutils", std::to_string(o.BinutilsVersion.first) + "." + std::to_string(o.BinutilsVersion.second));
     unsigned const flags[] = {
         o.UnsafeFPMath, o.NoInfsFPMath, o.NoNaNsFPMath, o.NoTrappingFPMath, o.NoSignedZerosFPMath,
         o.ApproxFuncFPMath, o.EnableAIXExtendedAltivecABI, o.HonorSignDependentRoundingFPMathOption,
@@ -377,6 +444,21 @@ inline std::string describe_target(::llvm::TargetMachine const& tm) {
     std::string bits;
     for (unsigned f : flags) bits += f ? '1' : '0';
     append_field(s, "flags", bits);
+    append_field(s, "global-isel-abort", static_cast<long long>(o.GlobalISelAbort));
+    append_field(s, "swift-async-fp", static_cast<long long>(o.SwiftAsyncFramePointer));
+    append_field(s, "compress-debug", static_cast<long long>(o.CompressDebugSections));
+    append_field(s, "tls-size", static_cast<long long>(o.TLSSize));
+    append_field(s, "bb-sections", static_cast<long long>(o.BBSections));
+    if (o.BBSectionsFuncListBuf) {
+        ::llvm::SHA256 list;
+        list.update(o.BBSectionsFuncListBuf->getBuffer());
+        ::llvm::StringRef const d = list.final();
+        append_field(s, "bb-sections-list", std::string_view(d.data(), d.size()));
+    } else {
+        append_field(s, "bb-sections-list", std::string_view());
+    }
+    append_field(s, "stack-usage-output", o.StackUsageOutput);
+    append_field(s, "loop-align", static_cast<long long>(o.LoopAlignment));
     append_field(s, "float-abi", static_cast<long long>(o.FloatABIType));
     append_field(s, "fp-fusion", static_cast<long long>(o.AllowFPOpFusion));
     append_field(s, "thread-model", static_cast<long long>(o.ThreadModel));
@@ -387,10 +469,29 @@ inline std::string describe_target(::llvm::TargetMachine const& tm) {
     append_field(s, "denormal-f32", static_cast<long long>(o.getRawFP32DenormalMode().Output) * 16 +
                                         static_cast<long long>(o.getRawFP32DenormalMode().Input));
     append_field(s, "exceptions", static_cast<long long>(o.ExceptionModel));
-    append_field(s, "bb-sections", static_cast<long long>(o.BBSections));
-    append_field(s, "abi", o.MCOptions.ABIName);
-    append_field(s, "mc", std::string(o.MCOptions.MCRelaxAll ? "r" : "-") + (o.MCOptions.MCNoExecStack ? "x" : "-") +
-                              (o.MCOptions.MCIncrementalLinkerCompatible ? "i" : "-"));
+    append_field(s, "object-filename-for-debug", o.ObjectFilenameForDebug);
+    // MCTargetOptions, in declaration order; the command line (Argv0, CommandLineArgs)
+    // goes into CodeView's build information, and is keyed by its content.
+    ::llvm::MCTargetOptions const& mc = o.MCOptions;
+    bool const mc_flags[] = {mc.MCRelaxAll,        mc.MCNoExecStack,      mc.MCFatalWarnings,
+                             mc.MCNoWarn,          mc.MCNoDeprecatedWarn, mc.MCNoTypeCheck,
+                             mc.MCSaveTempLabels,  mc.MCUseDwarfDirectory, mc.MCIncrementalLinkerCompatible,
+                             mc.ShowMCEncoding,    mc.ShowMCInst,         mc.AsmVerbose,
+                             mc.PreserveAsmComments, mc.Dwarf64};
+    std::string mc_bits;
+    for (bool f : mc_flags) mc_bits += f ? '1' : '0';
+    append_field(s, "mc-flags", mc_bits);
+    append_field(s, "mc-dwarf-version", static_cast<long long>(mc.DwarfVersion));
+    append_field(s, "abi", mc.ABIName);
+    append_field(s, "mc-assembly-language", mc.AssemblyLanguage);
+    append_field(s, "mc-split-dwarf-file", mc.SplitDwarfFile);
+    append_field(s, "mc-argv0", mc.Argv0 ? std::string_view(mc.Argv0) : std::string_view());
+    std::string list;
+    for (std::string const& a : mc.CommandLineArgs) append_field(list, "arg", a);
+    append_field(s, "mc-command-line", list);
+    list.clear();
+    for (std::string const& p : mc.IASSearchPaths) append_field(list, "path", p);
+    append_field(s, "mc-ias-search-paths", list);
     return s;
 }
 
@@ -440,30 +541,195 @@ inline std::vector<std::string> process_arguments() {
 
 } // namespace llvm_detail
 
-/// The LLVM options that were set (cl::getRegisteredOptions(), those with an
-/// occurrence), in name order, each with its number of occurrences and the arguments
-/// among `arguments` that give it a value (`-name=value`, or `-name` and the argument
-/// after it): LLVM keeps no text of an option's value. `unknown` gets the names of
-/// set options that no argument names (their value cannot be told).
+namespace llvm_detail {
+
+/// raw_ostream's buffer start, protected: read through a member pointer named in a
+/// derived class (the class is never made).
+struct ostream_buffer_access : ::llvm::raw_ostream {
+    using ::llvm::raw_ostream::getBufferStart;
+};
+
+/// What each of `options` prints through Option::printOptionValue, twice: `differs`,
+/// without Force (LLVM prints only an option whose value differs from its cl::init
+/// default), and `value`, with Force. printOptionValue writes to llvm::outs() only, so
+/// for the walk file descriptor 1 is an anonymous in-memory file (memfd), and
+/// llvm::outs() is flushed before and after: the host's pending output goes where it
+/// went, nothing of the walk reaches it. One walk at a time in the process. False when
+/// the output cannot be captured (then no value is known).
+struct printed_option {
+    std::string differs;
+    std::string value;
+};
+inline bool print_option_values(std::vector<::llvm::cl::Option*> const& options,
+                                 std::vector<printed_option>& printed) {
+#if defined(__linux__)
+    static std::mutex walk_mutex;
+    std::lock_guard<std::mutex> lock(walk_mutex);
+    std::size_t width = 0;
+    for (::llvm::cl::Option const* o : options) width = std::max(width, o->ArgStr.size());
+    width += 2; // printOptionValue indents by width minus the name's length
+
+    int memory = ::memfd_create("compile_cache-llvm-options", MFD_CLOEXEC);
+    if (memory >= 0 && memory <= 2) { // a standard stream was closed: keep it closed
+        int const above = ::fcntl(memory, F_DUPFD_CLOEXEC, 3);
+        ::close(memory);
+        memory = above;
+    }
+    if (memory < 0) return false;
+    ::llvm::raw_fd_ostream& out = ::llvm::outs();
+    out.flush();
+    bool const had_error = out.has_error();
+    // A stream whose buffer is not made yet makes it at its first write, sized for
+    // what fd 1 is then: keep that choice for the real fd 1, not the memfd.
+    char const* const buffer = (out.*(&ostream_buffer_access::getBufferStart))();
+    bool const unallocated = buffer == nullptr;
+    bool const wants_buffer = unallocated && out.GetBufferSize() != 0;
+    if (unallocated) out.SetUnbuffered();
+    int const saved = ::fcntl(1, F_DUPFD_CLOEXEC, 3); // -1: fd 1 was closed, and is again after
+    if (::dup2(memory, 1) < 0) {
+        if (saved >= 0) ::close(saved);
+        ::close(memory);
+        if (wants_buffer) out.SetBuffered();
+        return false;
+    }
+    std::vector<std::uint64_t> marks;
+    marks.reserve(2 * options.size() + 1);
+    marks.push_back(out.tell());
+    for (::llvm::cl::Option const* o : options) {
+        o->printOptionValue(width, /*Force=*/false);
+        marks.push_back(out.tell());
+        o->printOptionValue(width, /*Force=*/true);
+        marks.push_back(out.tell());
+    }
+    out.flush();
+    if (saved >= 0) {
+        ::dup2(saved, 1);
+        ::close(saved);
+    } else {
+        ::close(1);
+    }
+    if (wants_buffer) out.SetBuffered();
+    bool ok = true;
+    if (!had_error) { // an error of the walk's own writes is not the host's stream's
+        ok = !out.has_error();
+        out.clear_error();
+    }
+    std::string all;
+    off_t const size = ::lseek(memory, 0, SEEK_END);
+    std::uint64_t const written = marks.back() - marks.front();
+    if (size < 0 || static_cast<std::uint64_t>(size) != written) ok = false;
+    if (ok) {
+        all.resize(static_cast<std::size_t>(size));
+        std::size_t got = 0;
+        while (got < all.size()) {
+            ssize_t const n = ::pread(memory, &all[got], all.size() - got, static_cast<off_t>(got));
+            if (n <= 0) break;
+            got += static_cast<std::size_t>(n);
+        }
+        ok = got == all.size();
+    }
+    ::close(memory);
+    if (!ok) return false;
+    printed.assign(options.size(), printed_option{});
+    for (std::size_t i = 0; i < options.size(); ++i) {
+        std::uint64_t const a = marks[2 * i] - marks.front(), b = marks[2 * i + 1] - marks.front(),
+                            c = marks[2 * i + 2] - marks.front();
+        printed[i].differs = all.substr(a, b - a);
+        printed[i].value = all.substr(b, c - b);
+    }
+    return true;
+#else
+    (void)options;
+    (void)printed;
+    return false;
+#endif
+}
+
+/// What a printed value says: the text after the option's name (`= 8        (default:
+/// 0)`), whether it names its default, and whether that default is the value.
+struct option_value_text {
+    std::string text;        ///< after `= `, without the line end; empty: nothing printed
+    bool readable = false;   ///< a value and a default LLVM could print
+    bool at_default = false; ///< readable, and the value's text is the default's (never without a default)
+};
+inline option_value_text read_option_value(std::string const& printed) {
+    option_value_text v;
+    std::size_t const eq = printed.find("= ");
+    if (eq == std::string::npos) return v;
+    v.text = printed.substr(eq + 2);
+    while (!v.text.empty() && (v.text.back() == '\n' || v.text.back() == ' ')) v.text.pop_back();
+    std::string const tag = " (default: ";
+    std::size_t const d = v.text.rfind(tag);
+    if (d == std::string::npos || v.text.back() != ')' || v.text.find('\n') != std::string::npos) return v;
+    std::string value = v.text.substr(0, d);
+    while (!value.empty() && value.back() == ' ') value.pop_back();
+    std::string const def = v.text.substr(d + tag.size(), v.text.size() - d - tag.size() - 1);
+    if (!value.empty() && value[0] == '*') return v; // *cannot print option value*, *unknown option value*
+    v.readable = true;
+    // Without a default (no cl::init), the value is keyed whatever it is.
+    v.at_default = def != "*no default*" && value == def;
+    return v;
+}
+
+} // namespace llvm_detail
+
+/// The LLVM options whose value is not their default (cl::getRegisteredOptions()), in
+/// name order, each with the value LLVM prints for it, however it was set: by
+/// cl::ParseCommandLineOptions, by cl::opt::setValue, or through a cl::location. An
+/// option counts as set when LLVM says it differs from its default, when it has no
+/// default to compare with (no cl::init), or when its printed value is not its printed
+/// default. An option whose value LLVM cannot print (a cl::list, cl::bits, a value of
+/// another type than its parser's, a value outside its enum's list) is keyed by the
+/// arguments among `arguments` that name it when it occurred on a command line or LLVM
+/// says it differs from its default (`-name=value`, or `-name` and the argument after
+/// it); `unknown` gets the names of those that no argument names (their value cannot be
+/// told: a bypass). Such an option changed without a command line and without a
+/// default to compare with (push_back on a cl::list) is not seen. An empty result with
+/// `unknown` "*" when the values could not be read.
 inline std::string describe_llvm_options(std::vector<std::string> const& arguments, std::string& unknown) {
     using llvm_detail::append_field;
-    std::vector<std::pair<std::string, int>> set;
-    for (auto& entry : ::llvm::cl::getRegisteredOptions())
-        if (entry.getValue() && entry.getValue()->getNumOccurrences() > 0)
-            set.emplace_back(entry.getKey().str(), entry.getValue()->getNumOccurrences());
-    std::sort(set.begin(), set.end());
-    std::string s;
     unknown.clear();
-    for (auto const& [name, occurrences] : set) {
+    std::vector<std::pair<std::string, ::llvm::cl::Option*>> named;
+    for (auto& entry : ::llvm::cl::getRegisteredOptions())
+        if (entry.getValue()) named.emplace_back(entry.getKey().str(), entry.getValue());
+    std::sort(named.begin(), named.end(),
+              [](auto const& a, auto const& b) { return a.first < b.first; });
+    // An option registered under several names (an enum's values as flags) once, under its first.
+    std::unordered_set<::llvm::cl::Option const*> seen;
+    std::vector<std::pair<std::string, ::llvm::cl::Option*>> options;
+    for (auto const& n : named)
+        if (seen.insert(n.second).second) options.push_back(n);
+    std::vector<::llvm::cl::Option*> walk;
+    walk.reserve(options.size());
+    for (auto const& o : options) walk.push_back(o.second);
+    std::vector<llvm_detail::printed_option> printed;
+    if (!llvm_detail::print_option_values(walk, printed)) {
+        unknown = "*";
+        return {};
+    }
+    std::string s;
+    for (std::size_t i = 0; i < options.size(); ++i) {
+        std::string const& name = options[i].first;
+        int const occurrences = options[i].second->getNumOccurrences();
+        llvm_detail::option_value_text const v = llvm_detail::read_option_value(printed[i].value);
+        if (v.readable) {
+            if (printed[i].differs.empty() && v.at_default) continue;
+            append_field(s, "option", name);
+            append_field(s, "value", v.text);
+            continue;
+        }
+        // Unprintable: counted as set when it occurred, or when LLVM says it differs.
+        if (occurrences == 0 && printed[i].differs.empty()) continue;
         std::string given;
-        for (std::size_t i = 0; i < arguments.size(); ++i) {
-            if (llvm_detail::option_name(arguments[i]) != name) continue;
-            append_field(given, "arg", arguments[i]);
-            if (arguments[i].find('=') == std::string::npos && i + 1 < arguments.size())
-                append_field(given, "next", arguments[i + 1]);
+        for (std::size_t a = 0; a < arguments.size(); ++a) {
+            if (llvm_detail::option_name(arguments[a]) != name) continue;
+            append_field(given, "arg", arguments[a]);
+            if (arguments[a].find('=') == std::string::npos && a + 1 < arguments.size())
+                append_field(given, "next", arguments[a + 1]);
         }
         if (given.empty()) unknown += (unknown.empty() ? "-" : " -") + name;
         append_field(s, "option", name);
+        append_field(s, "printed", v.text);
         append_field(s, "occurrences", occurrences);
         append_field(s, "given", given);
     }
@@ -512,9 +778,15 @@ public:
     void set_target(::llvm::TargetMachine const& tm) {
         std::string description = describe_target(tm);
         std::string generator = code_generator_identity(tm);
+        target_check check;
+        check.triple = tm.getTargetTriple().normalize();
+        check.data_layout = tm.createDataLayout().getStringRepresentation();
+        check.cpu = tm.getTargetCPU().str();
+        check.features = feature_set(tm.getTargetFeatureString());
         std::lock_guard<std::mutex> lock(mutex_);
         target_ = std::move(description);
         code_generator_ = std::move(generator);
+        check_ = std::move(check);
         arch_ = tm.getTargetTriple().getArch();
         target_error_.clear();
     }
@@ -525,6 +797,38 @@ public:
         if (!tm) return tm.takeError();
         set_target(**tm);
         return ::llvm::Error::success();
+    }
+
+    /// The IR compiler for a JIT's IRCompileLayer: an ORC ConcurrentIRCompiler over
+    /// this object cache and `jtmb`, which is also the target set here, so that the
+    /// machine that compiles an object is the one its key describes. If `jtmb` makes no
+    /// target machine, the error is logged and every compile is a bypass (the compiler
+    /// then reports the same error to the JIT).
+    ///
+    ///   llvm::orc::IRCompileLayer layer(session, object_layer, objects.make_compiler(jtmb));
+    std::unique_ptr<::llvm::orc::IRCompileLayer::IRCompiler> make_compiler(::llvm::orc::JITTargetMachineBuilder jtmb) {
+        if (::llvm::Error e = set_target(jtmb)) {
+            std::string why = "the JITTargetMachineBuilder makes no target machine: " + ::llvm::toString(std::move(e));
+            std::lock_guard<std::mutex> lock(mutex_);
+            target_.clear();
+            target_error_ = std::move(why);
+        }
+        return std::make_unique<::llvm::orc::ConcurrentIRCompiler>(std::move(jtmb), this);
+    }
+
+    /// make_compiler as LLJITBuilder's compile function (LLJITBuilder::CompileFunctionCreator):
+    ///
+    ///   auto jit = llvm::orc::LLJITBuilder().setCompileFunctionCreator(objects.compile_function()).create();
+    ///
+    /// A builder that makes no target machine fails the JIT's creation, as without the cache.
+    std::function<::llvm::Expected<std::unique_ptr<::llvm::orc::IRCompileLayer::IRCompiler>>(
+        ::llvm::orc::JITTargetMachineBuilder)>
+    compile_function() {
+        return [this](::llvm::orc::JITTargetMachineBuilder jtmb)
+                   -> ::llvm::Expected<std::unique_ptr<::llvm::orc::IRCompileLayer::IRCompiler>> {
+            if (::llvm::Error e = set_target(jtmb)) return e;
+            return std::make_unique<::llvm::orc::ConcurrentIRCompiler>(std::move(jtmb), this);
+        };
     }
 
     /// The arguments the host gave cl::ParseCommandLineOptions (or -mllvm), so that the
@@ -570,6 +874,7 @@ public:
             if (!m || !store_.enabled()) return nullptr;
             auto start = std::chrono::steady_clock::now();
             object_key_inputs in;
+            target_check check;
             ::llvm::Triple::ArchType arch;
             std::vector<std::string> arguments;
             std::string target_error;
@@ -577,6 +882,7 @@ public:
                 std::lock_guard<std::mutex> lock(mutex_);
                 in.target = target_;
                 in.code_generator = code_generator_;
+                check = check_;
                 arch = arch_;
                 if (!arguments_given_ && !process_arguments_read_) {
                     arguments_ = llvm_detail::process_arguments();
@@ -598,8 +904,24 @@ public:
                            "; nothing is cached");
                 return nullptr;
             }
+            std::string const disagreement = disagreement_with_target(*m, check);
+            if (!disagreement.empty()) {
+                bypass(other_target_logged_, "module for another target",
+                       "llvm object cache: bypass '" + in.entry_name + "' (module '" + in.module_name + "'): " +
+                           disagreement +
+                           ": the JIT's compiler and the object cache disagree on the target (give the JIT "
+                           "the object cache's make_compiler or compile_function); nothing is cached");
+                return nullptr;
+            }
             std::string unknown;
             in.llvm_options = describe_llvm_options(arguments, unknown);
+            if (unknown == "*") {
+                bypass(unreadable_options_logged_, "LLVM option values unreadable",
+                       "llvm object cache: bypass '" + in.entry_name +
+                           "': the values of LLVM's options cannot be read (no in-memory file for "
+                           "printOptionValue's output); nothing is cached");
+                return nullptr;
+            }
             if (!unknown.empty()) {
                 bypass(unknown_options_logged_, "LLVM options of unknown value",
                        "llvm object cache: bypass '" + in.entry_name + "': LLVM option(s) " + unknown +
@@ -611,9 +933,11 @@ public:
             in.llvm_version = LLVM_VERSION_STRING;
             std::string bytes;
             bool hit = store_.load(in, bytes);
+            bool rejected = false;
             if (hit && !is_object_for(bytes, arch, in.module_name)) {
                 ++rejected_;
                 hit = false;
+                rejected = true; // said by is_object_for
             }
             if (hit) {
                 ++hits_;
@@ -621,7 +945,10 @@ public:
                 return ::llvm::MemoryBuffer::getMemBufferCopy(bytes, in.module_name);
             }
             ++misses_;
-            store_.log("llvm object cache: miss '" + in.entry_name + "' (module '" + in.module_name + "'): compiling");
+            // Why, as the cache explains an absent miss (`compile-cache explain` too).
+            std::string const why = rejected ? std::string() : store_.explain_miss(in);
+            store_.log("llvm object cache: miss '" + in.entry_name + "' (module '" + in.module_name +
+                       "'): " + (why.empty() ? std::string() : why + "; ") + "compiling");
             std::lock_guard<std::mutex> lock(mutex_);
             pending_[m] = pending{std::move(in), start};
             return nullptr;
@@ -661,6 +988,51 @@ private:
         std::chrono::steady_clock::time_point start;
     };
 
+    /// What a module can say of the target it was made for, to compare with the target
+    /// set here (set_target).
+    struct target_check {
+        std::string triple;      ///< normalized
+        std::string data_layout;
+        std::string cpu;
+        std::vector<std::string> features; ///< sorted, without empty items
+    };
+
+    static std::vector<std::string> feature_set(::llvm::StringRef features) {
+        ::llvm::SmallVector<::llvm::StringRef, 64> items;
+        features.split(items, ',', -1, /*KeepEmpty=*/false);
+        std::vector<std::string> set;
+        for (::llvm::StringRef f : items) set.push_back(f.trim().str());
+        std::sort(set.begin(), set.end());
+        set.erase(std::unique(set.begin(), set.end()), set.end());
+        return set;
+    }
+
+    /// Empty when nothing the module tells disagrees with the target `t`: its triple
+    /// and data layout (when it has them), and the `target-cpu` and `target-features`
+    /// attributes of the functions it defines (when they have them). Otherwise what
+    /// disagrees: a JIT whose own compiler was made for another target than the one
+    /// given here would store that target's code under this one's key.
+    static std::string disagreement_with_target(::llvm::Module const& m, target_check const& t) {
+        std::string const& triple = m.getTargetTriple();
+        if (!triple.empty() && ::llvm::Triple::normalize(triple) != t.triple)
+            return "the module's triple '" + triple + "' is not the target's '" + t.triple + "'";
+        std::string const& layout = m.getDataLayoutStr();
+        if (!layout.empty() && layout != t.data_layout)
+            return "the module's data layout '" + layout + "' is not the target's '" + t.data_layout + "'";
+        for (::llvm::Function const& f : m.functions()) {
+            if (f.isDeclaration()) continue;
+            ::llvm::Attribute const cpu = f.getFnAttribute("target-cpu");
+            if (cpu.isValid() && cpu.getValueAsString() != t.cpu)
+                return "function '" + f.getName().str() + "' has target-cpu '" + cpu.getValueAsString().str() +
+                       "', the target's CPU is '" + t.cpu + "'";
+            ::llvm::Attribute const features = f.getFnAttribute("target-features");
+            if (features.isValid() && feature_set(features.getValueAsString()) != t.features)
+                return "function '" + f.getName().str() + "' has target-features '" +
+                       features.getValueAsString().str() + "', not the target's";
+        }
+        return {};
+    }
+
     /// The name of the first function the module defines, else of its first defined
     /// global, else the module's identifier.
     static std::string defined_name(::llvm::Module const& m) {
@@ -696,13 +1068,15 @@ private:
     std::string target_;
     std::string target_error_;
     std::string code_generator_;
+    target_check check_;
     ::llvm::Triple::ArchType arch_ = ::llvm::Triple::UnknownArch;
     std::vector<std::string> arguments_;
     bool arguments_given_ = false;
     bool process_arguments_read_ = false;
     std::unordered_map<::llvm::Module const*, pending> pending_;
     std::atomic<std::uint64_t> hits_{0}, misses_{0}, rejected_{0}, notified_{0}, bypassed_{0}, compile_ns_{0};
-    std::atomic<bool> no_target_logged_{false}, unknown_options_logged_{false};
+    std::atomic<bool> no_target_logged_{false}, unknown_options_logged_{false}, unreadable_options_logged_{false},
+        other_target_logged_{false};
     std::atomic<bool> log_hits_{false};
 };
 

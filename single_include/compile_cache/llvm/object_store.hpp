@@ -39,10 +39,18 @@
 
 #if COMPILE_CACHE_CPLUSPLUS < 201703L
 #error "compile_cache: needs C++17 or later (-std=c++17); with llvm-config --cxxflags, replace its -std=c++14"
+#define COMPILE_CACHE_WRONG_FLAGS 1
 #endif
 
 #if !defined(__cpp_exceptions) && !defined(__EXCEPTIONS) && !defined(_CPPUNWIND)
 #error "compile_cache: needs exceptions (drop -fno-exceptions; llvm-config --cxxflags adds it, LLVM's headers do not need it)"
+#define COMPILE_CACHE_WRONG_FLAGS 1
+#endif
+
+// #error lets g++ and clang go on, into hundreds of errors from the library's code: a
+// missing include is fatal to both, so compilation stops here, at the sentences.
+#if defined(COMPILE_CACHE_WRONG_FLAGS)
+#include <compile_cache: compilation stopped; fix the flags named above>
 #endif
 
 // Separate compilation (docs/design.md, "What including the library costs"): a host that
@@ -61,6 +69,35 @@
 #else
 #define COMPILE_CACHE_DECL inline
 #define COMPILE_CACHE_INCLUDE_IMPL 1
+#endif
+
+// A build that mixes the modes, or has src.hpp in no translation unit or in two, is ill-formed
+// (functions defined inline in some translation units and out of line in another, or not at
+// all, or twice); it fails at link time with a symbol whose name says what to do:
+// - every translation unit in separate-compilation mode references
+//   compile_cache_separate_compilation_needs_src_hpp_in_exactly_one_translation_unit, which
+//   src.hpp defines: "undefined reference" without src.hpp, "multiple definition" with two;
+// - every header-only translation unit defines
+//   compile_cache_define_COMPILE_CACHE_SEPARATE_COMPILATION_in_every_translation_unit_or_in_none
+//   in one COMDAT group (merged among them), and src.hpp defines it in another: "multiple
+//   definition" when both kinds are linked together.
+// (ELF, with GCC or Clang: the mark is a section-group directive of the assembler.)
+#if defined(__GNUC__)
+#if defined(COMPILE_CACHE_SEPARATE_COMPILATION)
+extern "C" char const compile_cache_separate_compilation_needs_src_hpp_in_exactly_one_translation_unit;
+namespace compile_cache::detail {
+namespace {
+[[maybe_unused]] __attribute__((used)) char const* const separate_compilation_mark =
+    &compile_cache_separate_compilation_needs_src_hpp_in_exactly_one_translation_unit;
+} // namespace
+} // namespace compile_cache::detail
+#elif defined(__ELF__)
+__asm__(".pushsection .rodata.compile_cache_header_only_mark,\"aG\",@progbits,compile_cache_header_only_mark,comdat\n"
+        ".globl compile_cache_define_COMPILE_CACHE_SEPARATE_COMPILATION_in_every_translation_unit_or_in_none\n"
+        "compile_cache_define_COMPILE_CACHE_SEPARATE_COMPILATION_in_every_translation_unit_or_in_none:\n"
+        ".byte 0\n"
+        ".popsection\n");
+#endif
 #endif
 
 // RTTI is checked by detail/config_rtti.hpp, in the headers that need it: the LLVM
@@ -114,6 +151,10 @@ public:
         void (*bypass)(void* impl, std::string const& reason) noexcept = nullptr;
         /// The cache's statistics as one line (statistics_snapshot::summary; optional).
         std::string (*summary)(void const* impl) noexcept = nullptr;
+        /// Why `in` has no entry, as the cache explains an absent miss from the record
+        /// of the entry's identity (miss_explanation::text: `changed bitcode; unchanged
+        /// toolchain, ...`, `new`); empty when it cannot tell (optional).
+        std::string (*explain_miss)(void* impl, object_key_inputs const& in) noexcept = nullptr;
     };
 
     /// A store that loads nothing and stores nothing.
@@ -144,6 +185,10 @@ public:
     }
     void bypass(std::string const& reason) noexcept {
         if (ops_ && ops_->bypass) ops_->bypass(impl_, reason);
+    }
+    /// Why `in` missed (operations::explain_miss); empty when the store cannot tell.
+    std::string explain_miss(object_key_inputs const& in) noexcept {
+        return ops_ && ops_->explain_miss ? ops_->explain_miss(impl_, in) : std::string();
     }
     /// The statistics of the cache behind the store, this process's: one line.
     std::string summary() const noexcept { return ops_ && ops_->summary ? ops_->summary(impl_) : std::string(); }

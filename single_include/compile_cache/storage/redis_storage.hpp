@@ -26,10 +26,18 @@
 
 #if COMPILE_CACHE_CPLUSPLUS < 201703L
 #error "compile_cache: needs C++17 or later (-std=c++17); with llvm-config --cxxflags, replace its -std=c++14"
+#define COMPILE_CACHE_WRONG_FLAGS 1
 #endif
 
 #if !defined(__cpp_exceptions) && !defined(__EXCEPTIONS) && !defined(_CPPUNWIND)
 #error "compile_cache: needs exceptions (drop -fno-exceptions; llvm-config --cxxflags adds it, LLVM's headers do not need it)"
+#define COMPILE_CACHE_WRONG_FLAGS 1
+#endif
+
+// #error lets g++ and clang go on, into hundreds of errors from the library's code: a
+// missing include is fatal to both, so compilation stops here, at the sentences.
+#if defined(COMPILE_CACHE_WRONG_FLAGS)
+#include <compile_cache: compilation stopped; fix the flags named above>
 #endif
 
 // Separate compilation (docs/design.md, "What including the library costs"): a host that
@@ -48,6 +56,35 @@
 #else
 #define COMPILE_CACHE_DECL inline
 #define COMPILE_CACHE_INCLUDE_IMPL 1
+#endif
+
+// A build that mixes the modes, or has src.hpp in no translation unit or in two, is ill-formed
+// (functions defined inline in some translation units and out of line in another, or not at
+// all, or twice); it fails at link time with a symbol whose name says what to do:
+// - every translation unit in separate-compilation mode references
+//   compile_cache_separate_compilation_needs_src_hpp_in_exactly_one_translation_unit, which
+//   src.hpp defines: "undefined reference" without src.hpp, "multiple definition" with two;
+// - every header-only translation unit defines
+//   compile_cache_define_COMPILE_CACHE_SEPARATE_COMPILATION_in_every_translation_unit_or_in_none
+//   in one COMDAT group (merged among them), and src.hpp defines it in another: "multiple
+//   definition" when both kinds are linked together.
+// (ELF, with GCC or Clang: the mark is a section-group directive of the assembler.)
+#if defined(__GNUC__)
+#if defined(COMPILE_CACHE_SEPARATE_COMPILATION)
+extern "C" char const compile_cache_separate_compilation_needs_src_hpp_in_exactly_one_translation_unit;
+namespace compile_cache::detail {
+namespace {
+[[maybe_unused]] __attribute__((used)) char const* const separate_compilation_mark =
+    &compile_cache_separate_compilation_needs_src_hpp_in_exactly_one_translation_unit;
+} // namespace
+} // namespace compile_cache::detail
+#elif defined(__ELF__)
+__asm__(".pushsection .rodata.compile_cache_header_only_mark,\"aG\",@progbits,compile_cache_header_only_mark,comdat\n"
+        ".globl compile_cache_define_COMPILE_CACHE_SEPARATE_COMPILATION_in_every_translation_unit_or_in_none\n"
+        "compile_cache_define_COMPILE_CACHE_SEPARATE_COMPILATION_in_every_translation_unit_or_in_none:\n"
+        ".byte 0\n"
+        ".popsection\n");
+#endif
 #endif
 
 // RTTI is checked by detail/config_rtti.hpp, in the headers that need it: the LLVM
@@ -83,10 +120,12 @@
 namespace compile_cache {
 
 /// A parsed Redis address:
-///   `redis://[[user]:password@]host[:port][/db]`   one server (port 6379, db 0 by default)
-///   `unix:///path/to/redis.sock`                    one server on a Unix socket
-///   `redis+cluster://[[user]:password@]host:port[,host:port...]`   seed nodes of a cluster
-/// A host may be a bracketed IPv6 address (`[::1]:6379`).
+///   `redis://[[user][:password]@]host[:port][/db]`   one server (port 6379, db 0 by default)
+///   `unix:///path/to/redis.sock`                      one server on a Unix socket
+///   `redis+cluster://[[user][:password]@]host:port[,host:port...]`   seed nodes of a cluster
+/// A host may be a bracketed IPv6 address (`[::1]:6379`). The credentials end at the
+/// last `@`, so a password may hold `@`, `:`, `?` and `/` as they are; `%XX` in them is
+/// percent-decoded (as redis-cli does), and a `%` that encodes nothing is itself.
 struct redis_address {
     enum class kind { server, unix_socket, cluster };
     struct node {
@@ -101,20 +140,15 @@ struct redis_address {
     int db = 0;
 
     /// Parses `url`; on failure returns nullopt and sets `why` to a sentence that
-    /// shows the address with its password replaced by `***`.
+    /// shows the address as redact() does (never a password).
     static std::optional<redis_address> parse(std::string_view url, std::string& why) {
         why.clear();
         auto bad = [&](std::string const& reason) -> std::optional<redis_address> {
             why = "\"" + redact(url) + "\" is not a Redis address (" + reason +
-                  "; expected redis://[[user]:password@]host[:port][/db], unix:///path.sock or "
+                  "; expected redis://[[user][:password]@]host[:port][/db], unix:///path.sock or "
                   "redis+cluster://host:port[,host:port...])";
             return std::nullopt;
         };
-        // Query parameters (`?password=...` in other clients) are not read here: refused,
-        // and never echoed (redact() hides them).
-        if (url.find('?') != std::string_view::npos)
-            return bad("query parameters are not supported: give a password as redis://user:password@host "
-                       "or in PREFIX_REMOTE_PASSWORD_FILE");
         redis_address a;
         std::string_view rest;
         if (starts_with(url, "redis://")) {
@@ -124,6 +158,8 @@ struct redis_address {
         } else if (starts_with(url, "unix://")) {
             a.type = kind::unix_socket, rest = url.substr(7);
             if (rest.empty() || rest.front() != '/') return bad("a Unix socket needs an absolute path");
+            if (rest.find('?') != std::string_view::npos)
+                return bad("query parameters are not supported: give a password in PREFIX_REMOTE_PASSWORD_FILE");
             a.socket_path.assign(rest);
             return a;
         } else {
@@ -133,11 +169,15 @@ struct redis_address {
         if (at != std::string_view::npos) {
             std::string_view const userinfo = rest.substr(0, at);
             std::size_t const colon = userinfo.find(':');
-            if (colon == std::string_view::npos) return bad("the part before @ must be [user]:password");
-            a.user.assign(userinfo.substr(0, colon));
-            a.password.assign(userinfo.substr(colon + 1));
+            a.user = percent_decoded(userinfo.substr(0, colon));
+            if (colon != std::string_view::npos) a.password = percent_decoded(userinfo.substr(colon + 1));
             rest = rest.substr(at + 1);
         }
+        // Query parameters (`?password=...` in other clients) are not read here: refused,
+        // and never echoed (redact() hides them).
+        if (rest.find('?') != std::string_view::npos)
+            return bad("query parameters are not supported: give a password as redis://user:password@host "
+                       "or in PREFIX_REMOTE_PASSWORD_FILE");
         std::string_view hosts = rest;
         std::size_t const slash = rest.find('/');
         if (slash != std::string_view::npos) {
@@ -188,11 +228,13 @@ struct redis_address {
         return a;
     }
 
-    /// The address with its password (never shown) replaced by `***`.
+    /// The address with its password (never shown) replaced by `***`; a user given
+    /// without a password is not shown either (some write the password there).
     std::string describe() const {
         std::string s = type == kind::server ? "redis://" : type == kind::cluster ? "redis+cluster://" : "unix://";
         if (type == kind::unix_socket) return s + socket_path + (password.empty() ? "" : " (with a password)");
-        if (!password.empty() || !user.empty()) s += user + ":" + (password.empty() ? "" : "***") + "@";
+        if (!password.empty()) s += user + ":***@";
+        else if (!user.empty()) s += "***@";
         for (std::size_t i = 0; i < nodes.size(); ++i) {
             if (i) s += ',';
             bool const v6 = nodes[i].host.find(':') != std::string::npos;
@@ -202,24 +244,50 @@ struct redis_address {
         return s;
     }
 
-    /// A URL as given, with whatever lies between `://` and the last `@` after it
-    /// reduced to the user name and `***`, and any query (`?...`) as `?***`: safe to
-    /// show even when it does not parse.
+    /// A URL as given, safe to show even when it does not parse: whatever lies between
+    /// `://` and the last `@` is reduced to the user name and `:***` (to `***` when it
+    /// has no `:`, or when the user name would hold a `%`, `?` or `/`), and a query
+    /// after the host (`?...`) to `?***`.
     static std::string redact(std::string_view url) {
-        std::size_t const query = url.find('?');
-        if (query != std::string_view::npos) return redact(url.substr(0, query)) + "?***";
         std::size_t const scheme = url.find("://");
         std::size_t const start = scheme == std::string_view::npos ? 0 : scheme + 3;
-        std::size_t const at = url.rfind('@');
-        if (at == std::string_view::npos || at < start) return std::string(url);
-        std::string_view const userinfo = url.substr(start, at - start);
-        std::size_t const colon = userinfo.find(':');
-        return std::string(url.substr(0, start)) + std::string(userinfo.substr(0, colon)) + ":***" +
-               std::string(url.substr(at));
+        std::string out(url.substr(0, start));
+        std::string_view rest = url.substr(start);
+        std::size_t const at = rest.rfind('@');
+        if (at != std::string_view::npos) {
+            std::string_view const userinfo = rest.substr(0, at);
+            std::size_t const colon = userinfo.find(':');
+            std::string_view const user = userinfo.substr(0, colon);
+            bool const plain_user = user.find_first_of("%?/") == std::string_view::npos;
+            out += colon != std::string_view::npos && plain_user ? std::string(user) + ":***@" : std::string("***@");
+            rest = rest.substr(at + 1);
+        }
+        std::size_t const query = rest.find('?');
+        if (query != std::string_view::npos) return out + std::string(rest.substr(0, query)) + "?***";
+        return out + std::string(rest);
     }
 
 private:
     static bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+    static int hex_digit(char c) {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        return -1;
+    }
+    /// `%XX` decoded; any other `%` kept as it is.
+    static std::string percent_decoded(std::string_view s) {
+        std::string out;
+        for (std::size_t i = 0; i < s.size(); ++i) {
+            if (s[i] == '%' && i + 2 < s.size() && hex_digit(s[i + 1]) >= 0 && hex_digit(s[i + 2]) >= 0) {
+                out += static_cast<char>(hex_digit(s[i + 1]) * 16 + hex_digit(s[i + 2]));
+                i += 2;
+            } else {
+                out += s[i];
+            }
+        }
+        return out;
+    }
     static std::optional<int> parse_number(std::string_view s, int max) {
         if (s.empty() || s.size() > 9) return std::nullopt;
         int v = 0;
@@ -232,6 +300,10 @@ private:
     }
 };
 
+/// The longest timeout a redis_storage takes (connect or call): 10 minutes. A longer one
+/// is a mistake (and would overflow a deadline), refused.
+inline constexpr std::chrono::milliseconds redis_max_timeout{600000};
+
 /// The settings of a redis_storage.
 struct redis_options {
     std::string url;                                  ///< see redis_address
@@ -240,6 +312,12 @@ struct redis_options {
     std::chrono::milliseconds connect_timeout{100};   ///< for each connection attempt
     std::chrono::milliseconds command_timeout{1000};  ///< for a whole call, connecting and retries included
     std::chrono::seconds ttl{0};                      ///< expiry of a stored value (SET ... EX); 0: none
+    /// A listing (the Storage member `list`: SCAN on every master) gives up, as an
+    /// error, after this many SCAN calls in all (a server whose cursor never comes back
+    /// to 0), or once this long has passed (checked before each call, itself bounded by
+    /// command_timeout).
+    std::uint64_t listing_max_calls = std::uint64_t{1} << 20; ///< with COUNT 1000: a billion names
+    std::chrono::milliseconds listing_timeout{std::chrono::minutes(10)};
 };
 
 /// What the last failing call of a redis_storage saw (for a log line; no password).
@@ -261,20 +339,32 @@ struct redis_failure {
 /// Cluster: a key goes to the node serving its slot (CRC16, hash tags honoured) per the
 /// slot map learnt with CLUSTER SLOTS from the seed nodes, one connection per node;
 /// `MOVED` refreshes the map and retries once on the node named, `ASK` sends ASKING and
-/// retries once there. A node down fails only the keys of its slots.
+/// retries once there. A node down fails only the keys of its slots: a node that refused
+/// or timed out is not called for 1 s (its keys fail at once, redis_errc::node_down,
+/// which partial_failure() tells a tier is not the whole cluster's failure) and the slot
+/// map is learnt again (a failover's new master takes its slots). When every master is
+/// out of reach, or no node tells the slot map, the error is the node's own (refused,
+/// timeout): the whole cluster is failing.
+///
+/// A reply of the wrong type for its command, or one more reply than commands, means
+/// the connection is out of step: it is closed and the call fails as `protocol`.
 class redis_storage {
 public:
     /// No server: every call fails (redis_errc::other). What a disabled cache holds.
     redis_storage() = default;
 
     /// Throws std::invalid_argument (its message shows no password) when the URL does
-    /// not parse or a timeout is not positive. Connects on first use, not here.
+    /// not parse or a timeout is not positive or longer than redis_max_timeout.
+    /// Connects on first use, not here.
     explicit redis_storage(redis_options options) : state_(std::make_unique<state>()) {
         std::string why;
         auto address = redis_address::parse(options.url, why);
         if (!address) throw std::invalid_argument(why);
         if (options.connect_timeout.count() <= 0 || options.command_timeout.count() <= 0)
             throw std::invalid_argument("compile_cache: Redis timeouts must be positive");
+        if (options.connect_timeout > redis_max_timeout || options.command_timeout > redis_max_timeout)
+            throw std::invalid_argument("compile_cache: Redis timeouts must be at most " +
+                                        std::to_string(redis_max_timeout.count() / 1000) + " s");
         if (!options.password.empty()) address->password = options.password;
         options.url.clear(); // (holds the password; the address keeps it where it is needed)
         state_->address = std::move(*address);
@@ -316,7 +406,7 @@ public:
     static std::vector<environment_setting> environment_settings(std::string_view prefix) {
         std::string const p(prefix);
         return {
-            {p + "_REMOTE", "the Redis server: redis://[[user]:password@]host[:port][/db], unix:///path.sock or "
+            {p + "_REMOTE", "the Redis server: redis://[[user][:password]@]host[:port][/db], unix:///path.sock or "
                             "redis+cluster://host:port[,host:port...]; unset or off: none"},
             {p + "_REMOTE_PASSWORD_FILE", "a file holding the Redis password (a trailing newline is dropped)"},
             {p + "_REMOTE_NAMESPACE", "prefix of the keys on the server (default compile_cache)"},
@@ -390,7 +480,8 @@ public:
     /// last_use_s is 0 when the server does not track idle time (an LFU policy). Each
     /// exchange is bounded by the command timeout; entries written or evicted meanwhile
     /// may or may not be listed, and one may be listed twice (SCAN's guarantees). Stops
-    /// at the first failure, which it returns.
+    /// at the first failure, which it returns; past redis_options::listing_max_calls
+    /// SCAN calls (`protocol`) or listing_timeout (`timeout`) too.
     std::error_code list(std::vector<stored_entry>& out) const noexcept {
         // Logically const: only the connections behind state_ change, never an entry.
         auto& self = const_cast<redis_storage&>(*this);
@@ -448,6 +539,10 @@ public:
         return state_->failure;
     }
 
+    /// Whether `e`, from a call of this storage, failed only a part of it (one node of a
+    /// cluster; the others answer): a tier keeps using the storage, counting the error.
+    static bool partial_failure(std::error_code const& e) noexcept { return e == redis_errc::node_down; }
+
     /// The name of a key on the server: `namespace:` + hex.
     std::string redis_key(key const& k) const { return state_->prefix + k.hex(); }
 
@@ -462,7 +557,13 @@ private:
         explicit node(detail::redis_endpoint e) : connection(std::move(e)) {}
         std::timed_mutex mutex;
         detail::redis_connection connection;
+        // A cluster node's health: after a refusal or a timeout it rests until resting_until.
+        std::mutex health_mutex;
+        detail::redis_clock::time_point resting_until{};
+        std::error_code last_error;
     };
+    /// How long a cluster node that failed is not called.
+    static constexpr std::chrono::milliseconds node_rest{1000};
 
     struct state {
         redis_address address;
@@ -471,10 +572,14 @@ private:
         std::deque<node> nodes; ///< grows only (under map_mutex), so references stay valid
         std::timed_mutex map_mutex;
         std::vector<std::uint16_t> slot_owner; ///< node index + 1 per slot; 0: unknown (cluster)
+        std::vector<std::size_t> masters;      ///< the nodes that own slots in slot_owner
         bool map_loaded = false;
         detail::redis_clock::time_point last_refresh{};
+        std::error_code refresh_error;         ///< why the last refresh failed (refused, timeout...)
+        std::string refresh_error_text;
         std::mutex failure_mutex;
         redis_failure failure;
+        std::atomic<bool> cluster_member{false}; ///< a redis:// server answered MOVED or ASK
 
         std::size_t add_node(detail::redis_endpoint e) {
             for (std::size_t i = 0; i < nodes.size(); ++i)
@@ -544,9 +649,22 @@ private:
                 pattern += c;
             }
             pattern += '*';
+            auto const listing_deadline = detail::redis_clock::now() + state_->options.listing_timeout;
+            std::uint64_t calls = 0;
             for (std::size_t index : masters) {
                 std::string cursor = "0";
                 do {
+                    // A server whose cursor never comes back to 0 (or an endless keyspace)
+                    // ends the listing here, never in a loop without end.
+                    if (calls == state_->options.listing_max_calls)
+                        return record(redis_errc::protocol, "SCAN did not finish after " + std::to_string(calls) +
+                                                                " calls (listing_max_calls); the listing is incomplete");
+                    if (detail::redis_clock::now() >= listing_deadline)
+                        return record(redis_errc::timeout,
+                                      "SCAN did not finish within " +
+                                          std::to_string(state_->options.listing_timeout.count()) +
+                                          " ms (listing_timeout); the listing is incomplete");
+                    ++calls;
                     auto const deadline = detail::redis_clock::now() + state_->options.command_timeout;
                     call c = exchange_on(index, {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}, std::size_t(4) << 20,
                                          deadline, false, true);
@@ -582,9 +700,13 @@ private:
     }
 
     /// Several commands sent to node `index` at once, their replies in order.
+    /// `expected_last`: the reply types (bit 1 << REDIS_REPLY_...) the last command may
+    /// have besides an error; another type closes the connection (it is out of step) and
+    /// fails as `protocol`. 0: any.
     std::error_code pipeline_on(std::size_t index, std::vector<detail::redis_command> const& commands,
                                 std::vector<detail::redis_reply_ptr>& replies, std::size_t max_reply,
-                                detail::redis_clock::time_point deadline, bool arrays = false) {
+                                detail::redis_clock::time_point deadline, bool arrays = false,
+                                unsigned expected_last = 0) {
         node* n = nullptr;
         {
             // The deque only grows under map_mutex; reading an element needs no lock
@@ -597,8 +719,35 @@ private:
         if (!lock.try_lock_until(deadline)) return record(redis_errc::timeout, "waited too long for the connection");
         if (auto e = n->connection.exchange(commands, replies, max_reply, deadline, state_->options.connect_timeout,
                                             arrays))
-            return record(e, n->connection.last_error_text());
+            return record(e, describe_node(n->connection.endpoint()) + ": " + n->connection.last_error_text());
+        if (expected_last != 0 && !replies.empty()) {
+            int const type = replies.back()->type;
+            if (type != REDIS_REPLY_ERROR && (type < 0 || type > 31 || !(expected_last & (1u << type)))) {
+                n->connection.close();
+                replies.clear();
+                return record(redis_errc::protocol,
+                              describe_node(n->connection.endpoint()) + ": a reply of the wrong type to " +
+                                  std::string(commands.back().front()) +
+                                  " (the connection was out of step; it is closed)");
+            }
+        }
         return {};
+    }
+
+    static std::string describe_node(detail::redis_endpoint const& e) {
+        if (!e.socket_path.empty()) return e.socket_path;
+        bool const v6 = e.host.find(':') != std::string::npos;
+        return (v6 ? "[" + e.host + "]" : e.host) + ":" + std::to_string(e.port);
+    }
+
+    /// The reply types a command of this storage may get besides an error (see pipeline_on).
+    static unsigned expected_replies(std::string_view command) noexcept {
+        auto bit = [](int type) { return 1u << static_cast<unsigned>(type); };
+        if (command == "GETRANGE" || command == "GET") return bit(REDIS_REPLY_STRING) | bit(REDIS_REPLY_NIL);
+        if (command == "SET") // (OK; nil after NX/XX; the old value after GET)
+            return bit(REDIS_REPLY_STATUS) | bit(REDIS_REPLY_NIL) | bit(REDIS_REPLY_STRING);
+        if (command == "DEL" || command == "EXISTS" || command == "STRLEN") return bit(REDIS_REPLY_INTEGER);
+        return 0;
     }
 
     /// One exchange with node `index`: the command, or ASKING then the command.
@@ -609,28 +758,30 @@ private:
         commands.push_back(command);
         std::vector<detail::redis_reply_ptr> replies;
         call c;
-        c.error = pipeline_on(index, commands, replies, max_reply, deadline, arrays);
+        c.error = pipeline_on(index, commands, replies, max_reply, deadline, arrays,
+                              command.empty() ? 0u : expected_replies(command.front()));
         if (!c.error) c.reply = std::move(replies.back());
         return c;
     }
 
     call run(std::string const& name, detail::redis_command command, std::size_t max_reply) {
         auto const deadline = detail::redis_clock::now() + state_->options.command_timeout;
-        if (!is_cluster()) return exchange_on(0, command, max_reply, deadline, false);
+        if (!is_cluster()) return run_on_server(command, max_reply, deadline);
         std::uint16_t const slot = detail::redis_hash_slot(name);
         std::optional<std::size_t> target = owner(slot, deadline);
-        if (!target) {
-            call c;
-            c.error = record(redis_errc::other, "no cluster node serves slot " + std::to_string(slot));
-            return c;
-        }
+        if (!target) return failed(unserved(slot));
+        if (auto e = resting(*target)) return failed(e);
         bool asking = false;
         for (int attempt = 0;; ++attempt) {
             call c = exchange_on(*target, command, max_reply, deadline, asking);
             if (c.error) {
-                if (c.error == redis_errc::refused || c.error == redis_errc::timeout) want_refresh();
+                if (c.error == redis_errc::refused || c.error == redis_errc::timeout) {
+                    want_refresh();
+                    c.error = node_failed(*target, c.error);
+                }
                 return c;
             }
+            node_answered(*target);
             if (c.reply->type != REDIS_REPLY_ERROR) return c;
             auto redirect = detail::parse_redis_redirection(std::string_view(c.reply->str, c.reply->len));
             if (!redirect || attempt == 1) {
@@ -653,6 +804,28 @@ private:
         }
     }
 
+    /// A call to the one server of a redis:// address. A server that redirects (MOVED,
+    /// ASK) is a cluster's node, which serves only some keys: from then on every call
+    /// fails at once as redis_errc::cluster_node, whose text says to use redis+cluster://,
+    /// so that neither entries nor records are read from a part of the cluster only.
+    call run_on_server(detail::redis_command const& command, std::size_t max_reply,
+                       detail::redis_clock::time_point deadline) {
+        if (state_->cluster_member.load(std::memory_order_relaxed))
+            return failed(make_error_code(redis_errc::cluster_node));
+        call c = exchange_on(0, command, max_reply, deadline, false);
+        if (c.error || c.reply->type != REDIS_REPLY_ERROR) return c;
+        std::string_view const said(c.reply->str, c.reply->len);
+        if (!detail::parse_redis_redirection(said)) return c;
+        state_->cluster_member.store(true, std::memory_order_relaxed);
+        auto const& n = state_->address.nodes.front();
+        std::string const where =
+            (n.host.find(':') != std::string::npos ? "[" + n.host + "]" : n.host) + ":" + std::to_string(n.port);
+        std::string const text = where + " is a node of a Redis Cluster (it answered \"" +
+                                 std::string(said.substr(0, said.find(' '))) + "\"), which serves only some keys: " +
+                                 "address the cluster as redis+cluster://" + where;
+        return failed(record(redis_errc::cluster_node, text));
+    }
+
     std::string node_host(std::size_t index, detail::redis_clock::time_point deadline) {
         std::unique_lock<std::timed_mutex> lock(state_->map_mutex, std::defer_lock);
         if (!lock.try_lock_until(deadline)) return {};
@@ -669,8 +842,11 @@ private:
     void set_owner(std::uint16_t slot, std::size_t index, detail::redis_clock::time_point deadline) {
         std::unique_lock<std::timed_mutex> lock(state_->map_mutex, std::defer_lock);
         if (!lock.try_lock_until(deadline)) return;
-        if (state_->slot_owner.size() == detail::redis_cluster_slots)
+        if (state_->slot_owner.size() == detail::redis_cluster_slots) {
             state_->slot_owner[slot] = static_cast<std::uint16_t>(index + 1);
+            if (std::find(state_->masters.begin(), state_->masters.end(), index) == state_->masters.end())
+                state_->masters.push_back(index);
+        }
     }
 
     void want_refresh() {
@@ -690,7 +866,7 @@ private:
                 return std::size_t(state_->slot_owner[slot] - 1);
             if (!due) return std::nullopt;
         }
-        refresh(deadline, std::nullopt);
+        (void)refresh(deadline, std::nullopt);
         std::unique_lock<std::timed_mutex> lock(state_->map_mutex, std::defer_lock);
         if (!lock.try_lock_until(deadline)) return std::nullopt;
         if (state_->slot_owner.empty() || state_->slot_owner[slot] == 0) return std::nullopt;
@@ -698,12 +874,13 @@ private:
     }
 
     /// Learns the slot map with CLUSTER SLOTS from the first node that answers (the
-    /// known nodes, the one that just failed last).
-    void refresh(detail::redis_clock::time_point deadline, std::optional<std::size_t> last) {
+    /// known nodes, the one that just failed last). Its failure (the last node's error,
+    /// or timeout when no time was left) is kept in refresh_error and returned.
+    std::error_code refresh(detail::redis_clock::time_point deadline, std::optional<std::size_t> last) {
         std::size_t count;
         {
             std::unique_lock<std::timed_mutex> lock(state_->map_mutex, std::defer_lock);
-            if (!lock.try_lock_until(deadline)) return;
+            if (!lock.try_lock_until(deadline)) return make_error_code(redis_errc::timeout);
             state_->last_refresh = detail::redis_clock::now();
             count = state_->nodes.size();
         }
@@ -711,12 +888,114 @@ private:
         for (std::size_t i = 0; i < count; ++i)
             if (!last || i != *last) order.push_back(i);
         if (last) order.push_back(*last);
+        std::error_code why = make_error_code(redis_errc::timeout);
+        std::string text = "no time was left to ask a node";
         for (std::size_t index : order) {
-            if (detail::redis_clock::now() >= deadline) return;
+            if (detail::redis_clock::now() >= deadline) break;
             call c = exchange_on(index, {"CLUSTER", "SLOTS"}, std::size_t(1) << 20, deadline, false, true);
-            if (c.error || c.reply->type != REDIS_REPLY_ARRAY) continue;
-            if (install_map(c.reply.get(), index, deadline)) return;
+            if (c.error) {
+                why = c.error;
+                text = last_failure().text;
+                continue;
+            }
+            if (c.reply->type == REDIS_REPLY_ERROR) {
+                why = error_reply(c.reply.get());
+                text = last_failure().text;
+                continue;
+            }
+            if (c.reply->type == REDIS_REPLY_ARRAY && install_map(c.reply.get(), index, deadline)) return {};
+            why = make_error_code(redis_errc::protocol);
+            text = "CLUSTER SLOTS did not return a slot map";
         }
+        std::unique_lock<std::timed_mutex> lock(state_->map_mutex, std::defer_lock);
+        if (lock.try_lock_until(deadline)) {
+            state_->refresh_error = why;
+            state_->refresh_error_text = text;
+        }
+        return why;
+    }
+
+    /// The error of a call whose slot no known node serves: while the slot map is not
+    /// known, why no node told it (the cluster is out of reach: refused, timeout, auth...);
+    /// with a map that leaves the slot out, `other`.
+    std::error_code unserved(std::uint16_t slot) {
+        std::error_code why;
+        std::string text;
+        {
+            std::unique_lock<std::timed_mutex> lock(state_->map_mutex, std::defer_lock);
+            if (lock.try_lock_for(std::chrono::milliseconds(1)) && state_->slot_owner.empty()) {
+                why = state_->refresh_error;
+                text = state_->refresh_error_text;
+            }
+        }
+        if (why) return record(why, "no node of the cluster told its slot map (" + text + ")");
+        return record(redis_errc::other, "no cluster node serves slot " + std::to_string(slot));
+    }
+
+    /// A call to node `index` while it rests (it failed less than node_rest ago): the
+    /// node's error, at once; node_down while another master has not failed.
+    std::error_code resting(std::size_t index) {
+        node& n = node_at(index);
+        std::error_code last;
+        {
+            std::lock_guard<std::mutex> lock(n.health_mutex);
+            if (detail::redis_clock::now() >= n.resting_until) return {};
+            last = n.last_error;
+        }
+        std::string const where = describe_node(n.connection.endpoint());
+        if (another_master_answers(index))
+            return record(redis_errc::node_down, where + " failed less than " +
+                                                     std::to_string(node_rest.count()) + " ms ago; its slots fail");
+        return record(last, where + " and every other master of the cluster failed less than " +
+                                std::to_string(node_rest.count()) + " ms ago");
+    }
+
+    /// Node `index` refused or timed out with `e`: it rests for node_rest. The answer is
+    /// node_down while another master has not failed, else `e` (the cluster is failing).
+    std::error_code node_failed(std::size_t index, std::error_code e) {
+        node& n = node_at(index);
+        std::string const text = last_failure().text;
+        {
+            std::lock_guard<std::mutex> lock(n.health_mutex);
+            n.resting_until = detail::redis_clock::now() + node_rest;
+            n.last_error = e;
+        }
+        if (!another_master_answers(index)) return e;
+        return record(redis_errc::node_down, text + " (" + redis_errc_name(static_cast<redis_errc>(e.value())) +
+                                                 "); only this node's slots fail, for " +
+                                                 std::to_string(node_rest.count()) + " ms at least");
+    }
+
+    void node_answered(std::size_t index) {
+        node& n = node_at(index);
+        std::lock_guard<std::mutex> lock(n.health_mutex);
+        n.resting_until = {};
+    }
+
+    /// Whether a master of the slot map other than `index` is not resting.
+    bool another_master_answers(std::size_t index) {
+        std::vector<std::size_t> masters;
+        {
+            std::unique_lock<std::timed_mutex> lock(state_->map_mutex, std::defer_lock);
+            if (!lock.try_lock_for(std::chrono::milliseconds(10))) return false;
+            masters = state_->masters;
+        }
+        auto const now = detail::redis_clock::now();
+        for (std::size_t m : masters) {
+            if (m == index) continue;
+            node& n = node_at(m);
+            std::lock_guard<std::mutex> lock(n.health_mutex);
+            if (now >= n.resting_until) return true;
+        }
+        return false;
+    }
+
+    node& node_at(std::size_t index) {
+        // (The deque only grows, under map_mutex; an element's address never changes, and
+        // index is one that was handed out, so this read does not race a push_back's
+        // element, only its bookkeeping: taken under the lock, as pipeline_on does.)
+        std::lock_guard<std::timed_mutex> lock(state_->map_mutex);
+        return state_->nodes[index];
     }
 
     bool install_map(redisReply const* slots, std::size_t asked, detail::redis_clock::time_point deadline) {
@@ -748,7 +1027,12 @@ private:
             for (long long s = from->integer; s <= to->integer; ++s)
                 owners[static_cast<std::size_t>(s)] = static_cast<std::uint16_t>(index + 1);
         }
+        std::vector<std::size_t> masters;
+        for (std::uint16_t o : owners)
+            if (o != 0 && std::find(masters.begin(), masters.end(), std::size_t(o - 1u)) == masters.end())
+                masters.push_back(o - 1u);
         state_->slot_owner = std::move(owners);
+        state_->masters = std::move(masters);
         state_->map_loaded = true;
         return true;
     }
@@ -779,9 +1063,12 @@ inline std::optional<redis_options> redis_storage::redis_options_from_env(settin
     if (!name_space.empty()) o.name_space = name_space;
     auto positive = [&](char const* suffix, std::chrono::milliseconds fallback) {
         std::chrono::milliseconds const d = env.milliseconds(suffix, fallback);
-        if (d.count() > 0) return d;
+        if (d.count() > 0 && d <= redis_max_timeout) return d;
         env.report_value(suffix, env.value(suffix),
-                         "is not a positive duration; using the default, " + std::to_string(fallback.count()) + " ms");
+                         std::string(d.count() > 0 ? "is longer than a timeout may be (at most " +
+                                                         std::to_string(redis_max_timeout.count() / 1000) + " s)"
+                                                   : "is not a positive duration") +
+                             "; using the default, " + std::to_string(fallback.count()) + " ms");
         return fallback;
     };
     o.connect_timeout = positive("_REMOTE_CONNECT_TIMEOUT", o.connect_timeout);

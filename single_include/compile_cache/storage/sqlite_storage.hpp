@@ -10,9 +10,13 @@
 // one statement (atomic). Over the size limit, the least recently used entries are
 // evicted; use times are refreshed at most hourly, as directory_storage's are. A file
 // that is not a database, or is damaged, is moved aside (`FILE.broken-<time>-<pid>`)
-// and rebuilt, with one line; a file this process cannot write is opened immutable and
-// read. One database is shared by the processes of one machine: see docs/policies.md
-// for what NFS does to SQLite's locks.
+// and rebuilt, with one line, by a storage that may write it; a file this process
+// cannot write is opened immutable and read, and a read-only storage never moves,
+// repairs or writes its file. Opening a file whose table is there takes no write lock,
+// so a writer stopped in its transaction or a full disk still leaves reads served.
+// Another program's SQLite database is refused before anything is written to it. One
+// database is shared by the processes of one machine: see docs/policies.md for what
+// NFS does to SQLite's locks.
 #pragma once
 
 // ---- inlined compile_cache/detail/config.hpp
@@ -33,10 +37,18 @@
 
 #if COMPILE_CACHE_CPLUSPLUS < 201703L
 #error "compile_cache: needs C++17 or later (-std=c++17); with llvm-config --cxxflags, replace its -std=c++14"
+#define COMPILE_CACHE_WRONG_FLAGS 1
 #endif
 
 #if !defined(__cpp_exceptions) && !defined(__EXCEPTIONS) && !defined(_CPPUNWIND)
 #error "compile_cache: needs exceptions (drop -fno-exceptions; llvm-config --cxxflags adds it, LLVM's headers do not need it)"
+#define COMPILE_CACHE_WRONG_FLAGS 1
+#endif
+
+// #error lets g++ and clang go on, into hundreds of errors from the library's code: a
+// missing include is fatal to both, so compilation stops here, at the sentences.
+#if defined(COMPILE_CACHE_WRONG_FLAGS)
+#include <compile_cache: compilation stopped; fix the flags named above>
 #endif
 
 // Separate compilation (docs/design.md, "What including the library costs"): a host that
@@ -55,6 +67,35 @@
 #else
 #define COMPILE_CACHE_DECL inline
 #define COMPILE_CACHE_INCLUDE_IMPL 1
+#endif
+
+// A build that mixes the modes, or has src.hpp in no translation unit or in two, is ill-formed
+// (functions defined inline in some translation units and out of line in another, or not at
+// all, or twice); it fails at link time with a symbol whose name says what to do:
+// - every translation unit in separate-compilation mode references
+//   compile_cache_separate_compilation_needs_src_hpp_in_exactly_one_translation_unit, which
+//   src.hpp defines: "undefined reference" without src.hpp, "multiple definition" with two;
+// - every header-only translation unit defines
+//   compile_cache_define_COMPILE_CACHE_SEPARATE_COMPILATION_in_every_translation_unit_or_in_none
+//   in one COMDAT group (merged among them), and src.hpp defines it in another: "multiple
+//   definition" when both kinds are linked together.
+// (ELF, with GCC or Clang: the mark is a section-group directive of the assembler.)
+#if defined(__GNUC__)
+#if defined(COMPILE_CACHE_SEPARATE_COMPILATION)
+extern "C" char const compile_cache_separate_compilation_needs_src_hpp_in_exactly_one_translation_unit;
+namespace compile_cache::detail {
+namespace {
+[[maybe_unused]] __attribute__((used)) char const* const separate_compilation_mark =
+    &compile_cache_separate_compilation_needs_src_hpp_in_exactly_one_translation_unit;
+} // namespace
+} // namespace compile_cache::detail
+#elif defined(__ELF__)
+__asm__(".pushsection .rodata.compile_cache_header_only_mark,\"aG\",@progbits,compile_cache_header_only_mark,comdat\n"
+        ".globl compile_cache_define_COMPILE_CACHE_SEPARATE_COMPILATION_in_every_translation_unit_or_in_none\n"
+        "compile_cache_define_COMPILE_CACHE_SEPARATE_COMPILATION_in_every_translation_unit_or_in_none:\n"
+        ".byte 0\n"
+        ".popsection\n");
+#endif
 #endif
 
 // RTTI is checked by detail/config_rtti.hpp, in the headers that need it: the LLVM
@@ -102,6 +143,11 @@ struct sqlite_options {
     /// A file this process cannot write, or in a folder it cannot write, is opened so
     /// anyway.
     bool read_only = false;
+    /// For tools that only look (compile-cache stats, list, show, verify): the file is
+    /// opened read-only but not immutable, so that what live writers committed (their
+    /// WAL included) is seen; nothing is written, moved aside or repaired, and damage
+    /// is an error of the call. A file that cannot be opened so is opened immutable.
+    bool inspect_only = false;
     /// One-line reports (a damaged file moved aside); stderr when empty.
     std::function<void(std::string_view)> logger;
 };
@@ -187,6 +233,24 @@ struct connection {
         int const rc = sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &raw, nullptr);
         s.reset(raw);
         return rc;
+    }
+
+    /// The first column of the first row of `sql` as text ("" for no row or NULL), or
+    /// nullopt (with the result code in rc).
+    std::optional<std::string> text_value(char const* sql, int& rc) {
+        sqlite3_stmt* raw = nullptr;
+        rc = sqlite3_prepare_v2(db, sql, -1, &raw, nullptr);
+        statement s(raw);
+        if (rc != SQLITE_OK) return std::nullopt;
+        rc = sqlite3_step(raw);
+        if (rc == SQLITE_DONE) {
+            rc = SQLITE_OK;
+            return std::string();
+        }
+        if (rc != SQLITE_ROW) return std::nullopt;
+        rc = SQLITE_OK;
+        unsigned char const* text = sqlite3_column_text(raw, 0);
+        return text ? std::string(reinterpret_cast<char const*>(text)) : std::string();
     }
 
     /// An integer PRAGMA's value, or nullopt (with the result code in rc).
@@ -387,19 +451,28 @@ public:
 
     /// Every entry (key, size, last use), without reading a value or touching a use
     /// time: the optional Storage member `list`, for tools. Stops at the first error
-    /// (returned).
+    /// (returned). A row whose key cannot be a key (none, or over key::max_size bytes:
+    /// planted, or another program's) is no entry: it is left out, never truncated into
+    /// another key, and counted in foreign_rows().
     std::error_code list(std::vector<stored_entry>& out) const noexcept {
         if (!state_) return std::make_error_code(std::errc::invalid_argument);
         try {
             std::lock_guard<std::mutex> lock(state_->mutex);
             auto& c = state_->c;
             if (!c.db) return unusable_code();
+            state_->foreign_rows = 0;
             sqlite3_stmt* s = c.list.get();
             detail::sqlite_impl::reset_guard reset{c.list};
             int rc;
             while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+                std::optional<key> const k =
+                    key::from_bytes(sqlite3_column_blob(s, 0), static_cast<std::size_t>(sqlite3_column_bytes(s, 0)));
+                if (!k) {
+                    ++state_->foreign_rows;
+                    continue;
+                }
                 stored_entry e;
-                e.k = key(sqlite3_column_blob(s, 0), static_cast<std::size_t>(sqlite3_column_bytes(s, 0)));
+                e.k = *k;
                 e.size = static_cast<std::uint64_t>(sqlite3_column_int64(s, 1));
                 e.last_use_s = sqlite3_column_int64(s, 2);
                 out.push_back(e);
@@ -408,6 +481,13 @@ public:
         } catch (...) {
             return std::make_error_code(std::errc::not_enough_memory);
         }
+    }
+
+    /// The rows the last list() left out because their key is not a key.
+    std::uint64_t foreign_rows() const noexcept {
+        if (!state_) return 0;
+        std::lock_guard<std::mutex> lock(state_->mutex);
+        return state_->foreign_rows;
     }
 
     /// Evicts least recently used entries now until the entries fit in the limit.
@@ -431,6 +511,7 @@ private:
         std::string why; ///< why the database could not be opened
         std::uint64_t written_since_check = 0;
         bool checked_once = false;
+        std::uint64_t foreign_rows = 0; ///< of the last list()
     };
 
     std::error_code unusable_code() const noexcept { return std::make_error_code(std::errc::io_error); }
@@ -445,9 +526,10 @@ private:
         }
     }
 
-    /// A failed statement: damage is repaired (moved aside, rebuilt) for the next call.
+    /// A failed statement: damage is repaired (moved aside, rebuilt) for the next call,
+    /// by a storage that may write the file; a read-only one leaves it as it is.
     std::error_code failed_locked(int rc) {
-        if (detail::sqlite_impl::is_damage(rc)) {
+        if (detail::sqlite_impl::is_damage(rc) && !state_->c.read_only) {
             state_->c.close();
             move_aside_locked("it is damaged");
             open_locked();
@@ -485,11 +567,19 @@ private:
         state_->c.close();
         state_->why.clear();
         bool const immutable = state_->options.read_only || !writable(state_->path);
-        open_outcome o = try_open_locked(immutable);
-        if (o == open_outcome::damaged && !immutable) {
+        // An inspection shares the writers' WAL when there is one; with none, nothing
+        // committed is elsewhere, and the file is read immutable (no side file made).
+        bool const inspect = state_->options.inspect_only;
+        bool const share_wal = inspect && !immutable && ::access((state_->path + "-wal").c_str(), F_OK) == 0;
+        open_outcome o = share_wal ? try_open_locked(open_mode::inspect) : open_outcome::failed;
+        if (!share_wal || o == open_outcome::failed) {
+            state_->why.clear();
+            o = try_open_locked(inspect || immutable ? open_mode::immutable : open_mode::read_write);
+        }
+        if (o == open_outcome::damaged && !immutable && !inspect) {
             state_->c.close();
             move_aside_locked("it is not a database");
-            o = try_open_locked(false);
+            o = try_open_locked(open_mode::read_write);
         }
         if (o != open_outcome::ok) {
             if (state_->why.empty()) state_->why = o == open_outcome::damaged ? "it is not a database" : "it cannot be opened";
@@ -523,15 +613,23 @@ private:
         return u + "?immutable=1";
     }
 
-    detail::sqlite_impl::open_outcome try_open_locked(bool immutable) {
+    /// How a file is opened: for reading and writing; read-only (sharing the writers'
+    /// WAL, for inspect_only); or immutable (no lock, no side file).
+    enum class open_mode { read_write, inspect, immutable };
+
+    detail::sqlite_impl::open_outcome try_open_locked(open_mode mode) {
         using detail::sqlite_impl::open_outcome;
         auto& c = state_->c;
         c.close();
-        c.read_only = immutable;
-        int rc = immutable ? sqlite3_open_v2(uri_of(state_->path).c_str(), &c.db,
-                                             SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr)
-                           : sqlite3_open_v2(state_->path.c_str(), &c.db,
-                                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+        c.read_only = mode != open_mode::read_write;
+        bool const immutable = c.read_only;
+        int rc = mode == open_mode::immutable
+                     ? sqlite3_open_v2(uri_of(state_->path).c_str(), &c.db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI,
+                                       nullptr)
+                 : mode == open_mode::inspect
+                     ? sqlite3_open_v2(state_->path.c_str(), &c.db, SQLITE_OPEN_READONLY, nullptr)
+                     : sqlite3_open_v2(state_->path.c_str(), &c.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                                       nullptr);
         auto failed = [&](int code, char const* what) {
             if (state_->why.empty())
                 state_->why = std::string(what) + ": " + (c.db ? sqlite3_errmsg(c.db) : sqlite3_errstr(code));
@@ -548,10 +646,33 @@ private:
             "AND name NOT LIKE 'sqlite_%'",
             tables_rc);
         if (!others) return failed(tables_rc, "cannot read it");
-        if (*id != detail::sqlite_impl::application_id && (*id != 0 || *others != 0)) {
+        // What is there of the schema, read before anything is written: a table named
+        // `entries` (or `entries_by_use`) that is not this library's makes the file
+        // another program's, left as it is.
+        int shape_rc = SQLITE_OK;
+        std::optional<std::string> const columns = c.text_value(
+            "SELECT group_concat(name || ' ' || type, ',') FROM (SELECT name, type FROM pragma_table_info('entries') "
+            "ORDER BY cid)",
+            shape_rc);
+        if (!columns) return failed(shape_rc, "cannot read it");
+        std::optional<std::int64_t> const odd = c.pragma_value(
+            "SELECT count(*) FROM sqlite_master WHERE (name = 'entries' AND type != 'table') OR "
+            "(name = 'entries_by_use' AND (type != 'index' OR tbl_name != 'entries'))",
+            shape_rc);
+        if (!odd) return failed(shape_rc, "cannot read it");
+        bool const has_table = *columns == "id INTEGER,key BLOB,used INTEGER,value BLOB";
+        if ((*id != detail::sqlite_impl::application_id && (*id != 0 || *others != 0)) ||
+            (!columns->empty() && !has_table) || *odd != 0) {
             state_->why = "it is another program's SQLite database";
             return open_outcome::foreign;
         }
+        std::optional<std::int64_t> const has_index =
+            c.pragma_value("SELECT count(*) FROM sqlite_master WHERE name = 'entries_by_use'", shape_rc);
+        if (!has_index) return failed(shape_rc, "cannot read it");
+        // The table, its index and the id are there: nothing to make, so no write lock
+        // is needed (a writer stopped in its transaction, or a full disk, must not keep
+        // the readers out).
+        bool const complete = has_table && *has_index != 0 && *id == detail::sqlite_impl::application_id;
         if (!immutable) {
             // auto_vacuum only takes on an empty file; WAL and the schema persist.
             c.exec("PRAGMA auto_vacuum=INCREMENTAL");
@@ -560,9 +681,13 @@ private:
                 rc = sqlite3_prepare_v2(c.db, "PRAGMA journal_mode=WAL", -1, &raw, nullptr);
                 detail::sqlite_impl::statement st(raw);
                 if (rc == SQLITE_OK) rc = sqlite3_step(raw);
-                if (rc != SQLITE_ROW) return failed(rc, "cannot switch it to WAL");
+                // (A complete file that cannot be switched now, its lock held, is read
+                // as it is; a writer switches it later.)
+                if (rc != SQLITE_ROW && !complete) return failed(rc, "cannot switch it to WAL");
             }
             c.exec("PRAGMA synchronous=NORMAL");
+        }
+        if (!immutable && !complete) {
             std::string const schema =
                 "BEGIN IMMEDIATE;"
                 "CREATE TABLE IF NOT EXISTS entries(id INTEGER PRIMARY KEY, key BLOB NOT NULL UNIQUE, "
@@ -572,8 +697,9 @@ private:
                 std::to_string(detail::sqlite_impl::application_id) + ";COMMIT";
             rc = c.exec(schema.c_str());
             if (rc != SQLITE_OK) {
+                failed(rc, "cannot make its table"); // the error's own message, before the rollback's
                 c.exec("ROLLBACK");
-                return failed(rc, "cannot make its table");
+                return detail::sqlite_impl::is_damage(rc) ? open_outcome::damaged : open_outcome::failed;
             }
         }
         struct {

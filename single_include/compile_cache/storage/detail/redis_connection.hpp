@@ -34,6 +34,9 @@ enum class redis_errc {
     protocol,    ///< the reply was not valid, was longer than asked for, or was cut short
     too_large,   ///< the value is longer than the caller's bound (read) or than the server takes
     other,       ///< any other error reply or I/O error (OOM, LOADING, CLUSTERDOWN, WRONGTYPE...)
+    cluster_node, ///< a redis:// address names a node of a Redis Cluster (it answered MOVED or ASK)
+    node_down,   ///< one node of a cluster is out of reach (refused or timed out) while others answer:
+                 ///< only its slots fail (a tier counts it as refused, and keeps using the cluster)
 };
 
 /// The short name of a reason ("timeout", "refused", ...), for counters and logs.
@@ -45,6 +48,8 @@ inline char const* redis_errc_name(redis_errc e) noexcept {
     case redis_errc::protocol: return "protocol";
     case redis_errc::too_large: return "too_large";
     case redis_errc::other: return "other";
+    case redis_errc::cluster_node: return "cluster_node";
+    case redis_errc::node_down: return "node_down";
     }
     return "other";
 }
@@ -61,6 +66,10 @@ public:
         case redis_errc::protocol: return "the Redis server's reply was invalid, too long or cut short";
         case redis_errc::too_large: return "the value is larger than allowed";
         case redis_errc::other: return "the Redis server reported an error";
+        case redis_errc::cluster_node:
+            return "the server is a node of a Redis Cluster, not a server of its own: address the cluster as "
+                   "redis+cluster://host:port";
+        case redis_errc::node_down: return "a node of the Redis Cluster is out of reach; only its slots fail";
         }
         return "unknown Redis error";
     }
@@ -73,7 +82,9 @@ public:
         case redis_errc::auth: return std::errc::permission_denied;
         case redis_errc::protocol: return std::errc::protocol_error;
         case redis_errc::too_large: return std::errc::value_too_large;
-        case redis_errc::other: break;
+        case redis_errc::node_down: return std::errc::connection_refused;
+        case redis_errc::other:
+        case redis_errc::cluster_node: break;
         }
         return {value, *this};
     }
@@ -155,6 +166,8 @@ public:
                              std::chrono::milliseconds connect_timeout, bool arrays = false) noexcept {
         replies.clear();
         try {
+            if (context_)
+                if (auto e = check_in_step()) return fail(e);
             if (!context_)
                 if (auto e = connect(deadline, connect_timeout)) return e;
             if (auto e = send_commands(commands, deadline)) return fail(e);
@@ -162,6 +175,13 @@ public:
                 redis_reply_ptr reply;
                 if (auto e = read_reply(reply, max_reply_bytes, deadline, arrays)) return fail(e);
                 replies.push_back(std::move(reply));
+            }
+            // Bytes after the last reply answer no command: the connection is out of step
+            // (a stray reply), and every later reply would be read against the wrong request.
+            if (context_->reader->len > context_->reader->pos) {
+                replies.clear();
+                error_text_ = "the server sent more replies than commands (the connection is closed)";
+                return fail(make_error_code(redis_errc::protocol));
             }
             return {};
         } catch (...) {
@@ -176,6 +196,22 @@ private:
     std::error_code fail(std::error_code e) noexcept {
         close();
         return e;
+    }
+
+    /// Before a request on an open connection: nothing may be waiting to be read. Bytes
+    /// that no command asked for are a stray reply (protocol: the connection closes); a
+    /// connection the server closed meanwhile is closed here and opened again, no error.
+    std::error_code check_in_step() {
+        if (context_->reader->len > context_->reader->pos)
+            return error_text_ = "the server sent a reply no command asked for (the connection is closed)",
+                   make_error_code(redis_errc::protocol);
+        char byte;
+        ssize_t const n = retry_on_eintr([&] { return ::recv(context_->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT); });
+        if (n > 0)
+            return error_text_ = "the server sent a reply no command asked for (the connection is closed)",
+                   make_error_code(redis_errc::protocol);
+        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) close();
+        return {};
     }
 
     static timeval to_timeval(std::chrono::microseconds us) noexcept {
