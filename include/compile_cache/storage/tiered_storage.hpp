@@ -500,7 +500,8 @@ private:
             if (!rk) return;
             std::string bytes;
             if (local_read(*rk, bytes, identity_record_max_size).status != read_status::absent) return;
-            if (!may_call()) return;
+            admission const a = admit();
+            if (a == admission::skipped) return;
             auto const start = clock::now();
             read_result r;
             try {
@@ -508,12 +509,13 @@ private:
             } catch (...) {
                 r = {read_status::error, std::make_error_code(std::errc::io_error)};
             }
-            state_->counts[c_read_ns] += ns_since(start);
+            auto const took = clock::now() - start;
+            state_->counts[c_read_ns] += ns_of(took);
             if (r.status == read_status::error) {
-                failed(r.error);
+                failed(a, r.error);
                 return;
             }
-            answered();
+            answered(a, took);
             if (r.status == read_status::found && detail::looks_like_record(bytes, *rk)) (void)local_write(*rk, bytes);
         } catch (...) {
         }
