@@ -293,7 +293,7 @@ TEST_CASE("llvm object_cache: entries are named after the function a module defi
     temp_dir dir;
     helper_run r = run_helper(dir.path(), "");
     INFO(r.out);
-    CHECK(r.has("llvm object cache: miss 'f' (module 'helper.ll'): new; compiling"));
+    CHECK(r.has("llvm object cache: miss 'f' (module 'helper.ll'): new (no earlier entry named f from helper.ll); compiling"));
     CHECK(r.has("llvm object cache: stored 'f' ("));
     CHECK(std::stoull("0" + field(r, "compile-ns")) > 0); // the cache's statistics, this process's
     CHECK(r.has("llvm object cache: hits=0 misses=1 rejected=0 stored=1 bypassed=0")); // the summary line
@@ -305,7 +305,7 @@ TEST_CASE("llvm object_cache: entries are named after the function a module defi
 
 TEST_CASE("llvm object_cache: a miss says why, component by component, as the tool's explain does") {
     temp_dir dir;
-    CHECK(run_helper(dir.path(), "--constant 7").has("miss 'f' (module 'helper.ll'): new; compiling"));
+    CHECK(run_helper(dir.path(), "--constant 7").has("miss 'f' (module 'helper.ll'): new (no earlier entry named f from helper.ll); compiling"));
     helper_run const changed = run_helper(dir.path(), "--constant 8");
     INFO(changed.out);
     CHECK(changed.has("llvm object cache: miss 'f' (module 'helper.ll'): changed bitcode; "

@@ -409,7 +409,7 @@ TEST_CASE("Tier on Redis: a server out of memory (noeviction) refuses stores, an
     CHECK(m.log[0].find("OOM") != std::string::npos);
 }
 
-TEST_CASE("Tier on Redis: a stray reply is one protocol error and one line; every later call is answered right",
+TEST_CASE("Tier on Redis: a stray reply is one protocol error and one line, and every later call is answered right",
           "[redis][tiered][faults]") {
     server s;
     relay stray(s.port(), 0ms, "$5\r\nstray\r\n");
@@ -424,7 +424,8 @@ TEST_CASE("Tier on Redis: a stray reply is one protocol error and one line; ever
             std::this_thread::sleep_for(2ms);
         }
         CHECK(m.remote("errors.protocol") == 1);
-        CHECK(m.remote("stores") >= 18);
+        // 10 entries and their 10 identity records (counted apart); one call met the stray reply.
+        CHECK(m.remote("stores") + m.remote("record-stores") >= 18);
         REQUIRE_FALSE(m.log.empty());
         INFO(m.log[0]);
         CHECK(m.log[0].find("protocol") != std::string::npos);
