@@ -8362,7 +8362,7 @@ std::string printable(std::string_view s) {
         // A well-formed UTF-8 sequence is kept, unless it encodes a C1 control
         // (U+0080..U+009F: 0xc2 0x80..0x9f), which some terminals act on as they do on
         // the raw bytes 0x80..0x9f; anything malformed is escaped byte by byte.
-        std::size_t const n = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+        std::size_t const n = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
         bool ok = n != 0 && i + n <= s.size();
         for (std::size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
         if (ok && c == 0xc2 && static_cast<unsigned char>(s[i + 1]) <= 0x9f) ok = false;

@@ -738,9 +738,9 @@ private:
         std::string_view const said(c.reply->str, c.reply->len);
         if (!detail::parse_redis_redirection(said)) return c;
         state_->cluster_member.store(true, std::memory_order_relaxed);
-        auto const& n = state_->address.nodes.front();
-        std::string const where =
-            (n.host.find(':') != std::string::npos ? "[" + n.host + "]" : n.host) + ":" + std::to_string(n.port);
+        // The node this storage talks to: a host and port, or a Unix socket (which has no
+        // entry in address.nodes).
+        std::string const where = describe_node(node_at(0).connection.endpoint());
         std::string const text = where + " is a node of a Redis Cluster (it answered \"" +
                                  std::string(said.substr(0, said.find(' '))) + "\"), which serves only some keys: " +
                                  "address the cluster as redis+cluster://" + where;

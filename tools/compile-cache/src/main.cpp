@@ -870,8 +870,11 @@ int run_explain(command_line const& c) {
 /// cluster): its listing through storage_access, records and entries apart.
 int explain_on_storage(command_line const& c, storage_request const& r, storage_access const& storage) {
     std::vector<compile_cache::stored_entry> listed;
-    if (std::error_code const ec = storage.list(listed))
-        return fail(r.shown + ": cannot list its entries: " + ec.message(), exit_failed);
+    if (std::error_code const ec = storage.list(listed)) {
+        std::string const more = storage.explain_failure ? storage.explain_failure(ec) : std::string();
+        return fail(r.shown + ": cannot list its entries: " + ec.message() + (more.empty() ? "" : ": " + more),
+                    exit_failed);
+    }
     explain_source source;
     source.shown = r.shown;
     for (compile_cache::stored_entry const& e : listed) {

@@ -137,8 +137,6 @@ private:
     }
 };
 
-/// Runs `r.command` (stats, list, show, verify, clear) on `storage`, which has the
-/// optional Storage member `list`.
 /// Runs `r.command` (stats, list, show, verify, clear) on `storage`.
 int run_on_storage(storage_access const& storage, storage_request const& r, bool can_remove);
 
