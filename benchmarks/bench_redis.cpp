@@ -12,7 +12,7 @@
 // cluster) in a scratch folder and stopped at the end.
 #include "bench_common.hpp"
 
-#include <compile_cache/storage/redis_storage.hpp>
+#include <compile_cache/storage/redis/redis_storage.hpp>
 
 #include <benchmark/benchmark.h>
 

@@ -37,7 +37,7 @@
 
 #include <compile_cache/envelope.hpp>
 #include <compile_cache/hasher/sha256.hpp>
-#include <compile_cache/storage/directory_storage.hpp>
+#include <compile_cache/storage/directory/directory_storage.hpp>
 
 #include <benchmark/benchmark.h>
 

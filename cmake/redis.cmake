@@ -1,5 +1,5 @@
 # hiredis, optional: when pkg-config finds it, the INTERFACE target compile_cache::redis
-# (compile_cache + hiredis) is there for compile_cache/storage/redis_storage.hpp. The
+# (compile_cache + hiredis) is there for compile_cache/storage/redis/redis_storage.hpp. The
 # library target itself never links hiredis.
 #
 # Sets COMPILE_CACHE_HAVE_HIREDIS.
@@ -15,7 +15,7 @@ if(TARGET PkgConfig::COMPILE_CACHE_HIREDIS)
   set_target_properties(compile_cache_redis PROPERTIES EXPORT_NAME redis)
   target_link_libraries(compile_cache_redis INTERFACE compile_cache PkgConfig::COMPILE_CACHE_HIREDIS)
   message(STATUS "compile_cache: hiredis ${COMPILE_CACHE_HIREDIS_VERSION}: target compile_cache::redis "
-                 "(compile_cache/storage/redis_storage.hpp)")
+                 "(compile_cache/storage/redis/redis_storage.hpp)")
 else()
   message(STATUS "compile_cache: hiredis not found by pkg-config (install libhiredis-dev and pkgconf): "
                  "no compile_cache::redis target, no Redis tests")

@@ -1,6 +1,6 @@
 # SQLite3, optional (COMPILE_CACHE_WITH_SQLITE): when CMake's FindSQLite3 finds it, the
 # INTERFACE target compile_cache::sqlite (compile_cache + SQLite3) is there for
-# compile_cache/storage/sqlite_storage.hpp. The library target itself never links it.
+# compile_cache/storage/sqlite/sqlite_storage.hpp. The library target itself never links it.
 #
 # Sets COMPILE_CACHE_HAVE_SQLITE, and defines compile_cache_use_sqlite() and
 # compile_cache_drop_sqlite_files() for the project's own targets.

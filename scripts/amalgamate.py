@@ -37,8 +37,13 @@ UMBRELLA = "compile_cache/compile_cache.hpp"
 OPTIONAL_DIRS = ("llvm", "testing")
 # src.hpp is copied as well: the one translation unit of separate compilation includes
 # it, and with it the single header, before anything else (detail/config.hpp).
-OPTIONAL_HEADERS = ("storage/redis_storage.hpp", "storage/detail/redis_*.hpp", "storage/sqlite_storage.hpp",
-                    "src.hpp")
+OPTIONAL_HEADERS = ("storage/redis_storage.hpp", "storage/sqlite_storage.hpp", "src.hpp")
+# Folders below include/compile_cache/ (any depth) whose headers all need an optional
+# dependency: the storages of their own library.
+OPTIONAL_SUBTREES = ("storage/redis", "storage/sqlite")
+# Forwarding headers left at an old path for one release: copied, not inlined (a host of the
+# single header that includes the old path gets the single header through them).
+FORWARDING = re.compile(r'^// compile_cache: forwarding header')
 
 OWN_INCLUDE = re.compile(r'^\s*#\s*include\s*<(compile_cache/[^>]+)>')
 QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"')
@@ -57,6 +62,10 @@ def is_optional(rel):
     if len(parts) > 2 and parts[1] in OPTIONAL_DIRS:
         return True
     inner = pathlib.PurePosixPath(*parts[1:]) if len(parts) > 1 else path
+    if any(inner.as_posix().startswith(tree + "/") for tree in OPTIONAL_SUBTREES):
+        return True
+    if (INCLUDE / rel).is_file() and FORWARDING.match((INCLUDE / rel).read_text()):
+        return True
     return any(inner.match(pattern) and len(inner.parts) == len(pathlib.PurePosixPath(pattern).parts)
                for pattern in OPTIONAL_HEADERS)
 

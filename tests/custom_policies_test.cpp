@@ -7,7 +7,7 @@
 #include "support/hashers.hpp"
 
 #include <compile_cache/cache.hpp>
-#include <compile_cache/storage/directory_storage.hpp>
+#include <compile_cache/storage/directory/directory_storage.hpp>
 #include <compile_cache/storage/memory_storage.hpp>
 
 #include <boost/serialization/string.hpp>

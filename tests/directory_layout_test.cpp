@@ -4,8 +4,8 @@
 #include "catch2_compat.hpp"
 #include "support/posix.hpp"
 
-#include <compile_cache/storage/directory_layout.hpp>
-#include <compile_cache/storage/directory_storage.hpp>
+#include <compile_cache/storage/directory/directory_layout.hpp>
+#include <compile_cache/storage/directory/directory_storage.hpp>
 
 #include <cstdint>
 #include <string>

@@ -5,7 +5,7 @@
 #include "support/storage_model.hpp"
 #include "support/posix.hpp"
 
-#include <compile_cache/storage/directory_storage.hpp>
+#include <compile_cache/storage/directory/directory_storage.hpp>
 
 #include <algorithm>
 #include <cstdint>

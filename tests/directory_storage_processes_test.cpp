@@ -12,7 +12,7 @@
 #include "support/process.hpp"
 #include "support/posix.hpp"
 
-#include <compile_cache/storage/directory_storage.hpp>
+#include <compile_cache/storage/directory/directory_storage.hpp>
 
 #include <algorithm>
 #include <chrono>

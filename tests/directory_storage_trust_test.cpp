@@ -7,7 +7,7 @@
 #include "support/posix.hpp"
 #include "support/scratch_storage.hpp"
 
-#include <compile_cache/storage/directory_storage.hpp>
+#include <compile_cache/storage/directory/directory_storage.hpp>
 
 #include <cstdint>
 #include <filesystem>

@@ -8,7 +8,7 @@
 
 #include <compile_cache/cache.hpp>
 #include <compile_cache/explain.hpp>
-#include <compile_cache/storage/directory_storage.hpp>
+#include <compile_cache/storage/directory/directory_storage.hpp>
 #include <compile_cache/storage/memory_storage.hpp>
 
 #include <boost/serialization/string.hpp>

@@ -9,7 +9,7 @@
 #include "support/posix.hpp"
 
 #include <compile_cache/compile_cache.hpp>
-#include <compile_cache/storage/sqlite_storage.hpp>
+#include <compile_cache/storage/sqlite/sqlite_storage.hpp>
 #include <compile_cache/testing/storage_conformance.hpp>
 
 #include <sqlite3.h>

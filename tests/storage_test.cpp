@@ -5,7 +5,7 @@
 #include "support/posix.hpp"
 #include "support/scratch_storage.hpp"
 
-#include <compile_cache/storage/directory_storage.hpp>
+#include <compile_cache/storage/directory/directory_storage.hpp>
 #include <compile_cache/storage/memory_storage.hpp>
 #include <compile_cache/storage/null_storage.hpp>
 

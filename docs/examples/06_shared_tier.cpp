@@ -14,7 +14,7 @@ namespace cc = compile_cache;
 
 // [tutorial:tier]
 // A machine: its own directory before the shared remote. In production the remote is
-// cc::redis_storage (compile_cache/storage/redis_storage.hpp) and from_env builds the
+// cc::redis_storage (compile_cache/storage/redis/redis_storage.hpp) and from_env builds the
 // tier from MYDSL_CACHE_DIR, MYDSL_CACHE_REMOTE and MYDSL_CACHE_SECRET_FILE.
 struct shared_remote : cc::directory_storage {
     using cc::directory_storage::directory_storage;

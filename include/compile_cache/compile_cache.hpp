@@ -25,8 +25,8 @@
 #include <compile_cache/resolver/registry.hpp>
 
 #include <compile_cache/storage/concept.hpp>
-#include <compile_cache/storage/directory_layout.hpp>
-#include <compile_cache/storage/directory_storage.hpp>
+#include <compile_cache/storage/directory/directory_layout.hpp>
+#include <compile_cache/storage/directory/directory_storage.hpp>
 #include <compile_cache/storage/memory_storage.hpp>
 #include <compile_cache/storage/null_storage.hpp>
 #include <compile_cache/storage/tiered_storage.hpp>

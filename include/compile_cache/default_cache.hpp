@@ -5,7 +5,7 @@
 #include <compile_cache/detail/config_rtti.hpp>
 
 #include <compile_cache/cache.hpp>
-#include <compile_cache/storage/directory_storage.hpp>
+#include <compile_cache/storage/directory/directory_storage.hpp>
 
 namespace compile_cache {
 

@@ -4173,7 +4173,7 @@ concept Storage = detail::is_storage<S>::value;
 } // namespace compile_cache
 #endif
 // ---- end compile_cache/storage/concept.hpp
-// ---- begin compile_cache/storage/directory_layout.hpp
+// ---- begin compile_cache/storage/directory/directory_layout.hpp
 // compile_cache: the layout of a directory_storage directory, for programs that look
 // at one from outside (the compile-cache tool): which names are entries, temp files,
 // the size ledger and the counters; walking a fan-out folder; reading an entry without
@@ -4313,7 +4313,7 @@ file_read_status read_regular_file(int fd, std::string& out, std::uint64_t max, 
 #endif // COMPILE_CACHE_INCLUDE_IMPL
 // ---- end compile_cache/detail/impl/posix_io.ipp
 // ---- end compile_cache/detail/posix_io.hpp
-// ---- begin compile_cache/storage/detail/directory_counters.hpp
+// ---- begin compile_cache/storage/directory/detail/directory_counters.hpp
 // compile_cache: the cumulative counters a cache directory keeps for its hosts, so
 // that `compile-cache stats DIR` can say what every process that used it did.
 //
@@ -4332,7 +4332,7 @@ file_read_status read_regular_file(int fd, std::string& out, std::uint64_t max, 
 // writer) and `updated-s` (when it wrote, seconds since the epoch).
 
 
-// ---- begin compile_cache/storage/detail/directory_files.hpp
+// ---- begin compile_cache/storage/directory/detail/directory_files.hpp
 // compile_cache: the POSIX pieces of directory_storage — exclusive temp files and
 // their names, a rename that does not replace, `mkdir -p`, full writes, descriptor
 // guards, the names the storage owns, and the size ledger (`DIR/.cc-stats`) with the
@@ -4707,8 +4707,8 @@ private:
 
 } // namespace compile_cache::detail::directory_storage_impl
 
-// ---- begin compile_cache/storage/detail/impl/directory_files.ipp
-// compile_cache: the definitions of storage/detail/directory_files.hpp's non-template functions; included by it
+// ---- begin compile_cache/storage/directory/detail/impl/directory_files.ipp
+// compile_cache: the definitions of storage/directory/detail/directory_files.hpp's non-template functions; included by it
 // alone (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
 #if COMPILE_CACHE_INCLUDE_IMPL
 
@@ -5077,8 +5077,8 @@ bool ledger_batch::current_descriptor() noexcept {
 } // namespace compile_cache::detail::directory_storage_impl
 
 #endif // COMPILE_CACHE_INCLUDE_IMPL
-// ---- end compile_cache/storage/detail/impl/directory_files.ipp
-// ---- end compile_cache/storage/detail/directory_files.hpp
+// ---- end compile_cache/storage/directory/detail/impl/directory_files.ipp
+// ---- end compile_cache/storage/directory/detail/directory_files.hpp
 
 #include <cerrno>
 #include <cstddef>
@@ -5128,8 +5128,8 @@ COMPILE_CACHE_DECL std::map<std::string, std::uint64_t> read_counters(std::strin
 
 } // namespace compile_cache::detail::directory_storage_impl
 
-// ---- begin compile_cache/storage/detail/impl/directory_counters.ipp
-// compile_cache: the definitions of storage/detail/directory_counters.hpp's non-template functions; included by it
+// ---- begin compile_cache/storage/directory/detail/impl/directory_counters.ipp
+// compile_cache: the definitions of storage/directory/detail/directory_counters.hpp's non-template functions; included by it
 // alone (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
 #if COMPILE_CACHE_INCLUDE_IMPL
 
@@ -5283,8 +5283,8 @@ std::map<std::string, std::uint64_t> read_counters(std::string const& directory)
 } // namespace compile_cache::detail::directory_storage_impl
 
 #endif // COMPILE_CACHE_INCLUDE_IMPL
-// ---- end compile_cache/storage/detail/impl/directory_counters.ipp
-// ---- end compile_cache/storage/detail/directory_counters.hpp
+// ---- end compile_cache/storage/directory/detail/impl/directory_counters.ipp
+// ---- end compile_cache/storage/directory/detail/directory_counters.hpp
 
 #include <cerrno>
 #include <cstdint>
@@ -5413,7 +5413,7 @@ COMPILE_CACHE_DECL entry_file_status read_entry_file(std::string const& path, st
 
 } // namespace compile_cache::directory_layout
 
-// ---- begin compile_cache/storage/impl/directory_layout.ipp
+// ---- begin compile_cache/storage/directory/impl/directory_layout.ipp
 // compile_cache: the definitions of storage/directory_layout.hpp's non-template functions; included by it alone
 // (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
 #if COMPILE_CACHE_INCLUDE_IMPL
@@ -5465,15 +5465,15 @@ entry_file_status read_entry_file(std::string const& path, std::uint64_t max_siz
 } // namespace compile_cache::directory_layout
 
 #endif // COMPILE_CACHE_INCLUDE_IMPL
-// ---- end compile_cache/storage/impl/directory_layout.ipp
-// ---- end compile_cache/storage/directory_layout.hpp
-// ---- begin compile_cache/storage/directory_storage.hpp
+// ---- end compile_cache/storage/directory/impl/directory_layout.ipp
+// ---- end compile_cache/storage/directory/directory_layout.hpp
+// ---- begin compile_cache/storage/directory/directory_storage.hpp
 // compile_cache: a Storage in a directory of the local file system, one file per
 // entry, written atomically (exclusive temp file in the target folder, then rename),
 // with a size limit kept by least-recently-used eviction. POSIX only.
 
 
-// ---- begin compile_cache/storage/detail/directory_cleanup.hpp
+// ---- begin compile_cache/storage/directory/detail/directory_cleanup.hpp
 // compile_cache: directory_storage's cleanup — counting a fan-out folder, sweeping
 // stale temp files, and evicting the least recently used entries in steps of bounded
 // work. Not part of the public interface; see the Storage section of docs/design.md.
@@ -5738,8 +5738,8 @@ private:
 
 } // namespace compile_cache::detail::directory_storage_impl
 
-// ---- begin compile_cache/storage/detail/impl/directory_cleanup.ipp
-// compile_cache: the definitions of storage/detail/directory_cleanup.hpp's non-template functions; included by it
+// ---- begin compile_cache/storage/directory/detail/impl/directory_cleanup.ipp
+// compile_cache: the definitions of storage/directory/detail/directory_cleanup.hpp's non-template functions; included by it
 // alone (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
 #if COMPILE_CACHE_INCLUDE_IMPL
 
@@ -5969,8 +5969,8 @@ void cleanup_state::sweep_folders(step_context& c, cleanup_totals& out) {
 } // namespace compile_cache::detail::directory_storage_impl
 
 #endif // COMPILE_CACHE_INCLUDE_IMPL
-// ---- end compile_cache/storage/detail/impl/directory_cleanup.ipp
-// ---- end compile_cache/storage/detail/directory_cleanup.hpp
+// ---- end compile_cache/storage/directory/detail/impl/directory_cleanup.ipp
+// ---- end compile_cache/storage/directory/detail/directory_cleanup.hpp
 
 #include <atomic>
 #include <cerrno>
@@ -6219,7 +6219,7 @@ public:
 
     /// Adds a cache's counters (statistics_snapshot::counters(), as deltas since its
     /// last call) to the cumulative ones kept in `DIR/.cc-counters/`, and records this
-    /// storage's size limit: see storage/detail/directory_counters.hpp. basic_cache
+    /// storage's size limit: see storage/directory/detail/directory_counters.hpp. basic_cache
     /// calls it when it is destroyed or flushed, never on a hit or a store. Counters
     /// that are all zero write nothing.
     COMPILE_CACHE_DECL std::error_code
@@ -6342,7 +6342,7 @@ private:
 static_assert(compile_cache::check_storage<compile_cache::directory_storage>::value);
 static_assert(compile_cache::detail::has_list<compile_cache::directory_storage>::value);
 
-// ---- begin compile_cache/storage/impl/directory_storage.ipp
+// ---- begin compile_cache/storage/directory/impl/directory_storage.ipp
 // compile_cache: the definitions of storage/directory_storage.hpp's non-template functions; included by it alone
 // (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
 #if COMPILE_CACHE_INCLUDE_IMPL
@@ -6783,8 +6783,8 @@ bool directory_storage::flush_ledger(std::int64_t now, std::uint64_t& total) con
 } // namespace compile_cache
 
 #endif // COMPILE_CACHE_INCLUDE_IMPL
-// ---- end compile_cache/storage/impl/directory_storage.ipp
-// ---- end compile_cache/storage/directory_storage.hpp
+// ---- end compile_cache/storage/directory/impl/directory_storage.ipp
+// ---- end compile_cache/storage/directory/directory_storage.hpp
 // ---- begin compile_cache/storage/memory_storage.hpp
 // compile_cache: a Storage in the process's memory, shared between threads. For
 // tests, for a cache that lives as long as one process, and as the fast tier in

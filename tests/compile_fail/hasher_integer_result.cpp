@@ -3,7 +3,7 @@
 // (XXH128_hash_t's shape), no block_size, update on std::uint8_t or std::byte.
 // expect: success
 #include <compile_cache/cache.hpp>
-#include <compile_cache/storage/directory_storage.hpp>
+#include <compile_cache/storage/directory/directory_storage.hpp>
 
 #include <cstddef>
 #include <cstdint>

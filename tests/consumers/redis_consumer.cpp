@@ -4,7 +4,7 @@
 // fail as `refused`, within the command timeout, without throwing.
 //
 // Usage: redis_consumer   prints "redis: refused"; exit 0 when so, 1 otherwise.
-#include <compile_cache/storage/redis_storage.hpp>
+#include <compile_cache/storage/redis/redis_storage.hpp>
 
 #include <cstdio>
 #include <string>

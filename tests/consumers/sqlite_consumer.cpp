@@ -3,7 +3,7 @@
 // keeps a value in the file named on the command line.
 //
 // Usage: sqlite_consumer FILE   prints "sqlite: kept"; exit 0 when so, 1 otherwise.
-#include <compile_cache/storage/sqlite_storage.hpp>
+#include <compile_cache/storage/sqlite/sqlite_storage.hpp>
 
 #include <cstdio>
 #include <string>

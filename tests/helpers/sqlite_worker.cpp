@@ -12,7 +12,7 @@
 //        sqlite_worker hold-lock FILE ID
 //          Takes the database's write lock (BEGIN IMMEDIATE) through SQLite itself, prints
 //          `locked`, and keeps it until killed: a writer stopped in its transaction.
-#include <compile_cache/storage/sqlite_storage.hpp>
+#include <compile_cache/storage/sqlite/sqlite_storage.hpp>
 #include <compile_cache/testing/storage_conformance.hpp>
 
 #include <cstdio>

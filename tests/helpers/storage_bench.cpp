@@ -6,7 +6,7 @@
 //       median and mean time of a store over the first 1,000 and the last 1,000.
 //   storage_bench durability DIR COUNT SIZE
 //       COUNT stores of SIZE bytes under each durability setting; median, mean, p99.
-#include <compile_cache/storage/directory_storage.hpp>
+#include <compile_cache/storage/directory/directory_storage.hpp>
 
 #include <algorithm>
 #include <chrono>

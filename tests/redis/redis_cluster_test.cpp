@@ -4,7 +4,7 @@
 #include "catch2_compat.hpp"
 #include "support/redis_servers.hpp"
 
-#include <compile_cache/storage/redis_storage.hpp>
+#include <compile_cache/storage/redis/redis_storage.hpp>
 
 #include <cstring>
 #include <map>

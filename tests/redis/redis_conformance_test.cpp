@@ -7,7 +7,7 @@
 #include "support/redis_servers.hpp"
 
 #include <compile_cache/compile_cache.hpp>
-#include <compile_cache/storage/redis_storage.hpp>
+#include <compile_cache/storage/redis/redis_storage.hpp>
 #include <compile_cache/storage/tiered_storage.hpp>
 #include <compile_cache/testing/storage_conformance.hpp>
 

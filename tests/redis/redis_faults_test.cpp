@@ -6,7 +6,7 @@
 #include "catch2_compat.hpp"
 #include "support/redis_servers.hpp"
 
-#include <compile_cache/storage/redis_storage.hpp>
+#include <compile_cache/storage/redis/redis_storage.hpp>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

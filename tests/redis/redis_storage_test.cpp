@@ -4,7 +4,7 @@
 #include "support/redis_servers.hpp"
 
 #include <compile_cache/compile_cache.hpp>
-#include <compile_cache/storage/redis_storage.hpp>
+#include <compile_cache/storage/redis/redis_storage.hpp>
 
 #include <boost/serialization/string.hpp>
 #include <boost/serialization/vector.hpp>

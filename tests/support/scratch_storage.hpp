@@ -4,7 +4,7 @@
 
 #include "support/posix.hpp"
 
-#include <compile_cache/storage/directory_storage.hpp>
+#include <compile_cache/storage/directory/directory_storage.hpp>
 
 #include <filesystem>
 

@@ -9,7 +9,7 @@
 
 #include <compile_cache/compile_cache.hpp>
 #if TINYK_WITH_REDIS
-#include <compile_cache/storage/redis_storage.hpp>
+#include <compile_cache/storage/redis/redis_storage.hpp>
 #endif
 
 #include <cstdint>

@@ -5,7 +5,7 @@
 // Usage: redis_load URL OPS SEED KEYS
 // Prints `wrong=N errors=N found=N absent=N writes=N` and the first error's text; exit 0
 // when nothing wrong was read, 1 otherwise.
-#include <compile_cache/storage/redis_storage.hpp>
+#include <compile_cache/storage/redis/redis_storage.hpp>
 
 #include <cstdint>
 #include <cstdio>

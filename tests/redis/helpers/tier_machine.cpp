@@ -8,7 +8,7 @@
 // summary; the cache's log lines (MACHINE_LOG=1) go to stderr. Exit 0, or 1 when a value
 // was wrong or the cache is not enabled.
 #include <compile_cache/compile_cache.hpp>
-#include <compile_cache/storage/redis_storage.hpp>
+#include <compile_cache/storage/redis/redis_storage.hpp>
 #include <compile_cache/storage/tiered_storage.hpp>
 
 #include <boost/serialization/vector.hpp>

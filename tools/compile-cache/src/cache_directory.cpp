@@ -1,7 +1,7 @@
 // compile-cache: listing a cache directory and checking its entries (cache_directory.hpp).
 #include "cache_directory.hpp"
 
-#include <compile_cache/storage/directory_layout.hpp>
+#include <compile_cache/storage/directory/directory_layout.hpp>
 
 #include <cerrno>
 #include <cstring>

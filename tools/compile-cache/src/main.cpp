@@ -12,13 +12,13 @@
 #include <compile_cache/explain.hpp>
 #include <compile_cache/secret_file.hpp>
 #include <compile_cache/settings.hpp>
-#include <compile_cache/storage/directory_layout.hpp>
-#include <compile_cache/storage/directory_storage.hpp>
+#include <compile_cache/storage/directory/directory_layout.hpp>
+#include <compile_cache/storage/directory/directory_storage.hpp>
 #if defined(COMPILE_CACHE_TOOL_WITH_SQLITE)
-#include <compile_cache/storage/sqlite_storage.hpp>
+#include <compile_cache/storage/sqlite/sqlite_storage.hpp>
 #endif
 #if defined(COMPILE_CACHE_TOOL_WITH_REDIS)
-#include <compile_cache/storage/redis_storage.hpp>
+#include <compile_cache/storage/redis/redis_storage.hpp>
 #endif
 
 #include <algorithm>

@@ -2,7 +2,7 @@
 // output they share with the directory commands (storage_commands.hpp).
 #include "storage_commands.hpp"
 
-#include <compile_cache/storage/directory_layout.hpp>
+#include <compile_cache/storage/directory/directory_layout.hpp>
 
 #include <algorithm>
 #include <chrono>

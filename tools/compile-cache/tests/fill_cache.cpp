@@ -11,11 +11,11 @@
 #include <compile_cache/cache.hpp>
 #include <compile_cache/resolver/registry.hpp>
 #if defined(FILL_CACHE_WITH_SQLITE)
-#include <compile_cache/storage/sqlite_storage.hpp>
+#include <compile_cache/storage/sqlite/sqlite_storage.hpp>
 #endif
 #if defined(FILL_CACHE_WITH_REDIS)
-#include <compile_cache/storage/directory_storage.hpp>
-#include <compile_cache/storage/redis_storage.hpp>
+#include <compile_cache/storage/directory/directory_storage.hpp>
+#include <compile_cache/storage/redis/redis_storage.hpp>
 #include <compile_cache/storage/tiered_storage.hpp>
 #endif
 

@@ -5,7 +5,7 @@
 // name NAME (default "kernel_i"), origin "generated.tk" line i, and one component.
 #include <compile_cache/envelope.hpp>
 #include <compile_cache/hasher/sha256.hpp>
-#include <compile_cache/storage/directory_storage.hpp>
+#include <compile_cache/storage/directory/directory_storage.hpp>
 
 #include <cstdio>
 #include <cstdlib>

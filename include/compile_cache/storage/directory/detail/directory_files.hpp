@@ -378,4 +378,4 @@ private:
 
 } // namespace compile_cache::detail::directory_storage_impl
 
-#include <compile_cache/storage/detail/impl/directory_files.ipp>
+#include <compile_cache/storage/directory/detail/impl/directory_files.ipp>

@@ -5,7 +5,7 @@
 
 #include <compile_cache/detail/config.hpp>
 
-#include <compile_cache/storage/detail/directory_files.hpp>
+#include <compile_cache/storage/directory/detail/directory_files.hpp>
 
 #include <algorithm>
 #include <array>
@@ -265,4 +265,4 @@ private:
 
 } // namespace compile_cache::detail::directory_storage_impl
 
-#include <compile_cache/storage/detail/impl/directory_cleanup.ipp>
+#include <compile_cache/storage/directory/detail/impl/directory_cleanup.ipp>

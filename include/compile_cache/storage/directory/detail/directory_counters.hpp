@@ -18,7 +18,7 @@
 
 #include <compile_cache/detail/config.hpp>
 
-#include <compile_cache/storage/detail/directory_files.hpp>
+#include <compile_cache/storage/directory/detail/directory_files.hpp>
 
 #include <cerrno>
 #include <cstddef>
@@ -68,4 +68,4 @@ COMPILE_CACHE_DECL std::map<std::string, std::uint64_t> read_counters(std::strin
 
 } // namespace compile_cache::detail::directory_storage_impl
 
-#include <compile_cache/storage/detail/impl/directory_counters.ipp>
+#include <compile_cache/storage/directory/detail/impl/directory_counters.ipp>

@@ -1,4 +1,4 @@
-// compile_cache: the definitions of storage/detail/directory_counters.hpp's non-template functions; included by it
+// compile_cache: the definitions of storage/directory/detail/directory_counters.hpp's non-template functions; included by it
 // alone (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
 #pragma once
 #if COMPILE_CACHE_INCLUDE_IMPL

@@ -1,0 +1,387 @@
+// compile_cache: a Storage in a directory of the local file system, one file per
+// entry, written atomically (exclusive temp file in the target folder, then rename),
+// with a size limit kept by least-recently-used eviction. POSIX only.
+#pragma once
+
+#include <compile_cache/detail/config.hpp>
+
+#include <compile_cache/detail/env.hpp>
+#include <compile_cache/detail/posix_io.hpp>
+#include <compile_cache/key/key.hpp>
+#include <compile_cache/settings.hpp>
+#include <compile_cache/storage/concept.hpp>
+#include <compile_cache/storage/directory/detail/directory_cleanup.hpp>
+#include <compile_cache/storage/directory/detail/directory_counters.hpp>
+#include <compile_cache/storage/directory/detail/directory_files.hpp>
+
+#include <atomic>
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <sys/stat.h>
+#include <sys/types.h>
+
+namespace compile_cache {
+
+/// How hard a store works to survive a crash of the machine (not of the process: a
+/// killed process never leaves a partial entry, whatever the setting).
+enum class durability {
+    none, ///< rename only: after a power loss an entry may be empty or lost (it is then a miss)
+    file, ///< fsync the temp file before the rename: an entry that exists is whole
+    full, ///< also fsync the folder after the rename: a store that returned is on disk
+};
+
+/// Who may write the cache directory, and so whose entries are trusted.
+enum class sharing {
+    owner_only, ///< private (default): entries must be owned by this user and writable by no one else
+    group,      ///< shared by a group: group-writable entries of any owner; world-writable ones are not trusted
+};
+
+inline char const* to_string(durability d) noexcept {
+    switch (d) {
+    case durability::none: return "none";
+    case durability::file: return "file";
+    case durability::full: return "full";
+    }
+    return "?";
+}
+
+/// Why directory_storage refused to read an entry it found.
+enum class directory_errc {
+    foreign_owner = 1,     ///< owned by another user (private mode)
+    unsafe_permissions = 2, ///< writable by group or others (private mode), by others (shared mode)
+};
+
+namespace detail {
+class directory_error_category final : public std::error_category {
+public:
+    char const* name() const noexcept override { return "compile_cache.directory_storage"; }
+    COMPILE_CACHE_DECL std::string message(int code) const override;
+};
+} // namespace detail
+
+COMPILE_CACHE_DECL std::error_category const& directory_category() noexcept;
+inline std::error_code make_error_code(directory_errc e) noexcept { return {static_cast<int>(e), directory_category()}; }
+
+} // namespace compile_cache
+
+template <>
+struct std::is_error_code_enum<compile_cache::directory_errc> : std::true_type {};
+
+namespace compile_cache {
+
+/// How `directory_storage` creates what it creates, how large it may grow, how
+/// durable a store is, and whom it trusts. Aggregate: `directory_options{0600, 0700}`
+/// still works; set the rest by name.
+struct directory_options {
+    unsigned file_mode = 0600;      ///< entries (and their temp files)
+    unsigned directory_mode = 0700; ///< the cache directory, its parents and fan-out folders
+    /// The size limit in bytes (entries count in whole 4 KiB blocks); 0 = no limit.
+    /// A store that takes the cache over it evicts least recently used entries until
+    /// the cache is under 90% of it.
+    std::uint64_t max_size = std::uint64_t{1} << 30;
+    compile_cache::durability sync = durability::none;
+    compile_cache::sharing access = sharing::owner_only;
+    /// -1: the modes above go to the system calls as they are, and the process's umask
+    /// applies. 0 or more: every file and folder created is set to exactly
+    /// `mode & ~umask` (fchmod/chmod), whatever the process's umask.
+    int umask = -1;
+
+    /// A directory shared by the members of a group: entries 0660, folders 02770
+    /// (setgid, so that everything in it belongs to the directory's group), set
+    /// exactly whatever the process's umask, and group-writable entries trusted.
+    static directory_options shared(unsigned umask = 007) {
+        directory_options o;
+        o.file_mode = 0660;
+        o.directory_mode = 02770;
+        o.access = sharing::group;
+        o.umask = static_cast<int>(umask & 0777u);
+        return o;
+    }
+};
+
+/// The directory_options the environment asks for (read by directory_storage::from_env):
+/// - `PREFIX_MAX_SIZE`: the size limit (see parse_byte_size; `0` = no limit;
+///   default 1G);
+/// - `PREFIX_DURABILITY`: `none` (default), `file` or `full`;
+/// - `PREFIX_SHARED`: on (`1`, `on`, `true`, `yes`, `group`) for directory_options::shared().
+/// A value that does not parse is reported once through `env` (one line) and the
+/// default is used.
+COMPILE_CACHE_DECL directory_options directory_options_from_env(settings_reader const& env);
+
+/// The same, reporting through `report(std::string const&)`.
+template <class Report>
+directory_options directory_options_from_env(std::string const& prefix, Report&& report) {
+    return directory_options_from_env(
+        settings_reader(prefix, [&report](std::string_view line) { report(std::string(line)); }));
+}
+
+/// What prune() and clear() did.
+struct cleanup_result {
+    std::uint64_t entries = 0;   ///< entries left (prune)
+    std::uint64_t bytes = 0;     ///< what they count for against the limit (prune)
+    std::uint64_t removed = 0;   ///< entries evicted (prune) or removed (clear)
+    std::uint64_t removed_bytes = 0;
+    std::uint64_t temp_files_removed = 0;
+    std::error_code error; ///< why the cleanup could not run (the directory cannot be opened); empty otherwise
+    /// Entries and temp files it meant to remove and could not (the unlink failed:
+    /// permission, a read-only mount; or their folder could not be read), and the
+    /// first such error. A cleanup that left any has not done what it was asked.
+    std::uint64_t not_removed = 0;
+    std::error_code removal_error;
+};
+
+/// Counts kept by a storage object (and its copies) since it was made.
+struct directory_counters {
+    std::uint64_t evicted = 0;       ///< entries evicted by cleanups this process ran
+    std::uint64_t evicted_bytes = 0;
+    std::uint64_t temp_files_removed = 0;
+    std::uint64_t cleanup_steps = 0;
+    /// Locks on the cache's files (ledger, directory, counters) given up on after a
+    /// bounded wait, because another process held them (stopped or frozen?).
+    std::uint64_t lock_timeouts = 0;
+};
+
+namespace detail::directory_storage_impl {
+
+/// For tests: when set, the next temp file this thread creates is named
+/// `.tmp-<this>` instead of a random name (once; then it is reset).
+inline thread_local char const* next_temp_suffix_for_testing = nullptr;
+
+/// The work one store may spend on cleanup: fan-out folders count 4, each name
+/// looked at counts 1. A cache of a few thousand entries is cleaned in one step.
+inline constexpr std::size_t cleanup_budget = 4096;
+
+/// State shared by a storage object and its copies.
+struct shared_state {
+    shared_state(std::string const& ledger_path, unsigned file_mode, int exact_umask)
+        : ledger(ledger_path, file_mode, exact_umask, &locks) {
+        cleanup.events = &locks;
+    }
+    lock_events locks; ///< before ledger and cleanup, which point to it
+    cleanup_state cleanup;
+    ledger_batch ledger;
+    std::atomic<std::uint64_t> lock_timeouts_recorded{0}; ///< how many of them the counters file has
+    /// Set once renameat2(RENAME_NOREPLACE) is found unsupported here.
+    std::atomic<bool> no_rename_noreplace{false};
+};
+
+/// The path of the entry a read opens, built in a buffer each thread reuses.
+inline std::string& read_path_buffer() {
+    thread_local std::string path;
+    return path;
+}
+
+} // namespace detail::directory_storage_impl
+
+/// Entries as files under a directory: `DIR/ab/abcdef...`, where the file name is
+/// the key's full lower-case hex and `ab` its first two digits (256 fan-out folders,
+/// so that no folder grows huge). Temp files are `.tmp-<uuid>` in the same folder and
+/// never match an entry name (`.tmp-` and 32 random hex digits). `DIR/.cc-stats` holds
+/// the size ledger.
+///
+/// - `write` creates the folders on first use, writes a fresh temp file created
+///   exclusively (never following a symlink), syncs it as `durability` says, and
+///   renames it over the entry: a reader sees the old entry or the new one, never a
+///   part (a new key is one renameat2(RENAME_NOREPLACE); an existing one is lstat-ed
+///   first, for what it counted for). On failure the temp file is removed and the
+///   error returned. It then adds the entry to its folder's figure in the ledger (in
+///   batches: ledger_batch), recounts that folder when its figure is over an hour old (sweeping temp
+///   files older than an hour), and, when the cache may be over `max_size`, writes
+///   its batch and, if the ledger says so, does one step of bounded cleanup (see
+///   cleanup_state). Accounting and cleanup never fail a store. The last copy of a
+///   storage object writes what is left of its batch when it is destroyed.
+/// - `read` opens the entry without following a symlink, takes the size from the open
+///   file, and refuses anything that is not a regular file (`error`), that it does not
+///   trust (`error`, directory_errc: see `sharing`), or that is larger than
+///   `max_size` (`too_large`, nothing read). A missing entry or fan-out folder is
+///   `absent`. `out` holds the bytes when `found` and is left empty otherwise. A hit
+///   on an entry last used over an hour ago sets its mtime (its use time) to now.
+/// - `remove` unlinks the entry; an absent entry is not an error.
+/// - `prune()` does a whole cleanup now; `clear()` removes every entry and temp file.
+///
+/// Thread-safe: one object may be used by many threads (and many processes may use
+/// one directory). A default-constructed storage, or one with an empty directory, is
+/// disabled: reads are `absent`, writes fail with `invalid_argument`, removes succeed.
+/// So do reads, writes and removes with an empty key. No member that does I/O throws.
+class directory_storage {
+public:
+    directory_storage() noexcept = default;
+
+    COMPILE_CACHE_DECL explicit directory_storage(std::string directory, directory_options options = {});
+
+    /// The storage the environment asks for (see settings.hpp): `PREFIX_DIR` names the
+    /// directory; unset, empty, `0`, `off`, `false` or `no` (any case): nullopt, not
+    /// configured. `PREFIX_MAX_SIZE`, `PREFIX_DURABILITY` and `PREFIX_SHARED` give its
+    /// options (directory_options_from_env). The directory is made now, as a first
+    /// store would: a path that cannot be made a directory is one line, and nullopt.
+    /// An on value (`1`, `on`, `true`, `yes`) is used as a relative path, with one line.
+    COMPILE_CACHE_DECL static std::optional<directory_storage> from_env(settings_reader& env);
+
+    /// The settings from_env reads, with one line each, for a host's --help.
+    COMPILE_CACHE_DECL static std::vector<environment_setting> environment_settings(std::string_view prefix);
+
+    /// 0 when `directory` is a directory or can be made one (it is made, with the
+    /// options' mode, as a first store would); otherwise the errno value that says why not.
+    COMPILE_CACHE_DECL static int usable_directory(std::string directory, directory_options const& options);
+
+    /// The cache directory, as given (less trailing slashes); empty when disabled.
+    std::string const& directory() const noexcept { return directory_; }
+    directory_options const& options() const noexcept { return options_; }
+
+    /// Where this storage (and its copies) says, once, that it gave up waiting for a
+    /// lock another process holds; basic_cache passes its logger here.
+    void set_logger(std::function<void(std::string_view)> logger) {
+        if (state_) state_->locks.set_logger(std::move(logger));
+    }
+
+    /// Where the entry for `k` lives (whether or not it exists); empty when the
+    /// storage is disabled or the key is empty.
+    COMPILE_CACHE_DECL std::string entry_path(key const& k) const;
+
+    COMPILE_CACHE_DECL read_result read(key const& k, std::string& out, std::size_t max_size) noexcept;
+
+    /// Stores `bytes` under `k` atomically: a temp file in the entry's folder, filled,
+    /// then renamed over the entry (see the class comment).
+    COMPILE_CACHE_DECL std::error_code write(key const& k, std::string_view bytes) noexcept;
+
+    COMPILE_CACHE_DECL std::error_code remove(key const& k) noexcept;
+
+    /// Adds a cache's counters (statistics_snapshot::counters(), as deltas since its
+    /// last call) to the cumulative ones kept in `DIR/.cc-counters/`, and records this
+    /// storage's size limit: see storage/directory/detail/directory_counters.hpp. basic_cache
+    /// calls it when it is destroyed or flushed, never on a hit or a store. Counters
+    /// that are all zero write nothing.
+    COMPILE_CACHE_DECL std::error_code
+    record_counters(std::vector<std::pair<std::string, std::uint64_t>> const& delta) noexcept;
+
+    /// The counters every cache using this directory recorded, summed: `hits`,
+    /// `misses.absent`, ..., `stores`, and the gauges `max-size` (the size limit of
+    /// the latest writer) and `updated-s`. Empty when none were recorded (or on error).
+    COMPILE_CACHE_DECL std::map<std::string, std::uint64_t> recorded_counters() const noexcept;
+
+    /// Every entry (key, size, last use: its mtime, refreshed at most hourly) without
+    /// reading one or changing a use time: the optional Storage member `list`. Temp
+    /// files, the ledger and other files are not entries; a missing directory or fan-out
+    /// folder lists nothing.
+    COMPILE_CACHE_DECL std::error_code list(std::vector<stored_entry>& out) const noexcept;
+
+    /// A whole cleanup now, whatever the cache's size: recounts every folder
+    /// (correcting the ledger), removes temp files older than an hour, and, when the
+    /// cache is over `max_size`, evicts least recently used entries until it is under
+    /// 90% of it. Waits for a cleanup step another thread or process is running.
+    COMPILE_CACHE_DECL cleanup_result prune() noexcept;
+
+    /// Removes every entry and every temp file of this library — names made of a
+    /// key's hex in two-hex-digit folders, and `.tmp-` + 32 lower-case hex digits there
+    /// — and nothing else: other files, and the folders themselves, stay. A store
+    /// running meanwhile in another process may fail (its temp file is gone): a
+    /// counted failure there. What it could not remove is counted in `not_removed`.
+    COMPILE_CACHE_DECL cleanup_result clear() noexcept;
+
+    /// What the ledger says the entries count for (whole 4 KiB blocks each), after
+    /// this object's unwritten changes are written to it (and the folders they touched
+    /// recounted, when due): exact after prune() or clear() with no store running
+    /// meanwhile, otherwise an estimate that the hourly recount of each folder keeps
+    /// close. 0 when there is no ledger.
+    COMPILE_CACHE_DECL std::uint64_t accounted_size() const noexcept;
+
+    /// What cleanups run through this object (and its copies) did.
+    COMPILE_CACHE_DECL directory_counters counters() const noexcept;
+
+    /// A hit refreshes an entry's use time when it is at least this old (seconds).
+    static constexpr std::int64_t refresh_after_s = 3600;
+
+private:
+    // ---- write(), step by step ----
+
+    /// Creates a temp file with a fresh random name beside `entry` (`DIR/ab/.tmp-...`),
+    /// exclusively: a name that exists already (a symlink planted at a guessed temp
+    /// name, say) is never opened, another is tried. Creates the folders on the first
+    /// store in `folder` (`created_folders`).
+    COMPILE_CACHE_DECL std::error_code create_temp_file(std::string const& entry, std::string const& folder,
+                                                        std::string& temp, int& fd, bool& created_folders);
+
+    /// Gives the temp file its mode, writes `bytes` to it, syncs it when asked, closes it.
+    COMPILE_CACHE_DECL std::error_code fill_temp_file(detail::directory_storage_impl::temp_file& file,
+                                                      std::string_view bytes) const;
+
+    /// Renames the temp file to the entry. A new key (the usual store) is one call that
+    /// cannot replace anything, so the ledger needs no lstat; an existing entry is
+    /// lstat-ed for what it counted for (`replaced_bytes`), then replaced.
+    COMPILE_CACHE_DECL std::error_code publish(std::string const& temp, std::string const& entry,
+                                               std::uint64_t& replaced_bytes);
+
+    /// With durability::full, syncs the folder (and the cache directory when the store
+    /// created folders), so that the new entry survives a crash.
+    COMPILE_CACHE_DECL std::error_code sync_directories(std::string const& folder, bool created_folders) const noexcept;
+
+    /// What prune() and clear() share: this object's unwritten ledger changes written
+    /// (before the figures are recounted or reset), the cache directory opened and its
+    /// cleanup lock taken (waiting at most cleanup_lock_wait), then, under the
+    /// process's cleanup mutex with any cleanup in progress dropped, `work(root_fd, r)`.
+    /// A directory that is gone is nothing to do; other failures are `r.error`.
+    template <class Work>
+    cleanup_result run_cleanup(Work&& work) noexcept {
+        namespace impl = detail::directory_storage_impl;
+        cleanup_result r;
+        if (directory_.empty()) return r;
+        if (state_->ledger.has_changes()) state_->ledger.flush(impl::now_s());
+        impl::file_descriptor const root{impl::open_root(directory_)};
+        if (!root) {
+            if (errno != ENOENT) r.error = impl::errno_code(errno);
+            return r;
+        }
+        if (int const e = impl::lock_fd(root.fd, impl::cleanup_lock_wait)) {
+            if (e == EWOULDBLOCK) state_->locks.gave_up(directory_, "so the cleanup did not run");
+            r.error = impl::errno_code(e);
+            return r;
+        }
+        try {
+            std::lock_guard<std::mutex> const lock(state_->cleanup.mutex);
+            state_->cleanup.reset();
+            work(root.fd, r);
+        } catch (...) { // bad_alloc
+            r.error = std::make_error_code(std::errc::not_enough_memory);
+        }
+        return r;
+    }
+
+    COMPILE_CACHE_DECL std::error_code trust(struct stat const& st) const noexcept;
+
+    /// Notes a change of `folder`'s figure in this object's ledger batch, and writes
+    /// the batch when it says so; then, after a store (`may_clean`), when the ledger's
+    /// total is over the limit, does one step of bounded cleanup.
+    COMPILE_CACHE_DECL void after_change(unsigned folder, std::uint64_t added, std::uint64_t removed,
+                                         bool may_clean) noexcept;
+
+    /// Writes this object's ledger batch, then recounts the folders it changed whose
+    /// figures are over an hour old (sweeping their temp files older than an hour).
+    /// False when the ledger cannot be used; otherwise `total` is its total.
+    COMPILE_CACHE_DECL bool flush_ledger(std::int64_t now, std::uint64_t& total) const noexcept;
+
+    std::string directory_;
+    directory_options options_{};
+    uid_t euid_ = 0;
+    std::string ledger_path_;
+    std::shared_ptr<detail::directory_storage_impl::shared_state> state_;
+};
+
+} // namespace compile_cache
+
+static_assert(compile_cache::check_storage<compile_cache::directory_storage>::value);
+static_assert(compile_cache::detail::has_list<compile_cache::directory_storage>::value);
+
+#include <compile_cache/storage/directory/impl/directory_storage.ipp>

@@ -1,0 +1,768 @@
+// compile_cache: a Storage in one SQLite database file.
+// OPTIONAL: needs libsqlite3 (Debian: libsqlite3-dev; link -lsqlite3, or the CMake
+// target compile_cache::sqlite). Not included by compile_cache.hpp: include it yourself.
+//
+// For hosts on whom many small files weigh (backups, container layers, `du`, shipping a
+// prebuilt cache as one read-only file). Entries are rows of one table; the database
+// runs in WAL mode, so readers never wait for a writer and a killed writer loses only
+// its own unfinished transaction. Every wait is bounded by the busy timeout. A read
+// checks the stored length in SQL before a byte is copied. A write replaces the row in
+// one statement (atomic). Over the size limit, the least recently used entries are
+// evicted; use times are refreshed at most hourly, as directory_storage's are. A file
+// that is not a database, or is damaged, is moved aside (`FILE.broken-<time>-<pid>`)
+// and rebuilt, with one line, by a storage that may write it; a file this process
+// cannot write is opened immutable and read, and a read-only storage never moves,
+// repairs or writes its file. Opening a file whose table is there takes no write lock,
+// so a writer stopped in its transaction or a full disk still leaves reads served.
+// Another program's SQLite database is refused before anything is written to it. One
+// database is shared by the processes of one machine: see docs/policies.md for what
+// NFS does to SQLite's locks.
+#pragma once
+
+// ---- inlined compile_cache/detail/config.hpp
+// compile_cache: what the library needs from the compiler, said first. Every public
+// header includes this before anything else, so that a translation unit compiled with
+// the wrong flags (llvm-config --cxxflags gives -std=c++14 -fno-exceptions) stops at
+// one sentence naming the flag, not at a page of errors from inside the library.
+// An include guard as well: the LLVM adapter's single-header copies inline this
+// header (scripts/amalgamate.py), and so does the single header.
+#ifndef COMPILE_CACHE_DETAIL_CONFIG_HPP
+#define COMPILE_CACHE_DETAIL_CONFIG_HPP
+
+#if defined(_MSVC_LANG)
+#define COMPILE_CACHE_CPLUSPLUS _MSVC_LANG
+#else
+#define COMPILE_CACHE_CPLUSPLUS __cplusplus
+#endif
+
+#if COMPILE_CACHE_CPLUSPLUS < 201703L
+#error "compile_cache: needs C++17 or later (-std=c++17); with llvm-config --cxxflags, replace its -std=c++14"
+#define COMPILE_CACHE_WRONG_FLAGS 1
+#endif
+
+#if !defined(__cpp_exceptions) && !defined(__EXCEPTIONS) && !defined(_CPPUNWIND)
+#error "compile_cache: needs exceptions (drop -fno-exceptions; llvm-config --cxxflags adds it, LLVM's headers do not need it)"
+#define COMPILE_CACHE_WRONG_FLAGS 1
+#endif
+
+// #error lets g++ and clang go on, into hundreds of errors from the library's code: a
+// missing include is fatal to both, so compilation stops here, at the sentences.
+#if defined(COMPILE_CACHE_WRONG_FLAGS)
+#include <compile_cache: compilation stopped; fix the flags named above>
+#endif
+
+// Separate compilation (docs/design.md, "What including the library costs"): a host that
+// defines COMPILE_CACHE_SEPARATE_COMPILATION in every translation unit and includes
+// <compile_cache/src.hpp> in exactly one gets the library's non-template functions
+// compiled once, there, instead of parsed and instantiated in each translation unit.
+// COMPILE_CACHE_DECL marks their declarations (inline in the default, header-only mode);
+// their definitions are in impl/*.ipp files, compiled where COMPILE_CACHE_INCLUDE_IMPL is 1.
+#if defined(COMPILE_CACHE_SEPARATE_COMPILATION)
+#define COMPILE_CACHE_DECL
+#if defined(COMPILE_CACHE_SOURCE)
+#define COMPILE_CACHE_INCLUDE_IMPL 1
+#else
+#define COMPILE_CACHE_INCLUDE_IMPL 0
+#endif
+#else
+#define COMPILE_CACHE_DECL inline
+#define COMPILE_CACHE_INCLUDE_IMPL 1
+#endif
+
+// A build that mixes the modes, or has src.hpp in no translation unit or in two, is ill-formed
+// (functions defined inline in some translation units and out of line in another, or not at
+// all, or twice); it fails at link time with a symbol whose name says what to do:
+// - every translation unit in separate-compilation mode references
+//   compile_cache_separate_compilation_needs_src_hpp_in_exactly_one_translation_unit, which
+//   src.hpp defines: "undefined reference" without src.hpp, "multiple definition" with two;
+// - every header-only translation unit defines
+//   compile_cache_define_COMPILE_CACHE_SEPARATE_COMPILATION_in_every_translation_unit_or_in_none
+//   in one COMDAT group (merged among them), and src.hpp defines it in another: "multiple
+//   definition" when both kinds are linked together.
+// (ELF, with GCC or Clang: the mark is a section-group directive of the assembler.)
+#if defined(__GNUC__)
+#if defined(COMPILE_CACHE_SEPARATE_COMPILATION)
+extern "C" char const compile_cache_separate_compilation_needs_src_hpp_in_exactly_one_translation_unit;
+namespace compile_cache::detail {
+namespace {
+[[maybe_unused]] __attribute__((used)) char const* const separate_compilation_mark =
+    &compile_cache_separate_compilation_needs_src_hpp_in_exactly_one_translation_unit;
+} // namespace
+} // namespace compile_cache::detail
+#elif defined(__ELF__)
+__asm__(".pushsection .rodata.compile_cache_header_only_mark,\"aG\",@progbits,compile_cache_header_only_mark,comdat\n"
+        ".globl compile_cache_define_COMPILE_CACHE_SEPARATE_COMPILATION_in_every_translation_unit_or_in_none\n"
+        "compile_cache_define_COMPILE_CACHE_SEPARATE_COMPILATION_in_every_translation_unit_or_in_none:\n"
+        ".byte 0\n"
+        ".popsection\n");
+#endif
+#endif
+
+// RTTI is checked by detail/config_rtti.hpp, in the headers that need it: the LLVM
+// adapter's no-RTTI side (compile_cache/llvm/object_store.hpp, object_cache.hpp) does not.
+
+#endif // COMPILE_CACHE_DETAIL_CONFIG_HPP
+// ---- end of compile_cache/detail/config.hpp
+
+#include <compile_cache/compile_cache.hpp>
+
+#include <sqlite3.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace compile_cache {
+
+/// Settings of a sqlite_storage.
+struct sqlite_options {
+    /// Size limit of the entries' bytes; over it the least recently used are evicted
+    /// down to 90% of it. 0: no limit.
+    std::uint64_t max_size = std::uint64_t{1} << 30;
+    /// The longest any call waits for another process's lock before it gives up (a
+    /// read is then an error, a write a write error: counted, never a hang).
+    std::chrono::milliseconds busy_timeout{2000};
+    /// Open the file immutable, for reading only (a prebuilt cache shipped read-only).
+    /// A file this process cannot write, or in a folder it cannot write, is opened so
+    /// anyway.
+    bool read_only = false;
+    /// For tools that only look (compile-cache stats, list, show, verify): the file is
+    /// opened read-only but not immutable, so that what live writers committed (their
+    /// WAL included) is seen; nothing is written, moved aside or repaired, and damage
+    /// is an error of the call. A file that cannot be opened so is opened immutable.
+    bool inspect_only = false;
+    /// One-line reports (a damaged file moved aside); stderr when empty.
+    std::function<void(std::string_view)> logger;
+};
+
+namespace detail::sqlite_impl {
+
+/// Identifies a compile_cache database (PRAGMA application_id): a SQLite file with
+/// another id is someone else's, and is left alone.
+inline constexpr std::int32_t application_id = 0x63634331; // "ccC1"
+inline constexpr std::int64_t refresh_after_s = 3600;
+
+inline std::int64_t now_s() noexcept {
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+/// An error_code for a SQLite result: busy and locked become resource_unavailable_try_again,
+/// read-only read_only_file_system, full no_space_on_device, the rest io_error.
+inline std::error_code code_of(int rc) noexcept {
+    switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED: return std::make_error_code(std::errc::resource_unavailable_try_again);
+    case SQLITE_READONLY: return std::make_error_code(std::errc::read_only_file_system);
+    case SQLITE_FULL: return std::make_error_code(std::errc::no_space_on_device);
+    case SQLITE_NOMEM: return std::make_error_code(std::errc::not_enough_memory);
+    case SQLITE_TOOBIG: return std::make_error_code(std::errc::file_too_large);
+    case SQLITE_CANTOPEN:
+    case SQLITE_PERM: return std::make_error_code(std::errc::permission_denied);
+    default: return std::make_error_code(std::errc::io_error);
+    }
+}
+
+inline bool is_damage(int rc) noexcept { return (rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_NOTADB; }
+
+struct statement_deleter {
+    void operator()(sqlite3_stmt* s) const noexcept { sqlite3_finalize(s); }
+};
+using statement = std::unique_ptr<sqlite3_stmt, statement_deleter>;
+
+/// Resets a statement when a call is done with it, whatever the path out. It watches
+/// the connection's holder, not the statement: a repair in between (failed_locked
+/// closes the damaged connection, which finalizes every statement, and reopens) leaves
+/// it nothing freed to touch.
+struct reset_guard {
+    statement const& held;
+    ~reset_guard() {
+        if (sqlite3_stmt* s = held.get()) {
+            sqlite3_reset(s);
+            sqlite3_clear_bindings(s);
+        }
+    }
+};
+
+/// One connection and its prepared statements.
+struct connection {
+    sqlite3* db = nullptr;
+    bool read_only = false;
+    ino_t inode = 0; ///< the file opened, to tell it from one that replaced it
+    dev_t device = 0;
+    statement select, upsert, erase, touch, total, evict, list;
+
+    connection() = default;
+    connection(connection const&) = delete;
+    connection& operator=(connection const&) = delete;
+    ~connection() { close(); }
+
+    void close() noexcept {
+        select.reset();
+        upsert.reset();
+        erase.reset();
+        touch.reset();
+        total.reset();
+        evict.reset();
+        list.reset();
+        if (db) sqlite3_close_v2(db);
+        db = nullptr;
+    }
+
+    int exec(char const* sql) noexcept { return sqlite3_exec(db, sql, nullptr, nullptr, nullptr); }
+
+    int prepare(statement& s, char const* sql) noexcept {
+        sqlite3_stmt* raw = nullptr;
+        int const rc = sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &raw, nullptr);
+        s.reset(raw);
+        return rc;
+    }
+
+    /// The first column of the first row of `sql` as text ("" for no row or NULL), or
+    /// nullopt (with the result code in rc).
+    std::optional<std::string> text_value(char const* sql, int& rc) {
+        sqlite3_stmt* raw = nullptr;
+        rc = sqlite3_prepare_v2(db, sql, -1, &raw, nullptr);
+        statement s(raw);
+        if (rc != SQLITE_OK) return std::nullopt;
+        rc = sqlite3_step(raw);
+        if (rc == SQLITE_DONE) {
+            rc = SQLITE_OK;
+            return std::string();
+        }
+        if (rc != SQLITE_ROW) return std::nullopt;
+        rc = SQLITE_OK;
+        unsigned char const* text = sqlite3_column_text(raw, 0);
+        return text ? std::string(reinterpret_cast<char const*>(text)) : std::string();
+    }
+
+    /// An integer PRAGMA's value, or nullopt (with the result code in rc).
+    std::optional<std::int64_t> pragma_value(char const* sql, int& rc) noexcept {
+        sqlite3_stmt* raw = nullptr;
+        rc = sqlite3_prepare_v2(db, sql, -1, &raw, nullptr);
+        statement s(raw);
+        if (rc != SQLITE_OK) return std::nullopt;
+        rc = sqlite3_step(raw);
+        if (rc != SQLITE_ROW) return std::nullopt;
+        rc = SQLITE_OK;
+        return sqlite3_column_int64(raw, 0);
+    }
+};
+
+/// Why an open failed: `damaged` when the file is not a (sound) database, so that it
+/// may be moved aside and rebuilt; `foreign` when it is another program's database.
+enum class open_outcome { ok, damaged, foreign, failed };
+
+} // namespace detail::sqlite_impl
+
+/// A Storage in one SQLite file. Thread-safe: one connection per object, used under a
+/// mutex (each call holds it for one statement or two, bounded by the busy timeout).
+/// Movable, not copyable. No member throws.
+class sqlite_storage {
+public:
+    /// No file: reads find nothing, writes fail, usable() is false (what a disabled
+    /// cache holds).
+    sqlite_storage() noexcept = default;
+
+    /// Opens (or creates) the database at `path`. A failure does not throw: usable()
+    /// is then false, and a cache over it says so and runs disabled.
+    explicit sqlite_storage(std::string path, sqlite_options options = {})
+        : state_(std::make_unique<state>()) {
+        state_->path = std::move(path);
+        state_->options = std::move(options);
+        std::lock_guard<std::mutex> lock(state_->mutex);
+        open_locked();
+    }
+
+    sqlite_storage(sqlite_storage&&) noexcept = default;
+    sqlite_storage& operator=(sqlite_storage&&) noexcept = default;
+
+    /// The storage the environment asks for: `PREFIX_FILE` names the database file
+    /// (unset, empty, `0`, `off`, `false`, `no`: no cache); `PREFIX_MAX_SIZE` the size
+    /// limit (default 1G, `0` no limit); `PREFIX_BUSY_TIMEOUT` the longest wait for
+    /// another process's lock (default 2000 ms). A bad value is one line and the
+    /// default; a file that cannot be opened is one line, and no cache.
+    static std::optional<sqlite_storage> from_env(settings_reader& env) {
+        std::string file = env.value("_FILE");
+        if (detail::is_off(file) || !env.confirm()) return std::nullopt;
+        sqlite_options options;
+        options.max_size = env.byte_size("_MAX_SIZE", options.max_size, "1G");
+        options.busy_timeout = env.milliseconds("_BUSY_TIMEOUT", options.busy_timeout);
+        options.logger = env.logger();
+        sqlite_storage s(file, std::move(options));
+        if (!s.usable()) {
+            env.report_value("_FILE", file, "cannot be used (" + s.why_unusable() + "); the cache is disabled");
+            return std::nullopt;
+        }
+        return s;
+    }
+
+    /// The settings from_env reads, one line each.
+    static std::vector<environment_setting> environment_settings(std::string_view prefix) {
+        std::string const p(prefix);
+        return {
+            {p + "_FILE", "the SQLite database file of the cache; unset, empty, 0, off, false or no disable the cache"},
+            {p + "_MAX_SIZE", "size limit of the entries: bytes, or with K, M, G (powers of 1024); default 1G; "
+                              "least recently used entries are evicted"},
+            {p + "_BUSY_TIMEOUT", "the longest wait for another process's lock on the file, in milliseconds "
+                                  "(or with s); default 2000"},
+        };
+    }
+
+    std::string const& path() const noexcept { return state_->path; } ///< not on a moved-from object
+    /// Whether the file was opened read-only (immutable): reads work, writes fail.
+    bool read_only() const noexcept {
+        if (!state_) return false;
+        std::lock_guard<std::mutex> lock(state_->mutex);
+        return state_->c.db && state_->c.read_only;
+    }
+    /// False when the database could not be opened at all (why_unusable() says why).
+    bool usable() const noexcept {
+        if (!state_) return false;
+        std::lock_guard<std::mutex> lock(state_->mutex);
+        return state_->c.db != nullptr;
+    }
+    std::string why_unusable() const {
+        if (!state_) return "moved from";
+        std::lock_guard<std::mutex> lock(state_->mutex);
+        return state_->why;
+    }
+
+    read_result read(key const& k, std::string& out, std::size_t max_size) noexcept {
+        return read_row(k, out, max_size, true);
+    }
+
+    /// As read, without refreshing the entry's use time: the optional Storage member
+    /// `peek`, so that the compile-cache tool's show and verify leave eviction alone.
+    read_result peek(key const& k, std::string& out, std::size_t max_size) noexcept {
+        return read_row(k, out, max_size, false);
+    }
+
+private:
+    read_result read_row(key const& k, std::string& out, std::size_t max_size, bool refresh_use) noexcept {
+        out.clear();
+        if (k.empty() || !state_) return {read_status::absent, {}};
+        try {
+            std::lock_guard<std::mutex> lock(state_->mutex);
+            auto& c = state_->c;
+            if (!c.db && !reopen_locked()) return {read_status::error, unusable_code()};
+            sqlite3_stmt* s = c.select.get();
+            detail::sqlite_impl::reset_guard reset{c.select};
+            sqlite3_bind_blob(s, 1, k.data(), static_cast<int>(k.size()), SQLITE_STATIC);
+            sqlite3_bind_int64(s, 2, static_cast<sqlite3_int64>(max_size > std::size_t{INT64_MAX} ? INT64_MAX : max_size));
+            int const rc = sqlite3_step(s);
+            if (rc == SQLITE_DONE) return {read_status::absent, {}};
+            if (rc != SQLITE_ROW) return {read_status::error, failed_locked(rc)};
+            // Column 0: length(value), from the record header; column 1: the value
+            // only when that length is within max_size (else NULL: nothing copied).
+            auto const length = sqlite3_column_int64(s, 0);
+            if (length < 0 || static_cast<std::uint64_t>(length) > max_size) return {read_status::too_large, {}};
+            void const* bytes = sqlite3_column_blob(s, 1);
+            int const n = sqlite3_column_bytes(s, 1);
+            if (n != length) return {read_status::error, std::make_error_code(std::errc::io_error)};
+            if (n > 0) out.assign(static_cast<char const*>(bytes), static_cast<std::size_t>(n));
+            std::int64_t const used = sqlite3_column_int64(s, 2);
+            std::int64_t const id = sqlite3_column_int64(s, 3);
+            sqlite3_reset(s);
+            std::int64_t const now = detail::sqlite_impl::now_s();
+            if (refresh_use && !c.read_only && now - used >= detail::sqlite_impl::refresh_after_s) {
+                sqlite3_stmt* t = c.touch.get();
+                detail::sqlite_impl::reset_guard touch_reset{c.touch};
+                sqlite3_bind_int64(t, 1, now);
+                sqlite3_bind_int64(t, 2, id);
+                sqlite3_step(t); // best effort: a busy database keeps the old time
+            }
+            return {read_status::found, {}};
+        } catch (...) {
+            out.clear();
+            return {read_status::error, std::make_error_code(std::errc::not_enough_memory)};
+        }
+    }
+
+public:
+    std::error_code write(key const& k, std::string_view bytes) noexcept {
+        if (k.empty() || !state_) return std::make_error_code(std::errc::invalid_argument);
+        try {
+            std::lock_guard<std::mutex> lock(state_->mutex);
+            auto& c = state_->c;
+            if (!c.db && !reopen_locked()) return unusable_code();
+            if (c.read_only) return std::make_error_code(std::errc::read_only_file_system);
+            if (bytes.size() > static_cast<std::size_t>(INT32_MAX))
+                return std::make_error_code(std::errc::file_too_large);
+            {
+                sqlite3_stmt* s = c.upsert.get();
+                detail::sqlite_impl::reset_guard reset{c.upsert};
+                sqlite3_bind_blob(s, 1, k.data(), static_cast<int>(k.size()), SQLITE_STATIC);
+                sqlite3_bind_int64(s, 2, detail::sqlite_impl::now_s());
+                sqlite3_bind_blob(s, 3, bytes.empty() ? "" : bytes.data(), static_cast<int>(bytes.size()),
+                                  SQLITE_STATIC);
+                int const rc = sqlite3_step(s);
+                if (rc != SQLITE_DONE) return failed_locked(rc);
+            }
+            state_->written_since_check += bytes.size();
+            if (state_->options.max_size != 0 &&
+                (!state_->checked_once || state_->written_since_check >= state_->options.max_size / 16)) {
+                evict_locked();
+            }
+            return {};
+        } catch (...) {
+            return std::make_error_code(std::errc::not_enough_memory);
+        }
+    }
+
+    std::error_code remove(key const& k) noexcept {
+        if (!state_) return std::make_error_code(std::errc::invalid_argument);
+        try {
+            std::lock_guard<std::mutex> lock(state_->mutex);
+            auto& c = state_->c;
+            if (!c.db && !reopen_locked()) return unusable_code();
+            if (c.read_only) return std::make_error_code(std::errc::read_only_file_system);
+            sqlite3_stmt* s = c.erase.get();
+            detail::sqlite_impl::reset_guard reset{c.erase};
+            sqlite3_bind_blob(s, 1, k.data(), static_cast<int>(k.size()), SQLITE_STATIC);
+            int const rc = sqlite3_step(s);
+            if (rc != SQLITE_DONE) return failed_locked(rc);
+            return {};
+        } catch (...) {
+            return std::make_error_code(std::errc::not_enough_memory);
+        }
+    }
+
+    /// Called by the cache when the entry under `k` failed the envelope check: the row
+    /// is removed, so that the next store writes a sound one.
+    void corrupt(key const& k) noexcept { remove(k); }
+
+    /// Every entry (key, size, last use), without reading a value or touching a use
+    /// time: the optional Storage member `list`, for tools. Stops at the first error
+    /// (returned). A row whose key cannot be a key (none, or over key::max_size bytes:
+    /// planted, or another program's) is no entry: it is left out, never truncated into
+    /// another key, and counted in foreign_rows().
+    std::error_code list(std::vector<stored_entry>& out) const noexcept {
+        if (!state_) return std::make_error_code(std::errc::invalid_argument);
+        try {
+            std::lock_guard<std::mutex> lock(state_->mutex);
+            auto& c = state_->c;
+            if (!c.db) return unusable_code();
+            state_->foreign_rows = 0;
+            sqlite3_stmt* s = c.list.get();
+            detail::sqlite_impl::reset_guard reset{c.list};
+            int rc;
+            while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+                std::optional<key> const k =
+                    key::from_bytes(sqlite3_column_blob(s, 0), static_cast<std::size_t>(sqlite3_column_bytes(s, 0)));
+                if (!k) {
+                    ++state_->foreign_rows;
+                    continue;
+                }
+                stored_entry e;
+                e.k = *k;
+                e.size = static_cast<std::uint64_t>(sqlite3_column_int64(s, 1));
+                e.last_use_s = sqlite3_column_int64(s, 2);
+                out.push_back(e);
+            }
+            return rc == SQLITE_DONE ? std::error_code() : detail::sqlite_impl::code_of(rc);
+        } catch (...) {
+            return std::make_error_code(std::errc::not_enough_memory);
+        }
+    }
+
+    /// The rows the last list() left out because their key is not a key.
+    std::uint64_t foreign_rows() const noexcept {
+        if (!state_) return 0;
+        std::lock_guard<std::mutex> lock(state_->mutex);
+        return state_->foreign_rows;
+    }
+
+    /// Evicts least recently used entries now until the entries fit in the limit.
+    std::error_code prune() noexcept {
+        if (!state_) return std::make_error_code(std::errc::invalid_argument);
+        try {
+            std::lock_guard<std::mutex> lock(state_->mutex);
+            if (!state_->c.db) return unusable_code();
+            return evict_locked();
+        } catch (...) {
+            return std::make_error_code(std::errc::not_enough_memory);
+        }
+    }
+
+private:
+    struct state {
+        mutable std::mutex mutex;
+        std::string path;
+        sqlite_options options;
+        detail::sqlite_impl::connection c;
+        std::string why; ///< why the database could not be opened
+        std::uint64_t written_since_check = 0;
+        bool checked_once = false;
+        std::uint64_t foreign_rows = 0; ///< of the last list()
+    };
+
+    std::error_code unusable_code() const noexcept { return std::make_error_code(std::errc::io_error); }
+
+    void report(std::string const& line) const noexcept {
+        try {
+            if (state_->options.logger)
+                state_->options.logger(line);
+            else
+                std::fprintf(stderr, "compile_cache: %s\n", line.c_str());
+        } catch (...) {
+        }
+    }
+
+    /// A failed statement: damage is repaired (moved aside, rebuilt) for the next call,
+    /// by a storage that may write the file; a read-only one leaves it as it is.
+    std::error_code failed_locked(int rc) {
+        if (detail::sqlite_impl::is_damage(rc) && !state_->c.read_only) {
+            state_->c.close();
+            move_aside_locked("it is damaged");
+            open_locked();
+        }
+        return detail::sqlite_impl::code_of(rc);
+    }
+
+    bool reopen_locked() {
+        open_locked();
+        return state_->c.db != nullptr;
+    }
+
+    /// Moves the file (and its -wal and -shm) aside, unless another process already
+    /// replaced it: then there is nothing to do but open the new one.
+    void move_aside_locked(char const* why) {
+        auto& c = state_->c;
+        std::string const& path = state_->path;
+        struct stat st;
+        if (c.inode != 0 && (::stat(path.c_str(), &st) != 0 || st.st_ino != c.inode || st.st_dev != c.device))
+            return;
+        std::string const aside = path + ".broken-" + std::to_string(detail::sqlite_impl::now_s()) + "-" +
+                                  std::to_string(::getpid());
+        if (::rename(path.c_str(), aside.c_str()) != 0) {
+            report(path + ": " + why + ", and it cannot be moved aside (" + std::strerror(errno) + ")");
+            return;
+        }
+        ::unlink((path + "-wal").c_str());
+        ::unlink((path + "-shm").c_str());
+        report(path + ": " + why + " (not a compile_cache database, or damaged); moved aside to " + aside +
+               " and rebuilt");
+    }
+
+    void open_locked() {
+        using detail::sqlite_impl::open_outcome;
+        state_->c.close();
+        state_->why.clear();
+        bool const immutable = state_->options.read_only || !writable(state_->path);
+        // An inspection shares the writers' WAL when there is one; with none, nothing
+        // committed is elsewhere, and the file is read immutable (no side file made).
+        bool const inspect = state_->options.inspect_only;
+        bool const share_wal = inspect && !immutable && ::access((state_->path + "-wal").c_str(), F_OK) == 0;
+        open_outcome o = share_wal ? try_open_locked(open_mode::inspect) : open_outcome::failed;
+        if (!share_wal || o == open_outcome::failed) {
+            state_->why.clear();
+            o = try_open_locked(inspect || immutable ? open_mode::immutable : open_mode::read_write);
+        }
+        if (o == open_outcome::damaged && !immutable && !inspect) {
+            state_->c.close();
+            move_aside_locked("it is not a database");
+            o = try_open_locked(open_mode::read_write);
+        }
+        if (o != open_outcome::ok) {
+            if (state_->why.empty()) state_->why = o == open_outcome::damaged ? "it is not a database" : "it cannot be opened";
+            state_->c.close();
+        }
+        state_->checked_once = false;
+    }
+
+    /// Whether this process may write the file and, for WAL's side files, its folder.
+    static bool writable(std::string const& path) {
+        std::string folder = path.substr(0, path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/'));
+        if (folder.empty()) folder = path.find('/') == 0 ? "/" : ".";
+        if (::access(path.c_str(), F_OK) == 0 && ::access(path.c_str(), W_OK) != 0) return false;
+        return ::access(folder.c_str(), W_OK) == 0 || ::access(path.c_str(), F_OK) != 0;
+    }
+
+    /// `file:` URI of a path, for opening it immutable.
+    static std::string uri_of(std::string const& path) {
+        std::string u = "file:";
+        for (char ch : path) {
+            auto const b = static_cast<unsigned char>(ch);
+            if (b == '%' || b == '?' || b == '#' || b < 0x21 || b >= 0x7f) {
+                static constexpr char digits[] = "0123456789ABCDEF";
+                u += '%';
+                u += digits[b >> 4];
+                u += digits[b & 15];
+            } else {
+                u += ch;
+            }
+        }
+        return u + "?immutable=1";
+    }
+
+    /// How a file is opened: for reading and writing; read-only (sharing the writers'
+    /// WAL, for inspect_only); or immutable (no lock, no side file).
+    enum class open_mode { read_write, inspect, immutable };
+
+    detail::sqlite_impl::open_outcome try_open_locked(open_mode mode) {
+        using detail::sqlite_impl::open_outcome;
+        auto& c = state_->c;
+        c.close();
+        c.read_only = mode != open_mode::read_write;
+        bool const immutable = c.read_only;
+        int rc = mode == open_mode::immutable
+                     ? sqlite3_open_v2(uri_of(state_->path).c_str(), &c.db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI,
+                                       nullptr)
+                 : mode == open_mode::inspect
+                     ? sqlite3_open_v2(state_->path.c_str(), &c.db, SQLITE_OPEN_READONLY, nullptr)
+                     : sqlite3_open_v2(state_->path.c_str(), &c.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                                       nullptr);
+        auto failed = [&](int code, char const* what) {
+            if (state_->why.empty())
+                state_->why = std::string(what) + ": " + (c.db ? sqlite3_errmsg(c.db) : sqlite3_errstr(code));
+            return detail::sqlite_impl::is_damage(code) ? open_outcome::damaged : open_outcome::failed;
+        };
+        if (rc != SQLITE_OK) return failed(rc, "cannot open it");
+        auto const timeout = state_->options.busy_timeout.count();
+        sqlite3_busy_timeout(c.db, timeout < 0 ? 0 : timeout > INT32_MAX ? INT32_MAX : static_cast<int>(timeout));
+        std::optional<std::int64_t> const id = c.pragma_value("PRAGMA application_id", rc);
+        if (!id) return failed(rc, "cannot read it");
+        int tables_rc = SQLITE_OK;
+        std::optional<std::int64_t> const others = c.pragma_value(
+            "SELECT count(*) FROM sqlite_master WHERE name NOT IN ('entries', 'entries_by_use') "
+            "AND name NOT LIKE 'sqlite_%'",
+            tables_rc);
+        if (!others) return failed(tables_rc, "cannot read it");
+        // What is there of the schema, read before anything is written: a table named
+        // `entries` (or `entries_by_use`) that is not this library's makes the file
+        // another program's, left as it is.
+        int shape_rc = SQLITE_OK;
+        std::optional<std::string> const columns = c.text_value(
+            "SELECT group_concat(name || ' ' || type, ',') FROM (SELECT name, type FROM pragma_table_info('entries') "
+            "ORDER BY cid)",
+            shape_rc);
+        if (!columns) return failed(shape_rc, "cannot read it");
+        std::optional<std::int64_t> const odd = c.pragma_value(
+            "SELECT count(*) FROM sqlite_master WHERE (name = 'entries' AND type != 'table') OR "
+            "(name = 'entries_by_use' AND (type != 'index' OR tbl_name != 'entries'))",
+            shape_rc);
+        if (!odd) return failed(shape_rc, "cannot read it");
+        bool const has_table = *columns == "id INTEGER,key BLOB,used INTEGER,value BLOB";
+        if ((*id != detail::sqlite_impl::application_id && (*id != 0 || *others != 0)) ||
+            (!columns->empty() && !has_table) || *odd != 0) {
+            state_->why = "it is another program's SQLite database";
+            return open_outcome::foreign;
+        }
+        std::optional<std::int64_t> const has_index =
+            c.pragma_value("SELECT count(*) FROM sqlite_master WHERE name = 'entries_by_use'", shape_rc);
+        if (!has_index) return failed(shape_rc, "cannot read it");
+        // The table, its index and the id are there: nothing to make, so no write lock
+        // is needed (a writer stopped in its transaction, or a full disk, must not keep
+        // the readers out).
+        bool const complete = has_table && *has_index != 0 && *id == detail::sqlite_impl::application_id;
+        if (!immutable) {
+            // auto_vacuum only takes on an empty file; WAL and the schema persist.
+            c.exec("PRAGMA auto_vacuum=INCREMENTAL");
+            {
+                sqlite3_stmt* raw = nullptr;
+                rc = sqlite3_prepare_v2(c.db, "PRAGMA journal_mode=WAL", -1, &raw, nullptr);
+                detail::sqlite_impl::statement st(raw);
+                if (rc == SQLITE_OK) rc = sqlite3_step(raw);
+                // (A complete file that cannot be switched now, its lock held, is read
+                // as it is; a writer switches it later.)
+                if (rc != SQLITE_ROW && !complete) return failed(rc, "cannot switch it to WAL");
+            }
+            c.exec("PRAGMA synchronous=NORMAL");
+        }
+        if (!immutable && !complete) {
+            std::string const schema =
+                "BEGIN IMMEDIATE;"
+                "CREATE TABLE IF NOT EXISTS entries(id INTEGER PRIMARY KEY, key BLOB NOT NULL UNIQUE, "
+                "used INTEGER NOT NULL, value BLOB NOT NULL);"
+                "CREATE INDEX IF NOT EXISTS entries_by_use ON entries(used);"
+                "PRAGMA application_id=" +
+                std::to_string(detail::sqlite_impl::application_id) + ";COMMIT";
+            rc = c.exec(schema.c_str());
+            if (rc != SQLITE_OK) {
+                failed(rc, "cannot make its table"); // the error's own message, before the rollback's
+                c.exec("ROLLBACK");
+                return detail::sqlite_impl::is_damage(rc) ? open_outcome::damaged : open_outcome::failed;
+            }
+        }
+        struct {
+            detail::sqlite_impl::statement* s;
+            char const* sql;
+        } const statements[] = {
+            {&c.select, "SELECT length(value), CASE WHEN length(value) <= ?2 THEN value END, used, id "
+                        "FROM entries WHERE key = ?1"},
+            {&c.upsert, "INSERT OR REPLACE INTO entries(key, used, value) VALUES(?1, ?2, ?3)"},
+            {&c.erase, "DELETE FROM entries WHERE key = ?1"},
+            {&c.touch, "UPDATE entries SET used = ?1 WHERE id = ?2"},
+            {&c.total, "SELECT total(length(value)) FROM entries"},
+            {&c.evict, "DELETE FROM entries WHERE id IN (SELECT id FROM (SELECT id, sum(length(value)) OVER "
+                       "(ORDER BY used, id ROWS UNBOUNDED PRECEDING) - length(value) AS before FROM entries) "
+                       "WHERE before < ?1)"},
+            {&c.list, "SELECT key, length(value), used FROM entries ORDER BY used DESC"},
+        };
+        for (auto const& st : statements)
+            if ((rc = c.prepare(*st.s, st.sql)) != SQLITE_OK) return failed(rc, "cannot use it");
+        struct stat info;
+        if (::stat(state_->path.c_str(), &info) == 0) {
+            c.inode = info.st_ino;
+            c.device = info.st_dev;
+        }
+        return open_outcome::ok;
+    }
+
+    /// Over the limit: deletes the least recently used entries down to 90% of it, in
+    /// one statement, then gives the freed pages back to the file system.
+    std::error_code evict_locked() {
+        auto& c = state_->c;
+        state_->written_since_check = 0;
+        state_->checked_once = true;
+        std::uint64_t const limit = state_->options.max_size;
+        if (limit == 0 || c.read_only) return {};
+        double total = 0;
+        {
+            sqlite3_stmt* s = c.total.get();
+            detail::sqlite_impl::reset_guard reset{c.total};
+            int const rc = sqlite3_step(s);
+            if (rc != SQLITE_ROW) return failed_locked(rc);
+            total = sqlite3_column_double(s, 0);
+        }
+        if (total <= static_cast<double>(limit)) return {};
+        double const excess = total - static_cast<double>(limit) * 0.9;
+        {
+            sqlite3_stmt* s = c.evict.get();
+            detail::sqlite_impl::reset_guard reset{c.evict};
+            sqlite3_bind_double(s, 1, excess);
+            int const rc = sqlite3_step(s);
+            if (rc != SQLITE_DONE) return failed_locked(rc);
+        }
+        c.exec("PRAGMA incremental_vacuum");
+        return {};
+    }
+
+    std::unique_ptr<state> state_; ///< on the heap: the storage moves, its connection stays
+};
+
+} // namespace compile_cache
+
+static_assert(compile_cache::check_storage<compile_cache::sqlite_storage>::value);
+static_assert(compile_cache::detail::has_list<compile_cache::sqlite_storage>::value &&
+              compile_cache::detail::has_usable<compile_cache::sqlite_storage>::value &&
+              compile_cache::detail::has_corrupt<compile_cache::sqlite_storage>::value &&
+              compile_cache::detail::has_from_env<compile_cache::sqlite_storage>::value);
