@@ -166,6 +166,56 @@ private:
     std::optional<bool> remote_trusted_;
 };
 
+/// What a cache hands its storage's `static from_env_result<S> from_env(storage_settings const&)`:
+/// the cache reads its own settings first (PREFIX_LOG, PREFIX_SECRET_FILE, ...), then
+/// gives the storage what it needs to decide as plain values. The storage reads its own
+/// `PREFIX_*` variables through `env` and answers with itself or with "off, because".
+struct storage_settings {
+    /// The prefix, the parsers, and where a bad value is reported (the logger, or stderr).
+    settings_reader env;
+    /// Whether the cache authenticates its entries (a secret is set).
+    bool authenticated = false;
+    /// Whether a storage shared with other machines (a remote) may be used: entries are
+    /// authenticated, or `PREFIX_REMOTE_INSECURE` says only trusted machines write there.
+    /// A remote answers `off(untrusted_remote_reason())` when it is false.
+    bool remote_trusted = false;
+    /// The cache's logger, for a storage that reports what happens while it runs; empty
+    /// when the cache logs nothing.
+    settings_reader::reporter logger;
+
+    /// The one line a remote storage (or the tier) gives as its reason when a remote is
+    /// asked for (`PREFIX_REMOTE` set) but `remote_trusted` is false.
+    COMPILE_CACHE_DECL std::string untrusted_remote_reason() const;
+};
+
+/// A storage's answer to `from_env(storage_settings const&)`: the storage the settings
+/// configure, or none, with the reason in one line (empty when the settings did not ask
+/// for this storage at all: its main setting is unset or off). The cache reports a
+/// reason once and runs without a cache.
+template <class S>
+class from_env_result {
+public:
+    /// The storage the settings configure.
+    from_env_result(S storage) : storage_(std::move(storage)) {}
+    /// No storage, because `why` (one line, reported by the cache; empty: not asked for).
+    static from_env_result off(std::string why) { return from_env_result(std::move(why)); }
+    /// No storage: the settings do not ask for one (nothing is reported).
+    static from_env_result not_configured() { return from_env_result(std::string()); }
+
+    bool has_value() const noexcept { return storage_.has_value(); }
+    explicit operator bool() const noexcept { return storage_.has_value(); }
+    S& operator*() & noexcept { return *storage_; }
+    S&& operator*() && noexcept { return std::move(*storage_); }
+    S* operator->() noexcept { return &*storage_; }
+    /// Why there is no storage; empty when there is one, or when none was asked for.
+    std::string const& why_off() const noexcept { return why_off_; }
+
+private:
+    explicit from_env_result(std::string why) : why_off_(std::move(why)) {}
+    std::optional<S> storage_;
+    std::string why_off_;
+};
+
 } // namespace compile_cache
 
 #include <compile_cache/impl/settings.ipp>

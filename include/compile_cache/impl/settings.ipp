@@ -172,6 +172,14 @@ bool settings_reader::remote_trusted() {
     return *remote_trusted_;
 }
 
+std::string storage_settings::untrusted_remote_reason() const {
+    return env.name("_REMOTE") +
+           " is set but entries are not authenticated, and what a shared server returns runs as code "
+           "here: the remote is off. Give every machine the same secret with " +
+           env.name("_SECRET_FILE") + ", or set " + env.name("_REMOTE_INSECURE") +
+           "=1 if only trusted machines can write to the server";
+}
+
 } // namespace compile_cache
 
 #endif
