@@ -210,7 +210,7 @@ public:
                 std::chrono::milliseconds const d = env.milliseconds(suffix, fallback);
                 if (d.count() > 0 && d <= max_timeout) return d;
                 env.report_value(suffix, env.value(suffix),
-                                 std::string(d.count() > 0 ? "is longer than a timeout may be (at most 60 s)"
+                                 std::string(d.count() > 0 ? "is longer than a timeout may be (at most 600 s)"
                                                            : "is not a positive duration") +
                                      "; using the default, " + std::to_string(fallback.count()) + " ms");
                 return fallback;
@@ -405,7 +405,7 @@ public:
     http_options const& options() const noexcept { return state_->options; }
 
     /// The longest connect or call timeout from_env accepts.
-    static constexpr std::chrono::milliseconds max_timeout{60000};
+    static constexpr std::chrono::milliseconds max_timeout{600000};
 
 private:
     using clock = std::chrono::steady_clock;
