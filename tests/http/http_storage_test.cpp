@@ -320,6 +320,13 @@ TEST_CASE("HTTP statuses map to the reasons a tier counts", "[http][status]") {
         REQUIRE(follows.read(key_of(3), out, 1 << 20).status == cc::read_status::found);
         CHECK(out == "moved entry");
     }
+    SECTION("413: an entry larger than the server takes is too large") {
+        cc::http_storage s = storage_at(main_server().url("plain", "/small" + unique_path("small")));
+        CHECK_FALSE(s.write(key_of(1), std::string(512, 's')));
+        std::error_code const e = s.write(key_of(2), std::string(4096, 'l'));
+        CHECK(e == cc::http_errc::too_large);
+        CHECK(cc::remote_error_of(e) == cc::remote_error::too_large);
+    }
     SECTION("a server that does not take PUT") {
         cc::http_storage s = storage_at(main_server().url("plain", "/nodav/"));
         std::error_code const e = s.write(key_of(1), "x");

@@ -20,8 +20,9 @@
 # another CA; DIR/tls/client.pem and client.key a client certificate, which /mtls/ asks
 # for). Locations on each port: / WebDAV (PUT, DELETE, MKCOL, PROPFIND,
 # create_full_put_path) on DIR/NAME/www; /nodav/ static files only; /fail/ 500;
-# /forbidden/ 403; /moved/X a 302 to /dav-target/X; /stream/ 16 MiB sent chunked, with no
-# length announced; /slow/ one line, then nothing for 60 s.
+# /forbidden/ 403; /small/ WebDAV taking bodies of 1 KiB at most (413); /moved/X a 302
+# to /dav-target/X; /stream/ 16 MiB sent chunked, with no length announced; /slow/ one
+# line, then nothing for 60 s.
 set -euo pipefail
 
 PATH=$PATH:/usr/sbin:/sbin # nginx is in /usr/sbin, which a user's PATH may lack
@@ -86,6 +87,7 @@ location / {
     dav_access user:rw group:r all:r;
 }
 location /nodav/ { }
+location /small/ { client_max_body_size 1k; dav_methods PUT DELETE; create_full_put_path on; }
 location /fail/ { return 500; }
 location /forbidden/ { return 403; }
 location ~ ^/moved/(.*)\$ { return 302 /dav-target/\$1; }

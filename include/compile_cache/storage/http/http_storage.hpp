@@ -551,7 +551,7 @@ private:
 
     /// The bearer token, read again when its file changed; false (and the failure
     /// remembered) when it cannot be read now.
-    bool current_token() {
+    bool current_token() const {
         struct ::stat st {};
         if (::stat(state_->options.token_file.c_str(), &st) != 0) {
             remember(make_error_code(http_errc::credentials),
@@ -605,7 +605,7 @@ private:
         }
         http_options const& o = state_->options;
         bool const bearer = !o.token_file.empty();
-        if (bearer && !const_cast<http_storage*>(this)->current_token()) {
+        if (bearer && !current_token()) {
             x.error = make_error_code(http_errc::credentials);
             x.curl_text = last_failure().text;
             return x;
