@@ -94,7 +94,7 @@ void read_http_storage(benchmark::State& state, std::size_t size, bool tls) {
         benchmark::DoNotOptimize(out.data());
     }
     if (out != value) state.SkipWithError("wrong bytes");
-    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * size));
+    state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(size));
 }
 
 std::size_t append_body(char* data, std::size_t size, std::size_t count, void* user) {
@@ -124,7 +124,7 @@ void read_bare_libcurl(benchmark::State& state, std::size_t size, bool tls) {
     }
     curl_easy_cleanup(h);
     if (out != value) state.SkipWithError("wrong bytes");
-    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * size));
+    state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(size));
 }
 
 } // namespace

@@ -443,6 +443,15 @@ TEST_CASE("https: the server's certificate is verified against the CA file, or r
         CHECK(r.error == cc::http_errc::tls);
         CHECK(s.write(key_of(1), "x") == cc::http_errc::tls);
     }
+    SECTION("an expired certificate of the right CA: a TLS error") {
+        o.url = "https://localhost:" + std::to_string(main_server().ports.at("tls")) + base;
+        o.ca_file = (tls / "ca.pem").string();
+        cc::http_storage s(o);
+        cc::read_result const r = s.read(key_of(1), out, 1 << 20);
+        CHECK(r.status == cc::read_status::error);
+        CHECK(r.error == cc::http_errc::tls);
+        CHECK(s.last_failure().text.find("expired") != std::string::npos);
+    }
     SECTION("no CA file: the system's CAs do not know the test CA") {
         cc::http_storage s(o);
         CHECK(s.read(key_of(1), out, 1 << 20).error == cc::http_errc::tls);

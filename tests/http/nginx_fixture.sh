@@ -18,8 +18,9 @@
 # password in DIR/basic.password); WebDAV behind a bearer token (DIR/bearer.token);
 # WebDAV over TLS (certificate of DIR/tls/ca.pem for 127.0.0.1; DIR/tls/wrong-ca.pem is
 # another CA; DIR/tls/client.pem and client.key a client certificate, which /mtls/ asks
-# for). Locations on each port: / WebDAV (PUT, DELETE, MKCOL, PROPFIND,
-# create_full_put_path) on DIR/NAME/www; /nodav/ static files only; /fail/ 500;
+# for; asked for the name localhost, it shows an expired certificate of the same CA).
+# Locations on each port: / WebDAV (PUT, DELETE, MKCOL, PROPFIND, create_full_put_path)
+# on DIR/NAME/www; /nodav/ static files only; /fail/ 500;
 # /forbidden/ 403; /small/ WebDAV taking bodies of 1 KiB at most (413); /moved/X a 302
 # to /dav-target/X; /stream/ 16 MiB sent chunked, with no length announced; /slow/ one
 # line, then nothing for 60 s.
@@ -68,6 +69,12 @@ make_credentials() {
   openssl req "${ec[@]}" -keyout "$tls/client.key" -out "$tls/client.csr" -subj "/CN=compile_cache client" 2>/dev/null
   openssl x509 -req -in "$tls/client.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" -CAcreateserial \
     -out "$tls/client.pem" -days 3 2>/dev/null
+  # An expired certificate (valid until a day before it was made) for the name localhost,
+  # which the TLS port shows to a client that asks for that name (SNI).
+  openssl req "${ec[@]}" -keyout "$tls/expired.key" -out "$tls/expired.csr" -subj "/CN=localhost" 2>/dev/null
+  printf 'subjectAltName=DNS:localhost\n' >"$tls/expired.ext"
+  openssl x509 -req -in "$tls/expired.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" -CAcreateserial \
+    -out "$tls/expired.pem" -days -1 -extfile "$tls/expired.ext" 2>/dev/null
   chmod 600 "$tls"/*.key
   printf 'pass-word-42\n' >"$dir/basic.password"
   printf 'cacheuser:%s\n' "$(openssl passwd -apr1 'pass-word-42')" >"$dir/htpasswd"
@@ -142,6 +149,13 @@ http {
             dav_ext_methods PROPFIND OPTIONS;
             create_full_put_path on;
         }
+        include $home/locations.conf;
+    }
+    server {
+        listen 127.0.0.1:$tls ssl;
+        server_name localhost;
+        ssl_certificate $dir/tls/expired.pem;
+        ssl_certificate_key $dir/tls/expired.key;
         include $home/locations.conf;
     }
 }
