@@ -247,8 +247,9 @@ TEST_CASE("tiered_storage of a directory before an HTTP server passes the confor
 TEST_CASE("a second machine's tier loads from the server once, then locally with no request sent",
           "[http][tiered]") {
     using tier = cc::tiered_storage<cc::directory_storage, cc::http_storage>;
+    own_server server("two-machines"); // its access log counts this test's requests alone
     compile_cache_test::temp_dir a_dir, b_dir;
-    std::string const url = main_server().url("plain", unique_path("two-machines"));
+    std::string const url = server.server().url("plain", unique_path("two-machines"));
     {
         tier a(cc::directory_storage((a_dir.path() / "cache").string()), storage_at(url));
         for (unsigned i = 0; i < 40; ++i) REQUIRE_FALSE(a.write(key_of(i), "entry " + std::to_string(i)));
@@ -260,10 +261,10 @@ TEST_CASE("a second machine's tier loads from the server once, then locally with
         CHECK(out == "entry " + std::to_string(i));
         b.entry_checked(key_of(i), out, cc::envelope_status::ok); // as the cache does: copied locally
     }
-    std::size_t const requests = access_log_lines(main_server());
+    std::size_t const requests = access_log_lines(server.server());
     tier b_again(cc::directory_storage((b_dir.path() / "cache").string()), storage_at(url));
     for (unsigned i = 0; i < 40; ++i) REQUIRE(b_again.read(key_of(i), out, 1 << 20).status == cc::read_status::found);
-    CHECK(access_log_lines(main_server()) == requests);
+    CHECK(access_log_lines(server.server()) == requests);
 }
 
 // --- Bounds ----------------------------------------------------------------------------------
@@ -416,6 +417,40 @@ TEST_CASE("a tier skips a stopped HTTP server after one bounded failure, counted
     REQUIRE(lines.size() == 1);
     CHECK(lines[0].find("HTTP server " + stopped.server().url("plain", "")) != std::string::npos);
     ::kill(stopped.pid(), SIGCONT);
+}
+
+TEST_CASE("a tier meets refused credentials once: one line without them, then the back-off", "[http][auth][tiered]") {
+    using tier = cc::tiered_storage<cc::directory_storage, cc::http_storage>;
+    compile_cache_test::temp_dir dir;
+    fs::path const token = dir.path() / "token";
+    write_file(token, "a-refused-token-9\n");
+    fs::permissions(token, fs::perms::owner_read | fs::perms::owner_write);
+    own_server server("tier-auth"); // its access log counts this test's requests alone
+    cc::http_options o;
+    o.url = server.server().url("bearer", unique_path("tier-auth"));
+    o.token_file = token.string();
+    o.connect_timeout = std::chrono::milliseconds(2000);
+    o.timeout = std::chrono::milliseconds(5000);
+    std::vector<std::string> lines;
+    cc::tier_options t;
+    t.logger = [&](std::string_view l) { lines.emplace_back(l); };
+    tier s(cc::directory_storage((dir.path() / "cache").string()), cc::http_storage(o), t);
+    std::size_t const requests = access_log_lines(server.server());
+    std::string out;
+    for (unsigned i = 0; i < 5; ++i) CHECK(s.read(key_of(i), out, 1 << 20).status == cc::read_status::absent);
+    CHECK(access_log_lines(server.server()) == requests + 1); // one request, then the back-off
+    auto const counters = s.storage_counters();
+    auto count = [&](std::string const& name) {
+        for (auto const& [n, v] : counters)
+            if (n == name) return v;
+        return std::uint64_t{0};
+    };
+    CHECK(count("remote.errors.auth") == 1);
+    CHECK(count("remote.skipped") == 4);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find(server.server().url("bearer", "")) != std::string::npos);
+    CHECK(lines[0].find("401") != std::string::npos);
+    CHECK(lines[0].find("a-refused-token-9") == std::string::npos);
 }
 
 // --- TLS -------------------------------------------------------------------------------------
