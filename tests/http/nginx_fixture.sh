@@ -20,7 +20,8 @@
 # another CA; DIR/tls/client.pem and client.key a client certificate, which /mtls/ asks
 # for; asked for the name localhost, it shows an expired certificate of the same CA).
 # Locations on each port: / WebDAV (PUT, DELETE, MKCOL, PROPFIND, create_full_put_path)
-# on DIR/NAME/www; /nodav/ static files only; /fail/ 500;
+# on DIR/NAME/www; /nofull/ the same without create_full_put_path; /nodav/ static files
+# only; /fail/ 500;
 # /forbidden/ 403; /small/ WebDAV taking bodies of 1 KiB at most (413); /moved/X a 302
 # to /dav-target/X; /stream/ 16 MiB sent chunked, with no length announced; /slow/ one
 # line, then nothing for 60 s.
@@ -94,6 +95,7 @@ location / {
     dav_access user:rw group:r all:r;
 }
 location /nodav/ { }
+location /nofull/ { dav_methods PUT DELETE MKCOL; dav_ext_methods PROPFIND OPTIONS; }
 location /small/ { client_max_body_size 1k; dav_methods PUT DELETE; create_full_put_path on; }
 location /fail/ { return 500; }
 location /forbidden/ { return 403; }

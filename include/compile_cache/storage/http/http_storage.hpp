@@ -128,8 +128,9 @@ inline http_errc http_errc_of_status(long status) noexcept {
 ///
 /// `read` is a GET whose body is refused while it streams in once it passes `max_size`
 /// (and at once when its Content-Length announces more): `too_large`, nothing read.
-/// 404 and 410 read as absent. `write` is a PUT (a server that answers 409 because the
-/// fan-out folder is missing gets a MKCOL, then the PUT again), `remove` a DELETE (of an
+/// 404 and 410 read as absent. `write` is a PUT (in the fanout and bazel layouts, a PUT
+/// answered 409 or 500, as when the folder is missing, is followed by a MKCOL of the base
+/// and of the folder, then the PUT again, once), `remove` a DELETE (of an
 /// absent entry too), `list` WebDAV PROPFIND (Depth 1, then each fan-out folder). Failures
 /// are an error_code of http_category() (http_errc) for a tier to count; last_failure()
 /// tells the method, the URL and the status, never a credential.
@@ -287,11 +288,12 @@ public:
         try {
             std::string const url = entry_url(k);
             exchange x = call("PUT", url, bytes, nullptr, 0, state_->options.timeout);
-            if (!x.error && x.status == 409 && state_->options.layout != http_layout::flat) {
-                // A server without nginx's create_full_put_path: make the folder, then again.
+            if (!x.error && (x.status == 409 || x.status == 500) && state_->options.layout != http_layout::flat) {
+                // The folder may be missing: WebDAV answers 409 (RFC 4918), nginx without
+                // create_full_put_path 500. Make the base and the folder (either may exist
+                // already: its MKCOL fails, harmlessly), then put again, once.
                 std::string const folder = url.substr(0, url.rfind('/') + 1);
-                if (state_->options.layout == http_layout::fanout)
-                    call("MKCOL", state_->address.base(), {}, nullptr, 0, state_->options.timeout);
+                call("MKCOL", state_->address.base(), {}, nullptr, 0, state_->options.timeout);
                 call("MKCOL", folder, {}, nullptr, 0, state_->options.timeout);
                 x = call("PUT", url, bytes, nullptr, 0, state_->options.timeout);
             }
