@@ -41,6 +41,16 @@ if(COMPILE_CACHE_HAVE_SQLITE)
           DESTINATION ${COMPILE_CACHE_INSTALL_CMAKEDIR})
 endif()
 
+# compile_cache::http (compile_cache + libcurl) likewise (component `http`), defined
+# where pkg-config finds libcurl again.
+if(COMPILE_CACHE_HAVE_CURL)
+  install(TARGETS compile_cache_http EXPORT compile_cache_httpTargets)
+  install(EXPORT compile_cache_httpTargets
+          NAMESPACE compile_cache::
+          FILE compile_cache_httpTargets.cmake
+          DESTINATION ${COMPILE_CACHE_INSTALL_CMAKEDIR})
+endif()
+
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/compile_cacheConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/compile_cacheConfig.cmake
                               INSTALL_DESTINATION ${COMPILE_CACHE_INSTALL_CMAKEDIR})
@@ -65,14 +75,17 @@ endif()
 configure_file(${CMAKE_CURRENT_LIST_DIR}/compile_cache.pc.in ${PROJECT_BINARY_DIR}/compile_cache.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/compile_cache.pc DESTINATION ${COMPILE_CACHE_INSTALL_PKGCONFIGDIR})
 # The optional storages, as the CMake package's components: compile_cache_redis.pc
-# (Requires: compile_cache hiredis) and compile_cache_sqlite.pc (compile_cache sqlite3),
-# where their library was found at build time.
+# (Requires: compile_cache hiredis), compile_cache_sqlite.pc (compile_cache sqlite3) and
+# compile_cache_http.pc (compile_cache libcurl), where their library was found at build time.
 set(COMPILE_CACHE_PC_COMPONENTS)
 if(COMPILE_CACHE_HAVE_HIREDIS)
   list(APPEND COMPILE_CACHE_PC_COMPONENTS redis)
 endif()
 if(COMPILE_CACHE_HAVE_SQLITE)
   list(APPEND COMPILE_CACHE_PC_COMPONENTS sqlite)
+endif()
+if(COMPILE_CACHE_HAVE_CURL)
+  list(APPEND COMPILE_CACHE_PC_COMPONENTS http)
 endif()
 foreach(component IN LISTS COMPILE_CACHE_PC_COMPONENTS)
   configure_file(${CMAKE_CURRENT_LIST_DIR}/compile_cache_${component}.pc.in

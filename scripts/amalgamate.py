@@ -40,7 +40,7 @@ OPTIONAL_DIRS = ("llvm", "testing")
 OPTIONAL_HEADERS = ("storage/redis_storage.hpp", "storage/sqlite_storage.hpp", "src.hpp")
 # Folders below include/compile_cache/ (any depth) whose headers all need an optional
 # dependency: the storages of their own library.
-OPTIONAL_SUBTREES = ("storage/redis", "storage/sqlite")
+OPTIONAL_SUBTREES = ("storage/redis", "storage/sqlite", "storage/http")
 # Forwarding headers left at an old path for one release: copied, not inlined (a host of the
 # single header that includes the old path gets the single header through them).
 FORWARDING = re.compile(r'^// compile_cache: forwarding header')

@@ -12,7 +12,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=setup.sh
 source "$root/scripts/setup.sh"
-ensure_packages "${COMPILE_CACHE_PACKAGES[@]}" "${COMPILE_CACHE_REDIS_PACKAGES[@]}" libbenchmark-dev libssl-dev llvm-14-dev strace
+ensure_packages "${COMPILE_CACHE_PACKAGES[@]}" "${COMPILE_CACHE_REDIS_PACKAGES[@]}" "${COMPILE_CACHE_HTTP_PACKAGES[@]}" libbenchmark-dev libssl-dev llvm-14-dev strace
 
 build=${COMPILE_CACHE_BENCH_BUILD_DIR:-$root/build/bench}
 results=$build/results

@@ -103,6 +103,14 @@ template <class S>
 using has_from_env = is_detected_exact<std::optional<S>, from_env_t, S>;
 template <class S>
 using from_env_address_t = decltype(&S::from_env);
+/// The one-way form (settings.hpp): `static from_env_result<S> from_env(storage_settings const&)`.
+template <class S>
+using settings_from_env_t = decltype(S::from_env(std::declval<storage_settings const&>()));
+template <class S>
+using has_settings_from_env = is_detected_exact<from_env_result<S>, settings_from_env_t, S>;
+/// A named from_env of either form is a valid one.
+template <class S>
+using has_either_from_env = std::bool_constant<has_from_env<S>::value || has_settings_from_env<S>::value>;
 
 /// Optional: the settings that from_env reads
 /// (`static std::vector<environment_setting> environment_settings(std::string_view prefix)`).
@@ -196,7 +204,7 @@ using is_storage = std::bool_constant<
     optional_member_valid<entry_path_address_t, has_entry_path, S>::value &&
     optional_member_valid<storage_counters_address_t, has_storage_counters, S>::value &&
     optional_member_valid<record_counters_address_t, has_record_counters, S>::value &&
-    optional_member_valid<from_env_address_t, has_from_env, S>::value &&
+    optional_member_valid<from_env_address_t, has_either_from_env, S>::value &&
     optional_member_valid<environment_settings_address_t, has_environment_settings, S>::value>;
 } // namespace detail
 
@@ -264,7 +272,7 @@ struct check_storage {
                   "compile_cache: the Storage's storage_counters member has the wrong signature (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::record_counters_address_t, detail::has_record_counters, S>::value,
                   "compile_cache: the Storage's record_counters member has the wrong signature (docs/policies.md)");
-    static_assert(detail::optional_member_valid<detail::from_env_address_t, detail::has_from_env, S>::value,
+    static_assert(detail::optional_member_valid<detail::from_env_address_t, detail::has_either_from_env, S>::value,
                   "compile_cache: the Storage's from_env member has the wrong signature (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::environment_settings_address_t, detail::has_environment_settings, S>::value,
                   "compile_cache: the Storage's environment_settings member has the wrong signature (docs/policies.md)");

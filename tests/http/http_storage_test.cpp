@@ -1,0 +1,702 @@
+// The HTTP storage (compile_cache/storage/http/http_storage.hpp) against real nginx
+// servers (Debian's nginx-light with WebDAV; tests/http/nginx_fixture.sh): reads, writes,
+// removals and listings in each layout, the conformance kit alone and behind a directory,
+// TLS, basic and bearer authentication, the settings, and faults caused for real (a
+// server absent, stopped, killed mid-response; 500, 403, redirects; bodies past the
+// bound, announced or streamed). Every base URL is a folder of its own on the server.
+#include "catch2_compat.hpp"
+#include "support/conformance.hpp"
+#include "support/posix.hpp"
+#include "support/process.hpp"
+
+#include <compile_cache/compile_cache.hpp>
+#include <compile_cache/storage/http/http_storage.hpp>
+#include <compile_cache/storage/tiered_storage.hpp>
+#include <compile_cache/testing/storage_conformance.hpp>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace cc = compile_cache;
+namespace cct = compile_cache::testing;
+namespace fs = std::filesystem;
+using compile_cache_test::failure_lines;
+
+namespace {
+
+/// A server of the fixture: its folder and its four ports.
+struct nginx_server {
+    fs::path home;
+    std::map<std::string, int> ports;
+
+    std::string url(std::string const& kind, std::string const& path) const {
+        return std::string(kind == "tls" ? "https" : "http") + "://127.0.0.1:" + std::to_string(ports.at(kind)) + path;
+    }
+    fs::path www() const { return home / "www"; }
+};
+
+fs::path fixture_dir() {
+    char const* d = std::getenv("COMPILE_CACHE_HTTP_FIXTURE_DIR");
+    REQUIRE(d != nullptr);
+    return d;
+}
+
+nginx_server read_server(std::string const& name) {
+    nginx_server s;
+    s.home = fixture_dir() / name;
+    std::ifstream in(fixture_dir() / (name + ".ports"));
+    std::string word;
+    while (in >> word) {
+        std::size_t const eq = word.find('=');
+        s.ports[word.substr(0, eq)] = std::stoi(word.substr(eq + 1));
+    }
+    REQUIRE(s.ports.size() == 4);
+    return s;
+}
+
+nginx_server const& main_server() {
+    static nginx_server const s = read_server("main");
+    return s;
+}
+
+/// A server of the test's own (to stop or kill), stopped when the object dies.
+class own_server {
+public:
+    explicit own_server(std::string const& name) {
+        compile_cache_test::process_result const r = compile_cache_test::run_shell(
+            std::string("bash '" COMPILE_CACHE_HTTP_FIXTURE_SCRIPT "' server '") + fixture_dir().string() + "' " + name);
+        REQUIRE(r.exited(0));
+        server_ = read_server(name);
+        std::ifstream in(fixture_dir() / (name + ".pid"));
+        in >> pid_;
+        REQUIRE(pid_ > 0);
+    }
+    own_server(own_server const&) = delete;
+    own_server& operator=(own_server const&) = delete;
+    ~own_server() {
+        ::kill(pid_, SIGCONT);
+        ::kill(pid_, SIGKILL);
+    }
+    nginx_server const& server() const noexcept { return server_; }
+    pid_t pid() const noexcept { return pid_; }
+
+private:
+    nginx_server server_;
+    pid_t pid_ = 0;
+};
+
+/// A folder name no other test (or run) uses.
+std::string unique_path(std::string const& tag) {
+    static std::atomic<unsigned> counter{0};
+    return "/" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + "/";
+}
+
+cc::key key_of(unsigned seed) {
+    std::array<unsigned char, 32> bytes{};
+    for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<unsigned char>(seed * 131 + i * 7 + 1);
+    return cc::key(bytes.data(), bytes.size());
+}
+
+cc::http_storage storage_at(std::string url, cc::http_layout layout = cc::http_layout::flat) {
+    cc::http_options o;
+    o.url = std::move(url);
+    o.layout = layout;
+    o.timeout = std::chrono::milliseconds(5000);
+    o.connect_timeout = std::chrono::milliseconds(2000);
+    return cc::http_storage(std::move(o));
+}
+
+std::string file_text(fs::path const& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+void write_file(fs::path const& p, std::string const& text) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary) << text;
+}
+
+/// The lines of the server's access log once it stops growing: nginx writes a request's
+/// line after its answer is sent, so a client can be a little ahead of the log. Read
+/// until two reads 100 ms apart agree (at most 5 s).
+std::size_t access_log_lines(nginx_server const& s) {
+    auto count = [&] {
+        std::ifstream in(s.home / "access.log");
+        return static_cast<std::size_t>(
+            std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n'));
+    };
+    std::size_t last = count();
+    for (int i = 0; i < 50; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        std::size_t const now = count();
+        if (now == last) break;
+        last = now;
+    }
+    return last;
+}
+
+cct::storage_conformance_options http_conformance_options() {
+    cct::storage_conformance_options o;
+    o.processes = 2;
+    o.writes_per_process = 25;
+    o.threads = 3;
+    o.writes_per_thread = 40;
+    o.process_timeout = std::chrono::seconds(60);
+    return o;
+}
+
+/// The storage settings a cache hands its storage under `prefix`.
+cc::storage_settings settings_for(std::string const& prefix, bool trusted, std::vector<std::string>* lines) {
+    cc::settings_reader::reporter report;
+    if (lines) report = [lines](std::string_view l) { lines->emplace_back(l); };
+    cc::storage_settings s{cc::settings_reader(prefix, report), trusted, trusted, report};
+    return s;
+}
+
+} // namespace
+
+// --- Reads, writes, removals, layouts -------------------------------------------------------
+
+TEST_CASE("http_storage stores, reads and removes entries under each layout's names", "[http]") {
+    std::string const path = unique_path("layouts");
+    struct layout_case {
+        cc::http_layout layout;
+        std::string folder; ///< where the entry of key_of(1) is, under the base
+    };
+    std::string const hex = key_of(1).hex();
+    for (layout_case const& c : {layout_case{cc::http_layout::flat, ""},
+                                 layout_case{cc::http_layout::fanout, hex.substr(0, 2) + "/"},
+                                 layout_case{cc::http_layout::bazel, "ac/"}}) {
+        std::string const base = path + std::to_string(static_cast<int>(c.layout)) + "/";
+        cc::http_storage s = storage_at(main_server().url("plain", base), c.layout);
+        std::string out;
+        CHECK(s.read(key_of(1), out, 1 << 20).status == cc::read_status::absent);
+        CHECK_FALSE(s.write(key_of(1), "entry bytes\0with a zero"));
+        fs::path const file = main_server().www() / base.substr(1) / c.folder / hex;
+        CHECK(file_text(file) == std::string("entry bytes"));
+        CHECK(s.entry_path(key_of(1)) == main_server().url("plain", base) + c.folder + hex);
+        CHECK(s.read(key_of(1), out, 1 << 20).status == cc::read_status::found);
+        CHECK(out == "entry bytes");
+        CHECK(s.read(key_of(1), out, 5).status == cc::read_status::too_large);
+        CHECK(out.empty());
+        CHECK_FALSE(s.remove(key_of(1)));
+        CHECK_FALSE(fs::exists(file));
+        CHECK_FALSE(s.remove(key_of(1))); // absent: still a success
+        CHECK(s.read(key_of(1), out, 1 << 20).status == cc::read_status::absent);
+    }
+}
+
+TEST_CASE("a server without create_full_put_path gets the fan-out folder made (MKCOL), then the PUT again",
+          "[http]") {
+    fs::create_directories(main_server().www() / "nofull");
+    for (cc::http_layout layout : {cc::http_layout::fanout, cc::http_layout::bazel}) {
+        std::string const base = "/nofull" + unique_path("mkcol");
+        cc::http_storage s = storage_at(main_server().url("plain", base), layout);
+        REQUIRE_FALSE(s.write(key_of(7), "in a folder made first"));
+        std::string out;
+        REQUIRE(s.read(key_of(7), out, 1 << 20).status == cc::read_status::found);
+        CHECK(out == "in a folder made first");
+    }
+    // Flat: the base must exist (nothing is made), so nginx's 500 is the answer.
+    cc::http_storage flat = storage_at(main_server().url("plain", "/nofull" + unique_path("flat")));
+    CHECK(flat.write(key_of(7), "x") == cc::http_errc::server_error);
+}
+
+TEST_CASE("http_storage lists what it stored through WebDAV PROPFIND, in every layout", "[http][list]") {
+    for (cc::http_layout layout : {cc::http_layout::flat, cc::http_layout::fanout, cc::http_layout::bazel}) {
+        std::string const base = unique_path("list");
+        cc::http_storage s = storage_at(main_server().url("plain", base), layout);
+        std::vector<cc::stored_entry> listed;
+        CHECK_FALSE(s.list(listed)); // nothing stored yet: the folder does not exist
+        CHECK(listed.empty());
+        for (unsigned i = 0; i < 5; ++i) REQUIRE_FALSE(s.write(key_of(i), std::string(10 + i, 'x')));
+        // A file that is not an entry's name is not listed.
+        write_file(main_server().www() / base.substr(1) / "README", "not an entry");
+        REQUIRE_FALSE(s.list(listed));
+        REQUIRE(listed.size() == 5);
+        std::sort(listed.begin(), listed.end(), [](auto const& a, auto const& b) { return a.size < b.size; });
+        for (unsigned i = 0; i < 5; ++i) {
+            CHECK(listed[i].k == key_of(i));
+            CHECK(listed[i].size == 10 + i);
+            std::int64_t const now = std::chrono::duration_cast<std::chrono::seconds>(
+                                         std::chrono::system_clock::now().time_since_epoch())
+                                         .count();
+            CHECK(listed[i].last_use_s > now - 86400); // the server's modification time: today
+            CHECK(listed[i].last_use_s <= now + 60);
+        }
+    }
+}
+
+TEST_CASE("http_storage says the server cannot list when it offers no PROPFIND", "[http][list]") {
+    cc::http_storage s = storage_at(main_server().url("plain", "/nodav/"));
+    std::vector<cc::stored_entry> listed;
+    std::error_code const e = s.list(listed);
+    CHECK(e == cc::http_errc::cannot_list);
+    CHECK(e == std::errc::operation_not_supported);
+    CHECK(s.last_failure().text.find("offers no WebDAV listing") != std::string::npos);
+}
+
+TEST_CASE("http_storage passes the conformance kit on nginx WebDAV", "[http][conformance]") {
+    std::string const url = main_server().url("plain", unique_path("conformance"));
+    for (cc::http_layout layout : {cc::http_layout::flat, cc::http_layout::fanout}) {
+        auto const failures = cct::check_storage_conformance(
+            [&] { return storage_at(url + (layout == cc::http_layout::flat ? "flat/" : "fan/"), layout); },
+            http_conformance_options());
+        INFO(failure_lines(failures));
+        CHECK(failures.empty());
+    }
+}
+
+TEST_CASE("tiered_storage of a directory before an HTTP server passes the conformance kit",
+          "[http][conformance][tiered]") {
+    using tier = cc::tiered_storage<cc::directory_storage, cc::http_storage>;
+    compile_cache_test::temp_dir dir;
+    std::string const local = (dir.path() / "cache").string();
+    std::string const url = main_server().url("plain", unique_path("tier-conformance"));
+    auto const failures =
+        cct::check_storage_conformance([&] { return tier(cc::directory_storage(local), storage_at(url)); },
+                                       http_conformance_options());
+    INFO(failure_lines(failures));
+    CHECK(failures.empty());
+}
+
+TEST_CASE("a second machine's tier loads from the server once, then locally with no request sent",
+          "[http][tiered]") {
+    using tier = cc::tiered_storage<cc::directory_storage, cc::http_storage>;
+    own_server server("two-machines"); // its access log counts this test's requests alone
+    compile_cache_test::temp_dir a_dir, b_dir;
+    std::string const url = server.server().url("plain", unique_path("two-machines"));
+    {
+        tier a(cc::directory_storage((a_dir.path() / "cache").string()), storage_at(url));
+        for (unsigned i = 0; i < 40; ++i) REQUIRE_FALSE(a.write(key_of(i), "entry " + std::to_string(i)));
+    }
+    tier b(cc::directory_storage((b_dir.path() / "cache").string()), storage_at(url));
+    std::string out;
+    for (unsigned i = 0; i < 40; ++i) {
+        REQUIRE(b.read(key_of(i), out, 1 << 20).status == cc::read_status::found);
+        CHECK(out == "entry " + std::to_string(i));
+        b.entry_checked(key_of(i), out, cc::envelope_status::ok); // as the cache does: copied locally
+    }
+    std::size_t const requests = access_log_lines(server.server());
+    tier b_again(cc::directory_storage((b_dir.path() / "cache").string()), storage_at(url));
+    for (unsigned i = 0; i < 40; ++i) REQUIRE(b_again.read(key_of(i), out, 1 << 20).status == cc::read_status::found);
+    CHECK(access_log_lines(server.server()) == requests);
+}
+
+// --- Bounds ----------------------------------------------------------------------------------
+
+TEST_CASE("a body past the bound is refused while it streams in, announced or not", "[http][bounds]") {
+    std::string out;
+    SECTION("16 MiB sent chunked, with no length announced") {
+        cc::http_storage s = storage_at(main_server().url("plain", "/stream/"));
+        CHECK(s.read(key_of(1), out, 1 << 20).status == cc::read_status::too_large);
+        CHECK(out.empty());
+        CHECK(out.capacity() <= (std::size_t{2} << 20)); // never more than about the bound in memory
+    }
+    SECTION("a file of 1 GiB, its length announced") {
+        std::string const base = unique_path("huge");
+        fs::path const file = main_server().www() / base.substr(1) / key_of(2).hex();
+        fs::create_directories(file.parent_path());
+        { std::ofstream(file, std::ios::binary) << ""; }
+        fs::resize_file(file, std::uintmax_t{1} << 30); // sparse: costs no disk
+        cc::http_storage s = storage_at(main_server().url("plain", base));
+        CHECK(s.read(key_of(2), out, 1 << 20).status == cc::read_status::too_large);
+        CHECK(out.capacity() <= (std::size_t{2} << 20));
+        fs::remove(file);
+    }
+}
+
+// --- Statuses --------------------------------------------------------------------------------
+
+TEST_CASE("HTTP statuses map to the reasons a tier counts", "[http][status]") {
+    std::string out;
+    SECTION("500 is a server error, which a tier backs off from") {
+        cc::http_storage s = storage_at(main_server().url("plain", "/fail/"));
+        cc::read_result const r = s.read(key_of(1), out, 1 << 20);
+        CHECK(r.status == cc::read_status::error);
+        CHECK(r.error == cc::http_errc::server_error);
+        CHECK(cc::remote_error_of(r.error) == cc::remote_error::protocol);
+        CHECK(s.write(key_of(1), "x") == cc::http_errc::server_error);
+        CHECK(s.last_failure().text == "PUT " + s.entry_path(key_of(1)) + ": HTTP 500");
+    }
+    SECTION("403 on every request is auth") {
+        cc::http_storage s = storage_at(main_server().url("plain", "/forbidden/"));
+        cc::read_result const r = s.read(key_of(1), out, 1 << 20);
+        CHECK(r.error == cc::http_errc::auth);
+        CHECK(cc::remote_error_of(r.error) == cc::remote_error::auth);
+    }
+    SECTION("a redirect is an error unless the settings follow it") {
+        std::string const base = unique_path("moved");
+        write_file(main_server().www() / "dav-target" / base.substr(1) / key_of(3).hex(), "moved entry");
+        cc::http_storage s = storage_at(main_server().url("plain", "/moved" + base));
+        CHECK(s.read(key_of(3), out, 1 << 20).error == cc::http_errc::redirect);
+        cc::http_options o = s.options();
+        o.url = main_server().url("plain", "/moved" + base);
+        o.follow_redirects = true;
+        cc::http_storage follows(o);
+        REQUIRE(follows.read(key_of(3), out, 1 << 20).status == cc::read_status::found);
+        CHECK(out == "moved entry");
+    }
+    SECTION("413: an entry larger than the server takes is too large") {
+        cc::http_storage s = storage_at(main_server().url("plain", "/small" + unique_path("small")));
+        CHECK_FALSE(s.write(key_of(1), std::string(512, 's')));
+        std::error_code const e = s.write(key_of(2), std::string(4096, 'l'));
+        CHECK(e == cc::http_errc::too_large);
+        CHECK(cc::remote_error_of(e) == cc::remote_error::too_large);
+    }
+    SECTION("a server that does not take PUT") {
+        cc::http_storage s = storage_at(main_server().url("plain", "/nodav/"));
+        std::error_code const e = s.write(key_of(1), "x");
+        CHECK(e);
+        CHECK(e == std::errc::protocol_error);
+    }
+}
+
+// --- Faults ----------------------------------------------------------------------------------
+
+TEST_CASE("a server absent, stopped or killed mid-response costs one bounded call", "[http][faults]") {
+    std::string out;
+    cc::http_options o;
+    o.connect_timeout = std::chrono::milliseconds(200);
+    o.timeout = std::chrono::milliseconds(500);
+    SECTION("nothing listens: refused") {
+        own_server gone("absent");
+        o.url = gone.server().url("plain", "/x/");
+        ::kill(gone.pid(), SIGKILL);
+        compile_cache_test::run_shell("sleep 0.2");
+        cc::http_storage s(o);
+        cc::read_result const r = s.read(key_of(1), out, 1 << 20);
+        CHECK(r.status == cc::read_status::error);
+        CHECK(r.error == cc::http_errc::refused);
+        CHECK(s.write(key_of(1), "x") == cc::http_errc::refused);
+    }
+    SECTION("a name that does not resolve: refused") {
+        o.url = "http://no-such-host.invalid/x/";
+        cc::http_storage s(o);
+        CHECK(s.read(key_of(1), out, 1 << 20).error == cc::http_errc::refused);
+    }
+    SECTION("stopped with SIGSTOP: a timeout, then it answers again once continued") {
+        own_server stopped("stopped");
+        o.url = stopped.server().url("plain", unique_path("stopped"));
+        cc::http_storage s(o);
+        REQUIRE_FALSE(s.write(key_of(1), "before"));
+        REQUIRE(::kill(stopped.pid(), SIGSTOP) == 0);
+        cc::read_result const r = s.read(key_of(1), out, 1 << 20);
+        CHECK(r.status == cc::read_status::error);
+        CHECK(r.error == cc::http_errc::timeout);
+        CHECK(s.write(key_of(2), "while stopped") == cc::http_errc::timeout);
+        REQUIRE(::kill(stopped.pid(), SIGCONT) == 0);
+        REQUIRE(s.read(key_of(1), out, 1 << 20).status == cc::read_status::found);
+        CHECK(out == "before");
+    }
+    SECTION("killed in the middle of a response: the read fails, nothing half-read is found") {
+        own_server killed("killed");
+        o.url = killed.server().url("plain", "/slow/");
+        o.timeout = std::chrono::milliseconds(5000);
+        cc::http_storage s(o);
+        pid_t const pid = killed.pid();
+        std::thread killer([pid] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            ::kill(pid, SIGKILL);
+        });
+        cc::read_result const r = s.read(key_of(1), out, 1 << 20);
+        killer.join();
+        CHECK(r.status == cc::read_status::error);
+        CHECK((r.error == cc::http_errc::reset || r.error == cc::http_errc::timeout));
+        CHECK(out.empty());
+    }
+}
+
+TEST_CASE("a tier skips a stopped HTTP server after one bounded failure, counted", "[http][faults][tiered]") {
+    using tier = cc::tiered_storage<cc::directory_storage, cc::http_storage>;
+    own_server stopped("tier-stopped");
+    compile_cache_test::temp_dir dir;
+    cc::http_options o;
+    o.url = stopped.server().url("plain", unique_path("tier-stopped"));
+    o.timeout = std::chrono::milliseconds(300);
+    std::vector<std::string> lines;
+    cc::tier_options t;
+    t.logger = [&](std::string_view l) { lines.emplace_back(l); };
+    tier s(cc::directory_storage((dir.path() / "cache").string()), cc::http_storage(o), t);
+    REQUIRE(::kill(stopped.pid(), SIGSTOP) == 0);
+    std::string out;
+    CHECK(s.read(key_of(1), out, 1 << 20).status == cc::read_status::absent);
+    CHECK(s.read(key_of(2), out, 1 << 20).status == cc::read_status::absent);
+    auto counters = s.storage_counters();
+    auto count = [&](std::string const& name) {
+        for (auto const& [n, v] : counters)
+            if (n == name) return v;
+        return std::uint64_t{0};
+    };
+    CHECK(count("remote.errors.timeout") == 1);
+    CHECK(count("remote.skipped") >= 1);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find("HTTP server " + stopped.server().url("plain", "")) != std::string::npos);
+    ::kill(stopped.pid(), SIGCONT);
+}
+
+TEST_CASE("a tier meets refused credentials once: one line without them, then the back-off", "[http][auth][tiered]") {
+    using tier = cc::tiered_storage<cc::directory_storage, cc::http_storage>;
+    compile_cache_test::temp_dir dir;
+    fs::path const token = dir.path() / "token";
+    write_file(token, "a-refused-token-9\n");
+    fs::permissions(token, fs::perms::owner_read | fs::perms::owner_write);
+    own_server server("tier-auth"); // its access log counts this test's requests alone
+    cc::http_options o;
+    o.url = server.server().url("bearer", unique_path("tier-auth"));
+    o.token_file = token.string();
+    o.connect_timeout = std::chrono::milliseconds(2000);
+    o.timeout = std::chrono::milliseconds(5000);
+    std::vector<std::string> lines;
+    cc::tier_options t;
+    t.logger = [&](std::string_view l) { lines.emplace_back(l); };
+    tier s(cc::directory_storage((dir.path() / "cache").string()), cc::http_storage(o), t);
+    std::size_t const requests = access_log_lines(server.server());
+    std::string out;
+    for (unsigned i = 0; i < 5; ++i) CHECK(s.read(key_of(i), out, 1 << 20).status == cc::read_status::absent);
+    CHECK(access_log_lines(server.server()) == requests + 1); // one request, then the back-off
+    auto const counters = s.storage_counters();
+    auto count = [&](std::string const& name) {
+        for (auto const& [n, v] : counters)
+            if (n == name) return v;
+        return std::uint64_t{0};
+    };
+    CHECK(count("remote.errors.auth") == 1);
+    CHECK(count("remote.skipped") == 4);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find(server.server().url("bearer", "")) != std::string::npos);
+    CHECK(lines[0].find("401") != std::string::npos);
+    CHECK(lines[0].find("a-refused-token-9") == std::string::npos);
+}
+
+// --- TLS -------------------------------------------------------------------------------------
+
+TEST_CASE("https: the server's certificate is verified against the CA file, or refused", "[http][tls]") {
+    fs::path const tls = fixture_dir() / "tls";
+    std::string const base = unique_path("tls");
+    std::string out;
+    cc::http_options o;
+    o.url = main_server().url("tls", base);
+    o.connect_timeout = std::chrono::milliseconds(3000); // a TLS handshake on a loaded test machine
+    o.timeout = std::chrono::milliseconds(5000);
+    SECTION("the right CA") {
+        o.ca_file = (tls / "ca.pem").string();
+        cc::http_storage s(o);
+        REQUIRE_FALSE(s.write(key_of(1), "over TLS"));
+        REQUIRE(s.read(key_of(1), out, 1 << 20).status == cc::read_status::found);
+        CHECK(out == "over TLS");
+    }
+    SECTION("another CA: a TLS error, nothing read, nothing written") {
+        o.ca_file = (tls / "wrong-ca.pem").string();
+        cc::http_storage s(o);
+        cc::read_result const r = s.read(key_of(1), out, 1 << 20);
+        CHECK(r.status == cc::read_status::error);
+        CHECK(r.error == cc::http_errc::tls);
+        CHECK(s.write(key_of(1), "x") == cc::http_errc::tls);
+    }
+    SECTION("an expired certificate of the right CA: a TLS error") {
+        o.url = "https://localhost:" + std::to_string(main_server().ports.at("tls")) + base;
+        o.ca_file = (tls / "ca.pem").string();
+        cc::http_storage s(o);
+        cc::read_result const r = s.read(key_of(1), out, 1 << 20);
+        CHECK(r.status == cc::read_status::error);
+        CHECK(r.error == cc::http_errc::tls);
+        CHECK(s.last_failure().text.find("expired") != std::string::npos);
+    }
+    SECTION("no CA file: the system's CAs do not know the test CA") {
+        cc::http_storage s(o);
+        CHECK(s.read(key_of(1), out, 1 << 20).error == cc::http_errc::tls);
+    }
+    SECTION("the insecure setting connects anyway, and says so in one line") {
+        o.tls_insecure = true;
+        cc::http_storage s(o);
+        std::vector<std::string> lines;
+        s.set_logger([&](std::string_view l) { lines.emplace_back(l); });
+        s.set_logger([&](std::string_view l) { lines.emplace_back(l); });
+        REQUIRE(lines.size() == 1);
+        CHECK(lines[0].find("TLS certificate verification is off") != std::string::npos);
+        CHECK_FALSE(s.write(key_of(1), "insecure"));
+        CHECK(s.read(key_of(1), out, 1 << 20).status == cc::read_status::found);
+    }
+    SECTION("a client certificate where the server asks for one") {
+        o.url = main_server().url("tls", "/mtls" + base);
+        o.ca_file = (tls / "ca.pem").string();
+        CHECK(cc::http_storage(o).write(key_of(1), "x") == cc::http_errc::auth);
+        o.cert_file = (tls / "client.pem").string();
+        o.key_file = (tls / "client.key").string();
+        cc::http_storage s(o);
+        CHECK_FALSE(s.write(key_of(1), "with a client certificate"));
+        REQUIRE(s.read(key_of(1), out, 1 << 20).status == cc::read_status::found);
+        CHECK(out == "with a client certificate");
+    }
+}
+
+// --- Authentication --------------------------------------------------------------------------
+
+TEST_CASE("basic authentication: the URL's user, the password from the settings' file", "[http][auth]") {
+    std::string const base = unique_path("basic");
+    std::string out;
+    cc::http_options o;
+    o.url = "http://cacheuser@127.0.0.1:" + std::to_string(main_server().ports.at("basic")) + base;
+    o.connect_timeout = std::chrono::milliseconds(2000);
+    o.timeout = std::chrono::milliseconds(5000);
+    SECTION("the right password") {
+        o.password = "pass-word-42";
+        cc::http_storage s(o);
+        REQUIRE_FALSE(s.write(key_of(1), "authenticated"));
+        REQUIRE(s.read(key_of(1), out, 1 << 20).status == cc::read_status::found);
+        CHECK(out == "authenticated");
+    }
+    SECTION("a wrong password: auth, and neither the password nor the user's in any text") {
+        o.password = "wrong-password-7";
+        cc::http_storage s(o);
+        std::error_code const e = s.write(key_of(1), "x");
+        CHECK(e == cc::http_errc::auth);
+        std::string const text = s.last_failure().text + e.message() + s.describe() + s.entry_path(key_of(1));
+        CHECK(text.find("wrong-password-7") == std::string::npos);
+        CHECK(text.find("cacheuser") == std::string::npos);
+        CHECK(text.find("HTTP 401") != std::string::npos);
+    }
+}
+
+TEST_CASE("a bearer token is read again from its file when the file changes", "[http][auth]") {
+    compile_cache_test::temp_dir dir;
+    fs::path const token = dir.path() / "token";
+    write_file(token, "an-old-token\n");
+    fs::permissions(token, fs::perms::owner_read | fs::perms::owner_write);
+    cc::http_options o;
+    o.url = main_server().url("bearer", unique_path("bearer"));
+    o.connect_timeout = std::chrono::milliseconds(2000);
+    o.timeout = std::chrono::milliseconds(5000);
+    o.token_file = token.string();
+    cc::http_storage s(o);
+    std::error_code const refused = s.write(key_of(1), "x");
+    CHECK(refused == cc::http_errc::auth);
+    CHECK(s.last_failure().text.find("an-old-token") == std::string::npos);
+    write_file(token, file_text(fixture_dir() / "bearer.token")); // rotated
+    CHECK_FALSE(s.write(key_of(1), "with the new token"));
+    std::string out;
+    REQUIRE(s.read(key_of(1), out, 1 << 20).status == cc::read_status::found);
+    CHECK(out == "with the new token");
+    fs::remove(token);
+    CHECK(s.read(key_of(1), out, 1 << 20).error == cc::http_errc::credentials);
+}
+
+// --- Addresses and settings ------------------------------------------------------------------
+
+TEST_CASE("http_address parses http and https URLs and refuses a password in one", "[http][address]") {
+    std::string why;
+    auto a = cc::http_address::parse("https://user@cache.example:8443/a/b", why);
+    REQUIRE(a);
+    CHECK(a->tls);
+    CHECK(a->user == "user");
+    CHECK(a->host == "cache.example");
+    CHECK(a->port == 8443);
+    CHECK(a->base() == "https://cache.example:8443/a/b/");
+    a = cc::http_address::parse("HTTP://[::1]/", why);
+    REQUIRE(a);
+    CHECK(a->port == 80);
+    CHECK(a->base() == "http://[::1]/");
+    CHECK_FALSE(cc::http_address::parse("https://user:hunter2@cache.example/", why));
+    CHECK(why.find("password") != std::string::npos);
+    CHECK(why.find("hunter2") == std::string::npos);
+    for (char const* bad : {"https://", "http://host:0/", "http://host:99999/", "http://host/a?b", "ftp://host/",
+                            "http://ho st/", "http://@host/"}) {
+        INFO(bad);
+        CHECK_FALSE(cc::http_address::parse(bad, why));
+        CHECK_FALSE(why.empty());
+    }
+    CHECK_THROWS_AS(cc::http_storage("https://u:p@host/"), std::invalid_argument);
+}
+
+TEST_CASE("http_storage::from_env reads its settings and answers with itself or why it is off", "[http][settings]") {
+    std::string const prefix = "CCHTTPTEST";
+    compile_cache_test::env_var remote(prefix + "_REMOTE", main_server().url("plain", unique_path("from-env")));
+    compile_cache_test::env_var layout(prefix + "_REMOTE_LAYOUT", "fanout");
+    compile_cache_test::env_var connect_timeout(prefix + "_REMOTE_CONNECT_TIMEOUT", "3s");
+    compile_cache_test::env_var timeout(prefix + "_REMOTE_TIMEOUT", "5s");
+    std::vector<std::string> lines;
+    SECTION("trusted: the storage, working") {
+        auto r = cc::http_storage::from_env(settings_for(prefix, true, &lines));
+        REQUIRE(r);
+        CHECK(r->options().layout == cc::http_layout::fanout);
+        CHECK(r->options().timeout == std::chrono::milliseconds(5000));
+        CHECK_FALSE(r->write(key_of(1), "from the environment"));
+        std::string out;
+        CHECK(r->read(key_of(1), out, 1 << 20).status == cc::read_status::found);
+        CHECK(lines.empty());
+    }
+    SECTION("no secret and no insecure setting: off, with the settings' reason") {
+        cc::storage_settings const settings = settings_for(prefix, false, &lines);
+        auto r = cc::http_storage::from_env(settings);
+        CHECK_FALSE(r);
+        CHECK(r.why_off() == settings.untrusted_remote_reason());
+    }
+    SECTION("another remote's URL, or none: not configured") {
+        compile_cache_test::env_var redis(prefix + "_REMOTE", "redis://127.0.0.1:6379");
+        auto r = cc::http_storage::from_env(settings_for(prefix, true, &lines));
+        CHECK_FALSE(r);
+        CHECK(r.why_off().empty());
+        compile_cache_test::env_var off(prefix + "_REMOTE", "off");
+        CHECK(cc::http_storage::from_env(settings_for(prefix, true, &lines)).why_off().empty());
+    }
+    SECTION("a password in the URL: off, with a sentence that does not show it") {
+        compile_cache_test::env_var creds(prefix + "_REMOTE", "https://user:s3cret-pw@127.0.0.1/");
+        auto r = cc::http_storage::from_env(settings_for(prefix, true, &lines));
+        CHECK_FALSE(r);
+        CHECK(r.why_off().find("password") != std::string::npos);
+        CHECK(r.why_off().find("s3cret-pw") == std::string::npos);
+        CHECK(r.why_off().find(prefix + "_REMOTE") != std::string::npos);
+    }
+    SECTION("a password file and a bad layout") {
+        compile_cache_test::env_var url(prefix + "_REMOTE", "http://cacheuser@127.0.0.1:" +
+                                                               std::to_string(main_server().ports.at("basic")) +
+                                                               unique_path("from-env-basic"));
+        compile_cache_test::env_var password(prefix + "_REMOTE_PASSWORD_FILE", (fixture_dir() / "basic.password").string());
+        compile_cache_test::env_var bad_layout(prefix + "_REMOTE_LAYOUT", "sideways");
+        auto r = cc::http_storage::from_env(settings_for(prefix, true, &lines));
+        REQUIRE(r);
+        CHECK(r->options().layout == cc::http_layout::flat);
+        REQUIRE(lines.size() == 1);
+        CHECK(lines[0].find("sideways") != std::string::npos);
+        CHECK_FALSE(r->write(key_of(1), "basic from the environment"));
+    }
+    SECTION("TLS settings: a CA file, and the insecure one said in one line") {
+        compile_cache_test::env_var url(prefix + "_REMOTE", main_server().url("tls", unique_path("from-env-tls")));
+        compile_cache_test::env_var ca(prefix + "_REMOTE_CA_FILE", (fixture_dir() / "tls" / "ca.pem").string());
+        auto r = cc::http_storage::from_env(settings_for(prefix, true, &lines));
+        REQUIRE(r);
+        CHECK_FALSE(r->write(key_of(1), "tls from the environment"));
+        CHECK(lines.empty());
+        compile_cache_test::env_var insecure(prefix + "_REMOTE_TLS_INSECURE", "1");
+        compile_cache_test::env_var no_ca(prefix + "_REMOTE_CA_FILE", nullptr);
+        auto i = cc::http_storage::from_env(settings_for(prefix, true, &lines));
+        REQUIRE(i);
+        REQUIRE(lines.size() == 1);
+        CHECK(lines[0].find(prefix + "_REMOTE_TLS_INSECURE") != std::string::npos);
+        CHECK_FALSE(i->write(key_of(1), "insecure from the environment"));
+    }
+    SECTION("a certificate without its key, or a missing file: off") {
+        compile_cache_test::env_var cert(prefix + "_REMOTE_CERT_FILE", (fixture_dir() / "tls" / "client.pem").string());
+        CHECK(cc::http_storage::from_env(settings_for(prefix, true, &lines)).why_off().find("_REMOTE_KEY_FILE") !=
+              std::string::npos);
+        compile_cache_test::env_var token(prefix + "_REMOTE_TOKEN_FILE", "/no/such/token");
+        CHECK(cc::http_storage::from_env(settings_for(prefix, true, &lines)).why_off().find("/no/such/token") !=
+              std::string::npos);
+    }
+    CHECK(cc::http_storage::environment_settings(prefix).size() == 12);
+}
