@@ -48,6 +48,13 @@ if(COMPILE_CACHE_HAVE_CURL)
   install(EXPORT compile_cache_httpTargets
           NAMESPACE compile_cache::
           FILE compile_cache_httpTargets.cmake
+# compile_cache::signing (compile_cache + libsodium) likewise (component `signing`),
+# defined where pkg-config finds libsodium again.
+if(COMPILE_CACHE_HAVE_SODIUM)
+  install(TARGETS compile_cache_signing EXPORT compile_cache_signingTargets)
+  install(EXPORT compile_cache_signingTargets
+          NAMESPACE compile_cache::
+          FILE compile_cache_signingTargets.cmake
           DESTINATION ${COMPILE_CACHE_INSTALL_CMAKEDIR})
 endif()
 
@@ -75,8 +82,9 @@ endif()
 configure_file(${CMAKE_CURRENT_LIST_DIR}/compile_cache.pc.in ${PROJECT_BINARY_DIR}/compile_cache.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/compile_cache.pc DESTINATION ${COMPILE_CACHE_INSTALL_PKGCONFIGDIR})
 # The optional storages, as the CMake package's components: compile_cache_redis.pc
-# (Requires: compile_cache hiredis), compile_cache_sqlite.pc (compile_cache sqlite3) and
-# compile_cache_http.pc (compile_cache libcurl), where their library was found at build time.
+# (Requires: compile_cache hiredis), compile_cache_sqlite.pc (compile_cache sqlite3),
+# compile_cache_http.pc (compile_cache libcurl) and compile_cache_signing.pc (compile_cache
+# libsodium), where their library was found at build time.
 set(COMPILE_CACHE_PC_COMPONENTS)
 if(COMPILE_CACHE_HAVE_HIREDIS)
   list(APPEND COMPILE_CACHE_PC_COMPONENTS redis)
@@ -86,6 +94,8 @@ if(COMPILE_CACHE_HAVE_SQLITE)
 endif()
 if(COMPILE_CACHE_HAVE_CURL)
   list(APPEND COMPILE_CACHE_PC_COMPONENTS http)
+if(COMPILE_CACHE_HAVE_SODIUM)
+  list(APPEND COMPILE_CACHE_PC_COMPONENTS signing)
 endif()
 foreach(component IN LISTS COMPILE_CACHE_PC_COMPONENTS)
   configure_file(${CMAKE_CURRENT_LIST_DIR}/compile_cache_${component}.pc.in

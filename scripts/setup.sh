@@ -49,6 +49,9 @@ COMPILE_CACHE_REDIS_PACKAGES=(libhiredis-dev redis-server redis-tools pkgconf)
 # WebDAV (dav-ext) and echo modules, openssl and curl for its tests, which start real servers.
 # shellcheck disable=SC2034
 COMPILE_CACHE_HTTP_PACKAGES=(libcurl4-openssl-dev nginx-light libnginx-mod-http-dav-ext libnginx-mod-http-echo openssl curl pkgconf)
+# The optional signed entries (compile_cache::signing): libsodium, found by pkg-config.
+# shellcheck disable=SC2034
+COMPILE_CACHE_SIGNING_PACKAGES=(libsodium-dev pkgconf)
 # The arm64 step of scripts/test.sh (scripts/test_arm64.sh): the cross compiler, the
 # arm64 Boost it links against (multiarch) and the user-mode emulator that runs the result.
 # shellcheck disable=SC2034
