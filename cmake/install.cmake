@@ -48,6 +48,9 @@ if(COMPILE_CACHE_HAVE_CURL)
   install(EXPORT compile_cache_httpTargets
           NAMESPACE compile_cache::
           FILE compile_cache_httpTargets.cmake
+          DESTINATION ${COMPILE_CACHE_INSTALL_CMAKEDIR})
+endif()
+
 # compile_cache::signing (compile_cache + libsodium) likewise (component `signing`),
 # defined where pkg-config finds libsodium again.
 if(COMPILE_CACHE_HAVE_SODIUM)
@@ -94,6 +97,7 @@ if(COMPILE_CACHE_HAVE_SQLITE)
 endif()
 if(COMPILE_CACHE_HAVE_CURL)
   list(APPEND COMPILE_CACHE_PC_COMPONENTS http)
+endif()
 if(COMPILE_CACHE_HAVE_SODIUM)
   list(APPEND COMPILE_CACHE_PC_COMPONENTS signing)
 endif()
