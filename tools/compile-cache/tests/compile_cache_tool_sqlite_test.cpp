@@ -225,3 +225,21 @@ TEST_CASE_METHOD(sqlite_file, "a row whose key is longer than a key can be is ne
     CHECK(cleared.out.find("left alone 1 row whose key is not a compile_cache key") != std::string::npos);
     CHECK(sql(file, "SELECT length(key) FROM entries") == "65\n");
 }
+
+TEST_CASE_METHOD(sqlite_file, "clear and verify --remove on a SQLite file with a damaged index refuse (exit 3) and never "
+                              "move it aside or rebuild it",
+                 "[compile-cache][sqlite]") {
+    std::vector<std::string> const keys = fill(3);
+    damage_key_index(file);
+    std::string const before = read_file(file);
+    for (std::vector<std::string> const& command :
+         {std::vector<std::string>{"verify", file, "--remove"}, {"clear", file}}) {
+        process_result const r = tool(command);
+        INFO(command[0] << ": " << r.describe());
+        CHECK(r.exited(3));
+        CHECK(r.err.find("damaged") != std::string::npos);
+        CHECK(fs::exists(file));
+        CHECK(read_file(file) == before);
+        for (std::string const& name : files_in(dir.path())) CHECK(name.find(".broken-") == std::string::npos);
+    }
+}
