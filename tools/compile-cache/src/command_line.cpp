@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <string_view>
 
 namespace compile_cache_tool {
 
@@ -77,16 +78,18 @@ struct given_option {
     std::optional<std::string> value;
 };
 
-/// What each option is: whether it takes a value.
+/// What each option is: the name of its value, or nullptr when it takes none.
 struct option_spec {
     char const* name;
-    bool takes_value;
+    char const* value;
+    bool takes_value() const { return value != nullptr; }
 };
 
 option_spec const option_table[] = {
-    {"--json", false},          {"--remove", false},      {"--allow-unchecked", false}, {"--progress", false},
-    {"--sort", true},           {"--secret-file", true},  {"--max-size", true},         {"--namespace", true},
-    {"--password-file", true},  {"--format", true},       {"--name", true},             {"--since", true},
+    {"--json", nullptr},         {"--remove", nullptr},         {"--allow-unchecked", nullptr},
+    {"--progress", nullptr},     {"--sort", "KEY"},             {"--secret-file", "F"},
+    {"--max-size", "SIZE"},      {"--namespace", "NS"},         {"--password-file", "F"},
+    {"--format", "F"},           {"--name", "GLOB"},            {"--since", "AGE"},
 };
 
 /// The options every command takes.
@@ -110,11 +113,11 @@ void split_arguments(std::vector<std::string> const& args, std::vector<given_opt
         auto const known = std::find_if(std::begin(option_table), std::end(option_table),
                                         [&](option_spec const& s) { return arg == s.name; });
         if (known == std::end(option_table)) throw usage_error{"unknown option " + arg};
-        if (known->takes_value && !o.value) {
+        if (known->takes_value() && !o.value) {
             if (i + 1 >= args.size()) throw usage_error{arg + " needs a value"};
             o.value = args[++i];
         }
-        if (!known->takes_value && o.value) throw usage_error{arg + " takes no value"};
+        if (!known->takes_value() && o.value) throw usage_error{arg + " takes no value"};
         options.push_back(std::move(o));
     }
 }
@@ -190,6 +193,16 @@ void take_operands(command_spec const& spec, std::vector<std::string> const& wor
 }
 
 } // namespace
+
+std::string usage_of(command_spec const& spec) {
+    std::string out = std::string("usage: compile-cache ") + spec.name;
+    for (char const* operand : spec.operands) out += std::string(" ") + operand;
+    for (char const* name : spec.options)
+        for (option_spec const& o : option_table)
+            if (std::string_view(name) == o.name)
+                out += std::string(" [") + o.name + (o.value ? std::string(" ") + o.value : std::string()) + "]";
+    return out + " [--json] [--progress]";
+}
 
 command_line parse(std::vector<std::string> const& args) {
     std::vector<given_option> options;

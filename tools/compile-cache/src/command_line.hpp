@@ -48,6 +48,9 @@ std::vector<command_spec> const& commands();
 /// The command named `name`, or nullptr.
 command_spec const* find_command(std::string const& name);
 
+/// "usage: compile-cache show DIR KEY_PREFIX [--secret-file F] [--json] [--progress]".
+std::string usage_of(command_spec const& spec);
+
 /// Reads `args` (without the program name); throws usage_error.
 command_line parse(std::vector<std::string> const& args);
 

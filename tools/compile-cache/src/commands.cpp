@@ -5,13 +5,13 @@
 #include "commands.hpp"
 
 #include "cache_directory.hpp"
+#include "command_support.hpp"
 #include "entry_check.hpp"
 #include "opened_cache.hpp"
 #include "output.hpp"
 
 #include <compile_cache/envelope.hpp>
 #include <compile_cache/explain.hpp>
-#include <compile_cache/secret_file.hpp>
 #include <compile_cache/settings.hpp>
 #include <compile_cache/storage/directory/directory_layout.hpp>
 #include <compile_cache/storage/directory/directory_storage.hpp>
@@ -23,13 +23,10 @@
 #include <functional>
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
-#include <fnmatch.h>
 #include <sys/stat.h>
 
 namespace compile_cache_tool {
@@ -37,66 +34,6 @@ namespace compile_cache_tool {
 namespace {
 
 namespace layout = compile_cache::directory_layout;
-
-std::int64_t now_ns() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
-
-std::int64_t age_s(std::int64_t use_ns) { return (now_ns() - use_ns) / 1000000000; }
-
-/// "2026-11-29 18:41:01 (5 min ago)", or "unknown" when the storage does not know.
-std::string last_use_text(std::int64_t use_ns, bool with_date) {
-    if (use_ns == 0) return "unknown";
-    std::string const ago = human_age(age_s(use_ns)) + " ago";
-    return with_date ? local_time(use_ns) + " (" + ago + ")" : ago;
-}
-
-/// The JSON fields of a last use: the time, ns, and age; null each when unknown.
-void use_fields(json_writer& j, std::int64_t use_ns) {
-    j.key("last_use");
-    if (use_ns == 0) j.null(); else j.value(utc_time(use_ns));
-    j.key("last_use_ns");
-    if (use_ns == 0) j.null(); else j.value(use_ns);
-    j.key("age_s");
-    if (use_ns == 0) j.null(); else j.value(age_s(use_ns));
-}
-
-/// Opens the JSON document of a command's output: `"directory": DIR` or `"storage": ...`.
-json_writer& begin_document(json_writer& j, opened_cache const& cache) {
-    return j.begin_object().field(cache.is_directory() ? "directory" : "storage", cache.shown);
-}
-
-/// The envelope_auth --secret-file asks for, read the way a cache reads
-/// PREFIX_SECRET_FILE; false (after the message) when the file cannot be used.
-bool auth_from(command_line const& c, compile_cache::envelope_auth& auth) {
-    if (!c.secret_file) return true;
-    std::string secret;
-    std::string const why = compile_cache::read_secret_file(*c.secret_file, secret);
-    if (!why.empty()) {
-        fail("--secret-file " + *c.secret_file + ": " + why, exit_usage);
-        return false;
-    }
-    auth = compile_cache::envelope_auth(secret);
-    std::fill(secret.begin(), secret.end(), '\0');
-    return true;
-}
-
-/// A command's cache, opened for `use` and listed once.
-struct listed_cache {
-    opened_cache cache;
-    cache_listing listing;
-};
-
-/// Opens and lists `arg` for `c`; exit_ok or the status of the failure said.
-int open_and_list(command_line const& c, std::string const& arg, cache_use use, progress_line& progress,
-                  listed_cache& out) {
-    if (int const s = open_cache(arg, use, {c.name_space, c.password_file}, out.cache); s != exit_ok) return s;
-    return out.cache.list(out.listing, progress);
-}
-
-/// The progress line a command shows: on a large cache, or whenever --progress asks.
-progress_line progress_for(command_line const& c) { return progress_line(true, c.progress); }
 
 /// An entry of the listing and what checking it concluded.
 struct read_entry {
@@ -119,7 +56,6 @@ std::vector<read_entry> read_all(opened_cache const& cache, std::vector<listed_e
     progress.finish();
     return out;
 }
-
 // ---- stats -------------------------------------------------------------------
 
 /// What a listing says about the entries: their sizes and last uses.
@@ -874,266 +810,6 @@ int run_zero(command_line const& c) {
         std::fputs(("zeroed the counters of " + printable(c.cache) + "; the entries stay\n").c_str(), stdout);
     }
     return exit_ok;
-}
-
-// ---- explain -----------------------------------------------------------------
-
-/// A kernel's identity record as read from the cache.
-struct read_record {
-    std::string record_key; ///< hex
-    compile_cache::entry_metadata metadata;
-    compile_cache::identity_record record;
-};
-
-/// What explain found for a kernel: its records, and how many records could not be read.
-struct kernel_records {
-    std::vector<read_record> found;
-    std::uint64_t unreadable = 0;
-};
-
-/// Step 1: the identity records that name `name`, read and checked, by origin file.
-kernel_records records_naming(opened_cache const& cache, cache_listing const& l, std::string const& name,
-                              compile_cache::envelope_auth const& auth) {
-    kernel_records out;
-    for (listed_entry const& rk : l.records) {
-        std::string bytes;
-        compile_cache::read_result const rr = cache.read(rk.k, bytes, compile_cache::identity_record_max_size);
-        if (rr.status == compile_cache::read_status::absent) continue; // removed since it was listed
-        compile_cache::opened_envelope const env =
-            rr.status == compile_cache::read_status::found ? compile_cache::inspect_envelope(bytes, auth)
-                                                           : compile_cache::opened_envelope{};
-        if (rr.status != compile_cache::read_status::found || env.status != compile_cache::envelope_status::ok ||
-            !(env.stored_key == rk.k) || env.metadata.format_id != compile_cache::identity_record_format) {
-            ++out.unreadable;
-            continue;
-        }
-        if (env.metadata.name != name) continue;
-        std::optional<compile_cache::identity_record> r = compile_cache::decode_identity_record(env.payload);
-        if (!r) {
-            ++out.unreadable;
-            continue;
-        }
-        out.found.push_back({rk.name, env.metadata, std::move(*r)});
-    }
-    std::sort(out.found.begin(), out.found.end(), [](read_record const& a, read_record const& b) {
-        return a.metadata.origin_file != b.metadata.origin_file ? a.metadata.origin_file < b.metadata.origin_file
-                                                                : a.record_key < b.record_key;
-    });
-    return out;
-}
-
-/// What changed from entry i + 1 (older) to entry i of a history.
-compile_cache::miss_explanation changes(std::vector<compile_cache::recorded_entry> const& h, std::size_t i) {
-    return compile_cache::compare_components(h[i + 1].components, h[i].components);
-}
-
-/// Step 2a: the kernels' histories as JSON.
-void print_explain_json(opened_cache const& cache, std::string const& name, kernel_records const& k,
-                        std::set<std::string> const& present) {
-    json_writer j;
-    begin_document(j, cache).field("name", name).key("kernels").begin_array();
-    for (read_record const& r : k.found) {
-        j.begin_object().field("identity", r.record.identity).field("origin_file", r.metadata.origin_file);
-        j.field("record_key", r.record_key).key("entries").begin_array();
-        auto const& h = r.record.history;
-        for (std::size_t i = 0; i < h.size(); ++i) {
-            j.begin_object().field("key", h[i].entry_key.hex()).field("created", utc_time(h[i].created_ns));
-            j.field("created_ns", h[i].created_ns).field("compile_ns", h[i].compile_ns);
-            j.field("present", present.count(h[i].entry_key.hex()) != 0);
-            j.key("changes_from_previous");
-            if (i + 1 < h.size()) {
-                compile_cache::miss_explanation const m = changes(h, i);
-                j.begin_object();
-                for (auto const& [label, list] : {std::pair<char const*, std::vector<std::string> const*>{
-                                                      "changed", &m.changed},
-                                                  {"appeared", &m.appeared},
-                                                  {"disappeared", &m.disappeared},
-                                                  {"unchanged", &m.unchanged}}) {
-                    j.key(label).begin_array();
-                    for (std::string const& n : *list) j.value(n);
-                    j.end_array();
-                }
-                j.end_object();
-            } else {
-                j.null();
-            }
-            j.end_object();
-        }
-        j.end_array().end_object();
-    }
-    j.end_array().field("unreadable_records", k.unreadable).end_object();
-    std::fputs(j.str().c_str(), stdout);
-}
-
-/// Step 2b: the same for people; every name, file and component name is printable().
-void print_explain_text(std::string const& name, kernel_records const& k, std::set<std::string> const& present) {
-    std::string out;
-    for (read_record const& r : k.found) {
-        auto const& h = r.record.history;
-        out += printable(name) + " (" + printable(r.metadata.origin_file) + "): " + std::to_string(h.size()) +
-               (h.size() == 1 ? " entry" : " entries") + " recorded, newest first\n";
-        for (std::size_t i = 0; i < h.size(); ++i) {
-            bool const there = present.count(h[i].entry_key.hex()) != 0;
-            out += "  " + std::to_string(i + 1) + ". " + local_time(h[i].created_ns) + "  key " +
-                   h[i].entry_key.hex().substr(0, 16) + "  compiled in " + human_duration_ns(h[i].compile_ns) + "  " +
-                   (there ? "present" : "gone (evicted or removed)") + "\n";
-            // text() makes every component name printable.
-            out += "     " + (i + 1 < h.size() ? "since " + std::to_string(i + 2) + ": " + changes(h, i).text()
-                                               : std::string("the oldest recorded")) + "\n";
-        }
-    }
-    std::fputs(out.c_str(), stdout);
-}
-
-/// explain: the records that name the kernel, their histories and what changed between
-/// entries.
-int run_explain(command_line const& c) {
-    compile_cache::envelope_auth auth;
-    if (!auth_from(c, auth)) return exit_usage;
-    progress_line progress = progress_for(c);
-    listed_cache lc;
-    if (int const s = open_and_list(c, c.cache, cache_use::read, progress, lc); s != exit_ok) return s;
-    std::set<std::string> present;
-    for (listed_entry const& e : lc.listing.entries) present.insert(e.name);
-    kernel_records const k = records_naming(lc.cache, lc.listing, c.kernel_name, auth);
-    if (c.json) {
-        print_explain_json(lc.cache, c.kernel_name, k, present);
-        return k.found.empty() ? exit_usage : exit_ok;
-    }
-    if (k.found.empty()) {
-        std::string why = "no identity record names a kernel \"" + printable(c.kernel_name) + "\" in " +
-                          printable(lc.cache.shown);
-        if (k.unreadable != 0)
-            why += " (" + std::to_string(k.unreadable) + " records could not be read; --secret-file?)";
-        return fail(why, exit_usage);
-    }
-    print_explain_text(c.kernel_name, k, present);
-    return exit_ok;
-}
-
-// ---- copy --------------------------------------------------------------------
-
-/// "30s", "15m", "12h", "7d" (or seconds alone) as seconds; nullopt when it is none.
-std::optional<std::int64_t> parse_age(std::string const& text) {
-    if (text.empty()) return std::nullopt;
-    std::size_t digits = 0;
-    std::int64_t n = 0;
-    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9' && digits < 12)
-        n = n * 10 + (text[digits++] - '0');
-    if (digits == 0) return std::nullopt;
-    std::string const unit = text.substr(digits);
-    if (unit.empty() || unit == "s") return n;
-    if (unit == "m") return n * 60;
-    if (unit == "h") return n * 3600;
-    if (unit == "d") return n * 86400;
-    return std::nullopt;
-}
-
-/// What copy did with each entry.
-struct copy_tally {
-    std::uint64_t copied = 0, copied_records = 0, copied_bytes = 0;
-    std::uint64_t already = 0;  ///< in DST with the same bytes: not written again
-    std::uint64_t filtered = 0; ///< left out by --name or --since
-    std::uint64_t bad = 0, unchecked = 0, failed = 0;
-    std::vector<std::string> unchecked_causes;
-    std::error_code first_failure;
-};
-
-/// Copies one entry or record of SRC into DST, byte for byte, once it checks.
-void copy_one(command_line const& c, listed_cache const& src, opened_cache const& dst,
-              std::unordered_map<std::string, std::uint64_t> const& in_dst, listed_entry const& e, bool record,
-              compile_cache::envelope_auth const& auth, std::optional<std::int64_t> since_s, copy_tally& t) {
-    if (since_s && (e.use_ns == 0 || age_s(e.use_ns) > *since_s)) {
-        ++t.filtered;
-        return;
-    }
-    std::string bytes;
-    checked_entry const check = read_and_check(src.cache, e, auth, bytes);
-    if (check.result != verdict::sound) {
-        if (check.result == verdict::bad) {
-            ++t.bad;
-            if (!c.json) std::printf("skipped: %s: %s\n", src.cache.entry_label(e.name).c_str(), check.problem.c_str());
-        } else {
-            ++t.unchecked;
-            std::string cause = unchecked_cause(check);
-            if (std::find(t.unchecked_causes.begin(), t.unchecked_causes.end(), cause) == t.unchecked_causes.end())
-                t.unchecked_causes.push_back(std::move(cause));
-        }
-        return;
-    }
-    if (c.name_glob && ::fnmatch(c.name_glob->c_str(), check.envelope.metadata.name.c_str(), 0) != 0) {
-        ++t.filtered;
-        return;
-    }
-    // Idempotent: what DST already holds, byte for byte, is not written again.
-    auto const there = in_dst.find(e.name);
-    if (there != in_dst.end() && there->second == bytes.size()) {
-        std::string theirs;
-        compile_cache::read_result const r = dst.read(e.k, theirs, bytes.size());
-        if (r.status == compile_cache::read_status::found && theirs == bytes) {
-            ++t.already;
-            return;
-        }
-    }
-    if (std::error_code const ec = dst.write(e.k, bytes)) {
-        ++t.failed;
-        if (!t.first_failure) t.first_failure = ec;
-        return;
-    }
-    ++(record ? t.copied_records : t.copied);
-    t.copied_bytes += bytes.size();
-}
-
-void print_copy_summary(command_line const& c, listed_cache const& src, opened_cache const& dst, copy_tally const& t) {
-    if (c.json) {
-        json_writer j;
-        j.begin_object().field("source", src.cache.shown).field("destination", dst.shown);
-        j.field("copied", t.copied).field("copied_identity_records", t.copied_records).field("copied_bytes", t.copied_bytes);
-        j.field("already_there", t.already).field("filtered_out", t.filtered).field("skipped_bad", t.bad);
-        j.field("skipped_unchecked", t.unchecked).field("failed", t.failed).end_object();
-        std::fputs(j.str().c_str(), stdout);
-        return;
-    }
-    std::string out = "copied " + std::to_string(t.copied) + (t.copied == 1 ? " entry" : " entries") + " and " +
-                      std::to_string(t.copied_records) + " identity records (" + human_size(t.copied_bytes) +
-                      ") from " + printable(src.cache.shown) + " to " + printable(dst.shown) + "; " +
-                      std::to_string(t.already) + " already there, " + std::to_string(t.bad) + " skipped as bad, " +
-                      std::to_string(t.unchecked) + " not checked";
-    for (std::size_t i = 0; i < t.unchecked_causes.size(); ++i) out += (i == 0 ? " (" : "; ") + t.unchecked_causes[i];
-    if (!t.unchecked_causes.empty()) out += ")";
-    if (c.name_glob || c.since) out += ", " + std::to_string(t.filtered) + " filtered out";
-    if (t.failed != 0) out += ", " + std::to_string(t.failed) + " refused by the destination";
-    std::fputs((out + "\n").c_str(), stdout);
-}
-
-int run_copy(command_line const& c) {
-    compile_cache::envelope_auth auth;
-    if (!auth_from(c, auth)) return exit_usage;
-    std::optional<std::int64_t> since_s;
-    if (c.since && !(since_s = parse_age(*c.since)))
-        return fail("--since \"" + printable(*c.since) + "\" is not an age (30s, 15m, 12h, 7d)", exit_usage);
-    progress_line progress = progress_for(c);
-    listed_cache src, dst;
-    if (int const s = open_and_list(c, c.cache, cache_use::read, progress, src); s != exit_ok) return s;
-    if (int const s = open_and_list(c, c.destination, cache_use::write, progress, dst); s != exit_ok) return s;
-    std::unordered_map<std::string, std::uint64_t> in_dst;
-    for (auto const* list : {&dst.listing.entries, &dst.listing.records})
-        for (listed_entry const& e : *list) in_dst.emplace(e.name, e.size);
-    copy_tally t;
-    std::size_t const total = src.listing.entries.size() + src.listing.records.size();
-    std::uint64_t done = 0;
-    for (auto const* list : {&src.listing.entries, &src.listing.records})
-        for (listed_entry const& e : *list) {
-            copy_one(c, src, dst.cache, in_dst, e, list == &src.listing.records, auth, since_s, t);
-            progress.update("copying entries", ++done, total, total);
-        }
-    progress.finish();
-    print_copy_summary(c, src, dst.cache, t);
-    if (t.failed != 0)
-        return fail(dst.cache.shown + ": refused " + std::to_string(t.failed) + " entries: " + t.first_failure.message(),
-                    exit_failed);
-    if (t.bad != 0) return exit_bad_entries;
-    return t.unchecked != 0 ? exit_unchecked : exit_ok;
 }
 
 } // namespace

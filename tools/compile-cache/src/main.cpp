@@ -110,7 +110,7 @@ std::string full_help() {
 
 /// `compile-cache COMMAND --help`: that command's usage and what it does.
 std::string command_help(command_spec const& c) {
-    return std::string("usage: compile-cache ") + c.name + " ...\n\n" + c.help +
+    return usage_of(c) + "\n\n" + c.help +
            "\nEvery command takes --json, --progress, and for Redis --namespace and --password-file;\n"
            "compile-cache --help has the caches it works on, every option and the exit statuses.\n";
 }
