@@ -60,6 +60,11 @@ std::vector<command_spec> const& commands() {
          "                              exit 1 when some were skipped as bad, 3 when DST refused one.\n"
          "                              The CI recipe: copy DIR sqlite:cache.db at the end of a job,\n"
          "                              keep the one file, copy sqlite:cache.db DIR at the next start\n"},
+        {"config", {"[CACHE]"}, {"--prefix"},
+         "  config --prefix P [CACHE]   every setting a host with prefix P reads from its environment\n"
+         "                              (the cache's and its storage's: a directory, or the kind CACHE\n"
+         "                              names), the value the environment gives or (default), and what\n"
+         "                              each does; passwords are shown as set, a URL's password as ***\n"},
     };
     return table;
 }
@@ -90,6 +95,7 @@ option_spec const option_table[] = {
     {"--progress", nullptr},     {"--sort", "KEY"},             {"--secret-file", "F"},
     {"--max-size", "SIZE"},      {"--namespace", "NS"},         {"--password-file", "F"},
     {"--format", "F"},           {"--name", "GLOB"},            {"--since", "AGE"},
+    {"--prefix", "PREFIX"},
 };
 
 /// The options every command takes.
@@ -154,6 +160,7 @@ void take_options(std::vector<given_option> const& options, command_line& c) {
         if (o.name == "--namespace") c.name_space = o.value;
         if (o.name == "--name") c.name_glob = o.value;
         if (o.name == "--since") c.since = o.value;
+        if (o.name == "--prefix") c.prefix = o.value;
         if (o.name == "--sort") {
             c.sort = *o.value;
             if (c.sort != "name" && c.sort != "size" && c.sort != "age")
@@ -179,14 +186,16 @@ std::string without_trailing_slashes(std::string s) {
 
 /// Step 5: the operands the command needs, no more, no fewer.
 void take_operands(command_spec const& spec, std::vector<std::string> const& words, command_line& c) {
-    std::size_t const given = words.size() - 1, wanted = spec.operands.size();
-    if (given < wanted) {
+    std::size_t const given = words.size() - 1;
+    std::size_t const wanted = spec.operands.size();
+    bool const optional = wanted != 0 && spec.operands.back()[0] == '[';
+    if (given + (optional ? 1 : 0) < wanted) {
         std::string names;
         for (std::size_t i = 0; i < wanted; ++i) names += (i == 0 ? "" : i + 1 == wanted ? " and " : ", ") + std::string(spec.operands[i]);
         throw usage_error{c.command + " needs " + names};
     }
     if (given > wanted) throw usage_error{"unexpected argument \"" + words[wanted + 1] + "\""};
-    c.cache = without_trailing_slashes(words[1]);
+    if (given != 0) c.cache = without_trailing_slashes(words[1]);
     if (c.command == "show") c.key_prefix = words[2];
     if (c.command == "explain") c.kernel_name = words[2];
     if (c.command == "copy") c.destination = without_trailing_slashes(words[2]);

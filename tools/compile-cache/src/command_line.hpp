@@ -32,12 +32,13 @@ struct command_line {
     std::optional<std::string> name_space; ///< --namespace (Redis)
     std::optional<std::string> name_glob;  ///< copy --name GLOB
     std::optional<std::string> since;      ///< copy --since AGE
+    std::optional<std::string> prefix;     ///< config --prefix PREFIX
 };
 
 /// One command of the tool: what it takes and what its --help says.
 struct command_spec {
     char const* name;
-    std::vector<char const*> operands; ///< "DIR", "KEY_PREFIX", ...: all required
+    std::vector<char const*> operands; ///< "DIR", "KEY_PREFIX", ...: all required (in brackets: optional)
     std::vector<char const*> options;  ///< the options it takes besides those every command takes
     char const* help;                  ///< its --help text: a usage line, then what it does
 };

@@ -661,7 +661,8 @@ TEST_CASE("compile-cache --version, -h, and every command's --help") {
     process_result const h = tool({"-h"}), help = tool({"--help"});
     REQUIRE_EXIT(h, 0);
     CHECK(h.out == help.out);
-    for (char const* command : {"stats", "list", "show", "verify", "prune", "clear", "zero", "explain", "copy"}) {
+    for (char const* command :
+         {"stats", "list", "show", "verify", "prune", "clear", "zero", "explain", "copy", "config"}) {
         INFO(command);
         process_result const r = tool({command, "--help"});
         REQUIRE_EXIT(r, 0);
@@ -795,4 +796,44 @@ TEST_CASE("compile-cache --progress: on a terminal, one line kept up to date wit
     REQUIRE_EXIT(piped, 0);
     CHECK(piped.err.find("compile-cache: copying entries: 6 of 6 (6 entries)\n") != std::string::npos);
     CHECK(piped.err.find('\r') == std::string::npos);
+}
+
+TEST_CASE("compile-cache config: every setting a host reads under a prefix, its value and where it came from, a "
+          "password never shown") {
+    auto const config = [](std::vector<std::string> const& args, std::vector<std::string> const& env) {
+        process_spec spec;
+        spec.argv = {COMPILE_CACHE_TOOL, "config"};
+        spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+        spec.env = tool_environment();
+        spec.env.insert(spec.env.end(), env.begin(), env.end());
+        return run_process(spec);
+    };
+    process_result const r =
+        config({"--prefix", "TINYK_CACHE", "--json"}, {"TINYK_CACHE_DIR=/var/cache/tinyk", "TINYK_CACHE_MAX_SIZE=5G"});
+    REQUIRE_EXIT(r, 0);
+    CHECK(json_query(r.out, "[(s['value'], s['from']) for s in d['settings'] if s['name'] == 'TINYK_CACHE_MAX_SIZE']") ==
+          "[('5G', 'environment')]");
+    CHECK(json_query(r.out, "[(s['value'], s['from']) for s in d['settings'] if s['name'] == 'TINYK_CACHE_LOG']") ==
+          "[(None, 'default')]");
+    CHECK(json_query(r.out, "'TINYK_CACHE_SECRET_FILE' in [s['name'] for s in d['settings']]") == "True");
+    CHECK(json_query(r.out, "'TINYK_CACHE_REMOTE' in [s['name'] for s in d['settings']]") == "False");
+    process_result const human = config({"--prefix", "TINYK_CACHE"}, {"TINYK_CACHE_DIR=/var/cache/tinyk"});
+    REQUIRE_EXIT(human, 0);
+    CHECK(line_starting(human.out, "(environment)").rfind("TINYK_CACHE_DIR", 0) == 0);
+    CHECK(human.out.find("= /var/cache/tinyk") != std::string::npos);
+    CHECK(line_starting(human.out, "(default)").rfind("TINYK_CACHE_MAX_SIZE", 0) == 0);
+
+    process_result const no_prefix = config({}, {});
+    REQUIRE_EXIT(no_prefix, 2);
+    CHECK(no_prefix.err.find("config needs --prefix PREFIX") != std::string::npos);
+
+    // With a Redis URL (when the tool has Redis): the remote's settings too, and its password as ***.
+    if (tool({"--version"}).out.find("+redis") == std::string::npos) return;
+    process_result const remote = config({"--prefix", "TINYK_CACHE", "redis://127.0.0.1:1"},
+                                         {"TINYK_CACHE_REMOTE=redis://user:s3cret-word@cache-host:6379"});
+    REQUIRE_EXIT(remote, 0);
+    CHECK(remote.out.find("TINYK_CACHE_REMOTE_NAMESPACE") != std::string::npos);
+    CHECK(remote.out.find("redis://user:***@cache-host:6379") != std::string::npos);
+    CHECK(remote.out.find("s3cret-word") == std::string::npos);
+
 }
