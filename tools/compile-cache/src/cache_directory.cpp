@@ -2,6 +2,7 @@
 #include "cache_directory.hpp"
 
 #include <compile_cache/storage/directory/directory_layout.hpp>
+#include <compile_cache/storage/directory/directory_storage.hpp>
 
 #include <cerrno>
 #include <cstring>
@@ -16,6 +17,11 @@ namespace compile_cache_tool {
 namespace layout = compile_cache::directory_layout;
 
 namespace {
+
+/// The counter `compile-cache zero` records the time of the zeroing in (seconds since
+/// the epoch), in shard 0 alone: hosts keep a shard's lines as they add to it, so the
+/// sum over the shards is that time. The tool's own; stats shows it as "since".
+constexpr char zeroed_counter[] = "zeroed-s";
 
 void scan_folder(int root, std::string const& folder, directory_scan& scan) {
     using kind = layout::folder_item::kind_type;
@@ -123,80 +129,57 @@ directory_kind scan_directory(std::string const& dir, directory_scan& scan, std:
     return directory_kind::cache;
 }
 
-bool read_entry(std::string const& path, std::string& bytes, std::string& why, bool* too_large) {
-    switch (layout::read_entry_file(path, max_entry_read, bytes, why)) {
-    case layout::entry_file_status::ok: return true;
-    case layout::entry_file_status::too_large:
-        why = "larger than 64 MiB (the default bound on an entry), so not read: a host with a larger "
-              "max_entry_size may have written it";
-        if (too_large) *too_large = true;
-        return false;
-    default: return false;
-    }
-}
-
-char const* to_string(verdict v) noexcept {
-    switch (v) {
-    case verdict::sound: return "sound";
-    case verdict::bad: return "bad";
-    case verdict::unchecked: return "unchecked";
-    }
-    return "?";
-}
-
-checked_entry check_bytes(std::string const& bytes, std::string const& name,
-                                 compile_cache::envelope_auth const& auth) {
-    using compile_cache::envelope_status;
-    checked_entry c;
-    c.file_size = bytes.size();
-    c.envelope = compile_cache::inspect_envelope(bytes, auth);
-    c.payload_size = c.envelope.payload.size();
-    c.envelope.payload = {};
-    c.check_size = auth.check_size();
-    switch (c.envelope.status) {
-    case envelope_status::ok:
-        if (c.envelope.stored_key.hex() == name) {
-            c.result = verdict::sound;
-        } else {
-            c.problem = "holds the entry of another key (" + c.envelope.stored_key.hex() + ")";
-        }
-        break;
-    case envelope_status::unauthenticated:
-        if (auth.keyed()) {
-            c.problem = "unauthenticated: its HMAC does not verify under the given secret "
-                        "(unkeyed, another secret, damaged or forged)";
-        } else {
-            c.result = verdict::unchecked;
-            c.problem = "keyed (HMAC-SHA256): give --secret-file to check it";
-        }
-        break;
-    case envelope_status::foreign_version:
-        c.result = verdict::unchecked;
-        c.problem = "envelope version " + std::to_string(c.envelope.version) + ", which this tool (version " +
-                    std::to_string(compile_cache::envelope_version) + ") does not read";
-        break;
-    case envelope_status::corrupt:
-        c.problem = "corrupt: its check value does not match its bytes, or its fields are out of bounds "
-                    "(damaged, truncated, or not an entry)";
-        break;
-    default:
-        c.problem = "not readable as an entry";
-        break;
+directory_counters read_directory_counters(std::string const& dir) {
+    directory_counters c;
+    c.all = compile_cache::directory_storage(dir).recorded_counters();
+    auto const zeroed = c.all.find(zeroed_counter);
+    if (zeroed != c.all.end()) {
+        c.zeroed_s = zeroed->second;
+        c.all.erase(zeroed);
     }
     return c;
 }
 
-checked_entry check_entry(std::string const& dir, std::string const& name,
-                                 compile_cache::envelope_auth const& auth) {
-    checked_entry c;
-    std::string bytes, why;
-    bool too_large = false;
-    if (!read_entry(dir + "/" + name.substr(0, 2) + "/" + name, bytes, why, &too_large)) {
-        c.problem = why;
-        if (too_large) c.result = verdict::unchecked;
-        return c;
+int zero_directory_counters(std::string const& dir) {
+    namespace impl = compile_cache::detail::directory_storage_impl;
+    int const folder = impl::open_counters_folder(dir, 0, -1, false);
+    if (folder < 0) return errno == ENOENT ? 0 : errno; // no counters: nothing to zero
+    impl::file_descriptor const folder_guard{folder};
+    static constexpr char digits[] = "0123456789abcdef";
+    auto const now = static_cast<std::uint64_t>(impl::now_s());
+    for (unsigned shard = 0; shard < impl::counter_shards; ++shard) {
+        std::string const name(1, digits[shard]), lock_name = name + ".lock", new_name = name + ".new";
+        struct stat st {};
+        if (::fstatat(folder, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            if (errno == ENOENT && shard != 0) continue; // (shard 0 carries the time of the zeroing)
+            if (errno != ENOENT) return errno;
+        }
+        // As a host adds to a shard (directory_counters.ipp): under its lock, the new
+        // text to N.new, renamed over N.
+        int const lock = ::openat(folder, lock_name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
+        if (lock < 0) return errno;
+        impl::file_descriptor const lock_guard{lock};
+        if (int const e = impl::lock_fd(lock, impl::counters_lock_wait)) return e;
+        std::string old_text;
+        if (!impl::read_small_file(folder, name.c_str(), old_text)) return EIO;
+        std::map<std::string, std::uint64_t> counters = impl::parse_counters(old_text);
+        for (auto& [counter, n] : counters)
+            if (!impl::is_gauge(counter)) n = 0;
+        if (shard == 0) counters[zeroed_counter] = now; // one shard: the sum of the shards is that time
+        else counters.erase(zeroed_counter);
+        std::string text;
+        for (auto const& [counter, n] : counters) text += counter + " " + std::to_string(n) + "\n";
+        if (::unlinkat(folder, new_name.c_str(), 0) != 0 && errno != ENOENT) return errno;
+        int const out = ::openat(folder, new_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
+                                 st.st_mode != 0 ? st.st_mode & 07777 : 0644);
+        if (out < 0) return errno;
+        {
+            impl::file_descriptor const out_guard{out};
+            if (int const e = impl::write_all(out, text.data(), text.size())) return e;
+        }
+        if (::renameat(folder, new_name.c_str(), folder, name.c_str()) != 0) return errno;
     }
-    return check_bytes(bytes, name, auth);
+    return 0;
 }
 
 } // namespace compile_cache_tool

@@ -1,16 +1,14 @@
-// compile-cache: a cache directory as the tool sees it — whether it is one, the
-// entries in it (one listing pass), and what each entry holds (one read, checked by
-// the library's inspect_envelope). Reading never changes an entry: no use time is
-// refreshed, so looking at a cache does not change what it evicts next.
+// compile-cache: what only a cache directory has, as the tool sees it — whether it is
+// one, the entries and other files in it (one listing pass), and the counters its
+// hosts record (read, and zeroed).
 //
 // The names are the library's own (storage/directory_layout.hpp), so that the tool
 // counts, and deletes, exactly what directory_storage would.
 #pragma once
 
-#include <compile_cache/envelope.hpp>
-
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -59,37 +57,20 @@ using scan_progress = std::function<void(std::uint64_t, std::uint64_t, std::uint
 directory_kind scan_directory(std::string const& dir, directory_scan& scan, std::string& message,
                               scan_progress const& progress);
 
-/// The largest file read as an entry: the library's default bound on an entry
-/// (cache_options::max_entry_size). A larger file is judged without being read.
-inline constexpr std::uint64_t max_entry_read = std::uint64_t{64} << 20;
-
-/// Reads the whole entry at `path` without following a symlink and without touching
-/// its use time. False, with `why`, when it cannot; `too_large` says it was not read
-/// because it is over max_entry_read.
-bool read_entry(std::string const& path, std::string& bytes, std::string& why, bool* too_large = nullptr);
-
-/// What checking one entry concluded.
-enum class verdict {
-    sound,     ///< the check value (CRC-32C or HMAC) verifies and the key is the file's name
-    bad,       ///< damaged, truncated, unreadable, for another key, or not authenticated under the secret
-    unchecked, ///< cannot be judged here: keyed without a secret given, or another envelope version
+/// The counters the hosts recorded in the directory (directory_storage::
+/// recorded_counters), gauges included, less the time they were last zeroed, which
+/// `zeroed_s` holds (0: never).
+struct directory_counters {
+    std::map<std::string, std::uint64_t> all;
+    std::uint64_t zeroed_s = 0;
 };
 
-struct checked_entry {
-    verdict result = verdict::bad;
-    std::string problem; ///< for bad and unchecked: why, one phrase
-    compile_cache::opened_envelope envelope; ///< its payload view is cleared: only sizes are kept
-    std::uint64_t file_size = 0;
-    std::uint64_t payload_size = 0;
-    std::uint64_t check_size = 0;
-};
+directory_counters read_directory_counters(std::string const& dir);
 
-char const* to_string(verdict v) noexcept;
-
-/// Checks the bytes stored under the key whose hex is `name`, in `auth`'s mode.
-checked_entry check_bytes(std::string const& bytes, std::string const& name, compile_cache::envelope_auth const& auth);
-
-/// Reads and checks the entry `name` of `dir` in `auth`'s mode.
-checked_entry check_entry(std::string const& dir, std::string const& name, compile_cache::envelope_auth const& auth);
+/// `compile-cache zero`: every counter the hosts recorded set to 0, the gauges kept,
+/// and the time of it recorded, as a host records its counters (each shard rewritten
+/// under its lock, renamed over the old one). 0, or the errno of the first shard that
+/// could not be rewritten.
+int zero_directory_counters(std::string const& dir);
 
 } // namespace compile_cache_tool

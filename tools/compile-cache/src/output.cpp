@@ -2,6 +2,7 @@
 #include "output.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 
@@ -177,13 +178,61 @@ std::string text_table::str(std::vector<bool> const& right) const {
     return out;
 }
 
-progress_line::progress_line(bool enabled) : enabled_(enabled), tty_(::isatty(2) == 1) {}
+json_writer& json_writer::raw_number(double d) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", d);
+    return raw(buf);
+}
+
+std::string openmetrics_label_value(std::string_view value) {
+    std::string out = "\"";
+    for (char c : value) {
+        if (c == '\\') out += "\\\\";
+        else if (c == '"') out += "\\\"";
+        else if (c == '\n') out += "\\n";
+        else out += c;
+    }
+    return out + "\"";
+}
+
+void openmetrics_writer::family(std::string const& name, char const* type, std::string const& help) {
+    out_ += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+
+void openmetrics_writer::sample(std::string const& name, std::vector<std::string> const& labels, std::uint64_t value) {
+    sample_text(name, labels, std::to_string(value));
+}
+
+void openmetrics_writer::sample_seconds(std::string const& name, std::vector<std::string> const& labels,
+                                        std::int64_t ns) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(ns) / 1e9);
+    sample_text(name, labels, buf);
+}
+
+void openmetrics_writer::sample_text(std::string const& name, std::vector<std::string> const& labels,
+                                     std::string const& value) {
+    out_ += name;
+    for (std::size_t i = 0; i < labels.size(); ++i) out_ += (i == 0 ? "{" : ",") + labels[i];
+    out_ += (labels.empty() ? " " : "} ") + value + "\n";
+}
+
+namespace {
+std::int64_t steady_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+} // namespace
+
+progress_line::progress_line(bool enabled, bool forced)
+    : enabled_(enabled), forced_(forced), tty_(::isatty(2) == 1) {}
 
 void progress_line::update(std::string const& what, std::uint64_t done, std::uint64_t total, std::uint64_t entries) {
-    if (!enabled_ || entries <= threshold || total == 0) return;
+    if (!enabled_ || (entries <= threshold && !forced_) || total == 0) return;
     if (what != what_) {
         end_line();
         what_ = what;
+        started_ns_ = steady_ns();
         last_tenth_ = 0; // the first line at a tenth done: the phase is known to be long by then
     }
     int const tenth = static_cast<int>(done * 10 / total);
@@ -194,9 +243,18 @@ void progress_line::update(std::string const& what, std::uint64_t done, std::uin
         return;
     }
     last_tenth_ = tenth;
-    std::string const line = "compile-cache: " + what + ": " + std::to_string(done) + " of " +
-                             std::to_string(total) + " (" + std::to_string(entries) + " entries)";
+    std::string line = "compile-cache: " + what + ": " + std::to_string(done) + " of " + std::to_string(total) + " (" +
+                       std::to_string(entries) + " entries)";
     if (tty_) {
+        // For people watching: how fast, and how long it still takes at that pace.
+        double const seconds = static_cast<double>(steady_ns() - started_ns_) / 1e9;
+        if (seconds > 0 && done > 0) {
+            double const per_second = static_cast<double>(done) / seconds;
+            char pace[64];
+            std::snprintf(pace, sizeof pace, ", %.0f/s, ", per_second);
+            line += pace + human_age(static_cast<std::int64_t>(static_cast<double>(total - done) / per_second + 0.5)) +
+                    " left";
+        }
         std::fprintf(stderr, "\r%s\033[K", line.c_str());
         open_ = true;
     } else {

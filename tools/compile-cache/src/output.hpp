@@ -35,6 +35,8 @@ public:
     json_writer& value(std::int64_t n) { return raw(std::to_string(n)); }
     json_writer& value(bool b) { return raw(b ? "true" : "false"); }
     json_writer& null() { return raw("null"); }
+    /// A number that is not whole (a rate), with 6 significant digits.
+    json_writer& raw_number(double d);
 
     template <class T>
     json_writer& field(std::string_view name, T const& v) {
@@ -90,16 +92,37 @@ private:
     std::vector<std::vector<std::string>> rows_;
 };
 
+// ---- OpenMetrics -----------------------------------------------------------
+
+/// `"value"` with \\, \" and newlines escaped, as a label's value is written.
+std::string openmetrics_label_value(std::string_view value);
+
+/// Prometheus text exposition (what node_exporter's textfile collector reads): each
+/// family's HELP and TYPE lines, then its samples; `# EOF` at the end.
+class openmetrics_writer {
+public:
+    void family(std::string const& name, char const* type, std::string const& help);
+    /// `labels`: `name="value"` each (openmetrics_label_value).
+    void sample(std::string const& name, std::vector<std::string> const& labels, std::uint64_t value);
+    void sample_seconds(std::string const& name, std::vector<std::string> const& labels, std::int64_t ns);
+    std::string str() const { return out_ + "# EOF\n"; }
+
+private:
+    void sample_text(std::string const& name, std::vector<std::string> const& labels, std::string const& value);
+    std::string out_;
+};
+
 // ---- progress ----------------------------------------------------------------
 
-/// The progress line on stderr, for directories of more than `threshold` entries
-/// (smaller ones finish before anyone would look). On a terminal one line updated
-/// in place with \r; otherwise (a log, a pipe) a full line at each tenth of the work.
+/// The progress line on stderr, for caches of more than `threshold` entries (smaller
+/// ones finish before anyone would look), or for any when `forced` (--progress). On a
+/// terminal one line updated in place with \r, with the rate and the time left;
+/// otherwise (a log, a pipe) a full line at each tenth of the work.
 class progress_line {
 public:
     static constexpr std::uint64_t threshold = 10000;
 
-    explicit progress_line(bool enabled = true);
+    explicit progress_line(bool enabled = true, bool forced = false);
     ~progress_line() { finish(); }
     progress_line(progress_line const&) = delete;
     progress_line& operator=(progress_line const&) = delete;
@@ -114,7 +137,9 @@ private:
     void end_line();
 
     bool enabled_;
+    bool forced_;
     bool tty_;
+    std::int64_t started_ns_ = 0; ///< when the phase began (steady clock)
     bool open_ = false;
     std::string what_;
     int last_tenth_ = 0;

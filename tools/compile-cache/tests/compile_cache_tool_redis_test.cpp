@@ -4,6 +4,7 @@
 #include "support/redis_servers.hpp"
 #include "tool_test_support.hpp"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -201,4 +202,56 @@ TEST_CASE("compile-cache runs as the tool user docs/remote.md gives, and a reade
     REQUIRE_EXIT(cleared, 0);
     CHECK(cleared.out.rfind("removed 2 entries (", 0) == 0);
     CHECK(a({"DBSIZE"}) == "0");
+}
+
+namespace {
+/// Every entry and identity record file of a cache directory (`ab/<hex>`) and its bytes.
+std::map<std::string, std::string> entry_files(fs::path const& dir) {
+    std::map<std::string, std::string> out;
+    for (auto const& folder : fs::directory_iterator(dir)) {
+        std::string const f = folder.path().filename().string();
+        if (f.size() != 2 || !folder.is_directory()) continue;
+        for (auto const& e : fs::directory_iterator(folder.path()))
+            if (e.path().filename().string().rfind(f, 0) == 0)
+                out[f + "/" + e.path().filename().string()] = compile_cache_test::read_file(e.path());
+    }
+    return out;
+}
+} // namespace
+
+TEST_CASE("compile-cache copy from a Redis server to a directory, a SQLite file and a Redis cluster and back, byte for "
+          "byte",
+          "[compile-cache][redis]") {
+    std::string const url = "redis://127.0.0.1:" + std::to_string(fixture::get().server_port());
+    std::string const cluster = "redis+cluster://127.0.0.1:" + std::to_string(fixture::get().cluster_ports()[0]);
+    std::string const ns = unique_name("tool-copy");
+    REQUIRE(lines_of(fill_cache({url, "3", ns})).size() == 3);
+    compile_cache_test::temp_dir root;
+    fs::path const first = root.path() / "first", second = root.path() / "second";
+    std::string const file = (root.path() / "cache.db").string();
+
+    process_result const from_server = tool({"copy", url, first.string(), "--namespace", ns});
+    REQUIRE_EXIT(from_server, 0);
+    CHECK(from_server.out.rfind("copied 3 entries and 3 identity records (", 0) == 0);
+    CHECK(entry_files(first).size() == 6);
+    REQUIRE_EXIT(tool({"copy", first.string(), "sqlite:" + file}), 0);
+    process_result const to_cluster = tool({"copy", "sqlite:" + file, cluster, "--namespace", ns});
+    REQUIRE_EXIT(to_cluster, 0);
+    CHECK(to_cluster.out.rfind("copied 3 entries and 3 identity records (", 0) == 0);
+    process_result const verified = tool({"verify", cluster, "--namespace", ns});
+    REQUIRE_EXIT(verified, 0);
+    CHECK(verified.out.find("checked 3 entries (CRC-32C): 3 sound, 0 bad; 3 identity records: 3 sound, 0 bad") !=
+          std::string::npos);
+    process_result const back = tool({"copy", cluster, second.string(), "--namespace", ns});
+    REQUIRE_EXIT(back, 0);
+    CHECK(entry_files(second) == entry_files(first));
+    // Idempotent on a server too.
+    process_result const again = tool({"copy", second.string(), url, "--namespace", ns, "--json"});
+    REQUIRE_EXIT(again, 0);
+    CHECK(json_query(again.out, "(d['copied'], d['already_there'])") == "(0, 6)");
+
+    REQUIRE_EXIT(tool({"clear", cluster, "--namespace", ns}), 0);
+    REQUIRE_EXIT(tool({"clear", url, "--namespace", ns}), 0);
+    process_result const no_redis = tool({"copy", first.string(), second.string(), "--namespace", ns});
+    REQUIRE_EXIT(no_redis, 2);
 }

@@ -3,6 +3,8 @@
 #include "tool_test_support.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -224,4 +226,118 @@ TEST_CASE_METHOD(sqlite_file, "a row whose key is longer than a key can be is ne
     CHECK(cleared.out.rfind("removed 2 entries (", 0) == 0); // (and their identity records, no entries)
     CHECK(cleared.out.find("left alone 1 row whose key is not a compile_cache key") != std::string::npos);
     CHECK(sql(file, "SELECT length(key) FROM entries") == "65\n");
+}
+
+TEST_CASE_METHOD(sqlite_file, "clear and verify --remove on a SQLite file with a damaged index refuse (exit 3) and never "
+                              "move it aside or rebuild it",
+                 "[compile-cache][sqlite]") {
+    std::vector<std::string> const keys = fill(3);
+    damage_key_index(file);
+    std::string const before = read_file(file);
+    for (std::vector<std::string> const& command :
+         {std::vector<std::string>{"verify", file, "--remove"}, {"clear", file}}) {
+        process_result const r = tool(command);
+        INFO(command[0] << ": " << r.describe());
+        CHECK(r.exited(3));
+        CHECK(r.err.find("damaged") != std::string::npos);
+        CHECK(fs::exists(file));
+        CHECK(read_file(file) == before);
+        for (std::string const& name : files_in(dir.path())) CHECK(name.find(".broken-") == std::string::npos);
+    }
+}
+
+namespace {
+/// Every entry and identity record file of a cache directory (`ab/<hex>`) and its bytes.
+std::map<std::string, std::string> entry_files(fs::path const& dir) {
+    std::map<std::string, std::string> out;
+    for (auto const& folder : fs::directory_iterator(dir)) {
+        std::string const f = folder.path().filename().string();
+        if (f.size() != 2 || !folder.is_directory()) continue;
+        for (auto const& e : fs::directory_iterator(folder.path()))
+            if (e.path().filename().string().rfind(f, 0) == 0) out[f + "/" + e.path().filename().string()] = read_file(e.path());
+    }
+    return out;
+}
+
+char const* const chain_program = "kernel square(x) { return x * x; }\n"
+                                  "kernel helper(x) { return square(x) * 2.0; }\n"
+                                  "kernel main(x) { return helper(x) + 5.0; }\n";
+} // namespace
+
+TEST_CASE_METHOD(sqlite_file, "compile-cache copy: a directory into one SQLite file and back, byte for byte, and tinyk "
+                              "loads every kernel from the copy (the CI recipe)",
+                 "[compile-cache][sqlite]") {
+    scenario s;
+    s.write_program(chain_program);
+    REQUIRE(s.run({"main", "3"}).compiled() == names{"square", "helper", "main"});
+    fs::path const cache_dir = s.cache_dir();
+    std::map<std::string, std::string> const original = entry_files(cache_dir);
+    REQUIRE(original.size() == 6); // 3 entries, 3 identity records
+
+    process_result const out = tool({"copy", cache_dir.string(), "sqlite:" + file});
+    REQUIRE_EXIT(out, 0);
+    CHECK(out.out.rfind("copied 3 entries and 3 identity records (", 0) == 0);
+    CHECK(out.out.find(") from " + cache_dir.string() + " to " + file + "; 0 already there, 0 skipped as bad, 0 not checked\n") !=
+          std::string::npos);
+    CHECK(count_lines(out.out, "") == "1"); // one summary line
+    process_result const verified = tool({"verify", file});
+    REQUIRE_EXIT(verified, 0);
+    CHECK(verified.out.find("checked 3 entries (CRC-32C): 3 sound, 0 bad; 3 identity records: 3 sound, 0 bad") !=
+          std::string::npos);
+    // Again: nothing is written twice.
+    process_result const again = tool({"copy", cache_dir.string(), file, "--json"});
+    REQUIRE_EXIT(again, 0);
+    CHECK(json_query(again.out, "(d['copied'], d['copied_identity_records'], d['already_there'])") == "(0, 0, 6)");
+
+    // The next job: an empty directory, filled from the one file.
+    REQUIRE_EXIT(tool({"clear", cache_dir.string()}), 0);
+    REQUIRE(entry_files(cache_dir).empty());
+    process_result const back = tool({"copy", "sqlite:" + file, cache_dir.string()});
+    REQUIRE_EXIT(back, 0);
+    CHECK(back.out.rfind("copied 3 entries and 3 identity records (", 0) == 0);
+    CHECK(entry_files(cache_dir) == original); // byte for byte
+    tinyk_result const warm = s.run({"main", "3"});
+    REQUIRE_EXIT(warm, 0);
+    CHECK(warm.out == "23\n");
+    CHECK(warm.loaded() == names{"square", "helper", "main"});
+    CHECK(warm.compiled().empty());
+    // And into a directory that is not there yet.
+    fs::path const fresh = cache_dir.parent_path() / "fresh" / "cache";
+    REQUIRE_EXIT(tool({"copy", file, fresh.string()}), 0);
+    CHECK(entry_files(fresh) == original);
+}
+
+TEST_CASE_METHOD(sqlite_file, "compile-cache copy skips a tampered entry and counts it (exit 1), and copies only what "
+                              "--name and --since select",
+                 "[compile-cache][sqlite]") {
+    std::vector<std::string> const keys = fill(3);
+    fill_cache({"--corrupt", "sqlite:" + file, keys[1]});
+    temp_dir out_root{"compile-cache-copy"};
+    fs::path const out = out_root.path() / "cache";
+    process_result const r = tool({"copy", file, out.string()});
+    REQUIRE_EXIT(r, 1);
+    CHECK(r.out.find("skipped: " + keys[1] + ": corrupt") != std::string::npos);
+    CHECK(r.out.find("copied 2 entries and 3 identity records (") != std::string::npos);
+    CHECK(r.out.find("1 skipped as bad") != std::string::npos);
+    auto const copied = entry_files(out);
+    CHECK(copied.size() == 5);
+    CHECK(copied.count(keys[1].substr(0, 2) + "/" + keys[1]) == 0);
+    CHECK(copied.count(keys[0].substr(0, 2) + "/" + keys[0]) == 1);
+
+    // --name: kernel_2's entry and record only.
+    fs::path const named = out_root.path() / "named";
+    process_result const n = tool({"copy", file, named.string(), "--name", "*_2", "--json"});
+    REQUIRE_EXIT(n, 1); // (the tampered entry is still bad)
+    CHECK(json_query(n.out, "(d['copied'], d['copied_identity_records'], d['filtered_out'], d['skipped_bad'])") ==
+          "(1, 1, 3, 1)");
+    CHECK(entry_files(named).count(keys[2].substr(0, 2) + "/" + keys[2]) == 1);
+
+    // --since: an entry last used two days ago is left out of --since 1d.
+    fs::path const old_entry = out / keys[0].substr(0, 2) / keys[0];
+    fs::last_write_time(old_entry, fs::file_time_type::clock::now() - std::chrono::hours(48));
+    fs::path const recent = out_root.path() / "recent";
+    process_result const since = tool({"copy", out.string(), "sqlite:" + recent.string(), "--since", "1d", "--json"});
+    REQUIRE_EXIT(since, 0);
+    CHECK(json_query(since.out, "(d['copied'], d['filtered_out'])") == "(1, 1)");
+    REQUIRE_EXIT(tool({"copy", file, out.string(), "--since", "soon"}), 2);
 }

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -276,6 +278,9 @@ TEST_CASE("compile-cache verify --secret-file: HMACs are checked under the secre
     process_result const none = tool({"verify", dir, "--remove"});
     REQUIRE_EXIT(none, 4);
     CHECK(none.out.find("0 bad, 0 removed, 3 not checked (HMAC entries: give --secret-file)") != std::string::npos);
+    // Nothing was checked, so no check is named: not "(CRC-32C)" on entries no CRC covers.
+    CHECK(none.out.find("checked 3 entries: 0 sound") != std::string::npos);
+    CHECK(none.out.find("CRC-32C") == std::string::npos);
     process_result const allowed = tool({"verify", dir, "--allow-unchecked", "--json"});
     REQUIRE_EXIT(allowed, 0);
     CHECK(json_query(allowed.out, "len(d['unchecked'])") == "3");
@@ -643,4 +648,192 @@ TEST_CASE("compile-cache explain escapes the names, file and components a forged
     CHECK(shown.out.rfind("main\\x1b[31m (prog\\x1b]0;owned\\x07.tk): 2 entries recorded", 0) == 0);
     CHECK(shown.out.find("since 2: changed ir, \\x1b[2J\\x0acompile-cache: all good\n") != std::string::npos);
     CHECK(shown.out.find("\ncompile-cache: all good") == std::string::npos); // no line of its own
+}
+
+TEST_CASE("compile-cache --version, -h, and every command's --help") {
+    process_result const version = tool({"--version"});
+    REQUIRE_EXIT(version, 0);
+    CHECK(version.out.rfind("compile-cache " + std::to_string(COMPILE_CACHE_VERSION_MAJOR) + "." +
+                                std::to_string(COMPILE_CACHE_VERSION_MINOR) + "." +
+                                std::to_string(COMPILE_CACHE_VERSION_PATCH) + " (",
+                            0) == 0);
+    CHECK(version.err.empty());
+    process_result const h = tool({"-h"}), help = tool({"--help"});
+    REQUIRE_EXIT(h, 0);
+    CHECK(h.out == help.out);
+    for (char const* command :
+         {"stats", "list", "show", "verify", "prune", "clear", "zero", "explain", "copy", "config"}) {
+        INFO(command);
+        process_result const r = tool({command, "--help"});
+        REQUIRE_EXIT(r, 0);
+        CHECK(r.err.empty());
+        CHECK(r.out.rfind(std::string("usage: compile-cache ") + command + " ", 0) == 0);
+        CHECK(r.out.find(std::string("\n  ") + command + " ") != std::string::npos); // its own paragraph
+        CHECK(r.out != help.out);
+        CHECK(help.out.find(std::string("\n  ") + command + " ") != std::string::npos); // and in the whole help
+    }
+    CHECK(tool({"copy", "-h"}).out.find("--since AGE") != std::string::npos);
+}
+
+TEST_CASE("compile-cache zero sets the recorded counters back to zero and stats counts from then on, as ccache -z") {
+    filled_cache c;
+    process_result const before = tool({"stats", c.dir(), "--json"});
+    REQUIRE_EXIT(before, 0);
+    REQUIRE(json_query(before.out, "(d['counters']['hits'], d['counters']['stores'], d['counters_since'])") ==
+            "(3, 3, None)");
+
+    process_result const zeroed = tool({"zero", c.dir()});
+    REQUIRE_EXIT(zeroed, 0);
+    CHECK(zeroed.out.find("zeroed the counters of " + c.dir()) != std::string::npos);
+    process_result const after = tool({"stats", c.dir(), "--json"});
+    REQUIRE_EXIT(after, 0);
+    CHECK(json_query(after.out, "all(n == 0 for n in d['counters'].values()) and len(d['counters']) > 0") == "True");
+    CHECK(json_query(after.out, "d['counters_since'].endswith('Z')") == "True");
+    CHECK(json_query(after.out, "(d['entries'], d['size_limit'], d['hit_rate'])") ==
+          "(3, " + std::to_string(std::uint64_t{1} << 30) + ", None)"); // entries and the limit stay
+    process_result const human = tool({"stats", c.dir()});
+    REQUIRE_EXIT(human, 0);
+    CHECK(human.out.find("counters recorded by hosts since ") != std::string::npos);
+    CHECK(human.out.find("hit rate") == std::string::npos);
+
+    // A host's counts after it start from zero.
+    tinyk_result const warm = c.s.run({"main", "3"});
+    REQUIRE_EXIT(warm, 0);
+    REQUIRE(warm.loaded().size() == 3);
+    process_result const counted = tool({"stats", c.dir(), "--json"});
+    CHECK(json_query(counted.out, "(d['counters']['hits'], d['counters']['stores'], d['hit_rate'])") == "(3, 0, 1)");
+    CHECK(json_query(counted.out, "d['counters_since'] is not None") == "True");
+
+    process_result const not_dir = tool({"zero", "sqlite:" + (c.s.root() / "x.db").string()});
+    REQUIRE_EXIT(not_dir, 2);
+    CHECK(not_dir.err.find("zero works on a cache directory only") != std::string::npos);
+}
+
+namespace {
+/// promtool (Debian's prometheus), when installed.
+std::string promtool() {
+    for (char const* p : {"/usr/bin/promtool", "/usr/local/bin/promtool"})
+        if (::access(p, X_OK) == 0) return p;
+    return {};
+}
+} // namespace
+
+TEST_CASE("compile-cache stats --format=openmetrics: the counters as Prometheus text, each with HELP and TYPE") {
+    filled_cache c;
+    REQUIRE(!compile_cache::directory_storage(c.dir()).record_counters({{"remote.errors.timeout", 2}}));
+    process_result const r = tool({"stats", c.dir(), "--format=openmetrics"});
+    REQUIRE_EXIT(r, 0);
+    std::string const label = "{cache=\"" + c.dir() + "\"";
+    CHECK(r.out.find("# TYPE compile_cache_hits_total counter\ncompile_cache_hits_total" + label + "} 3\n") !=
+          std::string::npos);
+    CHECK(r.out.find("compile_cache_misses_total" + label + ",reason=\"absent\"} 3\n") != std::string::npos);
+    CHECK(r.out.find("compile_cache_stores_total" + label + "} 3\n") != std::string::npos);
+    CHECK(r.out.find("compile_cache_remote_errors_total" + label + ",kind=\"timeout\"} 2\n") != std::string::npos);
+    CHECK(r.out.find("compile_cache_entries" + label + "} 3\n") != std::string::npos);
+    CHECK(r.out.find("# TYPE compile_cache_time_saved_seconds gauge\n") != std::string::npos);
+    CHECK(r.out.size() > 6);
+    CHECK(r.out.substr(r.out.size() - 6) == "# EOF\n");
+    // Every sample's family has its HELP and TYPE lines before it.
+    std::set<std::string> helped, typed;
+    std::size_t samples = 0;
+    for (std::string const& line : lines_of(r.out)) {
+        std::istringstream words(line);
+        std::string hash, kind, name;
+        words >> hash >> kind >> name;
+        if (hash == "#" && kind == "HELP") helped.insert(name);
+        if (hash == "#" && kind == "TYPE") typed.insert(name);
+        if (line.empty() || line[0] == '#') continue;
+        std::string const family = line.substr(0, line.find_first_of("{ "));
+        INFO(line);
+        CHECK(helped.count(family) == 1);
+        CHECK(typed.count(family) == 1);
+        ++samples;
+    }
+    CHECK(samples >= 10);
+    if (std::string const p = promtool(); !p.empty()) {
+        temp_dir scratch("compile-cache-metrics");
+        write_file(scratch.path() / "metrics.prom", r.out);
+        process_spec spec;
+        spec.argv = {"/bin/sh", "-c", "\"$0\" check metrics < \"$1\"", p, (scratch.path() / "metrics.prom").string()};
+        spec.env = tool_environment();
+        process_result const checked = run_process(spec);
+        INFO(checked.describe());
+        CHECK(checked.exited(0));
+    } else {
+        WARN("promtool (Debian: prometheus) is not installed: the exposition was not checked by it");
+    }
+    // And JSON gains the rates the text prints.
+    process_result const json = tool({"stats", c.dir(), "--json"});
+    CHECK(json_query(json.out, "d['hit_rate']") == "0.5");
+    process_result const both = tool({"stats", c.dir(), "--json", "--format=openmetrics"});
+    REQUIRE_EXIT(both, 2);
+}
+
+TEST_CASE("compile-cache --progress: on a terminal, one line kept up to date with the rate and the time left") {
+    filled_cache c;
+    // Under a real pseudo-terminal (script(1)): stderr is a terminal there.
+    auto const on_terminal = [&](std::vector<std::string> const& args) {
+        std::string command = "exec '" + std::string(COMPILE_CACHE_TOOL) + "'";
+        for (std::string const& a : args) command += " '" + a + "'";
+        process_spec spec;
+        spec.argv = {"/usr/bin/script", "-q", "-e", "-c", command, "/dev/null"};
+        spec.env = tool_environment();
+        spec.timeout = std::chrono::milliseconds(60000);
+        return run_process(spec);
+    };
+    process_result const shown = on_terminal({"verify", c.dir(), "--progress"});
+    REQUIRE_EXIT(shown, 0);
+    INFO(shown.out);
+    CHECK(shown.out.find("\rcompile-cache: verifying entries: 6 of 6 (6 entries), ") != std::string::npos);
+    CHECK(shown.out.find(" left") != std::string::npos);
+    CHECK(shown.out.find("checked 3 entries (CRC-32C): 3 sound") != std::string::npos);
+    // Not asked for, on a small cache: nothing.
+    process_result const quiet = on_terminal({"verify", c.dir()});
+    REQUIRE_EXIT(quiet, 0);
+    CHECK(quiet.out.find("verifying entries") == std::string::npos);
+    // Asked for, into a pipe: a line at each tenth of the work, the last one whole.
+    process_result const piped = tool({"copy", c.dir(), (c.s.root() / "copy").string(), "--progress"});
+    REQUIRE_EXIT(piped, 0);
+    CHECK(piped.err.find("compile-cache: copying entries: 6 of 6 (6 entries)\n") != std::string::npos);
+    CHECK(piped.err.find('\r') == std::string::npos);
+}
+
+TEST_CASE("compile-cache config: every setting a host reads under a prefix, its value and where it came from, a "
+          "password never shown") {
+    auto const config = [](std::vector<std::string> const& args, std::vector<std::string> const& env) {
+        process_spec spec;
+        spec.argv = {COMPILE_CACHE_TOOL, "config"};
+        spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+        spec.env = tool_environment();
+        spec.env.insert(spec.env.end(), env.begin(), env.end());
+        return run_process(spec);
+    };
+    process_result const r =
+        config({"--prefix", "TINYK_CACHE", "--json"}, {"TINYK_CACHE_DIR=/var/cache/tinyk", "TINYK_CACHE_MAX_SIZE=5G"});
+    REQUIRE_EXIT(r, 0);
+    CHECK(json_query(r.out, "[(s['value'], s['from']) for s in d['settings'] if s['name'] == 'TINYK_CACHE_MAX_SIZE']") ==
+          "[('5G', 'environment')]");
+    CHECK(json_query(r.out, "[(s['value'], s['from']) for s in d['settings'] if s['name'] == 'TINYK_CACHE_LOG']") ==
+          "[(None, 'default')]");
+    CHECK(json_query(r.out, "'TINYK_CACHE_SECRET_FILE' in [s['name'] for s in d['settings']]") == "True");
+    CHECK(json_query(r.out, "'TINYK_CACHE_REMOTE' in [s['name'] for s in d['settings']]") == "False");
+    process_result const human = config({"--prefix", "TINYK_CACHE"}, {"TINYK_CACHE_DIR=/var/cache/tinyk"});
+    REQUIRE_EXIT(human, 0);
+    CHECK(line_starting(human.out, "(environment)").rfind("TINYK_CACHE_DIR", 0) == 0);
+    CHECK(human.out.find("= /var/cache/tinyk") != std::string::npos);
+    CHECK(line_starting(human.out, "(default)").rfind("TINYK_CACHE_MAX_SIZE", 0) == 0);
+
+    process_result const no_prefix = config({}, {});
+    REQUIRE_EXIT(no_prefix, 2);
+    CHECK(no_prefix.err.find("config needs --prefix PREFIX") != std::string::npos);
+
+    // With a Redis URL (when the tool has Redis): the remote's settings too, and its password as ***.
+    if (tool({"--version"}).out.find("+redis") == std::string::npos) return;
+    process_result const remote = config({"--prefix", "TINYK_CACHE", "redis://127.0.0.1:1"},
+                                         {"TINYK_CACHE_REMOTE=redis://user:s3cret-word@cache-host:6379"});
+    REQUIRE_EXIT(remote, 0);
+    CHECK(remote.out.find("TINYK_CACHE_REMOTE_NAMESPACE") != std::string::npos);
+    CHECK(remote.out.find("redis://user:***@cache-host:6379") != std::string::npos);
+    CHECK(remote.out.find("s3cret-word") == std::string::npos);
+
 }

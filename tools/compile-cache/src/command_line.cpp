@@ -1,0 +1,230 @@
+// compile-cache: the command table and the parse of the arguments (command_line.hpp).
+#include "command_line.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <string_view>
+
+namespace compile_cache_tool {
+
+std::vector<command_spec> const& commands() {
+    static std::vector<command_spec> const table = {
+        {"stats", {"DIR"}, {"--format"},
+         "  stats DIR [--format F]      entries, their size, the size limit, the oldest and newest\n"
+         "                              use, and the counters the hosts recorded (hits, misses, ...)\n"
+         "                              with the rates; F: text (default), json (as --json), or\n"
+         "                              openmetrics (Prometheus text, for node_exporter's textfile\n"
+         "                              collector)\n"},
+        {"list", {"DIR"}, {"--sort", "--secret-file"},
+         "  list DIR [--sort KEY]       one line per entry: name, key prefix, size, time since its\n"
+         "                              last use, origin file:line. KEY: name (default), size\n"
+         "                              (largest first), age (least recently used first: the order\n"
+         "                              in which eviction takes them)\n"},
+        {"show", {"DIR", "KEY_PREFIX"}, {"--secret-file"},
+         "  show DIR KEY_PREFIX         one entry: its envelope (version, mode, key, sizes), metadata\n"
+         "                              (name, origin, format, created, compile time) and the digests\n"
+         "                              of its key's components. The prefix (hex, as list prints it)\n"
+         "                              must name exactly one entry\n"},
+        {"verify", {"DIR"}, {"--remove", "--allow-unchecked", "--secret-file"},
+         "  verify DIR [--remove]       checks every entry's envelope and check value (CRC-32C; the\n"
+         "                              HMAC with --secret-file) and that it is stored under its own\n"
+         "                              key; reports the bad ones and, with --remove, deletes them.\n"
+         "                              Keyed entries without --secret-file, and entries of another\n"
+         "                              envelope version, are reported as not checked and kept, and\n"
+         "                              make the exit status 4 unless --allow-unchecked is given\n"},
+        {"prune", {"DIR"}, {"--max-size"},
+         "  prune DIR --max-size SIZE   evicts least recently used entries until the directory is\n"
+         "                              under 90% of SIZE (bytes, or with K, M, G: 48K, 500M, 2G;\n"
+         "                              0 means no limit, so nothing is evicted), and removes temp\n"
+         "                              files over an hour old (a cache directory only)\n"},
+        {"clear", {"DIR"}, {},
+         "  clear DIR                   removes every entry and temp file; other files stay\n"},
+        {"zero", {"DIR"}, {},
+         "  zero DIR                    sets the counters the hosts recorded back to zero, as\n"
+         "                              ccache -z; stats then counts from now (\"since\"); the entries\n"
+         "                              and the size limit stay (a cache directory only: hosts\n"
+         "                              record counters there)\n"},
+        {"explain", {"DIR", "NAME"}, {"--secret-file"},
+         "  explain DIR NAME            the entries recorded for kernel NAME (its identity record),\n"
+         "                              newest first, and which key components changed between\n"
+         "                              each one and the one before it: why it was recompiled\n"},
+        {"copy", {"SRC", "DST"}, {"--secret-file", "--name", "--since"},
+         "  copy SRC DST                every entry and identity record of SRC into DST, byte for byte\n"
+         "                              (sealed: an HMAC still holds), between any two caches\n"
+         "                              (directory, sqlite:FILE, redis://...). Each is checked on the\n"
+         "                              way (CRC-32C; the HMAC with --secret-file): bad ones and ones\n"
+         "                              that cannot be checked are skipped and counted; one already in\n"
+         "                              DST with the same bytes is not written again. --name GLOB:\n"
+         "                              only kernels whose name matches (* ? [...]); --since AGE: only\n"
+         "                              entries used within AGE (30s, 15m, 12h, 7d). A summary line;\n"
+         "                              exit 1 when some were skipped as bad, 3 when DST refused one.\n"
+         "                              The CI recipe: copy DIR sqlite:cache.db at the end of a job,\n"
+         "                              keep the one file, copy sqlite:cache.db DIR at the next start\n"},
+        {"config", {"[CACHE]"}, {"--prefix"},
+         "  config --prefix P [CACHE]   every setting a host with prefix P reads from its environment\n"
+         "                              (the cache's and its storage's: a directory, or the kind CACHE\n"
+         "                              names), the value the environment gives or (default), and what\n"
+         "                              each does; passwords are shown as set, a URL's password as ***\n"},
+    };
+    return table;
+}
+
+command_spec const* find_command(std::string const& name) {
+    for (command_spec const& c : commands())
+        if (name == c.name) return &c;
+    return nullptr;
+}
+
+namespace {
+
+/// An option as given: its name and its value (inline `--x=v`, or the next argument).
+struct given_option {
+    std::string name;
+    std::optional<std::string> value;
+};
+
+/// What each option is: the name of its value, or nullptr when it takes none.
+struct option_spec {
+    char const* name;
+    char const* value;
+    bool takes_value() const { return value != nullptr; }
+};
+
+option_spec const option_table[] = {
+    {"--json", nullptr},         {"--remove", nullptr},         {"--allow-unchecked", nullptr},
+    {"--progress", nullptr},     {"--sort", "KEY"},             {"--secret-file", "F"},
+    {"--max-size", "SIZE"},      {"--namespace", "NS"},         {"--password-file", "F"},
+    {"--format", "F"},           {"--name", "GLOB"},            {"--since", "AGE"},
+    {"--prefix", "PREFIX"},
+};
+
+/// The options every command takes.
+char const* const common_options[] = {"--json", "--namespace", "--password-file", "--progress"};
+
+/// Step 1: the words, as options (with their values) and as the command and its operands.
+void split_arguments(std::vector<std::string> const& args, std::vector<given_option>& options,
+                     std::vector<std::string>& words) {
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        std::string arg = args[i];
+        if (arg.size() < 2 || arg[0] != '-') {
+            words.push_back(arg);
+            continue;
+        }
+        given_option o;
+        if (arg.rfind("--", 0) == 0 && arg.find('=') != std::string::npos) {
+            o.value = arg.substr(arg.find('=') + 1);
+            arg = arg.substr(0, arg.find('='));
+        }
+        o.name = arg;
+        auto const known = std::find_if(std::begin(option_table), std::end(option_table),
+                                        [&](option_spec const& s) { return arg == s.name; });
+        if (known == std::end(option_table)) throw usage_error{"unknown option " + arg};
+        if (known->takes_value() && !o.value) {
+            if (i + 1 >= args.size()) throw usage_error{arg + " needs a value"};
+            o.value = args[++i];
+        }
+        if (!known->takes_value() && o.value) throw usage_error{arg + " takes no value"};
+        options.push_back(std::move(o));
+    }
+}
+
+/// Step 2: the command, known.
+command_spec const& command_of(std::vector<std::string> const& words) {
+    if (words.empty()) throw usage_error{"no command given"};
+    command_spec const* spec = find_command(words[0]);
+    if (spec == nullptr) throw usage_error{"unknown command \"" + words[0] + "\""};
+    return *spec;
+}
+
+/// Step 3: options given to a command that does not take them are errors, not
+/// silently ignored.
+void check_options_belong(command_spec const& spec, std::vector<given_option> const& options) {
+    for (given_option const& o : options) {
+        bool const common = std::find(std::begin(common_options), std::end(common_options), o.name) !=
+                            std::end(common_options);
+        bool const own = std::find(spec.options.begin(), spec.options.end(), o.name) != spec.options.end();
+        if (!common && !own) throw usage_error{o.name + " is not an option of " + spec.name};
+    }
+}
+
+/// Step 4: the options' values, checked, into `c`.
+void take_options(std::vector<given_option> const& options, command_line& c) {
+    for (given_option const& o : options) {
+        if (o.name == "--json") c.json = true;
+        if (o.name == "--remove") c.remove = true;
+        if (o.name == "--allow-unchecked") c.allow_unchecked = true;
+        if (o.name == "--progress") c.progress = true;
+        if (o.name == "--secret-file") c.secret_file = o.value;
+        if (o.name == "--password-file") c.password_file = o.value;
+        if (o.name == "--max-size") c.max_size = o.value;
+        if (o.name == "--namespace") c.name_space = o.value;
+        if (o.name == "--name") c.name_glob = o.value;
+        if (o.name == "--since") c.since = o.value;
+        if (o.name == "--prefix") c.prefix = o.value;
+        if (o.name == "--sort") {
+            c.sort = *o.value;
+            if (c.sort != "name" && c.sort != "size" && c.sort != "age")
+                throw usage_error{"--sort takes name, size or age, not \"" + c.sort + "\""};
+        }
+        if (o.name == "--format") {
+            c.format = *o.value;
+            if (c.format != "text" && c.format != "json" && c.format != "openmetrics")
+                throw usage_error{"--format takes text, json or openmetrics, not \"" + c.format + "\""};
+        }
+    }
+    if (c.json) {
+        if (c.format == "openmetrics") throw usage_error{"--json and --format=openmetrics are two formats; give one"};
+        c.format = "json";
+    }
+    c.json = c.format == "json";
+}
+
+std::string without_trailing_slashes(std::string s) {
+    while (s.size() > 1 && s.back() == '/') s.pop_back(); // "cache/" names "cache"
+    return s;
+}
+
+/// Step 5: the operands the command needs, no more, no fewer.
+void take_operands(command_spec const& spec, std::vector<std::string> const& words, command_line& c) {
+    std::size_t const given = words.size() - 1;
+    std::size_t const wanted = spec.operands.size();
+    bool const optional = wanted != 0 && spec.operands.back()[0] == '[';
+    if (given + (optional ? 1 : 0) < wanted) {
+        std::string names;
+        for (std::size_t i = 0; i < wanted; ++i) names += (i == 0 ? "" : i + 1 == wanted ? " and " : ", ") + std::string(spec.operands[i]);
+        throw usage_error{c.command + " needs " + names};
+    }
+    if (given > wanted) throw usage_error{"unexpected argument \"" + words[wanted + 1] + "\""};
+    if (given != 0) c.cache = without_trailing_slashes(words[1]);
+    if (c.command == "show") c.key_prefix = words[2];
+    if (c.command == "explain") c.kernel_name = words[2];
+    if (c.command == "copy") c.destination = without_trailing_slashes(words[2]);
+}
+
+} // namespace
+
+std::string usage_of(command_spec const& spec) {
+    std::string out = std::string("usage: compile-cache ") + spec.name;
+    for (char const* operand : spec.operands) out += std::string(" ") + operand;
+    for (char const* name : spec.options)
+        for (option_spec const& o : option_table)
+            if (std::string_view(name) == o.name)
+                out += std::string(" [") + o.name + (o.value ? std::string(" ") + o.value : std::string()) + "]";
+    return out + " [--json] [--progress]";
+}
+
+command_line parse(std::vector<std::string> const& args) {
+    std::vector<given_option> options;
+    std::vector<std::string> words;
+    split_arguments(args, options, words);
+    command_spec const& spec = command_of(words);
+    command_line c;
+    c.command = spec.name;
+    check_options_belong(spec, options);
+    take_options(options, c);
+    take_operands(spec, words, c);
+    if (c.command == "prune" && !c.max_size) throw usage_error{"prune needs --max-size SIZE"};
+    return c;
+}
+
+} // namespace compile_cache_tool

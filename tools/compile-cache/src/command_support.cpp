@@ -1,0 +1,73 @@
+// compile-cache: what the commands share (command_support.hpp).
+#include "command_support.hpp"
+
+#include <compile_cache/secret_file.hpp>
+
+#include <algorithm>
+#include <chrono>
+
+namespace compile_cache_tool {
+
+namespace {
+
+std::int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+} // namespace
+
+std::int64_t age_s(std::int64_t use_ns) { return (now_ns() - use_ns) / 1000000000; }
+
+/// "2026-11-29 18:41:01 (5 min ago)", or "unknown" when the storage does not know.
+std::string last_use_text(std::int64_t use_ns, bool with_date) {
+    if (use_ns == 0) return "unknown";
+    std::string const ago = human_age(age_s(use_ns)) + " ago";
+    return with_date ? local_time(use_ns) + " (" + ago + ")" : ago;
+}
+
+/// The JSON fields of a last use: the time, ns, and age; null each when unknown.
+void use_fields(json_writer& j, std::int64_t use_ns) {
+    j.key("last_use");
+    if (use_ns == 0) j.null(); else j.value(utc_time(use_ns));
+    j.key("last_use_ns");
+    if (use_ns == 0) j.null(); else j.value(use_ns);
+    j.key("age_s");
+    if (use_ns == 0) j.null(); else j.value(age_s(use_ns));
+}
+
+/// Opens the JSON document of a command's output: `"directory": DIR` or `"storage": ...`.
+json_writer& begin_document(json_writer& j, opened_cache const& cache) {
+    return j.begin_object().field(cache.is_directory() ? "directory" : "storage", cache.shown);
+}
+
+/// The envelope_auth --secret-file asks for, read the way a cache reads
+/// PREFIX_SECRET_FILE; false (after the message) when the file cannot be used.
+bool auth_from(command_line const& c, compile_cache::envelope_auth& auth) {
+    if (!c.secret_file) return true;
+    std::string secret;
+    std::string const why = compile_cache::read_secret_file(*c.secret_file, secret);
+    if (!why.empty()) {
+        fail("--secret-file " + *c.secret_file + ": " + why, exit_usage);
+        return false;
+    }
+    auth = compile_cache::envelope_auth(secret);
+    std::fill(secret.begin(), secret.end(), '\0');
+    return true;
+}
+
+/// Opens and lists `arg` for `c`; exit_ok or the status of the failure said.
+int open_and_list(command_line const& c, std::string const& arg, cache_use use, progress_line& progress,
+                  listed_cache& out) {
+    // copy's --namespace and --password-file are for whichever of its caches is Redis.
+    std::string location;
+    bool const for_redis = c.command != "copy" || kind_of(arg, location) == cache_kind::redis;
+    reach_options const reach = for_redis ? reach_options{c.name_space, c.password_file} : reach_options{};
+    if (int const s = open_cache(arg, use, reach, out.cache); s != exit_ok) return s;
+    return out.cache.list(out.listing, progress);
+}
+
+/// The progress line a command shows: on a large cache, or whenever --progress asks.
+progress_line progress_for(command_line const& c) { return progress_line(true, c.progress); }
+
+} // namespace compile_cache_tool

@@ -1,0 +1,827 @@
+// compile-cache: the commands (commands.hpp). Each lists the cache once through
+// opened_cache and reads each entry at most once; what is a directory's own (its
+// accounted sizes, temp and other files, the size limit and counters its hosts
+// record, prune, zero) is added where the cache is one.
+#include "commands.hpp"
+
+#include "cache_directory.hpp"
+#include "command_support.hpp"
+#include "entry_check.hpp"
+#include "opened_cache.hpp"
+#include "output.hpp"
+
+#include <compile_cache/envelope.hpp>
+#include <compile_cache/explain.hpp>
+#include <compile_cache/settings.hpp>
+#include <compile_cache/storage/directory/directory_layout.hpp>
+#include <compile_cache/storage/directory/directory_storage.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <sys/stat.h>
+
+namespace compile_cache_tool {
+
+namespace {
+
+namespace layout = compile_cache::directory_layout;
+
+/// An entry of the listing and what checking it concluded.
+struct read_entry {
+    listed_entry const* listed;
+    checked_entry check;
+};
+
+/// Reads and checks each of `entries`, keeping only what the output needs.
+std::vector<read_entry> read_all(opened_cache const& cache, std::vector<listed_entry> const& entries,
+                                 compile_cache::envelope_auth const& auth, progress_line& progress, char const* what) {
+    std::vector<read_entry> out;
+    out.reserve(entries.size());
+    std::string bytes;
+    for (listed_entry const& e : entries) {
+        out.push_back({&e, read_and_check(cache, e, auth, bytes)});
+        // Not shown, and over 100,000 entries they would be most of the memory used.
+        std::vector<compile_cache::component_digest>().swap(out.back().check.envelope.metadata.components);
+        progress.update(what, out.size(), entries.size(), entries.size());
+    }
+    progress.finish();
+    return out;
+}
+// ---- stats -------------------------------------------------------------------
+
+/// What a listing says about the entries: their sizes and last uses.
+struct entry_totals {
+    std::uint64_t bytes = 0, accounted = 0, record_bytes = 0;
+    std::int64_t oldest = 0, newest = 0; ///< last uses known, ns since the epoch; 0: none
+};
+
+entry_totals totals_of(cache_listing const& l) {
+    entry_totals t;
+    for (listed_entry const& e : l.entries) {
+        t.bytes += e.size;
+        t.accounted += layout::accounted_size(e.size);
+        if (e.use_ns == 0) continue;
+        if (t.oldest == 0 || e.use_ns < t.oldest) t.oldest = e.use_ns;
+        t.newest = std::max(t.newest, e.use_ns);
+    }
+    for (listed_entry const& e : l.records) t.record_bytes += e.size;
+    return t;
+}
+
+/// The counters the hosts recorded in a directory, and what stats derives from them.
+struct recorded_counters {
+    std::map<std::string, std::uint64_t> all; ///< gauges included
+    std::optional<std::uint64_t> limit;       ///< the size limit of the latest host to record
+    std::optional<std::uint64_t> updated_s;   ///< when it recorded
+    std::uint64_t zeroed_s = 0;               ///< when `compile-cache zero` last ran; 0: never
+    std::uint64_t hits = 0, misses = 0, remote_hits = 0, remote_misses = 0, hit_compile_ns = 0, load_ns = 0;
+
+    /// What the hits saved: the compile times their entries recorded, less all the
+    /// time spent loading (hits and misses).
+    std::int64_t saved_ns() const {
+        return static_cast<std::int64_t>(hit_compile_ns) - static_cast<std::int64_t>(load_ns);
+    }
+};
+
+recorded_counters read_counters(std::string const& dir) {
+    recorded_counters r;
+    directory_counters const dc = read_directory_counters(dir);
+    r.all = dc.all;
+    r.zeroed_s = dc.zeroed_s;
+    auto const gauge = [&](std::string_view name) -> std::optional<std::uint64_t> {
+        auto const it = r.all.find(std::string(name));
+        if (it == r.all.end()) return std::nullopt;
+        return it->second;
+    };
+    r.limit = gauge(layout::gauge_max_size);
+    r.updated_s = gauge(layout::gauge_updated_s);
+    for (auto const& [name, n] : r.all) {
+        if (name == "hits") r.hits = n;
+        if (name.rfind("misses.", 0) == 0) r.misses += n;
+        if (name == "remote.hits") r.remote_hits = n;
+        if (name == "remote.misses") r.remote_misses = n;
+        if (name == "hit-compile-ns") r.hit_compile_ns = n;
+        if (name == "load-ns") r.load_ns = n;
+    }
+    return r;
+}
+
+/// A rate in [0, 1], or nothing when there was nothing to rate.
+std::optional<double> rate(std::uint64_t part, std::uint64_t whole) {
+    if (whole == 0) return std::nullopt;
+    return static_cast<double>(part) / static_cast<double>(whole);
+}
+
+/// "12.5%" of `part` in `whole` (not 0).
+std::string percent(std::uint64_t part, std::uint64_t whole) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.1f%%", 100.0 * *rate(part, whole));
+    return text;
+}
+
+std::string seconds_text(std::uint64_t s) { return utc_time(static_cast<std::int64_t>(s) * 1000000000); }
+
+void print_stats_json(opened_cache const& cache, cache_listing const& l, entry_totals const& t,
+                      recorded_counters const* rc) {
+    auto const time_or_null = [](json_writer& j, char const* name, std::int64_t ns) {
+        j.key(name);
+        if (ns == 0) j.null(); else j.value(utc_time(ns));
+        j.key(std::string(name) + "_ns");
+        if (ns == 0) j.null(); else j.value(ns);
+    };
+    json_writer j;
+    begin_document(j, cache).field("entries", std::uint64_t{l.entries.size()}).field("bytes", t.bytes);
+    j.field("identity_records", std::uint64_t{l.records.size()}).field("identity_record_bytes", t.record_bytes);
+    time_or_null(j, "oldest_use", t.oldest);
+    time_or_null(j, "newest_use", t.newest);
+    if (cache.is_directory()) {
+        j.field("accounted_bytes", t.accounted).field("temp_files", cache.facts.temp_files);
+        j.field("other_files", cache.facts.other_files);
+    }
+    if (rc) {
+        j.field("saved_ns", rc->saved_ns()).key("size_limit");
+        if (rc->limit) j.value(*rc->limit); else j.null();
+        for (auto const& [name, r] : {std::pair{"hit_rate", rate(rc->hits, rc->hits + rc->misses)},
+                                      {"remote_hit_rate", rate(rc->remote_hits, rc->remote_hits + rc->remote_misses)}}) {
+            j.key(name);
+            if (r) j.raw_number(*r); else j.null();
+        }
+        j.key("counters").begin_object();
+        for (auto const& [name, n] : rc->all)
+            if (!layout::is_gauge(name)) j.field(name, n);
+        j.end_object();
+        j.key("counters_updated");
+        if (rc->updated_s) j.value(seconds_text(*rc->updated_s)); else j.null();
+        j.key("counters_since");
+        if (rc->zeroed_s != 0) j.value(seconds_text(rc->zeroed_s)); else j.null();
+    }
+    j.end_object();
+    std::fputs(j.str().c_str(), stdout);
+}
+
+/// stats' first table: the cache's entries, sizes, limit and files.
+std::string summary_text(opened_cache const& cache, cache_listing const& l, entry_totals const& tot,
+                         recorded_counters const* rc) {
+    text_table t;
+    t.add({cache.is_directory() ? "directory" : "storage", printable(cache.shown)});
+    t.add({"entries", std::to_string(l.entries.size())});
+    t.add({"size", human_size(tot.bytes) + " (" + std::to_string(tot.bytes) + " bytes)" +
+                       (cache.is_directory() ? "; " + human_size(tot.accounted) +
+                                                   " counted against the limit (whole 4 KiB blocks)"
+                                             : std::string())});
+    if (rc) {
+        std::string limit_text = "not recorded (no host has recorded its counters here)";
+        if (rc->limit && *rc->limit == 0) limit_text = "none (the latest host to record had no limit)";
+        if (rc->limit && *rc->limit != 0)
+            limit_text = human_size(*rc->limit) + " (" + percent(tot.accounted, *rc->limit) +
+                         " used), as the latest host to record set it";
+        t.add({"size limit", limit_text});
+    }
+    t.add({"identity records", std::to_string(l.records.size()) + " (" + human_size(tot.record_bytes) +
+                                   "): what explains a kernel's misses (compile-cache explain)"});
+    if (cache.is_directory()) {
+        t.add({"temp files", std::to_string(cache.facts.temp_files)});
+        if (cache.facts.other_files != 0)
+            t.add({"other files", std::to_string(cache.facts.other_files) + " (not the cache's; left alone)"});
+    }
+    if (tot.oldest != 0) {
+        t.add({"oldest use", last_use_text(tot.oldest, true)});
+        t.add({"newest use", last_use_text(tot.newest, true)});
+    }
+    return t.str();
+}
+
+/// stats' second part: the rates, the time saved and every counter that is not 0.
+std::string counters_text(recorded_counters const* rc) {
+    if (!rc) return "counters: hosts record theirs in a cache directory only\n";
+    std::string const since = rc->zeroed_s != 0 ? " since " + local_time(static_cast<std::int64_t>(rc->zeroed_s) * 1000000000) + " (compile-cache zero)" : "";
+    if (rc->all.empty()) return "no counters recorded yet (hosts record theirs when their cache is destroyed)\n";
+    std::string out = "counters recorded by hosts" + since;
+    if (rc->updated_s) out += " (last at " + local_time(static_cast<std::int64_t>(*rc->updated_s) * 1000000000) + ")";
+    out += ":\n";
+    text_table ct;
+    if (rc->hits + rc->misses != 0)
+        ct.add({"  hit rate", percent(rc->hits, rc->hits + rc->misses),
+                "(" + std::to_string(rc->hits) + " of " + std::to_string(rc->hits + rc->misses) + " lookups)"});
+    if (rc->remote_hits + rc->remote_misses != 0)
+        ct.add({"  remote hit rate", percent(rc->remote_hits, rc->remote_hits + rc->remote_misses),
+                "(" + std::to_string(rc->remote_hits) + " of " + std::to_string(rc->remote_hits + rc->remote_misses) +
+                    " lookups sent to the remote)"});
+    if (rc->hits != 0) {
+        std::int64_t const saved = rc->saved_ns();
+        ct.add({"  time saved",
+                (saved < 0 ? "-" : "") + human_duration_ns(static_cast<std::uint64_t>(saved < 0 ? -saved : saved)),
+                "(the compile times the loaded entries recorded, " + human_duration_ns(rc->hit_compile_ns) +
+                    ", less the time loading, " + human_duration_ns(rc->load_ns) + ")"});
+    }
+    std::size_t zero = 0;
+    for (auto const& [name, n] : rc->all) {
+        if (layout::is_gauge(name)) continue;
+        if (n == 0) { // the many reasons that never happened would bury the ones that did
+            ++zero;
+            continue;
+        }
+        std::string note;
+        if (name.size() > 3 && name.compare(name.size() - 3, 3, "-ns") == 0) note = "(" + human_duration_ns(n) + ")";
+        if (name.rfind("bytes-", 0) == 0 || name.find(".bytes-") != std::string::npos) note = "(" + human_size(n) + ")";
+        ct.add({"  " + name, std::to_string(n), note});
+    }
+    out += ct.str({false, true, false});
+    if (zero != 0) out += "  (" + std::to_string(zero) + " other counters are 0; --json lists them all)\n";
+    return out;
+}
+
+/// stats --format=openmetrics: the figures as Prometheus text exposition, one family
+/// each with HELP and TYPE, labelled with the cache.
+std::string stats_openmetrics(opened_cache const& cache, cache_listing const& l, entry_totals const& t,
+                              recorded_counters const* rc) {
+    std::string const label = "cache=" + openmetrics_label_value(cache.shown);
+    openmetrics_writer m;
+    m.family("compile_cache_entries", "gauge", "Entries in the cache (identity records not counted).");
+    m.sample("compile_cache_entries", {label}, l.entries.size());
+    m.family("compile_cache_entry_bytes", "gauge", "Bytes of the entries.");
+    m.sample("compile_cache_entry_bytes", {label}, t.bytes);
+    m.family("compile_cache_identity_records", "gauge", "Identity records, which explain a kernel's misses.");
+    m.sample("compile_cache_identity_records", {label}, l.records.size());
+    if (cache.is_directory()) {
+        m.family("compile_cache_accounted_bytes", "gauge", "What the entries count for against the size limit.");
+        m.sample("compile_cache_accounted_bytes", {label}, t.accounted);
+        m.family("compile_cache_temp_files", "gauge", "Temp files of stores in progress or killed.");
+        m.sample("compile_cache_temp_files", {label}, cache.facts.temp_files);
+    }
+    if (!rc) return m.str();
+    if (rc->limit) {
+        m.family("compile_cache_size_limit_bytes", "gauge", "The size limit the latest host to record set (0: none).");
+        m.sample("compile_cache_size_limit_bytes", {label}, *rc->limit);
+    }
+    std::uint64_t stores = 0;
+    std::map<std::string, std::uint64_t> misses, remote_errors;
+    for (auto const& [name, n] : rc->all) {
+        if (name.rfind("misses.", 0) == 0) misses[name.substr(7)] = n;
+        if (name.rfind("remote.errors.", 0) == 0) remote_errors[name.substr(14)] = n;
+        if (name == "stores") stores = n;
+    }
+    m.family("compile_cache_hits_total", "counter", "Lookups answered from the cache.");
+    m.sample("compile_cache_hits_total", {label}, rc->hits);
+    m.family("compile_cache_misses_total", "counter", "Lookups not answered, by reason.");
+    for (auto const& [reason, n] : misses)
+        m.sample("compile_cache_misses_total", {label, "reason=" + openmetrics_label_value(reason)}, n);
+    m.family("compile_cache_stores_total", "counter", "Entries stored.");
+    m.sample("compile_cache_stores_total", {label}, stores);
+    m.family("compile_cache_remote_hits_total", "counter", "Lookups the remote tier answered.");
+    m.sample("compile_cache_remote_hits_total", {label}, rc->remote_hits);
+    m.family("compile_cache_remote_misses_total", "counter", "Lookups sent to the remote tier it did not answer.");
+    m.sample("compile_cache_remote_misses_total", {label}, rc->remote_misses);
+    m.family("compile_cache_remote_errors_total", "counter", "Failures of the remote tier, by kind.");
+    for (auto const& [kind, n] : remote_errors)
+        m.sample("compile_cache_remote_errors_total", {label, "kind=" + openmetrics_label_value(kind)}, n);
+    m.family("compile_cache_time_saved_seconds", "gauge",
+             "The compile time the hits' entries recorded, less all the time spent loading.");
+    m.sample_seconds("compile_cache_time_saved_seconds", {label}, rc->saved_ns());
+    for (auto const& [name, n] : rc->all) {
+        if (name.rfind("bytes-", 0) != 0 && name.find(".bytes-") == std::string::npos) continue;
+        std::string metric = "compile_cache_";
+        for (char ch : name) metric += (ch == '.' || ch == '-') ? '_' : ch;
+        metric += "_total";
+        m.family(metric, "counter", "The counter " + name + " the hosts recorded (bytes).");
+        m.sample(metric, {label}, n);
+    }
+    return m.str();
+}
+
+int run_stats(command_line const& c) {
+    progress_line progress = progress_for(c);
+    listed_cache lc;
+    if (int const s = open_and_list(c, c.cache, cache_use::read, progress, lc); s != exit_ok) return s;
+    entry_totals const totals = totals_of(lc.listing);
+    std::optional<recorded_counters> counters;
+    if (lc.cache.is_directory()) counters = read_counters(lc.cache.directory);
+    recorded_counters const* rc = counters ? &*counters : nullptr;
+    if (c.format == "json") {
+        print_stats_json(lc.cache, lc.listing, totals, rc);
+    } else if (c.format == "openmetrics") {
+        std::fputs(stats_openmetrics(lc.cache, lc.listing, totals, rc).c_str(), stdout);
+    } else {
+        std::string const out = summary_text(lc.cache, lc.listing, totals, rc) + counters_text(rc);
+        std::fputs(out.c_str(), stdout);
+    }
+    return exit_ok;
+}
+
+// ---- list --------------------------------------------------------------------
+
+std::string display_name(checked_entry const& e) {
+    if (e.result == verdict::sound) return printable(e.envelope.metadata.name);
+    if (e.result == verdict::unchecked) return "(not checked)";
+    return "(bad entry)";
+}
+
+std::string origin_of(compile_cache::entry_metadata const& m) {
+    return m.origin_file + ":" + std::to_string(m.origin_line);
+}
+
+/// The origin column of list: file:line when the entry is sound, else the problem.
+std::string origin_column(checked_entry const& e) {
+    return e.result == verdict::sound ? printable(origin_of(e.envelope.metadata)) : e.problem;
+}
+
+/// A listed entry's JSON fields from checking it: its status, then its kernel's name,
+/// origin and format when sound, else the problem.
+void check_fields(json_writer& j, checked_entry const& e) {
+    auto const& m = e.envelope.metadata;
+    j.field("status", to_string(e.result));
+    if (e.result == verdict::sound) {
+        j.field("name", m.name).field("origin_file", m.origin_file).field("origin_line", m.origin_line);
+        j.field("format_id", m.format_id);
+    } else {
+        j.field("problem", e.problem);
+    }
+}
+
+/// The JSON fields that say where an entry is: its key, and its file in a directory.
+void place_fields(json_writer& j, opened_cache const& cache, listed_entry const& e) {
+    j.field("key", e.name);
+    if (cache.is_directory()) j.field("path", layout::entry_relative_path(e.name));
+}
+
+void sort_for_list(std::vector<read_entry>& entries, std::string const& sort) {
+    auto const by_name = [](read_entry const& a, read_entry const& b) {
+        std::string const& an = a.check.envelope.metadata.name;
+        std::string const& bn = b.check.envelope.metadata.name;
+        return an != bn ? an < bn : a.listed->name < b.listed->name;
+    };
+    std::sort(entries.begin(), entries.end(), [&](read_entry const& a, read_entry const& b) {
+        if (sort == "size" && a.listed->size != b.listed->size) return a.listed->size > b.listed->size;
+        if (sort == "age" && a.listed->use_ns != b.listed->use_ns) return a.listed->use_ns < b.listed->use_ns;
+        return by_name(a, b);
+    });
+}
+
+int run_list(command_line const& c) {
+    compile_cache::envelope_auth auth;
+    if (!auth_from(c, auth)) return exit_usage;
+    progress_line progress = progress_for(c);
+    listed_cache lc;
+    if (int const s = open_and_list(c, c.cache, cache_use::read, progress, lc); s != exit_ok) return s;
+    std::vector<read_entry> entries = read_all(lc.cache, lc.listing.entries, auth, progress, "reading entries");
+    sort_for_list(entries, c.sort);
+    std::uint64_t const total = totals_of(lc.listing).bytes;
+    if (c.json) {
+        json_writer j;
+        begin_document(j, lc.cache).field("sort", c.sort).key("entries").begin_array();
+        for (read_entry const& e : entries) {
+            j.begin_object();
+            place_fields(j, lc.cache, *e.listed);
+            j.field("size", e.listed->size);
+            use_fields(j, e.listed->use_ns);
+            check_fields(j, e.check);
+            j.end_object();
+        }
+        j.end_array().field("total_bytes", total).end_object();
+        std::fputs(j.str().c_str(), stdout);
+        return exit_ok;
+    }
+    text_table t;
+    t.add({"NAME", "KEY", "SIZE", "LAST USE", "ORIGIN"});
+    for (read_entry const& e : entries)
+        t.add({display_name(e.check), e.listed->name.substr(0, 16), human_size(e.listed->size),
+               last_use_text(e.listed->use_ns, false), origin_column(e.check)});
+    std::string out = t.str({false, false, true, true, false});
+    out += std::to_string(entries.size()) + (entries.size() == 1 ? " entry, " : " entries, ") + human_size(total);
+    if (!lc.listing.records.empty())
+        out += " (and " + std::to_string(lc.listing.records.size()) + " identity records, not listed)";
+    out += "\n";
+    std::fputs(out.c_str(), stdout);
+    return exit_ok;
+}
+
+// ---- show --------------------------------------------------------------------
+
+/// show's KEY_PREFIX in lower case; false (after the message) when it is not hexadecimal.
+bool key_prefix_from(std::string const& given, std::string& prefix) {
+    prefix.clear();
+    for (char ch : given) prefix += static_cast<char>(ch >= 'A' && ch <= 'F' ? ch - 'A' + 'a' : ch);
+    if (layout::is_lower_hex(prefix)) return true;
+    fail("KEY_PREFIX \"" + printable(given) + "\" is not hexadecimal (list prints the keys)", exit_usage);
+    return false;
+}
+
+/// The one entry whose key starts with `prefix`, or nullptr after saying why not.
+listed_entry const* entry_by_prefix(listed_cache const& lc, std::string const& prefix) {
+    std::vector<listed_entry const*> matches;
+    for (listed_entry const& e : lc.listing.entries)
+        if (e.name.compare(0, prefix.size(), prefix) == 0) matches.push_back(&e);
+    if (matches.empty()) {
+        fail("no entry's key starts with " + prefix + " in " + printable(lc.cache.shown), exit_usage);
+        return nullptr;
+    }
+    if (matches.size() > 1) {
+        std::string message = "KEY_PREFIX " + prefix + " is ambiguous: " + std::to_string(matches.size()) +
+                              " entries start with it (";
+        for (std::size_t i = 0; i < matches.size() && i < 3; ++i)
+            message += (i ? ", " : "") + matches[i]->name.substr(0, std::max<std::size_t>(prefix.size() + 4, 16));
+        message += matches.size() > 3 ? ", ...); give more digits" : "); give more digits";
+        fail(message, exit_usage);
+        return nullptr;
+    }
+    return matches.front();
+}
+
+/// show's JSON account of a checked entry: its status, and when its envelope parsed,
+/// the envelope, the metadata and the digests of its key's components.
+void show_fields(json_writer& j, checked_entry const& e) {
+    auto const& env = e.envelope;
+    auto const& m = env.metadata;
+    bool const parsed = e.result == verdict::sound || env.status == compile_cache::envelope_status::ok;
+    std::uint64_t const header = e.file_size - e.payload_size - e.check_size;
+    j.field("status", to_string(e.result));
+    if (!e.problem.empty()) j.field("problem", e.problem);
+    if (!parsed) return;
+    j.key("envelope").begin_object().field("version", std::uint64_t{env.version});
+    j.field("mode", env.keyed ? "hmac-sha256" : "crc32c");
+    j.field("stored_key", env.stored_key.hex()).field("header_bytes", header);
+    j.field("payload_bytes", e.payload_size).field("check_bytes", e.check_size).end_object();
+    j.key("metadata").begin_object().field("name", m.name).field("origin_file", m.origin_file);
+    j.field("origin_line", m.origin_line).field("format_id", m.format_id);
+    j.field("created", utc_time(m.created_ns)).field("created_ns", m.created_ns);
+    j.field("compile_ns", m.compile_ns).end_object();
+    j.key("components").begin_array();
+    for (auto const& comp : m.components)
+        j.begin_object().field("name", comp.name).field("digest", comp.digest.hex()).end_object();
+    j.end_array();
+}
+
+/// show's rows for the same.
+void show_rows(text_table& t, checked_entry const& e, std::string const& name, char const* stored_as) {
+    auto const& env = e.envelope;
+    auto const& m = env.metadata;
+    bool const parsed = e.result == verdict::sound || env.status == compile_cache::envelope_status::ok;
+    std::uint64_t const header = e.file_size - e.payload_size - e.check_size;
+    t.add({"status", std::string(to_string(e.result)) + (e.problem.empty() ? "" : ": " + e.problem)});
+    if (parsed) {
+        t.add({"envelope", "version " + std::to_string(env.version) + ", mode " + (env.keyed ? "hmac-sha256" : "crc32c") +
+                               ", check value verified"});
+        bool const own = env.stored_key.hex() == name;
+        t.add({"key", env.stored_key.hex() + (own ? " (" : " (NOT ") + stored_as + ")"});
+        t.add({"sizes", "header " + std::to_string(header) + " + payload " + std::to_string(e.payload_size) +
+                            " + check " + std::to_string(e.check_size) + " bytes"});
+        t.add({"name", printable(m.name)});
+        t.add({"origin", printable(origin_of(m))});
+        t.add({"format", printable(m.format_id)});
+        t.add({"created", local_time(m.created_ns)});
+        t.add({"compile time", human_duration_ns(m.compile_ns)});
+        t.add({"components", std::to_string(m.components.size()) +
+                                 (m.components.empty() ? " (the key was not made by key_builder)" : "")});
+        for (auto const& comp : m.components) t.add({"  " + printable(comp.name), comp.digest.hex()});
+    } else if (env.version != 0) {
+        t.add({"envelope", "version " + std::to_string(env.version) + " (its header says; not verified)"});
+    }
+}
+
+int run_show(command_line const& c) {
+    compile_cache::envelope_auth auth;
+    if (!auth_from(c, auth)) return exit_usage;
+    std::string prefix;
+    if (!key_prefix_from(c.key_prefix, prefix)) return exit_usage;
+    progress_line progress = progress_for(c);
+    listed_cache lc;
+    if (int const s = open_and_list(c, c.cache, cache_use::read, progress, lc); s != exit_ok) return s;
+    listed_entry const* f = entry_by_prefix(lc, prefix);
+    if (f == nullptr) return exit_usage;
+    std::string bytes;
+    checked_entry const e = read_and_check(lc.cache, *f, auth, bytes);
+    int const status = e.result == verdict::bad ? exit_bad_entries : exit_ok;
+    if (c.json) {
+        json_writer j;
+        begin_document(j, lc.cache);
+        place_fields(j, lc.cache, *f);
+        j.field("size", f->size);
+        use_fields(j, f->use_ns);
+        show_fields(j, e);
+        j.end_object();
+        std::fputs(j.str().c_str(), stdout);
+        return status;
+    }
+    bool const dir = lc.cache.is_directory();
+    text_table t;
+    t.add({"entry", dir ? printable(lc.cache.directory) + "/" + lc.cache.entry_label(f->name)
+                        : f->name + " in " + printable(lc.cache.shown)});
+    t.add({"size", std::to_string(f->size) + " bytes"});
+    t.add({"last use", last_use_text(f->use_ns, true)});
+    show_rows(t, e, f->name, dir ? "its file name" : "the key it is stored under");
+    std::fputs(t.str().c_str(), stdout);
+    return status;
+}
+
+// ---- verify ------------------------------------------------------------------
+
+struct verified_entry {
+    listed_entry const* listed;
+    checked_entry check;
+    bool record = false; ///< an identity record, not a kernel's entry
+    bool removed = false;
+    std::string remove_problem; ///< why --remove did not remove it
+};
+
+/// What verify found: the entries that do not check, apart from those it cannot judge.
+struct verification {
+    std::vector<verified_entry> bad, unchecked;
+    std::uint64_t sound = 0, sound_records = 0;
+    bool removal_failed = false;
+
+    std::uint64_t removed() const {
+        std::uint64_t n = 0;
+        for (auto const& v : bad) n += v.removed ? 1 : 0;
+        return n;
+    }
+    /// Whether the check value of anything was checked (so that naming it is true).
+    bool checked_any() const {
+        if (sound + sound_records != 0) return true;
+        for (auto const& v : bad)
+            if (v.check.file_size != 0) return true; // read, and found bad by its check
+        return false;
+    }
+};
+
+/// Checks every entry and identity record (records are envelopes too: checked alike).
+verification check_all(opened_cache const& cache, cache_listing const& l, compile_cache::envelope_auth const& auth,
+                       progress_line& progress) {
+    verification out;
+    std::size_t const total = l.entries.size() + l.records.size();
+    std::uint64_t done = 0;
+    std::string bytes;
+    for (auto const* list : {&l.entries, &l.records})
+        for (listed_entry const& e : *list) {
+            checked_entry check = read_and_check(cache, e, auth, bytes);
+            progress.update("verifying entries", ++done, total, total);
+            bool const record = list == &l.records;
+            if (check.result == verdict::sound) {
+                ++(record ? out.sound_records : out.sound);
+                continue;
+            }
+            verified_entry v{&e, std::move(check), record, false, {}};
+            (v.check.result == verdict::unchecked ? out.unchecked : out.bad).push_back(std::move(v));
+        }
+    progress.finish();
+    return out;
+}
+
+/// --remove: deletes the bad entries through the storage (so that a directory's size
+/// ledger stays right), each checked again just before, since a host may have replaced
+/// it with a sound one meanwhile. With a secret under which not one entry verifies, the
+/// likelier mistake is the secret: removing would empty a sound cache, so nothing is.
+void remove_bad(command_line const& c, opened_cache const& cache, compile_cache::envelope_auth const& auth,
+                verification& v) {
+    if (auth.keyed() && v.sound + v.sound_records == 0 && !v.bad.empty()) {
+        std::fprintf(stderr, "compile-cache: no entry verifies under the secret of %s: is it the right one? Nothing removed\n",
+                     c.secret_file ? c.secret_file->c_str() : "--secret-file");
+        for (verified_entry& e : v.bad) e.remove_problem = "kept: no entry verifies under this secret";
+        return;
+    }
+    std::string bytes;
+    for (verified_entry& e : v.bad) {
+        if (read_and_check(cache, *e.listed, auth, bytes).result == verdict::sound) {
+            e.remove_problem = "replaced by a sound entry meanwhile; kept";
+        } else if (std::error_code const ec = cache.remove(e.listed->k)) {
+            e.remove_problem = "cannot remove it: " + ec.message();
+            v.removal_failed = true;
+        } else {
+            e.removed = true;
+        }
+    }
+}
+
+void print_verification_json(opened_cache const& cache, cache_listing const& l, bool keyed, verification const& v) {
+    json_writer j;
+    begin_document(j, cache).key("mode");
+    if (v.checked_any()) j.value(keyed ? "hmac-sha256" : "crc32c"); else j.null();
+    j.field("checked", std::uint64_t{l.entries.size()}).field("sound", v.sound);
+    j.field("identity_records", std::uint64_t{l.records.size()}).field("sound_identity_records", v.sound_records);
+    // Kernels' entries and identity records in lists of their own.
+    for (bool const records : {false, true}) {
+        j.key(records ? "bad_identity_records" : "bad").begin_array();
+        for (auto const& e : v.bad) {
+            if (e.record != records) continue;
+            j.begin_object();
+            place_fields(j, cache, *e.listed);
+            j.field("problem", e.check.problem).field("removed", e.removed);
+            if (!e.remove_problem.empty()) j.field("remove_problem", e.remove_problem);
+            j.end_object();
+        }
+        j.end_array().key(records ? "unchecked_identity_records" : "unchecked").begin_array();
+        for (auto const& e : v.unchecked)
+            if (e.record == records) {
+                j.begin_object();
+                place_fields(j, cache, *e.listed);
+                j.field("reason", e.check.problem).end_object();
+            }
+        j.end_array();
+    }
+    j.field("removed", v.removed()).end_object();
+    std::fputs(j.str().c_str(), stdout);
+}
+
+/// "3 sound, 1 bad, 1 removed, 2 not checked (HMAC entries: give --secret-file)" for
+/// the kernels' entries or the records.
+std::string tally(bool remove, verification const& v, bool records) {
+    std::uint64_t bad = 0, removed = 0;
+    std::vector<std::string> causes;
+    std::uint64_t unchecked = 0;
+    for (auto const& e : v.bad)
+        if (e.record == records) {
+            ++bad;
+            removed += e.removed ? 1 : 0;
+        }
+    for (auto const& e : v.unchecked) {
+        if (e.record != records) continue;
+        ++unchecked;
+        std::string cause = unchecked_cause(e.check);
+        if (std::find(causes.begin(), causes.end(), cause) == causes.end()) causes.push_back(std::move(cause));
+    }
+    std::string t = std::to_string(records ? v.sound_records : v.sound) + " sound, " + std::to_string(bad) + " bad";
+    if (remove) t += ", " + std::to_string(removed) + " removed";
+    if (unchecked != 0) {
+        t += ", " + std::to_string(unchecked) + " not checked";
+        for (std::size_t i = 0; i < causes.size(); ++i) t += (i == 0 ? " (" : "; ") + causes[i];
+        if (!causes.empty()) t += ")";
+    }
+    return t;
+}
+
+void print_verification_text(bool remove, opened_cache const& cache, cache_listing const& l, bool keyed,
+                             verification const& v) {
+    std::string out;
+    for (auto const& e : v.bad) {
+        out += "bad: " + cache.entry_label(e.listed->name) + ": " + e.check.problem;
+        if (e.removed) out += " (removed)";
+        if (!e.remove_problem.empty()) out += " (" + e.remove_problem + ")";
+        out += "\n";
+    }
+    for (auto const& e : v.unchecked)
+        out += "not checked: " + cache.entry_label(e.listed->name) + ": " + e.check.problem + "\n";
+    std::size_t const n = l.entries.size();
+    // The mode is named only when some check value was checked in it.
+    std::string const mode = v.checked_any() ? std::string(keyed ? " (HMAC-SHA256)" : " (CRC-32C)") : std::string();
+    out += "checked " + std::to_string(n) + (n == 1 ? " entry" : " entries") + mode + ": " + tally(remove, v, false);
+    if (!l.records.empty())
+        out += "; " + std::to_string(l.records.size()) + " identity records: " + tally(remove, v, true);
+    out += "\n";
+    std::fputs(out.c_str(), stdout);
+}
+
+int verify_status(bool bad, bool unchecked, bool allow_unchecked) {
+    if (bad) return exit_bad_entries;
+    return unchecked && !allow_unchecked ? exit_unchecked : exit_ok;
+}
+
+int run_verify(command_line const& c) {
+    compile_cache::envelope_auth auth;
+    if (!auth_from(c, auth)) return exit_usage;
+    progress_line progress = progress_for(c);
+    listed_cache lc;
+    cache_use const use = c.remove ? cache_use::remove : cache_use::read;
+    if (int const s = open_and_list(c, c.cache, use, progress, lc); s != exit_ok) return s;
+    if (c.remove)
+        if (int const s = lc.cache.may_remove(); s != exit_ok) return s;
+    verification v = check_all(lc.cache, lc.listing, auth, progress);
+    if (c.remove) remove_bad(c, lc.cache, auth, v);
+    if (c.json)
+        print_verification_json(lc.cache, lc.listing, auth.keyed(), v);
+    else
+        print_verification_text(c.remove, lc.cache, lc.listing, auth.keyed(), v);
+    if (v.removal_failed) return exit_failed;
+    return verify_status(!v.bad.empty(), !v.unchecked.empty(), c.allow_unchecked);
+}
+
+// ---- clear and prune ---------------------------------------------------------
+
+/// prune's figures besides what it removed.
+struct prune_figures {
+    std::uint64_t limit = 0, entries_left = 0, accounted_left = 0;
+};
+
+/// A cleanup's report (clear, prune): what went, what stayed, and exit 3 when it could
+/// not remove what it meant to (another user's folders, a read-only mount), whatever
+/// it did remove.
+int report_cleanup(command_line const& c, opened_cache const& cache, clear_result const& r,
+                   prune_figures const* prune) {
+    if (r.error) return fail(cache.shown + ": " + c.command + " failed: " + r.error.message(), exit_failed);
+    bool const dir = cache.is_directory();
+    std::uint64_t const foreign = dir ? 0 : cache.foreign_rows();
+    if (c.json) {
+        json_writer j;
+        begin_document(j, cache).field("command", c.command);
+        if (prune) j.field("max_size", prune->limit).field("entries", prune->entries_left).field("accounted_bytes", prune->accounted_left);
+        j.field("removed", r.removed).field("removed_bytes", r.removed_bytes);
+        if (dir) j.field("temp_files_removed", r.temp_files_removed).field("other_files", cache.facts.other_files);
+        else j.field("foreign_rows", foreign);
+        j.field("not_removed", r.not_removed).end_object();
+        std::fputs(j.str().c_str(), stdout);
+    } else {
+        std::string out = "removed " + std::to_string(r.removed) + (r.removed == 1 ? " entry" : " entries") + " (" +
+                          human_size(r.removed_bytes) + ")";
+        if (dir)
+            out += " and " + std::to_string(r.temp_files_removed) + " temp " + (r.temp_files_removed == 1 ? "file" : "files");
+        out += "\n";
+        if (prune)
+            out += "left " + std::to_string(prune->entries_left) + (prune->entries_left == 1 ? " entry" : " entries") +
+                   ", counting " + human_size(prune->accounted_left) + " against the limit of " +
+                   (prune->limit == 0 ? std::string("none") : human_size(prune->limit)) + "\n";
+        if (cache.facts.other_files != 0)
+            out += "left alone " + std::to_string(cache.facts.other_files) + " other files in the fan-out folders\n";
+        if (foreign != 0)
+            out += "left alone " + std::to_string(foreign) + (foreign == 1 ? " row whose key is" : " rows whose key is") +
+                   " not a compile_cache key (over 64 bytes, or none)\n";
+        std::fputs(out.c_str(), stdout);
+    }
+    if (r.not_removed == 0) return exit_ok;
+    return fail(cache.shown + ": " + c.command + " could not remove " + std::to_string(r.not_removed) +
+                    (r.not_removed == 1 ? (dir ? " file" : " entry") : (dir ? " files" : " entries")) + " (" +
+                    (r.removal_error ? r.removal_error.message() : std::string("unknown error")) + ")",
+                exit_failed);
+}
+
+int run_clear(command_line const& c) {
+    progress_line progress = progress_for(c);
+    listed_cache lc;
+    if (int const s = open_and_list(c, c.cache, cache_use::remove, progress, lc); s != exit_ok) return s;
+    if (int const s = lc.cache.may_remove(); s != exit_ok) return s;
+    return report_cleanup(c, lc.cache, lc.cache.clear(lc.listing), nullptr);
+}
+
+/// The commands that are a directory's own refuse any other cache, before opening it.
+void directory_only(command_line const& c) {
+    std::string location;
+    if (kind_of(c.cache, location) != cache_kind::directory)
+        throw usage_error{c.command + " works on a cache directory only"};
+}
+
+int run_prune(command_line const& c) {
+    directory_only(c);
+    std::optional<std::uint64_t> const limit = compile_cache::parse_byte_size(*c.max_size);
+    if (!limit)
+        return fail("--max-size \"" + printable(*c.max_size) +
+                        "\" is not a size (bytes, or a number with K, M or G: 48K, 500M, 2G)",
+                    exit_usage);
+    progress_line progress = progress_for(c);
+    listed_cache lc;
+    if (int const s = open_and_list(c, c.cache, cache_use::remove, progress, lc); s != exit_ok) return s;
+    if (int const s = lc.cache.may_remove(); s != exit_ok) return s;
+    compile_cache::directory_options options;
+    options.max_size = *limit;
+    compile_cache::cleanup_result const p = compile_cache::directory_storage(lc.cache.directory, options).prune();
+    clear_result r{p.removed, p.removed_bytes, p.temp_files_removed, p.not_removed, p.removal_error, p.error};
+    prune_figures figures{*limit, p.entries, p.bytes};
+    // Identity records are no entries: those it evicted or left come out of its counts.
+    for (listed_entry const& e : lc.listing.records) {
+        struct stat st;
+        bool const left = ::lstat((lc.cache.directory + "/" + lc.cache.entry_label(e.name)).c_str(), &st) == 0;
+        std::uint64_t& count = left ? figures.entries_left : r.removed;
+        if (count != 0) --count;
+    }
+    return report_cleanup(c, lc.cache, r, &figures);
+}
+
+// ---- zero --------------------------------------------------------------------
+
+int run_zero(command_line const& c) {
+    directory_only(c);
+    progress_line progress = progress_for(c);
+    listed_cache lc;
+    if (int const s = open_and_list(c, c.cache, cache_use::read, progress, lc); s != exit_ok) return s;
+    if (int const e = zero_directory_counters(lc.cache.directory))
+        return fail(c.cache + ": cannot zero its counters: " + std::error_code(e, std::generic_category()).message(),
+                    exit_failed);
+    if (c.json) {
+        json_writer j;
+        begin_document(j, lc.cache).field("command", c.command).field("zeroed", true).end_object();
+        std::fputs(j.str().c_str(), stdout);
+    } else {
+        std::fputs(("zeroed the counters of " + printable(c.cache) + "; the entries stay\n").c_str(), stdout);
+    }
+    return exit_ok;
+}
+
+} // namespace
+
+int run_command(command_line const& c) {
+    static std::pair<char const*, int (*)(command_line const&)> const table[] = {
+        {"stats", run_stats}, {"list", run_list},   {"show", run_show},       {"verify", run_verify},
+        {"prune", run_prune}, {"clear", run_clear}, {"explain", run_explain}, {"zero", run_zero},
+        {"copy", run_copy},   {"config", run_config},
+    };
+    for (auto const& [name, run] : table)
+        if (c.command == name) return run(c);
+    throw usage_error{"unknown command \"" + c.command + "\""};
+}
+
+} // namespace compile_cache_tool

@@ -1,0 +1,153 @@
+// compile-cache copy: every entry of one cache into another, byte for byte, each
+// checked on the way — between any two of a directory, a SQLite file and a Redis
+// server (the CI artifact: a directory into one SQLite file and back).
+#include "command_support.hpp"
+#include "entry_check.hpp"
+#include "opened_cache.hpp"
+#include "output.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <fnmatch.h>
+
+namespace compile_cache_tool {
+
+namespace {
+
+/// "30s", "15m", "12h", "7d" (or seconds alone) as seconds; nullopt when it is none.
+std::optional<std::int64_t> parse_age(std::string const& text) {
+    if (text.empty()) return std::nullopt;
+    std::size_t digits = 0;
+    std::int64_t n = 0;
+    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9' && digits < 12)
+        n = n * 10 + (text[digits++] - '0');
+    if (digits == 0) return std::nullopt;
+    std::string const unit = text.substr(digits);
+    if (unit.empty() || unit == "s") return n;
+    if (unit == "m") return n * 60;
+    if (unit == "h") return n * 3600;
+    if (unit == "d") return n * 86400;
+    return std::nullopt;
+}
+
+/// What copy did with each entry.
+struct copy_tally {
+    std::uint64_t copied = 0, copied_records = 0, copied_bytes = 0;
+    std::uint64_t already = 0;  ///< in DST with the same bytes: not written again
+    std::uint64_t filtered = 0; ///< left out by --name or --since
+    std::uint64_t bad = 0, unchecked = 0, failed = 0;
+    std::vector<std::string> unchecked_causes;
+    std::error_code first_failure;
+};
+
+/// Copies one entry or record of SRC into DST, byte for byte, once it checks.
+void copy_one(command_line const& c, listed_cache const& src, opened_cache const& dst,
+              std::unordered_map<std::string, std::uint64_t> const& in_dst, listed_entry const& e, bool record,
+              compile_cache::envelope_auth const& auth, std::optional<std::int64_t> since_s, copy_tally& t) {
+    if (since_s && (e.use_ns == 0 || age_s(e.use_ns) > *since_s)) {
+        ++t.filtered;
+        return;
+    }
+    std::string bytes;
+    checked_entry const check = read_and_check(src.cache, e, auth, bytes);
+    if (check.result != verdict::sound) {
+        if (check.result == verdict::bad) {
+            ++t.bad;
+            if (!c.json) std::printf("skipped: %s: %s\n", src.cache.entry_label(e.name).c_str(), check.problem.c_str());
+        } else {
+            ++t.unchecked;
+            std::string cause = unchecked_cause(check);
+            if (std::find(t.unchecked_causes.begin(), t.unchecked_causes.end(), cause) == t.unchecked_causes.end())
+                t.unchecked_causes.push_back(std::move(cause));
+        }
+        return;
+    }
+    if (c.name_glob && ::fnmatch(c.name_glob->c_str(), check.envelope.metadata.name.c_str(), 0) != 0) {
+        ++t.filtered;
+        return;
+    }
+    // Idempotent: what DST already holds, byte for byte, is not written again.
+    auto const there = in_dst.find(e.name);
+    if (there != in_dst.end() && there->second == bytes.size()) {
+        std::string theirs;
+        compile_cache::read_result const r = dst.read(e.k, theirs, bytes.size());
+        if (r.status == compile_cache::read_status::found && theirs == bytes) {
+            ++t.already;
+            return;
+        }
+    }
+    if (std::error_code const ec = dst.write(e.k, bytes)) {
+        ++t.failed;
+        if (!t.first_failure) t.first_failure = ec;
+        return;
+    }
+    ++(record ? t.copied_records : t.copied);
+    t.copied_bytes += bytes.size();
+}
+
+void print_copy_summary(command_line const& c, listed_cache const& src, opened_cache const& dst, copy_tally const& t) {
+    if (c.json) {
+        json_writer j;
+        j.begin_object().field("source", src.cache.shown).field("destination", dst.shown);
+        j.field("copied", t.copied).field("copied_identity_records", t.copied_records).field("copied_bytes", t.copied_bytes);
+        j.field("already_there", t.already).field("filtered_out", t.filtered).field("skipped_bad", t.bad);
+        j.field("skipped_unchecked", t.unchecked).field("failed", t.failed).end_object();
+        std::fputs(j.str().c_str(), stdout);
+        return;
+    }
+    std::string out = "copied " + std::to_string(t.copied) + (t.copied == 1 ? " entry" : " entries") + " and " +
+                      std::to_string(t.copied_records) + " identity records (" + human_size(t.copied_bytes) +
+                      ") from " + printable(src.cache.shown) + " to " + printable(dst.shown) + "; " +
+                      std::to_string(t.already) + " already there, " + std::to_string(t.bad) + " skipped as bad, " +
+                      std::to_string(t.unchecked) + " not checked";
+    for (std::size_t i = 0; i < t.unchecked_causes.size(); ++i) out += (i == 0 ? " (" : "; ") + t.unchecked_causes[i];
+    if (!t.unchecked_causes.empty()) out += ")";
+    if (c.name_glob || c.since) out += ", " + std::to_string(t.filtered) + " filtered out";
+    if (t.failed != 0) out += ", " + std::to_string(t.failed) + " refused by the destination";
+    std::fputs((out + "\n").c_str(), stdout);
+}
+
+} // namespace
+
+int run_copy(command_line const& c) {
+    compile_cache::envelope_auth auth;
+    if (!auth_from(c, auth)) return exit_usage;
+    std::optional<std::int64_t> since_s;
+    if (c.since && !(since_s = parse_age(*c.since)))
+        return fail("--since \"" + printable(*c.since) + "\" is not an age (30s, 15m, 12h, 7d)", exit_usage);
+    std::string location;
+    if ((c.name_space || c.password_file) && kind_of(c.cache, location) != cache_kind::redis &&
+        kind_of(c.destination, location) != cache_kind::redis)
+        throw usage_error{std::string(c.name_space ? "--namespace" : "--password-file") +
+                          " is an option for a Redis cache"};
+    progress_line progress = progress_for(c);
+    listed_cache src, dst;
+    if (int const s = open_and_list(c, c.cache, cache_use::read, progress, src); s != exit_ok) return s;
+    if (int const s = open_and_list(c, c.destination, cache_use::write, progress, dst); s != exit_ok) return s;
+    std::unordered_map<std::string, std::uint64_t> in_dst;
+    for (auto const* list : {&dst.listing.entries, &dst.listing.records})
+        for (listed_entry const& e : *list) in_dst.emplace(e.name, e.size);
+    copy_tally t;
+    std::size_t const total = src.listing.entries.size() + src.listing.records.size();
+    std::uint64_t done = 0;
+    for (auto const* list : {&src.listing.entries, &src.listing.records})
+        for (listed_entry const& e : *list) {
+            copy_one(c, src, dst.cache, in_dst, e, list == &src.listing.records, auth, since_s, t);
+            progress.update("copying entries", ++done, total, total);
+        }
+    progress.finish();
+    print_copy_summary(c, src, dst.cache, t);
+    if (t.failed != 0)
+        return fail(dst.cache.shown + ": refused " + std::to_string(t.failed) + " entries: " + t.first_failure.message(),
+                    exit_failed);
+    if (t.bad != 0) return exit_bad_entries;
+    return t.unchecked != 0 ? exit_unchecked : exit_ok;
+}
+
+} // namespace compile_cache_tool

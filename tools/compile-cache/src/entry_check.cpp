@@ -1,0 +1,83 @@
+// compile-cache: checking an entry (entry_check.hpp).
+#include "entry_check.hpp"
+
+namespace compile_cache_tool {
+
+char const* to_string(verdict v) noexcept {
+    switch (v) {
+    case verdict::sound: return "sound";
+    case verdict::bad: return "bad";
+    case verdict::unchecked: return "unchecked";
+    }
+    return "?";
+}
+
+checked_entry check_bytes(std::string const& bytes, std::string const& name, compile_cache::envelope_auth const& auth) {
+    using compile_cache::envelope_status;
+    checked_entry c;
+    c.file_size = bytes.size();
+    c.envelope = compile_cache::inspect_envelope(bytes, auth);
+    c.payload_size = c.envelope.payload.size();
+    c.envelope.payload = {};
+    c.check_size = auth.check_size();
+    switch (c.envelope.status) {
+    case envelope_status::ok:
+        if (c.envelope.stored_key.hex() == name) {
+            c.result = verdict::sound;
+        } else {
+            c.problem = "holds the entry of another key (" + c.envelope.stored_key.hex() + ")";
+        }
+        break;
+    case envelope_status::unauthenticated:
+        if (auth.keyed()) {
+            c.problem = "unauthenticated: its HMAC does not verify under the given secret "
+                        "(unkeyed, another secret, damaged or forged)";
+        } else {
+            c.result = verdict::unchecked;
+            c.problem = "keyed (HMAC-SHA256): give --secret-file to check it";
+        }
+        break;
+    case envelope_status::foreign_version:
+        c.result = verdict::unchecked;
+        c.problem = "envelope version " + std::to_string(c.envelope.version) + ", which this tool (version " +
+                    std::to_string(compile_cache::envelope_version) + ") does not read";
+        break;
+    case envelope_status::corrupt:
+        c.problem = "corrupt: its check value does not match its bytes, or its fields are out of bounds "
+                    "(damaged, truncated, or not an entry)";
+        break;
+    default:
+        c.problem = "not readable as an entry";
+        break;
+    }
+    return c;
+}
+
+checked_entry read_and_check(opened_cache const& cache, listed_entry const& e, compile_cache::envelope_auth const& auth,
+                             std::string& bytes) {
+    compile_cache::read_result const r = cache.read(e.k, bytes, max_entry_read);
+    checked_entry c;
+    switch (r.status) {
+    case compile_cache::read_status::found: return check_bytes(bytes, e.name, auth);
+    case compile_cache::read_status::absent: c.problem = "gone since it was listed (evicted or removed)"; break;
+    case compile_cache::read_status::too_large:
+        c.result = verdict::unchecked;
+        c.problem = "larger than 64 MiB (the default bound on an entry), so not read: a host with a larger "
+                    "max_entry_size may have written it";
+        break;
+    default: c.problem = "cannot read it: " + r.error.message(); break;
+    }
+    bytes.clear();
+    return c;
+}
+
+std::string unchecked_cause(checked_entry const& e) {
+    switch (e.envelope.status) {
+    case compile_cache::envelope_status::unauthenticated: return "HMAC entries: give --secret-file";
+    case compile_cache::envelope_status::foreign_version:
+        return "entries of envelope version " + std::to_string(e.envelope.version) + ": use that version's tool";
+    default: return "entries over 64 MiB: not read";
+    }
+}
+
+} // namespace compile_cache_tool

@@ -1,0 +1,48 @@
+// compile-cache: what checking one entry concluded — its envelope opened by the
+// library's inspect_envelope under the given secret, and whether it is stored under
+// its own key — for every command that reads entries, on any cache.
+#pragma once
+
+#include "opened_cache.hpp"
+
+#include <compile_cache/envelope.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace compile_cache_tool {
+
+/// The largest entry read: the library's default bound on an entry
+/// (cache_options::max_entry_size). A larger one is judged without being read.
+inline constexpr std::uint64_t max_entry_read = std::uint64_t{64} << 20;
+
+/// What checking one entry concluded.
+enum class verdict {
+    sound,     ///< the check value (CRC-32C or HMAC) verifies and the key is the one it is stored under
+    bad,       ///< damaged, truncated, unreadable, for another key, or not authenticated under the secret
+    unchecked, ///< cannot be judged here: keyed without a secret given, another envelope version, too large
+};
+
+char const* to_string(verdict v) noexcept;
+
+struct checked_entry {
+    verdict result = verdict::bad;
+    std::string problem; ///< for bad and unchecked: why, one phrase
+    compile_cache::opened_envelope envelope; ///< its payload view is cleared: only sizes are kept
+    std::uint64_t file_size = 0;
+    std::uint64_t payload_size = 0;
+    std::uint64_t check_size = 0;
+};
+
+/// Checks the bytes stored under the key whose hex is `name`, in `auth`'s mode.
+checked_entry check_bytes(std::string const& bytes, std::string const& name, compile_cache::envelope_auth const& auth);
+
+/// Reads `e` from `cache` (its use left alone) and checks it; `bytes` keeps what was read.
+checked_entry read_and_check(opened_cache const& cache, listed_entry const& e, compile_cache::envelope_auth const& auth,
+                             std::string& bytes);
+
+/// Why an entry could not be checked, as what was missing: "HMAC entries: give
+/// --secret-file", ... (for verify's and copy's lines).
+std::string unchecked_cause(checked_entry const& e);
+
+} // namespace compile_cache_tool

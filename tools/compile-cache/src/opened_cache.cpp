@@ -1,0 +1,344 @@
+// compile-cache: opening a directory, a SQLite file or a Redis server as one storage
+// (opened_cache.hpp).
+#include "opened_cache.hpp"
+
+#include "command_line.hpp"
+
+#include <compile_cache/secret_file.hpp>
+#include <compile_cache/storage/directory/directory_layout.hpp>
+#include <compile_cache/storage/directory/directory_storage.hpp>
+#if defined(COMPILE_CACHE_TOOL_WITH_SQLITE)
+#include <compile_cache/storage/sqlite/sqlite_storage.hpp>
+#endif
+#if defined(COMPILE_CACHE_TOOL_WITH_REDIS)
+#include <compile_cache/storage/redis/redis_storage.hpp>
+#endif
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <stdexcept>
+#include <type_traits>
+#include <utility>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace compile_cache_tool {
+
+namespace layout = compile_cache::directory_layout;
+
+int fail(std::string const& message, int status) {
+    std::fprintf(stderr, "compile-cache: %s\n", message.c_str());
+    return status;
+}
+
+bool is_sqlite_file(std::string const& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+    int const fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return false;
+    char header[16] = {};
+    static char const sqlite_header[16] = "SQLite format 3"; // and its '\0'
+    bool const is_sqlite = ::read(fd, header, sizeof header) == sizeof header && std::equal(header, header + 16, sqlite_header);
+    ::close(fd);
+    return is_sqlite;
+}
+
+cache_kind kind_of(std::string const& arg, std::string& location) {
+    location = arg;
+    if (arg.rfind("sqlite:", 0) == 0) {
+        location = arg.substr(7);
+        return cache_kind::sqlite;
+    }
+    for (char const* scheme : {"redis://", "redis+cluster://", "unix://"})
+        if (arg.rfind(scheme, 0) == 0) return cache_kind::redis;
+    return is_sqlite_file(arg) ? cache_kind::sqlite : cache_kind::directory;
+}
+
+std::string opened_cache::entry_label(std::string const& name) const {
+    return is_directory() ? layout::entry_relative_path(name) : name;
+}
+
+namespace {
+
+listed_entry listed(compile_cache::key const& k, std::uint64_t size, std::int64_t use_ns) {
+    return {k, k.hex(), size, use_ns};
+}
+
+/// Adds `e` to the entries or the records of `l`.
+void file_under(cache_listing& l, listed_entry e) {
+    (compile_cache::is_identity_record_name(e.name) ? l.records : l.entries).push_back(std::move(e));
+}
+
+/// clear on a storage with no clear of its own: each entry and record removed.
+clear_result remove_each(opened_cache const& cache, cache_listing const& l) {
+    clear_result r;
+    for (auto const* list : {&l.entries, &l.records})
+        for (listed_entry const& e : *list) {
+            if (std::error_code const ec = cache.remove(e.k)) {
+                ++r.not_removed;
+                if (!r.removal_error) r.removal_error = ec;
+                continue;
+            }
+            r.removed_bytes += e.size; // (sizes whole, as a directory's clear counts them)
+            if (list == &l.entries) ++r.removed;
+        }
+    return r;
+}
+
+// ---- a directory -------------------------------------------------------------
+
+/// The library's storage on the directory, made when first needed (looking at a cache
+/// makes none): no size limit, since the tool never evicts but in prune.
+struct directory_handle {
+    std::string path;
+    std::optional<compile_cache::directory_storage> storage;
+
+    compile_cache::directory_storage& get() {
+        if (!storage) {
+            compile_cache::directory_options options;
+            options.max_size = 0;
+            storage.emplace(path, options);
+        }
+        return *storage;
+    }
+};
+
+int list_directory(opened_cache& self, cache_listing& l, progress_line& progress) {
+    directory_scan scan;
+    std::string message;
+    directory_kind const kind =
+        scan_directory(self.directory, scan, message, [&](std::uint64_t done, std::uint64_t total, std::uint64_t entries) {
+            progress.update("listing folders", done, total, entries);
+        });
+    progress.finish();
+    switch (kind) {
+    case directory_kind::cache: break;
+    case directory_kind::unreadable: return fail(self.directory + ": " + message, exit_failed);
+    case directory_kind::foreign:
+        return fail(self.directory + ": " + message + " (see compile-cache --help for the rule)", exit_usage);
+    default: return fail(self.directory + ": " + message, exit_usage);
+    }
+    if (!scan.error.empty()) return fail(self.directory + ": cannot list " + scan.error, exit_failed);
+    self.facts = {scan.temp_files, scan.other_files, !scan.entries.empty(), scan.has_ledger, scan.has_counters};
+    for (entry_file const& f : scan.entries)
+        if (std::optional<compile_cache::key> const k = compile_cache::key::from_hex(f.name))
+            file_under(l, listed(*k, f.size, f.use_ns));
+    return exit_ok;
+}
+
+compile_cache::read_result read_directory_entry(std::string const& dir, compile_cache::key const& k, std::string& bytes,
+                                                std::size_t max_size) {
+    std::string why;
+    switch (layout::read_entry_file(dir + "/" + layout::entry_relative_path(k.hex()), max_size, bytes, why)) {
+    case layout::entry_file_status::ok: return {compile_cache::read_status::found, {}};
+    case layout::entry_file_status::too_large: return {compile_cache::read_status::too_large, {}};
+    default: break;
+    }
+    int const e = errno;
+    if (e == ENOENT) return {compile_cache::read_status::absent, {}};
+    return {compile_cache::read_status::error, std::error_code(e != 0 ? e : EIO, std::generic_category())};
+}
+
+/// A cleanup counts every file it removed or left; identity records are no entries, so
+/// those among `records` (as listed before it) are taken out of its counts. Sizes stay
+/// whole: records count against the size limit as entries do.
+clear_result directory_clear(std::string const& dir, directory_handle& handle, cache_listing const& l) {
+    compile_cache::cleanup_result const c = handle.get().clear();
+    clear_result r{c.removed, c.removed_bytes, c.temp_files_removed, c.not_removed, c.removal_error, c.error};
+    for (listed_entry const& e : l.records) {
+        struct stat st;
+        bool const left = ::lstat((dir + "/" + layout::entry_relative_path(e.name)).c_str(), &st) == 0;
+        if (!left && r.removed != 0) --r.removed;
+    }
+    return r;
+}
+
+int open_directory(std::string const& dir, cache_use use, opened_cache& out) {
+    out.shown = dir;
+    out.directory = dir;
+    if (use == cache_use::write) {
+        std::error_code ec;
+        std::filesystem::create_directories(dir, ec); // copy's destination: made when it is not there
+        if (ec) return fail(dir + ": cannot make it: " + ec.message(), exit_failed);
+    }
+    auto handle = std::make_shared<directory_handle>();
+    handle->path = dir;
+    out.storage = handle;
+    opened_cache* self = &out;
+    out.list = [self](cache_listing& l, progress_line& progress) { return list_directory(*self, l, progress); };
+    out.read = [dir](compile_cache::key const& k, std::string& bytes, std::size_t max_size) {
+        return read_directory_entry(dir, k, bytes, max_size);
+    };
+    out.write = [handle](compile_cache::key const& k, std::string_view bytes) { return handle->get().write(k, bytes); };
+    out.remove = [handle](compile_cache::key const& k) { return handle->get().remove(k); };
+    out.clear = [dir, handle](cache_listing const& l) { return directory_clear(dir, *handle, l); };
+    // Files named like entries alone may be another tool's content-addressed store:
+    // the cache deletes only where a host has written its ledger or its counters.
+    out.may_remove = [self] {
+        directory_facts const& f = self->facts;
+        if (f.has_ledger || f.has_counters || !f.any_entry) return exit_ok;
+        return fail(self->directory + ": it has entries but neither the ledger (.cc-stats) nor the counters "
+                                      "(.cc-counters) a compile_cache host writes; nothing is deleted in a directory "
+                                      "that may be another tool's",
+                    exit_usage);
+    };
+    return exit_ok;
+}
+
+// ---- any other storage -------------------------------------------------------
+
+/// The functions of `out` over a Storage with the optional member `list`; the read is
+/// `peek` where the Storage has one (it leaves the entry's place in the eviction order
+/// alone). `explain` adds to a failure's message (the server's words), or is empty.
+template <class Storage>
+void use_storage(opened_cache& out, std::shared_ptr<Storage> storage,
+                 std::function<std::string(std::error_code const&)> explain) {
+    static_assert(compile_cache::storage_capabilities<Storage>::list, "the tool lists the storage's entries");
+    Storage* s = storage.get();
+    opened_cache* self = &out;
+    out.storage = storage;
+    out.list = [s, self, explain](cache_listing& l, progress_line&) {
+        std::vector<compile_cache::stored_entry> entries;
+        if (std::error_code const ec = s->list(entries)) {
+            std::string const more = explain ? explain(ec) : std::string();
+            return fail(self->shown + ": cannot list its entries: " + ec.message() + (more.empty() ? "" : ": " + more),
+                        exit_failed);
+        }
+        for (compile_cache::stored_entry const& e : entries) file_under(l, listed(e.k, e.size, e.last_use_s * 1000000000));
+        return exit_ok;
+    };
+    out.read = [s](compile_cache::key const& k, std::string& bytes, std::size_t max_size) {
+        if constexpr (compile_cache::storage_capabilities<Storage>::peek)
+            return s->peek(k, bytes, max_size);
+        else
+            return s->read(k, bytes, max_size);
+    };
+    out.write = [s](compile_cache::key const& k, std::string_view bytes) { return s->write(k, bytes); };
+    out.remove = [s](compile_cache::key const& k) { return s->remove(k); };
+    out.clear = [self](cache_listing const& l) { return remove_each(*self, l); };
+    out.may_remove = [] { return exit_ok; };
+}
+
+#if defined(COMPILE_CACHE_TOOL_WITH_SQLITE)
+/// Whether SQLite's own quick check finds the file sound, on a read-only connection
+/// of the tool's (the storage's open for writing would move a damaged file aside and
+/// rebuild it: the tool never does that); `why` says what it found.
+bool passes_quick_check(std::string const& file, std::string& why) {
+    sqlite3* db = nullptr;
+    int rc = sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+    std::string result;
+    if (rc == SQLITE_OK) {
+        sqlite3_busy_timeout(db, 2000);
+        sqlite3_stmt* s = nullptr;
+        rc = sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &s, nullptr);
+        if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+            unsigned char const* text = sqlite3_column_text(s, 0);
+            result = text ? reinterpret_cast<char const*>(text) : "";
+            rc = SQLITE_OK;
+        }
+        sqlite3_finalize(s);
+    }
+    if (rc != SQLITE_OK) why = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    else if (result != "ok") why = result;
+    sqlite3_close(db);
+    return why.empty();
+}
+
+int open_sqlite(std::string const& file, cache_use use, opened_cache& out) {
+    out.shown = file;
+    // Checked here, as sqlite_storage would move a file that is not a database aside.
+    struct stat st {};
+    bool const exists = ::stat(file.c_str(), &st) == 0;
+    if (exists && !S_ISREG(st.st_mode)) return fail(file + ": not a file (a SQLite cache is one file)", exit_usage);
+    if (!exists && use != cache_use::write) return fail(file + ": no such file (a SQLite cache is one file)", exit_usage);
+    if (exists && !is_sqlite_file(file)) return fail(file + ": not an SQLite database", exit_usage);
+    std::string why;
+    if (exists && use != cache_use::read && !passes_quick_check(file, why))
+        return fail(file + ": damaged (SQLite's quick check: " + printable(why) +
+                        "); nothing is removed or written: the tool never repairs a file (read what is left with "
+                        "stats, list or copy; a host's cache moves it aside and rebuilds)",
+                    exit_failed);
+    compile_cache::sqlite_options options;
+    options.max_size = 0; // the tool never evicts
+    // A command that removes nothing never writes, moves or repairs the file.
+    options.inspect_only = use == cache_use::read;
+    options.logger = [](std::string_view line) {
+        std::fprintf(stderr, "compile-cache: %.*s\n", static_cast<int>(line.size()), line.data());
+    };
+    auto storage = std::make_shared<compile_cache::sqlite_storage>(file, options);
+    if (!storage->usable()) return fail(file + ": " + storage->why_unusable(), exit_usage);
+    use_storage(out, storage, {});
+    compile_cache::sqlite_storage* s = storage.get();
+    out.foreign_rows = [s] { return s->foreign_rows(); };
+    opened_cache* self = &out;
+    out.may_remove = [s, self] {
+        if (!s->read_only()) return exit_ok;
+        return fail(self->shown + ": opened read-only, so nothing can be removed", exit_failed);
+    };
+    return exit_ok;
+}
+#endif
+
+#if defined(COMPILE_CACHE_TOOL_WITH_REDIS)
+int open_redis(std::string const& url, reach_options const& reach, opened_cache& out) {
+    compile_cache::redis_options options;
+    options.url = url;
+    if (reach.name_space) options.name_space = *reach.name_space;
+    if (reach.password_file) {
+        // Read as the library reads PREFIX_REMOTE_PASSWORD_FILE.
+        std::string const why = compile_cache::read_secret_file(*reach.password_file, options.password);
+        if (!why.empty()) return fail("--password-file " + *reach.password_file + ": " + why, exit_usage);
+        if (options.password.back() == '\n') options.password.pop_back();
+        if (!options.password.empty() && options.password.back() == '\r') options.password.pop_back();
+    }
+    std::shared_ptr<compile_cache::redis_storage> storage;
+    try {
+        storage = std::make_shared<compile_cache::redis_storage>(options);
+    } catch (std::invalid_argument const& e) {
+        return fail(e.what(), exit_usage); // its message hides the password
+    }
+    std::fill(options.password.begin(), options.password.end(), '\0');
+    out.shown = storage->describe();
+    compile_cache::redis_storage* s = storage.get();
+    use_storage(out, storage, [s](std::error_code const& ec) -> std::string {
+        std::string const said = s->last_failure().text; // the server's words or the I/O error; no password
+        if (ec != compile_cache::redis_errc::auth) return said;
+        return (said.empty() ? std::string() : "\"" + printable(said) + "\"; ") +
+               "give the password with --password-file FILE (or in the URL), of a user allowed SCAN, OBJECT, "
+               "STRLEN, GETRANGE and DEL (docs/remote.md)";
+    });
+    return exit_ok;
+}
+#endif
+
+} // namespace
+
+int open_cache(std::string const& arg, cache_use use, reach_options const& reach, opened_cache& out) {
+    std::string location;
+    cache_kind const kind = kind_of(arg, location);
+    if (kind != cache_kind::redis && reach.name_space) throw usage_error{"--namespace is an option for a Redis cache"};
+    if (kind != cache_kind::redis && reach.password_file)
+        throw usage_error{"--password-file is an option for a Redis cache"};
+    switch (kind) {
+    case cache_kind::directory: return open_directory(location, use, out);
+    case cache_kind::sqlite:
+#if defined(COMPILE_CACHE_TOOL_WITH_SQLITE)
+        return open_sqlite(location, use, out);
+#else
+        return fail("this compile-cache was built without SQLite support", exit_usage);
+#endif
+    case cache_kind::redis:
+#if defined(COMPILE_CACHE_TOOL_WITH_REDIS)
+        return open_redis(location, reach, out);
+#else
+        return fail("this compile-cache was built without Redis support", exit_usage);
+#endif
+    }
+    return exit_usage;
+}
+
+} // namespace compile_cache_tool
