@@ -160,6 +160,33 @@ public:
         }
     }
 
+    /// Reads `keys` at once (the optional batch read): `out[i]` is what `read(keys[i],
+    /// bytes, max)` would answer (found with the bytes, absent, too_large, or error with
+    /// its remote_error), `out` holding one pair per key. The GETRANGEs are pipelined:
+    /// one exchange for a server; on a cluster, one per node, each key sent to the master
+    /// of its slot (a key that is redirected, MOVED or ASK, is then read alone, following
+    /// it; the keys of a resting or unknown node fail at once, as `read`'s would). Bounded:
+    /// the whole batch by one command timeout, each value by `max`, and the replies
+    /// together by redis_options::batch_max_bytes: the keys whose replies come after it
+    /// answer `error` with remote_error::too_large. Never throws.
+    void read_many(std::vector<key> const& keys, std::size_t max,
+                   std::vector<std::pair<read_result, std::string>>& out) noexcept {
+        try {
+            out.clear();
+            out.resize(keys.size());
+            if (!state_) {
+                for (auto& o : out) o.first = {read_status::error, make_error_code(remote_error::other)};
+                return;
+            }
+            read_batch(keys, max, out);
+        } catch (...) {
+            for (auto& o : out) {
+                o.second.clear();
+                o.first = {read_status::error, make_error_code(remote_error::other)};
+            }
+        }
+    }
+
     std::error_code write(key const& k, std::string_view bytes) noexcept {
         if (!state_) return make_error_code(remote_error::other);
         try {
@@ -287,6 +314,111 @@ private:
         if (c.error) return c.error;
         if (c.reply->type == REDIS_REPLY_ERROR) return state_->client.error_reply(c.reply.get());
         return {};
+    }
+
+    /// What `read` answers for one GETRANGE reply `r` (bounded by `max`), the bytes in `bytes`.
+    read_result read_answer(redisReply const* r, std::size_t max, std::string& bytes) const {
+        bytes.clear();
+        if (r->type == REDIS_REPLY_ERROR) return {read_status::error, state_->client.error_reply(r)};
+        if (r->type == REDIS_REPLY_NIL) return {read_status::absent, {}};
+        if (r->type != REDIS_REPLY_STRING)
+            return {read_status::error, state_->client.record(remote_error::protocol, "GETRANGE did not return a string")};
+        if (r->len == 0) return {read_status::absent, {}};
+        if (r->len > max) return {read_status::too_large, make_error_code(remote_error::too_large)};
+        bytes.assign(r->str, r->len);
+        return {read_status::found, {}};
+    }
+
+    void read_batch(std::vector<key> const& keys, std::size_t max,
+                    std::vector<std::pair<read_result, std::string>>& out) {
+        detail::redis_client& client = state_->client;
+        auto const deadline = call_deadline();
+        std::size_t const bound = std::min<std::size_t>(max, std::size_t(1) << 40);
+        std::string const end = std::to_string(bound);
+        std::vector<std::string> names;
+        names.reserve(keys.size());
+        for (key const& k : keys) names.push_back(redis_key(k));
+        if (!client.is_cluster() && client.serves_some_keys_only()) {
+            for (auto& o : out) o.first = {read_status::error, make_error_code(remote_error::cluster_node)};
+            return;
+        }
+        // The keys of each node, in the order given.
+        std::vector<std::pair<std::size_t, std::vector<std::size_t>>> groups;
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+            std::size_t node = 0;
+            if (client.is_cluster()) {
+                std::uint16_t const slot = detail::redis_hash_slot(names[i]);
+                std::optional<std::size_t> const target = client.owner(slot, deadline);
+                if (!target) {
+                    out[i].first = {read_status::error, client.unserved(slot)};
+                    continue;
+                }
+                if (std::error_code e = client.resting(*target)) {
+                    out[i].first = {read_status::error, e};
+                    continue;
+                }
+                node = *target;
+            }
+            auto g = std::find_if(groups.begin(), groups.end(), [&](auto const& x) { return x.first == node; });
+            if (g == groups.end()) g = groups.insert(groups.end(), {node, {}});
+            g->second.push_back(i);
+        }
+        std::size_t budget = state_->options.batch_max_bytes;
+        unsigned const string_or_nil = (1u << REDIS_REPLY_STRING) | (1u << REDIS_REPLY_NIL) | (1u << REDIS_REPLY_ERROR);
+        for (auto const& [node, members] : groups) {
+            if (budget == 0) {
+                std::error_code const e = client.record(remote_error::too_large, "a batch read passed batch_max_bytes");
+                for (std::size_t i : members) out[i].first = {read_status::error, e};
+                continue;
+            }
+            std::vector<detail::redis_command> commands;
+            commands.reserve(members.size());
+            for (std::size_t i : members) commands.push_back({"GETRANGE", names[i], "0", end});
+            std::vector<detail::redis_reply_ptr> replies;
+            std::error_code failed =
+                client.pipeline_on(node, commands, replies, bound + 64, deadline, false, 0, budget);
+            if (failed && client.is_cluster() && (failed == remote_error::refused || failed == remote_error::timeout)) {
+                client.want_refresh();
+                failed = client.node_failed(node, failed);
+            } else if (!failed && client.is_cluster()) {
+                client.node_answered(node);
+            }
+            for (std::size_t j = 0; j < members.size(); ++j) {
+                std::size_t const i = members[j];
+                if (j >= replies.size()) {
+                    out[i].first = {read_status::error, failed ? failed : make_error_code(remote_error::protocol)};
+                    continue;
+                }
+                redisReply const* r = replies[j].get();
+                if (r->type < 0 || r->type > 31 || !(string_or_nil & (1u << r->type))) {
+                    // Out of step from here on: the connection goes, and so do the answers after it.
+                    client.drop_connection(node, deadline);
+                    std::error_code const e = client.record(
+                        remote_error::protocol, "a reply of the wrong type to GETRANGE (the connection was out of step; it is closed)");
+                    for (std::size_t rest = j; rest < members.size(); ++rest)
+                        out[members[rest]].first = {read_status::error, e};
+                    break;
+                }
+                std::size_t const taken = r->type == REDIS_REPLY_STRING ? r->len + 16 : 16;
+                budget = budget > taken ? budget - taken : 0;
+                if (r->type == REDIS_REPLY_ERROR && detail::parse_redis_redirection(std::string_view(r->str, r->len))) {
+                    // Moved or asked elsewhere: read alone, following the redirection (and,
+                    // on a redis:// server that is a cluster's node, failing as read does).
+                    call c = client.run(names[i], {"GETRANGE", names[i], "0", end}, bound + 64, deadline);
+                    if (c.error)
+                        out[i].first = {read_status::error, c.error};
+                    else
+                        out[i].first = read_answer(c.reply.get(), max, out[i].second);
+                    if (c.error == remote_error::cluster_node) {
+                        // (A redis:// server that is a node of a cluster: no entry from a part of it.)
+                        for (auto& o : out) o.second.clear(), o.first = {read_status::error, c.error};
+                        return;
+                    }
+                    continue;
+                }
+                out[i].first = read_answer(r, max, out[i].second);
+            }
+        }
     }
 
     /// SCANs the namespace on every master (the one server, or each master of a

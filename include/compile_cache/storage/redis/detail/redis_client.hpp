@@ -89,6 +89,17 @@ public:
         return {};
     }
 
+    /// Whether the one server of a redis:// address turned out to be a node of a cluster
+    /// (it answered MOVED or ASK): every call fails as remote_error::cluster_node.
+    bool serves_some_keys_only() const noexcept { return cluster_member.load(std::memory_order_relaxed); }
+
+    /// Closes node `index`'s connection (it is out of step), when it is free before the deadline.
+    void drop_connection(std::size_t index, redis_clock::time_point deadline) {
+        node& n = node_at(index);
+        std::unique_lock<std::timed_mutex> lock(n.mutex, std::defer_lock);
+        if (lock.try_lock_until(deadline)) n.connection.close();
+    }
+
     /// How long a cluster node that failed is not called.
     static constexpr std::chrono::milliseconds node_rest{1000};
     /// The most nodes a client knows (seeds and those a slot map names); a slot map
@@ -133,12 +144,13 @@ public:
     std::error_code pipeline_on(std::size_t index, std::vector<redis_command> const& commands,
                                 std::vector<redis_reply_ptr>& replies, std::size_t max_reply,
                                 redis_clock::time_point deadline, bool arrays = false,
-                                unsigned expected_last = 0) {
+                                unsigned expected_last = 0,
+                                std::size_t max_total_bytes = std::numeric_limits<std::size_t>::max()) {
         node* const n = &node_at(index);
         std::unique_lock<std::timed_mutex> lock(n->mutex, std::defer_lock);
         if (!lock.try_lock_until(deadline)) return record(remote_error::timeout, "waited too long for the connection");
-        if (auto e = n->connection.exchange(commands, replies, max_reply, deadline, connect_timeout_,
-                                            arrays))
+        if (auto e = n->connection.exchange(commands, replies, max_reply, deadline, connect_timeout_, arrays,
+                                            max_total_bytes))
             return record(e, describe_node(n->connection.endpoint()) + ": " + n->connection.last_error_text());
         if (expected_last != 0 && !replies.empty()) {
             int const type = replies.back()->type;

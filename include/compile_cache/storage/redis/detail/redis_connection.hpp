@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -79,11 +80,17 @@ public:
     /// `max_reply_bytes` on the wire (a longer one is `protocol`, and no more of it is
     /// read). Connects first when needed, within `connect_timeout` and the deadline.
     /// Arrays are accepted only when `arrays` is set. An error reply is returned as a
-    /// reply (type REDIS_REPLY_ERROR), not as an error.
+    /// reply (type REDIS_REPLY_ERROR), not as an error. All replies together take at most
+    /// `max_total_bytes` on the wire: past it the exchange stops as `too_large` (the
+    /// connection closed), `replies` holding those read before. On another failure too,
+    /// `replies` holds the replies read before it, each whole (but after a stray reply).
     std::error_code exchange(std::vector<redis_command> const& commands, std::vector<redis_reply_ptr>& replies,
                              std::size_t max_reply_bytes, redis_clock::time_point deadline,
-                             std::chrono::milliseconds connect_timeout, bool arrays = false) noexcept {
+                             std::chrono::milliseconds connect_timeout, bool arrays = false,
+                             std::size_t max_total_bytes = std::numeric_limits<std::size_t>::max()) noexcept {
         replies.clear();
+        total_taken_ = 0;
+        max_total_bytes_ = max_total_bytes;
         try {
             if (context_)
                 if (auto e = check_in_step()) return fail(e);
@@ -188,9 +195,12 @@ private:
             return e;
         }
         context_ = c;
-        // A backstop only: every wait below polls with the time left to the deadline.
-        redisSetTimeout(context_, to_timeval(std::chrono::duration_cast<std::chrono::microseconds>(
-                                      std::max<std::chrono::microseconds>(remaining(deadline), {}))));
+        // The socket's receive timeout: a blocking recv waits at most receive_slice_, and
+        // read_reply uses one only while more than that is left before the deadline (half
+        // of what was left now: a later call, with its whole timeout ahead, gets a reply
+        // with one recv and no poll). Sends never block (MSG_DONTWAIT).
+        auto const slice = std::max<std::chrono::microseconds>(remaining(deadline) / 2, std::chrono::milliseconds(1));
+        receive_slice_ = redisSetTimeout(context_, to_timeval(slice)) == REDIS_OK ? slice : std::chrono::microseconds(0);
 #if HIREDIS_MAJOR > 1 || (HIREDIS_MAJOR == 1 && (HIREDIS_MINOR > 0 || HIREDIS_PATCH >= 1))
         context_->reader->maxelements = 1u << 20; // (hiredis 1.0.1 and later)
 #endif
@@ -320,9 +330,21 @@ private:
             }
             if (taken > max_reply_bytes)
                 return error_text_ = "reply longer than the bound", make_error_code(remote_error::protocol);
-            if (auto e = wait(POLLIN, deadline)) return e;
+            if (total_taken_ > max_total_bytes_)
+                return error_text_ = "the replies together passed their bound of " + std::to_string(max_total_bytes_) +
+                                     " bytes",
+                       make_error_code(remote_error::too_large);
             char buffer[16384];
-            ssize_t const n = ::recv(context_->fd, buffer, sizeof buffer, MSG_DONTWAIT);
+            ssize_t n;
+            if (receive_slice_.count() > 0 && remaining(deadline) > receive_slice_) {
+                // The common case: one recv, which the socket's timeout (receive_slice_,
+                // less than the time left) bounds; a stalled server gives EAGAIN, and the
+                // loop goes on with what is left.
+                n = ::recv(context_->fd, buffer, sizeof buffer, 0);
+            } else {
+                if (auto e = wait(POLLIN, deadline)) return e;
+                n = ::recv(context_->fd, buffer, sizeof buffer, MSG_DONTWAIT);
+            }
             if (n == 0) {
                 // Closed before the reply began: the server went away; within it: a cut reply.
                 error_text_ = taken ? "the server closed the connection within a reply"
@@ -335,6 +357,7 @@ private:
                 return make_error_code(errno == ECONNRESET ? remote_error::refused : remote_error::other);
             }
             taken += static_cast<std::size_t>(n);
+            total_taken_ += static_cast<std::size_t>(n);
             if (redisReaderFeed(reader, buffer, static_cast<std::size_t>(n)) != REDIS_OK) {
                 error_text_ = reader->errstr;
                 return make_error_code(remote_error::protocol);
@@ -344,6 +367,9 @@ private:
 
     redis_endpoint endpoint_;
     redisContext* context_ = nullptr;
+    std::chrono::microseconds receive_slice_{0}; ///< the socket's SO_RCVTIMEO; 0: every wait polls
+    std::size_t total_taken_ = 0; ///< bytes the current exchange received
+    std::size_t max_total_bytes_ = std::numeric_limits<std::size_t>::max();
     std::string error_text_;
 };
 
