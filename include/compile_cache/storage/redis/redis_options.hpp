@@ -5,6 +5,7 @@
 #include <compile_cache/secret_file.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <system_error>
