@@ -117,6 +117,21 @@ TEST_CASE("A password never shows in an error, a description or a log line", "[r
     CHECK(lines[0].find("CCREDIS_REMOTE") != std::string::npos);
 }
 
+TEST_CASE("read_redis_password_file reads a password file as from_env does, one line end dropped",
+          "[redis][address]") {
+    compile_cache_test::temp_dir dir;
+    std::string password;
+    compile_cache_test::write_file(dir.path() / "crlf", "p@ss:word\r\n");
+    CHECK(cc::read_redis_password_file((dir.path() / "crlf").string(), password).empty());
+    CHECK(password == "p@ss:word");
+    compile_cache_test::write_file(dir.path() / "two", "twice\n\n");
+    CHECK(cc::read_redis_password_file((dir.path() / "two").string(), password).empty());
+    CHECK(password == "twice\n"); // (one line end only: the rest is the password's)
+    compile_cache_test::write_file(dir.path() / "empty", "");
+    CHECK_FALSE(cc::read_redis_password_file((dir.path() / "empty").string(), password).empty()); // (refused)
+    CHECK_FALSE(cc::read_redis_password_file((dir.path() / "missing").string(), password).empty());
+}
+
 TEST_CASE("from_env reads the remote's settings, and a bad one is one line and its default", "[redis][address]") {
     std::vector<std::string> lines;
     cc::settings_reader env("CCREDIS", [&](std::string_view line) { lines.emplace_back(line); });

@@ -81,6 +81,70 @@ TEST_CASE("A cluster storage spreads keys over every master and reads them back"
     CHECK(s.read(key_of(1000), out, 100).status == cc::read_status::absent);
 }
 
+TEST_CASE("read_many on a cluster sends each key to its slot's master and answers each as read does", "[redis][cluster][batch]") {
+    auto const ports = fixture::get().cluster_ports();
+    std::string const ns = unique_name("batch");
+    auto s = cluster_storage("redis+cluster://127.0.0.1:" + std::to_string(ports[0]), ns);
+    std::vector<cc::key> keys;
+    std::set<int> owners;
+    for (std::uint64_t i = 0; i < 40; ++i) {
+        REQUIRE_FALSE(s.write(key_of(i), "value " + std::to_string(i)));
+        owners.insert(owner_port(ports[0], cc::detail::redis_hash_slot(s.redis_key(key_of(i)))));
+        keys.push_back(key_of(i));
+    }
+    REQUIRE(owners.size() == 3);
+    REQUIRE_FALSE(s.write(key_of(41), std::string(500, 'x')));
+    keys.push_back(key_of(40)); // never written
+    keys.push_back(key_of(41)); // over the bound of 100
+    std::vector<std::pair<cc::read_result, std::string>> out;
+    s.read_many(keys, 100, out);
+    REQUIRE(out.size() == keys.size());
+    for (std::uint64_t i = 0; i < 40; ++i) {
+        INFO("key " << i);
+        CHECK(out[i].first.status == cc::read_status::found);
+        CHECK(out[i].second == "value " + std::to_string(i));
+    }
+    CHECK(out[40].first.status == cc::read_status::absent);
+    CHECK(out[41].first.status == cc::read_status::too_large);
+    CHECK(out[41].second.empty());
+}
+
+TEST_CASE("read_many on a cluster with a dead master fails only that master's keys, as node_down", "[redis][cluster][batch]") {
+    cluster c;
+    auto s = cluster_storage(c.url());
+    std::vector<cc::key> keys;
+    std::map<std::uint64_t, int> owner;
+    for (std::uint64_t i = 0; i < 30; ++i) {
+        REQUIRE_FALSE(s.write(key_of(i), "v" + std::to_string(i)));
+        owner[i] = owner_port(c.ports()[0], cc::detail::redis_hash_slot(s.redis_key(key_of(i))));
+        keys.push_back(key_of(i));
+    }
+    int const dead = c.ports()[2];
+    c.kill(2);
+    std::vector<std::pair<cc::read_result, std::string>> out;
+    for (int round = 0; round < 2; ++round) { // (the second while the dead node rests)
+        s.read_many(keys, 100, out);
+        REQUIRE(out.size() == keys.size());
+        int failed = 0, served = 0;
+        for (std::uint64_t i = 0; i < 30; ++i) {
+            INFO("round " << round << ", key " << i);
+            if (owner[i] == dead) {
+                CHECK(out[i].first.status == cc::read_status::error);
+                CHECK(out[i].first.error == cc::remote_error::node_down);
+                CHECK(cc::remote_error_of(out[i].first.error) == cc::remote_error::refused);
+                CHECK(cc::redis_storage::partial_failure(out[i].first.error));
+                ++failed;
+            } else {
+                CHECK(out[i].first.status == cc::read_status::found);
+                CHECK(out[i].second == "v" + std::to_string(i));
+                ++served;
+            }
+        }
+        CHECK(failed > 0);
+        CHECK(served > 0);
+    }
+}
+
 TEST_CASE("A cluster node killed mid-run fails only its own slots, the others keep working", "[redis][cluster]") {
     cluster c;
     auto s = cluster_storage(c.url());

@@ -109,6 +109,30 @@ TEST_CASE("No server listening: every call fails as refused, at once", "[redis][
     CHECK(ms_since(start) < 300);
 }
 
+TEST_CASE("The Redis client's failures are remote_error conditions, which a tier and std::errc tell alike",
+          "[redis][faults]") {
+    int port = 0;
+    {
+        server gone;
+        port = gone.port();
+    }
+    auto s = storage_at("redis://127.0.0.1:" + std::to_string(port));
+    std::string out;
+    auto r = s.read(key_of(1), out, 100);
+    CHECK(r.error == cc::remote_error::refused);
+    CHECK(r.error.category() == cc::remote_category());
+    CHECK(cc::remote_error_of(r.error) == cc::remote_error::refused);
+    CHECK(r.error == std::errc::connection_refused);
+    // The conditions a remote reports beyond the counted ones are counted as one of those.
+    CHECK(cc::remote_error_of(cc::remote_error::node_down) == cc::remote_error::refused);
+    CHECK(cc::remote_error_of(cc::remote_error::cluster_node) == cc::remote_error::other);
+    CHECK(std::string(cc::to_string(cc::remote_error::node_down)) == "node-down");
+    CHECK(std::string(cc::to_string(cc::remote_error::too_large)) == "too-large");
+    // Another category's code goes by its std::errc condition.
+    CHECK(cc::remote_error_of(std::make_error_code(std::errc::timed_out)) == cc::remote_error::timeout);
+    CHECK_FALSE(std::error_code(cc::remote_error::timeout) == std::error_code()); // (never "no error")
+}
+
 TEST_CASE("A stopped server costs each call no more than its timeout, and works again once resumed",
           "[redis][faults]") {
     server paused;

@@ -118,6 +118,84 @@ TEST_CASE("A value over the read bound is too_large, and no more than the bound 
     CHECK(s.read(key_of(3), out, big.size() - 1).status == cc::read_status::too_large);
 }
 
+TEST_CASE("read_many answers 42 keys as read answers each: found, a missing key absent, one over the bound too_large",
+          "[redis][storage][batch]") {
+    auto s = shared_storage(unique_name("batch"));
+    std::vector<cc::key> keys;
+    for (std::uint64_t i = 0; i < 40; ++i) {
+        REQUIRE_FALSE(s.write(key_of(i), value_of(i, 50 + i)));
+        keys.push_back(key_of(i));
+    }
+    REQUIRE_FALSE(s.write(key_of(41), value_of(41, 500)));
+    keys.push_back(key_of(40)); // never written
+    keys.push_back(key_of(41)); // 500 bytes, over the bound of 100
+    admin server(fixture::get().server_port());
+    auto const calls_before = server.info("commandstats", "cmdstat_getrange");
+    std::vector<std::pair<cc::read_result, std::string>> out;
+    s.read_many(keys, 100, out);
+    REQUIRE(out.size() == keys.size());
+    for (std::size_t i = 0; i < 40; ++i) {
+        INFO("key " << i);
+        CHECK(out[i].first.status == cc::read_status::found);
+        CHECK(out[i].second == value_of(i, 50 + i));
+    }
+    CHECK(out[40].first.status == cc::read_status::absent);
+    CHECK(out[40].second.empty());
+    CHECK(out[41].first.status == cc::read_status::too_large);
+    CHECK(out[41].first.error == cc::remote_error::too_large);
+    CHECK(out[41].second.empty());
+    // The same answers as 42 reads.
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        std::string one;
+        CHECK(s.read(keys[i], one, 100).status == out[i].first.status);
+        CHECK(one == out[i].second);
+    }
+    CHECK(calls_before != server.info("commandstats", "cmdstat_getrange"));
+    // An empty batch is an empty answer.
+    s.read_many({}, 100, out);
+    CHECK(out.empty());
+}
+
+TEST_CASE("read_many stops at its byte bound: the replies before it are answered, the keys after it are too_large errors",
+          "[redis][storage][batch]") {
+    cc::redis_options o;
+    o.url = fixture::get().server_url();
+    o.name_space = unique_name("batch-bound");
+    o.batch_max_bytes = 64 * 1024;
+    cc::redis_storage s(o);
+    std::vector<cc::key> keys;
+    for (std::uint64_t i = 0; i < 8; ++i) {
+        REQUIRE_FALSE(s.write(key_of(i), value_of(i, 20000)));
+        keys.push_back(key_of(i));
+    }
+    std::vector<std::pair<cc::read_result, std::string>> out;
+    s.read_many(keys, 1 << 20, out);
+    REQUIRE(out.size() == keys.size());
+    std::size_t found = 0;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        INFO("key " << i);
+        if (out[i].first.status == cc::read_status::found) {
+            CHECK(found == i); // the answered ones come first
+            CHECK(out[i].second == value_of(i, 20000));
+            ++found;
+        } else {
+            CHECK(out[i].first.status == cc::read_status::error);
+            CHECK(out[i].first.error == cc::remote_error::too_large);
+            CHECK(out[i].second.empty());
+        }
+    }
+    CHECK(found >= 2);       // 64 KiB hold three values of 20,000 bytes
+    CHECK(found <= 4);       // (and one socket read more at most)
+    // The connection was closed at the bound; the next call opens another and reads all.
+    std::string one;
+    CHECK(s.read(key_of(7), one, 1 << 20).status == cc::read_status::found);
+    o.batch_max_bytes = std::size_t(1) << 20;
+    o.url = fixture::get().server_url();
+    cc::redis_storage roomy(o);
+    roomy.read_many(keys, 1 << 20, out);
+    for (auto const& [r, bytes] : out) CHECK(r.status == cc::read_status::found);
+}
+
 TEST_CASE("A Unix socket and a database number are honoured", "[redis][storage]") {
     compile_cache_test::temp_dir dir;
     std::string const socket = (dir.path() / "redis.sock").string();

@@ -14,6 +14,7 @@
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/settings.hpp>
 #include <compile_cache/storage/concept.hpp>
+#include <compile_cache/storage/remote_error.hpp>
 
 #include <algorithm>
 #include <array>
@@ -42,31 +43,7 @@ enum class remote_mode {
     read_only,  ///< read only: stores stay local (a developer's machine reading what CI wrote)
 };
 
-/// Why a remote call failed, as the tier counts it. A remote's error_code is
-/// classified by the std::errc condition it is equivalent to (see remote_error_of).
-enum class remote_error : std::size_t {
-    timeout,         ///< std::errc::timed_out: no answer within the remote's timeout
-    refused,         ///< std::errc::connection_refused: nothing listens, or unreachable
-    auth,            ///< std::errc::permission_denied: credentials or permissions refused
-    protocol,        ///< std::errc::protocol_error: a reply that is not valid
-    too_large,       ///< larger than the cache's entry bound (or than the server takes)
-    corrupt,         ///< an entry whose envelope the cache found damaged or not an entry
-    unauthenticated, ///< an entry whose HMAC does not verify under the cache's secret
-    other,           ///< anything else
-};
-inline constexpr std::size_t remote_error_count = 8;
-
-inline char const* to_string(remote_error e) noexcept {
-    static char const* const names[remote_error_count] = {"timeout",   "refused", "auth",            "protocol",
-                                                          "too-large", "corrupt", "unauthenticated", "other"};
-    return names[static_cast<std::size_t>(e)];
-}
-
-/// The reason counted for a remote's error code: by its std::errc condition
-/// (timed_out; connection_refused, host_unreachable, network_unreachable,
-/// no_such_file_or_directory; permission_denied, operation_not_permitted;
-/// protocol_error, bad_message; value_too_large, file_too_large, message_size), else other.
-COMPILE_CACHE_DECL remote_error remote_error_of(std::error_code const& e) noexcept;
+// (remote_error, remote_error_count, to_string and remote_error_of: storage/remote_error.hpp.)
 
 /// How a tiered_storage uses its remote.
 struct tier_options {

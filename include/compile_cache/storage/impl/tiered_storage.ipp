@@ -5,17 +5,7 @@
 
 namespace compile_cache {
 
-remote_error remote_error_of(std::error_code const& e) noexcept {
-    if (e == std::errc::timed_out) return remote_error::timeout;
-    if (e == std::errc::connection_refused || e == std::errc::host_unreachable || e == std::errc::network_unreachable ||
-        e == std::errc::no_such_file_or_directory || e == std::errc::connection_reset || e == std::errc::not_connected)
-        return remote_error::refused;
-    if (e == std::errc::permission_denied || e == std::errc::operation_not_permitted) return remote_error::auth;
-    if (e == std::errc::protocol_error || e == std::errc::bad_message) return remote_error::protocol;
-    if (e == std::errc::value_too_large || e == std::errc::file_too_large || e == std::errc::message_size)
-        return remote_error::too_large;
-    return remote_error::other;
-}
+// (remote_error_of: storage/impl/remote_error.ipp.)
 
 } // namespace compile_cache
 
