@@ -113,6 +113,10 @@ template <class S>
 using has_any_from_env = std::bool_constant<has_from_env<S>::value || has_deprecated_from_env<S>::value>;
 template <class S>
 using from_env_address_t = decltype(&S::from_env);
+/// Whether storage_from_env (below) can make S: a from_env of either form, or S
+/// constructible from the value of its main setting.
+template <class S>
+using configurable_from_env = std::bool_constant<has_any_from_env<S>::value || std::is_constructible_v<S, std::string>>;
 
 /// Whether configuring S from the environment goes through the deprecated form (S's own
 /// from_env, or a storage S is made of: tiered_storage specialises it for its tiers).

@@ -190,7 +190,11 @@ public:
     /// (`PREFIX_SECRET_FILE`) the remote is off (storage_settings::remote_trusted, its
     /// reason untrusted_remote_reason()), unless `PREFIX_REMOTE_INSECURE` is on. A remote
     /// that is off says why in one line, and the local storage is kept; with nothing
-    /// left, the tier is off with that reason (the cache is disabled).
+    /// left, the tier is off with that reason (the cache is disabled). Only for tiers
+    /// that can be configured so: each with a from_env, or made from its setting's value.
+    template <class L = Local, class R = Remote,
+              std::enable_if_t<detail::configurable_from_env<L>::value && detail::configurable_from_env<R>::value,
+                               int> = 0>
     static from_env_result<tiered_storage> from_env(storage_settings const& settings) {
         using result = from_env_result<tiered_storage>;
         settings_reader const& env = settings.env;
@@ -653,20 +657,12 @@ private:
     /// Local's answer to the tier's settings: its from_env (either form), or Local made
     /// from `PREFIX_DIR`.
     static from_env_result<Local> local_from_env(storage_settings const& settings) {
-        if constexpr (!detail::has_any_from_env<Local>::value)
-            static_assert(std::is_constructible_v<Local, std::string>,
-                          "compile_cache: tiered_storage::from_env needs a Local storage with from_env or one "
-                          "constructible from a path (PREFIX_DIR)");
         return detail::storage_from_env<Local>(settings, "_DIR");
     }
 
     /// Remote's answer to the tier's settings (the tier has checked that a remote may be
     /// used): its from_env (either form), or Remote made from the URL in `PREFIX_REMOTE`.
     static from_env_result<Remote> remote_from_env(storage_settings const& settings) {
-        if constexpr (!detail::has_any_from_env<Remote>::value)
-            static_assert(std::is_constructible_v<Remote, std::string>,
-                          "compile_cache: tiered_storage::from_env needs a Remote storage with from_env or one "
-                          "constructible from a URL (PREFIX_REMOTE)");
         return detail::storage_from_env<Remote>(settings, "_REMOTE");
     }
 
