@@ -107,6 +107,15 @@ private:
     std::map<cc::key, std::uint64_t> ever_written_;
 };
 
+/// Breaks the from_env contract: it configures itself whatever the environment says,
+/// and says so.
+struct eager_storage : cc::memory_storage {
+    static cc::from_env_result<eager_storage> from_env(cc::storage_settings const& settings) {
+        settings.env.report("eager_storage: configured, although nothing asked for it");
+        return cc::from_env_result<eager_storage>(eager_storage());
+    }
+};
+
 /// Breaks the split-update rule: each update call is a unit of its own.
 struct call_counting_hasher {
     using result_type = std::uint64_t;
@@ -142,6 +151,22 @@ TEST_CASE("the storage kit names what a broken Storage breaks", "[conformance][s
     CHECK(names("listing"));
     CHECK(!names("absent"));
     CHECK(!names("remove"));
+}
+
+TEST_CASE("the storage kit checks a from_env: with none of its settings set, not configured and silent",
+          "[conformance][storage][settings]") {
+    cct::storage_conformance_options options;
+    options.print_capabilities = false;
+    auto const failures = cct::check_storage_conformance([] { return eager_storage(); }, options);
+    INFO(failure_lines(failures));
+    std::vector<std::string> from_env_failures;
+    for (auto const& f : failures)
+        if (f.rfind("from_env:", 0) == 0) from_env_failures.push_back(f);
+    CHECK(from_env_failures ==
+          std::vector<std::string>{"from_env: with none of its settings set, it does not answer not_configured()",
+                                   "from_env: with none of its settings set, it does not answer not_configured() "
+                                   "(storage_settings::cache_off set)",
+                                   "from_env: with none of its settings set, it reported a line"});
 }
 
 TEMPLATE_TEST_CASE("every shipped and test Hasher passes the conformance kit", "[conformance][hasher]", cc::sha256,

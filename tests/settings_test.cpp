@@ -1,5 +1,8 @@
 // settings.hpp: the parsers and the reporter a storage configures itself with, and
-// basic_cache::from_env delegating to a storage's own from_env.
+// basic_cache::from_env delegating to a storage's own from_env in one pass: the cache
+// reads its own settings, hands the storage storage_settings, and says the storage's
+// answer (itself, off with a reason, or not configured). The deprecated
+// from_env(settings_reader&) form: settings_deprecated_form_test.cpp.
 
 #include "catch2_compat.hpp"
 #include "support/posix.hpp"
@@ -25,7 +28,8 @@ using namespace std::chrono_literals;
 /// The CCSETTEST_* variables these tests set, unset before and after each.
 struct settings_env : compile_cache_test::scoped_settings {
     settings_env()
-        : scoped_settings("CCSETTEST", {"_FILE", "_DIR", "_LOG", "_SECRET_FILE", "_LIMIT", "_WAIT", "_MODE", "_FAST"}) {}
+        : scoped_settings("CCSETTEST", {"_FILE", "_DIR", "_LOG", "_SECRET_FILE", "_LIMIT", "_WAIT", "_MODE", "_FAST",
+                                        "_VERIFY", "_REMOTE", "_REMOTE_INSECURE"}) {}
 
     /// Sets the size, duration, choice and switch settings at once.
     void set_limit_wait_mode_fast(char const* limit, char const* wait, char const* mode, char const* fast) {
@@ -38,7 +42,8 @@ struct settings_env : compile_cache_test::scoped_settings {
 
 /// A user's storage: entries in memory, configured by CCSETTEST_FILE (its main
 /// setting, named for a single file), CCSETTEST_LIMIT (a size), CCSETTEST_WAIT (a
-/// duration), CCSETTEST_MODE (a choice) and CCSETTEST_FAST (a switch).
+/// duration), CCSETTEST_MODE (a choice) and CCSETTEST_FAST (a switch). The file
+/// `refuse` is off, with a reason; `logged` records what the storage_settings said.
 class file_like_storage {
 public:
     enum class mode { fast, safe };
@@ -46,14 +51,17 @@ public:
     file_like_storage(std::string path_, std::uint64_t limit_, std::chrono::milliseconds wait_, mode m_, bool fast_)
         : path(std::move(path_)), limit(limit_), wait(wait_), m(m_), fast(fast_) {}
 
-    static std::optional<file_like_storage> from_env(cc::settings_reader& env) {
+    static cc::from_env_result<file_like_storage> from_env(cc::storage_settings const& settings) {
+        ++asked;
+        cc::settings_reader const& env = settings.env;
         std::string path = env.value("_FILE");
-        if (env.is_off("_FILE") || !env.confirm()) return std::nullopt;
-        if (path == "refuse") {
-            env.report(env.name("_FILE") + "=\"refuse\" is not a database; the cache is disabled");
-            return std::nullopt;
-        }
-        authenticated_seen = env.authenticated();
+        if (env.is_off("_FILE")) return cc::from_env_result<file_like_storage>::not_configured();
+        if (!settings.cache_off.empty()) return cc::from_env_result<file_like_storage>::off(settings.cache_off);
+        if (path == "refuse")
+            return cc::from_env_result<file_like_storage>::off(env.name("_FILE") +
+                                                               "=\"refuse\" is not a database; the cache is disabled");
+        authenticated_seen = settings.authenticated;
+        ++made;
         return file_like_storage(path, env.byte_size("_LIMIT", 1 << 20, "1M"), env.milliseconds("_WAIT", 100ms),
                                  env.choice<mode>("_MODE", {{"fast", mode::fast}, {"safe", mode::safe}}, mode::safe,
                                                   "a mode"),
@@ -74,9 +82,20 @@ public:
     bool fast = false;
     cc::memory_storage entries;
     static inline bool authenticated_seen = false;
+    static inline int asked = 0; ///< calls of from_env
+    static inline int made = 0;  ///< storages from_env made
+};
+
+/// A storage that ignores storage_settings::cache_off (and is made anyway).
+struct careless_storage : cc::memory_storage {
+    static cc::from_env_result<careless_storage> from_env(cc::storage_settings const& settings) {
+        if (settings.env.is_off("_FILE")) return cc::from_env_result<careless_storage>::not_configured();
+        return careless_storage();
+    }
 };
 
 using file_like_cache = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, file_like_storage>;
+using careless_cache = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, careless_storage>;
 
 
 } // namespace
@@ -147,14 +166,17 @@ TEST_CASE("from_env delegates to the storage's own from_env: its settings, its m
     settings_env env;
     compile_cache_test::temp_dir dir;
 
-    SECTION("its main setting off: no cache, and nothing else is read or printed") {
+    SECTION("its main setting off (not configured): no cache, and nothing is printed, the cache's own lines neither") {
         env.set("_DIR", dir.path().string()); // not this storage's setting
         env.set("_LOG", "verbose");
         env.set("_LIMIT", "lots");
+        env.set("_SECRET_FILE", (dir.path() / "missing.key").string());
         compile_cache_test::captured_stderr err(dir.path() / "stderr.txt");
+        file_like_storage::asked = 0;
         file_like_cache c = file_like_cache::from_env("CCSETTEST");
         CHECK(!c.enabled());
         CHECK(err.text().empty());
+        CHECK(file_like_storage::asked == 1);
     }
     SECTION("configured: its values reach it; a bad one is one line on stderr and the default") {
         env.set("_FILE", (dir.path() / "cache.db").string());
@@ -187,19 +209,58 @@ TEST_CASE("from_env delegates to the storage's own from_env: its settings, its m
         env.set("_LIMIT", "lots");
         env.set("_SECRET_FILE", (dir.path() / "missing.key").string());
         compile_cache_test::captured_stderr err(dir.path() / "stderr.txt");
+        file_like_storage::made = 0;
         file_like_cache c = file_like_cache::from_env("CCSETTEST");
         std::vector<std::string> const lines = lines_of(err.text());
         CHECK(!c.enabled());
         REQUIRE(lines.size() == 1);
         CHECK(lines[0].rfind("compile_cache: CCSETTEST_SECRET_FILE=", 0) == 0);
+        CHECK(file_like_storage::made == 0);
     }
-    SECTION("the storage declines after one line: the cache is disabled") {
+    SECTION("the storage answers off(why): that one line, and the cache is disabled") {
         env.set("_FILE", "refuse");
         env.set("_LOG", "1");
         compile_cache_test::captured_stderr err(dir.path() / "stderr.txt");
+        file_like_storage::asked = 0;
         file_like_cache c = file_like_cache::from_env("CCSETTEST");
         CHECK(!c.enabled());
         CHECK(err.text() == "compile_cache: CCSETTEST_FILE=\"refuse\" is not a database; the cache is disabled\n");
+        CHECK(file_like_storage::asked == 1);
+    }
+    SECTION("off(why) after the cache's own bad values: theirs first, then the reason, one line each") {
+        env.set("_FILE", "refuse");
+        env.set("_LOG", "verbose");
+        env.set("_VERIFY", "often");
+        compile_cache_test::captured_stderr err(dir.path() / "stderr.txt");
+        file_like_cache c = file_like_cache::from_env("CCSETTEST");
+        std::vector<std::string> const lines = lines_of(err.text());
+        CHECK(!c.enabled());
+        REQUIRE(lines.size() == 3);
+        CHECK(lines[0].rfind("compile_cache: CCSETTEST_LOG=\"verbose\" is not understood", 0) == 0);
+        CHECK(lines[1].rfind("compile_cache: CCSETTEST_VERIFY=\"often\" is not understood", 0) == 0);
+        CHECK(lines[2] == "compile_cache: CCSETTEST_FILE=\"refuse\" is not a database; the cache is disabled");
+    }
+    SECTION("configured: the cache's own bad values are said before the storage's") {
+        env.set("_FILE", "x");
+        env.set("_VERIFY", "often");
+        env.set("_WAIT", "forever");
+        compile_cache_test::captured_stderr err(dir.path() / "stderr.txt");
+        file_like_cache c = file_like_cache::from_env("CCSETTEST");
+        std::vector<std::string> const lines = lines_of(err.text());
+        CHECK(c.enabled());
+        REQUIRE(lines.size() == 2);
+        CHECK(lines[0].rfind("compile_cache: CCSETTEST_VERIFY=", 0) == 0);
+        CHECK(lines[1].rfind("compile_cache: CCSETTEST_WAIT=", 0) == 0);
+    }
+    SECTION("a storage that ignores cache_off is dropped, with the cache's one line") {
+        env.set("_FILE", "x");
+        env.set("_SECRET_FILE", (dir.path() / "missing.key").string());
+        compile_cache_test::captured_stderr err(dir.path() / "stderr.txt");
+        careless_cache c = careless_cache::from_env("CCSETTEST");
+        std::vector<std::string> const lines = lines_of(err.text());
+        CHECK(!c.enabled());
+        REQUIRE(lines.size() == 1);
+        CHECK(lines[0].rfind("compile_cache: CCSETTEST_SECRET_FILE=", 0) == 0);
     }
     SECTION("environment_settings lists the storage's settings, then the cache's own") {
         std::vector<std::string> names;

@@ -1,6 +1,7 @@
 // Step 7 of docs/tutorial.md: checking a Storage of your own with the conformance kit
 // (compile_cache/testing/storage_conformance.hpp). map_storage keeps entries in a map
-// that its handles share; its first version forgets the size bound, and the kit says so.
+// that its handles share, and configures itself from MAP_CACHE_MAP through from_env; its
+// first version forgets the size bound, and the kit says so.
 #include <compile_cache/compile_cache.hpp>
 #include <compile_cache/testing/storage_conformance.hpp>
 
@@ -13,6 +14,8 @@
 #include <string_view>
 #include <system_error>
 
+#include <stdlib.h>
+
 namespace cc = compile_cache;
 
 // [tutorial:storage]
@@ -20,6 +23,21 @@ namespace cc = compile_cache;
 class map_storage {
 public:
     explicit map_storage(bool honours_bound) : shared_(std::make_shared<entries>()), honours_bound_(honours_bound) {}
+    map_storage() : map_storage(true) {} // what a disabled cache holds
+
+    // For basic_cache::from_env (docs/policies.md): the cache has read its own settings
+    // and hands over plain values; the storage reads its own PREFIX_* variables and
+    // answers with itself, off(why) (one line, which the cache prints), or
+    // not_configured() when its main setting is off (the cache prints nothing).
+    static cc::from_env_result<map_storage> from_env(cc::storage_settings const& settings) {
+        using result = cc::from_env_result<map_storage>;
+        cc::settings_reader const& env = settings.env;
+        if (env.is_off("_MAP")) return result::not_configured();
+        if (!settings.cache_off.empty()) return result::off(settings.cache_off); // before anything is made
+        if (!cc::parse_switch(env.value("_MAP")))
+            return result::off(env.name("_MAP") + "=\"" + env.value("_MAP") + "\" is not 1 or 0; the cache is disabled");
+        return result(map_storage(true));
+    }
 
     cc::read_result read(cc::key const& k, std::string& out, std::size_t max_size) {
         out.clear();
@@ -49,6 +67,8 @@ private:
     std::shared_ptr<entries> shared_;
     bool honours_bound_;
 };
+
+using map_cache = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, map_storage>;
 // [tutorial:storage]
 
 // [tutorial:check]
@@ -62,6 +82,10 @@ int main() {
         for (std::string const& failure : failures) std::printf("  %s\n", failure.c_str());
         if (failures.empty()) std::printf("  conforms\n");
     }
+    // A host's cache over it, as from_env makes it (the variable is set here for the example).
+    ::setenv("MAP_CACHE_MAP", "1", 1);
+    map_cache const cache = map_cache::from_env("MAP_CACHE");
+    std::printf("from_env with MAP_CACHE_MAP=1: %s\n", cache.enabled() ? "enabled" : "disabled");
     return 0;
 }
 // [tutorial:check]

@@ -151,6 +151,20 @@ namespace detail {
 /// not parse is one line through `env`, and the default stays.
 COMPILE_CACHE_DECL void cache_settings_from_env(settings_reader const& env, cache_options& options);
 
+/// What basic_cache::from_env reads before it asks its storage: the cache's own settings
+/// (PREFIX_LOG, PREFIX_SECRET_FILE, then PREFIX_VERIFY and PREFIX_MIN_COMPILE_TIME), and
+/// the storage_settings it hands the storage: authenticated (a secret), remote trusted
+/// (authenticated, or PREFIX_REMOTE_INSECURE on, read when PREFIX_REMOTE is set), the
+/// logger, and cache_off (the secret file's line when it cannot be used; the settings
+/// after it are then not read). The cache's own lines wait in `held` until the storage
+/// shows it is wanted.
+struct cache_env_settings {
+    cache_options options;
+    storage_settings storage;
+    std::shared_ptr<held_lines> held;
+};
+COMPILE_CACHE_DECL cache_env_settings read_cache_env_settings(std::string_view prefix);
+
 /// Whether a number drawn uniformly from [0, 1) by this thread's generator is below
 /// `fraction`: verify mode's choice of the hits it checks. Each thread and each forked
 /// process draws its own sequence.
@@ -279,81 +293,74 @@ public:
         }
     }
 
-    /// The cache the environment asks for. The Storage reads its own settings: when it
-    /// has `static std::optional<Storage> from_env(settings_reader&)` (see settings.hpp
-    /// and docs/policies.md), that decides — nullopt: no cache (not configured, or it
-    /// declined after one reported line); directory_storage reads `PREFIX_DIR`,
-    /// `PREFIX_MAX_SIZE`, `PREFIX_DURABILITY` and `PREFIX_SHARED`. Otherwise the Storage
-    /// is constructed from `PREFIX_DIR` (a std::string); unset, empty, `0`, `off`,
-    /// `false` or `no` (any case) disable the cache.
-    /// Once the storage is configured, the cache reads its own settings: `PREFIX_LOG`
-    /// on (`1`, `on`, `true`, `yes`) sends one-line diagnostics to stderr;
-    /// `PREFIX_SECRET_FILE` names a file whose whole content (bytes, a trailing newline
-    /// included) is the secret that authenticates entries (cache_options::secret). A
-    /// file that is missing, unreadable, empty or over 64 KiB is one diagnostic, and the
-    /// cache is disabled: the host asked for authenticated entries and cannot have them.
+    /// The cache the environment asks for, in one pass: the cache reads its own settings
+    /// first: `PREFIX_LOG` on (`1`, `on`, `true`, `yes`) sends one-line diagnostics to
+    /// stderr; `PREFIX_SECRET_FILE` names a file whose whole content (bytes, a trailing
+    /// newline included) is the secret that authenticates entries
+    /// (cache_options::secret); `PREFIX_VERIFY`, `PREFIX_MIN_COMPILE_TIME`. Then it hands
+    /// the Storage what it needs as plain values (storage_settings: authenticated, remote
+    /// trusted, the logger, and why the cache cannot run, if it cannot) and the Storage
+    /// answers with itself, or off with a reason (one line, said here), or not configured
+    /// (no cache, nothing said): `static from_env_result<Storage> from_env(storage_settings const&)`
+    /// (docs/policies.md); directory_storage reads `PREFIX_DIR`, `PREFIX_MAX_SIZE`,
+    /// `PREFIX_DURABILITY` and `PREFIX_SHARED`. A Storage without from_env is constructed
+    /// from `PREFIX_DIR` (a std::string); unset, empty, `0`, `off`, `false` or `no` (any
+    /// case) disable the cache. One with the deprecated `static std::optional<Storage>
+    /// from_env(settings_reader&)` still works, and this function says so at compile time.
+    /// The cache's own lines are said only when the Storage is configured (first, before
+    /// the Storage's): a cache nobody asked for prints nothing. A secret file that is
+    /// missing, unreadable, empty or over 64 KiB disables the cache: the host asked for
+    /// authenticated entries and cannot have them; the Storage, told so, makes nothing.
     /// Every value that does not parse is one diagnostic (through the logger, or on
     /// stderr when there is none); then the default, or no cache.
     /// docs/configuration.md has them all.
+    template <class S = Storage, std::enable_if_t<!detail::uses_deprecated_from_env<S>::value, int> = 0>
     static basic_cache from_env(std::string_view prefix) {
-        static_assert(std::is_default_constructible_v<Storage>,
-                      "compile_cache: basic_cache needs a default-constructible Storage (a disabled cache holds one)");
-        settings_reader env{std::string(prefix)};
-        cache_options options;
-        env.on_confirm([&env, &options]() -> bool {
-            std::string const log = env.value("_LOG");
-            std::optional<bool> const log_on = parse_switch(log);
-            if (log_on.value_or(false))
-                options.logger = [](std::string_view line) {
-                    std::fprintf(stderr, "compile_cache: %.*s\n", static_cast<int>(line.size()), line.data());
-                };
-            env.set_reporter(options.logger);
-            env.set_logger(options.logger);
-            if (!log_on)
-                env.report_value("_LOG", log,
-                                 "is not understood (1, on, true or yes to log; 0, off, false or no not to); "
-                                 "logging stays off");
-            std::string const secret_file = env.value("_SECRET_FILE");
-            if (!secret_file.empty()) {
-                std::string why;
-                try {
-                    why = read_secret_file(secret_file, options.secret);
-                } catch (std::exception const& e) {
-                    why = e.what();
-                }
-                if (!why.empty()) {
-                    env.report(env.name("_SECRET_FILE") + "=\"" + secret_file + "\": " + why +
-                               "; the cache is disabled, since its entries could not be authenticated");
-                    return false;
-                }
-            }
-            env.set_authenticated(!options.secret.empty());
-            detail::cache_settings_from_env(env, options);
-            return true;
-        });
-        std::optional<Storage> storage;
-        if constexpr (detail::has_from_env<Storage>::value) {
-            try {
-                storage = Storage::from_env(env);
-            } catch (std::exception const& e) {
-                env.report(env.prefix() + ": the storage could not be set up (" + e.what() + "); the cache is disabled");
-                return basic_cache();
-            } catch (...) {
-                env.report(env.prefix() + ": the storage could not be set up; the cache is disabled");
-                return basic_cache();
-            }
-        } else {
-            static_assert(std::is_constructible_v<Storage, std::string>,
-                          "compile_cache: from_env needs a Storage with `static std::optional<Storage> "
-                          "from_env(compile_cache::settings_reader&)` or one constructible from a path "
-                          "(std::string); or construct the cache with your storage object instead");
-            std::string dir = env.value("_DIR");
-            if (!detail::is_off(dir) && env.confirm()) storage.emplace(std::move(dir));
-        }
-        if (!storage || !env.confirm()) return basic_cache();
-        return basic_cache(std::move(*storage), std::move(options));
+        return from_settings(prefix);
+    }
+    /// The same, for a Storage (or a tier of it) with only the deprecated form.
+    template <class S = Storage, std::enable_if_t<detail::uses_deprecated_from_env<S>::value, int> = 0>
+    COMPILE_CACHE_DEPRECATED_FROM_ENV static basic_cache from_env(std::string_view prefix) {
+        return from_settings(prefix);
     }
 
+private:
+    static basic_cache from_settings(std::string_view prefix) {
+        static_assert(std::is_default_constructible_v<Storage>,
+                      "compile_cache: basic_cache needs a default-constructible Storage (a disabled cache holds one)");
+        if constexpr (!detail::has_any_from_env<Storage>::value)
+            static_assert(std::is_constructible_v<Storage, std::string>,
+                          "compile_cache: from_env needs a Storage with `static from_env_result<Storage> "
+                          "from_env(compile_cache::storage_settings const&)` or one constructible from a path "
+                          "(std::string); or construct the cache with your storage object instead");
+        detail::cache_env_settings settings = detail::read_cache_env_settings(prefix);
+        std::optional<from_env_result<Storage>> answer;
+        try {
+            answer.emplace(detail::storage_from_env<Storage>(settings.storage, "_DIR"));
+        } catch (std::exception const& e) {
+            settings.held->say(std::string(prefix) + ": the storage could not be set up (" + e.what() +
+                               "); the cache is disabled");
+            return basic_cache();
+        } catch (...) {
+            settings.held->say(std::string(prefix) + ": the storage could not be set up; the cache is disabled");
+            return basic_cache();
+        }
+        if (!*answer) {
+            if (answer->why_off().empty())
+                settings.held->drop(); // not configured: nobody asked for a cache
+            else
+                settings.held->say(answer->why_off());
+            return basic_cache();
+        }
+        if (!settings.storage.cache_off.empty()) { // a storage that did not look
+            settings.held->say(settings.storage.cache_off);
+            return basic_cache();
+        }
+        settings.held->release();
+        return basic_cache(std::move(**answer), std::move(settings.options));
+    }
+
+public:
     bool enabled() const noexcept { return enabled_; }
     /// Whether entries are authenticated (HMAC-SHA256 under cache_options::secret).
     bool authenticated() const noexcept { return enabled_ && auth_.keyed(); }

@@ -1,7 +1,9 @@
 // compile_cache: settings from the environment, for the cache and for every storage.
-// A storage configures itself from `PREFIX_*` variables through a settings_reader:
-// the parsers below read sizes, durations, switches and choices, and every value that
-// does not parse is one line through the reporter, then the default.
+// The cache reads its own, then hands its storage plain values (storage_settings); the
+// storage reads its own `PREFIX_*` variables through a settings_reader, whose parsers
+// read sizes, durations, switches and choices (every value that does not parse is one
+// line through the reporter, then the default), and answers with itself or with why it
+// is off (from_env_result).
 #pragma once
 
 #include <compile_cache/detail/config.hpp>
@@ -12,10 +14,13 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace compile_cache {
 
@@ -57,12 +62,67 @@ COMPILE_CACHE_DECL std::optional<double> parse_fraction(std::string_view s) noex
 /// `off`, `false`, `no` are off (any case). nullopt for anything else.
 COMPILE_CACHE_DECL std::optional<bool> parse_switch(std::string_view s) noexcept;
 
+/// What a settings_reader's members that serve the deprecated `from_env(settings_reader&)`
+/// form say (settings_reader::confirm and the others below).
+#define COMPILE_CACHE_DEPRECATED_FROM_ENV                                                                        \
+    [[deprecated("use static from_env_result<S> from_env(storage_settings const&); see README, Moving from an "  \
+                 "earlier version")]]
+
+class settings_reader;
+struct storage_settings;
+
+namespace detail {
+/// The lines basic_cache::from_env has to say about its own settings (a bad PREFIX_LOG,
+/// PREFIX_VERIFY...), shared by the settings_reader it hands its storage: held until the
+/// storage shows it is wanted (it reports a line, or answers with itself or "off"), then
+/// said first, in order; dropped when the storage is not configured, so that a cache
+/// nobody asked for prints nothing. Lines go to `out`, or to stderr as `compile_cache: LINE`.
+class held_lines {
+public:
+    explicit held_lines(std::function<void(std::string_view)> out) : out_(std::move(out)) {}
+    /// Keeps `line` until release().
+    COMPILE_CACHE_DECL void hold(std::string line);
+    /// Says the held lines, once; later lines are said at once.
+    COMPILE_CACHE_DECL void release() noexcept;
+    /// Forgets the held lines, unsaid.
+    COMPILE_CACHE_DECL void drop() noexcept;
+    /// release(), then `line`.
+    COMPILE_CACHE_DECL void say(std::string const& line) noexcept;
+
+private:
+    COMPILE_CACHE_DECL void emit(std::string const& line) const noexcept;
+    std::function<void(std::string_view)> out_;
+    std::mutex mutex_;
+    std::vector<std::string> lines_;
+    bool released_ = false;
+};
+
+/// What the deprecated members of a settings_reader handed to a storage's old
+/// `from_env(settings_reader&)` answer: the values the cache read before it asked (the
+/// storage_settings of the new form), and what the storage said once it confirmed.
+struct old_form_answers {
+    bool authenticated = false;
+    bool remote_trusted = false;
+    std::function<void(std::string_view)> logger;
+    std::string cache_off;      ///< storage_settings::cache_off
+    std::string untrusted_line; ///< storage_settings::untrusted_remote_reason()
+    bool untrusted_said = false;
+    bool confirmed = false;     ///< confirm() was called: the storage's main setting asked for it
+    /// Lines the storage reported after confirm(): said by the cache when the storage
+    /// returns itself, the last one being its reason when it returns nullopt.
+    std::vector<std::string> after_confirm;
+};
+
+/// The cache's way into a settings_reader (the members below are not for storages).
+struct settings_reader_access;
+} // namespace detail
+
 /// What a cache reads from the environment under one prefix, and where it says what
-/// it could not use. Given to `Storage::from_env(settings_reader&)` (an optional
-/// static member: see docs/policies.md), so that a storage reads its own
-/// `PREFIX_*` variables with the same parsers, and reports a bad value the same way:
-/// one line (through the cache's logger, or on stderr when it has none), then the
-/// default.
+/// it could not use. A storage reads its own `PREFIX_*` variables through the one in
+/// storage_settings (`static from_env_result<S> from_env(storage_settings const&)`,
+/// an optional static member: see docs/policies.md), with the same parsers, and reports
+/// a bad value the same way: one line (through the cache's logger, or on stderr when
+/// it has none), then the default.
 class settings_reader {
 public:
     /// Receives one line, without a trailing newline.
@@ -123,53 +183,45 @@ public:
         return fallback;
     }
 
-    // --- Between the cache and its storage -------------------------------------
+    // --- The deprecated from_env(settings_reader&) form ----------------------------
+    // A storage written against the earlier contract asked the cache through these;
+    // they now answer from what the cache read before it asked (storage_settings), with
+    // no call back into the cache. A new storage reads storage_settings instead.
 
-    /// A storage calls this once its own main setting (its path, its URL) says it is
-    /// wanted, before it reports anything else or touches anything: the cache then
-    /// reads its own settings (`PREFIX_LOG`, `PREFIX_SECRET_FILE`). False when the
-    /// cache cannot run (it has reported why, in one line): the storage returns
-    /// nullopt. Later calls return the first answer. A storage that never calls it
-    /// still works: the cache calls it when from_env returns a storage.
-    bool confirm() {
-        if (!confirmed_) confirmed_ = confirm_ ? confirm_() : true;
-        return *confirmed_;
+    /// False when the cache cannot run whatever the storage does (storage_settings::cache_off):
+    /// the storage then returns nullopt, and the cache says why. Call it once the
+    /// storage's main setting says it is wanted, before it reports anything else. A
+    /// reader that no cache made answers true.
+    COMPILE_CACHE_DEPRECATED_FROM_ENV COMPILE_CACHE_DECL bool confirm() noexcept;
+    /// storage_settings::authenticated; false from a reader that no cache made.
+    COMPILE_CACHE_DEPRECATED_FROM_ENV bool authenticated() const noexcept {
+        return answers_ && answers_->authenticated;
     }
-    /// After confirm(): whether the cache authenticates its entries (a secret is set),
-    /// so that a storage sharing entries with other machines can refuse to run
-    /// without it.
-    bool authenticated() const noexcept { return authenticated_; }
-    /// After confirm(): whether a storage shared with other machines (a remote) may be
-    /// used. What such a server returns runs as code here, so only when entries are
-    /// authenticated (a secret) or `PREFIX_REMOTE_INSECURE` says the server is trusted;
-    /// otherwise one line saying how to set a secret. Asked by the tier and by the Redis
-    /// storage alike, answered (and said) once.
-    COMPILE_CACHE_DECL bool remote_trusted();
-    /// After confirm(): the cache's logger (empty when it logs nothing), for a storage
-    /// that reports what happens while it runs (a server gone, then back).
-    reporter const& logger() const noexcept { return logger_; }
-
-    /// For the cache: what confirm() does, and what it then tells the storage.
-    void on_confirm(std::function<bool()> confirm) { confirm_ = std::move(confirm); }
-    void set_reporter(reporter report) { report_ = std::move(report); }
-    void set_logger(reporter logger) { logger_ = std::move(logger); }
-    void set_authenticated(bool authenticated) noexcept { authenticated_ = authenticated; }
-    bool confirmed() const noexcept { return confirmed_.has_value(); }
+    /// storage_settings::remote_trusted; when false, the reason (untrusted_remote_reason)
+    /// is the storage's line. From a reader that no cache made: `PREFIX_REMOTE_INSECURE`.
+    COMPILE_CACHE_DEPRECATED_FROM_ENV COMPILE_CACHE_DECL bool remote_trusted() const;
+    /// storage_settings::logger; empty from a reader that no cache made.
+    COMPILE_CACHE_DEPRECATED_FROM_ENV reporter const& logger() const noexcept {
+        static reporter const none;
+        return answers_ ? answers_->logger : none;
+    }
 
 private:
+    friend struct detail::settings_reader_access;
     std::string prefix_;
     reporter report_;
-    reporter logger_;
-    std::function<bool()> confirm_;
-    std::optional<bool> confirmed_;
-    bool authenticated_ = false;
-    std::optional<bool> remote_trusted_;
+    std::shared_ptr<detail::held_lines> held_;          ///< the cache's lines, when a cache made this reader
+    std::shared_ptr<detail::old_form_answers> answers_; ///< only for the deprecated form
 };
 
 /// What a cache hands its storage's `static from_env_result<S> from_env(storage_settings const&)`:
 /// the cache reads its own settings first (PREFIX_LOG, PREFIX_SECRET_FILE, ...), then
 /// gives the storage what it needs to decide as plain values. The storage reads its own
 /// `PREFIX_*` variables through `env` and answers with itself or with "off, because".
+/// The order a storage follows: its main setting (its path, its URL) off:
+/// `not_configured()`; `cache_off` not empty: `off(cache_off)`, before it reads another
+/// setting or touches anything; then its other settings (a bad one: one line through
+/// `env`, and the default); a fault that leaves it unusable: `off(why)`.
 struct storage_settings {
     /// The prefix, the parsers, and where a bad value is reported (the logger, or stderr).
     settings_reader env;
@@ -182,6 +234,11 @@ struct storage_settings {
     /// The cache's logger, for a storage that reports what happens while it runs; empty
     /// when the cache logs nothing.
     settings_reader::reporter logger;
+    /// Empty, or why the cache cannot run whatever the storage answers (its own settings
+    /// disable it: a `PREFIX_SECRET_FILE` that cannot be read): a storage whose main
+    /// setting asks for it answers `off(cache_off)` at once, so that nothing is made or
+    /// connected. (One that returns itself anyway is dropped, with this line.)
+    std::string cache_off;
 
     /// The one line a remote storage (or the tier) gives as its reason when a remote is
     /// asked for (`PREFIX_REMOTE` set) but `remote_trusted` is false.
@@ -215,6 +272,28 @@ private:
     std::optional<S> storage_;
     std::string why_off_;
 };
+
+namespace detail {
+struct settings_reader_access {
+    /// The reader basic_cache::from_env hands its storage: bad values go through `held`.
+    static settings_reader holding(std::string prefix, std::shared_ptr<held_lines> held) {
+        settings_reader r(std::move(prefix));
+        r.held_ = std::move(held);
+        return r;
+    }
+    /// For a storage's deprecated `from_env(settings_reader&)`: `settings.env` whose
+    /// deprecated members answer from `settings`.
+    COMPILE_CACHE_DECL static settings_reader answering(storage_settings const& settings);
+    static old_form_answers& answers(settings_reader& r) noexcept { return *r.answers_; }
+    /// Says `line` as the reader's cache does (its held lines first), skipping the
+    /// after-confirm capture of the deprecated form.
+    static void say(settings_reader const& r, std::string const& line) noexcept {
+        settings_reader plain = r;
+        plain.answers_.reset();
+        plain.report(line);
+    }
+};
+} // namespace detail
 
 } // namespace compile_cache
 

@@ -11,7 +11,9 @@
 # MODE:
 #   find_package      `cmake --install PARENT_BINARY_DIR` into a staged prefix, then a
 #                     project that calls find_package(compile_cache CONFIG REQUIRED),
-#                     building the consumer header-only and with separate compilation;
+#                     building the consumer header-only and with separate compilation,
+#                     and old_host.cpp (a host of the earlier release: its build must
+#                     print the deprecation sentence, and it must run);
 #                     with EXPECT_TOOL, the installed compile-cache must then report
 #                     the consumer's cache: one entry, one store, three hits (two
 #                     runs, each loading it back once more)
@@ -48,6 +50,7 @@ function(run)
     message(FATAL_ERROR "consumer ${MODE}: failed (${rc}): ${command}\n${out}\n${err}")
   endif()
   set(run_output "${out}" PARENT_SCOPE)
+  set(run_error "${err}" PARENT_SCOPE)
 endfunction()
 
 function(build_project project_dir)
@@ -56,6 +59,7 @@ function(build_project project_dir)
       -DCOMPILE_CACHE_SOURCE_DIR=${SOURCE_DIR} -DEXPECT_REDIS=${EXPECT_REDIS}
       -DEXPECT_SQLITE=${EXPECT_SQLITE} -DEXPECT_HTTP=${EXPECT_HTTP} ${ARGN})
   run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+  set(build_log "${run_output}${run_error}" PARENT_SCOPE)
   set(program ${WORK_DIR}/build/consumer PARENT_SCOPE)
 endfunction()
 
@@ -158,6 +162,23 @@ if(MODE STREQUAL "find_package")
     endif()
   endforeach()
   message(STATUS "consumer ${MODE}: the same, built with COMPILE_CACHE_SEPARATE_COMPILATION")
+  # The host of the earlier release: built, told once, and working.
+  set(sentence "use static from_env_result<S> from_env(storage_settings const&); see README, Moving from an earlier version")
+  string(FIND "${build_log}" "${sentence}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "consumer ${MODE}: building old_host did not print the deprecation sentence:\n${build_log}")
+  endif()
+  set(expected "old host: compiled loaded")
+  if(EXPECT_SQLITE)
+    string(APPEND expected " sqlite enabled")
+  endif()
+  run(${WORK_DIR}/build/old_host ${WORK_DIR}/cache_old_host)
+  string(STRIP "${run_output}" got)
+  if(NOT got STREQUAL expected)
+    message(FATAL_ERROR "consumer ${MODE}: old_host printed `${got}`, expected `${expected}`")
+  endif()
+  message(STATUS "consumer ${MODE}: a host of the earlier release (old include paths, the deprecated "
+                 "from_env form) builds with the deprecation sentence and runs")
 endif()
 set(component_modes find_package add_subdirectory pkg_config single_header)
 if(EXPECT_REDIS AND MODE IN_LIST component_modes)

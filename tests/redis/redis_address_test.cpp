@@ -34,6 +34,12 @@ std::string parse_error(std::string const& url) {
 }
 
 using compile_cache_test::env_var;
+
+/// What a cache hands the storage: `env`, and whether a remote may be used (the cache
+/// says so when entries are authenticated or PREFIX_REMOTE_INSECURE is on).
+cc::storage_settings settings_of(cc::settings_reader const& env, bool remote_trusted) {
+    return cc::storage_settings{env, false, remote_trusted, {}, {}};
+}
 } // namespace
 
 TEST_CASE("A redis:// address gives host, port, database and credentials, with defaults", "[redis][address]") {
@@ -111,10 +117,11 @@ TEST_CASE("A password never shows in an error, a description or a log line", "[r
     std::vector<std::string> lines;
     cc::settings_reader env("CCREDIS", [&](std::string_view line) { lines.emplace_back(line); });
     env_var url("CCREDIS_REMOTE", "redis://u:" + secret + "@127.0.0.1:bad");
-    CHECK_FALSE(cc::redis_storage::from_env(env));
-    REQUIRE(lines.size() == 1);
-    CHECK(lines[0].find(secret) == std::string::npos);
-    CHECK(lines[0].find("CCREDIS_REMOTE") != std::string::npos);
+    auto const r = cc::redis_storage::from_env(settings_of(env, true));
+    CHECK_FALSE(r);
+    CHECK(lines.empty());
+    CHECK(r.why_off().find(secret) == std::string::npos);
+    CHECK(r.why_off().find("CCREDIS_REMOTE") != std::string::npos);
 }
 
 TEST_CASE("read_redis_password_file reads a password file as from_env does, one line end dropped",
@@ -137,7 +144,9 @@ TEST_CASE("from_env reads the remote's settings, and a bad one is one line and i
     cc::settings_reader env("CCREDIS", [&](std::string_view line) { lines.emplace_back(line); });
     {
         env_var off("CCREDIS_REMOTE", "off");
-        CHECK_FALSE(cc::redis_storage::from_env(env));
+        auto const r = cc::redis_storage::from_env(settings_of(env, true));
+        CHECK_FALSE(r);
+        CHECK(r.why_off().empty()); // not configured
         CHECK(lines.empty());
     }
     compile_cache_test::temp_dir dir;
@@ -161,12 +170,10 @@ TEST_CASE("from_env reads the remote's settings, and a bad one is one line and i
 
     // What a shared server returns runs as code: without a secret, only when the
     // server is said to be trusted, and otherwise one line saying how to set a secret.
-    CHECK_FALSE(cc::redis_storage::from_env(env));
-    REQUIRE(!lines.empty());
-    CHECK(lines.back().rfind("CCREDIS_REMOTE is set but entries are not authenticated", 0) == 0);
-    env_var insecure("CCREDIS_REMOTE_INSECURE", "1");
-    cc::settings_reader trusting("CCREDIS", [&](std::string_view line) { lines.emplace_back(line); });
-    auto s = cc::redis_storage::from_env(trusting);
+    auto const untrusted = cc::redis_storage::from_env(settings_of(env, false));
+    CHECK_FALSE(untrusted);
+    CHECK(untrusted.why_off().rfind("CCREDIS_REMOTE is set but entries are not authenticated", 0) == 0);
+    auto s = cc::redis_storage::from_env(settings_of(env, true));
     REQUIRE(s);
     CHECK(s->describe() == "redis://:***@127.0.0.1:6390 (namespace team-a)");
     CHECK(s->describe().find("from-the-file") == std::string::npos);
@@ -192,19 +199,20 @@ TEST_CASE("A password file that cannot be read turns the remote off with one lin
     cc::settings_reader env("CCREDIS", [&](std::string_view line) { lines.emplace_back(line); });
     env_var url("CCREDIS_REMOTE", "redis://127.0.0.1:6390");
     env_var password("CCREDIS_REMOTE_PASSWORD_FILE", "/nonexistent/password");
-    CHECK_FALSE(cc::redis_storage::from_env(env));
-    REQUIRE(lines.size() == 1);
-    CHECK(lines[0].find("CCREDIS_REMOTE_PASSWORD_FILE") != std::string::npos);
+    auto const r = cc::redis_storage::from_env(settings_of(env, true));
+    CHECK_FALSE(r);
+    CHECK(lines.empty());
+    CHECK(r.why_off().find("CCREDIS_REMOTE_PASSWORD_FILE") != std::string::npos);
 
     // Read as the secret file is: one that any user may write is refused too.
     compile_cache_test::temp_dir dir;
     compile_cache_test::write_file(dir.path() / "password", "planted-by-anyone");
     REQUIRE(::chmod((dir.path() / "password").c_str(), 0666) == 0);
     env_var writable("CCREDIS_REMOTE_PASSWORD_FILE", (dir.path() / "password").string());
-    CHECK_FALSE(cc::redis_storage::redis_options_from_env(env));
-    REQUIRE(lines.size() == 2);
-    CHECK(lines[1].find("any user can write it") != std::string::npos);
-    CHECK(lines[1].find("planted-by-anyone") == std::string::npos);
+    auto const writable_answer = cc::redis_storage::redis_options_from_env(env);
+    CHECK_FALSE(writable_answer);
+    CHECK(writable_answer.why_off().find("any user can write it") != std::string::npos);
+    CHECK(writable_answer.why_off().find("planted-by-anyone") == std::string::npos);
 }
 
 TEST_CASE("CRC16 is the XMODEM variant the cluster specification gives", "[redis][cluster]") {
@@ -325,8 +333,9 @@ TEST_CASE("No form of URL ever shows its password: not parsed, described, redact
                 env_var remote("CCREDIS_REMOTE", url);
                 env_var insecure("CCREDIS_REMOTE_INSECURE", "1");
                 cc::settings_reader env("CCREDIS", [&](std::string_view line) { lines.emplace_back(line); });
-                auto const s = cc::redis_storage::from_env(env);
+                auto s = cc::redis_storage::from_env(settings_of(env, true));
                 if (s) check_hidden(s->describe(), u);
+                check_hidden(s.why_off(), u);
             }
             for (std::string const& line : lines) check_hidden(line, u);
         }

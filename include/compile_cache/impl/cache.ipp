@@ -27,6 +27,47 @@ void cache_settings_from_env(settings_reader const& env, cache_options& options)
     }
 }
 
+cache_env_settings read_cache_env_settings(std::string_view prefix_view) {
+    std::string const prefix(prefix_view);
+    cache_options options;
+    settings_reader const plain{prefix};
+    std::string const log = plain.value("_LOG");
+    std::optional<bool> const log_on = parse_switch(log);
+    if (log_on.value_or(false))
+        options.logger = [](std::string_view line) {
+            std::fprintf(stderr, "compile_cache: %.*s\n", static_cast<int>(line.size()), line.data());
+        };
+    auto held = std::make_shared<held_lines>(options.logger);
+    // The cache's own bad values wait until the storage shows it is wanted.
+    settings_reader const own(prefix, [held](std::string_view line) { held->hold(std::string(line)); });
+    if (!log_on)
+        own.report_value("_LOG", log,
+                         "is not understood (1, on, true or yes to log; 0, off, false or no not to); logging stays off");
+    std::string cache_off;
+    std::string const secret_file = plain.value("_SECRET_FILE");
+    if (!secret_file.empty()) {
+        std::string why;
+        try {
+            why = read_secret_file(secret_file, options.secret);
+        } catch (std::exception const& e) {
+            why = e.what();
+        }
+        if (!why.empty())
+            cache_off = plain.name("_SECRET_FILE") + "=\"" + secret_file + "\": " + why +
+                        "; the cache is disabled, since its entries could not be authenticated";
+    }
+    bool const authenticated = !options.secret.empty();
+    bool insecure = false;
+    if (cache_off.empty()) {
+        cache_settings_from_env(own, options);
+        if (!authenticated && !plain.is_off("_REMOTE"))
+            insecure = own.flag("_REMOTE_INSECURE", false, "the remote needs a secret");
+    }
+    storage_settings storage{settings_reader_access::holding(prefix, held), authenticated, authenticated || insecure,
+                             options.logger, std::move(cache_off)};
+    return cache_env_settings{std::move(options), std::move(storage), std::move(held)};
+}
+
 bool random_draw_below(double fraction) noexcept {
     // A seed from std::random_device, which may throw where there is no entropy source:
     // then the time and the process id alone (verify mode needs a spread, not a secret).

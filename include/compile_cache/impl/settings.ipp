@@ -108,8 +108,87 @@ std::optional<bool> parse_switch(std::string_view s) noexcept {
     return std::nullopt;
 }
 
+namespace detail {
+
+/// The line a remote gets as its reason when it is asked for without trust.
+inline std::string untrusted_remote_line(settings_reader const& env) {
+    return env.name("_REMOTE") +
+           " is set but entries are not authenticated, and what a shared server returns runs as code "
+           "here: the remote is off. Give every machine the same secret with " +
+           env.name("_SECRET_FILE") + ", or set " + env.name("_REMOTE_INSECURE") +
+           "=1 if only trusted machines can write to the server";
+}
+
+void held_lines::emit(std::string const& line) const noexcept {
+    if (out_) {
+        try {
+            out_(line);
+        } catch (...) {
+        }
+    } else {
+        std::fprintf(stderr, "compile_cache: %s\n", line.c_str());
+    }
+}
+
+void held_lines::hold(std::string line) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (released_) {
+        emit(line);
+        return;
+    }
+    lines_.push_back(std::move(line));
+}
+
+void held_lines::release() noexcept {
+    std::vector<std::string> lines;
+    try {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (released_) return;
+        released_ = true;
+        lines.swap(lines_);
+    } catch (...) {
+        return;
+    }
+    for (std::string const& line : lines) emit(line);
+}
+
+void held_lines::drop() noexcept {
+    try {
+        std::lock_guard<std::mutex> lock(mutex_);
+        lines_.clear();
+    } catch (...) {
+    }
+}
+
+void held_lines::say(std::string const& line) noexcept {
+    release();
+    emit(line);
+}
+
+settings_reader settings_reader_access::answering(storage_settings const& settings) {
+    settings_reader r = settings.env;
+    r.answers_ = std::make_shared<old_form_answers>();
+    r.answers_->authenticated = settings.authenticated;
+    r.answers_->remote_trusted = settings.remote_trusted;
+    r.answers_->logger = settings.logger;
+    r.answers_->cache_off = settings.cache_off;
+    r.answers_->untrusted_line = settings.untrusted_remote_reason();
+    return r;
+}
+
+} // namespace detail
+
 void settings_reader::report(std::string const& line) const noexcept {
-    if (report_) {
+    if (answers_ && answers_->confirmed) {
+        try {
+            answers_->after_confirm.push_back(line); // the deprecated form: said when from_env returns
+            return;
+        } catch (...) {
+        }
+    }
+    if (held_) {
+        held_->say(line);
+    } else if (report_) {
         try {
             report_(line);
         } catch (...) {
@@ -158,27 +237,27 @@ bool settings_reader::flag(std::string_view suffix, bool fallback, std::string c
     return fallback;
 }
 
-bool settings_reader::remote_trusted() {
-    if (!remote_trusted_) {
-        bool const insecure = flag("_REMOTE_INSECURE", false, "the remote needs a secret");
-        remote_trusted_ = authenticated_ || insecure;
-        if (!*remote_trusted_)
-            report(name("_REMOTE") +
-                   " is set but entries are not authenticated, and what a shared server returns runs as code "
-                   "here: the remote is off. Give every machine the same secret with " +
-                   name("_SECRET_FILE") + ", or set " + name("_REMOTE_INSECURE") +
-                   "=1 if only trusted machines can write to the server");
-    }
-    return *remote_trusted_;
+bool settings_reader::confirm() noexcept {
+    if (!answers_) return true;
+    answers_->confirmed = true;
+    if (held_) held_->release();
+    return answers_->cache_off.empty();
 }
 
-std::string storage_settings::untrusted_remote_reason() const {
-    return env.name("_REMOTE") +
-           " is set but entries are not authenticated, and what a shared server returns runs as code "
-           "here: the remote is off. Give every machine the same secret with " +
-           env.name("_SECRET_FILE") + ", or set " + env.name("_REMOTE_INSECURE") +
-           "=1 if only trusted machines can write to the server";
+bool settings_reader::remote_trusted() const {
+    if (answers_) {
+        if (!answers_->remote_trusted && !answers_->untrusted_said) {
+            answers_->untrusted_said = true;
+            report(answers_->untrusted_line);
+        }
+        return answers_->remote_trusted;
+    }
+    bool const trusted = flag("_REMOTE_INSECURE", false, "the remote needs a secret");
+    if (!trusted) report(detail::untrusted_remote_line(*this));
+    return trusted;
 }
+
+std::string storage_settings::untrusted_remote_reason() const { return detail::untrusted_remote_line(env); }
 
 } // namespace compile_cache
 

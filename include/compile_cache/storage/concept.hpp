@@ -95,22 +95,33 @@ template <class S>
 using corrupt_address_t = decltype(&S::corrupt);
 
 /// Optional: a Storage that configures itself from the environment
-/// (`static std::optional<S> from_env(settings_reader&)`); basic_cache::from_env
-/// delegates to it.
+/// (`static from_env_result<S> from_env(storage_settings const&)`); basic_cache::from_env
+/// and tiered_storage::from_env delegate to it.
 template <class S>
-using from_env_t = decltype(S::from_env(std::declval<settings_reader&>()));
+using from_env_t = decltype(S::from_env(std::declval<storage_settings const&>()));
 template <class S>
-using has_from_env = is_detected_exact<std::optional<S>, from_env_t, S>;
+using has_from_env = is_detected_exact<from_env_result<S>, from_env_t, S>;
+/// The deprecated form, `static std::optional<S> from_env(settings_reader&)`: still
+/// called (storage_from_env below), and the host is told once (basic_cache::from_env).
+template <class S>
+using deprecated_from_env_t = decltype(S::from_env(std::declval<settings_reader&>()));
+template <class S>
+using has_deprecated_from_env =
+    std::bool_constant<!has_from_env<S>::value && is_detected_exact<std::optional<S>, deprecated_from_env_t, S>::value>;
+/// Either form: what a named from_env must be.
+template <class S>
+using has_any_from_env = std::bool_constant<has_from_env<S>::value || has_deprecated_from_env<S>::value>;
 template <class S>
 using from_env_address_t = decltype(&S::from_env);
-/// The one-way form (settings.hpp): `static from_env_result<S> from_env(storage_settings const&)`.
+/// Whether storage_from_env (below) can make S: a from_env of either form, or S
+/// constructible from the value of its main setting.
 template <class S>
-using settings_from_env_t = decltype(S::from_env(std::declval<storage_settings const&>()));
+using configurable_from_env = std::bool_constant<has_any_from_env<S>::value || std::is_constructible_v<S, std::string>>;
+
+/// Whether configuring S from the environment goes through the deprecated form (S's own
+/// from_env, or a storage S is made of: tiered_storage specialises it for its tiers).
 template <class S>
-using has_settings_from_env = is_detected_exact<from_env_result<S>, settings_from_env_t, S>;
-/// A named from_env of either form is a valid one.
-template <class S>
-using has_either_from_env = std::bool_constant<has_from_env<S>::value || has_settings_from_env<S>::value>;
+struct uses_deprecated_from_env : has_deprecated_from_env<S> {};
 
 /// Optional: the settings that from_env reads
 /// (`static std::vector<environment_setting> environment_settings(std::string_view prefix)`).
@@ -204,7 +215,7 @@ using is_storage = std::bool_constant<
     optional_member_valid<entry_path_address_t, has_entry_path, S>::value &&
     optional_member_valid<storage_counters_address_t, has_storage_counters, S>::value &&
     optional_member_valid<record_counters_address_t, has_record_counters, S>::value &&
-    optional_member_valid<from_env_address_t, has_either_from_env, S>::value &&
+    optional_member_valid<from_env_address_t, has_any_from_env, S>::value &&
     optional_member_valid<environment_settings_address_t, has_environment_settings, S>::value>;
 } // namespace detail
 
@@ -222,7 +233,10 @@ struct storage_capabilities {
     static constexpr bool entry_path = detail::has_entry_path<S>::value;
     static constexpr bool storage_counters = detail::has_storage_counters<S>::value;
     static constexpr bool record_counters = detail::has_record_counters<S>::value;
-    static constexpr bool from_env = detail::has_from_env<S>::value;
+    /// A from_env the cache calls, in either form.
+    static constexpr bool from_env = detail::has_any_from_env<S>::value;
+    /// It is the deprecated `static std::optional<S> from_env(settings_reader&)`.
+    static constexpr bool from_env_is_deprecated = detail::has_deprecated_from_env<S>::value;
     static constexpr bool environment_settings = detail::has_environment_settings<S>::value;
 
     /// Each optional member's name and whether S has it, in the order above.
@@ -236,7 +250,7 @@ struct storage_capabilities {
         {"entry_path", entry_path},
         {"storage_counters", storage_counters},
         {"record_counters", record_counters},
-        {"from_env", from_env},
+        {from_env_is_deprecated ? "from_env (the deprecated settings_reader& form)" : "from_env", from_env},
         {"environment_settings", environment_settings},
     };
 };
@@ -272,12 +286,63 @@ struct check_storage {
                   "compile_cache: the Storage's storage_counters member has the wrong signature (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::record_counters_address_t, detail::has_record_counters, S>::value,
                   "compile_cache: the Storage's record_counters member has the wrong signature (docs/policies.md)");
-    static_assert(detail::optional_member_valid<detail::from_env_address_t, detail::has_either_from_env, S>::value,
-                  "compile_cache: the Storage's from_env member has the wrong signature (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::from_env_address_t, detail::has_any_from_env, S>::value,
+                  "compile_cache: the Storage's from_env member has the wrong signature; expected `static "
+                  "from_env_result<S> from_env(storage_settings const&)` (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::environment_settings_address_t, detail::has_environment_settings, S>::value,
                   "compile_cache: the Storage's environment_settings member has the wrong signature (docs/policies.md)");
     static constexpr bool value = true;
 };
+
+namespace detail {
+
+/// S's answer to `settings` through its deprecated `std::optional<S> from_env(settings_reader&)`:
+/// the reader's deprecated members answer from `settings`; the lines the storage reports
+/// once it confirmed are said here, the last one being its reason when it returns
+/// nullopt (off), so that the caller says the reason once, as for the new form.
+template <class S>
+from_env_result<S> from_env_of_deprecated_form(storage_settings const& settings) {
+    settings_reader env = settings_reader_access::answering(settings);
+    old_form_answers& answers = settings_reader_access::answers(env);
+    auto say_all_but = [&](std::size_t kept) noexcept {
+        for (std::size_t i = 0; i + kept < answers.after_confirm.size(); ++i)
+            settings_reader_access::say(env, answers.after_confirm[i]);
+    };
+    std::optional<S> storage = [&] {
+        try {
+            return S::from_env(env);
+        } catch (...) {
+            say_all_but(0);
+            throw;
+        }
+    }();
+    if (storage) {
+        say_all_but(0);
+        return from_env_result<S>(std::move(*storage));
+    }
+    if (!answers.confirmed) return from_env_result<S>::not_configured();
+    if (answers.after_confirm.empty()) return from_env_result<S>::off(answers.cache_off); // (empty: silent)
+    say_all_but(1);
+    return from_env_result<S>::off(answers.after_confirm.back());
+}
+
+/// S's answer to `settings`, in whichever form S has from_env; without one, S made from
+/// the value of its main setting `PREFIX` + `main_suffix` (off: not configured).
+template <class S>
+from_env_result<S> storage_from_env(storage_settings const& settings, std::string_view main_suffix) {
+    if constexpr (has_from_env<S>::value) {
+        return S::from_env(settings);
+    } else if constexpr (has_deprecated_from_env<S>::value) {
+        return from_env_of_deprecated_form<S>(settings);
+    } else {
+        std::string value = settings.env.value(main_suffix);
+        if (is_off(value)) return from_env_result<S>::not_configured();
+        if (!settings.cache_off.empty()) return from_env_result<S>::off(settings.cache_off);
+        return from_env_result<S>(S(std::move(value)));
+    }
+}
+
+} // namespace detail
 
 } // namespace compile_cache
 

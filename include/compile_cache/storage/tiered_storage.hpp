@@ -158,30 +158,48 @@ public:
     tiered_storage(tiered_storage&&) noexcept = default;
     tiered_storage& operator=(tiered_storage&&) noexcept = default;
 
-    /// The tier the environment asks for (see settings.hpp). `PREFIX_REMOTE` off: the
-    /// local storage alone, exactly as `Local::from_env` makes it. Set: the local
-    /// storage (unless `PREFIX_REMOTE_ONLY` is on, or the local one is not configured)
-    /// before the remote that `Remote::from_env` makes; `PREFIX_REMOTE_MODE`
-    /// (`read-write`, default, or `read-only`). Entries from a shared server run as code
-    /// here: without a secret (`PREFIX_SECRET_FILE`) the remote is off, with one line,
-    /// unless `PREFIX_REMOTE_INSECURE` is on. A remote that cannot be configured is off
-    /// (its line said why); with nothing left, nullopt (the cache is disabled).
-    static std::optional<tiered_storage> from_env(settings_reader& env) {
+    /// The tier the environment asks for (see settings.hpp), the same storage_settings
+    /// handed to Local and Remote. `PREFIX_REMOTE` off: the local storage alone, exactly
+    /// as `Local::from_env` makes it. Set: the local storage (unless `PREFIX_REMOTE_ONLY`
+    /// is on, or the local one is not configured) before the remote that
+    /// `Remote::from_env` makes; `PREFIX_REMOTE_MODE` (`read-write`, default, or
+    /// `read-only`). Entries from a shared server run as code here: without a secret
+    /// (`PREFIX_SECRET_FILE`) the remote is off (storage_settings::remote_trusted, its
+    /// reason untrusted_remote_reason()), unless `PREFIX_REMOTE_INSECURE` is on. A remote
+    /// that is off says why in one line, and the local storage is kept; with nothing
+    /// left, the tier is off with that reason (the cache is disabled). Only for tiers
+    /// that can be configured so: each with a from_env, or made from its setting's value.
+    template <class L = Local, class R = Remote,
+              std::enable_if_t<detail::configurable_from_env<L>::value && detail::configurable_from_env<R>::value,
+                               int> = 0>
+    static from_env_result<tiered_storage> from_env(storage_settings const& settings) {
+        using result = from_env_result<tiered_storage>;
+        settings_reader const& env = settings.env;
         if (env.is_off("_REMOTE")) {
-            std::optional<Local> local = local_from_env(env);
-            if (!local) return std::nullopt;
-            return tiered_storage(std::move(*local));
+            from_env_result<Local> local = local_from_env(settings);
+            if (!local) return result::off(local.why_off()); // (empty: not configured)
+            return result(tiered_storage(*std::move(local)));
         }
+        if (!settings.cache_off.empty()) return result::off(settings.cache_off);
         std::optional<bool> const only = parse_switch(env.value("_REMOTE_ONLY"));
         std::optional<Local> local;
-        if (!only.value_or(false)) local = local_from_env(env);
-        if (!local && env.confirmed() && !only.value_or(false)) return std::nullopt; // declined, reported
-        if (!env.confirm()) return std::nullopt;
+        if (!only.value_or(false)) {
+            from_env_result<Local> l = local_from_env(settings);
+            if (!l && !l.why_off().empty()) return result::off(l.why_off()); // configured, and declined
+            if (l) local.emplace(*std::move(l));
+        }
         if (!only)
             env.report_value("_REMOTE_ONLY", env.value("_REMOTE_ONLY"),
                              "is not understood (1, on, true or yes; 0, off, false or no); the local storage is kept");
+        // The remote off, for `why`: said here when the local storage is kept, or the tier's reason.
+        auto local_only = [&](std::string const& why) -> result {
+            if (!local) return result::off(why);
+            env.report(why);
+            return result(tiered_storage(std::move(*local)));
+        };
+        if (!settings.remote_trusted) return local_only(settings.untrusted_remote_reason());
         tier_options options;
-        options.logger = env.logger();
+        options.logger = settings.logger;
         options.mode = env.choice<remote_mode>(
             "_REMOTE_MODE", {{"read-write", remote_mode::read_write}, {"read-only", remote_mode::read_only}},
             remote_mode::read_write, "a remote mode");
@@ -189,25 +207,23 @@ public:
             env.flag("_REMOTE_REPLACE_UNAUTHENTIC", false, "entries that are not authentic are kept");
         options.budget = budget_from_env(env);
         options.slow_call = std::max(options.budget / 5, std::chrono::milliseconds(1));
-        auto local_only = [&]() -> std::optional<tiered_storage> {
-            if (!local) return std::nullopt;
-            return tiered_storage(std::move(*local));
-        };
-        if (!env.remote_trusted()) return local_only();
-        std::optional<Remote> remote;
+        std::optional<from_env_result<Remote>> remote;
         try {
-            remote = remote_from_env(env);
+            remote.emplace(remote_from_env(settings));
         } catch (std::exception const& e) {
-            env.report(env.name("_REMOTE") + ": " + e.what() + "; the remote is off");
+            return local_only(env.name("_REMOTE") + ": " + e.what() + "; the remote is off");
         } catch (...) {
-            env.report(env.name("_REMOTE") + " cannot be used; the remote is off");
+            return local_only(env.name("_REMOTE") + " cannot be used; the remote is off");
         }
-        if (!remote) return local_only();
-        tiered_storage t = local ? tiered_storage(std::move(*local), std::move(*remote), std::move(options))
-                                 : remote_only(std::move(*remote), std::move(options));
+        if (!*remote) {
+            if (remote->why_off().empty()) return local ? result(tiered_storage(std::move(*local))) : result::not_configured();
+            return local_only(remote->why_off());
+        }
+        tiered_storage t = local ? tiered_storage(std::move(*local), *std::move(*remote), std::move(options))
+                                 : remote_only(*std::move(*remote), std::move(options));
         t.state_->secret_setting = env.name("_SECRET_FILE");
         t.state_->replace_setting = env.name("_REMOTE_REPLACE_UNAUTHENTIC");
-        return t;
+        return result(std::move(t));
     }
 
     /// The settings from_env reads: the local storage's, the tier's, the remote's.
@@ -615,28 +631,16 @@ private:
         return fallback;
     }
 
-    static std::optional<Local> local_from_env(settings_reader& env) {
-        if constexpr (detail::has_from_env<Local>::value) {
-            return Local::from_env(env);
-        } else {
-            static_assert(std::is_constructible_v<Local, std::string>,
-                          "compile_cache: tiered_storage::from_env needs a Local storage with from_env or one "
-                          "constructible from a path (PREFIX_DIR)");
-            std::string dir = env.value("_DIR");
-            if (detail::is_off(dir) || !env.confirm()) return std::nullopt;
-            return Local(std::move(dir));
-        }
+    /// Local's answer to the tier's settings: its from_env (either form), or Local made
+    /// from `PREFIX_DIR`.
+    static from_env_result<Local> local_from_env(storage_settings const& settings) {
+        return detail::storage_from_env<Local>(settings, "_DIR");
     }
 
-    static std::optional<Remote> remote_from_env(settings_reader& env) {
-        if constexpr (detail::has_from_env<Remote>::value) {
-            return Remote::from_env(env);
-        } else {
-            static_assert(std::is_constructible_v<Remote, std::string>,
-                          "compile_cache: tiered_storage::from_env needs a Remote storage with from_env or one "
-                          "constructible from a URL (PREFIX_REMOTE)");
-            return Remote(env.value("_REMOTE"));
-        }
+    /// Remote's answer to the tier's settings (the tier has checked that a remote may be
+    /// used): its from_env (either form), or Remote made from the URL in `PREFIX_REMOTE`.
+    static from_env_result<Remote> remote_from_env(storage_settings const& settings) {
+        return detail::storage_from_env<Remote>(settings, "_REMOTE");
     }
 
     std::string describe_remote() const {
@@ -817,6 +821,14 @@ private:
 
     std::unique_ptr<state> state_;
 };
+
+namespace detail {
+/// A tier over a storage with only the deprecated from_env form configures it through
+/// that form: basic_cache::from_env tells the host.
+template <class Local, class Remote>
+struct uses_deprecated_from_env<tiered_storage<Local, Remote>>
+    : std::bool_constant<uses_deprecated_from_env<Local>::value || uses_deprecated_from_env<Remote>::value> {};
+} // namespace detail
 
 } // namespace compile_cache
 

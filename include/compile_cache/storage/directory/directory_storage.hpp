@@ -223,12 +223,13 @@ public:
     COMPILE_CACHE_DECL explicit directory_storage(std::string directory, directory_options options = {});
 
     /// The storage the environment asks for (see settings.hpp): `PREFIX_DIR` names the
-    /// directory; unset, empty, `0`, `off`, `false` or `no` (any case): nullopt, not
-    /// configured. `PREFIX_MAX_SIZE`, `PREFIX_DURABILITY` and `PREFIX_SHARED` give its
-    /// options (directory_options_from_env). The directory is made now, as a first
-    /// store would: a path that cannot be made a directory is one line, and nullopt.
-    /// An on value (`1`, `on`, `true`, `yes`) is used as a relative path, with one line.
-    COMPILE_CACHE_DECL static std::optional<directory_storage> from_env(settings_reader& env);
+    /// directory; unset, empty, `0`, `off`, `false` or `no` (any case): not configured.
+    /// `PREFIX_MAX_SIZE`, `PREFIX_DURABILITY` and `PREFIX_SHARED` give its options
+    /// (directory_options_from_env). The directory is made now, as a first store would
+    /// (not when the cache cannot run: storage_settings::cache_off): a path that cannot
+    /// be made a directory is off, with the reason. An on value (`1`, `on`, `true`,
+    /// `yes`) is used as a relative path, with one line.
+    COMPILE_CACHE_DECL static from_env_result<directory_storage> from_env(storage_settings const& settings);
 
     /// The settings from_env reads, with one line each, for a host's --help.
     COMPILE_CACHE_DECL static std::vector<environment_setting> environment_settings(std::string_view prefix);

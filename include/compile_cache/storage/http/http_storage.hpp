@@ -168,6 +168,7 @@ public:
             settings_reader const& env = settings.env;
             std::string const url = env.value("_REMOTE");
             if (detail::is_off(url) || !http_address::is_http_url(url)) return result::not_configured();
+            if (!settings.cache_off.empty()) return result::off(settings.cache_off);
             if (!settings.remote_trusted) return result::off(settings.untrusted_remote_reason());
             std::string why;
             if (!http_address::parse(url, why)) return result::off(env.name("_REMOTE") + " " + why + "; the remote is off");

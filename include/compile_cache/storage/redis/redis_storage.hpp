@@ -98,20 +98,23 @@ public:
     redis_storage& operator=(redis_storage&&) noexcept = default;
 
     /// The storage the environment asks for (settings.hpp): `PREFIX_REMOTE` (the URL;
-    /// an off value: nullopt, not configured), `PREFIX_REMOTE_PASSWORD_FILE`,
+    /// an off value: not configured), `PREFIX_REMOTE_PASSWORD_FILE`,
     /// `PREFIX_REMOTE_NAMESPACE`, `PREFIX_REMOTE_CONNECT_TIMEOUT` and
     /// `PREFIX_REMOTE_TIMEOUT` (durations), `PREFIX_REMOTE_TTL` (seconds); see
-    /// redis_options_from_env. A URL or password file that cannot be used is one line
-    /// (never showing a password), and nullopt. So is a server whose entries would not
-    /// be authenticated: no `PREFIX_SECRET_FILE` and no `PREFIX_REMOTE_INSECURE=1`
-    /// (settings_reader::remote_trusted). Connects on first use, not here.
-    static std::optional<redis_storage> from_env(settings_reader& env) {
-        if (env.is_off("_REMOTE") || !env.confirm()) return std::nullopt;
-        std::optional<redis_options> options = redis_options_from_env(env);
-        // A shared server is used only with authenticated entries, or when
-        // PREFIX_REMOTE_INSECURE says it is trusted (settings_reader::remote_trusted).
-        if (!options || !env.remote_trusted()) return std::nullopt;
-        return redis_storage(std::move(*options));
+    /// redis_options_from_env. A URL or password file that cannot be used is off, with the
+    /// reason (never showing a password). So is a server whose entries would not be
+    /// authenticated (storage_settings::remote_trusted false: no `PREFIX_SECRET_FILE` and
+    /// no `PREFIX_REMOTE_INSECURE=1`), before its other settings are read. Connects on
+    /// first use, not here.
+    static from_env_result<redis_storage> from_env(storage_settings const& settings) {
+        if (settings.env.is_off("_REMOTE")) return from_env_result<redis_storage>::not_configured();
+        if (!settings.cache_off.empty()) return from_env_result<redis_storage>::off(settings.cache_off);
+        // What a shared server returns runs as code here: only with authenticated entries,
+        // or when PREFIX_REMOTE_INSECURE says it is trusted.
+        if (!settings.remote_trusted) return from_env_result<redis_storage>::off(settings.untrusted_remote_reason());
+        from_env_result<redis_options> options = redis_options_from_env(settings.env);
+        if (!options) return from_env_result<redis_storage>::off(options.why_off());
+        return from_env_result<redis_storage>(redis_storage(*std::move(options)));
     }
 
     /// What from_env reads, one line each, for a host's --help.
@@ -130,10 +133,10 @@ public:
         };
     }
 
-    /// The redis_options the environment asks for; nullopt when `PREFIX_REMOTE` is off,
-    /// or (one line) when its URL does not parse or the password file cannot be read.
-    /// A bad timeout or TTL is one line and the default.
-    static std::optional<redis_options> redis_options_from_env(settings_reader const& env);
+    /// The redis_options the environment asks for; not configured when `PREFIX_REMOTE` is
+    /// off; off, with the reason, when its URL does not parse or the password file cannot
+    /// be read. A bad timeout or TTL is one line through `env`, and the default.
+    static from_env_result<redis_options> redis_options_from_env(settings_reader const& env);
 
     read_result read(key const& k, std::string& out, std::size_t max_size) noexcept {
         out.clear();
@@ -490,22 +493,19 @@ private:
     std::unique_ptr<state> state_;
 };
 
-inline std::optional<redis_options> redis_storage::redis_options_from_env(settings_reader const& env) {
+inline from_env_result<redis_options> redis_storage::redis_options_from_env(settings_reader const& env) {
     redis_options o;
     o.url = env.value("_REMOTE");
-    if (detail::is_off(o.url)) return std::nullopt;
+    if (detail::is_off(o.url)) return from_env_result<redis_options>::not_configured();
     std::string why;
-    if (!redis_address::parse(o.url, why)) {
-        env.report(env.name("_REMOTE") + "=" + why + "; the remote is off");
-        return std::nullopt;
-    }
+    if (!redis_address::parse(o.url, why))
+        return from_env_result<redis_options>::off(env.name("_REMOTE") + "=" + why + "; the remote is off");
     std::string const password_file = env.value("_REMOTE_PASSWORD_FILE");
     if (!password_file.empty()) {
         std::string const reason = read_secret_file(password_file, o.password);
-        if (!reason.empty()) {
-            env.report_value("_REMOTE_PASSWORD_FILE", password_file, "cannot be used: " + reason + "; the remote is off");
-            return std::nullopt;
-        }
+        if (!reason.empty())
+            return from_env_result<redis_options>::off(env.name("_REMOTE_PASSWORD_FILE") + "=\"" + password_file +
+                                                       "\" cannot be used: " + reason + "; the remote is off");
         if (!o.password.empty() && o.password.back() == '\n') o.password.pop_back();
         if (!o.password.empty() && o.password.back() == '\r') o.password.pop_back();
     }
@@ -530,7 +530,7 @@ inline std::optional<redis_options> redis_storage::redis_options_from_env(settin
         else
             env.report_value("_REMOTE_TTL", ttl, "is not a number of seconds; using the default, 0 (no expiry)");
     }
-    return o;
+    return from_env_result<redis_options>(std::move(o));
 }
 
 } // namespace compile_cache

@@ -53,24 +53,25 @@ directory_storage::directory_storage(std::string directory, directory_options op
     }
 }
 
-std::optional<directory_storage> directory_storage::from_env(settings_reader& env) {
+from_env_result<directory_storage> directory_storage::from_env(storage_settings const& settings) {
+    settings_reader const& env = settings.env;
     std::string dir = env.value("_DIR");
-    if (detail::is_off(dir) || !env.confirm()) return std::nullopt;
+    if (detail::is_off(dir)) return from_env_result<directory_storage>::not_configured();
+    if (!settings.cache_off.empty()) return from_env_result<directory_storage>::off(settings.cache_off);
     directory_options const options = directory_options_from_env(env);
     // A directory that cannot be made (a file on the way, no permission, a
     // read-only parent) would make every store fail: say so now, once, and run
     // without a cache. An existing read-only directory is fine: loads work.
-    if (int const e = usable_directory(dir, options)) {
-        env.report(env.name("_DIR") + "=\"" + dir + "\" cannot be used (" + std::generic_category().message(e) +
-                   "); the cache is disabled");
-        return std::nullopt;
-    }
+    if (int const e = usable_directory(dir, options))
+        return from_env_result<directory_storage>::off(env.name("_DIR") + "=\"" + dir + "\" cannot be used (" +
+                                                       std::generic_category().message(e) +
+                                                       "); the cache is disabled");
     // `1` or `on` is a path here, not a switch: the directory `on` is used, and said so.
     if (detail::is_on(dir))
         env.report_value("_DIR", dir,
                          "is a path, not a switch: the cache is the directory \"" + dir +
                              "\" in the working directory");
-    return directory_storage(std::move(dir), options);
+    return from_env_result<directory_storage>(directory_storage(std::move(dir), options));
 }
 
 std::vector<environment_setting> directory_storage::environment_settings(std::string_view prefix) {
