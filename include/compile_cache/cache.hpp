@@ -8,11 +8,14 @@
 #include <compile_cache/detail/detection.hpp>
 
 #include <compile_cache/detail/env.hpp>
+#include <compile_cache/detail/log.hpp>
 #include <compile_cache/envelope.hpp>
 #include <compile_cache/explain.hpp>
 #include <compile_cache/hasher/concept.hpp>
 #include <compile_cache/hasher/sha256.hpp>
+#include <compile_cache/identity_record.hpp>
 #include <compile_cache/key/builder.hpp>
+#include <compile_cache/key/toolchain_component.hpp>
 #include <compile_cache/key/toolchain.hpp>
 #include <compile_cache/printable.hpp>
 #include <compile_cache/resolver/concept.hpp>
@@ -24,6 +27,8 @@
 #include <compile_cache/settings.hpp>
 #include <compile_cache/statistics.hpp>
 #include <compile_cache/storage/concept.hpp>
+#include <compile_cache/storage_members.hpp>
+#include <compile_cache/verify.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -59,6 +64,30 @@ struct entry_info {
     /// name and origin file.
     std::string identity{};
 };
+
+/// The miss a load counts for a read that ended with `s`; nullopt for found.
+inline std::optional<miss_reason> miss_reason_of(read_status s) noexcept {
+    switch (s) {
+    case read_status::found: return std::nullopt;
+    case read_status::absent: return miss_reason::absent;
+    case read_status::too_large: return miss_reason::too_large;
+    case read_status::error: return miss_reason::read_error;
+    }
+    return miss_reason::read_error;
+}
+
+/// The miss a load counts for an entry that opened with `s`; nullopt for ok.
+inline std::optional<miss_reason> miss_reason_of(envelope_status s) noexcept {
+    switch (s) {
+    case envelope_status::ok: return std::nullopt;
+    case envelope_status::corrupt: return miss_reason::corrupt;
+    case envelope_status::foreign_version: return miss_reason::foreign_version;
+    case envelope_status::key_mismatch: return miss_reason::key_mismatch;
+    case envelope_status::too_large: return miss_reason::too_large;
+    case envelope_status::unauthenticated: return miss_reason::unauthenticated;
+    }
+    return miss_reason::corrupt;
+}
 
 /// How get_or_compile produced its value.
 enum class outcome {
@@ -165,10 +194,6 @@ struct cache_env_settings {
 };
 COMPILE_CACHE_DECL cache_env_settings read_cache_env_settings(std::string_view prefix);
 
-/// Whether a number drawn uniformly from [0, 1) by this thread's generator is below
-/// `fraction`: verify mode's choice of the hits it checks. Each thread and each forked
-/// process draws its own sequence.
-COMPILE_CACHE_DECL bool random_draw_below(double fraction) noexcept;
 } // namespace detail
 
 namespace detail {
@@ -277,20 +302,7 @@ public:
     /// to make the counts visible sooner. Never on a hit or a store: the hot paths pay
     /// nothing for it. Best effort: a failure is ignored (the counts are for display).
     void flush_statistics() noexcept {
-        if constexpr (detail::has_record_counters<Storage>::value) {
-            // A forked child has a copy of its parent's counts: they are the parent's to record.
-            if (!enabled_ || !state_ || ::getpid() != state_->owner) return;
-            try {
-                std::lock_guard<std::mutex> lock(state_->flush_mutex);
-                auto now = stats().counters();
-                auto delta = now;
-                for (std::size_t i = 0; i < delta.size() && i < state_->flushed.size(); ++i)
-                    delta[i].second -= state_->flushed[i].second;
-                if (!storage_.record_counters(delta)) state_->flushed = std::move(now);
-            } catch (...) {
-                // Counts for display only: never a failure in the host.
-            }
-        }
+        if (enabled_ && state_) state_->flushed.flush(storage_, [this] { return stats().counters(); });
     }
 
     /// The cache the environment asks for, in one pass: the cache reads its own settings
@@ -378,15 +390,7 @@ public:
     /// tiered_storage's `remote.*`) in statistics_snapshot::storage_counters.
     statistics_snapshot stats() const {
         statistics_snapshot s = state_->stats.snapshot();
-        if constexpr (detail::has_storage_counters<Storage>::value) {
-            if (enabled_) {
-                try {
-                    s.storage_counters = storage_.storage_counters();
-                } catch (...) {
-                    // Counts for display only.
-                }
-            }
-        }
+        if (enabled_) s.storage_counters = detail::storage_counters_of(storage_);
         return s;
     }
 
@@ -409,30 +413,7 @@ public:
     /// not once per kernel.
     key_builder<Hasher> make_key_builder(std::string const& host_version = {}) const {
         key_builder<Hasher> kb;
-        {
-            std::lock_guard<std::mutex> lock(state_->toolchain_mutex);
-            if (!state_->toolchain_digest || state_->toolchain_host != host_version) {
-                toolchain const t = toolchain::current(host_version, format_id());
-                key_builder<Hasher> once;
-                once.add("toolchain", t);
-                key_result r = once.finish();
-                if (!r.ok() || r.components().empty()) return kb.fail(r.bypass_reason()), kb;
-                // Its parts, hashed one by one, so that a miss can say which one changed.
-                key_builder<Hasher> parts;
-                parts.add("toolchain: library format", t.library_format)
-                    .add("toolchain: compiler", t.compiler)
-                    .add("toolchain: Boost", t.boost_version)
-                    .add("toolchain: archive format", t.serializer_format)
-                    .add("toolchain: platform", t.platform + ", " + std::to_string(t.pointer_size * 8) +
-                                                    (t.little_endian ? "-bit little-endian" : "-bit big-endian"))
-                    .add("toolchain: host version", t.host_version)
-                    .add("toolchain: host build-id", t.host_build_id);
-                state_->toolchain_parts = parts.finish().components();
-                state_->toolchain_digest = r.components().front();
-                state_->toolchain_host = host_version;
-            }
-            kb.add_component(*state_->toolchain_digest);
-        }
+        state_->toolchain.add_to(kb, host_version, format_id());
         return kb;
     }
 
@@ -557,11 +538,7 @@ private:
             // for `compile-cache explain`).
             if constexpr (detail::has_entry_checked_with<Storage, envelope_status>::value)
                 storage_.entry_checked(rk, bytes, env.status);
-            if (env.status == envelope_status::too_large) over_bound = true;
-            if (env.status != envelope_status::ok) return std::nullopt;
-            std::optional<identity_record> r = decode_identity_record(env.payload, over_bound);
-            if (!r || r->identity != identity) return std::nullopt;
-            return r;
+            return detail::identity_record_in(env, identity, over_bound);
         } catch (...) {
             return std::nullopt;
         }
@@ -645,7 +622,12 @@ private:
         }
         miss_reason why = miss_reason::absent;
         if (std::optional<Artifact> hit = load_impl<Artifact>(k, info, self, why)) {
-            if (verify_this_hit()) return verify_hit<Artifact>(k, info, std::move(*hit), compile, self);
+            if (detail::verify_this_hit(options_.verify_fraction))
+                if (std::optional<Artifact> fresh = verify_hit(k, info, *hit, compile, self)) {
+                    cached<Artifact> r{std::move(*fresh), outcome::compiled, "unsound"};
+                    r.unsound = true;
+                    return r;
+                }
             return cached<Artifact>{std::move(*hit), outcome::loaded, {}};
         }
         // An absent miss reads the kernel's identity record to say what changed; the
@@ -655,17 +637,7 @@ private:
         bool const explained = why == miss_reason::absent && options_.record_identities;
         if (explained) {
             explanation = explain_from_record(k, info, previous);
-            // A new kernel is the normal case of a cold run: logged for the first one only
-            // (a renamed or moved kernel is new too, and its line says what was looked for).
-            if (options_.logger && (explanation.what == miss_explanation::kind::changed ||
-                                    explanation.what == miss_explanation::kind::evicted))
-                log_with([&] { return "miss " + printable(info.name) + " (absent): " + explanation.text(); });
-            else if (options_.logger && explanation.what == miss_explanation::kind::new_kernel &&
-                     !state_->new_kernel_logged.exchange(true))
-                log_with([&] {
-                    return "miss " + printable(info.name) + " (absent): " + explanation.text() +
-                           "; later new kernels are not logged";
-                });
+            log_with([&] { return detail::absent_miss_line(info.name, explanation, state_->new_kernel_logged); });
         }
         auto start = std::chrono::steady_clock::now();
         cached<Artifact> result{std::forward<Compile>(compile)(), outcome::compiled, to_string(why)};
@@ -686,14 +658,9 @@ private:
         std::atomic<bool> write_error_logged{false};
         std::atomic<bool> new_kernel_logged{false};     ///< the first new kernel's miss was logged
         std::atomic<bool> record_ignored_logged{false}; ///< an identity record over a bound was logged
-        std::atomic<bool> verify_failed_logged{false};  ///< a verify compile that threw was logged
-        std::mutex toolchain_mutex;
-        std::string toolchain_host;
-        std::optional<component_digest> toolchain_digest;
-        std::vector<component_digest> toolchain_parts; ///< toolchain_digest's, one by one
-        std::mutex flush_mutex;
-        ::pid_t owner = ::getpid(); ///< the process whose counts these are
-        std::vector<std::pair<std::string, std::uint64_t>> flushed; ///< the counters last flushed
+        detail::hit_verifier verifier;                  ///< verify mode
+        detail::toolchain_component<Hasher> toolchain;  ///< make_key_builder's, and its parts
+        detail::counters_flushed flushed;               ///< flush_statistics's
     };
 
     // One load's bookkeeping: its key, where its miss reason goes, when it started, and
@@ -771,7 +738,7 @@ private:
         if constexpr (detail::has_entry_checked_with<Storage, envelope_status>::value)
             storage_.entry_checked(k, buffer, env.status); // a tier copies a sound remote entry locally
         if (std::optional<miss_reason> const miss = miss_reason_of(env.status)) {
-            if (is_damaged_entry(env.status)) tell_storage_corrupt(k);
+            if (is_damaged_entry(env.status)) detail::tell_storage_corrupt(storage_, k);
             missed(attempt, *miss, {});
         }
         return env;
@@ -806,46 +773,24 @@ private:
             if (over_bound) {
                 state_->stats.record_ignored();
                 if (!state_->record_ignored_logged.exchange(true))
-                    log_with([&] {
-                        return "miss " + printable(info.name) +
-                               " (absent): not explained: its identity record is over " +
-                               std::to_string(identity_record_max_size >> 10) + " KiB or " +
-                               std::to_string(identity_record_max_components) +
-                               " components an entry, and is ignored (counted records-ignored)";
-                    });
+                    log_with([&] { return detail::record_ignored_line(info.name); });
                 return {};
             }
-            return explain_absent(previous ? &*previous : nullptr, k.value(), explained_components(k), info.identity,
+            return explain_absent(previous ? &*previous : nullptr, k.value(), recorded_components(k), info.identity,
                                   info.name, info.origin_file);
         } catch (...) {
             return {};
         }
     }
 
-    // The key's components with the toolchain as its parts, when it is the toolchain
-    // make_key_builder added: what an identity record keeps, so a miss names the part.
-    // Digests are cut to identity_record_digest_size bytes: enough to tell a change.
-    std::vector<component_digest> explained_components(key_result const& k) {
-        std::vector<component_digest> out;
-        out.reserve(k.components().size() + 8);
-        auto const add = [&out](component_digest const& c) {
-            out.push_back({c.name, key(c.digest.data(), std::min(c.digest.size(), identity_record_digest_size))});
-        };
-        std::lock_guard<std::mutex> lock(state_->toolchain_mutex);
-        for (component_digest const& c : k.components()) {
-            if (c.name == "toolchain" && state_->toolchain_digest && c == *state_->toolchain_digest &&
-                !state_->toolchain_parts.empty())
-                for (component_digest const& part : state_->toolchain_parts) add(part);
-            else
-                add(c);
-        }
-        return out;
+    // The key's components as an identity record keeps them (toolchain_component::with_parts).
+    std::vector<component_digest> recorded_components(key_result const& k) {
+        return state_->toolchain.with_parts(k.components(), identity_record_digest_size);
     }
 
-    // After a store: puts the entry first in its kernel's identity record (kept to
-    // identity_record_history entries). `previous` is the record as an absent miss
-    // read it; null: read it now. Best effort, one write: a failure only loses the
-    // explanation of a later miss.
+    // After a store: puts the entry first in its kernel's identity record. `previous` is
+    // the record as an absent miss read it; null: read it now. Best effort, one write: a
+    // failure only loses the explanation of a later miss.
     void record_identity(key_result const& k, entry_info const& info, entry_metadata const& meta,
                          std::optional<identity_record> const* previous) noexcept {
         if (!options_.record_identities) return;
@@ -856,118 +801,23 @@ private:
                 read = read_identity_record(identity);
                 previous = &read;
             }
-            identity_record r;
-            r.history.push_back({k.value(), meta.created_ns, meta.compile_ns, explained_components(k)});
-            if (*previous)
-                for (recorded_entry const& e : (*previous)->history)
-                    if (r.history.size() < identity_record_history && !(e.entry_key == k.value()))
-                        r.history.push_back(e);
-            r.identity = std::move(identity);
-            key const rk = identity_record_key(r.identity);
-            entry_metadata rm;
-            rm.name = info.name;
-            rm.origin_file = info.origin_file;
-            rm.origin_line = info.origin_line;
-            rm.format_id = std::string(identity_record_format);
-            rm.created_ns = meta.created_ns;
-            std::string entry;
-            envelope_writer envelope(entry, rk, rm, auth_);
-            envelope.out() += encode_identity_record(r);
-            envelope.seal();
-            if (entry.size() <= identity_record_max_size) (void)storage_.write(rk, entry);
+            key const rk = identity_record_key(identity);
+            std::string const entry = detail::sealed_identity_record(
+                std::move(identity), {k.value(), meta.created_ns, meta.compile_ns, recorded_components(k)},
+                *previous ? &**previous : nullptr, meta, auth_);
+            if (!entry.empty()) (void)storage_.write(rk, entry);
         } catch (...) {
         }
     }
 
-    // Verify mode: whether this hit is one of the share to check.
-    bool verify_this_hit() const {
-        double const f = options_.verify_fraction;
-        if (!(f > 0)) return false;
-        if (f >= 1) return true;
-        return detail::random_draw_below(f);
-    }
-
-    // The bytes `a` serializes to, as a store would write them; false when it cannot.
-    template <class Artifact, class Self>
-    bool serialize_to(Artifact const& a, Self const* self, std::string& out) {
-        try {
-            Serializer::save(out, a, resolver_context::of(state_->resolver, self));
-            return true;
-        } catch (...) {
-            return false;
-        }
-    }
-
-    // A hit in verify mode: compiles the kernel too and compares the serialized bytes.
-    // A difference is judged by a second compile: two fresh compiles that differ make
-    // the kernel nondeterministic (bytes cannot judge it: the loaded artifact is kept);
-    // two that agree make the entry unsound (its key misses an input: the fresh
-    // artifact is returned, never the loaded one).
-    // A verify compile that throws judges nothing: the host would have had the loaded
-    // artifact without verify mode, so it gets it now (counted verify-failed, logged
-    // once); the exception never reaches the host.
+    // Verify mode (verify.hpp): the fresh artifact when the hit's entry is unsound.
     template <class Artifact, class Compile, class Self>
-    cached<Artifact> verify_hit(key_result const& k, entry_info const& info, Artifact loaded, Compile& compile,
-                                Self const* self) {
-        auto start = std::chrono::steady_clock::now();
-        std::optional<Artifact> fresh = verify_compile<Artifact>(info, compile);
-        state_->stats.compiled(detail::elapsed_ns(start));
-        if (!fresh) return cached<Artifact>{std::move(loaded), outcome::loaded, {}};
-        std::string loaded_bytes, fresh_bytes;
-        if (!serialize_to(loaded, self, loaded_bytes) || !serialize_to(*fresh, self, fresh_bytes))
-            return cached<Artifact>{std::move(loaded), outcome::loaded, {}};
-        if (loaded_bytes == fresh_bytes) {
-            state_->stats.verified();
-            return cached<Artifact>{std::move(loaded), outcome::loaded, {}};
-        }
-        start = std::chrono::steady_clock::now();
-        std::optional<Artifact> again = verify_compile<Artifact>(info, compile);
-        state_->stats.compiled(detail::elapsed_ns(start));
-        std::string again_bytes;
-        if (!again || !serialize_to(*again, self, again_bytes))
-            return cached<Artifact>{std::move(loaded), outcome::loaded, {}};
-        if (again_bytes != fresh_bytes) {
-            state_->stats.nondeterministic();
-            log("verify " + printable(info.name) + ": nondeterministic: two fresh compiles differ, so the bytes of its entry "
-                                        "cannot be checked; the loaded kernel is used");
-            return cached<Artifact>{std::move(loaded), outcome::loaded, {}};
-        }
-        state_->stats.unsound();
-        std::string const line = "verify " + printable(info.name) + ": UNSOUND: the entry under key " + k.value().hex() +
-                                 " differs from a fresh compile, and two fresh compiles agree: the key misses an "
-                                 "input the compile reads; the fresh kernel is used (docs/explain.md, \"Keys that "
-                                 "miss an input\")";
-        if (options_.logger)
-            log(line);
-        else
-            std::fprintf(stderr, "compile_cache: %s\n", line.c_str());
-        cached<Artifact> r{std::move(*fresh), outcome::compiled, "unsound"};
-        r.unsound = true;
-        return r;
-    }
-
-    // One compile of verify mode; nullopt when it throws (counted verify-failed; the
-    // first such throw of the process is logged).
-    template <class Artifact, class Compile>
-    std::optional<Artifact> verify_compile(entry_info const& info, Compile& compile) noexcept {
-        std::string what;
-        try {
-            return std::optional<Artifact>(compile());
-        } catch (std::exception const& e) {
-            try {
-                what = e.what();
-            } catch (...) {
-            }
-        } catch (...) {
-            what = "an exception that is not a std::exception";
-        }
-        state_->stats.verify_failed();
-        if (!state_->verify_failed_logged.exchange(true))
-            log_with([&] {
-                return "verify " + printable(info.name) + ": verify-failed: the verify compile threw (" +
-                       printable(what) + "); the loaded kernel is used (later such throws are counted, not logged)";
-            });
-        return std::nullopt;
+    std::optional<Artifact> verify_hit(key_result const& k, entry_info const& info, Artifact const& loaded,
+                                       Compile& compile, Self const* self) {
+        auto const serialize = [this, self](Artifact const& a, std::string& out) {
+            Serializer::save(out, a, resolver_context::of(state_->resolver, self));
+        };
+        return state_->verifier.judge(info.name, k.value(), loaded, compile, serialize, state_->stats, options_.logger);
     }
 
     std::nullopt_t missed(load_attempt& attempt, miss_reason r, std::string const& detail) noexcept {
@@ -975,8 +825,8 @@ private:
         state_->stats.miss(r, attempt.bytes, detail::elapsed_ns(attempt.start));
         if (r != miss_reason::absent)
             log_with([&] {
-                return "miss " + printable(attempt.info.name) + " (" + failure_subject(attempt.k) + "): " + to_string(r) +
-                       (detail.empty() ? "" : ": " + detail);
+                return "miss " + printable(attempt.info.name) + " (" + detail::failure_subject(storage_, attempt.k) +
+                       "): " + to_string(r) + (detail.empty() ? "" : ": " + detail);
             });
         return std::nullopt;
     }
@@ -988,73 +838,30 @@ private:
         // store: it is reported once, and counted every time.
         if (f == store_failure::write_error && state_->write_error_logged.exchange(true)) return false;
         log_with([&] {
-            return "store failed " + printable(info.name) + " (" + failure_subject(k) + "): " + to_string(f) +
-                   (detail.empty() ? "" : ": " + detail);
+            return "store failed " + printable(info.name) + " (" + detail::failure_subject(storage_, k) +
+                   "): " + to_string(f) + (detail.empty() ? "" : ": " + detail);
         });
         return false;
-    }
-
-    /// Which entry a failure line is about: `key <the first 6 bytes in hex>`, and where
-    /// a Storage with `entry_path(key)` (directory_storage) keeps it.
-    std::string failure_subject(key const& k) const {
-        std::string s = "key " + k.hex().substr(0, 12);
-        if constexpr (detail::has_entry_path<Storage>::value) {
-            std::string path = storage_.entry_path(k);
-            if (!path.empty()) s += " at " + path;
-        }
-        return s;
     }
 
     /// A Storage that has something to say (storage/concept.hpp: has_set_logger)
     /// says it through the cache's logger.
     void pass_logger_to_storage() {
-        if constexpr (detail::has_set_logger<Storage>::value)
-            if (enabled_) storage_.set_logger(options_.logger);
+        if (enabled_) detail::pass_logger_to_storage(storage_, options_.logger);
     }
 
     /// A Storage with `bool usable() const` that answers false (or throws) disables the
     /// cache, with one line: through the logger, or on stderr when there is none.
     void refuse_unusable_storage() noexcept {
-        if constexpr (detail::has_usable<Storage>::value) {
-            bool usable = false;
-            try {
-                usable = static_cast<bool>(static_cast<Storage const&>(storage_).usable());
-            } catch (...) {
-            }
-            if (usable) return;
-            enabled_ = false;
-            std::string const line = "the storage reports it cannot be used; the cache is disabled";
-            if (options_.logger)
-                log(line);
-            else
-                std::fprintf(stderr, "compile_cache: %s\n", line.c_str());
-        }
+        if (detail::storage_usable(static_cast<Storage const&>(storage_))) return;
+        enabled_ = false;
+        detail::log_or_stderr(options_.logger, "the storage reports it cannot be used; the cache is disabled");
     }
 
-    /// A Storage with `corrupt(key const&)` hears of an entry that failed the envelope
-    /// check, so that it can remove or repair it. Best effort: what it throws is ignored.
-    void tell_storage_corrupt(key const& k) noexcept {
-        if constexpr (detail::has_corrupt<Storage>::value) {
-            try {
-                storage_.corrupt(k);
-            } catch (...) {
-            }
-        }
-    }
-
-    void log(std::string const& line) noexcept {
-        log_with([&]() -> std::string const& { return line; });
-    }
-
-    /// Logs the line `build()` makes, built only when there is a logger; neither the
-    /// building (out of memory) nor a throwing logger reaches the host.
+    /// Logs the line `build()` makes, built only when there is a logger (detail/log.hpp).
     template <class Build>
     void log_with(Build&& build) noexcept {
-        if (!options_.logger) return;
-        try {
-            options_.logger(build());
-        } catch (...) {
-        }
+        detail::log_with(options_.logger, std::forward<Build>(build));
     }
 
     std::unique_ptr<state> state_;

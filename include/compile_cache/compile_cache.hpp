@@ -14,6 +14,7 @@
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/key/ordinal_map.hpp>
 #include <compile_cache/key/toolchain.hpp>
+#include <compile_cache/key/toolchain_component.hpp>
 #include <compile_cache/key/writer.hpp>
 
 #include <compile_cache/serializer/boost_archive.hpp>
@@ -33,9 +34,12 @@
 
 #include <compile_cache/envelope.hpp>
 #include <compile_cache/explain.hpp>
+#include <compile_cache/identity_record.hpp>
 #include <compile_cache/printable.hpp>
 #include <compile_cache/secret_file.hpp>
 #include <compile_cache/settings.hpp>
 #include <compile_cache/statistics.hpp>
+#include <compile_cache/storage_members.hpp>
+#include <compile_cache/verify.hpp>
 #include <compile_cache/cache.hpp>
 #include <compile_cache/default_cache.hpp>

@@ -27,7 +27,6 @@
 #include <compile_cache/hasher/hmac.hpp>
 #include <compile_cache/hasher/sha256.hpp>
 #include <compile_cache/key/key.hpp>
-#include <compile_cache/statistics.hpp>
 
 #include <vector>
 
@@ -66,9 +65,6 @@ enum class envelope_status {
     /// apart), or an unkeyed reader got an entry whose header says keyed.
     unauthenticated,
 };
-
-/// The miss a load counts for an entry that opened with `s`; nullopt for ok.
-COMPILE_CACHE_DECL std::optional<miss_reason> miss_reason_of(envelope_status s) noexcept;
 
 /// Whether the bytes stored under a key are bad where they lie (damaged, or a sound
 /// entry of another key), so that the storage may drop them. A foreign, too large or
@@ -300,6 +296,17 @@ bool read_components(envelope_reader& in, std::uint32_t count, F&& f) {
 
 /// Reads the metadata block into `r`'s fields; false when it is malformed.
 COMPILE_CACHE_DECL bool parse_metadata(std::string_view meta_bytes, envelope_fields& r);
+
+/// Reads an entry's header from `in`, placed just after the magic: the version into
+/// `r.version` and the flags into `flags`; then, for envelope_version, the key and the
+/// metadata into `r`. False when the version is another (r.version says so) or a field
+/// does not fit or is out of bounds. The one reader of the header's layout.
+COMPILE_CACHE_DECL bool read_envelope_header(envelope_reader& in, std::uint16_t& flags, envelope_fields& r);
+
+/// The header of `entry` (key, metadata), read without its check value: `entry` must
+/// have been checked already, or be checked by whoever uses what it says. False when
+/// it is not an entry of envelope_version or its header does not parse.
+COMPILE_CACHE_DECL bool read_unchecked_header(std::string_view entry, envelope_fields& r);
 
 /// Reads an entry whose check value is sound in `auth`'s mode: version, flags, bounds,
 /// metadata and the payload's place; the key and format are left to the caller.

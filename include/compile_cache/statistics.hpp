@@ -4,8 +4,6 @@
 
 #include <compile_cache/detail/config.hpp>
 
-#include <compile_cache/storage/concept.hpp>
-
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -35,17 +33,6 @@ enum class miss_reason : std::size_t {
     unauthenticated,
 };
 inline constexpr std::size_t miss_reason_count = 9;
-
-/// The miss a load counts for a read that ended with `s`; nullopt for found.
-inline std::optional<miss_reason> miss_reason_of(read_status s) noexcept {
-    switch (s) {
-    case read_status::found: return std::nullopt;
-    case read_status::absent: return miss_reason::absent;
-    case read_status::too_large: return miss_reason::too_large;
-    case read_status::error: return miss_reason::read_error;
-    }
-    return miss_reason::read_error;
-}
 
 enum class store_failure : std::size_t {
     serialize_error,      ///< the serializer threw

@@ -2,7 +2,6 @@
 // (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
 #pragma once
 #if COMPILE_CACHE_INCLUDE_IMPL
-#include <random>
 
 namespace compile_cache::detail {
 
@@ -66,28 +65,6 @@ cache_env_settings read_cache_env_settings(std::string_view prefix_view) {
     storage_settings storage{settings_reader_access::holding(prefix, held), authenticated, authenticated || insecure,
                              options.logger, std::move(cache_off)};
     return cache_env_settings{std::move(options), std::move(storage), std::move(held)};
-}
-
-bool random_draw_below(double fraction) noexcept {
-    // A seed from std::random_device, which may throw where there is no entropy source:
-    // then the time and the process id alone (verify mode needs a spread, not a secret).
-    auto const make_seed = []() noexcept {
-        auto value = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
-                     (static_cast<std::uint64_t>(::getpid()) << 32);
-        try {
-            value ^= std::random_device{}();
-        } catch (...) {
-        }
-        return value;
-    };
-    thread_local std::mt19937_64 random{make_seed()};
-    // A forked child reseeds, so that forked workers do not all verify the same hits.
-    thread_local ::pid_t seeded_in = ::getpid();
-    if (::pid_t const now = ::getpid(); now != seeded_in) {
-        random.seed(make_seed());
-        seeded_in = now;
-    }
-    return std::uniform_real_distribution<double>(0.0, 1.0)(random) < fraction;
 }
 
 } // namespace compile_cache::detail

@@ -6,18 +6,6 @@
 
 namespace compile_cache {
 
-std::optional<miss_reason> miss_reason_of(envelope_status s) noexcept {
-    switch (s) {
-    case envelope_status::ok: return std::nullopt;
-    case envelope_status::corrupt: return miss_reason::corrupt;
-    case envelope_status::foreign_version: return miss_reason::foreign_version;
-    case envelope_status::key_mismatch: return miss_reason::key_mismatch;
-    case envelope_status::too_large: return miss_reason::too_large;
-    case envelope_status::unauthenticated: return miss_reason::unauthenticated;
-    }
-    return miss_reason::corrupt;
-}
-
 envelope_auth::envelope_auth(std::string_view secret) {
     if (!secret.empty()) mac_.emplace(secret.data(), secret.size());
 }
@@ -118,6 +106,26 @@ bool parse_metadata(std::string_view meta_bytes, envelope_fields& r) {
     return true;
 }
 
+bool read_envelope_header(envelope_reader& in, std::uint16_t& flags, envelope_fields& r) {
+    r.version = 0;
+    if (!in.read(r.version) || !in.read(flags) || r.version != envelope_version) return false;
+    std::uint8_t key_size = 0;
+    std::string_view meta_bytes;
+    std::uint32_t meta_size = 0;
+    return in.read(key_size) && key_size != 0 && key_size <= key::max_size && in.read_bytes(key_size, r.key_bytes) &&
+           in.read(meta_size) && meta_size <= envelope_max_metadata && in.read_bytes(meta_size, meta_bytes) &&
+           parse_metadata(meta_bytes, r);
+}
+
+bool read_unchecked_header(std::string_view entry, envelope_fields& r) {
+    auto const* p = reinterpret_cast<unsigned char const*>(entry.data());
+    if (entry.size() < envelope_min_header || std::memcmp(p, envelope_magic, sizeof envelope_magic) != 0)
+        return false;
+    envelope_reader in(p + sizeof envelope_magic, entry.size() - sizeof envelope_magic);
+    std::uint16_t flags = 0;
+    return read_envelope_header(in, flags, r);
+}
+
 envelope_fields parse_envelope(std::string_view bytes, std::size_t max_payload, envelope_auth const& auth) {
     envelope_fields r;
     std::size_t const check_size = auth.check_size();
@@ -132,22 +140,15 @@ envelope_fields parse_envelope(std::string_view bytes, std::size_t max_payload, 
     if (std::memcmp(p, envelope_magic, sizeof envelope_magic) != 0) return r;
 
     envelope_reader in(p + sizeof envelope_magic, body - sizeof envelope_magic);
-    std::uint16_t version = 0, flags = 0;
-    in.read(version);
-    in.read(flags);
-    if (version != envelope_version) {
+    std::uint16_t flags = 0;
+    bool const header_read = read_envelope_header(in, flags, r);
+    if (r.version != envelope_version) {
         r.status = envelope_status::foreign_version;
         return r;
     }
-    std::uint8_t key_size = 0;
-    std::string_view meta_bytes;
-    std::uint32_t meta_size = 0;
-    if (flags != auth.flags() || !in.read(key_size) || key_size == 0 || key_size > key::max_size ||
-        !in.read_bytes(key_size, r.key_bytes) || !in.read(meta_size) || meta_size > envelope_max_metadata ||
-        !in.read_bytes(meta_size, meta_bytes))
-        return r;
+    if (flags != auth.flags()) return r;
     r.keyed = auth.keyed();
-    if (!parse_metadata(meta_bytes, r)) return r;
+    if (!header_read) return r;
 
     std::uint64_t payload_size = 0;
     if (!in.read(payload_size) || payload_size != in.left()) return r;

@@ -2,7 +2,6 @@
 // (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
 #pragma once
 #if COMPILE_CACHE_INCLUDE_IMPL
-#include <cstring>
 #include <unordered_map>
 
 namespace compile_cache {
@@ -55,126 +54,6 @@ std::string miss_explanation::join(std::vector<std::string> const& names) {
 void miss_explanation::append_list(std::string& s, char const* label, std::vector<std::string> const& names) {
     if (names.empty()) return;
     s += (s.empty() ? "" : "; ") + std::string(label) + join(names);
-}
-
-std::string kernel_identity(std::string_view given, std::string_view name, std::string_view origin_file) {
-    if (!given.empty()) return std::string(given);
-    std::string s(name);
-    s += '\n';
-    s.append(origin_file.data(), origin_file.size());
-    return s;
-}
-
-key identity_record_key(std::string_view identity) {
-    sha256 h;
-    static constexpr char domain[] = "compile_cache.identity-record\0";
-    h.update(domain, sizeof domain - 1);
-    h.update(identity.data(), identity.size());
-    auto const d = h.result();
-    unsigned char bytes[identity_record_key_size];
-    std::memcpy(bytes, d.data(), identity_record_key_size - 1);
-    bytes[identity_record_key_size - 1] = identity_record_marker;
-    return key(bytes, identity_record_key_size);
-}
-
-namespace detail {
-void append_key8(std::string& out, key const& k) {
-    out.push_back(static_cast<char>(k.size()));
-    out.append(reinterpret_cast<char const*>(k.data()), k.size());
-}
-bool read_key8(envelope_reader& r, key& k) {
-    std::uint8_t n;
-    std::string_view bytes;
-    if (!r.read(n) || n == 0 || n > key::max_size || !r.read_bytes(n, bytes)) return false;
-    k = key(bytes.data(), bytes.size());
-    return true;
-}
-
-bool read_entry_header(std::string_view entry, key& stored_key, std::string& name, std::string& origin_file,
-                       std::string& format_id) {
-    auto const* p = reinterpret_cast<unsigned char const*>(entry.data());
-    if (entry.size() < envelope_min_header || std::memcmp(p, envelope_magic, sizeof envelope_magic) != 0)
-        return false;
-    envelope_reader in(p + sizeof envelope_magic, entry.size() - sizeof envelope_magic);
-    std::uint16_t version = 0, flags = 0;
-    std::uint32_t meta_size = 0;
-    std::string_view meta_bytes;
-    if (!in.read(version) || version != envelope_version || !in.read(flags) || !read_key8(in, stored_key) ||
-        !in.read(meta_size) || meta_size > envelope_max_metadata || !in.read_bytes(meta_size, meta_bytes))
-        return false;
-    envelope_fields f;
-    if (!parse_metadata(meta_bytes, f)) return false;
-    name = std::string(f.name);
-    origin_file = std::string(f.origin_file);
-    format_id = std::string(f.format_id);
-    return true;
-}
-
-std::optional<key> record_key_of_entry(std::string_view checked_entry) {
-    key stored;
-    std::string name, origin_file, format_id;
-    if (!read_entry_header(checked_entry, stored, name, origin_file, format_id)) return std::nullopt;
-    return identity_record_key(kernel_identity({}, name, origin_file));
-}
-
-bool looks_like_record(std::string_view bytes, key const& record_key) {
-    key stored;
-    std::string name, origin_file, format_id;
-    return read_entry_header(bytes, stored, name, origin_file, format_id) && stored == record_key &&
-           format_id == identity_record_format;
-}
-} // namespace detail
-
-std::string encode_identity_record(identity_record const& r) {
-    std::string out;
-    detail::append_string32(out, r.identity);
-    detail::append_le<std::uint32_t>(out, static_cast<std::uint32_t>(r.history.size()));
-    for (recorded_entry const& e : r.history) {
-        detail::append_key8(out, e.entry_key);
-        detail::append_le<std::uint64_t>(out, static_cast<std::uint64_t>(e.created_ns));
-        detail::append_le<std::uint64_t>(out, e.compile_ns);
-        detail::append_le<std::uint32_t>(out, static_cast<std::uint32_t>(e.components.size()));
-        for (component_digest const& c : e.components) {
-            detail::append_string32(out, c.name);
-            detail::append_key8(out, c.digest);
-        }
-    }
-    return out;
-}
-
-std::optional<identity_record> decode_identity_record(std::string_view payload) {
-    bool over_bound = false;
-    return decode_identity_record(payload, over_bound);
-}
-
-std::optional<identity_record> decode_identity_record(std::string_view payload, bool& over_bound) {
-    over_bound = false;
-    detail::envelope_reader r(reinterpret_cast<unsigned char const*>(payload.data()), payload.size());
-    identity_record out;
-    std::uint32_t count;
-    if (!r.read_string32(out.identity) || !r.read(count) || count > identity_record_history) return std::nullopt;
-    for (std::uint32_t i = 0; i < count; ++i) {
-        recorded_entry e;
-        std::uint64_t created;
-        std::uint32_t components;
-        if (!detail::read_key8(r, e.entry_key) || !r.read(created) || !r.read(e.compile_ns) || !r.read(components))
-            return std::nullopt;
-        e.created_ns = static_cast<std::int64_t>(created);
-        if (components > identity_record_max_components) {
-            over_bound = true;
-            return std::nullopt;
-        }
-        if (components > r.left() / 5) return std::nullopt; // each takes at least 5 bytes
-        e.components.reserve(components);
-        for (std::uint32_t j = 0; j < components; ++j) {
-            component_digest c;
-            if (!r.read_string32(c.name) || !detail::read_key8(r, c.digest)) return std::nullopt;
-            e.components.push_back(std::move(c));
-        }
-        out.history.push_back(std::move(e));
-    }
-    if (r.left() != 0) return std::nullopt;
-    return out;
 }
 
 miss_explanation compare_components(std::vector<component_digest> const& before,
@@ -232,6 +111,24 @@ miss_explanation explain_absent(identity_record const* record, key const& now_ke
         }
     return compare_components(record->history.front().components, now);
 }
+
+namespace detail {
+std::string absent_miss_line(std::string_view name, miss_explanation const& m, std::atomic<bool>& new_kernel_logged) {
+    // A renamed or moved kernel is new too, and its line says what was looked for.
+    if (m.what == miss_explanation::kind::changed || m.what == miss_explanation::kind::evicted)
+        return "miss " + printable(name) + " (absent): " + m.text();
+    if (m.what == miss_explanation::kind::new_kernel && !new_kernel_logged.exchange(true))
+        return "miss " + printable(name) + " (absent): " + m.text() + "; later new kernels are not logged";
+    return {};
+}
+
+std::string record_ignored_line(std::string_view name) {
+    return "miss " + printable(name) + " (absent): not explained: its identity record is over " +
+           std::to_string(identity_record_max_size >> 10) + " KiB or " +
+           std::to_string(identity_record_max_components) +
+           " components an entry, and is ignored (counted records-ignored)";
+}
+} // namespace detail
 
 } // namespace compile_cache
 
