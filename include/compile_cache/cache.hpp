@@ -548,8 +548,7 @@ private:
             // A tier counts it, keeps another secret's, and copies a sound record it read
             // from its remote, so that this machine has it locally (for its misses and
             // for `compile-cache explain`).
-            if constexpr (detail::has_entry_checked_with<Storage, envelope_status>::value)
-                storage_.entry_checked(rk, bytes, env.status);
+            detail::tell_entry_checked(storage_, rk, bytes, rr, env.status);
             if (env.status == envelope_status::too_large) over_bound = true;
             if (env.status != envelope_status::ok) return std::nullopt;
             std::optional<identity_record> r = decode_identity_record(env.payload, over_bound);
@@ -697,6 +696,7 @@ private:
         miss_reason& why;
         std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
         std::size_t bytes = 0;
+        read_result read{}; ///< the storage's answer, given back to its entry_checked
     };
 
     // The hit path, timed phase by phase (read, verify, deserialize and relink,
@@ -753,6 +753,7 @@ private:
             return false;
         }
         attempt.bytes = buffer.size();
+        attempt.read = rr;
         return true;
     }
 
@@ -761,8 +762,8 @@ private:
     detail::envelope_fields open_entry(key const& k, std::string const& buffer, load_attempt& attempt) {
         detail::envelope_fields env =
             detail::check_envelope(buffer, k, Serializer::format_id(), options_.max_entry_size, auth_);
-        if constexpr (detail::has_entry_checked_with<Storage, envelope_status>::value)
-            storage_.entry_checked(k, buffer, env.status); // a tier copies a sound remote entry locally
+        // A tier copies a sound remote entry locally.
+        detail::tell_entry_checked(storage_, k, buffer, attempt.read, env.status);
         if (std::optional<miss_reason> const miss = miss_reason_of(env.status)) {
             if (is_damaged_entry(env.status)) tell_storage_corrupt(k);
             missed(attempt, *miss, {});
