@@ -495,10 +495,10 @@ std::uint64_t counter_in(std::string const& summary, std::string const& name) {
     return std::stoull(summary.substr(at + needle.size()));
 }
 
-/// A fresh process of tier_fork (helpers/tier_fork.cpp) in `mode`, with MACHINE_* set to `settings`.
+/// A fresh process of `tier_machine fork MODE`, with MACHINE_* set to `settings`.
 compile_cache_test::process_result run_fork(std::vector<std::string> settings, std::string const& mode) {
     compile_cache_test::process_spec spec;
-    spec.argv = {COMPILE_CACHE_HELPER_tier_fork, mode};
+    spec.argv = {COMPILE_CACHE_HELPER_tier_machine, "fork", mode};
     settings.push_back("MACHINE_LOG=1");
     spec.env = settings;
     spec.timeout = std::chrono::milliseconds(60000);
@@ -518,13 +518,13 @@ TEST_CASE_METHOD(server_and_folder,
                                         "MACHINE_REMOTE=" + proxy.url(), "MACHINE_REMOTE_NAMESPACE=" + ns,
                                         "MACHINE_SECRET_FILE=" + (dir.path() / "fleet.key").string()};
     };
-    auto const a = run_machine(settings("a"), 10);
-    INFO(a.describe());
-    REQUIRE(a.exited(0));
-    CHECK(count_of(a.out, " compiled\n") == 10);
-    CHECK(counter_in(a.out, "remote.uploads-queued") == 20); // 10 entries, 10 identity records
-    CHECK(counter_in(a.out, "remote.uploads-sent") == 20);
-    CHECK(counter_in(a.out, "remote.stores") == 10);
+    auto const ci = run_machine(settings("a"), 10);
+    INFO(ci.describe());
+    REQUIRE(ci.exited(0));
+    CHECK(count_of(ci.out, " compiled\n") == 10);
+    CHECK(counter_in(ci.out, "remote.uploads-queued") == 20); // 10 entries, 10 identity records
+    CHECK(counter_in(ci.out, "remote.uploads-sent") == 20);
+    CHECK(counter_in(ci.out, "remote.stores") == 10);
 
     auto const b1 = run_machine(settings("b"), 10);
     INFO(b1.describe());

@@ -191,6 +191,7 @@ private:
     std::deque<job> queue_;
     std::size_t queued_bytes_ = 0; ///< the cost of the queued jobs and of the running one
     bool running_ = false;         ///< a job is under way
+    bool waiting_ = false;         ///< the thread waits for a job (a push wakes it)
     bool ending_ = false;
     std::chrono::steady_clock::time_point drain_until_{};
     std::unique_ptr<std::thread> thread_;

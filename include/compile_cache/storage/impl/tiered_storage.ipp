@@ -66,14 +66,16 @@ tier_worker::~tier_worker() {
 bool tier_worker::push(job&& j) noexcept {
     try {
         std::size_t const size = cost(j);
+        bool wake = false;
         {
             std::lock_guard<std::mutex> lock(mutex_);
             if (ending_ || size > max_bytes_ || queued_bytes_ > max_bytes_ - size) return false;
             if (!thread_) thread_ = std::make_unique<std::thread>([this] { work(); });
             queue_.push_back(std::move(j));
             queued_bytes_ += size;
+            wake = waiting_; // (a busy thread looks at the queue before it waits: no wake-up call)
         }
-        wake_->notify_one();
+        if (wake) wake_->notify_one();
         return true;
     } catch (...) {
         return false;
@@ -98,7 +100,9 @@ void tier_worker::work() noexcept {
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
         std::condition_variable& wake = *wake_;
+        waiting_ = true;
         wake.wait(lock, [this] { return ending_ || !queue_.empty(); });
+        waiting_ = false;
         if (queue_.empty()) break; // ending, nothing left
         if (ending_ && std::chrono::steady_clock::now() >= drain_until_) {
             for (job const& j : queue_) drop_(j);
@@ -138,6 +142,7 @@ void tier_worker::after_fork_in_child() noexcept {
             (void)w->thread_.release(); // no such thread here: neither joined nor detached
             if (w->running_) w->forked_mid_job_.store(true, std::memory_order_relaxed);
             w->running_ = false;
+            w->waiting_ = false;
             // The parent's thread may have been waiting on them: new ones, the old ones left.
             try {
                 auto wake = std::make_unique<std::condition_variable>();
