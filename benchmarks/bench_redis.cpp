@@ -256,7 +256,7 @@ void tier_hit(benchmark::State& state, std::size_t size, cc::remote_upload mode,
     } // (the copies are drained here, untimed)
     run("rm -rf " + dir);
     state.counters["copies_dropped"] = static_cast<double>(copies_dropped);
-    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * size));
+    state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(size));
 }
 
 void get_and_check(benchmark::State& state, std::size_t size) {
@@ -279,7 +279,7 @@ void get_and_check(benchmark::State& state, std::size_t size) {
             return state.SkipWithError("check failed");
     }
     redisFree(c);
-    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * size));
+    state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(size));
 }
 
 void rtt_store(benchmark::State& state, cc::remote_upload mode) {

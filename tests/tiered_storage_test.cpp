@@ -589,3 +589,58 @@ TEST_CASE("tiered_storage: at the end, queued uploads get the drain time; the re
     CHECK(log[0] == "9 uploads to the remote gated still waited at the end, after 100 ms of drain time: dropped "
                     "(counted remote.uploads-dropped)");
 }
+
+TEST_CASE("tiered_storage: the read's own answer tells entry_checked which tier answered, on whatever thread it is "
+          "called",
+          "[tiered]") {
+    temp_dir dir;
+    gated_remote server;
+    gated_tier tier(cc::directory_storage((dir.path() / "local").string()), server);
+    unsigned char const remote_digest[32] = {1};
+    unsigned char const local_digest[32] = {2};
+    cc::key const remote_key(remote_digest, sizeof remote_digest);
+    cc::key const local_key(local_digest, sizeof local_digest);
+    REQUIRE(!server.entries->write(remote_key, "remote bytes"));
+    REQUIRE(!tier.local().write(local_key, "local bytes"));
+
+    std::string from_remote, from_local;
+    cc::read_result const remote_answer = tier.read(remote_key, from_remote, 1 << 20);
+    cc::read_result const local_answer = tier.read(local_key, from_local, 1 << 20);
+    REQUIRE(remote_answer.status == cc::read_status::found);
+    CHECK(remote_answer.origin == gated_tier::from_remote);
+    REQUIRE(local_answer.status == cc::read_status::found);
+    CHECK(local_answer.origin == 0);
+
+    // Checked on another thread, after another read: the answer says where each came from.
+    std::thread([&] {
+        tier.entry_checked(local_key, from_local, local_answer, cc::entry_check::sound);
+        tier.entry_checked(remote_key, from_remote, remote_answer, cc::entry_check::sound);
+    }).join();
+    REQUIRE(tier.wait_for_uploads(10s));
+    std::map<std::string, std::uint64_t> counts;
+    for (auto const& [name, n] : tier.storage_counters()) counts[name] = n;
+    CHECK(counts["remote.hits"] == 1);
+    std::string copied;
+    CHECK(tier.local().read(remote_key, copied, 1 << 20).status == cc::read_status::found);
+    CHECK(copied == "remote bytes");
+}
+
+TEST_CASE("tiered_storage: a removal is not undone by an upload or a copy of the same key still queued",
+          "[tiered][upload]") {
+    temp_dir dir;
+    gated_remote server;
+    server.writes = std::make_shared<gate>(false);
+    gated_tier tier(cc::directory_storage((dir.path() / "local").string()), server);
+    unsigned char const first_digest[32] = {1};
+    unsigned char const removed_digest[32] = {2};
+    cc::key const first(first_digest, sizeof first_digest);
+    cc::key const removed(removed_digest, sizeof removed_digest);
+    REQUIRE(!tier.write(first, "first"));     // its upload waits at the gate, under way
+    REQUIRE(!tier.write(removed, "removed")); // queued behind it
+    CHECK(!tier.remove(removed));
+    server.writes->release();
+    REQUIRE(tier.wait_for_uploads(10s));
+    std::string out;
+    CHECK(tier.read(removed, out, 1 << 20).status == cc::read_status::absent);
+    CHECK(server.entries->size() == 1);
+}

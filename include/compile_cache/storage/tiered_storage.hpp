@@ -166,6 +166,9 @@ public:
     COMPILE_CACHE_DECL bool push(job&& j) noexcept;
     /// Waits until no job is queued or running, at most `within`; true when none is.
     COMPILE_CACHE_DECL bool wait_idle(std::chrono::milliseconds within) noexcept;
+    /// Drops the queued jobs of key `k` (uncounted: what comes next replaces them) and
+    /// waits, at most `within`, for a job of `k` under way to end; true when none is left.
+    COMPILE_CACHE_DECL bool cancel(key const& k, std::chrono::milliseconds within) noexcept;
     /// Whether the thread has been started in this process.
     COMPILE_CACHE_DECL bool started() const noexcept;
     /// In a forked child: whether the parent's thread was running a job when the process forked.
@@ -191,6 +194,7 @@ private:
     std::deque<job> queue_;
     std::size_t queued_bytes_ = 0; ///< the cost of the queued jobs and of the running one
     bool running_ = false;         ///< a job is under way
+    key running_key_;              ///< its key
     bool waiting_ = false;         ///< the thread waits for a job (a push wakes it)
     bool ending_ = false;
     std::chrono::steady_clock::time_point drain_until_{};
@@ -464,6 +468,8 @@ public:
 
     std::error_code remove(key const& k) noexcept {
         if (!state_) return {};
+        // What the worker would still write for k (an upload, a copy) must not bring it back.
+        if (state_->worker) (void)state_->worker->cancel(k, std::chrono::seconds(10));
         std::error_code answer;
         if (state_->local) answer = state_->local_remove(k);
         admission const a = state_->remote && state_->options.mode == remote_mode::read_write &&

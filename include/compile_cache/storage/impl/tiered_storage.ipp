@@ -91,6 +91,23 @@ bool tier_worker::wait_idle(std::chrono::milliseconds within) noexcept {
     }
 }
 
+bool tier_worker::cancel(key const& k, std::chrono::milliseconds within) noexcept {
+    try {
+        std::unique_lock<std::mutex> lock(mutex_);
+        for (auto it = queue_.begin(); it != queue_.end();) {
+            if (it->k == k) {
+                queued_bytes_ -= std::min(queued_bytes_, cost(*it));
+                it = queue_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        return idle_->wait_for(lock, within, [&] { return !running_ || !(running_key_ == k); });
+    } catch (...) {
+        return false;
+    }
+}
+
 bool tier_worker::started() const noexcept {
     std::lock_guard<std::mutex> lock(mutex_);
     return thread_ != nullptr;
@@ -113,12 +130,13 @@ void tier_worker::work() noexcept {
         job j = std::move(queue_.front());
         queue_.pop_front();
         running_ = true;
+        running_key_ = j.k;
         lock.unlock();
         run_(j);
         lock.lock();
         running_ = false;
         queued_bytes_ -= std::min(queued_bytes_, cost(j));
-        if (queue_.empty()) idle_->notify_all();
+        idle_->notify_all(); // (wait_idle and cancel)
     }
     idle_->notify_all();
 }
