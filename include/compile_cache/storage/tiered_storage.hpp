@@ -202,15 +202,6 @@ private:
     std::atomic<bool> forked_mid_job_{false};
 };
 
-/// A Remote with `void read_many(std::vector<key> const& keys, std::size_t max,
-/// std::vector<std::pair<read_result, std::string>>& out)`: one answer per key, in
-/// their order, in one round trip when it can (tiered_storage::prefetch uses it).
-template <class S>
-using read_many_t = decltype(std::declval<S&>().read_many(
-    std::declval<std::vector<key> const&>(), std::declval<std::size_t>(),
-    std::declval<std::vector<std::pair<read_result, std::string>>&>()));
-template <class S>
-using has_read_many = is_detected<read_many_t, S>;
 } // namespace detail
 
 /// `Local` before `Remote`, both Storages. Either may be absent: without a remote it
