@@ -267,3 +267,173 @@ BENCHMARK_CAPTURE(processes_8, storage, true)->UseRealTime()->Unit(benchmark::kM
 BENCHMARK_CAPTURE(processes_8, hiredis, false)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();
+
+// --- Remote hits through the tier, and the tier over a round-trip time (issue 26) -------
+//
+// - tier_hit/<size>_<mode>: what a remote hit costs the host through
+//   tiered_storage<directory_storage, redis_storage>, as basic_cache drives it: the read
+//   (the local miss, then the remote's GETRANGE), the envelope check (HMAC-SHA256), and
+//   entry_checked, which hands the local copy to the tier's worker (background) or writes
+//   it, and fetches the kernel's identity record, before it returns (sync: the behaviour
+//   before issue 26). Every iteration reads a key that is not local yet (fixed iteration
+//   counts, one key each). Its floor, get_and_check/<size>: a bare hiredis GET of the same
+//   entries on a connection of its own, and the same envelope check.
+// - rtt_*: the same tier through the latency proxy (tests/support/latency_proxy.hpp,
+//   2.5 ms each way: a 5 ms round trip): a store (rtt_store: the local write, then the
+//   upload queued, or sent and waited for), and a remote hit (rtt_hit).
+#include "../tests/support/latency_proxy.hpp"
+
+#include <compile_cache/envelope.hpp>
+#include <compile_cache/storage/directory/directory_storage.hpp>
+#include <compile_cache/storage/tiered_storage.hpp>
+
+#include <atomic>
+#include <chrono>
+
+namespace {
+
+using bench_tier = cc::tiered_storage<cc::directory_storage, cc::redis_storage>;
+constexpr char const* tier_bench_format = "bench_redis tier 1";
+
+/// `count` sealed entries of `size` bytes of payload, under keys from `first` on, stored
+/// on the server under namespace `ns` (a fresh one per benchmark run).
+struct tier_bench_entries {
+    cc::envelope_auth auth{"bench_redis secret"};
+    std::vector<cc::key> keys;
+    std::string ns;
+
+    tier_bench_entries(std::string const& url, std::size_t size, std::size_t count) {
+        static std::atomic<int> runs{0};
+        ns = "bench_tier_" + std::to_string(::getpid()) + "_" + std::to_string(runs++);
+        cc::redis_options o;
+        o.url = url;
+        o.name_space = ns;
+        cc::redis_storage writer(o);
+        std::string const payload = bench::random_string(size, 3);
+        for (std::size_t i = 0; i < count; ++i) {
+            cc::key const k = key_of(100000 + i);
+            cc::entry_metadata m;
+            m.name = "kernel" + std::to_string(i);
+            m.origin_file = "bench.tk";
+            m.format_id = tier_bench_format;
+            std::string entry;
+            cc::envelope_writer w(entry, k, m, auth);
+            w.out() += payload;
+            w.seal();
+            if (writer.write(k, entry)) throw std::runtime_error("write failed");
+            keys.push_back(k);
+        }
+    }
+    cc::redis_storage remote(std::string const& url) const {
+        cc::redis_options o;
+        o.url = url;
+        o.name_space = ns;
+        return cc::redis_storage(o);
+    }
+};
+
+std::string scratch_dir() {
+    char pattern[] = "/tmp/compile_cache-bench-tier-XXXXXX";
+    if (!::mkdtemp(pattern)) throw std::runtime_error("mkdtemp");
+    return pattern;
+}
+
+/// One remote hit as basic_cache drives it: read, check, entry_checked. False when it was none.
+bool remote_hit(bench_tier& tier, tier_bench_entries const& e, cc::key const& k, std::string& out) {
+    cc::read_result const r = tier.read(k, out, entry_bound);
+    cc::detail::envelope_fields const env = cc::detail::check_envelope(out, k, tier_bench_format, entry_bound, e.auth);
+    if (r.status != cc::read_status::found || env.status != cc::envelope_status::ok) return false;
+    cc::detail::tell_entry_checked(tier, k, out, r, env.status);
+    return r.origin == bench_tier::from_remote;
+}
+
+void tier_hit(benchmark::State& state, std::size_t size, cc::remote_upload mode, bool over_rtt) {
+    std::size_t const n = static_cast<std::size_t>(state.max_iterations);
+    std::unique_ptr<compile_cache_test::latency_proxy> proxy;
+    std::string url = servers::get().server_url;
+    if (over_rtt) {
+        proxy = std::make_unique<compile_cache_test::latency_proxy>(servers::get().server_port,
+                                                                    std::chrono::microseconds(2500));
+        proxy->start();
+        url = proxy->url();
+    }
+    tier_bench_entries const e(servers::get().server_url, size, n);
+    std::string const dir = scratch_dir();
+    std::uint64_t copies_dropped = 0;
+    {
+        cc::tier_options t;
+        t.upload = mode;
+        t.upload_drain = std::chrono::seconds(30);
+        bench_tier tier(cc::directory_storage(dir), e.remote(url), t);
+        std::string out;
+        std::size_t i = 0;
+        for (auto _ : state) {
+            if (!remote_hit(tier, e, e.keys[i++], out)) return state.SkipWithError("not a remote hit");
+            benchmark::DoNotOptimize(out.data());
+        }
+        for (auto const& [name, v] : tier.storage_counters())
+            if (name == "remote.copies-dropped") copies_dropped = v;
+    } // (the copies are drained here, untimed)
+    run("rm -rf " + dir);
+    state.counters["copies_dropped"] = static_cast<double>(copies_dropped);
+    state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(size));
+}
+
+void get_and_check(benchmark::State& state, std::size_t size) {
+    std::size_t const n = static_cast<std::size_t>(state.max_iterations);
+    tier_bench_entries const e(servers::get().server_url, size, n);
+    cc::redis_storage const names = e.remote(servers::get().server_url);
+    redisContext* c = redisConnect("127.0.0.1", servers::get().server_port);
+    if (!c || c->err) return state.SkipWithError("connect failed");
+    std::string out;
+    std::size_t i = 0;
+    for (auto _ : state) {
+        cc::key const& k = e.keys[i++];
+        std::string const name = names.redis_key(k);
+        auto* reply = static_cast<redisReply*>(redisCommand(c, "GET %b", name.data(), name.size()));
+        if (!reply || reply->type != REDIS_REPLY_STRING) return state.SkipWithError("GET failed");
+        out.assign(reply->str, reply->len);
+        freeReplyObject(reply);
+        if (cc::detail::check_envelope(out, k, tier_bench_format, entry_bound, e.auth).status !=
+            cc::envelope_status::ok)
+            return state.SkipWithError("check failed");
+    }
+    redisFree(c);
+    state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(size));
+}
+
+void rtt_store(benchmark::State& state, cc::remote_upload mode) {
+    compile_cache_test::latency_proxy proxy(servers::get().server_port, std::chrono::microseconds(2500));
+    proxy.start();
+    tier_bench_entries const e(servers::get().server_url, 4096, 0);
+    std::string const dir = scratch_dir();
+    {
+        cc::tier_options t;
+        t.upload = mode;
+        t.upload_drain = std::chrono::seconds(30);
+        bench_tier tier(cc::directory_storage(dir), e.remote(proxy.url()), t);
+        std::string const value = bench::random_string(4096, 4);
+        std::uint64_t i = 0;
+        for (auto _ : state)
+            if (tier.write(key_of(200000 + i++), value)) return state.SkipWithError("write failed");
+        (void)tier.wait_for_uploads(std::chrono::seconds(30)); // (untimed: after the loop)
+    }
+    run("rm -rf " + dir);
+}
+
+} // namespace
+
+BENCHMARK_CAPTURE(tier_hit, 4k_background, 4096, cc::remote_upload::background, false)->Iterations(2000)->UseRealTime();
+BENCHMARK_CAPTURE(tier_hit, 4k_sync, 4096, cc::remote_upload::sync, false)->Iterations(2000)->UseRealTime();
+BENCHMARK_CAPTURE(get_and_check, 4k, 4096)->Iterations(2000)->UseRealTime();
+BENCHMARK_CAPTURE(tier_hit, 1m_background, 1u << 20, cc::remote_upload::background, false)->Iterations(64)->UseRealTime();
+BENCHMARK_CAPTURE(tier_hit, 1m_sync, 1u << 20, cc::remote_upload::sync, false)->Iterations(64)->UseRealTime();
+BENCHMARK_CAPTURE(get_and_check, 1m, 1u << 20)->Iterations(64)->UseRealTime();
+BENCHMARK_CAPTURE(tier_hit, rtt_hit_4k_background, 4096, cc::remote_upload::background, true)
+    ->Iterations(100)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(tier_hit, rtt_hit_4k_sync, 4096, cc::remote_upload::sync, true)
+    ->Iterations(100)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(rtt_store, 4k_background, cc::remote_upload::background)->Iterations(200)->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(rtt_store, 4k_sync, cc::remote_upload::sync)->Iterations(200)->UseRealTime()
+    ->Unit(benchmark::kMillisecond);

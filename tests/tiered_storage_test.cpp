@@ -14,8 +14,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -101,7 +103,8 @@ dir_tier_cache tier_cache(fs::path const& local, fs::path const& remote, cc::cac
 struct tier_env : compile_cache_test::scoped_settings {
     tier_env()
         : scoped_settings("CCTIERTEST", {"_DIR", "_LOG", "_SECRET_FILE", "_REMOTE", "_REMOTE_MODE", "_REMOTE_ONLY",
-                                         "_REMOTE_INSECURE", "_MAX_SIZE"}) {}
+                                         "_REMOTE_INSECURE", "_MAX_SIZE", "_REMOTE_UPLOAD", "_REMOTE_UPLOAD_QUEUE",
+                                         "_REMOTE_UPLOAD_DRAIN"}) {}
 };
 
 
@@ -114,6 +117,7 @@ TEST_CASE("tiered_storage: a remote entry is loaded once, copied locally, and th
     {
         auto a = tier_cache(dir.path() / "a", remote);
         CHECK(get(a, "helper") == cc::outcome::compiled);
+        REQUIRE(a.storage().wait_for_uploads(10s)); // (uploads are sent by the tier's worker)
         auto rc = remote_counts(a.stats());
         // The entry, and apart (records are no entries and no lookups) its kernel's
         // identity record (explain.hpp), which the remote keeps too, so that a miss on
@@ -194,6 +198,7 @@ TEST_CASE("tiered_storage: read-only never writes the remote, remote-only keeps 
     SECTION("remote-only") {
         dir_tier_cache r(dir_tier::remote_only(directory_remote(remote.string())));
         CHECK(get(r, "helper") == cc::outcome::compiled);
+        REQUIRE(r.storage().wait_for_uploads(10s)); // (a background upload: not there at once)
         CHECK(get(r, "helper") == cc::outcome::loaded);
         CHECK(compile_cache_test::entries_under(remote) == 1);
         CHECK(remote_counts(r.stats())["remote.hits"] == 1);
@@ -223,6 +228,7 @@ TEST_CASE("tiered_storage: a remote that refuses is skipped for a back-off, with
     cc::tier_options t;
     t.backoff_start = 150ms;
     t.backoff_max = 400ms;
+    t.upload = cc::remote_upload::sync; // (each store's remote call on this thread, counted here)
     // Identity records (explain.hpp) would add a remote call to each miss and store:
     // off, so that the calls counted here are the kernels' own.
     cc::cache_options no_records;
@@ -307,6 +313,7 @@ TEST_CASE("tiered_storage::from_env: unset PREFIX_REMOTE is the local storage al
         CHECK(lines[0] == "compile_cache: CCTIERTEST_REMOTE_MODE=\"sometimes\" is not a remote mode (read-write or "
                           "read-only); using the default, read-write");
         CHECK(get(c, "helper") == cc::outcome::compiled);
+        REQUIRE(c.storage().wait_for_uploads(10s));
         CHECK(compile_cache_test::entries_under(dir.path() / "remote") == 1);
     }
     SECTION("insecure, read-only, remote-only") {
@@ -328,7 +335,8 @@ TEST_CASE("tiered_storage::from_env: unset PREFIX_REMOTE is the local storage al
         for (auto const& s : dir_tier_cache::environment_settings("P")) names.push_back(s.name);
         CHECK(names == std::vector<std::string>{"P_DIR", "P_MAX_SIZE", "P_DURABILITY", "P_SHARED", "P_REMOTE",
                                                 "P_REMOTE_MODE", "P_REMOTE_ONLY", "P_REMOTE_INSECURE",
-                                                "P_REMOTE_REPLACE_UNAUTHENTIC", "P_REMOTE_BUDGET", "P_LOG",
+                                                "P_REMOTE_REPLACE_UNAUTHENTIC", "P_REMOTE_BUDGET", "P_REMOTE_UPLOAD",
+                                                "P_REMOTE_UPLOAD_QUEUE", "P_REMOTE_UPLOAD_DRAIN", "P_LOG",
                                                 "P_SECRET_FILE", "P_VERIFY", "P_MIN_COMPILE_TIME"});
     }
 }
@@ -369,6 +377,270 @@ TEST_CASE("tiered_storage: a local storage that throws fails as itself, counted,
     CHECK(get(c, "helper") == cc::outcome::compiled); // the local read threw: a read error, then the remote
     CHECK(c.stats().miss_count(cc::miss_reason::read_error) == 1);
     CHECK(c.stats().failure_count(cc::store_failure::write_error) == 1); // the local write threw
+    REQUIRE(c.storage().wait_for_uploads(10s));
     CHECK(remote_counts(c.stats())["remote.stores"] == 1);                // the remote still has it
     CHECK(c.storage().remove(key_of(c, "helper").value()) == std::errc::io_error);
+}
+
+// --- Background uploads and copies (issue 26) ------------------------------------------
+
+namespace {
+/// A gate that a storage's call waits at, until the test opens it (or `bound` passes:
+/// then it goes on, and says so), and which says which threads came through: for showing
+/// who waits for what without timing anything.
+struct gate {
+    explicit gate(bool open_now = true, std::chrono::milliseconds wait_bound = 10s)
+        : open(open_now), bound(wait_bound) {}
+    std::mutex m;
+    std::condition_variable cv;
+    bool open;
+    std::chrono::milliseconds bound;
+    std::atomic<int> passed{0};
+    std::atomic<bool> timed_out{false};
+    std::atomic<bool> on_host{false}; ///< a call came through on the thread that made the gate
+    std::thread::id const host = std::this_thread::get_id();
+
+    void pass() {
+        if (std::this_thread::get_id() == host) on_host = true;
+        std::unique_lock<std::mutex> lock(m);
+        if (!cv.wait_for(lock, bound, [&] { return open; })) timed_out = true;
+        ++passed;
+    }
+    void release() {
+        std::lock_guard<std::mutex> lock(m);
+        open = true;
+        cv.notify_all();
+    }
+};
+
+/// A remote in memory whose writes pass a gate.
+struct gated_remote {
+    std::shared_ptr<cc::memory_storage> entries = std::make_shared<cc::memory_storage>();
+    std::shared_ptr<gate> writes = std::make_shared<gate>();
+
+    cc::read_result read(cc::key const& k, std::string& out, std::size_t max) { return entries->read(k, out, max); }
+    std::error_code write(cc::key const& k, std::string_view bytes) {
+        writes->pass();
+        return entries->write(k, bytes);
+    }
+    std::error_code remove(cc::key const& k) { return entries->remove(k); }
+    std::string describe() const { return "gated"; }
+};
+
+/// A local directory whose writes pass a gate.
+struct gated_local {
+    cc::directory_storage dir;
+    std::shared_ptr<gate> writes = std::make_shared<gate>();
+
+    cc::read_result read(cc::key const& k, std::string& out, std::size_t max) { return dir.read(k, out, max); }
+    std::error_code write(cc::key const& k, std::string_view bytes) {
+        writes->pass();
+        return dir.write(k, bytes);
+    }
+    std::error_code remove(cc::key const& k) { return dir.remove(k); }
+};
+
+using gated_tier = cc::tiered_storage<cc::directory_storage, gated_remote>;
+using gated_tier_cache = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, gated_tier>;
+using gated_local_tier = cc::tiered_storage<gated_local, gated_remote>;
+using gated_local_tier_cache = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, gated_local_tier>;
+} // namespace
+
+TEST_CASE("tiered_storage: a store's upload is sent by the tier's worker, started at the first one; the host does "
+          "not wait for it",
+          "[tiered][upload]") {
+    temp_dir dir;
+    gated_remote server;
+    server.writes = std::make_shared<gate>(false);
+    gated_tier_cache c(gated_tier(cc::directory_storage((dir.path() / "local").string()), server));
+    std::string out;
+    CHECK(c.storage().read(key_of(c, "helper").value(), out, 1 << 20).status == cc::read_status::absent);
+    CHECK_FALSE(c.storage().worker_started()); // reads start no thread
+
+    // The remote's writes wait at the closed gate: the host does not.
+    CHECK(get(c, "helper") == cc::outcome::compiled);
+    CHECK(c.storage().worker_started());
+    CHECK(server.writes->passed == 0);
+    auto rc = remote_counts(c.stats());
+    CHECK(rc["remote.uploads-queued"] == 2); // the entry and its identity record
+    CHECK(rc["remote.uploads-sent"] == 0);
+    CHECK(get(c, "helper") == cc::outcome::loaded); // locally, meanwhile
+
+    server.writes->release();
+    REQUIRE(c.storage().wait_for_uploads(10s));
+    rc = remote_counts(c.stats());
+    CHECK(rc["remote.uploads-sent"] == 2);
+    CHECK(rc["remote.stores"] == 1);
+    CHECK(rc["remote.record-stores"] == 1);
+    CHECK(rc["remote.uploads-dropped"] == 0);
+    CHECK_FALSE(server.writes->on_host);
+    CHECK_FALSE(server.writes->timed_out);
+}
+
+TEST_CASE("tiered_storage: sync uploads (PREFIX_REMOTE_UPLOAD=sync) send each store before it returns, with no "
+          "thread",
+          "[tiered][upload]") {
+    temp_dir dir;
+    tier_env env;
+    compile_cache_test::write_file(dir.path() / "secret.key", "a shared secret");
+    env.set("_DIR", (dir.path() / "local").string());
+    env.set("_SECRET_FILE", (dir.path() / "secret.key").string());
+    env.set("_REMOTE", (dir.path() / "remote").string());
+    SECTION("sync") {
+        env.set("_REMOTE_UPLOAD", "Sync");
+        auto c = dir_tier_cache::from_env("CCTIERTEST");
+        REQUIRE(c.storage().has_remote());
+        CHECK(c.storage().upload() == cc::remote_upload::sync);
+        CHECK(get(c, "helper") == cc::outcome::compiled);
+        CHECK(compile_cache_test::entries_under(dir.path() / "remote") == 1); // already there
+        CHECK(remote_counts(c.stats())["remote.stores"] == 1);
+        CHECK(remote_counts(c.stats())["remote.uploads-queued"] == 0);
+        CHECK_FALSE(c.storage().worker_started());
+    }
+    SECTION("background by default; bad values are one line each and the default") {
+        env.set("_REMOTE_UPLOAD_QUEUE", "lots");
+        env.set("_REMOTE_UPLOAD_DRAIN", "a while");
+        compile_cache_test::captured_stderr err(dir.path() / "stderr.txt");
+        auto c = dir_tier_cache::from_env("CCTIERTEST");
+        auto const lines = lines_of(err.text());
+        REQUIRE(c.storage().has_remote());
+        CHECK(c.storage().upload() == cc::remote_upload::background);
+        REQUIRE(lines.size() == 2);
+        CHECK(lines[0].rfind("compile_cache: CCTIERTEST_REMOTE_UPLOAD_QUEUE=\"lots\" is not a size", 0) == 0);
+        CHECK(lines[1].rfind("compile_cache: CCTIERTEST_REMOTE_UPLOAD_DRAIN=\"a while\" is not a duration", 0) == 0);
+        CHECK(get(c, "helper") == cc::outcome::compiled);
+        CHECK(c.storage().worker_started());
+    }
+}
+
+TEST_CASE("tiered_storage: a remote hit is the host's before its local copy is made; the worker copies it, and its "
+          "record, after the check",
+          "[tiered][upload]") {
+    temp_dir dir;
+    gated_remote server;
+    {
+        gated_tier_cache a(gated_tier(cc::directory_storage((dir.path() / "a").string()), server));
+        CHECK(get(a, "helper") == cc::outcome::compiled);
+    } // (the end drains its uploads)
+    REQUIRE(server.entries->size() == 2); // the entry and its identity record
+
+    gated_local local{cc::directory_storage((dir.path() / "b").string()), std::make_shared<gate>(false)};
+    auto const local_writes = local.writes;
+    gated_local_tier_cache b(gated_local_tier(std::move(local), server));
+    CHECK(get(b, "helper") == cc::outcome::loaded);
+    CHECK(local_writes->passed == 0); // the copy waits at the gate, the host did not
+    CHECK(remote_counts(b.stats())["remote.hits"] == 1);
+    CHECK(compile_cache_test::entries_under(dir.path() / "b") == 0);
+
+    local_writes->release();
+    REQUIRE(b.storage().wait_for_uploads(10s));
+    CHECK(local_writes->passed == 2); // the entry, then its record (read from the remote by the worker)
+    CHECK_FALSE(local_writes->on_host);
+    CHECK_FALSE(local_writes->timed_out);
+    CHECK(compile_cache_test::entries_under(dir.path() / "b") == 1);
+}
+
+TEST_CASE("tiered_storage: a full upload queue drops uploads with a count, and never makes the host wait",
+          "[tiered][upload]") {
+    temp_dir dir;
+    gated_remote server;
+    server.writes = std::make_shared<gate>(false);
+    cc::tier_options t;
+    t.upload_queue_bytes = 4096; // a few entries
+    gated_tier_cache c(gated_tier(cc::directory_storage((dir.path() / "local").string()), server, t));
+    // 20 kernels while the server takes nothing: each store returns at once.
+    for (int i = 0; i < 20; ++i) CHECK(get(c, "k" + std::to_string(i)) == cc::outcome::compiled);
+    auto rc = remote_counts(c.stats());
+    CHECK(rc["remote.uploads-queued"] + rc["remote.uploads-dropped"] == 40);
+    CHECK(rc["remote.uploads-dropped"] > 20);
+    CHECK(rc["remote.uploads-queued"] >= 2);
+    CHECK_FALSE(server.writes->on_host);
+
+    server.writes->release();
+    REQUIRE(c.storage().wait_for_uploads(10s));
+    rc = remote_counts(c.stats());
+    CHECK(rc["remote.uploads-sent"] == rc["remote.uploads-queued"]);
+    // What was dropped is still here locally.
+    CHECK(compile_cache_test::entries_under(dir.path() / "local") == 20);
+}
+
+TEST_CASE("tiered_storage: at the end, queued uploads get the drain time; the rest are dropped, counted, and said "
+          "in one line",
+          "[tiered][upload]") {
+    temp_dir dir;
+    gated_remote server;
+    // The server takes nothing for 1 s: the worker waits there with its first upload.
+    server.writes = std::make_shared<gate>(false, 1000ms);
+    std::vector<std::string> log;
+    {
+        cc::tier_options t;
+        t.upload_drain = 100ms;
+        t.budget = 0ms; // (the 1 s wait is not a slow server to skip here)
+        gated_tier_cache c(gated_tier(cc::directory_storage((dir.path() / "local").string()), server, t));
+        c.set_logger([&](std::string_view line) {
+            if (line.find("(absent)") == std::string_view::npos) log.emplace_back(line);
+        });
+        for (int i = 0; i < 5; ++i) CHECK(get(c, "k" + std::to_string(i)) == cc::outcome::compiled);
+        CHECK(remote_counts(c.stats())["remote.uploads-queued"] == 10);
+    }
+    // The first upload was under way (it ran to its end); the 9 others waited past the drain time.
+    CHECK(server.writes->passed == 1);
+    REQUIRE(log.size() == 1);
+    CHECK(log[0] == "9 uploads to the remote gated still waited at the end, after 100 ms of drain time: dropped "
+                    "(counted remote.uploads-dropped)");
+}
+
+TEST_CASE("tiered_storage: the read's own answer tells entry_checked which tier answered, on whatever thread it is "
+          "called",
+          "[tiered]") {
+    temp_dir dir;
+    gated_remote server;
+    gated_tier tier(cc::directory_storage((dir.path() / "local").string()), server);
+    unsigned char const remote_digest[32] = {1};
+    unsigned char const local_digest[32] = {2};
+    cc::key const remote_key(remote_digest, sizeof remote_digest);
+    cc::key const local_key(local_digest, sizeof local_digest);
+    REQUIRE(!server.entries->write(remote_key, "remote bytes"));
+    REQUIRE(!tier.local().write(local_key, "local bytes"));
+
+    std::string from_remote, from_local;
+    cc::read_result const remote_answer = tier.read(remote_key, from_remote, 1 << 20);
+    cc::read_result const local_answer = tier.read(local_key, from_local, 1 << 20);
+    REQUIRE(remote_answer.status == cc::read_status::found);
+    CHECK(remote_answer.origin == gated_tier::from_remote);
+    REQUIRE(local_answer.status == cc::read_status::found);
+    CHECK(local_answer.origin == 0);
+
+    // Checked on another thread, after another read: the answer says where each came from.
+    std::thread([&] {
+        tier.entry_checked(local_key, from_local, local_answer, cc::entry_check::sound);
+        tier.entry_checked(remote_key, from_remote, remote_answer, cc::entry_check::sound);
+    }).join();
+    REQUIRE(tier.wait_for_uploads(10s));
+    std::map<std::string, std::uint64_t> counts;
+    for (auto const& [name, n] : tier.storage_counters()) counts[name] = n;
+    CHECK(counts["remote.hits"] == 1);
+    std::string copied;
+    CHECK(tier.local().read(remote_key, copied, 1 << 20).status == cc::read_status::found);
+    CHECK(copied == "remote bytes");
+}
+
+TEST_CASE("tiered_storage: a removal is not undone by an upload or a copy of the same key still queued",
+          "[tiered][upload]") {
+    temp_dir dir;
+    gated_remote server;
+    server.writes = std::make_shared<gate>(false);
+    gated_tier tier(cc::directory_storage((dir.path() / "local").string()), server);
+    unsigned char const first_digest[32] = {1};
+    unsigned char const removed_digest[32] = {2};
+    cc::key const first(first_digest, sizeof first_digest);
+    cc::key const removed(removed_digest, sizeof removed_digest);
+    REQUIRE(!tier.write(first, "first"));     // its upload waits at the gate, under way
+    REQUIRE(!tier.write(removed, "removed")); // queued behind it
+    CHECK(!tier.remove(removed));
+    server.writes->release();
+    REQUIRE(tier.wait_for_uploads(10s));
+    std::string out;
+    CHECK(tier.read(removed, out, 1 << 20).status == cc::read_status::absent);
+    CHECK(server.entries->size() == 1);
 }

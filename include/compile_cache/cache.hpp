@@ -536,8 +536,7 @@ private:
             // A tier counts it, keeps another secret's, and copies a sound record it read
             // from its remote, so that this machine has it locally (for its misses and
             // for `compile-cache explain`).
-            if constexpr (detail::has_entry_checked_with<Storage, envelope_status>::value)
-                storage_.entry_checked(rk, bytes, env.status);
+            detail::tell_entry_checked(storage_, rk, bytes, rr, env.status);
             return detail::identity_record_in(env, identity, over_bound);
         } catch (...) {
             return std::nullopt;
@@ -671,6 +670,7 @@ private:
         miss_reason& why;
         std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
         std::size_t bytes = 0;
+        read_result read{}; ///< the storage's answer, given back to its entry_checked
     };
 
     // The hit path, timed phase by phase (read, verify, deserialize and relink,
@@ -727,6 +727,7 @@ private:
             return false;
         }
         attempt.bytes = buffer.size();
+        attempt.read = rr;
         return true;
     }
 
@@ -735,8 +736,8 @@ private:
     detail::envelope_fields open_entry(key const& k, std::string const& buffer, load_attempt& attempt) {
         detail::envelope_fields env =
             detail::check_envelope(buffer, k, Serializer::format_id(), options_.max_entry_size, auth_);
-        if constexpr (detail::has_entry_checked_with<Storage, envelope_status>::value)
-            storage_.entry_checked(k, buffer, env.status); // a tier copies a sound remote entry locally
+        // A tier copies a sound remote entry locally.
+        detail::tell_entry_checked(storage_, k, buffer, attempt.read, env.status);
         if (std::optional<miss_reason> const miss = miss_reason_of(env.status)) {
             if (is_damaged_entry(env.status)) detail::tell_storage_corrupt(storage_, k);
             missed(attempt, *miss, {});

@@ -39,11 +39,18 @@ cc::redis_storage remote_at(std::string const& url, std::string const& ns, std::
     return cc::redis_storage(o);
 }
 
+/// Sync uploads: the remote calls these tests count happen on the host's thread, in order.
+cc::tier_options sync_uploads() {
+    cc::tier_options t;
+    t.upload = cc::remote_upload::sync;
+    return t;
+}
+
 struct machine {
     tier_cache cache;
     std::vector<std::string> log;
     machine(std::string const& local, cc::redis_storage remote, std::string secret = "one secret",
-            cc::tier_options t = {})
+            cc::tier_options t = sync_uploads())
         : cache(tier(cc::directory_storage(local), std::move(remote), std::move(t)), options(secret)) {
         cache.set_logger([this](std::string_view line) {
             // The tier's lines; not the first new kernel's miss line (explain.hpp).
@@ -91,8 +98,9 @@ TEST_CASE_METHOD(server_and_folder, "Tier on Redis: a remote hit is copied local
           "[redis][tiered]") {
     std::string const ns = unique_name("tier");
     {
-        machine ci((dir.path() / "ci").string(), remote_at(s.url(), ns));
+        machine ci((dir.path() / "ci").string(), remote_at(s.url(), ns), "one secret", {});
         for (int i = 0; i < 5; ++i) CHECK(ci.get(i) == cc::outcome::compiled);
+        REQUIRE(ci.cache.storage().wait_for_uploads(10s)); // (background uploads)
         // Identity records are no lookups and no entries: counted apart.
         CHECK(ci.remote("stores") == 5);
         CHECK(ci.remote("misses") == 5);
@@ -100,7 +108,7 @@ TEST_CASE_METHOD(server_and_folder, "Tier on Redis: a remote hit is copied local
         CHECK(ci.remote("record-misses") == 5);
     }
     {
-        machine dev((dir.path() / "dev").string(), remote_at(s.url(), ns));
+        machine dev((dir.path() / "dev").string(), remote_at(s.url(), ns), "one secret", {});
         for (int i = 0; i < 5; ++i) CHECK(dev.get(i) == cc::outcome::loaded);
         CHECK(dev.remote("hits") == 5);
         CHECK(dev.cache.stats().summary().find(" remote.hits=5 ") != std::string::npos);
@@ -121,7 +129,7 @@ TEST_CASE("Tier on Redis: a server stopped mid-run costs one timeout, then is sk
           "[redis][tiered][faults]") {
     server s;
     compile_cache_test::temp_dir dir;
-    cc::tier_options t;
+    cc::tier_options t = sync_uploads();
     t.backoff_start = 600ms;
     machine m((dir.path() / "local").string(), remote_at(s.url(), unique_name("stop"), 150ms), "secret", t);
     CHECK(m.get(0) == cc::outcome::compiled);
@@ -153,7 +161,7 @@ TEST_CASE("Tier on Redis: a killed server is refused and skipped, restarted, it 
           "[redis][tiered][faults]") {
     server s;
     compile_cache_test::temp_dir dir;
-    cc::tier_options t;
+    cc::tier_options t = sync_uploads();
     t.backoff_start = 300ms;
     std::string const ns = unique_name("kill");
     machine m((dir.path() / "local").string(), remote_at(s.url(), ns), "secret", t);
@@ -200,11 +208,13 @@ TEST_CASE_METHOD(server_and_folder, "Tier on Redis: a well-formed entry planted 
 }
 
 namespace {
-/// tier_machine COUNT as a fresh process, with MACHINE_* set to `settings` (and
+/// tier_machine COUNT [MODE] as a fresh process, with MACHINE_* set to `settings` (and
 /// MACHINE_LOG=1); its result.
-compile_cache_test::process_result run_machine(std::vector<std::string> settings, int count) {
+compile_cache_test::process_result run_machine(std::vector<std::string> settings, int count,
+                                               std::string const& mode = {}) {
     compile_cache_test::process_spec spec;
     spec.argv = {COMPILE_CACHE_HELPER_tier_machine, std::to_string(count)};
+    if (!mode.empty()) spec.argv.push_back(mode);
     settings.push_back("MACHINE_LOG=1");
     spec.env = settings;
     spec.timeout = std::chrono::milliseconds(60000);
@@ -414,7 +424,7 @@ TEST_CASE("Tier on Redis: a stray reply is one protocol error and one line, and 
     server s;
     relay stray(s.port(), 0ms, "$5\r\nstray\r\n");
     compile_cache_test::temp_dir dir;
-    cc::tier_options t;
+    cc::tier_options t = sync_uploads();
     t.backoff_start = 1ms; // (the next call after the protocol error is its probe)
     std::string const ns = unique_name("stray");
     {
@@ -459,4 +469,149 @@ TEST_CASE("Tier on Redis: a user allowed to read only is refused its first store
     INFO(reader.log[0]);
     CHECK(reader.log[0].find("refuses stores") != std::string::npos);
     CHECK(reader.log[0].find("reader-password") == std::string::npos);
+}
+
+// --- Background uploads, over a network's round-trip time (issue 26) -------------------
+
+namespace {
+/// The latency proxy (helpers/latency_proxy.cpp) as a process of its own in front of
+/// 127.0.0.1:`server_port`, each direction `one_way` later; killed at the end.
+struct proxy_process {
+    compile_cache_test::child_process p;
+    int port = 0;
+    proxy_process(int server_port, std::chrono::microseconds one_way)
+        : p({COMPILE_CACHE_HELPER_latency_proxy, std::to_string(server_port), std::to_string(one_way.count())}) {
+        REQUIRE(p.wait_for_line());
+        port = std::stoi(p.output());
+    }
+    std::string url() const { return "redis://127.0.0.1:" + std::to_string(port); }
+};
+
+/// The value of counter `name` in a statistics summary (` name=value `); 0 when absent.
+std::uint64_t counter_in(std::string const& summary, std::string const& name) {
+    std::string const needle = " " + name + "=";
+    std::size_t const at = summary.find(needle);
+    if (at == std::string::npos) return 0;
+    return std::stoull(summary.substr(at + needle.size()));
+}
+
+/// A fresh process of `tier_machine fork MODE`, with MACHINE_* set to `settings`.
+compile_cache_test::process_result run_fork(std::vector<std::string> settings, std::string const& mode) {
+    compile_cache_test::process_spec spec;
+    spec.argv = {COMPILE_CACHE_HELPER_tier_machine, "fork", mode};
+    settings.push_back("MACHINE_LOG=1");
+    spec.env = settings;
+    spec.timeout = std::chrono::milliseconds(60000);
+    return compile_cache_test::run_process(spec);
+}
+} // namespace
+
+TEST_CASE_METHOD(server_and_folder,
+                 "Tier on Redis behind a 5 ms round trip: uploads go in the background, B's first run loads the "
+                 "fleet's kernels and its second sends no command (fresh processes)",
+                 "[redis][tiered][upload]") {
+    proxy_process proxy(s.port(), std::chrono::microseconds(2500));
+    std::string const ns = unique_name("rtt");
+    compile_cache_test::write_file(dir.path() / "fleet.key", "the fleet's secret");
+    auto const settings = [&](char const* local) {
+        return std::vector<std::string>{"MACHINE_DIR=" + (dir.path() / local).string(),
+                                        "MACHINE_REMOTE=" + proxy.url(), "MACHINE_REMOTE_NAMESPACE=" + ns,
+                                        "MACHINE_SECRET_FILE=" + (dir.path() / "fleet.key").string()};
+    };
+    auto const ci = run_machine(settings("a"), 10);
+    INFO(ci.describe());
+    REQUIRE(ci.exited(0));
+    CHECK(count_of(ci.out, " compiled\n") == 10);
+    CHECK(counter_in(ci.out, "remote.uploads-queued") == 20); // 10 entries, 10 identity records
+    CHECK(counter_in(ci.out, "remote.uploads-sent") == 20);
+    CHECK(counter_in(ci.out, "remote.stores") == 10);
+
+    auto const b1 = run_machine(settings("b"), 10);
+    INFO(b1.describe());
+    REQUIRE(b1.exited(0));
+    CHECK(count_of(b1.out, " loaded\n") == 10);
+    CHECK(counter_in(b1.out, "remote.hits") == 10);
+    CHECK(counter_in(b1.out, "remote.copies-dropped") == 0);
+
+    // The copies were made by B's worker, before its end: B's second run asks nothing.
+    REQUIRE(a({"CONFIG", "RESETSTAT"}) == "OK");
+    auto const b2 = run_machine(settings("b"), 10);
+    INFO(b2.describe());
+    REQUIRE(b2.exited(0));
+    CHECK(count_of(b2.out, " loaded\n") == 10);
+    CHECK(counter_in(b2.out, "remote.hits") == 0);
+    CHECK(calls_of(a, "getrange") == 0);
+    CHECK(calls_of(a, "get") == 0);
+    CHECK(calls_of(a, "set") == 0);
+}
+
+TEST_CASE_METHOD(server_and_folder,
+                 "Tier on Redis: a stalled server under a full upload queue: stores are dropped with a count, the "
+                 "host goes on (fresh process)",
+                 "[redis][tiered][upload][faults]") {
+    proxy_process proxy(s.port(), std::chrono::microseconds(1000));
+    std::string const ns = unique_name("stalled");
+    compile_cache_test::write_file(dir.path() / "fleet.key", "the fleet's secret");
+    std::string const local = (dir.path() / "local").string();
+    // The kernels' identity records are there locally already (a run without the remote),
+    // so that the stores below send nothing from the host's thread: only uploads.
+    auto const first = run_machine({"MACHINE_DIR=" + local}, 20);
+    INFO(first.describe());
+    REQUIRE(first.exited(0));
+
+    s.pause();
+    auto const r = run_machine({"MACHINE_DIR=" + local, "MACHINE_REMOTE=" + proxy.url(),
+                                "MACHINE_REMOTE_NAMESPACE=" + ns,
+                                "MACHINE_SECRET_FILE=" + (dir.path() / "fleet.key").string(),
+                                "MACHINE_REMOTE_TIMEOUT=1000", "MACHINE_REMOTE_UPLOAD_QUEUE=4K"},
+                               20, "store");
+    s.resume();
+    INFO(r.describe());
+    REQUIRE(r.exited(0));
+    CHECK(count_of(r.out, " stored\n") == 20);
+    // The worker's first upload waited for the stalled server; meanwhile the host's 40
+    // uploads (entries and records) filled the queue, and what did not fit was dropped.
+    std::uint64_t const queued = counter_in(r.out, "remote.uploads-queued");
+    std::uint64_t const dropped = counter_in(r.out, "remote.uploads-dropped");
+    CHECK(queued + dropped == 40);
+    CHECK(dropped > 0);
+    CHECK(counter_in(r.out, "remote.uploads-sent") == 0);
+    // The first upload timed out and the remote was skipped: the rest of the queue went unsent.
+    CHECK(counter_in(r.out, "remote.errors.timeout") == 1);
+    CHECK(counter_in(r.out, "remote.skipped") == queued - 1);
+    CHECK(count_of(r.err, "failed (timeout") == 1);
+}
+
+TEST_CASE_METHOD(server_and_folder,
+                 "Tier on Redis: a host that forks after a store, while the worker uploads or once it is idle: both "
+                 "processes run on, and every upload of the parent reaches the server (fresh processes)",
+                 "[redis][tiered][upload][fork]") {
+    proxy_process proxy(s.port(), std::chrono::microseconds(30000)); // (an upload takes 60 ms)
+    compile_cache_test::write_file(dir.path() / "fleet.key", "the fleet's secret");
+    for (std::string const mode : {"mid-upload", "idle"}) {
+        INFO(mode);
+        std::string const ns = unique_name("fork");
+        auto const settings = [&](std::string const& local) {
+            return std::vector<std::string>{"MACHINE_DIR=" + (dir.path() / (local + mode)).string(),
+                                            "MACHINE_REMOTE=" + proxy.url(), "MACHINE_REMOTE_NAMESPACE=" + ns,
+                                            "MACHINE_SECRET_FILE=" + (dir.path() / "fleet.key").string()};
+        };
+        auto const host = run_fork(settings("host-"), mode);
+        INFO(host.describe());
+        REQUIRE(host.exited(0));
+        CHECK(host.out.find("child exit 0\n") != std::string::npos);
+        CHECK(count_of(host.out, "child k") == 2);
+        CHECK(count_of(host.out, "parent k") == 2);
+
+        auto const dev = run_machine(settings("dev-"), 4);
+        INFO(dev.describe());
+        REQUIRE(dev.exited(0));
+        CHECK(dev.out.find("k0 loaded\n") != std::string::npos); // under way at the fork: sent by the parent
+        CHECK(dev.out.find("k3 loaded\n") != std::string::npos);
+        if (mode == "idle") {
+            // The child started a worker of its own, which sent its uploads before its end.
+            CHECK(dev.out.find("k1 loaded\n") != std::string::npos);
+            CHECK(dev.out.find("k2 loaded\n") != std::string::npos);
+        }
+    }
 }

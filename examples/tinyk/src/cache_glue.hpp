@@ -77,7 +77,7 @@ public:
     result get_or_compile_native(kernel& k, key_result const& kr, std::string const& origin_file,
                                  std::function<native_artifact()> const& compile);
     /// One line: the cache's statistics, then the driver's key-ms and front-ms.
-    std::string stats_summary(driver_times const& t) const;
+    std::string stats_summary(driver_times const& t); // (waits for the uploads first: up to 10 s)
 
 private:
     explicit cache(cache_type c) : c_(std::move(c)) {}

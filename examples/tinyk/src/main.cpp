@@ -230,7 +230,7 @@ int run(options const& o) {
     tinyk::glue::cache cache = tinyk::glue::cache::from_env();
     tinyk::glue::driver_times times;
     struct stats_at_exit {
-        tinyk::glue::cache const& c;
+        tinyk::glue::cache& c;
         tinyk::glue::driver_times const& t;
         bool on;
         ~stats_at_exit() {

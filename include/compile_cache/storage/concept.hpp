@@ -31,6 +31,21 @@ enum class read_status {
 struct read_result {
     read_status status = read_status::absent;
     std::error_code error{}; ///< set when status is error
+    /// Where a `found` entry came from, in the storage's own terms (0 unless the storage
+    /// sets it): the cache gives the whole answer back, unchanged, to the storage's
+    /// optional `entry_checked` once it checked the entry. tiered_storage says which of
+    /// its tiers answered.
+    std::uint32_t origin = 0;
+};
+
+/// What the cache's check of an entry found, as a storage hears it (the optional
+/// `entry_checked` member): enough to act on, without the envelope's own statuses.
+enum class entry_check {
+    sound,           ///< the envelope checked: the entry is what its key names
+    damaged,         ///< damaged, truncated, not an entry, or another key's entry
+    unauthenticated, ///< its HMAC does not verify under the cache's secret
+    too_large,       ///< over the cache's bound for it
+    foreign_version, ///< another format or serializer version's: sound, but not usable here
 };
 
 /// One entry as a storage lists it (the optional `list` member), for tools: its key,
@@ -44,7 +59,7 @@ struct stored_entry {
 };
 
 /// What the check of an entry's envelope found (defined in envelope.hpp): declared here
-/// for the optional `entry_checked` member's requirement.
+/// for the earlier form of the optional `entry_checked` member.
 enum class envelope_status;
 
 namespace detail {
@@ -132,19 +147,58 @@ using has_environment_settings = is_detected_exact<std::vector<environment_setti
 template <class S>
 using environment_settings_address_t = decltype(&S::environment_settings);
 
-/// Optional: `void entry_checked(key const&, std::string_view entry, envelope_status)`,
-/// called by the cache right after it checked the envelope of an entry the storage's
-/// read returned `found` (on the same thread): tiered_storage copies a sound remote
-/// entry to its local storage, and counts a corrupt or unauthenticated one.
+/// Optional: `void entry_checked(key const&, std::string_view entry, read_result const&
+/// answer, entry_check)`, called by the cache right after it checked an entry the
+/// storage's read returned `found` (on the same thread), with that read's answer as the
+/// storage gave it (its `origin`) and what the check found: tiered_storage copies a sound
+/// remote entry to its local storage, and counts a corrupt or unauthenticated one.
+/// The earlier form, `entry_checked(key const&, std::string_view, envelope_status)`, is
+/// still called (deprecated: it cannot tell one read from another, and needs envelope.hpp).
+template <class S>
+using entry_checked_answer_t = decltype(std::declval<S&>().entry_checked(
+    std::declval<key const&>(), std::declval<std::string_view>(), std::declval<read_result const&>(),
+    std::declval<entry_check>()));
+template <class S>
+using has_entry_checked_answer = is_detected<entry_checked_answer_t, S>;
 template <class S, class Status>
 using entry_checked_t = decltype(std::declval<S&>().entry_checked(
     std::declval<key const&>(), std::declval<std::string_view>(), std::declval<Status>()));
+/// The earlier form, with the envelope's own status type (envelope_status).
 template <class S, class Status>
 using has_entry_checked_with = is_detected<entry_checked_t, S, Status>;
 template <class S>
-using has_entry_checked = has_entry_checked_with<S, envelope_status>;
+using has_entry_checked = std::bool_constant<has_entry_checked_answer<S>::value ||
+                                             has_entry_checked_with<S, envelope_status>::value>;
 template <class S>
 using entry_checked_address_t = decltype(&S::entry_checked);
+
+/// What a storage hears of an envelope check's `status` (an envelope_status; a
+/// template so that this header needs no envelope.hpp).
+template <class Status>
+constexpr entry_check entry_check_of(Status status) noexcept {
+    switch (status) {
+    case Status::ok: return entry_check::sound;
+    case Status::unauthenticated: return entry_check::unauthenticated;
+    case Status::too_large: return entry_check::too_large;
+    case Status::foreign_version: return entry_check::foreign_version;
+    default: return entry_check::damaged; // corrupt, key_mismatch
+    }
+}
+
+/// Tells `storage` what the check of the entry its read answered `answer` for found
+/// (`status`, an envelope_status), by the member it has: the current form, else the
+/// earlier one, else nothing.
+template <class S, class Status>
+void tell_entry_checked(S& storage, key const& k, std::string_view entry, read_result const& answer,
+                        Status status) {
+    if constexpr (has_entry_checked_answer<S>::value) {
+        storage.entry_checked(k, entry, answer, entry_check_of(status));
+    } else if constexpr (has_entry_checked_with<S, Status>::value) {
+        storage.entry_checked(k, entry, status);
+    } else {
+        (void)storage, (void)k, (void)entry, (void)answer, (void)status;
+    }
+}
 
 /// Optional: `std::vector<std::pair<std::string, std::uint64_t>> storage_counters() const`,
 /// the storage's own counters, added to the cache's statistics (names with a `.`).

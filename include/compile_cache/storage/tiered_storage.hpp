@@ -1,15 +1,15 @@
 // compile_cache: a Storage in front of another — a local one (a directory) before a
 // remote one shared by many machines (a Redis server). Reads try the local storage
 // first; an entry found on the remote is copied locally once the cache has checked its
-// envelope; stores go to both. A remote that fails (times out, refuses, rejects the
-// credentials, garbles a reply) or answers too slowly is skipped for a back-off period,
-// so a dead, stalled or slow server costs a bounded delay.
+// envelope; stores go to both, the remote's in the background by default. A remote that
+// fails (times out, refuses, rejects the credentials, garbles a reply) or answers too
+// slowly is skipped for a back-off period, so a dead, stalled or slow server costs a
+// bounded delay.
 #pragma once
 
 #include <compile_cache/detail/config.hpp>
 #include <compile_cache/detail/detection.hpp>
 
-#include <compile_cache/envelope.hpp>
 #include <compile_cache/explain.hpp>
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/settings.hpp>
@@ -20,8 +20,10 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -30,6 +32,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <thread>
 #include <type_traits>
 #include <unordered_set>
 #include <utility>
@@ -44,6 +47,18 @@ enum class remote_mode {
 };
 
 // (remote_error, remote_error_count, to_string and remote_error_of: storage/remote_error.hpp.)
+
+/// How a tier's stores reach its remote.
+enum class remote_upload {
+    /// A store writes locally and queues the remote write; a worker thread of the tier
+    /// sends it (started at the first one), so the host waits for no remote store. A
+    /// remote hit's copy to the local storage is made by the same worker.
+    background,
+    /// Each store waits for its remote write (bounded by the remote's own timeout), and a
+    /// remote hit is copied locally before the cache deserializes it: no thread.
+    sync,
+};
+
 
 /// How a tiered_storage uses its remote.
 struct tier_options {
@@ -67,6 +82,18 @@ struct tier_options {
     std::chrono::milliseconds slow_call{200};
     /// One line when the remote goes away and one when it comes back; silent when empty.
     std::function<void(std::string_view)> logger;
+    /// Background (default) or sync stores (remote_upload).
+    remote_upload upload = remote_upload::background;
+    /// Background: the most bytes the queue of uploads and local copies holds (each
+    /// counts its entry's size and ~100 bytes); a store whose upload does not fit is not
+    /// sent (counted `remote.uploads-dropped`), a remote hit's copy that does not fit is
+    /// not made (`remote.copies-dropped`): the host never waits for room.
+    std::size_t upload_queue_bytes = std::size_t{64} << 20;
+    /// Background: at the tier's end (the cache's destruction, at the latest the
+    /// process's exit) the worker gets this long to send what is queued; what is left is
+    /// dropped and counted `remote.uploads-dropped`. An upload under way then runs to
+    /// its end (bounded by the remote's own timeout).
+    std::chrono::milliseconds upload_drain{1000};
 };
 
 namespace detail {
@@ -84,16 +111,75 @@ using partial_failure_t = decltype(std::declval<S const&>().partial_failure(std:
 /// A remote that says which of its errors failed only a part of it (a cluster's node).
 template <class S>
 using has_partial_failure = is_detected_convertible<bool, partial_failure_t, S>;
-/// The calls the last found read on this thread answered from a remote (for
-/// entry_checked): which tier, and which key.
-struct remote_read_mark {
-    void const* tier = nullptr;
-    key k;
+
+/// The jobs one tier runs off the host's path, and the thread that runs them: a queue
+/// bounded in bytes (push never waits for room: a job that does not fit is refused),
+/// a thread started at the first push, a bounded drain at the end. Fork-safe: a child
+/// forked while the thread runs has no thread and an empty queue (the jobs are the
+/// parent's), and starts its own thread at its first push; whether the thread was in
+/// the middle of a job when the process forked is told (the remote's connection may
+/// then be mid-call in the child's copy: the child must not use it).
+class tier_worker {
+public:
+    struct job {
+        key k;
+        std::string bytes;
+        unsigned char kind = 0; ///< the tier's own code
+    };
+    /// Runs one job (on the worker's thread); must not throw.
+    using runner = std::function<void(job&)>;
+    /// Counts a job dropped unrun at the end (under the queue's lock); must not throw.
+    using dropper = std::function<void(job const&)>;
+
+    COMPILE_CACHE_DECL tier_worker(std::size_t max_bytes, std::chrono::milliseconds drain, runner run,
+                                   dropper drop);
+    /// Gives the queued jobs the drain time, drops the rest (counted), and joins the
+    /// thread (a job under way runs to its end).
+    COMPILE_CACHE_DECL ~tier_worker();
+    tier_worker(tier_worker const&) = delete;
+    tier_worker& operator=(tier_worker const&) = delete;
+
+    /// Queues `j`; false (nothing queued, nothing waited for) when it does not fit under
+    /// the bound, the worker is ending, or no thread can be started.
+    COMPILE_CACHE_DECL bool push(job&& j) noexcept;
+    /// Waits until no job is queued or running, at most `within`; true when none is.
+    COMPILE_CACHE_DECL bool wait_idle(std::chrono::milliseconds within) noexcept;
+    /// Drops the queued jobs of key `k` (uncounted: what comes next replaces them) and
+    /// waits, at most `within`, for a job of `k` under way to end; true when none is left.
+    COMPILE_CACHE_DECL bool cancel(key const& k, std::chrono::milliseconds within) noexcept;
+    /// Whether the thread has been started in this process.
+    COMPILE_CACHE_DECL bool started() const noexcept;
+    /// In a forked child: whether the parent's thread was running a job when the process forked.
+    bool forked_mid_job() const noexcept { return forked_mid_job_.load(std::memory_order_relaxed); }
+
+    /// The fork handlers (pthread_atfork), for every worker alive.
+    COMPILE_CACHE_DECL static void before_fork() noexcept;
+    COMPILE_CACHE_DECL static void after_fork_in_parent() noexcept;
+    COMPILE_CACHE_DECL static void after_fork_in_child() noexcept;
+
+private:
+    COMPILE_CACHE_DECL void work() noexcept;
+    static std::size_t cost(job const& j) noexcept { return j.bytes.size() + sizeof(job) + 64; }
+
+    std::size_t const max_bytes_;
+    std::chrono::milliseconds const drain_;
+    runner run_;
+    dropper drop_;
+    mutable std::mutex mutex_;
+    // Held by pointer: a child forked while the thread waited on them gets new ones.
+    std::unique_ptr<std::condition_variable> wake_ = std::make_unique<std::condition_variable>();
+    std::unique_ptr<std::condition_variable> idle_ = std::make_unique<std::condition_variable>();
+    std::deque<job> queue_;
+    std::size_t queued_bytes_ = 0; ///< the cost of the queued jobs and of the running one
+    bool running_ = false;         ///< a job is under way
+    key running_key_;              ///< its key
+    bool waiting_ = false;         ///< the thread waits for a job (a push wakes it)
+    bool ending_ = false;
+    std::chrono::steady_clock::time_point drain_until_{};
+    std::unique_ptr<std::thread> thread_;
+    std::atomic<bool> forked_mid_job_{false};
 };
-inline remote_read_mark& last_remote_read() noexcept {
-    thread_local remote_read_mark mark;
-    return mark;
-}
+
 } // namespace detail
 
 /// `Local` before `Remote`, both Storages. Either may be absent: without a remote it
@@ -102,23 +188,28 @@ inline remote_read_mark& last_remote_read() noexcept {
 ///
 /// - `read`: the local storage; `found` and `too_large` are its answer. Otherwise
 ///   (absent, or a local error) the remote, unless it is skipped (back-off). A remote
-///   error is counted (remote_error) and the read answers as the local storage did.
-/// - `entry_checked` (called by basic_cache after it checked an entry's envelope):
-///   an entry the remote returned that checked `ok` is written to the local storage
-///   (so the next process reads it locally and sends nothing), and counted as a remote
-///   hit; one that is corrupt or unauthenticated is counted as such, never copied.
+///   error is counted (remote_error) and the read answers as the local storage did. An
+///   answer from the remote says so in its `origin` (tiered_storage::from_remote).
+/// - `entry_checked` (called by basic_cache after it checked an entry's envelope, with
+///   the read's answer): an entry the remote returned that checked `sound` is counted as
+///   a remote hit and written to the local storage (so the next process reads it
+///   locally and sends nothing): by the worker in background mode, after the cache has
+///   the entry (the hit waits for its GET alone), before the cache goes on in sync
+///   mode. One that is damaged or unauthenticated is counted as such, never copied.
 ///   The kernel's identity record comes along (explain.hpp): an identity record read
-///   from the remote that checked `ok` is copied too (not counted as a hit), and a
+///   from the remote that checked `sound` is copied too (not counted as a hit), and a
 ///   copied kernel entry brings the record under its name and origin file when there
 ///   is none locally, so that misses and `compile-cache explain` here find what the
-///   fleet recorded (one remote read per entry copied).
-/// - `write`: the local storage, then, in read_write mode, the remote (each remote call
-///   is bounded by the remote's own timeout: the host waits no longer). The answer is
-///   the local storage's (remote-only: the remote's); a remote failure is counted. An
-///   entry this process found unauthentic on the remote is not overwritten there
-///   (tier_options::replace_unauthentic).
+///   fleet recorded (one remote read per entry copied, by the worker in background mode).
+/// - `write`: the local storage, then, in read_write mode, the remote: queued for the
+///   worker in background mode (tier_options::upload; a full queue drops it, counted),
+///   sent before the answer in sync mode (each remote call is bounded by the remote's
+///   own timeout: the host waits no longer). The answer is the local storage's
+///   (remote-only: the remote's, or in background mode whether it was queued); a remote
+///   failure is counted. An entry this process found unauthentic on the remote is not
+///   overwritten there (tier_options::replace_unauthentic).
 /// - Identity records (explain.hpp) are counted apart from entries: `remote.record-*`.
-/// - `remove`: both (the remote only in read_write mode).
+/// - `remove`: both (the remote only in read_write mode), at once.
 /// - A timeout, a refused connection, refused credentials or permissions (auth) or a
 ///   reply that is not valid (protocol) make the remote skipped for
 ///   tier_options::backoff_start, doubling with each failed probe after it, up to
@@ -128,6 +219,12 @@ inline remote_read_mark& last_remote_read() noexcept {
 ///   remote calls partial (`partial_failure(e)`: one node of a cluster) is counted and
 ///   said once, and the remote is still used. A store refused for `auth` while reads
 ///   answer (a user allowed to read only) stops the stores, with one line; reads go on.
+/// - Background mode: no thread until the first upload or copy; at the tier's end the
+///   queue gets tier_options::upload_drain, then what is left is dropped (counted). A
+///   process forked after a store has no worker and no queue of its own (the parent's
+///   uploads are the parent's); it starts its own worker at its first upload, and does
+///   not use the remote at all if the parent's worker was mid-call when it forked (the
+///   copied connection is then mid-call). The logger may be called from the worker.
 ///
 /// Thread-safe when both storages are. Move-only. A default-constructed tier is
 /// disabled: reads are absent, writes fail with invalid_argument.
@@ -137,6 +234,9 @@ public:
     using local_type = Local;
     using remote_type = Remote;
 
+    /// The `origin` of a read's answer that came from the remote (0: the local storage).
+    static constexpr std::uint32_t from_remote = 1;
+
     tiered_storage() = default;
     /// The local storage alone: behaves exactly as `local`.
     explicit tiered_storage(Local local) : state_(std::make_unique<state>()) { state_->local.emplace(std::move(local)); }
@@ -145,6 +245,7 @@ public:
         state_->local.emplace(std::move(local));
         state_->remote.emplace(std::move(remote));
         state_->options = std::move(options);
+        state_->start();
     }
     /// The remote alone: nothing kept locally.
     static tiered_storage remote_only(Remote remote, tier_options options = {}) {
@@ -152,6 +253,7 @@ public:
         t.state_ = std::make_unique<state>();
         t.state_->remote.emplace(std::move(remote));
         t.state_->options = std::move(options);
+        t.state_->start();
         return t;
     }
 
@@ -207,6 +309,7 @@ public:
             env.flag("_REMOTE_REPLACE_UNAUTHENTIC", false, "entries that are not authentic are kept");
         options.budget = budget_from_env(env);
         options.slow_call = std::max(options.budget / 5, std::chrono::milliseconds(1));
+        upload_from_env(env, options);
         std::optional<from_env_result<Remote>> remote;
         try {
             remote.emplace(remote_from_env(settings));
@@ -244,6 +347,7 @@ public:
                                    "(_REMOTE_TIMEOUT, 1 s); off: no budget"},
         };
         for (auto const& t : tier) s.push_back(t);
+        for (auto const& u : upload_environment_settings(prefix)) s.push_back(u);
         if constexpr (detail::has_environment_settings<Remote>::value)
             for (auto const& r : Remote::environment_settings(prefix))
                 if (std::none_of(s.begin(), s.end(), [&](environment_setting const& e) { return e.name == r.name; }))
@@ -258,26 +362,36 @@ public:
     /// The remote storage; has_remote() must be true.
     Remote& remote() noexcept { return *state_->remote; }
     compile_cache::remote_mode mode() const noexcept { return state_->options.mode; }
+    compile_cache::remote_upload upload() const noexcept { return state_->options.upload; }
     /// Whether the remote is skipped now (it failed, and its back-off is not over).
     bool remote_skipped() const {
         if (!has_remote()) return true;
         std::lock_guard<std::mutex> lock(state_->health_mutex);
         return state_->down && clock::now() < state_->retry_at;
     }
+    /// Background mode: waits until the queued uploads and copies are done, at most
+    /// `within`; true when nothing is left (and always in sync mode). For a host that
+    /// wants its uploads out at a point of its own (before it forks, or a long pause).
+    bool wait_for_uploads(std::chrono::milliseconds within) noexcept {
+        if (!state_ || !state_->worker) return true;
+        return state_->worker->wait_idle(within);
+    }
+    /// Whether the background worker's thread has been started (by an upload or a copy).
+    bool worker_started() const noexcept { return state_ && state_->worker && state_->worker->started(); }
 
     read_result read(key const& k, std::string& out, std::size_t max_size) noexcept {
-        detail::last_remote_read().tier = nullptr;
         if (!state_) {
             out.clear();
             return {read_status::absent, {}};
         }
         read_result answer{read_status::absent, {}};
         if (state_->local) {
-            answer = local_read(k, out, max_size);
+            answer = state_->local_read(k, out, max_size);
+            answer.origin = 0;
             if (answer.status == read_status::found || answer.status == read_status::too_large) return answer;
         }
-        if (!state_->remote) return answer;
-        admission const a = admit();
+        if (!state_->remote || !state_->remote_usable()) return answer;
+        admission const a = state_->admit();
         if (a == admission::skipped) return answer;
         auto const start = clock::now();
         read_result r;
@@ -288,26 +402,23 @@ public:
         }
         auto const took = clock::now() - start;
         state_->counts[c_read_ns] += ns_of(took);
+        r.origin = from_remote;
         switch (r.status) {
         case read_status::found:
             state_->read_answered = true;
-            answered(a, took);
+            state_->answered(a, took);
             state_->counts[c_bytes_read] += out.size();
-            try {
-                detail::last_remote_read() = {this, k};
-            } catch (...) {
-            }
             return r;
         case read_status::absent:
             state_->read_answered = true;
-            answered(a, took);
+            state_->answered(a, took);
             ++state_->counts[is_identity_record_key(k) ? c_record_misses : c_misses];
             break;
         case read_status::too_large:
-            answered(a, took);
+            state_->answered(a, took);
             ++state_->counts[c_error + static_cast<std::size_t>(remote_error::too_large)];
             return r;
-        case read_status::error: failed(a, r.error); break;
+        case read_status::error: state_->failed(a, r.error); break;
         }
         out.clear();
         return answer;
@@ -316,45 +427,40 @@ public:
     std::error_code write(key const& k, std::string_view bytes) noexcept {
         if (!state_) return std::make_error_code(std::errc::invalid_argument);
         std::error_code answer;
-        if (state_->local) answer = local_write(k, bytes);
+        if (state_->local) answer = state_->local_write(k, bytes);
         else if (state_->options.mode != remote_mode::read_write)
             return std::make_error_code(std::errc::read_only_file_system); // remote-only and read-only: nowhere
         if (!state_->remote || state_->options.mode != remote_mode::read_write) return answer;
-        if (keep_foreign(k)) return state_->local ? answer : std::make_error_code(std::errc::file_exists);
-        if (state_->writes_refused) {
+        if (!state_->remote_usable()) {
             ++state_->counts[c_skipped];
-            return state_->local ? answer : std::make_error_code(std::errc::permission_denied);
-        }
-        admission const a = admit();
-        if (a == admission::skipped)
             return state_->local ? answer : std::make_error_code(std::errc::resource_unavailable_try_again);
-        auto const start = clock::now();
-        std::error_code e;
-        try {
-            e = state_->remote->write(k, bytes);
-        } catch (...) {
-            e = std::make_error_code(std::errc::io_error);
         }
-        auto const took = clock::now() - start;
-        state_->counts[c_write_ns] += ns_of(took);
-        if (e) {
-            failed(a, e, true);
-        } else {
-            answered(a, took);
-            ++state_->counts[is_identity_record_key(k) ? c_record_stores : c_stores];
-            state_->counts[c_bytes_written] += bytes.size();
+        if (state_->worker) {
+            // Background: checked again when sent; refused here only when already known.
+            if (state_->keep_foreign(k)) return state_->local ? answer : std::make_error_code(std::errc::file_exists);
+            bool queued = false;
+            try {
+                queued = state_->worker->push({k, std::string(bytes), job_upload});
+            } catch (...) {
+            }
+            ++state_->counts[queued ? c_uploads_queued : c_uploads_dropped];
+            if (state_->local) return answer;
+            return queued ? std::error_code() : std::make_error_code(std::errc::no_buffer_space);
         }
+        std::error_code const e = state_->send(k, bytes);
         return state_->local ? answer : e;
     }
 
     std::error_code remove(key const& k) noexcept {
         if (!state_) return {};
+        // What the worker would still write for k (an upload, a copy) must not bring it back.
+        if (state_->worker) (void)state_->worker->cancel(k, std::chrono::seconds(10));
         std::error_code answer;
-        if (state_->local) answer = local_remove(k);
-        admission const a =
-            state_->remote && state_->options.mode == remote_mode::read_write && !state_->writes_refused
-                ? admit()
-                : admission::skipped;
+        if (state_->local) answer = state_->local_remove(k);
+        admission const a = state_->remote && state_->options.mode == remote_mode::read_write &&
+                                    !state_->writes_refused && state_->remote_usable()
+                                ? state_->admit()
+                                : admission::skipped;
         if (a != admission::skipped) {
             auto const start = clock::now();
             std::error_code e;
@@ -364,58 +470,58 @@ public:
                 e = std::make_error_code(std::errc::io_error);
             }
             if (e)
-                failed(a, e, true);
+                state_->failed(a, e, true);
             else
-                answered(a, clock::now() - start);
+                state_->answered(a, clock::now() - start);
             if (!state_->local) answer = e;
         }
         return answer;
     }
 
-    /// Called by basic_cache after it checked the envelope of an entry this storage's
-    /// read returned `found` on this thread (see docs/policies.md). An entry from the
-    /// remote that is `ok` is copied to the local storage; a corrupt or unauthenticated
-    /// one is counted against the remote.
-    void entry_checked(key const& k, std::string_view entry, envelope_status status) noexcept {
-        detail::remote_read_mark& mark = detail::last_remote_read();
-        if (!state_ || mark.tier != this || mark.k != k) return;
-        mark.tier = nullptr;
+    /// Called by basic_cache after it checked an entry this storage's read returned
+    /// `found`, with that read's answer (see docs/policies.md). An entry from the remote
+    /// (`answer.origin == from_remote`) that is sound is copied to the local storage; a
+    /// damaged or unauthenticated one is counted against the remote.
+    void entry_checked(key const& k, std::string_view entry, read_result const& answer, entry_check check) noexcept {
+        if (!state_ || !state_->remote || answer.origin != from_remote || answer.status != read_status::found) return;
         if (is_identity_record_key(k)) {
             // An identity record is no entry: counted apart, and its errors not at all.
-            if (status == envelope_status::ok) {
+            if (check == entry_check::sound) {
                 ++state_->counts[c_record_hits];
-                if (state_->local) (void)local_write(k, entry);
-            } else if (status == envelope_status::unauthenticated) {
-                note_foreign(k);
+                if (state_->local) state_->copy_locally(k, entry);
+            } else if (check == entry_check::unauthenticated) {
+                state_->note_foreign(k);
             }
             return;
         }
-        switch (status) {
-        case envelope_status::ok:
+        switch (check) {
+        case entry_check::sound:
             ++state_->counts[c_hits];
             // A failure here is the next run's miss; a copied entry brings its record along.
-            if (state_->local && !local_write(k, entry)) copy_record_of(entry);
+            if (state_->local) state_->copy_locally(k, entry);
             break;
-        case envelope_status::corrupt:
-        case envelope_status::key_mismatch:
+        case entry_check::damaged:
             ++state_->counts[c_error + static_cast<std::size_t>(remote_error::corrupt)];
             break;
-        case envelope_status::unauthenticated:
+        case entry_check::unauthenticated:
             ++state_->counts[c_error + static_cast<std::size_t>(remote_error::unauthenticated)];
-            note_foreign(k);
+            state_->note_foreign(k);
             break;
-        case envelope_status::too_large:
+        case entry_check::too_large:
             ++state_->counts[c_error + static_cast<std::size_t>(remote_error::too_large)];
             break;
-        case envelope_status::foreign_version: ++state_->counts[c_misses]; break;
+        case entry_check::foreign_version: ++state_->counts[c_misses]; break;
         }
     }
 
     /// The remote's counters, by name (`remote.hits`, `remote.misses`, `remote.stores`,
     /// `remote.errors.<remote_error>`, `remote.skipped`, `remote.bytes-read`,
     /// `remote.bytes-written`, `remote.read-ns`, `remote.write-ns`,
-    /// `remote.store-skipped.foreign`, and the identity records' own
-    /// `remote.record-hits`, `remote.record-misses`, `remote.record-stores`); empty
+    /// `remote.store-skipped.foreign`, the identity records' own `remote.record-hits`,
+    /// `remote.record-misses`, `remote.record-stores`, and the background worker's
+    /// `remote.uploads-queued`, `remote.uploads-sent` (entries and records stored by
+    /// it), `remote.uploads-dropped` (a full queue, or left at the end) and
+    /// `remote.copies-dropped` (remote hits not copied locally: a full queue)); empty
     /// without a remote. basic_cache adds them to its statistics.
     std::vector<std::pair<std::string, std::uint64_t>> storage_counters() const {
         std::vector<std::pair<std::string, std::uint64_t>> c;
@@ -456,63 +562,16 @@ public:
 private:
     using clock = std::chrono::steady_clock;
 
-    // The local storage's calls. A policy may throw (docs/policies.md), and nothing it
-    // throws may leave this storage's noexcept members: it is the local storage's
-    // failure, as the remote's is the remote's.
-    read_result local_read(key const& k, std::string& out, std::size_t max_size) noexcept {
-        try {
-            return state_->local->read(k, out, max_size);
-        } catch (...) {
-            out.clear();
-            return {read_status::error, std::make_error_code(std::errc::io_error)};
-        }
-    }
-    std::error_code local_write(key const& k, std::string_view bytes) noexcept {
-        try {
-            return state_->local->write(k, bytes);
-        } catch (...) {
-            return std::make_error_code(std::errc::io_error);
-        }
-    }
-    std::error_code local_remove(key const& k) noexcept {
-        try {
-            return state_->local->remove(k);
-        } catch (...) {
-            return std::make_error_code(std::errc::io_error);
-        }
-    }
+    /// How a call to the remote was let through.
+    enum class admission {
+        skipped, ///< not at all: the back-off runs (counted as remote.skipped)
+        normal,  ///< the remote was up
+        probe,   ///< the first call after a back-off: its failure doubles the back-off
+    };
 
-    // The identity record of the kernel whose remote entry was just copied here, under
-    // the identity a host that gives none has (name and origin file), copied from the
-    // remote when the local storage has none: best effort, bounded as any remote call,
-    // never when the remote is skipped. The record's check value is verified by whoever
-    // reads it, as for any record.
-    void copy_record_of(std::string_view entry) noexcept {
-        try {
-            std::optional<key> const rk = detail::record_key_of_entry(entry);
-            if (!rk) return;
-            std::string bytes;
-            if (local_read(*rk, bytes, identity_record_max_size).status != read_status::absent) return;
-            admission const a = admit();
-            if (a == admission::skipped) return;
-            auto const start = clock::now();
-            read_result r;
-            try {
-                r = state_->remote->read(*rk, bytes, identity_record_max_size);
-            } catch (...) {
-                r = {read_status::error, std::make_error_code(std::errc::io_error)};
-            }
-            auto const took = clock::now() - start;
-            state_->counts[c_read_ns] += ns_of(took);
-            if (r.status == read_status::error) {
-                failed(a, r.error);
-                return;
-            }
-            answered(a, took);
-            if (r.status == read_status::found && detail::looks_like_record(bytes, *rk)) (void)local_write(*rk, bytes);
-        } catch (...) {
-        }
-    }
+    /// The worker's jobs (detail::tier_worker::job::kind).
+    static constexpr unsigned char job_upload = 0; ///< a remote write
+    static constexpr unsigned char job_copy = 1;   ///< a remote hit's local copy (and its record's)
 
     enum counter : std::size_t {
         c_hits,
@@ -528,6 +587,10 @@ private:
         c_record_hits,
         c_record_misses,
         c_record_stores,
+        c_uploads_queued,
+        c_uploads_sent,
+        c_uploads_dropped,
+        c_copies_dropped,
         c_count
     };
     static std::array<std::string, c_count> const& count_names() {
@@ -547,11 +610,25 @@ private:
             n[c_record_hits] = "remote.record-hits";
             n[c_record_misses] = "remote.record-misses";
             n[c_record_stores] = "remote.record-stores";
+            n[c_uploads_queued] = "remote.uploads-queued";
+            n[c_uploads_sent] = "remote.uploads-sent";
+            n[c_uploads_dropped] = "remote.uploads-dropped";
+            n[c_copies_dropped] = "remote.copies-dropped";
             return n;
         }();
         return names;
     }
 
+    static constexpr std::size_t said_max = 16;
+    static constexpr std::size_t max_foreign_keys = 1u << 16;
+
+    static std::uint64_t ns_of(clock::duration d) noexcept {
+        return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+    }
+
+    /// Everything a tier holds, at a fixed address (the worker's thread works on it while
+    /// the tier object itself may be moved), with what both the host's calls and the
+    /// worker's jobs do.
     struct state {
         std::optional<Local> local;
         std::optional<Remote> remote;
@@ -573,44 +650,389 @@ private:
         std::vector<std::string> said;    ///< the errors already said in a line (at most said_max)
         std::atomic<bool> read_answered{false};  ///< a read of the remote has answered
         std::atomic<bool> writes_refused{false}; ///< stores were refused (auth) while reads answer
-    };
-    static constexpr std::size_t said_max = 16;
-    static constexpr std::size_t max_foreign_keys = 1u << 16;
+        /// Background mode: the worker (no thread before its first job). Last, so that it
+        /// ends (drains, joins) before anything it uses is destroyed.
+        std::unique_ptr<detail::tier_worker> worker;
+        std::atomic<std::uint64_t> dropped_at_end{0}; ///< uploads left when the drain time ran out
 
-    void note_foreign(key const& k) noexcept {
-        if (state_->options.replace_unauthentic || state_->options.mode != remote_mode::read_write) return;
-        try {
-            std::lock_guard<std::mutex> lock(state_->foreign_mutex);
-            if (state_->foreign.size() < max_foreign_keys) state_->foreign.insert(k);
-        } catch (...) {
+        state() = default;
+        state(state const&) = delete;
+        state& operator=(state const&) = delete;
+        /// Drains the worker's queue (tier_options::upload_drain); what is left is dropped,
+        /// counted, and said in one line.
+        ~state() {
+            if (!worker) return;
+            worker.reset();
+            if (std::uint64_t const n = dropped_at_end.load()) {
+                try {
+                    log(std::to_string(n) + (n == 1 ? " upload" : " uploads") + " to " + describe_remote() +
+                        " still waited at the end, after " + std::to_string(options.upload_drain.count()) +
+                        " ms of drain time: dropped (counted remote.uploads-dropped)");
+                } catch (...) {
+                }
+            }
         }
-    }
 
-    /// Whether a store of `k` must leave the remote's entry alone (it is another
-    /// secret's, or garbage); counted, and said once.
-    bool keep_foreign(key const& k) noexcept {
-        bool say = false;
-        {
-            std::lock_guard<std::mutex> lock(state_->foreign_mutex);
-            if (state_->foreign.empty() || state_->foreign.count(k) == 0) return false;
-            say = !state_->foreign_said;
-            state_->foreign_said = true;
+        /// Makes the worker in background mode (it starts no thread yet).
+        void start() {
+            if (!remote || options.upload != remote_upload::background) return;
+            worker = std::make_unique<detail::tier_worker>(
+                options.upload_queue_bytes, options.upload_drain, [this](detail::tier_worker::job& j) { run(j); },
+                [this](detail::tier_worker::job const& j) {
+                    if (j.kind == job_upload) {
+                        ++counts[c_uploads_dropped];
+                        ++dropped_at_end;
+                    } else {
+                        ++counts[c_copies_dropped];
+                    }
+                });
         }
-        if (!is_identity_record_key(k)) ++state_->counts[c_store_skipped_foreign];
-        if (say) {
+
+        /// Whether the remote may be called from this process: not in a child forked while
+        /// the worker was mid-call (its copy of the connection is mid-call).
+        bool remote_usable() const noexcept { return !worker || !worker->forked_mid_job(); }
+
+        /// The worker's job.
+        void run(detail::tier_worker::job& j) noexcept {
+            if (j.kind == job_upload) {
+                if (!send(j.k, j.bytes)) ++counts[c_uploads_sent];
+                return;
+            }
+            if (!local_write(j.k, j.bytes) && !is_identity_record_key(j.k)) copy_record_of(j.bytes);
+        }
+
+        /// A sound remote entry (or record) to the local storage: queued for the worker in
+        /// background mode (a full queue: not copied, counted), at once in sync mode.
+        void copy_locally(key const& k, std::string_view entry) noexcept {
+            if (worker) {
+                bool queued = false;
+                try {
+                    queued = worker->push({k, std::string(entry), job_copy});
+                } catch (...) {
+                }
+                if (!queued) ++counts[c_copies_dropped];
+                return;
+            }
+            if (!local_write(k, entry) && !is_identity_record_key(k)) copy_record_of(entry);
+        }
+
+        /// A store's remote write, now: not over an entry kept as another secret's, not
+        /// while stores are refused or the remote is skipped; timed and counted.
+        std::error_code send(key const& k, std::string_view bytes) noexcept {
+            if (keep_foreign(k)) return std::make_error_code(std::errc::file_exists);
+            if (writes_refused) {
+                ++counts[c_skipped];
+                return std::make_error_code(std::errc::permission_denied);
+            }
+            admission const a = admit();
+            if (a == admission::skipped) return std::make_error_code(std::errc::resource_unavailable_try_again);
+            auto const start = clock::now();
+            std::error_code e;
             try {
-                log(describe_remote() + " holds entries that do not authenticate under this secret: the secrets "
-                                        "seem to differ between machines (" + state_->secret_setting +
-                    "). They are kept, not overwritten (" + state_->replace_setting +
-                    "=1 replaces them; compile-cache verify --remove --secret-file cleans them)");
+                e = remote->write(k, bytes);
+            } catch (...) {
+                e = std::make_error_code(std::errc::io_error);
+            }
+            auto const took = clock::now() - start;
+            counts[c_write_ns] += ns_of(took);
+            if (e) {
+                failed(a, e, true);
+            } else {
+                answered(a, took);
+                ++counts[is_identity_record_key(k) ? c_record_stores : c_stores];
+                counts[c_bytes_written] += bytes.size();
+            }
+            return e;
+        }
+
+        // The local storage's calls. A policy may throw (docs/policies.md), and nothing it
+        // throws may leave this storage's noexcept members: it is the local storage's
+        // failure, as the remote's is the remote's.
+        read_result local_read(key const& k, std::string& out, std::size_t max_size) noexcept {
+            try {
+                return local->read(k, out, max_size);
+            } catch (...) {
+                out.clear();
+                return {read_status::error, std::make_error_code(std::errc::io_error)};
+            }
+        }
+        std::error_code local_write(key const& k, std::string_view bytes) noexcept {
+            try {
+                return local->write(k, bytes);
+            } catch (...) {
+                return std::make_error_code(std::errc::io_error);
+            }
+        }
+        std::error_code local_remove(key const& k) noexcept {
+            try {
+                return local->remove(k);
+            } catch (...) {
+                return std::make_error_code(std::errc::io_error);
+            }
+        }
+
+        // The identity record of the kernel whose remote entry was just copied here, under
+        // the identity a host that gives none has (name and origin file), copied from the
+        // remote when the local storage has none: best effort, bounded as any remote call,
+        // never when the remote is skipped. The record's check value is verified by whoever
+        // reads it, as for any record.
+        void copy_record_of(std::string_view entry) noexcept {
+            try {
+                std::optional<key> const rk = detail::record_key_of_entry(entry);
+                if (!rk) return;
+                std::string bytes;
+                if (local_read(*rk, bytes, identity_record_max_size).status != read_status::absent) return;
+                if (!remote_usable()) return;
+                admission const a = admit();
+                if (a == admission::skipped) return;
+                auto const start = clock::now();
+                read_result r;
+                try {
+                    r = remote->read(*rk, bytes, identity_record_max_size);
+                } catch (...) {
+                    r = {read_status::error, std::make_error_code(std::errc::io_error)};
+                }
+                auto const took = clock::now() - start;
+                counts[c_read_ns] += ns_of(took);
+                if (r.status == read_status::error) {
+                    failed(a, r.error);
+                    return;
+                }
+                answered(a, took);
+                if (r.status == read_status::found && detail::looks_like_record(bytes, *rk))
+                    (void)local_write(*rk, bytes);
             } catch (...) {
             }
         }
-        return true;
+
+        void note_foreign(key const& k) noexcept {
+            if (options.replace_unauthentic || options.mode != remote_mode::read_write) return;
+            try {
+                std::lock_guard<std::mutex> lock(foreign_mutex);
+                if (foreign.size() < max_foreign_keys) foreign.insert(k);
+            } catch (...) {
+            }
+        }
+
+        /// Whether a store of `k` must leave the remote's entry alone (it is another
+        /// secret's, or garbage); counted, and said once.
+        bool keep_foreign(key const& k) noexcept {
+            bool say = false;
+            {
+                std::lock_guard<std::mutex> lock(foreign_mutex);
+                if (foreign.empty() || foreign.count(k) == 0) return false;
+                say = !foreign_said;
+                foreign_said = true;
+            }
+            if (!is_identity_record_key(k)) ++counts[c_store_skipped_foreign];
+            if (say) {
+                try {
+                    log(describe_remote() + " holds entries that do not authenticate under this secret: the secrets "
+                                            "seem to differ between machines (" + secret_setting +
+                        "). They are kept, not overwritten (" + replace_setting +
+                        "=1 replaces them; compile-cache verify --remove --secret-file cleans them)");
+                } catch (...) {
+                }
+            }
+            return true;
+        }
+
+        std::string describe_remote() const {
+            if constexpr (detail::has_remote_describe<Remote>::value) {
+                try {
+                    return "the remote " + std::string(remote->describe());
+                } catch (...) {
+                }
+            }
+            return "the remote";
+        }
+
+        void log(std::string const& line) const noexcept {
+            try {
+                std::function<void(std::string_view)> logger;
+                {
+                    std::lock_guard<std::mutex> lock(health_mutex);
+                    logger = options.logger;
+                }
+                if (logger) logger(line);
+            } catch (...) {
+            }
+        }
+
+        /// Whether to call the remote now: not while its back-off runs. When it is over,
+        /// one call goes through as the probe (the others keep skipping until it answers or fails).
+        admission admit() noexcept {
+            std::lock_guard<std::mutex> lock(health_mutex);
+            if (!down) return admission::normal;
+            auto const now = clock::now();
+            if (now < retry_at) {
+                ++counts[c_skipped];
+                return admission::skipped;
+            }
+            retry_at = now + backoff; // this call is the probe
+            return admission::probe;
+        }
+
+        /// The remote answered after `took`: it is up again, unless the answer was slow and
+        /// the budget of slow answers is spent (then it is skipped as if it had failed).
+        void answered(admission a, clock::duration took) noexcept {
+            if (options.budget.count() > 0 && took >= options.slow_call) {
+                std::unique_lock<std::mutex> lock(health_mutex);
+                // Only the part of this wait that no slow answer counted already: wall time.
+                auto const end = clock::now();
+                auto const from = std::max(end - took, slow_counted_until);
+                if (end > from) slow_waited += end - from;
+                slow_counted_until = std::max(slow_counted_until, end);
+                auto const waited = std::chrono::duration_cast<std::chrono::milliseconds>(slow_waited);
+                bool const over = slow_waited > options.budget;
+                lock.unlock();
+                if (over) {
+                    went_down(a, [&] {
+                        return " answers too slowly (" + std::to_string(waited.count()) +
+                               " ms waited for answers of " + std::to_string(options.slow_call.count()) +
+                               " ms or more, past the budget of " + std::to_string(options.budget.count()) + " ms)";
+                    });
+                    return;
+                }
+            }
+            std::unique_lock<std::mutex> lock(health_mutex);
+            if (!down) return;
+            down = false;
+            auto const away = std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - down_since);
+            backoff = std::chrono::milliseconds(0);
+            lock.unlock();
+            try {
+                log(describe_remote() + " answers again (after " + std::to_string(away.count()) +
+                    " ms); it is used again");
+            } catch (...) {
+            }
+        }
+
+        /// The remote's own text about its last failure ("" when it has none).
+        std::string failure_text() const {
+            if constexpr (detail::has_last_failure_text<Remote>::value) {
+                return std::string(remote->last_failure().text);
+            } else {
+                return {};
+            }
+        }
+
+        bool partial(std::error_code const& e) const noexcept {
+            if constexpr (detail::has_partial_failure<Remote>::value) {
+                try {
+                    return remote->partial_failure(e);
+                } catch (...) {
+                }
+            }
+            (void)e;
+            return false;
+        }
+
+        /// A call failed with `e`; `write`: a store or a removal.
+        void failed(admission a, std::error_code const& e, bool write = false) noexcept {
+            remote_error const why = remote_error_of(e);
+            ++counts[c_error + static_cast<std::size_t>(why)];
+            try {
+                std::string const text = failure_text();
+                std::string reason = std::string(to_string(why)) + ": " + e.message();
+                if (!text.empty()) reason += "; " + text;
+                if (partial(e)) {
+                    std::string where = text.substr(0, text.find(' '));
+                    if (!where.empty() && where.back() == ':') where.pop_back();
+                    say_once("partial " + where,
+                             describe_remote() + ": a part of it failed (" + reason +
+                                 "); counted as remote.errors." + to_string(why) + ", the rest of it is still used");
+                    return;
+                }
+                if (why == remote_error::auth && write && read_answered) {
+                    // Reads answer, stores are refused: a user allowed to read only (an ACL
+                    // without SET). Stores stop; reads go on.
+                    writes_refused = true;
+                    say_once("stores refused", describe_remote() + " refuses stores (" + reason +
+                                                   "); stores to it are skipped from now on, reads go on (give its "
+                                                   "user the write commands, or set the remote mode read-only)");
+                    return;
+                }
+                if (why == remote_error::timeout || why == remote_error::refused || why == remote_error::auth ||
+                    why == remote_error::protocol) {
+                    if (why == remote_error::auth)
+                        reason += "; check its password (in the URL or the password file) and that its user may "
+                                  "run the cache's commands";
+                    went_down(a, [&] { return " failed (" + reason + ")"; });
+                    return;
+                }
+                std::string const first_word = text.substr(0, text.find(' '));
+                say_once(std::string(to_string(why)) + " " + first_word,
+                         describe_remote() + " failed (" + reason + "); counted as remote.errors." + to_string(why) +
+                             ", the remote is still used (said once)");
+            } catch (...) {
+                went_down(a, [] { return std::string(" failed"); });
+            }
+        }
+
+        /// The remote is not usable: skipped for the back-off. The first failure starts it
+        /// (one line: the remote, then what `why()` says); a failed probe doubles it; a call
+        /// that was let through before the remote went down changes nothing (it failed in
+        /// the same outage: concurrent calls do not each double the period).
+        template <class Why>
+        void went_down(admission a, Why&& why) noexcept {
+            std::unique_lock<std::mutex> lock(health_mutex);
+            auto const now = clock::now();
+            bool const first = !down;
+            if (first) {
+                down = true;
+                down_since = now;
+                backoff = options.backoff_start;
+                retry_at = now + backoff;
+            } else if (a == admission::probe) {
+                backoff = std::min(backoff * 2, options.backoff_max);
+                retry_at = now + backoff;
+            }
+            auto const period = backoff;
+            lock.unlock();
+            if (!first) return;
+            try {
+                log(describe_remote() + why() + "; it is skipped for " + std::to_string(period.count()) +
+                    " ms, then retried (longer while it keeps failing, up to " +
+                    std::to_string(options.backoff_max.count()) + " ms)");
+            } catch (...) {
+            }
+        }
+
+        /// One line for an error that does not skip the remote, the first time `what` is seen.
+        void say_once(std::string const& what, std::string const& line) {
+            {
+                std::lock_guard<std::mutex> lock(health_mutex);
+                if (said.size() >= said_max || std::find(said.begin(), said.end(), what) != said.end()) return;
+                said.push_back(what);
+            }
+            log(line);
+        }
+    };
+
+    /// The background worker's settings: PREFIX_REMOTE_UPLOAD (`background`, default, or
+    /// `sync`), PREFIX_REMOTE_UPLOAD_QUEUE (a size; default 64M), PREFIX_REMOTE_UPLOAD_DRAIN
+    /// (a duration; default 1s). A bad value is one line and the default.
+    static void upload_from_env(settings_reader const& env, tier_options& options) {
+        options.upload = env.choice<remote_upload>(
+            "_REMOTE_UPLOAD", {{"background", remote_upload::background}, {"sync", remote_upload::sync}},
+            remote_upload::background, "an upload mode");
+        options.upload_queue_bytes =
+            static_cast<std::size_t>(env.byte_size("_REMOTE_UPLOAD_QUEUE", options.upload_queue_bytes, "64M"));
+        options.upload_drain = env.milliseconds("_REMOTE_UPLOAD_DRAIN", options.upload_drain);
     }
 
-    static std::uint64_t ns_of(clock::duration d) noexcept {
-        return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+    /// The settings upload_from_env reads, for environment_settings.
+    static std::vector<environment_setting> upload_environment_settings(std::string_view prefix) {
+        std::string const p(prefix);
+        return {
+            {p + "_REMOTE_UPLOAD", "background (default): stores queue their remote write for a worker thread; "
+                                   "sync: each store waits for it"},
+            {p + "_REMOTE_UPLOAD_QUEUE", "the most bytes of uploads waiting (default 64M); a store past it is not "
+                                         "uploaded (counted remote.uploads-dropped)"},
+            {p + "_REMOTE_UPLOAD_DRAIN", "how long uploads still waiting at exit may take (default 1s); the rest "
+                                         "are dropped and counted"},
+        };
     }
 
     /// PREFIX_REMOTE_BUDGET: a duration, or off (no budget); unset: the call timeout
@@ -641,182 +1063,6 @@ private:
     /// used): its from_env (either form), or Remote made from the URL in `PREFIX_REMOTE`.
     static from_env_result<Remote> remote_from_env(storage_settings const& settings) {
         return detail::storage_from_env<Remote>(settings, "_REMOTE");
-    }
-
-    std::string describe_remote() const {
-        if constexpr (detail::has_remote_describe<Remote>::value) {
-            try {
-                return "the remote " + std::string(state_->remote->describe());
-            } catch (...) {
-            }
-        }
-        return "the remote";
-    }
-
-    void log(std::string const& line) const noexcept {
-        if (!state_->options.logger) return;
-        try {
-            state_->options.logger(line);
-        } catch (...) {
-        }
-    }
-
-    /// How a call to the remote was let through.
-    enum class admission {
-        skipped, ///< not at all: the back-off runs (counted as remote.skipped)
-        normal,  ///< the remote was up
-        probe,   ///< the first call after a back-off: its failure doubles the back-off
-    };
-
-    /// Whether to call the remote now: not while its back-off runs. When it is over,
-    /// one call goes through as the probe (the others keep skipping until it answers or fails).
-    admission admit() noexcept {
-        std::lock_guard<std::mutex> lock(state_->health_mutex);
-        if (!state_->down) return admission::normal;
-        auto const now = clock::now();
-        if (now < state_->retry_at) {
-            ++state_->counts[c_skipped];
-            return admission::skipped;
-        }
-        state_->retry_at = now + state_->backoff; // this call is the probe
-        return admission::probe;
-    }
-
-    /// The remote answered after `took`: it is up again, unless the answer was slow and
-    /// the budget of slow answers is spent (then it is skipped as if it had failed).
-    void answered(admission a, clock::duration took) noexcept {
-        if (state_->options.budget.count() > 0 && took >= state_->options.slow_call) {
-            std::unique_lock<std::mutex> lock(state_->health_mutex);
-            // Only the part of this wait that no slow answer counted already: wall time.
-            auto const end = clock::now();
-            auto const from = std::max(end - took, state_->slow_counted_until);
-            if (end > from) state_->slow_waited += end - from;
-            state_->slow_counted_until = std::max(state_->slow_counted_until, end);
-            auto const waited = std::chrono::duration_cast<std::chrono::milliseconds>(state_->slow_waited);
-            bool const over = state_->slow_waited > state_->options.budget;
-            lock.unlock();
-            if (over) {
-                went_down(a, [&] {
-                    return " answers too slowly (" + std::to_string(waited.count()) + " ms waited for answers of " +
-                           std::to_string(state_->options.slow_call.count()) + " ms or more, past the budget of " +
-                           std::to_string(state_->options.budget.count()) + " ms)";
-                });
-                return;
-            }
-        }
-        std::unique_lock<std::mutex> lock(state_->health_mutex);
-        if (!state_->down) return;
-        state_->down = false;
-        auto const away = std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - state_->down_since);
-        state_->backoff = std::chrono::milliseconds(0);
-        lock.unlock();
-        try {
-            log(describe_remote() + " answers again (after " + std::to_string(away.count()) + " ms); it is used again");
-        } catch (...) {
-        }
-    }
-
-    /// The remote's own text about its last failure ("" when it has none).
-    std::string failure_text() const {
-        if constexpr (detail::has_last_failure_text<Remote>::value) {
-            return std::string(state_->remote->last_failure().text);
-        } else {
-            return {};
-        }
-    }
-
-    bool partial(std::error_code const& e) const noexcept {
-        if constexpr (detail::has_partial_failure<Remote>::value) {
-            try {
-                return state_->remote->partial_failure(e);
-            } catch (...) {
-            }
-        }
-        (void)e;
-        return false;
-    }
-
-    /// A call failed with `e`; `write`: a store or a removal.
-    void failed(admission a, std::error_code const& e, bool write = false) noexcept {
-        remote_error const why = remote_error_of(e);
-        ++state_->counts[c_error + static_cast<std::size_t>(why)];
-        try {
-            std::string const text = failure_text();
-            std::string reason = std::string(to_string(why)) + ": " + e.message();
-            if (!text.empty()) reason += "; " + text;
-            if (partial(e)) {
-                std::string where = text.substr(0, text.find(' '));
-                if (!where.empty() && where.back() == ':') where.pop_back();
-                say_once("partial " + where,
-                         describe_remote() + ": a part of it failed (" + reason +
-                             "); counted as remote.errors." + to_string(why) + ", the rest of it is still used");
-                return;
-            }
-            if (why == remote_error::auth && write && state_->read_answered) {
-                // Reads answer, stores are refused: a user allowed to read only (an ACL
-                // without SET). Stores stop; reads go on.
-                state_->writes_refused = true;
-                say_once("stores refused", describe_remote() + " refuses stores (" + reason +
-                                               "); stores to it are skipped from now on, reads go on (give its "
-                                               "user the write commands, or set the remote mode read-only)");
-                return;
-            }
-            if (why == remote_error::timeout || why == remote_error::refused || why == remote_error::auth ||
-                why == remote_error::protocol) {
-                if (why == remote_error::auth)
-                    reason += "; check its password (in the URL or the password file) and that its user may run "
-                              "the cache's commands";
-                went_down(a, [&] { return " failed (" + reason + ")"; });
-                return;
-            }
-            std::string const first_word = text.substr(0, text.find(' '));
-            say_once(std::string(to_string(why)) + " " + first_word,
-                     describe_remote() + " failed (" + reason + "); counted as remote.errors." + to_string(why) +
-                         ", the remote is still used (said once)");
-        } catch (...) {
-            went_down(a, [] { return std::string(" failed"); });
-        }
-    }
-
-    /// The remote is not usable: skipped for the back-off. The first failure starts it
-    /// (one line: the remote, then what `why()` says); a failed probe doubles it; a call
-    /// that was let through before the remote went down changes nothing (it failed in
-    /// the same outage: concurrent calls do not each double the period).
-    template <class Why>
-    void went_down(admission a, Why&& why) noexcept {
-        std::unique_lock<std::mutex> lock(state_->health_mutex);
-        auto const now = clock::now();
-        bool const first = !state_->down;
-        if (first) {
-            state_->down = true;
-            state_->down_since = now;
-            state_->backoff = state_->options.backoff_start;
-            state_->retry_at = now + state_->backoff;
-        } else if (a == admission::probe) {
-            state_->backoff = std::min(state_->backoff * 2, state_->options.backoff_max);
-            state_->retry_at = now + state_->backoff;
-        }
-        auto const backoff = state_->backoff;
-        lock.unlock();
-        if (!first) return;
-        try {
-            log(describe_remote() + why() + "; it is skipped for " + std::to_string(backoff.count()) +
-                " ms, then retried (longer while it keeps failing, up to " +
-                std::to_string(state_->options.backoff_max.count()) + " ms)");
-        } catch (...) {
-        }
-    }
-
-    /// One line for an error that does not skip the remote, the first time `what` is seen.
-    void say_once(std::string const& what, std::string const& line) {
-        {
-            std::lock_guard<std::mutex> lock(state_->health_mutex);
-            if (state_->said.size() >= said_max ||
-                std::find(state_->said.begin(), state_->said.end(), what) != state_->said.end())
-                return;
-            state_->said.push_back(what);
-        }
-        log(line);
     }
 
     std::unique_ptr<state> state_;

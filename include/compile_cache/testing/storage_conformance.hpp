@@ -113,6 +113,10 @@ public:
     void entry_checked(key const& k, std::string_view entry, Status status) {
         s_->entry_checked(k, entry, status);
     }
+    template <class S = Storage, std::enable_if_t<compile_cache::detail::has_entry_checked_answer<S>::value, int> = 0>
+    void entry_checked(key const& k, std::string_view entry, read_result const& answer, entry_check check) {
+        s_->entry_checked(k, entry, answer, check);
+    }
 
 private:
     Storage* s_;

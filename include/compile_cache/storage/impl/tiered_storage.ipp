@@ -3,9 +3,173 @@
 #pragma once
 #if COMPILE_CACHE_INCLUDE_IMPL
 
+#include <pthread.h>
+
 namespace compile_cache {
 
 // (remote_error_of: storage/impl/remote_error.ipp.)
+
+namespace detail {
+
+/// Every tier_worker alive, for the fork handlers; never destroyed (a worker may end
+/// after static destruction began).
+struct tier_worker_registry {
+    std::mutex mutex;
+    std::vector<tier_worker*> workers;
+};
+COMPILE_CACHE_DECL tier_worker_registry& the_tier_worker_registry() noexcept;
+tier_worker_registry& the_tier_worker_registry() noexcept {
+    static tier_worker_registry* const registry = [] {
+        auto* r = new tier_worker_registry;
+        ::pthread_atfork(&tier_worker::before_fork, &tier_worker::after_fork_in_parent,
+                         &tier_worker::after_fork_in_child);
+        return r;
+    }();
+    return *registry;
+}
+
+tier_worker::tier_worker(std::size_t max_bytes, std::chrono::milliseconds drain, runner run, dropper drop)
+    : max_bytes_(max_bytes), drain_(drain), run_(std::move(run)), drop_(std::move(drop)) {
+    tier_worker_registry& r = the_tier_worker_registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    r.workers.push_back(this);
+}
+
+tier_worker::~tier_worker() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (thread_) {
+        ending_ = true;
+        drain_until_ = std::chrono::steady_clock::now() + drain_;
+        wake_->notify_all();
+        lock.unlock();
+        thread_->join(); // the thread ends at the drain's end (a job under way runs to its end)
+        lock.lock();
+    }
+    for (job const& j : queue_) drop_(j); // none without a thread (or a child's inherited jobs: cleared)
+    queue_.clear();
+    lock.unlock();
+    tier_worker_registry& r = the_tier_worker_registry();
+    std::lock_guard<std::mutex> registry_lock(r.mutex);
+    r.workers.erase(std::remove(r.workers.begin(), r.workers.end(), this), r.workers.end());
+}
+
+bool tier_worker::push(job&& j) noexcept {
+    try {
+        std::size_t const size = cost(j);
+        bool wake = false;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            if (ending_ || size > max_bytes_ || queued_bytes_ > max_bytes_ - size) return false;
+            if (!thread_) thread_ = std::make_unique<std::thread>([this] { work(); });
+            queue_.push_back(std::move(j));
+            queued_bytes_ += size;
+            wake = waiting_; // (a busy thread looks at the queue before it waits: no wake-up call)
+        }
+        if (wake) wake_->notify_one();
+        return true;
+    } catch (...) {
+        return false;
+    }
+}
+
+bool tier_worker::wait_idle(std::chrono::milliseconds within) noexcept {
+    try {
+        std::unique_lock<std::mutex> lock(mutex_);
+        return idle_->wait_for(lock, within, [this] { return queue_.empty() && !running_; });
+    } catch (...) {
+        return false;
+    }
+}
+
+bool tier_worker::cancel(key const& k, std::chrono::milliseconds within) noexcept {
+    try {
+        std::unique_lock<std::mutex> lock(mutex_);
+        for (auto it = queue_.begin(); it != queue_.end();) {
+            if (it->k == k) {
+                queued_bytes_ -= std::min(queued_bytes_, cost(*it));
+                it = queue_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        return idle_->wait_for(lock, within, [&] { return !running_ || !(running_key_ == k); });
+    } catch (...) {
+        return false;
+    }
+}
+
+bool tier_worker::started() const noexcept {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return thread_ != nullptr;
+}
+
+void tier_worker::work() noexcept {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+        std::condition_variable& wake = *wake_;
+        waiting_ = true;
+        wake.wait(lock, [this] { return ending_ || !queue_.empty(); });
+        waiting_ = false;
+        if (queue_.empty()) break; // ending, nothing left
+        if (ending_ && std::chrono::steady_clock::now() >= drain_until_) {
+            for (job const& j : queue_) drop_(j);
+            queue_.clear();
+            queued_bytes_ = 0;
+            break;
+        }
+        job j = std::move(queue_.front());
+        queue_.pop_front();
+        running_ = true;
+        running_key_ = j.k;
+        lock.unlock();
+        run_(j);
+        lock.lock();
+        running_ = false;
+        queued_bytes_ -= std::min(queued_bytes_, cost(j));
+        idle_->notify_all(); // (wait_idle and cancel)
+    }
+    idle_->notify_all();
+}
+
+void tier_worker::before_fork() noexcept {
+    tier_worker_registry& r = the_tier_worker_registry();
+    r.mutex.lock();
+    for (tier_worker* w : r.workers) w->mutex_.lock(); // the thread holds it only between jobs
+}
+
+void tier_worker::after_fork_in_parent() noexcept {
+    tier_worker_registry& r = the_tier_worker_registry();
+    for (tier_worker* w : r.workers) w->mutex_.unlock();
+    r.mutex.unlock();
+}
+
+void tier_worker::after_fork_in_child() noexcept {
+    tier_worker_registry& r = the_tier_worker_registry();
+    for (tier_worker* w : r.workers) {
+        if (w->thread_) {
+            (void)w->thread_.release(); // no such thread here: neither joined nor detached
+            if (w->running_) w->forked_mid_job_.store(true, std::memory_order_relaxed);
+            w->running_ = false;
+            w->waiting_ = false;
+            // The parent's thread may have been waiting on them: new ones, the old ones left.
+            try {
+                auto wake = std::make_unique<std::condition_variable>();
+                auto idle = std::make_unique<std::condition_variable>();
+                (void)w->wake_.release();
+                (void)w->idle_.release();
+                w->wake_ = std::move(wake);
+                w->idle_ = std::move(idle);
+            } catch (...) {
+            }
+        }
+        w->queue_.clear(); // the parent's uploads: the parent sends them
+        w->queued_bytes_ = 0;
+        w->mutex_.unlock();
+    }
+    r.mutex.unlock();
+}
+
+} // namespace detail
 
 } // namespace compile_cache
 
