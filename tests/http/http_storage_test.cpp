@@ -163,7 +163,7 @@ cct::storage_conformance_options http_conformance_options() {
 cc::storage_settings settings_for(std::string const& prefix, bool trusted, std::vector<std::string>* lines) {
     cc::settings_reader::reporter report;
     if (lines) report = [lines](std::string_view l) { lines->emplace_back(l); };
-    cc::storage_settings s{cc::settings_reader(prefix, report), trusted, trusted, report};
+    cc::storage_settings s{cc::settings_reader(prefix, report), trusted, trusted, report, {}};
     return s;
 }
 

@@ -4,6 +4,7 @@
 
 #include "command_line.hpp"
 
+#include <compile_cache/identity_record.hpp>
 #include <compile_cache/secret_file.hpp>
 #include <compile_cache/storage/directory/directory_layout.hpp>
 #include <compile_cache/storage/directory/directory_storage.hpp>
