@@ -283,14 +283,17 @@ TEST_CASE("a second machine's tier loads from the server once, then locally with
     {
         tier a(cc::directory_storage((a_dir.path() / "cache").string()), storage_at(url));
         for (unsigned i = 0; i < 40; ++i) REQUIRE_FALSE(a.write(key_of(i), "entry " + std::to_string(i)));
+        REQUIRE(a.wait_for_uploads(std::chrono::seconds(10))); // the uploads are sent in the background
     }
     tier b(cc::directory_storage((b_dir.path() / "cache").string()), storage_at(url));
     std::string out;
     for (unsigned i = 0; i < 40; ++i) {
-        REQUIRE(b.read(key_of(i), out, 1 << 20).status == cc::read_status::found);
+        cc::read_result const answer = b.read(key_of(i), out, 1 << 20);
+        REQUIRE(answer.status == cc::read_status::found);
         CHECK(out == "entry " + std::to_string(i));
-        b.entry_checked(key_of(i), out, cc::envelope_status::ok); // as the cache does: copied locally
+        b.entry_checked(key_of(i), out, answer, cc::entry_check::sound); // as the cache does: copied locally
     }
+    REQUIRE(b.wait_for_uploads(std::chrono::seconds(10))); // the copies are made in the background
     std::size_t const requests = access_log_lines(server.server());
     tier b_again(cc::directory_storage((b_dir.path() / "cache").string()), storage_at(url));
     for (unsigned i = 0; i < 40; ++i) REQUIRE(b_again.read(key_of(i), out, 1 << 20).status == cc::read_status::found);
