@@ -15,7 +15,8 @@
 //     used at t0 + i. In one, the floor: every fan-out folder listed and the oldest
 //     10% unlinked by name (the names are known in advance: nothing is stat-ed). In
 //     the other, directory_storage::prune() with a limit that makes it evict those
-//     same 10%. Prints both times and the ratio.
+//     same 10%. Prints both times and the ratio. The floor runs first, then prune()
+//     (in a directory filled alike, so that both find the same page cache state).
 //
 // The directories are under $COMPILE_CACHE_BENCH_DIR, else $TMPDIR, else /tmp.
 #include "bench_common.hpp"
@@ -146,14 +147,16 @@ int run_prune(std::uint32_t entries) {
         fill(a, entries, t0);
         fill(b, entries, t0);
     }
-    std::uint32_t const evict = entries / 10;
+    // prune() evicts down to 90% of the limit, oldest first: a limit one entry under
+    // what the cache holds makes it evict the oldest 10% (and one).
+    std::uint64_t const max_size = std::uint64_t{entries - 1} * 4096;
+    std::uint32_t const evict = entries - static_cast<std::uint32_t>((max_size - max_size / 10) / 4096);
     std::unordered_set<std::string> doomed;
     for (std::uint32_t i = 0; i < evict; ++i) doomed.insert(key_of(i).hex());
     std::uint64_t floor_removed = 0;
     double const floor_us = walk_and_unlink(floor_dir.path() + "/c", doomed, floor_removed);
     cc::directory_options limit;
-    // prune() evicts down to 90% of the limit: the limit is the whole cache.
-    limit.max_size = std::uint64_t{entries} * 4096;
+    limit.max_size = max_size;
     cc::directory_storage s(prune_dir.path() + "/c", limit);
     auto const t = clock_type::now();
     cc::cleanup_result const r = s.prune();

@@ -160,10 +160,6 @@ namespace detail::directory_storage_impl {
 /// `.tmp-<this>` instead of a random name (once; then it is reset).
 inline thread_local char const* next_temp_suffix_for_testing = nullptr;
 
-/// The work one store may spend on cleanup: fan-out folders count 4, each name
-/// looked at counts 1. A cache of a few thousand entries is cleaned in one step.
-inline constexpr std::size_t cleanup_budget = 4096;
-
 /// State shared by a storage object and its copies.
 struct shared_state {
     shared_state(std::string const& ledger_path, unsigned file_mode, int exact_umask)

@@ -266,7 +266,7 @@ cleanup_result directory_storage::prune() noexcept {
     return run_cleanup([this](int root_fd, cleanup_result& r) {
         detail::directory_storage_impl::cleanup_totals const t =
             state_->cleanup.step(root_fd, ledger_path_, options_.file_mode, options_.umask, options_.max_size,
-                                 std::numeric_limits<std::size_t>::max());
+                                 detail::directory_storage_impl::whole_cleanup_budget);
         r.entries = t.entries;
         r.bytes = t.bytes;
         r.removed = t.evicted;
@@ -282,11 +282,11 @@ cleanup_result directory_storage::clear() noexcept {
         namespace impl = detail::directory_storage_impl;
         impl::folder_counter counter(ledger_path_, options_.file_mode, options_.umask, &state_->locks);
         for (unsigned f = 0; f < 256; ++f) {
-            counter.before_scan(f);
+            std::uint64_t const before = counter.before_scan(f);
             impl::folder_scan const fs =
                 impl::scan_folder(root_fd, f, std::numeric_limits<std::int64_t>::max(),
                                   std::numeric_limits<std::int64_t>::max(), impl::no_entry_callback{});
-            counter.counted(f, fs.bytes);
+            counter.counted(f, fs.bytes, before);
             r.removed += fs.evicted;
             r.removed_bytes += fs.evicted_bytes;
             r.temp_files_removed += fs.temps_removed;
@@ -407,7 +407,7 @@ void directory_storage::after_change(unsigned folder, std::uint64_t added, std::
     std::unique_lock<std::mutex> lock(state_->cleanup.mutex, std::try_to_lock);
     if (!lock.owns_lock() || impl::lock_fd(root.fd, std::chrono::milliseconds{0}) != 0) return;
     state_->cleanup.step(root.fd, ledger_path_, options_.file_mode, options_.umask, options_.max_size,
-                         impl::cleanup_budget);
+                         impl::store_cleanup_budget, total);
 }
 
 bool directory_storage::flush_ledger(std::int64_t now, std::uint64_t& total) const noexcept {
@@ -423,10 +423,10 @@ bool directory_storage::flush_ledger(std::int64_t now, std::uint64_t& total) con
     for (unsigned folder = 0; folder < 256; ++folder) {
         if (!f.due[folder]) continue;
         std::int64_t const temps_before = impl::now_ns() - impl::temp_stale_after_ns;
-        counter.before_scan(folder);
+        std::uint64_t const before = counter.before_scan(folder);
         impl::folder_scan const fs =
             impl::scan_folder(root.fd, folder, temps_before, impl::no_cutoff, impl::no_entry_callback{});
-        counter.counted(folder, fs.bytes);
+        counter.counted(folder, fs.bytes, before);
         state_->cleanup.temps_removed += fs.temps_removed;
     }
     std::uint64_t const recounted = counter.save(counted_at);
