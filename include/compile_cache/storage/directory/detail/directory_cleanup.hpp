@@ -346,9 +346,10 @@ struct cleanup_state {
 
     /// One step, with the root already locked by the caller (flock on `root_fd`),
     /// within `budget`. `total` is what the ledger said the cache holds (0: not known).
+    /// A store's step passes its ledger batch (`batch`), where evictions go.
     COMPILE_CACHE_DECL cleanup_totals step(int root_fd, std::string const& ledger_path, unsigned file_mode,
                                            int exact_umask, std::uint64_t max_size, cleanup_budget budget,
-                                           std::uint64_t total = 0) noexcept;
+                                           std::uint64_t total = 0, ledger_batch* batch = nullptr) noexcept;
 
 private:
     /// What one step works with.
@@ -358,7 +359,12 @@ private:
         std::int64_t temps_before; ///< temp files last written before this go
         std::uint64_t target;      ///< 90% of the limit: where eviction stops
         cleanup_budget budget;
-        folder_counter& counter;   ///< where each folder's figure goes
+        folder_counter& counter;   ///< where each folder's figure goes (a whole cleanup)
+        /// A store's step: evictions go to the storage's ledger batch, written with the
+        /// next store's, and no folder is counted (no ledger I/O in the step); the
+        /// hourly recount of each folder corrects the figures.
+        ledger_batch* batch = nullptr;
+        std::uint64_t max_size = 0;
         std::size_t names = 0, unlinks = 0; ///< the work done so far
 
         bool spent() const noexcept { return names >= budget.names || unlinks >= budget.unlinks; }
@@ -371,7 +377,7 @@ private:
 
     COMPILE_CACHE_DECL void step_impl(int root_fd, std::string const& ledger_path, unsigned file_mode, int exact_umask,
                                       std::uint64_t max_size, cleanup_budget budget, std::uint64_t total,
-                                      cleanup_totals& out);
+                                      ledger_batch* batch, cleanup_totals& out);
 
     /// Starts a survey, unless one is under way and younger than ten minutes (and the
     /// clock has not gone back): a stale one starts over. A whole cleanup (`whole`)

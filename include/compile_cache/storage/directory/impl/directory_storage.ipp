@@ -509,7 +509,7 @@ void directory_storage::after_change(unsigned folder, std::uint64_t added, std::
     std::unique_lock<std::mutex> lock(state_->cleanup.mutex, std::try_to_lock);
     if (!lock.owns_lock() || impl::lock_fd(root.fd, std::chrono::milliseconds{0}) != 0) return;
     state_->cleanup.step(root.fd, ledger_path_, options_.file_mode, options_.umask, options_.max_size,
-                         impl::store_cleanup_budget, total);
+                         impl::store_cleanup_budget, total, &state_->ledger);
 }
 
 bool directory_storage::flush_ledger(std::int64_t now, std::uint64_t& total) const noexcept {

@@ -108,10 +108,11 @@ void cleanup_state::drop_names() {
 }
 
 cleanup_totals cleanup_state::step(int root_fd, std::string const& ledger_path, unsigned file_mode, int exact_umask,
-                                   std::uint64_t max_size, cleanup_budget budget, std::uint64_t total) noexcept {
+                                   std::uint64_t max_size, cleanup_budget budget, std::uint64_t total,
+                                   ledger_batch* batch) noexcept {
     cleanup_totals out;
     try {
-        step_impl(root_fd, ledger_path, file_mode, exact_umask, max_size, budget, total, out);
+        step_impl(root_fd, ledger_path, file_mode, exact_umask, max_size, budget, total, batch, out);
     } catch (...) { // bad_alloc: give up this cleanup; the next one starts afresh
         reset();
     }
@@ -124,10 +125,11 @@ cleanup_totals cleanup_state::step(int root_fd, std::string const& ledger_path, 
 
 void cleanup_state::step_impl(int root_fd, std::string const& ledger_path, unsigned file_mode, int exact_umask,
                               std::uint64_t max_size, cleanup_budget budget, std::uint64_t total,
-                              cleanup_totals& out) {
+                              ledger_batch* batch, cleanup_totals& out) {
     std::int64_t const now = now_ns();
     folder_counter counter(ledger_path, file_mode, exact_umask, events);
-    step_context c{root_fd, now / 1000000000, now - temp_stale_after_ns, max_size - max_size / 10, budget, counter};
+    step_context c{root_fd, now / 1000000000, now - temp_stale_after_ns, max_size - max_size / 10, budget, counter,
+                   batch, max_size};
     begin_or_resume(c.now_s, budget.whole, total, c.target);
     if (current == phase::survey) {
         survey_folders(c, out);
@@ -153,7 +155,9 @@ void cleanup_state::step_impl(int root_fd, std::string const& ledger_path, unsig
     }
     if (current == phase::sweep) {
         sweep_folders(c, out);
-        std::uint64_t const now_total = counter.save(c.now_s);
+        std::uint64_t now_total = counter.save(c.now_s);
+        if (batch != nullptr && total != 0) // a store's step: the total it was given, less what it evicted
+            now_total = total > out.evicted_bytes ? total - out.evicted_bytes : 0;
         if (next < 256) return;
         // A whole pass: what it kept is the survey of the next one. Still over the
         // target (stores went on meanwhile): sweep again at once; otherwise keep the
@@ -197,7 +201,7 @@ bool cleanup_state::scan_next(step_context& c, cleanup_totals& out, std::int64_t
         was = cursor.found;
     } else {
         cursor.close();
-        cursor.before = c.counter.before_scan(folder);
+        if (c.batch == nullptr) cursor.before = c.counter.before_scan(folder);
         c.add(scan_progress{false, 1, 0});
     }
     scan_progress const p =
@@ -210,9 +214,13 @@ bool cleanup_state::scan_next(step_context& c, cleanup_totals& out, std::int64_t
     if (now.not_removed != was.not_removed) out.add_failures(now.not_removed - was.not_removed, now.error);
     // A folder looked at in one step is counted (its figure corrected); one whose look
     // spans steps only has its evictions taken off its figure.
-    bool const whole = fresh && p.finished;
-    if (!whole && now.evicted_bytes != was.evicted_bytes)
-        c.counter.evicted(folder, now.evicted_bytes - was.evicted_bytes);
+    bool const whole = fresh && p.finished && c.batch == nullptr;
+    if (!whole && now.evicted_bytes != was.evicted_bytes) {
+        if (c.batch != nullptr)
+            c.batch->add(folder, 0, now.evicted_bytes - was.evicted_bytes, c.max_size, now_ns());
+        else
+            c.counter.evicted(folder, now.evicted_bytes - was.evicted_bytes);
+    }
     if (!p.finished) return false;
     if (whole) c.counter.counted(folder, now.bytes, cursor.before);
     surveyed_bytes += current == phase::survey ? now.bytes : 0;
