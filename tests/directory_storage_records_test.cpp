@@ -90,7 +90,7 @@ TEST_CASE("deferred writes are made when the batch is full", "[storage][records]
     CHECK(files_under(root) == bound);
 }
 
-TEST_CASE("through a cache, a store creates one file; the identity record follows and explains the next miss",
+TEST_CASE("through a cache, a store creates one file, the identity record follows and explains the next miss",
           "[storage][records][explain]") {
     temp_dir dir;
     fs::path const root = dir.path() / "cache";
