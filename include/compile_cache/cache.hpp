@@ -9,6 +9,7 @@
 
 #include <compile_cache/detail/env.hpp>
 #include <compile_cache/detail/log.hpp>
+#include <compile_cache/detail/record_identities_setting.hpp>
 #include <compile_cache/envelope.hpp>
 #include <compile_cache/explain.hpp>
 #include <compile_cache/hasher/concept.hpp>
@@ -433,6 +434,7 @@ public:
         s.push_back({p + "_VERIFY", "1 also compiles every hit and compares the bytes (a fraction such as 0.01: that "
                                     "share of hits); a difference is reported unsound or nondeterministic"});
         s.push_back({p + "_MIN_COMPILE_TIME", "milliseconds: a kernel that compiled faster is not stored (default 0)"});
+        s.push_back({p + "_RECORD_IDENTITIES", "0 turns off the identity records that explain a miss (default 1)"});
         return s;
     }
 
@@ -806,7 +808,15 @@ private:
             std::string const entry = detail::sealed_identity_record(
                 std::move(identity), {k.value(), meta.created_ns, meta.compile_ns, recorded_components(k)},
                 *previous ? &**previous : nullptr, meta, auth_);
-            if (!entry.empty()) (void)storage_.write(rk, entry);
+            // A storage that can defer the write (directory_storage: batched per process,
+            // so that a store creates one file) gets it that way; the record is for
+            // explanations, and losing the latest one in a crash loses no entry.
+            if (!entry.empty()) {
+                if constexpr (detail::has_write_deferred<Storage>::value)
+                    (void)storage_.write_deferred(rk, entry);
+                else
+                    (void)storage_.write(rk, entry);
+            }
         } catch (...) {
         }
     }

@@ -24,6 +24,7 @@ void cache_settings_from_env(settings_reader const& env, cache_options& options)
             env.report_value("_MIN_COMPILE_TIME", min_time,
                              "is not a number of milliseconds; every compiled kernel is stored");
     }
+    record_identities_from_env(env, options.record_identities);
 }
 
 cache_env_settings read_cache_env_settings(std::string_view prefix_view) {

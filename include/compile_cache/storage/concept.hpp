@@ -241,6 +241,16 @@ using has_list = is_detected_exact<std::error_code, list_t, S>;
 template <class S>
 using list_address_t = decltype(&S::list);
 
+/// Optional: `std::error_code write_deferred(key const&, std::string_view)`, a write
+/// that may be made later (batched per process) and lost if the process dies first,
+/// while a read in this process sees it at once; the cache writes identity records
+/// through it when there is one (directory_storage has it), entries never.
+template <class S>
+using write_deferred_t = decltype(std::declval<S&>().write_deferred(std::declval<key const&>(),
+                                                                    std::declval<std::string_view>()));
+template <class S>
+using has_write_deferred = is_detected_exact<std::error_code, write_deferred_t, S>;
+
 /// Optional: `std::string entry_path(key const&) const`, where the entry of a key is
 /// kept (directory_storage: its file), named in the cache's failure lines.
 template <class S>

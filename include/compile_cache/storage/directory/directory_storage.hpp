@@ -27,6 +27,7 @@
 #include <string_view>
 #include <system_error>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -160,9 +161,26 @@ namespace detail::directory_storage_impl {
 /// `.tmp-<this>` instead of a random name (once; then it is reset).
 inline thread_local char const* next_temp_suffix_for_testing = nullptr;
 
-/// The work one store may spend on cleanup: fan-out folders count 4, each name
-/// looked at counts 1. A cache of a few thousand entries is cleaned in one step.
-inline constexpr std::size_t cleanup_budget = 4096;
+/// Writes a storage object held back (write_deferred) and not yet made: the latest
+/// bytes of each key, in this process only.
+struct deferred_writes {
+    /// At most this many keys, or this many bytes, are held; the write that would pass
+    /// either bound, or that finds the oldest held for longer than max_age_ns, makes
+    /// them all first.
+    static constexpr std::size_t max_keys = 256;
+    static constexpr std::size_t max_bytes = std::size_t{4} << 20;
+    static constexpr std::int64_t max_age_ns = std::int64_t{10} * 1000000000;
+
+    std::mutex mutex;
+    std::unordered_map<key, std::string> held;
+    std::size_t bytes = 0;
+    std::int64_t oldest_ns = 0;
+    unsigned generation = 0;       ///< fork_generation() when they were held
+    std::atomic<bool> any{false}; ///< read() looks here only when set
+};
+
+/// Takes the held writes out of the batch (none in a forked child: the parent's).
+COMPILE_CACHE_DECL std::unordered_map<key, std::string> take_deferred(deferred_writes& d);
 
 /// State shared by a storage object and its copies.
 struct shared_state {
@@ -170,12 +188,21 @@ struct shared_state {
         : ledger(ledger_path, file_mode, exact_umask, &locks) {
         cleanup.events = &locks;
     }
+    shared_state(shared_state const&) = delete;
+    shared_state& operator=(shared_state const&) = delete;
+    /// Makes the deferred writes (through a storage object of its own) when the last
+    /// copy of the storage goes.
+    COMPILE_CACHE_DECL ~shared_state();
+
     lock_events locks; ///< before ledger and cleanup, which point to it
     cleanup_state cleanup;
     ledger_batch ledger;
     std::atomic<std::uint64_t> lock_timeouts_recorded{0}; ///< how many of them the counters file has
     /// Set once renameat2(RENAME_NOREPLACE) is found unsupported here.
     std::atomic<bool> no_rename_noreplace{false};
+    deferred_writes deferred;
+    std::string directory;          ///< for the deferred writes made by the destructor
+    directory_options options;
 };
 
 /// The path of the entry a read opens, built in a buffer each thread reuses.
@@ -259,6 +286,21 @@ public:
     COMPILE_CACHE_DECL std::error_code write(key const& k, std::string_view bytes) noexcept;
 
     COMPILE_CACHE_DECL std::error_code remove(key const& k) noexcept;
+
+    /// Stores `bytes` under `k` later, in a batch: the optional Storage member the cache
+    /// writes identity records through, so that a store creates one file (the entry),
+    /// not two. A read or a remove of `k` through this object or its copies sees the
+    /// held bytes at once; other processes see them once written, which happens when
+    /// the batch passes deferred_writes' bounds (256 keys, 4 MiB, or 10 s since the
+    /// oldest), at record_counters() (so when a cache is destroyed or flushed), at
+    /// flush_deferred(), and when the last copy of this object is destroyed. A held
+    /// write is lost if the process dies first; a later write() of `k` replaces it. In a
+    /// forked child the held writes are the parent's: dropped. Fails only as write()
+    /// would for a disabled storage or an empty key.
+    COMPILE_CACHE_DECL std::error_code write_deferred(key const& k, std::string_view bytes) noexcept;
+
+    /// Makes the deferred writes now; the first error, if any (each is tried).
+    COMPILE_CACHE_DECL std::error_code flush_deferred() noexcept;
 
     /// Adds a cache's counters (statistics_snapshot::counters(), as deltas since its
     /// last call) to the cumulative ones kept in `DIR/.cc-counters/`, and records this
@@ -361,6 +403,10 @@ private:
     }
 
     COMPILE_CACHE_DECL std::error_code trust(struct stat const& st) const noexcept;
+
+    /// The bytes held for `k` by write_deferred, as read() answers them; nullopt when
+    /// none are held.
+    COMPILE_CACHE_DECL std::optional<read_result> read_deferred(key const& k, std::string& out, std::size_t max_size);
 
     /// Notes a change of `folder`'s figure in this object's ledger batch, and writes
     /// the batch when it says so; then, after a store (`may_clean`), when the ledger's

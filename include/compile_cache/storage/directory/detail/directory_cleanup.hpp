@@ -48,34 +48,95 @@ struct folder_scan {
     }
 };
 
-/// Looks at every name in fan-out folder `index`: entries (regular files with an
-/// entry name) are counted, or unlinked when their use time (mtime) is at or before
-/// `evict_up_to`; temp files last written before `temps_before` are unlinked;
-/// anything else is left alone. `on_entry(mtime_ns, accounted_bytes, name, file_size)`
-/// is called for each entry kept. A missing folder is an empty one.
+/// A fan-out folder being looked at, possibly over several cleanup steps: its listing
+/// stays open between them, so that a step can stop after a bounded number of names
+/// and the next one go on from there. A listing opened before a fork is not used in
+/// the child (the child's descriptor would share the parent's position): the look at
+/// that folder starts over.
+struct folder_cursor {
+    unsigned folder = 256; ///< the folder being looked at; 256: none
+    DIR* dir = nullptr;    ///< its listing; null when it could not be opened (nothing to look at)
+    unsigned generation = 0;
+    folder_scan found;            ///< what the look found so far
+    std::uint64_t before = 0;     ///< the ledger's figure for the folder when the look began
+    folder_cursor() = default;
+    folder_cursor(folder_cursor const&) = delete;
+    folder_cursor& operator=(folder_cursor const&) = delete;
+    ~folder_cursor() { close(); }
+
+    bool open_on(unsigned index) const noexcept { return folder == index && generation == fork_generation(); }
+    void close() noexcept {
+        if (dir != nullptr && generation == fork_generation()) ::closedir(dir); // closes its descriptor
+        dir = nullptr;
+        folder = 256;
+        found = folder_scan{};
+        before = 0;
+    }
+};
+
+/// The most a call of scan_folder_part may do: names looked at, files unlinked.
+struct scan_limits {
+    std::size_t names = std::numeric_limits<std::size_t>::max();
+    std::size_t unlinks = std::numeric_limits<std::size_t>::max();
+};
+
+/// What one call of scan_folder_part did.
+struct scan_progress {
+    bool finished = false; ///< the folder was read to its end (or there was nothing to read)
+    std::size_t names = 0, unlinks = 0;
+};
+
+/// Looks at the names of fan-out folder `index` from where `cursor` stopped (opening it
+/// when the cursor is on another folder), within `limits`: entries (regular files with
+/// an entry name) are counted, or unlinked when their use time (mtime) is at or before
+/// `evict_up_to`; temp files last written before `temps_before` are unlinked; anything
+/// else is left alone. `on_entry(mtime_ns, accounted_bytes, name, file_size)` is called
+/// for each entry kept (what it throws, this throws). A missing folder is an empty
+/// one. Each name is stat-ed once.
 template <class OnEntry>
-folder_scan scan_folder(int root_fd, unsigned index, std::int64_t temps_before, std::int64_t evict_up_to,
-                        OnEntry&& on_entry) noexcept {
-    folder_scan out;
+scan_progress scan_folder_part(int root_fd, folder_cursor& cursor, unsigned index, std::int64_t temps_before,
+                               std::int64_t evict_up_to, scan_limits limits, OnEntry&& on_entry) {
+    scan_progress progress;
+    folder_scan& out = cursor.found;
     char const* const folder = folder_name(index);
-    int const fd = ::openat(root_fd, folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
-        // No folder, a file or a symlink in its place (not the cache's): nothing of
-        // ours. A folder that cannot be read (another user's) holds entries that stay.
-        int const e = errno;
-        if (e != ENOENT && e != ENOTDIR && e != ELOOP) out.failed(e);
-        return out;
+    if (!cursor.open_on(index)) {
+        std::uint64_t const before = cursor.before;
+        cursor.close();
+        cursor.before = before;
+        cursor.folder = index;
+        cursor.generation = fork_generation();
+        int const fd = ::openat(root_fd, folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+            // No folder, a file or a symlink in its place (not the cache's): nothing of
+            // ours. A folder that cannot be read (another user's) holds entries that stay.
+            int const e = errno;
+            if (e != ENOENT && e != ENOTDIR && e != ELOOP) out.failed(e);
+            progress.finished = true;
+            return progress;
+        }
+        cursor.dir = ::fdopendir(fd);
+        if (cursor.dir == nullptr) {
+            out.failed(errno);
+            ::close(fd);
+            progress.finished = true;
+            return progress;
+        }
     }
-    DIR* const d = ::fdopendir(fd);
-    if (d == nullptr) {
-        out.failed(errno);
-        ::close(fd);
-        return out;
+    if (cursor.dir == nullptr) {
+        progress.finished = true;
+        return progress;
     }
-    while (dirent* e = ::readdir(d)) {
+    int const fd = ::dirfd(cursor.dir);
+    while (progress.names < limits.names && progress.unlinks < limits.unlinks) {
+        dirent* const e = ::readdir(cursor.dir);
+        if (e == nullptr) {
+            progress.finished = true;
+            break;
+        }
         std::string_view const name = e->d_name;
         if (name == "." || name == "..") continue;
         ++out.visited;
+        ++progress.names;
         bool const entry = is_entry_name(name, folder);
         if (!entry && !is_temp_name(name)) continue;
         struct stat st {};
@@ -83,6 +144,7 @@ folder_scan scan_folder(int root_fd, unsigned index, std::int64_t temps_before, 
         std::int64_t const mtime = mtime_ns(st);
         if (!entry) {
             if (mtime < temps_before) {
+                ++progress.unlinks;
                 if (::unlinkat(fd, e->d_name, 0) == 0)
                     ++out.temps_removed;
                 else if (errno != ENOENT)
@@ -92,6 +154,7 @@ folder_scan scan_folder(int root_fd, unsigned index, std::int64_t temps_before, 
         }
         std::uint64_t const bytes = accounted_size(static_cast<std::uint64_t>(st.st_size));
         if (mtime <= evict_up_to) {
+            ++progress.unlinks;
             int const r = ::unlinkat(fd, e->d_name, 0);
             if (r == 0 || errno == ENOENT) {
                 ++out.evicted;
@@ -104,8 +167,16 @@ folder_scan scan_folder(int root_fd, unsigned index, std::int64_t temps_before, 
         out.bytes += bytes;
         on_entry(mtime, bytes, name, static_cast<std::uint64_t>(st.st_size));
     }
-    ::closedir(d); // closes fd
-    return out;
+    return progress;
+}
+
+/// scan_folder_part over the whole of fan-out folder `index` at once.
+template <class OnEntry>
+folder_scan scan_folder(int root_fd, unsigned index, std::int64_t temps_before, std::int64_t evict_up_to,
+                        OnEntry&& on_entry) {
+    folder_cursor cursor;
+    scan_folder_part(root_fd, cursor, index, temps_before, evict_up_to, scan_limits{}, on_entry);
+    return cursor.found;
 }
 
 struct no_entry_callback {
@@ -126,20 +197,30 @@ struct no_entry_callback {
 /// before its scan when the lock is free at that moment (a try, never a wait).
 class folder_counter {
 public:
-    /// Opens the ledger and reads the figures before counting. A ledger that cannot be
-    /// used, or whose lock is held all of ledger_lock_wait (counted in `events`), gets
-    /// no count written: the folders are scanned all the same.
+    /// Opens the ledger and reads the figures before counting, on first use (a cleanup
+    /// step that counts no folder touches no ledger). A ledger that cannot be used, or
+    /// whose lock is held all of ledger_lock_wait (counted in `events`), gets no count
+    /// written: the folders are scanned all the same.
     COMPILE_CACHE_DECL folder_counter(std::string const& ledger_path, unsigned file_mode, int exact_umask,
                                       lock_events* events = nullptr) noexcept;
 
     /// Just before `folder` is scanned: reads its figure again if the ledger's lock is
-    /// free now (it is not waited for: the figure read at the start is used then).
-    COMPILE_CACHE_DECL void before_scan(unsigned folder) noexcept;
+    /// free now (it is not waited for: the figure read at the start is used then), and
+    /// returns it: a scan that ends in a later step, with another folder_counter, gives
+    /// it back to counted().
+    COMPILE_CACHE_DECL std::uint64_t before_scan(unsigned folder) noexcept;
 
-    /// What a scan found in `folder`: the bytes its entries (those left) count for.
-    void counted(unsigned folder, std::uint64_t bytes) noexcept {
-        count_[folder & 0xff] = bytes;
-        seen_.set(folder & 0xff);
+    /// What a scan found in `folder`: the bytes its entries (those left) count for, and
+    /// the folder's figure when the scan began (what before_scan returned).
+    COMPILE_CACHE_DECL void counted(unsigned folder, std::uint64_t bytes, std::uint64_t figure_before) noexcept;
+
+    /// Entries evicted from a folder whose count will not be written by this counter
+    /// (a scan that spans cleanup steps, during which this process's stores may land in
+    /// the folder and be listed or not: its count is not exact, so it corrects
+    /// nothing). Its figure is lowered by `bytes` when the counter is saved.
+    void evicted(unsigned folder, std::uint64_t bytes) noexcept {
+        minus_[folder & 0xff] += bytes;
+        shrunk_.set(folder & 0xff);
     }
 
     /// Entries of a counted folder removed after its scan.
@@ -154,14 +235,22 @@ public:
     COMPILE_CACHE_DECL std::uint64_t save(std::int64_t now) noexcept;
 
 private:
+    /// Opens the ledger and reads the figures, once.
+    COMPILE_CACHE_DECL void open() noexcept;
+
     std::string const& path_; ///< for the lock_events' line; outlives the counter
+    unsigned file_mode_;
+    int exact_umask_;
     lock_events* events_;
+    bool opened_ = false;
     file_descriptor fd_;
     bool usable_ = false; ///< the figures before were read
     bool sound_ = false;  ///< ...from a whole ledger (so a slot alone can be read again)
     ledger_slots before_{};
     std::array<std::uint64_t, 256> count_{};
     std::bitset<256> seen_;
+    std::array<std::uint64_t, 256> minus_{};
+    std::bitset<256> shrunk_;
 };
 
 /// What a cleanup (a step, prune() or clear()) did.
@@ -179,33 +268,66 @@ struct cleanup_totals {
     }
 };
 
+/// The work one cleanup step may do: names looked at (a fan-out folder opened counts
+/// as one) and files unlinked. A step stops at whichever runs out first, in the middle of a
+/// folder if need be, and the next step goes on from there.
+struct cleanup_budget {
+    std::size_t names;
+    std::size_t unlinks;
+    /// A whole cleanup in one call (prune()): entries are kept by name, so that each
+    /// is stat-ed once and the oldest are unlinked by name, with no second pass.
+    bool whole = false;
+};
+
+/// What a store may spend on cleanup when it finds the cache over its limit: a
+/// little more than a store's own share of the work, so that a limit hit
+/// continuously is kept (each store evicts, on average, what it adds) while no store
+/// pays for the whole of a cleanup. A survey of N entries takes N/32 stores, during
+/// which the cache may exceed its limit by those stores' entries; the sweep that
+/// follows evicts two entries a store until the cache is under 90% of the limit.
+inline constexpr cleanup_budget store_cleanup_budget{32, 2, false};
+/// prune(): everything at once.
+inline constexpr cleanup_budget whole_cleanup_budget{std::numeric_limits<std::size_t>::max(),
+                                                     std::numeric_limits<std::size_t>::max(), true};
+
 /// A process's cleanup in progress. A cleanup is a survey — every folder counted,
 /// every entry's use time and size noted — then eviction of the oldest entries until
-/// the total is under 90% of the limit. It proceeds in steps of bounded work, one
-/// step per store that finds the cache over its limit, so that no store pays for
-/// the whole of a large cache:
-/// - a survey that fits in one step keeps the entries' names and evicts them
-///   directly, exactly oldest first;
-/// - a longer one keeps only (use time, size) pairs, from which it finds the use
-///   time at or before which entries must go, then sweeps the folders unlinking
-///   those, a few folders per step, stopping once the ledger is under the target.
-/// Entries used since the survey have a newer mtime and survive the sweep.
+/// the total is under 90% of the limit.
+/// - prune() (a whole cleanup) keeps the entries' names as it surveys, then unlinks the
+///   oldest by name: each entry is stat-ed once, the folders are listed once.
+/// - a store's cleanup proceeds in steps of bounded work (store_cleanup_budget), one
+///   step per store that finds the cache over its limit, a step stopping in the middle
+///   of a folder if need be. It keeps only (use time, size) pairs, from which it finds
+///   the use time at or before which entries must go, then sweeps the folders
+///   unlinking those. Entries used since the survey have a newer mtime and survive the
+///   sweep. A sweep notes the (use time, size) of every entry it keeps, so that it is
+///   the survey of the next sweep: when a sweep ends with the cache still over 90% of
+///   the limit (stores went on meanwhile) another starts at once from its notes, and
+///   when the cache next goes over the limit (within ten minutes) a sweep starts from
+///   them with no survey. With the limit hit continuously, a store's cleanup is then
+///   one sweep over and over, each entry stat-ed once a pass.
 struct cleanup_state {
+    /// An entry seen by a whole cleanup's survey; its name is in `names` at `name_at`.
     struct record {
         std::int64_t mtime;
         std::uint64_t bytes;
-        unsigned folder;
-        std::string name;
+        std::uint32_t name_at;
+        std::uint8_t name_size;
+        std::uint8_t folder;
     };
     enum class phase { idle, survey, sweep };
 
     std::mutex mutex; // one cleaner per process at a time; others skip (try_lock)
     phase current = phase::idle;
     unsigned next = 0;
+    folder_cursor cursor; ///< where the current step stopped in folder `next`
     std::int64_t started_s = 0;
-    bool keep_names = true;
+    bool keep_names = false;
     std::vector<record> records;
+    std::string names;
     std::vector<std::pair<std::int64_t, std::uint64_t>> samples;
+    std::vector<std::pair<std::int64_t, std::uint64_t>> swept; ///< the entries the sweep in progress kept
+    bool warm = false; ///< `samples` are those of the last whole sweep, made at `started_s`
     std::uint64_t surveyed_bytes = 0, surveyed_entries = 0;
     std::int64_t cutoff = no_cutoff;
 
@@ -213,16 +335,21 @@ struct cleanup_state {
     std::atomic<std::uint64_t> evicted{0}, evicted_bytes{0}, temps_removed{0}, steps{0};
     lock_events* events = nullptr; ///< where a ledger lock given up on is counted
 
-    static constexpr std::size_t max_named_records = 4096;
+    /// Past this many entries a whole cleanup keeps (use time, size) pairs only, as a
+    /// store's does, and sweeps (a second stat of each entry) instead of naming: 4 M
+    /// names take about 350 MB.
+    static constexpr std::size_t max_named_records = std::size_t{1} << 22;
 
     COMPILE_CACHE_DECL void reset() noexcept;
 
     COMPILE_CACHE_DECL void drop_names();
 
-    /// One step, with the root already locked by the caller (flock on `root_fd`).
-    /// `budget` bounds the work (folders count 4, names 1); max() for prune().
+    /// One step, with the root already locked by the caller (flock on `root_fd`),
+    /// within `budget`. `total` is what the ledger said the cache holds (0: not known).
+    /// A store's step passes its ledger batch (`batch`), where evictions go.
     COMPILE_CACHE_DECL cleanup_totals step(int root_fd, std::string const& ledger_path, unsigned file_mode,
-                                           int exact_umask, std::uint64_t max_size, std::size_t budget) noexcept;
+                                           int exact_umask, std::uint64_t max_size, cleanup_budget budget,
+                                           std::uint64_t total = 0, ledger_batch* batch = nullptr) noexcept;
 
 private:
     /// What one step works with.
@@ -231,20 +358,44 @@ private:
         std::int64_t now_s;
         std::int64_t temps_before; ///< temp files last written before this go
         std::uint64_t target;      ///< 90% of the limit: where eviction stops
-        std::size_t budget;
-        folder_counter& counter;   ///< where each folder's figure goes
-        std::size_t cost = 0;
+        cleanup_budget budget;
+        folder_counter& counter;   ///< where each folder's figure goes (a whole cleanup)
+        /// A store's step: evictions go to the storage's ledger batch, written with the
+        /// next store's, and no folder is counted (no ledger I/O in the step); the
+        /// hourly recount of each folder corrects the figures.
+        ledger_batch* batch = nullptr;
+        std::uint64_t max_size = 0;
+        std::size_t names = 0, unlinks = 0; ///< the work done so far
+
+        bool spent() const noexcept { return names >= budget.names || unlinks >= budget.unlinks; }
+        scan_limits left() const noexcept { return {budget.names - names, budget.unlinks - unlinks}; }
+        void add(scan_progress const& p) noexcept {
+            names = p.names > budget.names - names ? budget.names : names + p.names;
+            unlinks = p.unlinks > budget.unlinks - unlinks ? budget.unlinks : unlinks + p.unlinks;
+        }
     };
 
     COMPILE_CACHE_DECL void step_impl(int root_fd, std::string const& ledger_path, unsigned file_mode, int exact_umask,
-                                      std::uint64_t max_size, std::size_t budget, cleanup_totals& out);
+                                      std::uint64_t max_size, cleanup_budget budget, std::uint64_t total,
+                                      ledger_batch* batch, cleanup_totals& out);
 
     /// Starts a survey, unless one is under way and younger than ten minutes (and the
-    /// clock has not gone back): a stale one starts over.
-    COMPILE_CACHE_DECL void begin_or_resume(std::int64_t now_s) noexcept;
+    /// clock has not gone back): a stale one starts over. A whole cleanup (`whole`)
+    /// always starts over, keeping names. With the notes of a sweep younger than ten
+    /// minutes and the cache's `total` known, starts a sweep from them instead.
+    COMPILE_CACHE_DECL void begin_or_resume(std::int64_t now_s, bool whole, std::uint64_t total,
+                                            std::uint64_t target);
+
+    /// Looks at folder `next` from where the cursor stopped, within what is left of the
+    /// step's budget, unlinking entries used at or before `evict_up_to`; adds what it
+    /// did to `out`. True when the folder is done: its figure is then counted and the
+    /// cursor moves on to the next folder.
+    template <class OnEntry>
+    bool scan_next(step_context& c, cleanup_totals& out, std::int64_t evict_up_to, OnEntry&& on_entry);
 
     /// Counts folders from `next` on while the budget lasts, noting each entry's use
-    /// time and size (with its name while they fit in max_named_records).
+    /// time and size (with its name, in a whole cleanup, while they fit in
+    /// max_named_records).
     COMPILE_CACHE_DECL void survey_folders(step_context& c, cleanup_totals& out);
 
     /// Unlinks the named entries oldest first until the total is under the target, and
@@ -255,8 +406,9 @@ private:
     COMPILE_CACHE_DECL void evict_oldest_named(step_context& c, cleanup_totals& out);
 
     /// Too many entries to name: finds the use time at or before which entries go (the
-    /// oldest until the rest is under `target`), for the sweep that follows.
-    COMPILE_CACHE_DECL void start_sweep(std::uint64_t target);
+    /// oldest of `samples` until the rest of `total` is under `target`), for the sweep
+    /// that follows.
+    COMPILE_CACHE_DECL void start_sweep(std::uint64_t total, std::uint64_t target);
 
     /// Sweeps folders from `next` on while the budget lasts, unlinking the entries used
     /// at or before the cutoff.

@@ -90,21 +90,37 @@ inline bool is_temp_name(std::string_view n) noexcept {
     return true;
 }
 
-/// Appends `DIR/ab/<hex of k>` to `out` (`directory` without a trailing slash,
-/// unless it is "/"), with no intermediate string.
+inline constexpr char lower_hex_digits[] = "0123456789abcdef";
+
+/// The entry path rule, written once: an entry lives at `ab/<hex>` relative to the
+/// cache directory, where `<hex>` is its key's lower-case hex and `ab` its first two
+/// digits (the fan-out folder). Appends that to `out`; `hex` has at least two digits.
+inline void append_entry_relative_path(std::string& out, std::string_view hex) {
+    out.append(hex.data(), 2);
+    out += '/';
+    out += hex;
+}
+
+/// Appends `DIR/ab/<hex of k>` (append_entry_relative_path) to `out` (`directory`
+/// without a trailing slash, unless it is "/"), with no intermediate string.
 COMPILE_CACHE_DECL void append_entry_path(std::string& out, std::string const& directory, key const& k);
 
-inline char const* folder_name(unsigned index) noexcept {
-    static constexpr char names[256][3] = {
-#define CC_F(h) {h, '0', 0}, {h, '1', 0}, {h, '2', 0}, {h, '3', 0}, {h, '4', 0}, {h, '5', 0}, {h, '6', 0}, \
-                {h, '7', 0}, {h, '8', 0}, {h, '9', 0}, {h, 'a', 0}, {h, 'b', 0}, {h, 'c', 0}, {h, 'd', 0}, \
-                {h, 'e', 0}, {h, 'f', 0}
-        CC_F('0'), CC_F('1'), CC_F('2'), CC_F('3'), CC_F('4'), CC_F('5'), CC_F('6'), CC_F('7'),
-        CC_F('8'), CC_F('9'), CC_F('a'), CC_F('b'), CC_F('c'), CC_F('d'), CC_F('e'), CC_F('f'),
-#undef CC_F
-    };
-    return names[index & 0xff];
+/// The 256 fan-out folders' names, "00" to "ff", indexed by a key's first byte.
+struct folder_name_table {
+    char names[256][3];
+};
+constexpr folder_name_table make_folder_name_table() noexcept {
+    folder_name_table t{};
+    for (unsigned i = 0; i < 256; ++i) {
+        t.names[i][0] = lower_hex_digits[i >> 4];
+        t.names[i][1] = lower_hex_digits[i & 15];
+        t.names[i][2] = 0;
+    }
+    return t;
 }
+inline constexpr folder_name_table folder_names = make_folder_name_table();
+
+inline char const* folder_name(unsigned index) noexcept { return folder_names.names[index & 0xff]; }
 
 // ---- fork --------------------------------------------------------------------
 

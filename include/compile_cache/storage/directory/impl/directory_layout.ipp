@@ -8,9 +8,8 @@
 namespace compile_cache::directory_layout {
 
 std::string entry_relative_path(std::string_view hex) {
-    std::string path(hex.substr(0, 2));
-    path += '/';
-    path += hex;
+    std::string path;
+    detail::directory_storage_impl::append_entry_relative_path(path, hex);
     return path;
 }
 

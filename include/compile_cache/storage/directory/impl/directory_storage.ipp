@@ -50,7 +50,90 @@ directory_storage::directory_storage(std::string directory, directory_options op
         ledger_path_ = directory_ + (directory_.back() == '/' ? "" : "/") + detail::directory_storage_impl::ledger_name;
         state_ = std::make_shared<detail::directory_storage_impl::shared_state>(ledger_path_, options_.file_mode,
                                                                                 options_.umask);
+        state_->directory = directory_;
+        state_->options = options_;
     }
+}
+
+detail::directory_storage_impl::shared_state::~shared_state() {
+    if (!deferred.any.load()) return;
+    try {
+        auto held = take_deferred(deferred);
+        if (held.empty()) return;
+        directory_storage writer(directory, options);
+        for (auto const& [k, bytes] : held) (void)writer.write(k, bytes);
+    } catch (...) {
+        // Deferred writes are the ones a crash may lose: so may a failure here.
+    }
+}
+
+std::unordered_map<key, std::string> detail::directory_storage_impl::take_deferred(deferred_writes& d) {
+    std::unordered_map<key, std::string> out;
+    std::lock_guard<std::mutex> const lock(d.mutex);
+    if (d.generation == detail::directory_storage_impl::fork_generation()) out.swap(d.held);
+    d.held.clear();
+    d.bytes = 0;
+    d.any.store(false);
+    return out;
+}
+
+std::error_code directory_storage::write_deferred(key const& k, std::string_view bytes) noexcept {
+    namespace impl = detail::directory_storage_impl;
+    if (directory_.empty() || k.empty()) return std::make_error_code(std::errc::invalid_argument);
+    try {
+        impl::deferred_writes& d = state_->deferred;
+        std::int64_t const now = impl::now_ns();
+        bool due = false;
+        {
+            std::lock_guard<std::mutex> const lock(d.mutex);
+            unsigned const generation = impl::fork_generation();
+            if (d.generation != generation) { // a forked child: what is held is the parent's
+                d.held.clear();
+                d.bytes = 0;
+                d.generation = generation;
+            }
+            if (d.held.empty()) d.oldest_ns = now;
+            auto [it, added] = d.held.try_emplace(k);
+            d.bytes -= it->second.size();
+            it->second.assign(bytes.data(), bytes.size());
+            d.bytes += bytes.size();
+            (void)added;
+            d.any.store(true);
+            due = d.held.size() >= impl::deferred_writes::max_keys || d.bytes >= impl::deferred_writes::max_bytes ||
+                  now - d.oldest_ns >= impl::deferred_writes::max_age_ns;
+        }
+        return due ? flush_deferred() : std::error_code();
+    } catch (...) { // bad_alloc: write it now instead
+        return write(k, bytes);
+    }
+}
+
+std::error_code directory_storage::flush_deferred() noexcept {
+    if (directory_.empty() || !state_->deferred.any.load()) return {};
+    try {
+        std::error_code first;
+        for (auto const& [k, bytes] : detail::directory_storage_impl::take_deferred(state_->deferred)) {
+            std::error_code const ec = write(k, bytes);
+            if (ec && !first) first = ec;
+        }
+        return first;
+    } catch (...) {
+        return std::make_error_code(std::errc::not_enough_memory);
+    }
+}
+
+std::optional<read_result> directory_storage::read_deferred(key const& k, std::string& out, std::size_t max_size) {
+    detail::directory_storage_impl::deferred_writes& d = state_->deferred;
+    std::lock_guard<std::mutex> const lock(d.mutex);
+    if (d.generation != detail::directory_storage_impl::fork_generation()) return std::nullopt;
+    auto const it = d.held.find(k);
+    if (it == d.held.end()) return std::nullopt;
+    if (it->second.size() > max_size) {
+        out.clear();
+        return read_result{read_status::too_large, {}};
+    }
+    out = it->second;
+    return read_result{read_status::found, {}};
 }
 
 from_env_result<directory_storage> directory_storage::from_env(storage_settings const& settings) {
@@ -112,6 +195,8 @@ read_result directory_storage::read(key const& k, std::string& out, std::size_t 
         return {read_status::absent, {}};
     }
     try {
+        if (state_->deferred.any.load(std::memory_order_relaxed))
+            if (std::optional<read_result> const held = read_deferred(k, out, max_size)) return *held;
         std::string& path = impl::read_path_buffer();
         path.clear();
         impl::append_entry_path(path, directory_, k);
@@ -157,6 +242,14 @@ std::error_code directory_storage::write(key const& k, std::string_view bytes) n
     namespace impl = detail::directory_storage_impl;
     if (directory_.empty() || k.empty()) return std::make_error_code(std::errc::invalid_argument);
     try {
+        if (state_->deferred.any.load(std::memory_order_relaxed)) { // this write supersedes a held one
+            std::lock_guard<std::mutex> const lock(state_->deferred.mutex);
+            auto const it = state_->deferred.held.find(k);
+            if (it != state_->deferred.held.end()) {
+                state_->deferred.bytes -= it->second.size();
+                state_->deferred.held.erase(it);
+            }
+        }
         std::string const entry = entry_path(k);
         std::string const folder = entry.substr(0, entry.rfind('/'));
         std::string temp;
@@ -182,6 +275,14 @@ std::error_code directory_storage::remove(key const& k) noexcept {
     namespace impl = detail::directory_storage_impl;
     if (directory_.empty() || k.empty()) return {};
     try {
+        if (state_->deferred.any.load(std::memory_order_relaxed)) {
+            std::lock_guard<std::mutex> const lock(state_->deferred.mutex);
+            auto const it = state_->deferred.held.find(k);
+            if (it != state_->deferred.held.end()) {
+                state_->deferred.bytes -= it->second.size();
+                state_->deferred.held.erase(it);
+            }
+        }
         // Through the fan-out folder opened without following a symlink: in a
         // directory others may write (shared mode), `ab` swapped for a symlink must
         // not make this unlink a file elsewhere.
@@ -216,6 +317,7 @@ std::error_code directory_storage::remove(key const& k) noexcept {
 std::error_code
 directory_storage::record_counters(std::vector<std::pair<std::string, std::uint64_t>> const& delta) noexcept {
     if (directory_.empty()) return {};
+    (void)flush_deferred(); // the cache is being destroyed or flushed: its records go too
     try {
         // This storage's own count, `lock-timeouts`, rides along.
         std::uint64_t const timeouts = state_->locks.timeouts();
@@ -267,7 +369,7 @@ cleanup_result directory_storage::prune() noexcept {
     return run_cleanup([this](int root_fd, cleanup_result& r) {
         detail::directory_storage_impl::cleanup_totals const t =
             state_->cleanup.step(root_fd, ledger_path_, options_.file_mode, options_.umask, options_.max_size,
-                                 std::numeric_limits<std::size_t>::max());
+                                 detail::directory_storage_impl::whole_cleanup_budget);
         r.entries = t.entries;
         r.bytes = t.bytes;
         r.removed = t.evicted;
@@ -283,11 +385,11 @@ cleanup_result directory_storage::clear() noexcept {
         namespace impl = detail::directory_storage_impl;
         impl::folder_counter counter(ledger_path_, options_.file_mode, options_.umask, &state_->locks);
         for (unsigned f = 0; f < 256; ++f) {
-            counter.before_scan(f);
+            std::uint64_t const before = counter.before_scan(f);
             impl::folder_scan const fs =
                 impl::scan_folder(root_fd, f, std::numeric_limits<std::int64_t>::max(),
                                   std::numeric_limits<std::int64_t>::max(), impl::no_entry_callback{});
-            counter.counted(f, fs.bytes);
+            counter.counted(f, fs.bytes, before);
             r.removed += fs.evicted;
             r.removed_bytes += fs.evicted_bytes;
             r.temp_files_removed += fs.temps_removed;
@@ -408,7 +510,7 @@ void directory_storage::after_change(unsigned folder, std::uint64_t added, std::
     std::unique_lock<std::mutex> lock(state_->cleanup.mutex, std::try_to_lock);
     if (!lock.owns_lock() || impl::lock_fd(root.fd, std::chrono::milliseconds{0}) != 0) return;
     state_->cleanup.step(root.fd, ledger_path_, options_.file_mode, options_.umask, options_.max_size,
-                         impl::cleanup_budget);
+                         impl::store_cleanup_budget, total, &state_->ledger);
 }
 
 bool directory_storage::flush_ledger(std::int64_t now, std::uint64_t& total) const noexcept {
@@ -424,10 +526,10 @@ bool directory_storage::flush_ledger(std::int64_t now, std::uint64_t& total) con
     for (unsigned folder = 0; folder < 256; ++folder) {
         if (!f.due[folder]) continue;
         std::int64_t const temps_before = impl::now_ns() - impl::temp_stale_after_ns;
-        counter.before_scan(folder);
+        std::uint64_t const before = counter.before_scan(folder);
         impl::folder_scan const fs =
             impl::scan_folder(root.fd, folder, temps_before, impl::no_cutoff, impl::no_entry_callback{});
-        counter.counted(folder, fs.bytes);
+        counter.counted(folder, fs.bytes, before);
         state_->cleanup.temps_removed += fs.temps_removed;
     }
     std::uint64_t const recounted = counter.save(counted_at);

@@ -11,8 +11,12 @@ namespace compile_cache::detail::directory_storage_impl {
 
 folder_counter::folder_counter(std::string const& ledger_path, unsigned file_mode, int exact_umask,
                                lock_events* events) noexcept
-    : path_(ledger_path), events_(events) {
-    fd_.fd = open_ledger(ledger_path, file_mode, exact_umask);
+    : path_(ledger_path), file_mode_(file_mode), exact_umask_(exact_umask), events_(events) {}
+
+void folder_counter::open() noexcept {
+    if (opened_) return;
+    opened_ = true;
+    fd_.fd = open_ledger(path_, file_mode_, exact_umask_);
     if (!fd_) return;
     if (int const e = lock_fd(fd_.fd, ledger_lock_wait)) {
         if (e == EWOULDBLOCK && events_) events_->gave_up(path_, "so the size ledger's counts were not corrected");
@@ -23,8 +27,9 @@ folder_counter::folder_counter(std::string const& ledger_path, unsigned file_mod
     usable_ = true;
 }
 
-void folder_counter::before_scan(unsigned folder) noexcept {
-    if (!sound_ || ::flock(fd_.fd, LOCK_EX | LOCK_NB) != 0) return;
+std::uint64_t folder_counter::before_scan(unsigned folder) noexcept {
+    open();
+    if (!sound_ || ::flock(fd_.fd, LOCK_EX | LOCK_NB) != 0) return before_[folder & 0xff].bytes;
     unsigned char slot[8];
     std::size_t const at = ledger_header + 16 * (folder & 0xff);
     if (retry_on_eintr([&] { return ::pread(fd_.fd, slot, sizeof slot, static_cast<off_t>(at)); }) ==
@@ -33,11 +38,24 @@ void folder_counter::before_scan(unsigned folder) noexcept {
         if (bytes <= ledger_sane_limit) before_[folder & 0xff].bytes = bytes;
     }
     ::flock(fd_.fd, LOCK_UN);
+    return before_[folder & 0xff].bytes;
+}
+
+void folder_counter::counted(unsigned folder, std::uint64_t bytes, std::uint64_t figure_before) noexcept {
+    open();
+    // The figure when this folder's scan began, which may have been in an earlier
+    // step: the stores that landed in the folder since are then in (now - before),
+    // counted twice at worst if the listing saw them too, never lost.
+    before_[folder & 0xff].bytes = figure_before;
+    count_[folder & 0xff] = bytes;
+    seen_.set(folder & 0xff);
 }
 
 std::uint64_t folder_counter::save(std::int64_t now) noexcept {
     std::uint64_t total = std::numeric_limits<std::uint64_t>::max();
-    if (!usable_ || seen_.none()) return total;
+    if (seen_.none() && shrunk_.none()) return total;
+    open();
+    if (!usable_) return total;
     if (int const e = lock_fd(fd_.fd, ledger_lock_wait)) {
         if (e == EWOULDBLOCK && events_) events_->gave_up(path_, "so the size ledger's counts were not corrected");
         return total;
@@ -45,6 +63,7 @@ std::uint64_t folder_counter::save(std::int64_t now) noexcept {
     ledger_slots slots;
     read_ledger(fd_.fd, slots);
     for (unsigned f = 0; f < 256; ++f) {
+        if (shrunk_[f] && !seen_[f]) slots[f].bytes -= std::min(slots[f].bytes, minus_[f]);
         if (!seen_[f]) continue;
         // now + (count - before), within [0, ledger_sane_limit]
         std::uint64_t const grown = slots[f].bytes > before_[f].bytes ? slots[f].bytes - before_[f].bytes : 0;
@@ -57,6 +76,8 @@ std::uint64_t folder_counter::save(std::int64_t now) noexcept {
         before_ = slots;
         count_ = {};
         seen_.reset();
+        minus_ = {};
+        shrunk_.reset();
     }
     ::flock(fd_.fd, LOCK_UN);
     return total;
@@ -65,9 +86,13 @@ std::uint64_t folder_counter::save(std::int64_t now) noexcept {
 void cleanup_state::reset() noexcept {
     current = phase::idle;
     next = 0;
-    keep_names = true;
+    cursor.close();
+    keep_names = false;
     records.clear();
+    names.clear();
     samples.clear();
+    swept.clear();
+    warm = false;
     surveyed_bytes = surveyed_entries = 0;
     cutoff = no_cutoff;
 }
@@ -77,14 +102,17 @@ void cleanup_state::drop_names() {
     for (auto const& r : records) samples.emplace_back(r.mtime, r.bytes);
     records.clear();
     records.shrink_to_fit();
+    names.clear();
+    names.shrink_to_fit();
     keep_names = false;
 }
 
 cleanup_totals cleanup_state::step(int root_fd, std::string const& ledger_path, unsigned file_mode, int exact_umask,
-                                   std::uint64_t max_size, std::size_t budget) noexcept {
+                                   std::uint64_t max_size, cleanup_budget budget, std::uint64_t total,
+                                   ledger_batch* batch) noexcept {
     cleanup_totals out;
     try {
-        step_impl(root_fd, ledger_path, file_mode, exact_umask, max_size, budget, out);
+        step_impl(root_fd, ledger_path, file_mode, exact_umask, max_size, budget, total, batch, out);
     } catch (...) { // bad_alloc: give up this cleanup; the next one starts afresh
         reset();
     }
@@ -96,15 +124,16 @@ cleanup_totals cleanup_state::step(int root_fd, std::string const& ledger_path, 
 }
 
 void cleanup_state::step_impl(int root_fd, std::string const& ledger_path, unsigned file_mode, int exact_umask,
-                              std::uint64_t max_size, std::size_t budget, cleanup_totals& out) {
+                              std::uint64_t max_size, cleanup_budget budget, std::uint64_t total,
+                              ledger_batch* batch, cleanup_totals& out) {
     std::int64_t const now = now_ns();
     folder_counter counter(ledger_path, file_mode, exact_umask, events);
-    step_context c{root_fd, now / 1000000000, now - temp_stale_after_ns, max_size - max_size / 10, budget, counter};
-    begin_or_resume(c.now_s);
+    step_context c{root_fd, now / 1000000000, now - temp_stale_after_ns, max_size - max_size / 10, budget, counter,
+                   batch, max_size};
+    begin_or_resume(c.now_s, budget.whole, total, c.target);
     if (current == phase::survey) {
         survey_folders(c, out);
-        if (next < 256) { // to be continued by a later step: names would be stale by then
-            if (keep_names) drop_names();
+        if (next < 256) { // to be continued by a later step
             counter.save(c.now_s);
             return;
         }
@@ -116,50 +145,106 @@ void cleanup_state::step_impl(int root_fd, std::string const& ledger_path, unsig
             counter.save(c.now_s);
             return;
         }
-        if (keep_names) { // the whole cache was seen in this step: evict exactly, oldest first
+        if (keep_names) { // every entry was named: evict exactly, oldest first, with no second pass
             evict_oldest_named(c, out);
             reset();
             counter.save(c.now_s);
             return;
         }
-        start_sweep(c.target);
+        start_sweep(surveyed_bytes, c.target);
     }
     if (current == phase::sweep) {
         sweep_folders(c, out);
-        std::uint64_t const total = counter.save(c.now_s);
-        if (next >= 256 || total <= c.target) reset();
+        std::uint64_t now_total = counter.save(c.now_s);
+        if (batch != nullptr && total != 0) // a store's step: the total it was given, less what it evicted
+            now_total = total > out.evicted_bytes ? total - out.evicted_bytes : 0;
+        if (next < 256) return;
+        // A whole pass: what it kept is the survey of the next one. Still over the
+        // target (stores went on meanwhile): sweep again at once; otherwise keep the
+        // notes for when the cache next goes over its limit.
+        samples = std::move(swept);
+        swept.clear();
+        started_s = c.now_s;
+        if (now_total != std::numeric_limits<std::uint64_t>::max() && now_total > c.target) {
+            start_sweep(now_total, c.target);
+        } else {
+            current = phase::idle;
+            next = 0;
+            warm = true;
+        }
     }
 }
 
-void cleanup_state::begin_or_resume(std::int64_t now_s) noexcept {
-    if (current != phase::idle && (now_s - started_s > 600 || now_s < started_s)) reset();
+void cleanup_state::begin_or_resume(std::int64_t now_s, bool whole, std::uint64_t total,
+                                    std::uint64_t target) {
+    bool const stale = now_s - started_s > 600 || now_s < started_s;
+    if (whole || ((current != phase::idle || warm) && stale)) reset();
     if (current != phase::idle) return;
+    if (warm && total != 0) {
+        warm = false;
+        started_s = now_s;
+        start_sweep(total, target);
+        return;
+    }
     reset();
     current = phase::survey;
     started_s = now_s;
+    keep_names = whole;
+}
+
+template <class OnEntry>
+bool cleanup_state::scan_next(step_context& c, cleanup_totals& out, std::int64_t evict_up_to, OnEntry&& on_entry) {
+    unsigned const folder = next;
+    folder_scan was;
+    bool const fresh = !cursor.open_on(folder);
+    if (!fresh) {
+        was = cursor.found;
+    } else {
+        cursor.close();
+        if (c.batch == nullptr) cursor.before = c.counter.before_scan(folder);
+        c.add(scan_progress{false, 1, 0});
+    }
+    scan_progress const p =
+        scan_folder_part(c.root_fd, cursor, folder, c.temps_before, evict_up_to, c.left(), on_entry);
+    c.add(p);
+    folder_scan const& now = cursor.found;
+    out.evicted += now.evicted - was.evicted;
+    out.evicted_bytes += now.evicted_bytes - was.evicted_bytes;
+    out.temps_removed += now.temps_removed - was.temps_removed;
+    if (now.not_removed != was.not_removed) out.add_failures(now.not_removed - was.not_removed, now.error);
+    // A folder looked at in one step is counted (its figure corrected); one whose look
+    // spans steps only has its evictions taken off its figure.
+    bool const whole = fresh && p.finished && c.batch == nullptr;
+    if (!whole && now.evicted_bytes != was.evicted_bytes) {
+        if (c.batch != nullptr)
+            c.batch->add(folder, 0, now.evicted_bytes - was.evicted_bytes, c.max_size, now_ns());
+        else
+            c.counter.evicted(folder, now.evicted_bytes - was.evicted_bytes);
+    }
+    if (!p.finished) return false;
+    if (whole) c.counter.counted(folder, now.bytes, cursor.before);
+    surveyed_bytes += current == phase::survey ? now.bytes : 0;
+    surveyed_entries += current == phase::survey ? now.entries : 0;
+    cursor.close();
+    ++next;
+    return true;
 }
 
 void cleanup_state::survey_folders(step_context& c, cleanup_totals& out) {
-    while (next < 256 && c.cost < c.budget) {
+    while (next < 256 && !c.spent()) {
         unsigned const folder = next;
-        c.counter.before_scan(folder);
-        folder_scan const fs =
-            scan_folder(c.root_fd, folder, c.temps_before, no_cutoff,
-                        [&](std::int64_t mtime, std::uint64_t bytes, std::string_view name, std::uint64_t) {
-                            if (keep_names && records.size() < max_named_records)
-                                records.push_back({mtime, bytes, folder, std::string(name)});
-                            else {
-                                if (keep_names) drop_names();
-                                samples.emplace_back(mtime, bytes);
-                            }
-                        });
-        c.counter.counted(folder, fs.bytes);
-        c.cost += 4 + fs.visited;
-        surveyed_bytes += fs.bytes;
-        surveyed_entries += fs.entries;
-        out.temps_removed += fs.temps_removed;
-        out.add_failures(fs.not_removed, fs.error);
-        ++next;
+        bool const done =
+            scan_next(c, out, no_cutoff, [&](std::int64_t mtime, std::uint64_t bytes, std::string_view name, std::uint64_t) {
+                if (keep_names && records.size() < max_named_records) {
+                    records.push_back({mtime, bytes, static_cast<std::uint32_t>(names.size()),
+                                       static_cast<std::uint8_t>(name.size()), static_cast<std::uint8_t>(folder)});
+                    names += name;
+                } else {
+                    if (keep_names) drop_names();
+                    samples.emplace_back(mtime, bytes);
+                }
+            });
+        if (!done) break;
     }
 }
 
@@ -168,6 +253,7 @@ void cleanup_state::evict_oldest_named(step_context& c, cleanup_totals& out) {
     std::uint64_t total = surveyed_bytes;
     file_descriptor folder_fd;
     unsigned open_folder = 256;
+    std::string name;
     for (auto const& r : records) {
         if (total <= c.target) break;
         if (r.folder != open_folder) {
@@ -179,7 +265,8 @@ void cleanup_state::evict_oldest_named(step_context& c, cleanup_totals& out) {
             out.add_failures(1, errno);
             continue;
         }
-        int const e = ::unlinkat(folder_fd.fd, r.name.c_str(), 0) == 0 ? 0 : errno;
+        name.assign(names, r.name_at, r.name_size);
+        int const e = ::unlinkat(folder_fd.fd, name.c_str(), 0) == 0 ? 0 : errno;
         if (e != 0 && e != ENOENT) {
             out.add_failures(1, e);
             continue;
@@ -193,36 +280,33 @@ void cleanup_state::evict_oldest_named(step_context& c, cleanup_totals& out) {
     out.bytes -= out.evicted_bytes;
 }
 
-void cleanup_state::start_sweep(std::uint64_t target) {
+void cleanup_state::start_sweep(std::uint64_t total, std::uint64_t target) {
     std::sort(samples.begin(), samples.end());
-    std::uint64_t total = surveyed_bytes;
+    cutoff = no_cutoff;
     for (auto const& [mtime, bytes] : samples) {
         if (total <= target) break;
         total -= bytes;
         cutoff = mtime;
     }
     samples.clear();
-    samples.shrink_to_fit();
+    swept.clear();
+    swept.reserve(static_cast<std::size_t>(surveyed_entries));
     current = phase::sweep;
     next = 0;
+    cursor.close();
 }
 
 void cleanup_state::sweep_folders(step_context& c, cleanup_totals& out) {
-    while (next < 256 && c.cost < c.budget) {
-        unsigned const folder = next;
-        c.counter.before_scan(folder);
-        folder_scan const fs = scan_folder(c.root_fd, folder, c.temps_before, cutoff, no_entry_callback{});
-        c.counter.counted(folder, fs.bytes);
-        c.cost += 4 + fs.visited;
-        out.evicted += fs.evicted;
-        out.evicted_bytes += fs.evicted_bytes;
-        out.temps_removed += fs.temps_removed;
-        out.add_failures(fs.not_removed, fs.error);
-        ++next;
-    }
+    std::uint64_t const evicted_before = out.evicted, evicted_bytes_before = out.evicted_bytes;
+    while (next < 256 && !c.spent())
+        if (!scan_next(c, out, cutoff, [this](std::int64_t mtime, std::uint64_t bytes, std::string_view, std::uint64_t) {
+                swept.emplace_back(mtime, bytes);
+            }))
+            break;
     if (out.complete) {
-        out.entries = out.entries >= out.evicted ? out.entries - out.evicted : 0;
-        out.bytes = out.bytes >= out.evicted_bytes ? out.bytes - out.evicted_bytes : 0;
+        std::uint64_t const n = out.evicted - evicted_before, b = out.evicted_bytes - evicted_bytes_before;
+        out.entries = out.entries >= n ? out.entries - n : 0;
+        out.bytes = out.bytes >= b ? out.bytes - b : 0;
     }
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 #if COMPILE_CACHE_INCLUDE_IMPL
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -16,19 +17,20 @@
 namespace compile_cache::detail::directory_storage_impl {
 
 void append_entry_path(std::string& out, std::string const& directory, key const& k) {
-    static constexpr char digits[] = "0123456789abcdef";
+    // The key's hex is built in place at the end of `out`, then moved behind its
+    // folder by append_entry_relative_path's rule (two digits, '/', the hex).
     unsigned char const* const bytes = k.data();
     std::size_t const n = k.size();
     out.reserve(out.size() + directory.size() + 4 + 2 * n);
     out += directory;
     if (out.empty() || out.back() != '/') out += '/';
-    out += digits[bytes[0] >> 4];
-    out += digits[bytes[0] & 15];
-    out += '/';
-    for (std::size_t i = 0; i < n; ++i) {
-        out += digits[bytes[i] >> 4];
-        out += digits[bytes[i] & 15];
+    char hex[2 * 64];
+    std::size_t const digits = 2 * std::min<std::size_t>(n, 64);
+    for (std::size_t i = 0; i < digits / 2; ++i) {
+        hex[2 * i] = lower_hex_digits[bytes[i] >> 4];
+        hex[2 * i + 1] = lower_hex_digits[bytes[i] & 15];
     }
+    append_entry_relative_path(out, std::string_view(hex, digits));
 }
 
 unsigned fork_generation() noexcept {

@@ -1,0 +1,153 @@
+// directory_storage's deferred writes, through which a cache writes its identity
+// records (issue 27, part 3): a store creates one file, the record follows in a batch
+// (at the cache's flush or destruction, or when the batch is full or old), this
+// process reads it at once, other processes once written; and PREFIX_RECORD_IDENTITIES.
+#include "catch2_compat.hpp"
+#include "support/posix.hpp"
+#include "support/storage_model.hpp"
+
+#include <compile_cache/storage/directory/directory_storage.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace cc = compile_cache;
+namespace fs = std::filesystem;
+using cc::directory_storage;
+using cc::key;
+using cc::read_status;
+using compile_cache_test::temp_dir;
+
+key key_n(std::uint32_t n) { return storage_test::key_of(n).value(); }
+
+/// Entry and record files under `root` (names in two-hex-digit folders, temp files aside).
+std::size_t files_under(fs::path const& root) {
+    std::size_t n = 0;
+    if (!fs::exists(root)) return 0;
+    for (auto const& folder : fs::directory_iterator(root)) {
+        if (!folder.is_directory() || folder.path().filename().string().size() != 2) continue;
+        for (auto const& e : fs::directory_iterator(folder.path()))
+            if (e.path().filename().string().rfind(".tmp-", 0) != 0) ++n;
+    }
+    return n;
+}
+
+storage_test::artifact compile_of(std::uint32_t id) { return storage_test::make_artifact(id, 0, 100); }
+
+} // namespace
+
+TEST_CASE("a deferred write is read at once in this process and written in a batch", "[storage][records]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    std::string out;
+    {
+        directory_storage s(root.string());
+        REQUIRE(!s.write_deferred(key_n(1), "record one"));
+        CHECK(!fs::exists(s.entry_path(key_n(1)))); // not written yet...
+        REQUIRE(s.read(key_n(1), out, 100).status == read_status::found); // ...read all the same
+        CHECK(out == "record one");
+        directory_storage copy = s;
+        REQUIRE(copy.read(key_n(1), out, 100).status == read_status::found); // copies share the batch
+        CHECK(copy.read(key_n(1), out, 5).status == read_status::too_large);
+        CHECK(out.empty());
+        directory_storage other(root.string()); // as another process would see it
+        CHECK(other.read(key_n(1), out, 100).status == read_status::absent);
+
+        REQUIRE(!s.write_deferred(key_n(1), "record one, again")); // the latest bytes of a key are kept
+        REQUIRE(!s.write_deferred(key_n(2), "record two"));
+        REQUIRE(!s.flush_deferred());
+        REQUIRE(other.read(key_n(1), out, 100).status == read_status::found);
+        CHECK(out == "record one, again");
+        REQUIRE(other.read(key_n(2), out, 100).status == read_status::found);
+
+        // A write or a remove of a held key supersedes it.
+        REQUIRE(!s.write_deferred(key_n(3), "held"));
+        REQUIRE(!s.write(key_n(3), "written"));
+        REQUIRE(!s.write_deferred(key_n(4), "held"));
+        REQUIRE(!s.remove(key_n(4)));
+        REQUIRE(!s.write_deferred(key_n(5), "made when the last copy goes"));
+    }
+    directory_storage after(root.string());
+    REQUIRE(after.read(key_n(3), out, 100).status == read_status::found);
+    CHECK(out == "written");
+    CHECK(after.read(key_n(4), out, 100).status == read_status::absent);
+    REQUIRE(after.read(key_n(5), out, 100).status == read_status::found);
+    CHECK(out == "made when the last copy goes");
+}
+
+TEST_CASE("deferred writes are made when the batch is full", "[storage][records]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    directory_storage s(root.string());
+    std::size_t const bound = cc::detail::directory_storage_impl::deferred_writes::max_keys;
+    for (std::uint32_t i = 0; i + 1 < bound; ++i) REQUIRE(!s.write_deferred(key_n(i), "r"));
+    CHECK(files_under(root) == 0);
+    REQUIRE(!s.write_deferred(key_n(static_cast<std::uint32_t>(bound)), "r"));
+    CHECK(files_under(root) == bound);
+}
+
+TEST_CASE("through a cache, a store creates one file, the identity record follows and explains the next miss",
+          "[storage][records][explain]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    cc::entry_info const info{"main", "prog.dsl", 1};
+    {
+        storage_test::cache c{directory_storage(root.string())};
+        auto const r = c.get_or_compile<storage_test::artifact>(storage_test::key_of(1), info,
+                                                                [] { return compile_of(1); });
+        CHECK(r.outcome == cc::outcome::compiled);
+        CHECK(files_under(root) == 1); // the entry; its record is held
+        // This process explains a miss with the record at once.
+        auto const again = c.get_or_compile<storage_test::artifact>(storage_test::key_of(2), info,
+                                                                    [] { return compile_of(2); });
+        CHECK(again.explanation.what == cc::miss_explanation::kind::changed);
+        CHECK(files_under(root) == 2);
+    } // destroyed: the record is written
+    CHECK(files_under(root) == 3);
+    // Another cache (another process) finds the record: the record of the latest store.
+    storage_test::cache later{directory_storage(root.string())};
+    auto const r = later.get_or_compile<storage_test::artifact>(storage_test::key_of(3), info,
+                                                                [] { return compile_of(3); });
+    CHECK(r.explanation.what == cc::miss_explanation::kind::changed);
+}
+
+TEST_CASE("PREFIX_RECORD_IDENTITIES=0 turns identity records off, a bad value is one line and the default",
+          "[storage][records][settings]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    compile_cache_test::scoped_settings env("CCRECTEST", {"_DIR", "_LOG", "_RECORD_IDENTITIES"});
+    env.set("_DIR", root.c_str());
+    cc::entry_info const info{"main", "prog.dsl", 1};
+    auto stores_leave = [&](std::uint32_t id) {
+        std::size_t const before = files_under(root);
+        {
+            auto c = storage_test::cache::from_env("CCRECTEST");
+            REQUIRE(c.enabled());
+            c.get_or_compile<storage_test::artifact>(storage_test::key_of(id), info, [id] { return compile_of(id); });
+        }
+        return files_under(root) - before;
+    };
+    {
+        auto c = storage_test::cache::from_env("CCRECTEST");
+        CHECK(c.options().record_identities);
+    }
+    env.set("_RECORD_IDENTITIES", "0");
+    {
+        auto c = storage_test::cache::from_env("CCRECTEST");
+        CHECK(!c.options().record_identities);
+    }
+    CHECK(stores_leave(1) == 1); // the entry alone
+    env.set("_RECORD_IDENTITIES", "1");
+    CHECK(stores_leave(2) == 2); // the entry and the kernel's record
+
+    env.set("_RECORD_IDENTITIES", "sometimes");
+    compile_cache_test::captured_stderr captured(dir.path() / "stderr.txt");
+    auto c = storage_test::cache::from_env("CCRECTEST");
+    std::string const text = captured.text();
+    CHECK(c.options().record_identities);
+    CHECK(text.find("CCRECTEST_RECORD_IDENTITIES=\"sometimes\"") != std::string::npos);
+}
