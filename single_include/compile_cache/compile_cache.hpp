@@ -2477,6 +2477,85 @@ std::string toolchain::compiler_id() {
 #endif
 // ---- end compile_cache/key/impl/toolchain.ipp
 // ---- end compile_cache/key/toolchain.hpp
+// ---- begin compile_cache/key/toolchain_component.hpp
+// compile_cache: the toolchain component of a cache's keys, described and hashed once per
+// host version string rather than once per kernel, with its parts hashed one by one so
+// that a miss explanation (explain.hpp) can name the part that changed.
+
+
+
+#include <algorithm>
+#include <cstddef>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace compile_cache::detail {
+
+/// The toolchain component one cache adds to its keys (basic_cache::make_key_builder).
+/// Thread-safe.
+template <class Hasher>
+class toolchain_component {
+public:
+    /// Adds the toolchain component of `host_version` and the serializer's `format_id`
+    /// to `kb`; fails `kb` when it cannot be described.
+    void add_to(key_builder<Hasher>& kb, std::string const& host_version, std::string const& format_id) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!digest_ || host_ != host_version) {
+            toolchain const t = toolchain::current(host_version, format_id);
+            key_builder<Hasher> once;
+            once.add("toolchain", t);
+            key_result r = once.finish();
+            if (!r.ok() || r.components().empty()) {
+                kb.fail(r.bypass_reason());
+                return;
+            }
+            key_builder<Hasher> parts;
+            parts.add("toolchain: library format", t.library_format)
+                .add("toolchain: compiler", t.compiler)
+                .add("toolchain: Boost", t.boost_version)
+                .add("toolchain: archive format", t.serializer_format)
+                .add("toolchain: platform", t.platform + ", " + std::to_string(t.pointer_size * 8) +
+                                                (t.little_endian ? "-bit little-endian" : "-bit big-endian"))
+                .add("toolchain: host version", t.host_version)
+                .add("toolchain: host build-id", t.host_build_id);
+            parts_ = parts.finish().components();
+            digest_ = r.components().front();
+            host_ = host_version;
+        }
+        kb.add_component(*digest_);
+    }
+
+    /// `components` as an identity record keeps them: the toolchain component add_to
+    /// added replaced by its parts, so that a miss names the part, and every digest cut
+    /// to `digest_size` bytes (enough to tell a change).
+    std::vector<component_digest> with_parts(std::vector<component_digest> const& components,
+                                             std::size_t digest_size) {
+        std::vector<component_digest> out;
+        out.reserve(components.size() + 8);
+        auto const add = [&out, digest_size](component_digest const& c) {
+            out.push_back({c.name, key(c.digest.data(), std::min(c.digest.size(), digest_size))});
+        };
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (component_digest const& c : components) {
+            if (c.name == "toolchain" && digest_ && c == *digest_ && !parts_.empty())
+                for (component_digest const& part : parts_) add(part);
+            else
+                add(c);
+        }
+        return out;
+    }
+
+private:
+    std::mutex mutex_;
+    std::string host_;                      ///< the host version string digest_ is for
+    std::optional<component_digest> digest_; ///< the component, as a key has it
+    std::vector<component_digest> parts_;   ///< digest_'s parts, one by one
+};
+
+} // namespace compile_cache::detail
+// ---- end compile_cache/key/toolchain_component.hpp
 
 // ---- begin compile_cache/serializer/boost_archive.hpp
 // compile_cache: Serializers over Boost.Serialization archives: boost_binary (the
@@ -3551,9 +3630,11 @@ using registry = basic_registry<>;
 
 // ---- begin compile_cache/settings.hpp
 // compile_cache: settings from the environment, for the cache and for every storage.
-// A storage configures itself from `PREFIX_*` variables through a settings_reader:
-// the parsers below read sizes, durations, switches and choices, and every value that
-// does not parse is one line through the reporter, then the default.
+// The cache reads its own, then hands its storage plain values (storage_settings); the
+// storage reads its own `PREFIX_*` variables through a settings_reader, whose parsers
+// read sizes, durations, switches and choices (every value that does not parse is one
+// line through the reporter, then the default), and answers with itself or with why it
+// is off (from_env_result).
 
 
 
@@ -3561,10 +3642,13 @@ using registry = basic_registry<>;
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace compile_cache {
 
@@ -3606,12 +3690,67 @@ COMPILE_CACHE_DECL std::optional<double> parse_fraction(std::string_view s) noex
 /// `off`, `false`, `no` are off (any case). nullopt for anything else.
 COMPILE_CACHE_DECL std::optional<bool> parse_switch(std::string_view s) noexcept;
 
+/// What a settings_reader's members that serve the deprecated `from_env(settings_reader&)`
+/// form say (settings_reader::confirm and the others below).
+#define COMPILE_CACHE_DEPRECATED_FROM_ENV                                                                        \
+    [[deprecated("use static from_env_result<S> from_env(storage_settings const&); see README, Moving from an "  \
+                 "earlier version")]]
+
+class settings_reader;
+struct storage_settings;
+
+namespace detail {
+/// The lines basic_cache::from_env has to say about its own settings (a bad PREFIX_LOG,
+/// PREFIX_VERIFY...), shared by the settings_reader it hands its storage: held until the
+/// storage shows it is wanted (it reports a line, or answers with itself or "off"), then
+/// said first, in order; dropped when the storage is not configured, so that a cache
+/// nobody asked for prints nothing. Lines go to `out`, or to stderr as `compile_cache: LINE`.
+class held_lines {
+public:
+    explicit held_lines(std::function<void(std::string_view)> out) : out_(std::move(out)) {}
+    /// Keeps `line` until release().
+    COMPILE_CACHE_DECL void hold(std::string line);
+    /// Says the held lines, once; later lines are said at once.
+    COMPILE_CACHE_DECL void release() noexcept;
+    /// Forgets the held lines, unsaid.
+    COMPILE_CACHE_DECL void drop() noexcept;
+    /// release(), then `line`.
+    COMPILE_CACHE_DECL void say(std::string const& line) noexcept;
+
+private:
+    COMPILE_CACHE_DECL void emit(std::string const& line) const noexcept;
+    std::function<void(std::string_view)> out_;
+    std::mutex mutex_;
+    std::vector<std::string> lines_;
+    bool released_ = false;
+};
+
+/// What the deprecated members of a settings_reader handed to a storage's old
+/// `from_env(settings_reader&)` answer: the values the cache read before it asked (the
+/// storage_settings of the new form), and what the storage said once it confirmed.
+struct old_form_answers {
+    bool authenticated = false;
+    bool remote_trusted = false;
+    std::function<void(std::string_view)> logger;
+    std::string cache_off;      ///< storage_settings::cache_off
+    std::string untrusted_line; ///< storage_settings::untrusted_remote_reason()
+    bool untrusted_said = false;
+    bool confirmed = false;     ///< confirm() was called: the storage's main setting asked for it
+    /// Lines the storage reported after confirm(): said by the cache when the storage
+    /// returns itself, the last one being its reason when it returns nullopt.
+    std::vector<std::string> after_confirm;
+};
+
+/// The cache's way into a settings_reader (the members below are not for storages).
+struct settings_reader_access;
+} // namespace detail
+
 /// What a cache reads from the environment under one prefix, and where it says what
-/// it could not use. Given to `Storage::from_env(settings_reader&)` (an optional
-/// static member: see docs/policies.md), so that a storage reads its own
-/// `PREFIX_*` variables with the same parsers, and reports a bad value the same way:
-/// one line (through the cache's logger, or on stderr when it has none), then the
-/// default.
+/// it could not use. A storage reads its own `PREFIX_*` variables through the one in
+/// storage_settings (`static from_env_result<S> from_env(storage_settings const&)`,
+/// an optional static member: see docs/policies.md), with the same parsers, and reports
+/// a bad value the same way: one line (through the cache's logger, or on stderr when
+/// it has none), then the default.
 class settings_reader {
 public:
     /// Receives one line, without a trailing newline.
@@ -3672,48 +3811,117 @@ public:
         return fallback;
     }
 
-    // --- Between the cache and its storage -------------------------------------
+    // --- The deprecated from_env(settings_reader&) form ----------------------------
+    // A storage written against the earlier contract asked the cache through these;
+    // they now answer from what the cache read before it asked (storage_settings), with
+    // no call back into the cache. A new storage reads storage_settings instead.
 
-    /// A storage calls this once its own main setting (its path, its URL) says it is
-    /// wanted, before it reports anything else or touches anything: the cache then
-    /// reads its own settings (`PREFIX_LOG`, `PREFIX_SECRET_FILE`). False when the
-    /// cache cannot run (it has reported why, in one line): the storage returns
-    /// nullopt. Later calls return the first answer. A storage that never calls it
-    /// still works: the cache calls it when from_env returns a storage.
-    bool confirm() {
-        if (!confirmed_) confirmed_ = confirm_ ? confirm_() : true;
-        return *confirmed_;
+    /// False when the cache cannot run whatever the storage does (storage_settings::cache_off):
+    /// the storage then returns nullopt, and the cache says why. Call it once the
+    /// storage's main setting says it is wanted, before it reports anything else. A
+    /// reader that no cache made answers true.
+    COMPILE_CACHE_DEPRECATED_FROM_ENV COMPILE_CACHE_DECL bool confirm() noexcept;
+    /// storage_settings::authenticated; false from a reader that no cache made.
+    COMPILE_CACHE_DEPRECATED_FROM_ENV bool authenticated() const noexcept {
+        return answers_ && answers_->authenticated;
     }
-    /// After confirm(): whether the cache authenticates its entries (a secret is set),
-    /// so that a storage sharing entries with other machines can refuse to run
-    /// without it.
-    bool authenticated() const noexcept { return authenticated_; }
-    /// After confirm(): whether a storage shared with other machines (a remote) may be
-    /// used. What such a server returns runs as code here, so only when entries are
-    /// authenticated (a secret) or `PREFIX_REMOTE_INSECURE` says the server is trusted;
-    /// otherwise one line saying how to set a secret. Asked by the tier and by the Redis
-    /// storage alike, answered (and said) once.
-    COMPILE_CACHE_DECL bool remote_trusted();
-    /// After confirm(): the cache's logger (empty when it logs nothing), for a storage
-    /// that reports what happens while it runs (a server gone, then back).
-    reporter const& logger() const noexcept { return logger_; }
-
-    /// For the cache: what confirm() does, and what it then tells the storage.
-    void on_confirm(std::function<bool()> confirm) { confirm_ = std::move(confirm); }
-    void set_reporter(reporter report) { report_ = std::move(report); }
-    void set_logger(reporter logger) { logger_ = std::move(logger); }
-    void set_authenticated(bool authenticated) noexcept { authenticated_ = authenticated; }
-    bool confirmed() const noexcept { return confirmed_.has_value(); }
+    /// storage_settings::remote_trusted; when false, the reason (untrusted_remote_reason)
+    /// is the storage's line. From a reader that no cache made: `PREFIX_REMOTE_INSECURE`.
+    COMPILE_CACHE_DEPRECATED_FROM_ENV COMPILE_CACHE_DECL bool remote_trusted() const;
+    /// storage_settings::logger; empty from a reader that no cache made.
+    COMPILE_CACHE_DEPRECATED_FROM_ENV reporter const& logger() const noexcept {
+        static reporter const none;
+        return answers_ ? answers_->logger : none;
+    }
 
 private:
+    friend struct detail::settings_reader_access;
     std::string prefix_;
     reporter report_;
-    reporter logger_;
-    std::function<bool()> confirm_;
-    std::optional<bool> confirmed_;
-    bool authenticated_ = false;
-    std::optional<bool> remote_trusted_;
+    std::shared_ptr<detail::held_lines> held_;          ///< the cache's lines, when a cache made this reader
+    std::shared_ptr<detail::old_form_answers> answers_; ///< only for the deprecated form
 };
+
+/// What a cache hands its storage's `static from_env_result<S> from_env(storage_settings const&)`:
+/// the cache reads its own settings first (PREFIX_LOG, PREFIX_SECRET_FILE, ...), then
+/// gives the storage what it needs to decide as plain values. The storage reads its own
+/// `PREFIX_*` variables through `env` and answers with itself or with "off, because".
+/// The order a storage follows: its main setting (its path, its URL) off:
+/// `not_configured()`; `cache_off` not empty: `off(cache_off)`, before it reads another
+/// setting or touches anything; then its other settings (a bad one: one line through
+/// `env`, and the default); a fault that leaves it unusable: `off(why)`.
+struct storage_settings {
+    /// The prefix, the parsers, and where a bad value is reported (the logger, or stderr).
+    settings_reader env;
+    /// Whether the cache authenticates its entries (a secret is set).
+    bool authenticated = false;
+    /// Whether a storage shared with other machines (a remote) may be used: entries are
+    /// authenticated, or `PREFIX_REMOTE_INSECURE` says only trusted machines write there.
+    /// A remote answers `off(untrusted_remote_reason())` when it is false.
+    bool remote_trusted = false;
+    /// The cache's logger, for a storage that reports what happens while it runs; empty
+    /// when the cache logs nothing.
+    settings_reader::reporter logger;
+    /// Empty, or why the cache cannot run whatever the storage answers (its own settings
+    /// disable it: a `PREFIX_SECRET_FILE` that cannot be read): a storage whose main
+    /// setting asks for it answers `off(cache_off)` at once, so that nothing is made or
+    /// connected. (One that returns itself anyway is dropped, with this line.)
+    std::string cache_off;
+
+    /// The one line a remote storage (or the tier) gives as its reason when a remote is
+    /// asked for (`PREFIX_REMOTE` set) but `remote_trusted` is false.
+    COMPILE_CACHE_DECL std::string untrusted_remote_reason() const;
+};
+
+/// A storage's answer to `from_env(storage_settings const&)`: the storage the settings
+/// configure, or none, with the reason in one line (empty when the settings did not ask
+/// for this storage at all: its main setting is unset or off). The cache reports a
+/// reason once and runs without a cache.
+template <class S>
+class from_env_result {
+public:
+    /// The storage the settings configure.
+    from_env_result(S storage) : storage_(std::move(storage)) {}
+    /// No storage, because `why` (one line, reported by the cache; empty: not asked for).
+    static from_env_result off(std::string why) { return from_env_result(std::move(why)); }
+    /// No storage: the settings do not ask for one (nothing is reported).
+    static from_env_result not_configured() { return from_env_result(std::string()); }
+
+    bool has_value() const noexcept { return storage_.has_value(); }
+    explicit operator bool() const noexcept { return storage_.has_value(); }
+    S& operator*() & noexcept { return *storage_; }
+    S&& operator*() && noexcept { return std::move(*storage_); }
+    S* operator->() noexcept { return &*storage_; }
+    /// Why there is no storage; empty when there is one, or when none was asked for.
+    std::string const& why_off() const noexcept { return why_off_; }
+
+private:
+    explicit from_env_result(std::string why) : why_off_(std::move(why)) {}
+    std::optional<S> storage_;
+    std::string why_off_;
+};
+
+namespace detail {
+struct settings_reader_access {
+    /// The reader basic_cache::from_env hands its storage: bad values go through `held`.
+    static settings_reader holding(std::string prefix, std::shared_ptr<held_lines> held) {
+        settings_reader r(std::move(prefix));
+        r.held_ = std::move(held);
+        return r;
+    }
+    /// For a storage's deprecated `from_env(settings_reader&)`: `settings.env` whose
+    /// deprecated members answer from `settings`.
+    COMPILE_CACHE_DECL static settings_reader answering(storage_settings const& settings);
+    static old_form_answers& answers(settings_reader& r) noexcept { return *r.answers_; }
+    /// Says `line` as the reader's cache does (its held lines first), skipping the
+    /// after-confirm capture of the deprecated form.
+    static void say(settings_reader const& r, std::string const& line) noexcept {
+        settings_reader plain = r;
+        plain.answers_.reset();
+        plain.report(line);
+    }
+};
+} // namespace detail
 
 } // namespace compile_cache
 
@@ -3827,8 +4035,87 @@ std::optional<bool> parse_switch(std::string_view s) noexcept {
     return std::nullopt;
 }
 
+namespace detail {
+
+/// The line a remote gets as its reason when it is asked for without trust.
+inline std::string untrusted_remote_line(settings_reader const& env) {
+    return env.name("_REMOTE") +
+           " is set but entries are not authenticated, and what a shared server returns runs as code "
+           "here: the remote is off. Give every machine the same secret with " +
+           env.name("_SECRET_FILE") + ", or set " + env.name("_REMOTE_INSECURE") +
+           "=1 if only trusted machines can write to the server";
+}
+
+void held_lines::emit(std::string const& line) const noexcept {
+    if (out_) {
+        try {
+            out_(line);
+        } catch (...) {
+        }
+    } else {
+        std::fprintf(stderr, "compile_cache: %s\n", line.c_str());
+    }
+}
+
+void held_lines::hold(std::string line) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (released_) {
+        emit(line);
+        return;
+    }
+    lines_.push_back(std::move(line));
+}
+
+void held_lines::release() noexcept {
+    std::vector<std::string> lines;
+    try {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (released_) return;
+        released_ = true;
+        lines.swap(lines_);
+    } catch (...) {
+        return;
+    }
+    for (std::string const& line : lines) emit(line);
+}
+
+void held_lines::drop() noexcept {
+    try {
+        std::lock_guard<std::mutex> lock(mutex_);
+        lines_.clear();
+    } catch (...) {
+    }
+}
+
+void held_lines::say(std::string const& line) noexcept {
+    release();
+    emit(line);
+}
+
+settings_reader settings_reader_access::answering(storage_settings const& settings) {
+    settings_reader r = settings.env;
+    r.answers_ = std::make_shared<old_form_answers>();
+    r.answers_->authenticated = settings.authenticated;
+    r.answers_->remote_trusted = settings.remote_trusted;
+    r.answers_->logger = settings.logger;
+    r.answers_->cache_off = settings.cache_off;
+    r.answers_->untrusted_line = settings.untrusted_remote_reason();
+    return r;
+}
+
+} // namespace detail
+
 void settings_reader::report(std::string const& line) const noexcept {
-    if (report_) {
+    if (answers_ && answers_->confirmed) {
+        try {
+            answers_->after_confirm.push_back(line); // the deprecated form: said when from_env returns
+            return;
+        } catch (...) {
+        }
+    }
+    if (held_) {
+        held_->say(line);
+    } else if (report_) {
         try {
             report_(line);
         } catch (...) {
@@ -3877,19 +4164,27 @@ bool settings_reader::flag(std::string_view suffix, bool fallback, std::string c
     return fallback;
 }
 
-bool settings_reader::remote_trusted() {
-    if (!remote_trusted_) {
-        bool const insecure = flag("_REMOTE_INSECURE", false, "the remote needs a secret");
-        remote_trusted_ = authenticated_ || insecure;
-        if (!*remote_trusted_)
-            report(name("_REMOTE") +
-                   " is set but entries are not authenticated, and what a shared server returns runs as code "
-                   "here: the remote is off. Give every machine the same secret with " +
-                   name("_SECRET_FILE") + ", or set " + name("_REMOTE_INSECURE") +
-                   "=1 if only trusted machines can write to the server");
-    }
-    return *remote_trusted_;
+bool settings_reader::confirm() noexcept {
+    if (!answers_) return true;
+    answers_->confirmed = true;
+    if (held_) held_->release();
+    return answers_->cache_off.empty();
 }
+
+bool settings_reader::remote_trusted() const {
+    if (answers_) {
+        if (!answers_->remote_trusted && !answers_->untrusted_said) {
+            answers_->untrusted_said = true;
+            report(answers_->untrusted_line);
+        }
+        return answers_->remote_trusted;
+    }
+    bool const trusted = flag("_REMOTE_INSECURE", false, "the remote needs a secret");
+    if (!trusted) report(detail::untrusted_remote_line(*this));
+    return trusted;
+}
+
+std::string storage_settings::untrusted_remote_reason() const { return detail::untrusted_remote_line(env); }
 
 } // namespace compile_cache
 
@@ -3920,6 +4215,21 @@ enum class read_status {
 struct read_result {
     read_status status = read_status::absent;
     std::error_code error{}; ///< set when status is error
+    /// Where a `found` entry came from, in the storage's own terms (0 unless the storage
+    /// sets it): the cache gives the whole answer back, unchanged, to the storage's
+    /// optional `entry_checked` once it checked the entry. tiered_storage says which of
+    /// its tiers answered.
+    std::uint32_t origin = 0;
+};
+
+/// What the cache's check of an entry found, as a storage hears it (the optional
+/// `entry_checked` member): enough to act on, without the envelope's own statuses.
+enum class entry_check {
+    sound,           ///< the envelope checked: the entry is what its key names
+    damaged,         ///< damaged, truncated, not an entry, or another key's entry
+    unauthenticated, ///< its HMAC does not verify under the cache's secret
+    too_large,       ///< over the cache's bound for it
+    foreign_version, ///< another format or serializer version's: sound, but not usable here
 };
 
 /// One entry as a storage lists it (the optional `list` member), for tools: its key,
@@ -3933,7 +4243,7 @@ struct stored_entry {
 };
 
 /// What the check of an entry's envelope found (defined in envelope.hpp): declared here
-/// for the optional `entry_checked` member's requirement.
+/// for the earlier form of the optional `entry_checked` member.
 enum class envelope_status;
 
 namespace detail {
@@ -3984,14 +4294,33 @@ template <class S>
 using corrupt_address_t = decltype(&S::corrupt);
 
 /// Optional: a Storage that configures itself from the environment
-/// (`static std::optional<S> from_env(settings_reader&)`); basic_cache::from_env
-/// delegates to it.
+/// (`static from_env_result<S> from_env(storage_settings const&)`); basic_cache::from_env
+/// and tiered_storage::from_env delegate to it.
 template <class S>
-using from_env_t = decltype(S::from_env(std::declval<settings_reader&>()));
+using from_env_t = decltype(S::from_env(std::declval<storage_settings const&>()));
 template <class S>
-using has_from_env = is_detected_exact<std::optional<S>, from_env_t, S>;
+using has_from_env = is_detected_exact<from_env_result<S>, from_env_t, S>;
+/// The deprecated form, `static std::optional<S> from_env(settings_reader&)`: still
+/// called (storage_from_env below), and the host is told once (basic_cache::from_env).
+template <class S>
+using deprecated_from_env_t = decltype(S::from_env(std::declval<settings_reader&>()));
+template <class S>
+using has_deprecated_from_env =
+    std::bool_constant<!has_from_env<S>::value && is_detected_exact<std::optional<S>, deprecated_from_env_t, S>::value>;
+/// Either form: what a named from_env must be.
+template <class S>
+using has_any_from_env = std::bool_constant<has_from_env<S>::value || has_deprecated_from_env<S>::value>;
 template <class S>
 using from_env_address_t = decltype(&S::from_env);
+/// Whether storage_from_env (below) can make S: a from_env of either form, or S
+/// constructible from the value of its main setting.
+template <class S>
+using configurable_from_env = std::bool_constant<has_any_from_env<S>::value || std::is_constructible_v<S, std::string>>;
+
+/// Whether configuring S from the environment goes through the deprecated form (S's own
+/// from_env, or a storage S is made of: tiered_storage specialises it for its tiers).
+template <class S>
+struct uses_deprecated_from_env : has_deprecated_from_env<S> {};
 
 /// Optional: the settings that from_env reads
 /// (`static std::vector<environment_setting> environment_settings(std::string_view prefix)`).
@@ -4002,19 +4331,58 @@ using has_environment_settings = is_detected_exact<std::vector<environment_setti
 template <class S>
 using environment_settings_address_t = decltype(&S::environment_settings);
 
-/// Optional: `void entry_checked(key const&, std::string_view entry, envelope_status)`,
-/// called by the cache right after it checked the envelope of an entry the storage's
-/// read returned `found` (on the same thread): tiered_storage copies a sound remote
-/// entry to its local storage, and counts a corrupt or unauthenticated one.
+/// Optional: `void entry_checked(key const&, std::string_view entry, read_result const&
+/// answer, entry_check)`, called by the cache right after it checked an entry the
+/// storage's read returned `found` (on the same thread), with that read's answer as the
+/// storage gave it (its `origin`) and what the check found: tiered_storage copies a sound
+/// remote entry to its local storage, and counts a corrupt or unauthenticated one.
+/// The earlier form, `entry_checked(key const&, std::string_view, envelope_status)`, is
+/// still called (deprecated: it cannot tell one read from another, and needs envelope.hpp).
+template <class S>
+using entry_checked_answer_t = decltype(std::declval<S&>().entry_checked(
+    std::declval<key const&>(), std::declval<std::string_view>(), std::declval<read_result const&>(),
+    std::declval<entry_check>()));
+template <class S>
+using has_entry_checked_answer = is_detected<entry_checked_answer_t, S>;
 template <class S, class Status>
 using entry_checked_t = decltype(std::declval<S&>().entry_checked(
     std::declval<key const&>(), std::declval<std::string_view>(), std::declval<Status>()));
+/// The earlier form, with the envelope's own status type (envelope_status).
 template <class S, class Status>
 using has_entry_checked_with = is_detected<entry_checked_t, S, Status>;
 template <class S>
-using has_entry_checked = has_entry_checked_with<S, envelope_status>;
+using has_entry_checked = std::bool_constant<has_entry_checked_answer<S>::value ||
+                                             has_entry_checked_with<S, envelope_status>::value>;
 template <class S>
 using entry_checked_address_t = decltype(&S::entry_checked);
+
+/// What a storage hears of an envelope check's `status` (an envelope_status; a
+/// template so that this header needs no envelope.hpp).
+template <class Status>
+constexpr entry_check entry_check_of(Status status) noexcept {
+    switch (status) {
+    case Status::ok: return entry_check::sound;
+    case Status::unauthenticated: return entry_check::unauthenticated;
+    case Status::too_large: return entry_check::too_large;
+    case Status::foreign_version: return entry_check::foreign_version;
+    default: return entry_check::damaged; // corrupt, key_mismatch
+    }
+}
+
+/// Tells `storage` what the check of the entry its read answered `answer` for found
+/// (`status`, an envelope_status), by the member it has: the current form, else the
+/// earlier one, else nothing.
+template <class S, class Status>
+void tell_entry_checked(S& storage, key const& k, std::string_view entry, read_result const& answer,
+                        Status status) {
+    if constexpr (has_entry_checked_answer<S>::value) {
+        storage.entry_checked(k, entry, answer, entry_check_of(status));
+    } else if constexpr (has_entry_checked_with<S, Status>::value) {
+        storage.entry_checked(k, entry, status);
+    } else {
+        (void)storage, (void)k, (void)entry, (void)answer, (void)status;
+    }
+}
 
 /// Optional: `std::vector<std::pair<std::string, std::uint64_t>> storage_counters() const`,
 /// the storage's own counters, added to the cache's statistics (names with a `.`).
@@ -4057,6 +4425,16 @@ using has_list = is_detected_exact<std::error_code, list_t, S>;
 template <class S>
 using list_address_t = decltype(&S::list);
 
+/// Optional: `std::error_code write_deferred(key const&, std::string_view)`, a write
+/// that may be made later (batched per process) and lost if the process dies first,
+/// while a read in this process sees it at once; the cache writes identity records
+/// through it when there is one (directory_storage has it), entries never.
+template <class S>
+using write_deferred_t = decltype(std::declval<S&>().write_deferred(std::declval<key const&>(),
+                                                                    std::declval<std::string_view>()));
+template <class S>
+using has_write_deferred = is_detected_exact<std::error_code, write_deferred_t, S>;
+
 /// Optional: `std::string entry_path(key const&) const`, where the entry of a key is
 /// kept (directory_storage: its file), named in the cache's failure lines.
 template <class S>
@@ -4085,7 +4463,7 @@ using is_storage = std::bool_constant<
     optional_member_valid<entry_path_address_t, has_entry_path, S>::value &&
     optional_member_valid<storage_counters_address_t, has_storage_counters, S>::value &&
     optional_member_valid<record_counters_address_t, has_record_counters, S>::value &&
-    optional_member_valid<from_env_address_t, has_from_env, S>::value &&
+    optional_member_valid<from_env_address_t, has_any_from_env, S>::value &&
     optional_member_valid<environment_settings_address_t, has_environment_settings, S>::value>;
 } // namespace detail
 
@@ -4103,7 +4481,10 @@ struct storage_capabilities {
     static constexpr bool entry_path = detail::has_entry_path<S>::value;
     static constexpr bool storage_counters = detail::has_storage_counters<S>::value;
     static constexpr bool record_counters = detail::has_record_counters<S>::value;
-    static constexpr bool from_env = detail::has_from_env<S>::value;
+    /// A from_env the cache calls, in either form.
+    static constexpr bool from_env = detail::has_any_from_env<S>::value;
+    /// It is the deprecated `static std::optional<S> from_env(settings_reader&)`.
+    static constexpr bool from_env_is_deprecated = detail::has_deprecated_from_env<S>::value;
     static constexpr bool environment_settings = detail::has_environment_settings<S>::value;
 
     /// Each optional member's name and whether S has it, in the order above.
@@ -4117,7 +4498,7 @@ struct storage_capabilities {
         {"entry_path", entry_path},
         {"storage_counters", storage_counters},
         {"record_counters", record_counters},
-        {"from_env", from_env},
+        {from_env_is_deprecated ? "from_env (the deprecated settings_reader& form)" : "from_env", from_env},
         {"environment_settings", environment_settings},
     };
 };
@@ -4153,12 +4534,63 @@ struct check_storage {
                   "compile_cache: the Storage's storage_counters member has the wrong signature (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::record_counters_address_t, detail::has_record_counters, S>::value,
                   "compile_cache: the Storage's record_counters member has the wrong signature (docs/policies.md)");
-    static_assert(detail::optional_member_valid<detail::from_env_address_t, detail::has_from_env, S>::value,
-                  "compile_cache: the Storage's from_env member has the wrong signature (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::from_env_address_t, detail::has_any_from_env, S>::value,
+                  "compile_cache: the Storage's from_env member has the wrong signature; expected `static "
+                  "from_env_result<S> from_env(storage_settings const&)` (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::environment_settings_address_t, detail::has_environment_settings, S>::value,
                   "compile_cache: the Storage's environment_settings member has the wrong signature (docs/policies.md)");
     static constexpr bool value = true;
 };
+
+namespace detail {
+
+/// S's answer to `settings` through its deprecated `std::optional<S> from_env(settings_reader&)`:
+/// the reader's deprecated members answer from `settings`; the lines the storage reports
+/// once it confirmed are said here, the last one being its reason when it returns
+/// nullopt (off), so that the caller says the reason once, as for the new form.
+template <class S>
+from_env_result<S> from_env_of_deprecated_form(storage_settings const& settings) {
+    settings_reader env = settings_reader_access::answering(settings);
+    old_form_answers& answers = settings_reader_access::answers(env);
+    auto say_all_but = [&](std::size_t kept) noexcept {
+        for (std::size_t i = 0; i + kept < answers.after_confirm.size(); ++i)
+            settings_reader_access::say(env, answers.after_confirm[i]);
+    };
+    std::optional<S> storage = [&] {
+        try {
+            return S::from_env(env);
+        } catch (...) {
+            say_all_but(0);
+            throw;
+        }
+    }();
+    if (storage) {
+        say_all_but(0);
+        return from_env_result<S>(std::move(*storage));
+    }
+    if (!answers.confirmed) return from_env_result<S>::not_configured();
+    if (answers.after_confirm.empty()) return from_env_result<S>::off(answers.cache_off); // (empty: silent)
+    say_all_but(1);
+    return from_env_result<S>::off(answers.after_confirm.back());
+}
+
+/// S's answer to `settings`, in whichever form S has from_env; without one, S made from
+/// the value of its main setting `PREFIX` + `main_suffix` (off: not configured).
+template <class S>
+from_env_result<S> storage_from_env(storage_settings const& settings, std::string_view main_suffix) {
+    if constexpr (has_from_env<S>::value) {
+        return S::from_env(settings);
+    } else if constexpr (has_deprecated_from_env<S>::value) {
+        return from_env_of_deprecated_form<S>(settings);
+    } else {
+        std::string value = settings.env.value(main_suffix);
+        if (is_off(value)) return from_env_result<S>::not_configured();
+        if (!settings.cache_off.empty()) return from_env_result<S>::off(settings.cache_off);
+        return from_env_result<S>(S(std::move(value)));
+    }
+}
+
+} // namespace detail
 
 } // namespace compile_cache
 
@@ -4419,21 +4851,37 @@ inline bool is_temp_name(std::string_view n) noexcept {
     return true;
 }
 
-/// Appends `DIR/ab/<hex of k>` to `out` (`directory` without a trailing slash,
-/// unless it is "/"), with no intermediate string.
+inline constexpr char lower_hex_digits[] = "0123456789abcdef";
+
+/// The entry path rule, written once: an entry lives at `ab/<hex>` relative to the
+/// cache directory, where `<hex>` is its key's lower-case hex and `ab` its first two
+/// digits (the fan-out folder). Appends that to `out`; `hex` has at least two digits.
+inline void append_entry_relative_path(std::string& out, std::string_view hex) {
+    out.append(hex.data(), 2);
+    out += '/';
+    out += hex;
+}
+
+/// Appends `DIR/ab/<hex of k>` (append_entry_relative_path) to `out` (`directory`
+/// without a trailing slash, unless it is "/"), with no intermediate string.
 COMPILE_CACHE_DECL void append_entry_path(std::string& out, std::string const& directory, key const& k);
 
-inline char const* folder_name(unsigned index) noexcept {
-    static constexpr char names[256][3] = {
-#define CC_F(h) {h, '0', 0}, {h, '1', 0}, {h, '2', 0}, {h, '3', 0}, {h, '4', 0}, {h, '5', 0}, {h, '6', 0}, \
-                {h, '7', 0}, {h, '8', 0}, {h, '9', 0}, {h, 'a', 0}, {h, 'b', 0}, {h, 'c', 0}, {h, 'd', 0}, \
-                {h, 'e', 0}, {h, 'f', 0}
-        CC_F('0'), CC_F('1'), CC_F('2'), CC_F('3'), CC_F('4'), CC_F('5'), CC_F('6'), CC_F('7'),
-        CC_F('8'), CC_F('9'), CC_F('a'), CC_F('b'), CC_F('c'), CC_F('d'), CC_F('e'), CC_F('f'),
-#undef CC_F
-    };
-    return names[index & 0xff];
+/// The 256 fan-out folders' names, "00" to "ff", indexed by a key's first byte.
+struct folder_name_table {
+    char names[256][3];
+};
+constexpr folder_name_table make_folder_name_table() noexcept {
+    folder_name_table t{};
+    for (unsigned i = 0; i < 256; ++i) {
+        t.names[i][0] = lower_hex_digits[i >> 4];
+        t.names[i][1] = lower_hex_digits[i & 15];
+        t.names[i][2] = 0;
+    }
+    return t;
 }
+inline constexpr folder_name_table folder_names = make_folder_name_table();
+
+inline char const* folder_name(unsigned index) noexcept { return folder_names.names[index & 0xff]; }
 
 // ---- fork --------------------------------------------------------------------
 
@@ -4712,6 +5160,7 @@ private:
 // alone (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
 #if COMPILE_CACHE_INCLUDE_IMPL
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -4725,19 +5174,20 @@ private:
 namespace compile_cache::detail::directory_storage_impl {
 
 void append_entry_path(std::string& out, std::string const& directory, key const& k) {
-    static constexpr char digits[] = "0123456789abcdef";
+    // The key's hex is built in place at the end of `out`, then moved behind its
+    // folder by append_entry_relative_path's rule (two digits, '/', the hex).
     unsigned char const* const bytes = k.data();
     std::size_t const n = k.size();
     out.reserve(out.size() + directory.size() + 4 + 2 * n);
     out += directory;
     if (out.empty() || out.back() != '/') out += '/';
-    out += digits[bytes[0] >> 4];
-    out += digits[bytes[0] & 15];
-    out += '/';
-    for (std::size_t i = 0; i < n; ++i) {
-        out += digits[bytes[i] >> 4];
-        out += digits[bytes[i] & 15];
+    char hex[2 * 64];
+    std::size_t const digits = 2 * std::min<std::size_t>(n, 64);
+    for (std::size_t i = 0; i < digits / 2; ++i) {
+        hex[2 * i] = lower_hex_digits[bytes[i] >> 4];
+        hex[2 * i + 1] = lower_hex_digits[bytes[i] & 15];
     }
+    append_entry_relative_path(out, std::string_view(hex, digits));
 }
 
 unsigned fork_generation() noexcept {
@@ -5414,7 +5864,7 @@ COMPILE_CACHE_DECL entry_file_status read_entry_file(std::string const& path, st
 } // namespace compile_cache::directory_layout
 
 // ---- begin compile_cache/storage/directory/impl/directory_layout.ipp
-// compile_cache: the definitions of storage/directory_layout.hpp's non-template functions; included by it alone
+// compile_cache: the definitions of storage/directory/directory_layout.hpp's non-template functions; included by it alone
 // (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
 #if COMPILE_CACHE_INCLUDE_IMPL
 
@@ -5423,9 +5873,8 @@ COMPILE_CACHE_DECL entry_file_status read_entry_file(std::string const& path, st
 namespace compile_cache::directory_layout {
 
 std::string entry_relative_path(std::string_view hex) {
-    std::string path(hex.substr(0, 2));
-    path += '/';
-    path += hex;
+    std::string path;
+    detail::directory_storage_impl::append_entry_relative_path(path, hex);
     return path;
 }
 
@@ -5521,34 +5970,95 @@ struct folder_scan {
     }
 };
 
-/// Looks at every name in fan-out folder `index`: entries (regular files with an
-/// entry name) are counted, or unlinked when their use time (mtime) is at or before
-/// `evict_up_to`; temp files last written before `temps_before` are unlinked;
-/// anything else is left alone. `on_entry(mtime_ns, accounted_bytes, name, file_size)`
-/// is called for each entry kept. A missing folder is an empty one.
+/// A fan-out folder being looked at, possibly over several cleanup steps: its listing
+/// stays open between them, so that a step can stop after a bounded number of names
+/// and the next one go on from there. A listing opened before a fork is not used in
+/// the child (the child's descriptor would share the parent's position): the look at
+/// that folder starts over.
+struct folder_cursor {
+    unsigned folder = 256; ///< the folder being looked at; 256: none
+    DIR* dir = nullptr;    ///< its listing; null when it could not be opened (nothing to look at)
+    unsigned generation = 0;
+    folder_scan found;            ///< what the look found so far
+    std::uint64_t before = 0;     ///< the ledger's figure for the folder when the look began
+    folder_cursor() = default;
+    folder_cursor(folder_cursor const&) = delete;
+    folder_cursor& operator=(folder_cursor const&) = delete;
+    ~folder_cursor() { close(); }
+
+    bool open_on(unsigned index) const noexcept { return folder == index && generation == fork_generation(); }
+    void close() noexcept {
+        if (dir != nullptr && generation == fork_generation()) ::closedir(dir); // closes its descriptor
+        dir = nullptr;
+        folder = 256;
+        found = folder_scan{};
+        before = 0;
+    }
+};
+
+/// The most a call of scan_folder_part may do: names looked at, files unlinked.
+struct scan_limits {
+    std::size_t names = std::numeric_limits<std::size_t>::max();
+    std::size_t unlinks = std::numeric_limits<std::size_t>::max();
+};
+
+/// What one call of scan_folder_part did.
+struct scan_progress {
+    bool finished = false; ///< the folder was read to its end (or there was nothing to read)
+    std::size_t names = 0, unlinks = 0;
+};
+
+/// Looks at the names of fan-out folder `index` from where `cursor` stopped (opening it
+/// when the cursor is on another folder), within `limits`: entries (regular files with
+/// an entry name) are counted, or unlinked when their use time (mtime) is at or before
+/// `evict_up_to`; temp files last written before `temps_before` are unlinked; anything
+/// else is left alone. `on_entry(mtime_ns, accounted_bytes, name, file_size)` is called
+/// for each entry kept (what it throws, this throws). A missing folder is an empty
+/// one. Each name is stat-ed once.
 template <class OnEntry>
-folder_scan scan_folder(int root_fd, unsigned index, std::int64_t temps_before, std::int64_t evict_up_to,
-                        OnEntry&& on_entry) noexcept {
-    folder_scan out;
+scan_progress scan_folder_part(int root_fd, folder_cursor& cursor, unsigned index, std::int64_t temps_before,
+                               std::int64_t evict_up_to, scan_limits limits, OnEntry&& on_entry) {
+    scan_progress progress;
+    folder_scan& out = cursor.found;
     char const* const folder = folder_name(index);
-    int const fd = ::openat(root_fd, folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
-        // No folder, a file or a symlink in its place (not the cache's): nothing of
-        // ours. A folder that cannot be read (another user's) holds entries that stay.
-        int const e = errno;
-        if (e != ENOENT && e != ENOTDIR && e != ELOOP) out.failed(e);
-        return out;
+    if (!cursor.open_on(index)) {
+        std::uint64_t const before = cursor.before;
+        cursor.close();
+        cursor.before = before;
+        cursor.folder = index;
+        cursor.generation = fork_generation();
+        int const fd = ::openat(root_fd, folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+            // No folder, a file or a symlink in its place (not the cache's): nothing of
+            // ours. A folder that cannot be read (another user's) holds entries that stay.
+            int const e = errno;
+            if (e != ENOENT && e != ENOTDIR && e != ELOOP) out.failed(e);
+            progress.finished = true;
+            return progress;
+        }
+        cursor.dir = ::fdopendir(fd);
+        if (cursor.dir == nullptr) {
+            out.failed(errno);
+            ::close(fd);
+            progress.finished = true;
+            return progress;
+        }
     }
-    DIR* const d = ::fdopendir(fd);
-    if (d == nullptr) {
-        out.failed(errno);
-        ::close(fd);
-        return out;
+    if (cursor.dir == nullptr) {
+        progress.finished = true;
+        return progress;
     }
-    while (dirent* e = ::readdir(d)) {
+    int const fd = ::dirfd(cursor.dir);
+    while (progress.names < limits.names && progress.unlinks < limits.unlinks) {
+        dirent* const e = ::readdir(cursor.dir);
+        if (e == nullptr) {
+            progress.finished = true;
+            break;
+        }
         std::string_view const name = e->d_name;
         if (name == "." || name == "..") continue;
         ++out.visited;
+        ++progress.names;
         bool const entry = is_entry_name(name, folder);
         if (!entry && !is_temp_name(name)) continue;
         struct stat st {};
@@ -5556,6 +6066,7 @@ folder_scan scan_folder(int root_fd, unsigned index, std::int64_t temps_before, 
         std::int64_t const mtime = mtime_ns(st);
         if (!entry) {
             if (mtime < temps_before) {
+                ++progress.unlinks;
                 if (::unlinkat(fd, e->d_name, 0) == 0)
                     ++out.temps_removed;
                 else if (errno != ENOENT)
@@ -5565,6 +6076,7 @@ folder_scan scan_folder(int root_fd, unsigned index, std::int64_t temps_before, 
         }
         std::uint64_t const bytes = accounted_size(static_cast<std::uint64_t>(st.st_size));
         if (mtime <= evict_up_to) {
+            ++progress.unlinks;
             int const r = ::unlinkat(fd, e->d_name, 0);
             if (r == 0 || errno == ENOENT) {
                 ++out.evicted;
@@ -5577,8 +6089,16 @@ folder_scan scan_folder(int root_fd, unsigned index, std::int64_t temps_before, 
         out.bytes += bytes;
         on_entry(mtime, bytes, name, static_cast<std::uint64_t>(st.st_size));
     }
-    ::closedir(d); // closes fd
-    return out;
+    return progress;
+}
+
+/// scan_folder_part over the whole of fan-out folder `index` at once.
+template <class OnEntry>
+folder_scan scan_folder(int root_fd, unsigned index, std::int64_t temps_before, std::int64_t evict_up_to,
+                        OnEntry&& on_entry) {
+    folder_cursor cursor;
+    scan_folder_part(root_fd, cursor, index, temps_before, evict_up_to, scan_limits{}, on_entry);
+    return cursor.found;
 }
 
 struct no_entry_callback {
@@ -5599,20 +6119,30 @@ struct no_entry_callback {
 /// before its scan when the lock is free at that moment (a try, never a wait).
 class folder_counter {
 public:
-    /// Opens the ledger and reads the figures before counting. A ledger that cannot be
-    /// used, or whose lock is held all of ledger_lock_wait (counted in `events`), gets
-    /// no count written: the folders are scanned all the same.
+    /// Opens the ledger and reads the figures before counting, on first use (a cleanup
+    /// step that counts no folder touches no ledger). A ledger that cannot be used, or
+    /// whose lock is held all of ledger_lock_wait (counted in `events`), gets no count
+    /// written: the folders are scanned all the same.
     COMPILE_CACHE_DECL folder_counter(std::string const& ledger_path, unsigned file_mode, int exact_umask,
                                       lock_events* events = nullptr) noexcept;
 
     /// Just before `folder` is scanned: reads its figure again if the ledger's lock is
-    /// free now (it is not waited for: the figure read at the start is used then).
-    COMPILE_CACHE_DECL void before_scan(unsigned folder) noexcept;
+    /// free now (it is not waited for: the figure read at the start is used then), and
+    /// returns it: a scan that ends in a later step, with another folder_counter, gives
+    /// it back to counted().
+    COMPILE_CACHE_DECL std::uint64_t before_scan(unsigned folder) noexcept;
 
-    /// What a scan found in `folder`: the bytes its entries (those left) count for.
-    void counted(unsigned folder, std::uint64_t bytes) noexcept {
-        count_[folder & 0xff] = bytes;
-        seen_.set(folder & 0xff);
+    /// What a scan found in `folder`: the bytes its entries (those left) count for, and
+    /// the folder's figure when the scan began (what before_scan returned).
+    COMPILE_CACHE_DECL void counted(unsigned folder, std::uint64_t bytes, std::uint64_t figure_before) noexcept;
+
+    /// Entries evicted from a folder whose count will not be written by this counter
+    /// (a scan that spans cleanup steps, during which this process's stores may land in
+    /// the folder and be listed or not: its count is not exact, so it corrects
+    /// nothing). Its figure is lowered by `bytes` when the counter is saved.
+    void evicted(unsigned folder, std::uint64_t bytes) noexcept {
+        minus_[folder & 0xff] += bytes;
+        shrunk_.set(folder & 0xff);
     }
 
     /// Entries of a counted folder removed after its scan.
@@ -5627,14 +6157,22 @@ public:
     COMPILE_CACHE_DECL std::uint64_t save(std::int64_t now) noexcept;
 
 private:
+    /// Opens the ledger and reads the figures, once.
+    COMPILE_CACHE_DECL void open() noexcept;
+
     std::string const& path_; ///< for the lock_events' line; outlives the counter
+    unsigned file_mode_;
+    int exact_umask_;
     lock_events* events_;
+    bool opened_ = false;
     file_descriptor fd_;
     bool usable_ = false; ///< the figures before were read
     bool sound_ = false;  ///< ...from a whole ledger (so a slot alone can be read again)
     ledger_slots before_{};
     std::array<std::uint64_t, 256> count_{};
     std::bitset<256> seen_;
+    std::array<std::uint64_t, 256> minus_{};
+    std::bitset<256> shrunk_;
 };
 
 /// What a cleanup (a step, prune() or clear()) did.
@@ -5652,33 +6190,66 @@ struct cleanup_totals {
     }
 };
 
+/// The work one cleanup step may do: names looked at (a fan-out folder opened counts
+/// as one) and files unlinked. A step stops at whichever runs out first, in the middle of a
+/// folder if need be, and the next step goes on from there.
+struct cleanup_budget {
+    std::size_t names;
+    std::size_t unlinks;
+    /// A whole cleanup in one call (prune()): entries are kept by name, so that each
+    /// is stat-ed once and the oldest are unlinked by name, with no second pass.
+    bool whole = false;
+};
+
+/// What a store may spend on cleanup when it finds the cache over its limit: a
+/// little more than a store's own share of the work, so that a limit hit
+/// continuously is kept (each store evicts, on average, what it adds) while no store
+/// pays for the whole of a cleanup. A survey of N entries takes N/32 stores, during
+/// which the cache may exceed its limit by those stores' entries; the sweep that
+/// follows evicts two entries a store until the cache is under 90% of the limit.
+inline constexpr cleanup_budget store_cleanup_budget{32, 2, false};
+/// prune(): everything at once.
+inline constexpr cleanup_budget whole_cleanup_budget{std::numeric_limits<std::size_t>::max(),
+                                                     std::numeric_limits<std::size_t>::max(), true};
+
 /// A process's cleanup in progress. A cleanup is a survey — every folder counted,
 /// every entry's use time and size noted — then eviction of the oldest entries until
-/// the total is under 90% of the limit. It proceeds in steps of bounded work, one
-/// step per store that finds the cache over its limit, so that no store pays for
-/// the whole of a large cache:
-/// - a survey that fits in one step keeps the entries' names and evicts them
-///   directly, exactly oldest first;
-/// - a longer one keeps only (use time, size) pairs, from which it finds the use
-///   time at or before which entries must go, then sweeps the folders unlinking
-///   those, a few folders per step, stopping once the ledger is under the target.
-/// Entries used since the survey have a newer mtime and survive the sweep.
+/// the total is under 90% of the limit.
+/// - prune() (a whole cleanup) keeps the entries' names as it surveys, then unlinks the
+///   oldest by name: each entry is stat-ed once, the folders are listed once.
+/// - a store's cleanup proceeds in steps of bounded work (store_cleanup_budget), one
+///   step per store that finds the cache over its limit, a step stopping in the middle
+///   of a folder if need be. It keeps only (use time, size) pairs, from which it finds
+///   the use time at or before which entries must go, then sweeps the folders
+///   unlinking those. Entries used since the survey have a newer mtime and survive the
+///   sweep. A sweep notes the (use time, size) of every entry it keeps, so that it is
+///   the survey of the next sweep: when a sweep ends with the cache still over 90% of
+///   the limit (stores went on meanwhile) another starts at once from its notes, and
+///   when the cache next goes over the limit (within ten minutes) a sweep starts from
+///   them with no survey. With the limit hit continuously, a store's cleanup is then
+///   one sweep over and over, each entry stat-ed once a pass.
 struct cleanup_state {
+    /// An entry seen by a whole cleanup's survey; its name is in `names` at `name_at`.
     struct record {
         std::int64_t mtime;
         std::uint64_t bytes;
-        unsigned folder;
-        std::string name;
+        std::uint32_t name_at;
+        std::uint8_t name_size;
+        std::uint8_t folder;
     };
     enum class phase { idle, survey, sweep };
 
     std::mutex mutex; // one cleaner per process at a time; others skip (try_lock)
     phase current = phase::idle;
     unsigned next = 0;
+    folder_cursor cursor; ///< where the current step stopped in folder `next`
     std::int64_t started_s = 0;
-    bool keep_names = true;
+    bool keep_names = false;
     std::vector<record> records;
+    std::string names;
     std::vector<std::pair<std::int64_t, std::uint64_t>> samples;
+    std::vector<std::pair<std::int64_t, std::uint64_t>> swept; ///< the entries the sweep in progress kept
+    bool warm = false; ///< `samples` are those of the last whole sweep, made at `started_s`
     std::uint64_t surveyed_bytes = 0, surveyed_entries = 0;
     std::int64_t cutoff = no_cutoff;
 
@@ -5686,16 +6257,21 @@ struct cleanup_state {
     std::atomic<std::uint64_t> evicted{0}, evicted_bytes{0}, temps_removed{0}, steps{0};
     lock_events* events = nullptr; ///< where a ledger lock given up on is counted
 
-    static constexpr std::size_t max_named_records = 4096;
+    /// Past this many entries a whole cleanup keeps (use time, size) pairs only, as a
+    /// store's does, and sweeps (a second stat of each entry) instead of naming: 4 M
+    /// names take about 350 MB.
+    static constexpr std::size_t max_named_records = std::size_t{1} << 22;
 
     COMPILE_CACHE_DECL void reset() noexcept;
 
     COMPILE_CACHE_DECL void drop_names();
 
-    /// One step, with the root already locked by the caller (flock on `root_fd`).
-    /// `budget` bounds the work (folders count 4, names 1); max() for prune().
+    /// One step, with the root already locked by the caller (flock on `root_fd`),
+    /// within `budget`. `total` is what the ledger said the cache holds (0: not known).
+    /// A store's step passes its ledger batch (`batch`), where evictions go.
     COMPILE_CACHE_DECL cleanup_totals step(int root_fd, std::string const& ledger_path, unsigned file_mode,
-                                           int exact_umask, std::uint64_t max_size, std::size_t budget) noexcept;
+                                           int exact_umask, std::uint64_t max_size, cleanup_budget budget,
+                                           std::uint64_t total = 0, ledger_batch* batch = nullptr) noexcept;
 
 private:
     /// What one step works with.
@@ -5704,20 +6280,44 @@ private:
         std::int64_t now_s;
         std::int64_t temps_before; ///< temp files last written before this go
         std::uint64_t target;      ///< 90% of the limit: where eviction stops
-        std::size_t budget;
-        folder_counter& counter;   ///< where each folder's figure goes
-        std::size_t cost = 0;
+        cleanup_budget budget;
+        folder_counter& counter;   ///< where each folder's figure goes (a whole cleanup)
+        /// A store's step: evictions go to the storage's ledger batch, written with the
+        /// next store's, and no folder is counted (no ledger I/O in the step); the
+        /// hourly recount of each folder corrects the figures.
+        ledger_batch* batch = nullptr;
+        std::uint64_t max_size = 0;
+        std::size_t names = 0, unlinks = 0; ///< the work done so far
+
+        bool spent() const noexcept { return names >= budget.names || unlinks >= budget.unlinks; }
+        scan_limits left() const noexcept { return {budget.names - names, budget.unlinks - unlinks}; }
+        void add(scan_progress const& p) noexcept {
+            names = p.names > budget.names - names ? budget.names : names + p.names;
+            unlinks = p.unlinks > budget.unlinks - unlinks ? budget.unlinks : unlinks + p.unlinks;
+        }
     };
 
     COMPILE_CACHE_DECL void step_impl(int root_fd, std::string const& ledger_path, unsigned file_mode, int exact_umask,
-                                      std::uint64_t max_size, std::size_t budget, cleanup_totals& out);
+                                      std::uint64_t max_size, cleanup_budget budget, std::uint64_t total,
+                                      ledger_batch* batch, cleanup_totals& out);
 
     /// Starts a survey, unless one is under way and younger than ten minutes (and the
-    /// clock has not gone back): a stale one starts over.
-    COMPILE_CACHE_DECL void begin_or_resume(std::int64_t now_s) noexcept;
+    /// clock has not gone back): a stale one starts over. A whole cleanup (`whole`)
+    /// always starts over, keeping names. With the notes of a sweep younger than ten
+    /// minutes and the cache's `total` known, starts a sweep from them instead.
+    COMPILE_CACHE_DECL void begin_or_resume(std::int64_t now_s, bool whole, std::uint64_t total,
+                                            std::uint64_t target);
+
+    /// Looks at folder `next` from where the cursor stopped, within what is left of the
+    /// step's budget, unlinking entries used at or before `evict_up_to`; adds what it
+    /// did to `out`. True when the folder is done: its figure is then counted and the
+    /// cursor moves on to the next folder.
+    template <class OnEntry>
+    bool scan_next(step_context& c, cleanup_totals& out, std::int64_t evict_up_to, OnEntry&& on_entry);
 
     /// Counts folders from `next` on while the budget lasts, noting each entry's use
-    /// time and size (with its name while they fit in max_named_records).
+    /// time and size (with its name, in a whole cleanup, while they fit in
+    /// max_named_records).
     COMPILE_CACHE_DECL void survey_folders(step_context& c, cleanup_totals& out);
 
     /// Unlinks the named entries oldest first until the total is under the target, and
@@ -5728,8 +6328,9 @@ private:
     COMPILE_CACHE_DECL void evict_oldest_named(step_context& c, cleanup_totals& out);
 
     /// Too many entries to name: finds the use time at or before which entries go (the
-    /// oldest until the rest is under `target`), for the sweep that follows.
-    COMPILE_CACHE_DECL void start_sweep(std::uint64_t target);
+    /// oldest of `samples` until the rest of `total` is under `target`), for the sweep
+    /// that follows.
+    COMPILE_CACHE_DECL void start_sweep(std::uint64_t total, std::uint64_t target);
 
     /// Sweeps folders from `next` on while the budget lasts, unlinking the entries used
     /// at or before the cutoff.
@@ -5751,8 +6352,12 @@ namespace compile_cache::detail::directory_storage_impl {
 
 folder_counter::folder_counter(std::string const& ledger_path, unsigned file_mode, int exact_umask,
                                lock_events* events) noexcept
-    : path_(ledger_path), events_(events) {
-    fd_.fd = open_ledger(ledger_path, file_mode, exact_umask);
+    : path_(ledger_path), file_mode_(file_mode), exact_umask_(exact_umask), events_(events) {}
+
+void folder_counter::open() noexcept {
+    if (opened_) return;
+    opened_ = true;
+    fd_.fd = open_ledger(path_, file_mode_, exact_umask_);
     if (!fd_) return;
     if (int const e = lock_fd(fd_.fd, ledger_lock_wait)) {
         if (e == EWOULDBLOCK && events_) events_->gave_up(path_, "so the size ledger's counts were not corrected");
@@ -5763,8 +6368,9 @@ folder_counter::folder_counter(std::string const& ledger_path, unsigned file_mod
     usable_ = true;
 }
 
-void folder_counter::before_scan(unsigned folder) noexcept {
-    if (!sound_ || ::flock(fd_.fd, LOCK_EX | LOCK_NB) != 0) return;
+std::uint64_t folder_counter::before_scan(unsigned folder) noexcept {
+    open();
+    if (!sound_ || ::flock(fd_.fd, LOCK_EX | LOCK_NB) != 0) return before_[folder & 0xff].bytes;
     unsigned char slot[8];
     std::size_t const at = ledger_header + 16 * (folder & 0xff);
     if (retry_on_eintr([&] { return ::pread(fd_.fd, slot, sizeof slot, static_cast<off_t>(at)); }) ==
@@ -5773,11 +6379,24 @@ void folder_counter::before_scan(unsigned folder) noexcept {
         if (bytes <= ledger_sane_limit) before_[folder & 0xff].bytes = bytes;
     }
     ::flock(fd_.fd, LOCK_UN);
+    return before_[folder & 0xff].bytes;
+}
+
+void folder_counter::counted(unsigned folder, std::uint64_t bytes, std::uint64_t figure_before) noexcept {
+    open();
+    // The figure when this folder's scan began, which may have been in an earlier
+    // step: the stores that landed in the folder since are then in (now - before),
+    // counted twice at worst if the listing saw them too, never lost.
+    before_[folder & 0xff].bytes = figure_before;
+    count_[folder & 0xff] = bytes;
+    seen_.set(folder & 0xff);
 }
 
 std::uint64_t folder_counter::save(std::int64_t now) noexcept {
     std::uint64_t total = std::numeric_limits<std::uint64_t>::max();
-    if (!usable_ || seen_.none()) return total;
+    if (seen_.none() && shrunk_.none()) return total;
+    open();
+    if (!usable_) return total;
     if (int const e = lock_fd(fd_.fd, ledger_lock_wait)) {
         if (e == EWOULDBLOCK && events_) events_->gave_up(path_, "so the size ledger's counts were not corrected");
         return total;
@@ -5785,6 +6404,7 @@ std::uint64_t folder_counter::save(std::int64_t now) noexcept {
     ledger_slots slots;
     read_ledger(fd_.fd, slots);
     for (unsigned f = 0; f < 256; ++f) {
+        if (shrunk_[f] && !seen_[f]) slots[f].bytes -= std::min(slots[f].bytes, minus_[f]);
         if (!seen_[f]) continue;
         // now + (count - before), within [0, ledger_sane_limit]
         std::uint64_t const grown = slots[f].bytes > before_[f].bytes ? slots[f].bytes - before_[f].bytes : 0;
@@ -5797,6 +6417,8 @@ std::uint64_t folder_counter::save(std::int64_t now) noexcept {
         before_ = slots;
         count_ = {};
         seen_.reset();
+        minus_ = {};
+        shrunk_.reset();
     }
     ::flock(fd_.fd, LOCK_UN);
     return total;
@@ -5805,9 +6427,13 @@ std::uint64_t folder_counter::save(std::int64_t now) noexcept {
 void cleanup_state::reset() noexcept {
     current = phase::idle;
     next = 0;
-    keep_names = true;
+    cursor.close();
+    keep_names = false;
     records.clear();
+    names.clear();
     samples.clear();
+    swept.clear();
+    warm = false;
     surveyed_bytes = surveyed_entries = 0;
     cutoff = no_cutoff;
 }
@@ -5817,14 +6443,17 @@ void cleanup_state::drop_names() {
     for (auto const& r : records) samples.emplace_back(r.mtime, r.bytes);
     records.clear();
     records.shrink_to_fit();
+    names.clear();
+    names.shrink_to_fit();
     keep_names = false;
 }
 
 cleanup_totals cleanup_state::step(int root_fd, std::string const& ledger_path, unsigned file_mode, int exact_umask,
-                                   std::uint64_t max_size, std::size_t budget) noexcept {
+                                   std::uint64_t max_size, cleanup_budget budget, std::uint64_t total,
+                                   ledger_batch* batch) noexcept {
     cleanup_totals out;
     try {
-        step_impl(root_fd, ledger_path, file_mode, exact_umask, max_size, budget, out);
+        step_impl(root_fd, ledger_path, file_mode, exact_umask, max_size, budget, total, batch, out);
     } catch (...) { // bad_alloc: give up this cleanup; the next one starts afresh
         reset();
     }
@@ -5836,15 +6465,16 @@ cleanup_totals cleanup_state::step(int root_fd, std::string const& ledger_path, 
 }
 
 void cleanup_state::step_impl(int root_fd, std::string const& ledger_path, unsigned file_mode, int exact_umask,
-                              std::uint64_t max_size, std::size_t budget, cleanup_totals& out) {
+                              std::uint64_t max_size, cleanup_budget budget, std::uint64_t total,
+                              ledger_batch* batch, cleanup_totals& out) {
     std::int64_t const now = now_ns();
     folder_counter counter(ledger_path, file_mode, exact_umask, events);
-    step_context c{root_fd, now / 1000000000, now - temp_stale_after_ns, max_size - max_size / 10, budget, counter};
-    begin_or_resume(c.now_s);
+    step_context c{root_fd, now / 1000000000, now - temp_stale_after_ns, max_size - max_size / 10, budget, counter,
+                   batch, max_size};
+    begin_or_resume(c.now_s, budget.whole, total, c.target);
     if (current == phase::survey) {
         survey_folders(c, out);
-        if (next < 256) { // to be continued by a later step: names would be stale by then
-            if (keep_names) drop_names();
+        if (next < 256) { // to be continued by a later step
             counter.save(c.now_s);
             return;
         }
@@ -5856,50 +6486,106 @@ void cleanup_state::step_impl(int root_fd, std::string const& ledger_path, unsig
             counter.save(c.now_s);
             return;
         }
-        if (keep_names) { // the whole cache was seen in this step: evict exactly, oldest first
+        if (keep_names) { // every entry was named: evict exactly, oldest first, with no second pass
             evict_oldest_named(c, out);
             reset();
             counter.save(c.now_s);
             return;
         }
-        start_sweep(c.target);
+        start_sweep(surveyed_bytes, c.target);
     }
     if (current == phase::sweep) {
         sweep_folders(c, out);
-        std::uint64_t const total = counter.save(c.now_s);
-        if (next >= 256 || total <= c.target) reset();
+        std::uint64_t now_total = counter.save(c.now_s);
+        if (batch != nullptr && total != 0) // a store's step: the total it was given, less what it evicted
+            now_total = total > out.evicted_bytes ? total - out.evicted_bytes : 0;
+        if (next < 256) return;
+        // A whole pass: what it kept is the survey of the next one. Still over the
+        // target (stores went on meanwhile): sweep again at once; otherwise keep the
+        // notes for when the cache next goes over its limit.
+        samples = std::move(swept);
+        swept.clear();
+        started_s = c.now_s;
+        if (now_total != std::numeric_limits<std::uint64_t>::max() && now_total > c.target) {
+            start_sweep(now_total, c.target);
+        } else {
+            current = phase::idle;
+            next = 0;
+            warm = true;
+        }
     }
 }
 
-void cleanup_state::begin_or_resume(std::int64_t now_s) noexcept {
-    if (current != phase::idle && (now_s - started_s > 600 || now_s < started_s)) reset();
+void cleanup_state::begin_or_resume(std::int64_t now_s, bool whole, std::uint64_t total,
+                                    std::uint64_t target) {
+    bool const stale = now_s - started_s > 600 || now_s < started_s;
+    if (whole || ((current != phase::idle || warm) && stale)) reset();
     if (current != phase::idle) return;
+    if (warm && total != 0) {
+        warm = false;
+        started_s = now_s;
+        start_sweep(total, target);
+        return;
+    }
     reset();
     current = phase::survey;
     started_s = now_s;
+    keep_names = whole;
+}
+
+template <class OnEntry>
+bool cleanup_state::scan_next(step_context& c, cleanup_totals& out, std::int64_t evict_up_to, OnEntry&& on_entry) {
+    unsigned const folder = next;
+    folder_scan was;
+    bool const fresh = !cursor.open_on(folder);
+    if (!fresh) {
+        was = cursor.found;
+    } else {
+        cursor.close();
+        if (c.batch == nullptr) cursor.before = c.counter.before_scan(folder);
+        c.add(scan_progress{false, 1, 0});
+    }
+    scan_progress const p =
+        scan_folder_part(c.root_fd, cursor, folder, c.temps_before, evict_up_to, c.left(), on_entry);
+    c.add(p);
+    folder_scan const& now = cursor.found;
+    out.evicted += now.evicted - was.evicted;
+    out.evicted_bytes += now.evicted_bytes - was.evicted_bytes;
+    out.temps_removed += now.temps_removed - was.temps_removed;
+    if (now.not_removed != was.not_removed) out.add_failures(now.not_removed - was.not_removed, now.error);
+    // A folder looked at in one step is counted (its figure corrected); one whose look
+    // spans steps only has its evictions taken off its figure.
+    bool const whole = fresh && p.finished && c.batch == nullptr;
+    if (!whole && now.evicted_bytes != was.evicted_bytes) {
+        if (c.batch != nullptr)
+            c.batch->add(folder, 0, now.evicted_bytes - was.evicted_bytes, c.max_size, now_ns());
+        else
+            c.counter.evicted(folder, now.evicted_bytes - was.evicted_bytes);
+    }
+    if (!p.finished) return false;
+    if (whole) c.counter.counted(folder, now.bytes, cursor.before);
+    surveyed_bytes += current == phase::survey ? now.bytes : 0;
+    surveyed_entries += current == phase::survey ? now.entries : 0;
+    cursor.close();
+    ++next;
+    return true;
 }
 
 void cleanup_state::survey_folders(step_context& c, cleanup_totals& out) {
-    while (next < 256 && c.cost < c.budget) {
+    while (next < 256 && !c.spent()) {
         unsigned const folder = next;
-        c.counter.before_scan(folder);
-        folder_scan const fs =
-            scan_folder(c.root_fd, folder, c.temps_before, no_cutoff,
-                        [&](std::int64_t mtime, std::uint64_t bytes, std::string_view name, std::uint64_t) {
-                            if (keep_names && records.size() < max_named_records)
-                                records.push_back({mtime, bytes, folder, std::string(name)});
-                            else {
-                                if (keep_names) drop_names();
-                                samples.emplace_back(mtime, bytes);
-                            }
-                        });
-        c.counter.counted(folder, fs.bytes);
-        c.cost += 4 + fs.visited;
-        surveyed_bytes += fs.bytes;
-        surveyed_entries += fs.entries;
-        out.temps_removed += fs.temps_removed;
-        out.add_failures(fs.not_removed, fs.error);
-        ++next;
+        bool const done =
+            scan_next(c, out, no_cutoff, [&](std::int64_t mtime, std::uint64_t bytes, std::string_view name, std::uint64_t) {
+                if (keep_names && records.size() < max_named_records) {
+                    records.push_back({mtime, bytes, static_cast<std::uint32_t>(names.size()),
+                                       static_cast<std::uint8_t>(name.size()), static_cast<std::uint8_t>(folder)});
+                    names += name;
+                } else {
+                    if (keep_names) drop_names();
+                    samples.emplace_back(mtime, bytes);
+                }
+            });
+        if (!done) break;
     }
 }
 
@@ -5908,6 +6594,7 @@ void cleanup_state::evict_oldest_named(step_context& c, cleanup_totals& out) {
     std::uint64_t total = surveyed_bytes;
     file_descriptor folder_fd;
     unsigned open_folder = 256;
+    std::string name;
     for (auto const& r : records) {
         if (total <= c.target) break;
         if (r.folder != open_folder) {
@@ -5919,7 +6606,8 @@ void cleanup_state::evict_oldest_named(step_context& c, cleanup_totals& out) {
             out.add_failures(1, errno);
             continue;
         }
-        int const e = ::unlinkat(folder_fd.fd, r.name.c_str(), 0) == 0 ? 0 : errno;
+        name.assign(names, r.name_at, r.name_size);
+        int const e = ::unlinkat(folder_fd.fd, name.c_str(), 0) == 0 ? 0 : errno;
         if (e != 0 && e != ENOENT) {
             out.add_failures(1, e);
             continue;
@@ -5933,36 +6621,33 @@ void cleanup_state::evict_oldest_named(step_context& c, cleanup_totals& out) {
     out.bytes -= out.evicted_bytes;
 }
 
-void cleanup_state::start_sweep(std::uint64_t target) {
+void cleanup_state::start_sweep(std::uint64_t total, std::uint64_t target) {
     std::sort(samples.begin(), samples.end());
-    std::uint64_t total = surveyed_bytes;
+    cutoff = no_cutoff;
     for (auto const& [mtime, bytes] : samples) {
         if (total <= target) break;
         total -= bytes;
         cutoff = mtime;
     }
     samples.clear();
-    samples.shrink_to_fit();
+    swept.clear();
+    swept.reserve(static_cast<std::size_t>(surveyed_entries));
     current = phase::sweep;
     next = 0;
+    cursor.close();
 }
 
 void cleanup_state::sweep_folders(step_context& c, cleanup_totals& out) {
-    while (next < 256 && c.cost < c.budget) {
-        unsigned const folder = next;
-        c.counter.before_scan(folder);
-        folder_scan const fs = scan_folder(c.root_fd, folder, c.temps_before, cutoff, no_entry_callback{});
-        c.counter.counted(folder, fs.bytes);
-        c.cost += 4 + fs.visited;
-        out.evicted += fs.evicted;
-        out.evicted_bytes += fs.evicted_bytes;
-        out.temps_removed += fs.temps_removed;
-        out.add_failures(fs.not_removed, fs.error);
-        ++next;
-    }
+    std::uint64_t const evicted_before = out.evicted, evicted_bytes_before = out.evicted_bytes;
+    while (next < 256 && !c.spent())
+        if (!scan_next(c, out, cutoff, [this](std::int64_t mtime, std::uint64_t bytes, std::string_view, std::uint64_t) {
+                swept.emplace_back(mtime, bytes);
+            }))
+            break;
     if (out.complete) {
-        out.entries = out.entries >= out.evicted ? out.entries - out.evicted : 0;
-        out.bytes = out.bytes >= out.evicted_bytes ? out.bytes - out.evicted_bytes : 0;
+        std::uint64_t const n = out.evicted - evicted_before, b = out.evicted_bytes - evicted_bytes_before;
+        out.entries = out.entries >= n ? out.entries - n : 0;
+        out.bytes = out.bytes >= b ? out.bytes - b : 0;
     }
 }
 
@@ -5985,6 +6670,7 @@ void cleanup_state::sweep_folders(step_context& c, cleanup_totals& out) {
 #include <string_view>
 #include <system_error>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -6118,9 +6804,26 @@ namespace detail::directory_storage_impl {
 /// `.tmp-<this>` instead of a random name (once; then it is reset).
 inline thread_local char const* next_temp_suffix_for_testing = nullptr;
 
-/// The work one store may spend on cleanup: fan-out folders count 4, each name
-/// looked at counts 1. A cache of a few thousand entries is cleaned in one step.
-inline constexpr std::size_t cleanup_budget = 4096;
+/// Writes a storage object held back (write_deferred) and not yet made: the latest
+/// bytes of each key, in this process only.
+struct deferred_writes {
+    /// At most this many keys, or this many bytes, are held; the write that would pass
+    /// either bound, or that finds the oldest held for longer than max_age_ns, makes
+    /// them all first.
+    static constexpr std::size_t max_keys = 256;
+    static constexpr std::size_t max_bytes = std::size_t{4} << 20;
+    static constexpr std::int64_t max_age_ns = std::int64_t{10} * 1000000000;
+
+    std::mutex mutex;
+    std::unordered_map<key, std::string> held;
+    std::size_t bytes = 0;
+    std::int64_t oldest_ns = 0;
+    unsigned generation = 0;       ///< fork_generation() when they were held
+    std::atomic<bool> any{false}; ///< read() looks here only when set
+};
+
+/// Takes the held writes out of the batch (none in a forked child: the parent's).
+COMPILE_CACHE_DECL std::unordered_map<key, std::string> take_deferred(deferred_writes& d);
 
 /// State shared by a storage object and its copies.
 struct shared_state {
@@ -6128,12 +6831,21 @@ struct shared_state {
         : ledger(ledger_path, file_mode, exact_umask, &locks) {
         cleanup.events = &locks;
     }
+    shared_state(shared_state const&) = delete;
+    shared_state& operator=(shared_state const&) = delete;
+    /// Makes the deferred writes (through a storage object of its own) when the last
+    /// copy of the storage goes.
+    COMPILE_CACHE_DECL ~shared_state();
+
     lock_events locks; ///< before ledger and cleanup, which point to it
     cleanup_state cleanup;
     ledger_batch ledger;
     std::atomic<std::uint64_t> lock_timeouts_recorded{0}; ///< how many of them the counters file has
     /// Set once renameat2(RENAME_NOREPLACE) is found unsupported here.
     std::atomic<bool> no_rename_noreplace{false};
+    deferred_writes deferred;
+    std::string directory;          ///< for the deferred writes made by the destructor
+    directory_options options;
 };
 
 /// The path of the entry a read opens, built in a buffer each thread reuses.
@@ -6181,12 +6893,13 @@ public:
     COMPILE_CACHE_DECL explicit directory_storage(std::string directory, directory_options options = {});
 
     /// The storage the environment asks for (see settings.hpp): `PREFIX_DIR` names the
-    /// directory; unset, empty, `0`, `off`, `false` or `no` (any case): nullopt, not
-    /// configured. `PREFIX_MAX_SIZE`, `PREFIX_DURABILITY` and `PREFIX_SHARED` give its
-    /// options (directory_options_from_env). The directory is made now, as a first
-    /// store would: a path that cannot be made a directory is one line, and nullopt.
-    /// An on value (`1`, `on`, `true`, `yes`) is used as a relative path, with one line.
-    COMPILE_CACHE_DECL static std::optional<directory_storage> from_env(settings_reader& env);
+    /// directory; unset, empty, `0`, `off`, `false` or `no` (any case): not configured.
+    /// `PREFIX_MAX_SIZE`, `PREFIX_DURABILITY` and `PREFIX_SHARED` give its options
+    /// (directory_options_from_env). The directory is made now, as a first store would
+    /// (not when the cache cannot run: storage_settings::cache_off): a path that cannot
+    /// be made a directory is off, with the reason. An on value (`1`, `on`, `true`,
+    /// `yes`) is used as a relative path, with one line.
+    COMPILE_CACHE_DECL static from_env_result<directory_storage> from_env(storage_settings const& settings);
 
     /// The settings from_env reads, with one line each, for a host's --help.
     COMPILE_CACHE_DECL static std::vector<environment_setting> environment_settings(std::string_view prefix);
@@ -6216,6 +6929,21 @@ public:
     COMPILE_CACHE_DECL std::error_code write(key const& k, std::string_view bytes) noexcept;
 
     COMPILE_CACHE_DECL std::error_code remove(key const& k) noexcept;
+
+    /// Stores `bytes` under `k` later, in a batch: the optional Storage member the cache
+    /// writes identity records through, so that a store creates one file (the entry),
+    /// not two. A read or a remove of `k` through this object or its copies sees the
+    /// held bytes at once; other processes see them once written, which happens when
+    /// the batch passes deferred_writes' bounds (256 keys, 4 MiB, or 10 s since the
+    /// oldest), at record_counters() (so when a cache is destroyed or flushed), at
+    /// flush_deferred(), and when the last copy of this object is destroyed. A held
+    /// write is lost if the process dies first; a later write() of `k` replaces it. In a
+    /// forked child the held writes are the parent's: dropped. Fails only as write()
+    /// would for a disabled storage or an empty key.
+    COMPILE_CACHE_DECL std::error_code write_deferred(key const& k, std::string_view bytes) noexcept;
+
+    /// Makes the deferred writes now; the first error, if any (each is tried).
+    COMPILE_CACHE_DECL std::error_code flush_deferred() noexcept;
 
     /// Adds a cache's counters (statistics_snapshot::counters(), as deltas since its
     /// last call) to the cumulative ones kept in `DIR/.cc-counters/`, and records this
@@ -6319,6 +7047,10 @@ private:
 
     COMPILE_CACHE_DECL std::error_code trust(struct stat const& st) const noexcept;
 
+    /// The bytes held for `k` by write_deferred, as read() answers them; nullopt when
+    /// none are held.
+    COMPILE_CACHE_DECL std::optional<read_result> read_deferred(key const& k, std::string& out, std::size_t max_size);
+
     /// Notes a change of `folder`'s figure in this object's ledger batch, and writes
     /// the batch when it says so; then, after a store (`may_clean`), when the ledger's
     /// total is over the limit, does one step of bounded cleanup.
@@ -6343,7 +7075,7 @@ static_assert(compile_cache::check_storage<compile_cache::directory_storage>::va
 static_assert(compile_cache::detail::has_list<compile_cache::directory_storage>::value);
 
 // ---- begin compile_cache/storage/directory/impl/directory_storage.ipp
-// compile_cache: the definitions of storage/directory_storage.hpp's non-template functions; included by it alone
+// compile_cache: the definitions of storage/directory/directory_storage.hpp's non-template functions; included by it alone
 // (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
 #if COMPILE_CACHE_INCLUDE_IMPL
 
@@ -6394,27 +7126,111 @@ directory_storage::directory_storage(std::string directory, directory_options op
         ledger_path_ = directory_ + (directory_.back() == '/' ? "" : "/") + detail::directory_storage_impl::ledger_name;
         state_ = std::make_shared<detail::directory_storage_impl::shared_state>(ledger_path_, options_.file_mode,
                                                                                 options_.umask);
+        state_->directory = directory_;
+        state_->options = options_;
     }
 }
 
-std::optional<directory_storage> directory_storage::from_env(settings_reader& env) {
+detail::directory_storage_impl::shared_state::~shared_state() {
+    if (!deferred.any.load()) return;
+    try {
+        auto held = take_deferred(deferred);
+        if (held.empty()) return;
+        directory_storage writer(directory, options);
+        for (auto const& [k, bytes] : held) (void)writer.write(k, bytes);
+    } catch (...) {
+        // Deferred writes are the ones a crash may lose: so may a failure here.
+    }
+}
+
+std::unordered_map<key, std::string> detail::directory_storage_impl::take_deferred(deferred_writes& d) {
+    std::unordered_map<key, std::string> out;
+    std::lock_guard<std::mutex> const lock(d.mutex);
+    if (d.generation == detail::directory_storage_impl::fork_generation()) out.swap(d.held);
+    d.held.clear();
+    d.bytes = 0;
+    d.any.store(false);
+    return out;
+}
+
+std::error_code directory_storage::write_deferred(key const& k, std::string_view bytes) noexcept {
+    namespace impl = detail::directory_storage_impl;
+    if (directory_.empty() || k.empty()) return std::make_error_code(std::errc::invalid_argument);
+    try {
+        impl::deferred_writes& d = state_->deferred;
+        std::int64_t const now = impl::now_ns();
+        bool due = false;
+        {
+            std::lock_guard<std::mutex> const lock(d.mutex);
+            unsigned const generation = impl::fork_generation();
+            if (d.generation != generation) { // a forked child: what is held is the parent's
+                d.held.clear();
+                d.bytes = 0;
+                d.generation = generation;
+            }
+            if (d.held.empty()) d.oldest_ns = now;
+            auto [it, added] = d.held.try_emplace(k);
+            d.bytes -= it->second.size();
+            it->second.assign(bytes.data(), bytes.size());
+            d.bytes += bytes.size();
+            (void)added;
+            d.any.store(true);
+            due = d.held.size() >= impl::deferred_writes::max_keys || d.bytes >= impl::deferred_writes::max_bytes ||
+                  now - d.oldest_ns >= impl::deferred_writes::max_age_ns;
+        }
+        return due ? flush_deferred() : std::error_code();
+    } catch (...) { // bad_alloc: write it now instead
+        return write(k, bytes);
+    }
+}
+
+std::error_code directory_storage::flush_deferred() noexcept {
+    if (directory_.empty() || !state_->deferred.any.load()) return {};
+    try {
+        std::error_code first;
+        for (auto const& [k, bytes] : detail::directory_storage_impl::take_deferred(state_->deferred)) {
+            std::error_code const ec = write(k, bytes);
+            if (ec && !first) first = ec;
+        }
+        return first;
+    } catch (...) {
+        return std::make_error_code(std::errc::not_enough_memory);
+    }
+}
+
+std::optional<read_result> directory_storage::read_deferred(key const& k, std::string& out, std::size_t max_size) {
+    detail::directory_storage_impl::deferred_writes& d = state_->deferred;
+    std::lock_guard<std::mutex> const lock(d.mutex);
+    if (d.generation != detail::directory_storage_impl::fork_generation()) return std::nullopt;
+    auto const it = d.held.find(k);
+    if (it == d.held.end()) return std::nullopt;
+    if (it->second.size() > max_size) {
+        out.clear();
+        return read_result{read_status::too_large, {}};
+    }
+    out = it->second;
+    return read_result{read_status::found, {}};
+}
+
+from_env_result<directory_storage> directory_storage::from_env(storage_settings const& settings) {
+    settings_reader const& env = settings.env;
     std::string dir = env.value("_DIR");
-    if (detail::is_off(dir) || !env.confirm()) return std::nullopt;
+    if (detail::is_off(dir)) return from_env_result<directory_storage>::not_configured();
+    if (!settings.cache_off.empty()) return from_env_result<directory_storage>::off(settings.cache_off);
     directory_options const options = directory_options_from_env(env);
     // A directory that cannot be made (a file on the way, no permission, a
     // read-only parent) would make every store fail: say so now, once, and run
     // without a cache. An existing read-only directory is fine: loads work.
-    if (int const e = usable_directory(dir, options)) {
-        env.report(env.name("_DIR") + "=\"" + dir + "\" cannot be used (" + std::generic_category().message(e) +
-                   "); the cache is disabled");
-        return std::nullopt;
-    }
+    if (int const e = usable_directory(dir, options))
+        return from_env_result<directory_storage>::off(env.name("_DIR") + "=\"" + dir + "\" cannot be used (" +
+                                                       std::generic_category().message(e) +
+                                                       "); the cache is disabled");
     // `1` or `on` is a path here, not a switch: the directory `on` is used, and said so.
     if (detail::is_on(dir))
         env.report_value("_DIR", dir,
                          "is a path, not a switch: the cache is the directory \"" + dir +
                              "\" in the working directory");
-    return directory_storage(std::move(dir), options);
+    return from_env_result<directory_storage>(directory_storage(std::move(dir), options));
 }
 
 std::vector<environment_setting> directory_storage::environment_settings(std::string_view prefix) {
@@ -6455,6 +7271,8 @@ read_result directory_storage::read(key const& k, std::string& out, std::size_t 
         return {read_status::absent, {}};
     }
     try {
+        if (state_->deferred.any.load(std::memory_order_relaxed))
+            if (std::optional<read_result> const held = read_deferred(k, out, max_size)) return *held;
         std::string& path = impl::read_path_buffer();
         path.clear();
         impl::append_entry_path(path, directory_, k);
@@ -6500,6 +7318,14 @@ std::error_code directory_storage::write(key const& k, std::string_view bytes) n
     namespace impl = detail::directory_storage_impl;
     if (directory_.empty() || k.empty()) return std::make_error_code(std::errc::invalid_argument);
     try {
+        if (state_->deferred.any.load(std::memory_order_relaxed)) { // this write supersedes a held one
+            std::lock_guard<std::mutex> const lock(state_->deferred.mutex);
+            auto const it = state_->deferred.held.find(k);
+            if (it != state_->deferred.held.end()) {
+                state_->deferred.bytes -= it->second.size();
+                state_->deferred.held.erase(it);
+            }
+        }
         std::string const entry = entry_path(k);
         std::string const folder = entry.substr(0, entry.rfind('/'));
         std::string temp;
@@ -6525,6 +7351,14 @@ std::error_code directory_storage::remove(key const& k) noexcept {
     namespace impl = detail::directory_storage_impl;
     if (directory_.empty() || k.empty()) return {};
     try {
+        if (state_->deferred.any.load(std::memory_order_relaxed)) {
+            std::lock_guard<std::mutex> const lock(state_->deferred.mutex);
+            auto const it = state_->deferred.held.find(k);
+            if (it != state_->deferred.held.end()) {
+                state_->deferred.bytes -= it->second.size();
+                state_->deferred.held.erase(it);
+            }
+        }
         // Through the fan-out folder opened without following a symlink: in a
         // directory others may write (shared mode), `ab` swapped for a symlink must
         // not make this unlink a file elsewhere.
@@ -6559,6 +7393,7 @@ std::error_code directory_storage::remove(key const& k) noexcept {
 std::error_code
 directory_storage::record_counters(std::vector<std::pair<std::string, std::uint64_t>> const& delta) noexcept {
     if (directory_.empty()) return {};
+    (void)flush_deferred(); // the cache is being destroyed or flushed: its records go too
     try {
         // This storage's own count, `lock-timeouts`, rides along.
         std::uint64_t const timeouts = state_->locks.timeouts();
@@ -6610,7 +7445,7 @@ cleanup_result directory_storage::prune() noexcept {
     return run_cleanup([this](int root_fd, cleanup_result& r) {
         detail::directory_storage_impl::cleanup_totals const t =
             state_->cleanup.step(root_fd, ledger_path_, options_.file_mode, options_.umask, options_.max_size,
-                                 std::numeric_limits<std::size_t>::max());
+                                 detail::directory_storage_impl::whole_cleanup_budget);
         r.entries = t.entries;
         r.bytes = t.bytes;
         r.removed = t.evicted;
@@ -6626,11 +7461,11 @@ cleanup_result directory_storage::clear() noexcept {
         namespace impl = detail::directory_storage_impl;
         impl::folder_counter counter(ledger_path_, options_.file_mode, options_.umask, &state_->locks);
         for (unsigned f = 0; f < 256; ++f) {
-            counter.before_scan(f);
+            std::uint64_t const before = counter.before_scan(f);
             impl::folder_scan const fs =
                 impl::scan_folder(root_fd, f, std::numeric_limits<std::int64_t>::max(),
                                   std::numeric_limits<std::int64_t>::max(), impl::no_entry_callback{});
-            counter.counted(f, fs.bytes);
+            counter.counted(f, fs.bytes, before);
             r.removed += fs.evicted;
             r.removed_bytes += fs.evicted_bytes;
             r.temp_files_removed += fs.temps_removed;
@@ -6751,7 +7586,7 @@ void directory_storage::after_change(unsigned folder, std::uint64_t added, std::
     std::unique_lock<std::mutex> lock(state_->cleanup.mutex, std::try_to_lock);
     if (!lock.owns_lock() || impl::lock_fd(root.fd, std::chrono::milliseconds{0}) != 0) return;
     state_->cleanup.step(root.fd, ledger_path_, options_.file_mode, options_.umask, options_.max_size,
-                         impl::cleanup_budget);
+                         impl::store_cleanup_budget, total, &state_->ledger);
 }
 
 bool directory_storage::flush_ledger(std::int64_t now, std::uint64_t& total) const noexcept {
@@ -6767,10 +7602,10 @@ bool directory_storage::flush_ledger(std::int64_t now, std::uint64_t& total) con
     for (unsigned folder = 0; folder < 256; ++folder) {
         if (!f.due[folder]) continue;
         std::int64_t const temps_before = impl::now_ns() - impl::temp_stale_after_ns;
-        counter.before_scan(folder);
+        std::uint64_t const before = counter.before_scan(folder);
         impl::folder_scan const fs =
             impl::scan_folder(root.fd, folder, temps_before, impl::no_cutoff, impl::no_entry_callback{});
-        counter.counted(folder, fs.bytes);
+        counter.counted(folder, fs.bytes, before);
         state_->cleanup.temps_removed += fs.temps_removed;
     }
     std::uint64_t const recounted = counter.save(counted_at);
@@ -6955,9 +7790,29 @@ static_assert(compile_cache::check_storage<compile_cache::null_storage>::value);
 // compile_cache: a Storage in front of another — a local one (a directory) before a
 // remote one shared by many machines (a Redis server). Reads try the local storage
 // first; an entry found on the remote is copied locally once the cache has checked its
-// envelope; stores go to both. A remote that fails (times out, refuses, rejects the
-// credentials, garbles a reply) or answers too slowly is skipped for a back-off period,
-// so a dead, stalled or slow server costs a bounded delay.
+// envelope; stores go to both, the remote's in the background by default. A remote that
+// fails (times out, refuses, rejects the credentials, garbles a reply) or answers too
+// slowly is skipped for a back-off period, so a dead, stalled or slow server costs a
+// bounded delay.
+
+
+// ---- begin compile_cache/explain.hpp
+// compile_cache: why a kernel missed. An `absent` miss reads the record of the kernel's
+// identity (identity_record.hpp: the keys stored for it, newest first, with their named
+// components) and compares the component lists: which components changed, appeared or
+// disappeared since the kernel was last stored.
+
+
+// ---- begin compile_cache/identity_record.hpp
+// compile_cache: a kernel's identity record, what miss explanations (explain.hpp) are made
+// from. Each store also records, under the kernel's identity, the keys stored for it
+// (newest first, a few) with their named components.
+//
+// The record is an ordinary entry: an envelope (so it is checked like any other, and
+// authenticated under the cache's secret) stored through the same Storage under a key
+// derived from the identity, with its own format id. Any Storage keeps it without a
+// member of its own. Its key is 33 bytes, the last one identity_record_marker, a size no
+// Hasher's digest has, so that a tool can tell records from kernels by name alone.
 
 
 // ---- begin compile_cache/envelope.hpp
@@ -7426,10 +8281,2563 @@ bool constant_time_equal(void const* a, void const* b, std::size_t n) noexcept {
 #endif
 // ---- end compile_cache/hasher/impl/hmac.ipp
 // ---- end compile_cache/hasher/hmac.hpp
+
+#include <vector>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace compile_cache {
+
+inline constexpr std::uint16_t envelope_version = 3;
+
+/// What an entry says about itself, besides its key.
+struct entry_metadata {
+    std::string name;
+    std::string origin_file;
+    std::string format_id;
+    std::int64_t origin_line = 0;
+    std::int64_t created_ns = 0;
+    std::uint64_t compile_ns = 0;
+    /// The key's named components and their digests, as key_builder made them
+    /// (key_result::components()); empty for a key made otherwise.
+    std::vector<component_digest> components;
+};
+
+enum class envelope_status {
+    ok,
+    corrupt,         ///< damaged, truncated, or not an entry at all
+    foreign_version, ///< a sound entry in another envelope version or serializer format
+    key_mismatch,    ///< a sound entry, but for another key than the one asked for
+    too_large,       ///< the payload is longer than the configured maximum
+    /// The reader's mode and the entry's disagree, or the HMAC does not verify: a keyed
+    /// reader got an entry without a valid HMAC under its secret (unkeyed, made with
+    /// another secret, damaged, truncated or forged: indistinguishable, and not told
+    /// apart), or an unkeyed reader got an entry whose header says keyed.
+    unauthenticated,
+};
+
+/// Whether the bytes stored under a key are bad where they lie (damaged, or a sound
+/// entry of another key), so that the storage may drop them. A foreign, too large or
+/// unauthenticated entry may be another reader's good one, and is left alone.
+inline bool is_damaged_entry(envelope_status s) noexcept {
+    return s == envelope_status::corrupt || s == envelope_status::key_mismatch;
+}
+
+struct opened_envelope {
+    envelope_status status = envelope_status::corrupt;
+    entry_metadata metadata;  ///< set when every field was read (ok, too_large, key_mismatch, another format)
+    std::string_view payload; ///< points into the bytes given to open_envelope
+    key stored_key;           ///< the key the entry says it is for (set from `ok` on, and for key_mismatch)
+    std::uint16_t version = 0; ///< the envelope version the entry says (0 when not even that is readable)
+    bool keyed = false;        ///< whether it is checked by an HMAC (true) or a CRC-32C
+};
+
+namespace detail {
+inline constexpr char envelope_magic[8] = {'C', 'C', 'E', 'N', 'T', 'R', 'Y', '\n'};
+inline constexpr std::size_t envelope_max_metadata = 1u << 20;
+
+/// The flags of an unkeyed entry: its check value is a CRC-32C.
+inline constexpr std::uint16_t envelope_flags_crc32c = 0;
+/// The check value is an HMAC-SHA256 under the cache's secret (32 bytes).
+inline constexpr std::uint16_t envelope_flag_keyed = 1;
+/// The size of the check value at the end of a keyed entry.
+inline constexpr std::size_t envelope_keyed_check_size = 32;
+
+/// The size of the check value at the end of an unkeyed entry.
+inline constexpr std::size_t envelope_check_size = 4;
+
+/// Appends the check value of `out` (everything in it so far) to `out`.
+COMPILE_CACHE_DECL void append_envelope_check(std::string& out);
+
+/// Whether the last envelope_check_size bytes of `p[0, n)` are the check value of
+/// the bytes before them. n must be at least envelope_check_size.
+COMPILE_CACHE_DECL bool envelope_check_matches(unsigned char const* p, std::size_t n) noexcept;
+
+COMPILE_CACHE_DECL void append_string32(std::string& out, std::string_view s);
+
+/// A bounds-checked cursor: every read says whether it fit.
+class envelope_reader {
+public:
+    envelope_reader(unsigned char const* p, std::size_t n) : p_(p), left_(n) {}
+    explicit envelope_reader(std::string_view bytes)
+        : envelope_reader(reinterpret_cast<unsigned char const*>(bytes.data()), bytes.size()) {}
+
+    template <class UInt>
+    bool read(UInt& v) {
+        if (left_ < sizeof(UInt)) return false;
+        v = read_le<UInt>(p_);
+        advance(sizeof(UInt));
+        return true;
+    }
+    bool read_bytes(std::size_t n, std::string_view& out) {
+        if (left_ < n) return false;
+        out = std::string_view(reinterpret_cast<char const*>(p_), n);
+        advance(n);
+        return true;
+    }
+    /// A u32 length and that many bytes, seen in place.
+    bool read_string32(std::string_view& out) {
+        std::uint32_t n;
+        return read(n) && read_bytes(n, out);
+    }
+    /// A u32 length and that many bytes, copied.
+    bool read_string32(std::string& out) {
+        std::string_view v;
+        if (!read_string32(v)) return false;
+        out.assign(v.data(), v.size());
+        return true;
+    }
+    std::size_t left() const noexcept { return left_; }
+
+private:
+    void advance(std::size_t n) {
+        p_ += n;
+        left_ -= n;
+    }
+    unsigned char const* p_;
+    std::size_t left_;
+};
+/// The fields before the payload when every variable-length one is empty: magic,
+/// version, flags, key size, metadata length, payload length.
+inline constexpr std::size_t envelope_min_header = sizeof envelope_magic + 2 + 2 + 1 + 4 + 8;
+} // namespace detail
+
+/// How entries are checked, written and read: unkeyed (a CRC-32C, against accidents)
+/// or keyed (an HMAC-SHA256 under a secret, against tampering by anyone without the
+/// secret). A reader's mode is its own configuration; an entry's flags never choose
+/// it. Copyable; the keyed form absorbs the secret once, so each entry costs the
+/// HMAC of its bytes and no more.
+class envelope_auth {
+public:
+    /// Unkeyed: CRC-32C check values.
+    envelope_auth() noexcept = default;
+
+    /// Keyed with the bytes of `secret`: HMAC-SHA256 check values. An empty secret is
+    /// the unkeyed mode (there is nothing to authenticate with).
+    COMPILE_CACHE_DECL explicit envelope_auth(std::string_view secret);
+
+    bool keyed() const noexcept { return mac_.has_value(); }
+
+    /// The flags an entry written in this mode carries, and the only ones accepted.
+    std::uint16_t flags() const noexcept {
+        return keyed() ? detail::envelope_flag_keyed : detail::envelope_flags_crc32c;
+    }
+
+    /// The size of the check value at the end of an entry: 4 unkeyed, 32 keyed.
+    std::size_t check_size() const noexcept {
+        return keyed() ? detail::envelope_keyed_check_size : detail::envelope_check_size;
+    }
+
+    /// Appends the check value of `out` (everything in it so far) to `out`.
+    COMPILE_CACHE_DECL void append_check(std::string& out) const;
+
+    /// Whether the last check_size() bytes of `p[0, n)` are the check value of the
+    /// bytes before them. n must be at least check_size().
+    COMPILE_CACHE_DECL bool check_matches(unsigned char const* p, std::size_t n) const noexcept;
+
+private:
+    COMPILE_CACHE_DECL hmac<sha256>::result_type tag_of(unsigned char const* p, std::size_t n) const noexcept;
+
+    std::optional<hmac<sha256>> mac_;
+};
+
+namespace detail {
+/// Why an entry whose check value does not match is refused, for the statistics only:
+/// nothing here is trusted, and every outcome is a miss.
+COMPILE_CACHE_DECL envelope_status unchecked_entry_status(unsigned char const* p, std::size_t n,
+                                                          envelope_auth const& auth) noexcept;
+
+/// Writes everything before the payload into `out` (cleared first), the payload length
+/// as 0. Returns where that length is, and how long the metadata came out.
+struct envelope_header {
+    std::size_t length_at = 0;
+    std::size_t metadata_size = 0;
+};
+COMPILE_CACHE_DECL envelope_header write_envelope_header(std::string& out, key const& k, entry_metadata const& m,
+                                                         envelope_auth const& auth);
+
+/// Writes the length of the payload that follows the length field at `length_at`,
+/// then appends the check value of `auth`'s mode.
+COMPILE_CACHE_DECL void seal_envelope_at(std::string& out, std::size_t length_at, envelope_auth const& auth);
+} // namespace detail
+
+/// Writes one entry into a string: the constructor writes everything before the
+/// payload, the caller appends the payload to out(), and seal() writes the payload's
+/// length and the check value. The payload is never copied.
+class envelope_writer {
+public:
+    /// Starts an entry for `k` in `out` (cleared first), checked in `auth`'s mode.
+    /// `out` and `auth` must outlive the writer.
+    envelope_writer(std::string& out, key const& k, entry_metadata const& m, envelope_auth const& auth)
+        : out_(out), auth_(&auth), header_(detail::write_envelope_header(out, k, m, auth)) {}
+
+    /// Whether the metadata is within the bound every reader applies (1 MiB): an entry
+    /// beyond it would be written and never read.
+    bool metadata_fits() const noexcept { return header_.metadata_size <= detail::envelope_max_metadata; }
+
+    /// Where the payload goes: append it here.
+    std::string& out() noexcept { return out_; }
+
+    /// The number of payload bytes appended so far.
+    std::size_t payload_size() const noexcept { return out_.size() - header_.length_at - 8; }
+
+    /// The size of the entry once sealed, with the payload appended so far.
+    std::size_t sealed_size() const noexcept { return out_.size() + auth_->check_size(); }
+
+    /// Finishes the entry: the payload's length, then the check value. Once.
+    void seal() { detail::seal_envelope_at(out_, header_.length_at, *auth_); }
+
+private:
+    std::string& out_;
+    envelope_auth const* auth_;
+    detail::envelope_header header_;
+};
+
+/// Starts an entry in `out` (which is cleared): everything up to the payload. The
+/// serializer then appends the payload, and seal_envelope() finishes the entry.
+/// Returns the position of the payload length field. `auth` must be the one given to
+/// seal_envelope. envelope_writer does the same, and tells whether the metadata fits.
+inline std::size_t begin_envelope(std::string& out, key const& k, entry_metadata const& m,
+                                  envelope_auth const& auth = envelope_auth()) {
+    return detail::write_envelope_header(out, k, m, auth).length_at;
+}
+
+/// The number of payload bytes appended since begin_envelope.
+inline std::size_t envelope_payload_size(std::string const& out, std::size_t length_at) {
+    return out.size() - length_at - 8;
+}
+
+/// Writes the payload length and appends the check value of `auth`'s mode.
+inline void seal_envelope(std::string& out, std::size_t length_at, envelope_auth const& auth = envelope_auth()) {
+    detail::seal_envelope_at(out, length_at, auth);
+}
+
+namespace detail {
+/// An entry's fields as views into its bytes: what a read finds, nothing copied.
+struct envelope_fields {
+    envelope_status status = envelope_status::corrupt;
+    std::uint16_t version = 0;
+    bool keyed = false;
+    bool complete = false; ///< every field up to the payload was read and is in bounds
+    std::string_view key_bytes;
+    std::string_view name, origin_file, format_id;
+    std::int64_t origin_line = 0;
+    std::int64_t created_ns = 0;
+    std::uint64_t compile_ns = 0;
+    std::uint32_t component_count = 0;
+    std::string_view components; ///< their encoding, already walked once by parse_envelope
+    std::string_view payload;
+};
+
+/// Reads `count` components from `in`, giving each name and digest to `f`; false when
+/// they do not fit.
+template <class F>
+bool read_components(envelope_reader& in, std::uint32_t count, F&& f) {
+    for (std::uint32_t i = 0; i < count; ++i) {
+        std::string_view name, digest;
+        std::uint8_t digest_size = 0;
+        if (!in.read_string32(name) || !in.read(digest_size) || digest_size > key::max_size ||
+            !in.read_bytes(digest_size, digest))
+            return false;
+        f(name, digest);
+    }
+    return true;
+}
+
+/// Reads the metadata block into `r`'s fields; false when it is malformed.
+COMPILE_CACHE_DECL bool parse_metadata(std::string_view meta_bytes, envelope_fields& r);
+
+/// Reads an entry's header from `in`, placed just after the magic: the version into
+/// `r.version` and the flags into `flags`; then, for envelope_version, the key and the
+/// metadata into `r`. False when the version is another (r.version says so) or a field
+/// does not fit or is out of bounds. The one reader of the header's layout.
+COMPILE_CACHE_DECL bool read_envelope_header(envelope_reader& in, std::uint16_t& flags, envelope_fields& r);
+
+/// The header of `entry` (key, metadata), read without its check value: `entry` must
+/// have been checked already, or be checked by whoever uses what it says. False when
+/// it is not an entry of envelope_version or its header does not parse.
+COMPILE_CACHE_DECL bool read_unchecked_header(std::string_view entry, envelope_fields& r);
+
+/// Reads an entry whose check value is sound in `auth`'s mode: version, flags, bounds,
+/// metadata and the payload's place; the key and format are left to the caller.
+COMPILE_CACHE_DECL envelope_fields parse_envelope(std::string_view bytes, std::size_t max_payload,
+                                                  envelope_auth const& auth);
+
+/// parse_envelope, then the key and the serializer's format: what a load needs, with
+/// nothing copied out of `bytes`.
+COMPILE_CACHE_DECL envelope_fields check_envelope(std::string_view bytes, key const& expected,
+                                                  std::string_view format_id, std::size_t max_payload,
+                                                  envelope_auth const& auth);
+
+/// The fields, copied into an opened_envelope (its metadata only when complete).
+COMPILE_CACHE_DECL opened_envelope to_opened_envelope(envelope_fields const& f);
+} // namespace detail
+
+/// Checks an entry read back for `expected`: check value (in `auth`'s mode, whatever
+/// the entry's flags say), then version, flags, bounds, key and the serializer's
+/// format. Only with status ok does the payload reach a deserializer.
+inline opened_envelope open_envelope(std::string_view bytes, key const& expected, std::string_view format_id,
+                                     std::size_t max_payload, envelope_auth const& auth = envelope_auth()) {
+    return detail::to_opened_envelope(detail::check_envelope(bytes, expected, format_id, max_payload, auth));
+}
+
+/// Checks an entry without knowing what it should be, for tools that list or verify
+/// a cache: the check value (in `auth`'s mode), version, flags and bounds, as
+/// open_envelope does, but neither the key (`stored_key` says which it claims; compare
+/// it with where the entry was found) nor the serializer format (in the metadata).
+inline opened_envelope inspect_envelope(std::string_view bytes, envelope_auth const& auth = envelope_auth()) {
+    return detail::to_opened_envelope(detail::parse_envelope(bytes, static_cast<std::size_t>(-1), auth));
+}
+
+} // namespace compile_cache
+
+// ---- begin compile_cache/impl/envelope.ipp
+// compile_cache: the definitions of envelope.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+#include <cstring>
+
+namespace compile_cache {
+
+envelope_auth::envelope_auth(std::string_view secret) {
+    if (!secret.empty()) mac_.emplace(secret.data(), secret.size());
+}
+
+void envelope_auth::append_check(std::string& out) const {
+    if (!keyed()) return detail::append_envelope_check(out);
+    auto const tag = tag_of(reinterpret_cast<unsigned char const*>(out.data()), out.size());
+    out.append(reinterpret_cast<char const*>(tag.data()), tag.size());
+}
+
+bool envelope_auth::check_matches(unsigned char const* p, std::size_t n) const noexcept {
+    if (!keyed()) return detail::envelope_check_matches(p, n);
+    std::size_t const body = n - detail::envelope_keyed_check_size;
+    auto const tag = tag_of(p, body);
+    return detail::constant_time_equal(tag.data(), p + body, tag.size());
+}
+
+hmac<sha256>::result_type envelope_auth::tag_of(unsigned char const* p, std::size_t n) const noexcept {
+    hmac<sha256> mac = *mac_; // the keyed state, copied: the secret is not hashed again
+    mac.update(p, n);
+    return mac.result();
+}
+
+namespace detail {
+
+void append_envelope_check(std::string& out) {
+    append_le<std::uint32_t>(out, crc32c(out.data(), out.size()));
+}
+
+bool envelope_check_matches(unsigned char const* p, std::size_t n) noexcept {
+    std::size_t const body = n - envelope_check_size;
+    return crc32c(p, body) == read_le<std::uint32_t>(p + body);
+}
+
+void append_string32(std::string& out, std::string_view s) {
+    append_le<std::uint32_t>(out, static_cast<std::uint32_t>(s.size()));
+    out.append(s.data(), s.size());
+}
+
+envelope_status unchecked_entry_status(unsigned char const* p, std::size_t n, envelope_auth const& auth) noexcept {
+    // With a secret, damage, another secret, no HMAC at all and a forgery look the same.
+    if (auth.keyed()) return envelope_status::unauthenticated;
+    // Unkeyed: an entry whose header says keyed (it may be; this reader cannot check).
+    if (n >= envelope_min_header + envelope_keyed_check_size &&
+        std::memcmp(p, envelope_magic, sizeof envelope_magic) == 0 &&
+        read_le<std::uint16_t>(p + sizeof envelope_magic) == envelope_version &&
+        read_le<std::uint16_t>(p + sizeof envelope_magic + 2) == envelope_flag_keyed)
+        return envelope_status::unauthenticated;
+    return envelope_status::corrupt;
+}
+
+envelope_header write_envelope_header(std::string& out, key const& k, entry_metadata const& m,
+                                      envelope_auth const& auth) {
+    out.clear();
+    out.append(envelope_magic, sizeof envelope_magic);
+    append_le<std::uint16_t>(out, envelope_version);
+    append_le<std::uint16_t>(out, auth.flags());
+    out.push_back(static_cast<char>(k.size()));
+    out.append(reinterpret_cast<char const*>(k.data()), k.size());
+    std::string meta;
+    append_string32(meta, m.name);
+    append_string32(meta, m.origin_file);
+    append_string32(meta, m.format_id);
+    append_le<std::uint64_t>(meta, static_cast<std::uint64_t>(m.origin_line));
+    append_le<std::uint64_t>(meta, static_cast<std::uint64_t>(m.created_ns));
+    append_le<std::uint64_t>(meta, m.compile_ns);
+    append_le<std::uint32_t>(meta, static_cast<std::uint32_t>(m.components.size()));
+    for (component_digest const& c : m.components) {
+        append_string32(meta, c.name);
+        meta.push_back(static_cast<char>(c.digest.size()));
+        meta.append(reinterpret_cast<char const*>(c.digest.data()), c.digest.size());
+    }
+    append_le<std::uint32_t>(out, static_cast<std::uint32_t>(meta.size()));
+    out += meta;
+    envelope_header h{out.size(), meta.size()};
+    append_le<std::uint64_t>(out, 0); // patched by seal_envelope_at
+    return h;
+}
+
+void seal_envelope_at(std::string& out, std::size_t length_at, envelope_auth const& auth) {
+    std::uint64_t length = static_cast<std::uint64_t>(out.size() - length_at - 8);
+    for (std::size_t i = 0; i < 8; ++i, length >>= 8) out[length_at + i] = static_cast<char>(length & 0xffu);
+    auth.append_check(out);
+}
+
+bool parse_metadata(std::string_view meta_bytes, envelope_fields& r) {
+    envelope_reader meta(meta_bytes);
+    std::uint64_t line = 0, created = 0;
+    if (!meta.read_string32(r.name) || !meta.read_string32(r.origin_file) || !meta.read_string32(r.format_id) ||
+        !meta.read(line) || !meta.read(created) || !meta.read(r.compile_ns) || !meta.read(r.component_count))
+        return false;
+    std::size_t const components_size = meta.left();
+    if (!read_components(meta, r.component_count, [](std::string_view, std::string_view) {}) || meta.left() != 0)
+        return false;
+    r.components = meta_bytes.substr(meta_bytes.size() - components_size);
+    r.origin_line = static_cast<std::int64_t>(line);
+    r.created_ns = static_cast<std::int64_t>(created);
+    return true;
+}
+
+bool read_envelope_header(envelope_reader& in, std::uint16_t& flags, envelope_fields& r) {
+    r.version = 0;
+    if (!in.read(r.version) || !in.read(flags) || r.version != envelope_version) return false;
+    std::uint8_t key_size = 0;
+    std::string_view meta_bytes;
+    std::uint32_t meta_size = 0;
+    return in.read(key_size) && key_size != 0 && key_size <= key::max_size && in.read_bytes(key_size, r.key_bytes) &&
+           in.read(meta_size) && meta_size <= envelope_max_metadata && in.read_bytes(meta_size, meta_bytes) &&
+           parse_metadata(meta_bytes, r);
+}
+
+bool read_unchecked_header(std::string_view entry, envelope_fields& r) {
+    auto const* p = reinterpret_cast<unsigned char const*>(entry.data());
+    if (entry.size() < envelope_min_header || std::memcmp(p, envelope_magic, sizeof envelope_magic) != 0)
+        return false;
+    envelope_reader in(p + sizeof envelope_magic, entry.size() - sizeof envelope_magic);
+    std::uint16_t flags = 0;
+    return read_envelope_header(in, flags, r);
+}
+
+envelope_fields parse_envelope(std::string_view bytes, std::size_t max_payload, envelope_auth const& auth) {
+    envelope_fields r;
+    std::size_t const check_size = auth.check_size();
+    auto const* p = reinterpret_cast<unsigned char const*>(bytes.data());
+    if (bytes.size() >= sizeof envelope_magic + 2 && std::memcmp(p, envelope_magic, sizeof envelope_magic) == 0)
+        r.version = read_le<std::uint16_t>(p + sizeof envelope_magic);
+    if (bytes.size() < envelope_min_header + check_size || !auth.check_matches(p, bytes.size())) {
+        r.status = unchecked_entry_status(p, bytes.size(), auth);
+        return r;
+    }
+    std::size_t const body = bytes.size() - check_size;
+    if (std::memcmp(p, envelope_magic, sizeof envelope_magic) != 0) return r;
+
+    envelope_reader in(p + sizeof envelope_magic, body - sizeof envelope_magic);
+    std::uint16_t flags = 0;
+    bool const header_read = read_envelope_header(in, flags, r);
+    if (r.version != envelope_version) {
+        r.status = envelope_status::foreign_version;
+        return r;
+    }
+    if (flags != auth.flags()) return r;
+    r.keyed = auth.keyed();
+    if (!header_read) return r;
+
+    std::uint64_t payload_size = 0;
+    if (!in.read(payload_size) || payload_size != in.left()) return r;
+    r.complete = true;
+    if (payload_size > max_payload) {
+        r.status = envelope_status::too_large;
+        return r;
+    }
+    in.read_bytes(static_cast<std::size_t>(payload_size), r.payload);
+    r.status = envelope_status::ok;
+    return r;
+}
+
+envelope_fields check_envelope(std::string_view bytes, key const& expected, std::string_view format_id,
+                               std::size_t max_payload, envelope_auth const& auth) {
+    envelope_fields r = parse_envelope(bytes, max_payload, auth);
+    if (r.status != envelope_status::ok) return r;
+    if (r.key_bytes.size() != expected.size() ||
+        std::memcmp(r.key_bytes.data(), expected.data(), expected.size()) != 0) {
+        r.status = envelope_status::key_mismatch;
+        r.payload = {};
+    } else if (r.format_id != format_id) {
+        r.status = envelope_status::foreign_version;
+        r.payload = {};
+    }
+    return r;
+}
+
+opened_envelope to_opened_envelope(envelope_fields const& f) {
+    opened_envelope r;
+    r.status = f.status;
+    r.payload = f.payload;
+    r.version = f.version;
+    r.keyed = f.keyed;
+    if (!f.complete) return r;
+    r.stored_key = key(f.key_bytes.data(), f.key_bytes.size());
+    entry_metadata& m = r.metadata;
+    m.name.assign(f.name.data(), f.name.size());
+    m.origin_file.assign(f.origin_file.data(), f.origin_file.size());
+    m.format_id.assign(f.format_id.data(), f.format_id.size());
+    m.origin_line = f.origin_line;
+    m.created_ns = f.created_ns;
+    m.compile_ns = f.compile_ns;
+    m.components.reserve(f.component_count); // bounded: parse_envelope walked them all
+    envelope_reader in(f.components);
+    read_components(in, f.component_count, [&m](std::string_view name, std::string_view digest) {
+        m.components.push_back({std::string(name), key(digest.data(), digest.size())});
+    });
+    return r;
+}
+
+} // namespace detail
+
+} // namespace compile_cache
+#endif
+// ---- end compile_cache/impl/envelope.ipp
+// ---- end compile_cache/envelope.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace compile_cache {
+
+/// One entry stored for a kernel, as its identity record keeps it.
+struct recorded_entry {
+    key entry_key;
+    std::int64_t created_ns = 0;
+    std::uint64_t compile_ns = 0;
+    /// The key's components, the toolchain as its parts (`toolchain: compiler`, ...),
+    /// digests cut to identity_record_digest_size bytes.
+    std::vector<component_digest> components;
+};
+
+/// What is recorded under a kernel's identity: its latest entries, newest first.
+struct identity_record {
+    std::string identity;
+    std::vector<recorded_entry> history;
+};
+
+/// How many entries a record keeps.
+inline constexpr std::size_t identity_record_history = 8;
+/// A record keeps the first bytes of each component's digest only: enough to tell
+/// whether it changed (a change goes unseen with probability 2^-64), and a record of 8
+/// entries of 15 components stays under 4 KiB.
+inline constexpr std::size_t identity_record_digest_size = 8;
+/// The format id of a record's envelope (a kernel's entry carries its serializer's).
+inline constexpr std::string_view identity_record_format = "compile_cache.identity-record 1";
+/// The last byte of a record's 33-byte key.
+inline constexpr unsigned char identity_record_marker = 0x1d;
+inline constexpr std::size_t identity_record_key_size = 33;
+/// A record is small; one over this bound is not read (counted records-ignored).
+inline constexpr std::size_t identity_record_max_size = std::size_t{256} << 10;
+/// The most components one recorded entry may list; a record with an entry over it is
+/// not read either (counted records-ignored). No key a host builds comes near it (a
+/// kernel keyed on 4096 callees), and comparing is linear in the components anyway.
+inline constexpr std::size_t identity_record_max_components = 4096;
+
+/// The identity of a kernel: the host's own string, or its name and origin file.
+COMPILE_CACHE_DECL std::string kernel_identity(std::string_view given, std::string_view name,
+                                               std::string_view origin_file);
+
+/// The key a kernel identity's record is stored under.
+COMPILE_CACHE_DECL key identity_record_key(std::string_view identity);
+
+/// Whether `k` is the key of an identity record rather than of a kernel.
+inline bool is_identity_record_key(key const& k) noexcept {
+    return k.size() == identity_record_key_size && k.data()[identity_record_key_size - 1] == identity_record_marker;
+}
+
+/// The same, for a key's hex (an entry's file name).
+inline bool is_identity_record_name(std::string_view hex) noexcept {
+    return hex.size() == 2 * identity_record_key_size && hex.substr(hex.size() - 2) == "1d";
+}
+
+/// The payload of a record's envelope.
+COMPILE_CACHE_DECL std::string encode_identity_record(identity_record const& r);
+
+/// Parses what encode_identity_record wrote, within bounds; nullopt for anything else,
+/// and for a record with an entry of more than identity_record_max_components.
+COMPILE_CACHE_DECL std::optional<identity_record> decode_identity_record(std::string_view payload);
+
+/// The same; `over_bound` is set when the payload was refused for holding an entry of
+/// more than identity_record_max_components (a forged record, not a damaged one).
+COMPILE_CACHE_DECL std::optional<identity_record> decode_identity_record(std::string_view payload,
+                                                                         bool& over_bound);
+
+namespace detail {
+COMPILE_CACHE_DECL void append_key8(std::string& out, key const& k);
+COMPILE_CACHE_DECL bool read_key8(envelope_reader& r, key& k);
+
+/// The key of the identity record a host that gives no identity of its own writes for
+/// the kernel of `checked_entry` (by its name and origin file); nullopt when its header
+/// does not parse. What tiered_storage copies along with a remote entry.
+COMPILE_CACHE_DECL std::optional<key> record_key_of_entry(std::string_view checked_entry);
+
+/// Whether `bytes` look like the identity record stored under `record_key`: its header
+/// names that key and the record format (the check value is the reader's to verify).
+COMPILE_CACHE_DECL bool looks_like_record(std::string_view bytes, key const& record_key);
+
+/// The record of `identity` in the entry stored under its key, from that entry's check
+/// (check_envelope with identity_record_format and identity_record_max_size): nullopt
+/// unless the check is ok and the payload is the record of that very identity.
+/// `over_bound` is set when the record is there but over a bound (too large, or an entry
+/// of more than identity_record_max_components): a forged one, ignored.
+COMPILE_CACHE_DECL std::optional<identity_record> identity_record_in(envelope_fields const& checked,
+                                                                     std::string_view identity, bool& over_bound);
+
+/// The sealed entry (in `auth`'s mode) of the identity record of `identity` once the
+/// entry `newest` is stored: `newest` first, then the entries of `previous` (null: none)
+/// under other keys, identity_record_history at most. Its envelope names the kernel as
+/// `kernel` (the metadata of the kernel's own entry) does. Empty when it would be over
+/// identity_record_max_size: then no record is written.
+COMPILE_CACHE_DECL std::string sealed_identity_record(std::string identity, recorded_entry newest,
+                                                      identity_record const* previous, entry_metadata const& kernel,
+                                                      envelope_auth const& auth);
+} // namespace detail
+
+} // namespace compile_cache
+
+// ---- begin compile_cache/impl/identity_record.ipp
+// compile_cache: the definitions of identity_record.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+#include <cstring>
+
+namespace compile_cache {
+
+std::string kernel_identity(std::string_view given, std::string_view name, std::string_view origin_file) {
+    if (!given.empty()) return std::string(given);
+    std::string s(name);
+    s += '\n';
+    s.append(origin_file.data(), origin_file.size());
+    return s;
+}
+
+key identity_record_key(std::string_view identity) {
+    sha256 h;
+    static constexpr char domain[] = "compile_cache.identity-record\0";
+    h.update(domain, sizeof domain - 1);
+    h.update(identity.data(), identity.size());
+    auto const d = h.result();
+    unsigned char bytes[identity_record_key_size];
+    std::memcpy(bytes, d.data(), identity_record_key_size - 1);
+    bytes[identity_record_key_size - 1] = identity_record_marker;
+    return key(bytes, identity_record_key_size);
+}
+
+std::string encode_identity_record(identity_record const& r) {
+    std::string out;
+    detail::append_string32(out, r.identity);
+    detail::append_le<std::uint32_t>(out, static_cast<std::uint32_t>(r.history.size()));
+    for (recorded_entry const& e : r.history) {
+        detail::append_key8(out, e.entry_key);
+        detail::append_le<std::uint64_t>(out, static_cast<std::uint64_t>(e.created_ns));
+        detail::append_le<std::uint64_t>(out, e.compile_ns);
+        detail::append_le<std::uint32_t>(out, static_cast<std::uint32_t>(e.components.size()));
+        for (component_digest const& c : e.components) {
+            detail::append_string32(out, c.name);
+            detail::append_key8(out, c.digest);
+        }
+    }
+    return out;
+}
+
+std::optional<identity_record> decode_identity_record(std::string_view payload) {
+    bool over_bound = false;
+    return decode_identity_record(payload, over_bound);
+}
+
+std::optional<identity_record> decode_identity_record(std::string_view payload, bool& over_bound) {
+    over_bound = false;
+    detail::envelope_reader r(reinterpret_cast<unsigned char const*>(payload.data()), payload.size());
+    identity_record out;
+    std::uint32_t count;
+    if (!r.read_string32(out.identity) || !r.read(count) || count > identity_record_history) return std::nullopt;
+    for (std::uint32_t i = 0; i < count; ++i) {
+        recorded_entry e;
+        std::uint64_t created;
+        std::uint32_t components;
+        if (!detail::read_key8(r, e.entry_key) || !r.read(created) || !r.read(e.compile_ns) || !r.read(components))
+            return std::nullopt;
+        e.created_ns = static_cast<std::int64_t>(created);
+        if (components > identity_record_max_components) {
+            over_bound = true;
+            return std::nullopt;
+        }
+        if (components > r.left() / 5) return std::nullopt; // each takes at least 5 bytes
+        e.components.reserve(components);
+        for (std::uint32_t j = 0; j < components; ++j) {
+            component_digest c;
+            if (!r.read_string32(c.name) || !detail::read_key8(r, c.digest)) return std::nullopt;
+            e.components.push_back(std::move(c));
+        }
+        out.history.push_back(std::move(e));
+    }
+    if (r.left() != 0) return std::nullopt;
+    return out;
+}
+
+namespace detail {
+void append_key8(std::string& out, key const& k) {
+    out.push_back(static_cast<char>(k.size()));
+    out.append(reinterpret_cast<char const*>(k.data()), k.size());
+}
+bool read_key8(envelope_reader& r, key& k) {
+    std::uint8_t n;
+    std::string_view bytes;
+    if (!r.read(n) || n == 0 || n > key::max_size || !r.read_bytes(n, bytes)) return false;
+    k = key(bytes.data(), bytes.size());
+    return true;
+}
+
+std::optional<key> record_key_of_entry(std::string_view checked_entry) {
+    envelope_fields f;
+    if (!read_unchecked_header(checked_entry, f)) return std::nullopt;
+    return identity_record_key(kernel_identity({}, f.name, f.origin_file));
+}
+
+bool looks_like_record(std::string_view bytes, key const& record_key) {
+    envelope_fields f;
+    return read_unchecked_header(bytes, f) && f.key_bytes.size() == record_key.size() &&
+           std::memcmp(f.key_bytes.data(), record_key.data(), record_key.size()) == 0 &&
+           f.format_id == identity_record_format;
+}
+
+std::optional<identity_record> identity_record_in(envelope_fields const& checked, std::string_view identity,
+                                                  bool& over_bound) {
+    over_bound = checked.status == envelope_status::too_large;
+    if (checked.status != envelope_status::ok) return std::nullopt;
+    std::optional<identity_record> r = decode_identity_record(checked.payload, over_bound);
+    if (!r || r->identity != identity) return std::nullopt;
+    return r;
+}
+
+std::string sealed_identity_record(std::string identity, recorded_entry newest, identity_record const* previous,
+                                   entry_metadata const& kernel, envelope_auth const& auth) {
+    identity_record r;
+    r.history.push_back(std::move(newest));
+    if (previous)
+        for (recorded_entry const& e : previous->history)
+            if (r.history.size() < identity_record_history && !(e.entry_key == r.history.front().entry_key))
+                r.history.push_back(e);
+    r.identity = std::move(identity);
+    entry_metadata m;
+    m.name = kernel.name;
+    m.origin_file = kernel.origin_file;
+    m.origin_line = kernel.origin_line;
+    m.format_id = std::string(identity_record_format);
+    m.created_ns = kernel.created_ns;
+    std::string entry;
+    envelope_writer envelope(entry, identity_record_key(r.identity), m, auth);
+    envelope.out() += encode_identity_record(r);
+    envelope.seal();
+    if (entry.size() > identity_record_max_size) entry.clear();
+    return entry;
+}
+} // namespace detail
+
+} // namespace compile_cache
+
+#endif
+// ---- end compile_cache/impl/identity_record.ipp
+// ---- end compile_cache/identity_record.hpp
+// ---- begin compile_cache/printable.hpp
+// compile_cache: text made safe to print on a terminal. Names, files and component names
+// come from entries and records anyone who can write the storage may have forged: the
+// library's log lines and the compile-cache tool print them through printable() alone.
+
+
+#include <string>
+#include <string_view>
+
+namespace compile_cache {
+
+/// `s` with every byte that could upset a terminal written as `\xNN`: control
+/// characters (escape sequences, newlines that would fake another line), DEL, the
+/// backslash itself, C1 controls encoded in UTF-8, and any byte that is not part of
+/// well-formed UTF-8. Well-formed UTF-8 otherwise passes unchanged.
+COMPILE_CACHE_DECL std::string printable(std::string_view s);
+
+} // namespace compile_cache
+
+// ---- begin compile_cache/impl/printable.ipp
+// compile_cache: the definitions of printable.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+namespace compile_cache {
+
+std::string printable(std::string_view s) {
+    static char const hex[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(s.size());
+    auto escape = [&](unsigned char c) {
+        out += "\\x";
+        out += hex[c >> 4];
+        out += hex[c & 0xf];
+    };
+    std::size_t i = 0;
+    while (i < s.size()) {
+        auto const c = static_cast<unsigned char>(s[i]);
+        if (c < 0x80) {
+            if (c < 0x20 || c == 0x7f || c == '\\') escape(c);
+            else out += static_cast<char>(c);
+            ++i;
+            continue;
+        }
+        // A well-formed UTF-8 sequence is kept, unless it encodes a C1 control
+        // (U+0080..U+009F: 0xc2 0x80..0x9f), which some terminals act on as they do on
+        // the raw bytes 0x80..0x9f; anything malformed is escaped byte by byte.
+        std::size_t const n = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+        bool ok = n != 0 && i + n <= s.size();
+        for (std::size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+        if (ok && c == 0xc2 && static_cast<unsigned char>(s[i + 1]) <= 0x9f) ok = false;
+        if (ok && c == 0xe0 && static_cast<unsigned char>(s[i + 1]) < 0xa0) ok = false; // overlong
+        if (ok && c == 0xf0 && static_cast<unsigned char>(s[i + 1]) < 0x90) ok = false; // overlong
+        if (ok && c == 0xed && static_cast<unsigned char>(s[i + 1]) >= 0xa0) ok = false; // surrogates
+        if (ok && c == 0xf4 && static_cast<unsigned char>(s[i + 1]) >= 0x90) ok = false; // over U+10FFFF
+        if (!ok) {
+            escape(c);
+            ++i;
+            continue;
+        }
+        out.append(s.data() + i, n);
+        i += n;
+    }
+    return out;
+}
+
+} // namespace compile_cache
+
+#endif
+// ---- end compile_cache/impl/printable.ipp
+// ---- end compile_cache/printable.hpp
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace compile_cache {
+
+/// Why a get_or_compile missed, component by component (for an `absent` miss only).
+struct miss_explanation {
+    enum class kind {
+        none,        ///< no explanation: not an absent miss, or nothing could be read
+        new_kernel,  ///< no entry was ever recorded for this kernel's identity
+        evicted,     ///< an entry under this very key was recorded: it was evicted or removed
+        changed,     ///< the kernel was stored before under another key: see the lists
+    };
+    kind what = kind::none;
+    std::vector<std::string> changed;     ///< components with another digest
+    std::vector<std::string> appeared;    ///< components the previous key did not have
+    std::vector<std::string> disappeared; ///< components of the previous key that are gone
+    std::vector<std::string> unchanged;   ///< the others (an unchanged toolchain as one name)
+    /// For kind::new_kernel, what no earlier entry was found for: the host's identity
+    /// string when it gave one, else the kernel's name and origin file (empty when the
+    /// explanation was made without them).
+    std::string identity, name, origin_file;
+
+    explicit operator bool() const noexcept { return what != kind::none; }
+
+    /// For a log line: `changed callee:helper, ir; unchanged toolchain, options`,
+    /// `new (no earlier entry named main from prog.dsl)`, `evicted or removed`; empty
+    /// for kind::none. Every name in it is printable() (a record may have been forged).
+    COMPILE_CACHE_DECL std::string text() const;
+
+    /// Short, for a host's one-line report: `callee:helper, ir changed`, `new`, `evicted`.
+    /// Names printable(), as in text().
+    COMPILE_CACHE_DECL std::string brief() const;
+
+    /// The names, printable(), separated by `, `.
+    COMPILE_CACHE_DECL static std::string join(std::vector<std::string> const& names);
+
+private:
+    COMPILE_CACHE_DECL static void append_list(std::string& s, char const* label,
+                                               std::vector<std::string> const& names);
+};
+
+/// The component lists of two keys of one kernel compared: which names of `now`
+/// changed or appeared since `before`, and which of `before` disappeared. Both lists'
+/// names are first made distinct as key_builder makes them (distinct_component_names:
+/// the n-th `callee` is `callee#n`), so the n-th component of a name is matched with
+/// the n-th of that name, records written before names were made distinct compare
+/// alike, and no name is ever listed twice, nor both changed and unchanged. Linear in
+/// the components. Toolchain parts (names starting `toolchain: `) that are all
+/// unchanged are named `toolchain` once.
+COMPILE_CACHE_DECL miss_explanation compare_components(std::vector<component_digest> const& before,
+                                                       std::vector<component_digest> const& now);
+
+/// The explanation of an `absent` miss of the key `now_key` (components `now`), from
+/// the record of the kernel's identity (null when there is none). `identity`, `name`
+/// and `origin_file` (as in entry_info) say what a new kernel had no earlier entry for.
+COMPILE_CACHE_DECL miss_explanation explain_absent(identity_record const* record, key const& now_key,
+                                                   std::vector<component_digest> const& now,
+                                                   std::string_view identity = {}, std::string_view name = {},
+                                                   std::string_view origin_file = {});
+
+namespace detail {
+/// The line the cache logs for an `absent` miss of the kernel `name` explained by `m`:
+/// what changed, or that it was evicted; that it is new only for the first new kernel
+/// (`new_kernel_logged` is set then: a new kernel is the normal case of a cold run);
+/// empty when there is nothing to log.
+COMPILE_CACHE_DECL std::string absent_miss_line(std::string_view name, miss_explanation const& m,
+                                                std::atomic<bool>& new_kernel_logged);
+
+/// The line the cache logs, once, for an identity record over a bound.
+COMPILE_CACHE_DECL std::string record_ignored_line(std::string_view name);
+} // namespace detail
+
+} // namespace compile_cache
+
+// ---- begin compile_cache/impl/explain.ipp
+// compile_cache: the definitions of explain.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+#include <unordered_map>
+
+namespace compile_cache {
+
+std::string miss_explanation::text() const {
+    switch (what) {
+    case kind::none: return {};
+    case kind::new_kernel:
+        if (!identity.empty()) return "new (no earlier entry for the identity \"" + printable(identity) + "\")";
+        if (!name.empty() || !origin_file.empty())
+            return "new (no earlier entry named " + printable(name) + " from " + printable(origin_file) + ")";
+        return "new";
+    case kind::evicted: return "evicted or removed (an entry under this very key was stored before)";
+    case kind::changed: break;
+    }
+    std::string s;
+    append_list(s, "changed ", changed);
+    append_list(s, "appeared ", appeared);
+    append_list(s, "disappeared ", disappeared);
+    if (s.empty()) s = "the key changed, its named components did not";
+    append_list(s, "unchanged ", unchanged);
+    return s;
+}
+
+std::string miss_explanation::brief() const {
+    switch (what) {
+    case kind::none: return {};
+    case kind::new_kernel: return "new";
+    case kind::evicted: return "evicted";
+    case kind::changed: break;
+    }
+    std::string s;
+    auto add = [&s](std::vector<std::string> const& names, char const* verb) {
+        if (names.empty()) return;
+        if (!s.empty()) s += "; ";
+        s += join(names) + " " + verb;
+    };
+    add(changed, "changed");
+    add(appeared, "appeared");
+    add(disappeared, "disappeared");
+    return s.empty() ? std::string("key changed") : s;
+}
+
+std::string miss_explanation::join(std::vector<std::string> const& names) {
+    std::string s;
+    for (auto const& n : names) s += (s.empty() ? "" : ", ") + printable(n);
+    return s;
+}
+
+void miss_explanation::append_list(std::string& s, char const* label, std::vector<std::string> const& names) {
+    if (names.empty()) return;
+    s += (s.empty() ? "" : "; ") + std::string(label) + join(names);
+}
+
+miss_explanation compare_components(std::vector<component_digest> const& before,
+                                    std::vector<component_digest> const& now) {
+    std::vector<component_digest> old_list = before, new_list = now;
+    distinct_component_names(old_list);
+    distinct_component_names(new_list);
+    std::unordered_map<std::string_view, component_digest const*> old_by_name, new_by_name;
+    old_by_name.reserve(old_list.size());
+    new_by_name.reserve(new_list.size());
+    for (component_digest const& c : old_list) old_by_name.emplace(c.name, &c);
+    for (component_digest const& c : new_list) new_by_name.emplace(c.name, &c);
+    auto is_toolchain_part = [](std::string const& name) { return name.rfind("toolchain: ", 0) == 0; };
+    miss_explanation m;
+    m.what = miss_explanation::kind::changed;
+    bool toolchain_changed = false, toolchain_parts = false;
+    for (component_digest const& c : new_list) {
+        auto const old = old_by_name.find(c.name);
+        bool const part = is_toolchain_part(c.name);
+        toolchain_parts = toolchain_parts || part;
+        if (old == old_by_name.end()) {
+            m.appeared.push_back(c.name);
+            toolchain_changed = toolchain_changed || part;
+        } else if (!(old->second->digest == c.digest)) {
+            m.changed.push_back(c.name);
+            toolchain_changed = toolchain_changed || part;
+        } else if (!part) {
+            m.unchanged.push_back(c.name);
+        }
+    }
+    for (component_digest const& c : old_list)
+        if (new_by_name.find(c.name) == new_by_name.end()) {
+            m.disappeared.push_back(c.name);
+            toolchain_changed = toolchain_changed || is_toolchain_part(c.name);
+        }
+    if (toolchain_parts && !toolchain_changed) m.unchanged.insert(m.unchanged.begin(), "toolchain");
+    return m;
+}
+
+miss_explanation explain_absent(identity_record const* record, key const& now_key,
+                                std::vector<component_digest> const& now, std::string_view identity,
+                                std::string_view name, std::string_view origin_file) {
+    miss_explanation m;
+    if (!record || record->history.empty()) {
+        m.what = miss_explanation::kind::new_kernel;
+        m.identity = std::string(identity);
+        m.name = std::string(name);
+        m.origin_file = std::string(origin_file);
+        return m;
+    }
+    for (recorded_entry const& e : record->history)
+        if (e.entry_key == now_key) {
+            m.what = miss_explanation::kind::evicted;
+            return m;
+        }
+    return compare_components(record->history.front().components, now);
+}
+
+namespace detail {
+std::string absent_miss_line(std::string_view name, miss_explanation const& m, std::atomic<bool>& new_kernel_logged) {
+    // A renamed or moved kernel is new too, and its line says what was looked for.
+    if (m.what == miss_explanation::kind::changed || m.what == miss_explanation::kind::evicted)
+        return "miss " + printable(name) + " (absent): " + m.text();
+    if (m.what == miss_explanation::kind::new_kernel && !new_kernel_logged.exchange(true))
+        return "miss " + printable(name) + " (absent): " + m.text() + "; later new kernels are not logged";
+    return {};
+}
+
+std::string record_ignored_line(std::string_view name) {
+    return "miss " + printable(name) + " (absent): not explained: its identity record is over " +
+           std::to_string(identity_record_max_size >> 10) + " KiB or " +
+           std::to_string(identity_record_max_components) +
+           " components an entry, and is ignored (counted records-ignored)";
+}
+} // namespace detail
+
+} // namespace compile_cache
+
+#endif
+// ---- end compile_cache/impl/explain.ipp
+// ---- end compile_cache/explain.hpp
+// ---- begin compile_cache/storage/remote_error.hpp
+// compile_cache: why a call to a remote storage failed — one set of conditions shared by
+// every remote (the Redis client, the HTTP storage) and by the tier that counts them.
+
+
+#include <cstddef>
+#include <string>
+#include <system_error>
+#include <type_traits>
+
+namespace compile_cache {
+
+/// Why a remote call failed. A remote storage returns these as error codes
+/// (`make_error_code(remote_error::timeout)`, category remote_category()); a tier counts
+/// any remote's error_code by remote_error_of. The first remote_error_count values are
+/// the reasons a tier counts (and their order is the order of its counters); the ones
+/// after them are finer conditions a remote reports, each counted as one of the first.
+enum class remote_error : std::size_t {
+    timeout,         ///< no answer within the remote's timeout (connect or call)
+    refused,         ///< nothing listens, the connection was reset, or the host is unreachable
+    auth,            ///< the server refused the credentials or the command's permissions
+    protocol,        ///< a reply that is not valid, longer than asked for, or cut short
+    too_large,       ///< larger than the caller's bound (the cache's entry bound), or than the server takes
+    corrupt,         ///< an entry whose envelope the cache found damaged or not an entry
+    unauthenticated, ///< an entry whose HMAC does not verify under the cache's secret
+    other,           ///< any other error reply or I/O error
+    node_down,       ///< one node of a cluster is out of reach while the others answer: only its keys
+                     ///< fail (counted as refused; the remote's partial_failure() says it is partial)
+    cluster_node,    ///< the address names one node of a cluster, which serves only some keys
+                     ///< (counted as other)
+};
+
+/// How many reasons a tier counts: the values of remote_error before node_down.
+inline constexpr std::size_t remote_error_count = 8;
+
+/// The short name of a reason ("timeout", "too-large", "node-down", ...), for counters and logs.
+COMPILE_CACHE_DECL char const* to_string(remote_error e) noexcept;
+
+namespace detail {
+class remote_error_category final : public std::error_category {
+public:
+    char const* name() const noexcept override { return "compile_cache.remote"; }
+    COMPILE_CACHE_DECL std::string message(int value) const override;
+    /// The portable std::errc condition of each reason (timeout: timed_out, refused and
+    /// node_down: connection_refused, auth: permission_denied, protocol: protocol_error,
+    /// too_large: value_too_large), so that code written against std::errc tells them.
+    COMPILE_CACHE_DECL std::error_condition default_error_condition(int value) const noexcept override;
+};
+} // namespace detail
+
+/// The category of the error codes of remote_error.
+COMPILE_CACHE_DECL std::error_category const& remote_category() noexcept;
+
+/// remote_error as an error code: its value is the enumerator's plus one (0 is success).
+inline std::error_code make_error_code(remote_error e) noexcept {
+    return {static_cast<int>(e) + 1, remote_category()};
+}
+
+/// The reason counted for a remote's error code, one of the first remote_error_count:
+/// a remote_error as it is (node_down as refused, cluster_node as other); another
+/// category's code by its std::errc condition (timed_out; connection_refused,
+/// host_unreachable, network_unreachable, no_such_file_or_directory, connection_reset,
+/// not_connected; permission_denied, operation_not_permitted; protocol_error,
+/// bad_message; value_too_large, file_too_large, message_size), else other.
+COMPILE_CACHE_DECL remote_error remote_error_of(std::error_code const& e) noexcept;
+
+} // namespace compile_cache
+
+template <>
+struct std::is_error_code_enum<compile_cache::remote_error> : std::true_type {};
+
+// ---- begin compile_cache/storage/impl/remote_error.ipp
+// compile_cache: the definitions of storage/remote_error.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+namespace compile_cache {
+
+char const* to_string(remote_error e) noexcept {
+    switch (e) {
+    case remote_error::timeout: return "timeout";
+    case remote_error::refused: return "refused";
+    case remote_error::auth: return "auth";
+    case remote_error::protocol: return "protocol";
+    case remote_error::too_large: return "too-large";
+    case remote_error::corrupt: return "corrupt";
+    case remote_error::unauthenticated: return "unauthenticated";
+    case remote_error::other: return "other";
+    case remote_error::node_down: return "node-down";
+    case remote_error::cluster_node: return "cluster-node";
+    }
+    return "other";
+}
+
+std::string detail::remote_error_category::message(int value) const {
+    switch (static_cast<remote_error>(value - 1)) {
+    case remote_error::timeout: return "the server did not answer in time";
+    case remote_error::refused: return "the server refused the connection or is unreachable";
+    case remote_error::auth: return "the server refused the credentials or the command";
+    case remote_error::protocol: return "the server's reply was invalid, too long or cut short";
+    case remote_error::too_large: return "the value is larger than allowed";
+    case remote_error::corrupt: return "the entry is damaged or not an entry";
+    case remote_error::unauthenticated: return "the entry's authentication does not verify";
+    case remote_error::other: return "the server reported an error";
+    case remote_error::node_down: return "a node of the cluster is out of reach; only its keys fail";
+    case remote_error::cluster_node:
+        return "the server is a node of a Redis Cluster, not a server of its own: address the cluster as "
+               "redis+cluster://host:port";
+    }
+    return "unknown remote error";
+}
+
+std::error_condition detail::remote_error_category::default_error_condition(int value) const noexcept {
+    switch (static_cast<remote_error>(value - 1)) {
+    case remote_error::timeout: return std::errc::timed_out;
+    case remote_error::refused:
+    case remote_error::node_down: return std::errc::connection_refused;
+    case remote_error::auth: return std::errc::permission_denied;
+    case remote_error::protocol: return std::errc::protocol_error;
+    case remote_error::too_large: return std::errc::value_too_large;
+    case remote_error::corrupt:
+    case remote_error::unauthenticated:
+    case remote_error::other:
+    case remote_error::cluster_node: break;
+    }
+    return {value, *this};
+}
+
+std::error_category const& remote_category() noexcept {
+    static detail::remote_error_category const category;
+    return category;
+}
+
+remote_error remote_error_of(std::error_code const& e) noexcept {
+    if (e.category() == remote_category() && e.value() >= 1 &&
+        e.value() <= static_cast<int>(remote_error::cluster_node) + 1) {
+        auto const why = static_cast<remote_error>(e.value() - 1);
+        if (why == remote_error::node_down) return remote_error::refused;
+        if (why == remote_error::cluster_node) return remote_error::other;
+        return why;
+    }
+    if (e == std::errc::timed_out) return remote_error::timeout;
+    if (e == std::errc::connection_refused || e == std::errc::host_unreachable || e == std::errc::network_unreachable ||
+        e == std::errc::no_such_file_or_directory || e == std::errc::connection_reset || e == std::errc::not_connected)
+        return remote_error::refused;
+    if (e == std::errc::permission_denied || e == std::errc::operation_not_permitted) return remote_error::auth;
+    if (e == std::errc::protocol_error || e == std::errc::bad_message) return remote_error::protocol;
+    if (e == std::errc::value_too_large || e == std::errc::file_too_large || e == std::errc::message_size)
+        return remote_error::too_large;
+    return remote_error::other;
+}
+
+} // namespace compile_cache
+
+#endif // COMPILE_CACHE_INCLUDE_IMPL
+// ---- end compile_cache/storage/impl/remote_error.ipp
+// ---- end compile_cache/storage/remote_error.hpp
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <thread>
+#include <type_traits>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+namespace compile_cache {
+
+/// What a tier may do with its remote.
+enum class remote_mode {
+    read_write, ///< read, and write every store
+    read_only,  ///< read only: stores stay local (a developer's machine reading what CI wrote)
+};
+
+// (remote_error, remote_error_count, to_string and remote_error_of: storage/remote_error.hpp.)
+
+/// How a tier's stores reach its remote.
+enum class remote_upload {
+    /// A store writes locally and queues the remote write; a worker thread of the tier
+    /// sends it (started at the first one), so the host waits for no remote store. A
+    /// remote hit's copy to the local storage is made by the same worker.
+    background,
+    /// Each store waits for its remote write (bounded by the remote's own timeout), and a
+    /// remote hit is copied locally before the cache deserializes it: no thread.
+    sync,
+};
+
+
+/// How a tiered_storage uses its remote.
+struct tier_options {
+    compile_cache::remote_mode mode = remote_mode::read_write;
+    /// After a failure that says the remote is not usable (timeout, refused, auth,
+    /// protocol) the remote is skipped this long; each failed probe after it doubles the
+    /// period, up to backoff_max (calls that were already out when it failed do not).
+    std::chrono::milliseconds backoff_start{2000};
+    std::chrono::milliseconds backoff_max{60000};
+    /// A store does not overwrite an entry the remote holds under the same key that
+    /// this process read and found not authentic (its HMAC does not verify here: most
+    /// likely the machines' secrets differ); counted `remote.store-skipped.foreign`, one
+    /// line the first time. True replaces them (to heal garbage planted on the server).
+    bool replace_unauthentic = false;
+    /// The process's time budget for slow answers: a call that answers after slow_call
+    /// or later adds its wait to a count (in wall time: calls waiting side by side on
+    /// several threads count once); once the count passes `budget`, every slow answer is
+    /// a failure (the remote is skipped for the back-off, one line, as a dead one is).
+    /// 0: no budget, slow answers never skip the remote.
+    std::chrono::milliseconds budget{1000};
+    std::chrono::milliseconds slow_call{200};
+    /// One line when the remote goes away and one when it comes back; silent when empty.
+    std::function<void(std::string_view)> logger;
+    /// Background (default) or sync stores (remote_upload).
+    remote_upload upload = remote_upload::background;
+    /// Background: the most bytes the queue of uploads and local copies holds (each
+    /// counts its entry's size and ~100 bytes); a store whose upload does not fit is not
+    /// sent (counted `remote.uploads-dropped`), a remote hit's copy that does not fit is
+    /// not made (`remote.copies-dropped`): the host never waits for room.
+    std::size_t upload_queue_bytes = std::size_t{64} << 20;
+    /// Background: at the tier's end (the cache's destruction, at the latest the
+    /// process's exit) the worker gets this long to send what is queued; what is left is
+    /// dropped and counted `remote.uploads-dropped`. An upload under way then runs to
+    /// its end (bounded by the remote's own timeout).
+    std::chrono::milliseconds upload_drain{1000};
+};
+
+namespace detail {
+template <class S>
+using describe_t = decltype(std::declval<S const&>().describe());
+template <class S>
+using has_remote_describe = is_detected_convertible<std::string, describe_t, S>;
+template <class S>
+using last_failure_text_t = decltype(std::declval<S const&>().last_failure().text);
+/// A remote that tells the text of its last failure (redis_storage::last_failure).
+template <class S>
+using has_last_failure_text = is_detected_convertible<std::string, last_failure_text_t, S>;
+template <class S>
+using partial_failure_t = decltype(std::declval<S const&>().partial_failure(std::declval<std::error_code const&>()));
+/// A remote that says which of its errors failed only a part of it (a cluster's node).
+template <class S>
+using has_partial_failure = is_detected_convertible<bool, partial_failure_t, S>;
+
+/// The jobs one tier runs off the host's path, and the thread that runs them: a queue
+/// bounded in bytes (push never waits for room: a job that does not fit is refused),
+/// a thread started at the first push, a bounded drain at the end. Fork-safe: a child
+/// forked while the thread runs has no thread and an empty queue (the jobs are the
+/// parent's), and starts its own thread at its first push; whether the thread was in
+/// the middle of a job when the process forked is told (the remote's connection may
+/// then be mid-call in the child's copy: the child must not use it).
+class tier_worker {
+public:
+    struct job {
+        key k;
+        std::string bytes;
+        unsigned char kind = 0; ///< the tier's own code
+    };
+    /// Runs one job (on the worker's thread); must not throw.
+    using runner = std::function<void(job&)>;
+    /// Counts a job dropped unrun at the end (under the queue's lock); must not throw.
+    using dropper = std::function<void(job const&)>;
+
+    COMPILE_CACHE_DECL tier_worker(std::size_t max_bytes, std::chrono::milliseconds drain, runner run,
+                                   dropper drop);
+    /// Gives the queued jobs the drain time, drops the rest (counted), and joins the
+    /// thread (a job under way runs to its end).
+    COMPILE_CACHE_DECL ~tier_worker();
+    tier_worker(tier_worker const&) = delete;
+    tier_worker& operator=(tier_worker const&) = delete;
+
+    /// Queues `j`; false (nothing queued, nothing waited for) when it does not fit under
+    /// the bound, the worker is ending, or no thread can be started.
+    COMPILE_CACHE_DECL bool push(job&& j) noexcept;
+    /// Waits until no job is queued or running, at most `within`; true when none is.
+    COMPILE_CACHE_DECL bool wait_idle(std::chrono::milliseconds within) noexcept;
+    /// Drops the queued jobs of key `k` (uncounted: what comes next replaces them) and
+    /// waits, at most `within`, for a job of `k` under way to end; true when none is left.
+    COMPILE_CACHE_DECL bool cancel(key const& k, std::chrono::milliseconds within) noexcept;
+    /// Whether the thread has been started in this process.
+    COMPILE_CACHE_DECL bool started() const noexcept;
+    /// In a forked child: whether the parent's thread was running a job when the process forked.
+    bool forked_mid_job() const noexcept { return forked_mid_job_.load(std::memory_order_relaxed); }
+
+    /// The fork handlers (pthread_atfork), for every worker alive.
+    COMPILE_CACHE_DECL static void before_fork() noexcept;
+    COMPILE_CACHE_DECL static void after_fork_in_parent() noexcept;
+    COMPILE_CACHE_DECL static void after_fork_in_child() noexcept;
+
+private:
+    COMPILE_CACHE_DECL void work() noexcept;
+    static std::size_t cost(job const& j) noexcept { return j.bytes.size() + sizeof(job) + 64; }
+
+    std::size_t const max_bytes_;
+    std::chrono::milliseconds const drain_;
+    runner run_;
+    dropper drop_;
+    mutable std::mutex mutex_;
+    // Held by pointer: a child forked while the thread waited on them gets new ones.
+    std::unique_ptr<std::condition_variable> wake_ = std::make_unique<std::condition_variable>();
+    std::unique_ptr<std::condition_variable> idle_ = std::make_unique<std::condition_variable>();
+    std::deque<job> queue_;
+    std::size_t queued_bytes_ = 0; ///< the cost of the queued jobs and of the running one
+    bool running_ = false;         ///< a job is under way
+    key running_key_;              ///< its key
+    bool waiting_ = false;         ///< the thread waits for a job (a push wakes it)
+    bool ending_ = false;
+    std::chrono::steady_clock::time_point drain_until_{};
+    std::unique_ptr<std::thread> thread_;
+    std::atomic<bool> forked_mid_job_{false};
+};
+
+} // namespace detail
+
+/// `Local` before `Remote`, both Storages. Either may be absent: without a remote it
+/// is the local storage alone (same reads, same writes, no counter of its own);
+/// without a local one (remote only) nothing is kept on this machine.
+///
+/// - `read`: the local storage; `found` and `too_large` are its answer. Otherwise
+///   (absent, or a local error) the remote, unless it is skipped (back-off). A remote
+///   error is counted (remote_error) and the read answers as the local storage did. An
+///   answer from the remote says so in its `origin` (tiered_storage::from_remote).
+/// - `entry_checked` (called by basic_cache after it checked an entry's envelope, with
+///   the read's answer): an entry the remote returned that checked `sound` is counted as
+///   a remote hit and written to the local storage (so the next process reads it
+///   locally and sends nothing): by the worker in background mode, after the cache has
+///   the entry (the hit waits for its GET alone), before the cache goes on in sync
+///   mode. One that is damaged or unauthenticated is counted as such, never copied.
+///   The kernel's identity record comes along (explain.hpp): an identity record read
+///   from the remote that checked `sound` is copied too (not counted as a hit), and a
+///   copied kernel entry brings the record under its name and origin file when there
+///   is none locally, so that misses and `compile-cache explain` here find what the
+///   fleet recorded (one remote read per entry copied, by the worker in background mode).
+/// - `write`: the local storage, then, in read_write mode, the remote: queued for the
+///   worker in background mode (tier_options::upload; a full queue drops it, counted),
+///   sent before the answer in sync mode (each remote call is bounded by the remote's
+///   own timeout: the host waits no longer). The answer is the local storage's
+///   (remote-only: the remote's, or in background mode whether it was queued); a remote
+///   failure is counted. An entry this process found unauthentic on the remote is not
+///   overwritten there (tier_options::replace_unauthentic).
+/// - Identity records (explain.hpp) are counted apart from entries: `remote.record-*`.
+/// - `remove`: both (the remote only in read_write mode), at once.
+/// - A timeout, a refused connection, refused credentials or permissions (auth) or a
+///   reply that is not valid (protocol) make the remote skipped for
+///   tier_options::backoff_start, doubling with each failed probe after it, up to
+///   backoff_max; so do slow answers once their waits pass tier_options::budget. One
+///   log line when it goes away, one when it answers again. Other errors (a server out
+///   of memory...) are counted, and said in one line the first time; an error the
+///   remote calls partial (`partial_failure(e)`: one node of a cluster) is counted and
+///   said once, and the remote is still used. A store refused for `auth` while reads
+///   answer (a user allowed to read only) stops the stores, with one line; reads go on.
+/// - Background mode: no thread until the first upload or copy; at the tier's end the
+///   queue gets tier_options::upload_drain, then what is left is dropped (counted). A
+///   process forked after a store has no worker and no queue of its own (the parent's
+///   uploads are the parent's); it starts its own worker at its first upload, and does
+///   not use the remote at all if the parent's worker was mid-call when it forked (the
+///   copied connection is then mid-call). The logger may be called from the worker.
+///
+/// Thread-safe when both storages are. Move-only. A default-constructed tier is
+/// disabled: reads are absent, writes fail with invalid_argument.
+template <class Local, class Remote>
+class tiered_storage {
+public:
+    using local_type = Local;
+    using remote_type = Remote;
+
+    /// The `origin` of a read's answer that came from the remote (0: the local storage).
+    static constexpr std::uint32_t from_remote = 1;
+
+    tiered_storage() = default;
+    /// The local storage alone: behaves exactly as `local`.
+    explicit tiered_storage(Local local) : state_(std::make_unique<state>()) { state_->local.emplace(std::move(local)); }
+    /// `local` in front of `remote`.
+    tiered_storage(Local local, Remote remote, tier_options options = {}) : state_(std::make_unique<state>()) {
+        state_->local.emplace(std::move(local));
+        state_->remote.emplace(std::move(remote));
+        state_->options = std::move(options);
+        state_->start();
+    }
+    /// The remote alone: nothing kept locally.
+    static tiered_storage remote_only(Remote remote, tier_options options = {}) {
+        tiered_storage t;
+        t.state_ = std::make_unique<state>();
+        t.state_->remote.emplace(std::move(remote));
+        t.state_->options = std::move(options);
+        t.state_->start();
+        return t;
+    }
+
+    tiered_storage(tiered_storage&&) noexcept = default;
+    tiered_storage& operator=(tiered_storage&&) noexcept = default;
+
+    /// The tier the environment asks for (see settings.hpp), the same storage_settings
+    /// handed to Local and Remote. `PREFIX_REMOTE` off: the local storage alone, exactly
+    /// as `Local::from_env` makes it. Set: the local storage (unless `PREFIX_REMOTE_ONLY`
+    /// is on, or the local one is not configured) before the remote that
+    /// `Remote::from_env` makes; `PREFIX_REMOTE_MODE` (`read-write`, default, or
+    /// `read-only`). Entries from a shared server run as code here: without a secret
+    /// (`PREFIX_SECRET_FILE`) the remote is off (storage_settings::remote_trusted, its
+    /// reason untrusted_remote_reason()), unless `PREFIX_REMOTE_INSECURE` is on. A remote
+    /// that is off says why in one line, and the local storage is kept; with nothing
+    /// left, the tier is off with that reason (the cache is disabled). Only for tiers
+    /// that can be configured so: each with a from_env, or made from its setting's value.
+    template <class L = Local, class R = Remote,
+              std::enable_if_t<detail::configurable_from_env<L>::value && detail::configurable_from_env<R>::value,
+                               int> = 0>
+    static from_env_result<tiered_storage> from_env(storage_settings const& settings) {
+        using result = from_env_result<tiered_storage>;
+        settings_reader const& env = settings.env;
+        if (env.is_off("_REMOTE")) {
+            from_env_result<Local> local = local_from_env(settings);
+            if (!local) return result::off(local.why_off()); // (empty: not configured)
+            return result(tiered_storage(*std::move(local)));
+        }
+        if (!settings.cache_off.empty()) return result::off(settings.cache_off);
+        std::optional<bool> const only = parse_switch(env.value("_REMOTE_ONLY"));
+        std::optional<Local> local;
+        if (!only.value_or(false)) {
+            from_env_result<Local> l = local_from_env(settings);
+            if (!l && !l.why_off().empty()) return result::off(l.why_off()); // configured, and declined
+            if (l) local.emplace(*std::move(l));
+        }
+        if (!only)
+            env.report_value("_REMOTE_ONLY", env.value("_REMOTE_ONLY"),
+                             "is not understood (1, on, true or yes; 0, off, false or no); the local storage is kept");
+        // The remote off, for `why`: said here when the local storage is kept, or the tier's reason.
+        auto local_only = [&](std::string const& why) -> result {
+            if (!local) return result::off(why);
+            env.report(why);
+            return result(tiered_storage(std::move(*local)));
+        };
+        if (!settings.remote_trusted) return local_only(settings.untrusted_remote_reason());
+        tier_options options;
+        options.logger = settings.logger;
+        options.mode = env.choice<remote_mode>(
+            "_REMOTE_MODE", {{"read-write", remote_mode::read_write}, {"read-only", remote_mode::read_only}},
+            remote_mode::read_write, "a remote mode");
+        options.replace_unauthentic =
+            env.flag("_REMOTE_REPLACE_UNAUTHENTIC", false, "entries that are not authentic are kept");
+        options.budget = budget_from_env(env);
+        options.slow_call = std::max(options.budget / 5, std::chrono::milliseconds(1));
+        upload_from_env(env, options);
+        std::optional<from_env_result<Remote>> remote;
+        try {
+            remote.emplace(remote_from_env(settings));
+        } catch (std::exception const& e) {
+            return local_only(env.name("_REMOTE") + ": " + e.what() + "; the remote is off");
+        } catch (...) {
+            return local_only(env.name("_REMOTE") + " cannot be used; the remote is off");
+        }
+        if (!*remote) {
+            if (remote->why_off().empty()) return local ? result(tiered_storage(std::move(*local))) : result::not_configured();
+            return local_only(remote->why_off());
+        }
+        tiered_storage t = local ? tiered_storage(std::move(*local), *std::move(*remote), std::move(options))
+                                 : remote_only(*std::move(*remote), std::move(options));
+        t.state_->secret_setting = env.name("_SECRET_FILE");
+        t.state_->replace_setting = env.name("_REMOTE_REPLACE_UNAUTHENTIC");
+        return result(std::move(t));
+    }
+
+    /// The settings from_env reads: the local storage's, the tier's, the remote's.
+    static std::vector<environment_setting> environment_settings(std::string_view prefix) {
+        std::string const p(prefix);
+        std::vector<environment_setting> s;
+        if constexpr (detail::has_environment_settings<Local>::value) s = Local::environment_settings(prefix);
+        std::vector<environment_setting> const tier = {
+            {p + "_REMOTE", "the URL of a shared remote storage behind the local one; unset: no remote"},
+            {p + "_REMOTE_MODE", "read-write (default) or read-only: whether stores go to the remote"},
+            {p + "_REMOTE_ONLY", "1 keeps nothing locally: every read and store goes to the remote"},
+            {p + "_REMOTE_INSECURE", "1 reads the remote without a secret (only for a server that only trusted "
+                                     "machines can write)"},
+            {p + "_REMOTE_REPLACE_UNAUTHENTIC", "1 lets stores replace remote entries that do not authenticate "
+                                                "under this secret (default: kept, as another secret's)"},
+            {p + "_REMOTE_BUDGET", "time the process may wait for slow answers (each a fifth of it or longer) "
+                                   "before a slow remote is skipped as a dead one; default: the call timeout "
+                                   "(_REMOTE_TIMEOUT, 1 s); off: no budget"},
+        };
+        for (auto const& t : tier) s.push_back(t);
+        for (auto const& u : upload_environment_settings(prefix)) s.push_back(u);
+        if constexpr (detail::has_environment_settings<Remote>::value)
+            for (auto const& r : Remote::environment_settings(prefix))
+                if (std::none_of(s.begin(), s.end(), [&](environment_setting const& e) { return e.name == r.name; }))
+                    s.push_back(r);
+        return s;
+    }
+
+    bool has_local() const noexcept { return state_ && state_->local.has_value(); }
+    bool has_remote() const noexcept { return state_ && state_->remote.has_value(); }
+    /// The local storage; has_local() must be true.
+    Local& local() noexcept { return *state_->local; }
+    /// The remote storage; has_remote() must be true.
+    Remote& remote() noexcept { return *state_->remote; }
+    compile_cache::remote_mode mode() const noexcept { return state_->options.mode; }
+    compile_cache::remote_upload upload() const noexcept { return state_->options.upload; }
+    /// Whether the remote is skipped now (it failed, and its back-off is not over).
+    bool remote_skipped() const {
+        if (!has_remote()) return true;
+        std::lock_guard<std::mutex> lock(state_->health_mutex);
+        return state_->down && clock::now() < state_->retry_at;
+    }
+    /// Background mode: waits until the queued uploads and copies are done, at most
+    /// `within`; true when nothing is left (and always in sync mode). For a host that
+    /// wants its uploads out at a point of its own (before it forks, or a long pause).
+    bool wait_for_uploads(std::chrono::milliseconds within) noexcept {
+        if (!state_ || !state_->worker) return true;
+        return state_->worker->wait_idle(within);
+    }
+    /// Whether the background worker's thread has been started (by an upload or a copy).
+    bool worker_started() const noexcept { return state_ && state_->worker && state_->worker->started(); }
+
+    read_result read(key const& k, std::string& out, std::size_t max_size) noexcept {
+        if (!state_) {
+            out.clear();
+            return {read_status::absent, {}};
+        }
+        read_result answer{read_status::absent, {}};
+        if (state_->local) {
+            answer = state_->local_read(k, out, max_size);
+            answer.origin = 0;
+            if (answer.status == read_status::found || answer.status == read_status::too_large) return answer;
+        }
+        if (!state_->remote || !state_->remote_usable()) return answer;
+        admission const a = state_->admit();
+        if (a == admission::skipped) return answer;
+        auto const start = clock::now();
+        read_result r;
+        try {
+            r = state_->remote->read(k, out, max_size);
+        } catch (...) {
+            r = {read_status::error, std::make_error_code(std::errc::io_error)};
+        }
+        auto const took = clock::now() - start;
+        state_->counts[c_read_ns] += ns_of(took);
+        r.origin = from_remote;
+        switch (r.status) {
+        case read_status::found:
+            state_->read_answered = true;
+            state_->answered(a, took);
+            state_->counts[c_bytes_read] += out.size();
+            return r;
+        case read_status::absent:
+            state_->read_answered = true;
+            state_->answered(a, took);
+            ++state_->counts[is_identity_record_key(k) ? c_record_misses : c_misses];
+            break;
+        case read_status::too_large:
+            state_->answered(a, took);
+            ++state_->counts[c_error + static_cast<std::size_t>(remote_error::too_large)];
+            return r;
+        case read_status::error: state_->failed(a, r.error); break;
+        }
+        out.clear();
+        return answer;
+    }
+
+    std::error_code write(key const& k, std::string_view bytes) noexcept {
+        if (!state_) return std::make_error_code(std::errc::invalid_argument);
+        std::error_code answer;
+        if (state_->local) answer = state_->local_write(k, bytes);
+        else if (state_->options.mode != remote_mode::read_write)
+            return std::make_error_code(std::errc::read_only_file_system); // remote-only and read-only: nowhere
+        if (!state_->remote || state_->options.mode != remote_mode::read_write) return answer;
+        if (!state_->remote_usable()) {
+            ++state_->counts[c_skipped];
+            return state_->local ? answer : std::make_error_code(std::errc::resource_unavailable_try_again);
+        }
+        if (state_->worker) {
+            // Background: checked again when sent; refused here only when already known.
+            if (state_->keep_foreign(k)) return state_->local ? answer : std::make_error_code(std::errc::file_exists);
+            bool queued = false;
+            try {
+                queued = state_->worker->push({k, std::string(bytes), job_upload});
+            } catch (...) {
+            }
+            ++state_->counts[queued ? c_uploads_queued : c_uploads_dropped];
+            if (state_->local) return answer;
+            return queued ? std::error_code() : std::make_error_code(std::errc::no_buffer_space);
+        }
+        std::error_code const e = state_->send(k, bytes);
+        return state_->local ? answer : e;
+    }
+
+    std::error_code remove(key const& k) noexcept {
+        if (!state_) return {};
+        // What the worker would still write for k (an upload, a copy) must not bring it back.
+        if (state_->worker) (void)state_->worker->cancel(k, std::chrono::seconds(10));
+        std::error_code answer;
+        if (state_->local) answer = state_->local_remove(k);
+        admission const a = state_->remote && state_->options.mode == remote_mode::read_write &&
+                                    !state_->writes_refused && state_->remote_usable()
+                                ? state_->admit()
+                                : admission::skipped;
+        if (a != admission::skipped) {
+            auto const start = clock::now();
+            std::error_code e;
+            try {
+                e = state_->remote->remove(k);
+            } catch (...) {
+                e = std::make_error_code(std::errc::io_error);
+            }
+            if (e)
+                state_->failed(a, e, true);
+            else
+                state_->answered(a, clock::now() - start);
+            if (!state_->local) answer = e;
+        }
+        return answer;
+    }
+
+    /// Called by basic_cache after it checked an entry this storage's read returned
+    /// `found`, with that read's answer (see docs/policies.md). An entry from the remote
+    /// (`answer.origin == from_remote`) that is sound is copied to the local storage; a
+    /// damaged or unauthenticated one is counted against the remote.
+    void entry_checked(key const& k, std::string_view entry, read_result const& answer, entry_check check) noexcept {
+        if (!state_ || !state_->remote || answer.origin != from_remote || answer.status != read_status::found) return;
+        if (is_identity_record_key(k)) {
+            // An identity record is no entry: counted apart, and its errors not at all.
+            if (check == entry_check::sound) {
+                ++state_->counts[c_record_hits];
+                if (state_->local) state_->copy_locally(k, entry);
+            } else if (check == entry_check::unauthenticated) {
+                state_->note_foreign(k);
+            }
+            return;
+        }
+        switch (check) {
+        case entry_check::sound:
+            ++state_->counts[c_hits];
+            // A failure here is the next run's miss; a copied entry brings its record along.
+            if (state_->local) state_->copy_locally(k, entry);
+            break;
+        case entry_check::damaged:
+            ++state_->counts[c_error + static_cast<std::size_t>(remote_error::corrupt)];
+            break;
+        case entry_check::unauthenticated:
+            ++state_->counts[c_error + static_cast<std::size_t>(remote_error::unauthenticated)];
+            state_->note_foreign(k);
+            break;
+        case entry_check::too_large:
+            ++state_->counts[c_error + static_cast<std::size_t>(remote_error::too_large)];
+            break;
+        case entry_check::foreign_version: ++state_->counts[c_misses]; break;
+        }
+    }
+
+    /// The remote's counters, by name (`remote.hits`, `remote.misses`, `remote.stores`,
+    /// `remote.errors.<remote_error>`, `remote.skipped`, `remote.bytes-read`,
+    /// `remote.bytes-written`, `remote.read-ns`, `remote.write-ns`,
+    /// `remote.store-skipped.foreign`, the identity records' own `remote.record-hits`,
+    /// `remote.record-misses`, `remote.record-stores`, and the background worker's
+    /// `remote.uploads-queued`, `remote.uploads-sent` (entries and records stored by
+    /// it), `remote.uploads-dropped` (a full queue, or left at the end) and
+    /// `remote.copies-dropped` (remote hits not copied locally: a full queue)); empty
+    /// without a remote. basic_cache adds them to its statistics.
+    std::vector<std::pair<std::string, std::uint64_t>> storage_counters() const {
+        std::vector<std::pair<std::string, std::uint64_t>> c;
+        if (!has_remote()) return c;
+        for (std::size_t i = 0; i < count_names().size(); ++i)
+            c.emplace_back(count_names()[i], state_->counts[i].load(std::memory_order_relaxed));
+        return c;
+    }
+
+    /// Passes the cache's counters on to the local storage when it keeps them.
+    std::error_code record_counters(std::vector<std::pair<std::string, std::uint64_t>> const& delta) noexcept {
+        if constexpr (detail::has_record_counters<Local>::value) {
+            if (state_ && state_->local) {
+                try {
+                    return state_->local->record_counters(delta);
+                } catch (...) {
+                    return std::make_error_code(std::errc::io_error);
+                }
+            }
+        }
+        (void)delta;
+        return {};
+    }
+
+    /// The logger for the remote's going away and coming back (basic_cache passes its
+    /// own here); passed on to the local and remote storages that take one (the
+    /// directory says when it gave up waiting for a lock).
+    void set_logger(std::function<void(std::string_view)> logger) {
+        if (!state_) return;
+        if constexpr (detail::has_set_logger<Local>::value)
+            if (state_->local) state_->local->set_logger(logger);
+        if constexpr (detail::has_set_logger<Remote>::value)
+            if (state_->remote) state_->remote->set_logger(logger);
+        std::lock_guard<std::mutex> lock(state_->health_mutex);
+        state_->options.logger = std::move(logger);
+    }
+
+private:
+    using clock = std::chrono::steady_clock;
+
+    /// How a call to the remote was let through.
+    enum class admission {
+        skipped, ///< not at all: the back-off runs (counted as remote.skipped)
+        normal,  ///< the remote was up
+        probe,   ///< the first call after a back-off: its failure doubles the back-off
+    };
+
+    /// The worker's jobs (detail::tier_worker::job::kind).
+    static constexpr unsigned char job_upload = 0; ///< a remote write
+    static constexpr unsigned char job_copy = 1;   ///< a remote hit's local copy (and its record's)
+
+    enum counter : std::size_t {
+        c_hits,
+        c_misses,
+        c_stores,
+        c_error,
+        c_skipped = c_error + remote_error_count,
+        c_bytes_read,
+        c_bytes_written,
+        c_read_ns,
+        c_write_ns,
+        c_store_skipped_foreign,
+        c_record_hits,
+        c_record_misses,
+        c_record_stores,
+        c_uploads_queued,
+        c_uploads_sent,
+        c_uploads_dropped,
+        c_copies_dropped,
+        c_count
+    };
+    static std::array<std::string, c_count> const& count_names() {
+        static std::array<std::string, c_count> const names = [] {
+            std::array<std::string, c_count> n;
+            n[c_hits] = "remote.hits";
+            n[c_misses] = "remote.misses";
+            n[c_stores] = "remote.stores";
+            for (std::size_t i = 0; i < remote_error_count; ++i)
+                n[c_error + i] = std::string("remote.errors.") + to_string(static_cast<remote_error>(i));
+            n[c_skipped] = "remote.skipped";
+            n[c_bytes_read] = "remote.bytes-read";
+            n[c_bytes_written] = "remote.bytes-written";
+            n[c_read_ns] = "remote.read-ns";
+            n[c_write_ns] = "remote.write-ns";
+            n[c_store_skipped_foreign] = "remote.store-skipped.foreign";
+            n[c_record_hits] = "remote.record-hits";
+            n[c_record_misses] = "remote.record-misses";
+            n[c_record_stores] = "remote.record-stores";
+            n[c_uploads_queued] = "remote.uploads-queued";
+            n[c_uploads_sent] = "remote.uploads-sent";
+            n[c_uploads_dropped] = "remote.uploads-dropped";
+            n[c_copies_dropped] = "remote.copies-dropped";
+            return n;
+        }();
+        return names;
+    }
+
+    static constexpr std::size_t said_max = 16;
+    static constexpr std::size_t max_foreign_keys = 1u << 16;
+
+    static std::uint64_t ns_of(clock::duration d) noexcept {
+        return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+    }
+
+    /// Everything a tier holds, at a fixed address (the worker's thread works on it while
+    /// the tier object itself may be moved), with what both the host's calls and the
+    /// worker's jobs do.
+    struct state {
+        std::optional<Local> local;
+        std::optional<Remote> remote;
+        tier_options options;
+        std::array<std::atomic<std::uint64_t>, c_count> counts{};
+        mutable std::mutex health_mutex;
+        bool down = false;
+        clock::time_point down_since{};
+        clock::time_point retry_at{};
+        std::chrono::milliseconds backoff{0};
+        /// Keys whose remote entry this process read and found not authentic (at most
+        /// max_foreign_keys; past that, stores overwrite them as before).
+        std::mutex foreign_mutex;
+        std::unordered_set<key> foreign;
+        bool foreign_said = false;
+        std::string secret_setting = "the secret file", replace_setting = "PREFIX_REMOTE_REPLACE_UNAUTHENTIC";
+        clock::duration slow_waited{0};   ///< the waits of slow answers so far (see tier_options::budget)
+        clock::time_point slow_counted_until{}; ///< the end of the last slow answer counted
+        std::vector<std::string> said;    ///< the errors already said in a line (at most said_max)
+        std::atomic<bool> read_answered{false};  ///< a read of the remote has answered
+        std::atomic<bool> writes_refused{false}; ///< stores were refused (auth) while reads answer
+        /// Background mode: the worker (no thread before its first job). Last, so that it
+        /// ends (drains, joins) before anything it uses is destroyed.
+        std::unique_ptr<detail::tier_worker> worker;
+        std::atomic<std::uint64_t> dropped_at_end{0}; ///< uploads left when the drain time ran out
+
+        state() = default;
+        state(state const&) = delete;
+        state& operator=(state const&) = delete;
+        /// Drains the worker's queue (tier_options::upload_drain); what is left is dropped,
+        /// counted, and said in one line.
+        ~state() {
+            if (!worker) return;
+            worker.reset();
+            if (std::uint64_t const n = dropped_at_end.load()) {
+                try {
+                    log(std::to_string(n) + (n == 1 ? " upload" : " uploads") + " to " + describe_remote() +
+                        " still waited at the end, after " + std::to_string(options.upload_drain.count()) +
+                        " ms of drain time: dropped (counted remote.uploads-dropped)");
+                } catch (...) {
+                }
+            }
+        }
+
+        /// Makes the worker in background mode (it starts no thread yet).
+        void start() {
+            if (!remote || options.upload != remote_upload::background) return;
+            worker = std::make_unique<detail::tier_worker>(
+                options.upload_queue_bytes, options.upload_drain, [this](detail::tier_worker::job& j) { run(j); },
+                [this](detail::tier_worker::job const& j) {
+                    if (j.kind == job_upload) {
+                        ++counts[c_uploads_dropped];
+                        ++dropped_at_end;
+                    } else {
+                        ++counts[c_copies_dropped];
+                    }
+                });
+        }
+
+        /// Whether the remote may be called from this process: not in a child forked while
+        /// the worker was mid-call (its copy of the connection is mid-call).
+        bool remote_usable() const noexcept { return !worker || !worker->forked_mid_job(); }
+
+        /// The worker's job.
+        void run(detail::tier_worker::job& j) noexcept {
+            if (j.kind == job_upload) {
+                if (!send(j.k, j.bytes)) ++counts[c_uploads_sent];
+                return;
+            }
+            if (!local_write(j.k, j.bytes) && !is_identity_record_key(j.k)) copy_record_of(j.bytes);
+        }
+
+        /// A sound remote entry (or record) to the local storage: queued for the worker in
+        /// background mode (a full queue: not copied, counted), at once in sync mode.
+        void copy_locally(key const& k, std::string_view entry) noexcept {
+            if (worker) {
+                bool queued = false;
+                try {
+                    queued = worker->push({k, std::string(entry), job_copy});
+                } catch (...) {
+                }
+                if (!queued) ++counts[c_copies_dropped];
+                return;
+            }
+            if (!local_write(k, entry) && !is_identity_record_key(k)) copy_record_of(entry);
+        }
+
+        /// A store's remote write, now: not over an entry kept as another secret's, not
+        /// while stores are refused or the remote is skipped; timed and counted.
+        std::error_code send(key const& k, std::string_view bytes) noexcept {
+            if (keep_foreign(k)) return std::make_error_code(std::errc::file_exists);
+            if (writes_refused) {
+                ++counts[c_skipped];
+                return std::make_error_code(std::errc::permission_denied);
+            }
+            admission const a = admit();
+            if (a == admission::skipped) return std::make_error_code(std::errc::resource_unavailable_try_again);
+            auto const start = clock::now();
+            std::error_code e;
+            try {
+                e = remote->write(k, bytes);
+            } catch (...) {
+                e = std::make_error_code(std::errc::io_error);
+            }
+            auto const took = clock::now() - start;
+            counts[c_write_ns] += ns_of(took);
+            if (e) {
+                failed(a, e, true);
+            } else {
+                answered(a, took);
+                ++counts[is_identity_record_key(k) ? c_record_stores : c_stores];
+                counts[c_bytes_written] += bytes.size();
+            }
+            return e;
+        }
+
+        // The local storage's calls. A policy may throw (docs/policies.md), and nothing it
+        // throws may leave this storage's noexcept members: it is the local storage's
+        // failure, as the remote's is the remote's.
+        read_result local_read(key const& k, std::string& out, std::size_t max_size) noexcept {
+            try {
+                return local->read(k, out, max_size);
+            } catch (...) {
+                out.clear();
+                return {read_status::error, std::make_error_code(std::errc::io_error)};
+            }
+        }
+        std::error_code local_write(key const& k, std::string_view bytes) noexcept {
+            try {
+                return local->write(k, bytes);
+            } catch (...) {
+                return std::make_error_code(std::errc::io_error);
+            }
+        }
+        std::error_code local_remove(key const& k) noexcept {
+            try {
+                return local->remove(k);
+            } catch (...) {
+                return std::make_error_code(std::errc::io_error);
+            }
+        }
+
+        // The identity record of the kernel whose remote entry was just copied here, under
+        // the identity a host that gives none has (name and origin file), copied from the
+        // remote when the local storage has none: best effort, bounded as any remote call,
+        // never when the remote is skipped. The record's check value is verified by whoever
+        // reads it, as for any record.
+        void copy_record_of(std::string_view entry) noexcept {
+            try {
+                std::optional<key> const rk = detail::record_key_of_entry(entry);
+                if (!rk) return;
+                std::string bytes;
+                if (local_read(*rk, bytes, identity_record_max_size).status != read_status::absent) return;
+                if (!remote_usable()) return;
+                admission const a = admit();
+                if (a == admission::skipped) return;
+                auto const start = clock::now();
+                read_result r;
+                try {
+                    r = remote->read(*rk, bytes, identity_record_max_size);
+                } catch (...) {
+                    r = {read_status::error, std::make_error_code(std::errc::io_error)};
+                }
+                auto const took = clock::now() - start;
+                counts[c_read_ns] += ns_of(took);
+                if (r.status == read_status::error) {
+                    failed(a, r.error);
+                    return;
+                }
+                answered(a, took);
+                if (r.status == read_status::found && detail::looks_like_record(bytes, *rk))
+                    (void)local_write(*rk, bytes);
+            } catch (...) {
+            }
+        }
+
+        void note_foreign(key const& k) noexcept {
+            if (options.replace_unauthentic || options.mode != remote_mode::read_write) return;
+            try {
+                std::lock_guard<std::mutex> lock(foreign_mutex);
+                if (foreign.size() < max_foreign_keys) foreign.insert(k);
+            } catch (...) {
+            }
+        }
+
+        /// Whether a store of `k` must leave the remote's entry alone (it is another
+        /// secret's, or garbage); counted, and said once.
+        bool keep_foreign(key const& k) noexcept {
+            bool say = false;
+            {
+                std::lock_guard<std::mutex> lock(foreign_mutex);
+                if (foreign.empty() || foreign.count(k) == 0) return false;
+                say = !foreign_said;
+                foreign_said = true;
+            }
+            if (!is_identity_record_key(k)) ++counts[c_store_skipped_foreign];
+            if (say) {
+                try {
+                    log(describe_remote() + " holds entries that do not authenticate under this secret: the secrets "
+                                            "seem to differ between machines (" + secret_setting +
+                        "). They are kept, not overwritten (" + replace_setting +
+                        "=1 replaces them; compile-cache verify --remove --secret-file cleans them)");
+                } catch (...) {
+                }
+            }
+            return true;
+        }
+
+        std::string describe_remote() const {
+            if constexpr (detail::has_remote_describe<Remote>::value) {
+                try {
+                    return "the remote " + std::string(remote->describe());
+                } catch (...) {
+                }
+            }
+            return "the remote";
+        }
+
+        void log(std::string const& line) const noexcept {
+            try {
+                std::function<void(std::string_view)> logger;
+                {
+                    std::lock_guard<std::mutex> lock(health_mutex);
+                    logger = options.logger;
+                }
+                if (logger) logger(line);
+            } catch (...) {
+            }
+        }
+
+        /// Whether to call the remote now: not while its back-off runs. When it is over,
+        /// one call goes through as the probe (the others keep skipping until it answers or fails).
+        admission admit() noexcept {
+            std::lock_guard<std::mutex> lock(health_mutex);
+            if (!down) return admission::normal;
+            auto const now = clock::now();
+            if (now < retry_at) {
+                ++counts[c_skipped];
+                return admission::skipped;
+            }
+            retry_at = now + backoff; // this call is the probe
+            return admission::probe;
+        }
+
+        /// The remote answered after `took`: it is up again, unless the answer was slow and
+        /// the budget of slow answers is spent (then it is skipped as if it had failed).
+        void answered(admission a, clock::duration took) noexcept {
+            if (options.budget.count() > 0 && took >= options.slow_call) {
+                std::unique_lock<std::mutex> lock(health_mutex);
+                // Only the part of this wait that no slow answer counted already: wall time.
+                auto const end = clock::now();
+                auto const from = std::max(end - took, slow_counted_until);
+                if (end > from) slow_waited += end - from;
+                slow_counted_until = std::max(slow_counted_until, end);
+                auto const waited = std::chrono::duration_cast<std::chrono::milliseconds>(slow_waited);
+                bool const over = slow_waited > options.budget;
+                lock.unlock();
+                if (over) {
+                    went_down(a, [&] {
+                        return " answers too slowly (" + std::to_string(waited.count()) +
+                               " ms waited for answers of " + std::to_string(options.slow_call.count()) +
+                               " ms or more, past the budget of " + std::to_string(options.budget.count()) + " ms)";
+                    });
+                    return;
+                }
+            }
+            std::unique_lock<std::mutex> lock(health_mutex);
+            if (!down) return;
+            down = false;
+            auto const away = std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - down_since);
+            backoff = std::chrono::milliseconds(0);
+            lock.unlock();
+            try {
+                log(describe_remote() + " answers again (after " + std::to_string(away.count()) +
+                    " ms); it is used again");
+            } catch (...) {
+            }
+        }
+
+        /// The remote's own text about its last failure ("" when it has none).
+        std::string failure_text() const {
+            if constexpr (detail::has_last_failure_text<Remote>::value) {
+                return std::string(remote->last_failure().text);
+            } else {
+                return {};
+            }
+        }
+
+        bool partial(std::error_code const& e) const noexcept {
+            if constexpr (detail::has_partial_failure<Remote>::value) {
+                try {
+                    return remote->partial_failure(e);
+                } catch (...) {
+                }
+            }
+            (void)e;
+            return false;
+        }
+
+        /// A call failed with `e`; `write`: a store or a removal.
+        void failed(admission a, std::error_code const& e, bool write = false) noexcept {
+            remote_error const why = remote_error_of(e);
+            ++counts[c_error + static_cast<std::size_t>(why)];
+            try {
+                std::string const text = failure_text();
+                std::string reason = std::string(to_string(why)) + ": " + e.message();
+                if (!text.empty()) reason += "; " + text;
+                if (partial(e)) {
+                    std::string where = text.substr(0, text.find(' '));
+                    if (!where.empty() && where.back() == ':') where.pop_back();
+                    say_once("partial " + where,
+                             describe_remote() + ": a part of it failed (" + reason +
+                                 "); counted as remote.errors." + to_string(why) + ", the rest of it is still used");
+                    return;
+                }
+                if (why == remote_error::auth && write && read_answered) {
+                    // Reads answer, stores are refused: a user allowed to read only (an ACL
+                    // without SET). Stores stop; reads go on.
+                    writes_refused = true;
+                    say_once("stores refused", describe_remote() + " refuses stores (" + reason +
+                                                   "); stores to it are skipped from now on, reads go on (give its "
+                                                   "user the write commands, or set the remote mode read-only)");
+                    return;
+                }
+                if (why == remote_error::timeout || why == remote_error::refused || why == remote_error::auth ||
+                    why == remote_error::protocol) {
+                    if (why == remote_error::auth)
+                        reason += "; check its password (in the URL or the password file) and that its user may "
+                                  "run the cache's commands";
+                    went_down(a, [&] { return " failed (" + reason + ")"; });
+                    return;
+                }
+                std::string const first_word = text.substr(0, text.find(' '));
+                say_once(std::string(to_string(why)) + " " + first_word,
+                         describe_remote() + " failed (" + reason + "); counted as remote.errors." + to_string(why) +
+                             ", the remote is still used (said once)");
+            } catch (...) {
+                went_down(a, [] { return std::string(" failed"); });
+            }
+        }
+
+        /// The remote is not usable: skipped for the back-off. The first failure starts it
+        /// (one line: the remote, then what `why()` says); a failed probe doubles it; a call
+        /// that was let through before the remote went down changes nothing (it failed in
+        /// the same outage: concurrent calls do not each double the period).
+        template <class Why>
+        void went_down(admission a, Why&& why) noexcept {
+            std::unique_lock<std::mutex> lock(health_mutex);
+            auto const now = clock::now();
+            bool const first = !down;
+            if (first) {
+                down = true;
+                down_since = now;
+                backoff = options.backoff_start;
+                retry_at = now + backoff;
+            } else if (a == admission::probe) {
+                backoff = std::min(backoff * 2, options.backoff_max);
+                retry_at = now + backoff;
+            }
+            auto const period = backoff;
+            lock.unlock();
+            if (!first) return;
+            try {
+                log(describe_remote() + why() + "; it is skipped for " + std::to_string(period.count()) +
+                    " ms, then retried (longer while it keeps failing, up to " +
+                    std::to_string(options.backoff_max.count()) + " ms)");
+            } catch (...) {
+            }
+        }
+
+        /// One line for an error that does not skip the remote, the first time `what` is seen.
+        void say_once(std::string const& what, std::string const& line) {
+            {
+                std::lock_guard<std::mutex> lock(health_mutex);
+                if (said.size() >= said_max || std::find(said.begin(), said.end(), what) != said.end()) return;
+                said.push_back(what);
+            }
+            log(line);
+        }
+    };
+
+    /// The background worker's settings: PREFIX_REMOTE_UPLOAD (`background`, default, or
+    /// `sync`), PREFIX_REMOTE_UPLOAD_QUEUE (a size; default 64M), PREFIX_REMOTE_UPLOAD_DRAIN
+    /// (a duration; default 1s). A bad value is one line and the default.
+    static void upload_from_env(settings_reader const& env, tier_options& options) {
+        options.upload = env.choice<remote_upload>(
+            "_REMOTE_UPLOAD", {{"background", remote_upload::background}, {"sync", remote_upload::sync}},
+            remote_upload::background, "an upload mode");
+        options.upload_queue_bytes =
+            static_cast<std::size_t>(env.byte_size("_REMOTE_UPLOAD_QUEUE", options.upload_queue_bytes, "64M"));
+        options.upload_drain = env.milliseconds("_REMOTE_UPLOAD_DRAIN", options.upload_drain);
+    }
+
+    /// The settings upload_from_env reads, for environment_settings.
+    static std::vector<environment_setting> upload_environment_settings(std::string_view prefix) {
+        std::string const p(prefix);
+        return {
+            {p + "_REMOTE_UPLOAD", "background (default): stores queue their remote write for a worker thread; "
+                                   "sync: each store waits for it"},
+            {p + "_REMOTE_UPLOAD_QUEUE", "the most bytes of uploads waiting (default 64M); a store past it is not "
+                                         "uploaded (counted remote.uploads-dropped)"},
+            {p + "_REMOTE_UPLOAD_DRAIN", "how long uploads still waiting at exit may take (default 1s); the rest "
+                                         "are dropped and counted"},
+        };
+    }
+
+    /// PREFIX_REMOTE_BUDGET: a duration, or off (no budget); unset: the call timeout
+    /// (PREFIX_REMOTE_TIMEOUT when it is a sane duration, else 1 s). A bad value is one
+    /// line and the default.
+    static std::chrono::milliseconds budget_from_env(settings_reader const& env) {
+        std::chrono::milliseconds fallback{1000};
+        if (auto const t = parse_milliseconds(env.value("_REMOTE_TIMEOUT"));
+            t && t->count() > 0 && *t <= std::chrono::minutes(10))
+            fallback = *t;
+        std::string const v = env.value("_REMOTE_BUDGET");
+        if (v.empty()) return fallback;
+        if (detail::is_off(v)) return std::chrono::milliseconds(0);
+        if (auto const b = parse_milliseconds(v)) return *b;
+        env.report_value("_REMOTE_BUDGET", v,
+                         "is not a duration (milliseconds, or seconds such as 2s) nor off; using the default, " +
+                             std::to_string(fallback.count()) + " ms");
+        return fallback;
+    }
+
+    /// Local's answer to the tier's settings: its from_env (either form), or Local made
+    /// from `PREFIX_DIR`.
+    static from_env_result<Local> local_from_env(storage_settings const& settings) {
+        return detail::storage_from_env<Local>(settings, "_DIR");
+    }
+
+    /// Remote's answer to the tier's settings (the tier has checked that a remote may be
+    /// used): its from_env (either form), or Remote made from the URL in `PREFIX_REMOTE`.
+    static from_env_result<Remote> remote_from_env(storage_settings const& settings) {
+        return detail::storage_from_env<Remote>(settings, "_REMOTE");
+    }
+
+    std::unique_ptr<state> state_;
+};
+
+namespace detail {
+/// A tier over a storage with only the deprecated from_env form configures it through
+/// that form: basic_cache::from_env tells the host.
+template <class Local, class Remote>
+struct uses_deprecated_from_env<tiered_storage<Local, Remote>>
+    : std::bool_constant<uses_deprecated_from_env<Local>::value || uses_deprecated_from_env<Remote>::value> {};
+} // namespace detail
+
+} // namespace compile_cache
+
+// ---- begin compile_cache/storage/impl/tiered_storage.ipp
+// compile_cache: the definitions of storage/tiered_storage.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+#include <pthread.h>
+
+namespace compile_cache {
+
+// (remote_error_of: storage/impl/remote_error.ipp.)
+
+namespace detail {
+
+/// Every tier_worker alive, for the fork handlers; never destroyed (a worker may end
+/// after static destruction began).
+struct tier_worker_registry {
+    std::mutex mutex;
+    std::vector<tier_worker*> workers;
+};
+COMPILE_CACHE_DECL tier_worker_registry& the_tier_worker_registry() noexcept;
+tier_worker_registry& the_tier_worker_registry() noexcept {
+    static tier_worker_registry* const registry = [] {
+        auto* r = new tier_worker_registry;
+        ::pthread_atfork(&tier_worker::before_fork, &tier_worker::after_fork_in_parent,
+                         &tier_worker::after_fork_in_child);
+        return r;
+    }();
+    return *registry;
+}
+
+tier_worker::tier_worker(std::size_t max_bytes, std::chrono::milliseconds drain, runner run, dropper drop)
+    : max_bytes_(max_bytes), drain_(drain), run_(std::move(run)), drop_(std::move(drop)) {
+    tier_worker_registry& r = the_tier_worker_registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    r.workers.push_back(this);
+}
+
+tier_worker::~tier_worker() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (thread_) {
+        ending_ = true;
+        drain_until_ = std::chrono::steady_clock::now() + drain_;
+        wake_->notify_all();
+        lock.unlock();
+        thread_->join(); // the thread ends at the drain's end (a job under way runs to its end)
+        lock.lock();
+    }
+    for (job const& j : queue_) drop_(j); // none without a thread (or a child's inherited jobs: cleared)
+    queue_.clear();
+    lock.unlock();
+    tier_worker_registry& r = the_tier_worker_registry();
+    std::lock_guard<std::mutex> registry_lock(r.mutex);
+    r.workers.erase(std::remove(r.workers.begin(), r.workers.end(), this), r.workers.end());
+}
+
+bool tier_worker::push(job&& j) noexcept {
+    try {
+        std::size_t const size = cost(j);
+        bool wake = false;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            if (ending_ || size > max_bytes_ || queued_bytes_ > max_bytes_ - size) return false;
+            if (!thread_) thread_ = std::make_unique<std::thread>([this] { work(); });
+            queue_.push_back(std::move(j));
+            queued_bytes_ += size;
+            wake = waiting_; // (a busy thread looks at the queue before it waits: no wake-up call)
+        }
+        if (wake) wake_->notify_one();
+        return true;
+    } catch (...) {
+        return false;
+    }
+}
+
+bool tier_worker::wait_idle(std::chrono::milliseconds within) noexcept {
+    try {
+        std::unique_lock<std::mutex> lock(mutex_);
+        return idle_->wait_for(lock, within, [this] { return queue_.empty() && !running_; });
+    } catch (...) {
+        return false;
+    }
+}
+
+bool tier_worker::cancel(key const& k, std::chrono::milliseconds within) noexcept {
+    try {
+        std::unique_lock<std::mutex> lock(mutex_);
+        for (auto it = queue_.begin(); it != queue_.end();) {
+            if (it->k == k) {
+                queued_bytes_ -= std::min(queued_bytes_, cost(*it));
+                it = queue_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        return idle_->wait_for(lock, within, [&] { return !running_ || !(running_key_ == k); });
+    } catch (...) {
+        return false;
+    }
+}
+
+bool tier_worker::started() const noexcept {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return thread_ != nullptr;
+}
+
+void tier_worker::work() noexcept {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+        std::condition_variable& wake = *wake_;
+        waiting_ = true;
+        wake.wait(lock, [this] { return ending_ || !queue_.empty(); });
+        waiting_ = false;
+        if (queue_.empty()) break; // ending, nothing left
+        if (ending_ && std::chrono::steady_clock::now() >= drain_until_) {
+            for (job const& j : queue_) drop_(j);
+            queue_.clear();
+            queued_bytes_ = 0;
+            break;
+        }
+        job j = std::move(queue_.front());
+        queue_.pop_front();
+        running_ = true;
+        running_key_ = j.k;
+        lock.unlock();
+        run_(j);
+        lock.lock();
+        running_ = false;
+        queued_bytes_ -= std::min(queued_bytes_, cost(j));
+        idle_->notify_all(); // (wait_idle and cancel)
+    }
+    idle_->notify_all();
+}
+
+void tier_worker::before_fork() noexcept {
+    tier_worker_registry& r = the_tier_worker_registry();
+    r.mutex.lock();
+    for (tier_worker* w : r.workers) w->mutex_.lock(); // the thread holds it only between jobs
+}
+
+void tier_worker::after_fork_in_parent() noexcept {
+    tier_worker_registry& r = the_tier_worker_registry();
+    for (tier_worker* w : r.workers) w->mutex_.unlock();
+    r.mutex.unlock();
+}
+
+void tier_worker::after_fork_in_child() noexcept {
+    tier_worker_registry& r = the_tier_worker_registry();
+    for (tier_worker* w : r.workers) {
+        if (w->thread_) {
+            (void)w->thread_.release(); // no such thread here: neither joined nor detached
+            if (w->running_) w->forked_mid_job_.store(true, std::memory_order_relaxed);
+            w->running_ = false;
+            w->waiting_ = false;
+            // The parent's thread may have been waiting on them: new ones, the old ones left.
+            try {
+                auto wake = std::make_unique<std::condition_variable>();
+                auto idle = std::make_unique<std::condition_variable>();
+                (void)w->wake_.release();
+                (void)w->idle_.release();
+                w->wake_ = std::move(wake);
+                w->idle_ = std::move(idle);
+            } catch (...) {
+            }
+        }
+        w->queue_.clear(); // the parent's uploads: the parent sends them
+        w->queued_bytes_ = 0;
+        w->mutex_.unlock();
+    }
+    r.mutex.unlock();
+}
+
+} // namespace detail
+
+} // namespace compile_cache
+
+#endif // COMPILE_CACHE_INCLUDE_IMPL
+// ---- end compile_cache/storage/impl/tiered_storage.ipp
+// ---- end compile_cache/storage/tiered_storage.hpp
+
+// ---- begin compile_cache/secret_file.hpp
+// compile_cache: reading a secret from a file, the way PREFIX_SECRET_FILE (the key
+// that authenticates entries) and a Redis password file are read, for hosts and tools
+// that take a secret file of their own.
+
+
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+namespace compile_cache {
+
+/// A secret file larger than this is refused: it is not a secret but the wrong file.
+inline constexpr std::size_t max_secret_file_size = std::size_t{64} << 10;
+
+/// How long a pipe or FIFO named as a secret file (`<(command)`) may take to deliver
+/// the secret and close: reading it never blocks longer.
+inline constexpr std::chrono::milliseconds secret_pipe_timeout{1000};
+
+/// Reads the whole secret file at `path` into `secret`. On failure returns why (one
+/// phrase) and leaves `secret` empty; an empty file is a failure too, and so is a file
+/// any user may write (mode o+w: anyone could have planted their secret). A pipe or FIFO
+/// is read until its writer closes it, within secret_pipe_timeout (a FIFO that no
+/// program has open for writing reads as empty).
+COMPILE_CACHE_DECL std::string read_secret_file(std::string const& path, std::string& secret);
+
+} // namespace compile_cache
+
+// ---- begin compile_cache/impl/secret_file.ipp
+// compile_cache: the definitions of secret_file.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <poll.h>
+#include <unistd.h>
+
+namespace compile_cache {
+
+std::string read_secret_file(std::string const& path, std::string& secret) {
+    secret.clear();
+    int const fd = detail::retry_on_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK); });
+    if (fd < 0) return std::string("cannot open it: ") + std::strerror(errno);
+    detail::file_descriptor const guard{fd};
+    // Anyone on the machine could have put their secret there (ssh refuses such a key).
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && (st.st_mode & S_IWOTH) != 0)
+        return "any user can write it, so it may not be the secret (chmod o-w it; 0600 or 0400 is usual)";
+    auto const deadline = std::chrono::steady_clock::now() + secret_pipe_timeout;
+    std::string why;
+    char buffer[4096];
+    for (;;) {
+        ssize_t const n = detail::retry_on_eintr([&] { return ::read(fd, buffer, sizeof buffer); });
+        if (n > 0) {
+            secret.append(buffer, static_cast<std::size_t>(n));
+            if (secret.size() > max_secret_file_size) {
+                why = "it is larger than 64 KiB, so it is not a secret (the wrong file?)";
+                break;
+            }
+            continue;
+        }
+        if (n == 0) break;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+            why = std::string("cannot read it: ") + std::strerror(errno);
+            break;
+        }
+        // A pipe whose writer has not written or closed yet: wait for it, boundedly.
+        auto const left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+        if (left <= 0) {
+            why = "its writer did not deliver it and close within 1 s (a pipe or FIFO)";
+            break;
+        }
+        pollfd p{fd, POLLIN, 0};
+        detail::retry_on_eintr([&] { return ::poll(&p, 1, static_cast<int>(left)); });
+    }
+    if (why.empty() && secret.empty()) why = "it is empty";
+    if (!why.empty()) {
+        std::fill(secret.begin(), secret.end(), '\0');
+        secret.clear();
+    }
+    return why;
+}
+
+} // namespace compile_cache
+
+#endif // COMPILE_CACHE_INCLUDE_IMPL
+// ---- end compile_cache/impl/secret_file.ipp
+// ---- end compile_cache/secret_file.hpp
 // ---- begin compile_cache/statistics.hpp
 // compile_cache: what the cache did, counted. Every failure is a counted reason,
 // never an exception in the host.
-
 
 
 #include <array>
@@ -7461,17 +10869,6 @@ enum class miss_reason : std::size_t {
     unauthenticated,
 };
 inline constexpr std::size_t miss_reason_count = 9;
-
-/// The miss a load counts for a read that ended with `s`; nullopt for found.
-inline std::optional<miss_reason> miss_reason_of(read_status s) noexcept {
-    switch (s) {
-    case read_status::found: return std::nullopt;
-    case read_status::absent: return miss_reason::absent;
-    case read_status::too_large: return miss_reason::too_large;
-    case read_status::error: return miss_reason::read_error;
-    }
-    return miss_reason::read_error;
-}
 
 enum class store_failure : std::size_t {
     serialize_error,      ///< the serializer threw
@@ -7789,1943 +11186,333 @@ statistics_snapshot statistics::snapshot() const {
 #endif
 // ---- end compile_cache/impl/statistics.ipp
 // ---- end compile_cache/statistics.hpp
+// ---- begin compile_cache/storage_members.hpp
+// compile_cache: the calls basic_cache makes to a Storage's optional members (the ones
+// storage/concept.hpp detects): each does nothing for a Storage without the member, and
+// none lets what the member throws reach the host.
 
-#include <vector>
 
-#include <cstddef>
-#include <cstdint>
-#include <optional>
-#include <string>
-#include <string_view>
+// ---- begin compile_cache/detail/log.hpp
+// compile_cache: one-line diagnostics through a host's logger: built only when there is a
+// logger, and neither the building (out of memory) nor a throwing logger reaches the host.
 
-namespace compile_cache {
 
-inline constexpr std::uint16_t envelope_version = 3;
-
-/// What an entry says about itself, besides its key.
-struct entry_metadata {
-    std::string name;
-    std::string origin_file;
-    std::string format_id;
-    std::int64_t origin_line = 0;
-    std::int64_t created_ns = 0;
-    std::uint64_t compile_ns = 0;
-    /// The key's named components and their digests, as key_builder made them
-    /// (key_result::components()); empty for a key made otherwise.
-    std::vector<component_digest> components;
-};
-
-enum class envelope_status {
-    ok,
-    corrupt,         ///< damaged, truncated, or not an entry at all
-    foreign_version, ///< a sound entry in another envelope version or serializer format
-    key_mismatch,    ///< a sound entry, but for another key than the one asked for
-    too_large,       ///< the payload is longer than the configured maximum
-    /// The reader's mode and the entry's disagree, or the HMAC does not verify: a keyed
-    /// reader got an entry without a valid HMAC under its secret (unkeyed, made with
-    /// another secret, damaged, truncated or forged: indistinguishable, and not told
-    /// apart), or an unkeyed reader got an entry whose header says keyed.
-    unauthenticated,
-};
-
-/// The miss a load counts for an entry that opened with `s`; nullopt for ok.
-COMPILE_CACHE_DECL std::optional<miss_reason> miss_reason_of(envelope_status s) noexcept;
-
-/// Whether the bytes stored under a key are bad where they lie (damaged, or a sound
-/// entry of another key), so that the storage may drop them. A foreign, too large or
-/// unauthenticated entry may be another reader's good one, and is left alone.
-inline bool is_damaged_entry(envelope_status s) noexcept {
-    return s == envelope_status::corrupt || s == envelope_status::key_mismatch;
-}
-
-struct opened_envelope {
-    envelope_status status = envelope_status::corrupt;
-    entry_metadata metadata;  ///< set when every field was read (ok, too_large, key_mismatch, another format)
-    std::string_view payload; ///< points into the bytes given to open_envelope
-    key stored_key;           ///< the key the entry says it is for (set from `ok` on, and for key_mismatch)
-    std::uint16_t version = 0; ///< the envelope version the entry says (0 when not even that is readable)
-    bool keyed = false;        ///< whether it is checked by an HMAC (true) or a CRC-32C
-};
-
-namespace detail {
-inline constexpr char envelope_magic[8] = {'C', 'C', 'E', 'N', 'T', 'R', 'Y', '\n'};
-inline constexpr std::size_t envelope_max_metadata = 1u << 20;
-
-/// The flags of an unkeyed entry: its check value is a CRC-32C.
-inline constexpr std::uint16_t envelope_flags_crc32c = 0;
-/// The check value is an HMAC-SHA256 under the cache's secret (32 bytes).
-inline constexpr std::uint16_t envelope_flag_keyed = 1;
-/// The size of the check value at the end of a keyed entry.
-inline constexpr std::size_t envelope_keyed_check_size = 32;
-
-/// The size of the check value at the end of an unkeyed entry.
-inline constexpr std::size_t envelope_check_size = 4;
-
-/// Appends the check value of `out` (everything in it so far) to `out`.
-COMPILE_CACHE_DECL void append_envelope_check(std::string& out);
-
-/// Whether the last envelope_check_size bytes of `p[0, n)` are the check value of
-/// the bytes before them. n must be at least envelope_check_size.
-COMPILE_CACHE_DECL bool envelope_check_matches(unsigned char const* p, std::size_t n) noexcept;
-
-COMPILE_CACHE_DECL void append_string32(std::string& out, std::string_view s);
-
-/// A bounds-checked cursor: every read says whether it fit.
-class envelope_reader {
-public:
-    envelope_reader(unsigned char const* p, std::size_t n) : p_(p), left_(n) {}
-    explicit envelope_reader(std::string_view bytes)
-        : envelope_reader(reinterpret_cast<unsigned char const*>(bytes.data()), bytes.size()) {}
-
-    template <class UInt>
-    bool read(UInt& v) {
-        if (left_ < sizeof(UInt)) return false;
-        v = read_le<UInt>(p_);
-        advance(sizeof(UInt));
-        return true;
-    }
-    bool read_bytes(std::size_t n, std::string_view& out) {
-        if (left_ < n) return false;
-        out = std::string_view(reinterpret_cast<char const*>(p_), n);
-        advance(n);
-        return true;
-    }
-    /// A u32 length and that many bytes, seen in place.
-    bool read_string32(std::string_view& out) {
-        std::uint32_t n;
-        return read(n) && read_bytes(n, out);
-    }
-    /// A u32 length and that many bytes, copied.
-    bool read_string32(std::string& out) {
-        std::string_view v;
-        if (!read_string32(v)) return false;
-        out.assign(v.data(), v.size());
-        return true;
-    }
-    std::size_t left() const noexcept { return left_; }
-
-private:
-    void advance(std::size_t n) {
-        p_ += n;
-        left_ -= n;
-    }
-    unsigned char const* p_;
-    std::size_t left_;
-};
-/// The fields before the payload when every variable-length one is empty: magic,
-/// version, flags, key size, metadata length, payload length.
-inline constexpr std::size_t envelope_min_header = sizeof envelope_magic + 2 + 2 + 1 + 4 + 8;
-} // namespace detail
-
-/// How entries are checked, written and read: unkeyed (a CRC-32C, against accidents)
-/// or keyed (an HMAC-SHA256 under a secret, against tampering by anyone without the
-/// secret). A reader's mode is its own configuration; an entry's flags never choose
-/// it. Copyable; the keyed form absorbs the secret once, so each entry costs the
-/// HMAC of its bytes and no more.
-class envelope_auth {
-public:
-    /// Unkeyed: CRC-32C check values.
-    envelope_auth() noexcept = default;
-
-    /// Keyed with the bytes of `secret`: HMAC-SHA256 check values. An empty secret is
-    /// the unkeyed mode (there is nothing to authenticate with).
-    COMPILE_CACHE_DECL explicit envelope_auth(std::string_view secret);
-
-    bool keyed() const noexcept { return mac_.has_value(); }
-
-    /// The flags an entry written in this mode carries, and the only ones accepted.
-    std::uint16_t flags() const noexcept {
-        return keyed() ? detail::envelope_flag_keyed : detail::envelope_flags_crc32c;
-    }
-
-    /// The size of the check value at the end of an entry: 4 unkeyed, 32 keyed.
-    std::size_t check_size() const noexcept {
-        return keyed() ? detail::envelope_keyed_check_size : detail::envelope_check_size;
-    }
-
-    /// Appends the check value of `out` (everything in it so far) to `out`.
-    COMPILE_CACHE_DECL void append_check(std::string& out) const;
-
-    /// Whether the last check_size() bytes of `p[0, n)` are the check value of the
-    /// bytes before them. n must be at least check_size().
-    COMPILE_CACHE_DECL bool check_matches(unsigned char const* p, std::size_t n) const noexcept;
-
-private:
-    COMPILE_CACHE_DECL hmac<sha256>::result_type tag_of(unsigned char const* p, std::size_t n) const noexcept;
-
-    std::optional<hmac<sha256>> mac_;
-};
-
-namespace detail {
-/// Why an entry whose check value does not match is refused, for the statistics only:
-/// nothing here is trusted, and every outcome is a miss.
-COMPILE_CACHE_DECL envelope_status unchecked_entry_status(unsigned char const* p, std::size_t n,
-                                                          envelope_auth const& auth) noexcept;
-
-/// Writes everything before the payload into `out` (cleared first), the payload length
-/// as 0. Returns where that length is, and how long the metadata came out.
-struct envelope_header {
-    std::size_t length_at = 0;
-    std::size_t metadata_size = 0;
-};
-COMPILE_CACHE_DECL envelope_header write_envelope_header(std::string& out, key const& k, entry_metadata const& m,
-                                                         envelope_auth const& auth);
-
-/// Writes the length of the payload that follows the length field at `length_at`,
-/// then appends the check value of `auth`'s mode.
-COMPILE_CACHE_DECL void seal_envelope_at(std::string& out, std::size_t length_at, envelope_auth const& auth);
-} // namespace detail
-
-/// Writes one entry into a string: the constructor writes everything before the
-/// payload, the caller appends the payload to out(), and seal() writes the payload's
-/// length and the check value. The payload is never copied.
-class envelope_writer {
-public:
-    /// Starts an entry for `k` in `out` (cleared first), checked in `auth`'s mode.
-    /// `out` and `auth` must outlive the writer.
-    envelope_writer(std::string& out, key const& k, entry_metadata const& m, envelope_auth const& auth)
-        : out_(out), auth_(&auth), header_(detail::write_envelope_header(out, k, m, auth)) {}
-
-    /// Whether the metadata is within the bound every reader applies (1 MiB): an entry
-    /// beyond it would be written and never read.
-    bool metadata_fits() const noexcept { return header_.metadata_size <= detail::envelope_max_metadata; }
-
-    /// Where the payload goes: append it here.
-    std::string& out() noexcept { return out_; }
-
-    /// The number of payload bytes appended so far.
-    std::size_t payload_size() const noexcept { return out_.size() - header_.length_at - 8; }
-
-    /// The size of the entry once sealed, with the payload appended so far.
-    std::size_t sealed_size() const noexcept { return out_.size() + auth_->check_size(); }
-
-    /// Finishes the entry: the payload's length, then the check value. Once.
-    void seal() { detail::seal_envelope_at(out_, header_.length_at, *auth_); }
-
-private:
-    std::string& out_;
-    envelope_auth const* auth_;
-    detail::envelope_header header_;
-};
-
-/// Starts an entry in `out` (which is cleared): everything up to the payload. The
-/// serializer then appends the payload, and seal_envelope() finishes the entry.
-/// Returns the position of the payload length field. `auth` must be the one given to
-/// seal_envelope. envelope_writer does the same, and tells whether the metadata fits.
-inline std::size_t begin_envelope(std::string& out, key const& k, entry_metadata const& m,
-                                  envelope_auth const& auth = envelope_auth()) {
-    return detail::write_envelope_header(out, k, m, auth).length_at;
-}
-
-/// The number of payload bytes appended since begin_envelope.
-inline std::size_t envelope_payload_size(std::string const& out, std::size_t length_at) {
-    return out.size() - length_at - 8;
-}
-
-/// Writes the payload length and appends the check value of `auth`'s mode.
-inline void seal_envelope(std::string& out, std::size_t length_at, envelope_auth const& auth = envelope_auth()) {
-    detail::seal_envelope_at(out, length_at, auth);
-}
-
-namespace detail {
-/// An entry's fields as views into its bytes: what a read finds, nothing copied.
-struct envelope_fields {
-    envelope_status status = envelope_status::corrupt;
-    std::uint16_t version = 0;
-    bool keyed = false;
-    bool complete = false; ///< every field up to the payload was read and is in bounds
-    std::string_view key_bytes;
-    std::string_view name, origin_file, format_id;
-    std::int64_t origin_line = 0;
-    std::int64_t created_ns = 0;
-    std::uint64_t compile_ns = 0;
-    std::uint32_t component_count = 0;
-    std::string_view components; ///< their encoding, already walked once by parse_envelope
-    std::string_view payload;
-};
-
-/// Reads `count` components from `in`, giving each name and digest to `f`; false when
-/// they do not fit.
-template <class F>
-bool read_components(envelope_reader& in, std::uint32_t count, F&& f) {
-    for (std::uint32_t i = 0; i < count; ++i) {
-        std::string_view name, digest;
-        std::uint8_t digest_size = 0;
-        if (!in.read_string32(name) || !in.read(digest_size) || digest_size > key::max_size ||
-            !in.read_bytes(digest_size, digest))
-            return false;
-        f(name, digest);
-    }
-    return true;
-}
-
-/// Reads the metadata block into `r`'s fields; false when it is malformed.
-COMPILE_CACHE_DECL bool parse_metadata(std::string_view meta_bytes, envelope_fields& r);
-
-/// Reads an entry whose check value is sound in `auth`'s mode: version, flags, bounds,
-/// metadata and the payload's place; the key and format are left to the caller.
-COMPILE_CACHE_DECL envelope_fields parse_envelope(std::string_view bytes, std::size_t max_payload,
-                                                  envelope_auth const& auth);
-
-/// parse_envelope, then the key and the serializer's format: what a load needs, with
-/// nothing copied out of `bytes`.
-COMPILE_CACHE_DECL envelope_fields check_envelope(std::string_view bytes, key const& expected,
-                                                  std::string_view format_id, std::size_t max_payload,
-                                                  envelope_auth const& auth);
-
-/// The fields, copied into an opened_envelope (its metadata only when complete).
-COMPILE_CACHE_DECL opened_envelope to_opened_envelope(envelope_fields const& f);
-} // namespace detail
-
-/// Checks an entry read back for `expected`: check value (in `auth`'s mode, whatever
-/// the entry's flags say), then version, flags, bounds, key and the serializer's
-/// format. Only with status ok does the payload reach a deserializer.
-inline opened_envelope open_envelope(std::string_view bytes, key const& expected, std::string_view format_id,
-                                     std::size_t max_payload, envelope_auth const& auth = envelope_auth()) {
-    return detail::to_opened_envelope(detail::check_envelope(bytes, expected, format_id, max_payload, auth));
-}
-
-/// Checks an entry without knowing what it should be, for tools that list or verify
-/// a cache: the check value (in `auth`'s mode), version, flags and bounds, as
-/// open_envelope does, but neither the key (`stored_key` says which it claims; compare
-/// it with where the entry was found) nor the serializer format (in the metadata).
-inline opened_envelope inspect_envelope(std::string_view bytes, envelope_auth const& auth = envelope_auth()) {
-    return detail::to_opened_envelope(detail::parse_envelope(bytes, static_cast<std::size_t>(-1), auth));
-}
-
-} // namespace compile_cache
-
-// ---- begin compile_cache/impl/envelope.ipp
-// compile_cache: the definitions of envelope.hpp's non-template functions; included by it alone
-// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
-#if COMPILE_CACHE_INCLUDE_IMPL
-#include <cstring>
-
-namespace compile_cache {
-
-std::optional<miss_reason> miss_reason_of(envelope_status s) noexcept {
-    switch (s) {
-    case envelope_status::ok: return std::nullopt;
-    case envelope_status::corrupt: return miss_reason::corrupt;
-    case envelope_status::foreign_version: return miss_reason::foreign_version;
-    case envelope_status::key_mismatch: return miss_reason::key_mismatch;
-    case envelope_status::too_large: return miss_reason::too_large;
-    case envelope_status::unauthenticated: return miss_reason::unauthenticated;
-    }
-    return miss_reason::corrupt;
-}
-
-envelope_auth::envelope_auth(std::string_view secret) {
-    if (!secret.empty()) mac_.emplace(secret.data(), secret.size());
-}
-
-void envelope_auth::append_check(std::string& out) const {
-    if (!keyed()) return detail::append_envelope_check(out);
-    auto const tag = tag_of(reinterpret_cast<unsigned char const*>(out.data()), out.size());
-    out.append(reinterpret_cast<char const*>(tag.data()), tag.size());
-}
-
-bool envelope_auth::check_matches(unsigned char const* p, std::size_t n) const noexcept {
-    if (!keyed()) return detail::envelope_check_matches(p, n);
-    std::size_t const body = n - detail::envelope_keyed_check_size;
-    auto const tag = tag_of(p, body);
-    return detail::constant_time_equal(tag.data(), p + body, tag.size());
-}
-
-hmac<sha256>::result_type envelope_auth::tag_of(unsigned char const* p, std::size_t n) const noexcept {
-    hmac<sha256> mac = *mac_; // the keyed state, copied: the secret is not hashed again
-    mac.update(p, n);
-    return mac.result();
-}
-
-namespace detail {
-
-void append_envelope_check(std::string& out) {
-    append_le<std::uint32_t>(out, crc32c(out.data(), out.size()));
-}
-
-bool envelope_check_matches(unsigned char const* p, std::size_t n) noexcept {
-    std::size_t const body = n - envelope_check_size;
-    return crc32c(p, body) == read_le<std::uint32_t>(p + body);
-}
-
-void append_string32(std::string& out, std::string_view s) {
-    append_le<std::uint32_t>(out, static_cast<std::uint32_t>(s.size()));
-    out.append(s.data(), s.size());
-}
-
-envelope_status unchecked_entry_status(unsigned char const* p, std::size_t n, envelope_auth const& auth) noexcept {
-    // With a secret, damage, another secret, no HMAC at all and a forgery look the same.
-    if (auth.keyed()) return envelope_status::unauthenticated;
-    // Unkeyed: an entry whose header says keyed (it may be; this reader cannot check).
-    if (n >= envelope_min_header + envelope_keyed_check_size &&
-        std::memcmp(p, envelope_magic, sizeof envelope_magic) == 0 &&
-        read_le<std::uint16_t>(p + sizeof envelope_magic) == envelope_version &&
-        read_le<std::uint16_t>(p + sizeof envelope_magic + 2) == envelope_flag_keyed)
-        return envelope_status::unauthenticated;
-    return envelope_status::corrupt;
-}
-
-envelope_header write_envelope_header(std::string& out, key const& k, entry_metadata const& m,
-                                      envelope_auth const& auth) {
-    out.clear();
-    out.append(envelope_magic, sizeof envelope_magic);
-    append_le<std::uint16_t>(out, envelope_version);
-    append_le<std::uint16_t>(out, auth.flags());
-    out.push_back(static_cast<char>(k.size()));
-    out.append(reinterpret_cast<char const*>(k.data()), k.size());
-    std::string meta;
-    append_string32(meta, m.name);
-    append_string32(meta, m.origin_file);
-    append_string32(meta, m.format_id);
-    append_le<std::uint64_t>(meta, static_cast<std::uint64_t>(m.origin_line));
-    append_le<std::uint64_t>(meta, static_cast<std::uint64_t>(m.created_ns));
-    append_le<std::uint64_t>(meta, m.compile_ns);
-    append_le<std::uint32_t>(meta, static_cast<std::uint32_t>(m.components.size()));
-    for (component_digest const& c : m.components) {
-        append_string32(meta, c.name);
-        meta.push_back(static_cast<char>(c.digest.size()));
-        meta.append(reinterpret_cast<char const*>(c.digest.data()), c.digest.size());
-    }
-    append_le<std::uint32_t>(out, static_cast<std::uint32_t>(meta.size()));
-    out += meta;
-    envelope_header h{out.size(), meta.size()};
-    append_le<std::uint64_t>(out, 0); // patched by seal_envelope_at
-    return h;
-}
-
-void seal_envelope_at(std::string& out, std::size_t length_at, envelope_auth const& auth) {
-    std::uint64_t length = static_cast<std::uint64_t>(out.size() - length_at - 8);
-    for (std::size_t i = 0; i < 8; ++i, length >>= 8) out[length_at + i] = static_cast<char>(length & 0xffu);
-    auth.append_check(out);
-}
-
-bool parse_metadata(std::string_view meta_bytes, envelope_fields& r) {
-    envelope_reader meta(meta_bytes);
-    std::uint64_t line = 0, created = 0;
-    if (!meta.read_string32(r.name) || !meta.read_string32(r.origin_file) || !meta.read_string32(r.format_id) ||
-        !meta.read(line) || !meta.read(created) || !meta.read(r.compile_ns) || !meta.read(r.component_count))
-        return false;
-    std::size_t const components_size = meta.left();
-    if (!read_components(meta, r.component_count, [](std::string_view, std::string_view) {}) || meta.left() != 0)
-        return false;
-    r.components = meta_bytes.substr(meta_bytes.size() - components_size);
-    r.origin_line = static_cast<std::int64_t>(line);
-    r.created_ns = static_cast<std::int64_t>(created);
-    return true;
-}
-
-envelope_fields parse_envelope(std::string_view bytes, std::size_t max_payload, envelope_auth const& auth) {
-    envelope_fields r;
-    std::size_t const check_size = auth.check_size();
-    auto const* p = reinterpret_cast<unsigned char const*>(bytes.data());
-    if (bytes.size() >= sizeof envelope_magic + 2 && std::memcmp(p, envelope_magic, sizeof envelope_magic) == 0)
-        r.version = read_le<std::uint16_t>(p + sizeof envelope_magic);
-    if (bytes.size() < envelope_min_header + check_size || !auth.check_matches(p, bytes.size())) {
-        r.status = unchecked_entry_status(p, bytes.size(), auth);
-        return r;
-    }
-    std::size_t const body = bytes.size() - check_size;
-    if (std::memcmp(p, envelope_magic, sizeof envelope_magic) != 0) return r;
-
-    envelope_reader in(p + sizeof envelope_magic, body - sizeof envelope_magic);
-    std::uint16_t version = 0, flags = 0;
-    in.read(version);
-    in.read(flags);
-    if (version != envelope_version) {
-        r.status = envelope_status::foreign_version;
-        return r;
-    }
-    std::uint8_t key_size = 0;
-    std::string_view meta_bytes;
-    std::uint32_t meta_size = 0;
-    if (flags != auth.flags() || !in.read(key_size) || key_size == 0 || key_size > key::max_size ||
-        !in.read_bytes(key_size, r.key_bytes) || !in.read(meta_size) || meta_size > envelope_max_metadata ||
-        !in.read_bytes(meta_size, meta_bytes))
-        return r;
-    r.keyed = auth.keyed();
-    if (!parse_metadata(meta_bytes, r)) return r;
-
-    std::uint64_t payload_size = 0;
-    if (!in.read(payload_size) || payload_size != in.left()) return r;
-    r.complete = true;
-    if (payload_size > max_payload) {
-        r.status = envelope_status::too_large;
-        return r;
-    }
-    in.read_bytes(static_cast<std::size_t>(payload_size), r.payload);
-    r.status = envelope_status::ok;
-    return r;
-}
-
-envelope_fields check_envelope(std::string_view bytes, key const& expected, std::string_view format_id,
-                               std::size_t max_payload, envelope_auth const& auth) {
-    envelope_fields r = parse_envelope(bytes, max_payload, auth);
-    if (r.status != envelope_status::ok) return r;
-    if (r.key_bytes.size() != expected.size() ||
-        std::memcmp(r.key_bytes.data(), expected.data(), expected.size()) != 0) {
-        r.status = envelope_status::key_mismatch;
-        r.payload = {};
-    } else if (r.format_id != format_id) {
-        r.status = envelope_status::foreign_version;
-        r.payload = {};
-    }
-    return r;
-}
-
-opened_envelope to_opened_envelope(envelope_fields const& f) {
-    opened_envelope r;
-    r.status = f.status;
-    r.payload = f.payload;
-    r.version = f.version;
-    r.keyed = f.keyed;
-    if (!f.complete) return r;
-    r.stored_key = key(f.key_bytes.data(), f.key_bytes.size());
-    entry_metadata& m = r.metadata;
-    m.name.assign(f.name.data(), f.name.size());
-    m.origin_file.assign(f.origin_file.data(), f.origin_file.size());
-    m.format_id.assign(f.format_id.data(), f.format_id.size());
-    m.origin_line = f.origin_line;
-    m.created_ns = f.created_ns;
-    m.compile_ns = f.compile_ns;
-    m.components.reserve(f.component_count); // bounded: parse_envelope walked them all
-    envelope_reader in(f.components);
-    read_components(in, f.component_count, [&m](std::string_view name, std::string_view digest) {
-        m.components.push_back({std::string(name), key(digest.data(), digest.size())});
-    });
-    return r;
-}
-
-} // namespace detail
-
-} // namespace compile_cache
-#endif
-// ---- end compile_cache/impl/envelope.ipp
-// ---- end compile_cache/envelope.hpp
-// ---- begin compile_cache/explain.hpp
-// compile_cache: why a kernel missed. Each store also records, under the kernel's
-// identity, the keys stored for it (newest first, a few) with their named components;
-// an `absent` miss reads that record and compares the component lists: which
-// components changed, appeared or disappeared since the kernel was last stored.
-//
-// The record is an ordinary entry: an envelope (so it is checked like any other, and
-// authenticated under the cache's secret) stored through the same Storage under a key
-// derived from the identity, with its own format id. Any Storage keeps it without a
-// member of its own. Its key is 33 bytes, the last one identity_record_marker, a size no
-// Hasher's digest has, so that a tool can tell records from kernels by name alone.
-
-
-// ---- begin compile_cache/printable.hpp
-// compile_cache: text made safe to print on a terminal. Names, files and component names
-// come from entries and records anyone who can write the storage may have forged: the
-// library's log lines and the compile-cache tool print them through printable() alone.
-
-
-#include <string>
-#include <string_view>
-
-namespace compile_cache {
-
-/// `s` with every byte that could upset a terminal written as `\xNN`: control
-/// characters (escape sequences, newlines that would fake another line), DEL, the
-/// backslash itself, C1 controls encoded in UTF-8, and any byte that is not part of
-/// well-formed UTF-8. Well-formed UTF-8 otherwise passes unchanged.
-COMPILE_CACHE_DECL std::string printable(std::string_view s);
-
-} // namespace compile_cache
-
-// ---- begin compile_cache/impl/printable.ipp
-// compile_cache: the definitions of printable.hpp's non-template functions; included by it alone
-// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
-#if COMPILE_CACHE_INCLUDE_IMPL
-
-namespace compile_cache {
-
-std::string printable(std::string_view s) {
-    static char const hex[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(s.size());
-    auto escape = [&](unsigned char c) {
-        out += "\\x";
-        out += hex[c >> 4];
-        out += hex[c & 0xf];
-    };
-    std::size_t i = 0;
-    while (i < s.size()) {
-        auto const c = static_cast<unsigned char>(s[i]);
-        if (c < 0x80) {
-            if (c < 0x20 || c == 0x7f || c == '\\') escape(c);
-            else out += static_cast<char>(c);
-            ++i;
-            continue;
-        }
-        // A well-formed UTF-8 sequence is kept, unless it encodes a C1 control
-        // (U+0080..U+009F: 0xc2 0x80..0x9f), which some terminals act on as they do on
-        // the raw bytes 0x80..0x9f; anything malformed is escaped byte by byte.
-        std::size_t const n = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
-        bool ok = n != 0 && i + n <= s.size();
-        for (std::size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
-        if (ok && c == 0xc2 && static_cast<unsigned char>(s[i + 1]) <= 0x9f) ok = false;
-        if (ok && c == 0xe0 && static_cast<unsigned char>(s[i + 1]) < 0xa0) ok = false; // overlong
-        if (ok && c == 0xf0 && static_cast<unsigned char>(s[i + 1]) < 0x90) ok = false; // overlong
-        if (ok && c == 0xed && static_cast<unsigned char>(s[i + 1]) >= 0xa0) ok = false; // surrogates
-        if (ok && c == 0xf4 && static_cast<unsigned char>(s[i + 1]) >= 0x90) ok = false; // over U+10FFFF
-        if (!ok) {
-            escape(c);
-            ++i;
-            continue;
-        }
-        out.append(s.data() + i, n);
-        i += n;
-    }
-    return out;
-}
-
-} // namespace compile_cache
-
-#endif
-// ---- end compile_cache/impl/printable.ipp
-// ---- end compile_cache/printable.hpp
-
-#include <cstddef>
-#include <cstdint>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <vector>
-
-namespace compile_cache {
-
-/// Why a get_or_compile missed, component by component (for an `absent` miss only).
-struct miss_explanation {
-    enum class kind {
-        none,        ///< no explanation: not an absent miss, or nothing could be read
-        new_kernel,  ///< no entry was ever recorded for this kernel's identity
-        evicted,     ///< an entry under this very key was recorded: it was evicted or removed
-        changed,     ///< the kernel was stored before under another key: see the lists
-    };
-    kind what = kind::none;
-    std::vector<std::string> changed;     ///< components with another digest
-    std::vector<std::string> appeared;    ///< components the previous key did not have
-    std::vector<std::string> disappeared; ///< components of the previous key that are gone
-    std::vector<std::string> unchanged;   ///< the others (an unchanged toolchain as one name)
-    /// For kind::new_kernel, what no earlier entry was found for: the host's identity
-    /// string when it gave one, else the kernel's name and origin file (empty when the
-    /// explanation was made without them).
-    std::string identity, name, origin_file;
-
-    explicit operator bool() const noexcept { return what != kind::none; }
-
-    /// For a log line: `changed callee:helper, ir; unchanged toolchain, options`,
-    /// `new (no earlier entry named main from prog.dsl)`, `evicted or removed`; empty
-    /// for kind::none. Every name in it is printable() (a record may have been forged).
-    COMPILE_CACHE_DECL std::string text() const;
-
-    /// Short, for a host's one-line report: `callee:helper, ir changed`, `new`, `evicted`.
-    /// Names printable(), as in text().
-    COMPILE_CACHE_DECL std::string brief() const;
-
-    /// The names, printable(), separated by `, `.
-    COMPILE_CACHE_DECL static std::string join(std::vector<std::string> const& names);
-
-private:
-    COMPILE_CACHE_DECL static void append_list(std::string& s, char const* label,
-                                               std::vector<std::string> const& names);
-};
-
-/// One entry stored for a kernel, as its identity record keeps it.
-struct recorded_entry {
-    key entry_key;
-    std::int64_t created_ns = 0;
-    std::uint64_t compile_ns = 0;
-    /// The key's components, the toolchain as its parts (`toolchain: compiler`, ...),
-    /// digests cut to identity_record_digest_size bytes.
-    std::vector<component_digest> components;
-};
-
-/// What is recorded under a kernel's identity: its latest entries, newest first.
-struct identity_record {
-    std::string identity;
-    std::vector<recorded_entry> history;
-};
-
-/// How many entries a record keeps.
-inline constexpr std::size_t identity_record_history = 8;
-/// A record keeps the first bytes of each component's digest only: enough to tell
-/// whether it changed (a change goes unseen with probability 2^-64), and a record of 8
-/// entries of 15 components stays under 4 KiB.
-inline constexpr std::size_t identity_record_digest_size = 8;
-/// The format id of a record's envelope (a kernel's entry carries its serializer's).
-inline constexpr std::string_view identity_record_format = "compile_cache.identity-record 1";
-/// The last byte of a record's 33-byte key.
-inline constexpr unsigned char identity_record_marker = 0x1d;
-inline constexpr std::size_t identity_record_key_size = 33;
-/// A record is small; one over this bound is not read (counted records-ignored).
-inline constexpr std::size_t identity_record_max_size = std::size_t{256} << 10;
-/// The most components one recorded entry may list; a record with an entry over it is
-/// not read either (counted records-ignored). No key a host builds comes near it (a
-/// kernel keyed on 4096 callees), and comparing is linear in the components anyway.
-inline constexpr std::size_t identity_record_max_components = 4096;
-
-/// The identity of a kernel: the host's own string, or its name and origin file.
-COMPILE_CACHE_DECL std::string kernel_identity(std::string_view given, std::string_view name,
-                                               std::string_view origin_file);
-
-/// The key a kernel identity's record is stored under.
-COMPILE_CACHE_DECL key identity_record_key(std::string_view identity);
-
-/// Whether `k` is the key of an identity record rather than of a kernel.
-inline bool is_identity_record_key(key const& k) noexcept {
-    return k.size() == identity_record_key_size && k.data()[identity_record_key_size - 1] == identity_record_marker;
-}
-
-/// The same, for a key's hex (an entry's file name).
-inline bool is_identity_record_name(std::string_view hex) noexcept {
-    return hex.size() == 2 * identity_record_key_size && hex.substr(hex.size() - 2) == "1d";
-}
-
-namespace detail {
-COMPILE_CACHE_DECL void append_key8(std::string& out, key const& k);
-COMPILE_CACHE_DECL bool read_key8(envelope_reader& r, key& k);
-
-/// The stored key, kernel name, origin file and format id an entry's header names,
-/// read without its check value (`entry` must have been checked already, or be
-/// checked by whoever uses what it says); false when the header does not parse.
-COMPILE_CACHE_DECL bool read_entry_header(std::string_view entry, key& stored_key, std::string& name,
-                                          std::string& origin_file, std::string& format_id);
-
-/// The key of the identity record a host that gives no identity of its own writes for
-/// the kernel of `checked_entry` (by its name and origin file); nullopt when its header
-/// does not parse. What tiered_storage copies along with a remote entry.
-COMPILE_CACHE_DECL std::optional<key> record_key_of_entry(std::string_view checked_entry);
-
-/// Whether `bytes` look like the identity record stored under `record_key`: its header
-/// names that key and the record format (the check value is the reader's to verify).
-COMPILE_CACHE_DECL bool looks_like_record(std::string_view bytes, key const& record_key);
-} // namespace detail
-
-/// The payload of a record's envelope.
-COMPILE_CACHE_DECL std::string encode_identity_record(identity_record const& r);
-
-/// Parses what encode_identity_record wrote, within bounds; nullopt for anything else,
-/// and for a record with an entry of more than identity_record_max_components.
-COMPILE_CACHE_DECL std::optional<identity_record> decode_identity_record(std::string_view payload);
-
-/// The same; `over_bound` is set when the payload was refused for holding an entry of
-/// more than identity_record_max_components (a forged record, not a damaged one).
-COMPILE_CACHE_DECL std::optional<identity_record> decode_identity_record(std::string_view payload,
-                                                                         bool& over_bound);
-
-/// The component lists of two keys of one kernel compared: which names of `now`
-/// changed or appeared since `before`, and which of `before` disappeared. Both lists'
-/// names are first made distinct as key_builder makes them (distinct_component_names:
-/// the n-th `callee` is `callee#n`), so the n-th component of a name is matched with
-/// the n-th of that name, records written before names were made distinct compare
-/// alike, and no name is ever listed twice, nor both changed and unchanged. Linear in
-/// the components. Toolchain parts (names starting `toolchain: `) that are all
-/// unchanged are named `toolchain` once.
-COMPILE_CACHE_DECL miss_explanation compare_components(std::vector<component_digest> const& before,
-                                                       std::vector<component_digest> const& now);
-
-/// The explanation of an `absent` miss of the key `now_key` (components `now`), from
-/// the record of the kernel's identity (null when there is none). `identity`, `name`
-/// and `origin_file` (as in entry_info) say what a new kernel had no earlier entry for.
-COMPILE_CACHE_DECL miss_explanation explain_absent(identity_record const* record, key const& now_key,
-                                                   std::vector<component_digest> const& now,
-                                                   std::string_view identity = {}, std::string_view name = {},
-                                                   std::string_view origin_file = {});
-
-} // namespace compile_cache
-
-// ---- begin compile_cache/impl/explain.ipp
-// compile_cache: the definitions of explain.hpp's non-template functions; included by it alone
-// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
-#if COMPILE_CACHE_INCLUDE_IMPL
-#include <cstring>
-#include <unordered_map>
-
-namespace compile_cache {
-
-std::string miss_explanation::text() const {
-    switch (what) {
-    case kind::none: return {};
-    case kind::new_kernel:
-        if (!identity.empty()) return "new (no earlier entry for the identity \"" + printable(identity) + "\")";
-        if (!name.empty() || !origin_file.empty())
-            return "new (no earlier entry named " + printable(name) + " from " + printable(origin_file) + ")";
-        return "new";
-    case kind::evicted: return "evicted or removed (an entry under this very key was stored before)";
-    case kind::changed: break;
-    }
-    std::string s;
-    append_list(s, "changed ", changed);
-    append_list(s, "appeared ", appeared);
-    append_list(s, "disappeared ", disappeared);
-    if (s.empty()) s = "the key changed, its named components did not";
-    append_list(s, "unchanged ", unchanged);
-    return s;
-}
-
-std::string miss_explanation::brief() const {
-    switch (what) {
-    case kind::none: return {};
-    case kind::new_kernel: return "new";
-    case kind::evicted: return "evicted";
-    case kind::changed: break;
-    }
-    std::string s;
-    auto add = [&s](std::vector<std::string> const& names, char const* verb) {
-        if (names.empty()) return;
-        if (!s.empty()) s += "; ";
-        s += join(names) + " " + verb;
-    };
-    add(changed, "changed");
-    add(appeared, "appeared");
-    add(disappeared, "disappeared");
-    return s.empty() ? std::string("key changed") : s;
-}
-
-std::string miss_explanation::join(std::vector<std::string> const& names) {
-    std::string s;
-    for (auto const& n : names) s += (s.empty() ? "" : ", ") + printable(n);
-    return s;
-}
-
-void miss_explanation::append_list(std::string& s, char const* label, std::vector<std::string> const& names) {
-    if (names.empty()) return;
-    s += (s.empty() ? "" : "; ") + std::string(label) + join(names);
-}
-
-std::string kernel_identity(std::string_view given, std::string_view name, std::string_view origin_file) {
-    if (!given.empty()) return std::string(given);
-    std::string s(name);
-    s += '\n';
-    s.append(origin_file.data(), origin_file.size());
-    return s;
-}
-
-key identity_record_key(std::string_view identity) {
-    sha256 h;
-    static constexpr char domain[] = "compile_cache.identity-record\0";
-    h.update(domain, sizeof domain - 1);
-    h.update(identity.data(), identity.size());
-    auto const d = h.result();
-    unsigned char bytes[identity_record_key_size];
-    std::memcpy(bytes, d.data(), identity_record_key_size - 1);
-    bytes[identity_record_key_size - 1] = identity_record_marker;
-    return key(bytes, identity_record_key_size);
-}
-
-namespace detail {
-void append_key8(std::string& out, key const& k) {
-    out.push_back(static_cast<char>(k.size()));
-    out.append(reinterpret_cast<char const*>(k.data()), k.size());
-}
-bool read_key8(envelope_reader& r, key& k) {
-    std::uint8_t n;
-    std::string_view bytes;
-    if (!r.read(n) || n == 0 || n > key::max_size || !r.read_bytes(n, bytes)) return false;
-    k = key(bytes.data(), bytes.size());
-    return true;
-}
-
-bool read_entry_header(std::string_view entry, key& stored_key, std::string& name, std::string& origin_file,
-                       std::string& format_id) {
-    auto const* p = reinterpret_cast<unsigned char const*>(entry.data());
-    if (entry.size() < envelope_min_header || std::memcmp(p, envelope_magic, sizeof envelope_magic) != 0)
-        return false;
-    envelope_reader in(p + sizeof envelope_magic, entry.size() - sizeof envelope_magic);
-    std::uint16_t version = 0, flags = 0;
-    std::uint32_t meta_size = 0;
-    std::string_view meta_bytes;
-    if (!in.read(version) || version != envelope_version || !in.read(flags) || !read_key8(in, stored_key) ||
-        !in.read(meta_size) || meta_size > envelope_max_metadata || !in.read_bytes(meta_size, meta_bytes))
-        return false;
-    envelope_fields f;
-    if (!parse_metadata(meta_bytes, f)) return false;
-    name = std::string(f.name);
-    origin_file = std::string(f.origin_file);
-    format_id = std::string(f.format_id);
-    return true;
-}
-
-std::optional<key> record_key_of_entry(std::string_view checked_entry) {
-    key stored;
-    std::string name, origin_file, format_id;
-    if (!read_entry_header(checked_entry, stored, name, origin_file, format_id)) return std::nullopt;
-    return identity_record_key(kernel_identity({}, name, origin_file));
-}
-
-bool looks_like_record(std::string_view bytes, key const& record_key) {
-    key stored;
-    std::string name, origin_file, format_id;
-    return read_entry_header(bytes, stored, name, origin_file, format_id) && stored == record_key &&
-           format_id == identity_record_format;
-}
-} // namespace detail
-
-std::string encode_identity_record(identity_record const& r) {
-    std::string out;
-    detail::append_string32(out, r.identity);
-    detail::append_le<std::uint32_t>(out, static_cast<std::uint32_t>(r.history.size()));
-    for (recorded_entry const& e : r.history) {
-        detail::append_key8(out, e.entry_key);
-        detail::append_le<std::uint64_t>(out, static_cast<std::uint64_t>(e.created_ns));
-        detail::append_le<std::uint64_t>(out, e.compile_ns);
-        detail::append_le<std::uint32_t>(out, static_cast<std::uint32_t>(e.components.size()));
-        for (component_digest const& c : e.components) {
-            detail::append_string32(out, c.name);
-            detail::append_key8(out, c.digest);
-        }
-    }
-    return out;
-}
-
-std::optional<identity_record> decode_identity_record(std::string_view payload) {
-    bool over_bound = false;
-    return decode_identity_record(payload, over_bound);
-}
-
-std::optional<identity_record> decode_identity_record(std::string_view payload, bool& over_bound) {
-    over_bound = false;
-    detail::envelope_reader r(reinterpret_cast<unsigned char const*>(payload.data()), payload.size());
-    identity_record out;
-    std::uint32_t count;
-    if (!r.read_string32(out.identity) || !r.read(count) || count > identity_record_history) return std::nullopt;
-    for (std::uint32_t i = 0; i < count; ++i) {
-        recorded_entry e;
-        std::uint64_t created;
-        std::uint32_t components;
-        if (!detail::read_key8(r, e.entry_key) || !r.read(created) || !r.read(e.compile_ns) || !r.read(components))
-            return std::nullopt;
-        e.created_ns = static_cast<std::int64_t>(created);
-        if (components > identity_record_max_components) {
-            over_bound = true;
-            return std::nullopt;
-        }
-        if (components > r.left() / 5) return std::nullopt; // each takes at least 5 bytes
-        e.components.reserve(components);
-        for (std::uint32_t j = 0; j < components; ++j) {
-            component_digest c;
-            if (!r.read_string32(c.name) || !detail::read_key8(r, c.digest)) return std::nullopt;
-            e.components.push_back(std::move(c));
-        }
-        out.history.push_back(std::move(e));
-    }
-    if (r.left() != 0) return std::nullopt;
-    return out;
-}
-
-miss_explanation compare_components(std::vector<component_digest> const& before,
-                                    std::vector<component_digest> const& now) {
-    std::vector<component_digest> old_list = before, new_list = now;
-    distinct_component_names(old_list);
-    distinct_component_names(new_list);
-    std::unordered_map<std::string_view, component_digest const*> old_by_name, new_by_name;
-    old_by_name.reserve(old_list.size());
-    new_by_name.reserve(new_list.size());
-    for (component_digest const& c : old_list) old_by_name.emplace(c.name, &c);
-    for (component_digest const& c : new_list) new_by_name.emplace(c.name, &c);
-    auto is_toolchain_part = [](std::string const& name) { return name.rfind("toolchain: ", 0) == 0; };
-    miss_explanation m;
-    m.what = miss_explanation::kind::changed;
-    bool toolchain_changed = false, toolchain_parts = false;
-    for (component_digest const& c : new_list) {
-        auto const old = old_by_name.find(c.name);
-        bool const part = is_toolchain_part(c.name);
-        toolchain_parts = toolchain_parts || part;
-        if (old == old_by_name.end()) {
-            m.appeared.push_back(c.name);
-            toolchain_changed = toolchain_changed || part;
-        } else if (!(old->second->digest == c.digest)) {
-            m.changed.push_back(c.name);
-            toolchain_changed = toolchain_changed || part;
-        } else if (!part) {
-            m.unchanged.push_back(c.name);
-        }
-    }
-    for (component_digest const& c : old_list)
-        if (new_by_name.find(c.name) == new_by_name.end()) {
-            m.disappeared.push_back(c.name);
-            toolchain_changed = toolchain_changed || is_toolchain_part(c.name);
-        }
-    if (toolchain_parts && !toolchain_changed) m.unchanged.insert(m.unchanged.begin(), "toolchain");
-    return m;
-}
-
-miss_explanation explain_absent(identity_record const* record, key const& now_key,
-                                std::vector<component_digest> const& now, std::string_view identity,
-                                std::string_view name, std::string_view origin_file) {
-    miss_explanation m;
-    if (!record || record->history.empty()) {
-        m.what = miss_explanation::kind::new_kernel;
-        m.identity = std::string(identity);
-        m.name = std::string(name);
-        m.origin_file = std::string(origin_file);
-        return m;
-    }
-    for (recorded_entry const& e : record->history)
-        if (e.entry_key == now_key) {
-            m.what = miss_explanation::kind::evicted;
-            return m;
-        }
-    return compare_components(record->history.front().components, now);
-}
-
-} // namespace compile_cache
-
-#endif
-// ---- end compile_cache/impl/explain.ipp
-// ---- end compile_cache/explain.hpp
-
-#include <algorithm>
-#include <array>
-#include <atomic>
-#include <chrono>
-#include <cstddef>
-#include <cstdint>
-#include <exception>
 #include <functional>
-#include <memory>
-#include <mutex>
-#include <optional>
 #include <string>
 #include <string_view>
-#include <system_error>
-#include <type_traits>
-#include <unordered_set>
+
+namespace compile_cache::detail {
+
+/// Receives one-line diagnostics (cache_options::logger); silent when empty.
+using line_logger = std::function<void(std::string_view)>;
+
+/// Gives `logger` the line `build()` makes, built only when there is a logger; an empty
+/// line is not given.
+template <class Build>
+void log_with(line_logger const& logger, Build&& build) noexcept {
+    if (!logger) return;
+    try {
+        decltype(auto) line = build();
+        if (!std::string_view(line).empty()) logger(line);
+    } catch (...) {
+    }
+}
+
+/// `line` through `logger`, or on stderr after `compile_cache: ` when there is none: for
+/// what a host must hear of even when it asked for no diagnostics.
+COMPILE_CACHE_DECL void log_or_stderr(line_logger const& logger, std::string const& line) noexcept;
+
+} // namespace compile_cache::detail
+
+// ---- begin compile_cache/detail/impl/log.ipp
+// compile_cache: the definitions of detail/log.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+#include <cstdio>
+
+namespace compile_cache::detail {
+
+void log_or_stderr(line_logger const& logger, std::string const& line) noexcept {
+    if (logger)
+        log_with(logger, [&]() -> std::string const& { return line; });
+    else
+        std::fprintf(stderr, "compile_cache: %s\n", line.c_str());
+}
+
+} // namespace compile_cache::detail
+
+#endif
+// ---- end compile_cache/detail/impl/log.ipp
+// ---- end compile_cache/detail/log.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
 #include <utility>
 #include <vector>
 
-namespace compile_cache {
+#include <unistd.h>
 
-/// What a tier may do with its remote.
-enum class remote_mode {
-    read_write, ///< read, and write every store
-    read_only,  ///< read only: stores stay local (a developer's machine reading what CI wrote)
-};
+namespace compile_cache::detail {
 
-/// Why a remote call failed, as the tier counts it. A remote's error_code is
-/// classified by the std::errc condition it is equivalent to (see remote_error_of).
-enum class remote_error : std::size_t {
-    timeout,         ///< std::errc::timed_out: no answer within the remote's timeout
-    refused,         ///< std::errc::connection_refused: nothing listens, or unreachable
-    auth,            ///< std::errc::permission_denied: credentials or permissions refused
-    protocol,        ///< std::errc::protocol_error: a reply that is not valid
-    too_large,       ///< larger than the cache's entry bound (or than the server takes)
-    corrupt,         ///< an entry whose envelope the cache found damaged or not an entry
-    unauthenticated, ///< an entry whose HMAC does not verify under the cache's secret
-    other,           ///< anything else
-};
-inline constexpr std::size_t remote_error_count = 8;
-
-inline char const* to_string(remote_error e) noexcept {
-    static char const* const names[remote_error_count] = {"timeout",   "refused", "auth",            "protocol",
-                                                          "too-large", "corrupt", "unauthenticated", "other"};
-    return names[static_cast<std::size_t>(e)];
+/// Whether `s` can be used: its `bool usable() const`, false when that throws; true for a
+/// Storage without one.
+template <class S>
+bool storage_usable(S const& s) noexcept {
+    if constexpr (has_usable<S>::value) {
+        try {
+            return static_cast<bool>(s.usable());
+        } catch (...) {
+            return false;
+        }
+    }
+    return true;
 }
 
-/// The reason counted for a remote's error code: by its std::errc condition
-/// (timed_out; connection_refused, host_unreachable, network_unreachable,
-/// no_such_file_or_directory; permission_denied, operation_not_permitted;
-/// protocol_error, bad_message; value_too_large, file_too_large, message_size), else other.
-COMPILE_CACHE_DECL remote_error remote_error_of(std::error_code const& e) noexcept;
-
-/// How a tiered_storage uses its remote.
-struct tier_options {
-    compile_cache::remote_mode mode = remote_mode::read_write;
-    /// After a failure that says the remote is not usable (timeout, refused, auth,
-    /// protocol) the remote is skipped this long; each failed probe after it doubles the
-    /// period, up to backoff_max (calls that were already out when it failed do not).
-    std::chrono::milliseconds backoff_start{2000};
-    std::chrono::milliseconds backoff_max{60000};
-    /// A store does not overwrite an entry the remote holds under the same key that
-    /// this process read and found not authentic (its HMAC does not verify here: most
-    /// likely the machines' secrets differ); counted `remote.store-skipped.foreign`, one
-    /// line the first time. True replaces them (to heal garbage planted on the server).
-    bool replace_unauthentic = false;
-    /// The process's time budget for slow answers: a call that answers after slow_call
-    /// or later adds its wait to a count (in wall time: calls waiting side by side on
-    /// several threads count once); once the count passes `budget`, every slow answer is
-    /// a failure (the remote is skipped for the back-off, one line, as a dead one is).
-    /// 0: no budget, slow answers never skip the remote.
-    std::chrono::milliseconds budget{1000};
-    std::chrono::milliseconds slow_call{200};
-    /// One line when the remote goes away and one when it comes back; silent when empty.
-    std::function<void(std::string_view)> logger;
-};
-
-namespace detail {
+/// Tells `s` (its `corrupt(key const&)`) that the entry it keeps under `k` failed the
+/// envelope check, so that it can remove or repair it. Best effort.
 template <class S>
-using describe_t = decltype(std::declval<S const&>().describe());
-template <class S>
-using has_remote_describe = is_detected_convertible<std::string, describe_t, S>;
-template <class S>
-using last_failure_text_t = decltype(std::declval<S const&>().last_failure().text);
-/// A remote that tells the text of its last failure (redis_storage::last_failure).
-template <class S>
-using has_last_failure_text = is_detected_convertible<std::string, last_failure_text_t, S>;
-template <class S>
-using partial_failure_t = decltype(std::declval<S const&>().partial_failure(std::declval<std::error_code const&>()));
-/// A remote that says which of its errors failed only a part of it (a cluster's node).
-template <class S>
-using has_partial_failure = is_detected_convertible<bool, partial_failure_t, S>;
-/// The calls the last found read on this thread answered from a remote (for
-/// entry_checked): which tier, and which key.
-struct remote_read_mark {
-    void const* tier = nullptr;
-    key k;
-};
-inline remote_read_mark& last_remote_read() noexcept {
-    thread_local remote_read_mark mark;
-    return mark;
+void tell_storage_corrupt(S& s, key const& k) noexcept {
+    if constexpr (has_corrupt<S>::value) {
+        try {
+            s.corrupt(k);
+        } catch (...) {
+        }
+    }
 }
-} // namespace detail
 
-/// `Local` before `Remote`, both Storages. Either may be absent: without a remote it
-/// is the local storage alone (same reads, same writes, no counter of its own);
-/// without a local one (remote only) nothing is kept on this machine.
-///
-/// - `read`: the local storage; `found` and `too_large` are its answer. Otherwise
-///   (absent, or a local error) the remote, unless it is skipped (back-off). A remote
-///   error is counted (remote_error) and the read answers as the local storage did.
-/// - `entry_checked` (called by basic_cache after it checked an entry's envelope):
-///   an entry the remote returned that checked `ok` is written to the local storage
-///   (so the next process reads it locally and sends nothing), and counted as a remote
-///   hit; one that is corrupt or unauthenticated is counted as such, never copied.
-///   The kernel's identity record comes along (explain.hpp): an identity record read
-///   from the remote that checked `ok` is copied too (not counted as a hit), and a
-///   copied kernel entry brings the record under its name and origin file when there
-///   is none locally, so that misses and `compile-cache explain` here find what the
-///   fleet recorded (one remote read per entry copied).
-/// - `write`: the local storage, then, in read_write mode, the remote (each remote call
-///   is bounded by the remote's own timeout: the host waits no longer). The answer is
-///   the local storage's (remote-only: the remote's); a remote failure is counted. An
-///   entry this process found unauthentic on the remote is not overwritten there
-///   (tier_options::replace_unauthentic).
-/// - Identity records (explain.hpp) are counted apart from entries: `remote.record-*`.
-/// - `remove`: both (the remote only in read_write mode).
-/// - A timeout, a refused connection, refused credentials or permissions (auth) or a
-///   reply that is not valid (protocol) make the remote skipped for
-///   tier_options::backoff_start, doubling with each failed probe after it, up to
-///   backoff_max; so do slow answers once their waits pass tier_options::budget. One
-///   log line when it goes away, one when it answers again. Other errors (a server out
-///   of memory...) are counted, and said in one line the first time; an error the
-///   remote calls partial (`partial_failure(e)`: one node of a cluster) is counted and
-///   said once, and the remote is still used. A store refused for `auth` while reads
-///   answer (a user allowed to read only) stops the stores, with one line; reads go on.
-///
-/// Thread-safe when both storages are. Move-only. A default-constructed tier is
-/// disabled: reads are absent, writes fail with invalid_argument.
-template <class Local, class Remote>
-class tiered_storage {
+/// Gives `s` the cache's logger (its `set_logger`).
+template <class S>
+void pass_logger_to_storage(S& s, line_logger const& logger) {
+    if constexpr (has_set_logger<S>::value) s.set_logger(logger);
+}
+
+/// The counters `s` keeps of its own (its `storage_counters()`: tiered_storage's
+/// `remote.*`); none when it has no such member or it throws (they are for display).
+template <class S>
+std::vector<std::pair<std::string, std::uint64_t>> storage_counters_of(S const& s) noexcept {
+    if constexpr (has_storage_counters<S>::value) {
+        try {
+            return s.storage_counters();
+        } catch (...) {
+        }
+    }
+    return {};
+}
+
+/// Which entry a failure line is about: `key <the first 6 bytes in hex>`, and where a
+/// Storage with `entry_path(key)` (directory_storage) keeps it.
+template <class S>
+std::string failure_subject(S const& s, key const& k) {
+    std::string subject = "key " + k.hex().substr(0, 12);
+    if constexpr (has_entry_path<S>::value) {
+        std::string path = s.entry_path(k);
+        if (!path.empty()) subject += " at " + path;
+    }
+    return subject;
+}
+
+/// What one cache has added to the cumulative counters its Storage keeps (its
+/// `record_counters`), so that each flush adds only what was counted since.
+class counters_flushed {
 public:
-    using local_type = Local;
-    using remote_type = Remote;
-
-    tiered_storage() = default;
-    /// The local storage alone: behaves exactly as `local`.
-    explicit tiered_storage(Local local) : state_(std::make_unique<state>()) { state_->local.emplace(std::move(local)); }
-    /// `local` in front of `remote`.
-    tiered_storage(Local local, Remote remote, tier_options options = {}) : state_(std::make_unique<state>()) {
-        state_->local.emplace(std::move(local));
-        state_->remote.emplace(std::move(remote));
-        state_->options = std::move(options);
-    }
-    /// The remote alone: nothing kept locally.
-    static tiered_storage remote_only(Remote remote, tier_options options = {}) {
-        tiered_storage t;
-        t.state_ = std::make_unique<state>();
-        t.state_->remote.emplace(std::move(remote));
-        t.state_->options = std::move(options);
-        return t;
-    }
-
-    tiered_storage(tiered_storage&&) noexcept = default;
-    tiered_storage& operator=(tiered_storage&&) noexcept = default;
-
-    /// The tier the environment asks for (see settings.hpp). `PREFIX_REMOTE` off: the
-    /// local storage alone, exactly as `Local::from_env` makes it. Set: the local
-    /// storage (unless `PREFIX_REMOTE_ONLY` is on, or the local one is not configured)
-    /// before the remote that `Remote::from_env` makes; `PREFIX_REMOTE_MODE`
-    /// (`read-write`, default, or `read-only`). Entries from a shared server run as code
-    /// here: without a secret (`PREFIX_SECRET_FILE`) the remote is off, with one line,
-    /// unless `PREFIX_REMOTE_INSECURE` is on. A remote that cannot be configured is off
-    /// (its line said why); with nothing left, nullopt (the cache is disabled).
-    static std::optional<tiered_storage> from_env(settings_reader& env) {
-        if (env.is_off("_REMOTE")) {
-            std::optional<Local> local = local_from_env(env);
-            if (!local) return std::nullopt;
-            return tiered_storage(std::move(*local));
-        }
-        std::optional<bool> const only = parse_switch(env.value("_REMOTE_ONLY"));
-        std::optional<Local> local;
-        if (!only.value_or(false)) local = local_from_env(env);
-        if (!local && env.confirmed() && !only.value_or(false)) return std::nullopt; // declined, reported
-        if (!env.confirm()) return std::nullopt;
-        if (!only)
-            env.report_value("_REMOTE_ONLY", env.value("_REMOTE_ONLY"),
-                             "is not understood (1, on, true or yes; 0, off, false or no); the local storage is kept");
-        tier_options options;
-        options.logger = env.logger();
-        options.mode = env.choice<remote_mode>(
-            "_REMOTE_MODE", {{"read-write", remote_mode::read_write}, {"read-only", remote_mode::read_only}},
-            remote_mode::read_write, "a remote mode");
-        options.replace_unauthentic =
-            env.flag("_REMOTE_REPLACE_UNAUTHENTIC", false, "entries that are not authentic are kept");
-        options.budget = budget_from_env(env);
-        options.slow_call = std::max(options.budget / 5, std::chrono::milliseconds(1));
-        auto local_only = [&]() -> std::optional<tiered_storage> {
-            if (!local) return std::nullopt;
-            return tiered_storage(std::move(*local));
-        };
-        if (!env.remote_trusted()) return local_only();
-        std::optional<Remote> remote;
-        try {
-            remote = remote_from_env(env);
-        } catch (std::exception const& e) {
-            env.report(env.name("_REMOTE") + ": " + e.what() + "; the remote is off");
-        } catch (...) {
-            env.report(env.name("_REMOTE") + " cannot be used; the remote is off");
-        }
-        if (!remote) return local_only();
-        tiered_storage t = local ? tiered_storage(std::move(*local), std::move(*remote), std::move(options))
-                                 : remote_only(std::move(*remote), std::move(options));
-        t.state_->secret_setting = env.name("_SECRET_FILE");
-        t.state_->replace_setting = env.name("_REMOTE_REPLACE_UNAUTHENTIC");
-        return t;
-    }
-
-    /// The settings from_env reads: the local storage's, the tier's, the remote's.
-    static std::vector<environment_setting> environment_settings(std::string_view prefix) {
-        std::string const p(prefix);
-        std::vector<environment_setting> s;
-        if constexpr (detail::has_environment_settings<Local>::value) s = Local::environment_settings(prefix);
-        std::vector<environment_setting> const tier = {
-            {p + "_REMOTE", "the URL of a shared remote storage behind the local one; unset: no remote"},
-            {p + "_REMOTE_MODE", "read-write (default) or read-only: whether stores go to the remote"},
-            {p + "_REMOTE_ONLY", "1 keeps nothing locally: every read and store goes to the remote"},
-            {p + "_REMOTE_INSECURE", "1 reads the remote without a secret (only for a server that only trusted "
-                                     "machines can write)"},
-            {p + "_REMOTE_REPLACE_UNAUTHENTIC", "1 lets stores replace remote entries that do not authenticate "
-                                                "under this secret (default: kept, as another secret's)"},
-            {p + "_REMOTE_BUDGET", "time the process may wait for slow answers (each a fifth of it or longer) "
-                                   "before a slow remote is skipped as a dead one; default: the call timeout "
-                                   "(_REMOTE_TIMEOUT, 1 s); off: no budget"},
-        };
-        for (auto const& t : tier) s.push_back(t);
-        if constexpr (detail::has_environment_settings<Remote>::value)
-            for (auto const& r : Remote::environment_settings(prefix))
-                if (std::none_of(s.begin(), s.end(), [&](environment_setting const& e) { return e.name == r.name; }))
-                    s.push_back(r);
-        return s;
-    }
-
-    bool has_local() const noexcept { return state_ && state_->local.has_value(); }
-    bool has_remote() const noexcept { return state_ && state_->remote.has_value(); }
-    /// The local storage; has_local() must be true.
-    Local& local() noexcept { return *state_->local; }
-    /// The remote storage; has_remote() must be true.
-    Remote& remote() noexcept { return *state_->remote; }
-    compile_cache::remote_mode mode() const noexcept { return state_->options.mode; }
-    /// Whether the remote is skipped now (it failed, and its back-off is not over).
-    bool remote_skipped() const {
-        if (!has_remote()) return true;
-        std::lock_guard<std::mutex> lock(state_->health_mutex);
-        return state_->down && clock::now() < state_->retry_at;
-    }
-
-    read_result read(key const& k, std::string& out, std::size_t max_size) noexcept {
-        detail::last_remote_read().tier = nullptr;
-        if (!state_) {
-            out.clear();
-            return {read_status::absent, {}};
-        }
-        read_result answer{read_status::absent, {}};
-        if (state_->local) {
-            answer = local_read(k, out, max_size);
-            if (answer.status == read_status::found || answer.status == read_status::too_large) return answer;
-        }
-        if (!state_->remote) return answer;
-        admission const a = admit();
-        if (a == admission::skipped) return answer;
-        auto const start = clock::now();
-        read_result r;
-        try {
-            r = state_->remote->read(k, out, max_size);
-        } catch (...) {
-            r = {read_status::error, std::make_error_code(std::errc::io_error)};
-        }
-        auto const took = clock::now() - start;
-        state_->counts[c_read_ns] += ns_of(took);
-        switch (r.status) {
-        case read_status::found:
-            state_->read_answered = true;
-            answered(a, took);
-            state_->counts[c_bytes_read] += out.size();
+    /// Adds `counts()` (a cache's counters, statistics_snapshot::counters()) less what
+    /// was added before to `s`'s counters. In a forked child it adds nothing: its copy
+    /// of its parent's counts is the parent's to record. Best effort: a failure is
+    /// ignored, and the next flush adds the same counts again.
+    template <class S, class Counts>
+    void flush(S& s, Counts const& counts) noexcept {
+        if constexpr (has_record_counters<S>::value) {
+            if (::getpid() != owner_) return;
             try {
-                detail::last_remote_read() = {this, k};
+                std::lock_guard<std::mutex> lock(mutex_);
+                std::vector<std::pair<std::string, std::uint64_t>> now = counts(), delta = now;
+                for (std::size_t i = 0; i < delta.size() && i < flushed_.size(); ++i)
+                    delta[i].second -= flushed_[i].second;
+                if (!s.record_counters(delta)) flushed_ = std::move(now);
             } catch (...) {
             }
-            return r;
-        case read_status::absent:
-            state_->read_answered = true;
-            answered(a, took);
-            ++state_->counts[is_identity_record_key(k) ? c_record_misses : c_misses];
-            break;
-        case read_status::too_large:
-            answered(a, took);
-            ++state_->counts[c_error + static_cast<std::size_t>(remote_error::too_large)];
-            return r;
-        case read_status::error: failed(a, r.error); break;
         }
-        out.clear();
-        return answer;
-    }
-
-    std::error_code write(key const& k, std::string_view bytes) noexcept {
-        if (!state_) return std::make_error_code(std::errc::invalid_argument);
-        std::error_code answer;
-        if (state_->local) answer = local_write(k, bytes);
-        else if (state_->options.mode != remote_mode::read_write)
-            return std::make_error_code(std::errc::read_only_file_system); // remote-only and read-only: nowhere
-        if (!state_->remote || state_->options.mode != remote_mode::read_write) return answer;
-        if (keep_foreign(k)) return state_->local ? answer : std::make_error_code(std::errc::file_exists);
-        if (state_->writes_refused) {
-            ++state_->counts[c_skipped];
-            return state_->local ? answer : std::make_error_code(std::errc::permission_denied);
-        }
-        admission const a = admit();
-        if (a == admission::skipped)
-            return state_->local ? answer : std::make_error_code(std::errc::resource_unavailable_try_again);
-        auto const start = clock::now();
-        std::error_code e;
-        try {
-            e = state_->remote->write(k, bytes);
-        } catch (...) {
-            e = std::make_error_code(std::errc::io_error);
-        }
-        auto const took = clock::now() - start;
-        state_->counts[c_write_ns] += ns_of(took);
-        if (e) {
-            failed(a, e, true);
-        } else {
-            answered(a, took);
-            ++state_->counts[is_identity_record_key(k) ? c_record_stores : c_stores];
-            state_->counts[c_bytes_written] += bytes.size();
-        }
-        return state_->local ? answer : e;
-    }
-
-    std::error_code remove(key const& k) noexcept {
-        if (!state_) return {};
-        std::error_code answer;
-        if (state_->local) answer = local_remove(k);
-        admission const a =
-            state_->remote && state_->options.mode == remote_mode::read_write && !state_->writes_refused
-                ? admit()
-                : admission::skipped;
-        if (a != admission::skipped) {
-            auto const start = clock::now();
-            std::error_code e;
-            try {
-                e = state_->remote->remove(k);
-            } catch (...) {
-                e = std::make_error_code(std::errc::io_error);
-            }
-            if (e)
-                failed(a, e, true);
-            else
-                answered(a, clock::now() - start);
-            if (!state_->local) answer = e;
-        }
-        return answer;
-    }
-
-    /// Called by basic_cache after it checked the envelope of an entry this storage's
-    /// read returned `found` on this thread (see docs/policies.md). An entry from the
-    /// remote that is `ok` is copied to the local storage; a corrupt or unauthenticated
-    /// one is counted against the remote.
-    void entry_checked(key const& k, std::string_view entry, envelope_status status) noexcept {
-        detail::remote_read_mark& mark = detail::last_remote_read();
-        if (!state_ || mark.tier != this || mark.k != k) return;
-        mark.tier = nullptr;
-        if (is_identity_record_key(k)) {
-            // An identity record is no entry: counted apart, and its errors not at all.
-            if (status == envelope_status::ok) {
-                ++state_->counts[c_record_hits];
-                if (state_->local) (void)local_write(k, entry);
-            } else if (status == envelope_status::unauthenticated) {
-                note_foreign(k);
-            }
-            return;
-        }
-        switch (status) {
-        case envelope_status::ok:
-            ++state_->counts[c_hits];
-            // A failure here is the next run's miss; a copied entry brings its record along.
-            if (state_->local && !local_write(k, entry)) copy_record_of(entry);
-            break;
-        case envelope_status::corrupt:
-        case envelope_status::key_mismatch:
-            ++state_->counts[c_error + static_cast<std::size_t>(remote_error::corrupt)];
-            break;
-        case envelope_status::unauthenticated:
-            ++state_->counts[c_error + static_cast<std::size_t>(remote_error::unauthenticated)];
-            note_foreign(k);
-            break;
-        case envelope_status::too_large:
-            ++state_->counts[c_error + static_cast<std::size_t>(remote_error::too_large)];
-            break;
-        case envelope_status::foreign_version: ++state_->counts[c_misses]; break;
-        }
-    }
-
-    /// The remote's counters, by name (`remote.hits`, `remote.misses`, `remote.stores`,
-    /// `remote.errors.<remote_error>`, `remote.skipped`, `remote.bytes-read`,
-    /// `remote.bytes-written`, `remote.read-ns`, `remote.write-ns`,
-    /// `remote.store-skipped.foreign`, and the identity records' own
-    /// `remote.record-hits`, `remote.record-misses`, `remote.record-stores`); empty
-    /// without a remote. basic_cache adds them to its statistics.
-    std::vector<std::pair<std::string, std::uint64_t>> storage_counters() const {
-        std::vector<std::pair<std::string, std::uint64_t>> c;
-        if (!has_remote()) return c;
-        for (std::size_t i = 0; i < count_names().size(); ++i)
-            c.emplace_back(count_names()[i], state_->counts[i].load(std::memory_order_relaxed));
-        return c;
-    }
-
-    /// Passes the cache's counters on to the local storage when it keeps them.
-    std::error_code record_counters(std::vector<std::pair<std::string, std::uint64_t>> const& delta) noexcept {
-        if constexpr (detail::has_record_counters<Local>::value) {
-            if (state_ && state_->local) {
-                try {
-                    return state_->local->record_counters(delta);
-                } catch (...) {
-                    return std::make_error_code(std::errc::io_error);
-                }
-            }
-        }
-        (void)delta;
-        return {};
-    }
-
-    /// The logger for the remote's going away and coming back (basic_cache passes its
-    /// own here); passed on to the local and remote storages that take one (the
-    /// directory says when it gave up waiting for a lock).
-    void set_logger(std::function<void(std::string_view)> logger) {
-        if (!state_) return;
-        if constexpr (detail::has_set_logger<Local>::value)
-            if (state_->local) state_->local->set_logger(logger);
-        if constexpr (detail::has_set_logger<Remote>::value)
-            if (state_->remote) state_->remote->set_logger(logger);
-        std::lock_guard<std::mutex> lock(state_->health_mutex);
-        state_->options.logger = std::move(logger);
     }
 
 private:
-    using clock = std::chrono::steady_clock;
-
-    // The local storage's calls. A policy may throw (docs/policies.md), and nothing it
-    // throws may leave this storage's noexcept members: it is the local storage's
-    // failure, as the remote's is the remote's.
-    read_result local_read(key const& k, std::string& out, std::size_t max_size) noexcept {
-        try {
-            return state_->local->read(k, out, max_size);
-        } catch (...) {
-            out.clear();
-            return {read_status::error, std::make_error_code(std::errc::io_error)};
-        }
-    }
-    std::error_code local_write(key const& k, std::string_view bytes) noexcept {
-        try {
-            return state_->local->write(k, bytes);
-        } catch (...) {
-            return std::make_error_code(std::errc::io_error);
-        }
-    }
-    std::error_code local_remove(key const& k) noexcept {
-        try {
-            return state_->local->remove(k);
-        } catch (...) {
-            return std::make_error_code(std::errc::io_error);
-        }
-    }
-
-    // The identity record of the kernel whose remote entry was just copied here, under
-    // the identity a host that gives none has (name and origin file), copied from the
-    // remote when the local storage has none: best effort, bounded as any remote call,
-    // never when the remote is skipped. The record's check value is verified by whoever
-    // reads it, as for any record.
-    void copy_record_of(std::string_view entry) noexcept {
-        try {
-            std::optional<key> const rk = detail::record_key_of_entry(entry);
-            if (!rk) return;
-            std::string bytes;
-            if (local_read(*rk, bytes, identity_record_max_size).status != read_status::absent) return;
-            admission const a = admit();
-            if (a == admission::skipped) return;
-            auto const start = clock::now();
-            read_result r;
-            try {
-                r = state_->remote->read(*rk, bytes, identity_record_max_size);
-            } catch (...) {
-                r = {read_status::error, std::make_error_code(std::errc::io_error)};
-            }
-            auto const took = clock::now() - start;
-            state_->counts[c_read_ns] += ns_of(took);
-            if (r.status == read_status::error) {
-                failed(a, r.error);
-                return;
-            }
-            answered(a, took);
-            if (r.status == read_status::found && detail::looks_like_record(bytes, *rk)) (void)local_write(*rk, bytes);
-        } catch (...) {
-        }
-    }
-
-    enum counter : std::size_t {
-        c_hits,
-        c_misses,
-        c_stores,
-        c_error,
-        c_skipped = c_error + remote_error_count,
-        c_bytes_read,
-        c_bytes_written,
-        c_read_ns,
-        c_write_ns,
-        c_store_skipped_foreign,
-        c_record_hits,
-        c_record_misses,
-        c_record_stores,
-        c_count
-    };
-    static std::array<std::string, c_count> const& count_names() {
-        static std::array<std::string, c_count> const names = [] {
-            std::array<std::string, c_count> n;
-            n[c_hits] = "remote.hits";
-            n[c_misses] = "remote.misses";
-            n[c_stores] = "remote.stores";
-            for (std::size_t i = 0; i < remote_error_count; ++i)
-                n[c_error + i] = std::string("remote.errors.") + to_string(static_cast<remote_error>(i));
-            n[c_skipped] = "remote.skipped";
-            n[c_bytes_read] = "remote.bytes-read";
-            n[c_bytes_written] = "remote.bytes-written";
-            n[c_read_ns] = "remote.read-ns";
-            n[c_write_ns] = "remote.write-ns";
-            n[c_store_skipped_foreign] = "remote.store-skipped.foreign";
-            n[c_record_hits] = "remote.record-hits";
-            n[c_record_misses] = "remote.record-misses";
-            n[c_record_stores] = "remote.record-stores";
-            return n;
-        }();
-        return names;
-    }
-
-    struct state {
-        std::optional<Local> local;
-        std::optional<Remote> remote;
-        tier_options options;
-        std::array<std::atomic<std::uint64_t>, c_count> counts{};
-        mutable std::mutex health_mutex;
-        bool down = false;
-        clock::time_point down_since{};
-        clock::time_point retry_at{};
-        std::chrono::milliseconds backoff{0};
-        /// Keys whose remote entry this process read and found not authentic (at most
-        /// max_foreign_keys; past that, stores overwrite them as before).
-        std::mutex foreign_mutex;
-        std::unordered_set<key> foreign;
-        bool foreign_said = false;
-        std::string secret_setting = "the secret file", replace_setting = "PREFIX_REMOTE_REPLACE_UNAUTHENTIC";
-        clock::duration slow_waited{0};   ///< the waits of slow answers so far (see tier_options::budget)
-        clock::time_point slow_counted_until{}; ///< the end of the last slow answer counted
-        std::vector<std::string> said;    ///< the errors already said in a line (at most said_max)
-        std::atomic<bool> read_answered{false};  ///< a read of the remote has answered
-        std::atomic<bool> writes_refused{false}; ///< stores were refused (auth) while reads answer
-    };
-    static constexpr std::size_t said_max = 16;
-    static constexpr std::size_t max_foreign_keys = 1u << 16;
-
-    void note_foreign(key const& k) noexcept {
-        if (state_->options.replace_unauthentic || state_->options.mode != remote_mode::read_write) return;
-        try {
-            std::lock_guard<std::mutex> lock(state_->foreign_mutex);
-            if (state_->foreign.size() < max_foreign_keys) state_->foreign.insert(k);
-        } catch (...) {
-        }
-    }
-
-    /// Whether a store of `k` must leave the remote's entry alone (it is another
-    /// secret's, or garbage); counted, and said once.
-    bool keep_foreign(key const& k) noexcept {
-        bool say = false;
-        {
-            std::lock_guard<std::mutex> lock(state_->foreign_mutex);
-            if (state_->foreign.empty() || state_->foreign.count(k) == 0) return false;
-            say = !state_->foreign_said;
-            state_->foreign_said = true;
-        }
-        if (!is_identity_record_key(k)) ++state_->counts[c_store_skipped_foreign];
-        if (say) {
-            try {
-                log(describe_remote() + " holds entries that do not authenticate under this secret: the secrets "
-                                        "seem to differ between machines (" + state_->secret_setting +
-                    "). They are kept, not overwritten (" + state_->replace_setting +
-                    "=1 replaces them; compile-cache verify --remove --secret-file cleans them)");
-            } catch (...) {
-            }
-        }
-        return true;
-    }
-
-    static std::uint64_t ns_of(clock::duration d) noexcept {
-        return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
-    }
-
-    /// PREFIX_REMOTE_BUDGET: a duration, or off (no budget); unset: the call timeout
-    /// (PREFIX_REMOTE_TIMEOUT when it is a sane duration, else 1 s). A bad value is one
-    /// line and the default.
-    static std::chrono::milliseconds budget_from_env(settings_reader const& env) {
-        std::chrono::milliseconds fallback{1000};
-        if (auto const t = parse_milliseconds(env.value("_REMOTE_TIMEOUT"));
-            t && t->count() > 0 && *t <= std::chrono::minutes(10))
-            fallback = *t;
-        std::string const v = env.value("_REMOTE_BUDGET");
-        if (v.empty()) return fallback;
-        if (detail::is_off(v)) return std::chrono::milliseconds(0);
-        if (auto const b = parse_milliseconds(v)) return *b;
-        env.report_value("_REMOTE_BUDGET", v,
-                         "is not a duration (milliseconds, or seconds such as 2s) nor off; using the default, " +
-                             std::to_string(fallback.count()) + " ms");
-        return fallback;
-    }
-
-    static std::optional<Local> local_from_env(settings_reader& env) {
-        if constexpr (detail::has_from_env<Local>::value) {
-            return Local::from_env(env);
-        } else {
-            static_assert(std::is_constructible_v<Local, std::string>,
-                          "compile_cache: tiered_storage::from_env needs a Local storage with from_env or one "
-                          "constructible from a path (PREFIX_DIR)");
-            std::string dir = env.value("_DIR");
-            if (detail::is_off(dir) || !env.confirm()) return std::nullopt;
-            return Local(std::move(dir));
-        }
-    }
-
-    static std::optional<Remote> remote_from_env(settings_reader& env) {
-        if constexpr (detail::has_from_env<Remote>::value) {
-            return Remote::from_env(env);
-        } else {
-            static_assert(std::is_constructible_v<Remote, std::string>,
-                          "compile_cache: tiered_storage::from_env needs a Remote storage with from_env or one "
-                          "constructible from a URL (PREFIX_REMOTE)");
-            return Remote(env.value("_REMOTE"));
-        }
-    }
-
-    std::string describe_remote() const {
-        if constexpr (detail::has_remote_describe<Remote>::value) {
-            try {
-                return "the remote " + std::string(state_->remote->describe());
-            } catch (...) {
-            }
-        }
-        return "the remote";
-    }
-
-    void log(std::string const& line) const noexcept {
-        if (!state_->options.logger) return;
-        try {
-            state_->options.logger(line);
-        } catch (...) {
-        }
-    }
-
-    /// How a call to the remote was let through.
-    enum class admission {
-        skipped, ///< not at all: the back-off runs (counted as remote.skipped)
-        normal,  ///< the remote was up
-        probe,   ///< the first call after a back-off: its failure doubles the back-off
-    };
-
-    /// Whether to call the remote now: not while its back-off runs. When it is over,
-    /// one call goes through as the probe (the others keep skipping until it answers or fails).
-    admission admit() noexcept {
-        std::lock_guard<std::mutex> lock(state_->health_mutex);
-        if (!state_->down) return admission::normal;
-        auto const now = clock::now();
-        if (now < state_->retry_at) {
-            ++state_->counts[c_skipped];
-            return admission::skipped;
-        }
-        state_->retry_at = now + state_->backoff; // this call is the probe
-        return admission::probe;
-    }
-
-    /// The remote answered after `took`: it is up again, unless the answer was slow and
-    /// the budget of slow answers is spent (then it is skipped as if it had failed).
-    void answered(admission a, clock::duration took) noexcept {
-        if (state_->options.budget.count() > 0 && took >= state_->options.slow_call) {
-            std::unique_lock<std::mutex> lock(state_->health_mutex);
-            // Only the part of this wait that no slow answer counted already: wall time.
-            auto const end = clock::now();
-            auto const from = std::max(end - took, state_->slow_counted_until);
-            if (end > from) state_->slow_waited += end - from;
-            state_->slow_counted_until = std::max(state_->slow_counted_until, end);
-            auto const waited = std::chrono::duration_cast<std::chrono::milliseconds>(state_->slow_waited);
-            bool const over = state_->slow_waited > state_->options.budget;
-            lock.unlock();
-            if (over) {
-                went_down(a, [&] {
-                    return " answers too slowly (" + std::to_string(waited.count()) + " ms waited for answers of " +
-                           std::to_string(state_->options.slow_call.count()) + " ms or more, past the budget of " +
-                           std::to_string(state_->options.budget.count()) + " ms)";
-                });
-                return;
-            }
-        }
-        std::unique_lock<std::mutex> lock(state_->health_mutex);
-        if (!state_->down) return;
-        state_->down = false;
-        auto const away = std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - state_->down_since);
-        state_->backoff = std::chrono::milliseconds(0);
-        lock.unlock();
-        try {
-            log(describe_remote() + " answers again (after " + std::to_string(away.count()) + " ms); it is used again");
-        } catch (...) {
-        }
-    }
-
-    /// The remote's own text about its last failure ("" when it has none).
-    std::string failure_text() const {
-        if constexpr (detail::has_last_failure_text<Remote>::value) {
-            return std::string(state_->remote->last_failure().text);
-        } else {
-            return {};
-        }
-    }
-
-    bool partial(std::error_code const& e) const noexcept {
-        if constexpr (detail::has_partial_failure<Remote>::value) {
-            try {
-                return state_->remote->partial_failure(e);
-            } catch (...) {
-            }
-        }
-        (void)e;
-        return false;
-    }
-
-    /// A call failed with `e`; `write`: a store or a removal.
-    void failed(admission a, std::error_code const& e, bool write = false) noexcept {
-        remote_error const why = remote_error_of(e);
-        ++state_->counts[c_error + static_cast<std::size_t>(why)];
-        try {
-            std::string const text = failure_text();
-            std::string reason = std::string(to_string(why)) + ": " + e.message();
-            if (!text.empty()) reason += "; " + text;
-            if (partial(e)) {
-                std::string where = text.substr(0, text.find(' '));
-                if (!where.empty() && where.back() == ':') where.pop_back();
-                say_once("partial " + where,
-                         describe_remote() + ": a part of it failed (" + reason +
-                             "); counted as remote.errors." + to_string(why) + ", the rest of it is still used");
-                return;
-            }
-            if (why == remote_error::auth && write && state_->read_answered) {
-                // Reads answer, stores are refused: a user allowed to read only (an ACL
-                // without SET). Stores stop; reads go on.
-                state_->writes_refused = true;
-                say_once("stores refused", describe_remote() + " refuses stores (" + reason +
-                                               "); stores to it are skipped from now on, reads go on (give its "
-                                               "user the write commands, or set the remote mode read-only)");
-                return;
-            }
-            if (why == remote_error::timeout || why == remote_error::refused || why == remote_error::auth ||
-                why == remote_error::protocol) {
-                if (why == remote_error::auth)
-                    reason += "; check its password (in the URL or the password file) and that its user may run "
-                              "the cache's commands";
-                went_down(a, [&] { return " failed (" + reason + ")"; });
-                return;
-            }
-            std::string const first_word = text.substr(0, text.find(' '));
-            say_once(std::string(to_string(why)) + " " + first_word,
-                     describe_remote() + " failed (" + reason + "); counted as remote.errors." + to_string(why) +
-                         ", the remote is still used (said once)");
-        } catch (...) {
-            went_down(a, [] { return std::string(" failed"); });
-        }
-    }
-
-    /// The remote is not usable: skipped for the back-off. The first failure starts it
-    /// (one line: the remote, then what `why()` says); a failed probe doubles it; a call
-    /// that was let through before the remote went down changes nothing (it failed in
-    /// the same outage: concurrent calls do not each double the period).
-    template <class Why>
-    void went_down(admission a, Why&& why) noexcept {
-        std::unique_lock<std::mutex> lock(state_->health_mutex);
-        auto const now = clock::now();
-        bool const first = !state_->down;
-        if (first) {
-            state_->down = true;
-            state_->down_since = now;
-            state_->backoff = state_->options.backoff_start;
-            state_->retry_at = now + state_->backoff;
-        } else if (a == admission::probe) {
-            state_->backoff = std::min(state_->backoff * 2, state_->options.backoff_max);
-            state_->retry_at = now + state_->backoff;
-        }
-        auto const backoff = state_->backoff;
-        lock.unlock();
-        if (!first) return;
-        try {
-            log(describe_remote() + why() + "; it is skipped for " + std::to_string(backoff.count()) +
-                " ms, then retried (longer while it keeps failing, up to " +
-                std::to_string(state_->options.backoff_max.count()) + " ms)");
-        } catch (...) {
-        }
-    }
-
-    /// One line for an error that does not skip the remote, the first time `what` is seen.
-    void say_once(std::string const& what, std::string const& line) {
-        {
-            std::lock_guard<std::mutex> lock(state_->health_mutex);
-            if (state_->said.size() >= said_max ||
-                std::find(state_->said.begin(), state_->said.end(), what) != state_->said.end())
-                return;
-            state_->said.push_back(what);
-        }
-        log(line);
-    }
-
-    std::unique_ptr<state> state_;
+    std::mutex mutex_;
+    ::pid_t owner_ = ::getpid(); ///< the process whose counts these are
+    std::vector<std::pair<std::string, std::uint64_t>> flushed_; ///< the counters last added
 };
 
-} // namespace compile_cache
-
-// ---- begin compile_cache/storage/impl/tiered_storage.ipp
-// compile_cache: the definitions of storage/tiered_storage.hpp's non-template functions; included by it alone
-// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
-#if COMPILE_CACHE_INCLUDE_IMPL
-
-namespace compile_cache {
-
-remote_error remote_error_of(std::error_code const& e) noexcept {
-    if (e == std::errc::timed_out) return remote_error::timeout;
-    if (e == std::errc::connection_refused || e == std::errc::host_unreachable || e == std::errc::network_unreachable ||
-        e == std::errc::no_such_file_or_directory || e == std::errc::connection_reset || e == std::errc::not_connected)
-        return remote_error::refused;
-    if (e == std::errc::permission_denied || e == std::errc::operation_not_permitted) return remote_error::auth;
-    if (e == std::errc::protocol_error || e == std::errc::bad_message) return remote_error::protocol;
-    if (e == std::errc::value_too_large || e == std::errc::file_too_large || e == std::errc::message_size)
-        return remote_error::too_large;
-    return remote_error::other;
-}
-
-} // namespace compile_cache
-
-#endif // COMPILE_CACHE_INCLUDE_IMPL
-// ---- end compile_cache/storage/impl/tiered_storage.ipp
-// ---- end compile_cache/storage/tiered_storage.hpp
-
-// ---- begin compile_cache/secret_file.hpp
-// compile_cache: reading a secret from a file, the way PREFIX_SECRET_FILE (the key
-// that authenticates entries) and a Redis password file are read, for hosts and tools
-// that take a secret file of their own.
+} // namespace compile_cache::detail
+// ---- end compile_cache/storage_members.hpp
+// ---- begin compile_cache/verify.hpp
+// compile_cache: verify mode (cache_options::verify_fraction, PREFIX_VERIFY): a share of
+// the hits is also compiled, and the fresh artifact's bytes are compared with the loaded
+// one's, so that a key that misses an input shows up as an unsound entry
+// (docs/explain.md, "Keys that miss an input").
 
 
 
+#include <atomic>
 #include <chrono>
-#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <optional>
 #include <string>
 
-namespace compile_cache {
+namespace compile_cache::detail {
 
-/// A secret file larger than this is refused: it is not a secret but the wrong file.
-inline constexpr std::size_t max_secret_file_size = std::size_t{64} << 10;
+/// Whether a number drawn uniformly from [0, 1) by this thread's generator is below
+/// `fraction`: verify mode's choice of the hits it checks. Each thread and each forked
+/// process draws its own sequence.
+COMPILE_CACHE_DECL bool random_draw_below(double fraction) noexcept;
 
-/// How long a pipe or FIFO named as a secret file (`<(command)`) may take to deliver
-/// the secret and close: reading it never blocks longer.
-inline constexpr std::chrono::milliseconds secret_pipe_timeout{1000};
-
-/// Reads the whole secret file at `path` into `secret`. On failure returns why (one
-/// phrase) and leaves `secret` empty; an empty file is a failure too, and so is a file
-/// any user may write (mode o+w: anyone could have planted their secret). A pipe or FIFO
-/// is read until its writer closes it, within secret_pipe_timeout (a FIFO that no
-/// program has open for writing reads as empty).
-COMPILE_CACHE_DECL std::string read_secret_file(std::string const& path, std::string& secret);
-
-} // namespace compile_cache
-
-// ---- begin compile_cache/impl/secret_file.ipp
-// compile_cache: the definitions of secret_file.hpp's non-template functions; included by it alone
-// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
-#if COMPILE_CACHE_INCLUDE_IMPL
-
-#include <algorithm>
-#include <cerrno>
-#include <cstring>
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <poll.h>
-#include <unistd.h>
-
-namespace compile_cache {
-
-std::string read_secret_file(std::string const& path, std::string& secret) {
-    secret.clear();
-    int const fd = detail::retry_on_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK); });
-    if (fd < 0) return std::string("cannot open it: ") + std::strerror(errno);
-    detail::file_descriptor const guard{fd};
-    // Anyone on the machine could have put their secret there (ssh refuses such a key).
-    struct stat st {};
-    if (::fstat(fd, &st) == 0 && (st.st_mode & S_IWOTH) != 0)
-        return "any user can write it, so it may not be the secret (chmod o-w it; 0600 or 0400 is usual)";
-    auto const deadline = std::chrono::steady_clock::now() + secret_pipe_timeout;
-    std::string why;
-    char buffer[4096];
-    for (;;) {
-        ssize_t const n = detail::retry_on_eintr([&] { return ::read(fd, buffer, sizeof buffer); });
-        if (n > 0) {
-            secret.append(buffer, static_cast<std::size_t>(n));
-            if (secret.size() > max_secret_file_size) {
-                why = "it is larger than 64 KiB, so it is not a secret (the wrong file?)";
-                break;
-            }
-            continue;
-        }
-        if (n == 0) break;
-        if (errno != EAGAIN && errno != EWOULDBLOCK) {
-            why = std::string("cannot read it: ") + std::strerror(errno);
-            break;
-        }
-        // A pipe whose writer has not written or closed yet: wait for it, boundedly.
-        auto const left =
-            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
-        if (left <= 0) {
-            why = "its writer did not deliver it and close within 1 s (a pipe or FIFO)";
-            break;
-        }
-        pollfd p{fd, POLLIN, 0};
-        detail::retry_on_eintr([&] { return ::poll(&p, 1, static_cast<int>(left)); });
-    }
-    if (why.empty() && secret.empty()) why = "it is empty";
-    if (!why.empty()) {
-        std::fill(secret.begin(), secret.end(), '\0');
-        secret.clear();
-    }
-    return why;
+/// Whether a hit is one of the share `fraction` (0: none, 1: every one) verify mode checks.
+inline bool verify_this_hit(double fraction) noexcept {
+    if (!(fraction > 0)) return false;
+    if (fraction >= 1) return true;
+    return random_draw_below(fraction);
 }
 
-} // namespace compile_cache
+/// The line verify mode gives for an unsound entry (through the logger, or on stderr).
+COMPILE_CACHE_DECL std::string unsound_line(std::string const& name, key const& k);
 
-#endif // COMPILE_CACHE_INCLUDE_IMPL
-// ---- end compile_cache/impl/secret_file.ipp
-// ---- end compile_cache/secret_file.hpp
+/// The line verify mode logs for the first verify compile that threw.
+COMPILE_CACHE_DECL std::string verify_failed_line(std::string const& name, std::string const& what);
+
+/// Verify mode's judge of the hits of one cache, counting in its statistics.
+class hit_verifier {
+public:
+    /// The hit of the kernel `name` under `k`, `loaded`, checked: the kernel is compiled
+    /// too (`compile()`) and both artifacts serialized (`serialize(artifact, bytes)`, which
+    /// may throw: then nothing is judged). A difference is judged by a second compile: two
+    /// fresh compiles that differ make the kernel nondeterministic (bytes cannot judge it:
+    /// the loaded artifact is kept); two that agree make the entry unsound (its key misses
+    /// an input: the fresh artifact replaces the loaded one, and the host hears of it on
+    /// stderr when it has no logger). A verify compile that throws judges nothing: the
+    /// host would have had the loaded artifact without verify mode, so it keeps it
+    /// (counted verify-failed, logged once); the exception never reaches the host.
+    /// Returns the fresh artifact when the entry is unsound; nullopt when `loaded` stands.
+    template <class Artifact, class Compile, class Serialize>
+    std::optional<Artifact> judge(std::string const& name, key const& k, Artifact const& loaded, Compile& compile,
+                                  Serialize const& serialize, statistics& stats, line_logger const& logger) {
+        std::optional<Artifact> fresh = compile_once<Artifact>(name, compile, stats, logger);
+        std::string loaded_bytes, fresh_bytes;
+        if (!fresh || !serialized(serialize, loaded, loaded_bytes) || !serialized(serialize, *fresh, fresh_bytes))
+            return std::nullopt;
+        if (loaded_bytes == fresh_bytes) {
+            stats.verified();
+            return std::nullopt;
+        }
+        std::optional<Artifact> again = compile_once<Artifact>(name, compile, stats, logger);
+        std::string again_bytes;
+        if (!again || !serialized(serialize, *again, again_bytes)) return std::nullopt;
+        if (again_bytes != fresh_bytes) {
+            stats.nondeterministic();
+            log_with(logger, [&] {
+                return "verify " + printable(name) + ": nondeterministic: two fresh compiles differ, so the bytes of "
+                                                     "its entry cannot be checked; the loaded kernel is used";
+            });
+            return std::nullopt;
+        }
+        stats.unsound();
+        log_or_stderr(logger, unsound_line(name, k));
+        return fresh;
+    }
+
+private:
+    template <class Artifact, class Serialize>
+    static bool serialized(Serialize const& serialize, Artifact const& a, std::string& out) noexcept {
+        try {
+            serialize(a, out);
+            return true;
+        } catch (...) {
+            return false;
+        }
+    }
+
+    // One compile, timed and counted; nullopt when it throws (counted verify-failed; the
+    // first such throw of the cache is logged).
+    template <class Artifact, class Compile>
+    std::optional<Artifact> compile_once(std::string const& name, Compile& compile, statistics& stats,
+                                         line_logger const& logger) noexcept {
+        auto const start = std::chrono::steady_clock::now();
+        std::string what;
+        try {
+            std::optional<Artifact> a(compile());
+            stats.compiled(elapsed_since(start));
+            return a;
+        } catch (std::exception const& e) {
+            try {
+                what = e.what();
+            } catch (...) {
+            }
+        } catch (...) {
+            what = "an exception that is not a std::exception";
+        }
+        stats.compiled(elapsed_since(start));
+        stats.verify_failed();
+        if (!failed_logged_.exchange(true)) log_with(logger, [&] { return verify_failed_line(name, what); });
+        return std::nullopt;
+    }
+
+    static std::uint64_t elapsed_since(std::chrono::steady_clock::time_point start) noexcept {
+        return static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+    }
+
+    std::atomic<bool> failed_logged_{false}; ///< a verify compile that threw was logged
+};
+
+} // namespace compile_cache::detail
+
+// ---- begin compile_cache/impl/verify.ipp
+// compile_cache: the definitions of verify.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+#include <random>
+
+#include <unistd.h>
+
+namespace compile_cache::detail {
+
+bool random_draw_below(double fraction) noexcept {
+    // A seed from std::random_device, which may throw where there is no entropy source:
+    // then the time and the process id alone (verify mode needs a spread, not a secret).
+    auto const make_seed = []() noexcept {
+        auto value = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+                     (static_cast<std::uint64_t>(::getpid()) << 32);
+        try {
+            value ^= std::random_device{}();
+        } catch (...) {
+        }
+        return value;
+    };
+    thread_local std::mt19937_64 random{make_seed()};
+    // A forked child reseeds, so that forked workers do not all verify the same hits.
+    thread_local ::pid_t seeded_in = ::getpid();
+    if (::pid_t const now = ::getpid(); now != seeded_in) {
+        random.seed(make_seed());
+        seeded_in = now;
+    }
+    return std::uniform_real_distribution<double>(0.0, 1.0)(random) < fraction;
+}
+
+std::string unsound_line(std::string const& name, key const& k) {
+    return "verify " + printable(name) + ": UNSOUND: the entry under key " + k.hex() +
+           " differs from a fresh compile, and two fresh compiles agree: the key misses an input the compile "
+           "reads; the fresh kernel is used (docs/explain.md, \"Keys that miss an input\")";
+}
+
+std::string verify_failed_line(std::string const& name, std::string const& what) {
+    return "verify " + printable(name) + ": verify-failed: the verify compile threw (" + printable(what) +
+           "); the loaded kernel is used (later such throws are counted, not logged)";
+}
+
+} // namespace compile_cache::detail
+
+#endif
+// ---- end compile_cache/impl/verify.ipp
+// ---- end compile_cache/verify.hpp
 // ---- begin compile_cache/cache.hpp
 // compile_cache: basic_cache, the front a host talks to. It wraps every entry in an
 // envelope (envelope.hpp), counts what it does, and owns the policy for failures: any
@@ -9733,6 +11520,40 @@ std::string read_secret_file(std::string const& path, std::string& secret) {
 // host or changes a result.
 
 
+// ---- begin compile_cache/detail/record_identities_setting.hpp
+// compile_cache: the PREFIX_RECORD_IDENTITIES setting, which switches a cache's
+// identity records (the ones that explain a miss) on or off from the environment.
+
+
+
+namespace compile_cache::detail {
+
+/// Reads `PREFIX_RECORD_IDENTITIES` into `record_identities`: `0`, `off`, `false` or
+/// `no` turn the records off, `1`, `on`, `true` or `yes` on; unset or empty leaves
+/// the value as it is (on by default); anything else is reported once through `env`
+/// and leaves it as it is.
+COMPILE_CACHE_DECL void record_identities_from_env(settings_reader const& env, bool& record_identities);
+
+} // namespace compile_cache::detail
+
+// ---- begin compile_cache/detail/impl/record_identities_setting.ipp
+// compile_cache: the definitions of detail/record_identities_setting.hpp's functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+namespace compile_cache::detail {
+
+void record_identities_from_env(settings_reader const& env, bool& record_identities) {
+    if (env.value("_RECORD_IDENTITIES").empty()) return;
+    record_identities = env.flag("_RECORD_IDENTITIES", record_identities,
+                                 record_identities ? "identity records stay on" : "identity records stay off");
+}
+
+} // namespace compile_cache::detail
+
+#endif // COMPILE_CACHE_INCLUDE_IMPL
+// ---- end compile_cache/detail/impl/record_identities_setting.ipp
+// ---- end compile_cache/detail/record_identities_setting.hpp
 
 #include <algorithm>
 #include <chrono>
@@ -9768,6 +11589,30 @@ struct entry_info {
     /// name and origin file.
     std::string identity{};
 };
+
+/// The miss a load counts for a read that ended with `s`; nullopt for found.
+inline std::optional<miss_reason> miss_reason_of(read_status s) noexcept {
+    switch (s) {
+    case read_status::found: return std::nullopt;
+    case read_status::absent: return miss_reason::absent;
+    case read_status::too_large: return miss_reason::too_large;
+    case read_status::error: return miss_reason::read_error;
+    }
+    return miss_reason::read_error;
+}
+
+/// The miss a load counts for an entry that opened with `s`; nullopt for ok.
+inline std::optional<miss_reason> miss_reason_of(envelope_status s) noexcept {
+    switch (s) {
+    case envelope_status::ok: return std::nullopt;
+    case envelope_status::corrupt: return miss_reason::corrupt;
+    case envelope_status::foreign_version: return miss_reason::foreign_version;
+    case envelope_status::key_mismatch: return miss_reason::key_mismatch;
+    case envelope_status::too_large: return miss_reason::too_large;
+    case envelope_status::unauthenticated: return miss_reason::unauthenticated;
+    }
+    return miss_reason::corrupt;
+}
 
 /// How get_or_compile produced its value.
 enum class outcome {
@@ -9860,10 +11705,20 @@ namespace detail {
 /// not parse is one line through `env`, and the default stays.
 COMPILE_CACHE_DECL void cache_settings_from_env(settings_reader const& env, cache_options& options);
 
-/// Whether a number drawn uniformly from [0, 1) by this thread's generator is below
-/// `fraction`: verify mode's choice of the hits it checks. Each thread and each forked
-/// process draws its own sequence.
-COMPILE_CACHE_DECL bool random_draw_below(double fraction) noexcept;
+/// What basic_cache::from_env reads before it asks its storage: the cache's own settings
+/// (PREFIX_LOG, PREFIX_SECRET_FILE, then PREFIX_VERIFY and PREFIX_MIN_COMPILE_TIME), and
+/// the storage_settings it hands the storage: authenticated (a secret), remote trusted
+/// (authenticated, or PREFIX_REMOTE_INSECURE on, read when PREFIX_REMOTE is set), the
+/// logger, and cache_off (the secret file's line when it cannot be used; the settings
+/// after it are then not read). The cache's own lines wait in `held` until the storage
+/// shows it is wanted.
+struct cache_env_settings {
+    cache_options options;
+    storage_settings storage;
+    std::shared_ptr<held_lines> held;
+};
+COMPILE_CACHE_DECL cache_env_settings read_cache_env_settings(std::string_view prefix);
+
 } // namespace detail
 
 namespace detail {
@@ -9972,97 +11827,77 @@ public:
     /// to make the counts visible sooner. Never on a hit or a store: the hot paths pay
     /// nothing for it. Best effort: a failure is ignored (the counts are for display).
     void flush_statistics() noexcept {
-        if constexpr (detail::has_record_counters<Storage>::value) {
-            // A forked child has a copy of its parent's counts: they are the parent's to record.
-            if (!enabled_ || !state_ || ::getpid() != state_->owner) return;
-            try {
-                std::lock_guard<std::mutex> lock(state_->flush_mutex);
-                auto now = stats().counters();
-                auto delta = now;
-                for (std::size_t i = 0; i < delta.size() && i < state_->flushed.size(); ++i)
-                    delta[i].second -= state_->flushed[i].second;
-                if (!storage_.record_counters(delta)) state_->flushed = std::move(now);
-            } catch (...) {
-                // Counts for display only: never a failure in the host.
-            }
-        }
+        if (enabled_ && state_) state_->flushed.flush(storage_, [this] { return stats().counters(); });
     }
 
-    /// The cache the environment asks for. The Storage reads its own settings: when it
-    /// has `static std::optional<Storage> from_env(settings_reader&)` (see settings.hpp
-    /// and docs/policies.md), that decides — nullopt: no cache (not configured, or it
-    /// declined after one reported line); directory_storage reads `PREFIX_DIR`,
-    /// `PREFIX_MAX_SIZE`, `PREFIX_DURABILITY` and `PREFIX_SHARED`. Otherwise the Storage
-    /// is constructed from `PREFIX_DIR` (a std::string); unset, empty, `0`, `off`,
-    /// `false` or `no` (any case) disable the cache.
-    /// Once the storage is configured, the cache reads its own settings: `PREFIX_LOG`
-    /// on (`1`, `on`, `true`, `yes`) sends one-line diagnostics to stderr;
-    /// `PREFIX_SECRET_FILE` names a file whose whole content (bytes, a trailing newline
-    /// included) is the secret that authenticates entries (cache_options::secret). A
-    /// file that is missing, unreadable, empty or over 64 KiB is one diagnostic, and the
-    /// cache is disabled: the host asked for authenticated entries and cannot have them.
+    /// The cache the environment asks for, in one pass: the cache reads its own settings
+    /// first: `PREFIX_LOG` on (`1`, `on`, `true`, `yes`) sends one-line diagnostics to
+    /// stderr; `PREFIX_SECRET_FILE` names a file whose whole content (bytes, a trailing
+    /// newline included) is the secret that authenticates entries
+    /// (cache_options::secret); `PREFIX_VERIFY`, `PREFIX_MIN_COMPILE_TIME`. Then it hands
+    /// the Storage what it needs as plain values (storage_settings: authenticated, remote
+    /// trusted, the logger, and why the cache cannot run, if it cannot) and the Storage
+    /// answers with itself, or off with a reason (one line, said here), or not configured
+    /// (no cache, nothing said): `static from_env_result<Storage> from_env(storage_settings const&)`
+    /// (docs/policies.md); directory_storage reads `PREFIX_DIR`, `PREFIX_MAX_SIZE`,
+    /// `PREFIX_DURABILITY` and `PREFIX_SHARED`. A Storage without from_env is constructed
+    /// from `PREFIX_DIR` (a std::string); unset, empty, `0`, `off`, `false` or `no` (any
+    /// case) disable the cache. One with the deprecated `static std::optional<Storage>
+    /// from_env(settings_reader&)` still works, and this function says so at compile time.
+    /// The cache's own lines are said only when the Storage is configured (first, before
+    /// the Storage's): a cache nobody asked for prints nothing. A secret file that is
+    /// missing, unreadable, empty or over 64 KiB disables the cache: the host asked for
+    /// authenticated entries and cannot have them; the Storage, told so, makes nothing.
     /// Every value that does not parse is one diagnostic (through the logger, or on
     /// stderr when there is none); then the default, or no cache.
     /// docs/configuration.md has them all.
+    template <class S = Storage, std::enable_if_t<!detail::uses_deprecated_from_env<S>::value, int> = 0>
     static basic_cache from_env(std::string_view prefix) {
-        static_assert(std::is_default_constructible_v<Storage>,
-                      "compile_cache: basic_cache needs a default-constructible Storage (a disabled cache holds one)");
-        settings_reader env{std::string(prefix)};
-        cache_options options;
-        env.on_confirm([&env, &options]() -> bool {
-            std::string const log = env.value("_LOG");
-            std::optional<bool> const log_on = parse_switch(log);
-            if (log_on.value_or(false))
-                options.logger = [](std::string_view line) {
-                    std::fprintf(stderr, "compile_cache: %.*s\n", static_cast<int>(line.size()), line.data());
-                };
-            env.set_reporter(options.logger);
-            env.set_logger(options.logger);
-            if (!log_on)
-                env.report_value("_LOG", log,
-                                 "is not understood (1, on, true or yes to log; 0, off, false or no not to); "
-                                 "logging stays off");
-            std::string const secret_file = env.value("_SECRET_FILE");
-            if (!secret_file.empty()) {
-                std::string why;
-                try {
-                    why = read_secret_file(secret_file, options.secret);
-                } catch (std::exception const& e) {
-                    why = e.what();
-                }
-                if (!why.empty()) {
-                    env.report(env.name("_SECRET_FILE") + "=\"" + secret_file + "\": " + why +
-                               "; the cache is disabled, since its entries could not be authenticated");
-                    return false;
-                }
-            }
-            env.set_authenticated(!options.secret.empty());
-            detail::cache_settings_from_env(env, options);
-            return true;
-        });
-        std::optional<Storage> storage;
-        if constexpr (detail::has_from_env<Storage>::value) {
-            try {
-                storage = Storage::from_env(env);
-            } catch (std::exception const& e) {
-                env.report(env.prefix() + ": the storage could not be set up (" + e.what() + "); the cache is disabled");
-                return basic_cache();
-            } catch (...) {
-                env.report(env.prefix() + ": the storage could not be set up; the cache is disabled");
-                return basic_cache();
-            }
-        } else {
-            static_assert(std::is_constructible_v<Storage, std::string>,
-                          "compile_cache: from_env needs a Storage with `static std::optional<Storage> "
-                          "from_env(compile_cache::settings_reader&)` or one constructible from a path "
-                          "(std::string); or construct the cache with your storage object instead");
-            std::string dir = env.value("_DIR");
-            if (!detail::is_off(dir) && env.confirm()) storage.emplace(std::move(dir));
-        }
-        if (!storage || !env.confirm()) return basic_cache();
-        return basic_cache(std::move(*storage), std::move(options));
+        return from_settings(prefix);
+    }
+    /// The same, for a Storage (or a tier of it) with only the deprecated form.
+    template <class S = Storage, std::enable_if_t<detail::uses_deprecated_from_env<S>::value, int> = 0>
+    COMPILE_CACHE_DEPRECATED_FROM_ENV static basic_cache from_env(std::string_view prefix) {
+        return from_settings(prefix);
     }
 
+private:
+    static basic_cache from_settings(std::string_view prefix) {
+        static_assert(std::is_default_constructible_v<Storage>,
+                      "compile_cache: basic_cache needs a default-constructible Storage (a disabled cache holds one)");
+        if constexpr (!detail::has_any_from_env<Storage>::value)
+            static_assert(std::is_constructible_v<Storage, std::string>,
+                          "compile_cache: from_env needs a Storage with `static from_env_result<Storage> "
+                          "from_env(compile_cache::storage_settings const&)` or one constructible from a path "
+                          "(std::string); or construct the cache with your storage object instead");
+        detail::cache_env_settings settings = detail::read_cache_env_settings(prefix);
+        std::optional<from_env_result<Storage>> answer;
+        try {
+            answer.emplace(detail::storage_from_env<Storage>(settings.storage, "_DIR"));
+        } catch (std::exception const& e) {
+            settings.held->say(std::string(prefix) + ": the storage could not be set up (" + e.what() +
+                               "); the cache is disabled");
+            return basic_cache();
+        } catch (...) {
+            settings.held->say(std::string(prefix) + ": the storage could not be set up; the cache is disabled");
+            return basic_cache();
+        }
+        if (!*answer) {
+            if (answer->why_off().empty())
+                settings.held->drop(); // not configured: nobody asked for a cache
+            else
+                settings.held->say(answer->why_off());
+            return basic_cache();
+        }
+        if (!settings.storage.cache_off.empty()) { // a storage that did not look
+            settings.held->say(settings.storage.cache_off);
+            return basic_cache();
+        }
+        settings.held->release();
+        return basic_cache(std::move(**answer), std::move(settings.options));
+    }
+
+public:
     bool enabled() const noexcept { return enabled_; }
     /// Whether entries are authenticated (HMAC-SHA256 under cache_options::secret).
     bool authenticated() const noexcept { return enabled_ && auth_.keyed(); }
@@ -10080,15 +11915,7 @@ public:
     /// tiered_storage's `remote.*`) in statistics_snapshot::storage_counters.
     statistics_snapshot stats() const {
         statistics_snapshot s = state_->stats.snapshot();
-        if constexpr (detail::has_storage_counters<Storage>::value) {
-            if (enabled_) {
-                try {
-                    s.storage_counters = storage_.storage_counters();
-                } catch (...) {
-                    // Counts for display only.
-                }
-            }
-        }
+        if (enabled_) s.storage_counters = detail::storage_counters_of(storage_);
         return s;
     }
 
@@ -10111,30 +11938,7 @@ public:
     /// not once per kernel.
     key_builder<Hasher> make_key_builder(std::string const& host_version = {}) const {
         key_builder<Hasher> kb;
-        {
-            std::lock_guard<std::mutex> lock(state_->toolchain_mutex);
-            if (!state_->toolchain_digest || state_->toolchain_host != host_version) {
-                toolchain const t = toolchain::current(host_version, format_id());
-                key_builder<Hasher> once;
-                once.add("toolchain", t);
-                key_result r = once.finish();
-                if (!r.ok() || r.components().empty()) return kb.fail(r.bypass_reason()), kb;
-                // Its parts, hashed one by one, so that a miss can say which one changed.
-                key_builder<Hasher> parts;
-                parts.add("toolchain: library format", t.library_format)
-                    .add("toolchain: compiler", t.compiler)
-                    .add("toolchain: Boost", t.boost_version)
-                    .add("toolchain: archive format", t.serializer_format)
-                    .add("toolchain: platform", t.platform + ", " + std::to_string(t.pointer_size * 8) +
-                                                    (t.little_endian ? "-bit little-endian" : "-bit big-endian"))
-                    .add("toolchain: host version", t.host_version)
-                    .add("toolchain: host build-id", t.host_build_id);
-                state_->toolchain_parts = parts.finish().components();
-                state_->toolchain_digest = r.components().front();
-                state_->toolchain_host = host_version;
-            }
-            kb.add_component(*state_->toolchain_digest);
-        }
+        state_->toolchain.add_to(kb, host_version, format_id());
         return kb;
     }
 
@@ -10154,6 +11958,7 @@ public:
         s.push_back({p + "_VERIFY", "1 also compiles every hit and compares the bytes (a fraction such as 0.01: that "
                                     "share of hits); a difference is reported unsound or nondeterministic"});
         s.push_back({p + "_MIN_COMPILE_TIME", "milliseconds: a kernel that compiled faster is not stored (default 0)"});
+        s.push_back({p + "_RECORD_IDENTITIES", "0 turns off the identity records that explain a miss (default 1)"});
         return s;
     }
 
@@ -10257,13 +12062,8 @@ private:
             // A tier counts it, keeps another secret's, and copies a sound record it read
             // from its remote, so that this machine has it locally (for its misses and
             // for `compile-cache explain`).
-            if constexpr (detail::has_entry_checked_with<Storage, envelope_status>::value)
-                storage_.entry_checked(rk, bytes, env.status);
-            if (env.status == envelope_status::too_large) over_bound = true;
-            if (env.status != envelope_status::ok) return std::nullopt;
-            std::optional<identity_record> r = decode_identity_record(env.payload, over_bound);
-            if (!r || r->identity != identity) return std::nullopt;
-            return r;
+            detail::tell_entry_checked(storage_, rk, bytes, rr, env.status);
+            return detail::identity_record_in(env, identity, over_bound);
         } catch (...) {
             return std::nullopt;
         }
@@ -10347,7 +12147,12 @@ private:
         }
         miss_reason why = miss_reason::absent;
         if (std::optional<Artifact> hit = load_impl<Artifact>(k, info, self, why)) {
-            if (verify_this_hit()) return verify_hit<Artifact>(k, info, std::move(*hit), compile, self);
+            if (detail::verify_this_hit(options_.verify_fraction))
+                if (std::optional<Artifact> fresh = verify_hit(k, info, *hit, compile, self)) {
+                    cached<Artifact> r{std::move(*fresh), outcome::compiled, "unsound"};
+                    r.unsound = true;
+                    return r;
+                }
             return cached<Artifact>{std::move(*hit), outcome::loaded, {}};
         }
         // An absent miss reads the kernel's identity record to say what changed; the
@@ -10357,17 +12162,7 @@ private:
         bool const explained = why == miss_reason::absent && options_.record_identities;
         if (explained) {
             explanation = explain_from_record(k, info, previous);
-            // A new kernel is the normal case of a cold run: logged for the first one only
-            // (a renamed or moved kernel is new too, and its line says what was looked for).
-            if (options_.logger && (explanation.what == miss_explanation::kind::changed ||
-                                    explanation.what == miss_explanation::kind::evicted))
-                log_with([&] { return "miss " + printable(info.name) + " (absent): " + explanation.text(); });
-            else if (options_.logger && explanation.what == miss_explanation::kind::new_kernel &&
-                     !state_->new_kernel_logged.exchange(true))
-                log_with([&] {
-                    return "miss " + printable(info.name) + " (absent): " + explanation.text() +
-                           "; later new kernels are not logged";
-                });
+            log_with([&] { return detail::absent_miss_line(info.name, explanation, state_->new_kernel_logged); });
         }
         auto start = std::chrono::steady_clock::now();
         cached<Artifact> result{std::forward<Compile>(compile)(), outcome::compiled, to_string(why)};
@@ -10388,14 +12183,9 @@ private:
         std::atomic<bool> write_error_logged{false};
         std::atomic<bool> new_kernel_logged{false};     ///< the first new kernel's miss was logged
         std::atomic<bool> record_ignored_logged{false}; ///< an identity record over a bound was logged
-        std::atomic<bool> verify_failed_logged{false};  ///< a verify compile that threw was logged
-        std::mutex toolchain_mutex;
-        std::string toolchain_host;
-        std::optional<component_digest> toolchain_digest;
-        std::vector<component_digest> toolchain_parts; ///< toolchain_digest's, one by one
-        std::mutex flush_mutex;
-        ::pid_t owner = ::getpid(); ///< the process whose counts these are
-        std::vector<std::pair<std::string, std::uint64_t>> flushed; ///< the counters last flushed
+        detail::hit_verifier verifier;                  ///< verify mode
+        detail::toolchain_component<Hasher> toolchain;  ///< make_key_builder's, and its parts
+        detail::counters_flushed flushed;               ///< flush_statistics's
     };
 
     // One load's bookkeeping: its key, where its miss reason goes, when it started, and
@@ -10406,6 +12196,7 @@ private:
         miss_reason& why;
         std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
         std::size_t bytes = 0;
+        read_result read{}; ///< the storage's answer, given back to its entry_checked
     };
 
     // The hit path, timed phase by phase (read, verify, deserialize and relink,
@@ -10462,6 +12253,7 @@ private:
             return false;
         }
         attempt.bytes = buffer.size();
+        attempt.read = rr;
         return true;
     }
 
@@ -10470,10 +12262,10 @@ private:
     detail::envelope_fields open_entry(key const& k, std::string const& buffer, load_attempt& attempt) {
         detail::envelope_fields env =
             detail::check_envelope(buffer, k, Serializer::format_id(), options_.max_entry_size, auth_);
-        if constexpr (detail::has_entry_checked_with<Storage, envelope_status>::value)
-            storage_.entry_checked(k, buffer, env.status); // a tier copies a sound remote entry locally
+        // A tier copies a sound remote entry locally.
+        detail::tell_entry_checked(storage_, k, buffer, attempt.read, env.status);
         if (std::optional<miss_reason> const miss = miss_reason_of(env.status)) {
-            if (is_damaged_entry(env.status)) tell_storage_corrupt(k);
+            if (is_damaged_entry(env.status)) detail::tell_storage_corrupt(storage_, k);
             missed(attempt, *miss, {});
         }
         return env;
@@ -10508,46 +12300,24 @@ private:
             if (over_bound) {
                 state_->stats.record_ignored();
                 if (!state_->record_ignored_logged.exchange(true))
-                    log_with([&] {
-                        return "miss " + printable(info.name) +
-                               " (absent): not explained: its identity record is over " +
-                               std::to_string(identity_record_max_size >> 10) + " KiB or " +
-                               std::to_string(identity_record_max_components) +
-                               " components an entry, and is ignored (counted records-ignored)";
-                    });
+                    log_with([&] { return detail::record_ignored_line(info.name); });
                 return {};
             }
-            return explain_absent(previous ? &*previous : nullptr, k.value(), explained_components(k), info.identity,
+            return explain_absent(previous ? &*previous : nullptr, k.value(), recorded_components(k), info.identity,
                                   info.name, info.origin_file);
         } catch (...) {
             return {};
         }
     }
 
-    // The key's components with the toolchain as its parts, when it is the toolchain
-    // make_key_builder added: what an identity record keeps, so a miss names the part.
-    // Digests are cut to identity_record_digest_size bytes: enough to tell a change.
-    std::vector<component_digest> explained_components(key_result const& k) {
-        std::vector<component_digest> out;
-        out.reserve(k.components().size() + 8);
-        auto const add = [&out](component_digest const& c) {
-            out.push_back({c.name, key(c.digest.data(), std::min(c.digest.size(), identity_record_digest_size))});
-        };
-        std::lock_guard<std::mutex> lock(state_->toolchain_mutex);
-        for (component_digest const& c : k.components()) {
-            if (c.name == "toolchain" && state_->toolchain_digest && c == *state_->toolchain_digest &&
-                !state_->toolchain_parts.empty())
-                for (component_digest const& part : state_->toolchain_parts) add(part);
-            else
-                add(c);
-        }
-        return out;
+    // The key's components as an identity record keeps them (toolchain_component::with_parts).
+    std::vector<component_digest> recorded_components(key_result const& k) {
+        return state_->toolchain.with_parts(k.components(), identity_record_digest_size);
     }
 
-    // After a store: puts the entry first in its kernel's identity record (kept to
-    // identity_record_history entries). `previous` is the record as an absent miss
-    // read it; null: read it now. Best effort, one write: a failure only loses the
-    // explanation of a later miss.
+    // After a store: puts the entry first in its kernel's identity record. `previous` is
+    // the record as an absent miss read it; null: read it now. Best effort, one write: a
+    // failure only loses the explanation of a later miss.
     void record_identity(key_result const& k, entry_info const& info, entry_metadata const& meta,
                          std::optional<identity_record> const* previous) noexcept {
         if (!options_.record_identities) return;
@@ -10558,118 +12328,31 @@ private:
                 read = read_identity_record(identity);
                 previous = &read;
             }
-            identity_record r;
-            r.history.push_back({k.value(), meta.created_ns, meta.compile_ns, explained_components(k)});
-            if (*previous)
-                for (recorded_entry const& e : (*previous)->history)
-                    if (r.history.size() < identity_record_history && !(e.entry_key == k.value()))
-                        r.history.push_back(e);
-            r.identity = std::move(identity);
-            key const rk = identity_record_key(r.identity);
-            entry_metadata rm;
-            rm.name = info.name;
-            rm.origin_file = info.origin_file;
-            rm.origin_line = info.origin_line;
-            rm.format_id = std::string(identity_record_format);
-            rm.created_ns = meta.created_ns;
-            std::string entry;
-            envelope_writer envelope(entry, rk, rm, auth_);
-            envelope.out() += encode_identity_record(r);
-            envelope.seal();
-            if (entry.size() <= identity_record_max_size) (void)storage_.write(rk, entry);
-        } catch (...) {
-        }
-    }
-
-    // Verify mode: whether this hit is one of the share to check.
-    bool verify_this_hit() const {
-        double const f = options_.verify_fraction;
-        if (!(f > 0)) return false;
-        if (f >= 1) return true;
-        return detail::random_draw_below(f);
-    }
-
-    // The bytes `a` serializes to, as a store would write them; false when it cannot.
-    template <class Artifact, class Self>
-    bool serialize_to(Artifact const& a, Self const* self, std::string& out) {
-        try {
-            Serializer::save(out, a, resolver_context::of(state_->resolver, self));
-            return true;
-        } catch (...) {
-            return false;
-        }
-    }
-
-    // A hit in verify mode: compiles the kernel too and compares the serialized bytes.
-    // A difference is judged by a second compile: two fresh compiles that differ make
-    // the kernel nondeterministic (bytes cannot judge it: the loaded artifact is kept);
-    // two that agree make the entry unsound (its key misses an input: the fresh
-    // artifact is returned, never the loaded one).
-    // A verify compile that throws judges nothing: the host would have had the loaded
-    // artifact without verify mode, so it gets it now (counted verify-failed, logged
-    // once); the exception never reaches the host.
-    template <class Artifact, class Compile, class Self>
-    cached<Artifact> verify_hit(key_result const& k, entry_info const& info, Artifact loaded, Compile& compile,
-                                Self const* self) {
-        auto start = std::chrono::steady_clock::now();
-        std::optional<Artifact> fresh = verify_compile<Artifact>(info, compile);
-        state_->stats.compiled(detail::elapsed_ns(start));
-        if (!fresh) return cached<Artifact>{std::move(loaded), outcome::loaded, {}};
-        std::string loaded_bytes, fresh_bytes;
-        if (!serialize_to(loaded, self, loaded_bytes) || !serialize_to(*fresh, self, fresh_bytes))
-            return cached<Artifact>{std::move(loaded), outcome::loaded, {}};
-        if (loaded_bytes == fresh_bytes) {
-            state_->stats.verified();
-            return cached<Artifact>{std::move(loaded), outcome::loaded, {}};
-        }
-        start = std::chrono::steady_clock::now();
-        std::optional<Artifact> again = verify_compile<Artifact>(info, compile);
-        state_->stats.compiled(detail::elapsed_ns(start));
-        std::string again_bytes;
-        if (!again || !serialize_to(*again, self, again_bytes))
-            return cached<Artifact>{std::move(loaded), outcome::loaded, {}};
-        if (again_bytes != fresh_bytes) {
-            state_->stats.nondeterministic();
-            log("verify " + printable(info.name) + ": nondeterministic: two fresh compiles differ, so the bytes of its entry "
-                                        "cannot be checked; the loaded kernel is used");
-            return cached<Artifact>{std::move(loaded), outcome::loaded, {}};
-        }
-        state_->stats.unsound();
-        std::string const line = "verify " + printable(info.name) + ": UNSOUND: the entry under key " + k.value().hex() +
-                                 " differs from a fresh compile, and two fresh compiles agree: the key misses an "
-                                 "input the compile reads; the fresh kernel is used (docs/explain.md, \"Keys that "
-                                 "miss an input\")";
-        if (options_.logger)
-            log(line);
-        else
-            std::fprintf(stderr, "compile_cache: %s\n", line.c_str());
-        cached<Artifact> r{std::move(*fresh), outcome::compiled, "unsound"};
-        r.unsound = true;
-        return r;
-    }
-
-    // One compile of verify mode; nullopt when it throws (counted verify-failed; the
-    // first such throw of the process is logged).
-    template <class Artifact, class Compile>
-    std::optional<Artifact> verify_compile(entry_info const& info, Compile& compile) noexcept {
-        std::string what;
-        try {
-            return std::optional<Artifact>(compile());
-        } catch (std::exception const& e) {
-            try {
-                what = e.what();
-            } catch (...) {
+            key const rk = identity_record_key(identity);
+            std::string const entry = detail::sealed_identity_record(
+                std::move(identity), {k.value(), meta.created_ns, meta.compile_ns, recorded_components(k)},
+                *previous ? &**previous : nullptr, meta, auth_);
+            // A storage that can defer the write (directory_storage: batched per process,
+            // so that a store creates one file) gets it that way; the record is for
+            // explanations, and losing the latest one in a crash loses no entry.
+            if (!entry.empty()) {
+                if constexpr (detail::has_write_deferred<Storage>::value)
+                    (void)storage_.write_deferred(rk, entry);
+                else
+                    (void)storage_.write(rk, entry);
             }
         } catch (...) {
-            what = "an exception that is not a std::exception";
         }
-        state_->stats.verify_failed();
-        if (!state_->verify_failed_logged.exchange(true))
-            log_with([&] {
-                return "verify " + printable(info.name) + ": verify-failed: the verify compile threw (" +
-                       printable(what) + "); the loaded kernel is used (later such throws are counted, not logged)";
-            });
-        return std::nullopt;
+    }
+
+    // Verify mode (verify.hpp): the fresh artifact when the hit's entry is unsound.
+    template <class Artifact, class Compile, class Self>
+    std::optional<Artifact> verify_hit(key_result const& k, entry_info const& info, Artifact const& loaded,
+                                       Compile& compile, Self const* self) {
+        auto const serialize = [this, self](Artifact const& a, std::string& out) {
+            Serializer::save(out, a, resolver_context::of(state_->resolver, self));
+        };
+        return state_->verifier.judge(info.name, k.value(), loaded, compile, serialize, state_->stats, options_.logger);
     }
 
     std::nullopt_t missed(load_attempt& attempt, miss_reason r, std::string const& detail) noexcept {
@@ -10677,8 +12360,8 @@ private:
         state_->stats.miss(r, attempt.bytes, detail::elapsed_ns(attempt.start));
         if (r != miss_reason::absent)
             log_with([&] {
-                return "miss " + printable(attempt.info.name) + " (" + failure_subject(attempt.k) + "): " + to_string(r) +
-                       (detail.empty() ? "" : ": " + detail);
+                return "miss " + printable(attempt.info.name) + " (" + detail::failure_subject(storage_, attempt.k) +
+                       "): " + to_string(r) + (detail.empty() ? "" : ": " + detail);
             });
         return std::nullopt;
     }
@@ -10690,73 +12373,30 @@ private:
         // store: it is reported once, and counted every time.
         if (f == store_failure::write_error && state_->write_error_logged.exchange(true)) return false;
         log_with([&] {
-            return "store failed " + printable(info.name) + " (" + failure_subject(k) + "): " + to_string(f) +
-                   (detail.empty() ? "" : ": " + detail);
+            return "store failed " + printable(info.name) + " (" + detail::failure_subject(storage_, k) +
+                   "): " + to_string(f) + (detail.empty() ? "" : ": " + detail);
         });
         return false;
-    }
-
-    /// Which entry a failure line is about: `key <the first 6 bytes in hex>`, and where
-    /// a Storage with `entry_path(key)` (directory_storage) keeps it.
-    std::string failure_subject(key const& k) const {
-        std::string s = "key " + k.hex().substr(0, 12);
-        if constexpr (detail::has_entry_path<Storage>::value) {
-            std::string path = storage_.entry_path(k);
-            if (!path.empty()) s += " at " + path;
-        }
-        return s;
     }
 
     /// A Storage that has something to say (storage/concept.hpp: has_set_logger)
     /// says it through the cache's logger.
     void pass_logger_to_storage() {
-        if constexpr (detail::has_set_logger<Storage>::value)
-            if (enabled_) storage_.set_logger(options_.logger);
+        if (enabled_) detail::pass_logger_to_storage(storage_, options_.logger);
     }
 
     /// A Storage with `bool usable() const` that answers false (or throws) disables the
     /// cache, with one line: through the logger, or on stderr when there is none.
     void refuse_unusable_storage() noexcept {
-        if constexpr (detail::has_usable<Storage>::value) {
-            bool usable = false;
-            try {
-                usable = static_cast<bool>(static_cast<Storage const&>(storage_).usable());
-            } catch (...) {
-            }
-            if (usable) return;
-            enabled_ = false;
-            std::string const line = "the storage reports it cannot be used; the cache is disabled";
-            if (options_.logger)
-                log(line);
-            else
-                std::fprintf(stderr, "compile_cache: %s\n", line.c_str());
-        }
+        if (detail::storage_usable(static_cast<Storage const&>(storage_))) return;
+        enabled_ = false;
+        detail::log_or_stderr(options_.logger, "the storage reports it cannot be used; the cache is disabled");
     }
 
-    /// A Storage with `corrupt(key const&)` hears of an entry that failed the envelope
-    /// check, so that it can remove or repair it. Best effort: what it throws is ignored.
-    void tell_storage_corrupt(key const& k) noexcept {
-        if constexpr (detail::has_corrupt<Storage>::value) {
-            try {
-                storage_.corrupt(k);
-            } catch (...) {
-            }
-        }
-    }
-
-    void log(std::string const& line) noexcept {
-        log_with([&]() -> std::string const& { return line; });
-    }
-
-    /// Logs the line `build()` makes, built only when there is a logger; neither the
-    /// building (out of memory) nor a throwing logger reaches the host.
+    /// Logs the line `build()` makes, built only when there is a logger (detail/log.hpp).
     template <class Build>
     void log_with(Build&& build) noexcept {
-        if (!options_.logger) return;
-        try {
-            options_.logger(build());
-        } catch (...) {
-        }
+        detail::log_with(options_.logger, std::forward<Build>(build));
     }
 
     std::unique_ptr<state> state_;
@@ -10772,7 +12412,6 @@ private:
 // compile_cache: the definitions of cache.hpp's non-template functions; included by it alone
 // (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
 #if COMPILE_CACHE_INCLUDE_IMPL
-#include <random>
 
 namespace compile_cache::detail {
 
@@ -10795,28 +12434,48 @@ void cache_settings_from_env(settings_reader const& env, cache_options& options)
             env.report_value("_MIN_COMPILE_TIME", min_time,
                              "is not a number of milliseconds; every compiled kernel is stored");
     }
+    record_identities_from_env(env, options.record_identities);
 }
 
-bool random_draw_below(double fraction) noexcept {
-    // A seed from std::random_device, which may throw where there is no entropy source:
-    // then the time and the process id alone (verify mode needs a spread, not a secret).
-    auto const make_seed = []() noexcept {
-        auto value = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
-                     (static_cast<std::uint64_t>(::getpid()) << 32);
+cache_env_settings read_cache_env_settings(std::string_view prefix_view) {
+    std::string const prefix(prefix_view);
+    cache_options options;
+    settings_reader const plain{prefix};
+    std::string const log = plain.value("_LOG");
+    std::optional<bool> const log_on = parse_switch(log);
+    if (log_on.value_or(false))
+        options.logger = [](std::string_view line) {
+            std::fprintf(stderr, "compile_cache: %.*s\n", static_cast<int>(line.size()), line.data());
+        };
+    auto held = std::make_shared<held_lines>(options.logger);
+    // The cache's own bad values wait until the storage shows it is wanted.
+    settings_reader const own(prefix, [held](std::string_view line) { held->hold(std::string(line)); });
+    if (!log_on)
+        own.report_value("_LOG", log,
+                         "is not understood (1, on, true or yes to log; 0, off, false or no not to); logging stays off");
+    std::string cache_off;
+    std::string const secret_file = plain.value("_SECRET_FILE");
+    if (!secret_file.empty()) {
+        std::string why;
         try {
-            value ^= std::random_device{}();
-        } catch (...) {
+            why = read_secret_file(secret_file, options.secret);
+        } catch (std::exception const& e) {
+            why = e.what();
         }
-        return value;
-    };
-    thread_local std::mt19937_64 random{make_seed()};
-    // A forked child reseeds, so that forked workers do not all verify the same hits.
-    thread_local ::pid_t seeded_in = ::getpid();
-    if (::pid_t const now = ::getpid(); now != seeded_in) {
-        random.seed(make_seed());
-        seeded_in = now;
+        if (!why.empty())
+            cache_off = plain.name("_SECRET_FILE") + "=\"" + secret_file + "\": " + why +
+                        "; the cache is disabled, since its entries could not be authenticated";
     }
-    return std::uniform_real_distribution<double>(0.0, 1.0)(random) < fraction;
+    bool const authenticated = !options.secret.empty();
+    bool insecure = false;
+    if (cache_off.empty()) {
+        cache_settings_from_env(own, options);
+        if (!authenticated && !plain.is_off("_REMOTE"))
+            insecure = own.flag("_REMOTE_INSECURE", false, "the remote needs a secret");
+    }
+    storage_settings storage{settings_reader_access::holding(prefix, held), authenticated, authenticated || insecure,
+                             options.logger, std::move(cache_off)};
+    return cache_env_settings{std::move(options), std::move(storage), std::move(held)};
 }
 
 } // namespace compile_cache::detail

@@ -12,8 +12,10 @@
 // (binary bytes, empty and large values), the size bound (too_large with nothing
 // read), replace, remove (of an absent key too), keys kept apart, writers in several
 // threads (and, optionally, processes) never exposing a mix of two values, and
-// damaged bytes becoming misses with a reason through a basic_cache; and it prints
-// which optional members it found (storage_capabilities). Linux/POSIX (the process
+// damaged bytes becoming misses with a reason through a basic_cache, and a from_env
+// (`static from_env_result<S> from_env(storage_settings const&)`) with none of its
+// settings set being not configured, silently; and it prints which optional members it
+// found (storage_capabilities), the form of from_env among them. Linux/POSIX (the process
 // check forks).
 #pragma once
 
@@ -190,6 +192,10 @@ public:
               std::enable_if_t<compile_cache::detail::has_entry_checked_with<S, Status>::value, int> = 0>
     void entry_checked(key const& k, std::string_view entry, Status status) {
         s_->entry_checked(k, entry, status);
+    }
+    template <class S = Storage, std::enable_if_t<compile_cache::detail::has_entry_checked_answer<S>::value, int> = 0>
+    void entry_checked(key const& k, std::string_view entry, read_result const& answer, entry_check check) {
+        s_->entry_checked(k, entry, answer, check);
     }
 
 private:
@@ -595,6 +601,25 @@ void check_cache_keeps_nothing(Storage& s, conformance_report& r) {
     }
 }
 
+/// A storage's `static from_env_result<S> from_env(storage_settings const&)`, the form
+/// basic_cache::from_env calls: with none of its variables set (a prefix nobody uses),
+/// it is not configured and says nothing, even when the cache could not run
+/// (storage_settings::cache_off): its main setting comes first.
+template <class Storage>
+void check_from_env(conformance_report& r) {
+    std::string const prefix = "COMPILE_CACHE_CONFORMANCE_UNSET_" + std::to_string(::getpid());
+    std::vector<std::string> lines;
+    settings_reader env(prefix, [&](std::string_view line) { lines.emplace_back(line); });
+    for (bool const cache_off : {false, true}) {
+        storage_settings const settings{env, false, false, {}, cache_off ? "the cache is off" : ""};
+        from_env_result<Storage> const answer = Storage::from_env(settings);
+        r.expect(!answer.has_value() && answer.why_off().empty(), "from_env",
+                 std::string("with none of its settings set, it does not answer not_configured()") +
+                     (cache_off ? " (storage_settings::cache_off set)" : ""));
+    }
+    r.expect(lines.empty(), "from_env", "with none of its settings set, it reported a line");
+}
+
 } // namespace detail
 
 /// Runs every check on storages from `make`, a callable returning a Storage (by value)
@@ -620,6 +645,7 @@ std::vector<std::string> check_storage_conformance(Factory make, storage_conform
         if (options.threads > 0) detail::check_threads(storage, report, options);
         if (options.processes > 0) detail::check_processes(make, storage, report, options);
         detail::check_through_cache(storage, report);
+        if constexpr (compile_cache::detail::has_from_env<Storage>::value) detail::check_from_env<Storage>(report);
     } catch (std::exception const& e) {
         report.fail("no exceptions", std::string("a storage member threw: ") + e.what());
     } catch (...) {

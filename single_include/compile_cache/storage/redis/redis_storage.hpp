@@ -6,6 +6,11 @@
 // hex. Every call is bounded: connect by redis_options::connect_timeout, the whole call
 // by redis_options::command_timeout; a read takes at most its bound (plus the reply's
 // framing and one socket read) into memory. No member of the Storage interface throws.
+//
+// The client beneath it, one file each: redis_address.hpp (parsing an address),
+// redis_options.hpp (settings), detail/redis_connection.hpp (one connection),
+// detail/redis_cluster.hpp (slots and redirections), detail/redis_client.hpp (routing a
+// command to its node); failures are storage/remote_error.hpp's conditions.
 #pragma once
 
 // ---- inlined compile_cache/detail/config.hpp
@@ -94,21 +99,19 @@ __asm__(".pushsection .rodata.compile_cache_header_only_mark,\"aG\",@progbits,co
 // ---- end of compile_cache/detail/config.hpp
 
 #include <compile_cache/compile_cache.hpp>
+#include <compile_cache/storage/redis/detail/redis_client.hpp>
 #include <compile_cache/storage/redis/detail/redis_cluster.hpp>
 #include <compile_cache/storage/redis/detail/redis_connection.hpp>
+#include <compile_cache/storage/redis/redis_address.hpp>
+#include <compile_cache/storage/redis/redis_options.hpp>
 
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
-#include <array>
-#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
-#include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -119,220 +122,17 @@ __asm__(".pushsection .rodata.compile_cache_header_only_mark,\"aG\",@progbits,co
 
 namespace compile_cache {
 
-/// A parsed Redis address:
-///   `redis://[[user][:password]@]host[:port][/db]`   one server (port 6379, db 0 by default)
-///   `unix:///path/to/redis.sock`                      one server on a Unix socket
-///   `redis+cluster://[[user][:password]@]host:port[,host:port...]`   seed nodes of a cluster
-/// A host may be a bracketed IPv6 address (`[::1]:6379`). The credentials end at the
-/// last `@`, so a password may hold `@`, `:`, `?` and `/` as they are; `%XX` in them is
-/// percent-decoded (as redis-cli does), and a `%` that encodes nothing is itself.
-struct redis_address {
-    enum class kind { server, unix_socket, cluster };
-    struct node {
-        std::string host;
-        int port = 6379;
-    };
-    kind type = kind::server;
-    std::vector<node> nodes;  ///< the server, or the cluster's seed nodes
-    std::string socket_path;  ///< unix_socket only
-    std::string user;
-    std::string password;
-    int db = 0;
-
-    /// Parses `url`; on failure returns nullopt and sets `why` to a sentence that
-    /// shows the address as redact() does (never a password).
-    static std::optional<redis_address> parse(std::string_view url, std::string& why) {
-        why.clear();
-        auto bad = [&](std::string const& reason) -> std::optional<redis_address> {
-            why = "\"" + redact(url) + "\" is not a Redis address (" + reason +
-                  "; expected redis://[[user][:password]@]host[:port][/db], unix:///path.sock or "
-                  "redis+cluster://host:port[,host:port...])";
-            return std::nullopt;
-        };
-        redis_address a;
-        std::string_view rest;
-        if (starts_with(url, "redis://")) {
-            a.type = kind::server, rest = url.substr(8);
-        } else if (starts_with(url, "redis+cluster://")) {
-            a.type = kind::cluster, rest = url.substr(16);
-        } else if (starts_with(url, "unix://")) {
-            a.type = kind::unix_socket, rest = url.substr(7);
-            if (rest.empty() || rest.front() != '/') return bad("a Unix socket needs an absolute path");
-            if (rest.find('?') != std::string_view::npos)
-                return bad("query parameters are not supported: give a password in PREFIX_REMOTE_PASSWORD_FILE");
-            a.socket_path.assign(rest);
-            return a;
-        } else {
-            return bad("unknown scheme");
-        }
-        std::size_t const at = rest.rfind('@');
-        if (at != std::string_view::npos) {
-            std::string_view const userinfo = rest.substr(0, at);
-            std::size_t const colon = userinfo.find(':');
-            a.user = percent_decoded(userinfo.substr(0, colon));
-            if (colon != std::string_view::npos) a.password = percent_decoded(userinfo.substr(colon + 1));
-            rest = rest.substr(at + 1);
-        }
-        // Query parameters (`?password=...` in other clients) are not read here: refused,
-        // and never echoed (redact() hides them).
-        if (rest.find('?') != std::string_view::npos)
-            return bad("query parameters are not supported: give a password as redis://user:password@host "
-                       "or in PREFIX_REMOTE_PASSWORD_FILE");
-        std::string_view hosts = rest;
-        std::size_t const slash = rest.find('/');
-        if (slash != std::string_view::npos) {
-            hosts = rest.substr(0, slash);
-            std::string_view const db = rest.substr(slash + 1);
-            if (!db.empty()) {
-                if (a.type == kind::cluster) return bad("a cluster has only database 0");
-                auto const n = parse_number(db, 1 << 20);
-                if (!n) return bad("the database must be a number");
-                a.db = *n;
-            }
-        }
-        if (hosts.empty()) return bad("no host");
-        while (!hosts.empty()) {
-            std::size_t const comma = hosts.find(',');
-            std::string_view one = hosts.substr(0, comma);
-            hosts = comma == std::string_view::npos ? std::string_view() : hosts.substr(comma + 1);
-            if (comma != std::string_view::npos && hosts.empty()) return bad("an empty host after a comma");
-            node n;
-            std::string_view port;
-            if (!one.empty() && one.front() == '[') {
-                std::size_t const close = one.find(']');
-                if (close == std::string_view::npos) return bad("an unclosed [ in an IPv6 host");
-                n.host.assign(one.substr(1, close - 1));
-                one.remove_prefix(close + 1);
-                if (!one.empty()) {
-                    if (one.front() != ':') return bad("junk after an IPv6 host");
-                    port = one.substr(1);
-                    if (port.empty()) return bad("an empty port");
-                }
-            } else {
-                std::size_t const colon = one.find(':');
-                n.host.assign(one.substr(0, colon));
-                if (colon != std::string_view::npos) {
-                    port = one.substr(colon + 1);
-                    if (port.empty()) return bad("an empty port");
-                }
-            }
-            if (n.host.empty()) return bad("an empty host");
-            if (!port.empty()) {
-                auto const p = parse_number(port, 65535);
-                if (!p || *p == 0) return bad("the port must be a number from 1 to 65535");
-                n.port = *p;
-            }
-            a.nodes.push_back(std::move(n));
-        }
-        if (a.type == kind::server && a.nodes.size() != 1) return bad("one host for redis://; use redis+cluster:// for several");
-        return a;
-    }
-
-    /// The address with its password (never shown) replaced by `***`; a user given
-    /// without a password is not shown either (some write the password there).
-    std::string describe() const {
-        std::string s = type == kind::server ? "redis://" : type == kind::cluster ? "redis+cluster://" : "unix://";
-        if (type == kind::unix_socket) return s + socket_path + (password.empty() ? "" : " (with a password)");
-        if (!password.empty()) s += user + ":***@";
-        else if (!user.empty()) s += "***@";
-        for (std::size_t i = 0; i < nodes.size(); ++i) {
-            if (i) s += ',';
-            bool const v6 = nodes[i].host.find(':') != std::string::npos;
-            s += (v6 ? "[" + nodes[i].host + "]" : nodes[i].host) + ":" + std::to_string(nodes[i].port);
-        }
-        if (db != 0) s += "/" + std::to_string(db);
-        return s;
-    }
-
-    /// A URL as given, safe to show even when it does not parse: whatever lies between
-    /// `://` and the last `@` is reduced to the user name and `:***` (to `***` when it
-    /// has no `:`, or when the user name would hold a `%`, `?` or `/`), and a query
-    /// after the host (`?...`) to `?***`.
-    static std::string redact(std::string_view url) {
-        std::size_t const scheme = url.find("://");
-        std::size_t const start = scheme == std::string_view::npos ? 0 : scheme + 3;
-        std::string out(url.substr(0, start));
-        std::string_view rest = url.substr(start);
-        std::size_t const at = rest.rfind('@');
-        if (at != std::string_view::npos) {
-            std::string_view const userinfo = rest.substr(0, at);
-            std::size_t const colon = userinfo.find(':');
-            std::string_view const user = userinfo.substr(0, colon);
-            bool const plain_user = user.find_first_of("%?/") == std::string_view::npos;
-            out += colon != std::string_view::npos && plain_user ? std::string(user) + ":***@" : std::string("***@");
-            rest = rest.substr(at + 1);
-        }
-        std::size_t const query = rest.find('?');
-        if (query != std::string_view::npos) return out + std::string(rest.substr(0, query)) + "?***";
-        return out + std::string(rest);
-    }
-
-private:
-    static bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-    static int hex_digit(char c) {
-        if (c >= '0' && c <= '9') return c - '0';
-        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-        return -1;
-    }
-    /// `%XX` decoded; any other `%` kept as it is.
-    static std::string percent_decoded(std::string_view s) {
-        std::string out;
-        for (std::size_t i = 0; i < s.size(); ++i) {
-            if (s[i] == '%' && i + 2 < s.size() && hex_digit(s[i + 1]) >= 0 && hex_digit(s[i + 2]) >= 0) {
-                out += static_cast<char>(hex_digit(s[i + 1]) * 16 + hex_digit(s[i + 2]));
-                i += 2;
-            } else {
-                out += s[i];
-            }
-        }
-        return out;
-    }
-    static std::optional<int> parse_number(std::string_view s, int max) {
-        if (s.empty() || s.size() > 9) return std::nullopt;
-        int v = 0;
-        for (char c : s) {
-            if (c < '0' || c > '9') return std::nullopt;
-            v = v * 10 + (c - '0');
-        }
-        if (v > max) return std::nullopt;
-        return v;
-    }
-};
-
-/// The longest timeout a redis_storage takes (connect or call): 10 minutes. A longer one
-/// is a mistake (and would overflow a deadline), refused.
-inline constexpr std::chrono::milliseconds redis_max_timeout{600000};
-
-/// The settings of a redis_storage.
-struct redis_options {
-    std::string url;                                  ///< see redis_address
-    std::string password;                             ///< when set, replaces the URL's password
-    std::string name_space = "compile_cache";         ///< keys are `name_space:` + key hex
-    std::chrono::milliseconds connect_timeout{100};   ///< for each connection attempt
-    std::chrono::milliseconds command_timeout{1000};  ///< for a whole call, connecting and retries included
-    std::chrono::seconds ttl{0};                      ///< expiry of a stored value (SET ... EX); 0: none
-    /// A listing (the Storage member `list`: SCAN on every master) gives up, as an
-    /// error, after this many SCAN calls in all (a server whose cursor never comes back
-    /// to 0), or once this long has passed (checked before each call, itself bounded by
-    /// command_timeout).
-    std::uint64_t listing_max_calls = std::uint64_t{1} << 20; ///< with COUNT 1000: a billion names
-    std::chrono::milliseconds listing_timeout{std::chrono::minutes(10)};
-};
-
-/// What the last failing call of a redis_storage saw (for a log line; no password).
-struct redis_failure {
-    std::error_code error;
-    std::string text;
-};
+/// The name the Redis storage's failures had before they became remote_error (kept for
+/// one release: `redis_errc::auth` is `remote_error::auth`).
+using redis_errc = remote_error;
 
 /// A Storage on one Redis server or on a Redis Cluster (see redis_address).
 ///
 /// `read` sends `GETRANGE k 0 max_size`: a value longer than `max_size` is `too_large`
-/// (with redis_errc::too_large) and no more than max_size + 1 of its bytes travel. An
+/// (with remote_error::too_large) and no more than max_size + 1 of its bytes travel. An
 /// empty value reads as absent (GETRANGE does not tell it from no value; the cache never
 /// stores one). Failures are `read_status::error` / an error_code of redis_category()
-/// (redis_errc) for a tier to count. A connection that failed is reconnected on the next
+/// (remote_error) for a tier to count. A connection that failed is reconnected on the next
 /// call. Thread-safe: each server's connection is used by one call at a time, a call
 /// waiting for it no longer than its command timeout.
 ///
@@ -340,7 +140,7 @@ struct redis_failure {
 /// slot map learnt with CLUSTER SLOTS from the seed nodes, one connection per node;
 /// `MOVED` refreshes the map and retries once on the node named, `ASK` sends ASKING and
 /// retries once there. A node down fails only the keys of its slots: a node that refused
-/// or timed out is not called for 1 s (its keys fail at once, redis_errc::node_down,
+/// or timed out is not called for 1 s (its keys fail at once, remote_error::node_down,
 /// which partial_failure() tells a tier is not the whole cluster's failure) and the slot
 /// map is learnt again (a failover's new master takes its slots). When every master is
 /// out of reach, or no node tells the slot map, the error is the node's own (refused,
@@ -350,13 +150,13 @@ struct redis_failure {
 /// the connection is out of step: it is closed and the call fails as `protocol`.
 class redis_storage {
 public:
-    /// No server: every call fails (redis_errc::other). What a disabled cache holds.
+    /// No server: every call fails (remote_error::other). What a disabled cache holds.
     redis_storage() = default;
 
     /// Throws std::invalid_argument (its message shows no password) when the URL does
     /// not parse or a timeout is not positive or longer than redis_max_timeout.
     /// Connects on first use, not here.
-    explicit redis_storage(redis_options options) : state_(std::make_unique<state>()) {
+    explicit redis_storage(redis_options options) {
         std::string why;
         auto address = redis_address::parse(options.url, why);
         if (!address) throw std::invalid_argument(why);
@@ -367,17 +167,8 @@ public:
                                         std::to_string(redis_max_timeout.count() / 1000) + " s");
         if (!options.password.empty()) address->password = options.password;
         options.url.clear(); // (holds the password; the address keeps it where it is needed)
-        state_->address = std::move(*address);
-        state_->options = std::move(options);
-        state_->options.password.clear();
-        state_->prefix = state_->options.name_space + ":";
-        auto const& a = state_->address;
-        if (a.type == redis_address::kind::unix_socket) {
-            state_->add_node(detail::redis_endpoint{{}, 0, a.socket_path, a.user, a.password, a.db});
-        } else {
-            for (auto const& n : a.nodes)
-                state_->add_node(detail::redis_endpoint{n.host, n.port, {}, a.user, a.password, a.db});
-        }
+        options.password.clear();
+        state_ = std::make_unique<state>(std::move(*address), std::move(options));
     }
 
     explicit redis_storage(std::string url) : redis_storage(make_options(std::move(url))) {}
@@ -386,20 +177,23 @@ public:
     redis_storage& operator=(redis_storage&&) noexcept = default;
 
     /// The storage the environment asks for (settings.hpp): `PREFIX_REMOTE` (the URL;
-    /// an off value: nullopt, not configured), `PREFIX_REMOTE_PASSWORD_FILE`,
+    /// an off value: not configured), `PREFIX_REMOTE_PASSWORD_FILE`,
     /// `PREFIX_REMOTE_NAMESPACE`, `PREFIX_REMOTE_CONNECT_TIMEOUT` and
     /// `PREFIX_REMOTE_TIMEOUT` (durations), `PREFIX_REMOTE_TTL` (seconds); see
-    /// redis_options_from_env. A URL or password file that cannot be used is one line
-    /// (never showing a password), and nullopt. So is a server whose entries would not
-    /// be authenticated: no `PREFIX_SECRET_FILE` and no `PREFIX_REMOTE_INSECURE=1`
-    /// (settings_reader::remote_trusted). Connects on first use, not here.
-    static std::optional<redis_storage> from_env(settings_reader& env) {
-        if (env.is_off("_REMOTE") || !env.confirm()) return std::nullopt;
-        std::optional<redis_options> options = redis_options_from_env(env);
-        // A shared server is used only with authenticated entries, or when
-        // PREFIX_REMOTE_INSECURE says it is trusted (settings_reader::remote_trusted).
-        if (!options || !env.remote_trusted()) return std::nullopt;
-        return redis_storage(std::move(*options));
+    /// redis_options_from_env. A URL or password file that cannot be used is off, with the
+    /// reason (never showing a password). So is a server whose entries would not be
+    /// authenticated (storage_settings::remote_trusted false: no `PREFIX_SECRET_FILE` and
+    /// no `PREFIX_REMOTE_INSECURE=1`), before its other settings are read. Connects on
+    /// first use, not here.
+    static from_env_result<redis_storage> from_env(storage_settings const& settings) {
+        if (settings.env.is_off("_REMOTE")) return from_env_result<redis_storage>::not_configured();
+        if (!settings.cache_off.empty()) return from_env_result<redis_storage>::off(settings.cache_off);
+        // What a shared server returns runs as code here: only with authenticated entries,
+        // or when PREFIX_REMOTE_INSECURE says it is trusted.
+        if (!settings.remote_trusted) return from_env_result<redis_storage>::off(settings.untrusted_remote_reason());
+        from_env_result<redis_options> options = redis_options_from_env(settings.env);
+        if (!options) return from_env_result<redis_storage>::off(options.why_off());
+        return from_env_result<redis_storage>(redis_storage(*std::move(options)));
     }
 
     /// What from_env reads, one line each, for a host's --help.
@@ -418,14 +212,14 @@ public:
         };
     }
 
-    /// The redis_options the environment asks for; nullopt when `PREFIX_REMOTE` is off,
-    /// or (one line) when its URL does not parse or the password file cannot be read.
-    /// A bad timeout or TTL is one line and the default.
-    static std::optional<redis_options> redis_options_from_env(settings_reader const& env);
+    /// The redis_options the environment asks for; not configured when `PREFIX_REMOTE` is
+    /// off; off, with the reason, when its URL does not parse or the password file cannot
+    /// be read. A bad timeout or TTL is one line through `env`, and the default.
+    static from_env_result<redis_options> redis_options_from_env(settings_reader const& env);
 
     read_result read(key const& k, std::string& out, std::size_t max_size) noexcept {
         out.clear();
-        if (!state_) return {read_status::error, make_error_code(redis_errc::other)};
+        if (!state_) return {read_status::error, make_error_code(remote_error::other)};
         try {
             // (An unbounded read asks for what a Redis string can hold at most.)
             std::size_t const bound = std::min<std::size_t>(max_size, std::size_t(1) << 40);
@@ -434,22 +228,49 @@ public:
             call c = run(name, {"GETRANGE", name, "0", end}, bound + 64);
             if (c.error) return {read_status::error, c.error};
             redisReply const* r = c.reply.get();
-            if (r->type == REDIS_REPLY_ERROR) return {read_status::error, error_reply(r)};
+            if (r->type == REDIS_REPLY_ERROR) return {read_status::error, state_->client.error_reply(r)};
             if (r->type == REDIS_REPLY_NIL) return {read_status::absent, {}};
             if (r->type != REDIS_REPLY_STRING)
-                return {read_status::error, record(redis_errc::protocol, "GETRANGE did not return a string")};
+                return {read_status::error, state_->client.record(remote_error::protocol, "GETRANGE did not return a string")};
             if (r->len == 0) return {read_status::absent, {}};
-            if (r->len > max_size) return {read_status::too_large, make_error_code(redis_errc::too_large)};
+            if (r->len > max_size) return {read_status::too_large, make_error_code(remote_error::too_large)};
             out.assign(r->str, r->len);
             return {read_status::found, {}};
         } catch (...) {
             out.clear();
-            return {read_status::error, make_error_code(redis_errc::other)};
+            return {read_status::error, make_error_code(remote_error::other)};
+        }
+    }
+
+    /// Reads `keys` at once (the optional batch read): `out[i]` is what `read(keys[i],
+    /// bytes, max)` would answer (found with the bytes, absent, too_large, or error with
+    /// its remote_error), `out` holding one pair per key. The GETRANGEs are pipelined:
+    /// one exchange for a server; on a cluster, one per node, each key sent to the master
+    /// of its slot (a key that is redirected, MOVED or ASK, is then read alone, following
+    /// it; the keys of a resting or unknown node fail at once, as `read`'s would). Bounded:
+    /// the whole batch by one command timeout, each value by `max`, and the replies
+    /// together by redis_options::batch_max_bytes: the keys whose replies come after it
+    /// answer `error` with remote_error::too_large. Never throws.
+    void read_many(std::vector<key> const& keys, std::size_t max,
+                   std::vector<std::pair<read_result, std::string>>& out) noexcept {
+        try {
+            out.clear();
+            out.resize(keys.size());
+            if (!state_) {
+                for (auto& o : out) o.first = {read_status::error, make_error_code(remote_error::other)};
+                return;
+            }
+            read_batch(keys, max, out);
+        } catch (...) {
+            for (auto& o : out) {
+                o.second.clear();
+                o.first = {read_status::error, make_error_code(remote_error::other)};
+            }
         }
     }
 
     std::error_code write(key const& k, std::string_view bytes) noexcept {
-        if (!state_) return make_error_code(redis_errc::other);
+        if (!state_) return make_error_code(remote_error::other);
         try {
             std::string const name = redis_key(k);
             std::string const ttl = std::to_string(state_->options.ttl.count());
@@ -457,17 +278,17 @@ public:
             if (state_->options.ttl.count() > 0) command.insert(command.end(), {"EX", ttl});
             return simple(name, std::move(command));
         } catch (...) {
-            return make_error_code(redis_errc::other);
+            return make_error_code(remote_error::other);
         }
     }
 
     std::error_code remove(key const& k) noexcept {
-        if (!state_) return make_error_code(redis_errc::other);
+        if (!state_) return make_error_code(remote_error::other);
         try {
             std::string const name = redis_key(k);
             return simple(name, {"DEL", name});
         } catch (...) {
-            return make_error_code(redis_errc::other);
+            return make_error_code(remote_error::other);
         }
     }
 
@@ -494,7 +315,8 @@ public:
             }
             std::vector<detail::redis_reply_ptr> replies;
             auto const deadline = detail::redis_clock::now() + state_->options.command_timeout;
-            if (auto e = self.pipeline_on(index, commands, replies, std::size_t(1) << 20, deadline)) return e;
+            if (auto e = self.state_->client.pipeline_on(index, commands, replies, std::size_t(1) << 20, deadline))
+                return e;
             std::int64_t const now = std::chrono::duration_cast<std::chrono::seconds>(
                                          std::chrono::system_clock::now().time_since_epoch())
                                          .count();
@@ -526,22 +348,21 @@ public:
     /// The address, password hidden, and the namespace: for logs and --stats.
     std::string describe() const {
         if (!state_) return "no Redis server";
-        return state_->address.describe() + " (namespace " + state_->options.name_space + ")";
+        return state_->client.where().describe() + " (namespace " + state_->options.name_space + ")";
     }
     /// The settings (the password left out). Not on a default-constructed storage.
     redis_options const& options() const noexcept { return state_->options; }
-    bool is_cluster() const noexcept { return state_ && state_->address.type == redis_address::kind::cluster; }
+    bool is_cluster() const noexcept { return state_ && state_->client.is_cluster(); }
 
     /// The last failure any call saw, with a text for a log line.
     redis_failure last_failure() const {
-        if (!state_) return {make_error_code(redis_errc::other), "no Redis server"};
-        std::lock_guard<std::mutex> lock(state_->failure_mutex);
-        return state_->failure;
+        if (!state_) return {make_error_code(remote_error::other), "no Redis server"};
+        return state_->client.last_failure();
     }
 
     /// Whether `e`, from a call of this storage, failed only a part of it (one node of a
     /// cluster; the others answer): a tier keeps using the storage, counting the error.
-    static bool partial_failure(std::error_code const& e) noexcept { return e == redis_errc::node_down; }
+    static bool partial_failure(std::error_code const& e) noexcept { return e == remote_error::node_down; }
 
     /// The name of a key on the server: `namespace:` + hex.
     std::string redis_key(key const& k) const { return state_->prefix + k.hex(); }
@@ -553,96 +374,145 @@ private:
         return o;
     }
 
-    struct node {
-        explicit node(detail::redis_endpoint e) : connection(std::move(e)) {}
-        std::timed_mutex mutex;
-        detail::redis_connection connection;
-        // A cluster node's health: after a refusal or a timeout it rests until resting_until.
-        std::mutex health_mutex;
-        detail::redis_clock::time_point resting_until{};
-        std::error_code last_error;
-    };
-    /// How long a cluster node that failed is not called.
-    static constexpr std::chrono::milliseconds node_rest{1000};
-
     struct state {
-        redis_address address;
-        redis_options options;
+        state(redis_address address, redis_options o)
+            : client(std::move(address), o.connect_timeout), options(std::move(o)), prefix(options.name_space + ":") {}
+        detail::redis_client client;
+        redis_options options; ///< (without the URL and the password)
         std::string prefix;
-        std::deque<node> nodes; ///< grows only (under map_mutex), so references stay valid
-        std::timed_mutex map_mutex;
-        std::vector<std::uint16_t> slot_owner; ///< node index + 1 per slot; 0: unknown (cluster)
-        std::vector<std::size_t> masters;      ///< the nodes that own slots in slot_owner
-        bool map_loaded = false;
-        detail::redis_clock::time_point last_refresh{};
-        std::error_code refresh_error;         ///< why the last refresh failed (refused, timeout...)
-        std::string refresh_error_text;
-        std::mutex failure_mutex;
-        redis_failure failure;
-        std::atomic<bool> cluster_member{false}; ///< a redis:// server answered MOVED or ASK
-
-        std::size_t add_node(detail::redis_endpoint e) {
-            for (std::size_t i = 0; i < nodes.size(); ++i)
-                if (nodes[i].connection.endpoint().host == e.host && nodes[i].connection.endpoint().port == e.port &&
-                    nodes[i].connection.endpoint().socket_path == e.socket_path)
-                    return i;
-            nodes.emplace_back(std::move(e));
-            return nodes.size() - 1;
-        }
     };
+    using call = detail::redis_client::call;
 
-    struct call {
-        std::error_code error;
-        detail::redis_reply_ptr reply;
-    };
-    static call failed(std::error_code e) {
-        call c;
-        c.error = e;
-        return c;
+    detail::redis_clock::time_point call_deadline() const {
+        return detail::redis_clock::now() + state_->options.command_timeout;
     }
 
-    std::error_code record(std::error_code e, std::string text) const {
-        try {
-            std::lock_guard<std::mutex> lock(state_->failure_mutex);
-            state_->failure = {e, std::move(text)};
-        } catch (...) {
-        }
-        return e;
-    }
-    std::error_code record(redis_errc e, std::string text) const { return record(make_error_code(e), std::move(text)); }
-
-    std::error_code error_reply(redisReply const* r) const {
-        std::string text(r->str, r->len);
-        redis_errc why = detail::classify_error_reply(text);
-        if (text.find("exceeds maximum allowed size") != std::string::npos) why = redis_errc::too_large;
-        return record(why, std::move(text));
+    call run(std::string const& name, detail::redis_command const& command, std::size_t max_reply) {
+        return state_->client.run(name, command, max_reply, call_deadline());
     }
 
-    std::error_code simple(std::string const& name, detail::redis_command command) {
-        call c = run(name, std::move(command), 4096);
+    std::error_code simple(std::string const& name, detail::redis_command const& command) {
+        call c = run(name, command, 4096);
         if (c.error) return c.error;
-        if (c.reply->type == REDIS_REPLY_ERROR) return error_reply(c.reply.get());
+        if (c.reply->type == REDIS_REPLY_ERROR) return state_->client.error_reply(c.reply.get());
         return {};
+    }
+
+    /// What `read` answers for one GETRANGE reply `r` (bounded by `max`), the bytes in `bytes`.
+    read_result read_answer(redisReply const* r, std::size_t max, std::string& bytes) const {
+        bytes.clear();
+        if (r->type == REDIS_REPLY_ERROR) return {read_status::error, state_->client.error_reply(r)};
+        if (r->type == REDIS_REPLY_NIL) return {read_status::absent, {}};
+        if (r->type != REDIS_REPLY_STRING)
+            return {read_status::error, state_->client.record(remote_error::protocol, "GETRANGE did not return a string")};
+        if (r->len == 0) return {read_status::absent, {}};
+        if (r->len > max) return {read_status::too_large, make_error_code(remote_error::too_large)};
+        bytes.assign(r->str, r->len);
+        return {read_status::found, {}};
+    }
+
+    void read_batch(std::vector<key> const& keys, std::size_t max,
+                    std::vector<std::pair<read_result, std::string>>& out) {
+        detail::redis_client& client = state_->client;
+        auto const deadline = call_deadline();
+        std::size_t const bound = std::min<std::size_t>(max, std::size_t(1) << 40);
+        std::string const end = std::to_string(bound);
+        std::vector<std::string> names;
+        names.reserve(keys.size());
+        for (key const& k : keys) names.push_back(redis_key(k));
+        if (!client.is_cluster() && client.serves_some_keys_only()) {
+            for (auto& o : out) o.first = {read_status::error, make_error_code(remote_error::cluster_node)};
+            return;
+        }
+        // The keys of each node, in the order given.
+        std::vector<std::pair<std::size_t, std::vector<std::size_t>>> groups;
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+            std::size_t node = 0;
+            if (client.is_cluster()) {
+                std::uint16_t const slot = detail::redis_hash_slot(names[i]);
+                std::optional<std::size_t> const target = client.owner(slot, deadline);
+                if (!target) {
+                    out[i].first = {read_status::error, client.unserved(slot)};
+                    continue;
+                }
+                if (std::error_code e = client.resting(*target)) {
+                    out[i].first = {read_status::error, e};
+                    continue;
+                }
+                node = *target;
+            }
+            auto g = std::find_if(groups.begin(), groups.end(), [&](auto const& x) { return x.first == node; });
+            if (g == groups.end()) g = groups.insert(groups.end(), {node, {}});
+            g->second.push_back(i);
+        }
+        std::size_t budget = state_->options.batch_max_bytes;
+        unsigned const string_or_nil = (1u << REDIS_REPLY_STRING) | (1u << REDIS_REPLY_NIL) | (1u << REDIS_REPLY_ERROR);
+        for (auto const& [node, members] : groups) {
+            if (budget == 0) {
+                std::error_code const e = client.record(remote_error::too_large, "a batch read passed batch_max_bytes");
+                for (std::size_t i : members) out[i].first = {read_status::error, e};
+                continue;
+            }
+            std::vector<detail::redis_command> commands;
+            commands.reserve(members.size());
+            for (std::size_t i : members) commands.push_back({"GETRANGE", names[i], "0", end});
+            std::vector<detail::redis_reply_ptr> replies;
+            std::error_code failed =
+                client.pipeline_on(node, commands, replies, bound + 64, deadline, false, 0, budget);
+            if (failed && client.is_cluster() && (failed == remote_error::refused || failed == remote_error::timeout)) {
+                client.want_refresh();
+                failed = client.node_failed(node, failed);
+            } else if (!failed && client.is_cluster()) {
+                client.node_answered(node);
+            }
+            for (std::size_t j = 0; j < members.size(); ++j) {
+                std::size_t const i = members[j];
+                if (j >= replies.size()) {
+                    out[i].first = {read_status::error, failed ? failed : make_error_code(remote_error::protocol)};
+                    continue;
+                }
+                redisReply const* r = replies[j].get();
+                if (r->type < 0 || r->type > 31 || !(string_or_nil & (1u << r->type))) {
+                    // Out of step from here on: the connection goes, and so do the answers after it.
+                    client.drop_connection(node, deadline);
+                    std::error_code const e = client.record(
+                        remote_error::protocol, "a reply of the wrong type to GETRANGE (the connection was out of step; it is closed)");
+                    for (std::size_t rest = j; rest < members.size(); ++rest)
+                        out[members[rest]].first = {read_status::error, e};
+                    break;
+                }
+                std::size_t const taken = r->type == REDIS_REPLY_STRING ? r->len + 16 : 16;
+                budget = budget > taken ? budget - taken : 0;
+                if (r->type == REDIS_REPLY_ERROR && detail::parse_redis_redirection(std::string_view(r->str, r->len))) {
+                    // Moved or asked elsewhere: read alone, following the redirection (and,
+                    // on a redis:// server that is a cluster's node, failing as read does).
+                    call c = client.run(names[i], {"GETRANGE", names[i], "0", end}, bound + 64, deadline);
+                    if (c.error)
+                        out[i].first = {read_status::error, c.error};
+                    else
+                        out[i].first = read_answer(c.reply.get(), max, out[i].second);
+                    if (c.error == remote_error::cluster_node) {
+                        // (A redis:// server that is a node of a cluster: no entry from a part of it.)
+                        for (auto& o : out) o.second.clear(), o.first = {read_status::error, c.error};
+                        return;
+                    }
+                    continue;
+                }
+                out[i].first = read_answer(r, max, out[i].second);
+            }
+        }
     }
 
     /// SCANs the namespace on every master (the one server, or each master of a
     /// cluster) and calls `page(master index, keys, their names)` for each non-empty page
-    /// of keys; stops at the first error, a page's too (an exception: redis_errc::other).
+    /// of keys; stops at the first error, a page's too (an exception: remote_error::other).
     template <class Page>
     std::error_code scan_pages(Page&& page) noexcept {
-        if (!state_) return make_error_code(redis_errc::other);
+        if (!state_) return make_error_code(remote_error::other);
         try {
-            std::vector<std::size_t> masters{0};
-            if (is_cluster()) {
-                auto const deadline = detail::redis_clock::now() + state_->options.command_timeout;
-                if (!owner(0, deadline)) return record(redis_errc::other, "the cluster's slot map is not known");
-                std::unique_lock<std::timed_mutex> lock(state_->map_mutex, std::defer_lock);
-                if (!lock.try_lock_until(deadline)) return record(redis_errc::timeout, "waited too long for the slot map");
-                masters.clear();
-                for (std::uint16_t owner_index : state_->slot_owner)
-                    if (owner_index != 0 && std::find(masters.begin(), masters.end(), owner_index - 1u) == masters.end())
-                        masters.push_back(owner_index - 1u);
-            }
+            detail::redis_client& client = state_->client;
+            std::vector<std::size_t> masters;
+            if (std::error_code e = client.master_nodes(masters, call_deadline())) return e;
             std::string pattern;
             for (char c : state_->prefix) {
                 if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') pattern += '\\';
@@ -657,23 +527,23 @@ private:
                     // A server whose cursor never comes back to 0 (or an endless keyspace)
                     // ends the listing here, never in a loop without end.
                     if (calls == state_->options.listing_max_calls)
-                        return record(redis_errc::protocol, "SCAN did not finish after " + std::to_string(calls) +
+                        return client.record(remote_error::protocol, "SCAN did not finish after " + std::to_string(calls) +
                                                                 " calls (listing_max_calls); the listing is incomplete");
                     if (detail::redis_clock::now() >= listing_deadline)
-                        return record(redis_errc::timeout,
+                        return client.record(remote_error::timeout,
                                       "SCAN did not finish within " +
                                           std::to_string(state_->options.listing_timeout.count()) +
                                           " ms (listing_timeout); the listing is incomplete");
                     ++calls;
-                    auto const deadline = detail::redis_clock::now() + state_->options.command_timeout;
-                    call c = exchange_on(index, {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}, std::size_t(4) << 20,
+                    auto const deadline = call_deadline();
+                    call c = client.exchange_on(index, {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}, std::size_t(4) << 20,
                                          deadline, false, true);
                     if (c.error) return c.error;
                     redisReply const* r = c.reply.get();
-                    if (r->type == REDIS_REPLY_ERROR) return error_reply(r);
+                    if (r->type == REDIS_REPLY_ERROR) return client.error_reply(r);
                     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
                         r->element[1]->type != REDIS_REPLY_ARRAY)
-                        return record(redis_errc::protocol, "SCAN did not return a cursor and names");
+                        return client.record(remote_error::protocol, "SCAN did not return a cursor and names");
                     cursor.assign(r->element[0]->str, r->element[0]->len);
                     std::vector<key> keys;
                     std::vector<std::string> names;
@@ -695,367 +565,26 @@ private:
             }
             return {};
         } catch (...) {
-            return make_error_code(redis_errc::other);
+            return make_error_code(remote_error::other);
         }
-    }
-
-    /// Several commands sent to node `index` at once, their replies in order.
-    /// `expected_last`: the reply types (bit 1 << REDIS_REPLY_...) the last command may
-    /// have besides an error; another type closes the connection (it is out of step) and
-    /// fails as `protocol`. 0: any.
-    std::error_code pipeline_on(std::size_t index, std::vector<detail::redis_command> const& commands,
-                                std::vector<detail::redis_reply_ptr>& replies, std::size_t max_reply,
-                                detail::redis_clock::time_point deadline, bool arrays = false,
-                                unsigned expected_last = 0) {
-        node* n = nullptr;
-        {
-            // The deque only grows under map_mutex; reading an element needs no lock
-            // once its index is known, but taking the address must not race a push_back.
-            std::unique_lock<std::timed_mutex> lock(state_->map_mutex, std::defer_lock);
-            if (!lock.try_lock_until(deadline)) return record(redis_errc::timeout, "waited too long for the slot map");
-            n = &state_->nodes[index];
-        }
-        std::unique_lock<std::timed_mutex> lock(n->mutex, std::defer_lock);
-        if (!lock.try_lock_until(deadline)) return record(redis_errc::timeout, "waited too long for the connection");
-        if (auto e = n->connection.exchange(commands, replies, max_reply, deadline, state_->options.connect_timeout,
-                                            arrays))
-            return record(e, describe_node(n->connection.endpoint()) + ": " + n->connection.last_error_text());
-        if (expected_last != 0 && !replies.empty()) {
-            int const type = replies.back()->type;
-            if (type != REDIS_REPLY_ERROR && (type < 0 || type > 31 || !(expected_last & (1u << type)))) {
-                n->connection.close();
-                replies.clear();
-                return record(redis_errc::protocol,
-                              describe_node(n->connection.endpoint()) + ": a reply of the wrong type to " +
-                                  std::string(commands.back().front()) +
-                                  " (the connection was out of step; it is closed)");
-            }
-        }
-        return {};
-    }
-
-    static std::string describe_node(detail::redis_endpoint const& e) {
-        if (!e.socket_path.empty()) return e.socket_path;
-        bool const v6 = e.host.find(':') != std::string::npos;
-        return (v6 ? "[" + e.host + "]" : e.host) + ":" + std::to_string(e.port);
-    }
-
-    /// The reply types a command of this storage may get besides an error (see pipeline_on).
-    static unsigned expected_replies(std::string_view command) noexcept {
-        auto bit = [](int type) { return 1u << static_cast<unsigned>(type); };
-        if (command == "GETRANGE" || command == "GET") return bit(REDIS_REPLY_STRING) | bit(REDIS_REPLY_NIL);
-        if (command == "SET") // (OK; nil after NX/XX; the old value after GET)
-            return bit(REDIS_REPLY_STATUS) | bit(REDIS_REPLY_NIL) | bit(REDIS_REPLY_STRING);
-        if (command == "DEL" || command == "EXISTS" || command == "STRLEN") return bit(REDIS_REPLY_INTEGER);
-        return 0;
-    }
-
-    /// One exchange with node `index`: the command, or ASKING then the command.
-    call exchange_on(std::size_t index, detail::redis_command const& command, std::size_t max_reply,
-                     detail::redis_clock::time_point deadline, bool asking, bool arrays = false) {
-        std::vector<detail::redis_command> commands;
-        if (asking) commands.push_back({"ASKING"});
-        commands.push_back(command);
-        std::vector<detail::redis_reply_ptr> replies;
-        call c;
-        c.error = pipeline_on(index, commands, replies, max_reply, deadline, arrays,
-                              command.empty() ? 0u : expected_replies(command.front()));
-        if (!c.error) c.reply = std::move(replies.back());
-        return c;
-    }
-
-    call run(std::string const& name, detail::redis_command command, std::size_t max_reply) {
-        auto const deadline = detail::redis_clock::now() + state_->options.command_timeout;
-        if (!is_cluster()) return run_on_server(command, max_reply, deadline);
-        std::uint16_t const slot = detail::redis_hash_slot(name);
-        std::optional<std::size_t> target = owner(slot, deadline);
-        if (!target) return failed(unserved(slot));
-        if (auto e = resting(*target)) return failed(e);
-        bool asking = false;
-        for (int attempt = 0;; ++attempt) {
-            call c = exchange_on(*target, command, max_reply, deadline, asking);
-            if (c.error) {
-                if (c.error == redis_errc::refused || c.error == redis_errc::timeout) {
-                    want_refresh();
-                    c.error = node_failed(*target, c.error);
-                }
-                return c;
-            }
-            node_answered(*target);
-            if (c.reply->type != REDIS_REPLY_ERROR) return c;
-            auto redirect = detail::parse_redis_redirection(std::string_view(c.reply->str, c.reply->len));
-            if (!redirect || attempt == 1) {
-                if (redirect) c.error = record(redis_errc::other, "redirected twice for slot " + std::to_string(slot));
-                return c;
-            }
-            if (redirect->host.empty()) redirect->host = node_host(*target, deadline);
-            auto next = node_for(redirect->host, redirect->port, deadline);
-            if (!next) {
-                c.reply.reset();
-                c.error = record(redis_errc::timeout, "waited too long for the slot map");
-                return c;
-            }
-            asking = redirect->ask;
-            if (!asking) {
-                refresh(deadline, *target);
-                set_owner(redirect->slot, *next, deadline);
-            }
-            target = next;
-        }
-    }
-
-    /// A call to the one server of a redis:// address. A server that redirects (MOVED,
-    /// ASK) is a cluster's node, which serves only some keys: from then on every call
-    /// fails at once as redis_errc::cluster_node, whose text says to use redis+cluster://,
-    /// so that neither entries nor records are read from a part of the cluster only.
-    call run_on_server(detail::redis_command const& command, std::size_t max_reply,
-                       detail::redis_clock::time_point deadline) {
-        if (state_->cluster_member.load(std::memory_order_relaxed))
-            return failed(make_error_code(redis_errc::cluster_node));
-        call c = exchange_on(0, command, max_reply, deadline, false);
-        if (c.error || c.reply->type != REDIS_REPLY_ERROR) return c;
-        std::string_view const said(c.reply->str, c.reply->len);
-        if (!detail::parse_redis_redirection(said)) return c;
-        state_->cluster_member.store(true, std::memory_order_relaxed);
-        // The node this storage talks to: a host and port, or a Unix socket (which has no
-        // entry in address.nodes).
-        std::string const where = describe_node(node_at(0).connection.endpoint());
-        std::string const text = where + " is a node of a Redis Cluster (it answered \"" +
-                                 std::string(said.substr(0, said.find(' '))) + "\"), which serves only some keys: " +
-                                 "address the cluster as redis+cluster://" + where;
-        return failed(record(redis_errc::cluster_node, text));
-    }
-
-    std::string node_host(std::size_t index, detail::redis_clock::time_point deadline) {
-        std::unique_lock<std::timed_mutex> lock(state_->map_mutex, std::defer_lock);
-        if (!lock.try_lock_until(deadline)) return {};
-        return state_->nodes[index].connection.endpoint().host;
-    }
-
-    std::optional<std::size_t> node_for(std::string const& host, int port, detail::redis_clock::time_point deadline) {
-        std::unique_lock<std::timed_mutex> lock(state_->map_mutex, std::defer_lock);
-        if (!lock.try_lock_until(deadline)) return std::nullopt;
-        auto const& a = state_->address;
-        return state_->add_node(detail::redis_endpoint{host, port, {}, a.user, a.password, 0});
-    }
-
-    void set_owner(std::uint16_t slot, std::size_t index, detail::redis_clock::time_point deadline) {
-        std::unique_lock<std::timed_mutex> lock(state_->map_mutex, std::defer_lock);
-        if (!lock.try_lock_until(deadline)) return;
-        if (state_->slot_owner.size() == detail::redis_cluster_slots) {
-            state_->slot_owner[slot] = static_cast<std::uint16_t>(index + 1);
-            if (std::find(state_->masters.begin(), state_->masters.end(), index) == state_->masters.end())
-                state_->masters.push_back(index);
-        }
-    }
-
-    void want_refresh() {
-        std::unique_lock<std::timed_mutex> lock(state_->map_mutex, std::try_to_lock);
-        if (lock.owns_lock()) state_->map_loaded = false;
-    }
-
-    std::optional<std::size_t> owner(std::uint16_t slot, detail::redis_clock::time_point deadline) {
-        {
-            std::unique_lock<std::timed_mutex> lock(state_->map_mutex, std::defer_lock);
-            if (!lock.try_lock_until(deadline)) return std::nullopt;
-            // A map that failed is learnt again, but not more than once a second.
-            bool const due = !state_->map_loaded &&
-                             (state_->slot_owner.empty() ||
-                              detail::redis_clock::now() - state_->last_refresh > std::chrono::seconds(1));
-            if (!due && !state_->slot_owner.empty() && state_->slot_owner[slot] != 0)
-                return std::size_t(state_->slot_owner[slot] - 1);
-            if (!due) return std::nullopt;
-        }
-        (void)refresh(deadline, std::nullopt);
-        std::unique_lock<std::timed_mutex> lock(state_->map_mutex, std::defer_lock);
-        if (!lock.try_lock_until(deadline)) return std::nullopt;
-        if (state_->slot_owner.empty() || state_->slot_owner[slot] == 0) return std::nullopt;
-        return std::size_t(state_->slot_owner[slot] - 1);
-    }
-
-    /// Learns the slot map with CLUSTER SLOTS from the first node that answers (the
-    /// known nodes, the one that just failed last). Its failure (the last node's error,
-    /// or timeout when no time was left) is kept in refresh_error and returned.
-    std::error_code refresh(detail::redis_clock::time_point deadline, std::optional<std::size_t> last) {
-        std::size_t count;
-        {
-            std::unique_lock<std::timed_mutex> lock(state_->map_mutex, std::defer_lock);
-            if (!lock.try_lock_until(deadline)) return make_error_code(redis_errc::timeout);
-            state_->last_refresh = detail::redis_clock::now();
-            count = state_->nodes.size();
-        }
-        std::vector<std::size_t> order;
-        for (std::size_t i = 0; i < count; ++i)
-            if (!last || i != *last) order.push_back(i);
-        if (last) order.push_back(*last);
-        std::error_code why = make_error_code(redis_errc::timeout);
-        std::string text = "no time was left to ask a node";
-        for (std::size_t index : order) {
-            if (detail::redis_clock::now() >= deadline) break;
-            call c = exchange_on(index, {"CLUSTER", "SLOTS"}, std::size_t(1) << 20, deadline, false, true);
-            if (c.error) {
-                why = c.error;
-                text = last_failure().text;
-                continue;
-            }
-            if (c.reply->type == REDIS_REPLY_ERROR) {
-                why = error_reply(c.reply.get());
-                text = last_failure().text;
-                continue;
-            }
-            if (c.reply->type == REDIS_REPLY_ARRAY && install_map(c.reply.get(), index, deadline)) return {};
-            why = make_error_code(redis_errc::protocol);
-            text = "CLUSTER SLOTS did not return a slot map";
-        }
-        std::unique_lock<std::timed_mutex> lock(state_->map_mutex, std::defer_lock);
-        if (lock.try_lock_until(deadline)) {
-            state_->refresh_error = why;
-            state_->refresh_error_text = text;
-        }
-        return why;
-    }
-
-    /// The error of a call whose slot no known node serves: while the slot map is not
-    /// known, why no node told it (the cluster is out of reach: refused, timeout, auth...);
-    /// with a map that leaves the slot out, `other`.
-    std::error_code unserved(std::uint16_t slot) {
-        std::error_code why;
-        std::string text;
-        {
-            std::unique_lock<std::timed_mutex> lock(state_->map_mutex, std::defer_lock);
-            if (lock.try_lock_for(std::chrono::milliseconds(1)) && state_->slot_owner.empty()) {
-                why = state_->refresh_error;
-                text = state_->refresh_error_text;
-            }
-        }
-        if (why) return record(why, "no node of the cluster told its slot map (" + text + ")");
-        return record(redis_errc::other, "no cluster node serves slot " + std::to_string(slot));
-    }
-
-    /// A call to node `index` while it rests (it failed less than node_rest ago): the
-    /// node's error, at once; node_down while another master has not failed.
-    std::error_code resting(std::size_t index) {
-        node& n = node_at(index);
-        std::error_code last;
-        {
-            std::lock_guard<std::mutex> lock(n.health_mutex);
-            if (detail::redis_clock::now() >= n.resting_until) return {};
-            last = n.last_error;
-        }
-        std::string const where = describe_node(n.connection.endpoint());
-        if (another_master_answers(index))
-            return record(redis_errc::node_down, where + " failed less than " +
-                                                     std::to_string(node_rest.count()) + " ms ago; its slots fail");
-        return record(last, where + " and every other master of the cluster failed less than " +
-                                std::to_string(node_rest.count()) + " ms ago");
-    }
-
-    /// Node `index` refused or timed out with `e`: it rests for node_rest. The answer is
-    /// node_down while another master has not failed, else `e` (the cluster is failing).
-    std::error_code node_failed(std::size_t index, std::error_code e) {
-        node& n = node_at(index);
-        std::string const text = last_failure().text;
-        {
-            std::lock_guard<std::mutex> lock(n.health_mutex);
-            n.resting_until = detail::redis_clock::now() + node_rest;
-            n.last_error = e;
-        }
-        if (!another_master_answers(index)) return e;
-        return record(redis_errc::node_down, text + " (" + redis_errc_name(static_cast<redis_errc>(e.value())) +
-                                                 "); only this node's slots fail, for " +
-                                                 std::to_string(node_rest.count()) + " ms at least");
-    }
-
-    void node_answered(std::size_t index) {
-        node& n = node_at(index);
-        std::lock_guard<std::mutex> lock(n.health_mutex);
-        n.resting_until = {};
-    }
-
-    /// Whether a master of the slot map other than `index` is not resting.
-    bool another_master_answers(std::size_t index) {
-        std::vector<std::size_t> masters;
-        {
-            std::unique_lock<std::timed_mutex> lock(state_->map_mutex, std::defer_lock);
-            if (!lock.try_lock_for(std::chrono::milliseconds(10))) return false;
-            masters = state_->masters;
-        }
-        auto const now = detail::redis_clock::now();
-        for (std::size_t m : masters) {
-            if (m == index) continue;
-            node& n = node_at(m);
-            std::lock_guard<std::mutex> lock(n.health_mutex);
-            if (now >= n.resting_until) return true;
-        }
-        return false;
-    }
-
-    node& node_at(std::size_t index) {
-        // (The deque only grows, under map_mutex; an element's address never changes, and
-        // index is one that was handed out, so this read does not race a push_back's
-        // element, only its bookkeeping: taken under the lock, as pipeline_on does.)
-        std::lock_guard<std::timed_mutex> lock(state_->map_mutex);
-        return state_->nodes[index];
-    }
-
-    bool install_map(redisReply const* slots, std::size_t asked, detail::redis_clock::time_point deadline) {
-        std::unique_lock<std::timed_mutex> lock(state_->map_mutex, std::defer_lock);
-        if (!lock.try_lock_until(deadline)) return false;
-        std::vector<std::uint16_t> owners(detail::redis_cluster_slots, 0);
-        std::string const asked_host = state_->nodes[asked].connection.endpoint().host;
-        auto const& a = state_->address;
-        for (std::size_t i = 0; i < slots->elements; ++i) {
-            redisReply const* range = slots->element[i];
-            if (range->type != REDIS_REPLY_ARRAY || range->elements < 3) return false;
-            redisReply const* from = range->element[0];
-            redisReply const* to = range->element[1];
-            redisReply const* master = range->element[2];
-            if (from->type != REDIS_REPLY_INTEGER || to->type != REDIS_REPLY_INTEGER ||
-                master->type != REDIS_REPLY_ARRAY || master->elements < 2 ||
-                master->element[0]->type != REDIS_REPLY_STRING || master->element[1]->type != REDIS_REPLY_INTEGER)
-                return false;
-            if (from->integer < 0 || to->integer >= static_cast<long long>(detail::redis_cluster_slots) ||
-                from->integer > to->integer)
-                return false;
-            std::string host(master->element[0]->str, master->element[0]->len);
-            if (host.empty() || host == "?") host = asked_host;
-            long long const port = master->element[1]->integer;
-            if (port <= 0 || port > 65535) return false;
-            std::size_t const index =
-                state_->add_node(detail::redis_endpoint{host, static_cast<int>(port), {}, a.user, a.password, 0});
-            if (index + 1 > 0xffff) return false;
-            for (long long s = from->integer; s <= to->integer; ++s)
-                owners[static_cast<std::size_t>(s)] = static_cast<std::uint16_t>(index + 1);
-        }
-        std::vector<std::size_t> masters;
-        for (std::uint16_t o : owners)
-            if (o != 0 && std::find(masters.begin(), masters.end(), std::size_t(o - 1u)) == masters.end())
-                masters.push_back(o - 1u);
-        state_->slot_owner = std::move(owners);
-        state_->masters = std::move(masters);
-        state_->map_loaded = true;
-        return true;
     }
 
     std::unique_ptr<state> state_;
 };
 
-inline std::optional<redis_options> redis_storage::redis_options_from_env(settings_reader const& env) {
+inline from_env_result<redis_options> redis_storage::redis_options_from_env(settings_reader const& env) {
     redis_options o;
     o.url = env.value("_REMOTE");
-    if (detail::is_off(o.url)) return std::nullopt;
+    if (detail::is_off(o.url)) return from_env_result<redis_options>::not_configured();
     std::string why;
-    if (!redis_address::parse(o.url, why)) {
-        env.report(env.name("_REMOTE") + "=" + why + "; the remote is off");
-        return std::nullopt;
-    }
+    if (!redis_address::parse(o.url, why))
+        return from_env_result<redis_options>::off(env.name("_REMOTE") + "=" + why + "; the remote is off");
     std::string const password_file = env.value("_REMOTE_PASSWORD_FILE");
     if (!password_file.empty()) {
         std::string const reason = read_secret_file(password_file, o.password);
-        if (!reason.empty()) {
-            env.report_value("_REMOTE_PASSWORD_FILE", password_file, "cannot be used: " + reason + "; the remote is off");
-            return std::nullopt;
-        }
+        if (!reason.empty())
+            return from_env_result<redis_options>::off(env.name("_REMOTE_PASSWORD_FILE") + "=\"" + password_file +
+                                                       "\" cannot be used: " + reason + "; the remote is off");
         if (!o.password.empty() && o.password.back() == '\n') o.password.pop_back();
         if (!o.password.empty() && o.password.back() == '\r') o.password.pop_back();
     }
@@ -1080,7 +609,7 @@ inline std::optional<redis_options> redis_storage::redis_options_from_env(settin
         else
             env.report_value("_REMOTE_TTL", ttl, "is not a number of seconds; using the default, 0 (no expiry)");
     }
-    return o;
+    return from_env_result<redis_options>(std::move(o));
 }
 
 } // namespace compile_cache

@@ -294,24 +294,26 @@ public:
     sqlite_storage(sqlite_storage&&) noexcept = default;
     sqlite_storage& operator=(sqlite_storage&&) noexcept = default;
 
-    /// The storage the environment asks for: `PREFIX_FILE` names the database file
-    /// (unset, empty, `0`, `off`, `false`, `no`: no cache); `PREFIX_MAX_SIZE` the size
-    /// limit (default 1G, `0` no limit); `PREFIX_BUSY_TIMEOUT` the longest wait for
-    /// another process's lock (default 2000 ms). A bad value is one line and the
-    /// default; a file that cannot be opened is one line, and no cache.
-    static std::optional<sqlite_storage> from_env(settings_reader& env) {
+    /// The storage the environment asks for (settings.hpp): `PREFIX_FILE` names the
+    /// database file (unset, empty, `0`, `off`, `false`, `no`: not configured);
+    /// `PREFIX_MAX_SIZE` the size limit (default 1G, `0` no limit); `PREFIX_BUSY_TIMEOUT`
+    /// the longest wait for another process's lock (default 2000 ms). A bad value is one
+    /// line and the default; a file that cannot be opened is off, with the reason. Nothing
+    /// is opened when the cache cannot run (storage_settings::cache_off).
+    static from_env_result<sqlite_storage> from_env(storage_settings const& settings) {
+        settings_reader const& env = settings.env;
         std::string file = env.value("_FILE");
-        if (detail::is_off(file) || !env.confirm()) return std::nullopt;
+        if (detail::is_off(file)) return from_env_result<sqlite_storage>::not_configured();
+        if (!settings.cache_off.empty()) return from_env_result<sqlite_storage>::off(settings.cache_off);
         sqlite_options options;
         options.max_size = env.byte_size("_MAX_SIZE", options.max_size, "1G");
         options.busy_timeout = env.milliseconds("_BUSY_TIMEOUT", options.busy_timeout);
-        options.logger = env.logger();
+        options.logger = settings.logger;
         sqlite_storage s(file, std::move(options));
-        if (!s.usable()) {
-            env.report_value("_FILE", file, "cannot be used (" + s.why_unusable() + "); the cache is disabled");
-            return std::nullopt;
-        }
-        return s;
+        if (!s.usable())
+            return from_env_result<sqlite_storage>::off(env.name("_FILE") + "=\"" + file + "\" cannot be used (" +
+                                                        s.why_unusable() + "); the cache is disabled");
+        return from_env_result<sqlite_storage>(std::move(s));
     }
 
     /// The settings from_env reads, one line each.

@@ -17,93 +17,12 @@
 #include <chrono>
 #include <cstddef>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <vector>
-
-namespace compile_cache {
-
-/// Why a call to a Redis server failed, as a tier counts it (read_result::error and
-/// the error_code that write and remove return carry these values).
-enum class redis_errc {
-    timeout = 1, ///< connect or command did not finish within its timeout
-    refused,     ///< nothing listens there (connection refused, no such socket, unreachable)
-    auth,        ///< the server refused the credentials or the command (WRONGPASS, NOAUTH, NOPERM)
-    protocol,    ///< the reply was not valid, was longer than asked for, or was cut short
-    too_large,   ///< the value is longer than the caller's bound (read) or than the server takes
-    other,       ///< any other error reply or I/O error (OOM, LOADING, CLUSTERDOWN, WRONGTYPE...)
-    cluster_node, ///< a redis:// address names a node of a Redis Cluster (it answered MOVED or ASK)
-    node_down,   ///< one node of a cluster is out of reach (refused or timed out) while others answer:
-                 ///< only its slots fail (a tier counts it as refused, and keeps using the cluster)
-};
-
-/// The short name of a reason ("timeout", "refused", ...), for counters and logs.
-inline char const* redis_errc_name(redis_errc e) noexcept {
-    switch (e) {
-    case redis_errc::timeout: return "timeout";
-    case redis_errc::refused: return "refused";
-    case redis_errc::auth: return "auth";
-    case redis_errc::protocol: return "protocol";
-    case redis_errc::too_large: return "too_large";
-    case redis_errc::other: return "other";
-    case redis_errc::cluster_node: return "cluster_node";
-    case redis_errc::node_down: return "node_down";
-    }
-    return "other";
-}
-
-namespace detail {
-class redis_category_impl final : public std::error_category {
-public:
-    char const* name() const noexcept override { return "compile_cache.redis"; }
-    std::string message(int value) const override {
-        switch (static_cast<redis_errc>(value)) {
-        case redis_errc::timeout: return "the Redis server did not answer in time";
-        case redis_errc::refused: return "the Redis server refused the connection or is unreachable";
-        case redis_errc::auth: return "the Redis server refused the credentials or the command";
-        case redis_errc::protocol: return "the Redis server's reply was invalid, too long or cut short";
-        case redis_errc::too_large: return "the value is larger than allowed";
-        case redis_errc::other: return "the Redis server reported an error";
-        case redis_errc::cluster_node:
-            return "the server is a node of a Redis Cluster, not a server of its own: address the cluster as "
-                   "redis+cluster://host:port";
-        case redis_errc::node_down: return "a node of the Redis Cluster is out of reach; only its slots fail";
-        }
-        return "unknown Redis error";
-    }
-    /// The portable condition of each reason, so that a generic tier (tiered_storage's
-    /// remote_error_of) counts it by std::errc.
-    std::error_condition default_error_condition(int value) const noexcept override {
-        switch (static_cast<redis_errc>(value)) {
-        case redis_errc::timeout: return std::errc::timed_out;
-        case redis_errc::refused: return std::errc::connection_refused;
-        case redis_errc::auth: return std::errc::permission_denied;
-        case redis_errc::protocol: return std::errc::protocol_error;
-        case redis_errc::too_large: return std::errc::value_too_large;
-        case redis_errc::node_down: return std::errc::connection_refused;
-        case redis_errc::other:
-        case redis_errc::cluster_node: break;
-        }
-        return {value, *this};
-    }
-};
-} // namespace detail
-
-inline std::error_category const& redis_category() noexcept {
-    static detail::redis_category_impl const category;
-    return category;
-}
-
-inline std::error_code make_error_code(redis_errc e) noexcept {
-    return {static_cast<int>(e), redis_category()};
-}
-
-} // namespace compile_cache
-
-template <>
-struct std::is_error_code_enum<compile_cache::redis_errc> : std::true_type {};
 
 namespace compile_cache::detail {
 
@@ -127,12 +46,12 @@ struct redis_endpoint {
 };
 
 /// An error reply's classification.
-inline redis_errc classify_error_reply(std::string_view text) noexcept {
+inline remote_error classify_error_reply(std::string_view text) noexcept {
     auto starts = [&](std::string_view p) { return text.substr(0, p.size()) == p; };
     if (starts("NOAUTH") || starts("WRONGPASS") || starts("NOPERM") || starts("ERR invalid password") ||
         starts("ERR invalid username-password") || starts("ERR AUTH") || starts("ERR Client sent AUTH"))
-        return redis_errc::auth;
-    return redis_errc::other;
+        return remote_error::auth;
+    return remote_error::other;
 }
 
 /// One command, as its arguments.
@@ -160,11 +79,17 @@ public:
     /// `max_reply_bytes` on the wire (a longer one is `protocol`, and no more of it is
     /// read). Connects first when needed, within `connect_timeout` and the deadline.
     /// Arrays are accepted only when `arrays` is set. An error reply is returned as a
-    /// reply (type REDIS_REPLY_ERROR), not as an error.
+    /// reply (type REDIS_REPLY_ERROR), not as an error. All replies together take at most
+    /// `max_total_bytes` on the wire: past it the exchange stops as `too_large` (the
+    /// connection closed), `replies` holding those read before. On another failure too,
+    /// `replies` holds the replies read before it, each whole (but after a stray reply).
     std::error_code exchange(std::vector<redis_command> const& commands, std::vector<redis_reply_ptr>& replies,
                              std::size_t max_reply_bytes, redis_clock::time_point deadline,
-                             std::chrono::milliseconds connect_timeout, bool arrays = false) noexcept {
+                             std::chrono::milliseconds connect_timeout, bool arrays = false,
+                             std::size_t max_total_bytes = std::numeric_limits<std::size_t>::max()) noexcept {
         replies.clear();
+        total_taken_ = 0;
+        max_total_bytes_ = max_total_bytes;
         try {
             if (context_)
                 if (auto e = check_in_step()) return fail(e);
@@ -181,11 +106,11 @@ public:
             if (context_->reader->len > context_->reader->pos) {
                 replies.clear();
                 error_text_ = "the server sent more replies than commands (the connection is closed)";
-                return fail(make_error_code(redis_errc::protocol));
+                return fail(make_error_code(remote_error::protocol));
             }
             return {};
         } catch (...) {
-            return fail(make_error_code(redis_errc::other));
+            return fail(make_error_code(remote_error::other));
         }
     }
 
@@ -204,12 +129,12 @@ private:
     std::error_code check_in_step() {
         if (context_->reader->len > context_->reader->pos)
             return error_text_ = "the server sent a reply no command asked for (the connection is closed)",
-                   make_error_code(redis_errc::protocol);
+                   make_error_code(remote_error::protocol);
         char byte;
         ssize_t const n = retry_on_eintr([&] { return ::recv(context_->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT); });
         if (n > 0)
             return error_text_ = "the server sent a reply no command asked for (the connection is closed)",
-                   make_error_code(redis_errc::protocol);
+                   make_error_code(remote_error::protocol);
         if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) close();
         return {};
     }
@@ -228,29 +153,29 @@ private:
 
     std::error_code classify_context_error(redisContext const* c) {
         error_text_ = c ? c->errstr : "out of memory";
-        if (!c) return make_error_code(redis_errc::other);
+        if (!c) return make_error_code(remote_error::other);
         int const saved = errno;
 #ifdef REDIS_ERR_TIMEOUT
-        if (c->err == REDIS_ERR_TIMEOUT) return make_error_code(redis_errc::timeout);
+        if (c->err == REDIS_ERR_TIMEOUT) return make_error_code(remote_error::timeout);
 #endif
         if (c->err == REDIS_ERR_IO) {
             if (saved == ECONNREFUSED || saved == ENOENT || saved == ECONNRESET || saved == EHOSTUNREACH ||
                 saved == ENETUNREACH || saved == EADDRNOTAVAIL || saved == ECONNABORTED)
-                return make_error_code(redis_errc::refused);
+                return make_error_code(remote_error::refused);
             if (saved == ETIMEDOUT || saved == EAGAIN || saved == EINPROGRESS || saved == EWOULDBLOCK)
-                return make_error_code(redis_errc::timeout);
+                return make_error_code(remote_error::timeout);
             // hiredis 0.14 reports a connect timeout with its own text and errno cleared.
             if (std::strstr(c->errstr, "timed out") || std::strstr(c->errstr, "Timeout"))
-                return make_error_code(redis_errc::timeout);
+                return make_error_code(remote_error::timeout);
             if (std::strstr(c->errstr, "refused") || std::strstr(c->errstr, "No such file"))
-                return make_error_code(redis_errc::refused);
+                return make_error_code(remote_error::refused);
         }
-        return make_error_code(redis_errc::other);
+        return make_error_code(remote_error::other);
     }
 
     std::error_code connect(redis_clock::time_point deadline, std::chrono::milliseconds connect_timeout) {
         auto const left = remaining(deadline);
-        if (left.count() <= 0) return error_text_ = "no time left to connect", make_error_code(redis_errc::timeout);
+        if (left.count() <= 0) return error_text_ = "no time left to connect", make_error_code(remote_error::timeout);
         auto const budget = std::min<std::chrono::microseconds>(left, connect_timeout);
         auto const connect_deadline = redis_clock::now() + budget;
         timeval const tv = to_timeval(budget);
@@ -264,14 +189,17 @@ private:
             // A connect that gave up at its own timeout is a timeout, whatever errno says;
             // one that failed otherwise (a name that does not resolve, no route) is a
             // server out of reach, as a refusal is: a tier backs off from it alike.
-            if (e == redis_errc::other)
-                e = redis_clock::now() >= connect_deadline ? redis_errc::timeout : redis_errc::refused;
+            if (e == remote_error::other)
+                e = redis_clock::now() >= connect_deadline ? remote_error::timeout : remote_error::refused;
             return e;
         }
         context_ = c;
-        // A backstop only: every wait below polls with the time left to the deadline.
-        redisSetTimeout(context_, to_timeval(std::chrono::duration_cast<std::chrono::microseconds>(
-                                      std::max<std::chrono::microseconds>(remaining(deadline), {}))));
+        // The socket's receive timeout: a blocking recv waits at most receive_slice_, and
+        // read_reply uses one only while more than that is left before the deadline (half
+        // of what was left now: a later call, with its whole timeout ahead, gets a reply
+        // with one recv and no poll). Sends never block (MSG_DONTWAIT).
+        auto const slice = std::max<std::chrono::microseconds>(remaining(deadline) / 2, std::chrono::milliseconds(1));
+        receive_slice_ = redisSetTimeout(context_, to_timeval(slice)) == REDIS_OK ? slice : std::chrono::microseconds(0);
 #if HIREDIS_MAJOR > 1 || (HIREDIS_MAJOR == 1 && (HIREDIS_MINOR > 0 || HIREDIS_PATCH >= 1))
         context_->reader->maxelements = 1u << 20; // (hiredis 1.0.1 and later)
 #endif
@@ -292,7 +220,7 @@ private:
             if (reply->type == REDIS_REPLY_ERROR) {
                 // The server's text about credentials never holds the password itself.
                 error_text_.assign(reply->str, reply->len);
-                redis_errc const why = i == 0 && !endpoint_.password.empty() ? redis_errc::auth
+                remote_error const why = i == 0 && !endpoint_.password.empty() ? remote_error::auth
                                                                               : classify_error_reply(error_text_);
                 return fail(make_error_code(why));
             }
@@ -304,7 +232,7 @@ private:
     std::error_code wait(short events, redis_clock::time_point deadline) {
         for (;;) {
             auto const left = remaining(deadline);
-            if (left.count() <= 0) return error_text_ = "timed out", make_error_code(redis_errc::timeout);
+            if (left.count() <= 0) return error_text_ = "timed out", make_error_code(remote_error::timeout);
             pollfd p{context_->fd, events, 0};
             int const ms = static_cast<int>((left.count() + 999) / 1000);
             int const n = ::poll(&p, 1, ms);
@@ -312,7 +240,7 @@ private:
             if (n == 0) continue; // re-check the deadline
             if (errno == EINTR) continue;
             error_text_ = std::strerror(errno);
-            return make_error_code(redis_errc::other);
+            return make_error_code(remote_error::other);
         }
     }
 
@@ -370,7 +298,7 @@ private:
                     continue;
                 }
                 error_text_ = std::strerror(errno);
-                return make_error_code(errno == EPIPE || errno == ECONNRESET ? redis_errc::refused : redis_errc::other);
+                return make_error_code(errno == EPIPE || errno == ECONNRESET ? remote_error::refused : remote_error::other);
             }
             auto sent = static_cast<std::size_t>(n);
             while (first < iov.size() && sent >= iov[first].iov_len) sent -= iov[first++].iov_len;
@@ -389,42 +317,58 @@ private:
         for (;;) {
             // Refuse an array header before hiredis allocates its elements.
             if (!arrays && reader->ridx == -1 && reader->pos < reader->len && reader->buf[reader->pos] == '*')
-                return error_text_ = "unexpected array reply", make_error_code(redis_errc::protocol);
+                return error_text_ = "unexpected array reply", make_error_code(remote_error::protocol);
             void* r = nullptr;
             if (redisReaderGetReply(reader, &r) != REDIS_OK) {
                 error_text_ = reader->errstr;
-                return make_error_code(redis_errc::protocol);
+                return make_error_code(remote_error::protocol);
             }
             if (r) {
                 reply.reset(static_cast<redisReply*>(r));
                 return {};
             }
             if (taken > max_reply_bytes)
-                return error_text_ = "reply longer than the bound", make_error_code(redis_errc::protocol);
-            if (auto e = wait(POLLIN, deadline)) return e;
+                return error_text_ = "reply longer than the bound", make_error_code(remote_error::protocol);
+            if (total_taken_ > max_total_bytes_)
+                return error_text_ = "the replies together passed their bound of " + std::to_string(max_total_bytes_) +
+                                     " bytes",
+                       make_error_code(remote_error::too_large);
             char buffer[16384];
-            ssize_t const n = ::recv(context_->fd, buffer, sizeof buffer, MSG_DONTWAIT);
+            ssize_t n;
+            if (receive_slice_.count() > 0 && remaining(deadline) > receive_slice_) {
+                // The common case: one recv, which the socket's timeout (receive_slice_,
+                // less than the time left) bounds; a stalled server gives EAGAIN, and the
+                // loop goes on with what is left.
+                n = ::recv(context_->fd, buffer, sizeof buffer, 0);
+            } else {
+                if (auto e = wait(POLLIN, deadline)) return e;
+                n = ::recv(context_->fd, buffer, sizeof buffer, MSG_DONTWAIT);
+            }
             if (n == 0) {
                 // Closed before the reply began: the server went away; within it: a cut reply.
                 error_text_ = taken ? "the server closed the connection within a reply"
                                     : "the server closed the connection";
-                return make_error_code(taken ? redis_errc::protocol : redis_errc::refused);
+                return make_error_code(taken ? remote_error::protocol : remote_error::refused);
             }
             if (n < 0) {
                 if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
                 error_text_ = std::strerror(errno);
-                return make_error_code(errno == ECONNRESET ? redis_errc::refused : redis_errc::other);
+                return make_error_code(errno == ECONNRESET ? remote_error::refused : remote_error::other);
             }
             taken += static_cast<std::size_t>(n);
+            total_taken_ += static_cast<std::size_t>(n);
             if (redisReaderFeed(reader, buffer, static_cast<std::size_t>(n)) != REDIS_OK) {
                 error_text_ = reader->errstr;
-                return make_error_code(redis_errc::protocol);
+                return make_error_code(remote_error::protocol);
             }
         }
     }
 
     redis_endpoint endpoint_;
     redisContext* context_ = nullptr;
+    std::chrono::microseconds receive_slice_{0}; ///< the socket's SO_RCVTIMEO; 0: every wait polls
+    std::size_t total_taken_ = 0; ///< bytes the current exchange received
+    std::size_t max_total_bytes_ = std::numeric_limits<std::size_t>::max();
     std::string error_text_;
 };
 

@@ -1,0 +1,780 @@
+// compile_cache: a Storage on an HTTP(S) cache server (nginx or Apache with WebDAV,
+// bazel-remote, an object store's HTTP gateway): GET reads, PUT writes, DELETE removes,
+// WebDAV PROPFIND lists.
+// Optional header: needs libcurl (Debian libcurl4-openssl-dev), linked by the CMake target
+// compile_cache::http. Not included by compile_cache/compile_cache.hpp.
+//
+// Values are stored as given (the cache's envelopes) under the base URL, named by the
+// key in hex (http_layout). Every call is bounded: connecting by http_options::connect_timeout,
+// the whole exchange by http_options::timeout; a read takes at most its bound into memory
+// (a larger body is refused while it streams in). No member of the Storage interface throws.
+#pragma once
+
+// ---- inlined compile_cache/detail/config.hpp
+// compile_cache: what the library needs from the compiler, said first. Every public
+// header includes this before anything else, so that a translation unit compiled with
+// the wrong flags (llvm-config --cxxflags gives -std=c++14 -fno-exceptions) stops at
+// one sentence naming the flag, not at a page of errors from inside the library.
+// An include guard as well: the LLVM adapter's single-header copies inline this
+// header (scripts/amalgamate.py), and so does the single header.
+#ifndef COMPILE_CACHE_DETAIL_CONFIG_HPP
+#define COMPILE_CACHE_DETAIL_CONFIG_HPP
+
+#if defined(_MSVC_LANG)
+#define COMPILE_CACHE_CPLUSPLUS _MSVC_LANG
+#else
+#define COMPILE_CACHE_CPLUSPLUS __cplusplus
+#endif
+
+#if COMPILE_CACHE_CPLUSPLUS < 201703L
+#error "compile_cache: needs C++17 or later (-std=c++17); with llvm-config --cxxflags, replace its -std=c++14"
+#define COMPILE_CACHE_WRONG_FLAGS 1
+#endif
+
+#if !defined(__cpp_exceptions) && !defined(__EXCEPTIONS) && !defined(_CPPUNWIND)
+#error "compile_cache: needs exceptions (drop -fno-exceptions; llvm-config --cxxflags adds it, LLVM's headers do not need it)"
+#define COMPILE_CACHE_WRONG_FLAGS 1
+#endif
+
+// #error lets g++ and clang go on, into hundreds of errors from the library's code: a
+// missing include is fatal to both, so compilation stops here, at the sentences.
+#if defined(COMPILE_CACHE_WRONG_FLAGS)
+#include <compile_cache: compilation stopped; fix the flags named above>
+#endif
+
+// Separate compilation (docs/design.md, "What including the library costs"): a host that
+// defines COMPILE_CACHE_SEPARATE_COMPILATION in every translation unit and includes
+// <compile_cache/src.hpp> in exactly one gets the library's non-template functions
+// compiled once, there, instead of parsed and instantiated in each translation unit.
+// COMPILE_CACHE_DECL marks their declarations (inline in the default, header-only mode);
+// their definitions are in impl/*.ipp files, compiled where COMPILE_CACHE_INCLUDE_IMPL is 1.
+#if defined(COMPILE_CACHE_SEPARATE_COMPILATION)
+#define COMPILE_CACHE_DECL
+#if defined(COMPILE_CACHE_SOURCE)
+#define COMPILE_CACHE_INCLUDE_IMPL 1
+#else
+#define COMPILE_CACHE_INCLUDE_IMPL 0
+#endif
+#else
+#define COMPILE_CACHE_DECL inline
+#define COMPILE_CACHE_INCLUDE_IMPL 1
+#endif
+
+// A build that mixes the modes, or has src.hpp in no translation unit or in two, is ill-formed
+// (functions defined inline in some translation units and out of line in another, or not at
+// all, or twice); it fails at link time with a symbol whose name says what to do:
+// - every translation unit in separate-compilation mode references
+//   compile_cache_separate_compilation_needs_src_hpp_in_exactly_one_translation_unit, which
+//   src.hpp defines: "undefined reference" without src.hpp, "multiple definition" with two;
+// - every header-only translation unit defines
+//   compile_cache_define_COMPILE_CACHE_SEPARATE_COMPILATION_in_every_translation_unit_or_in_none
+//   in one COMDAT group (merged among them), and src.hpp defines it in another: "multiple
+//   definition" when both kinds are linked together.
+// (ELF, with GCC or Clang: the mark is a section-group directive of the assembler.)
+#if defined(__GNUC__)
+#if defined(COMPILE_CACHE_SEPARATE_COMPILATION)
+extern "C" char const compile_cache_separate_compilation_needs_src_hpp_in_exactly_one_translation_unit;
+namespace compile_cache::detail {
+namespace {
+[[maybe_unused]] __attribute__((used)) char const* const separate_compilation_mark =
+    &compile_cache_separate_compilation_needs_src_hpp_in_exactly_one_translation_unit;
+} // namespace
+} // namespace compile_cache::detail
+#elif defined(__ELF__)
+__asm__(".pushsection .rodata.compile_cache_header_only_mark,\"aG\",@progbits,compile_cache_header_only_mark,comdat\n"
+        ".globl compile_cache_define_COMPILE_CACHE_SEPARATE_COMPILATION_in_every_translation_unit_or_in_none\n"
+        "compile_cache_define_COMPILE_CACHE_SEPARATE_COMPILATION_in_every_translation_unit_or_in_none:\n"
+        ".byte 0\n"
+        ".popsection\n");
+#endif
+#endif
+
+// RTTI is checked by detail/config_rtti.hpp, in the headers that need it: the LLVM
+// adapter's no-RTTI side (compile_cache/llvm/object_store.hpp, object_cache.hpp) does not.
+
+#endif // COMPILE_CACHE_DETAIL_CONFIG_HPP
+// ---- end of compile_cache/detail/config.hpp
+
+#include <compile_cache/compile_cache.hpp>
+#include <compile_cache/storage/http/detail/webdav_listing.hpp>
+#include <compile_cache/storage/http/http_address.hpp>
+#include <compile_cache/storage/http/http_errc.hpp>
+
+#include <curl/curl.h>
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+namespace compile_cache {
+
+/// Where an entry is named under the base URL (`PREFIX_REMOTE_LAYOUT`).
+enum class http_layout {
+    flat,   ///< `URL/<key hex>`
+    fanout, ///< `URL/ab/<key hex>` (ab: the key's first two hex digits), for servers that slow down on big folders
+    bazel,  ///< `URL/ac/<key hex>`: bazel-remote's action cache (our keys are SHA-256 digests)
+};
+
+/// Everything an http_storage needs; the defaults are the Redis tier's.
+struct http_options {
+    std::string url; ///< `http[s]://[user@]host[:port][/path]` (http_address; no password)
+    http_layout layout = http_layout::flat;
+    std::chrono::milliseconds connect_timeout{100}; ///< TCP and TLS connect
+    std::chrono::milliseconds timeout{1000};        ///< a whole call, connecting and waiting for the connection included
+    std::string ca_file;                            ///< PEM CA bundle to verify the server with; empty: the system's
+    std::string cert_file;                          ///< client certificate (PEM); with key_file
+    std::string key_file;                           ///< the client certificate's private key (PEM)
+    /// Do not verify the server's certificate: anyone on the path can then read and change
+    /// what the cache loads. One line says so (set_logger, from_env).
+    bool tls_insecure = false;
+    std::string password;   ///< basic authentication of the URL's user (read from a file by from_env)
+    std::string token_file; ///< bearer token file, re-read whenever it changes (rotated tokens)
+    bool follow_redirects = false; ///< follow 3xx (at most 5, http and https only); otherwise a 3xx is an error
+    /// A listing (PROPFIND) gives up, as an error, past this long or this many bytes of answers.
+    std::chrono::milliseconds listing_timeout{std::chrono::minutes(10)};
+    std::uint64_t listing_max_bytes = std::uint64_t{1} << 30;
+};
+
+/// What the last failing call of an http_storage saw, for a log line: the method, the
+/// URL (never credentials) and the status or libcurl's reason.
+struct http_failure {
+    std::error_code error;
+    std::string text;
+};
+
+namespace detail {
+/// curl_global_init once per process (libcurl >= 7.84 makes it thread-safe; the static
+/// makes it once on older ones too). False when libcurl could not start.
+inline bool http_global_init() noexcept {
+    static bool const ok = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+    return ok;
+}
+
+inline http_errc http_errc_of(CURLcode c) noexcept {
+    switch (c) {
+    case CURLE_OPERATION_TIMEDOUT: return http_errc::timeout;
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY: return http_errc::refused;
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE: return http_errc::reset;
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_ENGINE_NOTFOUND:
+    case CURLE_SSL_ENGINE_SETFAILED:
+    case CURLE_SSL_ENGINE_INITFAILED:
+    case CURLE_USE_SSL_FAILED: return http_errc::tls;
+    case CURLE_FILESIZE_EXCEEDED: return http_errc::too_large;
+    case CURLE_TOO_MANY_REDIRECTS:
+    case CURLE_WEIRD_SERVER_REPLY:
+    case CURLE_UNSUPPORTED_PROTOCOL: return http_errc::bad_status;
+    default: return http_errc::other;
+    }
+}
+
+/// The error of an HTTP status the call did not expect (not 2xx, and not 404 on a read).
+inline http_errc http_errc_of_status(long status) noexcept {
+    if (status == 401 || status == 403) return http_errc::auth;
+    if (status == 413) return http_errc::too_large;
+    if (status >= 300 && status < 400) return http_errc::redirect;
+    if (status >= 500 && status < 600) return http_errc::server_error;
+    return http_errc::bad_status;
+}
+} // namespace detail
+
+/// A Storage on an HTTP(S) server (see http_options and http_layout).
+///
+/// `read` is a GET whose body is refused while it streams in once it passes `max_size`
+/// (and at once when its Content-Length announces more): `too_large`, nothing read.
+/// 404 and 410 read as absent. `write` is a PUT (in the fanout and bazel layouts, a PUT
+/// answered 409 or 500, as when the folder is missing, is followed by a MKCOL of the base
+/// and of the folder, then the PUT again, once), `remove` a DELETE (of an
+/// absent entry too), `list` WebDAV PROPFIND (Depth 1, then each fan-out folder). Failures
+/// are an error_code of http_category() (http_errc) for a tier to count; last_failure()
+/// tells the method, the URL and the status, never a credential.
+///
+/// One libcurl handle per storage, so one kept-alive connection: calls are serialised,
+/// a call waiting for the handle no longer than http_options::timeout. Move-only.
+class http_storage {
+public:
+    /// The storage `options` describe. Throws std::invalid_argument (the URL's fault in one
+    /// phrase, never the URL) when options.url is not an http_address; connects on first use.
+    explicit http_storage(http_options options) : state_(std::make_unique<state>()) {
+        std::string why;
+        std::optional<http_address> address = http_address::parse(options.url, why);
+        if (!address) throw std::invalid_argument("compile_cache: the HTTP storage's URL " + why);
+        state_->address = std::move(*address);
+        state_->options = std::move(options);
+        state_->options.url.clear(); // the parsed address is what is used (and shown)
+        detail::http_global_init();
+    }
+    explicit http_storage(std::string url) : http_storage(make_options(std::move(url))) {}
+
+    http_storage(http_storage&&) noexcept = default;
+    http_storage& operator=(http_storage&&) noexcept = default;
+
+    /// The storage the settings ask for (settings.hpp): `PREFIX_REMOTE` an `http://` or
+    /// `https://` URL (anything else: not configured, another remote's), then
+    /// `PREFIX_REMOTE_LAYOUT`, `_CA_FILE`, `_CERT_FILE` + `_KEY_FILE`, `_TLS_INSECURE`,
+    /// `_PASSWORD_FILE`, `_TOKEN_FILE`, `_CONNECT_TIMEOUT`, `_TIMEOUT`,
+    /// `_FOLLOW_REDIRECTS` (environment_settings). Off, with one line: a server whose entries
+    /// would not be authenticated (storage_settings::remote_trusted), a URL that does not
+    /// parse or holds a password, a file that cannot be read.
+    static from_env_result<http_storage> from_env(storage_settings const& settings) {
+        using result = from_env_result<http_storage>;
+        try {
+            settings_reader const& env = settings.env;
+            std::string const url = env.value("_REMOTE");
+            if (detail::is_off(url) || !http_address::is_http_url(url)) return result::not_configured();
+            if (!settings.cache_off.empty()) return result::off(settings.cache_off);
+            if (!settings.remote_trusted) return result::off(settings.untrusted_remote_reason());
+            std::string why;
+            if (!http_address::parse(url, why)) return result::off(env.name("_REMOTE") + " " + why + "; the remote is off");
+            http_options o;
+            o.url = url;
+            o.layout = env.choice("_REMOTE_LAYOUT",
+                                  {{"flat", http_layout::flat}, {"fanout", http_layout::fanout},
+                                   {"bazel", http_layout::bazel}},
+                                  http_layout::flat, "a layout");
+            auto readable = [&](char const* suffix, std::string& into) {
+                into = env.value(suffix);
+                if (into.empty()) return std::string();
+                struct ::stat st {};
+                if (::stat(into.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+                    return env.name(suffix) + "=\"" + into + "\" is not a file that can be read; the remote is off";
+                return std::string();
+            };
+            for (auto [suffix, into] : {std::pair<char const*, std::string*>{"_REMOTE_CA_FILE", &o.ca_file},
+                                        {"_REMOTE_CERT_FILE", &o.cert_file},
+                                        {"_REMOTE_KEY_FILE", &o.key_file},
+                                        {"_REMOTE_TOKEN_FILE", &o.token_file}}) {
+                std::string const bad = readable(suffix, *into);
+                if (!bad.empty()) return result::off(bad);
+            }
+            if (o.cert_file.empty() != o.key_file.empty())
+                return result::off(env.name(o.cert_file.empty() ? "_REMOTE_KEY_FILE" : "_REMOTE_CERT_FILE") +
+                                   " is set without " +
+                                   env.name(o.cert_file.empty() ? "_REMOTE_CERT_FILE" : "_REMOTE_KEY_FILE") +
+                                   ": a client certificate needs both; the remote is off");
+            std::string const password_file = env.value("_REMOTE_PASSWORD_FILE");
+            if (!password_file.empty()) {
+                std::string const reason = read_secret_file(password_file, o.password);
+                if (!reason.empty())
+                    return result::off(env.name("_REMOTE_PASSWORD_FILE") + "=\"" + password_file +
+                                       "\" cannot be used: " + reason + "; the remote is off");
+                trim_line_end(o.password);
+            }
+            o.tls_insecure = env.flag("_REMOTE_TLS_INSECURE", false, "certificates are verified");
+            o.follow_redirects = env.flag("_REMOTE_FOLLOW_REDIRECTS", false, "redirects are not followed");
+            auto positive = [&](char const* suffix, std::chrono::milliseconds fallback) {
+                std::chrono::milliseconds const d = env.milliseconds(suffix, fallback);
+                if (d.count() > 0 && d <= max_timeout) return d;
+                env.report_value(suffix, env.value(suffix),
+                                 std::string(d.count() > 0 ? "is longer than a timeout may be (at most 600 s)"
+                                                           : "is not a positive duration") +
+                                     "; using the default, " + std::to_string(fallback.count()) + " ms");
+                return fallback;
+            };
+            o.connect_timeout = positive("_REMOTE_CONNECT_TIMEOUT", o.connect_timeout);
+            o.timeout = positive("_REMOTE_TIMEOUT", o.timeout);
+            http_storage storage(std::move(o));
+            storage.state_->logger = settings.logger;
+            if (storage.state_->options.tls_insecure) {
+                env.report(storage.insecure_line(env.name("_REMOTE_TLS_INSECURE")));
+                storage.state_->insecure_said = true;
+            }
+            return result(std::move(storage));
+        } catch (std::exception const& e) {
+            return result::off(std::string("the HTTP remote cannot be set up: ") + e.what());
+        } catch (...) {
+            return result::off("the HTTP remote cannot be set up");
+        }
+    }
+
+    /// What from_env reads, one line each, for a host's --help.
+    static std::vector<environment_setting> environment_settings(std::string_view prefix) {
+        std::string const p(prefix);
+        return {
+            {p + "_REMOTE", "the HTTP cache server: http[s]://[user@]host[:port][/path] (WebDAV, bazel-remote; a "
+                            "password in the URL is refused); unset or off: none"},
+            {p + "_REMOTE_LAYOUT", "where entries go under the URL: flat (URL/KEY, the default), fanout (URL/ab/KEY) "
+                                   "or bazel (URL/ac/KEY, bazel-remote's action cache)"},
+            {p + "_REMOTE_CA_FILE", "PEM file of the CA that signed the server's certificate (default: the system's)"},
+            {p + "_REMOTE_CERT_FILE", "PEM client certificate shown to the server (with " + p + "_REMOTE_KEY_FILE)"},
+            {p + "_REMOTE_KEY_FILE", "PEM private key of the client certificate"},
+            {p + "_REMOTE_TLS_INSECURE", "1 does not verify the server's certificate (anyone on the path can then "
+                                         "change what the cache loads)"},
+            {p + "_REMOTE_PASSWORD_FILE", "a file holding the password of the URL's user (basic authentication)"},
+            {p + "_REMOTE_TOKEN_FILE", "a file holding a bearer token, read again whenever it changes"},
+            {p + "_REMOTE_CONNECT_TIMEOUT", "connect timeout, ms or with s (default 100)"},
+            {p + "_REMOTE_TIMEOUT", "timeout of each call to the server, ms or with s (default 1000)"},
+            {p + "_REMOTE_FOLLOW_REDIRECTS", "1 follows the server's redirects (default: a redirect is an error)"},
+            {p + "_REMOTE_INSECURE", "1 uses the server without a secret (only for a server that only trusted "
+                                     "machines can write)"},
+        };
+    }
+
+    read_result read(key const& k, std::string& out, std::size_t max_size) noexcept {
+        out.clear();
+        try {
+            exchange x = call("GET", entry_url(k), {}, &out, max_size, state_->options.timeout);
+            if (x.over_bound) {
+                out.clear();
+                return {read_status::too_large, make_error_code(http_errc::too_large)};
+            }
+            if (!x.error && (x.status == 404 || x.status == 410)) {
+                out.clear();
+                return {read_status::absent, {}};
+            }
+            if (x.error || x.status / 100 != 2) {
+                out.clear();
+                std::error_code const e = x.error ? x.error : make_error_code(detail::http_errc_of_status(x.status));
+                if (e == http_errc::too_large) return {read_status::too_large, e};
+                fail("GET", k, x, e);
+                return {read_status::error, e};
+            }
+            return {read_status::found, {}};
+        } catch (...) {
+            out.clear();
+            return {read_status::error, make_error_code(http_errc::other)};
+        }
+    }
+
+    /// As read: an HTTP server keeps no use time for the cache to leave alone.
+    read_result peek(key const& k, std::string& out, std::size_t max_size) noexcept { return read(k, out, max_size); }
+
+    std::error_code write(key const& k, std::string_view bytes) noexcept {
+        try {
+            std::string const url = entry_url(k);
+            exchange x = call("PUT", url, bytes, nullptr, 0, state_->options.timeout);
+            if (!x.error && (x.status == 409 || x.status == 500) && state_->options.layout != http_layout::flat) {
+                // The folder may be missing: WebDAV answers 409 (RFC 4918), nginx without
+                // create_full_put_path 500. Make the base and the folder (either may exist
+                // already: its MKCOL fails, harmlessly), then put again, once.
+                std::string const folder = url.substr(0, url.rfind('/') + 1);
+                call("MKCOL", state_->address.base(), {}, nullptr, 0, state_->options.timeout);
+                call("MKCOL", folder, {}, nullptr, 0, state_->options.timeout);
+                x = call("PUT", url, bytes, nullptr, 0, state_->options.timeout);
+            }
+            if (!x.error && x.status / 100 == 2) return {};
+            std::error_code const e = x.error ? x.error : make_error_code(detail::http_errc_of_status(x.status));
+            fail("PUT", k, x, e);
+            return e;
+        } catch (...) {
+            return make_error_code(http_errc::other);
+        }
+    }
+
+    std::error_code remove(key const& k) noexcept {
+        try {
+            exchange x = call("DELETE", entry_url(k), {}, nullptr, 0, state_->options.timeout);
+            if (!x.error && (x.status / 100 == 2 || x.status == 404 || x.status == 410)) return {};
+            std::error_code const e = x.error ? x.error : make_error_code(detail::http_errc_of_status(x.status));
+            fail("DELETE", k, x, e);
+            return e;
+        } catch (...) {
+            return make_error_code(http_errc::other);
+        }
+    }
+
+    /// Every entry under the base URL (in each fan-out folder; under `ac/` for bazel), from
+    /// WebDAV PROPFIND with Depth 1: its size and modification time (last_use_s; a server
+    /// keeps no use time). Names that are not a key in hex are skipped. A server that does
+    /// not offer PROPFIND (405, 501) answers http_errc::cannot_list; a base URL that does
+    /// not exist yet lists nothing. Stops at the first failure, which it returns; past
+    /// http_options::listing_timeout (`timeout`) or listing_max_bytes (`too_large`) too.
+    std::error_code list(std::vector<stored_entry>& out) const {
+        try {
+            auto const deadline = clock::now() + state_->options.listing_timeout;
+            std::vector<std::string> folders;
+            std::string const base = state_->address.base();
+            folders.push_back(state_->options.layout == http_layout::bazel ? base + "ac/" : base);
+            for (std::size_t i = 0; i < folders.size(); ++i) {
+                auto const left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
+                if (left.count() <= 0) return make_error_code(http_errc::timeout);
+                std::string body;
+                exchange x = call("PROPFIND", folders[i], {}, &body, state_->options.listing_max_bytes, left);
+                if (x.over_bound) return make_error_code(http_errc::too_large);
+                if (!x.error && x.status == 404) continue;
+                if (!x.error && (x.status == 405 || x.status == 501)) {
+                    std::error_code const e = make_error_code(http_errc::cannot_list);
+                    remember(e, "PROPFIND " + folders[i] + ": HTTP " + std::to_string(x.status) +
+                                    ": the server offers no WebDAV listing");
+                    return e;
+                }
+                if (x.error || x.status != 207) {
+                    std::error_code const e = x.error ? x.error : make_error_code(detail::http_errc_of_status(x.status));
+                    remember(e, "PROPFIND " + folders[i] + ": " + describe_exchange(x));
+                    return e;
+                }
+                std::vector<detail::webdav_item> const items = detail::parse_webdav_multistatus(body);
+                for (std::size_t j = 0; j < items.size(); ++j) {
+                    detail::webdav_item const& item = items[j];
+                    if (item.collection) {
+                        if (j == 0) continue; // the folder itself
+                        std::optional<key> const fan = key::from_hex(item.name);
+                        if (i == 0 && state_->options.layout == http_layout::fanout && fan && fan->size() == 1 &&
+                            fan->hex() == item.name) // two lower-case hex digits
+                            folders.push_back(base + item.name + "/");
+                        continue;
+                    }
+                    std::optional<key> const k = key::from_hex(item.name);
+                    if (!k || k->hex() != item.name) continue; // not an entry's name as entry_url writes it
+                    if (state_->options.layout == http_layout::fanout &&
+                        (i == 0 || item.name.compare(0, 2, folders[i], folders[i].size() - 3, 2) != 0))
+                        continue; // not in the folder its key names
+                    out.push_back(stored_entry{*k, item.size, item.modified_s});
+                }
+            }
+            return {};
+        } catch (...) {
+            return make_error_code(http_errc::other);
+        }
+    }
+
+    /// The URL of a key's entry (never with credentials), for the cache's failure lines.
+    std::string entry_path(key const& k) const { return entry_url(k); }
+
+    /// "HTTP server https://host:port/path/ (layout fanout)", for the tier's lines.
+    std::string describe() const {
+        static char const* const names[] = {"flat", "fanout", "bazel"};
+        return "HTTP server " + state_->address.base() + " (layout " +
+               names[static_cast<int>(state_->options.layout)] + ")";
+    }
+
+    /// What the last failing call saw (the method, the URL, the status or libcurl's
+    /// reason); no credential.
+    http_failure last_failure() const {
+        std::lock_guard<std::mutex> lock(state_->failure_mutex);
+        return state_->failure;
+    }
+
+    /// The cache's logger: with http_options::tls_insecure, one line says that the
+    /// server's certificate is not verified (once).
+    void set_logger(std::function<void(std::string_view)> logger) {
+        state_->logger = std::move(logger);
+        if (state_->options.tls_insecure && !state_->insecure_said && state_->logger) {
+            state_->insecure_said = true;
+            try {
+                state_->logger(insecure_line("http_options::tls_insecure"));
+            } catch (...) {
+            }
+        }
+    }
+
+    http_address const& address() const noexcept { return state_->address; }
+    http_options const& options() const noexcept { return state_->options; }
+
+    /// The longest connect or call timeout from_env accepts.
+    static constexpr std::chrono::milliseconds max_timeout{600000};
+
+private:
+    using clock = std::chrono::steady_clock;
+
+    struct curl_deleter {
+        void operator()(CURL* c) const noexcept { curl_easy_cleanup(c); }
+    };
+
+    /// The bearer token file as last read: re-read when any of these changes.
+    struct file_stamp {
+        dev_t dev = 0;
+        ino_t ino = 0;
+        off_t size = -1;
+        std::int64_t mtime_ns = -1;
+        bool operator==(file_stamp const& o) const noexcept {
+            return dev == o.dev && ino == o.ino && size == o.size && mtime_ns == o.mtime_ns;
+        }
+    };
+
+    struct state {
+        http_options options;
+        http_address address;
+        std::timed_mutex handle_mutex; // one call at a time on the handle (and its connection)
+        std::unique_ptr<CURL, curl_deleter> handle;
+        std::string token;
+        file_stamp token_stamp;
+        mutable std::mutex failure_mutex;
+        http_failure failure;
+        std::function<void(std::string_view)> logger;
+        bool insecure_said = false;
+    };
+
+    /// What one exchange gave: a transport error (error set), or a status.
+    struct exchange {
+        std::error_code error;
+        long status = 0;
+        bool over_bound = false; ///< the body passed the caller's bound and was refused
+        std::string curl_text;   ///< libcurl's reason for a transport error
+    };
+
+    /// Where a response body goes: `out` up to `max` bytes (then the transfer is aborted);
+    /// the body of an error status, or of a call that wants none, is read up to 64 KiB
+    /// and dropped (past that the connection is dropped rather than read to its end).
+    struct body_sink {
+        CURL* handle = nullptr;
+        std::string* out = nullptr;
+        std::size_t max = 0;
+        bool over = false;
+        std::size_t dropped = 0;
+    };
+
+    static std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user) noexcept {
+        body_sink& sink = *static_cast<body_sink*>(user);
+        std::size_t const n = size * count;
+        long status = 0;
+        curl_easy_getinfo(sink.handle, CURLINFO_RESPONSE_CODE, &status);
+        if (!sink.out || status / 100 != 2) {
+            sink.dropped += n;
+            return sink.dropped > drop_max ? 0 : n;
+        }
+        if (n > sink.max - sink.out->size()) {
+            sink.over = true;
+            return 0;
+        }
+        try {
+            if (sink.out->empty()) {
+                curl_off_t announced = -1;
+                if (curl_easy_getinfo(sink.handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &announced) == CURLE_OK &&
+                    announced > 0 && static_cast<std::uint64_t>(announced) <= sink.max)
+                    sink.out->reserve(static_cast<std::size_t>(announced));
+            }
+            sink.out->append(data, n);
+        } catch (...) {
+            return 0;
+        }
+        return n;
+    }
+
+    struct body_source {
+        std::string_view rest;
+    };
+
+    static std::size_t on_upload(char* buffer, std::size_t size, std::size_t count, void* user) noexcept {
+        body_source& source = *static_cast<body_source*>(user);
+        std::size_t const n = std::min(size * count, source.rest.size());
+        if (n > 0) std::memcpy(buffer, source.rest.data(), n);
+        source.rest.remove_prefix(n);
+        return n;
+    }
+
+    struct header_list {
+        curl_slist* list = nullptr;
+        ~header_list() { curl_slist_free_all(list); }
+        void add(char const* h) {
+            curl_slist* const l = curl_slist_append(list, h);
+            if (!l) throw std::bad_alloc();
+            list = l;
+        }
+    };
+
+    static constexpr std::size_t drop_max = std::size_t{64} << 10;
+
+    static http_options make_options(std::string url) {
+        http_options o;
+        o.url = std::move(url);
+        return o;
+    }
+
+    static void trim_line_end(std::string& s) {
+        if (!s.empty() && s.back() == '\n') s.pop_back();
+        if (!s.empty() && s.back() == '\r') s.pop_back();
+    }
+
+    std::string insecure_line(std::string const& setting) const {
+        return describe() + ": TLS certificate verification is off (" + setting +
+               "): anyone on the network path can read and change what the cache loads";
+    }
+
+    std::string entry_url(key const& k) const {
+        std::string const hex = k.hex();
+        std::string url = state_->address.base();
+        switch (state_->options.layout) {
+        case http_layout::flat: break;
+        case http_layout::fanout: url += hex.substr(0, 2) + "/"; break;
+        case http_layout::bazel: url += "ac/"; break;
+        }
+        return url + hex;
+    }
+
+    static std::string describe_exchange(exchange const& x) {
+        if (x.error) return x.curl_text.empty() ? x.error.message() : x.curl_text;
+        return "HTTP " + std::to_string(x.status);
+    }
+
+    void remember(std::error_code e, std::string text) const {
+        std::lock_guard<std::mutex> lock(state_->failure_mutex);
+        state_->failure = {e, std::move(text)};
+    }
+
+    void fail(char const* method, key const& k, exchange const& x, std::error_code e) const {
+        remember(e, std::string(method) + " " + entry_url(k) + ": " + describe_exchange(x));
+    }
+
+    /// The bearer token, read again when its file changed; false (and the failure
+    /// remembered) when it cannot be read now.
+    bool current_token() const {
+        struct ::stat st {};
+        if (::stat(state_->options.token_file.c_str(), &st) != 0) {
+            remember(make_error_code(http_errc::credentials),
+                     "the token file " + state_->options.token_file + " cannot be read: " + std::strerror(errno));
+            return false;
+        }
+        file_stamp const now{st.st_dev, st.st_ino, st.st_size,
+                             static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+        if (now == state_->token_stamp && !state_->token.empty()) return true;
+        std::string token;
+        std::string const reason = read_secret_file(state_->options.token_file, token);
+        if (!reason.empty()) {
+            remember(make_error_code(http_errc::credentials),
+                     "the token file " + state_->options.token_file + " cannot be used: " + reason);
+            return false;
+        }
+        trim_line_end(token);
+        state_->token = std::move(token);
+        state_->token_stamp = now;
+        return true;
+    }
+
+    /// One exchange on the storage's handle, bounded by `timeout` in all (the wait for the
+    /// handle included). `upload`: the PUT body; `out`: where a 2xx body goes, up to `max`.
+    exchange call(char const* method, std::string const& url, std::string_view upload, std::string* out,
+                  std::uint64_t max, std::chrono::milliseconds timeout) const {
+        exchange x;
+        auto const start = clock::now();
+        std::unique_lock<std::timed_mutex> lock(state_->handle_mutex, std::defer_lock);
+        if (!lock.try_lock_for(timeout)) {
+            x.error = make_error_code(http_errc::timeout);
+            x.curl_text = "another call held the connection for the whole timeout";
+            return x;
+        }
+        auto const left = timeout - std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - start);
+        if (left.count() <= 0) {
+            x.error = make_error_code(http_errc::timeout);
+            return x;
+        }
+        if (!detail::http_global_init()) {
+            x.error = make_error_code(http_errc::other);
+            x.curl_text = "libcurl could not be initialised";
+            return x;
+        }
+        if (!state_->handle) state_->handle.reset(curl_easy_init());
+        CURL* const h = state_->handle.get();
+        if (!h) {
+            x.error = make_error_code(http_errc::other);
+            x.curl_text = "libcurl could not make a handle";
+            return x;
+        }
+        http_options const& o = state_->options;
+        bool const bearer = !o.token_file.empty();
+        if (bearer && !current_token()) {
+            x.error = make_error_code(http_errc::credentials);
+            x.curl_text = last_failure().text;
+            return x;
+        }
+        // reset keeps the open connection, the DNS cache and the TLS session.
+        curl_easy_reset(h);
+        char error_text[CURL_ERROR_SIZE] = {};
+        body_sink sink{h, out, out ? static_cast<std::size_t>(std::min<std::uint64_t>(max, SIZE_MAX)) : 0, false, 0};
+        body_source source{upload};
+        header_list headers;
+        headers.add("Expect:"); // no 100-continue wait before a large PUT
+        bool const put = std::strcmp(method, "PUT") == 0;
+        bool const propfind = std::strcmp(method, "PROPFIND") == 0;
+        static char const propfind_body[] =
+            "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<D:propfind xmlns:D=\"DAV:\"><D:prop>"
+            "<D:resourcetype/><D:getcontentlength/><D:getlastmodified/></D:prop></D:propfind>\n";
+        if (put) headers.add("Content-Type: application/octet-stream");
+        if (propfind) {
+            headers.add("Depth: 1");
+            headers.add("Content-Type: application/xml");
+        }
+        auto set = [&](CURLoption option, auto value) {
+            CURLcode const c = curl_easy_setopt(h, option, value);
+            if (c != CURLE_OK && x.curl_text.empty()) x.curl_text = curl_easy_strerror(c);
+            return c == CURLE_OK;
+        };
+        bool ok = set(CURLOPT_URL, url.c_str()) && set(CURLOPT_NOSIGNAL, 1L) && set(CURLOPT_ERRORBUFFER, error_text) &&
+                  set(CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(std::min(o.connect_timeout, left).count())) &&
+                  set(CURLOPT_TIMEOUT_MS, static_cast<long>(left.count())) && set(CURLOPT_TCP_KEEPALIVE, 1L) &&
+                  set(CURLOPT_HTTPHEADER, headers.list) && set(CURLOPT_WRITEFUNCTION, &http_storage::on_body) &&
+                  set(CURLOPT_WRITEDATA, static_cast<void*>(&sink)) &&
+                  set(CURLOPT_FOLLOWLOCATION, o.follow_redirects ? 1L : 0L) && set(CURLOPT_MAXREDIRS, 5L);
+#if LIBCURL_VERSION_NUM >= 0x075500
+        ok = ok && set(CURLOPT_PROTOCOLS_STR, "http,https") && set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+#else
+        ok = ok && set(CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS)) &&
+             set(CURLOPT_REDIR_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+        if (out && !propfind) ok = ok && set(CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(std::min<std::uint64_t>(max, INT64_MAX)));
+        if (state_->address.tls) {
+            ok = ok && set(CURLOPT_SSL_VERIFYPEER, o.tls_insecure ? 0L : 1L) &&
+                 set(CURLOPT_SSL_VERIFYHOST, o.tls_insecure ? 0L : 2L);
+            if (!o.ca_file.empty()) ok = ok && set(CURLOPT_CAINFO, o.ca_file.c_str());
+            if (!o.cert_file.empty()) ok = ok && set(CURLOPT_SSLCERT, o.cert_file.c_str());
+            if (!o.key_file.empty()) ok = ok && set(CURLOPT_SSLKEY, o.key_file.c_str());
+        }
+        if (bearer) {
+            ok = ok && set(CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BEARER)) &&
+                 set(CURLOPT_XOAUTH2_BEARER, state_->token.c_str());
+        } else if (!state_->address.user.empty()) {
+            ok = ok && set(CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BASIC)) &&
+                 set(CURLOPT_USERNAME, state_->address.user.c_str()) && set(CURLOPT_PASSWORD, o.password.c_str());
+        }
+        if (put) {
+            ok = ok && set(CURLOPT_UPLOAD, 1L) && set(CURLOPT_READFUNCTION, &http_storage::on_upload) &&
+                 set(CURLOPT_READDATA, static_cast<void*>(&source)) &&
+                 set(CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(upload.size()));
+        } else if (propfind) {
+            ok = ok && set(CURLOPT_CUSTOMREQUEST, method) && set(CURLOPT_POSTFIELDS, propfind_body) &&
+                 set(CURLOPT_POSTFIELDSIZE, static_cast<long>(sizeof propfind_body - 1));
+        } else if (std::strcmp(method, "GET") != 0) {
+            ok = ok && set(CURLOPT_CUSTOMREQUEST, method);
+        }
+        if (!ok) {
+            x.error = make_error_code(http_errc::other);
+            curl_easy_reset(h);
+            return x;
+        }
+        CURLcode const c = curl_easy_perform(h);
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &x.status);
+        if (sink.over || (c == CURLE_FILESIZE_EXCEEDED && x.status / 100 == 2)) {
+            x.over_bound = true;
+        } else if (c == CURLE_WRITE_ERROR && sink.dropped > drop_max) {
+            // An error status with a long body: the status is the answer.
+        } else if (c != CURLE_OK && !(c == CURLE_FILESIZE_EXCEEDED && x.status != 0)) {
+            x.error = make_error_code(detail::http_errc_of(c));
+            x.curl_text = error_text[0] ? std::string(error_text) : std::string(curl_easy_strerror(c));
+        }
+        // Nothing of this call (the token, the password) stays set on the handle.
+        curl_easy_reset(h);
+        return x;
+    }
+
+    std::unique_ptr<state> state_;
+};
+
+} // namespace compile_cache
+
+static_assert(compile_cache::check_storage<compile_cache::http_storage>::value);
