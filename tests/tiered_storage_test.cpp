@@ -513,7 +513,7 @@ TEST_CASE("tiered_storage: sync uploads (PREFIX_REMOTE_UPLOAD=sync) send each st
     }
 }
 
-TEST_CASE("tiered_storage: a remote hit is the host's before its local copy is made; the worker copies it, and its "
+TEST_CASE("tiered_storage: a remote hit is the host's before its local copy is made, and the worker copies it, and its "
           "record, after the check",
           "[tiered][upload]") {
     temp_dir dir;
@@ -564,7 +564,7 @@ TEST_CASE("tiered_storage: a full upload queue drops uploads with a count, and n
     CHECK(compile_cache_test::entries_under(dir.path() / "local") == 20);
 }
 
-TEST_CASE("tiered_storage: at the end, queued uploads get the drain time; the rest are dropped, counted, and said "
+TEST_CASE("tiered_storage: at the end, queued uploads get the drain time, and the rest are dropped, counted, and said "
           "in one line",
           "[tiered][upload]") {
     temp_dir dir;
