@@ -96,7 +96,7 @@ TEST_CASE("ed25519: RFC 8032's vectors sign and verify as the RFC says") {
     }
 }
 
-TEST_CASE("ed25519: a generated key's lines read back; a changed byte, another key or an unlisted one never verify") {
+TEST_CASE("ed25519: a generated key's lines read back, and a changed byte, another key or an unlisted one never verify") {
     std::string why;
     auto ci = cc::ed25519_signer::generate("ci-2026", why);
     REQUIRE(ci);
@@ -129,7 +129,7 @@ TEST_CASE("ed25519: a generated key's lines read back; a changed byte, another k
     CHECK(keys.verify(ci->id(), entry, forged) == cc::signature_check::bad_signature);
 }
 
-TEST_CASE("ed25519: two trusted keys for rotation; a key removed from the list no longer verifies") {
+TEST_CASE("ed25519: two trusted keys for rotation, and a key removed from the list no longer verifies") {
     std::string why;
     auto old_key = cc::ed25519_signer::generate("ci-old", why);
     auto new_key = cc::ed25519_signer::generate("ci-new", why);
