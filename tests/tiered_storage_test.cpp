@@ -446,7 +446,7 @@ using gated_local_tier = cc::tiered_storage<gated_local, gated_remote>;
 using gated_local_tier_cache = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, gated_local_tier>;
 } // namespace
 
-TEST_CASE("tiered_storage: a store's upload is sent by the tier's worker, started at the first one; the host does "
+TEST_CASE("tiered_storage: a store's upload is sent by the tier's worker, started at the first one, and the host does "
           "not wait for it",
           "[tiered][upload]") {
     temp_dir dir;
