@@ -25,6 +25,8 @@
 #include <vector>
 
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace {
 
@@ -337,7 +339,7 @@ TEST_CASE("tiered_storage::from_env: unset PREFIX_REMOTE is the local storage al
                                                 "P_REMOTE_MODE", "P_REMOTE_ONLY", "P_REMOTE_INSECURE",
                                                 "P_REMOTE_REPLACE_UNAUTHENTIC", "P_REMOTE_BUDGET", "P_REMOTE_UPLOAD",
                                                 "P_REMOTE_UPLOAD_QUEUE", "P_REMOTE_UPLOAD_DRAIN", "P_LOG",
-                                                "P_SECRET_FILE", "P_VERIFY", "P_MIN_COMPILE_TIME"});
+                                                "P_SECRET_FILE", "P_VERIFY", "P_MIN_COMPILE_TIME", "P_RECORD_IDENTITIES"});
     }
 }
 
@@ -643,4 +645,69 @@ TEST_CASE("tiered_storage: a removal is not undone by an upload or a copy of the
     std::string out;
     CHECK(tier.read(removed, out, 1 << 20).status == cc::read_status::absent);
     CHECK(server.entries->size() == 1);
+}
+
+namespace {
+/// A local storage with one lock that its write holds while it waits at a gate, as a
+/// SQLite storage or a directory's ledger holds a lock across its I/O.
+struct locked_local {
+    std::shared_ptr<cc::memory_storage> entries = std::make_shared<cc::memory_storage>();
+    std::shared_ptr<std::mutex> lock = std::make_shared<std::mutex>();
+    std::shared_ptr<gate> writes = std::make_shared<gate>(false);
+
+    cc::read_result read(cc::key const& k, std::string& out, std::size_t max) {
+        std::lock_guard<std::mutex> held(*lock);
+        return entries->read(k, out, max);
+    }
+    std::error_code write(cc::key const& k, std::string_view bytes) {
+        std::lock_guard<std::mutex> held(*lock);
+        writes->pass();
+        return entries->write(k, bytes);
+    }
+    std::error_code remove(cc::key const& k) {
+        std::lock_guard<std::mutex> held(*lock);
+        return entries->remove(k);
+    }
+};
+} // namespace
+
+TEST_CASE("tiered_storage: a child forked while the worker's copy holds the local storage's lock answers at once, "
+          "without its storages",
+          "[tiered][upload][fork]") {
+    gated_remote server;
+    std::string const key_bytes(32, 'k');
+    cc::key const k(key_bytes.data(), key_bytes.size());
+    REQUIRE_FALSE(server.entries->write(k, "an entry"));
+    locked_local local;
+    auto const lock = local.lock;
+    auto const writes = local.writes;
+    cc::tiered_storage<locked_local, gated_remote> tier(std::move(local), server, cc::tier_options{});
+    std::string out;
+    cc::read_result const answer = tier.read(k, out, 1 << 20);
+    REQUIRE(answer.status == cc::read_status::found);
+    // As the cache does once the entry checked: the worker copies it, and its write waits
+    // at the gate holding the local storage's lock.
+    tier.entry_checked(k, out, answer, cc::entry_check::sound);
+    auto const until = std::chrono::steady_clock::now() + 10s;
+    while (lock->try_lock()) {
+        lock->unlock();
+        REQUIRE(std::chrono::steady_clock::now() < until);
+        std::this_thread::sleep_for(1ms);
+    }
+    pid_t const pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        ::alarm(5); // a child stuck on the inherited lock is killed: the parent sees the signal
+        std::string o;
+        bool const read_absent = tier.read(k, o, 1 << 20).status == cc::read_status::absent;
+        bool const write_refused = static_cast<bool>(tier.write(k, "from the child"));
+        ::_exit(read_absent && write_refused ? 0 : 1);
+    }
+    writes->release();
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    REQUIRE(tier.wait_for_uploads(10s));
+    CHECK(writes->passed == 1); // the parent's copy went through once the gate opened
 }

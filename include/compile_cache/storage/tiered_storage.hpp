@@ -152,6 +152,8 @@ public:
     /// In a forked child: whether the parent's thread was running a job when the process forked.
     bool forked_mid_job() const noexcept { return forked_mid_job_.load(std::memory_order_relaxed); }
 
+    /// How long fork() waits for a job under way to end (see before_fork).
+    static constexpr std::chrono::milliseconds fork_wait{200};
     /// The fork handlers (pthread_atfork), for every worker alive.
     COMPILE_CACHE_DECL static void before_fork() noexcept;
     COMPILE_CACHE_DECL static void after_fork_in_parent() noexcept;
@@ -175,6 +177,7 @@ private:
     key running_key_;              ///< its key
     bool waiting_ = false;         ///< the thread waits for a job (a push wakes it)
     bool ending_ = false;
+    bool fork_pending_ = false;   ///< a fork() is about to happen: the thread takes no new job
     std::chrono::steady_clock::time_point drain_until_{};
     std::unique_ptr<std::thread> thread_;
     std::atomic<bool> forked_mid_job_{false};
@@ -385,6 +388,10 @@ public:
             return {read_status::absent, {}};
         }
         read_result answer{read_status::absent, {}};
+        if (state_->forked_mid_job()) { // a child forked while the worker held the storages' locks
+            out.clear();
+            return answer;
+        }
         if (state_->local) {
             answer = state_->local_read(k, out, max_size);
             answer.origin = 0;
@@ -426,6 +433,7 @@ public:
 
     std::error_code write(key const& k, std::string_view bytes) noexcept {
         if (!state_) return std::make_error_code(std::errc::invalid_argument);
+        if (state_->forked_mid_job()) return std::make_error_code(std::errc::resource_unavailable_try_again);
         std::error_code answer;
         if (state_->local) answer = state_->local_write(k, bytes);
         else if (state_->options.mode != remote_mode::read_write)
@@ -453,6 +461,7 @@ public:
 
     std::error_code remove(key const& k) noexcept {
         if (!state_) return {};
+        if (state_->forked_mid_job()) return std::make_error_code(std::errc::resource_unavailable_try_again);
         // What the worker would still write for k (an upload, a copy) must not bring it back.
         if (state_->worker) (void)state_->worker->cancel(k, std::chrono::seconds(10));
         std::error_code answer;
@@ -483,7 +492,9 @@ public:
     /// (`answer.origin == from_remote`) that is sound is copied to the local storage; a
     /// damaged or unauthenticated one is counted against the remote.
     void entry_checked(key const& k, std::string_view entry, read_result const& answer, entry_check check) noexcept {
-        if (!state_ || !state_->remote || answer.origin != from_remote || answer.status != read_status::found) return;
+        if (!state_ || !state_->remote || answer.origin != from_remote || answer.status != read_status::found ||
+            state_->forked_mid_job())
+            return;
         if (is_identity_record_key(k)) {
             // An identity record is no entry: counted apart, and its errors not at all.
             if (check == entry_check::sound) {
@@ -534,7 +545,7 @@ public:
     /// Passes the cache's counters on to the local storage when it keeps them.
     std::error_code record_counters(std::vector<std::pair<std::string, std::uint64_t>> const& delta) noexcept {
         if constexpr (detail::has_record_counters<Local>::value) {
-            if (state_ && state_->local) {
+            if (state_ && state_->local && !state_->forked_mid_job()) {
                 try {
                     return state_->local->record_counters(delta);
                 } catch (...) {
@@ -690,7 +701,11 @@ private:
 
         /// Whether the remote may be called from this process: not in a child forked while
         /// the worker was mid-call (its copy of the connection is mid-call).
-        bool remote_usable() const noexcept { return !worker || !worker->forked_mid_job(); }
+        bool remote_usable() const noexcept { return !forked_mid_job(); }
+        /// Whether this is a child forked while the worker ran a job that did not end within
+        /// the fork's wait: the locks that job held (the storages', the tier's) stay held
+        /// here for ever, so the tier answers without touching either storage.
+        bool forked_mid_job() const noexcept { return worker && worker->forked_mid_job(); }
 
         /// The worker's job.
         void run(detail::tier_worker::job& j) noexcept {

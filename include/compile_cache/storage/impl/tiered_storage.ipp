@@ -108,7 +108,7 @@ void tier_worker::work() noexcept {
     for (;;) {
         std::condition_variable& wake = *wake_;
         waiting_ = true;
-        wake.wait(lock, [this] { return ending_ || !queue_.empty(); });
+        wake.wait(lock, [this] { return (ending_ || !queue_.empty()) && !fork_pending_; });
         waiting_ = false;
         if (queue_.empty()) break; // ending, nothing left
         if (ending_ && std::chrono::steady_clock::now() >= drain_until_) {
@@ -134,18 +134,38 @@ void tier_worker::work() noexcept {
 void tier_worker::before_fork() noexcept {
     tier_worker_registry& r = the_tier_worker_registry();
     r.mutex.lock();
-    for (tier_worker* w : r.workers) w->mutex_.lock(); // the thread holds it only between jobs
+    for (tier_worker* w : r.workers) {
+        // The thread holds the mutex only between jobs. A job under way holds the storages'
+        // and the tier's locks, which a child would inherit held: let it end (boundedly),
+        // and let the thread take no new one until the fork is done. A job that does not
+        // end in time leaves the child's tier answering without its storages
+        // (forked_mid_job).
+        std::unique_lock<std::mutex> lock(w->mutex_);
+        w->fork_pending_ = true;
+        if (w->thread_) {
+            try {
+                w->idle_->wait_for(lock, fork_wait, [w] { return !w->running_; });
+            } catch (...) {
+            }
+        }
+        (void)lock.release(); // held across the fork; the handlers after it unlock it
+    }
 }
 
 void tier_worker::after_fork_in_parent() noexcept {
     tier_worker_registry& r = the_tier_worker_registry();
-    for (tier_worker* w : r.workers) w->mutex_.unlock();
+    for (tier_worker* w : r.workers) {
+        w->fork_pending_ = false;
+        w->mutex_.unlock();
+        w->wake_->notify_all();
+    }
     r.mutex.unlock();
 }
 
 void tier_worker::after_fork_in_child() noexcept {
     tier_worker_registry& r = the_tier_worker_registry();
     for (tier_worker* w : r.workers) {
+        w->fork_pending_ = false;
         if (w->thread_) {
             (void)w->thread_.release(); // no such thread here: neither joined nor detached
             if (w->running_) w->forked_mid_job_.store(true, std::memory_order_relaxed);
