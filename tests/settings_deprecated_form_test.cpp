@@ -204,3 +204,27 @@ TEST_CASE("A tier over a storage of the deprecated form: the same settings reach
                            "compile_cache: CCOLDTEST_FILE=\"refuse\" is not a database; the cache is disabled"});
     }
 }
+
+TEST_CASE("deprecated form: a shipped storage's earlier from_env(settings_reader&) still configures it, and says why not") {
+    compile_cache_test::temp_dir dir;
+    compile_cache_test::env_var const unset_dir("CCOLDSHIP_DIR", nullptr);
+    std::vector<std::string> lines;
+    cc::settings_reader reader("CCOLDSHIP", [&](std::string_view l) { lines.emplace_back(l); });
+    CHECK_FALSE(cc::directory_storage::from_env(reader)); // not configured: nothing said
+    CHECK(lines.empty());
+
+    compile_cache_test::env_var const set_dir("CCOLDSHIP_DIR", (dir.path() / "cache").string());
+    std::optional<cc::directory_storage> d = cc::directory_storage::from_env(reader);
+    REQUIRE(d);
+    CHECK(d->directory() == (dir.path() / "cache").string());
+    CHECK(lines.empty());
+
+    // A tier asked for a remote without a secret: one line, the local storage kept.
+    using tier = cc::tiered_storage<cc::directory_storage, cc::directory_storage>;
+    compile_cache_test::env_var const remote("CCOLDSHIP_REMOTE", (dir.path() / "remote").string());
+    std::optional<tier> t = tier::from_env(reader);
+    REQUIRE(t);
+    CHECK_FALSE(t->has_remote());
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find("CCOLDSHIP_REMOTE is set but entries are not authenticated") == 0);
+}

@@ -285,6 +285,18 @@ struct settings_reader_access {
     /// deprecated members answer from `settings`.
     COMPILE_CACHE_DECL static settings_reader answering(storage_settings const& settings);
     static old_form_answers& answers(settings_reader& r) noexcept { return *r.answers_; }
+    /// The storage_settings a cache would hand a storage, from a reader given to the
+    /// deprecated form: its answers when a cache made it, else what the environment says
+    /// (not authenticated; the remote trusted only with `PREFIX_REMOTE_INSECURE` on).
+    static storage_settings settings_of(settings_reader const& r) {
+        settings_reader plain = r;
+        plain.answers_.reset();
+        if (r.answers_)
+            return storage_settings{plain, r.answers_->authenticated, r.answers_->remote_trusted, r.answers_->logger,
+                                    r.answers_->cache_off};
+        bool const trusted = !r.is_off("_REMOTE") && plain.flag("_REMOTE_INSECURE", false, "the remote needs a secret");
+        return storage_settings{plain, false, trusted, {}, {}};
+    }
     /// Says `line` as the reader's cache does (its held lines first), skipping the
     /// after-confirm capture of the deprecated form.
     static void say(settings_reader const& r, std::string const& line) noexcept {
@@ -293,7 +305,22 @@ struct settings_reader_access {
         plain.report(line);
     }
 };
+
+/// A shipped storage's deprecated `from_env(settings_reader&)`: its new form, given the
+/// settings the reader stands for; a reason it is off is reported through the reader.
+template <class S>
+std::optional<S> from_env_of_reader(settings_reader& env) {
+    from_env_result<S> r = S::from_env(settings_reader_access::settings_of(env));
+    if (r) return std::move(*r);
+    if (!r.why_off().empty()) env.report(r.why_off());
+    return std::nullopt;
+}
 } // namespace detail
+
+/// The deprecation a shipped storage's earlier `from_env(settings_reader&)` carries.
+#define COMPILE_CACHE_DEPRECATED_STORAGE_FROM_ENV                                                              \
+    [[deprecated("use from_env(storage_settings const&), which answers from_env_result; see README, Moving "   \
+                 "from an earlier version")]]
 
 } // namespace compile_cache
 

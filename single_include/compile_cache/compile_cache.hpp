@@ -3913,6 +3913,18 @@ struct settings_reader_access {
     /// deprecated members answer from `settings`.
     COMPILE_CACHE_DECL static settings_reader answering(storage_settings const& settings);
     static old_form_answers& answers(settings_reader& r) noexcept { return *r.answers_; }
+    /// The storage_settings a cache would hand a storage, from a reader given to the
+    /// deprecated form: its answers when a cache made it, else what the environment says
+    /// (not authenticated; the remote trusted only with `PREFIX_REMOTE_INSECURE` on).
+    static storage_settings settings_of(settings_reader const& r) {
+        settings_reader plain = r;
+        plain.answers_.reset();
+        if (r.answers_)
+            return storage_settings{plain, r.answers_->authenticated, r.answers_->remote_trusted, r.answers_->logger,
+                                    r.answers_->cache_off};
+        bool const trusted = !r.is_off("_REMOTE") && plain.flag("_REMOTE_INSECURE", false, "the remote needs a secret");
+        return storage_settings{plain, false, trusted, {}, {}};
+    }
     /// Says `line` as the reader's cache does (its held lines first), skipping the
     /// after-confirm capture of the deprecated form.
     static void say(settings_reader const& r, std::string const& line) noexcept {
@@ -3921,7 +3933,22 @@ struct settings_reader_access {
         plain.report(line);
     }
 };
+
+/// A shipped storage's deprecated `from_env(settings_reader&)`: its new form, given the
+/// settings the reader stands for; a reason it is off is reported through the reader.
+template <class S>
+std::optional<S> from_env_of_reader(settings_reader& env) {
+    from_env_result<S> r = S::from_env(settings_reader_access::settings_of(env));
+    if (r) return std::move(*r);
+    if (!r.why_off().empty()) env.report(r.why_off());
+    return std::nullopt;
+}
 } // namespace detail
+
+/// The deprecation a shipped storage's earlier `from_env(settings_reader&)` carries.
+#define COMPILE_CACHE_DEPRECATED_STORAGE_FROM_ENV                                                              \
+    [[deprecated("use from_env(storage_settings const&), which answers from_env_result; see README, Moving "   \
+                 "from an earlier version")]]
 
 } // namespace compile_cache
 
@@ -4305,8 +4332,12 @@ using has_from_env = is_detected_exact<from_env_result<S>, from_env_t, S>;
 template <class S>
 using deprecated_from_env_t = decltype(S::from_env(std::declval<settings_reader&>()));
 template <class S>
+struct detects_deprecated_from_env : is_detected_exact<std::optional<S>, deprecated_from_env_t, S> {};
+/// (Looked for only where the new form is missing: the shipped storages keep the old
+/// form as a deprecated overload, which naming here would warn about.)
+template <class S>
 using has_deprecated_from_env =
-    std::bool_constant<!has_from_env<S>::value && is_detected_exact<std::optional<S>, deprecated_from_env_t, S>::value>;
+    std::bool_constant<std::conjunction<std::negation<has_from_env<S>>, detects_deprecated_from_env<S>>::value>;
 /// Either form: what a named from_env must be.
 template <class S>
 using has_any_from_env = std::bool_constant<has_from_env<S>::value || has_deprecated_from_env<S>::value>;
@@ -6892,6 +6923,11 @@ public:
 
     COMPILE_CACHE_DECL explicit directory_storage(std::string directory, directory_options options = {});
 
+    /// The earlier form, for a host that calls it: the new one, with the settings the reader
+    /// stands for (see detail::settings_reader_access::settings_of).
+    COMPILE_CACHE_DEPRECATED_STORAGE_FROM_ENV static std::optional<directory_storage> from_env(settings_reader& env) {
+        return detail::from_env_of_reader<directory_storage>(env);
+    }
     /// The storage the environment asks for (see settings.hpp): `PREFIX_DIR` names the
     /// directory; unset, empty, `0`, `off`, `false` or `no` (any case): not configured.
     /// `PREFIX_MAX_SIZE`, `PREFIX_DURABILITY` and `PREFIX_SHARED` give its options
@@ -9746,6 +9782,14 @@ public:
     tiered_storage(tiered_storage&&) noexcept = default;
     tiered_storage& operator=(tiered_storage&&) noexcept = default;
 
+    /// The earlier form, for a host that calls it: the new one, with the settings the reader
+    /// stands for (see detail::settings_reader_access::settings_of).
+    template <class L = Local, class R = Remote,
+              std::enable_if_t<detail::configurable_from_env<L>::value && detail::configurable_from_env<R>::value,
+                               int> = 0>
+    COMPILE_CACHE_DEPRECATED_STORAGE_FROM_ENV static std::optional<tiered_storage> from_env(settings_reader& env) {
+        return detail::from_env_of_reader<tiered_storage>(env);
+    }
     /// The tier the environment asks for (see settings.hpp), the same storage_settings
     /// handed to Local and Remote. `PREFIX_REMOTE` off: the local storage alone, exactly
     /// as `Local::from_env` makes it. Set: the local storage (unless `PREFIX_REMOTE_ONLY`

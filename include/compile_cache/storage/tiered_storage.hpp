@@ -263,6 +263,14 @@ public:
     tiered_storage(tiered_storage&&) noexcept = default;
     tiered_storage& operator=(tiered_storage&&) noexcept = default;
 
+    /// The earlier form, for a host that calls it: the new one, with the settings the reader
+    /// stands for (see detail::settings_reader_access::settings_of).
+    template <class L = Local, class R = Remote,
+              std::enable_if_t<detail::configurable_from_env<L>::value && detail::configurable_from_env<R>::value,
+                               int> = 0>
+    COMPILE_CACHE_DEPRECATED_STORAGE_FROM_ENV static std::optional<tiered_storage> from_env(settings_reader& env) {
+        return detail::from_env_of_reader<tiered_storage>(env);
+    }
     /// The tier the environment asks for (see settings.hpp), the same storage_settings
     /// handed to Local and Remote. `PREFIX_REMOTE` off: the local storage alone, exactly
     /// as `Local::from_env` makes it. Set: the local storage (unless `PREFIX_REMOTE_ONLY`

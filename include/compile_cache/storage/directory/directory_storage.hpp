@@ -249,6 +249,11 @@ public:
 
     COMPILE_CACHE_DECL explicit directory_storage(std::string directory, directory_options options = {});
 
+    /// The earlier form, for a host that calls it: the new one, with the settings the reader
+    /// stands for (see detail::settings_reader_access::settings_of).
+    COMPILE_CACHE_DEPRECATED_STORAGE_FROM_ENV static std::optional<directory_storage> from_env(settings_reader& env) {
+        return detail::from_env_of_reader<directory_storage>(env);
+    }
     /// The storage the environment asks for (see settings.hpp): `PREFIX_DIR` names the
     /// directory; unset, empty, `0`, `off`, `false` or `no` (any case): not configured.
     /// `PREFIX_MAX_SIZE`, `PREFIX_DURABILITY` and `PREFIX_SHARED` give its options

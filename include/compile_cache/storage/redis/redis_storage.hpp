@@ -97,6 +97,11 @@ public:
     redis_storage(redis_storage&&) noexcept = default;
     redis_storage& operator=(redis_storage&&) noexcept = default;
 
+    /// The earlier form, for a host that calls it: the new one, with the settings the reader
+    /// stands for (see detail::settings_reader_access::settings_of).
+    COMPILE_CACHE_DEPRECATED_STORAGE_FROM_ENV static std::optional<redis_storage> from_env(settings_reader& env) {
+        return detail::from_env_of_reader<redis_storage>(env);
+    }
     /// The storage the environment asks for (settings.hpp): `PREFIX_REMOTE` (the URL;
     /// an off value: not configured), `PREFIX_REMOTE_PASSWORD_FILE`,
     /// `PREFIX_REMOTE_NAMESPACE`, `PREFIX_REMOTE_CONNECT_TIMEOUT` and

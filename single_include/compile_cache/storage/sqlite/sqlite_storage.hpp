@@ -294,6 +294,11 @@ public:
     sqlite_storage(sqlite_storage&&) noexcept = default;
     sqlite_storage& operator=(sqlite_storage&&) noexcept = default;
 
+    /// The earlier form, for a host that calls it: the new one, with the settings the reader
+    /// stands for (see detail::settings_reader_access::settings_of).
+    COMPILE_CACHE_DEPRECATED_STORAGE_FROM_ENV static std::optional<sqlite_storage> from_env(settings_reader& env) {
+        return detail::from_env_of_reader<sqlite_storage>(env);
+    }
     /// The storage the environment asks for (settings.hpp): `PREFIX_FILE` names the
     /// database file (unset, empty, `0`, `off`, `false`, `no`: not configured);
     /// `PREFIX_MAX_SIZE` the size limit (default 1G, `0` no limit); `PREFIX_BUSY_TIMEOUT`
