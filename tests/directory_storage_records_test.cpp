@@ -151,3 +151,16 @@ TEST_CASE("PREFIX_RECORD_IDENTITIES=0 turns identity records off, a bad value is
     CHECK(c.options().record_identities);
     CHECK(text.find("CCRECTEST_RECORD_IDENTITIES=\"sometimes\"") != std::string::npos);
 }
+
+TEST_CASE("directory_storage: clear() drops what it holds back, which never comes back after it") {
+    temp_dir dir;
+    directory_storage s((dir.path() / "cache").string());
+    REQUIRE_FALSE(s.write_deferred(key_n(1), "a record held back"));
+    std::string out;
+    REQUIRE(s.read(key_n(1), out, 1 << 20).status == read_status::found); // this process sees it at once
+    (void)s.clear();
+    CHECK_FALSE(s.flush_deferred());
+    CHECK(s.read(key_n(1), out, 1 << 20).status == read_status::absent);
+    directory_storage other((dir.path() / "cache").string());
+    CHECK(other.read(key_n(1), out, 1 << 20).status == read_status::absent);
+}

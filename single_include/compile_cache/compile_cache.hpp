@@ -7493,6 +7493,14 @@ cleanup_result directory_storage::prune() noexcept {
 }
 
 cleanup_result directory_storage::clear() noexcept {
+    // What this process holds back (identity records) is cleared too: written later, it
+    // would come back after the clear.
+    if (!directory_.empty() && state_) {
+        try {
+            (void)detail::directory_storage_impl::take_deferred(state_->deferred);
+        } catch (...) {
+        }
+    }
     return run_cleanup([this](int root_fd, cleanup_result& r) {
         namespace impl = detail::directory_storage_impl;
         impl::folder_counter counter(ledger_path_, options_.file_mode, options_.umask, &state_->locks);
@@ -7830,13 +7838,6 @@ static_assert(compile_cache::check_storage<compile_cache::null_storage>::value);
 // fails (times out, refuses, rejects the credentials, garbles a reply) or answers too
 // slowly is skipped for a back-off period, so a dead, stalled or slow server costs a
 // bounded delay.
-
-
-// ---- begin compile_cache/explain.hpp
-// compile_cache: why a kernel missed. An `absent` miss reads the record of the kernel's
-// identity (identity_record.hpp: the keys stored for it, newest first, with their named
-// components) and compares the component lists: which components changed, appeared or
-// disappeared since the kernel was last stored.
 
 
 // ---- begin compile_cache/identity_record.hpp
@@ -9089,294 +9090,6 @@ std::string sealed_identity_record(std::string identity, recorded_entry newest, 
 #endif
 // ---- end compile_cache/impl/identity_record.ipp
 // ---- end compile_cache/identity_record.hpp
-// ---- begin compile_cache/printable.hpp
-// compile_cache: text made safe to print on a terminal. Names, files and component names
-// come from entries and records anyone who can write the storage may have forged: the
-// library's log lines and the compile-cache tool print them through printable() alone.
-
-
-#include <string>
-#include <string_view>
-
-namespace compile_cache {
-
-/// `s` with every byte that could upset a terminal written as `\xNN`: control
-/// characters (escape sequences, newlines that would fake another line), DEL, the
-/// backslash itself, C1 controls encoded in UTF-8, and any byte that is not part of
-/// well-formed UTF-8. Well-formed UTF-8 otherwise passes unchanged.
-COMPILE_CACHE_DECL std::string printable(std::string_view s);
-
-} // namespace compile_cache
-
-// ---- begin compile_cache/impl/printable.ipp
-// compile_cache: the definitions of printable.hpp's non-template functions; included by it alone
-// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
-#if COMPILE_CACHE_INCLUDE_IMPL
-
-namespace compile_cache {
-
-std::string printable(std::string_view s) {
-    static char const hex[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(s.size());
-    auto escape = [&](unsigned char c) {
-        out += "\\x";
-        out += hex[c >> 4];
-        out += hex[c & 0xf];
-    };
-    std::size_t i = 0;
-    while (i < s.size()) {
-        auto const c = static_cast<unsigned char>(s[i]);
-        if (c < 0x80) {
-            if (c < 0x20 || c == 0x7f || c == '\\') escape(c);
-            else out += static_cast<char>(c);
-            ++i;
-            continue;
-        }
-        // A well-formed UTF-8 sequence is kept, unless it encodes a C1 control
-        // (U+0080..U+009F: 0xc2 0x80..0x9f), which some terminals act on as they do on
-        // the raw bytes 0x80..0x9f; anything malformed is escaped byte by byte.
-        std::size_t const n = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
-        bool ok = n != 0 && i + n <= s.size();
-        for (std::size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
-        if (ok && c == 0xc2 && static_cast<unsigned char>(s[i + 1]) <= 0x9f) ok = false;
-        if (ok && c == 0xe0 && static_cast<unsigned char>(s[i + 1]) < 0xa0) ok = false; // overlong
-        if (ok && c == 0xf0 && static_cast<unsigned char>(s[i + 1]) < 0x90) ok = false; // overlong
-        if (ok && c == 0xed && static_cast<unsigned char>(s[i + 1]) >= 0xa0) ok = false; // surrogates
-        if (ok && c == 0xf4 && static_cast<unsigned char>(s[i + 1]) >= 0x90) ok = false; // over U+10FFFF
-        if (!ok) {
-            escape(c);
-            ++i;
-            continue;
-        }
-        out.append(s.data() + i, n);
-        i += n;
-    }
-    return out;
-}
-
-} // namespace compile_cache
-
-#endif
-// ---- end compile_cache/impl/printable.ipp
-// ---- end compile_cache/printable.hpp
-
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <string>
-#include <string_view>
-#include <vector>
-
-namespace compile_cache {
-
-/// Why a get_or_compile missed, component by component (for an `absent` miss only).
-struct miss_explanation {
-    enum class kind {
-        none,        ///< no explanation: not an absent miss, or nothing could be read
-        new_kernel,  ///< no entry was ever recorded for this kernel's identity
-        evicted,     ///< an entry under this very key was recorded: it was evicted or removed
-        changed,     ///< the kernel was stored before under another key: see the lists
-    };
-    kind what = kind::none;
-    std::vector<std::string> changed;     ///< components with another digest
-    std::vector<std::string> appeared;    ///< components the previous key did not have
-    std::vector<std::string> disappeared; ///< components of the previous key that are gone
-    std::vector<std::string> unchanged;   ///< the others (an unchanged toolchain as one name)
-    /// For kind::new_kernel, what no earlier entry was found for: the host's identity
-    /// string when it gave one, else the kernel's name and origin file (empty when the
-    /// explanation was made without them).
-    std::string identity, name, origin_file;
-
-    explicit operator bool() const noexcept { return what != kind::none; }
-
-    /// For a log line: `changed callee:helper, ir; unchanged toolchain, options`,
-    /// `new (no earlier entry named main from prog.dsl)`, `evicted or removed`; empty
-    /// for kind::none. Every name in it is printable() (a record may have been forged).
-    COMPILE_CACHE_DECL std::string text() const;
-
-    /// Short, for a host's one-line report: `callee:helper, ir changed`, `new`, `evicted`.
-    /// Names printable(), as in text().
-    COMPILE_CACHE_DECL std::string brief() const;
-
-    /// The names, printable(), separated by `, `.
-    COMPILE_CACHE_DECL static std::string join(std::vector<std::string> const& names);
-
-private:
-    COMPILE_CACHE_DECL static void append_list(std::string& s, char const* label,
-                                               std::vector<std::string> const& names);
-};
-
-/// The component lists of two keys of one kernel compared: which names of `now`
-/// changed or appeared since `before`, and which of `before` disappeared. Both lists'
-/// names are first made distinct as key_builder makes them (distinct_component_names:
-/// the n-th `callee` is `callee#n`), so the n-th component of a name is matched with
-/// the n-th of that name, records written before names were made distinct compare
-/// alike, and no name is ever listed twice, nor both changed and unchanged. Linear in
-/// the components. Toolchain parts (names starting `toolchain: `) that are all
-/// unchanged are named `toolchain` once.
-COMPILE_CACHE_DECL miss_explanation compare_components(std::vector<component_digest> const& before,
-                                                       std::vector<component_digest> const& now);
-
-/// The explanation of an `absent` miss of the key `now_key` (components `now`), from
-/// the record of the kernel's identity (null when there is none). `identity`, `name`
-/// and `origin_file` (as in entry_info) say what a new kernel had no earlier entry for.
-COMPILE_CACHE_DECL miss_explanation explain_absent(identity_record const* record, key const& now_key,
-                                                   std::vector<component_digest> const& now,
-                                                   std::string_view identity = {}, std::string_view name = {},
-                                                   std::string_view origin_file = {});
-
-namespace detail {
-/// The line the cache logs for an `absent` miss of the kernel `name` explained by `m`:
-/// what changed, or that it was evicted; that it is new only for the first new kernel
-/// (`new_kernel_logged` is set then: a new kernel is the normal case of a cold run);
-/// empty when there is nothing to log.
-COMPILE_CACHE_DECL std::string absent_miss_line(std::string_view name, miss_explanation const& m,
-                                                std::atomic<bool>& new_kernel_logged);
-
-/// The line the cache logs, once, for an identity record over a bound.
-COMPILE_CACHE_DECL std::string record_ignored_line(std::string_view name);
-} // namespace detail
-
-} // namespace compile_cache
-
-// ---- begin compile_cache/impl/explain.ipp
-// compile_cache: the definitions of explain.hpp's non-template functions; included by it alone
-// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
-#if COMPILE_CACHE_INCLUDE_IMPL
-#include <unordered_map>
-
-namespace compile_cache {
-
-std::string miss_explanation::text() const {
-    switch (what) {
-    case kind::none: return {};
-    case kind::new_kernel:
-        if (!identity.empty()) return "new (no earlier entry for the identity \"" + printable(identity) + "\")";
-        if (!name.empty() || !origin_file.empty())
-            return "new (no earlier entry named " + printable(name) + " from " + printable(origin_file) + ")";
-        return "new";
-    case kind::evicted: return "evicted or removed (an entry under this very key was stored before)";
-    case kind::changed: break;
-    }
-    std::string s;
-    append_list(s, "changed ", changed);
-    append_list(s, "appeared ", appeared);
-    append_list(s, "disappeared ", disappeared);
-    if (s.empty()) s = "the key changed, its named components did not";
-    append_list(s, "unchanged ", unchanged);
-    return s;
-}
-
-std::string miss_explanation::brief() const {
-    switch (what) {
-    case kind::none: return {};
-    case kind::new_kernel: return "new";
-    case kind::evicted: return "evicted";
-    case kind::changed: break;
-    }
-    std::string s;
-    auto add = [&s](std::vector<std::string> const& names, char const* verb) {
-        if (names.empty()) return;
-        if (!s.empty()) s += "; ";
-        s += join(names) + " " + verb;
-    };
-    add(changed, "changed");
-    add(appeared, "appeared");
-    add(disappeared, "disappeared");
-    return s.empty() ? std::string("key changed") : s;
-}
-
-std::string miss_explanation::join(std::vector<std::string> const& names) {
-    std::string s;
-    for (auto const& n : names) s += (s.empty() ? "" : ", ") + printable(n);
-    return s;
-}
-
-void miss_explanation::append_list(std::string& s, char const* label, std::vector<std::string> const& names) {
-    if (names.empty()) return;
-    s += (s.empty() ? "" : "; ") + std::string(label) + join(names);
-}
-
-miss_explanation compare_components(std::vector<component_digest> const& before,
-                                    std::vector<component_digest> const& now) {
-    std::vector<component_digest> old_list = before, new_list = now;
-    distinct_component_names(old_list);
-    distinct_component_names(new_list);
-    std::unordered_map<std::string_view, component_digest const*> old_by_name, new_by_name;
-    old_by_name.reserve(old_list.size());
-    new_by_name.reserve(new_list.size());
-    for (component_digest const& c : old_list) old_by_name.emplace(c.name, &c);
-    for (component_digest const& c : new_list) new_by_name.emplace(c.name, &c);
-    auto is_toolchain_part = [](std::string const& name) { return name.rfind("toolchain: ", 0) == 0; };
-    miss_explanation m;
-    m.what = miss_explanation::kind::changed;
-    bool toolchain_changed = false, toolchain_parts = false;
-    for (component_digest const& c : new_list) {
-        auto const old = old_by_name.find(c.name);
-        bool const part = is_toolchain_part(c.name);
-        toolchain_parts = toolchain_parts || part;
-        if (old == old_by_name.end()) {
-            m.appeared.push_back(c.name);
-            toolchain_changed = toolchain_changed || part;
-        } else if (!(old->second->digest == c.digest)) {
-            m.changed.push_back(c.name);
-            toolchain_changed = toolchain_changed || part;
-        } else if (!part) {
-            m.unchanged.push_back(c.name);
-        }
-    }
-    for (component_digest const& c : old_list)
-        if (new_by_name.find(c.name) == new_by_name.end()) {
-            m.disappeared.push_back(c.name);
-            toolchain_changed = toolchain_changed || is_toolchain_part(c.name);
-        }
-    if (toolchain_parts && !toolchain_changed) m.unchanged.insert(m.unchanged.begin(), "toolchain");
-    return m;
-}
-
-miss_explanation explain_absent(identity_record const* record, key const& now_key,
-                                std::vector<component_digest> const& now, std::string_view identity,
-                                std::string_view name, std::string_view origin_file) {
-    miss_explanation m;
-    if (!record || record->history.empty()) {
-        m.what = miss_explanation::kind::new_kernel;
-        m.identity = std::string(identity);
-        m.name = std::string(name);
-        m.origin_file = std::string(origin_file);
-        return m;
-    }
-    for (recorded_entry const& e : record->history)
-        if (e.entry_key == now_key) {
-            m.what = miss_explanation::kind::evicted;
-            return m;
-        }
-    return compare_components(record->history.front().components, now);
-}
-
-namespace detail {
-std::string absent_miss_line(std::string_view name, miss_explanation const& m, std::atomic<bool>& new_kernel_logged) {
-    // A renamed or moved kernel is new too, and its line says what was looked for.
-    if (m.what == miss_explanation::kind::changed || m.what == miss_explanation::kind::evicted)
-        return "miss " + printable(name) + " (absent): " + m.text();
-    if (m.what == miss_explanation::kind::new_kernel && !new_kernel_logged.exchange(true))
-        return "miss " + printable(name) + " (absent): " + m.text() + "; later new kernels are not logged";
-    return {};
-}
-
-std::string record_ignored_line(std::string_view name) {
-    return "miss " + printable(name) + " (absent): not explained: its identity record is over " +
-           std::to_string(identity_record_max_size >> 10) + " KiB or " +
-           std::to_string(identity_record_max_components) +
-           " components an entry, and is ignored (counted records-ignored)";
-}
-} // namespace detail
-
-} // namespace compile_cache
-
-#endif
-// ---- end compile_cache/impl/explain.ipp
-// ---- end compile_cache/explain.hpp
 // ---- begin compile_cache/storage/remote_error.hpp
 // compile_cache: why a call to a remote storage failed — one set of conditions shared by
 // every remote (the Redis client, the HTTP storage) and by the tier that counts them.
@@ -10819,6 +10532,301 @@ void tier_worker::after_fork_in_child() noexcept {
 // ---- end compile_cache/storage/impl/tiered_storage.ipp
 // ---- end compile_cache/storage/tiered_storage.hpp
 
+// ---- begin compile_cache/explain.hpp
+// compile_cache: why a kernel missed. An `absent` miss reads the record of the kernel's
+// identity (identity_record.hpp: the keys stored for it, newest first, with their named
+// components) and compares the component lists: which components changed, appeared or
+// disappeared since the kernel was last stored.
+
+
+// ---- begin compile_cache/printable.hpp
+// compile_cache: text made safe to print on a terminal. Names, files and component names
+// come from entries and records anyone who can write the storage may have forged: the
+// library's log lines and the compile-cache tool print them through printable() alone.
+
+
+#include <string>
+#include <string_view>
+
+namespace compile_cache {
+
+/// `s` with every byte that could upset a terminal written as `\xNN`: control
+/// characters (escape sequences, newlines that would fake another line), DEL, the
+/// backslash itself, C1 controls encoded in UTF-8, and any byte that is not part of
+/// well-formed UTF-8. Well-formed UTF-8 otherwise passes unchanged.
+COMPILE_CACHE_DECL std::string printable(std::string_view s);
+
+} // namespace compile_cache
+
+// ---- begin compile_cache/impl/printable.ipp
+// compile_cache: the definitions of printable.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+namespace compile_cache {
+
+std::string printable(std::string_view s) {
+    static char const hex[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(s.size());
+    auto escape = [&](unsigned char c) {
+        out += "\\x";
+        out += hex[c >> 4];
+        out += hex[c & 0xf];
+    };
+    std::size_t i = 0;
+    while (i < s.size()) {
+        auto const c = static_cast<unsigned char>(s[i]);
+        if (c < 0x80) {
+            if (c < 0x20 || c == 0x7f || c == '\\') escape(c);
+            else out += static_cast<char>(c);
+            ++i;
+            continue;
+        }
+        // A well-formed UTF-8 sequence is kept, unless it encodes a C1 control
+        // (U+0080..U+009F: 0xc2 0x80..0x9f), which some terminals act on as they do on
+        // the raw bytes 0x80..0x9f; anything malformed is escaped byte by byte.
+        std::size_t const n = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+        bool ok = n != 0 && i + n <= s.size();
+        for (std::size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+        if (ok && c == 0xc2 && static_cast<unsigned char>(s[i + 1]) <= 0x9f) ok = false;
+        if (ok && c == 0xe0 && static_cast<unsigned char>(s[i + 1]) < 0xa0) ok = false; // overlong
+        if (ok && c == 0xf0 && static_cast<unsigned char>(s[i + 1]) < 0x90) ok = false; // overlong
+        if (ok && c == 0xed && static_cast<unsigned char>(s[i + 1]) >= 0xa0) ok = false; // surrogates
+        if (ok && c == 0xf4 && static_cast<unsigned char>(s[i + 1]) >= 0x90) ok = false; // over U+10FFFF
+        if (!ok) {
+            escape(c);
+            ++i;
+            continue;
+        }
+        out.append(s.data() + i, n);
+        i += n;
+    }
+    return out;
+}
+
+} // namespace compile_cache
+
+#endif
+// ---- end compile_cache/impl/printable.ipp
+// ---- end compile_cache/printable.hpp
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace compile_cache {
+
+/// Why a get_or_compile missed, component by component (for an `absent` miss only).
+struct miss_explanation {
+    enum class kind {
+        none,        ///< no explanation: not an absent miss, or nothing could be read
+        new_kernel,  ///< no entry was ever recorded for this kernel's identity
+        evicted,     ///< an entry under this very key was recorded: it was evicted or removed
+        changed,     ///< the kernel was stored before under another key: see the lists
+    };
+    kind what = kind::none;
+    std::vector<std::string> changed;     ///< components with another digest
+    std::vector<std::string> appeared;    ///< components the previous key did not have
+    std::vector<std::string> disappeared; ///< components of the previous key that are gone
+    std::vector<std::string> unchanged;   ///< the others (an unchanged toolchain as one name)
+    /// For kind::new_kernel, what no earlier entry was found for: the host's identity
+    /// string when it gave one, else the kernel's name and origin file (empty when the
+    /// explanation was made without them).
+    std::string identity, name, origin_file;
+
+    explicit operator bool() const noexcept { return what != kind::none; }
+
+    /// For a log line: `changed callee:helper, ir; unchanged toolchain, options`,
+    /// `new (no earlier entry named main from prog.dsl)`, `evicted or removed`; empty
+    /// for kind::none. Every name in it is printable() (a record may have been forged).
+    COMPILE_CACHE_DECL std::string text() const;
+
+    /// Short, for a host's one-line report: `callee:helper, ir changed`, `new`, `evicted`.
+    /// Names printable(), as in text().
+    COMPILE_CACHE_DECL std::string brief() const;
+
+    /// The names, printable(), separated by `, `.
+    COMPILE_CACHE_DECL static std::string join(std::vector<std::string> const& names);
+
+private:
+    COMPILE_CACHE_DECL static void append_list(std::string& s, char const* label,
+                                               std::vector<std::string> const& names);
+};
+
+/// The component lists of two keys of one kernel compared: which names of `now`
+/// changed or appeared since `before`, and which of `before` disappeared. Both lists'
+/// names are first made distinct as key_builder makes them (distinct_component_names:
+/// the n-th `callee` is `callee#n`), so the n-th component of a name is matched with
+/// the n-th of that name, records written before names were made distinct compare
+/// alike, and no name is ever listed twice, nor both changed and unchanged. Linear in
+/// the components. Toolchain parts (names starting `toolchain: `) that are all
+/// unchanged are named `toolchain` once.
+COMPILE_CACHE_DECL miss_explanation compare_components(std::vector<component_digest> const& before,
+                                                       std::vector<component_digest> const& now);
+
+/// The explanation of an `absent` miss of the key `now_key` (components `now`), from
+/// the record of the kernel's identity (null when there is none). `identity`, `name`
+/// and `origin_file` (as in entry_info) say what a new kernel had no earlier entry for.
+COMPILE_CACHE_DECL miss_explanation explain_absent(identity_record const* record, key const& now_key,
+                                                   std::vector<component_digest> const& now,
+                                                   std::string_view identity = {}, std::string_view name = {},
+                                                   std::string_view origin_file = {});
+
+namespace detail {
+/// The line the cache logs for an `absent` miss of the kernel `name` explained by `m`:
+/// what changed, or that it was evicted; that it is new only for the first new kernel
+/// (`new_kernel_logged` is set then: a new kernel is the normal case of a cold run);
+/// empty when there is nothing to log.
+COMPILE_CACHE_DECL std::string absent_miss_line(std::string_view name, miss_explanation const& m,
+                                                std::atomic<bool>& new_kernel_logged);
+
+/// The line the cache logs, once, for an identity record over a bound.
+COMPILE_CACHE_DECL std::string record_ignored_line(std::string_view name);
+} // namespace detail
+
+} // namespace compile_cache
+
+// ---- begin compile_cache/impl/explain.ipp
+// compile_cache: the definitions of explain.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+#include <unordered_map>
+
+namespace compile_cache {
+
+std::string miss_explanation::text() const {
+    switch (what) {
+    case kind::none: return {};
+    case kind::new_kernel:
+        if (!identity.empty()) return "new (no earlier entry for the identity \"" + printable(identity) + "\")";
+        if (!name.empty() || !origin_file.empty())
+            return "new (no earlier entry named " + printable(name) + " from " + printable(origin_file) + ")";
+        return "new";
+    case kind::evicted: return "evicted or removed (an entry under this very key was stored before)";
+    case kind::changed: break;
+    }
+    std::string s;
+    append_list(s, "changed ", changed);
+    append_list(s, "appeared ", appeared);
+    append_list(s, "disappeared ", disappeared);
+    if (s.empty()) s = "the key changed, its named components did not";
+    append_list(s, "unchanged ", unchanged);
+    return s;
+}
+
+std::string miss_explanation::brief() const {
+    switch (what) {
+    case kind::none: return {};
+    case kind::new_kernel: return "new";
+    case kind::evicted: return "evicted";
+    case kind::changed: break;
+    }
+    std::string s;
+    auto add = [&s](std::vector<std::string> const& names, char const* verb) {
+        if (names.empty()) return;
+        if (!s.empty()) s += "; ";
+        s += join(names) + " " + verb;
+    };
+    add(changed, "changed");
+    add(appeared, "appeared");
+    add(disappeared, "disappeared");
+    return s.empty() ? std::string("key changed") : s;
+}
+
+std::string miss_explanation::join(std::vector<std::string> const& names) {
+    std::string s;
+    for (auto const& n : names) s += (s.empty() ? "" : ", ") + printable(n);
+    return s;
+}
+
+void miss_explanation::append_list(std::string& s, char const* label, std::vector<std::string> const& names) {
+    if (names.empty()) return;
+    s += (s.empty() ? "" : "; ") + std::string(label) + join(names);
+}
+
+miss_explanation compare_components(std::vector<component_digest> const& before,
+                                    std::vector<component_digest> const& now) {
+    std::vector<component_digest> old_list = before, new_list = now;
+    distinct_component_names(old_list);
+    distinct_component_names(new_list);
+    std::unordered_map<std::string_view, component_digest const*> old_by_name, new_by_name;
+    old_by_name.reserve(old_list.size());
+    new_by_name.reserve(new_list.size());
+    for (component_digest const& c : old_list) old_by_name.emplace(c.name, &c);
+    for (component_digest const& c : new_list) new_by_name.emplace(c.name, &c);
+    auto is_toolchain_part = [](std::string const& name) { return name.rfind("toolchain: ", 0) == 0; };
+    miss_explanation m;
+    m.what = miss_explanation::kind::changed;
+    bool toolchain_changed = false, toolchain_parts = false;
+    for (component_digest const& c : new_list) {
+        auto const old = old_by_name.find(c.name);
+        bool const part = is_toolchain_part(c.name);
+        toolchain_parts = toolchain_parts || part;
+        if (old == old_by_name.end()) {
+            m.appeared.push_back(c.name);
+            toolchain_changed = toolchain_changed || part;
+        } else if (!(old->second->digest == c.digest)) {
+            m.changed.push_back(c.name);
+            toolchain_changed = toolchain_changed || part;
+        } else if (!part) {
+            m.unchanged.push_back(c.name);
+        }
+    }
+    for (component_digest const& c : old_list)
+        if (new_by_name.find(c.name) == new_by_name.end()) {
+            m.disappeared.push_back(c.name);
+            toolchain_changed = toolchain_changed || is_toolchain_part(c.name);
+        }
+    if (toolchain_parts && !toolchain_changed) m.unchanged.insert(m.unchanged.begin(), "toolchain");
+    return m;
+}
+
+miss_explanation explain_absent(identity_record const* record, key const& now_key,
+                                std::vector<component_digest> const& now, std::string_view identity,
+                                std::string_view name, std::string_view origin_file) {
+    miss_explanation m;
+    if (!record || record->history.empty()) {
+        m.what = miss_explanation::kind::new_kernel;
+        m.identity = std::string(identity);
+        m.name = std::string(name);
+        m.origin_file = std::string(origin_file);
+        return m;
+    }
+    for (recorded_entry const& e : record->history)
+        if (e.entry_key == now_key) {
+            m.what = miss_explanation::kind::evicted;
+            return m;
+        }
+    return compare_components(record->history.front().components, now);
+}
+
+namespace detail {
+std::string absent_miss_line(std::string_view name, miss_explanation const& m, std::atomic<bool>& new_kernel_logged) {
+    // A renamed or moved kernel is new too, and its line says what was looked for.
+    if (m.what == miss_explanation::kind::changed || m.what == miss_explanation::kind::evicted)
+        return "miss " + printable(name) + " (absent): " + m.text();
+    if (m.what == miss_explanation::kind::new_kernel && !new_kernel_logged.exchange(true))
+        return "miss " + printable(name) + " (absent): " + m.text() + "; later new kernels are not logged";
+    return {};
+}
+
+std::string record_ignored_line(std::string_view name) {
+    return "miss " + printable(name) + " (absent): not explained: its identity record is over " +
+           std::to_string(identity_record_max_size >> 10) + " KiB or " +
+           std::to_string(identity_record_max_components) +
+           " components an entry, and is ignored (counted records-ignored)";
+}
+} // namespace detail
+
+} // namespace compile_cache
+
+#endif
+// ---- end compile_cache/impl/explain.ipp
+// ---- end compile_cache/explain.hpp
 // ---- begin compile_cache/secret_file.hpp
 // compile_cache: reading a secret from a file, the way PREFIX_SECRET_FILE (the key
 // that authenticates entries) and a Redis password file are read, for hosts and tools

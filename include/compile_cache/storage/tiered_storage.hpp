@@ -10,7 +10,7 @@
 #include <compile_cache/detail/config.hpp>
 #include <compile_cache/detail/detection.hpp>
 
-#include <compile_cache/explain.hpp>
+#include <compile_cache/identity_record.hpp>
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/settings.hpp>
 #include <compile_cache/storage/concept.hpp>

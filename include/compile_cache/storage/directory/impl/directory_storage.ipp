@@ -381,6 +381,14 @@ cleanup_result directory_storage::prune() noexcept {
 }
 
 cleanup_result directory_storage::clear() noexcept {
+    // What this process holds back (identity records) is cleared too: written later, it
+    // would come back after the clear.
+    if (!directory_.empty() && state_) {
+        try {
+            (void)detail::directory_storage_impl::take_deferred(state_->deferred);
+        } catch (...) {
+        }
+    }
     return run_cleanup([this](int root_fd, cleanup_result& r) {
         namespace impl = detail::directory_storage_impl;
         impl::folder_counter counter(ledger_path_, options_.file_mode, options_.umask, &state_->locks);
