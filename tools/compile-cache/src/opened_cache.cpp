@@ -291,10 +291,8 @@ int open_redis(std::string const& url, reach_options const& reach, opened_cache&
     if (reach.name_space) options.name_space = *reach.name_space;
     if (reach.password_file) {
         // Read as the library reads PREFIX_REMOTE_PASSWORD_FILE.
-        std::string const why = compile_cache::read_secret_file(*reach.password_file, options.password);
+        std::string const why = compile_cache::read_redis_password_file(*reach.password_file, options.password);
         if (!why.empty()) return fail("--password-file " + *reach.password_file + ": " + why, exit_usage);
-        if (options.password.back() == '\n') options.password.pop_back();
-        if (!options.password.empty() && options.password.back() == '\r') options.password.pop_back();
     }
     std::shared_ptr<compile_cache::redis_storage> storage;
     try {
