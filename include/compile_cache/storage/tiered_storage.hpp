@@ -151,6 +151,10 @@ public:
     COMPILE_CACHE_DECL bool started() const noexcept;
     /// In a forked child: whether the parent's thread was running a job when the process forked.
     bool forked_mid_job() const noexcept { return forked_mid_job_.load(std::memory_order_relaxed); }
+    /// In a forked child: whether the parent's worker still had jobs queued when the process
+    /// forked; it goes on with them on the connections the child inherited, so the child
+    /// must not use them.
+    bool forked_with_work() const noexcept { return forked_with_work_.load(std::memory_order_relaxed); }
 
     /// How long fork() waits for a job under way to end (see before_fork).
     static constexpr std::chrono::milliseconds fork_wait{200};
@@ -181,6 +185,7 @@ private:
     std::chrono::steady_clock::time_point drain_until_{};
     std::unique_ptr<std::thread> thread_;
     std::atomic<bool> forked_mid_job_{false};
+    std::atomic<bool> forked_with_work_{false};
 };
 
 } // namespace detail
@@ -709,7 +714,7 @@ private:
 
         /// Whether the remote may be called from this process: not in a child forked while
         /// the worker was mid-call (its copy of the connection is mid-call).
-        bool remote_usable() const noexcept { return !forked_mid_job(); }
+        bool remote_usable() const noexcept { return !forked_mid_job() && !(worker && worker->forked_with_work()); }
         /// Whether this is a child forked while the worker ran a job that did not end within
         /// the fork's wait: the locks that job held (the storages', the tier's) stay held
         /// here for ever, so the tier answers without touching either storage.

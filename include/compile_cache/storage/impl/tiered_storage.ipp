@@ -169,6 +169,7 @@ void tier_worker::after_fork_in_child() noexcept {
         if (w->thread_) {
             (void)w->thread_.release(); // no such thread here: neither joined nor detached
             if (w->running_) w->forked_mid_job_.store(true, std::memory_order_relaxed);
+            if (w->running_ || !w->queue_.empty()) w->forked_with_work_.store(true, std::memory_order_relaxed);
             w->running_ = false;
             w->waiting_ = false;
             // The parent's thread may have been waiting on them: new ones, the old ones left.
