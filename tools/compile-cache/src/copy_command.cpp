@@ -122,10 +122,14 @@ int run_copy(command_line const& c) {
     if (c.since && !(since_s = parse_age(*c.since)))
         return fail("--since \"" + printable(*c.since) + "\" is not an age (30s, 15m, 12h, 7d)", exit_usage);
     std::string location;
-    if ((c.name_space || c.password_file) && kind_of(c.cache, location) != cache_kind::redis &&
-        kind_of(c.destination, location) != cache_kind::redis)
-        throw usage_error{std::string(c.name_space ? "--namespace" : "--password-file") +
-                          " is an option for a Redis cache"};
+    cache_kind const from = kind_of(c.cache, location), to = kind_of(c.destination, location);
+    auto const either = [&](cache_kind k) { return from == k || to == k; };
+    if (c.name_space && !either(cache_kind::redis)) throw usage_error{"--namespace is an option for a Redis cache"};
+    if (c.password_file && !either(cache_kind::redis) && !either(cache_kind::http))
+        throw usage_error{"--password-file is an option for a Redis or HTTP cache"};
+    if ((c.layout || c.ca_file || c.token_file) && !either(cache_kind::http))
+        throw usage_error{std::string(c.layout ? "--layout" : c.ca_file ? "--ca-file" : "--token-file") +
+                          " is an option for an HTTP cache"};
     progress_line progress = progress_for(c);
     listed_cache src, dst;
     if (int const s = open_and_list(c, c.cache, cache_use::read, progress, src); s != exit_ok) return s;
