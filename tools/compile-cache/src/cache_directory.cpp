@@ -54,12 +54,12 @@ std::string rule_text() {
            "settings file .cc-settings (compile-cache set), or holds at least one entry\n"
            "(DIR/ab/<the key's lower-case hex, starting with ab>). Contradictions: a .cc-stats that\n"
            "is not a compile_cache ledger, a .cc-counters that is not a folder, a .cc-settings that\n"
-           "is not a file, and\n"
-           "a hex-named file in a two-hex-digit folder that is not an entry of it (other leading\n"
-           "digits, or an odd length: a git object store looks like that). Anything else (a README,\n"
-           "notes) is allowed, and never deleted. clear, prune and verify --remove delete only where\n"
-           "there is also the ledger, the counters or the settings (or no entry at all): files named like entries\n"
-           "alone may be another tool's content-addressed store.\n";
+           "is not a file, and a hex-named file in a two-hex-digit folder that is not an entry of it\n"
+           "(other leading digits, or an odd length: a git object store looks like that). Anything\n"
+           "else (a README, notes) is allowed, and never deleted. clear, prune and verify --remove\n"
+           "delete only where there is also the ledger, the counters or the settings file (or no\n"
+           "entry at all): files named like entries alone may be another tool's content-addressed\n"
+           "store.\n";
 }
 
 directory_kind scan_directory(std::string const& dir, directory_scan& scan, std::string& message,

@@ -803,11 +803,9 @@ std::optional<std::uint64_t> prune_limit(command_line const& c) {
     auto const it = kept.values.find("max-size");
     std::optional<std::uint64_t> const limit =
         it == kept.values.end() ? std::nullopt : compile_cache::parse_byte_size(it->second);
-    if (!limit)
-        fail(it == kept.values.end()
-                 ? "prune needs --max-size SIZE: " + printable(c.cache) + " keeps no max-size (compile-cache set)"
-                 : file + ": max-size \"" + printable(it->second) + "\" is not a size; give --max-size SIZE",
-             exit_usage);
+    if (it == kept.values.end())
+        throw usage_error{"prune needs --max-size SIZE: " + printable(c.cache) + " keeps no max-size (compile-cache set)"};
+    if (!limit) fail(file + ": max-size \"" + printable(it->second) + "\" is not a size; give --max-size SIZE", exit_usage);
     return limit;
 }
 
