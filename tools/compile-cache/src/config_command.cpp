@@ -171,9 +171,10 @@ int run_config(command_line const& c) {
         t.add({"(" + std::string(e.from) + ")", s.name, value.empty() ? "" : "= " + printable(value), s.description});
     }
     std::string out = "settings a host with prefix " + printable(*c.prefix) + " reads (" + storage +
-                      " storage): the environment's value, else the cache directory's settings file's";
-    out += kept.file.empty() ? std::string(" (no directory given, and ") + printable(*c.prefix) + "_DIR is unset)"
-                             : " (" + printable(kept.file) + ")";
+                      " storage); each value comes from the environment,\nelse ";
+    out += kept.file.empty() ? "the directory's settings file (none here: no DIR given, and " + printable(*c.prefix) +
+                                   "_DIR is unset)"
+                             : "the directory's settings file " + printable(kept.file);
     out += ", else the default the description gives:\n" + t.str();
     if (!kept.ignored.empty()) out += "note: " + printable(kept.ignored) + "\n";
     std::fputs(out.c_str(), stdout);
