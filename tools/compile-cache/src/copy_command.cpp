@@ -97,7 +97,8 @@ void print_copy_summary(command_line const& c, listed_cache const& src, opened_c
         j.begin_object().field("source", src.cache.shown).field("destination", dst.shown);
         j.field("copied", t.copied).field("copied_identity_records", t.copied_records).field("copied_bytes", t.copied_bytes);
         j.field("already_there", t.already).field("filtered_out", t.filtered).field("skipped_bad", t.bad);
-        j.field("skipped_unchecked", t.unchecked).field("failed", t.failed).end_object();
+        j.field("skipped_unchecked", t.unchecked).field("failed", t.failed);
+        j.field("destination_listed", !dst.unlisted).end_object();
         std::fputs(j.str().c_str(), stdout);
         return;
     }
@@ -110,6 +111,7 @@ void print_copy_summary(command_line const& c, listed_cache const& src, opened_c
     if (!t.unchecked_causes.empty()) out += ")";
     if (c.name_glob || c.since) out += ", " + std::to_string(t.filtered) + " filtered out";
     if (t.failed != 0) out += ", " + std::to_string(t.failed) + " refused by the destination";
+    if (dst.unlisted) out += " (the destination cannot list its entries, so none was taken as already there)";
     std::fputs((out + "\n").c_str(), stdout);
 }
 

@@ -213,6 +213,10 @@ void use_storage(opened_cache& out, std::shared_ptr<Storage> storage,
     out.list = [s, self, explain](cache_listing& l, progress_line&) {
         std::vector<compile_cache::stored_entry> entries;
         if (std::error_code const ec = s->list(entries)) {
+            if (self->listing_optional && ec == std::errc::operation_not_supported) {
+                self->unlisted = true; // copy writes every entry: it cannot see what is there
+                return exit_ok;
+            }
             std::string const more = explain ? explain(ec) : std::string();
             return fail(self->shown + ": cannot list its entries: " + ec.message() + (more.empty() ? "" : ": " + more),
                         exit_failed);
@@ -375,6 +379,7 @@ int open_http(std::string const& url, reach_options const& reach, opened_cache& 
 } // namespace
 
 int open_cache(std::string const& arg, cache_use use, reach_options const& reach, opened_cache& out) {
+    out.listing_optional = use == cache_use::write;
     std::string location;
     cache_kind const kind = kind_of(arg, location);
     if (kind != cache_kind::redis && reach.name_space) throw usage_error{"--namespace is an option for a Redis cache"};

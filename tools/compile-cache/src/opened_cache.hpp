@@ -90,6 +90,10 @@ struct opened_cache {
     opened_cache& operator=(opened_cache const&) = delete;
 
     std::string shown;     ///< as printed (a Redis password hidden)
+    /// Opened as copy's destination (cache_use::write): a server that offers no listing
+    /// (HTTP without PROPFIND) lists as empty, with `unlisted` set, instead of failing.
+    bool listing_optional = false;
+    bool unlisted = false;
     std::string directory; ///< the path when the cache is a directory, else empty
     directory_facts facts; ///< (a directory) what list found besides entries
 

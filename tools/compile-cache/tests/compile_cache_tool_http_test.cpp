@@ -173,10 +173,20 @@ TEST_CASE("compile-cache on an HTTP server behind basic authentication and TLS: 
     process_result const misplaced = tool({"stats", dir, "--layout", "fanout"});
     REQUIRE_EXIT(misplaced, 2);
     CHECK(misplaced.err.rfind("compile-cache: --layout is an option for an HTTP cache\n", 0) == 0);
-    std::string const nodav = "http://127.0.0.1:" + std::to_string(server_ports().at("plain")) + "/nodav/";
+    std::string const plain = "http://127.0.0.1:" + std::to_string(server_ports().at("plain"));
+    std::string const nodav = plain + "/nodav/";
     process_result const cannot_list = tool({"stats", nodav});
     REQUIRE_EXIT(cannot_list, 3);
     CHECK(cannot_list.err.find("offers no WebDAV PROPFIND") != std::string::npos);
+    // ...but such a server can be copied into (here one that takes 1 KiB at most: the
+    // identity records go in, the entries are refused, exit 3).
+    std::string const small = plain + "/small" + fresh_url("plain", "tool-small").substr(plain.size());
+    process_result const into = tool({"copy", dir, small});
+    REQUIRE_EXIT(into, 3);
+    CHECK(into.out.rfind("copied 0 entries and 2 identity records (", 0) == 0);
+    CHECK(into.out.find(", 2 refused by the destination (the destination cannot list its entries, so none was taken "
+                        "as already there)\n") != std::string::npos);
+    CHECK(into.err.find(": refused 2 entries: the entry is larger than allowed\n") != std::string::npos);
 }
 
 TEST_CASE("compile-cache config with an HTTP URL lists the HTTP remote's settings", "[compile-cache][http]") {
