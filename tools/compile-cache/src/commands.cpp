@@ -1,7 +1,7 @@
 // compile-cache: the commands (commands.hpp). Each lists the cache once through
 // opened_cache and reads each entry at most once; what is a directory's own (its
 // accounted sizes, temp and other files, the size limit and counters its hosts
-// record, prune, zero) is added where the cache is one.
+// record, the settings it keeps, prune, zero) is added where the cache is one.
 #include "commands.hpp"
 
 #include "cache_directory.hpp"
