@@ -869,7 +869,9 @@ TEST_CASE("compile-cache set keeps max-size in the cache directory: hosts use it
     CHECK(limit_line.rfind("48 KiB (", 0) == 0);
     CHECK(limit_line.find(" used), kept by the directory (compile-cache set; a host's PREFIX_MAX_SIZE wins)") !=
           std::string::npos);
-    // Its environment wins.
+    // Its environment wins. (The counters go first: the limit stats shows is that of the
+    // latest host to record, and two hosts may record within the same second.)
+    fs::remove_all(s.cache_dir() / ".cc-counters");
     REQUIRE_EXIT(s.run({"main", "3"}, {}, {"TINYK_CACHE_MAX_SIZE=2G"}), 0);
     CHECK(json_query(tool({"stats", dir, "--json"}).out, "d['size_limit']") == std::to_string(std::uint64_t{2} << 30));
 
@@ -963,4 +965,40 @@ TEST_CASE("compile-cache set: an unknown setting, a bad value or a cache that ke
     CHECK(count_lines(untrusted.err, ".cc-settings is owned by another user or writable by others, so it is not "
                                      "trusted; it is ignored") == "1");
     CHECK(untrusted.loaded().size() == 3); // a limit of 4K would have evicted them
+}
+
+TEST_CASE("compile-cache set in a directory a group shares: the file is the group's to read and write, and trusted by "
+          "hosts that share it only") {
+    scenario s;
+    s.write_program(program_text);
+    std::string const dir = s.cache_dir().string();
+    fs::create_directories(s.cache_dir());
+    REQUIRE(::chmod(dir.c_str(), 02770) == 0);
+    REQUIRE_EXIT(tool({"set", dir, "max-size", "48K"}), 0);
+    struct stat st {};
+    REQUIRE(::stat((s.cache_dir() / ".cc-settings").c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0660);
+
+    tinyk_result const shared = s.run({"main", "3"}, {}, {"TINYK_CACHE_SHARED=1"});
+    REQUIRE_EXIT(shared, 0);
+    CHECK(shared.err.find(".cc-settings") == std::string::npos);
+    CHECK(json_query(tool({"stats", dir, "--json"}).out, "d['size_limit']") == "49152");
+    // A private host trusts no group-writable file: one line, and its defaults.
+    tinyk_result const private_host = s.run({"main", "3"});
+    REQUIRE_EXIT(private_host, 0);
+    CHECK(private_host.out == "23\n");
+    CHECK(count_lines(private_host.err, ".cc-settings is owned by another user or writable by others") == "1");
+    // config reads it as each host would.
+    for (bool const group : {true, false}) {
+        process_spec spec;
+        spec.argv = {COMPILE_CACHE_TOOL, "config", "--prefix", "TINYK_CACHE", dir, "--json"};
+        spec.env = tool_environment();
+        if (group) spec.env.push_back("TINYK_CACHE_SHARED=1");
+        process_result const r = run_process(spec);
+        REQUIRE_EXIT(r, 0);
+        CHECK(json_query(r.out, "[(s['value'], s['from']) for s in d['settings'] if s['name'] == "
+                                "'TINYK_CACHE_MAX_SIZE']") ==
+              (group ? "[('48K', 'settings file')]" : "[(None, 'default')]"));
+        CHECK(json_query(r.out, "'settings_file_ignored' in d") == (group ? "False" : "True"));
+    }
 }
