@@ -2,6 +2,7 @@
 #include "cache_directory.hpp"
 
 #include <compile_cache/storage/directory/directory_layout.hpp>
+#include <compile_cache/storage/directory/directory_settings_file.hpp>
 #include <compile_cache/storage/directory/directory_storage.hpp>
 
 #include <cerrno>
@@ -49,14 +50,16 @@ std::string entry_file::relative_path() const { return layout::entry_relative_pa
 
 std::string rule_text() {
     return "DIR counts as a compile_cache directory when nothing in it contradicts the layout and it\n"
-           "is empty, or has the ledger file .cc-stats or the counters folder .cc-counters, or holds\n"
-           "at least one entry (DIR/ab/<the key's lower-case hex, starting with ab>). Contradictions:\n"
-           "a .cc-stats that is not a compile_cache ledger, a .cc-counters that is not a folder, and\n"
-           "a hex-named file in a two-hex-digit folder that is not an entry of it (other leading\n"
-           "digits, or an odd length: a git object store looks like that). Anything else (a README,\n"
-           "notes) is allowed, and never deleted. clear, prune and verify --remove delete only where\n"
-           "there is also the ledger or the counters (or no entry at all): files named like entries\n"
-           "alone may be another tool's content-addressed store.\n";
+           "is empty, or has the ledger file .cc-stats, the counters folder .cc-counters or the\n"
+           "settings file .cc-settings (compile-cache set), or holds at least one entry\n"
+           "(DIR/ab/<the key's lower-case hex, starting with ab>). Contradictions: a .cc-stats that\n"
+           "is not a compile_cache ledger, a .cc-counters that is not a folder, a .cc-settings that\n"
+           "is not a file, and a hex-named file in a two-hex-digit folder that is not an entry of it\n"
+           "(other leading digits, or an odd length: a git object store looks like that). Anything\n"
+           "else (a README, notes) is allowed, and never deleted. clear, prune and verify --remove\n"
+           "delete only where there is also the ledger, the counters or the settings file (or no\n"
+           "entry at all): files named like entries alone may be another tool's content-addressed\n"
+           "store.\n";
 }
 
 directory_kind scan_directory(std::string const& dir, directory_scan& scan, std::string& message,
@@ -99,6 +102,9 @@ directory_kind scan_directory(std::string const& dir, directory_scan& scan, std:
         } else if (name == layout::counters_folder_name) {
             scan.has_counters = true;
             if (!known || !S_ISDIR(nst.st_mode)) scan.contradiction = std::string(name) + " is not a folder";
+        } else if (name == compile_cache::directory_settings_file_name) {
+            scan.has_settings = true;
+            if (!known || !S_ISREG(nst.st_mode)) scan.contradiction = std::string(name) + " is not a file";
         } else if (layout::is_folder_name(name) && known && S_ISDIR(nst.st_mode)) {
             folders.emplace_back(name);
         }
@@ -121,9 +127,9 @@ directory_kind scan_directory(std::string const& dir, directory_scan& scan, std:
         message = "not a compile_cache directory: " + scan.contradiction;
         return directory_kind::foreign;
     }
-    if (!scan.empty && !scan.has_ledger && !scan.has_counters && scan.entries.empty()) {
-        message = "not a compile_cache directory: it has no ledger (.cc-stats), no counters (.cc-counters) "
-                  "and no entries (ab/<hex key>)";
+    if (!scan.empty && !scan.has_ledger && !scan.has_counters && !scan.has_settings && scan.entries.empty()) {
+        message = "not a compile_cache directory: it has no ledger (.cc-stats), no counters (.cc-counters), "
+                  "no settings (.cc-settings) and no entries (ab/<hex key>)";
         return directory_kind::foreign;
     }
     return directory_kind::cache;

@@ -31,6 +31,7 @@ struct directory_scan {
     std::uint64_t other_files = 0; ///< anything else in fan-out folders; never touched
     bool has_ledger = false;       ///< `.cc-stats`
     bool has_counters = false;     ///< `.cc-counters/`
+    bool has_settings = false;     ///< `.cc-settings` (compile-cache set)
     bool empty = true;             ///< nothing at all in the directory
     /// Why this cannot be a compile_cache directory, when something in it says so.
     std::string contradiction;
@@ -42,7 +43,8 @@ enum class directory_kind { cache, missing, not_directory, foreign, unreadable }
 
 /// The rule, also in the tool's --help. A directory is taken for a compile_cache
 /// directory when nothing in it contradicts the layout and it is empty, or holds the
-/// ledger `.cc-stats` or the counters folder `.cc-counters`, or at least one entry.
+/// ledger `.cc-stats`, the counters folder `.cc-counters` or the settings file
+/// `.cc-settings`, or at least one entry.
 /// Contradictions: a `.cc-stats` that is not a regular file starting with the
 /// ledger's magic (or empty), a `.cc-counters` that is not a folder, and, in a
 /// two-hex-digit folder, a file named by lower-case hex that is not an entry of that

@@ -33,17 +33,26 @@ std::vector<command_spec> const& commands() {
          "                              envelope version, are reported as not checked and kept, and\n"
          "                              make the exit status 4 unless --allow-unchecked is given\n"},
         {"prune", {"DIR"}, {"--max-size"},
-         "  prune DIR --max-size SIZE   evicts least recently used entries until the directory is\n"
+         "  prune DIR [--max-size SIZE] evicts least recently used entries until the directory is\n"
          "                              under 90% of SIZE (bytes, or with K, M, G: 48K, 500M, 2G;\n"
          "                              0 means no limit, so nothing is evicted), and removes temp\n"
-         "                              files over an hour old (a cache directory only)\n"},
+         "                              files over an hour old (a cache directory only). Without\n"
+         "                              --max-size: the max-size the directory keeps (set)\n"},
         {"clear", {"DIR"}, {},
          "  clear DIR                   removes every entry and temp file; other files stay\n"},
         {"zero", {"DIR"}, {},
          "  zero DIR                    sets the counters the hosts recorded back to zero, as\n"
          "                              ccache -z; stats then counts from now (\"since\"); the entries\n"
-         "                              and the size limit stay (a cache directory only: hosts\n"
-         "                              record counters there)\n"},
+         "                              and the size limit stay. A cache directory only: hosts record\n"
+         "                              their counters there, also for a tier's remote (a SQLite file\n"
+         "                              or a Redis or HTTP server keeps none: zero is refused, exit 2)\n"},
+        {"set", {"DIR", "NAME", "VALUE"}, {},
+         "  set DIR NAME VALUE          keeps a setting in the cache directory itself (DIR/.cc-settings,\n"
+         "                              written atomically), for every host that uses it, as ccache -M\n"
+         "                              does: max-size SIZE (5G; 0: no limit), durability none|file|full.\n"
+         "                              VALUE default removes it. A host's environment (PREFIX_MAX_SIZE,\n"
+         "                              PREFIX_DURABILITY) still wins; config shows what is in effect.\n"
+         "                              DIR is made when it is not there\n"},
         {"explain", {"DIR", "NAME"}, {"--secret-file"},
          "  explain DIR NAME            the entries recorded for kernel NAME (its identity record),\n"
          "                              newest first, and which key components changed between\n"
@@ -61,10 +70,12 @@ std::vector<command_spec> const& commands() {
          "                              The CI recipe: copy DIR sqlite:cache.db at the end of a job,\n"
          "                              keep the one file, copy sqlite:cache.db DIR at the next start\n"},
         {"config", {"[CACHE]"}, {"--prefix"},
-         "  config --prefix P [CACHE]   every setting a host with prefix P reads from its environment\n"
-         "                              (the cache's and its storage's: a directory, or the kind CACHE\n"
-         "                              names), the value the environment gives or (default), and what\n"
-         "                              each does; passwords are shown as set, a URL's password as ***\n"},
+         "  config --prefix P [CACHE]   every setting a host with prefix P reads (the cache's and its\n"
+         "                              storage's: a directory, or the kind CACHE names), the value in\n"
+         "                              effect, where it comes from - (environment), (settings file):\n"
+         "                              what the directory keeps (set; of CACHE, else of P_DIR), or\n"
+         "                              (default) - and what each does; passwords are shown as set,\n"
+         "                              a URL's password as ***\n"},
     };
     return table;
 }
@@ -95,11 +106,13 @@ option_spec const option_table[] = {
     {"--progress", nullptr},     {"--sort", "KEY"},             {"--secret-file", "F"},
     {"--max-size", "SIZE"},      {"--namespace", "NS"},         {"--password-file", "F"},
     {"--format", "F"},           {"--name", "GLOB"},            {"--since", "AGE"},
-    {"--prefix", "PREFIX"},
+    {"--prefix", "PREFIX"},      {"--layout", "L"},             {"--ca-file", "F"},
+    {"--token-file", "F"},
 };
 
 /// The options every command takes.
-char const* const common_options[] = {"--json", "--namespace", "--password-file", "--progress"};
+char const* const common_options[] = {"--json",   "--namespace", "--password-file", "--progress",
+                                      "--layout", "--ca-file",   "--token-file"};
 
 /// Step 1: the words, as options (with their values) and as the command and its operands.
 void split_arguments(std::vector<std::string> const& args, std::vector<given_option>& options,
@@ -161,6 +174,9 @@ void take_options(std::vector<given_option> const& options, command_line& c) {
         if (o.name == "--name") c.name_glob = o.value;
         if (o.name == "--since") c.since = o.value;
         if (o.name == "--prefix") c.prefix = o.value;
+        if (o.name == "--layout") c.layout = o.value;
+        if (o.name == "--ca-file") c.ca_file = o.value;
+        if (o.name == "--token-file") c.token_file = o.value;
         if (o.name == "--sort") {
             c.sort = *o.value;
             if (c.sort != "name" && c.sort != "size" && c.sort != "age")
@@ -199,6 +215,10 @@ void take_operands(command_spec const& spec, std::vector<std::string> const& wor
     if (c.command == "show") c.key_prefix = words[2];
     if (c.command == "explain") c.kernel_name = words[2];
     if (c.command == "copy") c.destination = without_trailing_slashes(words[2]);
+    if (c.command == "set") {
+        c.setting = words[2];
+        c.setting_value = words[3];
+    }
 }
 
 } // namespace
@@ -223,7 +243,6 @@ command_line parse(std::vector<std::string> const& args) {
     check_options_belong(spec, options);
     take_options(options, c);
     take_operands(spec, words, c);
-    if (c.command == "prune" && !c.max_size) throw usage_error{"prune needs --max-size SIZE"};
     return c;
 }
 

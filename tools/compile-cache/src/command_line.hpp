@@ -20,6 +20,8 @@ struct command_line {
     std::string destination; ///< copy's DST
     std::string key_prefix;  ///< show's KEY_PREFIX
     std::string kernel_name; ///< explain's NAME
+    std::string setting;     ///< set's NAME
+    std::string setting_value; ///< set's VALUE
     bool json = false;
     bool remove = false;
     bool allow_unchecked = false;
@@ -30,6 +32,9 @@ struct command_line {
     std::optional<std::string> password_file; ///< --password-file (Redis)
     std::optional<std::string> max_size;
     std::optional<std::string> name_space; ///< --namespace (Redis)
+    std::optional<std::string> layout;     ///< --layout (HTTP)
+    std::optional<std::string> ca_file;    ///< --ca-file (HTTP)
+    std::optional<std::string> token_file; ///< --token-file (HTTP)
     std::optional<std::string> name_glob;  ///< copy --name GLOB
     std::optional<std::string> since;      ///< copy --since AGE
     std::optional<std::string> prefix;     ///< config --prefix PREFIX

@@ -59,10 +59,18 @@ bool auth_from(command_line const& c, compile_cache::envelope_auth& auth) {
 /// Opens and lists `arg` for `c`; exit_ok or the status of the failure said.
 int open_and_list(command_line const& c, std::string const& arg, cache_use use, progress_line& progress,
                   listed_cache& out) {
-    // copy's --namespace and --password-file are for whichever of its caches is Redis.
+    // copy's server options are for whichever of its caches is a server of their kind.
     std::string location;
-    bool const for_redis = c.command != "copy" || kind_of(arg, location) == cache_kind::redis;
-    reach_options const reach = for_redis ? reach_options{c.name_space, c.password_file} : reach_options{};
+    cache_kind const kind = kind_of(arg, location);
+    bool const copy = c.command == "copy";
+    reach_options reach;
+    if (!copy || kind == cache_kind::redis) reach.name_space = c.name_space;
+    if (!copy || kind == cache_kind::redis || kind == cache_kind::http) reach.password_file = c.password_file;
+    if (!copy || kind == cache_kind::http) {
+        reach.layout = c.layout;
+        reach.ca_file = c.ca_file;
+        reach.token_file = c.token_file;
+    }
     if (int const s = open_cache(arg, use, reach, out.cache); s != exit_ok) return s;
     return out.cache.list(out.listing, progress);
 }

@@ -1,7 +1,7 @@
 // compile-cache: the commands (commands.hpp). Each lists the cache once through
 // opened_cache and reads each entry at most once; what is a directory's own (its
 // accounted sizes, temp and other files, the size limit and counters its hosts
-// record, prune, zero) is added where the cache is one.
+// record, the settings it keeps, prune, zero) is added where the cache is one.
 #include "commands.hpp"
 
 #include "cache_directory.hpp"
@@ -14,6 +14,7 @@
 #include <compile_cache/explain.hpp>
 #include <compile_cache/settings.hpp>
 #include <compile_cache/storage/directory/directory_layout.hpp>
+#include <compile_cache/storage/directory/directory_settings_file.hpp>
 #include <compile_cache/storage/directory/directory_storage.hpp>
 
 #include <algorithm>
@@ -82,6 +83,7 @@ struct recorded_counters {
     std::map<std::string, std::uint64_t> all; ///< gauges included
     std::optional<std::uint64_t> limit;       ///< the size limit of the latest host to record
     std::optional<std::uint64_t> updated_s;   ///< when it recorded
+    std::map<std::string, std::string> kept;  ///< what the directory keeps (compile-cache set)
     std::uint64_t zeroed_s = 0;               ///< when `compile-cache zero` last ran; 0: never
     std::uint64_t hits = 0, misses = 0, remote_hits = 0, remote_misses = 0, hit_compile_ns = 0, load_ns = 0;
 
@@ -102,6 +104,9 @@ recorded_counters read_counters(std::string const& dir) {
         if (it == r.all.end()) return std::nullopt;
         return it->second;
     };
+    compile_cache::directory_settings kept;
+    std::string why;
+    if (compile_cache::read_directory_settings(dir, compile_cache::sharing::group, kept, why) == 0) r.kept = kept.values;
     r.limit = gauge(layout::gauge_max_size);
     r.updated_s = gauge(layout::gauge_updated_s);
     for (auto const& [name, n] : r.all) {
@@ -155,6 +160,9 @@ void print_stats_json(opened_cache const& cache, cache_listing const& l, entry_t
             j.key(name);
             if (r) j.raw_number(*r); else j.null();
         }
+        j.key("kept_settings").begin_object();
+        for (auto const& [name, value] : rc->kept) j.field(name, value);
+        j.end_object();
         j.key("counters").begin_object();
         for (auto const& [name, n] : rc->all)
             if (!layout::is_gauge(name)) j.field(name, n);
@@ -184,6 +192,16 @@ std::string summary_text(opened_cache const& cache, cache_listing const& l, entr
         if (rc->limit && *rc->limit != 0)
             limit_text = human_size(*rc->limit) + " (" + percent(tot.accounted, *rc->limit) +
                          " used), as the latest host to record set it";
+        auto const kept = rc->kept.find("max-size");
+        std::optional<std::uint64_t> const kept_limit =
+            kept == rc->kept.end() ? std::nullopt : compile_cache::parse_byte_size(kept->second);
+        if (kept_limit)
+            limit_text = (*kept_limit == 0 ? std::string("none") : human_size(*kept_limit) + " (" + percent(tot.accounted, *kept_limit) + " used)") +
+                         ", kept by the directory (compile-cache set; a host's PREFIX_MAX_SIZE wins)" +
+                         (rc->limit && *rc->limit != *kept_limit
+                              ? "; the latest host to record had " +
+                                    (*rc->limit == 0 ? std::string("none") : human_size(*rc->limit))
+                              : std::string());
         t.add({"size limit", limit_text});
     }
     t.add({"identity records", std::to_string(l.records.size()) + " (" + human_size(tot.record_bytes) +
@@ -765,13 +783,36 @@ void directory_only(command_line const& c) {
         throw usage_error{c.command + " works on a cache directory only"};
 }
 
+/// prune's limit: --max-size, else the max-size the directory keeps (compile-cache set).
+std::optional<std::uint64_t> prune_limit(command_line const& c) {
+    if (c.max_size) {
+        std::optional<std::uint64_t> const limit = compile_cache::parse_byte_size(*c.max_size);
+        if (!limit)
+            fail("--max-size \"" + printable(*c.max_size) +
+                     "\" is not a size (bytes, or a number with K, M or G: 48K, 500M, 2G)",
+                 exit_usage);
+        return limit;
+    }
+    compile_cache::directory_settings kept;
+    std::string why;
+    std::string const file = c.cache + "/" + compile_cache::directory_settings_file_name;
+    if (compile_cache::read_directory_settings(c.cache, compile_cache::sharing::group, kept, why) != 0) {
+        fail(file + " " + why + "; give --max-size SIZE", exit_usage);
+        return std::nullopt;
+    }
+    auto const it = kept.values.find("max-size");
+    std::optional<std::uint64_t> const limit =
+        it == kept.values.end() ? std::nullopt : compile_cache::parse_byte_size(it->second);
+    if (it == kept.values.end())
+        throw usage_error{"prune needs --max-size SIZE: " + printable(c.cache) + " keeps no max-size (compile-cache set)"};
+    if (!limit) fail(file + ": max-size \"" + printable(it->second) + "\" is not a size; give --max-size SIZE", exit_usage);
+    return limit;
+}
+
 int run_prune(command_line const& c) {
     directory_only(c);
-    std::optional<std::uint64_t> const limit = compile_cache::parse_byte_size(*c.max_size);
-    if (!limit)
-        return fail("--max-size \"" + printable(*c.max_size) +
-                        "\" is not a size (bytes, or a number with K, M or G: 48K, 500M, 2G)",
-                    exit_usage);
+    std::optional<std::uint64_t> const limit = prune_limit(c);
+    if (!limit) return exit_usage;
     progress_line progress = progress_for(c);
     listed_cache lc;
     if (int const s = open_and_list(c, c.cache, cache_use::remove, progress, lc); s != exit_ok) return s;
@@ -794,7 +835,12 @@ int run_prune(command_line const& c) {
 // ---- zero --------------------------------------------------------------------
 
 int run_zero(command_line const& c) {
-    directory_only(c);
+    std::string location;
+    if (kind_of(c.cache, location) != cache_kind::directory)
+        return fail("zero: " + printable(c.cache) +
+                        " keeps no counters to zero: hosts record theirs in their local cache directory (the "
+                        "tier's local one, PREFIX_DIR), so zero that: compile-cache zero DIR",
+                    exit_usage);
     progress_line progress = progress_for(c);
     listed_cache lc;
     if (int const s = open_and_list(c, c.cache, cache_use::read, progress, lc); s != exit_ok) return s;
@@ -817,7 +863,7 @@ int run_command(command_line const& c) {
     static std::pair<char const*, int (*)(command_line const&)> const table[] = {
         {"stats", run_stats}, {"list", run_list},   {"show", run_show},       {"verify", run_verify},
         {"prune", run_prune}, {"clear", run_clear}, {"explain", run_explain}, {"zero", run_zero},
-        {"copy", run_copy},   {"config", run_config},
+        {"copy", run_copy},   {"config", run_config}, {"set", run_set},
     };
     for (auto const& [name, run] : table)
         if (c.command == name) return run(c);

@@ -1,6 +1,7 @@
 // compile-cache: the commands, one function each, over any cache (opened_cache.hpp):
 // stats, list, show, verify, clear, explain and copy work alike on a directory, a
-// SQLite file and a Redis server; prune and zero are a directory's own.
+// SQLite file, a Redis server and an HTTP server; prune, zero and set are a directory's
+// own (config reads the environment, and a directory's settings file).
 #pragma once
 
 #include "command_line.hpp"

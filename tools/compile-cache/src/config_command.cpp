@@ -1,17 +1,24 @@
-// compile-cache config: every setting a host's cache reads from its environment under
-// a prefix (the cache's own and its storage's: basic_cache::environment_settings),
-// the value the environment gives, and where it comes from — as ccache -p does.
-// Passwords are shown as "set", and a password in a Redis URL as ***.
+// compile-cache config: every setting a host's cache reads under a prefix (the cache's
+// own and its storage's: basic_cache::environment_settings), the value in effect, and
+// where it comes from — the environment, the cache directory's own settings file
+// (compile-cache set), or the default — as ccache -p does. Passwords are shown as
+// "set", and a password in a URL as ***.
 #include "command_support.hpp"
 
 #include <compile_cache/cache.hpp>
 #include <compile_cache/resolver/registry.hpp>
+#include <compile_cache/storage/directory/directory_settings_file.hpp>
 #include <compile_cache/storage/directory/directory_storage.hpp>
 #if defined(COMPILE_CACHE_TOOL_WITH_SQLITE)
 #include <compile_cache/storage/sqlite/sqlite_storage.hpp>
 #endif
 #if defined(COMPILE_CACHE_TOOL_WITH_REDIS)
 #include <compile_cache/storage/redis/redis_storage.hpp>
+#endif
+#if defined(COMPILE_CACHE_TOOL_WITH_HTTP)
+#include <compile_cache/storage/http/http_storage.hpp>
+#endif
+#if defined(COMPILE_CACHE_TOOL_WITH_REDIS) || defined(COMPILE_CACHE_TOOL_WITH_HTTP)
 #include <compile_cache/storage/tiered_storage.hpp>
 #endif
 
@@ -49,6 +56,45 @@ std::string shown_value(std::string const& name, std::string const& value) {
     return value;
 }
 
+/// What the cache directory keeps (DIR/.cc-settings), read as a host with `prefix` reads it.
+struct kept_settings {
+    std::string directory; ///< the directory whose file was read: CACHE, else PREFIX_DIR; empty: none
+    std::string file;      ///< its settings file
+    compile_cache::directory_settings values;
+    std::string ignored; ///< why the file is not used, when it is not
+};
+
+kept_settings read_kept(std::string const& prefix, std::string const& cache, cache_kind kind) {
+    kept_settings k;
+    if (kind == cache_kind::directory && !cache.empty()) {
+        k.directory = cache;
+    } else {
+        char const* dir = std::getenv((prefix + "_DIR").c_str());
+        if (dir != nullptr && !compile_cache::detail::is_off(dir)) k.directory = dir;
+    }
+    if (k.directory.empty()) return k;
+    k.file = k.directory + "/" + compile_cache::directory_settings_file_name;
+    char const* shared = std::getenv((prefix + "_SHARED").c_str());
+    bool const group = shared != nullptr && !compile_cache::detail::is_off(shared);
+    std::string why;
+    if (compile_cache::read_directory_settings(
+            k.directory, group ? compile_cache::sharing::group : compile_cache::sharing::owner_only, k.values, why) != 0)
+        k.ignored = k.file + " " + why + ": hosts ignore it";
+    return k;
+}
+
+/// The value a kept setting gives `name` (`PREFIX_MAX_SIZE`...), or nullptr.
+std::string const* kept_value(kept_settings const& k, std::string const& prefix, std::string const& name) {
+    if (!k.ignored.empty()) return nullptr;
+    for (auto const& spec : compile_cache::directory_settings_kept()) {
+        if (name != prefix + spec.suffix) continue;
+        auto const it = k.values.values.find(spec.name);
+        if (it == k.values.values.end()) return nullptr;
+        return &it->second;
+    }
+    return nullptr;
+}
+
 } // namespace
 
 int run_config(command_line const& c) {
@@ -77,15 +123,42 @@ int run_config(command_line const& c) {
 #else
         return fail("this compile-cache was built without Redis support", exit_usage);
 #endif
+    case cache_kind::http:
+#if defined(COMPILE_CACHE_TOOL_WITH_HTTP)
+        settings = settings_of<compile_cache::tiered_storage<compile_cache::directory_storage,
+                                                             compile_cache::http_storage>>(*c.prefix);
+        storage = "directory and http";
+        break;
+#else
+        return fail("this compile-cache was built without HTTP support", exit_usage);
+#endif
     }
+    kept_settings const kept = read_kept(*c.prefix, c.cache, kind);
+    /// Each setting's value in effect (nullptr: the default) and where it comes from.
+    struct effective {
+        std::string const* value;
+        std::string env;
+        char const* from;
+    };
+    auto const effective_of = [&](compile_cache::environment_setting const& s) {
+        char const* env = std::getenv(s.name.c_str());
+        if (env != nullptr && *env != '\0') return effective{nullptr, env, "environment"};
+        if (std::string const* v = kept_value(kept, *c.prefix, s.name)) return effective{v, {}, "settings file"};
+        return effective{nullptr, {}, "default"};
+    };
     if (c.json) {
         json_writer j;
-        j.begin_object().field("prefix", *c.prefix).field("storage", storage).key("settings").begin_array();
+        j.begin_object().field("prefix", *c.prefix).field("storage", storage).key("settings_file");
+        if (kept.file.empty()) j.null(); else j.value(kept.file);
+        if (!kept.ignored.empty()) j.field("settings_file_ignored", kept.ignored);
+        j.key("settings").begin_array();
         for (auto const& s : settings) {
-            char const* value = std::getenv(s.name.c_str());
+            effective const e = effective_of(s);
             j.begin_object().field("name", s.name).key("value");
-            if (value) j.value(shown_value(s.name, value)); else j.null();
-            j.field("from", value ? "environment" : "default").field("description", s.description).end_object();
+            if (e.value) j.value(*e.value);
+            else if (std::string_view(e.from) == "environment") j.value(shown_value(s.name, e.env));
+            else j.null();
+            j.field("from", e.from).field("description", s.description).end_object();
         }
         j.end_array().end_object();
         std::fputs(j.str().c_str(), stdout);
@@ -93,12 +166,17 @@ int run_config(command_line const& c) {
     }
     text_table t;
     for (auto const& s : settings) {
-        char const* value = std::getenv(s.name.c_str());
-        t.add({value ? "(environment)" : "(default)", s.name, value ? "= " + printable(shown_value(s.name, value)) : "",
-               s.description});
+        effective const e = effective_of(s);
+        std::string const value = e.value ? *e.value : e.env.empty() ? std::string() : shown_value(s.name, e.env);
+        t.add({"(" + std::string(e.from) + ")", s.name, value.empty() ? "" : "= " + printable(value), s.description});
     }
-    std::string const out = "settings a host with prefix " + printable(*c.prefix) + " reads (" + storage +
-                            " storage); the environment's values, else the default the description gives:\n" + t.str();
+    std::string out = "settings a host with prefix " + printable(*c.prefix) + " reads (" + storage +
+                      " storage); each value comes from the environment,\nelse ";
+    out += kept.file.empty() ? "the directory's settings file (none here: no DIR given, and " + printable(*c.prefix) +
+                                   "_DIR is unset)"
+                             : "the directory's settings file " + printable(kept.file);
+    out += ", else the default the description gives:\n" + t.str();
+    if (!kept.ignored.empty()) out += "note: " + printable(kept.ignored) + "\n";
     std::fputs(out.c_str(), stdout);
     return exit_ok;
 }

@@ -97,7 +97,8 @@ void print_copy_summary(command_line const& c, listed_cache const& src, opened_c
         j.begin_object().field("source", src.cache.shown).field("destination", dst.shown);
         j.field("copied", t.copied).field("copied_identity_records", t.copied_records).field("copied_bytes", t.copied_bytes);
         j.field("already_there", t.already).field("filtered_out", t.filtered).field("skipped_bad", t.bad);
-        j.field("skipped_unchecked", t.unchecked).field("failed", t.failed).end_object();
+        j.field("skipped_unchecked", t.unchecked).field("failed", t.failed);
+        j.field("destination_listed", !dst.unlisted).end_object();
         std::fputs(j.str().c_str(), stdout);
         return;
     }
@@ -110,6 +111,7 @@ void print_copy_summary(command_line const& c, listed_cache const& src, opened_c
     if (!t.unchecked_causes.empty()) out += ")";
     if (c.name_glob || c.since) out += ", " + std::to_string(t.filtered) + " filtered out";
     if (t.failed != 0) out += ", " + std::to_string(t.failed) + " refused by the destination";
+    if (dst.unlisted) out += " (the destination cannot list its entries, so none was taken as already there)";
     std::fputs((out + "\n").c_str(), stdout);
 }
 
@@ -122,10 +124,14 @@ int run_copy(command_line const& c) {
     if (c.since && !(since_s = parse_age(*c.since)))
         return fail("--since \"" + printable(*c.since) + "\" is not an age (30s, 15m, 12h, 7d)", exit_usage);
     std::string location;
-    if ((c.name_space || c.password_file) && kind_of(c.cache, location) != cache_kind::redis &&
-        kind_of(c.destination, location) != cache_kind::redis)
-        throw usage_error{std::string(c.name_space ? "--namespace" : "--password-file") +
-                          " is an option for a Redis cache"};
+    cache_kind const from = kind_of(c.cache, location), to = kind_of(c.destination, location);
+    auto const either = [&](cache_kind k) { return from == k || to == k; };
+    if (c.name_space && !either(cache_kind::redis)) throw usage_error{"--namespace is an option for a Redis cache"};
+    if (c.password_file && !either(cache_kind::redis) && !either(cache_kind::http))
+        throw usage_error{"--password-file is an option for a Redis or HTTP cache"};
+    if ((c.layout || c.ca_file || c.token_file) && !either(cache_kind::http))
+        throw usage_error{std::string(c.layout ? "--layout" : c.ca_file ? "--ca-file" : "--token-file") +
+                          " is an option for an HTTP cache"};
     progress_line progress = progress_for(c);
     listed_cache src, dst;
     if (int const s = open_and_list(c, c.cache, cache_use::read, progress, src); s != exit_ok) return s;

@@ -1,9 +1,9 @@
 // compile-cache: a command-line tool over a compile_cache cache — what is in it,
 // whether it is sound, making it smaller, moving it — the way `ccache -s` and friends
-// work over theirs. The cache is a directory, a SQLite file or a Redis server or
-// cluster (linked in when CMake found their libraries: COMPILE_CACHE_TOOL_WITH_SQLITE /
-// _REDIS), opened as one storage (opened_cache.hpp); each command is one function
-// (commands.hpp). Every command lists the cache once and reads each entry at most once.
+// work over theirs. The cache is a directory, a SQLite file, a Redis server or
+// cluster, or an HTTP server (linked in when CMake found their libraries:
+// COMPILE_CACHE_TOOL_WITH_SQLITE / _REDIS / _HTTP), opened as one storage
+// (opened_cache.hpp); each command is one function (commands.hpp). Every command lists the cache once and reads each entry at most once.
 #include "cache_directory.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
@@ -32,9 +32,14 @@ char const* const version_text =
     " (-sqlite"
 #endif
 #if defined(COMPILE_CACHE_TOOL_WITH_REDIS)
-    " +redis)\n";
+    " +redis"
 #else
-    " -redis)\n";
+    " -redis"
+#endif
+#if defined(COMPILE_CACHE_TOOL_WITH_HTTP)
+    " +http)\n";
+#else
+    " -http)\n";
 #endif
 
 char const* const usage_line = "usage: compile-cache COMMAND DIR [OPTIONS]";
@@ -50,18 +55,23 @@ char const* const help_head =
 
 char const* const help_tail =
     "\n"
-    "On another storage (CACHE instead of DIR), every command but prune and zero works:\n"
+    "On another storage (CACHE instead of DIR), every command but prune, zero and set works:\n"
     "  sqlite:FILE, or FILE        a SQLite database a compile_cache host made (what PREFIX_FILE\n"
     "                              names with sqlite_storage); an existing file that is an SQLite\n"
     "                              database is taken as one without the sqlite: prefix\n"
     "  redis://[[user][:password]@]host[:port][/db], redis+cluster://host:port[,...],\n"
     "  unix:///path.sock           a Redis server or cluster (what PREFIX_REMOTE names); the\n"
     "                              password is never printed\n"
+    "  http[s]://[user@]host[:port][/path]\n"
+    "                              an HTTP cache server (WebDAV, bazel-remote: what PREFIX_REMOTE\n"
+    "                              names); listed with WebDAV PROPFIND, so a server without it\n"
+    "                              can be copied into but not listed\n"
     "  Entries are listed with the storage's listing (SQLite: one query; Redis: SCAN, and\n"
-    "  OBJECT IDLETIME for the last use, unknown under an LFU policy); entries are read\n"
-    "  without counting as a use where the storage can (SQLite: yes; Redis: a read moves its\n"
-    "  LRU clock). Counters are recorded in directories only. A SQLite file is never repaired\n"
-    "  or moved aside by the tool: clear and verify --remove refuse a damaged one.\n"
+    "  OBJECT IDLETIME for the last use, unknown under an LFU policy; HTTP: PROPFIND, the\n"
+    "  last change as the last use); entries are read without counting as a use where the\n"
+    "  storage can (SQLite: yes; Redis: a read moves its LRU clock). Counters are recorded in\n"
+    "  directories only. A SQLite file is never repaired or moved aside by the tool: clear and\n"
+    "  verify --remove refuse a damaged one.\n"
     "\n"
     "options:\n"
     "  --json                      output for scripts: one JSON document on stdout\n"
@@ -69,9 +79,15 @@ char const* const help_tail =
     "                              compile_cache by default\n"
     "  --secret-file F             (list, show, verify, explain, copy) the file whose content is the\n"
     "                              secret of a cache with PREFIX_SECRET_FILE: checks HMACs under it\n"
-    "  --password-file F           (Redis) the file holding the server's password, as\n"
-    "                              PREFIX_REMOTE_PASSWORD_FILE (not on the command line, where\n"
-    "                              every user can read it); a trailing newline is dropped\n"
+    "  --password-file F           (Redis, HTTP) the file holding the server's password (HTTP:\n"
+    "                              of the URL's user), as PREFIX_REMOTE_PASSWORD_FILE (not on the\n"
+    "                              command line, where every user can read it); a trailing\n"
+    "                              newline is dropped\n"
+    "  --layout L                  (HTTP) where entries are under the URL, as PREFIX_REMOTE_LAYOUT:\n"
+    "                              flat (URL/KEY, the default), fanout (URL/ab/KEY) or bazel\n"
+    "                              (URL/ac/KEY)\n"
+    "  --ca-file F, --token-file F (HTTP) the CA to check the server's certificate with, a bearer\n"
+    "                              token: as PREFIX_REMOTE_CA_FILE and PREFIX_REMOTE_TOKEN_FILE\n"
     "  --allow-unchecked           (verify) entries that cannot be checked leave the exit status 0\n"
     "  --progress                  the progress line on stderr even for a small cache\n"
     "  -h, --help                  this text (after a command: that command's)\n"
@@ -94,7 +110,8 @@ char const* const exit_text =
     "  1  verify found bad entries (removed with --remove); show: the entry does not check;\n"
     "     copy skipped bad entries\n"
     "  2  usage error; DIR missing, not a directory, or not a compile_cache directory (or\n"
-    "     FILE not a compile_cache database; a bad Redis address; a storage this build lacks);\n"
+    "     FILE not a compile_cache database; a bad server address; a storage this build lacks;\n"
+    "     set: an unknown setting or a bad value; zero on a cache that keeps no counters);\n"
     "     KEY_PREFIX unknown or ambiguous; the secret file cannot be used\n"
     "  3  the file system or the storage refused something (a folder that cannot be read, a\n"
     "     removal, a write, a damaged SQLite file to remove from, a Redis server that does not\n"
@@ -111,8 +128,9 @@ std::string full_help() {
 /// `compile-cache COMMAND --help`: that command's usage and what it does.
 std::string command_help(command_spec const& c) {
     return usage_of(c) + "\n\n" + c.help +
-           "\nEvery command takes --json, --progress, and for Redis --namespace and --password-file;\n"
-           "compile-cache --help has the caches it works on, every option and the exit statuses.\n";
+           "\nEvery command takes --json and --progress; for a server --password-file, for Redis\n"
+           "--namespace, for HTTP --layout, --ca-file and --token-file. compile-cache --help has the\n"
+           "caches it works on, every option and the exit statuses.\n";
 }
 
 /// --version, -h and --help anywhere win over the rest of the line.

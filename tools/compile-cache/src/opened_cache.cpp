@@ -8,18 +8,24 @@
 #include <compile_cache/secret_file.hpp>
 #include <compile_cache/storage/directory/directory_layout.hpp>
 #include <compile_cache/storage/directory/directory_storage.hpp>
+#include <compile_cache/storage/http/http_address.hpp>
 #if defined(COMPILE_CACHE_TOOL_WITH_SQLITE)
 #include <compile_cache/storage/sqlite/sqlite_storage.hpp>
 #endif
 #if defined(COMPILE_CACHE_TOOL_WITH_REDIS)
 #include <compile_cache/storage/redis/redis_storage.hpp>
 #endif
+#if defined(COMPILE_CACHE_TOOL_WITH_HTTP)
+#include <compile_cache/storage/http/http_storage.hpp>
+#endif
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <stdexcept>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -56,6 +62,7 @@ cache_kind kind_of(std::string const& arg, std::string& location) {
     }
     for (char const* scheme : {"redis://", "redis+cluster://", "unix://"})
         if (arg.rfind(scheme, 0) == 0) return cache_kind::redis;
+    if (compile_cache::http_address::is_http_url(arg)) return cache_kind::http;
     return is_sqlite_file(arg) ? cache_kind::sqlite : cache_kind::directory;
 }
 
@@ -124,7 +131,8 @@ int list_directory(opened_cache& self, cache_listing& l, progress_line& progress
     default: return fail(self.directory + ": " + message, exit_usage);
     }
     if (!scan.error.empty()) return fail(self.directory + ": cannot list " + scan.error, exit_failed);
-    self.facts = {scan.temp_files, scan.other_files, !scan.entries.empty(), scan.has_ledger, scan.has_counters};
+    self.facts = {scan.temp_files, scan.other_files, !scan.entries.empty(), scan.has_ledger, scan.has_counters,
+                  scan.has_settings};
     for (entry_file const& f : scan.entries)
         if (std::optional<compile_cache::key> const k = compile_cache::key::from_hex(f.name))
             file_under(l, listed(*k, f.size, f.use_ns));
@@ -181,7 +189,7 @@ int open_directory(std::string const& dir, cache_use use, opened_cache& out) {
     // the cache deletes only where a host has written its ledger or its counters.
     out.may_remove = [self] {
         directory_facts const& f = self->facts;
-        if (f.has_ledger || f.has_counters || !f.any_entry) return exit_ok;
+        if (f.has_ledger || f.has_counters || f.has_settings || !f.any_entry) return exit_ok;
         return fail(self->directory + ": it has entries but neither the ledger (.cc-stats) nor the counters "
                                       "(.cc-counters) a compile_cache host writes; nothing is deleted in a directory "
                                       "that may be another tool's",
@@ -205,6 +213,10 @@ void use_storage(opened_cache& out, std::shared_ptr<Storage> storage,
     out.list = [s, self, explain](cache_listing& l, progress_line&) {
         std::vector<compile_cache::stored_entry> entries;
         if (std::error_code const ec = s->list(entries)) {
+            if (self->listing_optional && ec == std::errc::operation_not_supported) {
+                self->unlisted = true; // copy writes every entry: it cannot see what is there
+                return exit_ok;
+            }
             std::string const more = explain ? explain(ec) : std::string();
             return fail(self->shown + ": cannot list its entries: " + ec.message() + (more.empty() ? "" : ": " + more),
                         exit_failed);
@@ -314,14 +326,68 @@ int open_redis(std::string const& url, reach_options const& reach, opened_cache&
 }
 #endif
 
+#if defined(COMPILE_CACHE_TOOL_WITH_HTTP)
+int open_http(std::string const& url, reach_options const& reach, opened_cache& out) {
+    compile_cache::http_options options;
+    options.url = url;
+    // An operator's command, not a compile: longer bounds than a host's defaults.
+    options.connect_timeout = std::chrono::milliseconds(5000);
+    options.timeout = std::chrono::milliseconds(30000);
+    if (reach.layout) {
+        if (*reach.layout == "flat") options.layout = compile_cache::http_layout::flat;
+        else if (*reach.layout == "fanout") options.layout = compile_cache::http_layout::fanout;
+        else if (*reach.layout == "bazel") options.layout = compile_cache::http_layout::bazel;
+        else throw usage_error{"--layout takes flat, fanout or bazel, not \"" + printable(*reach.layout) + "\""};
+    }
+    for (auto const& [given, into, name] :
+         {std::tuple{&reach.ca_file, &options.ca_file, "--ca-file"}, {&reach.token_file, &options.token_file, "--token-file"}}) {
+        if (!*given) continue;
+        struct stat st {};
+        if (::stat((*given)->c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+            return fail(std::string(name) + " " + printable(**given) + ": not a file that can be read", exit_usage);
+        *into = **given;
+    }
+    if (reach.password_file) {
+        std::string const why = compile_cache::read_secret_file(*reach.password_file, options.password);
+        if (!why.empty()) return fail("--password-file " + *reach.password_file + ": " + why, exit_usage);
+        while (!options.password.empty() && (options.password.back() == '\n' || options.password.back() == '\r'))
+            options.password.pop_back();
+    }
+    std::shared_ptr<compile_cache::http_storage> storage;
+    try {
+        storage = std::make_shared<compile_cache::http_storage>(std::move(options));
+    } catch (std::invalid_argument const& e) {
+        return fail(e.what(), exit_usage); // its message never repeats the URL
+    }
+    out.shown = storage->address().base();
+    compile_cache::http_storage* s = storage.get();
+    use_storage(out, storage, [s](std::error_code const& ec) -> std::string {
+        std::string const said = s->last_failure().text; // the method, the URL and the status; no credential
+        if (ec == compile_cache::http_errc::auth)
+            return (said.empty() ? std::string() : printable(said) + "; ") +
+                   "give the password of the URL's user with --password-file FILE, or a bearer token with "
+                   "--token-file FILE";
+        if (ec == compile_cache::http_errc::cannot_list)
+            return "it offers no WebDAV PROPFIND, so the tool cannot see its entries (nginx: dav_ext_methods "
+                   "PROPFIND; docs/remote.md)";
+        return said;
+    });
+    return exit_ok;
+}
+#endif
+
 } // namespace
 
 int open_cache(std::string const& arg, cache_use use, reach_options const& reach, opened_cache& out) {
+    out.listing_optional = use == cache_use::write;
     std::string location;
     cache_kind const kind = kind_of(arg, location);
     if (kind != cache_kind::redis && reach.name_space) throw usage_error{"--namespace is an option for a Redis cache"};
-    if (kind != cache_kind::redis && reach.password_file)
-        throw usage_error{"--password-file is an option for a Redis cache"};
+    if (kind != cache_kind::redis && kind != cache_kind::http && reach.password_file)
+        throw usage_error{"--password-file is an option for a Redis or HTTP cache"};
+    for (auto const& [given, name] : {std::pair{&reach.layout, "--layout"}, {&reach.ca_file, "--ca-file"},
+                                      {&reach.token_file, "--token-file"}})
+        if (kind != cache_kind::http && *given) throw usage_error{std::string(name) + " is an option for an HTTP cache"};
     switch (kind) {
     case cache_kind::directory: return open_directory(location, use, out);
     case cache_kind::sqlite:
@@ -335,6 +401,12 @@ int open_cache(std::string const& arg, cache_use use, reach_options const& reach
         return open_redis(location, reach, out);
 #else
         return fail("this compile-cache was built without Redis support", exit_usage);
+#endif
+    case cache_kind::http:
+#if defined(COMPILE_CACHE_TOOL_WITH_HTTP)
+        return open_http(location, reach, out);
+#else
+        return fail("this compile-cache was built without HTTP support", exit_usage);
 #endif
     }
     return exit_usage;

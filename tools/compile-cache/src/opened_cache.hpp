@@ -53,6 +53,7 @@ struct directory_facts {
     bool any_entry = false;
     bool has_ledger = false;       ///< `.cc-stats`
     bool has_counters = false;     ///< `.cc-counters/`
+    bool has_settings = false;     ///< `.cc-settings`
 };
 
 /// What clear did.
@@ -72,10 +73,13 @@ enum class cache_use {
     write,  ///< copy's destination (made when it is not there)
 };
 
-/// The options that say how to reach a cache (Redis's).
+/// The options that say how to reach a cache (a Redis or HTTP server's).
 struct reach_options {
-    std::optional<std::string> name_space;
-    std::optional<std::string> password_file;
+    std::optional<std::string> name_space;    ///< (Redis)
+    std::optional<std::string> password_file; ///< (Redis; HTTP: basic authentication of the URL's user)
+    std::optional<std::string> layout;        ///< (HTTP) flat, fanout or bazel
+    std::optional<std::string> ca_file;       ///< (HTTP) the CA the server's certificate is checked with
+    std::optional<std::string> token_file;    ///< (HTTP) a bearer token
 };
 
 /// A cache, opened. Its functions are set by open_cache, and refer to it: it stays
@@ -86,6 +90,10 @@ struct opened_cache {
     opened_cache& operator=(opened_cache const&) = delete;
 
     std::string shown;     ///< as printed (a Redis password hidden)
+    /// Opened as copy's destination (cache_use::write): a server that offers no listing
+    /// (HTTP without PROPFIND) lists as empty, with `unlisted` set, instead of failing.
+    bool listing_optional = false;
+    bool unlisted = false;
     std::string directory; ///< the path when the cache is a directory, else empty
     directory_facts facts; ///< (a directory) what list found besides entries
 
@@ -111,9 +119,10 @@ struct opened_cache {
 };
 
 /// What the CACHE argument names.
-enum class cache_kind { directory, sqlite, redis };
+enum class cache_kind { directory, sqlite, redis, http };
 
-/// `sqlite:FILE`; `redis://...`, `redis+cluster://...`, `unix://...` (Redis); an existing
+/// `sqlite:FILE`; `redis://...`, `redis+cluster://...`, `unix://...` (Redis); `http://...`,
+/// `https://...` (an HTTP server: WebDAV, bazel-remote); an existing
 /// regular file that starts as an SQLite database does; anything else is a directory.
 /// `location` is the file or the URL.
 cache_kind kind_of(std::string const& arg, std::string& location);
@@ -122,7 +131,7 @@ cache_kind kind_of(std::string const& arg, std::string& location);
 bool is_sqlite_file(std::string const& path);
 
 /// Opens the cache `arg` names for `use`; exit_ok, or the status of the failure it said.
-/// Throws usage_error for a Redis option given for another cache.
+/// Throws usage_error for a Redis or HTTP option given for another cache.
 int open_cache(std::string const& arg, cache_use use, reach_options const& reach, opened_cache& out);
 
 } // namespace compile_cache_tool

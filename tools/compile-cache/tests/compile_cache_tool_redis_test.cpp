@@ -250,6 +250,13 @@ TEST_CASE("compile-cache copy from a Redis server to a directory, a SQLite file 
     REQUIRE_EXIT(again, 0);
     CHECK(json_query(again.out, "(d['copied'], d['already_there'])") == "(0, 6)");
 
+    // zero: a server keeps no counters (hosts record theirs in their local directory).
+    for (std::string const& server : {url, cluster}) {
+        process_result const zero = tool({"zero", server});
+        REQUIRE_EXIT(zero, 2);
+        CHECK(zero.err.find(" keeps no counters to zero: hosts record theirs in their local cache directory") !=
+              std::string::npos);
+    }
     REQUIRE_EXIT(tool({"clear", cluster, "--namespace", ns}), 0);
     REQUIRE_EXIT(tool({"clear", url, "--namespace", ns}), 0);
     process_result const no_redis = tool({"copy", first.string(), second.string(), "--namespace", ns});

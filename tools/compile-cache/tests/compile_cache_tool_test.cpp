@@ -5,6 +5,7 @@
 #include "tool_test_support.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -515,8 +516,9 @@ TEST_CASE("compile-cache: usage errors exit 2 and --help documents the commands 
     }
     process_result const help = tool({"--help"});
     REQUIRE_EXIT(help, 0);
-    for (char const* needle : {"stats DIR", "list DIR", "show DIR KEY_PREFIX", "verify DIR", "prune DIR --max-size",
-                               "clear DIR", "--json", "--secret-file", ".cc-stats", "exit status:", "  3  "})
+    for (char const* needle : {"stats DIR", "list DIR", "show DIR KEY_PREFIX", "verify DIR", "prune DIR [--max-size",
+                               "clear DIR", "set DIR NAME VALUE", "--json", "--secret-file", ".cc-stats", ".cc-settings",
+                               "exit status:", "  3  "})
         CHECK(help.out.find(needle) != std::string::npos);
 }
 
@@ -662,7 +664,7 @@ TEST_CASE("compile-cache --version, -h, and every command's --help") {
     REQUIRE_EXIT(h, 0);
     CHECK(h.out == help.out);
     for (char const* command :
-         {"stats", "list", "show", "verify", "prune", "clear", "zero", "explain", "copy", "config"}) {
+         {"stats", "list", "show", "verify", "prune", "clear", "zero", "set", "explain", "copy", "config"}) {
         INFO(command);
         process_result const r = tool({command, "--help"});
         REQUIRE_EXIT(r, 0);
@@ -706,7 +708,8 @@ TEST_CASE("compile-cache zero sets the recorded counters back to zero and stats 
 
     process_result const not_dir = tool({"zero", "sqlite:" + (c.s.root() / "x.db").string()});
     REQUIRE_EXIT(not_dir, 2);
-    CHECK(not_dir.err.find("zero works on a cache directory only") != std::string::npos);
+    CHECK(not_dir.err.find(" keeps no counters to zero: hosts record theirs in their local cache directory") !=
+          std::string::npos);
 }
 
 namespace {
@@ -836,4 +839,166 @@ TEST_CASE("compile-cache config: every setting a host reads under a prefix, its 
     CHECK(remote.out.find("redis://user:***@cache-host:6379") != std::string::npos);
     CHECK(remote.out.find("s3cret-word") == std::string::npos);
 
+}
+
+TEST_CASE("compile-cache set keeps max-size in the cache directory: hosts use it, their environment wins, config "
+          "says where each value came from") {
+    scenario s;
+    s.write_program(program_text);
+    std::string const dir = s.cache_dir().string();
+    fs::path const file = s.cache_dir() / ".cc-settings";
+    // Before the first host: the directory is made, the file written, private.
+    process_result const set = tool({"set", dir, "max-size", "48K"});
+    REQUIRE_EXIT(set, 0);
+    CHECK(set.out == dir + " keeps max-size = 48K (in " + file.string() +
+                         "); a host's PREFIX_MAX_SIZE, when set, wins over it\n");
+    struct stat st {};
+    REQUIRE(::stat(file.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0600);
+    CHECK(read_file(file).find("\nmax-size = 48K\n") != std::string::npos);
+
+    // A host (tinyk) without TINYK_CACHE_MAX_SIZE uses it: it records that limit.
+    tinyk_result const cold = s.run({"main", "3"});
+    REQUIRE_EXIT(cold, 0);
+    CHECK(cold.out == "23\n");
+    CHECK(cold.err.find("compile_cache") == std::string::npos); // nothing to say
+    process_result const stats = tool({"stats", dir, "--json"});
+    REQUIRE_EXIT(stats, 0);
+    CHECK(json_query(stats.out, "(d['size_limit'], d['kept_settings'])") == "(49152, {'max-size': '48K'})");
+    std::string const limit_line = line_starting(tool({"stats", dir}).out, "size limit");
+    CHECK(limit_line.rfind("48 KiB (", 0) == 0);
+    CHECK(limit_line.find(" used), kept by the directory (compile-cache set; a host's PREFIX_MAX_SIZE wins)") !=
+          std::string::npos);
+    // Its environment wins. (The counters go first: the limit stats shows is that of the
+    // latest host to record, and two hosts may record within the same second.)
+    fs::remove_all(s.cache_dir() / ".cc-counters");
+    REQUIRE_EXIT(s.run({"main", "3"}, {}, {"TINYK_CACHE_MAX_SIZE=2G"}), 0);
+    CHECK(json_query(tool({"stats", dir, "--json"}).out, "d['size_limit']") == std::to_string(std::uint64_t{2} << 30));
+
+    // config: each value and where it came from, for DIR or for PREFIX_DIR's directory.
+    auto const config = [&](std::vector<std::string> args, std::vector<std::string> const& env) {
+        process_spec spec;
+        spec.argv = {COMPILE_CACHE_TOOL, "config", "--prefix", "TINYK_CACHE", "--json"};
+        spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+        spec.env = tool_environment();
+        spec.env.insert(spec.env.end(), env.begin(), env.end());
+        process_result const r = run_process(spec);
+        REQUIRE_EXIT(r, 0);
+        return json_query(r.out, "[(s['value'], s['from']) for s in d['settings'] if s['name'] in "
+                                 "('TINYK_CACHE_MAX_SIZE', 'TINYK_CACHE_DURABILITY')]");
+    };
+    CHECK(config({dir}, {}) == "[('48K', 'settings file'), (None, 'default')]");
+    CHECK(config({}, {"TINYK_CACHE_DIR=" + dir}) == "[('48K', 'settings file'), (None, 'default')]");
+    CHECK(config({dir}, {"TINYK_CACHE_MAX_SIZE=2G"}) == "[('2G', 'environment'), (None, 'default')]");
+    CHECK(config({}, {}) == "[(None, 'default'), (None, 'default')]");
+    REQUIRE_EXIT(tool({"set", dir, "durability", "File"}), 0);
+    CHECK(config({dir}, {}) == "[('48K', 'settings file'), ('file', 'settings file')]");
+
+    // prune without --max-size: the kept one.
+    REQUIRE_EXIT(tool({"set", dir, "max-size", "8K"}), 0);
+    process_result const pruned = tool({"prune", dir});
+    REQUIRE_EXIT(pruned, 0);
+    CHECK(pruned.out.find("against the limit of 8.0 KiB\n") != std::string::npos);
+    tinyk_result const after = s.run({"main", "3"});
+    REQUIRE_EXIT(after, 0);
+    CHECK(after.out == "23\n");
+
+    // default takes a setting out; with none left, the file goes.
+    REQUIRE_EXIT(tool({"set", dir, "max-size", "default"}), 0);
+    CHECK(read_file(file).find("max-size") == std::string::npos);
+    process_result const no_limit = tool({"prune", dir});
+    REQUIRE_EXIT(no_limit, 2);
+    CHECK(no_limit.err.rfind("compile-cache: prune needs --max-size SIZE: " + dir +
+                                 " keeps no max-size (compile-cache set)\nusage: ",
+                             0) == 0);
+    REQUIRE_EXIT(tool({"set", dir, "durability", "default"}), 0);
+    CHECK(!fs::exists(file));
+}
+
+TEST_CASE("compile-cache set: an unknown setting, a bad value or a cache that keeps no settings is one sentence and "
+          "exit 2, and hosts say what they cannot use in a settings file and go on") {
+    scenario s;
+    s.write_program(program_text);
+    std::string const dir = s.cache_dir().string();
+    fs::path const file = s.cache_dir() / ".cc-settings";
+    REQUIRE_EXIT(tool({"set", dir, "max-size", "5G"}), 0);
+    std::string const before = read_file(file);
+
+    process_result const bad_size = tool({"set", dir, "max-size", "5Q"});
+    REQUIRE_EXIT(bad_size, 2);
+    CHECK(bad_size.err == "compile-cache: max-size \"5Q\" is not a size (a number of bytes, or one with a K, M or G "
+                          "suffix in powers of 1024, such as 48K, 500M or 2G)\n");
+    process_result const unknown = tool({"set", dir, "colour", "red"});
+    REQUIRE_EXIT(unknown, 2);
+    CHECK(unknown.err == "compile-cache: \"colour\" is not a setting a cache directory keeps: it keeps max-size and "
+                         "durability (compile-cache set --help)\n");
+    process_result const bad_choice = tool({"set", dir, "durability", "always"});
+    REQUIRE_EXIT(bad_choice, 2);
+    CHECK(bad_choice.err == "compile-cache: durability \"always\" is not a durability (none, file or full)\n");
+    process_result const missing = tool({"set", dir, "max-size"});
+    REQUIRE_EXIT(missing, 2);
+    CHECK(missing.err.rfind("compile-cache: set needs DIR, NAME and VALUE\n", 0) == 0);
+    process_result const not_dir = tool({"set", "sqlite:" + (s.root() / "x.db").string(), "max-size", "5G"});
+    REQUIRE_EXIT(not_dir, 2);
+    CHECK(not_dir.err.find("set works on a cache directory only") != std::string::npos);
+    fs::create_directories(s.root() / "notes");
+    write_file(s.root() / "notes" / "README", "mine\n");
+    process_result const foreign = tool({"set", (s.root() / "notes").string(), "max-size", "5G"});
+    REQUIRE_EXIT(foreign, 2);
+    CHECK(!fs::exists(s.root() / "notes" / ".cc-settings"));
+    CHECK(read_file(file) == before); // nothing refused was written
+
+    // A value the file holds that does not parse: one line from the host, the default, a right result.
+    write_file(file, "max-size = lots\n");
+    ::chmod(file.c_str(), 0600);
+    tinyk_result const r = s.run({"main", "3"});
+    REQUIRE_EXIT(r, 0);
+    CHECK(r.out == "23\n");
+    CHECK(count_lines(r.err, ".cc-settings: max-size = \"lots\" is not a size") == "1");
+    CHECK(json_query(tool({"stats", dir, "--json"}).out, "d['size_limit']") == std::to_string(std::uint64_t{1} << 30));
+    // A file others may write is not trusted: one line, and ignored.
+    write_file(file, "max-size = 4K\n");
+    ::chmod(file.c_str(), 0666);
+    tinyk_result const untrusted = s.run({"main", "3"});
+    REQUIRE_EXIT(untrusted, 0);
+    CHECK(untrusted.out == "23\n");
+    CHECK(count_lines(untrusted.err, ".cc-settings is owned by another user or writable by others, so it is not "
+                                     "trusted; it is ignored") == "1");
+    CHECK(untrusted.loaded().size() == 3); // a limit of 4K would have evicted them
+}
+
+TEST_CASE("compile-cache set in a directory a group shares: the file is the group's to read and write, and trusted by "
+          "hosts that share it only") {
+    scenario s;
+    s.write_program(program_text);
+    std::string const dir = s.cache_dir().string();
+    fs::create_directories(s.cache_dir());
+    REQUIRE(::chmod(dir.c_str(), 02770) == 0);
+    REQUIRE_EXIT(tool({"set", dir, "max-size", "48K"}), 0);
+    struct stat st {};
+    REQUIRE(::stat((s.cache_dir() / ".cc-settings").c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0660);
+
+    tinyk_result const shared = s.run({"main", "3"}, {}, {"TINYK_CACHE_SHARED=1"});
+    REQUIRE_EXIT(shared, 0);
+    CHECK(shared.err.find(".cc-settings") == std::string::npos);
+    CHECK(json_query(tool({"stats", dir, "--json"}).out, "d['size_limit']") == "49152");
+    // A private host trusts no group-writable file: one line, and its defaults.
+    tinyk_result const private_host = s.run({"main", "3"});
+    REQUIRE_EXIT(private_host, 0);
+    CHECK(private_host.out == "23\n");
+    CHECK(count_lines(private_host.err, ".cc-settings is owned by another user or writable by others") == "1");
+    // config reads it as each host would.
+    for (bool const group : {true, false}) {
+        process_spec spec;
+        spec.argv = {COMPILE_CACHE_TOOL, "config", "--prefix", "TINYK_CACHE", dir, "--json"};
+        spec.env = tool_environment();
+        if (group) spec.env.push_back("TINYK_CACHE_SHARED=1");
+        process_result const r = run_process(spec);
+        REQUIRE_EXIT(r, 0);
+        CHECK(json_query(r.out, "[(s['value'], s['from']) for s in d['settings'] if s['name'] == "
+                                "'TINYK_CACHE_MAX_SIZE']") ==
+              (group ? "[('48K', 'settings file')]" : "[(None, 'default')]"));
+        CHECK(json_query(r.out, "'settings_file_ignored' in d") == (group ? "False" : "True"));
+    }
 }

@@ -129,6 +129,13 @@ directory_options directory_options_from_env(std::string const& prefix, Report&&
         settings_reader(prefix, [&report](std::string_view line) { report(std::string(line)); }));
 }
 
+namespace detail {
+/// directory_storage::from_env's hook into the directory's own settings file (defined in
+/// storage/directory/directory_settings_file.hpp, included below).
+COMPILE_CACHE_DECL void apply_directory_settings_file(std::string const& directory, settings_reader const& env,
+                                                      directory_options& options);
+} // namespace detail
+
 /// What prune() and clear() did.
 struct cleanup_result {
     std::uint64_t entries = 0;   ///< entries left (prune)
@@ -257,7 +264,8 @@ public:
     /// The storage the environment asks for (see settings.hpp): `PREFIX_DIR` names the
     /// directory; unset, empty, `0`, `off`, `false` or `no` (any case): not configured.
     /// `PREFIX_MAX_SIZE`, `PREFIX_DURABILITY` and `PREFIX_SHARED` give its options
-    /// (directory_options_from_env). The directory is made now, as a first store would
+    /// (directory_options_from_env); where those are unset, the directory's own settings
+    /// file says (`DIR/.cc-settings`: directory_settings_file.hpp). The directory is made now, as a first store would
     /// (not when the cache cannot run: storage_settings::cache_off): a path that cannot
     /// be made a directory is off, with the reason. An on value (`1`, `on`, `true`,
     /// `yes`) is used as a relative path, with one line.
@@ -436,4 +444,5 @@ private:
 static_assert(compile_cache::check_storage<compile_cache::directory_storage>::value);
 static_assert(compile_cache::detail::has_list<compile_cache::directory_storage>::value);
 
+#include <compile_cache/storage/directory/directory_settings_file.hpp>
 #include <compile_cache/storage/directory/impl/directory_storage.ipp>

@@ -141,7 +141,8 @@ from_env_result<directory_storage> directory_storage::from_env(storage_settings 
     std::string dir = env.value("_DIR");
     if (detail::is_off(dir)) return from_env_result<directory_storage>::not_configured();
     if (!settings.cache_off.empty()) return from_env_result<directory_storage>::off(settings.cache_off);
-    directory_options const options = directory_options_from_env(env);
+    directory_options options = directory_options_from_env(env);
+    detail::apply_directory_settings_file(dir, env, options); // DIR/.cc-settings, where the environment is silent
     // A directory that cannot be made (a file on the way, no permission, a
     // read-only parent) would make every store fail: say so now, once, and run
     // without a cache. An existing read-only directory is fine: loads work.
