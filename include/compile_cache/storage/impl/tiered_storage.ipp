@@ -16,6 +16,13 @@ namespace detail {
 struct tier_worker_registry {
     std::mutex mutex;
     std::vector<tier_worker*> workers;
+    /// In a forked child: the parent's thread objects and condition variables, which can
+    /// be neither destroyed nor used here (a std::thread that was not joined terminates
+    /// when destroyed; a condition variable the parent's thread waited on may never be
+    /// released). Kept reachable, never freed, so that a leak checker (LeakSanitizer at a
+    /// child's exit) does not count them as leaks and fail the host's child. Room is made
+    /// before the fork (before_fork): the child's handler allocates nothing.
+    std::vector<void const*> abandoned;
 };
 COMPILE_CACHE_DECL tier_worker_registry& the_tier_worker_registry() noexcept;
 tier_worker_registry& the_tier_worker_registry() noexcept {
@@ -134,6 +141,10 @@ void tier_worker::work() noexcept {
 void tier_worker::before_fork() noexcept {
     tier_worker_registry& r = the_tier_worker_registry();
     r.mutex.lock();
+    try {
+        r.abandoned.reserve(r.abandoned.size() + 3 * r.workers.size()); // (see after_fork_in_child)
+    } catch (...) {
+    }
     for (tier_worker* w : r.workers) {
         // The thread holds the mutex only between jobs. A job under way holds the storages'
         // and the tier's locks, which a child would inherit held: let it end (boundedly),
@@ -167,7 +178,9 @@ void tier_worker::after_fork_in_child() noexcept {
     for (tier_worker* w : r.workers) {
         w->fork_pending_ = false;
         if (w->thread_) {
-            (void)w->thread_.release(); // no such thread here: neither joined nor detached
+            // No such thread here: neither joined nor detached, kept (never freed).
+            std::thread* const parents_thread = w->thread_.release();
+            if (r.abandoned.size() < r.abandoned.capacity()) r.abandoned.push_back(parents_thread);
             if (w->running_) w->forked_mid_job_.store(true, std::memory_order_relaxed);
             if (w->running_ || !w->queue_.empty()) w->forked_with_work_.store(true, std::memory_order_relaxed);
             w->running_ = false;
@@ -176,8 +189,10 @@ void tier_worker::after_fork_in_child() noexcept {
             try {
                 auto wake = std::make_unique<std::condition_variable>();
                 auto idle = std::make_unique<std::condition_variable>();
-                (void)w->wake_.release();
-                (void)w->idle_.release();
+                std::condition_variable* const parents_wake = w->wake_.release();
+                std::condition_variable* const parents_idle = w->idle_.release();
+                if (r.abandoned.size() < r.abandoned.capacity()) r.abandoned.push_back(parents_wake);
+                if (r.abandoned.size() < r.abandoned.capacity()) r.abandoned.push_back(parents_idle);
                 w->wake_ = std::move(wake);
                 w->idle_ = std::move(idle);
             } catch (...) {
