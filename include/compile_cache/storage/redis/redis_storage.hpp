@@ -542,3 +542,4 @@ inline from_env_result<redis_options> redis_storage::redis_options_from_env(sett
 
 static_assert(compile_cache::check_storage<compile_cache::redis_storage>::value);
 static_assert(compile_cache::detail::has_list<compile_cache::redis_storage>::value);
+static_assert(compile_cache::detail::has_read_many<compile_cache::redis_storage>::value);
