@@ -112,6 +112,18 @@ using partial_failure_t = decltype(std::declval<S const&>().partial_failure(std:
 template <class S>
 using has_partial_failure = is_detected_convertible<bool, partial_failure_t, S>;
 
+template <class S>
+using reconnects_after_fork_t = decltype(S::reconnects_after_fork);
+/// A remote that says (`static constexpr bool reconnects_after_fork = true`) that a
+/// forked child never uses the connections it inherited: its first call there makes one
+/// of its own (redis_storage). A tier then uses it in a child forked while its worker
+/// still had uploads queued, which the parent sends on the inherited ones.
+template <class S>
+constexpr bool remote_reconnects_after_fork() noexcept {
+    if constexpr (is_detected<reconnects_after_fork_t, S>::value) return bool(S::reconnects_after_fork);
+    else return false;
+}
+
 /// The jobs one tier runs off the host's path, and the thread that runs them: a queue
 /// bounded in bytes (push never waits for room: a job that does not fit is refused),
 /// a thread started at the first push, a bounded drain at the end. Fork-safe: a child
@@ -232,7 +244,10 @@ private:
 ///   process forked after a store has no worker and no queue of its own (the parent's
 ///   uploads are the parent's); it starts its own worker at its first upload, and does
 ///   not use the remote at all if the parent's worker was mid-call when it forked (the
-///   copied connection is then mid-call). The logger may be called from the worker.
+///   copied connection is then mid-call). A remote with `reconnects_after_fork`
+///   (redis_storage) is used by the child with connections of its own; another is not
+///   used by a child forked while the parent's worker still had uploads queued. The
+///   logger may be called from the worker.
 ///
 /// Thread-safe when both storages are. Move-only. A default-constructed tier is
 /// disabled: reads are absent, writes fail with invalid_argument.
@@ -713,8 +728,14 @@ private:
         }
 
         /// Whether the remote may be called from this process: not in a child forked while
-        /// the worker was mid-call (its copy of the connection is mid-call).
-        bool remote_usable() const noexcept { return !forked_mid_job() && !(worker && worker->forked_with_work()); }
+        /// the worker was mid-call (its copy of the connection is mid-call, its locks held),
+        /// nor, with a remote that would use the connections it inherited, in one forked
+        /// while the worker had uploads queued (the parent goes on with them there).
+        bool remote_usable() const noexcept {
+            if (forked_mid_job()) return false;
+            if constexpr (detail::remote_reconnects_after_fork<Remote>()) return true;
+            else return !(worker && worker->forked_with_work());
+        }
         /// Whether this is a child forked while the worker ran a job that did not end within
         /// the fork's wait: the locks that job held (the storages', the tier's) stay held
         /// here for ever, so the tier answers without touching either storage.

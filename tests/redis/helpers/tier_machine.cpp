@@ -15,7 +15,8 @@
 // queued), then forks, either while the tier's worker sends that upload (`mid-upload`:
 // 30 ms later, for a server behind the latency proxy) or once it is sent (`idle`). The
 // child gets kernels 1 and 2 with the same cache and ends through its destructors (its
-// worker drains); the parent waits for it, then gets kernel 3. Lines `parent kN ...`,
+// worker drains); meanwhile the parent gets kernel 3 (both use the server at once), then
+// waits for the child. Lines `parent kN ...`,
 // `child kN ...`, `child exit N`, and both summaries (`child: ...`, `parent: ...`). Exit
 // 0, or 1 when a value was wrong or the child failed. Each process gives up after 30 s
 // (alarm): a deadlock is a failure, not a hang. (One program for both, so that every run
@@ -106,12 +107,12 @@ int forking_host(bool mid_upload) {
         std::fflush(stdout);
         return child_right ? 0 : 1;
     }
+    right = get(cache, 3, "parent") && right;
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     int const child_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     std::printf("child exit %d\n", child_status);
-    right = get(cache, 3, "parent") && right;
     (void)cache.storage().wait_for_uploads(std::chrono::seconds(10));
     std::printf("parent: %s\n", cache.stats().summary().c_str());
     return right && child_status == 0 ? 0 : 1;
