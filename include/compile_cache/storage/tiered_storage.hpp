@@ -81,6 +81,9 @@ struct tier_options {
     std::chrono::milliseconds budget{1000};
     std::chrono::milliseconds slow_call{200};
     /// One line when the remote goes away and one when it comes back; silent when empty.
+    /// In background mode it is also called from the tier's worker thread (a remote that
+    /// fails during an upload, the drops at the end): it must be callable from any thread,
+    /// as basic_cache's logger already must (cache_options::logger).
     std::function<void(std::string_view)> logger;
     /// Background (default) or sync stores (remote_upload).
     remote_upload upload = remote_upload::background;
@@ -94,6 +97,11 @@ struct tier_options {
     /// dropped and counted `remote.uploads-dropped`. An upload under way then runs to
     /// its end (bounded by the remote's own timeout).
     std::chrono::milliseconds upload_drain{1000};
+    /// Background: how much longer than upload_drain the end waits for an upload under
+    /// way (bounded by the remote's own timeout, which may be longer). Past it the tier
+    /// is left to the thread (its memory kept, never freed) and the host goes on: the
+    /// end never waits without a bound.
+    std::chrono::milliseconds upload_end_grace{2000};
 };
 
 namespace detail {
@@ -144,10 +152,20 @@ public:
     using dropper = std::function<void(job const&)>;
 
     COMPILE_CACHE_DECL tier_worker(std::size_t max_bytes, std::chrono::milliseconds drain, runner run,
-                                   dropper drop);
-    /// Gives the queued jobs the drain time, drops the rest (counted), and joins the
-    /// thread (a job under way runs to its end).
+                                   dropper drop, std::chrono::milliseconds end_grace = std::chrono::seconds(2));
+    /// stop(), then, when the thread still runs a job, joins it (a job under way runs to
+    /// its end): an owner that must not wait without a bound calls stop() first.
     COMPILE_CACHE_DECL ~tier_worker();
+
+    /// Gives the queued jobs the drain time and drops the rest (counted); waits for the
+    /// thread to end at most the drain time and `end_grace` more; true when it ended (it
+    /// is joined), false when a job still runs (the thread goes on with `*this`, which
+    /// must then outlive it: see keep_for_ever). The thread is never started again.
+    COMPILE_CACHE_DECL bool stop() noexcept;
+    /// Keeps `p` reachable for ever (never freed): what a thread still uses after the
+    /// bound of its owner's end, and a forked child's copies of its parent's thread
+    /// objects, which leak checkers would otherwise count as leaks.
+    COMPILE_CACHE_DECL static void keep_for_ever(void const* p) noexcept;
     tier_worker(tier_worker const&) = delete;
     tier_worker& operator=(tier_worker const&) = delete;
 
@@ -174,6 +192,10 @@ public:
     COMPILE_CACHE_DECL static void before_fork() noexcept;
     COMPILE_CACHE_DECL static void after_fork_in_parent() noexcept;
     COMPILE_CACHE_DECL static void after_fork_in_child() noexcept;
+    /// At the process's exit (atexit, installed with the first worker): every worker
+    /// alive, a cache the host never destroyed included, gets its drain time, then its
+    /// thread ends (stop): none runs a job while static objects are destroyed.
+    COMPILE_CACHE_DECL static void at_exit() noexcept;
 
 private:
     COMPILE_CACHE_DECL void work() noexcept;
@@ -181,6 +203,7 @@ private:
 
     std::size_t const max_bytes_;
     std::chrono::milliseconds const drain_;
+    std::chrono::milliseconds const end_grace_;
     runner run_;
     dropper drop_;
     mutable std::mutex mutex_;
@@ -193,6 +216,7 @@ private:
     key running_key_;              ///< its key
     bool waiting_ = false;         ///< the thread waits for a job (a push wakes it)
     bool ending_ = false;
+    bool finished_ = false;       ///< the thread has left its loop (it only returns after)
     bool fork_pending_ = false;   ///< a fork() is about to happen: the thread takes no new job
     std::chrono::steady_clock::time_point drain_until_{};
     std::unique_ptr<std::thread> thread_;
@@ -262,9 +286,9 @@ public:
 
     tiered_storage() = default;
     /// The local storage alone: behaves exactly as `local`.
-    explicit tiered_storage(Local local) : state_(std::make_unique<state>()) { state_->local.emplace(std::move(local)); }
+    explicit tiered_storage(Local local) : state_(new state) { state_->local.emplace(std::move(local)); }
     /// `local` in front of `remote`.
-    tiered_storage(Local local, Remote remote, tier_options options = {}) : state_(std::make_unique<state>()) {
+    tiered_storage(Local local, Remote remote, tier_options options = {}) : state_(new state) {
         state_->local.emplace(std::move(local));
         state_->remote.emplace(std::move(remote));
         state_->options = std::move(options);
@@ -273,7 +297,7 @@ public:
     /// The remote alone: nothing kept locally.
     static tiered_storage remote_only(Remote remote, tier_options options = {}) {
         tiered_storage t;
-        t.state_ = std::make_unique<state>();
+        t.state_.reset(new state);
         t.state_->remote.emplace(std::move(remote));
         t.state_->options = std::move(options);
         t.state_->start();
@@ -459,11 +483,22 @@ public:
         return answer;
     }
 
-    std::error_code write(key const& k, std::string_view bytes) noexcept {
+    std::error_code write(key const& k, std::string_view bytes) noexcept { return write_through(k, bytes, false); }
+
+    /// Present when the local storage has it (directory_storage): the cache's identity
+    /// records are written through it. The local storage's write_deferred (made later,
+    /// batched), then the remote's write as `write` sends it (queued in background mode).
+    template <class L = Local, std::enable_if_t<detail::has_write_deferred<L>::value, int> = 0>
+    std::error_code write_deferred(key const& k, std::string_view bytes) noexcept {
+        return write_through(k, bytes, true);
+    }
+
+private:
+    std::error_code write_through(key const& k, std::string_view bytes, bool deferred) noexcept {
         if (!state_) return std::make_error_code(std::errc::invalid_argument);
         if (state_->forked_mid_job()) return std::make_error_code(std::errc::resource_unavailable_try_again);
         std::error_code answer;
-        if (state_->local) answer = state_->local_write(k, bytes);
+        if (state_->local) answer = deferred ? state_->local_write_deferred(k, bytes) : state_->local_write(k, bytes);
         else if (state_->options.mode != remote_mode::read_write)
             return std::make_error_code(std::errc::read_only_file_system); // remote-only and read-only: nowhere
         if (!state_->remote || state_->options.mode != remote_mode::read_write) return answer;
@@ -486,6 +521,8 @@ public:
         std::error_code const e = state_->send(k, bytes);
         return state_->local ? answer : e;
     }
+
+public:
 
     std::error_code remove(key const& k) noexcept {
         if (!state_) return {};
@@ -724,7 +761,8 @@ private:
                     } else {
                         ++counts[c_copies_dropped];
                     }
-                });
+                },
+                options.upload_end_grace);
         }
 
         /// Whether the remote may be called from this process: not in a child forked while
@@ -808,6 +846,14 @@ private:
         std::error_code local_write(key const& k, std::string_view bytes) noexcept {
             try {
                 return local->write(k, bytes);
+            } catch (...) {
+                return std::make_error_code(std::errc::io_error);
+            }
+        }
+        std::error_code local_write_deferred(key const& k, std::string_view bytes) noexcept {
+            try {
+                if constexpr (detail::has_write_deferred<Local>::value) return local->write_deferred(k, bytes);
+                else return local->write(k, bytes);
             } catch (...) {
                 return std::make_error_code(std::errc::io_error);
             }
@@ -1114,7 +1160,24 @@ private:
         return detail::storage_from_env<Remote>(settings, "_REMOTE");
     }
 
-    std::unique_ptr<state> state_;
+    /// Ends a tier: its worker stopped within its bound (tier_worker::stop), then freed;
+    /// one whose worker still runs a job past that bound is left to it, kept for ever.
+    struct state_deleter {
+        void operator()(state* s) const noexcept {
+            if (!s->worker || s->worker->stop()) {
+                delete s;
+                return;
+            }
+            detail::tier_worker::keep_for_ever(s);
+            try {
+                s->log(s->describe_remote() + ": an upload under way did not end within " +
+                       std::to_string((s->options.upload_drain + s->options.upload_end_grace).count()) +
+                       " ms of the cache's end; it is left to finish on its own");
+            } catch (...) {
+            }
+        }
+    };
+    std::unique_ptr<state, state_deleter> state_;
 };
 
 namespace detail {
