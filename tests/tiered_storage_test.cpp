@@ -826,3 +826,101 @@ TEST_CASE("tiered_storage: identity records go through the local storage's write
     CHECK(remote_counts(c.stats())["remote.stores"] == 1);
     CHECK(remote_counts(c.stats())["remote.record-stores"] == 1);
 }
+
+// --- Prefetch: a batch read for the reads that follow -----------------------------------
+
+namespace {
+/// A remote in memory with the optional batch read, counting single reads and batches.
+struct batch_remote {
+    std::shared_ptr<cc::memory_storage> entries = std::make_shared<cc::memory_storage>();
+    std::shared_ptr<std::atomic<int>> reads = std::make_shared<std::atomic<int>>(0);
+    std::shared_ptr<std::atomic<int>> batches = std::make_shared<std::atomic<int>>(0);
+    cc::read_result read(cc::key const& k, std::string& out, std::size_t max) {
+        ++*reads;
+        return entries->read(k, out, max);
+    }
+    void read_many(std::vector<cc::key> const& keys, std::size_t max,
+                   std::vector<std::pair<cc::read_result, std::string>>& out) noexcept {
+        ++*batches;
+        out.clear();
+        out.resize(keys.size());
+        for (std::size_t i = 0; i < keys.size(); ++i) out[i].first = entries->read(keys[i], out[i].second, max);
+    }
+    std::error_code write(cc::key const& k, std::string_view bytes) { return entries->write(k, bytes); }
+    std::error_code remove(cc::key const& k) { return entries->remove(k); }
+};
+using batch_tier = cc::tiered_storage<cc::directory_storage, batch_remote>;
+using batch_tier_cache = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, batch_tier>;
+} // namespace
+
+TEST_CASE("tiered_storage: a prefetch reads the kernels' entries and records in one batch; the gets that follow read "
+          "nothing more from the remote, and each entry is still checked",
+          "[tiered][prefetch]") {
+    static_assert(cc::detail::has_prefetch<batch_tier>::value);
+    temp_dir dir;
+    batch_remote server;
+    std::vector<std::string> const names = {"k0", "k1", "k2"};
+    {
+        batch_tier_cache a(batch_tier(cc::directory_storage((dir.path() / "a").string()), server));
+        for (auto const& n : names) CHECK(get(a, n) == cc::outcome::compiled);
+    } // (the end drains its uploads)
+    REQUIRE(server.entries->size() == 6); // the entries and their identity records
+    // k2's entry on the server is damaged: the batch returns it, the cache's check refuses it.
+    batch_tier_cache probe(batch_tier(cc::directory_storage((dir.path() / "probe").string()), server));
+    cc::key const damaged = key_of(probe, "k2").value();
+    std::string bytes;
+    REQUIRE(server.entries->read(damaged, bytes, 1 << 20).status == cc::read_status::found);
+    bytes[bytes.size() / 2] ^= 0x55;
+    REQUIRE_FALSE(server.entries->write(damaged, bytes));
+
+    *server.reads = 0;
+    batch_tier_cache b(batch_tier(cc::directory_storage((dir.path() / "b").string()), server));
+    std::vector<cc::key_result> keys;
+    std::vector<cc::entry_info> infos;
+    for (auto const& n : names) {
+        keys.push_back(key_of(b, n));
+        infos.push_back({n, "prog.tk", 1});
+    }
+    b.prefetch(keys, infos);
+    CHECK(*server.batches == 1);
+    CHECK(remote_counts(b.stats())["remote.prefetch-keys"] == 6);
+    CHECK(get(b, "k0") == cc::outcome::loaded);
+    CHECK(get(b, "k1") == cc::outcome::loaded);
+    CHECK(get(b, "k2") == cc::outcome::compiled); // damaged: a miss, never loaded
+    REQUIRE(b.storage().wait_for_uploads(10s));
+    auto rc = remote_counts(b.stats());
+    CHECK(rc["remote.hits"] == 2);
+    CHECK(rc["remote.errors.corrupt"] == 1);
+    CHECK(*server.reads == 0); // the entries, the records' copies and k2's record: all from the batch
+
+    // Its directory has them all now (records too): another prefetch asks nothing.
+    b.prefetch({keys[0], keys[1]}, {infos[0], infos[1]});
+    CHECK(*server.batches == 1);
+}
+
+TEST_CASE("tiered_storage: a prefetched answer is used once, and a store or a removal of its key drops it",
+          "[tiered][prefetch]") {
+    temp_dir dir;
+    batch_remote server;
+    cc::tier_options t;
+    t.upload = cc::remote_upload::sync;
+    batch_tier tier = batch_tier::remote_only(server, t);
+    batch_tier_cache keys(batch_tier(cc::directory_storage((dir.path() / "keys").string())));
+    cc::key const k = key_of(keys, "one").value();
+    REQUIRE_FALSE(server.entries->write(k, "first"));
+    tier.prefetch({k}, 1 << 20);
+    REQUIRE_FALSE(server.entries->write(k, "second")); // (behind the tier's back)
+    std::string out;
+    CHECK(tier.read(k, out, 1 << 20).status == cc::read_status::found);
+    CHECK(out == "first"); // the batch's answer
+    CHECK(tier.read(k, out, 1 << 20).status == cc::read_status::found);
+    CHECK(out == "second"); // used once: the remote again
+    tier.prefetch({k}, 1 << 20);
+    REQUIRE_FALSE(tier.write(k, "third"));
+    CHECK(tier.read(k, out, 1 << 20).status == cc::read_status::found);
+    CHECK(out == "third");
+    tier.prefetch({k}, 1 << 20);
+    REQUIRE_FALSE(tier.remove(k));
+    CHECK(tier.read(k, out, 1 << 20).status == cc::read_status::absent);
+    CHECK(*server.batches == 3);
+}

@@ -270,6 +270,16 @@ using read_many_t = decltype(std::declval<S&>().read_many(
 template <class S>
 using has_read_many = is_detected<read_many_t, S>;
 
+/// Optional: `void prefetch(std::vector<key> const& keys, std::size_t max_size)`
+/// (noexcept), called by basic_cache::prefetch: the storage may read those entries ahead
+/// (tiered_storage: its remote's, in one batch read) for the reads that follow; a read
+/// still answers as `read` does, and the cache still checks what it returns.
+template <class S>
+using prefetch_t = decltype(std::declval<S&>().prefetch(std::declval<std::vector<key> const&>(),
+                                                        std::declval<std::size_t>()));
+template <class S>
+using has_prefetch = is_detected<prefetch_t, S>;
+
 /// Optional: `std::string entry_path(key const&) const`, where the entry of a key is
 /// kept (directory_storage: its file), named in the cache's failure lines.
 template <class S>

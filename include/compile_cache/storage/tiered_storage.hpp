@@ -38,6 +38,8 @@
 #include <utility>
 #include <vector>
 
+#include <sys/stat.h>
+
 namespace compile_cache {
 
 /// What a tier may do with its remote.
@@ -102,6 +104,13 @@ struct tier_options {
     /// is left to the thread (its memory kept, never freed) and the host goes on: the
     /// end never waits without a bound.
     std::chrono::milliseconds upload_end_grace{2000};
+    /// The most bytes of prefetched answers (prefetch) held for the reads that follow
+    /// (each counts its entry's size and ~100 bytes); answers past it are not kept
+    /// (counted `remote.prefetch-dropped`): their reads ask the remote themselves.
+    std::size_t prefetch_bytes = std::size_t{64} << 20;
+    /// How long a prefetched answer may wait for its read; an older one is not used (the
+    /// read asks the remote): a batch read long ago does not hide a newer entry for long.
+    std::chrono::milliseconds prefetch_ttl{60000};
 };
 
 namespace detail {
@@ -450,10 +459,23 @@ public:
             if (answer.status == read_status::found || answer.status == read_status::too_large) return answer;
         }
         if (!state_->remote || !state_->remote_usable()) return answer;
+        read_result r;
+        if (state_->take_prefetched(k, out, max_size, r)) {
+            // The batch's answer (prefetch): counted as the remote's read would be.
+            r.origin = from_remote;
+            switch (r.status) {
+            case read_status::found: state_->counts[c_bytes_read] += out.size(); return r;
+            case read_status::too_large:
+                ++state_->counts[c_error + static_cast<std::size_t>(remote_error::too_large)];
+                return r;
+            default: ++state_->counts[is_identity_record_key(k) ? c_record_misses : c_misses]; break;
+            }
+            out.clear();
+            return answer;
+        }
         admission const a = state_->admit();
         if (a == admission::skipped) return answer;
         auto const start = clock::now();
-        read_result r;
         try {
             r = state_->remote->read(k, out, max_size);
         } catch (...) {
@@ -497,6 +519,7 @@ private:
     std::error_code write_through(key const& k, std::string_view bytes, bool deferred) noexcept {
         if (!state_) return std::make_error_code(std::errc::invalid_argument);
         if (state_->forked_mid_job()) return std::make_error_code(std::errc::resource_unavailable_try_again);
+        state_->forget_prefetched(k);
         std::error_code answer;
         if (state_->local) answer = deferred ? state_->local_write_deferred(k, bytes) : state_->local_write(k, bytes);
         else if (state_->options.mode != remote_mode::read_write)
@@ -529,6 +552,7 @@ public:
         if (state_->forked_mid_job()) return std::make_error_code(std::errc::resource_unavailable_try_again);
         // What the worker would still write for k (an upload, a copy) must not bring it back.
         if (state_->worker) (void)state_->worker->cancel(k, std::chrono::seconds(10));
+        state_->forget_prefetched(k);
         std::error_code answer;
         if (state_->local) answer = state_->local_remove(k);
         admission const a = state_->remote && state_->options.mode == remote_mode::read_write &&
@@ -550,6 +574,24 @@ public:
             if (!state_->local) answer = e;
         }
         return answer;
+    }
+
+    /// Reads ahead, in one batch read of the remote (its `read_many`; a remote without
+    /// one: nothing), the entries of `keys` that the local storage does not have, for the
+    /// reads that follow (basic_cache::prefetch). Their answers (found, absent,
+    /// too_large; not errors) wait in a memory area bounded by tier_options::prefetch_bytes,
+    /// each used once, by the first read of its key within tier_options::prefetch_ttl,
+    /// which then answers as a remote read would (and the cache checks the entry as any
+    /// other); the worker's copy of a record uses them too. Not while the remote is
+    /// skipped. Counted `remote.prefetch-batches`, `remote.prefetch-keys`. Bounded as any
+    /// remote call (the batch by the remote's own timeout).
+    void prefetch(std::vector<key> const& keys, std::size_t max_size) noexcept {
+        if (!state_ || !state_->remote || state_->forked_mid_job() || !state_->remote_usable()) return;
+        if constexpr (detail::has_read_many<Remote>::value) {
+            state_->prefetch(keys, max_size);
+        } else {
+            (void)keys, (void)max_size;
+        }
     }
 
     /// Called by basic_cache after it checked an entry this storage's read returned
@@ -597,7 +639,9 @@ public:
     /// `remote.record-misses`, `remote.record-stores`, and the background worker's
     /// `remote.uploads-queued`, `remote.uploads-sent` (entries and records stored by
     /// it), `remote.uploads-dropped` (a full queue, or left at the end) and
-    /// `remote.copies-dropped` (remote hits not copied locally: a full queue)); empty
+    /// `remote.copies-dropped` (remote hits not copied locally: a full queue)), and
+    /// prefetch's `remote.prefetch-batches`, `remote.prefetch-keys` (keys asked) and
+    /// `remote.prefetch-dropped` (answers past tier_options::prefetch_bytes); empty
     /// without a remote. basic_cache adds them to its statistics.
     std::vector<std::pair<std::string, std::uint64_t>> storage_counters() const {
         std::vector<std::pair<std::string, std::uint64_t>> c;
@@ -667,6 +711,9 @@ private:
         c_uploads_sent,
         c_uploads_dropped,
         c_copies_dropped,
+        c_prefetch_batches,
+        c_prefetch_keys,
+        c_prefetch_dropped,
         c_count
     };
     static std::array<std::string, c_count> const& count_names() {
@@ -690,6 +737,9 @@ private:
             n[c_uploads_sent] = "remote.uploads-sent";
             n[c_uploads_dropped] = "remote.uploads-dropped";
             n[c_copies_dropped] = "remote.copies-dropped";
+            n[c_prefetch_batches] = "remote.prefetch-batches";
+            n[c_prefetch_keys] = "remote.prefetch-keys";
+            n[c_prefetch_dropped] = "remote.prefetch-dropped";
             return n;
         }();
         return names;
@@ -730,6 +780,15 @@ private:
         /// ends (drains, joins) before anything it uses is destroyed.
         std::unique_ptr<detail::tier_worker> worker;
         std::atomic<std::uint64_t> dropped_at_end{0}; ///< uploads left when the drain time ran out
+        /// prefetch's answers, each waiting for the first read of its key.
+        struct prefetched_answer {
+            read_status status = read_status::absent;
+            std::string bytes;
+            clock::time_point at{};
+        };
+        std::mutex prefetch_mutex;
+        std::unordered_map<key, prefetched_answer> prefetched;
+        std::size_t prefetched_bytes = 0;
 
         state() = default;
         state(state const&) = delete;
@@ -778,6 +837,123 @@ private:
         /// the fork's wait: the locks that job held (the storages', the tier's) stay held
         /// here for ever, so the tier answers without touching either storage.
         bool forked_mid_job() const noexcept { return worker && worker->forked_mid_job(); }
+
+        static std::size_t prefetch_cost(std::string const& bytes) noexcept { return bytes.size() + 96; }
+
+        /// A store or a removal of `k` makes what prefetch holds for it stale: dropped.
+        void forget_prefetched(key const& k) noexcept {
+            try {
+                std::lock_guard<std::mutex> lock(prefetch_mutex);
+                if (prefetched.empty()) return;
+                auto const it = prefetched.find(k);
+                if (it == prefetched.end()) return;
+                prefetched_bytes -= std::min(prefetched_bytes, prefetch_cost(it->second.bytes));
+                prefetched.erase(it);
+            } catch (...) {
+            }
+        }
+
+        /// The answer prefetch holds for `k` (then no longer held), as a remote read of at
+        /// most `max_size` bytes answers; false when there is none (or it is too old).
+        bool take_prefetched(key const& k, std::string& out, std::size_t max_size, read_result& r) noexcept {
+            try {
+                std::lock_guard<std::mutex> lock(prefetch_mutex);
+                if (prefetched.empty()) return false;
+                auto const it = prefetched.find(k);
+                if (it == prefetched.end()) return false;
+                prefetched_answer a = std::move(it->second);
+                prefetched.erase(it);
+                prefetched_bytes -= std::min(prefetched_bytes, prefetch_cost(a.bytes));
+                if (clock::now() - a.at > options.prefetch_ttl) return false;
+                out.clear();
+                if (a.status == read_status::found && a.bytes.size() > max_size) {
+                    r = {read_status::too_large, make_error_code(remote_error::too_large)};
+                } else {
+                    r = {a.status, a.status == read_status::too_large ? make_error_code(remote_error::too_large)
+                                                                     : std::error_code()};
+                    if (a.status == read_status::found) out = std::move(a.bytes);
+                }
+                return true;
+            } catch (...) {
+                out.clear();
+                return false;
+            }
+        }
+
+        /// Whether the local storage has `k`: its file exists (a storage that tells its
+        /// entries' paths), else a read finds it.
+        bool local_has(key const& k) noexcept {
+            try {
+                if constexpr (detail::has_entry_path<Local>::value) {
+                    std::string const path = local->entry_path(k);
+                    struct ::stat st;
+                    return !path.empty() && ::stat(path.c_str(), &st) == 0;
+                } else {
+                    std::string bytes;
+                    read_status const s = local_read(k, bytes, std::size_t(64) << 20).status;
+                    return s == read_status::found || s == read_status::too_large;
+                }
+            } catch (...) {
+                return false;
+            }
+        }
+
+        void prefetch(std::vector<key> const& keys, std::size_t max_size) noexcept {
+            if constexpr (detail::has_read_many<Remote>::value) {
+                try {
+                    std::vector<key> wanted;
+                    std::unordered_set<key> seen;
+                    {
+                        std::lock_guard<std::mutex> lock(prefetch_mutex);
+                        for (key const& k : keys)
+                            if (!k.empty() && prefetched.count(k) == 0 && seen.insert(k).second) wanted.push_back(k);
+                    }
+                    if (local)
+                        wanted.erase(std::remove_if(wanted.begin(), wanted.end(), [&](key const& k) { return local_has(k); }),
+                                     wanted.end());
+                    if (wanted.empty()) return;
+                    admission const a = admit();
+                    if (a == admission::skipped) return;
+                    auto const start = clock::now();
+                    std::vector<std::pair<read_result, std::string>> got;
+                    remote->read_many(wanted, max_size, got);
+                    auto const took = clock::now() - start;
+                    counts[c_read_ns] += ns_of(took);
+                    ++counts[c_prefetch_batches];
+                    counts[c_prefetch_keys] += wanted.size();
+                    if (got.size() != wanted.size()) return;
+                    std::error_code first_error;
+                    bool any_answer = false;
+                    for (auto const& g : got) {
+                        if (g.first.status == read_status::error) {
+                            if (!first_error) first_error = g.first.error;
+                        } else {
+                            any_answer = true;
+                        }
+                    }
+                    if (any_answer) {
+                        read_answered = true;
+                        answered(a, took);
+                    }
+                    if (first_error) failed(a, first_error);
+                    auto const now = clock::now();
+                    std::lock_guard<std::mutex> lock(prefetch_mutex);
+                    for (std::size_t i = 0; i < wanted.size(); ++i) {
+                        if (got[i].first.status == read_status::error) continue;
+                        std::size_t const cost = prefetch_cost(got[i].second);
+                        if (prefetched_bytes + cost > options.prefetch_bytes) {
+                            ++counts[c_prefetch_dropped];
+                            continue;
+                        }
+                        prefetched_bytes += cost;
+                        prefetched[wanted[i]] = {got[i].first.status, std::move(got[i].second), now};
+                    }
+                } catch (...) {
+                }
+            } else {
+                (void)keys, (void)max_size;
+            }
+        }
 
         /// The worker's job.
         void run(detail::tier_worker::job& j) noexcept {
@@ -878,6 +1054,12 @@ private:
                 std::string bytes;
                 if (local_read(*rk, bytes, identity_record_max_size).status != read_status::absent) return;
                 if (!remote_usable()) return;
+                read_result held;
+                if (take_prefetched(*rk, bytes, identity_record_max_size, held)) { // (the batch read it)
+                    if (held.status == read_status::found && detail::looks_like_record(bytes, *rk))
+                        (void)local_write(*rk, bytes);
+                    return;
+                }
                 admission const a = admit();
                 if (a == admission::skipped) return;
                 auto const start = clock::now();

@@ -8,7 +8,8 @@
 // Prints a line per kernel, `kN loaded` or `kN compiled`, then, once the tier's uploads
 // are out (a bound of 10 s), the cache's statistics summary; the cache's log lines
 // (MACHINE_LOG=1) go to stderr. With `store`, only stores kernels 0 to COUNT - 1 (no
-// lookup; `kN stored` or `kN not stored`). Exit 0, or 1 when a value was wrong or the
+// lookup; `kN stored` or `kN not stored`). MACHINE_PREFETCH=1: the kernels' keys (and
+// identity records) are prefetched first, in one call (basic_cache::prefetch). Exit 0, or 1 when a value was wrong or the
 // cache is not enabled.
 //
 // `fork`: a host that forks after a store. It gets kernel 0 (a miss: its upload is
@@ -71,6 +72,15 @@ int machine(int count, bool store_only) {
     if (!cache.enabled()) {
         std::printf("not enabled\n");
         return 1;
+    }
+    if (char const* p = std::getenv("MACHINE_PREFETCH"); p && std::string(p) == "1") {
+        std::vector<cc::key_result> keys;
+        std::vector<cc::entry_info> infos;
+        for (int n = 0; n < count; ++n) {
+            keys.push_back(key_of(cache, n));
+            infos.push_back({"k" + std::to_string(n), "f.tk", 1});
+        }
+        cache.prefetch(keys, infos);
     }
     for (int n = 0; n < count; ++n) {
         if (store_only) {
