@@ -15,7 +15,9 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -397,12 +399,14 @@ struct gate {
     std::condition_variable cv;
     bool open;
     std::chrono::milliseconds bound;
+    std::atomic<int> arrived{0}; ///< calls that came to the gate
     std::atomic<int> passed{0};
     std::atomic<bool> timed_out{false};
     std::atomic<bool> on_host{false}; ///< a call came through on the thread that made the gate
     std::thread::id const host = std::this_thread::get_id();
 
     void pass() {
+        ++arrived;
         if (std::this_thread::get_id() == host) on_host = true;
         std::unique_lock<std::mutex> lock(m);
         if (!cv.wait_for(lock, bound, [&] { return open; })) timed_out = true;
@@ -710,4 +714,213 @@ TEST_CASE("tiered_storage: a child forked while the worker's copy holds the loca
     CHECK(WEXITSTATUS(status) == 0);
     REQUIRE(tier.wait_for_uploads(10s));
     CHECK(writes->passed == 1); // the parent's copy went through once the gate opened
+}
+
+// --- The worker's bounds, signals, and deferred records -------------------------------
+
+TEST_CASE("tiered_storage: the cache's end waits for an upload under way no longer than the drain time and its grace; "
+          "the upload then ends on its own",
+          "[tiered][upload]") {
+    temp_dir dir;
+    gated_remote server;
+    server.writes = std::make_shared<gate>(false, 30s); // far past the bound below
+    std::vector<std::string> log;
+    {
+        cc::tier_options t;
+        t.upload_drain = 50ms;
+        t.upload_end_grace = 100ms;
+        gated_tier_cache c(gated_tier(cc::directory_storage((dir.path() / "local").string()), server, t));
+        c.set_logger([&](std::string_view line) {
+            if (line.find("(absent)") == std::string_view::npos) log.emplace_back(line);
+        });
+        CHECK(get(c, "helper") == cc::outcome::compiled);
+        auto const until = std::chrono::steady_clock::now() + 10s;
+        while (server.writes->arrived == 0) { // the upload under way
+            REQUIRE(std::chrono::steady_clock::now() < until);
+            std::this_thread::sleep_for(1ms);
+        }
+    }
+    // The cache is gone while its upload still waits at the closed gate.
+    CHECK(server.writes->passed == 0);
+    REQUIRE(log.size() == 1);
+    CHECK(log[0] == "the remote gated: an upload under way did not end within 150 ms of the cache's end; it is left "
+                    "to finish on its own");
+    server.writes->release();
+    auto const until = std::chrono::steady_clock::now() + 10s;
+    while (server.writes->passed == 0) {
+        REQUIRE(std::chrono::steady_clock::now() < until);
+        std::this_thread::sleep_for(1ms);
+    }
+    CHECK_FALSE(server.writes->timed_out);
+}
+
+namespace {
+/// The signals blocked in thread `tid` of this process (SigBlk of /proc/self/task/TID/status).
+std::optional<unsigned long long> blocked_signals(std::string const& tid) {
+    std::ifstream in("/proc/self/task/" + tid + "/status");
+    std::string line;
+    while (std::getline(in, line))
+        if (line.rfind("SigBlk:", 0) == 0) return std::stoull(line.substr(7), nullptr, 16);
+    return std::nullopt;
+}
+
+/// A directory that counts its writes and deferred writes.
+struct counting_local {
+    cc::directory_storage dir;
+    std::shared_ptr<std::atomic<int>> writes = std::make_shared<std::atomic<int>>(0);
+    std::shared_ptr<std::atomic<int>> deferred = std::make_shared<std::atomic<int>>(0);
+    cc::read_result read(cc::key const& k, std::string& out, std::size_t max) { return dir.read(k, out, max); }
+    std::error_code write(cc::key const& k, std::string_view bytes) {
+        ++*writes;
+        return dir.write(k, bytes);
+    }
+    std::error_code write_deferred(cc::key const& k, std::string_view bytes) {
+        ++*deferred;
+        return dir.write_deferred(k, bytes);
+    }
+    std::error_code remove(cc::key const& k) { return dir.remove(k); }
+};
+} // namespace
+
+TEST_CASE("tiered_storage: the worker's thread takes no signal: the host's handlers run on the host's threads",
+          "[tiered][upload]") {
+    temp_dir dir;
+    gated_remote server;
+    server.writes = std::make_shared<gate>(false);
+    gated_tier_cache c(gated_tier(cc::directory_storage((dir.path() / "local").string()), server));
+    CHECK(get(c, "helper") == cc::outcome::compiled);
+    REQUIRE(c.storage().worker_started());
+    std::string const self = std::to_string(::gettid());
+    int others = 0;
+    for (auto const& task : fs::directory_iterator("/proc/self/task")) {
+        std::string const tid = task.path().filename().string();
+        std::optional<unsigned long long> const mask = blocked_signals(tid);
+        REQUIRE(mask);
+        if (tid == self) continue;
+        ++others;
+        INFO("thread " << tid << " blocks " << std::hex << *mask);
+        for (int sig : {SIGINT, SIGTERM, SIGUSR1, SIGCHLD, SIGALRM, SIGPIPE}) CHECK((*mask >> (sig - 1)) & 1u);
+    }
+    CHECK(others >= 1); // the worker
+    server.writes->release();
+    REQUIRE(c.storage().wait_for_uploads(10s));
+}
+
+TEST_CASE("tiered_storage: identity records go through the local storage's write_deferred when it has one, and to "
+          "the remote as any store",
+          "[tiered][upload]") {
+    using counting_tier = cc::tiered_storage<counting_local, gated_remote>;
+    static_assert(cc::detail::has_write_deferred<counting_tier>::value);
+    static_assert(!cc::detail::has_write_deferred<gated_local_tier>::value);
+    temp_dir dir;
+    gated_remote server;
+    counting_local local{cc::directory_storage((dir.path() / "local").string())};
+    auto const writes = local.writes;
+    auto const deferred = local.deferred;
+    cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, counting_tier> c(
+        counting_tier(std::move(local), server));
+    CHECK(get(c, "helper") == cc::outcome::compiled);
+    CHECK(*writes == 1);   // the entry
+    CHECK(*deferred == 1); // its identity record
+    REQUIRE(c.storage().wait_for_uploads(10s));
+    CHECK(remote_counts(c.stats())["remote.stores"] == 1);
+    CHECK(remote_counts(c.stats())["remote.record-stores"] == 1);
+}
+
+// --- Prefetch: a batch read for the reads that follow -----------------------------------
+
+namespace {
+/// A remote in memory with the optional batch read, counting single reads and batches.
+struct batch_remote {
+    std::shared_ptr<cc::memory_storage> entries = std::make_shared<cc::memory_storage>();
+    std::shared_ptr<std::atomic<int>> reads = std::make_shared<std::atomic<int>>(0);
+    std::shared_ptr<std::atomic<int>> batches = std::make_shared<std::atomic<int>>(0);
+    cc::read_result read(cc::key const& k, std::string& out, std::size_t max) {
+        ++*reads;
+        return entries->read(k, out, max);
+    }
+    void read_many(std::vector<cc::key> const& keys, std::size_t max,
+                   std::vector<std::pair<cc::read_result, std::string>>& out) noexcept {
+        ++*batches;
+        out.clear();
+        out.resize(keys.size());
+        for (std::size_t i = 0; i < keys.size(); ++i) out[i].first = entries->read(keys[i], out[i].second, max);
+    }
+    std::error_code write(cc::key const& k, std::string_view bytes) { return entries->write(k, bytes); }
+    std::error_code remove(cc::key const& k) { return entries->remove(k); }
+};
+using batch_tier = cc::tiered_storage<cc::directory_storage, batch_remote>;
+using batch_tier_cache = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, batch_tier>;
+} // namespace
+
+TEST_CASE("tiered_storage: a prefetch reads the kernels' entries and records in one batch; the gets that follow read "
+          "nothing more from the remote, and each entry is still checked",
+          "[tiered][prefetch]") {
+    static_assert(cc::detail::has_prefetch<batch_tier>::value);
+    temp_dir dir;
+    batch_remote server;
+    std::vector<std::string> const names = {"k0", "k1", "k2"};
+    {
+        batch_tier_cache a(batch_tier(cc::directory_storage((dir.path() / "a").string()), server));
+        for (auto const& n : names) CHECK(get(a, n) == cc::outcome::compiled);
+    } // (the end drains its uploads)
+    REQUIRE(server.entries->size() == 6); // the entries and their identity records
+    // k2's entry on the server is damaged: the batch returns it, the cache's check refuses it.
+    batch_tier_cache probe(batch_tier(cc::directory_storage((dir.path() / "probe").string()), server));
+    cc::key const damaged = key_of(probe, "k2").value();
+    std::string bytes;
+    REQUIRE(server.entries->read(damaged, bytes, 1 << 20).status == cc::read_status::found);
+    bytes[bytes.size() / 2] ^= 0x55;
+    REQUIRE_FALSE(server.entries->write(damaged, bytes));
+
+    *server.reads = 0;
+    batch_tier_cache b(batch_tier(cc::directory_storage((dir.path() / "b").string()), server));
+    std::vector<cc::key_result> keys;
+    std::vector<cc::entry_info> infos;
+    for (auto const& n : names) {
+        keys.push_back(key_of(b, n));
+        infos.push_back({n, "prog.tk", 1});
+    }
+    b.prefetch(keys, infos);
+    CHECK(*server.batches == 1);
+    CHECK(remote_counts(b.stats())["remote.prefetch-keys"] == 6);
+    CHECK(get(b, "k0") == cc::outcome::loaded);
+    CHECK(get(b, "k1") == cc::outcome::loaded);
+    CHECK(get(b, "k2") == cc::outcome::compiled); // damaged: a miss, never loaded
+    REQUIRE(b.storage().wait_for_uploads(10s));
+    auto rc = remote_counts(b.stats());
+    CHECK(rc["remote.hits"] == 2);
+    CHECK(rc["remote.errors.corrupt"] == 1);
+    CHECK(*server.reads == 0); // the entries, the records' copies and k2's record: all from the batch
+
+    // Its directory has them all now (records too): another prefetch asks nothing.
+    b.prefetch({keys[0], keys[1]}, {infos[0], infos[1]});
+    CHECK(*server.batches == 1);
+}
+
+TEST_CASE("tiered_storage: a prefetched answer is used once, and a store or a removal of its key drops it",
+          "[tiered][prefetch]") {
+    temp_dir dir;
+    batch_remote server;
+    cc::tier_options t;
+    t.upload = cc::remote_upload::sync;
+    batch_tier tier = batch_tier::remote_only(server, t);
+    batch_tier_cache keys(batch_tier(cc::directory_storage((dir.path() / "keys").string())));
+    cc::key const k = key_of(keys, "one").value();
+    REQUIRE_FALSE(server.entries->write(k, "first"));
+    tier.prefetch({k}, 1 << 20);
+    REQUIRE_FALSE(server.entries->write(k, "second")); // (behind the tier's back)
+    std::string out;
+    CHECK(tier.read(k, out, 1 << 20).status == cc::read_status::found);
+    CHECK(out == "first"); // the batch's answer
+    CHECK(tier.read(k, out, 1 << 20).status == cc::read_status::found);
+    CHECK(out == "second"); // used once: the remote again
+    tier.prefetch({k}, 1 << 20);
+    REQUIRE_FALSE(tier.write(k, "third"));
+    CHECK(tier.read(k, out, 1 << 20).status == cc::read_status::found);
+    CHECK(out == "third");
+    tier.prefetch({k}, 1 << 20);
+    REQUIRE_FALSE(tier.remove(k));
+    CHECK(tier.read(k, out, 1 << 20).status == cc::read_status::absent);
+    CHECK(*server.batches == 3);
 }

@@ -492,6 +492,34 @@ public:
                                                        static_cast<void const*>(nullptr));
     }
 
+    /// Reads ahead the entries of `keys` and, for each key given an entry_info (`infos[i]`
+    /// for `keys[i]`; fewer infos: none for the rest), its kernel's identity record, in as
+    /// few exchanges as the storage can (tiered_storage over Redis: one round trip for
+    /// all), so that the get_or_compile and load calls that follow find them without a
+    /// remote call of their own. Each is still read and checked as any entry when it is
+    /// used. Does nothing when the cache is disabled or its storage has no `prefetch`
+    /// (storage/concept.hpp). Never throws.
+    void prefetch(std::vector<key_result> const& keys, std::vector<entry_info> const& infos = {}) noexcept {
+        if constexpr (detail::has_prefetch<Storage>::value) {
+            if (!enabled_) return;
+            try {
+                std::vector<key> wanted;
+                wanted.reserve(keys.size() * 2);
+                for (std::size_t i = 0; i < keys.size(); ++i) {
+                    if (!keys[i].ok()) continue;
+                    wanted.push_back(keys[i].value());
+                    if (i < infos.size() && options_.record_identities)
+                        wanted.push_back(identity_record_key(
+                            kernel_identity(infos[i].identity, infos[i].name, infos[i].origin_file)));
+                }
+                if (!wanted.empty()) storage_.prefetch(wanted, options_.max_entry_size);
+            } catch (...) {
+            }
+        } else {
+            (void)keys, (void)infos;
+        }
+    }
+
     /// Binds `self.kernel` to `k` in the resolver and compiles or loads it as its own
     /// `self`: the two calls `resolver().bind(&kernel, k.value())` and
     /// `get_or_compile(k, info, compile, &kernel)` in one.

@@ -546,6 +546,57 @@ TEST_CASE_METHOD(server_and_folder,
 }
 
 TEST_CASE_METHOD(server_and_folder,
+                 "Tier on Redis behind a 5 ms round trip: a prefetch reads every kernel's entry and identity record in "
+                 "one batch, A's cold run and B's first run send no other read, B's second run sends nothing (fresh "
+                 "processes)",
+                 "[redis][tiered][prefetch]") {
+    proxy_process proxy(s.port(), std::chrono::microseconds(2500));
+    std::string const ns = unique_name("prefetch");
+    compile_cache_test::write_file(dir.path() / "fleet.key", "the fleet's secret");
+    auto const settings = [&](char const* local) {
+        return std::vector<std::string>{"MACHINE_DIR=" + (dir.path() / local).string(),
+                                        "MACHINE_REMOTE=" + proxy.url(), "MACHINE_REMOTE_NAMESPACE=" + ns,
+                                        "MACHINE_SECRET_FILE=" + (dir.path() / "fleet.key").string(),
+                                        "MACHINE_PREFETCH=1"};
+    };
+    // A, cold: the batch finds nothing; each miss and its record's read are answered from it.
+    REQUIRE(a({"CONFIG", "RESETSTAT"}) == "OK");
+    auto const ci = run_machine(settings("a"), 10);
+    INFO(ci.describe());
+    REQUIRE(ci.exited(0));
+    CHECK(count_of(ci.out, " compiled\n") == 10);
+    CHECK(counter_in(ci.out, "remote.prefetch-batches") == 1);
+    CHECK(counter_in(ci.out, "remote.prefetch-keys") == 20); // 10 entries, 10 identity records
+    CHECK(counter_in(ci.out, "remote.misses") == 10);
+    CHECK(counter_in(ci.out, "remote.record-misses") == 10);
+    CHECK(calls_of(a, "getrange") == 20); // the batch's, and no other
+    CHECK(calls_of(a, "set") == 20);      // the uploads
+
+    // B, first run with an empty directory: every entry and record comes in the batch.
+    REQUIRE(a({"CONFIG", "RESETSTAT"}) == "OK");
+    auto const b1 = run_machine(settings("b"), 10);
+    INFO(b1.describe());
+    REQUIRE(b1.exited(0));
+    CHECK(count_of(b1.out, " loaded\n") == 10);
+    CHECK(counter_in(b1.out, "remote.hits") == 10);
+    CHECK(counter_in(b1.out, "remote.prefetch-batches") == 1);
+    CHECK(counter_in(b1.out, "remote.prefetch-keys") == 20);
+    CHECK(calls_of(a, "getrange") == 20); // one pipelined exchange: a round trip, not 20
+    CHECK(calls_of(a, "set") == 0);
+
+    // B's second run: everything is local (the records too): the prefetch sends nothing.
+    REQUIRE(a({"CONFIG", "RESETSTAT"}) == "OK");
+    auto const b2 = run_machine(settings("b"), 10);
+    INFO(b2.describe());
+    REQUIRE(b2.exited(0));
+    CHECK(count_of(b2.out, " loaded\n") == 10);
+    CHECK(counter_in(b2.out, "remote.prefetch-batches") == 0);
+    CHECK(calls_of(a, "getrange") == 0);
+    CHECK(calls_of(a, "get") == 0);
+    CHECK(calls_of(a, "set") == 0);
+}
+
+TEST_CASE_METHOD(server_and_folder,
                  "Tier on Redis: a stalled server under a full upload queue: stores are dropped with a count, the "
                  "host goes on (fresh process)",
                  "[redis][tiered][upload][faults]") {
@@ -584,7 +635,8 @@ TEST_CASE_METHOD(server_and_folder,
 
 TEST_CASE_METHOD(server_and_folder,
                  "Tier on Redis: a host that forks after a store, while the worker uploads or once it is idle: both "
-                 "processes run on, and every upload of the parent reaches the server (fresh processes)",
+                 "processes use the server at once on connections of their own, and every upload of both reaches it "
+                 "(fresh processes)",
                  "[redis][tiered][upload][fork]") {
     proxy_process proxy(s.port(), std::chrono::microseconds(30000)); // (an upload takes 60 ms)
     compile_cache_test::write_file(dir.path() / "fleet.key", "the fleet's secret");
@@ -602,16 +654,18 @@ TEST_CASE_METHOD(server_and_folder,
         CHECK(host.out.find("child exit 0\n") != std::string::npos);
         CHECK(count_of(host.out, "child k") == 2);
         CHECK(count_of(host.out, "parent k") == 2);
+        // Sharing the parent's socket, either would read the other's replies (protocol
+        // errors, misses); the child closed its copy unused and connected anew.
+        CHECK(host.out.find("remote.errors.") == std::string::npos);
+        CHECK(host.err.find("failed (") == std::string::npos);
 
         auto const dev = run_machine(settings("dev-"), 4);
         INFO(dev.describe());
         REQUIRE(dev.exited(0));
         CHECK(dev.out.find("k0 loaded\n") != std::string::npos); // under way at the fork: sent by the parent
         CHECK(dev.out.find("k3 loaded\n") != std::string::npos);
-        if (mode == "idle") {
-            // The child started a worker of its own, which sent its uploads before its end.
-            CHECK(dev.out.find("k1 loaded\n") != std::string::npos);
-            CHECK(dev.out.find("k2 loaded\n") != std::string::npos);
-        }
+        // The child started a worker of its own, which sent its uploads before its end.
+        CHECK(dev.out.find("k1 loaded\n") != std::string::npos);
+        CHECK(dev.out.find("k2 loaded\n") != std::string::npos);
     }
 }

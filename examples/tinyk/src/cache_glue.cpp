@@ -19,6 +19,19 @@ void cache::bind(kernel& k, key_result const& kr) {
     if (c_.enabled() && kr.ok()) c_.resolver().bind(&k, kr.value());
 }
 
+void cache::prefetch(std::vector<std::unique_ptr<kernel>> const& kernels, std::vector<key_result> const& keys,
+                     std::string const& origin_file) {
+    std::vector<key_result> wanted;
+    std::vector<cc::entry_info> infos;
+    for (auto const& k : kernels) {
+        auto const index = static_cast<std::size_t>(k->index);
+        if (index >= keys.size()) continue;
+        wanted.push_back(keys[index]);
+        infos.push_back({k->name, origin_file, k->first_line});
+    }
+    c_.prefetch(wanted, infos);
+}
+
 result cache::get_or_compile(kernel& k, key_result const& kr, std::string const& origin_file,
                              std::function<artifact()> const& compile) {
     cc::entry_info info{k.name, origin_file, k.first_line};

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,11 @@ public:
     void add_to_toolchain(std::string const& what) { toolchain_ += "; " + what; }
     /// Binds a live kernel to its key, so that artifacts can refer to it.
     void bind(kernel& k, key_result const& kr);
+    /// Reads ahead every kernel's entry and identity record (keys[k->index] for each
+    /// kernel of `kernels`): with a remote, one round trip for all of them before the
+    /// first get_or_compile; without one, nothing.
+    void prefetch(std::vector<std::unique_ptr<kernel>> const& kernels, std::vector<key_result> const& keys,
+                  std::string const& origin_file);
     /// Loads k's artifact or compiles it (and stores it); sets k.code.
     result get_or_compile(kernel& k, key_result const& kr, std::string const& origin_file,
                           std::function<artifact()> const& compile);

@@ -271,6 +271,9 @@ int run(options const& o) {
     // loaded artifact can reference a kernel defined later in the file.
     cache.register_shared_objects();
     for (auto& k : m.kernels) cache.bind(*k, keys[static_cast<std::size_t>(k->index)]);
+    // Keys need no compiled code: every kernel's entry is asked for at once (one round
+    // trip to a remote), before the first is compiled or loaded.
+    cache.prefetch(m.kernels, keys, origin_file);
 
     for (auto& kp : m.kernels) {
         tinyk::kernel& k = *kp;

@@ -89,12 +89,17 @@ TEST_CASE("tinyk remote 1: B with an empty directory loads all 40 from the serve
     CHECK(stat(a, "remote.stores") == 40);        // the entries; their kernels' identity records apart:
     CHECK(stat(a, "remote.record-stores") == 40); // records are no entries
 
+    w.reset_stats();
     auto b = w.run("b");
     REQUIRE_RAN(b);
     CHECK(b.loaded().size() == 40);
     CHECK(b.compiled().empty());
     CHECK(stat(b, "remote.hits") == 40);
     CHECK(b.out == a.out); // the same result
+    // tinyk prefetches: every entry and identity record in one batch, no other read.
+    CHECK(stat(b, "remote.prefetch-batches") == 1);
+    CHECK(stat(b, "remote.prefetch-keys") == 80);
+    CHECK(w.calls_of("getrange") == 80);
 
     w.reset_stats();
     auto b2 = w.run("b");

@@ -255,6 +255,31 @@ using write_deferred_t = decltype(std::declval<S&>().write_deferred(std::declval
 template <class S>
 using has_write_deferred = is_detected_exact<std::error_code, write_deferred_t, S>;
 
+/// Optional: `void read_many(std::vector<key> const& keys, std::size_t max,
+/// std::vector<std::pair<read_result, std::string>>& out)` (noexcept), the batch read: `out`
+/// gets one pair per key, in the order of `keys`, `out[i]` being what `read(keys[i], bytes,
+/// max)` would answer, with the bytes (found, absent, too_large, or error with its
+/// error_code), the whole batch in as few exchanges as the storage can (redis_storage:
+/// pipelined, one exchange per server or cluster node) and bounded by the storage's own
+/// timeout. tiered_storage::prefetch (basic_cache::prefetch) reads its remote's entries
+/// through it when there is one, else one read per key.
+template <class S>
+using read_many_t = decltype(std::declval<S&>().read_many(
+    std::declval<std::vector<key> const&>(), std::declval<std::size_t>(),
+    std::declval<std::vector<std::pair<read_result, std::string>>&>()));
+template <class S>
+using has_read_many = is_detected<read_many_t, S>;
+
+/// Optional: `void prefetch(std::vector<key> const& keys, std::size_t max_size)`
+/// (noexcept), called by basic_cache::prefetch: the storage may read those entries ahead
+/// (tiered_storage: its remote's, in one batch read) for the reads that follow; a read
+/// still answers as `read` does, and the cache still checks what it returns.
+template <class S>
+using prefetch_t = decltype(std::declval<S&>().prefetch(std::declval<std::vector<key> const&>(),
+                                                        std::declval<std::size_t>()));
+template <class S>
+using has_prefetch = is_detected<prefetch_t, S>;
+
 /// Optional: `std::string entry_path(key const&) const`, where the entry of a key is
 /// kept (directory_storage: its file), named in the cache's failure lines.
 template <class S>

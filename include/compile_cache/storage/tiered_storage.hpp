@@ -38,6 +38,8 @@
 #include <utility>
 #include <vector>
 
+#include <sys/stat.h>
+
 namespace compile_cache {
 
 /// What a tier may do with its remote.
@@ -81,6 +83,9 @@ struct tier_options {
     std::chrono::milliseconds budget{1000};
     std::chrono::milliseconds slow_call{200};
     /// One line when the remote goes away and one when it comes back; silent when empty.
+    /// In background mode it is also called from the tier's worker thread (a remote that
+    /// fails during an upload, the drops at the end): it must be callable from any thread,
+    /// as basic_cache's logger already must (cache_options::logger).
     std::function<void(std::string_view)> logger;
     /// Background (default) or sync stores (remote_upload).
     remote_upload upload = remote_upload::background;
@@ -94,6 +99,18 @@ struct tier_options {
     /// dropped and counted `remote.uploads-dropped`. An upload under way then runs to
     /// its end (bounded by the remote's own timeout).
     std::chrono::milliseconds upload_drain{1000};
+    /// Background: how much longer than upload_drain the end waits for an upload under
+    /// way (bounded by the remote's own timeout, which may be longer). Past it the tier
+    /// is left to the thread (its memory kept, never freed) and the host goes on: the
+    /// end never waits without a bound.
+    std::chrono::milliseconds upload_end_grace{2000};
+    /// The most bytes of prefetched answers (prefetch) held for the reads that follow
+    /// (each counts its entry's size and ~100 bytes); answers past it are not kept
+    /// (counted `remote.prefetch-dropped`): their reads ask the remote themselves.
+    std::size_t prefetch_bytes = std::size_t{64} << 20;
+    /// How long a prefetched answer may wait for its read; an older one is not used (the
+    /// read asks the remote): a batch read long ago does not hide a newer entry for long.
+    std::chrono::milliseconds prefetch_ttl{60000};
 };
 
 namespace detail {
@@ -111,6 +128,18 @@ using partial_failure_t = decltype(std::declval<S const&>().partial_failure(std:
 /// A remote that says which of its errors failed only a part of it (a cluster's node).
 template <class S>
 using has_partial_failure = is_detected_convertible<bool, partial_failure_t, S>;
+
+template <class S>
+using reconnects_after_fork_t = decltype(S::reconnects_after_fork);
+/// A remote that says (`static constexpr bool reconnects_after_fork = true`) that a
+/// forked child never uses the connections it inherited: its first call there makes one
+/// of its own (redis_storage). A tier then uses it in a child forked while its worker
+/// still had uploads queued, which the parent sends on the inherited ones.
+template <class S>
+constexpr bool remote_reconnects_after_fork() noexcept {
+    if constexpr (is_detected<reconnects_after_fork_t, S>::value) return bool(S::reconnects_after_fork);
+    else return false;
+}
 
 /// The jobs one tier runs off the host's path, and the thread that runs them: a queue
 /// bounded in bytes (push never waits for room: a job that does not fit is refused),
@@ -132,10 +161,20 @@ public:
     using dropper = std::function<void(job const&)>;
 
     COMPILE_CACHE_DECL tier_worker(std::size_t max_bytes, std::chrono::milliseconds drain, runner run,
-                                   dropper drop);
-    /// Gives the queued jobs the drain time, drops the rest (counted), and joins the
-    /// thread (a job under way runs to its end).
+                                   dropper drop, std::chrono::milliseconds end_grace = std::chrono::seconds(2));
+    /// stop(), then, when the thread still runs a job, joins it (a job under way runs to
+    /// its end): an owner that must not wait without a bound calls stop() first.
     COMPILE_CACHE_DECL ~tier_worker();
+
+    /// Gives the queued jobs the drain time and drops the rest (counted); waits for the
+    /// thread to end at most the drain time and `end_grace` more; true when it ended (it
+    /// is joined), false when a job still runs (the thread goes on with `*this`, which
+    /// must then outlive it: see keep_for_ever). The thread is never started again.
+    COMPILE_CACHE_DECL bool stop() noexcept;
+    /// Keeps `p` reachable for ever (never freed): what a thread still uses after the
+    /// bound of its owner's end, and a forked child's copies of its parent's thread
+    /// objects, which leak checkers would otherwise count as leaks.
+    COMPILE_CACHE_DECL static void keep_for_ever(void const* p) noexcept;
     tier_worker(tier_worker const&) = delete;
     tier_worker& operator=(tier_worker const&) = delete;
 
@@ -162,6 +201,10 @@ public:
     COMPILE_CACHE_DECL static void before_fork() noexcept;
     COMPILE_CACHE_DECL static void after_fork_in_parent() noexcept;
     COMPILE_CACHE_DECL static void after_fork_in_child() noexcept;
+    /// At the process's exit (atexit, installed with the first worker): every worker
+    /// alive, a cache the host never destroyed included, gets its drain time, then its
+    /// thread ends (stop): none runs a job while static objects are destroyed.
+    COMPILE_CACHE_DECL static void at_exit() noexcept;
 
 private:
     COMPILE_CACHE_DECL void work() noexcept;
@@ -169,6 +212,7 @@ private:
 
     std::size_t const max_bytes_;
     std::chrono::milliseconds const drain_;
+    std::chrono::milliseconds const end_grace_;
     runner run_;
     dropper drop_;
     mutable std::mutex mutex_;
@@ -181,6 +225,7 @@ private:
     key running_key_;              ///< its key
     bool waiting_ = false;         ///< the thread waits for a job (a push wakes it)
     bool ending_ = false;
+    bool finished_ = false;       ///< the thread has left its loop (it only returns after)
     bool fork_pending_ = false;   ///< a fork() is about to happen: the thread takes no new job
     std::chrono::steady_clock::time_point drain_until_{};
     std::unique_ptr<std::thread> thread_;
@@ -232,7 +277,10 @@ private:
 ///   process forked after a store has no worker and no queue of its own (the parent's
 ///   uploads are the parent's); it starts its own worker at its first upload, and does
 ///   not use the remote at all if the parent's worker was mid-call when it forked (the
-///   copied connection is then mid-call). The logger may be called from the worker.
+///   copied connection is then mid-call). A remote with `reconnects_after_fork`
+///   (redis_storage) is used by the child with connections of its own; another is not
+///   used by a child forked while the parent's worker still had uploads queued. The
+///   logger may be called from the worker.
 ///
 /// Thread-safe when both storages are. Move-only. A default-constructed tier is
 /// disabled: reads are absent, writes fail with invalid_argument.
@@ -247,9 +295,9 @@ public:
 
     tiered_storage() = default;
     /// The local storage alone: behaves exactly as `local`.
-    explicit tiered_storage(Local local) : state_(std::make_unique<state>()) { state_->local.emplace(std::move(local)); }
+    explicit tiered_storage(Local local) : state_(new state) { state_->local.emplace(std::move(local)); }
     /// `local` in front of `remote`.
-    tiered_storage(Local local, Remote remote, tier_options options = {}) : state_(std::make_unique<state>()) {
+    tiered_storage(Local local, Remote remote, tier_options options = {}) : state_(new state) {
         state_->local.emplace(std::move(local));
         state_->remote.emplace(std::move(remote));
         state_->options = std::move(options);
@@ -258,7 +306,7 @@ public:
     /// The remote alone: nothing kept locally.
     static tiered_storage remote_only(Remote remote, tier_options options = {}) {
         tiered_storage t;
-        t.state_ = std::make_unique<state>();
+        t.state_.reset(new state);
         t.state_->remote.emplace(std::move(remote));
         t.state_->options = std::move(options);
         t.state_->start();
@@ -411,10 +459,23 @@ public:
             if (answer.status == read_status::found || answer.status == read_status::too_large) return answer;
         }
         if (!state_->remote || !state_->remote_usable()) return answer;
+        read_result r;
+        if (state_->take_prefetched(k, out, max_size, r)) {
+            // The batch's answer (prefetch): counted as the remote's read would be.
+            r.origin = from_remote;
+            switch (r.status) {
+            case read_status::found: state_->counts[c_bytes_read] += out.size(); return r;
+            case read_status::too_large:
+                ++state_->counts[c_error + static_cast<std::size_t>(remote_error::too_large)];
+                return r;
+            default: ++state_->counts[is_identity_record_key(k) ? c_record_misses : c_misses]; break;
+            }
+            out.clear();
+            return answer;
+        }
         admission const a = state_->admit();
         if (a == admission::skipped) return answer;
         auto const start = clock::now();
-        read_result r;
         try {
             r = state_->remote->read(k, out, max_size);
         } catch (...) {
@@ -444,11 +505,23 @@ public:
         return answer;
     }
 
-    std::error_code write(key const& k, std::string_view bytes) noexcept {
+    std::error_code write(key const& k, std::string_view bytes) noexcept { return write_through(k, bytes, false); }
+
+    /// Present when the local storage has it (directory_storage): the cache's identity
+    /// records are written through it. The local storage's write_deferred (made later,
+    /// batched), then the remote's write as `write` sends it (queued in background mode).
+    template <class L = Local, std::enable_if_t<detail::has_write_deferred<L>::value, int> = 0>
+    std::error_code write_deferred(key const& k, std::string_view bytes) noexcept {
+        return write_through(k, bytes, true);
+    }
+
+private:
+    std::error_code write_through(key const& k, std::string_view bytes, bool deferred) noexcept {
         if (!state_) return std::make_error_code(std::errc::invalid_argument);
         if (state_->forked_mid_job()) return std::make_error_code(std::errc::resource_unavailable_try_again);
+        state_->forget_prefetched(k);
         std::error_code answer;
-        if (state_->local) answer = state_->local_write(k, bytes);
+        if (state_->local) answer = deferred ? state_->local_write_deferred(k, bytes) : state_->local_write(k, bytes);
         else if (state_->options.mode != remote_mode::read_write)
             return std::make_error_code(std::errc::read_only_file_system); // remote-only and read-only: nowhere
         if (!state_->remote || state_->options.mode != remote_mode::read_write) return answer;
@@ -472,11 +545,14 @@ public:
         return state_->local ? answer : e;
     }
 
+public:
+
     std::error_code remove(key const& k) noexcept {
         if (!state_) return {};
         if (state_->forked_mid_job()) return std::make_error_code(std::errc::resource_unavailable_try_again);
         // What the worker would still write for k (an upload, a copy) must not bring it back.
         if (state_->worker) (void)state_->worker->cancel(k, std::chrono::seconds(10));
+        state_->forget_prefetched(k);
         std::error_code answer;
         if (state_->local) answer = state_->local_remove(k);
         admission const a = state_->remote && state_->options.mode == remote_mode::read_write &&
@@ -498,6 +574,24 @@ public:
             if (!state_->local) answer = e;
         }
         return answer;
+    }
+
+    /// Reads ahead, in one batch read of the remote (its `read_many`; a remote without
+    /// one: nothing), the entries of `keys` that the local storage does not have, for the
+    /// reads that follow (basic_cache::prefetch). Their answers (found, absent,
+    /// too_large; not errors) wait in a memory area bounded by tier_options::prefetch_bytes,
+    /// each used once, by the first read of its key within tier_options::prefetch_ttl,
+    /// which then answers as a remote read would (and the cache checks the entry as any
+    /// other); the worker's copy of a record uses them too. Not while the remote is
+    /// skipped. Counted `remote.prefetch-batches`, `remote.prefetch-keys`. Bounded as any
+    /// remote call (the batch by the remote's own timeout).
+    void prefetch(std::vector<key> const& keys, std::size_t max_size) noexcept {
+        if (!state_ || !state_->remote || state_->forked_mid_job() || !state_->remote_usable()) return;
+        if constexpr (detail::has_read_many<Remote>::value) {
+            state_->prefetch(keys, max_size);
+        } else {
+            (void)keys, (void)max_size;
+        }
     }
 
     /// Called by basic_cache after it checked an entry this storage's read returned
@@ -545,7 +639,9 @@ public:
     /// `remote.record-misses`, `remote.record-stores`, and the background worker's
     /// `remote.uploads-queued`, `remote.uploads-sent` (entries and records stored by
     /// it), `remote.uploads-dropped` (a full queue, or left at the end) and
-    /// `remote.copies-dropped` (remote hits not copied locally: a full queue)); empty
+    /// `remote.copies-dropped` (remote hits not copied locally: a full queue)), and
+    /// prefetch's `remote.prefetch-batches`, `remote.prefetch-keys` (keys asked) and
+    /// `remote.prefetch-dropped` (answers past tier_options::prefetch_bytes); empty
     /// without a remote. basic_cache adds them to its statistics.
     std::vector<std::pair<std::string, std::uint64_t>> storage_counters() const {
         std::vector<std::pair<std::string, std::uint64_t>> c;
@@ -615,6 +711,9 @@ private:
         c_uploads_sent,
         c_uploads_dropped,
         c_copies_dropped,
+        c_prefetch_batches,
+        c_prefetch_keys,
+        c_prefetch_dropped,
         c_count
     };
     static std::array<std::string, c_count> const& count_names() {
@@ -638,6 +737,9 @@ private:
             n[c_uploads_sent] = "remote.uploads-sent";
             n[c_uploads_dropped] = "remote.uploads-dropped";
             n[c_copies_dropped] = "remote.copies-dropped";
+            n[c_prefetch_batches] = "remote.prefetch-batches";
+            n[c_prefetch_keys] = "remote.prefetch-keys";
+            n[c_prefetch_dropped] = "remote.prefetch-dropped";
             return n;
         }();
         return names;
@@ -678,6 +780,15 @@ private:
         /// ends (drains, joins) before anything it uses is destroyed.
         std::unique_ptr<detail::tier_worker> worker;
         std::atomic<std::uint64_t> dropped_at_end{0}; ///< uploads left when the drain time ran out
+        /// prefetch's answers, each waiting for the first read of its key.
+        struct prefetched_answer {
+            read_status status = read_status::absent;
+            std::string bytes;
+            clock::time_point at{};
+        };
+        std::mutex prefetch_mutex;
+        std::unordered_map<key, prefetched_answer> prefetched;
+        std::size_t prefetched_bytes = 0;
 
         state() = default;
         state(state const&) = delete;
@@ -709,16 +820,140 @@ private:
                     } else {
                         ++counts[c_copies_dropped];
                     }
-                });
+                },
+                options.upload_end_grace);
         }
 
         /// Whether the remote may be called from this process: not in a child forked while
-        /// the worker was mid-call (its copy of the connection is mid-call).
-        bool remote_usable() const noexcept { return !forked_mid_job() && !(worker && worker->forked_with_work()); }
+        /// the worker was mid-call (its copy of the connection is mid-call, its locks held),
+        /// nor, with a remote that would use the connections it inherited, in one forked
+        /// while the worker had uploads queued (the parent goes on with them there).
+        bool remote_usable() const noexcept {
+            if (forked_mid_job()) return false;
+            if constexpr (detail::remote_reconnects_after_fork<Remote>()) return true;
+            else return !(worker && worker->forked_with_work());
+        }
         /// Whether this is a child forked while the worker ran a job that did not end within
         /// the fork's wait: the locks that job held (the storages', the tier's) stay held
         /// here for ever, so the tier answers without touching either storage.
         bool forked_mid_job() const noexcept { return worker && worker->forked_mid_job(); }
+
+        static std::size_t prefetch_cost(std::string const& bytes) noexcept { return bytes.size() + 96; }
+
+        /// A store or a removal of `k` makes what prefetch holds for it stale: dropped.
+        void forget_prefetched(key const& k) noexcept {
+            try {
+                std::lock_guard<std::mutex> lock(prefetch_mutex);
+                if (prefetched.empty()) return;
+                auto const it = prefetched.find(k);
+                if (it == prefetched.end()) return;
+                prefetched_bytes -= std::min(prefetched_bytes, prefetch_cost(it->second.bytes));
+                prefetched.erase(it);
+            } catch (...) {
+            }
+        }
+
+        /// The answer prefetch holds for `k` (then no longer held), as a remote read of at
+        /// most `max_size` bytes answers; false when there is none (or it is too old).
+        bool take_prefetched(key const& k, std::string& out, std::size_t max_size, read_result& r) noexcept {
+            try {
+                std::lock_guard<std::mutex> lock(prefetch_mutex);
+                if (prefetched.empty()) return false;
+                auto const it = prefetched.find(k);
+                if (it == prefetched.end()) return false;
+                prefetched_answer a = std::move(it->second);
+                prefetched.erase(it);
+                prefetched_bytes -= std::min(prefetched_bytes, prefetch_cost(a.bytes));
+                if (clock::now() - a.at > options.prefetch_ttl) return false;
+                out.clear();
+                if (a.status == read_status::found && a.bytes.size() > max_size) {
+                    r = {read_status::too_large, make_error_code(remote_error::too_large)};
+                } else {
+                    r = {a.status, a.status == read_status::too_large ? make_error_code(remote_error::too_large)
+                                                                     : std::error_code()};
+                    if (a.status == read_status::found) out = std::move(a.bytes);
+                }
+                return true;
+            } catch (...) {
+                out.clear();
+                return false;
+            }
+        }
+
+        /// Whether the local storage has `k`: its file exists (a storage that tells its
+        /// entries' paths), else a read finds it.
+        bool local_has(key const& k) noexcept {
+            try {
+                if constexpr (detail::has_entry_path<Local>::value) {
+                    std::string const path = local->entry_path(k);
+                    struct ::stat st;
+                    return !path.empty() && ::stat(path.c_str(), &st) == 0;
+                } else {
+                    std::string bytes;
+                    read_status const s = local_read(k, bytes, std::size_t(64) << 20).status;
+                    return s == read_status::found || s == read_status::too_large;
+                }
+            } catch (...) {
+                return false;
+            }
+        }
+
+        void prefetch(std::vector<key> const& keys, std::size_t max_size) noexcept {
+            if constexpr (detail::has_read_many<Remote>::value) {
+                try {
+                    std::vector<key> wanted;
+                    std::unordered_set<key> seen;
+                    {
+                        std::lock_guard<std::mutex> lock(prefetch_mutex);
+                        for (key const& k : keys)
+                            if (!k.empty() && prefetched.count(k) == 0 && seen.insert(k).second) wanted.push_back(k);
+                    }
+                    if (local)
+                        wanted.erase(std::remove_if(wanted.begin(), wanted.end(), [&](key const& k) { return local_has(k); }),
+                                     wanted.end());
+                    if (wanted.empty()) return;
+                    admission const a = admit();
+                    if (a == admission::skipped) return;
+                    auto const start = clock::now();
+                    std::vector<std::pair<read_result, std::string>> got;
+                    remote->read_many(wanted, max_size, got);
+                    auto const took = clock::now() - start;
+                    counts[c_read_ns] += ns_of(took);
+                    ++counts[c_prefetch_batches];
+                    counts[c_prefetch_keys] += wanted.size();
+                    if (got.size() != wanted.size()) return;
+                    std::error_code first_error;
+                    bool any_answer = false;
+                    for (auto const& g : got) {
+                        if (g.first.status == read_status::error) {
+                            if (!first_error) first_error = g.first.error;
+                        } else {
+                            any_answer = true;
+                        }
+                    }
+                    if (any_answer) {
+                        read_answered = true;
+                        answered(a, took);
+                    }
+                    if (first_error) failed(a, first_error);
+                    auto const now = clock::now();
+                    std::lock_guard<std::mutex> lock(prefetch_mutex);
+                    for (std::size_t i = 0; i < wanted.size(); ++i) {
+                        if (got[i].first.status == read_status::error) continue;
+                        std::size_t const cost = prefetch_cost(got[i].second);
+                        if (prefetched_bytes + cost > options.prefetch_bytes) {
+                            ++counts[c_prefetch_dropped];
+                            continue;
+                        }
+                        prefetched_bytes += cost;
+                        prefetched[wanted[i]] = {got[i].first.status, std::move(got[i].second), now};
+                    }
+                } catch (...) {
+                }
+            } else {
+                (void)keys, (void)max_size;
+            }
+        }
 
         /// The worker's job.
         void run(detail::tier_worker::job& j) noexcept {
@@ -791,6 +1026,14 @@ private:
                 return std::make_error_code(std::errc::io_error);
             }
         }
+        std::error_code local_write_deferred(key const& k, std::string_view bytes) noexcept {
+            try {
+                if constexpr (detail::has_write_deferred<Local>::value) return local->write_deferred(k, bytes);
+                else return local->write(k, bytes);
+            } catch (...) {
+                return std::make_error_code(std::errc::io_error);
+            }
+        }
         std::error_code local_remove(key const& k) noexcept {
             try {
                 return local->remove(k);
@@ -811,6 +1054,12 @@ private:
                 std::string bytes;
                 if (local_read(*rk, bytes, identity_record_max_size).status != read_status::absent) return;
                 if (!remote_usable()) return;
+                read_result held;
+                if (take_prefetched(*rk, bytes, identity_record_max_size, held)) { // (the batch read it)
+                    if (held.status == read_status::found && detail::looks_like_record(bytes, *rk))
+                        (void)local_write(*rk, bytes);
+                    return;
+                }
                 admission const a = admit();
                 if (a == admission::skipped) return;
                 auto const start = clock::now();
@@ -1093,7 +1342,24 @@ private:
         return detail::storage_from_env<Remote>(settings, "_REMOTE");
     }
 
-    std::unique_ptr<state> state_;
+    /// Ends a tier: its worker stopped within its bound (tier_worker::stop), then freed;
+    /// one whose worker still runs a job past that bound is left to it, kept for ever.
+    struct state_deleter {
+        void operator()(state* s) const noexcept {
+            if (!s->worker || s->worker->stop()) {
+                delete s;
+                return;
+            }
+            detail::tier_worker::keep_for_ever(s);
+            try {
+                s->log(s->describe_remote() + ": an upload under way did not end within " +
+                       std::to_string((s->options.upload_drain + s->options.upload_end_grace).count()) +
+                       " ms of the cache's end; it is left to finish on its own");
+            } catch (...) {
+            }
+        }
+    };
+    std::unique_ptr<state, state_deleter> state_;
 };
 
 namespace detail {

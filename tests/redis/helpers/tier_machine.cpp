@@ -8,14 +8,16 @@
 // Prints a line per kernel, `kN loaded` or `kN compiled`, then, once the tier's uploads
 // are out (a bound of 10 s), the cache's statistics summary; the cache's log lines
 // (MACHINE_LOG=1) go to stderr. With `store`, only stores kernels 0 to COUNT - 1 (no
-// lookup; `kN stored` or `kN not stored`). Exit 0, or 1 when a value was wrong or the
+// lookup; `kN stored` or `kN not stored`). MACHINE_PREFETCH=1: the kernels' keys (and
+// identity records) are prefetched first, in one call (basic_cache::prefetch). Exit 0, or 1 when a value was wrong or the
 // cache is not enabled.
 //
 // `fork`: a host that forks after a store. It gets kernel 0 (a miss: its upload is
 // queued), then forks, either while the tier's worker sends that upload (`mid-upload`:
 // 30 ms later, for a server behind the latency proxy) or once it is sent (`idle`). The
 // child gets kernels 1 and 2 with the same cache and ends through its destructors (its
-// worker drains); the parent waits for it, then gets kernel 3. Lines `parent kN ...`,
+// worker drains); meanwhile the parent gets kernel 3 (both use the server at once), then
+// waits for the child. Lines `parent kN ...`,
 // `child kN ...`, `child exit N`, and both summaries (`child: ...`, `parent: ...`). Exit
 // 0, or 1 when a value was wrong or the child failed. Each process gives up after 30 s
 // (alarm): a deadlock is a failure, not a hang. (One program for both, so that every run
@@ -71,6 +73,15 @@ int machine(int count, bool store_only) {
         std::printf("not enabled\n");
         return 1;
     }
+    if (char const* p = std::getenv("MACHINE_PREFETCH"); p && std::string(p) == "1") {
+        std::vector<cc::key_result> keys;
+        std::vector<cc::entry_info> infos;
+        for (int n = 0; n < count; ++n) {
+            keys.push_back(key_of(cache, n));
+            infos.push_back({"k" + std::to_string(n), "f.tk", 1});
+        }
+        cache.prefetch(keys, infos);
+    }
     for (int n = 0; n < count; ++n) {
         if (store_only) {
             bool const stored = cache.store(key_of(cache, n), kernel{{n, n + 1}}, {"k" + std::to_string(n), "f.tk", 1});
@@ -106,12 +117,12 @@ int forking_host(bool mid_upload) {
         std::fflush(stdout);
         return child_right ? 0 : 1;
     }
+    right = get(cache, 3, "parent") && right;
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     int const child_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     std::printf("child exit %d\n", child_status);
-    right = get(cache, 3, "parent") && right;
     (void)cache.storage().wait_for_uploads(std::chrono::seconds(10));
     std::printf("parent: %s\n", cache.stats().summary().c_str());
     return right && child_status == 0 ? 0 : 1;

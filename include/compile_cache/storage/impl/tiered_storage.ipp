@@ -4,6 +4,9 @@
 #if COMPILE_CACHE_INCLUDE_IMPL
 
 #include <pthread.h>
+#include <signal.h>
+
+#include <cstdlib>
 
 namespace compile_cache {
 
@@ -16,6 +19,13 @@ namespace detail {
 struct tier_worker_registry {
     std::mutex mutex;
     std::vector<tier_worker*> workers;
+    /// In a forked child: the parent's thread objects and condition variables, which can
+    /// be neither destroyed nor used here (a std::thread that was not joined terminates
+    /// when destroyed; a condition variable the parent's thread waited on may never be
+    /// released). Kept reachable, never freed, so that a leak checker (LeakSanitizer at a
+    /// child's exit) does not count them as leaks and fail the host's child. Room is made
+    /// before the fork (before_fork): the child's handler allocates nothing.
+    std::vector<void const*> abandoned;
 };
 COMPILE_CACHE_DECL tier_worker_registry& the_tier_worker_registry() noexcept;
 tier_worker_registry& the_tier_worker_registry() noexcept {
@@ -23,34 +33,90 @@ tier_worker_registry& the_tier_worker_registry() noexcept {
         auto* r = new tier_worker_registry;
         ::pthread_atfork(&tier_worker::before_fork, &tier_worker::after_fork_in_parent,
                          &tier_worker::after_fork_in_child);
+        (void)std::atexit(&tier_worker::at_exit);
         return r;
     }();
     return *registry;
 }
 
-tier_worker::tier_worker(std::size_t max_bytes, std::chrono::milliseconds drain, runner run, dropper drop)
-    : max_bytes_(max_bytes), drain_(drain), run_(std::move(run)), drop_(std::move(drop)) {
+tier_worker::tier_worker(std::size_t max_bytes, std::chrono::milliseconds drain, runner run, dropper drop,
+                         std::chrono::milliseconds end_grace)
+    : max_bytes_(max_bytes), drain_(drain), end_grace_(end_grace), run_(std::move(run)), drop_(std::move(drop)) {
     tier_worker_registry& r = the_tier_worker_registry();
     std::lock_guard<std::mutex> lock(r.mutex);
     r.workers.push_back(this);
 }
 
 tier_worker::~tier_worker() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (thread_) {
-        ending_ = true;
-        drain_until_ = std::chrono::steady_clock::now() + drain_;
-        wake_->notify_all();
-        lock.unlock();
-        thread_->join(); // the thread ends at the drain's end (a job under way runs to its end)
-        lock.lock();
+    if (!stop()) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        if (thread_) {
+            lock.unlock();
+            thread_->join(); // (its owner did not keep it past stop's bound: the job runs to its end)
+            lock.lock();
+            thread_.reset();
+        }
     }
+    std::unique_lock<std::mutex> lock(mutex_);
     for (job const& j : queue_) drop_(j); // none without a thread (or a child's inherited jobs: cleared)
     queue_.clear();
     lock.unlock();
     tier_worker_registry& r = the_tier_worker_registry();
     std::lock_guard<std::mutex> registry_lock(r.mutex);
     r.workers.erase(std::remove(r.workers.begin(), r.workers.end(), this), r.workers.end());
+}
+
+bool tier_worker::stop() noexcept {
+    try {
+        std::unique_lock<std::mutex> lock(mutex_);
+        if (!thread_) return true;
+        if (!ending_) {
+            ending_ = true;
+            drain_until_ = std::chrono::steady_clock::now() + drain_;
+        }
+        wake_->notify_all();
+        if (!idle_->wait_until(lock, drain_until_ + end_grace_, [this] { return finished_; })) return false;
+        std::unique_ptr<std::thread> thread = std::move(thread_);
+        lock.unlock();
+        thread->join(); // (it has left its loop: it returns at once)
+        return true;
+    } catch (...) {
+        return false;
+    }
+}
+
+void tier_worker::keep_for_ever(void const* p) noexcept {
+    tier_worker_registry& r = the_tier_worker_registry();
+    try {
+        std::lock_guard<std::mutex> lock(r.mutex);
+        r.abandoned.push_back(p);
+    } catch (...) {
+    }
+}
+
+void tier_worker::at_exit() noexcept {
+    tier_worker_registry& r = the_tier_worker_registry();
+    std::vector<tier_worker*> workers;
+    {
+        std::lock_guard<std::mutex> lock(r.mutex);
+        try {
+            workers = r.workers;
+        } catch (...) {
+            return;
+        }
+        // Every drain runs at once, not one after another.
+        auto const now = std::chrono::steady_clock::now();
+        for (tier_worker* w : workers) {
+            std::lock_guard<std::mutex> worker_lock(w->mutex_);
+            if (w->thread_ && !w->ending_) {
+                w->ending_ = true;
+                w->drain_until_ = now + w->drain_;
+                w->wake_->notify_all();
+            }
+        }
+    }
+    // (A worker destroyed meanwhile by another thread is the host's race with exit.)
+    for (tier_worker* w : workers) (void)w->stop();
 }
 
 bool tier_worker::push(job&& j) noexcept {
@@ -60,7 +126,21 @@ bool tier_worker::push(job&& j) noexcept {
         {
             std::lock_guard<std::mutex> lock(mutex_);
             if (ending_ || size > max_bytes_ || queued_bytes_ > max_bytes_ - size) return false;
-            if (!thread_) thread_ = std::make_unique<std::thread>([this] { work(); });
+            if (!thread_) {
+                // The thread takes no signal (it is started with all of them blocked): the
+                // host's handlers run on the host's threads only.
+                sigset_t all;
+                sigset_t before;
+                ::sigfillset(&all);
+                bool const masked = ::pthread_sigmask(SIG_SETMASK, &all, &before) == 0;
+                try {
+                    thread_ = std::make_unique<std::thread>([this] { work(); });
+                } catch (...) {
+                    if (masked) ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
+                    throw;
+                }
+                if (masked) ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
+            }
             queue_.push_back(std::move(j));
             queued_bytes_ += size;
             wake = waiting_; // (a busy thread looks at the queue before it waits: no wake-up call)
@@ -128,12 +208,17 @@ void tier_worker::work() noexcept {
         queued_bytes_ -= std::min(queued_bytes_, cost(j));
         idle_->notify_all(); // (wait_idle and cancel)
     }
+    finished_ = true;
     idle_->notify_all();
 }
 
 void tier_worker::before_fork() noexcept {
     tier_worker_registry& r = the_tier_worker_registry();
     r.mutex.lock();
+    try {
+        r.abandoned.reserve(r.abandoned.size() + 3 * r.workers.size()); // (see after_fork_in_child)
+    } catch (...) {
+    }
     for (tier_worker* w : r.workers) {
         // The thread holds the mutex only between jobs. A job under way holds the storages'
         // and the tier's locks, which a child would inherit held: let it end (boundedly),
@@ -167,7 +252,9 @@ void tier_worker::after_fork_in_child() noexcept {
     for (tier_worker* w : r.workers) {
         w->fork_pending_ = false;
         if (w->thread_) {
-            (void)w->thread_.release(); // no such thread here: neither joined nor detached
+            // No such thread here: neither joined nor detached, kept (never freed).
+            std::thread* const parents_thread = w->thread_.release();
+            if (r.abandoned.size() < r.abandoned.capacity()) r.abandoned.push_back(parents_thread);
             if (w->running_) w->forked_mid_job_.store(true, std::memory_order_relaxed);
             if (w->running_ || !w->queue_.empty()) w->forked_with_work_.store(true, std::memory_order_relaxed);
             w->running_ = false;
@@ -176,8 +263,10 @@ void tier_worker::after_fork_in_child() noexcept {
             try {
                 auto wake = std::make_unique<std::condition_variable>();
                 auto idle = std::make_unique<std::condition_variable>();
-                (void)w->wake_.release();
-                (void)w->idle_.release();
+                std::condition_variable* const parents_wake = w->wake_.release();
+                std::condition_variable* const parents_idle = w->idle_.release();
+                if (r.abandoned.size() < r.abandoned.capacity()) r.abandoned.push_back(parents_wake);
+                if (r.abandoned.size() < r.abandoned.capacity()) r.abandoned.push_back(parents_idle);
                 w->wake_ = std::move(wake);
                 w->idle_ = std::move(idle);
             } catch (...) {

@@ -71,6 +71,11 @@ using redis_errc = remote_error;
 /// the connection is out of step: it is closed and the call fails as `protocol`.
 class redis_storage {
 public:
+    /// A process forked after a call makes connections of its own at its first call (the
+    /// copies of its parent's sockets are closed in it, nothing sent on them): the child
+    /// and the parent both go on using the server (tiered_storage reads this).
+    static constexpr bool reconnects_after_fork = true;
+
     /// No server: every call fails (remote_error::other). What a disabled cache holds.
     redis_storage() = default;
 
@@ -542,3 +547,4 @@ inline from_env_result<redis_options> redis_storage::redis_options_from_env(sett
 
 static_assert(compile_cache::check_storage<compile_cache::redis_storage>::value);
 static_assert(compile_cache::detail::has_list<compile_cache::redis_storage>::value);
+static_assert(compile_cache::detail::has_read_many<compile_cache::redis_storage>::value);
