@@ -65,6 +65,17 @@ std::vector<command_spec> const& commands() {
          "                              (the cache's and its storage's: a directory, or the kind CACHE\n"
          "                              names), the value the environment gives or (default), and what\n"
          "                              each does; passwords are shown as set, a URL's password as ***\n"},
+        {"keygen", {"SECRET_KEY_FILE"}, {"--name"},
+         "  keygen SECRET_KEY_FILE      a new Ed25519 signing key for signed entries, written to a new
+"
+         "                              file of mode 0600 (an existing one is never overwritten) for
+"
+         "                              the writer's PREFIX_SIGNING_KEY_FILE; prints the public-key
+"
+         "                              line (NAME:BASE64) for readers' PREFIX_TRUSTED_KEYS_FILE.
+"
+         "                              --name NAME: the key's name (default: the file's name)
+"},
     };
     return table;
 }

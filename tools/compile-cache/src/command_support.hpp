@@ -47,5 +47,6 @@ progress_line progress_for(command_line const& c);
 int run_explain(command_line const& c); ///< explain_command.cpp
 int run_copy(command_line const& c);    ///< copy_command.cpp
 int run_config(command_line const& c);  ///< config_command.cpp
+int run_keygen(command_line const& c);  ///< keygen_command.cpp
 
 } // namespace compile_cache_tool
