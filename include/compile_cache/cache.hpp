@@ -799,11 +799,15 @@ private:
 
     // Tells the storage what the check found; an entry accepted by signature is handed
     // over resealed in the local mode (auth_), so that the tier keeps it locally as a
-    // local entry and later hits cost what local hits cost. An untrusted signer is, to
-    // the storage, unauthenticated.
+    // local entry and later hits cost what local hits cost. Checked by signature, an
+    // entry no trusted key signed is no other secret's entry to keep (as the tier keeps
+    // those): one of an untrusted signer is, to the storage, sound but not for here
+    // (foreign_version: a writer replaces it after a rotation), and any other refusal is
+    // damage (a forgery or garbage, which a writer's store replaces).
     void tell_checked(key const& k, std::string const& bytes, read_result const& rr, envelope_status status,
                       envelope_auth const& auth) {
-        if (status == envelope_status::untrusted_signer) status = envelope_status::unauthenticated;
+        if (status == envelope_status::untrusted_signer) status = envelope_status::foreign_version;
+        if (status == envelope_status::unauthenticated && auth.is_signed()) status = envelope_status::corrupt;
         if (status == envelope_status::ok && &auth != &auth_) {
             std::string resealed;
             if (reseal_envelope(bytes, auth, auth_, resealed)) detail::tell_entry_checked(storage_, k, resealed, rr, status);
