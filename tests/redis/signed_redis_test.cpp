@@ -214,7 +214,7 @@ TEST_CASE_METHOD(server_and_keys,
 }
 
 TEST_CASE_METHOD(server_and_keys,
-                 "Signed on Redis: with two trusted keys both writers' entries load; one key removed, its entries miss "
+                 "Signed on Redis: with two trusted keys both writers' entries load, and with one key removed, its entries miss "
                  "untrusted-signer, naming its id once, and the other's still load",
                  "[redis][signing]") {
     cc::ed25519_signer next = new_key("ci-2027");
