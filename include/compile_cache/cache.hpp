@@ -86,6 +86,7 @@ inline std::optional<miss_reason> miss_reason_of(envelope_status s) noexcept {
     case envelope_status::key_mismatch: return miss_reason::key_mismatch;
     case envelope_status::too_large: return miss_reason::too_large;
     case envelope_status::unauthenticated: return miss_reason::unauthenticated;
+    case envelope_status::untrusted_signer: return miss_reason::untrusted_signer;
     }
     return miss_reason::corrupt;
 }
@@ -174,9 +175,32 @@ struct cache_options {
     double verify_fraction = 0;
     /// A kernel whose compile took less is not stored (counted store-skipped.cheap).
     std::chrono::nanoseconds min_compile_time{0};
+    /// Signed entries on a tier's remote (compile_cache/signing/signed_entries.hpp makes
+    /// them; from_env from PREFIX_SIGNING_KEY_FILE and PREFIX_TRUSTED_KEYS_FILE). When set,
+    /// an entry the tier read from its remote is accepted only when one of its trusted
+    /// keys signed it (else a miss, `unauthenticated` or `untrusted-signer`), and is then
+    /// kept locally sealed as local entries are (`secret`, or a CRC-32C); the tier's
+    /// uploads are signed by its signing key, and without one nothing is uploaded. Local
+    /// entries are checked as without it. Null (the default): the remote's entries are
+    /// checked as local ones.
+    std::shared_ptr<entry_signatures const> signatures;
 };
 
 namespace detail {
+/// A Storage whose reads say which answers came from a shared remote: a static
+/// `from_remote` origin (tiered_storage::from_remote).
+template <class S>
+using from_remote_origin_t = decltype(static_cast<std::uint32_t>(S::from_remote));
+template <class S>
+using has_from_remote_origin = is_detected<from_remote_origin_t, S>;
+/// A Storage that signs what it uploads to its remote:
+/// `set_remote_sealer(std::function<bool(key const&, std::string_view, std::string&)>)`.
+template <class S>
+using set_remote_sealer_t = decltype(std::declval<S&>().set_remote_sealer(
+    std::declval<std::function<bool(key const&, std::string_view, std::string&)>>()));
+template <class S>
+using has_set_remote_sealer = is_detected<set_remote_sealer_t, S>;
+
 /// Reads PREFIX_VERIFY and PREFIX_MIN_COMPILE_TIME into `options`; a value that does
 /// not parse is one line through `env`, and the default stays.
 COMPILE_CACHE_DECL void cache_settings_from_env(settings_reader const& env, cache_options& options);
@@ -194,6 +218,11 @@ struct cache_env_settings {
     std::shared_ptr<held_lines> held;
 };
 COMPILE_CACHE_DECL cache_env_settings read_cache_env_settings(std::string_view prefix);
+
+/// Reads PREFIX_SIGNING_KEY_FILE and PREFIX_TRUSTED_KEYS_FILE into options.signatures
+/// through the registered loader (signing/signed_entries.hpp); empty, or the line that
+/// disables the cache (a file that cannot be used, or no loader in this program).
+COMPILE_CACHE_DECL std::string read_signature_files(settings_reader const& env, cache_options& options);
 
 } // namespace detail
 
@@ -276,9 +305,10 @@ public:
     /// An enabled cache over `storage`; with `options.secret`, authenticated entries.
     explicit basic_cache(Storage storage, cache_options options = {})
         : state_(std::make_unique<state>()), storage_(std::move(storage)), options_(std::move(options)),
-          auth_(options_.secret), enabled_(true) {
+          auth_(options_.secret), remote_auth_(envelope_auth::signed_by(options_.signatures)), enabled_(true) {
         refuse_unusable_storage();
         pass_logger_to_storage();
+        pass_sealer_to_storage();
     }
 
     basic_cache(basic_cache&&) noexcept = default;
@@ -289,6 +319,7 @@ public:
             storage_ = std::move(other.storage_);
             options_ = std::move(other.options_);
             auth_ = std::move(other.auth_);
+            remote_auth_ = std::move(other.remote_auth_);
             enabled_ = other.enabled_;
         }
         return *this;
@@ -431,6 +462,10 @@ public:
         s.push_back({p + "_LOG", "1 sends one-line diagnostics (misses with their reason, store failures) to stderr"});
         s.push_back({p + "_SECRET_FILE", "a file whose content is the secret that authenticates entries "
                                          "(HMAC-SHA256); if it cannot be read, or is empty, the cache is disabled"});
+        s.push_back({p + "_SIGNING_KEY_FILE", "a writer's secret key (compile-cache keygen): entries it uploads to a "
+                                              "remote are signed; needs compile_cache/signing/signed_entries.hpp"});
+        s.push_back({p + "_TRUSTED_KEYS_FILE", "public keys, one NAME:BASE64 line each: only remote entries signed by "
+                                               "one are loaded; without a signing key the remote is read-only"});
         s.push_back({p + "_VERIFY", "1 also compiles every hit and compares the bytes (a fraction such as 0.01: that "
                                     "share of hits); a difference is reported unsound or nondeterministic"});
         s.push_back({p + "_MIN_COMPILE_TIME", "milliseconds: a kernel that compiled faster is not stored (default 0)"});
@@ -561,12 +596,13 @@ private:
             read_result const rr = storage_.read(rk, bytes, identity_record_max_size);
             if (rr.status == read_status::too_large) over_bound = true;
             if (rr.status != read_status::found) return std::nullopt;
+            envelope_auth const& auth = auth_for(rr);
             detail::envelope_fields const env =
-                detail::check_envelope(bytes, rk, identity_record_format, identity_record_max_size, auth_);
+                detail::check_envelope(bytes, rk, identity_record_format, identity_record_max_size, auth);
             // A tier counts it, keeps another secret's, and copies a sound record it read
             // from its remote, so that this machine has it locally (for its misses and
-            // for `compile-cache explain`).
-            detail::tell_entry_checked(storage_, rk, bytes, rr, env.status);
+            // for `compile-cache explain`): resealed locally when it was checked by signature.
+            tell_checked(rk, bytes, rr, env.status, auth);
             return detail::identity_record_in(env, identity, over_bound);
         } catch (...) {
             return std::nullopt;
@@ -690,6 +726,8 @@ private:
         detail::hit_verifier verifier;                  ///< verify mode
         detail::toolchain_component<Hasher> toolchain;  ///< make_key_builder's, and its parts
         detail::counters_flushed flushed;               ///< flush_statistics's
+        std::mutex signers_mutex;
+        std::vector<std::string> signers_said; ///< untrusted signers' key ids already logged (at most 64)
     };
 
     // One load's bookkeeping: its key, where its miss reason goes, when it started, and
@@ -764,15 +802,58 @@ private:
     // Checks the entry read for `k`; a status other than ok is a counted miss, and a
     // damaged entry is reported to the storage.
     detail::envelope_fields open_entry(key const& k, std::string const& buffer, load_attempt& attempt) {
+        envelope_auth const& auth = auth_for(attempt.read);
         detail::envelope_fields env =
-            detail::check_envelope(buffer, k, Serializer::format_id(), options_.max_entry_size, auth_);
+            detail::check_envelope(buffer, k, Serializer::format_id(), options_.max_entry_size, auth);
         // A tier copies a sound remote entry locally.
-        detail::tell_entry_checked(storage_, k, buffer, attempt.read, env.status);
+        tell_checked(k, buffer, attempt.read, env.status, auth);
         if (std::optional<miss_reason> const miss = miss_reason_of(env.status)) {
             if (is_damaged_entry(env.status)) detail::tell_storage_corrupt(storage_, k);
-            missed(attempt, *miss, {});
+            missed(attempt, *miss, env.status == envelope_status::untrusted_signer ? untrusted_signer_detail(env) : "");
         }
         return env;
+    }
+
+    // How an entry the storage's read answered `rr` for is checked: by signature when it
+    // came from a tier's remote and signatures are configured, else as local entries are.
+    envelope_auth const& auth_for(read_result const& rr) const noexcept {
+        if constexpr (detail::has_from_remote_origin<Storage>::value) {
+            if (remote_auth_.is_signed() && rr.origin == static_cast<std::uint32_t>(Storage::from_remote))
+                return remote_auth_;
+        }
+        (void)rr;
+        return auth_;
+    }
+
+    // Tells the storage what the check found; an entry accepted by signature is handed
+    // over resealed in the local mode (auth_), so that the tier keeps it locally as a
+    // local entry and later hits cost what local hits cost. Checked by signature, an
+    // entry no trusted key signed is no other secret's entry to keep (as the tier keeps
+    // those): one of an untrusted signer is, to the storage, sound but not for here
+    // (foreign_version: a writer replaces it after a rotation), and any other refusal is
+    // damage (a forgery or garbage, which a writer's store replaces).
+    void tell_checked(key const& k, std::string const& bytes, read_result const& rr, envelope_status status,
+                      envelope_auth const& auth) {
+        if (status == envelope_status::untrusted_signer) status = envelope_status::foreign_version;
+        if (status == envelope_status::unauthenticated && auth.is_signed()) status = envelope_status::corrupt;
+        if (status == envelope_status::ok && &auth != &auth_) {
+            std::string resealed;
+            if (reseal_envelope(bytes, auth, auth_, resealed)) detail::tell_entry_checked(storage_, k, resealed, rr, status);
+            return;
+        }
+        detail::tell_entry_checked(storage_, k, bytes, rr, status);
+    }
+
+    // The log detail of an untrusted signer's miss: its key id, the first time it is seen.
+    std::string untrusted_signer_detail(detail::envelope_fields const& env) {
+        std::string const id = key(env.signer_id.data(), env.signer_id.size()).hex();
+        std::lock_guard<std::mutex> lock(state_->signers_mutex);
+        if (std::find(state_->signers_said.begin(), state_->signers_said.end(), id) != state_->signers_said.end() ||
+            state_->signers_said.size() >= 64)
+            return {};
+        state_->signers_said.push_back(id);
+        return "signed by key id " + id + ", which no trusted key has (a key taken out of the trusted keys, or never "
+                                          "in them); said once for this key";
     }
 
     // The artifact in `payload`, its references relinked; nullopt (a counted miss)
@@ -889,6 +970,24 @@ private:
         if (enabled_) detail::pass_logger_to_storage(storage_, options_.logger);
     }
 
+    /// With signatures, a Storage that uploads to a remote (set_remote_sealer) gets the
+    /// function that turns a store's entry into the one it uploads: signed, or none
+    /// (false: not uploaded) without a signing key.
+    void pass_sealer_to_storage() {
+        if constexpr (detail::has_set_remote_sealer<Storage>::value) {
+            if (!enabled_ || !remote_auth_.is_signed()) return;
+            envelope_auth const local = auth_, remote = remote_auth_;
+            storage_.set_remote_sealer([local, remote](key const&, std::string_view entry, std::string& out) {
+                try {
+                    return reseal_envelope(entry, local, remote, out);
+                } catch (...) {
+                    out.clear();
+                    return false;
+                }
+            });
+        }
+    }
+
     /// A Storage with `bool usable() const` that answers false (or throws) disables the
     /// cache, with one line: through the logger, or on stderr when there is none.
     void refuse_unusable_storage() noexcept {
@@ -907,6 +1006,7 @@ private:
     Storage storage_{};
     cache_options options_;
     envelope_auth auth_; ///< from options_.secret; set by the constructor only
+    envelope_auth remote_auth_; ///< signed by options_.signatures, or unkeyed (then unused)
     bool enabled_ = false;
 };
 

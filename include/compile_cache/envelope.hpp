@@ -6,7 +6,8 @@
 // Layout, envelope version 3 (integers little-endian):
 //   magic        8  "CCENTRY\n"
 //   version      2  envelope_version
-//   flags        2  0: unkeyed (CRC-32C); 1: keyed (HMAC-SHA256); any other value is refused
+//   flags        2  0: unkeyed (CRC-32C); 1: keyed (HMAC-SHA256); 2: signed (Ed25519);
+//                   any other value is refused
 //   key size     1, key bytes
 //   metadata     4  length, then: name, origin file, serializer format id (each u32 length +
 //                   bytes), origin line (i64), creation time (i64 ns since the epoch),
@@ -14,7 +15,9 @@
 //                   and for each its name (u32 length + bytes) and digest (u8 length + bytes)
 //   payload      8  length, then the serializer's bytes
 //   check        4  CRC-32C over everything before it; or, keyed,
-//               32  HMAC-SHA256 under the secret over everything before it
+//               32  HMAC-SHA256 under the secret over everything before it; or, signed,
+//               72  the signer's key id (8), then its Ed25519 signature (64) of everything
+//                   before the signature (the key id included)
 // The check value is checked first, in the reader's mode (envelope_auth): any damaged
 // byte reads as corrupt (keyed: unauthenticated), a sound entry of another version as
 // foreign_version.
@@ -30,8 +33,10 @@
 
 #include <vector>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -64,6 +69,42 @@ enum class envelope_status {
     /// another secret, damaged, truncated or forged: indistinguishable, and not told
     /// apart), or an unkeyed reader got an entry whose header says keyed.
     unauthenticated,
+    /// A signed entry whose signer's key id is none of the reader's trusted keys (a key
+    /// no longer listed, or never): a miss, whatever the bytes are.
+    untrusted_signer,
+};
+
+/// The id a signed entry carries for the key that signed it (signing/ed25519.hpp makes
+/// it: the first 8 bytes of the SHA-256 of the public key). It names a key; only the
+/// signature proves anything.
+using entry_signer_id = std::array<unsigned char, 8>;
+
+/// What checking an entry's signature found.
+enum class signature_verdict {
+    ok,               ///< a trusted key's signature of exactly these bytes
+    untrusted_signer, ///< no trusted key has that id
+    bad_signature,    ///< a trusted key's id, but not its signature of these bytes
+};
+
+/// Signs entries and checks their signatures: the part of signed entries that needs a
+/// cryptographic library, kept out of this header. compile_cache/signing/signed_entries.hpp
+/// provides one (Ed25519, libsodium); cache_options::signatures takes it. Thread-safe:
+/// its members are const and may be called from any thread at once.
+class entry_signatures {
+public:
+    static constexpr std::size_t signature_size = 64;
+    virtual ~entry_signatures() = default;
+    /// Whether it holds a secret key (a writer); sign() may be called only then.
+    virtual bool can_sign() const noexcept = 0;
+    /// The id of the signing key; meaningful only when can_sign().
+    virtual entry_signer_id signer_id() const noexcept = 0;
+    /// Writes the signature of `message[0, size)` into `signature` (signature_size bytes).
+    virtual void sign(unsigned char const* message, std::size_t size, unsigned char* signature) const = 0;
+    /// Whether `signature` is the trusted key `id`'s signature of `message[0, size)`.
+    virtual signature_verdict verify(entry_signer_id const& id, unsigned char const* message, std::size_t size,
+                                     unsigned char const* signature) const noexcept = 0;
+    /// Whether a key of id `id` is trusted.
+    virtual bool trusts(entry_signer_id const& id) const noexcept = 0;
 };
 
 /// Whether the bytes stored under a key are bad where they lie (damaged, or a sound
@@ -80,6 +121,10 @@ struct opened_envelope {
     key stored_key;           ///< the key the entry says it is for (set from `ok` on, and for key_mismatch)
     std::uint16_t version = 0; ///< the envelope version the entry says (0 when not even that is readable)
     bool keyed = false;        ///< whether it is checked by an HMAC (true) or a CRC-32C
+    /// Whether its header says it is signed (flags 2), whether or not the signature checked;
+    /// then signer_id is the key id it carries.
+    bool signed_entry = false;
+    entry_signer_id signer_id{};
 };
 
 namespace detail {
@@ -92,6 +137,11 @@ inline constexpr std::uint16_t envelope_flags_crc32c = 0;
 inline constexpr std::uint16_t envelope_flag_keyed = 1;
 /// The size of the check value at the end of a keyed entry.
 inline constexpr std::size_t envelope_keyed_check_size = 32;
+
+/// The check value is the signer's key id and an Ed25519 signature (entry_signatures).
+inline constexpr std::uint16_t envelope_flag_signed = 2;
+/// The size of the check value at the end of a signed entry: key id, then signature.
+inline constexpr std::size_t envelope_signed_check_size = 8 + entry_signatures::signature_size;
 
 /// The size of the check value at the end of an unkeyed entry.
 inline constexpr std::size_t envelope_check_size = 4;
@@ -166,19 +216,37 @@ public:
     /// the unkeyed mode (there is nothing to authenticate with).
     COMPILE_CACHE_DECL explicit envelope_auth(std::string_view secret);
 
+    /// Signed: entries carry a signature by `signatures`' key (written only when it
+    /// can_sign()), and only entries signed by one of its trusted keys are accepted. Null:
+    /// the unkeyed mode.
+    static envelope_auth signed_by(std::shared_ptr<entry_signatures const> signatures) {
+        envelope_auth a;
+        a.signatures_ = std::move(signatures);
+        return a;
+    }
+
     bool keyed() const noexcept { return mac_.has_value(); }
+    /// Whether entries are checked by signature (signed_by).
+    bool is_signed() const noexcept { return signatures_ != nullptr; }
+    /// The signatures of the signed mode; null otherwise.
+    entry_signatures const* signatures() const noexcept { return signatures_.get(); }
 
     /// The flags an entry written in this mode carries, and the only ones accepted.
     std::uint16_t flags() const noexcept {
-        return keyed() ? detail::envelope_flag_keyed : detail::envelope_flags_crc32c;
+        return is_signed() ? detail::envelope_flag_signed
+               : keyed()   ? detail::envelope_flag_keyed
+                           : detail::envelope_flags_crc32c;
     }
 
-    /// The size of the check value at the end of an entry: 4 unkeyed, 32 keyed.
+    /// The size of the check value at the end of an entry: 4 unkeyed, 32 keyed, 72 signed.
     std::size_t check_size() const noexcept {
-        return keyed() ? detail::envelope_keyed_check_size : detail::envelope_check_size;
+        return is_signed() ? detail::envelope_signed_check_size
+               : keyed()   ? detail::envelope_keyed_check_size
+                           : detail::envelope_check_size;
     }
 
-    /// Appends the check value of `out` (everything in it so far) to `out`.
+    /// Appends the check value of `out` (everything in it so far) to `out`. Signed mode
+    /// without a signing key throws std::logic_error (nothing is appended).
     COMPILE_CACHE_DECL void append_check(std::string& out) const;
 
     /// Whether the last check_size() bytes of `p[0, n)` are the check value of the
@@ -189,6 +257,7 @@ private:
     COMPILE_CACHE_DECL hmac<sha256>::result_type tag_of(unsigned char const* p, std::size_t n) const noexcept;
 
     std::optional<hmac<sha256>> mac_;
+    std::shared_ptr<entry_signatures const> signatures_;
 };
 
 namespace detail {
@@ -268,6 +337,8 @@ struct envelope_fields {
     envelope_status status = envelope_status::corrupt;
     std::uint16_t version = 0;
     bool keyed = false;
+    bool signed_entry = false;   ///< the header says signed (flags 2); signer_id is then the id it carries
+    entry_signer_id signer_id{};
     bool complete = false; ///< every field up to the payload was read and is in bounds
     std::string_view key_bytes;
     std::string_view name, origin_file, format_id;
@@ -321,7 +392,30 @@ COMPILE_CACHE_DECL envelope_fields check_envelope(std::string_view bytes, key co
 
 /// The fields, copied into an opened_envelope (its metadata only when complete).
 COMPILE_CACHE_DECL opened_envelope to_opened_envelope(envelope_fields const& f);
+
+/// The signed-entries loader that compile_cache/signing/signed_entries.hpp registers
+/// when a program includes it: basic_cache::from_env reads PREFIX_SIGNING_KEY_FILE and
+/// PREFIX_TRUSTED_KEYS_FILE through it. Null in a program built without it.
+struct signature_files {
+    std::string signing_key_setting, signing_key_file;   ///< the setting's name and value (a path, or empty)
+    std::string trusted_keys_setting, trusted_keys_file; ///< likewise
+};
+using entry_signatures_loader = std::shared_ptr<entry_signatures const> (*)(signature_files const& files,
+                                                                            std::string& why);
+inline entry_signatures_loader& registered_signatures_loader() noexcept {
+    static entry_signatures_loader loader = nullptr;
+    return loader;
+}
 } // namespace detail
+
+/// An entry `from` accepts (its caller checked it so: check_envelope with `from`),
+/// sealed again in `to`'s mode into `out`: the same bytes up to the check value, the
+/// flags and the check value of `to`. False (out empty) when `entry` is too short to be
+/// one, or `to` cannot seal (signed without a signing key). How a tier's remote entry
+/// verified by signature is kept locally under the local check, and how a store's
+/// locally sealed entry is signed for the remote.
+COMPILE_CACHE_DECL bool reseal_envelope(std::string_view entry, envelope_auth const& from, envelope_auth const& to,
+                                        std::string& out);
 
 /// Checks an entry read back for `expected`: check value (in `auth`'s mode, whatever
 /// the entry's flags say), then version, flags, bounds, key and the serializer's

@@ -31,8 +31,11 @@ enum class miss_reason : std::size_t {
     /// HMAC does not verify (written without the secret or with another one, damaged,
     /// or forged); without one, the entry is keyed. See docs/security.md.
     unauthenticated,
+    /// A signed entry from a tier's remote whose signer is not among the trusted keys
+    /// (PREFIX_TRUSTED_KEYS_FILE): a key taken out of the list, or never in it.
+    untrusted_signer,
 };
-inline constexpr std::size_t miss_reason_count = 9;
+inline constexpr std::size_t miss_reason_count = 10;
 
 enum class store_failure : std::size_t {
     serialize_error,      ///< the serializer threw
@@ -45,7 +48,7 @@ inline constexpr std::size_t store_failure_count = 4;
 inline char const* to_string(miss_reason r) noexcept {
     static char const* const names[miss_reason_count] = {
         "absent", "corrupt", "foreign-version", "key-mismatch", "too-large",
-        "read-error", "unresolved-reference", "deserialize-error", "unauthenticated"};
+        "read-error", "unresolved-reference", "deserialize-error", "unauthenticated", "untrusted-signer"};
     return names[static_cast<std::size_t>(r)];
 }
 

@@ -27,6 +27,29 @@ void cache_settings_from_env(settings_reader const& env, cache_options& options)
     record_identities_from_env(env, options.record_identities);
 }
 
+std::string read_signature_files(settings_reader const& env, cache_options& options) {
+    signature_files files{env.name("_SIGNING_KEY_FILE"), env.value("_SIGNING_KEY_FILE"),
+                          env.name("_TRUSTED_KEYS_FILE"), env.value("_TRUSTED_KEYS_FILE")};
+    if (files.signing_key_file.empty() && files.trusted_keys_file.empty()) return {};
+    entry_signatures_loader const loader = registered_signatures_loader();
+    if (!loader)
+        return (files.signing_key_file.empty() ? files.trusted_keys_setting : files.signing_key_setting) +
+               " is set, but this program was built without signed entries (compile_cache/signing/"
+               "signed_entries.hpp, with libsodium); the cache is disabled, since its remote entries could not be "
+               "checked";
+    std::string why;
+    try {
+        options.signatures = loader(files, why);
+    } catch (std::exception const& e) {
+        why = e.what();
+    } catch (...) {
+        why = "the key files could not be read";
+    }
+    if (options.signatures) return {};
+    return why + "; the cache is disabled, since its remote entries could not be " +
+           (files.signing_key_file.empty() ? "checked" : "signed");
+}
+
 cache_env_settings read_cache_env_settings(std::string_view prefix_view) {
     std::string const prefix(prefix_view);
     cache_options options;
@@ -56,15 +79,19 @@ cache_env_settings read_cache_env_settings(std::string_view prefix_view) {
             cache_off = plain.name("_SECRET_FILE") + "=\"" + secret_file + "\": " + why +
                         "; the cache is disabled, since its entries could not be authenticated";
     }
+    if (cache_off.empty()) cache_off = read_signature_files(plain, options);
     bool const authenticated = !options.secret.empty();
+    // A shared server is trusted only with authentication: an HMAC secret, or trusted
+    // keys (a writer trusts its own).
+    bool const signatures = options.signatures != nullptr;
     bool insecure = false;
     if (cache_off.empty()) {
         cache_settings_from_env(own, options);
-        if (!authenticated && !plain.is_off("_REMOTE"))
+        if (!authenticated && !signatures && !plain.is_off("_REMOTE"))
             insecure = own.flag("_REMOTE_INSECURE", false, "the remote needs a secret");
     }
-    storage_settings storage{settings_reader_access::holding(prefix, held), authenticated, authenticated || insecure,
-                             options.logger, std::move(cache_off)};
+    storage_settings storage{settings_reader_access::holding(prefix, held), authenticated,
+                             authenticated || signatures || insecure, options.logger, std::move(cache_off)};
     return cache_env_settings{std::move(options), std::move(storage), std::move(held)};
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 #if COMPILE_CACHE_INCLUDE_IMPL
 #include <cstring>
+#include <stdexcept>
 
 namespace compile_cache {
 
@@ -11,12 +12,28 @@ envelope_auth::envelope_auth(std::string_view secret) {
 }
 
 void envelope_auth::append_check(std::string& out) const {
+    if (is_signed()) {
+        if (!signatures_->can_sign()) throw std::logic_error("signed entries without a signing key cannot be written");
+        entry_signer_id const id = signatures_->signer_id();
+        out.append(reinterpret_cast<char const*>(id.data()), id.size());
+        std::size_t const signed_size = out.size();
+        out.resize(signed_size + entry_signatures::signature_size);
+        signatures_->sign(reinterpret_cast<unsigned char const*>(out.data()), signed_size,
+                          reinterpret_cast<unsigned char*>(&out[signed_size]));
+        return;
+    }
     if (!keyed()) return detail::append_envelope_check(out);
     auto const tag = tag_of(reinterpret_cast<unsigned char const*>(out.data()), out.size());
     out.append(reinterpret_cast<char const*>(tag.data()), tag.size());
 }
 
 bool envelope_auth::check_matches(unsigned char const* p, std::size_t n) const noexcept {
+    if (is_signed()) {
+        std::size_t const signed_size = n - entry_signatures::signature_size; // the key id included
+        entry_signer_id id{};
+        std::memcpy(id.data(), p + n - detail::envelope_signed_check_size, id.size());
+        return signatures_->verify(id, p, signed_size, p + signed_size) == signature_verdict::ok;
+    }
     if (!keyed()) return detail::envelope_check_matches(p, n);
     std::size_t const body = n - detail::envelope_keyed_check_size;
     auto const tag = tag_of(p, body);
@@ -45,14 +62,36 @@ void append_string32(std::string& out, std::string_view s) {
     out.append(s.data(), s.size());
 }
 
+/// The flags of what looks like an entry of this version (0xffff when it does not).
+inline std::uint16_t header_flags(unsigned char const* p, std::size_t n) noexcept {
+    if (n < envelope_min_header || std::memcmp(p, envelope_magic, sizeof envelope_magic) != 0 ||
+        read_le<std::uint16_t>(p + sizeof envelope_magic) != envelope_version)
+        return 0xffffu;
+    return read_le<std::uint16_t>(p + sizeof envelope_magic + 2);
+}
+
+/// Whether `p[0, n)` says it is signed and is long enough to carry a key id and a
+/// signature; then `id` is the key id it carries (unchecked).
+inline bool signed_header(unsigned char const* p, std::size_t n, entry_signer_id& id) noexcept {
+    if (n < envelope_min_header + envelope_signed_check_size || header_flags(p, n) != envelope_flag_signed)
+        return false;
+    std::memcpy(id.data(), p + n - envelope_signed_check_size, id.size());
+    return true;
+}
+
 envelope_status unchecked_entry_status(unsigned char const* p, std::size_t n, envelope_auth const& auth) noexcept {
+    entry_signer_id id{};
+    bool const says_signed = signed_header(p, n, id);
+    // Signed mode: a key id no trusted key has is told apart (rotation); any other
+    // failure is a bad signature, damage or another mode's entry, not told apart.
+    if (auth.is_signed())
+        return says_signed && !auth.signatures()->trusts(id) ? envelope_status::untrusted_signer
+                                                              : envelope_status::unauthenticated;
     // With a secret, damage, another secret, no HMAC at all and a forgery look the same.
     if (auth.keyed()) return envelope_status::unauthenticated;
-    // Unkeyed: an entry whose header says keyed (it may be; this reader cannot check).
-    if (n >= envelope_min_header + envelope_keyed_check_size &&
-        std::memcmp(p, envelope_magic, sizeof envelope_magic) == 0 &&
-        read_le<std::uint16_t>(p + sizeof envelope_magic) == envelope_version &&
-        read_le<std::uint16_t>(p + sizeof envelope_magic + 2) == envelope_flag_keyed)
+    // Unkeyed: an entry whose header says keyed or signed (it may be; this reader cannot check).
+    if (says_signed) return envelope_status::unauthenticated;
+    if (n >= envelope_min_header + envelope_keyed_check_size && header_flags(p, n) == envelope_flag_keyed)
         return envelope_status::unauthenticated;
     return envelope_status::corrupt;
 }
@@ -132,6 +171,7 @@ envelope_fields parse_envelope(std::string_view bytes, std::size_t max_payload, 
     auto const* p = reinterpret_cast<unsigned char const*>(bytes.data());
     if (bytes.size() >= sizeof envelope_magic + 2 && std::memcmp(p, envelope_magic, sizeof envelope_magic) == 0)
         r.version = read_le<std::uint16_t>(p + sizeof envelope_magic);
+    r.signed_entry = signed_header(p, bytes.size(), r.signer_id);
     if (bytes.size() < envelope_min_header + check_size || !auth.check_matches(p, bytes.size())) {
         r.status = unchecked_entry_status(p, bytes.size(), auth);
         return r;
@@ -183,6 +223,8 @@ opened_envelope to_opened_envelope(envelope_fields const& f) {
     r.payload = f.payload;
     r.version = f.version;
     r.keyed = f.keyed;
+    r.signed_entry = f.signed_entry;
+    r.signer_id = f.signer_id;
     if (!f.complete) return r;
     r.stored_key = key(f.key_bytes.data(), f.key_bytes.size());
     entry_metadata& m = r.metadata;
@@ -201,6 +243,20 @@ opened_envelope to_opened_envelope(envelope_fields const& f) {
 }
 
 } // namespace detail
+
+bool reseal_envelope(std::string_view entry, envelope_auth const& from, envelope_auth const& to, std::string& out) {
+    out.clear();
+    std::size_t const old_check = from.check_size();
+    if (entry.size() < detail::envelope_min_header + old_check) return false;
+    if (to.is_signed() && !to.signatures()->can_sign()) return false;
+    out.reserve(entry.size() - old_check + to.check_size());
+    out.assign(entry.data(), entry.size() - old_check);
+    std::uint16_t const flags = to.flags();
+    out[sizeof detail::envelope_magic + 2] = static_cast<char>(flags & 0xffu);
+    out[sizeof detail::envelope_magic + 3] = static_cast<char>(flags >> 8);
+    to.append_check(out);
+    return true;
+}
 
 } // namespace compile_cache
 #endif

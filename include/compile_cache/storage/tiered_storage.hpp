@@ -374,6 +374,10 @@ public:
         options.budget = budget_from_env(env);
         options.slow_call = std::max(options.budget / 5, std::chrono::milliseconds(1));
         upload_from_env(env, options);
+        // Signed entries (cache_options::signatures): trusted keys without a signing key
+        // can check the remote's entries but not sign any: the remote is read-only here.
+        bool const verify_only = !env.value("_TRUSTED_KEYS_FILE").empty() && env.value("_SIGNING_KEY_FILE").empty();
+        if (verify_only) options.mode = remote_mode::read_only;
         std::optional<from_env_result<Remote>> remote;
         try {
             remote.emplace(remote_from_env(settings));
@@ -389,6 +393,11 @@ public:
         tiered_storage t = local ? tiered_storage(std::move(*local), *std::move(*remote), std::move(options))
                                  : remote_only(*std::move(*remote), std::move(options));
         t.state_->secret_setting = env.name("_SECRET_FILE");
+        if (verify_only && settings.logger)
+            settings.logger(env.name("_TRUSTED_KEYS_FILE") + " is set without " + env.name("_SIGNING_KEY_FILE") + ": " +
+                            t.state_->describe_remote() +
+                            " is used read-only (its entries are loaded when a trusted key signed them; stores "
+                            "stay on this machine)");
         t.state_->replace_setting = env.name("_REMOTE_REPLACE_UNAUTHENTIC");
         return result(std::move(t));
     }
@@ -505,6 +514,13 @@ public:
         return answer;
     }
 
+    /// Signed entries (basic_cache calls it when cache_options::signatures is set): what a
+    /// store uploads is `sealer(k, entry, out)`'s `out`; false: nothing is uploaded. The
+    /// local storage keeps the entry as given. Call before any write.
+    void set_remote_sealer(std::function<bool(key const&, std::string_view, std::string&)> sealer) {
+        if (state_) state_->remote_sealer = std::move(sealer);
+    }
+
     std::error_code write(key const& k, std::string_view bytes) noexcept { return write_through(k, bytes, false); }
 
     /// Present when the local storage has it (directory_storage): the cache's identity
@@ -518,6 +534,25 @@ public:
 private:
     std::error_code write_through(key const& k, std::string_view bytes, bool deferred) noexcept {
         if (!state_) return std::make_error_code(std::errc::invalid_argument);
+        if (state_->remote_sealer && state_->remote && state_->options.mode == remote_mode::read_write) {
+            std::string sealed;
+            bool ok = false;
+            try {
+                ok = state_->remote_sealer(k, bytes, sealed);
+            } catch (...) {
+            }
+            if (!ok) {
+                if (!state_->local) return std::make_error_code(std::errc::operation_not_permitted);
+                if (state_->forked_mid_job()) return std::make_error_code(std::errc::resource_unavailable_try_again);
+                return deferred ? state_->local_write_deferred(k, bytes) : state_->local_write(k, bytes);
+            }
+            return write_sealed(k, bytes, sealed, deferred);
+        }
+        return write_sealed(k, bytes, bytes, deferred);
+    }
+
+    // write_through(): `bytes` to the local storage (deferred or not), `upload` to the remote.
+    std::error_code write_sealed(key const& k, std::string_view bytes, std::string_view upload, bool deferred) noexcept {
         if (state_->forked_mid_job()) return std::make_error_code(std::errc::resource_unavailable_try_again);
         state_->forget_prefetched(k);
         std::error_code answer;
@@ -534,19 +569,18 @@ private:
             if (state_->keep_foreign(k)) return state_->local ? answer : std::make_error_code(std::errc::file_exists);
             bool queued = false;
             try {
-                queued = state_->worker->push({k, std::string(bytes), job_upload});
+                queued = state_->worker->push({k, std::string(upload), job_upload});
             } catch (...) {
             }
             ++state_->counts[queued ? c_uploads_queued : c_uploads_dropped];
             if (state_->local) return answer;
             return queued ? std::error_code() : std::make_error_code(std::errc::no_buffer_space);
         }
-        std::error_code const e = state_->send(k, bytes);
+        std::error_code const e = state_->send(k, upload);
         return state_->local ? answer : e;
     }
 
 public:
-
     std::error_code remove(key const& k) noexcept {
         if (!state_) return {};
         if (state_->forked_mid_job()) return std::make_error_code(std::errc::resource_unavailable_try_again);
@@ -771,6 +805,8 @@ private:
         std::unordered_set<key> foreign;
         bool foreign_said = false;
         std::string secret_setting = "the secret file", replace_setting = "PREFIX_REMOTE_REPLACE_UNAUTHENTIC";
+        /// Signed entries: makes a store's upload from its local entry (set_remote_sealer).
+        std::function<bool(key const&, std::string_view, std::string&)> remote_sealer;
         clock::duration slow_waited{0};   ///< the waits of slow answers so far (see tier_options::budget)
         clock::time_point slow_counted_until{}; ///< the end of the last slow answer counted
         std::vector<std::string> said;    ///< the errors already said in a line (at most said_max)

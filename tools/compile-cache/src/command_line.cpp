@@ -76,6 +76,12 @@ std::vector<command_spec> const& commands() {
          "                              what the directory keeps (set; of CACHE, else of P_DIR), or\n"
          "                              (default) - and what each does; passwords are shown as set,\n"
          "                              a URL's password as ***\n"},
+        {"keygen", {"SECRET_KEY_FILE"}, {"--name"},
+         "  keygen SECRET_KEY_FILE      a new Ed25519 signing key for signed entries, written to a new\n"
+         "                              file of mode 0600 (an existing one is never overwritten) for\n"
+         "                              the writer's PREFIX_SIGNING_KEY_FILE; prints the public-key\n"
+         "                              line (NAME:BASE64) for readers' PREFIX_TRUSTED_KEYS_FILE.\n"
+         "                              --name NAME: the key's name (default: the file's name)\n"},
     };
     return table;
 }

@@ -48,5 +48,6 @@ int run_explain(command_line const& c); ///< explain_command.cpp
 int run_copy(command_line const& c);    ///< copy_command.cpp
 int run_config(command_line const& c);  ///< config_command.cpp
 int run_set(command_line const& c);     ///< set_command.cpp
+int run_keygen(command_line const& c);  ///< keygen_command.cpp
 
 } // namespace compile_cache_tool

@@ -863,7 +863,7 @@ int run_command(command_line const& c) {
     static std::pair<char const*, int (*)(command_line const&)> const table[] = {
         {"stats", run_stats}, {"list", run_list},   {"show", run_show},       {"verify", run_verify},
         {"prune", run_prune}, {"clear", run_clear}, {"explain", run_explain}, {"zero", run_zero},
-        {"copy", run_copy},   {"config", run_config}, {"set", run_set},
+        {"copy", run_copy},   {"config", run_config}, {"set", run_set},   {"keygen", run_keygen},
     };
     for (auto const& [name, run] : table)
         if (c.command == name) return run(c);

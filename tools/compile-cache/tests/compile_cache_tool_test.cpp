@@ -1002,3 +1002,31 @@ TEST_CASE("compile-cache set in a directory a group shares: the file is the grou
         CHECK(json_query(r.out, "'settings_file_ignored' in d") == (group ? "False" : "True"));
     }
 }
+
+TEST_CASE("compile-cache keygen: a new secret key file of mode 0600, never over an existing one, and the public line "
+          "on stdout") {
+    temp_dir root("compile-cache-test");
+    std::string const file = (root.path() / "ci-2026.key").string();
+    process_result const r = tool({"keygen", file});
+    if (r.exited(2) && r.err.find("without libsodium") != std::string::npos) return; // built without signing
+    REQUIRE_EXIT(r, 0);
+    // One line, NAME:BASE64 of a 32-byte public key (44 characters); the name from the file.
+    CHECK(r.out.size() == std::string("ci-2026:").size() + 44 + 1);
+    CHECK(r.out.rfind("ci-2026:", 0) == 0);
+    CHECK(r.out.back() == '\n');
+    std::string const secret = read_file(file);
+    CHECK(secret.rfind("ci-2026:", 0) == 0);
+    CHECK(secret.size() == std::string("ci-2026:").size() + 88 + 1); // 64 bytes in base64, and a newline
+    CHECK(compile_cache_test::mode_of(file) == 0600);
+
+    process_result const again = tool({"keygen", file, "--name", "other"});
+    REQUIRE_EXIT(again, 1);
+    CHECK(again.out.empty());
+    CHECK(again.err.find("never overwritten") != std::string::npos);
+    CHECK(read_file(file) == secret);
+
+    process_result const named = tool({"keygen", (root.path() / "k2").string(), "--name", "laptop-key", "--json"});
+    REQUIRE_EXIT(named, 0);
+    CHECK(named.out.find("\"public_key\": \"laptop-key:") != std::string::npos);
+    CHECK(named.out.find("\"key_id\": \"") != std::string::npos);
+}

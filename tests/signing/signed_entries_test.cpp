@@ -1,0 +1,362 @@
+// Tests of signed entries (envelope flags 2, signing/signed_entries.hpp): the layout,
+// what older readers and other modes see, forgeries, resealing, and a tier whose
+// remote is a shared directory (a writer signs, a reader verifies and keeps a local
+// copy under its own check). tests/redis/signed_redis_test.cpp does the same over Redis.
+#include "catch2_compat.hpp"
+#include "support/model.hpp"
+#include "support/posix.hpp"
+#include "support/stored_entry.hpp"
+
+#include <compile_cache/cache.hpp>
+#include <compile_cache/default_cache.hpp>
+#include <compile_cache/envelope.hpp>
+#include <compile_cache/signing/signed_entries.hpp>
+#include <compile_cache/storage/directory_storage.hpp>
+#include <compile_cache/storage/tiered_storage.hpp>
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <sys/stat.h>
+
+namespace {
+
+namespace cc = compile_cache;
+namespace fs = std::filesystem;
+using namespace compile_cache_test;
+using namespace compile_cache_test::model;
+
+cc::ed25519_signer new_key(std::string const& name) {
+    std::string why;
+    auto s = cc::ed25519_signer::generate(name, why);
+    INFO(why);
+    REQUIRE(s);
+    return std::move(*s);
+}
+
+cc::trusted_keys trusting(std::vector<cc::ed25519_public_key> const& keys) {
+    cc::trusted_keys t;
+    for (auto const& k : keys) t.add(k);
+    return t;
+}
+
+std::shared_ptr<cc::entry_signatures const> writer_of(cc::ed25519_signer signer) {
+    return std::make_shared<cc::ed25519_entry_signatures>(std::move(signer));
+}
+std::shared_ptr<cc::entry_signatures const> reader_of(cc::trusted_keys keys) {
+    return std::make_shared<cc::ed25519_entry_signatures>(std::move(keys));
+}
+
+cc::entry_metadata meta() {
+    cc::entry_metadata m;
+    m.name = "axpy";
+    m.format_id = "test-format";
+    return m;
+}
+
+std::string sealed_entry(cc::key const& k, std::string const& payload, cc::envelope_auth const& auth) {
+    std::string out;
+    cc::envelope_writer w(out, k, meta(), auth);
+    w.out() += payload;
+    w.seal();
+    return out;
+}
+
+cc::envelope_status open_status(std::string const& entry, cc::key const& k, cc::envelope_auth const& auth) {
+    return cc::open_envelope(entry, k, "test-format", 1 << 20, auth).status;
+}
+
+cc::key const some_key = plain_key("axpy").value();
+
+using tier = cc::tiered_storage<cc::directory_storage, cc::directory_storage>;
+using tier_cache = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, tier>;
+
+/// A machine: its own local directory before the shared "remote" directory, in sync mode.
+tier_cache machine(fs::path const& local, fs::path const& remote, cc::cache_options options,
+                   cc::remote_mode mode = cc::remote_mode::read_write) {
+    cc::tier_options t;
+    t.upload = cc::remote_upload::sync;
+    t.mode = mode;
+    return tier_cache(tier(cc::directory_storage(local.string()), cc::directory_storage(remote.string()), t),
+                      std::move(options));
+}
+
+cc::cache_options signing(std::shared_ptr<cc::entry_signatures const> s, std::string secret = {}) {
+    cc::cache_options o;
+    o.signatures = std::move(s);
+    o.secret = std::move(secret);
+    o.record_identities = false;
+    return o;
+}
+
+std::uint16_t flags_of(std::string const& entry) {
+    return static_cast<std::uint16_t>(static_cast<unsigned char>(entry[10]) | static_cast<unsigned char>(entry[11]) << 8);
+}
+
+} // namespace
+
+TEST_CASE("signed entry: flags 2, then the signer's key id and the signature of everything before the signature",
+          "[signing]") {
+    cc::ed25519_signer ci = new_key("ci");
+    cc::ed25519_public_key const pub = ci.public_key();
+    cc::envelope_auth const writer = cc::envelope_auth::signed_by(writer_of(std::move(ci)));
+    std::string const entry = sealed_entry(some_key, "payload", writer);
+    CHECK(flags_of(entry) == 2);
+    CHECK(writer.check_size() == 72);
+    std::string const id = entry.substr(entry.size() - 72, 8);
+    CHECK(id == std::string(reinterpret_cast<char const*>(pub.id.data()), 8));
+    cc::trusted_keys const keys = trusting({pub});
+    cc::ed25519_signature sig{};
+    std::copy_n(entry.end() - 64, 64, sig.begin());
+    CHECK(keys.verify(pub.id, std::string_view(entry).substr(0, entry.size() - 64), sig) == cc::signature_check::ok);
+
+    cc::envelope_auth const reader = cc::envelope_auth::signed_by(reader_of(keys));
+    cc::opened_envelope const opened = cc::open_envelope(entry, some_key, "test-format", 1 << 20, reader);
+    CHECK(opened.status == cc::envelope_status::ok);
+    CHECK(opened.payload == "payload");
+    CHECK(opened.signed_entry);
+    CHECK(opened.signer_id == pub.id);
+}
+
+TEST_CASE("signed entry: readers in the CRC-32C or HMAC mode, as older releases are, see a clean miss", "[signing]") {
+    cc::envelope_auth const writer = cc::envelope_auth::signed_by(writer_of(new_key("ci")));
+    std::string const entry = sealed_entry(some_key, "payload", writer);
+    // Earlier releases check the check value in their own mode first, then refuse any
+    // flags but their own: neither a CRC-32C nor an HMAC is where the signature is. This
+    // release names it unauthenticated in both modes (another mode's entry, left alone).
+    cc::opened_envelope const crc = cc::open_envelope(entry, some_key, "test-format", 1 << 20, cc::envelope_auth());
+    CHECK(crc.status == cc::envelope_status::unauthenticated);
+    CHECK(crc.payload.empty());
+    cc::opened_envelope const hmac =
+        cc::open_envelope(entry, some_key, "test-format", 1 << 20, cc::envelope_auth("a secret"));
+    CHECK(hmac.status == cc::envelope_status::unauthenticated);
+    CHECK(hmac.payload.empty());
+    CHECK_FALSE(cc::is_damaged_entry(crc.status));
+    // The format's version stays 3: flags a reader does not know were always refused.
+    CHECK(cc::envelope_version == 3);
+}
+
+TEST_CASE("signed entry: a changed byte, another trusted key's id, an untrusted signer, an HMAC entry never open",
+          "[signing]") {
+    cc::ed25519_signer ci = new_key("ci");
+    cc::ed25519_signer laptop = new_key("laptop");
+    cc::ed25519_signer ci2 = new_key("ci-2");
+    cc::trusted_keys const keys = trusting({ci.public_key(), ci2.public_key()});
+    cc::envelope_auth const reader = cc::envelope_auth::signed_by(reader_of(keys));
+    cc::entry_signer_id const ci2_id = ci2.id();
+    std::string const sound = sealed_entry(some_key, "payload", cc::envelope_auth::signed_by(writer_of(std::move(ci))));
+    REQUIRE(open_status(sound, some_key, reader) == cc::envelope_status::ok);
+
+    std::vector<std::size_t> accepted;
+    for (std::size_t i = 0; i < sound.size(); ++i) {
+        std::string changed = sound;
+        changed[i] = static_cast<char>(changed[i] ^ 0x01);
+        if (open_status(changed, some_key, reader) == cc::envelope_status::ok) accepted.push_back(i);
+    }
+    CHECK(accepted.empty());
+
+    // The signature kept, the id changed to another trusted key's: its key does not verify it.
+    std::string moved = sound;
+    std::copy(ci2_id.begin(), ci2_id.end(), moved.end() - 72);
+    CHECK(open_status(moved, some_key, reader) == cc::envelope_status::unauthenticated);
+
+    // Signed by a key nobody trusts: untrusted-signer, told apart for rotation.
+    std::string const foreign =
+        sealed_entry(some_key, "payload", cc::envelope_auth::signed_by(writer_of(std::move(laptop))));
+    CHECK(open_status(foreign, some_key, reader) == cc::envelope_status::untrusted_signer);
+
+    // Sealed with an HMAC (a reader's secret, say) or a CRC: not signed, not accepted.
+    CHECK(open_status(sealed_entry(some_key, "payload", cc::envelope_auth("secret")), some_key, reader) ==
+          cc::envelope_status::unauthenticated);
+    CHECK(open_status(sealed_entry(some_key, "payload", cc::envelope_auth()), some_key, reader) ==
+          cc::envelope_status::unauthenticated);
+    // Truncated to nothing but a signature's worth, or shorter: never accepted.
+    CHECK(open_status(sound.substr(0, 80), some_key, reader) != cc::envelope_status::ok);
+    // Under another key than the one signed: key-mismatch.
+    CHECK(open_status(sound, plain_key("other").value(), reader) == cc::envelope_status::key_mismatch);
+}
+
+TEST_CASE("signed entry: a reader cannot sign, and a verified entry resealed under a secret opens as a local one",
+          "[signing]") {
+    cc::ed25519_signer ci = new_key("ci");
+    cc::envelope_auth const reader = cc::envelope_auth::signed_by(reader_of(trusting({ci.public_key()})));
+    std::string out;
+    cc::envelope_writer w(out, some_key, meta(), reader);
+    w.out() += "payload";
+    CHECK_THROWS_AS(w.seal(), std::logic_error);
+
+    cc::envelope_auth const writer = cc::envelope_auth::signed_by(writer_of(std::move(ci)));
+    std::string const entry = sealed_entry(some_key, "payload", writer);
+    cc::envelope_auth const local("local secret");
+    std::string resealed;
+    REQUIRE(cc::reseal_envelope(entry, reader, local, resealed));
+    CHECK(flags_of(resealed) == 1);
+    CHECK(resealed.size() == entry.size() - 72 + 32);
+    CHECK(open_status(resealed, some_key, local) == cc::envelope_status::ok);
+    CHECK(open_status(resealed, some_key, reader) == cc::envelope_status::unauthenticated);
+    CHECK_FALSE(cc::reseal_envelope(resealed, local, reader, out)); // no signing key
+    REQUIRE(cc::reseal_envelope(resealed, local, writer, out));
+    CHECK(open_status(out, some_key, reader) == cc::envelope_status::ok);
+}
+
+TEST_CASE("signed tier: a writer signs what it uploads, a reader loads it, keeps it locally under its own check, and "
+          "uploads nothing",
+          "[signing]") {
+    temp_dir dir;
+    fs::path const remote = dir.path() / "remote";
+    cc::ed25519_signer ci = new_key("ci");
+    cc::trusted_keys const keys = trusting({ci.public_key()});
+    cc::key_result const k = plain_key("axpy(a,x,y) = a*x+y");
+
+    tier_cache writer = machine(dir.path() / "ci", remote, signing(writer_of(std::move(ci))));
+    REQUIRE(writer.store(k, small_kernel(), axpy_info));
+    // CI's own local copy is sealed as local entries are (CRC-32C here), the remote's is signed.
+    CHECK(flags_of(read_file(writer.storage().local().entry_path(k.value()))) == 0);
+    CHECK(flags_of(read_file(writer.storage().remote().entry_path(k.value()))) == 2);
+
+    tier_cache reader = machine(dir.path() / "laptop", remote, signing(reader_of(keys), "laptop secret"));
+    std::optional<compiled_kernel> loaded = reader.load<compiled_kernel>(k, axpy_info);
+    REQUIRE(loaded);
+    CHECK(loaded->bytecode == small_kernel().bytecode);
+    fs::path const local_copy = reader.storage().local().entry_path(k.value());
+    REQUIRE(fs::exists(local_copy));
+    CHECK(flags_of(read_file(local_copy)) == 1); // resealed with the laptop's HMAC
+
+    // The next process on the laptop hits locally: the remote gone, it still loads.
+    fs::remove_all(remote);
+    tier_cache again = machine(dir.path() / "laptop", remote, signing(reader_of(keys), "laptop secret"));
+    CHECK(again.load<compiled_kernel>(k, axpy_info));
+    CHECK(again.stats().hits == 1);
+
+    // The reader compiles something new: kept locally, nothing uploaded.
+    cc::key_result const k2 = plain_key("scale(a,x) = a*x");
+    REQUIRE(again.store(k2, small_kernel(), axpy_info));
+    CHECK(fs::exists(again.storage().local().entry_path(k2.value())));
+    CHECK_FALSE(fs::exists(again.storage().remote().entry_path(k2.value())));
+}
+
+TEST_CASE("signed tier: a local entry is never trusted for a signature it carries; an untrusted signer is a counted "
+          "miss named once in the log",
+          "[signing]") {
+    temp_dir dir;
+    fs::path const remote = dir.path() / "remote";
+    cc::ed25519_signer ci = new_key("ci");
+    cc::ed25519_signer rogue = new_key("rogue");
+    std::string const rogue_id = cc::to_hex(rogue.id());
+    cc::trusted_keys const keys = trusting({ci.public_key()});
+    cc::key_result const k = plain_key("axpy(a,x,y) = a*x+y");
+    cc::key_result const k2 = plain_key("scale(a,x) = a*x");
+
+    tier_cache ci_machine = machine(dir.path() / "ci", remote, signing(writer_of(std::move(ci))));
+    REQUIRE(ci_machine.store(k, small_kernel(), axpy_info));
+    // A signed entry planted in a reader's local directory: local entries are checked
+    // by the local mode alone.
+    tier_cache reader = machine(dir.path() / "laptop", remote, signing(reader_of(keys)));
+    fs::create_directories(fs::path(reader.storage().local().entry_path(k.value())).parent_path());
+    write_file(reader.storage().local().entry_path(k.value()),
+               read_file(ci_machine.storage().remote().entry_path(k.value())));
+    fs::remove(ci_machine.storage().remote().entry_path(k.value()));
+    CHECK_FALSE(reader.load<compiled_kernel>(k, axpy_info));
+    CHECK(reader.stats().miss_count(cc::miss_reason::unauthenticated) == 1);
+
+    // Entries signed by an untrusted key on the remote: misses, the key id said once.
+    tier_cache rogue_machine = machine(dir.path() / "rogue", remote, signing(writer_of(std::move(rogue))));
+    REQUIRE(rogue_machine.store(k2, small_kernel(), axpy_info));
+    std::vector<std::string> lines;
+    reader.set_logger([&](std::string_view l) { lines.emplace_back(l); });
+    CHECK_FALSE(reader.load<compiled_kernel>(k2, axpy_info));
+    CHECK_FALSE(reader.load<compiled_kernel>(k2, axpy_info));
+    CHECK(reader.stats().miss_count(cc::miss_reason::untrusted_signer) == 2);
+    std::size_t naming = 0;
+    for (auto const& l : lines) naming += l.find(rogue_id) != std::string::npos;
+    CHECK(naming == 1);
+    CHECK(std::string(cc::to_string(cc::miss_reason::untrusted_signer)) == "untrusted-signer");
+}
+
+TEST_CASE("signed tier from_env: key files configure writer and reader; a reader's remote is read-only, said in one "
+          "line; bad files disable the cache with one line",
+          "[signing]") {
+    temp_dir dir;
+    scoped_settings env("CCSIGN", {"_DIR", "_REMOTE", "_LOG", "_SIGNING_KEY_FILE", "_TRUSTED_KEYS_FILE",
+                                   "_SECRET_FILE", "_REMOTE_UPLOAD"});
+    cc::ed25519_signer ci = new_key("ci");
+    fs::path const secret = dir.path() / "ci.key";
+    fs::path const trusted = dir.path() / "trusted";
+    write_file(secret, ci.secret_key_line() + "\n");
+    ::chmod(secret.c_str(), 0600);
+    write_file(trusted, ci.public_key().line() + "\n");
+    ::chmod(trusted.c_str(), 0644);
+
+    // (A directory made from the environment reads _DIR: the tier's two directories are
+    // one here; tests/redis/signed_redis_test.cpp loads across machines.)
+    using dir_tier_cache = tier_cache;
+    env.set("_REMOTE", (dir.path() / "remote").string());
+    env.set("_REMOTE_UPLOAD", "sync");
+    {
+        env.set("_DIR", (dir.path() / "ci").string());
+        env.set("_SIGNING_KEY_FILE", secret.string());
+        dir_tier_cache writer = dir_tier_cache::from_env("CCSIGN");
+        REQUIRE(writer.enabled());
+        CHECK(writer.storage().mode() == cc::remote_mode::read_write);
+    }
+    {
+        ::unsetenv("CCSIGN_SIGNING_KEY_FILE");
+        env.set("_DIR", (dir.path() / "laptop").string());
+        env.set("_TRUSTED_KEYS_FILE", trusted.string());
+        env.set("_LOG", "1");
+        captured_stderr err(dir.path() / "stderr");
+        dir_tier_cache reader = dir_tier_cache::from_env("CCSIGN");
+        std::string const said = err.text();
+        REQUIRE(reader.enabled());
+        CHECK(reader.storage().mode() == cc::remote_mode::read_only);
+        CHECK(lines_of(said).size() == 1);
+        CHECK(said.find("read-only") != std::string::npos);
+    }
+    // Bad files: one line each, no cache, never a hang.
+    ::unsetenv("CCSIGN_LOG");
+    struct bad_file {
+        char const* what;
+        std::string suffix;
+        std::string content;
+        unsigned mode;
+    };
+    std::vector<bad_file> const bad = {
+        {"an empty secret key", "_SIGNING_KEY_FILE", "", 0600},
+        {"a secret key of the wrong length", "_SIGNING_KEY_FILE", "ci:AAAA\n", 0600},
+        {"a public key where the secret one goes", "_SIGNING_KEY_FILE", ci.public_key().line() + "\n", 0600},
+        {"a world-writable trusted-keys file", "_TRUSTED_KEYS_FILE", ci.public_key().line() + "\n", 0666},
+        {"a secret key in the trusted-keys file", "_TRUSTED_KEYS_FILE", ci.secret_key_line() + "\n", 0600},
+    };
+    for (bad_file const& b : bad) {
+        INFO(b.what);
+        ::unsetenv("CCSIGN_SIGNING_KEY_FILE");
+        ::unsetenv("CCSIGN_TRUSTED_KEYS_FILE");
+        fs::path const f = dir.path() / "bad";
+        write_file(f, b.content);
+        ::chmod(f.c_str(), b.mode);
+        env.set(b.suffix, f.string());
+        captured_stderr err(dir.path() / "stderr");
+        dir_tier_cache c = dir_tier_cache::from_env("CCSIGN");
+        std::string const said = err.text();
+        CHECK_FALSE(c.enabled());
+        CHECK(lines_of(said).size() == 1);
+        CHECK(said.find("CCSIGN" + b.suffix) != std::string::npos);
+        CHECK(said.find("disabled") != std::string::npos);
+        fs::remove(f);
+    }
+    {
+        INFO("a FIFO that no program writes");
+        ::unsetenv("CCSIGN_SIGNING_KEY_FILE");
+        fs::path const fifo = dir.path() / "fifo";
+        REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+        env.set("_TRUSTED_KEYS_FILE", fifo.string());
+        captured_stderr err(dir.path() / "stderr");
+        dir_tier_cache c = dir_tier_cache::from_env("CCSIGN");
+        std::string const said = err.text();
+        CHECK_FALSE(c.enabled());
+        CHECK(lines_of(said).size() == 1);
+    }
+}
