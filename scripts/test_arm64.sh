@@ -36,7 +36,8 @@ native=$build/portable-only
 # Only what these builds are for: the platform tests, one compiler, C++17, no LLVM.
 common=(-DCMAKE_BUILD_TYPE= -DCMAKE_CXX_STANDARD=17 -DCOMPILE_CACHE_WARNINGS_AS_ERRORS=ON
   -DCOMPILE_CACHE_PLATFORM_TESTS=ON -DCOMPILE_CACHE_BUILD_EXAMPLES=OFF -DCOMPILE_CACHE_BUILD_TOOLS=OFF
-  -DCOMPILE_CACHE_WITH_LLVM=OFF -DCOMPILE_CACHE_INSTALL=OFF -DCOMPILE_CACHE_TEST_CONSUMERS=OFF)
+  -DCOMPILE_CACHE_WITH_LLVM=OFF -DCOMPILE_CACHE_INSTALL=OFF -DCOMPILE_CACHE_TEST_CONSUMERS=OFF
+  -DCOMPILE_CACHE_TEST_UNITY_BUILD=ON)
 portable_forced_tests='~[processes]~[scale]'
 fallback_tests='[storage],[key],[cache]'
 # The loader and C library of libc6:arm64, not -L /usr/aarch64-linux-gnu (see the toolchain file).
