@@ -6,11 +6,13 @@
 // bound, announced or streamed). Every base URL is a folder of its own on the server.
 #include "catch2_compat.hpp"
 #include "support/conformance.hpp"
+#include "support/latency_proxy.hpp"
 #include "support/posix.hpp"
 #include "support/process.hpp"
 
 #include <compile_cache/compile_cache.hpp>
 #include <compile_cache/storage/http/http_storage.hpp>
+#include <compile_cache/storage/remote_by_url.hpp>
 #include <compile_cache/storage/tiered_storage.hpp>
 #include <compile_cache/testing/storage_conformance.hpp>
 
@@ -702,4 +704,205 @@ TEST_CASE("http_storage::from_env reads its settings and answers with itself or 
               std::string::npos);
     }
     CHECK(cc::http_storage::environment_settings(prefix).size() == 12);
+}
+
+// --- Review fixes: one deadline, safe redirects, fork --------------------------------------
+
+TEST_CASE("an https server's redirect to plain http is refused even where redirects are followed",
+          "[http][status][tls]") {
+    std::string const base = unique_path("downgrade");
+    write_file(main_server().www() / "dav-target" / base.substr(1) / key_of(4).hex(), "in the clear");
+    cc::http_options o;
+    o.url = main_server().url("tls", "/downgrade" + base);
+    o.ca_file = (fixture_dir() / "tls" / "ca.pem").string();
+    o.connect_timeout = std::chrono::milliseconds(3000);
+    o.timeout = std::chrono::milliseconds(5000);
+    o.follow_redirects = true;
+    cc::http_storage s(o);
+    std::string out;
+    cc::read_result const r = s.read(key_of(4), out, 1 << 20);
+    CHECK(r.status == cc::read_status::error);
+    CHECK(r.error == cc::http_errc::redirect);
+    CHECK(out.empty());
+    CHECK(s.last_failure().text.find("302") != std::string::npos);
+    // The same redirect from a plain http server is followed (http to http).
+    o.url = main_server().url("plain", "/downgrade" + base);
+    o.ca_file.clear();
+    cc::http_storage plain(o);
+    REQUIRE(plain.read(key_of(4), out, 1 << 20).status == cc::read_status::found);
+    CHECK(out == "in the clear");
+}
+
+TEST_CASE("a store's MKCOLs and second PUT share the store's one deadline", "[http][faults]") {
+    // Every exchange takes a 160 ms round trip through the proxy: the PUT (500: no folder),
+    // two MKCOLs and the PUT again would take 640 ms, past the 450 ms timeout.
+    fs::create_directories(main_server().www() / "nofull");
+    compile_cache_test::latency_proxy proxy(main_server().ports.at("plain"), std::chrono::milliseconds(80));
+    proxy.start();
+    cc::http_options o;
+    o.url = "http://127.0.0.1:" + std::to_string(proxy.port()) + "/nofull" + unique_path("deadline");
+    o.layout = cc::http_layout::fanout;
+    o.connect_timeout = std::chrono::milliseconds(400);
+    o.timeout = std::chrono::milliseconds(450);
+    cc::http_storage s(o);
+    CHECK(s.write(key_of(1), "late") == cc::http_errc::timeout);
+    // With the time for all four, it is stored.
+    o.timeout = std::chrono::milliseconds(5000);
+    cc::http_storage patient(o);
+    std::error_code const e = patient.write(key_of(2), "in time");
+    INFO(patient.last_failure().text);
+    CHECK_FALSE(e);
+}
+
+TEST_CASE("a forked child makes a connection of its own; the parent's TLS connection goes on", "[http][tls][fork]") {
+    cc::http_options o;
+    o.url = main_server().url("tls", unique_path("fork"));
+    o.ca_file = (fixture_dir() / "tls" / "ca.pem").string();
+    o.connect_timeout = std::chrono::milliseconds(3000);
+    o.timeout = std::chrono::milliseconds(5000);
+    cc::http_storage s(o);
+    REQUIRE_FALSE(s.write(key_of(1), "parent's"));
+    std::string out;
+    REQUIRE(s.read(key_of(1), out, 1 << 20).status == cc::read_status::found); // the connection is open
+    std::string const child = compile_cache_test::run_in_child([&]() -> std::string {
+        std::string bytes;
+        if (s.write(key_of(2), "child's")) return "the child's write failed: " + s.last_failure().text;
+        if (s.read(key_of(1), bytes, 1 << 20).status != cc::read_status::found || bytes != "parent's")
+            return "the child's read failed: " + s.last_failure().text;
+        return "ok";
+    });
+    CHECK(child == "ok");
+    // Had the child written on the parent's TLS connection, the parent's next record
+    // would not decrypt (a reset or a TLS error).
+    REQUIRE(s.read(key_of(2), out, 1 << 20).status == cc::read_status::found);
+    CHECK(out == "child's");
+}
+
+// --- Batched reads ---------------------------------------------------------------------------
+
+TEST_CASE("read_many answers each key as read would, with concurrent GETs", "[http][batch]") {
+    std::string const base = unique_path("batch");
+    cc::http_options o;
+    o.url = main_server().url("plain", base);
+    o.layout = cc::http_layout::fanout;
+    o.timeout = std::chrono::milliseconds(5000);
+    o.connect_timeout = std::chrono::milliseconds(2000);
+    o.batch_connections = 3;
+    cc::http_storage s(o);
+    std::vector<cc::key> keys;
+    for (unsigned i = 0; i < 20; ++i) {
+        keys.push_back(key_of(i));
+        if (i % 4 != 3) REQUIRE_FALSE(s.write(key_of(i), "entry " + std::to_string(i) + std::string(i * 100, 'x')));
+    }
+    keys.push_back(key_of(1)); // twice
+    std::vector<std::pair<cc::read_result, std::string>> got;
+    for (int round = 0; round < 2; ++round) { // the second on the kept connections
+        s.read_many(keys, 1000, got);
+        REQUIRE(got.size() == keys.size());
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+            INFO(i);
+            std::string one;
+            cc::read_result const alone = s.read(keys[i], one, 1000);
+            CHECK(got[i].first.status == alone.status);
+            CHECK(got[i].first.error == alone.error);
+            CHECK(got[i].second == one);
+        }
+    }
+    CHECK(got[0].first.status == cc::read_status::found);
+    CHECK(got[3].first.status == cc::read_status::absent);
+    CHECK(got[18].first.status == cc::read_status::too_large); // 1808 bytes, past 1000
+    CHECK(got[20].second == "entry 1" + std::string(100, 'x'));
+    std::vector<std::pair<cc::read_result, std::string>> none;
+    s.read_many({}, 1000, none);
+    CHECK(none.empty());
+}
+
+TEST_CASE("read_many takes no more than batch_max_bytes in all: the keys past it are errors", "[http][batch]") {
+    cc::http_options o;
+    o.url = main_server().url("plain", unique_path("batch-bound"));
+    o.timeout = std::chrono::milliseconds(5000);
+    o.connect_timeout = std::chrono::milliseconds(2000);
+    o.batch_connections = 1; // one at a time: which keys pass the bound is then known
+    o.batch_max_bytes = 2500;
+    cc::http_storage s(o);
+    std::vector<cc::key> keys;
+    for (unsigned i = 0; i < 4; ++i) {
+        keys.push_back(key_of(i));
+        REQUIRE_FALSE(s.write(key_of(i), std::string(1000, static_cast<char>('a' + i))));
+    }
+    std::vector<std::pair<cc::read_result, std::string>> got;
+    s.read_many(keys, 1 << 20, got);
+    REQUIRE(got.size() == 4);
+    CHECK(got[0].first.status == cc::read_status::found);
+    CHECK(got[1].first.status == cc::read_status::found);
+    CHECK(got[2].first.status == cc::read_status::error);
+    CHECK(got[2].first.error == cc::http_errc::too_large);
+    CHECK(got[2].second.empty());
+    CHECK(got[3].first.status == cc::read_status::error);
+}
+
+TEST_CASE("read_many on a stopped server: every key an error within the one timeout", "[http][batch][faults]") {
+    own_server stopped("batch-stopped");
+    cc::http_options o;
+    o.url = stopped.server().url("plain", unique_path("batch-stopped"));
+    o.timeout = std::chrono::milliseconds(400);
+    o.connect_timeout = std::chrono::milliseconds(200);
+    cc::http_storage s(o);
+    REQUIRE_FALSE(s.write(key_of(1), "before"));
+    REQUIRE(::kill(stopped.pid(), SIGSTOP) == 0);
+    std::vector<cc::key> keys;
+    for (unsigned i = 0; i < 30; ++i) keys.push_back(key_of(i));
+    std::vector<std::pair<cc::read_result, std::string>> got;
+    s.read_many(keys, 1 << 20, got);
+    REQUIRE(got.size() == keys.size());
+    for (auto const& g : got) {
+        CHECK(g.first.status == cc::read_status::error);
+        CHECK(g.first.error == cc::http_errc::timeout);
+        CHECK(g.second.empty());
+    }
+    REQUIRE(::kill(stopped.pid(), SIGCONT) == 0);
+    s.read_many({key_of(1)}, 1 << 20, got);
+    REQUIRE(got[0].first.status == cc::read_status::found);
+    CHECK(got[0].second == "before");
+}
+
+// --- The remote chosen by URL ----------------------------------------------------------------
+
+TEST_CASE("remote_by_url gives an http:// PREFIX_REMOTE to the HTTP storage, through the tier", "[http][settings][tiered]") {
+    using remote = cc::remote_by_url<cc::http_storage>;
+    using tier = cc::tiered_storage<cc::directory_storage, remote>;
+    std::string const prefix = "CCHTTPBYURL";
+    compile_cache_test::temp_dir dir;
+    compile_cache_test::env_var local(prefix + "_DIR", (dir.path() / "cache").string());
+    compile_cache_test::env_var url(prefix + "_REMOTE", main_server().url("plain", unique_path("by-url")));
+    compile_cache_test::env_var insecure(prefix + "_REMOTE_INSECURE", "1");
+    std::vector<std::string> lines;
+    SECTION("http: the tier's remote is the HTTP storage") {
+        auto t = tier::from_env(settings_for(prefix, true, &lines));
+        REQUIRE(t);
+        REQUIRE(t->has_remote());
+        REQUIRE(t->remote().get<cc::http_storage>() != nullptr);
+        CHECK(t->remote().describe().find("HTTP server http://127.0.0.1:") == 0);
+        REQUIRE_FALSE(t->write(key_of(1), "through the tier"));
+        REQUIRE(t->wait_for_uploads(std::chrono::seconds(10)));
+        std::string out;
+        CHECK(t->remote().read(key_of(1), out, 1 << 20).status == cc::read_status::found);
+        CHECK(out == "through the tier");
+        std::vector<std::pair<cc::read_result, std::string>> got;
+        t->remote().read_many({key_of(1), key_of(2)}, 1 << 20, got);
+        CHECK(got[0].second == "through the tier");
+        CHECK(got[1].first.status == cc::read_status::absent);
+    }
+    SECTION("a scheme no alternative has: the remote is off with a line naming only the scheme") {
+        compile_cache_test::env_var redis(prefix + "_REMOTE", "redis://:hunter2@127.0.0.1:6379");
+        auto t = tier::from_env(settings_for(prefix, true, &lines));
+        REQUIRE(t);
+        CHECK_FALSE(t->has_remote());
+        REQUIRE(lines.size() == 1);
+        CHECK(lines[0].find("\"redis\"") != std::string::npos);
+        CHECK(lines[0].find(prefix + "_REMOTE") != std::string::npos);
+        CHECK(lines[0].find("hunter2") == std::string::npos);
+    }
+    CHECK(remote::handles_url("HTTPS://host/"));
+    CHECK_FALSE(remote::handles_url("redis://host"));
 }
