@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -111,20 +112,21 @@ public:
     }
 
     read_result read(key const& k, std::string& out, std::size_t max_size) noexcept {
-        return visit_or(
-            [&](auto& r) { return r.read(k, out, max_size); },
-            [&] {
-                out.clear();
-                return read_result{read_status::absent, {}};
-            });
+        read_result answer{read_status::absent, {}};
+        if (!each_held([&](auto& r) { answer = r.read(k, out, max_size); })) out.clear();
+        return answer;
     }
 
     std::error_code write(key const& k, std::string_view bytes) noexcept {
-        return visit_or([&](auto& r) { return r.write(k, bytes); }, [] { return none_error(); });
+        std::error_code e = none_error();
+        each_held([&](auto& r) { e = r.write(k, bytes); });
+        return e;
     }
 
     std::error_code remove(key const& k) noexcept {
-        return visit_or([&](auto& r) { return r.remove(k); }, [] { return none_error(); });
+        std::error_code e = none_error();
+        each_held([&](auto& r) { e = r.remove(k); });
+        return e;
     }
 
     /// The held remote's batch read, or one read per key (see redis_storage::read_many
@@ -134,18 +136,7 @@ public:
         try {
             out.clear();
             out.resize(keys.size());
-            std::visit(
-                [&](auto& r) {
-                    using R = std::decay_t<decltype(r)>;
-                    if constexpr (std::is_same_v<R, std::monostate>) {
-                        for (auto& o : out) o.first = {read_status::absent, {}};
-                    } else if constexpr (detail::is_detected<detail::read_many_of_t, R>::value) {
-                        r.read_many(keys, max, out);
-                    } else {
-                        for (std::size_t i = 0; i < keys.size(); ++i) out[i].first = r.read(keys[i], out[i].second, max);
-                    }
-                },
-                held_);
+            each_held([&](auto& r) { read_many_of(r, keys, max, out); });
         } catch (...) {
             for (auto& o : out) {
                 o.second.clear();
@@ -156,65 +147,41 @@ public:
 
     /// The held remote's listing; operation_not_supported when it cannot list.
     std::error_code list(std::vector<stored_entry>& out) const {
-        return visit_or(
-            [&](auto const& r) -> std::error_code {
-                if constexpr (detail::has_list<std::decay_t<decltype(r)>>::value) return r.list(out);
-                else return std::make_error_code(std::errc::operation_not_supported);
-            },
-            [] { return none_error(); });
+        std::error_code e = none_error();
+        each_held([&](auto const& r) { e = list_of(r, out); });
+        return e;
     }
 
     /// Where the held remote keeps `k`'s entry (empty when it does not say).
     std::string entry_path(key const& k) const {
-        return visit_or(
-            [&](auto const& r) -> std::string {
-                if constexpr (detail::has_entry_path<std::decay_t<decltype(r)>>::value) return r.entry_path(k);
-                else return {};
-            },
-            [] { return std::string(); });
+        std::string path;
+        each_held([&](auto const& r) { path = entry_path_of(r, k); });
+        return path;
     }
 
     /// The held remote's description ("HTTP server https://host/path/ (layout flat)"), for lines.
     std::string describe() const {
-        return visit_or(
-            [&](auto const& r) -> std::string {
-                if constexpr (detail::is_detected<detail::describe_of_t, std::decay_t<decltype(r)>>::value) return std::string(r.describe());
-                else return "server";
-            },
-            [] { return std::string("(none)"); });
+        std::string text = "(none)";
+        each_held([&](auto const& r) { text = describe_of(r); });
+        return text;
     }
 
     /// What the held remote's last failing call saw (empty when it does not say).
     failure last_failure() const {
-        return visit_or(
-            [&](auto const& r) -> failure {
-                if constexpr (detail::is_detected<detail::last_failure_of_t, std::decay_t<decltype(r)>>::value) {
-                    auto const f = r.last_failure();
-                    return {f.error, std::string(f.text)};
-                } else {
-                    return {};
-                }
-            },
-            [] { return failure{}; });
+        failure f;
+        each_held([&](auto const& r) { f = last_failure_of(r); });
+        return f;
     }
 
     /// Whether the held remote calls error `e` partial (one node of a cluster).
     bool partial_failure(std::error_code const& e) const {
-        return visit_or(
-            [&](auto const& r) -> bool {
-                if constexpr (detail::is_detected<detail::partial_failure_of_t, std::decay_t<decltype(r)>>::value)
-                    return r.partial_failure(e);
-                else return false;
-            },
-            [] { return false; });
+        bool partial = false;
+        each_held([&](auto const& r) { partial = partial_failure_of(r, e); });
+        return partial;
     }
 
     void set_logger(std::function<void(std::string_view)> logger) {
-        std::visit(
-            [&](auto& r) {
-                if constexpr (detail::has_set_logger<std::decay_t<decltype(r)>>::value) r.set_logger(std::move(logger));
-            },
-            held_);
+        each_held([&](auto& r) { set_logger_of(r, logger); });
     }
 
     /// The held remote when it is an R, else null.
@@ -254,25 +221,72 @@ private:
 
     static std::error_code none_error() noexcept { return std::make_error_code(std::errc::invalid_argument); }
 
-    /// `f(remote)` on the held remote, `none()` when there is none; an exception from
-    /// either (the alternatives' members do not throw) is an io_error / default answer.
-    template <class F, class G>
-    auto visit_or(F&& f, G&& none) const -> decltype(none()) {
-        return std::visit(
-            [&](auto const& r) -> decltype(none()) {
-                if constexpr (std::is_same_v<std::decay_t<decltype(r)>, std::monostate>) return none();
-                else return f(r);
-            },
-            held_);
+    /// Calls `f` with the held remote; false when there is none. (No std::visit and no
+    /// `if constexpr` in the callers' lambdas: clang 14 crashes on that nesting.)
+    template <class F>
+    bool each_held(F&& f) {
+        return held_at<0>(f, held_);
     }
-    template <class F, class G>
-    auto visit_or(F&& f, G&& none) -> decltype(none()) {
-        return std::visit(
-            [&](auto& r) -> decltype(none()) {
-                if constexpr (std::is_same_v<std::decay_t<decltype(r)>, std::monostate>) return none();
-                else return f(r);
-            },
-            held_);
+    template <class F>
+    bool each_held(F&& f) const {
+        return held_at<0>(f, held_);
+    }
+    template <std::size_t I, class F, class V>
+    static bool held_at(F& f, V& held) {
+        if constexpr (I == sizeof...(Remotes)) {
+            return false;
+        } else {
+            using R = std::tuple_element_t<I, std::tuple<Remotes...>>;
+            if (auto* r = std::get_if<R>(&held)) {
+                f(*r);
+                return true;
+            }
+            return held_at<I + 1>(f, held);
+        }
+    }
+
+    template <class R>
+    static void read_many_of(R& r, std::vector<key> const& keys, std::size_t max,
+                             std::vector<std::pair<read_result, std::string>>& out) {
+        if constexpr (detail::is_detected<detail::read_many_of_t, R>::value) {
+            r.read_many(keys, max, out);
+        } else {
+            for (std::size_t i = 0; i < keys.size(); ++i) out[i].first = r.read(keys[i], out[i].second, max);
+        }
+    }
+    template <class R>
+    static std::error_code list_of(R const& r, std::vector<stored_entry>& out) {
+        if constexpr (detail::has_list<R>::value) return r.list(out);
+        else return std::make_error_code(std::errc::operation_not_supported);
+    }
+    template <class R>
+    static std::string entry_path_of(R const& r, key const& k) {
+        if constexpr (detail::has_entry_path<R>::value) return r.entry_path(k);
+        else return {};
+    }
+    template <class R>
+    static std::string describe_of(R const& r) {
+        if constexpr (detail::is_detected<detail::describe_of_t, R>::value) return std::string(r.describe());
+        else return "server";
+    }
+    template <class R>
+    static failure last_failure_of(R const& r) {
+        if constexpr (detail::is_detected<detail::last_failure_of_t, R>::value) {
+            auto const f = r.last_failure();
+            return {f.error, std::string(f.text)};
+        } else {
+            return {};
+        }
+    }
+    template <class R>
+    static bool partial_failure_of(R const& r, std::error_code const& e) {
+        if constexpr (detail::is_detected<detail::partial_failure_of_t, R>::value) return r.partial_failure(e);
+        else return false;
+    }
+    template <class R>
+    static void set_logger_of(R& r, std::function<void(std::string_view)> const& logger) {
+        if constexpr (detail::has_set_logger<R>::value) r.set_logger(logger);
+        else (void)r, (void)logger;
     }
 
     std::variant<std::monostate, Remotes...> held_;
