@@ -7,6 +7,7 @@
 #include "catch2_compat.hpp"
 #include "support/conformance.hpp"
 #include "support/latency_proxy.hpp"
+#include "support/model.hpp"
 #include "support/posix.hpp"
 #include "support/process.hpp"
 
@@ -16,13 +17,24 @@
 #include <compile_cache/storage/tiered_storage.hpp>
 #include <compile_cache/testing/storage_conformance.hpp>
 
+#include <boost/serialization/vector.hpp>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -905,4 +917,142 @@ TEST_CASE("remote_by_url gives an http:// PREFIX_REMOTE to the HTTP storage, thr
     }
     CHECK(remote::handles_url("HTTPS://host/"));
     CHECK_FALSE(remote::handles_url("redis://host"));
+}
+
+// --- Through the cache: a planted file, the tier's modes ---------------------------------
+
+TEST_CASE("a file planted at an entry's URL is a counted miss: the kernel compiles, nothing is copied or overwritten",
+          "[http][tiered][faults]") {
+    using tier = cc::tiered_storage<cc::directory_storage, cc::http_storage>;
+    using cache = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, tier>;
+    using compile_cache_test::model::code_kernel;
+    compile_cache_test::temp_dir dir;
+    std::string const base = unique_path("planted");
+    cc::tier_options sync;
+    sync.upload = cc::remote_upload::sync;
+    cc::cache_options o;
+    o.secret = "one secret";
+    cache c(tier(cc::directory_storage((dir.path() / "cache").string()), storage_at(main_server().url("plain", base)), sync),
+            o);
+    cc::key_result const kr = c.make_key_builder("http_storage_test").add("ir", "planted").finish();
+    REQUIRE(kr);
+    write_file(main_server().www() / base.substr(1) / kr.value().hex(), "not an entry, planted on the server");
+    auto r = c.get_or_compile<code_kernel>(kr, {"planted", "f.tk", 1}, [] { return code_kernel{{1, 2}}; });
+    CHECK(r.outcome == cc::outcome::compiled);
+    CHECK(r.value.code == std::vector<int>{1, 2});
+    auto count = [&](std::string const& name) {
+        for (auto const& [n, v] : c.stats().storage_counters)
+            if (n == name) return v;
+        return std::uint64_t{0};
+    };
+    INFO(c.stats().summary());
+    // Under a secret, bytes that are no entry of it do not authenticate: counted so, and
+    // the store that follows leaves the server's file alone (as another secret's entry).
+    CHECK(count("remote.errors.unauthenticated") == 1);
+    CHECK(count("remote.hits") == 0);
+    CHECK(count("remote.store-skipped.foreign") == 1);
+    CHECK(c.stats().total_misses() == 1);
+}
+
+TEST_CASE("the tier's modes hold over HTTP: read-only stores nothing there, remote-only keeps nothing here",
+          "[http][tiered][settings]") {
+    using tier = cc::tiered_storage<cc::directory_storage, cc::remote_by_url<cc::http_storage>>;
+    std::string const prefix = "CCHTTPMODES";
+    compile_cache_test::temp_dir dir;
+    std::string const base = unique_path("modes");
+    compile_cache_test::env_var local(prefix + "_DIR", (dir.path() / "cache").string());
+    compile_cache_test::env_var url(prefix + "_REMOTE", main_server().url("plain", base));
+    compile_cache_test::env_var sync(prefix + "_REMOTE_UPLOAD", "sync");
+    fs::path const on_server = main_server().www() / base.substr(1) / key_of(1).hex();
+    std::vector<std::string> lines;
+    SECTION("read-only") {
+        compile_cache_test::env_var mode(prefix + "_REMOTE_MODE", "read-only");
+        auto t = tier::from_env(settings_for(prefix, true, &lines));
+        REQUIRE(t);
+        REQUIRE(t->has_remote());
+        CHECK_FALSE(t->write(key_of(1), "kept here"));
+        CHECK(t->wait_for_uploads(std::chrono::seconds(10)));
+        CHECK_FALSE(fs::exists(on_server));
+        write_file(main_server().www() / base.substr(1) / key_of(2).hex(), "from the fleet");
+        std::string out;
+        CHECK(t->read(key_of(2), out, 1 << 20).status == cc::read_status::found);
+    }
+    SECTION("remote-only") {
+        compile_cache_test::env_var only(prefix + "_REMOTE_ONLY", "1");
+        auto t = tier::from_env(settings_for(prefix, true, &lines));
+        REQUIRE(t);
+        CHECK_FALSE(t->has_local());
+        CHECK_FALSE(t->write(key_of(1), "kept there"));
+        CHECK(t->wait_for_uploads(std::chrono::seconds(10)));
+        CHECK(file_text(on_server) == "kept there");
+        CHECK_FALSE(fs::exists(dir.path() / "cache"));
+    }
+}
+
+// --- Name resolution -----------------------------------------------------------------------
+
+namespace {
+/// In this (forked) process: new user, mount and network namespaces, the loopback up, and
+/// /etc/resolv.conf replaced by one naming a DNS server on 127.0.0.1:53 that never
+/// answers (a UDP socket nobody reads). Empty, or why it could not be set up.
+std::string with_a_dns_server_that_never_answers(std::string const& scratch) {
+    uid_t const uid = ::getuid();
+    gid_t const gid = ::getgid();
+    if (::unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET) != 0) return "unshare: " + std::string(std::strerror(errno));
+    auto write_to = [](char const* path, std::string const& text) {
+        int const fd = ::open(path, O_WRONLY);
+        bool const ok = fd >= 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+        if (fd >= 0) ::close(fd);
+        return ok;
+    };
+    write_to("/proc/self/setgroups", "deny");
+    if (!write_to("/proc/self/uid_map", "0 " + std::to_string(uid) + " 1") ||
+        !write_to("/proc/self/gid_map", "0 " + std::to_string(gid) + " 1"))
+        return "cannot map the user into its namespace";
+    int const s = ::socket(AF_INET, SOCK_DGRAM, 0);
+    ifreq lo{};
+    std::strcpy(lo.ifr_name, "lo");
+    if (s < 0 || ::ioctl(s, SIOCGIFFLAGS, &lo) != 0) return "cannot read the loopback's flags";
+    lo.ifr_flags = static_cast<short>(lo.ifr_flags | IFF_UP);
+    if (::ioctl(s, SIOCSIFFLAGS, &lo) != 0) return "cannot bring the loopback up";
+    int const dns = ::socket(AF_INET, SOCK_DGRAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(53);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (dns < 0 || ::bind(dns, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return "cannot listen on port 53";
+    std::string const conf = scratch + "/resolv.conf";
+    { std::ofstream(conf) << "nameserver 127.0.0.1\noptions timeout:5 attempts:2\n"; }
+    if (::mount(conf.c_str(), "/etc/resolv.conf", nullptr, MS_BIND, nullptr) != 0)
+        return "cannot mount over /etc/resolv.conf: " + std::string(std::strerror(errno));
+    return {};
+}
+} // namespace
+
+TEST_CASE("a name whose DNS server never answers costs the connect timeout and not the resolver timeout",
+          "[http][faults][dns]") {
+    compile_cache_test::temp_dir dir;
+    std::string const answer = compile_cache_test::run_in_child([&]() -> std::string {
+        std::string const why = with_a_dns_server_that_never_answers(dir.path().string());
+        if (!why.empty()) return "skip: " + why;
+        cc::http_options o;
+        o.url = "http://cache.compile-cache-test.example/x/";
+        o.connect_timeout = std::chrono::milliseconds(200);
+        o.timeout = std::chrono::milliseconds(400);
+        cc::http_storage s(o);
+        std::string out;
+        auto const start = std::chrono::steady_clock::now();
+        cc::read_result const r = s.read(key_of(1), out, 1 << 20);
+        auto const took = std::chrono::steady_clock::now() - start;
+        if (r.status != cc::read_status::error) return "the read did not fail";
+        if (r.error != cc::http_errc::timeout) return "not a timeout: " + r.error.message() + ": " + s.last_failure().text;
+        // The resolver would wait 2 x 5 s; the call ends near its 400 ms (a loaded machine: < 5 s).
+        if (took > std::chrono::seconds(5)) return "the call waited for the resolver";
+        return "ok";
+    });
+    if (answer.rfind("skip: ", 0) == 0) {
+        WARN("no namespaces here to stand up a silent DNS server (" << answer << "): not checked");
+        return;
+    }
+    CHECK(answer == "ok");
 }
