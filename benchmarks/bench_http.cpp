@@ -10,11 +10,14 @@
 //   (CURLOPT_FRESH_CONNECT and FORBID_REUSE): what the storage's kept-alive connection saves.
 // - read_40/<scheme>/reads vs /read_many: 40 entries of 4 KiB read one after the other
 //   with http_storage::read, or in one http_storage::read_many (concurrent GETs, the
-//   cache's prefetch).
+//   cache's prefetch); /rtt_http: the same through a latency proxy of 2.5 ms one way
+//   (a 5 ms round trip, as bench_redis's rtt_ figures), where the round trips are the cost.
 //
 // The server is started with tests/http/nginx_fixture.sh (start) in a scratch folder and
 // stopped at the end.
 #include "bench_common.hpp"
+
+#include "../tests/support/latency_proxy.hpp"
 
 #include <compile_cache/storage/http/http_storage.hpp>
 
@@ -26,6 +29,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -172,8 +176,21 @@ std::vector<cc::key> batch_of_40(cc::http_storage& storage) {
     return keys;
 }
 
-void read_40_reads(benchmark::State& state, bool tls) {
-    cc::http_storage storage(server::get().options(tls));
+/// The storage's options, through `proxy` when there is one (plain http only).
+cc::http_options options_via(bool tls, std::unique_ptr<compile_cache_test::latency_proxy>& proxy, bool rtt) {
+    cc::http_options o = server::get().options(tls);
+    if (rtt) {
+        proxy = std::make_unique<compile_cache_test::latency_proxy>(server::get().ports.at("plain"),
+                                                                    std::chrono::microseconds(2500));
+        proxy->start();
+        o.url = "http://127.0.0.1:" + std::to_string(proxy->port()) + "/bench/";
+    }
+    return o;
+}
+
+void read_40_reads(benchmark::State& state, bool tls, bool rtt) {
+    std::unique_ptr<compile_cache_test::latency_proxy> proxy;
+    cc::http_storage storage(options_via(tls, proxy, rtt));
     std::vector<cc::key> const keys = batch_of_40(storage);
     if (keys.empty()) return state.SkipWithError("write failed");
     std::string out;
@@ -185,8 +202,9 @@ void read_40_reads(benchmark::State& state, bool tls) {
     }
 }
 
-void read_40_read_many(benchmark::State& state, bool tls) {
-    cc::http_storage storage(server::get().options(tls));
+void read_40_read_many(benchmark::State& state, bool tls, bool rtt) {
+    std::unique_ptr<compile_cache_test::latency_proxy> proxy;
+    cc::http_storage storage(options_via(tls, proxy, rtt));
     std::vector<cc::key> const keys = batch_of_40(storage);
     if (keys.empty()) return state.SkipWithError("write failed");
     std::vector<std::pair<cc::read_result, std::string>> out;
@@ -211,9 +229,11 @@ BENCHMARK_CAPTURE(read_bare_libcurl, 1m_https, 1u << 20, true)->UseRealTime();
 
 BENCHMARK_CAPTURE(read_new_connection, 4k_http, 4096, false)->UseRealTime();
 BENCHMARK_CAPTURE(read_new_connection, 4k_https, 4096, true)->UseRealTime();
-BENCHMARK_CAPTURE(read_40_reads, http, false)->UseRealTime();
-BENCHMARK_CAPTURE(read_40_read_many, http, false)->UseRealTime();
-BENCHMARK_CAPTURE(read_40_reads, https, true)->UseRealTime();
-BENCHMARK_CAPTURE(read_40_read_many, https, true)->UseRealTime();
+BENCHMARK_CAPTURE(read_40_reads, http, false, false)->UseRealTime();
+BENCHMARK_CAPTURE(read_40_read_many, http, false, false)->UseRealTime();
+BENCHMARK_CAPTURE(read_40_reads, https, true, false)->UseRealTime();
+BENCHMARK_CAPTURE(read_40_read_many, https, true, false)->UseRealTime();
+BENCHMARK_CAPTURE(read_40_reads, rtt_http, false, true)->UseRealTime()->Iterations(10);
+BENCHMARK_CAPTURE(read_40_read_many, rtt_http, false, true)->UseRealTime()->Iterations(10);
 
 BENCHMARK_MAIN();
