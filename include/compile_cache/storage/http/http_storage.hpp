@@ -91,6 +91,19 @@ inline bool http_global_init() noexcept {
     return ok;
 }
 
+/// Whether this libcurl resolves names off the calling thread (threaded resolver or
+/// c-ares: `AsynchDNS`), so that the connect timeout bounds a resolution.
+inline bool http_resolves_asynchronously() noexcept {
+    curl_version_info_data const* v = curl_version_info(CURLVERSION_NOW);
+    return v && (v->features & CURL_VERSION_ASYNCHDNS) != 0;
+}
+
+/// Whether `host` (as http_address keeps it) is an address, which needs no resolution.
+inline bool http_host_is_address(std::string const& host) noexcept {
+    if (!host.empty() && host.front() == '[') return true;
+    return !host.empty() && host.find_first_not_of("0123456789.") == std::string::npos;
+}
+
 inline http_errc http_errc_of(CURLcode c) noexcept {
     switch (c) {
     case CURLE_OPERATION_TIMEDOUT: return http_errc::timeout;
@@ -237,6 +250,10 @@ public:
             o.timeout = positive("_REMOTE_TIMEOUT", o.timeout);
             http_storage storage(std::move(o));
             storage.state_->logger = settings.logger;
+            if (!detail::http_resolves_asynchronously() && !detail::http_host_is_address(storage.state_->address.host))
+                env.report(storage.describe() + ": this libcurl resolves names on the calling thread (no AsynchDNS), so "
+                                                "a DNS server that does not answer can hold a call past " +
+                           env.name("_REMOTE_TIMEOUT") + "; give the server as an address where that matters");
             if (storage.state_->options.tls_insecure) {
                 env.report(storage.insecure_line(env.name("_REMOTE_TLS_INSECURE")));
                 storage.state_->insecure_said = true;
