@@ -288,6 +288,15 @@ TEST_CASE("tiered_storage of a directory before an HTTP server passes the confor
     CHECK(failures.empty());
 }
 
+TEST_CASE("remote_by_url holding an HTTP storage passes the conformance kit", "[http][conformance]") {
+    std::string const url = main_server().url("plain", unique_path("by-url-conformance"));
+    auto const failures = cct::check_storage_conformance(
+        [&] { return cc::remote_by_url<cc::http_storage>(storage_at(url, cc::http_layout::fanout)); },
+        http_conformance_options());
+    INFO(failure_lines(failures));
+    CHECK(failures.empty());
+}
+
 TEST_CASE("a second machine's tier loads from the server once, then locally with no request sent",
           "[http][tiered]") {
     using tier = cc::tiered_storage<cc::directory_storage, cc::http_storage>;
