@@ -6,21 +6,36 @@
 // bound, announced or streamed). Every base URL is a folder of its own on the server.
 #include "catch2_compat.hpp"
 #include "support/conformance.hpp"
+#include "support/latency_proxy.hpp"
+#include "support/model.hpp"
 #include "support/posix.hpp"
 #include "support/process.hpp"
 
 #include <compile_cache/compile_cache.hpp>
 #include <compile_cache/storage/http/http_storage.hpp>
+#include <compile_cache/storage/remote_by_url.hpp>
 #include <compile_cache/storage/tiered_storage.hpp>
 #include <compile_cache/testing/storage_conformance.hpp>
 
+#include <boost/serialization/vector.hpp>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -270,6 +285,15 @@ TEST_CASE("tiered_storage of a directory before an HTTP server passes the confor
     auto const failures =
         cct::check_storage_conformance([&] { return tier(cc::directory_storage(local), storage_at(url)); },
                                        http_conformance_options());
+    INFO(failure_lines(failures));
+    CHECK(failures.empty());
+}
+
+TEST_CASE("remote_by_url holding an HTTP storage passes the conformance kit", "[http][conformance]") {
+    std::string const url = main_server().url("plain", unique_path("by-url-conformance"));
+    auto const failures = cct::check_storage_conformance(
+        [&] { return cc::remote_by_url<cc::http_storage>(storage_at(url, cc::http_layout::fanout)); },
+        http_conformance_options());
     INFO(failure_lines(failures));
     CHECK(failures.empty());
 }
@@ -702,4 +726,353 @@ TEST_CASE("http_storage::from_env reads its settings and answers with itself or 
               std::string::npos);
     }
     CHECK(cc::http_storage::environment_settings(prefix).size() == 12);
+}
+
+// --- Review fixes: one deadline, safe redirects, fork --------------------------------------
+
+TEST_CASE("an https server's redirect to plain http is refused even where redirects are followed",
+          "[http][status][tls]") {
+    std::string const base = unique_path("downgrade");
+    write_file(main_server().www() / "dav-target" / base.substr(1) / key_of(4).hex(), "in the clear");
+    cc::http_options o;
+    o.url = main_server().url("tls", "/downgrade" + base);
+    o.ca_file = (fixture_dir() / "tls" / "ca.pem").string();
+    o.connect_timeout = std::chrono::milliseconds(3000);
+    o.timeout = std::chrono::milliseconds(5000);
+    o.follow_redirects = true;
+    cc::http_storage s(o);
+    std::string out;
+    cc::read_result const r = s.read(key_of(4), out, 1 << 20);
+    CHECK(r.status == cc::read_status::error);
+    CHECK(r.error == cc::http_errc::redirect);
+    CHECK(out.empty());
+    CHECK(s.last_failure().text.find("302") != std::string::npos);
+    // The same redirect from a plain http server is followed (http to http).
+    o.url = main_server().url("plain", "/downgrade" + base);
+    o.ca_file.clear();
+    cc::http_storage plain(o);
+    REQUIRE(plain.read(key_of(4), out, 1 << 20).status == cc::read_status::found);
+    CHECK(out == "in the clear");
+}
+
+TEST_CASE("a store's MKCOLs and second PUT share the store's one deadline", "[http][faults]") {
+    // Every exchange takes a 160 ms round trip through the proxy: the PUT (500: no folder),
+    // two MKCOLs and the PUT again would take 640 ms, past the 450 ms timeout.
+    fs::create_directories(main_server().www() / "nofull");
+    compile_cache_test::latency_proxy proxy(main_server().ports.at("plain"), std::chrono::milliseconds(80));
+    proxy.start();
+    cc::http_options o;
+    o.url = "http://127.0.0.1:" + std::to_string(proxy.port()) + "/nofull" + unique_path("deadline");
+    o.layout = cc::http_layout::fanout;
+    o.connect_timeout = std::chrono::milliseconds(400);
+    o.timeout = std::chrono::milliseconds(450);
+    cc::http_storage s(o);
+    CHECK(s.write(key_of(1), "late") == cc::http_errc::timeout);
+    // With the time for all four, it is stored.
+    o.timeout = std::chrono::milliseconds(5000);
+    cc::http_storage patient(o);
+    std::error_code const e = patient.write(key_of(2), "in time");
+    INFO(patient.last_failure().text);
+    CHECK_FALSE(e);
+}
+
+TEST_CASE("a forked child makes a connection of its own: parent and child read side by side, each its own answers",
+          "[http][fork]") {
+    cc::http_options o;
+    o.url = main_server().url("plain", unique_path("fork"));
+    o.connect_timeout = std::chrono::milliseconds(3000);
+    o.timeout = std::chrono::milliseconds(5000);
+    cc::http_storage s(o);
+    std::string const parents(3000, 'p'), childs(5000, 'c');
+    REQUIRE_FALSE(s.write(key_of(1), parents));
+    REQUIRE_FALSE(s.write(key_of(2), childs));
+    std::string out;
+    REQUIRE(s.read(key_of(1), out, 1 << 20).status == cc::read_status::found); // the connection is open
+    // Both read at once, 300 times: on one shared connection, each would read the other's
+    // answers (wrong bytes) or a broken stream.
+    std::fflush(nullptr);
+    pid_t const child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        int wrong = 0;
+        std::string bytes;
+        for (int i = 0; i < 300; ++i)
+            if (s.read(key_of(2), bytes, 1 << 20).status != cc::read_status::found || bytes != childs) ++wrong;
+        ::_exit(wrong == 0 ? 0 : 1);
+    }
+    int wrong = 0;
+    for (int i = 0; i < 300; ++i)
+        if (s.read(key_of(1), out, 1 << 20).status != cc::read_status::found || out != parents) ++wrong;
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    CHECK(wrong == 0);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+}
+
+// --- Batched reads ---------------------------------------------------------------------------
+
+TEST_CASE("read_many answers each key as read would, with concurrent GETs", "[http][batch]") {
+    std::string const base = unique_path("batch");
+    cc::http_options o;
+    o.url = main_server().url("plain", base);
+    o.layout = cc::http_layout::fanout;
+    o.timeout = std::chrono::milliseconds(5000);
+    o.connect_timeout = std::chrono::milliseconds(2000);
+    o.batch_connections = 3;
+    cc::http_storage s(o);
+    std::vector<cc::key> keys;
+    for (unsigned i = 0; i < 20; ++i) {
+        keys.push_back(key_of(i));
+        if (i % 4 != 3) REQUIRE_FALSE(s.write(key_of(i), "entry " + std::to_string(i) + std::string(i * 100, 'x')));
+    }
+    keys.push_back(key_of(1)); // twice
+    std::vector<std::pair<cc::read_result, std::string>> got;
+    for (int round = 0; round < 2; ++round) { // the second on the kept connections
+        s.read_many(keys, 1000, got);
+        REQUIRE(got.size() == keys.size());
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+            INFO(i);
+            std::string one;
+            cc::read_result const alone = s.read(keys[i], one, 1000);
+            CHECK(got[i].first.status == alone.status);
+            CHECK(got[i].first.error == alone.error);
+            CHECK(got[i].second == one);
+        }
+    }
+    CHECK(got[0].first.status == cc::read_status::found);
+    CHECK(got[3].first.status == cc::read_status::absent);
+    CHECK(got[18].first.status == cc::read_status::too_large); // 1808 bytes, past 1000
+    CHECK(got[20].second == "entry 1" + std::string(100, 'x'));
+    std::vector<std::pair<cc::read_result, std::string>> none;
+    s.read_many({}, 1000, none);
+    CHECK(none.empty());
+}
+
+TEST_CASE("read_many takes no more than batch_max_bytes in all: the keys past it are errors", "[http][batch]") {
+    cc::http_options o;
+    o.url = main_server().url("plain", unique_path("batch-bound"));
+    o.timeout = std::chrono::milliseconds(5000);
+    o.connect_timeout = std::chrono::milliseconds(2000);
+    o.batch_connections = 1; // one at a time: which keys pass the bound is then known
+    o.batch_max_bytes = 2500;
+    cc::http_storage s(o);
+    std::vector<cc::key> keys;
+    for (unsigned i = 0; i < 4; ++i) {
+        keys.push_back(key_of(i));
+        REQUIRE_FALSE(s.write(key_of(i), std::string(1000, static_cast<char>('a' + i))));
+    }
+    std::vector<std::pair<cc::read_result, std::string>> got;
+    s.read_many(keys, 1 << 20, got);
+    REQUIRE(got.size() == 4);
+    CHECK(got[0].first.status == cc::read_status::found);
+    CHECK(got[1].first.status == cc::read_status::found);
+    CHECK(got[2].first.status == cc::read_status::error);
+    CHECK(got[2].first.error == cc::http_errc::too_large);
+    CHECK(got[2].second.empty());
+    CHECK(got[3].first.status == cc::read_status::error);
+}
+
+TEST_CASE("read_many on a stopped server: every key an error within the one timeout", "[http][batch][faults]") {
+    own_server stopped("batch-stopped");
+    cc::http_options o;
+    o.url = stopped.server().url("plain", unique_path("batch-stopped"));
+    o.timeout = std::chrono::milliseconds(400);
+    o.connect_timeout = std::chrono::milliseconds(200);
+    cc::http_storage s(o);
+    REQUIRE_FALSE(s.write(key_of(1), "before"));
+    REQUIRE(::kill(stopped.pid(), SIGSTOP) == 0);
+    std::vector<cc::key> keys;
+    for (unsigned i = 0; i < 30; ++i) keys.push_back(key_of(i));
+    std::vector<std::pair<cc::read_result, std::string>> got;
+    s.read_many(keys, 1 << 20, got);
+    REQUIRE(got.size() == keys.size());
+    for (auto const& g : got) {
+        CHECK(g.first.status == cc::read_status::error);
+        CHECK(g.first.error == cc::http_errc::timeout);
+        CHECK(g.second.empty());
+    }
+    REQUIRE(::kill(stopped.pid(), SIGCONT) == 0);
+    s.read_many({key_of(1)}, 1 << 20, got);
+    REQUIRE(got[0].first.status == cc::read_status::found);
+    CHECK(got[0].second == "before");
+}
+
+// --- The remote chosen by URL ----------------------------------------------------------------
+
+TEST_CASE("remote_by_url gives an http:// PREFIX_REMOTE to the HTTP storage, through the tier", "[http][settings][tiered]") {
+    using remote = cc::remote_by_url<cc::http_storage>;
+    using tier = cc::tiered_storage<cc::directory_storage, remote>;
+    std::string const prefix = "CCHTTPBYURL";
+    compile_cache_test::temp_dir dir;
+    compile_cache_test::env_var local(prefix + "_DIR", (dir.path() / "cache").string());
+    compile_cache_test::env_var url(prefix + "_REMOTE", main_server().url("plain", unique_path("by-url")));
+    compile_cache_test::env_var insecure(prefix + "_REMOTE_INSECURE", "1");
+    std::vector<std::string> lines;
+    SECTION("http: the tier's remote is the HTTP storage") {
+        auto t = tier::from_env(settings_for(prefix, true, &lines));
+        REQUIRE(t);
+        REQUIRE(t->has_remote());
+        REQUIRE(t->remote().get<cc::http_storage>() != nullptr);
+        CHECK(t->remote().describe().find("HTTP server http://127.0.0.1:") == 0);
+        REQUIRE_FALSE(t->write(key_of(1), "through the tier"));
+        REQUIRE(t->wait_for_uploads(std::chrono::seconds(10)));
+        std::string out;
+        CHECK(t->remote().read(key_of(1), out, 1 << 20).status == cc::read_status::found);
+        CHECK(out == "through the tier");
+        std::vector<std::pair<cc::read_result, std::string>> got;
+        t->remote().read_many({key_of(1), key_of(2)}, 1 << 20, got);
+        CHECK(got[0].second == "through the tier");
+        CHECK(got[1].first.status == cc::read_status::absent);
+    }
+    SECTION("a scheme no alternative has: the remote is off with a line naming only the scheme") {
+        compile_cache_test::env_var redis(prefix + "_REMOTE", "redis://:hunter2@127.0.0.1:6379");
+        auto t = tier::from_env(settings_for(prefix, true, &lines));
+        REQUIRE(t);
+        CHECK_FALSE(t->has_remote());
+        REQUIRE(lines.size() == 1);
+        CHECK(lines[0].find("\"redis\"") != std::string::npos);
+        CHECK(lines[0].find(prefix + "_REMOTE") != std::string::npos);
+        CHECK(lines[0].find("hunter2") == std::string::npos);
+    }
+    CHECK(remote::handles_url("HTTPS://host/"));
+    CHECK_FALSE(remote::handles_url("redis://host"));
+}
+
+// --- Through the cache: a planted file, the tier's modes ---------------------------------
+
+TEST_CASE("a file planted at an entry's URL is a counted miss: the kernel compiles, nothing is copied or overwritten",
+          "[http][tiered][faults]") {
+    using tier = cc::tiered_storage<cc::directory_storage, cc::http_storage>;
+    using cache = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, tier>;
+    using compile_cache_test::model::code_kernel;
+    compile_cache_test::temp_dir dir;
+    std::string const base = unique_path("planted");
+    cc::tier_options sync;
+    sync.upload = cc::remote_upload::sync;
+    cc::cache_options o;
+    o.secret = "one secret";
+    cache c(tier(cc::directory_storage((dir.path() / "cache").string()), storage_at(main_server().url("plain", base)), sync),
+            o);
+    cc::key_result const kr = c.make_key_builder("http_storage_test").add("ir", "planted").finish();
+    REQUIRE(kr);
+    write_file(main_server().www() / base.substr(1) / kr.value().hex(), "not an entry, planted on the server");
+    auto r = c.get_or_compile<code_kernel>(kr, {"planted", "f.tk", 1}, [] { return code_kernel{{1, 2}}; });
+    CHECK(r.outcome == cc::outcome::compiled);
+    CHECK(r.value.code == std::vector<int>{1, 2});
+    auto count = [&](std::string const& name) {
+        for (auto const& [n, v] : c.stats().storage_counters)
+            if (n == name) return v;
+        return std::uint64_t{0};
+    };
+    INFO(c.stats().summary());
+    // Under a secret, bytes that are no entry of it do not authenticate: counted so, and
+    // the store that follows leaves the server's file alone (as another secret's entry).
+    CHECK(count("remote.errors.unauthenticated") == 1);
+    CHECK(count("remote.hits") == 0);
+    CHECK(count("remote.store-skipped.foreign") == 1);
+    CHECK(c.stats().total_misses() == 1);
+}
+
+TEST_CASE("the tier's modes hold over HTTP: read-only stores nothing there, remote-only keeps nothing here",
+          "[http][tiered][settings]") {
+    using tier = cc::tiered_storage<cc::directory_storage, cc::remote_by_url<cc::http_storage>>;
+    std::string const prefix = "CCHTTPMODES";
+    compile_cache_test::temp_dir dir;
+    std::string const base = unique_path("modes");
+    compile_cache_test::env_var local(prefix + "_DIR", (dir.path() / "cache").string());
+    compile_cache_test::env_var url(prefix + "_REMOTE", main_server().url("plain", base));
+    compile_cache_test::env_var sync(prefix + "_REMOTE_UPLOAD", "sync");
+    fs::path const on_server = main_server().www() / base.substr(1) / key_of(1).hex();
+    std::vector<std::string> lines;
+    SECTION("read-only") {
+        compile_cache_test::env_var mode(prefix + "_REMOTE_MODE", "read-only");
+        auto t = tier::from_env(settings_for(prefix, true, &lines));
+        REQUIRE(t);
+        REQUIRE(t->has_remote());
+        CHECK_FALSE(t->write(key_of(1), "kept here"));
+        CHECK(t->wait_for_uploads(std::chrono::seconds(10)));
+        CHECK_FALSE(fs::exists(on_server));
+        write_file(main_server().www() / base.substr(1) / key_of(2).hex(), "from the fleet");
+        std::string out;
+        CHECK(t->read(key_of(2), out, 1 << 20).status == cc::read_status::found);
+    }
+    SECTION("remote-only") {
+        compile_cache_test::env_var only(prefix + "_REMOTE_ONLY", "1");
+        auto t = tier::from_env(settings_for(prefix, true, &lines));
+        REQUIRE(t);
+        CHECK_FALSE(t->has_local());
+        CHECK_FALSE(t->write(key_of(1), "kept there"));
+        CHECK(t->wait_for_uploads(std::chrono::seconds(10)));
+        CHECK(file_text(on_server) == "kept there");
+        CHECK_FALSE(fs::exists(dir.path() / "cache"));
+    }
+}
+
+// --- Name resolution -----------------------------------------------------------------------
+
+namespace {
+/// In this (forked) process: new user, mount and network namespaces, the loopback up, and
+/// /etc/resolv.conf replaced by one naming a DNS server on 127.0.0.1:53 that never
+/// answers (a UDP socket nobody reads). Empty, or why it could not be set up.
+std::string with_a_dns_server_that_never_answers(std::string const& scratch) {
+    uid_t const uid = ::getuid();
+    gid_t const gid = ::getgid();
+    if (::unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET) != 0) return "unshare: " + std::string(std::strerror(errno));
+    auto write_to = [](char const* path, std::string const& text) {
+        int const fd = ::open(path, O_WRONLY);
+        bool const ok = fd >= 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+        if (fd >= 0) ::close(fd);
+        return ok;
+    };
+    write_to("/proc/self/setgroups", "deny");
+    if (!write_to("/proc/self/uid_map", "0 " + std::to_string(uid) + " 1") ||
+        !write_to("/proc/self/gid_map", "0 " + std::to_string(gid) + " 1"))
+        return "cannot map the user into its namespace";
+    int const s = ::socket(AF_INET, SOCK_DGRAM, 0);
+    ifreq lo{};
+    std::strcpy(lo.ifr_name, "lo");
+    if (s < 0 || ::ioctl(s, SIOCGIFFLAGS, &lo) != 0) return "cannot read the loopback's flags";
+    lo.ifr_flags = static_cast<short>(lo.ifr_flags | IFF_UP);
+    if (::ioctl(s, SIOCSIFFLAGS, &lo) != 0) return "cannot bring the loopback up";
+    int const dns = ::socket(AF_INET, SOCK_DGRAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(53);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (dns < 0 || ::bind(dns, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return "cannot listen on port 53";
+    std::string const conf = scratch + "/resolv.conf";
+    { std::ofstream(conf) << "nameserver 127.0.0.1\noptions timeout:5 attempts:2\n"; }
+    if (::mount(conf.c_str(), "/etc/resolv.conf", nullptr, MS_BIND, nullptr) != 0)
+        return "cannot mount over /etc/resolv.conf: " + std::string(std::strerror(errno));
+    return {};
+}
+} // namespace
+
+TEST_CASE("a name whose DNS server never answers costs the connect timeout and not the resolver timeout",
+          "[http][faults][dns]") {
+    compile_cache_test::temp_dir dir;
+    std::string const answer = compile_cache_test::run_in_child([&]() -> std::string {
+        std::string const why = with_a_dns_server_that_never_answers(dir.path().string());
+        if (!why.empty()) return "skip: " + why;
+        cc::http_options o;
+        o.url = "http://cache.compile-cache-test.example/x/";
+        o.connect_timeout = std::chrono::milliseconds(200);
+        o.timeout = std::chrono::milliseconds(400);
+        cc::http_storage s(o);
+        std::string out;
+        auto const start = std::chrono::steady_clock::now();
+        cc::read_result const r = s.read(key_of(1), out, 1 << 20);
+        auto const took = std::chrono::steady_clock::now() - start;
+        if (r.status != cc::read_status::error) return "the read did not fail";
+        if (r.error != cc::http_errc::timeout) return "not a timeout: " + r.error.message() + ": " + s.last_failure().text;
+        // The resolver would wait 2 x 5 s; the call ends near its 400 ms (a loaded machine: < 5 s).
+        if (took > std::chrono::seconds(5)) return "the call waited for the resolver";
+        return "ok";
+    });
+    if (answer.rfind("skip: ", 0) == 0) {
+        WARN("no namespaces here to stand up a silent DNS server (" << answer << "): not checked");
+        return;
+    }
+    CHECK(answer == "ok");
 }

@@ -23,7 +23,8 @@
 # on DIR/NAME/www; /nofull/ the same without create_full_put_path; /nodav/ static files
 # only; /fail/ 500;
 # /forbidden/ 403; /small/ WebDAV taking bodies of 1 KiB at most (413); /moved/X a 302
-# to /dav-target/X; /stream/ 16 MiB sent chunked, with no length announced; /slow/ one
+# to /dav-target/X; /downgrade/X a 302 to http://127.0.0.1:PLAIN/dav-target/X (plain
+# http); /stream/ 16 MiB sent chunked, with no length announced; /slow/ one
 # line, then nothing for 60 s.
 set -euo pipefail
 
@@ -100,6 +101,7 @@ location /small/ { client_max_body_size 1k; dav_methods PUT DELETE; create_full_
 location /fail/ { return 500; }
 location /forbidden/ { return 403; }
 location ~ ^/moved/(.*)\$ { return 302 /dav-target/\$1; }
+location ~ ^/downgrade/(.*)\$ { return 302 http://127.0.0.1:$plain/dav-target/\$1; }
 location /stream/ { default_type application/octet-stream; echo_duplicate 1048576 "0123456789abcdef"; }
 location /slow/ { default_type application/octet-stream; echo "first line"; echo_flush; echo_sleep 60; echo "never"; }
 CONF

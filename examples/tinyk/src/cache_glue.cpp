@@ -48,7 +48,7 @@ std::string milliseconds(std::uint64_t ns) { // as the library's summary writes 
 } // namespace
 
 std::string cache::stats_summary(driver_times const& t) {
-#if TINYK_WITH_REDIS
+#if TINYK_WITH_REDIS || TINYK_WITH_HTTP
     (void)c_.storage().wait_for_uploads(std::chrono::seconds(10)); // so that they are counted
 #endif
     std::string s = c_.enabled() ? c_.stats().summary() : std::string("cache disabled (set TINYK_CACHE_DIR)");

@@ -1,6 +1,7 @@
 // tinyk: the one place that talks to the cache (from the environment: TINYK_CACHE_DIR,
-// TINYK_CACHE_LOG, ...). Built with hiredis (TINYK_WITH_REDIS), the cache directory sits
-// in front of a shared Redis server or cluster: TINYK_CACHE_REMOTE and the other
+// TINYK_CACHE_LOG, ...). Built with hiredis (TINYK_WITH_REDIS) or libcurl (TINYK_WITH_HTTP),
+// the cache directory sits in front of a shared Redis server or cluster, or an HTTP cache
+// server, whichever the scheme of TINYK_CACHE_REMOTE names (remote_by_url), with the other
 // TINYK_CACHE_REMOTE_* settings (docs/remote.md); unset, it is the directory alone.
 #pragma once
 
@@ -10,6 +11,12 @@
 #include <compile_cache/compile_cache.hpp>
 #if TINYK_WITH_REDIS
 #include <compile_cache/storage/redis/redis_storage.hpp>
+#endif
+#if TINYK_WITH_HTTP
+#include <compile_cache/storage/http/http_storage.hpp>
+#endif
+#if TINYK_WITH_REDIS || TINYK_WITH_HTTP
+#include <compile_cache/storage/remote_by_url.hpp>
 #endif
 
 #include <cstdint>
@@ -27,8 +34,12 @@ using key_result = cc::key_result;
 using key_builder = cc::key_builder<cc::sha256>;
 using outcome = cc::outcome;
 
-#if TINYK_WITH_REDIS
-using storage_type = cc::tiered_storage<cc::directory_storage, cc::redis_storage>;
+#if TINYK_WITH_REDIS && TINYK_WITH_HTTP
+using storage_type = cc::tiered_storage<cc::directory_storage, cc::remote_by_url<cc::redis_storage, cc::http_storage>>;
+#elif TINYK_WITH_REDIS
+using storage_type = cc::tiered_storage<cc::directory_storage, cc::remote_by_url<cc::redis_storage>>;
+#elif TINYK_WITH_HTTP
+using storage_type = cc::tiered_storage<cc::directory_storage, cc::remote_by_url<cc::http_storage>>;
 #else
 using storage_type = cc::directory_storage;
 #endif

@@ -102,6 +102,14 @@ public:
     redis_storage(redis_storage&&) noexcept = default;
     redis_storage& operator=(redis_storage&&) noexcept = default;
 
+    /// Whether `url` is a Redis address's (`redis://`, `redis+cluster://`, `unix://`): the
+    /// schemes that select this storage among a program's remotes (remote_by_url).
+    static bool handles_url(std::string_view url) noexcept {
+        for (std::string_view scheme : {"redis://", "redis+cluster://", "unix://"})
+            if (url.substr(0, scheme.size()) == scheme) return true;
+        return false;
+    }
+
     /// The earlier form, for a host that calls it: the new one, with the settings the reader
     /// stands for (see detail::settings_reader_access::settings_of).
     COMPILE_CACHE_DEPRECATED_STORAGE_FROM_ENV static std::optional<redis_storage> from_env(settings_reader& env) {
