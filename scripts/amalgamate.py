@@ -36,8 +36,9 @@ UMBRELLA = "compile_cache/compile_cache.hpp"
 # and single headers that do (patterns relative to include/compile_cache/).
 OPTIONAL_DIRS = ("llvm", "testing", "signing")
 # src.hpp is copied as well: the one translation unit of separate compilation includes
-# it, and with it the single header, before anything else (detail/config.hpp).
-OPTIONAL_HEADERS = ("storage/redis_storage.hpp", "storage/sqlite_storage.hpp", "src.hpp")
+# it, and with it the single header, before anything else (detail/config.hpp). The remote
+# chosen by URL needs no library itself but serves only with the optional remotes.
+OPTIONAL_HEADERS = ("storage/redis_storage.hpp", "storage/sqlite_storage.hpp", "storage/remote_by_url.hpp", "src.hpp")
 # Folders below include/compile_cache/ (any depth) whose headers all need an optional
 # dependency: the storages of their own library.
 OPTIONAL_SUBTREES = ("storage/redis", "storage/sqlite", "storage/http")

@@ -4466,6 +4466,31 @@ using write_deferred_t = decltype(std::declval<S&>().write_deferred(std::declval
 template <class S>
 using has_write_deferred = is_detected_exact<std::error_code, write_deferred_t, S>;
 
+/// Optional: `void read_many(std::vector<key> const& keys, std::size_t max,
+/// std::vector<std::pair<read_result, std::string>>& out)` (noexcept), the batch read: `out`
+/// gets one pair per key, in the order of `keys`, `out[i]` being what `read(keys[i], bytes,
+/// max)` would answer, with the bytes (found, absent, too_large, or error with its
+/// error_code), the whole batch in as few exchanges as the storage can (redis_storage:
+/// pipelined, one exchange per server or cluster node) and bounded by the storage's own
+/// timeout. tiered_storage::prefetch (basic_cache::prefetch) reads its remote's entries
+/// through it when there is one, else one read per key.
+template <class S>
+using read_many_t = decltype(std::declval<S&>().read_many(
+    std::declval<std::vector<key> const&>(), std::declval<std::size_t>(),
+    std::declval<std::vector<std::pair<read_result, std::string>>&>()));
+template <class S>
+using has_read_many = is_detected<read_many_t, S>;
+
+/// Optional: `void prefetch(std::vector<key> const& keys, std::size_t max_size)`
+/// (noexcept), called by basic_cache::prefetch: the storage may read those entries ahead
+/// (tiered_storage: its remote's, in one batch read) for the reads that follow; a read
+/// still answers as `read` does, and the cache still checks what it returns.
+template <class S>
+using prefetch_t = decltype(std::declval<S&>().prefetch(std::declval<std::vector<key> const&>(),
+                                                        std::declval<std::size_t>()));
+template <class S>
+using has_prefetch = is_detected<prefetch_t, S>;
+
 /// Optional: `std::string entry_path(key const&) const`, where the entry of a key is
 /// kept (directory_storage: its file), named in the cache's failure lines.
 template <class S>
@@ -6803,6 +6828,13 @@ directory_options directory_options_from_env(std::string const& prefix, Report&&
         settings_reader(prefix, [&report](std::string_view line) { report(std::string(line)); }));
 }
 
+namespace detail {
+/// directory_storage::from_env's hook into the directory's own settings file (defined in
+/// storage/directory/directory_settings_file.hpp, included below).
+COMPILE_CACHE_DECL void apply_directory_settings_file(std::string const& directory, settings_reader const& env,
+                                                      directory_options& options);
+} // namespace detail
+
 /// What prune() and clear() did.
 struct cleanup_result {
     std::uint64_t entries = 0;   ///< entries left (prune)
@@ -6931,7 +6963,8 @@ public:
     /// The storage the environment asks for (see settings.hpp): `PREFIX_DIR` names the
     /// directory; unset, empty, `0`, `off`, `false` or `no` (any case): not configured.
     /// `PREFIX_MAX_SIZE`, `PREFIX_DURABILITY` and `PREFIX_SHARED` give its options
-    /// (directory_options_from_env). The directory is made now, as a first store would
+    /// (directory_options_from_env); where those are unset, the directory's own settings
+    /// file says (`DIR/.cc-settings`: directory_settings_file.hpp). The directory is made now, as a first store would
     /// (not when the cache cannot run: storage_settings::cache_off): a path that cannot
     /// be made a directory is off, with the reason. An on value (`1`, `on`, `true`,
     /// `yes`) is used as a relative path, with one line.
@@ -7110,6 +7143,263 @@ private:
 static_assert(compile_cache::check_storage<compile_cache::directory_storage>::value);
 static_assert(compile_cache::detail::has_list<compile_cache::directory_storage>::value);
 
+// ---- begin compile_cache/storage/directory/directory_settings_file.hpp
+// compile_cache: the settings a cache directory keeps for itself, in `DIR/.cc-settings`
+// (what `compile-cache set DIR NAME VALUE` writes): read by directory_storage::from_env
+// where the environment sets nothing, and written atomically.
+//
+// The file is text, one `name = value` a line; `#` starts a comment. Only settings
+// that belong to the cache rather than to one host are kept there (the table below:
+// the size limit, the durability of its entries). A host's environment wins over the
+// file; the file wins over the defaults. A storage made with explicit directory_options
+// (not from_env) does not read it: its options are its host's code.
+//
+// Trust, as for entries: with sharing::owner_only the file must be owned by this user
+// and writable by no one else; with sharing::group it must not be writable by others.
+// A file that is not trusted, too large, or not a regular file is ignored with one
+// line; a bad value is one line and the default; a name this version does not know
+// (one a newer tool wrote) is left alone, silently.
+
+
+
+#include <cstddef>
+#include <map>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+namespace compile_cache {
+
+/// One setting a cache directory may keep in its settings file.
+struct directory_setting_spec {
+    char const* name;        ///< as in the file and on the tool's command line: `max-size`
+    char const* suffix;      ///< the environment variable that wins over it: `PREFIX` + `_MAX_SIZE`
+    char const* description; ///< the values it takes, one line
+};
+
+/// The settings a directory keeps, in the order the file lists them. Compression
+/// (`compress`, over `PREFIX_COMPRESS`) joins them here when the cache reads it, with a
+/// line in the cache's from_env like directory_storage::from_env's.
+COMPILE_CACHE_DECL std::vector<directory_setting_spec> const& directory_settings_kept();
+
+/// The spec named `name`, or nullptr when the directory keeps no such setting.
+COMPILE_CACHE_DECL directory_setting_spec const* find_directory_setting(std::string_view name) noexcept;
+
+/// The file's name, at the top of the cache directory.
+inline constexpr char directory_settings_file_name[] = ".cc-settings";
+
+/// The file bounds what it reads: a settings file is a few lines.
+inline constexpr std::size_t directory_settings_file_max_bytes = 64 * 1024;
+
+/// Empty when `value` is a value of setting `name`; otherwise why not, as a phrase that
+/// follows the value ("is not a size (...)").
+COMPILE_CACHE_DECL std::string check_directory_setting(std::string_view name, std::string_view value);
+
+/// What a cache directory's settings file holds.
+struct directory_settings {
+    std::map<std::string, std::string> values; ///< every `name = value` line, known names or not
+    std::vector<std::string> problems;         ///< lines that are not `name = value` (as "line N: ...")
+};
+
+/// Reads `directory`'s settings file, trusted as `access` says. 0 with `out` filled
+/// (empty when there is no file); otherwise an errno value (EACCES for a file it does not
+/// trust, EFBIG past directory_settings_file_max_bytes, EINVAL for no regular file) and
+/// `why` says it in a phrase.
+COMPILE_CACHE_DECL int read_directory_settings(std::string const& directory, sharing access, directory_settings& out,
+                                               std::string& why);
+
+/// Writes `values` as `directory`'s settings file (none: the file is removed), in one
+/// rename of a temp file written and synced beside it, so that a reader sees the old file
+/// or the new one. The mode is the old file's, else 0600, or 0660 in a group-writable
+/// directory (one shared by a group: directory_options::shared). 0 or an errno value.
+COMPILE_CACHE_DECL int write_directory_settings(std::string const& directory,
+                                                std::map<std::string, std::string> const& values);
+
+namespace detail {
+/// directory_storage::from_env's hook: each kept setting whose `PREFIX_*` variable is
+/// unset or empty takes its value from the settings file in `directory`, if any; what
+/// cannot be used is one line through `env`.
+COMPILE_CACHE_DECL void apply_directory_settings_file(std::string const& directory, settings_reader const& env,
+                                                      directory_options& options);
+} // namespace detail
+
+} // namespace compile_cache
+
+// ---- begin compile_cache/storage/directory/impl/directory_settings_file.ipp
+// compile_cache: the definitions of storage/directory/directory_settings_file.hpp's non-template functions; included
+// by it alone (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+#include <cerrno>
+#include <cstring>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace compile_cache {
+
+std::vector<directory_setting_spec> const& directory_settings_kept() {
+    static std::vector<directory_setting_spec> const kept = {
+        {"max-size", "_MAX_SIZE",
+         "the size limit: bytes, or with K, M, G (powers of 1024): 500M, 5G; 0: no limit, nothing evicted"},
+        {"durability", "_DURABILITY", "none (rename only), file (fsync each entry) or full (also its folder)"},
+    };
+    return kept;
+}
+
+directory_setting_spec const* find_directory_setting(std::string_view name) noexcept {
+    for (directory_setting_spec const& s : directory_settings_kept())
+        if (name == s.name) return &s;
+    return nullptr;
+}
+
+std::string check_directory_setting(std::string_view name, std::string_view value) {
+    if (name == "max-size") {
+        if (parse_byte_size(value)) return {};
+        return "is not a size (a number of bytes, or one with a K, M or G suffix in powers of 1024, such as 48K, "
+               "500M or 2G)";
+    }
+    if (name == "durability") {
+        std::string const v = detail::lower(value);
+        if (v == "none" || v == "file" || v == "full") return {};
+        return "is not a durability (none, file or full)";
+    }
+    return "is not a setting a cache directory keeps";
+}
+
+namespace detail::directory_settings_impl {
+
+inline std::string settings_path(std::string const& directory) {
+    return directory + (!directory.empty() && directory.back() == '/' ? "" : "/") + directory_settings_file_name;
+}
+
+/// `name = value` lines into `out`; other lines (not blank, not a comment) as problems.
+inline void parse_settings_text(std::string const& text, directory_settings& out) {
+    std::size_t start = 0, number = 0;
+    while (start < text.size()) {
+        std::size_t end = text.find('\n', start);
+        if (end == std::string::npos) end = text.size();
+        std::string_view line = detail::trim_blanks(std::string_view(text).substr(start, end - start));
+        start = end + 1;
+        ++number;
+        if (!line.empty() && line.back() == '\r') line = detail::trim_blanks(line.substr(0, line.size() - 1));
+        if (line.empty() || line.front() == '#') continue;
+        std::size_t const eq = line.find('=');
+        std::string_view const name = eq == std::string_view::npos ? line : detail::trim_blanks(line.substr(0, eq));
+        if (eq == std::string_view::npos || name.empty()) {
+            out.problems.push_back("line " + std::to_string(number) + " is not \"name = value\"");
+            continue;
+        }
+        out.values[std::string(name)] = std::string(detail::trim_blanks(line.substr(eq + 1)));
+    }
+}
+
+} // namespace detail::directory_settings_impl
+
+int read_directory_settings(std::string const& directory, sharing access, directory_settings& out,
+                            std::string& why) {
+    out = {};
+    std::string const path = detail::directory_settings_impl::settings_path(directory);
+    detail::file_descriptor const file{detail::open_no_follow(AT_FDCWD, path.c_str())};
+    if (!file) {
+        int const e = errno;
+        if (e == ENOENT || e == ENOTDIR) return 0; // no file, or no directory yet: nothing kept
+        why = e == ELOOP ? "is a symbolic link, which is never followed" : std::strerror(e);
+        return e == ELOOP ? EINVAL : e;
+    }
+    std::string text;
+    struct stat st {};
+    switch (detail::read_regular_file(file.fd, text, directory_settings_file_max_bytes, st)) {
+    case detail::file_read_status::read: break;
+    case detail::file_read_status::not_regular: why = "is not a regular file"; return EINVAL;
+    case detail::file_read_status::too_large:
+        why = "is larger than a settings file may be (" + std::to_string(directory_settings_file_max_bytes) +
+              " bytes)";
+        return EFBIG;
+    case detail::file_read_status::error: {
+        int const e = errno != 0 ? errno : EIO;
+        why = std::strerror(e);
+        return e;
+    }
+    }
+    bool const trusted = access == sharing::group ? (st.st_mode & S_IWOTH) == 0
+                                                  : st.st_uid == ::geteuid() && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+    if (!trusted) {
+        why = access == sharing::group ? "is writable by every user, so it is not trusted"
+                                       : "is owned by another user or writable by others, so it is not trusted";
+        return EACCES;
+    }
+    detail::directory_settings_impl::parse_settings_text(text, out);
+    return 0;
+}
+
+int write_directory_settings(std::string const& directory, std::map<std::string, std::string> const& values) {
+    std::string const path = detail::directory_settings_impl::settings_path(directory);
+    if (values.empty()) {
+        if (::unlink(path.c_str()) != 0 && errno != ENOENT) return errno;
+        return 0;
+    }
+    std::string text = "# compile_cache: this cache directory's own settings (compile-cache set DIR NAME VALUE).\n"
+                       "# A host's environment (PREFIX_MAX_SIZE, ...) wins over them.\n";
+    for (auto const& [name, value] : values) text += name + " = " + value + "\n";
+    // The mode: the old file's; else private, or the group's in a directory a group shares.
+    struct stat st {};
+    unsigned mode = 0600;
+    if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+        mode = st.st_mode & 0666;
+    else if (::stat(directory.c_str(), &st) == 0 && (st.st_mode & S_IWGRP) != 0)
+        mode = 0660;
+    std::string temp = path + ".tmp-";
+    detail::directory_storage_impl::append_temp_name(temp);
+    int const fd = detail::directory_storage_impl::open_exclusive(temp, mode);
+    if (fd < 0) return errno;
+    detail::directory_storage_impl::temp_file file(fd, temp.c_str());
+    if (::fchmod(fd, static_cast<mode_t>(mode)) != 0) return errno; // exactly, whatever the umask
+    if (int const e = detail::directory_storage_impl::write_all(fd, text.data(), text.size())) return e;
+    if (int const e = detail::directory_storage_impl::fsync_fd(fd)) return e;
+    if (int const e = file.close()) return e;
+    if (::rename(temp.c_str(), path.c_str()) != 0) return errno;
+    file.committed = true;
+    detail::directory_storage_impl::fsync_directory(directory.c_str()); // best effort: the rename is made
+    return 0;
+}
+
+void detail::apply_directory_settings_file(std::string const& directory, settings_reader const& env,
+                                           directory_options& options) {
+    try {
+        directory_settings file;
+        std::string why;
+        std::string const where = directory_settings_impl::settings_path(directory);
+        if (read_directory_settings(directory, options.access, file, why) != 0) {
+            env.report(where + " " + why + "; it is ignored");
+            return;
+        }
+        for (directory_setting_spec const& s : directory_settings_kept()) {
+            auto const it = file.values.find(s.name);
+            if (it == file.values.end() || !env.value(s.suffix).empty()) continue; // the environment wins
+            std::string const& v = it->second;
+            std::string const bad = check_directory_setting(s.name, v);
+            if (!bad.empty()) {
+                env.report(where + ": " + s.name + " = \"" + v + "\" " + bad + "; using the default");
+                continue;
+            }
+            if (std::string_view(s.name) == "max-size") options.max_size = *parse_byte_size(v);
+            if (std::string_view(s.name) == "durability") {
+                std::string const d = lower(v);
+                options.sync = d == "full" ? durability::full : d == "file" ? durability::file : durability::none;
+            }
+        }
+    } catch (...) { // bad_alloc: the options stay as the environment made them
+    }
+}
+
+} // namespace compile_cache
+
+#endif
+// ---- end compile_cache/storage/directory/impl/directory_settings_file.ipp
+// ---- end compile_cache/storage/directory/directory_settings_file.hpp
 // ---- begin compile_cache/storage/directory/impl/directory_storage.ipp
 // compile_cache: the definitions of storage/directory/directory_storage.hpp's non-template functions; included by it alone
 // (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
@@ -7253,7 +7543,8 @@ from_env_result<directory_storage> directory_storage::from_env(storage_settings 
     std::string dir = env.value("_DIR");
     if (detail::is_off(dir)) return from_env_result<directory_storage>::not_configured();
     if (!settings.cache_off.empty()) return from_env_result<directory_storage>::off(settings.cache_off);
-    directory_options const options = directory_options_from_env(env);
+    directory_options options = directory_options_from_env(env);
+    detail::apply_directory_settings_file(dir, env, options); // DIR/.cc-settings, where the environment is silent
     // A directory that cannot be made (a file on the way, no permission, a
     // read-only parent) would make every store fail: say so now, once, and run
     // without a cache. An existing read-only directory is fine: loads work.
@@ -7861,7 +8152,8 @@ static_assert(compile_cache::check_storage<compile_cache::null_storage>::value);
 // Layout, envelope version 3 (integers little-endian):
 //   magic        8  "CCENTRY\n"
 //   version      2  envelope_version
-//   flags        2  0: unkeyed (CRC-32C); 1: keyed (HMAC-SHA256); any other value is refused
+//   flags        2  0: unkeyed (CRC-32C); 1: keyed (HMAC-SHA256); 2: signed (Ed25519);
+//                   any other value is refused
 //   key size     1, key bytes
 //   metadata     4  length, then: name, origin file, serializer format id (each u32 length +
 //                   bytes), origin line (i64), creation time (i64 ns since the epoch),
@@ -7869,7 +8161,9 @@ static_assert(compile_cache::check_storage<compile_cache::null_storage>::value);
 //                   and for each its name (u32 length + bytes) and digest (u8 length + bytes)
 //   payload      8  length, then the serializer's bytes
 //   check        4  CRC-32C over everything before it; or, keyed,
-//               32  HMAC-SHA256 under the secret over everything before it
+//               32  HMAC-SHA256 under the secret over everything before it; or, signed,
+//               72  the signer's key id (8), then its Ed25519 signature (64) of everything
+//                   before the signature (the key id included)
 // The check value is checked first, in the reader's mode (envelope_auth): any damaged
 // byte reads as corrupt (keyed: unauthenticated), a sound entry of another version as
 // foreign_version.
@@ -8321,8 +8615,10 @@ bool constant_time_equal(void const* a, void const* b, std::size_t n) noexcept {
 
 #include <vector>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -8355,6 +8651,42 @@ enum class envelope_status {
     /// another secret, damaged, truncated or forged: indistinguishable, and not told
     /// apart), or an unkeyed reader got an entry whose header says keyed.
     unauthenticated,
+    /// A signed entry whose signer's key id is none of the reader's trusted keys (a key
+    /// no longer listed, or never): a miss, whatever the bytes are.
+    untrusted_signer,
+};
+
+/// The id a signed entry carries for the key that signed it (signing/ed25519.hpp makes
+/// it: the first 8 bytes of the SHA-256 of the public key). It names a key; only the
+/// signature proves anything.
+using entry_signer_id = std::array<unsigned char, 8>;
+
+/// What checking an entry's signature found.
+enum class signature_verdict {
+    ok,               ///< a trusted key's signature of exactly these bytes
+    untrusted_signer, ///< no trusted key has that id
+    bad_signature,    ///< a trusted key's id, but not its signature of these bytes
+};
+
+/// Signs entries and checks their signatures: the part of signed entries that needs a
+/// cryptographic library, kept out of this header. compile_cache/signing/signed_entries.hpp
+/// provides one (Ed25519, libsodium); cache_options::signatures takes it. Thread-safe:
+/// its members are const and may be called from any thread at once.
+class entry_signatures {
+public:
+    static constexpr std::size_t signature_size = 64;
+    virtual ~entry_signatures() = default;
+    /// Whether it holds a secret key (a writer); sign() may be called only then.
+    virtual bool can_sign() const noexcept = 0;
+    /// The id of the signing key; meaningful only when can_sign().
+    virtual entry_signer_id signer_id() const noexcept = 0;
+    /// Writes the signature of `message[0, size)` into `signature` (signature_size bytes).
+    virtual void sign(unsigned char const* message, std::size_t size, unsigned char* signature) const = 0;
+    /// Whether `signature` is the trusted key `id`'s signature of `message[0, size)`.
+    virtual signature_verdict verify(entry_signer_id const& id, unsigned char const* message, std::size_t size,
+                                     unsigned char const* signature) const noexcept = 0;
+    /// Whether a key of id `id` is trusted.
+    virtual bool trusts(entry_signer_id const& id) const noexcept = 0;
 };
 
 /// Whether the bytes stored under a key are bad where they lie (damaged, or a sound
@@ -8371,6 +8703,10 @@ struct opened_envelope {
     key stored_key;           ///< the key the entry says it is for (set from `ok` on, and for key_mismatch)
     std::uint16_t version = 0; ///< the envelope version the entry says (0 when not even that is readable)
     bool keyed = false;        ///< whether it is checked by an HMAC (true) or a CRC-32C
+    /// Whether its header says it is signed (flags 2), whether or not the signature checked;
+    /// then signer_id is the key id it carries.
+    bool signed_entry = false;
+    entry_signer_id signer_id{};
 };
 
 namespace detail {
@@ -8383,6 +8719,11 @@ inline constexpr std::uint16_t envelope_flags_crc32c = 0;
 inline constexpr std::uint16_t envelope_flag_keyed = 1;
 /// The size of the check value at the end of a keyed entry.
 inline constexpr std::size_t envelope_keyed_check_size = 32;
+
+/// The check value is the signer's key id and an Ed25519 signature (entry_signatures).
+inline constexpr std::uint16_t envelope_flag_signed = 2;
+/// The size of the check value at the end of a signed entry: key id, then signature.
+inline constexpr std::size_t envelope_signed_check_size = 8 + entry_signatures::signature_size;
 
 /// The size of the check value at the end of an unkeyed entry.
 inline constexpr std::size_t envelope_check_size = 4;
@@ -8457,19 +8798,37 @@ public:
     /// the unkeyed mode (there is nothing to authenticate with).
     COMPILE_CACHE_DECL explicit envelope_auth(std::string_view secret);
 
+    /// Signed: entries carry a signature by `signatures`' key (written only when it
+    /// can_sign()), and only entries signed by one of its trusted keys are accepted. Null:
+    /// the unkeyed mode.
+    static envelope_auth signed_by(std::shared_ptr<entry_signatures const> signatures) {
+        envelope_auth a;
+        a.signatures_ = std::move(signatures);
+        return a;
+    }
+
     bool keyed() const noexcept { return mac_.has_value(); }
+    /// Whether entries are checked by signature (signed_by).
+    bool is_signed() const noexcept { return signatures_ != nullptr; }
+    /// The signatures of the signed mode; null otherwise.
+    entry_signatures const* signatures() const noexcept { return signatures_.get(); }
 
     /// The flags an entry written in this mode carries, and the only ones accepted.
     std::uint16_t flags() const noexcept {
-        return keyed() ? detail::envelope_flag_keyed : detail::envelope_flags_crc32c;
+        return is_signed() ? detail::envelope_flag_signed
+               : keyed()   ? detail::envelope_flag_keyed
+                           : detail::envelope_flags_crc32c;
     }
 
-    /// The size of the check value at the end of an entry: 4 unkeyed, 32 keyed.
+    /// The size of the check value at the end of an entry: 4 unkeyed, 32 keyed, 72 signed.
     std::size_t check_size() const noexcept {
-        return keyed() ? detail::envelope_keyed_check_size : detail::envelope_check_size;
+        return is_signed() ? detail::envelope_signed_check_size
+               : keyed()   ? detail::envelope_keyed_check_size
+                           : detail::envelope_check_size;
     }
 
-    /// Appends the check value of `out` (everything in it so far) to `out`.
+    /// Appends the check value of `out` (everything in it so far) to `out`. Signed mode
+    /// without a signing key throws std::logic_error (nothing is appended).
     COMPILE_CACHE_DECL void append_check(std::string& out) const;
 
     /// Whether the last check_size() bytes of `p[0, n)` are the check value of the
@@ -8480,6 +8839,7 @@ private:
     COMPILE_CACHE_DECL hmac<sha256>::result_type tag_of(unsigned char const* p, std::size_t n) const noexcept;
 
     std::optional<hmac<sha256>> mac_;
+    std::shared_ptr<entry_signatures const> signatures_;
 };
 
 namespace detail {
@@ -8559,6 +8919,8 @@ struct envelope_fields {
     envelope_status status = envelope_status::corrupt;
     std::uint16_t version = 0;
     bool keyed = false;
+    bool signed_entry = false;   ///< the header says signed (flags 2); signer_id is then the id it carries
+    entry_signer_id signer_id{};
     bool complete = false; ///< every field up to the payload was read and is in bounds
     std::string_view key_bytes;
     std::string_view name, origin_file, format_id;
@@ -8612,7 +8974,30 @@ COMPILE_CACHE_DECL envelope_fields check_envelope(std::string_view bytes, key co
 
 /// The fields, copied into an opened_envelope (its metadata only when complete).
 COMPILE_CACHE_DECL opened_envelope to_opened_envelope(envelope_fields const& f);
+
+/// The signed-entries loader that compile_cache/signing/signed_entries.hpp registers
+/// when a program includes it: basic_cache::from_env reads PREFIX_SIGNING_KEY_FILE and
+/// PREFIX_TRUSTED_KEYS_FILE through it. Null in a program built without it.
+struct signature_files {
+    std::string signing_key_setting, signing_key_file;   ///< the setting's name and value (a path, or empty)
+    std::string trusted_keys_setting, trusted_keys_file; ///< likewise
+};
+using entry_signatures_loader = std::shared_ptr<entry_signatures const> (*)(signature_files const& files,
+                                                                            std::string& why);
+inline entry_signatures_loader& registered_signatures_loader() noexcept {
+    static entry_signatures_loader loader = nullptr;
+    return loader;
+}
 } // namespace detail
+
+/// An entry `from` accepts (its caller checked it so: check_envelope with `from`),
+/// sealed again in `to`'s mode into `out`: the same bytes up to the check value, the
+/// flags and the check value of `to`. False (out empty) when `entry` is too short to be
+/// one, or `to` cannot seal (signed without a signing key). How a tier's remote entry
+/// verified by signature is kept locally under the local check, and how a store's
+/// locally sealed entry is signed for the remote.
+COMPILE_CACHE_DECL bool reseal_envelope(std::string_view entry, envelope_auth const& from, envelope_auth const& to,
+                                        std::string& out);
 
 /// Checks an entry read back for `expected`: check value (in `auth`'s mode, whatever
 /// the entry's flags say), then version, flags, bounds, key and the serializer's
@@ -8637,6 +9022,7 @@ inline opened_envelope inspect_envelope(std::string_view bytes, envelope_auth co
 // (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
 #if COMPILE_CACHE_INCLUDE_IMPL
 #include <cstring>
+#include <stdexcept>
 
 namespace compile_cache {
 
@@ -8645,12 +9031,28 @@ envelope_auth::envelope_auth(std::string_view secret) {
 }
 
 void envelope_auth::append_check(std::string& out) const {
+    if (is_signed()) {
+        if (!signatures_->can_sign()) throw std::logic_error("signed entries without a signing key cannot be written");
+        entry_signer_id const id = signatures_->signer_id();
+        out.append(reinterpret_cast<char const*>(id.data()), id.size());
+        std::size_t const signed_size = out.size();
+        out.resize(signed_size + entry_signatures::signature_size);
+        signatures_->sign(reinterpret_cast<unsigned char const*>(out.data()), signed_size,
+                          reinterpret_cast<unsigned char*>(&out[signed_size]));
+        return;
+    }
     if (!keyed()) return detail::append_envelope_check(out);
     auto const tag = tag_of(reinterpret_cast<unsigned char const*>(out.data()), out.size());
     out.append(reinterpret_cast<char const*>(tag.data()), tag.size());
 }
 
 bool envelope_auth::check_matches(unsigned char const* p, std::size_t n) const noexcept {
+    if (is_signed()) {
+        std::size_t const signed_size = n - entry_signatures::signature_size; // the key id included
+        entry_signer_id id{};
+        std::memcpy(id.data(), p + n - detail::envelope_signed_check_size, id.size());
+        return signatures_->verify(id, p, signed_size, p + signed_size) == signature_verdict::ok;
+    }
     if (!keyed()) return detail::envelope_check_matches(p, n);
     std::size_t const body = n - detail::envelope_keyed_check_size;
     auto const tag = tag_of(p, body);
@@ -8679,14 +9081,36 @@ void append_string32(std::string& out, std::string_view s) {
     out.append(s.data(), s.size());
 }
 
+/// The flags of what looks like an entry of this version (0xffff when it does not).
+inline std::uint16_t header_flags(unsigned char const* p, std::size_t n) noexcept {
+    if (n < envelope_min_header || std::memcmp(p, envelope_magic, sizeof envelope_magic) != 0 ||
+        read_le<std::uint16_t>(p + sizeof envelope_magic) != envelope_version)
+        return 0xffffu;
+    return read_le<std::uint16_t>(p + sizeof envelope_magic + 2);
+}
+
+/// Whether `p[0, n)` says it is signed and is long enough to carry a key id and a
+/// signature; then `id` is the key id it carries (unchecked).
+inline bool signed_header(unsigned char const* p, std::size_t n, entry_signer_id& id) noexcept {
+    if (n < envelope_min_header + envelope_signed_check_size || header_flags(p, n) != envelope_flag_signed)
+        return false;
+    std::memcpy(id.data(), p + n - envelope_signed_check_size, id.size());
+    return true;
+}
+
 envelope_status unchecked_entry_status(unsigned char const* p, std::size_t n, envelope_auth const& auth) noexcept {
+    entry_signer_id id{};
+    bool const says_signed = signed_header(p, n, id);
+    // Signed mode: a key id no trusted key has is told apart (rotation); any other
+    // failure is a bad signature, damage or another mode's entry, not told apart.
+    if (auth.is_signed())
+        return says_signed && !auth.signatures()->trusts(id) ? envelope_status::untrusted_signer
+                                                              : envelope_status::unauthenticated;
     // With a secret, damage, another secret, no HMAC at all and a forgery look the same.
     if (auth.keyed()) return envelope_status::unauthenticated;
-    // Unkeyed: an entry whose header says keyed (it may be; this reader cannot check).
-    if (n >= envelope_min_header + envelope_keyed_check_size &&
-        std::memcmp(p, envelope_magic, sizeof envelope_magic) == 0 &&
-        read_le<std::uint16_t>(p + sizeof envelope_magic) == envelope_version &&
-        read_le<std::uint16_t>(p + sizeof envelope_magic + 2) == envelope_flag_keyed)
+    // Unkeyed: an entry whose header says keyed or signed (it may be; this reader cannot check).
+    if (says_signed) return envelope_status::unauthenticated;
+    if (n >= envelope_min_header + envelope_keyed_check_size && header_flags(p, n) == envelope_flag_keyed)
         return envelope_status::unauthenticated;
     return envelope_status::corrupt;
 }
@@ -8766,6 +9190,7 @@ envelope_fields parse_envelope(std::string_view bytes, std::size_t max_payload, 
     auto const* p = reinterpret_cast<unsigned char const*>(bytes.data());
     if (bytes.size() >= sizeof envelope_magic + 2 && std::memcmp(p, envelope_magic, sizeof envelope_magic) == 0)
         r.version = read_le<std::uint16_t>(p + sizeof envelope_magic);
+    r.signed_entry = signed_header(p, bytes.size(), r.signer_id);
     if (bytes.size() < envelope_min_header + check_size || !auth.check_matches(p, bytes.size())) {
         r.status = unchecked_entry_status(p, bytes.size(), auth);
         return r;
@@ -8817,6 +9242,8 @@ opened_envelope to_opened_envelope(envelope_fields const& f) {
     r.payload = f.payload;
     r.version = f.version;
     r.keyed = f.keyed;
+    r.signed_entry = f.signed_entry;
+    r.signer_id = f.signer_id;
     if (!f.complete) return r;
     r.stored_key = key(f.key_bytes.data(), f.key_bytes.size());
     entry_metadata& m = r.metadata;
@@ -8835,6 +9262,20 @@ opened_envelope to_opened_envelope(envelope_fields const& f) {
 }
 
 } // namespace detail
+
+bool reseal_envelope(std::string_view entry, envelope_auth const& from, envelope_auth const& to, std::string& out) {
+    out.clear();
+    std::size_t const old_check = from.check_size();
+    if (entry.size() < detail::envelope_min_header + old_check) return false;
+    if (to.is_signed() && !to.signatures()->can_sign()) return false;
+    out.reserve(entry.size() - old_check + to.check_size());
+    out.assign(entry.data(), entry.size() - old_check);
+    std::uint16_t const flags = to.flags();
+    out[sizeof detail::envelope_magic + 2] = static_cast<char>(flags & 0xffu);
+    out[sizeof detail::envelope_magic + 3] = static_cast<char>(flags >> 8);
+    to.append_check(out);
+    return true;
+}
 
 } // namespace compile_cache
 #endif
@@ -9270,6 +9711,8 @@ remote_error remote_error_of(std::error_code const& e) noexcept {
 #include <utility>
 #include <vector>
 
+#include <sys/stat.h>
+
 namespace compile_cache {
 
 /// What a tier may do with its remote.
@@ -9313,6 +9756,9 @@ struct tier_options {
     std::chrono::milliseconds budget{1000};
     std::chrono::milliseconds slow_call{200};
     /// One line when the remote goes away and one when it comes back; silent when empty.
+    /// In background mode it is also called from the tier's worker thread (a remote that
+    /// fails during an upload, the drops at the end): it must be callable from any thread,
+    /// as basic_cache's logger already must (cache_options::logger).
     std::function<void(std::string_view)> logger;
     /// Background (default) or sync stores (remote_upload).
     remote_upload upload = remote_upload::background;
@@ -9326,6 +9772,18 @@ struct tier_options {
     /// dropped and counted `remote.uploads-dropped`. An upload under way then runs to
     /// its end (bounded by the remote's own timeout).
     std::chrono::milliseconds upload_drain{1000};
+    /// Background: how much longer than upload_drain the end waits for an upload under
+    /// way (bounded by the remote's own timeout, which may be longer). Past it the tier
+    /// is left to the thread (its memory kept, never freed) and the host goes on: the
+    /// end never waits without a bound.
+    std::chrono::milliseconds upload_end_grace{2000};
+    /// The most bytes of prefetched answers (prefetch) held for the reads that follow
+    /// (each counts its entry's size and ~100 bytes); answers past it are not kept
+    /// (counted `remote.prefetch-dropped`): their reads ask the remote themselves.
+    std::size_t prefetch_bytes = std::size_t{64} << 20;
+    /// How long a prefetched answer may wait for its read; an older one is not used (the
+    /// read asks the remote): a batch read long ago does not hide a newer entry for long.
+    std::chrono::milliseconds prefetch_ttl{60000};
 };
 
 namespace detail {
@@ -9343,6 +9801,18 @@ using partial_failure_t = decltype(std::declval<S const&>().partial_failure(std:
 /// A remote that says which of its errors failed only a part of it (a cluster's node).
 template <class S>
 using has_partial_failure = is_detected_convertible<bool, partial_failure_t, S>;
+
+template <class S>
+using reconnects_after_fork_t = decltype(S::reconnects_after_fork);
+/// A remote that says (`static constexpr bool reconnects_after_fork = true`) that a
+/// forked child never uses the connections it inherited: its first call there makes one
+/// of its own (redis_storage). A tier then uses it in a child forked while its worker
+/// still had uploads queued, which the parent sends on the inherited ones.
+template <class S>
+constexpr bool remote_reconnects_after_fork() noexcept {
+    if constexpr (is_detected<reconnects_after_fork_t, S>::value) return bool(S::reconnects_after_fork);
+    else return false;
+}
 
 /// The jobs one tier runs off the host's path, and the thread that runs them: a queue
 /// bounded in bytes (push never waits for room: a job that does not fit is refused),
@@ -9364,10 +9834,20 @@ public:
     using dropper = std::function<void(job const&)>;
 
     COMPILE_CACHE_DECL tier_worker(std::size_t max_bytes, std::chrono::milliseconds drain, runner run,
-                                   dropper drop);
-    /// Gives the queued jobs the drain time, drops the rest (counted), and joins the
-    /// thread (a job under way runs to its end).
+                                   dropper drop, std::chrono::milliseconds end_grace = std::chrono::seconds(2));
+    /// stop(), then, when the thread still runs a job, joins it (a job under way runs to
+    /// its end): an owner that must not wait without a bound calls stop() first.
     COMPILE_CACHE_DECL ~tier_worker();
+
+    /// Gives the queued jobs the drain time and drops the rest (counted); waits for the
+    /// thread to end at most the drain time and `end_grace` more; true when it ended (it
+    /// is joined), false when a job still runs (the thread goes on with `*this`, which
+    /// must then outlive it: see keep_for_ever). The thread is never started again.
+    COMPILE_CACHE_DECL bool stop() noexcept;
+    /// Keeps `p` reachable for ever (never freed): what a thread still uses after the
+    /// bound of its owner's end, and a forked child's copies of its parent's thread
+    /// objects, which leak checkers would otherwise count as leaks.
+    COMPILE_CACHE_DECL static void keep_for_ever(void const* p) noexcept;
     tier_worker(tier_worker const&) = delete;
     tier_worker& operator=(tier_worker const&) = delete;
 
@@ -9394,6 +9874,10 @@ public:
     COMPILE_CACHE_DECL static void before_fork() noexcept;
     COMPILE_CACHE_DECL static void after_fork_in_parent() noexcept;
     COMPILE_CACHE_DECL static void after_fork_in_child() noexcept;
+    /// At the process's exit (atexit, installed with the first worker): every worker
+    /// alive, a cache the host never destroyed included, gets its drain time, then its
+    /// thread ends (stop): none runs a job while static objects are destroyed.
+    COMPILE_CACHE_DECL static void at_exit() noexcept;
 
 private:
     COMPILE_CACHE_DECL void work() noexcept;
@@ -9401,6 +9885,7 @@ private:
 
     std::size_t const max_bytes_;
     std::chrono::milliseconds const drain_;
+    std::chrono::milliseconds const end_grace_;
     runner run_;
     dropper drop_;
     mutable std::mutex mutex_;
@@ -9413,6 +9898,7 @@ private:
     key running_key_;              ///< its key
     bool waiting_ = false;         ///< the thread waits for a job (a push wakes it)
     bool ending_ = false;
+    bool finished_ = false;       ///< the thread has left its loop (it only returns after)
     bool fork_pending_ = false;   ///< a fork() is about to happen: the thread takes no new job
     std::chrono::steady_clock::time_point drain_until_{};
     std::unique_ptr<std::thread> thread_;
@@ -9464,7 +9950,10 @@ private:
 ///   process forked after a store has no worker and no queue of its own (the parent's
 ///   uploads are the parent's); it starts its own worker at its first upload, and does
 ///   not use the remote at all if the parent's worker was mid-call when it forked (the
-///   copied connection is then mid-call). The logger may be called from the worker.
+///   copied connection is then mid-call). A remote with `reconnects_after_fork`
+///   (redis_storage) is used by the child with connections of its own; another is not
+///   used by a child forked while the parent's worker still had uploads queued. The
+///   logger may be called from the worker.
 ///
 /// Thread-safe when both storages are. Move-only. A default-constructed tier is
 /// disabled: reads are absent, writes fail with invalid_argument.
@@ -9479,9 +9968,9 @@ public:
 
     tiered_storage() = default;
     /// The local storage alone: behaves exactly as `local`.
-    explicit tiered_storage(Local local) : state_(std::make_unique<state>()) { state_->local.emplace(std::move(local)); }
+    explicit tiered_storage(Local local) : state_(new state) { state_->local.emplace(std::move(local)); }
     /// `local` in front of `remote`.
-    tiered_storage(Local local, Remote remote, tier_options options = {}) : state_(std::make_unique<state>()) {
+    tiered_storage(Local local, Remote remote, tier_options options = {}) : state_(new state) {
         state_->local.emplace(std::move(local));
         state_->remote.emplace(std::move(remote));
         state_->options = std::move(options);
@@ -9490,7 +9979,7 @@ public:
     /// The remote alone: nothing kept locally.
     static tiered_storage remote_only(Remote remote, tier_options options = {}) {
         tiered_storage t;
-        t.state_ = std::make_unique<state>();
+        t.state_.reset(new state);
         t.state_->remote.emplace(std::move(remote));
         t.state_->options = std::move(options);
         t.state_->start();
@@ -9558,6 +10047,10 @@ public:
         options.budget = budget_from_env(env);
         options.slow_call = std::max(options.budget / 5, std::chrono::milliseconds(1));
         upload_from_env(env, options);
+        // Signed entries (cache_options::signatures): trusted keys without a signing key
+        // can check the remote's entries but not sign any: the remote is read-only here.
+        bool const verify_only = !env.value("_TRUSTED_KEYS_FILE").empty() && env.value("_SIGNING_KEY_FILE").empty();
+        if (verify_only) options.mode = remote_mode::read_only;
         std::optional<from_env_result<Remote>> remote;
         try {
             remote.emplace(remote_from_env(settings));
@@ -9573,6 +10066,11 @@ public:
         tiered_storage t = local ? tiered_storage(std::move(*local), *std::move(*remote), std::move(options))
                                  : remote_only(*std::move(*remote), std::move(options));
         t.state_->secret_setting = env.name("_SECRET_FILE");
+        if (verify_only && settings.logger)
+            settings.logger(env.name("_TRUSTED_KEYS_FILE") + " is set without " + env.name("_SIGNING_KEY_FILE") + ": " +
+                            t.state_->describe_remote() +
+                            " is used read-only (its entries are loaded when a trusted key signed them; stores "
+                            "stay on this machine)");
         t.state_->replace_setting = env.name("_REMOTE_REPLACE_UNAUTHENTIC");
         return result(std::move(t));
     }
@@ -9643,10 +10141,23 @@ public:
             if (answer.status == read_status::found || answer.status == read_status::too_large) return answer;
         }
         if (!state_->remote || !state_->remote_usable()) return answer;
+        read_result r;
+        if (state_->take_prefetched(k, out, max_size, r)) {
+            // The batch's answer (prefetch): counted as the remote's read would be.
+            r.origin = from_remote;
+            switch (r.status) {
+            case read_status::found: state_->counts[c_bytes_read] += out.size(); return r;
+            case read_status::too_large:
+                ++state_->counts[c_error + static_cast<std::size_t>(remote_error::too_large)];
+                return r;
+            default: ++state_->counts[is_identity_record_key(k) ? c_record_misses : c_misses]; break;
+            }
+            out.clear();
+            return answer;
+        }
         admission const a = state_->admit();
         if (a == admission::skipped) return answer;
         auto const start = clock::now();
-        read_result r;
         try {
             r = state_->remote->read(k, out, max_size);
         } catch (...) {
@@ -9676,11 +10187,49 @@ public:
         return answer;
     }
 
-    std::error_code write(key const& k, std::string_view bytes) noexcept {
+    /// Signed entries (basic_cache calls it when cache_options::signatures is set): what a
+    /// store uploads is `sealer(k, entry, out)`'s `out`; false: nothing is uploaded. The
+    /// local storage keeps the entry as given. Call before any write.
+    void set_remote_sealer(std::function<bool(key const&, std::string_view, std::string&)> sealer) {
+        if (state_) state_->remote_sealer = std::move(sealer);
+    }
+
+    std::error_code write(key const& k, std::string_view bytes) noexcept { return write_through(k, bytes, false); }
+
+    /// Present when the local storage has it (directory_storage): the cache's identity
+    /// records are written through it. The local storage's write_deferred (made later,
+    /// batched), then the remote's write as `write` sends it (queued in background mode).
+    template <class L = Local, std::enable_if_t<detail::has_write_deferred<L>::value, int> = 0>
+    std::error_code write_deferred(key const& k, std::string_view bytes) noexcept {
+        return write_through(k, bytes, true);
+    }
+
+private:
+    std::error_code write_through(key const& k, std::string_view bytes, bool deferred) noexcept {
         if (!state_) return std::make_error_code(std::errc::invalid_argument);
+        if (state_->remote_sealer && state_->remote && state_->options.mode == remote_mode::read_write) {
+            std::string sealed;
+            bool ok = false;
+            try {
+                ok = state_->remote_sealer(k, bytes, sealed);
+            } catch (...) {
+            }
+            if (!ok) {
+                if (!state_->local) return std::make_error_code(std::errc::operation_not_permitted);
+                if (state_->forked_mid_job()) return std::make_error_code(std::errc::resource_unavailable_try_again);
+                return deferred ? state_->local_write_deferred(k, bytes) : state_->local_write(k, bytes);
+            }
+            return write_sealed(k, bytes, sealed, deferred);
+        }
+        return write_sealed(k, bytes, bytes, deferred);
+    }
+
+    // write_through(): `bytes` to the local storage (deferred or not), `upload` to the remote.
+    std::error_code write_sealed(key const& k, std::string_view bytes, std::string_view upload, bool deferred) noexcept {
         if (state_->forked_mid_job()) return std::make_error_code(std::errc::resource_unavailable_try_again);
+        state_->forget_prefetched(k);
         std::error_code answer;
-        if (state_->local) answer = state_->local_write(k, bytes);
+        if (state_->local) answer = deferred ? state_->local_write_deferred(k, bytes) : state_->local_write(k, bytes);
         else if (state_->options.mode != remote_mode::read_write)
             return std::make_error_code(std::errc::read_only_file_system); // remote-only and read-only: nowhere
         if (!state_->remote || state_->options.mode != remote_mode::read_write) return answer;
@@ -9693,22 +10242,24 @@ public:
             if (state_->keep_foreign(k)) return state_->local ? answer : std::make_error_code(std::errc::file_exists);
             bool queued = false;
             try {
-                queued = state_->worker->push({k, std::string(bytes), job_upload});
+                queued = state_->worker->push({k, std::string(upload), job_upload});
             } catch (...) {
             }
             ++state_->counts[queued ? c_uploads_queued : c_uploads_dropped];
             if (state_->local) return answer;
             return queued ? std::error_code() : std::make_error_code(std::errc::no_buffer_space);
         }
-        std::error_code const e = state_->send(k, bytes);
+        std::error_code const e = state_->send(k, upload);
         return state_->local ? answer : e;
     }
 
+public:
     std::error_code remove(key const& k) noexcept {
         if (!state_) return {};
         if (state_->forked_mid_job()) return std::make_error_code(std::errc::resource_unavailable_try_again);
         // What the worker would still write for k (an upload, a copy) must not bring it back.
         if (state_->worker) (void)state_->worker->cancel(k, std::chrono::seconds(10));
+        state_->forget_prefetched(k);
         std::error_code answer;
         if (state_->local) answer = state_->local_remove(k);
         admission const a = state_->remote && state_->options.mode == remote_mode::read_write &&
@@ -9730,6 +10281,24 @@ public:
             if (!state_->local) answer = e;
         }
         return answer;
+    }
+
+    /// Reads ahead, in one batch read of the remote (its `read_many`; a remote without
+    /// one: nothing), the entries of `keys` that the local storage does not have, for the
+    /// reads that follow (basic_cache::prefetch). Their answers (found, absent,
+    /// too_large; not errors) wait in a memory area bounded by tier_options::prefetch_bytes,
+    /// each used once, by the first read of its key within tier_options::prefetch_ttl,
+    /// which then answers as a remote read would (and the cache checks the entry as any
+    /// other); the worker's copy of a record uses them too. Not while the remote is
+    /// skipped. Counted `remote.prefetch-batches`, `remote.prefetch-keys`. Bounded as any
+    /// remote call (the batch by the remote's own timeout).
+    void prefetch(std::vector<key> const& keys, std::size_t max_size) noexcept {
+        if (!state_ || !state_->remote || state_->forked_mid_job() || !state_->remote_usable()) return;
+        if constexpr (detail::has_read_many<Remote>::value) {
+            state_->prefetch(keys, max_size);
+        } else {
+            (void)keys, (void)max_size;
+        }
     }
 
     /// Called by basic_cache after it checked an entry this storage's read returned
@@ -9777,7 +10346,9 @@ public:
     /// `remote.record-misses`, `remote.record-stores`, and the background worker's
     /// `remote.uploads-queued`, `remote.uploads-sent` (entries and records stored by
     /// it), `remote.uploads-dropped` (a full queue, or left at the end) and
-    /// `remote.copies-dropped` (remote hits not copied locally: a full queue)); empty
+    /// `remote.copies-dropped` (remote hits not copied locally: a full queue)), and
+    /// prefetch's `remote.prefetch-batches`, `remote.prefetch-keys` (keys asked) and
+    /// `remote.prefetch-dropped` (answers past tier_options::prefetch_bytes); empty
     /// without a remote. basic_cache adds them to its statistics.
     std::vector<std::pair<std::string, std::uint64_t>> storage_counters() const {
         std::vector<std::pair<std::string, std::uint64_t>> c;
@@ -9847,6 +10418,9 @@ private:
         c_uploads_sent,
         c_uploads_dropped,
         c_copies_dropped,
+        c_prefetch_batches,
+        c_prefetch_keys,
+        c_prefetch_dropped,
         c_count
     };
     static std::array<std::string, c_count> const& count_names() {
@@ -9870,6 +10444,9 @@ private:
             n[c_uploads_sent] = "remote.uploads-sent";
             n[c_uploads_dropped] = "remote.uploads-dropped";
             n[c_copies_dropped] = "remote.copies-dropped";
+            n[c_prefetch_batches] = "remote.prefetch-batches";
+            n[c_prefetch_keys] = "remote.prefetch-keys";
+            n[c_prefetch_dropped] = "remote.prefetch-dropped";
             return n;
         }();
         return names;
@@ -9901,6 +10478,8 @@ private:
         std::unordered_set<key> foreign;
         bool foreign_said = false;
         std::string secret_setting = "the secret file", replace_setting = "PREFIX_REMOTE_REPLACE_UNAUTHENTIC";
+        /// Signed entries: makes a store's upload from its local entry (set_remote_sealer).
+        std::function<bool(key const&, std::string_view, std::string&)> remote_sealer;
         clock::duration slow_waited{0};   ///< the waits of slow answers so far (see tier_options::budget)
         clock::time_point slow_counted_until{}; ///< the end of the last slow answer counted
         std::vector<std::string> said;    ///< the errors already said in a line (at most said_max)
@@ -9910,6 +10489,15 @@ private:
         /// ends (drains, joins) before anything it uses is destroyed.
         std::unique_ptr<detail::tier_worker> worker;
         std::atomic<std::uint64_t> dropped_at_end{0}; ///< uploads left when the drain time ran out
+        /// prefetch's answers, each waiting for the first read of its key.
+        struct prefetched_answer {
+            read_status status = read_status::absent;
+            std::string bytes;
+            clock::time_point at{};
+        };
+        std::mutex prefetch_mutex;
+        std::unordered_map<key, prefetched_answer> prefetched;
+        std::size_t prefetched_bytes = 0;
 
         state() = default;
         state(state const&) = delete;
@@ -9941,16 +10529,140 @@ private:
                     } else {
                         ++counts[c_copies_dropped];
                     }
-                });
+                },
+                options.upload_end_grace);
         }
 
         /// Whether the remote may be called from this process: not in a child forked while
-        /// the worker was mid-call (its copy of the connection is mid-call).
-        bool remote_usable() const noexcept { return !forked_mid_job() && !(worker && worker->forked_with_work()); }
+        /// the worker was mid-call (its copy of the connection is mid-call, its locks held),
+        /// nor, with a remote that would use the connections it inherited, in one forked
+        /// while the worker had uploads queued (the parent goes on with them there).
+        bool remote_usable() const noexcept {
+            if (forked_mid_job()) return false;
+            if constexpr (detail::remote_reconnects_after_fork<Remote>()) return true;
+            else return !(worker && worker->forked_with_work());
+        }
         /// Whether this is a child forked while the worker ran a job that did not end within
         /// the fork's wait: the locks that job held (the storages', the tier's) stay held
         /// here for ever, so the tier answers without touching either storage.
         bool forked_mid_job() const noexcept { return worker && worker->forked_mid_job(); }
+
+        static std::size_t prefetch_cost(std::string const& bytes) noexcept { return bytes.size() + 96; }
+
+        /// A store or a removal of `k` makes what prefetch holds for it stale: dropped.
+        void forget_prefetched(key const& k) noexcept {
+            try {
+                std::lock_guard<std::mutex> lock(prefetch_mutex);
+                if (prefetched.empty()) return;
+                auto const it = prefetched.find(k);
+                if (it == prefetched.end()) return;
+                prefetched_bytes -= std::min(prefetched_bytes, prefetch_cost(it->second.bytes));
+                prefetched.erase(it);
+            } catch (...) {
+            }
+        }
+
+        /// The answer prefetch holds for `k` (then no longer held), as a remote read of at
+        /// most `max_size` bytes answers; false when there is none (or it is too old).
+        bool take_prefetched(key const& k, std::string& out, std::size_t max_size, read_result& r) noexcept {
+            try {
+                std::lock_guard<std::mutex> lock(prefetch_mutex);
+                if (prefetched.empty()) return false;
+                auto const it = prefetched.find(k);
+                if (it == prefetched.end()) return false;
+                prefetched_answer a = std::move(it->second);
+                prefetched.erase(it);
+                prefetched_bytes -= std::min(prefetched_bytes, prefetch_cost(a.bytes));
+                if (clock::now() - a.at > options.prefetch_ttl) return false;
+                out.clear();
+                if (a.status == read_status::found && a.bytes.size() > max_size) {
+                    r = {read_status::too_large, make_error_code(remote_error::too_large)};
+                } else {
+                    r = {a.status, a.status == read_status::too_large ? make_error_code(remote_error::too_large)
+                                                                     : std::error_code()};
+                    if (a.status == read_status::found) out = std::move(a.bytes);
+                }
+                return true;
+            } catch (...) {
+                out.clear();
+                return false;
+            }
+        }
+
+        /// Whether the local storage has `k`: its file exists (a storage that tells its
+        /// entries' paths), else a read finds it.
+        bool local_has(key const& k) noexcept {
+            try {
+                if constexpr (detail::has_entry_path<Local>::value) {
+                    std::string const path = local->entry_path(k);
+                    struct ::stat st;
+                    return !path.empty() && ::stat(path.c_str(), &st) == 0;
+                } else {
+                    std::string bytes;
+                    read_status const s = local_read(k, bytes, std::size_t(64) << 20).status;
+                    return s == read_status::found || s == read_status::too_large;
+                }
+            } catch (...) {
+                return false;
+            }
+        }
+
+        void prefetch(std::vector<key> const& keys, std::size_t max_size) noexcept {
+            if constexpr (detail::has_read_many<Remote>::value) {
+                try {
+                    std::vector<key> wanted;
+                    std::unordered_set<key> seen;
+                    {
+                        std::lock_guard<std::mutex> lock(prefetch_mutex);
+                        for (key const& k : keys)
+                            if (!k.empty() && prefetched.count(k) == 0 && seen.insert(k).second) wanted.push_back(k);
+                    }
+                    if (local)
+                        wanted.erase(std::remove_if(wanted.begin(), wanted.end(), [&](key const& k) { return local_has(k); }),
+                                     wanted.end());
+                    if (wanted.empty()) return;
+                    admission const a = admit();
+                    if (a == admission::skipped) return;
+                    auto const start = clock::now();
+                    std::vector<std::pair<read_result, std::string>> got;
+                    remote->read_many(wanted, max_size, got);
+                    auto const took = clock::now() - start;
+                    counts[c_read_ns] += ns_of(took);
+                    ++counts[c_prefetch_batches];
+                    counts[c_prefetch_keys] += wanted.size();
+                    if (got.size() != wanted.size()) return;
+                    std::error_code first_error;
+                    bool any_answer = false;
+                    for (auto const& g : got) {
+                        if (g.first.status == read_status::error) {
+                            if (!first_error) first_error = g.first.error;
+                        } else {
+                            any_answer = true;
+                        }
+                    }
+                    if (any_answer) {
+                        read_answered = true;
+                        answered(a, took);
+                    }
+                    if (first_error) failed(a, first_error);
+                    auto const now = clock::now();
+                    std::lock_guard<std::mutex> lock(prefetch_mutex);
+                    for (std::size_t i = 0; i < wanted.size(); ++i) {
+                        if (got[i].first.status == read_status::error) continue;
+                        std::size_t const cost = prefetch_cost(got[i].second);
+                        if (prefetched_bytes + cost > options.prefetch_bytes) {
+                            ++counts[c_prefetch_dropped];
+                            continue;
+                        }
+                        prefetched_bytes += cost;
+                        prefetched[wanted[i]] = {got[i].first.status, std::move(got[i].second), now};
+                    }
+                } catch (...) {
+                }
+            } else {
+                (void)keys, (void)max_size;
+            }
+        }
 
         /// The worker's job.
         void run(detail::tier_worker::job& j) noexcept {
@@ -10023,6 +10735,14 @@ private:
                 return std::make_error_code(std::errc::io_error);
             }
         }
+        std::error_code local_write_deferred(key const& k, std::string_view bytes) noexcept {
+            try {
+                if constexpr (detail::has_write_deferred<Local>::value) return local->write_deferred(k, bytes);
+                else return local->write(k, bytes);
+            } catch (...) {
+                return std::make_error_code(std::errc::io_error);
+            }
+        }
         std::error_code local_remove(key const& k) noexcept {
             try {
                 return local->remove(k);
@@ -10043,6 +10763,12 @@ private:
                 std::string bytes;
                 if (local_read(*rk, bytes, identity_record_max_size).status != read_status::absent) return;
                 if (!remote_usable()) return;
+                read_result held;
+                if (take_prefetched(*rk, bytes, identity_record_max_size, held)) { // (the batch read it)
+                    if (held.status == read_status::found && detail::looks_like_record(bytes, *rk))
+                        (void)local_write(*rk, bytes);
+                    return;
+                }
                 admission const a = admit();
                 if (a == admission::skipped) return;
                 auto const start = clock::now();
@@ -10325,7 +11051,24 @@ private:
         return detail::storage_from_env<Remote>(settings, "_REMOTE");
     }
 
-    std::unique_ptr<state> state_;
+    /// Ends a tier: its worker stopped within its bound (tier_worker::stop), then freed;
+    /// one whose worker still runs a job past that bound is left to it, kept for ever.
+    struct state_deleter {
+        void operator()(state* s) const noexcept {
+            if (!s->worker || s->worker->stop()) {
+                delete s;
+                return;
+            }
+            detail::tier_worker::keep_for_ever(s);
+            try {
+                s->log(s->describe_remote() + ": an upload under way did not end within " +
+                       std::to_string((s->options.upload_drain + s->options.upload_end_grace).count()) +
+                       " ms of the cache's end; it is left to finish on its own");
+            } catch (...) {
+            }
+        }
+    };
+    std::unique_ptr<state, state_deleter> state_;
 };
 
 namespace detail {
@@ -10344,6 +11087,9 @@ struct uses_deprecated_from_env<tiered_storage<Local, Remote>>
 #if COMPILE_CACHE_INCLUDE_IMPL
 
 #include <pthread.h>
+#include <signal.h>
+
+#include <cstdlib>
 
 namespace compile_cache {
 
@@ -10356,6 +11102,13 @@ namespace detail {
 struct tier_worker_registry {
     std::mutex mutex;
     std::vector<tier_worker*> workers;
+    /// In a forked child: the parent's thread objects and condition variables, which can
+    /// be neither destroyed nor used here (a std::thread that was not joined terminates
+    /// when destroyed; a condition variable the parent's thread waited on may never be
+    /// released). Kept reachable, never freed, so that a leak checker (LeakSanitizer at a
+    /// child's exit) does not count them as leaks and fail the host's child. Room is made
+    /// before the fork (before_fork): the child's handler allocates nothing.
+    std::vector<void const*> abandoned;
 };
 COMPILE_CACHE_DECL tier_worker_registry& the_tier_worker_registry() noexcept;
 tier_worker_registry& the_tier_worker_registry() noexcept {
@@ -10363,34 +11116,90 @@ tier_worker_registry& the_tier_worker_registry() noexcept {
         auto* r = new tier_worker_registry;
         ::pthread_atfork(&tier_worker::before_fork, &tier_worker::after_fork_in_parent,
                          &tier_worker::after_fork_in_child);
+        (void)std::atexit(&tier_worker::at_exit);
         return r;
     }();
     return *registry;
 }
 
-tier_worker::tier_worker(std::size_t max_bytes, std::chrono::milliseconds drain, runner run, dropper drop)
-    : max_bytes_(max_bytes), drain_(drain), run_(std::move(run)), drop_(std::move(drop)) {
+tier_worker::tier_worker(std::size_t max_bytes, std::chrono::milliseconds drain, runner run, dropper drop,
+                         std::chrono::milliseconds end_grace)
+    : max_bytes_(max_bytes), drain_(drain), end_grace_(end_grace), run_(std::move(run)), drop_(std::move(drop)) {
     tier_worker_registry& r = the_tier_worker_registry();
     std::lock_guard<std::mutex> lock(r.mutex);
     r.workers.push_back(this);
 }
 
 tier_worker::~tier_worker() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (thread_) {
-        ending_ = true;
-        drain_until_ = std::chrono::steady_clock::now() + drain_;
-        wake_->notify_all();
-        lock.unlock();
-        thread_->join(); // the thread ends at the drain's end (a job under way runs to its end)
-        lock.lock();
+    if (!stop()) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        if (thread_) {
+            lock.unlock();
+            thread_->join(); // (its owner did not keep it past stop's bound: the job runs to its end)
+            lock.lock();
+            thread_.reset();
+        }
     }
+    std::unique_lock<std::mutex> lock(mutex_);
     for (job const& j : queue_) drop_(j); // none without a thread (or a child's inherited jobs: cleared)
     queue_.clear();
     lock.unlock();
     tier_worker_registry& r = the_tier_worker_registry();
     std::lock_guard<std::mutex> registry_lock(r.mutex);
     r.workers.erase(std::remove(r.workers.begin(), r.workers.end(), this), r.workers.end());
+}
+
+bool tier_worker::stop() noexcept {
+    try {
+        std::unique_lock<std::mutex> lock(mutex_);
+        if (!thread_) return true;
+        if (!ending_) {
+            ending_ = true;
+            drain_until_ = std::chrono::steady_clock::now() + drain_;
+        }
+        wake_->notify_all();
+        if (!idle_->wait_until(lock, drain_until_ + end_grace_, [this] { return finished_; })) return false;
+        std::unique_ptr<std::thread> thread = std::move(thread_);
+        lock.unlock();
+        thread->join(); // (it has left its loop: it returns at once)
+        return true;
+    } catch (...) {
+        return false;
+    }
+}
+
+void tier_worker::keep_for_ever(void const* p) noexcept {
+    tier_worker_registry& r = the_tier_worker_registry();
+    try {
+        std::lock_guard<std::mutex> lock(r.mutex);
+        r.abandoned.push_back(p);
+    } catch (...) {
+    }
+}
+
+void tier_worker::at_exit() noexcept {
+    tier_worker_registry& r = the_tier_worker_registry();
+    std::vector<tier_worker*> workers;
+    {
+        std::lock_guard<std::mutex> lock(r.mutex);
+        try {
+            workers = r.workers;
+        } catch (...) {
+            return;
+        }
+        // Every drain runs at once, not one after another.
+        auto const now = std::chrono::steady_clock::now();
+        for (tier_worker* w : workers) {
+            std::lock_guard<std::mutex> worker_lock(w->mutex_);
+            if (w->thread_ && !w->ending_) {
+                w->ending_ = true;
+                w->drain_until_ = now + w->drain_;
+                w->wake_->notify_all();
+            }
+        }
+    }
+    // (A worker destroyed meanwhile by another thread is the host's race with exit.)
+    for (tier_worker* w : workers) (void)w->stop();
 }
 
 bool tier_worker::push(job&& j) noexcept {
@@ -10400,7 +11209,21 @@ bool tier_worker::push(job&& j) noexcept {
         {
             std::lock_guard<std::mutex> lock(mutex_);
             if (ending_ || size > max_bytes_ || queued_bytes_ > max_bytes_ - size) return false;
-            if (!thread_) thread_ = std::make_unique<std::thread>([this] { work(); });
+            if (!thread_) {
+                // The thread takes no signal (it is started with all of them blocked): the
+                // host's handlers run on the host's threads only.
+                sigset_t all;
+                sigset_t before;
+                ::sigfillset(&all);
+                bool const masked = ::pthread_sigmask(SIG_SETMASK, &all, &before) == 0;
+                try {
+                    thread_ = std::make_unique<std::thread>([this] { work(); });
+                } catch (...) {
+                    if (masked) ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
+                    throw;
+                }
+                if (masked) ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
+            }
             queue_.push_back(std::move(j));
             queued_bytes_ += size;
             wake = waiting_; // (a busy thread looks at the queue before it waits: no wake-up call)
@@ -10468,12 +11291,17 @@ void tier_worker::work() noexcept {
         queued_bytes_ -= std::min(queued_bytes_, cost(j));
         idle_->notify_all(); // (wait_idle and cancel)
     }
+    finished_ = true;
     idle_->notify_all();
 }
 
 void tier_worker::before_fork() noexcept {
     tier_worker_registry& r = the_tier_worker_registry();
     r.mutex.lock();
+    try {
+        r.abandoned.reserve(r.abandoned.size() + 3 * r.workers.size()); // (see after_fork_in_child)
+    } catch (...) {
+    }
     for (tier_worker* w : r.workers) {
         // The thread holds the mutex only between jobs. A job under way holds the storages'
         // and the tier's locks, which a child would inherit held: let it end (boundedly),
@@ -10507,7 +11335,9 @@ void tier_worker::after_fork_in_child() noexcept {
     for (tier_worker* w : r.workers) {
         w->fork_pending_ = false;
         if (w->thread_) {
-            (void)w->thread_.release(); // no such thread here: neither joined nor detached
+            // No such thread here: neither joined nor detached, kept (never freed).
+            std::thread* const parents_thread = w->thread_.release();
+            if (r.abandoned.size() < r.abandoned.capacity()) r.abandoned.push_back(parents_thread);
             if (w->running_) w->forked_mid_job_.store(true, std::memory_order_relaxed);
             if (w->running_ || !w->queue_.empty()) w->forked_with_work_.store(true, std::memory_order_relaxed);
             w->running_ = false;
@@ -10516,8 +11346,10 @@ void tier_worker::after_fork_in_child() noexcept {
             try {
                 auto wake = std::make_unique<std::condition_variable>();
                 auto idle = std::make_unique<std::condition_variable>();
-                (void)w->wake_.release();
-                (void)w->idle_.release();
+                std::condition_variable* const parents_wake = w->wake_.release();
+                std::condition_variable* const parents_idle = w->idle_.release();
+                if (r.abandoned.size() < r.abandoned.capacity()) r.abandoned.push_back(parents_wake);
+                if (r.abandoned.size() < r.abandoned.capacity()) r.abandoned.push_back(parents_idle);
                 w->wake_ = std::move(wake);
                 w->idle_ = std::move(idle);
             } catch (...) {
@@ -10960,8 +11792,11 @@ enum class miss_reason : std::size_t {
     /// HMAC does not verify (written without the secret or with another one, damaged,
     /// or forged); without one, the entry is keyed. See docs/security.md.
     unauthenticated,
+    /// A signed entry from a tier's remote whose signer is not among the trusted keys
+    /// (PREFIX_TRUSTED_KEYS_FILE): a key taken out of the list, or never in it.
+    untrusted_signer,
 };
-inline constexpr std::size_t miss_reason_count = 9;
+inline constexpr std::size_t miss_reason_count = 10;
 
 enum class store_failure : std::size_t {
     serialize_error,      ///< the serializer threw
@@ -10974,7 +11809,7 @@ inline constexpr std::size_t store_failure_count = 4;
 inline char const* to_string(miss_reason r) noexcept {
     static char const* const names[miss_reason_count] = {
         "absent", "corrupt", "foreign-version", "key-mismatch", "too-large",
-        "read-error", "unresolved-reference", "deserialize-error", "unauthenticated"};
+        "read-error", "unresolved-reference", "deserialize-error", "unauthenticated", "untrusted-signer"};
     return names[static_cast<std::size_t>(r)];
 }
 
@@ -11703,6 +12538,7 @@ inline std::optional<miss_reason> miss_reason_of(envelope_status s) noexcept {
     case envelope_status::key_mismatch: return miss_reason::key_mismatch;
     case envelope_status::too_large: return miss_reason::too_large;
     case envelope_status::unauthenticated: return miss_reason::unauthenticated;
+    case envelope_status::untrusted_signer: return miss_reason::untrusted_signer;
     }
     return miss_reason::corrupt;
 }
@@ -11791,9 +12627,32 @@ struct cache_options {
     double verify_fraction = 0;
     /// A kernel whose compile took less is not stored (counted store-skipped.cheap).
     std::chrono::nanoseconds min_compile_time{0};
+    /// Signed entries on a tier's remote (compile_cache/signing/signed_entries.hpp makes
+    /// them; from_env from PREFIX_SIGNING_KEY_FILE and PREFIX_TRUSTED_KEYS_FILE). When set,
+    /// an entry the tier read from its remote is accepted only when one of its trusted
+    /// keys signed it (else a miss, `unauthenticated` or `untrusted-signer`), and is then
+    /// kept locally sealed as local entries are (`secret`, or a CRC-32C); the tier's
+    /// uploads are signed by its signing key, and without one nothing is uploaded. Local
+    /// entries are checked as without it. Null (the default): the remote's entries are
+    /// checked as local ones.
+    std::shared_ptr<entry_signatures const> signatures;
 };
 
 namespace detail {
+/// A Storage whose reads say which answers came from a shared remote: a static
+/// `from_remote` origin (tiered_storage::from_remote).
+template <class S>
+using from_remote_origin_t = decltype(static_cast<std::uint32_t>(S::from_remote));
+template <class S>
+using has_from_remote_origin = is_detected<from_remote_origin_t, S>;
+/// A Storage that signs what it uploads to its remote:
+/// `set_remote_sealer(std::function<bool(key const&, std::string_view, std::string&)>)`.
+template <class S>
+using set_remote_sealer_t = decltype(std::declval<S&>().set_remote_sealer(
+    std::declval<std::function<bool(key const&, std::string_view, std::string&)>>()));
+template <class S>
+using has_set_remote_sealer = is_detected<set_remote_sealer_t, S>;
+
 /// Reads PREFIX_VERIFY and PREFIX_MIN_COMPILE_TIME into `options`; a value that does
 /// not parse is one line through `env`, and the default stays.
 COMPILE_CACHE_DECL void cache_settings_from_env(settings_reader const& env, cache_options& options);
@@ -11811,6 +12670,11 @@ struct cache_env_settings {
     std::shared_ptr<held_lines> held;
 };
 COMPILE_CACHE_DECL cache_env_settings read_cache_env_settings(std::string_view prefix);
+
+/// Reads PREFIX_SIGNING_KEY_FILE and PREFIX_TRUSTED_KEYS_FILE into options.signatures
+/// through the registered loader (signing/signed_entries.hpp); empty, or the line that
+/// disables the cache (a file that cannot be used, or no loader in this program).
+COMPILE_CACHE_DECL std::string read_signature_files(settings_reader const& env, cache_options& options);
 
 } // namespace detail
 
@@ -11893,9 +12757,10 @@ public:
     /// An enabled cache over `storage`; with `options.secret`, authenticated entries.
     explicit basic_cache(Storage storage, cache_options options = {})
         : state_(std::make_unique<state>()), storage_(std::move(storage)), options_(std::move(options)),
-          auth_(options_.secret), enabled_(true) {
+          auth_(options_.secret), remote_auth_(envelope_auth::signed_by(options_.signatures)), enabled_(true) {
         refuse_unusable_storage();
         pass_logger_to_storage();
+        pass_sealer_to_storage();
     }
 
     basic_cache(basic_cache&&) noexcept = default;
@@ -11906,6 +12771,7 @@ public:
             storage_ = std::move(other.storage_);
             options_ = std::move(other.options_);
             auth_ = std::move(other.auth_);
+            remote_auth_ = std::move(other.remote_auth_);
             enabled_ = other.enabled_;
         }
         return *this;
@@ -12048,6 +12914,10 @@ public:
         s.push_back({p + "_LOG", "1 sends one-line diagnostics (misses with their reason, store failures) to stderr"});
         s.push_back({p + "_SECRET_FILE", "a file whose content is the secret that authenticates entries "
                                          "(HMAC-SHA256); if it cannot be read, or is empty, the cache is disabled"});
+        s.push_back({p + "_SIGNING_KEY_FILE", "a writer's secret key (compile-cache keygen): entries it uploads to a "
+                                              "remote are signed; needs compile_cache/signing/signed_entries.hpp"});
+        s.push_back({p + "_TRUSTED_KEYS_FILE", "public keys, one NAME:BASE64 line each: only remote entries signed by "
+                                               "one are loaded; without a signing key the remote is read-only"});
         s.push_back({p + "_VERIFY", "1 also compiles every hit and compares the bytes (a fraction such as 0.01: that "
                                     "share of hits); a difference is reported unsound or nondeterministic"});
         s.push_back({p + "_MIN_COMPILE_TIME", "milliseconds: a kernel that compiled faster is not stored (default 0)"});
@@ -12109,6 +12979,34 @@ public:
                                                        static_cast<void const*>(nullptr));
     }
 
+    /// Reads ahead the entries of `keys` and, for each key given an entry_info (`infos[i]`
+    /// for `keys[i]`; fewer infos: none for the rest), its kernel's identity record, in as
+    /// few exchanges as the storage can (tiered_storage over Redis: one round trip for
+    /// all), so that the get_or_compile and load calls that follow find them without a
+    /// remote call of their own. Each is still read and checked as any entry when it is
+    /// used. Does nothing when the cache is disabled or its storage has no `prefetch`
+    /// (storage/concept.hpp). Never throws.
+    void prefetch(std::vector<key_result> const& keys, std::vector<entry_info> const& infos = {}) noexcept {
+        if constexpr (detail::has_prefetch<Storage>::value) {
+            if (!enabled_) return;
+            try {
+                std::vector<key> wanted;
+                wanted.reserve(keys.size() * 2);
+                for (std::size_t i = 0; i < keys.size(); ++i) {
+                    if (!keys[i].ok()) continue;
+                    wanted.push_back(keys[i].value());
+                    if (i < infos.size() && options_.record_identities)
+                        wanted.push_back(identity_record_key(
+                            kernel_identity(infos[i].identity, infos[i].name, infos[i].origin_file)));
+                }
+                if (!wanted.empty()) storage_.prefetch(wanted, options_.max_entry_size);
+            } catch (...) {
+            }
+        } else {
+            (void)keys, (void)infos;
+        }
+    }
+
     /// Binds `self.kernel` to `k` in the resolver and compiles or loads it as its own
     /// `self`: the two calls `resolver().bind(&kernel, k.value())` and
     /// `get_or_compile(k, info, compile, &kernel)` in one.
@@ -12150,12 +13048,13 @@ private:
             read_result const rr = storage_.read(rk, bytes, identity_record_max_size);
             if (rr.status == read_status::too_large) over_bound = true;
             if (rr.status != read_status::found) return std::nullopt;
+            envelope_auth const& auth = auth_for(rr);
             detail::envelope_fields const env =
-                detail::check_envelope(bytes, rk, identity_record_format, identity_record_max_size, auth_);
+                detail::check_envelope(bytes, rk, identity_record_format, identity_record_max_size, auth);
             // A tier counts it, keeps another secret's, and copies a sound record it read
             // from its remote, so that this machine has it locally (for its misses and
-            // for `compile-cache explain`).
-            detail::tell_entry_checked(storage_, rk, bytes, rr, env.status);
+            // for `compile-cache explain`): resealed locally when it was checked by signature.
+            tell_checked(rk, bytes, rr, env.status, auth);
             return detail::identity_record_in(env, identity, over_bound);
         } catch (...) {
             return std::nullopt;
@@ -12279,6 +13178,8 @@ private:
         detail::hit_verifier verifier;                  ///< verify mode
         detail::toolchain_component<Hasher> toolchain;  ///< make_key_builder's, and its parts
         detail::counters_flushed flushed;               ///< flush_statistics's
+        std::mutex signers_mutex;
+        std::vector<std::string> signers_said; ///< untrusted signers' key ids already logged (at most 64)
     };
 
     // One load's bookkeeping: its key, where its miss reason goes, when it started, and
@@ -12353,15 +13254,58 @@ private:
     // Checks the entry read for `k`; a status other than ok is a counted miss, and a
     // damaged entry is reported to the storage.
     detail::envelope_fields open_entry(key const& k, std::string const& buffer, load_attempt& attempt) {
+        envelope_auth const& auth = auth_for(attempt.read);
         detail::envelope_fields env =
-            detail::check_envelope(buffer, k, Serializer::format_id(), options_.max_entry_size, auth_);
+            detail::check_envelope(buffer, k, Serializer::format_id(), options_.max_entry_size, auth);
         // A tier copies a sound remote entry locally.
-        detail::tell_entry_checked(storage_, k, buffer, attempt.read, env.status);
+        tell_checked(k, buffer, attempt.read, env.status, auth);
         if (std::optional<miss_reason> const miss = miss_reason_of(env.status)) {
             if (is_damaged_entry(env.status)) detail::tell_storage_corrupt(storage_, k);
-            missed(attempt, *miss, {});
+            missed(attempt, *miss, env.status == envelope_status::untrusted_signer ? untrusted_signer_detail(env) : "");
         }
         return env;
+    }
+
+    // How an entry the storage's read answered `rr` for is checked: by signature when it
+    // came from a tier's remote and signatures are configured, else as local entries are.
+    envelope_auth const& auth_for(read_result const& rr) const noexcept {
+        if constexpr (detail::has_from_remote_origin<Storage>::value) {
+            if (remote_auth_.is_signed() && rr.origin == static_cast<std::uint32_t>(Storage::from_remote))
+                return remote_auth_;
+        }
+        (void)rr;
+        return auth_;
+    }
+
+    // Tells the storage what the check found; an entry accepted by signature is handed
+    // over resealed in the local mode (auth_), so that the tier keeps it locally as a
+    // local entry and later hits cost what local hits cost. Checked by signature, an
+    // entry no trusted key signed is no other secret's entry to keep (as the tier keeps
+    // those): one of an untrusted signer is, to the storage, sound but not for here
+    // (foreign_version: a writer replaces it after a rotation), and any other refusal is
+    // damage (a forgery or garbage, which a writer's store replaces).
+    void tell_checked(key const& k, std::string const& bytes, read_result const& rr, envelope_status status,
+                      envelope_auth const& auth) {
+        if (status == envelope_status::untrusted_signer) status = envelope_status::foreign_version;
+        if (status == envelope_status::unauthenticated && auth.is_signed()) status = envelope_status::corrupt;
+        if (status == envelope_status::ok && &auth != &auth_) {
+            std::string resealed;
+            if (reseal_envelope(bytes, auth, auth_, resealed)) detail::tell_entry_checked(storage_, k, resealed, rr, status);
+            return;
+        }
+        detail::tell_entry_checked(storage_, k, bytes, rr, status);
+    }
+
+    // The log detail of an untrusted signer's miss: its key id, the first time it is seen.
+    std::string untrusted_signer_detail(detail::envelope_fields const& env) {
+        std::string const id = key(env.signer_id.data(), env.signer_id.size()).hex();
+        std::lock_guard<std::mutex> lock(state_->signers_mutex);
+        if (std::find(state_->signers_said.begin(), state_->signers_said.end(), id) != state_->signers_said.end() ||
+            state_->signers_said.size() >= 64)
+            return {};
+        state_->signers_said.push_back(id);
+        return "signed by key id " + id + ", which no trusted key has (a key taken out of the trusted keys, or never "
+                                          "in them); said once for this key";
     }
 
     // The artifact in `payload`, its references relinked; nullopt (a counted miss)
@@ -12478,6 +13422,24 @@ private:
         if (enabled_) detail::pass_logger_to_storage(storage_, options_.logger);
     }
 
+    /// With signatures, a Storage that uploads to a remote (set_remote_sealer) gets the
+    /// function that turns a store's entry into the one it uploads: signed, or none
+    /// (false: not uploaded) without a signing key.
+    void pass_sealer_to_storage() {
+        if constexpr (detail::has_set_remote_sealer<Storage>::value) {
+            if (!enabled_ || !remote_auth_.is_signed()) return;
+            envelope_auth const local = auth_, remote = remote_auth_;
+            storage_.set_remote_sealer([local, remote](key const&, std::string_view entry, std::string& out) {
+                try {
+                    return reseal_envelope(entry, local, remote, out);
+                } catch (...) {
+                    out.clear();
+                    return false;
+                }
+            });
+        }
+    }
+
     /// A Storage with `bool usable() const` that answers false (or throws) disables the
     /// cache, with one line: through the logger, or on stderr when there is none.
     void refuse_unusable_storage() noexcept {
@@ -12496,6 +13458,7 @@ private:
     Storage storage_{};
     cache_options options_;
     envelope_auth auth_; ///< from options_.secret; set by the constructor only
+    envelope_auth remote_auth_; ///< signed by options_.signatures, or unkeyed (then unused)
     bool enabled_ = false;
 };
 
@@ -12530,6 +13493,29 @@ void cache_settings_from_env(settings_reader const& env, cache_options& options)
     record_identities_from_env(env, options.record_identities);
 }
 
+std::string read_signature_files(settings_reader const& env, cache_options& options) {
+    signature_files files{env.name("_SIGNING_KEY_FILE"), env.value("_SIGNING_KEY_FILE"),
+                          env.name("_TRUSTED_KEYS_FILE"), env.value("_TRUSTED_KEYS_FILE")};
+    if (files.signing_key_file.empty() && files.trusted_keys_file.empty()) return {};
+    entry_signatures_loader const loader = registered_signatures_loader();
+    if (!loader)
+        return (files.signing_key_file.empty() ? files.trusted_keys_setting : files.signing_key_setting) +
+               " is set, but this program was built without signed entries (compile_cache/signing/"
+               "signed_entries.hpp, with libsodium); the cache is disabled, since its remote entries could not be "
+               "checked";
+    std::string why;
+    try {
+        options.signatures = loader(files, why);
+    } catch (std::exception const& e) {
+        why = e.what();
+    } catch (...) {
+        why = "the key files could not be read";
+    }
+    if (options.signatures) return {};
+    return why + "; the cache is disabled, since its remote entries could not be " +
+           (files.signing_key_file.empty() ? "checked" : "signed");
+}
+
 cache_env_settings read_cache_env_settings(std::string_view prefix_view) {
     std::string const prefix(prefix_view);
     cache_options options;
@@ -12559,15 +13545,19 @@ cache_env_settings read_cache_env_settings(std::string_view prefix_view) {
             cache_off = plain.name("_SECRET_FILE") + "=\"" + secret_file + "\": " + why +
                         "; the cache is disabled, since its entries could not be authenticated";
     }
+    if (cache_off.empty()) cache_off = read_signature_files(plain, options);
     bool const authenticated = !options.secret.empty();
+    // A shared server is trusted only with authentication: an HMAC secret, or trusted
+    // keys (a writer trusts its own).
+    bool const signatures = options.signatures != nullptr;
     bool insecure = false;
     if (cache_off.empty()) {
         cache_settings_from_env(own, options);
-        if (!authenticated && !plain.is_off("_REMOTE"))
+        if (!authenticated && !signatures && !plain.is_off("_REMOTE"))
             insecure = own.flag("_REMOTE_INSECURE", false, "the remote needs a secret");
     }
-    storage_settings storage{settings_reader_access::holding(prefix, held), authenticated, authenticated || insecure,
-                             options.logger, std::move(cache_off)};
+    storage_settings storage{settings_reader_access::holding(prefix, held), authenticated,
+                             authenticated || signatures || insecure, options.logger, std::move(cache_off)};
     return cache_env_settings{std::move(options), std::move(storage), std::move(held)};
 }
 

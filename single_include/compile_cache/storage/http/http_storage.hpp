@@ -103,6 +103,7 @@ __asm__(".pushsection .rodata.compile_cache_header_only_mark,\"aG\",@progbits,co
 #include <curl/curl.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -147,6 +148,12 @@ struct http_options {
     /// A listing (PROPFIND) gives up, as an error, past this long or this many bytes of answers.
     std::chrono::milliseconds listing_timeout{std::chrono::minutes(10)};
     std::uint64_t listing_max_bytes = std::uint64_t{1} << 30;
+    /// A batch read (http_storage::read_many) runs at most this many GETs at once, each on
+    /// a connection of its own (kept alive for the next batch).
+    std::size_t batch_connections = 8;
+    /// A batch read takes at most this many bytes of bodies into memory in all; the keys
+    /// whose bodies would pass it are answered as errors (too_large).
+    std::size_t batch_max_bytes = std::size_t(256) << 20;
 };
 
 /// What the last failing call of an http_storage saw, for a log line: the method, the
@@ -162,6 +169,19 @@ namespace detail {
 inline bool http_global_init() noexcept {
     static bool const ok = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
     return ok;
+}
+
+/// Whether this libcurl resolves names off the calling thread (threaded resolver or
+/// c-ares: `AsynchDNS`), so that the connect timeout bounds a resolution.
+inline bool http_resolves_asynchronously() noexcept {
+    curl_version_info_data const* v = curl_version_info(CURLVERSION_NOW);
+    return v && (v->features & CURL_VERSION_ASYNCHDNS) != 0;
+}
+
+/// Whether `host` (as http_address keeps it) is an address, which needs no resolution.
+inline bool http_host_is_address(std::string const& host) noexcept {
+    if (!host.empty() && host.front() == '[') return true;
+    return !host.empty() && host.find_first_not_of("0123456789.") == std::string::npos;
 }
 
 inline http_errc http_errc_of(CURLcode c) noexcept {
@@ -215,8 +235,13 @@ inline http_errc http_errc_of_status(long status) noexcept {
 /// are an error_code of http_category() (http_errc) for a tier to count; last_failure()
 /// tells the method, the URL and the status, never a credential.
 ///
-/// One libcurl handle per storage, so one kept-alive connection: calls are serialised,
-/// a call waiting for the handle no longer than http_options::timeout. Move-only.
+/// One libcurl handle per storage, so one kept-alive connection: calls are serialised.
+/// Each call has one deadline, http_options::timeout from its start, for all it does (the
+/// wait for the handle, the name's resolution, the connection, a store's MKCOLs and second
+/// PUT). A redirect, where followed, goes from https to https only. A process forked from
+/// one that used the storage makes handles and connections of its own at its first call
+/// (the parent's are left untouched, and open, in the child); a child forked while another
+/// thread was in a call waits for a handle that is never freed: its calls time out. Move-only.
 class http_storage {
 public:
     /// The storage `options` describe. Throws std::invalid_argument (the URL's fault in one
@@ -234,6 +259,10 @@ public:
 
     http_storage(http_storage&&) noexcept = default;
     http_storage& operator=(http_storage&&) noexcept = default;
+
+    /// Whether `url` is an HTTP server's (`http://`, `https://`, any case): the schemes
+    /// that select this storage among a program's remotes (remote_by_url).
+    static bool handles_url(std::string_view url) noexcept { return http_address::is_http_url(url); }
 
     /// The storage the settings ask for (settings.hpp): `PREFIX_REMOTE` an `http://` or
     /// `https://` URL (anything else: not configured, another remote's), then
@@ -301,6 +330,10 @@ public:
             o.timeout = positive("_REMOTE_TIMEOUT", o.timeout);
             http_storage storage(std::move(o));
             storage.state_->logger = settings.logger;
+            if (!detail::http_resolves_asynchronously() && !detail::http_host_is_address(storage.state_->address.host))
+                env.report(storage.describe() + ": this libcurl resolves names on the calling thread (no AsynchDNS), so "
+                                                "a DNS server that does not answer can hold a call past " +
+                           env.name("_REMOTE_TIMEOUT") + "; give the server as an address where that matters");
             if (storage.state_->options.tls_insecure) {
                 env.report(storage.insecure_line(env.name("_REMOTE_TLS_INSECURE")));
                 storage.state_->insecure_said = true;
@@ -339,7 +372,7 @@ public:
     read_result read(key const& k, std::string& out, std::size_t max_size) noexcept {
         out.clear();
         try {
-            exchange x = call("GET", entry_url(k), {}, &out, max_size, state_->options.timeout);
+            exchange x = call("GET", entry_url(k), {}, &out, max_size, deadline_of_call());
             if (x.over_bound) {
                 out.clear();
                 return {read_status::too_large, make_error_code(http_errc::too_large)};
@@ -362,21 +395,47 @@ public:
         }
     }
 
+    /// Reads `keys` at once (the optional batch read): `out[i]` is what `read(keys[i],
+    /// bytes, max)` would answer (found with the bytes, absent, too_large, or error with
+    /// its http_errc), `out` holding one pair per key. The GETs run concurrently, at most
+    /// http_options::batch_connections at a time, each on a kept-alive connection of the
+    /// batch's own (libcurl's multi interface; the single calls keep theirs). Bounded: the
+    /// whole batch by one http_options::timeout, each body by `max` and, in all, by
+    /// batch_max_bytes: a GET started once the bodies read so far leave less than `max`
+    /// takes at most what is left, and a body past that answers `error` with too_large
+    /// (so at most batch_connections times what is left is in memory at once). Never throws.
+    void read_many(std::vector<key> const& keys, std::size_t max,
+                   std::vector<std::pair<read_result, std::string>>& out) noexcept {
+        try {
+            out.clear();
+            out.resize(keys.size());
+            if (keys.empty()) return;
+            read_batch(keys, max, out);
+        } catch (...) {
+            for (auto& o : out) {
+                o.second.clear();
+                o.first = {read_status::error, make_error_code(http_errc::other)};
+            }
+        }
+    }
+
     /// As read: an HTTP server keeps no use time for the cache to leave alone.
     read_result peek(key const& k, std::string& out, std::size_t max_size) noexcept { return read(k, out, max_size); }
 
     std::error_code write(key const& k, std::string_view bytes) noexcept {
         try {
             std::string const url = entry_url(k);
-            exchange x = call("PUT", url, bytes, nullptr, 0, state_->options.timeout);
+            // One deadline for the whole store, its MKCOLs and second PUT included.
+            clock::time_point const deadline = deadline_of_call();
+            exchange x = call("PUT", url, bytes, nullptr, 0, deadline);
             if (!x.error && (x.status == 409 || x.status == 500) && state_->options.layout != http_layout::flat) {
                 // The folder may be missing: WebDAV answers 409 (RFC 4918), nginx without
                 // create_full_put_path 500. Make the base and the folder (either may exist
                 // already: its MKCOL fails, harmlessly), then put again, once.
                 std::string const folder = url.substr(0, url.rfind('/') + 1);
-                call("MKCOL", state_->address.base(), {}, nullptr, 0, state_->options.timeout);
-                call("MKCOL", folder, {}, nullptr, 0, state_->options.timeout);
-                x = call("PUT", url, bytes, nullptr, 0, state_->options.timeout);
+                exchange const base = call("MKCOL", state_->address.base(), {}, nullptr, 0, deadline);
+                exchange const made = base.error ? base : call("MKCOL", folder, {}, nullptr, 0, deadline);
+                x = made.error ? made : call("PUT", url, bytes, nullptr, 0, deadline);
             }
             if (!x.error && x.status / 100 == 2) return {};
             std::error_code const e = x.error ? x.error : make_error_code(detail::http_errc_of_status(x.status));
@@ -389,7 +448,7 @@ public:
 
     std::error_code remove(key const& k) noexcept {
         try {
-            exchange x = call("DELETE", entry_url(k), {}, nullptr, 0, state_->options.timeout);
+            exchange x = call("DELETE", entry_url(k), {}, nullptr, 0, deadline_of_call());
             if (!x.error && (x.status / 100 == 2 || x.status == 404 || x.status == 410)) return {};
             std::error_code const e = x.error ? x.error : make_error_code(detail::http_errc_of_status(x.status));
             fail("DELETE", k, x, e);
@@ -412,10 +471,9 @@ public:
             std::string const base = state_->address.base();
             folders.push_back(state_->options.layout == http_layout::bazel ? base + "ac/" : base);
             for (std::size_t i = 0; i < folders.size(); ++i) {
-                auto const left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
-                if (left.count() <= 0) return make_error_code(http_errc::timeout);
+                if (clock::now() >= deadline) return make_error_code(http_errc::timeout);
                 std::string body;
-                exchange x = call("PROPFIND", folders[i], {}, &body, state_->options.listing_max_bytes, left);
+                exchange x = call("PROPFIND", folders[i], {}, &body, state_->options.listing_max_bytes, deadline);
                 if (x.over_bound) return make_error_code(http_errc::too_large);
                 if (!x.error && x.status == 404) continue;
                 if (!x.error && (x.status == 405 || x.status == 501)) {
@@ -496,6 +554,9 @@ private:
     struct curl_deleter {
         void operator()(CURL* c) const noexcept { curl_easy_cleanup(c); }
     };
+    struct curl_multi_deleter {
+        void operator()(CURLM* m) const noexcept { curl_multi_cleanup(m); }
+    };
 
     /// The bearer token file as last read: re-read when any of these changes.
     struct file_stamp {
@@ -513,6 +574,10 @@ private:
         http_address address;
         std::timed_mutex handle_mutex; // one call at a time on the handle (and its connection)
         std::unique_ptr<CURL, curl_deleter> handle;
+        std::timed_mutex batch_mutex; // one batch read at a time on the multi handle
+        std::unique_ptr<CURLM, curl_multi_deleter> multi;          // (before its easy handles: they go first)
+        std::vector<std::unique_ptr<CURL, curl_deleter>> batch_handles; // a batch's concurrent GETs
+        pid_t handles_pid = 0; // the process the handles were made in (own_handles)
         std::string token;
         file_stamp token_stamp;
         mutable std::mutex failure_mutex;
@@ -657,85 +722,96 @@ private:
         return true;
     }
 
-    /// One exchange on the storage's handle, bounded by `timeout` in all (the wait for the
-    /// handle included). `upload`: the PUT body; `out`: where a 2xx body goes, up to `max`.
-    exchange call(char const* method, std::string const& url, std::string_view upload, std::string* out,
-                  std::uint64_t max, std::chrono::milliseconds timeout) const {
-        exchange x;
-        auto const start = clock::now();
-        std::unique_lock<std::timed_mutex> lock(state_->handle_mutex, std::defer_lock);
-        if (!lock.try_lock_for(timeout)) {
-            x.error = make_error_code(http_errc::timeout);
-            x.curl_text = "another call held the connection for the whole timeout";
-            return x;
-        }
-        auto const left = timeout - std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - start);
-        if (left.count() <= 0) {
-            x.error = make_error_code(http_errc::timeout);
-            return x;
-        }
-        if (!detail::http_global_init()) {
-            x.error = make_error_code(http_errc::other);
-            x.curl_text = "libcurl could not be initialised";
-            return x;
-        }
-        if (!state_->handle) state_->handle.reset(curl_easy_init());
-        CURL* const h = state_->handle.get();
-        if (!h) {
-            x.error = make_error_code(http_errc::other);
-            x.curl_text = "libcurl could not make a handle";
-            return x;
-        }
-        http_options const& o = state_->options;
-        bool const bearer = !o.token_file.empty();
-        if (bearer && !current_token()) {
-            x.error = make_error_code(http_errc::credentials);
-            x.curl_text = last_failure().text;
-            return x;
-        }
-        // reset keeps the open connection, the DNS cache and the TLS session.
-        curl_easy_reset(h);
-        char error_text[CURL_ERROR_SIZE] = {};
-        body_sink sink{h, out, out ? static_cast<std::size_t>(std::min<std::uint64_t>(max, SIZE_MAX)) : 0, false, 0};
-        body_source source{upload};
+    /// The deadline of one Storage call begun now: http_options::timeout from now.
+    clock::time_point deadline_of_call() const { return clock::now() + state_->options.timeout; }
+
+    static std::chrono::milliseconds left_until(clock::time_point deadline) {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
+    }
+
+    /// One request's state while libcurl runs it: where its body goes and comes from, its
+    /// headers, libcurl's words on a failure.
+    struct request {
+        std::string method;
+        std::string url;
+        body_sink sink;
+        body_source source;
         header_list headers;
-        headers.add("Expect:"); // no 100-continue wait before a large PUT
-        bool const put = std::strcmp(method, "PUT") == 0;
-        bool const propfind = std::strcmp(method, "PROPFIND") == 0;
+        char error_text[CURL_ERROR_SIZE] = {};
+        std::uint64_t bound = 0; ///< the body's bound (a batch's read)
+    };
+
+    /// A handle this process may use: a handle made before a fork() is the parent's (its
+    /// connection, its TLS session: bytes the child sent or read there would be in the
+    /// parent's stream), so a child leaves it alone, never cleaned up (that could write a
+    /// TLS close to the parent's connection), and makes its own.
+    void own_handles() const {
+        pid_t const self = ::getpid();
+        if (state_->handles_pid == self) return;
+        if (state_->handles_pid != 0) {
+            (void)state_->handle.release();
+            (void)state_->multi.release();
+            for (auto& h : state_->batch_handles) (void)h.release();
+            state_->batch_handles.clear();
+        }
+        state_->handles_pid = self;
+    }
+
+    /// Sets `h` up for `rq` (its options from none: the handle was reset), the exchange
+    /// bounded by `left`. False, with x's error, when libcurl refused an option.
+    bool prepare(CURL* h, request& rq, std::string* out, std::uint64_t max, std::string_view upload,
+                 std::chrono::milliseconds left, exchange& x) const {
+        http_options const& o = state_->options;
+        rq.sink = body_sink{h, out, out ? static_cast<std::size_t>(std::min<std::uint64_t>(max, SIZE_MAX)) : 0, false, 0};
+        rq.source = body_source{upload};
+        rq.headers.add("Expect:"); // no 100-continue wait before a large PUT
+        bool const put = rq.method == "PUT";
+        bool const propfind = rq.method == "PROPFIND";
         static char const propfind_body[] =
             "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<D:propfind xmlns:D=\"DAV:\"><D:prop>"
             "<D:resourcetype/><D:getcontentlength/><D:getlastmodified/></D:prop></D:propfind>\n";
-        if (put) headers.add("Content-Type: application/octet-stream");
+        if (put) rq.headers.add("Content-Type: application/octet-stream");
         if (propfind) {
-            headers.add("Depth: 1");
-            headers.add("Content-Type: application/xml");
+            rq.headers.add("Depth: 1");
+            rq.headers.add("Content-Type: application/xml");
         }
         auto set = [&](CURLoption option, auto value) {
             CURLcode const c = curl_easy_setopt(h, option, value);
             if (c != CURLE_OK && x.curl_text.empty()) x.curl_text = curl_easy_strerror(c);
             return c == CURLE_OK;
         };
-        bool ok = set(CURLOPT_URL, url.c_str()) && set(CURLOPT_NOSIGNAL, 1L) && set(CURLOPT_ERRORBUFFER, error_text) &&
+        bool ok = set(CURLOPT_URL, rq.url.c_str()) && set(CURLOPT_NOSIGNAL, 1L) &&
+                  set(CURLOPT_ERRORBUFFER, rq.error_text) &&
                   set(CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(std::min(o.connect_timeout, left).count())) &&
                   set(CURLOPT_TIMEOUT_MS, static_cast<long>(left.count())) && set(CURLOPT_TCP_KEEPALIVE, 1L) &&
-                  set(CURLOPT_HTTPHEADER, headers.list) && set(CURLOPT_WRITEFUNCTION, &http_storage::on_body) &&
-                  set(CURLOPT_WRITEDATA, static_cast<void*>(&sink)) &&
+                  set(CURLOPT_HTTPHEADER, rq.headers.list) && set(CURLOPT_WRITEFUNCTION, &http_storage::on_body) &&
+                  set(CURLOPT_WRITEDATA, static_cast<void*>(&rq.sink)) &&
                   set(CURLOPT_FOLLOWLOCATION, o.follow_redirects ? 1L : 0L) && set(CURLOPT_MAXREDIRS, 5L);
+        // A redirect is followed only to as safe a scheme: from https, to https alone (an
+        // https server's redirect to http would send the request, and its credentials
+        // where the server allows, in the clear).
+        bool const tls = state_->address.tls;
 #if LIBCURL_VERSION_NUM >= 0x075500
-        ok = ok && set(CURLOPT_PROTOCOLS_STR, "http,https") && set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+        ok = ok && set(CURLOPT_PROTOCOLS_STR, "http,https") && set(CURLOPT_REDIR_PROTOCOLS_STR, tls ? "https" : "http,https");
 #else
         ok = ok && set(CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS)) &&
-             set(CURLOPT_REDIR_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+             set(CURLOPT_REDIR_PROTOCOLS, static_cast<long>(tls ? CURLPROTO_HTTPS : CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+#if LIBCURL_VERSION_NUM >= 0x075700
+        // A name still resolving at the timeout: its resolver thread is left to end on its
+        // own instead of waited for (libcurl's threaded resolver, Debian's), so the call
+        // ends at its deadline.
+        ok = ok && set(CURLOPT_QUICK_EXIT, 1L);
 #endif
         if (out && !propfind) ok = ok && set(CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(std::min<std::uint64_t>(max, INT64_MAX)));
-        if (state_->address.tls) {
+        if (tls) {
             ok = ok && set(CURLOPT_SSL_VERIFYPEER, o.tls_insecure ? 0L : 1L) &&
                  set(CURLOPT_SSL_VERIFYHOST, o.tls_insecure ? 0L : 2L);
             if (!o.ca_file.empty()) ok = ok && set(CURLOPT_CAINFO, o.ca_file.c_str());
             if (!o.cert_file.empty()) ok = ok && set(CURLOPT_SSLCERT, o.cert_file.c_str());
             if (!o.key_file.empty()) ok = ok && set(CURLOPT_SSLKEY, o.key_file.c_str());
         }
-        if (bearer) {
+        if (!o.token_file.empty()) {
             ok = ok && set(CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BEARER)) &&
                  set(CURLOPT_XOAUTH2_BEARER, state_->token.c_str());
         } else if (!state_->address.user.empty()) {
@@ -744,32 +820,234 @@ private:
         }
         if (put) {
             ok = ok && set(CURLOPT_UPLOAD, 1L) && set(CURLOPT_READFUNCTION, &http_storage::on_upload) &&
-                 set(CURLOPT_READDATA, static_cast<void*>(&source)) &&
+                 set(CURLOPT_READDATA, static_cast<void*>(&rq.source)) &&
                  set(CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(upload.size()));
         } else if (propfind) {
-            ok = ok && set(CURLOPT_CUSTOMREQUEST, method) && set(CURLOPT_POSTFIELDS, propfind_body) &&
+            ok = ok && set(CURLOPT_CUSTOMREQUEST, "PROPFIND") && set(CURLOPT_POSTFIELDS, propfind_body) &&
                  set(CURLOPT_POSTFIELDSIZE, static_cast<long>(sizeof propfind_body - 1));
-        } else if (std::strcmp(method, "GET") != 0) {
-            ok = ok && set(CURLOPT_CUSTOMREQUEST, method);
+        } else if (rq.method != "GET") {
+            ok = ok && set(CURLOPT_CUSTOMREQUEST, rq.method.c_str());
         }
-        if (!ok) {
+        if (!ok) x.error = make_error_code(http_errc::other);
+        return ok;
+    }
+
+    /// What a finished request gave (libcurl's code `c`).
+    static exchange finish(CURL* h, request const& rq, CURLcode c) {
+        exchange x;
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &x.status);
+        if (rq.sink.over || (c == CURLE_FILESIZE_EXCEEDED && x.status / 100 == 2)) {
+            x.over_bound = true;
+        } else if (c == CURLE_WRITE_ERROR && rq.sink.dropped > drop_max) {
+            // An error status with a long body: the status is the answer.
+        } else if (c == CURLE_UNSUPPORTED_PROTOCOL && x.status / 100 == 3) {
+            // A redirect to a scheme it may not follow (https to http): the redirect is the answer.
+            x.error = make_error_code(http_errc::redirect);
+            x.curl_text = "HTTP " + std::to_string(x.status) + ", a redirect to a less safe scheme (refused)";
+        } else if (c != CURLE_OK && !(c == CURLE_FILESIZE_EXCEEDED && x.status != 0)) {
+            x.error = make_error_code(detail::http_errc_of(c));
+            x.curl_text = rq.error_text[0] ? std::string(rq.error_text) : std::string(curl_easy_strerror(c));
+        }
+        return x;
+    }
+
+    /// One exchange on the storage's handle, ending by `deadline` (the wait for the handle
+    /// included). `upload`: the PUT body; `out`: where a 2xx body goes, up to `max`.
+    exchange call(char const* method, std::string const& url, std::string_view upload, std::string* out,
+                  std::uint64_t max, clock::time_point deadline) const {
+        exchange x;
+        std::unique_lock<std::timed_mutex> lock(state_->handle_mutex, std::defer_lock);
+        if (!lock.try_lock_until(deadline)) {
+            x.error = make_error_code(http_errc::timeout);
+            x.curl_text = "another call held the connection for the whole timeout";
+            return x;
+        }
+        auto const left = left_until(deadline);
+        if (left.count() <= 0) {
+            x.error = make_error_code(http_errc::timeout);
+            x.curl_text = "the call's time was up before it was sent";
+            return x;
+        }
+        if (!detail::http_global_init()) {
             x.error = make_error_code(http_errc::other);
+            x.curl_text = "libcurl could not be initialised";
+            return x;
+        }
+        own_handles();
+        if (!state_->handle) state_->handle.reset(curl_easy_init());
+        CURL* const h = state_->handle.get();
+        if (!h) {
+            x.error = make_error_code(http_errc::other);
+            x.curl_text = "libcurl could not make a handle";
+            return x;
+        }
+        if (!state_->options.token_file.empty() && !current_token()) {
+            x.error = make_error_code(http_errc::credentials);
+            x.curl_text = last_failure().text;
+            return x;
+        }
+        // reset keeps the open connection, the DNS cache and the TLS session.
+        curl_easy_reset(h);
+        request rq;
+        rq.method = method;
+        rq.url = url;
+        if (!prepare(h, rq, out, max, upload, left, x)) {
             curl_easy_reset(h);
             return x;
         }
         CURLcode const c = curl_easy_perform(h);
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &x.status);
-        if (sink.over || (c == CURLE_FILESIZE_EXCEEDED && x.status / 100 == 2)) {
-            x.over_bound = true;
-        } else if (c == CURLE_WRITE_ERROR && sink.dropped > drop_max) {
-            // An error status with a long body: the status is the answer.
-        } else if (c != CURLE_OK && !(c == CURLE_FILESIZE_EXCEEDED && x.status != 0)) {
-            x.error = make_error_code(detail::http_errc_of(c));
-            x.curl_text = error_text[0] ? std::string(error_text) : std::string(curl_easy_strerror(c));
-        }
+        x = finish(h, rq, c);
         // Nothing of this call (the token, the password) stays set on the handle.
         curl_easy_reset(h);
         return x;
+    }
+
+    /// read_many's work (see there): keys[i]'s answer in out[i].
+    void read_batch(std::vector<key> const& keys, std::size_t max,
+                    std::vector<std::pair<read_result, std::string>>& out) {
+        clock::time_point const deadline = deadline_of_call();
+        auto fail_all_from = [&](std::size_t from, std::error_code e) {
+            for (std::size_t i = from; i < keys.size(); ++i)
+                if (out[i].first.status == read_status::absent && out[i].first.error.value() == -1) {
+                    out[i].second.clear();
+                    out[i].first = {read_status::error, e};
+                }
+        };
+        // Not answered yet: absent with the mark -1 (replaced by every answer).
+        for (auto& o : out) o.first = {read_status::absent, std::error_code(-1, http_category())};
+        std::unique_lock<std::timed_mutex> lock(state_->batch_mutex, std::defer_lock);
+        if (!lock.try_lock_until(deadline) || !detail::http_global_init()) {
+            fail_all_from(0, make_error_code(http_errc::timeout));
+            return;
+        }
+        {
+            std::unique_lock<std::timed_mutex> handle_lock(state_->handle_mutex, std::defer_lock);
+            if (!handle_lock.try_lock_until(deadline)) {
+                fail_all_from(0, make_error_code(http_errc::timeout));
+                return;
+            }
+            own_handles(); // (under both locks: the single handle's too)
+            if (!state_->options.token_file.empty() && !current_token()) {
+                fail_all_from(0, make_error_code(http_errc::credentials));
+                return;
+            }
+        }
+        if (!state_->multi) state_->multi.reset(curl_multi_init());
+        CURLM* const m = state_->multi.get();
+        std::size_t const width = std::max<std::size_t>(1, std::min<std::size_t>(state_->options.batch_connections, keys.size()));
+        while (state_->batch_handles.size() < width) {
+            CURL* h = curl_easy_init();
+            if (!h) break;
+            state_->batch_handles.emplace_back(h);
+        }
+        if (!m || state_->batch_handles.empty()) {
+            fail_all_from(0, make_error_code(http_errc::other));
+            return;
+        }
+        curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, static_cast<long>(width));
+        std::size_t batch_bytes = 0;
+        std::size_t const batch_max = state_->options.batch_max_bytes;
+        std::vector<std::unique_ptr<request>> running(state_->batch_handles.size());
+        std::vector<std::size_t> index_of(state_->batch_handles.size());
+        std::vector<std::size_t> idle;
+        for (std::size_t j = state_->batch_handles.size(); j-- > 0;) idle.push_back(j);
+        std::size_t next = 0;
+        std::size_t active = 0;
+        auto start_next = [&]() -> bool { // false: the deadline has passed
+            while (next < keys.size() && !idle.empty()) {
+                auto const left = left_until(deadline);
+                if (left.count() <= 0) return false;
+                std::size_t const j = idle.back();
+                CURL* const h = state_->batch_handles[j].get();
+                curl_easy_reset(h);
+                auto rq = std::make_unique<request>();
+                rq->method = "GET";
+                rq->url = entry_url(keys[next]);
+                exchange x;
+                std::size_t const bound = std::min(max, batch_max - std::min(batch_max, batch_bytes));
+                rq->bound = bound;
+                if (!prepare(h, *rq, &out[next].second, bound, {}, left, x) ||
+                    curl_easy_setopt(h, CURLOPT_PRIVATE, reinterpret_cast<char*>(j)) != CURLE_OK ||
+                    curl_multi_add_handle(m, h) != CURLM_OK) {
+                    curl_easy_reset(h);
+                    out[next].first = {read_status::error, make_error_code(http_errc::other)};
+                    ++next;
+                    continue;
+                }
+                idle.pop_back();
+                index_of[j] = next++;
+                running[j] = std::move(rq);
+                ++active;
+            }
+            return true;
+        };
+        auto answer = [&](std::size_t j, CURLcode c) {
+            CURL* const h = state_->batch_handles[j].get();
+            std::size_t const i = index_of[j];
+            exchange const x = finish(h, *running[j], c);
+            bool const entry_bound = running[j]->bound == max; // (not the batch's, smaller)
+            curl_multi_remove_handle(m, h);
+            curl_easy_reset(h);
+            running[j].reset();
+            idle.push_back(j);
+            --active;
+            std::string& bytes = out[i].second;
+            if (x.over_bound) {
+                bytes.clear();
+                bytes.shrink_to_fit();
+                // Past the entry bound: too_large; past what the batch may still take: an error.
+                out[i].first = entry_bound ? read_result{read_status::too_large, make_error_code(http_errc::too_large)}
+                                           : read_result{read_status::error, make_error_code(http_errc::too_large)};
+            } else if (!x.error && (x.status == 404 || x.status == 410)) {
+                bytes.clear();
+                out[i].first = {read_status::absent, {}};
+            } else if (x.error || x.status / 100 != 2) {
+                bytes.clear();
+                std::error_code const e = x.error ? x.error : make_error_code(detail::http_errc_of_status(x.status));
+                if (e == http_errc::too_large) {
+                    out[i].first = {read_status::too_large, e};
+                } else {
+                    fail("GET", keys[i], x, e);
+                    out[i].first = {read_status::error, e};
+                }
+            } else {
+                batch_bytes += bytes.size();
+                out[i].first = {read_status::found, {}};
+            }
+        };
+        bool in_time = start_next();
+        while (active > 0 && in_time) {
+            int still = 0;
+            if (curl_multi_perform(m, &still) != CURLM_OK) break;
+            int queued = 0;
+            while (CURLMsg* msg = curl_multi_info_read(m, &queued)) {
+                if (msg->msg != CURLMSG_DONE) continue;
+                char* p = nullptr;
+                curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &p);
+                answer(reinterpret_cast<std::size_t>(p), msg->data.result);
+            }
+            in_time = start_next();
+            if (active == 0) break;
+            auto const left = left_until(deadline);
+            if (left.count() <= 0) {
+                in_time = false;
+                break;
+            }
+            if (curl_multi_poll(m, nullptr, 0, static_cast<int>(std::min<std::int64_t>(left.count(), 100)), nullptr) !=
+                CURLM_OK)
+                break;
+        }
+        // What is still running or was never started: the deadline passed (or libcurl failed).
+        for (std::size_t j = 0; j < running.size(); ++j) {
+            if (!running[j]) continue;
+            CURL* const h = state_->batch_handles[j].get();
+            curl_multi_remove_handle(m, h); // its connection is closed, not kept
+            curl_easy_reset(h);
+            running[j].reset();
+            out[index_of[j]].second.clear();
+            out[index_of[j]].first = {read_status::error, make_error_code(in_time ? http_errc::other : http_errc::timeout)};
+        }
+        fail_all_from(0, make_error_code(in_time ? http_errc::other : http_errc::timeout));
     }
 
     std::unique_ptr<state> state_;

@@ -150,6 +150,11 @@ using redis_errc = remote_error;
 /// the connection is out of step: it is closed and the call fails as `protocol`.
 class redis_storage {
 public:
+    /// A process forked after a call makes connections of its own at its first call (the
+    /// copies of its parent's sockets are closed in it, nothing sent on them): the child
+    /// and the parent both go on using the server (tiered_storage reads this).
+    static constexpr bool reconnects_after_fork = true;
+
     /// No server: every call fails (remote_error::other). What a disabled cache holds.
     redis_storage() = default;
 
@@ -175,6 +180,14 @@ public:
 
     redis_storage(redis_storage&&) noexcept = default;
     redis_storage& operator=(redis_storage&&) noexcept = default;
+
+    /// Whether `url` is a Redis address's (`redis://`, `redis+cluster://`, `unix://`): the
+    /// schemes that select this storage among a program's remotes (remote_by_url).
+    static bool handles_url(std::string_view url) noexcept {
+        for (std::string_view scheme : {"redis://", "redis+cluster://", "unix://"})
+            if (url.substr(0, scheme.size()) == scheme) return true;
+        return false;
+    }
 
     /// The earlier form, for a host that calls it: the new one, with the settings the reader
     /// stands for (see detail::settings_reader_access::settings_of).
@@ -621,3 +634,4 @@ inline from_env_result<redis_options> redis_storage::redis_options_from_env(sett
 
 static_assert(compile_cache::check_storage<compile_cache::redis_storage>::value);
 static_assert(compile_cache::detail::has_list<compile_cache::redis_storage>::value);
+static_assert(compile_cache::detail::has_read_many<compile_cache::redis_storage>::value);
