@@ -85,7 +85,8 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
                 unsigned const dmode = options_.umask >= 0
                                            ? options_.directory_mode & ~static_cast<unsigned>(options_.umask)
                                            : options_.directory_mode;
-                if (::mkdir(folder.c_str(), dmode) == 0 && options_.umask >= 0) (void)::chmod(folder.c_str(), dmode);
+                for (std::string const& d : {directory_, folder}) // (the cache directory too, made on first use)
+                    if (::mkdir(d.c_str(), dmode) == 0 && options_.umask >= 0) (void)::chmod(d.c_str(), dmode);
                 fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
             }
             if (fd >= 0) {
