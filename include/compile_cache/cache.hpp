@@ -654,7 +654,7 @@ private:
         if (std::optional<Artifact> hit = detail::claim_or_wait<Artifact>(
                 storage_, claim, k.value(), options_.single_flight,
                 previous && !previous->history.empty() ? previous->history.front().compile_ns : 0,
-                options_.max_entry_size, state_->stats, options_.logger, info.name,
+                options_.max_entry_size, why == miss_reason::absent, state_->stats, options_.logger, info.name,
                 [&] { return load_impl<Artifact>(k, info, self, why); }))
             return cached<Artifact>{std::move(*hit), outcome::loaded, {}};
         auto start = std::chrono::steady_clock::now();

@@ -128,15 +128,17 @@ inline std::string ms_text(std::chrono::nanoseconds d) {
 /// or claims a released one); an entry found is loaded by `load()` (the cache's whole
 /// load: envelope check, deserialize) and returned. After `bound`, or when the entry
 /// found does not load, or when no claim can be taken: nullopt, compile (unclaimed).
+/// `absent`: the miss found no entry; after any other miss (a damaged entry, another
+/// version's) the key is claimed but not waited for.
 /// Counted (statistics: waited, wait-ns, took-over, wait-timeout) and logged.
 template <class Artifact, class Storage, class Load>
 std::optional<Artifact> claim_or_wait(Storage& storage, claim_guard<Storage>& guard, key const& k,
                                       single_flight_options const& options, std::uint64_t last_compile_ns,
-                                      std::size_t max_entry_size, statistics& stats, line_logger const& logger,
-                                      std::string const& name, Load&& load) {
+                                      std::size_t max_entry_size, bool absent, statistics& stats,
+                                      line_logger const& logger, std::string const& name, Load&& load) {
     if constexpr (!has_claims<Storage>::value) {
         (void)storage, (void)guard, (void)k, (void)options, (void)last_compile_ns, (void)max_entry_size,
-            (void)stats, (void)logger, (void)name, (void)load;
+            (void)absent, (void)stats, (void)logger, (void)name, (void)load;
         return std::nullopt;
     } else {
         if (options.scope == claim_scope::none) return std::nullopt;
@@ -173,21 +175,17 @@ std::optional<Artifact> claim_or_wait(Storage& storage, claim_guard<Storage>& gu
                 return std::nullopt;
             }
             if (answer.state == claim_state::claimed) {
+                // (Not read again: an entry stored and released in the microseconds between
+                // the miss and this claim costs one more compile, never a wrong result; a
+                // read here would cost every lone miss, a round trip with a remote.)
                 guard.hold(k);
-                // Its entry may have been stored between the miss and this claim (by the
-                // claimant before us, who then released): look once more.
-                if (entry_present(storage, k, max_entry_size, scratch)) {
-                    std::optional<Artifact> loaded = load();
-                    if (loaded) {
-                        guard.release();
-                        done_waiting();
-                        return loaded;
-                    }
-                }
                 done_waiting();
                 return std::nullopt;
             }
             // Held by another process (or thread): wait for its entry, within the bound.
+            // After a miss that found an entry (damaged, another version's...), the entry
+            // there is no news: compile, as without claims.
+            if (!absent) return std::nullopt;
             if (!waiting) {
                 waiting = true;
                 holder = answer.holder;
