@@ -175,10 +175,19 @@ std::optional<Artifact> claim_or_wait(Storage& storage, claim_guard<Storage>& gu
                 return std::nullopt;
             }
             if (answer.state == claim_state::claimed) {
-                // (Not read again: an entry stored and released in the microseconds between
-                // the miss and this claim costs one more compile, never a wrong result; a
-                // read here would cost every lone miss, a round trip with a remote.)
                 guard.hold(k);
+                // After a wait, the claimant may have stored the entry and released its
+                // claim between our last read and this claim: read once more. (Not after
+                // a first miss: that window is microseconds wide, and a read there would
+                // cost every lone miss, a round trip with a remote.)
+                if (waiting && entry_present(storage, k, max_entry_size, scratch)) {
+                    std::optional<Artifact> loaded = load();
+                    if (loaded) {
+                        guard.release();
+                        done_waiting();
+                        return loaded;
+                    }
+                }
                 done_waiting();
                 return std::nullopt;
             }
