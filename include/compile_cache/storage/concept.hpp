@@ -268,7 +268,8 @@ using entry_path_address_t = decltype(&S::entry_path);
 /// Optional (single flight, single_flight.hpp): `claim_answer try_claim(key const&,
 /// claim_request const&)`, which claims `k` for this process before it compiles (answer
 /// claimed), or says another process holds it (held), or that no claim can be taken
-/// (none); and `void release_claim(key const&)`, which drops this process's claim of `k`.
+/// (none); and `void release_claim(key const&)`, which drops the claim of `k` that this
+/// process took (the cache calls it only for one it took).
 /// Neither throws. directory_storage, redis_storage and tiered_storage have them.
 template <class S>
 using try_claim_t =

@@ -290,7 +290,7 @@ public:
     /// machine's past `request.expiry`) is taken over at once. none when the directory
     /// cannot be written (read-only: no claims), or `request.scope` has no `local`.
     COMPILE_CACHE_DECL claim_answer try_claim(key const& k, claim_request const& request) noexcept;
-    /// Removes this process's claim of `k` (another's is left alone).
+    /// Removes the claim of `k` that this process took (call it only for one it took).
     COMPILE_CACHE_DECL void release_claim(key const& k) noexcept;
 
     COMPILE_CACHE_DECL read_result read(key const& k, std::string& out, std::size_t max_size) noexcept;
