@@ -76,10 +76,13 @@ public:
     claim_guard& operator=(claim_guard const&) = delete;
     ~claim_guard() { release(); }
 
-    void hold(key const& k) {
-        claims_of_this_thread().push_back(k);
+    void hold(key const& k) noexcept {
         k_ = k;
         held_ = true;
+        try {
+            claims_of_this_thread().push_back(k);
+        } catch (...) { // (out of memory: only a nested compile of k would wait on itself, to its bound)
+        }
     }
     bool held() const noexcept { return held_; }
     void release() noexcept {
