@@ -77,8 +77,15 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
                 unsigned const dmode = options_.umask >= 0
                                            ? options_.directory_mode & ~static_cast<unsigned>(options_.umask)
                                            : options_.directory_mode;
-                for (std::string const& d : {directory_, folder}) // (the cache directory too, made on first use)
-                    if (::mkdir(d.c_str(), dmode) == 0 && options_.umask >= 0) (void)::chmod(d.c_str(), dmode);
+                auto make = [&](std::string const& d) {
+                    if (::mkdir(d.c_str(), dmode) == 0) {
+                        if (options_.umask >= 0) (void)::chmod(d.c_str(), dmode);
+                        return true;
+                    }
+                    return errno == EEXIST;
+                };
+                if (!make(folder) && errno == ENOENT && make(directory_)) // (the cache directory, made on first use)
+                    (void)make(folder);
                 fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
             }
             if (fd >= 0) {
