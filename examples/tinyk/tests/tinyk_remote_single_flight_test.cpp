@@ -1,14 +1,20 @@
 // tinyk with single flight across machines: 4 fresh tinyk processes on each of two
 // "machines" (two cache directories) sharing one real redis-server start chain40 at the
 // same moment; the remote claims make each kernel compile about once in the whole fleet.
-// A read-only remote takes no claim. The server is the test's own, started through the
+// A read-only remote takes no claim; redis_storage's claims as the storage answers them. The server is the test's own, started through the
 // Redis tests' fixture script on 127.0.0.1 and stopped even when the test fails.
 #include "support/redis_servers.hpp"
 #include "tinyk_support.hpp"
 
+#include <compile_cache/storage/redis/redis_storage.hpp>
+
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace tinyk_test;
 namespace redis_test = compile_cache_test::redis;
@@ -94,4 +100,48 @@ TEST_CASE("tinyk remote single flight: a read-only remote takes no claim") {
     }
     std::string const sets = f.server_says({"INFO", "commandstats"});
     CHECK(sets.find("cmdstat_set:") == std::string::npos); // nothing written: no entry, no claim
+}
+
+TEST_CASE("tinyk remote single flight: a Redis claim is SET NX with an expiry, held while its owner lives, taken "
+          "over when its owner is gone, and released") {
+    namespace cc = compile_cache;
+    redis_test::server server;
+    redis_test::admin a(server.port());
+    cc::redis_options o;
+    o.url = server.url();
+    o.name_space = redis_test::unique_name("claims");
+    cc::redis_storage s(o);
+    cc::key const k = cc::key_builder<cc::sha256>().add("ir", "k").finish().value();
+    std::string const name = s.redis_key(k) + ":claim";
+
+    cc::claim_answer const first = s.try_claim(k, {cc::claim_scope::both, std::chrono::milliseconds(20000)});
+    REQUIRE(first.state == cc::claim_state::claimed);
+    CHECK(a({"GET", name}) == cc::detail::claim_owner());
+    long long const ttl = std::stoll(a({"PTTL", name}));
+    CHECK(ttl > 0);
+    CHECK(ttl <= 20000);
+    CHECK(s.try_claim(k, {}).state == cc::claim_state::held); // its owner, this process, lives
+    CHECK(s.try_claim(k, {cc::claim_scope::local, std::chrono::milliseconds(1000)}).state ==
+          cc::claim_state::none); // a Redis server is no local storage
+
+    s.release_claim(k);
+    CHECK(a({"EXISTS", name}) == "0");
+
+    // A claim of a process of this machine that has ended: taken over at once.
+    pid_t const child = ::fork();
+    if (child == 0) ::_exit(0);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    std::string const boot = cc::detail::claim_field(cc::detail::claim_owner(), "boot");
+    a({"SET", name, "pid=" + std::to_string(child) + " boot=" + boot + " start=1 host=h", "PX", "60000"});
+    cc::claim_answer const taken = s.try_claim(k, {});
+    CHECK(taken.state == cc::claim_state::claimed);
+    CHECK(taken.took_over);
+    // Another machine's claim stands (until the server expires it).
+    a({"SET", name, "pid=1 boot=another-machine start=1 host=h", "PX", "60000"});
+    cc::claim_answer const other = s.try_claim(k, {});
+    CHECK(other.state == cc::claim_state::held);
+    CHECK(other.holder == "pid 1 on h");
+    s.release_claim(k); // not this process's: left alone
+    CHECK(a({"EXISTS", name}) == "1");
 }

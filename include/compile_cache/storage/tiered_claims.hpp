@@ -7,16 +7,39 @@
 #include <compile_cache/storage/claim.hpp>
 #include <compile_cache/storage/concept.hpp>
 
+#include <utility>
+#include <vector>
+
 namespace compile_cache::detail {
+
+/// The remote claims this thread took through a tier (the tier's address, the key): a
+/// claim is released by the thread that took it (basic_cache's claim_guard), and only a
+/// remote claim taken is released on the remote (no round trip for the others).
+inline std::vector<std::pair<void const*, key>>& remote_claims_of_this_thread() noexcept {
+    thread_local std::vector<std::pair<void const*, key>> held;
+    return held;
+}
+/// Whether this thread took the remote claim of `k` through `tier`; forgets it.
+inline bool forget_remote_claim(void const* tier, key const& k) noexcept {
+    auto& held = remote_claims_of_this_thread();
+    for (auto it = held.begin(); it != held.end(); ++it)
+        if (it->first == tier && it->second == k) {
+            held.erase(it);
+            return true;
+        }
+    return false;
+}
 
 /// The local storage's claim of `k` (when `request.scope` has `local`), then (when that is
 /// not held elsewhere, `remote` is given, a remote that may be written now, and the scope
 /// has `remote`) the remote's: held when either
 /// is held by another process (a local claim just taken is then dropped, so that the
 /// machine's other processes also wait on the remote one), claimed when either was taken
-/// and neither is held, none when neither storage takes claims. Never throws.
+/// and neither is held, none when neither storage takes claims. A remote claim taken is
+/// remembered for this thread under `tier` (forget_remote_claim). Never throws.
 template <class Local, class Remote>
-claim_answer tier_try_claim(Local* local, Remote* remote, key const& k, claim_request const& request) noexcept {
+claim_answer tier_try_claim(void const* tier, Local* local, Remote* remote, key const& k,
+                            claim_request const& request) noexcept {
     // Each tier is asked for its own part of the scope, and then claims as it would alone
     // (a directory as the remote claims for the fleet).
     claim_request whole = request;
@@ -46,7 +69,13 @@ claim_answer tier_try_claim(Local* local, Remote* remote, key const& k, claim_re
                     if (local_answer.state == claim_state::claimed) local->release_claim(k);
                 return remote_answer;
             }
-            if (remote_answer.state == claim_state::claimed) return remote_answer;
+            if (remote_answer.state == claim_state::claimed) {
+                try {
+                    remote_claims_of_this_thread().emplace_back(tier, k);
+                } catch (...) { // (not remembered: left to its expiry)
+                }
+                return remote_answer;
+            }
         }
     }
     return local_answer;

@@ -479,18 +479,20 @@ public:
         if (!state_ || state_->forked_mid_job()) return {};
         bool const remote_ok = state_->remote && state_->options.mode == remote_mode::read_write &&
                                state_->remote_usable() && !remote_skipped();
-        return detail::tier_try_claim(state_->local ? &*state_->local : static_cast<Local*>(nullptr),
+        return detail::tier_try_claim(state_.get(), state_->local ? &*state_->local : static_cast<Local*>(nullptr),
                                       remote_ok ? &*state_->remote : static_cast<Remote*>(nullptr), k, request);
     }
-    /// Releases this process's claims of `k`: the local one at once, the remote one after
-    /// the uploads queued before it (background mode), so that the fleet's waiters find
-    /// the entry when the claim goes.
+    /// Releases this process's claims of `k`: the local one at once, the remote one (when
+    /// this thread took it) after the uploads queued before it (background mode), so that
+    /// the fleet's waiters find the entry when the claim goes; a remote skipped for its
+    /// failures keeps it until its expiry.
     void release_claim(key const& k) noexcept {
         if (!state_ || state_->forked_mid_job()) return;
         if constexpr (detail::has_claims<Local>::value)
             if (state_->local) state_->local->release_claim(k);
         if constexpr (detail::has_claims<Remote>::value) {
-            if (!state_->remote || state_->options.mode != remote_mode::read_write || !state_->remote_usable()) return;
+            if (!detail::forget_remote_claim(state_.get(), k)) return; // none taken there
+            if (!state_->remote || !state_->remote_usable() || remote_skipped()) return; // (left to its expiry)
             if (state_->worker) {
                 try {
                     if (state_->worker->push({k, std::string(), job_release})) return;
