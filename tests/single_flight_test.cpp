@@ -38,12 +38,12 @@ using compile_cache_test::run_in_child;
 using compile_cache_test::temp_dir;
 using compile_cache_test::write_file;
 
-cc::key key_named(std::string const& name) {
+cc::key sf_key_named(std::string const& name) {
     return cc::key_builder<cc::sha256>().add("ir", name).finish().value();
 }
 
 /// The claim files under `dir`.
-std::vector<std::string> claims_under(fs::path const& dir) {
+std::vector<std::string> sf_claims_under(fs::path const& dir) {
     std::vector<std::string> out;
     std::error_code ec;
     for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
@@ -52,7 +52,7 @@ std::vector<std::string> claims_under(fs::path const& dir) {
 }
 
 /// The pid of a process that has ended (and been waited for).
-pid_t dead_pid() {
+pid_t sf_dead_pid() {
     pid_t const pid = ::fork();
     if (pid == 0) ::_exit(0);
     int status = 0;
@@ -61,12 +61,12 @@ pid_t dead_pid() {
 }
 
 /// `name=N` of a helper's line, -1 when absent.
-long long field(std::string const& line, std::string const& name) {
+long long sf_field(std::string const& line, std::string const& name) {
     std::size_t const at = line.find(name + "=");
     if (at == std::string::npos) return -1;
     return std::atoll(line.c_str() + at + name.size() + 1);
 }
-std::string text_field(std::string const& line, std::string const& name) {
+std::string sf_text_field(std::string const& line, std::string const& name) {
     std::size_t const at = line.find(name + "=");
     if (at == std::string::npos) return {};
     std::size_t const from = at + name.size() + 1;
@@ -79,11 +79,11 @@ TEST_CASE("single flight: a directory claim is created exclusively, held while i
           "[single-flight]") {
     temp_dir dir;
     cc::directory_storage s((dir.path() / "cache").string());
-    cc::key const k = key_named("k");
+    cc::key const k = sf_key_named("k");
     cc::claim_answer const first = s.try_claim(k, {});
     REQUIRE(first.state == cc::claim_state::claimed);
     CHECK_FALSE(first.took_over);
-    REQUIRE(claims_under(dir.path()).size() == 1);
+    REQUIRE(sf_claims_under(dir.path()).size() == 1);
     std::string const text = read_file(s.entry_path(k) + ".claim");
     CHECK(cc::detail::claim_field(text, "pid") == std::to_string(::getpid()));
     CHECK_FALSE(cc::detail::claim_field(text, "boot").empty());
@@ -94,21 +94,21 @@ TEST_CASE("single flight: a directory claim is created exclusively, held while i
     CHECK(second.holder.find(std::to_string(::getpid())) != std::string::npos);
 
     s.release_claim(k);
-    CHECK(claims_under(dir.path()).empty());
+    CHECK(sf_claims_under(dir.path()).empty());
     CHECK(s.try_claim(k, {cc::claim_scope::remote, std::chrono::milliseconds(1000)}).state ==
           cc::claim_state::none); // a directory is no remote
-    CHECK(claims_under(dir.path()).empty());
+    CHECK(sf_claims_under(dir.path()).empty());
 }
 
 TEST_CASE("single flight: a claim whose owner is gone is taken over at once, another machine's when it expired",
           "[single-flight]") {
     temp_dir dir;
     cc::directory_storage s((dir.path() / "cache").string());
-    cc::key const k = key_named("k");
+    cc::key const k = sf_key_named("k");
     REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed);
     std::string const boot = cc::detail::claim_field(cc::detail::claim_owner(), "boot");
     std::string const path = s.entry_path(k) + ".claim";
-    write_file(path, "pid=" + std::to_string(dead_pid()) + " boot=" + boot + " start=1 host=h\n");
+    write_file(path, "pid=" + std::to_string(sf_dead_pid()) + " boot=" + boot + " start=1 host=h\n");
     cc::claim_answer const a = s.try_claim(k, {});
     CHECK(a.state == cc::claim_state::claimed);
     CHECK(a.took_over);
@@ -125,7 +125,7 @@ TEST_CASE("single flight: a claim whose owner is gone is taken over at once, ano
     CHECK(expired.state == cc::claim_state::claimed);
     CHECK(expired.took_over);
     s.release_claim(k);
-    CHECK(claims_under(dir.path()).empty());
+    CHECK(sf_claims_under(dir.path()).empty());
 }
 
 TEST_CASE("single flight: the wait bound is four times the recorded compile time, within 1 s and PREFIX_WAIT_MAX",
@@ -173,7 +173,7 @@ TEST_CASE("single flight: off (PREFIX_SINGLE_FLIGHT=0) takes no claim, and a com
         threw = true;
     }
     CHECK(threw);
-    CHECK(claims_under(dir.path()).empty());
+    CHECK(sf_claims_under(dir.path()).empty());
 }
 
 TEST_CASE("single flight: a read-only directory takes no claim and compiles as before", "[single-flight][processes]") {
@@ -187,7 +187,7 @@ TEST_CASE("single flight: a read-only directory takes no claim and compiles as b
         fs::create_directory(mnt / "cache");
         if (::mount(nullptr, mnt.c_str(), nullptr, MS_REMOUNT | MS_RDONLY, nullptr) != 0) return "skip: remount";
         cc::directory_storage s((mnt / "cache").string());
-        cc::claim_answer const a = s.try_claim(key_named("k"), {});
+        cc::claim_answer const a = s.try_claim(sf_key_named("k"), {});
         cc::default_cache c{cc::directory_storage((mnt / "cache").string())};
         cc::key_result const k = c.make_key_builder("t").add("ir", "x").finish();
         auto r = c.get_or_compile<std::string>(k, {"x", "f", 1}, [] { return std::string("x"); });
@@ -201,44 +201,44 @@ TEST_CASE("single flight: a read-only directory takes no claim and compiles as b
         return;
     }
     INFO(out);
-    CHECK(field(out, "state") == static_cast<int>(cc::claim_state::none));
-    CHECK(text_field(out, "outcome") == "compiled");
-    CHECK(text_field(out, "value") == "x");
-    CHECK(field(out, "waited") == 0);
-    CHECK(field(out, "files") == 0);
+    CHECK(sf_field(out, "state") == static_cast<int>(cc::claim_state::none));
+    CHECK(sf_text_field(out, "outcome") == "compiled");
+    CHECK(sf_text_field(out, "value") == "x");
+    CHECK(sf_field(out, "waited") == 0);
+    CHECK(sf_field(out, "files") == 0);
 }
 
 #ifdef COMPILE_CACHE_HELPER_single_flight_helper
 namespace {
-std::string const helper = COMPILE_CACHE_HELPER_single_flight_helper;
+std::string const sf_helper = COMPILE_CACHE_HELPER_single_flight_helper;
 
 /// Starts a holder of `name`'s claim and returns once it is compiling (holding the claim).
-std::unique_ptr<child_process> start_holder(fs::path const& cache, std::string const& name) {
+std::unique_ptr<child_process> sf_start_holder(fs::path const& cache, std::string const& name) {
     auto holder = std::make_unique<child_process>(
-        std::vector<std::string>{helper, "hold", cache.string(), "30000", name});
+        std::vector<std::string>{sf_helper, "hold", cache.string(), "30000", name});
     REQUIRE(holder->wait_for_line(10000));
     REQUIRE(holder->output() == "compiling\n");
     return holder;
 }
 
-struct waiter_lines {
+struct sf_waiter_lines {
     std::vector<std::string> lines;
     long long sum(std::string const& name) const {
         long long n = 0;
-        for (auto const& l : lines) n += field(l, name);
+        for (auto const& l : lines) n += sf_field(l, name);
         return n;
     }
 };
 
 /// Runs `n` getters of `name` at once; each must finish with the right value.
-waiter_lines run_getters(fs::path const& cache, std::string const& name, std::string const& wait_max, int n,
+sf_waiter_lines sf_run_getters(fs::path const& cache, std::string const& name, std::string const& wait_max, int n,
                          std::function<void()> const& meanwhile) {
     std::vector<std::unique_ptr<child_process>> getters;
     for (int i = 0; i < n; ++i)
         getters.push_back(std::make_unique<child_process>(
-            std::vector<std::string>{helper, "get", cache.string(), wait_max, name}));
+            std::vector<std::string>{sf_helper, "get", cache.string(), wait_max, name}));
     meanwhile();
-    waiter_lines out;
+    sf_waiter_lines out;
     for (auto& g : getters) {
         // Bounded: each getter ends within its wait bound plus a compile; a hung one
         // is killed by the child_process at the end of the test, failing the check.
@@ -246,7 +246,7 @@ waiter_lines run_getters(fs::path const& cache, std::string const& name, std::st
         CHECK(line);
         out.lines.push_back(g->output());
         INFO(g->output());
-        CHECK(text_field(g->output(), "value") == "value-of-" + name);
+        CHECK(sf_text_field(g->output(), "value") == "value-of-" + name);
     }
     for (auto& g : getters) CHECK(g->wait() == 0);
     return out;
@@ -257,8 +257,8 @@ TEST_CASE("single flight: a claimant killed mid-compile is taken over at once, t
           "[single-flight][processes]") {
     temp_dir dir;
     fs::path const cache = dir.path() / "cache";
-    auto holder = start_holder(cache, "killed");
-    waiter_lines const w = run_getters(cache, "killed", "30000", 3, [&] {
+    auto holder = sf_start_holder(cache, "killed");
+    sf_waiter_lines const w = sf_run_getters(cache, "killed", "30000", 3, [&] {
         std::this_thread::sleep_for(std::chrono::milliseconds(300)); // (the getters wait on the claim)
         holder->kill(SIGKILL);
     });
@@ -267,16 +267,16 @@ TEST_CASE("single flight: a claimant killed mid-compile is taken over at once, t
     CHECK(w.sum("wait-timeout") == 0);
     CHECK(w.sum("compiles") <= 2);    // one took over and compiled; the others loaded its entry
     CHECK(holder->wait() == 128 + SIGKILL);
-    CHECK(claims_under(dir.path()).empty());
+    CHECK(sf_claims_under(dir.path()).empty());
 }
 
 TEST_CASE("single flight: a claimant stopped mid-compile holds its claim, the waiters compile after the bound",
           "[single-flight][processes]") {
     temp_dir dir;
     fs::path const cache = dir.path() / "cache";
-    auto holder = start_holder(cache, "stopped");
+    auto holder = sf_start_holder(cache, "stopped");
     holder->kill(SIGSTOP);
-    waiter_lines const w = run_getters(cache, "stopped", "400", 3, [] {});
+    sf_waiter_lines const w = sf_run_getters(cache, "stopped", "400", 3, [] {});
     INFO(w.lines[0] << w.lines[1] << w.lines[2]);
     CHECK(w.sum("waited") >= 1);
     CHECK(w.sum("wait-timeout") >= 1); // the stopped claimant's claim stood: nothing hung
@@ -290,18 +290,18 @@ TEST_CASE("single flight: two processes whose kernels call each other (each wait
           "[single-flight][processes]") {
     temp_dir dir;
     fs::path const cache = dir.path() / "cache";
-    child_process a({helper, "recurse", cache.string(), "500", "even", "odd"});
-    child_process b({helper, "recurse", cache.string(), "500", "odd", "even"});
+    child_process a({sf_helper, "recurse", cache.string(), "500", "even", "odd"});
+    child_process b({sf_helper, "recurse", cache.string(), "500", "odd", "even"});
     REQUIRE(a.wait_for_line(15000));
     REQUIRE(b.wait_for_line(15000));
     INFO(a.output() << b.output());
-    CHECK(text_field(a.output(), "value") == "even<odd>");
-    CHECK(text_field(a.output(), "inner") == "odd<even>");
-    CHECK(text_field(b.output(), "value") == "odd<even>");
-    CHECK(text_field(b.output(), "inner") == "even<odd>");
-    CHECK(field(a.output(), "wait-timeout") + field(b.output(), "wait-timeout") >= 1);
+    CHECK(sf_text_field(a.output(), "value") == "even<odd>");
+    CHECK(sf_text_field(a.output(), "inner") == "odd<even>");
+    CHECK(sf_text_field(b.output(), "value") == "odd<even>");
+    CHECK(sf_text_field(b.output(), "inner") == "even<odd>");
+    CHECK(sf_field(a.output(), "wait-timeout") + sf_field(b.output(), "wait-timeout") >= 1);
     CHECK(a.wait() == 0);
     CHECK(b.wait() == 0);
-    CHECK(claims_under(dir.path()).empty());
+    CHECK(sf_claims_under(dir.path()).empty());
 }
 #endif
