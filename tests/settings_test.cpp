@@ -268,6 +268,7 @@ TEST_CASE("from_env delegates to the storage's own from_env: its settings, its m
         CHECK(names == std::vector<std::string>{"CCSETTEST_FILE", "CCSETTEST_LIMIT", "CCSETTEST_LOG",
                                                 "CCSETTEST_SECRET_FILE", "CCSETTEST_SIGNING_KEY_FILE",
                                                 "CCSETTEST_TRUSTED_KEYS_FILE", "CCSETTEST_VERIFY",
-                                                "CCSETTEST_MIN_COMPILE_TIME", "CCSETTEST_RECORD_IDENTITIES"});
+                                                "CCSETTEST_MIN_COMPILE_TIME", "CCSETTEST_RECORD_IDENTITIES",
+                                                "CCSETTEST_SINGLE_FLIGHT", "CCSETTEST_WAIT_MAX"});
     }
 }

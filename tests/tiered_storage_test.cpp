@@ -342,7 +342,8 @@ TEST_CASE("tiered_storage::from_env: unset PREFIX_REMOTE is the local storage al
                                                 "P_REMOTE_REPLACE_UNAUTHENTIC", "P_REMOTE_BUDGET", "P_REMOTE_UPLOAD",
                                                 "P_REMOTE_UPLOAD_QUEUE", "P_REMOTE_UPLOAD_DRAIN", "P_LOG",
                                                 "P_SECRET_FILE", "P_SIGNING_KEY_FILE", "P_TRUSTED_KEYS_FILE",
-                                                "P_VERIFY", "P_MIN_COMPILE_TIME", "P_RECORD_IDENTITIES"});
+                                                "P_VERIFY", "P_MIN_COMPILE_TIME", "P_RECORD_IDENTITIES",
+                                                "P_SINGLE_FLIGHT", "P_WAIT_MAX"});
     }
 }
 

@@ -26,6 +26,7 @@
 #include <compile_cache/serializer/boost_archive.hpp>
 #include <compile_cache/serializer/concept.hpp>
 #include <compile_cache/settings.hpp>
+#include <compile_cache/single_flight.hpp>
 #include <compile_cache/statistics.hpp>
 #include <compile_cache/storage/concept.hpp>
 #include <compile_cache/storage_members.hpp>
@@ -184,6 +185,9 @@ struct cache_options {
     /// entries are checked as without it. Null (the default): the remote's entries are
     /// checked as local ones.
     std::shared_ptr<entry_signatures const> signatures;
+    /// Single flight (single_flight.hpp): a miss claims its key before it compiles, and a
+    /// miss that finds another process's claim waits for its entry, within a bound.
+    single_flight_options single_flight{};
 };
 
 namespace detail {
@@ -470,6 +474,10 @@ public:
                                     "share of hits); a difference is reported unsound or nondeterministic"});
         s.push_back({p + "_MIN_COMPILE_TIME", "milliseconds: a kernel that compiled faster is not stored (default 0)"});
         s.push_back({p + "_RECORD_IDENTITIES", "0 turns off the identity records that explain a miss (default 1)"});
+        s.push_back({p + "_SINGLE_FLIGHT", "which claims a miss takes so that one process compiles and the others wait "
+                                           "for its entry: both (default), local, remote or 0"});
+        s.push_back({p + "_WAIT_MAX", "milliseconds: the longest a miss waits for another process's compile "
+                                      "(default 30000; less for a kernel with a recorded compile time)"});
         return s;
     }
 
@@ -704,6 +712,15 @@ private:
             explanation = explain_from_record(k, info, previous);
             log_with([&] { return detail::absent_miss_line(info.name, explanation, state_->new_kernel_logged); });
         }
+        // Single flight (single_flight.hpp): claim the key, or wait for the process that
+        // claimed it; the claim is released on every way out of here.
+        detail::claim_guard<Storage> claim(storage_);
+        if (std::optional<Artifact> hit = detail::claim_or_wait<Artifact>(
+                storage_, claim, k.value(), options_.single_flight,
+                previous && !previous->history.empty() ? previous->history.front().compile_ns : 0,
+                options_.max_entry_size, why == miss_reason::absent, state_->stats, options_.logger, info.name,
+                [&] { return load_impl<Artifact>(k, info, self, why); }))
+            return cached<Artifact>{std::move(*hit), outcome::loaded, {}};
         auto start = std::chrono::steady_clock::now();
         cached<Artifact> result{std::forward<Compile>(compile)(), outcome::compiled, to_string(why)};
         std::uint64_t compile_ns = detail::elapsed_ns(start);

@@ -82,6 +82,10 @@ enum class counter : std::size_t {
     verify_failed,
     stores_skipped_cheap,
     records_ignored,
+    waited,
+    wait_ns,
+    took_over,
+    wait_timeouts,
     count_
 };
 inline constexpr std::size_t counter_count = static_cast<std::size_t>(counter::count_);
@@ -119,6 +123,11 @@ struct statistics_snapshot {
     /// Identity records not read because they are over identity_record_max_size or hold
     /// more components than identity_record_max_components: misses left unexplained.
     std::uint64_t records_ignored = 0;
+    // Single flight (single_flight.hpp): misses that found another process's claim.
+    std::uint64_t waited = 0;        ///< waited for another process's compile (loaded, or compiled after)
+    std::uint64_t wait_ns = 0;       ///< the time those waits took, summed
+    std::uint64_t took_over = 0;     ///< claims taken over from a dead owner
+    std::uint64_t wait_timeouts = 0; ///< waits that reached their bound: compiled here
     /// The Storage's own counters (tiered_storage: `remote.hits`, ...), in its order;
     /// empty for a storage that keeps none.
     std::vector<std::pair<std::string, std::uint64_t>> storage_counters;
@@ -143,7 +152,8 @@ struct statistics_snapshot {
     /// `bypasses`, `bytes-read`, `bytes-written`, `load-ns`, `compile-ns`, `store-ns`,
     /// `hit-read-ns`, `hit-verify-ns`, `hit-deserialize-ns`, `hit-relocate-ns`,
     /// `hit-compile-ns`, `verified`, `unsound`, `nondeterministic`, `verify-failed`,
-    /// `store-skipped.cheap`, `records-ignored`. These
+    /// `store-skipped.cheap`, `records-ignored`, `waited`, `wait-ns`, `took-over`,
+    /// `wait-timeout`. These
     /// are the names a cache directory keeps its cumulative counters under (the
     /// breakdown of bypasses by reason is not kept: reasons are the host's own text).
     /// Then the storage_counters.
@@ -198,6 +208,10 @@ inline constexpr counter_row counter_table[] = {
     {"verify-failed", &statistics_snapshot::verify_failed},
     {"store-skipped.cheap", &statistics_snapshot::stores_skipped_cheap},
     {"records-ignored", &statistics_snapshot::records_ignored},
+    {"waited", &statistics_snapshot::waited},
+    {"wait-ns", &statistics_snapshot::wait_ns},
+    {"took-over", &statistics_snapshot::took_over},
+    {"wait-timeout", &statistics_snapshot::wait_timeouts},
 };
 static_assert(std::size(counter_table) == counter_count, "compile_cache: one counter_table row per counter");
 } // namespace detail
@@ -243,6 +257,12 @@ public:
     void verify_failed() noexcept { add(detail::counter::verify_failed); }
     void record_ignored() noexcept { add(detail::counter::records_ignored); }
     void store_skipped_cheap() noexcept { add(detail::counter::stores_skipped_cheap); }
+    void waited(std::uint64_t ns) noexcept {
+        add(detail::counter::waited);
+        add(detail::counter::wait_ns, ns);
+    }
+    void took_over() noexcept { add(detail::counter::took_over); }
+    void wait_timeout() noexcept { add(detail::counter::wait_timeouts); }
     void compiled(std::uint64_t ns) noexcept { add(detail::counter::compile_ns, ns); }
     COMPILE_CACHE_DECL void bypassed(std::string const& reason) noexcept;
 

@@ -25,6 +25,7 @@ void cache_settings_from_env(settings_reader const& env, cache_options& options)
                              "is not a number of milliseconds; every compiled kernel is stored");
     }
     record_identities_from_env(env, options.record_identities);
+    single_flight_from_env(env, options.single_flight);
 }
 
 std::string read_signature_files(settings_reader const& env, cache_options& options) {

@@ -43,6 +43,9 @@ std::string statistics_snapshot::summary() const {
     if (verify_failed != 0) s += " verify-failed=" + std::to_string(verify_failed);
     if (records_ignored != 0) s += " records-ignored=" + std::to_string(records_ignored);
     if (stores_skipped_cheap != 0) s += " store-skipped-cheap=" + std::to_string(stores_skipped_cheap);
+    if (waited + took_over + wait_timeouts != 0)
+        s += " waited=" + std::to_string(waited) + " wait-ms=" + format_ms(wait_ns) +
+             " took-over=" + std::to_string(took_over) + " wait-timeout=" + std::to_string(wait_timeouts);
     if (hits) s += " saved-ms=" + format_ms(saved_ns());
     s += " load-ms=" + format_ms(load_ns) + " compile-ms=" + format_ms(compile_ns) + " store-ms=" + format_ms(store_ns);
     // The storage's own: `remote.hits=3 ... remote.read-ms=1.250`; zero errors left out.

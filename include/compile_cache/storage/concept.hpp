@@ -7,6 +7,7 @@
 
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/settings.hpp>
+#include <compile_cache/storage/claim.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -289,6 +290,23 @@ using has_entry_path = is_detected_convertible<std::string, entry_path_t, S>;
 template <class S>
 using entry_path_address_t = decltype(&S::entry_path);
 
+/// Optional (single flight, single_flight.hpp): `claim_answer try_claim(key const&,
+/// claim_request const&)`, which claims `k` for this process before it compiles (answer
+/// claimed), or says another process holds it (held), or that no claim can be taken
+/// (none); and `void release_claim(key const&)`, which drops the claim of `k` that this
+/// process took (the cache calls it only for one it took).
+/// Neither throws. directory_storage, redis_storage and tiered_storage have them.
+template <class S>
+using try_claim_t =
+    decltype(std::declval<S&>().try_claim(std::declval<key const&>(), std::declval<claim_request const&>()));
+template <class S>
+using release_claim_t = decltype(std::declval<S&>().release_claim(std::declval<key const&>()));
+template <class S>
+using has_claims =
+    std::bool_constant<is_detected_exact<claim_answer, try_claim_t, S>::value && is_detected<release_claim_t, S>::value>;
+template <class S>
+using try_claim_address_t = decltype(&S::try_claim);
+
 /// An optional member is *named* when `&S::name` is valid (one member of that name: not
 /// overloaded, not a template); a named one must meet its requirement, or it would be
 /// silently ignored.
@@ -306,6 +324,7 @@ using is_storage = std::bool_constant<
     optional_member_valid<entry_checked_address_t, has_entry_checked, S>::value &&
     optional_member_valid<set_logger_address_t, has_set_logger, S>::value &&
     optional_member_valid<entry_path_address_t, has_entry_path, S>::value &&
+    optional_member_valid<try_claim_address_t, has_claims, S>::value &&
     optional_member_valid<storage_counters_address_t, has_storage_counters, S>::value &&
     optional_member_valid<record_counters_address_t, has_record_counters, S>::value &&
     optional_member_valid<from_env_address_t, has_any_from_env, S>::value &&
@@ -324,6 +343,8 @@ struct storage_capabilities {
     static constexpr bool entry_checked = detail::has_entry_checked<S>::value;
     static constexpr bool set_logger = detail::has_set_logger<S>::value;
     static constexpr bool entry_path = detail::has_entry_path<S>::value;
+    /// try_claim and release_claim (single flight).
+    static constexpr bool claims = detail::has_claims<S>::value;
     static constexpr bool storage_counters = detail::has_storage_counters<S>::value;
     static constexpr bool record_counters = detail::has_record_counters<S>::value;
     /// A from_env the cache calls, in either form.
@@ -341,6 +362,7 @@ struct storage_capabilities {
         {"entry_checked", entry_checked},
         {"set_logger", set_logger},
         {"entry_path", entry_path},
+        {"try_claim", claims},
         {"storage_counters", storage_counters},
         {"record_counters", record_counters},
         {from_env_is_deprecated ? "from_env (the deprecated settings_reader& form)" : "from_env", from_env},
@@ -375,6 +397,9 @@ struct check_storage {
                   "compile_cache: the Storage's set_logger member has the wrong signature (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::entry_path_address_t, detail::has_entry_path, S>::value,
                   "compile_cache: the Storage's entry_path member has the wrong signature (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::try_claim_address_t, detail::has_claims, S>::value,
+                  "compile_cache: the Storage's try_claim member has the wrong signature, or it has no "
+                  "release_claim (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::storage_counters_address_t, detail::has_storage_counters, S>::value,
                   "compile_cache: the Storage's storage_counters member has the wrong signature (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::record_counters_address_t, detail::has_record_counters, S>::value,

@@ -15,6 +15,7 @@
 #include <compile_cache/settings.hpp>
 #include <compile_cache/storage/concept.hpp>
 #include <compile_cache/storage/remote_error.hpp>
+#include <compile_cache/storage/tiered_claims.hpp>
 
 #include <algorithm>
 #include <array>
@@ -580,6 +581,36 @@ private:
         return state_->local ? answer : e;
     }
 
+    /// Single flight (tiered_claims.hpp): the local storage's claim (the machine's
+    /// processes), then the remote's (the fleet's) when the remote is read-write and up.
+    claim_answer try_claim(key const& k, claim_request const& request) noexcept {
+        if (!state_ || state_->forked_mid_job()) return {};
+        bool const remote_ok = state_->remote && state_->options.mode == remote_mode::read_write &&
+                               state_->remote_usable() && !remote_skipped();
+        return detail::tier_try_claim(state_.get(), state_->local ? &*state_->local : static_cast<Local*>(nullptr),
+                                      remote_ok ? &*state_->remote : static_cast<Remote*>(nullptr), k, request);
+    }
+    /// Releases this process's claims of `k`: the local one at once, the remote one (when
+    /// this thread took it) after the uploads queued before it (background mode), so that
+    /// the fleet's waiters find the entry when the claim goes; a remote skipped for its
+    /// failures keeps it until its expiry.
+    void release_claim(key const& k) noexcept {
+        if (!state_ || state_->forked_mid_job()) return;
+        if constexpr (detail::has_claims<Local>::value)
+            if (state_->local) state_->local->release_claim(k);
+        if constexpr (detail::has_claims<Remote>::value) {
+            if (!detail::forget_remote_claim(state_.get(), k)) return; // none taken there
+            if (!state_->remote || !state_->remote_usable() || remote_skipped()) return; // (left to its expiry)
+            if (state_->worker) {
+                try {
+                    if (state_->worker->push({k, std::string(), job_release})) return;
+                } catch (...) {
+                }
+            }
+            state_->remote->release_claim(k);
+        }
+    }
+
 public:
     std::error_code remove(key const& k) noexcept {
         if (!state_) return {};
@@ -726,6 +757,7 @@ private:
     /// The worker's jobs (detail::tier_worker::job::kind).
     static constexpr unsigned char job_upload = 0; ///< a remote write
     static constexpr unsigned char job_copy = 1;   ///< a remote hit's local copy (and its record's)
+    static constexpr unsigned char job_release = 2; ///< a remote claim's release (after the uploads before it)
 
     enum counter : std::size_t {
         c_hits,
@@ -853,6 +885,8 @@ private:
                     if (j.kind == job_upload) {
                         ++counts[c_uploads_dropped];
                         ++dropped_at_end;
+                    } else if (j.kind == job_release) {
+                        // (a claim left to its expiry)
                     } else {
                         ++counts[c_copies_dropped];
                     }
@@ -993,6 +1027,10 @@ private:
 
         /// The worker's job.
         void run(detail::tier_worker::job& j) noexcept {
+            if (j.kind == job_release) {
+                if constexpr (detail::has_claims<Remote>::value) remote->release_claim(j.k);
+                return;
+            }
             if (j.kind == job_upload) {
                 if (!send(j.k, j.bytes)) ++counts[c_uploads_sent];
                 return;

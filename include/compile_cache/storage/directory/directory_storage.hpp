@@ -292,6 +292,15 @@ public:
     /// storage is disabled or the key is empty.
     COMPILE_CACHE_DECL std::string entry_path(key const& k) const;
 
+    /// Single flight (directory_claims.hpp, docs/design.md): claims `k` for this process
+    /// with the file `entry_path(k) + ".claim"`, created exclusively; held when another
+    /// live process's claim is there; a dead one's (its pid gone on this boot, or another
+    /// machine's past `request.expiry`) is taken over at once. none when the directory
+    /// cannot be written (read-only: no claims), or `request.scope` has no `local`.
+    COMPILE_CACHE_DECL claim_answer try_claim(key const& k, claim_request const& request) noexcept;
+    /// Removes the claim of `k` that this process took (call it only for one it took).
+    COMPILE_CACHE_DECL void release_claim(key const& k) noexcept;
+
     COMPILE_CACHE_DECL read_result read(key const& k, std::string& out, std::size_t max_size) noexcept;
 
     /// Stores `bytes` under `k` atomically: a temp file in the entry's folder, filled,
@@ -446,3 +455,4 @@ static_assert(compile_cache::detail::has_list<compile_cache::directory_storage>:
 
 #include <compile_cache/storage/directory/directory_settings_file.hpp>
 #include <compile_cache/storage/directory/impl/directory_storage.ipp>
+#include <compile_cache/storage/directory/directory_claims.hpp>

@@ -1,0 +1,154 @@
+// compile_cache: the definitions of directory_storage's claim members (directory_claims.hpp);
+// included by it alone (inline by default, compiled once in compile_cache/src.hpp under
+// separate compilation).
+#pragma once
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+#include <cerrno>
+#include <chrono>
+#include <string>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace compile_cache {
+
+namespace detail::directory_claims_impl {
+
+/// A claim file's text: at most 1 KiB of it ("" when it cannot be opened: `error` says why).
+inline std::string read_claim(std::string const& path, int& error) {
+    error = 0;
+    int const fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        error = errno;
+        return {};
+    }
+    std::string text(1024, '\0');
+    std::size_t got = 0;
+    while (got < text.size()) {
+        ssize_t const n = ::read(fd, &text[got], text.size() - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += static_cast<std::size_t>(n);
+    }
+    ::close(fd);
+    text.resize(got);
+    return text;
+}
+
+inline std::int64_t now_ns() noexcept {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+/// How old a claim is, by its `created_ns=` field, else by the file's modification time.
+inline std::int64_t claim_age_ns(std::string const& text, std::string const& path) {
+    std::string const created = claim_field(text, "created_ns");
+    if (!created.empty()) {
+        char* end = nullptr;
+        long long const ns = std::strtoll(created.c_str(), &end, 10);
+        if (*end == '\0' && ns > 0) return now_ns() - ns;
+    }
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return 0;
+    return now_ns() - (static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec);
+}
+
+} // namespace detail::directory_claims_impl
+
+claim_answer directory_storage::try_claim(key const& k, claim_request const& request) noexcept {
+    namespace impl = detail::directory_claims_impl;
+    claim_answer answer;
+    if (!includes(request.scope, claim_scope::local)) return answer;
+    try {
+        std::string const entry = entry_path(k);
+        if (entry.empty()) return answer;
+        std::string const path = entry + ".claim";
+        std::string const folder = entry.substr(0, entry.rfind('/'));
+        std::string const text = detail::claim_owner() + " created_ns=" + std::to_string(impl::now_ns()) + "\n";
+        unsigned const mode = options_.umask >= 0 ? options_.file_mode & ~static_cast<unsigned>(options_.umask)
+                                                  : options_.file_mode;
+        // A few rounds: a claim removed (released, or dead and taken over) between our
+        // create and our read is tried again; more contention than that: held.
+        for (int round = 0; round < 4; ++round) {
+            int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+            if (fd < 0 && errno == ENOENT) { // the entry's folder is not there yet
+                unsigned const dmode = options_.umask >= 0
+                                           ? options_.directory_mode & ~static_cast<unsigned>(options_.umask)
+                                           : options_.directory_mode;
+                auto make = [&](std::string const& d) {
+                    if (::mkdir(d.c_str(), dmode) == 0) {
+                        if (options_.umask >= 0) (void)::chmod(d.c_str(), dmode);
+                        return true;
+                    }
+                    return errno == EEXIST;
+                };
+                if (!make(folder) && errno == ENOENT && make(directory_)) // (the cache directory, made on first use)
+                    (void)make(folder);
+                fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+            }
+            if (fd >= 0) {
+                if (options_.umask >= 0) (void)::fchmod(fd, mode);
+                std::size_t done = 0;
+                while (done < text.size()) {
+                    ssize_t const n = ::write(fd, text.data() + done, text.size() - done);
+                    if (n < 0 && errno == EINTR) continue;
+                    if (n <= 0) break;
+                    done += static_cast<std::size_t>(n);
+                }
+                ::close(fd);
+                if (done != text.size()) { // disk full: no claim, and none left behind
+                    ::unlink(path.c_str());
+                    return claim_answer{};
+                }
+                answer.state = claim_state::claimed;
+                return answer;
+            }
+            if (errno != EEXIST) return answer; // read-only, no permission: no claims, as before
+            int error = 0;
+            std::string const held = impl::read_claim(path, error);
+            if (error == ENOENT) continue; // released meanwhile: try again
+            std::int64_t const age = impl::claim_age_ns(held, path);
+            bool same_machine = false;
+            bool alive = detail::claim_owner_alive(held, same_machine);
+            // Another machine's (a shared network directory), an unreadable one, or one
+            // still being written: alive until its expiry.
+            if (alive && !same_machine) alive = age <= std::chrono::nanoseconds(request.expiry).count();
+            if (held.empty() && error == 0 && age > 1000000000) alive = false; // its writer died before writing
+            if (alive) {
+                answer.state = claim_state::held;
+                std::string const pid = detail::claim_field(held, "pid");
+                std::string const host = detail::claim_field(held, "host");
+                answer.holder = pid.empty() ? "another process" : "pid " + pid + (host.empty() ? "" : " on " + host);
+                return answer;
+            }
+            // Dead: removed if it is still the claim read (not one taken over meanwhile).
+            int again_error = 0;
+            if (impl::read_claim(path, again_error) != held || again_error != error) continue;
+            if (::unlink(path.c_str()) == 0) answer.took_over = true;
+        }
+        answer.state = claim_state::held;
+        answer.holder = "another process";
+        return answer;
+    } catch (...) {
+        return claim_answer{};
+    }
+}
+
+void directory_storage::release_claim(key const& k) noexcept {
+    // Called only for a claim this process took (basic_cache's claim_guard): unlinked
+    // without reading it first (one system call, not four). The claim there is ours
+    // unless another process judged ours dead or expired and took it over, which it
+    // cannot while we run on its machine; for another machine's view of an expired
+    // claim, removing its successor costs at most one more compile elsewhere.
+    try {
+        std::string const entry = entry_path(k);
+        if (!entry.empty()) ::unlink((entry + ".claim").c_str());
+    } catch (...) {
+    }
+}
+
+} // namespace compile_cache
+
+#endif

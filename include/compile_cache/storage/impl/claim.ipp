@@ -1,0 +1,110 @@
+// compile_cache: the definitions of claim.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#pragma once
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <signal.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+namespace compile_cache::detail {
+
+namespace claim_impl {
+/// The first line of a small file under /proc ("" when it cannot be read).
+inline std::string first_line(char const* path) {
+    std::ifstream in(path);
+    std::string line;
+    std::getline(in, line);
+    return line;
+}
+/// Field 22 of /proc/PID/stat (0: this process's): the process's start time in clock
+/// ticks since boot ("" if unknown); `state` gets field 3 (R, S, T, Z, ...).
+inline std::string start_ticks(long pid, std::string* state = nullptr) {
+    std::string const path = pid == 0 ? std::string("/proc/self/stat") : "/proc/" + std::to_string(pid) + "/stat";
+    std::string const stat = first_line(path.c_str());
+    std::size_t const close = stat.rfind(')'); // the name may hold spaces and parentheses
+    if (close == std::string::npos) return {};
+    std::istringstream rest(stat.substr(close + 1));
+    std::string f;
+    for (int field = 3; field <= 22 && (rest >> f); ++field) {
+        if (field == 3 && state) *state = f;
+        if (field == 22) return f;
+    }
+    return {};
+}
+inline std::string host_name() {
+    char name[256] = {};
+    if (::gethostname(name, sizeof name - 1) != 0) return "?";
+    std::string h(name);
+    for (char& c : h)
+        if (c == ' ' || c == '\n') c = '_';
+    return h;
+}
+} // namespace claim_impl
+
+std::string const& claim_owner() noexcept {
+    // Per process: a forked child names itself (its pid and start time differ).
+    static thread_local ::pid_t cached_pid = 0;
+    static thread_local std::string cached;
+    try {
+        ::pid_t const pid = ::getpid();
+        if (pid != cached_pid) {
+            std::string boot = claim_impl::first_line("/proc/sys/kernel/random/boot_id");
+            if (boot.empty()) boot = "?";
+            std::string start = claim_impl::start_ticks(0);
+            if (start.empty()) start = "?";
+            cached = "pid=" + std::to_string(pid) + " boot=" + boot + " start=" + start +
+                     " host=" + claim_impl::host_name();
+            cached_pid = pid;
+        }
+    } catch (...) {
+    }
+    return cached;
+}
+
+std::string claim_field(std::string_view owner, std::string_view field) {
+    std::string const needle = std::string(field) + "=";
+    std::size_t at = 0;
+    while ((at = owner.find(needle, at)) != std::string_view::npos) {
+        if (at == 0 || owner[at - 1] == ' ' || owner[at - 1] == '\n') {
+            std::size_t const from = at + needle.size();
+            std::size_t const end = owner.find_first_of(" \n", from);
+            return std::string(owner.substr(from, end == std::string_view::npos ? std::string_view::npos : end - from));
+        }
+        at += needle.size();
+    }
+    return {};
+}
+
+bool claim_owner_alive(std::string_view owner, bool& same_machine) noexcept {
+    same_machine = false;
+    try {
+        std::string const mine = claim_owner();
+        std::string const boot = claim_field(owner, "boot");
+        if (boot.empty() || boot == "?" || boot != claim_field(mine, "boot")) return true;
+        same_machine = true;
+        std::string const pid_text = claim_field(owner, "pid");
+        char* end = nullptr;
+        long const pid = std::strtol(pid_text.c_str(), &end, 10);
+        if (pid_text.empty() || *end != '\0' || pid <= 0) return true; // not ours to judge
+        if (::kill(static_cast<::pid_t>(pid), 0) != 0 && errno == ESRCH) return false;
+        std::string state;
+        std::string const now = claim_impl::start_ticks(pid, &state);
+        if (state == "Z" || state == "X") return false; // ended, not yet waited for by its parent
+        std::string const start = claim_field(owner, "start");
+        if (start.empty() || start == "?") return true;
+        return now.empty() || now == start; // another start time: the pid was reused
+    } catch (...) {
+        return true;
+    }
+}
+
+} // namespace compile_cache::detail
+
+#endif

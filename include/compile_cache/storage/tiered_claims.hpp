@@ -1,0 +1,84 @@
+// compile_cache: tiered_storage's claims (single flight): the local storage's claim covers
+// the processes of one machine, the remote's the fleet; how the two answers make one.
+// Included by tiered_storage.hpp; the protocol is in docs/design.md.
+#pragma once
+
+#include <compile_cache/key/key.hpp>
+#include <compile_cache/storage/claim.hpp>
+#include <compile_cache/storage/concept.hpp>
+
+#include <utility>
+#include <vector>
+
+namespace compile_cache::detail {
+
+/// The remote claims this thread took through a tier (the tier's address, the key): a
+/// claim is released by the thread that took it (basic_cache's claim_guard), and only a
+/// remote claim taken is released on the remote (no round trip for the others).
+inline std::vector<std::pair<void const*, key>>& remote_claims_of_this_thread() noexcept {
+    thread_local std::vector<std::pair<void const*, key>> held;
+    return held;
+}
+/// Whether this thread took the remote claim of `k` through `tier`; forgets it.
+inline bool forget_remote_claim(void const* tier, key const& k) noexcept {
+    auto& held = remote_claims_of_this_thread();
+    for (auto it = held.begin(); it != held.end(); ++it)
+        if (it->first == tier && it->second == k) {
+            held.erase(it);
+            return true;
+        }
+    return false;
+}
+
+/// The local storage's claim of `k` (when `request.scope` has `local`), then (when that is
+/// not held elsewhere, `remote` is given, a remote that may be written now, and the scope
+/// has `remote`) the remote's: held when either
+/// is held by another process (a local claim just taken is then dropped, so that the
+/// machine's other processes also wait on the remote one), claimed when either was taken
+/// and neither is held, none when neither storage takes claims. A remote claim taken is
+/// remembered for this thread under `tier` (forget_remote_claim). Never throws.
+template <class Local, class Remote>
+claim_answer tier_try_claim(void const* tier, Local* local, Remote* remote, key const& k,
+                            claim_request const& request) noexcept {
+    // Each tier is asked for its own part of the scope, and then claims as it would alone
+    // (a directory as the remote claims for the fleet).
+    claim_request whole = request;
+    whole.scope = claim_scope::both;
+    claim_answer local_answer;
+    if constexpr (has_claims<Local>::value) {
+        if (local && includes(request.scope, claim_scope::local)) {
+            try {
+                local_answer = local->try_claim(k, whole);
+            } catch (...) {
+                local_answer = claim_answer{};
+            }
+        }
+    }
+    if (local_answer.state == claim_state::held) return local_answer;
+    if constexpr (has_claims<Remote>::value) {
+        if (remote && includes(request.scope, claim_scope::remote)) {
+            claim_answer remote_answer;
+            try {
+                remote_answer = remote->try_claim(k, whole);
+            } catch (...) {
+                remote_answer = claim_answer{};
+            }
+            remote_answer.took_over = remote_answer.took_over || local_answer.took_over;
+            if (remote_answer.state == claim_state::held) {
+                if constexpr (has_claims<Local>::value)
+                    if (local_answer.state == claim_state::claimed) local->release_claim(k);
+                return remote_answer;
+            }
+            if (remote_answer.state == claim_state::claimed) {
+                try {
+                    remote_claims_of_this_thread().emplace_back(tier, k);
+                } catch (...) { // (not remembered: left to its expiry)
+                }
+                return remote_answer;
+            }
+        }
+    }
+    return local_answer;
+}
+
+} // namespace compile_cache::detail

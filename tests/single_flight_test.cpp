@@ -1,0 +1,307 @@
+// Single flight (single_flight.hpp, storage/claim.hpp): a directory's claims as a storage
+// answers them, and in fresh processes (tests/helpers/single_flight_helper.cpp): a claimant
+// killed or stopped mid-compile, kernels that wait on each other across processes, and a
+// read-only directory, where no claim is taken. tinyk's chain40 on 8 processes at once is
+// in examples/tinyk/tests/tinyk_single_flight_test.cpp.
+#include "catch2_compat.hpp"
+#include "support/posix.hpp"
+#include "support/process.hpp"
+
+#include <compile_cache/cache.hpp>
+#include <compile_cache/default_cache.hpp>
+#include <compile_cache/single_flight.hpp>
+#include <compile_cache/storage/directory/directory_storage.hpp>
+
+#include <boost/serialization/string.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace {
+
+namespace cc = compile_cache;
+namespace fs = std::filesystem;
+using compile_cache_test::child_process;
+using compile_cache_test::read_file;
+using compile_cache_test::run_in_child;
+using compile_cache_test::temp_dir;
+using compile_cache_test::write_file;
+
+cc::key sf_key_named(std::string const& name) {
+    return cc::key_builder<cc::sha256>().add("ir", name).finish().value();
+}
+
+/// The claim files under `dir`.
+std::vector<std::string> sf_claims_under(fs::path const& dir) {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+        if (it->path().extension() == ".claim") out.push_back(it->path().string());
+    return out;
+}
+
+/// The pid of a process that has ended (and been waited for).
+pid_t sf_dead_pid() {
+    pid_t const pid = ::fork();
+    if (pid == 0) ::_exit(0);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return pid;
+}
+
+/// `name=N` of a helper's line, -1 when absent.
+long long sf_field(std::string const& line, std::string const& name) {
+    std::size_t const at = line.find(name + "=");
+    if (at == std::string::npos) return -1;
+    return std::atoll(line.c_str() + at + name.size() + 1);
+}
+std::string sf_text_field(std::string const& line, std::string const& name) {
+    std::size_t const at = line.find(name + "=");
+    if (at == std::string::npos) return {};
+    std::size_t const from = at + name.size() + 1;
+    return line.substr(from, line.find(' ', from) - from);
+}
+
+} // namespace
+
+TEST_CASE("single flight: a directory claim is created exclusively, held while its owner lives, and released",
+          "[single-flight]") {
+    temp_dir dir;
+    cc::directory_storage s((dir.path() / "cache").string());
+    cc::key const k = sf_key_named("k");
+    cc::claim_answer const first = s.try_claim(k, {});
+    REQUIRE(first.state == cc::claim_state::claimed);
+    CHECK_FALSE(first.took_over);
+    REQUIRE(sf_claims_under(dir.path()).size() == 1);
+    std::string const text = read_file(s.entry_path(k) + ".claim");
+    CHECK(cc::detail::claim_field(text, "pid") == std::to_string(::getpid()));
+    CHECK_FALSE(cc::detail::claim_field(text, "boot").empty());
+    CHECK_FALSE(cc::detail::claim_field(text, "start").empty());
+
+    cc::claim_answer const second = s.try_claim(k, {}); // its owner (this process) lives
+    CHECK(second.state == cc::claim_state::held);
+    CHECK(second.holder.find(std::to_string(::getpid())) != std::string::npos);
+
+    s.release_claim(k);
+    CHECK(sf_claims_under(dir.path()).empty());
+    CHECK(s.try_claim(k, {cc::claim_scope::remote, std::chrono::milliseconds(1000)}).state ==
+          cc::claim_state::none); // a directory is no remote
+    CHECK(sf_claims_under(dir.path()).empty());
+}
+
+TEST_CASE("single flight: a claim whose owner is gone is taken over at once, another machine's when it expired",
+          "[single-flight]") {
+    temp_dir dir;
+    cc::directory_storage s((dir.path() / "cache").string());
+    cc::key const k = sf_key_named("k");
+    REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed);
+    std::string const boot = cc::detail::claim_field(cc::detail::claim_owner(), "boot");
+    std::string const path = s.entry_path(k) + ".claim";
+    write_file(path, "pid=" + std::to_string(sf_dead_pid()) + " boot=" + boot + " start=1 host=h\n");
+    cc::claim_answer const a = s.try_claim(k, {});
+    CHECK(a.state == cc::claim_state::claimed);
+    CHECK(a.took_over);
+    CHECK(cc::detail::claim_field(read_file(path), "pid") == std::to_string(::getpid()));
+    // Another machine's claim (another boot id) stands until its expiry.
+    write_file(path, "pid=1 boot=another-machine start=1 host=h created_ns=" +
+                         std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                            std::chrono::system_clock::now().time_since_epoch())
+                                            .count()) +
+                         "\n");
+    CHECK(s.try_claim(k, {cc::claim_scope::both, std::chrono::milliseconds(60000)}).state == cc::claim_state::held);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    cc::claim_answer const expired = s.try_claim(k, {cc::claim_scope::both, std::chrono::milliseconds(5)});
+    CHECK(expired.state == cc::claim_state::claimed);
+    CHECK(expired.took_over);
+    s.release_claim(k);
+    CHECK(sf_claims_under(dir.path()).empty());
+}
+
+TEST_CASE("single flight: the wait bound is four times the recorded compile time, within 1 s and PREFIX_WAIT_MAX",
+          "[single-flight]") {
+    using namespace std::chrono;
+    CHECK(cc::detail::claim_wait_bound(milliseconds(30000), 0) == milliseconds(30000));
+    CHECK(cc::detail::claim_wait_bound(milliseconds(30000), 2'000'000'000) == milliseconds(8000));
+    CHECK(cc::detail::claim_wait_bound(milliseconds(30000), 1'000'000) == milliseconds(1000));
+    CHECK(cc::detail::claim_wait_bound(milliseconds(30000), 60'000'000'000) == milliseconds(30000));
+    CHECK(cc::detail::claim_wait_bound(milliseconds(200), 1'000'000) == milliseconds(200));
+    ::setenv("SFT_SINGLE_FLIGHT", "local", 1);
+    ::setenv("SFT_WAIT_MAX", "1500", 1);
+    cc::single_flight_options o;
+    cc::detail::single_flight_from_env(cc::settings_reader("SFT"), o);
+    CHECK(o.scope == cc::claim_scope::local);
+    CHECK(o.wait_max == milliseconds(1500));
+    ::setenv("SFT_SINGLE_FLIGHT", "0", 1);
+    cc::detail::single_flight_from_env(cc::settings_reader("SFT"), o);
+    CHECK(o.scope == cc::claim_scope::none);
+    ::unsetenv("SFT_SINGLE_FLIGHT");
+    ::unsetenv("SFT_WAIT_MAX");
+}
+
+TEST_CASE("single flight: off (PREFIX_SINGLE_FLIGHT=0) takes no claim, and a compile that throws releases it",
+          "[single-flight]") {
+    temp_dir dir;
+    cc::directory_storage s((dir.path() / "cache").string());
+    cc::cache_options o;
+    o.single_flight.scope = cc::claim_scope::none;
+    cc::default_cache off(cc::directory_storage((dir.path() / "cache").string()), o);
+    cc::key_result const k = off.make_key_builder("t").add("ir", "x").finish();
+    // A claim held by this process (another thread's, say) is not waited on when off.
+    REQUIRE(s.try_claim(k.value(), {}).state == cc::claim_state::claimed);
+    auto r = off.get_or_compile<std::string>(k, {"x", "f", 1}, [] { return std::string("x"); });
+    CHECK(r.outcome == cc::outcome::compiled);
+    CHECK(off.stats().waited == 0);
+    s.release_claim(k.value());
+
+    cc::default_cache on(cc::directory_storage((dir.path() / "cache").string()));
+    cc::key_result const k2 = on.make_key_builder("t").add("ir", "y").finish();
+    bool threw = false;
+    try {
+        (void)on.get_or_compile<std::string>(k2, {"y", "f", 1}, []() -> std::string { throw std::runtime_error("no"); });
+    } catch (std::runtime_error const&) {
+        threw = true;
+    }
+    CHECK(threw);
+    CHECK(sf_claims_under(dir.path()).empty());
+}
+
+TEST_CASE("single flight: a read-only directory takes no claim and compiles as before", "[single-flight][processes]") {
+    temp_dir dir;
+    fs::path const mnt = dir.path() / "mnt";
+    fs::create_directory(mnt);
+    std::string const out = run_in_child([&]() -> std::string {
+        if (::unshare(CLONE_NEWNS) != 0) return "skip: unshare";
+        if (::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return "skip: make-private";
+        if (::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=4m,mode=0700") != 0) return "skip: mount";
+        fs::create_directory(mnt / "cache");
+        if (::mount(nullptr, mnt.c_str(), nullptr, MS_REMOUNT | MS_RDONLY, nullptr) != 0) return "skip: remount";
+        cc::directory_storage s((mnt / "cache").string());
+        cc::claim_answer const a = s.try_claim(sf_key_named("k"), {});
+        cc::default_cache c{cc::directory_storage((mnt / "cache").string())};
+        cc::key_result const k = c.make_key_builder("t").add("ir", "x").finish();
+        auto r = c.get_or_compile<std::string>(k, {"x", "f", 1}, [] { return std::string("x"); });
+        return "state=" + std::to_string(static_cast<int>(a.state)) + " outcome=" + cc::to_string(r.outcome) +
+               " value=" + r.value + " waited=" + std::to_string(c.stats().waited) +
+               " files=" + std::to_string(std::distance(fs::recursive_directory_iterator(mnt / "cache"),
+                                                        fs::recursive_directory_iterator()));
+    });
+    if (out.rfind("skip:", 0) == 0) {
+        WARN("no read-only mount here (" << out << "); not run");
+        return;
+    }
+    INFO(out);
+    CHECK(sf_field(out, "state") == static_cast<int>(cc::claim_state::none));
+    CHECK(sf_text_field(out, "outcome") == "compiled");
+    CHECK(sf_text_field(out, "value") == "x");
+    CHECK(sf_field(out, "waited") == 0);
+    CHECK(sf_field(out, "files") == 0);
+}
+
+#ifdef COMPILE_CACHE_HELPER_single_flight_helper
+namespace {
+std::string const sf_helper = COMPILE_CACHE_HELPER_single_flight_helper;
+
+/// Starts a holder of `name`'s claim and returns once it is compiling (holding the claim).
+std::unique_ptr<child_process> sf_start_holder(fs::path const& cache, std::string const& name) {
+    auto holder = std::make_unique<child_process>(
+        std::vector<std::string>{sf_helper, "hold", cache.string(), "30000", name});
+    REQUIRE(holder->wait_for_line(10000));
+    REQUIRE(holder->output() == "compiling\n");
+    return holder;
+}
+
+struct sf_waiter_lines {
+    std::vector<std::string> lines;
+    long long sum(std::string const& name) const {
+        long long n = 0;
+        for (auto const& l : lines) n += sf_field(l, name);
+        return n;
+    }
+};
+
+/// Runs `n` getters of `name` at once; each must finish with the right value.
+sf_waiter_lines sf_run_getters(fs::path const& cache, std::string const& name, std::string const& wait_max, int n,
+                         std::function<void()> const& meanwhile) {
+    std::vector<std::unique_ptr<child_process>> getters;
+    for (int i = 0; i < n; ++i)
+        getters.push_back(std::make_unique<child_process>(
+            std::vector<std::string>{sf_helper, "get", cache.string(), wait_max, name}));
+    meanwhile();
+    sf_waiter_lines out;
+    for (auto& g : getters) {
+        // Bounded: each getter ends within its wait bound plus a compile; a hung one
+        // is killed by the child_process at the end of the test, failing the check.
+        bool const line = g->wait_for_line(15000);
+        CHECK(line);
+        out.lines.push_back(g->output());
+        INFO(g->output());
+        CHECK(sf_text_field(g->output(), "value") == "value-of-" + name);
+    }
+    for (auto& g : getters) CHECK(g->wait() == 0);
+    return out;
+}
+} // namespace
+
+TEST_CASE("single flight: a claimant killed mid-compile is taken over at once, the waiters finish right",
+          "[single-flight][processes]") {
+    temp_dir dir;
+    fs::path const cache = dir.path() / "cache";
+    auto holder = sf_start_holder(cache, "killed");
+    sf_waiter_lines const w = sf_run_getters(cache, "killed", "30000", 3, [&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300)); // (the getters wait on the claim)
+        holder->kill(SIGKILL);
+    });
+    INFO(w.lines[0] << w.lines[1] << w.lines[2]);
+    CHECK(w.sum("took-over") >= 1);   // within its bound of 30 s, or the getters' 15 s would have run out
+    CHECK(w.sum("wait-timeout") == 0);
+    CHECK(w.sum("compiles") <= 2);    // one took over and compiled; the others loaded its entry
+    CHECK(holder->wait() == 128 + SIGKILL);
+    CHECK(sf_claims_under(dir.path()).empty());
+}
+
+TEST_CASE("single flight: a claimant stopped mid-compile holds its claim, the waiters compile after the bound",
+          "[single-flight][processes]") {
+    temp_dir dir;
+    fs::path const cache = dir.path() / "cache";
+    auto holder = sf_start_holder(cache, "stopped");
+    holder->kill(SIGSTOP);
+    sf_waiter_lines const w = sf_run_getters(cache, "stopped", "400", 3, [] {});
+    INFO(w.lines[0] << w.lines[1] << w.lines[2]);
+    CHECK(w.sum("waited") >= 1);
+    CHECK(w.sum("wait-timeout") >= 1); // the stopped claimant's claim stood: nothing hung
+    CHECK(w.sum("took-over") == 0);
+    holder->kill(SIGKILL);
+    CHECK(holder->wait() == 128 + SIGKILL);
+}
+
+TEST_CASE("single flight: two processes whose kernels call each other (each waiting on the other's claim) "
+          "finish within the bound, right",
+          "[single-flight][processes]") {
+    temp_dir dir;
+    fs::path const cache = dir.path() / "cache";
+    child_process a({sf_helper, "recurse", cache.string(), "500", "even", "odd"});
+    child_process b({sf_helper, "recurse", cache.string(), "500", "odd", "even"});
+    REQUIRE(a.wait_for_line(15000));
+    REQUIRE(b.wait_for_line(15000));
+    INFO(a.output() << b.output());
+    CHECK(sf_text_field(a.output(), "value") == "even<odd>");
+    CHECK(sf_text_field(a.output(), "inner") == "odd<even>");
+    CHECK(sf_text_field(b.output(), "value") == "odd<even>");
+    CHECK(sf_text_field(b.output(), "inner") == "even<odd>");
+    CHECK(sf_field(a.output(), "wait-timeout") + sf_field(b.output(), "wait-timeout") >= 1);
+    CHECK(a.wait() == 0);
+    CHECK(b.wait() == 0);
+    CHECK(sf_claims_under(dir.path()).empty());
+}
+#endif
