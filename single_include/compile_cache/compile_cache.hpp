@@ -4218,6 +4218,180 @@ std::string storage_settings::untrusted_remote_reason() const { return detail::u
 #endif
 // ---- end compile_cache/impl/settings.ipp
 // ---- end compile_cache/settings.hpp
+// ---- begin compile_cache/storage/claim.hpp
+// compile_cache: what a storage's optional claim members (single flight) take and answer,
+// and who this process is in a claim; storage/concept.hpp detects the members and
+// single_flight.hpp drives them.
+
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace compile_cache {
+
+/// Which claims a miss takes before it compiles (PREFIX_SINGLE_FLIGHT): none, the local
+/// storage's (a directory: the processes of one machine), the remote's (Redis: the
+/// fleet), or both. A storage that is neither local nor remote for a scope takes none.
+enum class claim_scope : unsigned char { none = 0, local = 1, remote = 2, both = 3 };
+
+inline constexpr bool includes(claim_scope s, claim_scope part) noexcept {
+    return (static_cast<unsigned>(s) & static_cast<unsigned>(part)) != 0;
+}
+
+/// What a claim asks for: its scope, and how long it stands at most (`expiry`: a remote
+/// claim is dropped by the server after it; a directory claim of another machine, whose
+/// owner cannot be asked, is deemed dead after it).
+struct claim_request {
+    claim_scope scope = claim_scope::both;
+    std::chrono::milliseconds expiry{30000};
+};
+
+enum class claim_state : unsigned char {
+    none,    ///< no claim taken: the storage cannot (read-only, off, failing): compile as without claims
+    claimed, ///< this process holds the claim: compile, store, then release_claim
+    held,    ///< a live claim of another process (or thread) stands: wait for its entry
+};
+
+/// A storage's answer to `try_claim(key const&, claim_request const&)`. Never throws.
+struct claim_answer {
+    claim_state state = claim_state::none;
+    bool took_over = false; ///< claimed after removing a dead claim (its owner gone, or expired)
+    std::string holder;     ///< who holds a claim found held (for the log), when known
+};
+
+namespace detail {
+
+/// This process as a claim names it: `pid=N boot=BOOT_ID start=TICKS host=NAME`, the
+/// process's start time in clock ticks since boot (so that a reused pid is told apart).
+COMPILE_CACHE_DECL std::string const& claim_owner() noexcept;
+
+/// Whether the process a claim names (claim_owner()'s text) is alive: false when it ran on
+/// this boot of this machine and is gone (no such pid, or the pid's start time differs);
+/// true when it is alive, or on another machine or boot (`same_machine` false: it cannot
+/// be asked, and the claim's expiry decides).
+COMPILE_CACHE_DECL bool claim_owner_alive(std::string_view owner, bool& same_machine) noexcept;
+
+/// The value of `field=` in a claim_owner() text ("" when absent).
+COMPILE_CACHE_DECL std::string claim_field(std::string_view owner, std::string_view field);
+
+} // namespace detail
+
+} // namespace compile_cache
+
+// ---- begin compile_cache/storage/impl/claim.ipp
+// compile_cache: the definitions of claim.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <signal.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+namespace compile_cache::detail {
+
+namespace claim_impl {
+/// The first line of a small file under /proc ("" when it cannot be read).
+inline std::string first_line(char const* path) {
+    std::ifstream in(path);
+    std::string line;
+    std::getline(in, line);
+    return line;
+}
+/// Field 22 of /proc/PID/stat (0: this process's): the process's start time in clock
+/// ticks since boot ("" if unknown); `state` gets field 3 (R, S, T, Z, ...).
+inline std::string start_ticks(long pid, std::string* state = nullptr) {
+    std::string const path = pid == 0 ? std::string("/proc/self/stat") : "/proc/" + std::to_string(pid) + "/stat";
+    std::string const stat = first_line(path.c_str());
+    std::size_t const close = stat.rfind(')'); // the name may hold spaces and parentheses
+    if (close == std::string::npos) return {};
+    std::istringstream rest(stat.substr(close + 1));
+    std::string f;
+    for (int field = 3; field <= 22 && (rest >> f); ++field) {
+        if (field == 3 && state) *state = f;
+        if (field == 22) return f;
+    }
+    return {};
+}
+inline std::string host_name() {
+    char name[256] = {};
+    if (::gethostname(name, sizeof name - 1) != 0) return "?";
+    std::string h(name);
+    for (char& c : h)
+        if (c == ' ' || c == '\n') c = '_';
+    return h;
+}
+} // namespace claim_impl
+
+std::string const& claim_owner() noexcept {
+    // Per process: a forked child names itself (its pid and start time differ).
+    static thread_local ::pid_t cached_pid = 0;
+    static thread_local std::string cached;
+    try {
+        ::pid_t const pid = ::getpid();
+        if (pid != cached_pid) {
+            std::string boot = claim_impl::first_line("/proc/sys/kernel/random/boot_id");
+            if (boot.empty()) boot = "?";
+            std::string start = claim_impl::start_ticks(0);
+            if (start.empty()) start = "?";
+            cached = "pid=" + std::to_string(pid) + " boot=" + boot + " start=" + start +
+                     " host=" + claim_impl::host_name();
+            cached_pid = pid;
+        }
+    } catch (...) {
+    }
+    return cached;
+}
+
+std::string claim_field(std::string_view owner, std::string_view field) {
+    std::string const needle = std::string(field) + "=";
+    std::size_t at = 0;
+    while ((at = owner.find(needle, at)) != std::string_view::npos) {
+        if (at == 0 || owner[at - 1] == ' ' || owner[at - 1] == '\n') {
+            std::size_t const from = at + needle.size();
+            std::size_t const end = owner.find_first_of(" \n", from);
+            return std::string(owner.substr(from, end == std::string_view::npos ? std::string_view::npos : end - from));
+        }
+        at += needle.size();
+    }
+    return {};
+}
+
+bool claim_owner_alive(std::string_view owner, bool& same_machine) noexcept {
+    same_machine = false;
+    try {
+        std::string const mine = claim_owner();
+        std::string const boot = claim_field(owner, "boot");
+        if (boot.empty() || boot == "?" || boot != claim_field(mine, "boot")) return true;
+        same_machine = true;
+        std::string const pid_text = claim_field(owner, "pid");
+        char* end = nullptr;
+        long const pid = std::strtol(pid_text.c_str(), &end, 10);
+        if (pid_text.empty() || *end != '\0' || pid <= 0) return true; // not ours to judge
+        if (::kill(static_cast<::pid_t>(pid), 0) != 0 && errno == ESRCH) return false;
+        std::string state;
+        std::string const now = claim_impl::start_ticks(pid, &state);
+        if (state == "Z" || state == "X") return false; // ended, not yet waited for by its parent
+        std::string const start = claim_field(owner, "start");
+        if (start.empty() || start == "?") return true;
+        return now.empty() || now == start; // another start time: the pid was reused
+    } catch (...) {
+        return true;
+    }
+}
+
+} // namespace compile_cache::detail
+
+#endif
+// ---- end compile_cache/storage/impl/claim.ipp
+// ---- end compile_cache/storage/claim.hpp
 
 #include <cstddef>
 #include <cstdint>
@@ -4500,6 +4674,23 @@ using has_entry_path = is_detected_convertible<std::string, entry_path_t, S>;
 template <class S>
 using entry_path_address_t = decltype(&S::entry_path);
 
+/// Optional (single flight, single_flight.hpp): `claim_answer try_claim(key const&,
+/// claim_request const&)`, which claims `k` for this process before it compiles (answer
+/// claimed), or says another process holds it (held), or that no claim can be taken
+/// (none); and `void release_claim(key const&)`, which drops the claim of `k` that this
+/// process took (the cache calls it only for one it took).
+/// Neither throws. directory_storage, redis_storage and tiered_storage have them.
+template <class S>
+using try_claim_t =
+    decltype(std::declval<S&>().try_claim(std::declval<key const&>(), std::declval<claim_request const&>()));
+template <class S>
+using release_claim_t = decltype(std::declval<S&>().release_claim(std::declval<key const&>()));
+template <class S>
+using has_claims =
+    std::bool_constant<is_detected_exact<claim_answer, try_claim_t, S>::value && is_detected<release_claim_t, S>::value>;
+template <class S>
+using try_claim_address_t = decltype(&S::try_claim);
+
 /// An optional member is *named* when `&S::name` is valid (one member of that name: not
 /// overloaded, not a template); a named one must meet its requirement, or it would be
 /// silently ignored.
@@ -4517,6 +4708,7 @@ using is_storage = std::bool_constant<
     optional_member_valid<entry_checked_address_t, has_entry_checked, S>::value &&
     optional_member_valid<set_logger_address_t, has_set_logger, S>::value &&
     optional_member_valid<entry_path_address_t, has_entry_path, S>::value &&
+    optional_member_valid<try_claim_address_t, has_claims, S>::value &&
     optional_member_valid<storage_counters_address_t, has_storage_counters, S>::value &&
     optional_member_valid<record_counters_address_t, has_record_counters, S>::value &&
     optional_member_valid<from_env_address_t, has_any_from_env, S>::value &&
@@ -4535,6 +4727,8 @@ struct storage_capabilities {
     static constexpr bool entry_checked = detail::has_entry_checked<S>::value;
     static constexpr bool set_logger = detail::has_set_logger<S>::value;
     static constexpr bool entry_path = detail::has_entry_path<S>::value;
+    /// try_claim and release_claim (single flight).
+    static constexpr bool claims = detail::has_claims<S>::value;
     static constexpr bool storage_counters = detail::has_storage_counters<S>::value;
     static constexpr bool record_counters = detail::has_record_counters<S>::value;
     /// A from_env the cache calls, in either form.
@@ -4552,6 +4746,7 @@ struct storage_capabilities {
         {"entry_checked", entry_checked},
         {"set_logger", set_logger},
         {"entry_path", entry_path},
+        {"try_claim", claims},
         {"storage_counters", storage_counters},
         {"record_counters", record_counters},
         {from_env_is_deprecated ? "from_env (the deprecated settings_reader& form)" : "from_env", from_env},
@@ -4586,6 +4781,9 @@ struct check_storage {
                   "compile_cache: the Storage's set_logger member has the wrong signature (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::entry_path_address_t, detail::has_entry_path, S>::value,
                   "compile_cache: the Storage's entry_path member has the wrong signature (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::try_claim_address_t, detail::has_claims, S>::value,
+                  "compile_cache: the Storage's try_claim member has the wrong signature, or it has no "
+                  "release_claim (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::storage_counters_address_t, detail::has_storage_counters, S>::value,
                   "compile_cache: the Storage's storage_counters member has the wrong signature (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::record_counters_address_t, detail::has_record_counters, S>::value,
@@ -6991,6 +7189,15 @@ public:
     /// storage is disabled or the key is empty.
     COMPILE_CACHE_DECL std::string entry_path(key const& k) const;
 
+    /// Single flight (directory_claims.hpp, docs/design.md): claims `k` for this process
+    /// with the file `entry_path(k) + ".claim"`, created exclusively; held when another
+    /// live process's claim is there; a dead one's (its pid gone on this boot, or another
+    /// machine's past `request.expiry`) is taken over at once. none when the directory
+    /// cannot be written (read-only: no claims), or `request.scope` has no `local`.
+    COMPILE_CACHE_DECL claim_answer try_claim(key const& k, claim_request const& request) noexcept;
+    /// Removes the claim of `k` that this process took (call it only for one it took).
+    COMPILE_CACHE_DECL void release_claim(key const& k) noexcept;
+
     COMPILE_CACHE_DECL read_result read(key const& k, std::string& out, std::size_t max_size) noexcept;
 
     /// Stores `bytes` under `k` atomically: a temp file in the entry's folder, filled,
@@ -7954,6 +8161,169 @@ bool directory_storage::flush_ledger(std::int64_t now, std::uint64_t& total) con
 
 #endif // COMPILE_CACHE_INCLUDE_IMPL
 // ---- end compile_cache/storage/directory/impl/directory_storage.ipp
+// ---- begin compile_cache/storage/directory/directory_claims.hpp
+// compile_cache: directory_storage's claims (single flight): a miss claims its key with a
+// file `ENTRY.claim` beside the entry's place, created exclusively and holding who claimed
+// it (claim.hpp's claim_owner: pid, boot id, process start time, host) and when. Included
+// by directory_storage.hpp; the protocol and its bounds are in docs/design.md.
+
+
+// ---- begin compile_cache/storage/directory/impl/directory_claims.ipp
+// compile_cache: the definitions of directory_storage's claim members (directory_claims.hpp);
+// included by it alone (inline by default, compiled once in compile_cache/src.hpp under
+// separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+#include <cerrno>
+#include <chrono>
+#include <string>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace compile_cache {
+
+namespace detail::directory_claims_impl {
+
+/// A claim file's text: at most 1 KiB of it ("" when it cannot be opened: `error` says why).
+inline std::string read_claim(std::string const& path, int& error) {
+    error = 0;
+    int const fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        error = errno;
+        return {};
+    }
+    std::string text(1024, '\0');
+    std::size_t got = 0;
+    while (got < text.size()) {
+        ssize_t const n = ::read(fd, &text[got], text.size() - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += static_cast<std::size_t>(n);
+    }
+    ::close(fd);
+    text.resize(got);
+    return text;
+}
+
+inline std::int64_t now_ns() noexcept {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+/// How old a claim is, by its `created_ns=` field, else by the file's modification time.
+inline std::int64_t claim_age_ns(std::string const& text, std::string const& path) {
+    std::string const created = claim_field(text, "created_ns");
+    if (!created.empty()) {
+        char* end = nullptr;
+        long long const ns = std::strtoll(created.c_str(), &end, 10);
+        if (*end == '\0' && ns > 0) return now_ns() - ns;
+    }
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return 0;
+    return now_ns() - (static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec);
+}
+
+} // namespace detail::directory_claims_impl
+
+claim_answer directory_storage::try_claim(key const& k, claim_request const& request) noexcept {
+    namespace impl = detail::directory_claims_impl;
+    claim_answer answer;
+    if (!includes(request.scope, claim_scope::local)) return answer;
+    try {
+        std::string const entry = entry_path(k);
+        if (entry.empty()) return answer;
+        std::string const path = entry + ".claim";
+        std::string const folder = entry.substr(0, entry.rfind('/'));
+        std::string const text = detail::claim_owner() + " created_ns=" + std::to_string(impl::now_ns()) + "\n";
+        unsigned const mode = options_.umask >= 0 ? options_.file_mode & ~static_cast<unsigned>(options_.umask)
+                                                  : options_.file_mode;
+        // A few rounds: a claim removed (released, or dead and taken over) between our
+        // create and our read is tried again; more contention than that: held.
+        for (int round = 0; round < 4; ++round) {
+            int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+            if (fd < 0 && errno == ENOENT) { // the entry's folder is not there yet
+                unsigned const dmode = options_.umask >= 0
+                                           ? options_.directory_mode & ~static_cast<unsigned>(options_.umask)
+                                           : options_.directory_mode;
+                auto make = [&](std::string const& d) {
+                    if (::mkdir(d.c_str(), dmode) == 0) {
+                        if (options_.umask >= 0) (void)::chmod(d.c_str(), dmode);
+                        return true;
+                    }
+                    return errno == EEXIST;
+                };
+                if (!make(folder) && errno == ENOENT && make(directory_)) // (the cache directory, made on first use)
+                    (void)make(folder);
+                fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+            }
+            if (fd >= 0) {
+                if (options_.umask >= 0) (void)::fchmod(fd, mode);
+                std::size_t done = 0;
+                while (done < text.size()) {
+                    ssize_t const n = ::write(fd, text.data() + done, text.size() - done);
+                    if (n < 0 && errno == EINTR) continue;
+                    if (n <= 0) break;
+                    done += static_cast<std::size_t>(n);
+                }
+                ::close(fd);
+                if (done != text.size()) { // disk full: no claim, and none left behind
+                    ::unlink(path.c_str());
+                    return claim_answer{};
+                }
+                answer.state = claim_state::claimed;
+                return answer;
+            }
+            if (errno != EEXIST) return answer; // read-only, no permission: no claims, as before
+            int error = 0;
+            std::string const held = impl::read_claim(path, error);
+            if (error == ENOENT) continue; // released meanwhile: try again
+            std::int64_t const age = impl::claim_age_ns(held, path);
+            bool same_machine = false;
+            bool alive = detail::claim_owner_alive(held, same_machine);
+            // Another machine's (a shared network directory), an unreadable one, or one
+            // still being written: alive until its expiry.
+            if (alive && !same_machine) alive = age <= std::chrono::nanoseconds(request.expiry).count();
+            if (held.empty() && error == 0 && age > 1000000000) alive = false; // its writer died before writing
+            if (alive) {
+                answer.state = claim_state::held;
+                std::string const pid = detail::claim_field(held, "pid");
+                std::string const host = detail::claim_field(held, "host");
+                answer.holder = pid.empty() ? "another process" : "pid " + pid + (host.empty() ? "" : " on " + host);
+                return answer;
+            }
+            // Dead: removed if it is still the claim read (not one taken over meanwhile).
+            int again_error = 0;
+            if (impl::read_claim(path, again_error) != held || again_error != error) continue;
+            if (::unlink(path.c_str()) == 0) answer.took_over = true;
+        }
+        answer.state = claim_state::held;
+        answer.holder = "another process";
+        return answer;
+    } catch (...) {
+        return claim_answer{};
+    }
+}
+
+void directory_storage::release_claim(key const& k) noexcept {
+    // Called only for a claim this process took (basic_cache's claim_guard): unlinked
+    // without reading it first (one system call, not four). The claim there is ours
+    // unless another process judged ours dead or expired and took it over, which it
+    // cannot while we run on its machine; for another machine's view of an expired
+    // claim, removing its successor costs at most one more compile elsewhere.
+    try {
+        std::string const entry = entry_path(k);
+        if (!entry.empty()) ::unlink((entry + ".claim").c_str());
+    } catch (...) {
+    }
+}
+
+} // namespace compile_cache
+
+#endif
+// ---- end compile_cache/storage/directory/impl/directory_claims.ipp
+// ---- end compile_cache/storage/directory/directory_claims.hpp
 // ---- end compile_cache/storage/directory/directory_storage.hpp
 // ---- begin compile_cache/storage/memory_storage.hpp
 // compile_cache: a Storage in the process's memory, shared between threads. For
@@ -9688,6 +10058,88 @@ remote_error remote_error_of(std::error_code const& e) noexcept {
 #endif // COMPILE_CACHE_INCLUDE_IMPL
 // ---- end compile_cache/storage/impl/remote_error.ipp
 // ---- end compile_cache/storage/remote_error.hpp
+// ---- begin compile_cache/storage/tiered_claims.hpp
+// compile_cache: tiered_storage's claims (single flight): the local storage's claim covers
+// the processes of one machine, the remote's the fleet; how the two answers make one.
+// Included by tiered_storage.hpp; the protocol is in docs/design.md.
+
+
+#include <utility>
+#include <vector>
+
+namespace compile_cache::detail {
+
+/// The remote claims this thread took through a tier (the tier's address, the key): a
+/// claim is released by the thread that took it (basic_cache's claim_guard), and only a
+/// remote claim taken is released on the remote (no round trip for the others).
+inline std::vector<std::pair<void const*, key>>& remote_claims_of_this_thread() noexcept {
+    thread_local std::vector<std::pair<void const*, key>> held;
+    return held;
+}
+/// Whether this thread took the remote claim of `k` through `tier`; forgets it.
+inline bool forget_remote_claim(void const* tier, key const& k) noexcept {
+    auto& held = remote_claims_of_this_thread();
+    for (auto it = held.begin(); it != held.end(); ++it)
+        if (it->first == tier && it->second == k) {
+            held.erase(it);
+            return true;
+        }
+    return false;
+}
+
+/// The local storage's claim of `k` (when `request.scope` has `local`), then (when that is
+/// not held elsewhere, `remote` is given, a remote that may be written now, and the scope
+/// has `remote`) the remote's: held when either
+/// is held by another process (a local claim just taken is then dropped, so that the
+/// machine's other processes also wait on the remote one), claimed when either was taken
+/// and neither is held, none when neither storage takes claims. A remote claim taken is
+/// remembered for this thread under `tier` (forget_remote_claim). Never throws.
+template <class Local, class Remote>
+claim_answer tier_try_claim(void const* tier, Local* local, Remote* remote, key const& k,
+                            claim_request const& request) noexcept {
+    // Each tier is asked for its own part of the scope, and then claims as it would alone
+    // (a directory as the remote claims for the fleet).
+    claim_request whole = request;
+    whole.scope = claim_scope::both;
+    claim_answer local_answer;
+    if constexpr (has_claims<Local>::value) {
+        if (local && includes(request.scope, claim_scope::local)) {
+            try {
+                local_answer = local->try_claim(k, whole);
+            } catch (...) {
+                local_answer = claim_answer{};
+            }
+        }
+    }
+    if (local_answer.state == claim_state::held) return local_answer;
+    if constexpr (has_claims<Remote>::value) {
+        if (remote && includes(request.scope, claim_scope::remote)) {
+            claim_answer remote_answer;
+            try {
+                remote_answer = remote->try_claim(k, whole);
+            } catch (...) {
+                remote_answer = claim_answer{};
+            }
+            remote_answer.took_over = remote_answer.took_over || local_answer.took_over;
+            if (remote_answer.state == claim_state::held) {
+                if constexpr (has_claims<Local>::value)
+                    if (local_answer.state == claim_state::claimed) local->release_claim(k);
+                return remote_answer;
+            }
+            if (remote_answer.state == claim_state::claimed) {
+                try {
+                    remote_claims_of_this_thread().emplace_back(tier, k);
+                } catch (...) { // (not remembered: left to its expiry)
+                }
+                return remote_answer;
+            }
+        }
+    }
+    return local_answer;
+}
+
+} // namespace compile_cache::detail
+// ---- end compile_cache/storage/tiered_claims.hpp
 
 #include <algorithm>
 #include <array>
@@ -10253,6 +10705,36 @@ private:
         return state_->local ? answer : e;
     }
 
+    /// Single flight (tiered_claims.hpp): the local storage's claim (the machine's
+    /// processes), then the remote's (the fleet's) when the remote is read-write and up.
+    claim_answer try_claim(key const& k, claim_request const& request) noexcept {
+        if (!state_ || state_->forked_mid_job()) return {};
+        bool const remote_ok = state_->remote && state_->options.mode == remote_mode::read_write &&
+                               state_->remote_usable() && !remote_skipped();
+        return detail::tier_try_claim(state_.get(), state_->local ? &*state_->local : static_cast<Local*>(nullptr),
+                                      remote_ok ? &*state_->remote : static_cast<Remote*>(nullptr), k, request);
+    }
+    /// Releases this process's claims of `k`: the local one at once, the remote one (when
+    /// this thread took it) after the uploads queued before it (background mode), so that
+    /// the fleet's waiters find the entry when the claim goes; a remote skipped for its
+    /// failures keeps it until its expiry.
+    void release_claim(key const& k) noexcept {
+        if (!state_ || state_->forked_mid_job()) return;
+        if constexpr (detail::has_claims<Local>::value)
+            if (state_->local) state_->local->release_claim(k);
+        if constexpr (detail::has_claims<Remote>::value) {
+            if (!detail::forget_remote_claim(state_.get(), k)) return; // none taken there
+            if (!state_->remote || !state_->remote_usable() || remote_skipped()) return; // (left to its expiry)
+            if (state_->worker) {
+                try {
+                    if (state_->worker->push({k, std::string(), job_release})) return;
+                } catch (...) {
+                }
+            }
+            state_->remote->release_claim(k);
+        }
+    }
+
 public:
     std::error_code remove(key const& k) noexcept {
         if (!state_) return {};
@@ -10399,6 +10881,7 @@ private:
     /// The worker's jobs (detail::tier_worker::job::kind).
     static constexpr unsigned char job_upload = 0; ///< a remote write
     static constexpr unsigned char job_copy = 1;   ///< a remote hit's local copy (and its record's)
+    static constexpr unsigned char job_release = 2; ///< a remote claim's release (after the uploads before it)
 
     enum counter : std::size_t {
         c_hits,
@@ -10526,6 +11009,8 @@ private:
                     if (j.kind == job_upload) {
                         ++counts[c_uploads_dropped];
                         ++dropped_at_end;
+                    } else if (j.kind == job_release) {
+                        // (a claim left to its expiry)
                     } else {
                         ++counts[c_copies_dropped];
                     }
@@ -10666,6 +11151,10 @@ private:
 
         /// The worker's job.
         void run(detail::tier_worker::job& j) noexcept {
+            if (j.kind == job_release) {
+                if constexpr (detail::has_claims<Remote>::value) remote->release_claim(j.k);
+                return;
+            }
             if (j.kind == job_upload) {
                 if (!send(j.k, j.bytes)) ++counts[c_uploads_sent];
                 return;
@@ -11843,6 +12332,10 @@ enum class counter : std::size_t {
     verify_failed,
     stores_skipped_cheap,
     records_ignored,
+    waited,
+    wait_ns,
+    took_over,
+    wait_timeouts,
     count_
 };
 inline constexpr std::size_t counter_count = static_cast<std::size_t>(counter::count_);
@@ -11880,6 +12373,11 @@ struct statistics_snapshot {
     /// Identity records not read because they are over identity_record_max_size or hold
     /// more components than identity_record_max_components: misses left unexplained.
     std::uint64_t records_ignored = 0;
+    // Single flight (single_flight.hpp): misses that found another process's claim.
+    std::uint64_t waited = 0;        ///< waited for another process's compile (loaded, or compiled after)
+    std::uint64_t wait_ns = 0;       ///< the time those waits took, summed
+    std::uint64_t took_over = 0;     ///< claims taken over from a dead owner
+    std::uint64_t wait_timeouts = 0; ///< waits that reached their bound: compiled here
     /// The Storage's own counters (tiered_storage: `remote.hits`, ...), in its order;
     /// empty for a storage that keeps none.
     std::vector<std::pair<std::string, std::uint64_t>> storage_counters;
@@ -11904,7 +12402,8 @@ struct statistics_snapshot {
     /// `bypasses`, `bytes-read`, `bytes-written`, `load-ns`, `compile-ns`, `store-ns`,
     /// `hit-read-ns`, `hit-verify-ns`, `hit-deserialize-ns`, `hit-relocate-ns`,
     /// `hit-compile-ns`, `verified`, `unsound`, `nondeterministic`, `verify-failed`,
-    /// `store-skipped.cheap`, `records-ignored`. These
+    /// `store-skipped.cheap`, `records-ignored`, `waited`, `wait-ns`, `took-over`,
+    /// `wait-timeout`. These
     /// are the names a cache directory keeps its cumulative counters under (the
     /// breakdown of bypasses by reason is not kept: reasons are the host's own text).
     /// Then the storage_counters.
@@ -11959,6 +12458,10 @@ inline constexpr counter_row counter_table[] = {
     {"verify-failed", &statistics_snapshot::verify_failed},
     {"store-skipped.cheap", &statistics_snapshot::stores_skipped_cheap},
     {"records-ignored", &statistics_snapshot::records_ignored},
+    {"waited", &statistics_snapshot::waited},
+    {"wait-ns", &statistics_snapshot::wait_ns},
+    {"took-over", &statistics_snapshot::took_over},
+    {"wait-timeout", &statistics_snapshot::wait_timeouts},
 };
 static_assert(std::size(counter_table) == counter_count, "compile_cache: one counter_table row per counter");
 } // namespace detail
@@ -12004,6 +12507,12 @@ public:
     void verify_failed() noexcept { add(detail::counter::verify_failed); }
     void record_ignored() noexcept { add(detail::counter::records_ignored); }
     void store_skipped_cheap() noexcept { add(detail::counter::stores_skipped_cheap); }
+    void waited(std::uint64_t ns) noexcept {
+        add(detail::counter::waited);
+        add(detail::counter::wait_ns, ns);
+    }
+    void took_over() noexcept { add(detail::counter::took_over); }
+    void wait_timeout() noexcept { add(detail::counter::wait_timeouts); }
     void compiled(std::uint64_t ns) noexcept { add(detail::counter::compile_ns, ns); }
     COMPILE_CACHE_DECL void bypassed(std::string const& reason) noexcept;
 
@@ -12068,6 +12577,9 @@ std::string statistics_snapshot::summary() const {
     if (verify_failed != 0) s += " verify-failed=" + std::to_string(verify_failed);
     if (records_ignored != 0) s += " records-ignored=" + std::to_string(records_ignored);
     if (stores_skipped_cheap != 0) s += " store-skipped-cheap=" + std::to_string(stores_skipped_cheap);
+    if (waited + took_over + wait_timeouts != 0)
+        s += " waited=" + std::to_string(waited) + " wait-ms=" + format_ms(wait_ns) +
+             " took-over=" + std::to_string(took_over) + " wait-timeout=" + std::to_string(wait_timeouts);
     if (hits) s += " saved-ms=" + format_ms(saved_ns());
     s += " load-ms=" + format_ms(load_ns) + " compile-ms=" + format_ms(compile_ns) + " store-ms=" + format_ms(store_ns);
     // The storage's own: `remote.hits=3 ... remote.read-ms=1.250`; zero errors left out.
@@ -12482,6 +12994,272 @@ void record_identities_from_env(settings_reader const& env, bool& record_identit
 #endif // COMPILE_CACHE_INCLUDE_IMPL
 // ---- end compile_cache/detail/impl/record_identities_setting.ipp
 // ---- end compile_cache/detail/record_identities_setting.hpp
+// ---- begin compile_cache/single_flight.hpp
+// compile_cache: single flight, the cache's side of claims: a miss claims its key in the
+// storage before it compiles (the optional Storage members try_claim and release_claim,
+// storage/claim.hpp), and a miss that finds another process's live claim waits for that
+// process's entry, polling at short intervals, for at most a bound, then compiles itself.
+// basic_cache::get_or_compile calls claim_or_wait; docs/design.md has the protocol.
+
+
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace compile_cache {
+
+/// How a cache's misses claim their keys (cache_options::single_flight).
+struct single_flight_options {
+    /// Which claims a miss takes (PREFIX_SINGLE_FLIGHT: `0`, `local`, `remote` or `both`,
+    /// the default): with a tier, the local claim covers the processes of one machine, the
+    /// remote one the fleet. A storage without claims takes none whatever this says.
+    claim_scope scope = claim_scope::both;
+    /// The longest a miss waits for another process's compile (PREFIX_WAIT_MAX, in
+    /// milliseconds); the wait of a kernel with a recorded compile time is shorter: four
+    /// times that time, at least a second (claim_wait_bound). Also how long a claim
+    /// stands when its owner cannot be asked (a remote claim's expiry).
+    std::chrono::milliseconds wait_max{30000};
+};
+
+namespace detail {
+
+/// Reads PREFIX_SINGLE_FLIGHT and PREFIX_WAIT_MAX into `options`; a value that does not
+/// parse is one line through `env`, and the default stays.
+COMPILE_CACHE_DECL void single_flight_from_env(settings_reader const& env, single_flight_options& options);
+
+/// How long a miss waits for another process's claim of a kernel whose last recorded
+/// compile took `last_compile_ns` (0: none recorded): 4 times that, at least 1 s, at most
+/// `wait_max` (and `wait_max` when there is no record).
+inline std::chrono::nanoseconds claim_wait_bound(std::chrono::milliseconds wait_max,
+                                                 std::uint64_t last_compile_ns) noexcept {
+    std::chrono::nanoseconds const cap = wait_max;
+    if (last_compile_ns == 0) return cap;
+    std::chrono::nanoseconds const floor = std::min<std::chrono::nanoseconds>(std::chrono::seconds(1), cap);
+    std::uint64_t const four = last_compile_ns > UINT64_MAX / 4 ? UINT64_MAX / 4 : last_compile_ns * 4;
+    std::chrono::nanoseconds const wanted(static_cast<std::chrono::nanoseconds::rep>(
+        std::min<std::uint64_t>(four, static_cast<std::uint64_t>(cap.count()))));
+    return std::clamp(wanted, floor, cap);
+}
+
+/// The keys this thread holds claims of: a nested get_or_compile of one of them (a
+/// kernel that reaches itself while compiling) compiles without waiting on itself.
+inline std::vector<key>& claims_of_this_thread() noexcept {
+    thread_local std::vector<key> held;
+    return held;
+}
+
+/// A claim this cache took: released (the storage's release_claim) when it goes, on
+/// every path out of get_or_compile: success, failure, a store that failed, an exception.
+template <class Storage>
+class claim_guard {
+public:
+    explicit claim_guard(Storage& s) noexcept : storage_(s) {}
+    claim_guard(claim_guard const&) = delete;
+    claim_guard& operator=(claim_guard const&) = delete;
+    ~claim_guard() { release(); }
+
+    void hold(key const& k) noexcept {
+        k_ = k;
+        held_ = true;
+        try {
+            claims_of_this_thread().push_back(k);
+        } catch (...) { // (out of memory: only a nested compile of k would wait on itself, to its bound)
+        }
+    }
+    bool held() const noexcept { return held_; }
+    void release() noexcept {
+        if (!held_) return;
+        held_ = false;
+        auto& mine = claims_of_this_thread();
+        auto const it = std::find(mine.rbegin(), mine.rend(), k_);
+        if (it != mine.rend()) mine.erase(std::next(it).base());
+        if constexpr (has_claims<Storage>::value) {
+            try {
+                storage_.release_claim(k_);
+            } catch (...) {
+            }
+        }
+    }
+
+private:
+    Storage& storage_;
+    key k_{};
+    bool held_ = false;
+};
+
+/// Whether the storage has an entry under `k` now (a read that finds one; absent, an
+/// error or an over-bound one: no). The bytes are read into `scratch`.
+template <class Storage>
+bool entry_present(Storage& s, key const& k, std::size_t max_size, std::string& scratch) noexcept {
+    try {
+        return s.read(k, scratch, max_size).status == read_status::found;
+    } catch (...) {
+        return false;
+    }
+}
+
+inline double ms_of(std::chrono::nanoseconds d) noexcept { return static_cast<double>(d.count()) / 1e6; }
+
+inline std::string ms_text(std::chrono::nanoseconds d) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f ms", ms_of(d));
+    return buf;
+}
+
+/// The single-flight step of a miss of `k` (after the load missed, before the compile):
+/// claims `k` (then `guard` holds it and nullopt says: compile), or, while another
+/// process's live claim stands, waits for its entry: polls every 0.1 ms growing to 5 ms,
+/// each poll a read of the entry and a try_claim (which takes over a dead claim at once,
+/// or claims a released one); an entry found is loaded by `load()` (the cache's whole
+/// load: envelope check, deserialize) and returned. After `bound`, or when the entry
+/// found does not load, or when no claim can be taken: nullopt, compile (unclaimed).
+/// `absent`: the miss found no entry; after any other miss (a damaged entry, another
+/// version's) the key is claimed but not waited for.
+/// Counted (statistics: waited, wait-ns, took-over, wait-timeout) and logged.
+template <class Artifact, class Storage, class Load>
+std::optional<Artifact> claim_or_wait(Storage& storage, claim_guard<Storage>& guard, key const& k,
+                                      single_flight_options const& options, std::uint64_t last_compile_ns,
+                                      std::size_t max_entry_size, bool absent, statistics& stats,
+                                      line_logger const& logger, std::string const& name, Load&& load) {
+    if constexpr (!has_claims<Storage>::value) {
+        (void)storage, (void)guard, (void)k, (void)options, (void)last_compile_ns, (void)max_entry_size,
+            (void)absent, (void)stats, (void)logger, (void)name, (void)load;
+        return std::nullopt;
+    } else {
+        if (options.scope == claim_scope::none) return std::nullopt;
+        auto const& mine = claims_of_this_thread();
+        if (std::find(mine.begin(), mine.end(), k) != mine.end()) return std::nullopt; // recursion in this thread
+        claim_request const request{options.scope, options.wait_max};
+        std::chrono::nanoseconds const bound = claim_wait_bound(options.wait_max, last_compile_ns);
+        auto const start = std::chrono::steady_clock::now();
+        std::chrono::microseconds interval(100);
+        std::string scratch;
+        bool waiting = false;
+        std::string holder;
+        auto waited_for = [&] { return std::chrono::steady_clock::now() - start; };
+        auto done_waiting = [&] {
+            if (waiting) stats.waited(static_cast<std::uint64_t>(
+                             std::chrono::duration_cast<std::chrono::nanoseconds>(waited_for()).count()));
+        };
+        for (;;) {
+            claim_answer answer;
+            try {
+                answer = storage.try_claim(k, request);
+            } catch (...) {
+                answer = claim_answer{};
+            }
+            if (answer.took_over) {
+                stats.took_over();
+                log_with(logger, [&] {
+                    return "took over the claim of " + printable(name) + " (key " + k.hex().substr(0, 12) +
+                           "): its owner is gone";
+                });
+            }
+            if (answer.state == claim_state::none) {
+                done_waiting();
+                return std::nullopt;
+            }
+            if (answer.state == claim_state::claimed) {
+                guard.hold(k);
+                // After a wait, the claimant may have stored the entry and released its
+                // claim between our last read and this claim: read once more. (Not after
+                // a first miss: that window is microseconds wide, and a read there would
+                // cost every lone miss, a round trip with a remote.)
+                if (waiting && entry_present(storage, k, max_entry_size, scratch)) {
+                    std::optional<Artifact> loaded = load();
+                    if (loaded) {
+                        guard.release();
+                        done_waiting();
+                        return loaded;
+                    }
+                }
+                done_waiting();
+                return std::nullopt;
+            }
+            // Held by another process (or thread): wait for its entry, within the bound.
+            // After a miss that found an entry (damaged, another version's...), the entry
+            // there is no news: compile, as without claims.
+            if (!absent) return std::nullopt;
+            if (!waiting) {
+                waiting = true;
+                holder = answer.holder;
+                log_with(logger, [&] {
+                    return "waiting for " + printable(name) + " (key " + k.hex().substr(0, 12) + "), claimed by " +
+                           (holder.empty() ? std::string("another process") : printable(holder)) + ", for at most " +
+                           ms_text(bound);
+                });
+            }
+            auto const elapsed = waited_for();
+            if (elapsed >= bound) {
+                stats.wait_timeout();
+                done_waiting();
+                log_with(logger, [&] {
+                    return "gave up waiting for " + printable(name) + " after " +
+                           ms_text(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed)) +
+                           " (claimed by " + (holder.empty() ? std::string("another process") : printable(holder)) +
+                           "): compiling it here";
+                });
+                return std::nullopt;
+            }
+            std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(
+                interval, bound - std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed)));
+            interval = std::min<std::chrono::microseconds>(interval * 5 / 4 + std::chrono::microseconds(1),
+                                                           std::chrono::milliseconds(5));
+            if (entry_present(storage, k, max_entry_size, scratch)) {
+                std::optional<Artifact> loaded = load();
+                done_waiting();
+                if (loaded)
+                    log_with(logger, [&] {
+                        return "waited " + ms_text(std::chrono::duration_cast<std::chrono::nanoseconds>(waited_for())) +
+                               " for " + printable(name) + ": loaded the entry its claimant stored";
+                    });
+                return loaded; // (an entry that does not load: compile)
+            }
+        }
+    }
+}
+
+} // namespace detail
+
+} // namespace compile_cache
+
+// ---- begin compile_cache/impl/single_flight.ipp
+// compile_cache: the definitions of single_flight.hpp's non-template functions; included by it
+// alone (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+namespace compile_cache::detail {
+
+void single_flight_from_env(settings_reader const& env, single_flight_options& options) {
+    options.scope = env.choice<claim_scope>("_SINGLE_FLIGHT",
+                                            {{"both", claim_scope::both},
+                                             {"local", claim_scope::local},
+                                             {"remote", claim_scope::remote},
+                                             {"0", claim_scope::none},
+                                             {"off", claim_scope::none},
+                                             {"1", claim_scope::both},
+                                             {"on", claim_scope::both}},
+                                            claim_scope::both, "a single-flight scope");
+    std::string const wait = env.value("_WAIT_MAX");
+    if (!wait.empty()) {
+        if (std::optional<std::uint64_t> const ms = parse_whole_number(wait, 9))
+            options.wait_max = std::chrono::milliseconds(static_cast<std::chrono::milliseconds::rep>(*ms));
+        else
+            env.report_value("_WAIT_MAX", wait, "is not a number of milliseconds; using the default, 30000");
+    }
+}
+
+} // namespace compile_cache::detail
+
+#endif
+// ---- end compile_cache/impl/single_flight.ipp
+// ---- end compile_cache/single_flight.hpp
 
 #include <algorithm>
 #include <chrono>
@@ -12636,6 +13414,9 @@ struct cache_options {
     /// entries are checked as without it. Null (the default): the remote's entries are
     /// checked as local ones.
     std::shared_ptr<entry_signatures const> signatures;
+    /// Single flight (single_flight.hpp): a miss claims its key before it compiles, and a
+    /// miss that finds another process's claim waits for its entry, within a bound.
+    single_flight_options single_flight{};
 };
 
 namespace detail {
@@ -12922,6 +13703,10 @@ public:
                                     "share of hits); a difference is reported unsound or nondeterministic"});
         s.push_back({p + "_MIN_COMPILE_TIME", "milliseconds: a kernel that compiled faster is not stored (default 0)"});
         s.push_back({p + "_RECORD_IDENTITIES", "0 turns off the identity records that explain a miss (default 1)"});
+        s.push_back({p + "_SINGLE_FLIGHT", "which claims a miss takes so that one process compiles and the others wait "
+                                           "for its entry: both (default), local, remote or 0"});
+        s.push_back({p + "_WAIT_MAX", "milliseconds: the longest a miss waits for another process's compile "
+                                      "(default 30000; less for a kernel with a recorded compile time)"});
         return s;
     }
 
@@ -13156,6 +13941,15 @@ private:
             explanation = explain_from_record(k, info, previous);
             log_with([&] { return detail::absent_miss_line(info.name, explanation, state_->new_kernel_logged); });
         }
+        // Single flight (single_flight.hpp): claim the key, or wait for the process that
+        // claimed it; the claim is released on every way out of here.
+        detail::claim_guard<Storage> claim(storage_);
+        if (std::optional<Artifact> hit = detail::claim_or_wait<Artifact>(
+                storage_, claim, k.value(), options_.single_flight,
+                previous && !previous->history.empty() ? previous->history.front().compile_ns : 0,
+                options_.max_entry_size, why == miss_reason::absent, state_->stats, options_.logger, info.name,
+                [&] { return load_impl<Artifact>(k, info, self, why); }))
+            return cached<Artifact>{std::move(*hit), outcome::loaded, {}};
         auto start = std::chrono::steady_clock::now();
         cached<Artifact> result{std::forward<Compile>(compile)(), outcome::compiled, to_string(why)};
         std::uint64_t compile_ns = detail::elapsed_ns(start);
@@ -13491,6 +14285,7 @@ void cache_settings_from_env(settings_reader const& env, cache_options& options)
                              "is not a number of milliseconds; every compiled kernel is stored");
     }
     record_identities_from_env(env, options.record_identities);
+    single_flight_from_env(env, options.single_flight);
 }
 
 std::string read_signature_files(settings_reader const& env, cache_options& options) {

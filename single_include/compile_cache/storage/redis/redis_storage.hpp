@@ -310,6 +310,14 @@ public:
         }
     }
 
+    /// Single flight (redis_claims.hpp, docs/design.md): claims `k` for this process with
+    /// `SET NAMESPACE:HEX:claim OWNER NX PX request.expiry`; held when another process's
+    /// claim stands (one of a process of this machine that is gone is taken over at once);
+    /// none when the server fails or refuses the write, or `request.scope` has no `remote`.
+    claim_answer try_claim(key const& k, claim_request const& request) noexcept;
+    /// Deletes this process's claim of `k` (another's is left alone).
+    void release_claim(key const& k) noexcept;
+
     /// Every entry of this storage's namespace (on every master of a cluster), with its
     /// size and last use: the optional Storage member `list` (storage/concept.hpp). Names
     /// come from `SCAN ... MATCH namespace:*` (names that are not `namespace:` + a key in
@@ -384,6 +392,8 @@ public:
 
     /// The name of a key on the server: `namespace:` + hex.
     std::string redis_key(key const& k) const { return state_->prefix + k.hex(); }
+    /// The name of a key's claim: redis_key + `:claim`.
+    std::string claim_name(key const& k) const;
 
 private:
     static redis_options make_options(std::string url) {
@@ -635,3 +645,5 @@ inline from_env_result<redis_options> redis_storage::redis_options_from_env(sett
 static_assert(compile_cache::check_storage<compile_cache::redis_storage>::value);
 static_assert(compile_cache::detail::has_list<compile_cache::redis_storage>::value);
 static_assert(compile_cache::detail::has_read_many<compile_cache::redis_storage>::value);
+
+#include <compile_cache/storage/redis/redis_claims.hpp>
