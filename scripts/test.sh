@@ -68,17 +68,16 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   -DCOMPILE_CACHE_TEST_UNITY_BUILD=ON -DCOMPILE_CACHE_TEST_SEPARATE_COMPILATION=ON
 # The two suites below build without optimisation or debug info (no build type): they
 # are about the standard, the compiler and the header, and compile much faster so.
-# Each compiler builds the tests in both modes: header-only in release and in the last
-# clang suite, separate compilation (compile_cache/src.hpp) in the sanitizer suite (where
-# it also saves compiling the library's functions under the sanitizers in every file)
-# and in the single-header suite.
+# Their tests are built in separate-compilation mode (compile_cache/src.hpp), as the
+# sanitizer suite's are (where it also saves compiling the library's functions under the
+# sanitizers in every file); the release suite's are header-only.
 run_suite single-header-clang14-cxx17 -DCMAKE_BUILD_TYPE= -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_CXX_STANDARD=17 \
   -DCOMPILE_CACHE_TEST_SINGLE_HEADER=ON -DCOMPILE_CACHE_WITH_LLVM=OFF -DCOMPILE_CACHE_TEST_REDIS=OFF -DCOMPILE_CACHE_TEST_HTTP=OFF \
   -DCOMPILE_CACHE_TEST_SQLITE_PROCESSES=OFF -DCOMPILE_CACHE_TEST_DIAGNOSTICS_STANDARDS=c++17 \
   -DCOMPILE_CACHE_TEST_SEPARATE_COMPILATION=ON -DCOMPILE_CACHE_TEST_UNITY_BUILD=ON
 run_suite clang14-cxx20-no-llvm -DCMAKE_BUILD_TYPE= -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_CXX_STANDARD=20 \
   -DCMAKE_DISABLE_FIND_PACKAGE_LLVM=ON -DCOMPILE_CACHE_TEST_REDIS=OFF -DCOMPILE_CACHE_TEST_HTTP=OFF -DCOMPILE_CACHE_TEST_SQLITE_PROCESSES=OFF \
-  -DCOMPILE_CACHE_TEST_DIAGNOSTICS_STANDARDS=c++20
+  -DCOMPILE_CACHE_TEST_DIAGNOSTICS_STANDARDS=c++20 -DCOMPILE_CACHE_TEST_SEPARATE_COMPILATION=ON
 # ...and hidden it was: that tinyk refuses the native backend.
 if "$build/clang14-cxx20-no-llvm/examples/tinyk/tinyk" run --backend=native "$root/examples/tinyk/chain40.tk" \
   --call main 1 >/dev/null 2>&1; then
