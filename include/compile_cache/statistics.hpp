@@ -31,8 +31,12 @@ enum class miss_reason : std::size_t {
     /// HMAC does not verify (written without the secret or with another one, damaged,
     /// or forged); without one, the entry is keyed. See docs/security.md.
     unauthenticated,
+    /// A sound entry in a form this cache cannot read: compressed, read by a cache built
+    /// without compression (no Compression policy: compression.hpp), or with an envelope
+    /// flag this version does not know. The entry is left for the readers that can.
+    unsupported,
 };
-inline constexpr std::size_t miss_reason_count = 9;
+inline constexpr std::size_t miss_reason_count = 10;
 
 enum class store_failure : std::size_t {
     serialize_error,      ///< the serializer threw
@@ -45,7 +49,7 @@ inline constexpr std::size_t store_failure_count = 4;
 inline char const* to_string(miss_reason r) noexcept {
     static char const* const names[miss_reason_count] = {
         "absent", "corrupt", "foreign-version", "key-mismatch", "too-large",
-        "read-error", "unresolved-reference", "deserialize-error", "unauthenticated"};
+        "read-error", "unresolved-reference", "deserialize-error", "unauthenticated", "unsupported"};
     return names[static_cast<std::size_t>(r)];
 }
 

@@ -52,7 +52,7 @@ envelope_status unchecked_entry_status(unsigned char const* p, std::size_t n, en
     if (n >= envelope_min_header + envelope_keyed_check_size &&
         std::memcmp(p, envelope_magic, sizeof envelope_magic) == 0 &&
         read_le<std::uint16_t>(p + sizeof envelope_magic) == envelope_version &&
-        read_le<std::uint16_t>(p + sizeof envelope_magic + 2) == envelope_flag_keyed)
+        (read_le<std::uint16_t>(p + envelope_flags_at) & envelope_flags_authenticator) == envelope_flag_keyed)
         return envelope_status::unauthenticated;
     return envelope_status::corrupt;
 }
@@ -146,7 +146,7 @@ envelope_fields parse_envelope(std::string_view bytes, std::size_t max_payload, 
         r.status = envelope_status::foreign_version;
         return r;
     }
-    if (flags != auth.flags()) return r;
+    if ((flags & envelope_flags_authenticator) != auth.flags()) return r;
     r.keyed = auth.keyed();
     if (!header_read) return r;
 
@@ -158,6 +158,26 @@ envelope_fields parse_envelope(std::string_view bytes, std::size_t max_payload, 
         return r;
     }
     in.read_bytes(static_cast<std::size_t>(payload_size), r.payload);
+    r.uncompressed_size = payload_size;
+    // A feature bit this version does not know: a sound entry it cannot read.
+    if ((flags & ~(envelope_flags_authenticator | envelope_flag_zstd)) != 0) {
+        r.status = envelope_status::unsupported;
+        r.payload = {};
+        return r;
+    }
+    if ((flags & envelope_flag_zstd) != 0) {
+        envelope_reader frame(r.payload);
+        r.payload = {};
+        if (!frame.read(r.uncompressed_size)) return r; // corrupt: no room for the declared size
+        frame.read_bytes(frame.left(), r.payload);
+        r.compressed = true;
+        // The declared size is bounded as an uncompressed payload is: never more is made.
+        if (r.uncompressed_size > max_payload) {
+            r.status = envelope_status::too_large;
+            r.payload = {};
+            return r;
+        }
+    }
     r.status = envelope_status::ok;
     return r;
 }
@@ -183,6 +203,8 @@ opened_envelope to_opened_envelope(envelope_fields const& f) {
     r.payload = f.payload;
     r.version = f.version;
     r.keyed = f.keyed;
+    r.compressed = f.compressed;
+    r.uncompressed_size = f.uncompressed_size;
     if (!f.complete) return r;
     r.stored_key = key(f.key_bytes.data(), f.key_bytes.size());
     entry_metadata& m = r.metadata;
