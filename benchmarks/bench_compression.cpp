@@ -2,8 +2,8 @@
 //   - a whole hit through basic_cache over a directory at 4 KiB, 64 KiB and 1 MiB, its
 //     entry plain (no Compression policy) and compressed (zstd_compression, level 3),
 //     and the codec alone (compress at levels 1, 3 and 19; decompress); the payload is
-//     real machine code, a slice of libLLVM-14.so (of this program when that is absent),
-//     as compiled kernels are;
+//     real machine code, from the middle of libLLVM-14.so's .text (this program's when
+//     that is absent), as compiled kernels are;
 //   - with `--entries DIR [--train DIR]`, no timing loop but a table: the kernel entries
 //     a host left in DIR (tinyk's chain40, say), their bytes on disk (apparent and
 //     allocated) and on the wire (the entry is the value sent) plain and compressed,
@@ -36,8 +36,10 @@
 #include <iterator>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include <elf.h>
 #include <sys/stat.h>
 
 namespace {
@@ -49,13 +51,38 @@ using plain_cache = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, 
 using zstd_cache =
     cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, cc::directory_storage, cc::zstd_compression>;
 
-/// `size` bytes of real machine code: from 1 MiB into libLLVM-14.so (its .text), or
-/// from this program.
+/// Where the .text section of the ELF file `in` starts, and its size; 0, 0 when it has none.
+std::pair<std::uint64_t, std::uint64_t> text_section(std::ifstream& in) {
+    Elf64_Ehdr eh{};
+    in.seekg(0);
+    if (!in.read(reinterpret_cast<char*>(&eh), sizeof eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh.e_ident[EI_CLASS] != ELFCLASS64)
+        return {0, 0};
+    std::vector<Elf64_Shdr> sections(eh.e_shnum);
+    in.seekg(static_cast<std::streamoff>(eh.e_shoff));
+    if (!in.read(reinterpret_cast<char*>(sections.data()), static_cast<std::streamsize>(sections.size() * sizeof(Elf64_Shdr))) ||
+        eh.e_shstrndx >= sections.size())
+        return {0, 0};
+    Elf64_Shdr const& names = sections[eh.e_shstrndx];
+    std::string table(names.sh_size, '\0');
+    in.seekg(static_cast<std::streamoff>(names.sh_offset));
+    in.read(table.data(), static_cast<std::streamsize>(table.size()));
+    for (Elf64_Shdr const& sh : sections)
+        if (sh.sh_name < table.size() && std::strcmp(table.c_str() + sh.sh_name, ".text") == 0)
+            return {sh.sh_offset, sh.sh_size};
+    return {0, 0};
+}
+
+/// `size` bytes of real machine code: from the middle of libLLVM-14.so's .text (of this
+/// program's when that is absent or too small).
 std::string machine_code(std::size_t size) {
     for (char const* path : {"/usr/lib/llvm-14/lib/libLLVM-14.so.1", "/proc/self/exe"}) {
         std::ifstream in(path, std::ios::binary);
         if (!in) continue;
-        in.seekg(std::string(path).find("LLVM") != std::string::npos ? (1 << 20) : 4096);
+        auto const [offset, length] = text_section(in);
+        if (length < size) continue;
+        in.clear();
+        in.seekg(static_cast<std::streamoff>(offset + (length - size) / 2));
         std::string s(size, '\0');
         in.read(s.data(), static_cast<std::streamsize>(size));
         if (static_cast<std::size_t>(in.gcount()) == size) return s;
