@@ -4,7 +4,8 @@
 // fresh one) reads a compressed entry as a clean miss `unsupported`; a frame that gives
 // more or fewer bytes than the entry declares (a real decompression bomb made by zstd)
 // is a counted corrupt miss, and a declared size over the bound is too-large, before
-// anything is allocated. PREFIX_COMPRESS sets the level, or turns compression off.
+// anything is allocated; any other unknown flag bit is corrupt, as before.
+// PREFIX_COMPRESS sets the level, or turns compression off.
 #include "catch2_compat.hpp"
 #include "support/posix.hpp"
 #include "support/process.hpp"
@@ -21,6 +22,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -333,11 +336,11 @@ TEST_CASE("a decompression bomb made by zstd is a counted corrupt miss, and its 
     }
 }
 
-TEST_CASE("an entry with an envelope flag this version does not know is unsupported, whatever the reader",
+TEST_CASE("an entry with the compression flag is never read as plain; any other unknown flag bit is corrupt",
           "[zstd]") {
-    // Readers refuse any flags value they do not know: before this version, a flags value
-    // other than the reader's own was corrupt (so an older host never reads a compressed
-    // entry as plain); from this version, an unknown feature bit is unsupported.
+    // Readers refuse any flags value they do not know. Before this version an unkeyed
+    // reader refused every flags value but 0 as corrupt, so an older host never reads a
+    // compressed entry as plain either (checked by hand against 36d2b77: `corrupt`).
     temp_dir dir;
     cc::key const k = key_of(11).value();
     cc::entry_metadata m;
@@ -346,16 +349,16 @@ TEST_CASE("an entry with an envelope flag this version does not know is unsuppor
     cc::envelope_auth const auth;
     cc::envelope_writer w(entry, k, m, auth);
     cc::boost_binary::save(w.out(), compressible_artifact(11, 100), cc::resolver_context{});
-    entry[11] = static_cast<char>(entry[11] | 0x02); // flag 0x0200: a feature of a later version
+    entry[11] = static_cast<char>(entry[11] | 0x02); // flag 0x0200: no meaning in this version
     w.seal();
     write_bytes(dir.path(), k, entry);
     plain_cache p(cc::directory_storage(dir.str()));
     zstd_cache z(cc::directory_storage(dir.str()));
     CHECK_FALSE(p.load<artifact>(key_of(11)));
     CHECK_FALSE(z.load<artifact>(key_of(11)));
-    CHECK(misses(p.stats(), cc::miss_reason::unsupported) == 1);
-    CHECK(misses(z.stats(), cc::miss_reason::unsupported) == 1);
-    CHECK(cc::inspect_envelope(entry).status == cc::envelope_status::unsupported);
+    CHECK(misses(p.stats(), cc::miss_reason::corrupt) == 1);
+    CHECK(misses(z.stats(), cc::miss_reason::corrupt) == 1);
+    CHECK(cc::inspect_envelope(entry).status == cc::envelope_status::corrupt);
 }
 
 TEST_CASE("PREFIX_COMPRESS: 0 turns compression off, 1 the default level, 2 to 19 a level; anything else is "
@@ -382,6 +385,23 @@ TEST_CASE("PREFIX_COMPRESS: 0 turns compression off, 1 the default level, 2 to 1
     CHECK(level_for("fast") == std::optional<int>(5));
     REQUIRE(lines.size() == 3);
     CHECK(lines[2].find("CCZSTD_TEST_COMPRESS=\"fast\" is not understood") == 0);
+    // The line docs/configuration.md quotes (with its prefix), word for word.
+    std::string const page = [] {
+        std::ifstream in(fs::path(COMPILE_CACHE_SOURCE_DIR) / "docs" / "configuration.md");
+        return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    }();
+    auto quoted = [&](std::string line) {
+        line.replace(0, std::string("CCZSTD_TEST").size(), "TINYK_CACHE");
+        return page.find("\n    compile_cache: " + line + "\n") != std::string::npos;
+    };
+    lines.clear();
+    {
+        compile_cache_test::env_var v("CCZSTD_TEST_COMPRESS", "fast");
+        std::optional<int> level;
+        cc::detail::compression_level_from_env(env, cc::zstd_compression::max_level, level);
+    }
+    REQUIRE(lines.size() == 1);
+    CHECK(quoted(lines[0]));
 
     SECTION("through from_env, and a cache without compression says it cannot") {
         temp_dir dir;
@@ -391,7 +411,11 @@ TEST_CASE("PREFIX_COMPRESS: 0 turns compression off, 1 the default level, 2 to 1
         compile_cache_test::captured_stderr err(dir.path() / "stderr.txt");
         plain_cache const plain = plain_cache::from_env("CCZSTD_TEST");
         CHECK(plain.enabled());
-        CHECK(err.text().find("CCZSTD_TEST_COMPRESS=\"9\" asks for compressed entries, but this host's cache has "
-                              "no Compression policy") != std::string::npos);
+        std::string const said = err.text();
+        CHECK(said.find("CCZSTD_TEST_COMPRESS=\"9\" asks for compressed entries, but this host's cache has "
+                        "no Compression policy") != std::string::npos);
+        CHECK(page.find("TINYK_CACHE_COMPRESS=\"1\" asks for compressed entries, but this host's cache has no "
+                        "Compression policy (compile_cache/compression/zstd.hpp); entries are stored uncompressed\n") !=
+              std::string::npos);
     }
 }

@@ -8,7 +8,7 @@
 //   version      2  envelope_version
 //   flags        2  low byte, the check value: 0 unkeyed (CRC-32C), 1 keyed (HMAC-SHA256);
 //                   bit 0x0100: the payload is compressed with zstd (see payload); any
-//                   other bit set: an entry this reader cannot read (unsupported)
+//                   other value is refused
 //   key size     1, key bytes
 //   metadata     4  length, then: name, origin file, serializer format id (each u32 length +
 //                   bytes), origin line (i64), creation time (i64 ns since the epoch),
@@ -69,8 +69,8 @@ enum class envelope_status {
     /// apart), or an unkeyed reader got an entry whose header says keyed.
     unauthenticated,
     /// A sound entry in a form this reader cannot read: compressed, read by a cache with
-    /// no Compression policy (or by open_envelope, which does not decompress), or with a
-    /// flag bit this version does not know. Left alone: another reader may use it.
+    /// no Compression policy (or by open_envelope, which does not decompress). Left
+    /// alone: another reader may use it.
     unsupported,
 };
 

@@ -32,8 +32,8 @@ enum class miss_reason : std::size_t {
     /// or forged); without one, the entry is keyed. See docs/security.md.
     unauthenticated,
     /// A sound entry in a form this cache cannot read: compressed, read by a cache built
-    /// without compression (no Compression policy: compression.hpp), or with an envelope
-    /// flag this version does not know. The entry is left for the readers that can.
+    /// without compression (no Compression policy: compression.hpp). The entry is left
+    /// for the readers that can.
     unsupported,
 };
 inline constexpr std::size_t miss_reason_count = 10;

@@ -146,7 +146,11 @@ envelope_fields parse_envelope(std::string_view bytes, std::size_t max_payload, 
         r.status = envelope_status::foreign_version;
         return r;
     }
-    if ((flags & envelope_flags_authenticator) != auth.flags()) return r;
+    // The authenticator must be the reader's; of the other bits only compression is known:
+    // any other is refused (corrupt), as every flags value but the reader's own always was.
+    if ((flags & envelope_flags_authenticator) != auth.flags() ||
+        (flags & ~(envelope_flags_authenticator | envelope_flag_zstd)) != 0)
+        return r;
     r.keyed = auth.keyed();
     if (!header_read) return r;
 
@@ -159,12 +163,6 @@ envelope_fields parse_envelope(std::string_view bytes, std::size_t max_payload, 
     }
     in.read_bytes(static_cast<std::size_t>(payload_size), r.payload);
     r.uncompressed_size = payload_size;
-    // A feature bit this version does not know: a sound entry it cannot read.
-    if ((flags & ~(envelope_flags_authenticator | envelope_flag_zstd)) != 0) {
-        r.status = envelope_status::unsupported;
-        r.payload = {};
-        return r;
-    }
     if ((flags & envelope_flag_zstd) != 0) {
         envelope_reader frame(r.payload);
         r.payload = {};

@@ -42,10 +42,6 @@ checked_entry check_bytes(std::string const& bytes, std::string const& name, com
         c.problem = "envelope version " + std::to_string(c.envelope.version) + ", which this tool (version " +
                     std::to_string(compile_cache::envelope_version) + ") does not read";
         break;
-    case envelope_status::unsupported:
-        c.result = verdict::unchecked;
-        c.problem = "uses an envelope feature (a flag) this tool does not read";
-        break;
     case envelope_status::corrupt:
         c.problem = "corrupt: its check value does not match its bytes, or its fields are out of bounds "
                     "(damaged, truncated, or not an entry)";
@@ -80,7 +76,6 @@ std::string unchecked_cause(checked_entry const& e) {
     case compile_cache::envelope_status::unauthenticated: return "HMAC entries: give --secret-file";
     case compile_cache::envelope_status::foreign_version:
         return "entries of envelope version " + std::to_string(e.envelope.version) + ": use that version's tool";
-    case compile_cache::envelope_status::unsupported: return "entries with envelope flags of a later version";
     default: return "entries over 64 MiB: not read";
     }
 }
