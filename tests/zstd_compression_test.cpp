@@ -336,7 +336,7 @@ TEST_CASE("a decompression bomb made by zstd is a counted corrupt miss, and its 
     }
 }
 
-TEST_CASE("an entry with the compression flag is never read as plain; any other unknown flag bit is corrupt",
+TEST_CASE("an entry with the compression flag is never read as plain, and any other unknown flag bit is corrupt",
           "[zstd]") {
     // Readers refuse any flags value they do not know. Before this version an unkeyed
     // reader refused every flags value but 0 as corrupt, so an older host never reads a
@@ -361,7 +361,7 @@ TEST_CASE("an entry with the compression flag is never read as plain; any other 
     CHECK(cc::inspect_envelope(entry).status == cc::envelope_status::corrupt);
 }
 
-TEST_CASE("PREFIX_COMPRESS: 0 turns compression off, 1 the default level, 2 to 19 a level; anything else is "
+TEST_CASE("PREFIX_COMPRESS: 0 turns compression off, 1 the default level, 2 to 19 a level, anything else is "
           "one line",
           "[zstd][settings]") {
     std::vector<std::string> lines;
