@@ -61,6 +61,16 @@ if(COMPILE_CACHE_HAVE_SODIUM)
           DESTINATION ${COMPILE_CACHE_INSTALL_CMAKEDIR})
 endif()
 
+# compile_cache::zstd (compile_cache + libzstd) likewise (component `zstd`), defined
+# where pkg-config finds libzstd again.
+if(COMPILE_CACHE_HAVE_ZSTD)
+  install(TARGETS compile_cache_zstd EXPORT compile_cache_zstdTargets)
+  install(EXPORT compile_cache_zstdTargets
+          NAMESPACE compile_cache::
+          FILE compile_cache_zstdTargets.cmake
+          DESTINATION ${COMPILE_CACHE_INSTALL_CMAKEDIR})
+endif()
+
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/compile_cacheConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/compile_cacheConfig.cmake
                               INSTALL_DESTINATION ${COMPILE_CACHE_INSTALL_CMAKEDIR})
@@ -86,8 +96,9 @@ configure_file(${CMAKE_CURRENT_LIST_DIR}/compile_cache.pc.in ${PROJECT_BINARY_DI
 install(FILES ${PROJECT_BINARY_DIR}/compile_cache.pc DESTINATION ${COMPILE_CACHE_INSTALL_PKGCONFIGDIR})
 # The optional storages, as the CMake package's components: compile_cache_redis.pc
 # (Requires: compile_cache hiredis), compile_cache_sqlite.pc (compile_cache sqlite3),
-# compile_cache_http.pc (compile_cache libcurl) and compile_cache_signing.pc (compile_cache
-# libsodium), where their library was found at build time.
+# compile_cache_http.pc (compile_cache libcurl), compile_cache_signing.pc (compile_cache
+# libsodium) and compile_cache_zstd.pc (compile_cache libzstd), where their library was
+# found at build time.
 set(COMPILE_CACHE_PC_COMPONENTS)
 if(COMPILE_CACHE_HAVE_HIREDIS)
   list(APPEND COMPILE_CACHE_PC_COMPONENTS redis)
@@ -100,6 +111,9 @@ if(COMPILE_CACHE_HAVE_CURL)
 endif()
 if(COMPILE_CACHE_HAVE_SODIUM)
   list(APPEND COMPILE_CACHE_PC_COMPONENTS signing)
+endif()
+if(COMPILE_CACHE_HAVE_ZSTD)
+  list(APPEND COMPILE_CACHE_PC_COMPONENTS zstd)
 endif()
 foreach(component IN LISTS COMPILE_CACHE_PC_COMPONENTS)
   configure_file(${CMAKE_CURRENT_LIST_DIR}/compile_cache_${component}.pc.in

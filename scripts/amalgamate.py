@@ -34,7 +34,7 @@ UMBRELLA = "compile_cache/compile_cache.hpp"
 # Folders (relative to include/compile_cache/) whose headers need an optional dependency,
 # or are not for the umbrella header (testing/: the conformance kit, for users' tests);
 # and single headers that do (patterns relative to include/compile_cache/).
-OPTIONAL_DIRS = ("llvm", "testing", "signing")
+OPTIONAL_DIRS = ("llvm", "testing", "signing", "compression")
 # src.hpp is copied as well: the one translation unit of separate compilation includes
 # it, and with it the single header, before anything else (detail/config.hpp). The remote
 # chosen by URL needs no library itself but serves only with the optional remotes.

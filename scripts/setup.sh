@@ -52,6 +52,9 @@ COMPILE_CACHE_HTTP_PACKAGES=(libcurl4-openssl-dev nginx-light libnginx-mod-http-
 # The optional signed entries (compile_cache::signing): libsodium, found by pkg-config.
 # shellcheck disable=SC2034
 COMPILE_CACHE_SIGNING_PACKAGES=(libsodium-dev pkgconf)
+# The optional compressed entries (compile_cache::zstd): libzstd, found by pkg-config.
+# shellcheck disable=SC2034
+COMPILE_CACHE_ZSTD_PACKAGES=(libzstd-dev pkgconf)
 # The arm64 step of scripts/test.sh (scripts/test_arm64.sh): the cross compiler, the
 # arm64 Boost it links against (multiarch) and the user-mode emulator that runs the result.
 # shellcheck disable=SC2034

@@ -16,7 +16,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=setup.sh
 source "$root/scripts/setup.sh"
-ensure_packages "${COMPILE_CACHE_PACKAGES[@]}" "${COMPILE_CACHE_LLVM_PACKAGES[@]}" "${COMPILE_CACHE_REDIS_PACKAGES[@]}" "${COMPILE_CACHE_HTTP_PACKAGES[@]}" "${COMPILE_CACHE_SIGNING_PACKAGES[@]}" clang-14 libclang-rt-14-dev pkgconf doxygen shellcheck
+ensure_packages "${COMPILE_CACHE_PACKAGES[@]}" "${COMPILE_CACHE_LLVM_PACKAGES[@]}" "${COMPILE_CACHE_REDIS_PACKAGES[@]}" "${COMPILE_CACHE_HTTP_PACKAGES[@]}" "${COMPILE_CACHE_SIGNING_PACKAGES[@]}" "${COMPILE_CACHE_ZSTD_PACKAGES[@]}" clang-14 libclang-rt-14-dev pkgconf doxygen shellcheck
 
 build=${COMPILE_CACHE_BUILD_DIR:-$root/build}
 jobs=$(nproc 2>/dev/null || echo 2)

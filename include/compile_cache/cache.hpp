@@ -10,6 +10,7 @@
 #include <compile_cache/detail/env.hpp>
 #include <compile_cache/detail/log.hpp>
 #include <compile_cache/detail/record_identities_setting.hpp>
+#include <compile_cache/compression.hpp>
 #include <compile_cache/envelope.hpp>
 #include <compile_cache/explain.hpp>
 #include <compile_cache/hasher/concept.hpp>
@@ -88,6 +89,7 @@ inline std::optional<miss_reason> miss_reason_of(envelope_status s) noexcept {
     case envelope_status::too_large: return miss_reason::too_large;
     case envelope_status::unauthenticated: return miss_reason::unauthenticated;
     case envelope_status::untrusted_signer: return miss_reason::untrusted_signer;
+    case envelope_status::unsupported: return miss_reason::unsupported;
     }
     return miss_reason::corrupt;
 }
@@ -188,6 +190,14 @@ struct cache_options {
     /// Single flight (single_flight.hpp): a miss claims its key before it compiles, and a
     /// miss that finds another process's claim waits for its entry, within a bound.
     single_flight_options single_flight{};
+    /// For a cache whose Compression policy compresses (compile_cache/compression/zstd.hpp):
+    /// the level payloads are compressed at (`PREFIX_COMPRESS`); nullopt: the policy's
+    /// default level; 0: none (entries are written plain; compressed ones are still read).
+    /// A cache without such a policy writes plain entries whatever this says.
+    std::optional<int> compression_level{};
+    /// Payloads smaller than this many bytes are written plain; so is a payload that
+    /// does not come out smaller. docs/benchmarks.md ("Compressed entries") says why 512.
+    std::size_t compression_threshold = 512;
 };
 
 namespace detail {
@@ -240,15 +250,17 @@ using has_relocate_source = is_detected<relocate_source_t, A>;
 
 /// The buffer a load reads an entry into: this thread's reused one, so that a hit
 /// allocates none, or, for a load started from inside a deserializer (a nested load),
-/// one of its own.
-class read_buffer {
+/// one of its own. One such buffer per Tag: entries read, payloads decompressed,
+/// payloads serialized before they are compressed.
+template <class Tag>
+class reused_buffer {
 public:
-    read_buffer() : borrowed_(!busy()) { busy() = true; }
-    ~read_buffer() {
+    reused_buffer() : borrowed_(!busy()) { busy() = true; }
+    ~reused_buffer() {
         if (borrowed_) busy() = false;
     }
-    read_buffer(read_buffer const&) = delete;
-    read_buffer& operator=(read_buffer const&) = delete;
+    reused_buffer(reused_buffer const&) = delete;
+    reused_buffer& operator=(reused_buffer const&) = delete;
 
     std::string& bytes() noexcept { return borrowed_ ? reused() : own_; }
 
@@ -265,6 +277,9 @@ private:
     bool borrowed_;
     std::string own_;
 };
+using read_buffer = reused_buffer<struct read_buffer_tag>;
+using decompress_buffer = reused_buffer<struct decompress_buffer_tag>;
+using serialize_buffer = reused_buffer<struct serialize_buffer_tag>;
 
 inline std::uint64_t ns_between(std::chrono::steady_clock::time_point from,
                                 std::chrono::steady_clock::time_point to) noexcept {
@@ -290,7 +305,11 @@ inline std::uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) noe
 /// Each policy is checked by static_asserts in the class body (check_hasher, ...), not
 /// by a requires-clause: a policy that misses a requirement gets the library's one
 /// sentence, first and alone, under C++17 and C++20 alike.
-template <class Hasher, class Serializer, class Resolver, class Storage>
+///
+/// The fifth parameter, optional, is the Compression policy (compression.hpp): with
+/// zstd_compression (compile_cache/compression/zstd.hpp) payloads over
+/// cache_options::compression_threshold are compressed, and compressed entries read.
+template <class Hasher, class Serializer, class Resolver, class Storage, class Compression = no_compression>
 class basic_cache {
     static_assert(check_hasher<Hasher>::value, "");
     static_assert(check_serializer_policy<Serializer>::value, "");
@@ -302,6 +321,7 @@ public:
     using serializer_type = Serializer;
     using resolver_type = Resolver;
     using storage_type = Storage;
+    using compression_type = Compression;
 
     /// A disabled cache: loads nothing, stores nothing, touches no file.
     basic_cache() : state_(std::make_unique<state>()) {}
@@ -382,6 +402,7 @@ private:
                           "from_env(compile_cache::storage_settings const&)` or one constructible from a path "
                           "(std::string); or construct the cache with your storage object instead");
         detail::cache_env_settings settings = detail::read_cache_env_settings(prefix);
+        if (settings.storage.cache_off.empty()) read_compression_setting(settings);
         std::optional<from_env_result<Storage>> answer;
         try {
             answer.emplace(detail::storage_from_env<Storage>(settings.storage, "_DIR"));
@@ -406,6 +427,17 @@ private:
         }
         settings.held->release();
         return basic_cache(std::move(**answer), std::move(settings.options));
+    }
+
+    // PREFIX_COMPRESS, read after the cache's other settings (its lines held with theirs).
+    static void read_compression_setting(detail::cache_env_settings& settings) {
+        if constexpr (detail::compresses<Compression>::value) {
+            detail::compression_level_from_env(settings.storage.env, Compression::max_level,
+                                               settings.options.compression_level);
+        } else {
+            std::string line = detail::compression_unavailable_line(settings.storage.env);
+            if (!line.empty()) settings.held->hold(std::move(line));
+        }
     }
 
 public:
@@ -478,6 +510,10 @@ public:
                                            "for its entry: both (default), local, remote or 0"});
         s.push_back({p + "_WAIT_MAX", "milliseconds: the longest a miss waits for another process's compile "
                                       "(default 30000; less for a kernel with a recorded compile time)"});
+        if constexpr (detail::compresses<Compression>::value)
+            s.push_back({p + "_COMPRESS", "0 stores entries uncompressed; 1 compresses payloads of 512 bytes and more "
+                                          "(the default); 2 to " + std::to_string(Compression::max_level) +
+                                          ": at that level (higher: smaller, slower to store)"});
         return s;
     }
 
@@ -628,14 +664,25 @@ private:
             envelope_writer envelope(entry, k.value(), meta, auth_);
             if (!envelope.metadata_fits())
                 return store_failed(store_failure::too_large, start, info, k.value(), "metadata over 1 MiB");
+            // Compressing: the payload is serialized aside, then compressed into the entry.
+            detail::serialize_buffer aside;
+            bool const compressing = compression_on();
+            std::string& payload = compressing ? aside.bytes() : envelope.out();
+            if (compressing) payload.clear();
             try {
-                Serializer::save(envelope.out(), artifact, resolver_context::of(state_->resolver, self));
+                Serializer::save(payload, artifact, resolver_context::of(state_->resolver, self));
             } catch (unresolved_reference const& e) {
                 return store_failed(store_failure::unresolved_reference, start, info, k.value(), e.what());
             } catch (std::exception const& e) {
                 return store_failed(store_failure::serialize_error, start, info, k.value(), e.what());
             }
-            // The bound is on the whole sealed entry, as load applies it when reading.
+            // The bound is on the whole sealed entry, as load applies it when reading, and
+            // on the payload a compressed entry declares, which load bounds the same way.
+            if (compressing) {
+                if (payload.size() > options_.max_entry_size)
+                    return store_failed(store_failure::too_large, start, info, k.value(), {});
+                append_payload(envelope, payload);
+            }
             if (envelope.sealed_size() > options_.max_entry_size)
                 return store_failed(store_failure::too_large, start, info, k.value(), {});
             envelope.seal();
@@ -648,6 +695,32 @@ private:
         } catch (...) {
             return store_failed(store_failure::serialize_error, start, info, k.value(), "unknown exception");
         }
+    }
+
+    // Whether a store compresses: the policy can, and the options do not turn it off.
+    bool compression_on() const noexcept {
+        if constexpr (detail::compresses<Compression>::value)
+            return options_.compression_level.value_or(Compression::default_level) != 0;
+        else
+            return false;
+    }
+
+    // Appends `payload` to the entry: compressed when it is over the threshold and comes
+    // out smaller, as it is otherwise.
+    void append_payload(envelope_writer& envelope, std::string const& payload) {
+        if constexpr (detail::compresses<Compression>::value) {
+            if (payload.size() >= options_.compression_threshold) {
+                std::string& out = envelope.out();
+                std::size_t const plain_at = out.size();
+                envelope.begin_compressed_payload(payload.size());
+                int const level = options_.compression_level.value_or(Compression::default_level);
+                if (Compression::compress(payload, level, out) &&
+                    out.size() - plain_at < payload.size())
+                    return;
+                envelope.drop_compressed_payload(plain_at);
+            }
+        }
+        envelope.out() += payload;
     }
 
     // What a store records about the entry besides its key.
@@ -769,7 +842,8 @@ private:
             detail::read_buffer buffer;
             if (!read_entry(k.value(), buffer.bytes(), attempt)) return std::nullopt;
             auto const read_done = std::chrono::steady_clock::now();
-            detail::envelope_fields const env = open_entry(k.value(), buffer.bytes(), attempt);
+            detail::decompress_buffer decompressed; // a compressed payload, decompressed here
+            detail::envelope_fields const env = open_entry(k.value(), buffer.bytes(), decompressed.bytes(), attempt);
             if (env.status != envelope_status::ok) return std::nullopt;
             auto const verify_done = std::chrono::steady_clock::now();
             std::optional<Artifact> artifact = deserialize<Artifact>(env.payload, self, attempt);
@@ -816,17 +890,24 @@ private:
         return true;
     }
 
-    // Checks the entry read for `k`; a status other than ok is a counted miss, and a
-    // damaged entry is reported to the storage.
-    detail::envelope_fields open_entry(key const& k, std::string const& buffer, load_attempt& attempt) {
+    // Checks the entry read for `k` (by signature when auth_for says so), and decompresses
+    // its payload into `decompressed` when it is compressed (env.payload then points
+    // there); a status other than ok is a counted miss, and a damaged entry is reported to
+    // the storage.
+    detail::envelope_fields open_entry(key const& k, std::string const& buffer, std::string& decompressed,
+                                       load_attempt& attempt) {
         envelope_auth const& auth = auth_for(attempt.read);
         detail::envelope_fields env =
             detail::check_envelope(buffer, k, Serializer::format_id(), options_.max_entry_size, auth);
+        if (env.status == envelope_status::ok && env.compressed) decompress_payload(env, decompressed);
         // A tier copies a sound remote entry locally.
         tell_checked(k, buffer, attempt.read, env.status, auth);
         if (std::optional<miss_reason> const miss = miss_reason_of(env.status)) {
             if (is_damaged_entry(env.status)) detail::tell_storage_corrupt(storage_, k);
-            missed(attempt, *miss, env.status == envelope_status::untrusted_signer ? untrusted_signer_detail(env) : "");
+            missed(attempt, *miss,
+                   env.status == envelope_status::untrusted_signer ? untrusted_signer_detail(env)
+                   : env.compressed                                ? compressed_miss_detail(env)
+                                                                   : std::string());
         }
         return env;
     }
@@ -871,6 +952,38 @@ private:
         state_->signers_said.push_back(id);
         return "signed by key id " + id + ", which no trusted key has (a key taken out of the trusted keys, or never "
                                           "in them); said once for this key";
+    }
+
+    // What the log says of a compressed entry that missed.
+    static std::string compressed_miss_detail(detail::envelope_fields const& env) {
+        if (env.status == envelope_status::unsupported)
+            return "compressed with zstd, and this cache has no Compression policy (compile_cache/compression/zstd.hpp)";
+        if (env.status == envelope_status::corrupt)
+            return "its compressed payload does not decompress to the " + std::to_string(env.uncompressed_size) +
+                   " bytes it declares";
+        return "compressed; it declares " + std::to_string(env.uncompressed_size) + " bytes once decompressed";
+    }
+
+    // A compressed payload, decompressed into `out` (which only grows, so that hits of
+    // one size allocate nothing), bounded by the size the entry declares, itself bounded
+    // by max_entry_size (check_envelope: too_large above it). A frame that does not give
+    // exactly that many bytes (damaged, or a bomb) is corrupt; a cache that cannot
+    // decompress reads the entry as unsupported.
+    void decompress_payload(detail::envelope_fields& env, std::string& out) {
+        std::string_view const frame = env.payload;
+        env.payload = {};
+        if constexpr (detail::compresses<Compression>::value) {
+            auto const size = static_cast<std::size_t>(env.uncompressed_size);
+            if (out.size() < size) out.resize(size);
+            if (Compression::decompress(frame, out.data(), size)) {
+                env.payload = std::string_view(out.data(), size);
+                return;
+            }
+            env.status = envelope_status::corrupt;
+        } else {
+            (void)frame, (void)out;
+            env.status = envelope_status::unsupported;
+        }
     }
 
     // The artifact in `payload`, its references relinked; nullopt (a counted miss)

@@ -32,6 +32,7 @@
 #include <compile_cache/storage/null_storage.hpp>
 #include <compile_cache/storage/tiered_storage.hpp>
 
+#include <compile_cache/compression.hpp>
 #include <compile_cache/envelope.hpp>
 #include <compile_cache/explain.hpp>
 #include <compile_cache/identity_record.hpp>

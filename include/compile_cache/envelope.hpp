@@ -6,21 +6,24 @@
 // Layout, envelope version 3 (integers little-endian):
 //   magic        8  "CCENTRY\n"
 //   version      2  envelope_version
-//   flags        2  0: unkeyed (CRC-32C); 1: keyed (HMAC-SHA256); 2: signed (Ed25519);
-//                   any other value is refused
+//   flags        2  low byte, the check value: 0 unkeyed (CRC-32C), 1 keyed (HMAC-SHA256),
+//                   2 signed (Ed25519); bit 0x0100: the payload is compressed with zstd
+//                   (see payload); any other value is refused
 //   key size     1, key bytes
 //   metadata     4  length, then: name, origin file, serializer format id (each u32 length +
 //                   bytes), origin line (i64), creation time (i64 ns since the epoch),
 //                   compile time (u64 ns), then the key's named components: a u32 count,
 //                   and for each its name (u32 length + bytes) and digest (u8 length + bytes)
-//   payload      8  length, then the serializer's bytes
+//   payload      8  length, then the serializer's bytes; compressed (flag 0x0100): the
+//                   size they have once decompressed (u64), then one zstd frame of them
 //   check        4  CRC-32C over everything before it; or, keyed,
 //               32  HMAC-SHA256 under the secret over everything before it; or, signed,
 //               72  the signer's key id (8), then its Ed25519 signature (64) of everything
 //                   before the signature (the key id included)
 // The check value is checked first, in the reader's mode (envelope_auth): any damaged
 // byte reads as corrupt (keyed: unauthenticated), a sound entry of another version as
-// foreign_version.
+// foreign_version. A compressed entry is opened here and decompressed by the cache
+// (compression.hpp), bounded by the size it declares, itself bounded by the cache's.
 #pragma once
 
 #include <compile_cache/detail/config.hpp>
@@ -72,6 +75,10 @@ enum class envelope_status {
     /// A signed entry whose signer's key id is none of the reader's trusted keys (a key
     /// no longer listed, or never): a miss, whatever the bytes are.
     untrusted_signer,
+    /// A sound entry in a form this reader cannot read: compressed, read by a cache with
+    /// no Compression policy (or by open_envelope, which does not decompress). Left
+    /// alone: another reader may use it.
+    unsupported,
 };
 
 /// The id a signed entry carries for the key that signed it (signing/ed25519.hpp makes
@@ -125,6 +132,10 @@ struct opened_envelope {
     /// then signer_id is the key id it carries.
     bool signed_entry = false;
     entry_signer_id signer_id{};
+    /// Whether the payload is compressed (envelope flag 0x0100); `payload` is then the
+    /// compressed frame, and `uncompressed_size` the size it declares once decompressed.
+    bool compressed = false;
+    std::uint64_t uncompressed_size = 0; ///< the payload's size once decompressed (its size when not compressed)
 };
 
 namespace detail {
@@ -135,6 +146,15 @@ inline constexpr std::size_t envelope_max_metadata = 1u << 20;
 inline constexpr std::uint16_t envelope_flags_crc32c = 0;
 /// The check value is an HMAC-SHA256 under the cache's secret (32 bytes).
 inline constexpr std::uint16_t envelope_flag_keyed = 1;
+/// Flag bit: the payload is compressed with zstd. The payload field then holds the
+/// size of the payload once decompressed (u64), then one zstd frame.
+inline constexpr std::uint16_t envelope_flag_zstd = 0x0100;
+/// The flag bits that name the check value (the authenticator); the others are features.
+inline constexpr std::uint16_t envelope_flags_authenticator = 0x00ff;
+/// Where the flags are in an entry: after the magic and the version.
+inline constexpr std::size_t envelope_flags_at = sizeof envelope_magic + 2;
+/// The bytes before a compressed payload's frame: its size once decompressed.
+inline constexpr std::size_t envelope_compressed_prefix = 8;
 /// The size of the check value at the end of a keyed entry.
 inline constexpr std::size_t envelope_keyed_check_size = 32;
 
@@ -306,6 +326,24 @@ public:
     /// Finishes the entry: the payload's length, then the check value. Once.
     void seal() { detail::seal_envelope_at(out_, header_.length_at, *auth_); }
 
+    /// Marks the entry compressed with zstd (flag 0x0100) and writes the size the payload
+    /// has once decompressed; the caller then appends the zstd frame as the payload.
+    /// Call before any payload byte is appended.
+    void begin_compressed_payload(std::uint64_t uncompressed_size) {
+        char& high = out_[detail::envelope_flags_at + 1]; // the flags' high byte (little-endian)
+        high = static_cast<char>(static_cast<unsigned char>(high) | (detail::envelope_flag_zstd >> 8));
+        detail::append_le<std::uint64_t>(out_, uncompressed_size);
+    }
+
+    /// Undoes begin_compressed_payload: cuts out() back to `payload_at` (its size before
+    /// begin_compressed_payload) and clears the flag, for a plain payload instead.
+    void drop_compressed_payload(std::size_t payload_at) {
+        out_.resize(payload_at);
+        out_[detail::envelope_flags_at + 1] =
+            static_cast<char>(static_cast<unsigned char>(out_[detail::envelope_flags_at + 1]) &
+                              ~(detail::envelope_flag_zstd >> 8));
+    }
+
 private:
     std::string& out_;
     envelope_auth const* auth_;
@@ -340,6 +378,8 @@ struct envelope_fields {
     bool signed_entry = false;   ///< the header says signed (flags 2); signer_id is then the id it carries
     entry_signer_id signer_id{};
     bool complete = false; ///< every field up to the payload was read and is in bounds
+    bool compressed = false;             ///< flag 0x0100: `payload` is a zstd frame
+    std::uint64_t uncompressed_size = 0; ///< compressed: the size the entry declares for its payload
     std::string_view key_bytes;
     std::string_view name, origin_file, format_id;
     std::int64_t origin_line = 0;
@@ -419,16 +459,24 @@ COMPILE_CACHE_DECL bool reseal_envelope(std::string_view entry, envelope_auth co
 
 /// Checks an entry read back for `expected`: check value (in `auth`'s mode, whatever
 /// the entry's flags say), then version, flags, bounds, key and the serializer's
-/// format. Only with status ok does the payload reach a deserializer.
+/// format. Only with status ok does the payload reach a deserializer. A compressed
+/// entry is `unsupported` here (its payload is not the serializer's bytes): basic_cache
+/// with a Compression policy decompresses it.
 inline opened_envelope open_envelope(std::string_view bytes, key const& expected, std::string_view format_id,
                                      std::size_t max_payload, envelope_auth const& auth = envelope_auth()) {
-    return detail::to_opened_envelope(detail::check_envelope(bytes, expected, format_id, max_payload, auth));
+    detail::envelope_fields f = detail::check_envelope(bytes, expected, format_id, max_payload, auth);
+    if (f.status == envelope_status::ok && f.compressed) {
+        f.status = envelope_status::unsupported;
+        f.payload = {};
+    }
+    return detail::to_opened_envelope(f);
 }
 
 /// Checks an entry without knowing what it should be, for tools that list or verify
 /// a cache: the check value (in `auth`'s mode), version, flags and bounds, as
 /// open_envelope does, but neither the key (`stored_key` says which it claims; compare
 /// it with where the entry was found) nor the serializer format (in the metadata).
+/// For a compressed entry, `payload` is the stored frame and `compressed` is set.
 inline opened_envelope inspect_envelope(std::string_view bytes, envelope_auth const& auth = envelope_auth()) {
     return detail::to_opened_envelope(detail::parse_envelope(bytes, static_cast<std::size_t>(-1), auth));
 }

@@ -34,8 +34,12 @@ enum class miss_reason : std::size_t {
     /// A signed entry from a tier's remote whose signer is not among the trusted keys
     /// (PREFIX_TRUSTED_KEYS_FILE): a key taken out of the list, or never in it.
     untrusted_signer,
+    /// A sound entry in a form this cache cannot read: compressed, read by a cache built
+    /// without compression (no Compression policy: compression.hpp). The entry is left
+    /// for the readers that can.
+    unsupported,
 };
-inline constexpr std::size_t miss_reason_count = 10;
+inline constexpr std::size_t miss_reason_count = 11;
 
 enum class store_failure : std::size_t {
     serialize_error,      ///< the serializer threw
@@ -48,7 +52,8 @@ inline constexpr std::size_t store_failure_count = 4;
 inline char const* to_string(miss_reason r) noexcept {
     static char const* const names[miss_reason_count] = {
         "absent", "corrupt", "foreign-version", "key-mismatch", "too-large",
-        "read-error", "unresolved-reference", "deserialize-error", "unauthenticated", "untrusted-signer"};
+        "read-error", "unresolved-reference", "deserialize-error", "unauthenticated", "untrusted-signer",
+        "unsupported"};
     return names[static_cast<std::size_t>(r)];
 }
 

@@ -5,7 +5,7 @@
 #   cmake -DMODE=<mode> -DSOURCE_DIR=<compile_cache source> -DWORK_DIR=<scratch dir>
 #         -DCXX=<c++ compiler> [-DCXX_STANDARD=<17|20>] [-DPARENT_BINARY_DIR=<build dir>]
 #         [-DPKG_CONFIG=<pkg-config>] [-DEXPECT_TOOL=ON] [-DEXPECT_REDIS=ON]
-#         [-DEXPECT_SQLITE=ON] [-DEXPECT_HTTP=ON]
+#         [-DEXPECT_SQLITE=ON] [-DEXPECT_HTTP=ON] [-DEXPECT_ZSTD=ON]
 #         -P run.cmake
 #
 # MODE:
@@ -30,7 +30,9 @@
 # of `pkg-config --cflags --libs compile_cache_redis`, single_header with -lhiredis,
 # and run it; EXPECT_SQLITE (SQLite3 is found) likewise sqlite_consumer.cpp against
 # compile_cache::sqlite, compile_cache_sqlite, or -lsqlite3; EXPECT_HTTP (libcurl is
-# found) http_consumer.cpp against compile_cache::http, compile_cache_http, or -lcurl.
+# found) http_consumer.cpp against compile_cache::http, compile_cache_http, or -lcurl;
+# EXPECT_ZSTD (libzstd is found) zstd_consumer.cpp against compile_cache::zstd,
+# compile_cache_zstd, or -lzstd.
 cmake_minimum_required(VERSION 3.16)
 
 foreach(var MODE SOURCE_DIR WORK_DIR CXX)
@@ -57,7 +59,7 @@ function(build_project project_dir)
   run(${CMAKE_COMMAND} -S ${project_dir} -B ${WORK_DIR}/build
       -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_CXX_STANDARD=${CXX_STANDARD}
       -DCOMPILE_CACHE_SOURCE_DIR=${SOURCE_DIR} -DEXPECT_REDIS=${EXPECT_REDIS}
-      -DEXPECT_SQLITE=${EXPECT_SQLITE} -DEXPECT_HTTP=${EXPECT_HTTP} ${ARGN})
+      -DEXPECT_SQLITE=${EXPECT_SQLITE} -DEXPECT_HTTP=${EXPECT_HTTP} -DEXPECT_ZSTD=${EXPECT_ZSTD} ${ARGN})
   run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
   set(build_log "${run_output}${run_error}" PARENT_SCOPE)
   set(program ${WORK_DIR}/build/consumer PARENT_SCOPE)
@@ -111,7 +113,7 @@ elseif(MODE STREQUAL "pkg_config")
   # Each optional storage through its own .pc, which brings the core's flags and its
   # library's (Requires: compile_cache hiredis, or sqlite3).
   file(MAKE_DIRECTORY ${WORK_DIR}/build)
-  foreach(component redis sqlite http)
+  foreach(component redis sqlite http zstd)
     string(TOUPPER ${component} upper)
     if(EXPECT_${upper})
       run(${PKG_CONFIG} --cflags --libs compile_cache_${component})
@@ -140,6 +142,10 @@ elseif(MODE STREQUAL "single_header")
   if(EXPECT_HTTP)
     run(${CXX} -std=c++${CXX_STANDARD} -Wall -Wextra -Werror -I${SOURCE_DIR}/single_include
         ${here}/http_consumer.cpp -o ${WORK_DIR}/build/http_consumer -lboost_serialization -lcurl)
+  endif()
+  if(EXPECT_ZSTD)
+    run(${CXX} -std=c++${CXX_STANDARD} -Wall -Wextra -Werror -I${SOURCE_DIR}/single_include
+        ${here}/zstd_consumer.cpp -o ${WORK_DIR}/build/zstd_consumer -lboost_serialization -lzstd)
   endif()
 else()
   message(FATAL_ERROR "run.cmake: unknown MODE ${MODE}")
@@ -204,6 +210,14 @@ if(EXPECT_HTTP AND MODE IN_LIST component_modes)
     message(FATAL_ERROR "consumer ${MODE}: http_consumer printed `${http}`")
   endif()
   message(STATUS "consumer ${MODE}: the HTTP storage builds, links libcurl and runs")
+endif()
+if(EXPECT_ZSTD AND MODE IN_LIST component_modes)
+  run(${WORK_DIR}/build/zstd_consumer)
+  string(STRIP "${run_output}" zstd)
+  if(NOT zstd STREQUAL "zstd: round trip")
+    message(FATAL_ERROR "consumer ${MODE}: zstd_consumer printed `${zstd}`")
+  endif()
+  message(STATUS "consumer ${MODE}: zstd compression builds, links libzstd and runs")
 endif()
 if(MODE STREQUAL "find_package" AND EXPECT_TOOL)
   set(tool ${WORK_DIR}/prefix/bin/compile-cache)

@@ -73,7 +73,8 @@ inline std::uint16_t header_flags(unsigned char const* p, std::size_t n) noexcep
 /// Whether `p[0, n)` says it is signed and is long enough to carry a key id and a
 /// signature; then `id` is the key id it carries (unchecked).
 inline bool signed_header(unsigned char const* p, std::size_t n, entry_signer_id& id) noexcept {
-    if (n < envelope_min_header + envelope_signed_check_size || header_flags(p, n) != envelope_flag_signed)
+    if (n < envelope_min_header + envelope_signed_check_size ||
+        (header_flags(p, n) & envelope_flags_authenticator) != envelope_flag_signed)
         return false;
     std::memcpy(id.data(), p + n - envelope_signed_check_size, id.size());
     return true;
@@ -91,7 +92,8 @@ envelope_status unchecked_entry_status(unsigned char const* p, std::size_t n, en
     if (auth.keyed()) return envelope_status::unauthenticated;
     // Unkeyed: an entry whose header says keyed or signed (it may be; this reader cannot check).
     if (says_signed) return envelope_status::unauthenticated;
-    if (n >= envelope_min_header + envelope_keyed_check_size && header_flags(p, n) == envelope_flag_keyed)
+    if (n >= envelope_min_header + envelope_keyed_check_size &&
+        (header_flags(p, n) & envelope_flags_authenticator) == envelope_flag_keyed)
         return envelope_status::unauthenticated;
     return envelope_status::corrupt;
 }
@@ -186,7 +188,11 @@ envelope_fields parse_envelope(std::string_view bytes, std::size_t max_payload, 
         r.status = envelope_status::foreign_version;
         return r;
     }
-    if (flags != auth.flags()) return r;
+    // The authenticator must be the reader's; of the other bits only compression is known:
+    // any other is refused (corrupt), as every flags value but the reader's own always was.
+    if ((flags & envelope_flags_authenticator) != auth.flags() ||
+        (flags & ~(envelope_flags_authenticator | envelope_flag_zstd)) != 0)
+        return r;
     r.keyed = auth.keyed();
     if (!header_read) return r;
 
@@ -198,6 +204,20 @@ envelope_fields parse_envelope(std::string_view bytes, std::size_t max_payload, 
         return r;
     }
     in.read_bytes(static_cast<std::size_t>(payload_size), r.payload);
+    r.uncompressed_size = payload_size;
+    if ((flags & envelope_flag_zstd) != 0) {
+        envelope_reader frame(r.payload);
+        r.payload = {};
+        if (!frame.read(r.uncompressed_size)) return r; // corrupt: no room for the declared size
+        frame.read_bytes(frame.left(), r.payload);
+        r.compressed = true;
+        // The declared size is bounded as an uncompressed payload is: never more is made.
+        if (r.uncompressed_size > max_payload) {
+            r.status = envelope_status::too_large;
+            r.payload = {};
+            return r;
+        }
+    }
     r.status = envelope_status::ok;
     return r;
 }
@@ -225,6 +245,8 @@ opened_envelope to_opened_envelope(envelope_fields const& f) {
     r.keyed = f.keyed;
     r.signed_entry = f.signed_entry;
     r.signer_id = f.signer_id;
+    r.compressed = f.compressed;
+    r.uncompressed_size = f.uncompressed_size;
     if (!f.complete) return r;
     r.stored_key = key(f.key_bytes.data(), f.key_bytes.size());
     entry_metadata& m = r.metadata;
@@ -251,7 +273,11 @@ bool reseal_envelope(std::string_view entry, envelope_auth const& from, envelope
     if (to.is_signed() && !to.signatures()->can_sign()) return false;
     out.reserve(entry.size() - old_check + to.check_size());
     out.assign(entry.data(), entry.size() - old_check);
-    std::uint16_t const flags = to.flags();
+    // The new authenticator; the other bits (compression) stay as the entry has them.
+    std::uint16_t const flags = static_cast<std::uint16_t>(
+        (detail::read_le<std::uint16_t>(reinterpret_cast<unsigned char const*>(out.data()) + detail::envelope_flags_at) &
+         ~detail::envelope_flags_authenticator) |
+        to.flags());
     out[sizeof detail::envelope_magic + 2] = static_cast<char>(flags & 0xffu);
     out[sizeof detail::envelope_magic + 3] = static_cast<char>(flags >> 8);
     to.append_check(out);

@@ -107,7 +107,7 @@ bool looks_like_record(std::string_view bytes, key const& record_key) {
 std::optional<identity_record> identity_record_in(envelope_fields const& checked, std::string_view identity,
                                                   bool& over_bound) {
     over_bound = checked.status == envelope_status::too_large;
-    if (checked.status != envelope_status::ok) return std::nullopt;
+    if (checked.status != envelope_status::ok || checked.compressed) return std::nullopt; // records are never compressed
     std::optional<identity_record> r = decode_identity_record(checked.payload, over_bound);
     if (!r || r->identity != identity) return std::nullopt;
     return r;

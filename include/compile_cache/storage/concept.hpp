@@ -186,6 +186,7 @@ constexpr entry_check entry_check_of(Status status) noexcept {
     case Status::unauthenticated: return entry_check::unauthenticated;
     case Status::too_large: return entry_check::too_large;
     case Status::foreign_version: return entry_check::foreign_version;
+    case Status::unsupported: return entry_check::foreign_version; // sound, in a form this reader lacks
     default: return entry_check::damaged; // corrupt, key_mismatch
     }
 }

@@ -400,6 +400,7 @@ int run_list(command_line const& c) {
             j.begin_object();
             place_fields(j, lc.cache, *e.listed);
             j.field("size", e.listed->size);
+            if (e.check.envelope.compressed) j.field("uncompressed_size", uncompressed_size(e.check));
             use_fields(j, e.listed->use_ns);
             check_fields(j, e.check);
             j.end_object();
@@ -408,12 +409,25 @@ int run_list(command_line const& c) {
         std::fputs(j.str().c_str(), stdout);
         return exit_ok;
     }
+    // Compressed entries (zstd) add a column: the size each entry would have uncompressed.
+    bool const any_compressed = std::any_of(entries.begin(), entries.end(),
+                                            [](read_entry const& e) { return e.check.envelope.compressed; });
     text_table t;
-    t.add({"NAME", "KEY", "SIZE", "LAST USE", "ORIGIN"});
-    for (read_entry const& e : entries)
-        t.add({display_name(e.check), e.listed->name.substr(0, 16), human_size(e.listed->size),
-               last_use_text(e.listed->use_ns, false), origin_column(e.check)});
-    std::string out = t.str({false, false, true, true, false});
+    if (any_compressed)
+        t.add({"NAME", "KEY", "SIZE", "UNCOMPRESSED", "LAST USE", "ORIGIN"});
+    else
+        t.add({"NAME", "KEY", "SIZE", "LAST USE", "ORIGIN"});
+    for (read_entry const& e : entries) {
+        if (any_compressed)
+            t.add({display_name(e.check), e.listed->name.substr(0, 16), human_size(e.listed->size),
+                   e.check.envelope.compressed ? human_size(uncompressed_size(e.check)) : "-",
+                   last_use_text(e.listed->use_ns, false), origin_column(e.check)});
+        else
+            t.add({display_name(e.check), e.listed->name.substr(0, 16), human_size(e.listed->size),
+                   last_use_text(e.listed->use_ns, false), origin_column(e.check)});
+    }
+    std::string out = any_compressed ? t.str({false, false, true, true, true, false})
+                                     : t.str({false, false, true, true, false});
     out += std::to_string(entries.size()) + (entries.size() == 1 ? " entry, " : " entries, ") + human_size(total);
     if (!lc.listing.records.empty())
         out += " (and " + std::to_string(lc.listing.records.size()) + " identity records, not listed)";
@@ -467,7 +481,10 @@ void show_fields(json_writer& j, checked_entry const& e) {
     j.key("envelope").begin_object().field("version", std::uint64_t{env.version});
     j.field("mode", env.keyed ? "hmac-sha256" : "crc32c");
     j.field("stored_key", env.stored_key.hex()).field("header_bytes", header);
-    j.field("payload_bytes", e.payload_size).field("check_bytes", e.check_size).end_object();
+    j.field("payload_bytes", e.payload_size).field("check_bytes", e.check_size);
+    j.field("compressed", env.compressed ? "zstd" : "none");
+    if (env.compressed) j.field("uncompressed_payload_bytes", env.uncompressed_size);
+    j.end_object();
     j.key("metadata").begin_object().field("name", m.name).field("origin_file", m.origin_file);
     j.field("origin_line", m.origin_line).field("format_id", m.format_id);
     j.field("created", utc_time(m.created_ns)).field("created_ns", m.created_ns);
@@ -492,6 +509,11 @@ void show_rows(text_table& t, checked_entry const& e, std::string const& name, c
         t.add({"key", env.stored_key.hex() + (own ? " (" : " (NOT ") + stored_as + ")"});
         t.add({"sizes", "header " + std::to_string(header) + " + payload " + std::to_string(e.payload_size) +
                             " + check " + std::to_string(e.check_size) + " bytes"});
+        if (env.compressed)
+            t.add({"compressed", "zstd: payload " + std::to_string(e.payload_size) + " bytes stored, " +
+                                     std::to_string(env.uncompressed_size) + " uncompressed; the entry " +
+                                     std::to_string(e.file_size) + " bytes stored, " +
+                                     std::to_string(uncompressed_size(e)) + " uncompressed"});
         t.add({"name", printable(m.name)});
         t.add({"origin", printable(origin_of(m))});
         t.add({"format", printable(m.format_id)});

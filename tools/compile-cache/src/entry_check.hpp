@@ -34,6 +34,14 @@ struct checked_entry {
     std::uint64_t check_size = 0;
 };
 
+/// The size the entry would have with its payload uncompressed (its size when it is not
+/// compressed): what a host without compression would have stored.
+inline std::uint64_t uncompressed_size(checked_entry const& e) {
+    if (!e.envelope.compressed) return e.file_size;
+    // The stored payload field is the declared size (8 bytes) and the frame.
+    return e.file_size - e.payload_size - 8 + e.envelope.uncompressed_size;
+}
+
 /// Checks the bytes stored under the key whose hex is `name`, in `auth`'s mode.
 checked_entry check_bytes(std::string const& bytes, std::string const& name, compile_cache::envelope_auth const& auth);
 
