@@ -29,6 +29,14 @@ namespace impl = cc::detail::directory_storage_impl;
 constexpr std::size_t large = 300 * 1024; // over the default map_min_size, not a page multiple
 cc::entry_info const info{"big", "big.dsl", 1};
 
+/// Entries of `large` bytes mapped (the default threshold is 1 MiB: larger files than a
+/// test needs).
+cc::directory_options mapping() {
+    cc::directory_options o;
+    o.map_min_size = 64 * 1024;
+    return o;
+}
+
 /// Sets the test hook for one scope.
 struct after_map_hook {
     explicit after_map_hook(void (*hook)(char const*)) { impl::after_map_for_testing = hook; }
@@ -48,7 +56,7 @@ std::uint64_t sum_of(std::string_view bytes) {
 
 TEST_CASE("a large entry is mapped and loads whole, a small one is read", "[storage][mapped]") {
     temp_dir dir;
-    directory_storage s((dir.path() / "cache").string());
+    directory_storage s((dir.path() / "cache").string(), mapping());
     cc::key const big = storage_test::key_of(1).value(), small = storage_test::key_of(2).value();
     std::string const big_bytes = storage_test::payload_of(1, 0, large), small_bytes(1000, 'x');
     REQUIRE(!s.write(big, big_bytes));
@@ -73,7 +81,7 @@ TEST_CASE("a large entry is mapped and loads whole, a small one is read", "[stor
     CHECK(!view.mapped());
     CHECK(view.bytes() == big_bytes);
 
-    storage_test::cache c{directory_storage((dir.path() / "cache2").string())};
+    storage_test::cache c{directory_storage((dir.path() / "cache2").string(), mapping())};
     cc::key_result const k = storage_test::key_of(3);
     REQUIRE(c.store(k, storage_test::make_artifact(3, 0, large), info));
     std::optional<storage_test::artifact> const loaded = c.load<storage_test::artifact>(k, info);
@@ -86,7 +94,7 @@ TEST_CASE("an entry truncated between the map and the read is a miss, not a cras
     fs::path const root = dir.path() / "cache";
     cc::key const k = storage_test::key_of(1).value();
     std::string const bytes = storage_test::payload_of(1, 0, large);
-    directory_storage s(root.string());
+    directory_storage s(root.string(), mapping());
     REQUIRE(!s.write(k, bytes));
 
     SECTION("the storage's view: zeros from the fault on, and not intact") {
@@ -108,7 +116,7 @@ TEST_CASE("an entry truncated between the map and the read is a miss, not a cras
         CHECK(view.bytes().size() == 4096); // what is there now, read (under the threshold)
     }
     SECTION("through a cache: a read-error miss, the file left alone") {
-        storage_test::cache c{directory_storage(root.string())};
+        storage_test::cache c{directory_storage(root.string(), mapping())};
         cc::key_result const ck = storage_test::key_of(2);
         REQUIRE(c.store(ck, storage_test::make_artifact(2, 0, large), info));
         std::string const path = c.storage().entry_path(ck.value());
@@ -145,7 +153,7 @@ void replace_entry(char const*) {
 
 TEST_CASE("an entry replaced while mapped still reads whole, as it was", "[storage][mapped]") {
     temp_dir dir;
-    directory_storage s((dir.path() / "cache").string());
+    directory_storage s((dir.path() / "cache").string(), mapping());
     cc::key const k = storage_test::key_of(1).value();
     std::string const bytes = storage_test::payload_of(1, 0, large);
     REQUIRE(!s.write(k, bytes));
@@ -168,7 +176,7 @@ TEST_CASE("an entry replaced while mapped still reads whole, as it was", "[stora
 TEST_CASE("a SIGBUS outside a mapping still ends the process, and a host's own handler turns mapping off",
           "[storage][mapped]") {
     temp_dir dir;
-    directory_storage s((dir.path() / "cache").string());
+    directory_storage s((dir.path() / "cache").string(), mapping());
     cc::key const k = storage_test::key_of(1).value();
     REQUIRE(!s.write(k, std::string(large, 'm')));
     std::string buffer;

@@ -101,9 +101,10 @@ struct directory_options {
     /// `mode & ~umask` (fchmod/chmod), whatever the process's umask.
     int umask = -1;
     /// read_view maps entries of at least this many bytes instead of reading them (see
-    /// entry_view); 0: never. The default is where mapping measured faster than read()
-    /// on ext4 and tmpfs (docs/benchmarks.md, "Mapped hits").
-    std::size_t map_min_size = std::size_t{64} << 10;
+    /// entry_view); 0: never. The default is where a mapped hit (map, check, copy out)
+    /// measured no slower than a read one on this project's machine (docs/benchmarks.md,
+    /// "Mapped hits"): below it, read() is faster.
+    std::size_t map_min_size = std::size_t{1} << 20;
 
     /// A directory shared by the members of a group: entries 0660, folders 02770
     /// (setgid, so that everything in it belongs to the directory's group), set

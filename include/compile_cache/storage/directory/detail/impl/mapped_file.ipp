@@ -89,7 +89,8 @@ bool mapped_file::map(int fd, std::size_t size) noexcept {
         }
     }
     if (slot == nullptr) return false;
-    void* const base = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    // Not MAP_POPULATE: measured slower here up to a few MiB (docs/benchmarks.md).
+    void* const base = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (base == MAP_FAILED) {
         slot->begin.store(0, std::memory_order_release);
         return false;
