@@ -257,9 +257,10 @@ inline std::string& read_path_buffer() {
 ///   first, for what it counted for). On failure the temp file is removed and the
 ///   error returned. It then adds the entry to its folder's figure in the ledger (in
 ///   batches: ledger_batch), recounts that folder when its figure is over an hour old (sweeping temp
-///   files older than an hour), and, when the cache may be over `max_size`, writes
-///   its batch and, if the ledger says so, does one step of bounded cleanup (see
-///   cleanup_state). Accounting and cleanup never fail a store. The last copy of a
+///   files older than an hour). The store that writes the batch — one in 256
+///   (ledger_batch_stores) while the cache is over `max_size`, and the first store to
+///   take it over — does one step of cleanup for the batch's stores when the ledger
+///   says the cache is over `max_size` (store_cleanup_budget: see cleanup_state). Accounting and cleanup never fail a store. The last copy of a
 ///   storage object writes what is left of its batch when it is destroyed.
 /// - `read` opens the entry without following a symlink, takes the size from the open
 ///   file, and refuses anything that is not a regular file (`error`), that it does not
