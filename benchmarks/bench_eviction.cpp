@@ -74,11 +74,13 @@ void fill(cc::directory_storage& s, std::uint32_t n, std::int64_t t0) {
 }
 
 struct percentiles {
-    double p50, p99, max;
+    double p50, p99, p999, max, mean;
 };
 percentiles of(std::vector<double> v) {
     std::sort(v.begin(), v.end());
-    return {v[v.size() / 2], v[v.size() * 99 / 100], v.back()};
+    double sum = 0;
+    for (double x : v) sum += x;
+    return {v[v.size() / 2], v[v.size() * 99 / 100], v[v.size() * 999 / 1000], v.back(), sum / static_cast<double>(v.size())};
 }
 
 int run_store(std::uint32_t entries, std::uint32_t stores) {
@@ -111,10 +113,12 @@ int run_store(std::uint32_t entries, std::uint32_t stores) {
     percentiles const f = of(free_us), l = of(limited_us);
     auto const c = limited_storage.counters();
     std::printf("store of 1 KiB into %u entries, %u stores each (us):\n", entries, stores);
-    std::printf("  %-22s p50 %8.1f  p99 %8.1f  max %9.1f\n", "no limit", f.p50, f.p99, f.max);
-    std::printf("  %-22s p50 %8.1f  p99 %8.1f  max %9.1f\n", "limit hit continuously", l.p50, l.p99, l.max);
-    std::printf("  ratio                  p50 %8.2f  p99 %8.2f  max %9.2f\n", l.p50 / f.p50, l.p99 / f.p99,
-                l.max / f.max);
+    std::printf("  %-22s p50 %8.1f  p99 %8.1f  p99.9 %8.1f  max %9.1f  mean %8.1f\n", "no limit", f.p50, f.p99,
+                f.p999, f.max, f.mean);
+    std::printf("  %-22s p50 %8.1f  p99 %8.1f  p99.9 %8.1f  max %9.1f  mean %8.1f\n", "limit hit continuously",
+                l.p50, l.p99, l.p999, l.max, l.mean);
+    std::printf("  ratio                  p50 %8.2f  p99 %8.2f  p99.9 %8.2f  max %9.2f  mean %8.2f\n", l.p50 / f.p50,
+                l.p99 / f.p99, l.p999 / f.p999, l.max / f.max, l.mean / f.mean);
     std::printf("  limited: %llu evicted in %llu cleanup steps; accounted %llu of a %llu limit\n",
                 static_cast<unsigned long long>(c.evicted), static_cast<unsigned long long>(c.cleanup_steps),
                 static_cast<unsigned long long>(limited_storage.accounted_size()),

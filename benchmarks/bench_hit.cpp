@@ -11,6 +11,13 @@
 // record (the record that explains misses), and a hit through get_or_compile with
 // verify mode off and on (on: the host's compile, here a copy of the artifact, and
 // both serialized).
+// And what issue 27 (part 1) adds: whole hits of artifacts of 4 KiB, 64 KiB, 1 MiB and
+// 16 MiB (one byte vector), "BM_sized_<what>/<bytes>": the cache as it loads now (entries
+// of at least 1 MiB mapped: directory_options::map_min_size), the cache made to read
+// (map_min_size 0: the path before) and made to map everything (1), the floor (open/read/close into a buffer large
+// enough, then the same deserialization from it), and, built with LLVM 14,
+// llvm::localCache's hit on a file of the same bytes (a MemoryBuffer: read below 16 KiB,
+// mapped above; nothing checked) followed by the same deserialization.
 #include "bench_common.hpp"
 
 #include <compile_cache/cache.hpp>
@@ -21,12 +28,22 @@
 
 #include <benchmark/benchmark.h>
 
+#if COMPILE_CACHE_BENCH_LLVM
+#include <llvm/Support/Caching.h>
+#include <llvm/Support/Error.h>
+#include <llvm/Support/MemoryBuffer.h>
+#endif
+
+#include <map>
+#include <memory>
+
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace {
@@ -255,6 +272,155 @@ void hit_get_or_compile(benchmark::State& state, double verify) {
 }
 void BM_hit_verify_off(benchmark::State& state) { hit_get_or_compile(state, 0); }
 void BM_hit_verify_every(benchmark::State& state) { hit_get_or_compile(state, 1); }
+
+// ---- sized hits (issue 27, part 1) ----
+
+struct sized_artifact {
+    std::string name;
+    std::vector<std::uint8_t> code;
+
+    template <class Archive>
+    void serialize(Archive& ar, unsigned) {
+        ar & name & code;
+    }
+};
+
+/// One entry of an artifact of about `size` bytes, stored by the cache, and the same
+/// bytes in a file named as LLVM's cache names its entries.
+struct sized_world {
+    bench::scratch_dir dir{"sized"};
+    cc::key_result k;
+    cc::entry_info info{"big_kernel", "kernels.dsl", 7};
+    std::string entry_path, llvm_dir;
+    std::size_t entry_size = 0, payload_offset = 0, payload_size = 0;
+
+    explicit sized_world(std::size_t size) {
+        sized_artifact a;
+        a.name = info.name;
+        a.code.resize(size);
+        for (std::size_t i = 0; i < size; ++i) a.code[i] = static_cast<std::uint8_t>((i * 2654435761u) >> 13);
+        k = cc::key_builder<>().add("sized", size).finish();
+        cc::default_cache c{cc::directory_storage(dir.path() + "/cc")};
+        if (!c.store(k, a, info)) {
+            std::fprintf(stderr, "bench_hit: sized store failed\n");
+            std::exit(2);
+        }
+        entry_path = c.storage().entry_path(k.value());
+        std::string bytes(size + (1 << 16), '\0');
+        int fd = ::open(entry_path.c_str(), O_RDONLY | O_CLOEXEC);
+        ssize_t const n = fd < 0 ? -1 : ::read(fd, bytes.data(), bytes.size());
+        if (fd >= 0) ::close(fd);
+        if (n <= 0) std::exit(2);
+        bytes.resize(static_cast<std::size_t>(n));
+        entry_size = bytes.size();
+        cc::opened_envelope e = cc::open_envelope(bytes, k.value(), cc::boost_binary::format_id(), std::size_t{64} << 20);
+        if (e.status != cc::envelope_status::ok) std::exit(2);
+        payload_offset = static_cast<std::size_t>(e.payload.data() - bytes.data());
+        payload_size = e.payload.size();
+        llvm_dir = dir.path() + "/llvm";
+        ::mkdir(llvm_dir.c_str(), 0700);
+        int out = ::open((llvm_dir + "/llvmcache-" + k.value().hex()).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (out < 0 || ::write(out, bytes.data(), bytes.size()) != static_cast<ssize_t>(bytes.size())) std::exit(2);
+        ::close(out);
+        ::sync();
+    }
+};
+
+sized_world& sized(std::size_t size) {
+    static std::map<std::size_t, std::unique_ptr<sized_world>> worlds;
+    auto& w = worlds[size];
+    if (!w) w = std::make_unique<sized_world>(size);
+    return *w;
+}
+
+void sized_label(benchmark::State& state, sized_world const& w) {
+    state.SetLabel("entry " + std::to_string(w.entry_size) + " B");
+    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * w.entry_size));
+}
+
+/// The cache's load with entries of at least `map_min_size` bytes mapped (0: none, as
+/// before; 1: all).
+void sized_cache(benchmark::State& state, std::size_t map_min_size) {
+    sized_world& w = sized(static_cast<std::size_t>(state.range(0)));
+    cc::directory_options o;
+    o.map_min_size = map_min_size;
+    cc::default_cache cache{cc::directory_storage(w.dir.path() + "/cc", o)};
+    for (auto _ : state) {
+        std::optional<sized_artifact> a = cache.load<sized_artifact>(w.k, w.info);
+        if (!a) {
+            state.SkipWithError("not a hit");
+            break;
+        }
+        benchmark::DoNotOptimize(a->code.data());
+    }
+    sized_label(state, w);
+}
+void BM_sized_cache(benchmark::State& state) { sized_cache(state, cc::directory_options{}.map_min_size); }
+void BM_sized_cache_read(benchmark::State& state) { sized_cache(state, 0); }
+void BM_sized_cache_map_all(benchmark::State& state) { sized_cache(state, 1); }
+
+/// open/read/close into a buffer large enough, then the same deserialization.
+void BM_sized_floor(benchmark::State& state) {
+    sized_world& w = sized(static_cast<std::size_t>(state.range(0)));
+    std::vector<char> buffer(w.entry_size + 4096);
+    for (auto _ : state) {
+        int fd = ::open(w.entry_path.c_str(), O_RDONLY | O_CLOEXEC);
+        ssize_t const n = ::read(fd, buffer.data(), buffer.size());
+        ::close(fd);
+        if (n != static_cast<ssize_t>(w.entry_size)) {
+            state.SkipWithError("short read");
+            break;
+        }
+        sized_artifact a;
+        cc::boost_binary::load(std::string_view(buffer.data() + w.payload_offset, w.payload_size), a,
+                               cc::resolver_context{});
+        benchmark::DoNotOptimize(a.code.data());
+    }
+    sized_label(state, w);
+}
+
+#if COMPILE_CACHE_BENCH_LLVM
+/// llvm::localCache's hit, its MemoryBuffer deserialized the same way.
+void BM_sized_llvm(benchmark::State& state) {
+    sized_world& w = sized(static_cast<std::size_t>(state.range(0)));
+    std::uint64_t loaded = 0;
+    auto cache = llvm::localCache("bench", "bench-tmp", w.llvm_dir,
+                                  [&](unsigned, std::unique_ptr<llvm::MemoryBuffer> mb) {
+                                      sized_artifact a;
+                                      cc::boost_binary::load(
+                                          std::string_view(mb->getBufferStart() + w.payload_offset, w.payload_size), a,
+                                          cc::resolver_context{});
+                                      loaded += a.code.size();
+                                  });
+    if (!cache) {
+        llvm::consumeError(cache.takeError());
+        state.SkipWithError("llvm::localCache");
+        return;
+    }
+    std::string const hex = w.k.value().hex();
+    for (auto _ : state) {
+        llvm::Expected<llvm::AddStreamFn> r = (*cache)(0, hex);
+        if (!r || *r) {
+            if (!r) llvm::consumeError(r.takeError());
+            state.SkipWithError("llvm: not a hit");
+            break;
+        }
+    }
+    benchmark::DoNotOptimize(loaded);
+    sized_label(state, w);
+}
+#endif
+
+void sized_sizes(benchmark::internal::Benchmark* b) {
+    for (long s : {4096L, 65536L, 1L << 20, 16L << 20}) b->Arg(s);
+}
+BENCHMARK(BM_sized_floor)->Apply(sized_sizes);
+BENCHMARK(BM_sized_cache)->Apply(sized_sizes);
+BENCHMARK(BM_sized_cache_read)->Apply(sized_sizes);
+BENCHMARK(BM_sized_cache_map_all)->Apply(sized_sizes);
+#if COMPILE_CACHE_BENCH_LLVM
+BENCHMARK(BM_sized_llvm)->Apply(sized_sizes);
+#endif
 
 BENCHMARK(BM_hit_load);
 BENCHMARK(BM_miss_store_without_record);

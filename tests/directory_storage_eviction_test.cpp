@@ -211,10 +211,11 @@ TEST_CASE("a 1 MiB limit over 300 entries of 8 KiB keeps the most recently used,
     directory_storage s(root.string(), limited(limit));
     std::int64_t const t0 = now_s() - 100000;
     std::string out;
-    // A store's cleanup is a step of bounded work (store_cleanup_budget): a survey of
-    // the 256 folders and ~130 entries takes a dozen stores, during which the cache is
-    // over its limit by those stores' entries; then each store evicts two until it is
-    // under 90%. So the limit is kept within a bounded overshoot, never more.
+    // A store's cleanup is a step of bounded work (store_cleanup_budget), made by the
+    // store that takes the cache over its limit and then by one store in a batch: a
+    // survey of the 256 folders and ~130 entries fits in one step here, so the cache is
+    // over its limit by a store's entry or two at most. So the limit is kept within a
+    // bounded overshoot, never more.
     auto const& budget = cc::detail::directory_storage_impl::store_cleanup_budget;
     std::uint64_t const survey_stores = (256 + 160) / budget.names + 1;
     std::uint64_t const overshoot = (survey_stores + 1) * 8192;
@@ -238,7 +239,7 @@ TEST_CASE("a 1 MiB limit over 300 entries of 8 KiB keeps the most recently used,
         // and the limit must hold with the batch unwritten too.
         if (i % 37 == 0) REQUIRE(s.accounted_size() == u.entries * 8192);
     }
-    CHECK(peak > limit); // the overshoot is real: the bound above is what is tested
+    CHECK(peak >= limit - limit / 10); // the cache did reach its limit: the bound above was tested
 
     std::vector<std::uint32_t> kept;
     for (std::uint32_t i = 0; i < 300; ++i)
@@ -282,12 +283,14 @@ TEST_CASE("a store does a bounded amount of eviction work, the rest is left to t
         REQUIRE(!unlimited.prune().error); // the ledger exact
     }
     // Half the room the cache takes: a store used to survey and evict all 1,650
-    // entries over 90% of it at once.
+    // entries over 90% of it at once. Now the store that takes it over, then one store
+    // per ledger batch (here every 24th: a batch ends at 1/64 of the limit), does one
+    // step of at most budget.unlinks evictions; the others none.
     std::uint64_t const limit = n / 2 * 4096ull;
     directory_storage s(root.string(), limited(limit));
     auto const& budget = cc::detail::directory_storage_impl::store_cleanup_budget;
     std::uint64_t evicted_before = 0, most = 0, stores = 0;
-    for (; stores < 200; ++stores) {
+    for (; stores < 60; ++stores) {
         REQUIRE(!s.write(key_n(n + static_cast<std::uint32_t>(stores)), "new"));
         std::uint64_t const evicted = s.counters().evicted;
         INFO("store " << stores << " evicted " << evicted - evicted_before);
@@ -295,9 +298,10 @@ TEST_CASE("a store does a bounded amount of eviction work, the rest is left to t
         most = std::max(most, evicted - evicted_before);
         evicted_before = evicted;
     }
-    CHECK(most == budget.unlinks);                 // stores do evict...
-    CHECK(s.counters().cleanup_steps == stores);   // ...each a step...
-    CHECK(usage_of(root).entries * 4096 > limit);  // ...and the rest waits
+    CHECK(most == budget.unlinks);                     // stores do evict...
+    CHECK(s.counters().cleanup_steps >= 2);            // ...one in a batch...
+    CHECK(s.counters().cleanup_steps <= stores / 20);  // ...not every store...
+    CHECK(usage_of(root).entries * 4096 > limit);      // ...and the rest waits
     // prune() does the rest at once, oldest first.
     cc::cleanup_result const r = s.prune();
     CHECK(!r.error);
@@ -355,13 +359,15 @@ TEST_CASE("a large cache over its limit is cleaned over several stores, oldest f
     }
     std::uint64_t const limit = 5600 * 4096ull;
     directory_storage s(root.string(), limited(limit));
-    // One store cannot survey 6000 entries within its budget: the cleanup takes
-    // several stores (a survey of 32 names each, then a sweep evicting two each, one
-    // more than the store adds), and the cache comes under the limit within a
-    // bounded number of them.
+    // One store cannot clean 6000 entries within its budget: the cleanup takes
+    // several steps (one per batch of stores: a survey, then a sweep evicting two
+    // entries per store of the batch, one more than each adds), and the cache comes
+    // under 90% of the limit within a bounded number of stores.
     auto const& budget = cc::detail::directory_storage_impl::store_cleanup_budget;
     std::uint32_t const survey = static_cast<std::uint32_t>((n + 256) / budget.names + 1);
-    std::uint32_t const bound = 4 * (survey + (n - 5600 + survey));
+    // A step per batch of stores (ledger_batch_stores, or fewer: 1/64 of the limit).
+    std::uint32_t const bound =
+        4 * cc::detail::directory_storage_impl::ledger_batch_stores + 4 * (survey + (n - 5600 + survey));
     std::uint32_t stores = 0;
     while (s.accounted_size() > limit && stores < bound) {
         REQUIRE(!s.write(key_n(n + stores), "new"));
@@ -370,15 +376,19 @@ TEST_CASE("a large cache over its limit is cleaned over several stores, oldest f
     INFO("stores " << stores << " (bound " << bound << "), cleanup steps " << s.counters().cleanup_steps);
     CHECK(stores > survey);
     CHECK(stores < bound);
-    CHECK(s.counters().cleanup_steps >= survey);
+    CHECK(s.counters().cleanup_steps >= 2);
     disk_usage const u = usage_of(root);
     CHECK(u.entries * 4096 <= limit);
     CHECK(s.accounted_size() == u.entries * 4096);
 
     // The oldest went (a sweep unlinks what was used at or before a cutoff the survey
     // found), the newer old ones and every new one stayed.
+    // The cache is under its limit once the sweep has passed part of the folders: the
+    // oldest in those went (some of the 100 oldest, at least), none of the newer half.
     std::string out;
-    CHECK(s.read(key_n(0), out, 1000).status == read_status::absent);
+    std::uint32_t oldest_gone = 0;
+    for (std::uint32_t i = 0; i < 100; ++i) oldest_gone += s.read(key_n(i), out, 1000).status == read_status::absent;
+    CHECK(oldest_gone > 0);
     for (std::uint32_t i = n - 3000; i < n; ++i) {
         INFO("entry " << i);
         REQUIRE(s.read(key_n(i), out, 1000).status == read_status::found);

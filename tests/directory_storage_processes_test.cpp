@@ -354,15 +354,16 @@ TEST_CASE("4 processes storing under a small limit while a cleanup runs: no stor
     INFO("limit " << limit << ": " << on_disk << " bytes on disk, the ledger says " << ledger);
     CHECK(ledger >= on_disk);
     // More stores, in a fresh process, find the cache over its limit and clean it, a
-    // bounded step each (store_cleanup_budget: a pass over the ~600 entries and 256
-    // folders takes ~30 stores, each evicting up to two), so that after 2,000 of them
-    // it holds no more than the limit and the entries of the stores of one pass.
+    // bounded step per batch of stores (store_cleanup_budget), so that after 2,000 of
+    // them it holds no more than the limit and the entries of the stores of a batch.
     child_process last(std::vector<std::string>{worker, "store-limited", root.string(), "9000", "2000",
                                                 std::to_string(limit), "1000", go.string()});
     CHECK(last.wait() == 0);
     std::uint64_t const after = counted_on_disk(root);
     INFO("after 2,000 more stores: " << after << " bytes on disk");
-    CHECK(after < on_disk);
+    // (The workers' own cleanups may have brought it to its limit already: one step per
+    // batch of stores, 512 evictions each, since issue 27's part 2.)
+    CHECK((after < on_disk || on_disk <= std::max<std::uint64_t>(limit, 4096)));
     CHECK(after <= std::max<std::uint64_t>(limit, 4096) + 64 * 4096);
 }
 

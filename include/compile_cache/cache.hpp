@@ -248,6 +248,22 @@ using relocate_source_t = decltype(relocate_source(std::declval<A&>(), std::int6
 template <class A>
 using has_relocate_source = is_detected<relocate_source_t, A>;
 
+/// What a load's bytes are held by when its storage has no read_view: the buffer.
+struct buffer_view {
+    static constexpr bool intact() noexcept { return true; }
+};
+template <class S, bool = has_read_view<S>::value>
+struct entry_view_for {
+    using type = buffer_view;
+};
+template <class S>
+struct entry_view_for<S, true> {
+    using type = typename S::view_type;
+};
+/// The storage's view type (read_view), or buffer_view.
+template <class S>
+using entry_view_of = typename entry_view_for<S>::type;
+
 /// The buffer a load reads an entry into: this thread's reused one, so that a hit
 /// allocates none, or, for a load started from inside a deserializer (a nested load),
 /// one of its own. One such buffer per Tag: entries read, payloads decompressed,
@@ -840,13 +856,17 @@ private:
         load_attempt attempt{k.value(), info, why};
         try {
             detail::read_buffer buffer;
-            if (!read_entry(k.value(), buffer.bytes(), attempt)) return std::nullopt;
+            // A storage with read_view may hand out the entry's bytes where they are (a
+            // mapped file), kept alive by `view` until the artifact is made.
+            detail::entry_view_of<Storage> view;
+            std::string_view bytes;
+            if (!read_entry(k.value(), buffer.bytes(), view, bytes, attempt)) return std::nullopt;
             auto const read_done = std::chrono::steady_clock::now();
             detail::decompress_buffer decompressed; // a compressed payload, decompressed here
-            detail::envelope_fields const env = open_entry(k.value(), buffer.bytes(), decompressed.bytes(), attempt);
+            detail::envelope_fields const env = open_entry(k.value(), bytes, view, decompressed.bytes(), attempt);
             if (env.status != envelope_status::ok) return std::nullopt;
             auto const verify_done = std::chrono::steady_clock::now();
-            std::optional<Artifact> artifact = deserialize<Artifact>(env.payload, self, attempt);
+            std::optional<Artifact> artifact = deserialize<Artifact>(env.payload, self, view, attempt);
             if (!artifact) return std::nullopt;
             auto const deserialize_done = std::chrono::steady_clock::now();
             if constexpr (detail::has_relocate_source<Artifact>::value) {
@@ -870,10 +890,14 @@ private:
     // Reads the entry under `k` into `buffer`; false (a counted miss) when there is
     // none to open. A Storage member that throws is the storage failing, not the
     // serializer: counted as read-error (docs/policies.md, exceptions).
-    bool read_entry(key const& k, std::string& buffer, load_attempt& attempt) {
+    template <class View>
+    bool read_entry(key const& k, std::string& buffer, View& view, std::string_view& bytes, load_attempt& attempt) {
         read_result rr;
         try {
-            rr = storage_.read(k, buffer, options_.max_entry_size);
+            if constexpr (detail::has_read_view<Storage>::value)
+                rr = storage_.read_view(k, buffer, options_.max_entry_size, view);
+            else
+                rr = storage_.read(k, buffer, options_.max_entry_size);
         } catch (std::exception const& e) {
             missed(attempt, miss_reason::read_error, e.what());
             return false;
@@ -885,21 +909,38 @@ private:
             missed(attempt, *miss, rr.status == read_status::error ? rr.error.message() : std::string());
             return false;
         }
-        attempt.bytes = buffer.size();
+        if constexpr (detail::has_read_view<Storage>::value)
+            bytes = view.bytes();
+        else
+            bytes = buffer;
+        attempt.bytes = bytes.size();
         attempt.read = rr;
         return true;
+    }
+
+    // The miss of a load whose entry changed while it was read (entry_view::intact).
+    std::nullopt_t changed_while_read(load_attempt& attempt) noexcept {
+        return missed(attempt, miss_reason::read_error, "the entry's file changed while it was read");
     }
 
     // Checks the entry read for `k` (by signature when auth_for says so), and decompresses
     // its payload into `decompressed` when it is compressed (env.payload then points
     // there); a status other than ok is a counted miss, and a damaged entry is reported to
-    // the storage.
-    detail::envelope_fields open_entry(key const& k, std::string const& buffer, std::string& decompressed,
-                                       load_attempt& attempt) {
+    // the storage. Bytes that changed under the reader (a view no longer intact, checked
+    // after the decompression that reads them) are a read error, neither corrupt nor
+    // reported.
+    template <class View>
+    detail::envelope_fields open_entry(key const& k, std::string_view buffer, View const& view,
+                                       std::string& decompressed, load_attempt& attempt) {
         envelope_auth const& auth = auth_for(attempt.read);
         detail::envelope_fields env =
             detail::check_envelope(buffer, k, Serializer::format_id(), options_.max_entry_size, auth);
         if (env.status == envelope_status::ok && env.compressed) decompress_payload(env, decompressed);
+        if (!view.intact()) {
+            env.status = envelope_status::corrupt;
+            changed_while_read(attempt);
+            return env;
+        }
         // A tier copies a sound remote entry locally.
         tell_checked(k, buffer, attempt.read, env.status, auth);
         if (std::optional<miss_reason> const miss = miss_reason_of(env.status)) {
@@ -930,7 +971,7 @@ private:
     // those): one of an untrusted signer is, to the storage, sound but not for here
     // (foreign_version: a writer replaces it after a rotation), and any other refusal is
     // damage (a forgery or garbage, which a writer's store replaces).
-    void tell_checked(key const& k, std::string const& bytes, read_result const& rr, envelope_status status,
+    void tell_checked(key const& k, std::string_view bytes, read_result const& rr, envelope_status status,
                       envelope_auth const& auth) {
         if (status == envelope_status::untrusted_signer) status = envelope_status::foreign_version;
         if (status == envelope_status::unauthenticated && auth.is_signed()) status = envelope_status::corrupt;
@@ -988,16 +1029,22 @@ private:
 
     // The artifact in `payload`, its references relinked; nullopt (a counted miss)
     // when the deserializer refuses it or a reference names nothing live.
-    template <class Artifact, class Self>
-    std::optional<Artifact> deserialize(std::string_view payload, Self const* self, load_attempt& attempt) {
+    // Bytes that changed under the deserializer (a mapped file truncated meanwhile) made
+    // whatever it made of them: thrown away, a read error.
+    template <class Artifact, class Self, class View>
+    std::optional<Artifact> deserialize(std::string_view payload, Self const* self, View const& view,
+                                        load_attempt& attempt) {
         std::optional<Artifact> artifact(std::in_place);
         try {
             Serializer::load(payload, *artifact, resolver_context::of(state_->resolver, self));
         } catch (unresolved_reference const& e) {
+            if (!view.intact()) return changed_while_read(attempt);
             return missed(attempt, miss_reason::unresolved_reference, e.what());
         } catch (std::exception const& e) {
+            if (!view.intact()) return changed_while_read(attempt);
             return missed(attempt, miss_reason::deserialize_error, e.what());
         }
+        if (!view.intact()) return changed_while_read(attempt);
         return artifact;
     }
 

@@ -282,6 +282,22 @@ using prefetch_t = decltype(std::declval<S&>().prefetch(std::declval<std::vector
 template <class S>
 using has_prefetch = is_detected<prefetch_t, S>;
 
+template <class S, class V>
+using read_view_t = decltype(std::declval<S&>().read_view(std::declval<key const&>(), std::declval<std::string&>(),
+                                                          std::size_t{}, std::declval<V&>()));
+/// Optional: `using view_type = V;` and `read_result read_view(key const&, std::string&
+/// buffer, std::size_t max_size, V& view)`: read() that may leave the bytes where they
+/// are (a mapped file), `view.bytes()` (std::string_view) valid while `view` lives, and
+/// `view.intact()` false when they changed under the reader; the cache loads through it
+/// when there is one (directory_storage has it: entry_view).
+template <class S>
+using view_type_t = typename S::view_type;
+template <class S, class = void>
+struct has_read_view : std::false_type {};
+template <class S>
+struct has_read_view<S, std::void_t<view_type_t<S>>>
+    : is_detected_exact<read_result, read_view_t, S, view_type_t<S>> {};
+
 /// Optional: `std::string entry_path(key const&) const`, where the entry of a key is
 /// kept (directory_storage: its file), named in the cache's failure lines.
 template <class S>

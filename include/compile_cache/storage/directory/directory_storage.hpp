@@ -13,6 +13,7 @@
 #include <compile_cache/storage/directory/detail/directory_cleanup.hpp>
 #include <compile_cache/storage/directory/detail/directory_counters.hpp>
 #include <compile_cache/storage/directory/detail/directory_files.hpp>
+#include <compile_cache/storage/directory/detail/mapped_file.hpp>
 
 #include <atomic>
 #include <cerrno>
@@ -99,6 +100,11 @@ struct directory_options {
     /// applies. 0 or more: every file and folder created is set to exactly
     /// `mode & ~umask` (fchmod/chmod), whatever the process's umask.
     int umask = -1;
+    /// read_view maps entries of at least this many bytes instead of reading them (see
+    /// entry_view); 0: never. The default is where a mapped hit (map, check, copy out)
+    /// measured no slower than a read one on this project's machine (docs/benchmarks.md,
+    /// "Mapped hits"): below it, read() is faster.
+    std::size_t map_min_size = std::size_t{1} << 20;
 
     /// A directory shared by the members of a group: entries 0660, folders 02770
     /// (setgid, so that everything in it belongs to the directory's group), set
@@ -160,6 +166,31 @@ struct directory_counters {
     /// Locks on the cache's files (ledger, directory, counters) given up on after a
     /// bounded wait, because another process held them (stopped or frozen?).
     std::uint64_t lock_timeouts = 0;
+};
+
+/// An entry as directory_storage::read_view gives it: its bytes, either in the caller's
+/// buffer or mapped from the entry's file (no copy), valid while the view lives and is
+/// not reset or read into again. A file that shrinks while mapped (another program
+/// truncating it: the storage itself never changes an entry in place, it renames a new
+/// one over it, and a mapping keeps the old file) cannot crash the process: the bytes
+/// from the fault on read as zeros and intact() turns false, so a reader that checks
+/// intact() after it is done with the bytes knows to throw away what it made of them.
+class entry_view {
+public:
+    std::string_view bytes() const noexcept { return mapping_.mapped() ? mapping_.bytes() : bytes_; }
+    /// Whether the bytes are mapped (not in the buffer).
+    bool mapped() const noexcept { return mapping_.mapped(); }
+    /// False when the mapped file shrank while it was read: the bytes are not the entry's.
+    bool intact() const noexcept { return mapping_.intact(); }
+    void reset() noexcept {
+        mapping_.reset();
+        bytes_ = {};
+    }
+
+private:
+    friend class directory_storage;
+    detail::directory_storage_impl::mapped_file mapping_;
+    std::string_view bytes_;
 };
 
 namespace detail::directory_storage_impl {
@@ -233,9 +264,10 @@ inline std::string& read_path_buffer() {
 ///   first, for what it counted for). On failure the temp file is removed and the
 ///   error returned. It then adds the entry to its folder's figure in the ledger (in
 ///   batches: ledger_batch), recounts that folder when its figure is over an hour old (sweeping temp
-///   files older than an hour), and, when the cache may be over `max_size`, writes
-///   its batch and, if the ledger says so, does one step of bounded cleanup (see
-///   cleanup_state). Accounting and cleanup never fail a store. The last copy of a
+///   files older than an hour). The store that writes the batch — one in 256
+///   (ledger_batch_stores) while the cache is over `max_size`, and the first store to
+///   take it over — does one step of cleanup for the batch's stores when the ledger
+///   says the cache is over `max_size` (store_cleanup_budget: see cleanup_state). Accounting and cleanup never fail a store. The last copy of a
 ///   storage object writes what is left of its batch when it is destroyed.
 /// - `read` opens the entry without following a symlink, takes the size from the open
 ///   file, and refuses anything that is not a regular file (`error`), that it does not
@@ -252,6 +284,8 @@ inline std::string& read_path_buffer() {
 /// So do reads, writes and removes with an empty key. No member that does I/O throws.
 class directory_storage {
 public:
+    using view_type = entry_view; ///< what read_view fills
+
     directory_storage() noexcept = default;
 
     COMPILE_CACHE_DECL explicit directory_storage(std::string directory, directory_options options = {});
@@ -302,6 +336,14 @@ public:
     COMPILE_CACHE_DECL void release_claim(key const& k) noexcept;
 
     COMPILE_CACHE_DECL read_result read(key const& k, std::string& out, std::size_t max_size) noexcept;
+
+    /// read() without the copy for large entries: the optional Storage member the cache
+    /// reads through. An entry of at least `map_min_size` bytes is mapped (when the
+    /// process's SIGBUS guard is in place: see entry_view) and `view` holds it; a smaller
+    /// one, or one that cannot be mapped, is read into `buffer` and `view` points there.
+    /// Statuses, checks and the use-time refresh are read()'s; `view` is empty unless found.
+    COMPILE_CACHE_DECL read_result read_view(key const& k, std::string& buffer, std::size_t max_size,
+                                             entry_view& view) noexcept;
 
     /// Stores `bytes` under `k` atomically: a temp file in the entry's folder, filled,
     /// then renamed over the entry (see the class comment).
@@ -425,6 +467,11 @@ private:
     }
 
     COMPILE_CACHE_DECL std::error_code trust(struct stat const& st) const noexcept;
+
+    /// read() and read_view(): the entry into `out`, or, when `view` is given and the
+    /// entry is at least map_min_size bytes, mapped into it.
+    COMPILE_CACHE_DECL read_result read_entry(key const& k, std::string& out, std::size_t max_size,
+                                              entry_view* view) noexcept;
 
     /// The bytes held for `k` by write_deferred, as read() answers them; nullopt when
     /// none are held.

@@ -279,13 +279,15 @@ struct cleanup_budget {
     bool whole = false;
 };
 
-/// What a store may spend on cleanup when it finds the cache over its limit: a
-/// little more than a store's own share of the work, so that a limit hit
-/// continuously is kept (each store evicts, on average, what it adds) while no store
-/// pays for the whole of a cleanup. A survey of N entries takes N/32 stores, during
-/// which the cache may exceed its limit by those stores' entries; the sweep that
-/// follows evicts two entries a store until the cache is under 90% of the limit.
-inline constexpr cleanup_budget store_cleanup_budget{32, 2, false};
+/// What the store that writes a batch (ledger_batch_stores: 256 stores) may spend on
+/// cleanup when it finds the cache over its limit: a little more than the batch's
+/// share of the work (32 names and 2 unlinks a store), so that a limit hit
+/// continuously is kept (the batch evicts, on average, what it adds), while 255 stores
+/// in 256 do none and no store pays for the whole of a cleanup. A survey of N entries
+/// takes N/8192 such steps, during which the cache may exceed its limit by those
+/// batches' entries; the sweep that follows evicts up to 512 entries a step until the
+/// cache is under 90% of the limit.
+inline constexpr cleanup_budget store_cleanup_budget{32 * ledger_batch_stores, 2 * ledger_batch_stores, false};
 /// prune(): everything at once.
 inline constexpr cleanup_budget whole_cleanup_budget{std::numeric_limits<std::size_t>::max(),
                                                      std::numeric_limits<std::size_t>::max(), true};

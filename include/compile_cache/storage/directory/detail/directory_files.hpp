@@ -311,8 +311,11 @@ private:
     file_descriptor fd_;
 };
 
-/// A store writes its change to the ledger after at most this many changes...
-inline constexpr unsigned ledger_batch_changes = 64;
+/// A store writes its change to the ledger after at most this many stores (256: so
+/// that fewer than 1% of stores write it (0.4%), and clean when the cache is over its limit,
+/// which keeps the other 99% at the cost of a store with no limit) or changes...
+inline constexpr unsigned ledger_batch_stores = 256;
+inline constexpr unsigned ledger_batch_changes = 1024;
 /// ...or once its oldest unwritten change is this old (a second; checked at changes)...
 inline constexpr std::int64_t ledger_batch_age_ns = 1000000000;
 /// ...or once the unwritten bytes reach this share of the size limit (1/64).
@@ -336,10 +339,13 @@ public:
         if (has_changes()) flush(now_s()); // a reader-only object leaves the ledger alone
     }
 
-    /// Notes that `folder` gained `added` bytes and lost `removed`. True when the
-    /// caller should flush() now: the batch is full or old, the folder is due for a
-    /// recount, the cache may be over `max_size` (0: none), or this object has not
-    /// read the ledger yet.
+    /// Notes that `folder` gained `added` bytes (a store) and lost `removed`. True when
+    /// the caller should flush() now: ledger_batch_stores stores since take_stores(),
+    /// the batch is full or old, the folder is due for a recount, the batch's bytes
+    /// reach 1/64 of `max_size` (0: none), this object has not read the ledger yet, or
+    /// the batch may take the cache over `max_size` while the ledger last said it was
+    /// under. Once the ledger says the cache is over its limit, stores go on in batches
+    /// (the store that writes one cleans for them all: see directory_storage's write).
     COMPILE_CACHE_DECL bool add(unsigned folder, std::uint64_t added, std::uint64_t removed, std::uint64_t max_size,
                                 std::int64_t now_nanoseconds) noexcept;
 
@@ -359,6 +365,10 @@ public:
     COMPILE_CACHE_DECL void counted(std::bitset<256> const& folders, std::int64_t now, std::uint64_t total) noexcept;
 
     COMPILE_CACHE_DECL bool has_changes() noexcept;
+
+    /// The stores add() counted since the last call (flush() leaves the count alone, so
+    /// that a flush for another reason, accounted_size() say, does not skip a cleanup).
+    COMPILE_CACHE_DECL unsigned take_stores() noexcept;
 
 private:
     COMPILE_CACHE_DECL void clear_changes() noexcept;
@@ -383,6 +393,7 @@ private:
     std::array<std::int64_t, 256> delta_{};
     std::bitset<256> touched_;
     unsigned changes_ = 0;
+    unsigned stores_ = 0;
     std::int64_t first_change_ns_ = 0;
     std::uint64_t added_ = 0, removed_ = 0;
     bool known_ = false; ///< the ledger was read at least once (in this process)

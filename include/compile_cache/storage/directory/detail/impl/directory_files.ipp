@@ -263,18 +263,29 @@ bool ledger_batch::add(unsigned folder, std::uint64_t added, std::uint64_t remov
     delta_[folder] += static_cast<std::int64_t>(added) - static_cast<std::int64_t>(removed);
     touched_.set(folder);
     if (changes_++ == 0) first_change_ns_ = now_nanoseconds;
+    if (added != 0) ++stores_;
     added_ += added;
     removed_ += removed;
     // The ledger's lock was held by someone else lately: keep the changes, and
     // do not make this store wait for it again yet.
     if (std::chrono::steady_clock::now() < retry_after_) return false;
-    if (!known_ || changes_ >= ledger_batch_changes || now_nanoseconds - first_change_ns_ >= ledger_batch_age_ns ||
-        now_nanoseconds < first_change_ns_ || recount_due(counted_at_[folder], now))
+    if (!known_ || stores_ >= ledger_batch_stores || changes_ >= ledger_batch_changes ||
+        now_nanoseconds - first_change_ns_ >= ledger_batch_age_ns || now_nanoseconds < first_change_ns_ ||
+        recount_due(counted_at_[folder], now))
         return true;
     if (max_size == 0) return false;
     if (added_ >= (max_size >> ledger_batch_limit_shift)) return true;
+    // Crossing the limit: written at once, so that the store cleans. Once the ledger
+    // said the cache is over it, the batch's bounds decide (one store in 256 cleans).
     std::uint64_t const estimate = last_total_ + added_ >= removed_ ? last_total_ + added_ - removed_ : 0;
-    return estimate > max_size;
+    return estimate > max_size && last_total_ <= max_size;
+}
+
+unsigned ledger_batch::take_stores() noexcept {
+    std::lock_guard<std::mutex> const lock(mutex_);
+    unsigned const n = stores_;
+    stores_ = 0;
+    return n;
 }
 
 ledger_batch::flushed ledger_batch::flush(std::int64_t now) noexcept {

@@ -1,0 +1,124 @@
+// compile_cache: the definitions of storage/directory/detail/mapped_file.hpp's non-template functions; included by it
+// alone (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#pragma once
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+#include <cerrno>
+#include <mutex>
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace compile_cache::detail::directory_storage_impl {
+
+void on_sigbus(int signal, siginfo_t* info, void* context) noexcept {
+    int const saved_errno = errno;
+    mapping_registry& r = the_mapping_registry();
+    auto const address = reinterpret_cast<std::uintptr_t>(info != nullptr ? info->si_addr : nullptr);
+    std::uintptr_t const page = r.page_size.load(std::memory_order_relaxed);
+    for (mapping_slot& s : r.slots) {
+        std::uintptr_t const begin = s.begin.load(std::memory_order_acquire);
+        if (begin <= 1 || address < begin || address >= s.end.load(std::memory_order_acquire)) continue;
+        // The file shrank under the mapping: a private page of zeros where the fault
+        // was lets the instruction complete; the reader sees the mark and misses.
+        void* const at = reinterpret_cast<void*>(address & ~(page - 1));
+        if (::mmap(at, page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED) {
+            s.faulted.store(true, std::memory_order_release);
+            errno = saved_errno;
+            return;
+        }
+        break; // could not repair: as if it were not ours
+    }
+    struct sigaction const& previous = previous_sigbus_action();
+    if ((previous.sa_flags & SA_SIGINFO) != 0 && previous.sa_sigaction != nullptr) {
+        previous.sa_sigaction(signal, info, context);
+    } else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN && previous.sa_handler != nullptr) {
+        previous.sa_handler(signal);
+    } else {
+        // What would have happened without this handler: the default action, on the
+        // fault repeated when this returns (or on the signal raised again).
+        struct sigaction fallback {};
+        fallback.sa_handler = SIG_DFL;
+        sigemptyset(&fallback.sa_mask);
+        ::sigaction(SIGBUS, &fallback, nullptr);
+        if (info == nullptr || info->si_code <= 0) ::raise(signal); // sent, not a fault
+    }
+    errno = saved_errno;
+}
+
+bool sigbus_guard_ready() noexcept {
+    mapping_registry& r = the_mapping_registry();
+    int state = r.state.load(std::memory_order_acquire);
+    if (state == 0) {
+        static std::mutex install;
+        std::lock_guard<std::mutex> const lock(install);
+        state = r.state.load(std::memory_order_acquire);
+        if (state == 0) {
+            long const page = ::sysconf(_SC_PAGESIZE);
+            if (page > 0) r.page_size.store(static_cast<std::uintptr_t>(page), std::memory_order_relaxed);
+            struct sigaction ours {};
+            ours.sa_sigaction = &on_sigbus;
+            ours.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+            sigemptyset(&ours.sa_mask);
+            // The previous action is saved before ours can run (the handler reads it).
+            if (page > 0 && ::sigaction(SIGBUS, nullptr, &previous_sigbus_action()) == 0 &&
+                ::sigaction(SIGBUS, &ours, nullptr) == 0)
+                state = 1;
+            else
+                state = -1;
+            r.state.store(state, std::memory_order_release);
+        }
+    }
+    if (state != 1) return false;
+    // A host (or a library) that set its own SIGBUS handler since: ours no longer runs.
+    struct sigaction now {};
+    if (::sigaction(SIGBUS, nullptr, &now) != 0) return false;
+    return (now.sa_flags & SA_SIGINFO) != 0 && now.sa_sigaction == &on_sigbus;
+}
+
+bool mapped_file::map(int fd, std::size_t size) noexcept {
+    reset();
+    if (size == 0 || !sigbus_guard_ready()) return false;
+    mapping_registry& r = the_mapping_registry();
+    mapping_slot* slot = nullptr;
+    for (mapping_slot& s : r.slots) {
+        std::uintptr_t expected = 0;
+        if (s.begin.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
+            slot = &s;
+            break;
+        }
+    }
+    if (slot == nullptr) return false;
+    // Not MAP_POPULATE: measured slower here up to a few MiB (docs/benchmarks.md).
+    void* const base = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (base == MAP_FAILED) {
+        slot->begin.store(0, std::memory_order_release);
+        return false;
+    }
+    std::uintptr_t const page = r.page_size.load(std::memory_order_relaxed);
+    auto const begin = reinterpret_cast<std::uintptr_t>(base);
+    slot->faulted.store(false, std::memory_order_relaxed);
+    slot->end.store(begin + ((size + page - 1) & ~(page - 1)), std::memory_order_release);
+    slot->begin.store(begin, std::memory_order_release);
+    base_ = base;
+    size_ = size;
+    slot_ = slot;
+    return true;
+}
+
+void mapped_file::reset() noexcept {
+    if (base_ == nullptr) return;
+    // Unregistered first: once unmapped, the addresses may be mapped again by anyone.
+    slot_->begin.store(1, std::memory_order_release);
+    slot_->end.store(0, std::memory_order_release);
+    slot_->faulted.store(false, std::memory_order_relaxed);
+    ::munmap(base_, size_);
+    slot_->begin.store(0, std::memory_order_release);
+    base_ = nullptr;
+    size_ = 0;
+    slot_ = nullptr;
+}
+
+} // namespace compile_cache::detail::directory_storage_impl
+
+#endif // COMPILE_CACHE_INCLUDE_IMPL
