@@ -4570,6 +4570,7 @@ constexpr entry_check entry_check_of(Status status) noexcept {
     case Status::unauthenticated: return entry_check::unauthenticated;
     case Status::too_large: return entry_check::too_large;
     case Status::foreign_version: return entry_check::foreign_version;
+    case Status::unsupported: return entry_check::foreign_version; // sound, in a form this reader lacks
     default: return entry_check::damaged; // corrupt, key_mismatch
     }
 }
@@ -4664,6 +4665,22 @@ using prefetch_t = decltype(std::declval<S&>().prefetch(std::declval<std::vector
                                                         std::declval<std::size_t>()));
 template <class S>
 using has_prefetch = is_detected<prefetch_t, S>;
+
+template <class S, class V>
+using read_view_t = decltype(std::declval<S&>().read_view(std::declval<key const&>(), std::declval<std::string&>(),
+                                                          std::size_t{}, std::declval<V&>()));
+/// Optional: `using view_type = V;` and `read_result read_view(key const&, std::string&
+/// buffer, std::size_t max_size, V& view)`: read() that may leave the bytes where they
+/// are (a mapped file), `view.bytes()` (std::string_view) valid while `view` lives, and
+/// `view.intact()` false when they changed under the reader; the cache loads through it
+/// when there is one (directory_storage has it: entry_view).
+template <class S>
+using view_type_t = typename S::view_type;
+template <class S, class = void>
+struct has_read_view : std::false_type {};
+template <class S>
+struct has_read_view<S, std::void_t<view_type_t<S>>>
+    : is_detected_exact<read_result, read_view_t, S, view_type_t<S>> {};
 
 /// Optional: `std::string entry_path(key const&) const`, where the entry of a key is
 /// kept (directory_storage: its file), named in the cache's failure lines.
@@ -5326,8 +5343,11 @@ private:
     file_descriptor fd_;
 };
 
-/// A store writes its change to the ledger after at most this many changes...
-inline constexpr unsigned ledger_batch_changes = 64;
+/// A store writes its change to the ledger after at most this many stores (256: so
+/// that fewer than 1% of stores write it (0.4%), and clean when the cache is over its limit,
+/// which keeps the other 99% at the cost of a store with no limit) or changes...
+inline constexpr unsigned ledger_batch_stores = 256;
+inline constexpr unsigned ledger_batch_changes = 1024;
 /// ...or once its oldest unwritten change is this old (a second; checked at changes)...
 inline constexpr std::int64_t ledger_batch_age_ns = 1000000000;
 /// ...or once the unwritten bytes reach this share of the size limit (1/64).
@@ -5351,10 +5371,13 @@ public:
         if (has_changes()) flush(now_s()); // a reader-only object leaves the ledger alone
     }
 
-    /// Notes that `folder` gained `added` bytes and lost `removed`. True when the
-    /// caller should flush() now: the batch is full or old, the folder is due for a
-    /// recount, the cache may be over `max_size` (0: none), or this object has not
-    /// read the ledger yet.
+    /// Notes that `folder` gained `added` bytes (a store) and lost `removed`. True when
+    /// the caller should flush() now: ledger_batch_stores stores since take_stores(),
+    /// the batch is full or old, the folder is due for a recount, the batch's bytes
+    /// reach 1/64 of `max_size` (0: none), this object has not read the ledger yet, or
+    /// the batch may take the cache over `max_size` while the ledger last said it was
+    /// under. Once the ledger says the cache is over its limit, stores go on in batches
+    /// (the store that writes one cleans for them all: see directory_storage's write).
     COMPILE_CACHE_DECL bool add(unsigned folder, std::uint64_t added, std::uint64_t removed, std::uint64_t max_size,
                                 std::int64_t now_nanoseconds) noexcept;
 
@@ -5374,6 +5397,10 @@ public:
     COMPILE_CACHE_DECL void counted(std::bitset<256> const& folders, std::int64_t now, std::uint64_t total) noexcept;
 
     COMPILE_CACHE_DECL bool has_changes() noexcept;
+
+    /// The stores add() counted since the last call (flush() leaves the count alone, so
+    /// that a flush for another reason, accounted_size() say, does not skip a cleanup).
+    COMPILE_CACHE_DECL unsigned take_stores() noexcept;
 
 private:
     COMPILE_CACHE_DECL void clear_changes() noexcept;
@@ -5398,6 +5425,7 @@ private:
     std::array<std::int64_t, 256> delta_{};
     std::bitset<256> touched_;
     unsigned changes_ = 0;
+    unsigned stores_ = 0;
     std::int64_t first_change_ns_ = 0;
     std::uint64_t added_ = 0, removed_ = 0;
     bool known_ = false; ///< the ledger was read at least once (in this process)
@@ -5674,18 +5702,29 @@ bool ledger_batch::add(unsigned folder, std::uint64_t added, std::uint64_t remov
     delta_[folder] += static_cast<std::int64_t>(added) - static_cast<std::int64_t>(removed);
     touched_.set(folder);
     if (changes_++ == 0) first_change_ns_ = now_nanoseconds;
+    if (added != 0) ++stores_;
     added_ += added;
     removed_ += removed;
     // The ledger's lock was held by someone else lately: keep the changes, and
     // do not make this store wait for it again yet.
     if (std::chrono::steady_clock::now() < retry_after_) return false;
-    if (!known_ || changes_ >= ledger_batch_changes || now_nanoseconds - first_change_ns_ >= ledger_batch_age_ns ||
-        now_nanoseconds < first_change_ns_ || recount_due(counted_at_[folder], now))
+    if (!known_ || stores_ >= ledger_batch_stores || changes_ >= ledger_batch_changes ||
+        now_nanoseconds - first_change_ns_ >= ledger_batch_age_ns || now_nanoseconds < first_change_ns_ ||
+        recount_due(counted_at_[folder], now))
         return true;
     if (max_size == 0) return false;
     if (added_ >= (max_size >> ledger_batch_limit_shift)) return true;
+    // Crossing the limit: written at once, so that the store cleans. Once the ledger
+    // said the cache is over it, the batch's bounds decide (one store in 256 cleans).
     std::uint64_t const estimate = last_total_ + added_ >= removed_ ? last_total_ + added_ - removed_ : 0;
-    return estimate > max_size;
+    return estimate > max_size && last_total_ <= max_size;
+}
+
+unsigned ledger_batch::take_stores() noexcept {
+    std::lock_guard<std::mutex> const lock(mutex_);
+    unsigned const n = stores_;
+    stores_ = 0;
+    return n;
 }
 
 ledger_batch::flushed ledger_batch::flush(std::int64_t now) noexcept {
@@ -6455,13 +6494,15 @@ struct cleanup_budget {
     bool whole = false;
 };
 
-/// What a store may spend on cleanup when it finds the cache over its limit: a
-/// little more than a store's own share of the work, so that a limit hit
-/// continuously is kept (each store evicts, on average, what it adds) while no store
-/// pays for the whole of a cleanup. A survey of N entries takes N/32 stores, during
-/// which the cache may exceed its limit by those stores' entries; the sweep that
-/// follows evicts two entries a store until the cache is under 90% of the limit.
-inline constexpr cleanup_budget store_cleanup_budget{32, 2, false};
+/// What the store that writes a batch (ledger_batch_stores: 256 stores) may spend on
+/// cleanup when it finds the cache over its limit: a little more than the batch's
+/// share of the work (32 names and 2 unlinks a store), so that a limit hit
+/// continuously is kept (the batch evicts, on average, what it adds), while 255 stores
+/// in 256 do none and no store pays for the whole of a cleanup. A survey of N entries
+/// takes N/8192 such steps, during which the cache may exceed its limit by those
+/// batches' entries; the sweep that follows evicts up to 512 entries a step until the
+/// cache is under 90% of the limit.
+inline constexpr cleanup_budget store_cleanup_budget{32 * ledger_batch_stores, 2 * ledger_batch_stores, false};
 /// prune(): everything at once.
 inline constexpr cleanup_budget whole_cleanup_budget{std::numeric_limits<std::size_t>::max(),
                                                      std::numeric_limits<std::size_t>::max(), true};
@@ -6910,6 +6951,239 @@ void cleanup_state::sweep_folders(step_context& c, cleanup_totals& out) {
 #endif // COMPILE_CACHE_INCLUDE_IMPL
 // ---- end compile_cache/storage/directory/detail/impl/directory_cleanup.ipp
 // ---- end compile_cache/storage/directory/detail/directory_cleanup.hpp
+// ---- begin compile_cache/storage/directory/detail/mapped_file.hpp
+// compile_cache: read-only mappings of entry files that survive the file shrinking
+// under them: a SIGBUS on a registered mapping puts a page of zeros where the fault
+// was and marks the mapping, so that the reader takes the bytes as changed (a miss)
+// and the host never crashes. Not part of the public interface. Linux/POSIX.
+
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <utility>
+
+#include <signal.h>
+
+namespace compile_cache::detail::directory_storage_impl {
+
+/// One mapping a reader may touch: [begin, end), and whether a fault was repaired in
+/// it. begin 0: the slot is free; 1: being claimed.
+struct mapping_slot {
+    std::atomic<std::uintptr_t> begin{0};
+    std::atomic<std::uintptr_t> end{0};
+    std::atomic<bool> faulted{false};
+};
+
+/// The mappings live in this process, looked up by the SIGBUS handler (lock-free,
+/// async-signal-safe). A reader that finds every slot taken reads instead of mapping.
+struct mapping_registry {
+    static constexpr std::size_t slot_count = 64;
+    mapping_slot slots[slot_count];
+    /// 0: the handler is not installed yet; 1: installed; -1: could not be installed
+    /// (mapping is then never used).
+    std::atomic<int> state{0};
+    std::atomic<std::uintptr_t> page_size{4096};
+};
+
+/// The process's registry: constant-initialized, so the handler may use it at any time.
+inline mapping_registry& the_mapping_registry() noexcept {
+    static mapping_registry registry;
+    return registry;
+}
+
+/// The SIGBUS action in place before ours (called for faults outside our mappings).
+inline struct sigaction& previous_sigbus_action() noexcept {
+    static struct sigaction action; // zero-initialized, no guard
+    return action;
+}
+
+/// The handler: a fault inside a registered mapping maps a page of zeros over the
+/// faulting page and marks the slot; any other SIGBUS goes to the previous action
+/// (the default one ends the process, as it would have without this handler).
+COMPILE_CACHE_DECL void on_sigbus(int signal, siginfo_t* info, void* context) noexcept;
+
+/// Installs on_sigbus once per process (keeping the previous action) and says whether
+/// it is SIGBUS's action now: false when it could not be installed, or when something
+/// installed another handler since (mapping is then not safe, and not used).
+COMPILE_CACHE_DECL bool sigbus_guard_ready() noexcept;
+
+/// For tests: called after a mapping is made and before its bytes are handed out,
+/// with the entry's path (to truncate or replace it in between, for real).
+inline thread_local void (*after_map_for_testing)(char const* path) = nullptr;
+
+/// A read-only private mapping of a whole file, registered with the SIGBUS handler for
+/// as long as it lives. Move-only.
+class mapped_file {
+public:
+    mapped_file() noexcept = default;
+    mapped_file(mapped_file const&) = delete;
+    mapped_file& operator=(mapped_file const&) = delete;
+    mapped_file(mapped_file&& other) noexcept { swap(other); }
+    mapped_file& operator=(mapped_file&& other) noexcept {
+        if (this != &other) {
+            reset();
+            swap(other);
+        }
+        return *this;
+    }
+    ~mapped_file() { reset(); }
+
+    /// Maps the `size` bytes (what fstat said; more would fault) of the file open at
+    /// `fd`. False, nothing mapped, when the guard is not ready, no slot is free, or
+    /// mmap fails: the caller reads instead.
+    COMPILE_CACHE_DECL bool map(int fd, std::size_t size) noexcept;
+
+    /// Unregisters, then unmaps.
+    COMPILE_CACHE_DECL void reset() noexcept;
+
+    std::string_view bytes() const noexcept { return {static_cast<char const*>(base_), size_}; }
+    bool mapped() const noexcept { return base_ != nullptr; }
+    /// False once a fault was repaired in the mapping: its bytes are no longer the
+    /// file's (zeros from the fault on).
+    bool intact() const noexcept { return slot_ == nullptr || !slot_->faulted.load(std::memory_order_acquire); }
+
+private:
+    void swap(mapped_file& other) noexcept {
+        std::swap(base_, other.base_);
+        std::swap(size_, other.size_);
+        std::swap(slot_, other.slot_);
+    }
+
+    void* base_ = nullptr;
+    std::size_t size_ = 0;
+    mapping_slot* slot_ = nullptr;
+};
+
+} // namespace compile_cache::detail::directory_storage_impl
+
+// ---- begin compile_cache/storage/directory/detail/impl/mapped_file.ipp
+// compile_cache: the definitions of storage/directory/detail/mapped_file.hpp's non-template functions; included by it
+// alone (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+#include <cerrno>
+#include <mutex>
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace compile_cache::detail::directory_storage_impl {
+
+void on_sigbus(int signal, siginfo_t* info, void* context) noexcept {
+    int const saved_errno = errno;
+    mapping_registry& r = the_mapping_registry();
+    auto const address = reinterpret_cast<std::uintptr_t>(info != nullptr ? info->si_addr : nullptr);
+    std::uintptr_t const page = r.page_size.load(std::memory_order_relaxed);
+    for (mapping_slot& s : r.slots) {
+        std::uintptr_t const begin = s.begin.load(std::memory_order_acquire);
+        if (begin <= 1 || address < begin || address >= s.end.load(std::memory_order_acquire)) continue;
+        // The file shrank under the mapping: a private page of zeros where the fault
+        // was lets the instruction complete; the reader sees the mark and misses.
+        void* const at = reinterpret_cast<void*>(address & ~(page - 1));
+        if (::mmap(at, page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED) {
+            s.faulted.store(true, std::memory_order_release);
+            errno = saved_errno;
+            return;
+        }
+        break; // could not repair: as if it were not ours
+    }
+    struct sigaction const& previous = previous_sigbus_action();
+    if ((previous.sa_flags & SA_SIGINFO) != 0 && previous.sa_sigaction != nullptr) {
+        previous.sa_sigaction(signal, info, context);
+    } else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN && previous.sa_handler != nullptr) {
+        previous.sa_handler(signal);
+    } else {
+        // What would have happened without this handler: the default action, on the
+        // fault repeated when this returns (or on the signal raised again).
+        struct sigaction fallback {};
+        fallback.sa_handler = SIG_DFL;
+        sigemptyset(&fallback.sa_mask);
+        ::sigaction(SIGBUS, &fallback, nullptr);
+        if (info == nullptr || info->si_code <= 0) ::raise(signal); // sent, not a fault
+    }
+    errno = saved_errno;
+}
+
+bool sigbus_guard_ready() noexcept {
+    mapping_registry& r = the_mapping_registry();
+    int state = r.state.load(std::memory_order_acquire);
+    if (state == 0) {
+        static std::mutex install;
+        std::lock_guard<std::mutex> const lock(install);
+        state = r.state.load(std::memory_order_acquire);
+        if (state == 0) {
+            long const page = ::sysconf(_SC_PAGESIZE);
+            if (page > 0) r.page_size.store(static_cast<std::uintptr_t>(page), std::memory_order_relaxed);
+            struct sigaction ours {};
+            ours.sa_sigaction = &on_sigbus;
+            ours.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+            sigemptyset(&ours.sa_mask);
+            // The previous action is saved before ours can run (the handler reads it).
+            if (page > 0 && ::sigaction(SIGBUS, nullptr, &previous_sigbus_action()) == 0 &&
+                ::sigaction(SIGBUS, &ours, nullptr) == 0)
+                state = 1;
+            else
+                state = -1;
+            r.state.store(state, std::memory_order_release);
+        }
+    }
+    if (state != 1) return false;
+    // A host (or a library) that set its own SIGBUS handler since: ours no longer runs.
+    struct sigaction now {};
+    if (::sigaction(SIGBUS, nullptr, &now) != 0) return false;
+    return (now.sa_flags & SA_SIGINFO) != 0 && now.sa_sigaction == &on_sigbus;
+}
+
+bool mapped_file::map(int fd, std::size_t size) noexcept {
+    reset();
+    if (size == 0 || !sigbus_guard_ready()) return false;
+    mapping_registry& r = the_mapping_registry();
+    mapping_slot* slot = nullptr;
+    for (mapping_slot& s : r.slots) {
+        std::uintptr_t expected = 0;
+        if (s.begin.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
+            slot = &s;
+            break;
+        }
+    }
+    if (slot == nullptr) return false;
+    // Not MAP_POPULATE: measured slower here up to a few MiB (docs/benchmarks.md).
+    void* const base = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (base == MAP_FAILED) {
+        slot->begin.store(0, std::memory_order_release);
+        return false;
+    }
+    std::uintptr_t const page = r.page_size.load(std::memory_order_relaxed);
+    auto const begin = reinterpret_cast<std::uintptr_t>(base);
+    slot->faulted.store(false, std::memory_order_relaxed);
+    slot->end.store(begin + ((size + page - 1) & ~(page - 1)), std::memory_order_release);
+    slot->begin.store(begin, std::memory_order_release);
+    base_ = base;
+    size_ = size;
+    slot_ = slot;
+    return true;
+}
+
+void mapped_file::reset() noexcept {
+    if (base_ == nullptr) return;
+    // Unregistered first: once unmapped, the addresses may be mapped again by anyone.
+    slot_->begin.store(1, std::memory_order_release);
+    slot_->end.store(0, std::memory_order_release);
+    slot_->faulted.store(false, std::memory_order_relaxed);
+    ::munmap(base_, size_);
+    slot_->begin.store(0, std::memory_order_release);
+    base_ = nullptr;
+    size_ = 0;
+    slot_ = nullptr;
+}
+
+} // namespace compile_cache::detail::directory_storage_impl
+
+#endif // COMPILE_CACHE_INCLUDE_IMPL
+// ---- end compile_cache/storage/directory/detail/impl/mapped_file.ipp
+// ---- end compile_cache/storage/directory/detail/mapped_file.hpp
 
 #include <atomic>
 #include <cerrno>
@@ -6996,6 +7270,11 @@ struct directory_options {
     /// applies. 0 or more: every file and folder created is set to exactly
     /// `mode & ~umask` (fchmod/chmod), whatever the process's umask.
     int umask = -1;
+    /// read_view maps entries of at least this many bytes instead of reading them (see
+    /// entry_view); 0: never. The default is where a mapped hit (map, check, copy out)
+    /// measured no slower than a read one on this project's machine (docs/benchmarks.md,
+    /// "Mapped hits"): below it, read() is faster.
+    std::size_t map_min_size = std::size_t{1} << 20;
 
     /// A directory shared by the members of a group: entries 0660, folders 02770
     /// (setgid, so that everything in it belongs to the directory's group), set
@@ -7057,6 +7336,31 @@ struct directory_counters {
     /// Locks on the cache's files (ledger, directory, counters) given up on after a
     /// bounded wait, because another process held them (stopped or frozen?).
     std::uint64_t lock_timeouts = 0;
+};
+
+/// An entry as directory_storage::read_view gives it: its bytes, either in the caller's
+/// buffer or mapped from the entry's file (no copy), valid while the view lives and is
+/// not reset or read into again. A file that shrinks while mapped (another program
+/// truncating it: the storage itself never changes an entry in place, it renames a new
+/// one over it, and a mapping keeps the old file) cannot crash the process: the bytes
+/// from the fault on read as zeros and intact() turns false, so a reader that checks
+/// intact() after it is done with the bytes knows to throw away what it made of them.
+class entry_view {
+public:
+    std::string_view bytes() const noexcept { return mapping_.mapped() ? mapping_.bytes() : bytes_; }
+    /// Whether the bytes are mapped (not in the buffer).
+    bool mapped() const noexcept { return mapping_.mapped(); }
+    /// False when the mapped file shrank while it was read: the bytes are not the entry's.
+    bool intact() const noexcept { return mapping_.intact(); }
+    void reset() noexcept {
+        mapping_.reset();
+        bytes_ = {};
+    }
+
+private:
+    friend class directory_storage;
+    detail::directory_storage_impl::mapped_file mapping_;
+    std::string_view bytes_;
 };
 
 namespace detail::directory_storage_impl {
@@ -7130,9 +7434,10 @@ inline std::string& read_path_buffer() {
 ///   first, for what it counted for). On failure the temp file is removed and the
 ///   error returned. It then adds the entry to its folder's figure in the ledger (in
 ///   batches: ledger_batch), recounts that folder when its figure is over an hour old (sweeping temp
-///   files older than an hour), and, when the cache may be over `max_size`, writes
-///   its batch and, if the ledger says so, does one step of bounded cleanup (see
-///   cleanup_state). Accounting and cleanup never fail a store. The last copy of a
+///   files older than an hour). The store that writes the batch — one in 256
+///   (ledger_batch_stores) while the cache is over `max_size`, and the first store to
+///   take it over — does one step of cleanup for the batch's stores when the ledger
+///   says the cache is over `max_size` (store_cleanup_budget: see cleanup_state). Accounting and cleanup never fail a store. The last copy of a
 ///   storage object writes what is left of its batch when it is destroyed.
 /// - `read` opens the entry without following a symlink, takes the size from the open
 ///   file, and refuses anything that is not a regular file (`error`), that it does not
@@ -7149,6 +7454,8 @@ inline std::string& read_path_buffer() {
 /// So do reads, writes and removes with an empty key. No member that does I/O throws.
 class directory_storage {
 public:
+    using view_type = entry_view; ///< what read_view fills
+
     directory_storage() noexcept = default;
 
     COMPILE_CACHE_DECL explicit directory_storage(std::string directory, directory_options options = {});
@@ -7199,6 +7506,14 @@ public:
     COMPILE_CACHE_DECL void release_claim(key const& k) noexcept;
 
     COMPILE_CACHE_DECL read_result read(key const& k, std::string& out, std::size_t max_size) noexcept;
+
+    /// read() without the copy for large entries: the optional Storage member the cache
+    /// reads through. An entry of at least `map_min_size` bytes is mapped (when the
+    /// process's SIGBUS guard is in place: see entry_view) and `view` holds it; a smaller
+    /// one, or one that cannot be mapped, is read into `buffer` and `view` points there.
+    /// Statuses, checks and the use-time refresh are read()'s; `view` is empty unless found.
+    COMPILE_CACHE_DECL read_result read_view(key const& k, std::string& buffer, std::size_t max_size,
+                                             entry_view& view) noexcept;
 
     /// Stores `bytes` under `k` atomically: a temp file in the entry's folder, filled,
     /// then renamed over the entry (see the class comment).
@@ -7322,6 +7637,11 @@ private:
     }
 
     COMPILE_CACHE_DECL std::error_code trust(struct stat const& st) const noexcept;
+
+    /// read() and read_view(): the entry into `out`, or, when `view` is given and the
+    /// entry is at least map_min_size bytes, mapped into it.
+    COMPILE_CACHE_DECL read_result read_entry(key const& k, std::string& out, std::size_t max_size,
+                                              entry_view* view) noexcept;
 
     /// The bytes held for `k` by write_deferred, as read() answers them; nullopt when
     /// none are held.
@@ -7797,6 +8117,22 @@ std::string directory_storage::entry_path(key const& k) const {
 }
 
 read_result directory_storage::read(key const& k, std::string& out, std::size_t max_size) noexcept {
+    return read_entry(k, out, max_size, nullptr);
+}
+
+read_result directory_storage::read_view(key const& k, std::string& buffer, std::size_t max_size,
+                                         entry_view& view) noexcept {
+    view.reset();
+    read_result const r = read_entry(k, buffer, max_size, &view);
+    if (r.status != read_status::found)
+        view.reset();
+    else if (!view.mapped())
+        view.bytes_ = buffer;
+    return r;
+}
+
+read_result directory_storage::read_entry(key const& k, std::string& out, std::size_t max_size,
+                                          entry_view* view) noexcept {
     namespace impl = detail::directory_storage_impl;
     // `out` is cleared on every path but a hit, where it is resized to the entry:
     // its old bytes spare that resize the zero-fill of what read() overwrites.
@@ -7830,8 +8166,15 @@ read_result directory_storage::read(key const& k, std::string& out, std::size_t 
             return refused(read_status::error, impl::errno_code(S_ISDIR(st.st_mode) ? EISDIR : EINVAL));
         if (std::error_code const untrusted = trust(st)) return refused(read_status::error, untrusted);
         if (status == detail::file_read_status::too_large) return refused(read_status::too_large, {});
-        if (!detail::read_file_bytes(fd, out, static_cast<std::size_t>(st.st_size)))
-            return {read_status::error, impl::errno_code(errno)};
+        auto const size = static_cast<std::size_t>(st.st_size);
+        bool mapped = false;
+        if (view != nullptr && options_.map_min_size != 0 && size >= options_.map_min_size &&
+            view->mapping_.map(fd, size)) {
+            mapped = true;
+            out.clear();
+            if (impl::after_map_for_testing != nullptr) impl::after_map_for_testing(path.c_str());
+        }
+        if (!mapped && !detail::read_file_bytes(fd, out, size)) return {read_status::error, impl::errno_code(errno)};
         // The use time, for eviction: refreshed at most once an hour per entry, so
         // a hit costs no system call beyond the open, fstat, read and close unless
         // the entry was last used over an hour ago. LRU order at an hour's
@@ -8121,12 +8464,15 @@ void directory_storage::after_change(unsigned folder, std::uint64_t added, std::
     if (!state_->ledger.add(folder, added, removed, options_.max_size, now)) return;
     std::uint64_t total = 0;
     if (!flush_ledger(now / 1000000000, total)) return;
+    (void)state_->ledger.take_stores();
     if (!may_clean || options_.max_size == 0 || total <= options_.max_size) return;
     impl::file_descriptor root{impl::open_root(directory_)};
     if (!root) return;
     // One step of bounded work; skipped while another thread or process cleans.
     std::unique_lock<std::mutex> lock(state_->cleanup.mutex, std::try_to_lock);
     if (!lock.owns_lock() || impl::lock_fd(root.fd, std::chrono::milliseconds{0}) != 0) return;
+    // The cleanup of a batch of stores (ledger_batch_stores), done by the one that wrote
+    // it: fewer than 1% of stores clean, the others not at all.
     state_->cleanup.step(root.fd, ledger_path_, options_.file_mode, options_.umask, options_.max_size,
                          impl::store_cleanup_budget, total, &state_->ledger);
 }
@@ -8522,21 +8868,24 @@ static_assert(compile_cache::check_storage<compile_cache::null_storage>::value);
 // Layout, envelope version 3 (integers little-endian):
 //   magic        8  "CCENTRY\n"
 //   version      2  envelope_version
-//   flags        2  0: unkeyed (CRC-32C); 1: keyed (HMAC-SHA256); 2: signed (Ed25519);
-//                   any other value is refused
+//   flags        2  low byte, the check value: 0 unkeyed (CRC-32C), 1 keyed (HMAC-SHA256),
+//                   2 signed (Ed25519); bit 0x0100: the payload is compressed with zstd
+//                   (see payload); any other value is refused
 //   key size     1, key bytes
 //   metadata     4  length, then: name, origin file, serializer format id (each u32 length +
 //                   bytes), origin line (i64), creation time (i64 ns since the epoch),
 //                   compile time (u64 ns), then the key's named components: a u32 count,
 //                   and for each its name (u32 length + bytes) and digest (u8 length + bytes)
-//   payload      8  length, then the serializer's bytes
+//   payload      8  length, then the serializer's bytes; compressed (flag 0x0100): the
+//                   size they have once decompressed (u64), then one zstd frame of them
 //   check        4  CRC-32C over everything before it; or, keyed,
 //               32  HMAC-SHA256 under the secret over everything before it; or, signed,
 //               72  the signer's key id (8), then its Ed25519 signature (64) of everything
 //                   before the signature (the key id included)
 // The check value is checked first, in the reader's mode (envelope_auth): any damaged
 // byte reads as corrupt (keyed: unauthenticated), a sound entry of another version as
-// foreign_version.
+// foreign_version. A compressed entry is opened here and decompressed by the cache
+// (compression.hpp), bounded by the size it declares, itself bounded by the cache's.
 
 
 // ---- begin compile_cache/detail/crc32c.hpp
@@ -9024,6 +9373,10 @@ enum class envelope_status {
     /// A signed entry whose signer's key id is none of the reader's trusted keys (a key
     /// no longer listed, or never): a miss, whatever the bytes are.
     untrusted_signer,
+    /// A sound entry in a form this reader cannot read: compressed, read by a cache with
+    /// no Compression policy (or by open_envelope, which does not decompress). Left
+    /// alone: another reader may use it.
+    unsupported,
 };
 
 /// The id a signed entry carries for the key that signed it (signing/ed25519.hpp makes
@@ -9077,6 +9430,10 @@ struct opened_envelope {
     /// then signer_id is the key id it carries.
     bool signed_entry = false;
     entry_signer_id signer_id{};
+    /// Whether the payload is compressed (envelope flag 0x0100); `payload` is then the
+    /// compressed frame, and `uncompressed_size` the size it declares once decompressed.
+    bool compressed = false;
+    std::uint64_t uncompressed_size = 0; ///< the payload's size once decompressed (its size when not compressed)
 };
 
 namespace detail {
@@ -9087,6 +9444,15 @@ inline constexpr std::size_t envelope_max_metadata = 1u << 20;
 inline constexpr std::uint16_t envelope_flags_crc32c = 0;
 /// The check value is an HMAC-SHA256 under the cache's secret (32 bytes).
 inline constexpr std::uint16_t envelope_flag_keyed = 1;
+/// Flag bit: the payload is compressed with zstd. The payload field then holds the
+/// size of the payload once decompressed (u64), then one zstd frame.
+inline constexpr std::uint16_t envelope_flag_zstd = 0x0100;
+/// The flag bits that name the check value (the authenticator); the others are features.
+inline constexpr std::uint16_t envelope_flags_authenticator = 0x00ff;
+/// Where the flags are in an entry: after the magic and the version.
+inline constexpr std::size_t envelope_flags_at = sizeof envelope_magic + 2;
+/// The bytes before a compressed payload's frame: its size once decompressed.
+inline constexpr std::size_t envelope_compressed_prefix = 8;
 /// The size of the check value at the end of a keyed entry.
 inline constexpr std::size_t envelope_keyed_check_size = 32;
 
@@ -9258,6 +9624,24 @@ public:
     /// Finishes the entry: the payload's length, then the check value. Once.
     void seal() { detail::seal_envelope_at(out_, header_.length_at, *auth_); }
 
+    /// Marks the entry compressed with zstd (flag 0x0100) and writes the size the payload
+    /// has once decompressed; the caller then appends the zstd frame as the payload.
+    /// Call before any payload byte is appended.
+    void begin_compressed_payload(std::uint64_t uncompressed_size) {
+        char& high = out_[detail::envelope_flags_at + 1]; // the flags' high byte (little-endian)
+        high = static_cast<char>(static_cast<unsigned char>(high) | (detail::envelope_flag_zstd >> 8));
+        detail::append_le<std::uint64_t>(out_, uncompressed_size);
+    }
+
+    /// Undoes begin_compressed_payload: cuts out() back to `payload_at` (its size before
+    /// begin_compressed_payload) and clears the flag, for a plain payload instead.
+    void drop_compressed_payload(std::size_t payload_at) {
+        out_.resize(payload_at);
+        out_[detail::envelope_flags_at + 1] =
+            static_cast<char>(static_cast<unsigned char>(out_[detail::envelope_flags_at + 1]) &
+                              ~(detail::envelope_flag_zstd >> 8));
+    }
+
 private:
     std::string& out_;
     envelope_auth const* auth_;
@@ -9292,6 +9676,8 @@ struct envelope_fields {
     bool signed_entry = false;   ///< the header says signed (flags 2); signer_id is then the id it carries
     entry_signer_id signer_id{};
     bool complete = false; ///< every field up to the payload was read and is in bounds
+    bool compressed = false;             ///< flag 0x0100: `payload` is a zstd frame
+    std::uint64_t uncompressed_size = 0; ///< compressed: the size the entry declares for its payload
     std::string_view key_bytes;
     std::string_view name, origin_file, format_id;
     std::int64_t origin_line = 0;
@@ -9371,16 +9757,24 @@ COMPILE_CACHE_DECL bool reseal_envelope(std::string_view entry, envelope_auth co
 
 /// Checks an entry read back for `expected`: check value (in `auth`'s mode, whatever
 /// the entry's flags say), then version, flags, bounds, key and the serializer's
-/// format. Only with status ok does the payload reach a deserializer.
+/// format. Only with status ok does the payload reach a deserializer. A compressed
+/// entry is `unsupported` here (its payload is not the serializer's bytes): basic_cache
+/// with a Compression policy decompresses it.
 inline opened_envelope open_envelope(std::string_view bytes, key const& expected, std::string_view format_id,
                                      std::size_t max_payload, envelope_auth const& auth = envelope_auth()) {
-    return detail::to_opened_envelope(detail::check_envelope(bytes, expected, format_id, max_payload, auth));
+    detail::envelope_fields f = detail::check_envelope(bytes, expected, format_id, max_payload, auth);
+    if (f.status == envelope_status::ok && f.compressed) {
+        f.status = envelope_status::unsupported;
+        f.payload = {};
+    }
+    return detail::to_opened_envelope(f);
 }
 
 /// Checks an entry without knowing what it should be, for tools that list or verify
 /// a cache: the check value (in `auth`'s mode), version, flags and bounds, as
 /// open_envelope does, but neither the key (`stored_key` says which it claims; compare
 /// it with where the entry was found) nor the serializer format (in the metadata).
+/// For a compressed entry, `payload` is the stored frame and `compressed` is set.
 inline opened_envelope inspect_envelope(std::string_view bytes, envelope_auth const& auth = envelope_auth()) {
     return detail::to_opened_envelope(detail::parse_envelope(bytes, static_cast<std::size_t>(-1), auth));
 }
@@ -9462,7 +9856,8 @@ inline std::uint16_t header_flags(unsigned char const* p, std::size_t n) noexcep
 /// Whether `p[0, n)` says it is signed and is long enough to carry a key id and a
 /// signature; then `id` is the key id it carries (unchecked).
 inline bool signed_header(unsigned char const* p, std::size_t n, entry_signer_id& id) noexcept {
-    if (n < envelope_min_header + envelope_signed_check_size || header_flags(p, n) != envelope_flag_signed)
+    if (n < envelope_min_header + envelope_signed_check_size ||
+        (header_flags(p, n) & envelope_flags_authenticator) != envelope_flag_signed)
         return false;
     std::memcpy(id.data(), p + n - envelope_signed_check_size, id.size());
     return true;
@@ -9480,7 +9875,8 @@ envelope_status unchecked_entry_status(unsigned char const* p, std::size_t n, en
     if (auth.keyed()) return envelope_status::unauthenticated;
     // Unkeyed: an entry whose header says keyed or signed (it may be; this reader cannot check).
     if (says_signed) return envelope_status::unauthenticated;
-    if (n >= envelope_min_header + envelope_keyed_check_size && header_flags(p, n) == envelope_flag_keyed)
+    if (n >= envelope_min_header + envelope_keyed_check_size &&
+        (header_flags(p, n) & envelope_flags_authenticator) == envelope_flag_keyed)
         return envelope_status::unauthenticated;
     return envelope_status::corrupt;
 }
@@ -9575,7 +9971,11 @@ envelope_fields parse_envelope(std::string_view bytes, std::size_t max_payload, 
         r.status = envelope_status::foreign_version;
         return r;
     }
-    if (flags != auth.flags()) return r;
+    // The authenticator must be the reader's; of the other bits only compression is known:
+    // any other is refused (corrupt), as every flags value but the reader's own always was.
+    if ((flags & envelope_flags_authenticator) != auth.flags() ||
+        (flags & ~(envelope_flags_authenticator | envelope_flag_zstd)) != 0)
+        return r;
     r.keyed = auth.keyed();
     if (!header_read) return r;
 
@@ -9587,6 +9987,20 @@ envelope_fields parse_envelope(std::string_view bytes, std::size_t max_payload, 
         return r;
     }
     in.read_bytes(static_cast<std::size_t>(payload_size), r.payload);
+    r.uncompressed_size = payload_size;
+    if ((flags & envelope_flag_zstd) != 0) {
+        envelope_reader frame(r.payload);
+        r.payload = {};
+        if (!frame.read(r.uncompressed_size)) return r; // corrupt: no room for the declared size
+        frame.read_bytes(frame.left(), r.payload);
+        r.compressed = true;
+        // The declared size is bounded as an uncompressed payload is: never more is made.
+        if (r.uncompressed_size > max_payload) {
+            r.status = envelope_status::too_large;
+            r.payload = {};
+            return r;
+        }
+    }
     r.status = envelope_status::ok;
     return r;
 }
@@ -9614,6 +10028,8 @@ opened_envelope to_opened_envelope(envelope_fields const& f) {
     r.keyed = f.keyed;
     r.signed_entry = f.signed_entry;
     r.signer_id = f.signer_id;
+    r.compressed = f.compressed;
+    r.uncompressed_size = f.uncompressed_size;
     if (!f.complete) return r;
     r.stored_key = key(f.key_bytes.data(), f.key_bytes.size());
     entry_metadata& m = r.metadata;
@@ -9640,7 +10056,11 @@ bool reseal_envelope(std::string_view entry, envelope_auth const& from, envelope
     if (to.is_signed() && !to.signatures()->can_sign()) return false;
     out.reserve(entry.size() - old_check + to.check_size());
     out.assign(entry.data(), entry.size() - old_check);
-    std::uint16_t const flags = to.flags();
+    // The new authenticator; the other bits (compression) stay as the entry has them.
+    std::uint16_t const flags = static_cast<std::uint16_t>(
+        (detail::read_le<std::uint16_t>(reinterpret_cast<unsigned char const*>(out.data()) + detail::envelope_flags_at) &
+         ~detail::envelope_flags_authenticator) |
+        to.flags());
     out[sizeof detail::envelope_magic + 2] = static_cast<char>(flags & 0xffu);
     out[sizeof detail::envelope_magic + 3] = static_cast<char>(flags >> 8);
     to.append_check(out);
@@ -9866,7 +10286,7 @@ bool looks_like_record(std::string_view bytes, key const& record_key) {
 std::optional<identity_record> identity_record_in(envelope_fields const& checked, std::string_view identity,
                                                   bool& over_bound) {
     over_bound = checked.status == envelope_status::too_large;
-    if (checked.status != envelope_status::ok) return std::nullopt;
+    if (checked.status != envelope_status::ok || checked.compressed) return std::nullopt; // records are never compressed
     std::optional<identity_record> r = decode_identity_record(checked.payload, over_bound);
     if (!r || r->identity != identity) return std::nullopt;
     return r;
@@ -11859,6 +12279,103 @@ void tier_worker::after_fork_in_child() noexcept {
 // ---- end compile_cache/storage/impl/tiered_storage.ipp
 // ---- end compile_cache/storage/tiered_storage.hpp
 
+// ---- begin compile_cache/compression.hpp
+// compile_cache: the Compression policy, basic_cache's optional fifth parameter, which
+// says whether a cache can compress the payloads it seals and decompress the ones it
+// reads. no_compression (the default) has no codec: its cache writes plain entries and
+// reads a compressed one as a miss with reason `unsupported`, never as bytes for its
+// deserializer. zstd_compression (compile_cache/compression/zstd.hpp, which needs
+// libzstd) compresses. docs/design.md ("Compressed entries") says why a policy.
+
+
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+namespace compile_cache {
+
+/// The Compression policy of a cache that neither compresses nor decompresses.
+struct no_compression {
+    static constexpr bool compresses = false;
+};
+
+// A Compression policy that compresses has, besides `compresses = true`:
+//   static constexpr int default_level;   // the level of PREFIX_COMPRESS=1
+//   static constexpr int max_level;       // the highest level PREFIX_COMPRESS takes
+//   static bool compress(std::string_view payload, int level, std::string& out) noexcept;
+//       appends one frame of `payload` to `out`; false when it cannot (out is then
+//       left with what it had, or more: the caller cuts it back)
+//   static bool decompress(std::string_view frame, char* out, std::size_t size) noexcept;
+//       true only when `frame` is one whole frame whose content is exactly `size` bytes,
+//       then in out[0, size); never writes past out + size, never allocates more than
+//       its bounded working memory (a decompression bomb is false, not a crash)
+
+namespace detail {
+template <class C>
+struct compresses : std::bool_constant<C::compresses> {};
+
+/// Reads `PREFIX_COMPRESS` into `level`: `0`, `off`, `false`, `no`: 0 (entries written
+/// plain); `1`, `on`, `true`, `yes`: nullopt (the policy's default level); a whole
+/// number from 2 to `max_level`: that level. Unset or empty: `level` as it is.
+/// Anything else is one line through `env`, and `level` stays.
+COMPILE_CACHE_DECL void compression_level_from_env(settings_reader const& env, int max_level,
+                                                   std::optional<int>& level);
+
+/// For a cache without compression: the line to say when `PREFIX_COMPRESS` asks for it
+/// (the entries are then stored plain); empty when it does not.
+COMPILE_CACHE_DECL std::string compression_unavailable_line(settings_reader const& env);
+} // namespace detail
+
+} // namespace compile_cache
+
+// ---- begin compile_cache/impl/compression.ipp
+// compile_cache: the definitions of compression.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+namespace compile_cache::detail {
+
+void compression_level_from_env(settings_reader const& env, int max_level, std::optional<int>& level) {
+    std::string const v = env.value("_COMPRESS");
+    if (v.empty()) return;
+    std::string const trimmed(trim_blanks(v));
+    if (is_off(trimmed)) {
+        level = 0;
+        return;
+    }
+    if (is_on(trimmed)) {
+        level = std::nullopt;
+        return;
+    }
+    std::optional<std::uint64_t> const n = parse_whole_number(trimmed, 3);
+    if (n && *n >= 2 && *n <= static_cast<std::uint64_t>(max_level)) {
+        level = static_cast<int>(*n);
+        return;
+    }
+    env.report_value("_COMPRESS", v,
+                     "is not understood (0 to store entries uncompressed, 1 to compress them at the default level, "
+                     "or a level from 2 to " +
+                         std::to_string(max_level) + "); " +
+                         (level && *level == 0 ? std::string("entries stay uncompressed")
+                                               : std::string("compression stays as it was")));
+}
+
+std::string compression_unavailable_line(settings_reader const& env) {
+    std::string const v = env.value("_COMPRESS");
+    if (v.empty() || is_off(std::string(trim_blanks(v)))) return {};
+    return env.name("_COMPRESS") + "=\"" + v +
+           "\" asks for compressed entries, but this host's cache has no Compression policy "
+           "(compile_cache/compression/zstd.hpp); entries are stored uncompressed";
+}
+
+} // namespace compile_cache::detail
+
+#endif // COMPILE_CACHE_INCLUDE_IMPL
+// ---- end compile_cache/impl/compression.ipp
+// ---- end compile_cache/compression.hpp
 // ---- begin compile_cache/explain.hpp
 // compile_cache: why a kernel missed. An `absent` miss reads the record of the kernel's
 // identity (identity_record.hpp: the keys stored for it, newest first, with their named
@@ -12284,8 +12801,12 @@ enum class miss_reason : std::size_t {
     /// A signed entry from a tier's remote whose signer is not among the trusted keys
     /// (PREFIX_TRUSTED_KEYS_FILE): a key taken out of the list, or never in it.
     untrusted_signer,
+    /// A sound entry in a form this cache cannot read: compressed, read by a cache built
+    /// without compression (no Compression policy: compression.hpp). The entry is left
+    /// for the readers that can.
+    unsupported,
 };
-inline constexpr std::size_t miss_reason_count = 10;
+inline constexpr std::size_t miss_reason_count = 11;
 
 enum class store_failure : std::size_t {
     serialize_error,      ///< the serializer threw
@@ -12298,7 +12819,8 @@ inline constexpr std::size_t store_failure_count = 4;
 inline char const* to_string(miss_reason r) noexcept {
     static char const* const names[miss_reason_count] = {
         "absent", "corrupt", "foreign-version", "key-mismatch", "too-large",
-        "read-error", "unresolved-reference", "deserialize-error", "unauthenticated", "untrusted-signer"};
+        "read-error", "unresolved-reference", "deserialize-error", "unauthenticated", "untrusted-signer",
+        "unsupported"};
     return names[static_cast<std::size_t>(r)];
 }
 
@@ -13317,6 +13839,7 @@ inline std::optional<miss_reason> miss_reason_of(envelope_status s) noexcept {
     case envelope_status::too_large: return miss_reason::too_large;
     case envelope_status::unauthenticated: return miss_reason::unauthenticated;
     case envelope_status::untrusted_signer: return miss_reason::untrusted_signer;
+    case envelope_status::unsupported: return miss_reason::unsupported;
     }
     return miss_reason::corrupt;
 }
@@ -13417,6 +13940,14 @@ struct cache_options {
     /// Single flight (single_flight.hpp): a miss claims its key before it compiles, and a
     /// miss that finds another process's claim waits for its entry, within a bound.
     single_flight_options single_flight{};
+    /// For a cache whose Compression policy compresses (compile_cache/compression/zstd.hpp):
+    /// the level payloads are compressed at (`PREFIX_COMPRESS`); nullopt: the policy's
+    /// default level; 0: none (entries are written plain; compressed ones are still read).
+    /// A cache without such a policy writes plain entries whatever this says.
+    std::optional<int> compression_level{};
+    /// Payloads smaller than this many bytes are written plain; so is a payload that
+    /// does not come out smaller. docs/benchmarks.md ("Compressed entries") says why 512.
+    std::size_t compression_threshold = 512;
 };
 
 namespace detail {
@@ -13467,17 +13998,35 @@ using relocate_source_t = decltype(relocate_source(std::declval<A&>(), std::int6
 template <class A>
 using has_relocate_source = is_detected<relocate_source_t, A>;
 
+/// What a load's bytes are held by when its storage has no read_view: the buffer.
+struct buffer_view {
+    static constexpr bool intact() noexcept { return true; }
+};
+template <class S, bool = has_read_view<S>::value>
+struct entry_view_for {
+    using type = buffer_view;
+};
+template <class S>
+struct entry_view_for<S, true> {
+    using type = typename S::view_type;
+};
+/// The storage's view type (read_view), or buffer_view.
+template <class S>
+using entry_view_of = typename entry_view_for<S>::type;
+
 /// The buffer a load reads an entry into: this thread's reused one, so that a hit
 /// allocates none, or, for a load started from inside a deserializer (a nested load),
-/// one of its own.
-class read_buffer {
+/// one of its own. One such buffer per Tag: entries read, payloads decompressed,
+/// payloads serialized before they are compressed.
+template <class Tag>
+class reused_buffer {
 public:
-    read_buffer() : borrowed_(!busy()) { busy() = true; }
-    ~read_buffer() {
+    reused_buffer() : borrowed_(!busy()) { busy() = true; }
+    ~reused_buffer() {
         if (borrowed_) busy() = false;
     }
-    read_buffer(read_buffer const&) = delete;
-    read_buffer& operator=(read_buffer const&) = delete;
+    reused_buffer(reused_buffer const&) = delete;
+    reused_buffer& operator=(reused_buffer const&) = delete;
 
     std::string& bytes() noexcept { return borrowed_ ? reused() : own_; }
 
@@ -13494,6 +14043,9 @@ private:
     bool borrowed_;
     std::string own_;
 };
+using read_buffer = reused_buffer<struct read_buffer_tag>;
+using decompress_buffer = reused_buffer<struct decompress_buffer_tag>;
+using serialize_buffer = reused_buffer<struct serialize_buffer_tag>;
 
 inline std::uint64_t ns_between(std::chrono::steady_clock::time_point from,
                                 std::chrono::steady_clock::time_point to) noexcept {
@@ -13519,7 +14071,11 @@ inline std::uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) noe
 /// Each policy is checked by static_asserts in the class body (check_hasher, ...), not
 /// by a requires-clause: a policy that misses a requirement gets the library's one
 /// sentence, first and alone, under C++17 and C++20 alike.
-template <class Hasher, class Serializer, class Resolver, class Storage>
+///
+/// The fifth parameter, optional, is the Compression policy (compression.hpp): with
+/// zstd_compression (compile_cache/compression/zstd.hpp) payloads over
+/// cache_options::compression_threshold are compressed, and compressed entries read.
+template <class Hasher, class Serializer, class Resolver, class Storage, class Compression = no_compression>
 class basic_cache {
     static_assert(check_hasher<Hasher>::value, "");
     static_assert(check_serializer_policy<Serializer>::value, "");
@@ -13531,6 +14087,7 @@ public:
     using serializer_type = Serializer;
     using resolver_type = Resolver;
     using storage_type = Storage;
+    using compression_type = Compression;
 
     /// A disabled cache: loads nothing, stores nothing, touches no file.
     basic_cache() : state_(std::make_unique<state>()) {}
@@ -13611,6 +14168,7 @@ private:
                           "from_env(compile_cache::storage_settings const&)` or one constructible from a path "
                           "(std::string); or construct the cache with your storage object instead");
         detail::cache_env_settings settings = detail::read_cache_env_settings(prefix);
+        if (settings.storage.cache_off.empty()) read_compression_setting(settings);
         std::optional<from_env_result<Storage>> answer;
         try {
             answer.emplace(detail::storage_from_env<Storage>(settings.storage, "_DIR"));
@@ -13635,6 +14193,17 @@ private:
         }
         settings.held->release();
         return basic_cache(std::move(**answer), std::move(settings.options));
+    }
+
+    // PREFIX_COMPRESS, read after the cache's other settings (its lines held with theirs).
+    static void read_compression_setting(detail::cache_env_settings& settings) {
+        if constexpr (detail::compresses<Compression>::value) {
+            detail::compression_level_from_env(settings.storage.env, Compression::max_level,
+                                               settings.options.compression_level);
+        } else {
+            std::string line = detail::compression_unavailable_line(settings.storage.env);
+            if (!line.empty()) settings.held->hold(std::move(line));
+        }
     }
 
 public:
@@ -13707,6 +14276,10 @@ public:
                                            "for its entry: both (default), local, remote or 0"});
         s.push_back({p + "_WAIT_MAX", "milliseconds: the longest a miss waits for another process's compile "
                                       "(default 30000; less for a kernel with a recorded compile time)"});
+        if constexpr (detail::compresses<Compression>::value)
+            s.push_back({p + "_COMPRESS", "0 stores entries uncompressed; 1 compresses payloads of 512 bytes and more "
+                                          "(the default); 2 to " + std::to_string(Compression::max_level) +
+                                          ": at that level (higher: smaller, slower to store)"});
         return s;
     }
 
@@ -13857,14 +14430,25 @@ private:
             envelope_writer envelope(entry, k.value(), meta, auth_);
             if (!envelope.metadata_fits())
                 return store_failed(store_failure::too_large, start, info, k.value(), "metadata over 1 MiB");
+            // Compressing: the payload is serialized aside, then compressed into the entry.
+            detail::serialize_buffer aside;
+            bool const compressing = compression_on();
+            std::string& payload = compressing ? aside.bytes() : envelope.out();
+            if (compressing) payload.clear();
             try {
-                Serializer::save(envelope.out(), artifact, resolver_context::of(state_->resolver, self));
+                Serializer::save(payload, artifact, resolver_context::of(state_->resolver, self));
             } catch (unresolved_reference const& e) {
                 return store_failed(store_failure::unresolved_reference, start, info, k.value(), e.what());
             } catch (std::exception const& e) {
                 return store_failed(store_failure::serialize_error, start, info, k.value(), e.what());
             }
-            // The bound is on the whole sealed entry, as load applies it when reading.
+            // The bound is on the whole sealed entry, as load applies it when reading, and
+            // on the payload a compressed entry declares, which load bounds the same way.
+            if (compressing) {
+                if (payload.size() > options_.max_entry_size)
+                    return store_failed(store_failure::too_large, start, info, k.value(), {});
+                append_payload(envelope, payload);
+            }
             if (envelope.sealed_size() > options_.max_entry_size)
                 return store_failed(store_failure::too_large, start, info, k.value(), {});
             envelope.seal();
@@ -13877,6 +14461,32 @@ private:
         } catch (...) {
             return store_failed(store_failure::serialize_error, start, info, k.value(), "unknown exception");
         }
+    }
+
+    // Whether a store compresses: the policy can, and the options do not turn it off.
+    bool compression_on() const noexcept {
+        if constexpr (detail::compresses<Compression>::value)
+            return options_.compression_level.value_or(Compression::default_level) != 0;
+        else
+            return false;
+    }
+
+    // Appends `payload` to the entry: compressed when it is over the threshold and comes
+    // out smaller, as it is otherwise.
+    void append_payload(envelope_writer& envelope, std::string const& payload) {
+        if constexpr (detail::compresses<Compression>::value) {
+            if (payload.size() >= options_.compression_threshold) {
+                std::string& out = envelope.out();
+                std::size_t const plain_at = out.size();
+                envelope.begin_compressed_payload(payload.size());
+                int const level = options_.compression_level.value_or(Compression::default_level);
+                if (Compression::compress(payload, level, out) &&
+                    out.size() - plain_at < payload.size())
+                    return;
+                envelope.drop_compressed_payload(plain_at);
+            }
+        }
+        envelope.out() += payload;
     }
 
     // What a store records about the entry besides its key.
@@ -13996,12 +14606,17 @@ private:
         load_attempt attempt{k.value(), info, why};
         try {
             detail::read_buffer buffer;
-            if (!read_entry(k.value(), buffer.bytes(), attempt)) return std::nullopt;
+            // A storage with read_view may hand out the entry's bytes where they are (a
+            // mapped file), kept alive by `view` until the artifact is made.
+            detail::entry_view_of<Storage> view;
+            std::string_view bytes;
+            if (!read_entry(k.value(), buffer.bytes(), view, bytes, attempt)) return std::nullopt;
             auto const read_done = std::chrono::steady_clock::now();
-            detail::envelope_fields const env = open_entry(k.value(), buffer.bytes(), attempt);
+            detail::decompress_buffer decompressed; // a compressed payload, decompressed here
+            detail::envelope_fields const env = open_entry(k.value(), bytes, view, decompressed.bytes(), attempt);
             if (env.status != envelope_status::ok) return std::nullopt;
             auto const verify_done = std::chrono::steady_clock::now();
-            std::optional<Artifact> artifact = deserialize<Artifact>(env.payload, self, attempt);
+            std::optional<Artifact> artifact = deserialize<Artifact>(env.payload, self, view, attempt);
             if (!artifact) return std::nullopt;
             auto const deserialize_done = std::chrono::steady_clock::now();
             if constexpr (detail::has_relocate_source<Artifact>::value) {
@@ -14025,10 +14640,14 @@ private:
     // Reads the entry under `k` into `buffer`; false (a counted miss) when there is
     // none to open. A Storage member that throws is the storage failing, not the
     // serializer: counted as read-error (docs/policies.md, exceptions).
-    bool read_entry(key const& k, std::string& buffer, load_attempt& attempt) {
+    template <class View>
+    bool read_entry(key const& k, std::string& buffer, View& view, std::string_view& bytes, load_attempt& attempt) {
         read_result rr;
         try {
-            rr = storage_.read(k, buffer, options_.max_entry_size);
+            if constexpr (detail::has_read_view<Storage>::value)
+                rr = storage_.read_view(k, buffer, options_.max_entry_size, view);
+            else
+                rr = storage_.read(k, buffer, options_.max_entry_size);
         } catch (std::exception const& e) {
             missed(attempt, miss_reason::read_error, e.what());
             return false;
@@ -14040,22 +14659,46 @@ private:
             missed(attempt, *miss, rr.status == read_status::error ? rr.error.message() : std::string());
             return false;
         }
-        attempt.bytes = buffer.size();
+        if constexpr (detail::has_read_view<Storage>::value)
+            bytes = view.bytes();
+        else
+            bytes = buffer;
+        attempt.bytes = bytes.size();
         attempt.read = rr;
         return true;
     }
 
-    // Checks the entry read for `k`; a status other than ok is a counted miss, and a
-    // damaged entry is reported to the storage.
-    detail::envelope_fields open_entry(key const& k, std::string const& buffer, load_attempt& attempt) {
+    // The miss of a load whose entry changed while it was read (entry_view::intact).
+    std::nullopt_t changed_while_read(load_attempt& attempt) noexcept {
+        return missed(attempt, miss_reason::read_error, "the entry's file changed while it was read");
+    }
+
+    // Checks the entry read for `k` (by signature when auth_for says so), and decompresses
+    // its payload into `decompressed` when it is compressed (env.payload then points
+    // there); a status other than ok is a counted miss, and a damaged entry is reported to
+    // the storage. Bytes that changed under the reader (a view no longer intact, checked
+    // after the decompression that reads them) are a read error, neither corrupt nor
+    // reported.
+    template <class View>
+    detail::envelope_fields open_entry(key const& k, std::string_view buffer, View const& view,
+                                       std::string& decompressed, load_attempt& attempt) {
         envelope_auth const& auth = auth_for(attempt.read);
         detail::envelope_fields env =
             detail::check_envelope(buffer, k, Serializer::format_id(), options_.max_entry_size, auth);
+        if (env.status == envelope_status::ok && env.compressed) decompress_payload(env, decompressed);
+        if (!view.intact()) {
+            env.status = envelope_status::corrupt;
+            changed_while_read(attempt);
+            return env;
+        }
         // A tier copies a sound remote entry locally.
         tell_checked(k, buffer, attempt.read, env.status, auth);
         if (std::optional<miss_reason> const miss = miss_reason_of(env.status)) {
             if (is_damaged_entry(env.status)) detail::tell_storage_corrupt(storage_, k);
-            missed(attempt, *miss, env.status == envelope_status::untrusted_signer ? untrusted_signer_detail(env) : "");
+            missed(attempt, *miss,
+                   env.status == envelope_status::untrusted_signer ? untrusted_signer_detail(env)
+                   : env.compressed                                ? compressed_miss_detail(env)
+                                                                   : std::string());
         }
         return env;
     }
@@ -14078,7 +14721,7 @@ private:
     // those): one of an untrusted signer is, to the storage, sound but not for here
     // (foreign_version: a writer replaces it after a rotation), and any other refusal is
     // damage (a forgery or garbage, which a writer's store replaces).
-    void tell_checked(key const& k, std::string const& bytes, read_result const& rr, envelope_status status,
+    void tell_checked(key const& k, std::string_view bytes, read_result const& rr, envelope_status status,
                       envelope_auth const& auth) {
         if (status == envelope_status::untrusted_signer) status = envelope_status::foreign_version;
         if (status == envelope_status::unauthenticated && auth.is_signed()) status = envelope_status::corrupt;
@@ -14102,18 +14745,56 @@ private:
                                           "in them); said once for this key";
     }
 
+    // What the log says of a compressed entry that missed.
+    static std::string compressed_miss_detail(detail::envelope_fields const& env) {
+        if (env.status == envelope_status::unsupported)
+            return "compressed with zstd, and this cache has no Compression policy (compile_cache/compression/zstd.hpp)";
+        if (env.status == envelope_status::corrupt)
+            return "its compressed payload does not decompress to the " + std::to_string(env.uncompressed_size) +
+                   " bytes it declares";
+        return "compressed; it declares " + std::to_string(env.uncompressed_size) + " bytes once decompressed";
+    }
+
+    // A compressed payload, decompressed into `out` (which only grows, so that hits of
+    // one size allocate nothing), bounded by the size the entry declares, itself bounded
+    // by max_entry_size (check_envelope: too_large above it). A frame that does not give
+    // exactly that many bytes (damaged, or a bomb) is corrupt; a cache that cannot
+    // decompress reads the entry as unsupported.
+    void decompress_payload(detail::envelope_fields& env, std::string& out) {
+        std::string_view const frame = env.payload;
+        env.payload = {};
+        if constexpr (detail::compresses<Compression>::value) {
+            auto const size = static_cast<std::size_t>(env.uncompressed_size);
+            if (out.size() < size) out.resize(size);
+            if (Compression::decompress(frame, out.data(), size)) {
+                env.payload = std::string_view(out.data(), size);
+                return;
+            }
+            env.status = envelope_status::corrupt;
+        } else {
+            (void)frame, (void)out;
+            env.status = envelope_status::unsupported;
+        }
+    }
+
     // The artifact in `payload`, its references relinked; nullopt (a counted miss)
     // when the deserializer refuses it or a reference names nothing live.
-    template <class Artifact, class Self>
-    std::optional<Artifact> deserialize(std::string_view payload, Self const* self, load_attempt& attempt) {
+    // Bytes that changed under the deserializer (a mapped file truncated meanwhile) made
+    // whatever it made of them: thrown away, a read error.
+    template <class Artifact, class Self, class View>
+    std::optional<Artifact> deserialize(std::string_view payload, Self const* self, View const& view,
+                                        load_attempt& attempt) {
         std::optional<Artifact> artifact(std::in_place);
         try {
             Serializer::load(payload, *artifact, resolver_context::of(state_->resolver, self));
         } catch (unresolved_reference const& e) {
+            if (!view.intact()) return changed_while_read(attempt);
             return missed(attempt, miss_reason::unresolved_reference, e.what());
         } catch (std::exception const& e) {
+            if (!view.intact()) return changed_while_read(attempt);
             return missed(attempt, miss_reason::deserialize_error, e.what());
         }
+        if (!view.intact()) return changed_while_read(attempt);
         return artifact;
     }
 
