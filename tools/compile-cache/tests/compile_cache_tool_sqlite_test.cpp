@@ -366,6 +366,15 @@ TEST_CASE_METHOD(sqlite_file, "compile-cache copy into a SQLite file, then a fre
     CHECK(both.loaded().empty());
     CHECK(count_lines(both.err, "compile_cache: TINYK_CACHE_FILE and TINYK_CACHE_DIR are both set: set one") == "1");
     CHECK(entries_in_file() == "41");
+
+    // tinyk --help names the file's settings.
+    tinyk_run help;
+    help.args = {"--help"};
+    help.home = s.home().string();
+    tinyk_result const h = help();
+    REQUIRE_EXIT(h, 0);
+    CHECK(h.out.find("\n  TINYK_CACHE_FILE ") != std::string::npos);
+    CHECK(h.out.find("\n  TINYK_CACHE_FILE_MODE ") != std::string::npos);
 }
 #endif
 
