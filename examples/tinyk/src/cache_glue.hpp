@@ -3,6 +3,10 @@
 // the cache directory sits in front of a shared Redis server or cluster, or an HTTP cache
 // server, whichever the scheme of TINYK_CACHE_REMOTE names (remote_by_url), with the other
 // TINYK_CACHE_REMOTE_* settings (docs/remote.md); unset, it is the directory alone.
+// Built with SQLite (TINYK_WITH_SQLITE), TINYK_CACHE_FILE names one SQLite file that takes
+// the directory's place (alone, or as the local tier in front of the remote); with
+// TINYK_CACHE_FILE_MODE=read-only it is read and never written (a CI job's restored cache).
+// TINYK_CACHE_FILE and TINYK_CACHE_DIR both set: one line, and no cache.
 #pragma once
 
 #include "bytecode.hpp"
@@ -18,11 +22,15 @@
 #if TINYK_WITH_REDIS || TINYK_WITH_HTTP
 #include <compile_cache/storage/remote_by_url.hpp>
 #endif
+#if TINYK_WITH_SQLITE
+#include <compile_cache/storage/sqlite/sqlite_storage.hpp>
+#endif
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace tinyk::glue {
@@ -34,16 +42,33 @@ using key_result = cc::key_result;
 using key_builder = cc::key_builder<cc::sha256>;
 using outcome = cc::outcome;
 
+/// The storage tinyk uses, over a local storage `Local`: in front of the remote the
+/// build can reach (TINYK_CACHE_REMOTE), or alone.
 #if TINYK_WITH_REDIS && TINYK_WITH_HTTP
-using storage_type = cc::tiered_storage<cc::directory_storage, cc::remote_by_url<cc::redis_storage, cc::http_storage>>;
+template <class Local>
+using storage_over = cc::tiered_storage<Local, cc::remote_by_url<cc::redis_storage, cc::http_storage>>;
 #elif TINYK_WITH_REDIS
-using storage_type = cc::tiered_storage<cc::directory_storage, cc::remote_by_url<cc::redis_storage>>;
+template <class Local>
+using storage_over = cc::tiered_storage<Local, cc::remote_by_url<cc::redis_storage>>;
 #elif TINYK_WITH_HTTP
-using storage_type = cc::tiered_storage<cc::directory_storage, cc::remote_by_url<cc::http_storage>>;
+template <class Local>
+using storage_over = cc::tiered_storage<Local, cc::remote_by_url<cc::http_storage>>;
 #else
-using storage_type = cc::directory_storage;
+template <class Local>
+using storage_over = Local;
 #endif
-using cache_type = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, storage_type>;
+template <class Local>
+using cache_over = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, storage_over<Local>>;
+
+/// The cache on a directory (TINYK_CACHE_DIR); also what a disabled cache is.
+using directory_cache_type = cache_over<cc::directory_storage>;
+#if TINYK_WITH_SQLITE
+/// The cache on one SQLite file (TINYK_CACHE_FILE).
+using file_cache_type = cache_over<cc::sqlite_storage>;
+using any_cache = std::variant<directory_cache_type, file_cache_type>;
+#else
+using any_cache = std::variant<directory_cache_type>;
+#endif
 
 struct result {
     outcome how = outcome::compiled;
@@ -66,17 +91,18 @@ inline constexpr char const* host_version = "tinyk 0.1";
 
 class cache {
 public:
-    static cache from_env() { return cache(cache_type::from_env(env_prefix)); }
+    /// The cache the environment asks for: on TINYK_CACHE_FILE's SQLite file when it is
+    /// set (and this tinyk was built with SQLite), else on TINYK_CACHE_DIR's directory;
+    /// both set, or TINYK_CACHE_FILE without SQLite: one line, and no cache.
+    static cache from_env();
     /// Every TINYK_CACHE_* setting from_env reads, with one line each (for --help).
-    static std::vector<cc::environment_setting> environment_settings() {
-        return cache_type::environment_settings(env_prefix);
-    }
+    static std::vector<cc::environment_setting> environment_settings();
 
-    bool enabled() const { return c_.enabled(); }
+    bool enabled() const;
     /// Registers what artifacts reference by name: the dialect group (shared, by a
     /// stable name) and the type singletons (by name-based uuid).
     void register_shared_objects();
-    key_builder make_key_builder() const { return c_.make_key_builder(toolchain_); }
+    key_builder make_key_builder() const;
     /// Adds to the toolchain component of every key made after it (the native
     /// backend's LLVM version and target).
     void add_to_toolchain(std::string const& what) { toolchain_ += "; " + what; }
@@ -97,8 +123,8 @@ public:
     std::string stats_summary(driver_times const& t); // (waits for the uploads first: up to 10 s)
 
 private:
-    explicit cache(cache_type c) : c_(std::move(c)) {}
-    cache_type c_;
+    explicit cache(any_cache c) : c_(std::move(c)) {}
+    any_cache c_;
     std::string toolchain_ = host_version;
 };
 

@@ -88,7 +88,7 @@ void print_help(std::FILE* out) {
         "                   built with LLVM); vm: bytecode for tinyk's VM; part of the key\n"
         "  -h, --help       this text\n"
         "\n"
-        "environment (the kernel cache; unset TINYK_CACHE_DIR: no cache):\n");
+        "environment (the kernel cache; without TINYK_CACHE_DIR or _FILE, none):\n");
     print_environment_settings(out);
     std::fprintf(out,
         "environment (the backend):\n"

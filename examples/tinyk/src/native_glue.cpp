@@ -5,13 +5,15 @@
 #include "native_artifact.hpp"
 
 #include <memory>
+#include <variant>
 
 namespace tinyk::glue {
 
 result cache::get_or_compile_native(kernel& k, key_result const& kr, std::string const& origin_file,
                                     std::function<native_artifact()> const& compile) {
     cc::entry_info info{k.name, origin_file, k.first_line};
-    cc::cached<native_artifact> r = c_.get_or_compile<native_artifact>(kr, info, compile, &k);
+    cc::cached<native_artifact> r =
+        std::visit([&](auto& c) { return c.template get_or_compile<native_artifact>(kr, info, compile, &k); }, c_);
     k.native = std::make_shared<native_artifact>(std::move(r.value));
     return {r.outcome, std::move(r.reason), r.explanation.brief()};
 }

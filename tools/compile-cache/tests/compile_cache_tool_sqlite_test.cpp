@@ -307,6 +307,77 @@ TEST_CASE_METHOD(sqlite_file, "compile-cache copy: a directory into one SQLite f
     CHECK(entry_files(fresh) == original);
 }
 
+#if TINYK_TAKES_CACHE_FILE
+TEST_CASE_METHOD(sqlite_file, "compile-cache copy into a SQLite file, then a fresh tinyk with TINYK_CACHE_FILE alone loads "
+                              "all of chain40 from it, and read-only writes nothing to it",
+                 "[compile-cache][sqlite]") {
+    scenario s;
+    s.write_program(read_file(TINYK_CHAIN40));
+    tinyk_result const cold = s.run({"main", "1"});
+    REQUIRE_EXIT(cold, 0);
+    REQUIRE(cold.compiled().size() == 40);
+    REQUIRE_EXIT(tool({"copy", s.cache_dir().string(), "sqlite:" + file}), 0);
+    auto entries_in_file = [&] { return json_query(tool({"stats", file, "--json"}).out, "d['entries']"); };
+    REQUIRE(entries_in_file() == "40");
+
+    // tinyk run -v --stats on chain40 with the file (and no TINYK_CACHE_DIR), plus `env`.
+    auto run_on_file = [&](std::vector<std::string> const& env) {
+        tinyk_run r;
+        r.args = {"run", "-v", "--stats", s.program().string(), "--call", "main", "1"};
+        r.home = s.home().string();
+        r.cwd = s.root().string();
+        r.extra_env = {"TINYK_CACHE_FILE=" + file};
+        if (!s.backend().empty()) r.extra_env.push_back("TINYK_BACKEND=" + s.backend());
+        r.extra_env.insert(r.extra_env.end(), env.begin(), env.end());
+        return r();
+    };
+    std::string const copied = read_file(file);
+    tinyk_result const warm = run_on_file({"TINYK_CACHE_FILE_MODE=read-only"});
+    REQUIRE_EXIT(warm, 0);
+    CHECK(warm.out == cold.out);
+    CHECK(warm.loaded().size() == 40);
+    CHECK(warm.compiled().empty());
+
+    // main changed: compiled again; read-only, its store fails and the file stays as copied.
+    std::string text = read_file(TINYK_CHAIN40);
+    std::string const main_line = "var s = k39(x) * 0.5 + 6;";
+    REQUIRE(text.find(main_line) != std::string::npos);
+    text.replace(text.find(main_line), main_line.size(), "var s = k39(x) * 0.5 + 7;");
+    s.write_program(text);
+    tinyk_result const changed = run_on_file({"TINYK_CACHE_FILE_MODE=read-only"});
+    REQUIRE_EXIT(changed, 0);
+    CHECK(changed.compiled() == names{"main"});
+    CHECK(changed.loaded().size() == 39);
+    CHECK(changed.stats().find(" stores=0 store-failures=1 ") != std::string::npos);
+    CHECK(read_file(file) == copied);
+    CHECK(!fs::exists(file + "-wal"));
+    CHECK(entries_in_file() == "40");
+    // Read-write (the default): the store goes into the file.
+    tinyk_result const stored = run_on_file({});
+    REQUIRE_EXIT(stored, 0);
+    CHECK(stored.compiled() == names{"main"});
+    CHECK(stored.stats().find(" stores=1 store-failures=0 ") != std::string::npos);
+    CHECK(entries_in_file() == "41");
+
+    // TINYK_CACHE_DIR as well: one line, and no cache (nothing loaded, nothing written).
+    tinyk_result const both = run_on_file({"TINYK_CACHE_DIR=" + s.cache_dir().string()});
+    REQUIRE_EXIT(both, 0);
+    CHECK(both.out == stored.out);
+    CHECK(both.loaded().empty());
+    CHECK(count_lines(both.err, "compile_cache: TINYK_CACHE_FILE and TINYK_CACHE_DIR are both set: set one") == "1");
+    CHECK(entries_in_file() == "41");
+
+    // tinyk --help names the file's settings.
+    tinyk_run help;
+    help.args = {"--help"};
+    help.home = s.home().string();
+    tinyk_result const h = help();
+    REQUIRE_EXIT(h, 0);
+    CHECK(h.out.find("\n  TINYK_CACHE_FILE ") != std::string::npos);
+    CHECK(h.out.find("\n  TINYK_CACHE_FILE_MODE ") != std::string::npos);
+}
+#endif
+
 TEST_CASE_METHOD(sqlite_file, "compile-cache copy skips a tampered entry and counts it (exit 1), and copies only what "
                               "--name and --since select",
                  "[compile-cache][sqlite]") {
