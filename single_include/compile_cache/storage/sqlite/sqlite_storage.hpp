@@ -302,7 +302,9 @@ public:
     /// The storage the environment asks for (settings.hpp): `PREFIX_FILE` names the
     /// database file (unset, empty, `0`, `off`, `false`, `no`: not configured);
     /// `PREFIX_MAX_SIZE` the size limit (default 1G, `0` no limit); `PREFIX_BUSY_TIMEOUT`
-    /// the longest wait for another process's lock (default 2000 ms). A bad value is one
+    /// the longest wait for another process's lock (default 2000 ms); `PREFIX_FILE_MODE`
+    /// `read-write` (default) or `read-only` (sqlite_options::read_only: the file is
+    /// opened immutable and never written, e.g. a prebuilt cache a CI job restored). A bad value is one
     /// line and the default; a file that cannot be opened is off, with the reason. Nothing
     /// is opened when the cache cannot run (storage_settings::cache_off).
     static from_env_result<sqlite_storage> from_env(storage_settings const& settings) {
@@ -313,6 +315,8 @@ public:
         sqlite_options options;
         options.max_size = env.byte_size("_MAX_SIZE", options.max_size, "1G");
         options.busy_timeout = env.milliseconds("_BUSY_TIMEOUT", options.busy_timeout);
+        options.read_only = env.choice<bool>("_FILE_MODE", {{"read-write", false}, {"read-only", true}}, false,
+                                             "a file mode");
         options.logger = settings.logger;
         sqlite_storage s(file, std::move(options));
         if (!s.usable())
@@ -330,6 +334,8 @@ public:
                               "least recently used entries are evicted"},
             {p + "_BUSY_TIMEOUT", "the longest wait for another process's lock on the file, in milliseconds "
                                   "(or with s); default 2000"},
+            {p + "_FILE_MODE", "read-write (default) or read-only: read-only opens the file immutable and never "
+                               "writes it (stores fail, counted)"},
         };
     }
 
