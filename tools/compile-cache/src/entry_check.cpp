@@ -101,6 +101,15 @@ checked_entry read_and_check(opened_cache const& cache, listed_entry const& e, c
     return c;
 }
 
+checked_entry check_bytes(std::string const& bytes, std::string const& name, compile_cache::envelope_auth const& auth) {
+    return check_bytes(bytes, name, auth, nullptr);
+}
+
+checked_entry read_and_check(opened_cache const& cache, listed_entry const& e, compile_cache::envelope_auth const& auth,
+                             std::string& bytes) {
+    return read_and_check(cache, e, auth, bytes, nullptr);
+}
+
 std::string unchecked_cause(checked_entry const& e) {
     switch (e.envelope.status) {
     case compile_cache::envelope_status::unauthenticated:

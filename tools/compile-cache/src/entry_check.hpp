@@ -39,6 +39,13 @@ struct checked_entry {
     std::uint64_t check_size = 0;
 };
 
+/// Checks the bytes stored under the key whose hex is `name`, in `auth`'s mode.
+checked_entry check_bytes(std::string const& bytes, std::string const& name, compile_cache::envelope_auth const& auth);
+
+/// Reads `e` from `cache` (its use left alone) and checks it; `bytes` keeps what was read.
+checked_entry read_and_check(opened_cache const& cache, listed_entry const& e, compile_cache::envelope_auth const& auth,
+                             std::string& bytes);
+
 /// The public keys of --trusted-keys-file (read by the library's own reader, as
 /// PREFIX_TRUSTED_KEYS_FILE is): signed entries are checked by signature against them.
 struct trusted_signers {
@@ -53,14 +60,12 @@ struct trusted_signers {
 /// A signer's key id as 16 hex digits.
 std::string signer_hex(compile_cache::entry_signer_id const& id);
 
-/// Checks the bytes stored under the key whose hex is `name`, in `auth`'s mode; a signed
-/// entry by signature against `trusted` when they were given.
+/// check_bytes and read_and_check, a signed entry checked by signature against
+/// `trusted` when keys were given (else as above: not checked).
 checked_entry check_bytes(std::string const& bytes, std::string const& name, compile_cache::envelope_auth const& auth,
-                          trusted_signers const* trusted = nullptr);
-
-/// Reads `e` from `cache` (its use left alone) and checks it; `bytes` keeps what was read.
+                          trusted_signers const* trusted);
 checked_entry read_and_check(opened_cache const& cache, listed_entry const& e, compile_cache::envelope_auth const& auth,
-                             std::string& bytes, trusted_signers const* trusted = nullptr);
+                             std::string& bytes, trusted_signers const* trusted);
 
 /// Why an entry could not be checked, as what was missing: "HMAC entries: give
 /// --secret-file", "signed entries: give --trusted-keys-file", ... (for verify's and
