@@ -214,6 +214,13 @@ using set_remote_sealer_t = decltype(std::declval<S&>().set_remote_sealer(
     std::declval<std::function<bool(key const&, std::string_view, std::string&)>>()));
 template <class S>
 using has_set_remote_sealer = is_detected<set_remote_sealer_t, S>;
+/// A Storage that copies identity records from its remote into its local storage by
+/// itself: `set_record_resealer(std::function<bool(key const&, std::string_view, std::string&)>)`.
+template <class S>
+using set_record_resealer_t = decltype(std::declval<S&>().set_record_resealer(
+    std::declval<std::function<bool(key const&, std::string_view, std::string&)>>()));
+template <class S>
+using has_set_record_resealer = is_detected<set_record_resealer_t, S>;
 
 /// Reads PREFIX_VERIFY and PREFIX_MIN_COMPILE_TIME into `options`; a value that does
 /// not parse is one line through `env`, and the default stays.
@@ -1157,6 +1164,25 @@ private:
             storage_.set_remote_sealer([local, remote](key const&, std::string_view entry, std::string& out) {
                 try {
                     return reseal_envelope(entry, local, remote, out);
+                } catch (...) {
+                    out.clear();
+                    return false;
+                }
+            });
+        }
+        // And the identity record a tier copies from its remote beside an entry it copied
+        // (not read through this cache): verified by signature, kept resealed in the local
+        // mode, so that a later local read accepts it; one that does not verify is not kept.
+        if constexpr (detail::has_set_record_resealer<Storage>::value) {
+            if (!enabled_ || !remote_auth_.is_signed()) return;
+            envelope_auth const local = auth_, remote = remote_auth_;
+            storage_.set_record_resealer([local, remote](key const& rk, std::string_view record, std::string& out) {
+                try {
+                    out.clear();
+                    if (detail::check_envelope(record, rk, identity_record_format, identity_record_max_size, remote)
+                            .status != envelope_status::ok)
+                        return false;
+                    return reseal_envelope(record, remote, local, out);
                 } catch (...) {
                     out.clear();
                     return false;
