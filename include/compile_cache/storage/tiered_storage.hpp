@@ -589,6 +589,7 @@ private:
         return state_->local ? answer : e;
     }
 
+public:
     /// Single flight (tiered_claims.hpp): the local storage's claim (the machine's
     /// processes), then the remote's (the fleet's) when the remote is read-write and up.
     claim_answer try_claim(key const& k, claim_request const& request) noexcept {
@@ -619,7 +620,6 @@ private:
         }
     }
 
-public:
     std::error_code remove(key const& k) noexcept {
         if (!state_) return {};
         if (state_->forked_mid_job()) return std::make_error_code(std::errc::resource_unavailable_try_again);
