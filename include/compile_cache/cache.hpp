@@ -237,6 +237,10 @@ struct cache_env_settings {
     cache_options options;
     storage_settings storage;
     std::shared_ptr<held_lines> held;
+    /// Whether a remote is trusted without counting trusted keys (a secret, or the
+    /// insecure setting): what a storage that is itself the remote gets, since only a
+    /// tier's reads are checked by signature (basic_cache::auth_for).
+    bool remote_trusted_without_signatures = false;
 };
 COMPILE_CACHE_DECL cache_env_settings read_cache_env_settings(std::string_view prefix);
 
@@ -425,6 +429,8 @@ private:
                           "from_env(compile_cache::storage_settings const&)` or one constructible from a path "
                           "(std::string); or construct the cache with your storage object instead");
         detail::cache_env_settings settings = detail::read_cache_env_settings(prefix);
+        if constexpr (!detail::has_from_remote_origin<Storage>::value)
+            settings.storage.remote_trusted = settings.remote_trusted_without_signatures;
         if (settings.storage.cache_off.empty()) read_compression_setting(settings);
         std::optional<from_env_result<Storage>> answer;
         try {
@@ -926,7 +932,7 @@ private:
     }
 
     // The miss of a load whose entry changed while it was read (entry_view::intact).
-    std::nullopt_t changed_while_read(load_attempt& attempt) noexcept {
+    std::nullopt_t changed_while_read(load_attempt& attempt) {
         return missed(attempt, miss_reason::read_error, "the entry's file changed while it was read");
     }
 

@@ -4370,6 +4370,9 @@ bool claim_owner_alive(std::string_view owner, bool& same_machine) noexcept {
         std::string const mine = claim_owner();
         std::string const boot = claim_field(owner, "boot");
         if (boot.empty() || boot == "?" || boot != claim_field(mine, "boot")) return true;
+        // Containers of one machine share its boot id but not its process ids: another
+        // host name is another process space, whose pids say nothing here.
+        if (claim_field(owner, "host") != claim_field(mine, "host")) return true;
         same_machine = true;
         std::string const pid_text = claim_field(owner, "pid");
         char* end = nullptr;
@@ -7363,6 +7366,8 @@ private:
     std::string_view bytes_;
 };
 
+class directory_storage;
+
 namespace detail::directory_storage_impl {
 
 /// For tests: when set, the next temp file this thread creates is named
@@ -7381,14 +7386,23 @@ struct deferred_writes {
 
     std::mutex mutex;
     std::unordered_map<key, std::string> held;
+    /// When each held write was made: its file gets that time once written, so that a
+    /// record written later with the batch is not taken for newer than its entry (eviction
+    /// goes by file time).
+    std::unordered_map<key, std::int64_t> held_ns;
     std::size_t bytes = 0;
     std::int64_t oldest_ns = 0;
     unsigned generation = 0;       ///< fork_generation() when they were held
     std::atomic<bool> any{false}; ///< read() looks here only when set
 };
 
-/// Takes the held writes out of the batch (none in a forked child: the parent's).
-COMPILE_CACHE_DECL std::unordered_map<key, std::string> take_deferred(deferred_writes& d);
+/// Takes the held writes out of the batch (none in a forked child: the parent's), and
+/// when they were made into `times` if given.
+COMPILE_CACHE_DECL std::unordered_map<key, std::string> take_deferred(deferred_writes& d,
+                                                                      std::unordered_map<key, std::int64_t>* times = nullptr);
+/// Writes a held write through `writer`, its file then given the time it was made (0: now).
+COMPILE_CACHE_DECL std::error_code write_held(directory_storage& writer, key const& k, std::string const& bytes,
+                                              std::int64_t made_ns) noexcept;
 
 /// State shared by a storage object and its copies.
 struct shared_state {
@@ -7987,23 +8001,43 @@ directory_storage::directory_storage(std::string directory, directory_options op
 detail::directory_storage_impl::shared_state::~shared_state() {
     if (!deferred.any.load()) return;
     try {
-        auto held = take_deferred(deferred);
+        std::unordered_map<key, std::int64_t> times;
+        auto held = take_deferred(deferred, &times);
         if (held.empty()) return;
         directory_storage writer(directory, options);
-        for (auto const& [k, bytes] : held) (void)writer.write(k, bytes);
+        for (auto const& [k, bytes] : held) (void)write_held(writer, k, bytes, times[k]);
     } catch (...) {
         // Deferred writes are the ones a crash may lose: so may a failure here.
     }
 }
 
-std::unordered_map<key, std::string> detail::directory_storage_impl::take_deferred(deferred_writes& d) {
+std::unordered_map<key, std::string> detail::directory_storage_impl::take_deferred(
+    deferred_writes& d, std::unordered_map<key, std::int64_t>* times) {
     std::unordered_map<key, std::string> out;
     std::lock_guard<std::mutex> const lock(d.mutex);
-    if (d.generation == detail::directory_storage_impl::fork_generation()) out.swap(d.held);
+    if (d.generation == detail::directory_storage_impl::fork_generation()) {
+        out.swap(d.held);
+        if (times) times->swap(d.held_ns);
+    }
     d.held.clear();
+    d.held_ns.clear();
     d.bytes = 0;
     d.any.store(false);
     return out;
+}
+
+std::error_code detail::directory_storage_impl::write_held(directory_storage& writer, key const& k,
+                                                          std::string const& bytes, std::int64_t made_ns) noexcept {
+    std::error_code const ec = writer.write(k, bytes);
+    if (ec || made_ns <= 0) return ec;
+    try {
+        struct timespec times[2];
+        times[0].tv_sec = times[1].tv_sec = static_cast<time_t>(made_ns / 1000000000);
+        times[0].tv_nsec = times[1].tv_nsec = static_cast<long>(made_ns % 1000000000);
+        (void)::utimensat(AT_FDCWD, writer.entry_path(k).c_str(), times, 0); // a time, no more: failure is harmless
+    } catch (...) {
+    }
+    return ec;
 }
 
 std::error_code directory_storage::write_deferred(key const& k, std::string_view bytes) noexcept {
@@ -8018,10 +8052,12 @@ std::error_code directory_storage::write_deferred(key const& k, std::string_view
             unsigned const generation = impl::fork_generation();
             if (d.generation != generation) { // a forked child: what is held is the parent's
                 d.held.clear();
+                d.held_ns.clear();
                 d.bytes = 0;
                 d.generation = generation;
             }
             if (d.held.empty()) d.oldest_ns = now;
+            d.held_ns[k] = now;
             auto [it, added] = d.held.try_emplace(k);
             d.bytes -= it->second.size();
             it->second.assign(bytes.data(), bytes.size());
@@ -8041,8 +8077,9 @@ std::error_code directory_storage::flush_deferred() noexcept {
     if (directory_.empty() || !state_->deferred.any.load()) return {};
     try {
         std::error_code first;
-        for (auto const& [k, bytes] : detail::directory_storage_impl::take_deferred(state_->deferred)) {
-            std::error_code const ec = write(k, bytes);
+        std::unordered_map<key, std::int64_t> times;
+        for (auto const& [k, bytes] : detail::directory_storage_impl::take_deferred(state_->deferred, &times)) {
+            std::error_code const ec = detail::directory_storage_impl::write_held(*this, k, bytes, times[k]);
             if (ec && !first) first = ec;
         }
         return first;
@@ -8201,6 +8238,7 @@ std::error_code directory_storage::write(key const& k, std::string_view bytes) n
             if (it != state_->deferred.held.end()) {
                 state_->deferred.bytes -= it->second.size();
                 state_->deferred.held.erase(it);
+                state_->deferred.held_ns.erase(k);
             }
         }
         std::string const entry = entry_path(k);
@@ -8234,6 +8272,7 @@ std::error_code directory_storage::remove(key const& k) noexcept {
             if (it != state_->deferred.held.end()) {
                 state_->deferred.bytes -= it->second.size();
                 state_->deferred.held.erase(it);
+                state_->deferred.held_ns.erase(k);
             }
         }
         // Through the fan-out folder opened without following a symlink: in a
@@ -11066,6 +11105,14 @@ public:
         if (state_) state_->remote_sealer = std::move(sealer);
     }
 
+    /// Signed entries (basic_cache calls it when cache_options::signatures is set): what the
+    /// local storage keeps of an identity record this tier copies from the remote beside
+    /// an entry it copied is `resealer(record_key, record, out)`'s `out` (verified, and
+    /// sealed in the local mode); false: the record is not copied. Call before any read.
+    void set_record_resealer(std::function<bool(key const&, std::string_view, std::string&)> resealer) {
+        if (state_) state_->record_resealer = std::move(resealer);
+    }
+
     std::error_code write(key const& k, std::string_view bytes) noexcept { return write_through(k, bytes, false); }
 
     /// Present when the local storage has it (directory_storage): the cache's identity
@@ -11125,6 +11172,7 @@ private:
         return state_->local ? answer : e;
     }
 
+public:
     /// Single flight (tiered_claims.hpp): the local storage's claim (the machine's
     /// processes), then the remote's (the fleet's) when the remote is read-write and up.
     claim_answer try_claim(key const& k, claim_request const& request) noexcept {
@@ -11155,7 +11203,6 @@ private:
         }
     }
 
-public:
     std::error_code remove(key const& k) noexcept {
         if (!state_) return {};
         if (state_->forked_mid_job()) return std::make_error_code(std::errc::resource_unavailable_try_again);
@@ -11383,6 +11430,8 @@ private:
         std::string secret_setting = "the secret file", replace_setting = "PREFIX_REMOTE_REPLACE_UNAUTHENTIC";
         /// Signed entries: makes a store's upload from its local entry (set_remote_sealer).
         std::function<bool(key const&, std::string_view, std::string&)> remote_sealer;
+        /// Signed entries: makes the local copy of a remote identity record (set_record_resealer).
+        std::function<bool(key const&, std::string_view, std::string&)> record_resealer;
         clock::duration slow_waited{0};   ///< the waits of slow answers so far (see tier_options::budget)
         clock::time_point slow_counted_until{}; ///< the end of the last slow answer counted
         std::vector<std::string> said;    ///< the errors already said in a line (at most said_max)
@@ -11664,7 +11713,8 @@ private:
         // the identity a host that gives none has (name and origin file), copied from the
         // remote when the local storage has none: best effort, bounded as any remote call,
         // never when the remote is skipped. The record's check value is verified by whoever
-        // reads it, as for any record.
+        // reads it, as for any record; a signed remote's is verified here and resealed in
+        // the local mode (keep_record_locally), since the local mode is all a local read checks.
         void copy_record_of(std::string_view entry) noexcept {
             try {
                 std::optional<key> const rk = detail::record_key_of_entry(entry);
@@ -11675,7 +11725,7 @@ private:
                 read_result held;
                 if (take_prefetched(*rk, bytes, identity_record_max_size, held)) { // (the batch read it)
                     if (held.status == read_status::found && detail::looks_like_record(bytes, *rk))
-                        (void)local_write(*rk, bytes);
+                        keep_record_locally(*rk, bytes);
                     return;
                 }
                 admission const a = admit();
@@ -11695,7 +11745,21 @@ private:
                 }
                 answered(a, took);
                 if (r.status == read_status::found && detail::looks_like_record(bytes, *rk))
-                    (void)local_write(*rk, bytes);
+                    keep_record_locally(*rk, bytes);
+            } catch (...) {
+            }
+        }
+
+        // A remote identity record to the local storage: as read, or as the record resealer
+        // makes it (signed remotes: the local mode's check, as a copied entry has).
+        void keep_record_locally(key const& rk, std::string const& bytes) noexcept {
+            if (!record_resealer) {
+                (void)local_write(rk, bytes);
+                return;
+            }
+            try {
+                std::string resealed;
+                if (record_resealer(rk, bytes, resealed)) (void)local_write(rk, resealed);
             } catch (...) {
             }
         }
@@ -13964,6 +14028,13 @@ using set_remote_sealer_t = decltype(std::declval<S&>().set_remote_sealer(
     std::declval<std::function<bool(key const&, std::string_view, std::string&)>>()));
 template <class S>
 using has_set_remote_sealer = is_detected<set_remote_sealer_t, S>;
+/// A Storage that copies identity records from its remote into its local storage by
+/// itself: `set_record_resealer(std::function<bool(key const&, std::string_view, std::string&)>)`.
+template <class S>
+using set_record_resealer_t = decltype(std::declval<S&>().set_record_resealer(
+    std::declval<std::function<bool(key const&, std::string_view, std::string&)>>()));
+template <class S>
+using has_set_record_resealer = is_detected<set_record_resealer_t, S>;
 
 /// Reads PREFIX_VERIFY and PREFIX_MIN_COMPILE_TIME into `options`; a value that does
 /// not parse is one line through `env`, and the default stays.
@@ -13980,6 +14051,10 @@ struct cache_env_settings {
     cache_options options;
     storage_settings storage;
     std::shared_ptr<held_lines> held;
+    /// Whether a remote is trusted without counting trusted keys (a secret, or the
+    /// insecure setting): what a storage that is itself the remote gets, since only a
+    /// tier's reads are checked by signature (basic_cache::auth_for).
+    bool remote_trusted_without_signatures = false;
 };
 COMPILE_CACHE_DECL cache_env_settings read_cache_env_settings(std::string_view prefix);
 
@@ -14168,6 +14243,8 @@ private:
                           "from_env(compile_cache::storage_settings const&)` or one constructible from a path "
                           "(std::string); or construct the cache with your storage object instead");
         detail::cache_env_settings settings = detail::read_cache_env_settings(prefix);
+        if constexpr (!detail::has_from_remote_origin<Storage>::value)
+            settings.storage.remote_trusted = settings.remote_trusted_without_signatures;
         if (settings.storage.cache_off.empty()) read_compression_setting(settings);
         std::optional<from_env_result<Storage>> answer;
         try {
@@ -14669,7 +14746,7 @@ private:
     }
 
     // The miss of a load whose entry changed while it was read (entry_view::intact).
-    std::nullopt_t changed_while_read(load_attempt& attempt) noexcept {
+    std::nullopt_t changed_while_read(load_attempt& attempt) {
         return missed(attempt, miss_reason::read_error, "the entry's file changed while it was read");
     }
 
@@ -14913,6 +14990,25 @@ private:
                 }
             });
         }
+        // And the identity record a tier copies from its remote beside an entry it copied
+        // (not read through this cache): verified by signature, kept resealed in the local
+        // mode, so that a later local read accepts it; one that does not verify is not kept.
+        if constexpr (detail::has_set_record_resealer<Storage>::value) {
+            if (!enabled_ || !remote_auth_.is_signed()) return;
+            envelope_auth const local = auth_, remote = remote_auth_;
+            storage_.set_record_resealer([local, remote](key const& rk, std::string_view record, std::string& out) {
+                try {
+                    out.clear();
+                    if (detail::check_envelope(record, rk, identity_record_format, identity_record_max_size, remote)
+                            .status != envelope_status::ok)
+                        return false;
+                    return reseal_envelope(record, remote, local, out);
+                } catch (...) {
+                    out.clear();
+                    return false;
+                }
+            });
+        }
     }
 
     /// A Storage with `bool usable() const` that answers false (or throws) disables the
@@ -15034,7 +15130,7 @@ cache_env_settings read_cache_env_settings(std::string_view prefix_view) {
     }
     storage_settings storage{settings_reader_access::holding(prefix, held), authenticated,
                              authenticated || signatures || insecure, options.logger, std::move(cache_off)};
-    return cache_env_settings{std::move(options), std::move(storage), std::move(held)};
+    return cache_env_settings{std::move(options), std::move(storage), std::move(held), authenticated || insecure};
 }
 
 } // namespace compile_cache::detail

@@ -193,6 +193,8 @@ private:
     std::string_view bytes_;
 };
 
+class directory_storage;
+
 namespace detail::directory_storage_impl {
 
 /// For tests: when set, the next temp file this thread creates is named

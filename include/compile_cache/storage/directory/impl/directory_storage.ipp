@@ -295,6 +295,7 @@ std::error_code directory_storage::write(key const& k, std::string_view bytes) n
             if (it != state_->deferred.held.end()) {
                 state_->deferred.bytes -= it->second.size();
                 state_->deferred.held.erase(it);
+                state_->deferred.held_ns.erase(k);
             }
         }
         std::string const entry = entry_path(k);
@@ -328,6 +329,7 @@ std::error_code directory_storage::remove(key const& k) noexcept {
             if (it != state_->deferred.held.end()) {
                 state_->deferred.bytes -= it->second.size();
                 state_->deferred.held.erase(it);
+                state_->deferred.held_ns.erase(k);
             }
         }
         // Through the fan-out folder opened without following a symlink: in a
