@@ -1167,14 +1167,16 @@ private:
         if constexpr (detail::has_set_remote_sealer<Storage>::value) {
             if (!enabled_ || !remote_auth_.is_signed()) return;
             envelope_auth const local = auth_, remote = remote_auth_;
-            storage_.set_remote_sealer([local, remote](key const&, std::string_view entry, std::string& out) {
-                try {
-                    return reseal_envelope(entry, local, remote, out);
-                } catch (...) {
-                    out.clear();
-                    return false;
-                }
-            });
+            storage_.set_remote_sealer(
+                [local, remote](key const&, std::string_view entry, std::string& out) {
+                    try {
+                        return reseal_envelope(entry, local, remote, out);
+                    } catch (...) {
+                        out.clear();
+                        return false;
+                    }
+                },
+                remote_auth_.signatures()->can_sign());
         }
         // And the identity record a tier copies from its remote beside an entry it copied
         // (not read through this cache): verified by signature, kept resealed in the local

@@ -4372,7 +4372,8 @@ bool claim_owner_alive(std::string_view owner, bool& same_machine) noexcept {
         if (boot.empty() || boot == "?" || boot != claim_field(mine, "boot")) return true;
         // Containers of one machine share its boot id but not its process ids: another
         // host name is another process space, whose pids say nothing here.
-        if (claim_field(owner, "host") != claim_field(mine, "host")) return true;
+        std::string const host = claim_field(owner, "host");
+        if (!host.empty() && host != "?" && host != claim_field(mine, "host")) return true;
         same_machine = true;
         std::string const pid_text = claim_field(owner, "pid");
         char* end = nullptr;
@@ -11101,8 +11102,14 @@ public:
     /// Signed entries (basic_cache calls it when cache_options::signatures is set): what a
     /// store uploads is `sealer(k, entry, out)`'s `out`; false: nothing is uploaded. The
     /// local storage keeps the entry as given. Call before any write.
-    void set_remote_sealer(std::function<bool(key const&, std::string_view, std::string&)> sealer) {
-        if (state_) state_->remote_sealer = std::move(sealer);
+    /// `can_seal` false: the sealer refuses every entry (trusted keys, no signing key), so
+    /// this process uploads nothing, and so takes no claim on the remote either (the
+    /// fleet would wait for an entry it never sends).
+    void set_remote_sealer(std::function<bool(key const&, std::string_view, std::string&)> sealer,
+                           bool can_seal = true) {
+        if (!state_) return;
+        state_->remote_sealer = std::move(sealer);
+        state_->remote_can_seal = can_seal;
     }
 
     /// Signed entries (basic_cache calls it when cache_options::signatures is set): what the
@@ -11178,7 +11185,7 @@ public:
     claim_answer try_claim(key const& k, claim_request const& request) noexcept {
         if (!state_ || state_->forked_mid_job()) return {};
         bool const remote_ok = state_->remote && state_->options.mode == remote_mode::read_write &&
-                               state_->remote_usable() && !remote_skipped();
+                               state_->remote_can_seal && state_->remote_usable() && !remote_skipped();
         return detail::tier_try_claim(state_.get(), state_->local ? &*state_->local : static_cast<Local*>(nullptr),
                                       remote_ok ? &*state_->remote : static_cast<Remote*>(nullptr), k, request);
     }
@@ -11430,6 +11437,7 @@ private:
         std::string secret_setting = "the secret file", replace_setting = "PREFIX_REMOTE_REPLACE_UNAUTHENTIC";
         /// Signed entries: makes a store's upload from its local entry (set_remote_sealer).
         std::function<bool(key const&, std::string_view, std::string&)> remote_sealer;
+        bool remote_can_seal = true; ///< set_remote_sealer's can_seal
         /// Signed entries: makes the local copy of a remote identity record (set_record_resealer).
         std::function<bool(key const&, std::string_view, std::string&)> record_resealer;
         clock::duration slow_waited{0};   ///< the waits of slow answers so far (see tier_options::budget)
@@ -14981,14 +14989,16 @@ private:
         if constexpr (detail::has_set_remote_sealer<Storage>::value) {
             if (!enabled_ || !remote_auth_.is_signed()) return;
             envelope_auth const local = auth_, remote = remote_auth_;
-            storage_.set_remote_sealer([local, remote](key const&, std::string_view entry, std::string& out) {
-                try {
-                    return reseal_envelope(entry, local, remote, out);
-                } catch (...) {
-                    out.clear();
-                    return false;
-                }
-            });
+            storage_.set_remote_sealer(
+                [local, remote](key const&, std::string_view entry, std::string& out) {
+                    try {
+                        return reseal_envelope(entry, local, remote, out);
+                    } catch (...) {
+                        out.clear();
+                        return false;
+                    }
+                },
+                remote_auth_.signatures()->can_sign());
         }
         // And the identity record a tier copies from its remote beside an entry it copied
         // (not read through this cache): verified by signature, kept resealed in the local

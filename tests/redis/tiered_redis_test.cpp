@@ -557,7 +557,9 @@ TEST_CASE_METHOD(server_and_folder,
         return std::vector<std::string>{"MACHINE_DIR=" + (dir.path() / local).string(),
                                         "MACHINE_REMOTE=" + proxy.url(), "MACHINE_REMOTE_NAMESPACE=" + ns,
                                         "MACHINE_SECRET_FILE=" + (dir.path() / "fleet.key").string(),
-                                        "MACHINE_PREFETCH=1"};
+                                        "MACHINE_PREFETCH=1",
+                                        // (no claims on the server: this test counts reads and uploads)
+                                        "MACHINE_SINGLE_FLIGHT=local"};
     };
     // A, cold: the batch finds nothing; each miss and its record's read are answered from it.
     REQUIRE(a({"CONFIG", "RESETSTAT"}) == "OK");

@@ -90,7 +90,8 @@ bool claim_owner_alive(std::string_view owner, bool& same_machine) noexcept {
         if (boot.empty() || boot == "?" || boot != claim_field(mine, "boot")) return true;
         // Containers of one machine share its boot id but not its process ids: another
         // host name is another process space, whose pids say nothing here.
-        if (claim_field(owner, "host") != claim_field(mine, "host")) return true;
+        std::string const host = claim_field(owner, "host");
+        if (!host.empty() && host != "?" && host != claim_field(mine, "host")) return true;
         same_machine = true;
         std::string const pid_text = claim_field(owner, "pid");
         char* end = nullptr;
