@@ -4265,7 +4265,7 @@ namespace detail {
 
 /// This process as a claim names it: `pid=N boot=BOOT_ID start=TICKS host=NAME`, the
 /// process's start time in clock ticks since boot (so that a reused pid is told apart).
-COMPILE_CACHE_DECL std::string const& claim_owner() noexcept;
+COMPILE_CACHE_DECL std::string claim_owner() noexcept;
 
 /// Whether the process a claim names (claim_owner()'s text) is alive: false when it ran on
 /// this boot of this machine and is gone (no such pid, or the pid's start time differs);
@@ -4289,6 +4289,7 @@ COMPILE_CACHE_DECL std::string claim_field(std::string_view owner, std::string_v
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 #include <signal.h>
@@ -4330,24 +4331,32 @@ inline std::string host_name() {
 }
 } // namespace claim_impl
 
-std::string const& claim_owner() noexcept {
-    // Per process: a forked child names itself (its pid and start time differ).
-    static thread_local ::pid_t cached_pid = 0;
-    static thread_local std::string cached;
+std::string claim_owner() noexcept {
+    // Per process: a forked child names itself (its pid and start time differ). Kept in
+    // static storage, not per thread: a worker thread's copy would be memory a forked
+    // child inherits with no thread to own it. A lock another thread held at a fork is
+    // never waited for: the text is then made anew.
+    static std::mutex mutex;
+    static ::pid_t cached_pid = 0;
+    static std::string cached;
     try {
         ::pid_t const pid = ::getpid();
-        if (pid != cached_pid) {
-            std::string boot = claim_impl::first_line("/proc/sys/kernel/random/boot_id");
-            if (boot.empty()) boot = "?";
-            std::string start = claim_impl::start_ticks(0);
-            if (start.empty()) start = "?";
-            cached = "pid=" + std::to_string(pid) + " boot=" + boot + " start=" + start +
-                     " host=" + claim_impl::host_name();
+        std::unique_lock<std::mutex> lock(mutex, std::try_to_lock);
+        if (lock.owns_lock() && pid == cached_pid) return cached;
+        std::string boot = claim_impl::first_line("/proc/sys/kernel/random/boot_id");
+        if (boot.empty()) boot = "?";
+        std::string start = claim_impl::start_ticks(0);
+        if (start.empty()) start = "?";
+        std::string owner = "pid=" + std::to_string(pid) + " boot=" + boot + " start=" + start +
+                            " host=" + claim_impl::host_name();
+        if (lock.owns_lock()) {
+            cached = owner;
             cached_pid = pid;
         }
+        return owner;
     } catch (...) {
+        return {};
     }
-    return cached;
 }
 
 std::string claim_field(std::string_view owner, std::string_view field) {
