@@ -60,17 +60,6 @@ using read_many_of_t = decltype(std::declval<S&>().read_many(
 /// `read_many` (else one read per key). A default-constructed one holds none: reads
 /// are absent, the rest fail with invalid_argument. Thread-safe as the held
 /// alternative is; move-only when one of them is.
-namespace detail {
-template <class S>
-using remote_reconnects_t = decltype(S::reconnects_after_fork);
-/// Whether remote S says that a forked child's calls make connections of their own.
-template <class S>
-constexpr bool remote_reconnects() noexcept {
-    if constexpr (is_detected<remote_reconnects_t, S>::value) return bool(S::reconnects_after_fork);
-    else return false;
-}
-} // namespace detail
-
 template <class... Remotes>
 class remote_by_url {
     static_assert(sizeof...(Remotes) >= 1, "compile_cache: remote_by_url needs at least one remote");
@@ -172,7 +161,7 @@ public:
 
     /// A forked child may use it when every alternative makes connections of its own there
     /// (tiered_storage: `reconnects_after_fork`).
-    static constexpr bool reconnects_after_fork = (detail::remote_reconnects<Remotes>() && ...);
+    static constexpr bool reconnects_after_fork = (detail::remote_reconnects_after_fork<Remotes>() && ...);
 
     /// The held remote's listing; operation_not_supported when it cannot list.
     std::error_code list(std::vector<stored_entry>& out) const {

@@ -130,18 +130,6 @@ using partial_failure_t = decltype(std::declval<S const&>().partial_failure(std:
 template <class S>
 using has_partial_failure = is_detected_convertible<bool, partial_failure_t, S>;
 
-template <class S>
-using reconnects_after_fork_t = decltype(S::reconnects_after_fork);
-/// A remote that says (`static constexpr bool reconnects_after_fork = true`) that a
-/// forked child never uses the connections it inherited: its first call there makes one
-/// of its own (redis_storage). A tier then uses it in a child forked while its worker
-/// still had uploads queued, which the parent sends on the inherited ones.
-template <class S>
-constexpr bool remote_reconnects_after_fork() noexcept {
-    if constexpr (is_detected<reconnects_after_fork_t, S>::value) return bool(S::reconnects_after_fork);
-    else return false;
-}
-
 /// The jobs one tier runs off the host's path, and the thread that runs them: a queue
 /// bounded in bytes (push never waits for room: a job that does not fit is refused),
 /// a thread started at the first push, a bounded drain at the end. Fork-safe: a child
