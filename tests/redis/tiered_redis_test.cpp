@@ -79,11 +79,7 @@ struct machine {
 };
 
 /// Calls of one command the server has answered since its statistics were reset.
-std::uint64_t calls_of(admin& a, std::string const& command) {
-    std::string const field = a.info("commandstats", "cmdstat_" + command);
-    if (field.empty()) return 0;
-    return std::stoull(field.substr(field.find("calls=") + 6));
-}
+std::uint64_t calls_of(admin& a, std::string const& command) { return a.calls(command); }
 
 /// A fresh redis-server, a connection to inspect it, and a scratch folder for the machines' caches.
 struct server_and_folder {
