@@ -48,7 +48,7 @@ void truncate_to_a_page(char const* path) { REQUIRE(::truncate(path, 4096) == 0)
 
 std::uint64_t sum_of(std::string_view bytes) {
     std::uint64_t sum = 0;
-    for (unsigned char c : bytes) sum += c;
+    for (char c : bytes) sum += static_cast<unsigned char>(c);
     return sum;
 }
 
