@@ -100,6 +100,49 @@ TEST_CASE("single flight: a directory claim is created exclusively, held while i
     CHECK(sf_claims_under(dir.path()).empty());
 }
 
+TEST_CASE("single flight: an entry stored between this process's miss and its claim is loaded, not compiled again",
+          "[single-flight]") {
+    temp_dir dir;
+    std::string const path = (dir.path() / "cache").string();
+    cc::key const k = sf_key_named("k");
+    {
+        cc::directory_storage s(path);
+        cc::claim_answer const none_yet = s.try_claim(k, {});
+        REQUIRE(none_yet.state == cc::claim_state::claimed);
+        CHECK_FALSE(none_yet.entry_seen);
+        s.release_claim(k);
+    }
+    // A storage whose first read answers absent: the miss came before another process
+    // stored the entry and released its claim.
+    struct late_storage : cc::directory_storage {
+        using cc::directory_storage::directory_storage;
+        std::shared_ptr<int> reads = std::make_shared<int>(0);
+        cc::read_result read(cc::key const& key, std::string& out, std::size_t max_size) {
+            if ((*reads)++ == 0) return cc::read_result{cc::read_status::absent};
+            return cc::directory_storage::read(key, out, max_size);
+        }
+        cc::read_result read_view(cc::key const& key, std::string& out, std::size_t max_size, view_type& view) {
+            if ((*reads)++ == 0) return cc::read_result{cc::read_status::absent};
+            return cc::directory_storage::read_view(key, out, max_size, view);
+        }
+    };
+    using late_cache = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, late_storage>;
+    auto const kr = cc::key_builder<cc::sha256>().add("ir", std::string("k")).finish();
+    {
+        cc::default_cache writer = cc::default_cache(cc::directory_storage(path));
+        REQUIRE(writer.store(kr, std::string("stored by another process")));
+    }
+    late_cache cache{late_storage(path)};
+    int compiles = 0;
+    auto const got = cache.get_or_compile<std::string>(kr, cc::entry_info{}, [&] {
+        ++compiles;
+        return std::string("compiled again");
+    });
+    CHECK(got.value == "stored by another process");
+    CHECK(compiles == 0);
+    CHECK(sf_claims_under(dir.path()).empty());
+}
+
 TEST_CASE("single flight: a claim whose owner is gone is taken over at once, another machine's when it expired",
           "[single-flight]") {
     temp_dir dir;

@@ -180,10 +180,11 @@ std::optional<Artifact> claim_or_wait(Storage& storage, claim_guard<Storage>& gu
             if (answer.state == claim_state::claimed) {
                 guard.hold(k);
                 // After a wait, the claimant may have stored the entry and released its
-                // claim between our last read and this claim: read once more. (Not after
-                // a first miss: that window is microseconds wide, and a read there would
-                // cost every lone miss, a round trip with a remote.)
-                if (waiting && entry_present(storage, k, max_entry_size, scratch)) {
+                // claim between our last read and this claim: read once more. After a
+                // first miss only when the storage saw the entry as it claimed (a read
+                // there would cost every lone miss a round trip with a remote, and the
+                // window is narrow unless this process was preempted within it).
+                if ((waiting || answer.entry_seen) && entry_present(storage, k, max_entry_size, scratch)) {
                     std::optional<Artifact> loaded = load();
                     if (loaded) {
                         guard.release();

@@ -4259,6 +4259,9 @@ struct claim_answer {
     claim_state state = claim_state::none;
     bool took_over = false; ///< claimed after removing a dead claim (its owner gone, or expired)
     std::string holder;     ///< who holds a claim found held (for the log), when known
+    /// Claimed, and the entry was there once the claim was taken (another process stored
+    /// it and released its claim after this one's miss): read it before compiling.
+    bool entry_seen = false;
 };
 
 namespace detail {
@@ -8681,6 +8684,10 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
                     return claim_answer{};
                 }
                 answer.state = claim_state::claimed;
+                // A claimant stores before it releases: an entry here now came after our
+                // miss (a process preempted between its miss and this claim sees it).
+                struct ::stat st {};
+                answer.entry_seen = ::stat(entry.c_str(), &st) == 0;
                 return answer;
             }
             if (errno != EEXIST) return answer; // read-only, no permission: no claims, as before
@@ -10603,6 +10610,7 @@ claim_answer tier_try_claim(void const* tier, Local* local, Remote* remote, key 
                 remote_answer = claim_answer{};
             }
             remote_answer.took_over = remote_answer.took_over || local_answer.took_over;
+            remote_answer.entry_seen = remote_answer.entry_seen || local_answer.entry_seen;
             if (remote_answer.state == claim_state::held) {
                 if constexpr (has_claims<Local>::value)
                     if (local_answer.state == claim_state::claimed) local->release_claim(k);
@@ -13772,10 +13780,11 @@ std::optional<Artifact> claim_or_wait(Storage& storage, claim_guard<Storage>& gu
             if (answer.state == claim_state::claimed) {
                 guard.hold(k);
                 // After a wait, the claimant may have stored the entry and released its
-                // claim between our last read and this claim: read once more. (Not after
-                // a first miss: that window is microseconds wide, and a read there would
-                // cost every lone miss, a round trip with a remote.)
-                if (waiting && entry_present(storage, k, max_entry_size, scratch)) {
+                // claim between our last read and this claim: read once more. After a
+                // first miss only when the storage saw the entry as it claimed (a read
+                // there would cost every lone miss a round trip with a remote, and the
+                // window is narrow unless this process was preempted within it).
+                if ((waiting || answer.entry_seen) && entry_present(storage, k, max_entry_size, scratch)) {
                     std::optional<Artifact> loaded = load();
                     if (loaded) {
                         guard.release();

@@ -40,6 +40,9 @@ struct claim_answer {
     claim_state state = claim_state::none;
     bool took_over = false; ///< claimed after removing a dead claim (its owner gone, or expired)
     std::string holder;     ///< who holds a claim found held (for the log), when known
+    /// Claimed, and the entry was there once the claim was taken (another process stored
+    /// it and released its claim after this one's miss): read it before compiling.
+    bool entry_seen = false;
 };
 
 namespace detail {

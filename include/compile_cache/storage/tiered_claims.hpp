@@ -64,6 +64,7 @@ claim_answer tier_try_claim(void const* tier, Local* local, Remote* remote, key 
                 remote_answer = claim_answer{};
             }
             remote_answer.took_over = remote_answer.took_over || local_answer.took_over;
+            remote_answer.entry_seen = remote_answer.entry_seen || local_answer.entry_seen;
             if (remote_answer.state == claim_state::held) {
                 if constexpr (has_claims<Local>::value)
                     if (local_answer.state == claim_state::claimed) local->release_claim(k);

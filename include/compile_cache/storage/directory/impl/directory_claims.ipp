@@ -103,6 +103,10 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
                     return claim_answer{};
                 }
                 answer.state = claim_state::claimed;
+                // A claimant stores before it releases: an entry here now came after our
+                // miss (a process preempted between its miss and this claim sees it).
+                struct ::stat st {};
+                answer.entry_seen = ::stat(entry.c_str(), &st) == 0;
                 return answer;
             }
             if (errno != EEXIST) return answer; // read-only, no permission: no claims, as before
