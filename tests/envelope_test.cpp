@@ -261,6 +261,8 @@ TEST_CASE("envelope versions: a plain entry is version 3, a compressed one 4; a 
         CHECK(o.status == cc::envelope_status::ok);
         CHECK(o.version == 4);
         CHECK(o.compressed);
+        // A reader without the secret tells it from damage by its header, as for version 3.
+        CHECK(cc::inspect_envelope(entry).status == cc::envelope_status::unauthenticated);
     }
     SECTION("a version-5 entry: foreign_version, left where it is") {
         std::string const later = resealed_as(plain, 5, 0);

@@ -5,6 +5,7 @@
 #include "catch2_compat.hpp"
 #include "support/model.hpp"
 #include "support/posix.hpp"
+#include "support/signing_keys.hpp"
 #include "support/stored_entry.hpp"
 
 #include <compile_cache/cache.hpp>
@@ -29,26 +30,11 @@ namespace fs = std::filesystem;
 using namespace compile_cache_test;
 using namespace compile_cache_test::model;
 
-cc::ed25519_signer new_key(std::string const& name) {
-    std::string why;
-    auto s = cc::ed25519_signer::generate(name, why);
-    INFO(why);
-    REQUIRE(s);
-    return std::move(*s);
-}
+using compile_cache_test::reader_of;
+using compile_cache_test::trusting;
+using compile_cache_test::writer_of;
 
-cc::trusted_keys trusting(std::vector<cc::ed25519_public_key> const& keys) {
-    cc::trusted_keys t;
-    for (auto const& k : keys) t.add(k);
-    return t;
-}
-
-std::shared_ptr<cc::entry_signatures const> writer_of(cc::ed25519_signer signer) {
-    return std::make_shared<cc::ed25519_entry_signatures>(std::move(signer));
-}
-std::shared_ptr<cc::entry_signatures const> reader_of(cc::trusted_keys keys) {
-    return std::make_shared<cc::ed25519_entry_signatures>(std::move(keys));
-}
+cc::ed25519_signer new_key(std::string const& name) { return compile_cache_test::new_signing_key(name); }
 
 cc::entry_metadata meta() {
     cc::entry_metadata m;
