@@ -227,7 +227,7 @@ std::string resealed_as(std::string const& entry, std::uint16_t version, std::ui
 }
 } // namespace
 
-TEST_CASE("envelope versions: a plain entry is version 3, a compressed one 4; a version-5 entry is a foreign_version "
+TEST_CASE("envelope versions: a plain entry is version 3, a compressed one 4, a version-5 entry is a foreign_version "
           "miss the storage is not told of, a version-3 entry with a version-4 flag a corrupt one",
           "[envelope]") {
     cc::memory_storage memory;
