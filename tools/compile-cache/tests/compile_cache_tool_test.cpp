@@ -1038,6 +1038,7 @@ TEST_CASE("compile-cache keygen: a new secret key file of mode 0600, never over 
 }
 
 // (Here rather than at the top: what the signed-entry cases below need.)
+#include <compile_cache/envelope.hpp>
 #include <compile_cache/hasher/sha256.hpp>
 #include <compile_cache/key/key.hpp>
 
@@ -1195,6 +1196,24 @@ TEST_CASE("compile-cache list: a signed entry reads 'signed (key id ...), not ch
     process_result const blind_json = tool({"list", dir.string(), "--json"});
     REQUIRE_EXIT(blind_json, 0);
     CHECK(json_query(blind_json.out, "sorted(set(e['status'] for e in d['entries']))") == "['unchecked']");
+
+    // An entry of a later envelope version (5, its CRC-32C made again): not checked, and
+    // the line says which versions this tool reads.
+    fs::path const later = root.path() / "later";
+    process_spec spec;
+    spec.argv = {MAKE_ENTRIES, later.string(), "1"};
+    spec.env = tool_environment();
+    REQUIRE_EXIT(run_process(spec), 0);
+    fs::path const entry = later / made_entry_key(0).substr(0, 2) / made_entry_key(0);
+    std::string v5 = read_file(entry);
+    REQUIRE(v5[8] == 3);
+    v5 = v5.substr(0, v5.size() - 4);
+    v5[8] = 5;
+    compile_cache::detail::append_envelope_check(v5);
+    write_file(entry, v5);
+    process_result const listed_later = tool({"list", later.string()});
+    REQUIRE_EXIT(listed_later, 0);
+    CHECK(count_lines(listed_later.out, "envelope version 5, which this tool (versions 3 and 4) does not read") == "1");
 }
 
 TEST_CASE("compile-cache copy --trusted-keys-file copies signed entries byte for byte, and without the keys or from an "
