@@ -8,6 +8,7 @@
 #include <compile_cache/cache.hpp>
 #include <compile_cache/default_cache.hpp>
 #include <compile_cache/envelope.hpp>
+#include <compile_cache/storage/memory_storage.hpp>
 
 #include <boost/serialization/string.hpp>
 #include <boost/serialization/vector.hpp>
@@ -103,7 +104,7 @@ TEST_CASE("inspect_envelope checks an entry without knowing its key or serialize
     cc::opened_envelope const e = cc::inspect_envelope(s.sound);
     REQUIRE(e.status == cc::envelope_status::ok);
     CHECK(e.stored_key == s.k.value());
-    CHECK(e.version == cc::envelope_version);
+    CHECK(e.version == cc::envelope_version_plain);
     CHECK(!e.keyed);
     CHECK(e.metadata.name == "axpy");
     CHECK(e.metadata.format_id == cc::boost_binary::format_id());
@@ -188,12 +189,106 @@ TEST_CASE("a sound entry in another envelope version is a miss with reason forei
     stored_entry s;
     // Offset 8, right after the magic: the version, little-endian. Sealed again with a
     // valid check value, as a later release of the library would write it.
-    REQUIRE(static_cast<unsigned char>(s.sound[8]) == (cc::envelope_version & 0xff));
-    REQUIRE(static_cast<unsigned char>(s.sound[9]) == (cc::envelope_version >> 8));
+    REQUIRE(static_cast<unsigned char>(s.sound[8]) == cc::envelope_version_plain);
+    REQUIRE(static_cast<unsigned char>(s.sound[9]) == 0);
     std::string later = s.sound.substr(0, s.sound.size() - cc::detail::envelope_check_size);
     later[8] = static_cast<char>((cc::envelope_version + 1) & 0xff);
     later[9] = static_cast<char>((cc::envelope_version + 1) >> 8);
     CHECK(s.misses_when_resealed(later, cc::miss_reason::foreign_version));
+}
+
+namespace {
+/// A storage over memory that hears of the entries the cache found damaged (its
+/// corrupt(), which a shared storage may answer by deleting the entry).
+struct storage_told_of_damage {
+    cc::memory_storage* inner;
+    std::vector<cc::key>* told;
+    void corrupt(cc::key const& k) {
+        told->push_back(k);
+        inner->remove(k);
+    }
+    cc::read_result read(cc::key const& k, std::string& out, std::size_t max_size) {
+        return inner->read(k, out, max_size);
+    }
+    std::error_code write(cc::key const& k, std::string_view bytes) { return inner->write(k, bytes); }
+    std::error_code remove(cc::key const& k) { return inner->remove(k); }
+};
+
+/// `entry` with its version changed to `version` and its flags to `flags`, sealed again
+/// with a valid CRC-32C: what a writer of that version would write.
+std::string resealed_as(std::string const& entry, std::uint16_t version, std::uint16_t flags) {
+    std::string out = entry.substr(0, entry.size() - cc::detail::envelope_check_size);
+    out[8] = static_cast<char>(version & 0xff);
+    out[9] = static_cast<char>(version >> 8);
+    out[10] = static_cast<char>(flags & 0xff);
+    out[11] = static_cast<char>(flags >> 8);
+    cc::detail::append_envelope_check(out);
+    return out;
+}
+} // namespace
+
+TEST_CASE("envelope versions: a plain entry is version 3, a compressed one 4, a version-5 entry is a foreign_version "
+          "miss the storage is not told of, a version-3 entry with a version-4 flag a corrupt one",
+          "[envelope]") {
+    cc::memory_storage memory;
+    std::vector<cc::key> told;
+    cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, storage_told_of_damage> cache(
+        storage_told_of_damage{&memory, &told});
+    cc::key_result const k = cache.make_key_builder("envelope versions").add("ir", "axpy").finish();
+    REQUIRE(cache.store(k, small_kernel(), axpy_info));
+    std::string plain;
+    REQUIRE(memory.read(k.value(), plain, 1 << 20).status == cc::read_status::found);
+    CHECK(plain[8] == 3); // version 3, little-endian
+    CHECK(plain[9] == 0);
+    CHECK(cc::inspect_envelope(plain).version == 3);
+
+    SECTION("compressed: version 4, and back to 3 when the compression is dropped") {
+        std::string entry;
+        cc::envelope_auth const auth("a secret");
+        cc::envelope_writer w(entry, k.value(), cc::entry_metadata{}, auth);
+        std::size_t const payload_at = entry.size();
+        w.begin_compressed_payload(3);
+        CHECK(entry[8] == 4);
+        CHECK(entry[11] == 1); // flag 0x0100
+        w.drop_compressed_payload(payload_at);
+        CHECK(entry[8] == 3);
+        CHECK(entry[10] == 1); // still keyed
+        CHECK(entry[11] == 0);
+        w.begin_compressed_payload(3);
+        w.out() += "abc";
+        w.seal();
+        cc::opened_envelope const o = cc::inspect_envelope(entry, auth);
+        CHECK(o.status == cc::envelope_status::ok);
+        CHECK(o.version == 4);
+        CHECK(o.compressed);
+        // A reader without the secret tells it from damage by its header, as for version 3.
+        CHECK(cc::inspect_envelope(entry).status == cc::envelope_status::unauthenticated);
+    }
+    SECTION("a version-5 entry: foreign_version, left where it is") {
+        std::string const later = resealed_as(plain, 5, 0);
+        REQUIRE(!memory.write(k.value(), later));
+        CHECK(!cache.load<compiled_kernel>(k, axpy_info));
+        CHECK(cache.stats().miss_count(cc::miss_reason::foreign_version) == 1);
+        CHECK(told.empty());
+        std::string still;
+        CHECK(memory.read(k.value(), still, 1 << 20).status == cc::read_status::found);
+        CHECK(still == later);
+    }
+    SECTION("a version-3 entry with the signature or compression flag: corrupt, and the storage is told") {
+        for (std::uint16_t flags : {std::uint16_t{2}, std::uint16_t{0x0100}}) {
+            INFO("flags " << flags);
+            told.clear();
+            REQUIRE(!memory.write(k.value(), resealed_as(plain, 3, flags)));
+            CHECK(!cache.load<compiled_kernel>(k, axpy_info));
+            CHECK(told.size() == 1);
+        }
+        CHECK(cache.stats().miss_count(cc::miss_reason::corrupt) == 2);
+    }
+    SECTION("a version-4 entry of this reader's mode opens, whatever version it would have been written as") {
+        REQUIRE(!memory.write(k.value(), resealed_as(plain, 4, 0)));
+        CHECK(cache.load<compiled_kernel>(k, axpy_info));
+        CHECK(told.empty());
+    }
 }
 
 TEST_CASE("an entry written with another serializer format is a miss with reason foreign_version",

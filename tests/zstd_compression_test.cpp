@@ -327,6 +327,7 @@ TEST_CASE("a decompression bomb made by zstd is a counted corrupt miss, and its 
         cc::envelope_auth const auth;
         cc::envelope_writer w(entry, k, m, auth);
         entry[11] = static_cast<char>(entry[11] | 0x01); // compressed, with 3 payload bytes
+        entry[8] = 4;                                     // (which envelope version 4 says)
         w.out() += "abc";
         w.seal();
         write_bytes(dir.path(), k, entry);

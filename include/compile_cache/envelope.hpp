@@ -3,12 +3,15 @@
 // reaches a deserializer: Boost trusts its input. docs/design.md ("Entries") says why
 // the check is a CRC-32C or an HMAC and what the earlier versions were.
 //
-// Layout, envelope version 3 (integers little-endian):
+// Layout, envelope versions 3 and 4 (integers little-endian; the same fields):
 //   magic        8  "CCENTRY\n"
-//   version      2  envelope_version
+//   version      2  3 for an entry whose flags a version-3 reader knew (a CRC-32C or an
+//                   HMAC, uncompressed: what readers of earlier releases still read);
+//                   4 for one that uses anything else (a signature, or compression), so
+//                   that those readers see a sound entry of another version, a clean miss
 //   flags        2  low byte, the check value: 0 unkeyed (CRC-32C), 1 keyed (HMAC-SHA256),
-//                   2 signed (Ed25519); bit 0x0100: the payload is compressed with zstd
-//                   (see payload); any other value is refused
+//                   2 signed (Ed25519, version 4 only); bit 0x0100 (version 4 only): the
+//                   payload is compressed with zstd (see payload); any other value is refused
 //   key size     1, key bytes
 //   metadata     4  length, then: name, origin file, serializer format id (each u32 length +
 //                   bytes), origin line (i64), creation time (i64 ns since the epoch),
@@ -22,8 +25,9 @@
 //                   before the signature (the key id included)
 // The check value is checked first, in the reader's mode (envelope_auth): any damaged
 // byte reads as corrupt (keyed: unauthenticated), a sound entry of another version as
-// foreign_version. A compressed entry is opened here and decompressed by the cache
-// (compression.hpp), bounded by the size it declares, itself bounded by the cache's.
+// foreign_version, a version-3 entry with flags only version 4 has as corrupt. A
+// compressed entry is opened here and decompressed by the cache (compression.hpp),
+// bounded by the size it declares, itself bounded by the cache's.
 #pragma once
 
 #include <compile_cache/detail/config.hpp>
@@ -46,7 +50,12 @@
 
 namespace compile_cache {
 
-inline constexpr std::uint16_t envelope_version = 3;
+/// The newest envelope version: what an entry that is signed or compressed is written
+/// as. This release reads it and envelope_version_plain; any other is foreign_version.
+inline constexpr std::uint16_t envelope_version = 4;
+/// The version of a plain entry (a CRC-32C or an HMAC, uncompressed), still written as
+/// earlier releases wrote it, so that their readers on a shared remote keep reading it.
+inline constexpr std::uint16_t envelope_version_plain = 3;
 
 /// What an entry says about itself, besides its key.
 struct entry_metadata {
@@ -165,6 +174,35 @@ inline constexpr std::size_t envelope_signed_check_size = 8 + entry_signatures::
 
 /// The size of the check value at the end of an unkeyed entry.
 inline constexpr std::size_t envelope_check_size = 4;
+
+/// The version an entry with `flags` is written as: envelope_version_plain when a
+/// version-3 reader knew every flag (a CRC-32C or an HMAC, nothing else), else
+/// envelope_version.
+constexpr std::uint16_t envelope_version_for(std::uint16_t flags) noexcept {
+    return flags == envelope_flags_crc32c || flags == envelope_flag_keyed ? envelope_version_plain : envelope_version;
+}
+
+/// Whether an entry of `version` may carry `flags`: version 3 only a CRC-32C or an
+/// HMAC (nothing else was ever written or read as 3), version 4 any known authenticator
+/// with or without compression. False for any other version.
+constexpr bool envelope_flags_known(std::uint16_t version, std::uint16_t flags) noexcept {
+    if (version == envelope_version_plain) return envelope_version_for(flags) == envelope_version_plain;
+    if (version != envelope_version) return false;
+    std::uint16_t const authenticator = flags & envelope_flags_authenticator;
+    return authenticator <= envelope_flag_signed && (flags & ~(envelope_flags_authenticator | envelope_flag_zstd)) == 0;
+}
+
+/// Whether this release reads entries of `version` (3 and 4).
+constexpr bool envelope_version_known(std::uint16_t version) noexcept {
+    return version == envelope_version_plain || version == envelope_version;
+}
+
+/// Writes `flags` into the entry started in `out`, and the version they need
+/// (envelope_version_for): the one place the two are set together.
+COMPILE_CACHE_DECL void set_envelope_flags(std::string& out, std::uint16_t flags) noexcept;
+
+/// The flags of the entry started in `out` (unchecked).
+COMPILE_CACHE_DECL std::uint16_t envelope_flags_of(std::string const& out) noexcept;
 
 /// Appends the check value of `out` (everything in it so far) to `out`.
 COMPILE_CACHE_DECL void append_envelope_check(std::string& out);
@@ -329,19 +367,19 @@ public:
     /// Marks the entry compressed with zstd (flag 0x0100) and writes the size the payload
     /// has once decompressed; the caller then appends the zstd frame as the payload.
     /// Call before any payload byte is appended.
+    /// The entry becomes envelope version 4 (compression is unknown to version 3).
     void begin_compressed_payload(std::uint64_t uncompressed_size) {
-        char& high = out_[detail::envelope_flags_at + 1]; // the flags' high byte (little-endian)
-        high = static_cast<char>(static_cast<unsigned char>(high) | (detail::envelope_flag_zstd >> 8));
+        detail::set_envelope_flags(out_, detail::envelope_flags_of(out_) | detail::envelope_flag_zstd);
         detail::append_le<std::uint64_t>(out_, uncompressed_size);
     }
 
     /// Undoes begin_compressed_payload: cuts out() back to `payload_at` (its size before
-    /// begin_compressed_payload) and clears the flag, for a plain payload instead.
+    /// begin_compressed_payload) and clears the flag (and the version it needed), for a
+    /// plain payload instead.
     void drop_compressed_payload(std::size_t payload_at) {
         out_.resize(payload_at);
-        out_[detail::envelope_flags_at + 1] =
-            static_cast<char>(static_cast<unsigned char>(out_[detail::envelope_flags_at + 1]) &
-                              ~(detail::envelope_flag_zstd >> 8));
+        detail::set_envelope_flags(
+            out_, static_cast<std::uint16_t>(detail::envelope_flags_of(out_) & ~detail::envelope_flag_zstd));
     }
 
 private:
@@ -409,14 +447,15 @@ bool read_components(envelope_reader& in, std::uint32_t count, F&& f) {
 COMPILE_CACHE_DECL bool parse_metadata(std::string_view meta_bytes, envelope_fields& r);
 
 /// Reads an entry's header from `in`, placed just after the magic: the version into
-/// `r.version` and the flags into `flags`; then, for envelope_version, the key and the
-/// metadata into `r`. False when the version is another (r.version says so) or a field
-/// does not fit or is out of bounds. The one reader of the header's layout.
+/// `r.version` and the flags into `flags`; then, for a version this release reads (3 or
+/// 4), the key and the metadata into `r`. False when the version is another (r.version
+/// says so) or a field does not fit or is out of bounds. The one reader of the header's
+/// layout.
 COMPILE_CACHE_DECL bool read_envelope_header(envelope_reader& in, std::uint16_t& flags, envelope_fields& r);
 
 /// The header of `entry` (key, metadata), read without its check value: `entry` must
 /// have been checked already, or be checked by whoever uses what it says. False when
-/// it is not an entry of envelope_version or its header does not parse.
+/// it is not an entry of a version this release reads or its header does not parse.
 COMPILE_CACHE_DECL bool read_unchecked_header(std::string_view entry, envelope_fields& r);
 
 /// Reads an entry whose check value is sound in `auth`'s mode: version, flags, bounds,

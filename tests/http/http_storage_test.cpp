@@ -10,6 +10,10 @@
 #include "support/model.hpp"
 #include "support/posix.hpp"
 #include "support/process.hpp"
+#include "support/tier_machine.hpp"
+#if COMPILE_CACHE_TEST_SIGNING
+#include "support/signing_keys.hpp"
+#endif
 
 #include <compile_cache/compile_cache.hpp>
 #include <compile_cache/storage/http/http_storage.hpp>
@@ -1076,3 +1080,136 @@ TEST_CASE("a name whose DNS server never answers costs the connect timeout and n
     }
     CHECK(answer == "ok");
 }
+
+// --- Signed entries: CI writes, developers read (signing/signed_entries.hpp) ---------------
+
+#if COMPILE_CACHE_TEST_SIGNING
+
+namespace {
+
+/// A machine before a WebDAV server: `signatures` a writer's or a reader's, local entries
+/// under `secret` (support/tier_machine.hpp; the Redis signed tests use the same).
+struct signed_machine : compile_cache_test::tier_machine<cc::http_storage> {
+    signed_machine(fs::path const& local, std::string const& url, std::shared_ptr<cc::entry_signatures const> signatures,
+                   std::string secret = {})
+        : tier_machine(local.string(), storage_at(url), with_signatures(std::move(signatures), std::move(secret)),
+                       sync_uploads(), "signed_http_test", true) {}
+};
+
+/// The server's access log lines from line `from` on (access_log_lines waits for it to settle).
+std::vector<std::string> access_log_from(nginx_server const& s, std::size_t from) {
+    access_log_lines(s);
+    std::ifstream in(s.home / "access.log");
+    std::vector<std::string> lines;
+    std::string line;
+    for (std::size_t i = 0; std::getline(in, line); ++i)
+        if (i >= from) lines.push_back(line);
+    return lines;
+}
+
+/// How many of `lines` are requests of `method` ("GET", "PUT", ...).
+std::size_t requests_of(std::vector<std::string> const& lines, std::string const& method) {
+    return static_cast<std::size_t>(std::count_if(lines.begin(), lines.end(), [&](std::string const& l) {
+        return l.find("\"" + method + " ") != std::string::npos;
+    }));
+}
+
+} // namespace
+
+TEST_CASE("signed over HTTP: CI fills a WebDAV server through its tier, a reader with trusted keys only loads all 40, "
+          "then locally with no request, and sends no write",
+          "[http][tiered][signing]") {
+    own_server server("signed"); // its access log counts this test's requests alone
+    compile_cache_test::temp_dir dir;
+    std::string const url = server.server().url("plain", unique_path("signed"));
+    cc::ed25519_signer ci = compile_cache_test::new_signing_key("ci-2026");
+    cc::trusted_keys const keys = compile_cache_test::trusting({ci.public_key()});
+    {
+        signed_machine writer(dir.path() / "ci", url, compile_cache_test::writer_of(std::move(ci)));
+        for (int i = 0; i < 40; ++i) CHECK(writer.get(i) == cc::outcome::compiled);
+        CHECK(writer.remote("stores") == 40);
+    }
+    std::size_t const before_reader = access_log_lines(server.server());
+    {
+        // Read-write by default: without a signing key the tier is read-only all the same.
+        signed_machine dev(dir.path() / "dev", url, compile_cache_test::reader_of(keys), "dev secret");
+        for (int i = 0; i < 40; ++i) CHECK(dev.get(i) == cc::outcome::loaded);
+        CHECK(dev.remote("hits") == 40);
+        CHECK(dev.get(1000) == cc::outcome::compiled); // its own kernel: kept locally, not sent
+        CHECK(dev.remote("stores") == 0);
+    }
+    std::vector<std::string> const reader_requests = access_log_from(server.server(), before_reader);
+    INFO(reader_requests.size() << " requests from the reader");
+    CHECK(requests_of(reader_requests, "GET") >= 40);
+    CHECK(requests_of(reader_requests, "PUT") == 0);
+    CHECK(requests_of(reader_requests, "DELETE") == 0);
+    CHECK(requests_of(reader_requests, "MKCOL") == 0);
+    CHECK(requests_of(reader_requests, "GET") + requests_of(reader_requests, "HEAD") == reader_requests.size());
+
+    std::size_t const before_again = access_log_lines(server.server());
+    {
+        signed_machine dev(dir.path() / "dev", url, compile_cache_test::reader_of(keys), "dev secret");
+        for (int i = 0; i < 40; ++i) CHECK(dev.get(i) == cc::outcome::loaded);
+        CHECK(dev.remote("hits") == 0); // every one from the local copy, resealed under the dev secret
+    }
+    CHECK(access_log_from(server.server(), before_again).empty());
+}
+
+TEST_CASE("signed over HTTP: what a reader plants on the server (HMAC-sealed with its secret, signed by its own key, "
+          "one byte changed) never loads on another machine",
+          "[http][tiered][signing][security]") {
+    compile_cache_test::temp_dir dir;
+    std::string const base = unique_path("signed-planted");
+    std::string const url = main_server().url("plain", base);
+    cc::ed25519_signer ci = compile_cache_test::new_signing_key("ci-2026");
+    cc::trusted_keys const keys = compile_cache_test::trusting({ci.public_key()});
+    signed_machine ci_machine(dir.path() / "ci", url, compile_cache_test::writer_of(std::move(ci)));
+    for (int i = 0; i < 4; ++i) CHECK(ci_machine.get(i) == cc::outcome::compiled);
+
+    // The thief holds a reader's HMAC secret and a key of its own that nobody trusts, and
+    // the server lets it PUT.
+    cc::http_storage raw = storage_at(url);
+    auto const plant = [&](int n, std::string const& bytes) { REQUIRE_FALSE(raw.write(ci_machine.key(n).value(), bytes)); };
+    {
+        // 0: sealed with the reader's HMAC secret, as its local copies are.
+        signed_machine thief(dir.path() / "thief", main_server().url("plain", unique_path("thief")), nullptr,
+                             "dev secret");
+        CHECK(thief.get(0) == cc::outcome::compiled);
+        std::string bytes;
+        REQUIRE(thief.cache.storage().local().read(thief.key(0).value(), bytes, 1 << 20).status ==
+                cc::read_status::found);
+        plant(0, bytes);
+    }
+    {
+        // 1: signed by the reader's own key.
+        signed_machine rogue(dir.path() / "rogue", main_server().url("plain", unique_path("rogue")),
+                             compile_cache_test::writer_of(compile_cache_test::new_signing_key("laptop")));
+        CHECK(rogue.get(1) == cc::outcome::compiled);
+        std::string bytes;
+        REQUIRE(rogue.cache.storage().remote().read(rogue.key(1).value(), bytes, 1 << 20).status ==
+                cc::read_status::found);
+        plant(1, bytes);
+    }
+    {
+        // 2: CI's entry with one payload byte changed.
+        std::string bytes;
+        REQUIRE(raw.read(ci_machine.key(2).value(), bytes, 1 << 20).status == cc::read_status::found);
+        bytes[bytes.size() - 80] = static_cast<char>(bytes[bytes.size() - 80] ^ 0x01);
+        plant(2, bytes);
+    }
+    signed_machine third(dir.path() / "third", url, compile_cache_test::reader_of(keys), "third secret");
+    for (int i = 0; i < 3; ++i) CHECK(third.get(i) == cc::outcome::compiled); // each value checked: never the planted
+    CHECK(third.get(3) == cc::outcome::loaded);
+    cc::statistics_snapshot const st = third.cache.stats();
+    INFO(st.summary());
+    CHECK(st.miss_count(cc::miss_reason::unauthenticated) == 2); // HMAC-sealed, one byte changed
+    CHECK(st.miss_count(cc::miss_reason::untrusted_signer) == 1);
+    CHECK(third.remote("hits") == 1);
+    // Nothing planted was copied here: a fresh machine on this local directory, with the
+    // server's copies still planted, loads the kernels it compiled itself.
+    signed_machine third_again(dir.path() / "third", url, compile_cache_test::reader_of(keys), "third secret");
+    for (int i = 0; i < 4; ++i) CHECK(third_again.get(i) == cc::outcome::loaded);
+    CHECK(third_again.remote("hits") == 0);
+}
+
+#endif // COMPILE_CACHE_TEST_SIGNING

@@ -5,8 +5,11 @@
 #include "catch2_compat.hpp"
 #include "support/model.hpp"
 #include "support/redis_servers.hpp"
+#include "support/tier_machine.hpp"
 
 #if COMPILE_CACHE_TEST_SIGNING
+
+#include "support/signing_keys.hpp"
 
 #include <compile_cache/compile_cache.hpp>
 #include <compile_cache/signing/signed_entries.hpp>
@@ -26,10 +29,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-using compile_cache_test::model::code_kernel;
-using tier = cc::tiered_storage<cc::directory_storage, cc::redis_storage>;
-using tier_cache = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, tier>;
-
 cc::redis_storage remote_at(std::string const& url, std::string const& ns) {
     cc::redis_options o;
     o.url = url;
@@ -39,58 +38,17 @@ cc::redis_storage remote_at(std::string const& url, std::string const& ns) {
     return cc::redis_storage(o);
 }
 
-cc::ed25519_signer new_key(std::string const& name) {
-    std::string why;
-    auto s = cc::ed25519_signer::generate(name, why);
-    REQUIRE(s);
-    return std::move(*s);
-}
+using compile_cache_test::trusting;
 
-cc::trusted_keys trusting(std::vector<cc::ed25519_public_key> const& keys) {
-    cc::trusted_keys t;
-    for (auto const& k : keys) t.add(k);
-    return t;
-}
+cc::ed25519_signer new_key(std::string const& name) { return compile_cache_test::new_signing_key(name); }
 
-/// One machine: a local directory before the server; `signatures` a writer's or a reader's.
-struct machine {
-    tier_cache cache;
-    std::vector<std::string> log;
+/// One machine: a local directory before the server; `signatures` a writer's or a
+/// reader's; chain40-like keys (support/tier_machine.hpp).
+struct machine : compile_cache_test::tier_machine<cc::redis_storage> {
     machine(std::string const& local, cc::redis_storage remote, std::shared_ptr<cc::entry_signatures const> signatures,
             std::string secret = {}, cc::remote_mode mode = cc::remote_mode::read_write)
-        : cache(tier(cc::directory_storage(local), std::move(remote), tier_options(mode)),
-                options(std::move(signatures), std::move(secret))) {
-        cache.set_logger([this](std::string_view line) { log.emplace_back(line); });
-    }
-    static cc::tier_options tier_options(cc::remote_mode mode) {
-        cc::tier_options t;
-        t.upload = cc::remote_upload::sync;
-        t.mode = mode;
-        return t;
-    }
-    static cc::cache_options options(std::shared_ptr<cc::entry_signatures const> s, std::string secret) {
-        cc::cache_options o;
-        o.signatures = std::move(s);
-        o.secret = std::move(secret);
-        return o;
-    }
-    /// Kernel n of a chain: its key holds its callee's (n - 1), as chain40's do.
-    cc::key_result key(int n) const {
-        auto b = cache.make_key_builder("signed_redis_test").add("ir", "kernel " + std::to_string(n));
-        if (n > 0) b.add("callee", key(n - 1).value().hex());
-        return b.finish();
-    }
-    cc::outcome get(int n) {
-        auto r = cache.get_or_compile<code_kernel>(key(n), {"k" + std::to_string(n), "chain.tk", 1},
-                                                   [n] { return code_kernel{{n, n + 1}}; });
-        CHECK(r.value.code == std::vector<int>{n, n + 1});
-        return r.outcome;
-    }
-    std::uint64_t remote(std::string const& name) const {
-        for (auto const& [n, v] : cache.stats().storage_counters)
-            if (n == "remote." + name) return v;
-        return 0;
-    }
+        : tier_machine(local, std::move(remote), with_signatures(std::move(signatures), std::move(secret)),
+                       sync_uploads(mode), "signed_redis_test", true) {}
 };
 
 std::uint64_t calls_of(admin& a, std::string const& command) { return a.calls(command); }

@@ -5,6 +5,7 @@
 #include "catch2_compat.hpp"
 #include "support/model.hpp"
 #include "support/redis_servers.hpp"
+#include "support/tier_machine.hpp"
 
 #include <compile_cache/compile_cache.hpp>
 #include <compile_cache/storage/redis/redis_storage.hpp>
@@ -28,7 +29,6 @@ namespace {
 using compile_cache_test::model::code_kernel;
 
 using tier = cc::tiered_storage<cc::directory_storage, cc::redis_storage>;
-using tier_cache = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, tier>;
 
 cc::redis_storage remote_at(std::string const& url, std::string const& ns, std::chrono::milliseconds timeout = 1000ms) {
     cc::redis_options o;
@@ -46,36 +46,12 @@ cc::tier_options sync_uploads() {
     return t;
 }
 
-struct machine {
-    tier_cache cache;
-    std::vector<std::string> log;
+/// A machine of these tests: HMAC-sealed entries under `secret` (support/tier_machine.hpp).
+struct machine : compile_cache_test::tier_machine<cc::redis_storage> {
     machine(std::string const& local, cc::redis_storage remote, std::string secret = "one secret",
             cc::tier_options t = sync_uploads())
-        : cache(tier(cc::directory_storage(local), std::move(remote), std::move(t)), options(secret)) {
-        cache.set_logger([this](std::string_view line) {
-            // The tier's lines; not the first new kernel's miss line (explain.hpp).
-            if (line.find("(absent): new (") == std::string_view::npos) log.emplace_back(line);
-        });
-    }
-    static cc::cache_options options(std::string secret) {
-        cc::cache_options o;
-        o.secret = std::move(secret);
-        return o;
-    }
-    cc::key_result key(int n) const {
-        return cache.make_key_builder("tiered_redis_test").add("ir", "kernel " + std::to_string(n)).finish();
-    }
-    cc::outcome get(int n) {
-        auto r = cache.get_or_compile<code_kernel>(key(n), {"k" + std::to_string(n), "f.tk", 1},
-                                              [n] { return code_kernel{{n, n + 1}}; });
-        CHECK(r.value.code == std::vector<int>{n, n + 1});
-        return r.outcome;
-    }
-    std::uint64_t remote(std::string const& name) const {
-        for (auto const& [n, v] : cache.stats().storage_counters)
-            if (n == "remote." + name) return v;
-        return 0;
-    }
+        : tier_machine(local, std::move(remote), options(std::move(secret)), std::move(t), "tiered_redis_test") {}
+    static cc::cache_options options(std::string secret) { return with_secret(std::move(secret)); }
 };
 
 /// Calls of one command the server has answered since its statistics were reset.

@@ -5,6 +5,7 @@
 #include "catch2_compat.hpp"
 #include "support/model.hpp"
 #include "support/posix.hpp"
+#include "support/signing_keys.hpp"
 #include "support/stored_entry.hpp"
 
 #include <compile_cache/cache.hpp>
@@ -29,26 +30,11 @@ namespace fs = std::filesystem;
 using namespace compile_cache_test;
 using namespace compile_cache_test::model;
 
-cc::ed25519_signer new_key(std::string const& name) {
-    std::string why;
-    auto s = cc::ed25519_signer::generate(name, why);
-    INFO(why);
-    REQUIRE(s);
-    return std::move(*s);
-}
+using compile_cache_test::reader_of;
+using compile_cache_test::trusting;
+using compile_cache_test::writer_of;
 
-cc::trusted_keys trusting(std::vector<cc::ed25519_public_key> const& keys) {
-    cc::trusted_keys t;
-    for (auto const& k : keys) t.add(k);
-    return t;
-}
-
-std::shared_ptr<cc::entry_signatures const> writer_of(cc::ed25519_signer signer) {
-    return std::make_shared<cc::ed25519_entry_signatures>(std::move(signer));
-}
-std::shared_ptr<cc::entry_signatures const> reader_of(cc::trusted_keys keys) {
-    return std::make_shared<cc::ed25519_entry_signatures>(std::move(keys));
-}
+cc::ed25519_signer new_key(std::string const& name) { return compile_cache_test::new_signing_key(name); }
 
 cc::entry_metadata meta() {
     cc::entry_metadata m;
@@ -96,6 +82,11 @@ std::uint16_t flags_of(std::string const& entry) {
     return static_cast<std::uint16_t>(static_cast<unsigned char>(entry[10]) | static_cast<unsigned char>(entry[11]) << 8);
 }
 
+/// The envelope version an entry says (offset 8, little-endian).
+std::uint16_t version_of(std::string const& entry) {
+    return static_cast<std::uint16_t>(static_cast<unsigned char>(entry[8]) | static_cast<unsigned char>(entry[9]) << 8);
+}
+
 } // namespace
 
 TEST_CASE("signed entry: flags 2, then the signer's key id and the signature of everything before the signature",
@@ -135,8 +126,36 @@ TEST_CASE("signed entry: readers in the CRC-32C or HMAC mode, as older releases 
     CHECK(hmac.status == cc::envelope_status::unauthenticated);
     CHECK(hmac.payload.empty());
     CHECK_FALSE(cc::is_damaged_entry(crc.status));
-    // The format's version stays 3: flags a reader does not know were always refused.
-    CHECK(cc::envelope_version == 3);
+    // The envelope says so: a signed entry is version 4 (a reader of an earlier release
+    // that could check its bytes would find a sound entry of another version), a plain
+    // one stays 3 for those readers.
+    CHECK(version_of(entry) == 4);
+    CHECK(version_of(sealed_entry(some_key, "payload", cc::envelope_auth())) == 3);
+    CHECK(version_of(sealed_entry(some_key, "payload", cc::envelope_auth("a secret"))) == 3);
+}
+
+TEST_CASE("signed entry: a version-3 entry that says signed is refused, even with a trusted key's valid signature",
+          "[signing]") {
+    cc::ed25519_signer ci = new_key("ci");
+    cc::envelope_auth const reader = cc::envelope_auth::signed_by(reader_of(trusting({ci.public_key()})));
+    cc::envelope_auth const writer = cc::envelope_auth::signed_by(writer_of(std::move(ci)));
+    std::string const entry = sealed_entry(some_key, "payload", writer);
+    REQUIRE(version_of(entry) == 4);
+    REQUIRE(open_status(entry, some_key, reader) == cc::envelope_status::ok);
+    // Version 3 never had a signature: the same entry said to be version 3, signed again
+    // by the trusted key, is refused (corrupt, as a version-3 reader refused flags 2).
+    std::string v3 = entry.substr(0, entry.size() - cc::detail::envelope_signed_check_size);
+    v3[8] = 3;
+    writer.append_check(v3);
+    cc::opened_envelope const o = cc::open_envelope(v3, some_key, "test-format", 1 << 20, reader);
+    CHECK(o.status == cc::envelope_status::corrupt);
+    CHECK(o.payload.empty());
+    // Said to be version 5, it is a sound entry of another version: foreign, not damage.
+    std::string v5 = entry.substr(0, entry.size() - cc::detail::envelope_signed_check_size);
+    v5[8] = 5;
+    writer.append_check(v5);
+    CHECK(open_status(v5, some_key, reader) == cc::envelope_status::foreign_version);
+    CHECK_FALSE(cc::is_damaged_entry(cc::envelope_status::foreign_version));
 }
 
 TEST_CASE("signed entry: a changed byte, another trusted key's id, an untrusted signer, an HMAC entry never open",
@@ -194,6 +213,7 @@ TEST_CASE("signed entry: a reader cannot sign, and a verified entry resealed und
     std::string resealed;
     REQUIRE(cc::reseal_envelope(entry, reader, local, resealed));
     CHECK(flags_of(resealed) == 1);
+    CHECK(version_of(resealed) == 3); // an HMAC entry, as earlier releases read it
     CHECK(resealed.size() == entry.size() - 72 + 32);
     CHECK(open_status(resealed, some_key, local) == cc::envelope_status::ok);
     CHECK(open_status(resealed, some_key, reader) == cc::envelope_status::unauthenticated);
@@ -216,6 +236,8 @@ TEST_CASE("signed tier: a writer signs what it uploads, a reader loads it, keeps
     // CI's own local copy is sealed as local entries are (CRC-32C here), the remote's is signed.
     CHECK(flags_of(read_file(writer.storage().local().entry_path(k.value()))) == 0);
     CHECK(flags_of(read_file(writer.storage().remote().entry_path(k.value()))) == 2);
+    CHECK(version_of(read_file(writer.storage().local().entry_path(k.value()))) == 3);
+    CHECK(version_of(read_file(writer.storage().remote().entry_path(k.value()))) == 4);
 
     tier_cache reader = machine(dir.path() / "laptop", remote, signing(reader_of(keys), "laptop secret"));
     std::optional<compiled_kernel> loaded = reader.load<compiled_kernel>(k, axpy_info);
@@ -224,6 +246,7 @@ TEST_CASE("signed tier: a writer signs what it uploads, a reader loads it, keeps
     fs::path const local_copy = reader.storage().local().entry_path(k.value());
     REQUIRE(fs::exists(local_copy));
     CHECK(flags_of(read_file(local_copy)) == 1); // resealed with the laptop's HMAC
+    CHECK(version_of(read_file(local_copy)) == 3);
 
     // The next process on the laptop hits locally: the remote gone, it still loads.
     fs::remove_all(remote);

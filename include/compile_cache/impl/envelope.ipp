@@ -57,17 +57,29 @@ bool envelope_check_matches(unsigned char const* p, std::size_t n) noexcept {
     return crc32c(p, body) == read_le<std::uint32_t>(p + body);
 }
 
+void set_envelope_flags(std::string& out, std::uint16_t flags) noexcept {
+    std::uint16_t const version = envelope_version_for(flags);
+    out[sizeof envelope_magic] = static_cast<char>(version & 0xffu);
+    out[sizeof envelope_magic + 1] = static_cast<char>(version >> 8);
+    out[envelope_flags_at] = static_cast<char>(flags & 0xffu);
+    out[envelope_flags_at + 1] = static_cast<char>(flags >> 8);
+}
+
+std::uint16_t envelope_flags_of(std::string const& out) noexcept {
+    return read_le<std::uint16_t>(reinterpret_cast<unsigned char const*>(out.data()) + envelope_flags_at);
+}
+
 void append_string32(std::string& out, std::string_view s) {
     append_le<std::uint32_t>(out, static_cast<std::uint32_t>(s.size()));
     out.append(s.data(), s.size());
 }
 
-/// The flags of what looks like an entry of this version (0xffff when it does not).
+/// The flags of what looks like an entry of a version this release reads, when that
+/// version may carry them (0xffff when not).
 inline std::uint16_t header_flags(unsigned char const* p, std::size_t n) noexcept {
-    if (n < envelope_min_header || std::memcmp(p, envelope_magic, sizeof envelope_magic) != 0 ||
-        read_le<std::uint16_t>(p + sizeof envelope_magic) != envelope_version)
-        return 0xffffu;
-    return read_le<std::uint16_t>(p + sizeof envelope_magic + 2);
+    if (n < envelope_min_header || std::memcmp(p, envelope_magic, sizeof envelope_magic) != 0) return 0xffffu;
+    std::uint16_t const flags = read_le<std::uint16_t>(p + envelope_flags_at);
+    return envelope_flags_known(read_le<std::uint16_t>(p + sizeof envelope_magic), flags) ? flags : 0xffffu;
 }
 
 /// Whether `p[0, n)` says it is signed and is long enough to carry a key id and a
@@ -102,7 +114,7 @@ envelope_header write_envelope_header(std::string& out, key const& k, entry_meta
                                       envelope_auth const& auth) {
     out.clear();
     out.append(envelope_magic, sizeof envelope_magic);
-    append_le<std::uint16_t>(out, envelope_version);
+    append_le<std::uint16_t>(out, envelope_version_for(auth.flags()));
     append_le<std::uint16_t>(out, auth.flags());
     out.push_back(static_cast<char>(k.size()));
     out.append(reinterpret_cast<char const*>(k.data()), k.size());
@@ -149,7 +161,7 @@ bool parse_metadata(std::string_view meta_bytes, envelope_fields& r) {
 
 bool read_envelope_header(envelope_reader& in, std::uint16_t& flags, envelope_fields& r) {
     r.version = 0;
-    if (!in.read(r.version) || !in.read(flags) || r.version != envelope_version) return false;
+    if (!in.read(r.version) || !in.read(flags) || !envelope_version_known(r.version)) return false;
     std::uint8_t key_size = 0;
     std::string_view meta_bytes;
     std::uint32_t meta_size = 0;
@@ -184,15 +196,14 @@ envelope_fields parse_envelope(std::string_view bytes, std::size_t max_payload, 
     envelope_reader in(p + sizeof envelope_magic, body - sizeof envelope_magic);
     std::uint16_t flags = 0;
     bool const header_read = read_envelope_header(in, flags, r);
-    if (r.version != envelope_version) {
+    if (!envelope_version_known(r.version)) {
         r.status = envelope_status::foreign_version;
         return r;
     }
-    // The authenticator must be the reader's; of the other bits only compression is known:
-    // any other is refused (corrupt), as every flags value but the reader's own always was.
-    if ((flags & envelope_flags_authenticator) != auth.flags() ||
-        (flags & ~(envelope_flags_authenticator | envelope_flag_zstd)) != 0)
-        return r;
+    // The authenticator must be the reader's, and the flags ones the version may carry
+    // (version 3: a CRC-32C or an HMAC alone); any other is refused (corrupt), as every
+    // flags value but the reader's own always was.
+    if ((flags & envelope_flags_authenticator) != auth.flags() || !envelope_flags_known(r.version, flags)) return r;
     r.keyed = auth.keyed();
     if (!header_read) return r;
 
@@ -273,13 +284,12 @@ bool reseal_envelope(std::string_view entry, envelope_auth const& from, envelope
     if (to.is_signed() && !to.signatures()->can_sign()) return false;
     out.reserve(entry.size() - old_check + to.check_size());
     out.assign(entry.data(), entry.size() - old_check);
-    // The new authenticator; the other bits (compression) stay as the entry has them.
-    std::uint16_t const flags = static_cast<std::uint16_t>(
-        (detail::read_le<std::uint16_t>(reinterpret_cast<unsigned char const*>(out.data()) + detail::envelope_flags_at) &
-         ~detail::envelope_flags_authenticator) |
-        to.flags());
-    out[sizeof detail::envelope_magic + 2] = static_cast<char>(flags & 0xffu);
-    out[sizeof detail::envelope_magic + 3] = static_cast<char>(flags >> 8);
+    // The new authenticator; the other bits (compression) stay as the entry has them, and
+    // the version is the one the new flags need (a signed entry resealed under an HMAC
+    // goes back to version 3 unless it is compressed).
+    detail::set_envelope_flags(out, static_cast<std::uint16_t>(
+                                        (detail::envelope_flags_of(out) & ~detail::envelope_flags_authenticator) |
+                                        to.flags()));
     to.append_check(out);
     return true;
 }

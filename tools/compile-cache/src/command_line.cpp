@@ -15,11 +15,13 @@ std::vector<command_spec> const& commands() {
          "                              with the rates; F: text (default), json (as --json), or\n"
          "                              openmetrics (Prometheus text, for node_exporter's textfile\n"
          "                              collector)\n"},
-        {"list", {"DIR"}, {"--sort", "--secret-file"},
+        {"list", {"DIR"}, {"--sort", "--secret-file", "--trusted-keys-file"},
          "  list DIR [--sort KEY]       one line per entry: name, key prefix, size, time since its\n"
          "                              last use, origin file:line. KEY: name (default), size\n"
          "                              (largest first), age (least recently used first: the order\n"
-         "                              in which eviction takes them)\n"},
+         "                              in which eviction takes them). A signed entry's signature is\n"
+         "                              checked with --trusted-keys-file (as verify does); without,\n"
+         "                              its line says \"signed (key id ...), not checked\"\n"},
         {"show", {"DIR", "KEY_PREFIX"}, {"--secret-file", "--trusted-keys-file"},
          "  show DIR KEY_PREFIX         one entry: its envelope (version, mode, key, sizes), the key id\n"
          "                              of its signer (a signed entry; with the key's name when\n"

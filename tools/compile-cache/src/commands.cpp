@@ -43,13 +43,15 @@ struct read_entry {
 };
 
 /// Reads and checks each of `entries`, keeping only what the output needs.
+/// A signed entry is checked by signature when `trusted` has keys (as verify does).
 std::vector<read_entry> read_all(opened_cache const& cache, std::vector<listed_entry> const& entries,
-                                 compile_cache::envelope_auth const& auth, progress_line& progress, char const* what) {
+                                 compile_cache::envelope_auth const& auth, progress_line& progress, char const* what,
+                                 trusted_signers const* trusted = nullptr) {
     std::vector<read_entry> out;
     out.reserve(entries.size());
     std::string bytes;
     for (listed_entry const& e : entries) {
-        out.push_back({&e, read_and_check(cache, e, auth, bytes)});
+        out.push_back({&e, read_and_check(cache, e, auth, bytes, trusted)});
         // Not shown, and over 100,000 entries they would be most of the memory used.
         std::vector<compile_cache::component_digest>().swap(out.back().check.envelope.metadata.components);
         progress.update(what, out.size(), entries.size(), entries.size());
@@ -337,9 +339,17 @@ int run_stats(command_line const& c) {
 
 // ---- list --------------------------------------------------------------------
 
+/// Whether `e` is a signed entry whose signature was not checked (no trusted keys given).
+bool signed_unchecked(checked_entry const& e) {
+    return e.envelope.signed_entry && e.result == verdict::unchecked &&
+           e.envelope.status == compile_cache::envelope_status::unauthenticated;
+}
+
 std::string display_name(checked_entry const& e) {
     if (e.result == verdict::sound) return printable(e.envelope.metadata.name);
+    if (signed_unchecked(e)) return "(signed, not checked)";
     if (e.result == verdict::unchecked) return "(not checked)";
+    if (e.result == verdict::untrusted) return "(untrusted signer)";
     return "(bad entry)";
 }
 
@@ -348,8 +358,12 @@ std::string origin_of(compile_cache::entry_metadata const& m) {
 }
 
 /// The origin column of list: file:line when the entry is sound, else the problem.
+/// A signed entry not checked reads "signed (key id ...), not checked: ...", its signer first.
 std::string origin_column(checked_entry const& e) {
-    return e.result == verdict::sound ? printable(origin_of(e.envelope.metadata)) : e.problem;
+    if (e.result == verdict::sound) return printable(origin_of(e.envelope.metadata));
+    if (signed_unchecked(e))
+        return "signed (key id " + signer_hex(e.envelope.signer_id) + "), not checked: give --trusted-keys-file";
+    return e.problem;
 }
 
 /// A listed entry's JSON fields from checking it: its status, then its kernel's name,
@@ -357,6 +371,8 @@ std::string origin_column(checked_entry const& e) {
 void check_fields(json_writer& j, checked_entry const& e) {
     auto const& m = e.envelope.metadata;
     j.field("status", to_string(e.result));
+    // A signed entry names its signer's key id (verified only when the status is sound).
+    if (e.envelope.signed_entry) j.field("signer_id", signer_hex(e.envelope.signer_id));
     if (e.result == verdict::sound) {
         j.field("name", m.name).field("origin_file", m.origin_file).field("origin_line", m.origin_line);
         j.field("format_id", m.format_id);
@@ -387,10 +403,13 @@ void sort_for_list(std::vector<read_entry>& entries, std::string const& sort) {
 int run_list(command_line const& c) {
     compile_cache::envelope_auth auth;
     if (!auth_from(c, auth)) return exit_usage;
+    trusted_signers trusted;
+    if (!trusted_from(c, trusted)) return exit_usage;
     progress_line progress = progress_for(c);
     listed_cache lc;
     if (int const s = open_and_list(c, c.cache, cache_use::read, progress, lc); s != exit_ok) return s;
-    std::vector<read_entry> entries = read_all(lc.cache, lc.listing.entries, auth, progress, "reading entries");
+    std::vector<read_entry> entries =
+        read_all(lc.cache, lc.listing.entries, auth, progress, "reading entries", &trusted);
     sort_for_list(entries, c.sort);
     std::uint64_t const total = totals_of(lc.listing).bytes;
     if (c.json) {

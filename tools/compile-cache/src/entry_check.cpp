@@ -69,7 +69,8 @@ checked_entry check_bytes(std::string const& bytes, std::string const& name, com
         break;
     case envelope_status::foreign_version:
         c.result = verdict::unchecked;
-        c.problem = "envelope version " + std::to_string(c.envelope.version) + ", which this tool (version " +
+        c.problem = "envelope version " + std::to_string(c.envelope.version) + ", which this tool (versions " +
+                    std::to_string(compile_cache::envelope_version_plain) + " and " +
                     std::to_string(compile_cache::envelope_version) + ") does not read";
         break;
     case envelope_status::corrupt:

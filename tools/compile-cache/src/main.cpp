@@ -37,10 +37,21 @@ char const* const version_text =
     " -redis"
 #endif
 #if defined(COMPILE_CACHE_TOOL_WITH_HTTP)
-    " +http)\n";
+    " +http"
 #else
-    " -http)\n";
+    " -http"
 #endif
+#if defined(COMPILE_CACHE_TOOL_WITH_SIGNING)
+    " +signing)\n"
+    "signed entries (Ed25519, libsodium): built in: keygen, and signatures checked by list, show,\n"
+    "  verify and copy with --trusted-keys-file\n"
+#else
+    " -signing)\n"
+    "signed entries (Ed25519): not built in (libsodium was not found): listed as signed, never\n"
+    "  checked; no keygen, no --trusted-keys-file\n"
+#endif
+    "compressed entries (zstd): checked, listed, shown and copied as stored; this tool never\n"
+    "  decompresses a payload, so it needs no libzstd\n";
 
 char const* const usage_line = "usage: compile-cache COMMAND DIR [OPTIONS]";
 

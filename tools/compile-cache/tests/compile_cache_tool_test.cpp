@@ -660,6 +660,12 @@ TEST_CASE("compile-cache --version, -h, and every command's --help") {
                                 std::to_string(COMPILE_CACHE_VERSION_PATCH) + " (",
                             0) == 0);
     CHECK(version.err.empty());
+    // It says whether signed entries are built in (and that compressed ones need no library).
+    bool const with_signing = version.out.find(" +signing)\n") != std::string::npos;
+    CHECK(with_signing != (version.out.find(" -signing)\n") != std::string::npos));
+    CHECK(version.out.find(with_signing ? "signed entries (Ed25519, libsodium): built in"
+                                        : "signed entries (Ed25519): not built in") != std::string::npos);
+    CHECK(version.out.find("compressed entries (zstd): ") != std::string::npos);
     process_result const h = tool({"-h"}), help = tool({"--help"});
     REQUIRE_EXIT(h, 0);
     CHECK(h.out == help.out);
@@ -1032,6 +1038,7 @@ TEST_CASE("compile-cache keygen: a new secret key file of mode 0600, never over 
 }
 
 // (Here rather than at the top: what the signed-entry cases below need.)
+#include <compile_cache/envelope.hpp>
 #include <compile_cache/hasher/sha256.hpp>
 #include <compile_cache/key/key.hpp>
 
@@ -1111,7 +1118,7 @@ TEST_CASE("compile-cache verify --trusted-keys-file checks signed entries, repor
     REQUIRE_EXIT(shown, 0);
     CHECK(line_starting(shown.out, "signer") == "key id " + ci_id + " (trusted key ci, signature verified)");
     CHECK(line_starting(shown.out, "status") == "sound");
-    CHECK(line_starting(shown.out, "envelope") == "version 3, mode ed25519, check value verified");
+    CHECK(line_starting(shown.out, "envelope") == "version 4, mode ed25519, check value verified");
     process_result const unkeyed = tool({"show", dir.string(), made_entry_key(0).substr(0, 12)});
     REQUIRE_EXIT(unkeyed, 0);
     CHECK(line_starting(unkeyed.out, "signer") == "key id " + ci_id + " (not checked: give --trusted-keys-file)");
@@ -1133,6 +1140,80 @@ TEST_CASE("compile-cache verify --trusted-keys-file checks signed entries, repor
     CHECK(writable.out.empty());
     CHECK(lines_of(writable.err).size() == 1);
     CHECK(writable.err.find("--trusted-keys-file " + trusted.string() + ": ") != std::string::npos);
+}
+
+TEST_CASE("compile-cache list: a signed entry reads 'signed (key id ...), not checked' without trusted keys, and with "
+          "--trusted-keys-file is checked as verify checks it") {
+    temp_dir root("compile-cache-test");
+    fs::path const dir = root.path() / "cache";
+    process_result const ci_key = tool({"keygen", (root.path() / "ci.key").string(), "--json"});
+    if (ci_key.exited(2) && ci_key.err.find("without libsodium") != std::string::npos) return; // built without signing
+    REQUIRE_EXIT(ci_key, 0);
+    process_result const old_key = tool({"keygen", (root.path() / "old.key").string(), "--json"});
+    REQUIRE_EXIT(old_key, 0);
+    std::string const ci_id = json_query(ci_key.out, "d['key_id']");
+    std::string const old_id = json_query(old_key.out, "d['key_id']");
+    fs::path const trusted = root.path() / "trusted.pub";
+    write_file(trusted, json_query(ci_key.out, "d['public_key']") + "\n");
+    ::chmod(trusted.c_str(), 0644);
+    // Entries 0-3 signed by the old key, then 0-1 signed again by CI's: 2 of CI, 2 of old.
+    make_signed_entries(dir, 4, root.path() / "old.key");
+    make_signed_entries(dir, 2, root.path() / "ci.key");
+
+    // Without keys: every signed entry says so, with its signer's key id, on its line.
+    process_result const blind = tool({"list", dir.string()});
+    REQUIRE_EXIT(blind, 0);
+    INFO(blind.out);
+    CHECK(count_lines(blind.out, "(signed, not checked)") == "4");
+    CHECK(count_lines(blind.out, "signed (key id " + ci_id + "), not checked: give --trusted-keys-file") == "2");
+    CHECK(count_lines(blind.out, "signed (key id " + old_id + "), not checked: give --trusted-keys-file") == "2");
+    CHECK(count_lines(blind.out, "kernel_") == "0"); // nothing unchecked is shown as a kernel's name
+
+    // With the keys: CI's entries are sound (their names and origins), the old key's are
+    // an untrusted signer's, and a damaged one of CI's is bad.
+    fs::path const damaged = dir / made_entry_key(1).substr(0, 2) / made_entry_key(1);
+    std::string bytes = read_file(damaged);
+    bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 1);
+    write_file(damaged, bytes);
+    process_result const checked = tool({"list", dir.string(), "--trusted-keys-file", trusted.string()});
+    REQUIRE_EXIT(checked, 0);
+    INFO(checked.out);
+    CHECK(count_lines(checked.out, "not checked") == "0");
+    CHECK(count_lines(checked.out, "kernel_0") == "1");
+    CHECK(count_lines(checked.out, "generated.tk:1") == "1");
+    CHECK(count_lines(checked.out, "(untrusted signer)") == "2");
+    CHECK(count_lines(checked.out, "key id " + old_id + ", which is none of the trusted keys") == "2");
+    CHECK(count_lines(checked.out, "(bad entry)") == "1");
+    CHECK(count_lines(checked.out, "its Ed25519 signature does not verify") == "1");
+
+    process_result const json =
+        tool({"list", dir.string(), "--trusted-keys-file", trusted.string(), "--json"});
+    REQUIRE_EXIT(json, 0);
+    CHECK(json_query(json.out, "sorted((e['key'], e['status'], e['signer_id']) for e in d['entries'])") ==
+          json_query("[]", "sorted([('" + made_entry_key(0) + "', 'sound', '" + ci_id + "'), ('" + made_entry_key(1) +
+                               "', 'bad', '" + ci_id + "'), ('" + made_entry_key(2) + "', 'untrusted-signer', '" +
+                               old_id + "'), ('" + made_entry_key(3) + "', 'untrusted-signer', '" + old_id + "')])"));
+    process_result const blind_json = tool({"list", dir.string(), "--json"});
+    REQUIRE_EXIT(blind_json, 0);
+    CHECK(json_query(blind_json.out, "sorted(set(e['status'] for e in d['entries']))") == "['unchecked']");
+
+    // An entry of a later envelope version (5, its CRC-32C made again): not checked, and
+    // the line says which versions this tool reads.
+    fs::path const later = root.path() / "later";
+    process_spec spec;
+    spec.argv = {MAKE_ENTRIES, later.string(), "1"};
+    spec.env = tool_environment();
+    REQUIRE_EXIT(run_process(spec), 0);
+    fs::path const entry = later / made_entry_key(0).substr(0, 2) / made_entry_key(0);
+    std::string v5 = read_file(entry);
+    REQUIRE(v5[8] == 3);
+    v5 = v5.substr(0, v5.size() - 4);
+    v5[8] = 5;
+    compile_cache::detail::append_envelope_check(v5);
+    write_file(entry, v5);
+    process_result const listed_later = tool({"list", later.string()});
+    REQUIRE_EXIT(listed_later, 0);
+    CHECK(count_lines(listed_later.out, "envelope version 5, which this tool (versions 3 and 4) does not read") == "1");
 }
 
 TEST_CASE("compile-cache copy --trusted-keys-file copies signed entries byte for byte, and without the keys or from an "
