@@ -8934,12 +8934,15 @@ static_assert(compile_cache::check_storage<compile_cache::null_storage>::value);
 // reaches a deserializer: Boost trusts its input. docs/design.md ("Entries") says why
 // the check is a CRC-32C or an HMAC and what the earlier versions were.
 //
-// Layout, envelope version 3 (integers little-endian):
+// Layout, envelope versions 3 and 4 (integers little-endian; the same fields):
 //   magic        8  "CCENTRY\n"
-//   version      2  envelope_version
+//   version      2  3 for an entry whose flags a version-3 reader knew (a CRC-32C or an
+//                   HMAC, uncompressed: what readers of earlier releases still read);
+//                   4 for one that uses anything else (a signature, or compression), so
+//                   that those readers see a sound entry of another version, a clean miss
 //   flags        2  low byte, the check value: 0 unkeyed (CRC-32C), 1 keyed (HMAC-SHA256),
-//                   2 signed (Ed25519); bit 0x0100: the payload is compressed with zstd
-//                   (see payload); any other value is refused
+//                   2 signed (Ed25519, version 4 only); bit 0x0100 (version 4 only): the
+//                   payload is compressed with zstd (see payload); any other value is refused
 //   key size     1, key bytes
 //   metadata     4  length, then: name, origin file, serializer format id (each u32 length +
 //                   bytes), origin line (i64), creation time (i64 ns since the epoch),
@@ -8953,8 +8956,9 @@ static_assert(compile_cache::check_storage<compile_cache::null_storage>::value);
 //                   before the signature (the key id included)
 // The check value is checked first, in the reader's mode (envelope_auth): any damaged
 // byte reads as corrupt (keyed: unauthenticated), a sound entry of another version as
-// foreign_version. A compressed entry is opened here and decompressed by the cache
-// (compression.hpp), bounded by the size it declares, itself bounded by the cache's.
+// foreign_version, a version-3 entry with flags only version 4 has as corrupt. A
+// compressed entry is opened here and decompressed by the cache (compression.hpp),
+// bounded by the size it declares, itself bounded by the cache's.
 
 
 // ---- begin compile_cache/detail/crc32c.hpp
@@ -9413,7 +9417,12 @@ bool constant_time_equal(void const* a, void const* b, std::size_t n) noexcept {
 
 namespace compile_cache {
 
-inline constexpr std::uint16_t envelope_version = 3;
+/// The newest envelope version: what an entry that is signed or compressed is written
+/// as. This release reads it and envelope_version_plain; any other is foreign_version.
+inline constexpr std::uint16_t envelope_version = 4;
+/// The version of a plain entry (a CRC-32C or an HMAC, uncompressed), still written as
+/// earlier releases wrote it, so that their readers on a shared remote keep reading it.
+inline constexpr std::uint16_t envelope_version_plain = 3;
 
 /// What an entry says about itself, besides its key.
 struct entry_metadata {
@@ -9532,6 +9541,35 @@ inline constexpr std::size_t envelope_signed_check_size = 8 + entry_signatures::
 
 /// The size of the check value at the end of an unkeyed entry.
 inline constexpr std::size_t envelope_check_size = 4;
+
+/// The version an entry with `flags` is written as: envelope_version_plain when a
+/// version-3 reader knew every flag (a CRC-32C or an HMAC, nothing else), else
+/// envelope_version.
+constexpr std::uint16_t envelope_version_for(std::uint16_t flags) noexcept {
+    return flags == envelope_flags_crc32c || flags == envelope_flag_keyed ? envelope_version_plain : envelope_version;
+}
+
+/// Whether an entry of `version` may carry `flags`: version 3 only a CRC-32C or an
+/// HMAC (nothing else was ever written or read as 3), version 4 any known authenticator
+/// with or without compression. False for any other version.
+constexpr bool envelope_flags_known(std::uint16_t version, std::uint16_t flags) noexcept {
+    if (version == envelope_version_plain) return envelope_version_for(flags) == envelope_version_plain;
+    if (version != envelope_version) return false;
+    std::uint16_t const authenticator = flags & envelope_flags_authenticator;
+    return authenticator <= envelope_flag_signed && (flags & ~(envelope_flags_authenticator | envelope_flag_zstd)) == 0;
+}
+
+/// Whether this release reads entries of `version` (3 and 4).
+constexpr bool envelope_version_known(std::uint16_t version) noexcept {
+    return version == envelope_version_plain || version == envelope_version;
+}
+
+/// Writes `flags` into the entry started in `out`, and the version they need
+/// (envelope_version_for): the one place the two are set together.
+COMPILE_CACHE_DECL void set_envelope_flags(std::string& out, std::uint16_t flags) noexcept;
+
+/// The flags of the entry started in `out` (unchecked).
+COMPILE_CACHE_DECL std::uint16_t envelope_flags_of(std::string const& out) noexcept;
 
 /// Appends the check value of `out` (everything in it so far) to `out`.
 COMPILE_CACHE_DECL void append_envelope_check(std::string& out);
@@ -9696,19 +9734,19 @@ public:
     /// Marks the entry compressed with zstd (flag 0x0100) and writes the size the payload
     /// has once decompressed; the caller then appends the zstd frame as the payload.
     /// Call before any payload byte is appended.
+    /// The entry becomes envelope version 4 (compression is unknown to version 3).
     void begin_compressed_payload(std::uint64_t uncompressed_size) {
-        char& high = out_[detail::envelope_flags_at + 1]; // the flags' high byte (little-endian)
-        high = static_cast<char>(static_cast<unsigned char>(high) | (detail::envelope_flag_zstd >> 8));
+        detail::set_envelope_flags(out_, detail::envelope_flags_of(out_) | detail::envelope_flag_zstd);
         detail::append_le<std::uint64_t>(out_, uncompressed_size);
     }
 
     /// Undoes begin_compressed_payload: cuts out() back to `payload_at` (its size before
-    /// begin_compressed_payload) and clears the flag, for a plain payload instead.
+    /// begin_compressed_payload) and clears the flag (and the version it needed), for a
+    /// plain payload instead.
     void drop_compressed_payload(std::size_t payload_at) {
         out_.resize(payload_at);
-        out_[detail::envelope_flags_at + 1] =
-            static_cast<char>(static_cast<unsigned char>(out_[detail::envelope_flags_at + 1]) &
-                              ~(detail::envelope_flag_zstd >> 8));
+        detail::set_envelope_flags(
+            out_, static_cast<std::uint16_t>(detail::envelope_flags_of(out_) & ~detail::envelope_flag_zstd));
     }
 
 private:
@@ -9776,14 +9814,15 @@ bool read_components(envelope_reader& in, std::uint32_t count, F&& f) {
 COMPILE_CACHE_DECL bool parse_metadata(std::string_view meta_bytes, envelope_fields& r);
 
 /// Reads an entry's header from `in`, placed just after the magic: the version into
-/// `r.version` and the flags into `flags`; then, for envelope_version, the key and the
-/// metadata into `r`. False when the version is another (r.version says so) or a field
-/// does not fit or is out of bounds. The one reader of the header's layout.
+/// `r.version` and the flags into `flags`; then, for a version this release reads (3 or
+/// 4), the key and the metadata into `r`. False when the version is another (r.version
+/// says so) or a field does not fit or is out of bounds. The one reader of the header's
+/// layout.
 COMPILE_CACHE_DECL bool read_envelope_header(envelope_reader& in, std::uint16_t& flags, envelope_fields& r);
 
 /// The header of `entry` (key, metadata), read without its check value: `entry` must
 /// have been checked already, or be checked by whoever uses what it says. False when
-/// it is not an entry of envelope_version or its header does not parse.
+/// it is not an entry of a version this release reads or its header does not parse.
 COMPILE_CACHE_DECL bool read_unchecked_header(std::string_view entry, envelope_fields& r);
 
 /// Reads an entry whose check value is sound in `auth`'s mode: version, flags, bounds,
@@ -9909,17 +9948,29 @@ bool envelope_check_matches(unsigned char const* p, std::size_t n) noexcept {
     return crc32c(p, body) == read_le<std::uint32_t>(p + body);
 }
 
+void set_envelope_flags(std::string& out, std::uint16_t flags) noexcept {
+    std::uint16_t const version = envelope_version_for(flags);
+    out[sizeof envelope_magic] = static_cast<char>(version & 0xffu);
+    out[sizeof envelope_magic + 1] = static_cast<char>(version >> 8);
+    out[envelope_flags_at] = static_cast<char>(flags & 0xffu);
+    out[envelope_flags_at + 1] = static_cast<char>(flags >> 8);
+}
+
+std::uint16_t envelope_flags_of(std::string const& out) noexcept {
+    return read_le<std::uint16_t>(reinterpret_cast<unsigned char const*>(out.data()) + envelope_flags_at);
+}
+
 void append_string32(std::string& out, std::string_view s) {
     append_le<std::uint32_t>(out, static_cast<std::uint32_t>(s.size()));
     out.append(s.data(), s.size());
 }
 
-/// The flags of what looks like an entry of this version (0xffff when it does not).
+/// The flags of what looks like an entry of a version this release reads, when that
+/// version may carry them (0xffff when not).
 inline std::uint16_t header_flags(unsigned char const* p, std::size_t n) noexcept {
-    if (n < envelope_min_header || std::memcmp(p, envelope_magic, sizeof envelope_magic) != 0 ||
-        read_le<std::uint16_t>(p + sizeof envelope_magic) != envelope_version)
-        return 0xffffu;
-    return read_le<std::uint16_t>(p + sizeof envelope_magic + 2);
+    if (n < envelope_min_header || std::memcmp(p, envelope_magic, sizeof envelope_magic) != 0) return 0xffffu;
+    std::uint16_t const flags = read_le<std::uint16_t>(p + envelope_flags_at);
+    return envelope_flags_known(read_le<std::uint16_t>(p + sizeof envelope_magic), flags) ? flags : 0xffffu;
 }
 
 /// Whether `p[0, n)` says it is signed and is long enough to carry a key id and a
@@ -9954,7 +10005,7 @@ envelope_header write_envelope_header(std::string& out, key const& k, entry_meta
                                       envelope_auth const& auth) {
     out.clear();
     out.append(envelope_magic, sizeof envelope_magic);
-    append_le<std::uint16_t>(out, envelope_version);
+    append_le<std::uint16_t>(out, envelope_version_for(auth.flags()));
     append_le<std::uint16_t>(out, auth.flags());
     out.push_back(static_cast<char>(k.size()));
     out.append(reinterpret_cast<char const*>(k.data()), k.size());
@@ -10001,7 +10052,7 @@ bool parse_metadata(std::string_view meta_bytes, envelope_fields& r) {
 
 bool read_envelope_header(envelope_reader& in, std::uint16_t& flags, envelope_fields& r) {
     r.version = 0;
-    if (!in.read(r.version) || !in.read(flags) || r.version != envelope_version) return false;
+    if (!in.read(r.version) || !in.read(flags) || !envelope_version_known(r.version)) return false;
     std::uint8_t key_size = 0;
     std::string_view meta_bytes;
     std::uint32_t meta_size = 0;
@@ -10036,15 +10087,14 @@ envelope_fields parse_envelope(std::string_view bytes, std::size_t max_payload, 
     envelope_reader in(p + sizeof envelope_magic, body - sizeof envelope_magic);
     std::uint16_t flags = 0;
     bool const header_read = read_envelope_header(in, flags, r);
-    if (r.version != envelope_version) {
+    if (!envelope_version_known(r.version)) {
         r.status = envelope_status::foreign_version;
         return r;
     }
-    // The authenticator must be the reader's; of the other bits only compression is known:
-    // any other is refused (corrupt), as every flags value but the reader's own always was.
-    if ((flags & envelope_flags_authenticator) != auth.flags() ||
-        (flags & ~(envelope_flags_authenticator | envelope_flag_zstd)) != 0)
-        return r;
+    // The authenticator must be the reader's, and the flags ones the version may carry
+    // (version 3: a CRC-32C or an HMAC alone); any other is refused (corrupt), as every
+    // flags value but the reader's own always was.
+    if ((flags & envelope_flags_authenticator) != auth.flags() || !envelope_flags_known(r.version, flags)) return r;
     r.keyed = auth.keyed();
     if (!header_read) return r;
 
@@ -10125,13 +10175,12 @@ bool reseal_envelope(std::string_view entry, envelope_auth const& from, envelope
     if (to.is_signed() && !to.signatures()->can_sign()) return false;
     out.reserve(entry.size() - old_check + to.check_size());
     out.assign(entry.data(), entry.size() - old_check);
-    // The new authenticator; the other bits (compression) stay as the entry has them.
-    std::uint16_t const flags = static_cast<std::uint16_t>(
-        (detail::read_le<std::uint16_t>(reinterpret_cast<unsigned char const*>(out.data()) + detail::envelope_flags_at) &
-         ~detail::envelope_flags_authenticator) |
-        to.flags());
-    out[sizeof detail::envelope_magic + 2] = static_cast<char>(flags & 0xffu);
-    out[sizeof detail::envelope_magic + 3] = static_cast<char>(flags >> 8);
+    // The new authenticator; the other bits (compression) stay as the entry has them, and
+    // the version is the one the new flags need (a signed entry resealed under an HMAC
+    // goes back to version 3 unless it is compressed).
+    detail::set_envelope_flags(out, static_cast<std::uint16_t>(
+                                        (detail::envelope_flags_of(out) & ~detail::envelope_flags_authenticator) |
+                                        to.flags()));
     to.append_check(out);
     return true;
 }
