@@ -1060,22 +1060,40 @@ void make_signed_entries(fs::path const& dir, int count, fs::path const& key_fil
     REQUIRE_EXIT(r, 0);
 }
 
+/// Two signing keys made with keygen under `root` (ci.key, old.key) and trusted.pub, a
+/// trusted-keys file (mode 0644) with `header` and CI's public key only; `made` is false
+/// when the tool was built without signing.
+struct ci_and_old_keys {
+    bool made = false;
+    std::string ci_id, old_id;
+    fs::path trusted;
+};
+ci_and_old_keys make_ci_and_old_keys(fs::path const& root, std::string const& header) {
+    ci_and_old_keys keys;
+    process_result const ci_key = tool({"keygen", (root / "ci.key").string(), "--json"});
+    if (ci_key.exited(2) && ci_key.err.find("without libsodium") != std::string::npos) return keys;
+    REQUIRE_EXIT(ci_key, 0);
+    process_result const old_key = tool({"keygen", (root / "old.key").string(), "--json"});
+    REQUIRE_EXIT(old_key, 0);
+    keys.ci_id = json_query(ci_key.out, "d['key_id']");
+    keys.old_id = json_query(old_key.out, "d['key_id']");
+    keys.trusted = root / "trusted.pub";
+    write_file(keys.trusted, header + json_query(ci_key.out, "d['public_key']") + "\n");
+    ::chmod(keys.trusted.c_str(), 0644);
+    keys.made = true;
+    return keys;
+}
+
 } // namespace
 
 TEST_CASE("compile-cache verify --trusted-keys-file checks signed entries, reports and keeps those of an untrusted "
           "signer, and show prints the signer's key id") {
     temp_dir root("compile-cache-test");
     fs::path const dir = root.path() / "cache";
-    process_result const ci_key = tool({"keygen", (root.path() / "ci.key").string(), "--json"});
-    if (ci_key.exited(2) && ci_key.err.find("without libsodium") != std::string::npos) return; // built without signing
-    REQUIRE_EXIT(ci_key, 0);
-    process_result const old_key = tool({"keygen", (root.path() / "old.key").string(), "--json"});
-    REQUIRE_EXIT(old_key, 0);
-    std::string const ci_id = json_query(ci_key.out, "d['key_id']");
-    std::string const old_id = json_query(old_key.out, "d['key_id']");
-    fs::path const trusted = root.path() / "trusted.pub";
-    write_file(trusted, "# CI's key only: old was rotated out\n" + json_query(ci_key.out, "d['public_key']") + "\n");
-    ::chmod(trusted.c_str(), 0644);
+    ci_and_old_keys const keys = make_ci_and_old_keys(root.path(), "# CI's key only: old was rotated out\n");
+    if (!keys.made) return; // built without signing
+    std::string const &ci_id = keys.ci_id, &old_id = keys.old_id;
+    fs::path const& trusted = keys.trusted;
 
     // Entries 0-4 signed by the old key, then 0-2 signed again by CI's: 3 of CI, 2 of old.
     make_signed_entries(dir, 5, root.path() / "old.key");
@@ -1146,16 +1164,10 @@ TEST_CASE("compile-cache list: a signed entry reads 'signed (key id ...), not ch
           "--trusted-keys-file is checked as verify checks it") {
     temp_dir root("compile-cache-test");
     fs::path const dir = root.path() / "cache";
-    process_result const ci_key = tool({"keygen", (root.path() / "ci.key").string(), "--json"});
-    if (ci_key.exited(2) && ci_key.err.find("without libsodium") != std::string::npos) return; // built without signing
-    REQUIRE_EXIT(ci_key, 0);
-    process_result const old_key = tool({"keygen", (root.path() / "old.key").string(), "--json"});
-    REQUIRE_EXIT(old_key, 0);
-    std::string const ci_id = json_query(ci_key.out, "d['key_id']");
-    std::string const old_id = json_query(old_key.out, "d['key_id']");
-    fs::path const trusted = root.path() / "trusted.pub";
-    write_file(trusted, json_query(ci_key.out, "d['public_key']") + "\n");
-    ::chmod(trusted.c_str(), 0644);
+    ci_and_old_keys const keys = make_ci_and_old_keys(root.path(), "");
+    if (!keys.made) return; // built without signing
+    std::string const &ci_id = keys.ci_id, &old_id = keys.old_id;
+    fs::path const& trusted = keys.trusted;
     // Entries 0-3 signed by the old key, then 0-1 signed again by CI's: 2 of CI, 2 of old.
     make_signed_entries(dir, 4, root.path() / "old.key");
     make_signed_entries(dir, 2, root.path() / "ci.key");
@@ -1220,14 +1232,9 @@ TEST_CASE("compile-cache copy --trusted-keys-file copies signed entries byte for
           "untrusted signer skips and counts them") {
     temp_dir root("compile-cache-test");
     fs::path const src = root.path() / "src";
-    process_result const ci_key = tool({"keygen", (root.path() / "ci.key").string(), "--json"});
-    if (ci_key.exited(2) && ci_key.err.find("without libsodium") != std::string::npos) return; // built without signing
-    REQUIRE_EXIT(ci_key, 0);
-    process_result const old_key = tool({"keygen", (root.path() / "old.key").string()});
-    REQUIRE_EXIT(old_key, 0);
-    fs::path const trusted = root.path() / "trusted.pub";
-    write_file(trusted, json_query(ci_key.out, "d['public_key']") + "\n");
-    ::chmod(trusted.c_str(), 0644);
+    ci_and_old_keys const keys = make_ci_and_old_keys(root.path(), "");
+    if (!keys.made) return; // built without signing
+    fs::path const& trusted = keys.trusted;
     // Entries 0-4 signed by a key that is not trusted, then 0-2 signed again by CI's.
     make_signed_entries(src, 5, root.path() / "old.key");
     make_signed_entries(src, 3, root.path() / "ci.key");
