@@ -53,16 +53,35 @@ bool wait_gone(admin& a, std::string const& name) {
 /// A claim owner's text as another machine's process writes it.
 std::string other_machine_owner(char const* host) { return std::string("pid=777 boot=another-boot start=1 host=") + host; }
 
+/// A claim owner's text naming a process of this machine (its boot id and host name) that
+/// is gone: a child, ended and waited for.
+std::string gone_owner() {
+    pid_t const gone = ::fork();
+    REQUIRE(gone >= 0);
+    if (gone == 0) ::_exit(0);
+    int status = 0;
+    REQUIRE(::waitpid(gone, &status, 0) == gone);
+    std::string const mine = cc::detail::claim_owner();
+    return "pid=" + std::to_string(gone) + " boot=" + cc::detail::claim_field(mine, "boot") +
+           " start=1 host=" + cc::detail::claim_field(mine, "host");
+}
+
+/// A server of the test's own, an admin connection to it, and a storage that reaches it
+/// through a relay (on which the test acts between the storage's commands).
+struct relayed_server {
+    server s;
+    admin a{s.port()};
+    relay r{s.port(), 0ms};
+    cc::redis_storage client = storage_at(r.url(), unique_name("claims"));
+};
+
 } // namespace
 
-TEST_CASE("Redis claims: a claim that expired and was taken by another process is not removed by its first "
-          "owner's release",
-          "[redis][claims]") {
-    server s;
-    admin a(s.port());
-    relay r(s.port(), 0ms);
-    std::string const ns = unique_name("claims");
-    cc::redis_storage first = storage_at(r.url(), ns);
+TEST_CASE_METHOD(relayed_server,
+                 "Redis claims: a claim that expired and was taken by another process is not removed by its first "
+                 "owner's release",
+                 "[redis][claims]") {
+    cc::redis_storage& first = client;
     cc::key const k = key_of(1);
     std::string const name = first.claim_name(k);
     REQUIRE(first.try_claim(k, remote_claim()).state == cc::claim_state::claimed);
@@ -95,27 +114,14 @@ TEST_CASE("Redis claims: a claim that expired and was taken by another process i
     CHECK(a({"EXISTS", first.claim_name(k2)}) == "0");
 }
 
-TEST_CASE("Redis claims: a dead owner's claim taken over by another process meanwhile stays that process's, and "
-          "the late one waits",
-          "[redis][claims]") {
-    server s;
-    admin a(s.port());
-    relay r(s.port(), 0ms);
-    std::string const ns = unique_name("claims");
-    cc::redis_storage late = storage_at(r.url(), ns);
+TEST_CASE_METHOD(relayed_server,
+                 "Redis claims: a dead owner's claim taken over by another process meanwhile stays that process's, "
+                 "and the late one waits",
+                 "[redis][claims]") {
+    cc::redis_storage& late = client;
     cc::key const k = key_of(3);
     std::string const name = late.claim_name(k);
-
-    // A claim of a process of this machine that is gone (a child, ended and waited for).
-    pid_t const gone = ::fork();
-    REQUIRE(gone >= 0);
-    if (gone == 0) ::_exit(0);
-    int status = 0;
-    REQUIRE(::waitpid(gone, &status, 0) == gone);
-    std::string const mine = cc::detail::claim_owner();
-    std::string const dead = "pid=" + std::to_string(gone) + " boot=" + cc::detail::claim_field(mine, "boot") +
-                             " start=1 host=" + cc::detail::claim_field(mine, "host");
-    REQUIRE(a({"SET", name, dead, "PX", "30000"}) == "OK");
+    REQUIRE(a({"SET", name, gone_owner(), "PX", "30000"}) == "OK");
 
     // Right before the late one's take-over reaches the server, another process takes the
     // dead claim over (as its own take-over does): that claim must stand.
@@ -142,20 +148,13 @@ TEST_CASE("Redis claims: a dead owner's claim is taken over in one step, with th
     cc::redis_storage late = storage_at(s.url(), ns);
     cc::key const k = key_of(4);
     std::string const name = late.claim_name(k);
-    pid_t const gone = ::fork();
-    REQUIRE(gone >= 0);
-    if (gone == 0) ::_exit(0);
-    int status = 0;
-    REQUIRE(::waitpid(gone, &status, 0) == gone);
-    std::string const mine = cc::detail::claim_owner();
-    REQUIRE(a({"SET", name, "pid=" + std::to_string(gone) + " boot=" + cc::detail::claim_field(mine, "boot") +
-                                " start=1 host=" + cc::detail::claim_field(mine, "host")}) == "OK");
+    REQUIRE(a({"SET", name, gone_owner()}) == "OK");
     REQUIRE(a({"CONFIG", "RESETSTAT"}) == "OK");
 
     cc::claim_answer const answer = late.try_claim(k, remote_claim(20000ms));
     CHECK(answer.state == cc::claim_state::claimed);
     CHECK(answer.took_over);
-    CHECK(a({"GET", name}) == mine);
+    CHECK(a({"GET", name}) == cc::detail::claim_owner());
     long long const ttl = std::stoll(a({"PTTL", name}));
     CHECK(ttl > 0);
     CHECK(ttl <= 20000);
