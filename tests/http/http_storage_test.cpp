@@ -54,7 +54,9 @@ namespace {
 
 using compile_cache_test::nginx::main_server;
 using compile_cache_test::nginx::own_server;
+using compile_cache_test::nginx::access_log_lines;
 using compile_cache_test::nginx::fixture_dir;
+using nginx_server = compile_cache_test::nginx::server;
 
 /// A folder name no other test (or run) uses.
 std::string unique_path(std::string const& tag) {
@@ -243,10 +245,10 @@ TEST_CASE("a second machine's tier loads from the server once, then locally with
         b.entry_checked(key_of(i), out, answer, cc::entry_check::sound); // as the cache does: copied locally
     }
     REQUIRE(b.wait_for_uploads(std::chrono::seconds(10))); // the copies are made in the background
-    std::size_t const requests = server.server().requests();
+    std::size_t const requests = access_log_lines(server.server());
     tier b_again(cc::directory_storage((b_dir.path() / "cache").string()), storage_at(url));
     for (unsigned i = 0; i < 40; ++i) REQUIRE(b_again.read(key_of(i), out, 1 << 20).status == cc::read_status::found);
-    CHECK(server.server().requests() == requests);
+    CHECK(access_log_lines(server.server()) == requests);
 }
 
 // --- Bounds ----------------------------------------------------------------------------------
@@ -417,10 +419,10 @@ TEST_CASE("a tier meets refused credentials once: one line without them, then th
     cc::tier_options t;
     t.logger = [&](std::string_view l) { lines.emplace_back(l); };
     tier s(cc::directory_storage((dir.path() / "cache").string()), cc::http_storage(o), t);
-    std::size_t const requests = server.server().requests();
+    std::size_t const requests = access_log_lines(server.server());
     std::string out;
     for (unsigned i = 0; i < 5; ++i) CHECK(s.read(key_of(i), out, 1 << 20).status == cc::read_status::absent);
-    CHECK(server.server().requests() == requests + 1); // one request, then the back-off
+    CHECK(access_log_lines(server.server()) == requests + 1); // one request, then the back-off
     auto const counters = s.storage_counters();
     auto count = [&](std::string const& name) {
         for (auto const& [n, v] : counters)

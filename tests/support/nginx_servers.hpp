@@ -45,24 +45,6 @@ struct server {
     /// The folder its WebDAV root serves.
     std::filesystem::path www() const { return home / "www"; }
 
-    /// The lines of its access log once the log stops growing: nginx writes a request's
-    /// line after its answer is sent, so a client can be a little ahead of the log. Read
-    /// until two reads 100 ms apart agree (at most 5 s).
-    std::size_t requests() const {
-        auto count = [&] {
-            std::ifstream in(home / "access.log");
-            return static_cast<std::size_t>(
-                std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n'));
-        };
-        std::size_t last = count();
-        for (int i = 0; i < 50; ++i) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(100));
-            std::size_t const now = count();
-            if (now == last) break;
-            last = now;
-        }
-        return last;
-    }
     /// How many requests of its access log use `method` ("GET", "PUT").
     std::size_t requests_of(std::string const& method) const {
         std::ifstream in(home / "access.log");
@@ -72,6 +54,25 @@ struct server {
         return n;
     }
 };
+
+/// The lines of `s`'s access log once the log stops growing: nginx writes a request's
+/// line after its answer is sent, so a client can be a little ahead of the log. Read until
+/// two reads 100 ms apart agree (at most 5 s).
+inline std::size_t access_log_lines(server const& s) {
+    auto count = [&] {
+        std::ifstream in(s.home / "access.log");
+        return static_cast<std::size_t>(
+            std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n'));
+    };
+    std::size_t last = count();
+    for (int i = 0; i < 50; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        std::size_t const now = count();
+        if (now == last) break;
+        last = now;
+    }
+    return last;
+}
 
 /// The server `name` of the fixture, from its ports file.
 inline server read_server(std::string const& name) {
