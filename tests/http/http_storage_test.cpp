@@ -8,6 +8,7 @@
 #include "support/conformance.hpp"
 #include "support/latency_proxy.hpp"
 #include "support/model.hpp"
+#include "support/nginx_servers.hpp"
 #include "support/posix.hpp"
 #include "support/process.hpp"
 #include "support/tier_machine.hpp"
@@ -55,66 +56,11 @@ using compile_cache_test::failure_lines;
 
 namespace {
 
-/// A server of the fixture: its folder and its four ports.
-struct nginx_server {
-    fs::path home;
-    std::map<std::string, int> ports;
-
-    std::string url(std::string const& kind, std::string const& path) const {
-        return std::string(kind == "tls" ? "https" : "http") + "://127.0.0.1:" + std::to_string(ports.at(kind)) + path;
-    }
-    fs::path www() const { return home / "www"; }
-};
-
-fs::path fixture_dir() {
-    char const* d = std::getenv("COMPILE_CACHE_HTTP_FIXTURE_DIR");
-    REQUIRE(d != nullptr);
-    return d;
-}
-
-nginx_server read_server(std::string const& name) {
-    nginx_server s;
-    s.home = fixture_dir() / name;
-    std::ifstream in(fixture_dir() / (name + ".ports"));
-    std::string word;
-    while (in >> word) {
-        std::size_t const eq = word.find('=');
-        s.ports[word.substr(0, eq)] = std::stoi(word.substr(eq + 1));
-    }
-    REQUIRE(s.ports.size() == 4);
-    return s;
-}
-
-nginx_server const& main_server() {
-    static nginx_server const s = read_server("main");
-    return s;
-}
-
-/// A server of the test's own (to stop or kill), stopped when the object dies.
-class own_server {
-public:
-    explicit own_server(std::string const& name) {
-        compile_cache_test::process_result const r = compile_cache_test::run_shell(
-            std::string("bash '" COMPILE_CACHE_HTTP_FIXTURE_SCRIPT "' server '") + fixture_dir().string() + "' " + name);
-        REQUIRE(r.exited(0));
-        server_ = read_server(name);
-        std::ifstream in(fixture_dir() / (name + ".pid"));
-        in >> pid_;
-        REQUIRE(pid_ > 0);
-    }
-    own_server(own_server const&) = delete;
-    own_server& operator=(own_server const&) = delete;
-    ~own_server() {
-        ::kill(pid_, SIGCONT);
-        ::kill(pid_, SIGKILL);
-    }
-    nginx_server const& server() const noexcept { return server_; }
-    pid_t pid() const noexcept { return pid_; }
-
-private:
-    nginx_server server_;
-    pid_t pid_ = 0;
-};
+using compile_cache_test::nginx::main_server;
+using compile_cache_test::nginx::own_server;
+using compile_cache_test::nginx::access_log_lines;
+using compile_cache_test::nginx::fixture_dir;
+using nginx_server = compile_cache_test::nginx::server;
 
 /// A folder name no other test (or run) uses.
 std::string unique_path(std::string const& tag) {
@@ -147,25 +93,6 @@ std::string file_text(fs::path const& p) {
 void write_file(fs::path const& p, std::string const& text) {
     fs::create_directories(p.parent_path());
     std::ofstream(p, std::ios::binary) << text;
-}
-
-/// The lines of the server's access log once it stops growing: nginx writes a request's
-/// line after its answer is sent, so a client can be a little ahead of the log. Read
-/// until two reads 100 ms apart agree (at most 5 s).
-std::size_t access_log_lines(nginx_server const& s) {
-    auto count = [&] {
-        std::ifstream in(s.home / "access.log");
-        return static_cast<std::size_t>(
-            std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n'));
-    };
-    std::size_t last = count();
-    for (int i = 0; i < 50; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        std::size_t const now = count();
-        if (now == last) break;
-        last = now;
-    }
-    return last;
 }
 
 cct::storage_conformance_options http_conformance_options() {
@@ -812,6 +739,51 @@ TEST_CASE("a forked child makes a connection of its own: parent and child read s
     CHECK(wrong == 0);
     CHECK(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 0);
+}
+
+TEST_CASE("a tier over HTTP in a child forked while the parent's uploads were queued uses the server, on a "
+          "connection of its own, and the uploads of both reach it",
+          "[http][fork][tiered]") {
+    // The HTTP storage says that a forked child makes handles of its own (a tier and
+    // remote_by_url read it): the tier then uses it in such a child.
+    CHECK(cc::detail::remote_reconnects_after_fork<cc::http_storage>());
+    CHECK(cc::detail::remote_reconnects_after_fork<cc::remote_by_url<cc::http_storage>>());
+    using tier = cc::tiered_storage<cc::directory_storage, cc::http_storage>;
+    // Every exchange takes a 40 ms round trip: the parent's six uploads take a quarter of a
+    // second, and most are still queued when it forks.
+    compile_cache_test::latency_proxy proxy(main_server().ports.at("plain"), std::chrono::milliseconds(20));
+    proxy.start();
+    std::string const base = unique_path("fork-tier");
+    cc::http_storage direct = storage_at(main_server().url("plain", base));
+    REQUIRE_FALSE(direct.write(key_of(100), "on the server")); // in no local directory
+    cc::http_options o;
+    o.url = "http://127.0.0.1:" + std::to_string(proxy.port()) + base;
+    o.timeout = std::chrono::milliseconds(5000);
+    o.connect_timeout = std::chrono::milliseconds(2000);
+    compile_cache_test::temp_dir dir;
+    tier s(cc::directory_storage((dir.path() / "cache").string()), cc::http_storage(o));
+    for (unsigned i = 0; i < 6; ++i) REQUIRE_FALSE(s.write(key_of(i), "parent's " + std::to_string(i)));
+
+    std::string const child = compile_cache_test::run_in_child([&]() -> std::string {
+        std::string out;
+        cc::read_result const r = s.read(key_of(100), out, 1 << 20);
+        if (r.status != cc::read_status::found || out != "on the server")
+            return "the child did not read the server's entry (status " + std::to_string(static_cast<int>(r.status)) +
+                   ")";
+        if (s.write(key_of(50), "the child's")) return "the child's store failed";
+        if (!s.wait_for_uploads(std::chrono::milliseconds(5000))) return "the child's upload did not go out";
+        return "ok";
+    });
+    CHECK(child == "ok");
+    CHECK(s.wait_for_uploads(std::chrono::milliseconds(5000)));
+    std::string out;
+    CHECK(direct.read(key_of(50), out, 1 << 20).status == cc::read_status::found);
+    CHECK(out == "the child's");
+    for (unsigned i = 0; i < 6; ++i) {
+        INFO(i);
+        CHECK(direct.read(key_of(i), out, 1 << 20).status == cc::read_status::found);
+        CHECK(out == "parent's " + std::to_string(i));
+    }
 }
 
 // --- Batched reads ---------------------------------------------------------------------------

@@ -1,9 +1,11 @@
 // tinyk on two "machines" sharing one real nginx WebDAV server through the tier
 // (TINYK_CACHE_REMOTE=http://..., which remote_by_url gives to the HTTP storage): two
 // cache directories, one program file, every step a fresh tinyk process. The server is
-// the test's own, so that its access log counts this test's requests alone. Built into
-// compile_cache_http_tests when tinyk is built with HTTP (COMPILE_CACHE_TINYK_WITH_HTTP).
+// the test's own (tests/support/nginx_servers.hpp), so that its access log counts this
+// test's requests alone. Built into compile_cache_http_tests when tinyk is built with
+// HTTP (COMPILE_CACHE_TINYK_WITH_HTTP).
 #include "tinyk_support.hpp"
+#include "support/nginx_servers.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -24,61 +26,8 @@ using namespace tinyk_test;
 
 namespace {
 
-/// A server of the nginx fixture, started for the test and killed when it ends.
-class http_server {
-public:
-    explicit http_server(std::string const& name) {
-        char const* d = std::getenv("COMPILE_CACHE_HTTP_FIXTURE_DIR");
-        REQUIRE(d != nullptr);
-        dir_ = d;
-        home_ = dir_ / name;
-        process_result const r = compile_cache_test::run_shell(
-            std::string("bash '" COMPILE_CACHE_HTTP_FIXTURE_SCRIPT "' server '") + dir_.string() + "' " + name);
-        REQUIRE(r.exited(0));
-        std::ifstream ports(dir_ / (name + ".ports"));
-        std::string word;
-        while (ports >> word)
-            if (word.rfind("plain=", 0) == 0) port_ = std::stoi(word.substr(6));
-        std::ifstream(dir_ / (name + ".pid")) >> pid_;
-        REQUIRE(port_ > 0);
-        REQUIRE(pid_ > 0);
-    }
-    http_server(http_server const&) = delete;
-    http_server& operator=(http_server const&) = delete;
-    ~http_server() { ::kill(pid_, SIGKILL); }
-
-    std::string url(std::string const& path) const { return "http://127.0.0.1:" + std::to_string(port_) + path; }
-
-    /// The access log's lines once it stops growing (nginx logs a request after answering it).
-    std::size_t requests() const {
-        auto count = [&] {
-            std::ifstream in(home_ / "access.log");
-            return static_cast<std::size_t>(
-                std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n'));
-        };
-        std::size_t last = count();
-        for (int i = 0; i < 50; ++i) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(100));
-            std::size_t const now = count();
-            if (now == last) break;
-            last = now;
-        }
-        return last;
-    }
-    /// How many requests of the log use `method` ("GET", "PUT").
-    std::size_t requests_of(std::string const& method) const {
-        std::ifstream in(home_ / "access.log");
-        std::size_t n = 0;
-        for (std::string line; std::getline(in, line);)
-            if (line.find("\"" + method + " ") != std::string::npos) ++n;
-        return n;
-    }
-
-private:
-    fs::path dir_, home_;
-    int port_ = 0;
-    pid_t pid_ = 0;
-};
+using compile_cache_test::nginx::access_log_lines;
+using compile_cache_test::nginx::own_server;
 
 long long stat(tinyk_result const& r, std::string const& name) {
     std::string const s = r.stats();
@@ -92,13 +41,13 @@ long long stat(tinyk_result const& r, std::string const& name) {
 TEST_CASE("tinyk over HTTP: B with an empty directory loads all 40 from nginx, then all 40 locally with no request",
           "[http][tinyk]") {
     temp_dir root("tinyk-http");
-    http_server server("tinyk-http");
+    own_server const server("tinyk-http");
     fs::path const program = root.path() / "src" / "chain.tk";
     fs::create_directories(root.path() / "src");
     fs::create_directories(root.path() / "home");
     write_file(root.path() / "secret.key", "the fleet's shared secret\n");
     write_file(program, read_file(TINYK_CHAIN40));
-    std::string const remote = server.url("/tinyk/");
+    std::string const remote = server.server().url("plain", "/tinyk/");
     auto run = [&](std::string const& machine) {
         tinyk_run r;
         r.args = {"run", "-v", "--stats", program.string(), "--call", "main", "1"};
@@ -116,7 +65,7 @@ TEST_CASE("tinyk over HTTP: B with an empty directory loads all 40 from nginx, t
     tinyk_result const a = run("a");
     CHECK(a.compiled().size() == 40);
     CHECK(stat(a, "remote.stores") == 40);
-    CHECK(server.requests_of("PUT") >= 40);
+    CHECK(server.server().requests_of("PUT") >= 40);
 
     tinyk_result const b = run("b");
     CHECK(b.loaded().size() == 40);
@@ -124,11 +73,11 @@ TEST_CASE("tinyk over HTTP: B with an empty directory loads all 40 from nginx, t
     CHECK(stat(b, "remote.hits") == 40);
     CHECK(b.out == a.out);
 
-    std::size_t const before = server.requests();
+    std::size_t const before = access_log_lines(server.server());
     tinyk_result const b2 = run("b");
     CHECK(b2.loaded().size() == 40);
     CHECK(stat(b2, "remote.hits") == 0);
-    CHECK(server.requests() == before); // nginx saw no request at all
+    CHECK(access_log_lines(server.server()) == before); // nginx saw no request at all
 }
 
 TEST_CASE("tinyk over HTTP: a server that is gone costs a bounded delay, and the kernels compile as usual",

@@ -31,6 +31,8 @@ void scan_folder(int root, std::string const& folder, directory_scan& scan) {
             scan.entries.push_back({std::string(item.name), item.size, item.use_ns});
         } else if (item.kind == kind::temp) {
             ++scan.temp_files;
+        } else if (layout::is_claim_name(item.name, folder)) {
+            ++scan.claim_files;
         } else {
             // A hex name that is not an entry of this folder contradicts the layout; an
             // entry's name on a symlink or folder does not (the library refuses it too).

@@ -29,6 +29,7 @@ struct directory_scan {
     std::uint64_t temp_files = 0;  ///< `.tmp-` + 32 hex digits in fan-out folders: stores in progress, or left
                                    ///< by killed ones
     std::uint64_t other_files = 0; ///< anything else in fan-out folders; never touched
+    std::uint64_t claim_files = 0; ///< `<hex key>.claim`: claims of compiles in progress, or left by killed ones
     bool has_ledger = false;       ///< `.cc-stats`
     bool has_counters = false;     ///< `.cc-counters/`
     bool has_settings = false;     ///< `.cc-settings` (compile-cache set)

@@ -44,10 +44,12 @@ std::vector<command_spec> const& commands() {
          "  prune DIR [--max-size SIZE] evicts least recently used entries until the directory is\n"
          "                              under 90% of SIZE (bytes, or with K, M, G: 48K, 500M, 2G;\n"
          "                              0 means no limit, so nothing is evicted), and removes temp\n"
-         "                              files over an hour old (a cache directory only). Without\n"
-         "                              --max-size: the max-size the directory keeps (set)\n"},
+         "                              files over an hour old and the claims of processes that are\n"
+         "                              gone (a cache directory only). Without --max-size: the\n"
+         "                              max-size the directory keeps (set)\n"},
         {"clear", {"DIR"}, {},
-         "  clear DIR                   removes every entry and temp file; other files stay\n"},
+         "  clear DIR                   removes every entry and temp file, and the claims of\n"
+         "                              processes that are gone; other files stay\n"},
         {"zero", {"DIR"}, {},
          "  zero DIR                    sets the counters the hosts recorded back to zero, as\n"
          "                              ccache -z; stats then counts from now (\"since\"); the entries\n"

@@ -846,7 +846,10 @@ int report_cleanup(command_line const& c, opened_cache const& cache, clear_resul
         begin_document(j, cache).field("command", c.command);
         if (prune) j.field("max_size", prune->limit).field("entries", prune->entries_left).field("accounted_bytes", prune->accounted_left);
         j.field("removed", r.removed).field("removed_bytes", r.removed_bytes);
-        if (dir) j.field("temp_files_removed", r.temp_files_removed).field("other_files", cache.facts.other_files);
+        if (dir)
+            j.field("temp_files_removed", r.temp_files_removed)
+                .field("claim_files_removed", r.claim_files_removed)
+                .field("other_files", cache.facts.other_files);
         else j.field("foreign_rows", foreign);
         j.field("not_removed", r.not_removed).end_object();
         std::fputs(j.str().c_str(), stdout);
@@ -856,6 +859,10 @@ int report_cleanup(command_line const& c, opened_cache const& cache, clear_resul
         if (dir)
             out += " and " + std::to_string(r.temp_files_removed) + " temp " + (r.temp_files_removed == 1 ? "file" : "files");
         out += "\n";
+        if (r.claim_files_removed != 0)
+            out += "removed " + std::to_string(r.claim_files_removed) +
+                   (r.claim_files_removed == 1 ? " claim file whose owner is gone (or past its bound)\n"
+                                               : " claim files whose owners are gone (or past their bound)\n");
         if (prune)
             out += "left " + std::to_string(prune->entries_left) + (prune->entries_left == 1 ? " entry" : " entries") +
                    ", counting " + human_size(prune->accounted_left) + " against the limit of " +
@@ -927,6 +934,7 @@ int run_prune(command_line const& c) {
     options.max_size = *limit;
     compile_cache::cleanup_result const p = compile_cache::directory_storage(lc.cache.directory, options).prune();
     clear_result r{p.removed, p.removed_bytes, p.temp_files_removed, p.not_removed, p.removal_error, p.error};
+    r.claim_files_removed = p.claim_files_removed;
     prune_figures figures{*limit, p.entries, p.bytes};
     // Identity records are no entries: those it evicted or left come out of its counts.
     for (listed_entry const& e : lc.listing.records) {

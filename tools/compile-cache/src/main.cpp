@@ -112,8 +112,9 @@ char const* const help_tail =
     "Identity records (DIR/ab/<66 hex digits ending 1d>: what a host writes beside each entry\n"
     "so that a miss can be explained) are not counted as entries; verify checks them too,\n"
     "prune evicts them like entries, clear removes them, copy copies them.\n"
-    "Nothing but entries (DIR/ab/<hex key>) and the library's temp files (DIR/ab/.tmp- and\n"
-    "32 hex digits) is ever deleted, and nothing is deleted in a directory that is not a\n"
+    "Nothing but entries (DIR/ab/<hex key>), the library's temp files (DIR/ab/.tmp- and\n"
+    "32 hex digits) and claims whose owner is gone (DIR/ab/<hex key>.claim) is ever\n"
+    "deleted, and nothing is deleted in a directory that is not a\n"
     "compile_cache one; clear and prune exit 3 when they could not delete what they meant to.\n"
     "Reading an entry does not change its use time.\n"
     "\n";

@@ -133,6 +133,7 @@ int list_directory(opened_cache& self, cache_listing& l, progress_line& progress
     if (!scan.error.empty()) return fail(self.directory + ": cannot list " + scan.error, exit_failed);
     self.facts = {scan.temp_files, scan.other_files, !scan.entries.empty(), scan.has_ledger, scan.has_counters,
                   scan.has_settings};
+    self.facts.claim_files = scan.claim_files;
     for (entry_file const& f : scan.entries)
         if (std::optional<compile_cache::key> const k = compile_cache::key::from_hex(f.name))
             file_under(l, listed(*k, f.size, f.use_ns));
@@ -158,6 +159,7 @@ compile_cache::read_result read_directory_entry(std::string const& dir, compile_
 clear_result directory_clear(std::string const& dir, directory_handle& handle, cache_listing const& l) {
     compile_cache::cleanup_result const c = handle.get().clear();
     clear_result r{c.removed, c.removed_bytes, c.temp_files_removed, c.not_removed, c.removal_error, c.error};
+    r.claim_files_removed = c.claim_files_removed;
     for (listed_entry const& e : l.records) {
         struct stat st;
         bool const left = ::lstat((dir + "/" + layout::entry_relative_path(e.name)).c_str(), &st) == 0;

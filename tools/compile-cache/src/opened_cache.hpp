@@ -54,6 +54,7 @@ struct directory_facts {
     bool has_ledger = false;       ///< `.cc-stats`
     bool has_counters = false;     ///< `.cc-counters/`
     bool has_settings = false;     ///< `.cc-settings`
+    std::uint64_t claim_files = 0; ///< claims (single flight) of compiles in progress, or left by killed ones
 };
 
 /// What clear did.
@@ -64,6 +65,7 @@ struct clear_result {
     std::uint64_t not_removed = 0;        ///< what it meant to remove and could not
     std::error_code removal_error;        ///< why (the first such error)
     std::error_code error;                ///< why clear could not run at all
+    std::uint64_t claim_files_removed = 0; ///< stale claims (a directory: their owners are gone)
 };
 
 /// What a command will do with the cache: the storage is opened for no more.

@@ -6,9 +6,11 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
@@ -435,6 +437,44 @@ TEST_CASE("compile-cache clear: every entry and temp file goes and files that ar
     REQUIRE_EXIT(after, 0);
     CHECK(after.out == "23\n");
     CHECK(after.compiled() == names{"square", "helper", "main"});
+}
+
+TEST_CASE("compile-cache prune and clear: the claims of processes that are gone go and are counted, a live one stays") {
+    filled_cache c;
+    fs::path const dir = c.s.cache_dir();
+    // Claim files as a miss writes them (single flight): `<entry's name>.claim`, naming its
+    // owner; one of a process of this machine that is gone (a child, ended and waited for),
+    // one of this test process, which lives.
+    std::string boot;
+    std::getline(std::ifstream("/proc/sys/kernel/random/boot_id"), boot);
+    char host[256] = {};
+    REQUIRE(::gethostname(host, sizeof host - 1) == 0);
+    pid_t const gone = ::fork();
+    REQUIRE(gone >= 0);
+    if (gone == 0) ::_exit(0);
+    int status = 0;
+    REQUIRE(::waitpid(gone, &status, 0) == gone);
+    auto owner = [&](pid_t pid) {
+        return "pid=" + std::to_string(pid) + " boot=" + boot + " start=? host=" + host + " created_ns=1\n";
+    };
+    fs::path const dead = dir / (entry_path_of(c, "main") + ".claim");
+    fs::path const live = dir / (entry_path_of(c, "helper") + ".claim");
+    write_file(dead, owner(gone));
+    write_file(live, owner(::getpid()));
+
+    process_result const pruned = tool({"prune", dir.string(), "--max-size", "0"});
+    REQUIRE_EXIT(pruned, 0);
+    CHECK(pruned.out.find("removed 1 claim file whose owner is gone") != std::string::npos);
+    CHECK(pruned.out.find("other files") == std::string::npos); // claims are the cache's, not others'
+    CHECK(!fs::exists(dead));
+    CHECK(fs::exists(live));
+
+    write_file(dead, owner(gone));
+    process_result const cleared = tool({"clear", dir.string(), "--json"});
+    REQUIRE_EXIT(cleared, 0);
+    CHECK(json_query(cleared.out, "(d['claim_files_removed'], d['other_files'])") == "(1, 0)");
+    CHECK(!fs::exists(dead));
+    CHECK(fs::exists(live));
 }
 
 TEST_CASE("compile-cache: a missing directory or a file or a foreign directory is a one-line error with exit 2") {

@@ -8,6 +8,7 @@
 //   DIR/.cc-counters/      the counters hosts record (directory_storage::recorded_counters)
 //   DIR/ab/<hex key>       an entry: the key's lower-case hex, in the folder of its first two digits
 //   DIR/ab/.tmp-<hex>      a store in progress, or left by a killed one
+//   DIR/ab/<hex key>.claim a miss's claim (single flight): a compile in progress, or left by a killed one
 #pragma once
 
 #include <compile_cache/detail/config.hpp>
@@ -61,6 +62,12 @@ inline bool is_entry_name(std::string_view name, std::string_view folder) noexce
 
 /// A temp file of a store (`.tmp-...`), in a fan-out folder.
 inline bool is_temp_name(std::string_view name) noexcept { return detail::directory_storage_impl::is_temp_name(name); }
+
+/// A claim file of single flight (`<hex key>.claim`), in fan-out folder `folder`: the
+/// storage's cleanups remove those whose owner is gone (directory_claims.hpp).
+inline bool is_claim_name(std::string_view name, std::string_view folder) noexcept {
+    return detail::directory_storage_impl::is_claim_name(name, folder);
+}
 
 /// `ab/<hex>`: where the entry of the key whose hex is `hex` lives, relative to the
 /// directory. `hex` has at least two digits.

@@ -155,6 +155,9 @@ struct cleanup_result {
     /// first such error. A cleanup that left any has not done what it was asked.
     std::uint64_t not_removed = 0;
     std::error_code removal_error;
+    /// Claim files (single flight) left by processes that are gone, or past their bound
+    /// (directory_claims.hpp), that it removed; a live process's claim stays.
+    std::uint64_t claim_files_removed = 0;
 };
 
 /// Counts kept by a storage object (and its copies) since it was made.
@@ -166,6 +169,8 @@ struct directory_counters {
     /// Locks on the cache's files (ledger, directory, counters) given up on after a
     /// bounded wait, because another process held them (stopped or frozen?).
     std::uint64_t lock_timeouts = 0;
+    /// Stale claim files (single flight) its cleanups removed.
+    std::uint64_t claim_files_removed = 0;
 };
 
 /// An entry as directory_storage::read_view gives it: its bytes, either in the caller's

@@ -35,6 +35,7 @@ struct folder_scan {
     std::uint64_t entries = 0; ///< entries left
     std::uint64_t evicted = 0, evicted_bytes = 0;
     std::uint64_t temps_removed = 0;
+    std::uint64_t claims_removed = 0; ///< stale claim files (remove_stale_claim)
     /// Files it meant to remove and could not (the unlink failed: permission, a
     /// read-only mount), and a folder that is there but could not be read; the first
     /// such error (an errno value) in `error`.
@@ -86,10 +87,22 @@ struct scan_progress {
     std::size_t names = 0, unlinks = 0;
 };
 
+/// Removes the claim file `name` (single flight: directory_claims.hpp) of the folder open
+/// at `folder_fd` when it is stale: its owner ran on this machine and boot and is gone; or
+/// its owner cannot be asked (another machine's, or a text that names none) and the claim
+/// is older than the expiry it records (`expiry_ms=`; an hour when it records none); or it
+/// has stayed empty for over a second (its writer died before writing). A claim of a live
+/// process of this machine stays, however old: its owner removes it. The file is read
+/// again just before the unlink and left if it changed (taken over meanwhile). 1: removed;
+/// 0: kept (or gone meanwhile); -errno: it could not be read or removed. Defined in
+/// storage/directory/impl/directory_claims.ipp.
+COMPILE_CACHE_DECL int remove_stale_claim(int folder_fd, char const* name) noexcept;
+
 /// Looks at the names of fan-out folder `index` from where `cursor` stopped (opening it
 /// when the cursor is on another folder), within `limits`: entries (regular files with
 /// an entry name) are counted, or unlinked when their use time (mtime) is at or before
-/// `evict_up_to`; temp files last written before `temps_before` are unlinked; anything
+/// `evict_up_to`; temp files last written before `temps_before` are unlinked, and, unless
+/// `temps_before` is no_cutoff (a listing), stale claim files (remove_stale_claim); anything
 /// else is left alone. `on_entry(mtime_ns, accounted_bytes, name, file_size)` is called
 /// for each entry kept (what it throws, this throws). A missing folder is an empty
 /// one. Each name is stat-ed once.
@@ -138,7 +151,19 @@ scan_progress scan_folder_part(int root_fd, folder_cursor& cursor, unsigned inde
         ++out.visited;
         ++progress.names;
         bool const entry = is_entry_name(name, folder);
-        if (!entry && !is_temp_name(name)) continue;
+        if (!entry && !is_temp_name(name)) {
+            // A claim left by a process that is gone (or past its bound) goes with the
+            // temp files; a listing, which sweeps none, leaves it.
+            if (temps_before != no_cutoff && is_claim_name(name, folder)) {
+                ++progress.unlinks;
+                int const r = remove_stale_claim(fd, e->d_name);
+                if (r > 0)
+                    ++out.claims_removed;
+                else if (r < 0)
+                    out.failed(-r);
+            }
+            continue;
+        }
         struct stat st {};
         if (::fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
         std::int64_t const mtime = mtime_ns(st);
@@ -258,6 +283,7 @@ struct cleanup_totals {
     std::uint64_t entries = 0, bytes = 0; ///< left, when a whole pass was made
     std::uint64_t evicted = 0, evicted_bytes = 0;
     std::uint64_t temps_removed = 0;
+    std::uint64_t claims_removed = 0;
     std::uint64_t not_removed = 0; ///< files that could not be removed (folder_scan::not_removed)
     int error = 0;                 ///< the first of those errors
     bool complete = false; ///< a whole survey was made, so entries and bytes are exact
@@ -334,7 +360,7 @@ struct cleanup_state {
     std::int64_t cutoff = no_cutoff;
 
     // Counters, for the curious and for tests.
-    std::atomic<std::uint64_t> evicted{0}, evicted_bytes{0}, temps_removed{0}, steps{0};
+    std::atomic<std::uint64_t> evicted{0}, evicted_bytes{0}, temps_removed{0}, steps{0}, claims_removed{0};
     lock_events* events = nullptr; ///< where a ledger lock given up on is counted
 
     /// Past this many entries a whole cleanup keeps (use time, size) pairs only, as a

@@ -90,6 +90,14 @@ inline bool is_temp_name(std::string_view n) noexcept {
     return true;
 }
 
+inline constexpr std::string_view claim_suffix = ".claim";
+/// A claim file of single flight (directory_claims.hpp) in fan-out folder `folder`: an
+/// entry's name there and `.claim`.
+inline bool is_claim_name(std::string_view n, std::string_view folder) noexcept {
+    return n.size() > claim_suffix.size() && n.substr(n.size() - claim_suffix.size()) == claim_suffix &&
+           is_entry_name(n.substr(0, n.size() - claim_suffix.size()), folder);
+}
+
 inline constexpr char lower_hex_digits[] = "0123456789abcdef";
 
 /// The entry path rule, written once: an entry lives at `ab/<hex>` relative to the

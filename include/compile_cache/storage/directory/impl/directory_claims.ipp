@@ -4,8 +4,10 @@
 #pragma once
 #if COMPILE_CACHE_INCLUDE_IMPL
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <string>
 
 #include <fcntl.h>
@@ -16,10 +18,11 @@ namespace compile_cache {
 
 namespace detail::directory_claims_impl {
 
-/// A claim file's text: at most 1 KiB of it ("" when it cannot be opened: `error` says why).
-inline std::string read_claim(std::string const& path, int& error) {
+/// A claim file's text, `name` relative to the folder open at `folder_fd` (AT_FDCWD: a
+/// path): at most 1 KiB of it ("" when it cannot be opened: `error` says why).
+inline std::string read_claim_at(int folder_fd, char const* name, int& error) {
     error = 0;
-    int const fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int const fd = ::openat(folder_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) {
         error = errno;
         return {};
@@ -36,26 +39,74 @@ inline std::string read_claim(std::string const& path, int& error) {
     text.resize(got);
     return text;
 }
+inline std::string read_claim(std::string const& path, int& error) { return read_claim_at(AT_FDCWD, path.c_str(), error); }
 
 inline std::int64_t now_ns() noexcept {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
         .count();
 }
 
-/// How old a claim is, by its `created_ns=` field, else by the file's modification time.
-inline std::int64_t claim_age_ns(std::string const& text, std::string const& path) {
-    std::string const created = claim_field(text, "created_ns");
-    if (!created.empty()) {
-        char* end = nullptr;
-        long long const ns = std::strtoll(created.c_str(), &end, 10);
-        if (*end == '\0' && ns > 0) return now_ns() - ns;
-    }
+/// A whole positive number in field `field` of a claim's text (0 when absent or not one).
+inline std::int64_t claim_number(std::string const& text, char const* field) {
+    std::string const value = claim_field(text, field);
+    if (value.empty()) return 0;
+    char* end = nullptr;
+    long long const n = std::strtoll(value.c_str(), &end, 10);
+    return *end == '\0' && n > 0 ? n : 0;
+}
+
+/// How old a claim is, by its `created_ns=` field, else by the file's modification time
+/// (`name` relative to `folder_fd`, as read_claim_at).
+inline std::int64_t claim_age_ns_at(std::string const& text, int folder_fd, char const* name) {
+    if (std::int64_t const created = claim_number(text, "created_ns")) return now_ns() - created;
     struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) return 0;
+    if (::fstatat(folder_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return 0;
     return now_ns() - (static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec);
+}
+inline std::int64_t claim_age_ns(std::string const& text, std::string const& path) {
+    return claim_age_ns_at(text, AT_FDCWD, path.c_str());
+}
+
+/// The bound a claim file records (`expiry_ms=`, its request's expiry), in ns; an hour
+/// for one that records none.
+inline std::int64_t claim_bound_ns(std::string const& text) {
+    std::int64_t const ms = claim_number(text, "expiry_ms");
+    if (ms == 0 || ms > std::int64_t{1} << 40) return directory_storage_impl::temp_stale_after_ns;
+    return ms * 1000000;
 }
 
 } // namespace detail::directory_claims_impl
+
+namespace detail::directory_storage_impl {
+
+int remove_stale_claim(int folder_fd, char const* name) noexcept {
+    namespace claims = detail::directory_claims_impl;
+    try {
+        int error = 0;
+        std::string const text = claims::read_claim_at(folder_fd, name, error);
+        if (error == ENOENT) return 0;
+        if (error != 0) return -error;
+        std::int64_t const age = claims::claim_age_ns_at(text, folder_fd, name);
+        bool stale = false;
+        if (text.empty()) {
+            stale = age > 1000000000; // its writer died between the create and the write
+        } else {
+            bool same_machine = false;
+            bool const alive = claim_owner_alive(text, same_machine);
+            stale = same_machine ? !alive : age > claims::claim_bound_ns(text);
+        }
+        if (!stale) return 0;
+        // Still the claim judged (not one taken over meanwhile)?
+        int again_error = 0;
+        if (claims::read_claim_at(folder_fd, name, again_error) != text || again_error != 0) return 0;
+        if (::unlinkat(folder_fd, name, 0) == 0) return 1;
+        return errno == ENOENT ? 0 : -errno;
+    } catch (...) {
+        return 0;
+    }
+}
+
+} // namespace detail::directory_storage_impl
 
 claim_answer directory_storage::try_claim(key const& k, claim_request const& request) noexcept {
     namespace impl = detail::directory_claims_impl;
@@ -66,7 +117,9 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
         if (entry.empty()) return answer;
         std::string const path = entry + ".claim";
         std::string const folder = entry.substr(0, entry.rfind('/'));
-        std::string const text = detail::claim_owner() + " created_ns=" + std::to_string(impl::now_ns()) + "\n";
+        // (expiry_ms: the bound after which a cleanup removes a claim whose owner cannot be asked)
+        std::string const text = detail::claim_owner() + " created_ns=" + std::to_string(impl::now_ns()) +
+                                 " expiry_ms=" + std::to_string(std::max<long long>(request.expiry.count(), 1)) + "\n";
         unsigned const mode = options_.umask >= 0 ? options_.file_mode & ~static_cast<unsigned>(options_.umask)
                                                   : options_.file_mode;
         // A few rounds: a claim removed (released, or dead and taken over) between our

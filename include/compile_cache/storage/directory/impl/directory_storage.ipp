@@ -424,6 +424,7 @@ cleanup_result directory_storage::prune() noexcept {
         r.removed = t.evicted;
         r.removed_bytes = t.evicted_bytes;
         r.temp_files_removed = t.temps_removed;
+        r.claim_files_removed = t.claims_removed;
         r.not_removed = t.not_removed;
         if (t.error != 0) r.removal_error = detail::directory_storage_impl::errno_code(t.error);
     });
@@ -450,6 +451,7 @@ cleanup_result directory_storage::clear() noexcept {
             r.removed += fs.evicted;
             r.removed_bytes += fs.evicted_bytes;
             r.temp_files_removed += fs.temps_removed;
+            r.claim_files_removed += fs.claims_removed;
             r.not_removed += fs.not_removed;
             if (fs.error != 0 && !r.removal_error) r.removal_error = impl::errno_code(fs.error);
         }
@@ -477,6 +479,7 @@ directory_counters directory_storage::counters() const noexcept {
     c.temp_files_removed = state_->cleanup.temps_removed.load();
     c.cleanup_steps = state_->cleanup.steps.load();
     c.lock_timeouts = state_->locks.timeouts();
+    c.claim_files_removed = state_->cleanup.claims_removed.load();
     return c;
 }
 
@@ -591,6 +594,7 @@ bool directory_storage::flush_ledger(std::int64_t now, std::uint64_t& total) con
             impl::scan_folder(root.fd, folder, temps_before, impl::no_cutoff, impl::no_entry_callback{});
         counter.counted(folder, fs.bytes, before);
         state_->cleanup.temps_removed += fs.temps_removed;
+        state_->cleanup.claims_removed += fs.claims_removed;
     }
     std::uint64_t const recounted = counter.save(counted_at);
     if (recounted == std::numeric_limits<std::uint64_t>::max()) return false;

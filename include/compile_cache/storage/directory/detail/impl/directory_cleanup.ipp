@@ -119,6 +119,7 @@ cleanup_totals cleanup_state::step(int root_fd, std::string const& ledger_path, 
     evicted += out.evicted;
     evicted_bytes += out.evicted_bytes;
     temps_removed += out.temps_removed;
+    claims_removed += out.claims_removed;
     ++steps;
     return out;
 }
@@ -211,6 +212,7 @@ bool cleanup_state::scan_next(step_context& c, cleanup_totals& out, std::int64_t
     out.evicted += now.evicted - was.evicted;
     out.evicted_bytes += now.evicted_bytes - was.evicted_bytes;
     out.temps_removed += now.temps_removed - was.temps_removed;
+    out.claims_removed += now.claims_removed - was.claims_removed;
     if (now.not_removed != was.not_removed) out.add_failures(now.not_removed - was.not_removed, now.error);
     // A folder looked at in one step is counted (its figure corrected); one whose look
     // spans steps only has its evictions taken off its figure.

@@ -1,0 +1,192 @@
+// directory_storage's cleanup of claim files (single flight, storage/directory/
+// directory_claims.hpp): a claim left by a claimant killed with SIGKILL (a fresh process,
+// tests/helpers/single_flight_helper.cpp), by a process that is gone, by another machine
+// past its bound, or left empty, goes with prune() and clear(); a live claim stays.
+#include "catch2_compat.hpp"
+#include "support/posix.hpp"
+#include "support/process.hpp"
+
+#include <compile_cache/hasher/sha256.hpp>
+#include <compile_cache/key/builder.hpp>
+#include <compile_cache/storage/directory/directory_storage.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace {
+
+namespace cc = compile_cache;
+namespace fs = std::filesystem;
+using compile_cache_test::child_process;
+using compile_cache_test::read_file;
+using compile_cache_test::temp_dir;
+using compile_cache_test::write_file;
+
+/// The claim files under `dir`, sorted.
+std::vector<std::string> dc_claims_under(fs::path const& dir) {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+        if (it->path().extension() == ".claim") out.push_back(it->path().string());
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+/// The pid of a process of this machine that has ended (and been waited for).
+pid_t dc_dead_pid() {
+    pid_t const pid = ::fork();
+    if (pid == 0) ::_exit(0);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return pid;
+}
+
+cc::key dc_key(std::string const& name) { return cc::key_builder<cc::sha256>().add("ir", name).finish().value(); }
+
+/// A claim file's text as a process of this machine writes it, for pid `pid`.
+std::string dc_this_machine_claim(pid_t pid) {
+    std::string const mine = cc::detail::claim_owner();
+    return "pid=" + std::to_string(pid) + " boot=" + cc::detail::claim_field(mine, "boot") +
+           " start=1 host=" + cc::detail::claim_field(mine, "host") + "\n";
+}
+
+/// Sets `path`'s modification time `seconds` into the past.
+void dc_age(fs::path const& path, int seconds) {
+    timespec times[2];
+    ::clock_gettime(CLOCK_REALTIME, &times[0]);
+    times[0].tv_sec -= seconds;
+    times[1] = times[0];
+    REQUIRE(::utimensat(AT_FDCWD, path.c_str(), times, AT_SYMLINK_NOFOLLOW) == 0);
+}
+
+/// The claims of one directory: one of each kind a cleanup judges, the paths in `stays`
+/// and `goes`.
+struct dc_claims {
+    std::vector<std::string> stays, goes;
+};
+
+dc_claims dc_plant(cc::directory_storage& s) {
+    dc_claims c;
+    auto path_of = [&](char const* name) { return s.entry_path(dc_key(name)) + ".claim"; };
+    // This process's own claim (taken as a miss takes it): alive, it stays.
+    REQUIRE(s.try_claim(dc_key("live"), {}).state == cc::claim_state::claimed);
+    c.stays.push_back(path_of("live"));
+    // A process of this machine that is gone.
+    REQUIRE(s.try_claim(dc_key("gone"), {}).state == cc::claim_state::claimed);
+    write_file(path_of("gone"), dc_this_machine_claim(dc_dead_pid()));
+    c.goes.push_back(path_of("gone"));
+    // Another machine's, within its bound (expiry_ms=60000, a minute old): it stays...
+    long long const now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
+    REQUIRE(s.try_claim(dc_key("far-fresh"), {}).state == cc::claim_state::claimed);
+    write_file(path_of("far-fresh"), "pid=9 boot=another-boot start=1 host=machine-b created_ns=" +
+                                         std::to_string(now_ns - 60'000'000'000LL) + " expiry_ms=600000\n");
+    c.stays.push_back(path_of("far-fresh"));
+    // ...past it (2 min old, a bound of 1 min), it goes.
+    REQUIRE(s.try_claim(dc_key("far-old"), {}).state == cc::claim_state::claimed);
+    write_file(path_of("far-old"), "pid=9 boot=another-boot start=1 host=machine-b created_ns=" +
+                                       std::to_string(now_ns - 120'000'000'000LL) + " expiry_ms=60000\n");
+    c.goes.push_back(path_of("far-old"));
+    // One that records no bound: an hour (by its file's time).
+    REQUIRE(s.try_claim(dc_key("far-unbounded"), {}).state == cc::claim_state::claimed);
+    write_file(path_of("far-unbounded"), "pid=9 boot=another-boot start=1 host=machine-b\n");
+    dc_age(path_of("far-unbounded"), 2 * 3600);
+    c.goes.push_back(path_of("far-unbounded"));
+    // Empty for over a second (its writer died before writing).
+    REQUIRE(s.try_claim(dc_key("empty"), {}).state == cc::claim_state::claimed);
+    write_file(path_of("empty"), "");
+    dc_age(path_of("empty"), 5);
+    c.goes.push_back(path_of("empty"));
+    std::sort(c.stays.begin(), c.stays.end());
+    return c;
+}
+
+} // namespace
+
+#ifdef COMPILE_CACHE_HELPER_single_flight_helper
+TEST_CASE("directory claims: a claimant killed with SIGKILL leaves its claim file, and prune removes it and counts "
+          "it (fresh process)",
+          "[single-flight][directory][processes]") {
+    temp_dir dir;
+    fs::path const cache = dir.path() / "cache";
+    child_process holder({COMPILE_CACHE_HELPER_single_flight_helper, "hold", cache.string(), "30000", "killed"});
+    REQUIRE(holder.wait_for_line(10000));
+    REQUIRE(holder.output() == "compiling\n");
+    REQUIRE(dc_claims_under(cache).size() == 1); // it holds the claim of "killed"
+    holder.kill(SIGKILL);
+    REQUIRE(holder.wait() == 128 + SIGKILL);
+    REQUIRE(dc_claims_under(cache).size() == 1); // left behind: nobody asks for that kernel again
+
+    cc::directory_storage s(cache.string());
+    cc::cleanup_result const r = s.prune();
+    CHECK_FALSE(r.error);
+    CHECK(r.not_removed == 0);
+    CHECK(r.claim_files_removed == 1);
+    CHECK(r.temp_files_removed == 0);
+    CHECK(dc_claims_under(cache).empty());
+    CHECK(s.counters().claim_files_removed == 1);
+    // Nothing left to remove: a second prune removes none.
+    CHECK(s.prune().claim_files_removed == 0);
+}
+#endif
+
+TEST_CASE("directory claims: prune and clear remove the claims of processes that are gone, past their bound or "
+          "left empty, and leave live ones",
+          "[single-flight][directory]") {
+    for (bool const clearing : {false, true}) {
+        INFO((clearing ? "clear" : "prune"));
+        temp_dir dir;
+        cc::directory_storage s((dir.path() / "cache").string());
+        REQUIRE_FALSE(s.write(dc_key("an entry"), "its bytes"));
+        dc_claims const c = dc_plant(s);
+        // A listing touches none.
+        std::vector<cc::stored_entry> listed;
+        REQUIRE_FALSE(s.list(listed));
+        CHECK(listed.size() == 1);
+        CHECK(dc_claims_under(dir.path()).size() == c.stays.size() + c.goes.size());
+
+        cc::cleanup_result const r = clearing ? s.clear() : s.prune();
+        CHECK_FALSE(r.error);
+        CHECK(r.not_removed == 0);
+        CHECK(r.claim_files_removed == c.goes.size());
+        CHECK(dc_claims_under(dir.path()) == c.stays);
+        CHECK(r.removed == (clearing ? 1u : 0u)); // (the entry: clear removes it, prune keeps it)
+        // The live claim is still this process's, and its release removes it.
+        s.release_claim(dc_key("live"));
+        CHECK(dc_claims_under(dir.path()).size() == c.stays.size() - 1);
+    }
+}
+
+TEST_CASE("directory claims: a claim records its bound, after which a cleanup removes it when its owner cannot be "
+          "asked",
+          "[single-flight][directory]") {
+    temp_dir dir;
+    cc::directory_storage s((dir.path() / "cache").string());
+    cc::key const k = dc_key("bounded");
+    REQUIRE(s.try_claim(k, {cc::claim_scope::local, std::chrono::milliseconds(1500)}).state ==
+            cc::claim_state::claimed);
+    std::string const text = read_file(s.entry_path(k) + ".claim");
+    REQUIRE(cc::detail::claim_field(text, "expiry_ms") == "1500");
+    // The same claim as another machine's process wrote it (its owner cannot be asked):
+    // within its bound it stays, created more than its bound ago it goes.
+    auto other_machines = [&](std::string const& created_ns) {
+        return "pid=9 boot=another-boot start=1 host=machine-b created_ns=" + created_ns +
+               " expiry_ms=" + cc::detail::claim_field(text, "expiry_ms") + "\n";
+    };
+    write_file(s.entry_path(k) + ".claim", other_machines(cc::detail::claim_field(text, "created_ns")));
+    CHECK(s.prune().claim_files_removed == 0);
+    long long const created = std::stoll(cc::detail::claim_field(text, "created_ns"));
+    write_file(s.entry_path(k) + ".claim", other_machines(std::to_string(created - 2'000'000'000LL)));
+    CHECK(s.prune().claim_files_removed == 1);
+    CHECK(dc_claims_under(dir.path()).empty());
+}
