@@ -4916,6 +4916,7 @@ concept Storage = detail::is_storage<S>::value;
 //   DIR/.cc-counters/      the counters hosts record (directory_storage::recorded_counters)
 //   DIR/ab/<hex key>       an entry: the key's lower-case hex, in the folder of its first two digits
 //   DIR/ab/.tmp-<hex>      a store in progress, or left by a killed one
+//   DIR/ab/<hex key>.claim a miss's claim (single flight): a compile in progress, or left by a killed one
 
 
 // ---- begin compile_cache/detail/posix_io.hpp
@@ -5149,6 +5150,14 @@ inline bool is_temp_name(std::string_view n) noexcept {
     for (char c : n.substr(temp_prefix.size()))
         if (!is_lower_hex_digit(c)) return false;
     return true;
+}
+
+inline constexpr std::string_view claim_suffix = ".claim";
+/// A claim file of single flight (directory_claims.hpp) in fan-out folder `folder`: an
+/// entry's name there and `.claim`.
+inline bool is_claim_name(std::string_view n, std::string_view folder) noexcept {
+    return n.size() > claim_suffix.size() && n.substr(n.size() - claim_suffix.size()) == claim_suffix &&
+           is_entry_name(n.substr(0, n.size() - claim_suffix.size()), folder);
 }
 
 inline constexpr char lower_hex_digits[] = "0123456789abcdef";
@@ -6104,6 +6113,12 @@ inline bool is_entry_name(std::string_view name, std::string_view folder) noexce
 /// A temp file of a store (`.tmp-...`), in a fan-out folder.
 inline bool is_temp_name(std::string_view name) noexcept { return detail::directory_storage_impl::is_temp_name(name); }
 
+/// A claim file of single flight (`<hex key>.claim`), in fan-out folder `folder`: the
+/// storage's cleanups remove those whose owner is gone (directory_claims.hpp).
+inline bool is_claim_name(std::string_view name, std::string_view folder) noexcept {
+    return detail::directory_storage_impl::is_claim_name(name, folder);
+}
+
 /// `ab/<hex>`: where the entry of the key whose hex is `hex` lives, relative to the
 /// directory. `hex` has at least two digits.
 COMPILE_CACHE_DECL std::string entry_relative_path(std::string_view hex);
@@ -6279,6 +6294,7 @@ struct folder_scan {
     std::uint64_t entries = 0; ///< entries left
     std::uint64_t evicted = 0, evicted_bytes = 0;
     std::uint64_t temps_removed = 0;
+    std::uint64_t claims_removed = 0; ///< stale claim files (remove_stale_claim)
     /// Files it meant to remove and could not (the unlink failed: permission, a
     /// read-only mount), and a folder that is there but could not be read; the first
     /// such error (an errno value) in `error`.
@@ -6330,10 +6346,22 @@ struct scan_progress {
     std::size_t names = 0, unlinks = 0;
 };
 
+/// Removes the claim file `name` (single flight: directory_claims.hpp) of the folder open
+/// at `folder_fd` when it is stale: its owner ran on this machine and boot and is gone; or
+/// its owner cannot be asked (another machine's, or a text that names none) and the claim
+/// is older than the expiry it records (`expiry_ms=`; an hour when it records none); or it
+/// has stayed empty for over a second (its writer died before writing). A claim of a live
+/// process of this machine stays, however old: its owner removes it. The file is read
+/// again just before the unlink and left if it changed (taken over meanwhile). 1: removed;
+/// 0: kept (or gone meanwhile); -errno: it could not be read or removed. Defined in
+/// storage/directory/impl/directory_claims.ipp.
+COMPILE_CACHE_DECL int remove_stale_claim(int folder_fd, char const* name) noexcept;
+
 /// Looks at the names of fan-out folder `index` from where `cursor` stopped (opening it
 /// when the cursor is on another folder), within `limits`: entries (regular files with
 /// an entry name) are counted, or unlinked when their use time (mtime) is at or before
-/// `evict_up_to`; temp files last written before `temps_before` are unlinked; anything
+/// `evict_up_to`; temp files last written before `temps_before` are unlinked, and, unless
+/// `temps_before` is no_cutoff (a listing), stale claim files (remove_stale_claim); anything
 /// else is left alone. `on_entry(mtime_ns, accounted_bytes, name, file_size)` is called
 /// for each entry kept (what it throws, this throws). A missing folder is an empty
 /// one. Each name is stat-ed once.
@@ -6382,7 +6410,19 @@ scan_progress scan_folder_part(int root_fd, folder_cursor& cursor, unsigned inde
         ++out.visited;
         ++progress.names;
         bool const entry = is_entry_name(name, folder);
-        if (!entry && !is_temp_name(name)) continue;
+        if (!entry && !is_temp_name(name)) {
+            // A claim left by a process that is gone (or past its bound) goes with the
+            // temp files; a listing, which sweeps none, leaves it.
+            if (temps_before != no_cutoff && is_claim_name(name, folder)) {
+                ++progress.unlinks;
+                int const r = remove_stale_claim(fd, e->d_name);
+                if (r > 0)
+                    ++out.claims_removed;
+                else if (r < 0)
+                    out.failed(-r);
+            }
+            continue;
+        }
         struct stat st {};
         if (::fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
         std::int64_t const mtime = mtime_ns(st);
@@ -6502,6 +6542,7 @@ struct cleanup_totals {
     std::uint64_t entries = 0, bytes = 0; ///< left, when a whole pass was made
     std::uint64_t evicted = 0, evicted_bytes = 0;
     std::uint64_t temps_removed = 0;
+    std::uint64_t claims_removed = 0;
     std::uint64_t not_removed = 0; ///< files that could not be removed (folder_scan::not_removed)
     int error = 0;                 ///< the first of those errors
     bool complete = false; ///< a whole survey was made, so entries and bytes are exact
@@ -6578,7 +6619,7 @@ struct cleanup_state {
     std::int64_t cutoff = no_cutoff;
 
     // Counters, for the curious and for tests.
-    std::atomic<std::uint64_t> evicted{0}, evicted_bytes{0}, temps_removed{0}, steps{0};
+    std::atomic<std::uint64_t> evicted{0}, evicted_bytes{0}, temps_removed{0}, steps{0}, claims_removed{0};
     lock_events* events = nullptr; ///< where a ledger lock given up on is counted
 
     /// Past this many entries a whole cleanup keeps (use time, size) pairs only, as a
@@ -6784,6 +6825,7 @@ cleanup_totals cleanup_state::step(int root_fd, std::string const& ledger_path, 
     evicted += out.evicted;
     evicted_bytes += out.evicted_bytes;
     temps_removed += out.temps_removed;
+    claims_removed += out.claims_removed;
     ++steps;
     return out;
 }
@@ -6876,6 +6918,7 @@ bool cleanup_state::scan_next(step_context& c, cleanup_totals& out, std::int64_t
     out.evicted += now.evicted - was.evicted;
     out.evicted_bytes += now.evicted_bytes - was.evicted_bytes;
     out.temps_removed += now.temps_removed - was.temps_removed;
+    out.claims_removed += now.claims_removed - was.claims_removed;
     if (now.not_removed != was.not_removed) out.add_failures(now.not_removed - was.not_removed, now.error);
     // A folder looked at in one step is counted (its figure corrected); one whose look
     // spans steps only has its evictions taken off its figure.
@@ -7354,6 +7397,9 @@ struct cleanup_result {
     /// first such error. A cleanup that left any has not done what it was asked.
     std::uint64_t not_removed = 0;
     std::error_code removal_error;
+    /// Claim files (single flight) left by processes that are gone, or past their bound
+    /// (directory_claims.hpp), that it removed; a live process's claim stays.
+    std::uint64_t claim_files_removed = 0;
 };
 
 /// Counts kept by a storage object (and its copies) since it was made.
@@ -7365,6 +7411,8 @@ struct directory_counters {
     /// Locks on the cache's files (ledger, directory, counters) given up on after a
     /// bounded wait, because another process held them (stopped or frozen?).
     std::uint64_t lock_timeouts = 0;
+    /// Stale claim files (single flight) its cleanups removed.
+    std::uint64_t claim_files_removed = 0;
 };
 
 /// An entry as directory_storage::read_view gives it: its bytes, either in the caller's
@@ -8393,6 +8441,7 @@ cleanup_result directory_storage::prune() noexcept {
         r.removed = t.evicted;
         r.removed_bytes = t.evicted_bytes;
         r.temp_files_removed = t.temps_removed;
+        r.claim_files_removed = t.claims_removed;
         r.not_removed = t.not_removed;
         if (t.error != 0) r.removal_error = detail::directory_storage_impl::errno_code(t.error);
     });
@@ -8419,6 +8468,7 @@ cleanup_result directory_storage::clear() noexcept {
             r.removed += fs.evicted;
             r.removed_bytes += fs.evicted_bytes;
             r.temp_files_removed += fs.temps_removed;
+            r.claim_files_removed += fs.claims_removed;
             r.not_removed += fs.not_removed;
             if (fs.error != 0 && !r.removal_error) r.removal_error = impl::errno_code(fs.error);
         }
@@ -8446,6 +8496,7 @@ directory_counters directory_storage::counters() const noexcept {
     c.temp_files_removed = state_->cleanup.temps_removed.load();
     c.cleanup_steps = state_->cleanup.steps.load();
     c.lock_timeouts = state_->locks.timeouts();
+    c.claim_files_removed = state_->cleanup.claims_removed.load();
     return c;
 }
 
@@ -8560,6 +8611,7 @@ bool directory_storage::flush_ledger(std::int64_t now, std::uint64_t& total) con
             impl::scan_folder(root.fd, folder, temps_before, impl::no_cutoff, impl::no_entry_callback{});
         counter.counted(folder, fs.bytes, before);
         state_->cleanup.temps_removed += fs.temps_removed;
+        state_->cleanup.claims_removed += fs.claims_removed;
     }
     std::uint64_t const recounted = counter.save(counted_at);
     if (recounted == std::numeric_limits<std::uint64_t>::max()) return false;
@@ -8585,8 +8637,10 @@ bool directory_storage::flush_ledger(std::int64_t now, std::uint64_t& total) con
 // separate compilation).
 #if COMPILE_CACHE_INCLUDE_IMPL
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <string>
 
 #include <fcntl.h>
@@ -8597,10 +8651,11 @@ namespace compile_cache {
 
 namespace detail::directory_claims_impl {
 
-/// A claim file's text: at most 1 KiB of it ("" when it cannot be opened: `error` says why).
-inline std::string read_claim(std::string const& path, int& error) {
+/// A claim file's text, `name` relative to the folder open at `folder_fd` (AT_FDCWD: a
+/// path): at most 1 KiB of it ("" when it cannot be opened: `error` says why).
+inline std::string read_claim_at(int folder_fd, char const* name, int& error) {
     error = 0;
-    int const fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int const fd = ::openat(folder_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) {
         error = errno;
         return {};
@@ -8617,26 +8672,74 @@ inline std::string read_claim(std::string const& path, int& error) {
     text.resize(got);
     return text;
 }
+inline std::string read_claim(std::string const& path, int& error) { return read_claim_at(AT_FDCWD, path.c_str(), error); }
 
 inline std::int64_t now_ns() noexcept {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
         .count();
 }
 
-/// How old a claim is, by its `created_ns=` field, else by the file's modification time.
-inline std::int64_t claim_age_ns(std::string const& text, std::string const& path) {
-    std::string const created = claim_field(text, "created_ns");
-    if (!created.empty()) {
-        char* end = nullptr;
-        long long const ns = std::strtoll(created.c_str(), &end, 10);
-        if (*end == '\0' && ns > 0) return now_ns() - ns;
-    }
+/// A whole positive number in field `field` of a claim's text (0 when absent or not one).
+inline std::int64_t claim_number(std::string const& text, char const* field) {
+    std::string const value = claim_field(text, field);
+    if (value.empty()) return 0;
+    char* end = nullptr;
+    long long const n = std::strtoll(value.c_str(), &end, 10);
+    return *end == '\0' && n > 0 ? n : 0;
+}
+
+/// How old a claim is, by its `created_ns=` field, else by the file's modification time
+/// (`name` relative to `folder_fd`, as read_claim_at).
+inline std::int64_t claim_age_ns_at(std::string const& text, int folder_fd, char const* name) {
+    if (std::int64_t const created = claim_number(text, "created_ns")) return now_ns() - created;
     struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) return 0;
+    if (::fstatat(folder_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return 0;
     return now_ns() - (static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec);
+}
+inline std::int64_t claim_age_ns(std::string const& text, std::string const& path) {
+    return claim_age_ns_at(text, AT_FDCWD, path.c_str());
+}
+
+/// The bound a claim file records (`expiry_ms=`, its request's expiry), in ns; an hour
+/// for one that records none.
+inline std::int64_t claim_bound_ns(std::string const& text) {
+    std::int64_t const ms = claim_number(text, "expiry_ms");
+    if (ms == 0 || ms > std::int64_t{1} << 40) return directory_storage_impl::temp_stale_after_ns;
+    return ms * 1000000;
 }
 
 } // namespace detail::directory_claims_impl
+
+namespace detail::directory_storage_impl {
+
+int remove_stale_claim(int folder_fd, char const* name) noexcept {
+    namespace claims = detail::directory_claims_impl;
+    try {
+        int error = 0;
+        std::string const text = claims::read_claim_at(folder_fd, name, error);
+        if (error == ENOENT) return 0;
+        if (error != 0) return -error;
+        std::int64_t const age = claims::claim_age_ns_at(text, folder_fd, name);
+        bool stale = false;
+        if (text.empty()) {
+            stale = age > 1000000000; // its writer died between the create and the write
+        } else {
+            bool same_machine = false;
+            bool const alive = claim_owner_alive(text, same_machine);
+            stale = same_machine ? !alive : age > claims::claim_bound_ns(text);
+        }
+        if (!stale) return 0;
+        // Still the claim judged (not one taken over meanwhile)?
+        int again_error = 0;
+        if (claims::read_claim_at(folder_fd, name, again_error) != text || again_error != 0) return 0;
+        if (::unlinkat(folder_fd, name, 0) == 0) return 1;
+        return errno == ENOENT ? 0 : -errno;
+    } catch (...) {
+        return 0;
+    }
+}
+
+} // namespace detail::directory_storage_impl
 
 claim_answer directory_storage::try_claim(key const& k, claim_request const& request) noexcept {
     namespace impl = detail::directory_claims_impl;
@@ -8647,7 +8750,9 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
         if (entry.empty()) return answer;
         std::string const path = entry + ".claim";
         std::string const folder = entry.substr(0, entry.rfind('/'));
-        std::string const text = detail::claim_owner() + " created_ns=" + std::to_string(impl::now_ns()) + "\n";
+        // (expiry_ms: the bound after which a cleanup removes a claim whose owner cannot be asked)
+        std::string const text = detail::claim_owner() + " created_ns=" + std::to_string(impl::now_ns()) +
+                                 " expiry_ms=" + std::to_string(std::max<long long>(request.expiry.count(), 1)) + "\n";
         unsigned const mode = options_.umask >= 0 ? options_.file_mode & ~static_cast<unsigned>(options_.umask)
                                                   : options_.file_mode;
         // A few rounds: a claim removed (released, or dead and taken over) between our

@@ -244,6 +244,11 @@ inline http_errc http_errc_of_status(long status) noexcept {
 /// thread was in a call waits for a handle that is never freed: its calls time out. Move-only.
 class http_storage {
 public:
+    /// A process forked after a call makes handles, and so connections, of its own at its
+    /// first call, and never uses or cleans up its parent's (own_handles): the child and
+    /// the parent both go on using the server (tiered_storage and remote_by_url read this).
+    static constexpr bool reconnects_after_fork = true;
+
     /// The storage `options` describe. Throws std::invalid_argument (the URL's fault in one
     /// phrase, never the URL) when options.url is not an http_address; connects on first use.
     explicit http_storage(http_options options) : state_(std::make_unique<state>()) {

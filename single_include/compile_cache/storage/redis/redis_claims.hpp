@@ -13,6 +13,19 @@
 
 namespace compile_cache {
 
+namespace detail {
+/// Deletes KEYS[1] only if it holds ARGV[1]: 1 when deleted, 0 otherwise. One script, so
+/// that the server compares and deletes at once: a claim that expired and was taken by
+/// another process between a separate GET and DEL would be the one deleted.
+inline constexpr char redis_claim_release_script[] =
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
+/// Replaces KEYS[1] with ARGV[2], expiring in ARGV[3] ms, only if it holds ARGV[1] (the
+/// dead claim read): 1 when replaced, 0 otherwise (another took it over, or it went).
+inline constexpr char redis_claim_take_over_script[] =
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) return 1 end "
+    "return 0";
+} // namespace detail
+
 inline std::string redis_storage::claim_name(key const& k) const { return redis_key(k) + ":claim"; }
 
 inline claim_answer redis_storage::try_claim(key const& k, claim_request const& request) noexcept {
@@ -48,13 +61,18 @@ inline claim_answer redis_storage::try_claim(key const& k, claim_request const& 
                 answer.holder = pid.empty() ? "another process" : "pid " + pid + (host.empty() ? "" : " on " + host);
                 return answer;
             }
-            // Dead: removed if it is still the claim read (a compare and delete would need a
-            // script; between the GET and the DEL another can only take the dead one over).
-            call again = run(name, {"GET", name}, 4096);
-            if (again.error) return claim_answer{};
-            if (again.reply->type == REDIS_REPLY_STRING && std::string(again.reply->str, again.reply->len) == held) {
-                if (!simple(name, {"DEL", name})) answer.took_over = true;
+            // Dead: replaced by ours on the server if it still holds the claim read, in one
+            // step (a script): another process taking it over meanwhile keeps its claim.
+            call t = run(name, {"EVAL", detail::redis_claim_take_over_script, "1", name, held, owner, expiry}, 4096);
+            if (t.error) return claim_answer{};
+            if (t.reply->type == REDIS_REPLY_INTEGER && t.reply->integer == 1) {
+                answer.state = claim_state::claimed;
+                answer.took_over = true;
+                return answer;
             }
+            // Not replaced: another took it over (or released it) meanwhile: look again. A
+            // server that refuses scripts (an ACL): the dead claim stands until its expiry.
+            if (t.reply->type != REDIS_REPLY_INTEGER) break;
         }
         answer.state = claim_state::held;
         return answer;
@@ -66,10 +84,11 @@ inline claim_answer redis_storage::try_claim(key const& k, claim_request const& 
 inline void redis_storage::release_claim(key const& k) noexcept {
     if (!state_) return;
     try {
+        // Compare and delete in one step on the server (a script): a claim of ours that
+        // expired and was taken by another process is that process's, and stays. A server
+        // that refuses scripts (an ACL) leaves ours to its expiry.
         std::string const name = claim_name(k);
-        call g = run(name, {"GET", name}, 4096);
-        if (g.error || g.reply->type != REDIS_REPLY_STRING) return;
-        if (std::string(g.reply->str, g.reply->len) == detail::claim_owner()) (void)simple(name, {"DEL", name});
+        (void)run(name, {"EVAL", detail::redis_claim_release_script, "1", name, detail::claim_owner()}, 4096);
     } catch (...) {
     }
 }
