@@ -181,10 +181,12 @@ std::optional<Artifact> claim_or_wait(Storage& storage, claim_guard<Storage>& gu
                 guard.hold(k);
                 // After a wait, the claimant may have stored the entry and released its
                 // claim between our last read and this claim: read once more. After a
-                // first miss only when the storage saw the entry as it claimed (a read
-                // there would cost every lone miss a round trip with a remote, and the
-                // window is narrow unless this process was preempted within it).
-                if ((waiting || answer.entry_seen) && entry_present(storage, k, max_entry_size, scratch)) {
+                // first miss that found no entry, only when the storage saw one as it
+                // claimed (a read there would cost every lone miss a round trip with a
+                // remote, and the window is narrow unless this process was preempted
+                // within it); after any other miss the entry there is no news.
+                if ((waiting || (absent && answer.entry_seen)) &&
+                    entry_present(storage, k, max_entry_size, scratch)) {
                     std::optional<Artifact> loaded = load();
                     if (loaded) {
                         guard.release();
