@@ -6,19 +6,40 @@
 # of template errors. Every file is compiled as C++17 and as C++20 (when the compiler
 # knows it): the sentence must come first and alone under both.
 #
-# Usage: run.sh [--standards "c++17 c++20"] <c++ compiler> [include dir]...
+# Usage: run.sh [--standards "c++17 c++20"] [--shard K/N] <c++ compiler> [include dir]...
 #   e.g. tests/compile_fail/run.sh g++ include
 # --standards: the standards to compile under (default: c++17, and c++20 when the
 # compiler knows it); CMake passes COMPILE_CACHE_TEST_DIAGNOSTICS_STANDARDS.
+# --shard K/N: only the files whose place in the sorted list, counted from 0, is K
+# modulo N (CMake runs N shards as N tests, which ctest runs side by side).
 set -u
 
 standards=
-if [ "${1-}" = --standards ]; then
-    standards=${2-}
-    shift 2
+shard=0
+shards=1
+while :; do
+    case ${1-} in
+    --standards)
+        standards=${2-}
+        shift 2
+        ;;
+    --shard)
+        shard=${2%/*}
+        shards=${2#*/}
+        shift 2
+        ;;
+    *) break ;;
+    esac
+done
+case $shard/$shards in
+*[!0-9/]* | /* | */) echo "$0: --shard takes K/N, as 0/4" >&2; exit 2 ;;
+esac
+if [ "$shards" -lt 1 ] || [ "$shard" -ge "$shards" ]; then
+    echo "$0: --shard K/N needs 0 <= K < N" >&2
+    exit 2
 fi
 if [ $# -lt 1 ]; then
-    echo "usage: $0 [--standards \"c++17 c++20\"] <c++ compiler> [include dir]..." >&2
+    echo "usage: $0 [--standards \"c++17 c++20\"] [--shard K/N] <c++ compiler> [include dir]..." >&2
     exit 2
 fi
 cxx=$1
@@ -39,7 +60,10 @@ if [ -z "$standards" ]; then
     fi
 fi
 
+place=-1
 for source in "$here"/*.cpp; do
+    place=$((place + 1))
+    [ $((place % shards)) -eq "$shard" ] || continue
     name=$(basename "$source")
     expect=$(sed -n 's|^// expect: ||p' "$source" | head -n 1)
     if [ -z "$expect" ]; then
