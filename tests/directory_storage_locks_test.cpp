@@ -4,7 +4,6 @@
 // ledger, the cache directory for cleanups, the counters shards) is held here by a
 // real stopped process while a host, in a fresh process, compiles and stores.
 #include "catch2_compat.hpp"
-#include "support/storage_model.hpp"
 #include "support/process.hpp"
 #include "support/posix.hpp"
 
@@ -29,7 +28,7 @@
 namespace {
 
 namespace fs = std::filesystem;
-using namespace storage_test;
+namespace cc = compile_cache;
 using compile_cache_test::child_process;
 using compile_cache_test::temp_dir;
 
