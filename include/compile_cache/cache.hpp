@@ -9,7 +9,12 @@
 
 #include <compile_cache/detail/env.hpp>
 #include <compile_cache/detail/log.hpp>
+#include <compile_cache/detail/cache_compression.hpp>
+#include <compile_cache/detail/cache_from_env.hpp>
+#include <compile_cache/detail/cache_prefetch.hpp>
 #include <compile_cache/detail/record_identities_setting.hpp>
+#include <compile_cache/detail/signed_entry_checks.hpp>
+#include <compile_cache/cache_options.hpp>
 #include <compile_cache/compression.hpp>
 #include <compile_cache/envelope.hpp>
 #include <compile_cache/explain.hpp>
@@ -156,88 +161,6 @@ template <class R, class T>
 using bind_t = decltype(std::declval<R&>().bind(std::declval<T const*>(), std::declval<key const&>()));
 template <class R, class T>
 using has_bind = is_detected<bind_t, R, T>;
-} // namespace detail
-
-/// Settings of a cache; from_env fills them from PREFIX_* variables.
-struct cache_options {
-    std::size_t max_entry_size = std::size_t{64} << 20; ///< larger entries are neither read nor written
-    std::function<void(std::string_view)> logger;        ///< one-line diagnostics; silent when empty
-    /// The secret (any bytes; 32 random bytes are plenty) that authenticates entries:
-    /// when not empty, entries are written with an HMAC-SHA256 under it, and only
-    /// entries whose HMAC verifies are loaded; the others are misses with reason
-    /// `unauthenticated`. Empty (the default): unkeyed entries, checked by a CRC-32C
-    /// against accidents only. Every process sharing a directory needs the same
-    /// secret, or none. See docs/security.md.
-    std::string secret;
-    /// Each store also records the entry under the kernel's identity (one small extra
-    /// write), so that an `absent` miss can say what changed (explain.hpp).
-    bool record_identities = true;
-    /// Verify mode: the share of hits (0 to 1; 1 = every hit) that are also compiled
-    /// and compared byte for byte with the loaded artifact (counted verified,
-    /// unsound or nondeterministic). 0: none (the default).
-    double verify_fraction = 0;
-    /// A kernel whose compile took less is not stored (counted store-skipped.cheap).
-    std::chrono::nanoseconds min_compile_time{0};
-    /// Signed entries on a tier's remote (compile_cache/signing/signed_entries.hpp makes
-    /// them; from_env from PREFIX_SIGNING_KEY_FILE and PREFIX_TRUSTED_KEYS_FILE). When set,
-    /// an entry the tier read from its remote is accepted only when one of its trusted
-    /// keys signed it (else a miss, `unauthenticated` or `untrusted-signer`), and is then
-    /// kept locally sealed as local entries are (`secret`, or a CRC-32C); the tier's
-    /// uploads are signed by its signing key, and without one nothing is uploaded. Local
-    /// entries are checked as without it. Null (the default): the remote's entries are
-    /// checked as local ones.
-    std::shared_ptr<entry_signatures const> signatures;
-    /// Single flight (single_flight.hpp): a miss claims its key before it compiles, and a
-    /// miss that finds another process's claim waits for its entry, within a bound.
-    single_flight_options single_flight{};
-    /// For a cache whose Compression policy compresses (compile_cache/compression/zstd.hpp):
-    /// the level payloads are compressed at (`PREFIX_COMPRESS`); nullopt: the policy's
-    /// default level; 0: none (entries are written plain; compressed ones are still read).
-    /// A cache without such a policy writes plain entries whatever this says.
-    std::optional<int> compression_level{};
-    /// Payloads smaller than this many bytes are written plain; so is a payload that
-    /// does not come out smaller. docs/benchmarks.md ("Compressed entries") says why 512.
-    std::size_t compression_threshold = 512;
-};
-
-namespace detail {
-/// A Storage whose reads say which answers came from a shared remote: a static
-/// `from_remote` origin (tiered_storage::from_remote).
-template <class S>
-using from_remote_origin_t = decltype(static_cast<std::uint32_t>(S::from_remote));
-template <class S>
-using has_from_remote_origin = is_detected<from_remote_origin_t, S>;
-/// A Storage that signs what it uploads to its remote:
-/// `set_remote_sealer(std::function<bool(key const&, std::string_view, std::string&)>)`.
-template <class S>
-using set_remote_sealer_t = decltype(std::declval<S&>().set_remote_sealer(
-    std::declval<std::function<bool(key const&, std::string_view, std::string&)>>()));
-template <class S>
-using has_set_remote_sealer = is_detected<set_remote_sealer_t, S>;
-
-/// Reads PREFIX_VERIFY and PREFIX_MIN_COMPILE_TIME into `options`; a value that does
-/// not parse is one line through `env`, and the default stays.
-COMPILE_CACHE_DECL void cache_settings_from_env(settings_reader const& env, cache_options& options);
-
-/// What basic_cache::from_env reads before it asks its storage: the cache's own settings
-/// (PREFIX_LOG, PREFIX_SECRET_FILE, then PREFIX_VERIFY and PREFIX_MIN_COMPILE_TIME), and
-/// the storage_settings it hands the storage: authenticated (a secret), remote trusted
-/// (authenticated, or PREFIX_REMOTE_INSECURE on, read when PREFIX_REMOTE is set), the
-/// logger, and cache_off (the secret file's line when it cannot be used; the settings
-/// after it are then not read). The cache's own lines wait in `held` until the storage
-/// shows it is wanted.
-struct cache_env_settings {
-    cache_options options;
-    storage_settings storage;
-    std::shared_ptr<held_lines> held;
-};
-COMPILE_CACHE_DECL cache_env_settings read_cache_env_settings(std::string_view prefix);
-
-/// Reads PREFIX_SIGNING_KEY_FILE and PREFIX_TRUSTED_KEYS_FILE into options.signatures
-/// through the registered loader (signing/signed_entries.hpp); empty, or the line that
-/// disables the cache (a file that cannot be used, or no loader in this program).
-COMPILE_CACHE_DECL std::string read_signature_files(settings_reader const& env, cache_options& options);
-
 } // namespace detail
 
 namespace detail {
@@ -417,43 +340,10 @@ private:
                           "compile_cache: from_env needs a Storage with `static from_env_result<Storage> "
                           "from_env(compile_cache::storage_settings const&)` or one constructible from a path "
                           "(std::string); or construct the cache with your storage object instead");
-        detail::cache_env_settings settings = detail::read_cache_env_settings(prefix);
-        if (settings.storage.cache_off.empty()) read_compression_setting(settings);
-        std::optional<from_env_result<Storage>> answer;
-        try {
-            answer.emplace(detail::storage_from_env<Storage>(settings.storage, "_DIR"));
-        } catch (std::exception const& e) {
-            settings.held->say(std::string(prefix) + ": the storage could not be set up (" + e.what() +
-                               "); the cache is disabled");
-            return basic_cache();
-        } catch (...) {
-            settings.held->say(std::string(prefix) + ": the storage could not be set up; the cache is disabled");
-            return basic_cache();
-        }
-        if (!*answer) {
-            if (answer->why_off().empty())
-                settings.held->drop(); // not configured: nobody asked for a cache
-            else
-                settings.held->say(answer->why_off());
-            return basic_cache();
-        }
-        if (!settings.storage.cache_off.empty()) { // a storage that did not look
-            settings.held->say(settings.storage.cache_off);
-            return basic_cache();
-        }
-        settings.held->release();
-        return basic_cache(std::move(**answer), std::move(settings.options));
-    }
-
-    // PREFIX_COMPRESS, read after the cache's other settings (its lines held with theirs).
-    static void read_compression_setting(detail::cache_env_settings& settings) {
-        if constexpr (detail::compresses<Compression>::value) {
-            detail::compression_level_from_env(settings.storage.env, Compression::max_level,
-                                               settings.options.compression_level);
-        } else {
-            std::string line = detail::compression_unavailable_line(settings.storage.env);
-            if (!line.empty()) settings.held->hold(std::move(line));
-        }
+        std::optional<std::pair<Storage, cache_options>> configured =
+            detail::storage_and_options_from_env<Storage, Compression>(prefix);
+        if (!configured) return basic_cache();
+        return basic_cache(std::move(configured->first), std::move(configured->second));
     }
 
 public:
@@ -505,32 +395,7 @@ public:
     /// the Storage's (its static `environment_settings(prefix)`, or `PREFIX_DIR` for a
     /// Storage without one), then the cache's own.
     static std::vector<environment_setting> environment_settings(std::string_view prefix) {
-        std::string p(prefix);
-        std::vector<environment_setting> s;
-        if constexpr (detail::has_environment_settings<Storage>::value)
-            s = Storage::environment_settings(prefix);
-        else
-            s.push_back({p + "_DIR", "the cache directory; unset, empty, 0, off, false or no disable the cache"});
-        s.push_back({p + "_LOG", "1 sends one-line diagnostics (misses with their reason, store failures) to stderr"});
-        s.push_back({p + "_SECRET_FILE", "a file whose content is the secret that authenticates entries "
-                                         "(HMAC-SHA256); if it cannot be read, or is empty, the cache is disabled"});
-        s.push_back({p + "_SIGNING_KEY_FILE", "a writer's secret key (compile-cache keygen): entries it uploads to a "
-                                              "remote are signed; needs compile_cache/signing/signed_entries.hpp"});
-        s.push_back({p + "_TRUSTED_KEYS_FILE", "public keys, one NAME:BASE64 line each: only remote entries signed by "
-                                               "one are loaded; without a signing key the remote is read-only"});
-        s.push_back({p + "_VERIFY", "1 also compiles every hit and compares the bytes (a fraction such as 0.01: that "
-                                    "share of hits); a difference is reported unsound or nondeterministic"});
-        s.push_back({p + "_MIN_COMPILE_TIME", "milliseconds: a kernel that compiled faster is not stored (default 0)"});
-        s.push_back({p + "_RECORD_IDENTITIES", "0 turns off the identity records that explain a miss (default 1)"});
-        s.push_back({p + "_SINGLE_FLIGHT", "which claims a miss takes so that one process compiles and the others wait "
-                                           "for its entry: both (default), local, remote or 0"});
-        s.push_back({p + "_WAIT_MAX", "milliseconds: the longest a miss waits for another process's compile "
-                                      "(default 30000; less for a kernel with a recorded compile time)"});
-        if constexpr (detail::compresses<Compression>::value)
-            s.push_back({p + "_COMPRESS", "0 stores entries uncompressed; 1 compresses payloads of 512 bytes and more "
-                                          "(the default); 2 to " + std::to_string(Compression::max_level) +
-                                          ": at that level (higher: smaller, slower to store)"});
-        return s;
+        return detail::cache_environment_settings<Storage, Compression>(prefix);
     }
 
     /// Loads the artifact stored under `k`, relinking its references through the
@@ -595,24 +460,8 @@ public:
     /// used. Does nothing when the cache is disabled or its storage has no `prefetch`
     /// (storage/concept.hpp). Never throws.
     void prefetch(std::vector<key_result> const& keys, std::vector<entry_info> const& infos = {}) noexcept {
-        if constexpr (detail::has_prefetch<Storage>::value) {
-            if (!enabled_) return;
-            try {
-                std::vector<key> wanted;
-                wanted.reserve(keys.size() * 2);
-                for (std::size_t i = 0; i < keys.size(); ++i) {
-                    if (!keys[i].ok()) continue;
-                    wanted.push_back(keys[i].value());
-                    if (i < infos.size() && options_.record_identities)
-                        wanted.push_back(identity_record_key(
-                            kernel_identity(infos[i].identity, infos[i].name, infos[i].origin_file)));
-                }
-                if (!wanted.empty()) storage_.prefetch(wanted, options_.max_entry_size);
-            } catch (...) {
-            }
-        } else {
-            (void)keys, (void)infos;
-        }
+        if (enabled_)
+            detail::prefetch_entries(storage_, keys, infos, options_.max_entry_size, options_.record_identities);
     }
 
     /// Binds `self.kernel` to `k` in the resolver and compiles or loads it as its own
@@ -682,7 +531,7 @@ private:
                 return store_failed(store_failure::too_large, start, info, k.value(), "metadata over 1 MiB");
             // Compressing: the payload is serialized aside, then compressed into the entry.
             detail::serialize_buffer aside;
-            bool const compressing = compression_on();
+            bool const compressing = detail::compression_on<Compression>(options_.compression_level);
             std::string& payload = compressing ? aside.bytes() : envelope.out();
             if (compressing) payload.clear();
             try {
@@ -697,7 +546,8 @@ private:
             if (compressing) {
                 if (payload.size() > options_.max_entry_size)
                     return store_failed(store_failure::too_large, start, info, k.value(), {});
-                append_payload(envelope, payload);
+                detail::append_payload<Compression>(envelope, payload, options_.compression_level,
+                                                    options_.compression_threshold);
             }
             if (envelope.sealed_size() > options_.max_entry_size)
                 return store_failed(store_failure::too_large, start, info, k.value(), {});
@@ -711,32 +561,6 @@ private:
         } catch (...) {
             return store_failed(store_failure::serialize_error, start, info, k.value(), "unknown exception");
         }
-    }
-
-    // Whether a store compresses: the policy can, and the options do not turn it off.
-    bool compression_on() const noexcept {
-        if constexpr (detail::compresses<Compression>::value)
-            return options_.compression_level.value_or(Compression::default_level) != 0;
-        else
-            return false;
-    }
-
-    // Appends `payload` to the entry: compressed when it is over the threshold and comes
-    // out smaller, as it is otherwise.
-    void append_payload(envelope_writer& envelope, std::string const& payload) {
-        if constexpr (detail::compresses<Compression>::value) {
-            if (payload.size() >= options_.compression_threshold) {
-                std::string& out = envelope.out();
-                std::size_t const plain_at = out.size();
-                envelope.begin_compressed_payload(payload.size());
-                int const level = options_.compression_level.value_or(Compression::default_level);
-                if (Compression::compress(payload, level, out) &&
-                    out.size() - plain_at < payload.size())
-                    return;
-                envelope.drop_compressed_payload(plain_at);
-            }
-        }
-        envelope.out() += payload;
     }
 
     // What a store records about the entry besides its key.
@@ -832,8 +656,7 @@ private:
         detail::hit_verifier verifier;                  ///< verify mode
         detail::toolchain_component<Hasher> toolchain;  ///< make_key_builder's, and its parts
         detail::counters_flushed flushed;               ///< flush_statistics's
-        std::mutex signers_mutex;
-        std::vector<std::string> signers_said; ///< untrusted signers' key ids already logged (at most 64)
+        detail::untrusted_signers_said untrusted_signers; ///< their key ids, logged once each
     };
 
     // One load's bookkeeping: its key, where its miss reason goes, when it started, and
@@ -935,7 +758,7 @@ private:
         envelope_auth const& auth = auth_for(attempt.read);
         detail::envelope_fields env =
             detail::check_envelope(buffer, k, Serializer::format_id(), options_.max_entry_size, auth);
-        if (env.status == envelope_status::ok && env.compressed) decompress_payload(env, decompressed);
+        if (env.status == envelope_status::ok && env.compressed) detail::decompress_payload<Compression>(env, decompressed);
         if (!view.intact()) {
             env.status = envelope_status::corrupt;
             changed_while_read(attempt);
@@ -946,85 +769,21 @@ private:
         if (std::optional<miss_reason> const miss = miss_reason_of(env.status)) {
             if (is_damaged_entry(env.status)) detail::tell_storage_corrupt(storage_, k);
             missed(attempt, *miss,
-                   env.status == envelope_status::untrusted_signer ? untrusted_signer_detail(env)
-                   : env.compressed                                ? compressed_miss_detail(env)
+                   env.status == envelope_status::untrusted_signer ? state_->untrusted_signers.first_time(env)
+                   : env.compressed                                ? detail::compressed_miss_detail(env)
                                                                    : std::string());
         }
         return env;
     }
 
-    // How an entry the storage's read answered `rr` for is checked: by signature when it
-    // came from a tier's remote and signatures are configured, else as local entries are.
+    // How an entry read with `rr` is checked, and what the storage is told of it
+    // (detail/signed_entry_checks.hpp).
     envelope_auth const& auth_for(read_result const& rr) const noexcept {
-        if constexpr (detail::has_from_remote_origin<Storage>::value) {
-            if (remote_auth_.is_signed() && rr.origin == static_cast<std::uint32_t>(Storage::from_remote))
-                return remote_auth_;
-        }
-        (void)rr;
-        return auth_;
+        return detail::auth_for<Storage>(rr, auth_, remote_auth_);
     }
-
-    // Tells the storage what the check found; an entry accepted by signature is handed
-    // over resealed in the local mode (auth_), so that the tier keeps it locally as a
-    // local entry and later hits cost what local hits cost. Checked by signature, an
-    // entry no trusted key signed is no other secret's entry to keep (as the tier keeps
-    // those): one of an untrusted signer is, to the storage, sound but not for here
-    // (foreign_version: a writer replaces it after a rotation), and any other refusal is
-    // damage (a forgery or garbage, which a writer's store replaces).
     void tell_checked(key const& k, std::string_view bytes, read_result const& rr, envelope_status status,
                       envelope_auth const& auth) {
-        if (status == envelope_status::untrusted_signer) status = envelope_status::foreign_version;
-        if (status == envelope_status::unauthenticated && auth.is_signed()) status = envelope_status::corrupt;
-        if (status == envelope_status::ok && &auth != &auth_) {
-            std::string resealed;
-            if (reseal_envelope(bytes, auth, auth_, resealed)) detail::tell_entry_checked(storage_, k, resealed, rr, status);
-            return;
-        }
-        detail::tell_entry_checked(storage_, k, bytes, rr, status);
-    }
-
-    // The log detail of an untrusted signer's miss: its key id, the first time it is seen.
-    std::string untrusted_signer_detail(detail::envelope_fields const& env) {
-        std::string const id = key(env.signer_id.data(), env.signer_id.size()).hex();
-        std::lock_guard<std::mutex> lock(state_->signers_mutex);
-        if (std::find(state_->signers_said.begin(), state_->signers_said.end(), id) != state_->signers_said.end() ||
-            state_->signers_said.size() >= 64)
-            return {};
-        state_->signers_said.push_back(id);
-        return "signed by key id " + id + ", which no trusted key has (a key taken out of the trusted keys, or never "
-                                          "in them); said once for this key";
-    }
-
-    // What the log says of a compressed entry that missed.
-    static std::string compressed_miss_detail(detail::envelope_fields const& env) {
-        if (env.status == envelope_status::unsupported)
-            return "compressed with zstd, and this cache has no Compression policy (compile_cache/compression/zstd.hpp)";
-        if (env.status == envelope_status::corrupt)
-            return "its compressed payload does not decompress to the " + std::to_string(env.uncompressed_size) +
-                   " bytes it declares";
-        return "compressed; it declares " + std::to_string(env.uncompressed_size) + " bytes once decompressed";
-    }
-
-    // A compressed payload, decompressed into `out` (which only grows, so that hits of
-    // one size allocate nothing), bounded by the size the entry declares, itself bounded
-    // by max_entry_size (check_envelope: too_large above it). A frame that does not give
-    // exactly that many bytes (damaged, or a bomb) is corrupt; a cache that cannot
-    // decompress reads the entry as unsupported.
-    void decompress_payload(detail::envelope_fields& env, std::string& out) {
-        std::string_view const frame = env.payload;
-        env.payload = {};
-        if constexpr (detail::compresses<Compression>::value) {
-            auto const size = static_cast<std::size_t>(env.uncompressed_size);
-            if (out.size() < size) out.resize(size);
-            if (Compression::decompress(frame, out.data(), size)) {
-                env.payload = std::string_view(out.data(), size);
-                return;
-            }
-            env.status = envelope_status::corrupt;
-        } else {
-            (void)frame, (void)out;
-            env.status = envelope_status::unsupported;
-        }
+        detail::tell_checked(storage_, k, bytes, rr, status, auth, auth_);
     }
 
     // The artifact in `payload`, its references relinked; nullopt (a counted miss)
@@ -1147,22 +906,10 @@ private:
         if (enabled_) detail::pass_logger_to_storage(storage_, options_.logger);
     }
 
-    /// With signatures, a Storage that uploads to a remote (set_remote_sealer) gets the
-    /// function that turns a store's entry into the one it uploads: signed, or none
-    /// (false: not uploaded) without a signing key.
+    /// With signatures, a Storage that uploads to a remote gets the function that signs
+    /// what it uploads (detail/signed_entry_checks.hpp).
     void pass_sealer_to_storage() {
-        if constexpr (detail::has_set_remote_sealer<Storage>::value) {
-            if (!enabled_ || !remote_auth_.is_signed()) return;
-            envelope_auth const local = auth_, remote = remote_auth_;
-            storage_.set_remote_sealer([local, remote](key const&, std::string_view entry, std::string& out) {
-                try {
-                    return reseal_envelope(entry, local, remote, out);
-                } catch (...) {
-                    out.clear();
-                    return false;
-                }
-            });
-        }
+        if (enabled_) detail::pass_sealer_to_storage(storage_, auth_, remote_auth_);
     }
 
     /// A Storage with `bool usable() const` that answers false (or throws) disables the
@@ -1189,4 +936,3 @@ private:
 
 } // namespace compile_cache
 
-#include <compile_cache/impl/cache.ipp>
