@@ -360,3 +360,54 @@ TEST_CASE("signed tier from_env: key files configure writer and reader; a reader
         CHECK(lines_of(said).size() == 1);
     }
 }
+
+TEST_CASE("signed tier: the identity record copied from the remote beside an entry is resealed locally, so a later "
+          "miss is explained from it with the remote gone",
+          "[signing]") {
+    temp_dir dir;
+    fs::path const remote = dir.path() / "remote";
+    cc::ed25519_signer ci = new_key("ci");
+    cc::trusted_keys const keys = trusting({ci.public_key()});
+    auto const with_records = [](cc::cache_options o) {
+        o.record_identities = true;
+        return o;
+    };
+    cc::entry_info const info{"axpy", "blas.dsl", 7};
+    auto const compile = [] { return std::string("code"); };
+    auto const key_of = [](tier_cache& c, int ir) { return c.make_key_builder().add("ir", ir).finish(); };
+    cc::key const record_key = cc::identity_record_key(cc::kernel_identity({}, "axpy", "blas.dsl"));
+
+    {
+        tier_cache writer = machine(dir.path() / "ci", remote, with_records(signing(writer_of(std::move(ci)))));
+        REQUIRE(writer.get_or_compile<std::string>(key_of(writer, 1), info, compile).outcome == cc::outcome::compiled);
+    }
+    REQUIRE(fs::exists(fs::path(cc::directory_storage(remote.string()).entry_path(record_key))));
+    CHECK(flags_of(read_file(cc::directory_storage(remote.string()).entry_path(record_key))) == 2);
+
+    // A reader that misses reads the record from the remote, by signature.
+    {
+        tier_cache desk = machine(dir.path() / "desk", remote, with_records(signing(reader_of(keys), "desk secret")));
+        auto const r = desk.get_or_compile<std::string>(key_of(desk, 2), info, compile);
+        CHECK(r.reason == "absent");
+        CHECK(r.explanation.what == cc::miss_explanation::kind::changed);
+        CHECK(r.explanation.changed == std::vector<std::string>{"ir"});
+    }
+
+    // A reader that hits copies the entry and, beside it, the kernel's record: both
+    // under its own HMAC, not the signature its local reads do not check.
+    fs::path const laptop = dir.path() / "laptop";
+    {
+        tier_cache reader = machine(laptop, remote, with_records(signing(reader_of(keys), "laptop secret")));
+        REQUIRE(reader.get_or_compile<std::string>(key_of(reader, 1), info, compile).outcome == cc::outcome::loaded);
+        std::string const local_record = reader.storage().local().entry_path(record_key);
+        REQUIRE(fs::exists(local_record));
+        CHECK(flags_of(read_file(local_record)) == 1);
+    }
+    // With the remote gone, the next miss on the laptop is explained from its local copy.
+    fs::remove_all(remote);
+    tier_cache again = machine(laptop, remote, with_records(signing(reader_of(keys), "laptop secret")));
+    auto const r = again.get_or_compile<std::string>(key_of(again, 2), info, compile);
+    CHECK(r.reason == "absent");
+    CHECK(r.explanation.what == cc::miss_explanation::kind::changed);
+    CHECK(r.explanation.changed == std::vector<std::string>{"ir"});
+}

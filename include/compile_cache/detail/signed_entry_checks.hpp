@@ -7,6 +7,7 @@
 
 #include <compile_cache/detail/detection.hpp>
 #include <compile_cache/envelope.hpp>
+#include <compile_cache/identity_record.hpp>
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/storage/concept.hpp>
 
@@ -33,6 +34,13 @@ using set_remote_sealer_t = decltype(std::declval<S&>().set_remote_sealer(
     std::declval<std::function<bool(key const&, std::string_view, std::string&)>>()));
 template <class S>
 using has_set_remote_sealer = is_detected<set_remote_sealer_t, S>;
+/// A Storage that copies identity records from its remote into its local storage by
+/// itself: `set_record_resealer(std::function<bool(key const&, std::string_view, std::string&)>)`.
+template <class S>
+using set_record_resealer_t = decltype(std::declval<S&>().set_record_resealer(
+    std::declval<std::function<bool(key const&, std::string_view, std::string&)>>()));
+template <class S>
+using has_set_record_resealer = is_detected<set_record_resealer_t, S>;
 
 /// How an entry the Storage's read answered `rr` for is checked: by `remote` (a
 /// signature) when it came from a tier's remote and signatures are configured, else by
@@ -69,10 +77,14 @@ void tell_checked(Storage& storage, key const& k, std::string_view bytes, read_r
 /// With signatures (`remote` signed), a Storage that uploads to a remote
 /// (set_remote_sealer) gets the function that turns a store's entry (sealed by `local`)
 /// into the one it uploads: signed, or none (false: not uploaded) without a signing key.
+/// And a Storage that copies identity records from its remote by itself
+/// (set_record_resealer) gets the function that checks such a record by signature and
+/// reseals it in the local mode, so that a later local read accepts it; one that does
+/// not verify is not kept (false).
 template <class Storage>
 void pass_sealer_to_storage(Storage& storage, envelope_auth const& local, envelope_auth const& remote) {
+    if (!remote.is_signed()) return;
     if constexpr (has_set_remote_sealer<Storage>::value) {
-        if (!remote.is_signed()) return;
         storage.set_remote_sealer([local, remote](key const&, std::string_view entry, std::string& out) {
             try {
                 return reseal_envelope(entry, local, remote, out);
@@ -81,9 +93,22 @@ void pass_sealer_to_storage(Storage& storage, envelope_auth const& local, envelo
                 return false;
             }
         });
-    } else {
-        (void)storage, (void)local, (void)remote;
     }
+    if constexpr (has_set_record_resealer<Storage>::value) {
+        storage.set_record_resealer([local, remote](key const& rk, std::string_view record, std::string& out) {
+            try {
+                out.clear();
+                if (check_envelope(record, rk, identity_record_format, identity_record_max_size, remote).status !=
+                    envelope_status::ok)
+                    return false;
+                return reseal_envelope(record, remote, local, out);
+            } catch (...) {
+                out.clear();
+                return false;
+            }
+        });
+    }
+    (void)storage, (void)local;
 }
 
 /// The untrusted signers a cache has named in its log, so that each is named once.

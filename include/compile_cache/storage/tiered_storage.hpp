@@ -522,6 +522,14 @@ public:
         if (state_) state_->remote_sealer = std::move(sealer);
     }
 
+    /// Signed entries (basic_cache calls it when cache_options::signatures is set): what the
+    /// local storage keeps of an identity record this tier copies from the remote beside
+    /// an entry it copied is `resealer(record_key, record, out)`'s `out` (verified, and
+    /// sealed in the local mode); false: the record is not copied. Call before any read.
+    void set_record_resealer(std::function<bool(key const&, std::string_view, std::string&)> resealer) {
+        if (state_) state_->record_resealer = std::move(resealer);
+    }
+
     std::error_code write(key const& k, std::string_view bytes) noexcept { return write_through(k, bytes, false); }
 
     /// Present when the local storage has it (directory_storage): the cache's identity
@@ -839,6 +847,8 @@ private:
         std::string secret_setting = "the secret file", replace_setting = "PREFIX_REMOTE_REPLACE_UNAUTHENTIC";
         /// Signed entries: makes a store's upload from its local entry (set_remote_sealer).
         std::function<bool(key const&, std::string_view, std::string&)> remote_sealer;
+        /// Signed entries: makes the local copy of a remote identity record (set_record_resealer).
+        std::function<bool(key const&, std::string_view, std::string&)> record_resealer;
         clock::duration slow_waited{0};   ///< the waits of slow answers so far (see tier_options::budget)
         clock::time_point slow_counted_until{}; ///< the end of the last slow answer counted
         std::vector<std::string> said;    ///< the errors already said in a line (at most said_max)
@@ -1120,7 +1130,8 @@ private:
         // the identity a host that gives none has (name and origin file), copied from the
         // remote when the local storage has none: best effort, bounded as any remote call,
         // never when the remote is skipped. The record's check value is verified by whoever
-        // reads it, as for any record.
+        // reads it, as for any record; a signed remote's is verified here and resealed in
+        // the local mode (keep_record_locally), since the local mode is all a local read checks.
         void copy_record_of(std::string_view entry) noexcept {
             try {
                 std::optional<key> const rk = detail::record_key_of_entry(entry);
@@ -1131,7 +1142,7 @@ private:
                 read_result held;
                 if (take_prefetched(*rk, bytes, identity_record_max_size, held)) { // (the batch read it)
                     if (held.status == read_status::found && detail::looks_like_record(bytes, *rk))
-                        (void)local_write(*rk, bytes);
+                        keep_record_locally(*rk, bytes);
                     return;
                 }
                 admission const a = admit();
@@ -1151,7 +1162,21 @@ private:
                 }
                 answered(a, took);
                 if (r.status == read_status::found && detail::looks_like_record(bytes, *rk))
-                    (void)local_write(*rk, bytes);
+                    keep_record_locally(*rk, bytes);
+            } catch (...) {
+            }
+        }
+
+        // A remote identity record to the local storage: as read, or as the record resealer
+        // makes it (signed remotes: the local mode's check, as a copied entry has).
+        void keep_record_locally(key const& rk, std::string const& bytes) noexcept {
+            if (!record_resealer) {
+                (void)local_write(rk, bytes);
+                return;
+            }
+            try {
+                std::string resealed;
+                if (record_resealer(rk, bytes, resealed)) (void)local_write(rk, resealed);
             } catch (...) {
             }
         }

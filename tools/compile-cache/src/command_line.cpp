@@ -20,18 +20,24 @@ std::vector<command_spec> const& commands() {
          "                              last use, origin file:line. KEY: name (default), size\n"
          "                              (largest first), age (least recently used first: the order\n"
          "                              in which eviction takes them)\n"},
-        {"show", {"DIR", "KEY_PREFIX"}, {"--secret-file"},
-         "  show DIR KEY_PREFIX         one entry: its envelope (version, mode, key, sizes), metadata\n"
-         "                              (name, origin, format, created, compile time) and the digests\n"
-         "                              of its key's components. The prefix (hex, as list prints it)\n"
-         "                              must name exactly one entry\n"},
-        {"verify", {"DIR"}, {"--remove", "--allow-unchecked", "--secret-file"},
+        {"show", {"DIR", "KEY_PREFIX"}, {"--secret-file", "--trusted-keys-file"},
+         "  show DIR KEY_PREFIX         one entry: its envelope (version, mode, key, sizes), the key id\n"
+         "                              of its signer (a signed entry; with the key's name when\n"
+         "                              --trusted-keys-file lists it), metadata (name, origin, format,\n"
+         "                              created, compile time) and the digests of its key's\n"
+         "                              components. The prefix (hex, as list prints it) must name\n"
+         "                              exactly one entry\n"},
+        {"verify", {"DIR"}, {"--remove", "--allow-unchecked", "--secret-file", "--trusted-keys-file"},
          "  verify DIR [--remove]       checks every entry's envelope and check value (CRC-32C; the\n"
-         "                              HMAC with --secret-file) and that it is stored under its own\n"
-         "                              key; reports the bad ones and, with --remove, deletes them.\n"
-         "                              Keyed entries without --secret-file, and entries of another\n"
-         "                              envelope version, are reported as not checked and kept, and\n"
-         "                              make the exit status 4 unless --allow-unchecked is given\n"},
+         "                              HMAC with --secret-file; the Ed25519 signature of a signed\n"
+         "                              entry with --trusted-keys-file) and that it is stored under its\n"
+         "                              own key; reports the bad ones and, with --remove, deletes them.\n"
+         "                              Keyed entries without --secret-file, signed ones without\n"
+         "                              --trusted-keys-file, and entries of another envelope version\n"
+         "                              are reported as not checked and kept; signed entries whose\n"
+         "                              signer is none of the trusted keys are reported and counted as\n"
+         "                              such, and kept (never removed). Either makes the exit status 4\n"
+         "                              unless --allow-unchecked is given\n"},
         {"prune", {"DIR"}, {"--max-size"},
          "  prune DIR [--max-size SIZE] evicts least recently used entries until the directory is\n"
          "                              under 90% of SIZE (bytes, or with K, M, G: 48K, 500M, 2G;\n"
@@ -113,7 +119,7 @@ option_spec const option_table[] = {
     {"--max-size", "SIZE"},      {"--namespace", "NS"},         {"--password-file", "F"},
     {"--format", "F"},           {"--name", "GLOB"},            {"--since", "AGE"},
     {"--prefix", "PREFIX"},      {"--layout", "L"},             {"--ca-file", "F"},
-    {"--token-file", "F"},
+    {"--token-file", "F"},       {"--trusted-keys-file", "F"},
 };
 
 /// The options every command takes.
@@ -174,6 +180,7 @@ void take_options(std::vector<given_option> const& options, command_line& c) {
         if (o.name == "--allow-unchecked") c.allow_unchecked = true;
         if (o.name == "--progress") c.progress = true;
         if (o.name == "--secret-file") c.secret_file = o.value;
+        if (o.name == "--trusted-keys-file") c.trusted_keys_file = o.value;
         if (o.name == "--password-file") c.password_file = o.value;
         if (o.name == "--max-size") c.max_size = o.value;
         if (o.name == "--namespace") c.name_space = o.value;

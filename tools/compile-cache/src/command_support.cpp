@@ -2,9 +2,14 @@
 #include "command_support.hpp"
 
 #include <compile_cache/secret_file.hpp>
+#if defined(COMPILE_CACHE_TOOL_WITH_SIGNING)
+#include <compile_cache/signing/signed_entries.hpp>
+#endif
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
+#include <optional>
 
 namespace compile_cache_tool {
 
@@ -54,6 +59,26 @@ bool auth_from(command_line const& c, compile_cache::envelope_auth& auth) {
     auth = compile_cache::envelope_auth(secret);
     std::fill(secret.begin(), secret.end(), '\0');
     return true;
+}
+
+bool trusted_from(command_line const& c, trusted_signers& trusted) {
+    if (!c.trusted_keys_file) return true;
+#if defined(COMPILE_CACHE_TOOL_WITH_SIGNING)
+    std::string why;
+    std::optional<compile_cache::trusted_keys> keys = compile_cache::trusted_keys::from_file(*c.trusted_keys_file, why);
+    if (!keys) {
+        fail("--trusted-keys-file " + *c.trusted_keys_file + ": " + why, exit_usage);
+        return false;
+    }
+    for (auto const& k : keys->keys()) trusted.names.emplace_back(k.id, k.name);
+    trusted.auth = compile_cache::envelope_auth::signed_by(
+        std::make_shared<compile_cache::ed25519_entry_signatures>(std::move(*keys)));
+    return true;
+#else
+    fail("--trusted-keys-file: this compile-cache was built without signed entries (libsodium was not found)",
+         exit_usage);
+    return false;
+#endif
 }
 
 /// Opens and lists `arg` for `c`; exit_ok or the status of the failure said.

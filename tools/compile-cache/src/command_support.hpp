@@ -3,6 +3,7 @@
 #pragma once
 
 #include "command_line.hpp"
+#include "entry_check.hpp"
 #include "opened_cache.hpp"
 #include "output.hpp"
 
@@ -29,6 +30,12 @@ json_writer& begin_document(json_writer& j, opened_cache const& cache);
 /// The envelope_auth --secret-file asks for, read the way a cache reads
 /// PREFIX_SECRET_FILE; false (after the message) when the file cannot be used.
 bool auth_from(command_line const& c, compile_cache::envelope_auth& auth);
+
+/// The trusted keys --trusted-keys-file names, read by the library's reader of
+/// PREFIX_TRUSTED_KEYS_FILE (bounded, no FIFO hang, a file others may write refused);
+/// false (after the message) when the file cannot be used, or the tool was built
+/// without signing (libsodium).
+bool trusted_from(command_line const& c, trusted_signers& trusted);
 
 /// A command's cache, opened for `use` and listed once.
 struct listed_cache {

@@ -470,16 +470,38 @@ listed_entry const* entry_by_prefix(listed_cache const& lc, std::string const& p
 
 /// show's JSON account of a checked entry: its status, and when its envelope parsed,
 /// the envelope, the metadata and the digests of its key's components.
-void show_fields(json_writer& j, checked_entry const& e) {
+/// The envelope's mode as show names it.
+char const* mode_name(compile_cache::opened_envelope const& env) {
+    return env.signed_entry ? "ed25519" : env.keyed ? "hmac-sha256" : "crc32c";
+}
+
+/// show's account of a signed entry's signer: its key id, and whether and as what the
+/// trusted keys given list it.
+std::string signer_text(checked_entry const& e, trusted_signers const& trusted) {
+    std::string const id = "key id " + signer_hex(e.envelope.signer_id);
+    if (!trusted.given()) return id + " (not checked: give --trusted-keys-file)";
+    std::string const name = trusted.name_of(e.envelope.signer_id);
+    if (name.empty()) return id + " (none of the trusted keys)";
+    return id + " (trusted key " + printable(name) + (e.result == verdict::sound ? ", signature verified)" : ")");
+}
+
+void show_fields(json_writer& j, checked_entry const& e, trusted_signers const& trusted) {
     auto const& env = e.envelope;
     auto const& m = env.metadata;
     bool const parsed = e.result == verdict::sound || env.status == compile_cache::envelope_status::ok;
     std::uint64_t const header = e.file_size - e.payload_size - e.check_size;
     j.field("status", to_string(e.result));
     if (!e.problem.empty()) j.field("problem", e.problem);
+    // The signer's key id (null: not a signed entry), from the header whether or not
+    // the signature was checked; its name when a trusted key has that id.
+    j.key("signer_key_id");
+    if (env.signed_entry) j.value(signer_hex(env.signer_id)); else j.null();
+    j.key("signer_key_name");
+    std::string const signer_name = env.signed_entry ? trusted.name_of(env.signer_id) : std::string();
+    if (signer_name.empty()) j.null(); else j.value(signer_name);
     if (!parsed) return;
     j.key("envelope").begin_object().field("version", std::uint64_t{env.version});
-    j.field("mode", env.keyed ? "hmac-sha256" : "crc32c");
+    j.field("mode", mode_name(env));
     j.field("stored_key", env.stored_key.hex()).field("header_bytes", header);
     j.field("payload_bytes", e.payload_size).field("check_bytes", e.check_size);
     j.field("compressed", env.compressed ? "zstd" : "none");
@@ -496,14 +518,16 @@ void show_fields(json_writer& j, checked_entry const& e) {
 }
 
 /// show's rows for the same.
-void show_rows(text_table& t, checked_entry const& e, std::string const& name, char const* stored_as) {
+void show_rows(text_table& t, checked_entry const& e, std::string const& name, char const* stored_as,
+               trusted_signers const& trusted) {
     auto const& env = e.envelope;
     auto const& m = env.metadata;
     bool const parsed = e.result == verdict::sound || env.status == compile_cache::envelope_status::ok;
     std::uint64_t const header = e.file_size - e.payload_size - e.check_size;
     t.add({"status", std::string(to_string(e.result)) + (e.problem.empty() ? "" : ": " + e.problem)});
+    if (env.signed_entry) t.add({"signer", signer_text(e, trusted)});
     if (parsed) {
-        t.add({"envelope", "version " + std::to_string(env.version) + ", mode " + (env.keyed ? "hmac-sha256" : "crc32c") +
+        t.add({"envelope", "version " + std::to_string(env.version) + ", mode " + mode_name(env) +
                                ", check value verified"});
         bool const own = env.stored_key.hex() == name;
         t.add({"key", env.stored_key.hex() + (own ? " (" : " (NOT ") + stored_as + ")"});
@@ -530,6 +554,8 @@ void show_rows(text_table& t, checked_entry const& e, std::string const& name, c
 int run_show(command_line const& c) {
     compile_cache::envelope_auth auth;
     if (!auth_from(c, auth)) return exit_usage;
+    trusted_signers trusted;
+    if (!trusted_from(c, trusted)) return exit_usage;
     std::string prefix;
     if (!key_prefix_from(c.key_prefix, prefix)) return exit_usage;
     progress_line progress = progress_for(c);
@@ -538,7 +564,7 @@ int run_show(command_line const& c) {
     listed_entry const* f = entry_by_prefix(lc, prefix);
     if (f == nullptr) return exit_usage;
     std::string bytes;
-    checked_entry const e = read_and_check(lc.cache, *f, auth, bytes);
+    checked_entry const e = read_and_check(lc.cache, *f, auth, bytes, &trusted);
     int const status = e.result == verdict::bad ? exit_bad_entries : exit_ok;
     if (c.json) {
         json_writer j;
@@ -546,7 +572,7 @@ int run_show(command_line const& c) {
         place_fields(j, lc.cache, *f);
         j.field("size", f->size);
         use_fields(j, f->use_ns);
-        show_fields(j, e);
+        show_fields(j, e, trusted);
         j.end_object();
         std::fputs(j.str().c_str(), stdout);
         return status;
@@ -557,7 +583,7 @@ int run_show(command_line const& c) {
                         : f->name + " in " + printable(lc.cache.shown)});
     t.add({"size", std::to_string(f->size) + " bytes"});
     t.add({"last use", last_use_text(f->use_ns, true)});
-    show_rows(t, e, f->name, dir ? "its file name" : "the key it is stored under");
+    show_rows(t, e, f->name, dir ? "its file name" : "the key it is stored under", trusted);
     std::fputs(t.str().c_str(), stdout);
     return status;
 }
@@ -572,9 +598,10 @@ struct verified_entry {
     std::string remove_problem; ///< why --remove did not remove it
 };
 
-/// What verify found: the entries that do not check, apart from those it cannot judge.
+/// What verify found: the entries that do not check, apart from those it cannot judge
+/// and those signed by a key that is not trusted.
 struct verification {
-    std::vector<verified_entry> bad, unchecked;
+    std::vector<verified_entry> bad, unchecked, untrusted;
     std::uint64_t sound = 0, sound_records = 0;
     bool removal_failed = false;
 
@@ -583,33 +610,40 @@ struct verification {
         for (auto const& v : bad) n += v.removed ? 1 : 0;
         return n;
     }
-    /// Whether the check value of anything was checked (so that naming it is true).
-    bool checked_any() const {
-        if (sound + sound_records != 0) return true;
-        for (auto const& v : bad)
-            if (v.check.file_size != 0) return true; // read, and found bad by its check
-        return false;
+    /// Whether the check value (CRC-32C or HMAC) of anything was checked, and whether a
+    /// signature was (so that naming the mode is true).
+    bool plain_checked = false, signature_checked = false;
+
+    /// Notes what checked `e` (sound, or read and found bad by its check).
+    void note_mode(checked_entry const& e, trusted_signers const& trusted) {
+        if (e.result != verdict::sound && (e.result != verdict::bad || e.file_size == 0)) return;
+        (e.envelope.signed_entry && trusted.given() ? signature_checked : plain_checked) = true;
     }
+    bool checked_any() const { return plain_checked; }
 };
 
 /// Checks every entry and identity record (records are envelopes too: checked alike).
 verification check_all(opened_cache const& cache, cache_listing const& l, compile_cache::envelope_auth const& auth,
-                       progress_line& progress) {
+                       trusted_signers const& trusted, progress_line& progress) {
     verification out;
     std::size_t const total = l.entries.size() + l.records.size();
     std::uint64_t done = 0;
     std::string bytes;
     for (auto const* list : {&l.entries, &l.records})
         for (listed_entry const& e : *list) {
-            checked_entry check = read_and_check(cache, e, auth, bytes);
+            checked_entry check = read_and_check(cache, e, auth, bytes, &trusted);
             progress.update("verifying entries", ++done, total, total);
+            out.note_mode(check, trusted);
             bool const record = list == &l.records;
             if (check.result == verdict::sound) {
                 ++(record ? out.sound_records : out.sound);
                 continue;
             }
             verified_entry v{&e, std::move(check), record, false, {}};
-            (v.check.result == verdict::unchecked ? out.unchecked : out.bad).push_back(std::move(v));
+            (v.check.result == verdict::unchecked   ? out.unchecked
+             : v.check.result == verdict::untrusted ? out.untrusted
+                                                    : out.bad)
+                .push_back(std::move(v));
         }
     progress.finish();
     return out;
@@ -620,7 +654,7 @@ verification check_all(opened_cache const& cache, cache_listing const& l, compil
 /// it with a sound one meanwhile. With a secret under which not one entry verifies, the
 /// likelier mistake is the secret: removing would empty a sound cache, so nothing is.
 void remove_bad(command_line const& c, opened_cache const& cache, compile_cache::envelope_auth const& auth,
-                verification& v) {
+                trusted_signers const& trusted, verification& v) {
     if (auth.keyed() && v.sound + v.sound_records == 0 && !v.bad.empty()) {
         std::fprintf(stderr, "compile-cache: no entry verifies under the secret of %s: is it the right one? Nothing removed\n",
                      c.secret_file ? c.secret_file->c_str() : "--secret-file");
@@ -629,8 +663,8 @@ void remove_bad(command_line const& c, opened_cache const& cache, compile_cache:
     }
     std::string bytes;
     for (verified_entry& e : v.bad) {
-        if (read_and_check(cache, *e.listed, auth, bytes).result == verdict::sound) {
-            e.remove_problem = "replaced by a sound entry meanwhile; kept";
+        if (read_and_check(cache, *e.listed, auth, bytes, &trusted).result != verdict::bad) {
+            e.remove_problem = "replaced by a sound (or an unchecked) entry meanwhile; kept";
         } else if (std::error_code const ec = cache.remove(e.listed->k)) {
             e.remove_problem = "cannot remove it: " + ec.message();
             v.removal_failed = true;
@@ -640,10 +674,12 @@ void remove_bad(command_line const& c, opened_cache const& cache, compile_cache:
     }
 }
 
-void print_verification_json(opened_cache const& cache, cache_listing const& l, bool keyed, verification const& v) {
+void print_verification_json(opened_cache const& cache, cache_listing const& l, bool keyed, bool signatures,
+                             verification const& v) {
     json_writer j;
     begin_document(j, cache).key("mode");
     if (v.checked_any()) j.value(keyed ? "hmac-sha256" : "crc32c"); else j.null();
+    j.field("signatures_checked", signatures && v.signature_checked);
     j.field("checked", std::uint64_t{l.entries.size()}).field("sound", v.sound);
     j.field("identity_records", std::uint64_t{l.records.size()}).field("sound_identity_records", v.sound_records);
     // Kernels' entries and identity records in lists of their own.
@@ -663,6 +699,14 @@ void print_verification_json(opened_cache const& cache, cache_listing const& l, 
                 j.begin_object();
                 place_fields(j, cache, *e.listed);
                 j.field("reason", e.check.problem).end_object();
+            }
+        // Signed by a key none of the trusted keys is: listed with that key's id, kept.
+        j.end_array().key(records ? "untrusted_signer_identity_records" : "untrusted_signer").begin_array();
+        for (auto const& e : v.untrusted)
+            if (e.record == records) {
+                j.begin_object();
+                place_fields(j, cache, *e.listed);
+                j.field("signer_key_id", signer_hex(e.check.envelope.signer_id)).end_object();
             }
         j.end_array();
     }
@@ -694,11 +738,25 @@ std::string tally(bool remove, verification const& v, bool records) {
         for (std::size_t i = 0; i < causes.size(); ++i) t += (i == 0 ? " (" : "; ") + causes[i];
         if (!causes.empty()) t += ")";
     }
+    std::uint64_t untrusted = 0;
+    std::vector<std::string> signers;
+    for (auto const& e : v.untrusted) {
+        if (e.record != records) continue;
+        ++untrusted;
+        std::string id = signer_hex(e.check.envelope.signer_id);
+        if (std::find(signers.begin(), signers.end(), id) == signers.end()) signers.push_back(std::move(id));
+    }
+    if (untrusted != 0) {
+        t += ", " + std::to_string(untrusted) + " signed by untrusted keys (key id";
+        t += signers.size() == 1 ? " " : "s ";
+        for (std::size_t i = 0; i < signers.size() && i < 4; ++i) t += (i == 0 ? "" : ", ") + signers[i];
+        t += signers.size() > 4 ? ", ...; kept)" : "; kept)";
+    }
     return t;
 }
 
 void print_verification_text(bool remove, opened_cache const& cache, cache_listing const& l, bool keyed,
-                             verification const& v) {
+                             bool signatures, verification const& v) {
     std::string out;
     for (auto const& e : v.bad) {
         out += "bad: " + cache.entry_label(e.listed->name) + ": " + e.check.problem;
@@ -708,9 +766,13 @@ void print_verification_text(bool remove, opened_cache const& cache, cache_listi
     }
     for (auto const& e : v.unchecked)
         out += "not checked: " + cache.entry_label(e.listed->name) + ": " + e.check.problem + "\n";
+    for (auto const& e : v.untrusted)
+        out += "untrusted signer: " + cache.entry_label(e.listed->name) + ": " + e.check.problem + " (kept)\n";
     std::size_t const n = l.entries.size();
     // The mode is named only when some check value was checked in it.
-    std::string const mode = v.checked_any() ? std::string(keyed ? " (HMAC-SHA256)" : " (CRC-32C)") : std::string();
+    std::string mode = v.checked_any() ? std::string(keyed ? "HMAC-SHA256" : "CRC-32C") : std::string();
+    if (signatures && v.signature_checked) mode += mode.empty() ? "Ed25519 signatures" : "; Ed25519 signatures of signed ones";
+    if (!mode.empty()) mode = " (" + mode + ")";
     out += "checked " + std::to_string(n) + (n == 1 ? " entry" : " entries") + mode + ": " + tally(remove, v, false);
     if (!l.records.empty())
         out += "; " + std::to_string(l.records.size()) + " identity records: " + tally(remove, v, true);
@@ -726,20 +788,23 @@ int verify_status(bool bad, bool unchecked, bool allow_unchecked) {
 int run_verify(command_line const& c) {
     compile_cache::envelope_auth auth;
     if (!auth_from(c, auth)) return exit_usage;
+    trusted_signers trusted;
+    if (!trusted_from(c, trusted)) return exit_usage;
     progress_line progress = progress_for(c);
     listed_cache lc;
     cache_use const use = c.remove ? cache_use::remove : cache_use::read;
     if (int const s = open_and_list(c, c.cache, use, progress, lc); s != exit_ok) return s;
     if (c.remove)
         if (int const s = lc.cache.may_remove(); s != exit_ok) return s;
-    verification v = check_all(lc.cache, lc.listing, auth, progress);
-    if (c.remove) remove_bad(c, lc.cache, auth, v);
+    verification v = check_all(lc.cache, lc.listing, auth, trusted, progress);
+    if (c.remove) remove_bad(c, lc.cache, auth, trusted, v);
     if (c.json)
-        print_verification_json(lc.cache, lc.listing, auth.keyed(), v);
+        print_verification_json(lc.cache, lc.listing, auth.keyed(), trusted.given(), v);
     else
-        print_verification_text(c.remove, lc.cache, lc.listing, auth.keyed(), v);
+        print_verification_text(c.remove, lc.cache, lc.listing, auth.keyed(), trusted.given(), v);
     if (v.removal_failed) return exit_failed;
-    return verify_status(!v.bad.empty(), !v.unchecked.empty(), c.allow_unchecked);
+    // An untrusted signer's entry is one the keys given cannot check: as unchecked.
+    return verify_status(!v.bad.empty(), !v.unchecked.empty() || !v.untrusted.empty(), c.allow_unchecked);
 }
 
 // ---- clear and prune ---------------------------------------------------------

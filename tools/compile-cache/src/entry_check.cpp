@@ -8,18 +8,33 @@ char const* to_string(verdict v) noexcept {
     case verdict::sound: return "sound";
     case verdict::bad: return "bad";
     case verdict::unchecked: return "unchecked";
+    case verdict::untrusted: return "untrusted-signer";
     }
     return "?";
 }
 
-checked_entry check_bytes(std::string const& bytes, std::string const& name, compile_cache::envelope_auth const& auth) {
+std::string trusted_signers::name_of(compile_cache::entry_signer_id const& id) const {
+    for (auto const& [known, name] : names)
+        if (known == id) return name;
+    return {};
+}
+
+std::string signer_hex(compile_cache::entry_signer_id const& id) { return compile_cache::key(id.data(), id.size()).hex(); }
+
+checked_entry check_bytes(std::string const& bytes, std::string const& name, compile_cache::envelope_auth const& auth,
+                          trusted_signers const* trusted) {
     using compile_cache::envelope_status;
     checked_entry c;
     c.file_size = bytes.size();
     c.envelope = compile_cache::inspect_envelope(bytes, auth);
+    c.check_size = auth.check_size();
+    // A signed entry (its header says so) is checked by signature when keys were given.
+    if (c.envelope.signed_entry && trusted && trusted->given()) {
+        c.envelope = compile_cache::inspect_envelope(bytes, trusted->auth);
+        c.check_size = trusted->auth.check_size();
+    }
     c.payload_size = c.envelope.payload.size();
     c.envelope.payload = {};
-    c.check_size = auth.check_size();
     switch (c.envelope.status) {
     case envelope_status::ok:
         if (c.envelope.stored_key.hex() == name) {
@@ -28,14 +43,22 @@ checked_entry check_bytes(std::string const& bytes, std::string const& name, com
             c.problem = "holds the entry of another key (" + c.envelope.stored_key.hex() + ")";
         }
         break;
+    case envelope_status::untrusted_signer:
+        c.result = verdict::untrusted;
+        c.problem = "signed (Ed25519) by key id " + signer_hex(c.envelope.signer_id) +
+                    ", which is none of the trusted keys (a key taken out of them, or never in them)";
+        break;
     case envelope_status::unauthenticated:
-        if (c.envelope.signed_entry) {
+        if (c.envelope.signed_entry && trusted && trusted->given()) {
+            c.problem = "its Ed25519 signature does not verify under the trusted key " +
+                        trusted->name_of(c.envelope.signer_id) + " (key id " + signer_hex(c.envelope.signer_id) +
+                        ") whose id it carries (damaged or forged)";
+        } else if (c.envelope.signed_entry) {
             // A signed entry (Ed25519, envelope flags 2) is CI's on a shared remote: never
             // judged bad by a check of another mode, so that verify --remove keeps it.
             c.result = verdict::unchecked;
-            c.problem = "signed (Ed25519) by key id " +
-                        compile_cache::key(c.envelope.signer_id.data(), c.envelope.signer_id.size()).hex() +
-                        ": this tool does not check signatures";
+            c.problem = "signed (Ed25519) by key id " + signer_hex(c.envelope.signer_id) +
+                        ": give --trusted-keys-file to check its signature";
         } else if (auth.keyed()) {
             c.problem = "unauthenticated: its HMAC does not verify under the given secret "
                         "(unkeyed, another secret, damaged or forged)";
@@ -61,11 +84,11 @@ checked_entry check_bytes(std::string const& bytes, std::string const& name, com
 }
 
 checked_entry read_and_check(opened_cache const& cache, listed_entry const& e, compile_cache::envelope_auth const& auth,
-                             std::string& bytes) {
+                             std::string& bytes, trusted_signers const* trusted) {
     compile_cache::read_result const r = cache.read(e.k, bytes, max_entry_read);
     checked_entry c;
     switch (r.status) {
-    case compile_cache::read_status::found: return check_bytes(bytes, e.name, auth);
+    case compile_cache::read_status::found: return check_bytes(bytes, e.name, auth, trusted);
     case compile_cache::read_status::absent: c.problem = "gone since it was listed (evicted or removed)"; break;
     case compile_cache::read_status::too_large:
         c.result = verdict::unchecked;
@@ -78,9 +101,19 @@ checked_entry read_and_check(opened_cache const& cache, listed_entry const& e, c
     return c;
 }
 
+checked_entry check_bytes(std::string const& bytes, std::string const& name, compile_cache::envelope_auth const& auth) {
+    return check_bytes(bytes, name, auth, nullptr);
+}
+
+checked_entry read_and_check(opened_cache const& cache, listed_entry const& e, compile_cache::envelope_auth const& auth,
+                             std::string& bytes) {
+    return read_and_check(cache, e, auth, bytes, nullptr);
+}
+
 std::string unchecked_cause(checked_entry const& e) {
     switch (e.envelope.status) {
-    case compile_cache::envelope_status::unauthenticated: return "HMAC entries: give --secret-file";
+    case compile_cache::envelope_status::unauthenticated:
+        return e.envelope.signed_entry ? "signed entries: give --trusted-keys-file" : "HMAC entries: give --secret-file";
     case compile_cache::envelope_status::foreign_version:
         return "entries of envelope version " + std::to_string(e.envelope.version) + ": use that version's tool";
     default: return "entries over 64 MiB: not read";

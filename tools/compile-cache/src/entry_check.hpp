@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace compile_cache_tool {
 
@@ -21,6 +23,9 @@ enum class verdict {
     sound,     ///< the check value (CRC-32C or HMAC) verifies and the key is the one it is stored under
     bad,       ///< damaged, truncated, unreadable, for another key, or not authenticated under the secret
     unchecked, ///< cannot be judged here: keyed without a secret given, another envelope version, too large
+    /// A signed entry whose signer is none of the trusted keys given (--trusted-keys-file):
+    /// neither checked nor bad (a key rotated out, or never trusted); never removed.
+    untrusted,
 };
 
 char const* to_string(verdict v) noexcept;
@@ -49,8 +54,30 @@ checked_entry check_bytes(std::string const& bytes, std::string const& name, com
 checked_entry read_and_check(opened_cache const& cache, listed_entry const& e, compile_cache::envelope_auth const& auth,
                              std::string& bytes);
 
+/// The public keys of --trusted-keys-file (read by the library's own reader, as
+/// PREFIX_TRUSTED_KEYS_FILE is): signed entries are checked by signature against them.
+struct trusted_signers {
+    compile_cache::envelope_auth auth; ///< signed_by the keys; unset (is_signed() false): none given
+    std::vector<std::pair<compile_cache::entry_signer_id, std::string>> names; ///< each key's id and name
+
+    bool given() const noexcept { return auth.is_signed(); }
+    /// The name of the trusted key of id `id`; empty when none has it.
+    std::string name_of(compile_cache::entry_signer_id const& id) const;
+};
+
+/// A signer's key id as 16 hex digits.
+std::string signer_hex(compile_cache::entry_signer_id const& id);
+
+/// check_bytes and read_and_check, a signed entry checked by signature against
+/// `trusted` when keys were given (else as above: not checked).
+checked_entry check_bytes(std::string const& bytes, std::string const& name, compile_cache::envelope_auth const& auth,
+                          trusted_signers const* trusted);
+checked_entry read_and_check(opened_cache const& cache, listed_entry const& e, compile_cache::envelope_auth const& auth,
+                             std::string& bytes, trusted_signers const* trusted);
+
 /// Why an entry could not be checked, as what was missing: "HMAC entries: give
-/// --secret-file", ... (for verify's and copy's lines).
+/// --secret-file", "signed entries: give --trusted-keys-file", ... (for verify's and
+/// copy's lines).
 std::string unchecked_cause(checked_entry const& e);
 
 } // namespace compile_cache_tool

@@ -79,6 +79,9 @@ char const* const help_tail =
     "                              compile_cache by default\n"
     "  --secret-file F             (list, show, verify, explain, copy) the file whose content is the\n"
     "                              secret of a cache with PREFIX_SECRET_FILE: checks HMACs under it\n"
+    "  --trusted-keys-file F       (verify, show) a trusted-keys file, as PREFIX_TRUSTED_KEYS_FILE\n"
+    "                              (NAME:BASE64 public-key lines, compile-cache keygen prints\n"
+    "                              them): checks signed entries' Ed25519 signatures against them\n"
     "  --password-file F           (Redis, HTTP) the file holding the server's password (HTTP:\n"
     "                              of the URL's user), as PREFIX_REMOTE_PASSWORD_FILE (not on the\n"
     "                              command line, where every user can read it); a trailing\n"
@@ -112,12 +115,13 @@ char const* const exit_text =
     "  2  usage error; DIR missing, not a directory, or not a compile_cache directory (or\n"
     "     FILE not a compile_cache database; a bad server address; a storage this build lacks;\n"
     "     set: an unknown setting or a bad value; zero on a cache that keeps no counters);\n"
-    "     KEY_PREFIX unknown or ambiguous; the secret file cannot be used\n"
+    "     KEY_PREFIX unknown or ambiguous; the secret or trusted-keys file cannot be used\n"
     "  3  the file system or the storage refused something (a folder that cannot be read, a\n"
     "     removal, a write, a damaged SQLite file to remove from, a Redis server that does not\n"
     "     answer or refuses the credentials)\n"
     "  4  verify (or copy) found no bad entry but could not check some (keyed entries without\n"
-    "     --secret-file, another envelope version); verify --allow-unchecked makes it 0\n";
+    "     --secret-file, signed ones without --trusted-keys-file or by a key it does not list,\n"
+    "     another envelope version); verify --allow-unchecked makes it 0\n";
 
 std::string full_help() {
     std::string out = help_head;

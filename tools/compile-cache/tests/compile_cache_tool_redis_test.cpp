@@ -262,3 +262,60 @@ TEST_CASE("compile-cache copy from a Redis server to a directory, a SQLite file 
     process_result const no_redis = tool({"copy", first.string(), second.string(), "--namespace", ns});
     REQUIRE_EXIT(no_redis, 2);
 }
+
+TEST_CASE("compile-cache verify --trusted-keys-file on a Redis server a signing machine filled: sound by signature, "
+          "and with the key rotated out reported untrusted and kept by --remove",
+          "[compile-cache][redis]") {
+    std::string const url = "redis://127.0.0.1:" + std::to_string(fixture::get().server_port());
+    std::string const ns = unique_name("tool-signed");
+    temp_dir root{"compile-cache-signed"};
+    process_result const ci_key = tool({"keygen", (root.path() / "ci.key").string(), "--json"});
+    if (ci_key.exited(2) && ci_key.err.find("without libsodium") != std::string::npos) return; // built without signing
+    REQUIRE_EXIT(ci_key, 0);
+    process_result const new_key = tool({"keygen", (root.path() / "ci-next.key").string(), "--json"});
+    REQUIRE_EXIT(new_key, 0);
+    std::string const ci_id = json_query(ci_key.out, "d['key_id']");
+    fs::path const trusted = root.path() / "trusted.pub", rotated = root.path() / "rotated.pub";
+    write_file(trusted, json_query(ci_key.out, "d['public_key']") + "\n");
+    write_file(rotated, json_query(new_key.out, "d['public_key']") + "\n");
+    for (fs::path const& f : {trusted, rotated}) ::chmod(f.c_str(), 0644);
+
+    // A CI machine that signs compiles two kernels: their entries and records on the server are signed.
+    process_spec spec;
+    spec.argv = {FILL_CACHE, "--tier", (root.path() / "ci").string(), url, "2", ns};
+    spec.env = tool_environment();
+    spec.env.push_back("FILL_CACHE_SIGNING_KEY_FILE=" + (root.path() / "ci.key").string());
+    process_result const filled = run_process(spec);
+    REQUIRE_EXIT(filled, 0);
+    REQUIRE(lines_of(filled.out) == std::vector<std::string>{"compiled", "compiled"});
+
+    process_result const blind = tool({"verify", url, "--namespace", ns});
+    REQUIRE_EXIT(blind, 4);
+    CHECK(blind.out.find("give --trusted-keys-file") != std::string::npos);
+
+    process_result const sound = tool({"verify", url, "--namespace", ns, "--trusted-keys-file", trusted.string()});
+    REQUIRE_EXIT(sound, 0);
+    CHECK(sound.out == "checked 2 entries (Ed25519 signatures): 2 sound, 0 bad; 2 identity records: 2 sound, 0 bad\n");
+
+    // CI's key rotated out: reported and counted as an untrusted signer's, kept by --remove.
+    process_result const untrusted =
+        tool({"verify", url, "--namespace", ns, "--trusted-keys-file", rotated.string(), "--remove", "--json"});
+    REQUIRE_EXIT(untrusted, 4);
+    CHECK(json_query(untrusted.out, "(d['sound'], len(d['bad']), d['removed'], len(d['untrusted_signer']), "
+                                    "len(d['untrusted_signer_identity_records']), "
+                                    "sorted(set(e['signer_key_id'] for e in d['untrusted_signer'])))") ==
+          "(0, 0, 0, 2, 2, ['" + ci_id + "'])");
+    process_result const left = tool({"stats", url, "--namespace", ns, "--json"});
+    REQUIRE_EXIT(left, 0);
+    CHECK(json_query(left.out, "(d['entries'], d['identity_records'])") == "(2, 2)");
+
+    // show on the server: the signer's key id, and the trusted key's name.
+    process_result const listed = tool({"list", url, "--namespace", ns, "--json"});
+    REQUIRE_EXIT(listed, 0);
+    std::string const first = json_query(listed.out, "sorted(e['key'] for e in d['entries'])[0]");
+    process_result const shown =
+        tool({"show", url, first.substr(0, 12), "--namespace", ns, "--trusted-keys-file", trusted.string()});
+    REQUIRE_EXIT(shown, 0);
+    CHECK(line_starting(shown.out, "signer") == "key id " + ci_id + " (trusted key ci, signature verified)");
+    REQUIRE_EXIT(tool({"clear", url, "--namespace", ns}), 0);
+}

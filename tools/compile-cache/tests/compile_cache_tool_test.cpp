@@ -1030,3 +1030,107 @@ TEST_CASE("compile-cache keygen: a new secret key file of mode 0600, never over 
     CHECK(named.out.find("\"public_key\": \"laptop-key:") != std::string::npos);
     CHECK(named.out.find("\"key_id\": \"") != std::string::npos);
 }
+
+// (Here rather than at the top: what the signed-entry cases below need.)
+#include <compile_cache/hasher/sha256.hpp>
+#include <compile_cache/key/key.hpp>
+
+namespace {
+
+/// The key make_entries gives entry `i`, in hex.
+std::string made_entry_key(int i) {
+    std::string const id = "entry " + std::to_string(i);
+    return compile_cache::key(compile_cache::sha256_digest(id.data(), id.size())).hex();
+}
+
+/// make_entries DIR COUNT, signed by the secret key file `key_file`.
+void make_signed_entries(fs::path const& dir, int count, fs::path const& key_file) {
+    process_spec spec;
+    spec.argv = {MAKE_ENTRIES, dir.string(), std::to_string(count)};
+    spec.env = tool_environment();
+    spec.env.push_back("MAKE_ENTRIES_SIGNING_KEY_FILE=" + key_file.string());
+    process_result const r = run_process(spec);
+    REQUIRE_EXIT(r, 0);
+}
+
+} // namespace
+
+TEST_CASE("compile-cache verify --trusted-keys-file checks signed entries, reports and keeps those of an untrusted "
+          "signer, and show prints the signer's key id") {
+    temp_dir root("compile-cache-test");
+    fs::path const dir = root.path() / "cache";
+    process_result const ci_key = tool({"keygen", (root.path() / "ci.key").string(), "--json"});
+    if (ci_key.exited(2) && ci_key.err.find("without libsodium") != std::string::npos) return; // built without signing
+    REQUIRE_EXIT(ci_key, 0);
+    process_result const old_key = tool({"keygen", (root.path() / "old.key").string(), "--json"});
+    REQUIRE_EXIT(old_key, 0);
+    std::string const ci_id = json_query(ci_key.out, "d['key_id']");
+    std::string const old_id = json_query(old_key.out, "d['key_id']");
+    fs::path const trusted = root.path() / "trusted.pub";
+    write_file(trusted, "# CI's key only: old was rotated out\n" + json_query(ci_key.out, "d['public_key']") + "\n");
+    ::chmod(trusted.c_str(), 0644);
+
+    // Entries 0-4 signed by the old key, then 0-2 signed again by CI's: 3 of CI, 2 of old.
+    make_signed_entries(dir, 5, root.path() / "old.key");
+    make_signed_entries(dir, 3, root.path() / "ci.key");
+
+    // Without keys, signed entries are not checked, and say what to give.
+    process_result const blind = tool({"verify", dir.string()});
+    REQUIRE_EXIT(blind, 4);
+    CHECK(blind.out.find("checked 5 entries: 0 sound, 0 bad, 5 not checked (signed entries: give "
+                         "--trusted-keys-file)\n") != std::string::npos);
+
+    process_result const checked = tool({"verify", dir.string(), "--trusted-keys-file", trusted.string()});
+    REQUIRE_EXIT(checked, 4); // the untrusted signer's entries are unchecked to these keys
+    CHECK(checked.out.find("checked 5 entries (Ed25519 signatures): 3 sound, 0 bad, 2 signed by untrusted keys "
+                           "(key id " + old_id + "; kept)\n") != std::string::npos);
+    CHECK(count_lines(checked.out, "untrusted signer: ") == "2");
+    CHECK(checked.out.find("untrusted signer: " + made_entry_key(3).substr(0, 2) + "/" + made_entry_key(3)) !=
+          std::string::npos);
+    REQUIRE_EXIT(tool({"verify", dir.string(), "--trusted-keys-file", trusted.string(), "--allow-unchecked"}), 0);
+
+    // One of CI's entries damaged: bad, and --remove takes it and nothing else.
+    fs::path const damaged = dir / made_entry_key(1).substr(0, 2) / made_entry_key(1);
+    std::string bytes = read_file(damaged);
+    bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 1);
+    write_file(damaged, bytes);
+    process_result const removed =
+        tool({"verify", dir.string(), "--trusted-keys-file", trusted.string(), "--remove", "--json"});
+    REQUIRE_EXIT(removed, 1);
+    CHECK(json_query(removed.out, "(d['sound'], [e['key'] for e in d['bad']], d['removed'], d['signatures_checked'])") ==
+          "(2, ['" + made_entry_key(1) + "'], 1, True)");
+    CHECK(json_query(removed.out, "sorted((e['key'], e['signer_key_id']) for e in d['untrusted_signer'])") ==
+          json_query("[]", "sorted([('" + made_entry_key(3) + "', '" + old_id + "'), ('" + made_entry_key(4) + "', '" +
+                               old_id + "')])"));
+    CHECK_FALSE(fs::exists(damaged));
+    for (int i : {3, 4}) CHECK(fs::exists(dir / made_entry_key(i).substr(0, 2) / made_entry_key(i)));
+
+    // show: the signer's key id, a field of its own, named when a trusted key has it.
+    process_result const shown = tool({"show", dir.string(), made_entry_key(0).substr(0, 12), "--trusted-keys-file",
+                                       trusted.string()});
+    REQUIRE_EXIT(shown, 0);
+    CHECK(line_starting(shown.out, "signer") == "key id " + ci_id + " (trusted key ci, signature verified)");
+    CHECK(line_starting(shown.out, "status") == "sound");
+    CHECK(line_starting(shown.out, "envelope") == "version 3, mode ed25519, check value verified");
+    process_result const unkeyed = tool({"show", dir.string(), made_entry_key(0).substr(0, 12)});
+    REQUIRE_EXIT(unkeyed, 0);
+    CHECK(line_starting(unkeyed.out, "signer") == "key id " + ci_id + " (not checked: give --trusted-keys-file)");
+    process_result const old_json = tool({"show", dir.string(), made_entry_key(4).substr(0, 12), "--trusted-keys-file",
+                                          trusted.string(), "--json"});
+    REQUIRE_EXIT(old_json, 0);
+    CHECK(json_query(old_json.out, "(d['status'], d['signer_key_id'], d['signer_key_name'])") ==
+          "('untrusted-signer', '" + old_id + "', None)");
+    process_result const ci_json = tool({"show", dir.string(), made_entry_key(2).substr(0, 12), "--trusted-keys-file",
+                                         trusted.string(), "--json"});
+    REQUIRE_EXIT(ci_json, 0);
+    CHECK(json_query(ci_json.out, "(d['status'], d['signer_key_id'], d['signer_key_name'], d['envelope']['mode'])") ==
+          "('sound', '" + ci_id + "', 'ci', 'ed25519')");
+
+    // A trusted-keys file anyone may write is refused, as the library refuses it: one line, exit 2.
+    ::chmod(trusted.c_str(), 0666);
+    process_result const writable = tool({"verify", dir.string(), "--trusted-keys-file", trusted.string()});
+    REQUIRE_EXIT(writable, 2);
+    CHECK(writable.out.empty());
+    CHECK(lines_of(writable.err).size() == 1);
+    CHECK(writable.err.find("--trusted-keys-file " + trusted.string() + ": ") != std::string::npos);
+}

@@ -7,7 +7,8 @@
 // fill_cache --tier DIR URL COUNT [NAMESPACE] [VERSION]: a machine with a cache directory
 // in front of a Redis server: gets or compiles the same COUNT kernels (VERSION, 1 by
 // default, changes their IR) through a tiered_storage; prints `loaded` or `compiled`
-// per kernel.
+// per kernel. With FILL_CACHE_SIGNING_KEY_FILE set (a secret key file compile-cache
+// keygen made), that machine signs what it uploads (cache_options::signatures).
 #include <compile_cache/cache.hpp>
 #include <compile_cache/resolver/registry.hpp>
 #if defined(FILL_CACHE_WITH_SQLITE)
@@ -18,11 +19,16 @@
 #include <compile_cache/storage/redis/redis_storage.hpp>
 #include <compile_cache/storage/tiered_storage.hpp>
 #endif
+#if defined(FILL_CACHE_WITH_SIGNING)
+#include <compile_cache/signing/signed_entries.hpp>
+#endif
 
 #include <boost/serialization/string.hpp>
 
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <optional>
 #include <string>
 
 namespace {
@@ -79,8 +85,23 @@ int tier(std::string const& dir, std::string const& url, long count, std::string
     o.url = url;
     if (!name_space.empty()) o.name_space = name_space;
     using tier_type = compile_cache::tiered_storage<compile_cache::directory_storage, compile_cache::redis_storage>;
+    compile_cache::cache_options options;
+    if (char const* key_file = std::getenv("FILL_CACHE_SIGNING_KEY_FILE")) {
+#if defined(FILL_CACHE_WITH_SIGNING)
+        std::string why;
+        std::optional<compile_cache::ed25519_signer> signer = compile_cache::ed25519_signer::from_file(key_file, why);
+        if (!signer) {
+            std::fprintf(stderr, "fill_cache: %s: %s\n", key_file, why.c_str());
+            return 2;
+        }
+        options.signatures = std::make_shared<compile_cache::ed25519_entry_signatures>(std::move(*signer));
+#else
+        std::fprintf(stderr, "fill_cache: built without signing, cannot sign with %s\n", key_file);
+        return 2;
+#endif
+    }
     compile_cache::basic_cache<compile_cache::sha256, compile_cache::boost_binary, compile_cache::registry, tier_type>
-        cache{tier_type(compile_cache::directory_storage(dir), compile_cache::redis_storage(o))};
+        cache{tier_type(compile_cache::directory_storage(dir), compile_cache::redis_storage(o)), options};
     for (long i = 0; i < count; ++i) {
         std::string const name = "kernel_" + std::to_string(i);
         auto const k = cache.make_key_builder("fill_cache").add("ir", "body " + version + " of " + name).finish();

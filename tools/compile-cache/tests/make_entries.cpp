@@ -3,18 +3,41 @@
 // need more entries than tinyk runs make quickly (the progress line's 10,001) or a
 // kernel name no tinyk program can have. Entry i has key sha256("entry i"), kernel
 // name NAME (default "kernel_i"), origin "generated.tk" line i, and one component.
+// With MAKE_ENTRIES_SIGNING_KEY_FILE set (a secret key file compile-cache keygen made),
+// the entries are signed by that key, as a tier signs what it uploads.
 #include <compile_cache/envelope.hpp>
 #include <compile_cache/hasher/sha256.hpp>
 #include <compile_cache/storage/directory/directory_storage.hpp>
+#if defined(MAKE_ENTRIES_WITH_SIGNING)
+#include <compile_cache/signing/signed_entries.hpp>
+#endif
 
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <optional>
 #include <string>
 
 int main(int argc, char** argv) {
     if (argc < 3 || argc > 4) {
         std::fprintf(stderr, "usage: make_entries DIR COUNT [NAME]\n");
         return 2;
+    }
+    compile_cache::envelope_auth auth;
+    if (char const* key_file = std::getenv("MAKE_ENTRIES_SIGNING_KEY_FILE")) {
+#if defined(MAKE_ENTRIES_WITH_SIGNING)
+        std::string why;
+        std::optional<compile_cache::ed25519_signer> signer = compile_cache::ed25519_signer::from_file(key_file, why);
+        if (!signer) {
+            std::fprintf(stderr, "make_entries: %s: %s\n", key_file, why.c_str());
+            return 2;
+        }
+        auth = compile_cache::envelope_auth::signed_by(
+            std::make_shared<compile_cache::ed25519_entry_signatures>(std::move(*signer)));
+#else
+        std::fprintf(stderr, "make_entries: built without signing, cannot sign with %s\n", key_file);
+        return 2;
+#endif
     }
     compile_cache::directory_storage storage(argv[1]);
     long const count = std::strtol(argv[2], nullptr, 10);
@@ -30,9 +53,9 @@ int main(int argc, char** argv) {
         m.created_ns = 1;
         m.compile_ns = 1000;
         m.components.push_back({"id", k});
-        std::size_t const length_at = compile_cache::begin_envelope(bytes, k, m);
+        std::size_t const length_at = compile_cache::begin_envelope(bytes, k, m, auth);
         bytes += "payload of " + id;
-        compile_cache::seal_envelope(bytes, length_at);
+        compile_cache::seal_envelope(bytes, length_at, auth);
         if (std::error_code const ec = storage.write(k, bytes)) {
             std::fprintf(stderr, "make_entries: cannot write entry %ld: %s\n", i, ec.message().c_str());
             return 1;
