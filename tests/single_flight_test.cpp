@@ -108,7 +108,9 @@ TEST_CASE("single flight: a claim whose owner is gone is taken over at once, ano
     REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed);
     std::string const boot = cc::detail::claim_field(cc::detail::claim_owner(), "boot");
     std::string const path = s.entry_path(k) + ".claim";
-    write_file(path, "pid=" + std::to_string(sf_dead_pid()) + " boot=" + boot + " start=1 host=h\n");
+    // A process of this machine (its boot id and host name) that is gone.
+    std::string const host = cc::detail::claim_field(cc::detail::claim_owner(), "host");
+    write_file(path, "pid=" + std::to_string(sf_dead_pid()) + " boot=" + boot + " start=1 host=" + host + "\n");
     cc::claim_answer const a = s.try_claim(k, {});
     CHECK(a.state == cc::claim_state::claimed);
     CHECK(a.took_over);

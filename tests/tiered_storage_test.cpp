@@ -720,7 +720,7 @@ TEST_CASE("tiered_storage: a child forked while the worker's copy holds the loca
 
 // --- The worker's bounds, signals, and deferred records -------------------------------
 
-TEST_CASE("tiered_storage: the cache's end waits for an upload under way no longer than the drain time and its grace; "
+TEST_CASE("tiered_storage: the cache's end waits for an upload under way no longer than the drain time and its grace, "
           "the upload then ends on its own",
           "[tiered][upload]") {
     temp_dir dir;
@@ -855,7 +855,7 @@ using batch_tier = cc::tiered_storage<cc::directory_storage, batch_remote>;
 using batch_tier_cache = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, batch_tier>;
 } // namespace
 
-TEST_CASE("tiered_storage: a prefetch reads the kernels' entries and records in one batch; the gets that follow read "
+TEST_CASE("tiered_storage: a prefetch reads the kernels' entries and records in one batch, the gets that follow read "
           "nothing more from the remote, and each entry is still checked",
           "[tiered][prefetch]") {
     static_assert(cc::detail::has_prefetch<batch_tier>::value);

@@ -742,7 +742,7 @@ private:
     }
 
     // The miss of a load whose entry changed while it was read (entry_view::intact).
-    std::nullopt_t changed_while_read(load_attempt& attempt) noexcept {
+    std::nullopt_t changed_while_read(load_attempt& attempt) {
         return missed(attempt, miss_reason::read_error, "the entry's file changed while it was read");
     }
 

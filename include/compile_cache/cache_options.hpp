@@ -80,6 +80,10 @@ struct cache_env_settings {
     cache_options options;
     storage_settings storage;
     std::shared_ptr<held_lines> held;
+    /// Whether a remote is trusted without counting trusted keys (a secret, or the
+    /// insecure setting): what a storage that is itself the remote gets, since only a
+    /// tier's reads are checked by signature (basic_cache::auth_for).
+    bool remote_trusted_without_signatures = false;
 };
 COMPILE_CACHE_DECL cache_env_settings read_cache_env_settings(std::string_view prefix);
 

@@ -4265,7 +4265,7 @@ namespace detail {
 
 /// This process as a claim names it: `pid=N boot=BOOT_ID start=TICKS host=NAME`, the
 /// process's start time in clock ticks since boot (so that a reused pid is told apart).
-COMPILE_CACHE_DECL std::string const& claim_owner() noexcept;
+COMPILE_CACHE_DECL std::string claim_owner() noexcept;
 
 /// Whether the process a claim names (claim_owner()'s text) is alive: false when it ran on
 /// this boot of this machine and is gone (no such pid, or the pid's start time differs);
@@ -4289,6 +4289,7 @@ COMPILE_CACHE_DECL std::string claim_field(std::string_view owner, std::string_v
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 #include <signal.h>
@@ -4330,24 +4331,32 @@ inline std::string host_name() {
 }
 } // namespace claim_impl
 
-std::string const& claim_owner() noexcept {
-    // Per process: a forked child names itself (its pid and start time differ).
-    static thread_local ::pid_t cached_pid = 0;
-    static thread_local std::string cached;
+std::string claim_owner() noexcept {
+    // Per process: a forked child names itself (its pid and start time differ). Kept in
+    // static storage, not per thread: a worker thread's copy would be memory a forked
+    // child inherits with no thread to own it. A lock another thread held at a fork is
+    // never waited for: the text is then made anew.
+    static std::mutex mutex;
+    static ::pid_t cached_pid = 0;
+    static std::string cached;
     try {
         ::pid_t const pid = ::getpid();
-        if (pid != cached_pid) {
-            std::string boot = claim_impl::first_line("/proc/sys/kernel/random/boot_id");
-            if (boot.empty()) boot = "?";
-            std::string start = claim_impl::start_ticks(0);
-            if (start.empty()) start = "?";
-            cached = "pid=" + std::to_string(pid) + " boot=" + boot + " start=" + start +
-                     " host=" + claim_impl::host_name();
+        std::unique_lock<std::mutex> lock(mutex, std::try_to_lock);
+        if (lock.owns_lock() && pid == cached_pid) return cached;
+        std::string boot = claim_impl::first_line("/proc/sys/kernel/random/boot_id");
+        if (boot.empty()) boot = "?";
+        std::string start = claim_impl::start_ticks(0);
+        if (start.empty()) start = "?";
+        std::string owner = "pid=" + std::to_string(pid) + " boot=" + boot + " start=" + start +
+                            " host=" + claim_impl::host_name();
+        if (lock.owns_lock()) {
+            cached = owner;
             cached_pid = pid;
         }
+        return owner;
     } catch (...) {
+        return {};
     }
-    return cached;
 }
 
 std::string claim_field(std::string_view owner, std::string_view field) {
@@ -4370,6 +4379,10 @@ bool claim_owner_alive(std::string_view owner, bool& same_machine) noexcept {
         std::string const mine = claim_owner();
         std::string const boot = claim_field(owner, "boot");
         if (boot.empty() || boot == "?" || boot != claim_field(mine, "boot")) return true;
+        // Containers of one machine share its boot id but not its process ids: another
+        // host name is another process space, whose pids say nothing here.
+        std::string const host = claim_field(owner, "host");
+        if (!host.empty() && host != "?" && host != claim_field(mine, "host")) return true;
         same_machine = true;
         std::string const pid_text = claim_field(owner, "pid");
         char* end = nullptr;
@@ -4730,6 +4743,18 @@ using is_storage = std::bool_constant<
     optional_member_valid<record_counters_address_t, has_record_counters, S>::value &&
     optional_member_valid<from_env_address_t, has_any_from_env, S>::value &&
     optional_member_valid<environment_settings_address_t, has_environment_settings, S>::value>;
+template <class S>
+using reconnects_after_fork_t = decltype(S::reconnects_after_fork);
+/// A remote that says (`static constexpr bool reconnects_after_fork = true`) that a
+/// forked child never uses the connections it inherited: its first call there makes one
+/// of its own (redis_storage). A tier then uses it in a child forked while its worker
+/// still had uploads queued, which the parent sends on the inherited ones.
+template <class S>
+constexpr bool remote_reconnects_after_fork() noexcept {
+    if constexpr (is_detected<reconnects_after_fork_t, S>::value) return bool(S::reconnects_after_fork);
+    else return false;
+}
+
 } // namespace detail
 
 /// Which optional Storage members S has (with the signature the cache, the tier and the
@@ -7363,6 +7388,8 @@ private:
     std::string_view bytes_;
 };
 
+class directory_storage;
+
 namespace detail::directory_storage_impl {
 
 /// For tests: when set, the next temp file this thread creates is named
@@ -7381,14 +7408,23 @@ struct deferred_writes {
 
     std::mutex mutex;
     std::unordered_map<key, std::string> held;
+    /// When each held write was made: its file gets that time once written, so that a
+    /// record written later with the batch is not taken for newer than its entry (eviction
+    /// goes by file time).
+    std::unordered_map<key, std::int64_t> held_ns;
     std::size_t bytes = 0;
     std::int64_t oldest_ns = 0;
     unsigned generation = 0;       ///< fork_generation() when they were held
     std::atomic<bool> any{false}; ///< read() looks here only when set
 };
 
-/// Takes the held writes out of the batch (none in a forked child: the parent's).
-COMPILE_CACHE_DECL std::unordered_map<key, std::string> take_deferred(deferred_writes& d);
+/// Takes the held writes out of the batch (none in a forked child: the parent's), and
+/// when they were made into `times` if given.
+COMPILE_CACHE_DECL std::unordered_map<key, std::string> take_deferred(deferred_writes& d,
+                                                                      std::unordered_map<key, std::int64_t>* times = nullptr);
+/// Writes a held write through `writer`, its file then given the time it was made (0: now).
+COMPILE_CACHE_DECL std::error_code write_held(directory_storage& writer, key const& k, std::string const& bytes,
+                                              std::int64_t made_ns) noexcept;
 
 /// State shared by a storage object and its copies.
 struct shared_state {
@@ -7987,23 +8023,43 @@ directory_storage::directory_storage(std::string directory, directory_options op
 detail::directory_storage_impl::shared_state::~shared_state() {
     if (!deferred.any.load()) return;
     try {
-        auto held = take_deferred(deferred);
+        std::unordered_map<key, std::int64_t> times;
+        auto held = take_deferred(deferred, &times);
         if (held.empty()) return;
         directory_storage writer(directory, options);
-        for (auto const& [k, bytes] : held) (void)writer.write(k, bytes);
+        for (auto const& [k, bytes] : held) (void)write_held(writer, k, bytes, times[k]);
     } catch (...) {
         // Deferred writes are the ones a crash may lose: so may a failure here.
     }
 }
 
-std::unordered_map<key, std::string> detail::directory_storage_impl::take_deferred(deferred_writes& d) {
+std::unordered_map<key, std::string> detail::directory_storage_impl::take_deferred(
+    deferred_writes& d, std::unordered_map<key, std::int64_t>* times) {
     std::unordered_map<key, std::string> out;
     std::lock_guard<std::mutex> const lock(d.mutex);
-    if (d.generation == detail::directory_storage_impl::fork_generation()) out.swap(d.held);
+    if (d.generation == detail::directory_storage_impl::fork_generation()) {
+        out.swap(d.held);
+        if (times) times->swap(d.held_ns);
+    }
     d.held.clear();
+    d.held_ns.clear();
     d.bytes = 0;
     d.any.store(false);
     return out;
+}
+
+std::error_code detail::directory_storage_impl::write_held(directory_storage& writer, key const& k,
+                                                          std::string const& bytes, std::int64_t made_ns) noexcept {
+    std::error_code const ec = writer.write(k, bytes);
+    if (ec || made_ns <= 0) return ec;
+    try {
+        struct timespec times[2];
+        times[0].tv_sec = times[1].tv_sec = static_cast<time_t>(made_ns / 1000000000);
+        times[0].tv_nsec = times[1].tv_nsec = static_cast<long>(made_ns % 1000000000);
+        (void)::utimensat(AT_FDCWD, writer.entry_path(k).c_str(), times, 0); // a time, no more: failure is harmless
+    } catch (...) {
+    }
+    return ec;
 }
 
 std::error_code directory_storage::write_deferred(key const& k, std::string_view bytes) noexcept {
@@ -8018,10 +8074,12 @@ std::error_code directory_storage::write_deferred(key const& k, std::string_view
             unsigned const generation = impl::fork_generation();
             if (d.generation != generation) { // a forked child: what is held is the parent's
                 d.held.clear();
+                d.held_ns.clear();
                 d.bytes = 0;
                 d.generation = generation;
             }
             if (d.held.empty()) d.oldest_ns = now;
+            d.held_ns[k] = now;
             auto [it, added] = d.held.try_emplace(k);
             d.bytes -= it->second.size();
             it->second.assign(bytes.data(), bytes.size());
@@ -8041,8 +8099,9 @@ std::error_code directory_storage::flush_deferred() noexcept {
     if (directory_.empty() || !state_->deferred.any.load()) return {};
     try {
         std::error_code first;
-        for (auto const& [k, bytes] : detail::directory_storage_impl::take_deferred(state_->deferred)) {
-            std::error_code const ec = write(k, bytes);
+        std::unordered_map<key, std::int64_t> times;
+        for (auto const& [k, bytes] : detail::directory_storage_impl::take_deferred(state_->deferred, &times)) {
+            std::error_code const ec = detail::directory_storage_impl::write_held(*this, k, bytes, times[k]);
             if (ec && !first) first = ec;
         }
         return first;
@@ -8201,6 +8260,7 @@ std::error_code directory_storage::write(key const& k, std::string_view bytes) n
             if (it != state_->deferred.held.end()) {
                 state_->deferred.bytes -= it->second.size();
                 state_->deferred.held.erase(it);
+                state_->deferred.held_ns.erase(k);
             }
         }
         std::string const entry = entry_path(k);
@@ -8234,6 +8294,7 @@ std::error_code directory_storage::remove(key const& k) noexcept {
             if (it != state_->deferred.held.end()) {
                 state_->deferred.bytes -= it->second.size();
                 state_->deferred.held.erase(it);
+                state_->deferred.held_ns.erase(k);
             }
         }
         // Through the fan-out folder opened without following a symlink: in a
@@ -10674,18 +10735,6 @@ using partial_failure_t = decltype(std::declval<S const&>().partial_failure(std:
 template <class S>
 using has_partial_failure = is_detected_convertible<bool, partial_failure_t, S>;
 
-template <class S>
-using reconnects_after_fork_t = decltype(S::reconnects_after_fork);
-/// A remote that says (`static constexpr bool reconnects_after_fork = true`) that a
-/// forked child never uses the connections it inherited: its first call there makes one
-/// of its own (redis_storage). A tier then uses it in a child forked while its worker
-/// still had uploads queued, which the parent sends on the inherited ones.
-template <class S>
-constexpr bool remote_reconnects_after_fork() noexcept {
-    if constexpr (is_detected<reconnects_after_fork_t, S>::value) return bool(S::reconnects_after_fork);
-    else return false;
-}
-
 /// The jobs one tier runs off the host's path, and the thread that runs them: a queue
 /// bounded in bytes (push never waits for room: a job that does not fit is refused),
 /// a thread started at the first push, a bounded drain at the end. Fork-safe: a child
@@ -11062,8 +11111,22 @@ public:
     /// Signed entries (basic_cache calls it when cache_options::signatures is set): what a
     /// store uploads is `sealer(k, entry, out)`'s `out`; false: nothing is uploaded. The
     /// local storage keeps the entry as given. Call before any write.
-    void set_remote_sealer(std::function<bool(key const&, std::string_view, std::string&)> sealer) {
-        if (state_) state_->remote_sealer = std::move(sealer);
+    /// `can_seal` false: the sealer refuses every entry (trusted keys, no signing key), so
+    /// this process uploads nothing, and so takes no claim on the remote either (the
+    /// fleet would wait for an entry it never sends).
+    void set_remote_sealer(std::function<bool(key const&, std::string_view, std::string&)> sealer,
+                           bool can_seal = true) {
+        if (!state_) return;
+        state_->remote_sealer = std::move(sealer);
+        state_->remote_can_seal = can_seal;
+    }
+
+    /// Signed entries (basic_cache calls it when cache_options::signatures is set): what the
+    /// local storage keeps of an identity record this tier copies from the remote beside
+    /// an entry it copied is `resealer(record_key, record, out)`'s `out` (verified, and
+    /// sealed in the local mode); false: the record is not copied. Call before any read.
+    void set_record_resealer(std::function<bool(key const&, std::string_view, std::string&)> resealer) {
+        if (state_) state_->record_resealer = std::move(resealer);
     }
 
     std::error_code write(key const& k, std::string_view bytes) noexcept { return write_through(k, bytes, false); }
@@ -11125,12 +11188,13 @@ private:
         return state_->local ? answer : e;
     }
 
+public:
     /// Single flight (tiered_claims.hpp): the local storage's claim (the machine's
     /// processes), then the remote's (the fleet's) when the remote is read-write and up.
     claim_answer try_claim(key const& k, claim_request const& request) noexcept {
         if (!state_ || state_->forked_mid_job()) return {};
         bool const remote_ok = state_->remote && state_->options.mode == remote_mode::read_write &&
-                               state_->remote_usable() && !remote_skipped();
+                               state_->remote_can_seal && state_->remote_usable() && !remote_skipped();
         return detail::tier_try_claim(state_.get(), state_->local ? &*state_->local : static_cast<Local*>(nullptr),
                                       remote_ok ? &*state_->remote : static_cast<Remote*>(nullptr), k, request);
     }
@@ -11155,7 +11219,6 @@ private:
         }
     }
 
-public:
     std::error_code remove(key const& k) noexcept {
         if (!state_) return {};
         if (state_->forked_mid_job()) return std::make_error_code(std::errc::resource_unavailable_try_again);
@@ -11383,6 +11446,9 @@ private:
         std::string secret_setting = "the secret file", replace_setting = "PREFIX_REMOTE_REPLACE_UNAUTHENTIC";
         /// Signed entries: makes a store's upload from its local entry (set_remote_sealer).
         std::function<bool(key const&, std::string_view, std::string&)> remote_sealer;
+        bool remote_can_seal = true; ///< set_remote_sealer's can_seal
+        /// Signed entries: makes the local copy of a remote identity record (set_record_resealer).
+        std::function<bool(key const&, std::string_view, std::string&)> record_resealer;
         clock::duration slow_waited{0};   ///< the waits of slow answers so far (see tier_options::budget)
         clock::time_point slow_counted_until{}; ///< the end of the last slow answer counted
         std::vector<std::string> said;    ///< the errors already said in a line (at most said_max)
@@ -11664,7 +11730,8 @@ private:
         // the identity a host that gives none has (name and origin file), copied from the
         // remote when the local storage has none: best effort, bounded as any remote call,
         // never when the remote is skipped. The record's check value is verified by whoever
-        // reads it, as for any record.
+        // reads it, as for any record; a signed remote's is verified here and resealed in
+        // the local mode (keep_record_locally), since the local mode is all a local read checks.
         void copy_record_of(std::string_view entry) noexcept {
             try {
                 std::optional<key> const rk = detail::record_key_of_entry(entry);
@@ -11675,7 +11742,7 @@ private:
                 read_result held;
                 if (take_prefetched(*rk, bytes, identity_record_max_size, held)) { // (the batch read it)
                     if (held.status == read_status::found && detail::looks_like_record(bytes, *rk))
-                        (void)local_write(*rk, bytes);
+                        keep_record_locally(*rk, bytes);
                     return;
                 }
                 admission const a = admit();
@@ -11695,7 +11762,21 @@ private:
                 }
                 answered(a, took);
                 if (r.status == read_status::found && detail::looks_like_record(bytes, *rk))
-                    (void)local_write(*rk, bytes);
+                    keep_record_locally(*rk, bytes);
+            } catch (...) {
+            }
+        }
+
+        // A remote identity record to the local storage: as read, or as the record resealer
+        // makes it (signed remotes: the local mode's check, as a copied entry has).
+        void keep_record_locally(key const& rk, std::string const& bytes) noexcept {
+            if (!record_resealer) {
+                (void)local_write(rk, bytes);
+                return;
+            }
+            try {
+                std::string resealed;
+                if (record_resealer(rk, bytes, resealed)) (void)local_write(rk, resealed);
             } catch (...) {
             }
         }
@@ -13482,6 +13563,109 @@ std::string verify_failed_line(std::string const& name, std::string const& what)
 // host or changes a result.
 
 
+// ---- begin compile_cache/detail/cache_compression.hpp
+// compile_cache: how basic_cache compresses the payloads it stores and decompresses the
+// ones it loads, through its Compression policy (compression.hpp); used by cache.hpp only.
+
+
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace compile_cache::detail {
+
+/// Whether a store compresses: the policy can, and `level` (cache_options::
+/// compression_level) does not turn it off.
+template <class Compression>
+bool compression_on(std::optional<int> level) noexcept {
+    if constexpr (compresses<Compression>::value)
+        return level.value_or(Compression::default_level) != 0;
+    else
+        return (void)level, false;
+}
+
+/// Appends `payload` to the entry: compressed (at `level`, or the policy's default) when
+/// it is at least `threshold` bytes and comes out smaller, as it is otherwise.
+template <class Compression>
+void append_payload(envelope_writer& envelope, std::string const& payload, std::optional<int> level,
+                    std::size_t threshold) {
+    if constexpr (compresses<Compression>::value) {
+        if (payload.size() >= threshold) {
+            std::string& out = envelope.out();
+            std::size_t const plain_at = out.size();
+            envelope.begin_compressed_payload(payload.size());
+            if (Compression::compress(payload, level.value_or(Compression::default_level), out) &&
+                out.size() - plain_at < payload.size())
+                return;
+            envelope.drop_compressed_payload(plain_at);
+        }
+    } else {
+        (void)level, (void)threshold;
+    }
+    envelope.out() += payload;
+}
+
+/// A compressed payload, decompressed into `out` (which only grows, so that hits of
+/// one size allocate nothing), bounded by the size the entry declares, itself bounded
+/// by max_entry_size (check_envelope: too_large above it). A frame that does not give
+/// exactly that many bytes (damaged, or a bomb) is corrupt; a cache that cannot
+/// decompress reads the entry as unsupported.
+template <class Compression>
+void decompress_payload(envelope_fields& env, std::string& out) {
+    std::string_view const frame = env.payload;
+    env.payload = {};
+    if constexpr (compresses<Compression>::value) {
+        auto const size = static_cast<std::size_t>(env.uncompressed_size);
+        if (out.size() < size) out.resize(size);
+        if (Compression::decompress(frame, out.data(), size)) {
+            env.payload = std::string_view(out.data(), size);
+            return;
+        }
+        env.status = envelope_status::corrupt;
+    } else {
+        (void)frame, (void)out;
+        env.status = envelope_status::unsupported;
+    }
+}
+
+/// What the log says of a compressed entry that missed.
+COMPILE_CACHE_DECL std::string compressed_miss_detail(envelope_fields const& env);
+
+} // namespace compile_cache::detail
+
+// ---- begin compile_cache/detail/impl/cache_compression.ipp
+// compile_cache: the definitions of detail/cache_compression.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+namespace compile_cache::detail {
+
+std::string compressed_miss_detail(envelope_fields const& env) {
+    if (env.status == envelope_status::unsupported)
+        return "compressed with zstd, and this cache has no Compression policy (compile_cache/compression/zstd.hpp)";
+    if (env.status == envelope_status::corrupt)
+        return "its compressed payload does not decompress to the " + std::to_string(env.uncompressed_size) +
+               " bytes it declares";
+    return "compressed; it declares " + std::to_string(env.uncompressed_size) + " bytes once decompressed";
+}
+
+} // namespace compile_cache::detail
+
+#endif
+// ---- end compile_cache/detail/impl/cache_compression.ipp
+// ---- end compile_cache/detail/cache_compression.hpp
+// ---- begin compile_cache/detail/cache_from_env.hpp
+// compile_cache: the steps of basic_cache::from_env (read the cache's settings, then ask
+// the Storage), and the settings it lists for a host's --help; used by cache.hpp only.
+
+
+// ---- begin compile_cache/cache_options.hpp
+// compile_cache: cache_options, the settings of a basic_cache, and how from_env reads the
+// cache's own ones from PREFIX_* variables before it asks its storage.
+
+
 // ---- begin compile_cache/detail/record_identities_setting.hpp
 // compile_cache: the PREFIX_RECORD_IDENTITIES setting, which switches a cache's
 // identity records (the ones that explain a miss) on or off from the environment.
@@ -13783,6 +13967,491 @@ void single_flight_from_env(settings_reader const& env, single_flight_options& o
 // ---- end compile_cache/impl/single_flight.ipp
 // ---- end compile_cache/single_flight.hpp
 
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace compile_cache {
+
+/// Settings of a cache; from_env fills them from PREFIX_* variables.
+struct cache_options {
+    std::size_t max_entry_size = std::size_t{64} << 20; ///< larger entries are neither read nor written
+    std::function<void(std::string_view)> logger;        ///< one-line diagnostics; silent when empty
+    /// The secret (any bytes; 32 random bytes are plenty) that authenticates entries:
+    /// when not empty, entries are written with an HMAC-SHA256 under it, and only
+    /// entries whose HMAC verifies are loaded; the others are misses with reason
+    /// `unauthenticated`. Empty (the default): unkeyed entries, checked by a CRC-32C
+    /// against accidents only. Every process sharing a directory needs the same
+    /// secret, or none. See docs/security.md.
+    std::string secret;
+    /// Each store also records the entry under the kernel's identity (one small extra
+    /// write), so that an `absent` miss can say what changed (explain.hpp).
+    bool record_identities = true;
+    /// Verify mode: the share of hits (0 to 1; 1 = every hit) that are also compiled
+    /// and compared byte for byte with the loaded artifact (counted verified,
+    /// unsound or nondeterministic). 0: none (the default).
+    double verify_fraction = 0;
+    /// A kernel whose compile took less is not stored (counted store-skipped.cheap).
+    std::chrono::nanoseconds min_compile_time{0};
+    /// Signed entries on a tier's remote (compile_cache/signing/signed_entries.hpp makes
+    /// them; from_env from PREFIX_SIGNING_KEY_FILE and PREFIX_TRUSTED_KEYS_FILE). When set,
+    /// an entry the tier read from its remote is accepted only when one of its trusted
+    /// keys signed it (else a miss, `unauthenticated` or `untrusted-signer`), and is then
+    /// kept locally sealed as local entries are (`secret`, or a CRC-32C); the tier's
+    /// uploads are signed by its signing key, and without one nothing is uploaded. Local
+    /// entries are checked as without it. Null (the default): the remote's entries are
+    /// checked as local ones.
+    std::shared_ptr<entry_signatures const> signatures;
+    /// Single flight (single_flight.hpp): a miss claims its key before it compiles, and a
+    /// miss that finds another process's claim waits for its entry, within a bound.
+    single_flight_options single_flight{};
+    /// For a cache whose Compression policy compresses (compile_cache/compression/zstd.hpp):
+    /// the level payloads are compressed at (`PREFIX_COMPRESS`); nullopt: the policy's
+    /// default level; 0: none (entries are written plain; compressed ones are still read).
+    /// A cache without such a policy writes plain entries whatever this says.
+    std::optional<int> compression_level{};
+    /// Payloads smaller than this many bytes are written plain; so is a payload that
+    /// does not come out smaller. docs/benchmarks.md ("Compressed entries") says why 512.
+    std::size_t compression_threshold = 512;
+};
+
+namespace detail {
+
+/// Reads PREFIX_VERIFY and PREFIX_MIN_COMPILE_TIME into `options`; a value that does
+/// not parse is one line through `env`, and the default stays.
+COMPILE_CACHE_DECL void cache_settings_from_env(settings_reader const& env, cache_options& options);
+
+/// What basic_cache::from_env reads before it asks its storage: the cache's own settings
+/// (PREFIX_LOG, PREFIX_SECRET_FILE, then PREFIX_VERIFY and PREFIX_MIN_COMPILE_TIME), and
+/// the storage_settings it hands the storage: authenticated (a secret), remote trusted
+/// (authenticated, or PREFIX_REMOTE_INSECURE on, read when PREFIX_REMOTE is set), the
+/// logger, and cache_off (the secret file's line when it cannot be used; the settings
+/// after it are then not read). The cache's own lines wait in `held` until the storage
+/// shows it is wanted.
+struct cache_env_settings {
+    cache_options options;
+    storage_settings storage;
+    std::shared_ptr<held_lines> held;
+    /// Whether a remote is trusted without counting trusted keys (a secret, or the
+    /// insecure setting): what a storage that is itself the remote gets, since only a
+    /// tier's reads are checked by signature (basic_cache::auth_for).
+    bool remote_trusted_without_signatures = false;
+};
+COMPILE_CACHE_DECL cache_env_settings read_cache_env_settings(std::string_view prefix);
+
+/// Reads PREFIX_SIGNING_KEY_FILE and PREFIX_TRUSTED_KEYS_FILE into options.signatures
+/// through the registered loader (signing/signed_entries.hpp); empty, or the line that
+/// disables the cache (a file that cannot be used, or no loader in this program).
+COMPILE_CACHE_DECL std::string read_signature_files(settings_reader const& env, cache_options& options);
+
+
+/// The settings basic_cache::environment_settings lists after its Storage's: the cache's
+/// own, one line each; PREFIX_COMPRESS's when `compress_max_level` is not 0 (a cache
+/// whose Compression policy compresses, up to that level).
+COMPILE_CACHE_DECL void add_cache_environment_settings(std::string_view prefix, std::vector<environment_setting>& s,
+                                                       int compress_max_level);
+
+} // namespace detail
+} // namespace compile_cache
+
+// ---- begin compile_cache/impl/cache_options.ipp
+// compile_cache: the definitions of cache_options.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+#include <cstdio>
+
+namespace compile_cache::detail {
+
+void cache_settings_from_env(settings_reader const& env, cache_options& options) {
+    std::string const verify = env.value("_VERIFY");
+    if (!verify.empty() && !is_off(verify)) {
+        std::optional<double> const v = is_on(verify) ? std::optional<double>(1.0) : parse_fraction(verify);
+        if (v)
+            options.verify_fraction = *v;
+        else
+            env.report_value("_VERIFY", verify,
+                             "is not understood (1 to verify every hit, a fraction such as 0.01 for that share of "
+                             "hits, 0 for none); hits are not verified");
+    }
+    std::string const min_time = env.value("_MIN_COMPILE_TIME");
+    if (!min_time.empty()) {
+        if (std::optional<std::uint64_t> const ms = parse_whole_number(min_time, 9))
+            options.min_compile_time = std::chrono::milliseconds(static_cast<std::chrono::milliseconds::rep>(*ms));
+        else
+            env.report_value("_MIN_COMPILE_TIME", min_time,
+                             "is not a number of milliseconds; every compiled kernel is stored");
+    }
+    record_identities_from_env(env, options.record_identities);
+    single_flight_from_env(env, options.single_flight);
+}
+
+std::string read_signature_files(settings_reader const& env, cache_options& options) {
+    signature_files files{env.name("_SIGNING_KEY_FILE"), env.value("_SIGNING_KEY_FILE"),
+                          env.name("_TRUSTED_KEYS_FILE"), env.value("_TRUSTED_KEYS_FILE")};
+    if (files.signing_key_file.empty() && files.trusted_keys_file.empty()) return {};
+    entry_signatures_loader const loader = registered_signatures_loader();
+    if (!loader)
+        return (files.signing_key_file.empty() ? files.trusted_keys_setting : files.signing_key_setting) +
+               " is set, but this program was built without signed entries (compile_cache/signing/"
+               "signed_entries.hpp, with libsodium); the cache is disabled, since its remote entries could not be "
+               "checked";
+    std::string why;
+    try {
+        options.signatures = loader(files, why);
+    } catch (std::exception const& e) {
+        why = e.what();
+    } catch (...) {
+        why = "the key files could not be read";
+    }
+    if (options.signatures) return {};
+    return why + "; the cache is disabled, since its remote entries could not be " +
+           (files.signing_key_file.empty() ? "checked" : "signed");
+}
+
+cache_env_settings read_cache_env_settings(std::string_view prefix_view) {
+    std::string const prefix(prefix_view);
+    cache_options options;
+    settings_reader const plain{prefix};
+    std::string const log = plain.value("_LOG");
+    std::optional<bool> const log_on = parse_switch(log);
+    if (log_on.value_or(false))
+        options.logger = [](std::string_view line) {
+            std::fprintf(stderr, "compile_cache: %.*s\n", static_cast<int>(line.size()), line.data());
+        };
+    auto held = std::make_shared<held_lines>(options.logger);
+    // The cache's own bad values wait until the storage shows it is wanted.
+    settings_reader const own(prefix, [held](std::string_view line) { held->hold(std::string(line)); });
+    if (!log_on)
+        own.report_value("_LOG", log,
+                         "is not understood (1, on, true or yes to log; 0, off, false or no not to); logging stays off");
+    std::string cache_off;
+    std::string const secret_file = plain.value("_SECRET_FILE");
+    if (!secret_file.empty()) {
+        std::string why;
+        try {
+            why = read_secret_file(secret_file, options.secret);
+        } catch (std::exception const& e) {
+            why = e.what();
+        }
+        if (!why.empty())
+            cache_off = plain.name("_SECRET_FILE") + "=\"" + secret_file + "\": " + why +
+                        "; the cache is disabled, since its entries could not be authenticated";
+    }
+    if (cache_off.empty()) cache_off = read_signature_files(plain, options);
+    bool const authenticated = !options.secret.empty();
+    // A shared server is trusted only with authentication: an HMAC secret, or trusted
+    // keys (a writer trusts its own).
+    bool const signatures = options.signatures != nullptr;
+    bool insecure = false;
+    if (cache_off.empty()) {
+        cache_settings_from_env(own, options);
+        if (!authenticated && !signatures && !plain.is_off("_REMOTE"))
+            insecure = own.flag("_REMOTE_INSECURE", false, "the remote needs a secret");
+    }
+    storage_settings storage{settings_reader_access::holding(prefix, held), authenticated,
+                             authenticated || signatures || insecure, options.logger, std::move(cache_off)};
+    return cache_env_settings{std::move(options), std::move(storage), std::move(held), authenticated || insecure};
+}
+
+void add_cache_environment_settings(std::string_view prefix, std::vector<environment_setting>& s,
+                                    int compress_max_level) {
+    std::string const p(prefix);
+    s.push_back({p + "_LOG", "1 sends one-line diagnostics (misses with their reason, store failures) to stderr"});
+    s.push_back({p + "_SECRET_FILE", "a file whose content is the secret that authenticates entries "
+                                     "(HMAC-SHA256); if it cannot be read, or is empty, the cache is disabled"});
+    s.push_back({p + "_SIGNING_KEY_FILE", "a writer's secret key (compile-cache keygen): entries it uploads to a "
+                                          "remote are signed; needs compile_cache/signing/signed_entries.hpp"});
+    s.push_back({p + "_TRUSTED_KEYS_FILE", "public keys, one NAME:BASE64 line each: only remote entries signed by "
+                                           "one are loaded; without a signing key the remote is read-only"});
+    s.push_back({p + "_VERIFY", "1 also compiles every hit and compares the bytes (a fraction such as 0.01: that "
+                                "share of hits); a difference is reported unsound or nondeterministic"});
+    s.push_back({p + "_MIN_COMPILE_TIME", "milliseconds: a kernel that compiled faster is not stored (default 0)"});
+    s.push_back({p + "_RECORD_IDENTITIES", "0 turns off the identity records that explain a miss (default 1)"});
+    s.push_back({p + "_SINGLE_FLIGHT", "which claims a miss takes so that one process compiles and the others wait "
+                                       "for its entry: both (default), local, remote or 0"});
+    s.push_back({p + "_WAIT_MAX", "milliseconds: the longest a miss waits for another process's compile "
+                                  "(default 30000; less for a kernel with a recorded compile time)"});
+    if (compress_max_level != 0)
+        s.push_back({p + "_COMPRESS", "0 stores entries uncompressed; 1 compresses payloads of 512 bytes and more "
+                                      "(the default); 2 to " + std::to_string(compress_max_level) +
+                                      ": at that level (higher: smaller, slower to store)"});
+}
+
+} // namespace compile_cache::detail
+
+#endif
+// ---- end compile_cache/impl/cache_options.ipp
+// ---- end compile_cache/cache_options.hpp
+// ---- begin compile_cache/detail/signed_entry_checks.hpp
+// compile_cache: how basic_cache checks an entry by signature when it came from a tier's
+// remote, hands the storage what the check found, and signs what the tier uploads; used
+// by cache.hpp only.
+
+
+
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace compile_cache::detail {
+
+/// A Storage whose reads say which answers came from a shared remote: a static
+/// `from_remote` origin (tiered_storage::from_remote).
+template <class S>
+using from_remote_origin_t = decltype(static_cast<std::uint32_t>(S::from_remote));
+template <class S>
+using has_from_remote_origin = is_detected<from_remote_origin_t, S>;
+/// A Storage that signs what it uploads to its remote:
+/// `set_remote_sealer(std::function<bool(key const&, std::string_view, std::string&)>)`.
+template <class S>
+using set_remote_sealer_t = decltype(std::declval<S&>().set_remote_sealer(
+    std::declval<std::function<bool(key const&, std::string_view, std::string&)>>()));
+template <class S>
+using has_set_remote_sealer = is_detected<set_remote_sealer_t, S>;
+/// A Storage that copies identity records from its remote into its local storage by
+/// itself: `set_record_resealer(std::function<bool(key const&, std::string_view, std::string&)>)`.
+template <class S>
+using set_record_resealer_t = decltype(std::declval<S&>().set_record_resealer(
+    std::declval<std::function<bool(key const&, std::string_view, std::string&)>>()));
+template <class S>
+using has_set_record_resealer = is_detected<set_record_resealer_t, S>;
+
+/// How an entry the Storage's read answered `rr` for is checked: by `remote` (a
+/// signature) when it came from a tier's remote and signatures are configured, else by
+/// `local`, as local entries are.
+template <class Storage>
+envelope_auth const& auth_for(read_result const& rr, envelope_auth const& local, envelope_auth const& remote) noexcept {
+    if constexpr (has_from_remote_origin<Storage>::value) {
+        if (remote.is_signed() && rr.origin == static_cast<std::uint32_t>(Storage::from_remote)) return remote;
+    }
+    (void)rr, (void)remote;
+    return local;
+}
+
+/// Tells `storage` what the check of `bytes` (by `auth`) found; an entry accepted by
+/// signature is handed over resealed in the local mode (`local`), so that the tier keeps
+/// it locally as a local entry and later hits cost what local hits cost. Checked by
+/// signature, an entry no trusted key signed is no other secret's entry to keep (as the
+/// tier keeps those): one of an untrusted signer is, to the storage, sound but not for
+/// here (foreign_version: a writer replaces it after a rotation), and any other refusal
+/// is damage (a forgery or garbage, which a writer's store replaces).
+template <class Storage>
+void tell_checked(Storage& storage, key const& k, std::string_view bytes, read_result const& rr,
+                  envelope_status status, envelope_auth const& auth, envelope_auth const& local) {
+    if (status == envelope_status::untrusted_signer) status = envelope_status::foreign_version;
+    if (status == envelope_status::unauthenticated && auth.is_signed()) status = envelope_status::corrupt;
+    if (status == envelope_status::ok && &auth != &local) {
+        std::string resealed;
+        if (reseal_envelope(bytes, auth, local, resealed)) tell_entry_checked(storage, k, resealed, rr, status);
+        return;
+    }
+    tell_entry_checked(storage, k, bytes, rr, status);
+}
+
+/// With signatures (`remote` signed), a Storage that uploads to a remote
+/// (set_remote_sealer) gets the function that turns a store's entry (sealed by `local`)
+/// into the one it uploads: signed, or none (false: not uploaded) without a signing key.
+/// And a Storage that copies identity records from its remote by itself
+/// (set_record_resealer) gets the function that checks such a record by signature and
+/// reseals it in the local mode, so that a later local read accepts it; one that does
+/// not verify is not kept (false).
+template <class Storage>
+void pass_sealer_to_storage(Storage& storage, envelope_auth const& local, envelope_auth const& remote) {
+    if (!remote.is_signed()) return;
+    if constexpr (has_set_remote_sealer<Storage>::value) {
+        storage.set_remote_sealer(
+            [local, remote](key const&, std::string_view entry, std::string& out) {
+                try {
+                    return reseal_envelope(entry, local, remote, out);
+                } catch (...) {
+                    out.clear();
+                    return false;
+                }
+            },
+            remote.signatures()->can_sign());
+    }
+    if constexpr (has_set_record_resealer<Storage>::value) {
+        storage.set_record_resealer([local, remote](key const& rk, std::string_view record, std::string& out) {
+            try {
+                out.clear();
+                if (check_envelope(record, rk, identity_record_format, identity_record_max_size, remote).status !=
+                    envelope_status::ok)
+                    return false;
+                return reseal_envelope(record, remote, local, out);
+            } catch (...) {
+                out.clear();
+                return false;
+            }
+        });
+    }
+    (void)storage, (void)local;
+}
+
+/// The untrusted signers a cache has named in its log, so that each is named once.
+class untrusted_signers_said {
+public:
+    /// The log detail of an untrusted signer's miss: its key id, the first time it is
+    /// seen (at most 64 are remembered); empty after that.
+    COMPILE_CACHE_DECL std::string first_time(envelope_fields const& env);
+
+private:
+    std::mutex mutex_;
+    std::vector<std::string> said_;
+};
+
+} // namespace compile_cache::detail
+
+// ---- begin compile_cache/detail/impl/signed_entry_checks.ipp
+// compile_cache: the definitions of detail/signed_entry_checks.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+#include <algorithm>
+
+namespace compile_cache::detail {
+
+std::string untrusted_signers_said::first_time(envelope_fields const& env) {
+    std::string const id = key(env.signer_id.data(), env.signer_id.size()).hex();
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (std::find(said_.begin(), said_.end(), id) != said_.end() || said_.size() >= 64) return {};
+    said_.push_back(id);
+    return "signed by key id " + id + ", which no trusted key has (a key taken out of the trusted keys, or never "
+                                      "in them); said once for this key";
+}
+
+} // namespace compile_cache::detail
+
+#endif
+// ---- end compile_cache/detail/impl/signed_entry_checks.ipp
+// ---- end compile_cache/detail/signed_entry_checks.hpp
+
+#include <exception>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace compile_cache::detail {
+
+/// Reads PREFIX_COMPRESS into `settings` after the cache's other settings (its lines held
+/// with theirs); for a Compression policy that cannot compress, only the line that says so.
+template <class Compression>
+void read_compression_setting(cache_env_settings& settings) {
+    if constexpr (compresses<Compression>::value) {
+        compression_level_from_env(settings.storage.env, Compression::max_level, settings.options.compression_level);
+    } else {
+        std::string line = compression_unavailable_line(settings.storage.env);
+        if (!line.empty()) settings.held->hold(std::move(line));
+    }
+}
+
+/// What basic_cache::from_env(prefix) makes a cache of: the Storage and the options, or
+/// nullopt for a disabled cache. The cache's own lines are said only when the Storage is
+/// configured; the Storage's answer "off" is said, "not configured" is not; a Storage
+/// that throws while it is set up is said and is no cache. Never throws.
+template <class Storage, class Compression>
+std::optional<std::pair<Storage, cache_options>> storage_and_options_from_env(std::string_view prefix) {
+    cache_env_settings settings = read_cache_env_settings(prefix);
+    if constexpr (!has_from_remote_origin<Storage>::value)
+        settings.storage.remote_trusted = settings.remote_trusted_without_signatures;
+    if (settings.storage.cache_off.empty()) read_compression_setting<Compression>(settings);
+    std::optional<from_env_result<Storage>> answer;
+    try {
+        answer.emplace(storage_from_env<Storage>(settings.storage, "_DIR"));
+    } catch (std::exception const& e) {
+        settings.held->say(std::string(prefix) + ": the storage could not be set up (" + e.what() +
+                           "); the cache is disabled");
+        return std::nullopt;
+    } catch (...) {
+        settings.held->say(std::string(prefix) + ": the storage could not be set up; the cache is disabled");
+        return std::nullopt;
+    }
+    if (!*answer) {
+        if (answer->why_off().empty())
+            settings.held->drop(); // not configured: nobody asked for a cache
+        else
+            settings.held->say(answer->why_off());
+        return std::nullopt;
+    }
+    if (!settings.storage.cache_off.empty()) { // a storage that did not look
+        settings.held->say(settings.storage.cache_off);
+        return std::nullopt;
+    }
+    settings.held->release();
+    return std::optional<std::pair<Storage, cache_options>>(std::in_place, std::move(**answer),
+                                                            std::move(settings.options));
+}
+
+/// basic_cache::environment_settings(prefix): the Storage's settings (its static
+/// `environment_settings(prefix)`, or `PREFIX_DIR` for a Storage without one), then the
+/// cache's own.
+template <class Storage, class Compression>
+std::vector<environment_setting> cache_environment_settings(std::string_view prefix) {
+    std::vector<environment_setting> s;
+    if constexpr (has_environment_settings<Storage>::value)
+        s = Storage::environment_settings(prefix);
+    else
+        s.push_back({std::string(prefix) + "_DIR",
+                     "the cache directory; unset, empty, 0, off, false or no disable the cache"});
+    int max_level = 0;
+    if constexpr (compresses<Compression>::value) max_level = Compression::max_level;
+    add_cache_environment_settings(prefix, s, max_level);
+    return s;
+}
+
+} // namespace compile_cache::detail
+// ---- end compile_cache/detail/cache_from_env.hpp
+// ---- begin compile_cache/detail/cache_prefetch.hpp
+// compile_cache: basic_cache::prefetch's work, which asks a Storage with `prefetch` for
+// the entries of many keys and their kernels' identity records at once; used by cache.hpp only.
+
+
+
+#include <cstddef>
+#include <vector>
+
+namespace compile_cache::detail {
+
+/// Asks `storage` to read ahead, bounded by `max_entry_size`, the entries of `keys` (a
+/// bypass skipped) and, with `record_identities`, the identity record of each kernel
+/// given an info (`infos[i]` for `keys[i]`: an entry_info). Nothing for a Storage
+/// without `prefetch`. Never throws.
+template <class Storage, class Info>
+void prefetch_entries(Storage& storage, std::vector<key_result> const& keys, std::vector<Info> const& infos,
+                      std::size_t max_entry_size, bool record_identities) noexcept {
+    if constexpr (has_prefetch<Storage>::value) {
+        try {
+            std::vector<key> wanted;
+            wanted.reserve(keys.size() * 2);
+            for (std::size_t i = 0; i < keys.size(); ++i) {
+                if (!keys[i].ok()) continue;
+                wanted.push_back(keys[i].value());
+                if (i < infos.size() && record_identities)
+                    wanted.push_back(
+                        identity_record_key(kernel_identity(infos[i].identity, infos[i].name, infos[i].origin_file)));
+            }
+            if (!wanted.empty()) storage.prefetch(wanted, max_entry_size);
+        } catch (...) {
+        }
+    } else {
+        (void)storage, (void)keys, (void)infos, (void)max_entry_size, (void)record_identities;
+    }
+}
+
+} // namespace compile_cache::detail
+// ---- end compile_cache/detail/cache_prefetch.hpp
+
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
@@ -13906,88 +14575,6 @@ template <class R, class T>
 using bind_t = decltype(std::declval<R&>().bind(std::declval<T const*>(), std::declval<key const&>()));
 template <class R, class T>
 using has_bind = is_detected<bind_t, R, T>;
-} // namespace detail
-
-/// Settings of a cache; from_env fills them from PREFIX_* variables.
-struct cache_options {
-    std::size_t max_entry_size = std::size_t{64} << 20; ///< larger entries are neither read nor written
-    std::function<void(std::string_view)> logger;        ///< one-line diagnostics; silent when empty
-    /// The secret (any bytes; 32 random bytes are plenty) that authenticates entries:
-    /// when not empty, entries are written with an HMAC-SHA256 under it, and only
-    /// entries whose HMAC verifies are loaded; the others are misses with reason
-    /// `unauthenticated`. Empty (the default): unkeyed entries, checked by a CRC-32C
-    /// against accidents only. Every process sharing a directory needs the same
-    /// secret, or none. See docs/security.md.
-    std::string secret;
-    /// Each store also records the entry under the kernel's identity (one small extra
-    /// write), so that an `absent` miss can say what changed (explain.hpp).
-    bool record_identities = true;
-    /// Verify mode: the share of hits (0 to 1; 1 = every hit) that are also compiled
-    /// and compared byte for byte with the loaded artifact (counted verified,
-    /// unsound or nondeterministic). 0: none (the default).
-    double verify_fraction = 0;
-    /// A kernel whose compile took less is not stored (counted store-skipped.cheap).
-    std::chrono::nanoseconds min_compile_time{0};
-    /// Signed entries on a tier's remote (compile_cache/signing/signed_entries.hpp makes
-    /// them; from_env from PREFIX_SIGNING_KEY_FILE and PREFIX_TRUSTED_KEYS_FILE). When set,
-    /// an entry the tier read from its remote is accepted only when one of its trusted
-    /// keys signed it (else a miss, `unauthenticated` or `untrusted-signer`), and is then
-    /// kept locally sealed as local entries are (`secret`, or a CRC-32C); the tier's
-    /// uploads are signed by its signing key, and without one nothing is uploaded. Local
-    /// entries are checked as without it. Null (the default): the remote's entries are
-    /// checked as local ones.
-    std::shared_ptr<entry_signatures const> signatures;
-    /// Single flight (single_flight.hpp): a miss claims its key before it compiles, and a
-    /// miss that finds another process's claim waits for its entry, within a bound.
-    single_flight_options single_flight{};
-    /// For a cache whose Compression policy compresses (compile_cache/compression/zstd.hpp):
-    /// the level payloads are compressed at (`PREFIX_COMPRESS`); nullopt: the policy's
-    /// default level; 0: none (entries are written plain; compressed ones are still read).
-    /// A cache without such a policy writes plain entries whatever this says.
-    std::optional<int> compression_level{};
-    /// Payloads smaller than this many bytes are written plain; so is a payload that
-    /// does not come out smaller. docs/benchmarks.md ("Compressed entries") says why 512.
-    std::size_t compression_threshold = 512;
-};
-
-namespace detail {
-/// A Storage whose reads say which answers came from a shared remote: a static
-/// `from_remote` origin (tiered_storage::from_remote).
-template <class S>
-using from_remote_origin_t = decltype(static_cast<std::uint32_t>(S::from_remote));
-template <class S>
-using has_from_remote_origin = is_detected<from_remote_origin_t, S>;
-/// A Storage that signs what it uploads to its remote:
-/// `set_remote_sealer(std::function<bool(key const&, std::string_view, std::string&)>)`.
-template <class S>
-using set_remote_sealer_t = decltype(std::declval<S&>().set_remote_sealer(
-    std::declval<std::function<bool(key const&, std::string_view, std::string&)>>()));
-template <class S>
-using has_set_remote_sealer = is_detected<set_remote_sealer_t, S>;
-
-/// Reads PREFIX_VERIFY and PREFIX_MIN_COMPILE_TIME into `options`; a value that does
-/// not parse is one line through `env`, and the default stays.
-COMPILE_CACHE_DECL void cache_settings_from_env(settings_reader const& env, cache_options& options);
-
-/// What basic_cache::from_env reads before it asks its storage: the cache's own settings
-/// (PREFIX_LOG, PREFIX_SECRET_FILE, then PREFIX_VERIFY and PREFIX_MIN_COMPILE_TIME), and
-/// the storage_settings it hands the storage: authenticated (a secret), remote trusted
-/// (authenticated, or PREFIX_REMOTE_INSECURE on, read when PREFIX_REMOTE is set), the
-/// logger, and cache_off (the secret file's line when it cannot be used; the settings
-/// after it are then not read). The cache's own lines wait in `held` until the storage
-/// shows it is wanted.
-struct cache_env_settings {
-    cache_options options;
-    storage_settings storage;
-    std::shared_ptr<held_lines> held;
-};
-COMPILE_CACHE_DECL cache_env_settings read_cache_env_settings(std::string_view prefix);
-
-/// Reads PREFIX_SIGNING_KEY_FILE and PREFIX_TRUSTED_KEYS_FILE into options.signatures
-/// through the registered loader (signing/signed_entries.hpp); empty, or the line that
-/// disables the cache (a file that cannot be used, or no loader in this program).
-COMPILE_CACHE_DECL std::string read_signature_files(settings_reader const& env, cache_options& options);
-
 } // namespace detail
 
 namespace detail {
@@ -14167,43 +14754,10 @@ private:
                           "compile_cache: from_env needs a Storage with `static from_env_result<Storage> "
                           "from_env(compile_cache::storage_settings const&)` or one constructible from a path "
                           "(std::string); or construct the cache with your storage object instead");
-        detail::cache_env_settings settings = detail::read_cache_env_settings(prefix);
-        if (settings.storage.cache_off.empty()) read_compression_setting(settings);
-        std::optional<from_env_result<Storage>> answer;
-        try {
-            answer.emplace(detail::storage_from_env<Storage>(settings.storage, "_DIR"));
-        } catch (std::exception const& e) {
-            settings.held->say(std::string(prefix) + ": the storage could not be set up (" + e.what() +
-                               "); the cache is disabled");
-            return basic_cache();
-        } catch (...) {
-            settings.held->say(std::string(prefix) + ": the storage could not be set up; the cache is disabled");
-            return basic_cache();
-        }
-        if (!*answer) {
-            if (answer->why_off().empty())
-                settings.held->drop(); // not configured: nobody asked for a cache
-            else
-                settings.held->say(answer->why_off());
-            return basic_cache();
-        }
-        if (!settings.storage.cache_off.empty()) { // a storage that did not look
-            settings.held->say(settings.storage.cache_off);
-            return basic_cache();
-        }
-        settings.held->release();
-        return basic_cache(std::move(**answer), std::move(settings.options));
-    }
-
-    // PREFIX_COMPRESS, read after the cache's other settings (its lines held with theirs).
-    static void read_compression_setting(detail::cache_env_settings& settings) {
-        if constexpr (detail::compresses<Compression>::value) {
-            detail::compression_level_from_env(settings.storage.env, Compression::max_level,
-                                               settings.options.compression_level);
-        } else {
-            std::string line = detail::compression_unavailable_line(settings.storage.env);
-            if (!line.empty()) settings.held->hold(std::move(line));
-        }
+        std::optional<std::pair<Storage, cache_options>> configured =
+            detail::storage_and_options_from_env<Storage, Compression>(prefix);
+        if (!configured) return basic_cache();
+        return basic_cache(std::move(configured->first), std::move(configured->second));
     }
 
 public:
@@ -14255,32 +14809,7 @@ public:
     /// the Storage's (its static `environment_settings(prefix)`, or `PREFIX_DIR` for a
     /// Storage without one), then the cache's own.
     static std::vector<environment_setting> environment_settings(std::string_view prefix) {
-        std::string p(prefix);
-        std::vector<environment_setting> s;
-        if constexpr (detail::has_environment_settings<Storage>::value)
-            s = Storage::environment_settings(prefix);
-        else
-            s.push_back({p + "_DIR", "the cache directory; unset, empty, 0, off, false or no disable the cache"});
-        s.push_back({p + "_LOG", "1 sends one-line diagnostics (misses with their reason, store failures) to stderr"});
-        s.push_back({p + "_SECRET_FILE", "a file whose content is the secret that authenticates entries "
-                                         "(HMAC-SHA256); if it cannot be read, or is empty, the cache is disabled"});
-        s.push_back({p + "_SIGNING_KEY_FILE", "a writer's secret key (compile-cache keygen): entries it uploads to a "
-                                              "remote are signed; needs compile_cache/signing/signed_entries.hpp"});
-        s.push_back({p + "_TRUSTED_KEYS_FILE", "public keys, one NAME:BASE64 line each: only remote entries signed by "
-                                               "one are loaded; without a signing key the remote is read-only"});
-        s.push_back({p + "_VERIFY", "1 also compiles every hit and compares the bytes (a fraction such as 0.01: that "
-                                    "share of hits); a difference is reported unsound or nondeterministic"});
-        s.push_back({p + "_MIN_COMPILE_TIME", "milliseconds: a kernel that compiled faster is not stored (default 0)"});
-        s.push_back({p + "_RECORD_IDENTITIES", "0 turns off the identity records that explain a miss (default 1)"});
-        s.push_back({p + "_SINGLE_FLIGHT", "which claims a miss takes so that one process compiles and the others wait "
-                                           "for its entry: both (default), local, remote or 0"});
-        s.push_back({p + "_WAIT_MAX", "milliseconds: the longest a miss waits for another process's compile "
-                                      "(default 30000; less for a kernel with a recorded compile time)"});
-        if constexpr (detail::compresses<Compression>::value)
-            s.push_back({p + "_COMPRESS", "0 stores entries uncompressed; 1 compresses payloads of 512 bytes and more "
-                                          "(the default); 2 to " + std::to_string(Compression::max_level) +
-                                          ": at that level (higher: smaller, slower to store)"});
-        return s;
+        return detail::cache_environment_settings<Storage, Compression>(prefix);
     }
 
     /// Loads the artifact stored under `k`, relinking its references through the
@@ -14345,24 +14874,8 @@ public:
     /// used. Does nothing when the cache is disabled or its storage has no `prefetch`
     /// (storage/concept.hpp). Never throws.
     void prefetch(std::vector<key_result> const& keys, std::vector<entry_info> const& infos = {}) noexcept {
-        if constexpr (detail::has_prefetch<Storage>::value) {
-            if (!enabled_) return;
-            try {
-                std::vector<key> wanted;
-                wanted.reserve(keys.size() * 2);
-                for (std::size_t i = 0; i < keys.size(); ++i) {
-                    if (!keys[i].ok()) continue;
-                    wanted.push_back(keys[i].value());
-                    if (i < infos.size() && options_.record_identities)
-                        wanted.push_back(identity_record_key(
-                            kernel_identity(infos[i].identity, infos[i].name, infos[i].origin_file)));
-                }
-                if (!wanted.empty()) storage_.prefetch(wanted, options_.max_entry_size);
-            } catch (...) {
-            }
-        } else {
-            (void)keys, (void)infos;
-        }
+        if (enabled_)
+            detail::prefetch_entries(storage_, keys, infos, options_.max_entry_size, options_.record_identities);
     }
 
     /// Binds `self.kernel` to `k` in the resolver and compiles or loads it as its own
@@ -14432,7 +14945,7 @@ private:
                 return store_failed(store_failure::too_large, start, info, k.value(), "metadata over 1 MiB");
             // Compressing: the payload is serialized aside, then compressed into the entry.
             detail::serialize_buffer aside;
-            bool const compressing = compression_on();
+            bool const compressing = detail::compression_on<Compression>(options_.compression_level);
             std::string& payload = compressing ? aside.bytes() : envelope.out();
             if (compressing) payload.clear();
             try {
@@ -14447,7 +14960,8 @@ private:
             if (compressing) {
                 if (payload.size() > options_.max_entry_size)
                     return store_failed(store_failure::too_large, start, info, k.value(), {});
-                append_payload(envelope, payload);
+                detail::append_payload<Compression>(envelope, payload, options_.compression_level,
+                                                    options_.compression_threshold);
             }
             if (envelope.sealed_size() > options_.max_entry_size)
                 return store_failed(store_failure::too_large, start, info, k.value(), {});
@@ -14461,32 +14975,6 @@ private:
         } catch (...) {
             return store_failed(store_failure::serialize_error, start, info, k.value(), "unknown exception");
         }
-    }
-
-    // Whether a store compresses: the policy can, and the options do not turn it off.
-    bool compression_on() const noexcept {
-        if constexpr (detail::compresses<Compression>::value)
-            return options_.compression_level.value_or(Compression::default_level) != 0;
-        else
-            return false;
-    }
-
-    // Appends `payload` to the entry: compressed when it is over the threshold and comes
-    // out smaller, as it is otherwise.
-    void append_payload(envelope_writer& envelope, std::string const& payload) {
-        if constexpr (detail::compresses<Compression>::value) {
-            if (payload.size() >= options_.compression_threshold) {
-                std::string& out = envelope.out();
-                std::size_t const plain_at = out.size();
-                envelope.begin_compressed_payload(payload.size());
-                int const level = options_.compression_level.value_or(Compression::default_level);
-                if (Compression::compress(payload, level, out) &&
-                    out.size() - plain_at < payload.size())
-                    return;
-                envelope.drop_compressed_payload(plain_at);
-            }
-        }
-        envelope.out() += payload;
     }
 
     // What a store records about the entry besides its key.
@@ -14582,8 +15070,7 @@ private:
         detail::hit_verifier verifier;                  ///< verify mode
         detail::toolchain_component<Hasher> toolchain;  ///< make_key_builder's, and its parts
         detail::counters_flushed flushed;               ///< flush_statistics's
-        std::mutex signers_mutex;
-        std::vector<std::string> signers_said; ///< untrusted signers' key ids already logged (at most 64)
+        detail::untrusted_signers_said untrusted_signers; ///< their key ids, logged once each
     };
 
     // One load's bookkeeping: its key, where its miss reason goes, when it started, and
@@ -14669,7 +15156,7 @@ private:
     }
 
     // The miss of a load whose entry changed while it was read (entry_view::intact).
-    std::nullopt_t changed_while_read(load_attempt& attempt) noexcept {
+    std::nullopt_t changed_while_read(load_attempt& attempt) {
         return missed(attempt, miss_reason::read_error, "the entry's file changed while it was read");
     }
 
@@ -14685,7 +15172,7 @@ private:
         envelope_auth const& auth = auth_for(attempt.read);
         detail::envelope_fields env =
             detail::check_envelope(buffer, k, Serializer::format_id(), options_.max_entry_size, auth);
-        if (env.status == envelope_status::ok && env.compressed) decompress_payload(env, decompressed);
+        if (env.status == envelope_status::ok && env.compressed) detail::decompress_payload<Compression>(env, decompressed);
         if (!view.intact()) {
             env.status = envelope_status::corrupt;
             changed_while_read(attempt);
@@ -14696,85 +15183,21 @@ private:
         if (std::optional<miss_reason> const miss = miss_reason_of(env.status)) {
             if (is_damaged_entry(env.status)) detail::tell_storage_corrupt(storage_, k);
             missed(attempt, *miss,
-                   env.status == envelope_status::untrusted_signer ? untrusted_signer_detail(env)
-                   : env.compressed                                ? compressed_miss_detail(env)
+                   env.status == envelope_status::untrusted_signer ? state_->untrusted_signers.first_time(env)
+                   : env.compressed                                ? detail::compressed_miss_detail(env)
                                                                    : std::string());
         }
         return env;
     }
 
-    // How an entry the storage's read answered `rr` for is checked: by signature when it
-    // came from a tier's remote and signatures are configured, else as local entries are.
+    // How an entry read with `rr` is checked, and what the storage is told of it
+    // (detail/signed_entry_checks.hpp).
     envelope_auth const& auth_for(read_result const& rr) const noexcept {
-        if constexpr (detail::has_from_remote_origin<Storage>::value) {
-            if (remote_auth_.is_signed() && rr.origin == static_cast<std::uint32_t>(Storage::from_remote))
-                return remote_auth_;
-        }
-        (void)rr;
-        return auth_;
+        return detail::auth_for<Storage>(rr, auth_, remote_auth_);
     }
-
-    // Tells the storage what the check found; an entry accepted by signature is handed
-    // over resealed in the local mode (auth_), so that the tier keeps it locally as a
-    // local entry and later hits cost what local hits cost. Checked by signature, an
-    // entry no trusted key signed is no other secret's entry to keep (as the tier keeps
-    // those): one of an untrusted signer is, to the storage, sound but not for here
-    // (foreign_version: a writer replaces it after a rotation), and any other refusal is
-    // damage (a forgery or garbage, which a writer's store replaces).
     void tell_checked(key const& k, std::string_view bytes, read_result const& rr, envelope_status status,
                       envelope_auth const& auth) {
-        if (status == envelope_status::untrusted_signer) status = envelope_status::foreign_version;
-        if (status == envelope_status::unauthenticated && auth.is_signed()) status = envelope_status::corrupt;
-        if (status == envelope_status::ok && &auth != &auth_) {
-            std::string resealed;
-            if (reseal_envelope(bytes, auth, auth_, resealed)) detail::tell_entry_checked(storage_, k, resealed, rr, status);
-            return;
-        }
-        detail::tell_entry_checked(storage_, k, bytes, rr, status);
-    }
-
-    // The log detail of an untrusted signer's miss: its key id, the first time it is seen.
-    std::string untrusted_signer_detail(detail::envelope_fields const& env) {
-        std::string const id = key(env.signer_id.data(), env.signer_id.size()).hex();
-        std::lock_guard<std::mutex> lock(state_->signers_mutex);
-        if (std::find(state_->signers_said.begin(), state_->signers_said.end(), id) != state_->signers_said.end() ||
-            state_->signers_said.size() >= 64)
-            return {};
-        state_->signers_said.push_back(id);
-        return "signed by key id " + id + ", which no trusted key has (a key taken out of the trusted keys, or never "
-                                          "in them); said once for this key";
-    }
-
-    // What the log says of a compressed entry that missed.
-    static std::string compressed_miss_detail(detail::envelope_fields const& env) {
-        if (env.status == envelope_status::unsupported)
-            return "compressed with zstd, and this cache has no Compression policy (compile_cache/compression/zstd.hpp)";
-        if (env.status == envelope_status::corrupt)
-            return "its compressed payload does not decompress to the " + std::to_string(env.uncompressed_size) +
-                   " bytes it declares";
-        return "compressed; it declares " + std::to_string(env.uncompressed_size) + " bytes once decompressed";
-    }
-
-    // A compressed payload, decompressed into `out` (which only grows, so that hits of
-    // one size allocate nothing), bounded by the size the entry declares, itself bounded
-    // by max_entry_size (check_envelope: too_large above it). A frame that does not give
-    // exactly that many bytes (damaged, or a bomb) is corrupt; a cache that cannot
-    // decompress reads the entry as unsupported.
-    void decompress_payload(detail::envelope_fields& env, std::string& out) {
-        std::string_view const frame = env.payload;
-        env.payload = {};
-        if constexpr (detail::compresses<Compression>::value) {
-            auto const size = static_cast<std::size_t>(env.uncompressed_size);
-            if (out.size() < size) out.resize(size);
-            if (Compression::decompress(frame, out.data(), size)) {
-                env.payload = std::string_view(out.data(), size);
-                return;
-            }
-            env.status = envelope_status::corrupt;
-        } else {
-            (void)frame, (void)out;
-            env.status = envelope_status::unsupported;
-        }
+        detail::tell_checked(storage_, k, bytes, rr, status, auth, auth_);
     }
 
     // The artifact in `payload`, its references relinked; nullopt (a counted miss)
@@ -14897,22 +15320,10 @@ private:
         if (enabled_) detail::pass_logger_to_storage(storage_, options_.logger);
     }
 
-    /// With signatures, a Storage that uploads to a remote (set_remote_sealer) gets the
-    /// function that turns a store's entry into the one it uploads: signed, or none
-    /// (false: not uploaded) without a signing key.
+    /// With signatures, a Storage that uploads to a remote gets the function that signs
+    /// what it uploads (detail/signed_entry_checks.hpp).
     void pass_sealer_to_storage() {
-        if constexpr (detail::has_set_remote_sealer<Storage>::value) {
-            if (!enabled_ || !remote_auth_.is_signed()) return;
-            envelope_auth const local = auth_, remote = remote_auth_;
-            storage_.set_remote_sealer([local, remote](key const&, std::string_view entry, std::string& out) {
-                try {
-                    return reseal_envelope(entry, local, remote, out);
-                } catch (...) {
-                    out.clear();
-                    return false;
-                }
-            });
-        }
+        if (enabled_) detail::pass_sealer_to_storage(storage_, auth_, remote_auth_);
     }
 
     /// A Storage with `bool usable() const` that answers false (or throws) disables the
@@ -14939,108 +15350,6 @@ private:
 
 } // namespace compile_cache
 
-// ---- begin compile_cache/impl/cache.ipp
-// compile_cache: the definitions of cache.hpp's non-template functions; included by it alone
-// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
-#if COMPILE_CACHE_INCLUDE_IMPL
-
-namespace compile_cache::detail {
-
-void cache_settings_from_env(settings_reader const& env, cache_options& options) {
-    std::string const verify = env.value("_VERIFY");
-    if (!verify.empty() && !is_off(verify)) {
-        std::optional<double> const v = is_on(verify) ? std::optional<double>(1.0) : parse_fraction(verify);
-        if (v)
-            options.verify_fraction = *v;
-        else
-            env.report_value("_VERIFY", verify,
-                             "is not understood (1 to verify every hit, a fraction such as 0.01 for that share of "
-                             "hits, 0 for none); hits are not verified");
-    }
-    std::string const min_time = env.value("_MIN_COMPILE_TIME");
-    if (!min_time.empty()) {
-        if (std::optional<std::uint64_t> const ms = parse_whole_number(min_time, 9))
-            options.min_compile_time = std::chrono::milliseconds(static_cast<std::chrono::milliseconds::rep>(*ms));
-        else
-            env.report_value("_MIN_COMPILE_TIME", min_time,
-                             "is not a number of milliseconds; every compiled kernel is stored");
-    }
-    record_identities_from_env(env, options.record_identities);
-    single_flight_from_env(env, options.single_flight);
-}
-
-std::string read_signature_files(settings_reader const& env, cache_options& options) {
-    signature_files files{env.name("_SIGNING_KEY_FILE"), env.value("_SIGNING_KEY_FILE"),
-                          env.name("_TRUSTED_KEYS_FILE"), env.value("_TRUSTED_KEYS_FILE")};
-    if (files.signing_key_file.empty() && files.trusted_keys_file.empty()) return {};
-    entry_signatures_loader const loader = registered_signatures_loader();
-    if (!loader)
-        return (files.signing_key_file.empty() ? files.trusted_keys_setting : files.signing_key_setting) +
-               " is set, but this program was built without signed entries (compile_cache/signing/"
-               "signed_entries.hpp, with libsodium); the cache is disabled, since its remote entries could not be "
-               "checked";
-    std::string why;
-    try {
-        options.signatures = loader(files, why);
-    } catch (std::exception const& e) {
-        why = e.what();
-    } catch (...) {
-        why = "the key files could not be read";
-    }
-    if (options.signatures) return {};
-    return why + "; the cache is disabled, since its remote entries could not be " +
-           (files.signing_key_file.empty() ? "checked" : "signed");
-}
-
-cache_env_settings read_cache_env_settings(std::string_view prefix_view) {
-    std::string const prefix(prefix_view);
-    cache_options options;
-    settings_reader const plain{prefix};
-    std::string const log = plain.value("_LOG");
-    std::optional<bool> const log_on = parse_switch(log);
-    if (log_on.value_or(false))
-        options.logger = [](std::string_view line) {
-            std::fprintf(stderr, "compile_cache: %.*s\n", static_cast<int>(line.size()), line.data());
-        };
-    auto held = std::make_shared<held_lines>(options.logger);
-    // The cache's own bad values wait until the storage shows it is wanted.
-    settings_reader const own(prefix, [held](std::string_view line) { held->hold(std::string(line)); });
-    if (!log_on)
-        own.report_value("_LOG", log,
-                         "is not understood (1, on, true or yes to log; 0, off, false or no not to); logging stays off");
-    std::string cache_off;
-    std::string const secret_file = plain.value("_SECRET_FILE");
-    if (!secret_file.empty()) {
-        std::string why;
-        try {
-            why = read_secret_file(secret_file, options.secret);
-        } catch (std::exception const& e) {
-            why = e.what();
-        }
-        if (!why.empty())
-            cache_off = plain.name("_SECRET_FILE") + "=\"" + secret_file + "\": " + why +
-                        "; the cache is disabled, since its entries could not be authenticated";
-    }
-    if (cache_off.empty()) cache_off = read_signature_files(plain, options);
-    bool const authenticated = !options.secret.empty();
-    // A shared server is trusted only with authentication: an HMAC secret, or trusted
-    // keys (a writer trusts its own).
-    bool const signatures = options.signatures != nullptr;
-    bool insecure = false;
-    if (cache_off.empty()) {
-        cache_settings_from_env(own, options);
-        if (!authenticated && !signatures && !plain.is_off("_REMOTE"))
-            insecure = own.flag("_REMOTE_INSECURE", false, "the remote needs a secret");
-    }
-    storage_settings storage{settings_reader_access::holding(prefix, held), authenticated,
-                             authenticated || signatures || insecure, options.logger, std::move(cache_off)};
-    return cache_env_settings{std::move(options), std::move(storage), std::move(held)};
-}
-
-} // namespace compile_cache::detail
-
-#endif
-// ---- end compile_cache/impl/cache.ipp
 // ---- end compile_cache/cache.hpp
 // ---- begin compile_cache/default_cache.hpp
 // compile_cache: the default composition — SHA-256 keys, Boost binary archives, the

@@ -27,6 +27,8 @@ struct full_store {
     void entry_checked(compile_cache::key const&, std::string_view, compile_cache::envelope_status) {}
     void set_logger(std::function<void(std::string_view)>) {}
     std::string entry_path(compile_cache::key const&) const { return {}; }
+    compile_cache::claim_answer try_claim(compile_cache::key const&, compile_cache::claim_request const&) { return {}; }
+    void release_claim(compile_cache::key const&) {}
     std::vector<std::pair<std::string, std::uint64_t>> storage_counters() const { return {}; }
     std::error_code record_counters(std::vector<std::pair<std::string, std::uint64_t>> const&) { return {}; }
     static compile_cache::from_env_result<full_store> from_env(compile_cache::storage_settings const&) {

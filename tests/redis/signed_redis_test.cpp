@@ -93,11 +93,7 @@ struct machine {
     }
 };
 
-std::uint64_t calls_of(admin& a, std::string const& command) {
-    std::string const field = a.info("commandstats", "cmdstat_" + command);
-    if (field.empty()) return 0;
-    return std::stoull(field.substr(field.find("calls=") + 6));
-}
+std::uint64_t calls_of(admin& a, std::string const& command) { return a.calls(command); }
 
 struct server_and_keys {
     server s;

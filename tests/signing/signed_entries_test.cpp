@@ -238,7 +238,7 @@ TEST_CASE("signed tier: a writer signs what it uploads, a reader loads it, keeps
     CHECK_FALSE(fs::exists(again.storage().remote().entry_path(k2.value())));
 }
 
-TEST_CASE("signed tier: a local entry is never trusted for a signature it carries; an untrusted signer is a counted "
+TEST_CASE("signed tier: a local entry is never trusted for a signature it carries, an untrusted signer is a counted "
           "miss named once in the log",
           "[signing]") {
     temp_dir dir;
@@ -276,8 +276,8 @@ TEST_CASE("signed tier: a local entry is never trusted for a signature it carrie
     CHECK(std::string(cc::to_string(cc::miss_reason::untrusted_signer)) == "untrusted-signer");
 }
 
-TEST_CASE("signed tier from_env: key files configure writer and reader; a reader's remote is read-only, said in one "
-          "line; bad files disable the cache with one line",
+TEST_CASE("signed tier from_env: key files configure writer and reader, a reader's remote is read-only, said in one "
+          "line, bad files disable the cache with one line",
           "[signing]") {
     temp_dir dir;
     scoped_settings env("CCSIGN", {"_DIR", "_REMOTE", "_LOG", "_SIGNING_KEY_FILE", "_TRUSTED_KEYS_FILE",

@@ -338,6 +338,13 @@ public:
         return all.substr(value, all.find('\r', value) - value);
     }
 
+    /// Calls of one command (e.g. "set") the server has answered since its statistics were reset.
+    std::uint64_t calls(std::string const& command) {
+        std::string const field = info("commandstats", "cmdstat_" + command);
+        if (field.empty()) return 0;
+        return std::stoull(field.substr(field.find("calls=") + 6));
+    }
+
 private:
     redisContext* c_ = nullptr;
 };

@@ -133,7 +133,10 @@ TEST_CASE("tinyk remote single flight: a Redis claim is SET NX with an expiry, h
     int status = 0;
     ::waitpid(child, &status, 0);
     std::string const boot = cc::detail::claim_field(cc::detail::claim_owner(), "boot");
-    a({"SET", name, "pid=" + std::to_string(child) + " boot=" + boot + " start=1 host=h", "PX", "60000"});
+    a({"SET", name,
+       "pid=" + std::to_string(child) + " boot=" + boot + " start=1 host=" +
+           cc::detail::claim_field(cc::detail::claim_owner(), "host"),
+       "PX", "60000"});
     cc::claim_answer const taken = s.try_claim(k, {});
     CHECK(taken.state == cc::claim_state::claimed);
     CHECK(taken.took_over);

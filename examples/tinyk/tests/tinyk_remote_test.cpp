@@ -55,12 +55,7 @@ struct world {
         return r();
     }
 
-    std::uint64_t calls_of(std::string const& command) {
-        redis_test::admin a(server.port());
-        std::string const field = a.info("commandstats", "cmdstat_" + command);
-        if (field.empty()) return 0;
-        return std::stoull(field.substr(field.find("calls=") + 6));
-    }
+    std::uint64_t calls_of(std::string const& command) { return redis_test::admin(server.port()).calls(command); }
     void reset_stats() { redis_test::admin(server.port())({"CONFIG", "RESETSTAT"}); }
     std::uint64_t keys_on_server() { return std::stoull(redis_test::admin(server.port())({"DBSIZE"})); }
 };

@@ -6,6 +6,7 @@
 
 #include <compile_cache/cache_options.hpp>
 #include <compile_cache/compression.hpp>
+#include <compile_cache/detail/signed_entry_checks.hpp>
 #include <compile_cache/settings.hpp>
 #include <compile_cache/storage/concept.hpp>
 
@@ -37,6 +38,8 @@ void read_compression_setting(cache_env_settings& settings) {
 template <class Storage, class Compression>
 std::optional<std::pair<Storage, cache_options>> storage_and_options_from_env(std::string_view prefix) {
     cache_env_settings settings = read_cache_env_settings(prefix);
+    if constexpr (!has_from_remote_origin<Storage>::value)
+        settings.storage.remote_trusted = settings.remote_trusted_without_signatures;
     if (settings.storage.cache_off.empty()) read_compression_setting<Compression>(settings);
     std::optional<from_env_result<Storage>> answer;
     try {

@@ -85,14 +85,16 @@ template <class Storage>
 void pass_sealer_to_storage(Storage& storage, envelope_auth const& local, envelope_auth const& remote) {
     if (!remote.is_signed()) return;
     if constexpr (has_set_remote_sealer<Storage>::value) {
-        storage.set_remote_sealer([local, remote](key const&, std::string_view entry, std::string& out) {
-            try {
-                return reseal_envelope(entry, local, remote, out);
-            } catch (...) {
-                out.clear();
-                return false;
-            }
-        });
+        storage.set_remote_sealer(
+            [local, remote](key const&, std::string_view entry, std::string& out) {
+                try {
+                    return reseal_envelope(entry, local, remote, out);
+                } catch (...) {
+                    out.clear();
+                    return false;
+                }
+            },
+            remote.signatures()->can_sign());
     }
     if constexpr (has_set_record_resealer<Storage>::value) {
         storage.set_record_resealer([local, remote](key const& rk, std::string_view record, std::string& out) {

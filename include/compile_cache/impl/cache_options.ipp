@@ -95,7 +95,7 @@ cache_env_settings read_cache_env_settings(std::string_view prefix_view) {
     }
     storage_settings storage{settings_reader_access::holding(prefix, held), authenticated,
                              authenticated || signatures || insecure, options.logger, std::move(cache_off)};
-    return cache_env_settings{std::move(options), std::move(storage), std::move(held)};
+    return cache_env_settings{std::move(options), std::move(storage), std::move(held), authenticated || insecure};
 }
 
 void add_cache_environment_settings(std::string_view prefix, std::vector<environment_setting>& s,

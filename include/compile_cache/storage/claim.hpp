@@ -46,7 +46,7 @@ namespace detail {
 
 /// This process as a claim names it: `pid=N boot=BOOT_ID start=TICKS host=NAME`, the
 /// process's start time in clock ticks since boot (so that a reused pid is told apart).
-COMPILE_CACHE_DECL std::string const& claim_owner() noexcept;
+COMPILE_CACHE_DECL std::string claim_owner() noexcept;
 
 /// Whether the process a claim names (claim_owner()'s text) is alive: false when it ran on
 /// this boot of this machine and is gone (no such pid, or the pid's start time differs);

@@ -346,6 +346,18 @@ using is_storage = std::bool_constant<
     optional_member_valid<record_counters_address_t, has_record_counters, S>::value &&
     optional_member_valid<from_env_address_t, has_any_from_env, S>::value &&
     optional_member_valid<environment_settings_address_t, has_environment_settings, S>::value>;
+template <class S>
+using reconnects_after_fork_t = decltype(S::reconnects_after_fork);
+/// A remote that says (`static constexpr bool reconnects_after_fork = true`) that a
+/// forked child never uses the connections it inherited: its first call there makes one
+/// of its own (redis_storage). A tier then uses it in a child forked while its worker
+/// still had uploads queued, which the parent sends on the inherited ones.
+template <class S>
+constexpr bool remote_reconnects_after_fork() noexcept {
+    if constexpr (is_detected<reconnects_after_fork_t, S>::value) return bool(S::reconnects_after_fork);
+    else return false;
+}
+
 } // namespace detail
 
 /// Which optional Storage members S has (with the signature the cache, the tier and the

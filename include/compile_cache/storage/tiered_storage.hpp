@@ -130,18 +130,6 @@ using partial_failure_t = decltype(std::declval<S const&>().partial_failure(std:
 template <class S>
 using has_partial_failure = is_detected_convertible<bool, partial_failure_t, S>;
 
-template <class S>
-using reconnects_after_fork_t = decltype(S::reconnects_after_fork);
-/// A remote that says (`static constexpr bool reconnects_after_fork = true`) that a
-/// forked child never uses the connections it inherited: its first call there makes one
-/// of its own (redis_storage). A tier then uses it in a child forked while its worker
-/// still had uploads queued, which the parent sends on the inherited ones.
-template <class S>
-constexpr bool remote_reconnects_after_fork() noexcept {
-    if constexpr (is_detected<reconnects_after_fork_t, S>::value) return bool(S::reconnects_after_fork);
-    else return false;
-}
-
 /// The jobs one tier runs off the host's path, and the thread that runs them: a queue
 /// bounded in bytes (push never waits for room: a job that does not fit is refused),
 /// a thread started at the first push, a bounded drain at the end. Fork-safe: a child
@@ -518,8 +506,14 @@ public:
     /// Signed entries (basic_cache calls it when cache_options::signatures is set): what a
     /// store uploads is `sealer(k, entry, out)`'s `out`; false: nothing is uploaded. The
     /// local storage keeps the entry as given. Call before any write.
-    void set_remote_sealer(std::function<bool(key const&, std::string_view, std::string&)> sealer) {
-        if (state_) state_->remote_sealer = std::move(sealer);
+    /// `can_seal` false: the sealer refuses every entry (trusted keys, no signing key), so
+    /// this process uploads nothing, and so takes no claim on the remote either (the
+    /// fleet would wait for an entry it never sends).
+    void set_remote_sealer(std::function<bool(key const&, std::string_view, std::string&)> sealer,
+                           bool can_seal = true) {
+        if (!state_) return;
+        state_->remote_sealer = std::move(sealer);
+        state_->remote_can_seal = can_seal;
     }
 
     /// Signed entries (basic_cache calls it when cache_options::signatures is set): what the
@@ -589,12 +583,13 @@ private:
         return state_->local ? answer : e;
     }
 
+public:
     /// Single flight (tiered_claims.hpp): the local storage's claim (the machine's
     /// processes), then the remote's (the fleet's) when the remote is read-write and up.
     claim_answer try_claim(key const& k, claim_request const& request) noexcept {
         if (!state_ || state_->forked_mid_job()) return {};
         bool const remote_ok = state_->remote && state_->options.mode == remote_mode::read_write &&
-                               state_->remote_usable() && !remote_skipped();
+                               state_->remote_can_seal && state_->remote_usable() && !remote_skipped();
         return detail::tier_try_claim(state_.get(), state_->local ? &*state_->local : static_cast<Local*>(nullptr),
                                       remote_ok ? &*state_->remote : static_cast<Remote*>(nullptr), k, request);
     }
@@ -619,7 +614,6 @@ private:
         }
     }
 
-public:
     std::error_code remove(key const& k) noexcept {
         if (!state_) return {};
         if (state_->forked_mid_job()) return std::make_error_code(std::errc::resource_unavailable_try_again);
@@ -847,6 +841,7 @@ private:
         std::string secret_setting = "the secret file", replace_setting = "PREFIX_REMOTE_REPLACE_UNAUTHENTIC";
         /// Signed entries: makes a store's upload from its local entry (set_remote_sealer).
         std::function<bool(key const&, std::string_view, std::string&)> remote_sealer;
+        bool remote_can_seal = true; ///< set_remote_sealer's can_seal
         /// Signed entries: makes the local copy of a remote identity record (set_record_resealer).
         std::function<bool(key const&, std::string_view, std::string&)> record_resealer;
         clock::duration slow_waited{0};   ///< the waits of slow answers so far (see tier_options::budget)

@@ -225,6 +225,24 @@ public:
         }
     }
 
+    /// Single flight: the held remote's claims (claim.hpp) when it has them; none otherwise.
+    claim_answer try_claim(key const& k, claim_request const& request) noexcept {
+        claim_answer answer{};
+        each_held([&](auto& r) {
+            if constexpr (detail::has_claims<std::decay_t<decltype(r)>>::value) answer = r.try_claim(k, request);
+        });
+        return answer;
+    }
+    void release_claim(key const& k) noexcept {
+        each_held([&](auto& r) {
+            if constexpr (detail::has_claims<std::decay_t<decltype(r)>>::value) r.release_claim(k);
+        });
+    }
+
+    /// A forked child may use it when every alternative makes connections of its own there
+    /// (tiered_storage: `reconnects_after_fork`).
+    static constexpr bool reconnects_after_fork = (detail::remote_reconnects_after_fork<Remotes>() && ...);
+
     /// The held remote's listing; operation_not_supported when it cannot list.
     std::error_code list(std::vector<stored_entry>& out) const {
         std::error_code e = none_error();

@@ -63,11 +63,12 @@ std::vector<command_spec> const& commands() {
          "  explain DIR NAME            the entries recorded for kernel NAME (its identity record),\n"
          "                              newest first, and which key components changed between\n"
          "                              each one and the one before it: why it was recompiled\n"},
-        {"copy", {"SRC", "DST"}, {"--secret-file", "--name", "--since"},
+        {"copy", {"SRC", "DST"}, {"--secret-file", "--trusted-keys-file", "--name", "--since"},
          "  copy SRC DST                every entry and identity record of SRC into DST, byte for byte\n"
-         "                              (sealed: an HMAC still holds), between any two caches\n"
-         "                              (directory, sqlite:FILE, redis://...). Each is checked on the\n"
-         "                              way (CRC-32C; the HMAC with --secret-file): bad ones and ones\n"
+         "                              (sealed: an HMAC or a signature still holds), between any two\n"
+         "                              caches (directory, sqlite:FILE, redis://...). Each is checked on\n"
+         "                              the way (CRC-32C; the HMAC with --secret-file; a signature with\n"
+         "                              --trusted-keys-file): bad ones, an untrusted signer's and ones\n"
          "                              that cannot be checked are skipped and counted; one already in\n"
          "                              DST with the same bytes is not written again. --name GLOB:\n"
          "                              only kernels whose name matches (* ? [...]); --since AGE: only\n"

@@ -49,13 +49,14 @@ struct copy_tally {
 /// Copies one entry or record of SRC into DST, byte for byte, once it checks.
 void copy_one(command_line const& c, listed_cache const& src, opened_cache const& dst,
               std::unordered_map<std::string, std::uint64_t> const& in_dst, listed_entry const& e, bool record,
-              compile_cache::envelope_auth const& auth, std::optional<std::int64_t> since_s, copy_tally& t) {
+              compile_cache::envelope_auth const& auth, trusted_signers const& trusted,
+              std::optional<std::int64_t> since_s, copy_tally& t) {
     if (since_s && (e.use_ns == 0 || age_s(e.use_ns) > *since_s)) {
         ++t.filtered;
         return;
     }
     std::string bytes;
-    checked_entry const check = read_and_check(src.cache, e, auth, bytes);
+    checked_entry const check = read_and_check(src.cache, e, auth, bytes, trusted.given() ? &trusted : nullptr);
     if (check.result != verdict::sound) {
         if (check.result == verdict::bad) {
             ++t.bad;
@@ -120,6 +121,8 @@ void print_copy_summary(command_line const& c, listed_cache const& src, opened_c
 int run_copy(command_line const& c) {
     compile_cache::envelope_auth auth;
     if (!auth_from(c, auth)) return exit_usage;
+    trusted_signers trusted;
+    if (!trusted_from(c, trusted)) return exit_usage;
     std::optional<std::int64_t> since_s;
     if (c.since && !(since_s = parse_age(*c.since)))
         return fail("--since \"" + printable(*c.since) + "\" is not an age (30s, 15m, 12h, 7d)", exit_usage);
@@ -144,7 +147,7 @@ int run_copy(command_line const& c) {
     std::uint64_t done = 0;
     for (auto const* list : {&src.listing.entries, &src.listing.records})
         for (listed_entry const& e : *list) {
-            copy_one(c, src, dst.cache, in_dst, e, list == &src.listing.records, auth, since_s, t);
+            copy_one(c, src, dst.cache, in_dst, e, list == &src.listing.records, auth, trusted, since_s, t);
             progress.update("copying entries", ++done, total, total);
         }
     progress.finish();

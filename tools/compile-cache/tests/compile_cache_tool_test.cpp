@@ -1134,3 +1134,38 @@ TEST_CASE("compile-cache verify --trusted-keys-file checks signed entries, repor
     CHECK(lines_of(writable.err).size() == 1);
     CHECK(writable.err.find("--trusted-keys-file " + trusted.string() + ": ") != std::string::npos);
 }
+
+TEST_CASE("compile-cache copy --trusted-keys-file copies signed entries byte for byte, and without the keys or from an "
+          "untrusted signer skips and counts them") {
+    temp_dir root("compile-cache-test");
+    fs::path const src = root.path() / "src";
+    process_result const ci_key = tool({"keygen", (root.path() / "ci.key").string(), "--json"});
+    if (ci_key.exited(2) && ci_key.err.find("without libsodium") != std::string::npos) return; // built without signing
+    REQUIRE_EXIT(ci_key, 0);
+    process_result const old_key = tool({"keygen", (root.path() / "old.key").string()});
+    REQUIRE_EXIT(old_key, 0);
+    fs::path const trusted = root.path() / "trusted.pub";
+    write_file(trusted, json_query(ci_key.out, "d['public_key']") + "\n");
+    ::chmod(trusted.c_str(), 0644);
+    // Entries 0-4 signed by a key that is not trusted, then 0-2 signed again by CI's.
+    make_signed_entries(src, 5, root.path() / "old.key");
+    make_signed_entries(src, 3, root.path() / "ci.key");
+
+    fs::path const blind_dst = root.path() / "blind";
+    process_result const blind = tool({"copy", src.string(), blind_dst.string(), "--json"});
+    REQUIRE_EXIT(blind, 4); // none could be checked
+    CHECK(json_query(blind.out, "d['copied']") == "0");
+
+    fs::path const dst = root.path() / "dst";
+    process_result const copied = tool({"copy", src.string(), dst.string(), "--trusted-keys-file", trusted.string(),
+                                        "--json"});
+    REQUIRE_EXIT(copied, 4); // the untrusted signer's two are left out, and counted
+    CHECK(json_query(copied.out, "d['copied']") == "3");
+    for (int i = 0; i < 5; ++i) {
+        std::string const name = made_entry_key(i).substr(0, 2) + "/" + made_entry_key(i);
+        CHECK(fs::exists(dst / name) == (i < 3));
+        if (i < 3) CHECK(read_file(dst / name) == read_file(src / name));
+    }
+    process_result const verified = tool({"verify", dst.string(), "--trusted-keys-file", trusted.string()});
+    REQUIRE_EXIT(verified, 0);
+}

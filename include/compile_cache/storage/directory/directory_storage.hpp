@@ -193,6 +193,8 @@ private:
     std::string_view bytes_;
 };
 
+class directory_storage;
+
 namespace detail::directory_storage_impl {
 
 /// For tests: when set, the next temp file this thread creates is named
@@ -211,14 +213,23 @@ struct deferred_writes {
 
     std::mutex mutex;
     std::unordered_map<key, std::string> held;
+    /// When each held write was made: its file gets that time once written, so that a
+    /// record written later with the batch is not taken for newer than its entry (eviction
+    /// goes by file time).
+    std::unordered_map<key, std::int64_t> held_ns;
     std::size_t bytes = 0;
     std::int64_t oldest_ns = 0;
     unsigned generation = 0;       ///< fork_generation() when they were held
     std::atomic<bool> any{false}; ///< read() looks here only when set
 };
 
-/// Takes the held writes out of the batch (none in a forked child: the parent's).
-COMPILE_CACHE_DECL std::unordered_map<key, std::string> take_deferred(deferred_writes& d);
+/// Takes the held writes out of the batch (none in a forked child: the parent's), and
+/// when they were made into `times` if given.
+COMPILE_CACHE_DECL std::unordered_map<key, std::string> take_deferred(deferred_writes& d,
+                                                                      std::unordered_map<key, std::int64_t>* times = nullptr);
+/// Writes a held write through `writer`, its file then given the time it was made (0: now).
+COMPILE_CACHE_DECL std::error_code write_held(directory_storage& writer, key const& k, std::string const& bytes,
+                                              std::int64_t made_ns) noexcept;
 
 /// State shared by a storage object and its copies.
 struct shared_state {

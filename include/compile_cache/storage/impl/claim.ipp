@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 #include <signal.h>
@@ -48,24 +49,32 @@ inline std::string host_name() {
 }
 } // namespace claim_impl
 
-std::string const& claim_owner() noexcept {
-    // Per process: a forked child names itself (its pid and start time differ).
-    static thread_local ::pid_t cached_pid = 0;
-    static thread_local std::string cached;
+std::string claim_owner() noexcept {
+    // Per process: a forked child names itself (its pid and start time differ). Kept in
+    // static storage, not per thread: a worker thread's copy would be memory a forked
+    // child inherits with no thread to own it. A lock another thread held at a fork is
+    // never waited for: the text is then made anew.
+    static std::mutex mutex;
+    static ::pid_t cached_pid = 0;
+    static std::string cached;
     try {
         ::pid_t const pid = ::getpid();
-        if (pid != cached_pid) {
-            std::string boot = claim_impl::first_line("/proc/sys/kernel/random/boot_id");
-            if (boot.empty()) boot = "?";
-            std::string start = claim_impl::start_ticks(0);
-            if (start.empty()) start = "?";
-            cached = "pid=" + std::to_string(pid) + " boot=" + boot + " start=" + start +
-                     " host=" + claim_impl::host_name();
+        std::unique_lock<std::mutex> lock(mutex, std::try_to_lock);
+        if (lock.owns_lock() && pid == cached_pid) return cached;
+        std::string boot = claim_impl::first_line("/proc/sys/kernel/random/boot_id");
+        if (boot.empty()) boot = "?";
+        std::string start = claim_impl::start_ticks(0);
+        if (start.empty()) start = "?";
+        std::string owner = "pid=" + std::to_string(pid) + " boot=" + boot + " start=" + start +
+                            " host=" + claim_impl::host_name();
+        if (lock.owns_lock()) {
+            cached = owner;
             cached_pid = pid;
         }
+        return owner;
     } catch (...) {
+        return {};
     }
-    return cached;
 }
 
 std::string claim_field(std::string_view owner, std::string_view field) {
@@ -88,6 +97,10 @@ bool claim_owner_alive(std::string_view owner, bool& same_machine) noexcept {
         std::string const mine = claim_owner();
         std::string const boot = claim_field(owner, "boot");
         if (boot.empty() || boot == "?" || boot != claim_field(mine, "boot")) return true;
+        // Containers of one machine share its boot id but not its process ids: another
+        // host name is another process space, whose pids say nothing here.
+        std::string const host = claim_field(owner, "host");
+        if (!host.empty() && host != "?" && host != claim_field(mine, "host")) return true;
         same_machine = true;
         std::string const pid_text = claim_field(owner, "pid");
         char* end = nullptr;

@@ -20,7 +20,7 @@ inline claim_answer redis_storage::try_claim(key const& k, claim_request const& 
     if (!state_ || !includes(request.scope, claim_scope::remote)) return answer;
     try {
         std::string const name = claim_name(k);
-        std::string const& owner = detail::claim_owner();
+        std::string const owner = detail::claim_owner();
         std::string const expiry = std::to_string(std::max<long long>(request.expiry.count(), 1));
         for (int round = 0; round < 2; ++round) {
             call c = run(name, {"SET", name, owner, "NX", "PX", expiry}, 4096);

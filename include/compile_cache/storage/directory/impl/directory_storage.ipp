@@ -58,23 +58,43 @@ directory_storage::directory_storage(std::string directory, directory_options op
 detail::directory_storage_impl::shared_state::~shared_state() {
     if (!deferred.any.load()) return;
     try {
-        auto held = take_deferred(deferred);
+        std::unordered_map<key, std::int64_t> times;
+        auto held = take_deferred(deferred, &times);
         if (held.empty()) return;
         directory_storage writer(directory, options);
-        for (auto const& [k, bytes] : held) (void)writer.write(k, bytes);
+        for (auto const& [k, bytes] : held) (void)write_held(writer, k, bytes, times[k]);
     } catch (...) {
         // Deferred writes are the ones a crash may lose: so may a failure here.
     }
 }
 
-std::unordered_map<key, std::string> detail::directory_storage_impl::take_deferred(deferred_writes& d) {
+std::unordered_map<key, std::string> detail::directory_storage_impl::take_deferred(
+    deferred_writes& d, std::unordered_map<key, std::int64_t>* times) {
     std::unordered_map<key, std::string> out;
     std::lock_guard<std::mutex> const lock(d.mutex);
-    if (d.generation == detail::directory_storage_impl::fork_generation()) out.swap(d.held);
+    if (d.generation == detail::directory_storage_impl::fork_generation()) {
+        out.swap(d.held);
+        if (times) times->swap(d.held_ns);
+    }
     d.held.clear();
+    d.held_ns.clear();
     d.bytes = 0;
     d.any.store(false);
     return out;
+}
+
+std::error_code detail::directory_storage_impl::write_held(directory_storage& writer, key const& k,
+                                                          std::string const& bytes, std::int64_t made_ns) noexcept {
+    std::error_code const ec = writer.write(k, bytes);
+    if (ec || made_ns <= 0) return ec;
+    try {
+        struct timespec times[2];
+        times[0].tv_sec = times[1].tv_sec = static_cast<time_t>(made_ns / 1000000000);
+        times[0].tv_nsec = times[1].tv_nsec = static_cast<long>(made_ns % 1000000000);
+        (void)::utimensat(AT_FDCWD, writer.entry_path(k).c_str(), times, 0); // a time, no more: failure is harmless
+    } catch (...) {
+    }
+    return ec;
 }
 
 std::error_code directory_storage::write_deferred(key const& k, std::string_view bytes) noexcept {
@@ -89,10 +109,12 @@ std::error_code directory_storage::write_deferred(key const& k, std::string_view
             unsigned const generation = impl::fork_generation();
             if (d.generation != generation) { // a forked child: what is held is the parent's
                 d.held.clear();
+                d.held_ns.clear();
                 d.bytes = 0;
                 d.generation = generation;
             }
             if (d.held.empty()) d.oldest_ns = now;
+            d.held_ns[k] = now;
             auto [it, added] = d.held.try_emplace(k);
             d.bytes -= it->second.size();
             it->second.assign(bytes.data(), bytes.size());
@@ -112,8 +134,9 @@ std::error_code directory_storage::flush_deferred() noexcept {
     if (directory_.empty() || !state_->deferred.any.load()) return {};
     try {
         std::error_code first;
-        for (auto const& [k, bytes] : detail::directory_storage_impl::take_deferred(state_->deferred)) {
-            std::error_code const ec = write(k, bytes);
+        std::unordered_map<key, std::int64_t> times;
+        for (auto const& [k, bytes] : detail::directory_storage_impl::take_deferred(state_->deferred, &times)) {
+            std::error_code const ec = detail::directory_storage_impl::write_held(*this, k, bytes, times[k]);
             if (ec && !first) first = ec;
         }
         return first;
@@ -272,6 +295,7 @@ std::error_code directory_storage::write(key const& k, std::string_view bytes) n
             if (it != state_->deferred.held.end()) {
                 state_->deferred.bytes -= it->second.size();
                 state_->deferred.held.erase(it);
+                state_->deferred.held_ns.erase(k);
             }
         }
         std::string const entry = entry_path(k);
@@ -305,6 +329,7 @@ std::error_code directory_storage::remove(key const& k) noexcept {
             if (it != state_->deferred.held.end()) {
                 state_->deferred.bytes -= it->second.size();
                 state_->deferred.held.erase(it);
+                state_->deferred.held_ns.erase(k);
             }
         }
         // Through the fan-out folder opened without following a symlink: in a
