@@ -4520,11 +4520,12 @@ template <class S>
 using deprecated_from_env_t = decltype(S::from_env(std::declval<settings_reader&>()));
 template <class S>
 struct detects_deprecated_from_env : is_detected_exact<std::optional<S>, deprecated_from_env_t, S> {};
-/// (Looked for only where the new form is missing: the shipped storages keep the old
-/// form as a deprecated overload, which naming here would warn about.)
+/// (Looked for only where no from_env takes storage_settings: the shipped storages keep
+/// the old form as a deprecated overload, which naming here would warn about, and a
+/// storage derived from one inherits both, the new one answering for its base.)
 template <class S>
-using has_deprecated_from_env =
-    std::bool_constant<std::conjunction<std::negation<has_from_env<S>>, detects_deprecated_from_env<S>>::value>;
+using has_deprecated_from_env = std::bool_constant<
+    std::conjunction<std::negation<is_detected<from_env_t, S>>, detects_deprecated_from_env<S>>::value>;
 /// Either form: what a named from_env must be.
 template <class S>
 using has_any_from_env = std::bool_constant<has_from_env<S>::value || has_deprecated_from_env<S>::value>;
