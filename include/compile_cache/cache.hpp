@@ -9,7 +9,13 @@
 
 #include <compile_cache/detail/env.hpp>
 #include <compile_cache/detail/log.hpp>
+#include <compile_cache/detail/cache_compression.hpp>
+#include <compile_cache/detail/cache_from_env.hpp>
+#include <compile_cache/detail/cache_prefetch.hpp>
+#include <compile_cache/detail/identity_records.hpp>
 #include <compile_cache/detail/record_identities_setting.hpp>
+#include <compile_cache/detail/signed_entry_checks.hpp>
+#include <compile_cache/cache_options.hpp>
 #include <compile_cache/compression.hpp>
 #include <compile_cache/envelope.hpp>
 #include <compile_cache/explain.hpp>
@@ -158,99 +164,6 @@ template <class R, class T>
 using has_bind = is_detected<bind_t, R, T>;
 } // namespace detail
 
-/// Settings of a cache; from_env fills them from PREFIX_* variables.
-struct cache_options {
-    std::size_t max_entry_size = std::size_t{64} << 20; ///< larger entries are neither read nor written
-    std::function<void(std::string_view)> logger;        ///< one-line diagnostics; silent when empty
-    /// The secret (any bytes; 32 random bytes are plenty) that authenticates entries:
-    /// when not empty, entries are written with an HMAC-SHA256 under it, and only
-    /// entries whose HMAC verifies are loaded; the others are misses with reason
-    /// `unauthenticated`. Empty (the default): unkeyed entries, checked by a CRC-32C
-    /// against accidents only. Every process sharing a directory needs the same
-    /// secret, or none. See docs/security.md.
-    std::string secret;
-    /// Each store also records the entry under the kernel's identity (one small extra
-    /// write), so that an `absent` miss can say what changed (explain.hpp).
-    bool record_identities = true;
-    /// Verify mode: the share of hits (0 to 1; 1 = every hit) that are also compiled
-    /// and compared byte for byte with the loaded artifact (counted verified,
-    /// unsound or nondeterministic). 0: none (the default).
-    double verify_fraction = 0;
-    /// A kernel whose compile took less is not stored (counted store-skipped.cheap).
-    std::chrono::nanoseconds min_compile_time{0};
-    /// Signed entries on a tier's remote (compile_cache/signing/signed_entries.hpp makes
-    /// them; from_env from PREFIX_SIGNING_KEY_FILE and PREFIX_TRUSTED_KEYS_FILE). When set,
-    /// an entry the tier read from its remote is accepted only when one of its trusted
-    /// keys signed it (else a miss, `unauthenticated` or `untrusted-signer`), and is then
-    /// kept locally sealed as local entries are (`secret`, or a CRC-32C); the tier's
-    /// uploads are signed by its signing key, and without one nothing is uploaded. Local
-    /// entries are checked as without it. Null (the default): the remote's entries are
-    /// checked as local ones.
-    std::shared_ptr<entry_signatures const> signatures;
-    /// Single flight (single_flight.hpp): a miss claims its key before it compiles, and a
-    /// miss that finds another process's claim waits for its entry, within a bound.
-    single_flight_options single_flight{};
-    /// For a cache whose Compression policy compresses (compile_cache/compression/zstd.hpp):
-    /// the level payloads are compressed at (`PREFIX_COMPRESS`); nullopt: the policy's
-    /// default level; 0: none (entries are written plain; compressed ones are still read).
-    /// A cache without such a policy writes plain entries whatever this says.
-    std::optional<int> compression_level{};
-    /// Payloads smaller than this many bytes are written plain; so is a payload that
-    /// does not come out smaller. docs/benchmarks.md ("Compressed entries") says why 512.
-    std::size_t compression_threshold = 512;
-};
-
-namespace detail {
-/// A Storage whose reads say which answers came from a shared remote: a static
-/// `from_remote` origin (tiered_storage::from_remote).
-template <class S>
-using from_remote_origin_t = decltype(static_cast<std::uint32_t>(S::from_remote));
-template <class S>
-using has_from_remote_origin = is_detected<from_remote_origin_t, S>;
-/// A Storage that signs what it uploads to its remote:
-/// `set_remote_sealer(std::function<bool(key const&, std::string_view, std::string&)>)`.
-template <class S>
-using set_remote_sealer_t = decltype(std::declval<S&>().set_remote_sealer(
-    std::declval<std::function<bool(key const&, std::string_view, std::string&)>>()));
-template <class S>
-using has_set_remote_sealer = is_detected<set_remote_sealer_t, S>;
-/// A Storage that copies identity records from its remote into its local storage by
-/// itself: `set_record_resealer(std::function<bool(key const&, std::string_view, std::string&)>)`.
-template <class S>
-using set_record_resealer_t = decltype(std::declval<S&>().set_record_resealer(
-    std::declval<std::function<bool(key const&, std::string_view, std::string&)>>()));
-template <class S>
-using has_set_record_resealer = is_detected<set_record_resealer_t, S>;
-
-/// Reads PREFIX_VERIFY and PREFIX_MIN_COMPILE_TIME into `options`; a value that does
-/// not parse is one line through `env`, and the default stays.
-COMPILE_CACHE_DECL void cache_settings_from_env(settings_reader const& env, cache_options& options);
-
-/// What basic_cache::from_env reads before it asks its storage: the cache's own settings
-/// (PREFIX_LOG, PREFIX_SECRET_FILE, then PREFIX_VERIFY and PREFIX_MIN_COMPILE_TIME), and
-/// the storage_settings it hands the storage: authenticated (a secret), remote trusted
-/// (authenticated, or PREFIX_REMOTE_INSECURE on, read when PREFIX_REMOTE is set), the
-/// logger, and cache_off (the secret file's line when it cannot be used; the settings
-/// after it are then not read). The cache's own lines wait in `held` until the storage
-/// shows it is wanted.
-struct cache_env_settings {
-    cache_options options;
-    storage_settings storage;
-    std::shared_ptr<held_lines> held;
-    /// Whether a remote is trusted without counting trusted keys (a secret, or the
-    /// insecure setting): what a storage that is itself the remote gets, since only a
-    /// tier's reads are checked by signature (basic_cache::auth_for).
-    bool remote_trusted_without_signatures = false;
-};
-COMPILE_CACHE_DECL cache_env_settings read_cache_env_settings(std::string_view prefix);
-
-/// Reads PREFIX_SIGNING_KEY_FILE and PREFIX_TRUSTED_KEYS_FILE into options.signatures
-/// through the registered loader (signing/signed_entries.hpp); empty, or the line that
-/// disables the cache (a file that cannot be used, or no loader in this program).
-COMPILE_CACHE_DECL std::string read_signature_files(settings_reader const& env, cache_options& options);
-
-} // namespace detail
-
 namespace detail {
 void relocate_source() = delete; // poison pill: only the host's overload, found by ADL
 
@@ -356,10 +269,14 @@ public:
     /// An enabled cache over `storage`; with `options.secret`, authenticated entries.
     explicit basic_cache(Storage storage, cache_options options = {})
         : state_(std::make_unique<state>()), storage_(std::move(storage)), options_(std::move(options)),
-          auth_(options_.secret), remote_auth_(envelope_auth::signed_by(options_.signatures)), enabled_(true) {
-        refuse_unusable_storage();
-        pass_logger_to_storage();
-        pass_sealer_to_storage();
+          auth_(options_.secret), remote_auth_(envelope_auth::signed_by(options_.signatures)),
+          enabled_(detail::usable_or_said(static_cast<Storage const&>(storage_), options_.logger)) {
+        // A Storage that has something to say (has_set_logger) says it through the cache's
+        // logger; with signatures, one that uploads to a remote gets the function that signs
+        // what it uploads (detail/signed_entry_checks.hpp).
+        if (!enabled_) return;
+        detail::pass_logger_to_storage(storage_, options_.logger);
+        detail::pass_sealer_to_storage(storage_, auth_, remote_auth_);
     }
 
     basic_cache(basic_cache&&) noexcept = default;
@@ -428,45 +345,10 @@ private:
                           "compile_cache: from_env needs a Storage with `static from_env_result<Storage> "
                           "from_env(compile_cache::storage_settings const&)` or one constructible from a path "
                           "(std::string); or construct the cache with your storage object instead");
-        detail::cache_env_settings settings = detail::read_cache_env_settings(prefix);
-        if constexpr (!detail::has_from_remote_origin<Storage>::value)
-            settings.storage.remote_trusted = settings.remote_trusted_without_signatures;
-        if (settings.storage.cache_off.empty()) read_compression_setting(settings);
-        std::optional<from_env_result<Storage>> answer;
-        try {
-            answer.emplace(detail::storage_from_env<Storage>(settings.storage, "_DIR"));
-        } catch (std::exception const& e) {
-            settings.held->say(std::string(prefix) + ": the storage could not be set up (" + e.what() +
-                               "); the cache is disabled");
-            return basic_cache();
-        } catch (...) {
-            settings.held->say(std::string(prefix) + ": the storage could not be set up; the cache is disabled");
-            return basic_cache();
-        }
-        if (!*answer) {
-            if (answer->why_off().empty())
-                settings.held->drop(); // not configured: nobody asked for a cache
-            else
-                settings.held->say(answer->why_off());
-            return basic_cache();
-        }
-        if (!settings.storage.cache_off.empty()) { // a storage that did not look
-            settings.held->say(settings.storage.cache_off);
-            return basic_cache();
-        }
-        settings.held->release();
-        return basic_cache(std::move(**answer), std::move(settings.options));
-    }
-
-    // PREFIX_COMPRESS, read after the cache's other settings (its lines held with theirs).
-    static void read_compression_setting(detail::cache_env_settings& settings) {
-        if constexpr (detail::compresses<Compression>::value) {
-            detail::compression_level_from_env(settings.storage.env, Compression::max_level,
-                                               settings.options.compression_level);
-        } else {
-            std::string line = detail::compression_unavailable_line(settings.storage.env);
-            if (!line.empty()) settings.held->hold(std::move(line));
-        }
+        std::optional<std::pair<Storage, cache_options>> configured =
+            detail::storage_and_options_from_env<Storage, Compression>(prefix);
+        if (!configured) return basic_cache();
+        return basic_cache(std::move(configured->first), std::move(configured->second));
     }
 
 public:
@@ -480,7 +362,7 @@ public:
     /// Sets the function that receives one-line diagnostics (replacing PREFIX_LOG's).
     void set_logger(std::function<void(std::string_view)> logger) {
         options_.logger = std::move(logger);
-        pass_logger_to_storage();
+        if (enabled_) detail::pass_logger_to_storage(storage_, options_.logger);
     }
 
     /// The counts so far; with the Storage's own (its optional `storage_counters()`:
@@ -518,32 +400,7 @@ public:
     /// the Storage's (its static `environment_settings(prefix)`, or `PREFIX_DIR` for a
     /// Storage without one), then the cache's own.
     static std::vector<environment_setting> environment_settings(std::string_view prefix) {
-        std::string p(prefix);
-        std::vector<environment_setting> s;
-        if constexpr (detail::has_environment_settings<Storage>::value)
-            s = Storage::environment_settings(prefix);
-        else
-            s.push_back({p + "_DIR", "the cache directory; unset, empty, 0, off, false or no disable the cache"});
-        s.push_back({p + "_LOG", "1 sends one-line diagnostics (misses with their reason, store failures) to stderr"});
-        s.push_back({p + "_SECRET_FILE", "a file whose content is the secret that authenticates entries "
-                                         "(HMAC-SHA256); if it cannot be read, or is empty, the cache is disabled"});
-        s.push_back({p + "_SIGNING_KEY_FILE", "a writer's secret key (compile-cache keygen): entries it uploads to a "
-                                              "remote are signed; needs compile_cache/signing/signed_entries.hpp"});
-        s.push_back({p + "_TRUSTED_KEYS_FILE", "public keys, one NAME:BASE64 line each: only remote entries signed by "
-                                               "one are loaded; without a signing key the remote is read-only"});
-        s.push_back({p + "_VERIFY", "1 also compiles every hit and compares the bytes (a fraction such as 0.01: that "
-                                    "share of hits); a difference is reported unsound or nondeterministic"});
-        s.push_back({p + "_MIN_COMPILE_TIME", "milliseconds: a kernel that compiled faster is not stored (default 0)"});
-        s.push_back({p + "_RECORD_IDENTITIES", "0 turns off the identity records that explain a miss (default 1)"});
-        s.push_back({p + "_SINGLE_FLIGHT", "which claims a miss takes so that one process compiles and the others wait "
-                                           "for its entry: both (default), local, remote or 0"});
-        s.push_back({p + "_WAIT_MAX", "milliseconds: the longest a miss waits for another process's compile "
-                                      "(default 30000; less for a kernel with a recorded compile time)"});
-        if constexpr (detail::compresses<Compression>::value)
-            s.push_back({p + "_COMPRESS", "0 stores entries uncompressed; 1 compresses payloads of 512 bytes and more "
-                                          "(the default); 2 to " + std::to_string(Compression::max_level) +
-                                          ": at that level (higher: smaller, slower to store)"});
-        return s;
+        return detail::cache_environment_settings<Storage, Compression>(prefix);
     }
 
     /// Loads the artifact stored under `k`, relinking its references through the
@@ -608,24 +465,8 @@ public:
     /// used. Does nothing when the cache is disabled or its storage has no `prefetch`
     /// (storage/concept.hpp). Never throws.
     void prefetch(std::vector<key_result> const& keys, std::vector<entry_info> const& infos = {}) noexcept {
-        if constexpr (detail::has_prefetch<Storage>::value) {
-            if (!enabled_) return;
-            try {
-                std::vector<key> wanted;
-                wanted.reserve(keys.size() * 2);
-                for (std::size_t i = 0; i < keys.size(); ++i) {
-                    if (!keys[i].ok()) continue;
-                    wanted.push_back(keys[i].value());
-                    if (i < infos.size() && options_.record_identities)
-                        wanted.push_back(identity_record_key(
-                            kernel_identity(infos[i].identity, infos[i].name, infos[i].origin_file)));
-                }
-                if (!wanted.empty()) storage_.prefetch(wanted, options_.max_entry_size);
-            } catch (...) {
-            }
-        } else {
-            (void)keys, (void)infos;
-        }
+        if (enabled_)
+            detail::prefetch_entries(storage_, keys, infos, options_.max_entry_size, options_.record_identities);
     }
 
     /// Binds `self.kernel` to `k` in the resolver and compiles or loads it as its own
@@ -647,55 +488,33 @@ public:
     miss_explanation explain_miss(key_result const& k, entry_info const& info) {
         if (!enabled_ || !k.ok() || !options_.record_identities) return {};
         std::optional<identity_record> previous;
-        return explain_from_record(k, info, previous);
+        return records().explain(k, info, previous);
     }
 
     /// The record of a kernel's identity (the entries stored for it, newest first), or
     /// nullopt when there is none or it does not check.
     std::optional<identity_record> read_identity_record(std::string const& identity) {
         bool over_bound = false;
-        return read_identity_record(identity, over_bound);
+        return enabled_ ? records().read(identity, over_bound) : std::nullopt;
     }
 
 private:
-    // The same; `over_bound` is set when the record is there but over a bound
-    // (identity_record_max_size, identity_record_max_components): ignored.
-    std::optional<identity_record> read_identity_record(std::string const& identity, bool& over_bound) {
-        over_bound = false;
-        if (!enabled_) return std::nullopt;
-        try {
-            key const rk = identity_record_key(identity);
-            std::string bytes;
-            read_result const rr = storage_.read(rk, bytes, identity_record_max_size);
-            if (rr.status == read_status::too_large) over_bound = true;
-            if (rr.status != read_status::found) return std::nullopt;
-            envelope_auth const& auth = auth_for(rr);
-            detail::envelope_fields const env =
-                detail::check_envelope(bytes, rk, identity_record_format, identity_record_max_size, auth);
-            // A tier counts it, keeps another secret's, and copies a sound record it read
-            // from its remote, so that this machine has it locally (for its misses and
-            // for `compile-cache explain`): resealed locally when it was checked by signature.
-            tell_checked(rk, bytes, rr, env.status, auth);
-            return detail::identity_record_in(env, identity, over_bound);
-        } catch (...) {
-            return std::nullopt;
-        }
-    }
-
     template <class Artifact, class Self>
     bool store_impl(key_result const& k, Artifact const& artifact, entry_info const& info, Self const* self,
                     std::chrono::nanoseconds compile_time, std::optional<identity_record> const* previous) {
         if (!enabled_ || !k.ok()) return false;
         auto start = std::chrono::steady_clock::now();
         try {
-            entry_metadata const meta = metadata_for(k, info, compile_time);
+            entry_metadata const meta = detail::entry_metadata_now(info.name, info.origin_file, info.origin_line,
+                                                                   Serializer::format_id(), compile_time.count(),
+                                                                   k.components());
             std::string entry;
             envelope_writer envelope(entry, k.value(), meta, auth_);
             if (!envelope.metadata_fits())
                 return store_failed(store_failure::too_large, start, info, k.value(), "metadata over 1 MiB");
             // Compressing: the payload is serialized aside, then compressed into the entry.
             detail::serialize_buffer aside;
-            bool const compressing = compression_on();
+            bool const compressing = detail::compression_on<Compression>(options_.compression_level);
             std::string& payload = compressing ? aside.bytes() : envelope.out();
             if (compressing) payload.clear();
             try {
@@ -710,62 +529,21 @@ private:
             if (compressing) {
                 if (payload.size() > options_.max_entry_size)
                     return store_failed(store_failure::too_large, start, info, k.value(), {});
-                append_payload(envelope, payload);
+                detail::append_payload<Compression>(envelope, payload, options_.compression_level,
+                                                    options_.compression_threshold);
             }
             if (envelope.sealed_size() > options_.max_entry_size)
                 return store_failed(store_failure::too_large, start, info, k.value(), {});
             envelope.seal();
             if (!write_entry(k.value(), entry, start, info)) return false;
             state_->stats.stored(entry.size(), detail::elapsed_ns(start));
-            record_identity(k, info, meta, previous);
+            if (options_.record_identities) records().record(k, info, meta, previous);
             return true;
         } catch (std::exception const& e) {
             return store_failed(store_failure::serialize_error, start, info, k.value(), e.what());
         } catch (...) {
             return store_failed(store_failure::serialize_error, start, info, k.value(), "unknown exception");
         }
-    }
-
-    // Whether a store compresses: the policy can, and the options do not turn it off.
-    bool compression_on() const noexcept {
-        if constexpr (detail::compresses<Compression>::value)
-            return options_.compression_level.value_or(Compression::default_level) != 0;
-        else
-            return false;
-    }
-
-    // Appends `payload` to the entry: compressed when it is over the threshold and comes
-    // out smaller, as it is otherwise.
-    void append_payload(envelope_writer& envelope, std::string const& payload) {
-        if constexpr (detail::compresses<Compression>::value) {
-            if (payload.size() >= options_.compression_threshold) {
-                std::string& out = envelope.out();
-                std::size_t const plain_at = out.size();
-                envelope.begin_compressed_payload(payload.size());
-                int const level = options_.compression_level.value_or(Compression::default_level);
-                if (Compression::compress(payload, level, out) &&
-                    out.size() - plain_at < payload.size())
-                    return;
-                envelope.drop_compressed_payload(plain_at);
-            }
-        }
-        envelope.out() += payload;
-    }
-
-    // What a store records about the entry besides its key.
-    static entry_metadata metadata_for(key_result const& k, entry_info const& info,
-                                       std::chrono::nanoseconds compile_time) {
-        entry_metadata meta;
-        meta.name = info.name;
-        meta.origin_file = info.origin_file;
-        meta.origin_line = info.origin_line;
-        meta.format_id = Serializer::format_id();
-        meta.created_ns =
-            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-                .count();
-        meta.compile_ns = static_cast<std::uint64_t>(compile_time.count() < 0 ? 0 : compile_time.count());
-        meta.components = k.components();
-        return meta;
     }
 
     // Hands a sealed entry to the storage; false (counted, logged) when it fails. A
@@ -797,12 +575,8 @@ private:
         }
         miss_reason why = miss_reason::absent;
         if (std::optional<Artifact> hit = load_impl<Artifact>(k, info, self, why)) {
-            if (detail::verify_this_hit(options_.verify_fraction))
-                if (std::optional<Artifact> fresh = verify_hit(k, info, *hit, compile, self)) {
-                    cached<Artifact> r{std::move(*fresh), outcome::compiled, "unsound"};
-                    r.unsound = true;
-                    return r;
-                }
+            if (std::optional<Artifact> fresh = verify_hit(k, info, *hit, compile, self))
+                return cached<Artifact>{std::move(*fresh), outcome::compiled, "unsound", {}, true};
             return cached<Artifact>{std::move(*hit), outcome::loaded, {}};
         }
         // An absent miss reads the kernel's identity record to say what changed; the
@@ -811,7 +585,7 @@ private:
         miss_explanation explanation;
         bool const explained = why == miss_reason::absent && options_.record_identities;
         if (explained) {
-            explanation = explain_from_record(k, info, previous);
+            explanation = records().explain(k, info, previous);
             log_with([&] { return detail::absent_miss_line(info.name, explanation, state_->new_kernel_logged); });
         }
         // Single flight (single_flight.hpp): claim the key, or wait for the process that
@@ -845,8 +619,7 @@ private:
         detail::hit_verifier verifier;                  ///< verify mode
         detail::toolchain_component<Hasher> toolchain;  ///< make_key_builder's, and its parts
         detail::counters_flushed flushed;               ///< flush_statistics's
-        std::mutex signers_mutex;
-        std::vector<std::string> signers_said; ///< untrusted signers' key ids already logged (at most 64)
+        detail::untrusted_signers_said untrusted_signers; ///< their key ids, logged once each
     };
 
     // One load's bookkeeping: its key, where its miss reason goes, when it started, and
@@ -936,108 +709,34 @@ private:
         return missed(attempt, miss_reason::read_error, "the entry's file changed while it was read");
     }
 
-    // Checks the entry read for `k` (by signature when auth_for says so), and decompresses
-    // its payload into `decompressed` when it is compressed (env.payload then points
-    // there); a status other than ok is a counted miss, and a damaged entry is reported to
-    // the storage. Bytes that changed under the reader (a view no longer intact, checked
+    // Checks the entry read for `k` (by signature when detail::auth_for says so), and
+    // decompresses its payload into `decompressed` when it is compressed (env.payload then
+    // points there); a status other than ok is a counted miss, and a damaged entry is
+    // reported to the storage. Bytes that changed under the reader (a view no longer intact, checked
     // after the decompression that reads them) are a read error, neither corrupt nor
     // reported.
     template <class View>
     detail::envelope_fields open_entry(key const& k, std::string_view buffer, View const& view,
                                        std::string& decompressed, load_attempt& attempt) {
-        envelope_auth const& auth = auth_for(attempt.read);
+        envelope_auth const& auth = detail::auth_for<Storage>(attempt.read, auth_, remote_auth_);
         detail::envelope_fields env =
             detail::check_envelope(buffer, k, Serializer::format_id(), options_.max_entry_size, auth);
-        if (env.status == envelope_status::ok && env.compressed) decompress_payload(env, decompressed);
+        if (env.status == envelope_status::ok && env.compressed) detail::decompress_payload<Compression>(env, decompressed);
         if (!view.intact()) {
             env.status = envelope_status::corrupt;
             changed_while_read(attempt);
             return env;
         }
-        // A tier copies a sound remote entry locally.
-        tell_checked(k, buffer, attempt.read, env.status, auth);
+        // A tier copies a sound remote entry locally (detail/signed_entry_checks.hpp).
+        detail::tell_checked(storage_, k, buffer, attempt.read, env.status, auth, auth_);
         if (std::optional<miss_reason> const miss = miss_reason_of(env.status)) {
             if (is_damaged_entry(env.status)) detail::tell_storage_corrupt(storage_, k);
             missed(attempt, *miss,
-                   env.status == envelope_status::untrusted_signer ? untrusted_signer_detail(env)
-                   : env.compressed                                ? compressed_miss_detail(env)
+                   env.status == envelope_status::untrusted_signer ? state_->untrusted_signers.first_time(env)
+                   : env.compressed                                ? detail::compressed_miss_detail(env)
                                                                    : std::string());
         }
         return env;
-    }
-
-    // How an entry the storage's read answered `rr` for is checked: by signature when it
-    // came from a tier's remote and signatures are configured, else as local entries are.
-    envelope_auth const& auth_for(read_result const& rr) const noexcept {
-        if constexpr (detail::has_from_remote_origin<Storage>::value) {
-            if (remote_auth_.is_signed() && rr.origin == static_cast<std::uint32_t>(Storage::from_remote))
-                return remote_auth_;
-        }
-        (void)rr;
-        return auth_;
-    }
-
-    // Tells the storage what the check found; an entry accepted by signature is handed
-    // over resealed in the local mode (auth_), so that the tier keeps it locally as a
-    // local entry and later hits cost what local hits cost. Checked by signature, an
-    // entry no trusted key signed is no other secret's entry to keep (as the tier keeps
-    // those): one of an untrusted signer is, to the storage, sound but not for here
-    // (foreign_version: a writer replaces it after a rotation), and any other refusal is
-    // damage (a forgery or garbage, which a writer's store replaces).
-    void tell_checked(key const& k, std::string_view bytes, read_result const& rr, envelope_status status,
-                      envelope_auth const& auth) {
-        if (status == envelope_status::untrusted_signer) status = envelope_status::foreign_version;
-        if (status == envelope_status::unauthenticated && auth.is_signed()) status = envelope_status::corrupt;
-        if (status == envelope_status::ok && &auth != &auth_) {
-            std::string resealed;
-            if (reseal_envelope(bytes, auth, auth_, resealed)) detail::tell_entry_checked(storage_, k, resealed, rr, status);
-            return;
-        }
-        detail::tell_entry_checked(storage_, k, bytes, rr, status);
-    }
-
-    // The log detail of an untrusted signer's miss: its key id, the first time it is seen.
-    std::string untrusted_signer_detail(detail::envelope_fields const& env) {
-        std::string const id = key(env.signer_id.data(), env.signer_id.size()).hex();
-        std::lock_guard<std::mutex> lock(state_->signers_mutex);
-        if (std::find(state_->signers_said.begin(), state_->signers_said.end(), id) != state_->signers_said.end() ||
-            state_->signers_said.size() >= 64)
-            return {};
-        state_->signers_said.push_back(id);
-        return "signed by key id " + id + ", which no trusted key has (a key taken out of the trusted keys, or never "
-                                          "in them); said once for this key";
-    }
-
-    // What the log says of a compressed entry that missed.
-    static std::string compressed_miss_detail(detail::envelope_fields const& env) {
-        if (env.status == envelope_status::unsupported)
-            return "compressed with zstd, and this cache has no Compression policy (compile_cache/compression/zstd.hpp)";
-        if (env.status == envelope_status::corrupt)
-            return "its compressed payload does not decompress to the " + std::to_string(env.uncompressed_size) +
-                   " bytes it declares";
-        return "compressed; it declares " + std::to_string(env.uncompressed_size) + " bytes once decompressed";
-    }
-
-    // A compressed payload, decompressed into `out` (which only grows, so that hits of
-    // one size allocate nothing), bounded by the size the entry declares, itself bounded
-    // by max_entry_size (check_envelope: too_large above it). A frame that does not give
-    // exactly that many bytes (damaged, or a bomb) is corrupt; a cache that cannot
-    // decompress reads the entry as unsupported.
-    void decompress_payload(detail::envelope_fields& env, std::string& out) {
-        std::string_view const frame = env.payload;
-        env.payload = {};
-        if constexpr (detail::compresses<Compression>::value) {
-            auto const size = static_cast<std::size_t>(env.uncompressed_size);
-            if (out.size() < size) out.resize(size);
-            if (Compression::decompress(frame, out.data(), size)) {
-                env.payload = std::string_view(out.data(), size);
-                return;
-            }
-            env.status = envelope_status::corrupt;
-        } else {
-            (void)frame, (void)out;
-            env.status = envelope_status::unsupported;
-        }
     }
 
     // The artifact in `payload`, its references relinked; nullopt (a counted miss)
@@ -1061,69 +760,18 @@ private:
         return artifact;
     }
 
-    // What changed since the kernel was last stored, from its identity record, which is
-    // left in `previous` for the store that follows (it updates the record). Kind none
-    // when nothing could be read.
-    // A record over a bound (a forged one: no host's record comes near) is ignored,
-    // counted records-ignored and logged once: the miss is left unexplained, and the
-    // store that follows replaces the record.
-    miss_explanation explain_from_record(key_result const& k, entry_info const& info,
-                                         std::optional<identity_record>& previous) noexcept {
-        try {
-            bool over_bound = false;
-            previous = read_identity_record(kernel_identity(info.identity, info.name, info.origin_file), over_bound);
-            if (over_bound) {
-                state_->stats.record_ignored();
-                if (!state_->record_ignored_logged.exchange(true))
-                    log_with([&] { return detail::record_ignored_line(info.name); });
-                return {};
-            }
-            return explain_absent(previous ? &*previous : nullptr, k.value(), recorded_components(k), info.identity,
-                                  info.name, info.origin_file);
-        } catch (...) {
-            return {};
-        }
+    // The cache's identity records (detail/identity_records.hpp), over its storage.
+    detail::identity_records<Storage, Hasher> records() noexcept {
+        return {storage_, auth_, remote_auth_, state_->toolchain, state_->stats, state_->record_ignored_logged,
+                options_.logger};
     }
 
-    // The key's components as an identity record keeps them (toolchain_component::with_parts).
-    std::vector<component_digest> recorded_components(key_result const& k) {
-        return state_->toolchain.with_parts(k.components(), identity_record_digest_size);
-    }
-
-    // After a store: puts the entry first in its kernel's identity record. `previous` is
-    // the record as an absent miss read it; null: read it now. Best effort, one write: a
-    // failure only loses the explanation of a later miss.
-    void record_identity(key_result const& k, entry_info const& info, entry_metadata const& meta,
-                         std::optional<identity_record> const* previous) noexcept {
-        if (!options_.record_identities) return;
-        try {
-            std::string identity = kernel_identity(info.identity, info.name, info.origin_file);
-            std::optional<identity_record> read;
-            if (!previous) {
-                read = read_identity_record(identity);
-                previous = &read;
-            }
-            key const rk = identity_record_key(identity);
-            std::string const entry = detail::sealed_identity_record(
-                std::move(identity), {k.value(), meta.created_ns, meta.compile_ns, recorded_components(k)},
-                *previous ? &**previous : nullptr, meta, auth_);
-            // A storage that can defer the write (directory_storage: batched per process,
-            // so that a store creates one file) gets it that way; the record is for
-            // explanations, and losing the latest one in a crash loses no entry.
-            if (!entry.empty()) {
-                if constexpr (detail::has_write_deferred<Storage>::value)
-                    (void)storage_.write_deferred(rk, entry);
-                else
-                    (void)storage_.write(rk, entry);
-            }
-        } catch (...) {
-        }
-    }
-
-    // Verify mode (verify.hpp): the fresh artifact when the hit's entry is unsound.
+    // Verify mode (verify.hpp: hit_verifier judges and counts), for the share of the hits it
+    // checks: the fresh artifact when the hit's entry is unsound; nullopt when the hit stands.
     template <class Artifact, class Compile, class Self>
     std::optional<Artifact> verify_hit(key_result const& k, entry_info const& info, Artifact const& loaded,
                                        Compile& compile, Self const* self) {
+        if (!detail::verify_this_hit(options_.verify_fraction)) return std::nullopt;
         auto const serialize = [this, self](Artifact const& a, std::string& out) {
             Serializer::save(out, a, resolver_context::of(state_->resolver, self));
         };
@@ -1154,59 +802,6 @@ private:
         return false;
     }
 
-    /// A Storage that has something to say (storage/concept.hpp: has_set_logger)
-    /// says it through the cache's logger.
-    void pass_logger_to_storage() {
-        if (enabled_) detail::pass_logger_to_storage(storage_, options_.logger);
-    }
-
-    /// With signatures, a Storage that uploads to a remote (set_remote_sealer) gets the
-    /// function that turns a store's entry into the one it uploads: signed, or none
-    /// (false: not uploaded) without a signing key.
-    void pass_sealer_to_storage() {
-        if constexpr (detail::has_set_remote_sealer<Storage>::value) {
-            if (!enabled_ || !remote_auth_.is_signed()) return;
-            envelope_auth const local = auth_, remote = remote_auth_;
-            storage_.set_remote_sealer(
-                [local, remote](key const&, std::string_view entry, std::string& out) {
-                    try {
-                        return reseal_envelope(entry, local, remote, out);
-                    } catch (...) {
-                        out.clear();
-                        return false;
-                    }
-                },
-                remote_auth_.signatures()->can_sign());
-        }
-        // And the identity record a tier copies from its remote beside an entry it copied
-        // (not read through this cache): verified by signature, kept resealed in the local
-        // mode, so that a later local read accepts it; one that does not verify is not kept.
-        if constexpr (detail::has_set_record_resealer<Storage>::value) {
-            if (!enabled_ || !remote_auth_.is_signed()) return;
-            envelope_auth const local = auth_, remote = remote_auth_;
-            storage_.set_record_resealer([local, remote](key const& rk, std::string_view record, std::string& out) {
-                try {
-                    out.clear();
-                    if (detail::check_envelope(record, rk, identity_record_format, identity_record_max_size, remote)
-                            .status != envelope_status::ok)
-                        return false;
-                    return reseal_envelope(record, remote, local, out);
-                } catch (...) {
-                    out.clear();
-                    return false;
-                }
-            });
-        }
-    }
-
-    /// A Storage with `bool usable() const` that answers false (or throws) disables the
-    /// cache, with one line: through the logger, or on stderr when there is none.
-    void refuse_unusable_storage() noexcept {
-        if (detail::storage_usable(static_cast<Storage const&>(storage_))) return;
-        enabled_ = false;
-        detail::log_or_stderr(options_.logger, "the storage reports it cannot be used; the cache is disabled");
-    }
-
     /// Logs the line `build()` makes, built only when there is a logger (detail/log.hpp).
     template <class Build>
     void log_with(Build&& build) noexcept {
@@ -1223,4 +818,3 @@ private:
 
 } // namespace compile_cache
 
-#include <compile_cache/impl/cache.ipp>

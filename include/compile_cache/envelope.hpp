@@ -333,6 +333,14 @@ struct envelope_header {
 COMPILE_CACHE_DECL envelope_header write_envelope_header(std::string& out, key const& k, entry_metadata const& m,
                                                          envelope_auth const& auth);
 
+/// The metadata a store seals into the entry of the kernel `name` (from `origin_file` at
+/// `origin_line`): its serializer's `format_id`, the system clock's time now, the time it
+/// took to compile (`compile_ns`, 0 when negative) and its key's `components`.
+COMPILE_CACHE_DECL entry_metadata entry_metadata_now(std::string_view name, std::string_view origin_file,
+                                                     std::int64_t origin_line, std::string_view format_id,
+                                                     std::int64_t compile_ns,
+                                                     std::vector<component_digest> const& components);
+
 /// Writes the length of the payload that follows the length field at `length_at`,
 /// then appends the check value of `auth`'s mode.
 COMPILE_CACHE_DECL void seal_envelope_at(std::string& out, std::size_t length_at, envelope_auth const& auth);

@@ -34,6 +34,15 @@ bool storage_usable(S const& s) noexcept {
     return true;
 }
 
+/// Whether a cache over `s` runs: storage_usable(s); when it does not, one line says so
+/// through `logger`, or on stderr when there is none.
+template <class S>
+bool usable_or_said(S const& s, line_logger const& logger) noexcept {
+    if (storage_usable(s)) return true;
+    log_or_stderr(logger, "the storage reports it cannot be used; the cache is disabled");
+    return false;
+}
+
 /// Tells `s` (its `corrupt(key const&)`) that the entry it keeps under `k` failed the
 /// envelope check, so that it can remove or repair it. Best effort.
 template <class S>

@@ -13726,6 +13726,109 @@ std::string verify_failed_line(std::string const& name, std::string const& what)
 // host or changes a result.
 
 
+// ---- begin compile_cache/detail/cache_compression.hpp
+// compile_cache: how basic_cache compresses the payloads it stores and decompresses the
+// ones it loads, through its Compression policy (compression.hpp); used by cache.hpp only.
+
+
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace compile_cache::detail {
+
+/// Whether a store compresses: the policy can, and `level` (cache_options::
+/// compression_level) does not turn it off.
+template <class Compression>
+bool compression_on(std::optional<int> level) noexcept {
+    if constexpr (compresses<Compression>::value)
+        return level.value_or(Compression::default_level) != 0;
+    else
+        return (void)level, false;
+}
+
+/// Appends `payload` to the entry: compressed (at `level`, or the policy's default) when
+/// it is at least `threshold` bytes and comes out smaller, as it is otherwise.
+template <class Compression>
+void append_payload(envelope_writer& envelope, std::string const& payload, std::optional<int> level,
+                    std::size_t threshold) {
+    if constexpr (compresses<Compression>::value) {
+        if (payload.size() >= threshold) {
+            std::string& out = envelope.out();
+            std::size_t const plain_at = out.size();
+            envelope.begin_compressed_payload(payload.size());
+            if (Compression::compress(payload, level.value_or(Compression::default_level), out) &&
+                out.size() - plain_at < payload.size())
+                return;
+            envelope.drop_compressed_payload(plain_at);
+        }
+    } else {
+        (void)level, (void)threshold;
+    }
+    envelope.out() += payload;
+}
+
+/// A compressed payload, decompressed into `out` (which only grows, so that hits of
+/// one size allocate nothing), bounded by the size the entry declares, itself bounded
+/// by max_entry_size (check_envelope: too_large above it). A frame that does not give
+/// exactly that many bytes (damaged, or a bomb) is corrupt; a cache that cannot
+/// decompress reads the entry as unsupported.
+template <class Compression>
+void decompress_payload(envelope_fields& env, std::string& out) {
+    std::string_view const frame = env.payload;
+    env.payload = {};
+    if constexpr (compresses<Compression>::value) {
+        auto const size = static_cast<std::size_t>(env.uncompressed_size);
+        if (out.size() < size) out.resize(size);
+        if (Compression::decompress(frame, out.data(), size)) {
+            env.payload = std::string_view(out.data(), size);
+            return;
+        }
+        env.status = envelope_status::corrupt;
+    } else {
+        (void)frame, (void)out;
+        env.status = envelope_status::unsupported;
+    }
+}
+
+/// What the log says of a compressed entry that missed.
+COMPILE_CACHE_DECL std::string compressed_miss_detail(envelope_fields const& env);
+
+} // namespace compile_cache::detail
+
+// ---- begin compile_cache/detail/impl/cache_compression.ipp
+// compile_cache: the definitions of detail/cache_compression.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+namespace compile_cache::detail {
+
+std::string compressed_miss_detail(envelope_fields const& env) {
+    if (env.status == envelope_status::unsupported)
+        return "compressed with zstd, and this cache has no Compression policy (compile_cache/compression/zstd.hpp)";
+    if (env.status == envelope_status::corrupt)
+        return "its compressed payload does not decompress to the " + std::to_string(env.uncompressed_size) +
+               " bytes it declares";
+    return "compressed; it declares " + std::to_string(env.uncompressed_size) + " bytes once decompressed";
+}
+
+} // namespace compile_cache::detail
+
+#endif
+// ---- end compile_cache/detail/impl/cache_compression.ipp
+// ---- end compile_cache/detail/cache_compression.hpp
+// ---- begin compile_cache/detail/cache_from_env.hpp
+// compile_cache: the steps of basic_cache::from_env (read the cache's settings, then ask
+// the Storage), and the settings it lists for a host's --help; used by cache.hpp only.
+
+
+// ---- begin compile_cache/cache_options.hpp
+// compile_cache: cache_options, the settings of a basic_cache, and how from_env reads the
+// cache's own ones from PREFIX_* variables before it asks its storage.
+
+
 // ---- begin compile_cache/detail/record_identities_setting.hpp
 // compile_cache: the PREFIX_RECORD_IDENTITIES setting, which switches a cache's
 // identity records (the ones that explain a miss) on or off from the environment.
@@ -14030,6 +14133,491 @@ void single_flight_from_env(settings_reader const& env, single_flight_options& o
 // ---- end compile_cache/impl/single_flight.ipp
 // ---- end compile_cache/single_flight.hpp
 
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace compile_cache {
+
+/// Settings of a cache; from_env fills them from PREFIX_* variables.
+struct cache_options {
+    std::size_t max_entry_size = std::size_t{64} << 20; ///< larger entries are neither read nor written
+    std::function<void(std::string_view)> logger;        ///< one-line diagnostics; silent when empty
+    /// The secret (any bytes; 32 random bytes are plenty) that authenticates entries:
+    /// when not empty, entries are written with an HMAC-SHA256 under it, and only
+    /// entries whose HMAC verifies are loaded; the others are misses with reason
+    /// `unauthenticated`. Empty (the default): unkeyed entries, checked by a CRC-32C
+    /// against accidents only. Every process sharing a directory needs the same
+    /// secret, or none. See docs/security.md.
+    std::string secret;
+    /// Each store also records the entry under the kernel's identity (one small extra
+    /// write), so that an `absent` miss can say what changed (explain.hpp).
+    bool record_identities = true;
+    /// Verify mode: the share of hits (0 to 1; 1 = every hit) that are also compiled
+    /// and compared byte for byte with the loaded artifact (counted verified,
+    /// unsound or nondeterministic). 0: none (the default).
+    double verify_fraction = 0;
+    /// A kernel whose compile took less is not stored (counted store-skipped.cheap).
+    std::chrono::nanoseconds min_compile_time{0};
+    /// Signed entries on a tier's remote (compile_cache/signing/signed_entries.hpp makes
+    /// them; from_env from PREFIX_SIGNING_KEY_FILE and PREFIX_TRUSTED_KEYS_FILE). When set,
+    /// an entry the tier read from its remote is accepted only when one of its trusted
+    /// keys signed it (else a miss, `unauthenticated` or `untrusted-signer`), and is then
+    /// kept locally sealed as local entries are (`secret`, or a CRC-32C); the tier's
+    /// uploads are signed by its signing key, and without one nothing is uploaded. Local
+    /// entries are checked as without it. Null (the default): the remote's entries are
+    /// checked as local ones.
+    std::shared_ptr<entry_signatures const> signatures;
+    /// Single flight (single_flight.hpp): a miss claims its key before it compiles, and a
+    /// miss that finds another process's claim waits for its entry, within a bound.
+    single_flight_options single_flight{};
+    /// For a cache whose Compression policy compresses (compile_cache/compression/zstd.hpp):
+    /// the level payloads are compressed at (`PREFIX_COMPRESS`); nullopt: the policy's
+    /// default level; 0: none (entries are written plain; compressed ones are still read).
+    /// A cache without such a policy writes plain entries whatever this says.
+    std::optional<int> compression_level{};
+    /// Payloads smaller than this many bytes are written plain; so is a payload that
+    /// does not come out smaller. docs/benchmarks.md ("Compressed entries") says why 512.
+    std::size_t compression_threshold = 512;
+};
+
+namespace detail {
+
+/// Reads PREFIX_VERIFY and PREFIX_MIN_COMPILE_TIME into `options`; a value that does
+/// not parse is one line through `env`, and the default stays.
+COMPILE_CACHE_DECL void cache_settings_from_env(settings_reader const& env, cache_options& options);
+
+/// What basic_cache::from_env reads before it asks its storage: the cache's own settings
+/// (PREFIX_LOG, PREFIX_SECRET_FILE, then PREFIX_VERIFY and PREFIX_MIN_COMPILE_TIME), and
+/// the storage_settings it hands the storage: authenticated (a secret), remote trusted
+/// (authenticated, or PREFIX_REMOTE_INSECURE on, read when PREFIX_REMOTE is set), the
+/// logger, and cache_off (the secret file's line when it cannot be used; the settings
+/// after it are then not read). The cache's own lines wait in `held` until the storage
+/// shows it is wanted.
+struct cache_env_settings {
+    cache_options options;
+    storage_settings storage;
+    std::shared_ptr<held_lines> held;
+    /// Whether a remote is trusted without counting trusted keys (a secret, or the
+    /// insecure setting): what a storage that is itself the remote gets, since only a
+    /// tier's reads are checked by signature (basic_cache::auth_for).
+    bool remote_trusted_without_signatures = false;
+};
+COMPILE_CACHE_DECL cache_env_settings read_cache_env_settings(std::string_view prefix);
+
+/// Reads PREFIX_SIGNING_KEY_FILE and PREFIX_TRUSTED_KEYS_FILE into options.signatures
+/// through the registered loader (signing/signed_entries.hpp); empty, or the line that
+/// disables the cache (a file that cannot be used, or no loader in this program).
+COMPILE_CACHE_DECL std::string read_signature_files(settings_reader const& env, cache_options& options);
+
+
+/// The settings basic_cache::environment_settings lists after its Storage's: the cache's
+/// own, one line each; PREFIX_COMPRESS's when `compress_max_level` is not 0 (a cache
+/// whose Compression policy compresses, up to that level).
+COMPILE_CACHE_DECL void add_cache_environment_settings(std::string_view prefix, std::vector<environment_setting>& s,
+                                                       int compress_max_level);
+
+} // namespace detail
+} // namespace compile_cache
+
+// ---- begin compile_cache/impl/cache_options.ipp
+// compile_cache: the definitions of cache_options.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+#include <cstdio>
+
+namespace compile_cache::detail {
+
+void cache_settings_from_env(settings_reader const& env, cache_options& options) {
+    std::string const verify = env.value("_VERIFY");
+    if (!verify.empty() && !is_off(verify)) {
+        std::optional<double> const v = is_on(verify) ? std::optional<double>(1.0) : parse_fraction(verify);
+        if (v)
+            options.verify_fraction = *v;
+        else
+            env.report_value("_VERIFY", verify,
+                             "is not understood (1 to verify every hit, a fraction such as 0.01 for that share of "
+                             "hits, 0 for none); hits are not verified");
+    }
+    std::string const min_time = env.value("_MIN_COMPILE_TIME");
+    if (!min_time.empty()) {
+        if (std::optional<std::uint64_t> const ms = parse_whole_number(min_time, 9))
+            options.min_compile_time = std::chrono::milliseconds(static_cast<std::chrono::milliseconds::rep>(*ms));
+        else
+            env.report_value("_MIN_COMPILE_TIME", min_time,
+                             "is not a number of milliseconds; every compiled kernel is stored");
+    }
+    record_identities_from_env(env, options.record_identities);
+    single_flight_from_env(env, options.single_flight);
+}
+
+std::string read_signature_files(settings_reader const& env, cache_options& options) {
+    signature_files files{env.name("_SIGNING_KEY_FILE"), env.value("_SIGNING_KEY_FILE"),
+                          env.name("_TRUSTED_KEYS_FILE"), env.value("_TRUSTED_KEYS_FILE")};
+    if (files.signing_key_file.empty() && files.trusted_keys_file.empty()) return {};
+    entry_signatures_loader const loader = registered_signatures_loader();
+    if (!loader)
+        return (files.signing_key_file.empty() ? files.trusted_keys_setting : files.signing_key_setting) +
+               " is set, but this program was built without signed entries (compile_cache/signing/"
+               "signed_entries.hpp, with libsodium); the cache is disabled, since its remote entries could not be "
+               "checked";
+    std::string why;
+    try {
+        options.signatures = loader(files, why);
+    } catch (std::exception const& e) {
+        why = e.what();
+    } catch (...) {
+        why = "the key files could not be read";
+    }
+    if (options.signatures) return {};
+    return why + "; the cache is disabled, since its remote entries could not be " +
+           (files.signing_key_file.empty() ? "checked" : "signed");
+}
+
+cache_env_settings read_cache_env_settings(std::string_view prefix_view) {
+    std::string const prefix(prefix_view);
+    cache_options options;
+    settings_reader const plain{prefix};
+    std::string const log = plain.value("_LOG");
+    std::optional<bool> const log_on = parse_switch(log);
+    if (log_on.value_or(false))
+        options.logger = [](std::string_view line) {
+            std::fprintf(stderr, "compile_cache: %.*s\n", static_cast<int>(line.size()), line.data());
+        };
+    auto held = std::make_shared<held_lines>(options.logger);
+    // The cache's own bad values wait until the storage shows it is wanted.
+    settings_reader const own(prefix, [held](std::string_view line) { held->hold(std::string(line)); });
+    if (!log_on)
+        own.report_value("_LOG", log,
+                         "is not understood (1, on, true or yes to log; 0, off, false or no not to); logging stays off");
+    std::string cache_off;
+    std::string const secret_file = plain.value("_SECRET_FILE");
+    if (!secret_file.empty()) {
+        std::string why;
+        try {
+            why = read_secret_file(secret_file, options.secret);
+        } catch (std::exception const& e) {
+            why = e.what();
+        }
+        if (!why.empty())
+            cache_off = plain.name("_SECRET_FILE") + "=\"" + secret_file + "\": " + why +
+                        "; the cache is disabled, since its entries could not be authenticated";
+    }
+    if (cache_off.empty()) cache_off = read_signature_files(plain, options);
+    bool const authenticated = !options.secret.empty();
+    // A shared server is trusted only with authentication: an HMAC secret, or trusted
+    // keys (a writer trusts its own).
+    bool const signatures = options.signatures != nullptr;
+    bool insecure = false;
+    if (cache_off.empty()) {
+        cache_settings_from_env(own, options);
+        if (!authenticated && !signatures && !plain.is_off("_REMOTE"))
+            insecure = own.flag("_REMOTE_INSECURE", false, "the remote needs a secret");
+    }
+    storage_settings storage{settings_reader_access::holding(prefix, held), authenticated,
+                             authenticated || signatures || insecure, options.logger, std::move(cache_off)};
+    return cache_env_settings{std::move(options), std::move(storage), std::move(held), authenticated || insecure};
+}
+
+void add_cache_environment_settings(std::string_view prefix, std::vector<environment_setting>& s,
+                                    int compress_max_level) {
+    std::string const p(prefix);
+    s.push_back({p + "_LOG", "1 sends one-line diagnostics (misses with their reason, store failures) to stderr"});
+    s.push_back({p + "_SECRET_FILE", "a file whose content is the secret that authenticates entries "
+                                     "(HMAC-SHA256); if it cannot be read, or is empty, the cache is disabled"});
+    s.push_back({p + "_SIGNING_KEY_FILE", "a writer's secret key (compile-cache keygen): entries it uploads to a "
+                                          "remote are signed; needs compile_cache/signing/signed_entries.hpp"});
+    s.push_back({p + "_TRUSTED_KEYS_FILE", "public keys, one NAME:BASE64 line each: only remote entries signed by "
+                                           "one are loaded; without a signing key the remote is read-only"});
+    s.push_back({p + "_VERIFY", "1 also compiles every hit and compares the bytes (a fraction such as 0.01: that "
+                                "share of hits); a difference is reported unsound or nondeterministic"});
+    s.push_back({p + "_MIN_COMPILE_TIME", "milliseconds: a kernel that compiled faster is not stored (default 0)"});
+    s.push_back({p + "_RECORD_IDENTITIES", "0 turns off the identity records that explain a miss (default 1)"});
+    s.push_back({p + "_SINGLE_FLIGHT", "which claims a miss takes so that one process compiles and the others wait "
+                                       "for its entry: both (default), local, remote or 0"});
+    s.push_back({p + "_WAIT_MAX", "milliseconds: the longest a miss waits for another process's compile "
+                                  "(default 30000; less for a kernel with a recorded compile time)"});
+    if (compress_max_level != 0)
+        s.push_back({p + "_COMPRESS", "0 stores entries uncompressed; 1 compresses payloads of 512 bytes and more "
+                                      "(the default); 2 to " + std::to_string(compress_max_level) +
+                                      ": at that level (higher: smaller, slower to store)"});
+}
+
+} // namespace compile_cache::detail
+
+#endif
+// ---- end compile_cache/impl/cache_options.ipp
+// ---- end compile_cache/cache_options.hpp
+// ---- begin compile_cache/detail/signed_entry_checks.hpp
+// compile_cache: how basic_cache checks an entry by signature when it came from a tier's
+// remote, hands the storage what the check found, and signs what the tier uploads; used
+// by cache.hpp only.
+
+
+
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace compile_cache::detail {
+
+/// A Storage whose reads say which answers came from a shared remote: a static
+/// `from_remote` origin (tiered_storage::from_remote).
+template <class S>
+using from_remote_origin_t = decltype(static_cast<std::uint32_t>(S::from_remote));
+template <class S>
+using has_from_remote_origin = is_detected<from_remote_origin_t, S>;
+/// A Storage that signs what it uploads to its remote:
+/// `set_remote_sealer(std::function<bool(key const&, std::string_view, std::string&)>)`.
+template <class S>
+using set_remote_sealer_t = decltype(std::declval<S&>().set_remote_sealer(
+    std::declval<std::function<bool(key const&, std::string_view, std::string&)>>()));
+template <class S>
+using has_set_remote_sealer = is_detected<set_remote_sealer_t, S>;
+/// A Storage that copies identity records from its remote into its local storage by
+/// itself: `set_record_resealer(std::function<bool(key const&, std::string_view, std::string&)>)`.
+template <class S>
+using set_record_resealer_t = decltype(std::declval<S&>().set_record_resealer(
+    std::declval<std::function<bool(key const&, std::string_view, std::string&)>>()));
+template <class S>
+using has_set_record_resealer = is_detected<set_record_resealer_t, S>;
+
+/// How an entry the Storage's read answered `rr` for is checked: by `remote` (a
+/// signature) when it came from a tier's remote and signatures are configured, else by
+/// `local`, as local entries are.
+template <class Storage>
+envelope_auth const& auth_for(read_result const& rr, envelope_auth const& local, envelope_auth const& remote) noexcept {
+    if constexpr (has_from_remote_origin<Storage>::value) {
+        if (remote.is_signed() && rr.origin == static_cast<std::uint32_t>(Storage::from_remote)) return remote;
+    }
+    (void)rr, (void)remote;
+    return local;
+}
+
+/// Tells `storage` what the check of `bytes` (by `auth`) found; an entry accepted by
+/// signature is handed over resealed in the local mode (`local`), so that the tier keeps
+/// it locally as a local entry and later hits cost what local hits cost. Checked by
+/// signature, an entry no trusted key signed is no other secret's entry to keep (as the
+/// tier keeps those): one of an untrusted signer is, to the storage, sound but not for
+/// here (foreign_version: a writer replaces it after a rotation), and any other refusal
+/// is damage (a forgery or garbage, which a writer's store replaces).
+template <class Storage>
+void tell_checked(Storage& storage, key const& k, std::string_view bytes, read_result const& rr,
+                  envelope_status status, envelope_auth const& auth, envelope_auth const& local) {
+    if (status == envelope_status::untrusted_signer) status = envelope_status::foreign_version;
+    if (status == envelope_status::unauthenticated && auth.is_signed()) status = envelope_status::corrupt;
+    if (status == envelope_status::ok && &auth != &local) {
+        std::string resealed;
+        if (reseal_envelope(bytes, auth, local, resealed)) tell_entry_checked(storage, k, resealed, rr, status);
+        return;
+    }
+    tell_entry_checked(storage, k, bytes, rr, status);
+}
+
+/// With signatures (`remote` signed), a Storage that uploads to a remote
+/// (set_remote_sealer) gets the function that turns a store's entry (sealed by `local`)
+/// into the one it uploads: signed, or none (false: not uploaded) without a signing key.
+/// And a Storage that copies identity records from its remote by itself
+/// (set_record_resealer) gets the function that checks such a record by signature and
+/// reseals it in the local mode, so that a later local read accepts it; one that does
+/// not verify is not kept (false).
+template <class Storage>
+void pass_sealer_to_storage(Storage& storage, envelope_auth const& local, envelope_auth const& remote) {
+    if (!remote.is_signed()) return;
+    if constexpr (has_set_remote_sealer<Storage>::value) {
+        storage.set_remote_sealer(
+            [local, remote](key const&, std::string_view entry, std::string& out) {
+                try {
+                    return reseal_envelope(entry, local, remote, out);
+                } catch (...) {
+                    out.clear();
+                    return false;
+                }
+            },
+            remote.signatures()->can_sign());
+    }
+    if constexpr (has_set_record_resealer<Storage>::value) {
+        storage.set_record_resealer([local, remote](key const& rk, std::string_view record, std::string& out) {
+            try {
+                out.clear();
+                if (check_envelope(record, rk, identity_record_format, identity_record_max_size, remote).status !=
+                    envelope_status::ok)
+                    return false;
+                return reseal_envelope(record, remote, local, out);
+            } catch (...) {
+                out.clear();
+                return false;
+            }
+        });
+    }
+    (void)storage, (void)local;
+}
+
+/// The untrusted signers a cache has named in its log, so that each is named once.
+class untrusted_signers_said {
+public:
+    /// The log detail of an untrusted signer's miss: its key id, the first time it is
+    /// seen (at most 64 are remembered); empty after that.
+    COMPILE_CACHE_DECL std::string first_time(envelope_fields const& env);
+
+private:
+    std::mutex mutex_;
+    std::vector<std::string> said_;
+};
+
+} // namespace compile_cache::detail
+
+// ---- begin compile_cache/detail/impl/signed_entry_checks.ipp
+// compile_cache: the definitions of detail/signed_entry_checks.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+#include <algorithm>
+
+namespace compile_cache::detail {
+
+std::string untrusted_signers_said::first_time(envelope_fields const& env) {
+    std::string const id = key(env.signer_id.data(), env.signer_id.size()).hex();
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (std::find(said_.begin(), said_.end(), id) != said_.end() || said_.size() >= 64) return {};
+    said_.push_back(id);
+    return "signed by key id " + id + ", which no trusted key has (a key taken out of the trusted keys, or never "
+                                      "in them); said once for this key";
+}
+
+} // namespace compile_cache::detail
+
+#endif
+// ---- end compile_cache/detail/impl/signed_entry_checks.ipp
+// ---- end compile_cache/detail/signed_entry_checks.hpp
+
+#include <exception>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace compile_cache::detail {
+
+/// Reads PREFIX_COMPRESS into `settings` after the cache's other settings (its lines held
+/// with theirs); for a Compression policy that cannot compress, only the line that says so.
+template <class Compression>
+void read_compression_setting(cache_env_settings& settings) {
+    if constexpr (compresses<Compression>::value) {
+        compression_level_from_env(settings.storage.env, Compression::max_level, settings.options.compression_level);
+    } else {
+        std::string line = compression_unavailable_line(settings.storage.env);
+        if (!line.empty()) settings.held->hold(std::move(line));
+    }
+}
+
+/// What basic_cache::from_env(prefix) makes a cache of: the Storage and the options, or
+/// nullopt for a disabled cache. The cache's own lines are said only when the Storage is
+/// configured; the Storage's answer "off" is said, "not configured" is not; a Storage
+/// that throws while it is set up is said and is no cache. Never throws.
+template <class Storage, class Compression>
+std::optional<std::pair<Storage, cache_options>> storage_and_options_from_env(std::string_view prefix) {
+    cache_env_settings settings = read_cache_env_settings(prefix);
+    if constexpr (!has_from_remote_origin<Storage>::value)
+        settings.storage.remote_trusted = settings.remote_trusted_without_signatures;
+    if (settings.storage.cache_off.empty()) read_compression_setting<Compression>(settings);
+    std::optional<from_env_result<Storage>> answer;
+    try {
+        answer.emplace(storage_from_env<Storage>(settings.storage, "_DIR"));
+    } catch (std::exception const& e) {
+        settings.held->say(std::string(prefix) + ": the storage could not be set up (" + e.what() +
+                           "); the cache is disabled");
+        return std::nullopt;
+    } catch (...) {
+        settings.held->say(std::string(prefix) + ": the storage could not be set up; the cache is disabled");
+        return std::nullopt;
+    }
+    if (!*answer) {
+        if (answer->why_off().empty())
+            settings.held->drop(); // not configured: nobody asked for a cache
+        else
+            settings.held->say(answer->why_off());
+        return std::nullopt;
+    }
+    if (!settings.storage.cache_off.empty()) { // a storage that did not look
+        settings.held->say(settings.storage.cache_off);
+        return std::nullopt;
+    }
+    settings.held->release();
+    return std::optional<std::pair<Storage, cache_options>>(std::in_place, std::move(**answer),
+                                                            std::move(settings.options));
+}
+
+/// basic_cache::environment_settings(prefix): the Storage's settings (its static
+/// `environment_settings(prefix)`, or `PREFIX_DIR` for a Storage without one), then the
+/// cache's own.
+template <class Storage, class Compression>
+std::vector<environment_setting> cache_environment_settings(std::string_view prefix) {
+    std::vector<environment_setting> s;
+    if constexpr (has_environment_settings<Storage>::value)
+        s = Storage::environment_settings(prefix);
+    else
+        s.push_back({std::string(prefix) + "_DIR",
+                     "the cache directory; unset, empty, 0, off, false or no disable the cache"});
+    int max_level = 0;
+    if constexpr (compresses<Compression>::value) max_level = Compression::max_level;
+    add_cache_environment_settings(prefix, s, max_level);
+    return s;
+}
+
+} // namespace compile_cache::detail
+// ---- end compile_cache/detail/cache_from_env.hpp
+// ---- begin compile_cache/detail/cache_prefetch.hpp
+// compile_cache: basic_cache::prefetch's work, which asks a Storage with `prefetch` for
+// the entries of many keys and their kernels' identity records at once; used by cache.hpp only.
+
+
+
+#include <cstddef>
+#include <vector>
+
+namespace compile_cache::detail {
+
+/// Asks `storage` to read ahead, bounded by `max_entry_size`, the entries of `keys` (a
+/// bypass skipped) and, with `record_identities`, the identity record of each kernel
+/// given an info (`infos[i]` for `keys[i]`: an entry_info). Nothing for a Storage
+/// without `prefetch`. Never throws.
+template <class Storage, class Info>
+void prefetch_entries(Storage& storage, std::vector<key_result> const& keys, std::vector<Info> const& infos,
+                      std::size_t max_entry_size, bool record_identities) noexcept {
+    if constexpr (has_prefetch<Storage>::value) {
+        try {
+            std::vector<key> wanted;
+            wanted.reserve(keys.size() * 2);
+            for (std::size_t i = 0; i < keys.size(); ++i) {
+                if (!keys[i].ok()) continue;
+                wanted.push_back(keys[i].value());
+                if (i < infos.size() && record_identities)
+                    wanted.push_back(
+                        identity_record_key(kernel_identity(infos[i].identity, infos[i].name, infos[i].origin_file)));
+            }
+            if (!wanted.empty()) storage.prefetch(wanted, max_entry_size);
+        } catch (...) {
+        }
+    } else {
+        (void)storage, (void)keys, (void)infos, (void)max_entry_size, (void)record_identities;
+    }
+}
+
+} // namespace compile_cache::detail
+// ---- end compile_cache/detail/cache_prefetch.hpp
+
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
@@ -14153,99 +14741,6 @@ template <class R, class T>
 using bind_t = decltype(std::declval<R&>().bind(std::declval<T const*>(), std::declval<key const&>()));
 template <class R, class T>
 using has_bind = is_detected<bind_t, R, T>;
-} // namespace detail
-
-/// Settings of a cache; from_env fills them from PREFIX_* variables.
-struct cache_options {
-    std::size_t max_entry_size = std::size_t{64} << 20; ///< larger entries are neither read nor written
-    std::function<void(std::string_view)> logger;        ///< one-line diagnostics; silent when empty
-    /// The secret (any bytes; 32 random bytes are plenty) that authenticates entries:
-    /// when not empty, entries are written with an HMAC-SHA256 under it, and only
-    /// entries whose HMAC verifies are loaded; the others are misses with reason
-    /// `unauthenticated`. Empty (the default): unkeyed entries, checked by a CRC-32C
-    /// against accidents only. Every process sharing a directory needs the same
-    /// secret, or none. See docs/security.md.
-    std::string secret;
-    /// Each store also records the entry under the kernel's identity (one small extra
-    /// write), so that an `absent` miss can say what changed (explain.hpp).
-    bool record_identities = true;
-    /// Verify mode: the share of hits (0 to 1; 1 = every hit) that are also compiled
-    /// and compared byte for byte with the loaded artifact (counted verified,
-    /// unsound or nondeterministic). 0: none (the default).
-    double verify_fraction = 0;
-    /// A kernel whose compile took less is not stored (counted store-skipped.cheap).
-    std::chrono::nanoseconds min_compile_time{0};
-    /// Signed entries on a tier's remote (compile_cache/signing/signed_entries.hpp makes
-    /// them; from_env from PREFIX_SIGNING_KEY_FILE and PREFIX_TRUSTED_KEYS_FILE). When set,
-    /// an entry the tier read from its remote is accepted only when one of its trusted
-    /// keys signed it (else a miss, `unauthenticated` or `untrusted-signer`), and is then
-    /// kept locally sealed as local entries are (`secret`, or a CRC-32C); the tier's
-    /// uploads are signed by its signing key, and without one nothing is uploaded. Local
-    /// entries are checked as without it. Null (the default): the remote's entries are
-    /// checked as local ones.
-    std::shared_ptr<entry_signatures const> signatures;
-    /// Single flight (single_flight.hpp): a miss claims its key before it compiles, and a
-    /// miss that finds another process's claim waits for its entry, within a bound.
-    single_flight_options single_flight{};
-    /// For a cache whose Compression policy compresses (compile_cache/compression/zstd.hpp):
-    /// the level payloads are compressed at (`PREFIX_COMPRESS`); nullopt: the policy's
-    /// default level; 0: none (entries are written plain; compressed ones are still read).
-    /// A cache without such a policy writes plain entries whatever this says.
-    std::optional<int> compression_level{};
-    /// Payloads smaller than this many bytes are written plain; so is a payload that
-    /// does not come out smaller. docs/benchmarks.md ("Compressed entries") says why 512.
-    std::size_t compression_threshold = 512;
-};
-
-namespace detail {
-/// A Storage whose reads say which answers came from a shared remote: a static
-/// `from_remote` origin (tiered_storage::from_remote).
-template <class S>
-using from_remote_origin_t = decltype(static_cast<std::uint32_t>(S::from_remote));
-template <class S>
-using has_from_remote_origin = is_detected<from_remote_origin_t, S>;
-/// A Storage that signs what it uploads to its remote:
-/// `set_remote_sealer(std::function<bool(key const&, std::string_view, std::string&)>)`.
-template <class S>
-using set_remote_sealer_t = decltype(std::declval<S&>().set_remote_sealer(
-    std::declval<std::function<bool(key const&, std::string_view, std::string&)>>()));
-template <class S>
-using has_set_remote_sealer = is_detected<set_remote_sealer_t, S>;
-/// A Storage that copies identity records from its remote into its local storage by
-/// itself: `set_record_resealer(std::function<bool(key const&, std::string_view, std::string&)>)`.
-template <class S>
-using set_record_resealer_t = decltype(std::declval<S&>().set_record_resealer(
-    std::declval<std::function<bool(key const&, std::string_view, std::string&)>>()));
-template <class S>
-using has_set_record_resealer = is_detected<set_record_resealer_t, S>;
-
-/// Reads PREFIX_VERIFY and PREFIX_MIN_COMPILE_TIME into `options`; a value that does
-/// not parse is one line through `env`, and the default stays.
-COMPILE_CACHE_DECL void cache_settings_from_env(settings_reader const& env, cache_options& options);
-
-/// What basic_cache::from_env reads before it asks its storage: the cache's own settings
-/// (PREFIX_LOG, PREFIX_SECRET_FILE, then PREFIX_VERIFY and PREFIX_MIN_COMPILE_TIME), and
-/// the storage_settings it hands the storage: authenticated (a secret), remote trusted
-/// (authenticated, or PREFIX_REMOTE_INSECURE on, read when PREFIX_REMOTE is set), the
-/// logger, and cache_off (the secret file's line when it cannot be used; the settings
-/// after it are then not read). The cache's own lines wait in `held` until the storage
-/// shows it is wanted.
-struct cache_env_settings {
-    cache_options options;
-    storage_settings storage;
-    std::shared_ptr<held_lines> held;
-    /// Whether a remote is trusted without counting trusted keys (a secret, or the
-    /// insecure setting): what a storage that is itself the remote gets, since only a
-    /// tier's reads are checked by signature (basic_cache::auth_for).
-    bool remote_trusted_without_signatures = false;
-};
-COMPILE_CACHE_DECL cache_env_settings read_cache_env_settings(std::string_view prefix);
-
-/// Reads PREFIX_SIGNING_KEY_FILE and PREFIX_TRUSTED_KEYS_FILE into options.signatures
-/// through the registered loader (signing/signed_entries.hpp); empty, or the line that
-/// disables the cache (a file that cannot be used, or no loader in this program).
-COMPILE_CACHE_DECL std::string read_signature_files(settings_reader const& env, cache_options& options);
-
 } // namespace detail
 
 namespace detail {
@@ -14425,45 +14920,10 @@ private:
                           "compile_cache: from_env needs a Storage with `static from_env_result<Storage> "
                           "from_env(compile_cache::storage_settings const&)` or one constructible from a path "
                           "(std::string); or construct the cache with your storage object instead");
-        detail::cache_env_settings settings = detail::read_cache_env_settings(prefix);
-        if constexpr (!detail::has_from_remote_origin<Storage>::value)
-            settings.storage.remote_trusted = settings.remote_trusted_without_signatures;
-        if (settings.storage.cache_off.empty()) read_compression_setting(settings);
-        std::optional<from_env_result<Storage>> answer;
-        try {
-            answer.emplace(detail::storage_from_env<Storage>(settings.storage, "_DIR"));
-        } catch (std::exception const& e) {
-            settings.held->say(std::string(prefix) + ": the storage could not be set up (" + e.what() +
-                               "); the cache is disabled");
-            return basic_cache();
-        } catch (...) {
-            settings.held->say(std::string(prefix) + ": the storage could not be set up; the cache is disabled");
-            return basic_cache();
-        }
-        if (!*answer) {
-            if (answer->why_off().empty())
-                settings.held->drop(); // not configured: nobody asked for a cache
-            else
-                settings.held->say(answer->why_off());
-            return basic_cache();
-        }
-        if (!settings.storage.cache_off.empty()) { // a storage that did not look
-            settings.held->say(settings.storage.cache_off);
-            return basic_cache();
-        }
-        settings.held->release();
-        return basic_cache(std::move(**answer), std::move(settings.options));
-    }
-
-    // PREFIX_COMPRESS, read after the cache's other settings (its lines held with theirs).
-    static void read_compression_setting(detail::cache_env_settings& settings) {
-        if constexpr (detail::compresses<Compression>::value) {
-            detail::compression_level_from_env(settings.storage.env, Compression::max_level,
-                                               settings.options.compression_level);
-        } else {
-            std::string line = detail::compression_unavailable_line(settings.storage.env);
-            if (!line.empty()) settings.held->hold(std::move(line));
-        }
+        std::optional<std::pair<Storage, cache_options>> configured =
+            detail::storage_and_options_from_env<Storage, Compression>(prefix);
+        if (!configured) return basic_cache();
+        return basic_cache(std::move(configured->first), std::move(configured->second));
     }
 
 public:
@@ -14515,32 +14975,7 @@ public:
     /// the Storage's (its static `environment_settings(prefix)`, or `PREFIX_DIR` for a
     /// Storage without one), then the cache's own.
     static std::vector<environment_setting> environment_settings(std::string_view prefix) {
-        std::string p(prefix);
-        std::vector<environment_setting> s;
-        if constexpr (detail::has_environment_settings<Storage>::value)
-            s = Storage::environment_settings(prefix);
-        else
-            s.push_back({p + "_DIR", "the cache directory; unset, empty, 0, off, false or no disable the cache"});
-        s.push_back({p + "_LOG", "1 sends one-line diagnostics (misses with their reason, store failures) to stderr"});
-        s.push_back({p + "_SECRET_FILE", "a file whose content is the secret that authenticates entries "
-                                         "(HMAC-SHA256); if it cannot be read, or is empty, the cache is disabled"});
-        s.push_back({p + "_SIGNING_KEY_FILE", "a writer's secret key (compile-cache keygen): entries it uploads to a "
-                                              "remote are signed; needs compile_cache/signing/signed_entries.hpp"});
-        s.push_back({p + "_TRUSTED_KEYS_FILE", "public keys, one NAME:BASE64 line each: only remote entries signed by "
-                                               "one are loaded; without a signing key the remote is read-only"});
-        s.push_back({p + "_VERIFY", "1 also compiles every hit and compares the bytes (a fraction such as 0.01: that "
-                                    "share of hits); a difference is reported unsound or nondeterministic"});
-        s.push_back({p + "_MIN_COMPILE_TIME", "milliseconds: a kernel that compiled faster is not stored (default 0)"});
-        s.push_back({p + "_RECORD_IDENTITIES", "0 turns off the identity records that explain a miss (default 1)"});
-        s.push_back({p + "_SINGLE_FLIGHT", "which claims a miss takes so that one process compiles and the others wait "
-                                           "for its entry: both (default), local, remote or 0"});
-        s.push_back({p + "_WAIT_MAX", "milliseconds: the longest a miss waits for another process's compile "
-                                      "(default 30000; less for a kernel with a recorded compile time)"});
-        if constexpr (detail::compresses<Compression>::value)
-            s.push_back({p + "_COMPRESS", "0 stores entries uncompressed; 1 compresses payloads of 512 bytes and more "
-                                          "(the default); 2 to " + std::to_string(Compression::max_level) +
-                                          ": at that level (higher: smaller, slower to store)"});
-        return s;
+        return detail::cache_environment_settings<Storage, Compression>(prefix);
     }
 
     /// Loads the artifact stored under `k`, relinking its references through the
@@ -14605,24 +15040,8 @@ public:
     /// used. Does nothing when the cache is disabled or its storage has no `prefetch`
     /// (storage/concept.hpp). Never throws.
     void prefetch(std::vector<key_result> const& keys, std::vector<entry_info> const& infos = {}) noexcept {
-        if constexpr (detail::has_prefetch<Storage>::value) {
-            if (!enabled_) return;
-            try {
-                std::vector<key> wanted;
-                wanted.reserve(keys.size() * 2);
-                for (std::size_t i = 0; i < keys.size(); ++i) {
-                    if (!keys[i].ok()) continue;
-                    wanted.push_back(keys[i].value());
-                    if (i < infos.size() && options_.record_identities)
-                        wanted.push_back(identity_record_key(
-                            kernel_identity(infos[i].identity, infos[i].name, infos[i].origin_file)));
-                }
-                if (!wanted.empty()) storage_.prefetch(wanted, options_.max_entry_size);
-            } catch (...) {
-            }
-        } else {
-            (void)keys, (void)infos;
-        }
+        if (enabled_)
+            detail::prefetch_entries(storage_, keys, infos, options_.max_entry_size, options_.record_identities);
     }
 
     /// Binds `self.kernel` to `k` in the resolver and compiles or loads it as its own
@@ -14692,7 +15111,7 @@ private:
                 return store_failed(store_failure::too_large, start, info, k.value(), "metadata over 1 MiB");
             // Compressing: the payload is serialized aside, then compressed into the entry.
             detail::serialize_buffer aside;
-            bool const compressing = compression_on();
+            bool const compressing = detail::compression_on<Compression>(options_.compression_level);
             std::string& payload = compressing ? aside.bytes() : envelope.out();
             if (compressing) payload.clear();
             try {
@@ -14707,7 +15126,8 @@ private:
             if (compressing) {
                 if (payload.size() > options_.max_entry_size)
                     return store_failed(store_failure::too_large, start, info, k.value(), {});
-                append_payload(envelope, payload);
+                detail::append_payload<Compression>(envelope, payload, options_.compression_level,
+                                                    options_.compression_threshold);
             }
             if (envelope.sealed_size() > options_.max_entry_size)
                 return store_failed(store_failure::too_large, start, info, k.value(), {});
@@ -14721,32 +15141,6 @@ private:
         } catch (...) {
             return store_failed(store_failure::serialize_error, start, info, k.value(), "unknown exception");
         }
-    }
-
-    // Whether a store compresses: the policy can, and the options do not turn it off.
-    bool compression_on() const noexcept {
-        if constexpr (detail::compresses<Compression>::value)
-            return options_.compression_level.value_or(Compression::default_level) != 0;
-        else
-            return false;
-    }
-
-    // Appends `payload` to the entry: compressed when it is over the threshold and comes
-    // out smaller, as it is otherwise.
-    void append_payload(envelope_writer& envelope, std::string const& payload) {
-        if constexpr (detail::compresses<Compression>::value) {
-            if (payload.size() >= options_.compression_threshold) {
-                std::string& out = envelope.out();
-                std::size_t const plain_at = out.size();
-                envelope.begin_compressed_payload(payload.size());
-                int const level = options_.compression_level.value_or(Compression::default_level);
-                if (Compression::compress(payload, level, out) &&
-                    out.size() - plain_at < payload.size())
-                    return;
-                envelope.drop_compressed_payload(plain_at);
-            }
-        }
-        envelope.out() += payload;
     }
 
     // What a store records about the entry besides its key.
@@ -14842,8 +15236,7 @@ private:
         detail::hit_verifier verifier;                  ///< verify mode
         detail::toolchain_component<Hasher> toolchain;  ///< make_key_builder's, and its parts
         detail::counters_flushed flushed;               ///< flush_statistics's
-        std::mutex signers_mutex;
-        std::vector<std::string> signers_said; ///< untrusted signers' key ids already logged (at most 64)
+        detail::untrusted_signers_said untrusted_signers; ///< their key ids, logged once each
     };
 
     // One load's bookkeeping: its key, where its miss reason goes, when it started, and
@@ -14945,7 +15338,7 @@ private:
         envelope_auth const& auth = auth_for(attempt.read);
         detail::envelope_fields env =
             detail::check_envelope(buffer, k, Serializer::format_id(), options_.max_entry_size, auth);
-        if (env.status == envelope_status::ok && env.compressed) decompress_payload(env, decompressed);
+        if (env.status == envelope_status::ok && env.compressed) detail::decompress_payload<Compression>(env, decompressed);
         if (!view.intact()) {
             env.status = envelope_status::corrupt;
             changed_while_read(attempt);
@@ -14956,85 +15349,21 @@ private:
         if (std::optional<miss_reason> const miss = miss_reason_of(env.status)) {
             if (is_damaged_entry(env.status)) detail::tell_storage_corrupt(storage_, k);
             missed(attempt, *miss,
-                   env.status == envelope_status::untrusted_signer ? untrusted_signer_detail(env)
-                   : env.compressed                                ? compressed_miss_detail(env)
+                   env.status == envelope_status::untrusted_signer ? state_->untrusted_signers.first_time(env)
+                   : env.compressed                                ? detail::compressed_miss_detail(env)
                                                                    : std::string());
         }
         return env;
     }
 
-    // How an entry the storage's read answered `rr` for is checked: by signature when it
-    // came from a tier's remote and signatures are configured, else as local entries are.
+    // How an entry read with `rr` is checked, and what the storage is told of it
+    // (detail/signed_entry_checks.hpp).
     envelope_auth const& auth_for(read_result const& rr) const noexcept {
-        if constexpr (detail::has_from_remote_origin<Storage>::value) {
-            if (remote_auth_.is_signed() && rr.origin == static_cast<std::uint32_t>(Storage::from_remote))
-                return remote_auth_;
-        }
-        (void)rr;
-        return auth_;
+        return detail::auth_for<Storage>(rr, auth_, remote_auth_);
     }
-
-    // Tells the storage what the check found; an entry accepted by signature is handed
-    // over resealed in the local mode (auth_), so that the tier keeps it locally as a
-    // local entry and later hits cost what local hits cost. Checked by signature, an
-    // entry no trusted key signed is no other secret's entry to keep (as the tier keeps
-    // those): one of an untrusted signer is, to the storage, sound but not for here
-    // (foreign_version: a writer replaces it after a rotation), and any other refusal is
-    // damage (a forgery or garbage, which a writer's store replaces).
     void tell_checked(key const& k, std::string_view bytes, read_result const& rr, envelope_status status,
                       envelope_auth const& auth) {
-        if (status == envelope_status::untrusted_signer) status = envelope_status::foreign_version;
-        if (status == envelope_status::unauthenticated && auth.is_signed()) status = envelope_status::corrupt;
-        if (status == envelope_status::ok && &auth != &auth_) {
-            std::string resealed;
-            if (reseal_envelope(bytes, auth, auth_, resealed)) detail::tell_entry_checked(storage_, k, resealed, rr, status);
-            return;
-        }
-        detail::tell_entry_checked(storage_, k, bytes, rr, status);
-    }
-
-    // The log detail of an untrusted signer's miss: its key id, the first time it is seen.
-    std::string untrusted_signer_detail(detail::envelope_fields const& env) {
-        std::string const id = key(env.signer_id.data(), env.signer_id.size()).hex();
-        std::lock_guard<std::mutex> lock(state_->signers_mutex);
-        if (std::find(state_->signers_said.begin(), state_->signers_said.end(), id) != state_->signers_said.end() ||
-            state_->signers_said.size() >= 64)
-            return {};
-        state_->signers_said.push_back(id);
-        return "signed by key id " + id + ", which no trusted key has (a key taken out of the trusted keys, or never "
-                                          "in them); said once for this key";
-    }
-
-    // What the log says of a compressed entry that missed.
-    static std::string compressed_miss_detail(detail::envelope_fields const& env) {
-        if (env.status == envelope_status::unsupported)
-            return "compressed with zstd, and this cache has no Compression policy (compile_cache/compression/zstd.hpp)";
-        if (env.status == envelope_status::corrupt)
-            return "its compressed payload does not decompress to the " + std::to_string(env.uncompressed_size) +
-                   " bytes it declares";
-        return "compressed; it declares " + std::to_string(env.uncompressed_size) + " bytes once decompressed";
-    }
-
-    // A compressed payload, decompressed into `out` (which only grows, so that hits of
-    // one size allocate nothing), bounded by the size the entry declares, itself bounded
-    // by max_entry_size (check_envelope: too_large above it). A frame that does not give
-    // exactly that many bytes (damaged, or a bomb) is corrupt; a cache that cannot
-    // decompress reads the entry as unsupported.
-    void decompress_payload(detail::envelope_fields& env, std::string& out) {
-        std::string_view const frame = env.payload;
-        env.payload = {};
-        if constexpr (detail::compresses<Compression>::value) {
-            auto const size = static_cast<std::size_t>(env.uncompressed_size);
-            if (out.size() < size) out.resize(size);
-            if (Compression::decompress(frame, out.data(), size)) {
-                env.payload = std::string_view(out.data(), size);
-                return;
-            }
-            env.status = envelope_status::corrupt;
-        } else {
-            (void)frame, (void)out;
-            env.status = envelope_status::unsupported;
-        }
+        detail::tell_checked(storage_, k, bytes, rr, status, auth, auth_);
     }
 
     // The artifact in `payload`, its references relinked; nullopt (a counted miss)
@@ -15157,43 +15486,10 @@ private:
         if (enabled_) detail::pass_logger_to_storage(storage_, options_.logger);
     }
 
-    /// With signatures, a Storage that uploads to a remote (set_remote_sealer) gets the
-    /// function that turns a store's entry into the one it uploads: signed, or none
-    /// (false: not uploaded) without a signing key.
+    /// With signatures, a Storage that uploads to a remote gets the function that signs
+    /// what it uploads (detail/signed_entry_checks.hpp).
     void pass_sealer_to_storage() {
-        if constexpr (detail::has_set_remote_sealer<Storage>::value) {
-            if (!enabled_ || !remote_auth_.is_signed()) return;
-            envelope_auth const local = auth_, remote = remote_auth_;
-            storage_.set_remote_sealer(
-                [local, remote](key const&, std::string_view entry, std::string& out) {
-                    try {
-                        return reseal_envelope(entry, local, remote, out);
-                    } catch (...) {
-                        out.clear();
-                        return false;
-                    }
-                },
-                remote_auth_.signatures()->can_sign());
-        }
-        // And the identity record a tier copies from its remote beside an entry it copied
-        // (not read through this cache): verified by signature, kept resealed in the local
-        // mode, so that a later local read accepts it; one that does not verify is not kept.
-        if constexpr (detail::has_set_record_resealer<Storage>::value) {
-            if (!enabled_ || !remote_auth_.is_signed()) return;
-            envelope_auth const local = auth_, remote = remote_auth_;
-            storage_.set_record_resealer([local, remote](key const& rk, std::string_view record, std::string& out) {
-                try {
-                    out.clear();
-                    if (detail::check_envelope(record, rk, identity_record_format, identity_record_max_size, remote)
-                            .status != envelope_status::ok)
-                        return false;
-                    return reseal_envelope(record, remote, local, out);
-                } catch (...) {
-                    out.clear();
-                    return false;
-                }
-            });
-        }
+        if (enabled_) detail::pass_sealer_to_storage(storage_, auth_, remote_auth_);
     }
 
     /// A Storage with `bool usable() const` that answers false (or throws) disables the
@@ -15220,108 +15516,6 @@ private:
 
 } // namespace compile_cache
 
-// ---- begin compile_cache/impl/cache.ipp
-// compile_cache: the definitions of cache.hpp's non-template functions; included by it alone
-// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
-#if COMPILE_CACHE_INCLUDE_IMPL
-
-namespace compile_cache::detail {
-
-void cache_settings_from_env(settings_reader const& env, cache_options& options) {
-    std::string const verify = env.value("_VERIFY");
-    if (!verify.empty() && !is_off(verify)) {
-        std::optional<double> const v = is_on(verify) ? std::optional<double>(1.0) : parse_fraction(verify);
-        if (v)
-            options.verify_fraction = *v;
-        else
-            env.report_value("_VERIFY", verify,
-                             "is not understood (1 to verify every hit, a fraction such as 0.01 for that share of "
-                             "hits, 0 for none); hits are not verified");
-    }
-    std::string const min_time = env.value("_MIN_COMPILE_TIME");
-    if (!min_time.empty()) {
-        if (std::optional<std::uint64_t> const ms = parse_whole_number(min_time, 9))
-            options.min_compile_time = std::chrono::milliseconds(static_cast<std::chrono::milliseconds::rep>(*ms));
-        else
-            env.report_value("_MIN_COMPILE_TIME", min_time,
-                             "is not a number of milliseconds; every compiled kernel is stored");
-    }
-    record_identities_from_env(env, options.record_identities);
-    single_flight_from_env(env, options.single_flight);
-}
-
-std::string read_signature_files(settings_reader const& env, cache_options& options) {
-    signature_files files{env.name("_SIGNING_KEY_FILE"), env.value("_SIGNING_KEY_FILE"),
-                          env.name("_TRUSTED_KEYS_FILE"), env.value("_TRUSTED_KEYS_FILE")};
-    if (files.signing_key_file.empty() && files.trusted_keys_file.empty()) return {};
-    entry_signatures_loader const loader = registered_signatures_loader();
-    if (!loader)
-        return (files.signing_key_file.empty() ? files.trusted_keys_setting : files.signing_key_setting) +
-               " is set, but this program was built without signed entries (compile_cache/signing/"
-               "signed_entries.hpp, with libsodium); the cache is disabled, since its remote entries could not be "
-               "checked";
-    std::string why;
-    try {
-        options.signatures = loader(files, why);
-    } catch (std::exception const& e) {
-        why = e.what();
-    } catch (...) {
-        why = "the key files could not be read";
-    }
-    if (options.signatures) return {};
-    return why + "; the cache is disabled, since its remote entries could not be " +
-           (files.signing_key_file.empty() ? "checked" : "signed");
-}
-
-cache_env_settings read_cache_env_settings(std::string_view prefix_view) {
-    std::string const prefix(prefix_view);
-    cache_options options;
-    settings_reader const plain{prefix};
-    std::string const log = plain.value("_LOG");
-    std::optional<bool> const log_on = parse_switch(log);
-    if (log_on.value_or(false))
-        options.logger = [](std::string_view line) {
-            std::fprintf(stderr, "compile_cache: %.*s\n", static_cast<int>(line.size()), line.data());
-        };
-    auto held = std::make_shared<held_lines>(options.logger);
-    // The cache's own bad values wait until the storage shows it is wanted.
-    settings_reader const own(prefix, [held](std::string_view line) { held->hold(std::string(line)); });
-    if (!log_on)
-        own.report_value("_LOG", log,
-                         "is not understood (1, on, true or yes to log; 0, off, false or no not to); logging stays off");
-    std::string cache_off;
-    std::string const secret_file = plain.value("_SECRET_FILE");
-    if (!secret_file.empty()) {
-        std::string why;
-        try {
-            why = read_secret_file(secret_file, options.secret);
-        } catch (std::exception const& e) {
-            why = e.what();
-        }
-        if (!why.empty())
-            cache_off = plain.name("_SECRET_FILE") + "=\"" + secret_file + "\": " + why +
-                        "; the cache is disabled, since its entries could not be authenticated";
-    }
-    if (cache_off.empty()) cache_off = read_signature_files(plain, options);
-    bool const authenticated = !options.secret.empty();
-    // A shared server is trusted only with authentication: an HMAC secret, or trusted
-    // keys (a writer trusts its own).
-    bool const signatures = options.signatures != nullptr;
-    bool insecure = false;
-    if (cache_off.empty()) {
-        cache_settings_from_env(own, options);
-        if (!authenticated && !signatures && !plain.is_off("_REMOTE"))
-            insecure = own.flag("_REMOTE_INSECURE", false, "the remote needs a secret");
-    }
-    storage_settings storage{settings_reader_access::holding(prefix, held), authenticated,
-                             authenticated || signatures || insecure, options.logger, std::move(cache_off)};
-    return cache_env_settings{std::move(options), std::move(storage), std::move(held), authenticated || insecure};
-}
-
-} // namespace compile_cache::detail
-
-#endif
-// ---- end compile_cache/impl/cache.ipp
 // ---- end compile_cache/cache.hpp
 // ---- begin compile_cache/default_cache.hpp
 // compile_cache: the default composition — SHA-256 keys, Boost binary archives, the

@@ -2,6 +2,7 @@
 // (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
 #pragma once
 #if COMPILE_CACHE_INCLUDE_IMPL
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 
@@ -108,6 +109,22 @@ envelope_status unchecked_entry_status(unsigned char const* p, std::size_t n, en
         (header_flags(p, n) & envelope_flags_authenticator) == envelope_flag_keyed)
         return envelope_status::unauthenticated;
     return envelope_status::corrupt;
+}
+
+entry_metadata entry_metadata_now(std::string_view name, std::string_view origin_file, std::int64_t origin_line,
+                                  std::string_view format_id, std::int64_t compile_ns,
+                                  std::vector<component_digest> const& components) {
+    entry_metadata meta;
+    meta.name = std::string(name);
+    meta.origin_file = std::string(origin_file);
+    meta.origin_line = origin_line;
+    meta.format_id = std::string(format_id);
+    meta.created_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    meta.compile_ns = static_cast<std::uint64_t>(compile_ns < 0 ? 0 : compile_ns);
+    meta.components = components;
+    return meta;
 }
 
 envelope_header write_envelope_header(std::string& out, key const& k, entry_metadata const& m,

@@ -1,7 +1,9 @@
-// compile_cache: the definitions of cache.hpp's non-template functions; included by it alone
+// compile_cache: the definitions of cache_options.hpp's non-template functions; included by it alone
 // (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
 #pragma once
 #if COMPILE_CACHE_INCLUDE_IMPL
+
+#include <cstdio>
 
 namespace compile_cache::detail {
 
@@ -94,6 +96,30 @@ cache_env_settings read_cache_env_settings(std::string_view prefix_view) {
     storage_settings storage{settings_reader_access::holding(prefix, held), authenticated,
                              authenticated || signatures || insecure, options.logger, std::move(cache_off)};
     return cache_env_settings{std::move(options), std::move(storage), std::move(held), authenticated || insecure};
+}
+
+void add_cache_environment_settings(std::string_view prefix, std::vector<environment_setting>& s,
+                                    int compress_max_level) {
+    std::string const p(prefix);
+    s.push_back({p + "_LOG", "1 sends one-line diagnostics (misses with their reason, store failures) to stderr"});
+    s.push_back({p + "_SECRET_FILE", "a file whose content is the secret that authenticates entries "
+                                     "(HMAC-SHA256); if it cannot be read, or is empty, the cache is disabled"});
+    s.push_back({p + "_SIGNING_KEY_FILE", "a writer's secret key (compile-cache keygen): entries it uploads to a "
+                                          "remote are signed; needs compile_cache/signing/signed_entries.hpp"});
+    s.push_back({p + "_TRUSTED_KEYS_FILE", "public keys, one NAME:BASE64 line each: only remote entries signed by "
+                                           "one are loaded; without a signing key the remote is read-only"});
+    s.push_back({p + "_VERIFY", "1 also compiles every hit and compares the bytes (a fraction such as 0.01: that "
+                                "share of hits); a difference is reported unsound or nondeterministic"});
+    s.push_back({p + "_MIN_COMPILE_TIME", "milliseconds: a kernel that compiled faster is not stored (default 0)"});
+    s.push_back({p + "_RECORD_IDENTITIES", "0 turns off the identity records that explain a miss (default 1)"});
+    s.push_back({p + "_SINGLE_FLIGHT", "which claims a miss takes so that one process compiles and the others wait "
+                                       "for its entry: both (default), local, remote or 0"});
+    s.push_back({p + "_WAIT_MAX", "milliseconds: the longest a miss waits for another process's compile "
+                                  "(default 30000; less for a kernel with a recorded compile time)"});
+    if (compress_max_level != 0)
+        s.push_back({p + "_COMPRESS", "0 stores entries uncompressed; 1 compresses payloads of 512 bytes and more "
+                                      "(the default); 2 to " + std::to_string(compress_max_level) +
+                                      ": at that level (higher: smaller, slower to store)"});
 }
 
 } // namespace compile_cache::detail

@@ -1,0 +1,88 @@
+// compile_cache: the steps of basic_cache::from_env (read the cache's settings, then ask
+// the Storage), and the settings it lists for a host's --help; used by cache.hpp only.
+#pragma once
+
+#include <compile_cache/detail/config.hpp>
+
+#include <compile_cache/cache_options.hpp>
+#include <compile_cache/compression.hpp>
+#include <compile_cache/detail/signed_entry_checks.hpp>
+#include <compile_cache/settings.hpp>
+#include <compile_cache/storage/concept.hpp>
+
+#include <exception>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace compile_cache::detail {
+
+/// Reads PREFIX_COMPRESS into `settings` after the cache's other settings (its lines held
+/// with theirs); for a Compression policy that cannot compress, only the line that says so.
+template <class Compression>
+void read_compression_setting(cache_env_settings& settings) {
+    if constexpr (compresses<Compression>::value) {
+        compression_level_from_env(settings.storage.env, Compression::max_level, settings.options.compression_level);
+    } else {
+        std::string line = compression_unavailable_line(settings.storage.env);
+        if (!line.empty()) settings.held->hold(std::move(line));
+    }
+}
+
+/// What basic_cache::from_env(prefix) makes a cache of: the Storage and the options, or
+/// nullopt for a disabled cache. The cache's own lines are said only when the Storage is
+/// configured; the Storage's answer "off" is said, "not configured" is not; a Storage
+/// that throws while it is set up is said and is no cache. Never throws.
+template <class Storage, class Compression>
+std::optional<std::pair<Storage, cache_options>> storage_and_options_from_env(std::string_view prefix) {
+    cache_env_settings settings = read_cache_env_settings(prefix);
+    if constexpr (!has_from_remote_origin<Storage>::value)
+        settings.storage.remote_trusted = settings.remote_trusted_without_signatures;
+    if (settings.storage.cache_off.empty()) read_compression_setting<Compression>(settings);
+    std::optional<from_env_result<Storage>> answer;
+    try {
+        answer.emplace(storage_from_env<Storage>(settings.storage, "_DIR"));
+    } catch (std::exception const& e) {
+        settings.held->say(std::string(prefix) + ": the storage could not be set up (" + e.what() +
+                           "); the cache is disabled");
+        return std::nullopt;
+    } catch (...) {
+        settings.held->say(std::string(prefix) + ": the storage could not be set up; the cache is disabled");
+        return std::nullopt;
+    }
+    if (!*answer) {
+        if (answer->why_off().empty())
+            settings.held->drop(); // not configured: nobody asked for a cache
+        else
+            settings.held->say(answer->why_off());
+        return std::nullopt;
+    }
+    if (!settings.storage.cache_off.empty()) { // a storage that did not look
+        settings.held->say(settings.storage.cache_off);
+        return std::nullopt;
+    }
+    settings.held->release();
+    return std::optional<std::pair<Storage, cache_options>>(std::in_place, std::move(**answer),
+                                                            std::move(settings.options));
+}
+
+/// basic_cache::environment_settings(prefix): the Storage's settings (its static
+/// `environment_settings(prefix)`, or `PREFIX_DIR` for a Storage without one), then the
+/// cache's own.
+template <class Storage, class Compression>
+std::vector<environment_setting> cache_environment_settings(std::string_view prefix) {
+    std::vector<environment_setting> s;
+    if constexpr (has_environment_settings<Storage>::value)
+        s = Storage::environment_settings(prefix);
+    else
+        s.push_back({std::string(prefix) + "_DIR",
+                     "the cache directory; unset, empty, 0, off, false or no disable the cache"});
+    int max_level = 0;
+    if constexpr (compresses<Compression>::value) max_level = Compression::max_level;
+    add_cache_environment_settings(prefix, s, max_level);
+    return s;
+}
+
+} // namespace compile_cache::detail

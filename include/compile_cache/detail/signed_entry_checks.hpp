@@ -1,0 +1,130 @@
+// compile_cache: how basic_cache checks an entry by signature when it came from a tier's
+// remote, hands the storage what the check found, and signs what the tier uploads; used
+// by cache.hpp only.
+#pragma once
+
+#include <compile_cache/detail/config.hpp>
+
+#include <compile_cache/detail/detection.hpp>
+#include <compile_cache/envelope.hpp>
+#include <compile_cache/identity_record.hpp>
+#include <compile_cache/key/key.hpp>
+#include <compile_cache/storage/concept.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace compile_cache::detail {
+
+/// A Storage whose reads say which answers came from a shared remote: a static
+/// `from_remote` origin (tiered_storage::from_remote).
+template <class S>
+using from_remote_origin_t = decltype(static_cast<std::uint32_t>(S::from_remote));
+template <class S>
+using has_from_remote_origin = is_detected<from_remote_origin_t, S>;
+/// A Storage that signs what it uploads to its remote:
+/// `set_remote_sealer(std::function<bool(key const&, std::string_view, std::string&)>)`.
+template <class S>
+using set_remote_sealer_t = decltype(std::declval<S&>().set_remote_sealer(
+    std::declval<std::function<bool(key const&, std::string_view, std::string&)>>()));
+template <class S>
+using has_set_remote_sealer = is_detected<set_remote_sealer_t, S>;
+/// A Storage that copies identity records from its remote into its local storage by
+/// itself: `set_record_resealer(std::function<bool(key const&, std::string_view, std::string&)>)`.
+template <class S>
+using set_record_resealer_t = decltype(std::declval<S&>().set_record_resealer(
+    std::declval<std::function<bool(key const&, std::string_view, std::string&)>>()));
+template <class S>
+using has_set_record_resealer = is_detected<set_record_resealer_t, S>;
+
+/// How an entry the Storage's read answered `rr` for is checked: by `remote` (a
+/// signature) when it came from a tier's remote and signatures are configured, else by
+/// `local`, as local entries are.
+template <class Storage>
+envelope_auth const& auth_for(read_result const& rr, envelope_auth const& local, envelope_auth const& remote) noexcept {
+    if constexpr (has_from_remote_origin<Storage>::value) {
+        if (remote.is_signed() && rr.origin == static_cast<std::uint32_t>(Storage::from_remote)) return remote;
+    }
+    (void)rr, (void)remote;
+    return local;
+}
+
+/// Tells `storage` what the check of `bytes` (by `auth`) found; an entry accepted by
+/// signature is handed over resealed in the local mode (`local`), so that the tier keeps
+/// it locally as a local entry and later hits cost what local hits cost. Checked by
+/// signature, an entry no trusted key signed is no other secret's entry to keep (as the
+/// tier keeps those): one of an untrusted signer is, to the storage, sound but not for
+/// here (foreign_version: a writer replaces it after a rotation), and any other refusal
+/// is damage (a forgery or garbage, which a writer's store replaces).
+template <class Storage>
+void tell_checked(Storage& storage, key const& k, std::string_view bytes, read_result const& rr,
+                  envelope_status status, envelope_auth const& auth, envelope_auth const& local) {
+    if (status == envelope_status::untrusted_signer) status = envelope_status::foreign_version;
+    if (status == envelope_status::unauthenticated && auth.is_signed()) status = envelope_status::corrupt;
+    if (status == envelope_status::ok && &auth != &local) {
+        std::string resealed;
+        if (reseal_envelope(bytes, auth, local, resealed)) tell_entry_checked(storage, k, resealed, rr, status);
+        return;
+    }
+    tell_entry_checked(storage, k, bytes, rr, status);
+}
+
+/// With signatures (`remote` signed), a Storage that uploads to a remote
+/// (set_remote_sealer) gets the function that turns a store's entry (sealed by `local`)
+/// into the one it uploads: signed, or none (false: not uploaded) without a signing key.
+/// And a Storage that copies identity records from its remote by itself
+/// (set_record_resealer) gets the function that checks such a record by signature and
+/// reseals it in the local mode, so that a later local read accepts it; one that does
+/// not verify is not kept (false).
+template <class Storage>
+void pass_sealer_to_storage(Storage& storage, envelope_auth const& local, envelope_auth const& remote) {
+    if (!remote.is_signed()) return;
+    if constexpr (has_set_remote_sealer<Storage>::value) {
+        storage.set_remote_sealer(
+            [local, remote](key const&, std::string_view entry, std::string& out) {
+                try {
+                    return reseal_envelope(entry, local, remote, out);
+                } catch (...) {
+                    out.clear();
+                    return false;
+                }
+            },
+            remote.signatures()->can_sign());
+    }
+    if constexpr (has_set_record_resealer<Storage>::value) {
+        storage.set_record_resealer([local, remote](key const& rk, std::string_view record, std::string& out) {
+            try {
+                out.clear();
+                if (check_envelope(record, rk, identity_record_format, identity_record_max_size, remote).status !=
+                    envelope_status::ok)
+                    return false;
+                return reseal_envelope(record, remote, local, out);
+            } catch (...) {
+                out.clear();
+                return false;
+            }
+        });
+    }
+    (void)storage, (void)local;
+}
+
+/// The untrusted signers a cache has named in its log, so that each is named once.
+class untrusted_signers_said {
+public:
+    /// The log detail of an untrusted signer's miss: its key id, the first time it is
+    /// seen (at most 64 are remembered); empty after that.
+    COMPILE_CACHE_DECL std::string first_time(envelope_fields const& env);
+
+private:
+    std::mutex mutex_;
+    std::vector<std::string> said_;
+};
+
+} // namespace compile_cache::detail
+
+#include <compile_cache/detail/impl/signed_entry_checks.ipp>
