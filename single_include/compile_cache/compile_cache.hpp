@@ -9805,6 +9805,14 @@ struct envelope_header {
 COMPILE_CACHE_DECL envelope_header write_envelope_header(std::string& out, key const& k, entry_metadata const& m,
                                                          envelope_auth const& auth);
 
+/// The metadata a store seals into the entry of the kernel `name` (from `origin_file` at
+/// `origin_line`): its serializer's `format_id`, the system clock's time now, the time it
+/// took to compile (`compile_ns`, 0 when negative) and its key's `components`.
+COMPILE_CACHE_DECL entry_metadata entry_metadata_now(std::string_view name, std::string_view origin_file,
+                                                     std::int64_t origin_line, std::string_view format_id,
+                                                     std::int64_t compile_ns,
+                                                     std::vector<component_digest> const& components);
+
 /// Writes the length of the payload that follows the length field at `length_at`,
 /// then appends the check value of `auth`'s mode.
 COMPILE_CACHE_DECL void seal_envelope_at(std::string& out, std::size_t length_at, envelope_auth const& auth);
@@ -9998,6 +10006,7 @@ inline opened_envelope inspect_envelope(std::string_view bytes, envelope_auth co
 // compile_cache: the definitions of envelope.hpp's non-template functions; included by it alone
 // (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
 #if COMPILE_CACHE_INCLUDE_IMPL
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 
@@ -10104,6 +10113,22 @@ envelope_status unchecked_entry_status(unsigned char const* p, std::size_t n, en
         (header_flags(p, n) & envelope_flags_authenticator) == envelope_flag_keyed)
         return envelope_status::unauthenticated;
     return envelope_status::corrupt;
+}
+
+entry_metadata entry_metadata_now(std::string_view name, std::string_view origin_file, std::int64_t origin_line,
+                                  std::string_view format_id, std::int64_t compile_ns,
+                                  std::vector<component_digest> const& components) {
+    entry_metadata meta;
+    meta.name = std::string(name);
+    meta.origin_file = std::string(origin_file);
+    meta.origin_line = origin_line;
+    meta.format_id = std::string(format_id);
+    meta.created_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    meta.compile_ns = static_cast<std::uint64_t>(compile_ns < 0 ? 0 : compile_ns);
+    meta.components = components;
+    return meta;
 }
 
 envelope_header write_envelope_header(std::string& out, key const& k, entry_metadata const& m,
@@ -13476,6 +13501,15 @@ bool storage_usable(S const& s) noexcept {
     return true;
 }
 
+/// Whether a cache over `s` runs: storage_usable(s); when it does not, one line says so
+/// through `logger`, or on stderr when there is none.
+template <class S>
+bool usable_or_said(S const& s, line_logger const& logger) noexcept {
+    if (storage_usable(s)) return true;
+    log_or_stderr(logger, "the storage reports it cannot be used; the cache is disabled");
+    return false;
+}
+
 /// Tells `s` (its `corrupt(key const&)`) that the entry it keeps under `k` failed the
 /// envelope check, so that it can remove or repair it. Best effort.
 template <class S>
@@ -14617,6 +14651,123 @@ void prefetch_entries(Storage& storage, std::vector<key_result> const& keys, std
 
 } // namespace compile_cache::detail
 // ---- end compile_cache/detail/cache_prefetch.hpp
+// ---- begin compile_cache/detail/identity_records.hpp
+// compile_cache: what basic_cache does with its identity records (identity_record.hpp): reads
+// one, checked as any entry is, explains an absent miss from it (explain.hpp), and puts a
+// stored entry first in it; used by cache.hpp only.
+
+
+
+#include <atomic>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace compile_cache::detail {
+
+/// One cache's identity records, over its Storage: the cache's parts they need, by
+/// reference, made anew for each use. An Info is an entry_info (cache.hpp): the kernel's
+/// `identity`, `name` and `origin_file`. No call throws: a failure only loses the
+/// explanation of a miss.
+template <class Storage, class Hasher>
+struct identity_records {
+    Storage& storage;
+    envelope_auth const& local;  ///< how the cache seals its entries and checks local ones
+    envelope_auth const& remote; ///< how an entry from a tier's remote is checked (auth_for)
+    toolchain_component<Hasher>& toolchain; ///< the cache's toolchain component, recorded as its parts
+    statistics& stats;
+    std::atomic<bool>& over_bound_logged; ///< a record over a bound was logged
+    line_logger const& logger;
+
+    /// The record of the kernel identity `identity` (the entries stored for it, newest
+    /// first), or nullopt when there is none or it does not check. `over_bound` is set when
+    /// the record is there but over a bound (identity_record_max_size,
+    /// identity_record_max_components): a forged one, ignored.
+    std::optional<identity_record> read(std::string const& identity, bool& over_bound) noexcept {
+        over_bound = false;
+        try {
+            key const rk = identity_record_key(identity);
+            std::string bytes;
+            read_result const rr = storage.read(rk, bytes, identity_record_max_size);
+            if (rr.status == read_status::too_large) over_bound = true;
+            if (rr.status != read_status::found) return std::nullopt;
+            envelope_auth const& auth = auth_for<Storage>(rr, local, remote);
+            envelope_fields const env =
+                check_envelope(bytes, rk, identity_record_format, identity_record_max_size, auth);
+            // A tier counts it, keeps another secret's, and copies a sound record it read
+            // from its remote, so that this machine has it locally (for its misses and
+            // for `compile-cache explain`): resealed locally when it was checked by signature.
+            tell_checked(storage, rk, bytes, rr, env.status, auth, local);
+            return identity_record_in(env, identity, over_bound);
+        } catch (...) {
+            return std::nullopt;
+        }
+    }
+
+    /// What changed since the kernel of `info` was last stored under another key than
+    /// `k`, from its identity record, which is left in `previous` for the store that
+    /// follows (it updates the record). Kind none when nothing could be read. A record
+    /// over a bound is ignored, counted records-ignored and logged once: the miss is left
+    /// unexplained, and the store that follows replaces the record.
+    template <class Info>
+    miss_explanation explain(key_result const& k, Info const& info, std::optional<identity_record>& previous) noexcept {
+        try {
+            bool over_bound = false;
+            previous = read(kernel_identity(info.identity, info.name, info.origin_file), over_bound);
+            if (over_bound) {
+                stats.record_ignored();
+                if (!over_bound_logged.exchange(true)) log_with(logger, [&] { return record_ignored_line(info.name); });
+                return {};
+            }
+            return explain_absent(previous ? &*previous : nullptr, k.value(), components_of(k), info.identity,
+                                  info.name, info.origin_file);
+        } catch (...) {
+            return {};
+        }
+    }
+
+    /// After a store of the entry under `k` (its metadata `meta`): puts it first in the
+    /// record of its kernel's identity. `previous` is the record as an absent miss read it;
+    /// null: read it now. Best effort, one write: a failure only loses the explanation of
+    /// a later miss.
+    template <class Info>
+    void record(key_result const& k, Info const& info, entry_metadata const& meta,
+                std::optional<identity_record> const* previous) noexcept {
+        try {
+            std::string identity = kernel_identity(info.identity, info.name, info.origin_file);
+            std::optional<identity_record> read_now;
+            if (!previous) {
+                bool over_bound = false;
+                read_now = read(identity, over_bound);
+                previous = &read_now;
+            }
+            key const rk = identity_record_key(identity);
+            std::string const entry = sealed_identity_record(
+                std::move(identity), {k.value(), meta.created_ns, meta.compile_ns, components_of(k)},
+                *previous ? &**previous : nullptr, meta, local);
+            // A storage that can defer the write (directory_storage: batched per process,
+            // so that a store creates one file) gets it that way; the record is for
+            // explanations, and losing the latest one in a crash loses no entry.
+            if (!entry.empty()) {
+                if constexpr (has_write_deferred<Storage>::value)
+                    (void)storage.write_deferred(rk, entry);
+                else
+                    (void)storage.write(rk, entry);
+            }
+        } catch (...) {
+        }
+    }
+
+private:
+    // The key's components as an identity record keeps them (toolchain_component::with_parts).
+    std::vector<component_digest> components_of(key_result const& k) {
+        return toolchain.with_parts(k.components(), identity_record_digest_size);
+    }
+};
+
+} // namespace compile_cache::detail
+// ---- end compile_cache/detail/identity_records.hpp
 
 #include <algorithm>
 #include <chrono>
@@ -14848,10 +14999,14 @@ public:
     /// An enabled cache over `storage`; with `options.secret`, authenticated entries.
     explicit basic_cache(Storage storage, cache_options options = {})
         : state_(std::make_unique<state>()), storage_(std::move(storage)), options_(std::move(options)),
-          auth_(options_.secret), remote_auth_(envelope_auth::signed_by(options_.signatures)), enabled_(true) {
-        refuse_unusable_storage();
-        pass_logger_to_storage();
-        pass_sealer_to_storage();
+          auth_(options_.secret), remote_auth_(envelope_auth::signed_by(options_.signatures)),
+          enabled_(detail::usable_or_said(static_cast<Storage const&>(storage_), options_.logger)) {
+        // A Storage that has something to say (has_set_logger) says it through the cache's
+        // logger; with signatures, one that uploads to a remote gets the function that signs
+        // what it uploads (detail/signed_entry_checks.hpp).
+        if (!enabled_) return;
+        detail::pass_logger_to_storage(storage_, options_.logger);
+        detail::pass_sealer_to_storage(storage_, auth_, remote_auth_);
     }
 
     basic_cache(basic_cache&&) noexcept = default;
@@ -14937,7 +15092,7 @@ public:
     /// Sets the function that receives one-line diagnostics (replacing PREFIX_LOG's).
     void set_logger(std::function<void(std::string_view)> logger) {
         options_.logger = std::move(logger);
-        pass_logger_to_storage();
+        if (enabled_) detail::pass_logger_to_storage(storage_, options_.logger);
     }
 
     /// The counts so far; with the Storage's own (its optional `storage_counters()`:
@@ -15063,48 +15218,26 @@ public:
     miss_explanation explain_miss(key_result const& k, entry_info const& info) {
         if (!enabled_ || !k.ok() || !options_.record_identities) return {};
         std::optional<identity_record> previous;
-        return explain_from_record(k, info, previous);
+        return records().explain(k, info, previous);
     }
 
     /// The record of a kernel's identity (the entries stored for it, newest first), or
     /// nullopt when there is none or it does not check.
     std::optional<identity_record> read_identity_record(std::string const& identity) {
         bool over_bound = false;
-        return read_identity_record(identity, over_bound);
+        return enabled_ ? records().read(identity, over_bound) : std::nullopt;
     }
 
 private:
-    // The same; `over_bound` is set when the record is there but over a bound
-    // (identity_record_max_size, identity_record_max_components): ignored.
-    std::optional<identity_record> read_identity_record(std::string const& identity, bool& over_bound) {
-        over_bound = false;
-        if (!enabled_) return std::nullopt;
-        try {
-            key const rk = identity_record_key(identity);
-            std::string bytes;
-            read_result const rr = storage_.read(rk, bytes, identity_record_max_size);
-            if (rr.status == read_status::too_large) over_bound = true;
-            if (rr.status != read_status::found) return std::nullopt;
-            envelope_auth const& auth = auth_for(rr);
-            detail::envelope_fields const env =
-                detail::check_envelope(bytes, rk, identity_record_format, identity_record_max_size, auth);
-            // A tier counts it, keeps another secret's, and copies a sound record it read
-            // from its remote, so that this machine has it locally (for its misses and
-            // for `compile-cache explain`): resealed locally when it was checked by signature.
-            tell_checked(rk, bytes, rr, env.status, auth);
-            return detail::identity_record_in(env, identity, over_bound);
-        } catch (...) {
-            return std::nullopt;
-        }
-    }
-
     template <class Artifact, class Self>
     bool store_impl(key_result const& k, Artifact const& artifact, entry_info const& info, Self const* self,
                     std::chrono::nanoseconds compile_time, std::optional<identity_record> const* previous) {
         if (!enabled_ || !k.ok()) return false;
         auto start = std::chrono::steady_clock::now();
         try {
-            entry_metadata const meta = metadata_for(k, info, compile_time);
+            entry_metadata const meta = detail::entry_metadata_now(info.name, info.origin_file, info.origin_line,
+                                                                   Serializer::format_id(), compile_time.count(),
+                                                                   k.components());
             std::string entry;
             envelope_writer envelope(entry, k.value(), meta, auth_);
             if (!envelope.metadata_fits())
@@ -15134,29 +15267,13 @@ private:
             envelope.seal();
             if (!write_entry(k.value(), entry, start, info)) return false;
             state_->stats.stored(entry.size(), detail::elapsed_ns(start));
-            record_identity(k, info, meta, previous);
+            if (options_.record_identities) records().record(k, info, meta, previous);
             return true;
         } catch (std::exception const& e) {
             return store_failed(store_failure::serialize_error, start, info, k.value(), e.what());
         } catch (...) {
             return store_failed(store_failure::serialize_error, start, info, k.value(), "unknown exception");
         }
-    }
-
-    // What a store records about the entry besides its key.
-    static entry_metadata metadata_for(key_result const& k, entry_info const& info,
-                                       std::chrono::nanoseconds compile_time) {
-        entry_metadata meta;
-        meta.name = info.name;
-        meta.origin_file = info.origin_file;
-        meta.origin_line = info.origin_line;
-        meta.format_id = Serializer::format_id();
-        meta.created_ns =
-            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-                .count();
-        meta.compile_ns = static_cast<std::uint64_t>(compile_time.count() < 0 ? 0 : compile_time.count());
-        meta.components = k.components();
-        return meta;
     }
 
     // Hands a sealed entry to the storage; false (counted, logged) when it fails. A
@@ -15188,12 +15305,8 @@ private:
         }
         miss_reason why = miss_reason::absent;
         if (std::optional<Artifact> hit = load_impl<Artifact>(k, info, self, why)) {
-            if (detail::verify_this_hit(options_.verify_fraction))
-                if (std::optional<Artifact> fresh = verify_hit(k, info, *hit, compile, self)) {
-                    cached<Artifact> r{std::move(*fresh), outcome::compiled, "unsound"};
-                    r.unsound = true;
-                    return r;
-                }
+            if (std::optional<Artifact> fresh = verify_hit(k, info, *hit, compile, self))
+                return cached<Artifact>{std::move(*fresh), outcome::compiled, "unsound", {}, true};
             return cached<Artifact>{std::move(*hit), outcome::loaded, {}};
         }
         // An absent miss reads the kernel's identity record to say what changed; the
@@ -15202,7 +15315,7 @@ private:
         miss_explanation explanation;
         bool const explained = why == miss_reason::absent && options_.record_identities;
         if (explained) {
-            explanation = explain_from_record(k, info, previous);
+            explanation = records().explain(k, info, previous);
             log_with([&] { return detail::absent_miss_line(info.name, explanation, state_->new_kernel_logged); });
         }
         // Single flight (single_flight.hpp): claim the key, or wait for the process that
@@ -15326,16 +15439,16 @@ private:
         return missed(attempt, miss_reason::read_error, "the entry's file changed while it was read");
     }
 
-    // Checks the entry read for `k` (by signature when auth_for says so), and decompresses
-    // its payload into `decompressed` when it is compressed (env.payload then points
-    // there); a status other than ok is a counted miss, and a damaged entry is reported to
-    // the storage. Bytes that changed under the reader (a view no longer intact, checked
+    // Checks the entry read for `k` (by signature when detail::auth_for says so), and
+    // decompresses its payload into `decompressed` when it is compressed (env.payload then
+    // points there); a status other than ok is a counted miss, and a damaged entry is
+    // reported to the storage. Bytes that changed under the reader (a view no longer intact, checked
     // after the decompression that reads them) are a read error, neither corrupt nor
     // reported.
     template <class View>
     detail::envelope_fields open_entry(key const& k, std::string_view buffer, View const& view,
                                        std::string& decompressed, load_attempt& attempt) {
-        envelope_auth const& auth = auth_for(attempt.read);
+        envelope_auth const& auth = detail::auth_for<Storage>(attempt.read, auth_, remote_auth_);
         detail::envelope_fields env =
             detail::check_envelope(buffer, k, Serializer::format_id(), options_.max_entry_size, auth);
         if (env.status == envelope_status::ok && env.compressed) detail::decompress_payload<Compression>(env, decompressed);
@@ -15344,8 +15457,8 @@ private:
             changed_while_read(attempt);
             return env;
         }
-        // A tier copies a sound remote entry locally.
-        tell_checked(k, buffer, attempt.read, env.status, auth);
+        // A tier copies a sound remote entry locally (detail/signed_entry_checks.hpp).
+        detail::tell_checked(storage_, k, buffer, attempt.read, env.status, auth, auth_);
         if (std::optional<miss_reason> const miss = miss_reason_of(env.status)) {
             if (is_damaged_entry(env.status)) detail::tell_storage_corrupt(storage_, k);
             missed(attempt, *miss,
@@ -15354,16 +15467,6 @@ private:
                                                                    : std::string());
         }
         return env;
-    }
-
-    // How an entry read with `rr` is checked, and what the storage is told of it
-    // (detail/signed_entry_checks.hpp).
-    envelope_auth const& auth_for(read_result const& rr) const noexcept {
-        return detail::auth_for<Storage>(rr, auth_, remote_auth_);
-    }
-    void tell_checked(key const& k, std::string_view bytes, read_result const& rr, envelope_status status,
-                      envelope_auth const& auth) {
-        detail::tell_checked(storage_, k, bytes, rr, status, auth, auth_);
     }
 
     // The artifact in `payload`, its references relinked; nullopt (a counted miss)
@@ -15387,69 +15490,18 @@ private:
         return artifact;
     }
 
-    // What changed since the kernel was last stored, from its identity record, which is
-    // left in `previous` for the store that follows (it updates the record). Kind none
-    // when nothing could be read.
-    // A record over a bound (a forged one: no host's record comes near) is ignored,
-    // counted records-ignored and logged once: the miss is left unexplained, and the
-    // store that follows replaces the record.
-    miss_explanation explain_from_record(key_result const& k, entry_info const& info,
-                                         std::optional<identity_record>& previous) noexcept {
-        try {
-            bool over_bound = false;
-            previous = read_identity_record(kernel_identity(info.identity, info.name, info.origin_file), over_bound);
-            if (over_bound) {
-                state_->stats.record_ignored();
-                if (!state_->record_ignored_logged.exchange(true))
-                    log_with([&] { return detail::record_ignored_line(info.name); });
-                return {};
-            }
-            return explain_absent(previous ? &*previous : nullptr, k.value(), recorded_components(k), info.identity,
-                                  info.name, info.origin_file);
-        } catch (...) {
-            return {};
-        }
+    // The cache's identity records (detail/identity_records.hpp), over its storage.
+    detail::identity_records<Storage, Hasher> records() noexcept {
+        return {storage_, auth_, remote_auth_, state_->toolchain, state_->stats, state_->record_ignored_logged,
+                options_.logger};
     }
 
-    // The key's components as an identity record keeps them (toolchain_component::with_parts).
-    std::vector<component_digest> recorded_components(key_result const& k) {
-        return state_->toolchain.with_parts(k.components(), identity_record_digest_size);
-    }
-
-    // After a store: puts the entry first in its kernel's identity record. `previous` is
-    // the record as an absent miss read it; null: read it now. Best effort, one write: a
-    // failure only loses the explanation of a later miss.
-    void record_identity(key_result const& k, entry_info const& info, entry_metadata const& meta,
-                         std::optional<identity_record> const* previous) noexcept {
-        if (!options_.record_identities) return;
-        try {
-            std::string identity = kernel_identity(info.identity, info.name, info.origin_file);
-            std::optional<identity_record> read;
-            if (!previous) {
-                read = read_identity_record(identity);
-                previous = &read;
-            }
-            key const rk = identity_record_key(identity);
-            std::string const entry = detail::sealed_identity_record(
-                std::move(identity), {k.value(), meta.created_ns, meta.compile_ns, recorded_components(k)},
-                *previous ? &**previous : nullptr, meta, auth_);
-            // A storage that can defer the write (directory_storage: batched per process,
-            // so that a store creates one file) gets it that way; the record is for
-            // explanations, and losing the latest one in a crash loses no entry.
-            if (!entry.empty()) {
-                if constexpr (detail::has_write_deferred<Storage>::value)
-                    (void)storage_.write_deferred(rk, entry);
-                else
-                    (void)storage_.write(rk, entry);
-            }
-        } catch (...) {
-        }
-    }
-
-    // Verify mode (verify.hpp): the fresh artifact when the hit's entry is unsound.
+    // Verify mode (verify.hpp: hit_verifier judges and counts), for the share of the hits it
+    // checks: the fresh artifact when the hit's entry is unsound; nullopt when the hit stands.
     template <class Artifact, class Compile, class Self>
     std::optional<Artifact> verify_hit(key_result const& k, entry_info const& info, Artifact const& loaded,
                                        Compile& compile, Self const* self) {
+        if (!detail::verify_this_hit(options_.verify_fraction)) return std::nullopt;
         auto const serialize = [this, self](Artifact const& a, std::string& out) {
             Serializer::save(out, a, resolver_context::of(state_->resolver, self));
         };
@@ -15478,26 +15530,6 @@ private:
                    "): " + to_string(f) + (detail.empty() ? "" : ": " + detail);
         });
         return false;
-    }
-
-    /// A Storage that has something to say (storage/concept.hpp: has_set_logger)
-    /// says it through the cache's logger.
-    void pass_logger_to_storage() {
-        if (enabled_) detail::pass_logger_to_storage(storage_, options_.logger);
-    }
-
-    /// With signatures, a Storage that uploads to a remote gets the function that signs
-    /// what it uploads (detail/signed_entry_checks.hpp).
-    void pass_sealer_to_storage() {
-        if (enabled_) detail::pass_sealer_to_storage(storage_, auth_, remote_auth_);
-    }
-
-    /// A Storage with `bool usable() const` that answers false (or throws) disables the
-    /// cache, with one line: through the logger, or on stderr when there is none.
-    void refuse_unusable_storage() noexcept {
-        if (detail::storage_usable(static_cast<Storage const&>(storage_))) return;
-        enabled_ = false;
-        detail::log_or_stderr(options_.logger, "the storage reports it cannot be used; the cache is disabled");
     }
 
     /// Logs the line `build()` makes, built only when there is a logger (detail/log.hpp).
