@@ -9,12 +9,12 @@
 
 #include <compile_cache/detail/env.hpp>
 #include <compile_cache/detail/log.hpp>
-#include <compile_cache/detail/cache_compression.hpp>
-#include <compile_cache/detail/cache_from_env.hpp>
-#include <compile_cache/detail/cache_prefetch.hpp>
-#include <compile_cache/detail/identity_records.hpp>
 #include <compile_cache/detail/record_identities_setting.hpp>
-#include <compile_cache/detail/signed_entry_checks.hpp>
+#include <compile_cache/cache/compression.hpp>
+#include <compile_cache/cache/from_env.hpp>
+#include <compile_cache/cache/identity_records.hpp>
+#include <compile_cache/cache/prefetch.hpp>
+#include <compile_cache/cache/signed_entry_checks.hpp>
 #include <compile_cache/cache_options.hpp>
 #include <compile_cache/compression.hpp>
 #include <compile_cache/envelope.hpp>
@@ -273,7 +273,7 @@ public:
           enabled_(detail::usable_or_said(static_cast<Storage const&>(storage_), options_.logger)) {
         // A Storage that has something to say (has_set_logger) says it through the cache's
         // logger; with signatures, one that uploads to a remote gets the function that signs
-        // what it uploads (detail/signed_entry_checks.hpp).
+        // what it uploads (cache/signed_entry_checks.hpp).
         if (!enabled_) return;
         detail::pass_logger_to_storage(storage_, options_.logger);
         detail::pass_sealer_to_storage(storage_, auth_, remote_auth_);
@@ -727,7 +727,7 @@ private:
             changed_while_read(attempt);
             return env;
         }
-        // A tier copies a sound remote entry locally (detail/signed_entry_checks.hpp).
+        // A tier copies a sound remote entry locally (cache/signed_entry_checks.hpp).
         detail::tell_checked(storage_, k, buffer, attempt.read, env.status, auth, auth_);
         if (std::optional<miss_reason> const miss = miss_reason_of(env.status)) {
             if (is_damaged_entry(env.status)) detail::tell_storage_corrupt(storage_, k);
@@ -760,7 +760,7 @@ private:
         return artifact;
     }
 
-    // The cache's identity records (detail/identity_records.hpp), over its storage.
+    // The cache's identity records (cache/identity_records.hpp), over its storage.
     detail::identity_records<Storage, Hasher> records() noexcept {
         return {storage_, auth_, remote_auth_, state_->toolchain, state_->stats, state_->record_ignored_logged,
                 options_.logger};

@@ -13760,7 +13760,41 @@ std::string verify_failed_line(std::string const& name, std::string const& what)
 // host or changes a result.
 
 
-// ---- begin compile_cache/detail/cache_compression.hpp
+// ---- begin compile_cache/detail/record_identities_setting.hpp
+// compile_cache: the PREFIX_RECORD_IDENTITIES setting, which switches a cache's
+// identity records (the ones that explain a miss) on or off from the environment.
+
+
+
+namespace compile_cache::detail {
+
+/// Reads `PREFIX_RECORD_IDENTITIES` into `record_identities`: `0`, `off`, `false` or
+/// `no` turn the records off, `1`, `on`, `true` or `yes` on; unset or empty leaves
+/// the value as it is (on by default); anything else is reported once through `env`
+/// and leaves it as it is.
+COMPILE_CACHE_DECL void record_identities_from_env(settings_reader const& env, bool& record_identities);
+
+} // namespace compile_cache::detail
+
+// ---- begin compile_cache/detail/impl/record_identities_setting.ipp
+// compile_cache: the definitions of detail/record_identities_setting.hpp's functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+namespace compile_cache::detail {
+
+void record_identities_from_env(settings_reader const& env, bool& record_identities) {
+    if (env.value("_RECORD_IDENTITIES").empty()) return;
+    record_identities = env.flag("_RECORD_IDENTITIES", record_identities,
+                                 record_identities ? "identity records stay on" : "identity records stay off");
+}
+
+} // namespace compile_cache::detail
+
+#endif // COMPILE_CACHE_INCLUDE_IMPL
+// ---- end compile_cache/detail/impl/record_identities_setting.ipp
+// ---- end compile_cache/detail/record_identities_setting.hpp
+// ---- begin compile_cache/cache/compression.hpp
 // compile_cache: how basic_cache compresses the payloads it stores and decompresses the
 // ones it loads, through its Compression policy (compression.hpp); used by cache.hpp only.
 
@@ -13832,8 +13866,8 @@ COMPILE_CACHE_DECL std::string compressed_miss_detail(envelope_fields const& env
 
 } // namespace compile_cache::detail
 
-// ---- begin compile_cache/detail/impl/cache_compression.ipp
-// compile_cache: the definitions of detail/cache_compression.hpp's non-template functions; included by it alone
+// ---- begin compile_cache/cache/impl/compression.ipp
+// compile_cache: the definitions of cache/compression.hpp's non-template functions; included by it alone
 // (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
 #if COMPILE_CACHE_INCLUDE_IMPL
 
@@ -13851,9 +13885,9 @@ std::string compressed_miss_detail(envelope_fields const& env) {
 } // namespace compile_cache::detail
 
 #endif
-// ---- end compile_cache/detail/impl/cache_compression.ipp
-// ---- end compile_cache/detail/cache_compression.hpp
-// ---- begin compile_cache/detail/cache_from_env.hpp
+// ---- end compile_cache/cache/impl/compression.ipp
+// ---- end compile_cache/cache/compression.hpp
+// ---- begin compile_cache/cache/from_env.hpp
 // compile_cache: the steps of basic_cache::from_env (read the cache's settings, then ask
 // the Storage), and the settings it lists for a host's --help; used by cache.hpp only.
 
@@ -13863,40 +13897,6 @@ std::string compressed_miss_detail(envelope_fields const& env) {
 // cache's own ones from PREFIX_* variables before it asks its storage.
 
 
-// ---- begin compile_cache/detail/record_identities_setting.hpp
-// compile_cache: the PREFIX_RECORD_IDENTITIES setting, which switches a cache's
-// identity records (the ones that explain a miss) on or off from the environment.
-
-
-
-namespace compile_cache::detail {
-
-/// Reads `PREFIX_RECORD_IDENTITIES` into `record_identities`: `0`, `off`, `false` or
-/// `no` turn the records off, `1`, `on`, `true` or `yes` on; unset or empty leaves
-/// the value as it is (on by default); anything else is reported once through `env`
-/// and leaves it as it is.
-COMPILE_CACHE_DECL void record_identities_from_env(settings_reader const& env, bool& record_identities);
-
-} // namespace compile_cache::detail
-
-// ---- begin compile_cache/detail/impl/record_identities_setting.ipp
-// compile_cache: the definitions of detail/record_identities_setting.hpp's functions; included by it alone
-// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
-#if COMPILE_CACHE_INCLUDE_IMPL
-
-namespace compile_cache::detail {
-
-void record_identities_from_env(settings_reader const& env, bool& record_identities) {
-    if (env.value("_RECORD_IDENTITIES").empty()) return;
-    record_identities = env.flag("_RECORD_IDENTITIES", record_identities,
-                                 record_identities ? "identity records stay on" : "identity records stay off");
-}
-
-} // namespace compile_cache::detail
-
-#endif // COMPILE_CACHE_INCLUDE_IMPL
-// ---- end compile_cache/detail/impl/record_identities_setting.ipp
-// ---- end compile_cache/detail/record_identities_setting.hpp
 // ---- begin compile_cache/single_flight.hpp
 // compile_cache: single flight, the cache's side of claims: a miss claims its key in the
 // storage before it compiles (the optional Storage members try_claim and release_claim,
@@ -14388,7 +14388,7 @@ void add_cache_environment_settings(std::string_view prefix, std::vector<environ
 #endif
 // ---- end compile_cache/impl/cache_options.ipp
 // ---- end compile_cache/cache_options.hpp
-// ---- begin compile_cache/detail/signed_entry_checks.hpp
+// ---- begin compile_cache/cache/signed_entry_checks.hpp
 // compile_cache: how basic_cache checks an entry by signature when it came from a tier's
 // remote, hands the storage what the check found, and signs what the tier uploads; used
 // by cache.hpp only.
@@ -14511,8 +14511,8 @@ private:
 
 } // namespace compile_cache::detail
 
-// ---- begin compile_cache/detail/impl/signed_entry_checks.ipp
-// compile_cache: the definitions of detail/signed_entry_checks.hpp's non-template functions; included by it alone
+// ---- begin compile_cache/cache/impl/signed_entry_checks.ipp
+// compile_cache: the definitions of cache/signed_entry_checks.hpp's non-template functions; included by it alone
 // (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
 #if COMPILE_CACHE_INCLUDE_IMPL
 
@@ -14532,8 +14532,8 @@ std::string untrusted_signers_said::first_time(envelope_fields const& env) {
 } // namespace compile_cache::detail
 
 #endif
-// ---- end compile_cache/detail/impl/signed_entry_checks.ipp
-// ---- end compile_cache/detail/signed_entry_checks.hpp
+// ---- end compile_cache/cache/impl/signed_entry_checks.ipp
+// ---- end compile_cache/cache/signed_entry_checks.hpp
 
 #include <exception>
 #include <optional>
@@ -14611,47 +14611,8 @@ std::vector<environment_setting> cache_environment_settings(std::string_view pre
 }
 
 } // namespace compile_cache::detail
-// ---- end compile_cache/detail/cache_from_env.hpp
-// ---- begin compile_cache/detail/cache_prefetch.hpp
-// compile_cache: basic_cache::prefetch's work, which asks a Storage with `prefetch` for
-// the entries of many keys and their kernels' identity records at once; used by cache.hpp only.
-
-
-
-#include <cstddef>
-#include <vector>
-
-namespace compile_cache::detail {
-
-/// Asks `storage` to read ahead, bounded by `max_entry_size`, the entries of `keys` (a
-/// bypass skipped) and, with `record_identities`, the identity record of each kernel
-/// given an info (`infos[i]` for `keys[i]`: an entry_info). Nothing for a Storage
-/// without `prefetch`. Never throws.
-template <class Storage, class Info>
-void prefetch_entries(Storage& storage, std::vector<key_result> const& keys, std::vector<Info> const& infos,
-                      std::size_t max_entry_size, bool record_identities) noexcept {
-    if constexpr (has_prefetch<Storage>::value) {
-        try {
-            std::vector<key> wanted;
-            wanted.reserve(keys.size() * 2);
-            for (std::size_t i = 0; i < keys.size(); ++i) {
-                if (!keys[i].ok()) continue;
-                wanted.push_back(keys[i].value());
-                if (i < infos.size() && record_identities)
-                    wanted.push_back(
-                        identity_record_key(kernel_identity(infos[i].identity, infos[i].name, infos[i].origin_file)));
-            }
-            if (!wanted.empty()) storage.prefetch(wanted, max_entry_size);
-        } catch (...) {
-        }
-    } else {
-        (void)storage, (void)keys, (void)infos, (void)max_entry_size, (void)record_identities;
-    }
-}
-
-} // namespace compile_cache::detail
-// ---- end compile_cache/detail/cache_prefetch.hpp
-// ---- begin compile_cache/detail/identity_records.hpp
+// ---- end compile_cache/cache/from_env.hpp
+// ---- begin compile_cache/cache/identity_records.hpp
 // compile_cache: what basic_cache does with its identity records (identity_record.hpp): reads
 // one, checked as any entry is, explains an absent miss from it (explain.hpp), and puts a
 // stored entry first in it; used by cache.hpp only.
@@ -14767,7 +14728,46 @@ private:
 };
 
 } // namespace compile_cache::detail
-// ---- end compile_cache/detail/identity_records.hpp
+// ---- end compile_cache/cache/identity_records.hpp
+// ---- begin compile_cache/cache/prefetch.hpp
+// compile_cache: basic_cache::prefetch's work, which asks a Storage with `prefetch` for
+// the entries of many keys and their kernels' identity records at once; used by cache.hpp only.
+
+
+
+#include <cstddef>
+#include <vector>
+
+namespace compile_cache::detail {
+
+/// Asks `storage` to read ahead, bounded by `max_entry_size`, the entries of `keys` (a
+/// bypass skipped) and, with `record_identities`, the identity record of each kernel
+/// given an info (`infos[i]` for `keys[i]`: an entry_info). Nothing for a Storage
+/// without `prefetch`. Never throws.
+template <class Storage, class Info>
+void prefetch_entries(Storage& storage, std::vector<key_result> const& keys, std::vector<Info> const& infos,
+                      std::size_t max_entry_size, bool record_identities) noexcept {
+    if constexpr (has_prefetch<Storage>::value) {
+        try {
+            std::vector<key> wanted;
+            wanted.reserve(keys.size() * 2);
+            for (std::size_t i = 0; i < keys.size(); ++i) {
+                if (!keys[i].ok()) continue;
+                wanted.push_back(keys[i].value());
+                if (i < infos.size() && record_identities)
+                    wanted.push_back(
+                        identity_record_key(kernel_identity(infos[i].identity, infos[i].name, infos[i].origin_file)));
+            }
+            if (!wanted.empty()) storage.prefetch(wanted, max_entry_size);
+        } catch (...) {
+        }
+    } else {
+        (void)storage, (void)keys, (void)infos, (void)max_entry_size, (void)record_identities;
+    }
+}
+
+} // namespace compile_cache::detail
+// ---- end compile_cache/cache/prefetch.hpp
 
 #include <algorithm>
 #include <chrono>
@@ -15003,7 +15003,7 @@ public:
           enabled_(detail::usable_or_said(static_cast<Storage const&>(storage_), options_.logger)) {
         // A Storage that has something to say (has_set_logger) says it through the cache's
         // logger; with signatures, one that uploads to a remote gets the function that signs
-        // what it uploads (detail/signed_entry_checks.hpp).
+        // what it uploads (cache/signed_entry_checks.hpp).
         if (!enabled_) return;
         detail::pass_logger_to_storage(storage_, options_.logger);
         detail::pass_sealer_to_storage(storage_, auth_, remote_auth_);
@@ -15457,7 +15457,7 @@ private:
             changed_while_read(attempt);
             return env;
         }
-        // A tier copies a sound remote entry locally (detail/signed_entry_checks.hpp).
+        // A tier copies a sound remote entry locally (cache/signed_entry_checks.hpp).
         detail::tell_checked(storage_, k, buffer, attempt.read, env.status, auth, auth_);
         if (std::optional<miss_reason> const miss = miss_reason_of(env.status)) {
             if (is_damaged_entry(env.status)) detail::tell_storage_corrupt(storage_, k);
@@ -15490,7 +15490,7 @@ private:
         return artifact;
     }
 
-    // The cache's identity records (detail/identity_records.hpp), over its storage.
+    // The cache's identity records (cache/identity_records.hpp), over its storage.
     detail::identity_records<Storage, Hasher> records() noexcept {
         return {storage_, auth_, remote_auth_, state_->toolchain, state_->stats, state_->record_ignored_logged,
                 options_.logger};

@@ -6,7 +6,7 @@
 
 #include <compile_cache/cache_options.hpp>
 #include <compile_cache/compression.hpp>
-#include <compile_cache/detail/signed_entry_checks.hpp>
+#include <compile_cache/cache/signed_entry_checks.hpp>
 #include <compile_cache/settings.hpp>
 #include <compile_cache/storage/concept.hpp>
 

@@ -6,7 +6,7 @@
 #include <compile_cache/detail/config.hpp>
 
 #include <compile_cache/detail/log.hpp>
-#include <compile_cache/detail/signed_entry_checks.hpp>
+#include <compile_cache/cache/signed_entry_checks.hpp>
 #include <compile_cache/envelope.hpp>
 #include <compile_cache/explain.hpp>
 #include <compile_cache/identity_record.hpp>

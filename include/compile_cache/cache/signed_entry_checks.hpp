@@ -127,4 +127,4 @@ private:
 
 } // namespace compile_cache::detail
 
-#include <compile_cache/detail/impl/signed_entry_checks.ipp>
+#include <compile_cache/cache/impl/signed_entry_checks.ipp>

@@ -73,4 +73,4 @@ COMPILE_CACHE_DECL std::string compressed_miss_detail(envelope_fields const& env
 
 } // namespace compile_cache::detail
 
-#include <compile_cache/detail/impl/cache_compression.ipp>
+#include <compile_cache/cache/impl/compression.ipp>

@@ -1,4 +1,4 @@
-// compile_cache: the definitions of detail/signed_entry_checks.hpp's non-template functions; included by it alone
+// compile_cache: the definitions of cache/signed_entry_checks.hpp's non-template functions; included by it alone
 // (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
 #pragma once
 #if COMPILE_CACHE_INCLUDE_IMPL
