@@ -84,7 +84,7 @@ dc_claims dc_plant(cc::directory_storage& s) {
     REQUIRE(s.try_claim(dc_key("gone"), {}).state == cc::claim_state::claimed);
     write_file(path_of("gone"), dc_this_machine_claim(dc_dead_pid()));
     c.goes.push_back(path_of("gone"));
-    // Another machine's, within its bound (expiry_ms=60000, a minute old): it stays...
+    // Another machine's, within its bound (expiry_ms=600000, a minute old): it stays...
     long long const now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                  std::chrono::system_clock::now().time_since_epoch())
                                  .count();
@@ -189,4 +189,35 @@ TEST_CASE("directory claims: a claim records its bound, after which a cleanup re
     write_file(s.entry_path(k) + ".claim", other_machines(std::to_string(created - 2'000'000'000LL)));
     CHECK(s.prune().claim_files_removed == 1);
     CHECK(dc_claims_under(dir.path()).empty());
+}
+
+TEST_CASE("directory claims: one of this machine that names no pid is judged by its age, and one that cannot be read "
+          "is left without an error",
+          "[single-flight][directory]") {
+    temp_dir dir;
+    cc::directory_storage s((dir.path() / "cache").string());
+    auto path_of = [&](char const* name) { return s.entry_path(dc_key(name)) + ".claim"; };
+    std::string const mine = cc::detail::claim_owner();
+    std::string const no_pid =
+        "boot=" + cc::detail::claim_field(mine, "boot") + " host=" + cc::detail::claim_field(mine, "host");
+    long long const now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
+    REQUIRE(s.try_claim(dc_key("no-pid-old"), {}).state == cc::claim_state::claimed);
+    write_file(path_of("no-pid-old"),
+               no_pid + " created_ns=" + std::to_string(now_ns - 120'000'000'000LL) + " expiry_ms=60000\n");
+    REQUIRE(s.try_claim(dc_key("no-pid-fresh"), {}).state == cc::claim_state::claimed);
+    write_file(path_of("no-pid-fresh"), no_pid + " created_ns=" + std::to_string(now_ns) + " expiry_ms=60000\n");
+    // A symbolic link with a claim's name (never made by a claim, never followed).
+    REQUIRE(s.try_claim(dc_key("link"), {}).state == cc::claim_state::claimed);
+    REQUIRE(::unlink(path_of("link").c_str()) == 0);
+    REQUIRE(::symlink("/nonexistent", path_of("link").c_str()) == 0);
+
+    cc::cleanup_result const r = s.prune();
+    CHECK_FALSE(r.error);
+    CHECK(r.not_removed == 0);
+    CHECK(r.claim_files_removed == 1);
+    std::vector<std::string> stays{path_of("link"), path_of("no-pid-fresh")};
+    std::sort(stays.begin(), stays.end());
+    CHECK(dc_claims_under(dir.path()) == stays);
 }

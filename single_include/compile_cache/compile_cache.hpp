@@ -6353,7 +6353,8 @@ struct scan_progress {
 /// has stayed empty for over a second (its writer died before writing). A claim of a live
 /// process of this machine stays, however old: its owner removes it. The file is read
 /// again just before the unlink and left if it changed (taken over meanwhile). 1: removed;
-/// 0: kept (or gone meanwhile); -errno: it could not be read or removed. Defined in
+/// 0: kept (also one that cannot be read: another user's, or not a file; or gone
+/// meanwhile); -errno: judged stale, it could not be removed. Defined in
 /// storage/directory/impl/directory_claims.ipp.
 COMPILE_CACHE_DECL int remove_stale_claim(int folder_fd, char const* name) noexcept;
 
@@ -8717,8 +8718,7 @@ int remove_stale_claim(int folder_fd, char const* name) noexcept {
     try {
         int error = 0;
         std::string const text = claims::read_claim_at(folder_fd, name, error);
-        if (error == ENOENT) return 0;
-        if (error != 0) return -error;
+        if (error != 0) return 0; // gone meanwhile, or not ours to read (another user's, not a file): left
         std::int64_t const age = claims::claim_age_ns_at(text, folder_fd, name);
         bool stale = false;
         if (text.empty()) {
@@ -8726,7 +8726,9 @@ int remove_stale_claim(int folder_fd, char const* name) noexcept {
         } else {
             bool same_machine = false;
             bool const alive = claim_owner_alive(text, same_machine);
-            stale = same_machine ? !alive : age > claims::claim_bound_ns(text);
+            // An owner of this machine that names no pid cannot be asked either: its age decides.
+            stale = same_machine && claims::claim_number(text, "pid") > 0 ? !alive
+                                                                          : age > claims::claim_bound_ns(text);
         }
         if (!stale) return 0;
         // Still the claim judged (not one taken over meanwhile)?
@@ -11060,8 +11062,9 @@ private:
 ///   uploads are the parent's); it starts its own worker at its first upload, and does
 ///   not use the remote at all if the parent's worker was mid-call when it forked (the
 ///   copied connection is then mid-call). A remote with `reconnects_after_fork`
-///   (redis_storage) is used by the child with connections of its own; another is not
-///   used by a child forked while the parent's worker still had uploads queued. The
+///   (redis_storage, http_storage) is used by the child with connections of its own;
+///   another is not used by a child forked while the parent's worker still had uploads
+///   queued. The
 ///   logger may be called from the worker.
 ///
 /// Thread-safe when both storages are. Move-only. A default-constructed tier is

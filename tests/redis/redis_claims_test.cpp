@@ -167,6 +167,36 @@ TEST_CASE("Redis claims: a dead owner's claim is taken over in one step, with th
     CHECK(a.calls("eval") == 2);
 }
 
+TEST_CASE("Redis claims for an ACL user without EVAL: a dead owner's claim is still taken over, and a release "
+          "still removes the claim",
+          "[redis][claims]") {
+    server acl;
+    admin a(acl.port());
+    std::string const ns = unique_name("claims");
+    REQUIRE(a({"ACL", "SETUSER", "ci", "on", ">ci-pw", "~" + ns + ":*", "+getrange", "+get", "+set", "+del"}) == "OK");
+    cc::redis_options o;
+    o.url = "redis://ci:ci-pw@127.0.0.1:" + std::to_string(acl.port());
+    o.name_space = ns;
+    cc::redis_storage ci(o);
+    cc::key const k = key_of(5);
+    std::string const name = ci.claim_name(k);
+    REQUIRE(a({"SET", name, gone_owner()}) == "OK");
+
+    cc::claim_answer const answer = ci.try_claim(k, remote_claim(20000ms));
+    CHECK(answer.state == cc::claim_state::claimed);
+    CHECK(answer.took_over);
+    CHECK(a({"GET", name}) == cc::detail::claim_owner());
+    CHECK(ci.try_claim(k, remote_claim()).state == cc::claim_state::held); // (a thread of ours: held)
+
+    ci.release_claim(k); // the script is refused: GET, compare, DEL
+    CHECK(a({"EXISTS", name}) == "0");
+    // Another machine's claim stays through a release of ours.
+    std::string const other = other_machine_owner("machine-e");
+    REQUIRE(a({"SET", name, other, "PX", "30000"}) == "OK");
+    ci.release_claim(k);
+    CHECK(a({"GET", name}) == other);
+}
+
 TEST_CASE("Redis claims on a cluster: claimed, released, and another's claim left alone by a release",
           "[redis][claims][cluster]") {
     std::string const ns = unique_name("claims");

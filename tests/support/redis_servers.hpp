@@ -28,6 +28,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -227,9 +228,12 @@ public:
     int port() const { return port_; }
     std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
     /// Calls `hook(chunk)` with each chunk of a client's bytes before passing it on, on the
-    /// relay's thread (set it before the client connects): a test acts on the server
-    /// between a client's commands, as another process would.
-    void before_passing(std::function<void(std::string_view)> hook) { hook_ = std::move(hook); }
+    /// relay's thread (from the next chunk on; set at any time): a test acts on the
+    /// server between a client's commands, as another process would.
+    void before_passing(std::function<void(std::string_view)> hook) {
+        std::lock_guard<std::mutex> lock(hook_mutex_);
+        hook_ = std::make_shared<std::function<void(std::string_view)>>(std::move(hook));
+    }
 
 private:
     static sockaddr_in loopback(int port) {
@@ -272,7 +276,12 @@ private:
             if (::poll(p, 2, 50) <= 0) continue;
             if (p[0].revents) {
                 ssize_t const n = ::recv(client, buffer, sizeof buffer, 0);
-                if (n > 0 && hook_) hook_(std::string_view(buffer, static_cast<std::size_t>(n)));
+                std::shared_ptr<std::function<void(std::string_view)>> hook;
+                {
+                    std::lock_guard<std::mutex> lock(hook_mutex_);
+                    hook = hook_;
+                }
+                if (n > 0 && hook && *hook) (*hook)(std::string_view(buffer, static_cast<std::size_t>(n)));
                 if (n <= 0 || !send_all(server, std::string_view(buffer, static_cast<std::size_t>(n)))) break;
             }
             if (p[1].revents) {
@@ -292,7 +301,8 @@ private:
     std::chrono::milliseconds delay_;
     std::string stray_;
     std::atomic<bool> stray_sent_{false};
-    std::function<void(std::string_view)> hook_;
+    std::mutex hook_mutex_;
+    std::shared_ptr<std::function<void(std::string_view)>> hook_; // (copied under the mutex, called outside it)
     int listener_ = -1;
     int port_ = 0;
     std::atomic<bool> stop_{false};

@@ -267,8 +267,9 @@ private:
 ///   uploads are the parent's); it starts its own worker at its first upload, and does
 ///   not use the remote at all if the parent's worker was mid-call when it forked (the
 ///   copied connection is then mid-call). A remote with `reconnects_after_fork`
-///   (redis_storage) is used by the child with connections of its own; another is not
-///   used by a child forked while the parent's worker still had uploads queued. The
+///   (redis_storage, http_storage) is used by the child with connections of its own;
+///   another is not used by a child forked while the parent's worker still had uploads
+///   queued. The
 ///   logger may be called from the worker.
 ///
 /// Thread-safe when both storages are. Move-only. A default-constructed tier is

@@ -70,9 +70,20 @@ inline claim_answer redis_storage::try_claim(key const& k, claim_request const& 
                 answer.took_over = true;
                 return answer;
             }
-            // Not replaced: another took it over (or released it) meanwhile: look again. A
-            // server that refuses scripts (an ACL): the dead claim stands until its expiry.
-            if (t.reply->type != REDIS_REPLY_INTEGER) break;
+            // A server that refuses scripts (an ACL without EVAL): the dead claim is
+            // removed with GET, compare, DEL (between the GET and the DEL another process
+            // can only take the dead claim over: one more compile at worst), then claimed
+            // with SET NX in the next round.
+            if (t.reply->type == REDIS_REPLY_ERROR) {
+                call again = run(name, {"GET", name}, 4096);
+                if (again.error || again.reply->type != REDIS_REPLY_STRING ||
+                    std::string(again.reply->str, again.reply->len) != held)
+                    continue;
+                call d = run(name, {"DEL", name}, 4096);
+                if (!d.error && d.reply->type == REDIS_REPLY_INTEGER && d.reply->integer == 1) answer.took_over = true;
+                continue;
+            }
+            // Not replaced: another took it over (or released it) meanwhile: look again.
         }
         answer.state = claim_state::held;
         return answer;
@@ -86,9 +97,16 @@ inline void redis_storage::release_claim(key const& k) noexcept {
     try {
         // Compare and delete in one step on the server (a script): a claim of ours that
         // expired and was taken by another process is that process's, and stays. A server
-        // that refuses scripts (an ACL) leaves ours to its expiry.
+        // that refuses scripts (an ACL without EVAL): GET, compare, DEL, as before scripts
+        // (a claim that expires between the two and is taken by another is then deleted:
+        // one more compile at worst), so that waiters need not wait for the expiry.
         std::string const name = claim_name(k);
-        (void)run(name, {"EVAL", detail::redis_claim_release_script, "1", name, detail::claim_owner()}, 4096);
+        std::string const owner = detail::claim_owner();
+        call e = run(name, {"EVAL", detail::redis_claim_release_script, "1", name, owner}, 4096);
+        if (e.error || e.reply->type != REDIS_REPLY_ERROR) return;
+        call g = run(name, {"GET", name}, 4096);
+        if (!g.error && g.reply->type == REDIS_REPLY_STRING && std::string(g.reply->str, g.reply->len) == owner)
+            (void)run(name, {"DEL", name}, 4096);
     } catch (...) {
     }
 }

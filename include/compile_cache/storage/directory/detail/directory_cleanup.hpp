@@ -94,7 +94,8 @@ struct scan_progress {
 /// has stayed empty for over a second (its writer died before writing). A claim of a live
 /// process of this machine stays, however old: its owner removes it. The file is read
 /// again just before the unlink and left if it changed (taken over meanwhile). 1: removed;
-/// 0: kept (or gone meanwhile); -errno: it could not be read or removed. Defined in
+/// 0: kept (also one that cannot be read: another user's, or not a file; or gone
+/// meanwhile); -errno: judged stale, it could not be removed. Defined in
 /// storage/directory/impl/directory_claims.ipp.
 COMPILE_CACHE_DECL int remove_stale_claim(int folder_fd, char const* name) noexcept;
 

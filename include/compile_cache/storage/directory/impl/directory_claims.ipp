@@ -84,8 +84,7 @@ int remove_stale_claim(int folder_fd, char const* name) noexcept {
     try {
         int error = 0;
         std::string const text = claims::read_claim_at(folder_fd, name, error);
-        if (error == ENOENT) return 0;
-        if (error != 0) return -error;
+        if (error != 0) return 0; // gone meanwhile, or not ours to read (another user's, not a file): left
         std::int64_t const age = claims::claim_age_ns_at(text, folder_fd, name);
         bool stale = false;
         if (text.empty()) {
@@ -93,7 +92,9 @@ int remove_stale_claim(int folder_fd, char const* name) noexcept {
         } else {
             bool same_machine = false;
             bool const alive = claim_owner_alive(text, same_machine);
-            stale = same_machine ? !alive : age > claims::claim_bound_ns(text);
+            // An owner of this machine that names no pid cannot be asked either: its age decides.
+            stale = same_machine && claims::claim_number(text, "pid") > 0 ? !alive
+                                                                          : age > claims::claim_bound_ns(text);
         }
         if (!stale) return 0;
         // Still the claim judged (not one taken over meanwhile)?
