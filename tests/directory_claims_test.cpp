@@ -27,6 +27,7 @@ namespace {
 namespace cc = compile_cache;
 namespace fs = std::filesystem;
 using compile_cache_test::child_process;
+using compile_cache_test::dead_pid;
 using compile_cache_test::read_file;
 using compile_cache_test::temp_dir;
 using compile_cache_test::write_file;
@@ -39,15 +40,6 @@ std::vector<std::string> dc_claims_under(fs::path const& dir) {
         if (it->path().extension() == ".claim") out.push_back(it->path().string());
     std::sort(out.begin(), out.end());
     return out;
-}
-
-/// The pid of a process of this machine that has ended (and been waited for).
-pid_t dc_dead_pid() {
-    pid_t const pid = ::fork();
-    if (pid == 0) ::_exit(0);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    return pid;
 }
 
 cc::key dc_key(std::string const& name) { return cc::key_builder<cc::sha256>().add("ir", name).finish().value(); }
@@ -82,7 +74,7 @@ dc_claims dc_plant(cc::directory_storage& s) {
     c.stays.push_back(path_of("live"));
     // A process of this machine that is gone.
     REQUIRE(s.try_claim(dc_key("gone"), {}).state == cc::claim_state::claimed);
-    write_file(path_of("gone"), dc_this_machine_claim(dc_dead_pid()));
+    write_file(path_of("gone"), dc_this_machine_claim(dead_pid()));
     c.goes.push_back(path_of("gone"));
     // Another machine's, within its bound (expiry_ms=600000, a minute old): it stays...
     long long const now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(

@@ -33,6 +33,7 @@ namespace {
 namespace cc = compile_cache;
 namespace fs = std::filesystem;
 using compile_cache_test::child_process;
+using compile_cache_test::dead_pid;
 using compile_cache_test::read_file;
 using compile_cache_test::run_in_child;
 using compile_cache_test::temp_dir;
@@ -49,15 +50,6 @@ std::vector<std::string> sf_claims_under(fs::path const& dir) {
     for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
         if (it->path().extension() == ".claim") out.push_back(it->path().string());
     return out;
-}
-
-/// The pid of a process that has ended (and been waited for).
-pid_t sf_dead_pid() {
-    pid_t const pid = ::fork();
-    if (pid == 0) ::_exit(0);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    return pid;
 }
 
 /// `name=N` of a helper's line, -1 when absent.
@@ -153,7 +145,7 @@ TEST_CASE("single flight: a claim whose owner is gone is taken over at once, ano
     std::string const path = s.entry_path(k) + ".claim";
     // A process of this machine (its boot id and host name) that is gone.
     std::string const host = cc::detail::claim_field(cc::detail::claim_owner(), "host");
-    write_file(path, "pid=" + std::to_string(sf_dead_pid()) + " boot=" + boot + " start=1 host=" + host + "\n");
+    write_file(path, "pid=" + std::to_string(dead_pid()) + " boot=" + boot + " start=1 host=" + host + "\n");
     cc::claim_answer const a = s.try_claim(k, {});
     CHECK(a.state == cc::claim_state::claimed);
     CHECK(a.took_over);

@@ -164,6 +164,16 @@ inline process_result run_process(process_spec const& spec) {
     return r;
 }
 
+/// The pid of a process of this machine that has ended (a child, exited and waited
+/// for): what a claim of a gone owner names.
+inline pid_t dead_pid() {
+    pid_t const pid = ::fork();
+    if (pid == 0) ::_exit(0);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return pid;
+}
+
 /// This process's environment, NAME=VALUE each, for a child that should inherit it.
 inline std::vector<std::string> this_environment() {
     std::vector<std::string> env;
