@@ -29,6 +29,11 @@ namespace compile_cache::detail::directory_storage_impl {
 inline constexpr std::int64_t temp_stale_after_ns = std::int64_t{3600} * 1000000000; ///< one hour
 inline constexpr std::int64_t no_cutoff = std::numeric_limits<std::int64_t>::min();
 
+/// Whether a scan that sweeps temp files also judges claim files (remove_stale_claim:
+/// a read of the claim and of its owner's /proc entry each); a scan made only to count a
+/// folder (the ledger's recount after a store) leaves them to the cleanups.
+enum class claim_sweep { judged, left };
+
 /// What one look at one fan-out folder found and did.
 struct folder_scan {
     std::uint64_t bytes = 0;   ///< accounted bytes of the entries left
@@ -103,13 +108,14 @@ COMPILE_CACHE_DECL int remove_stale_claim(int folder_fd, char const* name) noexc
 /// when the cursor is on another folder), within `limits`: entries (regular files with
 /// an entry name) are counted, or unlinked when their use time (mtime) is at or before
 /// `evict_up_to`; temp files last written before `temps_before` are unlinked, and, unless
-/// `temps_before` is no_cutoff (a listing), stale claim files (remove_stale_claim); anything
-/// else is left alone. `on_entry(mtime_ns, accounted_bytes, name, file_size)` is called
+/// `temps_before` is no_cutoff (a listing) or `claims` is left, stale claim files
+/// (remove_stale_claim); anything else is left alone. `on_entry(mtime_ns, accounted_bytes, name, file_size)` is called
 /// for each entry kept (what it throws, this throws). A missing folder is an empty
 /// one. Each name is stat-ed once.
 template <class OnEntry>
 scan_progress scan_folder_part(int root_fd, folder_cursor& cursor, unsigned index, std::int64_t temps_before,
-                               std::int64_t evict_up_to, scan_limits limits, OnEntry&& on_entry) {
+                               std::int64_t evict_up_to, scan_limits limits, OnEntry&& on_entry,
+                               claim_sweep claims = claim_sweep::judged) {
     scan_progress progress;
     folder_scan& out = cursor.found;
     char const* const folder = folder_name(index);
@@ -155,7 +161,7 @@ scan_progress scan_folder_part(int root_fd, folder_cursor& cursor, unsigned inde
         if (!entry && !is_temp_name(name)) {
             // A claim left by a process that is gone (or past its bound) goes with the
             // temp files; a listing, which sweeps none, leaves it.
-            if (temps_before != no_cutoff && is_claim_name(name, folder)) {
+            if (temps_before != no_cutoff && claims == claim_sweep::judged && is_claim_name(name, folder)) {
                 ++progress.unlinks;
                 int const r = remove_stale_claim(fd, e->d_name);
                 if (r > 0)
@@ -199,9 +205,9 @@ scan_progress scan_folder_part(int root_fd, folder_cursor& cursor, unsigned inde
 /// scan_folder_part over the whole of fan-out folder `index` at once.
 template <class OnEntry>
 folder_scan scan_folder(int root_fd, unsigned index, std::int64_t temps_before, std::int64_t evict_up_to,
-                        OnEntry&& on_entry) {
+                        OnEntry&& on_entry, claim_sweep claims = claim_sweep::judged) {
     folder_cursor cursor;
-    scan_folder_part(root_fd, cursor, index, temps_before, evict_up_to, scan_limits{}, on_entry);
+    scan_folder_part(root_fd, cursor, index, temps_before, evict_up_to, scan_limits{}, on_entry, claims);
     return cursor.found;
 }
 

@@ -591,10 +591,10 @@ bool directory_storage::flush_ledger(std::int64_t now, std::uint64_t& total) con
         std::int64_t const temps_before = impl::now_ns() - impl::temp_stale_after_ns;
         std::uint64_t const before = counter.before_scan(folder);
         impl::folder_scan const fs =
-            impl::scan_folder(root.fd, folder, temps_before, impl::no_cutoff, impl::no_entry_callback{});
+            impl::scan_folder(root.fd, folder, temps_before, impl::no_cutoff, impl::no_entry_callback{},
+                              impl::claim_sweep::left);
         counter.counted(folder, fs.bytes, before);
         state_->cleanup.temps_removed += fs.temps_removed;
-        state_->cleanup.claims_removed += fs.claims_removed;
     }
     std::uint64_t const recounted = counter.save(counted_at);
     if (recounted == std::numeric_limits<std::uint64_t>::max()) return false;
