@@ -54,7 +54,8 @@ std::string rule_text() {
     return "DIR counts as a compile_cache directory when nothing in it contradicts the layout and it\n"
            "is empty, or has the ledger file .cc-stats, the counters folder .cc-counters or the\n"
            "settings file .cc-settings (compile-cache set), or holds at least one entry\n"
-           "(DIR/ab/<the key's lower-case hex, starting with ab>). Contradictions: a .cc-stats that\n"
+           "(DIR/ab/<the key's lower-case hex, starting with ab>) or claim (the same name and\n"
+           ".claim: a process's claim on a key it compiles). Contradictions: a .cc-stats that\n"
            "is not a compile_cache ledger, a .cc-counters that is not a folder, a .cc-settings that\n"
            "is not a file, and a hex-named file in a two-hex-digit folder that is not an entry of it\n"
            "(other leading digits, or an odd length: a git object store looks like that). Anything\n"
@@ -129,9 +130,12 @@ directory_kind scan_directory(std::string const& dir, directory_scan& scan, std:
         message = "not a compile_cache directory: " + scan.contradiction;
         return directory_kind::foreign;
     }
-    if (!scan.empty && !scan.has_ledger && !scan.has_counters && !scan.has_settings && scan.entries.empty()) {
+    // A claim's name (an entry's, and .claim) is the library's own: a cache whose first
+    // process died while it compiled holds only that.
+    if (!scan.empty && !scan.has_ledger && !scan.has_counters && !scan.has_settings && scan.entries.empty() &&
+        scan.claim_files == 0) {
         message = "not a compile_cache directory: it has no ledger (.cc-stats), no counters (.cc-counters), "
-                  "no settings (.cc-settings) and no entries (ab/<hex key>)";
+                  "no settings (.cc-settings), no entries (ab/<hex key>) and no claims (ab/<hex key>.claim)";
         return directory_kind::foreign;
     }
     return directory_kind::cache;

@@ -477,6 +477,36 @@ TEST_CASE("compile-cache prune and clear: the claims of processes that are gone 
     CHECK(fs::exists(live));
 }
 
+TEST_CASE("compile-cache prune and clear: a cache whose first process died while it compiled (a claim, nothing else) is a cache") {
+    // What a process that died during the first compile into a new directory leaves: the
+    // entry's folder and the claim in it, no ledger, no entry.
+    temp_dir tmp("cc-tool-claim-only");
+    fs::path const dir = tmp.path() / "cache";
+    std::string const name = "ab" + std::string(62, 'c');
+    fs::create_directories(dir / "ab");
+    pid_t const gone = ::fork();
+    REQUIRE(gone >= 0);
+    if (gone == 0) ::_exit(0);
+    int status = 0;
+    REQUIRE(::waitpid(gone, &status, 0) == gone);
+    std::string boot;
+    std::getline(std::ifstream("/proc/sys/kernel/random/boot_id"), boot);
+    char host[256] = {};
+    REQUIRE(::gethostname(host, sizeof host - 1) == 0);
+    fs::path const claim = dir / "ab" / (name + ".claim");
+    write_file(claim, "pid=" + std::to_string(gone) + " boot=" + boot + " start=? host=" + host + " created_ns=1\n");
+
+    process_result const pruned = tool({"prune", dir.string(), "--max-size", "1G"});
+    REQUIRE_EXIT(pruned, 0);
+    CHECK(pruned.out.find("removed 1 claim file whose owner is gone") != std::string::npos);
+    CHECK(!fs::exists(claim));
+
+    write_file(claim, "pid=" + std::to_string(gone) + " boot=" + boot + " start=? host=" + host + " created_ns=1\n");
+    process_result const cleared = tool({"clear", dir.string()});
+    REQUIRE_EXIT(cleared, 0);
+    CHECK(!fs::exists(claim));
+}
+
 TEST_CASE("compile-cache: a missing directory or a file or a foreign directory is a one-line error with exit 2") {
     temp_dir root("compile-cache-test");
     fs::path const missing = root.path() / "missing", file = root.path() / "file";
