@@ -1055,7 +1055,7 @@ TEST_CASE("compile-cache set keeps compress in the cache directory: config says 
 
     // A level set refuses: one sentence, exit 2, nothing written.
     std::string const before = read_file(file);
-    for (char const* bad : {"25", "fast", "-1"}) {
+    for (char const* bad : {"25", "20", "fast", "1.5"}) {
         INFO(bad);
         process_result const r = tool({"set", dir, "compress", bad});
         REQUIRE_EXIT(r, 2);
