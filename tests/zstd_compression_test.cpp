@@ -5,7 +5,8 @@
 // more or fewer bytes than the entry declares (a real decompression bomb made by zstd)
 // is a counted corrupt miss, and a declared size over the bound is too-large, before
 // anything is allocated; any other unknown flag bit is corrupt, as before.
-// PREFIX_COMPRESS sets the level, or turns compression off.
+// PREFIX_COMPRESS sets the level, or turns compression off; so does a cache directory's
+// kept `compress` (compile-cache set DIR compress N) where PREFIX_COMPRESS is unset.
 #include "catch2_compat.hpp"
 #include "support/posix.hpp"
 #include "support/process.hpp"
@@ -14,7 +15,9 @@
 #include <compile_cache/cache.hpp>
 #include <compile_cache/compression/zstd.hpp>
 #include <compile_cache/envelope.hpp>
+#include <compile_cache/storage/directory/directory_settings_file.hpp>
 #include <compile_cache/storage/directory/directory_storage.hpp>
+#include <compile_cache/storage/tiered_storage.hpp>
 
 #include <boost/serialization/string.hpp>
 
@@ -24,6 +27,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -418,5 +422,168 @@ TEST_CASE("PREFIX_COMPRESS: 0 turns compression off, 1 the default level, 2 to 1
         CHECK(page.find("TINYK_CACHE_COMPRESS=\"1\" asks for compressed entries, but this host's cache has no "
                         "Compression policy (compile_cache/compression/zstd.hpp); entries are stored uncompressed\n") !=
               std::string::npos);
+    }
+}
+
+namespace {
+
+/// The cache directory `dir` (made private, as compile-cache set makes it) keeping
+/// `values` in its settings file, as `compile-cache set` writes it.
+void keep_in_settings_file(fs::path const& dir, std::map<std::string, std::string> const& values) {
+    fs::create_directories(dir);
+    fs::permissions(dir, fs::perms::owner_all);
+    REQUIRE(cc::write_directory_settings(dir.string(), values) == 0);
+}
+
+/// A directory as a tier's remote (PREFIX_REMOTE = its path), so that a kept setting
+/// reaches the cache through a tier.
+struct kept_tier_remote : cc::directory_storage {
+    using cc::directory_storage::directory_storage;
+};
+using zstd_tier_cache = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry,
+                                        cc::tiered_storage<cc::directory_storage, kept_tier_remote>,
+                                        cc::zstd_compression>;
+
+/// The page docs/configuration.md, for the lines it quotes.
+std::string configuration_page() {
+    std::ifstream in(fs::path(COMPILE_CACHE_SOURCE_DIR) / "docs" / "configuration.md");
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+} // namespace
+
+TEST_CASE("a cache directory's kept compress: a cache that compresses uses it where PREFIX_COMPRESS is unset, the "
+          "environment wins, a bad value is one line and the default, a cache without compression says it once",
+          "[zstd][settings]") {
+    temp_dir dir;
+    fs::path const cache_dir = dir.path() / "cache";
+    std::string const file = (cache_dir / ".cc-settings").string();
+    compile_cache_test::env_var const dir_var("CCZKEPT_DIR", cache_dir.string());
+    compile_cache_test::env_var const no_compress("CCZKEPT_COMPRESS", nullptr);
+    std::string said;
+    // The level a zstd cache made by from_env takes from a directory keeping compress = `value`.
+    auto level_kept = [&](std::string const& value) {
+        keep_in_settings_file(cache_dir, {{"compress", value}});
+        compile_cache_test::captured_stderr err(dir.path() / "stderr.txt");
+        zstd_cache const c = zstd_cache::from_env("CCZKEPT");
+        REQUIRE(c.enabled());
+        std::optional<int> const level = c.options().compression_level;
+        said = err.text();
+        return level;
+    };
+    CHECK(level_kept("0") == std::optional<int>(0));
+    CHECK(said.empty());
+    CHECK(level_kept("off") == std::optional<int>(0));
+    CHECK(level_kept("19") == std::optional<int>(19));
+    CHECK(level_kept("2") == std::optional<int>(2));
+    CHECK(level_kept("on") == std::nullopt);
+    CHECK(said.empty());
+    {
+        compile_cache_test::env_var const env("CCZKEPT_COMPRESS", "7"); // the environment wins
+        CHECK(level_kept("0") == std::optional<int>(7));
+        CHECK(said.empty());
+    }
+    {
+        compile_cache_test::env_var const env("CCZKEPT_COMPRESS", "1");
+        CHECK(level_kept("0") == std::nullopt);
+    }
+    // A value the file holds that does not parse (written by hand: set refuses it).
+    CHECK(level_kept("25") == std::nullopt);
+    std::string const bad_line = file + ": compress = \"25\" is not understood (0 to store entries uncompressed, 1 to "
+                                        "compress them at the default level, or a level from 2 to 19); using the default";
+    CHECK(said == "compile_cache: " + bad_line + "\n");
+    std::string const page = configuration_page();
+    auto quoted = [&](std::string line) {
+        line.replace(0, file.size(), "/var/cache/tinyk/.cc-settings");
+        return page.find("\n    compile_cache: " + line + "\n") != std::string::npos;
+    };
+    CHECK(quoted(bad_line));
+    CHECK(level_kept("") == std::nullopt); // `compress =`: not a level either
+    CHECK(said.find(": compress = \"\" is not understood") != std::string::npos);
+
+    SECTION("a cache without compression says a kept compress that asks for it, in PREFIX_COMPRESS's words") {
+        auto said_by_plain = [&](std::string const& value) {
+            keep_in_settings_file(cache_dir, {{"compress", value}});
+            compile_cache_test::captured_stderr err(dir.path() / "stderr.txt");
+            CHECK(plain_cache::from_env("CCZKEPT").enabled());
+            return err.text();
+        };
+        std::string const line = file + ": compress = \"19\" asks for compressed entries, but this host's cache has "
+                                        "no Compression policy (compile_cache/compression/zstd.hpp); entries are "
+                                        "stored uncompressed";
+        CHECK(said_by_plain("19") == "compile_cache: " + line + "\n");
+        CHECK(quoted(line));
+        CHECK(said_by_plain("0").empty());
+        compile_cache_test::env_var const env("CCZKEPT_COMPRESS", "0"); // the environment wins, and asks for none
+        CHECK(said_by_plain("19").empty());
+    }
+    SECTION("through a tier, with its remote or without one") {
+        keep_in_settings_file(cache_dir, {{"compress", "0"}});
+        CHECK(zstd_tier_cache::from_env("CCZKEPT").options().compression_level == std::optional<int>(0));
+        compile_cache_test::env_var const remote("CCZKEPT_REMOTE", (dir.path() / "remote").string());
+        compile_cache_test::env_var const insecure("CCZKEPT_REMOTE_INSECURE", "1");
+        zstd_tier_cache c = zstd_tier_cache::from_env("CCZKEPT");
+        REQUIRE(c.enabled());
+        CHECK(c.storage().has_remote());
+        CHECK(c.options().compression_level == std::optional<int>(0));
+    }
+}
+
+TEST_CASE("a fresh host process with a zstd cache on a directory that keeps compress 0 stores plain entries, with "
+          "PREFIX_COMPRESS=1 compressed ones, and with compress 19 entries compressed at level 19",
+          "[zstd][settings][process]") {
+    temp_dir dir;
+    fs::path const cache_dir = dir.path() / "cache";
+    compile_cache_test::env_var const dir_var("CCZHOST_DIR", cache_dir.string());
+    compile_cache_test::env_var const no_compress("CCZHOST_COMPRESS", nullptr);
+    unsigned const count = 3;
+    // A fresh host storing ids 0..count-1 into a new cache directory keeping `kept`.
+    auto host = [&](std::map<std::string, std::string> const& kept) {
+        fs::remove_all(cache_dir);
+        keep_in_settings_file(cache_dir, kept);
+        compile_cache_test::captured_stderr err(dir.path() / "stderr.txt");
+        compile_cache_test::child_process p({COMPILE_CACHE_HELPER_zstd_host, "CCZHOST", std::to_string(count)});
+        if (!p.wait_for_line(20000)) p.kill();
+        int const status = p.wait();
+        std::string const log = err.text();
+        INFO(p.output() << log);
+        CHECK(status == 0);
+        CHECK(log.empty());
+        return p.output();
+    };
+    // Each entry's flags (bytes 10 and 11: CRC-32C, and the zstd bit or not) and envelope.
+    auto all_entries = [&](bool compressed) {
+        for (std::uint32_t id = 0; id < count; ++id) {
+            std::string const bytes = stored_bytes(cache_dir, key_of(id).value());
+            cc::opened_envelope const e = cc::inspect_envelope(bytes);
+            REQUIRE(e.status == cc::envelope_status::ok);
+            CHECK(e.compressed == compressed);
+            CHECK(static_cast<unsigned char>(bytes[11]) == (compressed ? 0x01 : 0x00));
+        }
+    };
+
+    CHECK(host({{"compress", "0"}}) == "stored=3 level=0\n");
+    all_entries(false);
+    {
+        compile_cache_test::env_var const env("CCZHOST_COMPRESS", "1"); // the environment wins
+        CHECK(host({{"compress", "0"}}) == "stored=3 level=default\n");
+        all_entries(true);
+    }
+    CHECK(host({}) == "stored=3 level=default\n"); // nothing kept: the default, compressed
+    all_entries(true);
+
+    // compress 19: each frame is the one zstd makes of the payload at level 19, not at the default.
+    CHECK(host({{"compress", "19"}}) == "stored=3 level=19\n");
+    all_entries(true);
+    for (std::uint32_t id = 0; id < count; ++id) {
+        std::string const bytes = stored_bytes(cache_dir, key_of(id).value());
+        cc::opened_envelope const e = cc::inspect_envelope(bytes);
+        std::string plain(static_cast<std::size_t>(e.uncompressed_size), '\0');
+        REQUIRE(cc::zstd_compression::decompress(e.payload, plain.data(), plain.size()));
+        std::string at_19, at_default;
+        REQUIRE(cc::zstd_compression::compress(plain, 19, at_19));
+        REQUIRE(cc::zstd_compression::compress(plain, cc::zstd_compression::default_level, at_default));
+        REQUIRE(at_19 != at_default); // (so that the check below can tell them apart)
+        CHECK(e.payload == at_19);
     }
 }

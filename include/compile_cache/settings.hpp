@@ -245,10 +245,23 @@ struct storage_settings {
     COMPILE_CACHE_DECL std::string untrusted_remote_reason() const;
 };
 
+/// A setting of the cache's own (read by basic_cache::from_env, not by the storage) that
+/// a storage found kept with its data: a cache directory's `compress` in `DIR/.cc-settings`
+/// (`compile-cache set DIR compress 19`). The storage passes it on as it is, in its
+/// from_env_result; the cache uses it where its environment variable is unset or empty
+/// (the environment wins), and says a value it cannot use in one line naming `where`.
+struct kept_cache_setting {
+    std::string suffix; ///< the variable it stands in for: `PREFIX` + suffix (`_COMPRESS`)
+    std::string name;   ///< its name where it is kept (`compress`)
+    std::string value;  ///< as kept
+    std::string where;  ///< where it is kept, for the lines that name it (`/var/cache/x/.cc-settings`)
+};
+
 /// A storage's answer to `from_env(storage_settings const&)`: the storage the settings
 /// configure, or none, with the reason in one line (empty when the settings did not ask
 /// for this storage at all: its main setting is unset or off). The cache reports a
-/// reason once and runs without a cache.
+/// reason once and runs without a cache. With the storage, the cache's own settings it
+/// found kept with its data, if any (kept_cache_setting).
 template <class S>
 class from_env_result {
 public:
@@ -267,10 +280,21 @@ public:
     /// Why there is no storage; empty when there is one, or when none was asked for.
     std::string const& why_off() const noexcept { return why_off_; }
 
+    /// The cache's own settings the storage found kept with its data, in the order found;
+    /// none from most storages.
+    std::vector<kept_cache_setting> const& kept_cache_settings() const noexcept { return kept_; }
+    /// Passes one on to the cache (a storage's from_env; a storage made of others passes
+    /// on theirs: a tier, its local storage's).
+    from_env_result& keep_cache_setting(kept_cache_setting setting) {
+        kept_.push_back(std::move(setting));
+        return *this;
+    }
+
 private:
     explicit from_env_result(std::string why) : why_off_(std::move(why)) {}
     std::optional<S> storage_;
     std::string why_off_;
+    std::vector<kept_cache_setting> kept_;
 };
 
 namespace detail {

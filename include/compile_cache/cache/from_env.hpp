@@ -31,6 +31,27 @@ void read_compression_setting(cache_env_settings& settings) {
     }
 }
 
+/// Uses the cache's own settings that the Storage found kept with its data
+/// (from_env_result::kept_cache_settings: a cache directory's `compress`) where the
+/// environment leaves them unset or empty; their lines are held with the cache's others.
+/// A setting the cache does not read is left alone.
+template <class Compression>
+void apply_kept_cache_settings(std::vector<kept_cache_setting> const& kept, cache_env_settings& settings) {
+    settings_reader const& env = settings.storage.env;
+    try {
+        for (kept_cache_setting const& k : kept) {
+            if (k.suffix != "_COMPRESS" || !env.value("_COMPRESS").empty()) continue; // the environment wins
+            if constexpr (compresses<Compression>::value) {
+                compression_level_from_kept(env, k, Compression::max_level, settings.options.compression_level);
+            } else {
+                std::string line = compression_unavailable_line(k);
+                if (!line.empty()) settings.held->hold(std::move(line));
+            }
+        }
+    } catch (...) { // bad_alloc: what was not read stays as the environment made it
+    }
+}
+
 /// What basic_cache::from_env(prefix) makes a cache of: the Storage and the options, or
 /// nullopt for a disabled cache. The cache's own lines are said only when the Storage is
 /// configured; the Storage's answer "off" is said, "not configured" is not; a Storage
@@ -63,6 +84,7 @@ std::optional<std::pair<Storage, cache_options>> storage_and_options_from_env(st
         settings.held->say(settings.storage.cache_off);
         return std::nullopt;
     }
+    apply_kept_cache_settings<Compression>(answer->kept_cache_settings(), settings);
     settings.held->release();
     return std::optional<std::pair<Storage, cache_options>>(std::in_place, std::move(**answer),
                                                             std::move(settings.options));

@@ -329,11 +329,26 @@ public:
               std::enable_if_t<detail::configurable_from_env<L>::value && detail::configurable_from_env<R>::value,
                                int> = 0>
     static from_env_result<tiered_storage> from_env(storage_settings const& settings) {
+        // The cache's own settings the local storage keeps (a directory's `compress`) are
+        // passed on whatever the tier answers with.
+        std::vector<kept_cache_setting> kept;
+        from_env_result<tiered_storage> answer = tier_from_env(settings, kept);
+        if (answer)
+            for (kept_cache_setting& k : kept) answer.keep_cache_setting(std::move(k));
+        return answer;
+    }
+
+private:
+    /// from_env's answer; `kept`: the cache's settings the local storage kept.
+    template <class L = Local, class R = Remote>
+    static from_env_result<tiered_storage> tier_from_env(storage_settings const& settings,
+                                                         std::vector<kept_cache_setting>& kept) {
         using result = from_env_result<tiered_storage>;
         settings_reader const& env = settings.env;
         if (env.is_off("_REMOTE")) {
             from_env_result<Local> local = local_from_env(settings);
             if (!local) return result::off(local.why_off()); // (empty: not configured)
+            kept = local.kept_cache_settings();
             return result(tiered_storage(*std::move(local)));
         }
         if (!settings.cache_off.empty()) return result::off(settings.cache_off);
@@ -342,6 +357,7 @@ public:
         if (!only.value_or(false)) {
             from_env_result<Local> l = local_from_env(settings);
             if (!l && !l.why_off().empty()) return result::off(l.why_off()); // configured, and declined
+            kept = l.kept_cache_settings();
             if (l) local.emplace(*std::move(l));
         }
         if (!only)
@@ -392,6 +408,7 @@ public:
         return result(std::move(t));
     }
 
+public:
     /// The settings from_env reads: the local storage's, the tier's, the remote's.
     static std::vector<environment_setting> environment_settings(std::string_view prefix) {
         std::string const p(prefix);

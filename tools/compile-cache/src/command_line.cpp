@@ -59,10 +59,12 @@ std::vector<command_spec> const& commands() {
         {"set", {"DIR", "NAME", "VALUE"}, {},
          "  set DIR NAME VALUE          keeps a setting in the cache directory itself (DIR/.cc-settings,\n"
          "                              written atomically), for every host that uses it, as ccache -M\n"
-         "                              does: max-size SIZE (5G; 0: no limit), durability none|file|full.\n"
-         "                              VALUE default removes it. A host's environment (PREFIX_MAX_SIZE,\n"
-         "                              PREFIX_DURABILITY) still wins; config shows what is in effect.\n"
-         "                              DIR is made when it is not there\n"},
+         "                              does: max-size SIZE (5G; 0: no limit), durability none|file|full,\n"
+         "                              compress 0|1|2..19 (off, zstd's default level, a level; read by\n"
+         "                              hosts whose cache compresses, and said by the others). VALUE\n"
+         "                              default removes it. A host's environment (PREFIX_MAX_SIZE,\n"
+         "                              PREFIX_DURABILITY, PREFIX_COMPRESS) still wins; config shows\n"
+         "                              what is in effect. DIR is made when it is not there\n"},
         {"explain", {"DIR", "NAME"}, {"--secret-file"},
          "  explain DIR NAME            the entries recorded for kernel NAME (its identity record),\n"
          "                              newest first, and which key components changed between\n"

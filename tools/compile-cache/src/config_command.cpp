@@ -31,11 +31,19 @@ namespace compile_cache_tool {
 
 namespace {
 
+/// The Compression policy of the host whose settings are listed: one that compresses,
+/// up to the levels a cache directory keeps (zstd_compression's), so that PREFIX_COMPRESS
+/// is listed. For the list only: the tool never compresses, and needs no libzstd.
+struct listed_compression {
+    static constexpr bool compresses = true;
+    static constexpr int max_level = compile_cache::kept_compression_max_level;
+};
+
 /// The settings of a host whose cache is on `Storage`.
 template <class Storage>
 std::vector<compile_cache::environment_setting> settings_of(std::string const& prefix) {
     return compile_cache::basic_cache<compile_cache::sha256, compile_cache::boost_binary, compile_cache::registry,
-                                      Storage>::environment_settings(prefix);
+                                      Storage, listed_compression>::environment_settings(prefix);
 }
 
 bool ends_with(std::string const& s, char const* tail) {

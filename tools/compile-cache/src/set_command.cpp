@@ -43,7 +43,7 @@ int run_set(command_line const& c) {
     if (!unset) {
         std::string const bad = compile_cache::check_directory_setting(spec->name, value);
         if (!bad.empty()) return fail(std::string(spec->name) + " \"" + printable(value) + "\" " + bad, exit_usage);
-        if (std::string(spec->name) == "durability")
+        if (std::string(spec->name) == "durability" || std::string(spec->name) == "compress") // on, not On
             for (char& ch : value) ch = static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
     }
 

@@ -1006,8 +1006,8 @@ TEST_CASE("compile-cache set: an unknown setting, a bad value or a cache that ke
                           "suffix in powers of 1024, such as 48K, 500M or 2G)\n");
     process_result const unknown = tool({"set", dir, "colour", "red"});
     REQUIRE_EXIT(unknown, 2);
-    CHECK(unknown.err == "compile-cache: \"colour\" is not a setting a cache directory keeps: it keeps max-size and "
-                         "durability (compile-cache set --help)\n");
+    CHECK(unknown.err == "compile-cache: \"colour\" is not a setting a cache directory keeps: it keeps max-size, "
+                         "durability and compress (compile-cache set --help)\n");
     process_result const bad_choice = tool({"set", dir, "durability", "always"});
     REQUIRE_EXIT(bad_choice, 2);
     CHECK(bad_choice.err == "compile-cache: durability \"always\" is not a durability (none, file or full)\n");
@@ -1041,6 +1041,84 @@ TEST_CASE("compile-cache set: an unknown setting, a bad value or a cache that ke
     CHECK(count_lines(untrusted.err, ".cc-settings is owned by another user or writable by others, so it is not "
                                      "trusted; it is ignored") == "1");
     CHECK(untrusted.loaded().size() == 3); // a limit of 4K would have evicted them
+}
+
+TEST_CASE("compile-cache set keeps compress in the cache directory: config says where the value came from, a bad "
+          "level is one sentence and exit 2, a host without compression says once that it is asked for") {
+    scenario s;
+    s.write_program(program_text);
+    std::string const dir = s.cache_dir().string();
+    fs::path const file = s.cache_dir() / ".cc-settings";
+    process_result const set = tool({"set", dir, "compress", "19"});
+    REQUIRE_EXIT(set, 0);
+    CHECK(set.out == dir + " keeps compress = 19 (in " + file.string() +
+                         "); a host's PREFIX_COMPRESS, when set, wins over it\n");
+    CHECK(read_file(file).find("\ncompress = 19\n") != std::string::npos);
+    REQUIRE_EXIT(tool({"set", dir, "max-size", "5G"}), 0); // the other settings stay as they are
+    CHECK(read_file(file).find("\ncompress = 19\n") != std::string::npos);
+
+    // config: PREFIX_COMPRESS, its value and where it came from (for any host: the tool
+    // cannot know whether a host's cache compresses).
+    auto const config = [&](std::vector<std::string> args, std::vector<std::string> const& env) {
+        process_spec spec;
+        spec.argv = {COMPILE_CACHE_TOOL, "config", "--prefix", "TINYK_CACHE", "--json"};
+        spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+        spec.env = tool_environment();
+        spec.env.insert(spec.env.end(), env.begin(), env.end());
+        process_result const r = run_process(spec);
+        REQUIRE_EXIT(r, 0);
+        return json_query(r.out, "[(s['value'], s['from']) for s in d['settings'] if s['name'] == "
+                                 "'TINYK_CACHE_COMPRESS']");
+    };
+    CHECK(config({dir}, {}) == "[('19', 'settings file')]");
+    CHECK(config({}, {"TINYK_CACHE_DIR=" + dir}) == "[('19', 'settings file')]");
+    CHECK(config({dir}, {"TINYK_CACHE_COMPRESS=0"}) == "[('0', 'environment')]");
+    CHECK(config({}, {}) == "[(None, 'default')]");
+    process_result const human = tool({"config", "--prefix", "TINYK_CACHE", dir});
+    REQUIRE_EXIT(human, 0);
+    CHECK(count_lines(human.out, "TINYK_CACHE_COMPRESS") == "1");
+    for (std::string const& line : lines_of(human.out))
+        if (line.find("TINYK_CACHE_COMPRESS") != std::string::npos) {
+            CHECK(line.rfind("(settings file)", 0) == 0);
+            CHECK(line.find("TINYK_CACHE_COMPRESS") < line.find("= 19 "));
+        }
+
+    // A level set refuses: one sentence, exit 2, nothing written.
+    std::string const before = read_file(file);
+    for (char const* bad : {"25", "20", "fast", "1.5"}) {
+        INFO(bad);
+        process_result const r = tool({"set", dir, "compress", bad});
+        REQUIRE_EXIT(r, 2);
+        CHECK(r.err == std::string("compile-cache: compress \"") + bad +
+                           "\" is not a compression level (0 to store entries uncompressed, 1 to compress them at the "
+                           "default level, or a level from 2 to 19)\n");
+    }
+    CHECK(read_file(file) == before);
+
+    // tinyk, whose cache has no Compression policy: one line naming the file, the right
+    // result, its entries plain; its environment wins (0: nothing asked, nothing said).
+    REQUIRE_EXIT(tool({"set", dir, "compress", "On"}), 0);
+    CHECK(read_file(file).find("\ncompress = on\n") != std::string::npos); // as other choices: lower case
+    tinyk_result const cold = s.run({"main", "3"});
+    REQUIRE_EXIT(cold, 0);
+    CHECK(cold.out == "23\n");
+    CHECK(count_lines(cold.err, file.string() + ": compress = \"on\" asks for compressed entries, but this host's cache "
+                                                "has no Compression policy (compile_cache/compression/zstd.hpp); "
+                                                "entries are stored uncompressed") == "1");
+    CHECK(count_lines(cold.err, "compile_cache") == "1");
+    tinyk_result const env_wins = s.run({"main", "3"}, {}, {"TINYK_CACHE_COMPRESS=0"});
+    REQUIRE_EXIT(env_wins, 0);
+    CHECK(env_wins.err.find("compile_cache") == std::string::npos);
+    CHECK(json_query(tool({"stats", dir, "--json"}).out, "d['kept_settings']") ==
+          "{'compress': 'on', 'max-size': '5G'}");
+
+    // default takes it out, as it does the others.
+    REQUIRE_EXIT(tool({"set", dir, "compress", "default"}), 0);
+    CHECK(read_file(file).find("compress") == std::string::npos);
+    CHECK(config({dir}, {}) == "[(None, 'default')]");
+    REQUIRE_EXIT(tool({"set", dir, "max-size", "default"}), 0);
+    CHECK(!fs::exists(file));
+    CHECK(tool({"set", "--help"}).out.find("compress 0|1|2..19") != std::string::npos);
 }
 
 TEST_CASE("compile-cache set in a directory a group shares: the file is the group's to read and write, and trusted by "

@@ -4,9 +4,12 @@
 //
 // The file is text, one `name = value` a line; `#` starts a comment. Only settings
 // that belong to the cache rather than to one host are kept there (the table below:
-// the size limit, the durability of its entries). A host's environment wins over the
-// file; the file wins over the defaults. A storage made with explicit directory_options
-// (not from_env) does not read it: its options are its host's code.
+// the size limit, the durability of its entries, compression's level). A host's
+// environment wins over the file; the file wins over the defaults. The storage's own
+// settings are applied by from_env here; the cache's (`compress`) are passed on to the
+// cache in its from_env_result (kept_cache_setting), which applies them the same way.
+// A storage made with explicit directory_options (not from_env) does not read it: its
+// options are its host's code.
 //
 // Trust, as for entries: with sharing::owner_only the file must be owned by this user
 // and writable by no one else; with sharing::group it must not be writable by others.
@@ -17,6 +20,7 @@
 
 #include <compile_cache/detail/config.hpp>
 
+#include <compile_cache/compression.hpp>
 #include <compile_cache/settings.hpp>
 #include <compile_cache/storage/directory/directory_storage.hpp>
 
@@ -34,11 +38,13 @@ struct directory_setting_spec {
     char const* name;        ///< as in the file and on the tool's command line: `max-size`
     char const* suffix;      ///< the environment variable that wins over it: `PREFIX` + `_MAX_SIZE`
     char const* description; ///< the values it takes, one line
+    /// Read by the cache (basic_cache::from_env: `compress`) rather than by the storage:
+    /// passed on as a kept_cache_setting, for the cache to apply.
+    bool read_by_cache;
 };
 
-/// The settings a directory keeps, in the order the file lists them. Compression
-/// (`compress`, over `PREFIX_COMPRESS`) joins them here when the cache reads it, with a
-/// line in the cache's from_env like directory_storage::from_env's.
+/// The settings a directory keeps, in the order the file lists them: `max-size`,
+/// `durability` (the storage's) and `compress` (the cache's).
 COMPILE_CACHE_DECL std::vector<directory_setting_spec> const& directory_settings_kept();
 
 /// The spec named `name`, or nullptr when the directory keeps no such setting.
@@ -75,11 +81,14 @@ COMPILE_CACHE_DECL int write_directory_settings(std::string const& directory,
                                                 std::map<std::string, std::string> const& values);
 
 namespace detail {
-/// directory_storage::from_env's hook: each kept setting whose `PREFIX_*` variable is
-/// unset or empty takes its value from the settings file in `directory`, if any; what
-/// cannot be used is one line through `env`.
+/// directory_storage::from_env's hook: each kept setting of the storage's whose
+/// `PREFIX_*` variable is unset or empty takes its value from the settings file in
+/// `directory`, if any; what cannot be used is one line through `env`. The cache's
+/// settings the file holds are added to `for_cache` as they are written (the cache
+/// checks them, and lets its environment win).
 COMPILE_CACHE_DECL void apply_directory_settings_file(std::string const& directory, settings_reader const& env,
-                                                      directory_options& options);
+                                                      directory_options& options,
+                                                      std::vector<kept_cache_setting>& for_cache);
 } // namespace detail
 
 } // namespace compile_cache

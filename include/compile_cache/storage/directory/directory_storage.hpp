@@ -139,7 +139,8 @@ namespace detail {
 /// directory_storage::from_env's hook into the directory's own settings file (defined in
 /// storage/directory/directory_settings_file.hpp, included below).
 COMPILE_CACHE_DECL void apply_directory_settings_file(std::string const& directory, settings_reader const& env,
-                                                      directory_options& options);
+                                                      directory_options& options,
+                                                      std::vector<kept_cache_setting>& for_cache);
 } // namespace detail
 
 /// What prune() and clear() did.
@@ -315,7 +316,9 @@ public:
     /// directory; unset, empty, `0`, `off`, `false` or `no` (any case): not configured.
     /// `PREFIX_MAX_SIZE`, `PREFIX_DURABILITY` and `PREFIX_SHARED` give its options
     /// (directory_options_from_env); where those are unset, the directory's own settings
-    /// file says (`DIR/.cc-settings`: directory_settings_file.hpp). The directory is made now, as a first store would
+    /// file says (`DIR/.cc-settings`: directory_settings_file.hpp), whose settings of the
+    /// cache's (`compress`) the answer passes on (from_env_result::kept_cache_settings).
+    /// The directory is made now, as a first store would
     /// (not when the cache cannot run: storage_settings::cache_off): a path that cannot
     /// be made a directory is off, with the reason. An on value (`1`, `on`, `true`,
     /// `yes`) is used as a relative path, with one line.

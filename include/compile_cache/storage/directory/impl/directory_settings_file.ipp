@@ -15,8 +15,12 @@ namespace compile_cache {
 std::vector<directory_setting_spec> const& directory_settings_kept() {
     static std::vector<directory_setting_spec> const kept = {
         {"max-size", "_MAX_SIZE",
-         "the size limit: bytes, or with K, M, G (powers of 1024): 500M, 5G; 0: no limit, nothing evicted"},
-        {"durability", "_DURABILITY", "none (rename only), file (fsync each entry) or full (also its folder)"},
+         "the size limit: bytes, or with K, M, G (powers of 1024): 500M, 5G; 0: no limit, nothing evicted", false},
+        {"durability", "_DURABILITY", "none (rename only), file (fsync each entry) or full (also its folder)", false},
+        {"compress", "_COMPRESS",
+         "0 (or off): entries stored uncompressed; 1 (or on): compressed at the default level; 2 to 19: at that "
+         "level (hosts whose cache compresses: zstd_compression)",
+         true},
     };
     return kept;
 }
@@ -37,6 +41,12 @@ std::string check_directory_setting(std::string_view name, std::string_view valu
         std::string const v = detail::lower(value);
         if (v == "none" || v == "file" || v == "full") return {};
         return "is not a durability (none, file or full)";
+    }
+    if (name == "compress") {
+        if (!detail::trim_blanks(value).empty() &&
+            detail::parse_compression_level(value, kept_compression_max_level).understood)
+            return {};
+        return "is not a compression level (" + detail::compression_values_text(kept_compression_max_level) + ")";
     }
     return "is not a setting a cache directory keeps";
 }
@@ -139,7 +149,7 @@ int write_directory_settings(std::string const& directory, std::map<std::string,
 }
 
 void detail::apply_directory_settings_file(std::string const& directory, settings_reader const& env,
-                                           directory_options& options) {
+                                           directory_options& options, std::vector<kept_cache_setting>& for_cache) {
     try {
         directory_settings file;
         std::string why;
@@ -150,7 +160,12 @@ void detail::apply_directory_settings_file(std::string const& directory, setting
         }
         for (directory_setting_spec const& s : directory_settings_kept()) {
             auto const it = file.values.find(s.name);
-            if (it == file.values.end() || !env.value(s.suffix).empty()) continue; // the environment wins
+            if (it == file.values.end()) continue;
+            if (s.read_by_cache) { // the cache checks it, and lets its environment win
+                for_cache.push_back({s.suffix, s.name, it->second, where});
+                continue;
+            }
+            if (!env.value(s.suffix).empty()) continue; // the environment wins
             std::string const& v = it->second;
             std::string const bad = check_directory_setting(s.name, v);
             if (!bad.empty()) {

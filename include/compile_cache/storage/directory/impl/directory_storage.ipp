@@ -165,7 +165,8 @@ from_env_result<directory_storage> directory_storage::from_env(storage_settings 
     if (detail::is_off(dir)) return from_env_result<directory_storage>::not_configured();
     if (!settings.cache_off.empty()) return from_env_result<directory_storage>::off(settings.cache_off);
     directory_options options = directory_options_from_env(env);
-    detail::apply_directory_settings_file(dir, env, options); // DIR/.cc-settings, where the environment is silent
+    std::vector<kept_cache_setting> for_cache; // the cache's own settings DIR/.cc-settings holds
+    detail::apply_directory_settings_file(dir, env, options, for_cache); // where the environment is silent
     // A directory that cannot be made (a file on the way, no permission, a
     // read-only parent) would make every store fail: say so now, once, and run
     // without a cache. An existing read-only directory is fine: loads work.
@@ -178,7 +179,9 @@ from_env_result<directory_storage> directory_storage::from_env(storage_settings 
         env.report_value("_DIR", dir,
                          "is a path, not a switch: the cache is the directory \"" + dir +
                              "\" in the working directory");
-    return from_env_result<directory_storage>(directory_storage(std::move(dir), options));
+    from_env_result<directory_storage> result(directory_storage(std::move(dir), options));
+    for (kept_cache_setting& k : for_cache) result.keep_cache_setting(std::move(k));
+    return result;
 }
 
 std::vector<environment_setting> directory_storage::environment_settings(std::string_view prefix) {
