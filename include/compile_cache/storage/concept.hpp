@@ -273,6 +273,22 @@ using read_many_t = decltype(std::declval<S&>().read_many(
 template <class S>
 using has_read_many = is_detected<read_many_t, S>;
 
+/// Optional: `void write_many(std::vector<std::pair<key, std::string_view>> const& entries,
+/// std::vector<std::error_code>& out)` (noexcept), the batch write: `out` gets one
+/// error_code per entry, in the order of `entries`, `out[i]` being what `write(entries[i].first,
+/// entries[i].second)` would answer, the whole batch in as few exchanges as the storage can
+/// (redis_storage: pipelined SETs, one exchange per server or cluster node; http_storage:
+/// concurrent PUTs) and bounded by the storage's own timeout. A key appears at most once
+/// in a batch (the order of two writes of one key would be the storage's). tiered_storage's
+/// background worker sends the uploads it finds queued through it when there is one,
+/// else one write per upload.
+template <class S>
+using write_many_t = decltype(std::declval<S&>().write_many(
+    std::declval<std::vector<std::pair<key, std::string_view>> const&>(),
+    std::declval<std::vector<std::error_code>&>()));
+template <class S>
+using has_write_many = is_detected<write_many_t, S>;
+
 /// Optional: `void prefetch(std::vector<key> const& keys, std::size_t max_size)`
 /// (noexcept), called by basic_cache::prefetch: the storage may read those entries ahead
 /// (tiered_storage: its remote's, in one batch read) for the reads that follow; a read
