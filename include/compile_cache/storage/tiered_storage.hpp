@@ -133,8 +133,9 @@ using has_partial_failure = is_detected_convertible<bool, partial_failure_t, S>;
 /// The jobs one tier runs off the host's path, and the thread that runs them: a queue
 /// bounded in bytes (push never waits for room: a job that does not fit is refused),
 /// a thread started at the first push, a bounded drain at the end. The thread takes
-/// the jobs it finds queued together, as one batch (at most batch_max_jobs of them and
-/// batch_max_bytes of their bytes, at least one), in the order they were pushed. Fork-safe: a child
+/// the jobs it finds queued together, as one batch (at most the owner's batch_jobs,
+/// itself at most batch_max_jobs, and batch_max_bytes of their cost; one job at least),
+/// in the order they were pushed. Fork-safe: a child
 /// forked while the thread runs has no thread and an empty queue (the jobs are the
 /// parent's), and starts its own thread at its first push; whether the thread was in
 /// the middle of a job when the process forked is told (the remote's connection may
@@ -149,14 +150,16 @@ public:
     /// Runs a batch of jobs (on the worker's thread), taken from the queue in the order
     /// they were pushed; must not throw.
     using runner = std::function<void(std::vector<job>&)>;
-    /// The most jobs, and bytes of jobs (their cost), a batch takes (one job at least).
+    /// The most jobs, and bytes of jobs (their cost), a batch may take (one job at least).
     static constexpr std::size_t batch_max_jobs = 256;
     static constexpr std::size_t batch_max_bytes = std::size_t{4} << 20;
     /// Counts a job dropped unrun at the end (under the queue's lock); must not throw.
     using dropper = std::function<void(job const&)>;
 
+    /// `batch_jobs`: the most jobs a batch takes (1: one job at a time; at most batch_max_jobs).
     COMPILE_CACHE_DECL tier_worker(std::size_t max_bytes, std::chrono::milliseconds drain, runner run,
-                                   dropper drop, std::chrono::milliseconds end_grace = std::chrono::seconds(2));
+                                   dropper drop, std::chrono::milliseconds end_grace = std::chrono::seconds(2),
+                                   std::size_t batch_jobs = 1);
     /// stop(), then, when the thread still runs a job, joins it (a job under way runs to
     /// its end): an owner that must not wait without a bound calls stop() first.
     COMPILE_CACHE_DECL ~tier_worker();
@@ -184,6 +187,9 @@ public:
     COMPILE_CACHE_DECL bool cancel(key const& k, std::chrono::milliseconds within) noexcept;
     /// Whether the thread has been started in this process.
     COMPILE_CACHE_DECL bool started() const noexcept;
+    /// Whether the worker is ending and its drain time is over: a runner that runs a
+    /// batch's jobs one after another drops the ones not begun (counted as the dropper does).
+    COMPILE_CACHE_DECL bool past_drain() const noexcept;
     /// In a forked child: whether the parent's thread was running a job when the process forked.
     bool forked_mid_job() const noexcept { return forked_mid_job_.load(std::memory_order_relaxed); }
     /// In a forked child: whether the parent's worker still had jobs queued when the process
@@ -209,6 +215,7 @@ private:
     std::size_t const max_bytes_;
     std::chrono::milliseconds const drain_;
     std::chrono::milliseconds const end_grace_;
+    std::size_t const batch_jobs_;
     runner run_;
     dropper drop_;
     mutable std::mutex mutex_;
@@ -898,17 +905,21 @@ private:
             worker = std::make_unique<detail::tier_worker>(
                 options.upload_queue_bytes, options.upload_drain,
                 [this](std::vector<detail::tier_worker::job>& jobs) { run_batch(jobs); },
-                [this](detail::tier_worker::job const& j) {
-                    if (j.kind == job_upload) {
-                        ++counts[c_uploads_dropped];
-                        ++dropped_at_end;
-                    } else if (j.kind == job_release) {
-                        // (a claim left to its expiry)
-                    } else {
-                        ++counts[c_copies_dropped];
-                    }
-                },
-                options.upload_end_grace);
+                [this](detail::tier_worker::job const& j) { dropped(j); }, options.upload_end_grace,
+                // Batches only where the uploads among them go in one call (write_many).
+                detail::has_write_many<Remote>::value ? detail::tier_worker::batch_max_jobs : std::size_t{1});
+        }
+
+        /// A job not run at the end (the drain time was over): counted.
+        void dropped(detail::tier_worker::job const& j) noexcept {
+            if (j.kind == job_upload) {
+                ++counts[c_uploads_dropped];
+                ++dropped_at_end;
+            } else if (j.kind == job_release) {
+                // (a claim left to its expiry)
+            } else {
+                ++counts[c_copies_dropped];
+            }
         }
 
         /// Whether the remote may be called from this process: not in a child forked while
@@ -1046,7 +1057,7 @@ private:
         /// write_many: the uploads first, sent together (a key's second upload in the batch
         /// starts another write_many, so that the later one lands last), then the other
         /// jobs in their order: a claim's release reaches the remote after the upload of
-        /// its entry was answered. Without one: each job in its order, as run() does.
+        /// its entry was answered. Without one the worker takes one job at a time: run().
         void run_batch(std::vector<detail::tier_worker::job>& jobs) noexcept {
             if constexpr (detail::has_write_many<Remote>::value) {
                 std::vector<detail::tier_worker::job*> uploads;
@@ -1078,8 +1089,14 @@ private:
                     uploads.push_back(&j); // (reserved: no allocation)
                 }
                 send_uploads(uploads, sent_from);
-                for (auto& j : jobs)
-                    if (j.kind != job_upload) run(j);
+                // The rest one by one, as the queue's jobs: past the drain time, dropped.
+                for (auto& j : jobs) {
+                    if (j.kind == job_upload) continue;
+                    if (worker && worker->past_drain())
+                        dropped(j);
+                    else
+                        run(j);
+                }
             } else {
                 for (auto& j : jobs) run(j);
             }

@@ -40,8 +40,10 @@ tier_worker_registry& the_tier_worker_registry() noexcept {
 }
 
 tier_worker::tier_worker(std::size_t max_bytes, std::chrono::milliseconds drain, runner run, dropper drop,
-                         std::chrono::milliseconds end_grace)
-    : max_bytes_(max_bytes), drain_(drain), end_grace_(end_grace), run_(std::move(run)), drop_(std::move(drop)) {
+                         std::chrono::milliseconds end_grace, std::size_t batch_jobs)
+    : max_bytes_(max_bytes), drain_(drain), end_grace_(end_grace),
+      batch_jobs_(std::min(std::max<std::size_t>(batch_jobs, 1), batch_max_jobs)), run_(std::move(run)),
+      drop_(std::move(drop)) {
     tier_worker_registry& r = the_tier_worker_registry();
     std::lock_guard<std::mutex> lock(r.mutex);
     r.workers.push_back(this);
@@ -185,17 +187,22 @@ bool tier_worker::started() const noexcept {
     return thread_ != nullptr;
 }
 
+bool tier_worker::past_drain() const noexcept {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return ending_ && std::chrono::steady_clock::now() >= drain_until_;
+}
+
 void tier_worker::work() noexcept {
     std::vector<job> batch;
     // Room for a whole batch, made once: taking jobs allocates nothing (when this fails,
     // batches are of what room there is, one job at least).
     try {
-        batch.reserve(batch_max_jobs);
+        batch.reserve(batch_jobs_);
     } catch (...) {
     }
     std::unique_lock<std::mutex> lock(mutex_);
     try {
-        running_keys_.reserve(batch_max_jobs);
+        running_keys_.reserve(batch_jobs_);
     } catch (...) {
     }
     std::size_t const room = std::max<std::size_t>(1, std::min(batch.capacity(), running_keys_.capacity()));
@@ -220,7 +227,7 @@ void tier_worker::work() noexcept {
                 batch.push_back(std::move(queue_.front()));
                 queue_.pop_front();
                 batch_cost += c;
-            } while (!queue_.empty() && batch.size() < room && batch.size() < batch_max_jobs &&
+            } while (!queue_.empty() && batch.size() < room && batch.size() < batch_jobs_ &&
                      batch_cost + cost(queue_.front()) <= batch_max_bytes);
         } catch (...) { // (no room for one job: allocation failed; what was taken runs)
             running_keys_.resize(batch.size());
