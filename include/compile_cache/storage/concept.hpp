@@ -340,6 +340,15 @@ using has_claims =
     std::bool_constant<is_detected_exact<claim_answer, try_claim_t, S>::value && is_detected<release_claim_t, S>::value>;
 template <class S>
 using try_claim_address_t = decltype(&S::try_claim);
+/// Optional, with claims: `void release_claims(std::vector<key> const& keys)` (noexcept),
+/// what `release_claim` does for each of `keys`, in as few exchanges as the storage can
+/// (redis_storage: pipelined, one exchange per server or cluster node). tiered_storage's
+/// background worker releases the claims among its batch's jobs through it when there
+/// is one, else one release_claim per key.
+template <class S>
+using release_claims_t = decltype(std::declval<S&>().release_claims(std::declval<std::vector<key> const&>()));
+template <class S>
+using has_release_claims = is_detected<release_claims_t, S>;
 
 /// An optional member is *named* when `&S::name` is valid (one member of that name: not
 /// overloaded, not a template); a named one must meet its requirement, or it would be

@@ -170,6 +170,17 @@ public:
             if constexpr (detail::has_claims<std::decay_t<decltype(r)>>::value) r.release_claim(k);
         });
     }
+    /// The held remote's release_claims, or one release_claim per key.
+    void release_claims(std::vector<key> const& keys) noexcept {
+        each_held([&](auto& r) {
+            using R = std::decay_t<decltype(r)>;
+            if constexpr (detail::has_release_claims<R>::value) {
+                r.release_claims(keys);
+            } else if constexpr (detail::has_claims<R>::value) {
+                for (key const& k : keys) r.release_claim(k);
+            }
+        });
+    }
 
     /// A forked child may use it when every alternative makes connections of its own there
     /// (tiered_storage: `reconnects_after_fork`).

@@ -275,6 +275,10 @@ private:
 ///   remote calls partial (`partial_failure(e)`: one node of a cluster) is counted and
 ///   said once, and the remote is still used. A store refused for `auth` while reads
 ///   answer (a user allowed to read only) stops the stores, with one line; reads go on.
+/// - Background mode, a remote with `write_many` (redis_storage, http_storage): the
+///   worker sends the uploads it finds queued in one batch write (counted
+///   `remote.upload-batches`, each upload as one sent alone), then the claims' releases
+///   and the copies among its jobs; without it, one write per upload, one job at a time.
 /// - Background mode: no thread until the first upload or copy; at the tier's end the
 ///   queue gets tier_options::upload_drain, then what is left is dropped (counted). A
 ///   process forked after a store has no worker and no queue of its own (the parent's
@@ -1056,8 +1060,9 @@ private:
         /// The worker's batch (the jobs it found queued, in their order). A remote with
         /// write_many: the uploads first, sent together (a key's second upload in the batch
         /// starts another write_many, so that the later one lands last), then the other
-        /// jobs in their order: a claim's release reaches the remote after the upload of
-        /// its entry was answered. Without one the worker takes one job at a time: run().
+        /// jobs in their order (the releases in one release_claims when the remote has it):
+        /// a claim's release reaches the remote after the upload of its entry was answered.
+        /// Without write_many the worker takes one job at a time: run().
         void run_batch(std::vector<detail::tier_worker::job>& jobs) noexcept {
             if constexpr (detail::has_write_many<Remote>::value) {
                 std::vector<detail::tier_worker::job*> uploads;
@@ -1089,9 +1094,20 @@ private:
                     uploads.push_back(&j); // (reserved: no allocation)
                 }
                 send_uploads(uploads, sent_from);
-                // The rest one by one, as the queue's jobs: past the drain time, dropped.
+                // The releases together (a remote with release_claims), then the rest one by
+                // one, as the queue's jobs: past the drain time, dropped.
+                if constexpr (detail::has_release_claims<Remote>::value) {
+                    try {
+                        std::vector<key> releases;
+                        for (auto const& j : jobs)
+                            if (j.kind == job_release) releases.push_back(j.k);
+                        if (!releases.empty() && !(worker && worker->past_drain())) remote->release_claims(releases);
+                    } catch (...) {
+                    }
+                }
                 for (auto& j : jobs) {
                     if (j.kind == job_upload) continue;
+                    if (j.kind == job_release && detail::has_release_claims<Remote>::value) continue;
                     if (worker && worker->past_drain())
                         dropped(j);
                     else

@@ -257,6 +257,11 @@ public:
     claim_answer try_claim(key const& k, claim_request const& request) noexcept;
     /// Deletes this process's claim of `k` (another's is left alone).
     void release_claim(key const& k) noexcept;
+    /// release_claim for each of `keys`, the scripts pipelined: one exchange for a
+    /// server, one per node of a cluster (a key redirected, or a server that refuses
+    /// scripts: that key released alone, as release_claim does). Bounded by one command
+    /// timeout; a failure leaves those claims to their expiry.
+    void release_claims(std::vector<key> const& keys) noexcept;
 
     /// Every entry of this storage's namespace (on every master of a cluster), with its
     /// size and last use: the optional Storage member `list` (storage/concept.hpp). Names
