@@ -9,6 +9,7 @@
 #include <compile_cache/storage/redis/redis_storage.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <string>
 
 namespace compile_cache {
@@ -112,7 +113,9 @@ inline void redis_storage::release_claims(std::vector<key> const& keys) noexcept
             for (std::size_t i : members)
                 commands.push_back({"EVAL", detail::redis_claim_release_script, "1", names[i], owner});
             std::vector<detail::redis_reply_ptr> replies;
-            if (judged_on_node(node, client.pipeline_on(node, commands, replies, 4096, deadline))) continue;
+            if (judged_on_node(node, client.pipeline_on(node, commands, replies, 4096, deadline, false, 0,
+                                                        std::numeric_limits<std::size_t>::max(), true)))
+                continue;
             for (std::size_t j = 0; j < members.size() && j < replies.size(); ++j)
                 if (replies[j]->type == REDIS_REPLY_ERROR) release_claim(keys[members[j]]); // (redirected, or no scripts)
         }

@@ -32,6 +32,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -55,7 +56,8 @@ using redis_errc = remote_error;
 /// stores one). Failures are `read_status::error` / an error_code of redis_category()
 /// (remote_error) for a tier to count. A connection that failed is reconnected on the next
 /// call. Thread-safe: each server's connection is used by one call at a time, a call
-/// waiting for it no longer than its command timeout.
+/// waiting for it no longer than its command timeout; the batch writes (write_many,
+/// release_claims) have a second one per server, opened at the first.
 ///
 /// Cluster: a key goes to the node serving its slot (CRC16, hash tags honoured) per the
 /// slot map learnt with CLUSTER SLOTS from the seed nodes, one connection per node;
@@ -224,8 +226,10 @@ public:
     /// error_code per entry. The SETs (with write's expiry) are pipelined: one exchange
     /// for a server; on a cluster, one per node, each key sent to the master of its slot
     /// (a key that is redirected, MOVED or ASK, is then written alone, following it; the
-    /// keys of a resting or unknown node fail at once, as `write`'s would). Bounded: the
-    /// whole batch by one command timeout. Never throws.
+    /// keys of a resting or unknown node fail at once, as `write`'s would), on a second
+    /// connection per node of the batch writes' own, so that the other calls (a host's
+    /// reads and claims while its uploads are on the wire) do not wait for them. Bounded:
+    /// the whole batch by one command timeout. Never throws.
     void write_many(std::vector<std::pair<key, std::string_view>> const& entries,
                     std::vector<std::error_code>& out) noexcept {
         try {
@@ -440,8 +444,9 @@ private:
             commands.reserve(members.size());
             for (std::size_t i : members) commands.push_back(set_command(names[i], entries[i].second, ttl));
             std::vector<detail::redis_reply_ptr> replies;
-            std::error_code const failed =
-                judged_on_node(node, client.pipeline_on(node, commands, replies, 4096, deadline));
+            std::error_code const failed = judged_on_node(
+                node, client.pipeline_on(node, commands, replies, 4096, deadline, false, 0,
+                                         std::numeric_limits<std::size_t>::max(), true));
             for (std::size_t j = 0; j < members.size(); ++j) {
                 std::size_t const i = members[j];
                 if (j >= replies.size()) {
@@ -451,7 +456,7 @@ private:
                 redisReply const* r = replies[j].get();
                 if (r->type < 0 || r->type > 31 || !(status_or_error & (1u << r->type))) {
                     // Out of step from here on: the connection goes, and so do the answers after it.
-                    client.drop_connection(node, deadline);
+                    client.drop_connection(node, deadline, true);
                     std::error_code const e = client.record(
                         remote_error::protocol, "a reply of the wrong type to SET (the connection was out of step; it is closed)");
                     for (std::size_t rest = j; rest < members.size(); ++rest) out[members[rest]] = e;
