@@ -20,6 +20,8 @@
 #
 #   benchmarks/tinyk_remote.sh                   # 7 repetitions
 #   TINYK_BENCH_REPS=11 benchmarks/tinyk_remote.sh
+#   TINYK_BENCH_SINGLE_FLIGHT=local benchmarks/tinyk_remote.sh   # passed as TINYK_CACHE_SINGLE_FLIGHT
+#                                     # (local: no claims on the server, the uploads' share alone)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=../scripts/setup.sh
@@ -29,6 +31,7 @@ ensure_packages "${COMPILE_CACHE_PACKAGES[@]}" "${COMPILE_CACHE_REDIS_PACKAGES[@
 build=${COMPILE_CACHE_BUILD_DIR:-$root/build}/bench-remote
 reps=${TINYK_BENCH_REPS:-7}
 rtt_ms=${TINYK_BENCH_RTT_MS:-5}
+export TINYK_BENCH_SINGLE_FLIGHT=${TINYK_BENCH_SINGLE_FLIGHT:-}
 
 echo "building tinyk (Release, with LLVM and hiredis) in $build ..." >&2
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCOMPILE_CACHE_BUILD_EXAMPLES=ON \
@@ -51,7 +54,7 @@ c++ -std=c++17 -O2 -I"$root/tests" "$root/tests/redis/helpers/latency_proxy.cpp"
 coproc proxy { exec "$work/latency_proxy" "$port" "$((rtt_ms * 500))"; }
 read -r proxy_port <&"${proxy[0]}"
 
-echo "command: benchmarks/tinyk_remote.sh (TINYK_BENCH_REPS=$reps)"
+echo "command: benchmarks/tinyk_remote.sh (TINYK_BENCH_REPS=$reps${TINYK_BENCH_SINGLE_FLIGHT:+, TINYK_BENCH_SINGLE_FLIGHT=$TINYK_BENCH_SINGLE_FLIGHT})"
 echo "machine: $(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -1), nproc $(nproc)," \
   "$(uname -sr), $(redis-server --version | cut -d' ' -f1-3), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')"
@@ -71,6 +74,8 @@ def redis(*args):
 def run(cache, remote_ns=None, via=None):
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": work, "LC_ALL": "C",
            "TINYK_BACKEND": "native", "TINYK_CACHE_DIR": cache}
+    if os.environ.get("TINYK_BENCH_SINGLE_FLIGHT"):
+        env["TINYK_CACHE_SINGLE_FLIGHT"] = os.environ["TINYK_BENCH_SINGLE_FLIGHT"]
     if remote_ns:
         env.update({"TINYK_CACHE_REMOTE": f"redis://127.0.0.1:{via or port}", "TINYK_CACHE_REMOTE_NAMESPACE": remote_ns,
                     "TINYK_CACHE_SECRET_FILE": os.path.join(work, "secret.key")})
@@ -146,6 +151,9 @@ a_ratio = med([a[0] / c[0] for a, c in zip(results["A cold rtt"], results["cold 
 print(f"  at {rtt_ms:g} ms round trip: A cold with the remote vs without (the run just before it): "
       f"{a_ratio:.2f}x wall, median of the pairs; {cpu('A cold rtt') / cpu('cold again'):.2f}x CPU "
       f"(goal <= 1.1x: {'met' if a_ratio <= 1.1 else 'NOT met'})")
+up = lambda name: med([r[3].get(name, 0) for r in results["A cold rtt"]])
+print(f"  at {rtt_ms:g} ms round trip: A cold's uploads: {up('remote.uploads-sent'):.0f} sent in "
+      f"{up('remote.upload-batches'):.0f} batches, {up('remote.write-ms'):.1f} ms writing (medians)")
 extra = (b_first - local) / rtt_ms
 b_loop = med([r[0] for r in results["B remote"]])
 print(f"  at {rtt_ms:g} ms round trip: B's first run {b_first:.1f} ms vs the same at loopback {b_loop:.1f} ms: "

@@ -572,6 +572,112 @@ TEST_CASE("tiered_storage: a full upload queue drops uploads with a count, and n
     CHECK(compile_cache_test::entries_under(dir.path() / "local") == 20);
 }
 
+namespace {
+/// A remote in memory with a batch write and claims released in batches, whose writes pass
+/// a gate, and which notes each call it gets, in order ("write K", "write_many K K ...",
+/// "release K", "release_claims K K ...").
+struct batching_remote {
+    std::shared_ptr<cc::memory_storage> entries = std::make_shared<cc::memory_storage>();
+    std::shared_ptr<gate> writes = std::make_shared<gate>();
+    std::shared_ptr<std::mutex> calls_mutex = std::make_shared<std::mutex>();
+    std::shared_ptr<std::vector<std::string>> calls = std::make_shared<std::vector<std::string>>();
+
+    void note(std::string call) {
+        std::lock_guard<std::mutex> lock(*calls_mutex);
+        calls->push_back(std::move(call));
+    }
+    cc::read_result read(cc::key const& k, std::string& out, std::size_t max) { return entries->read(k, out, max); }
+    std::error_code write(cc::key const& k, std::string_view bytes) {
+        writes->pass();
+        note("write " + k.hex());
+        return entries->write(k, bytes);
+    }
+    void write_many(std::vector<std::pair<cc::key, std::string_view>> const& batch,
+                    std::vector<std::error_code>& out) noexcept {
+        writes->pass();
+        std::string call = "write_many";
+        out.clear();
+        for (auto const& [k, bytes] : batch) {
+            call += " " + k.hex();
+            out.push_back(entries->write(k, bytes));
+        }
+        note(call);
+    }
+    std::error_code remove(cc::key const& k) { return entries->remove(k); }
+    cc::claim_answer try_claim(cc::key const&, cc::claim_request const&) {
+        cc::claim_answer a;
+        a.state = cc::claim_state::claimed;
+        return a;
+    }
+    void release_claim(cc::key const& k) { note("release " + k.hex()); }
+    void release_claims(std::vector<cc::key> const& keys) noexcept {
+        std::string call = "release_claims";
+        for (auto const& k : keys) call += " " + k.hex();
+        note(call);
+    }
+    std::string describe() const { return "batching"; }
+};
+using batching_tier = cc::tiered_storage<cc::directory_storage, batching_remote>;
+} // namespace
+
+TEST_CASE("tiered_storage: the worker sends the uploads it finds queued in one batch write, and the claims' releases "
+          "together after the write of their entries",
+          "[tiered][upload]") {
+    temp_dir dir;
+    batching_remote server;
+    server.writes = std::make_shared<gate>(false);
+    batching_tier t(cc::directory_storage((dir.path() / "local").string()), server);
+    std::vector<cc::key> keys;
+    for (int i = 0; i < 20; ++i) keys.push_back(cc::key_builder<cc::sha256>().add("batched", i).finish().value());
+    cc::claim_request request;
+    request.scope = cc::claim_scope::remote;
+    // The worker's first call waits at the closed gate while the host queues the rest.
+    for (auto const& k : keys) {
+        REQUIRE(t.try_claim(k, request).state == cc::claim_state::claimed);
+        CHECK_FALSE(t.write(k, "entry of " + k.hex()));
+        t.release_claim(k);
+    }
+    server.writes->release();
+    REQUIRE(t.wait_for_uploads(10s));
+    CHECK_FALSE(server.writes->on_host);
+
+    auto counts = [&] {
+        std::map<std::string, std::uint64_t> m;
+        for (auto const& [name, n] : t.storage_counters()) m[name] = n;
+        return m;
+    }();
+    CHECK(counts["remote.uploads-queued"] == 20);
+    CHECK(counts["remote.uploads-sent"] == 20);
+    CHECK(counts["remote.stores"] == 20);
+    // At most the worker's first call went before the host had queued all: the rest, one batch.
+    CHECK(counts["remote.upload-batches"] >= 1);
+    CHECK(counts["remote.upload-batches"] <= 2);
+    std::vector<std::string> const calls = *server.calls;
+    std::size_t writes = 0, releases = 0;
+    for (auto const& c : calls) {
+        writes += c.rfind("write", 0) == 0;
+        releases += c.rfind("release", 0) == 0;
+    }
+    CHECK(writes <= 2);
+    CHECK(releases <= 2);
+    // Every entry is there, and each release came after the call that wrote its entry.
+    for (auto const& k : keys) {
+        std::string bytes;
+        CHECK(server.entries->read(k, bytes, 1 << 20).status == cc::read_status::found);
+        CHECK(bytes == "entry of " + k.hex());
+        std::size_t written = calls.size(), released = calls.size();
+        for (std::size_t i = 0; i < calls.size(); ++i) {
+            if (calls[i].rfind("write", 0) == 0 && calls[i].find(k.hex()) != std::string::npos && written == calls.size())
+                written = i;
+            if (calls[i].rfind("release", 0) == 0 && calls[i].find(k.hex()) != std::string::npos) released = i;
+        }
+        INFO(k.hex());
+        CHECK(written < calls.size());
+        CHECK(released < calls.size());
+        CHECK(written < released);
+    }
+}
+
 TEST_CASE("tiered_storage: at the end, queued uploads get the drain time, and the rest are dropped, counted, and said "
           "in one line",
           "[tiered][upload]") {

@@ -874,6 +874,98 @@ TEST_CASE("read_many on a stopped server: every key an error within the one time
     CHECK(got[0].second == "before");
 }
 
+TEST_CASE("write_many stores each entry as write would, with concurrent PUTs, making a fan-out layout's folders",
+          "[http][batch]") {
+    for (cc::http_layout const layout : {cc::http_layout::flat, cc::http_layout::fanout}) {
+        INFO(static_cast<int>(layout));
+        cc::http_options o;
+        o.url = main_server().url("plain", unique_path("batch-write"));
+        o.layout = layout;
+        o.timeout = std::chrono::milliseconds(5000);
+        o.connect_timeout = std::chrono::milliseconds(2000);
+        o.batch_connections = 3;
+        cc::http_storage s(o);
+        std::vector<std::string> values;
+        std::vector<std::pair<cc::key, std::string_view>> entries;
+        for (unsigned i = 0; i < 20; ++i) values.push_back("entry " + std::to_string(i) + std::string(i * 100, 'x'));
+        for (unsigned i = 0; i < 20; ++i) entries.emplace_back(key_of(i), values[i]);
+        std::vector<std::error_code> out;
+        s.write_many(entries, out);
+        REQUIRE(out.size() == entries.size());
+        for (unsigned i = 0; i < 20; ++i) {
+            INFO(i);
+            CHECK_FALSE(out[i]);
+            std::string bytes;
+            CHECK(s.read(key_of(i), bytes, 1 << 20).status == cc::read_status::found);
+            CHECK(bytes == values[i]);
+        }
+        // Again, on the kept connections: the entries replaced.
+        std::string const replaced = "replaced";
+        for (auto& e : entries) e.second = replaced;
+        s.write_many(entries, out);
+        REQUIRE(out.size() == entries.size());
+        for (unsigned i = 0; i < 20; ++i) {
+            CHECK_FALSE(out[i]);
+            std::string bytes;
+            CHECK(s.read(key_of(i), bytes, 1 << 20).status == cc::read_status::found);
+            CHECK(bytes == replaced);
+        }
+        s.write_many({}, out);
+        CHECK(out.empty());
+    }
+}
+
+TEST_CASE("write_many on a stopped server: every entry an error within the one timeout", "[http][batch][faults]") {
+    own_server stopped("batch-write-stopped");
+    cc::http_options o;
+    o.url = stopped.server().url("plain", unique_path("batch-write-stopped"));
+    o.timeout = std::chrono::milliseconds(400);
+    o.connect_timeout = std::chrono::milliseconds(200);
+    cc::http_storage s(o);
+    REQUIRE_FALSE(s.write(key_of(1), "before"));
+    REQUIRE(::kill(stopped.pid(), SIGSTOP) == 0);
+    std::vector<std::pair<cc::key, std::string_view>> entries;
+    for (unsigned i = 0; i < 30; ++i) entries.emplace_back(key_of(i), "after");
+    std::vector<std::error_code> out;
+    s.write_many(entries, out);
+    REQUIRE(out.size() == entries.size());
+    for (auto const& e : out) CHECK(e == cc::http_errc::timeout);
+    REQUIRE(::kill(stopped.pid(), SIGCONT) == 0);
+    std::string bytes;
+    REQUIRE(s.read(key_of(1), bytes, 1 << 20).status == cc::read_status::found);
+}
+
+TEST_CASE("a tier's worker sends the uploads queued while the server was stopped as one batch of concurrent PUTs",
+          "[http][batch][tiered]") {
+    using tier = cc::tiered_storage<cc::directory_storage, cc::http_storage>;
+    own_server paused("batch-upload");
+    compile_cache_test::temp_dir dir;
+    std::string const base = unique_path("batch-upload");
+    cc::http_options o;
+    o.url = paused.server().url("plain", base);
+    o.timeout = std::chrono::milliseconds(10000);
+    o.connect_timeout = std::chrono::milliseconds(2000);
+    tier t(cc::directory_storage((dir.path() / "local").string()), cc::http_storage(o));
+    // The server takes nothing: the worker's first call waits for it, the host queues the rest.
+    REQUIRE(::kill(paused.pid(), SIGSTOP) == 0);
+    for (unsigned i = 0; i < 40; ++i) CHECK_FALSE(t.write(key_of(i), "entry " + std::to_string(i)));
+    CHECK_FALSE(t.wait_for_uploads(std::chrono::milliseconds(0)));
+    REQUIRE(::kill(paused.pid(), SIGCONT) == 0);
+    REQUIRE(t.wait_for_uploads(std::chrono::seconds(20)));
+    std::map<std::string, std::uint64_t> c;
+    for (auto const& [name, n] : t.storage_counters()) c[name] = n;
+    CHECK(c["remote.uploads-sent"] == 40);
+    CHECK(c["remote.stores"] == 40);
+    CHECK(c["remote.upload-batches"] >= 1);
+    CHECK(c["remote.upload-batches"] < 40);
+    cc::http_storage reader(o);
+    for (unsigned i = 0; i < 40; ++i) {
+        std::string bytes;
+        CHECK(reader.read(key_of(i), bytes, 1 << 20).status == cc::read_status::found);
+        CHECK(bytes == "entry " + std::to_string(i));
+    }
+}
+
 // --- The remote chosen by URL ----------------------------------------------------------------
 
 TEST_CASE("remote_by_url gives an http:// PREFIX_REMOTE to the HTTP storage, through the tier", "[http][settings][tiered]") {

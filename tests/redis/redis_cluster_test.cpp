@@ -145,6 +145,50 @@ TEST_CASE("read_many on a cluster with a dead master fails only that master's ke
     }
 }
 
+TEST_CASE("write_many on a cluster sends each entry to its slot's master, and a dead master fails only its own, as "
+          "node_down",
+          "[redis][cluster][batch]") {
+    cluster c;
+    auto s = cluster_storage(c.url());
+    std::vector<std::string> values;
+    std::vector<std::pair<cc::key, std::string_view>> entries;
+    std::map<std::uint64_t, int> owner;
+    for (std::uint64_t i = 0; i < 30; ++i) values.push_back("v" + std::to_string(i));
+    for (std::uint64_t i = 0; i < 30; ++i) {
+        entries.emplace_back(key_of(i), values[i]);
+        owner[i] = owner_port(c.ports()[0], cc::detail::redis_hash_slot(s.redis_key(key_of(i))));
+    }
+    std::vector<std::error_code> out;
+    s.write_many(entries, out);
+    REQUIRE(out.size() == entries.size());
+    for (std::uint64_t i = 0; i < 30; ++i) {
+        INFO("key " << i);
+        CHECK_FALSE(out[i]);
+        CHECK(admin(owner[i])({"GET", s.redis_key(key_of(i))}) == values[i]); // on its slot's master
+    }
+    int const dead = c.ports()[2];
+    c.kill(2);
+    std::string const later = "later";
+    for (auto& e : entries) e.second = later;
+    s.write_many(entries, out);
+    REQUIRE(out.size() == entries.size());
+    int failed = 0, stored = 0;
+    for (std::uint64_t i = 0; i < 30; ++i) {
+        INFO("key " << i);
+        if (owner[i] == dead) {
+            CHECK(out[i] == cc::remote_error::node_down);
+            CHECK(cc::redis_storage::partial_failure(out[i]));
+            ++failed;
+        } else {
+            CHECK_FALSE(out[i]);
+            CHECK(admin(owner[i])({"GET", s.redis_key(key_of(i))}) == later);
+            ++stored;
+        }
+    }
+    CHECK(failed > 0);
+    CHECK(stored > 0);
+}
+
 TEST_CASE("A cluster node killed mid-run fails only its own slots, the others keep working", "[redis][cluster]") {
     cluster c;
     auto s = cluster_storage(c.url());

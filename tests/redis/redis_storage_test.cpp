@@ -156,6 +156,35 @@ TEST_CASE("read_many answers 42 keys as read answers each: found, a missing key 
     CHECK(out.empty());
 }
 
+TEST_CASE("write_many stores 40 entries as write stores each, in one pipelined exchange, with the configured expiry",
+          "[redis][storage][batch]") {
+    cc::redis_options o;
+    o.url = fixture::get().server_url();
+    o.name_space = unique_name("batch-write");
+    o.ttl = std::chrono::seconds(600);
+    cc::redis_storage s(o);
+    std::vector<std::string> values;
+    std::vector<std::pair<cc::key, std::string_view>> entries;
+    for (std::uint64_t i = 0; i < 40; ++i) values.push_back(value_of(i, 50 + i));
+    for (std::uint64_t i = 0; i < 40; ++i) entries.emplace_back(key_of(i), values[i]);
+    admin server(fixture::get().server_port());
+    std::vector<std::error_code> out;
+    s.write_many(entries, out);
+    REQUIRE(out.size() == entries.size());
+    for (std::uint64_t i = 0; i < 40; ++i) {
+        INFO("key " << i);
+        CHECK_FALSE(out[i]);
+        std::string bytes;
+        CHECK(s.read(key_of(i), bytes, 1 << 20).status == cc::read_status::found);
+        CHECK(bytes == values[i]);
+        int const ttl = std::stoi(server({"TTL", s.redis_key(key_of(i))}));
+        CHECK(ttl > 590);
+        CHECK(ttl <= 600);
+    }
+    s.write_many({}, out);
+    CHECK(out.empty());
+}
+
 TEST_CASE("read_many stops at its byte bound: the replies before it are answered, the keys after it are too_large errors",
           "[redis][storage][batch]") {
     cc::redis_options o;

@@ -16,9 +16,12 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <signal.h>
 
 namespace cc = compile_cache;
 using namespace compile_cache_test::redis;
@@ -601,10 +604,91 @@ TEST_CASE_METHOD(server_and_folder,
     CHECK(queued + dropped == 40);
     CHECK(dropped > 0);
     CHECK(counter_in(r.out, "remote.uploads-sent") == 0);
-    // The first upload timed out and the remote was skipped: the rest of the queue went unsent.
-    CHECK(counter_in(r.out, "remote.errors.timeout") == 1);
-    CHECK(counter_in(r.out, "remote.skipped") == queued - 1);
+    // The worker's first batch (the uploads queued when it woke) timed out, and the remote
+    // was skipped: the rest of the queue went unsent.
+    std::uint64_t const timed_out = counter_in(r.out, "remote.errors.timeout");
+    CHECK(timed_out >= 1);
+    CHECK(timed_out + counter_in(r.out, "remote.skipped") == queued);
     CHECK(count_of(r.err, "failed (timeout") == 1);
+}
+
+TEST_CASE_METHOD(server_and_folder,
+                 "Tier on Redis behind a 5 ms round trip: 40 stores in quick succession are uploaded in batches, "
+                 "every entry and identity record reaches the server, and a fresh process loads them all",
+                 "[redis][tiered][upload]") {
+    proxy_process proxy(s.port(), std::chrono::microseconds(2500));
+    std::string const ns = unique_name("batches");
+    compile_cache_test::write_file(dir.path() / "fleet.key", "the fleet's secret");
+    auto const settings = [&](char const* local) {
+        return std::vector<std::string>{"MACHINE_DIR=" + (dir.path() / local).string(),
+                                        "MACHINE_REMOTE=" + proxy.url(), "MACHINE_REMOTE_NAMESPACE=" + ns,
+                                        "MACHINE_SECRET_FILE=" + (dir.path() / "fleet.key").string(),
+                                        "MACHINE_SINGLE_FLIGHT=local"};
+    };
+    REQUIRE(a({"CONFIG", "RESETSTAT"}) == "OK");
+    auto const ci = run_machine(settings("a"), 40, "store");
+    INFO(ci.describe());
+    REQUIRE(ci.exited(0));
+    CHECK(count_of(ci.out, " stored\n") == 40);
+    CHECK(counter_in(ci.out, "remote.uploads-queued") == 80); // 40 entries, 40 identity records
+    CHECK(counter_in(ci.out, "remote.uploads-sent") == 80);
+    CHECK(counter_in(ci.out, "remote.stores") == 40);
+    CHECK(counter_in(ci.out, "remote.record-stores") == 40);
+    CHECK(counter_in(ci.out, "remote.uploads-dropped") == 0);
+    // The worker sent what it found queued together: far fewer calls than uploads.
+    std::uint64_t const batches = counter_in(ci.out, "remote.upload-batches");
+    CHECK(batches >= 1);
+    CHECK(batches < 40);
+    CHECK(calls_of(a, "set") == 80);
+    CHECK(a({"DBSIZE"}) == "80");
+
+    auto const b = run_machine(settings("b"), 40);
+    INFO(b.describe());
+    REQUIRE(b.exited(0));
+    CHECK(count_of(b.out, " loaded\n") == 40);
+    CHECK(counter_in(b.out, "remote.hits") == 40);
+}
+
+TEST_CASE_METHOD(server_and_folder,
+                 "Tier on Redis: a batch of uploads to a server that is gone counts each of its entries as failed, "
+                 "and the host's stores never waited for it",
+                 "[redis][tiered][upload][faults]") {
+    cc::tier_options t;
+    t.backoff_start = 0ms; // (the batch after the first failure is sent, as a probe)
+    t.backoff_max = 0ms;
+    std::vector<std::string> log;
+    std::mutex log_mutex;
+    t.logger = [&](std::string_view line) {
+        std::lock_guard<std::mutex> lock(log_mutex);
+        log.emplace_back(line);
+    };
+    tier storage(cc::directory_storage((dir.path() / "local").string()), remote_at(s.url(), unique_name("gone"), 5000ms),
+                 t);
+    // The server takes nothing: the worker's first call waits for it, the host's stores do not.
+    s.pause();
+    for (std::uint64_t i = 0; i < 40; ++i) CHECK_FALSE(storage.write(key_of(i), "entry " + std::to_string(i)));
+    CHECK_FALSE(storage.wait_for_uploads(0ms)); // still waiting: the stores returned before it
+    // For real, while it is stopped (it never runs again: nothing queued is answered): the
+    // connection is closed, and the next ones are refused.
+    ::kill(s.pid(), SIGKILL);
+    s.kill();
+    REQUIRE(storage.wait_for_uploads(10s));
+    std::map<std::string, std::uint64_t> c;
+    for (auto const& [name, n] : storage.storage_counters()) c[name] = n;
+    std::uint64_t errors = 0;
+    for (auto const& [name, n] : c)
+        if (name.rfind("remote.errors.", 0) == 0) errors += n;
+    CHECK(c["remote.uploads-queued"] == 40);
+    CHECK(c["remote.uploads-sent"] == 0);
+    CHECK(c["remote.stores"] == 0);
+    CHECK(errors + c["remote.skipped"] == 40);
+    CHECK(errors >= 2);                       // the first call's, and the batch's after it
+    CHECK(c["remote.upload-batches"] >= 1);   // the uploads queued meanwhile went as one batch
+    // Every store is here locally.
+    for (std::uint64_t i = 0; i < 40; ++i) {
+        std::string bytes;
+        CHECK(storage.local().read(key_of(i), bytes, 1 << 20).status == cc::read_status::found);
+    }
 }
 
 TEST_CASE_METHOD(server_and_folder,

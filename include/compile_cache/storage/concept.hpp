@@ -273,6 +273,22 @@ using read_many_t = decltype(std::declval<S&>().read_many(
 template <class S>
 using has_read_many = is_detected<read_many_t, S>;
 
+/// Optional: `void write_many(std::vector<std::pair<key, std::string_view>> const& entries,
+/// std::vector<std::error_code>& out)` (noexcept), the batch write: `out` gets one
+/// error_code per entry, in the order of `entries`, `out[i]` being what `write(entries[i].first,
+/// entries[i].second)` would answer, the whole batch in as few exchanges as the storage can
+/// (redis_storage: pipelined SETs, one exchange per server or cluster node; http_storage:
+/// concurrent PUTs) and bounded by the storage's own timeout. A key appears at most once
+/// in a batch (the order of two writes of one key would be the storage's). tiered_storage's
+/// background worker sends the uploads it finds queued through it when there is one,
+/// else one write per upload.
+template <class S>
+using write_many_t = decltype(std::declval<S&>().write_many(
+    std::declval<std::vector<std::pair<key, std::string_view>> const&>(),
+    std::declval<std::vector<std::error_code>&>()));
+template <class S>
+using has_write_many = is_detected<write_many_t, S>;
+
 /// Optional: `void prefetch(std::vector<key> const& keys, std::size_t max_size)`
 /// (noexcept), called by basic_cache::prefetch: the storage may read those entries ahead
 /// (tiered_storage: its remote's, in one batch read) for the reads that follow; a read
@@ -324,6 +340,15 @@ using has_claims =
     std::bool_constant<is_detected_exact<claim_answer, try_claim_t, S>::value && is_detected<release_claim_t, S>::value>;
 template <class S>
 using try_claim_address_t = decltype(&S::try_claim);
+/// Optional, with claims: `void release_claims(std::vector<key> const& keys)` (noexcept),
+/// what `release_claim` does for each of `keys`, in as few exchanges as the storage can
+/// (redis_storage: pipelined, one exchange per server or cluster node). tiered_storage's
+/// background worker releases the claims among its batch's jobs through it when there
+/// is one, else one release_claim per key.
+template <class S>
+using release_claims_t = decltype(std::declval<S&>().release_claims(std::declval<std::vector<key> const&>()));
+template <class S>
+using has_release_claims = is_detected<release_claims_t, S>;
 
 /// An optional member is *named* when `&S::name` is valid (one member of that name: not
 /// overloaded, not a template); a named one must meet its requirement, or it would be

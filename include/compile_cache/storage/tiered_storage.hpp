@@ -132,7 +132,10 @@ using has_partial_failure = is_detected_convertible<bool, partial_failure_t, S>;
 
 /// The jobs one tier runs off the host's path, and the thread that runs them: a queue
 /// bounded in bytes (push never waits for room: a job that does not fit is refused),
-/// a thread started at the first push, a bounded drain at the end. Fork-safe: a child
+/// a thread started at the first push, a bounded drain at the end. The thread takes
+/// the jobs it finds queued together, as one batch (at most the owner's batch_jobs,
+/// itself at most batch_max_jobs, and batch_max_bytes of their cost; one job at least),
+/// in the order they were pushed. Fork-safe: a child
 /// forked while the thread runs has no thread and an empty queue (the jobs are the
 /// parent's), and starts its own thread at its first push; whether the thread was in
 /// the middle of a job when the process forked is told (the remote's connection may
@@ -144,13 +147,19 @@ public:
         std::string bytes;
         unsigned char kind = 0; ///< the tier's own code
     };
-    /// Runs one job (on the worker's thread); must not throw.
-    using runner = std::function<void(job&)>;
+    /// Runs a batch of jobs (on the worker's thread), taken from the queue in the order
+    /// they were pushed; must not throw.
+    using runner = std::function<void(std::vector<job>&)>;
+    /// The most jobs, and bytes of jobs (their cost), a batch may take (one job at least).
+    static constexpr std::size_t batch_max_jobs = 256;
+    static constexpr std::size_t batch_max_bytes = std::size_t{4} << 20;
     /// Counts a job dropped unrun at the end (under the queue's lock); must not throw.
     using dropper = std::function<void(job const&)>;
 
+    /// `batch_jobs`: the most jobs a batch takes (1: one job at a time; at most batch_max_jobs).
     COMPILE_CACHE_DECL tier_worker(std::size_t max_bytes, std::chrono::milliseconds drain, runner run,
-                                   dropper drop, std::chrono::milliseconds end_grace = std::chrono::seconds(2));
+                                   dropper drop, std::chrono::milliseconds end_grace = std::chrono::seconds(2),
+                                   std::size_t batch_jobs = 1);
     /// stop(), then, when the thread still runs a job, joins it (a job under way runs to
     /// its end): an owner that must not wait without a bound calls stop() first.
     COMPILE_CACHE_DECL ~tier_worker();
@@ -173,10 +182,14 @@ public:
     /// Waits until no job is queued or running, at most `within`; true when none is.
     COMPILE_CACHE_DECL bool wait_idle(std::chrono::milliseconds within) noexcept;
     /// Drops the queued jobs of key `k` (uncounted: what comes next replaces them) and
-    /// waits, at most `within`, for a job of `k` under way to end; true when none is left.
+    /// waits, at most `within`, for a batch under way with a job of `k` to end; true when
+    /// none is left.
     COMPILE_CACHE_DECL bool cancel(key const& k, std::chrono::milliseconds within) noexcept;
     /// Whether the thread has been started in this process.
     COMPILE_CACHE_DECL bool started() const noexcept;
+    /// Whether the worker is ending and its drain time is over: a runner that runs a
+    /// batch's jobs one after another drops the ones not begun (counted as the dropper does).
+    COMPILE_CACHE_DECL bool past_drain() const noexcept;
     /// In a forked child: whether the parent's thread was running a job when the process forked.
     bool forked_mid_job() const noexcept { return forked_mid_job_.load(std::memory_order_relaxed); }
     /// In a forked child: whether the parent's worker still had jobs queued when the process
@@ -202,6 +215,7 @@ private:
     std::size_t const max_bytes_;
     std::chrono::milliseconds const drain_;
     std::chrono::milliseconds const end_grace_;
+    std::size_t const batch_jobs_;
     runner run_;
     dropper drop_;
     mutable std::mutex mutex_;
@@ -210,8 +224,8 @@ private:
     std::unique_ptr<std::condition_variable> idle_ = std::make_unique<std::condition_variable>();
     std::deque<job> queue_;
     std::size_t queued_bytes_ = 0; ///< the cost of the queued jobs and of the running one
-    bool running_ = false;         ///< a job is under way
-    key running_key_;              ///< its key
+    bool running_ = false;         ///< a batch of jobs is under way
+    std::vector<key> running_keys_; ///< their keys
     bool waiting_ = false;         ///< the thread waits for a job (a push wakes it)
     bool ending_ = false;
     bool finished_ = false;       ///< the thread has left its loop (it only returns after)
@@ -261,6 +275,10 @@ private:
 ///   remote calls partial (`partial_failure(e)`: one node of a cluster) is counted and
 ///   said once, and the remote is still used. A store refused for `auth` while reads
 ///   answer (a user allowed to read only) stops the stores, with one line; reads go on.
+/// - Background mode, a remote with `write_many` (redis_storage, http_storage): the
+///   worker sends the uploads it finds queued in one batch write (counted
+///   `remote.upload-batches`, each upload as one sent alone), then the claims' releases
+///   and the copies among its jobs; without it, one write per upload, one job at a time.
 /// - Background mode: no thread until the first upload or copy; at the tier's end the
 ///   queue gets tier_options::upload_drain, then what is left is dropped (counted). A
 ///   process forked after a store has no worker and no queue of its own (the parent's
@@ -724,7 +742,8 @@ public:
     /// `remote.record-misses`, `remote.record-stores`, and the background worker's
     /// `remote.uploads-queued`, `remote.uploads-sent` (entries and records stored by
     /// it), `remote.uploads-dropped` (a full queue, or left at the end) and
-    /// `remote.copies-dropped` (remote hits not copied locally: a full queue)), and
+    /// `remote.copies-dropped` (remote hits not copied locally: a full queue),
+    /// `remote.upload-batches` (write_many calls: uploads sent together)), and
     /// prefetch's `remote.prefetch-batches`, `remote.prefetch-keys` (keys asked) and
     /// `remote.prefetch-dropped` (answers past tier_options::prefetch_bytes); empty
     /// without a remote. basic_cache adds them to its statistics.
@@ -800,6 +819,7 @@ private:
         c_prefetch_batches,
         c_prefetch_keys,
         c_prefetch_dropped,
+        c_upload_batches,
         c_count
     };
     static std::array<std::string, c_count> const& count_names() {
@@ -826,6 +846,7 @@ private:
             n[c_prefetch_batches] = "remote.prefetch-batches";
             n[c_prefetch_keys] = "remote.prefetch-keys";
             n[c_prefetch_dropped] = "remote.prefetch-dropped";
+            n[c_upload_batches] = "remote.upload-batches";
             return n;
         }();
         return names;
@@ -903,18 +924,23 @@ private:
         void start() {
             if (!remote || options.upload != remote_upload::background) return;
             worker = std::make_unique<detail::tier_worker>(
-                options.upload_queue_bytes, options.upload_drain, [this](detail::tier_worker::job& j) { run(j); },
-                [this](detail::tier_worker::job const& j) {
-                    if (j.kind == job_upload) {
-                        ++counts[c_uploads_dropped];
-                        ++dropped_at_end;
-                    } else if (j.kind == job_release) {
-                        // (a claim left to its expiry)
-                    } else {
-                        ++counts[c_copies_dropped];
-                    }
-                },
-                options.upload_end_grace);
+                options.upload_queue_bytes, options.upload_drain,
+                [this](std::vector<detail::tier_worker::job>& jobs) { run_batch(jobs); },
+                [this](detail::tier_worker::job const& j) { dropped(j); }, options.upload_end_grace,
+                // Batches only where the uploads among them go in one call (write_many).
+                detail::has_write_many<Remote>::value ? detail::tier_worker::batch_max_jobs : std::size_t{1});
+        }
+
+        /// A job not run at the end (the drain time was over): counted.
+        void dropped(detail::tier_worker::job const& j) noexcept {
+            if (j.kind == job_upload) {
+                ++counts[c_uploads_dropped];
+                ++dropped_at_end;
+            } else if (j.kind == job_release) {
+                // (a claim left to its expiry)
+            } else {
+                ++counts[c_copies_dropped];
+            }
         }
 
         /// Whether the remote may be called from this process: not in a child forked while
@@ -1045,6 +1071,131 @@ private:
                 }
             } else {
                 (void)keys, (void)max_size;
+            }
+        }
+
+        /// The worker's batch (the jobs it found queued, in their order). A remote with
+        /// write_many: the uploads first, sent together (a key's second upload in the batch
+        /// starts another write_many, so that the later one lands last), then the other
+        /// jobs in their order (the releases in one release_claims when the remote has it):
+        /// a claim's release reaches the remote after the upload of its entry was answered.
+        /// Without write_many the worker takes one job at a time: run().
+        void run_batch(std::vector<detail::tier_worker::job>& jobs) noexcept {
+            if constexpr (detail::has_write_many<Remote>::value) {
+                std::vector<detail::tier_worker::job*> uploads;
+                try {
+                    uploads.reserve(jobs.size());
+                } catch (...) {
+                    for (auto& j : jobs) run(j); // (no room for the batch: one by one)
+                    return;
+                }
+                std::unordered_set<key> in_batch;
+                std::size_t sent_from = 0; // the uploads before it are sent
+                for (auto& j : jobs) {
+                    if (j.kind != job_upload) continue;
+                    bool repeated = false;
+                    try {
+                        repeated = !in_batch.insert(j.k).second;
+                    } catch (...) {
+                        repeated = true; // (sends what is gathered: the order stays)
+                    }
+                    if (repeated) {
+                        send_uploads(uploads, sent_from);
+                        sent_from = uploads.size();
+                        in_batch.clear();
+                        try {
+                            in_batch.insert(j.k);
+                        } catch (...) {
+                        }
+                    }
+                    uploads.push_back(&j); // (reserved: no allocation)
+                }
+                send_uploads(uploads, sent_from);
+                // The releases together (a remote with release_claims), then the rest one by
+                // one, as the queue's jobs: past the drain time, dropped.
+                if constexpr (detail::has_release_claims<Remote>::value) {
+                    try {
+                        std::vector<key> releases;
+                        for (auto const& j : jobs)
+                            if (j.kind == job_release) releases.push_back(j.k);
+                        if (!releases.empty() && !(worker && worker->past_drain())) remote->release_claims(releases);
+                    } catch (...) {
+                    }
+                }
+                for (auto& j : jobs) {
+                    if (j.kind == job_upload) continue;
+                    if (j.kind == job_release && detail::has_release_claims<Remote>::value) continue;
+                    if (worker && worker->past_drain())
+                        dropped(j);
+                    else
+                        run(j);
+                }
+            } else {
+                for (auto& j : jobs) run(j);
+            }
+        }
+
+        /// The uploads `jobs[from...]`, sent now: a lone one as send() does, more in one
+        /// write_many; each counted as send() counts it (an entry kept as another secret's,
+        /// stores refused, the remote skipped: not sent). The batch is one call for the
+        /// back-off: admitted once (each entry it skips counted remote.skipped), answered
+        /// once when an entry was stored, and its first failure that of its admission
+        /// (a probe's doubles the back-off once); its other failures are counted alone.
+        void send_uploads(std::vector<detail::tier_worker::job*> const& jobs, std::size_t from) noexcept {
+            if constexpr (detail::has_write_many<Remote>::value) {
+                if (jobs.size() <= from) return;
+                if (jobs.size() == from + 1) {
+                    if (!send(jobs[from]->k, jobs[from]->bytes)) ++counts[c_uploads_sent];
+                    return;
+                }
+                try {
+                    std::vector<std::pair<key, std::string_view>> entries;
+                    entries.reserve(jobs.size() - from);
+                    for (std::size_t i = from; i < jobs.size(); ++i) {
+                        if (keep_foreign(jobs[i]->k)) continue;
+                        if (writes_refused) {
+                            ++counts[c_skipped];
+                            continue;
+                        }
+                        entries.emplace_back(jobs[i]->k, jobs[i]->bytes);
+                    }
+                    if (entries.empty()) return;
+                    admission const a = admit();
+                    if (a == admission::skipped) {
+                        counts[c_skipped] += entries.size() - 1; // (admit counted one)
+                        return;
+                    }
+                    std::vector<std::error_code> out;
+                    auto const start = clock::now();
+                    try {
+                        remote->write_many(entries, out);
+                    } catch (...) {
+                        out.clear();
+                    }
+                    auto const took = clock::now() - start;
+                    counts[c_write_ns] += ns_of(took);
+                    ++counts[c_upload_batches];
+                    if (out.size() != entries.size())
+                        out.assign(entries.size(), std::make_error_code(std::errc::io_error));
+                    bool stored = false;
+                    for (std::size_t i = 0; i < entries.size(); ++i) {
+                        if (out[i]) continue;
+                        stored = true;
+                        ++counts[is_identity_record_key(entries[i].first) ? c_record_stores : c_stores];
+                        counts[c_bytes_written] += entries[i].second.size();
+                        ++counts[c_uploads_sent];
+                    }
+                    if (stored) answered(a, took);
+                    bool first = true;
+                    for (std::size_t i = 0; i < entries.size(); ++i) {
+                        if (!out[i]) continue;
+                        failed(first ? a : admission::normal, out[i], true);
+                        first = false;
+                    }
+                } catch (...) {
+                }
+            } else {
+                (void)jobs, (void)from;
             }
         }
 

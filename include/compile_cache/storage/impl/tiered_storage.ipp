@@ -40,8 +40,10 @@ tier_worker_registry& the_tier_worker_registry() noexcept {
 }
 
 tier_worker::tier_worker(std::size_t max_bytes, std::chrono::milliseconds drain, runner run, dropper drop,
-                         std::chrono::milliseconds end_grace)
-    : max_bytes_(max_bytes), drain_(drain), end_grace_(end_grace), run_(std::move(run)), drop_(std::move(drop)) {
+                         std::chrono::milliseconds end_grace, std::size_t batch_jobs)
+    : max_bytes_(max_bytes), drain_(drain), end_grace_(end_grace),
+      batch_jobs_(std::min(std::max<std::size_t>(batch_jobs, 1), batch_max_jobs)), run_(std::move(run)),
+      drop_(std::move(drop)) {
     tier_worker_registry& r = the_tier_worker_registry();
     std::lock_guard<std::mutex> lock(r.mutex);
     r.workers.push_back(this);
@@ -172,7 +174,9 @@ bool tier_worker::cancel(key const& k, std::chrono::milliseconds within) noexcep
                 ++it;
             }
         }
-        return idle_->wait_for(lock, within, [&] { return !running_ || !(running_key_ == k); });
+        return idle_->wait_for(lock, within, [&] {
+            return !running_ || std::find(running_keys_.begin(), running_keys_.end(), k) == running_keys_.end();
+        });
     } catch (...) {
         return false;
     }
@@ -183,8 +187,25 @@ bool tier_worker::started() const noexcept {
     return thread_ != nullptr;
 }
 
+bool tier_worker::past_drain() const noexcept {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return ending_ && std::chrono::steady_clock::now() >= drain_until_;
+}
+
 void tier_worker::work() noexcept {
+    std::vector<job> batch;
+    // Room for a whole batch, made once: taking jobs allocates nothing (when this fails,
+    // batches are of what room there is, one job at least).
+    try {
+        batch.reserve(batch_jobs_);
+    } catch (...) {
+    }
     std::unique_lock<std::mutex> lock(mutex_);
+    try {
+        running_keys_.reserve(batch_jobs_);
+    } catch (...) {
+    }
+    std::size_t const room = std::max<std::size_t>(1, std::min(batch.capacity(), running_keys_.capacity()));
     for (;;) {
         std::condition_variable& wake = *wake_;
         waiting_ = true;
@@ -197,15 +218,29 @@ void tier_worker::work() noexcept {
             queued_bytes_ = 0;
             break;
         }
-        job j = std::move(queue_.front());
-        queue_.pop_front();
+        // The jobs queued, in their order, up to the batch's bounds.
+        std::size_t batch_cost = 0;
+        try {
+            do {
+                std::size_t const c = cost(queue_.front());
+                running_keys_.push_back(queue_.front().k);
+                batch.push_back(std::move(queue_.front()));
+                queue_.pop_front();
+                batch_cost += c;
+            } while (!queue_.empty() && batch.size() < room && batch.size() < batch_jobs_ &&
+                     batch_cost + cost(queue_.front()) <= batch_max_bytes);
+        } catch (...) { // (no room for one job: allocation failed; what was taken runs)
+            running_keys_.resize(batch.size());
+        }
+        if (batch.empty()) continue;
         running_ = true;
-        running_key_ = j.k;
         lock.unlock();
-        run_(j);
+        run_(batch);
+        batch.clear();
         lock.lock();
         running_ = false;
-        queued_bytes_ -= std::min(queued_bytes_, cost(j));
+        running_keys_.clear();
+        queued_bytes_ -= std::min(queued_bytes_, batch_cost);
         idle_->notify_all(); // (wait_idle and cancel)
     }
     finished_ = true;
@@ -258,6 +293,7 @@ void tier_worker::after_fork_in_child() noexcept {
             if (w->running_) w->forked_mid_job_.store(true, std::memory_order_relaxed);
             if (w->running_ || !w->queue_.empty()) w->forked_with_work_.store(true, std::memory_order_relaxed);
             w->running_ = false;
+            w->running_keys_.clear();
             w->waiting_ = false;
             // The parent's thread may have been waiting on them: new ones, the old ones left.
             try {

@@ -9,6 +9,7 @@
 #include <compile_cache/storage/redis/redis_storage.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <string>
 
 namespace compile_cache {
@@ -89,6 +90,36 @@ inline claim_answer redis_storage::try_claim(key const& k, claim_request const& 
         return answer;
     } catch (...) {
         return claim_answer{};
+    }
+}
+
+inline void redis_storage::release_claims(std::vector<key> const& keys) noexcept {
+    if (!state_ || keys.empty()) return;
+    try {
+        if (keys.size() == 1) {
+            release_claim(keys.front());
+            return;
+        }
+        detail::redis_client& client = state_->client;
+        auto const deadline = call_deadline();
+        std::string const owner = detail::claim_owner();
+        std::vector<std::string> names;
+        names.reserve(keys.size());
+        for (key const& k : keys) names.push_back(claim_name(k));
+        auto const groups = node_groups(names, deadline, [](std::size_t, std::error_code) {});
+        for (auto const& [node, members] : groups) {
+            std::vector<detail::redis_command> commands;
+            commands.reserve(members.size());
+            for (std::size_t i : members)
+                commands.push_back({"EVAL", detail::redis_claim_release_script, "1", names[i], owner});
+            std::vector<detail::redis_reply_ptr> replies;
+            if (judged_on_node(node, client.pipeline_on(node, commands, replies, 4096, deadline, false, 0,
+                                                        std::numeric_limits<std::size_t>::max(), true)))
+                continue;
+            for (std::size_t j = 0; j < members.size() && j < replies.size(); ++j)
+                if (replies[j]->type == REDIS_REPLY_ERROR) release_claim(keys[members[j]]); // (redirected, or no scripts)
+        }
+    } catch (...) {
     }
 }
 

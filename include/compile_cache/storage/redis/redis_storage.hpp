@@ -32,6 +32,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -55,7 +56,8 @@ using redis_errc = remote_error;
 /// stores one). Failures are `read_status::error` / an error_code of redis_category()
 /// (remote_error) for a tier to count. A connection that failed is reconnected on the next
 /// call. Thread-safe: each server's connection is used by one call at a time, a call
-/// waiting for it no longer than its command timeout.
+/// waiting for it no longer than its command timeout; the batch writes (write_many,
+/// release_claims) have a second one per server, opened at the first.
 ///
 /// Cluster: a key goes to the node serving its slot (CRC16, hash tags honoured) per the
 /// slot map learnt with CLUSTER SLOTS from the seed nodes, one connection per node;
@@ -213,11 +215,32 @@ public:
         try {
             std::string const name = redis_key(k);
             std::string const ttl = std::to_string(state_->options.ttl.count());
-            detail::redis_command command{"SET", name, bytes};
-            if (state_->options.ttl.count() > 0) command.insert(command.end(), {"EX", ttl});
-            return simple(name, std::move(command));
+            return simple(name, set_command(name, bytes, ttl));
         } catch (...) {
             return make_error_code(remote_error::other);
+        }
+    }
+
+    /// Writes `entries` at once (the optional batch write): `out[i]` is what
+    /// `write(entries[i].first, entries[i].second)` would answer, `out` holding one
+    /// error_code per entry. The SETs (with write's expiry) are pipelined: one exchange
+    /// for a server; on a cluster, one per node, each key sent to the master of its slot
+    /// (a key that is redirected, MOVED or ASK, is then written alone, following it; the
+    /// keys of a resting or unknown node fail at once, as `write`'s would), on a second
+    /// connection per node of the batch writes' own, so that the other calls (a host's
+    /// reads and claims while its uploads are on the wire) do not wait for them. Bounded:
+    /// the whole batch by one command timeout. Never throws.
+    void write_many(std::vector<std::pair<key, std::string_view>> const& entries,
+                    std::vector<std::error_code>& out) noexcept {
+        try {
+            out.assign(entries.size(), std::error_code());
+            if (!state_) {
+                for (auto& e : out) e = make_error_code(remote_error::other);
+                return;
+            }
+            write_batch(entries, out);
+        } catch (...) {
+            for (auto& e : out) e = make_error_code(remote_error::other); // (the caller checks the size)
         }
     }
 
@@ -238,6 +261,11 @@ public:
     claim_answer try_claim(key const& k, claim_request const& request) noexcept;
     /// Deletes this process's claim of `k` (another's is left alone).
     void release_claim(key const& k) noexcept;
+    /// release_claim for each of `keys`, the scripts pipelined: one exchange for a
+    /// server, one per node of a cluster (a key redirected, or a server that refuses
+    /// scripts: that key released alone, as release_claim does). Bounded by one command
+    /// timeout; a failure leaves those claims to their expiry.
+    void release_claims(std::vector<key> const& keys) noexcept;
 
     /// Every entry of this storage's namespace (on every master of a cluster), with its
     /// size and last use: the optional Storage member `list` (storage/concept.hpp). Names
@@ -347,6 +375,104 @@ private:
         return {};
     }
 
+    /// The SET of `bytes` under `name`, with the expiry (`ttl`: its seconds) when there is one.
+    detail::redis_command set_command(std::string const& name, std::string_view bytes, std::string const& ttl) const {
+        detail::redis_command command{"SET", name, bytes};
+        if (state_->options.ttl.count() > 0) command.insert(command.end(), {"EX", ttl});
+        return command;
+    }
+
+    /// The indexes of `names` by the node that serves them (one group for a server), in
+    /// the order given; a name whose node is unknown or resting gets its error in
+    /// `failed(i, e)` and no group. Empty, every name failed, on a redis:// server found
+    /// to be a cluster's node.
+    template <class Failed>
+    std::vector<std::pair<std::size_t, std::vector<std::size_t>>> node_groups(std::vector<std::string> const& names,
+                                                                               detail::redis_clock::time_point deadline,
+                                                                               Failed&& failed) {
+        detail::redis_client& client = state_->client;
+        std::vector<std::pair<std::size_t, std::vector<std::size_t>>> groups;
+        if (!client.is_cluster() && client.serves_some_keys_only()) {
+            for (std::size_t i = 0; i < names.size(); ++i) failed(i, make_error_code(remote_error::cluster_node));
+            return groups;
+        }
+        for (std::size_t i = 0; i < names.size(); ++i) {
+            std::size_t node = 0;
+            if (client.is_cluster()) {
+                std::uint16_t const slot = detail::redis_hash_slot(names[i]);
+                std::optional<std::size_t> const target = client.owner(slot, deadline);
+                if (!target) {
+                    failed(i, client.unserved(slot));
+                    continue;
+                }
+                if (std::error_code e = client.resting(*target)) {
+                    failed(i, e);
+                    continue;
+                }
+                node = *target;
+            }
+            auto g = std::find_if(groups.begin(), groups.end(), [&](auto const& x) { return x.first == node; });
+            if (g == groups.end()) g = groups.insert(groups.end(), {node, {}});
+            g->second.push_back(i);
+        }
+        return groups;
+    }
+
+    /// A pipelined exchange's failure on a cluster's `node`, as `run` judges one (the node
+    /// rests after a refusal or a timeout); its answer noted when it did not fail.
+    std::error_code judged_on_node(std::size_t node, std::error_code failed) {
+        detail::redis_client& client = state_->client;
+        if (failed && client.is_cluster() && (failed == remote_error::refused || failed == remote_error::timeout)) {
+            client.want_refresh();
+            return client.node_failed(node, failed);
+        }
+        if (!failed && client.is_cluster()) client.node_answered(node);
+        return failed;
+    }
+
+    void write_batch(std::vector<std::pair<key, std::string_view>> const& entries, std::vector<std::error_code>& out) {
+        detail::redis_client& client = state_->client;
+        auto const deadline = call_deadline();
+        std::string const ttl = std::to_string(state_->options.ttl.count());
+        std::vector<std::string> names;
+        names.reserve(entries.size());
+        for (auto const& e : entries) names.push_back(redis_key(e.first));
+        auto const groups = node_groups(names, deadline, [&](std::size_t i, std::error_code e) { out[i] = e; });
+        unsigned const status_or_error = (1u << REDIS_REPLY_STATUS) | (1u << REDIS_REPLY_ERROR);
+        for (auto const& [node, members] : groups) {
+            std::vector<detail::redis_command> commands;
+            commands.reserve(members.size());
+            for (std::size_t i : members) commands.push_back(set_command(names[i], entries[i].second, ttl));
+            std::vector<detail::redis_reply_ptr> replies;
+            std::error_code const failed = judged_on_node(
+                node, client.pipeline_on(node, commands, replies, 4096, deadline, false, 0,
+                                         std::numeric_limits<std::size_t>::max(), true));
+            for (std::size_t j = 0; j < members.size(); ++j) {
+                std::size_t const i = members[j];
+                if (j >= replies.size()) {
+                    out[i] = failed ? failed : make_error_code(remote_error::protocol);
+                    continue;
+                }
+                redisReply const* r = replies[j].get();
+                if (r->type < 0 || r->type > 31 || !(status_or_error & (1u << r->type))) {
+                    // Out of step from here on: the connection goes, and so do the answers after it.
+                    client.drop_connection(node, deadline, true);
+                    std::error_code const e = client.record(
+                        remote_error::protocol, "a reply of the wrong type to SET (the connection was out of step; it is closed)");
+                    for (std::size_t rest = j; rest < members.size(); ++rest) out[members[rest]] = e;
+                    break;
+                }
+                if (r->type == REDIS_REPLY_ERROR && detail::parse_redis_redirection(std::string_view(r->str, r->len))) {
+                    // Moved or asked elsewhere: written alone, following the redirection (and,
+                    // on a redis:// server that is a cluster's node, failing as write does).
+                    out[i] = simple(names[i], set_command(names[i], entries[i].second, ttl));
+                    continue;
+                }
+                if (r->type == REDIS_REPLY_ERROR) out[i] = client.error_reply(r);
+            }
+        }
+    }
+
     /// What `read` answers for one GETRANGE reply `r` (bounded by `max`), the bytes in `bytes`.
     read_result read_answer(redisReply const* r, std::size_t max, std::string& bytes) const {
         bytes.clear();
@@ -369,31 +495,9 @@ private:
         std::vector<std::string> names;
         names.reserve(keys.size());
         for (key const& k : keys) names.push_back(redis_key(k));
-        if (!client.is_cluster() && client.serves_some_keys_only()) {
-            for (auto& o : out) o.first = {read_status::error, make_error_code(remote_error::cluster_node)};
-            return;
-        }
-        // The keys of each node, in the order given.
-        std::vector<std::pair<std::size_t, std::vector<std::size_t>>> groups;
-        for (std::size_t i = 0; i < keys.size(); ++i) {
-            std::size_t node = 0;
-            if (client.is_cluster()) {
-                std::uint16_t const slot = detail::redis_hash_slot(names[i]);
-                std::optional<std::size_t> const target = client.owner(slot, deadline);
-                if (!target) {
-                    out[i].first = {read_status::error, client.unserved(slot)};
-                    continue;
-                }
-                if (std::error_code e = client.resting(*target)) {
-                    out[i].first = {read_status::error, e};
-                    continue;
-                }
-                node = *target;
-            }
-            auto g = std::find_if(groups.begin(), groups.end(), [&](auto const& x) { return x.first == node; });
-            if (g == groups.end()) g = groups.insert(groups.end(), {node, {}});
-            g->second.push_back(i);
-        }
+        auto const groups = node_groups(names, deadline, [&](std::size_t i, std::error_code e) {
+            out[i].first = {read_status::error, e};
+        });
         std::size_t budget = state_->options.batch_max_bytes;
         unsigned const string_or_nil = (1u << REDIS_REPLY_STRING) | (1u << REDIS_REPLY_NIL) | (1u << REDIS_REPLY_ERROR);
         for (auto const& [node, members] : groups) {
@@ -406,14 +510,8 @@ private:
             commands.reserve(members.size());
             for (std::size_t i : members) commands.push_back({"GETRANGE", names[i], "0", end});
             std::vector<detail::redis_reply_ptr> replies;
-            std::error_code failed =
-                client.pipeline_on(node, commands, replies, bound + 64, deadline, false, 0, budget);
-            if (failed && client.is_cluster() && (failed == remote_error::refused || failed == remote_error::timeout)) {
-                client.want_refresh();
-                failed = client.node_failed(node, failed);
-            } else if (!failed && client.is_cluster()) {
-                client.node_answered(node);
-            }
+            std::error_code const failed =
+                judged_on_node(node, client.pipeline_on(node, commands, replies, bound + 64, deadline, false, 0, budget));
             for (std::size_t j = 0; j < members.size(); ++j) {
                 std::size_t const i = members[j];
                 if (j >= replies.size()) {
@@ -566,5 +664,6 @@ inline from_env_result<redis_options> redis_storage::redis_options_from_env(sett
 static_assert(compile_cache::check_storage<compile_cache::redis_storage>::value);
 static_assert(compile_cache::detail::has_list<compile_cache::redis_storage>::value);
 static_assert(compile_cache::detail::has_read_many<compile_cache::redis_storage>::value);
+static_assert(compile_cache::detail::has_write_many<compile_cache::redis_storage>::value);
 
 #include <compile_cache/storage/redis/redis_claims.hpp>
