@@ -325,6 +325,34 @@ using has_claims =
 template <class S>
 using try_claim_address_t = decltype(&S::try_claim);
 
+/// Optional, beside the claims (has_claims): `void try_claim_many(std::vector<key> const&
+/// keys, claim_request const&, std::vector<claim_answer>& out)` (noexcept), the batch of
+/// claims: `out` gets one answer per key, in the order of `keys`, `out[i]` claimed (this
+/// process now holds the claim of `keys[i]`, which release_claim drops), held (another's
+/// claim stands; its holder need not be said, and a dead one is not taken over: that is
+/// try_claim's), or none (not claimed: the storage cannot, or failed), the whole batch in
+/// as few exchanges as the storage can (redis_storage: pipelined, one per server or
+/// cluster node) and bounded by the storage's own timeout. tiered_storage::prefetch takes
+/// the remote claims of the keys its remote lacks through it (single flight), so that
+/// their misses claim without a round trip of their own; a remote without one: none.
+template <class S>
+using try_claim_many_t = decltype(std::declval<S&>().try_claim_many(
+    std::declval<std::vector<key> const&>(), std::declval<claim_request const&>(),
+    std::declval<std::vector<claim_answer>&>()));
+template <class S>
+using has_try_claim_many = std::bool_constant<has_claims<S>::value && is_detected<try_claim_many_t, S>::value>;
+
+/// Optional: `void prefetch(std::vector<key> const& keys, std::size_t max_size,
+/// claim_request const& claims)` (noexcept), prefetch (has_prefetch) that may also claim
+/// (single flight, `claims`) the keys whose entries the storage lacks, for the misses that
+/// follow (tiered_storage: its remote's claims, in one more batch); basic_cache::prefetch
+/// calls it when there is one and single flight is on.
+template <class S>
+using prefetch_claiming_t = decltype(std::declval<S&>().prefetch(
+    std::declval<std::vector<key> const&>(), std::declval<std::size_t>(), std::declval<claim_request const&>()));
+template <class S>
+using has_prefetch_claiming = is_detected<prefetch_claiming_t, S>;
+
 /// An optional member is *named* when `&S::name` is valid (one member of that name: not
 /// overloaded, not a template); a named one must meet its requirement, or it would be
 /// silently ignored.

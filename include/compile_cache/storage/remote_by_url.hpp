@@ -57,9 +57,9 @@ using read_many_of_t = decltype(std::declval<S&>().read_many(
 /// Every Storage member is the held alternative's. Optional members are always there
 /// and forward when the alternative has them: `list` (else operation_not_supported),
 /// `entry_path`, `describe`, `last_failure` (its text), `partial_failure`, `set_logger`,
-/// `read_many` (else one read per key). A default-constructed one holds none: reads
-/// are absent, the rest fail with invalid_argument. Thread-safe as the held
-/// alternative is; move-only when one of them is.
+/// `read_many` (else one read per key), `try_claim_many` (else nothing claimed). A
+/// default-constructed one holds none: reads are absent, the rest fail with
+/// invalid_argument. Thread-safe as the held alternative is; move-only when one of them is.
 template <class... Remotes>
 class remote_by_url {
     static_assert(sizeof...(Remotes) >= 1, "compile_cache: remote_by_url needs at least one remote");
@@ -152,6 +152,21 @@ public:
             if constexpr (detail::has_claims<std::decay_t<decltype(r)>>::value) answer = r.try_claim(k, request);
         });
         return answer;
+    }
+    /// The held remote's batch of claims (storage/concept.hpp's try_claim_many) when it
+    /// has one; without: every answer none (nothing claimed).
+    void try_claim_many(std::vector<key> const& keys, claim_request const& request,
+                        std::vector<claim_answer>& out) noexcept {
+        try {
+            out.assign(keys.size(), claim_answer{});
+        } catch (...) {
+            out.clear();
+            return;
+        }
+        each_held([&](auto& r) {
+            if constexpr (detail::has_try_claim_many<std::decay_t<decltype(r)>>::value)
+                r.try_claim_many(keys, request, out);
+        });
     }
     void release_claim(key const& k) noexcept {
         each_held([&](auto& r) {

@@ -9,7 +9,9 @@
 #include <compile_cache/storage/redis/redis_storage.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <string>
+#include <vector>
 
 namespace compile_cache {
 
@@ -89,6 +91,31 @@ inline claim_answer redis_storage::try_claim(key const& k, claim_request const& 
         return answer;
     } catch (...) {
         return claim_answer{};
+    }
+}
+
+inline void redis_storage::try_claim_many(std::vector<key> const& keys, claim_request const& request,
+                                          std::vector<claim_answer>& out) noexcept {
+    try {
+        out.assign(keys.size(), claim_answer{});
+        if (!state_ || !includes(request.scope, claim_scope::remote) || keys.empty()) return;
+        std::vector<std::string> names;
+        names.reserve(keys.size());
+        for (key const& k : keys) names.push_back(claim_name(k));
+        std::string const owner = detail::claim_owner();
+        std::string const expiry = std::to_string(std::max<long long>(request.expiry.count(), 1));
+        pipeline_by_node(
+            names, [&](std::size_t i) { return detail::redis_command{"SET", names[i], owner, "NX", "PX", expiry}; },
+            (1u << REDIS_REPLY_STATUS) | (1u << REDIS_REPLY_NIL), 4096, std::numeric_limits<std::size_t>::max(),
+            [&](std::size_t i, redisReply const* r) {
+                // OK: claimed; nil: another's claim stands; an error (read-only replica, ACL): none.
+                if (r->type == REDIS_REPLY_STATUS) out[i].state = claim_state::claimed;
+                else if (r->type == REDIS_REPLY_NIL) out[i].state = claim_state::held;
+            },
+            [&](std::size_t i, std::error_code) { out[i] = claim_answer{}; });
+    } catch (...) {
+        // (Claims taken before the failure stand until their expiry: none is said claimed.)
+        for (auto& o : out) o = claim_answer{};
     }
 }
 
