@@ -341,6 +341,20 @@ using try_claim_many_t = decltype(std::declval<S&>().try_claim_many(
     std::declval<std::vector<claim_answer>&>()));
 template <class S>
 using has_try_claim_many = std::bool_constant<has_claims<S>::value && is_detected<try_claim_many_t, S>::value>;
+template <class S>
+using try_claim_many_address_t = decltype(&S::try_claim_many);
+
+/// Optional, beside the claims (has_claims): `void release_claim_many(std::vector<key>
+/// const& keys)` (noexcept), the batch of releases: what release_claim does for each key,
+/// in as few exchanges as the storage can (redis_storage: pipelined, one per server or
+/// node), bounded by the storage's own timeout. tiered_storage releases the claims its
+/// prefetch took and no miss used through it at its end; without one, one by one.
+template <class S>
+using release_claim_many_t = decltype(std::declval<S&>().release_claim_many(std::declval<std::vector<key> const&>()));
+template <class S>
+using has_release_claim_many = std::bool_constant<has_claims<S>::value && is_detected<release_claim_many_t, S>::value>;
+template <class S>
+using release_claim_many_address_t = decltype(&S::release_claim_many);
 
 /// Optional: `void prefetch(std::vector<key> const& keys, std::size_t max_size,
 /// claim_request const& claims)` (noexcept), prefetch (has_prefetch) that may also claim
@@ -371,6 +385,8 @@ using is_storage = std::bool_constant<
     optional_member_valid<set_logger_address_t, has_set_logger, S>::value &&
     optional_member_valid<entry_path_address_t, has_entry_path, S>::value &&
     optional_member_valid<try_claim_address_t, has_claims, S>::value &&
+    optional_member_valid<try_claim_many_address_t, has_try_claim_many, S>::value &&
+    optional_member_valid<release_claim_many_address_t, has_release_claim_many, S>::value &&
     optional_member_valid<storage_counters_address_t, has_storage_counters, S>::value &&
     optional_member_valid<record_counters_address_t, has_record_counters, S>::value &&
     optional_member_valid<from_env_address_t, has_any_from_env, S>::value &&
@@ -458,6 +474,12 @@ struct check_storage {
     static_assert(detail::optional_member_valid<detail::try_claim_address_t, detail::has_claims, S>::value,
                   "compile_cache: the Storage's try_claim member has the wrong signature, or it has no "
                   "release_claim (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::try_claim_many_address_t, detail::has_try_claim_many, S>::value,
+                  "compile_cache: the Storage's try_claim_many member has the wrong signature, or it has no "
+                  "try_claim and release_claim (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::release_claim_many_address_t, detail::has_release_claim_many, S>::value,
+                  "compile_cache: the Storage's release_claim_many member has the wrong signature, or it has no "
+                  "try_claim and release_claim (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::storage_counters_address_t, detail::has_storage_counters, S>::value,
                   "compile_cache: the Storage's storage_counters member has the wrong signature (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::record_counters_address_t, detail::has_record_counters, S>::value,

@@ -592,11 +592,17 @@ public:
     /// processes), then the remote's (the fleet's) when the remote is read-write and up.
     /// A claim of `k` that this process's prefetch took on the remote (prefetch with a
     /// claim_request) is this miss's: the remote is not asked.
+    /// A key whose claim another process held at the prefetch, claimed now, says
+    /// `entry_seen`: that process may have stored the entry and released its claim
+    /// between this miss's read and this claim, so the cache reads once more.
     claim_answer try_claim(key const& k, claim_request const& request) noexcept {
         if (!state_ || state_->forked_mid_job()) return {};
-        return detail::tier_try_claim(state_.get(), state_->local ? &*state_->local : static_cast<Local*>(nullptr),
-                                      remote_claims_ok() ? &*state_->remote : static_cast<Remote*>(nullptr), k,
-                                      request, [&](key const& c) noexcept { return state_->take_preclaimed(c); });
+        claim_answer answer =
+            detail::tier_try_claim(state_.get(), state_->local ? &*state_->local : static_cast<Local*>(nullptr),
+                                   remote_claims_ok() ? &*state_->remote : static_cast<Remote*>(nullptr), k, request,
+                                   [&](key const& c) noexcept { return state_->take_preclaimed(c); });
+        if (answer.state == claim_state::claimed && state_->was_contended(k)) answer.entry_seen = true;
+        return answer;
     }
     /// Releases this process's claims of `k`: the local one at once, the remote one (when
     /// this thread took it) after the uploads queued before it (background mode), so that
@@ -912,6 +918,8 @@ private:
         std::mutex preclaim_mutex;
         std::unordered_map<key, preclaim> preclaimed;
         ::pid_t preclaim_pid = 0;
+        /// The keys whose claims another process held at the prefetch (at most max_preclaims).
+        std::unordered_set<key> contended;
 
         state() = default;
         state(state const&) = delete;
@@ -1095,7 +1103,7 @@ private:
                     ::pid_t const me = ::getpid();
                     {
                         std::lock_guard<std::mutex> lock(preclaim_mutex);
-                        if (preclaim_pid != me) preclaimed.clear(), preclaim_pid = me;
+                        if (preclaim_pid != me) preclaimed.clear(), contended.clear(), preclaim_pid = me;
                         absent.erase(std::remove_if(absent.begin(), absent.end(),
                                                     [&](key const& k) { return preclaimed.count(k) != 0; }),
                                      absent.end());
@@ -1117,14 +1125,27 @@ private:
                             ++counts[c_claims_prefetched];
                         } else if (answers[i].state == claim_state::held) {
                             // Another process compiles it: the batch's `absent` will soon be
-                            // stale, so the miss reads the remote afresh (and claims as always).
+                            // stale, so the miss reads the remote afresh (and claims as always,
+                            // reading once more if it then claims: was_contended).
                             forget_prefetched(absent[i]);
+                            if (contended.size() < max_preclaims) contended.insert(absent[i]);
                         }
                     }
                 } catch (...) {
                 }
             } else {
                 (void)absent, (void)request;
+            }
+        }
+
+        /// Whether another process held the claim of `k` when this one's prefetch asked
+        /// (then forgotten).
+        bool was_contended(key const& k) noexcept {
+            try {
+                std::lock_guard<std::mutex> lock(preclaim_mutex);
+                return !contended.empty() && preclaim_pid == ::getpid() && contended.erase(k) != 0;
+            } catch (...) {
+                return false;
             }
         }
 
@@ -1154,9 +1175,10 @@ private:
             return false;
         }
 
-        /// The tier's end: the claims taken ahead and never used are released, as
-        /// release_claim does (queued for the worker after the uploads, or at once in sync
-        /// mode within the upload drain time); the rest are left to their expiry.
+        /// The tier's end: the claims taken ahead and never used are released (no upload
+        /// of theirs to wait for): in one batch with a remote that has release_claim_many,
+        /// else as release_claim does (queued for the worker after the uploads, or at once
+        /// in sync mode within the upload drain time); the rest are left to their expiry.
         void release_preclaims() noexcept {
             if constexpr (detail::has_claims<Remote>::value) {
                 try {
@@ -1169,6 +1191,14 @@ private:
                     }
                     counts[c_claims_prefetched_unused] += unused.size();
                     if (!remote || !remote_usable() || forked_mid_job()) return; // (left to their expiry)
+                    {
+                        std::lock_guard<std::mutex> lock(health_mutex);
+                        if (down && clock::now() < retry_at) return;
+                    }
+                    if constexpr (detail::has_release_claim_many<Remote>::value) {
+                        remote->release_claim_many(unused);
+                        return;
+                    }
                     auto const until = clock::now() + options.upload_drain;
                     for (key const& k : unused) {
                         if (worker) {

@@ -244,6 +244,9 @@ public:
     /// try_claim's), or none (the server failed or refused it, or no `remote` in the scope).
     void try_claim_many(std::vector<key> const& keys, claim_request const& request,
                         std::vector<claim_answer>& out) noexcept;
+    /// The batch of releases (storage/concept.hpp's release_claim_many): release_claim's
+    /// compare-and-delete script for each key, pipelined as try_claim_many's claims.
+    void release_claim_many(std::vector<key> const& keys) noexcept;
 
     /// Every entry of this storage's namespace (on every master of a cluster), with its
     /// size and last use: the optional Storage member `list` (storage/concept.hpp). Names
@@ -341,6 +344,9 @@ private:
     detail::redis_clock::time_point call_deadline() const {
         return detail::redis_clock::now() + state_->options.command_timeout;
     }
+
+    /// release_claim on a server that refuses scripts: GET, compare, DEL.
+    void release_claim_without_script(std::string const& name, std::string const& owner);
 
     call run(std::string const& name, detail::redis_command const& command, std::size_t max_reply) {
         return state_->client.run(name, command, max_reply, call_deadline());
