@@ -630,6 +630,25 @@ TEST_CASE_METHOD(server_and_folder,
         CHECK(calls_of(a, "set") == 0);
         CHECK(off.remote("claims-prefetched") == 0);
     }
+
+    // A claim taken ahead and missed past half its expiry (PREFIX_WAIT_MAX, 300 ms here) is
+    // released and claimed again at the miss (never waited on as another's), then released.
+    cc::cache_options o = machine::options("one secret");
+    o.single_flight.wait_max = 300ms;
+    std::string const late_ns = unique_name("preclaim-late");
+    compile_cache_test::tier_machine<cc::redis_storage> late((dir.path() / "late").string(),
+                                                             remote_at(s.url(), late_ns), o, sync_uploads(),
+                                                             "tiered_redis_test");
+    late.cache.prefetch({keys[0]}, {infos[0]});
+    REQUIRE(late.remote("claims-prefetched") == 1);
+    std::this_thread::sleep_for(200ms);
+    REQUIRE(a({"CONFIG", "RESETSTAT"}) == "OK");
+    CHECK(late.get(0) == cc::outcome::compiled);
+    CHECK(late.remote("claims-prefetched-unused") == 1);
+    CHECK(calls_of(a, "set") == 3); // the claim again (SET NX), the entry, the record
+    CHECK(calls_of(a, "eval") == 2); // the old claim's release, then the new one's
+    CHECK(late.cache.stats().waited == 0); // (never waited on its own claim till it expired)
+    CHECK(a({"EXISTS", remote_at(s.url(), late_ns).claim_name(keys[0].value())}) == "0");
 }
 
 TEST_CASE_METHOD(server_and_folder,
