@@ -575,7 +575,7 @@ TEST_CASE("tiered_storage: a full upload queue drops uploads with a count, and n
 namespace {
 /// A remote in memory with a batch write and claims released in batches, whose writes pass
 /// a gate, and which notes each call it gets, in order ("write K", "write_many K K ...",
-/// "release K", "release_claims K K ...").
+/// "release K", "release_claim_many K K ...").
 struct batching_remote {
     std::shared_ptr<cc::memory_storage> entries = std::make_shared<cc::memory_storage>();
     std::shared_ptr<gate> writes = std::make_shared<gate>();
@@ -610,8 +610,8 @@ struct batching_remote {
         return a;
     }
     void release_claim(cc::key const& k) { note("release " + k.hex()); }
-    void release_claims(std::vector<cc::key> const& keys) noexcept {
-        std::string call = "release_claims";
+    void release_claim_many(std::vector<cc::key> const& keys) noexcept {
+        std::string call = "release_claim_many";
         for (auto const& k : keys) call += " " + k.hex();
         note(call);
     }

@@ -464,9 +464,20 @@ public:
     /// remote call of their own. Each is still read and checked as any entry when it is
     /// used. Does nothing when the cache is disabled or its storage has no `prefetch`
     /// (storage/concept.hpp). Never throws.
-    void prefetch(std::vector<key_result> const& keys, std::vector<entry_info> const& infos = {}) noexcept {
-        if (enabled_)
-            detail::prefetch_entries(storage_, keys, infos, options_.max_entry_size, options_.record_identities);
+    ///
+    /// With single flight on the remote (cache_options::single_flight's scope has
+    /// `remote`) and `claims` take (the default), the keys the remote lacks are also
+    /// claimed for this process, in one more batch (tiered_storage over Redis), so that
+    /// their misses compile without a round trip to claim each: the fleet's other
+    /// processes wait for this one's entries. Prefetch so only keys this process will
+    /// get_or_compile soon (a key never missed keeps the others waiting, within their
+    /// bound, until the cache's end); `prefetch_claims::none` only reads ahead.
+    void prefetch(std::vector<key_result> const& keys, std::vector<entry_info> const& infos = {},
+                  prefetch_claims claims = prefetch_claims::take) noexcept {
+        if (!enabled_) return;
+        claim_request const request{claims == prefetch_claims::take ? options_.single_flight.scope : claim_scope::none,
+                                    options_.single_flight.wait_max};
+        detail::prefetch_entries(storage_, keys, infos, options_.max_entry_size, options_.record_identities, request);
     }
 
     /// Binds `self.kernel` to `k` in the resolver and compiles or loads it as its own

@@ -39,6 +39,11 @@ struct single_flight_options {
     std::chrono::milliseconds wait_max{30000};
 };
 
+/// Whether basic_cache::prefetch also takes, ahead, the remote claims of the keys the
+/// remote lacks (when single flight's scope has `remote`): `take` (the default) for a
+/// host that compiles what it prefetches right after; `none` only reads ahead.
+enum class prefetch_claims : unsigned char { take, none };
+
 namespace detail {
 
 /// Reads PREFIX_SINGLE_FLIGHT and PREFIX_WAIT_MAX into `options`; a value that does not

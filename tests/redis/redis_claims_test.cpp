@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -168,7 +169,7 @@ TEST_CASE("Redis claims: a dead owner's claim is taken over in one step, with th
 }
 
 TEST_CASE("Redis claims for an ACL user without EVAL: a dead owner's claim is still taken over, and a release "
-          "still removes the claim",
+          "(alone or in a batch) still removes the claim",
           "[redis][claims]") {
     server acl;
     admin a(acl.port());
@@ -190,6 +191,15 @@ TEST_CASE("Redis claims for an ACL user without EVAL: a dead owner's claim is st
 
     ci.release_claim(k); // the script is refused: GET, compare, DEL
     CHECK(a({"EXISTS", name}) == "0");
+    // So is the batch's: each key released by GET, compare, DEL.
+    std::vector<cc::claim_answer> answers;
+    ci.try_claim_many({key_of(6), key_of(7)}, remote_claim(), answers);
+    REQUIRE(answers.size() == 2);
+    CHECK(answers[0].state == cc::claim_state::claimed);
+    CHECK(answers[1].state == cc::claim_state::claimed);
+    ci.release_claim_many({key_of(6), key_of(7)});
+    CHECK(a({"EXISTS", ci.claim_name(key_of(6))}) == "0");
+    CHECK(a({"EXISTS", ci.claim_name(key_of(7))}) == "0");
     // Another machine's claim stays through a release of ours.
     std::string const other = other_machine_owner("machine-e");
     REQUIRE(a({"SET", name, other, "PX", "30000"}) == "OK");
@@ -223,4 +233,78 @@ TEST_CASE("Redis claims on a cluster: claimed, released, and another's claim lef
         return;
     }
     FAIL("no master of the cluster took the claim's name");
+}
+
+TEST_CASE_METHOD(relayed_server,
+                 "Redis claims in a batch: one exchange of SET NX for every key, claimed or held as each key stands, "
+                 "and one exchange releases this process's and leaves another's",
+                 "[redis][claims][prefetch]") {
+    std::vector<cc::key> keys;
+    for (std::uint64_t n = 30; n < 40; ++n) keys.push_back(key_of(n));
+    // Another machine's process holds the claim of one of them.
+    std::string const other = other_machine_owner("machine-f");
+    REQUIRE(a({"SET", client.claim_name(keys[3]), other, "PX", "30000"}) == "OK");
+    std::string scratch; // (the client connects first: the exchange below is the batch alone)
+    REQUIRE(client.read(key_of(99), scratch, 16).status == cc::read_status::absent);
+    REQUIRE(a({"CONFIG", "RESETSTAT"}) == "OK");
+    std::size_t chunks = 0;
+    r.before_passing([&](std::string_view) { ++chunks; });
+
+    std::vector<cc::claim_answer> answers;
+    client.try_claim_many(keys, remote_claim(20000ms), answers);
+    REQUIRE(answers.size() == keys.size());
+    CHECK(chunks == 1); // one pipelined exchange, not one per key
+    CHECK(a.calls("set") == keys.size());
+    CHECK(a.calls("get") == 0); // (a held claim's holder is not asked)
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        INFO(i);
+        std::string const name = client.claim_name(keys[i]);
+        if (i == 3) {
+            CHECK(answers[i].state == cc::claim_state::held);
+            CHECK(a({"GET", name}) == other); // left alone
+            continue;
+        }
+        CHECK(answers[i].state == cc::claim_state::claimed);
+        CHECK(a({"GET", name}) == cc::detail::claim_owner());
+        long long const ttl = std::stoll(a({"PTTL", name}));
+        CHECK(ttl > 0);
+        CHECK(ttl <= 20000);
+        CHECK(client.try_claim(keys[i], remote_claim()).state == cc::claim_state::held); // (a thread of ours: held)
+    }
+    // Released in a batch too: one exchange; the other machine's claim stays.
+    chunks = 0;
+    client.release_claim_many(keys);
+    CHECK(chunks == 1);
+    for (std::size_t i = 0; i < keys.size(); ++i)
+        CHECK(a({"EXISTS", client.claim_name(keys[i])}) == (i == 3 ? "1" : "0"));
+    CHECK(a({"GET", client.claim_name(keys[3])}) == other);
+    // Without `remote` in the scope, nothing is sent and nothing claimed.
+    chunks = 0;
+    client.try_claim_many(keys, cc::claim_request{cc::claim_scope::local, 1000ms}, answers);
+    CHECK(chunks == 0);
+    for (auto const& answer : answers) CHECK(answer.state == cc::claim_state::none);
+}
+
+TEST_CASE("Redis claims in a batch on a cluster: each key claimed on the master of its slot, and released",
+          "[redis][claims][cluster][prefetch]") {
+    std::string const ns = unique_name("claims");
+    cc::redis_storage s = storage_at(fixture::get().cluster_url(), ns);
+    std::vector<cc::key> keys;
+    for (std::uint64_t n = 40; n < 52; ++n) keys.push_back(key_of(n)); // in several slots, so on several masters
+    std::vector<cc::claim_answer> answers;
+    s.try_claim_many(keys, remote_claim(), answers);
+    REQUIRE(answers.size() == keys.size());
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        INFO(i);
+        CHECK(answers[i].state == cc::claim_state::claimed);
+        CHECK(s.try_claim(keys[i], remote_claim()).state == cc::claim_state::held); // ours, on its master
+    }
+    s.try_claim_many(keys, remote_claim(), answers); // all held now
+    for (auto const& answer : answers) CHECK(answer.state == cc::claim_state::held);
+    s.release_claim_many(keys);
+    for (cc::key const& k : keys) CHECK(s.try_claim(k, remote_claim()).state == cc::claim_state::claimed);
+    s.release_claim_many(keys);
+    s.try_claim_many(keys, remote_claim(), answers); // (all released: claimed again)
+    for (auto const& answer : answers) CHECK(answer.state == cc::claim_state::claimed);
+    s.release_claim_many(keys);
 }

@@ -574,6 +574,137 @@ TEST_CASE_METHOD(server_and_folder,
 }
 
 TEST_CASE_METHOD(server_and_folder,
+                 "Tier on Redis: a prefetch with single flight claims the kernels the server lacks in one more batch, "
+                 "and each miss then claims sending no command, its claim released after its uploads, and a claim never "
+                 "used is released at the tier's end",
+                 "[redis][tiered][prefetch][claims]") {
+    std::string const ns = unique_name("preclaim");
+    auto m = std::make_unique<machine>((dir.path() / "a").string(), remote_at(s.url(), ns));
+    cc::redis_storage const probe = remote_at(s.url(), ns);
+    int const n = 10;
+    std::vector<cc::key_result> keys; // kernels 0 to n: the last is prefetched and never asked for
+    std::vector<cc::entry_info> infos;
+    for (int i = 0; i <= n; ++i) {
+        keys.push_back(m->key(i));
+        infos.push_back({"k" + std::to_string(i), "f.tk", 1});
+    }
+    REQUIRE(a({"CONFIG", "RESETSTAT"}) == "OK");
+    m->cache.prefetch(keys, infos);
+    CHECK(calls_of(a, "getrange") == 2 * (n + 1)); // entries and identity records
+    CHECK(calls_of(a, "set") == n + 1);            // the entries' claims, in one batch
+    CHECK(calls_of(a, "get") == 0);
+    CHECK(m->remote("claims-prefetched") == n + 1);
+    for (auto const& k : keys) CHECK(a({"GET", probe.claim_name(k.value())}) == cc::detail::claim_owner());
+
+    REQUIRE(a({"CONFIG", "RESETSTAT"}) == "OK");
+    for (int i = 0; i < n; ++i) CHECK(m->get(i) == cc::outcome::compiled);
+    // Each miss's entry and record came with the batch and its claim was held already:
+    // all it sent is its two uploads (sync here) and, after them, its claim's release (a
+    // script, whose GET and DEL the server counts too).
+    CHECK(calls_of(a, "set") == 2 * n);
+    CHECK(calls_of(a, "eval") == n);
+    CHECK(calls_of(a, "get") == n);
+    CHECK(calls_of(a, "getrange") == 0);
+    for (int i = 0; i < n; ++i) {
+        CHECK(a({"EXISTS", probe.claim_name(keys[i].value())}) == "0");
+        CHECK(a({"EXISTS", probe.redis_key(keys[i].value())}) == "1");
+    }
+    CHECK(m->remote("claims-prefetched-unused") == 0);
+    // Kernel n was never asked for: its claim stands until the tier's end, which releases it.
+    CHECK(a({"GET", probe.claim_name(keys[n].value())}) == cc::detail::claim_owner());
+    m.reset();
+    CHECK(a({"EXISTS", probe.claim_name(keys[n].value())}) == "0");
+
+    // Single flight on this machine only, a read-only remote, or a prefetch that asks for
+    // no claims: the prefetch reads, and claims nothing.
+    for (int variant = 0; variant < 3; ++variant) {
+        INFO(variant);
+        std::string const other_ns = unique_name("preclaim-off");
+        cc::tier_options t = sync_uploads();
+        if (variant == 1) t.mode = cc::remote_mode::read_only;
+        cc::cache_options o = machine::options("one secret");
+        if (variant == 0) o.single_flight.scope = cc::claim_scope::local;
+        compile_cache_test::tier_machine<cc::redis_storage> off(
+            (dir.path() / ("off" + std::to_string(variant))).string(), remote_at(s.url(), other_ns), o, t,
+            "tiered_redis_test");
+        REQUIRE(a({"CONFIG", "RESETSTAT"}) == "OK");
+        off.cache.prefetch(keys, infos, variant == 2 ? cc::prefetch_claims::none : cc::prefetch_claims::take);
+        CHECK(calls_of(a, "getrange") == 2 * (n + 1));
+        CHECK(calls_of(a, "set") == 0);
+        CHECK(off.remote("claims-prefetched") == 0);
+    }
+
+    // A claim taken ahead and missed past half its expiry (PREFIX_WAIT_MAX, 300 ms here) is
+    // released and claimed again at the miss (never waited on as another's), then released.
+    cc::cache_options o = machine::options("one secret");
+    o.single_flight.wait_max = 300ms;
+    std::string const late_ns = unique_name("preclaim-late");
+    compile_cache_test::tier_machine<cc::redis_storage> late((dir.path() / "late").string(),
+                                                             remote_at(s.url(), late_ns), o, sync_uploads(),
+                                                             "tiered_redis_test");
+    late.cache.prefetch({keys[0]}, {infos[0]});
+    REQUIRE(late.remote("claims-prefetched") == 1);
+    std::this_thread::sleep_for(200ms);
+    REQUIRE(a({"CONFIG", "RESETSTAT"}) == "OK");
+    CHECK(late.get(0) == cc::outcome::compiled);
+    CHECK(late.remote("claims-prefetched-unused") == 1);
+    CHECK(calls_of(a, "set") == 3); // the claim again (SET NX), the entry, the record
+    CHECK(calls_of(a, "eval") == 2); // the old claim's release, then the new one's
+    CHECK(late.cache.stats().waited == 0); // (never waited on its own claim till it expired)
+    CHECK(a({"EXISTS", remote_at(s.url(), late_ns).claim_name(keys[0].value())}) == "0");
+}
+
+TEST_CASE_METHOD(server_and_folder,
+                 "Tier on Redis: a process that prefetches kernels another process claimed ahead claims none of them, "
+                 "waits, and loads every one that process compiles (fresh processes)",
+                 "[redis][tiered][prefetch][claims]") {
+    std::string const ns = unique_name("preclaim-wait");
+    compile_cache_test::write_file(dir.path() / "fleet.key", "the fleet's secret");
+    std::string const go = (dir.path() / "go").string();
+    auto const settings = [&](char const* local) {
+        return std::vector<std::string>{"MACHINE_DIR=" + (dir.path() / local).string(), "MACHINE_REMOTE=" + s.url(),
+                                        "MACHINE_REMOTE_NAMESPACE=" + ns,
+                                        "MACHINE_SECRET_FILE=" + (dir.path() / "fleet.key").string(),
+                                        "MACHINE_PREFETCH=1"};
+    };
+    auto const wait_until = [](auto&& done) {
+        for (int i = 0; i < 2000 && !done(); ++i) std::this_thread::sleep_for(5ms);
+        return done();
+    };
+    // A prefetches (claiming all 10 kernels ahead), then waits for the go.
+    compile_cache_test::process_result ci, b;
+    std::thread a_run([&] {
+        std::vector<std::string> a_settings = settings("a");
+        a_settings.push_back("MACHINE_AFTER_PREFETCH_WAIT_FOR=" + go);
+        ci = run_machine(a_settings, 10);
+    });
+    bool const claimed = wait_until([&] { return a({"DBSIZE"}) == "10"; });
+    CHECK(claimed);
+    // B prefetches too: the kernels are absent and their claims held, so it claims none,
+    // and its first miss waits (its SET NX refused, it asks who holds the claim: a GET).
+    // Each later miss reads the server afresh (the batch's answer is dropped: another
+    // process was compiling the kernel), and finds what A stored by then, or waits.
+    REQUIRE(a({"CONFIG", "RESETSTAT"}) == "OK");
+    std::thread b_run([&] { b = run_machine(settings("b"), 10); });
+    bool const b_waits = wait_until([&] { return calls_of(a, "get") > 0; });
+    CHECK(b_waits);
+    compile_cache_test::write_file(dir.path() / "go", "go");
+    a_run.join();
+    b_run.join();
+    INFO(ci.describe());
+    INFO(b.describe());
+    REQUIRE(ci.exited(0));
+    REQUIRE(b.exited(0));
+    CHECK(count_of(ci.out, " compiled\n") == 10);
+    CHECK(counter_in(ci.out, "remote.claims-prefetched") == 10);
+    CHECK(count_of(b.out, " loaded\n") == 10);
+    CHECK(count_of(b.out, " compiled\n") == 0);
+    CHECK(counter_in(b.out, "remote.claims-prefetched") == 0);
+    // Every claim was released: what is left is 10 entries and their identity records.
+    CHECK(a({"DBSIZE"}) == "20");
+}
+
+TEST_CASE_METHOD(server_and_folder,
                  "Tier on Redis: a stalled server under a full upload queue: stores are dropped with a count, the "
                  "host goes on (fresh process)",
                  "[redis][tiered][upload][faults]") {

@@ -7,6 +7,7 @@
 #include <compile_cache/identity_record.hpp>
 #include <compile_cache/key/builder.hpp>
 #include <compile_cache/key/key.hpp>
+#include <compile_cache/storage/claim.hpp>
 #include <compile_cache/storage/concept.hpp>
 
 #include <cstddef>
@@ -16,11 +17,13 @@ namespace compile_cache::detail {
 
 /// Asks `storage` to read ahead, bounded by `max_entry_size`, the entries of `keys` (a
 /// bypass skipped) and, with `record_identities`, the identity record of each kernel
-/// given an info (`infos[i]` for `keys[i]`: an entry_info). Nothing for a Storage
-/// without `prefetch`. Never throws.
+/// given an info (`infos[i]` for `keys[i]`: an entry_info); with `claims` (single
+/// flight's scope and expiry; scope none: no claims), a storage that can also claims the
+/// keys it lacks (has_prefetch_claiming). Nothing for a Storage without `prefetch`.
+/// Never throws.
 template <class Storage, class Info>
 void prefetch_entries(Storage& storage, std::vector<key_result> const& keys, std::vector<Info> const& infos,
-                      std::size_t max_entry_size, bool record_identities) noexcept {
+                      std::size_t max_entry_size, bool record_identities, claim_request const& claims) noexcept {
     if constexpr (has_prefetch<Storage>::value) {
         try {
             std::vector<key> wanted;
@@ -32,11 +35,18 @@ void prefetch_entries(Storage& storage, std::vector<key_result> const& keys, std
                     wanted.push_back(
                         identity_record_key(kernel_identity(infos[i].identity, infos[i].name, infos[i].origin_file)));
             }
-            if (!wanted.empty()) storage.prefetch(wanted, max_entry_size);
+            if (wanted.empty()) return;
+            if constexpr (has_prefetch_claiming<Storage>::value && has_claims<Storage>::value) {
+                if (claims.scope != claim_scope::none) {
+                    storage.prefetch(wanted, max_entry_size, claims);
+                    return;
+                }
+            }
+            storage.prefetch(wanted, max_entry_size);
         } catch (...) {
         }
     } else {
-        (void)storage, (void)keys, (void)infos, (void)max_entry_size, (void)record_identities;
+        (void)storage, (void)keys, (void)infos, (void)max_entry_size, (void)record_identities, (void)claims;
     }
 }
 

@@ -340,15 +340,48 @@ using has_claims =
     std::bool_constant<is_detected_exact<claim_answer, try_claim_t, S>::value && is_detected<release_claim_t, S>::value>;
 template <class S>
 using try_claim_address_t = decltype(&S::try_claim);
-/// Optional, with claims: `void release_claims(std::vector<key> const& keys)` (noexcept),
-/// what `release_claim` does for each of `keys`, in as few exchanges as the storage can
-/// (redis_storage: pipelined, one exchange per server or cluster node). tiered_storage's
-/// background worker releases the claims among its batch's jobs through it when there
-/// is one, else one release_claim per key.
+/// Optional, beside the claims (has_claims): `void try_claim_many(std::vector<key> const&
+/// keys, claim_request const&, std::vector<claim_answer>& out)` (noexcept), the batch of
+/// claims: `out` gets one answer per key, in the order of `keys`, `out[i]` claimed (this
+/// process now holds the claim of `keys[i]`, which release_claim drops), held (another's
+/// claim stands; its holder need not be said, and a dead one is not taken over: that is
+/// try_claim's), or none (not claimed: the storage cannot, or failed), the whole batch in
+/// as few exchanges as the storage can (redis_storage: pipelined, one per server or
+/// cluster node) and bounded by the storage's own timeout. tiered_storage::prefetch takes
+/// the remote claims of the keys its remote lacks through it (single flight), so that
+/// their misses claim without a round trip of their own; a remote without one: none.
 template <class S>
-using release_claims_t = decltype(std::declval<S&>().release_claims(std::declval<std::vector<key> const&>()));
+using try_claim_many_t = decltype(std::declval<S&>().try_claim_many(
+    std::declval<std::vector<key> const&>(), std::declval<claim_request const&>(),
+    std::declval<std::vector<claim_answer>&>()));
 template <class S>
-using has_release_claims = is_detected<release_claims_t, S>;
+using has_try_claim_many = std::bool_constant<has_claims<S>::value && is_detected<try_claim_many_t, S>::value>;
+template <class S>
+using try_claim_many_address_t = decltype(&S::try_claim_many);
+
+/// Optional, beside the claims (has_claims): `void release_claim_many(std::vector<key>
+/// const& keys)` (noexcept), the batch of releases: what release_claim does for each key,
+/// in as few exchanges as the storage can (redis_storage: pipelined, one per server or
+/// node), bounded by the storage's own timeout. tiered_storage's background worker
+/// releases the claims among its batch's jobs through it, and the tier the claims its
+/// prefetch took and no miss used at its end; without one, one by one.
+template <class S>
+using release_claim_many_t = decltype(std::declval<S&>().release_claim_many(std::declval<std::vector<key> const&>()));
+template <class S>
+using has_release_claim_many = std::bool_constant<has_claims<S>::value && is_detected<release_claim_many_t, S>::value>;
+template <class S>
+using release_claim_many_address_t = decltype(&S::release_claim_many);
+
+/// Optional: `void prefetch(std::vector<key> const& keys, std::size_t max_size,
+/// claim_request const& claims)` (noexcept), prefetch (has_prefetch) that may also claim
+/// (single flight, `claims`) the keys whose entries the storage lacks, for the misses that
+/// follow (tiered_storage: its remote's claims, in one more batch); basic_cache::prefetch
+/// calls it when there is one and single flight is on.
+template <class S>
+using prefetch_claiming_t = decltype(std::declval<S&>().prefetch(
+    std::declval<std::vector<key> const&>(), std::declval<std::size_t>(), std::declval<claim_request const&>()));
+template <class S>
+using has_prefetch_claiming = is_detected<prefetch_claiming_t, S>;
 
 /// An optional member is *named* when `&S::name` is valid (one member of that name: not
 /// overloaded, not a template); a named one must meet its requirement, or it would be
@@ -368,6 +401,8 @@ using is_storage = std::bool_constant<
     optional_member_valid<set_logger_address_t, has_set_logger, S>::value &&
     optional_member_valid<entry_path_address_t, has_entry_path, S>::value &&
     optional_member_valid<try_claim_address_t, has_claims, S>::value &&
+    optional_member_valid<try_claim_many_address_t, has_try_claim_many, S>::value &&
+    optional_member_valid<release_claim_many_address_t, has_release_claim_many, S>::value &&
     optional_member_valid<storage_counters_address_t, has_storage_counters, S>::value &&
     optional_member_valid<record_counters_address_t, has_record_counters, S>::value &&
     optional_member_valid<from_env_address_t, has_any_from_env, S>::value &&
@@ -455,6 +490,12 @@ struct check_storage {
     static_assert(detail::optional_member_valid<detail::try_claim_address_t, detail::has_claims, S>::value,
                   "compile_cache: the Storage's try_claim member has the wrong signature, or it has no "
                   "release_claim (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::try_claim_many_address_t, detail::has_try_claim_many, S>::value,
+                  "compile_cache: the Storage's try_claim_many member has the wrong signature, or it has no "
+                  "try_claim and release_claim (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::release_claim_many_address_t, detail::has_release_claim_many, S>::value,
+                  "compile_cache: the Storage's release_claim_many member has the wrong signature, or it has no "
+                  "try_claim and release_claim (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::storage_counters_address_t, detail::has_storage_counters, S>::value,
                   "compile_cache: the Storage's storage_counters member has the wrong signature (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::record_counters_address_t, detail::has_record_counters, S>::value,

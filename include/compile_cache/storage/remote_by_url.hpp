@@ -57,8 +57,10 @@ using read_many_of_t = decltype(std::declval<S&>().read_many(
 /// Every Storage member is the held alternative's. Optional members are always there
 /// and forward when the alternative has them: `list` (else operation_not_supported),
 /// `entry_path`, `describe`, `last_failure` (its text), `partial_failure`, `set_logger`,
-/// `read_many` (else one read per key), `write_many` (else one write per entry). A default-constructed one holds none: reads
-/// are absent, the rest fail with invalid_argument. Thread-safe as the held
+/// `read_many` (else one read per key), `write_many` (else one write per entry),
+/// `try_claim_many` (else nothing claimed), `release_claim_many` (else one release per
+/// key). A default-constructed one holds none: reads are absent, the rest fail with
+/// invalid_argument. Thread-safe as the held
 /// alternative is; move-only when one of them is.
 template <class... Remotes>
 class remote_by_url {
@@ -165,20 +167,33 @@ public:
         });
         return answer;
     }
+    /// The held remote's batch of claims (storage/concept.hpp's try_claim_many) when it
+    /// has one; without: every answer none (nothing claimed).
+    void try_claim_many(std::vector<key> const& keys, claim_request const& request,
+                        std::vector<claim_answer>& out) noexcept {
+        try {
+            out.assign(keys.size(), claim_answer{});
+        } catch (...) {
+            out.clear();
+            return;
+        }
+        each_held([&](auto& r) {
+            if constexpr (detail::has_try_claim_many<std::decay_t<decltype(r)>>::value)
+                r.try_claim_many(keys, request, out);
+        });
+    }
     void release_claim(key const& k) noexcept {
         each_held([&](auto& r) {
             if constexpr (detail::has_claims<std::decay_t<decltype(r)>>::value) r.release_claim(k);
         });
     }
-    /// The held remote's release_claims, or one release_claim per key.
-    void release_claims(std::vector<key> const& keys) noexcept {
+    /// The held remote's batch of releases when it has one; else one release_claim per key.
+    void release_claim_many(std::vector<key> const& keys) noexcept {
         each_held([&](auto& r) {
             using R = std::decay_t<decltype(r)>;
-            if constexpr (detail::has_release_claims<R>::value) {
-                r.release_claims(keys);
-            } else if constexpr (detail::has_claims<R>::value) {
+            if constexpr (detail::has_release_claim_many<R>::value) r.release_claim_many(keys);
+            else if constexpr (detail::has_claims<R>::value)
                 for (key const& k : keys) r.release_claim(k);
-            }
         });
     }
 

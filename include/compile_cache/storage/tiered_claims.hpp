@@ -36,10 +36,12 @@ inline bool forget_remote_claim(void const* tier, key const& k) noexcept {
 /// is held by another process (a local claim just taken is then dropped, so that the
 /// machine's other processes also wait on the remote one), claimed when either was taken
 /// and neither is held, none when neither storage takes claims. A remote claim taken is
-/// remembered for this thread under `tier` (forget_remote_claim). Never throws.
-template <class Local, class Remote>
+/// remembered for this thread under `tier` (forget_remote_claim). `take_preclaimed(k)`:
+/// whether this process already holds the remote claim of `k` (taken by the tier's
+/// prefetch, and now handed over to this miss): then the remote is not asked. Never throws.
+template <class Local, class Remote, class TakePreclaimed>
 claim_answer tier_try_claim(void const* tier, Local* local, Remote* remote, key const& k,
-                            claim_request const& request) noexcept {
+                            claim_request const& request, TakePreclaimed&& take_preclaimed) noexcept {
     // Each tier is asked for its own part of the scope, and then claims as it would alone
     // (a directory as the remote claims for the fleet).
     claim_request whole = request;
@@ -59,7 +61,8 @@ claim_answer tier_try_claim(void const* tier, Local* local, Remote* remote, key 
         if (remote && includes(request.scope, claim_scope::remote)) {
             claim_answer remote_answer;
             try {
-                remote_answer = remote->try_claim(k, whole);
+                if (take_preclaimed(k)) remote_answer.state = claim_state::claimed;
+                else remote_answer = remote->try_claim(k, whole);
             } catch (...) {
                 remote_answer = claim_answer{};
             }

@@ -35,11 +35,14 @@
 #include <system_error>
 #include <thread>
 #include <type_traits>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 namespace compile_cache {
 
@@ -622,12 +625,19 @@ private:
 public:
     /// Single flight (tiered_claims.hpp): the local storage's claim (the machine's
     /// processes), then the remote's (the fleet's) when the remote is read-write and up.
+    /// A claim of `k` that this process's prefetch took on the remote (prefetch with a
+    /// claim_request) is this miss's: the remote is not asked.
+    /// A key whose claim another process held at the prefetch, claimed now, says
+    /// `entry_seen`: that process may have stored the entry and released its claim
+    /// between this miss's read and this claim, so the cache reads once more.
     claim_answer try_claim(key const& k, claim_request const& request) noexcept {
         if (!state_ || state_->forked_mid_job()) return {};
-        bool const remote_ok = state_->remote && state_->options.mode == remote_mode::read_write &&
-                               state_->remote_can_seal && state_->remote_usable() && !remote_skipped();
-        return detail::tier_try_claim(state_.get(), state_->local ? &*state_->local : static_cast<Local*>(nullptr),
-                                      remote_ok ? &*state_->remote : static_cast<Remote*>(nullptr), k, request);
+        claim_answer answer =
+            detail::tier_try_claim(state_.get(), state_->local ? &*state_->local : static_cast<Local*>(nullptr),
+                                   remote_claims_ok() ? &*state_->remote : static_cast<Remote*>(nullptr), k, request,
+                                   [&](key const& c) noexcept { return state_->take_preclaimed(c); });
+        if (answer.state == claim_state::claimed && state_->was_contended(k)) answer.entry_seen = true;
+        return answer;
     }
     /// Releases this process's claims of `k`: the local one at once, the remote one (when
     /// this thread took it) after the uploads queued before it (background mode), so that
@@ -689,13 +699,35 @@ public:
     /// skipped. Counted `remote.prefetch-batches`, `remote.prefetch-keys`. Bounded as any
     /// remote call (the batch by the remote's own timeout).
     void prefetch(std::vector<key> const& keys, std::size_t max_size) noexcept {
+        prefetch(keys, max_size, claim_request{claim_scope::none, std::chrono::milliseconds(0)});
+    }
+
+    /// prefetch, and single flight's claims taken ahead: when `claims.scope` has `remote`
+    /// and this process may claim on the remote now (as try_claim: read-write, up, able to
+    /// seal), the remote claims of the entries the batch found absent (not the identity
+    /// records') are taken in one more batch (the remote's `try_claim_many`; a remote
+    /// without one: none), expiring after `claims.expiry`. Each claim taken waits for the
+    /// miss of its key, whose try_claim then takes it without asking the remote, within
+    /// half its expiry (later: released, and the miss asks as without it); a key whose
+    /// claim another process held is asked at its miss as always, and its batch answer is
+    /// dropped (that process is compiling it: the miss reads the remote afresh, and finds
+    /// the entry once it is stored, instead of compiling it again). The claims never used
+    /// are released at the tier's end (as release_claim does, within the upload drain
+    /// time), else left to their expiry. At most max_preclaims held. Counted
+    /// `remote.claims-prefetched`, `remote.claims-prefetched-unused`.
+    void prefetch(std::vector<key> const& keys, std::size_t max_size, claim_request const& claims) noexcept {
         if (!state_ || !state_->remote || state_->forked_mid_job() || !state_->remote_usable()) return;
         if constexpr (detail::has_read_many<Remote>::value) {
-            state_->prefetch(keys, max_size);
+            bool const claim = includes(claims.scope, claim_scope::remote) && claims.expiry.count() > 0 &&
+                               remote_claims_ok();
+            state_->prefetch(keys, max_size, claim ? &claims : nullptr);
         } else {
-            (void)keys, (void)max_size;
+            (void)keys, (void)max_size, (void)claims;
         }
     }
+
+    /// The most claims prefetch holds ahead (the rest are not taken ahead).
+    static constexpr std::size_t max_preclaims = 4096;
 
     /// Called by basic_cache after it checked an entry this storage's read returned
     /// `found`, with that read's answer (see docs/policies.md). An entry from the remote
@@ -745,8 +777,10 @@ public:
     /// `remote.copies-dropped` (remote hits not copied locally: a full queue),
     /// `remote.upload-batches` (write_many calls: uploads sent together)), and
     /// prefetch's `remote.prefetch-batches`, `remote.prefetch-keys` (keys asked) and
-    /// `remote.prefetch-dropped` (answers past tier_options::prefetch_bytes); empty
-    /// without a remote. basic_cache adds them to its statistics.
+    /// `remote.prefetch-dropped` (answers past tier_options::prefetch_bytes), and the
+    /// single-flight claims prefetch took ahead, `remote.claims-prefetched`, and those
+    /// released unused, `remote.claims-prefetched-unused` (their key never missed, or
+    /// missed past half their expiry); empty without a remote. basic_cache adds them to its statistics.
     std::vector<std::pair<std::string, std::uint64_t>> storage_counters() const {
         std::vector<std::pair<std::string, std::uint64_t>> c;
         if (!has_remote()) return c;
@@ -786,6 +820,13 @@ public:
 private:
     using clock = std::chrono::steady_clock;
 
+    /// Whether this process may take claims on the remote now: read-write, able to seal
+    /// what it uploads, usable here, not skipped.
+    bool remote_claims_ok() const {
+        return state_->remote && state_->options.mode == remote_mode::read_write && state_->remote_can_seal &&
+               state_->remote_usable() && !remote_skipped();
+    }
+
     /// How a call to the remote was let through.
     enum class admission {
         skipped, ///< not at all: the back-off runs (counted as remote.skipped)
@@ -820,6 +861,8 @@ private:
         c_prefetch_keys,
         c_prefetch_dropped,
         c_upload_batches,
+        c_claims_prefetched,
+        c_claims_prefetched_unused,
         c_count
     };
     static std::array<std::string, c_count> const& count_names() {
@@ -847,6 +890,8 @@ private:
             n[c_prefetch_keys] = "remote.prefetch-keys";
             n[c_prefetch_dropped] = "remote.prefetch-dropped";
             n[c_upload_batches] = "remote.upload-batches";
+            n[c_claims_prefetched] = "remote.claims-prefetched";
+            n[c_claims_prefetched_unused] = "remote.claims-prefetched-unused";
             return n;
         }();
         return names;
@@ -901,6 +946,18 @@ private:
         std::mutex prefetch_mutex;
         std::unordered_map<key, prefetched_answer> prefetched;
         std::size_t prefetched_bytes = 0;
+        /// The remote claims prefetch took ahead (single flight), each waiting for its key's
+        /// miss (take_preclaimed) or the tier's end (release_preclaims); this process's only
+        /// (`preclaim_pid`: a forked child holds none of its parent's).
+        struct preclaim {
+            clock::time_point taken{};
+            std::chrono::milliseconds expiry{0};
+        };
+        std::mutex preclaim_mutex;
+        std::unordered_map<key, preclaim> preclaimed;
+        ::pid_t preclaim_pid = 0;
+        /// The keys whose claims another process held at the prefetch (at most max_preclaims).
+        std::unordered_set<key> contended;
 
         state() = default;
         state(state const&) = delete;
@@ -1017,7 +1074,7 @@ private:
             }
         }
 
-        void prefetch(std::vector<key> const& keys, std::size_t max_size) noexcept {
+        void prefetch(std::vector<key> const& keys, std::size_t max_size, claim_request const* claims) noexcept {
             if constexpr (detail::has_read_many<Remote>::value) {
                 try {
                     std::vector<key> wanted;
@@ -1056,28 +1113,156 @@ private:
                     }
                     if (first_error) failed(a, first_error);
                     auto const now = clock::now();
-                    std::lock_guard<std::mutex> lock(prefetch_mutex);
-                    for (std::size_t i = 0; i < wanted.size(); ++i) {
-                        if (got[i].first.status == read_status::error) continue;
-                        std::size_t const cost = prefetch_cost(got[i].second);
-                        if (prefetched_bytes + cost > options.prefetch_bytes) {
-                            ++counts[c_prefetch_dropped];
-                            continue;
+                    std::vector<key> absent; // the entries to claim ahead
+                    {
+                        std::lock_guard<std::mutex> lock(prefetch_mutex);
+                        for (std::size_t i = 0; i < wanted.size(); ++i) {
+                            if (got[i].first.status == read_status::error) continue;
+                            if (claims && got[i].first.status == read_status::absent &&
+                                !is_identity_record_key(wanted[i]))
+                                absent.push_back(wanted[i]);
+                            std::size_t const cost = prefetch_cost(got[i].second);
+                            if (prefetched_bytes + cost > options.prefetch_bytes) {
+                                ++counts[c_prefetch_dropped];
+                                continue;
+                            }
+                            prefetched_bytes += cost;
+                            prefetched[wanted[i]] = {got[i].first.status, std::move(got[i].second), now};
                         }
-                        prefetched_bytes += cost;
-                        prefetched[wanted[i]] = {got[i].first.status, std::move(got[i].second), now};
+                    }
+                    if (claims && !first_error && !absent.empty()) claim_ahead(absent, *claims);
+                } catch (...) {
+                }
+            } else {
+                (void)keys, (void)max_size, (void)claims;
+            }
+        }
+
+        /// prefetch's claims: those of `absent` that this process does not hold ahead
+        /// already (up to max_preclaims held), taken in one batch and remembered.
+        void claim_ahead(std::vector<key>& absent, claim_request const& request) noexcept {
+            if constexpr (detail::has_try_claim_many<Remote>::value) {
+                try {
+                    ::pid_t const me = ::getpid();
+                    {
+                        std::lock_guard<std::mutex> lock(preclaim_mutex);
+                        if (preclaim_pid != me) preclaimed.clear(), contended.clear(), preclaim_pid = me;
+                        absent.erase(std::remove_if(absent.begin(), absent.end(),
+                                                    [&](key const& k) { return preclaimed.count(k) != 0; }),
+                                     absent.end());
+                        std::size_t const room = max_preclaims - std::min(max_preclaims, preclaimed.size());
+                        if (absent.size() > room) absent.resize(room);
+                    }
+                    if (absent.empty()) return;
+                    // As tier_try_claim asks the remote: for the claim as it would take it alone.
+                    claim_request whole = request;
+                    whole.scope = claim_scope::both;
+                    std::vector<claim_answer> answers;
+                    auto const taken = clock::now();
+                    remote->try_claim_many(absent, whole, answers);
+                    if (answers.size() != absent.size()) return;
+                    std::lock_guard<std::mutex> lock(preclaim_mutex);
+                    for (std::size_t i = 0; i < absent.size(); ++i) {
+                        if (answers[i].state == claim_state::claimed) {
+                            preclaimed[absent[i]] = {taken, request.expiry};
+                            ++counts[c_claims_prefetched];
+                        } else if (answers[i].state == claim_state::held) {
+                            // Another process compiles it: the batch's `absent` will soon be
+                            // stale, so the miss reads the remote afresh (and claims as always,
+                            // reading once more if it then claims: was_contended).
+                            forget_prefetched(absent[i]);
+                            if (contended.size() < max_preclaims) contended.insert(absent[i]);
+                        }
                     }
                 } catch (...) {
                 }
             } else {
-                (void)keys, (void)max_size;
+                (void)absent, (void)request;
+            }
+        }
+
+        /// Whether another process held the claim of `k` when this one's prefetch asked
+        /// (then forgotten).
+        bool was_contended(key const& k) noexcept {
+            try {
+                std::lock_guard<std::mutex> lock(preclaim_mutex);
+                return !contended.empty() && preclaim_pid == ::getpid() && contended.erase(k) != 0;
+            } catch (...) {
+                return false;
+            }
+        }
+
+        /// Whether this process took the remote claim of `k` ahead (prefetch), recently
+        /// enough (within half its expiry) for a miss to take it now: then it is this
+        /// miss's (forgotten here). An older one is released at once (the miss then asks
+        /// the remote as without it, and must not find its own claim there).
+        bool take_preclaimed(key const& k) noexcept {
+            if constexpr (detail::has_claims<Remote>::value) {
+                try {
+                    {
+                        std::lock_guard<std::mutex> lock(preclaim_mutex);
+                        if (preclaimed.empty() || preclaim_pid != ::getpid()) return false;
+                        auto const it = preclaimed.find(k);
+                        if (it == preclaimed.end()) return false;
+                        preclaim const p = it->second;
+                        preclaimed.erase(it);
+                        if (clock::now() - p.taken < p.expiry / 2) return true;
+                    }
+                    ++counts[c_claims_prefetched_unused];
+                    remote->release_claim(k);
+                } catch (...) {
+                }
+            } else {
+                (void)k;
+            }
+            return false;
+        }
+
+        /// The tier's end: the claims taken ahead and never used are released (no upload
+        /// of theirs to wait for): in one batch with a remote that has release_claim_many,
+        /// else as release_claim does (queued for the worker after the uploads, or at once
+        /// in sync mode within the upload drain time); the rest are left to their expiry.
+        void release_preclaims() noexcept {
+            if constexpr (detail::has_claims<Remote>::value) {
+                try {
+                    std::vector<key> unused;
+                    {
+                        std::lock_guard<std::mutex> lock(preclaim_mutex);
+                        if (preclaimed.empty() || preclaim_pid != ::getpid()) return;
+                        for (auto const& p : preclaimed) unused.push_back(p.first);
+                        preclaimed.clear();
+                    }
+                    counts[c_claims_prefetched_unused] += unused.size();
+                    if (!remote || !remote_usable() || forked_mid_job()) return; // (left to their expiry)
+                    {
+                        std::lock_guard<std::mutex> lock(health_mutex);
+                        if (down && clock::now() < retry_at) return;
+                    }
+                    if constexpr (detail::has_release_claim_many<Remote>::value) {
+                        remote->release_claim_many(unused);
+                        return;
+                    }
+                    auto const until = clock::now() + options.upload_drain;
+                    for (key const& k : unused) {
+                        if (worker) {
+                            if (worker->push({k, std::string(), job_release})) continue;
+                        }
+                        if (clock::now() >= until) return;
+                        {
+                            std::lock_guard<std::mutex> lock(health_mutex);
+                            if (down && clock::now() < retry_at) return;
+                        }
+                        remote->release_claim(k);
+                    }
+                } catch (...) {
+                }
             }
         }
 
         /// The worker's batch (the jobs it found queued, in their order). A remote with
         /// write_many: the uploads first, sent together (a key's second upload in the batch
         /// starts another write_many, so that the later one lands last), then the other
-        /// jobs in their order (the releases in one release_claims when the remote has it):
+        /// jobs in their order (the releases in one release_claim_many when the remote has it):
         /// a claim's release reaches the remote after the upload of its entry was answered.
         /// Without write_many the worker takes one job at a time: run().
         void run_batch(std::vector<detail::tier_worker::job>& jobs) noexcept {
@@ -1111,20 +1296,20 @@ private:
                     uploads.push_back(&j); // (reserved: no allocation)
                 }
                 send_uploads(uploads, sent_from);
-                // The releases together (a remote with release_claims), then the rest one by
+                // The releases together (a remote with release_claim_many), then the rest one by
                 // one, as the queue's jobs: past the drain time, dropped.
-                if constexpr (detail::has_release_claims<Remote>::value) {
+                if constexpr (detail::has_release_claim_many<Remote>::value) {
                     try {
                         std::vector<key> releases;
                         for (auto const& j : jobs)
                             if (j.kind == job_release) releases.push_back(j.k);
-                        if (!releases.empty() && !(worker && worker->past_drain())) remote->release_claims(releases);
+                        if (!releases.empty() && !(worker && worker->past_drain())) remote->release_claim_many(releases);
                     } catch (...) {
                     }
                 }
                 for (auto& j : jobs) {
                     if (j.kind == job_upload) continue;
-                    if (j.kind == job_release && detail::has_release_claims<Remote>::value) continue;
+                    if (j.kind == job_release && detail::has_release_claim_many<Remote>::value) continue;
                     if (worker && worker->past_drain())
                         dropped(j);
                     else
@@ -1609,6 +1794,7 @@ private:
     /// one whose worker still runs a job past that bound is left to it, kept for ever.
     struct state_deleter {
         void operator()(state* s) const noexcept {
+            s->release_preclaims();
             if (!s->worker || s->worker->stop()) {
                 delete s;
                 return;

@@ -9,8 +9,10 @@
 // are out (a bound of 10 s), the cache's statistics summary; the cache's log lines
 // (MACHINE_LOG=1) go to stderr. With `store`, only stores kernels 0 to COUNT - 1 (no
 // lookup; `kN stored` or `kN not stored`). MACHINE_PREFETCH=1: the kernels' keys (and
-// identity records) are prefetched first, in one call (basic_cache::prefetch). Exit 0, or 1 when a value was wrong or the
-// cache is not enabled.
+// identity records) are prefetched first, in one call (basic_cache::prefetch, which with
+// single flight on the remote also claims the absent ones); MACHINE_AFTER_PREFETCH_WAIT_FOR
+// (a path): then waits until that file exists (at most 20 s) before the first kernel.
+// Exit 0, or 1 when a value was wrong or the cache is not enabled.
 //
 // `fork`: a host that forks after a store. It gets kernel 0 (a miss: its upload is
 // queued), then forks, either while the tier's worker sends that upload (`mid-upload`:
@@ -81,6 +83,9 @@ int machine(int count, bool store_only) {
             infos.push_back({"k" + std::to_string(n), "f.tk", 1});
         }
         cache.prefetch(keys, infos);
+        if (char const* file = std::getenv("MACHINE_AFTER_PREFETCH_WAIT_FOR"))
+            for (int i = 0; i < 4000 && ::access(file, F_OK) != 0; ++i)
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     for (int n = 0; n < count; ++n) {
         if (store_only) {

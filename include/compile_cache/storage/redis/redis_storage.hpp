@@ -57,7 +57,7 @@ using redis_errc = remote_error;
 /// (remote_error) for a tier to count. A connection that failed is reconnected on the next
 /// call. Thread-safe: each server's connection is used by one call at a time, a call
 /// waiting for it no longer than its command timeout; the batch writes (write_many,
-/// release_claims) have a second one per server, opened at the first.
+/// release_claim_many) have a second one per server, opened at the first.
 ///
 /// Cluster: a key goes to the node serving its slot (CRC16, hash tags honoured) per the
 /// slot map learnt with CLUSTER SLOTS from the seed nodes, one connection per node;
@@ -261,11 +261,18 @@ public:
     claim_answer try_claim(key const& k, claim_request const& request) noexcept;
     /// Deletes this process's claim of `k` (another's is left alone).
     void release_claim(key const& k) noexcept;
-    /// release_claim for each of `keys`, the scripts pipelined: one exchange for a
-    /// server, one per node of a cluster (a key redirected, or a server that refuses
-    /// scripts: that key released alone, as release_claim does). Bounded by one command
-    /// timeout; a failure leaves those claims to their expiry.
-    void release_claims(std::vector<key> const& keys) noexcept;
+    /// The batch of claims (storage/concept.hpp's try_claim_many): one `SET ... NX PX`
+    /// per key, pipelined as read_many's reads are (one exchange per server or node):
+    /// `out[i]` claimed, held (its holder not asked, a dead one not taken over: that is
+    /// try_claim's), or none (the server failed or refused it, or no `remote` in the scope).
+    void try_claim_many(std::vector<key> const& keys, claim_request const& request,
+                        std::vector<claim_answer>& out) noexcept;
+    /// The batch of releases (storage/concept.hpp's release_claim_many): release_claim's
+    /// compare-and-delete script for each key, pipelined on the batch writes' connection
+    /// (a key redirected is released alone, following it; a server that refuses scripts:
+    /// each released as release_claim does without). Bounded by one command timeout; a
+    /// failure leaves those claims to their expiry.
+    void release_claim_many(std::vector<key> const& keys) noexcept;
 
     /// Every entry of this storage's namespace (on every master of a cluster), with its
     /// size and last use: the optional Storage member `list` (storage/concept.hpp). Names
@@ -382,95 +389,18 @@ private:
         return command;
     }
 
-    /// The indexes of `names` by the node that serves them (one group for a server), in
-    /// the order given; a name whose node is unknown or resting gets its error in
-    /// `failed(i, e)` and no group. Empty, every name failed, on a redis:// server found
-    /// to be a cluster's node.
-    template <class Failed>
-    std::vector<std::pair<std::size_t, std::vector<std::size_t>>> node_groups(std::vector<std::string> const& names,
-                                                                               detail::redis_clock::time_point deadline,
-                                                                               Failed&& failed) {
-        detail::redis_client& client = state_->client;
-        std::vector<std::pair<std::size_t, std::vector<std::size_t>>> groups;
-        if (!client.is_cluster() && client.serves_some_keys_only()) {
-            for (std::size_t i = 0; i < names.size(); ++i) failed(i, make_error_code(remote_error::cluster_node));
-            return groups;
-        }
-        for (std::size_t i = 0; i < names.size(); ++i) {
-            std::size_t node = 0;
-            if (client.is_cluster()) {
-                std::uint16_t const slot = detail::redis_hash_slot(names[i]);
-                std::optional<std::size_t> const target = client.owner(slot, deadline);
-                if (!target) {
-                    failed(i, client.unserved(slot));
-                    continue;
-                }
-                if (std::error_code e = client.resting(*target)) {
-                    failed(i, e);
-                    continue;
-                }
-                node = *target;
-            }
-            auto g = std::find_if(groups.begin(), groups.end(), [&](auto const& x) { return x.first == node; });
-            if (g == groups.end()) g = groups.insert(groups.end(), {node, {}});
-            g->second.push_back(i);
-        }
-        return groups;
-    }
-
-    /// A pipelined exchange's failure on a cluster's `node`, as `run` judges one (the node
-    /// rests after a refusal or a timeout); its answer noted when it did not fail.
-    std::error_code judged_on_node(std::size_t node, std::error_code failed) {
-        detail::redis_client& client = state_->client;
-        if (failed && client.is_cluster() && (failed == remote_error::refused || failed == remote_error::timeout)) {
-            client.want_refresh();
-            return client.node_failed(node, failed);
-        }
-        if (!failed && client.is_cluster()) client.node_answered(node);
-        return failed;
-    }
-
     void write_batch(std::vector<std::pair<key, std::string_view>> const& entries, std::vector<std::error_code>& out) {
-        detail::redis_client& client = state_->client;
-        auto const deadline = call_deadline();
         std::string const ttl = std::to_string(state_->options.ttl.count());
         std::vector<std::string> names;
         names.reserve(entries.size());
         for (auto const& e : entries) names.push_back(redis_key(e.first));
-        auto const groups = node_groups(names, deadline, [&](std::size_t i, std::error_code e) { out[i] = e; });
-        unsigned const status_or_error = (1u << REDIS_REPLY_STATUS) | (1u << REDIS_REPLY_ERROR);
-        for (auto const& [node, members] : groups) {
-            std::vector<detail::redis_command> commands;
-            commands.reserve(members.size());
-            for (std::size_t i : members) commands.push_back(set_command(names[i], entries[i].second, ttl));
-            std::vector<detail::redis_reply_ptr> replies;
-            std::error_code const failed = judged_on_node(
-                node, client.pipeline_on(node, commands, replies, 4096, deadline, false, 0,
-                                         std::numeric_limits<std::size_t>::max(), true));
-            for (std::size_t j = 0; j < members.size(); ++j) {
-                std::size_t const i = members[j];
-                if (j >= replies.size()) {
-                    out[i] = failed ? failed : make_error_code(remote_error::protocol);
-                    continue;
-                }
-                redisReply const* r = replies[j].get();
-                if (r->type < 0 || r->type > 31 || !(status_or_error & (1u << r->type))) {
-                    // Out of step from here on: the connection goes, and so do the answers after it.
-                    client.drop_connection(node, deadline, true);
-                    std::error_code const e = client.record(
-                        remote_error::protocol, "a reply of the wrong type to SET (the connection was out of step; it is closed)");
-                    for (std::size_t rest = j; rest < members.size(); ++rest) out[members[rest]] = e;
-                    break;
-                }
-                if (r->type == REDIS_REPLY_ERROR && detail::parse_redis_redirection(std::string_view(r->str, r->len))) {
-                    // Moved or asked elsewhere: written alone, following the redirection (and,
-                    // on a redis:// server that is a cluster's node, failing as write does).
-                    out[i] = simple(names[i], set_command(names[i], entries[i].second, ttl));
-                    continue;
-                }
-                if (r->type == REDIS_REPLY_ERROR) out[i] = client.error_reply(r);
-            }
-        }
+        pipeline_by_node(
+            names, [&](std::size_t i) { return set_command(names[i], entries[i].second, ttl); },
+            1u << REDIS_REPLY_STATUS, 4096, std::numeric_limits<std::size_t>::max(),
+            [&](std::size_t i, redisReply const* r) {
+                if (r->type == REDIS_REPLY_ERROR) out[i] = state_->client.error_reply(r);
+            },
+            [&](std::size_t i, std::error_code e) { out[i] = e; }, true);
     }
 
     /// What `read` answers for one GETRANGE reply `r` (bounded by `max`), the bytes in `bytes`.
@@ -488,64 +418,117 @@ private:
 
     void read_batch(std::vector<key> const& keys, std::size_t max,
                     std::vector<std::pair<read_result, std::string>>& out) {
-        detail::redis_client& client = state_->client;
-        auto const deadline = call_deadline();
         std::size_t const bound = std::min<std::size_t>(max, std::size_t(1) << 40);
         std::string const end = std::to_string(bound);
         std::vector<std::string> names;
         names.reserve(keys.size());
         for (key const& k : keys) names.push_back(redis_key(k));
-        auto const groups = node_groups(names, deadline, [&](std::size_t i, std::error_code e) {
-            out[i].first = {read_status::error, e};
-        });
-        std::size_t budget = state_->options.batch_max_bytes;
-        unsigned const string_or_nil = (1u << REDIS_REPLY_STRING) | (1u << REDIS_REPLY_NIL) | (1u << REDIS_REPLY_ERROR);
+        pipeline_by_node(
+            names, [&](std::size_t i) { return detail::redis_command{"GETRANGE", names[i], "0", end}; },
+            (1u << REDIS_REPLY_STRING) | (1u << REDIS_REPLY_NIL), bound + 64, state_->options.batch_max_bytes,
+            [&](std::size_t i, redisReply const* r) { out[i].first = read_answer(r, max, out[i].second); },
+            [&](std::size_t i, std::error_code e) {
+                out[i].second.clear();
+                out[i].first = {read_status::error, e};
+            });
+    }
+
+    /// One command per name (`command(i)` for `names[i]`, a name on the server), pipelined:
+    /// one exchange for a server; on a cluster, one per node, each command sent to the
+    /// master of its name's slot. `answer(i, reply)` gets each reply that is an error or of
+    /// a type in `accepted` (bits 1 << REDIS_REPLY_...), a command redirected (MOVED, ASK)
+    /// being sent again alone, following it; `fail(i, error)` each name left without one
+    /// (a resting or unknown node's at once, as `run` would). A reply of another type
+    /// closes its connection (out of step) and fails the rest of its node's. Bounded: the
+    /// whole by one command timeout, each reply by `max_reply`, the replies together by
+    /// `budget` bytes (the names after it fail with remote_error::too_large). A redirection
+    /// to a redis:// server that is a cluster's node fails every name (no answer from a
+    /// part of it). `batch`: on the batch writes' own connection of each node (write_many,
+    /// release_claim_many), not the one the host's calls use. read_many, write_many and the
+    /// claims' batches send their commands through it.
+    template <class Command, class Answer, class Fail>
+    void pipeline_by_node(std::vector<std::string> const& names, Command const& command, unsigned accepted,
+                          std::size_t max_reply, std::size_t budget, Answer&& answer, Fail&& fail,
+                          bool batch = false) {
+        detail::redis_client& client = state_->client;
+        auto const deadline = call_deadline();
+        if (!client.is_cluster() && client.serves_some_keys_only()) {
+            for (std::size_t i = 0; i < names.size(); ++i) fail(i, make_error_code(remote_error::cluster_node));
+            return;
+        }
+        // The names of each node, in the order given.
+        std::vector<std::pair<std::size_t, std::vector<std::size_t>>> groups;
+        for (std::size_t i = 0; i < names.size(); ++i) {
+            std::size_t node = 0;
+            if (client.is_cluster()) {
+                std::uint16_t const slot = detail::redis_hash_slot(names[i]);
+                std::optional<std::size_t> const target = client.owner(slot, deadline);
+                if (!target) {
+                    fail(i, client.unserved(slot));
+                    continue;
+                }
+                if (std::error_code e = client.resting(*target)) {
+                    fail(i, e);
+                    continue;
+                }
+                node = *target;
+            }
+            auto g = std::find_if(groups.begin(), groups.end(), [&](auto const& x) { return x.first == node; });
+            if (g == groups.end()) g = groups.insert(groups.end(), {node, {}});
+            g->second.push_back(i);
+        }
+        unsigned const expected = accepted | (1u << REDIS_REPLY_ERROR);
         for (auto const& [node, members] : groups) {
             if (budget == 0) {
-                std::error_code const e = client.record(remote_error::too_large, "a batch read passed batch_max_bytes");
-                for (std::size_t i : members) out[i].first = {read_status::error, e};
+                std::error_code const e = client.record(remote_error::too_large, "a batch passed batch_max_bytes");
+                for (std::size_t i : members) fail(i, e);
                 continue;
             }
             std::vector<detail::redis_command> commands;
             commands.reserve(members.size());
-            for (std::size_t i : members) commands.push_back({"GETRANGE", names[i], "0", end});
+            for (std::size_t i : members) commands.push_back(command(i));
             std::vector<detail::redis_reply_ptr> replies;
-            std::error_code const failed =
-                judged_on_node(node, client.pipeline_on(node, commands, replies, bound + 64, deadline, false, 0, budget));
+            std::error_code failed = client.pipeline_on(node, commands, replies, max_reply, deadline, false, 0, budget, batch);
+            if (failed && client.is_cluster() && (failed == remote_error::refused || failed == remote_error::timeout)) {
+                client.want_refresh();
+                failed = client.node_failed(node, failed);
+            } else if (!failed && client.is_cluster()) {
+                client.node_answered(node);
+            }
             for (std::size_t j = 0; j < members.size(); ++j) {
                 std::size_t const i = members[j];
                 if (j >= replies.size()) {
-                    out[i].first = {read_status::error, failed ? failed : make_error_code(remote_error::protocol)};
+                    fail(i, failed ? failed : make_error_code(remote_error::protocol));
                     continue;
                 }
                 redisReply const* r = replies[j].get();
-                if (r->type < 0 || r->type > 31 || !(string_or_nil & (1u << r->type))) {
+                if (r->type < 0 || r->type > 31 || !(expected & (1u << r->type))) {
                     // Out of step from here on: the connection goes, and so do the answers after it.
-                    client.drop_connection(node, deadline);
+                    client.drop_connection(node, deadline, batch);
                     std::error_code const e = client.record(
-                        remote_error::protocol, "a reply of the wrong type to GETRANGE (the connection was out of step; it is closed)");
-                    for (std::size_t rest = j; rest < members.size(); ++rest)
-                        out[members[rest]].first = {read_status::error, e};
+                        remote_error::protocol, "a reply of the wrong type to " + std::string(commands[j].front()) +
+                                                    " (the connection was out of step; it is closed)");
+                    for (std::size_t rest = j; rest < members.size(); ++rest) fail(members[rest], e);
                     break;
                 }
                 std::size_t const taken = r->type == REDIS_REPLY_STRING ? r->len + 16 : 16;
                 budget = budget > taken ? budget - taken : 0;
                 if (r->type == REDIS_REPLY_ERROR && detail::parse_redis_redirection(std::string_view(r->str, r->len))) {
-                    // Moved or asked elsewhere: read alone, following the redirection (and,
-                    // on a redis:// server that is a cluster's node, failing as read does).
-                    call c = client.run(names[i], {"GETRANGE", names[i], "0", end}, bound + 64, deadline);
-                    if (c.error)
-                        out[i].first = {read_status::error, c.error};
-                    else
-                        out[i].first = read_answer(c.reply.get(), max, out[i].second);
+                    // Moved or asked elsewhere: sent alone, following the redirection (and,
+                    // on a redis:// server that is a cluster's node, failing as `run` does).
+                    call c = client.run(names[i], commands[j], max_reply, deadline);
                     if (c.error == remote_error::cluster_node) {
-                        // (A redis:// server that is a node of a cluster: no entry from a part of it.)
-                        for (auto& o : out) o.second.clear(), o.first = {read_status::error, c.error};
+                        // (A redis:// server that is a node of a cluster: no answer from a part of it.)
+                        for (std::size_t all = 0; all < names.size(); ++all) fail(all, c.error);
                         return;
                     }
+                    if (c.error)
+                        fail(i, c.error);
+                    else
+                        answer(i, c.reply.get());
                     continue;
                 }
-                out[i].first = read_answer(r, max, out[i].second);
+                answer(i, r);
             }
         }
     }

@@ -146,7 +146,7 @@ public:
     /// `expected_last`: the reply types (bit 1 << REDIS_REPLY_...) the last command may
     /// have besides an error; another type closes the connection (it is out of step) and
     /// fails as `protocol`. 0: any. `batch`: on the node's second connection, the batch
-    /// writes' (write_many, release_claims), so that the other calls do not wait for them.
+    /// writes' (write_many, release_claim_many), so that the other calls do not wait for them.
     std::error_code pipeline_on(std::size_t index, std::vector<redis_command> const& commands,
                                 std::vector<redis_reply_ptr>& replies, std::size_t max_reply,
                                 redis_clock::time_point deadline, bool arrays = false,

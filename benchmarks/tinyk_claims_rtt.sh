@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# What single flight's remote claims cost a lone cold run over a network (docs/benchmarks.md,
+# "tinyk's chain40 over a 5 ms round trip"): tinyk (native backend, Release, chain40, fresh
+# processes) as machine A, cold (a fresh directory and a fresh namespace each run) with the
+# remote behind the project's latency proxy (TINYK_BENCH_RTT_MS round trip, default 5: half
+# each way) in front of a redis-server on 127.0.0.1, with TINYK_CACHE_SINGLE_FLIGHT=local (no
+# remote claim) and =both (the default: local and remote claims), and the same cold run with
+# no remote, interleaved per repetition. With TINYK_BENCH_REF_TINYK (another build of tinyk,
+# e.g. main's), its two remote runs are interleaved too, for a side-by-side comparison.
+# Prints the medians (wall and CPU ms) and the medians of the per-repetition wall ratios.
+#
+#   benchmarks/tinyk_claims_rtt.sh                          # 9 repetitions
+#   TINYK_BENCH_REPS=15 TINYK_BENCH_REF_TINYK=/path/to/main/tinyk benchmarks/tinyk_claims_rtt.sh
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=../scripts/setup.sh
+source "$root/scripts/setup.sh"
+ensure_packages "${COMPILE_CACHE_PACKAGES[@]}" "${COMPILE_CACHE_REDIS_PACKAGES[@]}" llvm-14-dev
+
+build=${COMPILE_CACHE_BUILD_DIR:-$root/build}/bench-remote
+reps=${TINYK_BENCH_REPS:-9}
+rtt_ms=${TINYK_BENCH_RTT_MS:-5}
+ref=${TINYK_BENCH_REF_TINYK:-}
+
+echo "building tinyk (Release, with LLVM and hiredis) in $build ..." >&2
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCOMPILE_CACHE_BUILD_EXAMPLES=ON \
+  -DCOMPILE_CACHE_BUILD_TESTS=OFF -DCOMPILE_CACHE_WITH_LLVM=ON >/dev/null
+cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" --target tinyk >/dev/null
+tinyk=$build/examples/tinyk/tinyk
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/tinyk-claims.XXXXXX")
+servers=$work/servers
+cleanup() {
+  if [[ -n ${proxy_PID:-} ]]; then kill "$proxy_PID" 2>/dev/null || true; fi
+  bash "$root/tests/redis/redis_fixture.sh" stop "$servers" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+port=$(bash "$root/tests/redis/redis_fixture.sh" server "$servers" claims)
+printf 'the benchmark fleet secret\n' >"$work/secret.key"
+c++ -std=c++17 -O2 -I"$root/tests" "$root/tests/redis/helpers/latency_proxy.cpp" -o "$work/latency_proxy" -pthread
+coproc proxy { exec "$work/latency_proxy" "$port" "$((rtt_ms * 500))"; }
+read -r proxy_port <&"${proxy[0]}"
+cp "$root/examples/tinyk/chain40.tk" "$work/chain40.tk"
+
+echo "command: benchmarks/tinyk_claims_rtt.sh (TINYK_BENCH_REPS=$reps${ref:+, TINYK_BENCH_REF_TINYK=$ref})"
+echo "machine: $(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -1), nproc $(nproc)," \
+  "$(uname -sr), $(redis-server --version | cut -d' ' -f1-3), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')"
+
+python3 - "$tinyk" "$work" "$reps" "$proxy_port" "$rtt_ms" "$ref" <<'PY'
+import os, re, resource, statistics, subprocess, sys, time
+
+tinyk, work, reps, proxy_port, rtt_ms, ref = sys.argv[1:7]
+reps, rtt_ms = int(reps), float(rtt_ms)
+
+def run(binary, cache, single_flight=None, ns=None):
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": work, "LC_ALL": "C",
+           "TINYK_BACKEND": "native", "TINYK_CACHE_DIR": cache}
+    if single_flight:
+        env.update({"TINYK_CACHE_REMOTE": f"redis://127.0.0.1:{proxy_port}", "TINYK_CACHE_REMOTE_NAMESPACE": ns,
+                    "TINYK_CACHE_SECRET_FILE": os.path.join(work, "secret.key"),
+                    "TINYK_CACHE_SINGLE_FLIGHT": single_flight})
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter_ns()
+    p = subprocess.run([binary, "run", "--stats", os.path.join(work, "chain40.tk"), "--call", "main", "3"],
+                       env=env, capture_output=True, text=True)
+    wall = (time.perf_counter_ns() - start) / 1e6
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if p.returncode != 0:
+        sys.exit(f"tinyk failed (exit {p.returncode}):\n{p.stderr}")
+    stats = dict((k, float(v)) for k, v in re.findall(r" ([a-z.-]+)=([0-9.]+)", p.stderr))
+    if stats.get("hits", 0) != 0:
+        sys.exit("a cold run loaded a kernel")
+    cpu = ((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)) * 1e3
+    return wall, cpu, stats
+
+builds = [("", tinyk)] + ([("ref ", ref)] if ref else [])
+columns = ["no remote"] + [f"{name}{sf}" for name, _ in builds for sf in ("local", "both")]
+results = {c: [] for c in columns}
+for rep in range(reps):
+    results["no remote"].append(run(tinyk, os.path.join(work, f"plain-{rep}")))
+    for name, binary in builds:
+        for sf in ("local", "both"):
+            tag = f"{name.strip() or 'this'}-{sf}-{rep}"
+            results[f"{name}{sf}"].append(run(binary, os.path.join(work, tag), sf, f"{tag}-{os.getpid()}"))
+
+med = statistics.median
+print(f"\nA cold, chain40, native backend, {reps} repetitions, {rtt_ms:g} ms round trip, medians:")
+print(f"  {'run':12} {'wall ms':>9} {'CPU ms':>8}  {'claims-prefetched':>17}")
+for c in columns:
+    rs = results[c]
+    print(f"  {c:12} {med([r[0] for r in rs]):9.1f} {med([r[1] for r in rs]):8.1f}  "
+          f"{med([r[2].get('remote.claims-prefetched', 0) for r in rs]):17.0f}")
+ratio = lambda a, b: med([x[0] / y[0] for x, y in zip(results[a], results[b])])
+for name, _ in builds:
+    both, local = f"{name}both", f"{name}local"
+    extra = med([x[0] - y[0] for x, y in zip(results[both], results[local])])
+    print(f"  {'reference' if name else 'this build'}: both vs local {ratio(both, local):.2f}x wall "
+          f"(+{extra:.1f} ms = {extra / rtt_ms:.1f} round trips); both vs no remote {ratio(both, 'no remote'):.2f}x; "
+          f"local vs no remote {ratio(local, 'no remote'):.2f}x (medians of the per-repetition ratios)")
+PY
