@@ -3873,10 +3873,23 @@ struct storage_settings {
     COMPILE_CACHE_DECL std::string untrusted_remote_reason() const;
 };
 
+/// A setting of the cache's own (read by basic_cache::from_env, not by the storage) that
+/// a storage found kept with its data: a cache directory's `compress` in `DIR/.cc-settings`
+/// (`compile-cache set DIR compress 19`). The storage passes it on as it is, in its
+/// from_env_result; the cache uses it where its environment variable is unset or empty
+/// (the environment wins), and says a value it cannot use in one line naming `where`.
+struct kept_cache_setting {
+    std::string suffix; ///< the variable it stands in for: `PREFIX` + suffix (`_COMPRESS`)
+    std::string name;   ///< its name where it is kept (`compress`)
+    std::string value;  ///< as kept
+    std::string where;  ///< where it is kept, for the lines that name it (`/var/cache/x/.cc-settings`)
+};
+
 /// A storage's answer to `from_env(storage_settings const&)`: the storage the settings
 /// configure, or none, with the reason in one line (empty when the settings did not ask
 /// for this storage at all: its main setting is unset or off). The cache reports a
-/// reason once and runs without a cache.
+/// reason once and runs without a cache. With the storage, the cache's own settings it
+/// found kept with its data, if any (kept_cache_setting).
 template <class S>
 class from_env_result {
 public:
@@ -3895,10 +3908,21 @@ public:
     /// Why there is no storage; empty when there is one, or when none was asked for.
     std::string const& why_off() const noexcept { return why_off_; }
 
+    /// The cache's own settings the storage found kept with its data, in the order found;
+    /// none from most storages.
+    std::vector<kept_cache_setting> const& kept_cache_settings() const noexcept { return kept_; }
+    /// Passes one on to the cache (a storage's from_env; a storage made of others passes
+    /// on theirs: a tier, its local storage's).
+    from_env_result& keep_cache_setting(kept_cache_setting setting) {
+        kept_.push_back(std::move(setting));
+        return *this;
+    }
+
 private:
     explicit from_env_result(std::string why) : why_off_(std::move(why)) {}
     std::optional<S> storage_;
     std::string why_off_;
+    std::vector<kept_cache_setting> kept_;
 };
 
 namespace detail {
@@ -4673,6 +4697,22 @@ using read_many_t = decltype(std::declval<S&>().read_many(
 template <class S>
 using has_read_many = is_detected<read_many_t, S>;
 
+/// Optional: `void write_many(std::vector<std::pair<key, std::string_view>> const& entries,
+/// std::vector<std::error_code>& out)` (noexcept), the batch write: `out` gets one
+/// error_code per entry, in the order of `entries`, `out[i]` being what `write(entries[i].first,
+/// entries[i].second)` would answer, the whole batch in as few exchanges as the storage can
+/// (redis_storage: pipelined SETs, one exchange per server or cluster node; http_storage:
+/// concurrent PUTs) and bounded by the storage's own timeout. A key appears at most once
+/// in a batch (the order of two writes of one key would be the storage's). tiered_storage's
+/// background worker sends the uploads it finds queued through it when there is one,
+/// else one write per upload.
+template <class S>
+using write_many_t = decltype(std::declval<S&>().write_many(
+    std::declval<std::vector<std::pair<key, std::string_view>> const&>(),
+    std::declval<std::vector<std::error_code>&>()));
+template <class S>
+using has_write_many = is_detected<write_many_t, S>;
+
 /// Optional: `void prefetch(std::vector<key> const& keys, std::size_t max_size)`
 /// (noexcept), called by basic_cache::prefetch: the storage may read those entries ahead
 /// (tiered_storage: its remote's, in one batch read) for the reads that follow; a read
@@ -4724,6 +4764,48 @@ using has_claims =
     std::bool_constant<is_detected_exact<claim_answer, try_claim_t, S>::value && is_detected<release_claim_t, S>::value>;
 template <class S>
 using try_claim_address_t = decltype(&S::try_claim);
+/// Optional, beside the claims (has_claims): `void try_claim_many(std::vector<key> const&
+/// keys, claim_request const&, std::vector<claim_answer>& out)` (noexcept), the batch of
+/// claims: `out` gets one answer per key, in the order of `keys`, `out[i]` claimed (this
+/// process now holds the claim of `keys[i]`, which release_claim drops), held (another's
+/// claim stands; its holder need not be said, and a dead one is not taken over: that is
+/// try_claim's), or none (not claimed: the storage cannot, or failed), the whole batch in
+/// as few exchanges as the storage can (redis_storage: pipelined, one per server or
+/// cluster node) and bounded by the storage's own timeout. tiered_storage::prefetch takes
+/// the remote claims of the keys its remote lacks through it (single flight), so that
+/// their misses claim without a round trip of their own; a remote without one: none.
+template <class S>
+using try_claim_many_t = decltype(std::declval<S&>().try_claim_many(
+    std::declval<std::vector<key> const&>(), std::declval<claim_request const&>(),
+    std::declval<std::vector<claim_answer>&>()));
+template <class S>
+using has_try_claim_many = std::bool_constant<has_claims<S>::value && is_detected<try_claim_many_t, S>::value>;
+template <class S>
+using try_claim_many_address_t = decltype(&S::try_claim_many);
+
+/// Optional, beside the claims (has_claims): `void release_claim_many(std::vector<key>
+/// const& keys)` (noexcept), the batch of releases: what release_claim does for each key,
+/// in as few exchanges as the storage can (redis_storage: pipelined, one per server or
+/// node), bounded by the storage's own timeout. tiered_storage's background worker
+/// releases the claims among its batch's jobs through it, and the tier the claims its
+/// prefetch took and no miss used at its end; without one, one by one.
+template <class S>
+using release_claim_many_t = decltype(std::declval<S&>().release_claim_many(std::declval<std::vector<key> const&>()));
+template <class S>
+using has_release_claim_many = std::bool_constant<has_claims<S>::value && is_detected<release_claim_many_t, S>::value>;
+template <class S>
+using release_claim_many_address_t = decltype(&S::release_claim_many);
+
+/// Optional: `void prefetch(std::vector<key> const& keys, std::size_t max_size,
+/// claim_request const& claims)` (noexcept), prefetch (has_prefetch) that may also claim
+/// (single flight, `claims`) the keys whose entries the storage lacks, for the misses that
+/// follow (tiered_storage: its remote's claims, in one more batch); basic_cache::prefetch
+/// calls it when there is one and single flight is on.
+template <class S>
+using prefetch_claiming_t = decltype(std::declval<S&>().prefetch(
+    std::declval<std::vector<key> const&>(), std::declval<std::size_t>(), std::declval<claim_request const&>()));
+template <class S>
+using has_prefetch_claiming = is_detected<prefetch_claiming_t, S>;
 
 /// An optional member is *named* when `&S::name` is valid (one member of that name: not
 /// overloaded, not a template); a named one must meet its requirement, or it would be
@@ -4743,6 +4825,8 @@ using is_storage = std::bool_constant<
     optional_member_valid<set_logger_address_t, has_set_logger, S>::value &&
     optional_member_valid<entry_path_address_t, has_entry_path, S>::value &&
     optional_member_valid<try_claim_address_t, has_claims, S>::value &&
+    optional_member_valid<try_claim_many_address_t, has_try_claim_many, S>::value &&
+    optional_member_valid<release_claim_many_address_t, has_release_claim_many, S>::value &&
     optional_member_valid<storage_counters_address_t, has_storage_counters, S>::value &&
     optional_member_valid<record_counters_address_t, has_record_counters, S>::value &&
     optional_member_valid<from_env_address_t, has_any_from_env, S>::value &&
@@ -4830,6 +4914,12 @@ struct check_storage {
     static_assert(detail::optional_member_valid<detail::try_claim_address_t, detail::has_claims, S>::value,
                   "compile_cache: the Storage's try_claim member has the wrong signature, or it has no "
                   "release_claim (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::try_claim_many_address_t, detail::has_try_claim_many, S>::value,
+                  "compile_cache: the Storage's try_claim_many member has the wrong signature, or it has no "
+                  "try_claim and release_claim (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::release_claim_many_address_t, detail::has_release_claim_many, S>::value,
+                  "compile_cache: the Storage's release_claim_many member has the wrong signature, or it has no "
+                  "try_claim and release_claim (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::storage_counters_address_t, detail::has_storage_counters, S>::value,
                   "compile_cache: the Storage's storage_counters member has the wrong signature (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::record_counters_address_t, detail::has_record_counters, S>::value,
@@ -6288,6 +6378,11 @@ namespace compile_cache::detail::directory_storage_impl {
 inline constexpr std::int64_t temp_stale_after_ns = std::int64_t{3600} * 1000000000; ///< one hour
 inline constexpr std::int64_t no_cutoff = std::numeric_limits<std::int64_t>::min();
 
+/// Whether a scan that sweeps temp files also judges claim files (remove_stale_claim:
+/// a read of the claim and of its owner's /proc entry each); a scan made only to count a
+/// folder (the ledger's recount after a store) leaves them to the cleanups.
+enum class claim_sweep { judged, left };
+
 /// What one look at one fan-out folder found and did.
 struct folder_scan {
     std::uint64_t bytes = 0;   ///< accounted bytes of the entries left
@@ -6362,13 +6457,14 @@ COMPILE_CACHE_DECL int remove_stale_claim(int folder_fd, char const* name) noexc
 /// when the cursor is on another folder), within `limits`: entries (regular files with
 /// an entry name) are counted, or unlinked when their use time (mtime) is at or before
 /// `evict_up_to`; temp files last written before `temps_before` are unlinked, and, unless
-/// `temps_before` is no_cutoff (a listing), stale claim files (remove_stale_claim); anything
-/// else is left alone. `on_entry(mtime_ns, accounted_bytes, name, file_size)` is called
+/// `temps_before` is no_cutoff (a listing) or `claims` is left, stale claim files
+/// (remove_stale_claim); anything else is left alone. `on_entry(mtime_ns, accounted_bytes, name, file_size)` is called
 /// for each entry kept (what it throws, this throws). A missing folder is an empty
 /// one. Each name is stat-ed once.
 template <class OnEntry>
 scan_progress scan_folder_part(int root_fd, folder_cursor& cursor, unsigned index, std::int64_t temps_before,
-                               std::int64_t evict_up_to, scan_limits limits, OnEntry&& on_entry) {
+                               std::int64_t evict_up_to, scan_limits limits, OnEntry&& on_entry,
+                               claim_sweep claims = claim_sweep::judged) {
     scan_progress progress;
     folder_scan& out = cursor.found;
     char const* const folder = folder_name(index);
@@ -6414,7 +6510,7 @@ scan_progress scan_folder_part(int root_fd, folder_cursor& cursor, unsigned inde
         if (!entry && !is_temp_name(name)) {
             // A claim left by a process that is gone (or past its bound) goes with the
             // temp files; a listing, which sweeps none, leaves it.
-            if (temps_before != no_cutoff && is_claim_name(name, folder)) {
+            if (temps_before != no_cutoff && claims == claim_sweep::judged && is_claim_name(name, folder)) {
                 ++progress.unlinks;
                 int const r = remove_stale_claim(fd, e->d_name);
                 if (r > 0)
@@ -6458,9 +6554,9 @@ scan_progress scan_folder_part(int root_fd, folder_cursor& cursor, unsigned inde
 /// scan_folder_part over the whole of fan-out folder `index` at once.
 template <class OnEntry>
 folder_scan scan_folder(int root_fd, unsigned index, std::int64_t temps_before, std::int64_t evict_up_to,
-                        OnEntry&& on_entry) {
+                        OnEntry&& on_entry, claim_sweep claims = claim_sweep::judged) {
     folder_cursor cursor;
-    scan_folder_part(root_fd, cursor, index, temps_before, evict_up_to, scan_limits{}, on_entry);
+    scan_folder_part(root_fd, cursor, index, temps_before, evict_up_to, scan_limits{}, on_entry, claims);
     return cursor.found;
 }
 
@@ -7382,7 +7478,8 @@ namespace detail {
 /// directory_storage::from_env's hook into the directory's own settings file (defined in
 /// storage/directory/directory_settings_file.hpp, included below).
 COMPILE_CACHE_DECL void apply_directory_settings_file(std::string const& directory, settings_reader const& env,
-                                                      directory_options& options);
+                                                      directory_options& options,
+                                                      std::vector<kept_cache_setting>& for_cache);
 } // namespace detail
 
 /// What prune() and clear() did.
@@ -7558,7 +7655,9 @@ public:
     /// directory; unset, empty, `0`, `off`, `false` or `no` (any case): not configured.
     /// `PREFIX_MAX_SIZE`, `PREFIX_DURABILITY` and `PREFIX_SHARED` give its options
     /// (directory_options_from_env); where those are unset, the directory's own settings
-    /// file says (`DIR/.cc-settings`: directory_settings_file.hpp). The directory is made now, as a first store would
+    /// file says (`DIR/.cc-settings`: directory_settings_file.hpp), whose settings of the
+    /// cache's (`compress`) the answer passes on (from_env_result::kept_cache_settings).
+    /// The directory is made now, as a first store would
     /// (not when the cache cannot run: storage_settings::cache_off): a path that cannot
     /// be made a directory is off, with the reason. An on value (`1`, `on`, `true`,
     /// `yes`) is used as a relative path, with one line.
@@ -7766,9 +7865,12 @@ static_assert(compile_cache::detail::has_list<compile_cache::directory_storage>:
 //
 // The file is text, one `name = value` a line; `#` starts a comment. Only settings
 // that belong to the cache rather than to one host are kept there (the table below:
-// the size limit, the durability of its entries). A host's environment wins over the
-// file; the file wins over the defaults. A storage made with explicit directory_options
-// (not from_env) does not read it: its options are its host's code.
+// the size limit, the durability of its entries, compression's level). A host's
+// environment wins over the file; the file wins over the defaults. The storage's own
+// settings are applied by from_env here; the cache's (`compress`) are passed on to the
+// cache in its from_env_result (kept_cache_setting), which applies them the same way.
+// A storage made with explicit directory_options (not from_env) does not read it: its
+// options are its host's code.
 //
 // Trust, as for entries: with sharing::owner_only the file must be owned by this user
 // and writable by no one else; with sharing::group it must not be writable by others.
@@ -7777,6 +7879,155 @@ static_assert(compile_cache::detail::has_list<compile_cache::directory_storage>:
 // (one a newer tool wrote) is left alone, silently.
 
 
+// ---- begin compile_cache/compression.hpp
+// compile_cache: the Compression policy, basic_cache's optional fifth parameter, which
+// says whether a cache can compress the payloads it seals and decompress the ones it
+// reads. no_compression (the default) has no codec: its cache writes plain entries and
+// reads a compressed one as a miss with reason `unsupported`, never as bytes for its
+// deserializer. zstd_compression (compile_cache/compression/zstd.hpp, which needs
+// libzstd) compresses. docs/design.md ("Compressed entries") says why a policy.
+
+
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+namespace compile_cache {
+
+/// The Compression policy of a cache that neither compresses nor decompresses.
+struct no_compression {
+    static constexpr bool compresses = false;
+};
+
+// A Compression policy that compresses has, besides `compresses = true`:
+//   static constexpr int default_level;   // the level of PREFIX_COMPRESS=1
+//   static constexpr int max_level;       // the highest level PREFIX_COMPRESS takes
+//   static bool compress(std::string_view payload, int level, std::string& out) noexcept;
+//       appends one frame of `payload` to `out`; false when it cannot (out is then
+//       left with what it had, or more: the caller cuts it back)
+//   static bool decompress(std::string_view frame, char* out, std::size_t size) noexcept;
+//       true only when `frame` is one whole frame whose content is exactly `size` bytes,
+//       then in out[0, size); never writes past out + size, never allocates more than
+//       its bounded working memory (a decompression bomb is false, not a crash)
+
+/// The highest level a cache directory keeps for its hosts (`compile-cache set DIR
+/// compress N`, storage/directory/directory_settings_file.hpp): zstd_compression's
+/// max_level, the highest a shipped policy takes. A host whose policy stops lower says
+/// so in one line and uses its default.
+inline constexpr int kept_compression_max_level = 19;
+
+namespace detail {
+template <class C>
+struct compresses : std::bool_constant<C::compresses> {};
+
+/// A value of PREFIX_COMPRESS (or of a kept `compress`), read: `0`, `off`, `false`,
+/// `no` (or blanks): level 0; `1`, `on`, `true`, `yes`: nullopt (the policy's default
+/// level); a whole number from 2 to `max_level`: that level. Anything else: not understood.
+struct compression_level_value {
+    bool understood = false;
+    std::optional<int> level;
+};
+COMPILE_CACHE_DECL compression_level_value parse_compression_level(std::string_view value, int max_level);
+
+/// The values parse_compression_level understands, as a phrase for the lines that say a
+/// value is not one: "0 to store entries uncompressed, ..., or a level from 2 to 19".
+COMPILE_CACHE_DECL std::string compression_values_text(int max_level);
+
+/// Reads `PREFIX_COMPRESS` into `level`: `0`, `off`, `false`, `no`: 0 (entries written
+/// plain); `1`, `on`, `true`, `yes`: nullopt (the policy's default level); a whole
+/// number from 2 to `max_level`: that level. Unset or empty: `level` as it is.
+/// Anything else is one line through `env`, and `level` stays.
+COMPILE_CACHE_DECL void compression_level_from_env(settings_reader const& env, int max_level,
+                                                   std::optional<int>& level);
+
+/// For a cache without compression: the line to say when `PREFIX_COMPRESS` asks for it
+/// (the entries are then stored plain); empty when it does not.
+COMPILE_CACHE_DECL std::string compression_unavailable_line(settings_reader const& env);
+
+/// A `compress` a storage found kept (`kept.suffix` is `_COMPRESS`), for a cache whose
+/// environment leaves `PREFIX_COMPRESS` unset or empty: read into `level` as
+/// compression_level_from_env reads the variable; anything else is one line through
+/// `env` naming where it is kept, and `level` stays (the default).
+COMPILE_CACHE_DECL void compression_level_from_kept(settings_reader const& env, kept_cache_setting const& kept,
+                                                    int max_level, std::optional<int>& level);
+
+/// For a cache without compression: the line to say when a kept `compress` asks for it,
+/// in the words of the line for `PREFIX_COMPRESS`; empty when it does not.
+COMPILE_CACHE_DECL std::string compression_unavailable_line(kept_cache_setting const& kept);
+} // namespace detail
+
+} // namespace compile_cache
+
+// ---- begin compile_cache/impl/compression.ipp
+// compile_cache: the definitions of compression.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+namespace compile_cache::detail {
+
+compression_level_value parse_compression_level(std::string_view value, int max_level) {
+    std::string const trimmed(trim_blanks(value));
+    if (is_off(trimmed)) return {true, 0};
+    if (is_on(trimmed)) return {true, std::nullopt};
+    std::optional<std::uint64_t> const n = parse_whole_number(trimmed, 3);
+    if (n && *n >= 2 && *n <= static_cast<std::uint64_t>(max_level)) return {true, static_cast<int>(*n)};
+    return {};
+}
+
+std::string compression_values_text(int max_level) {
+    return "0 to store entries uncompressed, 1 to compress them at the default level, or a level from 2 to " +
+           std::to_string(max_level);
+}
+
+void compression_level_from_env(settings_reader const& env, int max_level, std::optional<int>& level) {
+    std::string const v = env.value("_COMPRESS");
+    if (v.empty()) return;
+    compression_level_value const read = parse_compression_level(v, max_level);
+    if (read.understood) {
+        level = read.level;
+        return;
+    }
+    env.report_value("_COMPRESS", v,
+                     "is not understood (" + compression_values_text(max_level) + "); " +
+                         (level && *level == 0 ? std::string("entries stay uncompressed")
+                                               : std::string("compression stays as it was")));
+}
+
+std::string compression_unavailable_line(settings_reader const& env) {
+    std::string const v = env.value("_COMPRESS");
+    if (v.empty() || is_off(std::string(trim_blanks(v)))) return {};
+    return env.name("_COMPRESS") + "=\"" + v +
+           "\" asks for compressed entries, but this host's cache has no Compression policy "
+           "(compile_cache/compression/zstd.hpp); entries are stored uncompressed";
+}
+
+void compression_level_from_kept(settings_reader const& env, kept_cache_setting const& kept, int max_level,
+                                 std::optional<int>& level) {
+    compression_level_value const read = parse_compression_level(kept.value, max_level);
+    if (read.understood && !trim_blanks(kept.value).empty()) { // (an empty value is not "off" here)
+        level = read.level;
+        return;
+    }
+    env.report(kept.where + ": " + kept.name + " = \"" + kept.value + "\" is not understood (" +
+               compression_values_text(max_level) + "); using the default");
+}
+
+std::string compression_unavailable_line(kept_cache_setting const& kept) {
+    std::string const trimmed(trim_blanks(kept.value));
+    if (trimmed.empty() || is_off(trimmed)) return {};
+    return kept.where + ": " + kept.name + " = \"" + kept.value +
+           "\" asks for compressed entries, but this host's cache has no Compression policy "
+           "(compile_cache/compression/zstd.hpp); entries are stored uncompressed";
+}
+
+} // namespace compile_cache::detail
+
+#endif // COMPILE_CACHE_INCLUDE_IMPL
+// ---- end compile_cache/impl/compression.ipp
+// ---- end compile_cache/compression.hpp
 
 #include <cstddef>
 #include <map>
@@ -7792,11 +8043,13 @@ struct directory_setting_spec {
     char const* name;        ///< as in the file and on the tool's command line: `max-size`
     char const* suffix;      ///< the environment variable that wins over it: `PREFIX` + `_MAX_SIZE`
     char const* description; ///< the values it takes, one line
+    /// Read by the cache (basic_cache::from_env: `compress`) rather than by the storage:
+    /// passed on as a kept_cache_setting, for the cache to apply.
+    bool read_by_cache;
 };
 
-/// The settings a directory keeps, in the order the file lists them. Compression
-/// (`compress`, over `PREFIX_COMPRESS`) joins them here when the cache reads it, with a
-/// line in the cache's from_env like directory_storage::from_env's.
+/// The settings a directory keeps, in the order the file lists them: `max-size`,
+/// `durability` (the storage's) and `compress` (the cache's).
 COMPILE_CACHE_DECL std::vector<directory_setting_spec> const& directory_settings_kept();
 
 /// The spec named `name`, or nullptr when the directory keeps no such setting.
@@ -7833,11 +8086,14 @@ COMPILE_CACHE_DECL int write_directory_settings(std::string const& directory,
                                                 std::map<std::string, std::string> const& values);
 
 namespace detail {
-/// directory_storage::from_env's hook: each kept setting whose `PREFIX_*` variable is
-/// unset or empty takes its value from the settings file in `directory`, if any; what
-/// cannot be used is one line through `env`.
+/// directory_storage::from_env's hook: each kept setting of the storage's whose
+/// `PREFIX_*` variable is unset or empty takes its value from the settings file in
+/// `directory`, if any; what cannot be used is one line through `env`. The cache's
+/// settings the file holds are added to `for_cache` as they are written (the cache
+/// checks them, and lets its environment win).
 COMPILE_CACHE_DECL void apply_directory_settings_file(std::string const& directory, settings_reader const& env,
-                                                      directory_options& options);
+                                                      directory_options& options,
+                                                      std::vector<kept_cache_setting>& for_cache);
 } // namespace detail
 
 } // namespace compile_cache
@@ -7859,8 +8115,12 @@ namespace compile_cache {
 std::vector<directory_setting_spec> const& directory_settings_kept() {
     static std::vector<directory_setting_spec> const kept = {
         {"max-size", "_MAX_SIZE",
-         "the size limit: bytes, or with K, M, G (powers of 1024): 500M, 5G; 0: no limit, nothing evicted"},
-        {"durability", "_DURABILITY", "none (rename only), file (fsync each entry) or full (also its folder)"},
+         "the size limit: bytes, or with K, M, G (powers of 1024): 500M, 5G; 0: no limit, nothing evicted", false},
+        {"durability", "_DURABILITY", "none (rename only), file (fsync each entry) or full (also its folder)", false},
+        {"compress", "_COMPRESS",
+         "0 (or off): entries stored uncompressed; 1 (or on): compressed at the default level; 2 to 19: at that "
+         "level (hosts whose cache compresses: zstd_compression)",
+         true},
     };
     return kept;
 }
@@ -7881,6 +8141,12 @@ std::string check_directory_setting(std::string_view name, std::string_view valu
         std::string const v = detail::lower(value);
         if (v == "none" || v == "file" || v == "full") return {};
         return "is not a durability (none, file or full)";
+    }
+    if (name == "compress") {
+        if (!detail::trim_blanks(value).empty() &&
+            detail::parse_compression_level(value, kept_compression_max_level).understood)
+            return {};
+        return "is not a compression level (" + detail::compression_values_text(kept_compression_max_level) + ")";
     }
     return "is not a setting a cache directory keeps";
 }
@@ -7983,7 +8249,7 @@ int write_directory_settings(std::string const& directory, std::map<std::string,
 }
 
 void detail::apply_directory_settings_file(std::string const& directory, settings_reader const& env,
-                                           directory_options& options) {
+                                           directory_options& options, std::vector<kept_cache_setting>& for_cache) {
     try {
         directory_settings file;
         std::string why;
@@ -7994,7 +8260,12 @@ void detail::apply_directory_settings_file(std::string const& directory, setting
         }
         for (directory_setting_spec const& s : directory_settings_kept()) {
             auto const it = file.values.find(s.name);
-            if (it == file.values.end() || !env.value(s.suffix).empty()) continue; // the environment wins
+            if (it == file.values.end()) continue;
+            if (s.read_by_cache) { // the cache checks it, and lets its environment win
+                for_cache.push_back({s.suffix, s.name, it->second, where});
+                continue;
+            }
+            if (!env.value(s.suffix).empty()) continue; // the environment wins
             std::string const& v = it->second;
             std::string const bad = check_directory_setting(s.name, v);
             if (!bad.empty()) {
@@ -8183,7 +8454,8 @@ from_env_result<directory_storage> directory_storage::from_env(storage_settings 
     if (detail::is_off(dir)) return from_env_result<directory_storage>::not_configured();
     if (!settings.cache_off.empty()) return from_env_result<directory_storage>::off(settings.cache_off);
     directory_options options = directory_options_from_env(env);
-    detail::apply_directory_settings_file(dir, env, options); // DIR/.cc-settings, where the environment is silent
+    std::vector<kept_cache_setting> for_cache; // the cache's own settings DIR/.cc-settings holds
+    detail::apply_directory_settings_file(dir, env, options, for_cache); // where the environment is silent
     // A directory that cannot be made (a file on the way, no permission, a
     // read-only parent) would make every store fail: say so now, once, and run
     // without a cache. An existing read-only directory is fine: loads work.
@@ -8196,7 +8468,9 @@ from_env_result<directory_storage> directory_storage::from_env(storage_settings 
         env.report_value("_DIR", dir,
                          "is a path, not a switch: the cache is the directory \"" + dir +
                              "\" in the working directory");
-    return from_env_result<directory_storage>(directory_storage(std::move(dir), options));
+    from_env_result<directory_storage> result(directory_storage(std::move(dir), options));
+    for (kept_cache_setting& k : for_cache) result.keep_cache_setting(std::move(k));
+    return result;
 }
 
 std::vector<environment_setting> directory_storage::environment_settings(std::string_view prefix) {
@@ -8609,10 +8883,10 @@ bool directory_storage::flush_ledger(std::int64_t now, std::uint64_t& total) con
         std::int64_t const temps_before = impl::now_ns() - impl::temp_stale_after_ns;
         std::uint64_t const before = counter.before_scan(folder);
         impl::folder_scan const fs =
-            impl::scan_folder(root.fd, folder, temps_before, impl::no_cutoff, impl::no_entry_callback{});
+            impl::scan_folder(root.fd, folder, temps_before, impl::no_cutoff, impl::no_entry_callback{},
+                              impl::claim_sweep::left);
         counter.counted(folder, fs.bytes, before);
         state_->cleanup.temps_removed += fs.temps_removed;
-        state_->cleanup.claims_removed += fs.claims_removed;
     }
     std::uint64_t const recounted = counter.save(counted_at);
     if (recounted == std::numeric_limits<std::uint64_t>::max()) return false;
@@ -10763,10 +11037,12 @@ inline bool forget_remote_claim(void const* tier, key const& k) noexcept {
 /// is held by another process (a local claim just taken is then dropped, so that the
 /// machine's other processes also wait on the remote one), claimed when either was taken
 /// and neither is held, none when neither storage takes claims. A remote claim taken is
-/// remembered for this thread under `tier` (forget_remote_claim). Never throws.
-template <class Local, class Remote>
+/// remembered for this thread under `tier` (forget_remote_claim). `take_preclaimed(k)`:
+/// whether this process already holds the remote claim of `k` (taken by the tier's
+/// prefetch, and now handed over to this miss): then the remote is not asked. Never throws.
+template <class Local, class Remote, class TakePreclaimed>
 claim_answer tier_try_claim(void const* tier, Local* local, Remote* remote, key const& k,
-                            claim_request const& request) noexcept {
+                            claim_request const& request, TakePreclaimed&& take_preclaimed) noexcept {
     // Each tier is asked for its own part of the scope, and then claims as it would alone
     // (a directory as the remote claims for the fleet).
     claim_request whole = request;
@@ -10786,7 +11062,8 @@ claim_answer tier_try_claim(void const* tier, Local* local, Remote* remote, key 
         if (remote && includes(request.scope, claim_scope::remote)) {
             claim_answer remote_answer;
             try {
-                remote_answer = remote->try_claim(k, whole);
+                if (take_preclaimed(k)) remote_answer.state = claim_state::claimed;
+                else remote_answer = remote->try_claim(k, whole);
             } catch (...) {
                 remote_answer = claim_answer{};
             }
@@ -10830,11 +11107,14 @@ claim_answer tier_try_claim(void const* tier, Local* local, Remote* remote, key 
 #include <system_error>
 #include <thread>
 #include <type_traits>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 namespace compile_cache {
 
@@ -10927,7 +11207,10 @@ using has_partial_failure = is_detected_convertible<bool, partial_failure_t, S>;
 
 /// The jobs one tier runs off the host's path, and the thread that runs them: a queue
 /// bounded in bytes (push never waits for room: a job that does not fit is refused),
-/// a thread started at the first push, a bounded drain at the end. Fork-safe: a child
+/// a thread started at the first push, a bounded drain at the end. The thread takes
+/// the jobs it finds queued together, as one batch (at most the owner's batch_jobs,
+/// itself at most batch_max_jobs, and batch_max_bytes of their cost; one job at least),
+/// in the order they were pushed. Fork-safe: a child
 /// forked while the thread runs has no thread and an empty queue (the jobs are the
 /// parent's), and starts its own thread at its first push; whether the thread was in
 /// the middle of a job when the process forked is told (the remote's connection may
@@ -10939,13 +11222,19 @@ public:
         std::string bytes;
         unsigned char kind = 0; ///< the tier's own code
     };
-    /// Runs one job (on the worker's thread); must not throw.
-    using runner = std::function<void(job&)>;
+    /// Runs a batch of jobs (on the worker's thread), taken from the queue in the order
+    /// they were pushed; must not throw.
+    using runner = std::function<void(std::vector<job>&)>;
+    /// The most jobs, and bytes of jobs (their cost), a batch may take (one job at least).
+    static constexpr std::size_t batch_max_jobs = 256;
+    static constexpr std::size_t batch_max_bytes = std::size_t{4} << 20;
     /// Counts a job dropped unrun at the end (under the queue's lock); must not throw.
     using dropper = std::function<void(job const&)>;
 
+    /// `batch_jobs`: the most jobs a batch takes (1: one job at a time; at most batch_max_jobs).
     COMPILE_CACHE_DECL tier_worker(std::size_t max_bytes, std::chrono::milliseconds drain, runner run,
-                                   dropper drop, std::chrono::milliseconds end_grace = std::chrono::seconds(2));
+                                   dropper drop, std::chrono::milliseconds end_grace = std::chrono::seconds(2),
+                                   std::size_t batch_jobs = 1);
     /// stop(), then, when the thread still runs a job, joins it (a job under way runs to
     /// its end): an owner that must not wait without a bound calls stop() first.
     COMPILE_CACHE_DECL ~tier_worker();
@@ -10968,10 +11257,14 @@ public:
     /// Waits until no job is queued or running, at most `within`; true when none is.
     COMPILE_CACHE_DECL bool wait_idle(std::chrono::milliseconds within) noexcept;
     /// Drops the queued jobs of key `k` (uncounted: what comes next replaces them) and
-    /// waits, at most `within`, for a job of `k` under way to end; true when none is left.
+    /// waits, at most `within`, for a batch under way with a job of `k` to end; true when
+    /// none is left.
     COMPILE_CACHE_DECL bool cancel(key const& k, std::chrono::milliseconds within) noexcept;
     /// Whether the thread has been started in this process.
     COMPILE_CACHE_DECL bool started() const noexcept;
+    /// Whether the worker is ending and its drain time is over: a runner that runs a
+    /// batch's jobs one after another drops the ones not begun (counted as the dropper does).
+    COMPILE_CACHE_DECL bool past_drain() const noexcept;
     /// In a forked child: whether the parent's thread was running a job when the process forked.
     bool forked_mid_job() const noexcept { return forked_mid_job_.load(std::memory_order_relaxed); }
     /// In a forked child: whether the parent's worker still had jobs queued when the process
@@ -10997,6 +11290,7 @@ private:
     std::size_t const max_bytes_;
     std::chrono::milliseconds const drain_;
     std::chrono::milliseconds const end_grace_;
+    std::size_t const batch_jobs_;
     runner run_;
     dropper drop_;
     mutable std::mutex mutex_;
@@ -11005,8 +11299,8 @@ private:
     std::unique_ptr<std::condition_variable> idle_ = std::make_unique<std::condition_variable>();
     std::deque<job> queue_;
     std::size_t queued_bytes_ = 0; ///< the cost of the queued jobs and of the running one
-    bool running_ = false;         ///< a job is under way
-    key running_key_;              ///< its key
+    bool running_ = false;         ///< a batch of jobs is under way
+    std::vector<key> running_keys_; ///< their keys
     bool waiting_ = false;         ///< the thread waits for a job (a push wakes it)
     bool ending_ = false;
     bool finished_ = false;       ///< the thread has left its loop (it only returns after)
@@ -11056,6 +11350,10 @@ private:
 ///   remote calls partial (`partial_failure(e)`: one node of a cluster) is counted and
 ///   said once, and the remote is still used. A store refused for `auth` while reads
 ///   answer (a user allowed to read only) stops the stores, with one line; reads go on.
+/// - Background mode, a remote with `write_many` (redis_storage, http_storage): the
+///   worker sends the uploads it finds queued in one batch write (counted
+///   `remote.upload-batches`, each upload as one sent alone), then the claims' releases
+///   and the copies among its jobs; without it, one write per upload, one job at a time.
 /// - Background mode: no thread until the first upload or copy; at the tier's end the
 ///   queue gets tier_options::upload_drain, then what is left is dropped (counted). A
 ///   process forked after a store has no worker and no queue of its own (the parent's
@@ -11124,11 +11422,26 @@ public:
               std::enable_if_t<detail::configurable_from_env<L>::value && detail::configurable_from_env<R>::value,
                                int> = 0>
     static from_env_result<tiered_storage> from_env(storage_settings const& settings) {
+        // The cache's own settings the local storage keeps (a directory's `compress`) are
+        // passed on whatever the tier answers with.
+        std::vector<kept_cache_setting> kept;
+        from_env_result<tiered_storage> answer = tier_from_env(settings, kept);
+        if (answer)
+            for (kept_cache_setting& k : kept) answer.keep_cache_setting(std::move(k));
+        return answer;
+    }
+
+private:
+    /// from_env's answer; `kept`: the cache's settings the local storage kept.
+    template <class L = Local, class R = Remote>
+    static from_env_result<tiered_storage> tier_from_env(storage_settings const& settings,
+                                                         std::vector<kept_cache_setting>& kept) {
         using result = from_env_result<tiered_storage>;
         settings_reader const& env = settings.env;
         if (env.is_off("_REMOTE")) {
             from_env_result<Local> local = local_from_env(settings);
             if (!local) return result::off(local.why_off()); // (empty: not configured)
+            kept = local.kept_cache_settings();
             return result(tiered_storage(*std::move(local)));
         }
         if (!settings.cache_off.empty()) return result::off(settings.cache_off);
@@ -11137,6 +11450,7 @@ public:
         if (!only.value_or(false)) {
             from_env_result<Local> l = local_from_env(settings);
             if (!l && !l.why_off().empty()) return result::off(l.why_off()); // configured, and declined
+            kept = l.kept_cache_settings();
             if (l) local.emplace(*std::move(l));
         }
         if (!only)
@@ -11187,6 +11501,7 @@ public:
         return result(std::move(t));
     }
 
+public:
     /// The settings from_env reads: the local storage's, the tier's, the remote's.
     static std::vector<environment_setting> environment_settings(std::string_view prefix) {
         std::string const p(prefix);
@@ -11382,12 +11697,19 @@ private:
 public:
     /// Single flight (tiered_claims.hpp): the local storage's claim (the machine's
     /// processes), then the remote's (the fleet's) when the remote is read-write and up.
+    /// A claim of `k` that this process's prefetch took on the remote (prefetch with a
+    /// claim_request) is this miss's: the remote is not asked.
+    /// A key whose claim another process held at the prefetch, claimed now, says
+    /// `entry_seen`: that process may have stored the entry and released its claim
+    /// between this miss's read and this claim, so the cache reads once more.
     claim_answer try_claim(key const& k, claim_request const& request) noexcept {
         if (!state_ || state_->forked_mid_job()) return {};
-        bool const remote_ok = state_->remote && state_->options.mode == remote_mode::read_write &&
-                               state_->remote_can_seal && state_->remote_usable() && !remote_skipped();
-        return detail::tier_try_claim(state_.get(), state_->local ? &*state_->local : static_cast<Local*>(nullptr),
-                                      remote_ok ? &*state_->remote : static_cast<Remote*>(nullptr), k, request);
+        claim_answer answer =
+            detail::tier_try_claim(state_.get(), state_->local ? &*state_->local : static_cast<Local*>(nullptr),
+                                   remote_claims_ok() ? &*state_->remote : static_cast<Remote*>(nullptr), k, request,
+                                   [&](key const& c) noexcept { return state_->take_preclaimed(c); });
+        if (answer.state == claim_state::claimed && state_->was_contended(k)) answer.entry_seen = true;
+        return answer;
     }
     /// Releases this process's claims of `k`: the local one at once, the remote one (when
     /// this thread took it) after the uploads queued before it (background mode), so that
@@ -11449,13 +11771,35 @@ public:
     /// skipped. Counted `remote.prefetch-batches`, `remote.prefetch-keys`. Bounded as any
     /// remote call (the batch by the remote's own timeout).
     void prefetch(std::vector<key> const& keys, std::size_t max_size) noexcept {
+        prefetch(keys, max_size, claim_request{claim_scope::none, std::chrono::milliseconds(0)});
+    }
+
+    /// prefetch, and single flight's claims taken ahead: when `claims.scope` has `remote`
+    /// and this process may claim on the remote now (as try_claim: read-write, up, able to
+    /// seal), the remote claims of the entries the batch found absent (not the identity
+    /// records') are taken in one more batch (the remote's `try_claim_many`; a remote
+    /// without one: none), expiring after `claims.expiry`. Each claim taken waits for the
+    /// miss of its key, whose try_claim then takes it without asking the remote, within
+    /// half its expiry (later: released, and the miss asks as without it); a key whose
+    /// claim another process held is asked at its miss as always, and its batch answer is
+    /// dropped (that process is compiling it: the miss reads the remote afresh, and finds
+    /// the entry once it is stored, instead of compiling it again). The claims never used
+    /// are released at the tier's end (as release_claim does, within the upload drain
+    /// time), else left to their expiry. At most max_preclaims held. Counted
+    /// `remote.claims-prefetched`, `remote.claims-prefetched-unused`.
+    void prefetch(std::vector<key> const& keys, std::size_t max_size, claim_request const& claims) noexcept {
         if (!state_ || !state_->remote || state_->forked_mid_job() || !state_->remote_usable()) return;
         if constexpr (detail::has_read_many<Remote>::value) {
-            state_->prefetch(keys, max_size);
+            bool const claim = includes(claims.scope, claim_scope::remote) && claims.expiry.count() > 0 &&
+                               remote_claims_ok();
+            state_->prefetch(keys, max_size, claim ? &claims : nullptr);
         } else {
-            (void)keys, (void)max_size;
+            (void)keys, (void)max_size, (void)claims;
         }
     }
+
+    /// The most claims prefetch holds ahead (the rest are not taken ahead).
+    static constexpr std::size_t max_preclaims = 4096;
 
     /// Called by basic_cache after it checked an entry this storage's read returned
     /// `found`, with that read's answer (see docs/policies.md). An entry from the remote
@@ -11502,10 +11846,13 @@ public:
     /// `remote.record-misses`, `remote.record-stores`, and the background worker's
     /// `remote.uploads-queued`, `remote.uploads-sent` (entries and records stored by
     /// it), `remote.uploads-dropped` (a full queue, or left at the end) and
-    /// `remote.copies-dropped` (remote hits not copied locally: a full queue)), and
+    /// `remote.copies-dropped` (remote hits not copied locally: a full queue),
+    /// `remote.upload-batches` (write_many calls: uploads sent together)), and
     /// prefetch's `remote.prefetch-batches`, `remote.prefetch-keys` (keys asked) and
-    /// `remote.prefetch-dropped` (answers past tier_options::prefetch_bytes); empty
-    /// without a remote. basic_cache adds them to its statistics.
+    /// `remote.prefetch-dropped` (answers past tier_options::prefetch_bytes), and the
+    /// single-flight claims prefetch took ahead, `remote.claims-prefetched`, and those
+    /// released unused, `remote.claims-prefetched-unused` (their key never missed, or
+    /// missed past half their expiry); empty without a remote. basic_cache adds them to its statistics.
     std::vector<std::pair<std::string, std::uint64_t>> storage_counters() const {
         std::vector<std::pair<std::string, std::uint64_t>> c;
         if (!has_remote()) return c;
@@ -11545,6 +11892,13 @@ public:
 private:
     using clock = std::chrono::steady_clock;
 
+    /// Whether this process may take claims on the remote now: read-write, able to seal
+    /// what it uploads, usable here, not skipped.
+    bool remote_claims_ok() const {
+        return state_->remote && state_->options.mode == remote_mode::read_write && state_->remote_can_seal &&
+               state_->remote_usable() && !remote_skipped();
+    }
+
     /// How a call to the remote was let through.
     enum class admission {
         skipped, ///< not at all: the back-off runs (counted as remote.skipped)
@@ -11578,6 +11932,9 @@ private:
         c_prefetch_batches,
         c_prefetch_keys,
         c_prefetch_dropped,
+        c_upload_batches,
+        c_claims_prefetched,
+        c_claims_prefetched_unused,
         c_count
     };
     static std::array<std::string, c_count> const& count_names() {
@@ -11604,6 +11961,9 @@ private:
             n[c_prefetch_batches] = "remote.prefetch-batches";
             n[c_prefetch_keys] = "remote.prefetch-keys";
             n[c_prefetch_dropped] = "remote.prefetch-dropped";
+            n[c_upload_batches] = "remote.upload-batches";
+            n[c_claims_prefetched] = "remote.claims-prefetched";
+            n[c_claims_prefetched_unused] = "remote.claims-prefetched-unused";
             return n;
         }();
         return names;
@@ -11658,6 +12018,18 @@ private:
         std::mutex prefetch_mutex;
         std::unordered_map<key, prefetched_answer> prefetched;
         std::size_t prefetched_bytes = 0;
+        /// The remote claims prefetch took ahead (single flight), each waiting for its key's
+        /// miss (take_preclaimed) or the tier's end (release_preclaims); this process's only
+        /// (`preclaim_pid`: a forked child holds none of its parent's).
+        struct preclaim {
+            clock::time_point taken{};
+            std::chrono::milliseconds expiry{0};
+        };
+        std::mutex preclaim_mutex;
+        std::unordered_map<key, preclaim> preclaimed;
+        ::pid_t preclaim_pid = 0;
+        /// The keys whose claims another process held at the prefetch (at most max_preclaims).
+        std::unordered_set<key> contended;
 
         state() = default;
         state(state const&) = delete;
@@ -11681,18 +12053,23 @@ private:
         void start() {
             if (!remote || options.upload != remote_upload::background) return;
             worker = std::make_unique<detail::tier_worker>(
-                options.upload_queue_bytes, options.upload_drain, [this](detail::tier_worker::job& j) { run(j); },
-                [this](detail::tier_worker::job const& j) {
-                    if (j.kind == job_upload) {
-                        ++counts[c_uploads_dropped];
-                        ++dropped_at_end;
-                    } else if (j.kind == job_release) {
-                        // (a claim left to its expiry)
-                    } else {
-                        ++counts[c_copies_dropped];
-                    }
-                },
-                options.upload_end_grace);
+                options.upload_queue_bytes, options.upload_drain,
+                [this](std::vector<detail::tier_worker::job>& jobs) { run_batch(jobs); },
+                [this](detail::tier_worker::job const& j) { dropped(j); }, options.upload_end_grace,
+                // Batches only where the uploads among them go in one call (write_many).
+                detail::has_write_many<Remote>::value ? detail::tier_worker::batch_max_jobs : std::size_t{1});
+        }
+
+        /// A job not run at the end (the drain time was over): counted.
+        void dropped(detail::tier_worker::job const& j) noexcept {
+            if (j.kind == job_upload) {
+                ++counts[c_uploads_dropped];
+                ++dropped_at_end;
+            } else if (j.kind == job_release) {
+                // (a claim left to its expiry)
+            } else {
+                ++counts[c_copies_dropped];
+            }
         }
 
         /// Whether the remote may be called from this process: not in a child forked while
@@ -11769,7 +12146,7 @@ private:
             }
         }
 
-        void prefetch(std::vector<key> const& keys, std::size_t max_size) noexcept {
+        void prefetch(std::vector<key> const& keys, std::size_t max_size, claim_request const* claims) noexcept {
             if constexpr (detail::has_read_many<Remote>::value) {
                 try {
                     std::vector<key> wanted;
@@ -11808,21 +12185,274 @@ private:
                     }
                     if (first_error) failed(a, first_error);
                     auto const now = clock::now();
-                    std::lock_guard<std::mutex> lock(prefetch_mutex);
-                    for (std::size_t i = 0; i < wanted.size(); ++i) {
-                        if (got[i].first.status == read_status::error) continue;
-                        std::size_t const cost = prefetch_cost(got[i].second);
-                        if (prefetched_bytes + cost > options.prefetch_bytes) {
-                            ++counts[c_prefetch_dropped];
-                            continue;
+                    std::vector<key> absent; // the entries to claim ahead
+                    {
+                        std::lock_guard<std::mutex> lock(prefetch_mutex);
+                        for (std::size_t i = 0; i < wanted.size(); ++i) {
+                            if (got[i].first.status == read_status::error) continue;
+                            if (claims && got[i].first.status == read_status::absent &&
+                                !is_identity_record_key(wanted[i]))
+                                absent.push_back(wanted[i]);
+                            std::size_t const cost = prefetch_cost(got[i].second);
+                            if (prefetched_bytes + cost > options.prefetch_bytes) {
+                                ++counts[c_prefetch_dropped];
+                                continue;
+                            }
+                            prefetched_bytes += cost;
+                            prefetched[wanted[i]] = {got[i].first.status, std::move(got[i].second), now};
                         }
-                        prefetched_bytes += cost;
-                        prefetched[wanted[i]] = {got[i].first.status, std::move(got[i].second), now};
+                    }
+                    if (claims && !first_error && !absent.empty()) claim_ahead(absent, *claims);
+                } catch (...) {
+                }
+            } else {
+                (void)keys, (void)max_size, (void)claims;
+            }
+        }
+
+        /// prefetch's claims: those of `absent` that this process does not hold ahead
+        /// already (up to max_preclaims held), taken in one batch and remembered.
+        void claim_ahead(std::vector<key>& absent, claim_request const& request) noexcept {
+            if constexpr (detail::has_try_claim_many<Remote>::value) {
+                try {
+                    ::pid_t const me = ::getpid();
+                    {
+                        std::lock_guard<std::mutex> lock(preclaim_mutex);
+                        if (preclaim_pid != me) preclaimed.clear(), contended.clear(), preclaim_pid = me;
+                        absent.erase(std::remove_if(absent.begin(), absent.end(),
+                                                    [&](key const& k) { return preclaimed.count(k) != 0; }),
+                                     absent.end());
+                        std::size_t const room = max_preclaims - std::min(max_preclaims, preclaimed.size());
+                        if (absent.size() > room) absent.resize(room);
+                    }
+                    if (absent.empty()) return;
+                    // As tier_try_claim asks the remote: for the claim as it would take it alone.
+                    claim_request whole = request;
+                    whole.scope = claim_scope::both;
+                    std::vector<claim_answer> answers;
+                    auto const taken = clock::now();
+                    remote->try_claim_many(absent, whole, answers);
+                    if (answers.size() != absent.size()) return;
+                    std::lock_guard<std::mutex> lock(preclaim_mutex);
+                    for (std::size_t i = 0; i < absent.size(); ++i) {
+                        if (answers[i].state == claim_state::claimed) {
+                            preclaimed[absent[i]] = {taken, request.expiry};
+                            ++counts[c_claims_prefetched];
+                        } else if (answers[i].state == claim_state::held) {
+                            // Another process compiles it: the batch's `absent` will soon be
+                            // stale, so the miss reads the remote afresh (and claims as always,
+                            // reading once more if it then claims: was_contended).
+                            forget_prefetched(absent[i]);
+                            if (contended.size() < max_preclaims) contended.insert(absent[i]);
+                        }
                     }
                 } catch (...) {
                 }
             } else {
-                (void)keys, (void)max_size;
+                (void)absent, (void)request;
+            }
+        }
+
+        /// Whether another process held the claim of `k` when this one's prefetch asked
+        /// (then forgotten).
+        bool was_contended(key const& k) noexcept {
+            try {
+                std::lock_guard<std::mutex> lock(preclaim_mutex);
+                return !contended.empty() && preclaim_pid == ::getpid() && contended.erase(k) != 0;
+            } catch (...) {
+                return false;
+            }
+        }
+
+        /// Whether this process took the remote claim of `k` ahead (prefetch), recently
+        /// enough (within half its expiry) for a miss to take it now: then it is this
+        /// miss's (forgotten here). An older one is released at once (the miss then asks
+        /// the remote as without it, and must not find its own claim there).
+        bool take_preclaimed(key const& k) noexcept {
+            if constexpr (detail::has_claims<Remote>::value) {
+                try {
+                    {
+                        std::lock_guard<std::mutex> lock(preclaim_mutex);
+                        if (preclaimed.empty() || preclaim_pid != ::getpid()) return false;
+                        auto const it = preclaimed.find(k);
+                        if (it == preclaimed.end()) return false;
+                        preclaim const p = it->second;
+                        preclaimed.erase(it);
+                        if (clock::now() - p.taken < p.expiry / 2) return true;
+                    }
+                    ++counts[c_claims_prefetched_unused];
+                    remote->release_claim(k);
+                } catch (...) {
+                }
+            } else {
+                (void)k;
+            }
+            return false;
+        }
+
+        /// The tier's end: the claims taken ahead and never used are released (no upload
+        /// of theirs to wait for): in one batch with a remote that has release_claim_many,
+        /// else as release_claim does (queued for the worker after the uploads, or at once
+        /// in sync mode within the upload drain time); the rest are left to their expiry.
+        void release_preclaims() noexcept {
+            if constexpr (detail::has_claims<Remote>::value) {
+                try {
+                    std::vector<key> unused;
+                    {
+                        std::lock_guard<std::mutex> lock(preclaim_mutex);
+                        if (preclaimed.empty() || preclaim_pid != ::getpid()) return;
+                        for (auto const& p : preclaimed) unused.push_back(p.first);
+                        preclaimed.clear();
+                    }
+                    counts[c_claims_prefetched_unused] += unused.size();
+                    if (!remote || !remote_usable() || forked_mid_job()) return; // (left to their expiry)
+                    {
+                        std::lock_guard<std::mutex> lock(health_mutex);
+                        if (down && clock::now() < retry_at) return;
+                    }
+                    if constexpr (detail::has_release_claim_many<Remote>::value) {
+                        remote->release_claim_many(unused);
+                        return;
+                    }
+                    auto const until = clock::now() + options.upload_drain;
+                    for (key const& k : unused) {
+                        if (worker) {
+                            if (worker->push({k, std::string(), job_release})) continue;
+                        }
+                        if (clock::now() >= until) return;
+                        {
+                            std::lock_guard<std::mutex> lock(health_mutex);
+                            if (down && clock::now() < retry_at) return;
+                        }
+                        remote->release_claim(k);
+                    }
+                } catch (...) {
+                }
+            }
+        }
+
+        /// The worker's batch (the jobs it found queued, in their order). A remote with
+        /// write_many: the uploads first, sent together (a key's second upload in the batch
+        /// starts another write_many, so that the later one lands last), then the other
+        /// jobs in their order (the releases in one release_claim_many when the remote has it):
+        /// a claim's release reaches the remote after the upload of its entry was answered.
+        /// Without write_many the worker takes one job at a time: run().
+        void run_batch(std::vector<detail::tier_worker::job>& jobs) noexcept {
+            if constexpr (detail::has_write_many<Remote>::value) {
+                std::vector<detail::tier_worker::job*> uploads;
+                try {
+                    uploads.reserve(jobs.size());
+                } catch (...) {
+                    for (auto& j : jobs) run(j); // (no room for the batch: one by one)
+                    return;
+                }
+                std::unordered_set<key> in_batch;
+                std::size_t sent_from = 0; // the uploads before it are sent
+                for (auto& j : jobs) {
+                    if (j.kind != job_upload) continue;
+                    bool repeated = false;
+                    try {
+                        repeated = !in_batch.insert(j.k).second;
+                    } catch (...) {
+                        repeated = true; // (sends what is gathered: the order stays)
+                    }
+                    if (repeated) {
+                        send_uploads(uploads, sent_from);
+                        sent_from = uploads.size();
+                        in_batch.clear();
+                        try {
+                            in_batch.insert(j.k);
+                        } catch (...) {
+                        }
+                    }
+                    uploads.push_back(&j); // (reserved: no allocation)
+                }
+                send_uploads(uploads, sent_from);
+                // The releases together (a remote with release_claim_many), then the rest one by
+                // one, as the queue's jobs: past the drain time, dropped.
+                if constexpr (detail::has_release_claim_many<Remote>::value) {
+                    try {
+                        std::vector<key> releases;
+                        for (auto const& j : jobs)
+                            if (j.kind == job_release) releases.push_back(j.k);
+                        if (!releases.empty() && !(worker && worker->past_drain())) remote->release_claim_many(releases);
+                    } catch (...) {
+                    }
+                }
+                for (auto& j : jobs) {
+                    if (j.kind == job_upload) continue;
+                    if (j.kind == job_release && detail::has_release_claim_many<Remote>::value) continue;
+                    if (worker && worker->past_drain())
+                        dropped(j);
+                    else
+                        run(j);
+                }
+            } else {
+                for (auto& j : jobs) run(j);
+            }
+        }
+
+        /// The uploads `jobs[from...]`, sent now: a lone one as send() does, more in one
+        /// write_many; each counted as send() counts it (an entry kept as another secret's,
+        /// stores refused, the remote skipped: not sent). The batch is one call for the
+        /// back-off: admitted once (each entry it skips counted remote.skipped), answered
+        /// once when an entry was stored, and its first failure that of its admission
+        /// (a probe's doubles the back-off once); its other failures are counted alone.
+        void send_uploads(std::vector<detail::tier_worker::job*> const& jobs, std::size_t from) noexcept {
+            if constexpr (detail::has_write_many<Remote>::value) {
+                if (jobs.size() <= from) return;
+                if (jobs.size() == from + 1) {
+                    if (!send(jobs[from]->k, jobs[from]->bytes)) ++counts[c_uploads_sent];
+                    return;
+                }
+                try {
+                    std::vector<std::pair<key, std::string_view>> entries;
+                    entries.reserve(jobs.size() - from);
+                    for (std::size_t i = from; i < jobs.size(); ++i) {
+                        if (keep_foreign(jobs[i]->k)) continue;
+                        if (writes_refused) {
+                            ++counts[c_skipped];
+                            continue;
+                        }
+                        entries.emplace_back(jobs[i]->k, jobs[i]->bytes);
+                    }
+                    if (entries.empty()) return;
+                    admission const a = admit();
+                    if (a == admission::skipped) {
+                        counts[c_skipped] += entries.size() - 1; // (admit counted one)
+                        return;
+                    }
+                    std::vector<std::error_code> out;
+                    auto const start = clock::now();
+                    try {
+                        remote->write_many(entries, out);
+                    } catch (...) {
+                        out.clear();
+                    }
+                    auto const took = clock::now() - start;
+                    counts[c_write_ns] += ns_of(took);
+                    ++counts[c_upload_batches];
+                    if (out.size() != entries.size())
+                        out.assign(entries.size(), std::make_error_code(std::errc::io_error));
+                    bool stored = false;
+                    for (std::size_t i = 0; i < entries.size(); ++i) {
+                        if (out[i]) continue;
+                        stored = true;
+                        ++counts[is_identity_record_key(entries[i].first) ? c_record_stores : c_stores];
+                        counts[c_bytes_written] += entries[i].second.size();
+                        ++counts[c_uploads_sent];
+                    }
+                    if (stored) answered(a, took);
+                    bool first = true;
+                    for (std::size_t i = 0; i < entries.size(); ++i) {
+                        if (!out[i]) continue;
+                        failed(first ? a : admission::normal, out[i], true);
+                        first = false;
+                    }
+                } catch (...) {
+                }
+            } else {
+                (void)jobs, (void)from;
             }
         }
 
@@ -12236,6 +12866,7 @@ private:
     /// one whose worker still runs a job past that bound is left to it, kept for ever.
     struct state_deleter {
         void operator()(state* s) const noexcept {
+            s->release_preclaims();
             if (!s->worker || s->worker->stop()) {
                 delete s;
                 return;
@@ -12304,8 +12935,10 @@ tier_worker_registry& the_tier_worker_registry() noexcept {
 }
 
 tier_worker::tier_worker(std::size_t max_bytes, std::chrono::milliseconds drain, runner run, dropper drop,
-                         std::chrono::milliseconds end_grace)
-    : max_bytes_(max_bytes), drain_(drain), end_grace_(end_grace), run_(std::move(run)), drop_(std::move(drop)) {
+                         std::chrono::milliseconds end_grace, std::size_t batch_jobs)
+    : max_bytes_(max_bytes), drain_(drain), end_grace_(end_grace),
+      batch_jobs_(std::min(std::max<std::size_t>(batch_jobs, 1), batch_max_jobs)), run_(std::move(run)),
+      drop_(std::move(drop)) {
     tier_worker_registry& r = the_tier_worker_registry();
     std::lock_guard<std::mutex> lock(r.mutex);
     r.workers.push_back(this);
@@ -12436,7 +13069,9 @@ bool tier_worker::cancel(key const& k, std::chrono::milliseconds within) noexcep
                 ++it;
             }
         }
-        return idle_->wait_for(lock, within, [&] { return !running_ || !(running_key_ == k); });
+        return idle_->wait_for(lock, within, [&] {
+            return !running_ || std::find(running_keys_.begin(), running_keys_.end(), k) == running_keys_.end();
+        });
     } catch (...) {
         return false;
     }
@@ -12447,8 +13082,25 @@ bool tier_worker::started() const noexcept {
     return thread_ != nullptr;
 }
 
+bool tier_worker::past_drain() const noexcept {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return ending_ && std::chrono::steady_clock::now() >= drain_until_;
+}
+
 void tier_worker::work() noexcept {
+    std::vector<job> batch;
+    // Room for a whole batch, made once: taking jobs allocates nothing (when this fails,
+    // batches are of what room there is, one job at least).
+    try {
+        batch.reserve(batch_jobs_);
+    } catch (...) {
+    }
     std::unique_lock<std::mutex> lock(mutex_);
+    try {
+        running_keys_.reserve(batch_jobs_);
+    } catch (...) {
+    }
+    std::size_t const room = std::max<std::size_t>(1, std::min(batch.capacity(), running_keys_.capacity()));
     for (;;) {
         std::condition_variable& wake = *wake_;
         waiting_ = true;
@@ -12461,15 +13113,29 @@ void tier_worker::work() noexcept {
             queued_bytes_ = 0;
             break;
         }
-        job j = std::move(queue_.front());
-        queue_.pop_front();
+        // The jobs queued, in their order, up to the batch's bounds.
+        std::size_t batch_cost = 0;
+        try {
+            do {
+                std::size_t const c = cost(queue_.front());
+                running_keys_.push_back(queue_.front().k);
+                batch.push_back(std::move(queue_.front()));
+                queue_.pop_front();
+                batch_cost += c;
+            } while (!queue_.empty() && batch.size() < room && batch.size() < batch_jobs_ &&
+                     batch_cost + cost(queue_.front()) <= batch_max_bytes);
+        } catch (...) { // (no room for one job: allocation failed; what was taken runs)
+            running_keys_.resize(batch.size());
+        }
+        if (batch.empty()) continue;
         running_ = true;
-        running_key_ = j.k;
         lock.unlock();
-        run_(j);
+        run_(batch);
+        batch.clear();
         lock.lock();
         running_ = false;
-        queued_bytes_ -= std::min(queued_bytes_, cost(j));
+        running_keys_.clear();
+        queued_bytes_ -= std::min(queued_bytes_, batch_cost);
         idle_->notify_all(); // (wait_idle and cancel)
     }
     finished_ = true;
@@ -12522,6 +13188,7 @@ void tier_worker::after_fork_in_child() noexcept {
             if (w->running_) w->forked_mid_job_.store(true, std::memory_order_relaxed);
             if (w->running_ || !w->queue_.empty()) w->forked_with_work_.store(true, std::memory_order_relaxed);
             w->running_ = false;
+            w->running_keys_.clear();
             w->waiting_ = false;
             // The parent's thread may have been waiting on them: new ones, the old ones left.
             try {
@@ -12551,103 +13218,6 @@ void tier_worker::after_fork_in_child() noexcept {
 // ---- end compile_cache/storage/impl/tiered_storage.ipp
 // ---- end compile_cache/storage/tiered_storage.hpp
 
-// ---- begin compile_cache/compression.hpp
-// compile_cache: the Compression policy, basic_cache's optional fifth parameter, which
-// says whether a cache can compress the payloads it seals and decompress the ones it
-// reads. no_compression (the default) has no codec: its cache writes plain entries and
-// reads a compressed one as a miss with reason `unsupported`, never as bytes for its
-// deserializer. zstd_compression (compile_cache/compression/zstd.hpp, which needs
-// libzstd) compresses. docs/design.md ("Compressed entries") says why a policy.
-
-
-
-#include <cstddef>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <type_traits>
-
-namespace compile_cache {
-
-/// The Compression policy of a cache that neither compresses nor decompresses.
-struct no_compression {
-    static constexpr bool compresses = false;
-};
-
-// A Compression policy that compresses has, besides `compresses = true`:
-//   static constexpr int default_level;   // the level of PREFIX_COMPRESS=1
-//   static constexpr int max_level;       // the highest level PREFIX_COMPRESS takes
-//   static bool compress(std::string_view payload, int level, std::string& out) noexcept;
-//       appends one frame of `payload` to `out`; false when it cannot (out is then
-//       left with what it had, or more: the caller cuts it back)
-//   static bool decompress(std::string_view frame, char* out, std::size_t size) noexcept;
-//       true only when `frame` is one whole frame whose content is exactly `size` bytes,
-//       then in out[0, size); never writes past out + size, never allocates more than
-//       its bounded working memory (a decompression bomb is false, not a crash)
-
-namespace detail {
-template <class C>
-struct compresses : std::bool_constant<C::compresses> {};
-
-/// Reads `PREFIX_COMPRESS` into `level`: `0`, `off`, `false`, `no`: 0 (entries written
-/// plain); `1`, `on`, `true`, `yes`: nullopt (the policy's default level); a whole
-/// number from 2 to `max_level`: that level. Unset or empty: `level` as it is.
-/// Anything else is one line through `env`, and `level` stays.
-COMPILE_CACHE_DECL void compression_level_from_env(settings_reader const& env, int max_level,
-                                                   std::optional<int>& level);
-
-/// For a cache without compression: the line to say when `PREFIX_COMPRESS` asks for it
-/// (the entries are then stored plain); empty when it does not.
-COMPILE_CACHE_DECL std::string compression_unavailable_line(settings_reader const& env);
-} // namespace detail
-
-} // namespace compile_cache
-
-// ---- begin compile_cache/impl/compression.ipp
-// compile_cache: the definitions of compression.hpp's non-template functions; included by it alone
-// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
-#if COMPILE_CACHE_INCLUDE_IMPL
-
-namespace compile_cache::detail {
-
-void compression_level_from_env(settings_reader const& env, int max_level, std::optional<int>& level) {
-    std::string const v = env.value("_COMPRESS");
-    if (v.empty()) return;
-    std::string const trimmed(trim_blanks(v));
-    if (is_off(trimmed)) {
-        level = 0;
-        return;
-    }
-    if (is_on(trimmed)) {
-        level = std::nullopt;
-        return;
-    }
-    std::optional<std::uint64_t> const n = parse_whole_number(trimmed, 3);
-    if (n && *n >= 2 && *n <= static_cast<std::uint64_t>(max_level)) {
-        level = static_cast<int>(*n);
-        return;
-    }
-    env.report_value("_COMPRESS", v,
-                     "is not understood (0 to store entries uncompressed, 1 to compress them at the default level, "
-                     "or a level from 2 to " +
-                         std::to_string(max_level) + "); " +
-                         (level && *level == 0 ? std::string("entries stay uncompressed")
-                                               : std::string("compression stays as it was")));
-}
-
-std::string compression_unavailable_line(settings_reader const& env) {
-    std::string const v = env.value("_COMPRESS");
-    if (v.empty() || is_off(std::string(trim_blanks(v)))) return {};
-    return env.name("_COMPRESS") + "=\"" + v +
-           "\" asks for compressed entries, but this host's cache has no Compression policy "
-           "(compile_cache/compression/zstd.hpp); entries are stored uncompressed";
-}
-
-} // namespace compile_cache::detail
-
-#endif // COMPILE_CACHE_INCLUDE_IMPL
-// ---- end compile_cache/impl/compression.ipp
-// ---- end compile_cache/compression.hpp
 // ---- begin compile_cache/explain.hpp
 // compile_cache: why a kernel missed. An `absent` miss reads the record of the kernel's
 // identity (identity_record.hpp: the keys stored for it, newest first, with their named
@@ -13933,6 +14503,11 @@ struct single_flight_options {
     std::chrono::milliseconds wait_max{30000};
 };
 
+/// Whether basic_cache::prefetch also takes, ahead, the remote claims of the keys the
+/// remote lacks (when single flight's scope has `remote`): `take` (the default) for a
+/// host that compiles what it prefetches right after; `none` only reads ahead.
+enum class prefetch_claims : unsigned char { take, none };
+
 namespace detail {
 
 /// Reads PREFIX_SINGLE_FLIGHT and PREFIX_WAIT_MAX into `options`; a value that does not
@@ -14559,6 +15134,27 @@ void read_compression_setting(cache_env_settings& settings) {
     }
 }
 
+/// Uses the cache's own settings that the Storage found kept with its data
+/// (from_env_result::kept_cache_settings: a cache directory's `compress`) where the
+/// environment leaves them unset or empty; their lines are held with the cache's others.
+/// A setting the cache does not read is left alone.
+template <class Compression>
+void apply_kept_cache_settings(std::vector<kept_cache_setting> const& kept, cache_env_settings& settings) {
+    settings_reader const& env = settings.storage.env;
+    try {
+        for (kept_cache_setting const& k : kept) {
+            if (k.suffix != "_COMPRESS" || !env.value("_COMPRESS").empty()) continue; // the environment wins
+            if constexpr (compresses<Compression>::value) {
+                compression_level_from_kept(env, k, Compression::max_level, settings.options.compression_level);
+            } else {
+                std::string line = compression_unavailable_line(k);
+                if (!line.empty()) settings.held->hold(std::move(line));
+            }
+        }
+    } catch (...) { // bad_alloc: what was not read stays as the environment made it
+    }
+}
+
 /// What basic_cache::from_env(prefix) makes a cache of: the Storage and the options, or
 /// nullopt for a disabled cache. The cache's own lines are said only when the Storage is
 /// configured; the Storage's answer "off" is said, "not configured" is not; a Storage
@@ -14591,6 +15187,7 @@ std::optional<std::pair<Storage, cache_options>> storage_and_options_from_env(st
         settings.held->say(settings.storage.cache_off);
         return std::nullopt;
     }
+    apply_kept_cache_settings<Compression>(answer->kept_cache_settings(), settings);
     settings.held->release();
     return std::optional<std::pair<Storage, cache_options>>(std::in_place, std::move(**answer),
                                                             std::move(settings.options));
@@ -14745,11 +15342,13 @@ namespace compile_cache::detail {
 
 /// Asks `storage` to read ahead, bounded by `max_entry_size`, the entries of `keys` (a
 /// bypass skipped) and, with `record_identities`, the identity record of each kernel
-/// given an info (`infos[i]` for `keys[i]`: an entry_info). Nothing for a Storage
-/// without `prefetch`. Never throws.
+/// given an info (`infos[i]` for `keys[i]`: an entry_info); with `claims` (single
+/// flight's scope and expiry; scope none: no claims), a storage that can also claims the
+/// keys it lacks (has_prefetch_claiming). Nothing for a Storage without `prefetch`.
+/// Never throws.
 template <class Storage, class Info>
 void prefetch_entries(Storage& storage, std::vector<key_result> const& keys, std::vector<Info> const& infos,
-                      std::size_t max_entry_size, bool record_identities) noexcept {
+                      std::size_t max_entry_size, bool record_identities, claim_request const& claims) noexcept {
     if constexpr (has_prefetch<Storage>::value) {
         try {
             std::vector<key> wanted;
@@ -14761,11 +15360,18 @@ void prefetch_entries(Storage& storage, std::vector<key_result> const& keys, std
                     wanted.push_back(
                         identity_record_key(kernel_identity(infos[i].identity, infos[i].name, infos[i].origin_file)));
             }
-            if (!wanted.empty()) storage.prefetch(wanted, max_entry_size);
+            if (wanted.empty()) return;
+            if constexpr (has_prefetch_claiming<Storage>::value && has_claims<Storage>::value) {
+                if (claims.scope != claim_scope::none) {
+                    storage.prefetch(wanted, max_entry_size, claims);
+                    return;
+                }
+            }
+            storage.prefetch(wanted, max_entry_size);
         } catch (...) {
         }
     } else {
-        (void)storage, (void)keys, (void)infos, (void)max_entry_size, (void)record_identities;
+        (void)storage, (void)keys, (void)infos, (void)max_entry_size, (void)record_identities, (void)claims;
     }
 }
 
@@ -15197,9 +15803,20 @@ public:
     /// remote call of their own. Each is still read and checked as any entry when it is
     /// used. Does nothing when the cache is disabled or its storage has no `prefetch`
     /// (storage/concept.hpp). Never throws.
-    void prefetch(std::vector<key_result> const& keys, std::vector<entry_info> const& infos = {}) noexcept {
-        if (enabled_)
-            detail::prefetch_entries(storage_, keys, infos, options_.max_entry_size, options_.record_identities);
+    ///
+    /// With single flight on the remote (cache_options::single_flight's scope has
+    /// `remote`) and `claims` take (the default), the keys the remote lacks are also
+    /// claimed for this process, in one more batch (tiered_storage over Redis), so that
+    /// their misses compile without a round trip to claim each: the fleet's other
+    /// processes wait for this one's entries. Prefetch so only keys this process will
+    /// get_or_compile soon (a key never missed keeps the others waiting, within their
+    /// bound, until the cache's end); `prefetch_claims::none` only reads ahead.
+    void prefetch(std::vector<key_result> const& keys, std::vector<entry_info> const& infos = {},
+                  prefetch_claims claims = prefetch_claims::take) noexcept {
+        if (!enabled_) return;
+        claim_request const request{claims == prefetch_claims::take ? options_.single_flight.scope : claim_scope::none,
+                                    options_.single_flight.wait_max};
+        detail::prefetch_entries(storage_, keys, infos, options_.max_entry_size, options_.record_identities, request);
     }
 
     /// Binds `self.kernel` to `k` in the resolver and compiles or loads it as its own

@@ -90,4 +90,7 @@ struct zstd_compression {
     }
 };
 
+static_assert(zstd_compression::max_level == kept_compression_max_level,
+              "compile_cache: the levels a cache directory keeps (compile-cache set DIR compress) are zstd's");
+
 } // namespace compile_cache

@@ -137,8 +137,10 @@ using read_many_of_t = decltype(std::declval<S&>().read_many(
 /// Every Storage member is the held alternative's. Optional members are always there
 /// and forward when the alternative has them: `list` (else operation_not_supported),
 /// `entry_path`, `describe`, `last_failure` (its text), `partial_failure`, `set_logger`,
-/// `read_many` (else one read per key). A default-constructed one holds none: reads
-/// are absent, the rest fail with invalid_argument. Thread-safe as the held
+/// `read_many` (else one read per key), `write_many` (else one write per entry),
+/// `try_claim_many` (else nothing claimed), `release_claim_many` (else one release per
+/// key). A default-constructed one holds none: reads are absent, the rest fail with
+/// invalid_argument. Thread-safe as the held
 /// alternative is; move-only when one of them is.
 template <class... Remotes>
 class remote_by_url {
@@ -225,6 +227,18 @@ public:
         }
     }
 
+    /// The held remote's batch write, or one write per entry (see redis_storage::write_many
+    /// for the contract): `out[i]` is what `write(entries[i].first, entries[i].second)` would answer.
+    void write_many(std::vector<std::pair<key, std::string_view>> const& entries,
+                    std::vector<std::error_code>& out) noexcept {
+        try {
+            out.assign(entries.size(), none_error());
+            each_held([&](auto& r) { write_many_of(r, entries, out); });
+        } catch (...) {
+            for (auto& e : out) e = std::make_error_code(std::errc::not_enough_memory);
+        }
+    }
+
     /// Single flight: the held remote's claims (claim.hpp) when it has them; none otherwise.
     claim_answer try_claim(key const& k, claim_request const& request) noexcept {
         claim_answer answer{};
@@ -233,9 +247,33 @@ public:
         });
         return answer;
     }
+    /// The held remote's batch of claims (storage/concept.hpp's try_claim_many) when it
+    /// has one; without: every answer none (nothing claimed).
+    void try_claim_many(std::vector<key> const& keys, claim_request const& request,
+                        std::vector<claim_answer>& out) noexcept {
+        try {
+            out.assign(keys.size(), claim_answer{});
+        } catch (...) {
+            out.clear();
+            return;
+        }
+        each_held([&](auto& r) {
+            if constexpr (detail::has_try_claim_many<std::decay_t<decltype(r)>>::value)
+                r.try_claim_many(keys, request, out);
+        });
+    }
     void release_claim(key const& k) noexcept {
         each_held([&](auto& r) {
             if constexpr (detail::has_claims<std::decay_t<decltype(r)>>::value) r.release_claim(k);
+        });
+    }
+    /// The held remote's batch of releases when it has one; else one release_claim per key.
+    void release_claim_many(std::vector<key> const& keys) noexcept {
+        each_held([&](auto& r) {
+            using R = std::decay_t<decltype(r)>;
+            if constexpr (detail::has_release_claim_many<R>::value) r.release_claim_many(keys);
+            else if constexpr (detail::has_claims<R>::value)
+                for (key const& k : keys) r.release_claim(k);
         });
     }
 
@@ -350,6 +388,15 @@ private:
             r.read_many(keys, max, out);
         } else {
             for (std::size_t i = 0; i < keys.size(); ++i) out[i].first = r.read(keys[i], out[i].second, max);
+        }
+    }
+    template <class R>
+    static void write_many_of(R& r, std::vector<std::pair<key, std::string_view>> const& entries,
+                              std::vector<std::error_code>& out) {
+        if constexpr (detail::has_write_many<R>::value) {
+            r.write_many(entries, out);
+        } else {
+            for (std::size_t i = 0; i < entries.size(); ++i) out[i] = r.write(entries[i].first, entries[i].second);
         }
     }
     template <class R>

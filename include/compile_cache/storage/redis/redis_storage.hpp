@@ -371,6 +371,9 @@ private:
         return detail::redis_clock::now() + state_->options.command_timeout;
     }
 
+    /// release_claim on a server that refuses scripts: GET, compare, DEL.
+    void release_claim_without_script(std::string const& name, std::string const& owner);
+
     call run(std::string const& name, detail::redis_command const& command, std::size_t max_reply) {
         return state_->client.run(name, command, max_reply, call_deadline());
     }

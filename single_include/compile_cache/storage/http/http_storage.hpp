@@ -428,26 +428,23 @@ public:
     read_result peek(key const& k, std::string& out, std::size_t max_size) noexcept { return read(k, out, max_size); }
 
     std::error_code write(key const& k, std::string_view bytes) noexcept {
+        // One deadline for the whole store, its MKCOLs and second PUT included.
+        return write_until(k, bytes, deadline_of_call());
+    }
+
+    /// Writes `entries` at once (the optional batch write): `out[i]` is what
+    /// `write(entries[i].first, entries[i].second)` would answer, `out` holding one
+    /// error_code per entry. The PUTs run concurrently, as read_many's GETs do (at most
+    /// http_options::batch_connections at a time, on the batch's kept-alive connections);
+    /// one that finds its folder missing (fanout, bazel) is made again alone as write
+    /// makes it. Bounded: the whole batch by one http_options::timeout. Never throws.
+    void write_many(std::vector<std::pair<key, std::string_view>> const& entries,
+                    std::vector<std::error_code>& out) noexcept {
         try {
-            std::string const url = entry_url(k);
-            // One deadline for the whole store, its MKCOLs and second PUT included.
-            clock::time_point const deadline = deadline_of_call();
-            exchange x = call("PUT", url, bytes, nullptr, 0, deadline);
-            if (!x.error && (x.status == 409 || x.status == 500) && state_->options.layout != http_layout::flat) {
-                // The folder may be missing: WebDAV answers 409 (RFC 4918), nginx without
-                // create_full_put_path 500. Make the base and the folder (either may exist
-                // already: its MKCOL fails, harmlessly), then put again, once.
-                std::string const folder = url.substr(0, url.rfind('/') + 1);
-                exchange const base = call("MKCOL", state_->address.base(), {}, nullptr, 0, deadline);
-                exchange const made = base.error ? base : call("MKCOL", folder, {}, nullptr, 0, deadline);
-                x = made.error ? made : call("PUT", url, bytes, nullptr, 0, deadline);
-            }
-            if (!x.error && x.status / 100 == 2) return {};
-            std::error_code const e = x.error ? x.error : make_error_code(detail::http_errc_of_status(x.status));
-            fail("PUT", k, x, e);
-            return e;
+            out.assign(entries.size(), std::error_code());
+            write_batch(entries, out);
         } catch (...) {
-            return make_error_code(http_errc::other);
+            for (auto& e : out) e = make_error_code(http_errc::other); // (the caller checks the size)
         }
     }
 
@@ -907,51 +904,58 @@ private:
         return x;
     }
 
-    /// read_many's work (see there): keys[i]'s answer in out[i].
-    void read_batch(std::vector<key> const& keys, std::size_t max,
-                    std::vector<std::pair<read_result, std::string>>& out) {
-        clock::time_point const deadline = deadline_of_call();
-        auto fail_all_from = [&](std::size_t from, std::error_code e) {
-            for (std::size_t i = from; i < keys.size(); ++i)
-                if (out[i].first.status == read_status::absent && out[i].first.error.value() == -1) {
-                    out[i].second.clear();
-                    out[i].first = {read_status::error, e};
-                }
+    /// Runs `count` requests concurrently on the batch's handles (libcurl's multi
+    /// interface; at most http_options::batch_connections at a time, each on a kept-alive
+    /// connection of the batch's own), all ending by `deadline`: `start(i, h, rq, left, x)`
+    /// sets handle `h` up for request `i` (with prepare; false, x's error set: it is not
+    /// run), and `done(i, rq, x)` gets each request's exchange, once: one not run, still
+    /// running at the deadline or never started has x.error (`timeout` past the deadline,
+    /// else `other`). One batch at a time per storage.
+    template <class Start, class Done>
+    void run_batch(std::size_t count, clock::time_point deadline, Start&& start, Done&& done) {
+        std::vector<bool> answered(count, false);
+        auto give = [&](std::size_t i, request const& rq, exchange const& x) {
+            if (answered[i]) return;
+            answered[i] = true;
+            done(i, rq, x);
         };
-        // Not answered yet: absent with the mark -1 (replaced by every answer).
-        for (auto& o : out) o.first = {read_status::absent, std::error_code(-1, http_category())};
+        auto fail_rest = [&](std::error_code e) {
+            request none;
+            exchange x;
+            x.error = e;
+            for (std::size_t i = 0; i < count; ++i) give(i, none, x);
+        };
+        if (count == 0) return;
         std::unique_lock<std::timed_mutex> lock(state_->batch_mutex, std::defer_lock);
         if (!lock.try_lock_until(deadline) || !detail::http_global_init()) {
-            fail_all_from(0, make_error_code(http_errc::timeout));
+            fail_rest(make_error_code(http_errc::timeout));
             return;
         }
         {
             std::unique_lock<std::timed_mutex> handle_lock(state_->handle_mutex, std::defer_lock);
             if (!handle_lock.try_lock_until(deadline)) {
-                fail_all_from(0, make_error_code(http_errc::timeout));
+                fail_rest(make_error_code(http_errc::timeout));
                 return;
             }
             own_handles(); // (under both locks: the single handle's too)
             if (!state_->options.token_file.empty() && !current_token()) {
-                fail_all_from(0, make_error_code(http_errc::credentials));
+                fail_rest(make_error_code(http_errc::credentials));
                 return;
             }
         }
         if (!state_->multi) state_->multi.reset(curl_multi_init());
         CURLM* const m = state_->multi.get();
-        std::size_t const width = std::max<std::size_t>(1, std::min<std::size_t>(state_->options.batch_connections, keys.size()));
+        std::size_t const width = std::max<std::size_t>(1, std::min<std::size_t>(state_->options.batch_connections, count));
         while (state_->batch_handles.size() < width) {
             CURL* h = curl_easy_init();
             if (!h) break;
             state_->batch_handles.emplace_back(h);
         }
         if (!m || state_->batch_handles.empty()) {
-            fail_all_from(0, make_error_code(http_errc::other));
+            fail_rest(make_error_code(http_errc::other));
             return;
         }
         curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, static_cast<long>(width));
-        std::size_t batch_bytes = 0;
-        std::size_t const batch_max = state_->options.batch_max_bytes;
         std::vector<std::unique_ptr<request>> running(state_->batch_handles.size());
         std::vector<std::size_t> index_of(state_->batch_handles.size());
         std::vector<std::size_t> idle;
@@ -959,23 +963,20 @@ private:
         std::size_t next = 0;
         std::size_t active = 0;
         auto start_next = [&]() -> bool { // false: the deadline has passed
-            while (next < keys.size() && !idle.empty()) {
+            while (next < count && !idle.empty()) {
                 auto const left = left_until(deadline);
                 if (left.count() <= 0) return false;
                 std::size_t const j = idle.back();
                 CURL* const h = state_->batch_handles[j].get();
                 curl_easy_reset(h);
                 auto rq = std::make_unique<request>();
-                rq->method = "GET";
-                rq->url = entry_url(keys[next]);
                 exchange x;
-                std::size_t const bound = std::min(max, batch_max - std::min(batch_max, batch_bytes));
-                rq->bound = bound;
-                if (!prepare(h, *rq, &out[next].second, bound, {}, left, x) ||
+                if (!start(next, h, *rq, left, x) ||
                     curl_easy_setopt(h, CURLOPT_PRIVATE, reinterpret_cast<char*>(j)) != CURLE_OK ||
                     curl_multi_add_handle(m, h) != CURLM_OK) {
                     curl_easy_reset(h);
-                    out[next].first = {read_status::error, make_error_code(http_errc::other)};
+                    if (!x.error) x.error = make_error_code(http_errc::other);
+                    give(next, *rq, x);
                     ++next;
                     continue;
                 }
@@ -986,16 +987,66 @@ private:
             }
             return true;
         };
-        auto answer = [&](std::size_t j, CURLcode c) {
+        auto finished = [&](std::size_t j, CURLcode c) {
             CURL* const h = state_->batch_handles[j].get();
-            std::size_t const i = index_of[j];
             exchange const x = finish(h, *running[j], c);
-            bool const entry_bound = running[j]->bound == max; // (not the batch's, smaller)
             curl_multi_remove_handle(m, h);
             curl_easy_reset(h);
-            running[j].reset();
+            std::unique_ptr<request> const rq = std::move(running[j]);
             idle.push_back(j);
             --active;
+            give(index_of[j], *rq, x);
+        };
+        bool in_time = start_next();
+        while (active > 0 && in_time) {
+            int still = 0;
+            if (curl_multi_perform(m, &still) != CURLM_OK) break;
+            int queued = 0;
+            while (CURLMsg* msg = curl_multi_info_read(m, &queued)) {
+                if (msg->msg != CURLMSG_DONE) continue;
+                char* p = nullptr;
+                curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &p);
+                finished(reinterpret_cast<std::size_t>(p), msg->data.result);
+            }
+            in_time = start_next();
+            if (active == 0) break;
+            auto const left = left_until(deadline);
+            if (left.count() <= 0) {
+                in_time = false;
+                break;
+            }
+            if (curl_multi_poll(m, nullptr, 0, static_cast<int>(std::min<std::int64_t>(left.count(), 100)), nullptr) !=
+                CURLM_OK)
+                break;
+        }
+        // What is still running or was never started: the deadline passed (or libcurl failed).
+        exchange late;
+        late.error = make_error_code(in_time ? http_errc::other : http_errc::timeout);
+        for (std::size_t j = 0; j < running.size(); ++j) {
+            if (!running[j]) continue;
+            CURL* const h = state_->batch_handles[j].get();
+            curl_multi_remove_handle(m, h); // its connection is closed, not kept
+            curl_easy_reset(h);
+            std::unique_ptr<request> const rq = std::move(running[j]);
+            give(index_of[j], *rq, late);
+        }
+        fail_rest(late.error);
+    }
+
+    /// read_many's work (see there): keys[i]'s answer in out[i].
+    void read_batch(std::vector<key> const& keys, std::size_t max,
+                    std::vector<std::pair<read_result, std::string>>& out) {
+        std::size_t batch_bytes = 0;
+        std::size_t const batch_max = state_->options.batch_max_bytes;
+        auto start = [&](std::size_t i, CURL* h, request& rq, std::chrono::milliseconds left, exchange& x) {
+            rq.method = "GET";
+            rq.url = entry_url(keys[i]);
+            std::size_t const bound = std::min(max, batch_max - std::min(batch_max, batch_bytes));
+            rq.bound = bound;
+            return prepare(h, rq, &out[i].second, bound, {}, left, x);
+        };
+        auto done = [&](std::size_t i, request const& rq, exchange const& x) {
+            bool const entry_bound = rq.bound == max; // (not the batch's, smaller)
             std::string& bytes = out[i].second;
             if (x.over_bound) {
                 bytes.clear();
@@ -1012,7 +1063,7 @@ private:
                 if (e == http_errc::too_large) {
                     out[i].first = {read_status::too_large, e};
                 } else {
-                    fail("GET", keys[i], x, e);
+                    if (!rq.method.empty()) fail("GET", keys[i], x, e); // (one that ran)
                     out[i].first = {read_status::error, e};
                 }
             } else {
@@ -1020,39 +1071,59 @@ private:
                 out[i].first = {read_status::found, {}};
             }
         };
-        bool in_time = start_next();
-        while (active > 0 && in_time) {
-            int still = 0;
-            if (curl_multi_perform(m, &still) != CURLM_OK) break;
-            int queued = 0;
-            while (CURLMsg* msg = curl_multi_info_read(m, &queued)) {
-                if (msg->msg != CURLMSG_DONE) continue;
-                char* p = nullptr;
-                curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &p);
-                answer(reinterpret_cast<std::size_t>(p), msg->data.result);
+        run_batch(keys.size(), deadline_of_call(), start, done);
+    }
+
+    /// write's work, ending by `deadline`.
+    std::error_code write_until(key const& k, std::string_view bytes, clock::time_point deadline) noexcept {
+        try {
+            std::string const url = entry_url(k);
+            exchange x = call("PUT", url, bytes, nullptr, 0, deadline);
+            if (!x.error && (x.status == 409 || x.status == 500) && state_->options.layout != http_layout::flat) {
+                // The folder may be missing: WebDAV answers 409 (RFC 4918), nginx without
+                // create_full_put_path 500. Make the base and the folder (either may exist
+                // already: its MKCOL fails, harmlessly), then put again, once.
+                std::string const folder = url.substr(0, url.rfind('/') + 1);
+                exchange const base = call("MKCOL", state_->address.base(), {}, nullptr, 0, deadline);
+                exchange const made = base.error ? base : call("MKCOL", folder, {}, nullptr, 0, deadline);
+                x = made.error ? made : call("PUT", url, bytes, nullptr, 0, deadline);
             }
-            in_time = start_next();
-            if (active == 0) break;
-            auto const left = left_until(deadline);
-            if (left.count() <= 0) {
-                in_time = false;
-                break;
+            if (!x.error && x.status / 100 == 2) return {};
+            std::error_code const e = x.error ? x.error : make_error_code(detail::http_errc_of_status(x.status));
+            fail("PUT", k, x, e);
+            return e;
+        } catch (...) {
+            return make_error_code(http_errc::other);
+        }
+    }
+
+    /// write_many's work (see there): entries[i]'s answer in out[i]. A PUT the server
+    /// answers 409 or 500 in a layout of folders is made again alone by write (which makes
+    /// the folder first), within what is left of the batch's time.
+    void write_batch(std::vector<std::pair<key, std::string_view>> const& entries, std::vector<std::error_code>& out) {
+        clock::time_point const deadline = deadline_of_call();
+        std::vector<std::size_t> again;
+        auto start = [&](std::size_t i, CURL* h, request& rq, std::chrono::milliseconds left, exchange& x) {
+            rq.method = "PUT";
+            rq.url = entry_url(entries[i].first);
+            return prepare(h, rq, nullptr, 0, entries[i].second, left, x);
+        };
+        auto done = [&](std::size_t i, request const& rq, exchange const& x) {
+            if (!x.error && x.status / 100 == 2) {
+                out[i] = {};
+                return;
             }
-            if (curl_multi_poll(m, nullptr, 0, static_cast<int>(std::min<std::int64_t>(left.count(), 100)), nullptr) !=
-                CURLM_OK)
-                break;
-        }
-        // What is still running or was never started: the deadline passed (or libcurl failed).
-        for (std::size_t j = 0; j < running.size(); ++j) {
-            if (!running[j]) continue;
-            CURL* const h = state_->batch_handles[j].get();
-            curl_multi_remove_handle(m, h); // its connection is closed, not kept
-            curl_easy_reset(h);
-            running[j].reset();
-            out[index_of[j]].second.clear();
-            out[index_of[j]].first = {read_status::error, make_error_code(in_time ? http_errc::other : http_errc::timeout)};
-        }
-        fail_all_from(0, make_error_code(in_time ? http_errc::other : http_errc::timeout));
+            if (!x.error && (x.status == 409 || x.status == 500) && state_->options.layout != http_layout::flat) {
+                out[i] = make_error_code(detail::http_errc_of_status(x.status));
+                again.push_back(i);
+                return;
+            }
+            std::error_code const e = x.error ? x.error : make_error_code(detail::http_errc_of_status(x.status));
+            if (!rq.method.empty()) fail("PUT", entries[i].first, x, e); // (one that ran)
+            out[i] = e;
+        };
+        run_batch(entries.size(), deadline, start, done);
+        for (std::size_t i : again) out[i] = write_until(entries[i].first, entries[i].second, deadline);
     }
 
     std::unique_ptr<state> state_;
@@ -1061,3 +1132,4 @@ private:
 } // namespace compile_cache
 
 static_assert(compile_cache::check_storage<compile_cache::http_storage>::value);
+static_assert(compile_cache::detail::has_write_many<compile_cache::http_storage>::value);

@@ -9,7 +9,9 @@
 #include <compile_cache/storage/redis/redis_storage.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <string>
+#include <vector>
 
 namespace compile_cache {
 
@@ -92,21 +94,73 @@ inline claim_answer redis_storage::try_claim(key const& k, claim_request const& 
     }
 }
 
+inline void redis_storage::try_claim_many(std::vector<key> const& keys, claim_request const& request,
+                                          std::vector<claim_answer>& out) noexcept {
+    try {
+        out.assign(keys.size(), claim_answer{});
+        if (!state_ || !includes(request.scope, claim_scope::remote) || keys.empty()) return;
+        std::vector<std::string> names;
+        names.reserve(keys.size());
+        for (key const& k : keys) names.push_back(claim_name(k));
+        std::string const owner = detail::claim_owner();
+        std::string const expiry = std::to_string(std::max<long long>(request.expiry.count(), 1));
+        pipeline_by_node(
+            names, [&](std::size_t i) { return detail::redis_command{"SET", names[i], owner, "NX", "PX", expiry}; },
+            (1u << REDIS_REPLY_STATUS) | (1u << REDIS_REPLY_NIL), 4096, std::numeric_limits<std::size_t>::max(),
+            [&](std::size_t i, redisReply const* r) {
+                // OK: claimed; nil: another's claim stands; an error (read-only replica, ACL): none.
+                if (r->type == REDIS_REPLY_STATUS) out[i].state = claim_state::claimed;
+                else if (r->type == REDIS_REPLY_NIL) out[i].state = claim_state::held;
+            },
+            [&](std::size_t i, std::error_code) { out[i] = claim_answer{}; });
+    } catch (...) {
+        // (Claims taken before the failure stand until their expiry: none is said claimed.)
+        for (auto& o : out) o = claim_answer{};
+    }
+}
+
 inline void redis_storage::release_claim(key const& k) noexcept {
     if (!state_) return;
     try {
         // Compare and delete in one step on the server (a script): a claim of ours that
-        // expired and was taken by another process is that process's, and stays. A server
-        // that refuses scripts (an ACL without EVAL): GET, compare, DEL, as before scripts
-        // (a claim that expires between the two and is taken by another is then deleted:
-        // one more compile at worst), so that waiters need not wait for the expiry.
+        // expired and was taken by another process is that process's, and stays.
         std::string const name = claim_name(k);
         std::string const owner = detail::claim_owner();
         call e = run(name, {"EVAL", detail::redis_claim_release_script, "1", name, owner}, 4096);
-        if (e.error || e.reply->type != REDIS_REPLY_ERROR) return;
-        call g = run(name, {"GET", name}, 4096);
-        if (!g.error && g.reply->type == REDIS_REPLY_STRING && std::string(g.reply->str, g.reply->len) == owner)
-            (void)run(name, {"DEL", name}, 4096);
+        if (!e.error && e.reply->type == REDIS_REPLY_ERROR) release_claim_without_script(name, owner);
+    } catch (...) {
+    }
+}
+
+inline void redis_storage::release_claim_without_script(std::string const& name, std::string const& owner) {
+    // A server that refuses scripts (an ACL without EVAL): GET, compare, DEL, as before
+    // scripts (a claim that expires between the two and is taken by another is then
+    // deleted: one more compile at worst), so that waiters need not wait for the expiry.
+    call g = run(name, {"GET", name}, 4096);
+    if (!g.error && g.reply->type == REDIS_REPLY_STRING && std::string(g.reply->str, g.reply->len) == owner)
+        (void)run(name, {"DEL", name}, 4096);
+}
+
+inline void redis_storage::release_claim_many(std::vector<key> const& keys) noexcept {
+    if (!state_ || keys.empty()) return;
+    try {
+        std::vector<std::string> names;
+        names.reserve(keys.size());
+        for (key const& k : keys) names.push_back(claim_name(k));
+        std::string const owner = detail::claim_owner();
+        std::vector<std::size_t> refused; // (scripts refused: released one by one without)
+        pipeline_by_node(
+            names,
+            [&](std::size_t i) {
+                return detail::redis_command{"EVAL", detail::redis_claim_release_script, "1", names[i], owner};
+            },
+            1u << REDIS_REPLY_INTEGER, 4096, std::numeric_limits<std::size_t>::max(),
+            [&](std::size_t i, redisReply const* r) {
+                if (r->type == REDIS_REPLY_ERROR) refused.push_back(i);
+            },
+            [](std::size_t, std::error_code) {}, // (a failing server: left to their expiry)
+            true);
+        for (std::size_t i : refused) release_claim_without_script(names[i], owner);
     } catch (...) {
     }
 }

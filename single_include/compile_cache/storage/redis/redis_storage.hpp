@@ -111,6 +111,7 @@ __asm__(".pushsection .rodata.compile_cache_header_only_mark,\"aG\",@progbits,co
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -134,7 +135,8 @@ using redis_errc = remote_error;
 /// stores one). Failures are `read_status::error` / an error_code of redis_category()
 /// (remote_error) for a tier to count. A connection that failed is reconnected on the next
 /// call. Thread-safe: each server's connection is used by one call at a time, a call
-/// waiting for it no longer than its command timeout.
+/// waiting for it no longer than its command timeout; the batch writes (write_many,
+/// release_claim_many) have a second one per server, opened at the first.
 ///
 /// Cluster: a key goes to the node serving its slot (CRC16, hash tags honoured) per the
 /// slot map learnt with CLUSTER SLOTS from the seed nodes, one connection per node;
@@ -292,11 +294,32 @@ public:
         try {
             std::string const name = redis_key(k);
             std::string const ttl = std::to_string(state_->options.ttl.count());
-            detail::redis_command command{"SET", name, bytes};
-            if (state_->options.ttl.count() > 0) command.insert(command.end(), {"EX", ttl});
-            return simple(name, std::move(command));
+            return simple(name, set_command(name, bytes, ttl));
         } catch (...) {
             return make_error_code(remote_error::other);
+        }
+    }
+
+    /// Writes `entries` at once (the optional batch write): `out[i]` is what
+    /// `write(entries[i].first, entries[i].second)` would answer, `out` holding one
+    /// error_code per entry. The SETs (with write's expiry) are pipelined: one exchange
+    /// for a server; on a cluster, one per node, each key sent to the master of its slot
+    /// (a key that is redirected, MOVED or ASK, is then written alone, following it; the
+    /// keys of a resting or unknown node fail at once, as `write`'s would), on a second
+    /// connection per node of the batch writes' own, so that the other calls (a host's
+    /// reads and claims while its uploads are on the wire) do not wait for them. Bounded:
+    /// the whole batch by one command timeout. Never throws.
+    void write_many(std::vector<std::pair<key, std::string_view>> const& entries,
+                    std::vector<std::error_code>& out) noexcept {
+        try {
+            out.assign(entries.size(), std::error_code());
+            if (!state_) {
+                for (auto& e : out) e = make_error_code(remote_error::other);
+                return;
+            }
+            write_batch(entries, out);
+        } catch (...) {
+            for (auto& e : out) e = make_error_code(remote_error::other); // (the caller checks the size)
         }
     }
 
@@ -317,6 +340,18 @@ public:
     claim_answer try_claim(key const& k, claim_request const& request) noexcept;
     /// Deletes this process's claim of `k` (another's is left alone).
     void release_claim(key const& k) noexcept;
+    /// The batch of claims (storage/concept.hpp's try_claim_many): one `SET ... NX PX`
+    /// per key, pipelined as read_many's reads are (one exchange per server or node):
+    /// `out[i]` claimed, held (its holder not asked, a dead one not taken over: that is
+    /// try_claim's), or none (the server failed or refused it, or no `remote` in the scope).
+    void try_claim_many(std::vector<key> const& keys, claim_request const& request,
+                        std::vector<claim_answer>& out) noexcept;
+    /// The batch of releases (storage/concept.hpp's release_claim_many): release_claim's
+    /// compare-and-delete script for each key, pipelined on the batch writes' connection
+    /// (a key redirected is released alone, following it; a server that refuses scripts:
+    /// each released as release_claim does without). Bounded by one command timeout; a
+    /// failure leaves those claims to their expiry.
+    void release_claim_many(std::vector<key> const& keys) noexcept;
 
     /// Every entry of this storage's namespace (on every master of a cluster), with its
     /// size and last use: the optional Storage member `list` (storage/concept.hpp). Names
@@ -415,6 +450,9 @@ private:
         return detail::redis_clock::now() + state_->options.command_timeout;
     }
 
+    /// release_claim on a server that refuses scripts: GET, compare, DEL.
+    void release_claim_without_script(std::string const& name, std::string const& owner);
+
     call run(std::string const& name, detail::redis_command const& command, std::size_t max_reply) {
         return state_->client.run(name, command, max_reply, call_deadline());
     }
@@ -424,6 +462,27 @@ private:
         if (c.error) return c.error;
         if (c.reply->type == REDIS_REPLY_ERROR) return state_->client.error_reply(c.reply.get());
         return {};
+    }
+
+    /// The SET of `bytes` under `name`, with the expiry (`ttl`: its seconds) when there is one.
+    detail::redis_command set_command(std::string const& name, std::string_view bytes, std::string const& ttl) const {
+        detail::redis_command command{"SET", name, bytes};
+        if (state_->options.ttl.count() > 0) command.insert(command.end(), {"EX", ttl});
+        return command;
+    }
+
+    void write_batch(std::vector<std::pair<key, std::string_view>> const& entries, std::vector<std::error_code>& out) {
+        std::string const ttl = std::to_string(state_->options.ttl.count());
+        std::vector<std::string> names;
+        names.reserve(entries.size());
+        for (auto const& e : entries) names.push_back(redis_key(e.first));
+        pipeline_by_node(
+            names, [&](std::size_t i) { return set_command(names[i], entries[i].second, ttl); },
+            1u << REDIS_REPLY_STATUS, 4096, std::numeric_limits<std::size_t>::max(),
+            [&](std::size_t i, redisReply const* r) {
+                if (r->type == REDIS_REPLY_ERROR) out[i] = state_->client.error_reply(r);
+            },
+            [&](std::size_t i, std::error_code e) { out[i] = e; }, true);
     }
 
     /// What `read` answers for one GETRANGE reply `r` (bounded by `max`), the bytes in `bytes`.
@@ -441,30 +500,57 @@ private:
 
     void read_batch(std::vector<key> const& keys, std::size_t max,
                     std::vector<std::pair<read_result, std::string>>& out) {
-        detail::redis_client& client = state_->client;
-        auto const deadline = call_deadline();
         std::size_t const bound = std::min<std::size_t>(max, std::size_t(1) << 40);
         std::string const end = std::to_string(bound);
         std::vector<std::string> names;
         names.reserve(keys.size());
         for (key const& k : keys) names.push_back(redis_key(k));
+        pipeline_by_node(
+            names, [&](std::size_t i) { return detail::redis_command{"GETRANGE", names[i], "0", end}; },
+            (1u << REDIS_REPLY_STRING) | (1u << REDIS_REPLY_NIL), bound + 64, state_->options.batch_max_bytes,
+            [&](std::size_t i, redisReply const* r) { out[i].first = read_answer(r, max, out[i].second); },
+            [&](std::size_t i, std::error_code e) {
+                out[i].second.clear();
+                out[i].first = {read_status::error, e};
+            });
+    }
+
+    /// One command per name (`command(i)` for `names[i]`, a name on the server), pipelined:
+    /// one exchange for a server; on a cluster, one per node, each command sent to the
+    /// master of its name's slot. `answer(i, reply)` gets each reply that is an error or of
+    /// a type in `accepted` (bits 1 << REDIS_REPLY_...), a command redirected (MOVED, ASK)
+    /// being sent again alone, following it; `fail(i, error)` each name left without one
+    /// (a resting or unknown node's at once, as `run` would). A reply of another type
+    /// closes its connection (out of step) and fails the rest of its node's. Bounded: the
+    /// whole by one command timeout, each reply by `max_reply`, the replies together by
+    /// `budget` bytes (the names after it fail with remote_error::too_large). A redirection
+    /// to a redis:// server that is a cluster's node fails every name (no answer from a
+    /// part of it). `batch`: on the batch writes' own connection of each node (write_many,
+    /// release_claim_many), not the one the host's calls use. read_many, write_many and the
+    /// claims' batches send their commands through it.
+    template <class Command, class Answer, class Fail>
+    void pipeline_by_node(std::vector<std::string> const& names, Command const& command, unsigned accepted,
+                          std::size_t max_reply, std::size_t budget, Answer&& answer, Fail&& fail,
+                          bool batch = false) {
+        detail::redis_client& client = state_->client;
+        auto const deadline = call_deadline();
         if (!client.is_cluster() && client.serves_some_keys_only()) {
-            for (auto& o : out) o.first = {read_status::error, make_error_code(remote_error::cluster_node)};
+            for (std::size_t i = 0; i < names.size(); ++i) fail(i, make_error_code(remote_error::cluster_node));
             return;
         }
-        // The keys of each node, in the order given.
+        // The names of each node, in the order given.
         std::vector<std::pair<std::size_t, std::vector<std::size_t>>> groups;
-        for (std::size_t i = 0; i < keys.size(); ++i) {
+        for (std::size_t i = 0; i < names.size(); ++i) {
             std::size_t node = 0;
             if (client.is_cluster()) {
                 std::uint16_t const slot = detail::redis_hash_slot(names[i]);
                 std::optional<std::size_t> const target = client.owner(slot, deadline);
                 if (!target) {
-                    out[i].first = {read_status::error, client.unserved(slot)};
+                    fail(i, client.unserved(slot));
                     continue;
                 }
                 if (std::error_code e = client.resting(*target)) {
-                    out[i].first = {read_status::error, e};
+                    fail(i, e);
                     continue;
                 }
                 node = *target;
@@ -473,20 +559,18 @@ private:
             if (g == groups.end()) g = groups.insert(groups.end(), {node, {}});
             g->second.push_back(i);
         }
-        std::size_t budget = state_->options.batch_max_bytes;
-        unsigned const string_or_nil = (1u << REDIS_REPLY_STRING) | (1u << REDIS_REPLY_NIL) | (1u << REDIS_REPLY_ERROR);
+        unsigned const expected = accepted | (1u << REDIS_REPLY_ERROR);
         for (auto const& [node, members] : groups) {
             if (budget == 0) {
-                std::error_code const e = client.record(remote_error::too_large, "a batch read passed batch_max_bytes");
-                for (std::size_t i : members) out[i].first = {read_status::error, e};
+                std::error_code const e = client.record(remote_error::too_large, "a batch passed batch_max_bytes");
+                for (std::size_t i : members) fail(i, e);
                 continue;
             }
             std::vector<detail::redis_command> commands;
             commands.reserve(members.size());
-            for (std::size_t i : members) commands.push_back({"GETRANGE", names[i], "0", end});
+            for (std::size_t i : members) commands.push_back(command(i));
             std::vector<detail::redis_reply_ptr> replies;
-            std::error_code failed =
-                client.pipeline_on(node, commands, replies, bound + 64, deadline, false, 0, budget);
+            std::error_code failed = client.pipeline_on(node, commands, replies, max_reply, deadline, false, 0, budget, batch);
             if (failed && client.is_cluster() && (failed == remote_error::refused || failed == remote_error::timeout)) {
                 client.want_refresh();
                 failed = client.node_failed(node, failed);
@@ -496,37 +580,37 @@ private:
             for (std::size_t j = 0; j < members.size(); ++j) {
                 std::size_t const i = members[j];
                 if (j >= replies.size()) {
-                    out[i].first = {read_status::error, failed ? failed : make_error_code(remote_error::protocol)};
+                    fail(i, failed ? failed : make_error_code(remote_error::protocol));
                     continue;
                 }
                 redisReply const* r = replies[j].get();
-                if (r->type < 0 || r->type > 31 || !(string_or_nil & (1u << r->type))) {
+                if (r->type < 0 || r->type > 31 || !(expected & (1u << r->type))) {
                     // Out of step from here on: the connection goes, and so do the answers after it.
-                    client.drop_connection(node, deadline);
+                    client.drop_connection(node, deadline, batch);
                     std::error_code const e = client.record(
-                        remote_error::protocol, "a reply of the wrong type to GETRANGE (the connection was out of step; it is closed)");
-                    for (std::size_t rest = j; rest < members.size(); ++rest)
-                        out[members[rest]].first = {read_status::error, e};
+                        remote_error::protocol, "a reply of the wrong type to " + std::string(commands[j].front()) +
+                                                    " (the connection was out of step; it is closed)");
+                    for (std::size_t rest = j; rest < members.size(); ++rest) fail(members[rest], e);
                     break;
                 }
                 std::size_t const taken = r->type == REDIS_REPLY_STRING ? r->len + 16 : 16;
                 budget = budget > taken ? budget - taken : 0;
                 if (r->type == REDIS_REPLY_ERROR && detail::parse_redis_redirection(std::string_view(r->str, r->len))) {
-                    // Moved or asked elsewhere: read alone, following the redirection (and,
-                    // on a redis:// server that is a cluster's node, failing as read does).
-                    call c = client.run(names[i], {"GETRANGE", names[i], "0", end}, bound + 64, deadline);
-                    if (c.error)
-                        out[i].first = {read_status::error, c.error};
-                    else
-                        out[i].first = read_answer(c.reply.get(), max, out[i].second);
+                    // Moved or asked elsewhere: sent alone, following the redirection (and,
+                    // on a redis:// server that is a cluster's node, failing as `run` does).
+                    call c = client.run(names[i], commands[j], max_reply, deadline);
                     if (c.error == remote_error::cluster_node) {
-                        // (A redis:// server that is a node of a cluster: no entry from a part of it.)
-                        for (auto& o : out) o.second.clear(), o.first = {read_status::error, c.error};
+                        // (A redis:// server that is a node of a cluster: no answer from a part of it.)
+                        for (std::size_t all = 0; all < names.size(); ++all) fail(all, c.error);
                         return;
                     }
+                    if (c.error)
+                        fail(i, c.error);
+                    else
+                        answer(i, c.reply.get());
                     continue;
                 }
-                out[i].first = read_answer(r, max, out[i].second);
+                answer(i, r);
             }
         }
     }
@@ -645,5 +729,6 @@ inline from_env_result<redis_options> redis_storage::redis_options_from_env(sett
 static_assert(compile_cache::check_storage<compile_cache::redis_storage>::value);
 static_assert(compile_cache::detail::has_list<compile_cache::redis_storage>::value);
 static_assert(compile_cache::detail::has_read_many<compile_cache::redis_storage>::value);
+static_assert(compile_cache::detail::has_write_many<compile_cache::redis_storage>::value);
 
 #include <compile_cache/storage/redis/redis_claims.hpp>

@@ -93,11 +93,12 @@ public:
     /// (it answered MOVED or ASK): every call fails as remote_error::cluster_node.
     bool serves_some_keys_only() const noexcept { return cluster_member.load(std::memory_order_relaxed); }
 
-    /// Closes node `index`'s connection (it is out of step), when it is free before the deadline.
-    void drop_connection(std::size_t index, redis_clock::time_point deadline) {
+    /// Closes node `index`'s connection (it is out of step), when it is free before the
+    /// deadline; `batch`: its batch connection (see pipeline_on).
+    void drop_connection(std::size_t index, redis_clock::time_point deadline, bool batch = false) {
         node& n = node_at(index);
-        std::unique_lock<std::timed_mutex> lock(n.mutex, std::defer_lock);
-        if (lock.try_lock_until(deadline)) n.connection.close();
+        std::unique_lock<std::timed_mutex> lock(batch ? n.batch_mutex : n.mutex, std::defer_lock);
+        if (lock.try_lock_until(deadline)) (batch ? n.batch_connection : n.connection).close();
     }
 
     /// How long a cluster node that failed is not called.
@@ -108,9 +109,13 @@ public:
 
 private:
     struct node {
-        explicit node(redis_endpoint e) : connection(std::move(e)) {}
+        explicit node(redis_endpoint e) : connection(e), batch_connection(std::move(e)) {}
         std::timed_mutex mutex;
         redis_connection connection;
+        /// The batch writes' own (pipeline_on's `batch`), opened at the first one: a host's
+        /// call never waits behind a batch of uploads on the wire.
+        std::timed_mutex batch_mutex;
+        redis_connection batch_connection;
         // A cluster node's health: after a refusal or a timeout it rests until resting_until.
         std::mutex health_mutex;
         redis_clock::time_point resting_until{};
@@ -140,25 +145,28 @@ public:
     /// Several commands sent to node `index` at once, their replies in order.
     /// `expected_last`: the reply types (bit 1 << REDIS_REPLY_...) the last command may
     /// have besides an error; another type closes the connection (it is out of step) and
-    /// fails as `protocol`. 0: any.
+    /// fails as `protocol`. 0: any. `batch`: on the node's second connection, the batch
+    /// writes' (write_many, release_claim_many), so that the other calls do not wait for them.
     std::error_code pipeline_on(std::size_t index, std::vector<redis_command> const& commands,
                                 std::vector<redis_reply_ptr>& replies, std::size_t max_reply,
                                 redis_clock::time_point deadline, bool arrays = false,
                                 unsigned expected_last = 0,
-                                std::size_t max_total_bytes = std::numeric_limits<std::size_t>::max()) {
+                                std::size_t max_total_bytes = std::numeric_limits<std::size_t>::max(),
+                                bool batch = false) {
         node* const n = &node_at(index);
-        std::unique_lock<std::timed_mutex> lock(n->mutex, std::defer_lock);
+        std::unique_lock<std::timed_mutex> lock(batch ? n->batch_mutex : n->mutex, std::defer_lock);
         if (!lock.try_lock_until(deadline)) return record(remote_error::timeout, "waited too long for the connection");
-        if (auto e = n->connection.exchange(commands, replies, max_reply, deadline, connect_timeout_, arrays,
-                                            max_total_bytes))
-            return record(e, describe_node(n->connection.endpoint()) + ": " + n->connection.last_error_text());
+        redis_connection& connection = batch ? n->batch_connection : n->connection;
+        if (auto e = connection.exchange(commands, replies, max_reply, deadline, connect_timeout_, arrays,
+                                         max_total_bytes))
+            return record(e, describe_node(connection.endpoint()) + ": " + connection.last_error_text());
         if (expected_last != 0 && !replies.empty()) {
             int const type = replies.back()->type;
             if (type != REDIS_REPLY_ERROR && (type < 0 || type > 31 || !(expected_last & (1u << type)))) {
-                n->connection.close();
+                connection.close();
                 replies.clear();
                 return record(remote_error::protocol,
-                              describe_node(n->connection.endpoint()) + ": a reply of the wrong type to " +
+                              describe_node(connection.endpoint()) + ": a reply of the wrong type to " +
                                   std::string(commands.back().front()) +
                                   " (the connection was out of step; it is closed)");
             }
