@@ -655,6 +655,48 @@ TEST_CASE_METHOD(server_and_folder,
 }
 
 TEST_CASE_METHOD(server_and_folder,
+                 "Tier on Redis: claims taken ahead and never missed are released at the next prefetch past half their "
+                 "expiry, and a forked child compiles its parent's claimed kernels without waiting on them",
+                 "[redis][tiered][prefetch][claims]") {
+    cc::cache_options o = machine::options("one secret");
+    o.single_flight.wait_max = 300ms; // claims taken ahead are used within 150 ms
+    std::string const ns = unique_name("preclaim-stale");
+    compile_cache_test::tier_machine<cc::redis_storage> m((dir.path() / "m").string(), remote_at(s.url(), ns), o,
+                                                          sync_uploads(), "tiered_redis_test");
+    cc::redis_storage const probe = remote_at(s.url(), ns);
+    std::vector<cc::key_result> keys;
+    std::vector<cc::entry_info> infos;
+    for (int i = 0; i < 4; ++i) {
+        keys.push_back(m.key(i));
+        infos.push_back({"k" + std::to_string(i), "f.tk", 1});
+    }
+    // Kernel 0 claimed ahead and never missed: the next prefetch, past half its expiry,
+    // releases it (a process that prefetches and never compiles must not hold claims, nor
+    // fill its room for them).
+    m.cache.prefetch({keys[0]}, {infos[0]});
+    REQUIRE(m.remote("claims-prefetched") == 1);
+    REQUIRE(a({"GET", probe.claim_name(keys[0].value())}) == cc::detail::claim_owner());
+    std::this_thread::sleep_for(200ms);
+    m.cache.prefetch({keys[1], keys[2], keys[3]}, {infos[1], infos[2], infos[3]});
+    CHECK(m.remote("claims-prefetched") == 4);
+    CHECK(m.remote("claims-prefetched-unused") == 1);
+    CHECK(a({"EXISTS", probe.claim_name(keys[0].value())}) == "0");
+    CHECK(a({"GET", probe.claim_name(keys[1].value())}) == cc::detail::claim_owner());
+
+    // A child forked now (a pre-fork server: the parent prefetches, its workers compile):
+    // the parent's claims of kernels 1 to 3 are not the child's, and the child compiles
+    // them at once instead of waiting on them until its bound.
+    std::string const child = compile_cache_test::run_in_child([&] {
+        std::string out;
+        for (int i = 1; i < 4; ++i) out += m.get(i) == cc::outcome::compiled ? "c" : "x";
+        return out + " waited=" + std::to_string(m.cache.stats().waited);
+    });
+    CHECK(child == "ccc waited=0");
+    // The parent's claims stand (the child released none of them).
+    CHECK(a({"GET", probe.claim_name(keys[1].value())}) == cc::detail::claim_owner());
+}
+
+TEST_CASE_METHOD(server_and_folder,
                  "Tier on Redis: a process that prefetches kernels another process claimed ahead claims none of them, "
                  "waits, and loads every one that process compiles (fresh processes)",
                  "[redis][tiered][prefetch][claims]") {
