@@ -11704,9 +11704,12 @@ public:
     /// between this miss's read and this claim, so the cache reads once more.
     claim_answer try_claim(key const& k, claim_request const& request) noexcept {
         if (!state_ || state_->forked_mid_job()) return {};
+        // (A key whose remote claim the parent of this forked process took ahead: the local
+        // claim alone, the remote one being the parent's, which would only be waited on.)
+        bool const remote = remote_claims_ok() && !state_->held_by_parent(k);
         claim_answer answer =
             detail::tier_try_claim(state_.get(), state_->local ? &*state_->local : static_cast<Local*>(nullptr),
-                                   remote_claims_ok() ? &*state_->remote : static_cast<Remote*>(nullptr), k, request,
+                                   remote ? &*state_->remote : static_cast<Remote*>(nullptr), k, request,
                                    [&](key const& c) noexcept { return state_->take_preclaimed(c); });
         if (answer.state == claim_state::claimed && state_->was_contended(k)) answer.entry_seen = true;
         return answer;
@@ -12020,14 +12023,22 @@ private:
         std::size_t prefetched_bytes = 0;
         /// The remote claims prefetch took ahead (single flight), each waiting for its key's
         /// miss (take_preclaimed) or the tier's end (release_preclaims); this process's only
-        /// (`preclaim_pid`: a forked child holds none of its parent's).
+        /// (`preclaim_pid`: a forked child holds none of its parent's, and remembers them in
+        /// `parents`: its misses of those keys take no remote claim, which would only find
+        /// the parent's and wait on it).
         struct preclaim {
             clock::time_point taken{};
             std::chrono::milliseconds expiry{0};
+            /// The batch gave no answer for it (a timeout, a failure): the server may hold
+            /// this process's claim all the same, so its miss releases it first (a
+            /// compare-and-delete, harmless when it is not there) and then claims as always;
+            /// never used as taken.
+            bool unknown = false;
         };
         std::mutex preclaim_mutex;
         std::unordered_map<key, preclaim> preclaimed;
         ::pid_t preclaim_pid = 0;
+        std::unordered_set<key> parents; ///< in a forked child: the claims its parent held ahead
         /// The keys whose claims another process held at the prefetch (at most max_preclaims).
         std::unordered_set<key> contended;
 
@@ -12210,20 +12221,65 @@ private:
             }
         }
 
+        /// Under preclaim_mutex: in a process forked since the claims were taken ahead, they
+        /// become the parent's (`parents`, at most max_preclaims), and this one holds none.
+        void adopt_pid_locked(::pid_t me) {
+            if (preclaim_pid == me) return;
+            parents.clear();
+            for (auto const& p : preclaimed) {
+                if (parents.size() >= max_preclaims) break;
+                parents.insert(p.first);
+            }
+            preclaimed.clear();
+            contended.clear();
+            preclaim_pid = me;
+        }
+
+        /// Whether the remote claim of `k` is held by the process this one was forked from,
+        /// which took it ahead (then forgotten: asked once).
+        bool held_by_parent(key const& k) noexcept {
+            try {
+                std::lock_guard<std::mutex> lock(preclaim_mutex);
+                if (preclaim_pid == 0) return false;
+                adopt_pid_locked(::getpid());
+                return !parents.empty() && parents.erase(k) != 0;
+            } catch (...) {
+                return false;
+            }
+        }
+
         /// prefetch's claims: those of `absent` that this process does not hold ahead
         /// already (up to max_preclaims held), taken in one batch and remembered.
         void claim_ahead(std::vector<key>& absent, claim_request const& request) noexcept {
             if constexpr (detail::has_try_claim_many<Remote>::value) {
                 try {
                     ::pid_t const me = ::getpid();
+                    std::vector<key> stale; // held ahead past half their expiry: released, their room freed
                     {
                         std::lock_guard<std::mutex> lock(preclaim_mutex);
-                        if (preclaim_pid != me) preclaimed.clear(), contended.clear(), preclaim_pid = me;
+                        adopt_pid_locked(me);
+                        auto const now = clock::now();
+                        for (auto it = preclaimed.begin(); it != preclaimed.end();) {
+                            if (now - it->second.taken >= it->second.expiry / 2) {
+                                if (!it->second.unknown) ++counts[c_claims_prefetched_unused];
+                                stale.push_back(it->first);
+                                it = preclaimed.erase(it);
+                            } else {
+                                ++it;
+                            }
+                        }
                         absent.erase(std::remove_if(absent.begin(), absent.end(),
                                                     [&](key const& k) { return preclaimed.count(k) != 0; }),
                                      absent.end());
                         std::size_t const room = max_preclaims - std::min(max_preclaims, preclaimed.size());
                         if (absent.size() > room) absent.resize(room);
+                    }
+                    if (!stale.empty()) {
+                        if constexpr (detail::has_release_claim_many<Remote>::value) {
+                            remote->release_claim_many(stale);
+                        } else {
+                            for (key const& k : stale) remote->release_claim(k);
+                        }
                     }
                     if (absent.empty()) return;
                     // As tier_try_claim asks the remote: for the claim as it would take it alone.
@@ -12238,6 +12294,8 @@ private:
                         if (answers[i].state == claim_state::claimed) {
                             preclaimed[absent[i]] = {taken, request.expiry};
                             ++counts[c_claims_prefetched];
+                        } else if (answers[i].state == claim_state::none) {
+                            preclaimed[absent[i]] = {taken, request.expiry, true};
                         } else if (answers[i].state == claim_state::held) {
                             // Another process compiles it: the batch's `absent` will soon be
                             // stale, so the miss reads the remote afresh (and claims as always,
@@ -12278,9 +12336,9 @@ private:
                         if (it == preclaimed.end()) return false;
                         preclaim const p = it->second;
                         preclaimed.erase(it);
-                        if (clock::now() - p.taken < p.expiry / 2) return true;
+                        if (!p.unknown && clock::now() - p.taken < p.expiry / 2) return true;
+                        if (!p.unknown) ++counts[c_claims_prefetched_unused];
                     }
-                    ++counts[c_claims_prefetched_unused];
                     remote->release_claim(k);
                 } catch (...) {
                 }
@@ -12301,10 +12359,12 @@ private:
                     {
                         std::lock_guard<std::mutex> lock(preclaim_mutex);
                         if (preclaimed.empty() || preclaim_pid != ::getpid()) return;
-                        for (auto const& p : preclaimed) unused.push_back(p.first);
+                        for (auto const& p : preclaimed) {
+                            unused.push_back(p.first);
+                            if (!p.second.unknown) ++counts[c_claims_prefetched_unused];
+                        }
                         preclaimed.clear();
                     }
-                    counts[c_claims_prefetched_unused] += unused.size();
                     if (!remote || !remote_usable() || forked_mid_job()) return; // (left to their expiry)
                     {
                         std::lock_guard<std::mutex> lock(health_mutex);

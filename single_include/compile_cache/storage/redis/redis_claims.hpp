@@ -149,6 +149,7 @@ inline void redis_storage::release_claim_many(std::vector<key> const& keys) noex
         for (key const& k : keys) names.push_back(claim_name(k));
         std::string const owner = detail::claim_owner();
         std::vector<std::size_t> refused; // (scripts refused: released one by one without)
+        auto const until = call_deadline(); // the whole batch, its fallbacks too, within one command timeout
         pipeline_by_node(
             names,
             [&](std::size_t i) {
@@ -160,7 +161,10 @@ inline void redis_storage::release_claim_many(std::vector<key> const& keys) noex
             },
             [](std::size_t, std::error_code) {}, // (a failing server: left to their expiry)
             true);
-        for (std::size_t i : refused) release_claim_without_script(names[i], owner);
+        for (std::size_t i : refused) {
+            if (detail::redis_clock::now() >= until) break; // (the rest left to their expiry)
+            release_claim_without_script(names[i], owner);
+        }
     } catch (...) {
     }
 }

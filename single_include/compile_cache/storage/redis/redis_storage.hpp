@@ -349,8 +349,9 @@ public:
     /// The batch of releases (storage/concept.hpp's release_claim_many): release_claim's
     /// compare-and-delete script for each key, pipelined on the batch writes' connection
     /// (a key redirected is released alone, following it; a server that refuses scripts:
-    /// each released as release_claim does without). Bounded by one command timeout; a
-    /// failure leaves those claims to their expiry.
+    /// each released as release_claim does without, while one command timeout from the
+    /// start has not passed). Bounded by about one command timeout (a fallback begun
+    /// before it ends ends within its own); a failure leaves those claims to their expiry.
     void release_claim_many(std::vector<key> const& keys) noexcept;
 
     /// Every entry of this storage's namespace (on every master of a cluster), with its
@@ -524,8 +525,8 @@ private:
     /// closes its connection (out of step) and fails the rest of its node's. Bounded: the
     /// whole by one command timeout, each reply by `max_reply`, the replies together by
     /// `budget` bytes (the names after it fail with remote_error::too_large). A redirection
-    /// to a redis:// server that is a cluster's node fails every name (no answer from a
-    /// part of it). `batch`: on the batch writes' own connection of each node (write_many,
+    /// to a redis:// server that is a cluster's node fails every name not answered yet (no
+    /// answer from a part of it). `batch`: on the batch writes' own connection of each node (write_many,
     /// release_claim_many), not the one the host's calls use. read_many, write_many and the
     /// claims' batches send their commands through it.
     template <class Command, class Answer, class Fail>
@@ -560,6 +561,7 @@ private:
             g->second.push_back(i);
         }
         unsigned const expected = accepted | (1u << REDIS_REPLY_ERROR);
+        std::vector<char> answered(names.size(), 0); // (kept when a redirection fails the rest)
         for (auto const& [node, members] : groups) {
             if (budget == 0) {
                 std::error_code const e = client.record(remote_error::too_large, "a batch passed batch_max_bytes");
@@ -601,16 +603,18 @@ private:
                     call c = client.run(names[i], commands[j], max_reply, deadline);
                     if (c.error == remote_error::cluster_node) {
                         // (A redis:// server that is a node of a cluster: no answer from a part of it.)
-                        for (std::size_t all = 0; all < names.size(); ++all) fail(all, c.error);
+                        for (std::size_t all = 0; all < names.size(); ++all)
+                            if (!answered[all]) fail(all, c.error);
                         return;
                     }
                     if (c.error)
                         fail(i, c.error);
                     else
-                        answer(i, c.reply.get());
+                        answer(i, c.reply.get()), answered[i] = 1;
                     continue;
                 }
                 answer(i, r);
+                answered[i] = 1;
             }
         }
     }
