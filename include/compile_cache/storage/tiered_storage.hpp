@@ -229,6 +229,9 @@ private:
     std::size_t queued_bytes_ = 0; ///< the cost of the queued jobs and of the running one
     bool running_ = false;         ///< a batch of jobs is under way
     std::vector<key> running_keys_; ///< their keys
+    /// The batch the thread runs (the worker's, not the thread's stack: a child forked
+    /// mid-batch holds it through the worker, as it holds the queue).
+    std::vector<job> batch_;
     bool waiting_ = false;         ///< the thread waits for a job (a push wakes it)
     bool ending_ = false;
     bool finished_ = false;       ///< the thread has left its loop (it only returns after)

@@ -193,7 +193,7 @@ bool tier_worker::past_drain() const noexcept {
 }
 
 void tier_worker::work() noexcept {
-    std::vector<job> batch;
+    std::vector<job>& batch = batch_;
     // Room for a whole batch, made once: taking jobs allocates nothing (when this fails,
     // batches are of what room there is, one job at least).
     try {
