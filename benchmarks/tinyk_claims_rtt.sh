@@ -13,39 +13,16 @@
 #   TINYK_BENCH_REPS=15 TINYK_BENCH_REF_TINYK=/path/to/main/tinyk benchmarks/tinyk_claims_rtt.sh
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-# shellcheck source=../scripts/setup.sh
-source "$root/scripts/setup.sh"
-ensure_packages "${COMPILE_CACHE_PACKAGES[@]}" "${COMPILE_CACHE_REDIS_PACKAGES[@]}" llvm-14-dev
-
-build=${COMPILE_CACHE_BUILD_DIR:-$root/build}/bench-remote
 reps=${TINYK_BENCH_REPS:-9}
 rtt_ms=${TINYK_BENCH_RTT_MS:-5}
 ref=${TINYK_BENCH_REF_TINYK:-}
-
-echo "building tinyk (Release, with LLVM and hiredis) in $build ..." >&2
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCOMPILE_CACHE_BUILD_EXAMPLES=ON \
-  -DCOMPILE_CACHE_BUILD_TESTS=OFF -DCOMPILE_CACHE_WITH_LLVM=ON >/dev/null
-cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" --target tinyk >/dev/null
-tinyk=$build/examples/tinyk/tinyk
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/tinyk-claims.XXXXXX")
-servers=$work/servers
-cleanup() {
-  if [[ -n ${proxy_PID:-} ]]; then kill "$proxy_PID" 2>/dev/null || true; fi
-  bash "$root/tests/redis/redis_fixture.sh" stop "$servers" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-port=$(bash "$root/tests/redis/redis_fixture.sh" server "$servers" claims)
-printf 'the benchmark fleet secret\n' >"$work/secret.key"
-c++ -std=c++17 -O2 -I"$root/tests" "$root/tests/redis/helpers/latency_proxy.cpp" -o "$work/latency_proxy" -pthread
-coproc proxy { exec "$work/latency_proxy" "$port" "$((rtt_ms * 500))"; }
-read -r proxy_port <&"${proxy[0]}"
+bench_tag=claims
+# shellcheck source=tinyk_rtt_setup.sh
+source "$root/benchmarks/tinyk_rtt_setup.sh"
 cp "$root/examples/tinyk/chain40.tk" "$work/chain40.tk"
 
 echo "command: benchmarks/tinyk_claims_rtt.sh (TINYK_BENCH_REPS=$reps${ref:+, TINYK_BENCH_REF_TINYK=$ref})"
-echo "machine: $(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -1), nproc $(nproc)," \
-  "$(uname -sr), $(redis-server --version | cut -d' ' -f1-3), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "machine: $bench_machine"
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')"
 
 python3 - "$tinyk" "$work" "$reps" "$proxy_port" "$rtt_ms" "$ref" <<'PY'
