@@ -917,6 +917,23 @@ TEST_CASE("compile-cache config: every setting a host reads under a prefix, its 
 
 }
 
+namespace {
+
+/// `compile-cache config --prefix TINYK_CACHE --json ARGS` run with the tool's environment
+/// and `env`: the (value, from) pairs of the settings `which` (a Python condition on `s`) selects.
+std::string config_values(std::vector<std::string> args, std::vector<std::string> const& env, std::string const& which) {
+    process_spec spec;
+    spec.argv = {COMPILE_CACHE_TOOL, "config", "--prefix", "TINYK_CACHE", "--json"};
+    spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+    spec.env = tool_environment();
+    spec.env.insert(spec.env.end(), env.begin(), env.end());
+    process_result const r = run_process(spec);
+    REQUIRE_EXIT(r, 0);
+    return json_query(r.out, "[(s['value'], s['from']) for s in d['settings'] if " + which + "]");
+}
+
+} // namespace
+
 TEST_CASE("compile-cache set keeps max-size in the cache directory: hosts use it, their environment wins, config "
           "says where each value came from") {
     scenario s;
@@ -953,15 +970,7 @@ TEST_CASE("compile-cache set keeps max-size in the cache directory: hosts use it
 
     // config: each value and where it came from, for DIR or for PREFIX_DIR's directory.
     auto const config = [&](std::vector<std::string> args, std::vector<std::string> const& env) {
-        process_spec spec;
-        spec.argv = {COMPILE_CACHE_TOOL, "config", "--prefix", "TINYK_CACHE", "--json"};
-        spec.argv.insert(spec.argv.end(), args.begin(), args.end());
-        spec.env = tool_environment();
-        spec.env.insert(spec.env.end(), env.begin(), env.end());
-        process_result const r = run_process(spec);
-        REQUIRE_EXIT(r, 0);
-        return json_query(r.out, "[(s['value'], s['from']) for s in d['settings'] if s['name'] in "
-                                 "('TINYK_CACHE_MAX_SIZE', 'TINYK_CACHE_DURABILITY')]");
+        return config_values(std::move(args), env, "s['name'] in ('TINYK_CACHE_MAX_SIZE', 'TINYK_CACHE_DURABILITY')");
     };
     CHECK(config({dir}, {}) == "[('48K', 'settings file'), (None, 'default')]");
     CHECK(config({}, {"TINYK_CACHE_DIR=" + dir}) == "[('48K', 'settings file'), (None, 'default')]");
@@ -1060,15 +1069,7 @@ TEST_CASE("compile-cache set keeps compress in the cache directory: config says 
     // config: PREFIX_COMPRESS, its value and where it came from (for any host: the tool
     // cannot know whether a host's cache compresses).
     auto const config = [&](std::vector<std::string> args, std::vector<std::string> const& env) {
-        process_spec spec;
-        spec.argv = {COMPILE_CACHE_TOOL, "config", "--prefix", "TINYK_CACHE", "--json"};
-        spec.argv.insert(spec.argv.end(), args.begin(), args.end());
-        spec.env = tool_environment();
-        spec.env.insert(spec.env.end(), env.begin(), env.end());
-        process_result const r = run_process(spec);
-        REQUIRE_EXIT(r, 0);
-        return json_query(r.out, "[(s['value'], s['from']) for s in d['settings'] if s['name'] == "
-                                 "'TINYK_CACHE_COMPRESS']");
+        return config_values(std::move(args), env, "s['name'] == 'TINYK_CACHE_COMPRESS'");
     };
     CHECK(config({dir}, {}) == "[('19', 'settings file')]");
     CHECK(config({}, {"TINYK_CACHE_DIR=" + dir}) == "[('19', 'settings file')]");
