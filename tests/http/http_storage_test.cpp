@@ -849,13 +849,23 @@ TEST_CASE("read_many takes no more than batch_max_bytes in all: the keys past it
     CHECK(got[3].first.status == cc::read_status::error);
 }
 
-TEST_CASE("read_many on a stopped server: every key an error within the one timeout", "[http][batch][faults]") {
-    own_server stopped("batch-stopped");
+namespace {
+
+/// A storage's options on `server`'s plain location (a fresh path named after `name`)
+/// whose calls give up within 400 ms, 200 ms of it to connect: the stopped-server cases.
+cc::http_options short_timeouts_on(own_server& server, std::string const& name) {
     cc::http_options o;
-    o.url = stopped.server().url("plain", unique_path("batch-stopped"));
+    o.url = server.server().url("plain", unique_path(name));
     o.timeout = std::chrono::milliseconds(400);
     o.connect_timeout = std::chrono::milliseconds(200);
-    cc::http_storage s(o);
+    return o;
+}
+
+} // namespace
+
+TEST_CASE("read_many on a stopped server: every key an error within the one timeout", "[http][batch][faults]") {
+    own_server stopped("batch-stopped");
+    cc::http_storage s(short_timeouts_on(stopped, "batch-stopped"));
     REQUIRE_FALSE(s.write(key_of(1), "before"));
     REQUIRE(::kill(stopped.pid(), SIGSTOP) == 0);
     std::vector<cc::key> keys;
@@ -917,11 +927,7 @@ TEST_CASE("write_many stores each entry as write would, with concurrent PUTs, ma
 
 TEST_CASE("write_many on a stopped server: every entry an error within the one timeout", "[http][batch][faults]") {
     own_server stopped("batch-write-stopped");
-    cc::http_options o;
-    o.url = stopped.server().url("plain", unique_path("batch-write-stopped"));
-    o.timeout = std::chrono::milliseconds(400);
-    o.connect_timeout = std::chrono::milliseconds(200);
-    cc::http_storage s(o);
+    cc::http_storage s(short_timeouts_on(stopped, "batch-write-stopped"));
     REQUIRE_FALSE(s.write(key_of(1), "before"));
     REQUIRE(::kill(stopped.pid(), SIGSTOP) == 0);
     std::vector<std::pair<cc::key, std::string_view>> entries;
