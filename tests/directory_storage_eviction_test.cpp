@@ -444,6 +444,37 @@ TEST_CASE("the ledger follows stores, replacements and removals, and heals", "[s
     }
 }
 
+TEST_CASE("a ledger far above what the disk holds does not make stores evict below the limit's target",
+          "[storage][eviction]") {
+    // Processes killed between their evictions and the ledger's update leave it above
+    // what is there until the folders' hourly recount; the stores meanwhile evict only
+    // what brings the entries they see under the target.
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    directory_options o;
+    o.max_size = 1 << 20;
+    directory_storage s(root.string(), o);
+    std::string const payload(40 * 1024, 'e');
+    std::uint32_t next = 0;
+    for (; next < 40; ++next) REQUIRE(!s.write(key_n(next), payload)); // over the limit: eviction has run
+    REQUIRE(usage_of(root).blocks_bytes <= o.max_size);
+    {
+        namespace impl = cc::detail::directory_storage_impl;
+        int const fd = impl::open_ledger((root / ".cc-stats").string(), 0600, -1);
+        REQUIRE(fd >= 0);
+        impl::ledger_slots slots;
+        REQUIRE(impl::read_ledger(fd, slots));
+        slots[0].bytes += std::uint64_t{64} << 20; // 64 MiB that are not there
+        REQUIRE(impl::write_ledger(fd, slots));
+        ::close(fd);
+    }
+    for (std::uint32_t const end = next + 10; next < end; ++next) REQUIRE(!s.write(key_n(next), payload));
+    disk_usage const u = usage_of(root);
+    INFO(u.entries << " entries, " << u.blocks_bytes << " bytes on disk");
+    CHECK(u.blocks_bytes <= o.max_size);
+    CHECK(u.blocks_bytes + 2 * payload.size() >= o.max_size - o.max_size / 10); // at most two under the target
+}
+
 TEST_CASE("stores reach the ledger in batches, the last copy of the storage writes the rest",
           "[storage][eviction][ledger]") {
     temp_dir dir;

@@ -7088,6 +7088,12 @@ void cleanup_state::evict_oldest_named(step_context& c, cleanup_totals& out) {
 void cleanup_state::start_sweep(std::uint64_t total, std::uint64_t target) {
     std::sort(samples.begin(), samples.end());
     cutoff = no_cutoff;
+    // The samples list every entry the last look saw: a ledger above their sum (left
+    // over by processes killed between their evictions and the ledger's update) must
+    // not make the sweep evict below the target what is really there.
+    std::uint64_t seen = 0;
+    for (auto const& sample : samples) seen += sample.second;
+    total = std::min(total, seen);
     for (auto const& [mtime, bytes] : samples) {
         if (total <= target) break;
         total -= bytes;
@@ -8864,8 +8870,16 @@ void directory_storage::after_change(unsigned folder, std::uint64_t added, std::
     if (!lock.owns_lock() || impl::lock_fd(root.fd, std::chrono::milliseconds{0}) != 0) return;
     // The cleanup of a batch of stores (ledger_batch_stores), done by the one that wrote
     // it: fewer than 1% of stores clean, the others not at all.
-    state_->cleanup.step(root.fd, ledger_path_, options_.file_mode, options_.umask, options_.max_size,
-                         impl::store_cleanup_budget, total, &state_->ledger);
+    impl::cleanup_totals const done =
+        state_->cleanup.step(root.fd, ledger_path_, options_.file_mode, options_.umask, options_.max_size,
+                             impl::store_cleanup_budget, total, &state_->ledger);
+    lock.unlock();
+    ::close(root.fd); // the root's lock goes with its descriptor
+    root.fd = -1;
+    // The evictions are written now, not with the next batch: a process killed before
+    // that batch would leave the ledger over by what it evicted, and every store's
+    // step after it would evict to a target the files on disk are already under.
+    if (done.evicted != 0) (void)state_->ledger.flush(now / 1000000000);
 }
 
 bool directory_storage::flush_ledger(std::int64_t now, std::uint64_t& total) const noexcept {
