@@ -471,8 +471,9 @@ TEST_CASE("writers killed mid-store leave no partial entry, their temp files are
     CHECK(storage.accounted_size() == r.bytes);
     // Writers killed mid-eviction leave the ledger above what is there; the stores
     // after them still keep the cache near its limit, not emptied (entries are at
-    // most 800,000 bytes, the target 90% of 3 MiB).
-    CHECK(r.bytes >= (3u << 20) / 2);
+    // most 800,000 bytes, the target 90% of 3 MiB: a third of the limit leaves room
+    // for entries evicted together, their use times one clock tick).
+    CHECK(r.bytes >= (3u << 20) / 3);
     if (env_count)
         std::printf("killed-writers: %d writers killed with SIGKILL in %.1f s; keys present %u of 32, all right; "
                     "misses %llu (corrupt %llu); temp files left %zu, swept %llu; entries after %llu (%llu bytes)\n",

@@ -6744,9 +6744,9 @@ private:
         std::uint64_t target;      ///< 90% of the limit: where eviction stops
         cleanup_budget budget;
         folder_counter& counter;   ///< where each folder's figure goes (a whole cleanup)
-        /// A store's step: evictions go to the storage's ledger batch, written with the
-        /// next store's, and no folder is counted (no ledger I/O in the step); the
-        /// hourly recount of each folder corrects the figures.
+        /// A store's step: evictions go to the storage's ledger batch, which the store
+        /// writes once the step is done, and no folder is counted (no ledger I/O in the
+        /// step); the hourly recount of each folder corrects the figures.
         ledger_batch* batch = nullptr;
         std::uint64_t max_size = 0;
         std::size_t names = 0, unlinks = 0; ///< the work done so far
@@ -6790,8 +6790,8 @@ private:
     COMPILE_CACHE_DECL void evict_oldest_named(step_context& c, cleanup_totals& out);
 
     /// Too many entries to name: finds the use time at or before which entries go (the
-    /// oldest of `samples` until the rest of `total` is under `target`), for the sweep
-    /// that follows.
+    /// oldest of `samples` until the rest of `total`, at most their sum, is under
+    /// `target`), for the sweep that follows.
     COMPILE_CACHE_DECL void start_sweep(std::uint64_t total, std::uint64_t target);
 
     /// Sweeps folders from `next` on while the budget lasts, unlinking the entries used
@@ -7088,9 +7088,11 @@ void cleanup_state::evict_oldest_named(step_context& c, cleanup_totals& out) {
 void cleanup_state::start_sweep(std::uint64_t total, std::uint64_t target) {
     std::sort(samples.begin(), samples.end());
     cutoff = no_cutoff;
-    // The samples list every entry the last look saw: a ledger above their sum (left
-    // over by processes killed between their evictions and the ledger's update) must
-    // not make the sweep evict below the target what is really there.
+    // The samples list every entry the last look saw (a survey, or a whole sweep's
+    // notes): a ledger above their sum (left by processes killed between their
+    // evictions and its update) must not make the sweep evict below the target what is
+    // really there. Entries stored since are not in the sum: a sweep from the notes of
+    // a pass that ended under the target evicts nothing, its own notes then count them.
     std::uint64_t seen = 0;
     for (auto const& sample : samples) seen += sample.second;
     total = std::min(total, seen);

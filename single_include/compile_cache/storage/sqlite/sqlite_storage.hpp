@@ -693,7 +693,19 @@ private:
                 sqlite3_stmt* raw = nullptr;
                 rc = sqlite3_prepare_v2(c.db, "PRAGMA journal_mode=WAL", -1, &raw, nullptr);
                 detail::sqlite_impl::statement st(raw);
-                if (rc == SQLITE_OK) rc = sqlite3_step(raw);
+                // SQLite answers BUSY at once, without its busy handler, to one of two
+                // connections switching a new file at the same moment (each holds the
+                // lock the other needs): tried again, a few milliseconds apart, within
+                // the busy timeout.
+                auto const give_up = std::chrono::steady_clock::now() + state_->options.busy_timeout;
+                for (unsigned attempt = 0; rc == SQLITE_OK; ++attempt) {
+                    rc = sqlite3_step(raw);
+                    if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || std::chrono::steady_clock::now() >= give_up)
+                        break;
+                    sqlite3_reset(raw);
+                    rc = SQLITE_OK;
+                    ::usleep(1000 + 1000 * (attempt % 4));
+                }
                 // (A complete file that cannot be switched now, its lock held, is read
                 // as it is; a writer switches it later.)
                 if (rc != SQLITE_ROW && !complete) return failed(rc, "cannot switch it to WAL");

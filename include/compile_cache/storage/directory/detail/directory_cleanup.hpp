@@ -395,9 +395,9 @@ private:
         std::uint64_t target;      ///< 90% of the limit: where eviction stops
         cleanup_budget budget;
         folder_counter& counter;   ///< where each folder's figure goes (a whole cleanup)
-        /// A store's step: evictions go to the storage's ledger batch, written with the
-        /// next store's, and no folder is counted (no ledger I/O in the step); the
-        /// hourly recount of each folder corrects the figures.
+        /// A store's step: evictions go to the storage's ledger batch, which the store
+        /// writes once the step is done, and no folder is counted (no ledger I/O in the
+        /// step); the hourly recount of each folder corrects the figures.
         ledger_batch* batch = nullptr;
         std::uint64_t max_size = 0;
         std::size_t names = 0, unlinks = 0; ///< the work done so far
@@ -441,8 +441,8 @@ private:
     COMPILE_CACHE_DECL void evict_oldest_named(step_context& c, cleanup_totals& out);
 
     /// Too many entries to name: finds the use time at or before which entries go (the
-    /// oldest of `samples` until the rest of `total` is under `target`), for the sweep
-    /// that follows.
+    /// oldest of `samples` until the rest of `total`, at most their sum, is under
+    /// `target`), for the sweep that follows.
     COMPILE_CACHE_DECL void start_sweep(std::uint64_t total, std::uint64_t target);
 
     /// Sweeps folders from `next` on while the budget lasts, unlinking the entries used

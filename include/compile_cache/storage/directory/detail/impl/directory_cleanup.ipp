@@ -285,9 +285,11 @@ void cleanup_state::evict_oldest_named(step_context& c, cleanup_totals& out) {
 void cleanup_state::start_sweep(std::uint64_t total, std::uint64_t target) {
     std::sort(samples.begin(), samples.end());
     cutoff = no_cutoff;
-    // The samples list every entry the last look saw: a ledger above their sum (left
-    // over by processes killed between their evictions and the ledger's update) must
-    // not make the sweep evict below the target what is really there.
+    // The samples list every entry the last look saw (a survey, or a whole sweep's
+    // notes): a ledger above their sum (left by processes killed between their
+    // evictions and its update) must not make the sweep evict below the target what is
+    // really there. Entries stored since are not in the sum: a sweep from the notes of
+    // a pass that ended under the target evicts nothing, its own notes then count them.
     std::uint64_t seen = 0;
     for (auto const& sample : samples) seen += sample.second;
     total = std::min(total, seen);
