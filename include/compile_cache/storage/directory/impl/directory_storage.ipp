@@ -584,7 +584,7 @@ void directory_storage::after_change(unsigned folder, std::uint64_t added, std::
     // The evictions are written now, not with the next batch: a process killed before
     // that batch would leave the ledger over by what it evicted, and every store's
     // step after it would evict to a target the files on disk are already under.
-    if (done.evicted != 0) (void)state_->ledger.flush(now / 1000000000);
+    if (done.evicted != 0) (void)flush_ledger(now / 1000000000, total); // with any recount it makes due
 }
 
 bool directory_storage::flush_ledger(std::int64_t now, std::uint64_t& total) const noexcept {
