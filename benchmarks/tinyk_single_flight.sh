@@ -3,7 +3,8 @@
 # processes started at the same moment on one empty cache directory, with single flight
 # (TINYK_CACHE_SINGLE_FLIGHT=both, the default) and without (=0), rounds interleaved:
 # per round the CPU time (user + system) summed over the 8, the slowest one's wall time,
-# and the compiles summed (the `-v` lines). Then the cost a claim adds to a lone cold
+# and the compiles summed (the `-v` lines), and the slowest with single flight against one
+# cold process alone run after each round. Then the cost a claim adds to a lone cold
 # run: one process on an empty directory, with and without, interleaved, median wall
 # and CPU time and their difference.
 #
@@ -77,9 +78,11 @@ def med(xs):
     return statistics.median(xs)
 
 rows = {"both": [], "0": []}
+alone = []  # one cold process alone with single flight, run after each round's pair
 for r in range(reps):
     for flight in (("both", "0") if r % 2 == 0 else ("0", "both")):
         rows[flight].append(round_of(8, flight, "eight-" + flight))
+    alone.append(round_of(1, "both", "alone"))
 print()
 print("8 simultaneous cold processes, chain40 (%s), %d rounds each, medians:" % (backend, reps))
 print("| single flight | CPU summed over 8 (s) | slowest wall (s) | compiles summed |")
@@ -91,6 +94,10 @@ for flight, name in (("0", "off (=0)"), ("both", "on (both)")):
 off_c, on_c = med([x[1] for x in rows["0"]]), med([x[1] for x in rows["both"]])
 off_w, on_w = med([x[0] for x in rows["0"]]), med([x[0] for x in rows["both"]])
 print("ratio on/off: CPU %.2f, slowest wall %.2f" % (on_c / off_c, on_w / off_w))
+pairs = [eight[0] / one[0] for eight, one in zip(rows["both"], alone)]
+print("slowest of 8 with single flight vs one cold process alone (its round's, wall): %.2fx, median of %d rounds "
+      "(min %.2f, max %.2f; goal at most 1.3x); the one alone: %.3f s" %
+      (med(pairs), len(pairs), min(pairs), max(pairs), med([x[0] for x in alone])))
 
 lone = {"both": [], "0": []}
 for r in range(lone_reps):
