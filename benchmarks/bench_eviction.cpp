@@ -16,7 +16,8 @@
 //     10% unlinked by name (the names are known in advance: nothing is stat-ed). In
 //     the other, directory_storage::prune() with a limit that makes it evict those
 //     same 10%. Prints both times and the ratio. The floor runs first, then prune()
-//     (in a directory filled alike, so that both find the same page cache state).
+//     (in a directory filled alike, so that both find the same page cache state); each
+//     starts after a sync(), so that neither pays for the writeback of what came before.
 //
 // The directories are under $COMPILE_CACHE_BENCH_DIR, else $TMPDIR, else /tmp.
 #include "bench_common.hpp"
@@ -158,10 +159,12 @@ int run_prune(std::uint32_t entries) {
     std::unordered_set<std::string> doomed;
     for (std::uint32_t i = 0; i < evict; ++i) doomed.insert(key_of(i).hex());
     std::uint64_t floor_removed = 0;
+    ::sync(); // the fills' writeback done before either side is timed, not charged to the first
     double const floor_us = walk_and_unlink(floor_dir.path() + "/c", doomed, floor_removed);
     cc::directory_options limit;
     limit.max_size = max_size;
     cc::directory_storage s(prune_dir.path() + "/c", limit);
+    ::sync(); // (the floor's unlinks written back before prune() starts)
     auto const t = clock_type::now();
     cc::cleanup_result const r = s.prune();
     double const prune_us = us_since(t);
