@@ -33,7 +33,8 @@
 namespace compile_cache::detail {
 
 /// The records a cache stored and holds, decoded, until it writes them in a batch: over a
-/// storage with write_deferred only (one that lets records be written late: directory_storage),
+/// storage with write_deferred and no remote only (one that lets records be written late:
+/// directory_storage; identity_records::holds),
 /// so that a miss and store of a kernel whose record is held neither reads, checks and
 /// decodes it nor encodes and seals it. Shared by a cache's threads (one mutex), its own:
 /// another cache, even over a copy of the same storage, sees the records once written.
@@ -94,10 +95,13 @@ struct identity_records {
     statistics& stats;
     std::atomic<bool>& over_bound_logged; ///< a record over a bound was logged
     line_logger const& logger;
-    held_identity_records& held; ///< used over a storage with write_deferred only
+    held_identity_records& held; ///< used when `holds` only
 
-    /// Whether records are held and written in a batch over this Storage.
-    static constexpr bool holds = has_write_deferred<Storage>::value;
+    /// Whether records are held and written in a batch over this Storage: one that lets
+    /// them be written late (write_deferred) and reads nothing from a remote. A tier
+    /// (tiered_storage) gets each record at its store, as before, and uploads it as any
+    /// store, so that the machines its remote feeds see it at once.
+    static constexpr bool holds = has_write_deferred<Storage>::value && !has_from_remote_origin<Storage>::value;
 
     /// The record of the kernel identity `identity` (the entries stored for it, newest
     /// first), or nullopt when there is none or it does not check. `over_bound` is set when
@@ -181,8 +185,8 @@ struct identity_records {
 
     /// After a store of the entry under `k` (its metadata `meta`): puts it first in the
     /// record of its kernel's identity. `previous` is what an absent miss found; null:
-    /// read it now. Over a storage with write_deferred the record is held (decoded, this
-    /// entry first) and written with the batch (write_held); else written now, sealed.
+    /// read it now. When `holds`, the record is held (decoded, this entry first) and
+    /// written with the batch (write_held); else sealed and written now.
     /// Best effort: a failure only loses the explanation of a later miss.
     template <class Info>
     void record(key_result const& k, Info const& info, entry_metadata const& meta, record_read* previous) noexcept {
@@ -213,13 +217,21 @@ struct identity_records {
                 }
                 std::string const entry = sealed_identity_record(std::move(identity), std::move(newest),
                                                                  *before ? &**before : nullptr, meta, local);
-                if (!entry.empty()) (void)storage.write(rk, entry);
+                // A storage that can defer the write (a tier over directory_storage) gets it
+                // that way: the record is for explanations, and losing the latest one in a
+                // crash loses no entry.
+                if (!entry.empty()) {
+                    if constexpr (has_write_deferred<Storage>::value)
+                        (void)storage.write_deferred(rk, entry);
+                    else
+                        (void)storage.write(rk, entry);
+                }
             }
         } catch (...) {
         }
     }
 
-    /// Writes the records held (over a storage with write_deferred), each merged first
+    /// Writes the records held (when `holds`), each merged first
     /// with the record the storage has now (merge_identity_records: what other processes
     /// stored meanwhile is kept), sealed, and written with write(). Best effort.
     void write_held() noexcept {
