@@ -71,7 +71,9 @@ struct held_identity_records {
 
 /// What an absent miss found of its kernel's record, for the store that follows.
 struct record_read {
+    std::string identity;                  ///< kernel_identity() of the kernel
     key record_key;                        ///< empty: not looked up
+    std::vector<component_digest> components; ///< the missed key's, as a record keeps them
     std::optional<identity_record> record; ///< read from the storage (not held)
     bool held = false;                     ///< the record was held (held_identity_records)
     std::uint64_t last_compile_ns = 0;     ///< the compile time of its newest entry, 0: none
@@ -153,22 +155,24 @@ struct identity_records {
     template <class Info>
     miss_explanation explain(key_result const& k, Info const& info, record_read& previous) noexcept {
         try {
-            std::string const identity = kernel_identity(info.identity, info.name, info.origin_file);
-            previous.record_key = identity_record_key(identity);
+            previous.identity = kernel_identity(info.identity, info.name, info.origin_file);
+            previous.components = components_of(k);
+            previous.record_key = identity_record_key(previous.identity); // last: record() takes all three
             if constexpr (holds) {
+                // (A forked child may read its parent's held records: they are right; it
+                // only never writes them: forget_if_forked, at its first store.)
                 std::lock_guard<std::mutex> const lock(held.mutex);
-                held.forget_if_forked();
                 auto const it = held.records.find(previous.record_key);
                 if (it != held.records.end()) {
                     identity_record const& r = it->second.record;
                     previous.held = true;
                     previous.last_compile_ns = r.history.empty() ? 0 : r.history.front().compile_ns;
-                    return explain_absent(&r, k.value(), components_of(k), info.identity, info.name,
+                    return explain_absent(&r, k.value(), previous.components, info.identity, info.name,
                                           info.origin_file);
                 }
             }
             bool over_bound = false;
-            previous.record = read(identity, over_bound);
+            previous.record = read(previous.identity, over_bound);
             if (over_bound) {
                 stats.record_ignored();
                 if (!over_bound_logged.exchange(true)) log_with(logger, [&] { return record_ignored_line(info.name); });
@@ -176,7 +180,7 @@ struct identity_records {
             }
             if (previous.record && !previous.record->history.empty())
                 previous.last_compile_ns = previous.record->history.front().compile_ns;
-            return explain_absent(previous.record ? &*previous.record : nullptr, k.value(), components_of(k),
+            return explain_absent(previous.record ? &*previous.record : nullptr, k.value(), previous.components,
                                   info.identity, info.name, info.origin_file);
         } catch (...) {
             return {};
@@ -191,9 +195,12 @@ struct identity_records {
     template <class Info>
     void record(key_result const& k, Info const& info, entry_metadata const& meta, record_read* previous) noexcept {
         try {
-            std::string identity = kernel_identity(info.identity, info.name, info.origin_file);
-            key const rk = previous && !previous->record_key.empty() ? previous->record_key : identity_record_key(identity);
-            recorded_entry newest{k.value(), meta.created_ns, meta.compile_ns, components_of(k)};
+            bool const looked_up = previous && !previous->record_key.empty();
+            std::string identity = looked_up ? std::move(previous->identity)
+                                             : kernel_identity(info.identity, info.name, info.origin_file);
+            key const rk = looked_up ? previous->record_key : identity_record_key(identity);
+            recorded_entry newest{k.value(), meta.created_ns, meta.compile_ns,
+                                  looked_up ? std::move(previous->components) : components_of(k)};
             if constexpr (holds) {
                 if (hold(rk, newest, meta)) return;
                 // Not held: the record as the miss read it, or as the storage has it now.
