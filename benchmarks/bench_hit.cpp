@@ -10,7 +10,9 @@
 // Also what issue 13 adds: a miss and its store with and without the kernel's identity
 // record (the record that explains misses), and a hit through get_or_compile with
 // verify mode off and on (on: the host's compile, here a copy of the artifact, and
-// both serialized).
+// both serialized). The miss and store with and without records also interleaved in one
+// loop, each side timed alone, their medians and ratio as counters (issue 27, part 3's
+// goal: <= 1.10).
 // And what issue 27 (part 1) adds: whole hits of artifacts of 4 KiB, 64 KiB, 1 MiB and
 // 16 MiB (one byte vector), "BM_sized_<what>/<bytes>": the cache as it loads now (entries
 // of at least 1 MiB mapped: directory_options::map_min_size), the cache made to read

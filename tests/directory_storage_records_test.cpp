@@ -2,6 +2,8 @@
 // records (issue 27, part 3): a store creates one file, the record follows in a batch
 // (at the cache's flush or destruction, or when the batch is full or old), this
 // process reads it at once, other processes once written; and PREFIX_RECORD_IDENTITIES.
+// A cache holds the records it stored, decoded, and writes them in its batch merged with
+// the directory's (processes storing one kernel in turn keep each other's entries).
 #include "catch2_compat.hpp"
 #include "support/posix.hpp"
 #include "support/process.hpp"

@@ -301,6 +301,7 @@ public:
     /// `compile-cache stats`). Done by the destructor; call it in a long-running host
     /// to make the counts visible sooner. Never on a hit or a store: the hot paths pay
     /// nothing for it. Best effort: a failure is ignored (the counts are for display).
+    /// Also writes the identity records the cache holds (cache/identity_records.hpp).
     void flush_statistics() noexcept {
         if (!enabled_ || !state_) return;
         records().write_held(); // the identity records held (cache/identity_records.hpp), first
