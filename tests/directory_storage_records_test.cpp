@@ -234,6 +234,25 @@ TEST_CASE("a cache holds the records of 256 kernels at most: the store that reac
     CHECK(files_under(root) == 2 * 256);
 }
 
+TEST_CASE("a forked child explains from the records its parent's cache holds and never writes them",
+          "[storage][records][explain]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    cc::entry_info const info{"main", "record-steps", 1};
+    storage_test::cache c{directory_storage(root.string())};
+    c.get_or_compile<storage_test::artifact>(storage_test::key_of(1), info, [] { return compile_of(1); });
+    std::string const child = compile_cache_test::run_in_child([&] {
+        auto const r =
+            c.get_or_compile<storage_test::artifact>(storage_test::key_of(2), info, [] { return compile_of(2); });
+        c.flush_statistics(); // writes the child's own record (entry 2), not its parent's
+        return r.explanation.brief() + " | " + std::to_string(recorded_ids(root).size());
+    });
+    CHECK(child == "storage-test-id changed | 1");
+    CHECK(recorded_ids(root) == std::vector<std::uint32_t>{2});
+    c.flush_statistics(); // the parent's: merged with the child's
+    CHECK(recorded_ids(root) == std::vector<std::uint32_t>{2, 1});
+}
+
 #ifdef COMPILE_CACHE_HELPER_storage_worker
 TEST_CASE("two processes storing one kernel in turn: each miss is explained, and neither loses the other's entries",
           "[storage][records][explain][processes]") {
