@@ -10,7 +10,9 @@
 // Also what issue 13 adds: a miss and its store with and without the kernel's identity
 // record (the record that explains misses), and a hit through get_or_compile with
 // verify mode off and on (on: the host's compile, here a copy of the artifact, and
-// both serialized).
+// both serialized). The miss and store with and without records also interleaved in one
+// loop, each side timed alone, their medians and ratio as counters (issue 27, part 3's
+// goal: <= 1.10).
 // And what issue 27 (part 1) adds: whole hits of artifacts of 4 KiB, 64 KiB, 1 MiB and
 // 16 MiB (one byte vector), "BM_sized_<what>/<bytes>": the cache as it loads now (entries
 // of at least 1 MiB mapped: directory_options::map_min_size), the cache made to read
@@ -34,6 +36,8 @@
 #include <llvm/Support/MemoryBuffer.h>
 #endif
 
+#include <algorithm>
+#include <chrono>
 #include <map>
 #include <memory>
 
@@ -248,6 +252,54 @@ void miss_store_loop(benchmark::State& state, bool record) {
 void BM_miss_store_without_record(benchmark::State& state) { miss_store_loop(state, false); }
 void BM_miss_store_with_record(benchmark::State& state) { miss_store_loop(state, true); }
 
+/// The same two, interleaved miss by miss in one loop (two caches, two directories), so
+/// that both sides see the same load: each iteration is a miss and store without records
+/// then one with, each timed alone. Counters: the medians of each side (µs, wall time of
+/// the one operation: a preempted one falls out of the median) and their ratio,
+/// `ratio` (the figure issue 27 part 3's goal of <= 1.10 is about).
+void BM_miss_store_records_interleaved(benchmark::State& state) {
+    world& w = the_world();
+    std::optional<artifact> const a = w.cache.load<artifact>(w.k, w.info);
+    if (!a) {
+        state.SkipWithError("not a hit");
+        return;
+    }
+    bench::scratch_dir plain_dir("store-plain-i"), record_dir("store-record-i");
+    cc::cache_options off, on;
+    off.record_identities = false;
+    on.record_identities = true;
+    cc::default_cache plain(cc::directory_storage(plain_dir.path()), off);
+    cc::default_cache record(cc::directory_storage(record_dir.path()), on);
+    w.register_with(plain);
+    w.register_with(record);
+    std::vector<cc::entry_info> infos;
+    for (int i = 0; i < 64; ++i) infos.push_back({"kernel" + std::to_string(i), w.info.origin_file, w.info.origin_line});
+    std::vector<double> plain_us, record_us;
+    std::uint64_t n = 0;
+    auto one = [&](cc::default_cache& cache, std::vector<double>& times) {
+        cc::key_result const k = cache.make_key_builder().add("ir", n).add("options", "-O1").finish();
+        auto const start = std::chrono::steady_clock::now();
+        cc::cached<artifact> r = cache.get_or_compile<artifact>(k, infos[n % infos.size()], [&] { return *a; });
+        benchmark::DoNotOptimize(r.value.types.back().get());
+        times.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+    };
+    for (auto _ : state) {
+        one(plain, plain_us);
+        one(record, record_us);
+        ++n;
+    }
+    if (plain.stats().stores != n || record.stats().stores != n) state.SkipWithError("a store failed");
+    auto median = [](std::vector<double>& v) {
+        if (v.empty()) return 0.0;
+        std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+        return v[v.size() / 2];
+    };
+    double const p = median(plain_us), r = median(record_us);
+    state.counters["plain_us"] = p;
+    state.counters["record_us"] = r;
+    state.counters["ratio"] = p > 0 ? r / p : 0;
+}
+
 /// A hit through get_or_compile, verify mode off (0) or on for every hit (1).
 void hit_get_or_compile(benchmark::State& state, double verify) {
     world& w = the_world();
@@ -425,6 +477,7 @@ BENCHMARK(BM_sized_llvm)->Apply(sized_sizes);
 BENCHMARK(BM_hit_load);
 BENCHMARK(BM_miss_store_without_record);
 BENCHMARK(BM_miss_store_with_record);
+BENCHMARK(BM_miss_store_records_interleaved);
 BENCHMARK(BM_hit_verify_off);
 BENCHMARK(BM_hit_verify_every);
 BENCHMARK(BM_hit_floor);

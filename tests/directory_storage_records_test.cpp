@@ -2,8 +2,11 @@
 // records (issue 27, part 3): a store creates one file, the record follows in a batch
 // (at the cache's flush or destruction, or when the batch is full or old), this
 // process reads it at once, other processes once written; and PREFIX_RECORD_IDENTITIES.
+// A cache holds the records it stored, decoded, and writes them in its batch merged with
+// the directory's (processes storing one kernel in turn keep each other's entries).
 #include "catch2_compat.hpp"
 #include "support/posix.hpp"
+#include "support/process.hpp"
 #include "support/storage_model.hpp"
 
 #include <compile_cache/storage/directory/directory_storage.hpp>
@@ -12,6 +15,8 @@
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 namespace {
 
@@ -164,3 +169,123 @@ TEST_CASE("directory_storage: clear() drops what it holds back, which never come
     directory_storage other((dir.path() / "cache").string());
     CHECK(other.read(key_n(1), out, 1 << 20).status == read_status::absent);
 }
+
+namespace {
+
+/// The keys of the record of `main` from record-steps (storage_worker's kernel) as the
+/// directory has it, newest first, as key ids (0 for a key no id has).
+std::vector<std::uint32_t> recorded_ids(fs::path const& root) {
+    storage_test::cache fresh{directory_storage(root.string())};
+    std::vector<std::uint32_t> ids;
+    auto const r = fresh.read_identity_record(cc::kernel_identity({}, "main", "record-steps"));
+    if (!r) return ids;
+    for (cc::recorded_entry const& e : r->history) {
+        std::uint32_t id = 0;
+        for (std::uint32_t n = 1; n < 16 && id == 0; ++n)
+            if (e.entry_key == storage_test::key_of(n).value()) id = n;
+        ids.push_back(id);
+    }
+    return ids;
+}
+
+} // namespace
+
+TEST_CASE("a kernel missed again in one process is explained from the record its cache holds, written at the flush",
+          "[storage][records][explain]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    cc::entry_info const info{"main", "record-steps", 1};
+    storage_test::cache c{directory_storage(root.string())};
+    auto get = [&](std::uint32_t id) {
+        return c.get_or_compile<storage_test::artifact>(storage_test::key_of(id), info, [id] { return compile_of(id); });
+    };
+    CHECK(get(1).explanation.what == cc::miss_explanation::kind::new_kernel);
+    auto const second = get(2);
+    CHECK(second.explanation.what == cc::miss_explanation::kind::changed);
+    CHECK(second.explanation.changed == std::vector<std::string>{"storage-test-id"});
+    // The record is the cache's until its flush: in no file, not in the storage.
+    CHECK(files_under(root) == 2);
+    CHECK(recorded_ids(root).empty());
+    auto const held = c.read_identity_record(cc::kernel_identity({}, "main", "record-steps"));
+    REQUIRE(held);
+    REQUIRE(held->history.size() == 2);
+    CHECK(held->history.front().entry_key == storage_test::key_of(2).value());
+    // Entry 1 removed: the held record knows it was stored, so its miss is an eviction.
+    REQUIRE(!c.storage().remove(storage_test::key_of(1).value()));
+    CHECK(get(1).explanation.what == cc::miss_explanation::kind::evicted);
+    c.flush_statistics();
+    CHECK(files_under(root) == 3);
+    CHECK(recorded_ids(root) == std::vector<std::uint32_t>{1, 2});
+    // After the flush the next miss reads the record back from the directory.
+    CHECK(get(3).explanation.changed == std::vector<std::string>{"storage-test-id"});
+    c.flush_statistics();
+    CHECK(recorded_ids(root) == std::vector<std::uint32_t>{3, 1, 2});
+}
+
+TEST_CASE("a cache holds the records of 256 kernels at most: the store that reaches it writes them",
+          "[storage][records]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    storage_test::cache c{directory_storage(root.string())};
+    for (std::uint32_t id = 1; id <= 255; ++id)
+        c.store(storage_test::key_of(id), compile_of(id), {"k" + std::to_string(id), "many", 1});
+    CHECK(files_under(root) == 255); // the entries; their records held
+    c.store(storage_test::key_of(256), compile_of(256), {"k256", "many", 1});
+    CHECK(files_under(root) == 2 * 256);
+}
+
+TEST_CASE("a forked child explains from the records its parent's cache holds and never writes them",
+          "[storage][records][explain]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    cc::entry_info const info{"main", "record-steps", 1};
+    storage_test::cache c{directory_storage(root.string())};
+    c.get_or_compile<storage_test::artifact>(storage_test::key_of(1), info, [] { return compile_of(1); });
+    std::string const child = compile_cache_test::run_in_child([&] {
+        auto const r =
+            c.get_or_compile<storage_test::artifact>(storage_test::key_of(2), info, [] { return compile_of(2); });
+        c.flush_statistics(); // writes the child's own record (entry 2), not its parent's
+        return r.explanation.brief() + " | " + std::to_string(recorded_ids(root).size());
+    });
+    CHECK(child == "storage-test-id changed | 1");
+    CHECK(recorded_ids(root) == std::vector<std::uint32_t>{2});
+    c.flush_statistics(); // the parent's: merged with the child's
+    CHECK(recorded_ids(root) == std::vector<std::uint32_t>{2, 1});
+}
+
+#ifdef COMPILE_CACHE_HELPER_storage_worker
+TEST_CASE("two processes storing one kernel in turn: each miss is explained, and neither loses the other's entries",
+          "[storage][records][explain][processes]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    fs::path const go = dir.path() / "go";
+    std::string const worker = COMPILE_CACHE_HELPER_storage_worker;
+    // A stores 1 and writes its record, then stores 4 (held) and waits.
+    fs::path const held = dir.path() / "held";
+    compile_cache_test::child_process a({worker, "record-steps", root.string(), "1", "flush", "4",
+                                         "touch=" + held.string(), "wait=" + go.string(), "3"});
+    for (int i = 0; i < 10000 && !fs::exists(held); ++i) ::usleep(1000);
+    REQUIRE(fs::exists(held));
+    // B, meanwhile, misses 2: explained from A's written record; its record is written
+    // when it ends, while A still holds its own.
+    auto const run = [&](std::vector<std::string> argv) {
+        compile_cache_test::process_spec spec;
+        spec.argv = std::move(argv);
+        return compile_cache_test::run_process(spec);
+    };
+    auto const b = run({worker, "record-steps", root.string(), "2"});
+    INFO(b.describe());
+    REQUIRE(b.exited(0));
+    CHECK(b.out == "2: storage-test-id changed\n");
+    compile_cache_test::write_file(go, "");
+    CHECK(a.wait() == 0);
+    CHECK(a.output() == "1: new\n4: storage-test-id changed\n3: storage-test-id changed\n");
+    // A's record, written last, has B's entry too (merged at A's write), newest first.
+    CHECK(recorded_ids(root) == std::vector<std::uint32_t>{3, 2, 4, 1});
+    // So B's entry, once removed, misses in a third process as evicted, not changed.
+    REQUIRE(!directory_storage(root.string()).remove(storage_test::key_of(2).value()));
+    auto const c = run({worker, "record-steps", root.string(), "2", "5"});
+    INFO(c.describe());
+    CHECK(c.out == "2: evicted\n5: storage-test-id changed\n");
+}
+#endif

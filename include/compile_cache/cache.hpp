@@ -301,8 +301,11 @@ public:
     /// `compile-cache stats`). Done by the destructor; call it in a long-running host
     /// to make the counts visible sooner. Never on a hit or a store: the hot paths pay
     /// nothing for it. Best effort: a failure is ignored (the counts are for display).
+    /// Also writes the identity records the cache holds (cache/identity_records.hpp).
     void flush_statistics() noexcept {
-        if (enabled_ && state_) state_->flushed.flush(storage_, [this] { return stats().counters(); });
+        if (!enabled_ || !state_) return;
+        records().write_held(); // the identity records held (cache/identity_records.hpp), first
+        state_->flushed.flush(storage_, [this] { return stats().counters(); });
     }
 
     /// The cache the environment asks for, in one pass: the cache reads its own settings
@@ -498,21 +501,24 @@ public:
     /// no identities, or `k` is a bypass.
     miss_explanation explain_miss(key_result const& k, entry_info const& info) {
         if (!enabled_ || !k.ok() || !options_.record_identities) return {};
-        std::optional<identity_record> previous;
+        detail::record_read previous;
         return records().explain(k, info, previous);
     }
 
     /// The record of a kernel's identity (the entries stored for it, newest first), or
-    /// nullopt when there is none or it does not check.
+    /// nullopt when there is none or it does not check: the one this cache holds when it
+    /// holds it (cache/identity_records.hpp), else the storage's.
     std::optional<identity_record> read_identity_record(std::string const& identity) {
+        if (!enabled_) return std::nullopt;
+        if (std::optional<identity_record> held = records().held_record(identity)) return held;
         bool over_bound = false;
-        return enabled_ ? records().read(identity, over_bound) : std::nullopt;
+        return records().read(identity, over_bound);
     }
 
 private:
     template <class Artifact, class Self>
     bool store_impl(key_result const& k, Artifact const& artifact, entry_info const& info, Self const* self,
-                    std::chrono::nanoseconds compile_time, std::optional<identity_record> const* previous) {
+                    std::chrono::nanoseconds compile_time, detail::record_read* previous) {
         if (!enabled_ || !k.ok()) return false;
         auto start = std::chrono::steady_clock::now();
         try {
@@ -592,7 +598,7 @@ private:
         }
         // An absent miss reads the kernel's identity record to say what changed; the
         // record read is kept for the store that follows, which updates it.
-        std::optional<identity_record> previous;
+        detail::record_read previous;
         miss_explanation explanation;
         bool const explained = why == miss_reason::absent && options_.record_identities;
         if (explained) {
@@ -604,7 +610,7 @@ private:
         detail::claim_guard<Storage> claim(storage_);
         if (std::optional<Artifact> hit = detail::claim_or_wait<Artifact>(
                 storage_, claim, k.value(), options_.single_flight,
-                previous && !previous->history.empty() ? previous->history.front().compile_ns : 0,
+                previous.last_compile_ns,
                 options_.max_entry_size, why == miss_reason::absent, state_->stats, options_.logger, info.name,
                 [&] { return load_impl<Artifact>(k, info, self, why); }))
             return cached<Artifact>{std::move(*hit), outcome::loaded, {}};
@@ -627,6 +633,7 @@ private:
         std::atomic<bool> write_error_logged{false};
         std::atomic<bool> new_kernel_logged{false};     ///< the first new kernel's miss was logged
         std::atomic<bool> record_ignored_logged{false}; ///< an identity record over a bound was logged
+        detail::held_identity_records held_records;      ///< records() holds them
         detail::hit_verifier verifier;                  ///< verify mode
         detail::toolchain_component<Hasher> toolchain;  ///< make_key_builder's, and its parts
         detail::counters_flushed flushed;               ///< flush_statistics's
@@ -773,8 +780,8 @@ private:
 
     // The cache's identity records (cache/identity_records.hpp), over its storage.
     detail::identity_records<Storage, Hasher> records() noexcept {
-        return {storage_, auth_, remote_auth_, state_->toolchain, state_->stats, state_->record_ignored_logged,
-                options_.logger};
+        return {storage_,       auth_,           remote_auth_,         state_->toolchain, state_->stats,
+                state_->record_ignored_logged, options_.logger, state_->held_records};
     }
 
     // Verify mode (verify.hpp: hit_verifier judges and counts), for the share of the hits it

@@ -117,6 +117,23 @@ COMPILE_CACHE_DECL std::optional<identity_record> identity_record_in(envelope_fi
 COMPILE_CACHE_DECL std::string sealed_identity_record(std::string identity, recorded_entry newest,
                                                       identity_record const* previous, entry_metadata const& kernel,
                                                       envelope_auth const& auth);
+
+/// The sealed entry (in `auth`'s mode) of the record `r` as it is, its envelope naming
+/// the kernel as `kernel` does; empty when it would be over identity_record_max_size.
+COMPILE_CACHE_DECL std::string sealed_identity_record(identity_record const& r, entry_metadata const& kernel,
+                                                      envelope_auth const& auth);
+
+/// Puts `newest` first in `r`'s history, drops an older entry under the same key, and
+/// keeps identity_record_history entries at most.
+COMPILE_CACHE_DECL void put_first(identity_record& r, recorded_entry newest);
+
+/// Adds to `ours` the entries of `theirs` (the same identity's record as another
+/// process or machine wrote it) under keys `ours` lacks: the history is then the
+/// newest identity_record_history of both, by created_ns, `ours` first among equals.
+COMPILE_CACHE_DECL void merge_identity_records(identity_record& ours, identity_record const& theirs);
+
+/// The size of encode_identity_record(r), without encoding it.
+COMPILE_CACHE_DECL std::size_t encoded_identity_record_size(identity_record const& r) noexcept;
 } // namespace detail
 
 } // namespace compile_cache

@@ -24,6 +24,13 @@
 //       a host: get_or_compile of ids 0..KEYS-1 (checked), then its cache is
 //       destroyed (recording its counters); prints "compiled=N loaded=N wrong=N
 //       lock_timeouts=N logged=N" and each log line on stderr.
+//   storage_worker record-steps DIR STEP...
+//       one cache over DIR, one kernel (`main` from record-steps), steps in order: a
+//       number N get_or_compiles key_of(N) and prints "N: BRIEF" (its miss
+//       explanation's brief(), `hit` for a hit); `wait=PATH` waits for PATH to exist
+//       (20 s at most, then exits 3); `touch=PATH` creates PATH; `flush` calls
+//       flush_statistics(). The cache is
+//       destroyed at the end (writing the identity records it holds).
 #include "support/storage_model.hpp"
 
 #include <chrono>
@@ -222,6 +229,32 @@ int host(int argc, char** argv) {
     return wrong == 0 ? 0 : 1;
 }
 
+int record_steps(int argc, char** argv) {
+    if (argc < 4) return 2;
+    cache c{cc::directory_storage(argv[2])};
+    for (int i = 3; i < argc; ++i) {
+        std::string const step = argv[i];
+        if (step == "flush") {
+            c.flush_statistics();
+        } else if (step.rfind("touch=", 0) == 0) {
+            if (std::FILE* f = std::fopen(step.substr(6).c_str(), "w")) std::fclose(f);
+        } else if (step.rfind("wait=", 0) == 0) {
+            auto const until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+            while (!exists(step.substr(5).c_str())) {
+                if (std::chrono::steady_clock::now() > until) return 3;
+                std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            }
+        } else {
+            auto const id = static_cast<std::uint32_t>(number(step.c_str()));
+            auto const r = c.get_or_compile<artifact>(key_of(id), {"main", "record-steps", 1},
+                                                      [&] { return make_artifact(id, 0, 100); });
+            std::printf("%u: %s\n", id, r.outcome == cc::outcome::loaded ? "hit" : r.explanation.brief().c_str());
+            std::fflush(stdout);
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char** argv) {
     if (argc < 2) return 2;
     std::string const mode = argv[1];
@@ -232,6 +265,7 @@ int main(int argc, char** argv) {
     if (mode == "store-range") return store_range(argc, argv);
     if (mode == "host") return host(argc, argv);
     if (mode == "store-limited") return store_limited(argc, argv);
+    if (mode == "record-steps") return record_steps(argc, argv);
     std::fprintf(stderr, "storage_worker: unknown mode %s\n", mode.c_str());
     return 2;
 }

@@ -1,6 +1,7 @@
 // compile_cache: what basic_cache does with its identity records (identity_record.hpp): reads
 // one, checked as any entry is, explains an absent miss from it (explain.hpp), and puts a
-// stored entry first in it; used by cache.hpp only.
+// stored entry first in it; over a storage that may write records late (write_deferred),
+// holds the records it stored, decoded, and writes them in a batch; used by cache.hpp only.
 #pragma once
 
 #include <compile_cache/detail/config.hpp>
@@ -16,13 +17,72 @@
 #include <compile_cache/statistics.hpp>
 #include <compile_cache/storage/concept.hpp>
 
+#include <sys/types.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
 #include <optional>
+#include <unordered_map>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace compile_cache::detail {
+
+/// The records a cache stored and holds, decoded, until it writes them in a batch: over a
+/// storage with write_deferred and no remote only (one that lets records be written late:
+/// directory_storage; identity_records::holds),
+/// so that a miss and store of a kernel whose record is held neither reads, checks and
+/// decodes it nor encodes and seals it. Shared by a cache's threads (one mutex), its own:
+/// another cache, even over a copy of the same storage, sees the records once written.
+struct held_identity_records {
+    /// The batch is written when it holds this many records or bytes (of their encoded
+    /// payloads), or when its oldest record is this old: what directory_storage's
+    /// deferred writes are bounded by. It is also written at the cache's
+    /// flush_statistics() and destruction. A record is held from its store to the write.
+    static constexpr std::size_t max_records = 256;
+    static constexpr std::size_t max_bytes = std::size_t{4} << 20;
+    static constexpr std::int64_t max_age_ns = std::int64_t{10} * 1000000000;
+
+    struct held {
+        identity_record record;
+        entry_metadata kernel; ///< the name, origin and time of its latest store (no components)
+        std::size_t size = 0;  ///< encoded_identity_record_size(record)
+    };
+
+    std::mutex mutex;
+    std::unordered_map<key, held> records; ///< by record key
+    std::size_t bytes = 0;
+    std::int64_t oldest_ns = 0;     ///< steady clock, when the first held record was stored
+    ::pid_t owner = ::getpid();     ///< a forked child drops its parent's (the parent writes them)
+
+    /// Drops what a forked child inherited; the caller holds `mutex`.
+    void forget_if_forked() noexcept {
+        ::pid_t const me = ::getpid();
+        if (me == owner) return;
+        records.clear();
+        bytes = 0;
+        owner = me;
+    }
+};
+
+/// What an absent miss found of its kernel's record, for the store that follows.
+struct record_read {
+    std::string identity;                  ///< kernel_identity() of the kernel
+    key record_key;                        ///< empty: not looked up
+    std::vector<component_digest> components; ///< the missed key's, as a record keeps them
+    std::optional<identity_record> record; ///< read from the storage (not held)
+    bool held = false;                     ///< the record was held (held_identity_records)
+    std::uint64_t last_compile_ns = 0;     ///< the compile time of its newest entry, 0: none
+};
+
+inline std::int64_t steady_ns() noexcept {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
 
 /// One cache's identity records, over its Storage: the cache's parts they need, by
 /// reference, made anew for each use. An Info is an entry_info (cache.hpp): the kernel's
@@ -37,6 +97,13 @@ struct identity_records {
     statistics& stats;
     std::atomic<bool>& over_bound_logged; ///< a record over a bound was logged
     line_logger const& logger;
+    held_identity_records& held; ///< used when `holds` only
+
+    /// Whether records are held and written in a batch over this Storage: one that lets
+    /// them be written late (write_deferred) and reads nothing from a remote. A tier
+    /// (tiered_storage) gets each record at its store, as before, and uploads it as any
+    /// store, so that the machines its remote feeds see it at once.
+    static constexpr bool holds = has_write_deferred<Storage>::value && !has_from_remote_origin<Storage>::value;
 
     /// The record of the kernel identity `identity` (the entries stored for it, newest
     /// first), or nullopt when there is none or it does not check. `over_bound` is set when
@@ -63,61 +130,194 @@ struct identity_records {
         }
     }
 
+    /// The record of `identity` this cache holds (not yet written), copied; nullopt when
+    /// it holds none.
+    std::optional<identity_record> held_record(std::string const& identity) noexcept {
+        if constexpr (holds) {
+            try {
+                key const rk = identity_record_key(identity);
+                std::lock_guard<std::mutex> const lock(held.mutex);
+                held.forget_if_forked();
+                auto const it = held.records.find(rk);
+                if (it != held.records.end()) return it->second.record;
+            } catch (...) {
+            }
+        }
+        return std::nullopt;
+    }
+
     /// What changed since the kernel of `info` was last stored under another key than
-    /// `k`, from its identity record, which is left in `previous` for the store that
-    /// follows (it updates the record). Kind none when nothing could be read. A record
-    /// over a bound is ignored, counted records-ignored and logged once: the miss is left
-    /// unexplained, and the store that follows replaces the record.
+    /// `k`, from its identity record: the one this cache holds, else the one read from the
+    /// storage, which is left in `previous` for the store that follows (it updates the
+    /// record). Kind none when nothing could be read. A record over a bound is ignored,
+    /// counted records-ignored and logged once: the miss is left unexplained, and the
+    /// store that follows replaces the record.
     template <class Info>
-    miss_explanation explain(key_result const& k, Info const& info, std::optional<identity_record>& previous) noexcept {
+    miss_explanation explain(key_result const& k, Info const& info, record_read& previous) noexcept {
         try {
+            previous.identity = kernel_identity(info.identity, info.name, info.origin_file);
+            previous.components = components_of(k);
+            previous.record_key = identity_record_key(previous.identity); // last: record() takes all three
+            if constexpr (holds) {
+                // (A forked child may read its parent's held records: they are right; it
+                // only never writes them: forget_if_forked, at its first store.)
+                std::lock_guard<std::mutex> const lock(held.mutex);
+                auto const it = held.records.find(previous.record_key);
+                if (it != held.records.end()) {
+                    identity_record const& r = it->second.record;
+                    previous.held = true;
+                    previous.last_compile_ns = r.history.empty() ? 0 : r.history.front().compile_ns;
+                    return explain_absent(&r, k.value(), previous.components, info.identity, info.name,
+                                          info.origin_file);
+                }
+            }
             bool over_bound = false;
-            previous = read(kernel_identity(info.identity, info.name, info.origin_file), over_bound);
+            previous.record = read(previous.identity, over_bound);
             if (over_bound) {
                 stats.record_ignored();
                 if (!over_bound_logged.exchange(true)) log_with(logger, [&] { return record_ignored_line(info.name); });
                 return {};
             }
-            return explain_absent(previous ? &*previous : nullptr, k.value(), components_of(k), info.identity,
-                                  info.name, info.origin_file);
+            if (previous.record && !previous.record->history.empty())
+                previous.last_compile_ns = previous.record->history.front().compile_ns;
+            return explain_absent(previous.record ? &*previous.record : nullptr, k.value(), previous.components,
+                                  info.identity, info.name, info.origin_file);
         } catch (...) {
             return {};
         }
     }
 
     /// After a store of the entry under `k` (its metadata `meta`): puts it first in the
-    /// record of its kernel's identity. `previous` is the record as an absent miss read it;
-    /// null: read it now. Best effort, one write: a failure only loses the explanation of
-    /// a later miss.
+    /// record of its kernel's identity. `previous` is what an absent miss found; null:
+    /// read it now. When `holds`, the record is held (decoded, this entry first) and
+    /// written with the batch (write_held); else sealed and written now.
+    /// Best effort: a failure only loses the explanation of a later miss.
     template <class Info>
-    void record(key_result const& k, Info const& info, entry_metadata const& meta,
-                std::optional<identity_record> const* previous) noexcept {
+    void record(key_result const& k, Info const& info, entry_metadata const& meta, record_read* previous) noexcept {
         try {
-            std::string identity = kernel_identity(info.identity, info.name, info.origin_file);
-            std::optional<identity_record> read_now;
-            if (!previous) {
-                bool over_bound = false;
-                read_now = read(identity, over_bound);
-                previous = &read_now;
-            }
-            key const rk = identity_record_key(identity);
-            std::string const entry = sealed_identity_record(
-                std::move(identity), {k.value(), meta.created_ns, meta.compile_ns, components_of(k)},
-                *previous ? &**previous : nullptr, meta, local);
-            // A storage that can defer the write (directory_storage: batched per process,
-            // so that a store creates one file) gets it that way; the record is for
-            // explanations, and losing the latest one in a crash loses no entry.
-            if (!entry.empty()) {
-                if constexpr (has_write_deferred<Storage>::value)
-                    (void)storage.write_deferred(rk, entry);
-                else
-                    (void)storage.write(rk, entry);
+            bool const looked_up = previous && !previous->record_key.empty();
+            std::string identity = looked_up ? std::move(previous->identity)
+                                             : kernel_identity(info.identity, info.name, info.origin_file);
+            key const rk = looked_up ? previous->record_key : identity_record_key(identity);
+            recorded_entry newest{k.value(), meta.created_ns, meta.compile_ns,
+                                  looked_up ? std::move(previous->components) : components_of(k)};
+            if constexpr (holds) {
+                if (hold(rk, newest, meta)) return;
+                // Not held: the record as the miss read it, or as the storage has it now.
+                identity_record base;
+                if (previous && previous->record) {
+                    base = std::move(*previous->record);
+                } else {
+                    bool over_bound = false;
+                    if (std::optional<identity_record> now = read(identity, over_bound)) base = std::move(*now);
+                }
+                base.identity = std::move(identity);
+                put_first(base, std::move(newest));
+                hold_new(rk, std::move(base), meta);
+            } else {
+                std::optional<identity_record> read_now;
+                std::optional<identity_record> const* before = previous ? &previous->record : nullptr;
+                if (!before) {
+                    bool over_bound = false;
+                    read_now = read(identity, over_bound);
+                    before = &read_now;
+                }
+                std::string const entry = sealed_identity_record(std::move(identity), std::move(newest),
+                                                                 *before ? &**before : nullptr, meta, local);
+                // A storage that can defer the write (a tier over directory_storage) gets it
+                // that way: the record is for explanations, and losing the latest one in a
+                // crash loses no entry.
+                if (!entry.empty()) {
+                    if constexpr (has_write_deferred<Storage>::value)
+                        (void)storage.write_deferred(rk, entry);
+                    else
+                        (void)storage.write(rk, entry);
+                }
             }
         } catch (...) {
         }
     }
 
+    /// Writes the records held (when `holds`), each merged first
+    /// with the record the storage has now (merge_identity_records: what other processes
+    /// stored meanwhile is kept), sealed, and written with write(). Best effort.
+    void write_held() noexcept {
+        if constexpr (holds) {
+            try {
+                std::unordered_map<key, held_identity_records::held> batch;
+                {
+                    std::lock_guard<std::mutex> const lock(held.mutex);
+                    held.forget_if_forked();
+                    batch.swap(held.records);
+                    held.bytes = 0;
+                }
+                for (auto& [rk, h] : batch) {
+                    try {
+                        bool over_bound = false;
+                        if (std::optional<identity_record> const now = read(h.record.identity, over_bound))
+                            merge_identity_records(h.record, *now);
+                        std::string const entry = sealed_identity_record(h.record, h.kernel, local);
+                        if (!entry.empty()) (void)storage.write(rk, entry);
+                    } catch (...) {
+                    }
+                }
+            } catch (...) {
+            }
+        }
+    }
+
 private:
+    // Puts `newest` first in the held record under `rk`: false when none is held.
+    bool hold(key const& rk, recorded_entry& newest, entry_metadata const& meta) {
+        bool due = false;
+        {
+            std::lock_guard<std::mutex> const lock(held.mutex);
+            held.forget_if_forked();
+            auto const it = held.records.find(rk);
+            if (it == held.records.end()) return false;
+            put_first(it->second.record, std::move(newest));
+            keep_kernel(it->second, meta);
+            due = resized(it->second);
+        }
+        if (due) write_held();
+        return true;
+    }
+
+    // Holds `r`, the record under `rk` (merged into one another thread held meanwhile).
+    void hold_new(key const& rk, identity_record r, entry_metadata const& meta) {
+        bool due = false;
+        {
+            std::lock_guard<std::mutex> const lock(held.mutex);
+            held.forget_if_forked();
+            if (held.records.empty()) held.oldest_ns = steady_ns();
+            auto [it, added] = held.records.try_emplace(rk);
+            if (added)
+                it->second.record = std::move(r);
+            else
+                merge_identity_records(it->second.record, r);
+            keep_kernel(it->second, meta);
+            due = resized(it->second);
+        }
+        if (due) write_held();
+    }
+
+    static void keep_kernel(held_identity_records::held& h, entry_metadata const& meta) {
+        h.kernel.name = meta.name;
+        h.kernel.origin_file = meta.origin_file;
+        h.kernel.origin_line = meta.origin_line;
+        h.kernel.created_ns = meta.created_ns;
+    }
+
+    // Accounts for the new size of `h`; whether the batch is due. The caller holds the mutex.
+    bool resized(held_identity_records::held& h) {
+        held.bytes -= h.size;
+        h.size = encoded_identity_record_size(h.record) + h.kernel.name.size() + h.kernel.origin_file.size();
+        held.bytes += h.size;
+        return held.records.size() >= held_identity_records::max_records ||
+               held.bytes >= held_identity_records::max_bytes ||
+               steady_ns() - held.oldest_ns >= held_identity_records::max_age_ns;
+    }
+
     // The key's components as an identity record keeps them (toolchain_component::with_parts).
     std::vector<component_digest> components_of(key_result const& k) {
         return toolchain.with_parts(k.components(), identity_record_digest_size);

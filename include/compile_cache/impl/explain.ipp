@@ -56,8 +56,63 @@ void miss_explanation::append_list(std::string& s, char const* label, std::vecto
     s += (s.empty() ? "" : "; ") + std::string(label) + join(names);
 }
 
+namespace detail {
+/// compare_components once both lists' names are distinct: `find(list, name)` is the
+/// component of `list` named `name`, or null.
+template <class Find>
+miss_explanation compare_component_lists(std::vector<component_digest> const& old_list,
+                                         std::vector<component_digest> const& new_list, Find const& find) {
+    auto is_toolchain_part = [](std::string const& name) { return name.rfind("toolchain: ", 0) == 0; };
+    miss_explanation m;
+    m.what = miss_explanation::kind::changed;
+    bool toolchain_changed = false, toolchain_parts = false;
+    for (component_digest const& c : new_list) {
+        component_digest const* const old = find(old_list, c.name);
+        bool const part = is_toolchain_part(c.name);
+        toolchain_parts = toolchain_parts || part;
+        if (!old) {
+            m.appeared.push_back(c.name);
+            toolchain_changed = toolchain_changed || part;
+        } else if (!(old->digest == c.digest)) {
+            m.changed.push_back(c.name);
+            toolchain_changed = toolchain_changed || part;
+        } else if (!part) {
+            m.unchanged.push_back(c.name);
+        }
+    }
+    for (component_digest const& c : old_list)
+        if (!find(new_list, c.name)) {
+            m.disappeared.push_back(c.name);
+            toolchain_changed = toolchain_changed || is_toolchain_part(c.name);
+        }
+    if (toolchain_parts && !toolchain_changed) m.unchanged.insert(m.unchanged.begin(), "toolchain");
+    return m;
+}
+
+/// Whether the names of `list` (of few_components at most) are distinct.
+inline bool few_distinct_names(std::vector<component_digest> const& list) noexcept {
+    for (std::size_t i = 0; i < list.size(); ++i)
+        for (std::size_t j = i + 1; j < list.size(); ++j)
+            if (list[i].name == list[j].name) return false;
+    return true;
+}
+inline constexpr std::size_t few_components = 32;
+} // namespace detail
+
 miss_explanation compare_components(std::vector<component_digest> const& before,
                                     std::vector<component_digest> const& now) {
+    // Few components, each name once (every key a host builds, and every record the
+    // cache writes for it): compared in place, with neither copies nor maps. The same
+    // lists as below: distinct_component_names leaves distinct names as they are.
+    if (before.size() <= detail::few_components && now.size() <= detail::few_components &&
+        detail::few_distinct_names(before) && detail::few_distinct_names(now)) {
+        auto find = [](std::vector<component_digest> const& list, std::string const& name) {
+            for (component_digest const& c : list)
+                if (c.name == name) return &c;
+            return static_cast<component_digest const*>(nullptr);
+        };
+        return detail::compare_component_lists(before, now, find);
+    }
     std::vector<component_digest> old_list = before, new_list = now;
     distinct_component_names(old_list);
     distinct_component_names(new_list);
@@ -66,31 +121,12 @@ miss_explanation compare_components(std::vector<component_digest> const& before,
     new_by_name.reserve(new_list.size());
     for (component_digest const& c : old_list) old_by_name.emplace(c.name, &c);
     for (component_digest const& c : new_list) new_by_name.emplace(c.name, &c);
-    auto is_toolchain_part = [](std::string const& name) { return name.rfind("toolchain: ", 0) == 0; };
-    miss_explanation m;
-    m.what = miss_explanation::kind::changed;
-    bool toolchain_changed = false, toolchain_parts = false;
-    for (component_digest const& c : new_list) {
-        auto const old = old_by_name.find(c.name);
-        bool const part = is_toolchain_part(c.name);
-        toolchain_parts = toolchain_parts || part;
-        if (old == old_by_name.end()) {
-            m.appeared.push_back(c.name);
-            toolchain_changed = toolchain_changed || part;
-        } else if (!(old->second->digest == c.digest)) {
-            m.changed.push_back(c.name);
-            toolchain_changed = toolchain_changed || part;
-        } else if (!part) {
-            m.unchanged.push_back(c.name);
-        }
-    }
-    for (component_digest const& c : old_list)
-        if (new_by_name.find(c.name) == new_by_name.end()) {
-            m.disappeared.push_back(c.name);
-            toolchain_changed = toolchain_changed || is_toolchain_part(c.name);
-        }
-    if (toolchain_parts && !toolchain_changed) m.unchanged.insert(m.unchanged.begin(), "toolchain");
-    return m;
+    auto find = [&](std::vector<component_digest> const& list, std::string const& name) {
+        auto const& by_name = &list == &old_list ? old_by_name : new_by_name;
+        auto const it = by_name.find(name);
+        return it == by_name.end() ? static_cast<component_digest const*>(nullptr) : it->second;
+    };
+    return detail::compare_component_lists(old_list, new_list, find);
 }
 
 miss_explanation explain_absent(identity_record const* record, key const& now_key,

@@ -2,6 +2,7 @@
 // (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
 #pragma once
 #if COMPILE_CACHE_INCLUDE_IMPL
+#include <algorithm>
 #include <cstring>
 
 namespace compile_cache {
@@ -122,6 +123,10 @@ std::string sealed_identity_record(std::string identity, recorded_entry newest, 
             if (r.history.size() < identity_record_history && !(e.entry_key == r.history.front().entry_key))
                 r.history.push_back(e);
     r.identity = std::move(identity);
+    return sealed_identity_record(r, kernel, auth);
+}
+
+std::string sealed_identity_record(identity_record const& r, entry_metadata const& kernel, envelope_auth const& auth) {
     entry_metadata m;
     m.name = kernel.name;
     m.origin_file = kernel.origin_file;
@@ -134,6 +139,39 @@ std::string sealed_identity_record(std::string identity, recorded_entry newest, 
     envelope.seal();
     if (entry.size() > identity_record_max_size) entry.clear();
     return entry;
+}
+
+void put_first(identity_record& r, recorded_entry newest) {
+    auto& h = r.history;
+    for (auto it = h.begin(); it != h.end(); ++it)
+        if (it->entry_key == newest.entry_key) {
+            h.erase(it);
+            break;
+        }
+    if (h.size() >= identity_record_history) h.resize(identity_record_history - 1);
+    h.insert(h.begin(), std::move(newest));
+}
+
+void merge_identity_records(identity_record& ours, identity_record const& theirs) {
+    std::vector<recorded_entry> all = std::move(ours.history);
+    for (recorded_entry const& e : theirs.history) {
+        bool known = false;
+        for (recorded_entry const& o : all) known = known || o.entry_key == e.entry_key;
+        if (!known) all.push_back(e);
+    }
+    std::stable_sort(all.begin(), all.end(),
+                     [](recorded_entry const& a, recorded_entry const& b) { return a.created_ns > b.created_ns; });
+    if (all.size() > identity_record_history) all.resize(identity_record_history);
+    ours.history = std::move(all);
+}
+
+std::size_t encoded_identity_record_size(identity_record const& r) noexcept {
+    std::size_t n = 4 + r.identity.size() + 4;
+    for (recorded_entry const& e : r.history) {
+        n += 1 + e.entry_key.size() + 8 + 8 + 4;
+        for (component_digest const& c : e.components) n += 4 + c.name.size() + 1 + c.digest.size();
+    }
+    return n;
 }
 } // namespace detail
 
