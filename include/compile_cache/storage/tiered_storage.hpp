@@ -46,6 +46,12 @@
 
 namespace compile_cache {
 
+namespace detail {
+/// A local storage's `flush_deferred()` (directory_storage): makes the writes it holds back.
+template <class S>
+using flush_deferred_t = decltype(std::declval<S&>().flush_deferred());
+} // namespace detail
+
 /// What a tier may do with its remote.
 enum class remote_mode {
     read_write, ///< read, and write every store
@@ -476,8 +482,19 @@ public:
     /// Background mode: waits until the queued uploads and copies are done, at most
     /// `within`; true when nothing is left (and always in sync mode). For a host that
     /// wants its uploads out at a point of its own (before it forks, or a long pause).
+    /// While uploads are still under way, the local storage's held writes (its
+    /// `flush_deferred`, when it has one: directory_storage's identity records) are made
+    /// first, on this thread, so that the two overlap instead of following each other.
     bool wait_for_uploads(std::chrono::milliseconds within) noexcept {
         if (!state_ || !state_->worker) return true;
+        if constexpr (detail::is_detected<detail::flush_deferred_t, Local>::value) {
+            if (state_->local && !state_->forked_mid_job() && !state_->worker->wait_idle(std::chrono::milliseconds(0))) {
+                try {
+                    (void)state_->local->flush_deferred();
+                } catch (...) { // (a policy's failure: made at its own end, or not at all)
+                }
+            }
+        }
         return state_->worker->wait_idle(within);
     }
     /// Whether the background worker's thread has been started (by an upload or a copy).
