@@ -351,7 +351,8 @@ TEST_CASE_METHOD(relayed_server,
         chunks.emplace_back(chunk);
     });
 
-    std::vector<std::pair<cc::key, std::string>> const stored = {{keys[0], "entry 60"}, {keys[1], "entry 61"}, {keys[2], "entry 62"}};
+    std::vector<std::pair<cc::key, std::string>> const stored = {
+        {keys[0], "entry 60"}, {keys[1], "entry 61"}, {keys[2], "entry 62"}};
     std::vector<std::pair<cc::key, std::string_view>> entries;
     for (auto const& e : stored) entries.emplace_back(e.first, e.second);
     client.write_many_then_release(entries, {keys[0], keys[1], keys[2], others}, out);

@@ -1053,15 +1053,16 @@ TEST_CASE("Tier on Redis: a prefetch on a cluster, or for a user without EVAL, s
         }
         m.cache.prefetch(keys, infos);
         CHECK(m.remote("claims-prefetched") == n);
-        for (auto const& k : keys) CHECK(probe.try_claim(k.value(), cc::claim_request{cc::claim_scope::remote, 1000ms}).state ==
-                                         cc::claim_state::held); // (this process's: held)
+        cc::claim_request const remote_only{cc::claim_scope::remote, 1000ms};
+        for (auto const& k : keys) // (this process's: held)
+            CHECK(probe.try_claim(k.value(), remote_only).state == cc::claim_state::held);
         for (int i = 0; i < n; ++i) CHECK(m.get(i) == cc::outcome::compiled);
         CHECK(m.cache.stats().waited == 0);
         CHECK(m.remote("claims-prefetched-unused") == 0);
         for (auto const& k : keys) {
             std::string bytes;
             CHECK(probe.read(k.value(), bytes, 1 << 20).status == cc::read_status::found);
-            cc::claim_answer const again = probe.try_claim(k.value(), cc::claim_request{cc::claim_scope::remote, 1000ms});
+            cc::claim_answer const again = probe.try_claim(k.value(), remote_only);
             CHECK(again.state == cc::claim_state::claimed); // released after its uploads
             if (again.state == cc::claim_state::claimed) probe.release_claim(k.value());
         }

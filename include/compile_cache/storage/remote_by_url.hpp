@@ -61,8 +61,8 @@ using read_many_of_t = decltype(std::declval<S&>().read_many(
 /// `read_many` (else one read per key), `write_many` (else one write per entry),
 /// `try_claim_many` (else nothing claimed), `release_claim_many` (else one release per
 /// key), `write_many_then_release` (else those two in turn), `read_many_claiming` (else
-/// the reads, then try_claim_many for the keys found absent). A default-constructed one holds none: reads are absent, the rest fail with
-/// invalid_argument. Thread-safe as the held
+/// the reads, then try_claim_many for the keys found absent). A default-constructed one
+/// holds none: reads are absent, the rest fail with invalid_argument. Thread-safe as the held
 /// alternative is; move-only when one of them is.
 template <class... Remotes>
 class remote_by_url {

@@ -488,7 +488,8 @@ public:
     bool wait_for_uploads(std::chrono::milliseconds within) noexcept {
         if (!state_ || !state_->worker) return true;
         if constexpr (detail::is_detected<detail::flush_deferred_t, Local>::value) {
-            if (state_->local && !state_->forked_mid_job() && !state_->worker->wait_idle(std::chrono::milliseconds(0))) {
+            if (state_->local && !state_->forked_mid_job() &&
+                !state_->worker->wait_idle(std::chrono::milliseconds(0))) {
                 try {
                     (void)state_->local->flush_deferred();
                 } catch (...) { // (a policy's failure: made at its own end, or not at all)
@@ -1286,7 +1287,8 @@ private:
                     remote->try_claim_many(absent, claim_request_of(request), answers);
                     if (answers.size() != absent.size()) return;
                     std::lock_guard<std::mutex> lock(preclaim_mutex);
-                    for (std::size_t i = 0; i < absent.size(); ++i) remember_claim_locked(absent[i], answers[i], true, taken, request);
+                    for (std::size_t i = 0; i < absent.size(); ++i)
+                        remember_claim_locked(absent[i], answers[i], true, taken, request);
                 } catch (...) {
                 }
             } else {
@@ -1323,7 +1325,8 @@ private:
                            clock::time_point taken, claim_request const& request) noexcept {
             try {
                 std::unordered_map<key, read_status> read;
-                for (std::size_t i = 0; i < wanted.size() && i < got.size(); ++i) read.emplace(wanted[i], got[i].first.status);
+                for (std::size_t i = 0; i < wanted.size() && i < got.size(); ++i)
+                    read.emplace(wanted[i], got[i].first.status);
                 std::lock_guard<std::mutex> lock(preclaim_mutex);
                 for (std::size_t i = 0; i < to_claim.size(); ++i) {
                     claim_answer const answer = i < claimed.size() ? claimed[i] : claim_answer{};

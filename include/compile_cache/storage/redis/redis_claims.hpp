@@ -213,7 +213,9 @@ inline void redis_storage::write_many_then_release(std::vector<std::pair<key, st
                 if (i < writes) return set_command(names[i], entries[i].second, ttl);
                 return detail::redis_command{"EVAL", detail::redis_claim_release_script, "1", names[i], owner};
             },
-            [&](std::size_t i) -> unsigned { return i < writes ? 1u << REDIS_REPLY_STATUS : 1u << REDIS_REPLY_INTEGER; },
+            [&](std::size_t i) -> unsigned {
+                return i < writes ? 1u << REDIS_REPLY_STATUS : 1u << REDIS_REPLY_INTEGER;
+            },
             4096, std::numeric_limits<std::size_t>::max(),
             [&](std::size_t i, redisReply const* r) {
                 if (r->type != REDIS_REPLY_ERROR) return;
@@ -273,8 +275,8 @@ inline void redis_storage::read_many_claiming(std::vector<key> const& keys, std:
                                                  entry_names[i - reads], names[i], owner, expiry};
                 },
                 [&](std::size_t i) -> unsigned {
-                    return i < reads ? (1u << REDIS_REPLY_STRING) | (1u << REDIS_REPLY_NIL)
-                                     : (1u << REDIS_REPLY_STATUS) | (1u << REDIS_REPLY_NIL) | (1u << REDIS_REPLY_INTEGER);
+                    if (i < reads) return (1u << REDIS_REPLY_STRING) | (1u << REDIS_REPLY_NIL);
+                    return (1u << REDIS_REPLY_STATUS) | (1u << REDIS_REPLY_NIL) | (1u << REDIS_REPLY_INTEGER);
                 },
                 bound + 64, state_->options.batch_max_bytes,
                 [&](std::size_t i, redisReply const* r) {
@@ -325,7 +327,8 @@ inline void redis_storage::read_many_claiming(std::vector<key> const& keys, std:
             }
         }
         for (auto& o : out)
-            if (o.first.status != read_status::found) o.first = {read_status::error, make_error_code(remote_error::other)};
+            if (o.first.status != read_status::found)
+                o.first = {read_status::error, make_error_code(remote_error::other)};
     }
 }
 
