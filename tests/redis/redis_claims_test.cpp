@@ -9,9 +9,12 @@
 #include <compile_cache/storage/redis/redis_storage.hpp>
 
 #include <chrono>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <sys/wait.h>
@@ -307,4 +310,238 @@ TEST_CASE("Redis claims in a batch on a cluster: each key claimed on the master 
     s.try_claim_many(keys, remote_claim(), answers); // (all released: claimed again)
     for (auto const& answer : answers) CHECK(answer.state == cc::claim_state::claimed);
     s.release_claim_many(keys);
+}
+
+namespace {
+/// Where the last `command` (RESP, `$N\r\nCOMMAND\r\n`) starts in `chunk`, and the first.
+std::size_t first_of(std::string_view chunk, std::string_view command) {
+    return chunk.find("\r\n" + std::string(command) + "\r\n");
+}
+std::size_t last_of(std::string_view chunk, std::string_view command) {
+    return chunk.rfind("\r\n" + std::string(command) + "\r\n");
+}
+std::size_t count_in(std::string_view chunk, std::string_view command) {
+    std::string const needle = "\r\n" + std::string(command) + "\r\n";
+    std::size_t n = 0;
+    for (std::size_t at = chunk.find(needle); at != std::string_view::npos; at = chunk.find(needle, at + 1)) ++n;
+    return n;
+}
+} // namespace
+
+TEST_CASE_METHOD(relayed_server,
+                 "Redis writes then releases on a server: the SETs and the release scripts after them go in one "
+                 "exchange, and another's claim is left",
+                 "[redis][claims][upload]") {
+    std::vector<cc::key> keys;
+    for (std::uint64_t n = 60; n < 63; ++n) keys.push_back(key_of(n));
+    std::vector<cc::claim_answer> answers;
+    client.try_claim_many(keys, remote_claim(), answers);
+    REQUIRE(answers.size() == keys.size());
+    for (auto const& answer : answers) REQUIRE(answer.state == cc::claim_state::claimed);
+    cc::key const others = key_of(63); // another machine's claim, released by name here: left alone
+    std::string const other = other_machine_owner("machine-g");
+    REQUIRE(a({"SET", client.claim_name(others), other, "PX", "30000"}) == "OK");
+    std::vector<std::error_code> out;
+    client.write_many({{key_of(99), "opens the batch connection"}}, out); // (the exchange below is the batch alone)
+    REQUIRE(a({"CONFIG", "RESETSTAT"}) == "OK");
+    std::mutex chunks_mutex;
+    std::vector<std::string> chunks;
+    r.before_passing([&](std::string_view chunk) {
+        std::lock_guard<std::mutex> lock(chunks_mutex);
+        chunks.emplace_back(chunk);
+    });
+
+    std::vector<std::pair<cc::key, std::string>> const stored = {
+        {keys[0], "entry 60"}, {keys[1], "entry 61"}, {keys[2], "entry 62"}};
+    std::vector<std::pair<cc::key, std::string_view>> entries;
+    for (auto const& e : stored) entries.emplace_back(e.first, e.second);
+    client.write_many_then_release(entries, {keys[0], keys[1], keys[2], others}, out);
+    std::lock_guard<std::mutex> lock(chunks_mutex);
+    REQUIRE(out.size() == 3);
+    for (auto const& e : out) CHECK_FALSE(e);
+    REQUIRE(chunks.size() == 1); // one exchange: the writes and the releases together
+    CHECK(count_in(chunks[0], "SET") == 3);
+    CHECK(count_in(chunks[0], "EVAL") == 4);
+    CHECK(last_of(chunks[0], "SET") < first_of(chunks[0], "EVAL")); // each release after every write
+    CHECK(a.calls("set") == 3);
+    CHECK(a.calls("eval") == 4);
+    for (std::size_t i = 0; i < 3; ++i) {
+        INFO(i);
+        CHECK(a({"GET", client.redis_key(keys[i])}) == stored[i].second);
+        CHECK(a({"EXISTS", client.claim_name(keys[i])}) == "0");
+    }
+    CHECK(a({"GET", client.claim_name(others)}) == other);
+}
+
+TEST_CASE("Redis writes then releases: a write the server refuses still has its claim released, so that its "
+          "waiters compile",
+          "[redis][claims][upload]") {
+    server s;
+    admin a(s.port());
+    std::string const ns = unique_name("claims");
+    // A user who may read the entries and write only the claims: its SET of an entry is refused.
+    REQUIRE(a({"ACL", "SETUSER", "claimer", "on", ">claimer-pw", "%R~" + ns + ":*", "~" + ns + ":*:claim", "+@all"}) ==
+            "OK");
+    cc::redis_options o;
+    o.url = "redis://claimer:claimer-pw@127.0.0.1:" + std::to_string(s.port());
+    o.name_space = ns;
+    cc::redis_storage claimer(o);
+    cc::key const k = key_of(64);
+    REQUIRE(claimer.try_claim(k, remote_claim()).state == cc::claim_state::claimed);
+    REQUIRE(a({"EXISTS", claimer.claim_name(k)}) == "1");
+    std::vector<std::error_code> out;
+    claimer.write_many_then_release({{k, "entry 64"}}, {k}, out);
+    REQUIRE(out.size() == 1);
+    CHECK(out[0]); // refused
+    CHECK(a({"EXISTS", claimer.redis_key(k)}) == "0");
+    CHECK(a({"EXISTS", claimer.claim_name(k)}) == "0"); // released all the same
+}
+
+TEST_CASE_METHOD(relayed_server,
+                 "Redis reads that claim on a server: one exchange reads every key and claims each absent entry, "
+                 "none for a present one, held for another's",
+                 "[redis][claims][prefetch]") {
+    std::vector<cc::key> entries, keys;
+    for (std::uint64_t n = 70; n < 74; ++n) entries.push_back(key_of(n));
+    keys = entries;
+    for (std::uint64_t n = 170; n < 174; ++n) keys.push_back(key_of(n)); // (read, not claimed: records)
+    REQUIRE(a({"SET", client.redis_key(entries[0]), "entry 70"}) == "OK");
+    REQUIRE(a({"SET", client.redis_key(entries[1]), "entry 71"}) == "OK");
+    std::string const other = other_machine_owner("machine-h");
+    REQUIRE(a({"SET", client.claim_name(entries[3]), other, "PX", "30000"}) == "OK");
+    std::string scratch; // (the client connects first: the exchange below is the batch alone)
+    REQUIRE(client.read(key_of(99), scratch, 16).status == cc::read_status::absent);
+    REQUIRE(a({"CONFIG", "RESETSTAT"}) == "OK");
+    std::mutex chunks_mutex;
+    std::vector<std::string> chunks;
+    r.before_passing([&](std::string_view chunk) {
+        std::lock_guard<std::mutex> lock(chunks_mutex);
+        chunks.emplace_back(chunk);
+    });
+
+    std::vector<std::pair<cc::read_result, std::string>> out;
+    std::vector<cc::claim_answer> claims;
+    client.read_many_claiming(keys, 1 << 20, entries, remote_claim(20000ms), out, claims);
+    {
+        std::lock_guard<std::mutex> lock(chunks_mutex);
+        CHECK(chunks.size() == 1); // one exchange: the reads and the claims together
+        chunks.clear();
+    }
+    REQUIRE(out.size() == keys.size());
+    REQUIRE(claims.size() == entries.size());
+    CHECK(out[0].first.status == cc::read_status::found);
+    CHECK(out[0].second == "entry 70");
+    CHECK(out[1].first.status == cc::read_status::found);
+    CHECK(out[2].first.status == cc::read_status::absent);
+    CHECK(out[3].first.status == cc::read_status::absent);
+    for (std::size_t i = 4; i < keys.size(); ++i) CHECK(out[i].first.status == cc::read_status::absent);
+    CHECK(claims[0].state == cc::claim_state::none); // the entry is there: no claim
+    CHECK(claims[1].state == cc::claim_state::none);
+    CHECK(claims[2].state == cc::claim_state::claimed);
+    CHECK(claims[3].state == cc::claim_state::held);
+    CHECK(a.calls("getrange") == keys.size());
+    CHECK(a.calls("eval") == entries.size());
+    CHECK(a.calls("set") == 2); // the two absent entries' SET NX (one refused: another's claim)
+    CHECK(a({"EXISTS", client.claim_name(entries[0])}) == "0");
+    CHECK(a({"EXISTS", client.claim_name(entries[1])}) == "0");
+    CHECK(a({"GET", client.claim_name(entries[2])}) == cc::detail::claim_owner());
+    long long const ttl = std::stoll(a({"PTTL", client.claim_name(entries[2])}));
+    CHECK(ttl > 0);
+    CHECK(ttl <= 20000);
+    CHECK(a({"GET", client.claim_name(entries[3])}) == other);
+    CHECK(client.try_claim(entries[2], remote_claim()).state == cc::claim_state::held); // (ours: held)
+    client.release_claim(entries[2]);
+
+    // Without `remote` in the scope: the reads alone, nothing claimed.
+    REQUIRE(a({"CONFIG", "RESETSTAT"}) == "OK");
+    {
+        std::lock_guard<std::mutex> lock(chunks_mutex);
+        chunks.clear();
+    }
+    client.read_many_claiming(keys, 1 << 20, entries, cc::claim_request{cc::claim_scope::local, 1000ms}, out, claims);
+    {
+        std::lock_guard<std::mutex> lock(chunks_mutex);
+        CHECK(chunks.size() == 1);
+    }
+    CHECK(a.calls("getrange") == keys.size());
+    CHECK(a.calls("eval") == 0);
+    for (auto const& c : claims) CHECK(c.state == cc::claim_state::none);
+}
+
+TEST_CASE("Redis writes then releases, and reads that claim, for an ACL user without EVAL: the claims are still taken "
+          "after the reads, and released after the writes",
+          "[redis][claims][prefetch][upload]") {
+    server acl;
+    admin a(acl.port());
+    std::string const ns = unique_name("claims");
+    REQUIRE(a({"ACL", "SETUSER", "ci", "on", ">ci-pw", "~" + ns + ":*", "+getrange", "+get", "+set", "+del"}) == "OK");
+    cc::redis_options o;
+    o.url = "redis://ci:ci-pw@127.0.0.1:" + std::to_string(acl.port());
+    o.name_space = ns;
+    cc::redis_storage ci(o);
+    std::vector<cc::key> const entries = {key_of(80), key_of(81), key_of(82)};
+    REQUIRE(a({"SET", ci.redis_key(entries[0]), "entry 80"}) == "OK");
+    REQUIRE(a({"CONFIG", "RESETSTAT"}) == "OK");
+    std::vector<std::pair<cc::read_result, std::string>> out;
+    std::vector<cc::claim_answer> claims;
+    ci.read_many_claiming(entries, 1 << 20, entries, remote_claim(), out, claims);
+    REQUIRE(out.size() == 3);
+    REQUIRE(claims.size() == 3);
+    CHECK(out[0].first.status == cc::read_status::found);
+    CHECK(claims[0].state == cc::claim_state::none);
+    CHECK(claims[1].state == cc::claim_state::claimed);
+    CHECK(claims[2].state == cc::claim_state::claimed);
+    CHECK(a.calls("set") == 2); // (the refused scripts ran nothing: the claims are try_claim_many's)
+    CHECK(a({"EXISTS", ci.claim_name(entries[0])}) == "0");
+    CHECK(a({"GET", ci.claim_name(entries[1])}) == cc::detail::claim_owner());
+
+    std::vector<std::error_code> written;
+    ci.write_many_then_release({{entries[1], "entry 81"}, {entries[2], "entry 82"}}, {entries[1], entries[2]}, written);
+    REQUIRE(written.size() == 2);
+    CHECK_FALSE(written[0]);
+    CHECK_FALSE(written[1]);
+    CHECK(a({"GET", ci.redis_key(entries[1])}) == "entry 81");
+    CHECK(a({"EXISTS", ci.claim_name(entries[1])}) == "0"); // released without the script: GET, compare, DEL
+    CHECK(a({"EXISTS", ci.claim_name(entries[2])}) == "0");
+}
+
+TEST_CASE("Redis writes then releases, and reads that claim, on a cluster: the claims taken after the reads for the "
+          "absent entries, released after the writes",
+          "[redis][claims][cluster][prefetch][upload]") {
+    std::string const ns = unique_name("claims");
+    cc::redis_storage s = storage_at(fixture::get().cluster_url(), ns);
+    std::vector<cc::key> entries;
+    for (std::uint64_t n = 90; n < 100; ++n) entries.push_back(key_of(n)); // in several slots
+    REQUIRE_FALSE(s.write(entries[0], "entry 90"));
+    REQUIRE_FALSE(s.write(entries[1], "entry 91"));
+    std::vector<std::pair<cc::read_result, std::string>> out;
+    std::vector<cc::claim_answer> claims;
+    s.read_many_claiming(entries, 1 << 20, entries, remote_claim(), out, claims);
+    REQUIRE(out.size() == entries.size());
+    REQUIRE(claims.size() == entries.size());
+    CHECK(out[0].first.status == cc::read_status::found);
+    CHECK(out[1].first.status == cc::read_status::found);
+    CHECK(claims[0].state == cc::claim_state::none);
+    CHECK(claims[1].state == cc::claim_state::none);
+    std::vector<std::pair<cc::key, std::string_view>> writes;
+    std::vector<cc::key> releases;
+    for (std::size_t i = 2; i < entries.size(); ++i) {
+        INFO(i);
+        CHECK(out[i].first.status == cc::read_status::absent);
+        CHECK(claims[i].state == cc::claim_state::claimed);
+        CHECK(s.try_claim(entries[i], remote_claim()).state == cc::claim_state::held); // ours, on its master
+        writes.emplace_back(entries[i], "an entry");
+        releases.push_back(entries[i]);
+    }
+    std::vector<std::error_code> written;
+    s.write_many_then_release(writes, releases, written);
+    REQUIRE(written.size() == writes.size());
+    for (std::size_t i = 2; i < entries.size(); ++i) {
+        INFO(i);
+        CHECK_FALSE(written[i - 2]);
+        std::string bytes;
+        CHECK(s.read(entries[i], bytes, 1 << 20).status == cc::read_status::found);
+        CHECK(s.try_claim(entries[i], remote_claim()).state == cc::claim_state::claimed); // released: claimed again
+    }
+    s.release_claim_many(releases);
 }

@@ -13,8 +13,10 @@
 
 #include <boost/serialization/vector.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <string>
@@ -899,4 +901,215 @@ TEST_CASE_METHOD(server_and_folder,
         CHECK(dev.out.find("k1 loaded\n") != std::string::npos);
         CHECK(dev.out.find("k2 loaded\n") != std::string::npos);
     }
+}
+
+// --- The claims' exchanges: releases with the uploads, claims with the prefetch's reads ---
+
+TEST_CASE_METHOD(server_and_folder,
+                 "Tier on Redis: the worker sends a batch's uploads and the claims' releases after them in one "
+                 "exchange on a server",
+                 "[redis][tiered][upload][claims]") {
+    relay r(s.port(), 0ms);
+    std::string const ns = unique_name("release-with-uploads");
+    tier storage(cc::directory_storage((dir.path() / "local").string()), remote_at(r.url(), ns, 5000ms),
+                 cc::tier_options{});
+    cc::redis_storage const probe = remote_at(s.url(), ns);
+    int const n = 5;
+    cc::claim_request const both{cc::claim_scope::both, 30000ms};
+    for (int i = 0; i < n; ++i) REQUIRE(storage.try_claim(key_of(i), both).state == cc::claim_state::claimed);
+    for (int i = 0; i < n; ++i) REQUIRE(a({"GET", probe.claim_name(key_of(i))}) == cc::detail::claim_owner());
+
+    // The worker's first upload (a plug) is held in the relay until every job below is
+    // queued, so that they make the worker's next batch.
+    std::mutex m;
+    std::condition_variable cv;
+    bool plugged = false, unplug = false, after = false;
+    std::vector<std::string> chunks; // the client's chunks once the plug is let go
+    r.before_passing([&](std::string_view chunk) {
+        std::unique_lock<std::mutex> lock(m);
+        if (after) {
+            chunks.emplace_back(chunk);
+            return;
+        }
+        if (plugged || chunk.find("\r\nSET\r\n") == std::string_view::npos) return;
+        plugged = true;
+        cv.notify_all();
+        cv.wait_for(lock, 10s, [&] { return unplug; });
+    });
+    CHECK_FALSE(storage.write(key_of(100), "the plug"));
+    {
+        std::unique_lock<std::mutex> lock(m);
+        REQUIRE(cv.wait_for(lock, 10s, [&] { return plugged; }));
+    }
+    for (int i = 0; i < n; ++i) {
+        CHECK_FALSE(storage.write(key_of(i), "entry " + std::to_string(i)));
+        storage.release_claim(key_of(i)); // (queued after its upload)
+    }
+    REQUIRE(a({"CONFIG", "RESETSTAT"}) == "OK");
+    {
+        std::lock_guard<std::mutex> lock(m);
+        after = true;
+        unplug = true;
+    }
+    cv.notify_all();
+    REQUIRE(storage.wait_for_uploads(10s));
+    std::lock_guard<std::mutex> lock(m);
+    REQUIRE(chunks.size() == 1); // one exchange: the uploads, then the releases
+    std::string const& chunk = chunks[0];
+    std::size_t sets = 0, evals = 0, last_set = 0, first_eval = std::string::npos;
+    for (std::size_t at = chunk.find("\r\nSET\r\n"); at != std::string::npos; at = chunk.find("\r\nSET\r\n", at + 1))
+        ++sets, last_set = at;
+    for (std::size_t at = chunk.find("\r\nEVAL\r\n"); at != std::string::npos; at = chunk.find("\r\nEVAL\r\n", at + 1))
+        ++evals, first_eval = std::min(first_eval, at);
+    CHECK(sets == n);
+    CHECK(evals == n);
+    CHECK(last_set < first_eval);
+    CHECK(calls_of(a, "set") == n + 1); // (the plug's reached the server after the reset)
+    CHECK(calls_of(a, "eval") == n);
+    for (int i = 0; i < n; ++i) {
+        INFO(i);
+        CHECK(a({"GET", probe.redis_key(key_of(i))}) == "entry " + std::to_string(i));
+        CHECK(a({"EXISTS", probe.claim_name(key_of(i))}) == "0");
+    }
+    std::map<std::string, std::uint64_t> c;
+    for (auto const& [name, count] : storage.storage_counters()) c[name] = count;
+    CHECK(c["remote.uploads-sent"] == n + 1);
+    CHECK(c["remote.upload-batches"] == 1); // (the plug went alone, as a single write)
+}
+
+TEST_CASE_METHOD(server_and_folder,
+                 "Tier on Redis: a prefetch with single flight claims the absent kernels in its one exchange on a "
+                 "server, and a machine whose kernels the server has claims none",
+                 "[redis][tiered][prefetch][claims]") {
+    relay r(s.port(), 0ms);
+    std::string const ns = unique_name("preclaim-one");
+    cc::redis_storage const probe = remote_at(s.url(), ns);
+    std::atomic<std::size_t> chunks{0};
+    r.before_passing([&](std::string_view) { ++chunks; });
+    int const n = 10;
+    std::vector<cc::key_result> keys;
+    std::vector<cc::entry_info> infos;
+    {
+        machine m((dir.path() / "a").string(), remote_at(r.url(), ns));
+        for (int i = 0; i < n; ++i) {
+            keys.push_back(m.key(i));
+            infos.push_back({"k" + std::to_string(i), "f.tk", 1});
+        }
+        REQUIRE(a({"CONFIG", "RESETSTAT"}) == "OK");
+        chunks = 0;
+        m.cache.prefetch(keys, infos);
+        CHECK(chunks == 1); // the connection's first exchange: the reads and the claims
+        CHECK(calls_of(a, "getrange") == 2 * n); // entries and identity records
+        CHECK(calls_of(a, "eval") == n);         // a claim for each entry, if absent
+        CHECK(calls_of(a, "set") == n);
+        CHECK(m.remote("claims-prefetched") == n);
+        for (auto const& k : keys) CHECK(a({"GET", probe.claim_name(k.value())}) == cc::detail::claim_owner());
+        for (int i = 0; i < n; ++i) CHECK(m.get(i) == cc::outcome::compiled);
+        CHECK(m.remote("claims-prefetched-unused") == 0);
+        CHECK(m.cache.stats().waited == 0);
+    }
+    for (auto const& k : keys) CHECK(a({"EXISTS", probe.claim_name(k.value())}) == "0");
+
+    // B, an empty directory and a warm server: the same one exchange, and no claim.
+    machine b((dir.path() / "b").string(), remote_at(r.url(), ns));
+    REQUIRE(a({"CONFIG", "RESETSTAT"}) == "OK");
+    chunks = 0;
+    b.cache.prefetch(keys, infos);
+    CHECK(chunks == 1);
+    CHECK(calls_of(a, "getrange") == 2 * n);
+    CHECK(calls_of(a, "set") == 0);
+    CHECK(b.remote("claims-prefetched") == 0);
+    for (int i = 0; i < n; ++i) CHECK(b.get(i) == cc::outcome::loaded);
+    CHECK(calls_of(a, "getrange") == 2 * n); // (each hit answered by the batch)
+    CHECK(calls_of(a, "set") == 0);
+    CHECK(calls_of(a, "del") == 0);
+    CHECK(b.remote("claims-prefetched-unused") == 0);
+    CHECK(a({"DBSIZE"}) == std::to_string(2 * n)); // entries and records: no claim
+}
+
+TEST_CASE("Tier on Redis: a prefetch on a cluster, or for a user without EVAL, still claims the absent kernels "
+          "ahead, after its reads, and each miss compiles without waiting",
+          "[redis][tiered][prefetch][claims][cluster]") {
+    server acl;
+    admin a(acl.port());
+    compile_cache_test::temp_dir dir;
+    for (std::string const where : {"cluster", "no EVAL"}) {
+        INFO(where);
+        std::string const ns = unique_name("preclaim-fallback");
+        std::string url = fixture::get().cluster_url();
+        if (where == "no EVAL") {
+            REQUIRE(a({"ACL", "SETUSER", "ci", "on", ">ci-pw", "~" + ns + ":*", "+getrange", "+get", "+set", "+del"}) ==
+                    "OK");
+            url = "redis://ci:ci-pw@127.0.0.1:" + std::to_string(acl.port());
+        }
+        machine m((dir.path() / where).string(), remote_at(url, ns));
+        cc::redis_storage probe = remote_at(url, ns);
+        int const n = 8;
+        std::vector<cc::key_result> keys;
+        std::vector<cc::entry_info> infos;
+        for (int i = 0; i < n; ++i) {
+            keys.push_back(m.key(i));
+            infos.push_back({"k" + std::to_string(i), "f.tk", 1});
+        }
+        m.cache.prefetch(keys, infos);
+        CHECK(m.remote("claims-prefetched") == n);
+        cc::claim_request const remote_only{cc::claim_scope::remote, 1000ms};
+        for (auto const& k : keys) // (this process's: held)
+            CHECK(probe.try_claim(k.value(), remote_only).state == cc::claim_state::held);
+        for (int i = 0; i < n; ++i) CHECK(m.get(i) == cc::outcome::compiled);
+        CHECK(m.cache.stats().waited == 0);
+        CHECK(m.remote("claims-prefetched-unused") == 0);
+        for (auto const& k : keys) {
+            std::string bytes;
+            CHECK(probe.read(k.value(), bytes, 1 << 20).status == cc::read_status::found);
+            cc::claim_answer const again = probe.try_claim(k.value(), remote_only);
+            CHECK(again.state == cc::claim_state::claimed); // released after its uploads
+            if (again.state == cc::claim_state::claimed) probe.release_claim(k.value());
+        }
+    }
+}
+
+TEST_CASE_METHOD(server_and_folder,
+                 "Tier on Redis behind a 5 ms round trip: a process that waits on another's claims loads every kernel "
+                 "that process compiles, its releases sent with its uploads (fresh processes)",
+                 "[redis][tiered][prefetch][claims][upload]") {
+    proxy_process proxy(s.port(), std::chrono::microseconds(2500));
+    std::string const ns = unique_name("release-rtt");
+    compile_cache_test::write_file(dir.path() / "fleet.key", "the fleet's secret");
+    std::string const go = (dir.path() / "go").string();
+    auto const settings = [&](char const* local) {
+        return std::vector<std::string>{"MACHINE_DIR=" + (dir.path() / local).string(), "MACHINE_REMOTE=" + proxy.url(),
+                                        "MACHINE_REMOTE_NAMESPACE=" + ns,
+                                        "MACHINE_SECRET_FILE=" + (dir.path() / "fleet.key").string(),
+                                        "MACHINE_PREFETCH=1"};
+    };
+    auto const wait_until = [](auto&& done) {
+        for (int i = 0; i < 2000 && !done(); ++i) std::this_thread::sleep_for(5ms);
+        return done();
+    };
+    int const n = 20;
+    compile_cache_test::process_result ci, b;
+    std::thread a_run([&] {
+        std::vector<std::string> a_settings = settings("a");
+        a_settings.push_back("MACHINE_AFTER_PREFETCH_WAIT_FOR=" + go);
+        ci = run_machine(a_settings, n);
+    });
+    CHECK(wait_until([&] { return a({"DBSIZE"}) == std::to_string(n); })); // A's claims, taken ahead
+    REQUIRE(a({"CONFIG", "RESETSTAT"}) == "OK");
+    std::thread b_run([&] { b = run_machine(settings("b"), n); });
+    CHECK(wait_until([&] { return calls_of(a, "get") > 0; })); // B waits on a claim
+    compile_cache_test::write_file(dir.path() / "go", "go");
+    a_run.join();
+    b_run.join();
+    INFO(ci.describe());
+    INFO(b.describe());
+    REQUIRE(ci.exited(0));
+    REQUIRE(b.exited(0));
+    CHECK(count_of(ci.out, " compiled\n") == n);
+    CHECK(counter_in(ci.out, "remote.claims-prefetched") == n);
+    CHECK(counter_in(ci.out, "remote.uploads-sent") == 2 * n);
+    // Every claim B saw go had its entry there: B compiled none.
+    CHECK(count_of(b.out, " loaded\n") == n);
+    CHECK(count_of(b.out, " compiled\n") == 0);
+    CHECK(a({"DBSIZE"}) == std::to_string(2 * n)); // entries and records: every claim released
 }

@@ -372,6 +372,50 @@ using has_release_claim_many = std::bool_constant<has_claims<S>::value && is_det
 template <class S>
 using release_claim_many_address_t = decltype(&S::release_claim_many);
 
+/// Optional, beside write_many and release_claim_many: `void write_many_then_release(
+/// std::vector<std::pair<key, std::string_view>> const& entries, std::vector<key> const&
+/// releases, std::vector<std::error_code>& out)` (noexcept): write_many(entries, out), then
+/// release_claim_many(releases), each release reaching the storage after every write of
+/// the batch was applied (a failed write's too: its waiters then compile), in as few
+/// exchanges as the storage can (redis_storage: one on a server, the releases pipelined
+/// after the SETs on the same connection, which the server applies in order; a cluster's
+/// writes first, then its releases). tiered_storage's background worker sends a batch
+/// whose jobs hold releases through it, one exchange fewer per batch.
+template <class S>
+using write_many_then_release_t = decltype(std::declval<S&>().write_many_then_release(
+    std::declval<std::vector<std::pair<key, std::string_view>> const&>(), std::declval<std::vector<key> const&>(),
+    std::declval<std::vector<std::error_code>&>()));
+template <class S>
+using has_write_many_then_release =
+    std::bool_constant<has_write_many<S>::value && has_release_claim_many<S>::value &&
+                       is_detected<write_many_then_release_t, S>::value>;
+template <class S>
+using write_many_then_release_address_t = decltype(&S::write_many_then_release);
+
+/// Optional, beside read_many and try_claim_many: `void read_many_claiming(std::vector<key>
+/// const& keys, std::size_t max, std::vector<key> const& to_claim, claim_request const&,
+/// std::vector<std::pair<read_result, std::string>>& out, std::vector<claim_answer>&
+/// claims)` (noexcept): read_many(keys, max, out), and the claims of the keys of
+/// `to_claim` (each also in `keys`) whose entries are absent, `claims` getting one answer
+/// per key of `to_claim`, in its order: claimed (this process now holds it; the entry was
+/// absent when it was taken), held (another's claim stands; the entry was absent), or
+/// none (not claimed: the entry was there, or the storage could not claim, failed, or had
+/// no answer: it may then hold the claim all the same, as try_claim_many's none). In as
+/// few exchanges as the storage can (redis_storage on a server: one, a script per key
+/// that claims only when the entry is absent pipelined after the reads; on a cluster, or
+/// a server that refuses scripts, the reads, then try_claim_many for the keys they found
+/// absent). tiered_storage::prefetch takes its claims ahead through it when there is one.
+template <class S>
+using read_many_claiming_t = decltype(std::declval<S&>().read_many_claiming(
+    std::declval<std::vector<key> const&>(), std::declval<std::size_t>(), std::declval<std::vector<key> const&>(),
+    std::declval<claim_request const&>(), std::declval<std::vector<std::pair<read_result, std::string>>&>(),
+    std::declval<std::vector<claim_answer>&>()));
+template <class S>
+using has_read_many_claiming = std::bool_constant<has_read_many<S>::value && has_try_claim_many<S>::value &&
+                                                  is_detected<read_many_claiming_t, S>::value>;
+template <class S>
+using read_many_claiming_address_t = decltype(&S::read_many_claiming);
+
 /// Optional: `void prefetch(std::vector<key> const& keys, std::size_t max_size,
 /// claim_request const& claims)` (noexcept), prefetch (has_prefetch) that may also claim
 /// (single flight, `claims`) the keys whose entries the storage lacks, for the misses that
@@ -403,6 +447,8 @@ using is_storage = std::bool_constant<
     optional_member_valid<try_claim_address_t, has_claims, S>::value &&
     optional_member_valid<try_claim_many_address_t, has_try_claim_many, S>::value &&
     optional_member_valid<release_claim_many_address_t, has_release_claim_many, S>::value &&
+    optional_member_valid<write_many_then_release_address_t, has_write_many_then_release, S>::value &&
+    optional_member_valid<read_many_claiming_address_t, has_read_many_claiming, S>::value &&
     optional_member_valid<storage_counters_address_t, has_storage_counters, S>::value &&
     optional_member_valid<record_counters_address_t, has_record_counters, S>::value &&
     optional_member_valid<from_env_address_t, has_any_from_env, S>::value &&
@@ -496,6 +542,14 @@ struct check_storage {
     static_assert(detail::optional_member_valid<detail::release_claim_many_address_t, detail::has_release_claim_many, S>::value,
                   "compile_cache: the Storage's release_claim_many member has the wrong signature, or it has no "
                   "try_claim and release_claim (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::write_many_then_release_address_t,
+                                                detail::has_write_many_then_release, S>::value,
+                  "compile_cache: the Storage's write_many_then_release member has the wrong signature, or it has "
+                  "no write_many and release_claim_many (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::read_many_claiming_address_t, detail::has_read_many_claiming,
+                                                S>::value,
+                  "compile_cache: the Storage's read_many_claiming member has the wrong signature, or it has no "
+                  "read_many and try_claim_many (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::storage_counters_address_t, detail::has_storage_counters, S>::value,
                   "compile_cache: the Storage's storage_counters member has the wrong signature (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::record_counters_address_t, detail::has_record_counters, S>::value,

@@ -46,6 +46,12 @@
 
 namespace compile_cache {
 
+namespace detail {
+/// A local storage's `flush_deferred()` (directory_storage): makes the writes it holds back.
+template <class S>
+using flush_deferred_t = decltype(std::declval<S&>().flush_deferred());
+} // namespace detail
+
 /// What a tier may do with its remote.
 enum class remote_mode {
     read_write, ///< read, and write every store
@@ -476,8 +482,20 @@ public:
     /// Background mode: waits until the queued uploads and copies are done, at most
     /// `within`; true when nothing is left (and always in sync mode). For a host that
     /// wants its uploads out at a point of its own (before it forks, or a long pause).
+    /// While uploads are still under way, the local storage's held writes (its
+    /// `flush_deferred`, when it has one: directory_storage's identity records) are made
+    /// first, on this thread, so that the two overlap instead of following each other.
     bool wait_for_uploads(std::chrono::milliseconds within) noexcept {
         if (!state_ || !state_->worker) return true;
+        if constexpr (detail::is_detected<detail::flush_deferred_t, Local>::value) {
+            if (state_->local && !state_->forked_mid_job() &&
+                !state_->worker->wait_idle(std::chrono::milliseconds(0))) {
+                try {
+                    (void)state_->local->flush_deferred();
+                } catch (...) { // (a policy's failure: made at its own end, or not at all)
+                }
+            }
+        }
         return state_->worker->wait_idle(within);
     }
     /// Whether the background worker's thread has been started (by an upload or a copy).
@@ -1104,14 +1122,41 @@ private:
                     if (wanted.empty()) return;
                     admission const a = admit();
                     if (a == admission::skipped) return;
+                    // With a remote that can (read_many_claiming), the claims ride in the read's
+                    // exchange: each entry's claimed there only if it is absent.
+                    std::vector<key> to_claim;
+                    std::vector<claim_answer> claimed;
+                    bool claim_in_read = false;
+                    if constexpr (detail::has_read_many_claiming<Remote>::value) {
+                        if (claims) {
+                            for (key const& k : wanted)
+                                if (!is_identity_record_key(k)) to_claim.push_back(k);
+                            claim_in_read = prepare_claims(to_claim);
+                        }
+                    }
                     auto const start = clock::now();
                     std::vector<std::pair<read_result, std::string>> got;
-                    remote->read_many(wanted, max_size, got);
+                    auto const taken = clock::now();
+                    if constexpr (detail::has_read_many_claiming<Remote>::value) {
+                        if (claim_in_read)
+                            remote->read_many_claiming(wanted, max_size, to_claim, claim_request_of(*claims), got,
+                                                       claimed);
+                        else
+                            remote->read_many(wanted, max_size, got);
+                    } else {
+                        remote->read_many(wanted, max_size, got);
+                    }
                     auto const took = clock::now() - start;
                     counts[c_read_ns] += ns_of(took);
                     ++counts[c_prefetch_batches];
                     counts[c_prefetch_keys] += wanted.size();
-                    if (got.size() != wanted.size()) return;
+                    if (got.size() != wanted.size()) {
+                        if (claim_in_read) { // (no read answered: each claim maybe taken)
+                            got.assign(wanted.size(), {read_result{read_status::error, {}}, std::string()});
+                            record_claims(to_claim, claimed, wanted, got, taken, *claims);
+                        }
+                        return;
+                    }
                     std::error_code first_error;
                     bool any_answer = false;
                     for (auto const& g : got) {
@@ -1132,7 +1177,7 @@ private:
                         std::lock_guard<std::mutex> lock(prefetch_mutex);
                         for (std::size_t i = 0; i < wanted.size(); ++i) {
                             if (got[i].first.status == read_status::error) continue;
-                            if (claims && got[i].first.status == read_status::absent &&
+                            if (claims && !claim_in_read && got[i].first.status == read_status::absent &&
                                 !is_identity_record_key(wanted[i]))
                                 absent.push_back(wanted[i]);
                             std::size_t const cost = prefetch_cost(got[i].second);
@@ -1144,7 +1189,8 @@ private:
                             prefetched[wanted[i]] = {got[i].first.status, std::move(got[i].second), now};
                         }
                     }
-                    if (claims && !first_error && !absent.empty()) claim_ahead(absent, *claims);
+                    if (claim_in_read) record_claims(to_claim, claimed, wanted, got, taken, *claims);
+                    else if (claims && !first_error && !absent.empty()) claim_ahead(absent, *claims);
                 } catch (...) {
                 }
             } else {
@@ -1179,9 +1225,17 @@ private:
             }
         }
 
-        /// prefetch's claims: those of `absent` that this process does not hold ahead
-        /// already (up to max_preclaims held), taken in one batch and remembered.
-        void claim_ahead(std::vector<key>& absent, claim_request const& request) noexcept {
+        /// As tier_try_claim asks the remote: for the claim as it would take it alone.
+        static claim_request claim_request_of(claim_request const& request) noexcept {
+            claim_request whole = request;
+            whole.scope = claim_scope::both;
+            return whole;
+        }
+
+        /// Before prefetch's claims: the claims held ahead past half their expiry are
+        /// released (their room freed), and `absent` keeps those this process does not hold
+        /// ahead already (up to max_preclaims held); false when none is left to claim.
+        bool prepare_claims(std::vector<key>& absent) noexcept {
             if constexpr (detail::has_try_claim_many<Remote>::value) {
                 try {
                     ::pid_t const me = ::getpid();
@@ -1212,33 +1266,76 @@ private:
                             for (key const& k : stale) remote->release_claim(k);
                         }
                     }
-                    if (absent.empty()) return;
-                    // As tier_try_claim asks the remote: for the claim as it would take it alone.
-                    claim_request whole = request;
-                    whole.scope = claim_scope::both;
+                    return !absent.empty();
+                } catch (...) {
+                    return false;
+                }
+            } else {
+                (void)absent;
+                return false;
+            }
+        }
+
+        /// prefetch's claims: those of `absent` that this process does not hold ahead
+        /// already (up to max_preclaims held), taken in one batch and remembered.
+        void claim_ahead(std::vector<key>& absent, claim_request const& request) noexcept {
+            if constexpr (detail::has_try_claim_many<Remote>::value) {
+                try {
+                    if (!prepare_claims(absent)) return;
                     std::vector<claim_answer> answers;
                     auto const taken = clock::now();
-                    remote->try_claim_many(absent, whole, answers);
+                    remote->try_claim_many(absent, claim_request_of(request), answers);
                     if (answers.size() != absent.size()) return;
                     std::lock_guard<std::mutex> lock(preclaim_mutex);
-                    for (std::size_t i = 0; i < absent.size(); ++i) {
-                        if (answers[i].state == claim_state::claimed) {
-                            preclaimed[absent[i]] = {taken, request.expiry};
-                            ++counts[c_claims_prefetched];
-                        } else if (answers[i].state == claim_state::none) {
-                            preclaimed[absent[i]] = {taken, request.expiry, true};
-                        } else if (answers[i].state == claim_state::held) {
-                            // Another process compiles it: the batch's `absent` will soon be
-                            // stale, so the miss reads the remote afresh (and claims as always,
-                            // reading once more if it then claims: was_contended).
-                            forget_prefetched(absent[i]);
-                            if (contended.size() < max_preclaims) contended.insert(absent[i]);
-                        }
-                    }
+                    for (std::size_t i = 0; i < absent.size(); ++i)
+                        remember_claim_locked(absent[i], answers[i], true, taken, request);
                 } catch (...) {
                 }
             } else {
                 (void)absent, (void)request;
+            }
+        }
+
+        /// Under preclaim_mutex: the answer to the claim of `k` taken ahead at `taken`:
+        /// claimed, held for its miss; held by another, the batch's answer dropped and the
+        /// key remembered as contended; none, remembered as unknown (the miss releases it
+        /// first) when `maybe_taken`.
+        void remember_claim_locked(key const& k, claim_answer const& answer, bool maybe_taken,
+                                   clock::time_point taken, claim_request const& request) {
+            if (answer.state == claim_state::claimed) {
+                preclaimed[k] = {taken, request.expiry};
+                ++counts[c_claims_prefetched];
+            } else if (answer.state == claim_state::none) {
+                if (maybe_taken) preclaimed[k] = {taken, request.expiry, true};
+            } else if (answer.state == claim_state::held) {
+                // Another process compiles it: the batch's `absent` will soon be
+                // stale, so the miss reads the remote afresh (and claims as always,
+                // reading once more if it then claims: was_contended).
+                forget_prefetched(k);
+                if (contended.size() < max_preclaims) contended.insert(k);
+            }
+        }
+
+        /// The claims read_many_claiming took with prefetch's reads (`claimed`, one answer
+        /// per key of `to_claim`; `got`, the reads of `wanted`): as claim_ahead's, a none
+        /// being unknown only where the entry's read did not find it (the storage may then
+        /// hold the claim: its answer was lost); where it found it, nothing was claimed.
+        void record_claims(std::vector<key> const& to_claim, std::vector<claim_answer> const& claimed,
+                           std::vector<key> const& wanted, std::vector<std::pair<read_result, std::string>> const& got,
+                           clock::time_point taken, claim_request const& request) noexcept {
+            try {
+                std::unordered_map<key, read_status> read;
+                for (std::size_t i = 0; i < wanted.size() && i < got.size(); ++i)
+                    read.emplace(wanted[i], got[i].first.status);
+                std::lock_guard<std::mutex> lock(preclaim_mutex);
+                for (std::size_t i = 0; i < to_claim.size(); ++i) {
+                    claim_answer const answer = i < claimed.size() ? claimed[i] : claim_answer{};
+                    auto const r = read.find(to_claim[i]);
+                    bool const maybe_taken = r == read.end() || r->second == read_status::absent ||
+                                             r->second == read_status::error;
+                    remember_claim_locked(to_claim[i], answer, maybe_taken, taken, request);
+                }
+            } catch (...) {
             }
         }
 
@@ -1348,7 +1445,7 @@ private:
                         repeated = true; // (sends what is gathered: the order stays)
                     }
                     if (repeated) {
-                        send_uploads(uploads, sent_from);
+                        send_uploads(uploads, sent_from, {});
                         sent_from = uploads.size();
                         in_batch.clear();
                         try {
@@ -1358,17 +1455,23 @@ private:
                     }
                     uploads.push_back(&j); // (reserved: no allocation)
                 }
-                send_uploads(uploads, sent_from);
-                // The releases together (a remote with release_claim_many), then the rest one by
-                // one, as the queue's jobs: past the drain time, dropped.
+                // The releases together (a remote with release_claim_many): with the last
+                // uploads, in the same exchange, where the remote can (write_many_then_release),
+                // else after them; then the rest one by one, as the queue's jobs: past the
+                // drain time, dropped.
+                std::vector<key> releases;
                 if constexpr (detail::has_release_claim_many<Remote>::value) {
                     try {
-                        std::vector<key> releases;
                         for (auto const& j : jobs)
                             if (j.kind == job_release) releases.push_back(j.k);
-                        if (!releases.empty() && !(worker && worker->past_drain())) remote->release_claim_many(releases);
+                        if (worker && worker->past_drain()) releases.clear();
                     } catch (...) {
+                        releases.clear(); // (left to their expiry)
                     }
+                }
+                bool const released = send_uploads(uploads, sent_from, releases);
+                if constexpr (detail::has_release_claim_many<Remote>::value) {
+                    if (!released && !releases.empty()) remote->release_claim_many(releases);
                 }
                 for (auto& j : jobs) {
                     if (j.kind == job_upload) continue;
@@ -1389,12 +1492,18 @@ private:
         /// back-off: admitted once (each entry it skips counted remote.skipped), answered
         /// once when an entry was stored, and its first failure that of its admission
         /// (a probe's doubles the back-off once); its other failures are counted alone.
-        void send_uploads(std::vector<detail::tier_worker::job*> const& jobs, std::size_t from) noexcept {
+        /// `releases` (claims whose uploads were queued before them): with a remote that has
+        /// write_many_then_release, sent in the same call, after the writes (even one);
+        /// true when they were (else the caller releases them).
+        bool send_uploads(std::vector<detail::tier_worker::job*> const& jobs, std::size_t from,
+                          std::vector<key> const& releases) noexcept {
+            constexpr bool releasing = detail::has_write_many_then_release<Remote>::value;
+            bool with_releases = releasing && !releases.empty();
             if constexpr (detail::has_write_many<Remote>::value) {
-                if (jobs.size() <= from) return;
-                if (jobs.size() == from + 1) {
+                if (jobs.size() <= from) return false;
+                if (jobs.size() == from + 1 && !with_releases) {
                     if (!send(jobs[from]->k, jobs[from]->bytes)) ++counts[c_uploads_sent];
-                    return;
+                    return false;
                 }
                 try {
                     std::vector<std::pair<key, std::string_view>> entries;
@@ -1407,16 +1516,21 @@ private:
                         }
                         entries.emplace_back(jobs[i]->k, jobs[i]->bytes);
                     }
-                    if (entries.empty()) return;
+                    if (entries.empty()) return false;
                     admission const a = admit();
                     if (a == admission::skipped) {
                         counts[c_skipped] += entries.size() - 1; // (admit counted one)
-                        return;
+                        return false;
                     }
                     std::vector<std::error_code> out;
                     auto const start = clock::now();
                     try {
-                        remote->write_many(entries, out);
+                        if constexpr (releasing) {
+                            if (with_releases) remote->write_many_then_release(entries, releases, out);
+                            else remote->write_many(entries, out);
+                        } else {
+                            remote->write_many(entries, out);
+                        }
                     } catch (...) {
                         out.clear();
                     }
@@ -1440,10 +1554,13 @@ private:
                         failed(first ? a : admission::normal, out[i], true);
                         first = false;
                     }
+                    return with_releases;
                 } catch (...) {
+                    return false; // (a release sent twice is harmless: a compare-and-delete)
                 }
             } else {
-                (void)jobs, (void)from;
+                (void)jobs, (void)from, (void)releases, (void)with_releases;
+                return false;
             }
         }
 
