@@ -4796,6 +4796,50 @@ using has_release_claim_many = std::bool_constant<has_claims<S>::value && is_det
 template <class S>
 using release_claim_many_address_t = decltype(&S::release_claim_many);
 
+/// Optional, beside write_many and release_claim_many: `void write_many_then_release(
+/// std::vector<std::pair<key, std::string_view>> const& entries, std::vector<key> const&
+/// releases, std::vector<std::error_code>& out)` (noexcept): write_many(entries, out), then
+/// release_claim_many(releases), each release reaching the storage after every write of
+/// the batch was applied (a failed write's too: its waiters then compile), in as few
+/// exchanges as the storage can (redis_storage: one on a server, the releases pipelined
+/// after the SETs on the same connection, which the server applies in order; a cluster's
+/// writes first, then its releases). tiered_storage's background worker sends a batch
+/// whose jobs hold releases through it, one exchange fewer per batch.
+template <class S>
+using write_many_then_release_t = decltype(std::declval<S&>().write_many_then_release(
+    std::declval<std::vector<std::pair<key, std::string_view>> const&>(), std::declval<std::vector<key> const&>(),
+    std::declval<std::vector<std::error_code>&>()));
+template <class S>
+using has_write_many_then_release =
+    std::bool_constant<has_write_many<S>::value && has_release_claim_many<S>::value &&
+                       is_detected<write_many_then_release_t, S>::value>;
+template <class S>
+using write_many_then_release_address_t = decltype(&S::write_many_then_release);
+
+/// Optional, beside read_many and try_claim_many: `void read_many_claiming(std::vector<key>
+/// const& keys, std::size_t max, std::vector<key> const& to_claim, claim_request const&,
+/// std::vector<std::pair<read_result, std::string>>& out, std::vector<claim_answer>&
+/// claims)` (noexcept): read_many(keys, max, out), and the claims of the keys of
+/// `to_claim` (each also in `keys`) whose entries are absent, `claims` getting one answer
+/// per key of `to_claim`, in its order: claimed (this process now holds it; the entry was
+/// absent when it was taken), held (another's claim stands; the entry was absent), or
+/// none (not claimed: the entry was there, or the storage could not claim, failed, or had
+/// no answer: it may then hold the claim all the same, as try_claim_many's none). In as
+/// few exchanges as the storage can (redis_storage on a server: one, a script per key
+/// that claims only when the entry is absent pipelined after the reads; on a cluster, or
+/// a server that refuses scripts, the reads, then try_claim_many for the keys they found
+/// absent). tiered_storage::prefetch takes its claims ahead through it when there is one.
+template <class S>
+using read_many_claiming_t = decltype(std::declval<S&>().read_many_claiming(
+    std::declval<std::vector<key> const&>(), std::declval<std::size_t>(), std::declval<std::vector<key> const&>(),
+    std::declval<claim_request const&>(), std::declval<std::vector<std::pair<read_result, std::string>>&>(),
+    std::declval<std::vector<claim_answer>&>()));
+template <class S>
+using has_read_many_claiming = std::bool_constant<has_read_many<S>::value && has_try_claim_many<S>::value &&
+                                                  is_detected<read_many_claiming_t, S>::value>;
+template <class S>
+using read_many_claiming_address_t = decltype(&S::read_many_claiming);
+
 /// Optional: `void prefetch(std::vector<key> const& keys, std::size_t max_size,
 /// claim_request const& claims)` (noexcept), prefetch (has_prefetch) that may also claim
 /// (single flight, `claims`) the keys whose entries the storage lacks, for the misses that
@@ -4827,6 +4871,8 @@ using is_storage = std::bool_constant<
     optional_member_valid<try_claim_address_t, has_claims, S>::value &&
     optional_member_valid<try_claim_many_address_t, has_try_claim_many, S>::value &&
     optional_member_valid<release_claim_many_address_t, has_release_claim_many, S>::value &&
+    optional_member_valid<write_many_then_release_address_t, has_write_many_then_release, S>::value &&
+    optional_member_valid<read_many_claiming_address_t, has_read_many_claiming, S>::value &&
     optional_member_valid<storage_counters_address_t, has_storage_counters, S>::value &&
     optional_member_valid<record_counters_address_t, has_record_counters, S>::value &&
     optional_member_valid<from_env_address_t, has_any_from_env, S>::value &&
@@ -4920,6 +4966,14 @@ struct check_storage {
     static_assert(detail::optional_member_valid<detail::release_claim_many_address_t, detail::has_release_claim_many, S>::value,
                   "compile_cache: the Storage's release_claim_many member has the wrong signature, or it has no "
                   "try_claim and release_claim (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::write_many_then_release_address_t,
+                                                detail::has_write_many_then_release, S>::value,
+                  "compile_cache: the Storage's write_many_then_release member has the wrong signature, or it has "
+                  "no write_many and release_claim_many (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::read_many_claiming_address_t, detail::has_read_many_claiming,
+                                                S>::value,
+                  "compile_cache: the Storage's read_many_claiming member has the wrong signature, or it has no "
+                  "read_many and try_claim_many (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::storage_counters_address_t, detail::has_storage_counters, S>::value,
                   "compile_cache: the Storage's storage_counters member has the wrong signature (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::record_counters_address_t, detail::has_record_counters, S>::value,
@@ -10713,6 +10767,23 @@ COMPILE_CACHE_DECL std::optional<identity_record> identity_record_in(envelope_fi
 COMPILE_CACHE_DECL std::string sealed_identity_record(std::string identity, recorded_entry newest,
                                                       identity_record const* previous, entry_metadata const& kernel,
                                                       envelope_auth const& auth);
+
+/// The sealed entry (in `auth`'s mode) of the record `r` as it is, its envelope naming
+/// the kernel as `kernel` does; empty when it would be over identity_record_max_size.
+COMPILE_CACHE_DECL std::string sealed_identity_record(identity_record const& r, entry_metadata const& kernel,
+                                                      envelope_auth const& auth);
+
+/// Puts `newest` first in `r`'s history, drops an older entry under the same key, and
+/// keeps identity_record_history entries at most.
+COMPILE_CACHE_DECL void put_first(identity_record& r, recorded_entry newest);
+
+/// Adds to `ours` the entries of `theirs` (the same identity's record as another
+/// process or machine wrote it) under keys `ours` lacks: the history is then the
+/// newest identity_record_history of both, by created_ns, `ours` first among equals.
+COMPILE_CACHE_DECL void merge_identity_records(identity_record& ours, identity_record const& theirs);
+
+/// The size of encode_identity_record(r), without encoding it.
+COMPILE_CACHE_DECL std::size_t encoded_identity_record_size(identity_record const& r) noexcept;
 } // namespace detail
 
 } // namespace compile_cache
@@ -10721,6 +10792,7 @@ COMPILE_CACHE_DECL std::string sealed_identity_record(std::string identity, reco
 // compile_cache: the definitions of identity_record.hpp's non-template functions; included by it alone
 // (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
 #if COMPILE_CACHE_INCLUDE_IMPL
+#include <algorithm>
 #include <cstring>
 
 namespace compile_cache {
@@ -10841,6 +10913,10 @@ std::string sealed_identity_record(std::string identity, recorded_entry newest, 
             if (r.history.size() < identity_record_history && !(e.entry_key == r.history.front().entry_key))
                 r.history.push_back(e);
     r.identity = std::move(identity);
+    return sealed_identity_record(r, kernel, auth);
+}
+
+std::string sealed_identity_record(identity_record const& r, entry_metadata const& kernel, envelope_auth const& auth) {
     entry_metadata m;
     m.name = kernel.name;
     m.origin_file = kernel.origin_file;
@@ -10853,6 +10929,39 @@ std::string sealed_identity_record(std::string identity, recorded_entry newest, 
     envelope.seal();
     if (entry.size() > identity_record_max_size) entry.clear();
     return entry;
+}
+
+void put_first(identity_record& r, recorded_entry newest) {
+    auto& h = r.history;
+    for (auto it = h.begin(); it != h.end(); ++it)
+        if (it->entry_key == newest.entry_key) {
+            h.erase(it);
+            break;
+        }
+    if (h.size() >= identity_record_history) h.resize(identity_record_history - 1);
+    h.insert(h.begin(), std::move(newest));
+}
+
+void merge_identity_records(identity_record& ours, identity_record const& theirs) {
+    std::vector<recorded_entry> all = std::move(ours.history);
+    for (recorded_entry const& e : theirs.history) {
+        bool known = false;
+        for (recorded_entry const& o : all) known = known || o.entry_key == e.entry_key;
+        if (!known) all.push_back(e);
+    }
+    std::stable_sort(all.begin(), all.end(),
+                     [](recorded_entry const& a, recorded_entry const& b) { return a.created_ns > b.created_ns; });
+    if (all.size() > identity_record_history) all.resize(identity_record_history);
+    ours.history = std::move(all);
+}
+
+std::size_t encoded_identity_record_size(identity_record const& r) noexcept {
+    std::size_t n = 4 + r.identity.size() + 4;
+    for (recorded_entry const& e : r.history) {
+        n += 1 + e.entry_key.size() + 8 + 8 + 4;
+        for (component_digest const& c : e.components) n += 4 + c.name.size() + 1 + c.digest.size();
+    }
+    return n;
 }
 } // namespace detail
 
@@ -11133,6 +11242,12 @@ claim_answer tier_try_claim(void const* tier, Local* local, Remote* remote, key 
 #include <unistd.h>
 
 namespace compile_cache {
+
+namespace detail {
+/// A local storage's `flush_deferred()` (directory_storage): makes the writes it holds back.
+template <class S>
+using flush_deferred_t = decltype(std::declval<S&>().flush_deferred());
+} // namespace detail
 
 /// What a tier may do with its remote.
 enum class remote_mode {
@@ -11564,8 +11679,20 @@ public:
     /// Background mode: waits until the queued uploads and copies are done, at most
     /// `within`; true when nothing is left (and always in sync mode). For a host that
     /// wants its uploads out at a point of its own (before it forks, or a long pause).
+    /// While uploads are still under way, the local storage's held writes (its
+    /// `flush_deferred`, when it has one: directory_storage's identity records) are made
+    /// first, on this thread, so that the two overlap instead of following each other.
     bool wait_for_uploads(std::chrono::milliseconds within) noexcept {
         if (!state_ || !state_->worker) return true;
+        if constexpr (detail::is_detected<detail::flush_deferred_t, Local>::value) {
+            if (state_->local && !state_->forked_mid_job() &&
+                !state_->worker->wait_idle(std::chrono::milliseconds(0))) {
+                try {
+                    (void)state_->local->flush_deferred();
+                } catch (...) { // (a policy's failure: made at its own end, or not at all)
+                }
+            }
+        }
         return state_->worker->wait_idle(within);
     }
     /// Whether the background worker's thread has been started (by an upload or a copy).
@@ -12192,14 +12319,41 @@ private:
                     if (wanted.empty()) return;
                     admission const a = admit();
                     if (a == admission::skipped) return;
+                    // With a remote that can (read_many_claiming), the claims ride in the read's
+                    // exchange: each entry's claimed there only if it is absent.
+                    std::vector<key> to_claim;
+                    std::vector<claim_answer> claimed;
+                    bool claim_in_read = false;
+                    if constexpr (detail::has_read_many_claiming<Remote>::value) {
+                        if (claims) {
+                            for (key const& k : wanted)
+                                if (!is_identity_record_key(k)) to_claim.push_back(k);
+                            claim_in_read = prepare_claims(to_claim);
+                        }
+                    }
                     auto const start = clock::now();
                     std::vector<std::pair<read_result, std::string>> got;
-                    remote->read_many(wanted, max_size, got);
+                    auto const taken = clock::now();
+                    if constexpr (detail::has_read_many_claiming<Remote>::value) {
+                        if (claim_in_read)
+                            remote->read_many_claiming(wanted, max_size, to_claim, claim_request_of(*claims), got,
+                                                       claimed);
+                        else
+                            remote->read_many(wanted, max_size, got);
+                    } else {
+                        remote->read_many(wanted, max_size, got);
+                    }
                     auto const took = clock::now() - start;
                     counts[c_read_ns] += ns_of(took);
                     ++counts[c_prefetch_batches];
                     counts[c_prefetch_keys] += wanted.size();
-                    if (got.size() != wanted.size()) return;
+                    if (got.size() != wanted.size()) {
+                        if (claim_in_read) { // (no read answered: each claim maybe taken)
+                            got.assign(wanted.size(), {read_result{read_status::error, {}}, std::string()});
+                            record_claims(to_claim, claimed, wanted, got, taken, *claims);
+                        }
+                        return;
+                    }
                     std::error_code first_error;
                     bool any_answer = false;
                     for (auto const& g : got) {
@@ -12220,7 +12374,7 @@ private:
                         std::lock_guard<std::mutex> lock(prefetch_mutex);
                         for (std::size_t i = 0; i < wanted.size(); ++i) {
                             if (got[i].first.status == read_status::error) continue;
-                            if (claims && got[i].first.status == read_status::absent &&
+                            if (claims && !claim_in_read && got[i].first.status == read_status::absent &&
                                 !is_identity_record_key(wanted[i]))
                                 absent.push_back(wanted[i]);
                             std::size_t const cost = prefetch_cost(got[i].second);
@@ -12232,7 +12386,8 @@ private:
                             prefetched[wanted[i]] = {got[i].first.status, std::move(got[i].second), now};
                         }
                     }
-                    if (claims && !first_error && !absent.empty()) claim_ahead(absent, *claims);
+                    if (claim_in_read) record_claims(to_claim, claimed, wanted, got, taken, *claims);
+                    else if (claims && !first_error && !absent.empty()) claim_ahead(absent, *claims);
                 } catch (...) {
                 }
             } else {
@@ -12267,9 +12422,17 @@ private:
             }
         }
 
-        /// prefetch's claims: those of `absent` that this process does not hold ahead
-        /// already (up to max_preclaims held), taken in one batch and remembered.
-        void claim_ahead(std::vector<key>& absent, claim_request const& request) noexcept {
+        /// As tier_try_claim asks the remote: for the claim as it would take it alone.
+        static claim_request claim_request_of(claim_request const& request) noexcept {
+            claim_request whole = request;
+            whole.scope = claim_scope::both;
+            return whole;
+        }
+
+        /// Before prefetch's claims: the claims held ahead past half their expiry are
+        /// released (their room freed), and `absent` keeps those this process does not hold
+        /// ahead already (up to max_preclaims held); false when none is left to claim.
+        bool prepare_claims(std::vector<key>& absent) noexcept {
             if constexpr (detail::has_try_claim_many<Remote>::value) {
                 try {
                     ::pid_t const me = ::getpid();
@@ -12300,33 +12463,76 @@ private:
                             for (key const& k : stale) remote->release_claim(k);
                         }
                     }
-                    if (absent.empty()) return;
-                    // As tier_try_claim asks the remote: for the claim as it would take it alone.
-                    claim_request whole = request;
-                    whole.scope = claim_scope::both;
+                    return !absent.empty();
+                } catch (...) {
+                    return false;
+                }
+            } else {
+                (void)absent;
+                return false;
+            }
+        }
+
+        /// prefetch's claims: those of `absent` that this process does not hold ahead
+        /// already (up to max_preclaims held), taken in one batch and remembered.
+        void claim_ahead(std::vector<key>& absent, claim_request const& request) noexcept {
+            if constexpr (detail::has_try_claim_many<Remote>::value) {
+                try {
+                    if (!prepare_claims(absent)) return;
                     std::vector<claim_answer> answers;
                     auto const taken = clock::now();
-                    remote->try_claim_many(absent, whole, answers);
+                    remote->try_claim_many(absent, claim_request_of(request), answers);
                     if (answers.size() != absent.size()) return;
                     std::lock_guard<std::mutex> lock(preclaim_mutex);
-                    for (std::size_t i = 0; i < absent.size(); ++i) {
-                        if (answers[i].state == claim_state::claimed) {
-                            preclaimed[absent[i]] = {taken, request.expiry};
-                            ++counts[c_claims_prefetched];
-                        } else if (answers[i].state == claim_state::none) {
-                            preclaimed[absent[i]] = {taken, request.expiry, true};
-                        } else if (answers[i].state == claim_state::held) {
-                            // Another process compiles it: the batch's `absent` will soon be
-                            // stale, so the miss reads the remote afresh (and claims as always,
-                            // reading once more if it then claims: was_contended).
-                            forget_prefetched(absent[i]);
-                            if (contended.size() < max_preclaims) contended.insert(absent[i]);
-                        }
-                    }
+                    for (std::size_t i = 0; i < absent.size(); ++i)
+                        remember_claim_locked(absent[i], answers[i], true, taken, request);
                 } catch (...) {
                 }
             } else {
                 (void)absent, (void)request;
+            }
+        }
+
+        /// Under preclaim_mutex: the answer to the claim of `k` taken ahead at `taken`:
+        /// claimed, held for its miss; held by another, the batch's answer dropped and the
+        /// key remembered as contended; none, remembered as unknown (the miss releases it
+        /// first) when `maybe_taken`.
+        void remember_claim_locked(key const& k, claim_answer const& answer, bool maybe_taken,
+                                   clock::time_point taken, claim_request const& request) {
+            if (answer.state == claim_state::claimed) {
+                preclaimed[k] = {taken, request.expiry};
+                ++counts[c_claims_prefetched];
+            } else if (answer.state == claim_state::none) {
+                if (maybe_taken) preclaimed[k] = {taken, request.expiry, true};
+            } else if (answer.state == claim_state::held) {
+                // Another process compiles it: the batch's `absent` will soon be
+                // stale, so the miss reads the remote afresh (and claims as always,
+                // reading once more if it then claims: was_contended).
+                forget_prefetched(k);
+                if (contended.size() < max_preclaims) contended.insert(k);
+            }
+        }
+
+        /// The claims read_many_claiming took with prefetch's reads (`claimed`, one answer
+        /// per key of `to_claim`; `got`, the reads of `wanted`): as claim_ahead's, a none
+        /// being unknown only where the entry's read did not find it (the storage may then
+        /// hold the claim: its answer was lost); where it found it, nothing was claimed.
+        void record_claims(std::vector<key> const& to_claim, std::vector<claim_answer> const& claimed,
+                           std::vector<key> const& wanted, std::vector<std::pair<read_result, std::string>> const& got,
+                           clock::time_point taken, claim_request const& request) noexcept {
+            try {
+                std::unordered_map<key, read_status> read;
+                for (std::size_t i = 0; i < wanted.size() && i < got.size(); ++i)
+                    read.emplace(wanted[i], got[i].first.status);
+                std::lock_guard<std::mutex> lock(preclaim_mutex);
+                for (std::size_t i = 0; i < to_claim.size(); ++i) {
+                    claim_answer const answer = i < claimed.size() ? claimed[i] : claim_answer{};
+                    auto const r = read.find(to_claim[i]);
+                    bool const maybe_taken = r == read.end() || r->second == read_status::absent ||
+                                             r->second == read_status::error;
+                    remember_claim_locked(to_claim[i], answer, maybe_taken, taken, request);
+                }
+            } catch (...) {
             }
         }
 
@@ -12436,7 +12642,7 @@ private:
                         repeated = true; // (sends what is gathered: the order stays)
                     }
                     if (repeated) {
-                        send_uploads(uploads, sent_from);
+                        send_uploads(uploads, sent_from, {});
                         sent_from = uploads.size();
                         in_batch.clear();
                         try {
@@ -12446,17 +12652,23 @@ private:
                     }
                     uploads.push_back(&j); // (reserved: no allocation)
                 }
-                send_uploads(uploads, sent_from);
-                // The releases together (a remote with release_claim_many), then the rest one by
-                // one, as the queue's jobs: past the drain time, dropped.
+                // The releases together (a remote with release_claim_many): with the last
+                // uploads, in the same exchange, where the remote can (write_many_then_release),
+                // else after them; then the rest one by one, as the queue's jobs: past the
+                // drain time, dropped.
+                std::vector<key> releases;
                 if constexpr (detail::has_release_claim_many<Remote>::value) {
                     try {
-                        std::vector<key> releases;
                         for (auto const& j : jobs)
                             if (j.kind == job_release) releases.push_back(j.k);
-                        if (!releases.empty() && !(worker && worker->past_drain())) remote->release_claim_many(releases);
+                        if (worker && worker->past_drain()) releases.clear();
                     } catch (...) {
+                        releases.clear(); // (left to their expiry)
                     }
+                }
+                bool const released = send_uploads(uploads, sent_from, releases);
+                if constexpr (detail::has_release_claim_many<Remote>::value) {
+                    if (!released && !releases.empty()) remote->release_claim_many(releases);
                 }
                 for (auto& j : jobs) {
                     if (j.kind == job_upload) continue;
@@ -12477,12 +12689,18 @@ private:
         /// back-off: admitted once (each entry it skips counted remote.skipped), answered
         /// once when an entry was stored, and its first failure that of its admission
         /// (a probe's doubles the back-off once); its other failures are counted alone.
-        void send_uploads(std::vector<detail::tier_worker::job*> const& jobs, std::size_t from) noexcept {
+        /// `releases` (claims whose uploads were queued before them): with a remote that has
+        /// write_many_then_release, sent in the same call, after the writes (even one);
+        /// true when they were (else the caller releases them).
+        bool send_uploads(std::vector<detail::tier_worker::job*> const& jobs, std::size_t from,
+                          std::vector<key> const& releases) noexcept {
+            constexpr bool releasing = detail::has_write_many_then_release<Remote>::value;
+            bool with_releases = releasing && !releases.empty();
             if constexpr (detail::has_write_many<Remote>::value) {
-                if (jobs.size() <= from) return;
-                if (jobs.size() == from + 1) {
+                if (jobs.size() <= from) return false;
+                if (jobs.size() == from + 1 && !with_releases) {
                     if (!send(jobs[from]->k, jobs[from]->bytes)) ++counts[c_uploads_sent];
-                    return;
+                    return false;
                 }
                 try {
                     std::vector<std::pair<key, std::string_view>> entries;
@@ -12495,16 +12713,21 @@ private:
                         }
                         entries.emplace_back(jobs[i]->k, jobs[i]->bytes);
                     }
-                    if (entries.empty()) return;
+                    if (entries.empty()) return false;
                     admission const a = admit();
                     if (a == admission::skipped) {
                         counts[c_skipped] += entries.size() - 1; // (admit counted one)
-                        return;
+                        return false;
                     }
                     std::vector<std::error_code> out;
                     auto const start = clock::now();
                     try {
-                        remote->write_many(entries, out);
+                        if constexpr (releasing) {
+                            if (with_releases) remote->write_many_then_release(entries, releases, out);
+                            else remote->write_many(entries, out);
+                        } else {
+                            remote->write_many(entries, out);
+                        }
                     } catch (...) {
                         out.clear();
                     }
@@ -12528,10 +12751,13 @@ private:
                         failed(first ? a : admission::normal, out[i], true);
                         first = false;
                     }
+                    return with_releases;
                 } catch (...) {
+                    return false; // (a release sent twice is harmless: a compare-and-delete)
                 }
             } else {
-                (void)jobs, (void)from;
+                (void)jobs, (void)from, (void)releases, (void)with_releases;
+                return false;
             }
         }
 
@@ -13513,8 +13739,63 @@ void miss_explanation::append_list(std::string& s, char const* label, std::vecto
     s += (s.empty() ? "" : "; ") + std::string(label) + join(names);
 }
 
+namespace detail {
+/// compare_components once both lists' names are distinct: `find(list, name)` is the
+/// component of `list` named `name`, or null.
+template <class Find>
+miss_explanation compare_component_lists(std::vector<component_digest> const& old_list,
+                                         std::vector<component_digest> const& new_list, Find const& find) {
+    auto is_toolchain_part = [](std::string const& name) { return name.rfind("toolchain: ", 0) == 0; };
+    miss_explanation m;
+    m.what = miss_explanation::kind::changed;
+    bool toolchain_changed = false, toolchain_parts = false;
+    for (component_digest const& c : new_list) {
+        component_digest const* const old = find(old_list, c.name);
+        bool const part = is_toolchain_part(c.name);
+        toolchain_parts = toolchain_parts || part;
+        if (!old) {
+            m.appeared.push_back(c.name);
+            toolchain_changed = toolchain_changed || part;
+        } else if (!(old->digest == c.digest)) {
+            m.changed.push_back(c.name);
+            toolchain_changed = toolchain_changed || part;
+        } else if (!part) {
+            m.unchanged.push_back(c.name);
+        }
+    }
+    for (component_digest const& c : old_list)
+        if (!find(new_list, c.name)) {
+            m.disappeared.push_back(c.name);
+            toolchain_changed = toolchain_changed || is_toolchain_part(c.name);
+        }
+    if (toolchain_parts && !toolchain_changed) m.unchanged.insert(m.unchanged.begin(), "toolchain");
+    return m;
+}
+
+/// Whether the names of `list` (of few_components at most) are distinct.
+inline bool few_distinct_names(std::vector<component_digest> const& list) noexcept {
+    for (std::size_t i = 0; i < list.size(); ++i)
+        for (std::size_t j = i + 1; j < list.size(); ++j)
+            if (list[i].name == list[j].name) return false;
+    return true;
+}
+inline constexpr std::size_t few_components = 32;
+} // namespace detail
+
 miss_explanation compare_components(std::vector<component_digest> const& before,
                                     std::vector<component_digest> const& now) {
+    // Few components, each name once (every key a host builds, and every record the
+    // cache writes for it): compared in place, with neither copies nor maps. The same
+    // lists as below: distinct_component_names leaves distinct names as they are.
+    if (before.size() <= detail::few_components && now.size() <= detail::few_components &&
+        detail::few_distinct_names(before) && detail::few_distinct_names(now)) {
+        auto find = [](std::vector<component_digest> const& list, std::string const& name) {
+            for (component_digest const& c : list)
+                if (c.name == name) return &c;
+            return static_cast<component_digest const*>(nullptr);
+        };
+        return detail::compare_component_lists(before, now, find);
+    }
     std::vector<component_digest> old_list = before, new_list = now;
     distinct_component_names(old_list);
     distinct_component_names(new_list);
@@ -13523,31 +13804,12 @@ miss_explanation compare_components(std::vector<component_digest> const& before,
     new_by_name.reserve(new_list.size());
     for (component_digest const& c : old_list) old_by_name.emplace(c.name, &c);
     for (component_digest const& c : new_list) new_by_name.emplace(c.name, &c);
-    auto is_toolchain_part = [](std::string const& name) { return name.rfind("toolchain: ", 0) == 0; };
-    miss_explanation m;
-    m.what = miss_explanation::kind::changed;
-    bool toolchain_changed = false, toolchain_parts = false;
-    for (component_digest const& c : new_list) {
-        auto const old = old_by_name.find(c.name);
-        bool const part = is_toolchain_part(c.name);
-        toolchain_parts = toolchain_parts || part;
-        if (old == old_by_name.end()) {
-            m.appeared.push_back(c.name);
-            toolchain_changed = toolchain_changed || part;
-        } else if (!(old->second->digest == c.digest)) {
-            m.changed.push_back(c.name);
-            toolchain_changed = toolchain_changed || part;
-        } else if (!part) {
-            m.unchanged.push_back(c.name);
-        }
-    }
-    for (component_digest const& c : old_list)
-        if (new_by_name.find(c.name) == new_by_name.end()) {
-            m.disappeared.push_back(c.name);
-            toolchain_changed = toolchain_changed || is_toolchain_part(c.name);
-        }
-    if (toolchain_parts && !toolchain_changed) m.unchanged.insert(m.unchanged.begin(), "toolchain");
-    return m;
+    auto find = [&](std::vector<component_digest> const& list, std::string const& name) {
+        auto const& by_name = &list == &old_list ? old_by_name : new_by_name;
+        auto const it = by_name.find(name);
+        return it == by_name.end() ? static_cast<component_digest const*>(nullptr) : it->second;
+    };
+    return detail::compare_component_lists(old_list, new_list, find);
 }
 
 miss_explanation explain_absent(identity_record const* record, key const& now_key,
@@ -15294,17 +15556,77 @@ std::vector<environment_setting> cache_environment_settings(std::string_view pre
 // ---- begin compile_cache/cache/identity_records.hpp
 // compile_cache: what basic_cache does with its identity records (identity_record.hpp): reads
 // one, checked as any entry is, explains an absent miss from it (explain.hpp), and puts a
-// stored entry first in it; used by cache.hpp only.
+// stored entry first in it; over a storage that may write records late (write_deferred),
+// holds the records it stored, decoded, and writes them in a batch; used by cache.hpp only.
 
 
+
+#include <sys/types.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
 #include <optional>
+#include <unordered_map>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace compile_cache::detail {
+
+/// The records a cache stored and holds, decoded, until it writes them in a batch: over a
+/// storage with write_deferred and no remote only (one that lets records be written late:
+/// directory_storage; identity_records::holds),
+/// so that a miss and store of a kernel whose record is held neither reads, checks and
+/// decodes it nor encodes and seals it. Shared by a cache's threads (one mutex), its own:
+/// another cache, even over a copy of the same storage, sees the records once written.
+struct held_identity_records {
+    /// The batch is written when it holds this many records or bytes (of their encoded
+    /// payloads), or when its oldest record is this old: what directory_storage's
+    /// deferred writes are bounded by. It is also written at the cache's
+    /// flush_statistics() and destruction. A record is held from its store to the write.
+    static constexpr std::size_t max_records = 256;
+    static constexpr std::size_t max_bytes = std::size_t{4} << 20;
+    static constexpr std::int64_t max_age_ns = std::int64_t{10} * 1000000000;
+
+    struct held {
+        identity_record record;
+        entry_metadata kernel; ///< the name, origin and time of its latest store (no components)
+        std::size_t size = 0;  ///< encoded_identity_record_size(record)
+    };
+
+    std::mutex mutex;
+    std::unordered_map<key, held> records; ///< by record key
+    std::size_t bytes = 0;
+    std::int64_t oldest_ns = 0;     ///< steady clock, when the first held record was stored
+    ::pid_t owner = ::getpid();     ///< a forked child drops its parent's (the parent writes them)
+
+    /// Drops what a forked child inherited; the caller holds `mutex`.
+    void forget_if_forked() noexcept {
+        ::pid_t const me = ::getpid();
+        if (me == owner) return;
+        records.clear();
+        bytes = 0;
+        owner = me;
+    }
+};
+
+/// What an absent miss found of its kernel's record, for the store that follows.
+struct record_read {
+    std::string identity;                  ///< kernel_identity() of the kernel
+    key record_key;                        ///< empty: not looked up
+    std::vector<component_digest> components; ///< the missed key's, as a record keeps them
+    std::optional<identity_record> record; ///< read from the storage (not held)
+    bool held = false;                     ///< the record was held (held_identity_records)
+    std::uint64_t last_compile_ns = 0;     ///< the compile time of its newest entry, 0: none
+};
+
+inline std::int64_t steady_ns() noexcept {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
 
 /// One cache's identity records, over its Storage: the cache's parts they need, by
 /// reference, made anew for each use. An Info is an entry_info (cache.hpp): the kernel's
@@ -15319,6 +15641,13 @@ struct identity_records {
     statistics& stats;
     std::atomic<bool>& over_bound_logged; ///< a record over a bound was logged
     line_logger const& logger;
+    held_identity_records& held; ///< used when `holds` only
+
+    /// Whether records are held and written in a batch over this Storage: one that lets
+    /// them be written late (write_deferred) and reads nothing from a remote. A tier
+    /// (tiered_storage) gets each record at its store, as before, and uploads it as any
+    /// store, so that the machines its remote feeds see it at once.
+    static constexpr bool holds = has_write_deferred<Storage>::value && !has_from_remote_origin<Storage>::value;
 
     /// The record of the kernel identity `identity` (the entries stored for it, newest
     /// first), or nullopt when there is none or it does not check. `over_bound` is set when
@@ -15345,61 +15674,194 @@ struct identity_records {
         }
     }
 
+    /// The record of `identity` this cache holds (not yet written), copied; nullopt when
+    /// it holds none.
+    std::optional<identity_record> held_record(std::string const& identity) noexcept {
+        if constexpr (holds) {
+            try {
+                key const rk = identity_record_key(identity);
+                std::lock_guard<std::mutex> const lock(held.mutex);
+                held.forget_if_forked();
+                auto const it = held.records.find(rk);
+                if (it != held.records.end()) return it->second.record;
+            } catch (...) {
+            }
+        }
+        return std::nullopt;
+    }
+
     /// What changed since the kernel of `info` was last stored under another key than
-    /// `k`, from its identity record, which is left in `previous` for the store that
-    /// follows (it updates the record). Kind none when nothing could be read. A record
-    /// over a bound is ignored, counted records-ignored and logged once: the miss is left
-    /// unexplained, and the store that follows replaces the record.
+    /// `k`, from its identity record: the one this cache holds, else the one read from the
+    /// storage, which is left in `previous` for the store that follows (it updates the
+    /// record). Kind none when nothing could be read. A record over a bound is ignored,
+    /// counted records-ignored and logged once: the miss is left unexplained, and the
+    /// store that follows replaces the record.
     template <class Info>
-    miss_explanation explain(key_result const& k, Info const& info, std::optional<identity_record>& previous) noexcept {
+    miss_explanation explain(key_result const& k, Info const& info, record_read& previous) noexcept {
         try {
+            previous.identity = kernel_identity(info.identity, info.name, info.origin_file);
+            previous.components = components_of(k);
+            previous.record_key = identity_record_key(previous.identity); // last: record() takes all three
+            if constexpr (holds) {
+                // (A forked child may read its parent's held records: they are right; it
+                // only never writes them: forget_if_forked, at its first store.)
+                std::lock_guard<std::mutex> const lock(held.mutex);
+                auto const it = held.records.find(previous.record_key);
+                if (it != held.records.end()) {
+                    identity_record const& r = it->second.record;
+                    previous.held = true;
+                    previous.last_compile_ns = r.history.empty() ? 0 : r.history.front().compile_ns;
+                    return explain_absent(&r, k.value(), previous.components, info.identity, info.name,
+                                          info.origin_file);
+                }
+            }
             bool over_bound = false;
-            previous = read(kernel_identity(info.identity, info.name, info.origin_file), over_bound);
+            previous.record = read(previous.identity, over_bound);
             if (over_bound) {
                 stats.record_ignored();
                 if (!over_bound_logged.exchange(true)) log_with(logger, [&] { return record_ignored_line(info.name); });
                 return {};
             }
-            return explain_absent(previous ? &*previous : nullptr, k.value(), components_of(k), info.identity,
-                                  info.name, info.origin_file);
+            if (previous.record && !previous.record->history.empty())
+                previous.last_compile_ns = previous.record->history.front().compile_ns;
+            return explain_absent(previous.record ? &*previous.record : nullptr, k.value(), previous.components,
+                                  info.identity, info.name, info.origin_file);
         } catch (...) {
             return {};
         }
     }
 
     /// After a store of the entry under `k` (its metadata `meta`): puts it first in the
-    /// record of its kernel's identity. `previous` is the record as an absent miss read it;
-    /// null: read it now. Best effort, one write: a failure only loses the explanation of
-    /// a later miss.
+    /// record of its kernel's identity. `previous` is what an absent miss found; null:
+    /// read it now. When `holds`, the record is held (decoded, this entry first) and
+    /// written with the batch (write_held); else sealed and written now.
+    /// Best effort: a failure only loses the explanation of a later miss.
     template <class Info>
-    void record(key_result const& k, Info const& info, entry_metadata const& meta,
-                std::optional<identity_record> const* previous) noexcept {
+    void record(key_result const& k, Info const& info, entry_metadata const& meta, record_read* previous) noexcept {
         try {
-            std::string identity = kernel_identity(info.identity, info.name, info.origin_file);
-            std::optional<identity_record> read_now;
-            if (!previous) {
-                bool over_bound = false;
-                read_now = read(identity, over_bound);
-                previous = &read_now;
-            }
-            key const rk = identity_record_key(identity);
-            std::string const entry = sealed_identity_record(
-                std::move(identity), {k.value(), meta.created_ns, meta.compile_ns, components_of(k)},
-                *previous ? &**previous : nullptr, meta, local);
-            // A storage that can defer the write (directory_storage: batched per process,
-            // so that a store creates one file) gets it that way; the record is for
-            // explanations, and losing the latest one in a crash loses no entry.
-            if (!entry.empty()) {
-                if constexpr (has_write_deferred<Storage>::value)
-                    (void)storage.write_deferred(rk, entry);
-                else
-                    (void)storage.write(rk, entry);
+            bool const looked_up = previous && !previous->record_key.empty();
+            std::string identity = looked_up ? std::move(previous->identity)
+                                             : kernel_identity(info.identity, info.name, info.origin_file);
+            key const rk = looked_up ? previous->record_key : identity_record_key(identity);
+            recorded_entry newest{k.value(), meta.created_ns, meta.compile_ns,
+                                  looked_up ? std::move(previous->components) : components_of(k)};
+            if constexpr (holds) {
+                if (hold(rk, newest, meta)) return;
+                // Not held: the record as the miss read it, or as the storage has it now.
+                identity_record base;
+                if (previous && previous->record) {
+                    base = std::move(*previous->record);
+                } else {
+                    bool over_bound = false;
+                    if (std::optional<identity_record> now = read(identity, over_bound)) base = std::move(*now);
+                }
+                base.identity = std::move(identity);
+                put_first(base, std::move(newest));
+                hold_new(rk, std::move(base), meta);
+            } else {
+                std::optional<identity_record> read_now;
+                std::optional<identity_record> const* before = previous ? &previous->record : nullptr;
+                if (!before) {
+                    bool over_bound = false;
+                    read_now = read(identity, over_bound);
+                    before = &read_now;
+                }
+                std::string const entry = sealed_identity_record(std::move(identity), std::move(newest),
+                                                                 *before ? &**before : nullptr, meta, local);
+                // A storage that can defer the write (a tier over directory_storage) gets it
+                // that way: the record is for explanations, and losing the latest one in a
+                // crash loses no entry.
+                if (!entry.empty()) {
+                    if constexpr (has_write_deferred<Storage>::value)
+                        (void)storage.write_deferred(rk, entry);
+                    else
+                        (void)storage.write(rk, entry);
+                }
             }
         } catch (...) {
         }
     }
 
+    /// Writes the records held (when `holds`), each merged first
+    /// with the record the storage has now (merge_identity_records: what other processes
+    /// stored meanwhile is kept), sealed, and written with write(). Best effort.
+    void write_held() noexcept {
+        if constexpr (holds) {
+            try {
+                std::unordered_map<key, held_identity_records::held> batch;
+                {
+                    std::lock_guard<std::mutex> const lock(held.mutex);
+                    held.forget_if_forked();
+                    batch.swap(held.records);
+                    held.bytes = 0;
+                }
+                for (auto& [rk, h] : batch) {
+                    try {
+                        bool over_bound = false;
+                        if (std::optional<identity_record> const now = read(h.record.identity, over_bound))
+                            merge_identity_records(h.record, *now);
+                        std::string const entry = sealed_identity_record(h.record, h.kernel, local);
+                        if (!entry.empty()) (void)storage.write(rk, entry);
+                    } catch (...) {
+                    }
+                }
+            } catch (...) {
+            }
+        }
+    }
+
 private:
+    // Puts `newest` first in the held record under `rk`: false when none is held.
+    bool hold(key const& rk, recorded_entry& newest, entry_metadata const& meta) {
+        bool due = false;
+        {
+            std::lock_guard<std::mutex> const lock(held.mutex);
+            held.forget_if_forked();
+            auto const it = held.records.find(rk);
+            if (it == held.records.end()) return false;
+            put_first(it->second.record, std::move(newest));
+            keep_kernel(it->second, meta);
+            due = resized(it->second);
+        }
+        if (due) write_held();
+        return true;
+    }
+
+    // Holds `r`, the record under `rk` (merged into one another thread held meanwhile).
+    void hold_new(key const& rk, identity_record r, entry_metadata const& meta) {
+        bool due = false;
+        {
+            std::lock_guard<std::mutex> const lock(held.mutex);
+            held.forget_if_forked();
+            if (held.records.empty()) held.oldest_ns = steady_ns();
+            auto [it, added] = held.records.try_emplace(rk);
+            if (added)
+                it->second.record = std::move(r);
+            else
+                merge_identity_records(it->second.record, r);
+            keep_kernel(it->second, meta);
+            due = resized(it->second);
+        }
+        if (due) write_held();
+    }
+
+    static void keep_kernel(held_identity_records::held& h, entry_metadata const& meta) {
+        h.kernel.name = meta.name;
+        h.kernel.origin_file = meta.origin_file;
+        h.kernel.origin_line = meta.origin_line;
+        h.kernel.created_ns = meta.created_ns;
+    }
+
+    // Accounts for the new size of `h`; whether the batch is due. The caller holds the mutex.
+    bool resized(held_identity_records::held& h) {
+        held.bytes -= h.size;
+        h.size = encoded_identity_record_size(h.record) + h.kernel.name.size() + h.kernel.origin_file.size();
+        held.bytes += h.size;
+        return held.records.size() >= held_identity_records::max_records ||
+               held.bytes >= held_identity_records::max_bytes ||
+               steady_ns() - held.oldest_ns >= held_identity_records::max_age_ns;
+    }
+
     // The key's components as an identity record keeps them (toolchain_component::with_parts).
     std::vector<component_digest> components_of(key_result const& k) {
         return toolchain.with_parts(k.components(), identity_record_digest_size);
@@ -15719,8 +16181,11 @@ public:
     /// `compile-cache stats`). Done by the destructor; call it in a long-running host
     /// to make the counts visible sooner. Never on a hit or a store: the hot paths pay
     /// nothing for it. Best effort: a failure is ignored (the counts are for display).
+    /// Also writes the identity records the cache holds (cache/identity_records.hpp).
     void flush_statistics() noexcept {
-        if (enabled_ && state_) state_->flushed.flush(storage_, [this] { return stats().counters(); });
+        if (!enabled_ || !state_) return;
+        records().write_held(); // the identity records held (cache/identity_records.hpp), first
+        state_->flushed.flush(storage_, [this] { return stats().counters(); });
     }
 
     /// The cache the environment asks for, in one pass: the cache reads its own settings
@@ -15916,21 +16381,24 @@ public:
     /// no identities, or `k` is a bypass.
     miss_explanation explain_miss(key_result const& k, entry_info const& info) {
         if (!enabled_ || !k.ok() || !options_.record_identities) return {};
-        std::optional<identity_record> previous;
+        detail::record_read previous;
         return records().explain(k, info, previous);
     }
 
     /// The record of a kernel's identity (the entries stored for it, newest first), or
-    /// nullopt when there is none or it does not check.
+    /// nullopt when there is none or it does not check: the one this cache holds when it
+    /// holds it (cache/identity_records.hpp), else the storage's.
     std::optional<identity_record> read_identity_record(std::string const& identity) {
+        if (!enabled_) return std::nullopt;
+        if (std::optional<identity_record> held = records().held_record(identity)) return held;
         bool over_bound = false;
-        return enabled_ ? records().read(identity, over_bound) : std::nullopt;
+        return records().read(identity, over_bound);
     }
 
 private:
     template <class Artifact, class Self>
     bool store_impl(key_result const& k, Artifact const& artifact, entry_info const& info, Self const* self,
-                    std::chrono::nanoseconds compile_time, std::optional<identity_record> const* previous) {
+                    std::chrono::nanoseconds compile_time, detail::record_read* previous) {
         if (!enabled_ || !k.ok()) return false;
         auto start = std::chrono::steady_clock::now();
         try {
@@ -16010,7 +16478,7 @@ private:
         }
         // An absent miss reads the kernel's identity record to say what changed; the
         // record read is kept for the store that follows, which updates it.
-        std::optional<identity_record> previous;
+        detail::record_read previous;
         miss_explanation explanation;
         bool const explained = why == miss_reason::absent && options_.record_identities;
         if (explained) {
@@ -16022,7 +16490,7 @@ private:
         detail::claim_guard<Storage> claim(storage_);
         if (std::optional<Artifact> hit = detail::claim_or_wait<Artifact>(
                 storage_, claim, k.value(), options_.single_flight,
-                previous && !previous->history.empty() ? previous->history.front().compile_ns : 0,
+                previous.last_compile_ns,
                 options_.max_entry_size, why == miss_reason::absent, state_->stats, options_.logger, info.name,
                 [&] { return load_impl<Artifact>(k, info, self, why); }))
             return cached<Artifact>{std::move(*hit), outcome::loaded, {}};
@@ -16045,6 +16513,7 @@ private:
         std::atomic<bool> write_error_logged{false};
         std::atomic<bool> new_kernel_logged{false};     ///< the first new kernel's miss was logged
         std::atomic<bool> record_ignored_logged{false}; ///< an identity record over a bound was logged
+        detail::held_identity_records held_records;      ///< records() holds them
         detail::hit_verifier verifier;                  ///< verify mode
         detail::toolchain_component<Hasher> toolchain;  ///< make_key_builder's, and its parts
         detail::counters_flushed flushed;               ///< flush_statistics's
@@ -16191,8 +16660,8 @@ private:
 
     // The cache's identity records (cache/identity_records.hpp), over its storage.
     detail::identity_records<Storage, Hasher> records() noexcept {
-        return {storage_, auth_, remote_auth_, state_->toolchain, state_->stats, state_->record_ignored_logged,
-                options_.logger};
+        return {storage_,       auth_,           remote_auth_,         state_->toolchain, state_->stats,
+                state_->record_ignored_logged, options_.logger, state_->held_records};
     }
 
     // Verify mode (verify.hpp: hit_verifier judges and counts), for the share of the hits it

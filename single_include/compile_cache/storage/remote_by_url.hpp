@@ -102,6 +102,7 @@ __asm__(".pushsection .rodata.compile_cache_header_only_mark,\"aG\",@progbits,co
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -139,8 +140,9 @@ using read_many_of_t = decltype(std::declval<S&>().read_many(
 /// `entry_path`, `describe`, `last_failure` (its text), `partial_failure`, `set_logger`,
 /// `read_many` (else one read per key), `write_many` (else one write per entry),
 /// `try_claim_many` (else nothing claimed), `release_claim_many` (else one release per
-/// key). A default-constructed one holds none: reads are absent, the rest fail with
-/// invalid_argument. Thread-safe as the held
+/// key), `write_many_then_release` (else those two in turn), `read_many_claiming` (else
+/// the reads, then try_claim_many for the keys found absent). A default-constructed one
+/// holds none: reads are absent, the rest fail with invalid_argument. Thread-safe as the held
 /// alternative is; move-only when one of them is.
 template <class... Remotes>
 class remote_by_url {
@@ -277,6 +279,39 @@ public:
         });
     }
 
+    /// The held remote's writes then releases (storage/concept.hpp's write_many_then_release)
+    /// when it has them together; else its write_many (or one write per entry), then its
+    /// release_claim_many (or one release per key).
+    void write_many_then_release(std::vector<std::pair<key, std::string_view>> const& entries,
+                                 std::vector<key> const& releases, std::vector<std::error_code>& out) noexcept {
+        try {
+            out.assign(entries.size(), none_error());
+        } catch (...) {
+            out.clear();
+            return; // (the caller sees the size, and releases them itself)
+        }
+        each_held([&](auto& r) { write_many_then_release_of(r, entries, releases, out); });
+    }
+    /// The held remote's reads with claims (storage/concept.hpp's read_many_claiming) when
+    /// it has them together; else its read_many (or one read per key), then its
+    /// try_claim_many for the keys of `to_claim` found absent (without one: none).
+    void read_many_claiming(std::vector<key> const& keys, std::size_t max, std::vector<key> const& to_claim,
+                            claim_request const& request, std::vector<std::pair<read_result, std::string>>& out,
+                            std::vector<claim_answer>& claims) noexcept {
+        try {
+            out.clear();
+            out.resize(keys.size());
+            claims.assign(to_claim.size(), claim_answer{});
+            each_held([&](auto& r) { read_many_claiming_of(r, keys, max, to_claim, request, out, claims); });
+        } catch (...) {
+            for (auto& o : out) {
+                o.second.clear();
+                o.first = {read_status::error, std::make_error_code(std::errc::not_enough_memory)};
+            }
+            for (auto& c : claims) c = claim_answer{};
+        }
+    }
+
     /// A forked child may use it when every alternative makes connections of its own there
     /// (tiered_storage: `reconnects_after_fork`).
     static constexpr bool reconnects_after_fork = (detail::remote_reconnects_after_fork<Remotes>() && ...);
@@ -397,6 +432,49 @@ private:
             r.write_many(entries, out);
         } else {
             for (std::size_t i = 0; i < entries.size(); ++i) out[i] = r.write(entries[i].first, entries[i].second);
+        }
+    }
+    template <class R>
+    static void write_many_then_release_of(R& r, std::vector<std::pair<key, std::string_view>> const& entries,
+                                           std::vector<key> const& releases, std::vector<std::error_code>& out) {
+        if constexpr (detail::has_write_many_then_release<R>::value) {
+            r.write_many_then_release(entries, releases, out);
+        } else {
+            try {
+                write_many_of(r, entries, out);
+            } catch (...) {
+                for (auto& e : out) e = std::make_error_code(std::errc::not_enough_memory);
+            }
+            if constexpr (detail::has_release_claim_many<R>::value) r.release_claim_many(releases);
+            else if constexpr (detail::has_claims<R>::value)
+                for (key const& k : releases) r.release_claim(k);
+        }
+    }
+    template <class R>
+    static void read_many_claiming_of(R& r, std::vector<key> const& keys, std::size_t max,
+                                      std::vector<key> const& to_claim, claim_request const& request,
+                                      std::vector<std::pair<read_result, std::string>>& out,
+                                      std::vector<claim_answer>& claims) {
+        if constexpr (detail::has_read_many_claiming<R>::value) {
+            r.read_many_claiming(keys, max, to_claim, request, out, claims);
+        } else {
+            read_many_of(r, keys, max, out);
+            if constexpr (detail::has_try_claim_many<R>::value) {
+                std::unordered_map<key, std::size_t> read_at;
+                for (std::size_t i = keys.size(); i-- > 0;) read_at[keys[i]] = i;
+                std::vector<key> absent;
+                std::vector<std::size_t> absent_at;
+                for (std::size_t j = 0; j < to_claim.size(); ++j) {
+                    auto const it = read_at.find(to_claim[j]);
+                    if (it == read_at.end() || out[it->second].first.status != read_status::absent) continue;
+                    absent.push_back(to_claim[j]);
+                    absent_at.push_back(j);
+                }
+                if (absent.empty()) return;
+                std::vector<claim_answer> answers;
+                r.try_claim_many(absent, request, answers);
+                for (std::size_t a = 0; a < absent.size() && a < answers.size(); ++a) claims[absent_at[a]] = answers[a];
+            }
         }
     }
     template <class R>

@@ -10,12 +10,12 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <limits>
+#include <string>
 #include <string_view>
 #include <system_error>
 #include <unordered_map>
 #include <utility>
-#include <limits>
-#include <string>
 #include <vector>
 
 namespace compile_cache {
@@ -26,8 +26,6 @@ namespace detail {
 /// another process between a separate GET and DEL would be the one deleted.
 inline constexpr char redis_claim_release_script[] =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
-/// Replaces KEYS[1] with ARGV[2], expiring in ARGV[3] ms, only if it holds ARGV[1] (the
-/// dead claim read): 1 when replaced, 0 otherwise (another took it over, or it went).
 /// Claims KEYS[2] for ARGV[1] (`SET KEYS[2] ARGV[1] NX PX ARGV[2]`) only if the entry
 /// KEYS[1] does not exist: OK when claimed, nil when another's claim stands, 0 when the
 /// entry exists (nothing claimed). Both names on one server (a cluster refuses a script
@@ -35,6 +33,8 @@ inline constexpr char redis_claim_release_script[] =
 inline constexpr char redis_claim_if_absent_script[] =
     "if redis.call('EXISTS', KEYS[1]) == 0 then return redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) end "
     "return 0";
+/// Replaces KEYS[1] with ARGV[2], expiring in ARGV[3] ms, only if it holds ARGV[1] (the
+/// dead claim read): 1 when replaced, 0 otherwise (another took it over, or it went).
 inline constexpr char redis_claim_take_over_script[] =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) return 1 end "
     "return 0";

@@ -9,8 +9,13 @@
 #include <compile_cache/storage/redis/redis_storage.hpp>
 
 #include <algorithm>
+#include <cstddef>
 #include <limits>
 #include <string>
+#include <string_view>
+#include <system_error>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace compile_cache {
@@ -21,6 +26,13 @@ namespace detail {
 /// another process between a separate GET and DEL would be the one deleted.
 inline constexpr char redis_claim_release_script[] =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
+/// Claims KEYS[2] for ARGV[1] (`SET KEYS[2] ARGV[1] NX PX ARGV[2]`) only if the entry
+/// KEYS[1] does not exist: OK when claimed, nil when another's claim stands, 0 when the
+/// entry exists (nothing claimed). Both names on one server (a cluster refuses a script
+/// whose keys are in two slots).
+inline constexpr char redis_claim_if_absent_script[] =
+    "if redis.call('EXISTS', KEYS[1]) == 0 then return redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) end "
+    "return 0";
 /// Replaces KEYS[1] with ARGV[2], expiring in ARGV[3] ms, only if it holds ARGV[1] (the
 /// dead claim read): 1 when replaced, 0 otherwise (another took it over, or it went).
 inline constexpr char redis_claim_take_over_script[] =
@@ -166,6 +178,157 @@ inline void redis_storage::release_claim_many(std::vector<key> const& keys) noex
             release_claim_without_script(names[i], owner);
         }
     } catch (...) {
+    }
+}
+
+inline void redis_storage::write_many_then_release(std::vector<std::pair<key, std::string_view>> const& entries,
+                                                   std::vector<key> const& releases,
+                                                   std::vector<std::error_code>& out) noexcept {
+    try {
+        out.assign(entries.size(), std::error_code());
+        if (!state_) {
+            for (auto& e : out) e = make_error_code(remote_error::other);
+            return;
+        }
+        if (releases.empty() || state_->client.is_cluster()) {
+            // A cluster: a claim's name is mostly in another slot, on another master, than
+            // its entry; each node's batch is its own exchange, so the writes go first.
+            write_many(entries, out);
+            release_claim_many(releases);
+            return;
+        }
+        std::size_t const writes = entries.size();
+        std::string const ttl = std::to_string(state_->options.ttl.count());
+        std::string const owner = detail::claim_owner();
+        std::vector<std::string> names; // the entries', then the claims'
+        names.reserve(writes + releases.size());
+        for (auto const& e : entries) names.push_back(redis_key(e.first));
+        for (key const& k : releases) names.push_back(claim_name(k));
+        std::vector<key> unanswered;       // (the exchange failed before their answers)
+        std::vector<std::size_t> refused;  // (scripts refused: released one by one without)
+        auto const until = call_deadline();
+        pipeline_by_node(
+            names,
+            [&](std::size_t i) {
+                if (i < writes) return set_command(names[i], entries[i].second, ttl);
+                return detail::redis_command{"EVAL", detail::redis_claim_release_script, "1", names[i], owner};
+            },
+            [&](std::size_t i) -> unsigned {
+                return i < writes ? 1u << REDIS_REPLY_STATUS : 1u << REDIS_REPLY_INTEGER;
+            },
+            4096, std::numeric_limits<std::size_t>::max(),
+            [&](std::size_t i, redisReply const* r) {
+                if (r->type != REDIS_REPLY_ERROR) return;
+                if (i < writes) out[i] = state_->client.error_reply(r);
+                else refused.push_back(i);
+            },
+            [&](std::size_t i, std::error_code e) {
+                if (i < writes) out[i] = e;
+                else unanswered.push_back(releases[i - writes]);
+            },
+            true);
+        // (A compare-and-delete: sent again, it is harmless where the first was applied.)
+        if (!unanswered.empty()) release_claim_many(unanswered);
+        for (std::size_t i : refused) {
+            if (detail::redis_clock::now() >= until) break; // (the rest left to their expiry)
+            release_claim_without_script(names[i], owner);
+        }
+    } catch (...) {
+        // (What was not sent is left: the writes as failed, the claims to their expiry.)
+        for (auto& e : out)
+            if (!e) e = make_error_code(remote_error::other);
+    }
+}
+
+inline void redis_storage::read_many_claiming(std::vector<key> const& keys, std::size_t max,
+                                              std::vector<key> const& to_claim, claim_request const& request,
+                                              std::vector<std::pair<read_result, std::string>>& out,
+                                              std::vector<claim_answer>& claims) noexcept {
+    try {
+        claims.assign(to_claim.size(), claim_answer{});
+        bool const claim = state_ && includes(request.scope, claim_scope::remote) && !to_claim.empty();
+        std::vector<std::size_t> after_read; // (indexes in to_claim) claimed after the reads, if absent
+        if (!claim || state_->client.is_cluster()) {
+            read_many(keys, max, out);
+            if (!claim) return;
+            for (std::size_t j = 0; j < to_claim.size(); ++j) after_read.push_back(j);
+        } else {
+            out.clear();
+            out.resize(keys.size());
+            std::size_t const reads = keys.size();
+            std::size_t const bound = std::min<std::size_t>(max, std::size_t(1) << 40);
+            std::string const end = std::to_string(bound);
+            std::string const owner = detail::claim_owner();
+            std::string const expiry = std::to_string(std::max<long long>(request.expiry.count(), 1));
+            std::vector<std::string> names; // the entries read, then the claims
+            names.reserve(reads + to_claim.size());
+            for (key const& k : keys) names.push_back(redis_key(k));
+            for (key const& k : to_claim) names.push_back(claim_name(k));
+            std::vector<std::string> entry_names; // KEYS[1] of each claim's script
+            entry_names.reserve(to_claim.size());
+            for (key const& k : to_claim) entry_names.push_back(redis_key(k));
+            pipeline_by_node(
+                names,
+                [&](std::size_t i) {
+                    if (i < reads) return detail::redis_command{"GETRANGE", names[i], "0", end};
+                    return detail::redis_command{"EVAL", detail::redis_claim_if_absent_script, "2",
+                                                 entry_names[i - reads], names[i], owner, expiry};
+                },
+                [&](std::size_t i) -> unsigned {
+                    if (i < reads) return (1u << REDIS_REPLY_STRING) | (1u << REDIS_REPLY_NIL);
+                    return (1u << REDIS_REPLY_STATUS) | (1u << REDIS_REPLY_NIL) | (1u << REDIS_REPLY_INTEGER);
+                },
+                bound + 64, state_->options.batch_max_bytes,
+                [&](std::size_t i, redisReply const* r) {
+                    if (i < reads) {
+                        out[i].first = read_answer(r, max, out[i].second);
+                        return;
+                    }
+                    std::size_t const j = i - reads;
+                    // OK: claimed; nil: another's claim stands; 0: the entry exists (none);
+                    // an error (scripts refused, a read-only replica): claimed after the reads.
+                    if (r->type == REDIS_REPLY_STATUS) claims[j].state = claim_state::claimed;
+                    else if (r->type == REDIS_REPLY_NIL) claims[j].state = claim_state::held;
+                    else if (r->type == REDIS_REPLY_ERROR) after_read.push_back(j);
+                },
+                [&](std::size_t i, std::error_code e) {
+                    if (i < reads) {
+                        out[i].second.clear();
+                        out[i].first = {read_status::error, e};
+                    } // (a claim without an answer: none, which may be held all the same)
+                });
+        }
+        if (after_read.empty()) return;
+        // The keys to claim whose entries the reads found absent, in one try_claim_many.
+        std::unordered_map<key, std::size_t> read_at;
+        for (std::size_t i = keys.size(); i-- > 0;) read_at[keys[i]] = i;
+        std::vector<key> absent;
+        std::vector<std::size_t> absent_at; // (their indexes in to_claim)
+        for (std::size_t j : after_read) {
+            auto const it = read_at.find(to_claim[j]);
+            if (it == read_at.end() || it->second >= out.size() || out[it->second].first.status != read_status::absent)
+                continue;
+            absent.push_back(to_claim[j]);
+            absent_at.push_back(j);
+        }
+        if (absent.empty()) return;
+        std::vector<claim_answer> answers;
+        try_claim_many(absent, request, answers);
+        for (std::size_t a = 0; a < absent.size() && a < answers.size(); ++a) claims[absent_at[a]] = answers[a];
+    } catch (...) {
+        // (Claims taken before the failure stand until their expiry: none is said claimed.)
+        for (auto& c : claims) c = claim_answer{};
+        if (out.size() != keys.size()) {
+            out.clear();
+            try {
+                out.resize(keys.size());
+            } catch (...) {
+                return;
+            }
+        }
+        for (auto& o : out)
+            if (o.first.status != read_status::found)
+                o.first = {read_status::error, make_error_code(remote_error::other)};
     }
 }
 

@@ -118,6 +118,7 @@ __asm__(".pushsection .rodata.compile_cache_header_only_mark,\"aG\",@progbits,co
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -353,6 +354,29 @@ public:
     /// start has not passed). Bounded by about one command timeout (a fallback begun
     /// before it ends ends within its own); a failure leaves those claims to their expiry.
     void release_claim_many(std::vector<key> const& keys) noexcept;
+    /// write_many(entries, out), then release_claim_many(releases) (storage/concept.hpp's
+    /// write_many_then_release). On a server, one exchange on the batch writes' connection:
+    /// the SETs, then the release scripts, which the server applies after them (it runs a
+    /// connection's commands in order), so that a process that sees a claim gone finds the
+    /// entry (unless its SET failed: it then compiles). A release left without an answer
+    /// (the exchange failed before it) is sent again in release_claim_many; one refused (a
+    /// server without scripts) is released as release_claim does without. On a cluster (a
+    /// claim's name is mostly on another master than its entry): the writes, then the
+    /// releases. Bounded by about two command timeouts. Never throws.
+    void write_many_then_release(std::vector<std::pair<key, std::string_view>> const& entries,
+                                 std::vector<key> const& releases, std::vector<std::error_code>& out) noexcept;
+    /// read_many(keys, max, out), and the claims of `to_claim`'s keys whose entries are
+    /// absent (storage/concept.hpp's read_many_claiming). On a server, one exchange: the
+    /// GETRANGEs, then per key to claim one script that takes the claim (`SET ... NX PX`,
+    /// as try_claim_many) only if the entry does not exist; its answer claimed, held (nil:
+    /// another's claim stands), or none (the entry exists). On a cluster (an entry and its
+    /// claim are in different slots, which one script may not touch), or for the keys whose
+    /// script the server refused (an ACL without EVAL): the reads, then try_claim_many for
+    /// the keys they found absent. Nothing claimed without `remote` in the scope. Bounded
+    /// as read_many, plus try_claim_many's timeout where it falls back. Never throws.
+    void read_many_claiming(std::vector<key> const& keys, std::size_t max, std::vector<key> const& to_claim,
+                            claim_request const& request, std::vector<std::pair<read_result, std::string>>& out,
+                            std::vector<claim_answer>& claims) noexcept;
 
     /// Every entry of this storage's namespace (on every master of a cluster), with its
     /// size and last use: the optional Storage member `list` (storage/concept.hpp). Names
@@ -519,7 +543,8 @@ private:
     /// One command per name (`command(i)` for `names[i]`, a name on the server), pipelined:
     /// one exchange for a server; on a cluster, one per node, each command sent to the
     /// master of its name's slot. `answer(i, reply)` gets each reply that is an error or of
-    /// a type in `accepted` (bits 1 << REDIS_REPLY_...), a command redirected (MOVED, ASK)
+    /// a type in `accepted` (bits 1 << REDIS_REPLY_...; or `accepted(i)`, those of
+    /// `command(i)`, where the commands differ), a command redirected (MOVED, ASK)
     /// being sent again alone, following it; `fail(i, error)` each name left without one
     /// (a resting or unknown node's at once, as `run` would). A reply of another type
     /// closes its connection (out of step) and fails the rest of its node's. Bounded: the
@@ -529,10 +554,16 @@ private:
     /// answer from a part of it). `batch`: on the batch writes' own connection of each node (write_many,
     /// release_claim_many), not the one the host's calls use. read_many, write_many and the
     /// claims' batches send their commands through it.
-    template <class Command, class Answer, class Fail>
-    void pipeline_by_node(std::vector<std::string> const& names, Command const& command, unsigned accepted,
+    template <class Command, class Accepted, class Answer, class Fail>
+    void pipeline_by_node(std::vector<std::string> const& names, Command const& command, Accepted const& accepted,
                           std::size_t max_reply, std::size_t budget, Answer&& answer, Fail&& fail,
                           bool batch = false) {
+        auto const expected_of = [&](std::size_t i) -> unsigned {
+            if constexpr (std::is_invocable_r_v<unsigned, Accepted const&, std::size_t>)
+                return accepted(i) | (1u << REDIS_REPLY_ERROR);
+            else
+                return static_cast<unsigned>(accepted) | (1u << REDIS_REPLY_ERROR);
+        };
         detail::redis_client& client = state_->client;
         auto const deadline = call_deadline();
         if (!client.is_cluster() && client.serves_some_keys_only()) {
@@ -560,7 +591,6 @@ private:
             if (g == groups.end()) g = groups.insert(groups.end(), {node, {}});
             g->second.push_back(i);
         }
-        unsigned const expected = accepted | (1u << REDIS_REPLY_ERROR);
         std::vector<char> answered(names.size(), 0); // (kept when a redirection fails the rest)
         for (auto const& [node, members] : groups) {
             if (budget == 0) {
@@ -586,7 +616,7 @@ private:
                     continue;
                 }
                 redisReply const* r = replies[j].get();
-                if (r->type < 0 || r->type > 31 || !(expected & (1u << r->type))) {
+                if (r->type < 0 || r->type > 31 || !(expected_of(i) & (1u << r->type))) {
                     // Out of step from here on: the connection goes, and so do the answers after it.
                     client.drop_connection(node, deadline, batch);
                     std::error_code const e = client.record(
@@ -734,5 +764,7 @@ static_assert(compile_cache::check_storage<compile_cache::redis_storage>::value)
 static_assert(compile_cache::detail::has_list<compile_cache::redis_storage>::value);
 static_assert(compile_cache::detail::has_read_many<compile_cache::redis_storage>::value);
 static_assert(compile_cache::detail::has_write_many<compile_cache::redis_storage>::value);
+static_assert(compile_cache::detail::has_write_many_then_release<compile_cache::redis_storage>::value);
+static_assert(compile_cache::detail::has_read_many_claiming<compile_cache::redis_storage>::value);
 
 #include <compile_cache/storage/redis/redis_claims.hpp>
