@@ -18,6 +18,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -90,6 +91,62 @@ TEST_CASE("single flight: a directory claim is created exclusively, held while i
     CHECK(s.try_claim(k, {cc::claim_scope::remote, std::chrono::milliseconds(1000)}).state ==
           cc::claim_state::none); // a directory is no remote
     CHECK(sf_claims_under(dir.path()).empty());
+}
+
+TEST_CASE("single flight: a directory's pause between polls ends when the entry arrives or the claim goes, "
+          "else at its timeout",
+          "[single-flight]") {
+    using std::chrono::milliseconds;
+    temp_dir dir;
+    std::string const path = (dir.path() / "cache").string();
+    cc::directory_storage s(path);
+    cc::key const k = sf_key_named("k");
+    REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed); // (its folder made, the claim in it)
+    auto folder_of = [&](cc::key const& key) { return fs::path(s.entry_path(key)).parent_path(); };
+    // How long wait_for_change(k, timeout) took while another thread did `change` 100 ms in.
+    auto pause_while = [&](std::chrono::nanoseconds timeout, std::function<void()> const& change) {
+        auto const start = std::chrono::steady_clock::now();
+        std::thread other([&] {
+            std::this_thread::sleep_for(milliseconds(100));
+            change();
+        });
+        s.wait_for_change(k, timeout);
+        auto const took = std::chrono::steady_clock::now() - start;
+        other.join();
+        return took;
+    };
+    SECTION("the entry stored by another storage over the directory: woken, not at the timeout") {
+        auto const took = pause_while(std::chrono::seconds(60), [&] { (void)cc::directory_storage(path).write(k, "e"); });
+        CHECK(took >= milliseconds(100));
+        CHECK(took < std::chrono::seconds(30));
+    }
+    SECTION("the claim released: woken") {
+        auto const took = pause_while(std::chrono::seconds(60), [&] { s.release_claim(k); });
+        CHECK(took >= milliseconds(100));
+        CHECK(took < std::chrono::seconds(30));
+    }
+    SECTION("another key's entry stored in the same folder: the pause goes on to its timeout") {
+        cc::key other = k;
+        for (int i = 0; folder_of(other) != folder_of(k) || other == k; ++i) other = sf_key_named(std::to_string(i));
+        auto const took =
+            pause_while(milliseconds(400), [&] { (void)cc::directory_storage(path).write(other, "another"); });
+        CHECK(took >= milliseconds(400));
+        CHECK(took < std::chrono::seconds(30));
+        std::string out;
+        CHECK(s.read(other, out, 100).status == cc::read_status::found);
+    }
+    SECTION("nothing changes, or the folder cannot be watched: the timeout, no shorter") {
+        auto const start = std::chrono::steady_clock::now();
+        s.wait_for_change(k, milliseconds(200));
+        CHECK(std::chrono::steady_clock::now() - start >= milliseconds(200));
+        cc::key elsewhere = k;
+        for (int i = 0; folder_of(elsewhere) == folder_of(k); ++i) elsewhere = sf_key_named("e" + std::to_string(i));
+        REQUIRE_FALSE(fs::exists(folder_of(elsewhere)));
+        auto const again = std::chrono::steady_clock::now();
+        s.wait_for_change(elsewhere, milliseconds(200));
+        CHECK(std::chrono::steady_clock::now() - again >= milliseconds(200));
+    }
+    s.release_claim(k);
 }
 
 TEST_CASE("single flight: an entry stored between this process's miss and its claim is loaded, not compiled again",

@@ -4433,6 +4433,7 @@ bool claim_owner_alive(std::string_view owner, bool& same_machine) noexcept {
 // ---- end compile_cache/storage/impl/claim.ipp
 // ---- end compile_cache/storage/claim.hpp
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -4441,6 +4442,7 @@ bool claim_owner_alive(std::string_view owner, bool& same_machine) noexcept {
 #include <string_view>
 #include <system_error>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -4764,6 +4766,20 @@ using has_claims =
     std::bool_constant<is_detected_exact<claim_answer, try_claim_t, S>::value && is_detected<release_claim_t, S>::value>;
 template <class S>
 using try_claim_address_t = decltype(&S::try_claim);
+/// Optional, beside the claims (has_claims): `void wait_for_change(key const&,
+/// std::chrono::nanoseconds timeout) const` (noexcept), which returns when the entry of
+/// `k` may have arrived or its claim may have gone (directory_storage: a file system
+/// notification on the entry's folder), and at the latest after `timeout`. A miss that
+/// waits for another process's entry (single_flight.hpp) waits between its polls through
+/// it, so that it wakes when the entry arrives, not at its next poll; without one, it
+/// sleeps until the next poll.
+template <class S>
+using wait_for_change_t = decltype(std::declval<S const&>().wait_for_change(std::declval<key const&>(),
+                                                                             std::declval<std::chrono::nanoseconds>()));
+template <class S>
+using has_wait_for_change = std::bool_constant<has_claims<S>::value && is_detected<wait_for_change_t, S>::value>;
+template <class S>
+using wait_for_change_address_t = decltype(&S::wait_for_change);
 /// Optional, beside the claims (has_claims): `void try_claim_many(std::vector<key> const&
 /// keys, claim_request const&, std::vector<claim_answer>& out)` (noexcept), the batch of
 /// claims: `out` gets one answer per key, in the order of `keys`, `out[i]` claimed (this
@@ -4840,6 +4856,32 @@ using has_read_many_claiming = std::bool_constant<has_read_many<S>::value && has
 template <class S>
 using read_many_claiming_address_t = decltype(&S::read_many_claiming);
 
+/// read_many_claiming's second step where the claims could not ride with the reads: the
+/// keys of `to_claim` at the indexes `which` whose reads in `out` (one per key of `keys`)
+/// found them absent are claimed in one `claim_many(absent, answers)` (a try_claim_many),
+/// each answer put in `claims` at its key's place. The others are left as they are.
+template <class ClaimMany>
+void claim_absent_after_reads(std::vector<key> const& keys, std::vector<std::pair<read_result, std::string>> const& out,
+                              std::vector<key> const& to_claim, std::vector<std::size_t> const& which,
+                              std::vector<claim_answer>& claims, ClaimMany&& claim_many) {
+    std::unordered_map<key, std::size_t> read_at;
+    for (std::size_t i = keys.size(); i-- > 0;) read_at[keys[i]] = i;
+    std::vector<key> absent;
+    std::vector<std::size_t> absent_at; // (their indexes in to_claim)
+    for (std::size_t j : which) {
+        if (j >= to_claim.size() || j >= claims.size()) continue;
+        auto const it = read_at.find(to_claim[j]);
+        if (it == read_at.end() || it->second >= out.size() || out[it->second].first.status != read_status::absent)
+            continue;
+        absent.push_back(to_claim[j]);
+        absent_at.push_back(j);
+    }
+    if (absent.empty()) return;
+    std::vector<claim_answer> answers;
+    claim_many(absent, answers);
+    for (std::size_t a = 0; a < absent.size() && a < answers.size(); ++a) claims[absent_at[a]] = answers[a];
+}
+
 /// Optional: `void prefetch(std::vector<key> const& keys, std::size_t max_size,
 /// claim_request const& claims)` (noexcept), prefetch (has_prefetch) that may also claim
 /// (single flight, `claims`) the keys whose entries the storage lacks, for the misses that
@@ -4870,6 +4912,7 @@ using is_storage = std::bool_constant<
     optional_member_valid<entry_path_address_t, has_entry_path, S>::value &&
     optional_member_valid<try_claim_address_t, has_claims, S>::value &&
     optional_member_valid<try_claim_many_address_t, has_try_claim_many, S>::value &&
+    optional_member_valid<wait_for_change_address_t, has_wait_for_change, S>::value &&
     optional_member_valid<release_claim_many_address_t, has_release_claim_many, S>::value &&
     optional_member_valid<write_many_then_release_address_t, has_write_many_then_release, S>::value &&
     optional_member_valid<read_many_claiming_address_t, has_read_many_claiming, S>::value &&
@@ -4962,6 +5005,9 @@ struct check_storage {
                   "release_claim (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::try_claim_many_address_t, detail::has_try_claim_many, S>::value,
                   "compile_cache: the Storage's try_claim_many member has the wrong signature, or it has no "
+                  "try_claim and release_claim (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::wait_for_change_address_t, detail::has_wait_for_change, S>::value,
+                  "compile_cache: the Storage's wait_for_change member has the wrong signature, or it has no "
                   "try_claim and release_claim (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::release_claim_many_address_t, detail::has_release_claim_many, S>::value,
                   "compile_cache: the Storage's release_claim_many member has the wrong signature, or it has no "
@@ -7418,6 +7464,7 @@ void mapped_file::reset() noexcept {
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -7754,6 +7801,13 @@ public:
     COMPILE_CACHE_DECL claim_answer try_claim(key const& k, claim_request const& request) noexcept;
     /// Removes the claim of `k` that this process took (call it only for one it took).
     COMPILE_CACHE_DECL void release_claim(key const& k) noexcept;
+    /// Returns when the entry of `k` may have arrived (a file renamed to its name) or its
+    /// claim may have gone (the claim file removed), and at the latest after `timeout`:
+    /// a waiting miss's pause between polls (single_flight.hpp). On Linux an inotify watch
+    /// of the entry's folder, made for the call; elsewhere, or when the folder cannot be
+    /// watched (missing, a file system without notifications of other machines' changes,
+    /// no inotify instance left), a sleep of `timeout`.
+    COMPILE_CACHE_DECL void wait_for_change(key const& k, std::chrono::nanoseconds timeout) const noexcept;
 
     COMPILE_CACHE_DECL read_result read(key const& k, std::string& out, std::size_t max_size) noexcept;
 
@@ -8988,9 +9042,16 @@ bool directory_storage::flush_ledger(std::int64_t now, std::uint64_t& total) con
 #include <cstdlib>
 #include <string>
 
+#include <cstring>
+#include <thread>
+
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <sys/inotify.h>
+#endif
 
 namespace compile_cache {
 
@@ -9183,6 +9244,69 @@ void directory_storage::release_claim(key const& k) noexcept {
         if (!entry.empty()) ::unlink((entry + ".claim").c_str());
     } catch (...) {
     }
+}
+
+void directory_storage::wait_for_change(key const& k, std::chrono::nanoseconds timeout) const noexcept {
+    using clock = std::chrono::steady_clock;
+    auto const until = clock::now() + timeout;
+    auto sleep_out = [&] {
+        auto const left = until - clock::now();
+        if (left > clock::duration::zero()) std::this_thread::sleep_for(left);
+    };
+#if defined(__linux__)
+    int fd = -1;
+    try {
+        std::string const entry = entry_path(k);
+        std::size_t const slash = entry.rfind('/');
+        if (entry.empty() || slash == std::string::npos) return sleep_out();
+        std::string const folder = entry.substr(0, slash), name = entry.substr(slash + 1), claim = name + ".claim";
+        fd = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+        // An entry arrives by a rename into its folder; a claim goes by an unlink. (What
+        // happened before the watch is the next poll's to see, at most `timeout` later.)
+        if (fd < 0 || ::inotify_add_watch(fd, folder.c_str(), IN_MOVED_TO | IN_DELETE | IN_ONLYDIR) < 0) {
+            if (fd >= 0) ::close(fd);
+            fd = -1;
+            return sleep_out();
+        }
+        alignas(inotify_event) char events[4096];
+        bool failed = false;
+        for (;;) {
+            auto const left = std::chrono::duration_cast<std::chrono::nanoseconds>(until - clock::now());
+            if (left <= std::chrono::nanoseconds::zero()) break;
+            timespec const ts{static_cast<time_t>(left.count() / 1000000000),
+                              static_cast<long>(left.count() % 1000000000)};
+            pollfd p{fd, POLLIN, 0};
+            int const ready = ::ppoll(&p, 1, &ts, nullptr);
+            if (ready < 0 && errno == EINTR) continue;
+            if (ready == 0) break; // the timeout
+            ssize_t const n = ready < 0 ? -1 : ::read(fd, events, sizeof events);
+            if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+            if (n <= 0) { // (a failure: the rest slept, so that the caller's polls keep their pace)
+                failed = true;
+                break;
+            }
+            bool ours = false;
+            for (ssize_t at = 0; at + static_cast<ssize_t>(sizeof(inotify_event)) <= n;) {
+                inotify_event const* e = reinterpret_cast<inotify_event const*>(events + at);
+                // (An overflowed queue may have dropped ours; the watch gone: the folder went.)
+                if ((e->mask & (IN_Q_OVERFLOW | IN_IGNORED)) != 0 ||
+                    (e->len > 0 && (std::strcmp(e->name, name.c_str()) == 0 || std::strcmp(e->name, claim.c_str()) == 0)))
+                    ours = true;
+                at += static_cast<ssize_t>(sizeof(inotify_event) + e->len);
+            }
+            if (ours) break;
+        }
+        ::close(fd);
+        fd = -1;
+        if (failed) sleep_out();
+    } catch (...) {
+        if (fd >= 0) ::close(fd);
+        sleep_out();
+    }
+#else
+    (void)k;
+    sleep_out();
+#endif
 }
 
 } // namespace compile_cache
@@ -11684,8 +11808,11 @@ public:
     /// first, on this thread, so that the two overlap instead of following each other.
     bool wait_for_uploads(std::chrono::milliseconds within) noexcept {
         if (!state_ || !state_->worker) return true;
+        auto const deadline = std::chrono::steady_clock::now() + within;
+        // (Only a wait long enough to pay for it makes the held writes meanwhile: a poll
+        // with no time to spare does no disk work.)
         if constexpr (detail::is_detected<detail::flush_deferred_t, Local>::value) {
-            if (state_->local && !state_->forked_mid_job() &&
+            if (within >= std::chrono::milliseconds(10) && state_->local && !state_->forked_mid_job() &&
                 !state_->worker->wait_idle(std::chrono::milliseconds(0))) {
                 try {
                     (void)state_->local->flush_deferred();
@@ -11693,7 +11820,8 @@ public:
                 }
             }
         }
-        return state_->worker->wait_idle(within);
+        auto const left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        return state_->worker->wait_idle(std::max(left, std::chrono::milliseconds(0)));
     }
     /// Whether the background worker's thread has been started (by an upload or a copy).
     bool worker_started() const noexcept { return state_ && state_->worker && state_->worker->started(); }
@@ -11878,6 +12006,20 @@ public:
                 }
             }
             state_->remote->release_claim(k);
+        }
+    }
+
+    /// A waiting miss's pause between polls (single_flight.hpp): the local storage's
+    /// wait_for_change (an entry another process of this machine stores arrives there
+    /// first), at most `timeout`; what arrives on the remote only is seen at the next poll.
+    /// Without a local storage that has one: a sleep of `timeout`.
+    void wait_for_change(key const& k, std::chrono::nanoseconds timeout) const noexcept {
+        if constexpr (detail::has_wait_for_change<Local>::value) {
+            if (state_ && state_->local) return state_->local->wait_for_change(k, timeout);
+        }
+        try {
+            std::this_thread::sleep_for(timeout);
+        } catch (...) {
         }
     }
 
@@ -12734,8 +12876,12 @@ private:
                     auto const took = clock::now() - start;
                     counts[c_write_ns] += ns_of(took);
                     ++counts[c_upload_batches];
-                    if (out.size() != entries.size())
+                    if (out.size() != entries.size()) {
+                        // (A remote that gave up inside, before its answers: its releases may
+                        // not have gone either; the caller sends them, twice being harmless.)
+                        with_releases = false;
                         out.assign(entries.size(), std::make_error_code(std::errc::io_error));
+                    }
                     bool stored = false;
                     for (std::size_t i = 0; i < entries.size(); ++i) {
                         if (out[i]) continue;
@@ -14934,9 +15080,25 @@ inline std::string ms_text(std::chrono::nanoseconds d) {
     return buf;
 }
 
+/// A waiting miss's pause before its next poll: until the storage sees the entry of `k`
+/// arrive or its claim go (its wait_for_change), at most `d`; a sleep of `d` without one.
+template <class Storage>
+void pause_for_change(Storage const& storage, key const& k, std::chrono::nanoseconds d) noexcept {
+    if constexpr (has_wait_for_change<Storage>::value) {
+        storage.wait_for_change(k, d);
+    } else {
+        (void)storage, (void)k;
+        try {
+            std::this_thread::sleep_for(d);
+        } catch (...) {
+        }
+    }
+}
+
 /// The single-flight step of a miss of `k` (after the load missed, before the compile):
 /// claims `k` (then `guard` holds it and nullopt says: compile), or, while another
-/// process's live claim stands, waits for its entry: polls every 0.1 ms growing to 5 ms,
+/// process's live claim stands, waits for its entry: polls every 0.1 ms growing to 5 ms
+/// (woken sooner when the storage sees the entry arrive or the claim go: pause_for_change),
 /// each poll a read of the entry and a try_claim (which takes over a dead claim at once,
 /// or claims a released one); an entry found is loaded by `load()` (the cache's whole
 /// load: envelope check, deserialize) and returned. After `bound`, or when the entry
@@ -15032,8 +15194,9 @@ std::optional<Artifact> claim_or_wait(Storage& storage, claim_guard<Storage>& gu
                 });
                 return std::nullopt;
             }
-            std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(
-                interval, bound - std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed)));
+            pause_for_change(storage, k,
+                             std::min<std::chrono::nanoseconds>(
+                                 interval, bound - std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed)));
             interval = std::min<std::chrono::microseconds>(interval * 5 / 4 + std::chrono::microseconds(1),
                                                            std::chrono::milliseconds(5));
             if (entry_present(storage, k, max_entry_size, scratch)) {
@@ -15561,6 +15724,8 @@ std::vector<environment_setting> cache_environment_settings(std::string_view pre
 
 
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -15749,8 +15914,8 @@ struct identity_records {
                 if (hold(rk, newest, meta)) return;
                 // Not held: the record as the miss read it, or as the storage has it now.
                 identity_record base;
-                if (previous && previous->record) {
-                    base = std::move(*previous->record);
+                if (looked_up && !previous->held) { // (as the miss read it: none is none, not read again)
+                    if (previous->record) base = std::move(*previous->record);
                 } else {
                     bool over_bound = false;
                     if (std::optional<identity_record> now = read(identity, over_bound)) base = std::move(*now);
@@ -15801,7 +15966,7 @@ struct identity_records {
                         if (std::optional<identity_record> const now = read(h.record.identity, over_bound))
                             merge_identity_records(h.record, *now);
                         std::string const entry = sealed_identity_record(h.record, h.kernel, local);
-                        if (!entry.empty()) (void)storage.write(rk, entry);
+                        if (!entry.empty() && !storage.write(rk, entry)) given_time(rk, h.kernel.created_ns);
                     } catch (...) {
                     }
                 }
@@ -15811,6 +15976,24 @@ struct identity_records {
     }
 
 private:
+    // A record written with the batch gets, as its file's time, its newest entry's (a
+    // storage of files: entry_path), so that eviction, which goes by file time, does not
+    // take it for newer than the entries of its run: written at the cache's end, it would
+    // be kept while they go. A time, no more: a failure costs nothing else.
+    void given_time(key const& rk, std::int64_t created_ns) {
+        if constexpr (has_entry_path<Storage>::value) {
+            if (created_ns <= 0) return;
+            std::string const path = storage.entry_path(rk);
+            if (path.empty()) return;
+            timespec times[2];
+            times[0].tv_sec = times[1].tv_sec = static_cast<time_t>(created_ns / 1000000000);
+            times[0].tv_nsec = times[1].tv_nsec = static_cast<long>(created_ns % 1000000000);
+            (void)::utimensat(AT_FDCWD, path.c_str(), times, 0);
+        } else {
+            (void)rk, (void)created_ns;
+        }
+    }
+
     // Puts `newest` first in the held record under `rk`: false when none is held.
     bool hold(key const& rk, recorded_entry& newest, entry_metadata const& meta) {
         bool due = false;

@@ -17,6 +17,8 @@
 #include <compile_cache/statistics.hpp>
 #include <compile_cache/storage/concept.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -205,8 +207,8 @@ struct identity_records {
                 if (hold(rk, newest, meta)) return;
                 // Not held: the record as the miss read it, or as the storage has it now.
                 identity_record base;
-                if (previous && previous->record) {
-                    base = std::move(*previous->record);
+                if (looked_up && !previous->held) { // (as the miss read it: none is none, not read again)
+                    if (previous->record) base = std::move(*previous->record);
                 } else {
                     bool over_bound = false;
                     if (std::optional<identity_record> now = read(identity, over_bound)) base = std::move(*now);
@@ -257,7 +259,7 @@ struct identity_records {
                         if (std::optional<identity_record> const now = read(h.record.identity, over_bound))
                             merge_identity_records(h.record, *now);
                         std::string const entry = sealed_identity_record(h.record, h.kernel, local);
-                        if (!entry.empty()) (void)storage.write(rk, entry);
+                        if (!entry.empty() && !storage.write(rk, entry)) given_time(rk, h.kernel.created_ns);
                     } catch (...) {
                     }
                 }
@@ -267,6 +269,24 @@ struct identity_records {
     }
 
 private:
+    // A record written with the batch gets, as its file's time, its newest entry's (a
+    // storage of files: entry_path), so that eviction, which goes by file time, does not
+    // take it for newer than the entries of its run: written at the cache's end, it would
+    // be kept while they go. A time, no more: a failure costs nothing else.
+    void given_time(key const& rk, std::int64_t created_ns) {
+        if constexpr (has_entry_path<Storage>::value) {
+            if (created_ns <= 0) return;
+            std::string const path = storage.entry_path(rk);
+            if (path.empty()) return;
+            timespec times[2];
+            times[0].tv_sec = times[1].tv_sec = static_cast<time_t>(created_ns / 1000000000);
+            times[0].tv_nsec = times[1].tv_nsec = static_cast<long>(created_ns % 1000000000);
+            (void)::utimensat(AT_FDCWD, path.c_str(), times, 0);
+        } else {
+            (void)rk, (void)created_ns;
+        }
+    }
+
     // Puts `newest` first in the held record under `rk`: false when none is held.
     bool hold(key const& rk, recorded_entry& newest, entry_metadata const& meta) {
         bool due = false;

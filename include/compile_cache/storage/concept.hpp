@@ -9,6 +9,7 @@
 #include <compile_cache/settings.hpp>
 #include <compile_cache/storage/claim.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -17,6 +18,7 @@
 #include <string_view>
 #include <system_error>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -340,6 +342,20 @@ using has_claims =
     std::bool_constant<is_detected_exact<claim_answer, try_claim_t, S>::value && is_detected<release_claim_t, S>::value>;
 template <class S>
 using try_claim_address_t = decltype(&S::try_claim);
+/// Optional, beside the claims (has_claims): `void wait_for_change(key const&,
+/// std::chrono::nanoseconds timeout) const` (noexcept), which returns when the entry of
+/// `k` may have arrived or its claim may have gone (directory_storage: a file system
+/// notification on the entry's folder), and at the latest after `timeout`. A miss that
+/// waits for another process's entry (single_flight.hpp) waits between its polls through
+/// it, so that it wakes when the entry arrives, not at its next poll; without one, it
+/// sleeps until the next poll.
+template <class S>
+using wait_for_change_t = decltype(std::declval<S const&>().wait_for_change(std::declval<key const&>(),
+                                                                             std::declval<std::chrono::nanoseconds>()));
+template <class S>
+using has_wait_for_change = std::bool_constant<has_claims<S>::value && is_detected<wait_for_change_t, S>::value>;
+template <class S>
+using wait_for_change_address_t = decltype(&S::wait_for_change);
 /// Optional, beside the claims (has_claims): `void try_claim_many(std::vector<key> const&
 /// keys, claim_request const&, std::vector<claim_answer>& out)` (noexcept), the batch of
 /// claims: `out` gets one answer per key, in the order of `keys`, `out[i]` claimed (this
@@ -416,6 +432,32 @@ using has_read_many_claiming = std::bool_constant<has_read_many<S>::value && has
 template <class S>
 using read_many_claiming_address_t = decltype(&S::read_many_claiming);
 
+/// read_many_claiming's second step where the claims could not ride with the reads: the
+/// keys of `to_claim` at the indexes `which` whose reads in `out` (one per key of `keys`)
+/// found them absent are claimed in one `claim_many(absent, answers)` (a try_claim_many),
+/// each answer put in `claims` at its key's place. The others are left as they are.
+template <class ClaimMany>
+void claim_absent_after_reads(std::vector<key> const& keys, std::vector<std::pair<read_result, std::string>> const& out,
+                              std::vector<key> const& to_claim, std::vector<std::size_t> const& which,
+                              std::vector<claim_answer>& claims, ClaimMany&& claim_many) {
+    std::unordered_map<key, std::size_t> read_at;
+    for (std::size_t i = keys.size(); i-- > 0;) read_at[keys[i]] = i;
+    std::vector<key> absent;
+    std::vector<std::size_t> absent_at; // (their indexes in to_claim)
+    for (std::size_t j : which) {
+        if (j >= to_claim.size() || j >= claims.size()) continue;
+        auto const it = read_at.find(to_claim[j]);
+        if (it == read_at.end() || it->second >= out.size() || out[it->second].first.status != read_status::absent)
+            continue;
+        absent.push_back(to_claim[j]);
+        absent_at.push_back(j);
+    }
+    if (absent.empty()) return;
+    std::vector<claim_answer> answers;
+    claim_many(absent, answers);
+    for (std::size_t a = 0; a < absent.size() && a < answers.size(); ++a) claims[absent_at[a]] = answers[a];
+}
+
 /// Optional: `void prefetch(std::vector<key> const& keys, std::size_t max_size,
 /// claim_request const& claims)` (noexcept), prefetch (has_prefetch) that may also claim
 /// (single flight, `claims`) the keys whose entries the storage lacks, for the misses that
@@ -446,6 +488,7 @@ using is_storage = std::bool_constant<
     optional_member_valid<entry_path_address_t, has_entry_path, S>::value &&
     optional_member_valid<try_claim_address_t, has_claims, S>::value &&
     optional_member_valid<try_claim_many_address_t, has_try_claim_many, S>::value &&
+    optional_member_valid<wait_for_change_address_t, has_wait_for_change, S>::value &&
     optional_member_valid<release_claim_many_address_t, has_release_claim_many, S>::value &&
     optional_member_valid<write_many_then_release_address_t, has_write_many_then_release, S>::value &&
     optional_member_valid<read_many_claiming_address_t, has_read_many_claiming, S>::value &&
@@ -538,6 +581,9 @@ struct check_storage {
                   "release_claim (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::try_claim_many_address_t, detail::has_try_claim_many, S>::value,
                   "compile_cache: the Storage's try_claim_many member has the wrong signature, or it has no "
+                  "try_claim and release_claim (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::wait_for_change_address_t, detail::has_wait_for_change, S>::value,
+                  "compile_cache: the Storage's wait_for_change member has the wrong signature, or it has no "
                   "try_claim and release_claim (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::release_claim_many_address_t, detail::has_release_claim_many, S>::value,
                   "compile_cache: the Storage's release_claim_many member has the wrong signature, or it has no "

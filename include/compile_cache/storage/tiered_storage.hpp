@@ -487,8 +487,11 @@ public:
     /// first, on this thread, so that the two overlap instead of following each other.
     bool wait_for_uploads(std::chrono::milliseconds within) noexcept {
         if (!state_ || !state_->worker) return true;
+        auto const deadline = std::chrono::steady_clock::now() + within;
+        // (Only a wait long enough to pay for it makes the held writes meanwhile: a poll
+        // with no time to spare does no disk work.)
         if constexpr (detail::is_detected<detail::flush_deferred_t, Local>::value) {
-            if (state_->local && !state_->forked_mid_job() &&
+            if (within >= std::chrono::milliseconds(10) && state_->local && !state_->forked_mid_job() &&
                 !state_->worker->wait_idle(std::chrono::milliseconds(0))) {
                 try {
                     (void)state_->local->flush_deferred();
@@ -496,7 +499,8 @@ public:
                 }
             }
         }
-        return state_->worker->wait_idle(within);
+        auto const left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        return state_->worker->wait_idle(std::max(left, std::chrono::milliseconds(0)));
     }
     /// Whether the background worker's thread has been started (by an upload or a copy).
     bool worker_started() const noexcept { return state_ && state_->worker && state_->worker->started(); }
@@ -681,6 +685,20 @@ public:
                 }
             }
             state_->remote->release_claim(k);
+        }
+    }
+
+    /// A waiting miss's pause between polls (single_flight.hpp): the local storage's
+    /// wait_for_change (an entry another process of this machine stores arrives there
+    /// first), at most `timeout`; what arrives on the remote only is seen at the next poll.
+    /// Without a local storage that has one: a sleep of `timeout`.
+    void wait_for_change(key const& k, std::chrono::nanoseconds timeout) const noexcept {
+        if constexpr (detail::has_wait_for_change<Local>::value) {
+            if (state_ && state_->local) return state_->local->wait_for_change(k, timeout);
+        }
+        try {
+            std::this_thread::sleep_for(timeout);
+        } catch (...) {
         }
     }
 
@@ -1537,8 +1555,12 @@ private:
                     auto const took = clock::now() - start;
                     counts[c_write_ns] += ns_of(took);
                     ++counts[c_upload_batches];
-                    if (out.size() != entries.size())
+                    if (out.size() != entries.size()) {
+                        // (A remote that gave up inside, before its answers: its releases may
+                        // not have gone either; the caller sends them, twice being harmless.)
+                        with_releases = false;
                         out.assign(entries.size(), std::make_error_code(std::errc::io_error));
+                    }
                     bool stored = false;
                     for (std::size_t i = 0; i < entries.size(); ++i) {
                         if (out[i]) continue;

@@ -102,7 +102,6 @@ __asm__(".pushsection .rodata.compile_cache_header_only_mark,\"aG\",@progbits,co
 #include <tuple>
 #include <type_traits>
 #include <utility>
-#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -460,20 +459,13 @@ private:
         } else {
             read_many_of(r, keys, max, out);
             if constexpr (detail::has_try_claim_many<R>::value) {
-                std::unordered_map<key, std::size_t> read_at;
-                for (std::size_t i = keys.size(); i-- > 0;) read_at[keys[i]] = i;
-                std::vector<key> absent;
-                std::vector<std::size_t> absent_at;
-                for (std::size_t j = 0; j < to_claim.size(); ++j) {
-                    auto const it = read_at.find(to_claim[j]);
-                    if (it == read_at.end() || out[it->second].first.status != read_status::absent) continue;
-                    absent.push_back(to_claim[j]);
-                    absent_at.push_back(j);
-                }
-                if (absent.empty()) return;
-                std::vector<claim_answer> answers;
-                r.try_claim_many(absent, request, answers);
-                for (std::size_t a = 0; a < absent.size() && a < answers.size(); ++a) claims[absent_at[a]] = answers[a];
+                std::vector<std::size_t> all(to_claim.size());
+                for (std::size_t j = 0; j < all.size(); ++j) all[j] = j;
+                claims.assign(to_claim.size(), claim_answer{});
+                detail::claim_absent_after_reads(keys, out, to_claim, all, claims,
+                                                 [&](std::vector<key> const& absent, std::vector<claim_answer>& answers) {
+                                                     r.try_claim_many(absent, request, answers);
+                                                 });
             }
         }
     }

@@ -14,7 +14,6 @@
 #include <string>
 #include <string_view>
 #include <system_error>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -300,21 +299,10 @@ inline void redis_storage::read_many_claiming(std::vector<key> const& keys, std:
         }
         if (after_read.empty()) return;
         // The keys to claim whose entries the reads found absent, in one try_claim_many.
-        std::unordered_map<key, std::size_t> read_at;
-        for (std::size_t i = keys.size(); i-- > 0;) read_at[keys[i]] = i;
-        std::vector<key> absent;
-        std::vector<std::size_t> absent_at; // (their indexes in to_claim)
-        for (std::size_t j : after_read) {
-            auto const it = read_at.find(to_claim[j]);
-            if (it == read_at.end() || it->second >= out.size() || out[it->second].first.status != read_status::absent)
-                continue;
-            absent.push_back(to_claim[j]);
-            absent_at.push_back(j);
-        }
-        if (absent.empty()) return;
-        std::vector<claim_answer> answers;
-        try_claim_many(absent, request, answers);
-        for (std::size_t a = 0; a < absent.size() && a < answers.size(); ++a) claims[absent_at[a]] = answers[a];
+        detail::claim_absent_after_reads(keys, out, to_claim, after_read, claims,
+                                         [&](std::vector<key> const& absent, std::vector<claim_answer>& answers) {
+                                             try_claim_many(absent, request, answers);
+                                         });
     } catch (...) {
         // (Claims taken before the failure stand until their expiry: none is said claimed.)
         for (auto& c : claims) c = claim_answer{};

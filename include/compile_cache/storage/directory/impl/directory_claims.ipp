@@ -10,9 +10,16 @@
 #include <cstdlib>
 #include <string>
 
+#include <cstring>
+#include <thread>
+
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <sys/inotify.h>
+#endif
 
 namespace compile_cache {
 
@@ -205,6 +212,69 @@ void directory_storage::release_claim(key const& k) noexcept {
         if (!entry.empty()) ::unlink((entry + ".claim").c_str());
     } catch (...) {
     }
+}
+
+void directory_storage::wait_for_change(key const& k, std::chrono::nanoseconds timeout) const noexcept {
+    using clock = std::chrono::steady_clock;
+    auto const until = clock::now() + timeout;
+    auto sleep_out = [&] {
+        auto const left = until - clock::now();
+        if (left > clock::duration::zero()) std::this_thread::sleep_for(left);
+    };
+#if defined(__linux__)
+    int fd = -1;
+    try {
+        std::string const entry = entry_path(k);
+        std::size_t const slash = entry.rfind('/');
+        if (entry.empty() || slash == std::string::npos) return sleep_out();
+        std::string const folder = entry.substr(0, slash), name = entry.substr(slash + 1), claim = name + ".claim";
+        fd = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+        // An entry arrives by a rename into its folder; a claim goes by an unlink. (What
+        // happened before the watch is the next poll's to see, at most `timeout` later.)
+        if (fd < 0 || ::inotify_add_watch(fd, folder.c_str(), IN_MOVED_TO | IN_DELETE | IN_ONLYDIR) < 0) {
+            if (fd >= 0) ::close(fd);
+            fd = -1;
+            return sleep_out();
+        }
+        alignas(inotify_event) char events[4096];
+        bool failed = false;
+        for (;;) {
+            auto const left = std::chrono::duration_cast<std::chrono::nanoseconds>(until - clock::now());
+            if (left <= std::chrono::nanoseconds::zero()) break;
+            timespec const ts{static_cast<time_t>(left.count() / 1000000000),
+                              static_cast<long>(left.count() % 1000000000)};
+            pollfd p{fd, POLLIN, 0};
+            int const ready = ::ppoll(&p, 1, &ts, nullptr);
+            if (ready < 0 && errno == EINTR) continue;
+            if (ready == 0) break; // the timeout
+            ssize_t const n = ready < 0 ? -1 : ::read(fd, events, sizeof events);
+            if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+            if (n <= 0) { // (a failure: the rest slept, so that the caller's polls keep their pace)
+                failed = true;
+                break;
+            }
+            bool ours = false;
+            for (ssize_t at = 0; at + static_cast<ssize_t>(sizeof(inotify_event)) <= n;) {
+                inotify_event const* e = reinterpret_cast<inotify_event const*>(events + at);
+                // (An overflowed queue may have dropped ours; the watch gone: the folder went.)
+                if ((e->mask & (IN_Q_OVERFLOW | IN_IGNORED)) != 0 ||
+                    (e->len > 0 && (std::strcmp(e->name, name.c_str()) == 0 || std::strcmp(e->name, claim.c_str()) == 0)))
+                    ours = true;
+                at += static_cast<ssize_t>(sizeof(inotify_event) + e->len);
+            }
+            if (ours) break;
+        }
+        ::close(fd);
+        fd = -1;
+        if (failed) sleep_out();
+    } catch (...) {
+        if (fd >= 0) ::close(fd);
+        sleep_out();
+    }
+#else
+    (void)k;
+    sleep_out();
+#endif
 }
 
 } // namespace compile_cache
