@@ -11,9 +11,11 @@
 
 #include <compile_cache/storage/directory/directory_storage.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <unistd.h>
@@ -220,6 +222,26 @@ TEST_CASE("a kernel missed again in one process is explained from the record its
     CHECK(get(3).explanation.changed == std::vector<std::string>{"storage-test-id"});
     c.flush_statistics();
     CHECK(recorded_ids(root) == std::vector<std::uint32_t>{3, 1, 2});
+}
+
+TEST_CASE("a held record written at the flush gets its newest entry's time, so that eviction does not take it "
+          "for newer than the entries of its run",
+          "[storage][records]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    storage_test::cache c{directory_storage(root.string())};
+    c.store(storage_test::key_of(1), compile_of(1), {"main", "times", 1});
+    fs::path const entry = c.storage().entry_path(storage_test::key_of(1).value());
+    auto const entry_time = fs::last_write_time(entry);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300)); // (the flush well after the entry)
+    c.flush_statistics();
+    fs::path const record = c.storage().entry_path(cc::identity_record_key(cc::kernel_identity({}, "main", "times")));
+    REQUIRE(fs::exists(record));
+    // The entry's time, as the record's: the file system's clock ticks coarsely (a few ms
+    // behind the fine clock the entry's time was read from), so within a tick of it.
+    auto const after = std::chrono::duration_cast<std::chrono::milliseconds>(fs::last_write_time(record) - entry_time);
+    INFO("the record's file time minus its entry's, ms: " << after.count());
+    CHECK(after < std::chrono::milliseconds(100));
 }
 
 TEST_CASE("a cache holds the records of 256 kernels at most: the store that reaches it writes them",
