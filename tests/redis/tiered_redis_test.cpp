@@ -472,6 +472,53 @@ std::uint64_t counter_in(std::string const& summary, std::string const& name) {
     return std::stoull(summary.substr(at + needle.size()));
 }
 
+/// Two fresh processes through `url` (the server, or a proxy in front of it): A prefetches
+/// `n` kernels, claiming them all ahead, and waits for a go; B prefetches the same, claims
+/// none (A holds them), and waits on A's claims. Then A compiles and stores every kernel,
+/// its releases following its uploads: B must load all `n` and compile none (a claim it
+/// saw go always had its entry there), and every claim is released in the end.
+void claims_ahead_then_waiter(server_and_folder& f, std::string const& url, std::string const& ns, std::size_t n) {
+    compile_cache_test::write_file(f.dir.path() / "fleet.key", "the fleet's secret");
+    auto const settings = [&](char const* local) {
+        return std::vector<std::string>{"MACHINE_DIR=" + (f.dir.path() / local).string(), "MACHINE_REMOTE=" + url,
+                                        "MACHINE_REMOTE_NAMESPACE=" + ns,
+                                        "MACHINE_SECRET_FILE=" + (f.dir.path() / "fleet.key").string(),
+                                        "MACHINE_PREFETCH=1"};
+    };
+    auto const wait_until = [](auto&& done) {
+        for (int i = 0; i < 2000 && !done(); ++i) std::this_thread::sleep_for(5ms);
+        return done();
+    };
+    compile_cache_test::process_result ci, b;
+    std::thread a_run([&] {
+        std::vector<std::string> a_settings = settings("a");
+        a_settings.push_back("MACHINE_AFTER_PREFETCH_WAIT_FOR=" + (f.dir.path() / "go").string());
+        ci = run_machine(a_settings, static_cast<int>(n));
+    });
+    CHECK(wait_until([&] { return f.a({"DBSIZE"}) == std::to_string(n); })); // A's claims, taken ahead
+    // B prefetches too: the kernels are absent and their claims held, so it claims none,
+    // and its first miss waits (its SET NX refused, it asks who holds the claim: a GET).
+    // Each later miss reads the server afresh (the batch's answer is dropped: another
+    // process was compiling the kernel), and finds what A stored by then, or waits.
+    REQUIRE(f.a({"CONFIG", "RESETSTAT"}) == "OK");
+    std::thread b_run([&] { b = run_machine(settings("b"), static_cast<int>(n)); });
+    CHECK(wait_until([&] { return calls_of(f.a, "get") > 0; })); // B waits on a claim
+    compile_cache_test::write_file(f.dir.path() / "go", "go");
+    a_run.join();
+    b_run.join();
+    INFO(ci.describe());
+    INFO(b.describe());
+    REQUIRE(ci.exited(0));
+    REQUIRE(b.exited(0));
+    CHECK(count_of(ci.out, " compiled\n") == n);
+    CHECK(counter_in(ci.out, "remote.claims-prefetched") == n);
+    CHECK(counter_in(ci.out, "remote.uploads-sent") == 2 * n);
+    CHECK(count_of(b.out, " loaded\n") == n);
+    CHECK(count_of(b.out, " compiled\n") == 0);
+    CHECK(counter_in(b.out, "remote.claims-prefetched") == 0);
+    CHECK(f.a({"DBSIZE"}) == std::to_string(2 * n)); // entries and records: every claim released
+}
+
 /// A fresh process of `tier_machine fork MODE`, with MACHINE_* set to `settings`.
 compile_cache_test::process_result run_fork(std::vector<std::string> settings, std::string const& mode) {
     compile_cache_test::process_spec spec;
@@ -702,50 +749,7 @@ TEST_CASE_METHOD(server_and_folder,
                  "Tier on Redis: a process that prefetches kernels another process claimed ahead claims none of them, "
                  "waits, and loads every one that process compiles (fresh processes)",
                  "[redis][tiered][prefetch][claims]") {
-    std::string const ns = unique_name("preclaim-wait");
-    compile_cache_test::write_file(dir.path() / "fleet.key", "the fleet's secret");
-    std::string const go = (dir.path() / "go").string();
-    auto const settings = [&](char const* local) {
-        return std::vector<std::string>{"MACHINE_DIR=" + (dir.path() / local).string(), "MACHINE_REMOTE=" + s.url(),
-                                        "MACHINE_REMOTE_NAMESPACE=" + ns,
-                                        "MACHINE_SECRET_FILE=" + (dir.path() / "fleet.key").string(),
-                                        "MACHINE_PREFETCH=1"};
-    };
-    auto const wait_until = [](auto&& done) {
-        for (int i = 0; i < 2000 && !done(); ++i) std::this_thread::sleep_for(5ms);
-        return done();
-    };
-    // A prefetches (claiming all 10 kernels ahead), then waits for the go.
-    compile_cache_test::process_result ci, b;
-    std::thread a_run([&] {
-        std::vector<std::string> a_settings = settings("a");
-        a_settings.push_back("MACHINE_AFTER_PREFETCH_WAIT_FOR=" + go);
-        ci = run_machine(a_settings, 10);
-    });
-    bool const claimed = wait_until([&] { return a({"DBSIZE"}) == "10"; });
-    CHECK(claimed);
-    // B prefetches too: the kernels are absent and their claims held, so it claims none,
-    // and its first miss waits (its SET NX refused, it asks who holds the claim: a GET).
-    // Each later miss reads the server afresh (the batch's answer is dropped: another
-    // process was compiling the kernel), and finds what A stored by then, or waits.
-    REQUIRE(a({"CONFIG", "RESETSTAT"}) == "OK");
-    std::thread b_run([&] { b = run_machine(settings("b"), 10); });
-    bool const b_waits = wait_until([&] { return calls_of(a, "get") > 0; });
-    CHECK(b_waits);
-    compile_cache_test::write_file(dir.path() / "go", "go");
-    a_run.join();
-    b_run.join();
-    INFO(ci.describe());
-    INFO(b.describe());
-    REQUIRE(ci.exited(0));
-    REQUIRE(b.exited(0));
-    CHECK(count_of(ci.out, " compiled\n") == 10);
-    CHECK(counter_in(ci.out, "remote.claims-prefetched") == 10);
-    CHECK(count_of(b.out, " loaded\n") == 10);
-    CHECK(count_of(b.out, " compiled\n") == 0);
-    CHECK(counter_in(b.out, "remote.claims-prefetched") == 0);
-    // Every claim was released: what is left is 10 entries and their identity records.
-    CHECK(a({"DBSIZE"}) == "20");
+    claims_ahead_then_waiter(*this, s.url(), unique_name("preclaim-wait"), 10);
 }
 
 TEST_CASE_METHOD(server_and_folder,
@@ -1074,42 +1078,5 @@ TEST_CASE_METHOD(server_and_folder,
                  "that process compiles, its releases sent with its uploads (fresh processes)",
                  "[redis][tiered][prefetch][claims][upload]") {
     proxy_process proxy(s.port(), std::chrono::microseconds(2500));
-    std::string const ns = unique_name("release-rtt");
-    compile_cache_test::write_file(dir.path() / "fleet.key", "the fleet's secret");
-    std::string const go = (dir.path() / "go").string();
-    auto const settings = [&](char const* local) {
-        return std::vector<std::string>{"MACHINE_DIR=" + (dir.path() / local).string(), "MACHINE_REMOTE=" + proxy.url(),
-                                        "MACHINE_REMOTE_NAMESPACE=" + ns,
-                                        "MACHINE_SECRET_FILE=" + (dir.path() / "fleet.key").string(),
-                                        "MACHINE_PREFETCH=1"};
-    };
-    auto const wait_until = [](auto&& done) {
-        for (int i = 0; i < 2000 && !done(); ++i) std::this_thread::sleep_for(5ms);
-        return done();
-    };
-    int const n = 20;
-    compile_cache_test::process_result ci, b;
-    std::thread a_run([&] {
-        std::vector<std::string> a_settings = settings("a");
-        a_settings.push_back("MACHINE_AFTER_PREFETCH_WAIT_FOR=" + go);
-        ci = run_machine(a_settings, n);
-    });
-    CHECK(wait_until([&] { return a({"DBSIZE"}) == std::to_string(n); })); // A's claims, taken ahead
-    REQUIRE(a({"CONFIG", "RESETSTAT"}) == "OK");
-    std::thread b_run([&] { b = run_machine(settings("b"), n); });
-    CHECK(wait_until([&] { return calls_of(a, "get") > 0; })); // B waits on a claim
-    compile_cache_test::write_file(dir.path() / "go", "go");
-    a_run.join();
-    b_run.join();
-    INFO(ci.describe());
-    INFO(b.describe());
-    REQUIRE(ci.exited(0));
-    REQUIRE(b.exited(0));
-    CHECK(count_of(ci.out, " compiled\n") == n);
-    CHECK(counter_in(ci.out, "remote.claims-prefetched") == n);
-    CHECK(counter_in(ci.out, "remote.uploads-sent") == 2 * n);
-    // Every claim B saw go had its entry there: B compiled none.
-    CHECK(count_of(b.out, " loaded\n") == n);
-    CHECK(count_of(b.out, " compiled\n") == 0);
-    CHECK(a({"DBSIZE"}) == std::to_string(2 * n)); // entries and records: every claim released
+    claims_ahead_then_waiter(*this, proxy.url(), unique_name("release-rtt"), 20);
 }
