@@ -7804,9 +7804,10 @@ public:
     /// Returns when the entry of `k` may have arrived (a file renamed to its name) or its
     /// claim may have gone (the claim file removed), and at the latest after `timeout`:
     /// a waiting miss's pause between polls (single_flight.hpp). On Linux an inotify watch
-    /// of the entry's folder, made for the call; elsewhere, or when the folder cannot be
-    /// watched (missing, a file system without notifications of other machines' changes,
-    /// no inotify instance left), a sleep of `timeout`.
+    /// of the entry's folder, made for the call (what it does not report, such as another
+    /// machine's store on a shared file system, ends the pause at `timeout`); elsewhere, or
+    /// when the folder cannot be watched (missing, no inotify instance left), a sleep of
+    /// `timeout`.
     COMPILE_CACHE_DECL void wait_for_change(key const& k, std::chrono::nanoseconds timeout) const noexcept;
 
     COMPILE_CACHE_DECL read_result read(key const& k, std::string& out, std::size_t max_size) noexcept;
