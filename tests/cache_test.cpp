@@ -596,6 +596,26 @@ TEST_CASE("a kernel stored by one process is loaded by the next, its callee reli
     run_result const third = run(env + quoted(helper) + " store " + quoted(root.string()));
     CHECK(third.out.find("outcome=loaded") != std::string::npos);
 }
+
+TEST_CASE("a cache destroyed at exit, after the thread's thread_locals, writes the identity record it holds "
+          "and exits cleanly",
+          "[cache][records]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    std::string const helper = COMPILE_CACHE_HELPER_cache_fresh_process_helper;
+    run_result const first = run("CCFRESH_LOG= " + quoted(helper) + " static-store " + quoted(root.string()));
+    INFO(first.out);
+    REQUIRE(first.exit_code == 0);
+    CHECK(first.out.find("enabled=1 outcome=compiled") != std::string::npos);
+    std::size_t files = 0;
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec))
+        if (it->is_regular_file() && it->path().parent_path().filename().string().size() == 2) ++files;
+    CHECK(entries_under(root) == 1);
+    CHECK(files == 2); // the entry and, written at exit, its kernel's identity record
+    run_result const next = run("CCFRESH_LOG= " + quoted(helper) + " load " + quoted(root.string()));
+    CHECK(next.out.find("outcome=loaded") != std::string::npos);
+}
 #endif
 
 namespace {

@@ -7708,10 +7708,22 @@ struct shared_state {
     directory_options options;
 };
 
-/// The path of the entry a read opens, built in a buffer each thread reuses.
-inline std::string& read_path_buffer() {
-    thread_local std::string path;
-    return path;
+/// Set on a thread once its read_path_buffer was destroyed (a flag with no destructor of
+/// its own, so it can still be read then).
+inline thread_local bool read_path_buffer_gone = false;
+
+/// The path of the entry a read opens, built in a buffer each thread reuses; `fallback`
+/// on a thread whose thread_local objects are already destroyed (at exit, a cache with
+/// static storage duration is destroyed after them, and its destructor writes the
+/// identity records it holds, reading each first).
+inline std::string& read_path_buffer(std::string& fallback) {
+    struct buffer {
+        std::string path;
+        ~buffer() { read_path_buffer_gone = true; }
+    };
+    if (read_path_buffer_gone) return fallback;
+    thread_local buffer b;
+    return b.path;
 }
 
 } // namespace detail::directory_storage_impl
@@ -8646,7 +8658,8 @@ read_result directory_storage::read_entry(key const& k, std::string& out, std::s
     try {
         if (state_->deferred.any.load(std::memory_order_relaxed))
             if (std::optional<read_result> const held = read_deferred(k, out, max_size)) return *held;
-        std::string& path = impl::read_path_buffer();
+        std::string own_path;
+        std::string& path = impl::read_path_buffer(own_path);
         path.clear();
         impl::append_entry_path(path, directory_, k);
         int const fd = detail::open_no_follow(AT_FDCWD, path.c_str());

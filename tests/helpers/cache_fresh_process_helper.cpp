@@ -9,6 +9,9 @@
 //   MODE store: get_or_compile the kernel, printing how it was produced.
 //   MODE load:  load it only (no compile), printing whether it loaded and what its
 //               references point at in this process.
+//   MODE static-store: as store, with the cache an object of static storage duration,
+//               destroyed at exit after the thread's thread_local objects (its destructor
+//               then writes the identity record it holds, reading the directory first).
 // Prints one line of `name=value` fields; exits 0 unless the arguments are wrong.
 #include "support/model.hpp"
 
@@ -22,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,7 +36,7 @@ namespace cc = compile_cache;
 using namespace compile_cache_test::model;
 
 int usage() {
-    std::fprintf(stderr, "usage: cache_fresh_process_helper store|load DIR\n");
+    std::fprintf(stderr, "usage: cache_fresh_process_helper store|load|static-store DIR\n");
     return 2;
 }
 
@@ -41,7 +45,7 @@ int usage() {
 int main(int argc, char** argv) {
     if (argc != 3) return usage();
     std::string const mode = argv[1];
-    if (mode != "store" && mode != "load") return usage();
+    if (mode != "store" && mode != "load" && mode != "static-store") return usage();
     ::setenv("CCFRESH_DIR", argv[2], 1);
 
     // The host's live objects, on the heap: nothing about their addresses carries over
@@ -51,7 +55,9 @@ int main(int argc, char** argv) {
     auto fma = std::make_unique<kernel>(kernel{"fma"});
     auto saxpy = std::make_unique<kernel>(kernel{"saxpy"});
 
-    auto cache = cc::default_cache::from_env("CCFRESH");
+    static std::optional<cc::default_cache> at_exit; // (static-store)
+    std::optional<cc::default_cache> in_main;
+    cc::default_cache& cache = (mode == "static-store" ? at_exit : in_main).emplace(cc::default_cache::from_env("CCFRESH"));
     cc::registry& reg = cache.resolver();
     reg.add_shared("mydsl.dialects.core", core.get());
     reg.add_singleton("mydsl.type.f64", f64.get());
@@ -66,7 +72,7 @@ int main(int argc, char** argv) {
 
     compiled_kernel k;
     std::string outcome;
-    if (mode == "store") {
+    if (mode == "store" || mode == "static-store") {
         auto r = cache.get_or_compile<compiled_kernel>(
             saxpy_key, info,
             [&] {

@@ -240,7 +240,8 @@ read_result directory_storage::read_entry(key const& k, std::string& out, std::s
     try {
         if (state_->deferred.any.load(std::memory_order_relaxed))
             if (std::optional<read_result> const held = read_deferred(k, out, max_size)) return *held;
-        std::string& path = impl::read_path_buffer();
+        std::string own_path;
+        std::string& path = impl::read_path_buffer(own_path);
         path.clear();
         impl::append_entry_path(path, directory_, k);
         int const fd = detail::open_no_follow(AT_FDCWD, path.c_str());
