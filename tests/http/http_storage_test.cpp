@@ -379,6 +379,30 @@ TEST_CASE("a server absent, stopped or killed mid-response costs one bounded cal
     }
 }
 
+TEST_CASE("a free loopback port is refused even when the kernel connects the client to itself", "[http][faults]") {
+    int const port = compile_cache_test::free_port_a_client_may_take();
+    REQUIRE(port > 0);
+    cc::http_options o;
+    o.url = "http://127.0.0.1:" + std::to_string(port) + "/x/";
+    o.connect_timeout = std::chrono::milliseconds(200);
+    o.timeout = std::chrono::milliseconds(500);
+    cc::http_storage s(o);
+    // Each refused connection moves the kernel's choice of source port on, so within one
+    // pass over the ephemeral ports one connection is made to itself: the request would
+    // come back as the answer. It must be refused like the others.
+    std::string out;
+    int attempts = 0, to_itself = 0;
+    for (; attempts < 100000 && to_itself == 0; ++attempts) {
+        cc::read_result const r = s.read(key_of(1), out, 1 << 20);
+        REQUIRE(r.status == cc::read_status::error);
+        INFO("attempt " << attempts << ": " << s.last_failure().text);
+        REQUIRE(r.error == cc::http_errc::refused);
+        if (s.last_failure().text.find("to itself") != std::string::npos) ++to_itself;
+    }
+    INFO("attempts: " << attempts);
+    CHECK(to_itself == 1);
+}
+
 TEST_CASE("a tier skips a stopped HTTP server after one bounded failure, counted", "[http][faults][tiered]") {
     using tier = cc::tiered_storage<cc::directory_storage, cc::http_storage>;
     own_server stopped("tier-stopped");

@@ -4,6 +4,7 @@
 // come back within its timeout, as an error of the right kind, without a crash or a
 // large allocation.
 #include "catch2_compat.hpp"
+#include "support/posix.hpp"
 #include "support/redis_servers.hpp"
 
 #include <compile_cache/storage/redis/redis_storage.hpp>
@@ -107,6 +108,27 @@ TEST_CASE("No server listening: every call fails as refused, at once", "[redis][
     CHECK(s.write(key_of(1), "x") == cc::redis_errc::refused);
     CHECK(s.remove(key_of(1)) == cc::redis_errc::refused);
     CHECK(ms_since(start) < 300);
+}
+
+TEST_CASE("A free loopback port is refused even when the kernel connects the client to itself",
+          "[redis][faults]") {
+    int const port = compile_cache_test::free_port_a_client_may_take();
+    REQUIRE(port > 0);
+    auto s = storage_at("redis://127.0.0.1:" + std::to_string(port));
+    // Each refused connection moves the kernel's choice of source port on, so within one
+    // pass over the ephemeral ports one connection is made to itself: what the client
+    // sends would come back as replies. It must be refused like the others.
+    std::string out;
+    int attempts = 0, to_itself = 0;
+    for (; attempts < 100000 && to_itself == 0; ++attempts) {
+        auto r = s.read(key_of(1), out, 100);
+        REQUIRE(r.status == cc::read_status::error);
+        INFO("attempt " << attempts << ": " << s.last_failure().text);
+        REQUIRE(r.error == cc::redis_errc::refused);
+        if (s.last_failure().text.find("to itself") != std::string::npos) ++to_itself;
+    }
+    INFO("attempts: " << attempts);
+    CHECK(to_itself == 1);
 }
 
 TEST_CASE("The Redis client's failures are remote_error conditions, which a tier and std::errc tell alike",

@@ -1,9 +1,11 @@
 // What the tests need from the operating system, each undone at the end of its scope:
 // a temporary directory, whole-file reads and writes, captured stderr, a umask, the
-// working directory, environment variables.
+// working directory, environment variables; and a free loopback port a client may be
+// connected to itself on.
 #pragma once
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -17,7 +19,10 @@
 #include <utility>
 #include <vector>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <stdlib.h> // mkdtemp
 #include <sys/stat.h>
 #include <unistd.h>
@@ -209,5 +214,34 @@ private:
     std::string prefix_;
     std::vector<std::string> suffixes_;
 };
+
+/// A free loopback port of the range the kernel picks source ports from, with nothing
+/// listening on it, and even: Linux tries even ports first for a connection's source
+/// (and gives odd ones to bind(0), which finds the range here). A client that connects
+/// to it again and again is, within one pass over the range, connected to itself once.
+/// 0 when none was found.
+inline int free_port_a_client_may_take() {
+    auto bind_loopback = [](int wanted) {
+        int const fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) return 0;
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_port = htons(static_cast<std::uint16_t>(wanted));
+        socklen_t len = sizeof a;
+        int port = 0;
+        if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+            ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+            port = ntohs(a.sin_port);
+        ::close(fd);
+        return port;
+    };
+    for (int tries = 0; tries < 100; ++tries) {
+        int const any = bind_loopback(0);
+        if (any <= 0 || any >= 65535) continue;
+        if (int const even = bind_loopback(any % 2 == 0 ? any : any + 1)) return even;
+    }
+    return 0;
+}
 
 } // namespace compile_cache_test
