@@ -17,8 +17,6 @@
 #include <compile_cache/statistics.hpp>
 #include <compile_cache/storage/concept.hpp>
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -29,6 +27,8 @@
 #include <optional>
 #include <unordered_map>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -242,7 +242,8 @@ struct identity_records {
 
     /// Writes the records held (when `holds`), each merged first
     /// with the record the storage has now (merge_identity_records: what other processes
-    /// stored meanwhile is kept), sealed, and written with write(). Best effort.
+    /// stored meanwhile is kept), sealed, and written at its newest entry's time
+    /// (write_dated). Best effort.
     void write_held() noexcept {
         if constexpr (holds) {
             try {
@@ -259,7 +260,7 @@ struct identity_records {
                         if (std::optional<identity_record> const now = read(h.record.identity, over_bound))
                             merge_identity_records(h.record, *now);
                         std::string const entry = sealed_identity_record(h.record, h.kernel, local);
-                        if (!entry.empty() && !storage.write(rk, entry)) given_time(rk, h.kernel.created_ns);
+                        if (!entry.empty()) (void)write_dated(rk, entry, h.kernel.created_ns);
                     } catch (...) {
                     }
                 }
@@ -269,22 +270,15 @@ struct identity_records {
     }
 
 private:
-    // A record written with the batch gets, as its file's time, its newest entry's (a
-    // storage of files: entry_path), so that eviction, which goes by file time, does not
-    // take it for newer than the entries of its run: written at the cache's end, it would
-    // be kept while they go. A time, no more: a failure costs nothing else.
-    void given_time(key const& rk, std::int64_t created_ns) {
-        if constexpr (has_entry_path<Storage>::value) {
-            if (created_ns <= 0) return;
-            std::string const path = storage.entry_path(rk);
-            if (path.empty()) return;
-            timespec times[2];
-            times[0].tv_sec = times[1].tv_sec = static_cast<time_t>(created_ns / 1000000000);
-            times[0].tv_nsec = times[1].tv_nsec = static_cast<long>(created_ns % 1000000000);
-            (void)::utimensat(AT_FDCWD, path.c_str(), times, 0);
-        } else {
-            (void)rk, (void)created_ns;
-        }
+    // Writes a record of the batch with, as its time, its newest entry's `created_ns`
+    // (the storage's write_made_at, when it has one: directory_storage), so that
+    // eviction, which goes by that time, does not take it for newer than the entries of
+    // its run: written at the cache's end, it would be kept while they go. Else write().
+    std::error_code write_dated(key const& rk, std::string_view entry, std::int64_t created_ns) {
+        if constexpr (has_write_made_at<Storage>::value)
+            return storage.write_made_at(rk, entry, created_ns);
+        else
+            return storage.write(rk, entry);
     }
 
     // Puts `newest` first in the held record under `rk`: false when none is held.
