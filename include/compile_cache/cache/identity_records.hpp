@@ -6,6 +6,7 @@
 
 #include <compile_cache/detail/config.hpp>
 
+#include <compile_cache/detail/held_batch_bounds.hpp>
 #include <compile_cache/detail/log.hpp>
 #include <compile_cache/cache/signed_entry_checks.hpp>
 #include <compile_cache/envelope.hpp>
@@ -41,13 +42,12 @@ namespace compile_cache::detail {
 /// decodes it nor encodes and seals it. Shared by a cache's threads (one mutex), its own:
 /// another cache, even over a copy of the same storage, sees the records once written.
 struct held_identity_records {
-    /// The batch is written when it holds this many records or bytes (of their encoded
-    /// payloads), or when its oldest record is this old: what directory_storage's
-    /// deferred writes are bounded by. It is also written at the cache's
-    /// flush_statistics() and destruction. A record is held from its store to the write.
-    static constexpr std::size_t max_records = 256;
-    static constexpr std::size_t max_bytes = std::size_t{4} << 20;
-    static constexpr std::int64_t max_age_ns = std::int64_t{10} * 1000000000;
+    /// The batch is written when it holds held_batch_bounds' keys (records) or bytes (of
+    /// their encoded payloads), or when its oldest record is max_age_ns old: the bounds
+    /// of directory_storage's deferred writes, the same constants. It is also written at
+    /// the cache's flush_statistics() and destruction. A record is held from its store
+    /// to the write.
+    using bounds = held_batch_bounds;
 
     struct held {
         identity_record record;
@@ -327,9 +327,7 @@ private:
         held.bytes -= h.size;
         h.size = encoded_identity_record_size(h.record) + h.kernel.name.size() + h.kernel.origin_file.size();
         held.bytes += h.size;
-        return held.records.size() >= held_identity_records::max_records ||
-               held.bytes >= held_identity_records::max_bytes ||
-               steady_ns() - held.oldest_ns >= held_identity_records::max_age_ns;
+        return held_identity_records::bounds::due(held.records.size(), held.bytes, steady_ns() - held.oldest_ns);
     }
 
     // The key's components as an identity record keeps them (toolchain_component::with_parts).

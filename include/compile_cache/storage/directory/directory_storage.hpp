@@ -6,6 +6,7 @@
 #include <compile_cache/detail/config.hpp>
 
 #include <compile_cache/detail/env.hpp>
+#include <compile_cache/detail/held_batch_bounds.hpp>
 #include <compile_cache/detail/posix_io.hpp>
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/settings.hpp>
@@ -209,15 +210,10 @@ namespace detail::directory_storage_impl {
 inline thread_local char const* next_temp_suffix_for_testing = nullptr;
 
 /// Writes a storage object held back (write_deferred) and not yet made: the latest
-/// bytes of each key, in this process only.
-struct deferred_writes {
-    /// At most this many keys, or this many bytes, are held; the write that would pass
-    /// either bound, or that finds the oldest held for longer than max_age_ns, makes
-    /// them all first.
-    static constexpr std::size_t max_keys = 256;
-    static constexpr std::size_t max_bytes = std::size_t{4} << 20;
-    static constexpr std::int64_t max_age_ns = std::int64_t{10} * 1000000000;
-
+/// bytes of each key, in this process only. Bounded as a cache's held identity records
+/// are (held_batch_bounds: max_keys, max_bytes, max_age_ns): the write that reaches a
+/// bound, or that finds the oldest held for max_age_ns, makes them all.
+struct deferred_writes : held_batch_bounds {
     std::mutex mutex;
     std::unordered_map<key, std::string> held;
     /// When each held write was made: its file gets that time once written, so that a

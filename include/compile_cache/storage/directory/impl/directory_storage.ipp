@@ -120,8 +120,7 @@ std::error_code directory_storage::write_deferred(key const& k, std::string_view
             d.bytes += bytes.size();
             (void)added;
             d.any.store(true);
-            due = d.held.size() >= impl::deferred_writes::max_keys || d.bytes >= impl::deferred_writes::max_bytes ||
-                  now - d.oldest_ns >= impl::deferred_writes::max_age_ns;
+            due = impl::deferred_writes::due(d.held.size(), d.bytes, now - d.oldest_ns);
         }
         return due ? flush_deferred() : std::error_code();
     } catch (...) { // bad_alloc: write it now instead
