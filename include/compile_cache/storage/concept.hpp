@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <thread>
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
@@ -371,6 +372,21 @@ template <class S>
 using has_wait_for_change = std::bool_constant<has_claims<S>::value && is_detected<wait_for_change_t, S>::value>;
 template <class S>
 using wait_for_change_address_t = decltype(&S::wait_for_change);
+/// A waiting miss's pause between its polls: `*storage`'s wait_for_change (until the
+/// entry of `k` may have arrived or its claim gone, at most `timeout`) when S has one and
+/// `storage` is given; else a sleep of `timeout`. What single_flight.hpp's waits and a
+/// tier without a local storage that has one (tiered_storage::wait_for_change) do.
+template <class S>
+void wait_for_change_or_sleep(S const* storage, key const& k, std::chrono::nanoseconds timeout) noexcept {
+    if constexpr (has_wait_for_change<S>::value) {
+        if (storage) return storage->wait_for_change(k, timeout);
+    }
+    (void)storage, (void)k;
+    try {
+        std::this_thread::sleep_for(timeout);
+    } catch (...) {
+    }
+}
 /// Optional, beside the claims (has_claims): `void try_claim_many(std::vector<key> const&
 /// keys, claim_request const&, std::vector<claim_answer>& out)` (noexcept), the batch of
 /// claims: `out` gets one answer per key, in the order of `keys`, `out[i]` claimed (this
