@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace {
@@ -242,6 +243,63 @@ TEST_CASE("a held record written at the flush gets its newest entry's time, so t
     auto const after = std::chrono::duration_cast<std::chrono::milliseconds>(fs::last_write_time(record) - entry_time);
     INFO("the record's file time minus its entry's, ms: " << after.count());
     CHECK(after < std::chrono::milliseconds(100));
+}
+
+namespace {
+
+/// The modification time of `path` (the entry's last use, what eviction goes by), in
+/// nanoseconds since the epoch; 0 when it cannot be read.
+std::int64_t file_time_ns(std::string const& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return 0;
+    return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+std::int64_t wall_clock_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+} // namespace
+
+TEST_CASE("directory_storage::write_made_at writes as write() does, its file given the time it is given (0 or less: "
+          "now)",
+          "[storage][records]") {
+    static_assert(cc::detail::has_write_made_at<directory_storage>::value);
+    temp_dir dir;
+    directory_storage s((dir.path() / "cache").string());
+    std::string out;
+    // Half an hour ago (a hit refreshes a use time over an hour old), to the nanosecond.
+    std::int64_t const made_ns = (wall_clock_ns() / 1000000000 - 1800) * 1000000000 + 123456789;
+    REQUIRE(!s.write_made_at(key_n(1), "made earlier", made_ns));
+    std::int64_t const given = file_time_ns(s.entry_path(key_n(1)));
+    INFO("the file's time minus the one given, ns: " << given - made_ns);
+    CHECK(given - made_ns > -1000000000); // (to the nanosecond where the file system keeps them)
+    CHECK(given - made_ns <= 0);
+    REQUIRE(s.read(key_n(1), out, 100).status == read_status::found);
+    CHECK(out == "made earlier");
+    std::vector<cc::stored_entry> listed;
+    REQUIRE(!s.list(listed));
+    REQUIRE(listed.size() == 1);
+    CHECK(listed[0].last_use_s == made_ns / 1000000000); // what the tool and eviction see
+
+    // 0, or less: now, as write() leaves it.
+    for (std::int64_t const none : {std::int64_t{0}, std::int64_t{-5}}) {
+        std::int64_t const before = wall_clock_ns();
+        REQUIRE(!s.write_made_at(key_n(2), "made now", none));
+        std::int64_t const after = wall_clock_ns();
+        std::int64_t const t = file_time_ns(s.entry_path(key_n(2)));
+        INFO("given " << none << ": the file's time is " << (t - before) / 1000000 << " ms after the call began, "
+                      << (after - t) / 1000000 << " ms before it ended");
+        // (The file system's clock ticks coarsely, a few ms behind the fine one.)
+        CHECK(t > before - 100000000);
+        CHECK(t <= after);
+    }
+
+    // It fails as write() does: a disabled storage, an empty key.
+    CHECK(directory_storage().write_made_at(key_n(3), "x", made_ns) == std::errc::invalid_argument);
+    CHECK(s.write_made_at(key(), "x", made_ns) == std::errc::invalid_argument);
+    CHECK(!fs::exists(s.entry_path(key_n(3))));
 }
 
 TEST_CASE("a cache holds the records of 256 kernels at most: the store that reaches it writes them",

@@ -20,7 +20,6 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -129,25 +128,10 @@ inline std::string ms_text(std::chrono::nanoseconds d) {
     return buf;
 }
 
-/// A waiting miss's pause before its next poll: until the storage sees the entry of `k`
-/// arrive or its claim go (its wait_for_change), at most `d`; a sleep of `d` without one.
-template <class Storage>
-void pause_for_change(Storage const& storage, key const& k, std::chrono::nanoseconds d) noexcept {
-    if constexpr (has_wait_for_change<Storage>::value) {
-        storage.wait_for_change(k, d);
-    } else {
-        (void)storage, (void)k;
-        try {
-            std::this_thread::sleep_for(d);
-        } catch (...) {
-        }
-    }
-}
-
 /// The single-flight step of a miss of `k` (after the load missed, before the compile):
 /// claims `k` (then `guard` holds it and nullopt says: compile), or, while another
 /// process's live claim stands, waits for its entry: polls every 0.1 ms growing to 5 ms
-/// (woken sooner when the storage sees the entry arrive or the claim go: pause_for_change),
+/// (woken sooner when the storage sees the entry arrive or the claim go: wait_for_change_or_sleep),
 /// each poll a read of the entry and a try_claim (which takes over a dead claim at once,
 /// or claims a released one); an entry found is loaded by `load()` (the cache's whole
 /// load: envelope check, deserialize) and returned. After `bound`, or when the entry
@@ -243,9 +227,9 @@ std::optional<Artifact> claim_or_wait(Storage& storage, claim_guard<Storage>& gu
                 });
                 return std::nullopt;
             }
-            pause_for_change(storage, k,
-                             std::min<std::chrono::nanoseconds>(
-                                 interval, bound - std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed)));
+            wait_for_change_or_sleep(&storage, k,
+                                     std::min<std::chrono::nanoseconds>(
+                                         interval, bound - std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed)));
             interval = std::min<std::chrono::microseconds>(interval * 5 / 4 + std::chrono::microseconds(1),
                                                            std::chrono::milliseconds(5));
             if (entry_present(storage, k, max_entry_size, scratch)) {

@@ -71,6 +71,21 @@ std::string gone_owner() {
 }
 
 /// A server of the test's own, an admin connection to it, and a storage that reaches it
+/// as the ACL user `ci`, who may use the keys of its namespace with GETRANGE, GET, SET and
+/// DEL only: its scripts (EVAL) are refused.
+struct server_without_scripts {
+    server s;
+    admin a{s.port()};
+    cc::redis_storage ci = storage_as_ci(a, s.port(), unique_name("claims"));
+
+    static cc::redis_storage storage_as_ci(admin& a, int port, std::string const& ns) {
+        REQUIRE(a({"ACL", "SETUSER", "ci", "on", ">ci-pw", "~" + ns + ":*", "+getrange", "+get", "+set", "+del"}) ==
+                "OK");
+        return storage_at("redis://ci:ci-pw@127.0.0.1:" + std::to_string(port), ns);
+    }
+};
+
+/// A server of the test's own, an admin connection to it, and a storage that reaches it
 /// through a relay (on which the test acts between the storage's commands).
 struct relayed_server {
     server s;
@@ -174,14 +189,9 @@ TEST_CASE("Redis claims: a dead owner's claim is taken over in one step, with th
 TEST_CASE("Redis claims for an ACL user without EVAL: a dead owner's claim is still taken over, and a release "
           "(alone or in a batch) still removes the claim",
           "[redis][claims]") {
-    server acl;
-    admin a(acl.port());
-    std::string const ns = unique_name("claims");
-    REQUIRE(a({"ACL", "SETUSER", "ci", "on", ">ci-pw", "~" + ns + ":*", "+getrange", "+get", "+set", "+del"}) == "OK");
-    cc::redis_options o;
-    o.url = "redis://ci:ci-pw@127.0.0.1:" + std::to_string(acl.port());
-    o.name_space = ns;
-    cc::redis_storage ci(o);
+    server_without_scripts acl;
+    admin& a = acl.a;
+    cc::redis_storage& ci = acl.ci;
     cc::key const k = key_of(5);
     std::string const name = ci.claim_name(k);
     REQUIRE(a({"SET", name, gone_owner()}) == "OK");
@@ -471,14 +481,9 @@ TEST_CASE_METHOD(relayed_server,
 TEST_CASE("Redis writes then releases, and reads that claim, for an ACL user without EVAL: the claims are still taken "
           "after the reads, and released after the writes",
           "[redis][claims][prefetch][upload]") {
-    server acl;
-    admin a(acl.port());
-    std::string const ns = unique_name("claims");
-    REQUIRE(a({"ACL", "SETUSER", "ci", "on", ">ci-pw", "~" + ns + ":*", "+getrange", "+get", "+set", "+del"}) == "OK");
-    cc::redis_options o;
-    o.url = "redis://ci:ci-pw@127.0.0.1:" + std::to_string(acl.port());
-    o.name_space = ns;
-    cc::redis_storage ci(o);
+    server_without_scripts acl;
+    admin& a = acl.a;
+    cc::redis_storage& ci = acl.ci;
     std::vector<cc::key> const entries = {key_of(80), key_of(81), key_of(82)};
     REQUIRE(a({"SET", ci.redis_key(entries[0]), "entry 80"}) == "OK");
     REQUIRE(a({"CONFIG", "RESETSTAT"}) == "OK");

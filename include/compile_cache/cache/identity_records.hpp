@@ -6,6 +6,7 @@
 
 #include <compile_cache/detail/config.hpp>
 
+#include <compile_cache/detail/held_batch_bounds.hpp>
 #include <compile_cache/detail/log.hpp>
 #include <compile_cache/cache/signed_entry_checks.hpp>
 #include <compile_cache/envelope.hpp>
@@ -17,8 +18,6 @@
 #include <compile_cache/statistics.hpp>
 #include <compile_cache/storage/concept.hpp>
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -29,6 +28,8 @@
 #include <optional>
 #include <unordered_map>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -41,13 +42,12 @@ namespace compile_cache::detail {
 /// decodes it nor encodes and seals it. Shared by a cache's threads (one mutex), its own:
 /// another cache, even over a copy of the same storage, sees the records once written.
 struct held_identity_records {
-    /// The batch is written when it holds this many records or bytes (of their encoded
-    /// payloads), or when its oldest record is this old: what directory_storage's
-    /// deferred writes are bounded by. It is also written at the cache's
-    /// flush_statistics() and destruction. A record is held from its store to the write.
-    static constexpr std::size_t max_records = 256;
-    static constexpr std::size_t max_bytes = std::size_t{4} << 20;
-    static constexpr std::int64_t max_age_ns = std::int64_t{10} * 1000000000;
+    /// The batch is written when it holds held_batch_bounds' keys (records) or bytes (of
+    /// their encoded payloads), or when its oldest record is max_age_ns old: the bounds
+    /// of directory_storage's deferred writes, the same constants. It is also written at
+    /// the cache's flush_statistics() and destruction. A record is held from its store
+    /// to the write.
+    using bounds = held_batch_bounds;
 
     struct held {
         identity_record record;
@@ -242,7 +242,8 @@ struct identity_records {
 
     /// Writes the records held (when `holds`), each merged first
     /// with the record the storage has now (merge_identity_records: what other processes
-    /// stored meanwhile is kept), sealed, and written with write(). Best effort.
+    /// stored meanwhile is kept), sealed, and written at its newest entry's time
+    /// (write_dated). Best effort.
     void write_held() noexcept {
         if constexpr (holds) {
             try {
@@ -259,7 +260,7 @@ struct identity_records {
                         if (std::optional<identity_record> const now = read(h.record.identity, over_bound))
                             merge_identity_records(h.record, *now);
                         std::string const entry = sealed_identity_record(h.record, h.kernel, local);
-                        if (!entry.empty() && !storage.write(rk, entry)) given_time(rk, h.kernel.created_ns);
+                        if (!entry.empty()) (void)write_dated(rk, entry, h.kernel.created_ns);
                     } catch (...) {
                     }
                 }
@@ -269,22 +270,15 @@ struct identity_records {
     }
 
 private:
-    // A record written with the batch gets, as its file's time, its newest entry's (a
-    // storage of files: entry_path), so that eviction, which goes by file time, does not
-    // take it for newer than the entries of its run: written at the cache's end, it would
-    // be kept while they go. A time, no more: a failure costs nothing else.
-    void given_time(key const& rk, std::int64_t created_ns) {
-        if constexpr (has_entry_path<Storage>::value) {
-            if (created_ns <= 0) return;
-            std::string const path = storage.entry_path(rk);
-            if (path.empty()) return;
-            timespec times[2];
-            times[0].tv_sec = times[1].tv_sec = static_cast<time_t>(created_ns / 1000000000);
-            times[0].tv_nsec = times[1].tv_nsec = static_cast<long>(created_ns % 1000000000);
-            (void)::utimensat(AT_FDCWD, path.c_str(), times, 0);
-        } else {
-            (void)rk, (void)created_ns;
-        }
+    // Writes a record of the batch with, as its time, its newest entry's `created_ns`
+    // (the storage's write_made_at, when it has one: directory_storage), so that
+    // eviction, which goes by that time, does not take it for newer than the entries of
+    // its run: written at the cache's end, it would be kept while they go. Else write().
+    std::error_code write_dated(key const& rk, std::string_view entry, std::int64_t created_ns) {
+        if constexpr (has_write_made_at<Storage>::value)
+            return storage.write_made_at(rk, entry, created_ns);
+        else
+            return storage.write(rk, entry);
     }
 
     // Puts `newest` first in the held record under `rk`: false when none is held.
@@ -333,9 +327,7 @@ private:
         held.bytes -= h.size;
         h.size = encoded_identity_record_size(h.record) + h.kernel.name.size() + h.kernel.origin_file.size();
         held.bytes += h.size;
-        return held.records.size() >= held_identity_records::max_records ||
-               held.bytes >= held_identity_records::max_bytes ||
-               steady_ns() - held.oldest_ns >= held_identity_records::max_age_ns;
+        return held_identity_records::bounds::due(held.records.size(), held.bytes, steady_ns() - held.oldest_ns);
     }
 
     // The key's components as an identity record keeps them (toolchain_component::with_parts).

@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <thread>
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
@@ -260,6 +261,21 @@ using write_deferred_t = decltype(std::declval<S&>().write_deferred(std::declval
 template <class S>
 using has_write_deferred = is_detected_exact<std::error_code, write_deferred_t, S>;
 
+/// Optional: `std::error_code write_made_at(key const&, std::string_view, std::int64_t
+/// made_ns)` (noexcept), write() with the entry's time, the one its eviction goes by,
+/// set to `made_ns` (nanoseconds since the epoch; 0 or less: now, as write()). A cache
+/// that holds identity records (write_deferred) writes them through it when there is
+/// one, each given its newest entry's time, so that a record written at the cache's end
+/// is not kept for newer than the entries of its run (directory_storage has it: the
+/// file's time). Answers as write() does; the time is best effort.
+template <class S>
+using write_made_at_t = decltype(std::declval<S&>().write_made_at(
+    std::declval<key const&>(), std::declval<std::string_view>(), std::declval<std::int64_t>()));
+template <class S>
+using has_write_made_at = is_detected_exact<std::error_code, write_made_at_t, S>;
+template <class S>
+using write_made_at_address_t = decltype(&S::write_made_at);
+
 /// Optional: `void read_many(std::vector<key> const& keys, std::size_t max,
 /// std::vector<std::pair<read_result, std::string>>& out)` (noexcept), the batch read: `out`
 /// gets one pair per key, in the order of `keys`, `out[i]` being what `read(keys[i], bytes,
@@ -356,6 +372,21 @@ template <class S>
 using has_wait_for_change = std::bool_constant<has_claims<S>::value && is_detected<wait_for_change_t, S>::value>;
 template <class S>
 using wait_for_change_address_t = decltype(&S::wait_for_change);
+/// A waiting miss's pause between its polls: `*storage`'s wait_for_change (until the
+/// entry of `k` may have arrived or its claim gone, at most `timeout`) when S has one and
+/// `storage` is given; else a sleep of `timeout`. What single_flight.hpp's waits and a
+/// tier without a local storage that has one (tiered_storage::wait_for_change) do.
+template <class S>
+void wait_for_change_or_sleep(S const* storage, key const& k, std::chrono::nanoseconds timeout) noexcept {
+    if constexpr (has_wait_for_change<S>::value) {
+        if (storage) return storage->wait_for_change(k, timeout);
+    }
+    (void)storage, (void)k;
+    try {
+        std::this_thread::sleep_for(timeout);
+    } catch (...) {
+    }
+}
 /// Optional, beside the claims (has_claims): `void try_claim_many(std::vector<key> const&
 /// keys, claim_request const&, std::vector<claim_answer>& out)` (noexcept), the batch of
 /// claims: `out` gets one answer per key, in the order of `keys`, `out[i]` claimed (this
@@ -489,6 +520,7 @@ using is_storage = std::bool_constant<
     optional_member_valid<try_claim_address_t, has_claims, S>::value &&
     optional_member_valid<try_claim_many_address_t, has_try_claim_many, S>::value &&
     optional_member_valid<wait_for_change_address_t, has_wait_for_change, S>::value &&
+    optional_member_valid<write_made_at_address_t, has_write_made_at, S>::value &&
     optional_member_valid<release_claim_many_address_t, has_release_claim_many, S>::value &&
     optional_member_valid<write_many_then_release_address_t, has_write_many_then_release, S>::value &&
     optional_member_valid<read_many_claiming_address_t, has_read_many_claiming, S>::value &&
@@ -585,6 +617,8 @@ struct check_storage {
     static_assert(detail::optional_member_valid<detail::wait_for_change_address_t, detail::has_wait_for_change, S>::value,
                   "compile_cache: the Storage's wait_for_change member has the wrong signature, or it has no "
                   "try_claim and release_claim (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::write_made_at_address_t, detail::has_write_made_at, S>::value,
+                  "compile_cache: the Storage's write_made_at member has the wrong signature (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::release_claim_many_address_t, detail::has_release_claim_many, S>::value,
                   "compile_cache: the Storage's release_claim_many member has the wrong signature, or it has no "
                   "try_claim and release_claim (docs/policies.md)");

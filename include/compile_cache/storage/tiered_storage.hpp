@@ -693,13 +693,7 @@ public:
     /// first), at most `timeout`; what arrives on the remote only is seen at the next poll.
     /// Without a local storage that has one: a sleep of `timeout`.
     void wait_for_change(key const& k, std::chrono::nanoseconds timeout) const noexcept {
-        if constexpr (detail::has_wait_for_change<Local>::value) {
-            if (state_ && state_->local) return state_->local->wait_for_change(k, timeout);
-        }
-        try {
-            std::this_thread::sleep_for(timeout);
-        } catch (...) {
-        }
+        detail::wait_for_change_or_sleep(state_ && state_->local ? &*state_->local : nullptr, k, timeout);
     }
 
     std::error_code remove(key const& k) noexcept {

@@ -6,6 +6,7 @@
 #include <compile_cache/detail/config.hpp>
 
 #include <compile_cache/detail/env.hpp>
+#include <compile_cache/detail/held_batch_bounds.hpp>
 #include <compile_cache/detail/posix_io.hpp>
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/settings.hpp>
@@ -209,15 +210,10 @@ namespace detail::directory_storage_impl {
 inline thread_local char const* next_temp_suffix_for_testing = nullptr;
 
 /// Writes a storage object held back (write_deferred) and not yet made: the latest
-/// bytes of each key, in this process only.
-struct deferred_writes {
-    /// At most this many keys, or this many bytes, are held; the write that would pass
-    /// either bound, or that finds the oldest held for longer than max_age_ns, makes
-    /// them all first.
-    static constexpr std::size_t max_keys = 256;
-    static constexpr std::size_t max_bytes = std::size_t{4} << 20;
-    static constexpr std::int64_t max_age_ns = std::int64_t{10} * 1000000000;
-
+/// bytes of each key, in this process only. Bounded as a cache's held identity records
+/// are (held_batch_bounds: max_keys, max_bytes, max_age_ns): the write that reaches a
+/// bound, or that finds the oldest held for max_age_ns, makes them all.
+struct deferred_writes : held_batch_bounds {
     std::mutex mutex;
     std::unordered_map<key, std::string> held;
     /// When each held write was made: its file gets that time once written, so that a
@@ -231,12 +227,10 @@ struct deferred_writes {
 };
 
 /// Takes the held writes out of the batch (none in a forked child: the parent's), and
-/// when they were made into `times` if given.
+/// when they were made into `times` if given. Each is then made with
+/// directory_storage::write_made_at, at the time it was held.
 COMPILE_CACHE_DECL std::unordered_map<key, std::string> take_deferred(deferred_writes& d,
                                                                       std::unordered_map<key, std::int64_t>* times = nullptr);
-/// Writes a held write through `writer`, its file then given the time it was made (0: now).
-COMPILE_CACHE_DECL std::error_code write_held(directory_storage& writer, key const& k, std::string const& bytes,
-                                              std::int64_t made_ns) noexcept;
 
 /// State shared by a storage object and its copies.
 struct shared_state {
@@ -405,6 +399,17 @@ public:
 
     /// Makes the deferred writes now; the first error, if any (each is tried).
     COMPILE_CACHE_DECL std::error_code flush_deferred() noexcept;
+
+    /// write() of `bytes` under `k`, the entry's file then given the time `made_ns`
+    /// (nanoseconds since the epoch, as entry_metadata::created_ns) as its last use; 0 or
+    /// less: now, as write() leaves it. The optional Storage member a cache writes the
+    /// identity records it held through, each given its newest entry's time, so that
+    /// eviction, which goes by that time, does not take a record written at the cache's
+    /// end for newer than the entries of its run; the deferred writes are made with it as
+    /// well, each given the time of its write_deferred. The answer is write()'s: setting
+    /// the time is best effort, and its failure costs nothing else.
+    COMPILE_CACHE_DECL std::error_code write_made_at(key const& k, std::string_view bytes,
+                                                     std::int64_t made_ns) noexcept;
 
     /// Adds a cache's counters (statistics_snapshot::counters(), as deltas since its
     /// last call) to the cumulative ones kept in `DIR/.cc-counters/`, and records this

@@ -62,7 +62,7 @@ detail::directory_storage_impl::shared_state::~shared_state() {
         auto held = take_deferred(deferred, &times);
         if (held.empty()) return;
         directory_storage writer(directory, options);
-        for (auto const& [k, bytes] : held) (void)write_held(writer, k, bytes, times[k]);
+        for (auto const& [k, bytes] : held) (void)writer.write_made_at(k, bytes, times[k]);
     } catch (...) {
         // Deferred writes are the ones a crash may lose: so may a failure here.
     }
@@ -83,15 +83,14 @@ std::unordered_map<key, std::string> detail::directory_storage_impl::take_deferr
     return out;
 }
 
-std::error_code detail::directory_storage_impl::write_held(directory_storage& writer, key const& k,
-                                                          std::string const& bytes, std::int64_t made_ns) noexcept {
-    std::error_code const ec = writer.write(k, bytes);
+std::error_code directory_storage::write_made_at(key const& k, std::string_view bytes, std::int64_t made_ns) noexcept {
+    std::error_code const ec = write(k, bytes);
     if (ec || made_ns <= 0) return ec;
     try {
         struct timespec times[2];
         times[0].tv_sec = times[1].tv_sec = static_cast<time_t>(made_ns / 1000000000);
         times[0].tv_nsec = times[1].tv_nsec = static_cast<long>(made_ns % 1000000000);
-        (void)::utimensat(AT_FDCWD, writer.entry_path(k).c_str(), times, 0); // a time, no more: failure is harmless
+        (void)::utimensat(AT_FDCWD, entry_path(k).c_str(), times, 0); // a time, no more: failure is harmless
     } catch (...) {
     }
     return ec;
@@ -121,8 +120,7 @@ std::error_code directory_storage::write_deferred(key const& k, std::string_view
             d.bytes += bytes.size();
             (void)added;
             d.any.store(true);
-            due = d.held.size() >= impl::deferred_writes::max_keys || d.bytes >= impl::deferred_writes::max_bytes ||
-                  now - d.oldest_ns >= impl::deferred_writes::max_age_ns;
+            due = impl::deferred_writes::due(d.held.size(), d.bytes, now - d.oldest_ns);
         }
         return due ? flush_deferred() : std::error_code();
     } catch (...) { // bad_alloc: write it now instead
@@ -136,7 +134,7 @@ std::error_code directory_storage::flush_deferred() noexcept {
         std::error_code first;
         std::unordered_map<key, std::int64_t> times;
         for (auto const& [k, bytes] : detail::directory_storage_impl::take_deferred(state_->deferred, &times)) {
-            std::error_code const ec = detail::directory_storage_impl::write_held(*this, k, bytes, times[k]);
+            std::error_code const ec = write_made_at(k, bytes, times[k]);
             if (ec && !first) first = ec;
         }
         return first;
