@@ -411,6 +411,39 @@ TEST_CASE("single flight: a claim taken over by another process before its owner
     }
 }
 
+TEST_CASE("single flight: a claim's descriptor that the host closed and reused for another file is never written "
+          "into",
+          "[single-flight]") {
+    temp_dir dir;
+    std::string const path = (dir.path() / "cache").string();
+    cc::directory_storage s(path);
+    cc::key const k = sf_key_named("k");
+    REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed);
+    std::string const claim = s.entry_path(k) + ".claim";
+    // The descriptor the storage holds on the claim, found and closed as a careless host
+    // might, then its number given to another file (open takes the lowest free number).
+    int held = -1;
+    for (auto const& fd : fs::directory_iterator("/proc/self/fd")) {
+        std::error_code ec;
+        if (fs::read_symlink(fd.path(), ec) == fs::path(claim)) held = std::stoi(fd.path().filename().string());
+    }
+    REQUIRE(held >= 0);
+    ::close(held);
+    std::string const other = (dir.path() / "host-file").string();
+    write_file(other, "the host's own file");
+    int const reused = ::open(other.c_str(), O_WRONLY | O_CLOEXEC);
+    REQUIRE(reused == held);
+    std::string const bytes = sf_entry_bytes('h');
+    REQUIRE_FALSE(s.write(k, bytes));
+    ::close(reused);
+    CHECK(read_file(other) == "the host's own file");
+    std::string out;
+    REQUIRE(s.read(k, out, 1 << 20).status == cc::read_status::found);
+    CHECK(out == bytes);
+    s.release_claim(k);
+    CHECK(sf_claims_under(dir.path()).empty());
+}
+
 TEST_CASE("single flight: an entry stored between this process's miss and its claim is loaded, not compiled again",
           "[single-flight]") {
     temp_dir dir;

@@ -86,13 +86,9 @@ inline std::int64_t claim_bound_ns(std::string const& text) {
 
 /// A claim file this thread created and keeps open until it releases the claim, so that
 /// a store can write the entry into it and rename it onto the entry (write_through_claim).
-/// The open descriptor pins the file's inode: a path whose lstat shows the same device
-/// and inode is this very file, never a successor that reused the number.
 struct held_claim {
     std::string path;         ///< the claim file's path (the entry's + ".claim")
     int fd = -1;              ///< open for writing; -1 once closed
-    dev_t device = 0;
-    ino_t inode = 0;
     std::size_t text_size = 0; ///< the owner text written in it
     unsigned mode = 0;         ///< the mode it was created with (file_mode less the exact umask)
     unsigned generation = 0;   ///< fork_generation() when created: a forked child never writes through it
@@ -129,10 +125,17 @@ inline void forget_held_claim(std::vector<held_claim>& held, std::vector<held_cl
     held.erase(it);
 }
 
-/// Whether `path` (lstat) is the file `claim` holds open.
-inline bool still_this_file(held_claim const& claim, char const* path) noexcept {
+/// Whether `path` (lstat) is the file `own` describes (an fstat of a descriptor).
+inline bool is_file(struct ::stat const& own, char const* path) noexcept {
     struct ::stat st {};
-    return ::lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == claim.device && st.st_ino == claim.inode;
+    return ::lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == own.st_dev && st.st_ino == own.st_ino;
+}
+
+/// Whether `path` is the very file `claim` holds open (its descriptor's fstat, `own`, and
+/// the path's lstat name one inode; the open descriptor keeps that inode from being
+/// reused). A descriptor the host closed, reused for another file, fails it too.
+inline bool still_this_file(held_claim const& claim, char const* path, struct ::stat& own) noexcept {
+    return claim.fd >= 0 && ::fstat(claim.fd, &own) == 0 && is_file(own, path);
 }
 
 } // namespace detail::directory_claims_impl
@@ -217,28 +220,21 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
                     return claim_answer{};
                 }
                 // Kept open for the store, which may make this file the entry (write_through_claim).
-                struct ::stat own {};
-                auto& held = impl::held_claims_of_this_thread();
-                bool kept = false;
-                if (::fstat(fd, &own) == 0) {
-                    try {
-                        auto const old = impl::find_held_claim(held, path); // (one taken over, ours again)
-                        if (old != held.end()) impl::forget_held_claim(held, old);
-                        if (held.size() >= impl::max_held_claims) impl::forget_held_claim(held, held.begin());
-                        impl::held_claim c;
-                        c.path = path;
-                        c.fd = fd;
-                        c.device = own.st_dev;
-                        c.inode = own.st_ino;
-                        c.text_size = text.size();
-                        c.mode = mode;
-                        c.generation = detail::directory_storage_impl::fork_generation();
-                        held.push_back(std::move(c));
-                        kept = true;
-                    } catch (...) { // (out of memory: this claim is stored and released the usual way)
-                    }
+                try {
+                    auto& held = impl::held_claims_of_this_thread();
+                    auto const old = impl::find_held_claim(held, path); // (one taken over, ours again)
+                    if (old != held.end()) impl::forget_held_claim(held, old);
+                    if (held.size() >= impl::max_held_claims) impl::forget_held_claim(held, held.begin());
+                    impl::held_claim c;
+                    c.path = path;
+                    c.fd = fd;
+                    c.text_size = text.size();
+                    c.mode = mode;
+                    c.generation = detail::directory_storage_impl::fork_generation();
+                    held.push_back(std::move(c));
+                } catch (...) { // (out of memory: this claim is stored and released the usual way)
+                    ::close(fd);
                 }
-                if (!kept) ::close(fd);
                 answer.state = claim_state::claimed;
                 // A claimant stores before it releases: an entry here now came after our
                 // miss (a process preempted between its miss and this claim sees it).
@@ -297,7 +293,11 @@ void directory_storage::release_claim(key const& k) noexcept {
             ::unlink(path.c_str());
             return;
         }
-        bool const remove = !it->consumed && impl::still_this_file(*it, path.c_str());
+        // (A descriptor that no longer answers, the host having closed it: unlinked as
+        // without one.)
+        struct ::stat own {};
+        bool const remove =
+            !it->consumed && (it->fd < 0 || ::fstat(it->fd, &own) != 0 || impl::is_file(own, path.c_str()));
         impl::forget_held_claim(held, it);
         if (remove) ::unlink(path.c_str());
     } catch (...) {
@@ -324,7 +324,8 @@ bool directory_storage::write_through_claim(key const& k, std::string_view bytes
             claim.generation != files::fork_generation())
             return false;
         // Still our claim (not taken over by another process meanwhile)?
-        if (!impl::still_this_file(claim, path.c_str())) return false;
+        struct ::stat own {};
+        if (!impl::still_this_file(claim, path.c_str(), own)) return false;
         // The entry's bytes over the owner text, from offset 0. A waiter that reads the
         // claim meanwhile sees the owner text, a mix, or the entry's bytes: any of them
         // names this live process or none (then the claim's age decides, by the file's
@@ -341,7 +342,7 @@ bool directory_storage::write_through_claim(key const& k, std::string_view bytes
         // the moment between the check and the rename: then its claim file went to the
         // entry (it fails the envelope check there: a miss, never a wrong result) and the
         // store is made again the usual way, over it.
-        bool const ours = impl::still_this_file(claim, entry.c_str());
+        bool const ours = impl::is_file(own, entry.c_str());
         ::close(claim.fd);
         claim.fd = -1;
         if (!ours) return false;
