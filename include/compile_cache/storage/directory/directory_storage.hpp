@@ -401,8 +401,9 @@ public:
     /// bytes are written into it and it is renamed onto the entry, so that the entry
     /// appears and the claim goes in one step, with no file created (then release_claim
     /// has nothing left to remove). The claim is first checked to be still this thread's
-    /// file (not taken over: the same inode as created); whenever it is not, or anything
-    /// fails on the way, the store is made the usual way (directory_claims.hpp).
+    /// file (not taken over: the file it holds open is the one at the claim's path);
+    /// whenever it is not, or anything fails on the way, the store is made the usual way
+    /// (directory_claims.hpp).
     COMPILE_CACHE_DECL std::error_code write(key const& k, std::string_view bytes) noexcept;
 
     COMPILE_CACHE_DECL std::error_code remove(key const& k) noexcept;
@@ -490,7 +491,7 @@ private:
     /// write() through this thread's claim of `k` (see write): true when it was made that
     /// way (or failed after the claim file became the entry), `ec` then its result; false
     /// when the store is to be made the usual way (no claim of this thread here, the
-    /// claim taken over, a bytes shorter than its text, a failure before the rename).
+    /// claim taken over, bytes shorter than its text, a failure before the rename).
     COMPILE_CACHE_DECL bool write_through_claim(key const& k, std::string_view bytes, std::string const& entry,
                                                 std::string const& folder, std::error_code& ec) noexcept;
 

@@ -277,7 +277,7 @@ void directory_storage::release_claim(key const& k) noexcept {
     // Called only for a claim this process took (basic_cache's claim_guard), without
     // reading it first. A claim the store turned into the entry is gone already: the path
     // may now hold another process's new claim, which stays. One still held open is
-    // removed when the path is still that file (one lstat); without a record (taken in
+    // removed when the path is still that file (an fstat and an lstat); without a record (taken in
     // another thread, or its record dropped) it is unlinked as it is: the claim there is
     // ours unless another process judged ours dead or expired and took it over, which it
     // cannot while we run on its machine; for another machine's view of an expired
