@@ -24,8 +24,12 @@
 #include <thread>
 #include <vector>
 
+#include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
+#include <sys/inotify.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -65,6 +69,61 @@ std::string sf_text_field(std::string const& line, std::string const& name) {
     std::size_t const from = at + name.size() + 1;
     return line.substr(from, line.find(' ', from) - from);
 }
+
+/// The inode of the file at `path` (0 when there is none).
+ino_t sf_inode(std::string const& path) {
+    struct stat st {};
+    return ::lstat(path.c_str(), &st) == 0 ? st.st_ino : 0;
+}
+
+/// What happened to the names in one folder while it was watched (inotify): the names
+/// created, deleted, renamed away and renamed in, in order.
+class sf_folder_watch {
+public:
+    explicit sf_folder_watch(std::string const& folder) {
+        fd_ = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+        REQUIRE(fd_ >= 0);
+        REQUIRE(::inotify_add_watch(fd_, folder.c_str(), IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO) >= 0);
+    }
+    sf_folder_watch(sf_folder_watch const&) = delete;
+    sf_folder_watch& operator=(sf_folder_watch const&) = delete;
+    ~sf_folder_watch() { ::close(fd_); }
+
+    std::vector<std::string> created, deleted, moved_from, moved_to;
+
+    /// Reads what was reported so far.
+    void collect() {
+        alignas(inotify_event) char buf[8192];
+        for (;;) {
+            ssize_t const n = ::read(fd_, buf, sizeof buf);
+            if (n <= 0) return;
+            for (ssize_t at = 0; at < n;) {
+                auto const* e = reinterpret_cast<inotify_event const*>(buf + at);
+                std::string const name = e->len > 0 ? std::string(e->name) : std::string();
+                if (e->mask & IN_CREATE) created.push_back(name);
+                if (e->mask & IN_DELETE) deleted.push_back(name);
+                if (e->mask & IN_MOVED_FROM) moved_from.push_back(name);
+                if (e->mask & IN_MOVED_TO) moved_to.push_back(name);
+                at += static_cast<ssize_t>(sizeof(inotify_event) + e->len);
+            }
+        }
+    }
+
+private:
+    int fd_ = -1;
+};
+
+/// A claim file's text naming another machine's process, made now.
+std::string sf_other_machine_claim(long long age_ms = 0) {
+    long long const now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
+    return "pid=1 boot=another-machine start=1 host=h created_ns=" + std::to_string(now_ns - age_ms * 1000000) +
+           " expiry_ms=60000\n";
+}
+
+/// Entry bytes longer than any claim's text.
+std::string sf_entry_bytes(char fill) { return std::string(1000, fill) + "\x01\x02 end"; }
 
 } // namespace
 
@@ -120,6 +179,22 @@ TEST_CASE("single flight: a directory's pause between polls ends when the entry 
         CHECK(took >= milliseconds(100));
         CHECK(took < std::chrono::seconds(30));
     }
+    SECTION("the entry stored through the claim (the claim file renamed onto it): woken") {
+        s.release_claim(k);
+        ino_t claim_inode = 0;
+        auto const took = pause_while(std::chrono::seconds(60), [&] {
+            cc::directory_storage claimant(path);
+            if (claimant.try_claim(k, {}).state != cc::claim_state::claimed) return;
+            claim_inode = sf_inode(s.entry_path(k) + ".claim");
+            (void)claimant.write(k, sf_entry_bytes('w'));
+            claimant.release_claim(k);
+        });
+        CHECK(took >= milliseconds(100));
+        CHECK(took < std::chrono::seconds(30));
+        CHECK(claim_inode != 0);
+        CHECK(sf_inode(s.entry_path(k)) == claim_inode);
+        REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed); // (for the release below)
+    }
     SECTION("the claim released: woken") {
         auto const took = pause_while(std::chrono::seconds(60), [&] { s.release_claim(k); });
         CHECK(took >= milliseconds(100));
@@ -147,6 +222,226 @@ TEST_CASE("single flight: a directory's pause between polls ends when the entry 
         CHECK(std::chrono::steady_clock::now() - again >= milliseconds(200));
     }
     s.release_claim(k);
+}
+
+TEST_CASE("single flight: a store of a key this thread claimed renames the claim file onto the entry: no file "
+          "created, no claim left, nothing for the release to remove",
+          "[single-flight]") {
+    temp_dir dir;
+    std::string const path = (dir.path() / "cache").string();
+    cc::directory_storage s(path);
+    cc::key const k = sf_key_named("k");
+    REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed);
+    std::string const entry = s.entry_path(k), claim = entry + ".claim";
+    std::string const folder = fs::path(entry).parent_path().string();
+    ino_t const claim_inode = sf_inode(claim);
+    REQUIRE(claim_inode != 0);
+    std::string const bytes = sf_entry_bytes('a');
+    {
+        sf_folder_watch watch(folder);
+        REQUIRE_FALSE(s.write(k, bytes));
+        watch.collect();
+        CHECK(watch.created.empty()); // no temp file
+        CHECK(watch.deleted.empty());
+        CHECK(watch.moved_from == std::vector<std::string>{fs::path(claim).filename().string()});
+        CHECK(watch.moved_to == std::vector<std::string>{fs::path(entry).filename().string()});
+    }
+    CHECK(sf_inode(entry) == claim_inode); // the claim file is the entry
+    CHECK(sf_claims_under(dir.path()).empty());
+    std::string out;
+    REQUIRE(cc::directory_storage(path).read(k, out, 1 << 20).status == cc::read_status::found);
+    CHECK(out == bytes);
+    CHECK(s.accounted_size() == 4096); // counted as any store is
+    // Another process claims the key after the rename: the release leaves its claim.
+    write_file(claim, sf_other_machine_claim());
+    s.release_claim(k);
+    CHECK(sf_claims_under(dir.path()).size() == 1);
+    fs::remove(claim);
+
+    // Bytes shorter than the claim's text: stored the usual way (a temp file), the claim
+    // kept until its release.
+    cc::key const k2 = sf_key_named("short");
+    REQUIRE(s.try_claim(k2, {}).state == cc::claim_state::claimed);
+    std::string const entry2 = s.entry_path(k2), claim2 = entry2 + ".claim";
+    {
+        sf_folder_watch watch(fs::path(entry2).parent_path().string());
+        REQUIRE_FALSE(s.write(k2, "short"));
+        watch.collect();
+        REQUIRE(watch.created.size() == 1);
+        CHECK(watch.created[0].rfind(".tmp-", 0) == 0);
+    }
+    CHECK(sf_inode(claim2) != 0);
+    CHECK(sf_inode(entry2) != sf_inode(claim2));
+    s.release_claim(k2);
+    CHECK(sf_claims_under(dir.path()).empty());
+    REQUIRE(s.read(k2, out, 100).status == cc::read_status::found);
+    CHECK(out == "short");
+}
+
+TEST_CASE("single flight: a claimed miss of a cache stores its entry with no temp file, and the entry loads",
+          "[single-flight]") {
+    temp_dir dir;
+    std::string const path = (dir.path() / "cache").string();
+    cc::default_cache cache{cc::directory_storage(path)};
+    cc::key_result const k = cache.make_key_builder("t").add("ir", "claimed").finish();
+    std::string const entry = cc::directory_storage(path).entry_path(k.value());
+    fs::create_directories(fs::path(entry).parent_path()); // (to watch it from the start)
+    std::string const value(3000, 'v');
+    sf_folder_watch watch(fs::path(entry).parent_path().string());
+    auto const r = cache.get_or_compile<std::string>(k, {"claimed", "f", 1}, [&] { return value; });
+    CHECK(r.outcome == cc::outcome::compiled);
+    watch.collect();
+    std::string const entry_name = fs::path(entry).filename().string();
+    CHECK(watch.created == std::vector<std::string>{entry_name + ".claim"}); // the claim: the only file created
+    CHECK(watch.deleted.empty());
+    CHECK(watch.moved_to == std::vector<std::string>{entry_name});
+    CHECK(sf_claims_under(dir.path()).empty());
+    cc::default_cache other{cc::directory_storage(path)};
+    auto const again = other.get_or_compile<std::string>(k, {"claimed", "f", 1}, [] { return std::string("no"); });
+    CHECK(again.outcome == cc::outcome::loaded);
+    CHECK(again.value == value);
+}
+
+TEST_CASE("single flight: a claim being turned into its entry is judged alive by waiters and cleanups, never taken "
+          "over",
+          "[single-flight]") {
+    temp_dir dir;
+    std::string const path = (dir.path() / "cache").string();
+    cc::directory_storage s(path);
+    cc::key const k = sf_key_named("k");
+    REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed);
+    std::string const claim = s.entry_path(k) + ".claim";
+    std::string const owner = read_file(claim);
+    std::string const bytes = sf_entry_bytes('\xee');
+    // What a waiter may read while the store writes: the entry's first bytes over part of
+    // the owner text, then all of it.
+    for (std::size_t written : {std::size_t{8}, owner.size() / 2, owner.size() - 1, bytes.size()}) {
+        INFO("written " << written);
+        int const fd = ::open(claim.c_str(), O_WRONLY | O_CLOEXEC);
+        REQUIRE(fd >= 0);
+        REQUIRE(::pwrite(fd, bytes.data(), written, 0) == static_cast<ssize_t>(written));
+        ::close(fd);
+        cc::directory_storage waiter(path);
+        cc::claim_answer const a = waiter.try_claim(k, {cc::claim_scope::both, std::chrono::milliseconds(30000)});
+        CHECK(a.state == cc::claim_state::held);
+        CHECK_FALSE(a.took_over);
+        CHECK(waiter.prune().claim_files_removed == 0);
+        CHECK(sf_inode(claim) != 0);
+    }
+    s.release_claim(k);
+    CHECK(sf_claims_under(dir.path()).empty());
+}
+
+namespace {
+std::string sf_replaced_claim_path;
+void sf_replace_claim(char const* claim) {
+    sf_replaced_claim_path = claim;
+    ::unlink(claim);
+    write_file(claim, sf_other_machine_claim());
+}
+} // namespace
+
+TEST_CASE("single flight: a claim taken over by another process before its owner stores: the owner stores the usual "
+          "way and leaves the new claim, never a wrong or lost entry",
+          "[single-flight][processes]") {
+    temp_dir dir;
+    std::string const path = (dir.path() / "cache").string();
+    cc::directory_storage s(path);
+    cc::key const k = sf_key_named("k");
+    std::string const entry = s.entry_path(k), claim = entry + ".claim";
+    std::string out;
+    SECTION("taken over before the store looked (a fresh process judged it expired)") {
+        REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed);
+        // Ours made to look like another machine's claim past its bound (the same file).
+        ino_t const ours = sf_inode(claim);
+        write_file(claim, sf_other_machine_claim(60000));
+        REQUIRE(sf_inode(claim) == ours);
+        std::string const child = run_in_child([&]() -> std::string {
+            cc::directory_storage c(path);
+            cc::claim_answer const a = c.try_claim(k, {cc::claim_scope::both, std::chrono::milliseconds(5)});
+            return "state=" + std::to_string(static_cast<int>(a.state)) + " took-over=" + std::to_string(a.took_over) +
+                   " pid=" + std::to_string(::getpid()); // (exits holding it, as if still compiling)
+        });
+        INFO(child);
+        REQUIRE(sf_field(child, "state") == static_cast<int>(cc::claim_state::claimed));
+        REQUIRE(sf_field(child, "took-over") == 1);
+        ino_t const theirs = sf_inode(claim);
+        REQUIRE(theirs != 0);
+        std::string const bytes = sf_entry_bytes('b');
+        REQUIRE_FALSE(s.write(k, bytes));
+        CHECK(sf_inode(claim) == theirs); // their claim stays where it was
+        CHECK(cc::detail::claim_field(read_file(claim), "pid") == std::to_string(sf_field(child, "pid")));
+        REQUIRE(s.read(k, out, 1 << 20).status == cc::read_status::found);
+        CHECK(out == bytes);
+        s.release_claim(k); // not ours any more: left to its owner
+        CHECK(sf_inode(claim) == theirs);
+    }
+    SECTION("taken over between the check and the rename: the other's claim renamed onto the entry is replaced") {
+        REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed);
+        std::string const bytes = sf_entry_bytes('c');
+        cc::detail::directory_storage_impl::before_claim_rename_for_testing = &sf_replace_claim;
+        std::error_code const ec = s.write(k, bytes);
+        cc::detail::directory_storage_impl::before_claim_rename_for_testing = nullptr;
+        REQUIRE_FALSE(ec);
+        CHECK(sf_replaced_claim_path == claim);
+        REQUIRE(s.read(k, out, 1 << 20).status == cc::read_status::found);
+        CHECK(out == bytes); // the entry is ours, whole
+        s.release_claim(k);
+        CHECK(sf_claims_under(dir.path()).empty()); // (theirs went with the rename: one more compile there)
+    }
+    SECTION("a forked child never writes through its parent's claim") {
+        REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed);
+        ino_t const ours = sf_inode(claim);
+        std::string const child = run_in_child([&]() -> std::string {
+            std::error_code const ec = s.write(k, sf_entry_bytes('d'));
+            return "ok=" + std::to_string(!ec) + " claim-kept=" + std::to_string(sf_inode(claim) == ours) +
+                   " entry-is-claim=" + std::to_string(sf_inode(entry) == ours);
+        });
+        INFO(child);
+        CHECK(sf_field(child, "ok") == 1);
+        CHECK(sf_field(child, "claim-kept") == 1);
+        CHECK(sf_field(child, "entry-is-claim") == 0);
+        std::string const bytes = sf_entry_bytes('e');
+        REQUIRE_FALSE(s.write(k, bytes)); // the parent's own store goes through its claim
+        CHECK(sf_inode(entry) == ours);
+        REQUIRE(s.read(k, out, 1 << 20).status == cc::read_status::found);
+        CHECK(out == bytes);
+        s.release_claim(k);
+        CHECK(sf_claims_under(dir.path()).empty());
+    }
+}
+
+TEST_CASE("single flight: a claim's descriptor that the host closed and reused for another file is never written "
+          "into",
+          "[single-flight]") {
+    temp_dir dir;
+    std::string const path = (dir.path() / "cache").string();
+    cc::directory_storage s(path);
+    cc::key const k = sf_key_named("k");
+    REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed);
+    std::string const claim = s.entry_path(k) + ".claim";
+    // The descriptor the storage holds on the claim, found and closed as a careless host
+    // might, then its number given to another file (open takes the lowest free number).
+    int held = -1;
+    for (auto const& fd : fs::directory_iterator("/proc/self/fd")) {
+        std::error_code ec;
+        if (fs::read_symlink(fd.path(), ec) == fs::path(claim)) held = std::stoi(fd.path().filename().string());
+    }
+    REQUIRE(held >= 0);
+    ::close(held);
+    std::string const other = (dir.path() / "host-file").string();
+    write_file(other, "the host's own file");
+    int const reused = ::open(other.c_str(), O_WRONLY | O_CLOEXEC);
+    REQUIRE(reused == held);
+    std::string const bytes = sf_entry_bytes('h');
+    REQUIRE_FALSE(s.write(k, bytes));
+    ::close(reused);
+    CHECK(read_file(other) == "the host's own file");
+    std::string out;
+    REQUIRE(s.read(k, out, 1 << 20).status == cc::read_status::found);
+    CHECK(out == bytes);
+    s.release_claim(k);
+    CHECK(sf_claims_under(dir.path()).empty());
 }
 
 TEST_CASE("single flight: an entry stored between this process's miss and its claim is loaded, not compiled again",

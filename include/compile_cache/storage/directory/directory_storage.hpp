@@ -209,6 +209,11 @@ namespace detail::directory_storage_impl {
 /// `.tmp-<this>` instead of a random name (once; then it is reset).
 inline thread_local char const* next_temp_suffix_for_testing = nullptr;
 
+/// For tests: called by a store that writes through this thread's claim (see
+/// directory_storage::write) after it found the claim file still its own and before it
+/// renames it onto the entry, with the claim's path (to replace the claim in between).
+inline thread_local void (*before_claim_rename_for_testing)(char const* claim_path) = nullptr;
+
 /// Writes a storage object held back (write_deferred) and not yet made: the latest
 /// bytes of each key, in this process only. Bounded as a cache's held identity records
 /// are (held_batch_bounds: max_keys, max_bytes, max_age_ns): the write that reaches a
@@ -358,7 +363,11 @@ public:
     /// machine's past `request.expiry`) is taken over at once. none when the directory
     /// cannot be written (read-only: no claims), or `request.scope` has no `local`.
     COMPILE_CACHE_DECL claim_answer try_claim(key const& k, claim_request const& request) noexcept;
-    /// Removes the claim of `k` that this process took (call it only for one it took).
+    /// Removes the claim of `k` that this process took (call it only for one it took, and
+    /// from the thread that took it: that thread keeps the claim file open until then).
+    /// Nothing to remove when a store already turned the claim into the entry (write);
+    /// a claim file that is no longer the one this thread created (another process took
+    /// the claim over) is left to its new owner.
     COMPILE_CACHE_DECL void release_claim(key const& k) noexcept;
     /// Returns when the entry of `k` may have arrived (a file renamed to its name) or its
     /// claim may have gone (the claim file removed), and at the latest after `timeout`:
@@ -380,7 +389,15 @@ public:
                                              entry_view& view) noexcept;
 
     /// Stores `bytes` under `k` atomically: a temp file in the entry's folder, filled,
-    /// then renamed over the entry (see the class comment).
+    /// then renamed over the entry (see the class comment). When this thread holds the
+    /// claim of `k` in this directory (try_claim, not yet released) and `bytes` are at
+    /// least as long as the claim's text, the claim file itself is that temp file: the
+    /// bytes are written into it and it is renamed onto the entry, so that the entry
+    /// appears and the claim goes in one step, with no file created (then release_claim
+    /// has nothing left to remove). The claim is first checked to be still this thread's
+    /// file (not taken over: the file it holds open is the one at the claim's path);
+    /// whenever it is not, or anything fails on the way, the store is made the usual way
+    /// (directory_claims.hpp).
     COMPILE_CACHE_DECL std::error_code write(key const& k, std::string_view bytes) noexcept;
 
     COMPILE_CACHE_DECL std::error_code remove(key const& k) noexcept;
@@ -475,6 +492,13 @@ private:
     /// lstat-ed for what it counted for (`replaced_bytes`), then replaced.
     COMPILE_CACHE_DECL std::error_code publish(std::string const& temp, std::string const& entry,
                                                std::uint64_t& replaced_bytes);
+
+    /// write() through this thread's claim of `k` (see write): true when it was made that
+    /// way (or failed after the claim file became the entry), `ec` then its result; false
+    /// when the store is to be made the usual way (no claim of this thread here, the
+    /// claim taken over, bytes shorter than its text, a failure before the rename).
+    COMPILE_CACHE_DECL bool write_through_claim(key const& k, std::string_view bytes, std::string const& entry,
+                                                std::string const& folder, std::error_code& ec) noexcept;
 
     /// With durability::full, syncs the folder (and the cache directory when the store
     /// created folders), so that the new entry survives a crash.

@@ -9,8 +9,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include <cstring>
+#include <iterator>
 #include <thread>
 
 #include <fcntl.h>
@@ -80,6 +82,60 @@ inline std::int64_t claim_bound_ns(std::string const& text) {
     std::int64_t const ms = claim_number(text, "expiry_ms");
     if (ms == 0 || ms > std::int64_t{1} << 40) return directory_storage_impl::temp_stale_after_ns;
     return ms * 1000000;
+}
+
+/// A claim file this thread created and keeps open until it releases the claim, so that
+/// a store can write the entry into it and rename it onto the entry (write_through_claim).
+struct held_claim {
+    std::string path;         ///< the claim file's path (the entry's + ".claim")
+    int fd = -1;              ///< open for writing; -1 once closed
+    std::size_t text_size = 0; ///< the owner text written in it
+    unsigned mode = 0;         ///< the mode it was created with (file_mode less the exact umask)
+    unsigned generation = 0;   ///< fork_generation() when created: a forked child never writes through it
+    bool consumed = false;     ///< renamed onto its entry by a store: nothing left to release
+};
+
+/// At most this many claim files are kept open per thread (a host that claims and never
+/// releases): the oldest is then closed, and its claim released and stored the usual way.
+constexpr std::size_t max_held_claims = 64;
+
+/// The claims this thread took and has not released, oldest first (their files closed
+/// when the thread ends).
+inline std::vector<held_claim>& held_claims_of_this_thread() noexcept {
+    struct held_claims {
+        std::vector<held_claim> list;
+        ~held_claims() {
+            for (held_claim const& c : list)
+                if (c.fd >= 0) ::close(c.fd);
+        }
+    };
+    thread_local held_claims held;
+    return held.list;
+}
+
+inline std::vector<held_claim>::iterator find_held_claim(std::vector<held_claim>& held, std::string const& path) {
+    for (auto it = held.rbegin(); it != held.rend(); ++it)
+        if (it->path == path) return std::next(it).base();
+    return held.end();
+}
+
+/// Closes and forgets a held claim.
+inline void forget_held_claim(std::vector<held_claim>& held, std::vector<held_claim>::iterator it) noexcept {
+    if (it->fd >= 0) ::close(it->fd);
+    held.erase(it);
+}
+
+/// Whether `path` (lstat) is the file `own` describes (an fstat of a descriptor).
+inline bool is_file(struct ::stat const& own, char const* path) noexcept {
+    struct ::stat st {};
+    return ::lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == own.st_dev && st.st_ino == own.st_ino;
+}
+
+/// Whether `path` is the very file `claim` holds open (its descriptor's fstat, `own`, and
+/// the path's lstat name one inode; the open descriptor keeps that inode from being
+/// reused). A descriptor the host closed, reused for another file, fails it too.
+inline bool still_this_file(held_claim const& claim, char const* path, struct ::stat& own) noexcept {
+    return claim.fd >= 0 && ::fstat(claim.fd, &own) == 0 && is_file(own, path);
 }
 
 } // namespace detail::directory_claims_impl
@@ -158,10 +214,26 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
                     if (n <= 0) break;
                     done += static_cast<std::size_t>(n);
                 }
-                ::close(fd);
                 if (done != text.size()) { // disk full: no claim, and none left behind
+                    ::close(fd);
                     ::unlink(path.c_str());
                     return claim_answer{};
+                }
+                // Kept open for the store, which may make this file the entry (write_through_claim).
+                try {
+                    auto& held = impl::held_claims_of_this_thread();
+                    auto const old = impl::find_held_claim(held, path); // (one taken over, ours again)
+                    if (old != held.end()) impl::forget_held_claim(held, old);
+                    if (held.size() >= impl::max_held_claims) impl::forget_held_claim(held, held.begin());
+                    impl::held_claim c;
+                    c.path = path;
+                    c.fd = fd;
+                    c.text_size = text.size();
+                    c.mode = mode;
+                    c.generation = detail::directory_storage_impl::fork_generation();
+                    held.push_back(std::move(c));
+                } catch (...) { // (out of memory: this claim is stored and released the usual way)
+                    ::close(fd);
                 }
                 answer.state = claim_state::claimed;
                 // A claimant stores before it releases: an entry here now came after our
@@ -202,15 +274,83 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
 }
 
 void directory_storage::release_claim(key const& k) noexcept {
-    // Called only for a claim this process took (basic_cache's claim_guard): unlinked
-    // without reading it first (one system call, not four). The claim there is ours
-    // unless another process judged ours dead or expired and took it over, which it
+    // Called only for a claim this process took (basic_cache's claim_guard), without
+    // reading it first. A claim the store turned into the entry is gone already: the path
+    // may now hold another process's new claim, which stays. One still held open is
+    // removed when the path is still that file (an fstat and an lstat); without a record (taken in
+    // another thread, or its record dropped) it is unlinked as it is: the claim there is
+    // ours unless another process judged ours dead or expired and took it over, which it
     // cannot while we run on its machine; for another machine's view of an expired
     // claim, removing its successor costs at most one more compile elsewhere.
+    namespace impl = detail::directory_claims_impl;
     try {
         std::string const entry = entry_path(k);
-        if (!entry.empty()) ::unlink((entry + ".claim").c_str());
+        if (entry.empty()) return;
+        std::string const path = entry + ".claim";
+        auto& held = impl::held_claims_of_this_thread();
+        auto const it = impl::find_held_claim(held, path);
+        if (it == held.end()) {
+            ::unlink(path.c_str());
+            return;
+        }
+        // (A descriptor that no longer answers, the host having closed it: unlinked as
+        // without one.)
+        struct ::stat own {};
+        bool const remove =
+            !it->consumed && (it->fd < 0 || ::fstat(it->fd, &own) != 0 || impl::is_file(own, path.c_str()));
+        impl::forget_held_claim(held, it);
+        if (remove) ::unlink(path.c_str());
     } catch (...) {
+    }
+}
+
+bool directory_storage::write_through_claim(key const& k, std::string_view bytes, std::string const& entry,
+                                            std::string const& folder, std::error_code& ec) noexcept {
+    namespace impl = detail::directory_claims_impl;
+    namespace files = detail::directory_storage_impl;
+    try {
+        auto& held = impl::held_claims_of_this_thread();
+        if (held.empty()) return false; // (the usual store: no claim held, no string built)
+        std::string const path = entry + ".claim";
+        auto const it = impl::find_held_claim(held, path);
+        if (it == held.end()) return false;
+        impl::held_claim& claim = *it;
+        unsigned const mode = options_.umask >= 0 ? options_.file_mode & ~static_cast<unsigned>(options_.umask)
+                                                  : options_.file_mode;
+        // The bytes must cover the owner text whole (the file is never shorter than what a
+        // waiter read before), and the file must be this thread's, made as this store
+        // would make its temp file.
+        if (claim.consumed || claim.fd < 0 || bytes.empty() || bytes.size() < claim.text_size || claim.mode != mode ||
+            claim.generation != files::fork_generation())
+            return false;
+        // Still our claim (not taken over by another process meanwhile)?
+        struct ::stat own {};
+        if (!impl::still_this_file(claim, path.c_str(), own)) return false;
+        // The entry's bytes over the owner text, from offset 0. A waiter that reads the
+        // claim meanwhile sees the owner text, a mix, or the entry's bytes: any of them
+        // names this live process or none (then the claim's age decides, by the file's
+        // time this write has just set): alive, never taken over. A failure leaves the
+        // claim a claim (released as usual) and the store is made the usual way.
+        if (!files::pwrite_all(claim.fd, reinterpret_cast<unsigned char const*>(bytes.data()), bytes.size(), 0))
+            return false;
+        if (options_.sync != durability::none && files::fsync_fd(claim.fd) != 0) return false;
+        if (files::before_claim_rename_for_testing != nullptr) files::before_claim_rename_for_testing(path.c_str());
+        std::uint64_t replaced_bytes = 0;
+        if (publish(path, entry, replaced_bytes)) return false; // not renamed: still the claim
+        claim.consumed = true; // what was at the claim's path is the entry now
+        // The entry is the file we wrote, unless another process took the claim over in
+        // the moment between the check and the rename: then its claim file went to the
+        // entry (it fails the envelope check there: a miss, never a wrong result) and the
+        // store is made again the usual way, over it.
+        bool const ours = impl::is_file(own, entry.c_str());
+        ::close(claim.fd);
+        claim.fd = -1;
+        if (!ours) return false;
+        ec = sync_directories(folder, false);
+        if (!ec) after_change(k.data()[0], files::accounted_size(bytes.size()), replaced_bytes, true);
+        return true;
+    } catch (...) {
+        return false;
     }
 }
 
@@ -229,7 +369,8 @@ void directory_storage::wait_for_change(key const& k, std::chrono::nanoseconds t
         if (entry.empty() || slash == std::string::npos) return sleep_out();
         std::string const folder = entry.substr(0, slash), name = entry.substr(slash + 1), claim = name + ".claim";
         fd = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-        // An entry arrives by a rename into its folder; a claim goes by an unlink. (What
+        // An entry arrives by a rename into its folder (a store's temp file, or the claim
+        // file itself: IN_MOVED_TO of the entry's name); a claim goes by an unlink. (What
         // happened before the watch is the next poll's to see, at most `timeout` later.)
         if (fd < 0 || ::inotify_add_watch(fd, folder.c_str(), IN_MOVED_TO | IN_DELETE | IN_ONLYDIR) < 0) {
             if (fd >= 0) ::close(fd);

@@ -302,6 +302,8 @@ std::error_code directory_storage::write(key const& k, std::string_view bytes) n
         }
         std::string const entry = entry_path(k);
         std::string const folder = entry.substr(0, entry.rfind('/'));
+        std::error_code through_claim;
+        if (write_through_claim(k, bytes, entry, folder, through_claim)) return through_claim;
         std::string temp;
         bool created_folders = false;
         int fd = -1;
