@@ -1,9 +1,10 @@
 // What single flight costs a miss that no other process shares (a lone cold miss): a
 // get_or_compile of a new key that compiles (a trivial compile, so that only the
 // cache's work is timed) and stores a 4 KiB artifact in a directory, with single flight
-// on (the claim file created, written, read back once as the absent entry, removed) and
-// off (PREFIX_SINGLE_FLIGHT=0), side by side in one run; and the claim alone (try_claim
-// and release_claim of a new key). docs/benchmarks.md, "Single flight", sets the
+// on (the claim file created and written, the entry's absence checked, then the entry
+// written into the claim file, which is renamed onto the entry) and off
+// (PREFIX_SINGLE_FLIGHT=0), side by side in one run; and the claim alone (try_claim and
+// release_claim of a new key, with no store between: the claim file removed). docs/benchmarks.md, "Single flight", sets the
 // difference against a chain40 cold run.
 #include "bench_common.hpp"
 
