@@ -4441,6 +4441,7 @@ bool claim_owner_alive(std::string_view owner, bool& same_machine) noexcept {
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <thread>
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
@@ -4684,6 +4685,21 @@ using write_deferred_t = decltype(std::declval<S&>().write_deferred(std::declval
 template <class S>
 using has_write_deferred = is_detected_exact<std::error_code, write_deferred_t, S>;
 
+/// Optional: `std::error_code write_made_at(key const&, std::string_view, std::int64_t
+/// made_ns)` (noexcept), write() with the entry's time, the one its eviction goes by,
+/// set to `made_ns` (nanoseconds since the epoch; 0 or less: now, as write()). A cache
+/// that holds identity records (write_deferred) writes them through it when there is
+/// one, each given its newest entry's time, so that a record written at the cache's end
+/// is not kept for newer than the entries of its run (directory_storage has it: the
+/// file's time). Answers as write() does; the time is best effort.
+template <class S>
+using write_made_at_t = decltype(std::declval<S&>().write_made_at(
+    std::declval<key const&>(), std::declval<std::string_view>(), std::declval<std::int64_t>()));
+template <class S>
+using has_write_made_at = is_detected_exact<std::error_code, write_made_at_t, S>;
+template <class S>
+using write_made_at_address_t = decltype(&S::write_made_at);
+
 /// Optional: `void read_many(std::vector<key> const& keys, std::size_t max,
 /// std::vector<std::pair<read_result, std::string>>& out)` (noexcept), the batch read: `out`
 /// gets one pair per key, in the order of `keys`, `out[i]` being what `read(keys[i], bytes,
@@ -4780,6 +4796,21 @@ template <class S>
 using has_wait_for_change = std::bool_constant<has_claims<S>::value && is_detected<wait_for_change_t, S>::value>;
 template <class S>
 using wait_for_change_address_t = decltype(&S::wait_for_change);
+/// A waiting miss's pause between its polls: `*storage`'s wait_for_change (until the
+/// entry of `k` may have arrived or its claim gone, at most `timeout`) when S has one and
+/// `storage` is given; else a sleep of `timeout`. What single_flight.hpp's waits and a
+/// tier without a local storage that has one (tiered_storage::wait_for_change) do.
+template <class S>
+void wait_for_change_or_sleep(S const* storage, key const& k, std::chrono::nanoseconds timeout) noexcept {
+    if constexpr (has_wait_for_change<S>::value) {
+        if (storage) return storage->wait_for_change(k, timeout);
+    }
+    (void)storage, (void)k;
+    try {
+        std::this_thread::sleep_for(timeout);
+    } catch (...) {
+    }
+}
 /// Optional, beside the claims (has_claims): `void try_claim_many(std::vector<key> const&
 /// keys, claim_request const&, std::vector<claim_answer>& out)` (noexcept), the batch of
 /// claims: `out` gets one answer per key, in the order of `keys`, `out[i]` claimed (this
@@ -4913,6 +4944,7 @@ using is_storage = std::bool_constant<
     optional_member_valid<try_claim_address_t, has_claims, S>::value &&
     optional_member_valid<try_claim_many_address_t, has_try_claim_many, S>::value &&
     optional_member_valid<wait_for_change_address_t, has_wait_for_change, S>::value &&
+    optional_member_valid<write_made_at_address_t, has_write_made_at, S>::value &&
     optional_member_valid<release_claim_many_address_t, has_release_claim_many, S>::value &&
     optional_member_valid<write_many_then_release_address_t, has_write_many_then_release, S>::value &&
     optional_member_valid<read_many_claiming_address_t, has_read_many_claiming, S>::value &&
@@ -5009,6 +5041,8 @@ struct check_storage {
     static_assert(detail::optional_member_valid<detail::wait_for_change_address_t, detail::has_wait_for_change, S>::value,
                   "compile_cache: the Storage's wait_for_change member has the wrong signature, or it has no "
                   "try_claim and release_claim (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::write_made_at_address_t, detail::has_write_made_at, S>::value,
+                  "compile_cache: the Storage's write_made_at member has the wrong signature (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::release_claim_many_address_t, detail::has_release_claim_many, S>::value,
                   "compile_cache: the Storage's release_claim_many member has the wrong signature, or it has no "
                   "try_claim and release_claim (docs/policies.md)");
@@ -6449,6 +6483,34 @@ entry_file_status read_entry_file(std::string const& path, std::uint64_t max_siz
 // with a size limit kept by least-recently-used eviction. POSIX only.
 
 
+// ---- begin compile_cache/detail/held_batch_bounds.hpp
+// compile_cache: the bounds of a batch of writes a process holds before it makes them,
+// one set for directory_storage's deferred writes and the identity records a cache holds
+// over it, so that the two batches are bounded alike.
+
+
+#include <cstddef>
+#include <cstdint>
+
+namespace compile_cache::detail {
+
+/// A held batch is written by the write that brings it to max_keys keys or max_bytes
+/// bytes, or that finds its oldest write max_age_ns old: which also bounds the memory
+/// it takes. No setting changes them.
+struct held_batch_bounds {
+    static constexpr std::size_t max_keys = 256;
+    static constexpr std::size_t max_bytes = std::size_t{4} << 20;
+    static constexpr std::int64_t max_age_ns = std::int64_t{10} * 1000000000;
+
+    /// Whether a batch of `keys` keys and `bytes` bytes, whose oldest write was held
+    /// `age_ns` ago, is due to be written.
+    static constexpr bool due(std::size_t keys, std::size_t bytes, std::int64_t age_ns) noexcept {
+        return keys >= max_keys || bytes >= max_bytes || age_ns >= max_age_ns;
+    }
+};
+
+} // namespace compile_cache::detail
+// ---- end compile_cache/detail/held_batch_bounds.hpp
 // ---- begin compile_cache/storage/directory/detail/directory_cleanup.hpp
 // compile_cache: directory_storage's cleanup — counting a fan-out folder, sweeping
 // stale temp files, and evicting the least recently used entries in steps of bounded
@@ -7655,16 +7717,16 @@ namespace detail::directory_storage_impl {
 /// `.tmp-<this>` instead of a random name (once; then it is reset).
 inline thread_local char const* next_temp_suffix_for_testing = nullptr;
 
-/// Writes a storage object held back (write_deferred) and not yet made: the latest
-/// bytes of each key, in this process only.
-struct deferred_writes {
-    /// At most this many keys, or this many bytes, are held; the write that would pass
-    /// either bound, or that finds the oldest held for longer than max_age_ns, makes
-    /// them all first.
-    static constexpr std::size_t max_keys = 256;
-    static constexpr std::size_t max_bytes = std::size_t{4} << 20;
-    static constexpr std::int64_t max_age_ns = std::int64_t{10} * 1000000000;
+/// For tests: called by a store that writes through this thread's claim (see
+/// directory_storage::write) after it found the claim file still its own and before it
+/// renames it onto the entry, with the claim's path (to replace the claim in between).
+inline thread_local void (*before_claim_rename_for_testing)(char const* claim_path) = nullptr;
 
+/// Writes a storage object held back (write_deferred) and not yet made: the latest
+/// bytes of each key, in this process only. Bounded as a cache's held identity records
+/// are (held_batch_bounds: max_keys, max_bytes, max_age_ns): the write that reaches a
+/// bound, or that finds the oldest held for max_age_ns, makes them all.
+struct deferred_writes : held_batch_bounds {
     std::mutex mutex;
     std::unordered_map<key, std::string> held;
     /// When each held write was made: its file gets that time once written, so that a
@@ -7678,12 +7740,10 @@ struct deferred_writes {
 };
 
 /// Takes the held writes out of the batch (none in a forked child: the parent's), and
-/// when they were made into `times` if given.
+/// when they were made into `times` if given. Each is then made with
+/// directory_storage::write_made_at, at the time it was held.
 COMPILE_CACHE_DECL std::unordered_map<key, std::string> take_deferred(deferred_writes& d,
                                                                       std::unordered_map<key, std::int64_t>* times = nullptr);
-/// Writes a held write through `writer`, its file then given the time it was made (0: now).
-COMPILE_CACHE_DECL std::error_code write_held(directory_storage& writer, key const& k, std::string const& bytes,
-                                              std::int64_t made_ns) noexcept;
 
 /// State shared by a storage object and its copies.
 struct shared_state {
@@ -7811,7 +7871,11 @@ public:
     /// machine's past `request.expiry`) is taken over at once. none when the directory
     /// cannot be written (read-only: no claims), or `request.scope` has no `local`.
     COMPILE_CACHE_DECL claim_answer try_claim(key const& k, claim_request const& request) noexcept;
-    /// Removes the claim of `k` that this process took (call it only for one it took).
+    /// Removes the claim of `k` that this process took (call it only for one it took, and
+    /// from the thread that took it: that thread keeps the claim file open until then).
+    /// Nothing to remove when a store already turned the claim into the entry (write);
+    /// a claim file that is no longer the one this thread created (another process took
+    /// the claim over) is left to its new owner.
     COMPILE_CACHE_DECL void release_claim(key const& k) noexcept;
     /// Returns when the entry of `k` may have arrived (a file renamed to its name) or its
     /// claim may have gone (the claim file removed), and at the latest after `timeout`:
@@ -7833,7 +7897,15 @@ public:
                                              entry_view& view) noexcept;
 
     /// Stores `bytes` under `k` atomically: a temp file in the entry's folder, filled,
-    /// then renamed over the entry (see the class comment).
+    /// then renamed over the entry (see the class comment). When this thread holds the
+    /// claim of `k` in this directory (try_claim, not yet released) and `bytes` are at
+    /// least as long as the claim's text, the claim file itself is that temp file: the
+    /// bytes are written into it and it is renamed onto the entry, so that the entry
+    /// appears and the claim goes in one step, with no file created (then release_claim
+    /// has nothing left to remove). The claim is first checked to be still this thread's
+    /// file (not taken over: the file it holds open is the one at the claim's path);
+    /// whenever it is not, or anything fails on the way, the store is made the usual way
+    /// (directory_claims.hpp).
     COMPILE_CACHE_DECL std::error_code write(key const& k, std::string_view bytes) noexcept;
 
     COMPILE_CACHE_DECL std::error_code remove(key const& k) noexcept;
@@ -7852,6 +7924,17 @@ public:
 
     /// Makes the deferred writes now; the first error, if any (each is tried).
     COMPILE_CACHE_DECL std::error_code flush_deferred() noexcept;
+
+    /// write() of `bytes` under `k`, the entry's file then given the time `made_ns`
+    /// (nanoseconds since the epoch, as entry_metadata::created_ns) as its last use; 0 or
+    /// less: now, as write() leaves it. The optional Storage member a cache writes the
+    /// identity records it held through, each given its newest entry's time, so that
+    /// eviction, which goes by that time, does not take a record written at the cache's
+    /// end for newer than the entries of its run; the deferred writes are made with it as
+    /// well, each given the time of its write_deferred. The answer is write()'s: setting
+    /// the time is best effort, and its failure costs nothing else.
+    COMPILE_CACHE_DECL std::error_code write_made_at(key const& k, std::string_view bytes,
+                                                     std::int64_t made_ns) noexcept;
 
     /// Adds a cache's counters (statistics_snapshot::counters(), as deltas since its
     /// last call) to the cumulative ones kept in `DIR/.cc-counters/`, and records this
@@ -7917,6 +8000,13 @@ private:
     /// lstat-ed for what it counted for (`replaced_bytes`), then replaced.
     COMPILE_CACHE_DECL std::error_code publish(std::string const& temp, std::string const& entry,
                                                std::uint64_t& replaced_bytes);
+
+    /// write() through this thread's claim of `k` (see write): true when it was made that
+    /// way (or failed after the claim file became the entry), `ec` then its result; false
+    /// when the store is to be made the usual way (no claim of this thread here, the
+    /// claim taken over, bytes shorter than its text, a failure before the rename).
+    COMPILE_CACHE_DECL bool write_through_claim(key const& k, std::string_view bytes, std::string const& entry,
+                                                std::string const& folder, std::error_code& ec) noexcept;
 
     /// With durability::full, syncs the folder (and the cache directory when the store
     /// created folders), so that the new entry survives a crash.
@@ -8480,7 +8570,7 @@ detail::directory_storage_impl::shared_state::~shared_state() {
         auto held = take_deferred(deferred, &times);
         if (held.empty()) return;
         directory_storage writer(directory, options);
-        for (auto const& [k, bytes] : held) (void)write_held(writer, k, bytes, times[k]);
+        for (auto const& [k, bytes] : held) (void)writer.write_made_at(k, bytes, times[k]);
     } catch (...) {
         // Deferred writes are the ones a crash may lose: so may a failure here.
     }
@@ -8501,15 +8591,14 @@ std::unordered_map<key, std::string> detail::directory_storage_impl::take_deferr
     return out;
 }
 
-std::error_code detail::directory_storage_impl::write_held(directory_storage& writer, key const& k,
-                                                          std::string const& bytes, std::int64_t made_ns) noexcept {
-    std::error_code const ec = writer.write(k, bytes);
+std::error_code directory_storage::write_made_at(key const& k, std::string_view bytes, std::int64_t made_ns) noexcept {
+    std::error_code const ec = write(k, bytes);
     if (ec || made_ns <= 0) return ec;
     try {
         struct timespec times[2];
         times[0].tv_sec = times[1].tv_sec = static_cast<time_t>(made_ns / 1000000000);
         times[0].tv_nsec = times[1].tv_nsec = static_cast<long>(made_ns % 1000000000);
-        (void)::utimensat(AT_FDCWD, writer.entry_path(k).c_str(), times, 0); // a time, no more: failure is harmless
+        (void)::utimensat(AT_FDCWD, entry_path(k).c_str(), times, 0); // a time, no more: failure is harmless
     } catch (...) {
     }
     return ec;
@@ -8539,8 +8628,7 @@ std::error_code directory_storage::write_deferred(key const& k, std::string_view
             d.bytes += bytes.size();
             (void)added;
             d.any.store(true);
-            due = d.held.size() >= impl::deferred_writes::max_keys || d.bytes >= impl::deferred_writes::max_bytes ||
-                  now - d.oldest_ns >= impl::deferred_writes::max_age_ns;
+            due = impl::deferred_writes::due(d.held.size(), d.bytes, now - d.oldest_ns);
         }
         return due ? flush_deferred() : std::error_code();
     } catch (...) { // bad_alloc: write it now instead
@@ -8554,7 +8642,7 @@ std::error_code directory_storage::flush_deferred() noexcept {
         std::error_code first;
         std::unordered_map<key, std::int64_t> times;
         for (auto const& [k, bytes] : detail::directory_storage_impl::take_deferred(state_->deferred, &times)) {
-            std::error_code const ec = detail::directory_storage_impl::write_held(*this, k, bytes, times[k]);
+            std::error_code const ec = write_made_at(k, bytes, times[k]);
             if (ec && !first) first = ec;
         }
         return first;
@@ -8722,6 +8810,8 @@ std::error_code directory_storage::write(key const& k, std::string_view bytes) n
         }
         std::string const entry = entry_path(k);
         std::string const folder = entry.substr(0, entry.rfind('/'));
+        std::error_code through_claim;
+        if (write_through_claim(k, bytes, entry, folder, through_claim)) return through_claim;
         std::string temp;
         bool created_folders = false;
         int fd = -1;
@@ -9055,8 +9145,10 @@ bool directory_storage::flush_ledger(std::int64_t now, std::uint64_t& total) con
 #include <chrono>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include <cstring>
+#include <iterator>
 #include <thread>
 
 #include <fcntl.h>
@@ -9126,6 +9218,60 @@ inline std::int64_t claim_bound_ns(std::string const& text) {
     std::int64_t const ms = claim_number(text, "expiry_ms");
     if (ms == 0 || ms > std::int64_t{1} << 40) return directory_storage_impl::temp_stale_after_ns;
     return ms * 1000000;
+}
+
+/// A claim file this thread created and keeps open until it releases the claim, so that
+/// a store can write the entry into it and rename it onto the entry (write_through_claim).
+struct held_claim {
+    std::string path;         ///< the claim file's path (the entry's + ".claim")
+    int fd = -1;              ///< open for writing; -1 once closed
+    std::size_t text_size = 0; ///< the owner text written in it
+    unsigned mode = 0;         ///< the mode it was created with (file_mode less the exact umask)
+    unsigned generation = 0;   ///< fork_generation() when created: a forked child never writes through it
+    bool consumed = false;     ///< renamed onto its entry by a store: nothing left to release
+};
+
+/// At most this many claim files are kept open per thread (a host that claims and never
+/// releases): the oldest is then closed, and its claim released and stored the usual way.
+constexpr std::size_t max_held_claims = 64;
+
+/// The claims this thread took and has not released, oldest first (their files closed
+/// when the thread ends).
+inline std::vector<held_claim>& held_claims_of_this_thread() noexcept {
+    struct held_claims {
+        std::vector<held_claim> list;
+        ~held_claims() {
+            for (held_claim const& c : list)
+                if (c.fd >= 0) ::close(c.fd);
+        }
+    };
+    thread_local held_claims held;
+    return held.list;
+}
+
+inline std::vector<held_claim>::iterator find_held_claim(std::vector<held_claim>& held, std::string const& path) {
+    for (auto it = held.rbegin(); it != held.rend(); ++it)
+        if (it->path == path) return std::next(it).base();
+    return held.end();
+}
+
+/// Closes and forgets a held claim.
+inline void forget_held_claim(std::vector<held_claim>& held, std::vector<held_claim>::iterator it) noexcept {
+    if (it->fd >= 0) ::close(it->fd);
+    held.erase(it);
+}
+
+/// Whether `path` (lstat) is the file `own` describes (an fstat of a descriptor).
+inline bool is_file(struct ::stat const& own, char const* path) noexcept {
+    struct ::stat st {};
+    return ::lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == own.st_dev && st.st_ino == own.st_ino;
+}
+
+/// Whether `path` is the very file `claim` holds open (its descriptor's fstat, `own`, and
+/// the path's lstat name one inode; the open descriptor keeps that inode from being
+/// reused). A descriptor the host closed, reused for another file, fails it too.
+inline bool still_this_file(held_claim const& claim, char const* path, struct ::stat& own) noexcept {
+    return claim.fd >= 0 && ::fstat(claim.fd, &own) == 0 && is_file(own, path);
 }
 
 } // namespace detail::directory_claims_impl
@@ -9204,10 +9350,26 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
                     if (n <= 0) break;
                     done += static_cast<std::size_t>(n);
                 }
-                ::close(fd);
                 if (done != text.size()) { // disk full: no claim, and none left behind
+                    ::close(fd);
                     ::unlink(path.c_str());
                     return claim_answer{};
+                }
+                // Kept open for the store, which may make this file the entry (write_through_claim).
+                try {
+                    auto& held = impl::held_claims_of_this_thread();
+                    auto const old = impl::find_held_claim(held, path); // (one taken over, ours again)
+                    if (old != held.end()) impl::forget_held_claim(held, old);
+                    if (held.size() >= impl::max_held_claims) impl::forget_held_claim(held, held.begin());
+                    impl::held_claim c;
+                    c.path = path;
+                    c.fd = fd;
+                    c.text_size = text.size();
+                    c.mode = mode;
+                    c.generation = detail::directory_storage_impl::fork_generation();
+                    held.push_back(std::move(c));
+                } catch (...) { // (out of memory: this claim is stored and released the usual way)
+                    ::close(fd);
                 }
                 answer.state = claim_state::claimed;
                 // A claimant stores before it releases: an entry here now came after our
@@ -9248,15 +9410,83 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
 }
 
 void directory_storage::release_claim(key const& k) noexcept {
-    // Called only for a claim this process took (basic_cache's claim_guard): unlinked
-    // without reading it first (one system call, not four). The claim there is ours
-    // unless another process judged ours dead or expired and took it over, which it
+    // Called only for a claim this process took (basic_cache's claim_guard), without
+    // reading it first. A claim the store turned into the entry is gone already: the path
+    // may now hold another process's new claim, which stays. One still held open is
+    // removed when the path is still that file (an fstat and an lstat); without a record (taken in
+    // another thread, or its record dropped) it is unlinked as it is: the claim there is
+    // ours unless another process judged ours dead or expired and took it over, which it
     // cannot while we run on its machine; for another machine's view of an expired
     // claim, removing its successor costs at most one more compile elsewhere.
+    namespace impl = detail::directory_claims_impl;
     try {
         std::string const entry = entry_path(k);
-        if (!entry.empty()) ::unlink((entry + ".claim").c_str());
+        if (entry.empty()) return;
+        std::string const path = entry + ".claim";
+        auto& held = impl::held_claims_of_this_thread();
+        auto const it = impl::find_held_claim(held, path);
+        if (it == held.end()) {
+            ::unlink(path.c_str());
+            return;
+        }
+        // (A descriptor that no longer answers, the host having closed it: unlinked as
+        // without one.)
+        struct ::stat own {};
+        bool const remove =
+            !it->consumed && (it->fd < 0 || ::fstat(it->fd, &own) != 0 || impl::is_file(own, path.c_str()));
+        impl::forget_held_claim(held, it);
+        if (remove) ::unlink(path.c_str());
     } catch (...) {
+    }
+}
+
+bool directory_storage::write_through_claim(key const& k, std::string_view bytes, std::string const& entry,
+                                            std::string const& folder, std::error_code& ec) noexcept {
+    namespace impl = detail::directory_claims_impl;
+    namespace files = detail::directory_storage_impl;
+    try {
+        auto& held = impl::held_claims_of_this_thread();
+        if (held.empty()) return false; // (the usual store: no claim held, no string built)
+        std::string const path = entry + ".claim";
+        auto const it = impl::find_held_claim(held, path);
+        if (it == held.end()) return false;
+        impl::held_claim& claim = *it;
+        unsigned const mode = options_.umask >= 0 ? options_.file_mode & ~static_cast<unsigned>(options_.umask)
+                                                  : options_.file_mode;
+        // The bytes must cover the owner text whole (the file is never shorter than what a
+        // waiter read before), and the file must be this thread's, made as this store
+        // would make its temp file.
+        if (claim.consumed || claim.fd < 0 || bytes.empty() || bytes.size() < claim.text_size || claim.mode != mode ||
+            claim.generation != files::fork_generation())
+            return false;
+        // Still our claim (not taken over by another process meanwhile)?
+        struct ::stat own {};
+        if (!impl::still_this_file(claim, path.c_str(), own)) return false;
+        // The entry's bytes over the owner text, from offset 0. A waiter that reads the
+        // claim meanwhile sees the owner text, a mix, or the entry's bytes: any of them
+        // names this live process or none (then the claim's age decides, by the file's
+        // time this write has just set): alive, never taken over. A failure leaves the
+        // claim a claim (released as usual) and the store is made the usual way.
+        if (!files::pwrite_all(claim.fd, reinterpret_cast<unsigned char const*>(bytes.data()), bytes.size(), 0))
+            return false;
+        if (options_.sync != durability::none && files::fsync_fd(claim.fd) != 0) return false;
+        if (files::before_claim_rename_for_testing != nullptr) files::before_claim_rename_for_testing(path.c_str());
+        std::uint64_t replaced_bytes = 0;
+        if (publish(path, entry, replaced_bytes)) return false; // not renamed: still the claim
+        claim.consumed = true; // what was at the claim's path is the entry now
+        // The entry is the file we wrote, unless another process took the claim over in
+        // the moment between the check and the rename: then its claim file went to the
+        // entry (it fails the envelope check there: a miss, never a wrong result) and the
+        // store is made again the usual way, over it.
+        bool const ours = impl::is_file(own, entry.c_str());
+        ::close(claim.fd);
+        claim.fd = -1;
+        if (!ours) return false;
+        ec = sync_directories(folder, false);
+        if (!ec) after_change(k.data()[0], files::accounted_size(bytes.size()), replaced_bytes, true);
+        return true;
+    } catch (...) {
+        return false;
     }
 }
 
@@ -9275,7 +9505,8 @@ void directory_storage::wait_for_change(key const& k, std::chrono::nanoseconds t
         if (entry.empty() || slash == std::string::npos) return sleep_out();
         std::string const folder = entry.substr(0, slash), name = entry.substr(slash + 1), claim = name + ".claim";
         fd = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-        // An entry arrives by a rename into its folder; a claim goes by an unlink. (What
+        // An entry arrives by a rename into its folder (a store's temp file, or the claim
+        // file itself: IN_MOVED_TO of the entry's name); a claim goes by an unlink. (What
         // happened before the watch is the next poll's to see, at most `timeout` later.)
         if (fd < 0 || ::inotify_add_watch(fd, folder.c_str(), IN_MOVED_TO | IN_DELETE | IN_ONLYDIR) < 0) {
             if (fd >= 0) ::close(fd);
@@ -12028,13 +12259,7 @@ public:
     /// first), at most `timeout`; what arrives on the remote only is seen at the next poll.
     /// Without a local storage that has one: a sleep of `timeout`.
     void wait_for_change(key const& k, std::chrono::nanoseconds timeout) const noexcept {
-        if constexpr (detail::has_wait_for_change<Local>::value) {
-            if (state_ && state_->local) return state_->local->wait_for_change(k, timeout);
-        }
-        try {
-            std::this_thread::sleep_for(timeout);
-        } catch (...) {
-        }
+        detail::wait_for_change_or_sleep(state_ && state_->local ? &*state_->local : nullptr, k, timeout);
     }
 
     std::error_code remove(key const& k) noexcept {
@@ -14985,7 +15210,6 @@ std::string compressed_miss_detail(envelope_fields const& env) {
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -15094,25 +15318,10 @@ inline std::string ms_text(std::chrono::nanoseconds d) {
     return buf;
 }
 
-/// A waiting miss's pause before its next poll: until the storage sees the entry of `k`
-/// arrive or its claim go (its wait_for_change), at most `d`; a sleep of `d` without one.
-template <class Storage>
-void pause_for_change(Storage const& storage, key const& k, std::chrono::nanoseconds d) noexcept {
-    if constexpr (has_wait_for_change<Storage>::value) {
-        storage.wait_for_change(k, d);
-    } else {
-        (void)storage, (void)k;
-        try {
-            std::this_thread::sleep_for(d);
-        } catch (...) {
-        }
-    }
-}
-
 /// The single-flight step of a miss of `k` (after the load missed, before the compile):
 /// claims `k` (then `guard` holds it and nullopt says: compile), or, while another
 /// process's live claim stands, waits for its entry: polls every 0.1 ms growing to 5 ms
-/// (woken sooner when the storage sees the entry arrive or the claim go: pause_for_change),
+/// (woken sooner when the storage sees the entry arrive or the claim go: wait_for_change_or_sleep),
 /// each poll a read of the entry and a try_claim (which takes over a dead claim at once,
 /// or claims a released one); an entry found is loaded by `load()` (the cache's whole
 /// load: envelope check, deserialize) and returned. After `bound`, or when the entry
@@ -15208,9 +15417,9 @@ std::optional<Artifact> claim_or_wait(Storage& storage, claim_guard<Storage>& gu
                 });
                 return std::nullopt;
             }
-            pause_for_change(storage, k,
-                             std::min<std::chrono::nanoseconds>(
-                                 interval, bound - std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed)));
+            wait_for_change_or_sleep(&storage, k,
+                                     std::min<std::chrono::nanoseconds>(
+                                         interval, bound - std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed)));
             interval = std::min<std::chrono::microseconds>(interval * 5 / 4 + std::chrono::microseconds(1),
                                                            std::chrono::milliseconds(5));
             if (entry_present(storage, k, max_entry_size, scratch)) {
@@ -15738,8 +15947,6 @@ std::vector<environment_setting> cache_environment_settings(std::string_view pre
 
 
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -15750,6 +15957,8 @@ std::vector<environment_setting> cache_environment_settings(std::string_view pre
 #include <optional>
 #include <unordered_map>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -15762,13 +15971,12 @@ namespace compile_cache::detail {
 /// decodes it nor encodes and seals it. Shared by a cache's threads (one mutex), its own:
 /// another cache, even over a copy of the same storage, sees the records once written.
 struct held_identity_records {
-    /// The batch is written when it holds this many records or bytes (of their encoded
-    /// payloads), or when its oldest record is this old: what directory_storage's
-    /// deferred writes are bounded by. It is also written at the cache's
-    /// flush_statistics() and destruction. A record is held from its store to the write.
-    static constexpr std::size_t max_records = 256;
-    static constexpr std::size_t max_bytes = std::size_t{4} << 20;
-    static constexpr std::int64_t max_age_ns = std::int64_t{10} * 1000000000;
+    /// The batch is written when it holds held_batch_bounds' keys (records) or bytes (of
+    /// their encoded payloads), or when its oldest record is max_age_ns old: the bounds
+    /// of directory_storage's deferred writes, the same constants. It is also written at
+    /// the cache's flush_statistics() and destruction. A record is held from its store
+    /// to the write.
+    using bounds = held_batch_bounds;
 
     struct held {
         identity_record record;
@@ -15963,7 +16171,8 @@ struct identity_records {
 
     /// Writes the records held (when `holds`), each merged first
     /// with the record the storage has now (merge_identity_records: what other processes
-    /// stored meanwhile is kept), sealed, and written with write(). Best effort.
+    /// stored meanwhile is kept), sealed, and written at its newest entry's time
+    /// (write_dated). Best effort.
     void write_held() noexcept {
         if constexpr (holds) {
             try {
@@ -15980,7 +16189,7 @@ struct identity_records {
                         if (std::optional<identity_record> const now = read(h.record.identity, over_bound))
                             merge_identity_records(h.record, *now);
                         std::string const entry = sealed_identity_record(h.record, h.kernel, local);
-                        if (!entry.empty() && !storage.write(rk, entry)) given_time(rk, h.kernel.created_ns);
+                        if (!entry.empty()) (void)write_dated(rk, entry, h.kernel.created_ns);
                     } catch (...) {
                     }
                 }
@@ -15990,22 +16199,15 @@ struct identity_records {
     }
 
 private:
-    // A record written with the batch gets, as its file's time, its newest entry's (a
-    // storage of files: entry_path), so that eviction, which goes by file time, does not
-    // take it for newer than the entries of its run: written at the cache's end, it would
-    // be kept while they go. A time, no more: a failure costs nothing else.
-    void given_time(key const& rk, std::int64_t created_ns) {
-        if constexpr (has_entry_path<Storage>::value) {
-            if (created_ns <= 0) return;
-            std::string const path = storage.entry_path(rk);
-            if (path.empty()) return;
-            timespec times[2];
-            times[0].tv_sec = times[1].tv_sec = static_cast<time_t>(created_ns / 1000000000);
-            times[0].tv_nsec = times[1].tv_nsec = static_cast<long>(created_ns % 1000000000);
-            (void)::utimensat(AT_FDCWD, path.c_str(), times, 0);
-        } else {
-            (void)rk, (void)created_ns;
-        }
+    // Writes a record of the batch with, as its time, its newest entry's `created_ns`
+    // (the storage's write_made_at, when it has one: directory_storage), so that
+    // eviction, which goes by that time, does not take it for newer than the entries of
+    // its run: written at the cache's end, it would be kept while they go. Else write().
+    std::error_code write_dated(key const& rk, std::string_view entry, std::int64_t created_ns) {
+        if constexpr (has_write_made_at<Storage>::value)
+            return storage.write_made_at(rk, entry, created_ns);
+        else
+            return storage.write(rk, entry);
     }
 
     // Puts `newest` first in the held record under `rk`: false when none is held.
@@ -16054,9 +16256,7 @@ private:
         held.bytes -= h.size;
         h.size = encoded_identity_record_size(h.record) + h.kernel.name.size() + h.kernel.origin_file.size();
         held.bytes += h.size;
-        return held.records.size() >= held_identity_records::max_records ||
-               held.bytes >= held_identity_records::max_bytes ||
-               steady_ns() - held.oldest_ns >= held_identity_records::max_age_ns;
+        return held_identity_records::bounds::due(held.records.size(), held.bytes, steady_ns() - held.oldest_ns);
     }
 
     // The key's components as an identity record keeps them (toolchain_component::with_parts).

@@ -184,6 +184,22 @@ inline bool http_host_is_address(std::string const& host) noexcept {
     return !host.empty() && host.find_first_not_of("0123456789.") == std::string::npos;
 }
 
+/// Whether the handle's last connection was one the kernel made to itself: a client
+/// connecting to a loopback port where nothing listens is, now and then, given that port
+/// as its source, and reads back what it sent. Its two ends are the same address.
+inline bool http_connected_to_itself(CURL* h) noexcept {
+    char* local_ip = nullptr;
+    char* primary_ip = nullptr;
+    long local_port = 0, primary_port = 0;
+    if (curl_easy_getinfo(h, CURLINFO_LOCAL_IP, &local_ip) != CURLE_OK ||
+        curl_easy_getinfo(h, CURLINFO_PRIMARY_IP, &primary_ip) != CURLE_OK ||
+        curl_easy_getinfo(h, CURLINFO_LOCAL_PORT, &local_port) != CURLE_OK ||
+        curl_easy_getinfo(h, CURLINFO_PRIMARY_PORT, &primary_port) != CURLE_OK)
+        return false;
+    return local_port > 0 && local_port == primary_port && local_ip && primary_ip && *local_ip &&
+           std::strcmp(local_ip, primary_ip) == 0;
+}
+
 inline http_errc http_errc_of(CURLcode c) noexcept {
     switch (c) {
     case CURLE_OPERATION_TIMEDOUT: return http_errc::timeout;
@@ -838,7 +854,12 @@ private:
     static exchange finish(CURL* h, request const& rq, CURLcode c) {
         exchange x;
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &x.status);
-        if (rq.sink.over || (c == CURLE_FILESIZE_EXCEEDED && x.status / 100 == 2)) {
+        if (detail::http_connected_to_itself(h)) {
+            // (what came back was the request: no answer of a server, whatever libcurl made of it)
+            x.status = 0;
+            x.error = make_error_code(http_errc::refused);
+            x.curl_text = "nothing listens on the port (the connection the kernel made was to itself)";
+        } else if (rq.sink.over || (c == CURLE_FILESIZE_EXCEEDED && x.status / 100 == 2)) {
             x.over_bound = true;
         } else if (c == CURLE_WRITE_ERROR && rq.sink.dropped > drop_max) {
             // An error status with a long body: the status is the answer.

@@ -184,11 +184,7 @@ inline void redis_storage::write_many_then_release(std::vector<std::pair<key, st
                                                    std::vector<key> const& releases,
                                                    std::vector<std::error_code>& out) noexcept {
     try {
-        out.assign(entries.size(), std::error_code());
-        if (!state_) {
-            for (auto& e : out) e = make_error_code(remote_error::other);
-            return;
-        }
+        if (!batch_answers_ready(entries.size(), out)) return;
         if (releases.empty() || state_->client.is_cluster()) {
             // A cluster: a claim's name is mostly in another slot, on another master, than
             // its entry; each node's batch is its own exchange, so the writes go first.

@@ -313,12 +313,7 @@ public:
     void write_many(std::vector<std::pair<key, std::string_view>> const& entries,
                     std::vector<std::error_code>& out) noexcept {
         try {
-            out.assign(entries.size(), std::error_code());
-            if (!state_) {
-                for (auto& e : out) e = make_error_code(remote_error::other);
-                return;
-            }
-            write_batch(entries, out);
+            if (batch_answers_ready(entries.size(), out)) write_batch(entries, out);
         } catch (...) {
             for (auto& e : out) e = make_error_code(remote_error::other); // (the caller checks the size)
         }
@@ -473,6 +468,14 @@ private:
 
     detail::redis_clock::time_point call_deadline() const {
         return detail::redis_clock::now() + state_->options.command_timeout;
+    }
+
+    /// A batch write's start (write_many, write_many_then_release): `out` holds `n`
+    /// answers, none an error; false, each answer then `other`, when this object has no
+    /// server (default-constructed or moved from): nothing to send. Throws only bad_alloc.
+    bool batch_answers_ready(std::size_t n, std::vector<std::error_code>& out) const {
+        out.assign(n, state_ ? std::error_code() : make_error_code(remote_error::other));
+        return state_ != nullptr;
     }
 
     /// release_claim on a server that refuses scripts: GET, compare, DEL.

@@ -8,6 +8,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/socket.h>
@@ -194,6 +195,29 @@ private:
         return make_error_code(remote_error::other);
     }
 
+    /// A TCP connection to a loopback port where nothing listens can be made by the kernel
+    /// to itself, when the source port it picks is that port: what is sent would be read
+    /// back as replies. Such a connection is one whose two ends are the same address.
+    static bool connected_to_itself(int fd) noexcept {
+        sockaddr_storage mine{}, peer{};
+        socklen_t mine_size = sizeof mine, peer_size = sizeof peer;
+        if (::getsockname(fd, reinterpret_cast<sockaddr*>(&mine), &mine_size) != 0 ||
+            ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_size) != 0)
+            return false;
+        if (mine.ss_family != peer.ss_family) return false;
+        if (mine.ss_family == AF_INET) {
+            auto const& a = reinterpret_cast<sockaddr_in const&>(mine);
+            auto const& b = reinterpret_cast<sockaddr_in const&>(peer);
+            return a.sin_port == b.sin_port && a.sin_addr.s_addr == b.sin_addr.s_addr;
+        }
+        if (mine.ss_family == AF_INET6) {
+            auto const& a = reinterpret_cast<sockaddr_in6 const&>(mine);
+            auto const& b = reinterpret_cast<sockaddr_in6 const&>(peer);
+            return a.sin6_port == b.sin6_port && std::memcmp(&a.sin6_addr, &b.sin6_addr, sizeof a.sin6_addr) == 0;
+        }
+        return false;
+    }
+
     std::error_code connect(redis_clock::time_point deadline, std::chrono::milliseconds connect_timeout) {
         generation_ = redis_fork_generation();
         auto const left = remaining(deadline);
@@ -214,6 +238,11 @@ private:
             if (e == remote_error::other)
                 e = redis_clock::now() >= connect_deadline ? remote_error::timeout : remote_error::refused;
             return e;
+        }
+        if (connected_to_itself(c->fd)) {
+            redisFree(c);
+            error_text_ = "nothing listens on the port (the connection the kernel made was to itself)";
+            return make_error_code(remote_error::refused);
         }
         context_ = c;
         // The socket's receive timeout: a blocking recv waits at most receive_slice_, and
