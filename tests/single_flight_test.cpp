@@ -17,6 +17,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -329,6 +330,38 @@ TEST_CASE("single flight: a claim being turned into its entry is judged alive by
         CHECK(sf_inode(claim) != 0);
     }
     s.release_claim(k);
+    CHECK(sf_claims_under(dir.path()).empty());
+}
+
+TEST_CASE("single flight: a claim whose owner died while writing its entry into it is dead a second after that write",
+          "[single-flight]") {
+    temp_dir dir;
+    std::string const path = (dir.path() / "cache").string();
+    cc::directory_storage s(path);
+    cc::key const k = sf_key_named("k");
+    REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed);
+    std::string const claim = s.entry_path(k) + ".claim";
+    // The owner's store wrote the entry's bytes into its claim, then the owner died before
+    // the rename (here: the text no longer names it, and the write was 2 s ago).
+    std::string const bytes = sf_entry_bytes('\xee');
+    int const fd = ::open(claim.c_str(), O_WRONLY | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    REQUIRE(::pwrite(fd, bytes.data(), bytes.size(), 0) == static_cast<ssize_t>(bytes.size()));
+    timespec const two_seconds_ago[2] = {{::time(nullptr) - 2, 0}, {::time(nullptr) - 2, 0}};
+    REQUIRE(::futimens(fd, two_seconds_ago) == 0);
+    ::close(fd);
+    cc::directory_storage other(path);
+    SECTION("a waiter takes it over at once, though its request's expiry is 30 s") {
+        cc::claim_answer const a = other.try_claim(k, {cc::claim_scope::both, std::chrono::milliseconds(30000)});
+        CHECK(a.state == cc::claim_state::claimed);
+        CHECK(a.took_over);
+        CHECK(sf_claims_under(dir.path()).size() == 1); // the new claim, where the dead one was
+        other.release_claim(k);
+    }
+    SECTION("a cleanup removes it") {
+        CHECK(other.prune().claim_files_removed == 1);
+        s.release_claim(k);
+    }
     CHECK(sf_claims_under(dir.path()).empty());
 }
 

@@ -222,7 +222,7 @@ private:
 /// 0 when none was found.
 inline int free_port_a_client_may_take() {
     auto bind_loopback = [](int wanted) {
-        int const fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int const fd = ::socket(AF_INET, SOCK_STREAM, 0);
         if (fd < 0) return 0;
         sockaddr_in a{};
         a.sin_family = AF_INET;

@@ -287,8 +287,8 @@ inline std::string& read_path_buffer(std::string& fallback) {
 /// the size ledger.
 ///
 /// - `write` creates the folders on first use, writes a fresh temp file created
-///   exclusively (never following a symlink), syncs it as `durability` says, and
-///   renames it over the entry: a reader sees the old entry or the new one, never a
+///   exclusively (never following a symlink) — or, for a key this thread claimed, the
+///   claim file (write) — syncs it as `durability` says, and renames it over the entry: a reader sees the old entry or the new one, never a
 ///   part (a new key is one renameat2(RENAME_NOREPLACE); an existing one is lstat-ed
 ///   first, for what it counted for). On failure the temp file is removed and the
 ///   error returned. It then adds the entry to its folder's figure in the ledger (in
@@ -363,11 +363,11 @@ public:
     /// machine's past `request.expiry`) is taken over at once. none when the directory
     /// cannot be written (read-only: no claims), or `request.scope` has no `local`.
     COMPILE_CACHE_DECL claim_answer try_claim(key const& k, claim_request const& request) noexcept;
-    /// Removes the claim of `k` that this process took (call it only for one it took, and
-    /// from the thread that took it: that thread keeps the claim file open until then).
+    /// Removes the claim of `k` that this process took (call it only for one it took).
     /// Nothing to remove when a store already turned the claim into the entry (write);
-    /// a claim file that is no longer the one this thread created (another process took
-    /// the claim over) is left to its new owner.
+    /// a claim file that is no longer the one created (another process took the claim
+    /// over) is left to its new owner. The thread that took it keeps the claim file open
+    /// until it is released from that thread, or until that thread takes 64 more.
     COMPILE_CACHE_DECL void release_claim(key const& k) noexcept;
     /// Returns when the entry of `k` may have arrived (a file renamed to its name) or its
     /// claim may have gone (the claim file removed), and at the latest after `timeout`:
