@@ -7795,8 +7795,8 @@ inline std::string& read_path_buffer(std::string& fallback) {
 /// the size ledger.
 ///
 /// - `write` creates the folders on first use, writes a fresh temp file created
-///   exclusively (never following a symlink), syncs it as `durability` says, and
-///   renames it over the entry: a reader sees the old entry or the new one, never a
+///   exclusively (never following a symlink) — or, for a key this thread claimed, the
+///   claim file (write) — syncs it as `durability` says, and renames it over the entry: a reader sees the old entry or the new one, never a
 ///   part (a new key is one renameat2(RENAME_NOREPLACE); an existing one is lstat-ed
 ///   first, for what it counted for). On failure the temp file is removed and the
 ///   error returned. It then adds the entry to its folder's figure in the ledger (in
@@ -7871,11 +7871,11 @@ public:
     /// machine's past `request.expiry`) is taken over at once. none when the directory
     /// cannot be written (read-only: no claims), or `request.scope` has no `local`.
     COMPILE_CACHE_DECL claim_answer try_claim(key const& k, claim_request const& request) noexcept;
-    /// Removes the claim of `k` that this process took (call it only for one it took, and
-    /// from the thread that took it: that thread keeps the claim file open until then).
+    /// Removes the claim of `k` that this process took (call it only for one it took).
     /// Nothing to remove when a store already turned the claim into the entry (write);
-    /// a claim file that is no longer the one this thread created (another process took
-    /// the claim over) is left to its new owner.
+    /// a claim file that is no longer the one created (another process took the claim
+    /// over) is left to its new owner. The thread that took it keeps the claim file open
+    /// until it is released from that thread, or until that thread takes 64 more.
     COMPILE_CACHE_DECL void release_claim(key const& k) noexcept;
     /// Returns when the entry of `k` may have arrived (a file renamed to its name) or its
     /// claim may have gone (the claim file removed), and at the latest after `timeout`:
@@ -9229,24 +9229,45 @@ struct held_claim {
     unsigned mode = 0;         ///< the mode it was created with (file_mode less the exact umask)
     unsigned generation = 0;   ///< fork_generation() when created: a forked child never writes through it
     bool consumed = false;     ///< renamed onto its entry by a store: nothing left to release
+    dev_t dev = 0;             ///< the file's device and inode, as created: the descriptor is
+    ino_t ino = 0;             ///< used (written, closed) only while it still opens that file
 };
 
 /// At most this many claim files are kept open per thread (a host that claims and never
 /// releases): the oldest is then closed, and its claim released and stored the usual way.
 constexpr std::size_t max_held_claims = 64;
 
+/// Whether `claim`'s descriptor still opens the file created for it (`own`: its fstat).
+/// A descriptor the host closed, and that now opens another file, is neither used nor
+/// closed again.
+inline bool descriptor_is_claim(held_claim const& claim, struct ::stat& own) noexcept {
+    return claim.fd >= 0 && ::fstat(claim.fd, &own) == 0 && own.st_dev == claim.dev && own.st_ino == claim.ino;
+}
+
+/// Closes `claim`'s descriptor when it is still the claim's.
+inline void close_claim_file(held_claim& claim) noexcept {
+    struct ::stat own {};
+    if (descriptor_is_claim(claim, own)) ::close(claim.fd);
+    claim.fd = -1;
+}
+
+/// Set when this thread's list of claims is destroyed (at its end, before the
+/// destructors of objects of static storage duration at exit): then there is none.
+inline thread_local bool held_claims_gone = false;
+
 /// The claims this thread took and has not released, oldest first (their files closed
-/// when the thread ends).
-inline std::vector<held_claim>& held_claims_of_this_thread() noexcept {
+/// when the thread ends); nullptr once the thread's list is destroyed.
+inline std::vector<held_claim>* held_claims_of_this_thread() noexcept {
     struct held_claims {
         std::vector<held_claim> list;
         ~held_claims() {
-            for (held_claim const& c : list)
-                if (c.fd >= 0) ::close(c.fd);
+            held_claims_gone = true;
+            for (held_claim& c : list) close_claim_file(c);
         }
     };
+    if (held_claims_gone) return nullptr;
     thread_local held_claims held;
-    return held.list;
+    return &held.list;
 }
 
 inline std::vector<held_claim>::iterator find_held_claim(std::vector<held_claim>& held, std::string const& path) {
@@ -9257,7 +9278,7 @@ inline std::vector<held_claim>::iterator find_held_claim(std::vector<held_claim>
 
 /// Closes and forgets a held claim.
 inline void forget_held_claim(std::vector<held_claim>& held, std::vector<held_claim>::iterator it) noexcept {
-    if (it->fd >= 0) ::close(it->fd);
+    close_claim_file(*it);
     held.erase(it);
 }
 
@@ -9271,7 +9292,34 @@ inline bool is_file(struct ::stat const& own, char const* path) noexcept {
 /// the path's lstat name one inode; the open descriptor keeps that inode from being
 /// reused). A descriptor the host closed, reused for another file, fails it too.
 inline bool still_this_file(held_claim const& claim, char const* path, struct ::stat& own) noexcept {
-    return claim.fd >= 0 && ::fstat(claim.fd, &own) == 0 && is_file(own, path);
+    return descriptor_is_claim(claim, own) && is_file(own, path);
+}
+
+/// How long a claim file may be empty (its writer between the create and the write) or
+/// hold what is not an owner's text (its owner writing the entry into it, to rename it
+/// onto the entry: write_through_claim) before it is judged dead: its owner died then.
+constexpr std::int64_t claim_being_written_ns = 1000000000;
+
+/// Whether a claim's text is an entry being written into it (or torn by that write): a
+/// claim's text is printable, one line; bytes that are not (a newline before its end, a
+/// control or non-ASCII byte, as an envelope's header has) are an entry's.
+inline bool claim_becoming_entry(std::string const& text) noexcept {
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        unsigned char const c = static_cast<unsigned char>(text[i]);
+        if (c == '\n' && i + 1 == text.size()) continue;
+        if (c < 0x20 || c > 0x7e) return true;
+    }
+    return false;
+}
+
+/// Whether the claim file at `path` holds this process's owner text (a claim this
+/// process made, not yet written over by its entry nor replaced by another's).
+inline bool claim_text_is_ours(std::string const& path) {
+    int error = 0;
+    std::string const text = read_claim(path, error);
+    std::string const mine = claim_owner();
+    return error == 0 && text.size() > mine.size() && text.compare(0, mine.size(), mine) == 0 &&
+           text[mine.size()] == ' ';
 }
 
 } // namespace detail::directory_claims_impl
@@ -9287,7 +9335,10 @@ int remove_stale_claim(int folder_fd, char const* name) noexcept {
         std::int64_t const age = claims::claim_age_ns_at(text, folder_fd, name);
         bool stale = false;
         if (text.empty()) {
-            stale = age > 1000000000; // its writer died between the create and the write
+            stale = age > claims::claim_being_written_ns; // its writer died between the create and the write
+        } else if (claims::claim_becoming_entry(text)) {
+            // (its owner died while writing the entry into it: aged by the file's time)
+            stale = claims::claim_age_ns_at(std::string(), folder_fd, name) > claims::claim_being_written_ns;
         } else {
             bool same_machine = false;
             bool const alive = claim_owner_alive(text, same_machine);
@@ -9357,17 +9408,24 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
                 }
                 // Kept open for the store, which may make this file the entry (write_through_claim).
                 try {
-                    auto& held = impl::held_claims_of_this_thread();
-                    auto const old = impl::find_held_claim(held, path); // (one taken over, ours again)
-                    if (old != held.end()) impl::forget_held_claim(held, old);
-                    if (held.size() >= impl::max_held_claims) impl::forget_held_claim(held, held.begin());
-                    impl::held_claim c;
-                    c.path = path;
-                    c.fd = fd;
-                    c.text_size = text.size();
-                    c.mode = mode;
-                    c.generation = detail::directory_storage_impl::fork_generation();
-                    held.push_back(std::move(c));
+                    struct ::stat made {};
+                    auto* held = impl::held_claims_of_this_thread();
+                    if (held == nullptr || ::fstat(fd, &made) != 0) { // (at exit, or no answer: the usual way)
+                        ::close(fd);
+                    } else {
+                        auto const old = impl::find_held_claim(*held, path); // (one taken over, ours again)
+                        if (old != held->end()) impl::forget_held_claim(*held, old);
+                        if (held->size() >= impl::max_held_claims) impl::forget_held_claim(*held, held->begin());
+                        impl::held_claim c;
+                        c.path = path;
+                        c.fd = fd;
+                        c.text_size = text.size();
+                        c.mode = mode;
+                        c.generation = detail::directory_storage_impl::fork_generation();
+                        c.dev = made.st_dev;
+                        c.ino = made.st_ino;
+                        held->push_back(std::move(c));
+                    }
                 } catch (...) { // (out of memory: this claim is stored and released the usual way)
                     ::close(fd);
                 }
@@ -9388,7 +9446,12 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
             // Another machine's (a shared network directory), an unreadable one, or one
             // still being written: alive until its expiry.
             if (alive && !same_machine) alive = age <= std::chrono::nanoseconds(request.expiry).count();
-            if (held.empty() && error == 0 && age > 1000000000) alive = false; // its writer died before writing
+            if (held.empty() && error == 0 && age > impl::claim_being_written_ns)
+                alive = false; // its writer died before writing
+            // Its owner writing the entry into it: alive while the file's time is recent
+            // (the write sets it); one that died on the way is dead a second later.
+            if (impl::claim_becoming_entry(held))
+                alive = impl::claim_age_ns(std::string(), path) <= impl::claim_being_written_ns;
             if (alive) {
                 answer.state = claim_state::held;
                 std::string const pid = detail::claim_field(held, "pid");
@@ -9410,31 +9473,30 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
 }
 
 void directory_storage::release_claim(key const& k) noexcept {
-    // Called only for a claim this process took (basic_cache's claim_guard), without
-    // reading it first. A claim the store turned into the entry is gone already: the path
-    // may now hold another process's new claim, which stays. One still held open is
-    // removed when the path is still that file (an fstat and an lstat); without a record (taken in
-    // another thread, or its record dropped) it is unlinked as it is: the claim there is
-    // ours unless another process judged ours dead or expired and took it over, which it
-    // cannot while we run on its machine; for another machine's view of an expired
-    // claim, removing its successor costs at most one more compile elsewhere.
+    // Called only for a claim this process took (basic_cache's claim_guard). A claim the
+    // store turned into the entry is gone already: the path may now hold another
+    // process's new claim, which stays. One still held open is removed when the path is
+    // still that file (an fstat and an lstat). Without a record (taken in another thread,
+    // its record dropped past max_held_claims, at exit) or without its descriptor (the
+    // host closed it), it is removed when its text is still this process's owner text:
+    // not written over by its entry, not another's claim.
     namespace impl = detail::directory_claims_impl;
     try {
         std::string const entry = entry_path(k);
         if (entry.empty()) return;
         std::string const path = entry + ".claim";
-        auto& held = impl::held_claims_of_this_thread();
-        auto const it = impl::find_held_claim(held, path);
-        if (it == held.end()) {
-            ::unlink(path.c_str());
+        auto* held = impl::held_claims_of_this_thread();
+        auto const it = held ? impl::find_held_claim(*held, path) : std::vector<impl::held_claim>::iterator{};
+        if (held == nullptr || it == held->end()) {
+            if (impl::claim_text_is_ours(path)) ::unlink(path.c_str());
             return;
         }
-        // (A descriptor that no longer answers, the host having closed it: unlinked as
-        // without one.)
         struct ::stat own {};
-        bool const remove =
-            !it->consumed && (it->fd < 0 || ::fstat(it->fd, &own) != 0 || impl::is_file(own, path.c_str()));
-        impl::forget_held_claim(held, it);
+        bool remove = false;
+        if (!it->consumed)
+            remove = impl::descriptor_is_claim(*it, own) ? impl::is_file(own, path.c_str())
+                                                         : impl::claim_text_is_ours(path);
+        impl::forget_held_claim(*held, it);
         if (remove) ::unlink(path.c_str());
     } catch (...) {
     }
@@ -9445,11 +9507,11 @@ bool directory_storage::write_through_claim(key const& k, std::string_view bytes
     namespace impl = detail::directory_claims_impl;
     namespace files = detail::directory_storage_impl;
     try {
-        auto& held = impl::held_claims_of_this_thread();
-        if (held.empty()) return false; // (the usual store: no claim held, no string built)
+        auto* held = impl::held_claims_of_this_thread();
+        if (held == nullptr || held->empty()) return false; // (the usual store: no claim held, no string built)
         std::string const path = entry + ".claim";
-        auto const it = impl::find_held_claim(held, path);
-        if (it == held.end()) return false;
+        auto const it = impl::find_held_claim(*held, path);
+        if (it == held->end()) return false;
         impl::held_claim& claim = *it;
         unsigned const mode = options_.umask >= 0 ? options_.file_mode & ~static_cast<unsigned>(options_.umask)
                                                   : options_.file_mode;
@@ -9476,12 +9538,30 @@ bool directory_storage::write_through_claim(key const& k, std::string_view bytes
         claim.consumed = true; // what was at the claim's path is the entry now
         // The entry is the file we wrote, unless another process took the claim over in
         // the moment between the check and the rename: then its claim file went to the
-        // entry (it fails the envelope check there: a miss, never a wrong result) and the
-        // store is made again the usual way, over it.
-        bool const ours = impl::is_file(own, entry.c_str());
-        ::close(claim.fd);
+        // entry (it fails the envelope check there: a miss, never a wrong result), that
+        // rename is accounted for, and the store is made again the usual way, over it.
+        // (The descriptor is closed only after this check: while open, it keeps the
+        // file's inode from being given to another's new claim.)
+        struct ::stat there {};
+        bool const present = ::lstat(entry.c_str(), &there) == 0;
+        bool const ours = present && S_ISREG(there.st_mode) && there.st_dev == own.st_dev && there.st_ino == own.st_ino;
+        int const fd = claim.fd;
         claim.fd = -1;
-        if (!ours) return false;
+        bool const closed = ::close(fd) == 0;
+        if (!ours) {
+            after_change(k.data()[0], present ? files::accounted_size(static_cast<std::uint64_t>(there.st_size)) : 0,
+                         replaced_bytes, false);
+            return false;
+        }
+        if (!closed) {
+            // A write the close reports as failed (a network file system's write-back):
+            // the entry may be damaged, so it goes (it is ours: just checked), as the usual
+            // store's temp file would never have been published.
+            ::unlink(entry.c_str());
+            after_change(k.data()[0], 0, replaced_bytes, false);
+            ec = std::make_error_code(std::errc::io_error);
+            return true;
+        }
         ec = sync_directories(folder, false);
         if (!ec) after_change(k.data()[0], files::accounted_size(bytes.size()), replaced_bytes, true);
         return true;
