@@ -279,6 +279,62 @@ TEST_CASE("single flight: a store of a key this thread claimed renames the claim
     CHECK(out == "short");
 }
 
+TEST_CASE("single flight: a claim stored and released from another thread goes the usual way and is removed; a "
+          "thread keeps at most 64 claim files open",
+          "[single-flight]") {
+    temp_dir dir;
+    std::string const path = (dir.path() / "cache").string();
+    cc::directory_storage s(path);
+    auto open_files = [] {
+        std::size_t n = 0;
+        for (auto const& e : fs::directory_iterator("/proc/self/fd")) (void)e, ++n;
+        return n;
+    };
+    SECTION("another thread") {
+        cc::key const k = sf_key_named("k");
+        REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed);
+        std::string const claim = s.entry_path(k) + ".claim";
+        ino_t const ours = sf_inode(claim);
+        std::string const bytes = sf_entry_bytes('t');
+        std::error_code ec;
+        std::thread([&] {
+            ec = s.write(k, bytes); // (this thread holds no claim: a temp file, renamed)
+            CHECK(sf_inode(claim) == ours); // the claim stays until released
+            s.release_claim(k);     // (no record here: removed as its text is ours)
+        }).join();
+        REQUIRE_FALSE(ec);
+        std::string out;
+        REQUIRE(s.read(k, out, 1 << 20).status == cc::read_status::found);
+        CHECK(out == bytes);
+        CHECK(sf_inode(s.entry_path(k)) != ours);
+        CHECK(sf_claims_under(dir.path()).empty());
+    }
+    SECTION("65 claims in one thread") {
+        // (in a thread of its own: no claim file of an earlier test held in it)
+        std::thread([&] {
+            // (a store first: what the storage itself keeps open, its ledger, is counted before)
+            CHECK_FALSE(s.write(sf_key_named("warm"), sf_entry_bytes('w')));
+            std::size_t const before = open_files();
+            std::vector<cc::key> keys;
+            for (int i = 0; i < 65; ++i) {
+                keys.push_back(sf_key_named("many-" + std::to_string(i)));
+                CHECK(s.try_claim(keys.back(), {}).state == cc::claim_state::claimed);
+            }
+            CHECK(open_files() == before + 64); // the first claim's file closed at the 65th
+            for (std::size_t i = 0; i < keys.size(); ++i) {
+                std::string const claim = s.entry_path(keys[i]) + ".claim";
+                ino_t const claim_inode = sf_inode(claim);
+                CHECK_FALSE(s.write(keys[i], sf_entry_bytes('m')));
+                // The first went the usual way (its file no longer held), the others through their claim.
+                CHECK((sf_inode(s.entry_path(keys[i])) == claim_inode) == (i != 0));
+                s.release_claim(keys[i]);
+            }
+            CHECK(sf_claims_under(dir.path()).empty());
+            CHECK(open_files() == before);
+        }).join();
+    }
+}
+
 TEST_CASE("single flight: a claimed miss of a cache stores its entry with no temp file, and the entry loads",
           "[single-flight]") {
     temp_dir dir;
