@@ -279,7 +279,7 @@ TEST_CASE("single flight: a store of a key this thread claimed renames the claim
     CHECK(out == "short");
 }
 
-TEST_CASE("single flight: a claim stored and released from another thread goes the usual way and is removed; a "
+TEST_CASE("single flight: a claim stored and released from another thread goes the usual way and is removed, a "
           "thread keeps at most 64 claim files open",
           "[single-flight]") {
     temp_dir dir;
