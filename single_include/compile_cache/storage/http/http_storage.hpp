@@ -854,8 +854,9 @@ private:
     static exchange finish(CURL* h, request const& rq, CURLcode c) {
         exchange x;
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &x.status);
-        if (detail::http_connected_to_itself(h)) {
-            // (what came back was the request: no answer of a server, whatever libcurl made of it)
+        if (c != CURLE_OK && detail::http_connected_to_itself(h)) {
+            // (what came back was the request, which libcurl never takes for an answer, HTTP/0.9
+            // being off: only a failed exchange is asked, so a hit pays nothing for the check)
             x.status = 0;
             x.error = make_error_code(http_errc::refused);
             x.curl_text = "nothing listens on the port (the connection the kernel made was to itself)";
