@@ -28,7 +28,9 @@ namespace cc = compile_cache;
 namespace fs = std::filesystem;
 using compile_cache_test::child_process;
 using compile_cache_test::dead_pid;
+using compile_cache_test::drop_locks_on;
 using compile_cache_test::read_file;
+using compile_cache_test::set_times_ago;
 using compile_cache_test::temp_dir;
 using compile_cache_test::write_file;
 
@@ -51,15 +53,6 @@ std::string dc_this_machine_claim(pid_t pid) {
            " start=1 host=" + cc::detail::claim_field(mine, "host") + "\n";
 }
 
-/// Sets `path`'s modification time `seconds` into the past.
-void dc_age(fs::path const& path, int seconds) {
-    timespec times[2];
-    ::clock_gettime(CLOCK_REALTIME, &times[0]);
-    times[0].tv_sec -= seconds;
-    times[1] = times[0];
-    REQUIRE(::utimensat(AT_FDCWD, path.c_str(), times, AT_SYMLINK_NOFOLLOW) == 0);
-}
-
 /// The claims of one directory: one of each kind a cleanup judges, the paths in `stays`
 /// and `goes`.
 struct dc_claims {
@@ -69,12 +62,15 @@ struct dc_claims {
 dc_claims dc_plant(cc::directory_storage& s) {
     dc_claims c;
     auto path_of = [&](char const* name) { return s.entry_path(dc_key(name)) + ".claim"; };
+    // Each other owner's claim is planted over one this process took, and its lock dropped
+    // (that owner gone, or on another machine: no live claimant here holds it open).
     // This process's own claim (taken as a miss takes it): alive, it stays.
     REQUIRE(s.try_claim(dc_key("live"), {}).state == cc::claim_state::claimed);
     c.stays.push_back(path_of("live"));
     // A process of this machine that is gone.
     REQUIRE(s.try_claim(dc_key("gone"), {}).state == cc::claim_state::claimed);
     write_file(path_of("gone"), dc_this_machine_claim(dead_pid()));
+    REQUIRE(drop_locks_on(path_of("gone")) == 1);
     c.goes.push_back(path_of("gone"));
     // Another machine's, within its bound (expiry_ms=600000, a minute old): it stays...
     long long const now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -83,21 +79,25 @@ dc_claims dc_plant(cc::directory_storage& s) {
     REQUIRE(s.try_claim(dc_key("far-fresh"), {}).state == cc::claim_state::claimed);
     write_file(path_of("far-fresh"), "pid=9 boot=another-boot start=1 host=machine-b created_ns=" +
                                          std::to_string(now_ns - 60'000'000'000LL) + " expiry_ms=600000\n");
+    REQUIRE(drop_locks_on(path_of("far-fresh")) == 1);
     c.stays.push_back(path_of("far-fresh"));
     // ...past it (2 min old, a bound of 1 min), it goes.
     REQUIRE(s.try_claim(dc_key("far-old"), {}).state == cc::claim_state::claimed);
     write_file(path_of("far-old"), "pid=9 boot=another-boot start=1 host=machine-b created_ns=" +
                                        std::to_string(now_ns - 120'000'000'000LL) + " expiry_ms=60000\n");
+    REQUIRE(drop_locks_on(path_of("far-old")) == 1);
     c.goes.push_back(path_of("far-old"));
     // One that records no bound: an hour (by its file's time).
     REQUIRE(s.try_claim(dc_key("far-unbounded"), {}).state == cc::claim_state::claimed);
     write_file(path_of("far-unbounded"), "pid=9 boot=another-boot start=1 host=machine-b\n");
-    dc_age(path_of("far-unbounded"), 2 * 3600);
+    set_times_ago(path_of("far-unbounded"), 2 * 3600);
+    REQUIRE(drop_locks_on(path_of("far-unbounded")) == 1);
     c.goes.push_back(path_of("far-unbounded"));
     // Empty for over a second (its writer died before writing).
     REQUIRE(s.try_claim(dc_key("empty"), {}).state == cc::claim_state::claimed);
     write_file(path_of("empty"), "");
-    dc_age(path_of("empty"), 5);
+    set_times_ago(path_of("empty"), 5);
+    REQUIRE(drop_locks_on(path_of("empty")) == 1);
     c.goes.push_back(path_of("empty"));
     std::sort(c.stays.begin(), c.stays.end());
     return c;
@@ -176,6 +176,7 @@ TEST_CASE("directory claims: a claim records its bound, after which a cleanup re
                " expiry_ms=" + cc::detail::claim_field(text, "expiry_ms") + "\n";
     };
     write_file(s.entry_path(k) + ".claim", other_machines(cc::detail::claim_field(text, "created_ns")));
+    REQUIRE(drop_locks_on(s.entry_path(k) + ".claim") == 1); // (no claimant here holds it open)
     CHECK(s.prune().claim_files_removed == 0);
     long long const created = std::stoll(cc::detail::claim_field(text, "created_ns"));
     write_file(s.entry_path(k) + ".claim", other_machines(std::to_string(created - 2'000'000'000LL)));
@@ -198,8 +199,10 @@ TEST_CASE("directory claims: one of this machine that names no pid is judged by 
     REQUIRE(s.try_claim(dc_key("no-pid-old"), {}).state == cc::claim_state::claimed);
     write_file(path_of("no-pid-old"),
                no_pid + " created_ns=" + std::to_string(now_ns - 120'000'000'000LL) + " expiry_ms=60000\n");
+    REQUIRE(drop_locks_on(path_of("no-pid-old")) == 1);
     REQUIRE(s.try_claim(dc_key("no-pid-fresh"), {}).state == cc::claim_state::claimed);
     write_file(path_of("no-pid-fresh"), no_pid + " created_ns=" + std::to_string(now_ns) + " expiry_ms=60000\n");
+    REQUIRE(drop_locks_on(path_of("no-pid-fresh")) == 1);
     // A symbolic link with a claim's name (never made by a claim, never followed).
     REQUIRE(s.try_claim(dc_key("link"), {}).state == cc::claim_state::claimed);
     REQUIRE(::unlink(path_of("link").c_str()) == 0);

@@ -12,6 +12,7 @@
 #include "support/process.hpp"
 #include "support/posix.hpp"
 
+#include <compile_cache/storage/claim.hpp>
 #include <compile_cache/storage/directory/directory_storage.hpp>
 
 #include <algorithm>
@@ -21,8 +22,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -155,6 +158,35 @@ fs::path nobody_home(temp_dir const& dir) {
 
 } // namespace
 
+TEST_CASE("a claim's owner text names this process's start time as other processes read it, so they judge it "
+          "alive (under a user-mode emulator too)",
+          "[storage][processes]") {
+    std::string const owner = cc::detail::claim_owner();
+    std::string const start = cc::detail::claim_field(owner, "start");
+    REQUIRE_FALSE(start.empty());
+    REQUIRE(start != "?");
+    pid_t const parent = ::getpid();
+    // Another process reads this one's /proc/PID/stat as the kernel writes it (an emulator
+    // such as qemu-user rewrites only what a process reads of itself).
+    std::string const seen = run_in_child([&]() -> std::string {
+        std::ifstream in("/proc/" + std::to_string(parent) + "/stat");
+        std::string line;
+        std::getline(in, line);
+        std::istringstream rest(line.substr(line.rfind(')') + 1));
+        std::string f, start_field;
+        for (int n = 3; n <= 22 && (rest >> f); ++n)
+            if (n == 22) start_field = f;
+        bool same_machine = false;
+        bool const alive = cc::detail::claim_owner_alive(owner, same_machine);
+        return "alive=" + std::to_string(alive) + " same_machine=" + std::to_string(same_machine) + " start=" +
+               start_field;
+    });
+    INFO(owner << " | " << seen);
+    CHECK(seen.find(" start=" + start) != std::string::npos);
+    CHECK(field(seen, "alive") == 1);
+    CHECK(field(seen, "same_machine") == 1);
+}
+
 TEST_CASE("8 processes over 64 shared keys, a small limit and a pruner: no wrong result, no error",
           "[storage][processes]") {
     temp_dir dir;
@@ -174,6 +206,7 @@ TEST_CASE("8 processes over 64 shared keys, a small limit and a pruner: no wrong
         CHECK(field(w->output(), "wrong") == 0);
         CHECK(field(w->output(), "other_misses") == 0);
         CHECK(field(w->output(), "store_failures") == 0);
+        CHECK(field(w->output(), "took-over") == 0); // every claimant alive: none taken over
         loaded += field(w->output(), "loaded");
         compiled += field(w->output(), "compiled");
         evicted += field(w->output(), "evicted");

@@ -40,8 +40,10 @@ namespace cc = compile_cache;
 namespace fs = std::filesystem;
 using compile_cache_test::child_process;
 using compile_cache_test::dead_pid;
+using compile_cache_test::drop_locks_on;
 using compile_cache_test::read_file;
 using compile_cache_test::run_in_child;
+using compile_cache_test::set_times_ago;
 using compile_cache_test::temp_dir;
 using compile_cache_test::write_file;
 
@@ -123,6 +125,16 @@ std::string sf_other_machine_claim(long long age_ms = 0) {
            " expiry_ms=60000\n";
 }
 
+/// A directory storage over a new temp dir, a key ("k"), and the paths of its entry and
+/// its claim: what most cases below start from.
+struct sf_one_key {
+    temp_dir dir;
+    std::string const path = (dir.path() / "cache").string();
+    cc::directory_storage s{path};
+    cc::key const k = sf_key_named("k");
+    std::string const entry = s.entry_path(k), claim = entry + ".claim";
+};
+
 /// Entry bytes longer than any claim's text.
 std::string sf_entry_bytes(char fill) { return std::string(1000, fill) + "\x01\x02 end"; }
 
@@ -153,14 +165,10 @@ TEST_CASE("single flight: a directory claim is created exclusively, held while i
     CHECK(sf_claims_under(dir.path()).empty());
 }
 
-TEST_CASE("single flight: a directory's pause between polls ends when the entry arrives or the claim goes, "
+TEST_CASE_METHOD(sf_one_key, "single flight: a directory's pause between polls ends when the entry arrives or the claim goes, "
           "else at its timeout",
           "[single-flight]") {
     using std::chrono::milliseconds;
-    temp_dir dir;
-    std::string const path = (dir.path() / "cache").string();
-    cc::directory_storage s(path);
-    cc::key const k = sf_key_named("k");
     REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed); // (its folder made, the claim in it)
     auto folder_of = [&](cc::key const& key) { return fs::path(s.entry_path(key)).parent_path(); };
     // How long wait_for_change(k, timeout) took while another thread did `change` 100 ms in.
@@ -225,15 +233,10 @@ TEST_CASE("single flight: a directory's pause between polls ends when the entry 
     s.release_claim(k);
 }
 
-TEST_CASE("single flight: a store of a key this thread claimed renames the claim file onto the entry: no file "
+TEST_CASE_METHOD(sf_one_key, "single flight: a store of a key this thread claimed renames the claim file onto the entry: no file "
           "created, no claim left, nothing for the release to remove",
           "[single-flight]") {
-    temp_dir dir;
-    std::string const path = (dir.path() / "cache").string();
-    cc::directory_storage s(path);
-    cc::key const k = sf_key_named("k");
     REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed);
-    std::string const entry = s.entry_path(k), claim = entry + ".claim";
     std::string const folder = fs::path(entry).parent_path().string();
     ino_t const claim_inode = sf_inode(claim);
     REQUIRE(claim_inode != 0);
@@ -359,15 +362,10 @@ TEST_CASE("single flight: a claimed miss of a cache stores its entry with no tem
     CHECK(again.value == value);
 }
 
-TEST_CASE("single flight: a claim being turned into its entry is judged alive by waiters and cleanups, never taken "
+TEST_CASE_METHOD(sf_one_key, "single flight: a claim being turned into its entry is judged alive by waiters and cleanups, never taken "
           "over",
           "[single-flight]") {
-    temp_dir dir;
-    std::string const path = (dir.path() / "cache").string();
-    cc::directory_storage s(path);
-    cc::key const k = sf_key_named("k");
     REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed);
-    std::string const claim = s.entry_path(k) + ".claim";
     std::string const owner = read_file(claim);
     std::string const bytes = sf_entry_bytes('\xee');
     // What a waiter may read while the store writes: the entry's first bytes over part of
@@ -389,14 +387,9 @@ TEST_CASE("single flight: a claim being turned into its entry is judged alive by
     CHECK(sf_claims_under(dir.path()).empty());
 }
 
-TEST_CASE("single flight: a claim whose owner died while writing its entry into it is dead a second after that write",
+TEST_CASE_METHOD(sf_one_key, "single flight: a claim whose owner died while writing its entry into it is dead a second after that write",
           "[single-flight]") {
-    temp_dir dir;
-    std::string const path = (dir.path() / "cache").string();
-    cc::directory_storage s(path);
-    cc::key const k = sf_key_named("k");
     REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed);
-    std::string const claim = s.entry_path(k) + ".claim";
     // The owner's store wrote the entry's bytes into its claim, then the owner died before
     // the rename (here: the text no longer names it, and the write was 2 s ago).
     std::string const bytes = sf_entry_bytes('\xee');
@@ -406,6 +399,7 @@ TEST_CASE("single flight: a claim whose owner died while writing its entry into 
     timespec const two_seconds_ago[2] = {{::time(nullptr) - 2, 0}, {::time(nullptr) - 2, 0}};
     REQUIRE(::futimens(fd, two_seconds_ago) == 0);
     ::close(fd);
+    REQUIRE(drop_locks_on(claim) == 1); // (as the kernel drops a dead owner's)
     cc::directory_storage other(path);
     SECTION("a waiter takes it over at once, though its request's expiry is 30 s") {
         cc::claim_answer const a = other.try_claim(k, {cc::claim_scope::both, std::chrono::milliseconds(30000)});
@@ -422,6 +416,97 @@ TEST_CASE("single flight: a claim whose owner died while writing its entry into 
 }
 
 namespace {
+
+/// In a fresh child process with its own storage over `cache`: a claim of `k` (expiry
+/// 5 ms) and a prune, as "state=N took-over=0|1 removed=N".
+std::string sf_claim_and_prune_elsewhere(std::string const& cache, cc::key const& k) {
+    return run_in_child([&]() -> std::string {
+        cc::directory_storage c(cache);
+        cc::claim_answer const a = c.try_claim(k, {cc::claim_scope::both, std::chrono::milliseconds(5)});
+        if (a.state == cc::claim_state::claimed) c.release_claim(k);
+        return "state=" + std::to_string(static_cast<int>(a.state)) + " took-over=" + std::to_string(a.took_over) +
+               " removed=" + std::to_string(c.prune().claim_files_removed);
+    });
+}
+
+} // namespace
+
+TEST_CASE_METHOD(sf_one_key, "single flight: a claim its claimant holds open is alive to every other process, whatever its text and age "
+          "say: never taken over, never removed by a cleanup",
+          "[single-flight][processes]") {
+    REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed);
+    ino_t const ours = sf_inode(claim);
+    std::string const mine = cc::detail::claim_owner();
+    std::string const here = " boot=" + cc::detail::claim_field(mine, "boot") + " start=1 host=" +
+                             cc::detail::claim_field(mine, "host") + "\n";
+    // Texts that, on a claim nobody holds open, are each judged dead (the cases above).
+    struct looks_dead {
+        char const* what;
+        std::string text;
+    };
+    for (looks_dead const& c :
+         {looks_dead{"a pid that is gone", "pid=" + std::to_string(dead_pid()) + here},
+          looks_dead{"its own pid with a start time not its own (as an emulator misreports one)",
+                     "pid=" + std::to_string(::getpid()) + here},
+          looks_dead{"another machine's, past its bound", sf_other_machine_claim(120000)},
+          looks_dead{"empty for 2 s", ""}, looks_dead{"its entry being written into it 2 s ago", sf_entry_bytes('w')}}) {
+        INFO(c.what);
+        write_file(claim, c.text);
+        set_times_ago(claim, 2);
+        REQUIRE(sf_inode(claim) == ours);
+        std::string const other = sf_claim_and_prune_elsewhere(path, k);
+        INFO(other);
+        CHECK(sf_field(other, "state") == static_cast<int>(cc::claim_state::held));
+        CHECK(sf_field(other, "took-over") == 0);
+        CHECK(sf_field(other, "removed") == 0);
+        CHECK(sf_inode(claim) == ours);
+    }
+    // Once its claimant lets go of it (here: the lock dropped, as at its death), the last
+    // of them is judged by its text and age again: dead.
+    REQUIRE(drop_locks_on(claim) == 1);
+    std::string const after = sf_claim_and_prune_elsewhere(path, k);
+    INFO(after);
+    CHECK(sf_field(after, "took-over") == 1);
+    s.release_claim(k); // (no longer its file: left)
+    CHECK(sf_claims_under(dir.path()).empty());
+}
+
+namespace {
+std::string sf_stalled_answer, sf_stalled_cache;
+/// The claimant's store stalled between writing its entry into its claim and the rename,
+/// past the second a claim being written is given when nobody holds it open (its file's
+/// time set 2 s back): another process tries to claim the key and prunes meanwhile.
+void sf_stall_then_ask_another_process(char const* claim) {
+    set_times_ago(claim, 2);
+    sf_stalled_answer = sf_claim_and_prune_elsewhere(sf_stalled_cache, sf_key_named("k"));
+}
+} // namespace
+
+TEST_CASE_METHOD(sf_one_key, "single flight: a claimant stalled between writing its entry into its claim and the rename is not taken "
+          "over, and the entry is the file it wrote",
+          "[single-flight][processes]") {
+    REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed);
+    ino_t const ours = sf_inode(claim);
+    std::string const bytes = sf_entry_bytes('s');
+    sf_stalled_answer.clear();
+    sf_stalled_cache = path;
+    cc::detail::directory_storage_impl::before_claim_rename_for_testing = &sf_stall_then_ask_another_process;
+    std::error_code const ec = s.write(k, bytes);
+    cc::detail::directory_storage_impl::before_claim_rename_for_testing = nullptr;
+    REQUIRE_FALSE(ec);
+    INFO(sf_stalled_answer);
+    CHECK(sf_field(sf_stalled_answer, "state") == static_cast<int>(cc::claim_state::held));
+    CHECK(sf_field(sf_stalled_answer, "took-over") == 0);
+    CHECK(sf_field(sf_stalled_answer, "removed") == 0);
+    CHECK(sf_inode(entry) == ours); // written through its claim, no other file renamed there
+    std::string out;
+    REQUIRE(s.read(k, out, 1 << 20).status == cc::read_status::found);
+    CHECK(out == bytes);
+    s.release_claim(k);
+    CHECK(sf_claims_under(dir.path()).empty());
+}
+
+namespace {
 std::string sf_replaced_claim_path;
 void sf_replace_claim(char const* claim) {
     sf_replaced_claim_path = claim;
@@ -430,14 +515,9 @@ void sf_replace_claim(char const* claim) {
 }
 } // namespace
 
-TEST_CASE("single flight: a claim taken over by another process before its owner stores: the owner stores the usual "
+TEST_CASE_METHOD(sf_one_key, "single flight: a claim taken over by another process before its owner stores: the owner stores the usual "
           "way and leaves the new claim, never a wrong or lost entry",
           "[single-flight][processes]") {
-    temp_dir dir;
-    std::string const path = (dir.path() / "cache").string();
-    cc::directory_storage s(path);
-    cc::key const k = sf_key_named("k");
-    std::string const entry = s.entry_path(k), claim = entry + ".claim";
     std::string out;
     SECTION("taken over before the store looked (a fresh process judged it expired)") {
         REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed);
@@ -445,6 +525,7 @@ TEST_CASE("single flight: a claim taken over by another process before its owner
         ino_t const ours = sf_inode(claim);
         write_file(claim, sf_other_machine_claim(60000));
         REQUIRE(sf_inode(claim) == ours);
+        REQUIRE(drop_locks_on(claim) == 1); // (as on a file system without locks: its text decides)
         std::string const child = run_in_child([&]() -> std::string {
             cc::directory_storage c(path);
             cc::claim_answer const a = c.try_claim(k, {cc::claim_scope::both, std::chrono::milliseconds(5)});
@@ -500,15 +581,10 @@ TEST_CASE("single flight: a claim taken over by another process before its owner
     }
 }
 
-TEST_CASE("single flight: a claim's descriptor that the host closed and reused for another file is never written "
+TEST_CASE_METHOD(sf_one_key, "single flight: a claim's descriptor that the host closed and reused for another file is never written "
           "into",
           "[single-flight]") {
-    temp_dir dir;
-    std::string const path = (dir.path() / "cache").string();
-    cc::directory_storage s(path);
-    cc::key const k = sf_key_named("k");
     REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed);
-    std::string const claim = s.entry_path(k) + ".claim";
     // The descriptor the storage holds on the claim, found and closed as a careless host
     // might, then its number given to another file (open takes the lowest free number).
     int held = -1;
@@ -587,6 +663,7 @@ TEST_CASE("single flight: a claim whose owner is gone is taken over at once, ano
     // A process of this machine (its boot id and host name) that is gone.
     std::string const host = cc::detail::claim_field(cc::detail::claim_owner(), "host");
     write_file(path, "pid=" + std::to_string(dead_pid()) + " boot=" + boot + " start=1 host=" + host + "\n");
+    REQUIRE(drop_locks_on(path) == 1); // (as the kernel drops a dead owner's)
     cc::claim_answer const a = s.try_claim(k, {});
     CHECK(a.state == cc::claim_state::claimed);
     CHECK(a.took_over);
@@ -597,6 +674,7 @@ TEST_CASE("single flight: a claim whose owner is gone is taken over at once, ano
                                             std::chrono::system_clock::now().time_since_epoch())
                                             .count()) +
                          "\n");
+    REQUIRE(drop_locks_on(path) == 1); // (no claimant here holds it open)
     CHECK(s.try_claim(k, {cc::claim_scope::both, std::chrono::milliseconds(60000)}).state == cc::claim_state::held);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     cc::claim_answer const expired = s.try_claim(k, {cc::claim_scope::both, std::chrono::milliseconds(5)});

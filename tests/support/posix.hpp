@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -82,6 +83,35 @@ inline std::string read_file(std::filesystem::path const& path) {
     std::ifstream f(path, std::ios::binary);
     if (!f) throw std::runtime_error("cannot open for reading: " + path.string());
     return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+/// Sets the access and modification times of `path` itself (not of what a symbolic link
+/// names) `seconds` into the past.
+inline void set_times_ago(std::filesystem::path const& path, int seconds) {
+    timespec times[2];
+    ::clock_gettime(CLOCK_REALTIME, &times[0]);
+    times[0].tv_sec -= seconds;
+    times[1] = times[0];
+    if (::utimensat(AT_FDCWD, path.c_str(), times, AT_SYMLINK_NOFOLLOW) != 0)
+        throw std::system_error(errno, std::generic_category(), "utimensat " + path.string());
+}
+
+/// Drops the locks this process's open descriptors hold on the file at `path` (found in
+/// /proc/self/fd; open file description locks, as a directory claim's), as the kernel
+/// drops them when their owner dies, or as a file system without locks never has them;
+/// the descriptors stay open. Returns how many descriptors it unlocked.
+inline int drop_locks_on(std::filesystem::path const& path) {
+    int unlocked = 0;
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it("/proc/self/fd", ec), end; !ec && it != end; it.increment(ec)) {
+        std::error_code link_ec;
+        if (std::filesystem::read_symlink(it->path(), link_ec) != path || link_ec) continue;
+        struct ::flock lock {};
+        lock.l_type = F_UNLCK;
+        lock.l_whence = SEEK_SET;
+        if (::fcntl(std::stoi(it->path().filename().string()), F_OFD_SETLK, &lock) == 0) ++unlocked;
+    }
+    return unlocked;
 }
 
 /// The lines of `text`, without their newlines.

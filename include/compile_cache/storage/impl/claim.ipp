@@ -10,6 +10,7 @@
 #include <mutex>
 #include <sstream>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -24,11 +25,33 @@ inline std::string first_line(char const* path) {
     std::getline(in, line);
     return line;
 }
+/// The first line of `name` under /proc, opened relative to /proc itself: a user-mode
+/// emulator (qemu-user) rewrites what a process reads at "/proc/self/stat" and
+/// "/proc/<its pid>/stat", with a start time a tick or more off the kernel's, which
+/// every other process reads; a relative name is passed through to the kernel.
+inline std::string first_line_under_proc(std::string const& name) {
+    int const proc = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (proc < 0) return {};
+    int const fd = ::openat(proc, name.c_str(), O_RDONLY | O_CLOEXEC);
+    ::close(proc);
+    if (fd < 0) return {};
+    std::string text(1024, '\0');
+    std::size_t got = 0;
+    while (got < text.size()) {
+        ssize_t const n = ::read(fd, &text[got], text.size() - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += static_cast<std::size_t>(n);
+    }
+    ::close(fd);
+    text.resize(got);
+    return text.substr(0, text.find('\n'));
+}
 /// Field 22 of /proc/PID/stat (0: this process's): the process's start time in clock
-/// ticks since boot ("" if unknown); `state` gets field 3 (R, S, T, Z, ...).
+/// ticks since boot, as the kernel gives it to any process ("" if unknown); `state`
+/// gets field 3 (R, S, T, Z, ...).
 inline std::string start_ticks(long pid, std::string* state = nullptr) {
-    std::string const path = pid == 0 ? std::string("/proc/self/stat") : "/proc/" + std::to_string(pid) + "/stat";
-    std::string const stat = first_line(path.c_str());
+    std::string const stat = first_line_under_proc(std::to_string(pid == 0 ? static_cast<long>(::getpid()) : pid) + "/stat");
     std::size_t const close = stat.rfind(')'); // the name may hold spaces and parentheses
     if (close == std::string::npos) return {};
     std::istringstream rest(stat.substr(close + 1));

@@ -27,15 +27,48 @@ namespace compile_cache {
 
 namespace detail::directory_claims_impl {
 
+/// Locks a claim file its claimant keeps open, for as long as it is open: the kernel
+/// drops the lock when the claimant closes it or dies, so a lock seen is a claimant alive
+/// (an open file description lock: another descriptor of the same file, closed in this
+/// process, does not drop it). Without such locks (COMPILE_CACHE_NO_LINUX_EXTENSIONS, a
+/// file system that refuses them) nothing is locked and the claim's text and age decide.
+inline void lock_claim_file(int fd) noexcept {
+#if COMPILE_CACHE_LINUX_CALLS && defined(F_OFD_SETLK)
+    struct ::flock lock {};
+    lock.l_type = F_WRLCK;
+    lock.l_whence = SEEK_SET;
+    (void)::fcntl(fd, F_OFD_SETLK, &lock);
+#else
+    (void)fd;
+#endif
+}
+
+/// Whether the claim file open at `fd` is locked by its claimant (lock_claim_file): its
+/// claimant is then alive, whatever its text or age says (false: not locked, or unknown).
+inline bool claim_file_locked(int fd) noexcept {
+#if COMPILE_CACHE_LINUX_CALLS && defined(F_OFD_GETLK)
+    struct ::flock lock {};
+    lock.l_type = F_WRLCK;
+    lock.l_whence = SEEK_SET;
+    return ::fcntl(fd, F_OFD_GETLK, &lock) == 0 && lock.l_type != F_UNLCK;
+#else
+    (void)fd;
+    return false;
+#endif
+}
+
 /// A claim file's text, `name` relative to the folder open at `folder_fd` (AT_FDCWD: a
-/// path): at most 1 KiB of it ("" when it cannot be opened: `error` says why).
-inline std::string read_claim_at(int folder_fd, char const* name, int& error) {
+/// path): at most 1 KiB of it ("" when it cannot be opened: `error` says why). `locked`,
+/// when given, says whether its claimant holds the file locked (claim_file_locked).
+inline std::string read_claim_at(int folder_fd, char const* name, int& error, bool* locked = nullptr) {
     error = 0;
+    if (locked != nullptr) *locked = false;
     int const fd = ::openat(folder_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) {
         error = errno;
         return {};
     }
+    if (locked != nullptr) *locked = claim_file_locked(fd);
     std::string text(1024, '\0');
     std::size_t got = 0;
     while (got < text.size()) {
@@ -48,7 +81,9 @@ inline std::string read_claim_at(int folder_fd, char const* name, int& error) {
     text.resize(got);
     return text;
 }
-inline std::string read_claim(std::string const& path, int& error) { return read_claim_at(AT_FDCWD, path.c_str(), error); }
+inline std::string read_claim(std::string const& path, int& error, bool* locked = nullptr) {
+    return read_claim_at(AT_FDCWD, path.c_str(), error, locked);
+}
 
 inline std::int64_t now_ns() noexcept {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -194,8 +229,10 @@ int remove_stale_claim(int folder_fd, char const* name) noexcept {
     namespace claims = detail::directory_claims_impl;
     try {
         int error = 0;
-        std::string const text = claims::read_claim_at(folder_fd, name, error);
+        bool locked = false;
+        std::string const text = claims::read_claim_at(folder_fd, name, error, &locked);
         if (error != 0) return 0; // gone meanwhile, or not ours to read (another user's, not a file): left
+        if (locked) return 0;     // its claimant holds it open: alive
         std::int64_t const age = claims::claim_age_ns_at(text, folder_fd, name);
         bool stale = false;
         if (text.empty()) {
@@ -257,6 +294,7 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
                 fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
             }
             if (fd >= 0) {
+                impl::lock_claim_file(fd); // (released when the claim file is closed: by the store, the release, or an end)
                 if (options_.umask >= 0) (void)::fchmod(fd, mode);
                 std::size_t done = 0;
                 while (done < text.size()) {
@@ -302,7 +340,8 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
             }
             if (errno != EEXIST) return answer; // read-only, no permission: no claims, as before
             int error = 0;
-            std::string const held = impl::read_claim(path, error);
+            bool locked = false;
+            std::string const held = impl::read_claim(path, error, &locked);
             if (error == ENOENT) continue; // released meanwhile: try again
             std::int64_t const age = impl::claim_age_ns(held, path);
             bool same_machine = false;
@@ -316,6 +355,9 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
             // (the write sets it); one that died on the way is dead a second later.
             if (impl::claim_becoming_entry(held))
                 alive = impl::claim_age_ns(std::string(), path) <= impl::claim_being_written_ns;
+            // Held open and locked by its claimant: alive, whatever its text and age say
+            // (a claimant stalled past those bounds, or whose start time reads wrong).
+            if (locked) alive = true;
             if (alive) {
                 answer.state = claim_state::held;
                 std::string const pid = detail::claim_field(held, "pid");
@@ -360,8 +402,8 @@ void directory_storage::release_claim(key const& k) noexcept {
         if (!it->consumed)
             remove = impl::descriptor_is_claim(*it, own) ? impl::is_file(own, path.c_str())
                                                          : impl::claim_text_is_ours(path);
+        if (remove) ::unlink(path.c_str()); // (before the close, which drops its lock: never unlocked while there)
         impl::forget_held_claim(*held, it);
-        if (remove) ::unlink(path.c_str());
     } catch (...) {
     }
 }
