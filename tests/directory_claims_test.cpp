@@ -67,10 +67,15 @@ dc_claims dc_plant(cc::directory_storage& s) {
     // This process's own claim (taken as a miss takes it): alive, it stays.
     REQUIRE(s.try_claim(dc_key("live"), {}).state == cc::claim_state::claimed);
     c.stays.push_back(path_of("live"));
+    // The same, unlocked (as on a file system without locks): its text names this live
+    // process, so it stays too.
+    REQUIRE(s.try_claim(dc_key("live-unlocked"), {}).state == cc::claim_state::claimed);
+    REQUIRE(drop_locks_on(path_of("live-unlocked")));
+    c.stays.push_back(path_of("live-unlocked"));
     // A process of this machine that is gone.
     REQUIRE(s.try_claim(dc_key("gone"), {}).state == cc::claim_state::claimed);
     write_file(path_of("gone"), dc_this_machine_claim(dead_pid()));
-    REQUIRE(drop_locks_on(path_of("gone")) == 1);
+    REQUIRE(drop_locks_on(path_of("gone")));
     c.goes.push_back(path_of("gone"));
     // Another machine's, within its bound (expiry_ms=600000, a minute old): it stays...
     long long const now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -79,25 +84,25 @@ dc_claims dc_plant(cc::directory_storage& s) {
     REQUIRE(s.try_claim(dc_key("far-fresh"), {}).state == cc::claim_state::claimed);
     write_file(path_of("far-fresh"), "pid=9 boot=another-boot start=1 host=machine-b created_ns=" +
                                          std::to_string(now_ns - 60'000'000'000LL) + " expiry_ms=600000\n");
-    REQUIRE(drop_locks_on(path_of("far-fresh")) == 1);
+    REQUIRE(drop_locks_on(path_of("far-fresh")));
     c.stays.push_back(path_of("far-fresh"));
     // ...past it (2 min old, a bound of 1 min), it goes.
     REQUIRE(s.try_claim(dc_key("far-old"), {}).state == cc::claim_state::claimed);
     write_file(path_of("far-old"), "pid=9 boot=another-boot start=1 host=machine-b created_ns=" +
                                        std::to_string(now_ns - 120'000'000'000LL) + " expiry_ms=60000\n");
-    REQUIRE(drop_locks_on(path_of("far-old")) == 1);
+    REQUIRE(drop_locks_on(path_of("far-old")));
     c.goes.push_back(path_of("far-old"));
     // One that records no bound: an hour (by its file's time).
     REQUIRE(s.try_claim(dc_key("far-unbounded"), {}).state == cc::claim_state::claimed);
     write_file(path_of("far-unbounded"), "pid=9 boot=another-boot start=1 host=machine-b\n");
     set_times_ago(path_of("far-unbounded"), 2 * 3600);
-    REQUIRE(drop_locks_on(path_of("far-unbounded")) == 1);
+    REQUIRE(drop_locks_on(path_of("far-unbounded")));
     c.goes.push_back(path_of("far-unbounded"));
     // Empty for over a second (its writer died before writing).
     REQUIRE(s.try_claim(dc_key("empty"), {}).state == cc::claim_state::claimed);
     write_file(path_of("empty"), "");
     set_times_ago(path_of("empty"), 5);
-    REQUIRE(drop_locks_on(path_of("empty")) == 1);
+    REQUIRE(drop_locks_on(path_of("empty")));
     c.goes.push_back(path_of("empty"));
     std::sort(c.stays.begin(), c.stays.end());
     return c;
@@ -176,7 +181,7 @@ TEST_CASE("directory claims: a claim records its bound, after which a cleanup re
                " expiry_ms=" + cc::detail::claim_field(text, "expiry_ms") + "\n";
     };
     write_file(s.entry_path(k) + ".claim", other_machines(cc::detail::claim_field(text, "created_ns")));
-    REQUIRE(drop_locks_on(s.entry_path(k) + ".claim") == 1); // (no claimant here holds it open)
+    REQUIRE(drop_locks_on(s.entry_path(k) + ".claim")); // (no claimant here holds it open)
     CHECK(s.prune().claim_files_removed == 0);
     long long const created = std::stoll(cc::detail::claim_field(text, "created_ns"));
     write_file(s.entry_path(k) + ".claim", other_machines(std::to_string(created - 2'000'000'000LL)));
@@ -199,10 +204,10 @@ TEST_CASE("directory claims: one of this machine that names no pid is judged by 
     REQUIRE(s.try_claim(dc_key("no-pid-old"), {}).state == cc::claim_state::claimed);
     write_file(path_of("no-pid-old"),
                no_pid + " created_ns=" + std::to_string(now_ns - 120'000'000'000LL) + " expiry_ms=60000\n");
-    REQUIRE(drop_locks_on(path_of("no-pid-old")) == 1);
+    REQUIRE(drop_locks_on(path_of("no-pid-old")));
     REQUIRE(s.try_claim(dc_key("no-pid-fresh"), {}).state == cc::claim_state::claimed);
     write_file(path_of("no-pid-fresh"), no_pid + " created_ns=" + std::to_string(now_ns) + " expiry_ms=60000\n");
-    REQUIRE(drop_locks_on(path_of("no-pid-fresh")) == 1);
+    REQUIRE(drop_locks_on(path_of("no-pid-fresh")));
     // A symbolic link with a claim's name (never made by a claim, never followed).
     REQUIRE(s.try_claim(dc_key("link"), {}).state == cc::claim_state::claimed);
     REQUIRE(::unlink(path_of("link").c_str()) == 0);

@@ -165,9 +165,10 @@ TEST_CASE("single flight: a directory claim is created exclusively, held while i
     CHECK(sf_claims_under(dir.path()).empty());
 }
 
-TEST_CASE_METHOD(sf_one_key, "single flight: a directory's pause between polls ends when the entry arrives or the claim goes, "
-          "else at its timeout",
-          "[single-flight]") {
+TEST_CASE_METHOD(sf_one_key,
+                 "single flight: a directory's pause between polls ends when the entry arrives or the claim goes, "
+                 "else at its timeout",
+                 "[single-flight]") {
     using std::chrono::milliseconds;
     REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed); // (its folder made, the claim in it)
     auto folder_of = [&](cc::key const& key) { return fs::path(s.entry_path(key)).parent_path(); };
@@ -233,9 +234,10 @@ TEST_CASE_METHOD(sf_one_key, "single flight: a directory's pause between polls e
     s.release_claim(k);
 }
 
-TEST_CASE_METHOD(sf_one_key, "single flight: a store of a key this thread claimed renames the claim file onto the entry: no file "
-          "created, no claim left, nothing for the release to remove",
-          "[single-flight]") {
+TEST_CASE_METHOD(sf_one_key,
+                 "single flight: a store of a key this thread claimed renames the claim file onto the entry: no file "
+                 "created, no claim left, nothing for the release to remove",
+                 "[single-flight]") {
     REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed);
     std::string const folder = fs::path(entry).parent_path().string();
     ino_t const claim_inode = sf_inode(claim);
@@ -362,10 +364,14 @@ TEST_CASE("single flight: a claimed miss of a cache stores its entry with no tem
     CHECK(again.value == value);
 }
 
-TEST_CASE_METHOD(sf_one_key, "single flight: a claim being turned into its entry is judged alive by waiters and cleanups, never taken "
-          "over",
-          "[single-flight]") {
+TEST_CASE_METHOD(sf_one_key,
+                 "single flight: a claim being turned into its entry is judged alive by waiters and cleanups, never "
+                 "taken over",
+                 "[single-flight]") {
     REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed);
+    // Judged by its bytes and its file's time alone: its lock dropped, as on a file system
+    // without locks (a locked claim is alive whatever it holds: the case below).
+    REQUIRE(drop_locks_on(claim));
     std::string const owner = read_file(claim);
     std::string const bytes = sf_entry_bytes('\xee');
     // What a waiter may read while the store writes: the entry's first bytes over part of
@@ -387,8 +393,10 @@ TEST_CASE_METHOD(sf_one_key, "single flight: a claim being turned into its entry
     CHECK(sf_claims_under(dir.path()).empty());
 }
 
-TEST_CASE_METHOD(sf_one_key, "single flight: a claim whose owner died while writing its entry into it is dead a second after that write",
-          "[single-flight]") {
+TEST_CASE_METHOD(sf_one_key,
+                 "single flight: a claim whose owner died while writing its entry into it is dead a second after that "
+                 "write",
+                 "[single-flight]") {
     REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed);
     // The owner's store wrote the entry's bytes into its claim, then the owner died before
     // the rename (here: the text no longer names it, and the write was 2 s ago).
@@ -399,7 +407,7 @@ TEST_CASE_METHOD(sf_one_key, "single flight: a claim whose owner died while writ
     timespec const two_seconds_ago[2] = {{::time(nullptr) - 2, 0}, {::time(nullptr) - 2, 0}};
     REQUIRE(::futimens(fd, two_seconds_ago) == 0);
     ::close(fd);
-    REQUIRE(drop_locks_on(claim) == 1); // (as the kernel drops a dead owner's)
+    REQUIRE(drop_locks_on(claim)); // (as the kernel drops a dead owner's)
     cc::directory_storage other(path);
     SECTION("a waiter takes it over at once, though its request's expiry is 30 s") {
         cc::claim_answer const a = other.try_claim(k, {cc::claim_scope::both, std::chrono::milliseconds(30000)});
@@ -431,10 +439,12 @@ std::string sf_claim_and_prune_elsewhere(std::string const& cache, cc::key const
 
 } // namespace
 
-TEST_CASE_METHOD(sf_one_key, "single flight: a claim its claimant holds open is alive to every other process, whatever its text and age "
-          "say: never taken over, never removed by a cleanup",
-          "[single-flight][processes]") {
+TEST_CASE_METHOD(sf_one_key,
+                 "single flight: a claim its claimant holds open is alive to every other process, whatever its text "
+                 "and age say: never taken over, never removed by a cleanup",
+                 "[single-flight][processes]") {
     REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed);
+    REQUIRE(compile_cache_test::file_is_locked(claim));
     ino_t const ours = sf_inode(claim);
     std::string const mine = cc::detail::claim_owner();
     std::string const here = " boot=" + cc::detail::claim_field(mine, "boot") + " start=1 host=" +
@@ -463,7 +473,7 @@ TEST_CASE_METHOD(sf_one_key, "single flight: a claim its claimant holds open is 
     }
     // Once its claimant lets go of it (here: the lock dropped, as at its death), the last
     // of them is judged by its text and age again: dead.
-    REQUIRE(drop_locks_on(claim) == 1);
+    REQUIRE(drop_locks_on(claim));
     std::string const after = sf_claim_and_prune_elsewhere(path, k);
     INFO(after);
     CHECK(sf_field(after, "took-over") == 1);
@@ -482,9 +492,10 @@ void sf_stall_then_ask_another_process(char const* claim) {
 }
 } // namespace
 
-TEST_CASE_METHOD(sf_one_key, "single flight: a claimant stalled between writing its entry into its claim and the rename is not taken "
-          "over, and the entry is the file it wrote",
-          "[single-flight][processes]") {
+TEST_CASE_METHOD(sf_one_key,
+                 "single flight: a claimant stalled between writing its entry into its claim and the rename is not "
+                 "taken over, and the entry is the file it wrote",
+                 "[single-flight][processes]") {
     REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed);
     ino_t const ours = sf_inode(claim);
     std::string const bytes = sf_entry_bytes('s');
@@ -515,9 +526,10 @@ void sf_replace_claim(char const* claim) {
 }
 } // namespace
 
-TEST_CASE_METHOD(sf_one_key, "single flight: a claim taken over by another process before its owner stores: the owner stores the usual "
-          "way and leaves the new claim, never a wrong or lost entry",
-          "[single-flight][processes]") {
+TEST_CASE_METHOD(sf_one_key,
+                 "single flight: a claim taken over by another process before its owner stores: the owner stores the "
+                 "usual way and leaves the new claim, never a wrong or lost entry",
+                 "[single-flight][processes]") {
     std::string out;
     SECTION("taken over before the store looked (a fresh process judged it expired)") {
         REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed);
@@ -525,7 +537,7 @@ TEST_CASE_METHOD(sf_one_key, "single flight: a claim taken over by another proce
         ino_t const ours = sf_inode(claim);
         write_file(claim, sf_other_machine_claim(60000));
         REQUIRE(sf_inode(claim) == ours);
-        REQUIRE(drop_locks_on(claim) == 1); // (as on a file system without locks: its text decides)
+        REQUIRE(drop_locks_on(claim)); // (as on a file system without locks: its text decides)
         std::string const child = run_in_child([&]() -> std::string {
             cc::directory_storage c(path);
             cc::claim_answer const a = c.try_claim(k, {cc::claim_scope::both, std::chrono::milliseconds(5)});
@@ -581,9 +593,10 @@ TEST_CASE_METHOD(sf_one_key, "single flight: a claim taken over by another proce
     }
 }
 
-TEST_CASE_METHOD(sf_one_key, "single flight: a claim's descriptor that the host closed and reused for another file is never written "
-          "into",
-          "[single-flight]") {
+TEST_CASE_METHOD(sf_one_key,
+                 "single flight: a claim's descriptor that the host closed and reused for another file is never "
+                 "written into",
+                 "[single-flight]") {
     REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed);
     // The descriptor the storage holds on the claim, found and closed as a careless host
     // might, then its number given to another file (open takes the lowest free number).
@@ -663,7 +676,7 @@ TEST_CASE("single flight: a claim whose owner is gone is taken over at once, ano
     // A process of this machine (its boot id and host name) that is gone.
     std::string const host = cc::detail::claim_field(cc::detail::claim_owner(), "host");
     write_file(path, "pid=" + std::to_string(dead_pid()) + " boot=" + boot + " start=1 host=" + host + "\n");
-    REQUIRE(drop_locks_on(path) == 1); // (as the kernel drops a dead owner's)
+    REQUIRE(drop_locks_on(path)); // (as the kernel drops a dead owner's)
     cc::claim_answer const a = s.try_claim(k, {});
     CHECK(a.state == cc::claim_state::claimed);
     CHECK(a.took_over);
@@ -674,7 +687,7 @@ TEST_CASE("single flight: a claim whose owner is gone is taken over at once, ano
                                             std::chrono::system_clock::now().time_since_epoch())
                                             .count()) +
                          "\n");
-    REQUIRE(drop_locks_on(path) == 1); // (no claimant here holds it open)
+    REQUIRE(drop_locks_on(path)); // (no claimant here holds it open)
     CHECK(s.try_claim(k, {cc::claim_scope::both, std::chrono::milliseconds(60000)}).state == cc::claim_state::held);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     cc::claim_answer const expired = s.try_claim(k, {cc::claim_scope::both, std::chrono::milliseconds(5)});
@@ -859,5 +872,26 @@ TEST_CASE("single flight: two processes whose kernels call each other (each wait
     CHECK(a.wait() == 0);
     CHECK(b.wait() == 0);
     CHECK(sf_claims_under(dir.path()).empty());
+}
+TEST_CASE("single flight: a host object destroyed at exit that compiles through a cache of static storage duration "
+          "stores its entry and leaves no claim (fresh process)",
+          "[single-flight][processes]") {
+    temp_dir dir;
+    fs::path const cache = dir.path() / "cache";
+    // The helper claims, stores and releases "first" in main (its thread's list of claim
+    // files is made), then, after that list is destroyed at exit, "late" the same way.
+    child_process host({sf_helper, "at-exit", cache.string(), "1000", "first", "late"});
+    int const code = host.wait();
+    INFO(host.output());
+    CHECK(code == 0);
+    CHECK(sf_text_field(host.output(), "outcome") == "compiled");
+    CHECK(host.output().find("at-exit outcome=compiled value=value-of-late\n") != std::string::npos);
+    CHECK(sf_claims_under(dir.path()).empty());
+    // The entry stored at exit loads in a fresh process.
+    child_process reader({sf_helper, "get", cache.string(), "1000", "late"});
+    CHECK(reader.wait() == 0);
+    INFO(reader.output());
+    CHECK(sf_text_field(reader.output(), "outcome") == "loaded");
+    CHECK(sf_text_field(reader.output(), "value") == "value-of-late");
 }
 #endif

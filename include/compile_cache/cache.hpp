@@ -9,6 +9,7 @@
 
 #include <compile_cache/detail/env.hpp>
 #include <compile_cache/detail/log.hpp>
+#include <compile_cache/detail/per_thread.hpp>
 #include <compile_cache/detail/record_identities_setting.hpp>
 #include <compile_cache/cache/compression.hpp>
 #include <compile_cache/cache/from_env.hpp>
@@ -189,32 +190,30 @@ template <class S>
 using entry_view_of = typename entry_view_for<S>::type;
 
 /// The buffer a load reads an entry into: this thread's reused one, so that a hit
-/// allocates none, or, for a load started from inside a deserializer (a nested load),
-/// one of its own. One such buffer per Tag: entries read, payloads decompressed,
+/// allocates none, or, for a load started from inside a deserializer (a nested load) and
+/// at exit once this thread's is gone (per_thread), one of its own. One such buffer per Tag: entries read, payloads decompressed,
 /// payloads serialized before they are compressed.
 template <class Tag>
 class reused_buffer {
 public:
-    reused_buffer() : borrowed_(!busy()) { busy() = true; }
+    reused_buffer() noexcept : shared_(busy() ? nullptr : per_thread<std::string, Tag>()) {
+        if (shared_) busy() = true;
+    }
     ~reused_buffer() {
-        if (borrowed_) busy() = false;
+        if (shared_) busy() = false;
     }
     reused_buffer(reused_buffer const&) = delete;
     reused_buffer& operator=(reused_buffer const&) = delete;
 
-    std::string& bytes() noexcept { return borrowed_ ? reused() : own_; }
+    std::string& bytes() noexcept { return shared_ ? *shared_ : own_; }
 
 private:
-    static std::string& reused() noexcept {
-        thread_local std::string buffer;
-        return buffer;
-    }
     static bool& busy() noexcept {
         thread_local bool flag = false;
         return flag;
     }
 
-    bool borrowed_;
+    std::string* shared_; ///< this thread's buffer; nullptr: nested, or at exit once it is gone (per_thread)
     std::string own_;
 };
 using read_buffer = reused_buffer<struct read_buffer_tag>;

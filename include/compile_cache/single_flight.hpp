@@ -8,6 +8,7 @@
 #include <compile_cache/detail/config.hpp>
 
 #include <compile_cache/detail/log.hpp>
+#include <compile_cache/detail/per_thread.hpp>
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/printable.hpp>
 #include <compile_cache/settings.hpp>
@@ -65,9 +66,11 @@ inline std::chrono::nanoseconds claim_wait_bound(std::chrono::milliseconds wait_
 
 /// The keys this thread holds claims of: a nested get_or_compile of one of them (a
 /// kernel that reaches itself while compiling) compiles without waiting on itself.
-inline std::vector<key>& claims_of_this_thread() noexcept {
-    thread_local std::vector<key> held;
-    return held;
+/// nullptr at exit, once the thread's objects are gone (per_thread): none is then
+/// remembered, and such a nested call waits on its own claim to its bound.
+struct claims_of_this_thread_tag;
+inline std::vector<key>* claims_of_this_thread() noexcept {
+    return per_thread<std::vector<key>, claims_of_this_thread_tag>();
 }
 
 /// A claim this cache took: released (the storage's release_claim) when it goes, on
@@ -84,7 +87,7 @@ public:
         k_ = k;
         held_ = true;
         try {
-            claims_of_this_thread().push_back(k);
+            if (auto* mine = claims_of_this_thread()) mine->push_back(k);
         } catch (...) { // (out of memory: only a nested compile of k would wait on itself, to its bound)
         }
     }
@@ -92,9 +95,10 @@ public:
     void release() noexcept {
         if (!held_) return;
         held_ = false;
-        auto& mine = claims_of_this_thread();
-        auto const it = std::find(mine.rbegin(), mine.rend(), k_);
-        if (it != mine.rend()) mine.erase(std::next(it).base());
+        if (auto* mine = claims_of_this_thread()) {
+            auto const it = std::find(mine->rbegin(), mine->rend(), k_);
+            if (it != mine->rend()) mine->erase(std::next(it).base());
+        }
         if constexpr (has_claims<Storage>::value) {
             try {
                 storage_.release_claim(k_);
@@ -150,8 +154,8 @@ std::optional<Artifact> claim_or_wait(Storage& storage, claim_guard<Storage>& gu
         return std::nullopt;
     } else {
         if (options.scope == claim_scope::none) return std::nullopt;
-        auto const& mine = claims_of_this_thread();
-        if (std::find(mine.begin(), mine.end(), k) != mine.end()) return std::nullopt; // recursion in this thread
+        if (auto const* mine = claims_of_this_thread())
+            if (std::find(mine->begin(), mine->end(), k) != mine->end()) return std::nullopt; // recursion in this thread
         claim_request const request{options.scope, options.wait_max};
         std::chrono::nanoseconds const bound = claim_wait_bound(options.wait_max, last_compile_ns);
         auto const start = std::chrono::steady_clock::now();

@@ -2213,13 +2213,14 @@ inline int find_main_build_id(dl_phdr_info* info, std::size_t, void* data) {
 /// Lower-case hex of the main program's NT_GNU_BUILD_ID note; empty when it has none
 /// or the platform cannot tell.
 inline std::string const& main_program_build_id() {
-    static std::string const id = [] {
+    // Never destroyed: a cache of static storage duration builds keys at exit too.
+    static std::string const& id = *new std::string([] {
         std::string s;
 #if defined(COMPILE_CACHE_HAS_DL_ITERATE_PHDR)
         dl_iterate_phdr(&find_main_build_id, &s);
 #endif
         return s;
-    }();
+    }());
     return id;
 }
 
@@ -2365,7 +2366,8 @@ std::string file_sha256_id(char const* path) noexcept {
 }
 
 std::string const& main_program_file_id() noexcept {
-    static std::string const id = file_sha256_id("/proc/self/exe");
+    // Never destroyed: a cache of static storage duration builds keys at exit too.
+    static std::string const& id = *new std::string(file_sha256_id("/proc/self/exe"));
     return id;
 }
 
@@ -3268,7 +3270,9 @@ unsigned archive_version() {
 }
 
 std::locale const& text_archive_locale() {
-    static std::locale const locale(
+    // Never destroyed, as the format ids below: a cache of static storage duration loads
+    // and stores at exit too.
+    static std::locale const& locale = *new std::locale(
         std::locale(std::locale::classic(), new boost::math::nonfinite_num_put<char>),
         new boost::math::nonfinite_num_get<char>);
     return locale;
@@ -3285,16 +3289,16 @@ bounded_text_iarchive::bounded_text_iarchive(std::istream& in, unsigned flags) :
 } // namespace detail
 
 std::string const& boost_binary::format_id() {
-    static std::string const id = "boost_binary;archive=" +
-                                  std::to_string(detail::archive_version()) +
-                                  ";boost=" + std::to_string(BOOST_VERSION) + ";abi=" + detail::archive_abi();
+    static std::string const& id = *new std::string("boost_binary;archive=" +
+                                                    std::to_string(detail::archive_version()) + ";boost=" +
+                                                    std::to_string(BOOST_VERSION) + ";abi=" + detail::archive_abi());
     return id;
 }
 
 std::string const& boost_text::format_id() {
-    static std::string const id = "boost_text;archive=" +
-                                  std::to_string(detail::archive_version()) +
-                                  ";boost=" + std::to_string(BOOST_VERSION);
+    static std::string const& id = *new std::string("boost_text;archive=" +
+                                                    std::to_string(detail::archive_version()) + ";boost=" +
+                                                    std::to_string(BOOST_VERSION));
     return id;
 }
 
@@ -4386,9 +4390,10 @@ std::string claim_owner() noexcept {
     // static storage, not per thread: a worker thread's copy would be memory a forked
     // child inherits with no thread to own it. A lock another thread held at a fork is
     // never waited for: the text is then made anew.
-    static std::mutex mutex;
+    // Never destroyed: a cache of static storage duration claims at exit too.
+    static std::mutex& mutex = *new std::mutex;
     static ::pid_t cached_pid = 0;
-    static std::string cached;
+    static std::string& cached = *new std::string;
     try {
         ::pid_t const pid = ::getpid();
         std::unique_lock<std::mutex> lock(mutex, std::try_to_lock);
@@ -6534,6 +6539,36 @@ struct held_batch_bounds {
 
 } // namespace compile_cache::detail
 // ---- end compile_cache/detail/held_batch_bounds.hpp
+// ---- begin compile_cache/detail/per_thread.hpp
+// compile_cache: the library's per-thread scratch objects, which answer nullptr once their
+// thread's objects are destroyed, so that a cache used at exit does without them.
+
+namespace compile_cache::detail {
+
+/// Set on a thread once its per_thread<T, Tag> object is destroyed (a flag with no
+/// destructor of its own, so it can still be read then).
+template <class T, class Tag>
+inline thread_local bool per_thread_gone = false;
+
+/// This thread's object of type T (value-initialized on its first use), or nullptr once
+/// it is destroyed: at the thread's end and, in the main thread, at exit, where objects
+/// of thread storage duration go before those of static storage duration, from whose
+/// destructors a host may still use a cache (one of static storage duration included).
+/// A caller given nullptr does without: a local object, or nothing remembered. `Tag`
+/// tells two objects of one type apart. T's default constructor must not throw.
+template <class T, class Tag = T>
+T* per_thread() noexcept {
+    struct holder {
+        T value{};
+        ~holder() { per_thread_gone<T, Tag> = true; }
+    };
+    if (per_thread_gone<T, Tag>) return nullptr;
+    thread_local holder h;
+    return &h.value;
+}
+
+} // namespace compile_cache::detail
+// ---- end compile_cache/detail/per_thread.hpp
 // ---- begin compile_cache/storage/directory/detail/directory_cleanup.hpp
 // compile_cache: directory_storage's cleanup — counting a fan-out folder, sweeping
 // stale temp files, and evicting the least recently used entries in steps of bounded
@@ -7791,22 +7826,14 @@ struct shared_state {
     directory_options options;
 };
 
-/// Set on a thread once its read_path_buffer was destroyed (a flag with no destructor of
-/// its own, so it can still be read then).
-inline thread_local bool read_path_buffer_gone = false;
-
 /// The path of the entry a read opens, built in a buffer each thread reuses; `fallback`
 /// on a thread whose thread_local objects are already destroyed (at exit, a cache with
 /// static storage duration is destroyed after them, and its destructor writes the
 /// identity records it holds, reading each first).
+struct read_path_buffer_tag;
 inline std::string& read_path_buffer(std::string& fallback) {
-    struct buffer {
-        std::string path;
-        ~buffer() { read_path_buffer_gone = true; }
-    };
-    if (read_path_buffer_gone) return fallback;
-    thread_local buffer b;
-    return b.path;
+    std::string* const path = per_thread<std::string, read_path_buffer_tag>();
+    return path ? *path : fallback;
 }
 
 } // namespace detail::directory_storage_impl
@@ -8355,7 +8382,8 @@ COMPILE_CACHE_DECL void apply_directory_settings_file(std::string const& directo
 namespace compile_cache {
 
 std::vector<directory_setting_spec> const& directory_settings_kept() {
-    static std::vector<directory_setting_spec> const kept = {
+    // Never destroyed: a cache of static storage duration opens a directory at exit too.
+    static std::vector<directory_setting_spec> const& kept = *new std::vector<directory_setting_spec>{
         {"max-size", "_MAX_SIZE",
          "the size limit: bytes, or with K, M, G (powers of 1024): 500M, 5G; 0: no limit, nothing evicted", false},
         {"durability", "_DURABILITY", "none (rename only), file (fsync each entry) or full (also its folder)", false},
@@ -9310,23 +9338,24 @@ inline void close_claim_file(held_claim& claim) noexcept {
     claim.fd = -1;
 }
 
-/// Set when this thread's list of claims is destroyed (at its end, before the
-/// destructors of objects of static storage duration at exit): then there is none.
-inline thread_local bool held_claims_gone = false;
+/// A thread's list of the claims it took and has not released, oldest first; their files
+/// are closed when the thread ends.
+struct held_claims {
+    std::vector<held_claim> list;
+    held_claims() = default;
+    held_claims(held_claims const&) = delete;
+    held_claims& operator=(held_claims const&) = delete;
+    ~held_claims() {
+        for (held_claim& c : list) close_claim_file(c);
+    }
+};
 
-/// The claims this thread took and has not released, oldest first (their files closed
-/// when the thread ends); nullptr once the thread's list is destroyed.
+/// This thread's claims (held_claims); nullptr once the thread's list is destroyed (at its
+/// end, and at exit before the destructors of objects of static storage duration run:
+/// per_thread): a claim is then stored and released the usual way.
 inline std::vector<held_claim>* held_claims_of_this_thread() noexcept {
-    struct held_claims {
-        std::vector<held_claim> list;
-        ~held_claims() {
-            held_claims_gone = true;
-            for (held_claim& c : list) close_claim_file(c);
-        }
-    };
-    if (held_claims_gone) return nullptr;
-    thread_local held_claims held;
-    return &held.list;
+    held_claims* const held = per_thread<held_claims>();
+    return held ? &held->list : nullptr;
 }
 
 inline std::vector<held_claim>::iterator find_held_claim(std::vector<held_claim>& held, std::string const& path) {
@@ -9408,9 +9437,13 @@ int remove_stale_claim(int folder_fd, char const* name) noexcept {
                                                                           : age > claims::claim_bound_ns(text);
         }
         if (!stale) return 0;
-        // Still the claim judged (not one taken over meanwhile)?
         int again_error = 0;
-        if (claims::read_claim_at(folder_fd, name, again_error) != text || again_error != 0) return 0;
+        bool again_locked = false;
+        // Still the claim judged (not one taken over meanwhile), and nobody's locked claim
+        // (another's new claim may read as the dead one did: empty, say)?
+        if (claims::read_claim_at(folder_fd, name, again_error, &again_locked) != text || again_error != 0 ||
+            again_locked)
+            return 0;
         if (::unlinkat(folder_fd, name, 0) == 0) return 1;
         return errno == ENOENT ? 0 : -errno;
     } catch (...) {
@@ -9464,8 +9497,8 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
                     done += static_cast<std::size_t>(n);
                 }
                 if (done != text.size()) { // disk full: no claim, and none left behind
-                    ::close(fd);
                     ::unlink(path.c_str());
+                    ::close(fd);
                     return claim_answer{};
                 }
                 // Kept open for the store, which may make this file the entry (write_through_claim).
@@ -9525,9 +9558,12 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
                 answer.holder = pid.empty() ? "another process" : "pid " + pid + (host.empty() ? "" : " on " + host);
                 return answer;
             }
-            // Dead: removed if it is still the claim read (not one taken over meanwhile).
+            // Dead: removed if it is still the claim read (not one taken over meanwhile) and
+            // not locked (another's new claim may read as the dead one did: empty, say).
             int again_error = 0;
-            if (impl::read_claim(path, again_error) != held || again_error != error) continue;
+            bool again_locked = false;
+            if (impl::read_claim(path, again_error, &again_locked) != held || again_error != error || again_locked)
+                continue;
             if (::unlink(path.c_str()) == 0) answer.took_over = true;
         }
         answer.state = claim_state::held;
@@ -11656,16 +11692,19 @@ namespace compile_cache::detail {
 /// The remote claims this thread took through a tier (the tier's address, the key): a
 /// claim is released by the thread that took it (basic_cache's claim_guard), and only a
 /// remote claim taken is released on the remote (no round trip for the others).
-inline std::vector<std::pair<void const*, key>>& remote_claims_of_this_thread() noexcept {
-    thread_local std::vector<std::pair<void const*, key>> held;
-    return held;
+/// nullptr at exit, once the thread's objects are gone (per_thread): a remote claim taken
+/// then is not remembered, and is left to its expiry.
+struct remote_claims_of_this_thread_tag;
+inline std::vector<std::pair<void const*, key>>* remote_claims_of_this_thread() noexcept {
+    return per_thread<std::vector<std::pair<void const*, key>>, remote_claims_of_this_thread_tag>();
 }
 /// Whether this thread took the remote claim of `k` through `tier`; forgets it.
 inline bool forget_remote_claim(void const* tier, key const& k) noexcept {
-    auto& held = remote_claims_of_this_thread();
-    for (auto it = held.begin(); it != held.end(); ++it)
+    auto* held = remote_claims_of_this_thread();
+    if (held == nullptr) return false;
+    for (auto it = held->begin(); it != held->end(); ++it)
         if (it->first == tier && it->second == k) {
-            held.erase(it);
+            held->erase(it);
             return true;
         }
     return false;
@@ -11716,7 +11755,7 @@ claim_answer tier_try_claim(void const* tier, Local* local, Remote* remote, key 
             }
             if (remote_answer.state == claim_state::claimed) {
                 try {
-                    remote_claims_of_this_thread().emplace_back(tier, k);
+                    if (auto* held = remote_claims_of_this_thread()) held->emplace_back(tier, k);
                 } catch (...) { // (not remembered: left to its expiry)
                 }
                 return remote_answer;
@@ -12614,7 +12653,8 @@ private:
         c_count
     };
     static std::array<std::string, c_count> const& count_names() {
-        static std::array<std::string, c_count> const names = [] {
+        // Never destroyed: a cache of static storage duration reports at exit too.
+        static std::array<std::string, c_count> const& names = *new std::array<std::string, c_count>([] {
             std::array<std::string, c_count> n;
             n[c_hits] = "remote.hits";
             n[c_misses] = "remote.misses";
@@ -12641,7 +12681,7 @@ private:
             n[c_claims_prefetched] = "remote.claims-prefetched";
             n[c_claims_prefetched_unused] = "remote.claims-prefetched-unused";
             return n;
-        }();
+        }());
         return names;
     }
 
@@ -15401,9 +15441,11 @@ inline std::chrono::nanoseconds claim_wait_bound(std::chrono::milliseconds wait_
 
 /// The keys this thread holds claims of: a nested get_or_compile of one of them (a
 /// kernel that reaches itself while compiling) compiles without waiting on itself.
-inline std::vector<key>& claims_of_this_thread() noexcept {
-    thread_local std::vector<key> held;
-    return held;
+/// nullptr at exit, once the thread's objects are gone (per_thread): none is then
+/// remembered, and such a nested call waits on its own claim to its bound.
+struct claims_of_this_thread_tag;
+inline std::vector<key>* claims_of_this_thread() noexcept {
+    return per_thread<std::vector<key>, claims_of_this_thread_tag>();
 }
 
 /// A claim this cache took: released (the storage's release_claim) when it goes, on
@@ -15420,7 +15462,7 @@ public:
         k_ = k;
         held_ = true;
         try {
-            claims_of_this_thread().push_back(k);
+            if (auto* mine = claims_of_this_thread()) mine->push_back(k);
         } catch (...) { // (out of memory: only a nested compile of k would wait on itself, to its bound)
         }
     }
@@ -15428,9 +15470,10 @@ public:
     void release() noexcept {
         if (!held_) return;
         held_ = false;
-        auto& mine = claims_of_this_thread();
-        auto const it = std::find(mine.rbegin(), mine.rend(), k_);
-        if (it != mine.rend()) mine.erase(std::next(it).base());
+        if (auto* mine = claims_of_this_thread()) {
+            auto const it = std::find(mine->rbegin(), mine->rend(), k_);
+            if (it != mine->rend()) mine->erase(std::next(it).base());
+        }
         if constexpr (has_claims<Storage>::value) {
             try {
                 storage_.release_claim(k_);
@@ -15486,8 +15529,8 @@ std::optional<Artifact> claim_or_wait(Storage& storage, claim_guard<Storage>& gu
         return std::nullopt;
     } else {
         if (options.scope == claim_scope::none) return std::nullopt;
-        auto const& mine = claims_of_this_thread();
-        if (std::find(mine.begin(), mine.end(), k) != mine.end()) return std::nullopt; // recursion in this thread
+        if (auto const* mine = claims_of_this_thread())
+            if (std::find(mine->begin(), mine->end(), k) != mine->end()) return std::nullopt; // recursion in this thread
         claim_request const request{options.scope, options.wait_max};
         std::chrono::nanoseconds const bound = claim_wait_bound(options.wait_max, last_compile_ns);
         auto const start = std::chrono::steady_clock::now();
@@ -16612,32 +16655,30 @@ template <class S>
 using entry_view_of = typename entry_view_for<S>::type;
 
 /// The buffer a load reads an entry into: this thread's reused one, so that a hit
-/// allocates none, or, for a load started from inside a deserializer (a nested load),
-/// one of its own. One such buffer per Tag: entries read, payloads decompressed,
+/// allocates none, or, for a load started from inside a deserializer (a nested load) and
+/// at exit once this thread's is gone (per_thread), one of its own. One such buffer per Tag: entries read, payloads decompressed,
 /// payloads serialized before they are compressed.
 template <class Tag>
 class reused_buffer {
 public:
-    reused_buffer() : borrowed_(!busy()) { busy() = true; }
+    reused_buffer() noexcept : shared_(busy() ? nullptr : per_thread<std::string, Tag>()) {
+        if (shared_) busy() = true;
+    }
     ~reused_buffer() {
-        if (borrowed_) busy() = false;
+        if (shared_) busy() = false;
     }
     reused_buffer(reused_buffer const&) = delete;
     reused_buffer& operator=(reused_buffer const&) = delete;
 
-    std::string& bytes() noexcept { return borrowed_ ? reused() : own_; }
+    std::string& bytes() noexcept { return shared_ ? *shared_ : own_; }
 
 private:
-    static std::string& reused() noexcept {
-        thread_local std::string buffer;
-        return buffer;
-    }
     static bool& busy() noexcept {
         thread_local bool flag = false;
         return flag;
     }
 
-    bool borrowed_;
+    std::string* shared_; ///< this thread's buffer; nullptr: nested, or at exit once it is gone (per_thread)
     std::string own_;
 };
 using read_buffer = reused_buffer<struct read_buffer_tag>;

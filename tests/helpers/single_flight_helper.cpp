@@ -9,6 +9,10 @@
 //   recurse: get_or_compile NAME, whose compile announces itself (the file DIR/../NAME.ready),
 //            waits (at most 5 s) until OTHER's announcement exists, then get_or_compiles
 //            OTHER (`inner`, whose value is `OTHER<NAME>`): NAME's value is `NAME<OTHER>`.
+//   at-exit: get NAME, then, at exit, from the destructor of an object of static storage
+//            duration (after this thread's thread_local objects are gone), get_or_compile
+//            OTHER through a cache of static storage duration: prints a second line,
+//            `at-exit outcome=... value=...`.
 // Prints one line: `outcome=... value=... waited=N took-over=N wait-timeout=N compiles=N`.
 #include <compile_cache/cache.hpp>
 #include <compile_cache/default_cache.hpp>
@@ -29,9 +33,23 @@ namespace cc = compile_cache;
 namespace fs = std::filesystem;
 
 int usage() {
-    std::fprintf(stderr, "usage: single_flight_helper hold|get|recurse DIR WAIT_MAX_MS NAME [OTHER]\n");
+    std::fprintf(stderr, "usage: single_flight_helper hold|get|recurse|at-exit DIR WAIT_MAX_MS NAME [OTHER]\n");
     return 2;
 }
+
+/// A host's object of static storage duration that compiles a kernel as it is destroyed,
+/// through a cache of static storage duration made before it (so destroyed after it).
+struct compiles_at_exit {
+    cc::default_cache* cache = nullptr;
+    std::string name;
+    ~compiles_at_exit() {
+        if (cache == nullptr) return;
+        auto const k = cache->make_key_builder("sf-helper 1").add("ir", name).finish();
+        auto const r = cache->get_or_compile<std::string>(k, {name, "sf.dsl", 1}, [&] { return "value-of-" + name; });
+        std::printf("at-exit outcome=%s value=%s\n", cc::to_string(r.outcome), r.value.c_str());
+        std::fflush(stdout);
+    }
+};
 
 } // namespace
 
@@ -41,8 +59,8 @@ int main(int argc, char** argv) {
     fs::path const dir = argv[2];
     std::string const name = argv[4];
     std::string const other = argc > 5 ? argv[5] : "";
-    if (mode != "hold" && mode != "get" && mode != "recurse") return usage();
-    if (mode == "recurse" && other.empty()) return usage();
+    if (mode != "hold" && mode != "get" && mode != "recurse" && mode != "at-exit") return usage();
+    if ((mode == "recurse" || mode == "at-exit") && other.empty()) return usage();
     ::setenv("SFH_DIR", dir.c_str(), 1);
     ::setenv("SFH_WAIT_MAX", argv[3], 1);
 
@@ -60,7 +78,13 @@ int main(int argc, char** argv) {
             std::this_thread::sleep_for(std::chrono::seconds(60));
             return "value-of-" + name;
         });
-    } else if (mode == "get") {
+    } else if (mode == "get" || mode == "at-exit") {
+        if (mode == "at-exit") {
+            static cc::default_cache at_exit_cache = cc::default_cache::from_env("SFH");
+            static compiles_at_exit at_exit;
+            at_exit.cache = &at_exit_cache;
+            at_exit.name = other;
+        }
         r = cache.get_or_compile<std::string>(key_of(name), {name, "sf.dsl", 1}, [&] {
             ++compiles;
             return "value-of-" + name;

@@ -96,22 +96,37 @@ inline void set_times_ago(std::filesystem::path const& path, int seconds) {
         throw std::system_error(errno, std::generic_category(), "utimensat " + path.string());
 }
 
-/// Drops the locks this process's open descriptors hold on the file at `path` (found in
-/// /proc/self/fd; open file description locks, as a directory claim's), as the kernel
-/// drops them when their owner dies, or as a file system without locks never has them;
-/// the descriptors stay open. Returns how many descriptors it unlocked.
-inline int drop_locks_on(std::filesystem::path const& path) {
-    int unlocked = 0;
+/// Whether the file at `path` is locked by an open file description lock (as a directory
+/// claim's claimant locks its claim), asked on a descriptor of its own.
+inline bool file_is_locked(std::filesystem::path const& path) {
+    int const fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) return false;
+    struct ::flock lock {};
+    lock.l_type = F_WRLCK;
+    lock.l_whence = SEEK_SET;
+    bool const locked = ::fcntl(fd, F_OFD_GETLK, &lock) == 0 && lock.l_type != F_UNLCK;
+    ::close(fd);
+    return locked;
+}
+
+/// Drops the locks this process's open descriptors of the file at `path` hold (found in
+/// /proc/self/fd by device and inode), as the kernel drops them when their owner dies, or
+/// as a file system without locks never has them; the descriptors stay open. True when
+/// the file was locked before and is not after.
+inline bool drop_locks_on(std::filesystem::path const& path) {
+    struct stat file {};
+    if (::lstat(path.c_str(), &file) != 0 || !file_is_locked(path)) return false;
     std::error_code ec;
     for (std::filesystem::directory_iterator it("/proc/self/fd", ec), end; !ec && it != end; it.increment(ec)) {
-        std::error_code link_ec;
-        if (std::filesystem::read_symlink(it->path(), link_ec) != path || link_ec) continue;
+        int const fd = std::atoi(it->path().filename().c_str());
+        struct stat st {};
+        if (::fstat(fd, &st) != 0 || st.st_dev != file.st_dev || st.st_ino != file.st_ino) continue;
         struct ::flock lock {};
         lock.l_type = F_UNLCK;
         lock.l_whence = SEEK_SET;
-        if (::fcntl(std::stoi(it->path().filename().string()), F_OFD_SETLK, &lock) == 0) ++unlocked;
+        (void)::fcntl(fd, F_OFD_SETLK, &lock);
     }
-    return unlocked;
+    return !file_is_locked(path);
 }
 
 /// The lines of `text`, without their newlines.

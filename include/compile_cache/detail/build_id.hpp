@@ -79,13 +79,14 @@ inline int find_main_build_id(dl_phdr_info* info, std::size_t, void* data) {
 /// Lower-case hex of the main program's NT_GNU_BUILD_ID note; empty when it has none
 /// or the platform cannot tell.
 inline std::string const& main_program_build_id() {
-    static std::string const id = [] {
+    // Never destroyed: a cache of static storage duration builds keys at exit too.
+    static std::string const& id = *new std::string([] {
         std::string s;
 #if defined(COMPILE_CACHE_HAS_DL_ITERATE_PHDR)
         dl_iterate_phdr(&find_main_build_id, &s);
 #endif
         return s;
-    }();
+    }());
     return id;
 }
 

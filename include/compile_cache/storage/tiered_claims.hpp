@@ -3,6 +3,7 @@
 // Included by tiered_storage.hpp; the protocol is in docs/design.md.
 #pragma once
 
+#include <compile_cache/detail/per_thread.hpp>
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/storage/claim.hpp>
 #include <compile_cache/storage/concept.hpp>
@@ -15,16 +16,19 @@ namespace compile_cache::detail {
 /// The remote claims this thread took through a tier (the tier's address, the key): a
 /// claim is released by the thread that took it (basic_cache's claim_guard), and only a
 /// remote claim taken is released on the remote (no round trip for the others).
-inline std::vector<std::pair<void const*, key>>& remote_claims_of_this_thread() noexcept {
-    thread_local std::vector<std::pair<void const*, key>> held;
-    return held;
+/// nullptr at exit, once the thread's objects are gone (per_thread): a remote claim taken
+/// then is not remembered, and is left to its expiry.
+struct remote_claims_of_this_thread_tag;
+inline std::vector<std::pair<void const*, key>>* remote_claims_of_this_thread() noexcept {
+    return per_thread<std::vector<std::pair<void const*, key>>, remote_claims_of_this_thread_tag>();
 }
 /// Whether this thread took the remote claim of `k` through `tier`; forgets it.
 inline bool forget_remote_claim(void const* tier, key const& k) noexcept {
-    auto& held = remote_claims_of_this_thread();
-    for (auto it = held.begin(); it != held.end(); ++it)
+    auto* held = remote_claims_of_this_thread();
+    if (held == nullptr) return false;
+    for (auto it = held->begin(); it != held->end(); ++it)
         if (it->first == tier && it->second == k) {
-            held.erase(it);
+            held->erase(it);
             return true;
         }
     return false;
@@ -75,7 +79,7 @@ claim_answer tier_try_claim(void const* tier, Local* local, Remote* remote, key 
             }
             if (remote_answer.state == claim_state::claimed) {
                 try {
-                    remote_claims_of_this_thread().emplace_back(tier, k);
+                    if (auto* held = remote_claims_of_this_thread()) held->emplace_back(tier, k);
                 } catch (...) { // (not remembered: left to its expiry)
                 }
                 return remote_answer;

@@ -902,7 +902,8 @@ private:
         c_count
     };
     static std::array<std::string, c_count> const& count_names() {
-        static std::array<std::string, c_count> const names = [] {
+        // Never destroyed: a cache of static storage duration reports at exit too.
+        static std::array<std::string, c_count> const& names = *new std::array<std::string, c_count>([] {
             std::array<std::string, c_count> n;
             n[c_hits] = "remote.hits";
             n[c_misses] = "remote.misses";
@@ -929,7 +930,7 @@ private:
             n[c_claims_prefetched] = "remote.claims-prefetched";
             n[c_claims_prefetched_unused] = "remote.claims-prefetched-unused";
             return n;
-        }();
+        }());
         return names;
     }
 

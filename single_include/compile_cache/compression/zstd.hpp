@@ -21,7 +21,8 @@
 namespace compile_cache {
 
 namespace detail {
-/// This thread's zstd contexts, made on first use and freed when the thread ends.
+/// Zstd contexts, made on first use and freed with the object: this thread's (per_thread),
+/// or, once those are gone (at exit), a call's own.
 struct zstd_contexts {
     ZSTD_CCtx* compress = nullptr;
     ZSTD_DCtx* decompress = nullptr;
@@ -34,10 +35,8 @@ struct zstd_contexts {
     }
 };
 
-inline zstd_contexts& this_thread_zstd() noexcept {
-    thread_local zstd_contexts contexts;
-    return contexts;
-}
+/// This thread's zstd contexts; nullptr once they are gone (per_thread).
+inline zstd_contexts* this_thread_zstd() noexcept { return per_thread<zstd_contexts>(); }
 } // namespace detail
 
 /// The Compression policy with zstd: one frame per payload, its content size in the
@@ -54,7 +53,9 @@ struct zstd_compression {
     /// (out may then hold more than before: the caller cuts it back).
     static bool compress(std::string_view payload, int level, std::string& out) noexcept {
         try {
-            ZSTD_CCtx*& c = detail::this_thread_zstd().compress;
+            detail::zstd_contexts own;
+            detail::zstd_contexts* contexts = detail::this_thread_zstd();
+            ZSTD_CCtx*& c = (contexts ? contexts : &own)->compress;
             if (!c) c = ZSTD_createCCtx();
             if (!c) return false;
             std::size_t const at = out.size();
@@ -82,7 +83,9 @@ struct zstd_compression {
             return false; // another size, unknown, or not a frame
         if (ZSTD_findFrameCompressedSize(frame.data(), frame.size()) != frame.size())
             return false; // truncated, or more than one frame
-        ZSTD_DCtx*& d = detail::this_thread_zstd().decompress;
+        detail::zstd_contexts own;
+        detail::zstd_contexts* contexts = detail::this_thread_zstd();
+        ZSTD_DCtx*& d = (contexts ? contexts : &own)->decompress;
         if (!d) d = ZSTD_createDCtx();
         if (!d) return false;
         std::size_t const n = ZSTD_decompressDCtx(d, out, size, frame.data(), frame.size());

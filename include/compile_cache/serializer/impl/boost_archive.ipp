@@ -28,7 +28,9 @@ unsigned archive_version() {
 }
 
 std::locale const& text_archive_locale() {
-    static std::locale const locale(
+    // Never destroyed, as the format ids below: a cache of static storage duration loads
+    // and stores at exit too.
+    static std::locale const& locale = *new std::locale(
         std::locale(std::locale::classic(), new boost::math::nonfinite_num_put<char>),
         new boost::math::nonfinite_num_get<char>);
     return locale;
@@ -45,16 +47,16 @@ bounded_text_iarchive::bounded_text_iarchive(std::istream& in, unsigned flags) :
 } // namespace detail
 
 std::string const& boost_binary::format_id() {
-    static std::string const id = "boost_binary;archive=" +
-                                  std::to_string(detail::archive_version()) +
-                                  ";boost=" + std::to_string(BOOST_VERSION) + ";abi=" + detail::archive_abi();
+    static std::string const& id = *new std::string("boost_binary;archive=" +
+                                                    std::to_string(detail::archive_version()) + ";boost=" +
+                                                    std::to_string(BOOST_VERSION) + ";abi=" + detail::archive_abi());
     return id;
 }
 
 std::string const& boost_text::format_id() {
-    static std::string const id = "boost_text;archive=" +
-                                  std::to_string(detail::archive_version()) +
-                                  ";boost=" + std::to_string(BOOST_VERSION);
+    static std::string const& id = *new std::string("boost_text;archive=" +
+                                                    std::to_string(detail::archive_version()) + ";boost=" +
+                                                    std::to_string(BOOST_VERSION));
     return id;
 }
 

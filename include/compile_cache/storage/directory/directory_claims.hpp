@@ -5,6 +5,7 @@
 // by directory_storage.hpp; the protocol and its bounds are in docs/design.md.
 #pragma once
 
+#include <compile_cache/detail/per_thread.hpp>
 #include <compile_cache/detail/platform.hpp>
 #include <compile_cache/storage/claim.hpp>
 #include <compile_cache/storage/directory/directory_storage.hpp>

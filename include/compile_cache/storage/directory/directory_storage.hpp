@@ -7,6 +7,7 @@
 
 #include <compile_cache/detail/env.hpp>
 #include <compile_cache/detail/held_batch_bounds.hpp>
+#include <compile_cache/detail/per_thread.hpp>
 #include <compile_cache/detail/posix_io.hpp>
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/settings.hpp>
@@ -260,22 +261,14 @@ struct shared_state {
     directory_options options;
 };
 
-/// Set on a thread once its read_path_buffer was destroyed (a flag with no destructor of
-/// its own, so it can still be read then).
-inline thread_local bool read_path_buffer_gone = false;
-
 /// The path of the entry a read opens, built in a buffer each thread reuses; `fallback`
 /// on a thread whose thread_local objects are already destroyed (at exit, a cache with
 /// static storage duration is destroyed after them, and its destructor writes the
 /// identity records it holds, reading each first).
+struct read_path_buffer_tag;
 inline std::string& read_path_buffer(std::string& fallback) {
-    struct buffer {
-        std::string path;
-        ~buffer() { read_path_buffer_gone = true; }
-    };
-    if (read_path_buffer_gone) return fallback;
-    thread_local buffer b;
-    return b.path;
+    std::string* const path = per_thread<std::string, read_path_buffer_tag>();
+    return path ? *path : fallback;
 }
 
 } // namespace detail::directory_storage_impl

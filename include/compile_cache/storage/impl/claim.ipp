@@ -77,9 +77,10 @@ std::string claim_owner() noexcept {
     // static storage, not per thread: a worker thread's copy would be memory a forked
     // child inherits with no thread to own it. A lock another thread held at a fork is
     // never waited for: the text is then made anew.
-    static std::mutex mutex;
+    // Never destroyed: a cache of static storage duration claims at exit too.
+    static std::mutex& mutex = *new std::mutex;
     static ::pid_t cached_pid = 0;
-    static std::string cached;
+    static std::string& cached = *new std::string;
     try {
         ::pid_t const pid = ::getpid();
         std::unique_lock<std::mutex> lock(mutex, std::try_to_lock);

@@ -30,7 +30,8 @@ std::string file_sha256_id(char const* path) noexcept {
 }
 
 std::string const& main_program_file_id() noexcept {
-    static std::string const id = file_sha256_id("/proc/self/exe");
+    // Never destroyed: a cache of static storage duration builds keys at exit too.
+    static std::string const& id = *new std::string(file_sha256_id("/proc/self/exe"));
     return id;
 }
 

@@ -150,23 +150,24 @@ inline void close_claim_file(held_claim& claim) noexcept {
     claim.fd = -1;
 }
 
-/// Set when this thread's list of claims is destroyed (at its end, before the
-/// destructors of objects of static storage duration at exit): then there is none.
-inline thread_local bool held_claims_gone = false;
+/// A thread's list of the claims it took and has not released, oldest first; their files
+/// are closed when the thread ends.
+struct held_claims {
+    std::vector<held_claim> list;
+    held_claims() = default;
+    held_claims(held_claims const&) = delete;
+    held_claims& operator=(held_claims const&) = delete;
+    ~held_claims() {
+        for (held_claim& c : list) close_claim_file(c);
+    }
+};
 
-/// The claims this thread took and has not released, oldest first (their files closed
-/// when the thread ends); nullptr once the thread's list is destroyed.
+/// This thread's claims (held_claims); nullptr once the thread's list is destroyed (at its
+/// end, and at exit before the destructors of objects of static storage duration run:
+/// per_thread): a claim is then stored and released the usual way.
 inline std::vector<held_claim>* held_claims_of_this_thread() noexcept {
-    struct held_claims {
-        std::vector<held_claim> list;
-        ~held_claims() {
-            held_claims_gone = true;
-            for (held_claim& c : list) close_claim_file(c);
-        }
-    };
-    if (held_claims_gone) return nullptr;
-    thread_local held_claims held;
-    return &held.list;
+    held_claims* const held = per_thread<held_claims>();
+    return held ? &held->list : nullptr;
 }
 
 inline std::vector<held_claim>::iterator find_held_claim(std::vector<held_claim>& held, std::string const& path) {
@@ -248,9 +249,13 @@ int remove_stale_claim(int folder_fd, char const* name) noexcept {
                                                                           : age > claims::claim_bound_ns(text);
         }
         if (!stale) return 0;
-        // Still the claim judged (not one taken over meanwhile)?
         int again_error = 0;
-        if (claims::read_claim_at(folder_fd, name, again_error) != text || again_error != 0) return 0;
+        bool again_locked = false;
+        // Still the claim judged (not one taken over meanwhile), and nobody's locked claim
+        // (another's new claim may read as the dead one did: empty, say)?
+        if (claims::read_claim_at(folder_fd, name, again_error, &again_locked) != text || again_error != 0 ||
+            again_locked)
+            return 0;
         if (::unlinkat(folder_fd, name, 0) == 0) return 1;
         return errno == ENOENT ? 0 : -errno;
     } catch (...) {
@@ -304,8 +309,8 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
                     done += static_cast<std::size_t>(n);
                 }
                 if (done != text.size()) { // disk full: no claim, and none left behind
-                    ::close(fd);
                     ::unlink(path.c_str());
+                    ::close(fd);
                     return claim_answer{};
                 }
                 // Kept open for the store, which may make this file the entry (write_through_claim).
@@ -365,9 +370,12 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
                 answer.holder = pid.empty() ? "another process" : "pid " + pid + (host.empty() ? "" : " on " + host);
                 return answer;
             }
-            // Dead: removed if it is still the claim read (not one taken over meanwhile).
+            // Dead: removed if it is still the claim read (not one taken over meanwhile) and
+            // not locked (another's new claim may read as the dead one did: empty, say).
             int again_error = 0;
-            if (impl::read_claim(path, again_error) != held || again_error != error) continue;
+            bool again_locked = false;
+            if (impl::read_claim(path, again_error, &again_locked) != held || again_error != error || again_locked)
+                continue;
             if (::unlink(path.c_str()) == 0) answer.took_over = true;
         }
         answer.state = claim_state::held;

@@ -13,7 +13,8 @@
 namespace compile_cache {
 
 std::vector<directory_setting_spec> const& directory_settings_kept() {
-    static std::vector<directory_setting_spec> const kept = {
+    // Never destroyed: a cache of static storage duration opens a directory at exit too.
+    static std::vector<directory_setting_spec> const& kept = *new std::vector<directory_setting_spec>{
         {"max-size", "_MAX_SIZE",
          "the size limit: bytes, or with K, M, G (powers of 1024): 500M, 5G; 0: no limit, nothing evicted", false},
         {"durability", "_DURABILITY", "none (rename only), file (fsync each entry) or full (also its folder)", false},
