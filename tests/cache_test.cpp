@@ -10,6 +10,7 @@
 
 #include <compile_cache/cache.hpp>
 #include <compile_cache/default_cache.hpp>
+#include <compile_cache/detail/per_thread.hpp>
 #include <compile_cache/storage/memory_storage.hpp>
 #include <compile_cache/storage/null_storage.hpp>
 
@@ -131,6 +132,37 @@ run_result run(std::string const& command) { return compile_cache_test::run_shel
 } // namespace
 
 // --- round trips through each storage --------------------------------------------
+
+namespace {
+struct per_thread_probe_tag;
+/// Asks for this thread's per_thread object as it is destroyed: constructed before that
+/// object, it is destroyed after it.
+struct per_thread_probe {
+    int* answer = nullptr;
+    ~per_thread_probe() {
+        if (answer) *answer = cc::detail::per_thread<int, per_thread_probe_tag>() == nullptr ? 0 : 1;
+    }
+};
+} // namespace
+
+TEST_CASE("detail::per_thread gives each thread one object, and nullptr once that thread's object is destroyed",
+          "[cache]") {
+    int* const here = cc::detail::per_thread<int, per_thread_probe_tag>();
+    REQUIRE(here != nullptr);
+    CHECK(cc::detail::per_thread<int, per_thread_probe_tag>() == here);
+    int* there = nullptr;
+    int after_end = -1;
+    std::thread([&] {
+        thread_local per_thread_probe probe;
+        probe.answer = &after_end;
+        there = cc::detail::per_thread<int, per_thread_probe_tag>();
+        *there = 7;
+    }).join();
+    CHECK(there != nullptr);
+    CHECK(there != here);
+    CHECK(after_end == 0); // asked after its thread's object was destroyed: nullptr
+    CHECK(*here == 0);     // (value-initialized, and not the other thread's)
+}
 
 TEST_CASE("a kernel compiled once is loaded the next time, from a directory", "[cache]") {
     temp_dir dir;

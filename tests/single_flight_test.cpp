@@ -382,8 +382,11 @@ TEST_CASE_METHOD(sf_one_key,
         REQUIRE(fd >= 0);
         REQUIRE(::pwrite(fd, bytes.data(), written, 0) == static_cast<ssize_t>(written));
         ::close(fd);
+        // A waiter whose own bound (5 ms) has passed since the claim was made: what keeps
+        // it alive is the write's recent file time, not a bound for what cannot be asked.
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
         cc::directory_storage waiter(path);
-        cc::claim_answer const a = waiter.try_claim(k, {cc::claim_scope::both, std::chrono::milliseconds(30000)});
+        cc::claim_answer const a = waiter.try_claim(k, {cc::claim_scope::both, std::chrono::milliseconds(5)});
         CHECK(a.state == cc::claim_state::held);
         CHECK_FALSE(a.took_over);
         CHECK(waiter.prune().claim_files_removed == 0);
@@ -515,6 +518,46 @@ TEST_CASE_METHOD(sf_one_key,
     CHECK(out == bytes);
     s.release_claim(k);
     CHECK(sf_claims_under(dir.path()).empty());
+}
+
+namespace {
+/// Replaces the claim judged dead, between the two reads, with a new claimant's file as it
+/// is between its create and its lock: empty and unlocked, as the dead one read.
+void sf_new_claimant_between_reads(int folder_fd, char const* name) {
+    REQUIRE(::unlinkat(folder_fd, name, 0) == 0);
+    int const fd = ::openat(folder_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    REQUIRE(fd >= 0);
+    ::close(fd);
+}
+} // namespace
+
+TEST_CASE_METHOD(sf_one_key,
+                 "single flight: a new claimant's file that reads as the dead claim it replaced (empty, not yet "
+                 "locked) is not removed by a take-over or a cleanup",
+                 "[single-flight]") {
+    // A dead claim: left empty 2 s ago (its writer died between the create and the write).
+    REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed);
+    REQUIRE(drop_locks_on(claim));
+    write_file(claim, "");
+    set_times_ago(claim, 2);
+    cc::detail::directory_storage_impl::between_claim_reads_for_testing = &sf_new_claimant_between_reads;
+    cc::directory_storage other(path);
+    SECTION("a waiter's take-over") {
+        cc::claim_answer const a = other.try_claim(k, {cc::claim_scope::both, std::chrono::milliseconds(30000)});
+        cc::detail::directory_storage_impl::between_claim_reads_for_testing = nullptr;
+        CHECK(a.state == cc::claim_state::held); // the new claimant's: a second old
+        CHECK_FALSE(a.took_over);
+    }
+    SECTION("a cleanup") {
+        cc::cleanup_result const r = other.prune();
+        cc::detail::directory_storage_impl::between_claim_reads_for_testing = nullptr;
+        CHECK_FALSE(r.error);
+        CHECK(r.claim_files_removed == 0);
+    }
+    CHECK(sf_inode(claim) != 0); // the new claimant's file is still there
+    CHECK(read_file(claim).empty());
+    ::unlink(claim.c_str());
+    s.release_claim(k);
 }
 
 namespace {

@@ -66,8 +66,8 @@ inline std::chrono::nanoseconds claim_wait_bound(std::chrono::milliseconds wait_
 
 /// The keys this thread holds claims of: a nested get_or_compile of one of them (a
 /// kernel that reaches itself while compiling) compiles without waiting on itself.
-/// nullptr at exit, once the thread's objects are gone (per_thread): none is then
-/// remembered, and such a nested call waits on its own claim to its bound.
+/// nullptr at exit, once the thread's objects are gone (per_thread): no claim is then
+/// taken (claim_or_wait).
 struct claims_of_this_thread_tag;
 inline std::vector<key>* claims_of_this_thread() noexcept {
     return per_thread<std::vector<key>, claims_of_this_thread_tag>();
@@ -154,8 +154,11 @@ std::optional<Artifact> claim_or_wait(Storage& storage, claim_guard<Storage>& gu
         return std::nullopt;
     } else {
         if (options.scope == claim_scope::none) return std::nullopt;
-        if (auto const* mine = claims_of_this_thread())
-            if (std::find(mine->begin(), mine->end(), k) != mine->end()) return std::nullopt; // recursion in this thread
+        // At exit, once this thread's list is gone (per_thread), no claim is taken: one
+        // taken then could not be told from a nested call's, nor a remote one released.
+        auto const* mine = claims_of_this_thread();
+        if (mine == nullptr) return std::nullopt;
+        if (std::find(mine->begin(), mine->end(), k) != mine->end()) return std::nullopt; // recursion in this thread
         claim_request const request{options.scope, options.wait_max};
         std::chrono::nanoseconds const bound = claim_wait_bound(options.wait_max, last_compile_ns);
         auto const start = std::chrono::steady_clock::now();

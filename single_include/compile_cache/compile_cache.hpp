@@ -7507,7 +7507,7 @@ bool sigbus_guard_ready() noexcept {
     mapping_registry& r = the_mapping_registry();
     int state = r.state.load(std::memory_order_acquire);
     if (state == 0) {
-        static std::mutex install;
+        static std::mutex& install = *new std::mutex; // (never destroyed: a cache may read at exit)
         std::lock_guard<std::mutex> const lock(install);
         state = r.state.load(std::memory_order_acquire);
         if (state == 0) {
@@ -7779,6 +7779,10 @@ inline thread_local char const* next_temp_suffix_for_testing = nullptr;
 /// directory_storage::write) after it found the claim file still its own and before it
 /// renames it onto the entry, with the claim's path (to replace the claim in between).
 inline thread_local void (*before_claim_rename_for_testing)(char const* claim_path) = nullptr;
+
+/// For tests: called by try_claim and by a cleanup between the two reads of a claim they
+/// judged dead (`name` relative to `folder_fd`, or a path with AT_FDCWD), to replace it.
+inline thread_local void (*between_claim_reads_for_testing)(int folder_fd, char const* name) = nullptr;
 
 /// Writes a storage object held back (write_deferred) and not yet made: the latest
 /// bytes of each key, in this process only. Bounded as a cache's held identity records
@@ -8580,7 +8584,9 @@ std::string detail::directory_error_category::message(int code) const {
 }
 
 std::error_category const& directory_category() noexcept {
-    static detail::directory_error_category const category;
+    // Never destroyed: a cache of static storage duration may fail a store at exit, and
+    // its error's message() is a virtual call on this object.
+    static detail::directory_error_category const& category = *new detail::directory_error_category;
     return category;
 }
 
@@ -9247,16 +9253,22 @@ inline bool claim_file_locked(int fd) noexcept {
 
 /// A claim file's text, `name` relative to the folder open at `folder_fd` (AT_FDCWD: a
 /// path): at most 1 KiB of it ("" when it cannot be opened: `error` says why). `locked`,
-/// when given, says whether its claimant holds the file locked (claim_file_locked).
-inline std::string read_claim_at(int folder_fd, char const* name, int& error, bool* locked = nullptr) {
+/// when given, says whether its claimant holds the file locked (claim_file_locked);
+/// `file`, when given, gets the file's fstat (its lstat when it cannot be opened; all zero
+/// when that fails too).
+inline std::string read_claim_at(int folder_fd, char const* name, int& error, bool* locked = nullptr,
+                                 struct ::stat* file = nullptr) {
     error = 0;
     if (locked != nullptr) *locked = false;
+    if (file != nullptr) *file = {};
     int const fd = ::openat(folder_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) {
         error = errno;
+        if (file != nullptr && ::fstatat(folder_fd, name, file, AT_SYMLINK_NOFOLLOW) != 0) *file = {};
         return {};
     }
     if (locked != nullptr) *locked = claim_file_locked(fd);
+    if (file != nullptr && ::fstat(fd, file) != 0) *file = {};
     std::string text(1024, '\0');
     std::size_t got = 0;
     while (got < text.size()) {
@@ -9269,8 +9281,18 @@ inline std::string read_claim_at(int folder_fd, char const* name, int& error, bo
     text.resize(got);
     return text;
 }
-inline std::string read_claim(std::string const& path, int& error, bool* locked = nullptr) {
-    return read_claim_at(AT_FDCWD, path.c_str(), error, locked);
+inline std::string read_claim(std::string const& path, int& error, bool* locked = nullptr,
+                              struct ::stat* file = nullptr) {
+    return read_claim_at(AT_FDCWD, path.c_str(), error, locked, file);
+}
+
+/// Whether a claim read again is the file read first and unchanged: the same text (the
+/// caller compares it), no lock, and the same file — device, inode and modification
+/// time, since a new claimant's file may take a removed one's inode number and, between
+/// its create and its lock, read as a dead claim did (empty, unlocked).
+inline bool same_claim_file(struct ::stat const& first, struct ::stat const& again) noexcept {
+    return first.st_ino != 0 && first.st_dev == again.st_dev && first.st_ino == again.st_ino &&
+           first.st_mtim.tv_sec == again.st_mtim.tv_sec && first.st_mtim.tv_nsec == again.st_mtim.tv_nsec;
 }
 
 inline std::int64_t now_ns() noexcept {
@@ -9419,7 +9441,8 @@ int remove_stale_claim(int folder_fd, char const* name) noexcept {
     try {
         int error = 0;
         bool locked = false;
-        std::string const text = claims::read_claim_at(folder_fd, name, error, &locked);
+        struct ::stat file {};
+        std::string const text = claims::read_claim_at(folder_fd, name, error, &locked, &file);
         if (error != 0) return 0; // gone meanwhile, or not ours to read (another user's, not a file): left
         if (locked) return 0;     // its claimant holds it open: alive
         std::int64_t const age = claims::claim_age_ns_at(text, folder_fd, name);
@@ -9437,12 +9460,13 @@ int remove_stale_claim(int folder_fd, char const* name) noexcept {
                                                                           : age > claims::claim_bound_ns(text);
         }
         if (!stale) return 0;
+        if (between_claim_reads_for_testing != nullptr) between_claim_reads_for_testing(folder_fd, name);
         int again_error = 0;
         bool again_locked = false;
-        // Still the claim judged (not one taken over meanwhile), and nobody's locked claim
-        // (another's new claim may read as the dead one did: empty, say)?
-        if (claims::read_claim_at(folder_fd, name, again_error, &again_locked) != text || again_error != 0 ||
-            again_locked)
+        struct ::stat again {};
+        // Still the very claim judged, unchanged and unlocked (not one taken over meanwhile)?
+        if (claims::read_claim_at(folder_fd, name, again_error, &again_locked, &again) != text || again_error != 0 ||
+            again_locked || !claims::same_claim_file(file, again))
             return 0;
         if (::unlinkat(folder_fd, name, 0) == 0) return 1;
         return errno == ENOENT ? 0 : -errno;
@@ -9534,7 +9558,8 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
             if (errno != EEXIST) return answer; // read-only, no permission: no claims, as before
             int error = 0;
             bool locked = false;
-            std::string const held = impl::read_claim(path, error, &locked);
+            struct ::stat file {};
+            std::string const held = impl::read_claim(path, error, &locked, &file);
             if (error == ENOENT) continue; // released meanwhile: try again
             std::int64_t const age = impl::claim_age_ns(held, path);
             bool same_machine = false;
@@ -9558,11 +9583,15 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
                 answer.holder = pid.empty() ? "another process" : "pid " + pid + (host.empty() ? "" : " on " + host);
                 return answer;
             }
-            // Dead: removed if it is still the claim read (not one taken over meanwhile) and
-            // not locked (another's new claim may read as the dead one did: empty, say).
+            // Dead: removed if it is still the very claim read, unchanged and unlocked (not
+            // one taken over meanwhile: same_claim_file).
+            if (detail::directory_storage_impl::between_claim_reads_for_testing != nullptr)
+                detail::directory_storage_impl::between_claim_reads_for_testing(AT_FDCWD, path.c_str());
             int again_error = 0;
             bool again_locked = false;
-            if (impl::read_claim(path, again_error, &again_locked) != held || again_error != error || again_locked)
+            struct ::stat again {};
+            if (impl::read_claim(path, again_error, &again_locked, &again) != held || again_error != error ||
+                again_locked || !impl::same_claim_file(file, again))
                 continue;
             if (::unlink(path.c_str()) == 0) answer.took_over = true;
         }
@@ -11650,7 +11679,8 @@ std::error_condition detail::remote_error_category::default_error_condition(int 
 }
 
 std::error_category const& remote_category() noexcept {
-    static detail::remote_error_category const category;
+    // Never destroyed: a cache of static storage duration may meet a remote error at exit.
+    static detail::remote_error_category const& category = *new detail::remote_error_category;
     return category;
 }
 
@@ -15441,8 +15471,8 @@ inline std::chrono::nanoseconds claim_wait_bound(std::chrono::milliseconds wait_
 
 /// The keys this thread holds claims of: a nested get_or_compile of one of them (a
 /// kernel that reaches itself while compiling) compiles without waiting on itself.
-/// nullptr at exit, once the thread's objects are gone (per_thread): none is then
-/// remembered, and such a nested call waits on its own claim to its bound.
+/// nullptr at exit, once the thread's objects are gone (per_thread): no claim is then
+/// taken (claim_or_wait).
 struct claims_of_this_thread_tag;
 inline std::vector<key>* claims_of_this_thread() noexcept {
     return per_thread<std::vector<key>, claims_of_this_thread_tag>();
@@ -15529,8 +15559,11 @@ std::optional<Artifact> claim_or_wait(Storage& storage, claim_guard<Storage>& gu
         return std::nullopt;
     } else {
         if (options.scope == claim_scope::none) return std::nullopt;
-        if (auto const* mine = claims_of_this_thread())
-            if (std::find(mine->begin(), mine->end(), k) != mine->end()) return std::nullopt; // recursion in this thread
+        // At exit, once this thread's list is gone (per_thread), no claim is taken: one
+        // taken then could not be told from a nested call's, nor a remote one released.
+        auto const* mine = claims_of_this_thread();
+        if (mine == nullptr) return std::nullopt;
+        if (std::find(mine->begin(), mine->end(), k) != mine->end()) return std::nullopt; // recursion in this thread
         claim_request const request{options.scope, options.wait_max};
         std::chrono::nanoseconds const bound = claim_wait_bound(options.wait_max, last_compile_ns);
         auto const start = std::chrono::steady_clock::now();

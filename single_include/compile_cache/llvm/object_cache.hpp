@@ -564,7 +564,7 @@ struct printed_option {
 inline bool print_option_values(std::vector<::llvm::cl::Option*> const& options,
                                  std::vector<printed_option>& printed) {
 #if defined(__linux__)
-    static std::mutex walk_mutex;
+    static std::mutex& walk_mutex = *new std::mutex; // (never destroyed: a cache may key at exit)
     std::lock_guard<std::mutex> lock(walk_mutex);
     std::size_t width = 0;
     for (::llvm::cl::Option const* o : options) width = std::max(width, o->ArgStr.size());

@@ -215,6 +215,10 @@ inline thread_local char const* next_temp_suffix_for_testing = nullptr;
 /// renames it onto the entry, with the claim's path (to replace the claim in between).
 inline thread_local void (*before_claim_rename_for_testing)(char const* claim_path) = nullptr;
 
+/// For tests: called by try_claim and by a cleanup between the two reads of a claim they
+/// judged dead (`name` relative to `folder_fd`, or a path with AT_FDCWD), to replace it.
+inline thread_local void (*between_claim_reads_for_testing)(int folder_fd, char const* name) = nullptr;
+
 /// Writes a storage object held back (write_deferred) and not yet made: the latest
 /// bytes of each key, in this process only. Bounded as a cache's held identity records
 /// are (held_batch_bounds: max_keys, max_bytes, max_age_ns): the write that reaches a

@@ -67,7 +67,8 @@ public:
 } // namespace detail
 
 inline std::error_category const& http_category() noexcept {
-    static detail::http_category_impl const category;
+    // Never destroyed: a cache of static storage duration may meet an HTTP error at exit.
+    static detail::http_category_impl const& category = *new detail::http_category_impl;
     return category;
 }
 

@@ -56,7 +56,8 @@ std::error_condition detail::remote_error_category::default_error_condition(int 
 }
 
 std::error_category const& remote_category() noexcept {
-    static detail::remote_error_category const category;
+    // Never destroyed: a cache of static storage duration may meet a remote error at exit.
+    static detail::remote_error_category const& category = *new detail::remote_error_category;
     return category;
 }
 

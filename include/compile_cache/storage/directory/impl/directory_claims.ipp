@@ -59,16 +59,22 @@ inline bool claim_file_locked(int fd) noexcept {
 
 /// A claim file's text, `name` relative to the folder open at `folder_fd` (AT_FDCWD: a
 /// path): at most 1 KiB of it ("" when it cannot be opened: `error` says why). `locked`,
-/// when given, says whether its claimant holds the file locked (claim_file_locked).
-inline std::string read_claim_at(int folder_fd, char const* name, int& error, bool* locked = nullptr) {
+/// when given, says whether its claimant holds the file locked (claim_file_locked);
+/// `file`, when given, gets the file's fstat (its lstat when it cannot be opened; all zero
+/// when that fails too).
+inline std::string read_claim_at(int folder_fd, char const* name, int& error, bool* locked = nullptr,
+                                 struct ::stat* file = nullptr) {
     error = 0;
     if (locked != nullptr) *locked = false;
+    if (file != nullptr) *file = {};
     int const fd = ::openat(folder_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) {
         error = errno;
+        if (file != nullptr && ::fstatat(folder_fd, name, file, AT_SYMLINK_NOFOLLOW) != 0) *file = {};
         return {};
     }
     if (locked != nullptr) *locked = claim_file_locked(fd);
+    if (file != nullptr && ::fstat(fd, file) != 0) *file = {};
     std::string text(1024, '\0');
     std::size_t got = 0;
     while (got < text.size()) {
@@ -81,8 +87,18 @@ inline std::string read_claim_at(int folder_fd, char const* name, int& error, bo
     text.resize(got);
     return text;
 }
-inline std::string read_claim(std::string const& path, int& error, bool* locked = nullptr) {
-    return read_claim_at(AT_FDCWD, path.c_str(), error, locked);
+inline std::string read_claim(std::string const& path, int& error, bool* locked = nullptr,
+                              struct ::stat* file = nullptr) {
+    return read_claim_at(AT_FDCWD, path.c_str(), error, locked, file);
+}
+
+/// Whether a claim read again is the file read first and unchanged: the same text (the
+/// caller compares it), no lock, and the same file — device, inode and modification
+/// time, since a new claimant's file may take a removed one's inode number and, between
+/// its create and its lock, read as a dead claim did (empty, unlocked).
+inline bool same_claim_file(struct ::stat const& first, struct ::stat const& again) noexcept {
+    return first.st_ino != 0 && first.st_dev == again.st_dev && first.st_ino == again.st_ino &&
+           first.st_mtim.tv_sec == again.st_mtim.tv_sec && first.st_mtim.tv_nsec == again.st_mtim.tv_nsec;
 }
 
 inline std::int64_t now_ns() noexcept {
@@ -231,7 +247,8 @@ int remove_stale_claim(int folder_fd, char const* name) noexcept {
     try {
         int error = 0;
         bool locked = false;
-        std::string const text = claims::read_claim_at(folder_fd, name, error, &locked);
+        struct ::stat file {};
+        std::string const text = claims::read_claim_at(folder_fd, name, error, &locked, &file);
         if (error != 0) return 0; // gone meanwhile, or not ours to read (another user's, not a file): left
         if (locked) return 0;     // its claimant holds it open: alive
         std::int64_t const age = claims::claim_age_ns_at(text, folder_fd, name);
@@ -249,12 +266,13 @@ int remove_stale_claim(int folder_fd, char const* name) noexcept {
                                                                           : age > claims::claim_bound_ns(text);
         }
         if (!stale) return 0;
+        if (between_claim_reads_for_testing != nullptr) between_claim_reads_for_testing(folder_fd, name);
         int again_error = 0;
         bool again_locked = false;
-        // Still the claim judged (not one taken over meanwhile), and nobody's locked claim
-        // (another's new claim may read as the dead one did: empty, say)?
-        if (claims::read_claim_at(folder_fd, name, again_error, &again_locked) != text || again_error != 0 ||
-            again_locked)
+        struct ::stat again {};
+        // Still the very claim judged, unchanged and unlocked (not one taken over meanwhile)?
+        if (claims::read_claim_at(folder_fd, name, again_error, &again_locked, &again) != text || again_error != 0 ||
+            again_locked || !claims::same_claim_file(file, again))
             return 0;
         if (::unlinkat(folder_fd, name, 0) == 0) return 1;
         return errno == ENOENT ? 0 : -errno;
@@ -346,7 +364,8 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
             if (errno != EEXIST) return answer; // read-only, no permission: no claims, as before
             int error = 0;
             bool locked = false;
-            std::string const held = impl::read_claim(path, error, &locked);
+            struct ::stat file {};
+            std::string const held = impl::read_claim(path, error, &locked, &file);
             if (error == ENOENT) continue; // released meanwhile: try again
             std::int64_t const age = impl::claim_age_ns(held, path);
             bool same_machine = false;
@@ -370,11 +389,15 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
                 answer.holder = pid.empty() ? "another process" : "pid " + pid + (host.empty() ? "" : " on " + host);
                 return answer;
             }
-            // Dead: removed if it is still the claim read (not one taken over meanwhile) and
-            // not locked (another's new claim may read as the dead one did: empty, say).
+            // Dead: removed if it is still the very claim read, unchanged and unlocked (not
+            // one taken over meanwhile: same_claim_file).
+            if (detail::directory_storage_impl::between_claim_reads_for_testing != nullptr)
+                detail::directory_storage_impl::between_claim_reads_for_testing(AT_FDCWD, path.c_str());
             int again_error = 0;
             bool again_locked = false;
-            if (impl::read_claim(path, again_error, &again_locked) != held || again_error != error || again_locked)
+            struct ::stat again {};
+            if (impl::read_claim(path, again_error, &again_locked, &again) != held || again_error != error ||
+                again_locked || !impl::same_claim_file(file, again))
                 continue;
             if (::unlink(path.c_str()) == 0) answer.took_over = true;
         }

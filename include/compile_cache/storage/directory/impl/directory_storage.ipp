@@ -21,7 +21,9 @@ std::string detail::directory_error_category::message(int code) const {
 }
 
 std::error_category const& directory_category() noexcept {
-    static detail::directory_error_category const category;
+    // Never destroyed: a cache of static storage duration may fail a store at exit, and
+    // its error's message() is a virtual call on this object.
+    static detail::directory_error_category const& category = *new detail::directory_error_category;
     return category;
 }
 

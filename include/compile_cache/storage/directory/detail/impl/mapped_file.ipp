@@ -50,7 +50,7 @@ bool sigbus_guard_ready() noexcept {
     mapping_registry& r = the_mapping_registry();
     int state = r.state.load(std::memory_order_acquire);
     if (state == 0) {
-        static std::mutex install;
+        static std::mutex& install = *new std::mutex; // (never destroyed: a cache may read at exit)
         std::lock_guard<std::mutex> const lock(install);
         state = r.state.load(std::memory_order_acquire);
         if (state == 0) {
