@@ -916,6 +916,7 @@ TEST_CASE("single flight: two processes whose kernels call each other (each wait
     CHECK(b.wait() == 0);
     CHECK(sf_claims_under(dir.path()).empty());
 }
+
 TEST_CASE("single flight: a host object destroyed at exit that compiles through a cache of static storage duration "
           "stores its entry and leaves no claim (fresh process)",
           "[single-flight][processes]") {

@@ -4251,6 +4251,133 @@ std::string storage_settings::untrusted_remote_reason() const { return detail::u
 // and who this process is in a claim; storage/concept.hpp detects the members and
 // single_flight.hpp drives them.
 
+// ---- begin compile_cache/detail/posix_io.hpp
+// compile_cache: the POSIX reading the library does in more than one place: a call
+// retried through interruptions, and a bounded read of a whole file.
+
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+namespace compile_cache::detail {
+
+/// Calls `call()` again while it fails with EINTR (a negative result and errno EINTR);
+/// returns its first other result. Bounded: a signal does not arrive forever.
+template <class Call>
+auto retry_on_eintr(Call&& call) noexcept(noexcept(call())) -> decltype(call()) {
+    for (;;) {
+        auto const r = call();
+        if (!(r < 0 && errno == EINTR)) return r;
+    }
+}
+
+/// Opens `path` (relative to `dir_fd`; AT_FDCWD for the working directory) to read it:
+/// without following a final symlink (ELOOP) and without blocking on a FIFO planted
+/// there (O_NONBLOCK has no effect on a regular file). A descriptor, or -1 and errno.
+inline int open_no_follow(int dir_fd, char const* path) noexcept {
+    return retry_on_eintr([&] { return ::openat(dir_fd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK); });
+}
+
+/// Reads up to n bytes into p, through partial reads and interruptions: the number read
+/// (fewer at the end of the file), or -1 and errno.
+COMPILE_CACHE_DECL ssize_t read_up_to(int fd, char* p, std::size_t n) noexcept;
+
+/// Owns a file descriptor: closed when it goes out of scope.
+struct file_descriptor {
+    int fd = -1;
+    file_descriptor() noexcept = default;
+    explicit file_descriptor(int descriptor) noexcept : fd(descriptor) {}
+    file_descriptor(file_descriptor const&) = delete;
+    file_descriptor& operator=(file_descriptor const&) = delete;
+    ~file_descriptor() {
+        if (fd >= 0) ::close(fd);
+    }
+    explicit operator bool() const noexcept { return fd >= 0; }
+};
+
+enum class file_read_status {
+    read,        ///< `out` holds the file (shorter than its size if it shrank meanwhile)
+    not_regular, ///< a directory, FIFO, device...: nothing read
+    too_large,   ///< over the bound: nothing read
+    error,       ///< fstat or read failed (errno set)
+};
+
+/// fstat of the file open at `fd` into `st`, and whether it is a regular file of at
+/// most `max` bytes (`read`: it may be read).
+COMPILE_CACHE_DECL file_read_status stat_regular_file(int fd, std::uint64_t max, struct stat& st) noexcept;
+
+/// Reads the `size` bytes stat_regular_file allowed into `out` (fewer if the file
+/// shrank meanwhile). `out`'s old bytes are overwritten, not cleared first, so that
+/// reusing a buffer skips zero-filling it. False (errno set, `out` empty) on an error.
+COMPILE_CACHE_DECL bool read_file_bytes(int fd, std::string& out, std::size_t size);
+
+/// The whole regular file open at `fd`, at most `max` bytes, into `out` (empty unless
+/// `read`); `st` is its fstat, for the caller's own use.
+COMPILE_CACHE_DECL file_read_status read_regular_file(int fd, std::string& out, std::uint64_t max, struct stat& st);
+
+} // namespace compile_cache::detail
+
+// ---- begin compile_cache/detail/impl/posix_io.ipp
+// compile_cache: the definitions of detail/posix_io.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+namespace compile_cache::detail {
+
+ssize_t read_up_to(int fd, char* p, std::size_t n) noexcept {
+    std::size_t got = 0;
+    while (got < n) {
+        ssize_t const r = retry_on_eintr([&] { return ::read(fd, p + got, n - got); });
+        if (r < 0) return -1;
+        if (r == 0) break;
+        got += static_cast<std::size_t>(r);
+    }
+    return static_cast<ssize_t>(got);
+}
+
+file_read_status stat_regular_file(int fd, std::uint64_t max, struct stat& st) noexcept {
+    if (::fstat(fd, &st) != 0) return file_read_status::error;
+    if (!S_ISREG(st.st_mode)) return file_read_status::not_regular;
+    if (st.st_size < 0) {
+        errno = EIO;
+        return file_read_status::error;
+    }
+    return static_cast<std::uint64_t>(st.st_size) > max ? file_read_status::too_large : file_read_status::read;
+}
+
+bool read_file_bytes(int fd, std::string& out, std::size_t size) {
+    out.resize(size);
+    ssize_t const got = read_up_to(fd, &out[0], size);
+    if (got < 0) {
+        int const e = errno;
+        out.clear();
+        errno = e;
+        return false;
+    }
+    out.resize(static_cast<std::size_t>(got));
+    return true;
+}
+
+file_read_status read_regular_file(int fd, std::string& out, std::uint64_t max, struct stat& st) {
+    file_read_status const status = stat_regular_file(fd, max, st);
+    if (status == file_read_status::read && read_file_bytes(fd, out, static_cast<std::size_t>(st.st_size)))
+        return status;
+    out.clear();
+    return status == file_read_status::read ? file_read_status::error : status;
+}
+
+} // namespace compile_cache::detail
+
+#endif // COMPILE_CACHE_INCLUDE_IMPL
+// ---- end compile_cache/detail/impl/posix_io.ipp
+// ---- end compile_cache/detail/posix_io.hpp
 
 #include <chrono>
 #include <cstdint>
@@ -4349,15 +4476,9 @@ inline std::string first_line_under_proc(std::string const& name) {
     ::close(proc);
     if (fd < 0) return {};
     std::string text(1024, '\0');
-    std::size_t got = 0;
-    while (got < text.size()) {
-        ssize_t const n = ::read(fd, &text[got], text.size() - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        got += static_cast<std::size_t>(n);
-    }
+    ssize_t const got = read_up_to(fd, &text[0], text.size());
     ::close(fd);
-    text.resize(got);
+    text.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
     return text.substr(0, text.find('\n'));
 }
 /// Field 22 of /proc/PID/stat (0: this process's): the process's start time in clock
@@ -5171,133 +5292,6 @@ concept Storage = detail::is_storage<S>::value;
 //   DIR/ab/<hex key>.claim a miss's claim (single flight): a compile in progress, or left by a killed one
 
 
-// ---- begin compile_cache/detail/posix_io.hpp
-// compile_cache: the POSIX reading the library does in more than one place: a call
-// retried through interruptions, and a bounded read of a whole file.
-
-
-#include <cerrno>
-#include <cstddef>
-#include <cstdint>
-#include <string>
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <sys/types.h>
-#include <unistd.h>
-
-namespace compile_cache::detail {
-
-/// Calls `call()` again while it fails with EINTR (a negative result and errno EINTR);
-/// returns its first other result. Bounded: a signal does not arrive forever.
-template <class Call>
-auto retry_on_eintr(Call&& call) noexcept(noexcept(call())) -> decltype(call()) {
-    for (;;) {
-        auto const r = call();
-        if (!(r < 0 && errno == EINTR)) return r;
-    }
-}
-
-/// Opens `path` (relative to `dir_fd`; AT_FDCWD for the working directory) to read it:
-/// without following a final symlink (ELOOP) and without blocking on a FIFO planted
-/// there (O_NONBLOCK has no effect on a regular file). A descriptor, or -1 and errno.
-inline int open_no_follow(int dir_fd, char const* path) noexcept {
-    return retry_on_eintr([&] { return ::openat(dir_fd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK); });
-}
-
-/// Reads up to n bytes into p, through partial reads and interruptions: the number read
-/// (fewer at the end of the file), or -1 and errno.
-COMPILE_CACHE_DECL ssize_t read_up_to(int fd, char* p, std::size_t n) noexcept;
-
-/// Owns a file descriptor: closed when it goes out of scope.
-struct file_descriptor {
-    int fd = -1;
-    file_descriptor() noexcept = default;
-    explicit file_descriptor(int descriptor) noexcept : fd(descriptor) {}
-    file_descriptor(file_descriptor const&) = delete;
-    file_descriptor& operator=(file_descriptor const&) = delete;
-    ~file_descriptor() {
-        if (fd >= 0) ::close(fd);
-    }
-    explicit operator bool() const noexcept { return fd >= 0; }
-};
-
-enum class file_read_status {
-    read,        ///< `out` holds the file (shorter than its size if it shrank meanwhile)
-    not_regular, ///< a directory, FIFO, device...: nothing read
-    too_large,   ///< over the bound: nothing read
-    error,       ///< fstat or read failed (errno set)
-};
-
-/// fstat of the file open at `fd` into `st`, and whether it is a regular file of at
-/// most `max` bytes (`read`: it may be read).
-COMPILE_CACHE_DECL file_read_status stat_regular_file(int fd, std::uint64_t max, struct stat& st) noexcept;
-
-/// Reads the `size` bytes stat_regular_file allowed into `out` (fewer if the file
-/// shrank meanwhile). `out`'s old bytes are overwritten, not cleared first, so that
-/// reusing a buffer skips zero-filling it. False (errno set, `out` empty) on an error.
-COMPILE_CACHE_DECL bool read_file_bytes(int fd, std::string& out, std::size_t size);
-
-/// The whole regular file open at `fd`, at most `max` bytes, into `out` (empty unless
-/// `read`); `st` is its fstat, for the caller's own use.
-COMPILE_CACHE_DECL file_read_status read_regular_file(int fd, std::string& out, std::uint64_t max, struct stat& st);
-
-} // namespace compile_cache::detail
-
-// ---- begin compile_cache/detail/impl/posix_io.ipp
-// compile_cache: the definitions of detail/posix_io.hpp's non-template functions; included by it alone
-// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
-#if COMPILE_CACHE_INCLUDE_IMPL
-
-namespace compile_cache::detail {
-
-ssize_t read_up_to(int fd, char* p, std::size_t n) noexcept {
-    std::size_t got = 0;
-    while (got < n) {
-        ssize_t const r = retry_on_eintr([&] { return ::read(fd, p + got, n - got); });
-        if (r < 0) return -1;
-        if (r == 0) break;
-        got += static_cast<std::size_t>(r);
-    }
-    return static_cast<ssize_t>(got);
-}
-
-file_read_status stat_regular_file(int fd, std::uint64_t max, struct stat& st) noexcept {
-    if (::fstat(fd, &st) != 0) return file_read_status::error;
-    if (!S_ISREG(st.st_mode)) return file_read_status::not_regular;
-    if (st.st_size < 0) {
-        errno = EIO;
-        return file_read_status::error;
-    }
-    return static_cast<std::uint64_t>(st.st_size) > max ? file_read_status::too_large : file_read_status::read;
-}
-
-bool read_file_bytes(int fd, std::string& out, std::size_t size) {
-    out.resize(size);
-    ssize_t const got = read_up_to(fd, &out[0], size);
-    if (got < 0) {
-        int const e = errno;
-        out.clear();
-        errno = e;
-        return false;
-    }
-    out.resize(static_cast<std::size_t>(got));
-    return true;
-}
-
-file_read_status read_regular_file(int fd, std::string& out, std::uint64_t max, struct stat& st) {
-    file_read_status const status = stat_regular_file(fd, max, st);
-    if (status == file_read_status::read && read_file_bytes(fd, out, static_cast<std::size_t>(st.st_size)))
-        return status;
-    out.clear();
-    return status == file_read_status::read ? file_read_status::error : status;
-}
-
-} // namespace compile_cache::detail
-
-#endif // COMPILE_CACHE_INCLUDE_IMPL
-// ---- end compile_cache/detail/impl/posix_io.ipp
-// ---- end compile_cache/detail/posix_io.hpp
 // ---- begin compile_cache/storage/directory/detail/directory_counters.hpp
 // compile_cache: the cumulative counters a cache directory keeps for its hosts, so
 // that `compile-cache stats DIR` can say what every process that used it did.
@@ -9270,15 +9264,10 @@ inline std::string read_claim_at(int folder_fd, char const* name, int& error, bo
     if (locked != nullptr) *locked = claim_file_locked(fd);
     if (file != nullptr && ::fstat(fd, file) != 0) *file = {};
     std::string text(1024, '\0');
-    std::size_t got = 0;
-    while (got < text.size()) {
-        ssize_t const n = ::read(fd, &text[got], text.size() - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        got += static_cast<std::size_t>(n);
-    }
+    ssize_t const got = read_up_to(fd, &text[0], text.size());
+    if (got < 0) error = errno; // (a claim that cannot be read is never judged empty)
     ::close(fd);
-    text.resize(got);
+    text.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
     return text;
 }
 inline std::string read_claim(std::string const& path, int& error, bool* locked = nullptr,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <compile_cache/detail/config.hpp>
+#include <compile_cache/detail/posix_io.hpp>
 
 #include <chrono>
 #include <cstdint>

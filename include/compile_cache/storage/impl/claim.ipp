@@ -36,15 +36,9 @@ inline std::string first_line_under_proc(std::string const& name) {
     ::close(proc);
     if (fd < 0) return {};
     std::string text(1024, '\0');
-    std::size_t got = 0;
-    while (got < text.size()) {
-        ssize_t const n = ::read(fd, &text[got], text.size() - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        got += static_cast<std::size_t>(n);
-    }
+    ssize_t const got = read_up_to(fd, &text[0], text.size());
     ::close(fd);
-    text.resize(got);
+    text.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
     return text.substr(0, text.find('\n'));
 }
 /// Field 22 of /proc/PID/stat (0: this process's): the process's start time in clock

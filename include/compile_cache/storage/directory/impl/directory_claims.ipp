@@ -76,15 +76,10 @@ inline std::string read_claim_at(int folder_fd, char const* name, int& error, bo
     if (locked != nullptr) *locked = claim_file_locked(fd);
     if (file != nullptr && ::fstat(fd, file) != 0) *file = {};
     std::string text(1024, '\0');
-    std::size_t got = 0;
-    while (got < text.size()) {
-        ssize_t const n = ::read(fd, &text[got], text.size() - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        got += static_cast<std::size_t>(n);
-    }
+    ssize_t const got = read_up_to(fd, &text[0], text.size());
+    if (got < 0) error = errno; // (a claim that cannot be read is never judged empty)
     ::close(fd);
-    text.resize(got);
+    text.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
     return text;
 }
 inline std::string read_claim(std::string const& path, int& error, bool* locked = nullptr,
