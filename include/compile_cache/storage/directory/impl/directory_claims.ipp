@@ -96,6 +96,20 @@ inline bool same_claim_file(struct ::stat const& first, struct ::stat const& aga
            first.st_mtim.tv_sec == again.st_mtim.tv_sec && first.st_mtim.tv_nsec == again.st_mtim.tv_nsec;
 }
 
+/// Whether the claim judged dead (its first read: `text`, `error`, `file`) is still there
+/// unchanged when read again just before its unlink: the same text and read error, no
+/// lock, the very same file (same_claim_file). What a take-over and a cleanup both ask.
+inline bool dead_claim_unchanged(int folder_fd, char const* name, std::string const& text, int error,
+                                 struct ::stat const& file) {
+    if (directory_storage_impl::between_claim_reads_for_testing != nullptr)
+        directory_storage_impl::between_claim_reads_for_testing(folder_fd, name);
+    int again_error = 0;
+    bool again_locked = false;
+    struct ::stat again {};
+    return read_claim_at(folder_fd, name, again_error, &again_locked, &again) == text && again_error == error &&
+           !again_locked && same_claim_file(file, again);
+}
+
 inline std::int64_t now_ns() noexcept {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
         .count();
@@ -261,14 +275,8 @@ int remove_stale_claim(int folder_fd, char const* name) noexcept {
                                                                           : age > claims::claim_bound_ns(text);
         }
         if (!stale) return 0;
-        if (between_claim_reads_for_testing != nullptr) between_claim_reads_for_testing(folder_fd, name);
-        int again_error = 0;
-        bool again_locked = false;
-        struct ::stat again {};
         // Still the very claim judged, unchanged and unlocked (not one taken over meanwhile)?
-        if (claims::read_claim_at(folder_fd, name, again_error, &again_locked, &again) != text || again_error != 0 ||
-            again_locked || !claims::same_claim_file(file, again))
-            return 0;
+        if (!claims::dead_claim_unchanged(folder_fd, name, text, 0, file)) return 0;
         if (::unlinkat(folder_fd, name, 0) == 0) return 1;
         return errno == ENOENT ? 0 : -errno;
     } catch (...) {
@@ -386,14 +394,7 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
             }
             // Dead: removed if it is still the very claim read, unchanged and unlocked (not
             // one taken over meanwhile: same_claim_file).
-            if (detail::directory_storage_impl::between_claim_reads_for_testing != nullptr)
-                detail::directory_storage_impl::between_claim_reads_for_testing(AT_FDCWD, path.c_str());
-            int again_error = 0;
-            bool again_locked = false;
-            struct ::stat again {};
-            if (impl::read_claim(path, again_error, &again_locked, &again) != held || again_error != error ||
-                again_locked || !impl::same_claim_file(file, again))
-                continue;
+            if (!impl::dead_claim_unchanged(AT_FDCWD, path.c_str(), held, error, file)) continue;
             if (::unlink(path.c_str()) == 0) answer.took_over = true;
         }
         answer.state = claim_state::held;
