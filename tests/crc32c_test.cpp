@@ -70,7 +70,8 @@ TEST_CASE("crc32c gives the published check values", "[crc32c]") {
 
 TEST_CASE("crc32c matches the bit-at-a-time definition at every length and alignment", "[crc32c]") {
     // Long enough for every path of the hardware code: the three-stream blocks of
-    // 3 x 4096 and 3 x 256 bytes, the 8-byte words and the bytes left over.
+    // 3 x 4096 and 3 x 256 bytes, the 8-byte words and the bytes left over; the AVX-512
+    // code's first 256 bytes, its 256-byte folds (from 512 bytes), and its tail.
     auto const data = random_bytes(3 * 4096 * 2 + 3 * 256 + 64, 7);
     std::vector<std::size_t> lengths;
     for (std::size_t n = 0; n <= 1100; ++n) lengths.push_back(n);
@@ -144,6 +145,10 @@ TEST_CASE("crc32c finds the CPU's CRC instructions where the kernel reports them
     if (!flags.empty())
         CHECK(compile_cache::crc32c_implementation_available(crc32c_backend::x86_sse42) ==
               (contains(flags, "sse4_2") && contains(flags, "pclmulqdq")));
+    if (!flags.empty()) // the kernel lists avx512f only where it saves the AVX-512 state
+        CHECK(compile_cache::crc32c_implementation_available(crc32c_backend::x86_avx512) ==
+              (contains(flags, "sse4_2") && contains(flags, "pclmulqdq") && contains(flags, "avx512f") &&
+               contains(flags, "vpclmulqdq")));
 #endif
 #if COMPILE_CACHE_HAS_CRC32C_ARM && defined(__linux__) && !defined(__ARM_FEATURE_CRC32)
     auto const features = cpuinfo_words("Features");

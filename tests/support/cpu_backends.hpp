@@ -33,7 +33,7 @@ struct cpu_dispatch<compile_cache::sha256_backend> {
 template <>
 struct cpu_dispatch<compile_cache::crc32c_backend> {
     using backend = compile_cache::crc32c_backend;
-    static constexpr backend all[] = {backend::portable, backend::x86_sse42, backend::arm_crc};
+    static constexpr backend all[] = {backend::portable, backend::x86_sse42, backend::arm_crc, backend::x86_avx512};
     static bool available(backend b) { return compile_cache::crc32c_implementation_available(b); }
     static backend current() { return compile_cache::crc32c_implementation(); }
     static bool set(backend b) { return compile_cache::set_crc32c_implementation(b); }
