@@ -668,6 +668,61 @@ TEST_CASE("clear() and prune() by a user who cannot remove the entries count wha
     CHECK(out == "prune: removed=0 not_removed=" + expected + "; clear: removed=0 not_removed=" + expected);
 }
 
+TEST_CASE("prune() by a user who cannot remove some of the oldest entries evicts the next oldest in their place",
+          "[storage][processes][disk]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    constexpr std::uint32_t count = 40;
+    std::vector<fs::path> paths;
+    {
+        cc::directory_storage owner(root.string());
+        for (std::uint32_t id = 0; id < count; ++id) { // id 0 the least recently used
+            REQUIRE(!owner.write(key_of(id).value(), "an entry"));
+            paths.emplace_back(owner.entry_path(key_of(id).value()));
+            set_times_ago(paths.back(), 100000 - static_cast<int>(id));
+        }
+    }
+    // The oldest entry's folder cannot be written by the user who prunes (as root: user
+    // nobody; otherwise mode 0555); every other folder can.
+    fs::path const stuck_folder = paths[0].parent_path();
+    fs::permissions(dir.path(), fs::perms(0711));
+    fs::permissions(root, fs::perms(0755));
+    for (auto const& e : fs::directory_iterator(root))
+        if (e.is_directory()) fs::permissions(e.path(), fs::perms(running_as_root() ? 0777 : 0700));
+    fs::permissions(stuck_folder, fs::perms(running_as_root() ? 0755 : 0555));
+    // A limit with room for 20 of the 40 (4 KiB each): prune() keeps 90% of it, 18.
+    std::string const out = run_in_child([&] {
+        if (running_as_root() && !drop_root()) return std::string("cannot drop root");
+        cc::directory_options limited;
+        limited.max_size = 20 * 4096;
+        cc::directory_storage s(root.string(), limited);
+        auto const r = s.prune();
+        return "removed=" + std::to_string(r.removed) + " not_removed=" + std::to_string(r.not_removed) +
+               " entries=" + std::to_string(r.entries);
+    });
+    for (auto const& e : fs::directory_iterator(root))
+        if (e.is_directory()) fs::permissions(e.path(), fs::perms(0700));
+    INFO(out);
+    // What must be left: every entry of the stuck folder, and the newest of the others
+    // up to 18 in all; what could not go was made up for by the next oldest.
+    std::vector<bool> stuck(count), left(count);
+    std::uint32_t removable_left = 18;
+    for (std::uint32_t id = 0; id < count; ++id) stuck[id] = paths[id].parent_path() == stuck_folder;
+    for (std::uint32_t id = 0; id < count; ++id) removable_left -= stuck[id] ? 1 : 0;
+    std::uint32_t tried_stuck = 0, first_kept = count;
+    for (std::uint32_t id = count; id-- > 0;)
+        if (!stuck[id] && removable_left > 0) {
+            --removable_left;
+            first_kept = id;
+        }
+    for (std::uint32_t id = 0; id < first_kept; ++id) tried_stuck += stuck[id] ? 1 : 0;
+    CHECK(out == "removed=22 not_removed=" + std::to_string(tried_stuck) + " entries=18");
+    for (std::uint32_t id = 0; id < count; ++id) {
+        INFO("entry " << id);
+        CHECK(fs::exists(paths[id]) == (stuck[id] || id >= first_kept));
+    }
+}
+
 TEST_CASE("a file where the cache directory should be: counted failures, one diagnostic",
           "[storage][processes][disk]") {
     temp_dir dir;

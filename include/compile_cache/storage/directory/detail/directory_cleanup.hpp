@@ -14,8 +14,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -325,6 +327,50 @@ inline constexpr cleanup_budget store_cleanup_budget{32 * ledger_batch_stores, 2
 inline constexpr cleanup_budget whole_cleanup_budget{std::numeric_limits<std::size_t>::max(),
                                                      std::numeric_limits<std::size_t>::max(), true};
 
+/// The entry names a whole cleanup keeps: each in binary (an entry's name is an even
+/// number of lower-case hex digits, is_entry_name), without its first byte (its
+/// folder's), in blocks of 1 MiB that never move — a million names cost no copy as they
+/// grow, and half the memory of their text.
+class entry_name_blocks {
+public:
+    /// Keeps `hex` (an entry's name, at most 128 digits); its place, for `get`.
+    std::uint32_t add(std::string_view hex) {
+        std::size_t const size = hex.size() / 2 - 1;
+        if (blocks_.empty() || used_ + size > block_size) {
+            std::unique_ptr<unsigned char[]> block(new unsigned char[block_size]); // (not zeroed: written first)
+            blocks_.push_back(std::move(block));
+            used_ = 0;
+        }
+        unsigned char* const out = blocks_.back().get() + used_;
+        for (std::size_t i = 0; i < size; ++i)
+            out[i] = static_cast<unsigned char>(digit(hex[2 + 2 * i]) << 4 | digit(hex[3 + 2 * i]));
+        auto const at = static_cast<std::uint32_t>((blocks_.size() - 1) * block_size + used_);
+        used_ += size;
+        return at;
+    }
+    /// The name of `hex_size` digits kept at `at` in fan-out folder `folder`, into `out`.
+    void get(std::uint32_t at, std::size_t hex_size, char const* folder, std::string& out) const {
+        static constexpr char digits[] = "0123456789abcdef";
+        unsigned char const* const in = blocks_[at / block_size].get() + at % block_size;
+        out.assign(folder, 2);
+        for (std::size_t i = 0; i + 1 < hex_size / 2; ++i) {
+            out += digits[in[i] >> 4];
+            out += digits[in[i] & 0xf];
+        }
+    }
+    void clear() noexcept {
+        blocks_.clear();
+        blocks_.shrink_to_fit();
+        used_ = 0;
+    }
+
+private:
+    static constexpr std::size_t block_size = std::size_t{1} << 20;
+    static unsigned digit(char c) noexcept { return c <= '9' ? static_cast<unsigned>(c - '0') : static_cast<unsigned>(c - 'a' + 10); }
+    std::vector<std::unique_ptr<unsigned char[]>> blocks_;
+    std::size_t used_ = 0;
+};
+
 /// A process's cleanup in progress. A cleanup is a survey — every folder counted,
 /// every entry's use time and size noted — then eviction of the oldest entries until
 /// the total is under 90% of the limit.
@@ -342,7 +388,8 @@ inline constexpr cleanup_budget whole_cleanup_budget{std::numeric_limits<std::si
 ///   them with no survey. With the limit hit continuously, a store's cleanup is then
 ///   one sweep over and over, each entry stat-ed once a pass.
 struct cleanup_state {
-    /// An entry seen by a whole cleanup's survey; its name is in `names` at `name_at`.
+    /// An entry seen by a whole cleanup's survey; its name is in `names` at `name_at`,
+    /// `name_size` hex digits.
     struct record {
         std::int64_t mtime;
         std::uint64_t bytes;
@@ -359,7 +406,7 @@ struct cleanup_state {
     std::int64_t started_s = 0;
     bool keep_names = false;
     std::vector<record> records;
-    std::string names;
+    entry_name_blocks names;
     std::vector<std::pair<std::int64_t, std::uint64_t>> samples;
     std::vector<std::pair<std::int64_t, std::uint64_t>> swept; ///< the entries the sweep in progress kept
     bool warm = false; ///< `samples` are those of the last whole sweep, made at `started_s`
@@ -372,7 +419,7 @@ struct cleanup_state {
 
     /// Past this many entries a whole cleanup keeps (use time, size) pairs only, as a
     /// store's does, and sweeps (a second stat of each entry) instead of naming: 4 M
-    /// names take about 350 MB.
+    /// records and names take about 220 MB.
     static constexpr std::size_t max_named_records = std::size_t{1} << 22;
 
     COMPILE_CACHE_DECL void reset() noexcept;
