@@ -1,7 +1,8 @@
 // directory_storage's cleanup of claim files (single flight, storage/directory/
 // directory_claims.hpp): a claim left by a claimant killed with SIGKILL (a fresh process,
 // tests/helpers/single_flight_helper.cpp), by a process that is gone, by another machine
-// past its bound, or left empty, goes with prune() and clear(); a live claim stays.
+// past its bound, or left empty, goes with prune() and clear(); a live claim stays; and a
+// waiter judges a claim by the same rules, with its own bound.
 #include "catch2_compat.hpp"
 #include "support/posix.hpp"
 #include "support/process.hpp"
@@ -15,9 +16,11 @@
 #include <csignal>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fcntl.h>
+#include <grp.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -106,6 +109,13 @@ dc_claims dc_plant(cc::directory_storage& s) {
     c.goes.push_back(path_of("empty"));
     std::sort(c.stays.begin(), c.stays.end());
     return c;
+}
+
+/// In a forked child: gives up root for user and group nobody (nothing to do for another
+/// user), so that permission bits hold for it as for any user.
+bool dc_drop_root() {
+    if (::geteuid() != 0) return true;
+    return ::setgroups(0, nullptr) == 0 && ::setgid(65534) == 0 && ::setuid(65534) == 0 && ::geteuid() == 65534;
 }
 
 } // namespace
@@ -220,4 +230,107 @@ TEST_CASE("directory claims: one of this machine that names no pid is judged by 
     std::vector<std::string> stays{path_of("link"), path_of("no-pid-fresh")};
     std::sort(stays.begin(), stays.end());
     CHECK(dc_claims_under(dir.path()) == stays);
+}
+
+TEST_CASE("directory claims: a waiter judges a claim as a cleanup does, but by its own bound: one of this machine "
+          "that names no pid is taken over past it, an empty one only after 1 s, one it cannot read never",
+          "[single-flight][directory]") {
+    temp_dir dir;
+    cc::directory_storage s((dir.path() / "cache").string());
+    auto path_of = [&](char const* name) { return s.entry_path(dc_key(name)) + ".claim"; };
+    auto const waiting = [](long long ms) {
+        return cc::claim_request{cc::claim_scope::local, std::chrono::milliseconds(ms)};
+    };
+    std::string const mine = cc::detail::claim_owner();
+    std::string const no_pid =
+        "boot=" + cc::detail::claim_field(mine, "boot") + " host=" + cc::detail::claim_field(mine, "host");
+    long long const now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
+    // Of this machine, naming no pid (its owner cannot be asked), 2 minutes old, recording a
+    // bound of 10: a cleanup keeps it; a waiter whose bound is 1 minute takes it over (it
+    // used to wait on it for ever, each miss its whole bound), one whose bound is 10 waits.
+    REQUIRE(s.try_claim(dc_key("no-pid"), {}).state == cc::claim_state::claimed);
+    write_file(path_of("no-pid"),
+               no_pid + " created_ns=" + std::to_string(now_ns - 120'000'000'000LL) + " expiry_ms=600000\n");
+    REQUIRE(drop_locks_on(path_of("no-pid")));
+    CHECK(s.prune().claim_files_removed == 0);
+    CHECK(s.try_claim(dc_key("no-pid"), waiting(600000)).state == cc::claim_state::held);
+    cc::claim_answer const past = s.try_claim(dc_key("no-pid"), waiting(60000));
+    CHECK(past.state == cc::claim_state::claimed);
+    CHECK(past.took_over);
+    CHECK(cc::detail::claim_field(read_file(path_of("no-pid")), "pid") == std::to_string(::getpid()));
+    s.release_claim(dc_key("no-pid"));
+
+    // Empty (its writer between the create and the write): alive for 1 s by its file's time,
+    // whatever the waiter's bound (a waiter whose bound, 5 ms, had passed took it over).
+    REQUIRE(s.try_claim(dc_key("empty"), {}).state == cc::claim_state::claimed);
+    write_file(path_of("empty"), "");
+    REQUIRE(drop_locks_on(path_of("empty")));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    cc::claim_answer const young = s.try_claim(dc_key("empty"), waiting(5));
+    CHECK(young.state == cc::claim_state::held);
+    CHECK_FALSE(young.took_over);
+    CHECK(read_file(path_of("empty")).empty());
+    set_times_ago(path_of("empty"), 5); // (its writer died before writing)
+    cc::claim_answer const old = s.try_claim(dc_key("empty"), waiting(60000));
+    CHECK(old.state == cc::claim_state::claimed);
+    CHECK(old.took_over);
+    s.release_claim(dc_key("empty"));
+
+    // One that cannot be read (here a symbolic link with a claim's name; another user's, or
+    // a read failing here, is as unknown: its lock and owner cannot be asked) is never
+    // judged dead, however old: a waiter waits its bound, as a cleanup leaves it (a waiter
+    // used to remove it once older than its bound).
+    REQUIRE(s.try_claim(dc_key("link"), {}).state == cc::claim_state::claimed);
+    REQUIRE(::unlink(path_of("link").c_str()) == 0);
+    REQUIRE(::symlink("/nonexistent", path_of("link").c_str()) == 0);
+    set_times_ago(path_of("link"), 3600);
+    cc::claim_answer const unreadable = s.try_claim(dc_key("link"), waiting(5));
+    CHECK(unreadable.state == cc::claim_state::held);
+    CHECK_FALSE(unreadable.took_over);
+    struct ::stat st {};
+    CHECK((::lstat(path_of("link").c_str(), &st) == 0 && S_ISLNK(st.st_mode)));
+    CHECK(s.prune().claim_files_removed == 0);
+    s.release_claim(dc_key("link"));
+    CHECK(dc_claims_under(dir.path()) == std::vector<std::string>{path_of("link")});
+}
+
+TEST_CASE("directory claims: a live claimant's claim that a waiter cannot read is not taken over, however old "
+          "(another process)",
+          "[single-flight][directory][processes]") {
+    temp_dir dir;
+    fs::path const cache = dir.path() / "cache";
+    cc::directory_storage s(cache.string());
+    cc::key const k = dc_key("unreadable");
+    std::string const claim = s.entry_path(k) + ".claim";
+    // This process claims (alive, the file held open and locked), then its claim file is
+    // made unreadable to others and an hour old by its file's time.
+    REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed);
+    std::string const folder = fs::path(claim).parent_path().string();
+    // (The waiter may search the directories and write the folder: what it removes is
+    // up to its judgement alone.)
+    for (fs::path const& d : {dir.path(), cache}) REQUIRE(::chmod(d.c_str(), 0755) == 0);
+    REQUIRE(::chmod(folder.c_str(), 0777) == 0);
+    REQUIRE(::chmod(claim.c_str(), 0) == 0);
+    set_times_ago(claim, 3600);
+    struct ::stat before {};
+    REQUIRE(::lstat(claim.c_str(), &before) == 0);
+    // A waiter in another process (as another user when this one is root), whose bound
+    // (5 ms) is long past: it cannot open the claim, so neither its lock nor its owner can
+    // be asked. It waits; it used to take the claim over.
+    std::string const got = compile_cache_test::run_in_child([&]() -> std::string {
+        if (!dc_drop_root()) return "cannot drop root";
+        cc::directory_storage waiter(cache.string());
+        cc::claim_answer const a = waiter.try_claim(k, {cc::claim_scope::local, std::chrono::milliseconds(5)});
+        if (a.state == cc::claim_state::claimed) waiter.release_claim(k);
+        return "state=" + std::to_string(static_cast<int>(a.state)) + " took-over=" + std::to_string(a.took_over);
+    });
+    CHECK(got == "state=" + std::to_string(static_cast<int>(cc::claim_state::held)) + " took-over=0");
+    struct ::stat after {};
+    REQUIRE(::lstat(claim.c_str(), &after) == 0);
+    CHECK(after.st_ino == before.st_ino); // still this process's claim file
+    REQUIRE(::chmod(claim.c_str(), 0600) == 0);
+    s.release_claim(k);
+    CHECK(dc_claims_under(cache).empty());
 }

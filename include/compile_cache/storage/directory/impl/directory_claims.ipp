@@ -132,9 +132,6 @@ inline std::int64_t claim_age_ns_at(std::string const& text, int folder_fd, char
     if (::fstatat(folder_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return 0;
     return now_ns() - (static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec);
 }
-inline std::int64_t claim_age_ns(std::string const& text, std::string const& path) {
-    return claim_age_ns_at(text, AT_FDCWD, path.c_str());
-}
 
 /// The bound a claim file records (`expiry_ms=`, its request's expiry), in ns; an hour
 /// for one that records none.
@@ -237,6 +234,30 @@ inline bool claim_becoming_entry(std::string const& text) noexcept {
     return false;
 }
 
+/// The one judge of a claim file's claimant, for a waiter (try_claim) and a cleanup
+/// (remove_stale_claim) alike: whether it is alive, from one read_claim_at of the file
+/// `name` (relative to the folder open at `folder_fd`; AT_FDCWD: a path) — its `text`,
+/// the read's `error`, whether it was `locked`. Alive: locked by its claimant; or not
+/// readable (its lock and owner cannot be asked: never judged dead); or empty, or an
+/// entry being written into it (claim_becoming_entry), while the file's time is within
+/// claim_being_written_ns; or its owner, of this machine and boot and naming its pid, is
+/// alive (claim_owner_alive: however old); or its owner cannot be asked (another
+/// machine's, one naming no pid) and its age (claim_age_ns_at) is at most `bound_ns`,
+/// the caller's bound for those. Dead otherwise. The callers differ only in that bound.
+inline bool claim_is_alive(std::string const& text, int error, bool locked, int folder_fd, char const* name,
+                           std::int64_t bound_ns) {
+    if (locked) return true; // held open by its claimant, whatever its text and age say
+    if (error != 0) return true;
+    // Empty (its writer between the create and the write), or its owner writing the entry
+    // into it: by the file's time, which that write sets.
+    if (text.empty() || claim_becoming_entry(text))
+        return claim_age_ns_at(std::string(), folder_fd, name) <= claim_being_written_ns;
+    bool same_machine = false;
+    bool const alive = claim_owner_alive(text, same_machine);
+    if (same_machine && claim_number(text, "pid") > 0) return alive;
+    return claim_age_ns_at(text, folder_fd, name) <= bound_ns;
+}
+
 /// Whether the claim file at `path` holds this process's owner text (a claim this
 /// process made, not yet written over by its entry nor replaced by another's).
 inline bool claim_text_is_ours(std::string const& path) {
@@ -258,25 +279,11 @@ int remove_stale_claim(int folder_fd, char const* name) noexcept {
         bool locked = false;
         struct ::stat file {};
         std::string const text = claims::read_claim_at(folder_fd, name, error, &locked, &file);
-        if (error != 0) return 0; // gone meanwhile, or not ours to read (another user's, not a file): left
-        if (locked) return 0;     // its claimant holds it open: alive
-        std::int64_t const age = claims::claim_age_ns_at(text, folder_fd, name);
-        bool stale = false;
-        if (text.empty()) {
-            stale = age > claims::claim_being_written_ns; // its writer died between the create and the write
-        } else if (claims::claim_becoming_entry(text)) {
-            // (its owner died while writing the entry into it: aged by the file's time)
-            stale = claims::claim_age_ns_at(std::string(), folder_fd, name) > claims::claim_being_written_ns;
-        } else {
-            bool same_machine = false;
-            bool const alive = claim_owner_alive(text, same_machine);
-            // An owner of this machine that names no pid cannot be asked either: its age decides.
-            stale = same_machine && claims::claim_number(text, "pid") > 0 ? !alive
-                                                                          : age > claims::claim_bound_ns(text);
-        }
-        if (!stale) return 0;
+        // (One that cannot be read, gone meanwhile or not ours to read, is alive: left.)
+        // Owners that cannot be asked: the bound the claim records.
+        if (claims::claim_is_alive(text, error, locked, folder_fd, name, claims::claim_bound_ns(text))) return 0;
         // Still the very claim judged, unchanged and unlocked (not one taken over meanwhile)?
-        if (!claims::dead_claim_unchanged(folder_fd, name, text, 0, file)) return 0;
+        if (!claims::dead_claim_unchanged(folder_fd, name, text, error, file)) return 0;
         if (::unlinkat(folder_fd, name, 0) == 0) return 1;
         return errno == ENOENT ? 0 : -errno;
     } catch (...) {
@@ -370,21 +377,9 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
             struct ::stat file {};
             std::string const held = impl::read_claim(path, error, &locked, &file);
             if (error == ENOENT) continue; // released meanwhile: try again
-            std::int64_t const age = impl::claim_age_ns(held, path);
-            bool same_machine = false;
-            bool alive = detail::claim_owner_alive(held, same_machine);
-            // Another machine's (a shared network directory), an unreadable one, or one
-            // still being written: alive until its expiry.
-            if (alive && !same_machine) alive = age <= std::chrono::nanoseconds(request.expiry).count();
-            if (held.empty() && error == 0 && age > impl::claim_being_written_ns)
-                alive = false; // its writer died before writing
-            // Its owner writing the entry into it: alive while the file's time is recent
-            // (the write sets it); one that died on the way is dead a second later.
-            if (impl::claim_becoming_entry(held))
-                alive = impl::claim_age_ns(std::string(), path) <= impl::claim_being_written_ns;
-            // Held open and locked by its claimant: alive, whatever its text and age say
-            // (a claimant stalled past those bounds, or whose start time reads wrong).
-            if (locked) alive = true;
+            // Owners that cannot be asked: this request's own bound.
+            bool const alive = impl::claim_is_alive(held, error, locked, AT_FDCWD, path.c_str(),
+                                                    std::chrono::nanoseconds(request.expiry).count());
             if (alive) {
                 answer.state = claim_state::held;
                 std::string const pid = detail::claim_field(held, "pid");
