@@ -6577,8 +6577,10 @@ T* per_thread() noexcept {
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -6888,6 +6890,50 @@ inline constexpr cleanup_budget store_cleanup_budget{32 * ledger_batch_stores, 2
 inline constexpr cleanup_budget whole_cleanup_budget{std::numeric_limits<std::size_t>::max(),
                                                      std::numeric_limits<std::size_t>::max(), true};
 
+/// The entry names a whole cleanup keeps: each in binary (an entry's name is an even
+/// number of lower-case hex digits, is_entry_name), without its first byte (its
+/// folder's), in blocks of 1 MiB that never move — a million names cost no copy as they
+/// grow, and half the memory of their text.
+class entry_name_blocks {
+public:
+    /// Keeps `hex` (an entry's name, at most 128 digits); its place, for `get`.
+    std::uint32_t add(std::string_view hex) {
+        std::size_t const size = hex.size() / 2 - 1;
+        if (blocks_.empty() || used_ + size > block_size) {
+            std::unique_ptr<unsigned char[]> block(new unsigned char[block_size]); // (not zeroed: written first)
+            blocks_.push_back(std::move(block));
+            used_ = 0;
+        }
+        unsigned char* const out = blocks_.back().get() + used_;
+        for (std::size_t i = 0; i < size; ++i)
+            out[i] = static_cast<unsigned char>(digit(hex[2 + 2 * i]) << 4 | digit(hex[3 + 2 * i]));
+        auto const at = static_cast<std::uint32_t>((blocks_.size() - 1) * block_size + used_);
+        used_ += size;
+        return at;
+    }
+    /// The name of `hex_size` digits kept at `at` in fan-out folder `folder`, into `out`.
+    void get(std::uint32_t at, std::size_t hex_size, char const* folder, std::string& out) const {
+        static constexpr char digits[] = "0123456789abcdef";
+        unsigned char const* const in = blocks_[at / block_size].get() + at % block_size;
+        out.assign(folder, 2);
+        for (std::size_t i = 0; i + 1 < hex_size / 2; ++i) {
+            out += digits[in[i] >> 4];
+            out += digits[in[i] & 0xf];
+        }
+    }
+    void clear() noexcept {
+        blocks_.clear();
+        blocks_.shrink_to_fit();
+        used_ = 0;
+    }
+
+private:
+    static constexpr std::size_t block_size = std::size_t{1} << 20;
+    static unsigned digit(char c) noexcept { return c <= '9' ? static_cast<unsigned>(c - '0') : static_cast<unsigned>(c - 'a' + 10); }
+    std::vector<std::unique_ptr<unsigned char[]>> blocks_;
+    std::size_t used_ = 0;
+};
+
 /// A process's cleanup in progress. A cleanup is a survey — every folder counted,
 /// every entry's use time and size noted — then eviction of the oldest entries until
 /// the total is under 90% of the limit.
@@ -6905,7 +6951,8 @@ inline constexpr cleanup_budget whole_cleanup_budget{std::numeric_limits<std::si
 ///   them with no survey. With the limit hit continuously, a store's cleanup is then
 ///   one sweep over and over, each entry stat-ed once a pass.
 struct cleanup_state {
-    /// An entry seen by a whole cleanup's survey; its name is in `names` at `name_at`.
+    /// An entry seen by a whole cleanup's survey; its name is in `names` at `name_at`,
+    /// `name_size` hex digits.
     struct record {
         std::int64_t mtime;
         std::uint64_t bytes;
@@ -6922,7 +6969,7 @@ struct cleanup_state {
     std::int64_t started_s = 0;
     bool keep_names = false;
     std::vector<record> records;
-    std::string names;
+    entry_name_blocks names;
     std::vector<std::pair<std::int64_t, std::uint64_t>> samples;
     std::vector<std::pair<std::int64_t, std::uint64_t>> swept; ///< the entries the sweep in progress kept
     bool warm = false; ///< `samples` are those of the last whole sweep, made at `started_s`
@@ -6935,7 +6982,7 @@ struct cleanup_state {
 
     /// Past this many entries a whole cleanup keeps (use time, size) pairs only, as a
     /// store's does, and sweeps (a second stat of each entry) instead of naming: 4 M
-    /// names take about 350 MB.
+    /// records and names take about 220 MB.
     static constexpr std::size_t max_named_records = std::size_t{1} << 22;
 
     COMPILE_CACHE_DECL void reset() noexcept;
@@ -7021,6 +7068,7 @@ private:
 #if COMPILE_CACHE_INCLUDE_IMPL
 
 #include <algorithm>
+#include <new>
 
 #include <sys/file.h>
 
@@ -7105,7 +7153,7 @@ void cleanup_state::reset() noexcept {
     next = 0;
     cursor.close();
     keep_names = false;
-    records.clear();
+    std::vector<record>().swap(records); // (a million of them: not kept after a prune)
     names.clear();
     samples.clear();
     swept.clear();
@@ -7117,10 +7165,8 @@ void cleanup_state::reset() noexcept {
 void cleanup_state::drop_names() {
     samples.reserve(samples.size() + records.size());
     for (auto const& r : records) samples.emplace_back(r.mtime, r.bytes);
-    records.clear();
-    records.shrink_to_fit();
+    std::vector<record>().swap(records);
     names.clear();
-    names.shrink_to_fit();
     keep_names = false;
 }
 
@@ -7255,15 +7301,21 @@ void cleanup_state::survey_folders(step_context& c, cleanup_totals& out) {
         bool const done =
             scan_next(c, out, no_cutoff, [&](std::int64_t mtime, std::uint64_t bytes, std::string_view name, std::uint64_t) {
                 if (keep_names && records.size() < max_named_records) {
-                    records.push_back({mtime, bytes, static_cast<std::uint32_t>(names.size()),
-                                       static_cast<std::uint8_t>(name.size()), static_cast<std::uint8_t>(folder)});
-                    names += name;
+                    records.push_back({mtime, bytes, names.add(name), static_cast<std::uint8_t>(name.size()),
+                                       static_cast<std::uint8_t>(folder)});
                 } else {
                     if (keep_names) drop_names();
                     samples.emplace_back(mtime, bytes);
                 }
             });
         if (!done) break;
+        // Keys spread evenly over the folders: the first tells how many entries the rest
+        // hold, and room made for them now spares the copies of a growing vector (a
+        // million records: 24 MB copied and touched again). Only a guess: it may fail.
+        if (folder == 0 && keep_names) try {
+                records.reserve(std::min(max_named_records, records.size() * 256 * 5 / 4 + 1024));
+            } catch (std::bad_alloc const&) {
+            }
     }
 }
 
@@ -7273,27 +7325,39 @@ void cleanup_state::evict_oldest_named(step_context& c, cleanup_totals& out) {
     file_descriptor folder_fd;
     unsigned open_folder = 256;
     std::string name;
-    for (auto const& r : records) {
-        if (total <= c.target) break;
-        if (r.folder != open_folder) {
-            if (folder_fd.fd >= 0) ::close(folder_fd.fd);
-            folder_fd.fd = ::openat(c.root_fd, folder_name(r.folder), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            open_folder = r.folder;
+    // The oldest entries that bring the total under the target, unlinked folder by
+    // folder (one open of each folder, not one per entry: in age order consecutive
+    // entries are in different folders); if some could not be unlinked, the next
+    // oldest make up for them, in a further round.
+    for (std::size_t from = 0; from < records.size() && total > c.target;) {
+        std::size_t to = from;
+        for (std::uint64_t left = total; to < records.size() && left > c.target; ++to) left -= records[to].bytes;
+        std::sort(records.begin() + static_cast<std::ptrdiff_t>(from), records.begin() + static_cast<std::ptrdiff_t>(to),
+                  [](record const& a, record const& b) { return a.folder < b.folder; });
+        for (std::size_t i = from; i < to; ++i) {
+            record const& r = records[i];
+            if (r.folder != open_folder) {
+                if (folder_fd.fd >= 0) ::close(folder_fd.fd);
+                folder_fd.fd =
+                    ::openat(c.root_fd, folder_name(r.folder), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                open_folder = r.folder;
+            }
+            if (folder_fd.fd < 0) {
+                out.add_failures(1, errno);
+                continue;
+            }
+            names.get(r.name_at, r.name_size, folder_name(r.folder), name);
+            int const e = ::unlinkat(folder_fd.fd, name.c_str(), 0) == 0 ? 0 : errno;
+            if (e != 0 && e != ENOENT) {
+                out.add_failures(1, e);
+                continue;
+            }
+            total -= r.bytes;
+            c.counter.removed(r.folder, r.bytes);
+            ++out.evicted;
+            out.evicted_bytes += r.bytes;
         }
-        if (folder_fd.fd < 0) {
-            out.add_failures(1, errno);
-            continue;
-        }
-        name.assign(names, r.name_at, r.name_size);
-        int const e = ::unlinkat(folder_fd.fd, name.c_str(), 0) == 0 ? 0 : errno;
-        if (e != 0 && e != ENOENT) {
-            out.add_failures(1, e);
-            continue;
-        }
-        total -= r.bytes;
-        c.counter.removed(r.folder, r.bytes);
-        ++out.evicted;
-        out.evicted_bytes += r.bytes;
+        from = to;
     }
     out.entries -= out.evicted;
     out.bytes -= out.evicted_bytes;
@@ -9320,9 +9384,6 @@ inline std::int64_t claim_age_ns_at(std::string const& text, int folder_fd, char
     if (::fstatat(folder_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return 0;
     return now_ns() - (static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec);
 }
-inline std::int64_t claim_age_ns(std::string const& text, std::string const& path) {
-    return claim_age_ns_at(text, AT_FDCWD, path.c_str());
-}
 
 /// The bound a claim file records (`expiry_ms=`, its request's expiry), in ns; an hour
 /// for one that records none.
@@ -9425,6 +9486,30 @@ inline bool claim_becoming_entry(std::string const& text) noexcept {
     return false;
 }
 
+/// The one judge of a claim file's claimant, for a waiter (try_claim) and a cleanup
+/// (remove_stale_claim) alike: whether it is alive, from one read_claim_at of the file
+/// `name` (relative to the folder open at `folder_fd`; AT_FDCWD: a path) — its `text`,
+/// the read's `error`, whether it was `locked`. Alive: locked by its claimant; or not
+/// readable (its lock and owner cannot be asked: never judged dead); or empty, or an
+/// entry being written into it (claim_becoming_entry), while the file's time is within
+/// claim_being_written_ns; or its owner, of this machine and boot and naming its pid, is
+/// alive (claim_owner_alive: however old); or its owner cannot be asked (another
+/// machine's, one naming no pid) and its age (claim_age_ns_at) is at most `bound_ns`,
+/// the caller's bound for those. Dead otherwise. The callers differ only in that bound.
+inline bool claim_is_alive(std::string const& text, int error, bool locked, int folder_fd, char const* name,
+                           std::int64_t bound_ns) {
+    if (locked) return true; // held open by its claimant, whatever its text and age say
+    if (error != 0) return true;
+    // Empty (its writer between the create and the write), or its owner writing the entry
+    // into it: by the file's time, which that write sets.
+    if (text.empty() || claim_becoming_entry(text))
+        return claim_age_ns_at(std::string(), folder_fd, name) <= claim_being_written_ns;
+    bool same_machine = false;
+    bool const alive = claim_owner_alive(text, same_machine);
+    if (same_machine && claim_number(text, "pid") > 0) return alive;
+    return claim_age_ns_at(text, folder_fd, name) <= bound_ns;
+}
+
 /// Whether the claim file at `path` holds this process's owner text (a claim this
 /// process made, not yet written over by its entry nor replaced by another's).
 inline bool claim_text_is_ours(std::string const& path) {
@@ -9446,25 +9531,11 @@ int remove_stale_claim(int folder_fd, char const* name) noexcept {
         bool locked = false;
         struct ::stat file {};
         std::string const text = claims::read_claim_at(folder_fd, name, error, &locked, &file);
-        if (error != 0) return 0; // gone meanwhile, or not ours to read (another user's, not a file): left
-        if (locked) return 0;     // its claimant holds it open: alive
-        std::int64_t const age = claims::claim_age_ns_at(text, folder_fd, name);
-        bool stale = false;
-        if (text.empty()) {
-            stale = age > claims::claim_being_written_ns; // its writer died between the create and the write
-        } else if (claims::claim_becoming_entry(text)) {
-            // (its owner died while writing the entry into it: aged by the file's time)
-            stale = claims::claim_age_ns_at(std::string(), folder_fd, name) > claims::claim_being_written_ns;
-        } else {
-            bool same_machine = false;
-            bool const alive = claim_owner_alive(text, same_machine);
-            // An owner of this machine that names no pid cannot be asked either: its age decides.
-            stale = same_machine && claims::claim_number(text, "pid") > 0 ? !alive
-                                                                          : age > claims::claim_bound_ns(text);
-        }
-        if (!stale) return 0;
+        // (One that cannot be read, gone meanwhile or not ours to read, is alive: left.)
+        // Owners that cannot be asked: the bound the claim records.
+        if (claims::claim_is_alive(text, error, locked, folder_fd, name, claims::claim_bound_ns(text))) return 0;
         // Still the very claim judged, unchanged and unlocked (not one taken over meanwhile)?
-        if (!claims::dead_claim_unchanged(folder_fd, name, text, 0, file)) return 0;
+        if (!claims::dead_claim_unchanged(folder_fd, name, text, error, file)) return 0;
         if (::unlinkat(folder_fd, name, 0) == 0) return 1;
         return errno == ENOENT ? 0 : -errno;
     } catch (...) {
@@ -9558,21 +9629,9 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
             struct ::stat file {};
             std::string const held = impl::read_claim(path, error, &locked, &file);
             if (error == ENOENT) continue; // released meanwhile: try again
-            std::int64_t const age = impl::claim_age_ns(held, path);
-            bool same_machine = false;
-            bool alive = detail::claim_owner_alive(held, same_machine);
-            // Another machine's (a shared network directory), an unreadable one, or one
-            // still being written: alive until its expiry.
-            if (alive && !same_machine) alive = age <= std::chrono::nanoseconds(request.expiry).count();
-            if (held.empty() && error == 0 && age > impl::claim_being_written_ns)
-                alive = false; // its writer died before writing
-            // Its owner writing the entry into it: alive while the file's time is recent
-            // (the write sets it); one that died on the way is dead a second later.
-            if (impl::claim_becoming_entry(held))
-                alive = impl::claim_age_ns(std::string(), path) <= impl::claim_being_written_ns;
-            // Held open and locked by its claimant: alive, whatever its text and age say
-            // (a claimant stalled past those bounds, or whose start time reads wrong).
-            if (locked) alive = true;
+            // Owners that cannot be asked: this request's own bound.
+            bool const alive = impl::claim_is_alive(held, error, locked, AT_FDCWD, path.c_str(),
+                                                    std::chrono::nanoseconds(request.expiry).count());
             if (alive) {
                 answer.state = claim_state::held;
                 std::string const pid = detail::claim_field(held, "pid");
