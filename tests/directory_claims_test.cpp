@@ -200,7 +200,7 @@ TEST_CASE("directory claims: a claim records its bound, after which a cleanup re
 }
 
 TEST_CASE("directory claims: one of this machine that names no pid is judged by its age, and one that cannot be read "
-          "is left without an error",
+          "is left within its bound without an error",
           "[single-flight][directory]") {
     temp_dir dir;
     cc::directory_storage s((dir.path() / "cache").string());
@@ -233,7 +233,7 @@ TEST_CASE("directory claims: one of this machine that names no pid is judged by 
 }
 
 TEST_CASE("directory claims: a waiter judges a claim as a cleanup does, but by its own bound: one of this machine "
-          "that names no pid is taken over past it, an empty one only after 1 s, one it cannot read never",
+          "that names no pid or cannot be read is taken over past it, an empty one only after 1 s",
           "[single-flight][directory]") {
     temp_dir dir;
     cc::directory_storage s((dir.path() / "cache").string());
@@ -279,25 +279,33 @@ TEST_CASE("directory claims: a waiter judges a claim as a cleanup does, but by i
     s.release_claim(dc_key("empty"));
 
     // One that cannot be read (here a symbolic link with a claim's name; another user's, or
-    // a read failing here, is as unknown: its lock and owner cannot be asked) is never
-    // judged dead, however old: a waiter waits its bound, as a cleanup leaves it (a waiter
-    // used to remove it once older than its bound).
+    // a read failing here, is as unknown: neither its lock nor its owner can be asked) is
+    // judged by its file's age as an owner that cannot be asked: a waiter waits while it is
+    // within the waiter's bound and takes it over past it; a cleanup's bound is an hour (a
+    // waiter used to do the same, a cleanup to leave it for ever).
     REQUIRE(s.try_claim(dc_key("link"), {}).state == cc::claim_state::claimed);
     REQUIRE(::unlink(path_of("link").c_str()) == 0);
     REQUIRE(::symlink("/nonexistent", path_of("link").c_str()) == 0);
-    set_times_ago(path_of("link"), 3600);
-    cc::claim_answer const unreadable = s.try_claim(dc_key("link"), waiting(5));
-    CHECK(unreadable.state == cc::claim_state::held);
-    CHECK_FALSE(unreadable.took_over);
+    set_times_ago(path_of("link"), 120);
+    cc::claim_answer const within = s.try_claim(dc_key("link"), waiting(600000));
+    CHECK(within.state == cc::claim_state::held);
+    CHECK_FALSE(within.took_over);
     struct ::stat st {};
     CHECK((::lstat(path_of("link").c_str(), &st) == 0 && S_ISLNK(st.st_mode)));
     CHECK(s.prune().claim_files_removed == 0);
+    cc::claim_answer const beyond = s.try_claim(dc_key("link"), waiting(60000));
+    CHECK(beyond.state == cc::claim_state::claimed);
+    CHECK(beyond.took_over);
+    CHECK((::lstat(path_of("link").c_str(), &st) == 0 && S_ISREG(st.st_mode))); // this process's claim now
     s.release_claim(dc_key("link"));
-    CHECK(dc_claims_under(dir.path()) == std::vector<std::string>{path_of("link")});
+    REQUIRE(::symlink("/nonexistent", path_of("link").c_str()) == 0);
+    set_times_ago(path_of("link"), 7200);
+    CHECK(s.prune().claim_files_removed == 1); // past a cleanup's hour
+    CHECK(dc_claims_under(dir.path()).empty());
 }
 
-TEST_CASE("directory claims: a live claimant's claim that a waiter cannot read is not taken over, however old "
-          "(another process)",
+TEST_CASE("directory claims: a live claimant's claim that a waiter cannot read is judged by its age: waited for "
+          "within the waiter's bound, taken over past it (another process)",
           "[single-flight][directory][processes]") {
     temp_dir dir;
     fs::path const cache = dir.path() / "cache";
@@ -305,7 +313,7 @@ TEST_CASE("directory claims: a live claimant's claim that a waiter cannot read i
     cc::key const k = dc_key("unreadable");
     std::string const claim = s.entry_path(k) + ".claim";
     // This process claims (alive, the file held open and locked), then its claim file is
-    // made unreadable to others and an hour old by its file's time.
+    // made unreadable to others and two minutes old by its file's time.
     REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed);
     std::string const folder = fs::path(claim).parent_path().string();
     // (The waiter may search the directories and write the folder: what it removes is
@@ -313,24 +321,27 @@ TEST_CASE("directory claims: a live claimant's claim that a waiter cannot read i
     for (fs::path const& d : {dir.path(), cache}) REQUIRE(::chmod(d.c_str(), 0755) == 0);
     REQUIRE(::chmod(folder.c_str(), 0777) == 0);
     REQUIRE(::chmod(claim.c_str(), 0) == 0);
-    set_times_ago(claim, 3600);
-    struct ::stat before {};
-    REQUIRE(::lstat(claim.c_str(), &before) == 0);
-    // A waiter in another process (as another user when this one is root), whose bound
-    // (5 ms) is long past: it cannot open the claim, so neither its lock nor its owner can
-    // be asked. It waits; it used to take the claim over.
+    set_times_ago(claim, 120);
+    // Waiters in another process (as another user when this one is root): they cannot open
+    // the claim, so neither its lock nor its owner can be asked. One whose bound is 10
+    // minutes waits; one whose bound is 1 minute takes it over (a second compile of the
+    // kernel, never a wrong result), as it would another machine's claim.
     std::string const got = compile_cache_test::run_in_child([&]() -> std::string {
         if (!dc_drop_root()) return "cannot drop root";
         cc::directory_storage waiter(cache.string());
-        cc::claim_answer const a = waiter.try_claim(k, {cc::claim_scope::local, std::chrono::milliseconds(5)});
-        if (a.state == cc::claim_state::claimed) waiter.release_claim(k);
-        return "state=" + std::to_string(static_cast<int>(a.state)) + " took-over=" + std::to_string(a.took_over);
+        std::string out;
+        for (long long ms : {600000LL, 60000LL}) {
+            cc::claim_answer const a = waiter.try_claim(k, {cc::claim_scope::local, std::chrono::milliseconds(ms)});
+            if (a.state == cc::claim_state::claimed) waiter.release_claim(k);
+            out += "state=" + std::to_string(static_cast<int>(a.state)) + " took-over=" + std::to_string(a.took_over) +
+                   ";";
+        }
+        return out;
     });
-    CHECK(got == "state=" + std::to_string(static_cast<int>(cc::claim_state::held)) + " took-over=0");
+    CHECK(got == "state=" + std::to_string(static_cast<int>(cc::claim_state::held)) + " took-over=0;state=" +
+                     std::to_string(static_cast<int>(cc::claim_state::claimed)) + " took-over=1;");
     struct ::stat after {};
-    REQUIRE(::lstat(claim.c_str(), &after) == 0);
-    CHECK(after.st_ino == before.st_ino); // still this process's claim file
-    REQUIRE(::chmod(claim.c_str(), 0600) == 0);
-    s.release_claim(k);
+    CHECK(::lstat(claim.c_str(), &after) != 0); // taken over, then released by the waiter
+    s.release_claim(k); // (its file is gone: nothing else is removed)
     CHECK(dc_claims_under(cache).empty());
 }

@@ -336,7 +336,7 @@ public:
     /// Keeps `hex` (an entry's name, at most 128 digits); its place, for `get`.
     std::uint32_t add(std::string_view hex) {
         std::size_t const size = hex.size() / 2 - 1;
-        if (blocks_.empty() || used_ + size > block_size) {
+        if (blocks_.empty() || used_ + size >= block_size) { // (`at` always inside a block, a 0-byte name's too)
             std::unique_ptr<unsigned char[]> block(new unsigned char[block_size]); // (not zeroed: written first)
             blocks_.push_back(std::move(block));
             used_ = 0;
@@ -366,6 +366,7 @@ public:
 
 private:
     static constexpr std::size_t block_size = std::size_t{1} << 20;
+    static_assert(block_size >= 64, "a name of 128 hex digits fits a block");
     static unsigned digit(char c) noexcept { return c <= '9' ? static_cast<unsigned>(c - '0') : static_cast<unsigned>(c - 'a' + 10); }
     std::vector<std::unique_ptr<unsigned char[]>> blocks_;
     std::size_t used_ = 0;
@@ -419,8 +420,11 @@ struct cleanup_state {
 
     /// Past this many entries a whole cleanup keeps (use time, size) pairs only, as a
     /// store's does, and sweeps (a second stat of each entry) instead of naming: 4 M
-    /// records and names take about 220 MB.
+    /// records and names take about 220 MB (32-byte keys; 350 MB with 64-byte keys).
     static constexpr std::size_t max_named_records = std::size_t{1} << 22;
+    // entry_name_blocks' 32-bit places: a name takes at most 63 bytes and a block's last byte.
+    static_assert(max_named_records * 64 + (max_named_records * 64 >> 20) <= std::uint64_t{1} << 32,
+                  "names' places fit 32 bits");
 
     COMPILE_CACHE_DECL void reset() noexcept;
 

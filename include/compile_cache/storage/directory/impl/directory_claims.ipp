@@ -237,17 +237,17 @@ inline bool claim_becoming_entry(std::string const& text) noexcept {
 /// The one judge of a claim file's claimant, for a waiter (try_claim) and a cleanup
 /// (remove_stale_claim) alike: whether it is alive, from one read_claim_at of the file
 /// `name` (relative to the folder open at `folder_fd`; AT_FDCWD: a path) — its `text`,
-/// the read's `error`, whether it was `locked`. Alive: locked by its claimant; or not
-/// readable (its lock and owner cannot be asked: never judged dead); or empty, or an
-/// entry being written into it (claim_becoming_entry), while the file's time is within
-/// claim_being_written_ns; or its owner, of this machine and boot and naming its pid, is
-/// alive (claim_owner_alive: however old); or its owner cannot be asked (another
-/// machine's, one naming no pid) and its age (claim_age_ns_at) is at most `bound_ns`,
-/// the caller's bound for those. Dead otherwise. The callers differ only in that bound.
+/// the read's `error`, whether it was `locked`. Alive: locked by its claimant; or empty,
+/// or an entry being written into it (claim_becoming_entry), while the file's time is
+/// within claim_being_written_ns; or its owner, of this machine and boot and naming its
+/// pid, is alive (claim_owner_alive: however old); or it cannot be asked — not readable
+/// (neither its lock nor its owner), another machine's, one naming no pid — and its age
+/// (claim_age_ns_at) is at most `bound_ns`, the caller's bound for those. Dead otherwise.
+/// The callers differ only in that bound.
 inline bool claim_is_alive(std::string const& text, int error, bool locked, int folder_fd, char const* name,
                            std::int64_t bound_ns) {
     if (locked) return true; // held open by its claimant, whatever its text and age say
-    if (error != 0) return true;
+    if (error != 0) return claim_age_ns_at(std::string(), folder_fd, name) <= bound_ns; // (by the file's time)
     // Empty (its writer between the create and the write), or its owner writing the entry
     // into it: by the file's time, which that write sets.
     if (text.empty() || claim_becoming_entry(text))
@@ -279,8 +279,8 @@ int remove_stale_claim(int folder_fd, char const* name) noexcept {
         bool locked = false;
         struct ::stat file {};
         std::string const text = claims::read_claim_at(folder_fd, name, error, &locked, &file);
-        // (One that cannot be read, gone meanwhile or not ours to read, is alive: left.)
-        // Owners that cannot be asked: the bound the claim records.
+        // Owners that cannot be asked: the bound the claim records (an hour for one that
+        // cannot be read, gone meanwhile or not ours to read).
         if (claims::claim_is_alive(text, error, locked, folder_fd, name, claims::claim_bound_ns(text))) return 0;
         // Still the very claim judged, unchanged and unlocked (not one taken over meanwhile)?
         if (!claims::dead_claim_unchanged(folder_fd, name, text, error, file)) return 0;
