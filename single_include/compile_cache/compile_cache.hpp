@@ -6899,7 +6899,7 @@ public:
     /// Keeps `hex` (an entry's name, at most 128 digits); its place, for `get`.
     std::uint32_t add(std::string_view hex) {
         std::size_t const size = hex.size() / 2 - 1;
-        if (blocks_.empty() || used_ + size > block_size) {
+        if (blocks_.empty() || used_ + size >= block_size) { // (`at` always inside a block, a 0-byte name's too)
             std::unique_ptr<unsigned char[]> block(new unsigned char[block_size]); // (not zeroed: written first)
             blocks_.push_back(std::move(block));
             used_ = 0;
@@ -6929,6 +6929,7 @@ public:
 
 private:
     static constexpr std::size_t block_size = std::size_t{1} << 20;
+    static_assert(block_size >= 64, "a name of 128 hex digits fits a block");
     static unsigned digit(char c) noexcept { return c <= '9' ? static_cast<unsigned>(c - '0') : static_cast<unsigned>(c - 'a' + 10); }
     std::vector<std::unique_ptr<unsigned char[]>> blocks_;
     std::size_t used_ = 0;
@@ -6982,8 +6983,11 @@ struct cleanup_state {
 
     /// Past this many entries a whole cleanup keeps (use time, size) pairs only, as a
     /// store's does, and sweeps (a second stat of each entry) instead of naming: 4 M
-    /// records and names take about 220 MB.
+    /// records and names take about 220 MB (32-byte keys; 350 MB with 64-byte keys).
     static constexpr std::size_t max_named_records = std::size_t{1} << 22;
+    // entry_name_blocks' 32-bit places: a name takes at most 63 bytes and a block's last byte.
+    static_assert(max_named_records * 64 + (max_named_records * 64 >> 20) <= std::uint64_t{1} << 32,
+                  "names' places fit 32 bits");
 
     COMPILE_CACHE_DECL void reset() noexcept;
 
@@ -9489,17 +9493,17 @@ inline bool claim_becoming_entry(std::string const& text) noexcept {
 /// The one judge of a claim file's claimant, for a waiter (try_claim) and a cleanup
 /// (remove_stale_claim) alike: whether it is alive, from one read_claim_at of the file
 /// `name` (relative to the folder open at `folder_fd`; AT_FDCWD: a path) — its `text`,
-/// the read's `error`, whether it was `locked`. Alive: locked by its claimant; or not
-/// readable (its lock and owner cannot be asked: never judged dead); or empty, or an
-/// entry being written into it (claim_becoming_entry), while the file's time is within
-/// claim_being_written_ns; or its owner, of this machine and boot and naming its pid, is
-/// alive (claim_owner_alive: however old); or its owner cannot be asked (another
-/// machine's, one naming no pid) and its age (claim_age_ns_at) is at most `bound_ns`,
-/// the caller's bound for those. Dead otherwise. The callers differ only in that bound.
+/// the read's `error`, whether it was `locked`. Alive: locked by its claimant; or empty,
+/// or an entry being written into it (claim_becoming_entry), while the file's time is
+/// within claim_being_written_ns; or its owner, of this machine and boot and naming its
+/// pid, is alive (claim_owner_alive: however old); or it cannot be asked — not readable
+/// (neither its lock nor its owner), another machine's, one naming no pid — and its age
+/// (claim_age_ns_at) is at most `bound_ns`, the caller's bound for those. Dead otherwise.
+/// The callers differ only in that bound.
 inline bool claim_is_alive(std::string const& text, int error, bool locked, int folder_fd, char const* name,
                            std::int64_t bound_ns) {
     if (locked) return true; // held open by its claimant, whatever its text and age say
-    if (error != 0) return true;
+    if (error != 0) return claim_age_ns_at(std::string(), folder_fd, name) <= bound_ns; // (by the file's time)
     // Empty (its writer between the create and the write), or its owner writing the entry
     // into it: by the file's time, which that write sets.
     if (text.empty() || claim_becoming_entry(text))
@@ -9531,8 +9535,8 @@ int remove_stale_claim(int folder_fd, char const* name) noexcept {
         bool locked = false;
         struct ::stat file {};
         std::string const text = claims::read_claim_at(folder_fd, name, error, &locked, &file);
-        // (One that cannot be read, gone meanwhile or not ours to read, is alive: left.)
-        // Owners that cannot be asked: the bound the claim records.
+        // Owners that cannot be asked: the bound the claim records (an hour for one that
+        // cannot be read, gone meanwhile or not ours to read).
         if (claims::claim_is_alive(text, error, locked, folder_fd, name, claims::claim_bound_ns(text))) return 0;
         // Still the very claim judged, unchanged and unlocked (not one taken over meanwhile)?
         if (!claims::dead_claim_unchanged(folder_fd, name, text, error, file)) return 0;
