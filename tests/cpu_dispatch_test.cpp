@@ -44,6 +44,27 @@ TEMPLATE_TEST_CASE("a CPU-dispatched function takes the fastest implementation t
     CHECK(dispatch::current() == now);
 }
 
+TEMPLATE_TEST_CASE("a CPU-dispatched function's setting names any implementation this CPU runs, and no other",
+                   "[cpu-dispatch]", compile_cache::sha256_backend, compile_cache::crc32c_backend) {
+    using dispatch = compile_cache_test::cpu_dispatch<TestType>;
+    auto const fastest = compile_cache_test::available_backends<TestType>().back();
+    for (auto b : dispatch::all) {
+        INFO("backend " << compile_cache::to_string(b));
+        bool not_understood = !dispatch::available(b);
+        TestType const chosen = dispatch::choose(compile_cache::to_string(b), &not_understood);
+        if (dispatch::available(b)) { // named by to_string's name: that one
+            CHECK(chosen == b);
+            CHECK_FALSE(not_understood);
+        } else { // one this CPU lacks (or this build leaves out): the fastest, and one line
+            CHECK(chosen == fastest);
+            CHECK(not_understood);
+        }
+    }
+    bool not_understood = false;
+    CHECK(dispatch::choose("x86", &not_understood) == fastest);
+    CHECK(not_understood);
+}
+
 TEMPLATE_TEST_CASE("a CPU-dispatched function refuses an implementation this CPU lacks and keeps its choice",
                    "[cpu-dispatch]", compile_cache::sha256_backend, compile_cache::crc32c_backend) {
     using dispatch = compile_cache_test::cpu_dispatch<TestType>;
@@ -72,10 +93,19 @@ TEST_CASE("a process-wide switch with a value it does not know is one line each,
     CHECK(r.exit_code == 0);
     CHECK(r.out.find("enabled=1 outcome=compiled") != std::string::npos);
     std::string const printed = compile_cache_test::read_file(err);
-    CHECK(printed.find("compile_cache: COMPILE_CACHE_SHA256=\"sha-ni\" is not understood (portable, or auto); "
-                       "using the fastest implementation this CPU runs\n") != std::string::npos);
-    CHECK(printed.find("compile_cache: COMPILE_CACHE_CRC32C=\"fast\" is not understood (portable, or auto); "
-                       "using the fastest implementation this CPU runs\n") != std::string::npos);
+    // The names this CPU runs, fastest first: what the line offers instead.
+    auto const names = [](auto backends) {
+        std::string out;
+        for (auto it = backends.rbegin(); it != backends.rend(); ++it)
+            out += (out.empty() ? "" : ", ") + std::string(compile_cache::to_string(*it));
+        return out;
+    };
+    std::string const sha256_names = names(compile_cache_test::available_backends<compile_cache::sha256_backend>());
+    std::string const crc32c_names = names(compile_cache_test::available_backends<compile_cache::crc32c_backend>());
+    CHECK(printed.find("compile_cache: COMPILE_CACHE_SHA256=\"sha-ni\" is not understood (auto, or one this CPU runs: " +
+                       sha256_names + "); using the fastest implementation this CPU runs\n") != std::string::npos);
+    CHECK(printed.find("compile_cache: COMPILE_CACHE_CRC32C=\"fast\" is not understood (auto, or one this CPU runs: " +
+                       crc32c_names + "); using the fastest implementation this CPU runs\n") != std::string::npos);
     CHECK(std::count(printed.begin(), printed.end(), '\n') == 2);
 
     // The same digests as any other choice: the next process, with no switch, loads it.

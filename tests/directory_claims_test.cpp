@@ -56,6 +56,28 @@ std::string dc_this_machine_claim(pid_t pid) {
            " start=1 host=" + cc::detail::claim_field(mine, "host") + "\n";
 }
 
+/// Plants `text` as the claim of `name`'s key: a claim this process takes, its text
+/// replaced and its lock dropped (its owner gone, or on another machine: no live claimant
+/// here holds it open).
+void dc_plant_claim(cc::directory_storage& s, char const* name, std::string const& text) {
+    REQUIRE(s.try_claim(dc_key(name), {}).state == cc::claim_state::claimed);
+    std::string const path = s.entry_path(dc_key(name)) + ".claim";
+    write_file(path, text);
+    REQUIRE(drop_locks_on(path));
+}
+
+/// Now, as a claim's `created_ns=` records it.
+long long dc_now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+/// The owner text of a process of this machine that names no pid (it cannot be asked).
+std::string dc_owner_without_pid() {
+    std::string const mine = cc::detail::claim_owner();
+    return "boot=" + cc::detail::claim_field(mine, "boot") + " host=" + cc::detail::claim_field(mine, "host");
+}
+
 /// The claims of one directory: one of each kind a cleanup judges, the paths in `stays`
 /// and `goes`.
 struct dc_claims {
@@ -76,36 +98,26 @@ dc_claims dc_plant(cc::directory_storage& s) {
     REQUIRE(drop_locks_on(path_of("live-unlocked")));
     c.stays.push_back(path_of("live-unlocked"));
     // A process of this machine that is gone.
-    REQUIRE(s.try_claim(dc_key("gone"), {}).state == cc::claim_state::claimed);
-    write_file(path_of("gone"), dc_this_machine_claim(dead_pid()));
-    REQUIRE(drop_locks_on(path_of("gone")));
+    dc_plant_claim(s, "gone", dc_this_machine_claim(dead_pid()));
     c.goes.push_back(path_of("gone"));
     // Another machine's, within its bound (expiry_ms=600000, a minute old): it stays...
-    long long const now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                 std::chrono::system_clock::now().time_since_epoch())
-                                 .count();
-    REQUIRE(s.try_claim(dc_key("far-fresh"), {}).state == cc::claim_state::claimed);
-    write_file(path_of("far-fresh"), "pid=9 boot=another-boot start=1 host=machine-b created_ns=" +
-                                         std::to_string(now_ns - 60'000'000'000LL) + " expiry_ms=600000\n");
-    REQUIRE(drop_locks_on(path_of("far-fresh")));
+    long long const now_ns = dc_now_ns();
+    dc_plant_claim(s, "far-fresh",
+                   "pid=9 boot=another-boot start=1 host=machine-b created_ns=" +
+                   std::to_string(now_ns - 60'000'000'000LL) + " expiry_ms=600000\n");
     c.stays.push_back(path_of("far-fresh"));
     // ...past it (2 min old, a bound of 1 min), it goes.
-    REQUIRE(s.try_claim(dc_key("far-old"), {}).state == cc::claim_state::claimed);
-    write_file(path_of("far-old"), "pid=9 boot=another-boot start=1 host=machine-b created_ns=" +
-                                       std::to_string(now_ns - 120'000'000'000LL) + " expiry_ms=60000\n");
-    REQUIRE(drop_locks_on(path_of("far-old")));
+    dc_plant_claim(s, "far-old",
+                   "pid=9 boot=another-boot start=1 host=machine-b created_ns=" +
+                   std::to_string(now_ns - 120'000'000'000LL) + " expiry_ms=60000\n");
     c.goes.push_back(path_of("far-old"));
     // One that records no bound: an hour (by its file's time).
-    REQUIRE(s.try_claim(dc_key("far-unbounded"), {}).state == cc::claim_state::claimed);
-    write_file(path_of("far-unbounded"), "pid=9 boot=another-boot start=1 host=machine-b\n");
+    dc_plant_claim(s, "far-unbounded", "pid=9 boot=another-boot start=1 host=machine-b\n");
     set_times_ago(path_of("far-unbounded"), 2 * 3600);
-    REQUIRE(drop_locks_on(path_of("far-unbounded")));
     c.goes.push_back(path_of("far-unbounded"));
     // Empty for over a second (its writer died before writing).
-    REQUIRE(s.try_claim(dc_key("empty"), {}).state == cc::claim_state::claimed);
-    write_file(path_of("empty"), "");
+    dc_plant_claim(s, "empty", "");
     set_times_ago(path_of("empty"), 5);
-    REQUIRE(drop_locks_on(path_of("empty")));
     c.goes.push_back(path_of("empty"));
     std::sort(c.stays.begin(), c.stays.end());
     return c;
@@ -205,19 +217,11 @@ TEST_CASE("directory claims: one of this machine that names no pid is judged by 
     temp_dir dir;
     cc::directory_storage s((dir.path() / "cache").string());
     auto path_of = [&](char const* name) { return s.entry_path(dc_key(name)) + ".claim"; };
-    std::string const mine = cc::detail::claim_owner();
-    std::string const no_pid =
-        "boot=" + cc::detail::claim_field(mine, "boot") + " host=" + cc::detail::claim_field(mine, "host");
-    long long const now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                 std::chrono::system_clock::now().time_since_epoch())
-                                 .count();
-    REQUIRE(s.try_claim(dc_key("no-pid-old"), {}).state == cc::claim_state::claimed);
-    write_file(path_of("no-pid-old"),
-               no_pid + " created_ns=" + std::to_string(now_ns - 120'000'000'000LL) + " expiry_ms=60000\n");
-    REQUIRE(drop_locks_on(path_of("no-pid-old")));
-    REQUIRE(s.try_claim(dc_key("no-pid-fresh"), {}).state == cc::claim_state::claimed);
-    write_file(path_of("no-pid-fresh"), no_pid + " created_ns=" + std::to_string(now_ns) + " expiry_ms=60000\n");
-    REQUIRE(drop_locks_on(path_of("no-pid-fresh")));
+    std::string const no_pid = dc_owner_without_pid();
+    long long const now_ns = dc_now_ns();
+    dc_plant_claim(s, "no-pid-old",
+                   no_pid + " created_ns=" + std::to_string(now_ns - 120'000'000'000LL) + " expiry_ms=60000\n");
+    dc_plant_claim(s, "no-pid-fresh", no_pid + " created_ns=" + std::to_string(now_ns) + " expiry_ms=60000\n");
     // A symbolic link with a claim's name (never made by a claim, never followed).
     REQUIRE(s.try_claim(dc_key("link"), {}).state == cc::claim_state::claimed);
     REQUIRE(::unlink(path_of("link").c_str()) == 0);
@@ -241,19 +245,13 @@ TEST_CASE("directory claims: a waiter judges a claim as a cleanup does, but by i
     auto const waiting = [](long long ms) {
         return cc::claim_request{cc::claim_scope::local, std::chrono::milliseconds(ms)};
     };
-    std::string const mine = cc::detail::claim_owner();
-    std::string const no_pid =
-        "boot=" + cc::detail::claim_field(mine, "boot") + " host=" + cc::detail::claim_field(mine, "host");
-    long long const now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                 std::chrono::system_clock::now().time_since_epoch())
-                                 .count();
+    std::string const no_pid = dc_owner_without_pid();
+    long long const now_ns = dc_now_ns();
     // Of this machine, naming no pid (its owner cannot be asked), 2 minutes old, recording a
     // bound of 10: a cleanup keeps it; a waiter whose bound is 1 minute takes it over (it
     // used to wait on it for ever, each miss its whole bound), one whose bound is 10 waits.
-    REQUIRE(s.try_claim(dc_key("no-pid"), {}).state == cc::claim_state::claimed);
-    write_file(path_of("no-pid"),
-               no_pid + " created_ns=" + std::to_string(now_ns - 120'000'000'000LL) + " expiry_ms=600000\n");
-    REQUIRE(drop_locks_on(path_of("no-pid")));
+    dc_plant_claim(s, "no-pid",
+                   no_pid + " created_ns=" + std::to_string(now_ns - 120'000'000'000LL) + " expiry_ms=600000\n");
     CHECK(s.prune().claim_files_removed == 0);
     CHECK(s.try_claim(dc_key("no-pid"), waiting(600000)).state == cc::claim_state::held);
     cc::claim_answer const past = s.try_claim(dc_key("no-pid"), waiting(60000));
@@ -264,9 +262,7 @@ TEST_CASE("directory claims: a waiter judges a claim as a cleanup does, but by i
 
     // Empty (its writer between the create and the write): alive for 1 s by its file's time,
     // whatever the waiter's bound (a waiter whose bound, 5 ms, had passed took it over).
-    REQUIRE(s.try_claim(dc_key("empty"), {}).state == cc::claim_state::claimed);
-    write_file(path_of("empty"), "");
-    REQUIRE(drop_locks_on(path_of("empty")));
+    dc_plant_claim(s, "empty", "");
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     cc::claim_answer const young = s.try_claim(dc_key("empty"), waiting(5));
     CHECK(young.state == cc::claim_state::held);

@@ -26,8 +26,11 @@ struct cpu_dispatch<compile_cache::sha256_backend> {
     static bool available(backend b) { return compile_cache::sha256_implementation_available(b); }
     static backend current() { return compile_cache::sha256_implementation(); }
     static bool set(backend b) { return compile_cache::set_sha256_implementation(b); }
-    /// What a process takes for COMPILE_CACHE_SHA256=`setting` (nullptr: unset).
-    static backend choose(char const* setting) { return compile_cache::detail::sha256_choose_backend(setting); }
+    /// What a process takes for COMPILE_CACHE_SHA256=`setting` (nullptr: unset), and
+    /// whether it understood the setting.
+    static backend choose(char const* setting, bool* not_understood = nullptr) {
+        return compile_cache::detail::sha256_choose_backend(setting, not_understood);
+    }
 };
 
 template <>
@@ -37,8 +40,11 @@ struct cpu_dispatch<compile_cache::crc32c_backend> {
     static bool available(backend b) { return compile_cache::crc32c_implementation_available(b); }
     static backend current() { return compile_cache::crc32c_implementation(); }
     static bool set(backend b) { return compile_cache::set_crc32c_implementation(b); }
-    /// What a process takes for COMPILE_CACHE_CRC32C=`setting` (nullptr: unset).
-    static backend choose(char const* setting) { return compile_cache::detail::crc32c_choose_backend(setting); }
+    /// What a process takes for COMPILE_CACHE_CRC32C=`setting` (nullptr: unset), and
+    /// whether it understood the setting.
+    static backend choose(char const* setting, bool* not_understood = nullptr) {
+        return compile_cache::detail::crc32c_choose_backend(setting, not_understood);
+    }
 };
 
 /// The implementations this build has and this CPU runs, the portable one first

@@ -9,6 +9,8 @@
 #include <compile_cache/detail/platform.hpp>
 
 #include <atomic>
+#include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -36,7 +38,8 @@ inline bool always_runs() noexcept { return true; }
 ///   using backend = an enum with a `portable` enumerator;
 ///   using function = a noexcept function pointer type;
 ///   static constexpr char const* variable: the environment variable whose value
-///       `portable` forces the portable code (unset, empty, `auto`: the fastest);
+///       names the implementation to use (`portable`, or another's to_string name, if
+///       this CPU runs it; unset, empty, `auto`: the fastest);
 ///   static constexpr cpu_implementation<backend, function> compiled[]: those this
 ///       build contains, fastest first, the portable one (always_runs) last.
 /// The pointer starts as first_call, which chooses, stores the choice and forwards:
@@ -71,17 +74,35 @@ struct cpu_dispatch<Traits, R (*)(Args...) noexcept> {
         return false;
     }
 
-    /// The automatic choice given the variable's value (null when unset); sets
-    /// *not_understood for a value other than unset, empty, `auto` or `portable`.
+    /// The choice given the variable's value (null when unset): the implementation it
+    /// names (to_string's name: `portable`, `x86-sse4.2`, ...) when this CPU runs it;
+    /// otherwise the fastest that runs here. Sets *not_understood for a value other than
+    /// unset, empty, `auto` or such a name.
     static backend choose(char const* env_value, bool* not_understood = nullptr) noexcept {
-        bool const portable = env_value != nullptr && std::strcmp(env_value, "portable") == 0;
-        if (not_understood != nullptr)
-            *not_understood = env_value != nullptr && *env_value != '\0' && !portable &&
-                              std::strcmp(env_value, "auto") != 0;
-        if (portable) return backend::portable;
+        bool const automatic = env_value == nullptr || *env_value == '\0' || std::strcmp(env_value, "auto") == 0;
+        if (not_understood != nullptr) *not_understood = !automatic;
+        if (!automatic)
+            for (auto const& i : Traits::compiled)
+                if (std::strcmp(env_value, to_string(i.backend)) == 0 && i.runs_here()) {
+                    if (not_understood != nullptr) *not_understood = false;
+                    return i.backend;
+                }
         for (auto const& i : Traits::compiled)
             if (i.runs_here()) return i.backend;
         return backend::portable;
+    }
+
+    /// The names choose() accepts here besides `auto`, fastest first, comma-separated,
+    /// into `out` (cut short if it does not fit).
+    static void accepted_names(char* out, std::size_t size) noexcept {
+        std::size_t used = 0;
+        out[0] = '\0';
+        for (auto const& i : Traits::compiled) {
+            if (!i.runs_here()) continue;
+            int const n = std::snprintf(out + used, size - used, "%s%s", used == 0 ? "" : ", ", to_string(i.backend));
+            if (n < 0 || static_cast<std::size_t>(n) >= size - used) return;
+            used += static_cast<std::size_t>(n);
+        }
     }
 
     /// Makes the automatic choice (a value not understood is one line on stderr) and
@@ -90,7 +111,11 @@ struct cpu_dispatch<Traits, R (*)(Args...) noexcept> {
         char const* const setting = std::getenv(Traits::variable);
         bool not_understood = false;
         function const chosen = function_of(choose(setting, &not_understood));
-        if (not_understood) report_unknown_implementation(Traits::variable, setting);
+        if (not_understood) {
+            char names[256];
+            accepted_names(names, sizeof names);
+            report_unknown_implementation(Traits::variable, setting, names);
+        }
         function expected = &first_call;
         if (active.compare_exchange_strong(expected, chosen, std::memory_order_relaxed)) return chosen;
         return expected;

@@ -18,7 +18,8 @@ COMPILE_CACHE_DECL bool is_off(std::string_view value);
 
 /// The one line for a process-wide implementation switch (COMPILE_CACHE_SHA256,
 /// COMPILE_CACHE_CRC32C) set to a value it does not know; the fastest code is used.
-COMPILE_CACHE_DECL void report_unknown_implementation(char const* variable, char const* value) noexcept;
+COMPILE_CACHE_DECL void report_unknown_implementation(char const* variable, char const* value,
+                                                     char const* accepted) noexcept;
 
 /// `1`, `on`, `true` and `yes` (any case) switch a setting on.
 COMPILE_CACHE_DECL bool is_on(std::string_view value);

@@ -24,11 +24,11 @@ bool is_off(std::string_view value) {
     return v.empty() || v == "0" || v == "off" || v == "false" || v == "no";
 }
 
-void report_unknown_implementation(char const* variable, char const* value) noexcept {
+void report_unknown_implementation(char const* variable, char const* value, char const* accepted) noexcept {
     std::fprintf(stderr,
-                 "compile_cache: %s=\"%s\" is not understood (portable, or auto); using the fastest "
-                 "implementation this CPU runs\n",
-                 variable, value);
+                 "compile_cache: %s=\"%s\" is not understood (auto, or one this CPU runs: %s); using the "
+                 "fastest implementation this CPU runs\n",
+                 variable, value, accepted);
 }
 
 bool is_on(std::string_view value) {
