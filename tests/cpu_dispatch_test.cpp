@@ -50,7 +50,7 @@ TEMPLATE_TEST_CASE("a CPU-dispatched function's setting names any implementation
     auto const fastest = compile_cache_test::available_backends<TestType>().back();
     for (auto b : dispatch::all) {
         INFO("backend " << compile_cache::to_string(b));
-        bool not_understood = !dispatch::available(b);
+        bool not_understood = dispatch::available(b); // (the opposite of what choose must say)
         TestType const chosen = dispatch::choose(compile_cache::to_string(b), &not_understood);
         if (dispatch::available(b)) { // named by to_string's name: that one
             CHECK(chosen == b);
@@ -93,7 +93,8 @@ TEST_CASE("a process-wide switch with a value it does not know is one line each,
     CHECK(r.exit_code == 0);
     CHECK(r.out.find("enabled=1 outcome=compiled") != std::string::npos);
     std::string const printed = compile_cache_test::read_file(err);
-    // The names this CPU runs, fastest first: what the line offers instead.
+    // The names this CPU runs, fastest first: what the line offers instead (the reverse of
+    // support/cpu_backends.hpp's `all` order, which lists them slowest first).
     auto const names = [](auto backends) {
         std::string out;
         for (auto it = backends.rbegin(); it != backends.rend(); ++it)

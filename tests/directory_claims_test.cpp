@@ -211,8 +211,8 @@ TEST_CASE("directory claims: a claim records its bound, after which a cleanup re
     CHECK(dc_claims_under(dir.path()).empty());
 }
 
-TEST_CASE("directory claims: one of this machine that names no pid is judged by its age, and one that cannot be read "
-          "is left within its bound without an error",
+TEST_CASE("directory claims: one of this machine that names no pid is judged by its age, one that cannot be read is "
+          "left within its bound and a directory with a claim's name always, without an error",
           "[single-flight][directory]") {
     temp_dir dir;
     cc::directory_storage s((dir.path() / "cache").string());
@@ -226,12 +226,16 @@ TEST_CASE("directory claims: one of this machine that names no pid is judged by 
     REQUIRE(s.try_claim(dc_key("link"), {}).state == cc::claim_state::claimed);
     REQUIRE(::unlink(path_of("link").c_str()) == 0);
     REQUIRE(::symlink("/nonexistent", path_of("link").c_str()) == 0);
+    // A directory with a claim's name, two hours old: never a claim (it opens, its read
+    // fails), so never judged, never an error.
+    fs::create_directories(path_of("dir"));
+    set_times_ago(path_of("dir"), 7200);
 
     cc::cleanup_result const r = s.prune();
     CHECK_FALSE(r.error);
     CHECK(r.not_removed == 0);
     CHECK(r.claim_files_removed == 1);
-    std::vector<std::string> stays{path_of("link"), path_of("no-pid-fresh")};
+    std::vector<std::string> stays{path_of("dir"), path_of("link"), path_of("no-pid-fresh")};
     std::sort(stays.begin(), stays.end());
     CHECK(dc_claims_under(dir.path()) == stays);
 }

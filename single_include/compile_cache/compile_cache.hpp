@@ -600,7 +600,9 @@ inline bool always_runs() noexcept { return true; }
 ///       names the implementation to use (`portable`, or another's to_string name, if
 ///       this CPU runs it; unset, empty, `auto`: the fastest);
 ///   static constexpr cpu_implementation<backend, function> compiled[]: those this
-///       build contains, fastest first, the portable one (always_runs) last.
+///       build contains, fastest first, the portable one (always_runs) last;
+/// and a `char const* to_string(backend) noexcept` that argument-dependent lookup finds,
+/// naming each implementation (never null): what the variable accepts.
 /// The pointer starts as first_call, which chooses, stores the choice and forwards:
 /// after that every call is one relaxed load and one indirect call. Constant-
 /// initialized, so usable from other static initializers; relaxed suffices since
@@ -6956,6 +6958,11 @@ public:
 private:
     static constexpr std::size_t block_size = std::size_t{1} << 20;
     static_assert(block_size >= 64, "a name of 128 hex digits fits a block");
+    // A place is a 32-bit number: the most names a cleanup keeps (cleanup_state::
+    // max_named_records, 4 M) of at most 63 bytes each fill blocks that each hold at least
+    // block_size - 63 bytes (a name never straddles two), and end before 2^32.
+    static_assert(((std::uint64_t{1} << 22) * 63 / (block_size - 63) + 1) * block_size <= std::uint64_t{1} << 32,
+                  "names' places fit 32 bits");
     static unsigned digit(char c) noexcept { return c <= '9' ? static_cast<unsigned>(c - '0') : static_cast<unsigned>(c - 'a' + 10); }
     std::vector<std::unique_ptr<unsigned char[]>> blocks_;
     std::size_t used_ = 0;
@@ -7011,9 +7018,7 @@ struct cleanup_state {
     /// store's does, and sweeps (a second stat of each entry) instead of naming: 4 M
     /// records and names take about 220 MB (32-byte keys; 350 MB with 64-byte keys).
     static constexpr std::size_t max_named_records = std::size_t{1} << 22;
-    // entry_name_blocks' 32-bit places: a name takes at most 63 bytes and a block's last byte.
-    static_assert(max_named_records * 64 + (max_named_records * 64 >> 20) <= std::uint64_t{1} << 32,
-                  "names' places fit 32 bits");
+    static_assert(max_named_records <= std::size_t{1} << 22, "entry_name_blocks' places are bound for 4 M names");
 
     COMPILE_CACHE_DECL void reset() noexcept;
 
@@ -9522,14 +9527,22 @@ inline bool claim_becoming_entry(std::string const& text) noexcept {
 /// the read's `error`, whether it was `locked`. Alive: locked by its claimant; or empty,
 /// or an entry being written into it (claim_becoming_entry), while the file's time is
 /// within claim_being_written_ns; or its owner, of this machine and boot and naming its
-/// pid, is alive (claim_owner_alive: however old); or it cannot be asked — not readable
-/// (neither its lock nor its owner), another machine's, one naming no pid — and its age
+/// pid, is alive (claim_owner_alive: however old); or it could not be read for a reason
+/// of this process's (EMFILE, ENOMEM, ...) or is a directory; or it cannot be asked — not
+/// readable (neither its lock nor its owner), another machine's, one naming no pid — and its age
 /// (claim_age_ns_at) is at most `bound_ns`, the caller's bound for those. Dead otherwise.
 /// The callers differ only in that bound.
 inline bool claim_is_alive(std::string const& text, int error, bool locked, int folder_fd, char const* name,
                            std::int64_t bound_ns) {
     if (locked) return true; // held open by its claimant, whatever its text and age say
-    if (error != 0) return claim_age_ns_at(std::string(), folder_fd, name) <= bound_ns; // (by the file's time)
+    if (error != 0) {
+        // Not the file's doing (this process out of descriptors or memory, a signal), or a
+        // directory, never a claim: alive, left. Otherwise by the file's time.
+        if (error == EMFILE || error == ENFILE || error == ENOMEM || error == EAGAIN || error == EINTR ||
+            error == EISDIR)
+            return true;
+        return claim_age_ns_at(std::string(), folder_fd, name) <= bound_ns;
+    }
     // Empty (its writer between the create and the write), or its owner writing the entry
     // into it: by the file's time, which that write sets.
     if (text.empty() || claim_becoming_entry(text))

@@ -41,7 +41,9 @@ inline bool always_runs() noexcept { return true; }
 ///       names the implementation to use (`portable`, or another's to_string name, if
 ///       this CPU runs it; unset, empty, `auto`: the fastest);
 ///   static constexpr cpu_implementation<backend, function> compiled[]: those this
-///       build contains, fastest first, the portable one (always_runs) last.
+///       build contains, fastest first, the portable one (always_runs) last;
+/// and a `char const* to_string(backend) noexcept` that argument-dependent lookup finds,
+/// naming each implementation (never null): what the variable accepts.
 /// The pointer starts as first_call, which chooses, stores the choice and forwards:
 /// after that every call is one relaxed load and one indirect call. Constant-
 /// initialized, so usable from other static initializers; relaxed suffices since

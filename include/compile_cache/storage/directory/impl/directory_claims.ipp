@@ -240,14 +240,22 @@ inline bool claim_becoming_entry(std::string const& text) noexcept {
 /// the read's `error`, whether it was `locked`. Alive: locked by its claimant; or empty,
 /// or an entry being written into it (claim_becoming_entry), while the file's time is
 /// within claim_being_written_ns; or its owner, of this machine and boot and naming its
-/// pid, is alive (claim_owner_alive: however old); or it cannot be asked — not readable
-/// (neither its lock nor its owner), another machine's, one naming no pid — and its age
+/// pid, is alive (claim_owner_alive: however old); or it could not be read for a reason
+/// of this process's (EMFILE, ENOMEM, ...) or is a directory; or it cannot be asked — not
+/// readable (neither its lock nor its owner), another machine's, one naming no pid — and its age
 /// (claim_age_ns_at) is at most `bound_ns`, the caller's bound for those. Dead otherwise.
 /// The callers differ only in that bound.
 inline bool claim_is_alive(std::string const& text, int error, bool locked, int folder_fd, char const* name,
                            std::int64_t bound_ns) {
     if (locked) return true; // held open by its claimant, whatever its text and age say
-    if (error != 0) return claim_age_ns_at(std::string(), folder_fd, name) <= bound_ns; // (by the file's time)
+    if (error != 0) {
+        // Not the file's doing (this process out of descriptors or memory, a signal), or a
+        // directory, never a claim: alive, left. Otherwise by the file's time.
+        if (error == EMFILE || error == ENFILE || error == ENOMEM || error == EAGAIN || error == EINTR ||
+            error == EISDIR)
+            return true;
+        return claim_age_ns_at(std::string(), folder_fd, name) <= bound_ns;
+    }
     // Empty (its writer between the create and the write), or its owner writing the entry
     // into it: by the file's time, which that write sets.
     if (text.empty() || claim_becoming_entry(text))
