@@ -6955,15 +6955,19 @@ public:
         used_ = 0;
     }
 
+    /// The most names whose places fit 32 bits (add's return).
+    static constexpr std::uint64_t max_names = std::uint64_t{1} << 22;
+
 private:
     static constexpr std::size_t block_size = std::size_t{1} << 20;
     static_assert(block_size >= 64, "a name of 128 hex digits fits a block");
-    // A place is a 32-bit number: the most names a cleanup keeps (cleanup_state::
-    // max_named_records, 4 M) of at most 63 bytes each fill blocks that each hold at least
+    // max_names names of at most 63 bytes each fill blocks that each hold at least
     // block_size - 63 bytes (a name never straddles two), and end before 2^32.
-    static_assert(((std::uint64_t{1} << 22) * 63 / (block_size - 63) + 1) * block_size <= std::uint64_t{1} << 32,
+    static_assert((max_names * 63 / (block_size - 63) + 1) * block_size <= std::uint64_t{1} << 32,
                   "names' places fit 32 bits");
-    static unsigned digit(char c) noexcept { return c <= '9' ? static_cast<unsigned>(c - '0') : static_cast<unsigned>(c - 'a' + 10); }
+    static unsigned digit(char c) noexcept {
+        return c <= '9' ? static_cast<unsigned>(c - '0') : static_cast<unsigned>(c - 'a' + 10);
+    }
     std::vector<std::unique_ptr<unsigned char[]>> blocks_;
     std::size_t used_ = 0;
 };
@@ -7018,7 +7022,7 @@ struct cleanup_state {
     /// store's does, and sweeps (a second stat of each entry) instead of naming: 4 M
     /// records and names take about 220 MB (32-byte keys; 350 MB with 64-byte keys).
     static constexpr std::size_t max_named_records = std::size_t{1} << 22;
-    static_assert(max_named_records <= std::size_t{1} << 22, "entry_name_blocks' places are bound for 4 M names");
+    static_assert(max_named_records <= entry_name_blocks::max_names, "names' places fit 32 bits");
 
     COMPILE_CACHE_DECL void reset() noexcept;
 
@@ -9529,8 +9533,9 @@ inline bool claim_becoming_entry(std::string const& text) noexcept {
 /// within claim_being_written_ns; or its owner, of this machine and boot and naming its
 /// pid, is alive (claim_owner_alive: however old); or it could not be read for a reason
 /// of this process's (EMFILE, ENOMEM, ...) or is a directory; or it cannot be asked — not
-/// readable (neither its lock nor its owner), another machine's, one naming no pid — and its age
-/// (claim_age_ns_at) is at most `bound_ns`, the caller's bound for those. Dead otherwise.
+/// readable (neither its lock nor its owner), another machine's, one naming no pid — and
+/// its age (claim_age_ns_at) is at most `bound_ns`, the caller's bound for those. Dead
+/// otherwise.
 /// The callers differ only in that bound.
 inline bool claim_is_alive(std::string const& text, int error, bool locked, int folder_fd, char const* name,
                            std::int64_t bound_ns) {

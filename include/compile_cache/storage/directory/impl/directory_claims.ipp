@@ -242,8 +242,9 @@ inline bool claim_becoming_entry(std::string const& text) noexcept {
 /// within claim_being_written_ns; or its owner, of this machine and boot and naming its
 /// pid, is alive (claim_owner_alive: however old); or it could not be read for a reason
 /// of this process's (EMFILE, ENOMEM, ...) or is a directory; or it cannot be asked — not
-/// readable (neither its lock nor its owner), another machine's, one naming no pid — and its age
-/// (claim_age_ns_at) is at most `bound_ns`, the caller's bound for those. Dead otherwise.
+/// readable (neither its lock nor its owner), another machine's, one naming no pid — and
+/// its age (claim_age_ns_at) is at most `bound_ns`, the caller's bound for those. Dead
+/// otherwise.
 /// The callers differ only in that bound.
 inline bool claim_is_alive(std::string const& text, int error, bool locked, int folder_fd, char const* name,
                            std::int64_t bound_ns) {
