@@ -50,9 +50,8 @@ check() {
   exit 77
 }
 
-alive() {
-  [ -r "/proc/$1/stat" ] && ! grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat"
-}
+# shellcheck source=../support/server_process.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/server_process.sh"
 
 # The certificates, the password and the token every server of DIR shares (made once).
 make_credentials() {
@@ -166,7 +165,8 @@ http {
 CONF
 }
 
-# start_server DIR NAME: prints DIR/NAME.ports once the server answers on every port.
+# start_server DIR NAME: prints DIR/NAME.ports once the server answers on every port and
+# each of them is its own (listens).
 start_server() {
   local dir=$1 name=$2 home=$1/$2 attempt pid
   make_credentials "$dir"
@@ -181,7 +181,8 @@ start_server() {
     for _ in $(seq 1 100); do
       alive "$pid" || break
       if curl -s -o /dev/null "http://127.0.0.1:$plain/" && curl -s -o /dev/null "http://127.0.0.1:$bearer/" &&
-        curl -s -o /dev/null "http://127.0.0.1:$basic/" && curl -sk -o /dev/null "https://127.0.0.1:$tls/"; then
+        curl -s -o /dev/null "http://127.0.0.1:$basic/" && curl -sk -o /dev/null "https://127.0.0.1:$tls/" &&
+        listens "$pid" "$plain" && listens "$pid" "$basic" && listens "$pid" "$bearer" && listens "$pid" "$tls"; then
         echo "plain=$plain basic=$basic bearer=$bearer tls=$tls" >"$dir/$name.ports"
         echo "$dir/$name.ports"
         return 0

@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -342,4 +343,23 @@ TEST_CASE("A timeout past the maximum is refused: one line and the default, neve
     huge.url = "redis://127.0.0.1:6390";
     huge.command_timeout = std::chrono::duration_cast<milliseconds>(std::chrono::seconds(9223372037));
     CHECK_THROWS_AS(cc::redis_storage{huge}, std::invalid_argument);
+}
+
+// The cause of a CI failure (stop 37): a test's server drew the port of another test's
+// server, could not bind it, and the fixture took the other's PONG for its own; the
+// test then lost its server when the other test ended. A server is ready only once the
+// socket that answers is its own.
+TEST_CASE("The fixture never hands a test another test's server: a server that cannot bind its port is not started",
+          "[redis][fixture]") {
+    server first;
+    std::string const second = unique_name("second");
+    std::string error;
+    try {
+        fixture_script("server " + fixture::get().dir() + " " + second + " --port " + std::to_string(first.port()));
+    } catch (std::runtime_error const& e) {
+        error = e.what();
+    }
+    CHECK(error.find("could not start redis-server") != std::string::npos);
+    CHECK(std::ifstream(fixture::get().dir() + "/" + second + ".pid").fail()); // nothing of it is left to stop
+    CHECK(admin(first.port())({"PING"}) == "PONG");
 }

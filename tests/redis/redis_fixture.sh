@@ -37,20 +37,18 @@ check() {
   exit 77
 }
 
-# alive PID: the process exists and has not exited (a child that exited is a zombie
-# until waited for, and kill -0 would still find it).
-alive() {
-  [ -r "/proc/$1/stat" ] && ! grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat"
-}
+# shellcheck source=../support/server_process.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/server_process.sh"
 
-# wait_until_ready PORT PID: 0 once the server answers PING, 1 if the process died or
-# did not answer within 5 s.
+# wait_until_ready PORT PID: 0 once the server answers PING on PORT and the socket
+# listening there is PID's own, 1 if the process died or did not within 5 s.
 wait_until_ready() {
   local port=$1 pid=$2 i
   for i in $(seq 1 100); do
     if ! alive "$pid"; then return 1; fi
     case "$(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null)" in
-      PONG | NOAUTH*) return 0 ;; # (NOAUTH: a server with a password is up too)
+      PONG | NOAUTH*) # (NOAUTH: a server with a password is up too)
+        if listens "$pid" "$port"; then return 0; fi ;;
     esac
     sleep 0.05
   done

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# What the server fixtures (redis_fixture.sh, nginx_fixture.sh) ask of a server they
+# started: whether it still runs, and whether the port that answers is its own. Sourced.
+
+# alive PID: the process exists and has not exited (a child that exited is a zombie
+# until waited for, and kill -0 would still find it).
+alive() {
+  [ -r "/proc/$1/stat" ] && ! grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat"
+}
+
+# listens PID PORT: 0 when process PID holds the socket listening on 127.0.0.1:PORT (or
+# on every address). A server that could not bind its port (another test's server took
+# it first) may live a moment before it gives up, while that other server answers on
+# the port: answering alone does not tell that the server is ours.
+listens() {
+  local pid=$1 port_hex local_address state inode fd
+  port_hex=$(printf '%04X' "$2")
+  while read -r _ local_address _ state _ _ _ _ _ inode _; do
+    [ "$state" = 0A ] || continue # LISTEN
+    case "$local_address" in
+      0100007F:"$port_hex" | 00000000:"$port_hex") ;;
+      *) continue ;;
+    esac
+    for fd in /proc/"$pid"/fd/*; do
+      [ "$(readlink "$fd" 2>/dev/null)" = "socket:[$inode]" ] && return 0
+    done
+  done </proc/net/tcp
+  return 1
+}
