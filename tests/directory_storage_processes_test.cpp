@@ -28,6 +28,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -725,6 +726,81 @@ TEST_CASE("prune() by a user who cannot remove some of the oldest entries evicts
     for (std::uint32_t id = 0; id < count; ++id) {
         INFO("entry " << id);
         CHECK(fs::exists(paths[id]) == (stuck[id] || id > last_removed));
+    }
+}
+
+TEST_CASE("prune() surveys in two threads, or in one where no thread can be started: the same oldest go, and what "
+          "each half of the folders holds is counted once",
+          "[storage][processes][disk]") {
+    // Two directories filled alike: 64 entries (id 0 the least recently used) over both
+    // halves of the folders (prune's second thread looks at those from 0x80 on), and a
+    // stale temp file in one folder of each half.
+    constexpr std::uint32_t count = 64;
+    temp_dir dir;
+    fs::permissions(dir.path(), fs::perms(0777));
+    std::vector<fs::path> roots{dir.path() / "two", dir.path() / "one"};
+    std::vector<std::string> names; // the entries' file names, in id order
+    for (fs::path const& root : roots) {
+        cc::directory_storage owner(root.string());
+        names.clear();
+        for (std::uint32_t id = 0; id < count; ++id) {
+            REQUIRE(!owner.write(key_of(id).value(), "an entry"));
+            fs::path const path = owner.entry_path(key_of(id).value());
+            names.push_back(path.parent_path().filename().string() + "/" + path.filename().string());
+            compile_cache_test::set_times_ago(path, 100000 - static_cast<int>(id));
+        }
+        for (char const* folder : {"10", "f0"}) {
+            fs::create_directories(root / folder);
+            write_file(root / folder / (".tmp-" + std::string(32, 'a')), "a writer that died");
+            compile_cache_test::set_times_ago(root / folder / (".tmp-" + std::string(32, 'a')), 100000);
+        }
+        fs::permissions(root, fs::perms(0777));
+        for (auto const& e : fs::recursive_directory_iterator(root))
+            fs::permissions(e.path(), e.is_directory() ? fs::perms(0777) : fs::perms(0666));
+    }
+    // A limit with room for 32 (4 KiB each): prune() keeps 90% of it, 28; the 36 oldest go.
+    auto upper = [](std::string const& name) { return name.compare(0, 2, "80") >= 0; };
+    std::size_t oldest_upper = 0, kept_upper = 0;
+    for (std::uint32_t id = 0; id < count; ++id) (id < 36 ? oldest_upper : kept_upper) += upper(names[id]) ? 1 : 0;
+    REQUIRE(oldest_upper > 0);
+    REQUIRE(oldest_upper < 36);
+    REQUIRE(kept_upper > 0);
+    REQUIRE(kept_upper < 28);
+    auto prune = [&](fs::path const& root, bool no_threads) {
+        return run_in_child([&] {
+            if (running_as_root() && !drop_root()) return std::string("cannot drop root");
+            std::string refused;
+            if (no_threads) { // no more processes or threads for this user
+                struct rlimit const none {0, 0};
+                if (::setrlimit(RLIMIT_NPROC, &none) != 0) return std::string("setrlimit failed");
+                try {
+                    std::thread([] {}).join();
+                    refused = " (a thread started)";
+                } catch (std::system_error const&) {
+                }
+            }
+            cc::directory_options limited;
+            limited.max_size = 32 * 4096;
+            cc::directory_storage s(root.string(), limited);
+            auto const r = s.prune();
+            return "removed=" + std::to_string(r.removed) + " entries=" + std::to_string(r.entries) +
+                   " bytes=" + std::to_string(r.bytes) + " temps=" + std::to_string(r.temp_files_removed) +
+                   " not_removed=" + std::to_string(r.not_removed) + " accounted=" + std::to_string(s.accounted_size()) +
+                   refused;
+        });
+    };
+    std::string const expected = "removed=36 entries=28 bytes=" + std::to_string(28 * 4096) +
+                                 " temps=2 not_removed=0 accounted=" + std::to_string(28 * 4096);
+    CHECK(prune(roots[0], false) == expected);
+    CHECK(prune(roots[1], true) == expected);
+    for (fs::path const& root : roots) {
+        INFO(root);
+        for (std::uint32_t id = 0; id < count; ++id) {
+            INFO("entry " << id << " " << names[id]);
+            CHECK(fs::exists(root / names[id]) == (id >= 36));
+        }
+        CHECK(!fs::exists(root / "10" / (".tmp-" + std::string(32, 'a'))));
+        CHECK(!fs::exists(root / "f0" / (".tmp-" + std::string(32, 'a'))));
     }
 }
 

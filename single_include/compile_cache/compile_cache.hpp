@@ -7007,7 +7007,9 @@ struct cleanup_state {
     std::int64_t started_s = 0;
     bool keep_names = false;
     std::vector<record> records;
-    entry_name_blocks names;
+    entry_name_blocks names;      ///< the names of the records of folders below `upper_half`
+    entry_name_blocks upper_names; ///< those of folders from `upper_half` on, which a second thread surveyed
+    unsigned upper_half = 256;    ///< 256: every name is in `names`
     std::vector<std::pair<std::int64_t, std::uint64_t>> samples;
     std::vector<std::pair<std::int64_t, std::uint64_t>> swept; ///< the entries the sweep in progress kept
     bool warm = false; ///< `samples` are those of the last whole sweep, made at `started_s`
@@ -7023,6 +7025,9 @@ struct cleanup_state {
     /// records and names take about 220 MB (32-byte keys; 350 MB with 64-byte keys).
     static constexpr std::size_t max_named_records = std::size_t{1} << 22;
     static_assert(max_named_records <= entry_name_blocks::max_names, "names' places fit 32 bits");
+    /// A whole cleanup's survey in two threads: the folders from this one on are looked at
+    /// by a second thread (survey_in_two).
+    static constexpr unsigned second_thread_from = 128;
 
     COMPILE_CACHE_DECL void reset() noexcept;
 
@@ -7079,8 +7084,27 @@ private:
 
     /// Counts folders from `next` on while the budget lasts, noting each entry's use
     /// time and size (with its name, in a whole cleanup, while they fit in
-    /// max_named_records).
+    /// max_named_records). A whole cleanup from its first folder surveys in two threads
+    /// (survey_in_two).
     COMPILE_CACHE_DECL void survey_folders(step_context& c, cleanup_totals& out);
+
+    /// A whole cleanup's survey, from its first folder, with the folders from
+    /// second_thread_from on looked at by a second thread: its records' names go to
+    /// `upper_names`. The work is the same (each entry stat-ed once); its wall time is
+    /// about half on an idle second core. Where no thread can be started, or the second
+    /// thread fails (out of memory), this thread looks at its folders too. False, having
+    /// done nothing, when names are not kept.
+    COMPILE_CACHE_DECL bool survey_in_two(step_context& c, cleanup_totals& out);
+
+    /// Adds what a look at a folder found (`now`), less what an earlier step of the same
+    /// look found (`was`), to `out`.
+    static void add_found(cleanup_totals& out, folder_scan const& was, folder_scan const& now) noexcept {
+        out.evicted += now.evicted - was.evicted;
+        out.evicted_bytes += now.evicted_bytes - was.evicted_bytes;
+        out.temps_removed += now.temps_removed - was.temps_removed;
+        out.claims_removed += now.claims_removed - was.claims_removed;
+        if (now.not_removed != was.not_removed) out.add_failures(now.not_removed - was.not_removed, now.error);
+    }
 
     /// Unlinks the named entries oldest first until the total is under the target, and
     /// takes them off the folders' figures in the ledger. Each unlink goes through its
@@ -7108,6 +7132,8 @@ private:
 
 #include <algorithm>
 #include <new>
+#include <system_error>
+#include <thread>
 
 #include <sys/file.h>
 
@@ -7194,6 +7220,8 @@ void cleanup_state::reset() noexcept {
     keep_names = false;
     std::vector<record>().swap(records); // (a million of them: not kept after a prune)
     names.clear();
+    upper_names.clear();
+    upper_half = 256;
     samples.clear();
     swept.clear();
     warm = false;
@@ -7206,6 +7234,8 @@ void cleanup_state::drop_names() {
     for (auto const& r : records) samples.emplace_back(r.mtime, r.bytes);
     std::vector<record>().swap(records);
     names.clear();
+    upper_names.clear();
+    upper_half = 256;
     keep_names = false;
 }
 
@@ -7311,11 +7341,7 @@ bool cleanup_state::scan_next(step_context& c, cleanup_totals& out, std::int64_t
         scan_folder_part(c.root_fd, cursor, folder, c.temps_before, evict_up_to, c.left(), on_entry);
     c.add(p);
     folder_scan const& now = cursor.found;
-    out.evicted += now.evicted - was.evicted;
-    out.evicted_bytes += now.evicted_bytes - was.evicted_bytes;
-    out.temps_removed += now.temps_removed - was.temps_removed;
-    out.claims_removed += now.claims_removed - was.claims_removed;
-    if (now.not_removed != was.not_removed) out.add_failures(now.not_removed - was.not_removed, now.error);
+    add_found(out, was, now);
     // A folder looked at in one step is counted (its figure corrected); one whose look
     // spans steps only has its evictions taken off its figure.
     bool const whole = fresh && p.finished && c.batch == nullptr;
@@ -7335,6 +7361,7 @@ bool cleanup_state::scan_next(step_context& c, cleanup_totals& out, std::int64_t
 }
 
 void cleanup_state::survey_folders(step_context& c, cleanup_totals& out) {
+    if (next == 0 && c.budget.whole && survey_in_two(c, out) && next == 256) return;
     while (next < 256 && !c.spent()) {
         unsigned const folder = next;
         bool const done =
@@ -7356,6 +7383,117 @@ void cleanup_state::survey_folders(step_context& c, cleanup_totals& out) {
             } catch (std::bad_alloc const&) {
             }
     }
+}
+
+/// The second thread's half of a whole survey (cleanup_state::survey_in_two): folders
+/// [from, 256), each looked at whole, its entries' records and names kept apart.
+struct survey_half {
+    unsigned from = 256;
+    std::int64_t temps_before = 0;
+    std::size_t max_records = 0;
+    std::vector<cleanup_state::record> records;
+    entry_name_blocks names;
+    std::vector<std::pair<std::int64_t, std::uint64_t>> samples; ///< past max_records: pairs only
+    std::array<folder_scan, 256> found{};
+    bool named = true; ///< every entry it saw has its record
+    bool failed = false;
+
+    void run(int root_fd) noexcept {
+        try {
+            for (unsigned folder = from; folder < 256; ++folder) {
+                found[folder] =
+                    scan_folder(root_fd, folder, temps_before, no_cutoff,
+                                [&](std::int64_t mtime, std::uint64_t bytes, std::string_view name, std::uint64_t) {
+                                    if (named && records.size() < max_records) {
+                                        records.push_back({mtime, bytes, names.add(name),
+                                                           static_cast<std::uint8_t>(name.size()),
+                                                           static_cast<std::uint8_t>(folder)});
+                                        return;
+                                    }
+                                    if (named) {
+                                        named = false;
+                                        for (auto const& r : records) samples.emplace_back(r.mtime, r.bytes);
+                                        std::vector<cleanup_state::record>().swap(records);
+                                        names.clear();
+                                    }
+                                    samples.emplace_back(mtime, bytes);
+                                });
+                if (folder == from && named) try { // (as survey_folders does: keys spread evenly)
+                        records.reserve(std::min(max_records, records.size() * (256 - from) * 5 / 4 + 1024));
+                    } catch (std::bad_alloc const&) {
+                    }
+            }
+        } catch (...) { // bad_alloc: the first thread looks at these folders itself
+            failed = true;
+        }
+    }
+};
+
+/// A thread joined however the scope that holds it is left.
+struct joined_thread {
+    std::thread thread;
+    joined_thread() = default;
+    joined_thread(joined_thread const&) = delete;
+    joined_thread& operator=(joined_thread const&) = delete;
+    ~joined_thread() {
+        if (thread.joinable()) thread.join();
+    }
+};
+
+bool cleanup_state::survey_in_two(step_context& c, cleanup_totals& out) {
+    if (!keep_names) return false;
+    unsigned const split = second_thread_from;
+    // The upper folders' ledger figures, read now: a store landing in one of them before
+    // its look is counted twice until the next count (above the disk, never below it).
+    std::array<std::uint64_t, 256> before{};
+    for (unsigned f = split; f < 256; ++f) before[f] = c.counter.before_scan(f);
+    auto half = std::make_unique<survey_half>();
+    half->from = split;
+    half->temps_before = c.temps_before;
+    half->max_records = max_named_records / 2;
+    joined_thread second;
+    try {
+        second.thread = std::thread([&h = *half, root_fd = c.root_fd] { h.run(root_fd); });
+    } catch (std::system_error const&) { // no thread to be had: this one looks at every folder
+        return false;
+    }
+    while (next < split) {
+        unsigned const folder = next;
+        scan_next(c, out, no_cutoff, [&](std::int64_t mtime, std::uint64_t bytes, std::string_view name, std::uint64_t) {
+            if (keep_names && records.size() < max_named_records / 2) {
+                records.push_back({mtime, bytes, names.add(name), static_cast<std::uint8_t>(name.size()),
+                                   static_cast<std::uint8_t>(folder)});
+            } else {
+                if (keep_names) drop_names();
+                samples.emplace_back(mtime, bytes);
+            }
+        });
+        if (folder == 0 && keep_names) try { // (room for the second thread's records too: merged below)
+                records.reserve(std::min(max_named_records, records.size() * 256 * 5 / 4 + 1024));
+            } catch (std::bad_alloc const&) {
+            }
+    }
+    second.thread.join();
+    if (half->failed) return true; // (survey_folders goes on from `split` in this thread)
+    for (unsigned f = split; f < 256; ++f) {
+        folder_scan const& fs = half->found[f];
+        add_found(out, folder_scan{}, fs);
+        c.counter.counted(f, fs.bytes, before[f]);
+        surveyed_bytes += fs.bytes;
+        surveyed_entries += fs.entries;
+    }
+    next = 256;
+    if (keep_names && half->named) {
+        records.insert(records.end(), half->records.begin(), half->records.end());
+        upper_names = std::move(half->names);
+        upper_half = split;
+        return true;
+    }
+    if (keep_names) drop_names(); // too many to name: (use time, size) pairs, and a sweep
+    samples.reserve(samples.size() + half->records.size() + half->samples.size());
+    for (auto const& r : half->records) samples.emplace_back(r.mtime, r.bytes);
+    samples.insert(samples.end(), half->samples.begin(), half->samples.end());
+    return true;
 }
 
 void cleanup_state::evict_oldest_named(step_context& c, cleanup_totals& out) {
@@ -7385,7 +7523,7 @@ void cleanup_state::evict_oldest_named(step_context& c, cleanup_totals& out) {
                 out.add_failures(1, errno);
                 continue;
             }
-            names.get(r.name_at, r.name_size, folder_name(r.folder), name);
+            (r.folder < upper_half ? names : upper_names).get(r.name_at, r.name_size, folder_name(r.folder), name);
             int const e = ::unlinkat(folder_fd.fd, name.c_str(), 0) == 0 ? 0 : errno;
             if (e != 0 && e != ENOENT) {
                 out.add_failures(1, e);
@@ -8110,6 +8248,8 @@ public:
     /// (correcting the ledger), removes temp files older than an hour, and, when the
     /// cache is over `max_size`, evicts least recently used entries until it is under
     /// 90% of it. Waits for a cleanup step another thread or process is running.
+    /// Looks at the upper half of the fan-out folders in a second thread, joined before
+    /// it returns (one thread where none can be started).
     COMPILE_CACHE_DECL cleanup_result prune() noexcept;
 
     /// Removes every entry and every temp file of this library — names made of a

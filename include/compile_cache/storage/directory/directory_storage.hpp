@@ -448,6 +448,8 @@ public:
     /// (correcting the ledger), removes temp files older than an hour, and, when the
     /// cache is over `max_size`, evicts least recently used entries until it is under
     /// 90% of it. Waits for a cleanup step another thread or process is running.
+    /// Looks at the upper half of the fan-out folders in a second thread, joined before
+    /// it returns (one thread where none can be started).
     COMPILE_CACHE_DECL cleanup_result prune() noexcept;
 
     /// Removes every entry and every temp file of this library — names made of a

@@ -416,7 +416,9 @@ struct cleanup_state {
     std::int64_t started_s = 0;
     bool keep_names = false;
     std::vector<record> records;
-    entry_name_blocks names;
+    entry_name_blocks names;      ///< the names of the records of folders below `upper_half`
+    entry_name_blocks upper_names; ///< those of folders from `upper_half` on, which a second thread surveyed
+    unsigned upper_half = 256;    ///< 256: every name is in `names`
     std::vector<std::pair<std::int64_t, std::uint64_t>> samples;
     std::vector<std::pair<std::int64_t, std::uint64_t>> swept; ///< the entries the sweep in progress kept
     bool warm = false; ///< `samples` are those of the last whole sweep, made at `started_s`
@@ -432,6 +434,9 @@ struct cleanup_state {
     /// records and names take about 220 MB (32-byte keys; 350 MB with 64-byte keys).
     static constexpr std::size_t max_named_records = std::size_t{1} << 22;
     static_assert(max_named_records <= entry_name_blocks::max_names, "names' places fit 32 bits");
+    /// A whole cleanup's survey in two threads: the folders from this one on are looked at
+    /// by a second thread (survey_in_two).
+    static constexpr unsigned second_thread_from = 128;
 
     COMPILE_CACHE_DECL void reset() noexcept;
 
@@ -488,8 +493,27 @@ private:
 
     /// Counts folders from `next` on while the budget lasts, noting each entry's use
     /// time and size (with its name, in a whole cleanup, while they fit in
-    /// max_named_records).
+    /// max_named_records). A whole cleanup from its first folder surveys in two threads
+    /// (survey_in_two).
     COMPILE_CACHE_DECL void survey_folders(step_context& c, cleanup_totals& out);
+
+    /// A whole cleanup's survey, from its first folder, with the folders from
+    /// second_thread_from on looked at by a second thread: its records' names go to
+    /// `upper_names`. The work is the same (each entry stat-ed once); its wall time is
+    /// about half on an idle second core. Where no thread can be started, or the second
+    /// thread fails (out of memory), this thread looks at its folders too. False, having
+    /// done nothing, when names are not kept.
+    COMPILE_CACHE_DECL bool survey_in_two(step_context& c, cleanup_totals& out);
+
+    /// Adds what a look at a folder found (`now`), less what an earlier step of the same
+    /// look found (`was`), to `out`.
+    static void add_found(cleanup_totals& out, folder_scan const& was, folder_scan const& now) noexcept {
+        out.evicted += now.evicted - was.evicted;
+        out.evicted_bytes += now.evicted_bytes - was.evicted_bytes;
+        out.temps_removed += now.temps_removed - was.temps_removed;
+        out.claims_removed += now.claims_removed - was.claims_removed;
+        if (now.not_removed != was.not_removed) out.add_failures(now.not_removed - was.not_removed, now.error);
+    }
 
     /// Unlinks the named entries oldest first until the total is under the target, and
     /// takes them off the folders' figures in the ledger. Each unlink goes through its
