@@ -729,78 +729,89 @@ TEST_CASE("prune() by a user who cannot remove some of the oldest entries evicts
     }
 }
 
-TEST_CASE("prune() surveys in two threads, or in one where no thread can be started: the same oldest go, and what "
-          "each half of the folders holds is counted once",
+TEST_CASE("prune() in two threads or in one: the same oldest go, naming every entry or past its bound in either "
+          "half, and what each half of the folders holds is counted once",
           "[storage][processes][disk]") {
-    // Two directories filled alike: 64 entries (id 0 the least recently used) over both
-    // halves of the folders (prune's second thread looks at those from 0x80 on), and a
-    // stale temp file in one folder of each half.
-    constexpr std::uint32_t count = 64;
+    // Each case a directory of its own: `lower` entries in folders below 80 and `upper`
+    // from 80 on (prune's second thread looks at those), their ages interleaved (the
+    // oldest first in `names`), and a stale temp file in one folder of each half.
+    struct case_ {
+        char const* what;
+        std::uint32_t lower, upper;
+        bool no_threads;
+        std::size_t named; ///< the most entries a survey names (0: the library's bound)
+    };
+    std::vector<case_> const cases{
+        {"two threads, every entry named", 34, 30, false, 0},
+        {"one thread (none can be started), every entry named", 34, 30, true, 0},
+        {"two threads, the lower half past its names", 40, 24, false, 60},
+        {"two threads, the upper half past its names", 24, 40, false, 60},
+        {"two threads, both halves past their names", 40, 40, false, 60},
+        {"one thread, past its names", 40, 24, true, 60},
+    };
     temp_dir dir;
     fs::permissions(dir.path(), fs::perms(0777));
-    std::vector<fs::path> roots{dir.path() / "two", dir.path() / "one"};
-    std::vector<std::string> names; // the entries' file names, in id order
-    for (fs::path const& root : roots) {
-        cc::directory_storage owner(root.string());
-        names.clear();
-        for (std::uint32_t id = 0; id < count; ++id) {
-            REQUIRE(!owner.write(key_of(id).value(), "an entry"));
-            fs::path const path = owner.entry_path(key_of(id).value());
-            names.push_back(path.parent_path().filename().string() + "/" + path.filename().string());
-            compile_cache_test::set_times_ago(path, 100000 - static_cast<int>(id));
-        }
-        for (char const* folder : {"10", "f0"}) {
-            fs::create_directories(root / folder);
-            write_file(root / folder / (".tmp-" + std::string(32, 'a')), "a writer that died");
-            compile_cache_test::set_times_ago(root / folder / (".tmp-" + std::string(32, 'a')), 100000);
+    std::string const stale_temp = ".tmp-" + std::string(32, 'a');
+    for (case_ const& c : cases) {
+        INFO(c.what);
+        fs::path const root = dir.path() / ("case-" + std::to_string(&c - cases.data()));
+        std::vector<std::string> names; // "folder/name", the least recently used first
+        {
+            cc::directory_storage owner(root.string());
+            std::uint32_t lower = 0, upper = 0;
+            for (std::uint32_t id = 0; lower < c.lower || upper < c.upper; ++id) {
+                std::string const hex = key_of(id).value().hex();
+                std::uint32_t& n = hex.compare(0, 2, "80") < 0 ? lower : upper;
+                if (n == (&n == &lower ? c.lower : c.upper)) continue;
+                ++n;
+                REQUIRE(!owner.write(key_of(id).value(), "an entry"));
+                fs::path const path = owner.entry_path(key_of(id).value());
+                names.push_back(path.parent_path().filename().string() + "/" + path.filename().string());
+                compile_cache_test::set_times_ago(path, 100000 - static_cast<int>(names.size()));
+            }
+            for (char const* folder : {"10", "f0"}) {
+                fs::create_directories(root / folder);
+                write_file(root / folder / stale_temp, "a writer that died");
+                compile_cache_test::set_times_ago(root / folder / stale_temp, 100000);
+            }
         }
         fs::permissions(root, fs::perms(0777));
         for (auto const& e : fs::recursive_directory_iterator(root))
             fs::permissions(e.path(), e.is_directory() ? fs::perms(0777) : fs::perms(0666));
-    }
-    // A limit with room for 32 (4 KiB each): prune() keeps 90% of it, 28; the 36 oldest go.
-    auto upper = [](std::string const& name) { return name.compare(0, 2, "80") >= 0; };
-    std::size_t oldest_upper = 0, kept_upper = 0;
-    for (std::uint32_t id = 0; id < count; ++id) (id < 36 ? oldest_upper : kept_upper) += upper(names[id]) ? 1 : 0;
-    REQUIRE(oldest_upper > 0);
-    REQUIRE(oldest_upper < 36);
-    REQUIRE(kept_upper > 0);
-    REQUIRE(kept_upper < 28);
-    auto prune = [&](fs::path const& root, bool no_threads) {
-        return run_in_child([&] {
+        // A limit with room for half of them (4 KiB each): prune() keeps 90% of it.
+        auto const count = static_cast<std::uint64_t>(names.size());
+        std::uint64_t const max_size = count / 2 * 4096;
+        std::uint64_t const keep = (max_size - max_size / 10) / 4096;
+        std::string const got = run_in_child([&] {
             if (running_as_root() && !drop_root()) return std::string("cannot drop root");
-            std::string refused;
-            if (no_threads) { // no more processes or threads for this user
+            if (c.no_threads) { // no more processes or threads for this user
                 struct rlimit const none {0, 0};
                 if (::setrlimit(RLIMIT_NPROC, &none) != 0) return std::string("setrlimit failed");
                 try {
                     std::thread([] {}).join();
-                    refused = " (a thread started)";
+                    return std::string("a thread started under RLIMIT_NPROC 0");
                 } catch (std::system_error const&) {
                 }
             }
+            cc::detail::directory_storage_impl::max_named_records_for_testing = c.named;
             cc::directory_options limited;
-            limited.max_size = 32 * 4096;
+            limited.max_size = max_size;
             cc::directory_storage s(root.string(), limited);
             auto const r = s.prune();
             return "removed=" + std::to_string(r.removed) + " entries=" + std::to_string(r.entries) +
                    " bytes=" + std::to_string(r.bytes) + " temps=" + std::to_string(r.temp_files_removed) +
                    " not_removed=" + std::to_string(r.not_removed) + " accounted=" + std::to_string(s.accounted_size()) +
-                   refused;
+                   " threads=" + std::to_string(s.counters().cleanup_threads);
         });
-    };
-    std::string const expected = "removed=36 entries=28 bytes=" + std::to_string(28 * 4096) +
-                                 " temps=2 not_removed=0 accounted=" + std::to_string(28 * 4096);
-    CHECK(prune(roots[0], false) == expected);
-    CHECK(prune(roots[1], true) == expected);
-    for (fs::path const& root : roots) {
-        INFO(root);
-        for (std::uint32_t id = 0; id < count; ++id) {
-            INFO("entry " << id << " " << names[id]);
-            CHECK(fs::exists(root / names[id]) == (id >= 36));
+        CHECK(got == "removed=" + std::to_string(count - keep) + " entries=" + std::to_string(keep) +
+                         " bytes=" + std::to_string(keep * 4096) + " temps=2 not_removed=0 accounted=" +
+                         std::to_string(keep * 4096) + " threads=" + (c.no_threads ? "0" : "1"));
+        for (std::size_t i = 0; i < names.size(); ++i) {
+            INFO("entry " << i << " " << names[i]);
+            CHECK(fs::exists(root / names[i]) == (i >= count - keep));
         }
-        CHECK(!fs::exists(root / "10" / (".tmp-" + std::string(32, 'a'))));
-        CHECK(!fs::exists(root / "f0" / (".tmp-" + std::string(32, 'a'))));
+        CHECK(!fs::exists(root / "10" / stale_temp));
+        CHECK(!fs::exists(root / "f0" / stale_temp));
     }
 }
 

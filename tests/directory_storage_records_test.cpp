@@ -262,8 +262,8 @@ std::int64_t wall_clock_ns() {
 
 } // namespace
 
-TEST_CASE("directory_storage::write_made_at writes as write() does, its file given the time it is given (0 or less: "
-          "now)",
+TEST_CASE("directory_storage::write_made_at writes as write() does, its file given the time it is given (now for 0 "
+          "or less)",
           "[storage][records]") {
     static_assert(cc::detail::has_write_made_at<directory_storage>::value);
     temp_dir dir;

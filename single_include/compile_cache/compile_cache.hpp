@@ -6597,6 +6597,40 @@ T* per_thread() noexcept {
 // work. Not part of the public interface; see the Storage section of docs/design.md.
 
 
+// ---- begin compile_cache/detail/thread_without_signals.hpp
+// compile_cache: starts a thread of the library's with every signal blocked, so that the
+// host's signal handlers run on the host's threads only.
+
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <thread>
+#include <utility>
+
+namespace compile_cache::detail {
+
+/// A new thread running `f`, every signal blocked in it (a signal sent to the process is
+/// handled on one of the host's threads, by the host's handler). The caller's signal mask
+/// is as it was on return, and when this throws what std::thread's constructor throws.
+template <class F>
+std::thread thread_without_signals(F&& f) {
+    sigset_t all;
+    sigset_t before;
+    ::sigfillset(&all);
+    bool const masked = ::pthread_sigmask(SIG_SETMASK, &all, &before) == 0;
+    struct restore {
+        bool masked;
+        sigset_t const& before;
+        ~restore() {
+            if (masked) ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
+        }
+    } const restored{masked, before};
+    return std::thread(std::forward<F>(f));
+}
+
+} // namespace compile_cache::detail
+// ---- end compile_cache/detail/thread_without_signals.hpp
 
 #include <algorithm>
 #include <array>
@@ -6972,6 +7006,11 @@ private:
     std::size_t used_ = 0;
 };
 
+/// For tests only: when not 0, a whole cleanup names at most this many entries
+/// (cleanup_state::max_named_records otherwise), so that a test reaches the sweep a
+/// cache of millions would.
+inline std::size_t max_named_records_for_testing = 0;
+
 /// A process's cleanup in progress. A cleanup is a survey — every folder counted,
 /// every entry's use time and size noted — then eviction of the oldest entries until
 /// the total is under 90% of the limit.
@@ -6989,8 +7028,8 @@ private:
 ///   them with no survey. With the limit hit continuously, a store's cleanup is then
 ///   one sweep over and over, each entry stat-ed once a pass.
 struct cleanup_state {
-    /// An entry seen by a whole cleanup's survey; its name is in `names` at `name_at`,
-    /// `name_size` hex digits.
+    /// An entry seen by a whole cleanup's survey; its name is at `name_at`, `name_size`
+    /// hex digits, in `names` or, for a folder from `upper_half` on, `upper_names`.
     struct record {
         std::int64_t mtime;
         std::uint64_t bytes;
@@ -7018,16 +7057,21 @@ struct cleanup_state {
 
     // Counters, for the curious and for tests.
     std::atomic<std::uint64_t> evicted{0}, evicted_bytes{0}, temps_removed{0}, steps{0}, claims_removed{0};
+    std::atomic<std::uint64_t> threads{0}; ///< second threads a whole survey started (survey_in_two)
     lock_events* events = nullptr; ///< where a ledger lock given up on is counted
 
     /// Past this many entries a whole cleanup keeps (use time, size) pairs only, as a
     /// store's does, and sweeps (a second stat of each entry) instead of naming: 4 M
-    /// records and names take about 220 MB (32-byte keys; 350 MB with 64-byte keys).
+    /// records and names take about 220 MB (32-byte keys; 350 MB with 64-byte keys), and
+    /// up to 48 MB more while the second thread's records are merged (survey_in_two),
+    /// each of whose halves names at most half of them.
     static constexpr std::size_t max_named_records = std::size_t{1} << 22;
     static_assert(max_named_records <= entry_name_blocks::max_names, "names' places fit 32 bits");
     /// A whole cleanup's survey in two threads: the folders from this one on are looked at
     /// by a second thread (survey_in_two).
     static constexpr unsigned second_thread_from = 128;
+    /// max_named_records, or what a test set in max_named_records_for_testing.
+    COMPILE_CACHE_DECL static std::size_t named_limit() noexcept;
 
     COMPILE_CACHE_DECL void reset() noexcept;
 
@@ -7089,11 +7133,14 @@ private:
     COMPILE_CACHE_DECL void survey_folders(step_context& c, cleanup_totals& out);
 
     /// A whole cleanup's survey, from its first folder, with the folders from
-    /// second_thread_from on looked at by a second thread: its records' names go to
-    /// `upper_names`. The work is the same (each entry stat-ed once); its wall time is
-    /// about half on an idle second core. Where no thread can be started, or the second
-    /// thread fails (out of memory), this thread looks at its folders too. False, having
-    /// done nothing, when names are not kept.
+    /// second_thread_from on looked at by a second thread (which takes no signal): its
+    /// records' names go to `upper_names`. The work is the same (each entry stat-ed once);
+    /// its wall time is about half on an idle second core. True when every folder was
+    /// looked at (`next` is 256). False when it looked at none: names are not kept, or
+    /// no thread could be started (the upper folders' ledger figures were read, no more).
+    /// Also false, with `next` at second_thread_from, when the second thread failed (out
+    /// of memory): this thread looks at its folders again, and the temp files and claims
+    /// that thread removed are counted.
     COMPILE_CACHE_DECL bool survey_in_two(step_context& c, cleanup_totals& out);
 
     /// Adds what a look at a folder found (`now`), less what an earlier step of the same
@@ -7361,12 +7408,13 @@ bool cleanup_state::scan_next(step_context& c, cleanup_totals& out, std::int64_t
 }
 
 void cleanup_state::survey_folders(step_context& c, cleanup_totals& out) {
-    if (next == 0 && c.budget.whole && survey_in_two(c, out) && next == 256) return;
+    if (survey_in_two(c, out)) return;
+    std::size_t const limit = named_limit();
     while (next < 256 && !c.spent()) {
         unsigned const folder = next;
         bool const done =
             scan_next(c, out, no_cutoff, [&](std::int64_t mtime, std::uint64_t bytes, std::string_view name, std::uint64_t) {
-                if (keep_names && records.size() < max_named_records) {
+                if (keep_names && records.size() < limit) {
                     records.push_back({mtime, bytes, names.add(name), static_cast<std::uint8_t>(name.size()),
                                        static_cast<std::uint8_t>(folder)});
                 } else {
@@ -7379,10 +7427,14 @@ void cleanup_state::survey_folders(step_context& c, cleanup_totals& out) {
         // hold, and room made for them now spares the copies of a growing vector (a
         // million records: 24 MB copied and touched again). Only a guess: it may fail.
         if (folder == 0 && keep_names) try {
-                records.reserve(std::min(max_named_records, records.size() * 256 * 5 / 4 + 1024));
+                records.reserve(std::min(limit, records.size() * 256 * 5 / 4 + 1024));
             } catch (std::bad_alloc const&) {
             }
     }
+}
+
+std::size_t cleanup_state::named_limit() noexcept {
+    return max_named_records_for_testing != 0 ? max_named_records_for_testing : max_named_records;
 }
 
 /// The second thread's half of a whole survey (cleanup_state::survey_in_two): folders
@@ -7395,29 +7447,34 @@ struct survey_half {
     entry_name_blocks names;
     std::vector<std::pair<std::int64_t, std::uint64_t>> samples; ///< past max_records: pairs only
     std::array<folder_scan, 256> found{};
-    bool named = true; ///< every entry it saw has its record
+    folder_cursor cursor; ///< the folder being looked at: what it found when the thread failed
+    unsigned done_to = 256; ///< the folders before this one were looked at whole
+    bool named = true;      ///< every entry it saw has its record
     bool failed = false;
+    std::atomic<bool> stop{false}; ///< the first thread failed: no more folders
 
     void run(int root_fd) noexcept {
         try {
-            for (unsigned folder = from; folder < 256; ++folder) {
-                found[folder] =
-                    scan_folder(root_fd, folder, temps_before, no_cutoff,
-                                [&](std::int64_t mtime, std::uint64_t bytes, std::string_view name, std::uint64_t) {
-                                    if (named && records.size() < max_records) {
-                                        records.push_back({mtime, bytes, names.add(name),
-                                                           static_cast<std::uint8_t>(name.size()),
-                                                           static_cast<std::uint8_t>(folder)});
-                                        return;
-                                    }
-                                    if (named) {
-                                        named = false;
-                                        for (auto const& r : records) samples.emplace_back(r.mtime, r.bytes);
-                                        std::vector<cleanup_state::record>().swap(records);
-                                        names.clear();
-                                    }
-                                    samples.emplace_back(mtime, bytes);
-                                });
+            for (done_to = from; done_to < 256 && !stop.load(std::memory_order_relaxed); ++done_to) {
+                unsigned const folder = done_to;
+                scan_folder_part(root_fd, cursor, folder, temps_before, no_cutoff, scan_limits{},
+                                 [&](std::int64_t mtime, std::uint64_t bytes, std::string_view name, std::uint64_t) {
+                                     if (named && records.size() < max_records) {
+                                         records.push_back({mtime, bytes, names.add(name),
+                                                            static_cast<std::uint8_t>(name.size()),
+                                                            static_cast<std::uint8_t>(folder)});
+                                         return;
+                                     }
+                                     if (named) {
+                                         named = false;
+                                         for (auto const& r : records) samples.emplace_back(r.mtime, r.bytes);
+                                         std::vector<cleanup_state::record>().swap(records);
+                                         names.clear();
+                                     }
+                                     samples.emplace_back(mtime, bytes);
+                                 });
+                found[folder] = cursor.found;
+                cursor.close();
                 if (folder == from && named) try { // (as survey_folders does: keys spread evenly)
                         records.reserve(std::min(max_records, records.size() * (256 - from) * 5 / 4 + 1024));
                     } catch (std::bad_alloc const&) {
@@ -7429,38 +7486,47 @@ struct survey_half {
     }
 };
 
-/// A thread joined however the scope that holds it is left.
-struct joined_thread {
+/// The second thread of a survey, joined however the scope that holds it is left; left
+/// early, it tells the thread to stop after its folder.
+struct survey_thread {
     std::thread thread;
-    joined_thread() = default;
-    joined_thread(joined_thread const&) = delete;
-    joined_thread& operator=(joined_thread const&) = delete;
-    ~joined_thread() {
-        if (thread.joinable()) thread.join();
+    std::atomic<bool>* stop = nullptr;
+    survey_thread() = default;
+    survey_thread(survey_thread const&) = delete;
+    survey_thread& operator=(survey_thread const&) = delete;
+    ~survey_thread() {
+        if (!thread.joinable()) return;
+        stop->store(true);
+        thread.join();
     }
 };
 
 bool cleanup_state::survey_in_two(step_context& c, cleanup_totals& out) {
-    if (!keep_names) return false;
+    if (!keep_names || !c.budget.whole || next != 0) return false;
     unsigned const split = second_thread_from;
+    std::size_t const limit = named_limit();
     // The upper folders' ledger figures, read now: a store landing in one of them before
     // its look is counted twice until the next count (above the disk, never below it).
     std::array<std::uint64_t, 256> before{};
     for (unsigned f = split; f < 256; ++f) before[f] = c.counter.before_scan(f);
-    auto half = std::make_unique<survey_half>();
-    half->from = split;
-    half->temps_before = c.temps_before;
-    half->max_records = max_named_records / 2;
-    joined_thread second;
+    std::unique_ptr<survey_half> half;
+    survey_thread second; // (destroyed before `half`, which its thread uses)
     try {
-        second.thread = std::thread([&h = *half, root_fd = c.root_fd] { h.run(root_fd); });
-    } catch (std::system_error const&) { // no thread to be had: this one looks at every folder
+        half = std::make_unique<survey_half>();
+        half->from = split;
+        half->temps_before = c.temps_before;
+        half->max_records = limit / 2;
+        second.stop = &half->stop;
+        second.thread = thread_without_signals([&h = *half, root_fd = c.root_fd] { h.run(root_fd); });
+    } catch (...) { // no thread (or no memory) to be had: this one looks at every folder
         return false;
     }
+    ++threads;
+    // (A whole budget is never spent: each scan_next finishes its folder.)
     while (next < split) {
         unsigned const folder = next;
         scan_next(c, out, no_cutoff, [&](std::int64_t mtime, std::uint64_t bytes, std::string_view name, std::uint64_t) {
-            if (keep_names && records.size() < max_named_records / 2) {
+            if (keep_names && records.size() < limit / 2) {
                 records.push_back({mtime, bytes, names.add(name), static_cast<std::uint8_t>(name.size()),
                                    static_cast<std::uint8_t>(folder)});
             } else {
@@ -7469,12 +7535,21 @@ bool cleanup_state::survey_in_two(step_context& c, cleanup_totals& out) {
             }
         });
         if (folder == 0 && keep_names) try { // (room for the second thread's records too: merged below)
-                records.reserve(std::min(max_named_records, records.size() * 256 * 5 / 4 + 1024));
+                records.reserve(std::min(limit, records.size() * 256 * 5 / 4 + 1024));
             } catch (std::bad_alloc const&) {
             }
     }
     second.thread.join();
-    if (half->failed) return true; // (survey_folders goes on from `split` in this thread)
+    if (half->failed) {
+        // What it removed is gone: counted here, as the look again will not see it.
+        for (unsigned f = split; f < half->done_to && f < 256; ++f) {
+            out.temps_removed += half->found[f].temps_removed;
+            out.claims_removed += half->found[f].claims_removed;
+        }
+        out.temps_removed += half->cursor.found.temps_removed;
+        out.claims_removed += half->cursor.found.claims_removed;
+        return false;
+    }
     for (unsigned f = split; f < 256; ++f) {
         folder_scan const& fs = half->found[f];
         add_found(out, folder_scan{}, fs);
@@ -7975,6 +8050,9 @@ struct directory_counters {
     std::uint64_t lock_timeouts = 0;
     /// Stale claim files (single flight) its cleanups removed.
     std::uint64_t claim_files_removed = 0;
+    /// Threads prune() started to survey folders beside the caller's (none where no
+    /// thread could be started).
+    std::uint64_t cleanup_threads = 0;
 };
 
 /// An entry as directory_storage::read_view gives it: its bytes, either in the caller's
@@ -8248,8 +8326,8 @@ public:
     /// (correcting the ledger), removes temp files older than an hour, and, when the
     /// cache is over `max_size`, evicts least recently used entries until it is under
     /// 90% of it. Waits for a cleanup step another thread or process is running.
-    /// Looks at the upper half of the fan-out folders in a second thread, joined before
-    /// it returns (one thread where none can be started).
+    /// Looks at the upper half of the fan-out folders in a second thread, which takes no
+    /// signal and is joined before it returns (one thread where none can be started).
     COMPILE_CACHE_DECL cleanup_result prune() noexcept;
 
     /// Removes every entry and every temp file of this library — names made of a
@@ -9284,6 +9362,7 @@ directory_counters directory_storage::counters() const noexcept {
     c.evicted_bytes = state_->cleanup.evicted_bytes.load();
     c.temp_files_removed = state_->cleanup.temps_removed.load();
     c.cleanup_steps = state_->cleanup.steps.load();
+    c.cleanup_threads = state_->cleanup.threads.load();
     c.lock_timeouts = state_->locks.timeouts();
     c.claim_files_removed = state_->cleanup.claims_removed.load();
     return c;
@@ -14123,7 +14202,6 @@ struct uses_deprecated_from_env<tiered_storage<Local, Remote>>
 #if COMPILE_CACHE_INCLUDE_IMPL
 
 #include <pthread.h>
-#include <signal.h>
 
 #include <cstdlib>
 
@@ -14247,21 +14325,8 @@ bool tier_worker::push(job&& j) noexcept {
         {
             std::lock_guard<std::mutex> lock(mutex_);
             if (ending_ || size > max_bytes_ || queued_bytes_ > max_bytes_ - size) return false;
-            if (!thread_) {
-                // The thread takes no signal (it is started with all of them blocked): the
-                // host's handlers run on the host's threads only.
-                sigset_t all;
-                sigset_t before;
-                ::sigfillset(&all);
-                bool const masked = ::pthread_sigmask(SIG_SETMASK, &all, &before) == 0;
-                try {
-                    thread_ = std::make_unique<std::thread>([this] { work(); });
-                } catch (...) {
-                    if (masked) ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
-                    throw;
-                }
-                if (masked) ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
-            }
+            if (!thread_) // (it takes no signal: the host's handlers run on the host's threads only)
+                thread_ = std::make_unique<std::thread>(thread_without_signals([this] { work(); }));
             queue_.push_back(std::move(j));
             queued_bytes_ += size;
             wake = waiting_; // (a busy thread looks at the queue before it waits: no wake-up call)

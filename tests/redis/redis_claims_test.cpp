@@ -478,7 +478,7 @@ TEST_CASE_METHOD(relayed_server,
     for (auto const& c : claims) CHECK(c.state == cc::claim_state::none);
 }
 
-TEST_CASE("Redis writes then releases, and reads that claim, for an ACL user without EVAL: the claims are still taken "
+TEST_CASE("Redis without EVAL for an ACL user: writes then releases, and reads that claim, the claims still taken "
           "after the reads, and released after the writes",
           "[redis][claims][prefetch][upload]") {
     server_without_scripts acl;

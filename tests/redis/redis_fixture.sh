@@ -18,7 +18,9 @@
 #   redis_fixture.sh stop DIR                 stops every server started under DIR
 #
 # A port is chosen by trying: a random one, and another when redis-server cannot bind it
-# (or its cluster bus port, port + 10000).
+# (or its cluster bus port, port + 10000). A server is ready once it answers PING and
+# the socket listening on its port is its own: one that lost its port to another test's
+# server lives a moment, while that server answers in its place.
 set -euo pipefail
 
 die() {
@@ -61,13 +63,14 @@ wait_until_ready() {
 start_server() {
   local dir=$1 name=$2
   shift 2
-  local home="$dir/$name" attempt port pid fixed=
+  local home="$dir/$name" attempt attempts=20 port pid fixed=
   if [ "${1:-}" = "--port" ]; then
     fixed=$2
+    attempts=3 # (a restart: the port of a server just killed may take a moment to be free)
     shift 2
   fi
   mkdir -p "$home"
-  for attempt in $(seq 1 20); do
+  for attempt in $(seq 1 "$attempts"); do
     port=${fixed:-$((20000 + (RANDOM * 32768 + RANDOM) % 30000))}
     redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --dir "$home" \
       --logfile "$home/redis.log" --daemonize no "$@" >/dev/null 2>&1 &
@@ -80,7 +83,11 @@ start_server() {
     fi
     wait "$pid" 2>/dev/null || true
     rm -f "$dir/$name.pid"
-    echo "redis_fixture: $name: port $port did not work (attempt $attempt), trying another" >&2
+    if [ -n "$fixed" ]; then
+      echo "redis_fixture: $name: port $port did not work (attempt $attempt of $attempts)" >&2
+    else
+      echo "redis_fixture: $name: port $port did not work (attempt $attempt), trying another" >&2
+    fi
   done
   die "$name: could not start redis-server (see $home/redis.log)"
 }

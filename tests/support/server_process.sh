@@ -5,11 +5,14 @@
 # alive PID: the process exists and has not exited (a child that exited is a zombie
 # until waited for, and kill -0 would still find it).
 alive() {
-  [ -r "/proc/$1/stat" ] && ! grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat"
+  local stat state
+  { read -r stat <"/proc/$1/stat"; } 2>/dev/null || return 1 # (gone, even between two looks)
+  state=${stat##*) }                                            # (after the name, which may hold ") ")
+  [ "${state%% *}" != Z ]
 }
 
-# listens PID PORT: 0 when process PID holds the socket listening on 127.0.0.1:PORT (or
-# on every address). A server that could not bind its port (another test's server took
+# listens PID PORT: 0 when process PID holds the socket listening on 127.0.0.1:PORT or
+# 0.0.0.0:PORT (IPv4 only: the fixtures' servers bind 127.0.0.1). A server that could not bind its port (another test's server took
 # it first) may live a moment before it gives up, while that other server answers on
 # the port: answering alone does not tell that the server is ours.
 listens() {

@@ -9,6 +9,7 @@
 
 #include <compile_cache/detail/config.hpp>
 #include <compile_cache/detail/detection.hpp>
+#include <compile_cache/detail/thread_without_signals.hpp>
 
 #include <compile_cache/identity_record.hpp>
 #include <compile_cache/key/key.hpp>

@@ -263,7 +263,7 @@ TEST_CASE("compile-cache copy from a Redis server to a directory, a SQLite file 
     REQUIRE_EXIT(no_redis, 2);
 }
 
-TEST_CASE("compile-cache verify --trusted-keys-file on a Redis server a signing machine filled: sound by signature, "
+TEST_CASE("compile-cache verify --trusted-keys-file, a signing machine's Redis server: sound by signature, "
           "and with the key rotated out reported untrusted and kept by --remove",
           "[compile-cache][redis]") {
     std::string const url = "redis://127.0.0.1:" + std::to_string(fixture::get().server_port());

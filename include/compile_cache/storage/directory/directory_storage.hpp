@@ -175,6 +175,9 @@ struct directory_counters {
     std::uint64_t lock_timeouts = 0;
     /// Stale claim files (single flight) its cleanups removed.
     std::uint64_t claim_files_removed = 0;
+    /// Threads prune() started to survey folders beside the caller's (none where no
+    /// thread could be started).
+    std::uint64_t cleanup_threads = 0;
 };
 
 /// An entry as directory_storage::read_view gives it: its bytes, either in the caller's
@@ -448,8 +451,8 @@ public:
     /// (correcting the ledger), removes temp files older than an hour, and, when the
     /// cache is over `max_size`, evicts least recently used entries until it is under
     /// 90% of it. Waits for a cleanup step another thread or process is running.
-    /// Looks at the upper half of the fan-out folders in a second thread, joined before
-    /// it returns (one thread where none can be started).
+    /// Looks at the upper half of the fan-out folders in a second thread, which takes no
+    /// signal and is joined before it returns (one thread where none can be started).
     COMPILE_CACHE_DECL cleanup_result prune() noexcept;
 
     /// Removes every entry and every temp file of this library — names made of a

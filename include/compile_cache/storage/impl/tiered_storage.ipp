@@ -4,7 +4,6 @@
 #if COMPILE_CACHE_INCLUDE_IMPL
 
 #include <pthread.h>
-#include <signal.h>
 
 #include <cstdlib>
 
@@ -128,21 +127,8 @@ bool tier_worker::push(job&& j) noexcept {
         {
             std::lock_guard<std::mutex> lock(mutex_);
             if (ending_ || size > max_bytes_ || queued_bytes_ > max_bytes_ - size) return false;
-            if (!thread_) {
-                // The thread takes no signal (it is started with all of them blocked): the
-                // host's handlers run on the host's threads only.
-                sigset_t all;
-                sigset_t before;
-                ::sigfillset(&all);
-                bool const masked = ::pthread_sigmask(SIG_SETMASK, &all, &before) == 0;
-                try {
-                    thread_ = std::make_unique<std::thread>([this] { work(); });
-                } catch (...) {
-                    if (masked) ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
-                    throw;
-                }
-                if (masked) ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
-            }
+            if (!thread_) // (it takes no signal: the host's handlers run on the host's threads only)
+                thread_ = std::make_unique<std::thread>(thread_without_signals([this] { work(); }));
             queue_.push_back(std::move(j));
             queued_bytes_ += size;
             wake = waiting_; // (a busy thread looks at the queue before it waits: no wake-up call)

@@ -5,6 +5,7 @@
 
 #include <compile_cache/detail/config.hpp>
 
+#include <compile_cache/detail/thread_without_signals.hpp>
 #include <compile_cache/storage/directory/detail/directory_files.hpp>
 
 #include <algorithm>
@@ -381,6 +382,11 @@ private:
     std::size_t used_ = 0;
 };
 
+/// For tests only: when not 0, a whole cleanup names at most this many entries
+/// (cleanup_state::max_named_records otherwise), so that a test reaches the sweep a
+/// cache of millions would.
+inline std::size_t max_named_records_for_testing = 0;
+
 /// A process's cleanup in progress. A cleanup is a survey — every folder counted,
 /// every entry's use time and size noted — then eviction of the oldest entries until
 /// the total is under 90% of the limit.
@@ -398,8 +404,8 @@ private:
 ///   them with no survey. With the limit hit continuously, a store's cleanup is then
 ///   one sweep over and over, each entry stat-ed once a pass.
 struct cleanup_state {
-    /// An entry seen by a whole cleanup's survey; its name is in `names` at `name_at`,
-    /// `name_size` hex digits.
+    /// An entry seen by a whole cleanup's survey; its name is at `name_at`, `name_size`
+    /// hex digits, in `names` or, for a folder from `upper_half` on, `upper_names`.
     struct record {
         std::int64_t mtime;
         std::uint64_t bytes;
@@ -427,16 +433,21 @@ struct cleanup_state {
 
     // Counters, for the curious and for tests.
     std::atomic<std::uint64_t> evicted{0}, evicted_bytes{0}, temps_removed{0}, steps{0}, claims_removed{0};
+    std::atomic<std::uint64_t> threads{0}; ///< second threads a whole survey started (survey_in_two)
     lock_events* events = nullptr; ///< where a ledger lock given up on is counted
 
     /// Past this many entries a whole cleanup keeps (use time, size) pairs only, as a
     /// store's does, and sweeps (a second stat of each entry) instead of naming: 4 M
-    /// records and names take about 220 MB (32-byte keys; 350 MB with 64-byte keys).
+    /// records and names take about 220 MB (32-byte keys; 350 MB with 64-byte keys), and
+    /// up to 48 MB more while the second thread's records are merged (survey_in_two),
+    /// each of whose halves names at most half of them.
     static constexpr std::size_t max_named_records = std::size_t{1} << 22;
     static_assert(max_named_records <= entry_name_blocks::max_names, "names' places fit 32 bits");
     /// A whole cleanup's survey in two threads: the folders from this one on are looked at
     /// by a second thread (survey_in_two).
     static constexpr unsigned second_thread_from = 128;
+    /// max_named_records, or what a test set in max_named_records_for_testing.
+    COMPILE_CACHE_DECL static std::size_t named_limit() noexcept;
 
     COMPILE_CACHE_DECL void reset() noexcept;
 
@@ -498,11 +509,14 @@ private:
     COMPILE_CACHE_DECL void survey_folders(step_context& c, cleanup_totals& out);
 
     /// A whole cleanup's survey, from its first folder, with the folders from
-    /// second_thread_from on looked at by a second thread: its records' names go to
-    /// `upper_names`. The work is the same (each entry stat-ed once); its wall time is
-    /// about half on an idle second core. Where no thread can be started, or the second
-    /// thread fails (out of memory), this thread looks at its folders too. False, having
-    /// done nothing, when names are not kept.
+    /// second_thread_from on looked at by a second thread (which takes no signal): its
+    /// records' names go to `upper_names`. The work is the same (each entry stat-ed once);
+    /// its wall time is about half on an idle second core. True when every folder was
+    /// looked at (`next` is 256). False when it looked at none: names are not kept, or
+    /// no thread could be started (the upper folders' ledger figures were read, no more).
+    /// Also false, with `next` at second_thread_from, when the second thread failed (out
+    /// of memory): this thread looks at its folders again, and the temp files and claims
+    /// that thread removed are counted.
     COMPILE_CACHE_DECL bool survey_in_two(step_context& c, cleanup_totals& out);
 
     /// Adds what a look at a folder found (`now`), less what an earlier step of the same

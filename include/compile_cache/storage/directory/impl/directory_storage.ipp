@@ -484,6 +484,7 @@ directory_counters directory_storage::counters() const noexcept {
     c.evicted_bytes = state_->cleanup.evicted_bytes.load();
     c.temp_files_removed = state_->cleanup.temps_removed.load();
     c.cleanup_steps = state_->cleanup.steps.load();
+    c.cleanup_threads = state_->cleanup.threads.load();
     c.lock_timeouts = state_->locks.timeouts();
     c.claim_files_removed = state_->cleanup.claims_removed.load();
     return c;

@@ -234,12 +234,13 @@ bool cleanup_state::scan_next(step_context& c, cleanup_totals& out, std::int64_t
 }
 
 void cleanup_state::survey_folders(step_context& c, cleanup_totals& out) {
-    if (next == 0 && c.budget.whole && survey_in_two(c, out) && next == 256) return;
+    if (survey_in_two(c, out)) return;
+    std::size_t const limit = named_limit();
     while (next < 256 && !c.spent()) {
         unsigned const folder = next;
         bool const done =
             scan_next(c, out, no_cutoff, [&](std::int64_t mtime, std::uint64_t bytes, std::string_view name, std::uint64_t) {
-                if (keep_names && records.size() < max_named_records) {
+                if (keep_names && records.size() < limit) {
                     records.push_back({mtime, bytes, names.add(name), static_cast<std::uint8_t>(name.size()),
                                        static_cast<std::uint8_t>(folder)});
                 } else {
@@ -252,10 +253,14 @@ void cleanup_state::survey_folders(step_context& c, cleanup_totals& out) {
         // hold, and room made for them now spares the copies of a growing vector (a
         // million records: 24 MB copied and touched again). Only a guess: it may fail.
         if (folder == 0 && keep_names) try {
-                records.reserve(std::min(max_named_records, records.size() * 256 * 5 / 4 + 1024));
+                records.reserve(std::min(limit, records.size() * 256 * 5 / 4 + 1024));
             } catch (std::bad_alloc const&) {
             }
     }
+}
+
+std::size_t cleanup_state::named_limit() noexcept {
+    return max_named_records_for_testing != 0 ? max_named_records_for_testing : max_named_records;
 }
 
 /// The second thread's half of a whole survey (cleanup_state::survey_in_two): folders
@@ -268,29 +273,34 @@ struct survey_half {
     entry_name_blocks names;
     std::vector<std::pair<std::int64_t, std::uint64_t>> samples; ///< past max_records: pairs only
     std::array<folder_scan, 256> found{};
-    bool named = true; ///< every entry it saw has its record
+    folder_cursor cursor; ///< the folder being looked at: what it found when the thread failed
+    unsigned done_to = 256; ///< the folders before this one were looked at whole
+    bool named = true;      ///< every entry it saw has its record
     bool failed = false;
+    std::atomic<bool> stop{false}; ///< the first thread failed: no more folders
 
     void run(int root_fd) noexcept {
         try {
-            for (unsigned folder = from; folder < 256; ++folder) {
-                found[folder] =
-                    scan_folder(root_fd, folder, temps_before, no_cutoff,
-                                [&](std::int64_t mtime, std::uint64_t bytes, std::string_view name, std::uint64_t) {
-                                    if (named && records.size() < max_records) {
-                                        records.push_back({mtime, bytes, names.add(name),
-                                                           static_cast<std::uint8_t>(name.size()),
-                                                           static_cast<std::uint8_t>(folder)});
-                                        return;
-                                    }
-                                    if (named) {
-                                        named = false;
-                                        for (auto const& r : records) samples.emplace_back(r.mtime, r.bytes);
-                                        std::vector<cleanup_state::record>().swap(records);
-                                        names.clear();
-                                    }
-                                    samples.emplace_back(mtime, bytes);
-                                });
+            for (done_to = from; done_to < 256 && !stop.load(std::memory_order_relaxed); ++done_to) {
+                unsigned const folder = done_to;
+                scan_folder_part(root_fd, cursor, folder, temps_before, no_cutoff, scan_limits{},
+                                 [&](std::int64_t mtime, std::uint64_t bytes, std::string_view name, std::uint64_t) {
+                                     if (named && records.size() < max_records) {
+                                         records.push_back({mtime, bytes, names.add(name),
+                                                            static_cast<std::uint8_t>(name.size()),
+                                                            static_cast<std::uint8_t>(folder)});
+                                         return;
+                                     }
+                                     if (named) {
+                                         named = false;
+                                         for (auto const& r : records) samples.emplace_back(r.mtime, r.bytes);
+                                         std::vector<cleanup_state::record>().swap(records);
+                                         names.clear();
+                                     }
+                                     samples.emplace_back(mtime, bytes);
+                                 });
+                found[folder] = cursor.found;
+                cursor.close();
                 if (folder == from && named) try { // (as survey_folders does: keys spread evenly)
                         records.reserve(std::min(max_records, records.size() * (256 - from) * 5 / 4 + 1024));
                     } catch (std::bad_alloc const&) {
@@ -302,38 +312,47 @@ struct survey_half {
     }
 };
 
-/// A thread joined however the scope that holds it is left.
-struct joined_thread {
+/// The second thread of a survey, joined however the scope that holds it is left; left
+/// early, it tells the thread to stop after its folder.
+struct survey_thread {
     std::thread thread;
-    joined_thread() = default;
-    joined_thread(joined_thread const&) = delete;
-    joined_thread& operator=(joined_thread const&) = delete;
-    ~joined_thread() {
-        if (thread.joinable()) thread.join();
+    std::atomic<bool>* stop = nullptr;
+    survey_thread() = default;
+    survey_thread(survey_thread const&) = delete;
+    survey_thread& operator=(survey_thread const&) = delete;
+    ~survey_thread() {
+        if (!thread.joinable()) return;
+        stop->store(true);
+        thread.join();
     }
 };
 
 bool cleanup_state::survey_in_two(step_context& c, cleanup_totals& out) {
-    if (!keep_names) return false;
+    if (!keep_names || !c.budget.whole || next != 0) return false;
     unsigned const split = second_thread_from;
+    std::size_t const limit = named_limit();
     // The upper folders' ledger figures, read now: a store landing in one of them before
     // its look is counted twice until the next count (above the disk, never below it).
     std::array<std::uint64_t, 256> before{};
     for (unsigned f = split; f < 256; ++f) before[f] = c.counter.before_scan(f);
-    auto half = std::make_unique<survey_half>();
-    half->from = split;
-    half->temps_before = c.temps_before;
-    half->max_records = max_named_records / 2;
-    joined_thread second;
+    std::unique_ptr<survey_half> half;
+    survey_thread second; // (destroyed before `half`, which its thread uses)
     try {
-        second.thread = std::thread([&h = *half, root_fd = c.root_fd] { h.run(root_fd); });
-    } catch (std::system_error const&) { // no thread to be had: this one looks at every folder
+        half = std::make_unique<survey_half>();
+        half->from = split;
+        half->temps_before = c.temps_before;
+        half->max_records = limit / 2;
+        second.stop = &half->stop;
+        second.thread = thread_without_signals([&h = *half, root_fd = c.root_fd] { h.run(root_fd); });
+    } catch (...) { // no thread (or no memory) to be had: this one looks at every folder
         return false;
     }
+    ++threads;
+    // (A whole budget is never spent: each scan_next finishes its folder.)
     while (next < split) {
         unsigned const folder = next;
         scan_next(c, out, no_cutoff, [&](std::int64_t mtime, std::uint64_t bytes, std::string_view name, std::uint64_t) {
-            if (keep_names && records.size() < max_named_records / 2) {
+            if (keep_names && records.size() < limit / 2) {
                 records.push_back({mtime, bytes, names.add(name), static_cast<std::uint8_t>(name.size()),
                                    static_cast<std::uint8_t>(folder)});
             } else {
@@ -342,12 +361,21 @@ bool cleanup_state::survey_in_two(step_context& c, cleanup_totals& out) {
             }
         });
         if (folder == 0 && keep_names) try { // (room for the second thread's records too: merged below)
-                records.reserve(std::min(max_named_records, records.size() * 256 * 5 / 4 + 1024));
+                records.reserve(std::min(limit, records.size() * 256 * 5 / 4 + 1024));
             } catch (std::bad_alloc const&) {
             }
     }
     second.thread.join();
-    if (half->failed) return true; // (survey_folders goes on from `split` in this thread)
+    if (half->failed) {
+        // What it removed is gone: counted here, as the look again will not see it.
+        for (unsigned f = split; f < half->done_to && f < 256; ++f) {
+            out.temps_removed += half->found[f].temps_removed;
+            out.claims_removed += half->found[f].claims_removed;
+        }
+        out.temps_removed += half->cursor.found.temps_removed;
+        out.claims_removed += half->cursor.found.claims_removed;
+        return false;
+    }
     for (unsigned f = split; f < 256; ++f) {
         folder_scan const& fs = half->found[f];
         add_found(out, folder_scan{}, fs);
