@@ -12,9 +12,10 @@ alive() {
 }
 
 # listens PID PORT: 0 when process PID holds the socket listening on 127.0.0.1:PORT or
-# 0.0.0.0:PORT (IPv4 only: the fixtures' servers bind 127.0.0.1). A server that could not bind its port (another test's server took
-# it first) may live a moment before it gives up, while that other server answers on
-# the port: answering alone does not tell that the server is ours.
+# 0.0.0.0:PORT (IPv4 only: the fixtures' servers bind 127.0.0.1). A server that could
+# not bind its port (another test's server took it first) may live a moment before it
+# gives up, while that other server answers on the port: answering alone does not tell
+# that the server is ours.
 listens() {
   local pid=$1 port_hex local_address state inode fd
   port_hex=$(printf '%04X' "$2")
