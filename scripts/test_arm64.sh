@@ -19,7 +19,9 @@
 # 3. The portable fallbacks: a native build with COMPILE_CACHE_NO_LINUX_EXTENSIONS=ON (no
 #    renameat2, getrandom, getauxval or dl_iterate_phdr build-id) passes the storage
 #    (processes included), key and cache test cases.
-# Every run is bounded (timeout): one that does not finish fails the step and says
+# The first run of 1, the longest (every test case under emulation, one process), runs
+# beside the runs of 1, 2 and 3 after it: two cores, and this part's output printed after
+# theirs. Every run is bounded (timeout): one that does not finish fails the step and says
 # which. Emulation tests the instructions and the Linux calls, not an arm64 machine's
 # memory ordering (qemu runs guest threads on the host's). Exits non-zero on any
 # failure; prints each part's wall time.
@@ -46,14 +48,17 @@ timings=()
 start=$SECONDS
 
 fail() { echo "test_arm64: $*" >&2; exit 1; }
+bounded_end() { # STATUS SECONDS WHAT: fails the step unless a bounded command's STATUS is 0
+  case $1 in
+  0) ;;
+  124 | 137) fail "$3 did not finish in $2 s (stopped)" ;;
+  *) fail "$3 failed (exit $1)" ;;
+  esac
+}
 bounded() { # SECONDS WHAT COMMAND...: runs COMMAND; fails the step when it does not finish in time
   local limit=$1 what=$2 status=0; shift 2
   timeout -k 10 "$limit" "$@" || status=$?
-  case $status in
-  0) ;;
-  124 | 137) fail "$what did not finish in $limit s (stopped)" ;;
-  *) fail "$what failed (exit $status)" ;;
-  esac
+  bounded_end "$status" "$limit" "$what"
 }
 expect() { # WHAT TEXT PATTERN...: fails unless TEXT contains every PATTERN
   local what=$1 text=$2; shift 2
@@ -81,12 +86,17 @@ cmake -S "$root" -B "$native" -DCOMPILE_CACHE_NO_LINUX_EXTENSIONS=ON "${common[@
 cmake --build "$native" -j "$jobs" --target compile_cache_platform_tests
 part_done 'portable-only build'
 
-part=$SECONDS
-echo "== arm64 under qemu-aarch64: ARMv8 SHA-2 and CRC32, every platform test case"
+# The longest run, every test case under emulation (one process, one core), runs beside
+# the three parts after it; its output is printed, and its end checked, after them.
+scratch=$(mktemp -d)
+armv8_pid=
+trap '[ -z "$armv8_pid" ] || kill "$armv8_pid" 2>/dev/null; rm -rf "$scratch"' EXIT # (timeout passes it on)
+armv8_start=$SECONDS
+echo "== arm64 under qemu-aarch64: ARMv8 SHA-2 and CRC32, every platform test case (beside the next parts)"
 report=$(bounded 60 platform_report "${emulate[@]}" "$arm/tests/platform_report")
 expect "arm64 implementations" "$report" platform=aarch64-linux sha256=arm-sha2 crc32c=arm-crc host-id=build-id
-bounded 420 "the arm64 tests (ARMv8)" "${emulate[@]}" "$arm/tests/compile_cache_platform_tests"
-part_done 'arm64 tests, ARMv8'
+timeout -k 10 420 "${emulate[@]}" "$arm/tests/compile_cache_platform_tests" >"$scratch/armv8.log" 2>&1 &
+armv8_pid=$!
 
 part=$SECONDS
 echo "== arm64 under qemu-aarch64: portable SHA-256 and CRC-32C forced ($portable_forced_tests)"
@@ -113,8 +123,8 @@ echo "== entries across architectures: one cache directory, x86-64 and arm64"
 x86_helper=$native/tests/cache_fresh_process_helper
 arm_helper=$arm/tests/emulated/cache_fresh_process_helper
 export CCFRESH_LOG='' # the helper's cache comes from CCFRESH_*: no log lines
-cross=$(mktemp -d)
-trap 'rm -rf "$cross"' EXIT
+cross=$scratch/cross
+mkdir "$cross"
 # Kernel entries are named by their 32-byte key (64 hex digits); the kernel's identity
 # record (explain.hpp: its history, which only explains misses) by a 33-byte key ending
 # in 1d, one per identity whatever the architecture.
@@ -137,6 +147,14 @@ cross_way() { # FIRST-NAME FIRST-HELPER SECOND-NAME SECOND-HELPER DIR
 cross_way x86-64 "$x86_helper" arm64 "$arm_helper" "$cross/x86-first"
 cross_way arm64 "$arm_helper" x86-64 "$x86_helper" "$cross/arm64-first"
 part_done 'across architectures'
+
+echo "== arm64 under qemu-aarch64: ARMv8 SHA-2 and CRC32, every platform test case (its output)"
+armv8_status=0
+wait "$armv8_pid" || armv8_status=$?
+armv8_pid=
+cat "$scratch/armv8.log"
+bounded_end "$armv8_status" 420 "the arm64 tests (ARMv8)"
+timings+=("$(printf '%-34s %4d s' 'arm64 tests, ARMv8 (beside those)' $((SECONDS - armv8_start)))")
 
 echo "== time per part"
 printf '   %s\n' "${timings[@]}"
