@@ -90,12 +90,21 @@ part_done 'portable-only build'
 # the three parts after it; its output is printed, and its end checked, after them.
 scratch=$(mktemp -d)
 armv8_pid=
-trap '[ -z "$armv8_pid" ] || kill "$armv8_pid" 2>/dev/null; rm -rf "$scratch"' EXIT # (timeout passes it on)
+armv8_limit=420
+stop_armv8() { # on exit: a run still going is stopped (timeout passes the signal on), its output so far shown
+  if [ -n "$armv8_pid" ]; then
+    kill "$armv8_pid" 2>/dev/null || true
+    echo "test_arm64: the arm64 tests (ARMv8), stopped if still running; their last lines:" >&2
+    tail -n 20 "$scratch/armv8.log" >&2 || true
+  fi
+  rm -rf "$scratch"
+}
+trap stop_armv8 EXIT
 armv8_start=$SECONDS
 echo "== arm64 under qemu-aarch64: ARMv8 SHA-2 and CRC32, every platform test case (beside the next parts)"
 report=$(bounded 60 platform_report "${emulate[@]}" "$arm/tests/platform_report")
 expect "arm64 implementations" "$report" platform=aarch64-linux sha256=arm-sha2 crc32c=arm-crc host-id=build-id
-timeout -k 10 420 "${emulate[@]}" "$arm/tests/compile_cache_platform_tests" >"$scratch/armv8.log" 2>&1 &
+timeout -k 10 "$armv8_limit" "${emulate[@]}" "$arm/tests/compile_cache_platform_tests" >"$scratch/armv8.log" 2>&1 &
 armv8_pid=$!
 
 part=$SECONDS
@@ -153,7 +162,7 @@ armv8_status=0
 wait "$armv8_pid" || armv8_status=$?
 armv8_pid=
 cat "$scratch/armv8.log"
-bounded_end "$armv8_status" 420 "the arm64 tests (ARMv8)"
+bounded_end "$armv8_status" "$armv8_limit" "the arm64 tests (ARMv8)"
 timings+=("$(printf '%-34s %4d s' 'arm64 tests, ARMv8 (beside those)' $((SECONDS - armv8_start)))")
 
 echo "== time per part"
