@@ -8,10 +8,10 @@
 # 1. arm64: cross-built with g++-aarch64-linux-gnu against Debian's arm64 Boost
 #    (cmake/toolchains/), C++17, no build type, run under qemu-aarch64, whose default
 #    CPU has the ARMv8 SHA-2 and CRC32 extensions: every test case with the ARMv8
-#    implementations, then with the portable ones forced (COMPILE_CACHE_SHA256=portable
-#    COMPILE_CACHE_CRC32C=portable) the cases that hash, less [processes] (many
-#    emulated processes, for Linux calls the first pass ran) and [scale] (100,000
-#    entries). Which implementations ran is printed and checked.
+#    implementations, and beside that run, with the portable ones forced
+#    (COMPILE_CACHE_SHA256=portable COMPILE_CACHE_CRC32C=portable), the cases that hash,
+#    less [processes] (many emulated processes, whose Linux calls the other run makes)
+#    and [scale] (100,000 entries). Which implementations ran is printed and checked.
 # 2. Entries across architectures: the x86-64 and the arm64 builds of one small host
 #    program on one cache directory, each way round: the other's entry is a clean miss
 #    (absent: another key, since the key's toolchain component names the platform),
@@ -94,6 +94,7 @@ armv8_limit=420
 stop_armv8() { # on exit: a run still going is stopped (timeout passes the signal on), its output so far shown
   if [ -n "$armv8_pid" ]; then
     kill "$armv8_pid" 2>/dev/null || true
+    wait "$armv8_pid" 2>/dev/null || true
     echo "test_arm64: the arm64 tests (ARMv8), stopped if still running; their last lines:" >&2
     tail -n 20 "$scratch/armv8.log" >&2 || true
   fi

@@ -51,6 +51,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 log=$(mktemp)
 pch=$(mktemp -d)
 trap 'rm -f "$log"; rm -rf "$pch"' EXIT
+trap 'exit 130' INT # (so that dash runs the EXIT trap when stopped)
+trap 'exit 143' TERM
 failures=0
 count=0
 precompiled=0

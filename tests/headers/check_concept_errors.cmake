@@ -27,9 +27,10 @@ endif()
 # With clang, the umbrella header (the source's first include) is parsed once per standard
 # into a precompiled header: the same diagnostics, each compilation about a third
 # (tests/compile_fail/run.sh says why not with g++). Made in the working directory (ctest's:
-# the build folder of tests/headers) and removed at the end; without it, as before.
+# the build folder of tests/headers), removed at the end; without it, as before.
 execute_process(COMMAND ${CXX} --version OUTPUT_VARIABLE version ERROR_QUIET)
-set(pch_dir ${CMAKE_CURRENT_BINARY_DIR}/concept_errors_pch)
+string(RANDOM LENGTH 12 run) # (a folder of this run's own: two runs may share the build folder)
+set(pch_dir ${CMAKE_CURRENT_BINARY_DIR}/concept_errors_pch_${run})
 set(failures 0)
 foreach(std IN LISTS STANDARDS)
   set(pch_flags)
@@ -68,6 +69,11 @@ foreach(std IN LISTS STANDARDS)
     string(REPLACE ";" "," flat "${log}") # a list element per error line, not per semicolon
     string(REGEX MATCHALL "error:[^\n]*" errors "${flat}")
     list(LENGTH errors error_count)
+    if(error_count EQUAL 0)
+      message("FAIL ${name}: the compiler failed with no error line:\n${log}")
+      math(EXPR failures "${failures} + 1")
+      continue()
+    endif()
     list(GET errors 0 first)
     if(case STREQUAL "UserConcept")
       if(NOT log MATCHES "satisfaction of .+Storage<|does not satisfy .Storage.")
