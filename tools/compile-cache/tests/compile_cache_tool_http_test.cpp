@@ -52,18 +52,6 @@ std::string fresh_url(std::string const& kind, std::string const& tag) {
            "/" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + "/";
 }
 
-/// The entries and records of a cache directory, by name: their bytes.
-std::map<std::string, std::string> entry_files(fs::path const& dir) {
-    std::map<std::string, std::string> out;
-    if (!fs::exists(dir)) return out;
-    for (auto const& f : fs::directory_iterator(dir)) {
-        if (!f.is_directory() || f.path().filename().string().size() != 2) continue;
-        for (auto const& e : fs::directory_iterator(f.path()))
-            out[e.path().filename().string()] = compile_cache_test::read_file(e.path());
-    }
-    return out;
-}
-
 /// A directory tinyk filled: two kernels, their entries and identity records.
 struct filled {
     scenario s;

@@ -204,21 +204,6 @@ TEST_CASE("compile-cache runs as the tool user docs/remote.md gives, and a reade
     CHECK(a({"DBSIZE"}) == "0");
 }
 
-namespace {
-/// Every entry and identity record file of a cache directory (`ab/<hex>`) and its bytes.
-std::map<std::string, std::string> entry_files(fs::path const& dir) {
-    std::map<std::string, std::string> out;
-    for (auto const& folder : fs::directory_iterator(dir)) {
-        std::string const f = folder.path().filename().string();
-        if (f.size() != 2 || !folder.is_directory()) continue;
-        for (auto const& e : fs::directory_iterator(folder.path()))
-            if (e.path().filename().string().rfind(f, 0) == 0)
-                out[f + "/" + e.path().filename().string()] = compile_cache_test::read_file(e.path());
-    }
-    return out;
-}
-} // namespace
-
 TEST_CASE("compile-cache copy from a Redis server to a directory, a SQLite file and a Redis cluster and back, byte for "
           "byte",
           "[compile-cache][redis]") {

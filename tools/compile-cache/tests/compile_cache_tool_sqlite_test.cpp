@@ -247,18 +247,6 @@ TEST_CASE_METHOD(sqlite_file, "clear and verify --remove on a SQLite file with a
 }
 
 namespace {
-/// Every entry and identity record file of a cache directory (`ab/<hex>`) and its bytes.
-std::map<std::string, std::string> entry_files(fs::path const& dir) {
-    std::map<std::string, std::string> out;
-    for (auto const& folder : fs::directory_iterator(dir)) {
-        std::string const f = folder.path().filename().string();
-        if (f.size() != 2 || !folder.is_directory()) continue;
-        for (auto const& e : fs::directory_iterator(folder.path()))
-            if (e.path().filename().string().rfind(f, 0) == 0) out[f + "/" + e.path().filename().string()] = read_file(e.path());
-    }
-    return out;
-}
-
 char const* const chain_program = "kernel square(x) { return x * x; }\n"
                                   "kernel helper(x) { return square(x) * 2.0; }\n"
                                   "kernel main(x) { return helper(x) + 5.0; }\n";

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -96,6 +97,22 @@ inline std::vector<std::string> lines_of(std::string const& text) {
     std::vector<std::string> out;
     std::istringstream in(text);
     for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+}
+
+/// Every entry and identity record file of a cache directory (`ab/<hex>`, the files of a
+/// fan-out folder whose names start with its two digits) and its bytes, by `ab/<name>`;
+/// empty when `dir` does not exist.
+inline std::map<std::string, std::string> entry_files(fs::path const& dir) {
+    std::map<std::string, std::string> out;
+    if (!fs::exists(dir)) return out;
+    for (auto const& folder : fs::directory_iterator(dir)) {
+        std::string const f = folder.path().filename().string();
+        if (f.size() != 2 || !folder.is_directory()) continue;
+        for (auto const& e : fs::directory_iterator(folder.path()))
+            if (e.path().filename().string().rfind(f, 0) == 0)
+                out[f + "/" + e.path().filename().string()] = compile_cache_test::read_file(e.path());
+    }
     return out;
 }
 
