@@ -58,25 +58,16 @@ count=0
 precompiled=0
 
 # With clang, the umbrella header is parsed once per standard into a precompiled header
-# put first in each file that only includes headers and then declares: its diagnostics
-# are the same, and a compilation against the single header costs about half. A file
-# that defines a macro, includes a header after code, or includes src.hpp (which must
-# come first) is compiled as it is; so is every file when clang cannot make it, and with
-# g++, whose precompiled header took longer to load than the files it spared here.
-pch_clang=no
-case $("$cxx" --version 2>/dev/null | head -n 1) in
-*clang*) pch_clang=yes ;;
-esac
-pch_flags() { # STD: prints the flags that put the precompiled umbrella first, or nothing
-    [ "$pch_clang" = yes ] || return 0
-    if [ ! -d "$pch/$1" ]; then
-        mkdir "$pch/$1"
-        echo '#include <compile_cache/compile_cache.hpp>' >"$pch/$1/umbrella.hpp"
+# (tests/support/precompile_umbrella.sh) put first in each file that only includes
+# headers and then declares: its diagnostics are the same. A file that defines a macro,
+# includes a header after code, or includes src.hpp (which must come first) is compiled
+# as it is; so is every file with g++, or when clang cannot make it.
+pch_path() { # STD: prints the precompiled umbrella's path, or nothing
+    if [ ! -f "$pch/$1.path" ]; then
         # shellcheck disable=SC2086  # $includes is a list of words on purpose
-        "$cxx" -std="$1" -x c++-header $includes "$pch/$1/umbrella.hpp" -o "$pch/$1/umbrella.pch" >/dev/null 2>&1 ||
-            rm -f "$pch/$1/umbrella.pch"
+        sh "$here/../support/precompile_umbrella.sh" "$pch" "$1" "$cxx" $includes >"$pch/$1.path"
     fi
-    if [ -f "$pch/$1/umbrella.pch" ]; then echo "-include-pch $pch/$1/umbrella.pch"; fi
+    cat "$pch/$1.path"
 }
 # Whether FILE may have the umbrella put first: includes, then code, and nothing else.
 takes_umbrella_first() {
@@ -109,11 +100,16 @@ for source in "$here"/*.cpp; do
     if takes_umbrella_first "$source"; then umbrella_first=yes; fi
     for std in $standards; do
         count=$((count + 1))
-        pch_use=
-        if [ "$umbrella_first" = yes ]; then pch_use=$(pch_flags "$std"); fi
-        if [ -n "$pch_use" ]; then precompiled=$((precompiled + 1)); fi
-        # shellcheck disable=SC2086  # $pch_use and $includes are lists of words on purpose
-        if "$cxx" -std="$std" -fsyntax-only $pch_use $includes "$source" >"$log" 2>&1; then
+        set -- # the flags that put the precompiled umbrella first, if any
+        if [ "$umbrella_first" = yes ]; then
+            pch_file=$(pch_path "$std")
+            if [ -n "$pch_file" ]; then
+                set -- -include-pch "$pch_file"
+                precompiled=$((precompiled + 1))
+            fi
+        fi
+        # shellcheck disable=SC2086  # $includes is a list of words on purpose
+        if "$cxx" -std="$std" -fsyntax-only "$@" $includes "$source" >"$log" 2>&1; then
             if [ "$expect" = success ]; then
                 echo "ok   $name -std=$std (compiles)"
             else

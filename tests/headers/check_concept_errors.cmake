@@ -25,24 +25,19 @@ if(NOT STANDARDS)
   set(STANDARDS c++17 c++20)
 endif()
 # With clang, the umbrella header (the source's first include) is parsed once per standard
-# into a precompiled header: the same diagnostics, each compilation about a third
-# (tests/compile_fail/run.sh says why not with g++). Made in the working directory (ctest's:
-# the build folder of tests/headers), removed at the end; without it, as before.
-execute_process(COMMAND ${CXX} --version OUTPUT_VARIABLE version ERROR_QUIET)
+# into a precompiled header (tests/support/precompile_umbrella.sh): the same diagnostics.
+# Made in the working directory (ctest's: the build folder of tests/headers), removed at
+# the end; with g++, or when clang cannot make it, each case is compiled as it is.
 string(RANDOM LENGTH 12 run) # (a folder of this run's own: two runs may share the build folder)
 set(pch_dir ${CMAKE_CURRENT_BINARY_DIR}/concept_errors_pch_${run})
 set(failures 0)
 foreach(std IN LISTS STANDARDS)
+  execute_process(COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/../support/precompile_umbrella.sh ${pch_dir} ${std} ${CXX}
+                          ${flags}
+                  OUTPUT_VARIABLE pch_file OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
   set(pch_flags)
-  if(version MATCHES "clang")
-    file(MAKE_DIRECTORY ${pch_dir}/${std})
-    file(WRITE ${pch_dir}/${std}/umbrella.hpp "#include <compile_cache/compile_cache.hpp>\n")
-    execute_process(COMMAND ${CXX} -std=${std} -x c++-header ${flags} ${pch_dir}/${std}/umbrella.hpp
-                            -o ${pch_dir}/${std}/umbrella.pch
-                    RESULT_VARIABLE pch_rc OUTPUT_QUIET ERROR_QUIET)
-    if(pch_rc EQUAL 0)
-      set(pch_flags -include-pch ${pch_dir}/${std}/umbrella.pch)
-    endif()
+  if(pch_file)
+    set(pch_flags -include-pch ${pch_file})
   endif()
   foreach(case None Hasher Serializer Resolver Storage StorageRead SerializerFor Unserializable UserConcept)
     if(case STREQUAL "UserConcept" AND std STREQUAL "c++17")
