@@ -92,6 +92,10 @@ TEST_CASE("A bad address is refused with a sentence that says what is wrong", "[
     CHECK(parse_error("redis://a:1,b:2").find("redis+cluster://") != std::string::npos);
     CHECK(parse_error("redis+cluster://a:1,").find("empty host") != std::string::npos);
     CHECK(parse_error("unix://relative.sock").find("absolute") != std::string::npos);
+    // A socket path the kernel would cut short (sun_path holds 107 bytes and a NUL).
+    std::string const longest = "/" + std::string(106, 's');
+    CHECK(parse_ok("unix://" + longest).socket_path == longest);
+    CHECK(parse_error("unix://" + longest + "s").find("shorter than 108 bytes") != std::string::npos);
     CHECK_THROWS_AS(cc::redis_storage(std::string("nonsense")), std::invalid_argument);
 }
 

@@ -185,6 +185,31 @@ TEST_CASE("write_many stores 40 entries as write stores each, in one pipelined e
     CHECK(out.empty());
 }
 
+TEST_CASE("write_many stores 1,100 entries of 2 KiB, each its own piece of the exchange, past the system's 1,024 "
+          "pieces per send",
+          "[redis][storage][batch]") {
+    cc::redis_options o;
+    o.url = fixture::get().server_url();
+    o.name_space = unique_name("batch-write-many-pieces");
+    cc::redis_storage s(o);
+    std::vector<std::string> values;
+    std::vector<std::pair<cc::key, std::string_view>> entries;
+    for (std::uint64_t i = 0; i < 1100; ++i) values.push_back(value_of(i, 2048));
+    for (std::uint64_t i = 0; i < 1100; ++i) entries.emplace_back(key_of(i), values[i]);
+    std::vector<std::error_code> out;
+    s.write_many(entries, out);
+    REQUIRE(out.size() == entries.size());
+    std::size_t failed = 0;
+    for (auto const& e : out) failed += e ? 1 : 0;
+    CHECK(failed == 0);
+    for (std::uint64_t i = 0; i < 1100; i += 99) {
+        INFO("key " << i);
+        std::string bytes;
+        CHECK(s.read(key_of(i), bytes, 1 << 20).status == cc::read_status::found);
+        CHECK(bytes == values[i]);
+    }
+}
+
 TEST_CASE("read_many stops at its byte bound: the replies before it are answered, the keys after it are too_large errors",
           "[redis][storage][batch]") {
     cc::redis_options o;

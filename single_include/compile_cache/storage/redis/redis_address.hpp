@@ -52,6 +52,8 @@ struct redis_address {
             if (rest.empty() || rest.front() != '/') return bad("a Unix socket needs an absolute path");
             if (rest.find('?') != std::string_view::npos)
                 return bad("query parameters are not supported: give a password in PREFIX_REMOTE_PASSWORD_FILE");
+            // sockaddr_un's sun_path: 108 bytes with its NUL (a longer one would be cut short).
+            if (rest.size() >= 108) return bad("a Unix socket's path must be shorter than 108 bytes");
             a.socket_path.assign(rest);
             return a;
         } else {

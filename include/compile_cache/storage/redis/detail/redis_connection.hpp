@@ -16,9 +16,11 @@
 #include <sys/uio.h>
 #include <sys/time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstddef>
 #include <cstring>
 #include <limits>
@@ -338,11 +340,17 @@ private:
             iov.push_back({const_cast<char*>(p.data ? p.data : small.data() + p.offset), p.size});
         // Sent at once when the socket buffer takes it (a command usually fits); the
         // wait for room comes only after a send that could not go on.
+        // At most IOV_MAX pieces per call (Linux refuses more: EMSGSIZE), the rest next.
+#ifdef IOV_MAX
+        constexpr std::size_t max_pieces = IOV_MAX;
+#else
+        constexpr std::size_t max_pieces = 1024;
+#endif
         std::size_t first = 0;
         while (first < iov.size()) {
             msghdr m{};
             m.msg_iov = iov.data() + first;
-            m.msg_iovlen = iov.size() - first;
+            m.msg_iovlen = std::min(iov.size() - first, max_pieces);
             ssize_t const n = retry_on_eintr([&] { return ::sendmsg(context_->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT); });
             if (n < 0) {
                 if (errno == EAGAIN || errno == EWOULDBLOCK) {
