@@ -108,6 +108,11 @@ TEST_CASE("parse_milliseconds: a whole number of milliseconds, with ms, or secon
     CHECK(cc::parse_milliseconds("2s") == 2000ms);
     for (char const* bad : {"", "ms", "-1", "1.5", "10 minutes", "5m", "99999999999999999999"})
         CHECK_FALSE(cc::parse_milliseconds(bad).has_value());
+    // At most 2^40 ms, in seconds too: now plus the longest never overflows a clock.
+    CHECK(cc::parse_milliseconds("1099511627776") == 1099511627776ms);
+    CHECK(cc::parse_milliseconds("1099511627s") == 1099511627000ms);
+    for (char const* beyond : {"1099511627777", "1099511628s", "1099511627776s"})
+        CHECK_FALSE(cc::parse_milliseconds(beyond).has_value());
 }
 
 TEST_CASE("parse_fraction: 0 to 1 with a decimal point, whatever the locale, nothing else", "[settings]") {
@@ -159,6 +164,13 @@ TEST_CASE("settings_reader: each bad value is one line naming it and the default
     CHECK(r.choice<int>("_MODE", {{"fast", 1}, {"safe", 2}}, 2, "a mode") == 1);
     CHECK(r.flag("_FAST", false, "it stays off") == true);
     CHECK(lines.empty());
+
+    // A duration past parse_milliseconds' bound is said to be too long, not garbage.
+    env.set("_WAIT", "1099511628s");
+    CHECK(r.milliseconds("_WAIT", 100ms) == 100ms);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0] == "CCSETTEST_WAIT=\"1099511628s\" is longer than a duration may be (at most 1099511627776 ms, "
+                      "about 35 years); using the default, 100 ms");
 }
 
 TEST_CASE("from_env delegates to the storage's own from_env: its settings, its main variable, its lines",

@@ -45,7 +45,8 @@ struct environment_setting {
 COMPILE_CACHE_DECL std::optional<std::uint64_t> parse_byte_size(std::string_view s) noexcept;
 
 /// Parses a duration in milliseconds: a whole number, optionally followed by `ms`
-/// (`250`, `250ms`), or by `s` for seconds (`2s`). nullopt for anything else.
+/// (`250`, `250ms`), or by `s` for seconds (`2s`), of at most 2^40 ms (about 35 years).
+/// nullopt for anything else.
 COMPILE_CACHE_DECL std::optional<std::chrono::milliseconds> parse_milliseconds(std::string_view s) noexcept;
 
 /// Parses a whole number of at most `max_digits` decimal digits (no sign, no unit).

@@ -48,7 +48,9 @@ std::optional<std::chrono::milliseconds> parse_milliseconds(std::string_view s) 
     if (i == 0) return std::nullopt;
     std::string const unit = detail::lower(s.substr(i));
     if (unit.empty() || unit == "ms") return std::chrono::milliseconds(n);
-    if (unit == "s") return std::chrono::milliseconds(n * 1000);
+    // The bound holds in milliseconds, so that a deadline of now plus this never
+    // overflows a clock's nanoseconds.
+    if (unit == "s") return n > limit / 1000 ? std::nullopt : std::optional(std::chrono::milliseconds(n * 1000));
     return std::nullopt;
 }
 
@@ -223,10 +225,16 @@ std::chrono::milliseconds settings_reader::milliseconds(std::string_view suffix,
     std::string const v = value(suffix);
     if (v.empty()) return fallback;
     if (auto const d = parse_milliseconds(v)) return *d;
+    // A whole number with a unit that parse_milliseconds refused is past its bound.
+    std::string_view const t = detail::trim_blanks(v);
+    std::size_t const digits = t.find_first_not_of("0123456789");
+    std::string const unit = detail::lower(t.substr(digits == std::string_view::npos ? t.size() : digits));
+    bool const too_long = digits != 0 && (unit.empty() || unit == "ms" || unit == "s");
     report_value(suffix, v,
-                 "is not a duration (milliseconds, such as 100 or 1500ms, or seconds, such as 2s); using the "
-                 "default, " +
-                     std::to_string(fallback.count()) + " ms");
+                 std::string(too_long ? "is longer than a duration may be (at most 1099511627776 ms, about 35 years)"
+                                      : "is not a duration (milliseconds, such as 100 or 1500ms, or seconds, such "
+                                        "as 2s)") +
+                     "; using the default, " + std::to_string(fallback.count()) + " ms");
     return fallback;
 }
 
