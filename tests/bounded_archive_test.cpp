@@ -14,6 +14,7 @@
 #include <boost/archive/archive_exception.hpp>
 #include <boost/archive/binary_iarchive.hpp>
 #include <boost/archive/text_iarchive.hpp>
+#include <boost/serialization/array.hpp>
 #include <boost/serialization/map.hpp>
 #include <boost/serialization/optional.hpp>
 #include <boost/serialization/string.hpp>
@@ -21,6 +22,7 @@
 
 #include <boost/optional.hpp>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -190,6 +192,22 @@ TEMPLATE_TEST_CASE("a string length beyond the payload is refused", "[serializer
     CHECK_THROWS_AS(load<TestType>(beyond), boost::archive::archive_exception);
 }
 
+TEMPLATE_TEST_CASE("a wide string length beyond the payload is refused", "[serializer][bounded]", cc::boost_binary,
+                   cc::boost_text) {
+    everything const e = sample();
+    std::string const bytes = save<TestType>(e);
+    // Both archives write a wide string as its length in characters, then its bytes.
+    std::string const wide_bytes(reinterpret_cast<char const*>(e.wide.data()), e.wide.size() * sizeof(wchar_t));
+    std::uint64_t const lengths[] = {std::numeric_limits<std::uint64_t>::max(), std::uint64_t{1} << 40,
+                                     std::uint64_t{1} << 30, 50000000, bytes.size()};
+    for (std::uint64_t length : lengths) {
+        INFO("claimed length " << length);
+        std::string damaged = bytes;
+        set_length_before<TestType>(damaged, wide_bytes, e.wide.size(), length);
+        CHECK_THROWS_AS(load<TestType>(damaged), boost::archive::archive_exception);
+    }
+}
+
 TEMPLATE_TEST_CASE("a collection count beyond the payload is refused before the collection is allocated",
                    "[serializer][bounded]", cc::boost_binary, cc::boost_text) {
     everything e;
@@ -275,5 +293,42 @@ TEST_CASE("a binary bool other than 0 or 1 is refused, not read into a bool", "[
             damaged[at] = bad;
             CHECK_THROWS_AS(cc::boost_binary::load(damaged, loaded, ctx), boost::archive::archive_exception);
         }
+    }
+}
+
+namespace {
+struct bool_arrays {
+    bool plain[4] = {true, false, true, true};
+    std::array<bool, 3> standard{{false, true, false}};
+    template <class Archive>
+    void serialize(Archive& ar, unsigned) {
+        ar & plain & standard;
+    }
+};
+} // namespace
+
+TEST_CASE("a binary bool array's element other than 0 or 1 is refused, as a lone bool is", "[serializer][bounded]") {
+    // Boost's binary archive reads arrays of bitwise types as raw bytes, bool ones too.
+    cc::registry r;
+    auto const ctx = cc::resolver_context::of(r, static_cast<void const*>(nullptr));
+    std::string bytes;
+    cc::boost_binary::save(bytes, bool_arrays{}, ctx);
+    bool_arrays loaded;
+    loaded.plain[0] = false;
+    loaded.standard[1] = false;
+    cc::boost_binary::load(bytes, loaded, ctx);
+    CHECK(loaded.plain[0]);
+    CHECK(loaded.plain[3]);
+    CHECK(loaded.standard[1]);
+    // The std::array's elements are the payload's last bytes; the plain array's are the
+    // bytes 1 0 1 1 before them.
+    std::size_t const last_standard = bytes.size() - 1;
+    std::size_t const last_plain = bytes.find(std::string("\x01\x00\x01\x01", 4));
+    REQUIRE(last_plain != std::string::npos);
+    for (std::size_t at : {last_standard, last_plain + 3}) {
+        INFO("byte " << at);
+        std::string damaged = bytes;
+        damaged[at] = '\2';
+        CHECK_THROWS_AS(cc::boost_binary::load(damaged, loaded, ctx), boost::archive::archive_exception);
     }
 }

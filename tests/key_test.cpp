@@ -351,6 +351,12 @@ TEST_CASE("the tutorial's table of values holds: a char is a number, a literal s
     CHECK(key_of('a') == key_of(static_cast<char>(97)));
     CHECK(key_of('a') != key_of("a"));
     CHECK(key_of("ab\0cd") == key_of("ab"));
+    // A char array without a NUL: all of it, and not a byte past it (its neighbour here).
+    struct {
+        char unterminated[3];
+        char after[4];
+    } const arrays = {{'a', 'b', 'c'}, {'x', 'y', 'z', '\0'}};
+    CHECK(key_of(arrays.unterminated) == key_of("abc"));
     char const* pointer = "ab";
     CHECK(key_of(pointer) == key_of(std::string("ab")));
     CHECK(key_of(std::vector<int>{1, 2}) == key_of(std::list<int>{1, 2}));

@@ -35,14 +35,17 @@
 #include <boost/archive/impl/basic_binary_iprimitive.ipp>
 #include <boost/archive/impl/basic_text_iarchive.ipp>
 #include <boost/archive/impl/text_iarchive_impl.ipp>
+#include <boost/mpl/bool.hpp>
 #include <boost/serialization/access.hpp>
 #include <boost/serialization/collection_size_type.hpp>
+#include <boost/serialization/is_bitwise_serializable.hpp>
 #include <boost/serialization/level.hpp>
 #include <boost/serialization/throw_exception.hpp>
 
 #include <cstdint>
 #include <cstddef>
 #include <istream>
+#include <type_traits>
 #include <locale>
 #include <ostream>
 #include <streambuf>
@@ -96,6 +99,16 @@ class bounded_binary_iarchive
 
 public:
     COMPILE_CACHE_DECL bounded_binary_iarchive(std::streambuf& in, unsigned flags);
+
+    /// Which arrays are read as raw bytes (BOOST_SERIALIZATION_USE_ARRAY_OPTIMIZATION, at
+    /// the end of this file): what Boost's binary archive reads so, but for bool, whose
+    /// arrays (`bool[N]`, `std::array<bool, N>`) are read element by element through
+    /// load(bool&), which refuses a byte other than 0 or 1.
+    struct use_array_optimization {
+        template <class T>
+        struct apply : boost::mpl::bool_<boost::serialization::is_bitwise_serializable<T>::value &&
+                                         !std::is_same<T, bool>::value> {};
+    };
 
 private:
     friend class boost::archive::detail::interface_iarchive<bounded_binary_iarchive>;
@@ -179,6 +192,15 @@ private:
         check_claimed_size(n, 1, *is.rdbuf());
         s.resize(n);
         if (n != 0) is.read(&s[0], static_cast<std::streamsize>(n));
+    }
+    // And a wide string as its length in characters, one space, then their bytes.
+    void load(std::wstring& s) {
+        std::size_t n = 0;
+        *this >> n;
+        is.get();
+        check_claimed_size(n, sizeof(wchar_t), *is.rdbuf());
+        s.resize(n);
+        if (n != 0) is.read(reinterpret_cast<char*>(&s[0]), static_cast<std::streamsize>(n * sizeof(wchar_t)));
     }
 };
 
