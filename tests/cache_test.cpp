@@ -190,6 +190,33 @@ TEST_CASE("a kernel compiled once is loaded the next time, from a directory", "[
     CHECK(h.compiles == 2);
 }
 
+TEST_CASE("a cache moved from is a disabled one: it compiles, loads and stores nothing, and counts zeros",
+          "[cache]") {
+    temp_dir dir;
+    host h;
+    cc::default_cache cache(cc::directory_storage((dir.path() / "cache").string()));
+    h.register_with(cache);
+    CHECK(h.get_saxpy(cache).outcome == cc::outcome::compiled);
+
+    cc::default_cache moved(std::move(cache));
+    CHECK(h.get_saxpy(moved).outcome == cc::outcome::loaded); // the new owner has it all
+    // NOLINTNEXTLINE(bugprone-use-after-move): what a host that uses it anyway sees
+    CHECK(!cache.enabled());
+    CHECK(cache.stats().hits == 0);
+    CHECK(cache.stats().stores == 0);
+    h.register_with(cache);
+    cc::cached<compiled_kernel> const again = h.get_saxpy(cache);
+    CHECK(again.outcome == cc::outcome::compiled);
+    CHECK(!cache.load<compiled_kernel>(h.saxpy_key(cache), {"saxpy", "blas.dsl", 10}));
+
+    cc::default_cache assigned(cc::directory_storage((dir.path() / "other").string()));
+    assigned = std::move(moved);
+    CHECK(!moved.enabled());
+    CHECK(moved.stats().hits == 0);
+    h.register_with(assigned);
+    CHECK(h.get_saxpy(assigned).outcome == cc::outcome::loaded);
+}
+
 TEST_CASE("a kernel compiled once is loaded the next time, from memory", "[cache]") {
     host h;
     cache_over<cc::memory_storage> cache{cc::memory_storage()};
@@ -326,6 +353,15 @@ TEST_CASE_METHOD(cache_fixture, "a kernel that moved down the file loads with it
         auto r = cache.load<compiled_kernel>(h.saxpy_key(cache), {"saxpy", "blas.dsl", 0}, &h.saxpy);
         REQUIRE(r);
         CHECK(relocations.calls == 0);
+        CHECK(r->source_lines == h.compile_saxpy(10).source_lines);
+    }
+    SECTION("the entry was stored without saying where it started: nothing to move from") {
+        cc::key_result const k = h.saxpy_key(cache, " stored without a line");
+        REQUIRE(cache.store(k, h.compile_saxpy(10), {"saxpy", "blas.dsl", 0}));
+        relocations = {};
+        auto r = cache.load<compiled_kernel>(k, {"saxpy", "blas.dsl", 12}, &h.saxpy);
+        REQUIRE(r);
+        CHECK(relocations.calls == 0); // (not moved by 12 lines from a start it never had)
         CHECK(r->source_lines == h.compile_saxpy(10).source_lines);
     }
 }

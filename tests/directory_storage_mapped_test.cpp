@@ -1,8 +1,9 @@
 // directory_storage's mapped reads (issue 27, part 1): entries of at least map_min_size
 // bytes are mapped and loaded from the mapping; a file truncated for real between the
-// map and the read is a read-error miss, never a crash; a file renamed over while mapped
-// still loads whole; a SIGBUS elsewhere still ends the process; a host's own SIGBUS
-// handler turns mapping off.
+// map and the read is a read-error miss, never a crash; so is one written in place while
+// it is deserialized, and a cache with a secret never maps; a file renamed over while
+// mapped still loads whole; a thread that blocks SIGBUS reads; a SIGBUS elsewhere still
+// ends the process; a host's own SIGBUS handler turns mapping off.
 #include "catch2_compat.hpp"
 #include "support/posix.hpp"
 #include "support/storage_model.hpp"
@@ -13,7 +14,10 @@
 #include <filesystem>
 #include <string>
 
+#include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -214,4 +218,121 @@ TEST_CASE("a SIGBUS outside a mapping still ends the process, and a host's own h
     REQUIRE(::sigaction(SIGBUS, &saved, nullptr) == 0);
     REQUIRE(s.read_view(k, buffer, std::size_t{1} << 20, view).status == read_status::found);
     CHECK(view.mapped());
+}
+
+namespace {
+/// Writes `bytes` over the file at `path` from `offset`, in place (the same inode).
+void write_in_place(std::string const& path, off_t offset, std::string const& bytes) {
+    int const fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    REQUIRE(::pwrite(fd, bytes.data(), bytes.size(), offset) == static_cast<ssize_t>(bytes.size()));
+    REQUIRE(::close(fd) == 0);
+}
+
+/// Sets the file's modification time a minute back (under the hour after which a hit
+/// refreshes it), as an entry last used a minute ago has it.
+void used_a_minute_ago(std::string const& path) {
+    struct timespec times[2];
+    REQUIRE(::clock_gettime(CLOCK_REALTIME, &times[0]) == 0);
+    times[0].tv_sec -= 60;
+    times[1] = times[0];
+    REQUIRE(::utimensat(AT_FDCWD, path.c_str(), times, 0) == 0);
+}
+
+/// An artifact whose load first calls `while_loading` (when set): what the cache does
+/// between the entry's check and its deserialization.
+void (*while_loading)() = nullptr;
+struct hooked_artifact {
+    std::string payload;
+    template <class Archive>
+    void serialize(Archive& ar, unsigned /*version*/) {
+        if constexpr (Archive::is_loading::value) {
+            if (while_loading != nullptr) while_loading();
+        }
+        ar & payload;
+    }
+};
+std::string hooked_path;
+void overwrite_payload_in_place() {
+    write_in_place(hooked_path, static_cast<off_t>(fs::file_size(hooked_path) - 200), std::string(16, 'Z'));
+}
+} // namespace
+
+TEST_CASE("a mapped entry written in place is no longer intact, and a cache loading it misses", "[storage][mapped]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    std::string const original = storage_test::payload_of(4, 0, large);
+
+    SECTION("the storage's view: the write shows in the mapping, and intact() says so") {
+        directory_storage s(root.string(), mapping());
+        cc::key const k = storage_test::key_of(1).value();
+        REQUIRE(!s.write(k, original));
+        used_a_minute_ago(s.entry_path(k));
+        std::string buffer;
+        cc::entry_view view;
+        REQUIRE(s.read_view(k, buffer, std::size_t{1} << 20, view).status == read_status::found);
+        REQUIRE(view.mapped());
+        CHECK(view.intact());
+        write_in_place(s.entry_path(k), 1000, std::string(16, 'Z'));
+        CHECK(view.bytes().substr(1000, 16) == std::string(16, 'Z')); // a private mapping shows it
+        CHECK(!view.intact());
+    }
+    SECTION("through a cache, written between the check and the deserialization: a read-error miss") {
+        storage_test::cache c{directory_storage(root.string(), mapping())};
+        cc::key_result const k = storage_test::key_of(2);
+        REQUIRE(c.store(k, hooked_artifact{original}, info));
+        hooked_path = c.storage().entry_path(k.value());
+        used_a_minute_ago(hooked_path);
+        while_loading = overwrite_payload_in_place;
+        std::optional<hooked_artifact> const loaded = c.load<hooked_artifact>(k, info);
+        while_loading = nullptr;
+        CHECK(!loaded);
+        CHECK(c.stats().miss_count(cc::miss_reason::read_error) == 1);
+        CHECK(c.stats().hits == 0);
+    }
+    SECTION("through a cache with a secret: read, not mapped, so the write after the check changes nothing") {
+        cc::cache_options keyed;
+        keyed.secret = "a secret of the cache's writers";
+        storage_test::cache c{directory_storage(root.string(), mapping()), keyed};
+        cc::key_result const k = storage_test::key_of(3);
+        REQUIRE(c.store(k, hooked_artifact{original}, info));
+        hooked_path = c.storage().entry_path(k.value());
+        while_loading = overwrite_payload_in_place;
+        std::optional<hooked_artifact> const loaded = c.load<hooked_artifact>(k, info);
+        while_loading = nullptr;
+        REQUIRE(loaded);
+        CHECK(loaded->payload == original); // the bytes the HMAC covered, not the file's now
+    }
+}
+
+TEST_CASE("a thread that blocks SIGBUS reads a large entry instead of mapping it, and lives", "[storage][mapped]") {
+    temp_dir dir;
+    directory_storage s((dir.path() / "cache").string(), mapping());
+    cc::key const k = storage_test::key_of(1).value();
+    std::string const bytes = storage_test::payload_of(1, 0, large);
+    REQUIRE(!s.write(k, bytes));
+    {
+        std::string buffer;
+        cc::entry_view view;
+        REQUIRE(s.read_view(k, buffer, std::size_t{1} << 20, view).status == read_status::found);
+        REQUIRE(view.mapped()); // mapped where SIGBUS is not blocked
+    }
+    pid_t const child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        // A fault while SIGBUS is blocked would end this process (the kernel's default
+        // action): had the entry been mapped, the truncation would kill it.
+        sigset_t all;
+        sigfillset(&all);
+        ::pthread_sigmask(SIG_BLOCK, &all, nullptr);
+        impl::after_map_for_testing = truncate_to_a_page;
+        std::string buffer;
+        cc::entry_view view;
+        read_status const st = s.read_view(k, buffer, std::size_t{1} << 20, view).status;
+        ::_exit(st == read_status::found && view.bytes() == bytes && !view.mapped() ? 0 : 1); // (bytes first: they fault if mapped)
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
 }

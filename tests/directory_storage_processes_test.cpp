@@ -17,6 +17,7 @@
 #include <compile_cache/storage/directory/directory_storage.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -461,6 +462,37 @@ TEST_CASE("a forked child does not write its parent's unwritten ledger changes",
     cc::directory_storage reader(root.string());
     CHECK(counted_on_disk(root) == before + 11 * 4096);
     CHECK(reader.accounted_size() == before + 11 * 4096);
+}
+
+namespace {
+std::atomic<bool> flush_under_way{false};
+/// Called inside the ledger's flush, its mutex held: long enough for the test to fork.
+void hold_the_flush() {
+    flush_under_way = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+}
+} // namespace
+
+TEST_CASE("a child forked while another thread writes the ledger stores without waiting for that thread",
+          "[storage][processes][ledger]") {
+    temp_dir dir;
+    cc::directory_storage s((dir.path() / "cache").string());
+    flush_under_way = false;
+    std::thread writer([&] {
+        cc::detail::directory_storage_impl::during_ledger_flush_for_testing = hold_the_flush;
+        (void)s.write(key_of(1).value(), "parent"); // a first store writes the ledger at once
+        cc::detail::directory_storage_impl::during_ledger_flush_for_testing = nullptr;
+    });
+    auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!flush_under_way && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    REQUIRE(flush_under_way);
+    // The writer thread holds the ledger's mutex now, and will not be in the child.
+    std::string const child = run_in_child([&] {
+        ::alarm(10); // a child left waiting is killed: a failure, not a hung test
+        return s.write(key_of(2).value(), "child") ? std::string("store failed") : std::string("ok");
+    });
+    writer.join();
+    CHECK(child == "ok");
 }
 
 TEST_CASE("writers killed mid-store leave no partial entry, their temp files are swept",

@@ -266,10 +266,15 @@ public:
     basic_cache() : state_(std::make_unique<state>()) {}
 
     /// An enabled cache over `storage`; with `options.secret`, authenticated entries.
+    /// Disabled, said through the logger, when the Storage reports it cannot be used, or
+    /// when `options.signatures` are set over a Storage that is not a tier and there is
+    /// no secret (nothing would check them: cache/signed_entry_checks.hpp).
     explicit basic_cache(Storage storage, cache_options options = {})
         : state_(std::make_unique<state>()), storage_(std::move(storage)), options_(std::move(options)),
           auth_(options_.secret), remote_auth_(envelope_auth::signed_by(options_.signatures)),
-          enabled_(detail::usable_or_said(static_cast<Storage const&>(storage_), options_.logger)) {
+          enabled_(detail::usable_or_said(static_cast<Storage const&>(storage_), options_.logger) &&
+                   detail::signatures_honoured_or_said<Storage>(options_.signatures != nullptr, !options_.secret.empty(),
+                                                                 options_.logger)) {
         // A Storage that has something to say (has_set_logger) says it through the cache's
         // logger; with signatures, one that uploads to a remote gets the function that signs
         // what it uploads (cache/signed_entry_checks.hpp).
@@ -278,7 +283,13 @@ public:
         detail::pass_sealer_to_storage(storage_, auth_, remote_auth_);
     }
 
-    basic_cache(basic_cache&&) noexcept = default;
+    /// A cache moved from is a disabled one, as basic_cache() makes: it loads nothing,
+    /// stores nothing, and its statistics are zeros.
+    basic_cache(basic_cache&& other) noexcept
+        : state_(std::move(other.state_)), storage_(std::move(other.storage_)), options_(std::move(other.options_)),
+          auth_(std::move(other.auth_)), remote_auth_(std::move(other.remote_auth_)), enabled_(other.enabled_) {
+        other.disable_moved_from();
+    }
     basic_cache& operator=(basic_cache&& other) noexcept {
         if (this != &other) {
             flush_statistics(); // this cache's counts, before they are replaced
@@ -288,6 +299,7 @@ public:
             auth_ = std::move(other.auth_);
             remote_auth_ = std::move(other.remote_auth_);
             enabled_ = other.enabled_;
+            other.disable_moved_from();
         }
         return *this;
     }
@@ -626,6 +638,16 @@ private:
         return result;
     }
 
+    // What a move leaves behind: a disabled cache with a state of its own (its accessors
+    // dereference it), or none when even that cannot be allocated.
+    void disable_moved_from() noexcept {
+        enabled_ = false;
+        try {
+            state_ = std::make_unique<state>();
+        } catch (...) {
+        }
+    }
+
     struct state {
         Resolver resolver;
         statistics stats;
@@ -673,7 +695,8 @@ private:
             if (!artifact) return std::nullopt;
             auto const deserialize_done = std::chrono::steady_clock::now();
             if constexpr (detail::has_relocate_source<Artifact>::value) {
-                if (info.origin_line != 0 && env.origin_line != info.origin_line)
+                // (An entry stored with no origin line, 0, has none to move from.)
+                if (info.origin_line != 0 && env.origin_line != 0 && env.origin_line != info.origin_line)
                     relocate_source(*artifact, info.origin_line - env.origin_line);
             }
             auto const done = std::chrono::steady_clock::now();
@@ -696,11 +719,19 @@ private:
     template <class View>
     bool read_entry(key const& k, std::string& buffer, View& view, std::string_view& bytes, load_attempt& attempt) {
         read_result rr;
+        // With a secret, the bytes are read into the buffer, never left where they are:
+        // one who may write the file but has no secret could change mapped bytes between
+        // their check and their deserialization (docs/security.md).
+        bool const viewed = detail::has_read_view<Storage>::value && !auth_.keyed();
         try {
-            if constexpr (detail::has_read_view<Storage>::value)
-                rr = storage_.read_view(k, buffer, options_.max_entry_size, view);
-            else
+            if constexpr (detail::has_read_view<Storage>::value) {
+                if (viewed)
+                    rr = storage_.read_view(k, buffer, options_.max_entry_size, view);
+                else
+                    rr = storage_.read(k, buffer, options_.max_entry_size);
+            } else {
                 rr = storage_.read(k, buffer, options_.max_entry_size);
+            }
         } catch (std::exception const& e) {
             missed(attempt, miss_reason::read_error, e.what());
             return false;
@@ -712,10 +743,10 @@ private:
             missed(attempt, *miss, rr.status == read_status::error ? rr.error.message() : std::string());
             return false;
         }
-        if constexpr (detail::has_read_view<Storage>::value)
-            bytes = view.bytes();
-        else
-            bytes = buffer;
+        bytes = buffer;
+        if constexpr (detail::has_read_view<Storage>::value) {
+            if (viewed) bytes = view.bytes();
+        }
         attempt.bytes = bytes.size();
         attempt.read = rr;
         return true;

@@ -1766,8 +1766,11 @@ public:
         } else if constexpr (detail::is_string_like<T>::value) {
             field(field_tag::string, v.data(), v.size());
         } else if constexpr (std::is_array_v<T> && std::is_same_v<std::remove_cv_t<std::remove_extent_t<T>>, char>) {
-            // A string literal: its characters up to the terminating NUL.
-            append(std::string_view(v, std::char_traits<char>::length(v)));
+            // A string literal: its characters up to the first NUL, never past the array
+            // (one without a NUL: all of it).
+            std::size_t n = 0;
+            while (n < std::extent_v<T> && v[n] != '\0') ++n;
+            append(std::string_view(v, n));
         } else if constexpr (std::is_same_v<T, char const*> || std::is_same_v<T, char*>) {
             append(std::string_view(v));
         } else if constexpr (std::is_pointer_v<T> || std::is_member_pointer_v<T>) {
@@ -2959,14 +2962,17 @@ concept SerializerFor = detail::is_serializer_for<S, Artifact>::value;
 #include <boost/archive/impl/basic_binary_iprimitive.ipp>
 #include <boost/archive/impl/basic_text_iarchive.ipp>
 #include <boost/archive/impl/text_iarchive_impl.ipp>
+#include <boost/mpl/bool.hpp>
 #include <boost/serialization/access.hpp>
 #include <boost/serialization/collection_size_type.hpp>
+#include <boost/serialization/is_bitwise_serializable.hpp>
 #include <boost/serialization/level.hpp>
 #include <boost/serialization/throw_exception.hpp>
 
 #include <cstdint>
 #include <cstddef>
 #include <istream>
+#include <type_traits>
 #include <locale>
 #include <ostream>
 #include <streambuf>
@@ -3020,6 +3026,16 @@ class bounded_binary_iarchive
 
 public:
     COMPILE_CACHE_DECL bounded_binary_iarchive(std::streambuf& in, unsigned flags);
+
+    /// Which arrays are read as raw bytes (BOOST_SERIALIZATION_USE_ARRAY_OPTIMIZATION, at
+    /// the end of this file): what Boost's binary archive reads so, but for bool, whose
+    /// arrays (`bool[N]`, `std::array<bool, N>`) are read element by element through
+    /// load(bool&), which refuses a byte other than 0 or 1.
+    struct use_array_optimization {
+        template <class T>
+        struct apply : boost::mpl::bool_<boost::serialization::is_bitwise_serializable<T>::value &&
+                                         !std::is_same<T, bool>::value> {};
+    };
 
 private:
     friend class boost::archive::detail::interface_iarchive<bounded_binary_iarchive>;
@@ -3103,6 +3119,15 @@ private:
         check_claimed_size(n, 1, *is.rdbuf());
         s.resize(n);
         if (n != 0) is.read(&s[0], static_cast<std::streamsize>(n));
+    }
+    // And a wide string as its length in characters, one space, then their bytes.
+    void load(std::wstring& s) {
+        std::size_t n = 0;
+        *this >> n;
+        is.get();
+        check_claimed_size(n, sizeof(wchar_t), *is.rdbuf());
+        s.resize(n);
+        if (n != 0) is.read(reinterpret_cast<char*>(&s[0]), static_cast<std::streamsize>(n * sizeof(wchar_t)));
     }
 };
 
@@ -3705,7 +3730,8 @@ struct environment_setting {
 COMPILE_CACHE_DECL std::optional<std::uint64_t> parse_byte_size(std::string_view s) noexcept;
 
 /// Parses a duration in milliseconds: a whole number, optionally followed by `ms`
-/// (`250`, `250ms`), or by `s` for seconds (`2s`). nullopt for anything else.
+/// (`250`, `250ms`), or by `s` for seconds (`2s`), of at most 2^40 ms (about 35 years).
+/// nullopt for anything else.
 COMPILE_CACHE_DECL std::optional<std::chrono::milliseconds> parse_milliseconds(std::string_view s) noexcept;
 
 /// Parses a whole number of at most `max_digits` decimal digits (no sign, no unit).
@@ -4058,7 +4084,9 @@ std::optional<std::chrono::milliseconds> parse_milliseconds(std::string_view s) 
     if (i == 0) return std::nullopt;
     std::string const unit = detail::lower(s.substr(i));
     if (unit.empty() || unit == "ms") return std::chrono::milliseconds(n);
-    if (unit == "s") return std::chrono::milliseconds(n * 1000);
+    // The bound holds in milliseconds, so that a deadline of now plus this never
+    // overflows a clock's nanoseconds.
+    if (unit == "s") return n > limit / 1000 ? std::nullopt : std::optional(std::chrono::milliseconds(n * 1000));
     return std::nullopt;
 }
 
@@ -4233,10 +4261,16 @@ std::chrono::milliseconds settings_reader::milliseconds(std::string_view suffix,
     std::string const v = value(suffix);
     if (v.empty()) return fallback;
     if (auto const d = parse_milliseconds(v)) return *d;
+    // A whole number with a unit that parse_milliseconds refused is past its bound.
+    std::string_view const t = detail::trim_blanks(v);
+    std::size_t const digits = t.find_first_not_of("0123456789");
+    std::string const unit = detail::lower(t.substr(digits == std::string_view::npos ? t.size() : digits));
+    bool const too_long = digits != 0 && (unit.empty() || unit == "ms" || unit == "s");
     report_value(suffix, v,
-                 "is not a duration (milliseconds, such as 100 or 1500ms, or seconds, such as 2s); using the "
-                 "default, " +
-                     std::to_string(fallback.count()) + " ms");
+                 std::string(too_long ? "is longer than a duration may be (at most 1099511627776 ms, about 35 years)"
+                                      : "is not a duration (milliseconds, such as 100 or 1500ms, or seconds, such "
+                                        "as 2s)") +
+                     "; using the default, " + std::to_string(fallback.count()) + " ms");
     return fallback;
 }
 
@@ -5576,6 +5610,9 @@ public:
 
     std::uint64_t timeouts() const noexcept { return timeouts_.load(std::memory_order_relaxed); }
 
+    /// For the fork handlers alone (directory_storage.hpp, fork_registry).
+    std::mutex& mutex_for_fork() noexcept { return mutex_; }
+
 private:
     std::atomic<std::uint64_t> timeouts_{0};
     std::mutex mutex_;
@@ -5672,6 +5709,10 @@ inline constexpr unsigned ledger_batch_limit_shift = 6;
 /// add() says when to write (flush()), and the destructor writes what is left.
 /// Changes are deltas added under the lock, so none is lost between processes; what
 /// a batch costs the others (a late view of the total): docs/design.md, "Accounting".
+/// For tests: called by ledger_batch::flush with its mutex held, on the thread that
+/// set it (to fork while a flush is under way, for real).
+inline thread_local void (*during_ledger_flush_for_testing)() = nullptr;
+
 class ledger_batch {
 public:
     ledger_batch(std::string path, unsigned file_mode, int exact_umask, lock_events* events = nullptr)
@@ -5713,6 +5754,9 @@ public:
     /// The stores add() counted since the last call (flush() leaves the count alone, so
     /// that a flush for another reason, accounted_size() say, does not skip a cleanup).
     COMPILE_CACHE_DECL unsigned take_stores() noexcept;
+
+    /// For the fork handlers alone (directory_storage.hpp, fork_registry).
+    std::mutex& mutex_for_fork() noexcept { return mutex_; }
 
 private:
     COMPILE_CACHE_DECL void clear_changes() noexcept;
@@ -6041,6 +6085,7 @@ unsigned ledger_batch::take_stores() noexcept {
 
 ledger_batch::flushed ledger_batch::flush(std::int64_t now) noexcept {
     std::lock_guard<std::mutex> const lock(mutex_);
+    if (during_ledger_flush_for_testing != nullptr) during_ledger_flush_for_testing();
     if_forked_start_afresh();
     flushed out;
     if (!current_descriptor()) {
@@ -7659,10 +7704,11 @@ void cleanup_state::sweep_folders(step_context& c, cleanup_totals& out) {
 // ---- end compile_cache/storage/directory/detail/impl/directory_cleanup.ipp
 // ---- end compile_cache/storage/directory/detail/directory_cleanup.hpp
 // ---- begin compile_cache/storage/directory/detail/mapped_file.hpp
-// compile_cache: read-only mappings of entry files that survive the file shrinking
+// compile_cache: read-only mappings of entry files that survive the file changing
 // under them: a SIGBUS on a registered mapping puts a page of zeros where the fault
-// was and marks the mapping, so that the reader takes the bytes as changed (a miss)
-// and the host never crashes. Not part of the public interface. Linux/POSIX.
+// was and marks the mapping, and a write in place shows in the file's times, so that
+// the reader takes the bytes as changed (a miss) and the host never crashes. Not part
+// of the public interface. Linux/POSIX.
 
 
 #include <atomic>
@@ -7672,6 +7718,7 @@ void cleanup_state::sweep_folders(step_context& c, cleanup_totals& out) {
 #include <utility>
 
 #include <signal.h>
+#include <sys/stat.h>
 
 namespace compile_cache::detail::directory_storage_impl {
 
@@ -7737,30 +7784,38 @@ public:
     }
     ~mapped_file() { reset(); }
 
-    /// Maps the `size` bytes (what fstat said; more would fault) of the file open at
-    /// `fd`. False, nothing mapped, when the guard is not ready, no slot is free, or
-    /// mmap fails: the caller reads instead.
-    COMPILE_CACHE_DECL bool map(int fd, std::size_t size) noexcept;
+    /// Maps the whole file open at `fd`, whose fstat is `st` (its st_size bytes: more
+    /// would fault), keeping a descriptor of it for intact(). False, nothing mapped, when
+    /// the guard is not ready, this thread blocks SIGBUS (a fault would then end the
+    /// process: the kernel unblocks it and takes the default action), no slot is free,
+    /// or the descriptor cannot be kept or mmap fails: the caller reads instead.
+    COMPILE_CACHE_DECL bool map(int fd, struct stat const& st) noexcept;
 
     /// Unregisters, then unmaps.
     COMPILE_CACHE_DECL void reset() noexcept;
 
     std::string_view bytes() const noexcept { return {static_cast<char const*>(base_), size_}; }
     bool mapped() const noexcept { return base_ != nullptr; }
-    /// False once a fault was repaired in the mapping: its bytes are no longer the
-    /// file's (zeros from the fault on).
-    bool intact() const noexcept { return slot_ == nullptr || !slot_->faulted.load(std::memory_order_acquire); }
+    /// False once the bytes may no longer be the file's as map() found it: a fault was
+    /// repaired in the mapping (the file shrank: zeros from the fault on), or the file's
+    /// size or modification time is not what map() was given (it was written in place:
+    /// a private mapping shows such a write). True when nothing is mapped.
+    COMPILE_CACHE_DECL bool intact() const noexcept;
 
 private:
     void swap(mapped_file& other) noexcept {
         std::swap(base_, other.base_);
         std::swap(size_, other.size_);
         std::swap(slot_, other.slot_);
+        std::swap(fd_, other.fd_);
+        std::swap(mapped_stat_, other.mapped_stat_);
     }
 
     void* base_ = nullptr;
     std::size_t size_ = 0;
     mapping_slot* slot_ = nullptr;
+    int fd_ = -1;              ///< the mapped file, for intact()'s fstat
+    struct stat mapped_stat_ {}; ///< what map() was given
 };
 
 } // namespace compile_cache::detail::directory_storage_impl
@@ -7773,6 +7828,8 @@ private:
 #include <cerrno>
 #include <mutex>
 
+#include <fcntl.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -7843,9 +7900,17 @@ bool sigbus_guard_ready() noexcept {
     return (now.sa_flags & SA_SIGINFO) != 0 && now.sa_sigaction == &on_sigbus;
 }
 
-bool mapped_file::map(int fd, std::size_t size) noexcept {
+bool mapped_file::map(int fd, struct stat const& st) noexcept {
     reset();
-    if (size == 0 || !sigbus_guard_ready()) return false;
+    if (st.st_size <= 0 || !sigbus_guard_ready()) return false;
+    auto const size = static_cast<std::size_t>(st.st_size);
+    // A fault on a thread that blocks SIGBUS is not delivered to any handler: the kernel
+    // ends the process. Such a thread reads.
+    sigset_t blocked;
+    sigemptyset(&blocked);
+    if (::pthread_sigmask(SIG_BLOCK, nullptr, &blocked) != 0 || sigismember(&blocked, SIGBUS) != 0) return false;
+    int const kept = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (kept < 0) return false;
     mapping_registry& r = the_mapping_registry();
     mapping_slot* slot = nullptr;
     for (mapping_slot& s : r.slots) {
@@ -7855,11 +7920,15 @@ bool mapped_file::map(int fd, std::size_t size) noexcept {
             break;
         }
     }
-    if (slot == nullptr) return false;
+    if (slot == nullptr) {
+        ::close(kept);
+        return false;
+    }
     // Not MAP_POPULATE: measured slower here up to a few MiB (docs/benchmarks.md).
     void* const base = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (base == MAP_FAILED) {
         slot->begin.store(0, std::memory_order_release);
+        ::close(kept);
         return false;
     }
     std::uintptr_t const page = r.page_size.load(std::memory_order_relaxed);
@@ -7870,7 +7939,21 @@ bool mapped_file::map(int fd, std::size_t size) noexcept {
     base_ = base;
     size_ = size;
     slot_ = slot;
+    fd_ = kept;
+    mapped_stat_ = st;
     return true;
+}
+
+bool mapped_file::intact() const noexcept {
+    if (slot_ == nullptr) return true;
+    if (slot_->faulted.load(std::memory_order_acquire)) return false;
+    // A write in place sets the modification time to now: compared at the clock's grain
+    // (docs/design.md, "Mapped hits"). Not the change time: a file renamed over the
+    // entry changes the mapped file's (its link count), not its bytes.
+    struct stat now;
+    if (::fstat(fd_, &now) != 0) return false;
+    return now.st_size == mapped_stat_.st_size && now.st_mtim.tv_sec == mapped_stat_.st_mtim.tv_sec &&
+           now.st_mtim.tv_nsec == mapped_stat_.st_mtim.tv_nsec;
 }
 
 void mapped_file::reset() noexcept {
@@ -7881,9 +7964,11 @@ void mapped_file::reset() noexcept {
     slot_->faulted.store(false, std::memory_order_relaxed);
     ::munmap(base_, size_);
     slot_->begin.store(0, std::memory_order_release);
+    ::close(fd_);
     base_ = nullptr;
     size_ = 0;
     slot_ = nullptr;
+    fd_ = -1;
 }
 
 } // namespace compile_cache::detail::directory_storage_impl
@@ -8120,11 +8205,29 @@ struct deferred_writes : held_batch_bounds {
 COMPILE_CACHE_DECL std::unordered_map<key, std::string> take_deferred(deferred_writes& d,
                                                                       std::unordered_map<key, std::int64_t>* times = nullptr);
 
+struct shared_state;
+
+/// The shared states of this process's directory storages, whose mutexes a fork takes
+/// first (pthread_atfork, installed by the first registration) and gives back in the
+/// parent and the child: a mutex another thread held while this one forked would stay
+/// held forever in the child, whose first store, prune or lock report would wait for it.
+/// Each is taken within a bound (fork_lock_wait in all), else left alone: docs/design.md,
+/// "Forks". Never destroyed (a fork may come at exit).
+struct fork_registry {
+    std::mutex mutex;
+    std::vector<shared_state*> states;
+    bool held = false; ///< `mutex` was taken by the fork under way
+};
+inline constexpr std::chrono::milliseconds fork_lock_wait{1000};
+COMPILE_CACHE_DECL void register_for_fork(shared_state* s) noexcept;
+COMPILE_CACHE_DECL void unregister_for_fork(shared_state* s) noexcept;
+
 /// State shared by a storage object and its copies.
 struct shared_state {
     shared_state(std::string const& ledger_path, unsigned file_mode, int exact_umask)
         : ledger(ledger_path, file_mode, exact_umask, &locks) {
         cleanup.events = &locks;
+        register_for_fork(this);
     }
     shared_state(shared_state const&) = delete;
     shared_state& operator=(shared_state const&) = delete;
@@ -8141,6 +8244,9 @@ struct shared_state {
     deferred_writes deferred;
     std::string directory;          ///< for the deferred writes made by the destructor
     directory_options options;
+    /// Which of cleanup's, deferred's, the ledger's and the lock events' mutexes (in that
+    /// order, the order they nest in) the fork under way took (fork_registry).
+    bool held_for_fork[4] = {};
 };
 
 /// The path of the entry a read opens, built in a buffer each thread reuses; `fallback`
@@ -8881,11 +8987,14 @@ void detail::apply_directory_settings_file(std::string const& directory, setting
 // (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
 #if COMPILE_CACHE_INCLUDE_IMPL
 
+#include <algorithm>
 #include <chrono>
 #include <limits>
 #include <new>
+#include <thread>
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 namespace compile_cache {
@@ -8935,7 +9044,84 @@ directory_storage::directory_storage(std::string directory, directory_options op
     }
 }
 
+namespace detail::directory_storage_impl {
+
+// (The helpers below are inline, not in an unnamed namespace: every translation unit
+// that includes this file must share one registry.)
+inline fork_registry& the_fork_registry() noexcept {
+    static fork_registry& registry = *new fork_registry; // never destroyed: a fork may come at exit
+    return registry;
+}
+
+// Takes `m` by the deadline (tried, then retried after growing sleeps); whether it did.
+inline bool lock_by(std::mutex& m, std::chrono::steady_clock::time_point deadline) noexcept {
+    std::chrono::microseconds pause{20};
+    for (;;) {
+        if (m.try_lock()) return true;
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, std::chrono::microseconds{2000});
+    }
+}
+
+inline std::mutex* fork_mutex(shared_state& s, int i) noexcept {
+    switch (i) {
+    case 0: return &s.cleanup.mutex;
+    case 1: return &s.deferred.mutex;
+    case 2: return &s.ledger.mutex_for_fork();
+    default: return &s.locks.mutex_for_fork();
+    }
+}
+
+// pthread_atfork's prepare: every storage's mutexes, in the order they nest, each within
+// what is left of fork_lock_wait (one held longer, by a thread in a long cleanup or a
+// host's logger, is left alone: the child may then wait for it, as before).
+inline void take_before_fork() noexcept {
+    fork_registry& r = the_fork_registry();
+    auto const deadline = std::chrono::steady_clock::now() + fork_lock_wait;
+    r.held = lock_by(r.mutex, deadline);
+    if (!r.held) return;
+    for (shared_state* s : r.states)
+        for (int i = 0; i < 4; ++i) s->held_for_fork[i] = lock_by(*fork_mutex(*s, i), deadline);
+}
+
+// Its parent and child handlers: what it took, given back (in the child by the thread
+// that forked, the one thread there).
+inline void give_back_after_fork() noexcept {
+    fork_registry& r = the_fork_registry();
+    if (!r.held) return;
+    for (auto s = r.states.rbegin(); s != r.states.rend(); ++s)
+        for (int i = 3; i >= 0; --i)
+            if ((*s)->held_for_fork[i]) {
+                (*s)->held_for_fork[i] = false;
+                fork_mutex(**s, i)->unlock();
+            }
+    r.held = false;
+    r.mutex.unlock();
+}
+
+void register_for_fork(shared_state* s) noexcept {
+    static bool const installed = ::pthread_atfork(&take_before_fork, &give_back_after_fork, &give_back_after_fork) == 0;
+    if (!installed) return;
+    fork_registry& r = the_fork_registry();
+    std::lock_guard<std::mutex> const lock(r.mutex);
+    try {
+        r.states.push_back(s);
+    } catch (...) { // bad_alloc: this one is left out (its child may wait, as before)
+    }
+}
+
+void unregister_for_fork(shared_state* s) noexcept {
+    fork_registry& r = the_fork_registry();
+    std::lock_guard<std::mutex> const lock(r.mutex);
+    auto const it = std::find(r.states.begin(), r.states.end(), s);
+    if (it != r.states.end()) r.states.erase(it);
+}
+
+} // namespace detail::directory_storage_impl
+
 detail::directory_storage_impl::shared_state::~shared_state() {
+    unregister_for_fork(this); // first: a fork takes the mutexes below until then
     if (!deferred.any.load()) return;
     try {
         std::unordered_map<key, std::int64_t> times;
@@ -8970,7 +9156,9 @@ std::error_code directory_storage::write_made_at(key const& k, std::string_view 
         struct timespec times[2];
         times[0].tv_sec = times[1].tv_sec = static_cast<time_t>(made_ns / 1000000000);
         times[0].tv_nsec = times[1].tv_nsec = static_cast<long>(made_ns % 1000000000);
-        (void)::utimensat(AT_FDCWD, entry_path(k).c_str(), times, 0); // a time, no more: failure is harmless
+        // A time, no more: failure is harmless. Never through a symlink put in the entry's
+        // place meanwhile (a shared directory's other writers could aim it at our files).
+        (void)::utimensat(AT_FDCWD, entry_path(k).c_str(), times, AT_SYMLINK_NOFOLLOW);
     } catch (...) {
     }
     return ec;
@@ -9143,20 +9331,29 @@ read_result directory_storage::read_entry(key const& k, std::string& out, std::s
         if (std::error_code const untrusted = trust(st)) return refused(read_status::error, untrusted);
         if (status == detail::file_read_status::too_large) return refused(read_status::too_large, {});
         auto const size = static_cast<std::size_t>(st.st_size);
-        bool mapped = false;
-        if (view != nullptr && options_.map_min_size != 0 && size >= options_.map_min_size &&
-            view->mapping_.map(fd, size)) {
-            mapped = true;
-            out.clear();
-            if (impl::after_map_for_testing != nullptr) impl::after_map_for_testing(path.c_str());
-        }
-        if (!mapped && !detail::read_file_bytes(fd, out, size)) return {read_status::error, impl::errno_code(errno)};
         // The use time, for eviction: refreshed at most once an hour per entry, so
         // a hit costs no system call beyond the open, fstat, read and close unless
         // the entry was last used over an hour ago. LRU order at an hour's
         // resolution is enough to pick what to evict; a finer clock made every
         // first hit after a minute dirty an inode (and, on ext4, a journal block).
-        if (impl::now_s() - static_cast<std::int64_t>(st.st_mtime) >= refresh_after_s) ::futimens(fd, nullptr);
+        bool refresh = impl::now_s() - static_cast<std::int64_t>(st.st_mtime) >= refresh_after_s;
+        bool mapped = false;
+        if (view != nullptr && options_.map_min_size != 0 && size >= options_.map_min_size) {
+            // Refreshed before the mapping, whose intact() takes any later change of the
+            // file's times for a write in place.
+            if (refresh) {
+                ::futimens(fd, nullptr);
+                refresh = false;
+                if (::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) != size) st.st_size = 0; // read
+            }
+            if (st.st_size > 0 && view->mapping_.map(fd, st)) {
+                mapped = true;
+                out.clear();
+                if (impl::after_map_for_testing != nullptr) impl::after_map_for_testing(path.c_str());
+            }
+        }
+        if (!mapped && !detail::read_file_bytes(fd, out, size)) return {read_status::error, impl::errno_code(errno)};
+        if (refresh) ::futimens(fd, nullptr);
         return {read_status::found, {}};
     } catch (std::bad_alloc const&) {
         out.clear();
@@ -16115,7 +16312,8 @@ struct cache_options {
     /// kept locally sealed as local entries are (`secret`, or a CRC-32C); the tier's
     /// uploads are signed by its signing key, and without one nothing is uploaded. Local
     /// entries are checked as without it. Null (the default): the remote's entries are
-    /// checked as local ones.
+    /// checked as local ones. Set over a Storage that is not a tier, they would check
+    /// nothing: without a secret the cache is then disabled (one line through the logger).
     std::shared_ptr<entry_signatures const> signatures;
     /// Single flight (single_flight.hpp): a miss claims its key before it compiles, and a
     /// miss that finds another process's claim waits for its entry, within a bound.
@@ -16336,6 +16534,21 @@ using set_record_resealer_t = decltype(std::declval<S&>().set_record_resealer(
 template <class S>
 using has_set_record_resealer = is_detected<set_record_resealer_t, S>;
 
+/// Whether `signatures` (cache_options::signatures) can be honoured over Storage: true
+/// without them, over a tier (the entries it reads from its remote are checked by
+/// signature), or with a secret (every entry is then checked by HMAC). Else false, said
+/// through `logger`: over a Storage that is not a tier nothing would check a signature,
+/// and its entries, checked by a CRC-32C alone, are anyone's to forge; a host that asked
+/// for signatures and cannot have them gets a disabled cache, as with a bad key file.
+template <class Storage>
+bool signatures_honoured_or_said(bool signatures, bool secret, line_logger const& logger) noexcept {
+    if (!signatures || secret || has_from_remote_origin<Storage>::value) return true;
+    log_or_stderr(logger, "signatures (cache_options::signatures) check what a tier reads from its remote, and this "
+                          "Storage is not a tier: without a secret its entries would be checked by a CRC-32C alone; "
+                          "the cache is disabled");
+    return false;
+}
+
 /// How an entry the Storage's read answered `rr` for is checked: by `remote` (a
 /// signature) when it came from a tier's remote and signatures are configured, else by
 /// `local`, as local entries are.
@@ -16520,6 +16733,9 @@ std::optional<std::pair<Storage, cache_options>> storage_and_options_from_env(st
         return std::nullopt;
     }
     apply_kept_cache_settings<Compression>(answer->kept_cache_settings(), settings);
+    // A Storage that is not a tier has no remote for signatures to check: its trust was
+    // judged above without them, and the constructor would refuse them without a secret.
+    if constexpr (!has_from_remote_origin<Storage>::value) settings.options.signatures.reset();
     settings.held->release();
     return std::optional<std::pair<Storage, cache_options>>(std::in_place, std::move(**answer),
                                                             std::move(settings.options));
@@ -17147,10 +17363,15 @@ public:
     basic_cache() : state_(std::make_unique<state>()) {}
 
     /// An enabled cache over `storage`; with `options.secret`, authenticated entries.
+    /// Disabled, said through the logger, when the Storage reports it cannot be used, or
+    /// when `options.signatures` are set over a Storage that is not a tier and there is
+    /// no secret (nothing would check them: cache/signed_entry_checks.hpp).
     explicit basic_cache(Storage storage, cache_options options = {})
         : state_(std::make_unique<state>()), storage_(std::move(storage)), options_(std::move(options)),
           auth_(options_.secret), remote_auth_(envelope_auth::signed_by(options_.signatures)),
-          enabled_(detail::usable_or_said(static_cast<Storage const&>(storage_), options_.logger)) {
+          enabled_(detail::usable_or_said(static_cast<Storage const&>(storage_), options_.logger) &&
+                   detail::signatures_honoured_or_said<Storage>(options_.signatures != nullptr, !options_.secret.empty(),
+                                                                 options_.logger)) {
         // A Storage that has something to say (has_set_logger) says it through the cache's
         // logger; with signatures, one that uploads to a remote gets the function that signs
         // what it uploads (cache/signed_entry_checks.hpp).
@@ -17159,7 +17380,13 @@ public:
         detail::pass_sealer_to_storage(storage_, auth_, remote_auth_);
     }
 
-    basic_cache(basic_cache&&) noexcept = default;
+    /// A cache moved from is a disabled one, as basic_cache() makes: it loads nothing,
+    /// stores nothing, and its statistics are zeros.
+    basic_cache(basic_cache&& other) noexcept
+        : state_(std::move(other.state_)), storage_(std::move(other.storage_)), options_(std::move(other.options_)),
+          auth_(std::move(other.auth_)), remote_auth_(std::move(other.remote_auth_)), enabled_(other.enabled_) {
+        other.disable_moved_from();
+    }
     basic_cache& operator=(basic_cache&& other) noexcept {
         if (this != &other) {
             flush_statistics(); // this cache's counts, before they are replaced
@@ -17169,6 +17396,7 @@ public:
             auth_ = std::move(other.auth_);
             remote_auth_ = std::move(other.remote_auth_);
             enabled_ = other.enabled_;
+            other.disable_moved_from();
         }
         return *this;
     }
@@ -17507,6 +17735,16 @@ private:
         return result;
     }
 
+    // What a move leaves behind: a disabled cache with a state of its own (its accessors
+    // dereference it), or none when even that cannot be allocated.
+    void disable_moved_from() noexcept {
+        enabled_ = false;
+        try {
+            state_ = std::make_unique<state>();
+        } catch (...) {
+        }
+    }
+
     struct state {
         Resolver resolver;
         statistics stats;
@@ -17554,7 +17792,8 @@ private:
             if (!artifact) return std::nullopt;
             auto const deserialize_done = std::chrono::steady_clock::now();
             if constexpr (detail::has_relocate_source<Artifact>::value) {
-                if (info.origin_line != 0 && env.origin_line != info.origin_line)
+                // (An entry stored with no origin line, 0, has none to move from.)
+                if (info.origin_line != 0 && env.origin_line != 0 && env.origin_line != info.origin_line)
                     relocate_source(*artifact, info.origin_line - env.origin_line);
             }
             auto const done = std::chrono::steady_clock::now();
@@ -17577,11 +17816,19 @@ private:
     template <class View>
     bool read_entry(key const& k, std::string& buffer, View& view, std::string_view& bytes, load_attempt& attempt) {
         read_result rr;
+        // With a secret, the bytes are read into the buffer, never left where they are:
+        // one who may write the file but has no secret could change mapped bytes between
+        // their check and their deserialization (docs/security.md).
+        bool const viewed = detail::has_read_view<Storage>::value && !auth_.keyed();
         try {
-            if constexpr (detail::has_read_view<Storage>::value)
-                rr = storage_.read_view(k, buffer, options_.max_entry_size, view);
-            else
+            if constexpr (detail::has_read_view<Storage>::value) {
+                if (viewed)
+                    rr = storage_.read_view(k, buffer, options_.max_entry_size, view);
+                else
+                    rr = storage_.read(k, buffer, options_.max_entry_size);
+            } else {
                 rr = storage_.read(k, buffer, options_.max_entry_size);
+            }
         } catch (std::exception const& e) {
             missed(attempt, miss_reason::read_error, e.what());
             return false;
@@ -17593,10 +17840,10 @@ private:
             missed(attempt, *miss, rr.status == read_status::error ? rr.error.message() : std::string());
             return false;
         }
-        if constexpr (detail::has_read_view<Storage>::value)
-            bytes = view.bytes();
-        else
-            bytes = buffer;
+        bytes = buffer;
+        if constexpr (detail::has_read_view<Storage>::value) {
+            if (viewed) bytes = view.bytes();
+        }
         attempt.bytes = bytes.size();
         attempt.read = rr;
         return true;

@@ -299,6 +299,36 @@ TEST_CASE("signed tier: a local entry is never trusted for a signature it carrie
     CHECK(std::string(cc::to_string(cc::miss_reason::untrusted_signer)) == "untrusted-signer");
 }
 
+TEST_CASE("signatures over a storage that is not a tier: without a secret the cache is disabled and says why, "
+          "never loads a forged entry",
+          "[signing]") {
+    temp_dir dir;
+    cc::ed25519_signer ci = new_key("ci");
+    cc::trusted_keys const keys = trusting({ci.public_key()});
+    cc::key_result const k = plain_key("axpy(a,x,y) = a*x+y");
+    using plain_cache = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, cc::directory_storage>;
+    // A CRC-32C entry anyone could have written, where the reader trusts only CI's key.
+    plain_cache forger(cc::directory_storage((dir.path() / "shared").string()));
+    REQUIRE(forger.store(k, small_kernel(), axpy_info));
+
+    std::vector<std::string> lines;
+    cc::cache_options o = signing(reader_of(keys));
+    o.logger = [&](std::string_view l) { lines.emplace_back(l); };
+    plain_cache reader(cc::directory_storage((dir.path() / "shared").string()), o);
+    CHECK_FALSE(reader.enabled());
+    CHECK_FALSE(reader.load<compiled_kernel>(k, axpy_info));
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find("not a tier") != std::string::npos);
+    CHECK(lines[0].find("the cache is disabled") != std::string::npos);
+
+    // With a secret every entry is checked by HMAC: enabled, and the forged one refused.
+    plain_cache keyed(cc::directory_storage((dir.path() / "shared").string()),
+                      signing(reader_of(keys), "the writers' secret"));
+    CHECK(keyed.enabled());
+    CHECK_FALSE(keyed.load<compiled_kernel>(k, axpy_info));
+    CHECK(keyed.stats().miss_count(cc::miss_reason::unauthenticated) == 1);
+}
+
 TEST_CASE("signed tier from_env: key files configure writer and reader, a reader's remote is read-only, said in one "
           "line, bad files disable the cache with one line",
           "[signing]") {

@@ -85,6 +85,9 @@ std::optional<std::pair<Storage, cache_options>> storage_and_options_from_env(st
         return std::nullopt;
     }
     apply_kept_cache_settings<Compression>(answer->kept_cache_settings(), settings);
+    // A Storage that is not a tier has no remote for signatures to check: its trust was
+    // judged above without them, and the constructor would refuse them without a secret.
+    if constexpr (!has_from_remote_origin<Storage>::value) settings.options.signatures.reset();
     settings.held->release();
     return std::optional<std::pair<Storage, cache_options>>(std::in_place, std::move(**answer),
                                                             std::move(settings.options));

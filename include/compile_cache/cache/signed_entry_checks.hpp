@@ -6,6 +6,7 @@
 #include <compile_cache/detail/config.hpp>
 
 #include <compile_cache/detail/detection.hpp>
+#include <compile_cache/detail/log.hpp>
 #include <compile_cache/envelope.hpp>
 #include <compile_cache/identity_record.hpp>
 #include <compile_cache/key/key.hpp>
@@ -41,6 +42,21 @@ using set_record_resealer_t = decltype(std::declval<S&>().set_record_resealer(
     std::declval<std::function<bool(key const&, std::string_view, std::string&)>>()));
 template <class S>
 using has_set_record_resealer = is_detected<set_record_resealer_t, S>;
+
+/// Whether `signatures` (cache_options::signatures) can be honoured over Storage: true
+/// without them, over a tier (the entries it reads from its remote are checked by
+/// signature), or with a secret (every entry is then checked by HMAC). Else false, said
+/// through `logger`: over a Storage that is not a tier nothing would check a signature,
+/// and its entries, checked by a CRC-32C alone, are anyone's to forge; a host that asked
+/// for signatures and cannot have them gets a disabled cache, as with a bad key file.
+template <class Storage>
+bool signatures_honoured_or_said(bool signatures, bool secret, line_logger const& logger) noexcept {
+    if (!signatures || secret || has_from_remote_origin<Storage>::value) return true;
+    log_or_stderr(logger, "signatures (cache_options::signatures) check what a tier reads from its remote, and this "
+                          "Storage is not a tier: without a secret its entries would be checked by a CRC-32C alone; "
+                          "the cache is disabled");
+    return false;
+}
 
 /// How an entry the Storage's read answered `rr` for is checked: by `remote` (a
 /// signature) when it came from a tier's remote and signatures are configured, else by

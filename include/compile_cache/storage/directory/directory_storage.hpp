@@ -245,11 +245,29 @@ struct deferred_writes : held_batch_bounds {
 COMPILE_CACHE_DECL std::unordered_map<key, std::string> take_deferred(deferred_writes& d,
                                                                       std::unordered_map<key, std::int64_t>* times = nullptr);
 
+struct shared_state;
+
+/// The shared states of this process's directory storages, whose mutexes a fork takes
+/// first (pthread_atfork, installed by the first registration) and gives back in the
+/// parent and the child: a mutex another thread held while this one forked would stay
+/// held forever in the child, whose first store, prune or lock report would wait for it.
+/// Each is taken within a bound (fork_lock_wait in all), else left alone: docs/design.md,
+/// "Forks". Never destroyed (a fork may come at exit).
+struct fork_registry {
+    std::mutex mutex;
+    std::vector<shared_state*> states;
+    bool held = false; ///< `mutex` was taken by the fork under way
+};
+inline constexpr std::chrono::milliseconds fork_lock_wait{1000};
+COMPILE_CACHE_DECL void register_for_fork(shared_state* s) noexcept;
+COMPILE_CACHE_DECL void unregister_for_fork(shared_state* s) noexcept;
+
 /// State shared by a storage object and its copies.
 struct shared_state {
     shared_state(std::string const& ledger_path, unsigned file_mode, int exact_umask)
         : ledger(ledger_path, file_mode, exact_umask, &locks) {
         cleanup.events = &locks;
+        register_for_fork(this);
     }
     shared_state(shared_state const&) = delete;
     shared_state& operator=(shared_state const&) = delete;
@@ -266,6 +284,9 @@ struct shared_state {
     deferred_writes deferred;
     std::string directory;          ///< for the deferred writes made by the destructor
     directory_options options;
+    /// Which of cleanup's, deferred's, the ledger's and the lock events' mutexes (in that
+    /// order, the order they nest in) the fork under way took (fork_registry).
+    bool held_for_fork[4] = {};
 };
 
 /// The path of the entry a read opens, built in a buffer each thread reuses; `fallback`

@@ -240,6 +240,9 @@ public:
 
     std::uint64_t timeouts() const noexcept { return timeouts_.load(std::memory_order_relaxed); }
 
+    /// For the fork handlers alone (directory_storage.hpp, fork_registry).
+    std::mutex& mutex_for_fork() noexcept { return mutex_; }
+
 private:
     std::atomic<std::uint64_t> timeouts_{0};
     std::mutex mutex_;
@@ -336,6 +339,10 @@ inline constexpr unsigned ledger_batch_limit_shift = 6;
 /// add() says when to write (flush()), and the destructor writes what is left.
 /// Changes are deltas added under the lock, so none is lost between processes; what
 /// a batch costs the others (a late view of the total): docs/design.md, "Accounting".
+/// For tests: called by ledger_batch::flush with its mutex held, on the thread that
+/// set it (to fork while a flush is under way, for real).
+inline thread_local void (*during_ledger_flush_for_testing)() = nullptr;
+
 class ledger_batch {
 public:
     ledger_batch(std::string path, unsigned file_mode, int exact_umask, lock_events* events = nullptr)
@@ -377,6 +384,9 @@ public:
     /// The stores add() counted since the last call (flush() leaves the count alone, so
     /// that a flush for another reason, accounted_size() say, does not skip a cleanup).
     COMPILE_CACHE_DECL unsigned take_stores() noexcept;
+
+    /// For the fork handlers alone (directory_storage.hpp, fork_registry).
+    std::mutex& mutex_for_fork() noexcept { return mutex_; }
 
 private:
     COMPILE_CACHE_DECL void clear_changes() noexcept;

@@ -1,7 +1,8 @@
-// compile_cache: read-only mappings of entry files that survive the file shrinking
+// compile_cache: read-only mappings of entry files that survive the file changing
 // under them: a SIGBUS on a registered mapping puts a page of zeros where the fault
-// was and marks the mapping, so that the reader takes the bytes as changed (a miss)
-// and the host never crashes. Not part of the public interface. Linux/POSIX.
+// was and marks the mapping, and a write in place shows in the file's times, so that
+// the reader takes the bytes as changed (a miss) and the host never crashes. Not part
+// of the public interface. Linux/POSIX.
 #pragma once
 
 #include <compile_cache/detail/config.hpp>
@@ -13,6 +14,7 @@
 #include <utility>
 
 #include <signal.h>
+#include <sys/stat.h>
 
 namespace compile_cache::detail::directory_storage_impl {
 
@@ -78,30 +80,38 @@ public:
     }
     ~mapped_file() { reset(); }
 
-    /// Maps the `size` bytes (what fstat said; more would fault) of the file open at
-    /// `fd`. False, nothing mapped, when the guard is not ready, no slot is free, or
-    /// mmap fails: the caller reads instead.
-    COMPILE_CACHE_DECL bool map(int fd, std::size_t size) noexcept;
+    /// Maps the whole file open at `fd`, whose fstat is `st` (its st_size bytes: more
+    /// would fault), keeping a descriptor of it for intact(). False, nothing mapped, when
+    /// the guard is not ready, this thread blocks SIGBUS (a fault would then end the
+    /// process: the kernel unblocks it and takes the default action), no slot is free,
+    /// or the descriptor cannot be kept or mmap fails: the caller reads instead.
+    COMPILE_CACHE_DECL bool map(int fd, struct stat const& st) noexcept;
 
     /// Unregisters, then unmaps.
     COMPILE_CACHE_DECL void reset() noexcept;
 
     std::string_view bytes() const noexcept { return {static_cast<char const*>(base_), size_}; }
     bool mapped() const noexcept { return base_ != nullptr; }
-    /// False once a fault was repaired in the mapping: its bytes are no longer the
-    /// file's (zeros from the fault on).
-    bool intact() const noexcept { return slot_ == nullptr || !slot_->faulted.load(std::memory_order_acquire); }
+    /// False once the bytes may no longer be the file's as map() found it: a fault was
+    /// repaired in the mapping (the file shrank: zeros from the fault on), or the file's
+    /// size or modification time is not what map() was given (it was written in place:
+    /// a private mapping shows such a write). True when nothing is mapped.
+    COMPILE_CACHE_DECL bool intact() const noexcept;
 
 private:
     void swap(mapped_file& other) noexcept {
         std::swap(base_, other.base_);
         std::swap(size_, other.size_);
         std::swap(slot_, other.slot_);
+        std::swap(fd_, other.fd_);
+        std::swap(mapped_stat_, other.mapped_stat_);
     }
 
     void* base_ = nullptr;
     std::size_t size_ = 0;
     mapping_slot* slot_ = nullptr;
+    int fd_ = -1;              ///< the mapped file, for intact()'s fstat
+    struct stat mapped_stat_ {}; ///< what map() was given
 };
 
 } // namespace compile_cache::detail::directory_storage_impl

@@ -3,11 +3,14 @@
 #pragma once
 #if COMPILE_CACHE_INCLUDE_IMPL
 
+#include <algorithm>
 #include <chrono>
 #include <limits>
 #include <new>
+#include <thread>
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 namespace compile_cache {
@@ -57,7 +60,84 @@ directory_storage::directory_storage(std::string directory, directory_options op
     }
 }
 
+namespace detail::directory_storage_impl {
+
+// (The helpers below are inline, not in an unnamed namespace: every translation unit
+// that includes this file must share one registry.)
+inline fork_registry& the_fork_registry() noexcept {
+    static fork_registry& registry = *new fork_registry; // never destroyed: a fork may come at exit
+    return registry;
+}
+
+// Takes `m` by the deadline (tried, then retried after growing sleeps); whether it did.
+inline bool lock_by(std::mutex& m, std::chrono::steady_clock::time_point deadline) noexcept {
+    std::chrono::microseconds pause{20};
+    for (;;) {
+        if (m.try_lock()) return true;
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, std::chrono::microseconds{2000});
+    }
+}
+
+inline std::mutex* fork_mutex(shared_state& s, int i) noexcept {
+    switch (i) {
+    case 0: return &s.cleanup.mutex;
+    case 1: return &s.deferred.mutex;
+    case 2: return &s.ledger.mutex_for_fork();
+    default: return &s.locks.mutex_for_fork();
+    }
+}
+
+// pthread_atfork's prepare: every storage's mutexes, in the order they nest, each within
+// what is left of fork_lock_wait (one held longer, by a thread in a long cleanup or a
+// host's logger, is left alone: the child may then wait for it, as before).
+inline void take_before_fork() noexcept {
+    fork_registry& r = the_fork_registry();
+    auto const deadline = std::chrono::steady_clock::now() + fork_lock_wait;
+    r.held = lock_by(r.mutex, deadline);
+    if (!r.held) return;
+    for (shared_state* s : r.states)
+        for (int i = 0; i < 4; ++i) s->held_for_fork[i] = lock_by(*fork_mutex(*s, i), deadline);
+}
+
+// Its parent and child handlers: what it took, given back (in the child by the thread
+// that forked, the one thread there).
+inline void give_back_after_fork() noexcept {
+    fork_registry& r = the_fork_registry();
+    if (!r.held) return;
+    for (auto s = r.states.rbegin(); s != r.states.rend(); ++s)
+        for (int i = 3; i >= 0; --i)
+            if ((*s)->held_for_fork[i]) {
+                (*s)->held_for_fork[i] = false;
+                fork_mutex(**s, i)->unlock();
+            }
+    r.held = false;
+    r.mutex.unlock();
+}
+
+void register_for_fork(shared_state* s) noexcept {
+    static bool const installed = ::pthread_atfork(&take_before_fork, &give_back_after_fork, &give_back_after_fork) == 0;
+    if (!installed) return;
+    fork_registry& r = the_fork_registry();
+    std::lock_guard<std::mutex> const lock(r.mutex);
+    try {
+        r.states.push_back(s);
+    } catch (...) { // bad_alloc: this one is left out (its child may wait, as before)
+    }
+}
+
+void unregister_for_fork(shared_state* s) noexcept {
+    fork_registry& r = the_fork_registry();
+    std::lock_guard<std::mutex> const lock(r.mutex);
+    auto const it = std::find(r.states.begin(), r.states.end(), s);
+    if (it != r.states.end()) r.states.erase(it);
+}
+
+} // namespace detail::directory_storage_impl
+
 detail::directory_storage_impl::shared_state::~shared_state() {
+    unregister_for_fork(this); // first: a fork takes the mutexes below until then
     if (!deferred.any.load()) return;
     try {
         std::unordered_map<key, std::int64_t> times;
@@ -92,7 +172,9 @@ std::error_code directory_storage::write_made_at(key const& k, std::string_view 
         struct timespec times[2];
         times[0].tv_sec = times[1].tv_sec = static_cast<time_t>(made_ns / 1000000000);
         times[0].tv_nsec = times[1].tv_nsec = static_cast<long>(made_ns % 1000000000);
-        (void)::utimensat(AT_FDCWD, entry_path(k).c_str(), times, 0); // a time, no more: failure is harmless
+        // A time, no more: failure is harmless. Never through a symlink put in the entry's
+        // place meanwhile (a shared directory's other writers could aim it at our files).
+        (void)::utimensat(AT_FDCWD, entry_path(k).c_str(), times, AT_SYMLINK_NOFOLLOW);
     } catch (...) {
     }
     return ec;
@@ -265,20 +347,29 @@ read_result directory_storage::read_entry(key const& k, std::string& out, std::s
         if (std::error_code const untrusted = trust(st)) return refused(read_status::error, untrusted);
         if (status == detail::file_read_status::too_large) return refused(read_status::too_large, {});
         auto const size = static_cast<std::size_t>(st.st_size);
-        bool mapped = false;
-        if (view != nullptr && options_.map_min_size != 0 && size >= options_.map_min_size &&
-            view->mapping_.map(fd, size)) {
-            mapped = true;
-            out.clear();
-            if (impl::after_map_for_testing != nullptr) impl::after_map_for_testing(path.c_str());
-        }
-        if (!mapped && !detail::read_file_bytes(fd, out, size)) return {read_status::error, impl::errno_code(errno)};
         // The use time, for eviction: refreshed at most once an hour per entry, so
         // a hit costs no system call beyond the open, fstat, read and close unless
         // the entry was last used over an hour ago. LRU order at an hour's
         // resolution is enough to pick what to evict; a finer clock made every
         // first hit after a minute dirty an inode (and, on ext4, a journal block).
-        if (impl::now_s() - static_cast<std::int64_t>(st.st_mtime) >= refresh_after_s) ::futimens(fd, nullptr);
+        bool refresh = impl::now_s() - static_cast<std::int64_t>(st.st_mtime) >= refresh_after_s;
+        bool mapped = false;
+        if (view != nullptr && options_.map_min_size != 0 && size >= options_.map_min_size) {
+            // Refreshed before the mapping, whose intact() takes any later change of the
+            // file's times for a write in place.
+            if (refresh) {
+                ::futimens(fd, nullptr);
+                refresh = false;
+                if (::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) != size) st.st_size = 0; // read
+            }
+            if (st.st_size > 0 && view->mapping_.map(fd, st)) {
+                mapped = true;
+                out.clear();
+                if (impl::after_map_for_testing != nullptr) impl::after_map_for_testing(path.c_str());
+            }
+        }
+        if (!mapped && !detail::read_file_bytes(fd, out, size)) return {read_status::error, impl::errno_code(errno)};
+        if (refresh) ::futimens(fd, nullptr);
         return {read_status::found, {}};
     } catch (std::bad_alloc const&) {
         out.clear();

@@ -290,6 +290,7 @@ unsigned ledger_batch::take_stores() noexcept {
 
 ledger_batch::flushed ledger_batch::flush(std::int64_t now) noexcept {
     std::lock_guard<std::mutex> const lock(mutex_);
+    if (during_ledger_flush_for_testing != nullptr) during_ledger_flush_for_testing();
     if_forked_start_afresh();
     flushed out;
     if (!current_descriptor()) {

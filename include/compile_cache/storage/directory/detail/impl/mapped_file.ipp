@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <mutex>
 
+#include <fcntl.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -76,9 +78,17 @@ bool sigbus_guard_ready() noexcept {
     return (now.sa_flags & SA_SIGINFO) != 0 && now.sa_sigaction == &on_sigbus;
 }
 
-bool mapped_file::map(int fd, std::size_t size) noexcept {
+bool mapped_file::map(int fd, struct stat const& st) noexcept {
     reset();
-    if (size == 0 || !sigbus_guard_ready()) return false;
+    if (st.st_size <= 0 || !sigbus_guard_ready()) return false;
+    auto const size = static_cast<std::size_t>(st.st_size);
+    // A fault on a thread that blocks SIGBUS is not delivered to any handler: the kernel
+    // ends the process. Such a thread reads.
+    sigset_t blocked;
+    sigemptyset(&blocked);
+    if (::pthread_sigmask(SIG_BLOCK, nullptr, &blocked) != 0 || sigismember(&blocked, SIGBUS) != 0) return false;
+    int const kept = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (kept < 0) return false;
     mapping_registry& r = the_mapping_registry();
     mapping_slot* slot = nullptr;
     for (mapping_slot& s : r.slots) {
@@ -88,11 +98,15 @@ bool mapped_file::map(int fd, std::size_t size) noexcept {
             break;
         }
     }
-    if (slot == nullptr) return false;
+    if (slot == nullptr) {
+        ::close(kept);
+        return false;
+    }
     // Not MAP_POPULATE: measured slower here up to a few MiB (docs/benchmarks.md).
     void* const base = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (base == MAP_FAILED) {
         slot->begin.store(0, std::memory_order_release);
+        ::close(kept);
         return false;
     }
     std::uintptr_t const page = r.page_size.load(std::memory_order_relaxed);
@@ -103,7 +117,21 @@ bool mapped_file::map(int fd, std::size_t size) noexcept {
     base_ = base;
     size_ = size;
     slot_ = slot;
+    fd_ = kept;
+    mapped_stat_ = st;
     return true;
+}
+
+bool mapped_file::intact() const noexcept {
+    if (slot_ == nullptr) return true;
+    if (slot_->faulted.load(std::memory_order_acquire)) return false;
+    // A write in place sets the modification time to now: compared at the clock's grain
+    // (docs/design.md, "Mapped hits"). Not the change time: a file renamed over the
+    // entry changes the mapped file's (its link count), not its bytes.
+    struct stat now;
+    if (::fstat(fd_, &now) != 0) return false;
+    return now.st_size == mapped_stat_.st_size && now.st_mtim.tv_sec == mapped_stat_.st_mtim.tv_sec &&
+           now.st_mtim.tv_nsec == mapped_stat_.st_mtim.tv_nsec;
 }
 
 void mapped_file::reset() noexcept {
@@ -114,9 +142,11 @@ void mapped_file::reset() noexcept {
     slot_->faulted.store(false, std::memory_order_relaxed);
     ::munmap(base_, size_);
     slot_->begin.store(0, std::memory_order_release);
+    ::close(fd_);
     base_ = nullptr;
     size_ = 0;
     slot_ = nullptr;
+    fd_ = -1;
 }
 
 } // namespace compile_cache::detail::directory_storage_impl
