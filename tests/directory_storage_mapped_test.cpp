@@ -277,6 +277,25 @@ TEST_CASE("a mapped entry written in place is no longer intact, and a cache load
         CHECK(view.bytes().substr(1000, 16) == std::string(16, 'Z')); // a private mapping shows it
         CHECK(!view.intact());
     }
+    SECTION("an entry unused for over an hour: its use time refreshed before the mapping, not taken for a write") {
+        directory_storage s(root.string(), mapping());
+        cc::key const k = storage_test::key_of(5).value();
+        REQUIRE(!s.write(k, original));
+        struct timespec times[2];
+        REQUIRE(::clock_gettime(CLOCK_REALTIME, &times[0]) == 0);
+        times[0].tv_sec -= 2 * 3600;
+        times[1] = times[0];
+        REQUIRE(::utimensat(AT_FDCWD, s.entry_path(k).c_str(), times, 0) == 0);
+        std::string buffer;
+        cc::entry_view view;
+        REQUIRE(s.read_view(k, buffer, std::size_t{1} << 20, view).status == read_status::found);
+        REQUIRE(view.mapped());
+        CHECK(view.intact());
+        CHECK(view.bytes() == original);
+        struct stat st {};
+        REQUIRE(::stat(s.entry_path(k).c_str(), &st) == 0);
+        CHECK(st.st_mtime > times[0].tv_sec + 3600); // refreshed
+    }
     SECTION("through a cache, written between the check and the deserialization: a read-error miss") {
         storage_test::cache c{directory_storage(root.string(), mapping())};
         cc::key_result const k = storage_test::key_of(2);

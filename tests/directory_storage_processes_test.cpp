@@ -466,18 +466,24 @@ TEST_CASE("a forked child does not write its parent's unwritten ledger changes",
 
 namespace {
 std::atomic<bool> flush_under_way{false};
+std::atomic<int> flush_hold_ms{0};
 /// Called inside the ledger's flush, its mutex held: long enough for the test to fork.
 void hold_the_flush() {
     flush_under_way = true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::this_thread::sleep_for(std::chrono::milliseconds(flush_hold_ms.load()));
 }
 } // namespace
 
 TEST_CASE("a child forked while another thread writes the ledger stores without waiting for that thread",
           "[storage][processes][ledger]") {
+    // Held briefly, the fork waits for the mutex (the child gets it free); held past the
+    // fork's bound (fork_lock_wait), the child gets a new one.
+    int const hold_ms = GENERATE(100, 1000);
+    INFO("the flush held for " << hold_ms << " ms");
     temp_dir dir;
     cc::directory_storage s((dir.path() / "cache").string());
     flush_under_way = false;
+    flush_hold_ms = hold_ms;
     std::thread writer([&] {
         cc::detail::directory_storage_impl::during_ledger_flush_for_testing = hold_the_flush;
         (void)s.write(key_of(1).value(), "parent"); // a first store writes the ledger at once
@@ -489,7 +495,11 @@ TEST_CASE("a child forked while another thread writes the ledger stores without 
     // The writer thread holds the ledger's mutex now, and will not be in the child.
     std::string const child = run_in_child([&] {
         ::alarm(10); // a child left waiting is killed: a failure, not a hung test
-        return s.write(key_of(2).value(), "child") ? std::string("store failed") : std::string("ok");
+        if (s.write(key_of(2).value(), "child")) return std::string("store failed");
+        std::string back;
+        if (s.read(key_of(2).value(), back, 100).status != cc::read_status::found || back != "child")
+            return std::string("not read back");
+        return std::string("ok");
     });
     writer.join();
     CHECK(child == "ok");

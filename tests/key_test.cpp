@@ -345,6 +345,12 @@ TEST_CASE("a string and the same bytes give different keys", "[key]") {
     CHECK(key_of(std::string("a")) != key_of(std::string("a\0", 2)));
 }
 
+namespace {
+extern char const unsized_source[]; // its bound unknown here, as an embedded file's is
+cc::key key_of_unsized_source() { return key_of(unsized_source); }
+char const unsized_source[] = "kernel axpy";
+} // namespace
+
 TEST_CASE("the tutorial's table of values holds: a char is a number, a literal stops at its NUL, containers of "
           "one shape key alike, a bypassed or empty key makes a bypass",
           "[key]") {
@@ -357,6 +363,9 @@ TEST_CASE("the tutorial's table of values holds: a char is a number, a literal s
         char after[4];
     } const arrays = {{'a', 'b', 'c'}, {'x', 'y', 'z', '\0'}};
     CHECK(key_of(arrays.unterminated) == key_of("abc"));
+    // An array of unknown bound (embedded source, say): up to its NUL.
+    CHECK(key_of_unsized_source() == key_of("kernel axpy"));
+    CHECK(key_of_unsized_source() != key_of(""));
     char const* pointer = "ab";
     CHECK(key_of(pointer) == key_of(std::string("ab")));
     CHECK(key_of(std::vector<int>{1, 2}) == key_of(std::list<int>{1, 2}));

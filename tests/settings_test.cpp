@@ -171,6 +171,11 @@ TEST_CASE("settings_reader: each bad value is one line naming it and the default
     REQUIRE(lines.size() == 1);
     CHECK(lines[0] == "CCSETTEST_WAIT=\"1099511628s\" is longer than a duration may be (at most 1099511627776 ms, "
                       "about 35 years); using the default, 100 ms");
+    lines.clear();
+    env.set("_WAIT", " ");
+    CHECK(r.milliseconds("_WAIT", 100ms) == 100ms);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find("is not a duration") != std::string::npos);
 }
 
 TEST_CASE("from_env delegates to the storage's own from_env: its settings, its main variable, its lines",

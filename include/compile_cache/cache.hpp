@@ -719,9 +719,8 @@ private:
     template <class View>
     bool read_entry(key const& k, std::string& buffer, View& view, std::string_view& bytes, load_attempt& attempt) {
         read_result rr;
-        // With a secret, the bytes are read into the buffer, never left where they are:
-        // one who may write the file but has no secret could change mapped bytes between
-        // their check and their deserialization (docs/security.md).
+        // With a secret, the bytes are read into the buffer, never mapped (docs/design.md,
+        // "Mapped hits").
         bool const viewed = detail::has_read_view<Storage>::value && !auth_.keyed();
         try {
             if constexpr (detail::has_read_view<Storage>::value) {

@@ -155,7 +155,8 @@ public:
                                                std::string const& fallback_text) const;
 
     /// A duration (parse_milliseconds); unset: `fallback`; a bad value is reported
-    /// ("is not a duration (...); using the default, N ms") and `fallback` used.
+    /// ("is not a duration (...); using the default, N ms", or "is longer than a duration
+    /// may be (...)" past parse_milliseconds' bound) and `fallback` used.
     COMPILE_CACHE_DECL std::chrono::milliseconds milliseconds(std::string_view suffix,
                                                               std::chrono::milliseconds fallback) const;
 

@@ -1767,10 +1767,15 @@ public:
             field(field_tag::string, v.data(), v.size());
         } else if constexpr (std::is_array_v<T> && std::is_same_v<std::remove_cv_t<std::remove_extent_t<T>>, char>) {
             // A string literal: its characters up to the first NUL, never past the array
-            // (one without a NUL: all of it).
-            std::size_t n = 0;
-            while (n < std::extent_v<T> && v[n] != '\0') ++n;
-            append(std::string_view(v, n));
+            // (one without a NUL: all of it); an array of unknown bound (`extern char
+            // const src[];`) up to its NUL, as a char const* is.
+            if constexpr (std::extent_v<T> == 0) {
+                append(std::string_view(v));
+            } else {
+                std::size_t n = 0;
+                while (n < std::extent_v<T> && v[n] != '\0') ++n;
+                append(std::string_view(v, n));
+            }
         } else if constexpr (std::is_same_v<T, char const*> || std::is_same_v<T, char*>) {
             append(std::string_view(v));
         } else if constexpr (std::is_pointer_v<T> || std::is_member_pointer_v<T>) {
@@ -3840,7 +3845,8 @@ public:
                                                std::string const& fallback_text) const;
 
     /// A duration (parse_milliseconds); unset: `fallback`; a bad value is reported
-    /// ("is not a duration (...); using the default, N ms") and `fallback` used.
+    /// ("is not a duration (...); using the default, N ms", or "is longer than a duration
+    /// may be (...)" past parse_milliseconds' bound) and `fallback` used.
     COMPILE_CACHE_DECL std::chrono::milliseconds milliseconds(std::string_view suffix,
                                                               std::chrono::milliseconds fallback) const;
 
@@ -4265,7 +4271,7 @@ std::chrono::milliseconds settings_reader::milliseconds(std::string_view suffix,
     std::string_view const t = detail::trim_blanks(v);
     std::size_t const digits = t.find_first_not_of("0123456789");
     std::string const unit = detail::lower(t.substr(digits == std::string_view::npos ? t.size() : digits));
-    bool const too_long = digits != 0 && (unit.empty() || unit == "ms" || unit == "s");
+    bool const too_long = !t.empty() && digits != 0 && (unit.empty() || unit == "ms" || unit == "s");
     report_value(suffix, v,
                  std::string(too_long ? "is longer than a duration may be (at most 1099511627776 ms, about 35 years)"
                                       : "is not a duration (milliseconds, such as 100 or 1500ms, or seconds, such "
@@ -4959,7 +4965,7 @@ using read_view_t = decltype(std::declval<S&>().read_view(std::declval<key const
 /// buffer, std::size_t max_size, V& view)`: read() that may leave the bytes where they
 /// are (a mapped file), `view.bytes()` (std::string_view) valid while `view` lives, and
 /// `view.intact()` false when they changed under the reader; the cache loads through it
-/// when there is one (directory_storage has it: entry_view).
+/// when there is one, unless it has a secret (directory_storage has it: entry_view).
 template <class S>
 using view_type_t = typename S::view_type;
 template <class S, class = void>
@@ -5702,6 +5708,10 @@ inline constexpr std::int64_t ledger_batch_age_ns = 1000000000;
 /// ...or once the unwritten bytes reach this share of the size limit (1/64).
 inline constexpr unsigned ledger_batch_limit_shift = 6;
 
+/// For tests: called by ledger_batch::flush with its mutex held, on the thread that
+/// set it (to fork while a flush is under way, for real).
+inline thread_local void (*during_ledger_flush_for_testing)() = nullptr;
+
 /// One storage object's side of the ledger (shared by its copies and threads): the
 /// ledger's descriptor, kept open, and the per-folder changes of its stores and
 /// removals not yet written. Writing a change costs an flock, a pread and a pwrite
@@ -5709,10 +5719,6 @@ inline constexpr unsigned ledger_batch_limit_shift = 6;
 /// add() says when to write (flush()), and the destructor writes what is left.
 /// Changes are deltas added under the lock, so none is lost between processes; what
 /// a batch costs the others (a late view of the total): docs/design.md, "Accounting".
-/// For tests: called by ledger_batch::flush with its mutex held, on the thread that
-/// set it (to fork while a flush is under way, for real).
-inline thread_local void (*during_ledger_flush_for_testing)() = nullptr;
-
 class ledger_batch {
 public:
     ledger_batch(std::string path, unsigned file_mode, int exact_umask, lock_events* events = nullptr)
@@ -7904,8 +7910,7 @@ bool mapped_file::map(int fd, struct stat const& st) noexcept {
     reset();
     if (st.st_size <= 0 || !sigbus_guard_ready()) return false;
     auto const size = static_cast<std::size_t>(st.st_size);
-    // A fault on a thread that blocks SIGBUS is not delivered to any handler: the kernel
-    // ends the process. Such a thread reads.
+    // A thread that blocks SIGBUS reads (docs/design.md, "Mapped hits").
     sigset_t blocked;
     sigemptyset(&blocked);
     if (::pthread_sigmask(SIG_BLOCK, nullptr, &blocked) != 0 || sigismember(&blocked, SIGBUS) != 0) return false;
@@ -7947,9 +7952,7 @@ bool mapped_file::map(int fd, struct stat const& st) noexcept {
 bool mapped_file::intact() const noexcept {
     if (slot_ == nullptr) return true;
     if (slot_->faulted.load(std::memory_order_acquire)) return false;
-    // A write in place sets the modification time to now: compared at the clock's grain
-    // (docs/design.md, "Mapped hits"). Not the change time: a file renamed over the
-    // entry changes the mapped file's (its link count), not its bytes.
+    // Size and modification time, not the change time (docs/design.md, "Mapped hits").
     struct stat now;
     if (::fstat(fd_, &now) != 0) return false;
     return now.st_size == mapped_stat_.st_size && now.st_mtim.tv_sec == mapped_stat_.st_mtim.tv_sec &&
@@ -7993,6 +7996,7 @@ void mapped_file::reset() noexcept {
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
+#include <thread>
 #include <vector>
 
 #include <sys/stat.h>
@@ -8142,17 +8146,19 @@ struct directory_counters {
 
 /// An entry as directory_storage::read_view gives it: its bytes, either in the caller's
 /// buffer or mapped from the entry's file (no copy), valid while the view lives and is
-/// not reset or read into again. A file that shrinks while mapped (another program
-/// truncating it: the storage itself never changes an entry in place, it renames a new
-/// one over it, and a mapping keeps the old file) cannot crash the process: the bytes
-/// from the fault on read as zeros and intact() turns false, so a reader that checks
-/// intact() after it is done with the bytes knows to throw away what it made of them.
+/// not reset or read into again. A file changed while mapped by another program (the
+/// storage itself never changes an entry in place, it renames a new one over it, and a
+/// mapping keeps the old file) cannot crash the process, and intact() turns false: when
+/// it shrank (the bytes from the fault on read as zeros) or was written in place (its
+/// size or modification time changed), so a reader that checks intact() after it is
+/// done with the bytes knows to throw away what it made of them.
 class entry_view {
 public:
     std::string_view bytes() const noexcept { return mapping_.mapped() ? mapping_.bytes() : bytes_; }
     /// Whether the bytes are mapped (not in the buffer).
     bool mapped() const noexcept { return mapping_.mapped(); }
-    /// False when the mapped file shrank while it was read: the bytes are not the entry's.
+    /// False when the mapped file shrank or was written in place while it was read: the
+    /// bytes may not be the entry's.
     bool intact() const noexcept { return mapping_.intact(); }
     void reset() noexcept {
         mapping_.reset();
@@ -8211,14 +8217,15 @@ struct shared_state;
 /// first (pthread_atfork, installed by the first registration) and gives back in the
 /// parent and the child: a mutex another thread held while this one forked would stay
 /// held forever in the child, whose first store, prune or lock report would wait for it.
-/// Each is taken within a bound (fork_lock_wait in all), else left alone: docs/design.md,
-/// "Forks". Never destroyed (a fork may come at exit).
+/// Each is tried for at most fork_lock_wait (the cleanup's once); what the child does with
+/// one not taken: give_back_after_fork_in_child and docs/design.md, "Forks". Never
+/// destroyed (a fork may come at exit).
 struct fork_registry {
     std::mutex mutex;
     std::vector<shared_state*> states;
     bool held = false; ///< `mutex` was taken by the fork under way
 };
-inline constexpr std::chrono::milliseconds fork_lock_wait{1000};
+inline constexpr std::chrono::milliseconds fork_lock_wait{250};
 COMPILE_CACHE_DECL void register_for_fork(shared_state* s) noexcept;
 COMPILE_CACHE_DECL void unregister_for_fork(shared_state* s) noexcept;
 
@@ -8509,7 +8516,17 @@ private:
             return r;
         }
         try {
-            std::lock_guard<std::mutex> const lock(state_->cleanup.mutex);
+            // Within the root's bound too: in a child forked mid-cleanup it stays held (fork_registry).
+            std::unique_lock<std::mutex> lock(state_->cleanup.mutex, std::defer_lock);
+            auto const deadline = std::chrono::steady_clock::now() + impl::cleanup_lock_wait;
+            while (!lock.try_lock()) {
+                if (std::chrono::steady_clock::now() >= deadline) {
+                    state_->locks.gave_up(directory_, "so the cleanup did not run");
+                    r.error = std::make_error_code(std::errc::resource_unavailable_try_again);
+                    return r;
+                }
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            }
             state_->cleanup.reset();
             work(root.fd, r);
         } catch (...) { // bad_alloc
@@ -9073,21 +9090,20 @@ inline std::mutex* fork_mutex(shared_state& s, int i) noexcept {
     }
 }
 
-// pthread_atfork's prepare: every storage's mutexes, in the order they nest, each within
-// what is left of fork_lock_wait (one held longer, by a thread in a long cleanup or a
-// host's logger, is left alone: the child may then wait for it, as before).
+// pthread_atfork's prepare: every storage's mutexes, in the order they nest, each
+// within fork_lock_wait, but for the cleanup's, held through a whole prune: tried once.
 inline void take_before_fork() noexcept {
     fork_registry& r = the_fork_registry();
-    auto const deadline = std::chrono::steady_clock::now() + fork_lock_wait;
-    r.held = lock_by(r.mutex, deadline);
+    r.held = lock_by(r.mutex, std::chrono::steady_clock::now() + fork_lock_wait);
     if (!r.held) return;
     for (shared_state* s : r.states)
-        for (int i = 0; i < 4; ++i) s->held_for_fork[i] = lock_by(*fork_mutex(*s, i), deadline);
+        for (int i = 0; i < 4; ++i)
+            s->held_for_fork[i] = i == 0 ? fork_mutex(*s, i)->try_lock()
+                                         : lock_by(*fork_mutex(*s, i), std::chrono::steady_clock::now() + fork_lock_wait);
 }
 
-// Its parent and child handlers: what it took, given back (in the child by the thread
-// that forked, the one thread there).
-inline void give_back_after_fork() noexcept {
+// Its parent handler: what it took, given back.
+inline void give_back_after_fork_in_parent() noexcept {
     fork_registry& r = the_fork_registry();
     if (!r.held) return;
     for (auto s = r.states.rbegin(); s != r.states.rend(); ++s)
@@ -9100,8 +9116,43 @@ inline void give_back_after_fork() noexcept {
     r.mutex.unlock();
 }
 
+// Its child handler, on the one thread there: what it took, given back. One it could not
+// take (its holder is not in this process): the cleanup's stays held, so that this child
+// never resumes a step another thread left half done (it skips cleaning, and prune() and
+// clear() give up within their bound); the deferred writes' is made anew over an empty
+// batch (the held writes were the parent's to make); the ledger's and the lock events'
+// are made anew over what they guard, the ledger's changes being dropped by the child's
+// first use anyway (fork_generation) and the lock events only read while held long.
+// Nothing here allocates.
+inline void give_back_after_fork_in_child() noexcept {
+    fork_registry& r = the_fork_registry();
+    if (!r.held) return;
+    for (auto s = r.states.rbegin(); s != r.states.rend(); ++s) {
+        shared_state& state = **s;
+        for (int i = 3; i >= 0; --i) {
+            bool const taken = state.held_for_fork[i];
+            state.held_for_fork[i] = false;
+            if (taken) {
+                fork_mutex(state, i)->unlock();
+            } else if (i == 1) {
+                deferred_writes& d = state.deferred;
+                new (&d.held) std::unordered_map<key, std::string>; // the old nodes are left, unfreed
+                new (&d.held_ns) std::unordered_map<key, std::int64_t>;
+                d.bytes = 0;
+                d.any.store(false);
+                new (&d.mutex) std::mutex;
+            } else if (i != 0) {
+                new (fork_mutex(state, i)) std::mutex;
+            }
+        }
+    }
+    r.held = false;
+    r.mutex.unlock();
+}
+
 void register_for_fork(shared_state* s) noexcept {
-    static bool const installed = ::pthread_atfork(&take_before_fork, &give_back_after_fork, &give_back_after_fork) == 0;
+    static bool const installed =
+        ::pthread_atfork(&take_before_fork, &give_back_after_fork_in_parent, &give_back_after_fork_in_child) == 0;
     if (!installed) return;
     fork_registry& r = the_fork_registry();
     std::lock_guard<std::mutex> const lock(r.mutex);
@@ -9156,9 +9207,17 @@ std::error_code directory_storage::write_made_at(key const& k, std::string_view 
         struct timespec times[2];
         times[0].tv_sec = times[1].tv_sec = static_cast<time_t>(made_ns / 1000000000);
         times[0].tv_nsec = times[1].tv_nsec = static_cast<long>(made_ns % 1000000000);
-        // A time, no more: failure is harmless. Never through a symlink put in the entry's
-        // place meanwhile (a shared directory's other writers could aim it at our files).
-        (void)::utimensat(AT_FDCWD, entry_path(k).c_str(), times, AT_SYMLINK_NOFOLLOW);
+        // A time, no more: failure is harmless. Through the fan-out folder opened without
+        // following a symlink, and not through one put in the entry's place meanwhile: a
+        // shared directory's other writers could aim either at this user's files.
+        std::string const path = entry_path(k);
+        std::size_t const slash = path.rfind('/');
+        int const folder = detail::retry_on_eintr(
+            [&] { return ::open(path.substr(0, slash).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
+        if (folder >= 0) {
+            detail::directory_storage_impl::file_descriptor const guard{folder};
+            (void)::utimensat(folder, path.c_str() + slash + 1, times, AT_SYMLINK_NOFOLLOW);
+        }
     } catch (...) {
     }
     return ec;
@@ -17816,9 +17875,8 @@ private:
     template <class View>
     bool read_entry(key const& k, std::string& buffer, View& view, std::string_view& bytes, load_attempt& attempt) {
         read_result rr;
-        // With a secret, the bytes are read into the buffer, never left where they are:
-        // one who may write the file but has no secret could change mapped bytes between
-        // their check and their deserialization (docs/security.md).
+        // With a secret, the bytes are read into the buffer, never mapped (docs/design.md,
+        // "Mapped hits").
         bool const viewed = detail::has_read_view<Storage>::value && !auth_.keyed();
         try {
             if constexpr (detail::has_read_view<Storage>::value) {

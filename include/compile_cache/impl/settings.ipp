@@ -229,7 +229,7 @@ std::chrono::milliseconds settings_reader::milliseconds(std::string_view suffix,
     std::string_view const t = detail::trim_blanks(v);
     std::size_t const digits = t.find_first_not_of("0123456789");
     std::string const unit = detail::lower(t.substr(digits == std::string_view::npos ? t.size() : digits));
-    bool const too_long = digits != 0 && (unit.empty() || unit == "ms" || unit == "s");
+    bool const too_long = !t.empty() && digits != 0 && (unit.empty() || unit == "ms" || unit == "s");
     report_value(suffix, v,
                  std::string(too_long ? "is longer than a duration may be (at most 1099511627776 ms, about 35 years)"
                                       : "is not a duration (milliseconds, such as 100 or 1500ms, or seconds, such "

@@ -217,10 +217,15 @@ public:
             field(field_tag::string, v.data(), v.size());
         } else if constexpr (std::is_array_v<T> && std::is_same_v<std::remove_cv_t<std::remove_extent_t<T>>, char>) {
             // A string literal: its characters up to the first NUL, never past the array
-            // (one without a NUL: all of it).
-            std::size_t n = 0;
-            while (n < std::extent_v<T> && v[n] != '\0') ++n;
-            append(std::string_view(v, n));
+            // (one without a NUL: all of it); an array of unknown bound (`extern char
+            // const src[];`) up to its NUL, as a char const* is.
+            if constexpr (std::extent_v<T> == 0) {
+                append(std::string_view(v));
+            } else {
+                std::size_t n = 0;
+                while (n < std::extent_v<T> && v[n] != '\0') ++n;
+                append(std::string_view(v, n));
+            }
         } else if constexpr (std::is_same_v<T, char const*> || std::is_same_v<T, char*>) {
             append(std::string_view(v));
         } else if constexpr (std::is_pointer_v<T> || std::is_member_pointer_v<T>) {

@@ -324,7 +324,7 @@ using read_view_t = decltype(std::declval<S&>().read_view(std::declval<key const
 /// buffer, std::size_t max_size, V& view)`: read() that may leave the bytes where they
 /// are (a mapped file), `view.bytes()` (std::string_view) valid while `view` lives, and
 /// `view.intact()` false when they changed under the reader; the cache loads through it
-/// when there is one (directory_storage has it: entry_view).
+/// when there is one, unless it has a secret (directory_storage has it: entry_view).
 template <class S>
 using view_type_t = typename S::view_type;
 template <class S, class = void>

@@ -33,6 +33,7 @@
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
+#include <thread>
 #include <vector>
 
 #include <sys/stat.h>
@@ -182,17 +183,19 @@ struct directory_counters {
 
 /// An entry as directory_storage::read_view gives it: its bytes, either in the caller's
 /// buffer or mapped from the entry's file (no copy), valid while the view lives and is
-/// not reset or read into again. A file that shrinks while mapped (another program
-/// truncating it: the storage itself never changes an entry in place, it renames a new
-/// one over it, and a mapping keeps the old file) cannot crash the process: the bytes
-/// from the fault on read as zeros and intact() turns false, so a reader that checks
-/// intact() after it is done with the bytes knows to throw away what it made of them.
+/// not reset or read into again. A file changed while mapped by another program (the
+/// storage itself never changes an entry in place, it renames a new one over it, and a
+/// mapping keeps the old file) cannot crash the process, and intact() turns false: when
+/// it shrank (the bytes from the fault on read as zeros) or was written in place (its
+/// size or modification time changed), so a reader that checks intact() after it is
+/// done with the bytes knows to throw away what it made of them.
 class entry_view {
 public:
     std::string_view bytes() const noexcept { return mapping_.mapped() ? mapping_.bytes() : bytes_; }
     /// Whether the bytes are mapped (not in the buffer).
     bool mapped() const noexcept { return mapping_.mapped(); }
-    /// False when the mapped file shrank while it was read: the bytes are not the entry's.
+    /// False when the mapped file shrank or was written in place while it was read: the
+    /// bytes may not be the entry's.
     bool intact() const noexcept { return mapping_.intact(); }
     void reset() noexcept {
         mapping_.reset();
@@ -251,14 +254,15 @@ struct shared_state;
 /// first (pthread_atfork, installed by the first registration) and gives back in the
 /// parent and the child: a mutex another thread held while this one forked would stay
 /// held forever in the child, whose first store, prune or lock report would wait for it.
-/// Each is taken within a bound (fork_lock_wait in all), else left alone: docs/design.md,
-/// "Forks". Never destroyed (a fork may come at exit).
+/// Each is tried for at most fork_lock_wait (the cleanup's once); what the child does with
+/// one not taken: give_back_after_fork_in_child and docs/design.md, "Forks". Never
+/// destroyed (a fork may come at exit).
 struct fork_registry {
     std::mutex mutex;
     std::vector<shared_state*> states;
     bool held = false; ///< `mutex` was taken by the fork under way
 };
-inline constexpr std::chrono::milliseconds fork_lock_wait{1000};
+inline constexpr std::chrono::milliseconds fork_lock_wait{250};
 COMPILE_CACHE_DECL void register_for_fork(shared_state* s) noexcept;
 COMPILE_CACHE_DECL void unregister_for_fork(shared_state* s) noexcept;
 
@@ -549,7 +553,17 @@ private:
             return r;
         }
         try {
-            std::lock_guard<std::mutex> const lock(state_->cleanup.mutex);
+            // Within the root's bound too: in a child forked mid-cleanup it stays held (fork_registry).
+            std::unique_lock<std::mutex> lock(state_->cleanup.mutex, std::defer_lock);
+            auto const deadline = std::chrono::steady_clock::now() + impl::cleanup_lock_wait;
+            while (!lock.try_lock()) {
+                if (std::chrono::steady_clock::now() >= deadline) {
+                    state_->locks.gave_up(directory_, "so the cleanup did not run");
+                    r.error = std::make_error_code(std::errc::resource_unavailable_try_again);
+                    return r;
+                }
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            }
             state_->cleanup.reset();
             work(root.fd, r);
         } catch (...) { // bad_alloc

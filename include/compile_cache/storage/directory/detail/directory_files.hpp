@@ -332,6 +332,10 @@ inline constexpr std::int64_t ledger_batch_age_ns = 1000000000;
 /// ...or once the unwritten bytes reach this share of the size limit (1/64).
 inline constexpr unsigned ledger_batch_limit_shift = 6;
 
+/// For tests: called by ledger_batch::flush with its mutex held, on the thread that
+/// set it (to fork while a flush is under way, for real).
+inline thread_local void (*during_ledger_flush_for_testing)() = nullptr;
+
 /// One storage object's side of the ledger (shared by its copies and threads): the
 /// ledger's descriptor, kept open, and the per-folder changes of its stores and
 /// removals not yet written. Writing a change costs an flock, a pread and a pwrite
@@ -339,10 +343,6 @@ inline constexpr unsigned ledger_batch_limit_shift = 6;
 /// add() says when to write (flush()), and the destructor writes what is left.
 /// Changes are deltas added under the lock, so none is lost between processes; what
 /// a batch costs the others (a late view of the total): docs/design.md, "Accounting".
-/// For tests: called by ledger_batch::flush with its mutex held, on the thread that
-/// set it (to fork while a flush is under way, for real).
-inline thread_local void (*during_ledger_flush_for_testing)() = nullptr;
-
 class ledger_batch {
 public:
     ledger_batch(std::string path, unsigned file_mode, int exact_umask, lock_events* events = nullptr)

@@ -89,21 +89,20 @@ inline std::mutex* fork_mutex(shared_state& s, int i) noexcept {
     }
 }
 
-// pthread_atfork's prepare: every storage's mutexes, in the order they nest, each within
-// what is left of fork_lock_wait (one held longer, by a thread in a long cleanup or a
-// host's logger, is left alone: the child may then wait for it, as before).
+// pthread_atfork's prepare: every storage's mutexes, in the order they nest, each
+// within fork_lock_wait, but for the cleanup's, held through a whole prune: tried once.
 inline void take_before_fork() noexcept {
     fork_registry& r = the_fork_registry();
-    auto const deadline = std::chrono::steady_clock::now() + fork_lock_wait;
-    r.held = lock_by(r.mutex, deadline);
+    r.held = lock_by(r.mutex, std::chrono::steady_clock::now() + fork_lock_wait);
     if (!r.held) return;
     for (shared_state* s : r.states)
-        for (int i = 0; i < 4; ++i) s->held_for_fork[i] = lock_by(*fork_mutex(*s, i), deadline);
+        for (int i = 0; i < 4; ++i)
+            s->held_for_fork[i] = i == 0 ? fork_mutex(*s, i)->try_lock()
+                                         : lock_by(*fork_mutex(*s, i), std::chrono::steady_clock::now() + fork_lock_wait);
 }
 
-// Its parent and child handlers: what it took, given back (in the child by the thread
-// that forked, the one thread there).
-inline void give_back_after_fork() noexcept {
+// Its parent handler: what it took, given back.
+inline void give_back_after_fork_in_parent() noexcept {
     fork_registry& r = the_fork_registry();
     if (!r.held) return;
     for (auto s = r.states.rbegin(); s != r.states.rend(); ++s)
@@ -116,8 +115,43 @@ inline void give_back_after_fork() noexcept {
     r.mutex.unlock();
 }
 
+// Its child handler, on the one thread there: what it took, given back. One it could not
+// take (its holder is not in this process): the cleanup's stays held, so that this child
+// never resumes a step another thread left half done (it skips cleaning, and prune() and
+// clear() give up within their bound); the deferred writes' is made anew over an empty
+// batch (the held writes were the parent's to make); the ledger's and the lock events'
+// are made anew over what they guard, the ledger's changes being dropped by the child's
+// first use anyway (fork_generation) and the lock events only read while held long.
+// Nothing here allocates.
+inline void give_back_after_fork_in_child() noexcept {
+    fork_registry& r = the_fork_registry();
+    if (!r.held) return;
+    for (auto s = r.states.rbegin(); s != r.states.rend(); ++s) {
+        shared_state& state = **s;
+        for (int i = 3; i >= 0; --i) {
+            bool const taken = state.held_for_fork[i];
+            state.held_for_fork[i] = false;
+            if (taken) {
+                fork_mutex(state, i)->unlock();
+            } else if (i == 1) {
+                deferred_writes& d = state.deferred;
+                new (&d.held) std::unordered_map<key, std::string>; // the old nodes are left, unfreed
+                new (&d.held_ns) std::unordered_map<key, std::int64_t>;
+                d.bytes = 0;
+                d.any.store(false);
+                new (&d.mutex) std::mutex;
+            } else if (i != 0) {
+                new (fork_mutex(state, i)) std::mutex;
+            }
+        }
+    }
+    r.held = false;
+    r.mutex.unlock();
+}
+
 void register_for_fork(shared_state* s) noexcept {
-    static bool const installed = ::pthread_atfork(&take_before_fork, &give_back_after_fork, &give_back_after_fork) == 0;
+    static bool const installed =
+        ::pthread_atfork(&take_before_fork, &give_back_after_fork_in_parent, &give_back_after_fork_in_child) == 0;
     if (!installed) return;
     fork_registry& r = the_fork_registry();
     std::lock_guard<std::mutex> const lock(r.mutex);
@@ -172,9 +206,17 @@ std::error_code directory_storage::write_made_at(key const& k, std::string_view 
         struct timespec times[2];
         times[0].tv_sec = times[1].tv_sec = static_cast<time_t>(made_ns / 1000000000);
         times[0].tv_nsec = times[1].tv_nsec = static_cast<long>(made_ns % 1000000000);
-        // A time, no more: failure is harmless. Never through a symlink put in the entry's
-        // place meanwhile (a shared directory's other writers could aim it at our files).
-        (void)::utimensat(AT_FDCWD, entry_path(k).c_str(), times, AT_SYMLINK_NOFOLLOW);
+        // A time, no more: failure is harmless. Through the fan-out folder opened without
+        // following a symlink, and not through one put in the entry's place meanwhile: a
+        // shared directory's other writers could aim either at this user's files.
+        std::string const path = entry_path(k);
+        std::size_t const slash = path.rfind('/');
+        int const folder = detail::retry_on_eintr(
+            [&] { return ::open(path.substr(0, slash).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
+        if (folder >= 0) {
+            detail::directory_storage_impl::file_descriptor const guard{folder};
+            (void)::utimensat(folder, path.c_str() + slash + 1, times, AT_SYMLINK_NOFOLLOW);
+        }
     } catch (...) {
     }
     return ec;

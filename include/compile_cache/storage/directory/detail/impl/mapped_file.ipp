@@ -82,8 +82,7 @@ bool mapped_file::map(int fd, struct stat const& st) noexcept {
     reset();
     if (st.st_size <= 0 || !sigbus_guard_ready()) return false;
     auto const size = static_cast<std::size_t>(st.st_size);
-    // A fault on a thread that blocks SIGBUS is not delivered to any handler: the kernel
-    // ends the process. Such a thread reads.
+    // A thread that blocks SIGBUS reads (docs/design.md, "Mapped hits").
     sigset_t blocked;
     sigemptyset(&blocked);
     if (::pthread_sigmask(SIG_BLOCK, nullptr, &blocked) != 0 || sigismember(&blocked, SIGBUS) != 0) return false;
@@ -125,9 +124,7 @@ bool mapped_file::map(int fd, struct stat const& st) noexcept {
 bool mapped_file::intact() const noexcept {
     if (slot_ == nullptr) return true;
     if (slot_->faulted.load(std::memory_order_acquire)) return false;
-    // A write in place sets the modification time to now: compared at the clock's grain
-    // (docs/design.md, "Mapped hits"). Not the change time: a file renamed over the
-    // entry changes the mapped file's (its link count), not its bytes.
+    // Size and modification time, not the change time (docs/design.md, "Mapped hits").
     struct stat now;
     if (::fstat(fd_, &now) != 0) return false;
     return now.st_size == mapped_stat_.st_size && now.st_mtim.tv_sec == mapped_stat_.st_mtim.tv_sec &&
