@@ -229,14 +229,15 @@ void write_in_place(std::string const& path, off_t offset, std::string const& by
     REQUIRE(::close(fd) == 0);
 }
 
-/// Sets the file's modification time a minute back (under the hour after which a hit
-/// refreshes it), as an entry last used a minute ago has it.
-void used_a_minute_ago(std::string const& path) {
+/// Sets the file's modification time `seconds` back, as an entry last used then has it
+/// (a hit refreshes it once it is an hour old); that time, in seconds since the epoch.
+std::int64_t used_seconds_ago(std::string const& path, std::int64_t seconds) {
     struct timespec times[2];
     REQUIRE(::clock_gettime(CLOCK_REALTIME, &times[0]) == 0);
-    times[0].tv_sec -= 60;
+    times[0].tv_sec -= seconds;
     times[1] = times[0];
     REQUIRE(::utimensat(AT_FDCWD, path.c_str(), times, 0) == 0);
+    return times[0].tv_sec;
 }
 
 /// An artifact whose load first calls `while_loading` (when set): what the cache does
@@ -267,7 +268,7 @@ TEST_CASE("a mapped entry written in place is no longer intact, and a cache load
         directory_storage s(root.string(), mapping());
         cc::key const k = storage_test::key_of(1).value();
         REQUIRE(!s.write(k, original));
-        used_a_minute_ago(s.entry_path(k));
+        (void)used_seconds_ago(s.entry_path(k), 60);
         std::string buffer;
         cc::entry_view view;
         REQUIRE(s.read_view(k, buffer, std::size_t{1} << 20, view).status == read_status::found);
@@ -281,11 +282,7 @@ TEST_CASE("a mapped entry written in place is no longer intact, and a cache load
         directory_storage s(root.string(), mapping());
         cc::key const k = storage_test::key_of(5).value();
         REQUIRE(!s.write(k, original));
-        struct timespec times[2];
-        REQUIRE(::clock_gettime(CLOCK_REALTIME, &times[0]) == 0);
-        times[0].tv_sec -= 2 * 3600;
-        times[1] = times[0];
-        REQUIRE(::utimensat(AT_FDCWD, s.entry_path(k).c_str(), times, 0) == 0);
+        std::int64_t const last_used = used_seconds_ago(s.entry_path(k), 2 * 3600);
         std::string buffer;
         cc::entry_view view;
         REQUIRE(s.read_view(k, buffer, std::size_t{1} << 20, view).status == read_status::found);
@@ -294,14 +291,14 @@ TEST_CASE("a mapped entry written in place is no longer intact, and a cache load
         CHECK(view.bytes() == original);
         struct stat st {};
         REQUIRE(::stat(s.entry_path(k).c_str(), &st) == 0);
-        CHECK(st.st_mtime > times[0].tv_sec + 3600); // refreshed
+        CHECK(st.st_mtime > last_used + 3600); // refreshed
     }
     SECTION("through a cache, written between the check and the deserialization: a read-error miss") {
         storage_test::cache c{directory_storage(root.string(), mapping())};
         cc::key_result const k = storage_test::key_of(2);
         REQUIRE(c.store(k, hooked_artifact{original}, info));
         hooked_path = c.storage().entry_path(k.value());
-        used_a_minute_ago(hooked_path);
+        (void)used_seconds_ago(hooked_path, 60);
         while_loading = overwrite_payload_in_place;
         std::optional<hooked_artifact> const loaded = c.load<hooked_artifact>(k, info);
         while_loading = nullptr;

@@ -724,13 +724,9 @@ private:
         bool const viewed = detail::has_read_view<Storage>::value && !auth_.keyed();
         try {
             if constexpr (detail::has_read_view<Storage>::value) {
-                if (viewed)
-                    rr = storage_.read_view(k, buffer, options_.max_entry_size, view);
-                else
-                    rr = storage_.read(k, buffer, options_.max_entry_size);
-            } else {
-                rr = storage_.read(k, buffer, options_.max_entry_size);
+                if (viewed) rr = storage_.read_view(k, buffer, options_.max_entry_size, view);
             }
+            if (!viewed) rr = storage_.read(k, buffer, options_.max_entry_size);
         } catch (std::exception const& e) {
             missed(attempt, miss_reason::read_error, e.what());
             return false;

@@ -4077,23 +4077,45 @@ std::optional<std::uint64_t> parse_byte_size(std::string_view s) noexcept {
     return n << shift;
 }
 
-std::optional<std::chrono::milliseconds> parse_milliseconds(std::string_view s) noexcept {
-    s = detail::trim_blanks(s);
+namespace detail {
+/// parse_milliseconds, saying why not: `too_long` is set when `s` is a whole number of
+/// milliseconds or seconds past the bound.
+inline std::optional<std::chrono::milliseconds> parse_milliseconds_or_why(std::string_view s, bool& too_long) {
+    too_long = false;
+    s = trim_blanks(s);
     std::size_t i = 0;
     std::int64_t n = 0;
     constexpr std::int64_t limit = std::int64_t{1} << 40; // about 35 years of milliseconds
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+    bool over = false;
+    for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
+        if (over) continue;
         n = n * 10 + (s[i] - '0');
-        if (n > limit) return std::nullopt;
-        ++i;
+        over = n > limit;
     }
     if (i == 0) return std::nullopt;
-    std::string const unit = detail::lower(s.substr(i));
-    if (unit.empty() || unit == "ms") return std::chrono::milliseconds(n);
+    std::string const unit = lower(s.substr(i));
+    if (!unit.empty() && unit != "ms" && unit != "s") return std::nullopt;
     // The bound holds in milliseconds, so that a deadline of now plus this never
     // overflows a clock's nanoseconds.
-    if (unit == "s") return n > limit / 1000 ? std::nullopt : std::optional(std::chrono::milliseconds(n * 1000));
-    return std::nullopt;
+    if (unit == "s") {
+        if (n > limit / 1000)
+            over = true;
+        else
+            n *= 1000;
+    }
+    too_long = over;
+    if (over) return std::nullopt;
+    return std::chrono::milliseconds(n);
+}
+} // namespace detail
+
+std::optional<std::chrono::milliseconds> parse_milliseconds(std::string_view s) noexcept {
+    try {
+        bool too_long = false;
+        return detail::parse_milliseconds_or_why(s, too_long);
+    } catch (...) { // bad_alloc
+        return std::nullopt;
+    }
 }
 
 std::optional<std::uint64_t> parse_whole_number(std::string_view s, std::size_t max_digits) noexcept {
@@ -4266,12 +4288,8 @@ std::chrono::milliseconds settings_reader::milliseconds(std::string_view suffix,
                                                         std::chrono::milliseconds fallback) const {
     std::string const v = value(suffix);
     if (v.empty()) return fallback;
-    if (auto const d = parse_milliseconds(v)) return *d;
-    // A whole number with a unit that parse_milliseconds refused is past its bound.
-    std::string_view const t = detail::trim_blanks(v);
-    std::size_t const digits = t.find_first_not_of("0123456789");
-    std::string const unit = detail::lower(t.substr(digits == std::string_view::npos ? t.size() : digits));
-    bool const too_long = !t.empty() && digits != 0 && (unit.empty() || unit == "ms" || unit == "s");
+    bool too_long = false;
+    if (auto const d = detail::parse_milliseconds_or_why(v, too_long)) return *d;
     report_value(suffix, v,
                  std::string(too_long ? "is longer than a duration may be (at most 1099511627776 ms, about 35 years)"
                                       : "is not a duration (milliseconds, such as 100 or 1500ms, or seconds, such "
@@ -7980,6 +7998,7 @@ void mapped_file::reset() noexcept {
 // ---- end compile_cache/storage/directory/detail/impl/mapped_file.ipp
 // ---- end compile_cache/storage/directory/detail/mapped_file.hpp
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -7995,8 +8014,8 @@ void mapped_file::reset() noexcept {
 #include <system_error>
 #include <type_traits>
 #include <unordered_map>
-#include <utility>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <sys/stat.h>
@@ -8212,6 +8231,17 @@ COMPILE_CACHE_DECL std::unordered_map<key, std::string> take_deferred(deferred_w
                                                                       std::unordered_map<key, std::int64_t>* times = nullptr);
 
 struct shared_state;
+
+/// Takes `m` by the deadline (tried, then retried after growing sleeps); whether it did.
+inline bool lock_by(std::mutex& m, std::chrono::steady_clock::time_point deadline) noexcept {
+    std::chrono::microseconds pause{20};
+    for (;;) {
+        if (m.try_lock()) return true;
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, std::chrono::microseconds{2000});
+    }
+}
 
 /// The shared states of this process's directory storages, whose mutexes a fork takes
 /// first (pthread_atfork, installed by the first registration) and gives back in the
@@ -8517,16 +8547,12 @@ private:
         }
         try {
             // Within the root's bound too: in a child forked mid-cleanup it stays held (fork_registry).
-            std::unique_lock<std::mutex> lock(state_->cleanup.mutex, std::defer_lock);
-            auto const deadline = std::chrono::steady_clock::now() + impl::cleanup_lock_wait;
-            while (!lock.try_lock()) {
-                if (std::chrono::steady_clock::now() >= deadline) {
-                    state_->locks.gave_up(directory_, "so the cleanup did not run");
-                    r.error = std::make_error_code(std::errc::resource_unavailable_try_again);
-                    return r;
-                }
-                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            if (!impl::lock_by(state_->cleanup.mutex, std::chrono::steady_clock::now() + impl::cleanup_lock_wait)) {
+                state_->locks.gave_up(directory_, "so the cleanup did not run");
+                r.error = std::make_error_code(std::errc::resource_unavailable_try_again);
+                return r;
             }
+            std::lock_guard<std::mutex> const lock(state_->cleanup.mutex, std::adopt_lock);
             state_->cleanup.reset();
             work(root.fd, r);
         } catch (...) { // bad_alloc
@@ -9008,7 +9034,6 @@ void detail::apply_directory_settings_file(std::string const& directory, setting
 #include <chrono>
 #include <limits>
 #include <new>
-#include <thread>
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -9068,17 +9093,6 @@ namespace detail::directory_storage_impl {
 inline fork_registry& the_fork_registry() noexcept {
     static fork_registry& registry = *new fork_registry; // never destroyed: a fork may come at exit
     return registry;
-}
-
-// Takes `m` by the deadline (tried, then retried after growing sleeps); whether it did.
-inline bool lock_by(std::mutex& m, std::chrono::steady_clock::time_point deadline) noexcept {
-    std::chrono::microseconds pause{20};
-    for (;;) {
-        if (m.try_lock()) return true;
-        if (std::chrono::steady_clock::now() >= deadline) return false;
-        std::this_thread::sleep_for(pause);
-        pause = std::min(pause * 2, std::chrono::microseconds{2000});
-    }
 }
 
 inline std::mutex* fork_mutex(shared_state& s, int i) noexcept {
@@ -17880,13 +17894,9 @@ private:
         bool const viewed = detail::has_read_view<Storage>::value && !auth_.keyed();
         try {
             if constexpr (detail::has_read_view<Storage>::value) {
-                if (viewed)
-                    rr = storage_.read_view(k, buffer, options_.max_entry_size, view);
-                else
-                    rr = storage_.read(k, buffer, options_.max_entry_size);
-            } else {
-                rr = storage_.read(k, buffer, options_.max_entry_size);
+                if (viewed) rr = storage_.read_view(k, buffer, options_.max_entry_size, view);
             }
+            if (!viewed) rr = storage_.read(k, buffer, options_.max_entry_size);
         } catch (std::exception const& e) {
             missed(attempt, miss_reason::read_error, e.what());
             return false;

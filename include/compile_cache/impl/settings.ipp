@@ -35,23 +35,45 @@ std::optional<std::uint64_t> parse_byte_size(std::string_view s) noexcept {
     return n << shift;
 }
 
-std::optional<std::chrono::milliseconds> parse_milliseconds(std::string_view s) noexcept {
-    s = detail::trim_blanks(s);
+namespace detail {
+/// parse_milliseconds, saying why not: `too_long` is set when `s` is a whole number of
+/// milliseconds or seconds past the bound.
+inline std::optional<std::chrono::milliseconds> parse_milliseconds_or_why(std::string_view s, bool& too_long) {
+    too_long = false;
+    s = trim_blanks(s);
     std::size_t i = 0;
     std::int64_t n = 0;
     constexpr std::int64_t limit = std::int64_t{1} << 40; // about 35 years of milliseconds
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+    bool over = false;
+    for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
+        if (over) continue;
         n = n * 10 + (s[i] - '0');
-        if (n > limit) return std::nullopt;
-        ++i;
+        over = n > limit;
     }
     if (i == 0) return std::nullopt;
-    std::string const unit = detail::lower(s.substr(i));
-    if (unit.empty() || unit == "ms") return std::chrono::milliseconds(n);
+    std::string const unit = lower(s.substr(i));
+    if (!unit.empty() && unit != "ms" && unit != "s") return std::nullopt;
     // The bound holds in milliseconds, so that a deadline of now plus this never
     // overflows a clock's nanoseconds.
-    if (unit == "s") return n > limit / 1000 ? std::nullopt : std::optional(std::chrono::milliseconds(n * 1000));
-    return std::nullopt;
+    if (unit == "s") {
+        if (n > limit / 1000)
+            over = true;
+        else
+            n *= 1000;
+    }
+    too_long = over;
+    if (over) return std::nullopt;
+    return std::chrono::milliseconds(n);
+}
+} // namespace detail
+
+std::optional<std::chrono::milliseconds> parse_milliseconds(std::string_view s) noexcept {
+    try {
+        bool too_long = false;
+        return detail::parse_milliseconds_or_why(s, too_long);
+    } catch (...) { // bad_alloc
+        return std::nullopt;
+    }
 }
 
 std::optional<std::uint64_t> parse_whole_number(std::string_view s, std::size_t max_digits) noexcept {
@@ -224,12 +246,8 @@ std::chrono::milliseconds settings_reader::milliseconds(std::string_view suffix,
                                                         std::chrono::milliseconds fallback) const {
     std::string const v = value(suffix);
     if (v.empty()) return fallback;
-    if (auto const d = parse_milliseconds(v)) return *d;
-    // A whole number with a unit that parse_milliseconds refused is past its bound.
-    std::string_view const t = detail::trim_blanks(v);
-    std::size_t const digits = t.find_first_not_of("0123456789");
-    std::string const unit = detail::lower(t.substr(digits == std::string_view::npos ? t.size() : digits));
-    bool const too_long = !t.empty() && digits != 0 && (unit.empty() || unit == "ms" || unit == "s");
+    bool too_long = false;
+    if (auto const d = detail::parse_milliseconds_or_why(v, too_long)) return *d;
     report_value(suffix, v,
                  std::string(too_long ? "is longer than a duration may be (at most 1099511627776 ms, about 35 years)"
                                       : "is not a duration (milliseconds, such as 100 or 1500ms, or seconds, such "

@@ -17,6 +17,7 @@
 #include <compile_cache/storage/directory/detail/directory_files.hpp>
 #include <compile_cache/storage/directory/detail/mapped_file.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -32,8 +33,8 @@
 #include <system_error>
 #include <type_traits>
 #include <unordered_map>
-#include <utility>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <sys/stat.h>
@@ -249,6 +250,17 @@ COMPILE_CACHE_DECL std::unordered_map<key, std::string> take_deferred(deferred_w
                                                                       std::unordered_map<key, std::int64_t>* times = nullptr);
 
 struct shared_state;
+
+/// Takes `m` by the deadline (tried, then retried after growing sleeps); whether it did.
+inline bool lock_by(std::mutex& m, std::chrono::steady_clock::time_point deadline) noexcept {
+    std::chrono::microseconds pause{20};
+    for (;;) {
+        if (m.try_lock()) return true;
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, std::chrono::microseconds{2000});
+    }
+}
 
 /// The shared states of this process's directory storages, whose mutexes a fork takes
 /// first (pthread_atfork, installed by the first registration) and gives back in the
@@ -554,16 +566,12 @@ private:
         }
         try {
             // Within the root's bound too: in a child forked mid-cleanup it stays held (fork_registry).
-            std::unique_lock<std::mutex> lock(state_->cleanup.mutex, std::defer_lock);
-            auto const deadline = std::chrono::steady_clock::now() + impl::cleanup_lock_wait;
-            while (!lock.try_lock()) {
-                if (std::chrono::steady_clock::now() >= deadline) {
-                    state_->locks.gave_up(directory_, "so the cleanup did not run");
-                    r.error = std::make_error_code(std::errc::resource_unavailable_try_again);
-                    return r;
-                }
-                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            if (!impl::lock_by(state_->cleanup.mutex, std::chrono::steady_clock::now() + impl::cleanup_lock_wait)) {
+                state_->locks.gave_up(directory_, "so the cleanup did not run");
+                r.error = std::make_error_code(std::errc::resource_unavailable_try_again);
+                return r;
             }
+            std::lock_guard<std::mutex> const lock(state_->cleanup.mutex, std::adopt_lock);
             state_->cleanup.reset();
             work(root.fd, r);
         } catch (...) { // bad_alloc

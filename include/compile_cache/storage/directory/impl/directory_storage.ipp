@@ -7,7 +7,6 @@
 #include <chrono>
 #include <limits>
 #include <new>
-#include <thread>
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -67,17 +66,6 @@ namespace detail::directory_storage_impl {
 inline fork_registry& the_fork_registry() noexcept {
     static fork_registry& registry = *new fork_registry; // never destroyed: a fork may come at exit
     return registry;
-}
-
-// Takes `m` by the deadline (tried, then retried after growing sleeps); whether it did.
-inline bool lock_by(std::mutex& m, std::chrono::steady_clock::time_point deadline) noexcept {
-    std::chrono::microseconds pause{20};
-    for (;;) {
-        if (m.try_lock()) return true;
-        if (std::chrono::steady_clock::now() >= deadline) return false;
-        std::this_thread::sleep_for(pause);
-        pause = std::min(pause * 2, std::chrono::microseconds{2000});
-    }
 }
 
 inline std::mutex* fork_mutex(shared_state& s, int i) noexcept {
