@@ -624,6 +624,46 @@ TEST_CASE("prune() evicts the least recently used until under 90% of the limit",
     CHECK(s.prune().removed == 0); // under the limit now
 }
 
+namespace {
+/// Where the hook below stores and uses entries: the cache of the test that sets it.
+fs::path used_during_prune_root;
+
+/// Between prune()'s survey and its eviction: entry 0 stored again (a new file) and
+/// entry 1 used (its use time set to now, as a hit's refresh does), by another object.
+void store_and_use_during_prune() {
+    directory_storage other(used_during_prune_root.string(), limited(0));
+    CHECK(!other.write(key_n(0), payload_of(0, 1, 5000)));
+    CHECK(::utimensat(AT_FDCWD, other.entry_path(key_n(1)).c_str(), nullptr, AT_SYMLINK_NOFOLLOW) == 0);
+}
+} // namespace
+
+TEST_CASE("prune() keeps an entry stored or used after its survey and evicts the next oldest",
+          "[storage][eviction]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    std::int64_t const t0 = now_s() - 10000;
+    {
+        directory_storage unlimited(root.string(), limited(0));
+        for (std::uint32_t i = 0; i < 100; ++i) {
+            REQUIRE(!unlimited.write(key_n(i), payload_of(i, 0, 5000))); // 2 blocks each
+            set_mtime(unlimited.entry_path(key_n(i)), t0 + i);
+        }
+    }
+    directory_storage s(root.string(), limited(100 * 8192 / 2)); // room for 50
+    used_during_prune_root = root;
+    cc::detail::directory_storage_impl::before_named_eviction_for_testing = store_and_use_during_prune;
+    auto const r = s.prune();
+    cc::detail::directory_storage_impl::before_named_eviction_for_testing = nullptr;
+    CHECK(!r.error);
+    CHECK(r.removed == 55); // still down to 45 entries
+    CHECK(r.entries == 45);
+    std::string out;
+    REQUIRE(s.read(key_n(0), out, 10000).status == read_status::found);
+    CHECK(out == payload_of(0, 1, 5000)); // the store made after the survey
+    for (std::uint32_t i = 1; i < 100; ++i) // 2..56 evicted in their place
+        CHECK((s.read(key_n(i), out, 10000).status == read_status::found) == (i == 1 || i >= 57));
+}
+
 TEST_CASE("clear() removes the library's entries and temp files and nothing else", "[storage][eviction]") {
     temp_dir dir;
     fs::path const root = dir.path() / "cache";

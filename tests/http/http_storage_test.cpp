@@ -949,6 +949,73 @@ TEST_CASE("write_many stores each entry as write would, with concurrent PUTs, ma
     }
 }
 
+namespace {
+/// What a host's reads gave while write_many held one of the storage's upload lanes.
+struct reads_during_uploads {
+    cc::http_storage* storage = nullptr;
+    cc::key stored;
+    std::vector<std::string> lanes_held; ///< the upload lanes held, in turn
+    std::vector<std::string> answers;    ///< for each: "read <status>, read_many <status>"
+};
+reads_during_uploads* during_uploads = nullptr;
+
+/// write_many's thread has just taken an upload lane: a host thread reads the stored
+/// entry alone and in a batch (each within the storage's timeout), and this one waits
+/// for it before using the lane.
+void read_while_uploading(char const* lane) {
+    std::string const name = lane;
+    if (name != "uploads" && name != "upload calls") return;
+    reads_during_uploads& d = *during_uploads;
+    d.lanes_held.push_back(name);
+    std::thread host([&d] {
+        std::string bytes;
+        cc::read_result const one = d.storage->read(d.stored, bytes, 1 << 20);
+        std::vector<std::pair<cc::read_result, std::string>> many;
+        d.storage->read_many({d.stored}, 1 << 20, many);
+        bool const found_one = one.status == cc::read_status::found && bytes == "stored before";
+        bool const found_many = many.size() == 1 && many[0].first.status == cc::read_status::found &&
+                                many[0].second == "stored before";
+        d.answers.push_back(std::string("read ") + (found_one ? "found" : "not found") + ", read_many " +
+                            (found_many ? "found" : "not found"));
+    });
+    host.join();
+}
+} // namespace
+
+TEST_CASE("a host's read and read_many never wait behind write_many's uploads or their follow-ups",
+          "[http][batch]") {
+    fs::create_directories(main_server().www() / "nofull");
+    cc::http_options o;
+    o.url = main_server().url("plain", "/nofull" + unique_path("lanes")); // no folder made by a PUT
+    o.layout = cc::http_layout::fanout;
+    o.timeout = std::chrono::milliseconds(1000); // what a read waiting behind the upload would wait, then fail
+    o.connect_timeout = std::chrono::milliseconds(1000);
+    cc::http_storage s(o);
+    REQUIRE_FALSE(s.write(key_of(1), "stored before"));
+    // key_of(2) is in another fan-out folder, not made yet: its PUT is answered 409 or 500,
+    // and write_many follows it up (MKCOLs, the PUT again) on the lane of its follow-ups.
+    REQUIRE(key_of(2).hex().substr(0, 2) != key_of(1).hex().substr(0, 2));
+    reads_during_uploads d;
+    d.storage = &s;
+    d.stored = key_of(1);
+    during_uploads = &d;
+    cc::detail::http_lane_held_for_testing = read_while_uploading;
+    std::vector<std::error_code> out;
+    s.write_many({{key_of(2), std::string_view("uploaded")}}, out);
+    cc::detail::http_lane_held_for_testing = nullptr;
+    during_uploads = nullptr;
+    REQUIRE_FALSE(d.answers.empty());
+    for (std::string const& answer : d.answers) CHECK(answer == "read found, read_many found");
+    REQUIRE(out.size() == 1);
+    CHECK_FALSE(out[0]);
+    REQUIRE(d.lanes_held.size() >= 2);
+    CHECK(d.lanes_held.front() == "uploads");
+    CHECK(d.lanes_held.back() == "upload calls");
+    std::string bytes;
+    CHECK(s.read(key_of(2), bytes, 1 << 20).status == cc::read_status::found);
+    CHECK(bytes == "uploaded");
+}
+
 TEST_CASE("write_many on a stopped server: every entry an error within the one timeout", "[http][batch][faults]") {
     own_server stopped("batch-write-stopped");
     cc::http_storage s(short_timeouts_on(stopped, "batch-write-stopped"));

@@ -387,11 +387,17 @@ private:
 /// cache of millions would.
 inline std::size_t max_named_records_for_testing = 0;
 
+/// For tests only: called by a whole cleanup between its survey and its eviction, so
+/// that a test can store or use an entry there.
+inline thread_local void (*before_named_eviction_for_testing)() = nullptr;
+
 /// A process's cleanup in progress. A cleanup is a survey — every folder counted,
 /// every entry's use time and size noted — then eviction of the oldest entries until
 /// the total is under 90% of the limit.
 /// - prune() (a whole cleanup) keeps the entries' names as it surveys, then unlinks the
-///   oldest by name: each entry is stat-ed once, the folders are listed once.
+///   oldest by name: each entry is stat-ed once, the folders are listed once, and an
+///   entry is stat-ed again just before its unlink and kept if its use time moved since
+///   the survey (stored again or used meanwhile).
 /// - a store's cleanup proceeds in steps of bounded work (store_cleanup_budget), one
 ///   step per store that finds the cache over its limit, a step stopping in the middle
 ///   of a folder if need be. It keeps only (use time, size) pairs, from which it finds

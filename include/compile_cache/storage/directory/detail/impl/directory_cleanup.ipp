@@ -398,6 +398,7 @@ bool cleanup_state::survey_in_two(step_context& c, cleanup_totals& out) {
 }
 
 void cleanup_state::evict_oldest_named(step_context& c, cleanup_totals& out) {
+    if (before_named_eviction_for_testing != nullptr) before_named_eviction_for_testing();
     std::sort(records.begin(), records.end(), [](record const& a, record const& b) { return a.mtime < b.mtime; });
     std::uint64_t total = surveyed_bytes;
     file_descriptor folder_fd;
@@ -405,8 +406,8 @@ void cleanup_state::evict_oldest_named(step_context& c, cleanup_totals& out) {
     std::string name;
     // The oldest entries that bring the total under the target, unlinked folder by
     // folder (one open of each folder, not one per entry: in age order consecutive
-    // entries are in different folders); if some could not be unlinked, the next
-    // oldest make up for them, in a further round.
+    // entries are in different folders); if some could not be unlinked or were used
+    // since the survey, the next oldest make up for them, in a further round.
     for (std::size_t from = 0; from < records.size() && total > c.target;) {
         std::size_t to = from;
         for (std::uint64_t left = total; to < records.size() && left > c.target; ++to) left -= records[to].bytes;
@@ -425,6 +426,10 @@ void cleanup_state::evict_oldest_named(step_context& c, cleanup_totals& out) {
                 continue;
             }
             (r.folder < upper_half ? names : upper_names).get(r.name_at, r.name_size, folder_name(r.folder), name);
+            // Stored again or used since the survey (its use time moved): kept, and the
+            // next oldest go instead.
+            struct stat st {};
+            if (::fstatat(folder_fd.fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && mtime_ns(st) != r.mtime) continue;
             int const e = ::unlinkat(folder_fd.fd, name.c_str(), 0) == 0 ? 0 : errno;
             if (e != 0 && e != ENOENT) {
                 out.add_failures(1, e);
