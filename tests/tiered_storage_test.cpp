@@ -824,6 +824,65 @@ TEST_CASE("tiered_storage: a child forked while the worker's copy holds the loca
     CHECK(writes->passed == 1); // the parent's copy went through once the gate opened
 }
 
+namespace {
+/// A local directory whose writes wait at a gate first, as a slow disk would.
+struct slow_local {
+    cc::directory_storage dir;
+    std::shared_ptr<gate> writes;
+
+    cc::read_result read(cc::key const& k, std::string& out, std::size_t max) { return dir.read(k, out, max); }
+    std::error_code write(cc::key const& k, std::string_view bytes) {
+        writes->pass();
+        return dir.write(k, bytes); // (its ledger's mutex, which a fork takes, after the gate)
+    }
+    std::error_code remove(cc::key const& k) { return dir.remove(k); }
+};
+} // namespace
+
+TEST_CASE("tiered_storage: a fork lets the worker's copy end before it takes the directory storages' locks, "
+          "whichever was made first",
+          "[tiered][upload][fork]") {
+    // A tier whose worker exists before any directory storage: run alone, as ctest runs
+    // each case, this process installs the tier's fork handlers first. The library runs
+    // them in one order all the same: the worker's, then the directories'.
+    gated_remote first_server;
+    cc::tiered_storage<cc::memory_storage, gated_remote> first(cc::memory_storage(), first_server,
+                                                               cc::tier_options{});
+    temp_dir dir;
+    gated_remote server;
+    std::string const key_bytes(32, 'f');
+    cc::key const k(key_bytes.data(), key_bytes.size());
+    REQUIRE_FALSE(server.entries->write(k, "an entry"));
+    auto const writes = std::make_shared<gate>(false, 50ms); // the copy waits 50 ms, then writes
+    cc::tiered_storage<slow_local, gated_remote> tier(slow_local{cc::directory_storage((dir.path() / "local").string()), writes},
+                                                      server, cc::tier_options{});
+    std::string out;
+    cc::read_result const answer = tier.read(k, out, 1 << 20);
+    REQUIRE(answer.status == cc::read_status::found);
+    tier.entry_checked(k, out, answer, cc::entry_check::sound); // the worker copies it here
+    auto const until = std::chrono::steady_clock::now() + 10s;
+    while (writes->arrived == 0) {
+        REQUIRE(std::chrono::steady_clock::now() < until);
+        std::this_thread::sleep_for(1ms);
+    }
+    pid_t const pid = ::fork(); // while the copy waits at the gate
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        ::alarm(5);
+        // The copy ended before the fork: this child has its storages and finds the entry
+        // here (a child forked mid-job answers absent, without them).
+        std::string o;
+        cc::read_result const r = tier.read(k, o, 1 << 20);
+        ::_exit(r.status == cc::read_status::found && o == "an entry" ? 0 : 1);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    REQUIRE(tier.wait_for_uploads(10s));
+    CHECK(writes->passed == 1);
+}
+
 // --- The worker's bounds, signals, and deferred records -------------------------------
 
 TEST_CASE("tiered_storage: the cache's end waits for an upload under way no longer than the drain time and its grace, "

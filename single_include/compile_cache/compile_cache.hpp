@@ -6602,6 +6602,93 @@ entry_file_status read_entry_file(std::string const& path, std::uint64_t max_siz
 // with a size limit kept by least-recently-used eviction. POSIX only.
 
 
+// ---- begin compile_cache/detail/fork_handlers.hpp
+// compile_cache: one pthread_atfork for the library's fork handlers, run in one order
+// whichever of its parts a process used first.
+
+
+namespace compile_cache::detail {
+
+/// The parts of the library with fork handlers, in the order their `prepare` runs before
+/// a fork (`parent` and `child` run after it in the reverse order). A tier's worker comes
+/// first: its `prepare` lets a job under way end, and that job may need the directory
+/// storages' mutexes, which theirs then takes (docs/design.md, "Forks").
+enum class fork_stage : unsigned { tier_workers = 0, directory_storages = 1 };
+inline constexpr unsigned fork_stage_count = 2;
+
+/// One part's handlers; each must not throw.
+struct fork_handlers {
+    void (*prepare)() noexcept;
+    void (*parent)() noexcept;
+    void (*child)() noexcept;
+};
+
+/// Makes `handlers` run at every fork from now on, in `stage`'s place; called once per
+/// stage. The first call installs the library's one pthread_atfork; false when that
+/// failed (then no handler of the library runs at a fork).
+COMPILE_CACHE_DECL bool install_fork_handlers(fork_stage stage, fork_handlers handlers) noexcept;
+
+} // namespace compile_cache::detail
+
+// ---- begin compile_cache/detail/impl/fork_handlers.ipp
+// compile_cache: the definitions of detail/fork_handlers.hpp's functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+#include <pthread.h>
+
+#include <atomic>
+
+namespace compile_cache::detail {
+
+/// The handlers installed, by stage. Trivially destructible: a fork may come at exit.
+struct fork_handler_table {
+    fork_handlers handlers[fork_stage_count] = {};
+    std::atomic<bool> installed[fork_stage_count] = {};
+};
+COMPILE_CACHE_DECL fork_handler_table& the_fork_handler_table() noexcept;
+fork_handler_table& the_fork_handler_table() noexcept {
+    static fork_handler_table table;
+    return table;
+}
+
+COMPILE_CACHE_DECL void run_fork_prepare() noexcept;
+void run_fork_prepare() noexcept {
+    fork_handler_table& t = the_fork_handler_table();
+    for (unsigned i = 0; i < fork_stage_count; ++i)
+        if (t.installed[i].load(std::memory_order_acquire)) t.handlers[i].prepare();
+}
+
+COMPILE_CACHE_DECL void run_fork_parent() noexcept;
+void run_fork_parent() noexcept {
+    fork_handler_table& t = the_fork_handler_table();
+    for (unsigned i = fork_stage_count; i-- > 0;)
+        if (t.installed[i].load(std::memory_order_acquire)) t.handlers[i].parent();
+}
+
+COMPILE_CACHE_DECL void run_fork_child() noexcept;
+void run_fork_child() noexcept {
+    fork_handler_table& t = the_fork_handler_table();
+    for (unsigned i = fork_stage_count; i-- > 0;)
+        if (t.installed[i].load(std::memory_order_acquire)) t.handlers[i].child();
+}
+
+bool install_fork_handlers(fork_stage stage, fork_handlers handlers) noexcept {
+    static bool const installed = ::pthread_atfork(&run_fork_prepare, &run_fork_parent, &run_fork_child) == 0;
+    if (!installed) return false;
+    fork_handler_table& t = the_fork_handler_table();
+    auto const i = static_cast<unsigned>(stage);
+    if (t.installed[i].load(std::memory_order_acquire)) return true;
+    t.handlers[i] = handlers;
+    t.installed[i].store(true, std::memory_order_release);
+    return true;
+}
+
+} // namespace compile_cache::detail
+
+#endif // COMPILE_CACHE_INCLUDE_IMPL
+// ---- end compile_cache/detail/impl/fork_handlers.ipp
+// ---- end compile_cache/detail/fork_handlers.hpp
 // ---- begin compile_cache/detail/held_batch_bounds.hpp
 // compile_cache: the bounds of a batch of writes a process holds before it makes them,
 // one set for directory_storage's deferred writes and the identity records a cache holds
@@ -7080,11 +7167,17 @@ private:
 /// cache of millions would.
 inline std::size_t max_named_records_for_testing = 0;
 
+/// For tests only: called by a whole cleanup between its survey and its eviction, so
+/// that a test can store or use an entry there.
+inline thread_local void (*before_named_eviction_for_testing)() = nullptr;
+
 /// A process's cleanup in progress. A cleanup is a survey — every folder counted,
 /// every entry's use time and size noted — then eviction of the oldest entries until
 /// the total is under 90% of the limit.
 /// - prune() (a whole cleanup) keeps the entries' names as it surveys, then unlinks the
-///   oldest by name: each entry is stat-ed once, the folders are listed once.
+///   oldest by name: each entry is stat-ed once, the folders are listed once, and an
+///   entry is stat-ed again just before its unlink and kept if its use time moved since
+///   the survey (stored again or used meanwhile).
 /// - a store's cleanup proceeds in steps of bounded work (store_cleanup_budget), one
 ///   step per store that finds the cache over its limit, a step stopping in the middle
 ///   of a folder if need be. It keeps only (use time, size) pairs, from which it finds
@@ -7641,6 +7734,7 @@ bool cleanup_state::survey_in_two(step_context& c, cleanup_totals& out) {
 }
 
 void cleanup_state::evict_oldest_named(step_context& c, cleanup_totals& out) {
+    if (before_named_eviction_for_testing != nullptr) before_named_eviction_for_testing();
     std::sort(records.begin(), records.end(), [](record const& a, record const& b) { return a.mtime < b.mtime; });
     std::uint64_t total = surveyed_bytes;
     file_descriptor folder_fd;
@@ -7648,8 +7742,8 @@ void cleanup_state::evict_oldest_named(step_context& c, cleanup_totals& out) {
     std::string name;
     // The oldest entries that bring the total under the target, unlinked folder by
     // folder (one open of each folder, not one per entry: in age order consecutive
-    // entries are in different folders); if some could not be unlinked, the next
-    // oldest make up for them, in a further round.
+    // entries are in different folders); if some could not be unlinked or were used
+    // since the survey, the next oldest make up for them, in a further round.
     for (std::size_t from = 0; from < records.size() && total > c.target;) {
         std::size_t to = from;
         for (std::uint64_t left = total; to < records.size() && left > c.target; ++to) left -= records[to].bytes;
@@ -7668,6 +7762,10 @@ void cleanup_state::evict_oldest_named(step_context& c, cleanup_totals& out) {
                 continue;
             }
             (r.folder < upper_half ? names : upper_names).get(r.name_at, r.name_size, folder_name(r.folder), name);
+            // Stored again or used since the survey (its use time moved): kept, and the
+            // next oldest go instead.
+            struct stat st {};
+            if (::fstatat(folder_fd.fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && mtime_ns(st) != r.mtime) continue;
             int const e = ::unlinkat(folder_fd.fd, name.c_str(), 0) == 0 ? 0 : errno;
             if (e != 0 && e != ENOENT) {
                 out.add_failures(1, e);
@@ -8244,7 +8342,8 @@ inline bool lock_by(std::mutex& m, std::chrono::steady_clock::time_point deadlin
 }
 
 /// The shared states of this process's directory storages, whose mutexes a fork takes
-/// first (pthread_atfork, installed by the first registration) and gives back in the
+/// first (detail/fork_handlers.hpp, installed by the first registration; after a tier
+/// worker's job under way has ended, which may need them) and gives back in the
 /// parent and the child: a mutex another thread held while this one forked would stay
 /// held forever in the child, whose first store, prune or lock report would wait for it.
 /// Each is tried for at most fork_lock_wait (the cleanup's once); what the child does with
@@ -9036,7 +9135,6 @@ void detail::apply_directory_settings_file(std::string const& directory, setting
 #include <new>
 
 #include <fcntl.h>
-#include <pthread.h>
 #include <unistd.h>
 
 namespace compile_cache {
@@ -9104,7 +9202,7 @@ inline std::mutex* fork_mutex(shared_state& s, int i) noexcept {
     }
 }
 
-// pthread_atfork's prepare: every storage's mutexes, in the order they nest, each
+// The fork's prepare (detail/fork_handlers.hpp, after the tier workers'): every storage's mutexes, in the order they nest, each
 // within fork_lock_wait, but for the cleanup's, held through a whole prune: tried once.
 inline void take_before_fork() noexcept {
     fork_registry& r = the_fork_registry();
@@ -9165,8 +9263,8 @@ inline void give_back_after_fork_in_child() noexcept {
 }
 
 void register_for_fork(shared_state* s) noexcept {
-    static bool const installed =
-        ::pthread_atfork(&take_before_fork, &give_back_after_fork_in_parent, &give_back_after_fork_in_child) == 0;
+    static bool const installed = install_fork_handlers(
+        fork_stage::directory_storages, {&take_before_fork, &give_back_after_fork_in_parent, &give_back_after_fork_in_child});
     if (!installed) return;
     fork_registry& r = the_fork_registry();
     std::lock_guard<std::mutex> const lock(r.mutex);
@@ -12656,7 +12754,7 @@ public:
 
     /// How long fork() waits for a job under way to end (see before_fork).
     static constexpr std::chrono::milliseconds fork_wait{200};
-    /// The fork handlers (pthread_atfork), for every worker alive.
+    /// The fork handlers (detail/fork_handlers.hpp, before the directory storages'), for every worker alive.
     COMPILE_CACHE_DECL static void before_fork() noexcept;
     COMPILE_CACHE_DECL static void after_fork_in_parent() noexcept;
     COMPILE_CACHE_DECL static void after_fork_in_child() noexcept;
@@ -14471,8 +14569,6 @@ struct uses_deprecated_from_env<tiered_storage<Local, Remote>>
 // (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
 #if COMPILE_CACHE_INCLUDE_IMPL
 
-#include <pthread.h>
-
 #include <cstdlib>
 
 namespace compile_cache {
@@ -14498,8 +14594,8 @@ COMPILE_CACHE_DECL tier_worker_registry& the_tier_worker_registry() noexcept;
 tier_worker_registry& the_tier_worker_registry() noexcept {
     static tier_worker_registry* const registry = [] {
         auto* r = new tier_worker_registry;
-        ::pthread_atfork(&tier_worker::before_fork, &tier_worker::after_fork_in_parent,
-                         &tier_worker::after_fork_in_child);
+        (void)install_fork_handlers(fork_stage::tier_workers, {&tier_worker::before_fork, &tier_worker::after_fork_in_parent,
+                                                               &tier_worker::after_fork_in_child});
         (void)std::atexit(&tier_worker::at_exit);
         return r;
     }();

@@ -9,6 +9,7 @@
 
 #include <compile_cache/detail/config.hpp>
 #include <compile_cache/detail/detection.hpp>
+#include <compile_cache/detail/fork_handlers.hpp>
 #include <compile_cache/detail/thread_without_signals.hpp>
 
 #include <compile_cache/identity_record.hpp>
@@ -209,7 +210,7 @@ public:
 
     /// How long fork() waits for a job under way to end (see before_fork).
     static constexpr std::chrono::milliseconds fork_wait{200};
-    /// The fork handlers (pthread_atfork), for every worker alive.
+    /// The fork handlers (detail/fork_handlers.hpp, before the directory storages'), for every worker alive.
     COMPILE_CACHE_DECL static void before_fork() noexcept;
     COMPILE_CACHE_DECL static void after_fork_in_parent() noexcept;
     COMPILE_CACHE_DECL static void after_fork_in_child() noexcept;

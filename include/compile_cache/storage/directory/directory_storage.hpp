@@ -6,6 +6,7 @@
 #include <compile_cache/detail/config.hpp>
 
 #include <compile_cache/detail/env.hpp>
+#include <compile_cache/detail/fork_handlers.hpp>
 #include <compile_cache/detail/held_batch_bounds.hpp>
 #include <compile_cache/detail/per_thread.hpp>
 #include <compile_cache/detail/posix_io.hpp>
@@ -263,7 +264,8 @@ inline bool lock_by(std::mutex& m, std::chrono::steady_clock::time_point deadlin
 }
 
 /// The shared states of this process's directory storages, whose mutexes a fork takes
-/// first (pthread_atfork, installed by the first registration) and gives back in the
+/// first (detail/fork_handlers.hpp, installed by the first registration; after a tier
+/// worker's job under way has ended, which may need them) and gives back in the
 /// parent and the child: a mutex another thread held while this one forked would stay
 /// held forever in the child, whose first store, prune or lock report would wait for it.
 /// Each is tried for at most fork_lock_wait (the cleanup's once); what the child does with

@@ -3,8 +3,6 @@
 #pragma once
 #if COMPILE_CACHE_INCLUDE_IMPL
 
-#include <pthread.h>
-
 #include <cstdlib>
 
 namespace compile_cache {
@@ -30,8 +28,8 @@ COMPILE_CACHE_DECL tier_worker_registry& the_tier_worker_registry() noexcept;
 tier_worker_registry& the_tier_worker_registry() noexcept {
     static tier_worker_registry* const registry = [] {
         auto* r = new tier_worker_registry;
-        ::pthread_atfork(&tier_worker::before_fork, &tier_worker::after_fork_in_parent,
-                         &tier_worker::after_fork_in_child);
+        (void)install_fork_handlers(fork_stage::tier_workers, {&tier_worker::before_fork, &tier_worker::after_fork_in_parent,
+                                                               &tier_worker::after_fork_in_child});
         (void)std::atexit(&tier_worker::at_exit);
         return r;
     }();

@@ -238,6 +238,10 @@ inline http_errc http_errc_of_status(long status) noexcept {
     if (status >= 500 && status < 600) return http_errc::server_error;
     return http_errc::bad_status;
 }
+/// For tests only: called with the name of a lane ("calls", "reads", "uploads", "upload
+/// calls") on the thread that has just taken it, before it is used.
+inline thread_local void (*http_lane_held_for_testing)(char const* lane) = nullptr;
+
 } // namespace detail
 
 /// A Storage on an HTTP(S) server (see http_options and http_layout).
@@ -251,7 +255,10 @@ inline http_errc http_errc_of_status(long status) noexcept {
 /// are an error_code of http_category() (http_errc) for a tier to count; last_failure()
 /// tells the method, the URL and the status, never a credential.
 ///
-/// One libcurl handle per storage, so one kept-alive connection: calls are serialised.
+/// The single calls take turns on one libcurl handle, so one kept-alive connection;
+/// read_many and write_many each run on connections of their own (at most
+/// http_options::batch_connections each), and write_many's follow-ups on one more, so
+/// that a host's read never waits behind a tier worker's uploads.
 /// Each call has one deadline, http_options::timeout from its start, for all it does (the
 /// wait for the handle, the name's resolution, the connection, a store's MKCOLs and second
 /// PUT). A redirect, where followed, goes from https to https only. A process forked from
@@ -393,7 +400,7 @@ public:
     read_result read(key const& k, std::string& out, std::size_t max_size) noexcept {
         out.clear();
         try {
-            exchange x = call("GET", entry_url(k), {}, &out, max_size, deadline_of_call());
+            exchange x = call(state_->calls, "GET", entry_url(k), {}, &out, max_size, deadline_of_call());
             if (x.over_bound) {
                 out.clear();
                 return {read_status::too_large, make_error_code(http_errc::too_large)};
@@ -445,7 +452,7 @@ public:
 
     std::error_code write(key const& k, std::string_view bytes) noexcept {
         // One deadline for the whole store, its MKCOLs and second PUT included.
-        return write_until(k, bytes, deadline_of_call());
+        return write_until(state_->calls, k, bytes, deadline_of_call());
     }
 
     /// Writes `entries` at once (the optional batch write): `out[i]` is what
@@ -466,7 +473,7 @@ public:
 
     std::error_code remove(key const& k) noexcept {
         try {
-            exchange x = call("DELETE", entry_url(k), {}, nullptr, 0, deadline_of_call());
+            exchange x = call(state_->calls, "DELETE", entry_url(k), {}, nullptr, 0, deadline_of_call());
             if (!x.error && (x.status / 100 == 2 || x.status == 404 || x.status == 410)) return {};
             std::error_code const e = x.error ? x.error : make_error_code(detail::http_errc_of_status(x.status));
             fail("DELETE", k, x, e);
@@ -491,7 +498,8 @@ public:
             for (std::size_t i = 0; i < folders.size(); ++i) {
                 if (clock::now() >= deadline) return make_error_code(http_errc::timeout);
                 std::string body;
-                exchange x = call("PROPFIND", folders[i], {}, &body, state_->options.listing_max_bytes, deadline);
+                exchange x =
+                    call(state_->calls, "PROPFIND", folders[i], {}, &body, state_->options.listing_max_bytes, deadline);
                 if (x.over_bound) return make_error_code(http_errc::too_large);
                 if (!x.error && x.status == 404) continue;
                 if (!x.error && (x.status == 405 || x.status == 501)) {
@@ -587,15 +595,28 @@ private:
         }
     };
 
+    /// One handle, and so one kept-alive connection, used by one call at a time.
+    struct single_lane {
+        std::timed_mutex mutex;
+        std::unique_ptr<CURL, curl_deleter> handle;
+    };
+    /// A batch's concurrent handles on libcurl's multi handle, used by one batch at a time.
+    struct batch_lane {
+        std::timed_mutex mutex;
+        std::unique_ptr<CURLM, curl_multi_deleter> multi;        // (before its easy handles: they go first)
+        std::vector<std::unique_ptr<CURL, curl_deleter>> handles; // a batch's concurrent requests
+    };
+
     struct state {
         http_options options;
         http_address address;
-        std::timed_mutex handle_mutex; // one call at a time on the handle (and its connection)
-        std::unique_ptr<CURL, curl_deleter> handle;
-        std::timed_mutex batch_mutex; // one batch read at a time on the multi handle
-        std::unique_ptr<CURLM, curl_multi_deleter> multi;          // (before its easy handles: they go first)
-        std::vector<std::unique_ptr<CURL, curl_deleter>> batch_handles; // a batch's concurrent GETs
-        pid_t handles_pid = 0; // the process the handles were made in (own_handles)
+        single_lane calls;        // read, write, remove, list
+        batch_lane reads;         // read_many
+        batch_lane uploads;       // write_many
+        single_lane upload_calls; // write_many's follow-ups: the MKCOLs and the PUT again
+        std::mutex handles_mutex; // guards handles_pid (and a child's dropping of the handles)
+        pid_t handles_pid = 0;    // the process the handles were made in (own_handles)
+        std::mutex token_mutex;   // guards token and token_stamp
         std::string token;
         file_stamp token_stamp;
         mutable std::mutex failure_mutex;
@@ -715,9 +736,10 @@ private:
         remember(e, std::string(method) + " " + entry_url(k) + ": " + describe_exchange(x));
     }
 
-    /// The bearer token, read again when its file changed; false (and the failure
-    /// remembered) when it cannot be read now.
-    bool current_token() const {
+    /// The bearer token in `token`, read again when its file changed; false (and the
+    /// failure remembered) when it cannot be read now.
+    bool current_token(std::string& token) const {
+        std::lock_guard<std::mutex> lock(state_->token_mutex);
         struct ::stat st {};
         if (::stat(state_->options.token_file.c_str(), &st) != 0) {
             remember(make_error_code(http_errc::credentials),
@@ -726,17 +748,19 @@ private:
         }
         file_stamp const now{st.st_dev, st.st_ino, st.st_size,
                              static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
-        if (now == state_->token_stamp && !state_->token.empty()) return true;
-        std::string token;
-        std::string const reason = read_secret_file(state_->options.token_file, token);
-        if (!reason.empty()) {
-            remember(make_error_code(http_errc::credentials),
-                     "the token file " + state_->options.token_file + " cannot be used: " + reason);
-            return false;
+        if (!(now == state_->token_stamp) || state_->token.empty()) {
+            std::string read;
+            std::string const reason = read_secret_file(state_->options.token_file, read);
+            if (!reason.empty()) {
+                remember(make_error_code(http_errc::credentials),
+                         "the token file " + state_->options.token_file + " cannot be used: " + reason);
+                return false;
+            }
+            trim_line_end(read);
+            state_->token = std::move(read);
+            state_->token_stamp = now;
         }
-        trim_line_end(token);
-        state_->token = std::move(token);
-        state_->token_stamp = now;
+        token = state_->token;
         return true;
     }
 
@@ -757,22 +781,37 @@ private:
         header_list headers;
         char error_text[CURL_ERROR_SIZE] = {};
         std::uint64_t bound = 0; ///< the body's bound (a batch's read)
+        std::string token;       ///< the bearer token, when there is a token file
     };
 
     /// A handle this process may use: a handle made before a fork() is the parent's (its
     /// connection, its TLS session: bytes the child sent or read there would be in the
     /// parent's stream), so a child leaves it alone, never cleaned up (that could write a
     /// TLS close to the parent's connection), and makes its own.
+    /// Called with a lane's mutex held, before its handles are used: every lane's handles
+    /// are used only after this call in the same process, so the first call in a child
+    /// drops them all while no thread of the child uses any.
     void own_handles() const {
+        std::lock_guard<std::mutex> lock(state_->handles_mutex);
         pid_t const self = ::getpid();
         if (state_->handles_pid == self) return;
         if (state_->handles_pid != 0) {
-            (void)state_->handle.release();
-            (void)state_->multi.release();
-            for (auto& h : state_->batch_handles) (void)h.release();
-            state_->batch_handles.clear();
+            for (single_lane* lane : {&state_->calls, &state_->upload_calls}) (void)lane->handle.release();
+            for (batch_lane* lane : {&state_->reads, &state_->uploads}) {
+                (void)lane->multi.release();
+                for (auto& h : lane->handles) (void)h.release();
+                lane->handles.clear();
+            }
         }
         state_->handles_pid = self;
+    }
+
+    /// The lane's name, for the tests' hook: "calls", "reads", "uploads" or "upload calls".
+    char const* lane_name(single_lane const& lane) const noexcept {
+        return &lane == &state_->calls ? "calls" : "upload calls";
+    }
+    char const* lane_name(batch_lane const& lane) const noexcept {
+        return &lane == &state_->reads ? "reads" : "uploads";
     }
 
     /// Sets `h` up for `rq` (its options from none: the handle was reset), the exchange
@@ -831,7 +870,7 @@ private:
         }
         if (!o.token_file.empty()) {
             ok = ok && set(CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BEARER)) &&
-                 set(CURLOPT_XOAUTH2_BEARER, state_->token.c_str());
+                 set(CURLOPT_XOAUTH2_BEARER, rq.token.c_str());
         } else if (!state_->address.user.empty()) {
             ok = ok && set(CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BASIC)) &&
                  set(CURLOPT_USERNAME, state_->address.user.c_str()) && set(CURLOPT_PASSWORD, o.password.c_str());
@@ -875,17 +914,18 @@ private:
         return x;
     }
 
-    /// One exchange on the storage's handle, ending by `deadline` (the wait for the handle
+    /// One exchange on `lane`'s handle, ending by `deadline` (the wait for the handle
     /// included). `upload`: the PUT body; `out`: where a 2xx body goes, up to `max`.
-    exchange call(char const* method, std::string const& url, std::string_view upload, std::string* out,
-                  std::uint64_t max, clock::time_point deadline) const {
+    exchange call(single_lane& lane, char const* method, std::string const& url, std::string_view upload,
+                  std::string* out, std::uint64_t max, clock::time_point deadline) const {
         exchange x;
-        std::unique_lock<std::timed_mutex> lock(state_->handle_mutex, std::defer_lock);
+        std::unique_lock<std::timed_mutex> lock(lane.mutex, std::defer_lock);
         if (!lock.try_lock_until(deadline)) {
             x.error = make_error_code(http_errc::timeout);
             x.curl_text = "another call held the connection for the whole timeout";
             return x;
         }
+        if (detail::http_lane_held_for_testing != nullptr) detail::http_lane_held_for_testing(lane_name(lane));
         auto const left = left_until(deadline);
         if (left.count() <= 0) {
             x.error = make_error_code(http_errc::timeout);
@@ -898,21 +938,21 @@ private:
             return x;
         }
         own_handles();
-        if (!state_->handle) state_->handle.reset(curl_easy_init());
-        CURL* const h = state_->handle.get();
+        if (!lane.handle) lane.handle.reset(curl_easy_init());
+        CURL* const h = lane.handle.get();
         if (!h) {
             x.error = make_error_code(http_errc::other);
             x.curl_text = "libcurl could not make a handle";
             return x;
         }
-        if (!state_->options.token_file.empty() && !current_token()) {
+        request rq;
+        if (!state_->options.token_file.empty() && !current_token(rq.token)) {
             x.error = make_error_code(http_errc::credentials);
             x.curl_text = last_failure().text;
             return x;
         }
         // reset keeps the open connection, the DNS cache and the TLS session.
         curl_easy_reset(h);
-        request rq;
         rq.method = method;
         rq.url = url;
         if (!prepare(h, rq, out, max, upload, left, x)) {
@@ -926,15 +966,15 @@ private:
         return x;
     }
 
-    /// Runs `count` requests concurrently on the batch's handles (libcurl's multi
+    /// Runs `count` requests concurrently on `lane`'s handles (libcurl's multi
     /// interface; at most http_options::batch_connections at a time, each on a kept-alive
-    /// connection of the batch's own), all ending by `deadline`: `start(i, h, rq, left, x)`
+    /// connection of the lane's own), all ending by `deadline`: `start(i, h, rq, left, x)`
     /// sets handle `h` up for request `i` (with prepare; false, x's error set: it is not
     /// run), and `done(i, rq, x)` gets each request's exchange, once: one not run, still
     /// running at the deadline or never started has x.error (`timeout` past the deadline,
-    /// else `other`). One batch at a time per storage.
+    /// else `other`). One batch at a time per lane.
     template <class Start, class Done>
-    void run_batch(std::size_t count, clock::time_point deadline, Start&& start, Done&& done) {
+    void run_batch(batch_lane& lane, std::size_t count, clock::time_point deadline, Start&& start, Done&& done) {
         std::vector<bool> answered(count, false);
         auto give = [&](std::size_t i, request const& rq, exchange const& x) {
             if (answered[i]) return;
@@ -948,40 +988,35 @@ private:
             for (std::size_t i = 0; i < count; ++i) give(i, none, x);
         };
         if (count == 0) return;
-        std::unique_lock<std::timed_mutex> lock(state_->batch_mutex, std::defer_lock);
+        std::unique_lock<std::timed_mutex> lock(lane.mutex, std::defer_lock);
         if (!lock.try_lock_until(deadline) || !detail::http_global_init()) {
             fail_rest(make_error_code(http_errc::timeout));
             return;
         }
-        {
-            std::unique_lock<std::timed_mutex> handle_lock(state_->handle_mutex, std::defer_lock);
-            if (!handle_lock.try_lock_until(deadline)) {
-                fail_rest(make_error_code(http_errc::timeout));
-                return;
-            }
-            own_handles(); // (under both locks: the single handle's too)
-            if (!state_->options.token_file.empty() && !current_token()) {
-                fail_rest(make_error_code(http_errc::credentials));
-                return;
-            }
+        if (detail::http_lane_held_for_testing != nullptr) detail::http_lane_held_for_testing(lane_name(lane));
+        own_handles();
+        std::string token;
+        if (!state_->options.token_file.empty() && !current_token(token)) {
+            fail_rest(make_error_code(http_errc::credentials));
+            return;
         }
-        if (!state_->multi) state_->multi.reset(curl_multi_init());
-        CURLM* const m = state_->multi.get();
+        if (!lane.multi) lane.multi.reset(curl_multi_init());
+        CURLM* const m = lane.multi.get();
         std::size_t const width = std::max<std::size_t>(1, std::min<std::size_t>(state_->options.batch_connections, count));
-        while (state_->batch_handles.size() < width) {
+        while (lane.handles.size() < width) {
             CURL* h = curl_easy_init();
             if (!h) break;
-            state_->batch_handles.emplace_back(h);
+            lane.handles.emplace_back(h);
         }
-        if (!m || state_->batch_handles.empty()) {
+        if (!m || lane.handles.empty()) {
             fail_rest(make_error_code(http_errc::other));
             return;
         }
         curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, static_cast<long>(width));
-        std::vector<std::unique_ptr<request>> running(state_->batch_handles.size());
-        std::vector<std::size_t> index_of(state_->batch_handles.size());
+        std::vector<std::unique_ptr<request>> running(lane.handles.size());
+        std::vector<std::size_t> index_of(lane.handles.size());
         std::vector<std::size_t> idle;
-        for (std::size_t j = state_->batch_handles.size(); j-- > 0;) idle.push_back(j);
+        for (std::size_t j = lane.handles.size(); j-- > 0;) idle.push_back(j);
         std::size_t next = 0;
         std::size_t active = 0;
         auto start_next = [&]() -> bool { // false: the deadline has passed
@@ -989,9 +1024,10 @@ private:
                 auto const left = left_until(deadline);
                 if (left.count() <= 0) return false;
                 std::size_t const j = idle.back();
-                CURL* const h = state_->batch_handles[j].get();
+                CURL* const h = lane.handles[j].get();
                 curl_easy_reset(h);
                 auto rq = std::make_unique<request>();
+                rq->token = token;
                 exchange x;
                 if (!start(next, h, *rq, left, x) ||
                     curl_easy_setopt(h, CURLOPT_PRIVATE, reinterpret_cast<char*>(j)) != CURLE_OK ||
@@ -1010,7 +1046,7 @@ private:
             return true;
         };
         auto finished = [&](std::size_t j, CURLcode c) {
-            CURL* const h = state_->batch_handles[j].get();
+            CURL* const h = lane.handles[j].get();
             exchange const x = finish(h, *running[j], c);
             curl_multi_remove_handle(m, h);
             curl_easy_reset(h);
@@ -1046,7 +1082,7 @@ private:
         late.error = make_error_code(in_time ? http_errc::other : http_errc::timeout);
         for (std::size_t j = 0; j < running.size(); ++j) {
             if (!running[j]) continue;
-            CURL* const h = state_->batch_handles[j].get();
+            CURL* const h = lane.handles[j].get();
             curl_multi_remove_handle(m, h); // its connection is closed, not kept
             curl_easy_reset(h);
             std::unique_ptr<request> const rq = std::move(running[j]);
@@ -1093,22 +1129,23 @@ private:
                 out[i].first = {read_status::found, {}};
             }
         };
-        run_batch(keys.size(), deadline_of_call(), start, done);
+        run_batch(state_->reads, keys.size(), deadline_of_call(), start, done);
     }
 
-    /// write's work, ending by `deadline`.
-    std::error_code write_until(key const& k, std::string_view bytes, clock::time_point deadline) noexcept {
+    /// write's work on `lane`, ending by `deadline`.
+    std::error_code write_until(single_lane& lane, key const& k, std::string_view bytes,
+                                clock::time_point deadline) noexcept {
         try {
             std::string const url = entry_url(k);
-            exchange x = call("PUT", url, bytes, nullptr, 0, deadline);
+            exchange x = call(lane, "PUT", url, bytes, nullptr, 0, deadline);
             if (!x.error && (x.status == 409 || x.status == 500) && state_->options.layout != http_layout::flat) {
                 // The folder may be missing: WebDAV answers 409 (RFC 4918), nginx without
                 // create_full_put_path 500. Make the base and the folder (either may exist
                 // already: its MKCOL fails, harmlessly), then put again, once.
                 std::string const folder = url.substr(0, url.rfind('/') + 1);
-                exchange const base = call("MKCOL", state_->address.base(), {}, nullptr, 0, deadline);
-                exchange const made = base.error ? base : call("MKCOL", folder, {}, nullptr, 0, deadline);
-                x = made.error ? made : call("PUT", url, bytes, nullptr, 0, deadline);
+                exchange const base = call(lane, "MKCOL", state_->address.base(), {}, nullptr, 0, deadline);
+                exchange const made = base.error ? base : call(lane, "MKCOL", folder, {}, nullptr, 0, deadline);
+                x = made.error ? made : call(lane, "PUT", url, bytes, nullptr, 0, deadline);
             }
             if (!x.error && x.status / 100 == 2) return {};
             std::error_code const e = x.error ? x.error : make_error_code(detail::http_errc_of_status(x.status));
@@ -1144,8 +1181,9 @@ private:
             if (!rq.method.empty()) fail("PUT", entries[i].first, x, e); // (one that ran)
             out[i] = e;
         };
-        run_batch(entries.size(), deadline, start, done);
-        for (std::size_t i : again) out[i] = write_until(entries[i].first, entries[i].second, deadline);
+        run_batch(state_->uploads, entries.size(), deadline, start, done);
+        for (std::size_t i : again)
+            out[i] = write_until(state_->upload_calls, entries[i].first, entries[i].second, deadline);
     }
 
     std::unique_ptr<state> state_;

@@ -9,7 +9,6 @@
 #include <new>
 
 #include <fcntl.h>
-#include <pthread.h>
 #include <unistd.h>
 
 namespace compile_cache {
@@ -77,7 +76,7 @@ inline std::mutex* fork_mutex(shared_state& s, int i) noexcept {
     }
 }
 
-// pthread_atfork's prepare: every storage's mutexes, in the order they nest, each
+// The fork's prepare (detail/fork_handlers.hpp, after the tier workers'): every storage's mutexes, in the order they nest, each
 // within fork_lock_wait, but for the cleanup's, held through a whole prune: tried once.
 inline void take_before_fork() noexcept {
     fork_registry& r = the_fork_registry();
@@ -138,8 +137,8 @@ inline void give_back_after_fork_in_child() noexcept {
 }
 
 void register_for_fork(shared_state* s) noexcept {
-    static bool const installed =
-        ::pthread_atfork(&take_before_fork, &give_back_after_fork_in_parent, &give_back_after_fork_in_child) == 0;
+    static bool const installed = install_fork_handlers(
+        fork_stage::directory_storages, {&take_before_fork, &give_back_after_fork_in_parent, &give_back_after_fork_in_child});
     if (!installed) return;
     fork_registry& r = the_fork_registry();
     std::lock_guard<std::mutex> const lock(r.mutex);
