@@ -1559,7 +1559,6 @@ key hasher_key(H& h) {
 
 
 #include <algorithm>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -1713,8 +1712,8 @@ template <class T>
 struct describes_whole : std::false_type {};
 
 /// Writes values into a canonical message: a type tag and a length for every field,
-/// integers little-endian at fixed width, floats by IEEE bit pattern (every NaN one
-/// encoding), strings and bytes with their length, sequences as elements then size,
+/// integers little-endian at fixed width, floats by IEEE bit pattern (a NaN by its own:
+/// sign and payload), strings and bytes with their length, sequences as elements then size,
 /// sets and maps independent of order. Equal content gives equal bytes in every
 /// process; any difference gives different bytes.
 ///
@@ -1853,12 +1852,9 @@ private:
     void floating(Float v) {
         using Bits = std::conditional_t<sizeof(Float) == 4, std::uint32_t, std::uint64_t>;
         Bits bits;
-        if (std::isnan(v)) {
-            Float canonical = std::numeric_limits<Float>::quiet_NaN();
-            std::memcpy(&bits, &canonical, sizeof bits);
-        } else {
-            std::memcpy(&bits, &v, sizeof bits);
-        }
+        // Every bit, a NaN's sign and payload too: a kernel may fold them (copysign, a
+        // NaN-boxed value), so two NaNs are two inputs (docs/design.md, "Keys").
+        std::memcpy(&bits, &v, sizeof bits);
         tag(detail::field_tag::floating);
         detail::append_le<std::uint64_t>(*out_, sizeof(Float));
         detail::append_le<Bits>(*out_, bits);
