@@ -471,7 +471,8 @@ public:
     /// What the last failing call saw (the method, the URL, the status or libcurl's
     /// reason); no credential.
     http_failure last_failure() const {
-        std::lock_guard<std::mutex> lock(state_->failure_mutex);
+        std::unique_lock<std::timed_mutex> lock(state_->failure_mutex, std::defer_lock);
+        if (!lock.try_lock_for(failure_wait)) return {};
         return state_->failure;
     }
 
@@ -534,12 +535,14 @@ private:
         batch_lane reads;         // read_many
         batch_lane uploads;       // write_many
         single_lane upload_calls; // write_many's follow-ups: the MKCOLs and the PUT again
-        std::mutex handles_mutex; // guards handles_pid (and a child's dropping of the handles)
-        pid_t handles_pid = 0;    // the process the handles were made in (own_handles)
-        std::mutex token_mutex;   // guards token and token_stamp
+        // Timed, as every mutex here: a child forked while another thread held one waits
+        // for it only until its call's deadline.
+        std::timed_mutex handles_mutex; // guards handles_pid (and a child's dropping of the handles)
+        pid_t handles_pid = 0;          // the process the handles were made in (own_handles)
+        std::timed_mutex token_mutex;   // guards token and token_stamp
         std::string token;
         file_stamp token_stamp;
-        mutable std::mutex failure_mutex;
+        mutable std::timed_mutex failure_mutex; // (held for a copy: taken within failure_wait)
         http_failure failure;
         std::function<void(std::string_view)> logger;
         bool insecure_said = false;
@@ -647,8 +650,12 @@ private:
         return "HTTP " + std::to_string(x.status);
     }
 
+    /// How long remember() and last_failure() wait for the failure's mutex.
+    static constexpr std::chrono::milliseconds failure_wait{100};
+
     void remember(std::error_code e, std::string text) const {
-        std::lock_guard<std::mutex> lock(state_->failure_mutex);
+        std::unique_lock<std::timed_mutex> lock(state_->failure_mutex, std::defer_lock);
+        if (!lock.try_lock_for(failure_wait)) return; // (a child forked while a thread of the parent held it)
         state_->failure = {e, std::move(text)};
     }
 
@@ -656,15 +663,17 @@ private:
         remember(e, std::string(method) + " " + entry_url(k) + ": " + describe_exchange(x));
     }
 
-    /// The bearer token in `token`, read again when its file changed; false (and the
-    /// failure remembered) when it cannot be read now.
-    bool current_token(std::string& token) const {
-        std::lock_guard<std::mutex> lock(state_->token_mutex);
+    /// The bearer token in `token`, read again when its file changed: `credentials` (and
+    /// the failure remembered) when it cannot be read now, `timeout` when another thread
+    /// held it past `deadline`.
+    std::error_code current_token(std::string& token, clock::time_point deadline) const {
+        std::unique_lock<std::timed_mutex> lock(state_->token_mutex, std::defer_lock);
+        if (!lock.try_lock_until(deadline)) return make_error_code(http_errc::timeout);
         struct ::stat st {};
         if (::stat(state_->options.token_file.c_str(), &st) != 0) {
-            remember(make_error_code(http_errc::credentials),
-                     "the token file " + state_->options.token_file + " cannot be read: " + std::strerror(errno));
-            return false;
+            std::error_code const e = make_error_code(http_errc::credentials);
+            remember(e, "the token file " + state_->options.token_file + " cannot be read: " + std::strerror(errno));
+            return e;
         }
         file_stamp const now{st.st_dev, st.st_ino, st.st_size,
                              static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
@@ -672,16 +681,16 @@ private:
             std::string read;
             std::string const reason = read_secret_file(state_->options.token_file, read);
             if (!reason.empty()) {
-                remember(make_error_code(http_errc::credentials),
-                         "the token file " + state_->options.token_file + " cannot be used: " + reason);
-                return false;
+                std::error_code const e = make_error_code(http_errc::credentials);
+                remember(e, "the token file " + state_->options.token_file + " cannot be used: " + reason);
+                return e;
             }
             trim_line_end(read);
             state_->token = std::move(read);
             state_->token_stamp = now;
         }
         token = state_->token;
-        return true;
+        return {};
     }
 
     /// The deadline of one Storage call begun now: http_options::timeout from now.
@@ -710,11 +719,13 @@ private:
     /// TLS close to the parent's connection), and makes its own.
     /// Called with a lane's mutex held, before its handles are used: every lane's handles
     /// are used only after this call in the same process, so the first call in a child
-    /// drops them all while no thread of the child uses any.
-    void own_handles() const {
-        std::lock_guard<std::mutex> lock(state_->handles_mutex);
+    /// drops them all while no thread of the child uses any. False when another thread
+    /// held their state past `deadline`.
+    bool own_handles(clock::time_point deadline) const {
+        std::unique_lock<std::timed_mutex> lock(state_->handles_mutex, std::defer_lock);
+        if (!lock.try_lock_until(deadline)) return false;
         pid_t const self = ::getpid();
-        if (state_->handles_pid == self) return;
+        if (state_->handles_pid == self) return true;
         if (state_->handles_pid != 0) {
             for (single_lane* lane : {&state_->calls, &state_->upload_calls}) (void)lane->handle.release();
             for (batch_lane* lane : {&state_->reads, &state_->uploads}) {
@@ -724,6 +735,7 @@ private:
             }
         }
         state_->handles_pid = self;
+        return true;
     }
 
     /// The lane's name, for the tests' hook: "calls", "reads", "uploads" or "upload calls".
@@ -857,7 +869,11 @@ private:
             x.curl_text = "libcurl could not be initialised";
             return x;
         }
-        own_handles();
+        if (!own_handles(deadline)) {
+            x.error = make_error_code(http_errc::timeout);
+            x.curl_text = "another thread held the handles' state for the whole timeout";
+            return x;
+        }
         if (!lane.handle) lane.handle.reset(curl_easy_init());
         CURL* const h = lane.handle.get();
         if (!h) {
@@ -866,10 +882,13 @@ private:
             return x;
         }
         request rq;
-        if (!state_->options.token_file.empty() && !current_token(rq.token)) {
-            x.error = make_error_code(http_errc::credentials);
-            x.curl_text = last_failure().text;
-            return x;
+        if (!state_->options.token_file.empty()) {
+            if (std::error_code const e = current_token(rq.token, deadline)) {
+                x.error = e;
+                x.curl_text = e == http_errc::timeout ? "another thread held the token for the whole timeout"
+                                                      : last_failure().text;
+                return x;
+            }
         }
         // reset keeps the open connection, the DNS cache and the TLS session.
         curl_easy_reset(h);
@@ -914,11 +933,16 @@ private:
             return;
         }
         if (detail::http_lane_held_for_testing != nullptr) detail::http_lane_held_for_testing(lane_name(lane));
-        own_handles();
-        std::string token;
-        if (!state_->options.token_file.empty() && !current_token(token)) {
-            fail_rest(make_error_code(http_errc::credentials));
+        if (!own_handles(deadline)) {
+            fail_rest(make_error_code(http_errc::timeout));
             return;
+        }
+        std::string token;
+        if (!state_->options.token_file.empty()) {
+            if (std::error_code const e = current_token(token, deadline)) {
+                fail_rest(e);
+                return;
+            }
         }
         if (!lane.multi) lane.multi.reset(curl_multi_init());
         CURLM* const m = lane.multi.get();
