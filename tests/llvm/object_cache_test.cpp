@@ -438,6 +438,63 @@ TEST_CASE("llvm object_cache<Cache>: a second JIT in the same process loads what
     CHECK(cache.stats().stores == 2);
 }
 
+namespace {
+/// An LLJIT at `level` whose compiler is the object cache's own (compile_function).
+std::unique_ptr<llvm::orc::LLJIT> jit_at(cc::basic_object_cache& objects, llvm::CodeGenOpt::Level level) {
+    auto jtmb = host_jtmb();
+    jtmb.setCodeGenOptLevel(level);
+    return check(llvm::orc::LLJITBuilder()
+                     .setJITTargetMachineBuilder(std::move(jtmb))
+                     .setCompileFunctionCreator(objects.compile_function())
+                     .create());
+}
+
+/// Compiles module_ir(constant) in `jit`; returns f(6).
+std::int64_t run_in(llvm::orc::LLJIT& jit, long long constant) {
+    auto context = std::make_unique<llvm::LLVMContext>();
+    auto m = parse(module_ir(constant), *context);
+    m->setDataLayout(jit.getDataLayout());
+    if (llvm::Error e = jit.addIRModule(llvm::orc::ThreadSafeModule(std::move(m), std::move(context))))
+        throw std::runtime_error(llvm::toString(std::move(e)));
+    auto sym = check(jit.lookup("f"));
+    auto f = reinterpret_cast<std::int64_t (*)(std::int64_t)>(static_cast<std::uintptr_t>(sym.getAddress()));
+    return f(6);
+}
+} // namespace
+
+TEST_CASE("llvm object_cache<Cache>: each compiler made here keys by its own target, not by the last one made") {
+    memory_cache cache{cc::memory_storage{}};
+    cc::object_cache<memory_cache> objects(cache, "object_cache_test");
+    // A JIT's two tiers: the O0 compiler is made first, the O3 one second.
+    auto const tier0 = jit_at(objects, llvm::CodeGenOpt::None);
+    auto const tier3 = jit_at(objects, llvm::CodeGenOpt::Aggressive);
+    CHECK(run_in(*tier0, 5) == 31); // keyed O0, not O3
+    CHECK(run_in(*tier3, 5) == 31); // so O3 misses: it never loads the O0 object
+    CHECK(objects.statistics().hits == 0);
+    CHECK(objects.statistics().misses == 2);
+    CHECK(cache.stats().stores == 2);
+    auto const tier0_again = jit_at(objects, llvm::CodeGenOpt::None); // (made after the O3 one)
+    CHECK(run_in(*tier0_again, 5) == 31);
+    CHECK(objects.statistics().hits == 1); // the O0 object, under the O0 key
+}
+
+TEST_CASE("llvm object_cache<Cache>: an object notified after a bypass is never stored under an earlier miss's key") {
+    memory_cache cache{cc::memory_storage{}};
+    cc::object_cache<memory_cache> objects(cache, host_jtmb(), "object_cache_test");
+    llvm::LLVMContext context;
+    auto m = parse(module_ir(5), context);
+    m->setDataLayout(check(host_jtmb().getDefaultDataLayoutForTarget()));
+    CHECK(objects.getObject(m.get()) == nullptr); // a miss, whose compile then fails: nothing notified
+    // The same module object, now for another target: a bypass, which has no key.
+    m->setTargetTriple("sparcv9-sun-solaris");
+    CHECK(objects.getObject(m.get()) == nullptr);
+    CHECK(objects.statistics().bypassed == 1);
+    std::string const object = "the object of the module as it is now";
+    objects.notifyObjectCompiled(m.get(), llvm::MemoryBufferRef(object, "m"));
+    CHECK(objects.statistics().notified == 0);
+    CHECK(cache.stats().stores == 0);
+}
+
 TEST_CASE("llvm object_cache<Cache>: constructed with the JIT's JITTargetMachineBuilder, it needs no set_target") {
     memory_cache cache{cc::memory_storage{}};
     cc::object_cache<memory_cache> objects(cache, host_jtmb(), "object_cache_test");

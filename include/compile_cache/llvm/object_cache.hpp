@@ -538,11 +538,13 @@ public:
         return ::llvm::Error::success();
     }
 
-    /// The IR compiler for a JIT's IRCompileLayer: an ORC ConcurrentIRCompiler over
-    /// this object cache and `jtmb`, which is also the target set here, so that the
-    /// machine that compiles an object is the one its key describes. If `jtmb` makes no
-    /// target machine, the error is logged and every compile is a bypass (the compiler
-    /// then reports the same error to the JIT).
+    /// The IR compiler for a JIT's IRCompileLayer: an ORC ConcurrentIRCompiler for
+    /// `jtmb` whose objects are cached here, keyed by `jtmb`'s own target whatever
+    /// compilers are made here later, so that the machine that compiles an object is the
+    /// one its key describes. `jtmb` also becomes the target set here (set_target), for a
+    /// JIT that uses this object cache itself. If `jtmb` makes no target machine, the
+    /// error is logged and every compile is a bypass (the compiler then reports the same
+    /// error to the JIT).
     ///
     ///   llvm::orc::IRCompileLayer layer(session, object_layer, objects.make_compiler(jtmb));
     std::unique_ptr<::llvm::orc::IRCompileLayer::IRCompiler> make_compiler(::llvm::orc::JITTargetMachineBuilder jtmb) {
@@ -552,7 +554,8 @@ public:
             target_.clear();
             target_error_ = std::move(why);
         }
-        return std::make_unique<::llvm::orc::ConcurrentIRCompiler>(std::move(jtmb), this);
+        ::llvm::ObjectCache* const cache = compiler_cache_of_current_target();
+        return std::make_unique<::llvm::orc::ConcurrentIRCompiler>(std::move(jtmb), cache);
     }
 
     /// make_compiler as LLJITBuilder's compile function (LLJITBuilder::CompileFunctionCreator):
@@ -566,7 +569,8 @@ public:
         return [this](::llvm::orc::JITTargetMachineBuilder jtmb)
                    -> ::llvm::Expected<std::unique_ptr<::llvm::orc::IRCompileLayer::IRCompiler>> {
             if (::llvm::Error e = set_target(jtmb)) return e;
-            return std::make_unique<::llvm::orc::ConcurrentIRCompiler>(std::move(jtmb), this);
+            ::llvm::ObjectCache* const cache = compiler_cache_of_current_target();
+            return std::make_unique<::llvm::orc::ConcurrentIRCompiler>(std::move(jtmb), cache);
         };
     }
 
@@ -608,9 +612,103 @@ public:
         return s;
     }
 
-    std::unique_ptr<::llvm::MemoryBuffer> getObject(::llvm::Module const* m) override {
+    /// The object compiled for `m` before, for the target set here.
+    std::unique_ptr<::llvm::MemoryBuffer> getObject(::llvm::Module const* m) override { return get_object(m, nullptr); }
+
+    void notifyObjectCompiled(::llvm::Module const* m, ::llvm::MemoryBufferRef obj) override {
         try {
-            if (!m || !store_.enabled()) return nullptr;
+            pending p;
+            {
+                std::lock_guard<std::mutex> lock(mutex_);
+                auto it = pending_.find(m);
+                // Without getObject first there is no digest of the IR as the code
+                // generator got it; a digest taken now could differ and never hit.
+                if (it == pending_.end()) return;
+                p = std::move(it->second);
+                pending_.erase(it);
+            }
+            ++notified_;
+            auto const compile_time = std::chrono::steady_clock::now() - p.start;
+            compile_ns_ += static_cast<std::uint64_t>(
+                std::chrono::duration_cast<std::chrono::nanoseconds>(compile_time).count());
+            store_.store(p.inputs, std::string_view(obj.getBufferStart(), obj.getBufferSize()), compile_time);
+            store_.log("llvm object cache: stored '" + p.inputs.entry_name + "' (" +
+                       std::to_string(obj.getBufferSize()) + " bytes, compiled in " +
+                       std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(compile_time).count()) +
+                       " us)");
+        } catch (...) {
+        }
+    }
+
+private:
+    struct pending {
+        object_key_inputs inputs;
+        std::chrono::steady_clock::time_point start;
+    };
+
+    /// What a module can say of the target it was made for, to compare with the target
+    /// set here (set_target).
+    struct target_check {
+        std::string triple;      ///< normalized
+        std::string data_layout;
+        std::string cpu;
+        std::vector<std::string> features; ///< sorted, without empty items
+    };
+
+    /// A target as a compile is keyed by it: the one set here, or the one a compiler
+    /// made here was made for.
+    struct keyed_target {
+        std::string description; ///< describe_target; empty: none (`error` says why, if known)
+        std::string error;
+        std::string code_generator;
+        target_check check;
+        ::llvm::Triple::ArchType arch = ::llvm::Triple::UnknownArch;
+    };
+
+    /// The object cache a compiler made here gets: this one, keyed by the target the
+    /// compiler was made for (the one set here when it was made), not by whatever target
+    /// is set here when it compiles: a JIT may make a compiler per tier (O0, then O3),
+    /// each of which must store under its own options.
+    class compiler_cache final : public ::llvm::ObjectCache {
+    public:
+        compiler_cache(basic_object_cache& owner, keyed_target target) : owner_(owner), target_(std::move(target)) {}
+        std::unique_ptr<::llvm::MemoryBuffer> getObject(::llvm::Module const* m) override {
+            return owner_.get_object(m, &target_);
+        }
+        void notifyObjectCompiled(::llvm::Module const* m, ::llvm::MemoryBufferRef obj) override {
+            owner_.notifyObjectCompiled(m, obj);
+        }
+
+    private:
+        basic_object_cache& owner_;
+        keyed_target const target_;
+    };
+
+    /// A compiler_cache for the target set here now, kept as long as this object.
+    ::llvm::ObjectCache* compiler_cache_of_current_target() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        keyed_target t;
+        t.description = target_;
+        t.error = target_error_;
+        t.code_generator = code_generator_;
+        t.check = check_;
+        t.arch = arch_;
+        compiler_caches_.push_back(std::make_unique<compiler_cache>(*this, std::move(t)));
+        return compiler_caches_.back().get();
+    }
+
+    /// getObject's work, keyed by `bound` (a compiler's own target) or, when null, by
+    /// the target set here.
+    std::unique_ptr<::llvm::MemoryBuffer> get_object(::llvm::Module const* m, keyed_target const* bound) {
+        try {
+            if (!m) return nullptr;
+            {
+                // An earlier module at this address that missed and never compiled (its
+                // compile failed) must not lend this one its key (notifyObjectCompiled).
+                std::lock_guard<std::mutex> lock(mutex_);
+                pending_.erase(m);
+            }
+            if (!store_.enabled()) return nullptr;
             auto start = std::chrono::steady_clock::now();
             object_key_inputs in;
             target_check check;
@@ -619,16 +717,16 @@ public:
             std::string target_error;
             {
                 std::lock_guard<std::mutex> lock(mutex_);
-                in.target = target_;
-                in.code_generator = code_generator_;
-                check = check_;
-                arch = arch_;
+                in.target = bound ? bound->description : target_;
+                in.code_generator = bound ? bound->code_generator : code_generator_;
+                check = bound ? bound->check : check_;
+                arch = bound ? bound->arch : arch_;
                 if (!arguments_given_ && !process_arguments_read_) {
                     arguments_ = llvm_detail::process_arguments();
                     process_arguments_read_ = true;
                 }
                 arguments = arguments_;
-                target_error = target_error_;
+                target_error = bound ? bound->error : target_error_;
             }
             in.module_name = m->getModuleIdentifier();
             in.source_file = m->getSourceFileName();
@@ -695,46 +793,6 @@ public:
             return nullptr;
         }
     }
-
-    void notifyObjectCompiled(::llvm::Module const* m, ::llvm::MemoryBufferRef obj) override {
-        try {
-            pending p;
-            {
-                std::lock_guard<std::mutex> lock(mutex_);
-                auto it = pending_.find(m);
-                // Without getObject first there is no digest of the IR as the code
-                // generator got it; a digest taken now could differ and never hit.
-                if (it == pending_.end()) return;
-                p = std::move(it->second);
-                pending_.erase(it);
-            }
-            ++notified_;
-            auto const compile_time = std::chrono::steady_clock::now() - p.start;
-            compile_ns_ += static_cast<std::uint64_t>(
-                std::chrono::duration_cast<std::chrono::nanoseconds>(compile_time).count());
-            store_.store(p.inputs, std::string_view(obj.getBufferStart(), obj.getBufferSize()), compile_time);
-            store_.log("llvm object cache: stored '" + p.inputs.entry_name + "' (" +
-                       std::to_string(obj.getBufferSize()) + " bytes, compiled in " +
-                       std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(compile_time).count()) +
-                       " us)");
-        } catch (...) {
-        }
-    }
-
-private:
-    struct pending {
-        object_key_inputs inputs;
-        std::chrono::steady_clock::time_point start;
-    };
-
-    /// What a module can say of the target it was made for, to compare with the target
-    /// set here (set_target).
-    struct target_check {
-        std::string triple;      ///< normalized
-        std::string data_layout;
-        std::string cpu;
-        std::vector<std::string> features; ///< sorted, without empty items
-    };
 
     static std::vector<std::string> feature_set(::llvm::StringRef features) {
         ::llvm::SmallVector<::llvm::StringRef, 64> items;
@@ -813,6 +871,7 @@ private:
     bool arguments_given_ = false;
     bool process_arguments_read_ = false;
     std::unordered_map<::llvm::Module const*, pending> pending_;
+    std::vector<std::unique_ptr<compiler_cache>> compiler_caches_; ///< one per compiler made here
     std::atomic<std::uint64_t> hits_{0}, misses_{0}, rejected_{0}, notified_{0}, bypassed_{0}, compile_ns_{0};
     std::atomic<bool> no_target_logged_{false}, unknown_options_logged_{false}, unreadable_options_logged_{false},
         other_target_logged_{false};
