@@ -348,12 +348,24 @@ cc::key key_of_unsized_source() { return key_of(unsized_source); }
 char const unsized_source[] = "kernel axpy";
 } // namespace
 
-TEST_CASE("the tutorial's table of values holds: a char is a number, a literal stops at its NUL, containers of "
-          "one shape key alike, a bypassed or empty key makes a bypass",
+TEST_CASE("the tutorial's table of values holds: a char is a number, a char array is keyed to its last non-NUL, "
+          "containers of one shape key alike, a bypassed or empty key makes a bypass",
           "[key]") {
     CHECK(key_of('a') == key_of(static_cast<char>(97)));
     CHECK(key_of('a') != key_of("a"));
-    CHECK(key_of("ab\0cd") == key_of("ab"));
+    // Bytes after an inner NUL count (a magic number, a table); the NULs at the end do not.
+    CHECK(key_of("ab\0cd") != key_of("ab"));
+    CHECK(key_of("ab\0cd") != key_of("ab\0xy"));
+    CHECK(key_of("ab\0cd") == key_of(std::string("ab\0cd", 5)));
+    char const padded[8] = "ab";
+    CHECK(key_of(padded) == key_of("ab"));
+    // A null char pointer is no string: not the empty one, and no crash.
+    char const* const null_text = nullptr;
+    CHECK(key_of(null_text) != key_of(""));
+    CHECK(key_of(null_text) == key_of(std::nullopt));
+    // A path (a range of paths): its string.
+    CHECK(key_of(std::filesystem::path("src/kernels/axpy.k")) == key_of(std::string("src/kernels/axpy.k")));
+    CHECK(key_of(std::filesystem::path("a")) != key_of(std::filesystem::path("b")));
     // A char array without a NUL: all of it, and not a byte past it (its neighbour here).
     struct {
         char unterminated[3];
