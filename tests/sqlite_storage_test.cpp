@@ -30,6 +30,7 @@
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace {
@@ -393,6 +394,71 @@ TEST_CASE("a writer stopped in its transaction when a host opens the file: the h
         CHECK(s.why_unusable() == "cannot make its table: database is locked");
     }
 }
+TEST_CASE("a forked child opens a connection of its own: its stores are kept when the parent's closes first",
+          "[sqlite][processes]") {
+    temp_dir dir;
+    std::string const file = (dir.path() / "cache.db").string();
+    pid_t pid = -1;
+    {
+        cc::sqlite_storage s(file);
+        REQUIRE(s.usable());
+        REQUIRE(!s.write(conformance_key(30, 0), conformance_value(30, 0)));
+        pid = ::fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) { // a pre-forked worker using the storage it inherited
+            ::alarm(20);
+            std::this_thread::sleep_for(std::chrono::milliseconds(500)); // (the parent's storage closes first)
+            bool ok = true;
+            std::string out;
+            for (std::uint32_t i = 1; i <= 3; ++i) {
+                ok = ok && !s.write(conformance_key(30, i), conformance_value(30, i));
+                ok = ok && s.read(conformance_key(30, i), out, 1 << 20).status == cc::read_status::found &&
+                     out == conformance_value(30, i);
+            }
+            ::_exit(ok ? 0 : 1); // (no destructor runs, as in most workers' ends)
+        }
+    } // the parent's connection closes (its last: SQLite checkpoints, and may remove the WAL)
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    cc::sqlite_storage again(file); // the next host
+    std::string out;
+    for (std::uint32_t i = 0; i <= 3; ++i) {
+        INFO(i);
+        CHECK(again.read(conformance_key(30, i), out, 1 << 20).status == cc::read_status::found);
+    }
+}
+
+TEST_CASE("a child forked while another thread waited on the file's lock in a store answers within a bound",
+          "[sqlite][processes]") {
+    temp_dir dir;
+    std::string const file = (dir.path() / "cache.db").string();
+    fill_forty(file);
+    compile_cache_test::child_process holder(
+        std::vector<std::string>{COMPILE_CACHE_HELPER_sqlite_worker, "hold-lock", file, "0"});
+    REQUIRE(holder.wait_for_line());
+    cc::sqlite_options options;
+    options.busy_timeout = std::chrono::milliseconds(1000);
+    cc::sqlite_storage s(file, options);
+    REQUIRE(s.usable());
+    std::thread storing([&] { (void)s.write(conformance_key(20, 99), "new"); }); // waits for the lock, 1 s
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    pid_t const pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        ::alarm(20); // a child waiting for ever is killed: the parent sees the signal
+        std::string out;
+        cc::read_result const r = s.read(conformance_key(20, 3), out, 1 << 20);
+        ::_exit(r.status == cc::read_status::found || r.status == cc::read_status::error ? 0 : 1);
+    }
+    storing.join();
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+}
+
 #endif
 
 TEST_CASE("a full disk when a host opens the file: the host still reads every entry", "[sqlite]") {

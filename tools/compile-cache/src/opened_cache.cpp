@@ -279,8 +279,11 @@ int open_sqlite(std::string const& file, cache_use use, opened_cache& out) {
                     exit_failed);
     compile_cache::sqlite_options options;
     options.max_size = 0; // the tool never evicts
-    // A command that removes nothing never writes, moves or repairs the file.
+    // A command that removes nothing never writes, moves or repairs the file; one that
+    // removes or writes never moves or repairs it either: damage the quick check missed
+    // is then the call's error.
     options.inspect_only = use == cache_use::read;
+    options.repair = false;
     options.logger = [](std::string_view line) {
         std::fprintf(stderr, "compile-cache: %.*s\n", static_cast<int>(line.size()), line.data());
     };

@@ -247,6 +247,40 @@ TEST_CASE_METHOD(sqlite_file, "clear and verify --remove on a SQLite file with a
 }
 
 namespace {
+/// Makes the index on use times disagree with its table in a way SQLite's quick check
+/// does not see (its declared column changed under it): a delete then finds damage.
+void damage_use_index_unseen(std::string const& file) {
+    process_spec spec;
+    spec.argv = {python3(), "-c",
+                 "import sqlite3, sys\ndb = sqlite3.connect(sys.argv[1])\n"
+                 "db.execute('PRAGMA writable_schema=ON')\n"
+                 "db.execute(\"UPDATE sqlite_master SET sql='CREATE INDEX entries_by_use ON entries(id)' "
+                 "WHERE name='entries_by_use'\")\ndb.commit()\n",
+                 file};
+    spec.env = tool_environment();
+    process_result const r = run_process(spec);
+    INFO(r.describe());
+    REQUIRE(r.exited(0));
+    REQUIRE(sql(file, "PRAGMA quick_check") == "ok\n");
+}
+} // namespace
+
+TEST_CASE_METHOD(sqlite_file, "clear on a SQLite file with damage the quick check misses fails on it (exit 3) and never "
+                              "moves the file aside or rebuilds it",
+                 "[compile-cache][sqlite]") {
+    fill(3);
+    damage_use_index_unseen(file);
+    std::string const rows = sql(file, "SELECT count(*) FROM entries");
+    process_result const r = tool({"clear", file});
+    INFO(r.describe());
+    CHECK(r.exited(3));
+    CHECK(r.err.find("could not remove") != std::string::npos);
+    CHECK(fs::exists(file));
+    for (std::string const& name : files_in(dir.path())) CHECK(name.find(".broken-") == std::string::npos);
+    CHECK(sql(file, "SELECT count(*) FROM entries") == rows);
+}
+
+namespace {
 char const* const chain_program = "kernel square(x) { return x * x; }\n"
                                   "kernel helper(x) { return square(x) * 2.0; }\n"
                                   "kernel main(x) { return helper(x) + 5.0; }\n";

@@ -108,6 +108,7 @@ __asm__(".pushsection .rodata.compile_cache_header_only_mark,\"aG\",@progbits,co
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -148,6 +149,10 @@ struct sqlite_options {
     /// WAL included) is seen; nothing is written, moved aside or repaired, and damage
     /// is an error of the call. A file that cannot be opened so is opened immutable.
     bool inspect_only = false;
+    /// Whether a file found damaged (or not a database) is moved aside and rebuilt. A tool
+    /// that writes to a user's cache (compile-cache clear, verify --remove, copy into it)
+    /// sets it false: damage is then an error of the call, and the file stays as it is.
+    bool repair = true;
     /// One-line reports (a damaged file moved aside); stderr when empty.
     std::function<void(std::string_view)> logger;
 };
@@ -226,6 +231,14 @@ struct connection {
         db = nullptr;
     }
 
+    /// Forgets the connection without closing it: in a forked child, where it is the
+    /// parent's (SQLite forbids using it there, and closing it could checkpoint and delete
+    /// the WAL the parent is writing). Its memory and descriptor stay, unused.
+    void abandon() noexcept {
+        for (statement* s : {&select, &upsert, &erase, &touch, &total, &evict, &list}) (void)s->release();
+        db = nullptr;
+    }
+
     int exec(char const* sql) noexcept { return sqlite3_exec(db, sql, nullptr, nullptr, nullptr); }
 
     int prepare(statement& s, char const* sql) noexcept {
@@ -272,8 +285,10 @@ enum class open_outcome { ok, damaged, foreign, failed };
 
 } // namespace detail::sqlite_impl
 
-/// A Storage in one SQLite file. Thread-safe: one connection per object, used under a
-/// mutex (each call holds it for one statement or two, bounded by the busy timeout).
+/// A Storage in one SQLite file. Thread-safe: one connection per object and process,
+/// used under a mutex (each call holds it for one statement or two, bounded by the busy
+/// timeout; a call that cannot take it within lock_wait() fails, counted). A forked
+/// child leaves its parent's connection alone and opens its own at its first call.
 /// Movable, not copyable. No member throws.
 class sqlite_storage {
 public:
@@ -287,7 +302,7 @@ public:
         : state_(std::make_unique<state>()) {
         state_->path = std::move(path);
         state_->options = std::move(options);
-        std::lock_guard<std::mutex> lock(state_->mutex);
+        std::lock_guard<std::timed_mutex> lock(state_->mutex);
         open_locked();
     }
 
@@ -343,18 +358,19 @@ public:
     /// Whether the file was opened read-only (immutable): reads work, writes fail.
     bool read_only() const noexcept {
         if (!state_) return false;
-        std::lock_guard<std::mutex> lock(state_->mutex);
-        return state_->c.db && state_->c.read_only;
+        auto lock = lock_state();
+        return lock && state_->c.db && state_->c.read_only;
     }
     /// False when the database could not be opened at all (why_unusable() says why).
     bool usable() const noexcept {
         if (!state_) return false;
-        std::lock_guard<std::mutex> lock(state_->mutex);
-        return state_->c.db != nullptr;
+        auto lock = lock_state();
+        return lock && state_->c.db != nullptr;
     }
     std::string why_unusable() const {
         if (!state_) return "moved from";
-        std::lock_guard<std::mutex> lock(state_->mutex);
+        auto lock = lock_state();
+        if (!lock) return "another thread held it past the wait's bound";
         return state_->why;
     }
 
@@ -369,13 +385,20 @@ public:
     }
 
 private:
+    /// The connection's busy timeout: sqlite_options::busy_timeout.
+    void set_busy_timeout_locked(detail::sqlite_impl::connection& c) const noexcept {
+        auto const timeout = state_->options.busy_timeout.count();
+        sqlite3_busy_timeout(c.db, timeout < 0 ? 0 : timeout > INT32_MAX ? INT32_MAX : static_cast<int>(timeout));
+    }
+
     read_result read_row(key const& k, std::string& out, std::size_t max_size, bool refresh_use) noexcept {
         out.clear();
         if (k.empty() || !state_) return {read_status::absent, {}};
         try {
-            std::lock_guard<std::mutex> lock(state_->mutex);
+            auto lock = lock_state();
+            if (!lock) return {read_status::error, busy_code()};
             auto& c = state_->c;
-            if (!c.db && !reopen_locked()) return {read_status::error, unusable_code()};
+            if (!connection_of_this_process_locked()) return {read_status::error, unusable_code()};
             sqlite3_stmt* s = c.select.get();
             detail::sqlite_impl::reset_guard reset{c.select};
             sqlite3_bind_blob(s, 1, k.data(), static_cast<int>(k.size()), SQLITE_STATIC);
@@ -400,7 +423,11 @@ private:
                 detail::sqlite_impl::reset_guard touch_reset{c.touch};
                 sqlite3_bind_int64(t, 1, now);
                 sqlite3_bind_int64(t, 2, id);
-                sqlite3_step(t); // best effort: a busy database keeps the old time
+                // Best effort, and without waiting: a hit never waits for another
+                // process's write lock; the entry keeps its old time until a later hit.
+                sqlite3_busy_timeout(c.db, 0);
+                sqlite3_step(t);
+                set_busy_timeout_locked(c);
             }
             return {read_status::found, {}};
         } catch (...) {
@@ -413,9 +440,10 @@ public:
     std::error_code write(key const& k, std::string_view bytes) noexcept {
         if (k.empty() || !state_) return std::make_error_code(std::errc::invalid_argument);
         try {
-            std::lock_guard<std::mutex> lock(state_->mutex);
+            auto lock = lock_state();
+            if (!lock) return busy_code();
             auto& c = state_->c;
-            if (!c.db && !reopen_locked()) return unusable_code();
+            if (!connection_of_this_process_locked()) return unusable_code();
             if (c.read_only) return std::make_error_code(std::errc::read_only_file_system);
             if (bytes.size() > static_cast<std::size_t>(INT32_MAX))
                 return std::make_error_code(std::errc::file_too_large);
@@ -443,9 +471,10 @@ public:
     std::error_code remove(key const& k) noexcept {
         if (!state_) return std::make_error_code(std::errc::invalid_argument);
         try {
-            std::lock_guard<std::mutex> lock(state_->mutex);
+            auto lock = lock_state();
+            if (!lock) return busy_code();
             auto& c = state_->c;
-            if (!c.db && !reopen_locked()) return unusable_code();
+            if (!connection_of_this_process_locked()) return unusable_code();
             if (c.read_only) return std::make_error_code(std::errc::read_only_file_system);
             sqlite3_stmt* s = c.erase.get();
             detail::sqlite_impl::reset_guard reset{c.erase};
@@ -470,8 +499,10 @@ public:
     std::error_code list(std::vector<stored_entry>& out) const noexcept {
         if (!state_) return std::make_error_code(std::errc::invalid_argument);
         try {
-            std::lock_guard<std::mutex> lock(state_->mutex);
+            auto lock = lock_state();
+            if (!lock) return busy_code();
             auto& c = state_->c;
+            if (c.db && state_->connection_pid != ::getpid()) c.abandon(); // (a child's next write or read opens its own)
             if (!c.db) return unusable_code();
             state_->foreign_rows = 0;
             sqlite3_stmt* s = c.list.get();
@@ -499,16 +530,17 @@ public:
     /// The rows the last list() left out because their key is not a key.
     std::uint64_t foreign_rows() const noexcept {
         if (!state_) return 0;
-        std::lock_guard<std::mutex> lock(state_->mutex);
-        return state_->foreign_rows;
+        auto lock = lock_state();
+        return lock ? state_->foreign_rows : 0;
     }
 
     /// Evicts least recently used entries now until the entries fit in the limit.
     std::error_code prune() noexcept {
         if (!state_) return std::make_error_code(std::errc::invalid_argument);
         try {
-            std::lock_guard<std::mutex> lock(state_->mutex);
-            if (!state_->c.db) return unusable_code();
+            auto lock = lock_state();
+            if (!lock) return busy_code();
+            if (!connection_of_this_process_locked()) return unusable_code();
             return evict_locked();
         } catch (...) {
             return std::make_error_code(std::errc::not_enough_memory);
@@ -517,7 +549,8 @@ public:
 
 private:
     struct state {
-        mutable std::mutex mutex;
+        mutable std::timed_mutex mutex;
+        pid_t connection_pid = 0; ///< the process that opened `c`
         std::string path;
         sqlite_options options;
         detail::sqlite_impl::connection c;
@@ -525,9 +558,44 @@ private:
         std::uint64_t written_since_check = 0;
         bool checked_once = false;
         std::uint64_t foreign_rows = 0; ///< of the last list()
+
+        state() = default;
+        state(state const&) = delete;
+        state& operator=(state const&) = delete;
+        ~state() {
+            if (connection_pid != ::getpid()) c.abandon(); // a child's copy: the parent's to close
+        }
     };
 
     std::error_code unusable_code() const noexcept { return std::make_error_code(std::errc::io_error); }
+    std::error_code busy_code() const noexcept { return std::make_error_code(std::errc::device_or_resource_busy); }
+
+    /// How long a call waits for the storage's mutex: what another thread's call may hold
+    /// it for (a statement or two, each within the busy timeout), and a second more. Past
+    /// it the call fails: so too in a child forked while another thread held it, which
+    /// never gets it back.
+    std::chrono::milliseconds lock_wait() const noexcept {
+        auto const busy = state_->options.busy_timeout.count() < 0 ? std::chrono::milliseconds(0)
+                                                                   : state_->options.busy_timeout;
+        return std::min<std::chrono::milliseconds>(busy, std::chrono::hours(1)) * 3 + std::chrono::seconds(1);
+    }
+
+    std::unique_lock<std::timed_mutex> lock_state() const noexcept {
+        std::unique_lock<std::timed_mutex> lock(state_->mutex, std::defer_lock);
+        try {
+            (void)lock.try_lock_for(lock_wait());
+        } catch (...) { // (a system error: not taken)
+        }
+        return lock;
+    }
+
+    /// The connection, opened in this process: a forked child abandons its parent's
+    /// (connection::abandon) and opens its own; one closed after a failure is opened
+    /// again. False when none can be opened.
+    bool connection_of_this_process_locked() {
+        if (state_->c.db && state_->connection_pid != ::getpid()) state_->c.abandon();
+        return state_->c.db || reopen_locked();
+    }
 
     void report(std::string const& line) const noexcept {
         try {
@@ -540,9 +608,10 @@ private:
     }
 
     /// A failed statement: damage is repaired (moved aside, rebuilt) for the next call,
-    /// by a storage that may write the file; a read-only one leaves it as it is.
+    /// by a storage that may write the file and repairs (sqlite_options::repair); others
+    /// leave it as it is.
     std::error_code failed_locked(int rc) {
-        if (detail::sqlite_impl::is_damage(rc) && !state_->c.read_only) {
+        if (detail::sqlite_impl::is_damage(rc) && !state_->c.read_only && state_->options.repair) {
             state_->c.close();
             move_aside_locked("it is damaged");
             open_locked();
@@ -578,6 +647,7 @@ private:
     void open_locked() {
         using detail::sqlite_impl::open_outcome;
         state_->c.close();
+        state_->connection_pid = ::getpid();
         state_->why.clear();
         bool const immutable = state_->options.read_only || !writable(state_->path);
         // An inspection shares the writers' WAL when there is one; with none, nothing
@@ -589,7 +659,7 @@ private:
             state_->why.clear();
             o = try_open_locked(inspect || immutable ? open_mode::immutable : open_mode::read_write);
         }
-        if (o == open_outcome::damaged && !immutable && !inspect) {
+        if (o == open_outcome::damaged && !immutable && !inspect && state_->options.repair) {
             state_->c.close();
             move_aside_locked("it is not a database");
             o = try_open_locked(open_mode::read_write);
@@ -649,8 +719,7 @@ private:
             return detail::sqlite_impl::is_damage(code) ? open_outcome::damaged : open_outcome::failed;
         };
         if (rc != SQLITE_OK) return failed(rc, "cannot open it");
-        auto const timeout = state_->options.busy_timeout.count();
-        sqlite3_busy_timeout(c.db, timeout < 0 ? 0 : timeout > INT32_MAX ? INT32_MAX : static_cast<int>(timeout));
+        set_busy_timeout_locked(c);
         std::optional<std::int64_t> const id = c.pragma_value("PRAGMA application_id", rc);
         if (!id) return failed(rc, "cannot read it");
         int tables_rc = SQLITE_OK;
