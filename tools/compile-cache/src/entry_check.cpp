@@ -90,13 +90,21 @@ checked_entry read_and_check(opened_cache const& cache, listed_entry const& e, c
     checked_entry c;
     switch (r.status) {
     case compile_cache::read_status::found: return check_bytes(bytes, e.name, auth, trusted);
-    case compile_cache::read_status::absent: c.problem = "gone since it was listed (evicted or removed)"; break;
+    case compile_cache::read_status::absent: // (neither is bad: never removed for it, never an exit 1)
+        c.result = verdict::unchecked;
+        c.problem = "gone since it was listed (evicted or removed)";
+        c.read_cause = "entries gone since the listing";
+        break;
     case compile_cache::read_status::too_large:
         c.result = verdict::unchecked;
         c.problem = "larger than 64 MiB (the default bound on an entry), so not read: a host with a larger "
                     "max_entry_size may have written it";
         break;
-    default: c.problem = "cannot read it: " + r.error.message(); break;
+    default:
+        c.result = verdict::unchecked;
+        c.problem = "cannot read it: " + r.error.message();
+        c.read_cause = "entries it could not read";
+        break;
     }
     bytes.clear();
     return c;
@@ -112,6 +120,7 @@ checked_entry read_and_check(opened_cache const& cache, listed_entry const& e, c
 }
 
 std::string unchecked_cause(checked_entry const& e) {
+    if (!e.read_cause.empty()) return e.read_cause;
     switch (e.envelope.status) {
     case compile_cache::envelope_status::unauthenticated:
         return e.envelope.signed_entry ? "signed entries: give --trusted-keys-file" : "HMAC entries: give --secret-file";

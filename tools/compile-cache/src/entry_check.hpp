@@ -21,8 +21,10 @@ inline constexpr std::uint64_t max_entry_read = std::uint64_t{64} << 20;
 /// What checking one entry concluded.
 enum class verdict {
     sound,     ///< the check value (CRC-32C or HMAC) verifies and the key is the one it is stored under
-    bad,       ///< damaged, truncated, unreadable, for another key, or not authenticated under the secret
-    unchecked, ///< cannot be judged here: keyed without a secret given, another envelope version, too large
+    bad,       ///< damaged, truncated, for another key, or not authenticated under the secret
+    /// Cannot be judged here: keyed without a secret given, another envelope version, too
+    /// large, a read that failed (permissions, I/O), or gone since it was listed.
+    unchecked,
     /// A signed entry whose signer is none of the trusted keys given (--trusted-keys-file):
     /// neither checked nor bad (a key rotated out, or never trusted); never removed.
     untrusted,
@@ -33,6 +35,7 @@ char const* to_string(verdict v) noexcept;
 struct checked_entry {
     verdict result = verdict::bad;
     std::string problem; ///< for bad and unchecked: why, one phrase
+    std::string read_cause; ///< unchecked for want of a read: what such entries are (unchecked_cause)
     compile_cache::opened_envelope envelope; ///< its payload view is cleared: only sizes are kept
     std::uint64_t file_size = 0;
     std::uint64_t payload_size = 0;

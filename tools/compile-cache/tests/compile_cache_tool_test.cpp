@@ -363,6 +363,30 @@ process_result tool_as_other_user(std::vector<std::string> const& args) {
 }
 } // namespace
 
+TEST_CASE("compile-cache verify --remove keeps an entry it cannot read: unchecked, not bad") {
+    if (::geteuid() == 0 && ::access("/usr/bin/setpriv", X_OK) != 0) {
+        WARN("setpriv is not there to run the tool as another user; not run");
+        return;
+    }
+    filled_cache c;
+    fs::path const dir = c.s.cache_dir();
+    // Everything readable and the folders writable by the tool's user (as root: nobody),
+    // but for one entry, which no one but root can read.
+    fs::permissions(c.s.root(), fs::perms(0711));
+    fs::permissions(dir, fs::perms(0777));
+    for (auto const& e : fs::recursive_directory_iterator(dir))
+        fs::permissions(e.path(), e.is_directory() ? fs::perms(0777) : fs::perms(0666));
+    std::string const unreadable = entry_path_of(c, "helper");
+    fs::permissions(dir / unreadable, fs::perms::none);
+    process_result const verified = tool_as_other_user({"verify", dir.string(), "--remove"});
+    INFO(verified.describe());
+    CHECK(verified.exited(4)); // nothing bad, one not checked
+    CHECK(verified.out.find(unreadable + ": cannot read it: Permission denied") != std::string::npos);
+    CHECK(verified.out.find("2 sound, 0 bad, 0 removed, 1 not checked (entries it could not read)") !=
+          std::string::npos);
+    CHECK(fs::exists(dir / unreadable));
+}
+
 TEST_CASE("compile-cache clear and prune in a directory whose files they cannot remove fail, and count what stayed") {
     if (::geteuid() == 0 && ::access("/usr/bin/setpriv", X_OK) != 0) {
         WARN("setpriv is not there to run the tool as another user; not run");
