@@ -719,9 +719,11 @@ private:
     template <class View>
     bool read_entry(key const& k, std::string& buffer, View& view, std::string_view& bytes, load_attempt& attempt) {
         read_result rr;
-        // With a secret, the bytes are read into the buffer, never mapped (docs/design.md,
-        // "Mapped hits").
-        bool const viewed = detail::has_read_view<Storage>::value && !auth_.keyed();
+        // With a secret or signatures, the bytes are read into the buffer, never mapped
+        // (docs/design.md, "Mapped hits"): a storage with read_view whose answers may
+        // come from a remote (a Storage of the host's own) would otherwise have a
+        // signature checked on bytes that can change after the check.
+        bool const viewed = detail::has_read_view<Storage>::value && !auth_.keyed() && !remote_auth_.is_signed();
         try {
             if constexpr (detail::has_read_view<Storage>::value) {
                 if (viewed) rr = storage_.read_view(k, buffer, options_.max_entry_size, view);

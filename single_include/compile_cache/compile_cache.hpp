@@ -1695,6 +1695,23 @@ struct is_tuple_like : std::false_type {};
 template <class T>
 struct is_tuple_like<T, std::void_t<decltype(std::tuple_size<T>::value)>> : std::true_type {};
 
+/// A range whose elements are of its own type (std::filesystem::path: each element of
+/// a path is a path, and "a"'s only element is "a"): written element by element, it
+/// would never end.
+template <class T, class = void>
+struct is_range_of_itself : std::false_type {};
+template <class T>
+struct is_range_of_itself<T, std::enable_if_t<is_range<T>::value>>
+    : std::is_same<std::remove_cv_t<std::remove_reference_t<decltype(*std::begin(std::declval<T const&>()))>>, T> {};
+
+/// Whether `native()` gives a string (std::filesystem::path's, as the system spells it).
+template <class T, class = void>
+struct has_native_string : std::false_type {};
+template <class T>
+struct has_native_string<T, std::void_t<decltype(std::declval<T const&>().native())>>
+    : std::bool_constant<std::is_same_v<std::remove_cv_t<std::remove_reference_t<decltype(std::declval<T const&>().native())>>,
+                                        std::string>> {};
+
 template <class T>
 struct is_string_like
     : std::bool_constant<std::is_same_v<T, std::string> || std::is_same_v<T, std::string_view>> {};
@@ -1765,18 +1782,22 @@ public:
         } else if constexpr (detail::is_string_like<T>::value) {
             field(field_tag::string, v.data(), v.size());
         } else if constexpr (std::is_array_v<T> && std::is_same_v<std::remove_cv_t<std::remove_extent_t<T>>, char>) {
-            // A string literal: its characters up to the first NUL, never past the array
-            // (one without a NUL: all of it); an array of unknown bound (`extern char
+            // Every character but the NULs at its end: a string literal as its string, and
+            // an array with bytes after an inner NUL (a magic number, a table) keyed by
+            // them too, never past the array. An array of unknown bound (`extern char
             // const src[];`) up to its NUL, as a char const* is.
             if constexpr (std::extent_v<T> == 0) {
                 append(std::string_view(v));
             } else {
-                std::size_t n = 0;
-                while (n < std::extent_v<T> && v[n] != '\0') ++n;
+                std::size_t n = std::extent_v<T>;
+                while (n > 0 && v[n - 1] == '\0') --n;
                 append(std::string_view(v, n));
             }
         } else if constexpr (std::is_same_v<T, char const*> || std::is_same_v<T, char*>) {
-            append(std::string_view(v));
+            if (v == nullptr)
+                tag(field_tag::nothing); // (not the empty string)
+            else
+                append(std::string_view(v));
         } else if constexpr (std::is_pointer_v<T> || std::is_member_pointer_v<T>) {
             static_assert(detail::dependent_false<T>,
                           "compile_cache: a pointer has no content to key (its address differs between "
@@ -1809,6 +1830,10 @@ public:
             collection(v);
         } else if constexpr (detail::is_contiguous_bytes<T>::value) {
             field(field_tag::bytes, v.data(), v.size());
+        } else if constexpr (detail::is_range_of_itself<T>::value) {
+            static_assert(detail::has_native_string<T>::value,
+                          "compile_cache: a range whose elements are of its own type never ends; describe it");
+            append(v.native()); // std::filesystem::path: its string, as the system spells it
         } else if constexpr (detail::is_range<T>::value) {
             tag(field_tag::sequence_begin);
             std::uint64_t n = 0;
@@ -17981,9 +18006,11 @@ private:
     template <class View>
     bool read_entry(key const& k, std::string& buffer, View& view, std::string_view& bytes, load_attempt& attempt) {
         read_result rr;
-        // With a secret, the bytes are read into the buffer, never mapped (docs/design.md,
-        // "Mapped hits").
-        bool const viewed = detail::has_read_view<Storage>::value && !auth_.keyed();
+        // With a secret or signatures, the bytes are read into the buffer, never mapped
+        // (docs/design.md, "Mapped hits"): a storage with read_view whose answers may
+        // come from a remote (a Storage of the host's own) would otherwise have a
+        // signature checked on bytes that can change after the check.
+        bool const viewed = detail::has_read_view<Storage>::value && !auth_.keyed() && !remote_auth_.is_signed();
         try {
             if constexpr (detail::has_read_view<Storage>::value) {
                 if (viewed) rr = storage_.read_view(k, buffer, options_.max_entry_size, view);
