@@ -657,6 +657,32 @@ TEST_CASE("llvm describe_llvm_options: an option without a cl::init default is k
     CHECK(cc::describe_llvm_options({}, unknown) == before);
 }
 
+TEST_CASE("llvm describe_llvm_options: a double option is keyed by its arguments, never by its 7-digit print") {
+    init_llvm();
+    auto& registered = llvm::cl::getRegisteredOptions();
+    REQUIRE(registered.count("ext-tsp-forward-weight") == 1);
+    auto& weight = *static_cast<llvm::cl::opt<double>*>(registered["ext-tsp-forward-weight"]); // double in LLVM 14
+    double const default_weight = weight;
+    std::string unknown;
+    std::string const before = cc::describe_llvm_options({}, unknown);
+    CHECK(unknown.empty());
+    // 0.30000001 and 0.30000002 both print as 3.000000e-01: set without an argument that
+    // names it, its value cannot be told, a bypass.
+    weight.setValue(0.30000001);
+    (void)cc::describe_llvm_options({}, unknown);
+    CHECK(unknown == "-ext-tsp-forward-weight");
+    // Named by an argument: keyed by it, exactly.
+    std::string const first = cc::describe_llvm_options({"-ext-tsp-forward-weight=0.30000001"}, unknown);
+    CHECK(unknown.empty());
+    weight.setValue(0.30000002);
+    std::string const second = cc::describe_llvm_options({"-ext-tsp-forward-weight=0.30000002"}, unknown);
+    CHECK(unknown.empty());
+    CHECK(first != second);
+    weight.setValue(default_weight);
+    CHECK(cc::describe_llvm_options({}, unknown) == before);
+    CHECK(unknown.empty());
+}
+
 TEST_CASE("llvm describe_llvm_options: an option set through setValue is seen, and prints nothing on stdout") {
     init_llvm();
     auto& registered = llvm::cl::getRegisteredOptions();

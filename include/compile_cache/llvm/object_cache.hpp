@@ -384,8 +384,27 @@ inline bool print_option_values(std::vector<::llvm::cl::Option*> const& options,
 #endif
 }
 
+/// Whether `value` is printed as LLVM prints a float or double option (`%e`: six digits
+/// after the point, `1.000000e-01`, or inf or nan): text that keeps 7 significant
+/// digits, so that two values can print alike.
+inline bool printed_as_floating(std::string const& value) {
+    std::string v = value;
+    if (!v.empty() && (v[0] == '-' || v[0] == '+')) v.erase(0, 1);
+    if (v == "inf" || v == "nan" || v == "INF" || v == "NAN") return true;
+    auto digit = [&](std::size_t i) { return i < v.size() && v[i] >= '0' && v[i] <= '9'; };
+    if (!digit(0) || v.size() < 12 || v[1] != '.') return false;
+    for (std::size_t i = 2; i < 8; ++i)
+        if (!digit(i)) return false;
+    if (v[8] != 'e' || (v[9] != '+' && v[9] != '-')) return false;
+    for (std::size_t i = 10; i < v.size(); ++i)
+        if (!digit(i)) return false;
+    return true;
+}
+
 /// What a printed value says: the text after the option's name (`= 8        (default:
-/// 0)`), whether it names its default, and whether that default is the value.
+/// 0)`), whether it names its default, and whether that default is the value. A value
+/// printed as a float or double is not readable (printed_as_floating: its text is not
+/// the value), so that such an option is keyed by its arguments, as an unprintable one.
 struct option_value_text {
     std::string text;        ///< after `= `, without the line end; empty: nothing printed
     bool readable = false;   ///< a value and a default LLVM could print
@@ -404,6 +423,7 @@ inline option_value_text read_option_value(std::string const& printed) {
     while (!value.empty() && value.back() == ' ') value.pop_back();
     std::string const def = v.text.substr(d + tag.size(), v.text.size() - d - tag.size() - 1);
     if (!value.empty() && value[0] == '*') return v; // *cannot print option value*, *unknown option value*
+    if (printed_as_floating(value)) return v;
     v.readable = true;
     // Without a default (no cl::init), the value is keyed whatever it is.
     v.at_default = def != "*no default*" && value == def;
