@@ -234,6 +234,38 @@ TEST_CASE("a file damaged while a storage has it open: the failing read is an er
     CHECK(out == "fresh");
 }
 
+TEST_CASE("a store made after another storage moved the damaged file aside goes into the new file, not the old",
+          "[sqlite]") {
+    temp_dir dir;
+    std::string const file = (dir.path() / "cache.db").string();
+    {
+        cc::sqlite_storage s(file);
+        for (std::uint32_t i = 0; i < 200; ++i) REQUIRE(!s.write(conformance_key(4, i), std::string(3000, 'x')));
+    }
+    cc::sqlite_options quiet;
+    quiet.logger = [](std::string_view) {};
+    cc::sqlite_storage finder(file, quiet); // (as another process's, both open and sound)
+    cc::sqlite_storage other(file, quiet);
+    REQUIRE(finder.usable());
+    REQUIRE(other.usable());
+    {
+        std::string bytes = read_file(file);
+        REQUIRE(bytes.size() > 4096 * 21);
+        for (std::size_t i = 4096; i < 4096 * 21; ++i) bytes[i] = static_cast<char>(0xa5);
+        write_file(file, bytes);
+    }
+    std::string out;
+    bool saw_error = false;
+    for (std::uint32_t i = 0; i < 200 && !saw_error; ++i)
+        saw_error = finder.read(conformance_key(4, i), out, 1 << 20).status == cc::read_status::error;
+    REQUIRE(saw_error);
+    REQUIRE(moved_aside(dir.path()).size() == 1); // the finder moved it aside and made a new file
+    REQUIRE(!other.write(conformance_key(4, 1000), "stored after the move"));
+    cc::sqlite_storage next_host(file);
+    REQUIRE(next_host.read(conformance_key(4, 1000), out, 1 << 20).status == cc::read_status::found);
+    CHECK(out == "stored after the move");
+}
+
 TEST_CASE("a read-only sqlite file is opened immutable and read, writes fail as write errors", "[sqlite]") {
     temp_dir dir;
     std::string const file = (dir.path() / "cache.db").string();

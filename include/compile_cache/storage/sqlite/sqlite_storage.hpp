@@ -364,6 +364,11 @@ public:
             auto& c = state_->c;
             if (!connection_of_this_process_locked()) return unusable_code();
             if (c.read_only) return std::make_error_code(std::errc::read_only_file_system);
+            // Another process moved a damaged file aside and made a new one: a store
+            // into the old file would be lost, so it goes to the new one (a read may
+            // still be answered from the old).
+            if (!file_is_still_ours_locked() && !reopen_locked()) return unusable_code();
+            if (c.read_only) return std::make_error_code(std::errc::read_only_file_system);
             if (bytes.size() > static_cast<std::size_t>(INT32_MAX))
                 return std::make_error_code(std::errc::file_too_large);
             {
@@ -506,6 +511,15 @@ private:
         } catch (...) { // (a system error: not taken)
         }
         return lock;
+    }
+
+    /// Whether the file at the path is the one the connection has open (not one another
+    /// process put there after moving this one aside).
+    bool file_is_still_ours_locked() const noexcept {
+        auto const& c = state_->c;
+        if (c.inode == 0) return true; // (not known: immutable opens)
+        struct stat st {};
+        return ::stat(state_->path.c_str(), &st) == 0 && st.st_ino == c.inode && st.st_dev == c.device;
     }
 
     /// The connection, opened in this process: a forked child abandons its parent's
