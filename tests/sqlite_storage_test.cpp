@@ -426,10 +426,13 @@ TEST_CASE("a writer stopped in its transaction when a host opens the file: the h
         CHECK(s.why_unusable() == "cannot make its table: database is locked");
     }
 }
-TEST_CASE("a forked child opens a connection of its own: its stores are kept when the parent's closes first",
+TEST_CASE("a forked child's stores are kept, made before and after its parent's storage closes",
           "[sqlite][processes]") {
     temp_dir dir;
     std::string const file = (dir.path() / "cache.db").string();
+    int to_parent[2], to_child[2];
+    REQUIRE(::pipe(to_parent) == 0);
+    REQUIRE(::pipe(to_child) == 0);
     pid_t pid = -1;
     {
         cc::sqlite_storage s(file);
@@ -439,19 +442,27 @@ TEST_CASE("a forked child opens a connection of its own: its stores are kept whe
         REQUIRE(pid >= 0);
         if (pid == 0) { // a pre-forked worker using the storage it inherited
             ::alarm(20);
-            std::this_thread::sleep_for(std::chrono::milliseconds(500)); // (the parent's storage closes first)
-            bool ok = true;
-            std::string out;
-            for (std::uint32_t i = 1; i <= 3; ++i) {
-                ok = ok && !s.write(conformance_key(30, i), conformance_value(30, i));
-                ok = ok && s.read(conformance_key(30, i), out, 1 << 20).status == cc::read_status::found &&
-                     out == conformance_value(30, i);
-            }
+            auto store = [&](std::uint32_t i) {
+                std::string out;
+                return !s.write(conformance_key(30, i), conformance_value(30, i)) &&
+                       s.read(conformance_key(30, i), out, 1 << 20).status == cc::read_status::found &&
+                       out == conformance_value(30, i);
+            };
+            bool ok = store(1); // while the parent's storage is open
+            char c = 0;
+            ok = ::write(to_parent[1], "1", 1) == 1 && ok;
+            ok = ::read(to_child[0], &c, 1) == 1 && ok; // the parent's storage closed
+            ok = store(2) && ok;
+            ok = store(3) && ok;
             ::_exit(ok ? 0 : 1); // (no destructor runs, as in most workers' ends)
         }
-    } // the parent's connection closes (its last: SQLite checkpoints, and may remove the WAL)
+        char c = 0;
+        REQUIRE(::read(to_parent[0], &c, 1) == 1);
+    } // the parent's connection closes: its last, so SQLite checkpoints and may remove the WAL
+    REQUIRE(::write(to_child[1], "2", 1) == 1);
     int status = 0;
     REQUIRE(::waitpid(pid, &status, 0) == pid);
+    for (int fd : {to_parent[0], to_parent[1], to_child[0], to_child[1]}) ::close(fd);
     CHECK(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 0);
     cc::sqlite_storage again(file); // the next host
@@ -471,18 +482,23 @@ TEST_CASE("a child forked while another thread waited on the file's lock in a st
         std::vector<std::string>{COMPILE_CACHE_HELPER_sqlite_worker, "hold-lock", file, "0"});
     REQUIRE(holder.wait_for_line());
     cc::sqlite_options options;
-    options.busy_timeout = std::chrono::milliseconds(1000);
+    options.busy_timeout = std::chrono::milliseconds(3000);
     cc::sqlite_storage s(file, options);
     REQUIRE(s.usable());
-    std::thread storing([&] { (void)s.write(conformance_key(20, 99), "new"); }); // waits for the lock, 1 s
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    // The store takes the storage's mutex at once and holds it while it waits for the
+    // lock, 3 s; the fork comes 0.5 s in (the fork's own wait for the mutex, 250 ms,
+    // then fails).
+    std::thread storing([&] { (void)s.write(conformance_key(20, 99), "new"); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
     pid_t const pid = ::fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
         ::alarm(20); // a child waiting for ever is killed: the parent sees the signal
+        // The parent's connection, still open, is not this process's to use, nor to open
+        // the file beside: the storage fails at once here.
         std::string out;
         cc::read_result const r = s.read(conformance_key(20, 3), out, 1 << 20);
-        ::_exit(r.status == cc::read_status::found || r.status == cc::read_status::error ? 0 : 1);
+        ::_exit(r.status == cc::read_status::error ? 0 : 1);
     }
     storing.join();
     int status = 0;

@@ -103,8 +103,8 @@ __asm__(".pushsection .rodata.compile_cache_header_only_mark,\"aG\",@progbits,co
 
 #endif // COMPILE_CACHE_DETAIL_CONFIG_HPP
 // ---- end of compile_cache/detail/config.hpp
-
 #include <compile_cache/compile_cache.hpp>
+
 
 #include <sqlite3.h>
 
@@ -119,6 +119,7 @@ __asm__(".pushsection .rodata.compile_cache_header_only_mark,\"aG\",@progbits,co
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -283,12 +284,102 @@ struct connection {
 /// may be moved aside and rebuilt; `foreign` when it is another program's database.
 enum class open_outcome { ok, damaged, foreign, failed };
 
+/// A storage's mutex and connection, as a fork handles them. A fork first takes each
+/// storage's mutex (within fork_lock_wait) and closes its connection, so that the child
+/// inherits no SQLite state of the file (a connection, or SQLite's own records of the
+/// file's locks, which a connection the child opened would share, so that the parent's
+/// close would remove the WAL the child writes: docs/design.md, "SQLite storage");
+/// both sides then reopen at their next call. One whose mutex another thread held
+/// through the wait keeps its connection in the parent; the child makes the mutex anew,
+/// abandons the connection, and that storage fails every call there (never a wait).
+struct forkable_state {
+    mutable std::timed_mutex mutex;
+    connection c;
+    pid_t connection_pid = 0;         ///< the process that opened `c`
+    bool held_for_fork = false;       ///< the fork under way took `mutex`
+    bool unusable_after_fork = false; ///< in a child: its connection was the parent's, open
+    forkable_state();
+    forkable_state(forkable_state const&) = delete;
+    forkable_state& operator=(forkable_state const&) = delete;
+    ~forkable_state();
+};
+
+/// Every forkable_state alive, for the fork handlers; never destroyed (a fork may come
+/// at exit).
+struct fork_registry {
+    std::timed_mutex mutex;
+    std::vector<forkable_state*> states;
+    bool held = false; ///< `mutex` was taken by the fork under way
+};
+inline fork_registry& the_fork_registry() noexcept {
+    static fork_registry* const r = new fork_registry;
+    return *r;
+}
+inline constexpr std::chrono::milliseconds fork_lock_wait{250};
+
+inline void take_before_fork() noexcept {
+    fork_registry& r = the_fork_registry();
+    r.held = r.mutex.try_lock_for(fork_lock_wait);
+    if (!r.held) return;
+    for (forkable_state* s : r.states) {
+        s->held_for_fork = s->mutex.try_lock_for(fork_lock_wait);
+        if (s->held_for_fork) s->c.close();
+    }
+}
+inline void give_back_after_fork_in_parent() noexcept {
+    fork_registry& r = the_fork_registry();
+    if (!r.held) return;
+    for (forkable_state* s : r.states)
+        if (s->held_for_fork) {
+            s->held_for_fork = false;
+            s->mutex.unlock();
+        }
+    r.held = false;
+    r.mutex.unlock();
+}
+// Nothing here allocates.
+inline void give_back_after_fork_in_child() noexcept {
+    fork_registry& r = the_fork_registry();
+    if (!r.held) return;
+    for (forkable_state* s : r.states) {
+        if (s->held_for_fork) {
+            s->held_for_fork = false;
+            s->mutex.unlock();
+        } else {
+            new (&s->mutex) std::timed_mutex; // its holder is not in this process
+            s->c.abandon();
+            s->unusable_after_fork = true;
+        }
+    }
+    r.held = false;
+    r.mutex.unlock();
+}
+
+inline forkable_state::forkable_state() {
+    static bool const installed = install_fork_handlers(
+        fork_stage::sqlite_storages, {&take_before_fork, &give_back_after_fork_in_parent, &give_back_after_fork_in_child});
+    if (!installed) return;
+    fork_registry& r = the_fork_registry();
+    std::lock_guard<std::timed_mutex> const lock(r.mutex);
+    r.states.push_back(this);
+}
+inline forkable_state::~forkable_state() {
+    fork_registry& r = the_fork_registry();
+    {
+        std::lock_guard<std::timed_mutex> const lock(r.mutex);
+        auto const it = std::find(r.states.begin(), r.states.end(), this);
+        if (it != r.states.end()) r.states.erase(it);
+    }
+    if (connection_pid != ::getpid()) c.abandon(); // a child's copy still open: the parent's to close
+}
+
 } // namespace detail::sqlite_impl
 
 /// A Storage in one SQLite file. Thread-safe: one connection per object and process,
-/// used under a mutex (each call holds it for one statement or two, bounded by the busy
-/// timeout; a call that cannot take it within lock_wait() fails, counted). A forked
-/// child leaves its parent's connection alone and opens its own at its first call.
+/// used under a mutex (a call holds it for a few statements, each bounded by the busy
+/// timeout; a call that cannot take it within lock_wait() fails, counted). A fork closes
+/// the connection first; parent and child each reopen at their next call
+/// (detail::sqlite_impl::forkable_state).
 /// Movable, not copyable. No member throws.
 class sqlite_storage {
 public:
@@ -507,8 +598,7 @@ public:
             auto lock = lock_state();
             if (!lock) return busy_code();
             auto& c = state_->c;
-            if (c.db && state_->connection_pid != ::getpid()) c.abandon(); // (a child's next write or read opens its own)
-            if (!c.db) return unusable_code();
+            if (!connection_of_this_process_locked()) return unusable_code();
             state_->foreign_rows = 0;
             sqlite3_stmt* s = c.list.get();
             detail::sqlite_impl::reset_guard reset{c.list};
@@ -553,23 +643,13 @@ public:
     }
 
 private:
-    struct state {
-        mutable std::timed_mutex mutex;
-        pid_t connection_pid = 0; ///< the process that opened `c`
+    struct state : detail::sqlite_impl::forkable_state { // (its mutex, connection and fork marks)
         std::string path;
         sqlite_options options;
-        detail::sqlite_impl::connection c;
         std::string why; ///< why the database could not be opened
         std::uint64_t written_since_check = 0;
         bool checked_once = false;
         std::uint64_t foreign_rows = 0; ///< of the last list()
-
-        state() = default;
-        state(state const&) = delete;
-        state& operator=(state const&) = delete;
-        ~state() {
-            if (connection_pid != ::getpid()) c.abandon(); // a child's copy: the parent's to close
-        }
     };
 
     std::error_code unusable_code() const noexcept { return std::make_error_code(std::errc::io_error); }
@@ -606,9 +686,21 @@ private:
     /// The connection, opened in this process: a forked child abandons its parent's
     /// (connection::abandon) and opens its own; one closed after a failure is opened
     /// again. False when none can be opened.
-    bool connection_of_this_process_locked() {
-        if (state_->c.db && state_->connection_pid != ::getpid()) state_->c.abandon();
-        return state_->c.db || reopen_locked();
+    bool connection_of_this_process_locked() const {
+        if (!connection_may_be_used_locked()) return false;
+        // (const for list(): the connection is the storage's means, not its value)
+        return state_->c.db || const_cast<sqlite_storage&>(*this).reopen_locked();
+    }
+    /// False in a child that holds its parent's open connection (a fork that could not
+    /// close it, or one made without the fork handlers): it is abandoned, and the storage
+    /// fails every call in this process, since a connection opened here would share
+    /// SQLite's records of the file's locks with it.
+    bool connection_may_be_used_locked() const noexcept {
+        if (state_->c.db && state_->connection_pid != ::getpid()) {
+            state_->c.abandon();
+            state_->unusable_after_fork = true;
+        }
+        return !state_->unusable_after_fork;
     }
 
     void report(std::string const& line) const noexcept {
