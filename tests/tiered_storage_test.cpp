@@ -853,7 +853,7 @@ TEST_CASE("tiered_storage: a fork lets the worker's copy end before it takes the
     std::string const key_bytes(32, 'f');
     cc::key const k(key_bytes.data(), key_bytes.size());
     REQUIRE_FALSE(server.entries->write(k, "an entry"));
-    auto const writes = std::make_shared<gate>(false, 50ms); // the copy waits 50 ms, then writes
+    auto const writes = std::make_shared<gate>(false, 20ms); // the copy waits 20 ms, then writes (the fork waits 200)
     cc::tiered_storage<slow_local, gated_remote> tier(slow_local{cc::directory_storage((dir.path() / "local").string()), writes},
                                                       server, cc::tier_options{});
     std::string out;

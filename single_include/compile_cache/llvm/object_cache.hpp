@@ -782,8 +782,7 @@ public:
     /// cannot make one, the error is logged and every compile is a bypass.
     basic_object_cache(object_store store, ::llvm::orc::JITTargetMachineBuilder const& jtmb)
         : store_(std::move(store)) {
-        if (::llvm::Error e = set_target(jtmb))
-            target_error_ = "the JITTargetMachineBuilder makes no target machine: " + ::llvm::toString(std::move(e));
+        current_ = keyed_target_of(jtmb);
     }
 
     ~basic_object_cache() override {
@@ -797,19 +796,9 @@ public:
 
     /// The target the JIT generates code for; until one is set, nothing is cached.
     void set_target(::llvm::TargetMachine const& tm) {
-        std::string description = describe_target(tm);
-        std::string generator = code_generator_identity(tm);
-        target_check check;
-        check.triple = tm.getTargetTriple().normalize();
-        check.data_layout = tm.createDataLayout().getStringRepresentation();
-        check.cpu = tm.getTargetCPU().str();
-        check.features = feature_set(tm.getTargetFeatureString());
+        keyed_target t = keyed_target_of(tm);
         std::lock_guard<std::mutex> lock(mutex_);
-        target_ = std::move(description);
-        code_generator_ = std::move(generator);
-        check_ = std::move(check);
-        arch_ = tm.getTargetTriple().getArch();
-        target_error_.clear();
+        current_ = std::move(t);
     }
     /// The same from a JITTargetMachineBuilder (builds a TargetMachine to describe it).
     ::llvm::Error set_target(::llvm::orc::JITTargetMachineBuilder const& jtmb) {
@@ -830,13 +819,7 @@ public:
     ///
     ///   llvm::orc::IRCompileLayer layer(session, object_layer, objects.make_compiler(jtmb));
     std::unique_ptr<::llvm::orc::IRCompileLayer::IRCompiler> make_compiler(::llvm::orc::JITTargetMachineBuilder jtmb) {
-        if (::llvm::Error e = set_target(jtmb)) {
-            std::string why = "the JITTargetMachineBuilder makes no target machine: " + ::llvm::toString(std::move(e));
-            std::lock_guard<std::mutex> lock(mutex_);
-            target_.clear();
-            target_error_ = std::move(why);
-        }
-        ::llvm::ObjectCache* const cache = compiler_cache_of_current_target();
+        ::llvm::ObjectCache* const cache = compiler_cache_for(keyed_target_of(jtmb));
         return std::make_unique<::llvm::orc::ConcurrentIRCompiler>(std::move(jtmb), cache);
     }
 
@@ -850,8 +833,10 @@ public:
     compile_function() {
         return [this](::llvm::orc::JITTargetMachineBuilder jtmb)
                    -> ::llvm::Expected<std::unique_ptr<::llvm::orc::IRCompileLayer::IRCompiler>> {
-            if (::llvm::Error e = set_target(jtmb)) return e;
-            ::llvm::ObjectCache* const cache = compiler_cache_of_current_target();
+            auto copy = jtmb;
+            auto tm = copy.createTargetMachine();
+            if (!tm) return tm.takeError();
+            ::llvm::ObjectCache* const cache = compiler_cache_for(keyed_target_of(**tm));
             return std::make_unique<::llvm::orc::ConcurrentIRCompiler>(std::move(jtmb), cache);
         };
     }
@@ -966,16 +951,37 @@ private:
         keyed_target const target_;
     };
 
-    /// A compiler_cache for the target set here now, kept as long as this object.
-    ::llvm::ObjectCache* compiler_cache_of_current_target() {
-        std::lock_guard<std::mutex> lock(mutex_);
+    /// `tm` as a compile is keyed by it.
+    static keyed_target keyed_target_of(::llvm::TargetMachine const& tm) {
         keyed_target t;
-        t.description = target_;
-        t.error = target_error_;
-        t.code_generator = code_generator_;
-        t.check = check_;
-        t.arch = arch_;
-        compiler_caches_.push_back(std::make_unique<compiler_cache>(*this, std::move(t)));
+        t.description = describe_target(tm);
+        t.code_generator = code_generator_identity(tm);
+        t.check.triple = tm.getTargetTriple().normalize();
+        t.check.data_layout = tm.createDataLayout().getStringRepresentation();
+        t.check.cpu = tm.getTargetCPU().str();
+        t.check.features = feature_set(tm.getTargetFeatureString());
+        t.arch = tm.getTargetTriple().getArch();
+        return t;
+    }
+    /// The target `jtmb` makes; none, with the reason, when it makes no target machine.
+    static keyed_target keyed_target_of(::llvm::orc::JITTargetMachineBuilder const& jtmb) {
+        auto copy = jtmb;
+        auto tm = copy.createTargetMachine();
+        if (tm) return keyed_target_of(**tm);
+        keyed_target none;
+        none.error = "the JITTargetMachineBuilder makes no target machine: " + ::llvm::toString(tm.takeError());
+        return none;
+    }
+
+    /// `t` made the target set here and a compiler_cache's, in one step (so that another
+    /// thread's compiler made meanwhile cannot swap them); the compiler_cache is kept as
+    /// long as this object (one per compiler made: a host that makes compilers without
+    /// end grows this list without end).
+    ::llvm::ObjectCache* compiler_cache_for(keyed_target t) {
+        auto cache = std::make_unique<compiler_cache>(*this, t);
+        std::lock_guard<std::mutex> lock(mutex_);
+        current_ = std::move(t);
+        compiler_caches_.push_back(std::move(cache));
         return compiler_caches_.back().get();
     }
 
@@ -993,23 +999,22 @@ private:
             if (!store_.enabled()) return nullptr;
             auto start = std::chrono::steady_clock::now();
             object_key_inputs in;
-            target_check check;
-            ::llvm::Triple::ArchType arch;
+            keyed_target target;
             std::vector<std::string> arguments;
-            std::string target_error;
             {
                 std::lock_guard<std::mutex> lock(mutex_);
-                in.target = bound ? bound->description : target_;
-                in.code_generator = bound ? bound->code_generator : code_generator_;
-                check = bound ? bound->check : check_;
-                arch = bound ? bound->arch : arch_;
+                target = bound ? *bound : current_;
                 if (!arguments_given_ && !process_arguments_read_) {
                     arguments_ = llvm_detail::process_arguments();
                     process_arguments_read_ = true;
                 }
                 arguments = arguments_;
-                target_error = bound ? bound->error : target_error_;
             }
+            in.target = target.description;
+            in.code_generator = target.code_generator;
+            target_check const& check = target.check;
+            ::llvm::Triple::ArchType const arch = target.arch;
+            std::string const& target_error = target.error;
             in.module_name = m->getModuleIdentifier();
             in.source_file = m->getSourceFileName();
             in.entry_name = defined_name(*m);
@@ -1144,11 +1149,7 @@ private:
 
     object_store store_;
     std::mutex mutex_;
-    std::string target_;
-    std::string target_error_;
-    std::string code_generator_;
-    target_check check_;
-    ::llvm::Triple::ArchType arch_ = ::llvm::Triple::UnknownArch;
+    keyed_target current_; ///< the target set here (set_target), which getObject keys by
     std::vector<std::string> arguments_;
     bool arguments_given_ = false;
     bool process_arguments_read_ = false;

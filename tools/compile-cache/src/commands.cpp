@@ -622,6 +622,9 @@ struct verified_entry {
 struct verification {
     std::vector<verified_entry> bad, unchecked, untrusted;
     std::uint64_t sound = 0, sound_records = 0;
+    /// Evicted or removed between the listing and their check (a busy cache): neither
+    /// checked nor bad, and no reason for an exit status.
+    std::uint64_t gone = 0, gone_records = 0;
     bool removal_failed = false;
 
     std::uint64_t removed() const {
@@ -656,6 +659,10 @@ verification check_all(opened_cache const& cache, cache_listing const& l, compil
             bool const record = list == &l.records;
             if (check.result == verdict::sound) {
                 ++(record ? out.sound_records : out.sound);
+                continue;
+            }
+            if (check.gone) {
+                ++(record ? out.gone_records : out.gone);
                 continue;
             }
             verified_entry v{&e, std::move(check), record, false, {}};
@@ -701,6 +708,7 @@ void print_verification_json(opened_cache const& cache, cache_listing const& l, 
     j.field("signatures_checked", signatures && v.signature_checked);
     j.field("checked", std::uint64_t{l.entries.size()}).field("sound", v.sound);
     j.field("identity_records", std::uint64_t{l.records.size()}).field("sound_identity_records", v.sound_records);
+    j.field("gone", v.gone).field("gone_identity_records", v.gone_records);
     // Kernels' entries and identity records in lists of their own.
     for (bool const records : {false, true}) {
         j.key(records ? "bad_identity_records" : "bad").begin_array();
@@ -752,6 +760,8 @@ std::string tally(bool remove, verification const& v, bool records) {
     }
     std::string t = std::to_string(records ? v.sound_records : v.sound) + " sound, " + std::to_string(bad) + " bad";
     if (remove) t += ", " + std::to_string(removed) + " removed";
+    if (std::uint64_t const gone = records ? v.gone_records : v.gone; gone != 0)
+        t += ", " + std::to_string(gone) + " gone since the listing";
     if (unchecked != 0) {
         t += ", " + std::to_string(unchecked) + " not checked";
         for (std::size_t i = 0; i < causes.size(); ++i) t += (i == 0 ? " (" : "; ") + causes[i];

@@ -94,6 +94,7 @@ checked_entry read_and_check(opened_cache const& cache, listed_entry const& e, c
         c.result = verdict::unchecked;
         c.problem = "gone since it was listed (evicted or removed)";
         c.read_cause = "entries gone since the listing";
+        c.gone = true;
         break;
     case compile_cache::read_status::too_large:
         c.result = verdict::unchecked;

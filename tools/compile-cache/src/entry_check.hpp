@@ -36,6 +36,7 @@ struct checked_entry {
     verdict result = verdict::bad;
     std::string problem; ///< for bad and unchecked: why, one phrase
     std::string read_cause; ///< unchecked for want of a read: what such entries are (unchecked_cause)
+    bool gone = false;      ///< unchecked: not there any more (evicted or removed since the listing)
     compile_cache::opened_envelope envelope; ///< its payload view is cleared: only sizes are kept
     std::uint64_t file_size = 0;
     std::uint64_t payload_size = 0;
