@@ -135,6 +135,16 @@ directory_options limited(std::uint64_t max_size) {
     return o;
 }
 
+/// Entries 0..count-1 (payload_of(i, 0, size)) stored under `root` with no size limit,
+/// entry i last used at `t0 + i` seconds.
+void store_aged(fs::path const& root, std::uint32_t count, std::size_t size, std::int64_t t0) {
+    directory_storage unlimited(root.string(), limited(0));
+    for (std::uint32_t i = 0; i < count; ++i) {
+        REQUIRE(!unlimited.write(key_n(i), payload_of(i, 0, size)));
+        set_mtime(unlimited.entry_path(key_n(i)), t0 + i);
+    }
+}
+
 } // namespace
 
 TEST_CASE("parse_byte_size: bytes, or K, M, G in powers of 1024", "[storage][eviction]") {
@@ -513,15 +523,8 @@ TEST_CASE("a store that may take the cache over its limit writes its batch and c
           "[storage][eviction][ledger]") {
     bulk_dir dir;
     fs::path const root = dir.path() / "cache";
-    std::int64_t const t0 = now_s() - 10000;
-    {
-        directory_storage unlimited(root.string(), limited(0));
-        for (std::uint32_t i = 0; i < 990; ++i) {
-            REQUIRE(!unlimited.write(key_n(i), payload_of(i, 0, 100)));
-            set_mtime(unlimited.entry_path(key_n(i)), t0 + i);
-        }
-        REQUIRE(!unlimited.prune().error);
-    }
+    store_aged(root, 990, 100, now_s() - 10000);
+    REQUIRE(!directory_storage(root.string(), limited(0)).prune().error);
     // Room for 1,000 entries: 10 more stores fit, the 11th goes over. The batch
     // rules alone (64 changes, 1/64 of the limit: 15 entries, a second) would leave
     // it unwritten; the store's own estimate (last total read + its batch) does not:
@@ -600,13 +603,9 @@ TEST_CASE("stale temp files are swept by cleanup, fresh ones and foreign files s
 TEST_CASE("prune() evicts the least recently used until under 90% of the limit", "[storage][eviction]") {
     temp_dir dir;
     fs::path const root = dir.path() / "cache";
-    std::int64_t const t0 = now_s() - 10000;
+    store_aged(root, 100, 5000, now_s() - 10000); // 2 blocks each
     {
         directory_storage unlimited(root.string(), limited(0));
-        for (std::uint32_t i = 0; i < 100; ++i) {
-            REQUIRE(!unlimited.write(key_n(i), payload_of(i, 0, 5000))); // 2 blocks each
-            set_mtime(unlimited.entry_path(key_n(i)), t0 + i);
-        }
         auto const r = unlimited.prune(); // no limit: counts only
         CHECK(r.removed == 0);
         CHECK(r.entries == 100);
@@ -641,14 +640,7 @@ TEST_CASE("prune() keeps an entry stored or used after its survey and evicts the
           "[storage][eviction]") {
     temp_dir dir;
     fs::path const root = dir.path() / "cache";
-    std::int64_t const t0 = now_s() - 10000;
-    {
-        directory_storage unlimited(root.string(), limited(0));
-        for (std::uint32_t i = 0; i < 100; ++i) {
-            REQUIRE(!unlimited.write(key_n(i), payload_of(i, 0, 5000))); // 2 blocks each
-            set_mtime(unlimited.entry_path(key_n(i)), t0 + i);
-        }
-    }
+    store_aged(root, 100, 5000, now_s() - 10000); // 2 blocks each
     directory_storage s(root.string(), limited(100 * 8192 / 2)); // room for 50
     used_during_prune_root = root;
     cc::detail::directory_storage_impl::before_named_eviction_for_testing = store_and_use_during_prune;

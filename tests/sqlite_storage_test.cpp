@@ -96,6 +96,32 @@ void damage_index(std::string const& path, char const* index) {
     write_file(path, bytes);
 }
 
+/// 200 entries of 3,000 bytes under the keys (4, 0..199): a file of 150 pages or so.
+void fill_two_hundred(std::string const& file) {
+    cc::sqlite_storage s(file);
+    for (std::uint32_t i = 0; i < 200; ++i) REQUIRE(!s.write(conformance_key(4, i), std::string(3000, 'x')));
+}
+
+/// Overwrites pages 2 to 21 of the file behind its storages' backs, its header kept.
+void overwrite_pages(std::string const& file) {
+    std::string bytes = read_file(file);
+    REQUIRE(bytes.size() > 4096 * 21);
+    for (std::size_t i = 4096; i < 4096 * 21; ++i) bytes[i] = static_cast<char>(0xa5);
+    write_file(file, bytes);
+}
+
+/// Reads fill_two_hundred's entries through `s` until one is an error (the damage
+/// found: the file is then moved aside); whether one was. Found ones are checked.
+bool read_until_error(cc::sqlite_storage& s) {
+    std::string out;
+    for (std::uint32_t i = 0; i < 200; ++i) {
+        cc::read_result const r = s.read(conformance_key(4, i), out, 1 << 20);
+        if (r.status == cc::read_status::error) return true;
+        if (r.status == cc::read_status::found) CHECK(out == std::string(3000, 'x'));
+    }
+    return false;
+}
+
 /// 40 entries of the conformance kit's values under the keys (20, 0..39).
 void fill_forty(std::string const& file) {
     cc::sqlite_storage s(file);
@@ -203,29 +229,15 @@ TEST_CASE("a file damaged while a storage has it open: the failing read is an er
     std::vector<std::string> logged;
     cc::sqlite_options options;
     options.logger = [&](std::string_view line) { logged.emplace_back(line); };
-    {
-        cc::sqlite_storage s(file);
-        for (std::uint32_t i = 0; i < 200; ++i) REQUIRE(!s.write(conformance_key(4, i), std::string(3000, 'x')));
-    }
+    fill_two_hundred(file);
     cc::sqlite_storage s(file, options); // open and sound...
     REQUIRE(s.usable());
     REQUIRE(logged.empty());
-    {   // ...then its pages are overwritten behind its back, header kept.
-        std::string bytes = read_file(file);
-        REQUIRE(bytes.size() > 4096 * 21);
-        for (std::size_t i = 4096; i < 4096 * 21; ++i) bytes[i] = static_cast<char>(0xa5);
-        write_file(file, bytes);
-    }
+    overwrite_pages(file); // ...then its pages are overwritten behind its back
     // The repair closes the connection (finalizing every statement) while a read is
     // in its middle: the read is an error, never a crash or stale bytes.
+    REQUIRE(read_until_error(s));
     std::string out;
-    bool saw_error = false;
-    for (std::uint32_t i = 0; i < 200 && !saw_error; ++i) {
-        cc::read_result const r = s.read(conformance_key(4, i), out, 1 << 20);
-        saw_error = r.status == cc::read_status::error;
-        if (r.status == cc::read_status::found) CHECK(out == std::string(3000, 'x'));
-    }
-    REQUIRE(saw_error);
     REQUIRE(logged.size() == 1);
     CHECK(logged[0].find("moved aside to " + file + ".broken-") != std::string::npos);
     CHECK(moved_aside(dir.path()).size() == 1);
@@ -238,27 +250,16 @@ TEST_CASE("a store made after another storage moved the damaged file aside goes 
           "[sqlite]") {
     temp_dir dir;
     std::string const file = (dir.path() / "cache.db").string();
-    {
-        cc::sqlite_storage s(file);
-        for (std::uint32_t i = 0; i < 200; ++i) REQUIRE(!s.write(conformance_key(4, i), std::string(3000, 'x')));
-    }
+    fill_two_hundred(file);
     cc::sqlite_options quiet;
     quiet.logger = [](std::string_view) {};
     cc::sqlite_storage finder(file, quiet); // (as another process's, both open and sound)
     cc::sqlite_storage other(file, quiet);
     REQUIRE(finder.usable());
     REQUIRE(other.usable());
-    {
-        std::string bytes = read_file(file);
-        REQUIRE(bytes.size() > 4096 * 21);
-        for (std::size_t i = 4096; i < 4096 * 21; ++i) bytes[i] = static_cast<char>(0xa5);
-        write_file(file, bytes);
-    }
+    overwrite_pages(file);
+    REQUIRE(read_until_error(finder));
     std::string out;
-    bool saw_error = false;
-    for (std::uint32_t i = 0; i < 200 && !saw_error; ++i)
-        saw_error = finder.read(conformance_key(4, i), out, 1 << 20).status == cc::read_status::error;
-    REQUIRE(saw_error);
     REQUIRE(moved_aside(dir.path()).size() == 1); // the finder moved it aside and made a new file
     REQUIRE(!other.write(conformance_key(4, 1000), "stored after the move"));
     cc::sqlite_storage next_host(file);

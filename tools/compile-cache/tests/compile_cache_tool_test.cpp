@@ -361,13 +361,19 @@ process_result tool_as_other_user(std::vector<std::string> const& args) {
     spec.timeout = std::chrono::milliseconds(120000);
     return run_process(spec);
 }
+
+/// False, with a warning, where tool_as_other_user cannot change user (root without setpriv).
+bool can_run_as_other_user() {
+    if (::geteuid() == 0 && ::access("/usr/bin/setpriv", X_OK) != 0) {
+        WARN("setpriv is not there to run the tool as another user; not run");
+        return false;
+    }
+    return true;
+}
 } // namespace
 
 TEST_CASE("compile-cache verify --remove keeps an entry it cannot read: unchecked, not bad") {
-    if (::geteuid() == 0 && ::access("/usr/bin/setpriv", X_OK) != 0) {
-        WARN("setpriv is not there to run the tool as another user; not run");
-        return;
-    }
+    if (!can_run_as_other_user()) return;
     filled_cache c;
     fs::path const dir = c.s.cache_dir();
     // Everything readable and the folders writable by the tool's user (as root: nobody),
@@ -388,10 +394,7 @@ TEST_CASE("compile-cache verify --remove keeps an entry it cannot read: unchecke
 }
 
 TEST_CASE("compile-cache clear and prune in a directory whose files they cannot remove fail, and count what stayed") {
-    if (::geteuid() == 0 && ::access("/usr/bin/setpriv", X_OK) != 0) {
-        WARN("setpriv is not there to run the tool as another user; not run");
-        return;
-    }
+    if (!can_run_as_other_user()) return;
     filled_cache c;
     fs::path const dir = c.s.cache_dir();
     // The folders readable and not writable by the tool's user: as root, another
