@@ -576,9 +576,8 @@ private:
     std::error_code busy_code() const noexcept { return std::make_error_code(std::errc::device_or_resource_busy); }
 
     /// How long a call waits for the storage's mutex: what another thread's call may hold
-    /// it for (a statement or two, each within the busy timeout), and a second more. Past
-    /// it the call fails: so too in a child forked while another thread held it, which
-    /// never gets it back.
+    /// it for (a few statements, each within the busy timeout), and a second more. Past it
+    /// the call fails (a prune, a listing or a first open's quick check may hold it longer).
     std::chrono::milliseconds lock_wait() const noexcept {
         auto const busy = state_->options.busy_timeout.count() < 0 ? std::chrono::milliseconds(0)
                                                                    : state_->options.busy_timeout;
@@ -603,9 +602,9 @@ private:
         return ::stat(state_->path.c_str(), &st) == 0 && st.st_ino == c.inode && st.st_dev == c.device;
     }
 
-    /// The connection, opened in this process: a forked child abandons its parent's
-    /// (connection::abandon) and opens its own; one closed after a failure is opened
-    /// again. False when none can be opened.
+    /// The connection, opened in this process: one closed by a fork or a failure is opened
+    /// again. False when none can be opened, or when this process may not use the
+    /// storage (connection_may_be_used_locked).
     bool connection_of_this_process_locked() const {
         if (!connection_may_be_used_locked()) return false;
         // (const for list(): the connection is the storage's means, not its value)
