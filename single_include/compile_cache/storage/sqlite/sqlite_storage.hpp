@@ -109,6 +109,7 @@ __asm__(".pushsection .rodata.compile_cache_header_only_mark,\"aG\",@progbits,co
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -220,14 +221,11 @@ struct connection {
     connection& operator=(connection const&) = delete;
     ~connection() { close(); }
 
+    /// Every prepared statement, for close() and abandon().
+    std::array<statement*, 7> statements() noexcept { return {&select, &upsert, &erase, &touch, &total, &evict, &list}; }
+
     void close() noexcept {
-        select.reset();
-        upsert.reset();
-        erase.reset();
-        touch.reset();
-        total.reset();
-        evict.reset();
-        list.reset();
+        for (statement* s : statements()) s->reset();
         if (db) sqlite3_close_v2(db);
         db = nullptr;
     }
@@ -236,7 +234,7 @@ struct connection {
     /// parent's (SQLite forbids using it there, and closing it could checkpoint and delete
     /// the WAL the parent is writing). Its memory and descriptor stay, unused.
     void abandon() noexcept {
-        for (statement* s : {&select, &upsert, &erase, &touch, &total, &evict, &list}) (void)s->release();
+        for (statement* s : statements()) (void)s->release();
         db = nullptr;
     }
 
