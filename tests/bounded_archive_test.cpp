@@ -247,7 +247,7 @@ TEMPLATE_TEST_CASE("through the cache, a valid envelope around a lying payload i
 
     cc::entry_metadata m;
     m.name = "saxpy";
-    m.format_id = cache_type::format_id();
+    m.format_id = cache_type::template entry_format_id<everything>();
     std::string entry;
     std::size_t const at = cc::begin_envelope(entry, k.value(), m);
     entry += payload;

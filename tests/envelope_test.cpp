@@ -80,7 +80,7 @@ TEST_CASE("a cache entry records what was stored and when", "[envelope]") {
     CHECK(e.metadata.name == "axpy");
     CHECK(e.metadata.origin_file == "blas.dsl");
     CHECK(e.metadata.origin_line == 7);
-    CHECK(e.metadata.format_id == cc::boost_binary::format_id());
+    CHECK(e.metadata.format_id == cc::default_cache::entry_format_id<compiled_kernel>());
     CHECK(e.metadata.created_ns <= now);
     CHECK(e.metadata.created_ns > now - std::int64_t{60} * 1000000000);
 }
@@ -107,7 +107,7 @@ TEST_CASE("inspect_envelope checks an entry without knowing its key or serialize
     CHECK(e.version == cc::envelope_version_plain);
     CHECK(!e.keyed);
     CHECK(e.metadata.name == "axpy");
-    CHECK(e.metadata.format_id == cc::boost_binary::format_id());
+    CHECK(e.metadata.format_id == cc::default_cache::entry_format_id<compiled_kernel>());
     CHECK(e.metadata.components == s.k.components());
     CHECK(!e.payload.empty());
 
@@ -309,6 +309,61 @@ TEST_CASE("an entry written with another serializer format is a miss with reason
     CHECK(text_cache.load<compiled_kernel>(k, axpy_info));
     CHECK(text_cache.make_key_builder().add("ir", "x").finish().value() !=
           binary_cache.make_key_builder().add("ir", "x").finish().value());
+}
+
+namespace {
+// Two artifact types of one shape: Boost's binary archive writes the same bytes for both.
+struct bytecode {
+    std::vector<int> words;
+    template <class Archive>
+    void serialize(Archive& a, unsigned) {
+        a & words;
+    }
+};
+struct native_code {
+    std::vector<int> words;
+    template <class Archive>
+    void serialize(Archive& a, unsigned) {
+        a & words;
+    }
+};
+} // namespace
+
+TEST_CASE("an entry stored as one artifact type is a foreign_version miss when loaded as another under its key",
+          "[envelope]") {
+    temp_dir dir;
+    cc::default_cache cache{cc::directory_storage(dir.path().string())};
+    cc::key_result const k = plain_key("kernel(x) = x+1");
+    cc::entry_info const info{"kernel", "kernels.dsl", 1};
+
+    REQUIRE(cache.get_or_compile<bytecode>(k, info, [] { return bytecode{{1, 2, 3}}; }).outcome ==
+            cc::outcome::compiled);
+    cc::cached<native_code> const native = cache.get_or_compile<native_code>(k, info, [] { return native_code{{7, 8}}; });
+    CHECK(native.outcome == cc::outcome::compiled);
+    CHECK(native.reason == "foreign-version");
+    CHECK(native.value.words == std::vector<int>{7, 8});
+    CHECK(cache.stats().miss_count(cc::miss_reason::foreign_version) == 1);
+
+    // The entry is now the native code's: it loads as that, and not as bytecode.
+    std::optional<native_code> const loaded = cache.load<native_code>(k, info);
+    REQUIRE(loaded);
+    CHECK(loaded->words == std::vector<int>{7, 8});
+    CHECK(!cache.load<bytecode>(k, info));
+    CHECK(cache.stats().miss_count(cc::miss_reason::foreign_version) == 2);
+
+    // The entry names its type; open_envelope given the serializer's format alone opens it
+    // (as a host that reads entries itself calls it), given another type's it does not.
+    std::string const bytes = read_file(cache.storage().entry_path(k.value()));
+    cc::opened_envelope const opened = cc::open_envelope(bytes, k.value(), cc::default_cache::format_id(), 1 << 20);
+    REQUIRE(opened.status == cc::envelope_status::ok);
+    CHECK(opened.metadata.format_id == cc::default_cache::entry_format_id<native_code>());
+    CHECK(opened.metadata.format_id != cc::default_cache::entry_format_id<bytecode>());
+    CHECK(cc::open_envelope(bytes, k.value(), cc::default_cache::entry_format_id<native_code>(), 1 << 20).status ==
+          cc::envelope_status::ok);
+    CHECK(cc::open_envelope(bytes, k.value(), cc::default_cache::entry_format_id<bytecode>(), 1 << 20).status ==
+          cc::envelope_status::foreign_version);
+    CHECK(cc::open_envelope(bytes, k.value(), cc::boost_text::format_id(), 1 << 20).status ==
+          cc::envelope_status::foreign_version);
 }
 
 TEST_CASE("an entry over max_entry_size is not read: the bound is checked before a byte is deserialized",

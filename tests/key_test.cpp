@@ -538,6 +538,36 @@ TEST_CASE("a describe template vouched for with describes_whole keys its type", 
     CHECK(key_of(box<int>{3}) != key_of(3));
 }
 
+namespace container_host {
+struct arguments : std::vector<int> {}; // a container under another name
+struct tagged_arguments : std::vector<int> { // fields of its own, so described
+    int level = 2;
+    friend void describe(cc::key_writer& w, tagged_arguments const& a) {
+        w(static_cast<std::vector<int> const&>(a), a.level);
+    }
+};
+struct untagged_arguments : std::vector<int> { // what compile_fail/key_container_with_fields.cpp adds
+    int level = 2;
+};
+} // namespace container_host
+
+TEST_CASE("a type derived from a standard container is keyed as it, or by its describe when it has fields",
+          "[key]") {
+    container_host::arguments plain;
+    plain.assign({1, 2, 3});
+    CHECK(key_of(plain) == key_of(std::vector<int>{1, 2, 3}));
+    container_host::tagged_arguments tagged, other_level;
+    tagged.assign({1, 2, 3});
+    other_level.assign({1, 2, 3});
+    other_level.level = 3;
+    check_all_distinct({key_of(tagged), key_of(other_level), key_of(plain)});
+    // What the static_assert refuses, and what it lets through as a range.
+    CHECK(cc::detail::is_container_with_fields_of_its_own<container_host::untagged_arguments>::value);
+    CHECK(!cc::detail::is_container_with_fields_of_its_own<container_host::arguments>::value);
+    CHECK(!cc::detail::is_container_with_fields_of_its_own<std::vector<int>>::value);
+    CHECK(!cc::detail::is_container_with_fields_of_its_own<std::map<int, int>>::value);
+}
+
 TEST_CASE("two records whose fields would concatenate alike give different keys", "[key]") {
     CHECK(key_of(two_lists{{1, 2}, {}}) != key_of(two_lists{{1}, {2}}));
     CHECK(key_of(two_lists{{1}, {2}}) != key_of(two_lists{{}, {1, 2}}));

@@ -78,7 +78,7 @@ void write_bytes(fs::path const& dir, cc::key const& k, std::string const& bytes
 std::string compressed_entry(cc::key const& k, std::uint64_t declared, std::string const& frame) {
     cc::entry_metadata m;
     m.name = "bomb";
-    m.format_id = plain_cache::format_id();
+    m.format_id = plain_cache::entry_format_id<artifact>();
     std::string entry;
     cc::envelope_auth const auth;
     cc::envelope_writer w(entry, k, m, auth);
@@ -326,7 +326,7 @@ TEST_CASE("a decompression bomb made by zstd is a counted corrupt miss, and its 
     }
     SECTION("a compressed payload too short to hold its declared size is corrupt") {
         cc::entry_metadata m;
-        m.format_id = plain_cache::format_id();
+        m.format_id = plain_cache::entry_format_id<artifact>();
         std::string entry;
         cc::envelope_auth const auth;
         cc::envelope_writer w(entry, k, m, auth);
@@ -349,7 +349,7 @@ TEST_CASE("an entry with the compression flag is never read as plain, and any ot
     temp_dir dir;
     cc::key const k = key_of(11).value();
     cc::entry_metadata m;
-    m.format_id = plain_cache::format_id();
+    m.format_id = plain_cache::entry_format_id<artifact>();
     std::string entry;
     cc::envelope_auth const auth;
     cc::envelope_writer w(entry, k, m, auth);

@@ -399,6 +399,17 @@ public:
     /// The serializer's format: part of every entry and of every key.
     static std::string format_id() { return std::string(Serializer::format_id()); }
 
+    /// The format an entry of `Artifact` is written in and must have to be loaded as one:
+    /// format_id() and the artifact's type (`;artifact=` and its `typeid` name), so that
+    /// an entry stored as one type is never loaded as another of the same shape under
+    /// the same key (a `foreign_version` miss). Made once per type.
+    template <class Artifact>
+    static std::string const& entry_format_id() {
+        static std::string const& id = *new std::string(detail::entry_format_id(Serializer::format_id(),
+                                                                                typeid(Artifact).name()));
+        return id;
+    }
+
     /// A key builder with the toolchain component already added: the library's
     /// format, the compiler, Boost and the archive format, the ABI, the host's
     /// version string and its build-id.
@@ -534,7 +545,7 @@ private:
         auto start = std::chrono::steady_clock::now();
         try {
             entry_metadata const meta = detail::entry_metadata_now(info.name, info.origin_file, info.origin_line,
-                                                                   Serializer::format_id(), compile_time.count(),
+                                                                   entry_format_id<Artifact>(), compile_time.count(),
                                                                    k.components());
             std::string entry;
             envelope_writer envelope(entry, k.value(), meta, auth_);
@@ -688,7 +699,8 @@ private:
             if (!read_entry(k.value(), buffer.bytes(), view, bytes, attempt)) return std::nullopt;
             auto const read_done = std::chrono::steady_clock::now();
             detail::decompress_buffer decompressed; // a compressed payload, decompressed here
-            detail::envelope_fields const env = open_entry(k.value(), bytes, view, decompressed.bytes(), attempt);
+            detail::envelope_fields const env =
+                open_entry(k.value(), entry_format_id<Artifact>(), bytes, view, decompressed.bytes(), attempt);
             if (env.status != envelope_status::ok) return std::nullopt;
             auto const verify_done = std::chrono::steady_clock::now();
             std::optional<Artifact> artifact = deserialize<Artifact>(env.payload, self, view, attempt);
@@ -761,11 +773,11 @@ private:
     // after the decompression that reads them) are a read error, neither corrupt nor
     // reported.
     template <class View>
-    detail::envelope_fields open_entry(key const& k, std::string_view buffer, View const& view,
+    detail::envelope_fields open_entry(key const& k, std::string_view format_id, std::string_view buffer, View const& view,
                                        std::string& decompressed, load_attempt& attempt) {
         envelope_auth const& auth = detail::auth_for<Storage>(attempt.read, auth_, remote_auth_);
         detail::envelope_fields env =
-            detail::check_envelope(buffer, k, Serializer::format_id(), options_.max_entry_size, auth);
+            detail::check_envelope(buffer, k, format_id, options_.max_entry_size, auth);
         if (env.status == envelope_status::ok && env.compressed) detail::decompress_payload<Compression>(env, decompressed);
         if (!view.intact()) {
             env.status = envelope_status::corrupt;

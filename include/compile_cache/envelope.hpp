@@ -471,7 +471,19 @@ COMPILE_CACHE_DECL bool read_unchecked_header(std::string_view entry, envelope_f
 COMPILE_CACHE_DECL envelope_fields parse_envelope(std::string_view bytes, std::size_t max_payload,
                                                   envelope_auth const& auth);
 
-/// parse_envelope, then the key and the serializer's format: what a load needs, with
+/// What joins an entry's serializer format and its artifact type in its format.
+inline constexpr std::string_view entry_artifact_field = ";artifact=";
+
+/// The format of an entry of an artifact whose type is named `artifact_type`:
+/// `serializer_format;artifact=artifact_type` (basic_cache::entry_format_id).
+COMPILE_CACHE_DECL std::string entry_format_id(std::string_view serializer_format, std::string_view artifact_type);
+
+/// Whether an entry written in `stored` may be opened as `expected`: the same format, or,
+/// when `expected` names no artifact type (a serializer's format_id alone, as hosts that
+/// open entries themselves pass it), that format with any artifact type.
+COMPILE_CACHE_DECL bool format_matches(std::string_view stored, std::string_view expected) noexcept;
+
+/// parse_envelope, then the key and the format (format_matches): what a load needs, with
 /// nothing copied out of `bytes`.
 COMPILE_CACHE_DECL envelope_fields check_envelope(std::string_view bytes, key const& expected,
                                                   std::string_view format_id, std::size_t max_payload,
@@ -505,8 +517,9 @@ COMPILE_CACHE_DECL bool reseal_envelope(std::string_view entry, envelope_auth co
                                         std::string& out);
 
 /// Checks an entry read back for `expected`: check value (in `auth`'s mode, whatever
-/// the entry's flags say), then version, flags, bounds, key and the serializer's
-/// format. Only with status ok does the payload reach a deserializer. A compressed
+/// the entry's flags say), then version, flags, bounds, key and the format: `format_id`
+/// as basic_cache::entry_format_id<Artifact>() gives it, or the serializer's format_id
+/// alone, which accepts an entry of any artifact type. Only with status ok does the payload reach a deserializer. A compressed
 /// entry is `unsupported` here (its payload is not the serializer's bytes): basic_cache
 /// with a Compression policy decompresses it.
 inline opened_envelope open_envelope(std::string_view bytes, key const& expected, std::string_view format_id,

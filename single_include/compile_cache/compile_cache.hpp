@@ -1559,11 +1559,15 @@ key hasher_key(H& h) {
 
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <deque>
+#include <forward_list>
 #include <iterator>
 #include <limits>
+#include <list>
 #include <map>
 #include <optional>
 #include <set>
@@ -1712,6 +1716,45 @@ struct has_native_string<T, std::void_t<decltype(std::declval<T const&>().native
     : std::bool_constant<std::is_same_v<std::remove_cv_t<std::remove_reference_t<decltype(std::declval<T const&>().native())>>,
                                         std::string>> {};
 
+/// The standard containers (and strings): a class derived from one is iterated through
+/// the base's begin().
+template <class T, class = void>
+struct is_standard_container : std::false_type {};
+template <class... A>
+struct is_standard_container<std::vector<A...>> : std::true_type {};
+template <class... A>
+struct is_standard_container<std::basic_string<A...>> : std::true_type {};
+template <class... A>
+struct is_standard_container<std::deque<A...>> : std::true_type {};
+template <class... A>
+struct is_standard_container<std::list<A...>> : std::true_type {};
+template <class... A>
+struct is_standard_container<std::forward_list<A...>> : std::true_type {};
+template <class E, std::size_t N>
+struct is_standard_container<std::array<E, N>> : std::true_type {};
+template <class T>
+struct is_standard_container<T, std::enable_if_t<is_unordered_collection<T>::value>> : std::true_type {};
+
+/// The class that declares T's one `begin() const` (T, or the base T inherits it from);
+/// T itself when it has no such member (a free begin), or more than one.
+template <class C, class R>
+C* begin_declared_in(R (C::*)() const);
+template <class T, class = void>
+struct begin_declarer {
+    using type = T;
+};
+template <class T>
+struct begin_declarer<T, std::void_t<decltype(begin_declared_in(&T::begin))>> {
+    using type = std::remove_pointer_t<decltype(begin_declared_in(&T::begin))>;
+};
+
+/// A class derived from a standard container that is larger than it: fields of its own,
+/// which iterating it (or its data()) would never reach.
+template <class T, class Declarer = typename begin_declarer<T>::type>
+struct is_container_with_fields_of_its_own
+    : std::bool_constant<!std::is_same_v<Declarer, T> && is_standard_container<Declarer>::value &&
+                         sizeof(T) != sizeof(Declarer)> {};
+
 template <class T>
 struct is_string_like
     : std::bool_constant<std::is_same_v<T, std::string> || std::is_same_v<T, std::string_view>> {};
@@ -1826,6 +1869,10 @@ public:
             tag(field_tag::variant);
             detail::append_le<std::uint64_t>(*out_, static_cast<std::uint64_t>(v.index()));
             std::visit([this](auto const& alt) { this->append(alt); }, v);
+        } else if constexpr (detail::is_container_with_fields_of_its_own<T>::value) {
+            static_assert(detail::dependent_false<T>,
+                          "compile_cache: a type derived from a standard container with fields of its own "
+                          "would be keyed by its elements alone; describe it");
         } else if constexpr (is_unordered_collection<T>::value) {
             collection(v);
         } else if constexpr (detail::is_contiguous_bytes<T>::value) {
@@ -11656,7 +11703,19 @@ COMPILE_CACHE_DECL bool read_unchecked_header(std::string_view entry, envelope_f
 COMPILE_CACHE_DECL envelope_fields parse_envelope(std::string_view bytes, std::size_t max_payload,
                                                   envelope_auth const& auth);
 
-/// parse_envelope, then the key and the serializer's format: what a load needs, with
+/// What joins an entry's serializer format and its artifact type in its format.
+inline constexpr std::string_view entry_artifact_field = ";artifact=";
+
+/// The format of an entry of an artifact whose type is named `artifact_type`:
+/// `serializer_format;artifact=artifact_type` (basic_cache::entry_format_id).
+COMPILE_CACHE_DECL std::string entry_format_id(std::string_view serializer_format, std::string_view artifact_type);
+
+/// Whether an entry written in `stored` may be opened as `expected`: the same format, or,
+/// when `expected` names no artifact type (a serializer's format_id alone, as hosts that
+/// open entries themselves pass it), that format with any artifact type.
+COMPILE_CACHE_DECL bool format_matches(std::string_view stored, std::string_view expected) noexcept;
+
+/// parse_envelope, then the key and the format (format_matches): what a load needs, with
 /// nothing copied out of `bytes`.
 COMPILE_CACHE_DECL envelope_fields check_envelope(std::string_view bytes, key const& expected,
                                                   std::string_view format_id, std::size_t max_payload,
@@ -11690,8 +11749,9 @@ COMPILE_CACHE_DECL bool reseal_envelope(std::string_view entry, envelope_auth co
                                         std::string& out);
 
 /// Checks an entry read back for `expected`: check value (in `auth`'s mode, whatever
-/// the entry's flags say), then version, flags, bounds, key and the serializer's
-/// format. Only with status ok does the payload reach a deserializer. A compressed
+/// the entry's flags say), then version, flags, bounds, key and the format: `format_id`
+/// as basic_cache::entry_format_id<Artifact>() gives it, or the serializer's format_id
+/// alone, which accepts an entry of any artifact type. Only with status ok does the payload reach a deserializer. A compressed
 /// entry is `unsupported` here (its payload is not the serializer's bytes): basic_cache
 /// with a Compression policy decompresses it.
 inline opened_envelope open_envelope(std::string_view bytes, key const& expected, std::string_view format_id,
@@ -11967,6 +12027,20 @@ envelope_fields parse_envelope(std::string_view bytes, std::size_t max_payload, 
     return r;
 }
 
+std::string entry_format_id(std::string_view serializer_format, std::string_view artifact_type) {
+    std::string id(serializer_format);
+    id += entry_artifact_field;
+    id += artifact_type;
+    return id;
+}
+
+bool format_matches(std::string_view stored, std::string_view expected) noexcept {
+    if (stored == expected) return true;
+    return expected.find(entry_artifact_field) == std::string_view::npos && stored.size() > expected.size() &&
+           stored.substr(0, expected.size()) == expected &&
+           stored.substr(expected.size(), entry_artifact_field.size()) == entry_artifact_field;
+}
+
 envelope_fields check_envelope(std::string_view bytes, key const& expected, std::string_view format_id,
                                std::size_t max_payload, envelope_auth const& auth) {
     envelope_fields r = parse_envelope(bytes, max_payload, auth);
@@ -11975,7 +12049,7 @@ envelope_fields check_envelope(std::string_view bytes, key const& expected, std:
         std::memcmp(r.key_bytes.data(), expected.data(), expected.size()) != 0) {
         r.status = envelope_status::key_mismatch;
         r.payload = {};
-    } else if (r.format_id != format_id) {
+    } else if (!format_matches(r.format_id, format_id)) {
         r.status = envelope_status::foreign_version;
         r.payload = {};
     }
@@ -17687,6 +17761,17 @@ public:
     /// The serializer's format: part of every entry and of every key.
     static std::string format_id() { return std::string(Serializer::format_id()); }
 
+    /// The format an entry of `Artifact` is written in and must have to be loaded as one:
+    /// format_id() and the artifact's type (`;artifact=` and its `typeid` name), so that
+    /// an entry stored as one type is never loaded as another of the same shape under
+    /// the same key (a `foreign_version` miss). Made once per type.
+    template <class Artifact>
+    static std::string const& entry_format_id() {
+        static std::string const& id = *new std::string(detail::entry_format_id(Serializer::format_id(),
+                                                                                typeid(Artifact).name()));
+        return id;
+    }
+
     /// A key builder with the toolchain component already added: the library's
     /// format, the compiler, Boost and the archive format, the ABI, the host's
     /// version string and its build-id.
@@ -17822,7 +17907,7 @@ private:
         auto start = std::chrono::steady_clock::now();
         try {
             entry_metadata const meta = detail::entry_metadata_now(info.name, info.origin_file, info.origin_line,
-                                                                   Serializer::format_id(), compile_time.count(),
+                                                                   entry_format_id<Artifact>(), compile_time.count(),
                                                                    k.components());
             std::string entry;
             envelope_writer envelope(entry, k.value(), meta, auth_);
@@ -17976,7 +18061,8 @@ private:
             if (!read_entry(k.value(), buffer.bytes(), view, bytes, attempt)) return std::nullopt;
             auto const read_done = std::chrono::steady_clock::now();
             detail::decompress_buffer decompressed; // a compressed payload, decompressed here
-            detail::envelope_fields const env = open_entry(k.value(), bytes, view, decompressed.bytes(), attempt);
+            detail::envelope_fields const env =
+                open_entry(k.value(), entry_format_id<Artifact>(), bytes, view, decompressed.bytes(), attempt);
             if (env.status != envelope_status::ok) return std::nullopt;
             auto const verify_done = std::chrono::steady_clock::now();
             std::optional<Artifact> artifact = deserialize<Artifact>(env.payload, self, view, attempt);
@@ -18049,11 +18135,11 @@ private:
     // after the decompression that reads them) are a read error, neither corrupt nor
     // reported.
     template <class View>
-    detail::envelope_fields open_entry(key const& k, std::string_view buffer, View const& view,
+    detail::envelope_fields open_entry(key const& k, std::string_view format_id, std::string_view buffer, View const& view,
                                        std::string& decompressed, load_attempt& attempt) {
         envelope_auth const& auth = detail::auth_for<Storage>(attempt.read, auth_, remote_auth_);
         detail::envelope_fields env =
-            detail::check_envelope(buffer, k, Serializer::format_id(), options_.max_entry_size, auth);
+            detail::check_envelope(buffer, k, format_id, options_.max_entry_size, auth);
         if (env.status == envelope_status::ok && env.compressed) detail::decompress_payload<Compression>(env, decompressed);
         if (!view.intact()) {
             env.status = envelope_status::corrupt;

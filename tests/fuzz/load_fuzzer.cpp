@@ -57,7 +57,7 @@ struct target {
             m.name = info.name;
             m.origin_file = info.origin_file;
             m.origin_line = info.origin_line;
-            m.format_id = Cache::format_id();
+            m.format_id = Cache::template entry_format_id<artifact>();
             std::size_t const at = cc::begin_envelope(entry, w.key.value(), m, auth);
             entry.append(rest.data(), rest.size());
             cc::seal_envelope(entry, at, auth);

@@ -250,6 +250,20 @@ envelope_fields parse_envelope(std::string_view bytes, std::size_t max_payload, 
     return r;
 }
 
+std::string entry_format_id(std::string_view serializer_format, std::string_view artifact_type) {
+    std::string id(serializer_format);
+    id += entry_artifact_field;
+    id += artifact_type;
+    return id;
+}
+
+bool format_matches(std::string_view stored, std::string_view expected) noexcept {
+    if (stored == expected) return true;
+    return expected.find(entry_artifact_field) == std::string_view::npos && stored.size() > expected.size() &&
+           stored.substr(0, expected.size()) == expected &&
+           stored.substr(expected.size(), entry_artifact_field.size()) == entry_artifact_field;
+}
+
 envelope_fields check_envelope(std::string_view bytes, key const& expected, std::string_view format_id,
                                std::size_t max_payload, envelope_auth const& auth) {
     envelope_fields r = parse_envelope(bytes, max_payload, auth);
@@ -258,7 +272,7 @@ envelope_fields check_envelope(std::string_view bytes, key const& expected, std:
         std::memcmp(r.key_bytes.data(), expected.data(), expected.size()) != 0) {
         r.status = envelope_status::key_mismatch;
         r.payload = {};
-    } else if (r.format_id != format_id) {
+    } else if (!format_matches(r.format_id, format_id)) {
         r.status = envelope_status::foreign_version;
         r.payload = {};
     }

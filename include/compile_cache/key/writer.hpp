@@ -9,11 +9,15 @@
 #include <compile_cache/key/key.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <deque>
+#include <forward_list>
 #include <iterator>
 #include <limits>
+#include <list>
 #include <map>
 #include <optional>
 #include <set>
@@ -162,6 +166,45 @@ struct has_native_string<T, std::void_t<decltype(std::declval<T const&>().native
     : std::bool_constant<std::is_same_v<std::remove_cv_t<std::remove_reference_t<decltype(std::declval<T const&>().native())>>,
                                         std::string>> {};
 
+/// The standard containers (and strings): a class derived from one is iterated through
+/// the base's begin().
+template <class T, class = void>
+struct is_standard_container : std::false_type {};
+template <class... A>
+struct is_standard_container<std::vector<A...>> : std::true_type {};
+template <class... A>
+struct is_standard_container<std::basic_string<A...>> : std::true_type {};
+template <class... A>
+struct is_standard_container<std::deque<A...>> : std::true_type {};
+template <class... A>
+struct is_standard_container<std::list<A...>> : std::true_type {};
+template <class... A>
+struct is_standard_container<std::forward_list<A...>> : std::true_type {};
+template <class E, std::size_t N>
+struct is_standard_container<std::array<E, N>> : std::true_type {};
+template <class T>
+struct is_standard_container<T, std::enable_if_t<is_unordered_collection<T>::value>> : std::true_type {};
+
+/// The class that declares T's one `begin() const` (T, or the base T inherits it from);
+/// T itself when it has no such member (a free begin), or more than one.
+template <class C, class R>
+C* begin_declared_in(R (C::*)() const);
+template <class T, class = void>
+struct begin_declarer {
+    using type = T;
+};
+template <class T>
+struct begin_declarer<T, std::void_t<decltype(begin_declared_in(&T::begin))>> {
+    using type = std::remove_pointer_t<decltype(begin_declared_in(&T::begin))>;
+};
+
+/// A class derived from a standard container that is larger than it: fields of its own,
+/// which iterating it (or its data()) would never reach.
+template <class T, class Declarer = typename begin_declarer<T>::type>
+struct is_container_with_fields_of_its_own
+    : std::bool_constant<!std::is_same_v<Declarer, T> && is_standard_container<Declarer>::value &&
+                         sizeof(T) != sizeof(Declarer)> {};
+
 template <class T>
 struct is_string_like
     : std::bool_constant<std::is_same_v<T, std::string> || std::is_same_v<T, std::string_view>> {};
@@ -276,6 +319,10 @@ public:
             tag(field_tag::variant);
             detail::append_le<std::uint64_t>(*out_, static_cast<std::uint64_t>(v.index()));
             std::visit([this](auto const& alt) { this->append(alt); }, v);
+        } else if constexpr (detail::is_container_with_fields_of_its_own<T>::value) {
+            static_assert(detail::dependent_false<T>,
+                          "compile_cache: a type derived from a standard container with fields of its own "
+                          "would be keyed by its elements alone; describe it");
         } else if constexpr (is_unordered_collection<T>::value) {
             collection(v);
         } else if constexpr (detail::is_contiguous_bytes<T>::value) {

@@ -138,6 +138,10 @@ void split_arguments(std::vector<std::string> const& args, std::vector<given_opt
                      std::vector<std::string>& words) {
     for (std::size_t i = 0; i < args.size(); ++i) {
         std::string arg = args[i];
+        if (arg == "--") { // the end of the options: a directory named "-x" may follow
+            words.insert(words.end(), args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+            return;
+        }
         if (arg.size() < 2 || arg[0] != '-') {
             words.push_back(arg);
             continue;
@@ -181,6 +185,7 @@ void check_options_belong(command_spec const& spec, std::vector<given_option> co
 
 /// Step 4: the options' values, checked, into `c`.
 void take_options(std::vector<given_option> const& options, command_line& c) {
+    bool format_given = false;
     for (given_option const& o : options) {
         if (o.name == "--json") c.json = true;
         if (o.name == "--remove") c.remove = true;
@@ -203,13 +208,15 @@ void take_options(std::vector<given_option> const& options, command_line& c) {
                 throw usage_error{"--sort takes name, size or age, not \"" + c.sort + "\""};
         }
         if (o.name == "--format") {
+            format_given = true;
             c.format = *o.value;
             if (c.format != "text" && c.format != "json" && c.format != "openmetrics")
                 throw usage_error{"--format takes text, json or openmetrics, not \"" + c.format + "\""};
         }
     }
     if (c.json) {
-        if (c.format == "openmetrics") throw usage_error{"--json and --format=openmetrics are two formats; give one"};
+        if (format_given && c.format != "json")
+            throw usage_error{"--json and --format=" + c.format + " are two formats; give one"};
         c.format = "json";
     }
     c.json = c.format == "json";

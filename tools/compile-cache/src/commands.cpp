@@ -21,13 +21,16 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <cxxabi.h>
 #include <sys/stat.h>
 
 namespace compile_cache_tool {
@@ -353,6 +356,18 @@ std::string display_name(checked_entry const& e) {
     return "(bad entry)";
 }
 
+/// The artifact type an entry's format names (`;artifact=` and a typeid name), as C++
+/// spells it where the name demangles; empty for an entry whose format names none.
+std::string artifact_of(compile_cache::entry_metadata const& m) {
+    std::size_t const at = m.format_id.find(compile_cache::detail::entry_artifact_field);
+    if (at == std::string::npos) return {};
+    std::string const name = m.format_id.substr(at + compile_cache::detail::entry_artifact_field.size());
+    int status = -1;
+    std::unique_ptr<char, void (*)(void*)> const demangled(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status),
+                                                          std::free);
+    return status == 0 && demangled ? std::string(demangled.get()) : name;
+}
+
 std::string origin_of(compile_cache::entry_metadata const& m) {
     return m.origin_file + ":" + std::to_string(m.origin_line);
 }
@@ -527,7 +542,7 @@ void show_fields(json_writer& j, checked_entry const& e, trusted_signers const& 
     if (env.compressed) j.field("uncompressed_payload_bytes", env.uncompressed_size);
     j.end_object();
     j.key("metadata").begin_object().field("name", m.name).field("origin_file", m.origin_file);
-    j.field("origin_line", m.origin_line).field("format_id", m.format_id);
+    j.field("origin_line", m.origin_line).field("format_id", m.format_id).field("artifact", artifact_of(m));
     j.field("created", utc_time(m.created_ns)).field("created_ns", m.created_ns);
     j.field("compile_ns", m.compile_ns).end_object();
     j.key("components").begin_array();
@@ -560,6 +575,7 @@ void show_rows(text_table& t, checked_entry const& e, std::string const& name, c
         t.add({"name", printable(m.name)});
         t.add({"origin", printable(origin_of(m))});
         t.add({"format", printable(m.format_id)});
+        if (std::string const artifact = artifact_of(m); !artifact.empty()) t.add({"artifact", printable(artifact)});
         t.add({"created", local_time(m.created_ns)});
         t.add({"compile time", human_duration_ns(m.compile_ns)});
         t.add({"components", std::to_string(m.components.size()) +

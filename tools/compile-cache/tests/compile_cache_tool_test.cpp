@@ -167,10 +167,21 @@ TEST_CASE("compile-cache list: each kernel with its key prefix and size and orig
     CHECK(shown.out.find(main_path.substr(3) + " (its file name)") != std::string::npos);
     CHECK(shown.out.find(c.s.program().string() + ":11") != std::string::npos);
     CHECK(shown.out.find("toolchain") != std::string::npos); // a component of every key
+    // The type it was stored as (tinyk's native or VM backend's), demangled.
+    std::size_t const artifact_at = shown.out.find("\nartifact ");
+    REQUIRE(artifact_at != std::string::npos);
+    std::string artifact_line = shown.out.substr(artifact_at + 1, shown.out.find('\n', artifact_at + 1) - artifact_at - 1);
+    artifact_line.erase(0, artifact_line.find_last_of(' ') + 1);
+    bool const native = artifact_line == "tinyk::native_artifact";
+    CHECK((native || artifact_line == "tinyk::artifact"));
 
     process_result const shown_json = tool({"show", c.dir(), prefix, "--json"});
     REQUIRE_EXIT(shown_json, 0);
     CHECK(json_query(shown_json.out, "d['metadata']['name']") == "main");
+    CHECK(json_query(shown_json.out, "d['metadata']['artifact']") ==
+          (native ? "tinyk::native_artifact" : "tinyk::artifact"));
+    CHECK(json_query(shown_json.out, "d['metadata']['format_id'].split(';artifact=')[1]") ==
+          (native ? "N5tinyk15native_artifactE" : "N5tinyk8artifactE"));
     CHECK(json_query(shown_json.out, "d['envelope']['stored_key'] == d['key']") == "True");
     CHECK(json_query(shown_json.out, "d['envelope']['header_bytes'] + d['envelope']['payload_bytes'] + "
                                      "d['envelope']['check_bytes'] == d['size']") == "True");
@@ -873,6 +884,23 @@ TEST_CASE("compile-cache stats --format=openmetrics: the counters as Prometheus 
     CHECK(json_query(json.out, "d['hit_rate']") == "0.5");
     process_result const both = tool({"stats", c.dir(), "--json", "--format=openmetrics"});
     REQUIRE_EXIT(both, 2);
+    // --json with --format=text is two formats too, not JSON printed (nor text).
+    process_result const json_and_text = tool({"stats", c.dir(), "--format", "text", "--json"});
+    REQUIRE_EXIT(json_and_text, 2);
+    CHECK(json_and_text.err.find("--json and --format=text are two formats") != std::string::npos);
+    CHECK(json_and_text.out.empty());
+}
+
+TEST_CASE("compile-cache --: what follows is operands, so a cache directory may be named like an option") {
+    temp_dir root("compile-cache-test");
+    fs::path const dir = root.path() / "-x";
+    make_entries(dir, 2);
+    process_result const r = tool({"list", "--json", "--", dir.filename().string()}, root.path());
+    REQUIRE_EXIT(r, 0);
+    CHECK(json_query(r.out, "len(d['entries'])") == "2");
+    process_result const without = tool({"list", dir.filename().string()}, root.path());
+    REQUIRE_EXIT(without, 2);
+    CHECK(without.err.find("unknown option -x") != std::string::npos);
 }
 
 TEST_CASE("compile-cache --progress: on a terminal, one line kept up to date with the rate and the time left") {

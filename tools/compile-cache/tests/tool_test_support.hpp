@@ -34,9 +34,10 @@ using namespace tinyk_test;
 
 inline std::vector<std::string> tool_environment() { return compile_cache_test::clean_environment({"TZ=UTC"}); }
 
-/// compile-cache ARGS... as a child.
-inline process_result tool(std::vector<std::string> const& args) {
+/// compile-cache ARGS... as a child (in `cwd`, when given).
+inline process_result tool(std::vector<std::string> const& args, fs::path const& cwd = {}) {
     process_spec spec;
+    spec.cwd = cwd.string();
     spec.argv = {COMPILE_CACHE_TOOL};
     spec.argv.insert(spec.argv.end(), args.begin(), args.end());
     spec.env = tool_environment();
