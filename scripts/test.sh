@@ -53,18 +53,22 @@ echo "   ${#shell_scripts[@]} scripts, no warnings"
 echo "== single header is up to date"
 python3 "$root/scripts/amalgamate.py" --check
 
-# The tests against real Redis servers and SQLite's many-process tests run in the two
-# g++ suites (release, and under the sanitizers), those against real nginx servers in
-# release alone; the compile-fail sentences are checked
+# Each kind of real server's tests runs in one suite: those against real Redis servers
+# (and a Redis Cluster) under the sanitizers, where the client's parsing of what a server
+# sends is checked for memory errors too; those against real nginx servers in release.
+# SQLite's many-process tests run in the two g++ suites. The compile-fail sentences are checked
 # under C++17 with g++ in release and C++20 in the sanitizer suite, and with clang under
 # both, so that each compiler is checked under both.
 # Debug information as line tables only (-g1): a failure's stack still names files and
 # lines, and the g++ suites compile about a third faster than with full -g.
 # The test program is built in groups of files (COMPILE_CACHE_TEST_UNITY_BUILD: about a
 # third less compile time) in every suite but the clang one, where each test file still
-# compiles alone.
+# compiles alone. In release, the programs only tests run (helper processes, tutorials)
+# are compiled at -O0 (COMPILE_CACHE_TEST_PROGRAMS_UNOPTIMIZED: half their compile time);
+# the test programs, tinyk and the tool keep -O2.
 run_suite release -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
-  -DCOMPILE_CACHE_TEST_UNITY_BUILD=ON -DCOMPILE_CACHE_TEST_DIAGNOSTICS_STANDARDS=c++17
+  -DCOMPILE_CACHE_TEST_UNITY_BUILD=ON -DCOMPILE_CACHE_TEST_DIAGNOSTICS_STANDARDS=c++17 \
+  -DCOMPILE_CACHE_TEST_PROGRAMS_UNOPTIMIZED=ON -DCOMPILE_CACHE_TEST_REDIS=OFF
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   run_suite sanitize-cxx20 -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DCMAKE_CXX_STANDARD=20 -DCOMPILE_CACHE_SANITIZE=ON \
   -DCOMPILE_CACHE_TEST_CONSUMERS=OFF -DCOMPILE_CACHE_TEST_HTTP=OFF -DCOMPILE_CACHE_TEST_DIAGNOSTICS_STANDARDS=c++20 \
