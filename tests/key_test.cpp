@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -634,6 +635,53 @@ TEST_CASE("a set filled in another order gives the same key", "[key]") {
         // A set is not a sequence of the same elements.
         CHECK(key_of(std::set<int>{1, 2}) != key_of(std::vector<int>{1, 2}));
     }
+}
+
+namespace {
+/// Orders strings without regard to case: "A" and "a" are equivalent keys.
+struct case_insensitive_less {
+    bool operator()(std::string const& a, std::string const& b) const {
+        return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+            return std::tolower(static_cast<unsigned char>(x)) < std::tolower(static_cast<unsigned char>(y));
+        });
+    }
+};
+} // namespace
+
+TEST_CASE("in a multimap or multiset, the order of elements with equivalent keys counts, and nothing else's",
+          "[key]") {
+    using pairs = std::vector<std::pair<std::string, int>>;
+    pairs const first_then_second{{"unroll", 4}, {"opt", 1}, {"opt", 3}, {"arch", 0}};
+    pairs const second_then_first{{"unroll", 4}, {"opt", 3}, {"opt", 1}, {"arch", 0}};
+    pairs const other_keys_reordered{{"arch", 0}, {"opt", 1}, {"unroll", 4}, {"opt", 3}};
+    using multimap = std::multimap<std::string, int>;
+    using unordered_multimap = std::unordered_multimap<std::string, int>;
+    auto const mm = [](pairs const& p) { return multimap(p.begin(), p.end()); };
+    auto const umm = [](pairs const& p) { return unordered_multimap(p.begin(), p.end()); };
+    // A host reading "opt" gets 1 then 3 from one and 3 then 1 from the other.
+    CHECK(key_of(mm(first_then_second)) != key_of(mm(second_then_first)));
+    CHECK(key_of(umm(first_then_second)) != key_of(umm(second_then_first)));
+    CHECK(key_of(mm(first_then_second)) == key_of(mm(other_keys_reordered)));
+    CHECK(key_of(umm(first_then_second)) == key_of(umm(other_keys_reordered)));
+    // Equivalent, not equal: "A" and "a" under a comparator that ignores case.
+    std::multiset<std::string, case_insensitive_less> const upper_first{"A", "a", "b"};
+    std::multiset<std::string, case_insensitive_less> lower_first;
+    for (char const* v : {"b", "a", "A"}) lower_first.insert(v);
+    CHECK(key_of(upper_first) != key_of(lower_first));
+
+    // Without such a run, the encoding is what it was: the elements' own, sorted, as a
+    // map's and a set's are (equal elements are alike, so they need no order).
+    pairs const distinct{{"unroll", 4}, {"opt", 1}, {"arch", 0}};
+    CHECK(key_of(mm(distinct)) == key_of(std::map<std::string, int>(distinct.begin(), distinct.end())));
+    std::string message;
+    cc::key_writer written(message);
+    written(std::multiset<int>{2, 1, 1});
+    std::string expected(1, '\x09'); // collection_begin
+    cc::key_writer by_hand(expected);
+    by_hand(1, 1, 2);
+    expected += '\x0a'; // collection_end, then the count, 64-bit little-endian
+    expected += std::string("\x03\0\0\0\0\0\0\0", 8);
+    CHECK(message == expected);
 }
 
 TEST_CASE("a map filled in another order gives the same key", "[key]") {

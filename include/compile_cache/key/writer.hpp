@@ -82,6 +82,42 @@ enum class field_tag : unsigned char {
     record_begin = 0x10,
     record_end = 0x11,
     nothing = 0x12,
+    equivalent_run_begin = 0x13, ///< equivalent elements of a multi container that differ, in order
+    equivalent_run_end = 0x14,
+};
+
+/// For the multi containers (equivalent keys allowed): whether two of `c`'s elements
+/// have equivalent keys, as the container compares them. Such elements are adjacent in
+/// its iteration, in the order they were inserted.
+template <class C>
+struct equivalent_keys : std::false_type {};
+template <class... A>
+struct equivalent_keys<std::multiset<A...>> : std::true_type {
+    template <class E>
+    static bool of(std::multiset<A...> const& c, E const& a, E const& b) {
+        return !c.key_comp()(a, b) && !c.key_comp()(b, a);
+    }
+};
+template <class... A>
+struct equivalent_keys<std::multimap<A...>> : std::true_type {
+    template <class E>
+    static bool of(std::multimap<A...> const& c, E const& a, E const& b) {
+        return !c.key_comp()(a.first, b.first) && !c.key_comp()(b.first, a.first);
+    }
+};
+template <class... A>
+struct equivalent_keys<std::unordered_multiset<A...>> : std::true_type {
+    template <class E>
+    static bool of(std::unordered_multiset<A...> const& c, E const& a, E const& b) {
+        return c.key_eq()(a, b);
+    }
+};
+template <class... A>
+struct equivalent_keys<std::unordered_multimap<A...>> : std::true_type {
+    template <class E>
+    static bool of(std::unordered_multimap<A...> const& c, E const& a, E const& b) {
+        return c.key_eq()(a.first, b.first);
+    }
 };
 
 // Poison pill: ADL finds the host's `describe`, never something in this namespace.
@@ -388,17 +424,47 @@ private:
     void collection(C const& c) {
         std::vector<std::string> encoded;
         encoded.reserve(static_cast<std::size_t>(std::distance(std::begin(c), std::end(c))));
-        for (auto const& e : c) {
-            std::string one;
-            key_writer w(one);
-            w.append(e);
-            encoded.push_back(std::move(one));
+        auto const end = std::end(c);
+        for (auto it = std::begin(c); it != end;) {
+            // A run of elements with equivalent keys (multi containers only) that are not
+            // all alike is one field, in the container's order: a host that iterates it
+            // sees that order. Alike ones, and every other element, are fields of their own.
+            std::size_t const first = encoded.size();
+            auto run_end = it;
+            do {
+                std::string one;
+                key_writer w(one);
+                w.append(*run_end);
+                encoded.push_back(std::move(one));
+                ++run_end;
+            } while (run_end != end && equivalent_in(c, *it, *run_end));
+            it = run_end;
+            std::size_t const n = encoded.size() - first;
+            if (n > 1 && std::any_of(encoded.begin() + static_cast<std::ptrdiff_t>(first) + 1, encoded.end(),
+                                     [&](std::string const& e) { return e != encoded[first]; })) {
+                std::string run(1, static_cast<char>(detail::field_tag::equivalent_run_begin));
+                for (std::size_t i = first; i < encoded.size(); ++i) run += encoded[i];
+                run.push_back(static_cast<char>(detail::field_tag::equivalent_run_end));
+                detail::append_le<std::uint64_t>(run, static_cast<std::uint64_t>(n));
+                encoded.resize(first);
+                encoded.push_back(std::move(run));
+            }
         }
         std::sort(encoded.begin(), encoded.end());
         tag(detail::field_tag::collection_begin);
         for (auto const& e : encoded) out_->append(e);
         tag(detail::field_tag::collection_end);
         detail::append_le<std::uint64_t>(*out_, static_cast<std::uint64_t>(encoded.size()));
+    }
+
+    // Whether `a` and `b`, adjacent elements of `c`, have equivalent keys (false for a
+    // container that cannot hold two).
+    template <class C, class E>
+    static bool equivalent_in(C const& c, E const& a, E const& b) {
+        if constexpr (detail::equivalent_keys<C>::value)
+            return detail::equivalent_keys<C>::of(c, a, b);
+        else
+            return (void)c, (void)a, (void)b, false;
     }
 
     std::string* out_;
