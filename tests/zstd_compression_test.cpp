@@ -30,6 +30,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -304,6 +305,23 @@ TEST_CASE("a decompression bomb made by zstd is a counted corrupt miss, and its 
         CHECK(misses(c.stats(), cc::miss_reason::corrupt) == 1);
         REQUIRE(lines.size() == 1);
         CHECK(lines[0].find("does not decompress to the 1048576 bytes it declares") != std::string::npos);
+    }
+    SECTION("the entry declares 48 MiB and the frame's header 4 KiB: corrupt, with no room made for 48 MiB") {
+        std::string small;
+        REQUIRE(cc::zstd_compression::compress(compressible(4096), 3, small));
+        write_bytes(dir.path(), k, compressed_entry(k, std::size_t{48} << 20, small));
+        bool loaded = true;
+        std::uint64_t corrupt = 0;
+        std::size_t room = 0;
+        std::thread([&] { // a thread of its own: its decompression buffer starts empty
+            zstd_cache c = fresh_cache();
+            loaded = c.load<artifact>(key_of(9)).has_value();
+            corrupt = misses(c.stats(), cc::miss_reason::corrupt);
+            room = cc::detail::decompress_buffer().bytes().capacity();
+        }).join();
+        CHECK_FALSE(loaded);
+        CHECK(corrupt == 1);
+        CHECK(room < (std::size_t{1} << 20));
     }
     SECTION("the entry declares the frame's true 128 MiB: over the bound, too-large, never decompressed") {
         write_bytes(dir.path(), k, compressed_entry(k, huge, frame));

@@ -33,6 +33,11 @@ struct no_compression {
 //       true only when `frame` is one whole frame whose content is exactly `size` bytes,
 //       then in out[0, size); never writes past out + size, never allocates more than
 //       its bounded working memory (a decompression bomb is false, not a crash)
+// and may have:
+//   static bool frame_declares(std::string_view frame, std::size_t size) noexcept;
+//       whether the frame's own header says `size` bytes of content (false when it says
+//       another size or none): asked before the cache makes room for `size` bytes, so
+//       that an entry declaring a size its frame does not costs no allocation
 
 /// The highest level a cache directory keeps for its hosts (`compile-cache set DIR
 /// compress N`, storage/directory/directory_settings_file.hpp): zstd_compression's

@@ -8883,6 +8883,11 @@ struct no_compression {
 //       true only when `frame` is one whole frame whose content is exactly `size` bytes,
 //       then in out[0, size); never writes past out + size, never allocates more than
 //       its bounded working memory (a decompression bomb is false, not a crash)
+// and may have:
+//   static bool frame_declares(std::string_view frame, std::size_t size) noexcept;
+//       whether the frame's own header says `size` bytes of content (false when it says
+//       another size or none): asked before the cache makes room for `size` bytes, so
+//       that an entry declaring a size its frame does not costs no allocation
 
 /// The highest level a cache directory keeps for its hosts (`compile-cache set DIR
 /// compress N`, storage/directory/directory_settings_file.hpp): zstd_compression's
@@ -16264,6 +16269,12 @@ void append_payload(envelope_writer& envelope, std::string const& payload, std::
     envelope.out() += payload;
 }
 
+template <class C>
+using frame_declares_t = decltype(C::frame_declares(std::string_view(), std::size_t{}));
+/// Whether the policy has the optional frame_declares (compression.hpp).
+template <class C>
+using has_frame_declares = is_detected_convertible<bool, frame_declares_t, C>;
+
 /// A compressed payload, decompressed into `out` (which only grows, so that hits of
 /// one size allocate nothing), bounded by the size the entry declares, itself bounded
 /// by max_entry_size (check_envelope: too_large above it). A frame that does not give
@@ -16275,6 +16286,12 @@ void decompress_payload(envelope_fields& env, std::string& out) {
     env.payload = {};
     if constexpr (compresses<Compression>::value) {
         auto const size = static_cast<std::size_t>(env.uncompressed_size);
+        if constexpr (has_frame_declares<Compression>::value) {
+            if (!Compression::frame_declares(frame, size)) { // before any room is made for `size`
+                env.status = envelope_status::corrupt;
+                return;
+            }
+        }
         if (out.size() < size) out.resize(size);
         if (Compression::decompress(frame, out.data(), size)) {
             env.payload = std::string_view(out.data(), size);

@@ -5,6 +5,7 @@
 #include <compile_cache/detail/config.hpp>
 
 #include <compile_cache/compression.hpp>
+#include <compile_cache/detail/detection.hpp>
 #include <compile_cache/envelope.hpp>
 
 #include <cstddef>
@@ -45,6 +46,12 @@ void append_payload(envelope_writer& envelope, std::string const& payload, std::
     envelope.out() += payload;
 }
 
+template <class C>
+using frame_declares_t = decltype(C::frame_declares(std::string_view(), std::size_t{}));
+/// Whether the policy has the optional frame_declares (compression.hpp).
+template <class C>
+using has_frame_declares = is_detected_convertible<bool, frame_declares_t, C>;
+
 /// A compressed payload, decompressed into `out` (which only grows, so that hits of
 /// one size allocate nothing), bounded by the size the entry declares, itself bounded
 /// by max_entry_size (check_envelope: too_large above it). A frame that does not give
@@ -56,6 +63,12 @@ void decompress_payload(envelope_fields& env, std::string& out) {
     env.payload = {};
     if constexpr (compresses<Compression>::value) {
         auto const size = static_cast<std::size_t>(env.uncompressed_size);
+        if constexpr (has_frame_declares<Compression>::value) {
+            if (!Compression::frame_declares(frame, size)) { // before any room is made for `size`
+                env.status = envelope_status::corrupt;
+                return;
+            }
+        }
         if (out.size() < size) out.resize(size);
         if (Compression::decompress(frame, out.data(), size)) {
             env.payload = std::string_view(out.data(), size);

@@ -75,12 +75,17 @@ struct zstd_compression {
         }
     }
 
+    /// Whether `frame`'s header says `size` bytes of content (not another size, not
+    /// unknown, and it is a frame).
+    static bool frame_declares(std::string_view frame, std::size_t size) noexcept {
+        return ZSTD_getFrameContentSize(frame.data(), frame.size()) == static_cast<unsigned long long>(size);
+    }
+
     /// Decompresses `frame` into out[0, size): true only when it is one whole zstd frame
     /// whose header says `size` and whose blocks give exactly `size` bytes. Never writes
     /// past out + size; a damaged frame or a decompression bomb is false.
     static bool decompress(std::string_view frame, char* out, std::size_t size) noexcept {
-        if (ZSTD_getFrameContentSize(frame.data(), frame.size()) != static_cast<unsigned long long>(size))
-            return false; // another size, unknown, or not a frame
+        if (!frame_declares(frame, size)) return false;
         if (ZSTD_findFrameCompressedSize(frame.data(), frame.size()) != frame.size())
             return false; // truncated, or more than one frame
         detail::zstd_contexts own;
