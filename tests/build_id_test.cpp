@@ -2,6 +2,7 @@
 // module (main program or shared library) that contains an address, its GNU build-id,
 // and toolchain::of_code, which keys by the modules that hold a host's code generator.
 #include "catch2_compat.hpp"
+#include "support/posix.hpp"
 #include "support/process.hpp"
 
 #include <compile_cache/detail/build_id.hpp>
@@ -10,8 +11,16 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
+#include <filesystem>
 #include <memory>
 #include <string>
+
+#if defined(COMPILE_CACHE_NO_BUILD_ID_MODULE)
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#endif
 
 namespace cc = compile_cache;
 
@@ -62,6 +71,50 @@ TEST_CASE("an address in no loaded module is found in none, and identifies nothi
     CHECK_FALSE(cc::detail::module_containing(heap.get()).found);
     CHECK(cc::detail::module_identity({heap.get()}).empty());
 }
+
+#if defined(COMPILE_CACHE_NO_BUILD_ID_MODULE)
+namespace {
+/// Sets `path`'s modification time to `seconds` and `nanoseconds`.
+void set_mtime(std::filesystem::path const& path, std::time_t seconds, long nanoseconds) {
+    struct timespec const times[2] = {{seconds, 0}, {seconds, nanoseconds}};
+    REQUIRE(::utimensat(AT_FDCWD, path.c_str(), times, 0) == 0);
+}
+} // namespace
+
+TEST_CASE("a library without a build-id is known by its file, and once replaced on disk, by the file it was "
+          "loaded from",
+          "[build-id]") {
+    compile_cache_test::temp_dir dir;
+    std::filesystem::path const lib = dir.path() / "libno_build_id.so";
+    std::filesystem::copy_file(COMPILE_CACHE_NO_BUILD_ID_MODULE, lib);
+    std::time_t const second = 1700000000; // both files get this second: only their nanoseconds and inodes differ
+    set_mtime(lib, second, 100);
+    void* handle = ::dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+    REQUIRE(handle != nullptr);
+    void const* code = ::dlsym(handle, "compile_cache_test_no_build_id");
+    REQUIRE(code != nullptr);
+    cc::detail::loaded_module const m = cc::detail::module_containing(code);
+    REQUIRE(m.found);
+    CHECK(m.build_id.empty());
+    CHECK(m.path == lib.string());
+    std::string const size = std::to_string(std::filesystem::file_size(lib));
+    std::string const loaded = cc::detail::module_identity({code});
+    CHECK(loaded == lib.string() + ":" + size + ":1700000000.100");
+
+    // Replaced in place, as an install does it: another file renamed over the path, of
+    // the same size and second. The running code is still the old file's.
+    std::filesystem::copy_file(COMPILE_CACHE_NO_BUILD_ID_MODULE, dir.path() / "next.so");
+    set_mtime(dir.path() / "next.so", second, 200);
+    std::filesystem::rename(dir.path() / "next.so", lib);
+    std::string const replaced = cc::detail::module_identity({code});
+    INFO(replaced);
+    CHECK(replaced != loaded);
+    CHECK(replaced.find(":replaced since loaded:") != std::string::npos);
+    // ...and not what a process that loads the new file names it.
+    CHECK(replaced != lib.string() + ":" + size + ":1700000000.200");
+    ::dlclose(handle);
+}
+#endif
 
 TEST_CASE("toolchain::of_code names each module once, and another code generator is another key", "[build-id]") {
     void const* program = cc::code_address(&function_in_this_program);

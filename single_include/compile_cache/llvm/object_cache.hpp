@@ -131,6 +131,7 @@ __asm__(".pushsection .rodata.compile_cache_header_only_mark,\"aG\",@progbits,co
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <initializer_list>
 #include <string>
@@ -138,6 +139,9 @@ __asm__(".pushsection .rodata.compile_cache_header_only_mark,\"aG\",@progbits,co
 #include <vector>
 
 #include <sys/stat.h>
+#if defined(__linux__)
+#include <sys/sysmacros.h> // major, minor
+#endif
 
 #if defined(__has_include) && !defined(COMPILE_CACHE_NO_LINUX_EXTENSIONS)
 #if __has_include(<link.h>) && __has_include(<elf.h>)
@@ -216,6 +220,7 @@ struct loaded_module {
     bool main_program = false;
     std::string path;         ///< as the dynamic loader names it; empty for the main program
     std::uintptr_t base = 0;  ///< its load address: one value per module
+    std::uintptr_t segment = 0; ///< the start of the loaded segment that contains the address
     std::string build_id;     ///< lower-case hex of its GNU build-id; empty when it has none
 };
 
@@ -239,6 +244,7 @@ inline int find_module_containing(dl_phdr_info* info, std::size_t, void* data) {
         m.main_program = first;
         m.path = first || !info->dlpi_name ? std::string() : std::string(info->dlpi_name);
         m.base = info->dlpi_addr;
+        m.segment = from;
         read_build_id(info, m.build_id);
         return 1;
     }
@@ -259,10 +265,60 @@ inline loaded_module module_containing(void const* address) {
     return m;
 }
 
+/// The device and inode of the file mapped at `address`, as /proc/self/maps lists them:
+/// the file the loader mapped, which its path may no longer name. False where there is
+/// no such list (not Linux) or no file mapped there.
+inline bool mapped_file_at(std::uintptr_t address, unsigned& major_id, unsigned& minor_id, unsigned long& inode) {
+#if defined(COMPILE_CACHE_HAS_DL_ITERATE_PHDR) && defined(__linux__)
+    std::FILE* maps = std::fopen("/proc/self/maps", "re");
+    if (!maps) return false;
+    bool found = false;
+    char line[4096 + 128];
+    while (!found && std::fgets(line, sizeof line, maps)) {
+        unsigned long from = 0, to = 0;
+        if (std::sscanf(line, "%lx-%lx %*s %*s %x:%x %lu", &from, &to, &major_id, &minor_id, &inode) == 5 &&
+            address >= from && address < to && inode != 0)
+            found = true;
+        // (A line longer than the buffer continues on the next read: its tail parses as no line.)
+    }
+    std::fclose(maps);
+    return found;
+#else
+    (void)address, (void)major_id, (void)minor_id, (void)inode;
+    return false;
+#endif
+}
+
+/// A shared library without a build-id, by its file: path, size and modification time
+/// (to the nanosecond where the system keeps it) when its path still names the file
+/// the loader mapped; when it names another (the library was replaced since it was
+/// loaded) or none, the path and the mapped file's device and inode, marked so, since
+/// the size and time on disk are another build's.
+inline std::string library_file_identity(loaded_module const& m) {
+    struct ::stat st;
+    bool const stated = ::stat(m.path.c_str(), &st) == 0;
+#if defined(__linux__)
+    unsigned major_id = 0, minor_id = 0;
+    unsigned long inode = 0;
+    if (mapped_file_at(m.segment, major_id, minor_id, inode) &&
+        (!stated || static_cast<unsigned long>(st.st_ino) != inode ||
+         static_cast<unsigned>(major(st.st_dev)) != major_id || static_cast<unsigned>(minor(st.st_dev)) != minor_id))
+        return m.path + ":replaced since loaded:" + std::to_string(major_id) + ":" + std::to_string(minor_id) + ":" +
+               std::to_string(inode);
+#endif
+    if (!stated) return m.path;
+    std::string id = m.path + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
+#if defined(__linux__)
+    id += "." + std::to_string(st.st_mtim.tv_nsec);
+#endif
+    return id;
+}
+
 /// What identifies the code of the modules containing `addresses`: for each module
-/// (once, in the order first met), its build-id; for a module without one, its path,
-/// size and modification time (the main program's through /proc/self/exe). Empty
-/// when no address is in a loaded module.
+/// (once, in the order first met), its build-id; for a module without one, its file
+/// (the main program's through /proc/self/exe, which names the file running even when
+/// replaced, by size and modification time; a library's by library_file_identity).
+/// Empty when no address is in a loaded module.
 inline std::string module_identity(std::initializer_list<void const*> addresses) {
     std::string id;
     std::vector<std::uintptr_t> seen;
@@ -275,13 +331,15 @@ inline std::string module_identity(std::initializer_list<void const*> addresses)
             id += m.build_id;
             continue;
         }
-        std::string const path = m.main_program ? std::string("/proc/self/exe") : m.path;
+        if (!m.main_program) {
+            id += library_file_identity(m);
+            continue;
+        }
         struct ::stat st;
-        if (!path.empty() && ::stat(path.c_str(), &st) == 0)
-            id += (m.main_program ? std::string("main program") : m.path) + ":" + std::to_string(st.st_size) +
-                  ":" + std::to_string(st.st_mtime);
+        if (::stat("/proc/self/exe", &st) == 0)
+            id += "main program:" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
         else
-            id += m.main_program ? std::string("main program") : m.path;
+            id += "main program";
     }
     return id;
 }
