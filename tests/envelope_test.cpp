@@ -366,6 +366,27 @@ TEST_CASE("an entry stored as one artifact type is a foreign_version miss when l
           cc::envelope_status::foreign_version);
 }
 
+TEST_CASE("an entry of an earlier release, whose format names no artifact type, misses as foreign_version",
+          "[envelope]") {
+    // What the release before entry_format_id wrote: the same payload, the serializer's
+    // format alone. Read as any type, it could be another's bytes: never loaded.
+    stored_entry s;
+    cc::opened_envelope const sound = cc::open_envelope(s.sound, s.k.value(), cc::default_cache::format_id(), 1 << 20);
+    REQUIRE(sound.status == cc::envelope_status::ok);
+    cc::entry_metadata m = sound.metadata;
+    m.format_id = cc::default_cache::format_id();
+    std::string earlier;
+    std::size_t const at = cc::begin_envelope(earlier, s.k.value(), m);
+    earlier += sound.payload;
+    cc::seal_envelope(earlier, at);
+    write_file(s.path, earlier);
+    CHECK(s.misses_with(cc::miss_reason::foreign_version));
+    // A host that opens entries itself with the serializer's format still opens it.
+    cc::opened_envelope const opened = cc::open_envelope(earlier, s.k.value(), cc::default_cache::format_id(), 1 << 20);
+    CHECK(opened.status == cc::envelope_status::ok);
+    CHECK(opened.payload == sound.payload);
+}
+
 TEST_CASE("an entry over max_entry_size is not read: the bound is checked before a byte is deserialized",
           "[envelope]") {
     stored_entry s;

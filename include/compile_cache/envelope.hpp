@@ -61,6 +61,9 @@ inline constexpr std::uint16_t envelope_version_plain = 3;
 struct entry_metadata {
     std::string name;
     std::string origin_file;
+    /// What the payload is: the serializer's format and the artifact type, as
+    /// basic_cache::entry_format_id<Artifact>() gives them; a cache loads only an entry
+    /// whose format_id is its own for the type asked.
     std::string format_id;
     std::int64_t origin_line = 0;
     std::int64_t created_ns = 0;
@@ -73,7 +76,7 @@ struct entry_metadata {
 enum class envelope_status {
     ok,
     corrupt,         ///< damaged, truncated, or not an entry at all
-    foreign_version, ///< a sound entry in another envelope version or serializer format
+    foreign_version, ///< a sound entry in another envelope version or format (serializer, artifact type)
     key_mismatch,    ///< a sound entry, but for another key than the one asked for
     too_large,       ///< the payload is longer than the configured maximum
     /// The reader's mode and the entry's disagree, or the HMAC does not verify: a keyed
@@ -334,7 +337,7 @@ COMPILE_CACHE_DECL envelope_header write_envelope_header(std::string& out, key c
                                                          envelope_auth const& auth);
 
 /// The metadata a store seals into the entry of the kernel `name` (from `origin_file` at
-/// `origin_line`): its serializer's `format_id`, the system clock's time now, the time it
+/// `origin_line`): its `format_id` (basic_cache::entry_format_id), the system clock's time now, the time it
 /// took to compile (`compile_ns`, 0 when negative) and its key's `components`.
 COMPILE_CACHE_DECL entry_metadata entry_metadata_now(std::string_view name, std::string_view origin_file,
                                                      std::int64_t origin_line, std::string_view format_id,

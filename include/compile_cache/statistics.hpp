@@ -21,7 +21,7 @@ namespace compile_cache {
 enum class miss_reason : std::size_t {
     absent,               ///< no entry under the key
     corrupt,              ///< the envelope's digest, magic or lengths are wrong
-    foreign_version,      ///< another envelope version or serializer format
+    foreign_version,      ///< another envelope version or format (serializer, artifact type)
     key_mismatch,         ///< a sound entry for another key
     too_large,            ///< larger than the configured maximum entry size
     read_error,           ///< the storage could not read it

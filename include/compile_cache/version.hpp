@@ -15,6 +15,8 @@ namespace compile_cache {
 /// (key_builder::finish) and the toolchain component's library_format. A library that
 /// derives keys differently carries another number, so that its keys never equal
 /// these. The envelope's layout has its own number (envelope_version, envelope.hpp).
-inline constexpr unsigned format_version = 1;
+/// 2: a multi container's equivalent elements are keyed in order (key/writer.hpp), and
+/// entries name their artifact type (basic_cache::entry_format_id).
+inline constexpr unsigned format_version = 2;
 
 } // namespace compile_cache

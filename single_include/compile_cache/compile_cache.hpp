@@ -118,7 +118,9 @@ namespace compile_cache {
 /// (key_builder::finish) and the toolchain component's library_format. A library that
 /// derives keys differently carries another number, so that its keys never equal
 /// these. The envelope's layout has its own number (envelope_version, envelope.hpp).
-inline constexpr unsigned format_version = 1;
+/// 2: a multi container's equivalent elements are keyed in order (key/writer.hpp), and
+/// entries name their artifact type (basic_cache::entry_format_id).
+inline constexpr unsigned format_version = 2;
 
 } // namespace compile_cache
 // ---- end compile_cache/version.hpp
@@ -1636,9 +1638,11 @@ enum class field_tag : unsigned char {
     equivalent_run_end = 0x14,
 };
 
-/// For the multi containers (equivalent keys allowed): whether two of `c`'s elements
-/// have equivalent keys, as the container compares them. Such elements are adjacent in
-/// its iteration, in the order they were inserted.
+/// For the standard multi containers (equivalent keys allowed): whether two of `c`'s
+/// elements have equivalent keys, as the container compares them. Such elements are
+/// adjacent in its iteration (the ordered ones in the order they were inserted, the
+/// unordered ones in an order of the library's), which is the order a host reads them in.
+/// A host's own multi container (is_unordered_collection) is keyed without that order.
 template <class C>
 struct equivalent_keys : std::false_type {};
 template <class... A>
@@ -1752,44 +1756,60 @@ struct has_native_string<T, std::void_t<decltype(std::declval<T const&>().native
     : std::bool_constant<std::is_same_v<std::remove_cv_t<std::remove_reference_t<decltype(std::declval<T const&>().native())>>,
                                         std::string>> {};
 
-/// The standard containers (and strings): a class derived from one is iterated through
-/// the base's begin().
-template <class T, class = void>
-struct is_standard_container : std::false_type {};
+/// The standard base of a class derived from one standard container (or string, or
+/// string view), found by the derived-to-base conversion: standard_base(&t) is a
+/// pointer to it. Deduction fails for a class derived from none, or from two.
 template <class... A>
-struct is_standard_container<std::vector<A...>> : std::true_type {};
+std::vector<A...> const* standard_base(std::vector<A...> const*);
 template <class... A>
-struct is_standard_container<std::basic_string<A...>> : std::true_type {};
+std::basic_string<A...> const* standard_base(std::basic_string<A...> const*);
 template <class... A>
-struct is_standard_container<std::deque<A...>> : std::true_type {};
+std::basic_string_view<A...> const* standard_base(std::basic_string_view<A...> const*);
 template <class... A>
-struct is_standard_container<std::list<A...>> : std::true_type {};
+std::deque<A...> const* standard_base(std::deque<A...> const*);
 template <class... A>
-struct is_standard_container<std::forward_list<A...>> : std::true_type {};
+std::list<A...> const* standard_base(std::list<A...> const*);
+template <class... A>
+std::forward_list<A...> const* standard_base(std::forward_list<A...> const*);
 template <class E, std::size_t N>
-struct is_standard_container<std::array<E, N>> : std::true_type {};
-template <class T>
-struct is_standard_container<T, std::enable_if_t<is_unordered_collection<T>::value>> : std::true_type {};
+std::array<E, N> const* standard_base(std::array<E, N> const*);
+template <class... A>
+std::set<A...> const* standard_base(std::set<A...> const*);
+template <class... A>
+std::multiset<A...> const* standard_base(std::multiset<A...> const*);
+template <class... A>
+std::map<A...> const* standard_base(std::map<A...> const*);
+template <class... A>
+std::multimap<A...> const* standard_base(std::multimap<A...> const*);
+template <class... A>
+std::unordered_set<A...> const* standard_base(std::unordered_set<A...> const*);
+template <class... A>
+std::unordered_multiset<A...> const* standard_base(std::unordered_multiset<A...> const*);
+template <class... A>
+std::unordered_map<A...> const* standard_base(std::unordered_map<A...> const*);
+template <class... A>
+std::unordered_multimap<A...> const* standard_base(std::unordered_multimap<A...> const*);
 
-/// The class that declares T's one `begin() const` (T, or the base T inherits it from);
-/// T itself when it has no such member (a free begin), or more than one.
-template <class C, class R>
-C* begin_declared_in(R (C::*)() const);
 template <class T, class = void>
-struct begin_declarer {
-    using type = T;
+struct standard_base_of {
+    using type = void;
 };
 template <class T>
-struct begin_declarer<T, std::void_t<decltype(begin_declared_in(&T::begin))>> {
-    using type = std::remove_pointer_t<decltype(begin_declared_in(&T::begin))>;
+struct standard_base_of<T, std::enable_if_t<std::is_class_v<T>,
+                                            std::void_t<decltype(standard_base(std::declval<T const*>()))>>> {
+    using type = std::remove_cv_t<std::remove_pointer_t<decltype(standard_base(std::declval<T const*>()))>>;
 };
+
+template <class T, class Base>
+struct is_larger_than : std::bool_constant<(sizeof(T) > sizeof(Base))> {};
 
 /// A class derived from a standard container that is larger than it: fields of its own,
-/// which iterating it (or its data()) would never reach.
-template <class T, class Declarer = typename begin_declarer<T>::type>
+/// which iterating it (or its data()) would never reach. (The size is compared only for a
+/// class with such a base.)
+template <class T, class Base = typename standard_base_of<T>::type>
 struct is_container_with_fields_of_its_own
-    : std::bool_constant<!std::is_same_v<Declarer, T> && is_standard_container<Declarer>::value &&
-                         sizeof(T) != sizeof(Declarer)> {};
+    : std::conjunction<std::negation<std::is_void<Base>>, std::negation<std::is_same<Base, T>>,
+                       is_larger_than<T, std::conditional_t<std::is_void_v<Base>, T, Base>>> {};
 
 template <class T>
 struct is_string_like
@@ -2313,19 +2333,19 @@ private:
 #define COMPILE_CACHE_DETAIL_BUILD_ID_HPP
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <initializer_list>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <sys/stat.h>
-#if defined(__linux__)
-#include <sys/sysmacros.h> // major, minor
-#endif
+#include <unistd.h>
 
 #if defined(__has_include) && !defined(COMPILE_CACHE_NO_LINUX_EXTENSIONS)
 #if __has_include(<link.h>) && __has_include(<elf.h>)
@@ -2449,10 +2469,10 @@ inline loaded_module module_containing(void const* address) {
     return m;
 }
 
-/// The device and inode of the file mapped at `address`, as /proc/self/maps lists them:
-/// the file the loader mapped, which its path may no longer name. False where there is
-/// no such list (not Linux) or no file mapped there.
-inline bool mapped_file_at(std::uintptr_t address, unsigned& major_id, unsigned& minor_id, unsigned long& inode) {
+/// The inode of the file mapped at `address`, as /proc/self/maps lists it: the file the
+/// loader mapped, which its path may no longer name. False where there is no such list
+/// (not Linux) or no file mapped there.
+inline bool mapped_inode_at(std::uintptr_t address, unsigned long& inode) {
 #if defined(COMPILE_CACHE_HAS_DL_ITERATE_PHDR) && defined(__linux__)
     std::FILE* maps = std::fopen("/proc/self/maps", "re");
     if (!maps) return false;
@@ -2460,48 +2480,78 @@ inline bool mapped_file_at(std::uintptr_t address, unsigned& major_id, unsigned&
     char line[4096 + 128];
     while (!found && std::fgets(line, sizeof line, maps)) {
         unsigned long from = 0, to = 0;
-        if (std::sscanf(line, "%lx-%lx %*s %*s %x:%x %lu", &from, &to, &major_id, &minor_id, &inode) == 5 &&
-            address >= from && address < to && inode != 0)
+        if (std::sscanf(line, "%lx-%lx %*s %*s %*s %lu", &from, &to, &inode) == 3 && address >= from &&
+            address < to && inode != 0)
             found = true;
         // (A line longer than the buffer continues on the next read: its tail parses as no line.)
     }
     std::fclose(maps);
     return found;
 #else
-    (void)address, (void)major_id, (void)minor_id, (void)inode;
+    (void)address, (void)inode;
     return false;
 #endif
 }
 
-/// A shared library without a build-id, by its file: path, size and modification time
-/// (to the nanosecond where the system keeps it) when its path still names the file
-/// the loader mapped; when it names another (the library was replaced since it was
-/// loaded) or none, the path and the mapped file's device and inode, marked so, since
-/// the size and time on disk are another build's.
-inline std::string library_file_identity(loaded_module const& m) {
-    struct ::stat st;
-    bool const stated = ::stat(m.path.c_str(), &st) == 0;
-#if defined(__linux__)
-    unsigned major_id = 0, minor_id = 0;
-    unsigned long inode = 0;
-    if (mapped_file_at(m.segment, major_id, minor_id, inode) &&
-        (!stated || static_cast<unsigned long>(st.st_ino) != inode ||
-         static_cast<unsigned>(major(st.st_dev)) != major_id || static_cast<unsigned>(minor(st.st_dev)) != minor_id))
-        return m.path + ":replaced since loaded:" + std::to_string(major_id) + ":" + std::to_string(minor_id) + ":" +
-               std::to_string(inode);
-#endif
-    if (!stated) return m.path;
-    std::string id = m.path + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
+/// `shown`, the file's size and its modification time (to the nanosecond where the
+/// system keeps it).
+inline std::string file_time_identity(std::string const& shown, struct ::stat const& st) {
+    std::string id = shown + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
 #if defined(__linux__)
     id += "." + std::to_string(st.st_mtim.tv_nsec);
 #endif
     return id;
 }
 
+/// A library without a build-id, by its file: the path, size and modification time of
+/// the file the loader mapped, as first seen in this process, and kept for as long as
+/// that file stays mapped there, so that a library replaced on disk since (an install
+/// over it) is still named as the code that runs, never as the new file. A file that
+/// the path no longer named when first seen, or that cannot be told apart from a
+/// replacement (no /proc/self/maps), is named for this process alone: its entries miss
+/// for every other. Inodes only are compared (an overlay file system shows another
+/// device in the maps than stat does).
+inline std::string library_file_identity(loaded_module const& m) {
+    struct named_file {
+        std::uintptr_t base;
+        std::string path;
+        unsigned long inode;
+        std::string identity;
+    };
+    static std::mutex& mutex = *new std::mutex;
+    static std::vector<named_file>& named = *new std::vector<named_file>;
+    struct ::stat st;
+    bool const stated = ::stat(m.path.c_str(), &st) == 0;
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = std::find_if(named.begin(), named.end(),
+                           [&](named_file const& f) { return f.base == m.base && f.path == m.path; });
+    if (it != named.end() && stated && static_cast<unsigned long>(st.st_ino) == it->inode) return it->identity;
+    unsigned long inode = 0;
+    bool const mapped = mapped_inode_at(m.segment, inode);
+    if (it != named.end() && mapped && inode == it->inode) return it->identity; // replaced on disk since
+    // First seen here, or another file loaded at this place since.
+    std::string identity;
+    if (stated && (mapped ? inode == static_cast<unsigned long>(st.st_ino) : it == named.end())) {
+        identity = file_time_identity(m.path, st);
+    } else {
+        identity = m.path + ":not the file its path names, process " + std::to_string(::getpid()) + " at " +
+                   std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                      std::chrono::system_clock::now().time_since_epoch())
+                                      .count());
+    }
+    named_file f{m.base, m.path, mapped ? inode : (stated ? static_cast<unsigned long>(st.st_ino) : 0), identity};
+    if (it != named.end())
+        *it = std::move(f);
+    else
+        named.push_back(std::move(f));
+    return identity;
+}
+
 /// What identifies the code of the modules containing `addresses`: for each module
 /// (once, in the order first met), its build-id; for a module without one, its file
 /// (the main program's through /proc/self/exe, which names the file running even when
-/// replaced, by size and modification time; a library's by library_file_identity).
+/// replaced, by size and modification time: file_time_identity; a library's by
+/// library_file_identity).
 /// Empty when no address is in a loaded module.
 inline std::string module_identity(std::initializer_list<void const*> addresses) {
     std::string id;
@@ -2520,10 +2570,7 @@ inline std::string module_identity(std::initializer_list<void const*> addresses)
             continue;
         }
         struct ::stat st;
-        if (::stat("/proc/self/exe", &st) == 0)
-            id += "main program:" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
-        else
-            id += "main program";
+        id += ::stat("/proc/self/exe", &st) == 0 ? file_time_identity("main program", st) : "main program";
     }
     return id;
 }
@@ -11422,6 +11469,9 @@ inline constexpr std::uint16_t envelope_version_plain = 3;
 struct entry_metadata {
     std::string name;
     std::string origin_file;
+    /// What the payload is: the serializer's format and the artifact type, as
+    /// basic_cache::entry_format_id<Artifact>() gives them; a cache loads only an entry
+    /// whose format_id is its own for the type asked.
     std::string format_id;
     std::int64_t origin_line = 0;
     std::int64_t created_ns = 0;
@@ -11434,7 +11484,7 @@ struct entry_metadata {
 enum class envelope_status {
     ok,
     corrupt,         ///< damaged, truncated, or not an entry at all
-    foreign_version, ///< a sound entry in another envelope version or serializer format
+    foreign_version, ///< a sound entry in another envelope version or format (serializer, artifact type)
     key_mismatch,    ///< a sound entry, but for another key than the one asked for
     too_large,       ///< the payload is longer than the configured maximum
     /// The reader's mode and the entry's disagree, or the HMAC does not verify: a keyed
@@ -11695,7 +11745,7 @@ COMPILE_CACHE_DECL envelope_header write_envelope_header(std::string& out, key c
                                                          envelope_auth const& auth);
 
 /// The metadata a store seals into the entry of the kernel `name` (from `origin_file` at
-/// `origin_line`): its serializer's `format_id`, the system clock's time now, the time it
+/// `origin_line`): its `format_id` (basic_cache::entry_format_id), the system clock's time now, the time it
 /// took to compile (`compile_ns`, 0 when negative) and its key's `components`.
 COMPILE_CACHE_DECL entry_metadata entry_metadata_now(std::string_view name, std::string_view origin_file,
                                                      std::int64_t origin_line, std::string_view format_id,
@@ -15546,7 +15596,7 @@ namespace compile_cache {
 enum class miss_reason : std::size_t {
     absent,               ///< no entry under the key
     corrupt,              ///< the envelope's digest, magic or lengths are wrong
-    foreign_version,      ///< another envelope version or serializer format
+    foreign_version,      ///< another envelope version or format (serializer, artifact type)
     key_mismatch,         ///< a sound entry for another key
     too_large,            ///< larger than the configured maximum entry size
     read_error,           ///< the storage could not read it
@@ -16356,6 +16406,7 @@ void decompress_payload(envelope_fields& env, std::string& out) {
             return;
         }
         env.status = envelope_status::corrupt;
+        if (out.capacity() > (std::size_t{1} << 20)) std::string().swap(out); // kept for no hit
     } else {
         (void)frame, (void)out;
         env.status = envelope_status::unsupported;

@@ -75,6 +75,7 @@ void decompress_payload(envelope_fields& env, std::string& out) {
             return;
         }
         env.status = envelope_status::corrupt;
+        if (out.capacity() > (std::size_t{1} << 20)) std::string().swap(out); // kept for no hit
     } else {
         (void)frame, (void)out;
         env.status = envelope_status::unsupported;

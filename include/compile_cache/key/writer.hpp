@@ -86,9 +86,11 @@ enum class field_tag : unsigned char {
     equivalent_run_end = 0x14,
 };
 
-/// For the multi containers (equivalent keys allowed): whether two of `c`'s elements
-/// have equivalent keys, as the container compares them. Such elements are adjacent in
-/// its iteration, in the order they were inserted.
+/// For the standard multi containers (equivalent keys allowed): whether two of `c`'s
+/// elements have equivalent keys, as the container compares them. Such elements are
+/// adjacent in its iteration (the ordered ones in the order they were inserted, the
+/// unordered ones in an order of the library's), which is the order a host reads them in.
+/// A host's own multi container (is_unordered_collection) is keyed without that order.
 template <class C>
 struct equivalent_keys : std::false_type {};
 template <class... A>
@@ -202,44 +204,60 @@ struct has_native_string<T, std::void_t<decltype(std::declval<T const&>().native
     : std::bool_constant<std::is_same_v<std::remove_cv_t<std::remove_reference_t<decltype(std::declval<T const&>().native())>>,
                                         std::string>> {};
 
-/// The standard containers (and strings): a class derived from one is iterated through
-/// the base's begin().
-template <class T, class = void>
-struct is_standard_container : std::false_type {};
+/// The standard base of a class derived from one standard container (or string, or
+/// string view), found by the derived-to-base conversion: standard_base(&t) is a
+/// pointer to it. Deduction fails for a class derived from none, or from two.
 template <class... A>
-struct is_standard_container<std::vector<A...>> : std::true_type {};
+std::vector<A...> const* standard_base(std::vector<A...> const*);
 template <class... A>
-struct is_standard_container<std::basic_string<A...>> : std::true_type {};
+std::basic_string<A...> const* standard_base(std::basic_string<A...> const*);
 template <class... A>
-struct is_standard_container<std::deque<A...>> : std::true_type {};
+std::basic_string_view<A...> const* standard_base(std::basic_string_view<A...> const*);
 template <class... A>
-struct is_standard_container<std::list<A...>> : std::true_type {};
+std::deque<A...> const* standard_base(std::deque<A...> const*);
 template <class... A>
-struct is_standard_container<std::forward_list<A...>> : std::true_type {};
+std::list<A...> const* standard_base(std::list<A...> const*);
+template <class... A>
+std::forward_list<A...> const* standard_base(std::forward_list<A...> const*);
 template <class E, std::size_t N>
-struct is_standard_container<std::array<E, N>> : std::true_type {};
-template <class T>
-struct is_standard_container<T, std::enable_if_t<is_unordered_collection<T>::value>> : std::true_type {};
+std::array<E, N> const* standard_base(std::array<E, N> const*);
+template <class... A>
+std::set<A...> const* standard_base(std::set<A...> const*);
+template <class... A>
+std::multiset<A...> const* standard_base(std::multiset<A...> const*);
+template <class... A>
+std::map<A...> const* standard_base(std::map<A...> const*);
+template <class... A>
+std::multimap<A...> const* standard_base(std::multimap<A...> const*);
+template <class... A>
+std::unordered_set<A...> const* standard_base(std::unordered_set<A...> const*);
+template <class... A>
+std::unordered_multiset<A...> const* standard_base(std::unordered_multiset<A...> const*);
+template <class... A>
+std::unordered_map<A...> const* standard_base(std::unordered_map<A...> const*);
+template <class... A>
+std::unordered_multimap<A...> const* standard_base(std::unordered_multimap<A...> const*);
 
-/// The class that declares T's one `begin() const` (T, or the base T inherits it from);
-/// T itself when it has no such member (a free begin), or more than one.
-template <class C, class R>
-C* begin_declared_in(R (C::*)() const);
 template <class T, class = void>
-struct begin_declarer {
-    using type = T;
+struct standard_base_of {
+    using type = void;
 };
 template <class T>
-struct begin_declarer<T, std::void_t<decltype(begin_declared_in(&T::begin))>> {
-    using type = std::remove_pointer_t<decltype(begin_declared_in(&T::begin))>;
+struct standard_base_of<T, std::enable_if_t<std::is_class_v<T>,
+                                            std::void_t<decltype(standard_base(std::declval<T const*>()))>>> {
+    using type = std::remove_cv_t<std::remove_pointer_t<decltype(standard_base(std::declval<T const*>()))>>;
 };
+
+template <class T, class Base>
+struct is_larger_than : std::bool_constant<(sizeof(T) > sizeof(Base))> {};
 
 /// A class derived from a standard container that is larger than it: fields of its own,
-/// which iterating it (or its data()) would never reach.
-template <class T, class Declarer = typename begin_declarer<T>::type>
+/// which iterating it (or its data()) would never reach. (The size is compared only for a
+/// class with such a base.)
+template <class T, class Base = typename standard_base_of<T>::type>
 struct is_container_with_fields_of_its_own
-    : std::bool_constant<!std::is_same_v<Declarer, T> && is_standard_container<Declarer>::value &&
-                         sizeof(T) != sizeof(Declarer)> {};
+    : std::conjunction<std::negation<std::is_void<Base>>, std::negation<std::is_same<Base, T>>,
+                       is_larger_than<T, std::conditional_t<std::is_void_v<Base>, T, Base>>> {};
 
 template <class T>
 struct is_string_like

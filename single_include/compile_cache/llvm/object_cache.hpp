@@ -129,19 +129,19 @@ __asm__(".pushsection .rodata.compile_cache_header_only_mark,\"aG\",@progbits,co
 #define COMPILE_CACHE_DETAIL_BUILD_ID_HPP
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <initializer_list>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <sys/stat.h>
-#if defined(__linux__)
-#include <sys/sysmacros.h> // major, minor
-#endif
+#include <unistd.h>
 
 #if defined(__has_include) && !defined(COMPILE_CACHE_NO_LINUX_EXTENSIONS)
 #if __has_include(<link.h>) && __has_include(<elf.h>)
@@ -265,10 +265,10 @@ inline loaded_module module_containing(void const* address) {
     return m;
 }
 
-/// The device and inode of the file mapped at `address`, as /proc/self/maps lists them:
-/// the file the loader mapped, which its path may no longer name. False where there is
-/// no such list (not Linux) or no file mapped there.
-inline bool mapped_file_at(std::uintptr_t address, unsigned& major_id, unsigned& minor_id, unsigned long& inode) {
+/// The inode of the file mapped at `address`, as /proc/self/maps lists it: the file the
+/// loader mapped, which its path may no longer name. False where there is no such list
+/// (not Linux) or no file mapped there.
+inline bool mapped_inode_at(std::uintptr_t address, unsigned long& inode) {
 #if defined(COMPILE_CACHE_HAS_DL_ITERATE_PHDR) && defined(__linux__)
     std::FILE* maps = std::fopen("/proc/self/maps", "re");
     if (!maps) return false;
@@ -276,48 +276,78 @@ inline bool mapped_file_at(std::uintptr_t address, unsigned& major_id, unsigned&
     char line[4096 + 128];
     while (!found && std::fgets(line, sizeof line, maps)) {
         unsigned long from = 0, to = 0;
-        if (std::sscanf(line, "%lx-%lx %*s %*s %x:%x %lu", &from, &to, &major_id, &minor_id, &inode) == 5 &&
-            address >= from && address < to && inode != 0)
+        if (std::sscanf(line, "%lx-%lx %*s %*s %*s %lu", &from, &to, &inode) == 3 && address >= from &&
+            address < to && inode != 0)
             found = true;
         // (A line longer than the buffer continues on the next read: its tail parses as no line.)
     }
     std::fclose(maps);
     return found;
 #else
-    (void)address, (void)major_id, (void)minor_id, (void)inode;
+    (void)address, (void)inode;
     return false;
 #endif
 }
 
-/// A shared library without a build-id, by its file: path, size and modification time
-/// (to the nanosecond where the system keeps it) when its path still names the file
-/// the loader mapped; when it names another (the library was replaced since it was
-/// loaded) or none, the path and the mapped file's device and inode, marked so, since
-/// the size and time on disk are another build's.
-inline std::string library_file_identity(loaded_module const& m) {
-    struct ::stat st;
-    bool const stated = ::stat(m.path.c_str(), &st) == 0;
-#if defined(__linux__)
-    unsigned major_id = 0, minor_id = 0;
-    unsigned long inode = 0;
-    if (mapped_file_at(m.segment, major_id, minor_id, inode) &&
-        (!stated || static_cast<unsigned long>(st.st_ino) != inode ||
-         static_cast<unsigned>(major(st.st_dev)) != major_id || static_cast<unsigned>(minor(st.st_dev)) != minor_id))
-        return m.path + ":replaced since loaded:" + std::to_string(major_id) + ":" + std::to_string(minor_id) + ":" +
-               std::to_string(inode);
-#endif
-    if (!stated) return m.path;
-    std::string id = m.path + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
+/// `shown`, the file's size and its modification time (to the nanosecond where the
+/// system keeps it).
+inline std::string file_time_identity(std::string const& shown, struct ::stat const& st) {
+    std::string id = shown + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
 #if defined(__linux__)
     id += "." + std::to_string(st.st_mtim.tv_nsec);
 #endif
     return id;
 }
 
+/// A library without a build-id, by its file: the path, size and modification time of
+/// the file the loader mapped, as first seen in this process, and kept for as long as
+/// that file stays mapped there, so that a library replaced on disk since (an install
+/// over it) is still named as the code that runs, never as the new file. A file that
+/// the path no longer named when first seen, or that cannot be told apart from a
+/// replacement (no /proc/self/maps), is named for this process alone: its entries miss
+/// for every other. Inodes only are compared (an overlay file system shows another
+/// device in the maps than stat does).
+inline std::string library_file_identity(loaded_module const& m) {
+    struct named_file {
+        std::uintptr_t base;
+        std::string path;
+        unsigned long inode;
+        std::string identity;
+    };
+    static std::mutex& mutex = *new std::mutex;
+    static std::vector<named_file>& named = *new std::vector<named_file>;
+    struct ::stat st;
+    bool const stated = ::stat(m.path.c_str(), &st) == 0;
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = std::find_if(named.begin(), named.end(),
+                           [&](named_file const& f) { return f.base == m.base && f.path == m.path; });
+    if (it != named.end() && stated && static_cast<unsigned long>(st.st_ino) == it->inode) return it->identity;
+    unsigned long inode = 0;
+    bool const mapped = mapped_inode_at(m.segment, inode);
+    if (it != named.end() && mapped && inode == it->inode) return it->identity; // replaced on disk since
+    // First seen here, or another file loaded at this place since.
+    std::string identity;
+    if (stated && (mapped ? inode == static_cast<unsigned long>(st.st_ino) : it == named.end())) {
+        identity = file_time_identity(m.path, st);
+    } else {
+        identity = m.path + ":not the file its path names, process " + std::to_string(::getpid()) + " at " +
+                   std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                      std::chrono::system_clock::now().time_since_epoch())
+                                      .count());
+    }
+    named_file f{m.base, m.path, mapped ? inode : (stated ? static_cast<unsigned long>(st.st_ino) : 0), identity};
+    if (it != named.end())
+        *it = std::move(f);
+    else
+        named.push_back(std::move(f));
+    return identity;
+}
+
 /// What identifies the code of the modules containing `addresses`: for each module
 /// (once, in the order first met), its build-id; for a module without one, its file
 /// (the main program's through /proc/self/exe, which names the file running even when
-/// replaced, by size and modification time; a library's by library_file_identity).
+/// replaced, by size and modification time: file_time_identity; a library's by
+/// library_file_identity).
 /// Empty when no address is in a loaded module.
 inline std::string module_identity(std::initializer_list<void const*> addresses) {
     std::string id;
@@ -336,10 +366,7 @@ inline std::string module_identity(std::initializer_list<void const*> addresses)
             continue;
         }
         struct ::stat st;
-        if (::stat("/proc/self/exe", &st) == 0)
-            id += "main program:" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
-        else
-            id += "main program";
+        id += ::stat("/proc/self/exe", &st) == 0 ? file_time_identity("main program", st) : "main program";
     }
     return id;
 }

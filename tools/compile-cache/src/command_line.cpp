@@ -26,7 +26,8 @@ std::vector<command_spec> const& commands() {
          "  show DIR KEY_PREFIX         one entry: its envelope (version, mode, key, sizes), the key id\n"
          "                              of its signer (a signed entry; with the key's name when\n"
          "                              --trusted-keys-file lists it), metadata (name, origin, format,\n"
-         "                              created, compile time) and the digests of its key's\n"
+         "                              the artifact type it was stored as, created, compile time)\n"
+         "                              and the digests of its key's\n"
          "                              components. The prefix (hex, as list prints it) must name\n"
          "                              exactly one entry\n"},
         {"verify", {"DIR"}, {"--remove", "--allow-unchecked", "--secret-file", "--trusted-keys-file"},

@@ -11,6 +11,7 @@
 
 #include <compile_cache/version.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -153,7 +154,9 @@ std::string command_help(command_spec const& c) {
 }
 
 /// --version, -h and --help anywhere win over the rest of the line.
-bool answered_alone(std::vector<std::string> const& args) {
+bool answered_alone(std::vector<std::string> const& all_args) {
+    // (What follows `--` is operands: a directory named -h is no request for help.)
+    std::vector<std::string> const args(all_args.begin(), std::find(all_args.begin(), all_args.end(), "--"));
     for (std::string const& a : args)
         if (a == "--version") {
             std::fputs(version_text, stdout);

@@ -898,9 +898,20 @@ TEST_CASE("compile-cache --: what follows is operands, so a cache directory may 
     process_result const r = tool({"list", "--json", "--", dir.filename().string()}, root.path());
     REQUIRE_EXIT(r, 0);
     CHECK(json_query(r.out, "len(d['entries'])") == "2");
+    // (And show: these entries, written with a format that names no artifact type, show none.)
+    std::string const prefix = json_query(r.out, "d['entries'][0]['key'][:16]");
+    process_result const shown = tool({"show", "--json", "--", dir.filename().string(), prefix}, root.path());
+    REQUIRE_EXIT(shown, 0);
+    CHECK(json_query(shown.out, "d['metadata']['artifact']") == "");
+    CHECK(json_query(shown.out, "d['metadata']['format_id']") == "make_entries");
     process_result const without = tool({"list", dir.filename().string()}, root.path());
     REQUIRE_EXIT(without, 2);
     CHECK(without.err.find("unknown option -x") != std::string::npos);
+    // Nor is a directory named -h a request for help.
+    make_entries(root.path() / "-h", 1);
+    process_result const named_h = tool({"list", "--json", "--", "-h"}, root.path());
+    REQUIRE_EXIT(named_h, 0);
+    CHECK(json_query(named_h.out, "len(d['entries'])") == "1");
 }
 
 TEST_CASE("compile-cache --progress: on a terminal, one line kept up to date with the rate and the time left") {
