@@ -289,6 +289,23 @@ TEST_CASE("a decompression bomb made by zstd is a counted corrupt miss, and its 
         c.set_logger([&](std::string_view line) { lines.emplace_back(line); });
         return c;
     };
+    // A load on a thread of its own, whose decompression buffer starts empty: what it
+    // gave, and the room that buffer holds after it.
+    struct load_on_a_thread {
+        bool loaded = true;
+        std::uint64_t corrupt = 0;
+        std::size_t room = 0;
+    };
+    auto load_on_a_new_thread = [&] {
+        load_on_a_thread r;
+        std::thread([&] {
+            zstd_cache c = fresh_cache();
+            r.loaded = c.load<artifact>(key_of(9)).has_value();
+            r.corrupt = misses(c.stats(), cc::miss_reason::corrupt);
+            r.room = cc::detail::decompress_buffer().bytes().capacity();
+        }).join();
+        return r;
+    };
 
     SECTION("the entry declares 1 MiB; the frame's header says 128 MiB") {
         write_bytes(dir.path(), k, compressed_entry(k, 1u << 20, frame));
@@ -300,18 +317,10 @@ TEST_CASE("a decompression bomb made by zstd is a counted corrupt miss, and its 
         std::string const lying = with_claimed_size(frame, 2u << 20);
         REQUIRE(ZSTD_getFrameContentSize(lying.data(), lying.size()) == (2u << 20));
         write_bytes(dir.path(), k, compressed_entry(k, 2u << 20, lying));
-        bool loaded = true;
-        std::uint64_t corrupt = 0;
-        std::size_t room = 0;
-        std::thread([&] { // a thread of its own: its decompression buffer starts empty
-            zstd_cache c = fresh_cache();
-            loaded = c.load<artifact>(key_of(9)).has_value();
-            corrupt = misses(c.stats(), cc::miss_reason::corrupt);
-            room = cc::detail::decompress_buffer().bytes().capacity();
-        }).join();
-        CHECK_FALSE(loaded);
-        CHECK(corrupt == 1);
-        CHECK(room < (std::size_t{1} << 20)); // the 2 MiB it grew to for the frame, given back
+        load_on_a_thread const load = load_on_a_new_thread();
+        CHECK_FALSE(load.loaded);
+        CHECK(load.corrupt == 1);
+        CHECK(load.room < (std::size_t{1} << 20)); // the 2 MiB it grew to for the frame, given back
         REQUIRE(lines.size() == 1);
         CHECK(lines[0].find("does not decompress to the 2097152 bytes it declares") != std::string::npos);
     }
@@ -319,18 +328,10 @@ TEST_CASE("a decompression bomb made by zstd is a counted corrupt miss, and its 
         std::string small;
         REQUIRE(cc::zstd_compression::compress(compressible(4096), 3, small));
         write_bytes(dir.path(), k, compressed_entry(k, std::size_t{48} << 20, small));
-        bool loaded = true;
-        std::uint64_t corrupt = 0;
-        std::size_t room = 0;
-        std::thread([&] { // a thread of its own: its decompression buffer starts empty
-            zstd_cache c = fresh_cache();
-            loaded = c.load<artifact>(key_of(9)).has_value();
-            corrupt = misses(c.stats(), cc::miss_reason::corrupt);
-            room = cc::detail::decompress_buffer().bytes().capacity();
-        }).join();
-        CHECK_FALSE(loaded);
-        CHECK(corrupt == 1);
-        CHECK(room < (std::size_t{1} << 20));
+        load_on_a_thread const load = load_on_a_new_thread();
+        CHECK_FALSE(load.loaded);
+        CHECK(load.corrupt == 1);
+        CHECK(load.room < (std::size_t{1} << 20));
     }
     SECTION("the entry declares the frame's true 128 MiB: over the bound, too-large, never decompressed") {
         write_bytes(dir.path(), k, compressed_entry(k, huge, frame));
