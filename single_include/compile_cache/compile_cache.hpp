@@ -2505,12 +2505,15 @@ inline std::string file_time_identity(std::string const& shown, struct ::stat co
 
 /// A library without a build-id, by its file: the path, size and modification time of
 /// the file the loader mapped, as first seen in this process, and kept for as long as
-/// that file stays mapped there, so that a library replaced on disk since (an install
-/// over it) is still named as the code that runs, never as the new file. A file that
+/// that file stays mapped there while its path names another, so that a library replaced
+/// on disk since (an install renames another over it) is still named as the code that
+/// runs, never as the new file. A file rewritten in place (the same inode) is named anew,
+/// as what the path names is then what is mapped. A file that
 /// the path no longer named when first seen, or that cannot be told apart from a
 /// replacement (no /proc/self/maps), is named for this process alone: its entries miss
-/// for every other. Inodes only are compared (an overlay file system shows another
-/// device in the maps than stat does).
+/// for every other; so is any library while the names are not to be had within 1 s (a
+/// child forked while another thread held them). Inodes only are compared (an overlay
+/// file system shows another device in the maps than stat does).
 inline std::string library_file_identity(loaded_module const& m) {
     struct named_file {
         std::uintptr_t base;
@@ -2518,26 +2521,35 @@ inline std::string library_file_identity(loaded_module const& m) {
         unsigned long inode;
         std::string identity;
     };
-    static std::mutex& mutex = *new std::mutex;
+    static std::timed_mutex& mutex = *new std::timed_mutex;
     static std::vector<named_file>& named = *new std::vector<named_file>;
+    auto const for_this_process_alone = [&] {
+        return m.path + ":not the file its path names, process " + std::to_string(::getpid()) + " at " +
+               std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count());
+    };
     struct ::stat st;
     bool const stated = ::stat(m.path.c_str(), &st) == 0;
-    std::lock_guard<std::mutex> lock(mutex);
+    std::string const on_disk = stated ? file_time_identity(m.path, st) : std::string();
+    // Within a bound: a child forked while another thread held it would wait forever.
+    std::unique_lock<std::timed_mutex> lock(mutex, std::chrono::seconds(1));
+    if (!lock.owns_lock()) return for_this_process_alone();
     auto it = std::find_if(named.begin(), named.end(),
                            [&](named_file const& f) { return f.base == m.base && f.path == m.path; });
-    if (it != named.end() && stated && static_cast<unsigned long>(st.st_ino) == it->inode) return it->identity;
+    if (it != named.end() && stated && on_disk == it->identity) return it->identity; // the file named, unchanged
     unsigned long inode = 0;
     bool const mapped = mapped_inode_at(m.segment, inode);
-    if (it != named.end() && mapped && inode == it->inode) return it->identity; // replaced on disk since
-    // First seen here, or another file loaded at this place since.
+    // The file named is still the one mapped, and the path names another (renamed over it).
+    if (it != named.end() && mapped && inode == it->inode && (!stated || static_cast<unsigned long>(st.st_ino) != inode))
+        return it->identity;
+    // First seen here, another file loaded at this place since, or the named one rewritten
+    // in place (the same inode: what is mapped is what the path names now).
     std::string identity;
     if (stated && (mapped ? inode == static_cast<unsigned long>(st.st_ino) : it == named.end())) {
-        identity = file_time_identity(m.path, st);
+        identity = on_disk;
     } else {
-        identity = m.path + ":not the file its path names, process " + std::to_string(::getpid()) + " at " +
-                   std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                      std::chrono::system_clock::now().time_since_epoch())
-                                      .count());
+        identity = for_this_process_alone();
     }
     named_file f{m.base, m.path, mapped ? inode : (stated ? static_cast<unsigned long>(st.st_ino) : 0), identity};
     if (it != named.end())
@@ -16383,8 +16395,9 @@ using frame_declares_t = decltype(C::frame_declares(std::string_view(), std::siz
 template <class C>
 using has_frame_declares = is_detected_convertible<bool, frame_declares_t, C>;
 
-/// A compressed payload, decompressed into `out` (which only grows, so that hits of
-/// one size allocate nothing), bounded by the size the entry declares, itself bounded
+/// A compressed payload, decompressed into `out` (which grows with the hits, so that hits
+/// of one size allocate nothing, and is given back when over 1 MiB after a frame that
+/// fails), bounded by the size the entry declares, itself bounded
 /// by max_entry_size (check_envelope: too_large above it). A frame that does not give
 /// exactly that many bytes (damaged, or a bomb) is corrupt; a cache that cannot
 /// decompress reads the entry as unsupported.
@@ -16406,7 +16419,7 @@ void decompress_payload(envelope_fields& env, std::string& out) {
             return;
         }
         env.status = envelope_status::corrupt;
-        if (out.capacity() > (std::size_t{1} << 20)) std::string().swap(out); // kept for no hit
+        if (out.capacity() > (std::size_t{1} << 20)) std::string().swap(out); // not kept for a corrupt entry
     } else {
         (void)frame, (void)out;
         env.status = envelope_status::unsupported;

@@ -52,8 +52,9 @@ using frame_declares_t = decltype(C::frame_declares(std::string_view(), std::siz
 template <class C>
 using has_frame_declares = is_detected_convertible<bool, frame_declares_t, C>;
 
-/// A compressed payload, decompressed into `out` (which only grows, so that hits of
-/// one size allocate nothing), bounded by the size the entry declares, itself bounded
+/// A compressed payload, decompressed into `out` (which grows with the hits, so that hits
+/// of one size allocate nothing, and is given back when over 1 MiB after a frame that
+/// fails), bounded by the size the entry declares, itself bounded
 /// by max_entry_size (check_envelope: too_large above it). A frame that does not give
 /// exactly that many bytes (damaged, or a bomb) is corrupt; a cache that cannot
 /// decompress reads the entry as unsupported.
@@ -75,7 +76,7 @@ void decompress_payload(envelope_fields& env, std::string& out) {
             return;
         }
         env.status = envelope_status::corrupt;
-        if (out.capacity() > (std::size_t{1} << 20)) std::string().swap(out); // kept for no hit
+        if (out.capacity() > (std::size_t{1} << 20)) std::string().swap(out); // not kept for a corrupt entry
     } else {
         (void)frame, (void)out;
         env.status = envelope_status::unsupported;
