@@ -11757,8 +11757,9 @@ COMPILE_CACHE_DECL envelope_header write_envelope_header(std::string& out, key c
                                                          envelope_auth const& auth);
 
 /// The metadata a store seals into the entry of the kernel `name` (from `origin_file` at
-/// `origin_line`): its `format_id` (basic_cache::entry_format_id), the system clock's time now, the time it
-/// took to compile (`compile_ns`, 0 when negative) and its key's `components`.
+/// `origin_line`): its `format_id` (basic_cache::entry_format_id), the system clock's
+/// time now, the time it took to compile (`compile_ns`, 0 when negative) and its key's
+/// `components`.
 COMPILE_CACHE_DECL entry_metadata entry_metadata_now(std::string_view name, std::string_view origin_file,
                                                      std::int64_t origin_line, std::string_view format_id,
                                                      std::int64_t compile_ns,
@@ -11901,6 +11902,11 @@ inline constexpr std::string_view entry_artifact_field = ";artifact=";
 /// `serializer_format;artifact=artifact_type` (basic_cache::entry_format_id).
 COMPILE_CACHE_DECL std::string entry_format_id(std::string_view serializer_format, std::string_view artifact_type);
 
+/// The artifact type an entry's format names (what follows `;artifact=`); empty when it
+/// names none (an earlier release's entry, or one a host wrote with its serializer's
+/// format alone).
+COMPILE_CACHE_DECL std::string_view entry_artifact_type(std::string_view format_id) noexcept;
+
 /// Whether an entry written in `stored` may be opened as `expected`: the same format, or,
 /// when `expected` names no artifact type (a serializer's format_id alone, as hosts that
 /// open entries themselves pass it), that format with any artifact type.
@@ -11942,8 +11948,8 @@ COMPILE_CACHE_DECL bool reseal_envelope(std::string_view entry, envelope_auth co
 /// Checks an entry read back for `expected`: check value (in `auth`'s mode, whatever
 /// the entry's flags say), then version, flags, bounds, key and the format: `format_id`
 /// as basic_cache::entry_format_id<Artifact>() gives it, or the serializer's format_id
-/// alone, which accepts an entry of any artifact type. Only with status ok does the payload reach a deserializer. A compressed
-/// entry is `unsupported` here (its payload is not the serializer's bytes): basic_cache
+/// alone, which accepts an entry of any artifact type. Only with status ok does the
+/// payload reach a deserializer. A compressed entry is `unsupported` here (its payload is not the serializer's bytes): basic_cache
 /// with a Compression policy decompresses it.
 inline opened_envelope open_envelope(std::string_view bytes, key const& expected, std::string_view format_id,
                                      std::size_t max_payload, envelope_auth const& auth = envelope_auth()) {
@@ -12225,11 +12231,16 @@ std::string entry_format_id(std::string_view serializer_format, std::string_view
     return id;
 }
 
+std::string_view entry_artifact_type(std::string_view format_id) noexcept {
+    std::size_t const at = format_id.find(entry_artifact_field);
+    return at == std::string_view::npos ? std::string_view() : format_id.substr(at + entry_artifact_field.size());
+}
+
 bool format_matches(std::string_view stored, std::string_view expected) noexcept {
     if (stored == expected) return true;
-    return expected.find(entry_artifact_field) == std::string_view::npos && stored.size() > expected.size() &&
-           stored.substr(0, expected.size()) == expected &&
-           stored.substr(expected.size(), entry_artifact_field.size()) == entry_artifact_field;
+    // `expected` names no type: `stored` is it, then the field and any type.
+    return expected.find(entry_artifact_field) == std::string_view::npos &&
+           stored.find(entry_artifact_field) == expected.size() && stored.substr(0, expected.size()) == expected;
 }
 
 envelope_fields check_envelope(std::string_view bytes, key const& expected, std::string_view format_id,

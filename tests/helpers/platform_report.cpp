@@ -7,8 +7,9 @@
 //
 // With `--ids`: instead, four lines `exe=`, `build-id=`, `file-id=` and `key-host-id=`:
 // its executable's path (from /proc/self/exe; empty without one), its own GNU build-id,
-// the SHA-256 identity of its executable, and what the key's toolchain component holds (for key_test.cpp, which checks them against the file: a small
-// program hashes in a fraction of the time the test program takes under sanitizers).
+// the SHA-256 identity of its executable, and what the key's toolchain component holds
+// (for key_test.cpp, which checks them against the file: a small program hashes in a
+// fraction of the time the test program takes under sanitizers).
 #include <compile_cache/detail/build_id.hpp>
 #include <compile_cache/detail/crc32c.hpp>
 #include <compile_cache/key/detail/executable_digest.hpp>

@@ -257,11 +257,16 @@ std::string entry_format_id(std::string_view serializer_format, std::string_view
     return id;
 }
 
+std::string_view entry_artifact_type(std::string_view format_id) noexcept {
+    std::size_t const at = format_id.find(entry_artifact_field);
+    return at == std::string_view::npos ? std::string_view() : format_id.substr(at + entry_artifact_field.size());
+}
+
 bool format_matches(std::string_view stored, std::string_view expected) noexcept {
     if (stored == expected) return true;
-    return expected.find(entry_artifact_field) == std::string_view::npos && stored.size() > expected.size() &&
-           stored.substr(0, expected.size()) == expected &&
-           stored.substr(expected.size(), entry_artifact_field.size()) == entry_artifact_field;
+    // `expected` names no type: `stored` is it, then the field and any type.
+    return expected.find(entry_artifact_field) == std::string_view::npos &&
+           stored.find(entry_artifact_field) == expected.size() && stored.substr(0, expected.size()) == expected;
 }
 
 envelope_fields check_envelope(std::string_view bytes, key const& expected, std::string_view format_id,

@@ -356,12 +356,11 @@ std::string display_name(checked_entry const& e) {
     return "(bad entry)";
 }
 
-/// The artifact type an entry's format names (`;artifact=` and a typeid name), as C++
-/// spells it where the name demangles; empty for an entry whose format names none.
+/// The artifact type an entry's format names (a typeid name), as C++ spells it where the
+/// name demangles; empty for an entry whose format names none.
 std::string artifact_of(compile_cache::entry_metadata const& m) {
-    std::size_t const at = m.format_id.find(compile_cache::detail::entry_artifact_field);
-    if (at == std::string::npos) return {};
-    std::string const name = m.format_id.substr(at + compile_cache::detail::entry_artifact_field.size());
+    std::string const name(compile_cache::detail::entry_artifact_type(m.format_id));
+    if (name.empty()) return {};
     int status = -1;
     std::unique_ptr<char, void (*)(void*)> const demangled(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status),
                                                           std::free);
