@@ -1,6 +1,7 @@
 // sqlite_storage: one SQLite file as a cache's storage. It passes the conformance kit;
-// evicts the least recently used entries over its limit; moves a file that is not a
-// database aside and rebuilds it, with one line; reads a read-only file; leaves
+// evicts the least recently used entries over its limit; copies a file that is not a
+// database (or is damaged) aside and empties it in place, with one line, under other
+// processes' open connections; reads a read-only file; leaves
 // another program's database alone; reads its settings from the environment; and
 // holds under 8 processes at once and writers killed in the middle of a write.
 #include "catch2_compat.hpp"
@@ -15,6 +16,7 @@
 #include <sqlite3.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -74,7 +76,7 @@ std::string sql_text(std::string const& path, char const* sql) {
     return result;
 }
 
-std::vector<fs::path> moved_aside(fs::path const& dir) {
+std::vector<fs::path> copies_aside(fs::path const& dir) {
     std::vector<fs::path> found;
     for (auto const& e : fs::directory_iterator(dir))
         if (e.path().filename().string().find(".broken-") != std::string::npos) found.push_back(e.path());
@@ -111,7 +113,7 @@ void overwrite_pages(std::string const& file) {
 }
 
 /// Reads fill_two_hundred's entries through `s` until one is an error (the damage
-/// found: the file is then moved aside); whether one was. Found ones are checked.
+/// found: the file is then repaired); whether one was. Found ones are checked.
 bool read_until_error(cc::sqlite_storage& s) {
     std::string out;
     for (std::uint32_t i = 0; i < 200; ++i) {
@@ -191,7 +193,7 @@ TEST_CASE("over its size limit, sqlite_storage evicts the least recently used en
     CHECK(std::stoll(sql_text(file, "SELECT total(length(value)) FROM entries")) <= 60000);
 }
 
-TEST_CASE("a file that is not a database is moved aside and rebuilt, with one line", "[sqlite]") {
+TEST_CASE("a file that is not a database is copied aside and emptied in place, with one line", "[sqlite]") {
     temp_dir dir;
     std::string const file = (dir.path() / "cache.db").string();
     SECTION("not a database at all") { write_file(file, std::string(10000, 'x')); }
@@ -212,8 +214,8 @@ TEST_CASE("a file that is not a database is moved aside and rebuilt, with one li
     cc::sqlite_storage s(file, options);
     CHECK(s.usable());
     REQUIRE(logged.size() == 1);
-    CHECK(logged[0].find("moved aside to " + file + ".broken-") != std::string::npos);
-    CHECK(moved_aside(dir.path()).size() == 1);
+    CHECK(logged[0].find("copied aside to " + file + ".broken-") != std::string::npos);
+    CHECK(copies_aside(dir.path()).size() == 1);
     std::string out;
     REQUIRE(!s.write(conformance_key(3, 99), "fresh"));
     CHECK(s.read(conformance_key(3, 99), out, 100).status == cc::read_status::found);
@@ -221,8 +223,8 @@ TEST_CASE("a file that is not a database is moved aside and rebuilt, with one li
     CHECK(logged.size() == 1);
 }
 
-TEST_CASE("a file damaged while a storage has it open: the failing read is an error, then the file is moved "
-          "aside and rebuilt and the storage goes on",
+TEST_CASE("a file damaged while a storage has it open: the failing read is an error, then the file is copied "
+          "aside and emptied and the storage goes on",
           "[sqlite]") {
     temp_dir dir;
     std::string const file = (dir.path() / "cache.db").string();
@@ -239,14 +241,14 @@ TEST_CASE("a file damaged while a storage has it open: the failing read is an er
     REQUIRE(read_until_error(s));
     std::string out;
     REQUIRE(logged.size() == 1);
-    CHECK(logged[0].find("moved aside to " + file + ".broken-") != std::string::npos);
-    CHECK(moved_aside(dir.path()).size() == 1);
+    CHECK(logged[0].find("copied aside to " + file + ".broken-") != std::string::npos);
+    CHECK(copies_aside(dir.path()).size() == 1);
     REQUIRE(!s.write(conformance_key(4, 999), "fresh"));
     CHECK(s.read(conformance_key(4, 999), out, 100).status == cc::read_status::found);
     CHECK(out == "fresh");
 }
 
-TEST_CASE("a store made after another storage moved the damaged file aside goes into the new file, not the old",
+TEST_CASE("a store made by another storage after the damaged file was repaired is kept",
           "[sqlite]") {
     temp_dir dir;
     std::string const file = (dir.path() / "cache.db").string();
@@ -260,7 +262,7 @@ TEST_CASE("a store made after another storage moved the damaged file aside goes 
     overwrite_pages(file);
     REQUIRE(read_until_error(finder));
     std::string out;
-    REQUIRE(moved_aside(dir.path()).size() == 1); // the finder moved it aside and made a new file
+    REQUIRE(copies_aside(dir.path()).size() == 1); // the finder copied it aside and emptied it
     REQUIRE(!other.write(conformance_key(4, 1000), "stored after the move"));
     cc::sqlite_storage next_host(file);
     REQUIRE(next_host.read(conformance_key(4, 1000), out, 1 << 20).status == cc::read_status::found);
@@ -323,7 +325,7 @@ TEST_CASE("another program's SQLite database is left alone, and the cache is dis
     CHECK(!cache.enabled());
     CHECK(logged.size() == 1);
     CHECK(read_file(file) == before);
-    CHECK(moved_aside(dir.path()).empty());
+    CHECK(copies_aside(dir.path()).empty());
 }
 
 TEST_CASE("a reader of a damaged file it cannot write (another user, mode 0444) never moves, repairs or replaces it",
@@ -364,7 +366,7 @@ TEST_CASE("a reader of a damaged file it cannot write (another user, mode 0444) 
     CHECK(out.find("write_failed=1") != std::string::npos);
     CHECK(fs::exists(file));
     CHECK(read_file(file) == before);
-    CHECK(moved_aside(folder).empty());
+    CHECK(copies_aside(folder).empty());
     ::chmod(file.c_str(), 0644);
 }
 
@@ -387,7 +389,7 @@ TEST_CASE("another program's database with a table named entries is refused befo
     CHECK(storage.why_unusable() == "it is another program's SQLite database");
     CHECK(read_file(file) == before); // not switched to WAL, no table, no index, no id
     CHECK(!fs::exists(file + "-wal"));
-    CHECK(moved_aside(dir.path()).empty());
+    CHECK(copies_aside(dir.path()).empty());
 }
 
 #if defined(COMPILE_CACHE_HELPER_sqlite_worker)
@@ -427,6 +429,51 @@ TEST_CASE("a writer stopped in its transaction when a host opens the file: the h
         CHECK(s.why_unusable() == "cannot make its table: database is locked");
     }
 }
+TEST_CASE("a damaged file another process has open is emptied in place: the file keeps its inode and mode, and "
+          "that process's next store is kept",
+          "[sqlite][processes]") {
+    temp_dir dir;
+    std::string const file = (dir.path() / "cache.db").string();
+    fill_two_hundred(file);
+    REQUIRE(::chmod(file.c_str(), 0660) == 0); // (a file shared by a group, as an admin set it)
+    compile_cache_test::child_process holder(
+        std::vector<std::string>{COMPILE_CACHE_HELPER_sqlite_worker, "hold-open", file, "7"});
+    REQUIRE(holder.wait_for_line());
+    REQUIRE(holder.output() == "open\n");
+    struct stat before {};
+    REQUIRE(::stat(file.c_str(), &before) == 0);
+    std::string const wal = file + "-wal";
+    REQUIRE(fs::exists(wal)); // the holder's connection uses it
+    overwrite_pages(file);
+    std::vector<std::string> logged;
+    cc::sqlite_options options;
+    options.logger = [&](std::string_view line) { logged.emplace_back(line); };
+    cc::sqlite_storage finder(file, options);
+    REQUIRE(read_until_error(finder));
+    REQUIRE(logged.size() == 1);
+    CHECK(logged[0].find("copied aside to " + file + ".broken-") != std::string::npos);
+    CHECK(logged[0].find("emptied in place") != std::string::npos);
+    std::vector<fs::path> const copies = copies_aside(dir.path());
+    REQUIRE(copies.size() == 1);
+    CHECK(fs::file_size(copies[0]) == static_cast<std::uintmax_t>(before.st_size));
+    struct stat after {};
+    REQUIRE(::stat(file.c_str(), &after) == 0);
+    CHECK(after.st_ino == before.st_ino); // not renamed away and made anew
+    CHECK((after.st_mode & 07777) == 0660);
+    CHECK(after.st_uid == before.st_uid);
+    CHECK(after.st_gid == before.st_gid);
+    CHECK(fs::exists(wal)); // the side files other connections use are left in place
+    holder.kill(SIGUSR1);
+    CHECK(holder.wait() == 0);
+    CHECK(holder.output() == "open\nstored\n");
+    cc::sqlite_storage next_host(file);
+    std::string out;
+    REQUIRE(next_host.read(conformance_key(21, 1007), out, 1 << 20).status == cc::read_status::found);
+    CHECK(out == "after");
+    CHECK(next_host.read(conformance_key(4, 0), out, 1 << 20).status == cc::read_status::absent); // emptied
+    CHECK(logged.size() == 1);
+}
+
 TEST_CASE("a forked child's stores are kept, made before and after its parent's storage closes",
           "[sqlite][processes]") {
     temp_dir dir;
@@ -548,6 +595,57 @@ TEST_CASE("a full disk when a host opens the file: the host still reads every en
     CHECK(out == "usable=1 found=40 why=");
 }
 
+TEST_CASE("a damaged file that cannot be copied aside (a full disk) is left as it is, with one line", "[sqlite]") {
+    temp_dir dir;
+    fs::path const mnt = dir.path() / "mnt";
+    fs::create_directory(mnt);
+    std::string const out = compile_cache_test::run_in_child([&]() -> std::string {
+        if (::unshare(CLONE_NEWNS) != 0 || ::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+            ::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=16m,mode=0700") != 0)
+            return std::string("skip: ") + std::strerror(errno);
+        std::string const file = (mnt / "cache.db").string();
+        fill_two_hundred(file);
+        sql_text(file, "PRAGMA wal_checkpoint(TRUNCATE)");
+        // Another connection keeps the WAL and its index file in place, as a running host
+        // does; the disk fills up, then pages 2 to 21 are overwritten in place (no new block).
+        sqlite3* other = nullptr;
+        sqlite3_open(file.c_str(), &other);
+        sqlite3_exec(other, "SELECT count(*) FROM entries", nullptr, nullptr, nullptr);
+        std::string const filler = (mnt / "filler").string();
+        int fd = ::open(filler.c_str(), O_WRONLY | O_CREAT, 0600);
+        std::string const block(4096, 'f');
+        while (::write(fd, block.data(), block.size()) > 0) {
+        }
+        ::close(fd);
+        fd = ::open(file.c_str(), O_WRONLY);
+        std::string const garbage(4096 * 20, static_cast<char>(0xa5));
+        bool const damaged = fd >= 0 && ::pwrite(fd, garbage.data(), garbage.size(), 4096) ==
+                                            static_cast<ssize_t>(garbage.size());
+        if (fd >= 0) ::close(fd);
+        if (!damaged) return "cannot damage it";
+        std::string const damaged_bytes = read_file(file);
+        std::vector<std::string> logged;
+        cc::sqlite_options options;
+        options.logger = [&](std::string_view line) { logged.emplace_back(line); };
+        cc::sqlite_storage s(file, options);
+        bool const error = read_until_error(s);
+        std::string result = "error=" + std::to_string(error) + " lines=" + std::to_string(logged.size()) +
+                             " same=" + std::to_string(read_file(file) == damaged_bytes) +
+                             " copies=" + std::to_string(copies_aside(mnt).size());
+        if (!logged.empty()) result += " line=" + logged[0];
+        sqlite3_close(other);
+        return result;
+    });
+    if (out.rfind("skip:", 0) == 0) {
+        WARN("a tmpfs could not be mounted (" << out << "); the full-disk case is not run");
+        return;
+    }
+    INFO(out);
+    CHECK(out.rfind("error=1 lines=1 same=1 copies=0 line=", 0) == 0);
+    CHECK(out.find("it is damaged, and it cannot be copied aside to ") != std::string::npos);
+    CHECK(out.find("No space left on device): left as it is") != std::string::npos);
+}
+
 TEST_CASE("sqlite settings come from PREFIX_FILE, PREFIX_MAX_SIZE and PREFIX_BUSY_TIMEOUT", "[sqlite]") {
     temp_dir dir;
     std::string const file = (dir.path() / "env.db").string();
@@ -631,7 +729,7 @@ TEST_CASE("writers killed in the middle of a write leave a sound sqlite file", "
             if (s.read(e.k, out, 1 << 20).status != cc::read_status::found || !is_conformance_value(out)) ++bad;
         CHECK(bad == 0);
         CHECK(sql_text(file, "PRAGMA integrity_check") == "ok");
-        CHECK(moved_aside(dir.path()).empty());
+        CHECK(copies_aside(dir.path()).empty());
         REQUIRE(!s.write(conformance_key(12, static_cast<std::uint32_t>(round)), conformance_value(99, 0)));
     }
 }

@@ -12,13 +12,19 @@
 //        sqlite_worker hold-lock FILE ID
 //          Takes the database's write lock (BEGIN IMMEDIATE) through SQLite itself, prints
 //          `locked`, and keeps it until killed: a writer stopped in its transaction.
+//        sqlite_worker hold-open FILE ID
+//          Opens the file through a storage and stores under (21, ID), prints `open`, then
+//          waits for SIGUSR1 with its connection open; then stores "after" under
+//          (21, ID + 1000) and prints `stored` or `failed: WHY`, and exits 0 when stored.
 #include <compile_cache/storage/sqlite/sqlite_storage.hpp>
 #include <compile_cache/testing/storage_conformance.hpp>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include <signal.h>
 #include <unistd.h>
 
 namespace {
@@ -30,7 +36,7 @@ using cc::testing::detail::is_conformance_value;
 
 int usage() {
     std::fprintf(stderr, "usage: sqlite_worker mixed FILE ID OPS | sqlite_worker forever FILE ID |\n"
-                         "       sqlite_worker hold-lock FILE ID\n");
+                         "       sqlite_worker hold-lock FILE ID | sqlite_worker hold-open FILE ID\n");
     return 2;
 }
 
@@ -52,6 +58,10 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
         for (;;) ::pause();
     }
+    sigset_t usr1;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    if (mode == "hold-open") sigprocmask(SIG_BLOCK, &usr1, nullptr); // (before the parent may send it)
     cc::sqlite_options options;
     options.busy_timeout = std::chrono::milliseconds(10000);
     cc::sqlite_storage storage(file, options);
@@ -98,6 +108,22 @@ int main(int argc, char** argv) {
         }
         std::printf("ok writes=%lu reads=%lu errors=%lu torn=%lu\n", writes, reads, errors, torn);
         return errors == 0 && torn == 0 ? 0 : 1;
+    }
+    if (mode == "hold-open") {
+        if (std::error_code const ec = storage.write(conformance_key(21, id), "before")) {
+            std::printf("failed: %s\n", ec.message().c_str());
+            return 1;
+        }
+        std::printf("open\n");
+        std::fflush(stdout);
+        int signal = 0;
+        sigwait(&usr1, &signal);
+        std::error_code const ec = storage.write(conformance_key(21, id + 1000), "after");
+        if (ec)
+            std::printf("failed: %s\n", ec.message().c_str());
+        else
+            std::printf("stored\n");
+        return ec ? 1 : 0;
     }
     if (mode == "forever") {
         for (std::uint32_t i = 0;; ++i) {

@@ -82,7 +82,7 @@ char const* const help_tail =
     "  OBJECT IDLETIME for the last use, unknown under an LFU policy; HTTP: PROPFIND, the\n"
     "  last change as the last use); entries are read without counting as a use where the\n"
     "  storage can (SQLite: yes; Redis: a read moves its LRU clock). Counters are recorded in\n"
-    "  directories only. A SQLite file is never repaired or moved aside by the tool: clear and\n"
+    "  directories only. A SQLite file is never repaired or emptied by the tool: clear and\n"
     "  verify --remove refuse a damaged one.\n"
     "\n"
     "options:\n"

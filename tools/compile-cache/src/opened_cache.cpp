@@ -240,8 +240,8 @@ void use_storage(opened_cache& out, std::shared_ptr<Storage> storage,
 
 #if defined(COMPILE_CACHE_TOOL_WITH_SQLITE)
 /// Whether SQLite's own quick check finds the file sound, on a read-only connection
-/// of the tool's (the storage's open for writing would move a damaged file aside and
-/// rebuild it: the tool never does that); `why` says what it found.
+/// of the tool's (the storage's open for writing would copy a damaged file aside and
+/// empty it: the tool never does that); `why` says what it found.
 bool passes_quick_check(std::string const& file, std::string& why) {
     sqlite3* db = nullptr;
     int rc = sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
@@ -265,7 +265,7 @@ bool passes_quick_check(std::string const& file, std::string& why) {
 
 int open_sqlite(std::string const& file, cache_use use, opened_cache& out) {
     out.shown = file;
-    // Checked here, as sqlite_storage would move a file that is not a database aside.
+    // Checked here, as sqlite_storage would empty a file that is not a database.
     struct stat st {};
     bool const exists = ::stat(file.c_str(), &st) == 0;
     if (exists && !S_ISREG(st.st_mode)) return fail(file + ": not a file (a SQLite cache is one file)", exit_usage);
@@ -275,12 +275,12 @@ int open_sqlite(std::string const& file, cache_use use, opened_cache& out) {
     if (exists && use != cache_use::read && !passes_quick_check(file, why))
         return fail(file + ": damaged (SQLite's quick check: " + printable(why) +
                         "); nothing is removed or written: the tool never repairs a file (read what is left with "
-                        "stats, list or copy; a host's cache moves it aside and rebuilds)",
+                        "stats, list or copy; a host's cache copies it aside and empties it)",
                     exit_failed);
     compile_cache::sqlite_options options;
     options.max_size = 0; // the tool never evicts
-    // A command that removes nothing never writes, moves or repairs the file; one that
-    // removes or writes never moves or repairs it either: damage the quick check missed
+    // A command that removes nothing never writes, copies or repairs the file; one that
+    // removes or writes never copies or repairs it either: damage the quick check missed
     // is then the call's error.
     options.inspect_only = use == cache_use::read;
     options.repair = false;

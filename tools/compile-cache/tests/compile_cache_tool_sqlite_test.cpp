@@ -229,7 +229,7 @@ TEST_CASE_METHOD(sqlite_file, "a row whose key is longer than a key can be is ne
 }
 
 TEST_CASE_METHOD(sqlite_file, "clear and verify --remove on a SQLite file with a damaged index refuse (exit 3) and never "
-                              "move it aside or rebuild it",
+                              "empty or repair it",
                  "[compile-cache][sqlite]") {
     std::vector<std::string> const keys = fill(3);
     damage_key_index(file);
@@ -266,7 +266,7 @@ void damage_use_index_unseen(std::string const& file) {
 } // namespace
 
 TEST_CASE_METHOD(sqlite_file, "clear on a SQLite file with damage the quick check misses fails on it (exit 3) and never "
-                              "moves the file aside or rebuilds it",
+                              "empties or repairs the file",
                  "[compile-cache][sqlite]") {
     fill(3);
     damage_use_index_unseen(file);

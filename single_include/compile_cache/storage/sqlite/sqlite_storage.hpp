@@ -9,9 +9,9 @@
 // checks the stored length in SQL before a byte is copied. A write replaces the row in
 // one statement (atomic). Over the size limit, the least recently used entries are
 // evicted; use times are refreshed at most hourly, as directory_storage's are. A file
-// that is not a database, or is damaged, is moved aside (`FILE.broken-<time>-<pid>`)
-// and rebuilt, with one line, by a storage that may write it; a file this process
-// cannot write is opened immutable and read, and a read-only storage never moves,
+// that is not a database, or is damaged, is copied aside (`FILE.broken-<time>-<pid>`)
+// and emptied in place, with one line, by a storage that may write it; a file this process
+// cannot write is opened immutable and read, and a read-only storage never copies,
 // repairs or writes its file. Opening a file whose table is there takes no write lock,
 // so a writer stopped in its transaction or a full disk still leaves reads served.
 // Another program's SQLite database is refused before anything is written to it. One
@@ -117,6 +117,7 @@ __asm__(".pushsection .rodata.compile_cache_header_only_mark,\"aG\",@progbits,co
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -148,14 +149,14 @@ struct sqlite_options {
     bool read_only = false;
     /// For tools that only look (compile-cache stats, list, show, verify): the file is
     /// opened read-only but not immutable, so that what live writers committed (their
-    /// WAL included) is seen; nothing is written, moved aside or repaired, and damage
+    /// WAL included) is seen; nothing is written, copied aside or repaired, and damage
     /// is an error of the call. A file that cannot be opened so is opened immutable.
     bool inspect_only = false;
-    /// Whether a file found damaged (or not a database) is moved aside and rebuilt. A tool
+    /// Whether a file found damaged (or not a database) is copied aside and emptied. A tool
     /// that writes to a user's cache (compile-cache clear, verify --remove, copy into it)
     /// sets it false: damage is then an error of the call, and the file stays as it is.
     bool repair = true;
-    /// One-line reports (a damaged file moved aside); stderr when empty.
+    /// One-line reports (a damaged file copied aside and emptied); stderr when empty.
     std::function<void(std::string_view)> logger;
 };
 
@@ -185,6 +186,32 @@ inline std::error_code code_of(int rc) noexcept {
     case SQLITE_PERM: return std::make_error_code(std::errc::permission_denied);
     default: return std::make_error_code(std::errc::io_error);
     }
+}
+
+inline std::int64_t mtime_ns(struct stat const& st) noexcept {
+    return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+/// Empties the database file at `path` in place with SQLite's reset (a VACUUM under
+/// SQLITE_DBCONFIG_RESET_DATABASE: it works on a damaged file, or one that is no
+/// database, and takes the file's locks as any write does, waiting up to `busy`). ""
+/// when done, else why not.
+inline std::string reset_database(std::string const& path, std::chrono::milliseconds busy) {
+    sqlite3* db = nullptr;
+    int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr);
+    std::string why;
+    if (rc == SQLITE_OK) {
+        auto const ms = busy.count() < 0 ? 0 : busy.count() > INT32_MAX ? INT32_MAX : static_cast<int>(busy.count());
+        sqlite3_busy_timeout(db, ms);
+        rc = sqlite3_db_config(db, SQLITE_DBCONFIG_RESET_DATABASE, 1, nullptr);
+        if (rc == SQLITE_OK) rc = sqlite3_exec(db, "VACUUM", nullptr, nullptr, nullptr);
+        if (rc != SQLITE_OK) why = sqlite3_errmsg(db);
+        (void)sqlite3_db_config(db, SQLITE_DBCONFIG_RESET_DATABASE, 0, nullptr);
+    } else {
+        why = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    }
+    sqlite3_close_v2(db);
+    return why;
 }
 
 inline bool is_damage(int rc) noexcept { return (rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_NOTADB; }
@@ -279,7 +306,7 @@ struct connection {
 };
 
 /// Why an open failed: `damaged` when the file is not a (sound) database, so that it
-/// may be moved aside and rebuilt; `foreign` when it is another program's database.
+/// may be repaired (copied aside, emptied); `foreign` when it is another program's database.
 enum class open_outcome { ok, damaged, foreign, failed };
 
 /// A storage's mutex and connection, as a fork handles them. A fork first takes each
@@ -534,9 +561,10 @@ public:
             auto& c = state_->c;
             if (!connection_of_this_process_locked()) return unusable_code();
             if (c.read_only) return std::make_error_code(std::errc::read_only_file_system);
-            // Another process moved a damaged file aside and made a new one: a store
-            // into the old file would be lost, so it goes to the new one (a read may
-            // still be answered from the old).
+            // Another process put a new file at the path (an earlier release moved a
+            // damaged file aside and made a new one; a user replaced it): a store into
+            // the old file would be lost, so it goes to the new one (a read may still be
+            // answered from the old).
             if (!file_is_still_ours_locked() && !reopen_locked()) return unusable_code();
             if (c.read_only) return std::make_error_code(std::errc::read_only_file_system);
             if (bytes.size() > static_cast<std::size_t>(INT32_MAX))
@@ -648,6 +676,16 @@ private:
         std::uint64_t written_since_check = 0;
         bool checked_once = false;
         std::uint64_t foreign_rows = 0; ///< of the last list()
+        /// The damaged file copied aside and not yet emptied (repair_in_place_locked): a
+        /// repair tried again copies it again only when it changed.
+        struct {
+            ino_t inode = 0;
+            dev_t device = 0;
+            off_t size = 0;
+            std::int64_t mtime_ns = 0;
+            std::string aside;
+        } copied_aside;
+        bool reported_unrepaired = false; ///< a repair that failed was reported
     };
 
     std::error_code unusable_code() const noexcept { return std::make_error_code(std::errc::io_error); }
@@ -672,7 +710,7 @@ private:
     }
 
     /// Whether the file at the path is the one the connection has open (not one another
-    /// process put there after moving this one aside).
+    /// process put there since: an earlier release that moved a damaged one aside, a user).
     bool file_is_still_ours_locked() const noexcept {
         auto const& c = state_->c;
         if (c.inode == 0) return true; // (not known: immutable opens)
@@ -710,13 +748,13 @@ private:
         }
     }
 
-    /// A failed statement: damage is repaired (moved aside, rebuilt) for the next call,
+    /// A failed statement: damage is repaired (copied aside, emptied) for the next call,
     /// by a storage that may write the file and repairs (sqlite_options::repair); others
     /// leave it as it is.
     std::error_code failed_locked(int rc) {
         if (detail::sqlite_impl::is_damage(rc) && !state_->c.read_only && state_->options.repair) {
             state_->c.close();
-            move_aside_locked("it is damaged");
+            repair_in_place_locked("it is damaged");
             open_locked();
         }
         return detail::sqlite_impl::code_of(rc);
@@ -727,24 +765,55 @@ private:
         return state_->c.db != nullptr;
     }
 
-    /// Moves the file (and its -wal and -shm) aside, unless another process already
-    /// replaced it: then there is nothing to do but open the new one.
-    void move_aside_locked(char const* why) {
+    /// Repairs a damaged file (or one that is not a database) in place: copies it to
+    /// `FILE.broken-<time>-<pid>`, then empties it through SQLite's own reset, a write
+    /// transaction under the file's locks, so that other processes' open connections stay
+    /// sound and see the emptied file (nothing is renamed or unlinked under them), and the
+    /// file keeps its owner, group and mode. A file that cannot be copied is left as it is
+    /// (nothing lost), and so is one another process replaced meanwhile. One line either
+    /// way, once per damaged file.
+    void repair_in_place_locked(char const* why) {
         auto& c = state_->c;
         std::string const& path = state_->path;
-        struct stat st;
+        struct stat st {};
         if (c.inode != 0 && (::stat(path.c_str(), &st) != 0 || st.st_ino != c.inode || st.st_dev != c.device))
-            return;
-        std::string const aside = path + ".broken-" + std::to_string(detail::sqlite_impl::now_s()) + "-" +
-                                  std::to_string(::getpid());
-        if (::rename(path.c_str(), aside.c_str()) != 0) {
-            report(path + ": " + why + ", and it cannot be moved aside (" + std::strerror(errno) + ")");
+            return; // (an earlier release moved it aside and made another: open that)
+        c.close();
+        if (::stat(path.c_str(), &st) != 0) return;
+        auto& copied = state_->copied_aside;
+        bool const already = copied.inode == st.st_ino && copied.device == st.st_dev &&
+                             copied.size == st.st_size && copied.mtime_ns == detail::sqlite_impl::mtime_ns(st);
+        if (!already) {
+            std::string const aside = path + ".broken-" + std::to_string(detail::sqlite_impl::now_s()) + "-" +
+                                      std::to_string(::getpid());
+            std::error_code ec;
+            std::filesystem::copy_file(path, aside, std::filesystem::copy_options::none, ec);
+            if (ec) {
+                std::string const failure = ec.message();
+                std::filesystem::remove(aside, ec); // (what was copied of it)
+                report_once(path + ": " + why + ", and it cannot be copied aside to " + aside + " (" + failure +
+                            "): left as it is");
+                return;
+            }
+            copied = {st.st_ino, st.st_dev, st.st_size, detail::sqlite_impl::mtime_ns(st), aside};
+        }
+        std::string const emptied = detail::sqlite_impl::reset_database(path, state_->options.busy_timeout);
+        if (!emptied.empty()) {
+            report_once(path + ": " + why + "; copied aside to " + copied.aside + ", but it cannot be emptied (" +
+                        emptied + "): left as it is");
             return;
         }
-        ::unlink((path + "-wal").c_str());
-        ::unlink((path + "-shm").c_str());
-        report(path + ": " + why + " (not a compile_cache database, or damaged); moved aside to " + aside +
-               " and rebuilt");
+        report(path + ": " + why + " (not a compile_cache database, or damaged); copied aside to " + copied.aside +
+               " and emptied in place");
+        copied = {};
+        state_->reported_unrepaired = false;
+    }
+
+    /// report(), once until a repair succeeds: a file left damaged fails every call.
+    void report_once(std::string const& line) {
+        if (state_->reported_unrepaired) return;
+        state_->reported_unrepaired = true;
+        report(line);
     }
 
     void open_locked() {
@@ -764,7 +833,7 @@ private:
         }
         if (o == open_outcome::damaged && !immutable && !inspect && state_->options.repair) {
             state_->c.close();
-            move_aside_locked("it is not a database");
+            repair_in_place_locked("it is not a database");
             o = try_open_locked(open_mode::read_write);
         }
         if (o != open_outcome::ok) {
