@@ -18,6 +18,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -593,6 +594,36 @@ TEST_CASE("a full disk when a host opens the file: the host still reads every en
         return;
     }
     CHECK(out == "usable=1 found=40 why=");
+}
+
+TEST_CASE("a symlink planted where a damaged file's copy goes is never followed: the file is left as it is",
+          "[sqlite]") {
+    temp_dir dir;
+    std::string const file = (dir.path() / "cache.db").string();
+    fill_two_hundred(file);
+    cc::sqlite_storage opened(file); // (open and sound, then damaged behind its back)
+    REQUIRE(opened.usable());
+    overwrite_pages(file);
+    // In a folder others may write, the copy's name is predictable: FILE.broken-<time>-<pid>.
+    // Symlinks there to a file of the host's user: one that is there, and one not yet made.
+    std::string const victim = (dir.path() / "victim").string();
+    std::string const not_yet = (dir.path() / "not-yet").string();
+    write_file(victim, "precious");
+    auto const now = static_cast<long long>(std::time(nullptr));
+    bool const to_a_file_there = GENERATE(true, false);
+    for (long long t = now; t < now + 30; ++t)
+        REQUIRE(::symlink((to_a_file_there ? victim : not_yet).c_str(),
+                          (file + ".broken-" + std::to_string(t) + "-" + std::to_string(::getpid())).c_str()) == 0);
+    std::vector<std::string> logged;
+    cc::sqlite_options options;
+    options.logger = [&](std::string_view line) { logged.emplace_back(line); };
+    cc::sqlite_storage s(file, options);
+    REQUIRE(read_until_error(s));
+    CHECK(read_file(victim) == "precious");
+    CHECK(!fs::exists(not_yet));
+    REQUIRE(logged.size() == 1);
+    CHECK(logged[0].find("it cannot be copied aside to " + file + ".broken-") != std::string::npos);
+    CHECK(logged[0].find("File exists): left as it is") != std::string::npos);
 }
 
 TEST_CASE("a damaged file that cannot be copied aside (a full disk) is left as it is, with one line", "[sqlite]") {

@@ -706,11 +706,13 @@ private:
         if (!already) {
             std::string const aside = path + ".broken-" + std::to_string(detail::sqlite_impl::now_s()) + "-" +
                                       std::to_string(::getpid());
+            // (A new file, made exclusively, so that a symlink planted at its name is
+            // never followed; with the file's permissions.)
             std::error_code ec;
             std::filesystem::copy_file(path, aside, std::filesystem::copy_options::none, ec);
             if (ec) {
                 std::string const failure = ec.message();
-                std::filesystem::remove(aside, ec); // (what was copied of it)
+                if (ec != std::errc::file_exists) std::filesystem::remove(aside, ec); // (what was copied of it)
                 report_once(path + ": " + why + ", and it cannot be copied aside to " + aside + " (" + failure +
                             "): left as it is");
                 return;
