@@ -6,15 +6,18 @@
 # of template errors. Every file is compiled as C++17 and as C++20 (when the compiler
 # knows it): the sentence must come first and alone under both.
 #
-# Usage: run.sh [--standards "c++17 c++20"] [--shard K/N] <c++ compiler> [include dir]...
+# Usage: run.sh [--standards "c++17 c++20"] [--shard K/N] [--pch-dir DIR] <c++ compiler> [include dir]...
 #   e.g. tests/compile_fail/run.sh g++ include
 # --standards: the standards to compile under (default: c++17, and c++20 when the
 # compiler knows it); CMake passes COMPILE_CACHE_TEST_DIAGNOSTICS_STANDARDS.
 # --shard K/N: only the files whose place in the sorted list, counted from 0, is K
 # modulo N (CMake runs N shards as N tests, which ctest runs side by side).
+# --pch-dir: where the umbrella header was precompiled before (DIR/STD/umbrella.pch, by
+# tests/support/precompile_umbrella.sh), for every shard; without one there, made here.
 set -u
 
 standards=
+pch_dir=
 shard=0
 shards=1
 while :; do
@@ -28,6 +31,10 @@ while :; do
         shards=${2#*/}
         shift 2
         ;;
+    --pch-dir)
+        pch_dir=${2-}
+        shift 2
+        ;;
     *) break ;;
     esac
 done
@@ -39,7 +46,7 @@ if [ "$shards" -lt 1 ] || [ "$shard" -ge "$shards" ]; then
     exit 2
 fi
 if [ $# -lt 1 ]; then
-    echo "usage: $0 [--standards \"c++17 c++20\"] [--shard K/N] <c++ compiler> [include dir]..." >&2
+    echo "usage: $0 [--standards \"c++17 c++20\"] [--shard K/N] [--pch-dir DIR] <c++ compiler> [include dir]..." >&2
     exit 2
 fi
 cxx=$1
@@ -63,6 +70,10 @@ precompiled=0
 # includes a header after code, or includes src.hpp (which must come first) is compiled
 # as it is; so is every file with g++, or when clang cannot make it.
 pch_path() { # STD: prints the precompiled umbrella's path, or nothing
+    if [ -n "$pch_dir" ] && [ -f "$pch_dir/$1/umbrella.pch" ]; then
+        echo "$pch_dir/$1/umbrella.pch"
+        return
+    fi
     if [ ! -f "$pch/$1.path" ]; then
         # shellcheck disable=SC2086  # $includes is a list of words on purpose
         sh "$here/../support/precompile_umbrella.sh" "$pch" "$1" "$cxx" $includes >"$pch/$1.path"

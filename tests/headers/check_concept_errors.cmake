@@ -26,15 +26,20 @@ if(NOT STANDARDS)
 endif()
 # With clang, the umbrella header (the source's first include) is parsed once per standard
 # into a precompiled header (tests/support/precompile_umbrella.sh): the same diagnostics.
-# Made in the working directory (ctest's: the build folder of tests/headers), removed at
-# the end; with g++, or when clang cannot make it, each case is compiled as it is.
+# The one in -DPCH_DIR=DIR (DIR/STD/umbrella.pch) when there is one; else made in the
+# working directory (ctest's: the build folder of tests/headers), removed at the end; with
+# g++, or when clang cannot make it, each case is compiled as it is.
 string(RANDOM LENGTH 12 run) # (a folder of this run's own: two runs may share the build folder)
 set(pch_dir ${CMAKE_CURRENT_BINARY_DIR}/concept_errors_pch_${run})
 set(failures 0)
 foreach(std IN LISTS STANDARDS)
-  execute_process(COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/../support/precompile_umbrella.sh ${pch_dir} ${std} ${CXX}
-                          ${flags}
-                  OUTPUT_VARIABLE pch_file OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+  if(PCH_DIR AND EXISTS ${PCH_DIR}/${std}/umbrella.pch) # (made before, for every check: -DPCH_DIR)
+    set(pch_file ${PCH_DIR}/${std}/umbrella.pch)
+  else()
+    execute_process(COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/../support/precompile_umbrella.sh ${pch_dir} ${std} ${CXX}
+                            ${flags}
+                    OUTPUT_VARIABLE pch_file OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+  endif()
   set(pch_flags)
   if(pch_file)
     set(pch_flags -include-pch ${pch_file})

@@ -7,8 +7,10 @@
 # which the caller puts first in a compilation with `-include-pch`. Prints nothing, and
 # the caller compiles as it is, when CXX is not clang (g++'s precompiled
 # header took longer to load than the headers it spared) or the header does not compile.
-# Exits 0 either way; 2 on a wrong call. With clang 14 a check against the single header
-# then costs a half (compile_fail) to a third (concept_errors) of its time.
+# Exits 0 either way; 2 on a wrong call. The header's templates are instantiated into it
+# (-fpch-instantiate-templates), so that each check does not instantiate them again: with
+# clang 14, a compile-fail file against the single header takes 0.2 s with it, 1.4 s with
+# a header precompiled without it and 4.9 s with none.
 set -u
 if [ $# -lt 3 ]; then
     echo "usage: $0 DIR STD CXX [-Idir]..." >&2
@@ -24,7 +26,8 @@ case $("$cxx" --version 2>/dev/null | head -n 1) in
 esac
 mkdir -p "$dir" || exit 0
 echo '#include <compile_cache/compile_cache.hpp>' >"$dir/umbrella.hpp"
-if "$cxx" -std="$std" -x c++-header "$@" "$dir/umbrella.hpp" -o "$dir/umbrella.pch" >/dev/null 2>&1; then
+if "$cxx" -std="$std" -x c++-header -fpch-instantiate-templates "$@" "$dir/umbrella.hpp" -o "$dir/umbrella.pch" \
+    >/dev/null 2>&1; then
     echo "$dir/umbrella.pch"
 else
     rm -f "$dir/umbrella.pch"
