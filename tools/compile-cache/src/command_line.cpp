@@ -134,35 +134,48 @@ option_spec const option_table[] = {
 char const* const common_options[] = {"--json",   "--namespace", "--password-file", "--progress",
                                       "--layout", "--ca-file",   "--token-file"};
 
-/// Step 1: the words, as options (with their values) and as the command and its operands.
-void split_arguments(std::vector<std::string> const& args, std::vector<given_option>& options,
-                     std::vector<std::string>& words) {
+/// The one reading of the arguments' shape: `--` ends the options (what follows is
+/// operands: a directory named "-x" may follow), `--name=value` gives a value inline,
+/// and an option of option_table that takes a value takes the next argument. Calls
+/// `option(name, value, known)` for each option (known: null when not in option_table;
+/// value: none given) and `operand(word)` for each other argument, in order.
+template <class Option, class Operand>
+void walk_arguments(std::vector<std::string> const& args, Option option, Operand operand) {
     for (std::size_t i = 0; i < args.size(); ++i) {
         std::string arg = args[i];
-        if (arg == "--") { // the end of the options: a directory named "-x" may follow
-            words.insert(words.end(), args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+        if (arg == "--") {
+            for (++i; i < args.size(); ++i) operand(args[i]);
             return;
         }
         if (arg.size() < 2 || arg[0] != '-') {
-            words.push_back(arg);
+            operand(arg);
             continue;
         }
-        given_option o;
+        std::optional<std::string> value;
         if (arg.rfind("--", 0) == 0 && arg.find('=') != std::string::npos) {
-            o.value = arg.substr(arg.find('=') + 1);
+            value = arg.substr(arg.find('=') + 1);
             arg = arg.substr(0, arg.find('='));
         }
-        o.name = arg;
-        auto const known = std::find_if(std::begin(option_table), std::end(option_table),
+        auto const found = std::find_if(std::begin(option_table), std::end(option_table),
                                         [&](option_spec const& s) { return arg == s.name; });
-        if (known == std::end(option_table)) throw usage_error{"unknown option " + arg};
-        if (known->takes_value() && !o.value) {
-            if (i + 1 >= args.size()) throw usage_error{arg + " needs a value"};
-            o.value = args[++i];
-        }
-        if (!known->takes_value() && o.value) throw usage_error{arg + " takes no value"};
-        options.push_back(std::move(o));
+        option_spec const* const known = found == std::end(option_table) ? nullptr : &*found;
+        if (known && known->takes_value() && !value && i + 1 < args.size()) value = args[++i];
+        option(arg, value, known);
     }
+}
+
+/// Step 1: the words, as options (with their values) and as the command and its operands.
+void split_arguments(std::vector<std::string> const& args, std::vector<given_option>& options,
+                     std::vector<std::string>& words) {
+    walk_arguments(
+        args,
+        [&](std::string const& name, std::optional<std::string> const& value, option_spec const* known) {
+            if (!known) throw usage_error{"unknown option " + name};
+            if (known->takes_value() && !value) throw usage_error{name + " needs a value"};
+            if (!known->takes_value() && value) throw usage_error{name + " takes no value"};
+            options.push_back({name, value});
+        },
+        [&](std::string const& word) { words.push_back(word); });
 }
 
 /// Step 2: the command, known.
@@ -259,6 +272,17 @@ std::string usage_of(command_spec const& spec) {
             if (std::string_view(name) == o.name)
                 out += std::string(" [") + o.name + (o.value ? std::string(" ") + o.value : std::string()) + "]";
     return out + " [--json] [--progress]";
+}
+
+argument_words read_words(std::vector<std::string> const& args) {
+    argument_words out;
+    walk_arguments(
+        args,
+        [&](std::string const& name, std::optional<std::string> const&, option_spec const*) {
+            out.options.push_back(name);
+        },
+        [&](std::string const& word) { out.operands.push_back(word); });
+    return out;
 }
 
 command_line parse(std::vector<std::string> const& args) {

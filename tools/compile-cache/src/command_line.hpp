@@ -58,6 +58,14 @@ command_spec const* find_command(std::string const& name);
 /// "usage: compile-cache show DIR KEY_PREFIX [--secret-file F] [--json] [--progress]".
 std::string usage_of(command_spec const& spec);
 
+/// The arguments as parse() reads their shape, without judging them: the options' names
+/// (unknown ones too, values left out) and the other words (all those after `--`).
+struct argument_words {
+    std::vector<std::string> options;
+    std::vector<std::string> operands;
+};
+argument_words read_words(std::vector<std::string> const& args);
+
 /// Reads `args` (without the program name); throws usage_error.
 command_line parse(std::vector<std::string> const& args);
 

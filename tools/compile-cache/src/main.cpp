@@ -154,22 +154,23 @@ std::string command_help(command_spec const& c) {
 }
 
 /// --version, -h and --help anywhere win over the rest of the line.
-bool answered_alone(std::vector<std::string> const& all_args) {
-    // (What follows `--` is operands: a directory named -h is no request for help.)
-    std::vector<std::string> const args(all_args.begin(), std::find(all_args.begin(), all_args.end(), "--"));
-    for (std::string const& a : args)
-        if (a == "--version") {
-            std::fputs(version_text, stdout);
-            return true;
-        }
-    for (std::string const& a : args)
-        if (a == "--help" || a == "-h") {
-            command_spec const* c = nullptr;
-            for (std::string const& word : args)
-                if (!c && (c = find_command(word)) != nullptr) break;
-            std::fputs((c ? command_help(*c) : full_help()).c_str(), stdout);
-            return true;
-        }
+bool answered_alone(std::vector<std::string> const& args) {
+    // (Read as the parse reads them: an operand or an option's value of -h is no request.)
+    argument_words const words = read_words(args);
+    auto const asked = [&](char const* name) {
+        return std::find(words.options.begin(), words.options.end(), name) != words.options.end();
+    };
+    if (asked("--version")) {
+        std::fputs(version_text, stdout);
+        return true;
+    }
+    if (asked("--help") || asked("-h")) {
+        command_spec const* c = nullptr;
+        for (std::string const& word : words.operands)
+            if (!c && (c = find_command(word)) != nullptr) break;
+        std::fputs((c ? command_help(*c) : full_help()).c_str(), stdout);
+        return true;
+    }
     return false;
 }
 

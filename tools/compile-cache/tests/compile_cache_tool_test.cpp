@@ -912,6 +912,12 @@ TEST_CASE("compile-cache --: what follows is operands, so a cache directory may 
     process_result const named_h = tool({"list", "--json", "--", "-h"}, root.path());
     REQUIRE_EXIT(named_h, 0);
     CHECK(json_query(named_h.out, "len(d['entries'])") == "1");
+    // Nor is an option's value: --secret-file -h names a file (there is none), not help.
+    process_result const value_h = tool({"verify", "--secret-file", "-h", "--", dir.filename().string()}, root.path());
+    INFO(value_h.describe());
+    CHECK(!value_h.exited(0));
+    CHECK(value_h.out.find("usage: compile-cache") == std::string::npos);
+    CHECK(value_h.err.find("-h") != std::string::npos);
 }
 
 TEST_CASE("compile-cache --progress: on a terminal, one line kept up to date with the rate and the time left") {
