@@ -329,6 +329,56 @@ TEST_CASE("signatures over a storage that is not a tier: without a secret the ca
     CHECK(keyed.stats().miss_count(cc::miss_reason::unauthenticated) == 1);
 }
 
+namespace {
+/// A host's own Storage whose answers may come from a remote (a static `from_remote`
+/// origin: a tier to the cache) over a directory, whose entries it can also give as
+/// views (read_view, which may map them): counts the reads and the views.
+struct viewing_host_storage {
+    static constexpr std::uint32_t from_remote = 1;
+    using view_type = cc::entry_view;
+    cc::directory_storage dir;
+    std::shared_ptr<int> reads = std::make_shared<int>(0);
+    std::shared_ptr<int> views = std::make_shared<int>(0);
+    cc::read_result read(cc::key const& k, std::string& out, std::size_t max_size) {
+        ++*reads;
+        return dir.read(k, out, max_size);
+    }
+    cc::read_result read_view(cc::key const& k, std::string& buffer, std::size_t max_size, cc::entry_view& view) {
+        ++*views;
+        return dir.read_view(k, buffer, max_size, view);
+    }
+    std::error_code write(cc::key const& k, std::string_view bytes) { return dir.write(k, bytes); }
+    std::error_code remove(cc::key const& k) { return dir.remove(k); }
+};
+} // namespace
+
+TEST_CASE("signatures over a host's storage with views: an entry is read, never viewed, so that the bytes a "
+          "signature was checked on are those loaded",
+          "[signing]") {
+    temp_dir dir;
+    cc::ed25519_signer ci = new_key("ci");
+    cc::key_result const k = plain_key("axpy(a,x,y) = a*x+y");
+    using host_cache = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, viewing_host_storage>;
+    SECTION("with signatures: read") {
+        host_cache c(viewing_host_storage{cc::directory_storage(dir.path().string())},
+                     signing(writer_of(std::move(ci))));
+        REQUIRE(c.enabled());
+        REQUIRE(c.store(k, small_kernel(), axpy_info));
+        REQUIRE(c.load<compiled_kernel>(k, axpy_info));
+        CHECK(*c.storage().reads >= 1);
+        CHECK(*c.storage().views == 0);
+    }
+    SECTION("without (the control): viewed") {
+        cc::cache_options o;
+        o.record_identities = false;
+        host_cache c(viewing_host_storage{cc::directory_storage(dir.path().string())}, o);
+        REQUIRE(c.store(k, small_kernel(), axpy_info));
+        REQUIRE(c.load<compiled_kernel>(k, axpy_info));
+        CHECK(*c.storage().reads == 0);
+        CHECK(*c.storage().views == 1);
+    }
+}
+
 TEST_CASE("signed tier from_env: key files configure writer and reader, a reader's remote is read-only, said in one "
           "line, bad files disable the cache with one line",
           "[signing]") {
