@@ -4,7 +4,11 @@
 // toolchain (computed once per process, as a host does), the IR, the globals read,
 // the keys of three callees, the dialect set, the pass pipeline, the options and the
 // source file. Also the parts: the canonical text alone, the key_builder alone on a
-// ready text, and make_key_builder (which computes the toolchain each time).
+// ready text, and make_key_builder (which computes the toolchain each time). And
+// toolchain::of_code over a library with a GNU build-id (libc) and one without (named by
+// its file, as first seen: /proc/self/maps is read when it is first named), each after
+// its first call and, for the one without, named anew: given a new time, loaded, named
+// and unloaded, beside the same without the naming.
 #include "bench_common.hpp"
 
 #include <compile_cache/cache.hpp>
@@ -15,7 +19,12 @@
 
 #include <benchmark/benchmark.h>
 
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <set>
@@ -170,10 +179,66 @@ void BM_key_part_make_key_builder(benchmark::State& state) {
     }
 }
 
+void const* no_build_id_function(void* library) {
+    return library ? dlsym(library, "compile_cache_test_no_build_id") : nullptr;
+}
+
+void of_code_loop(benchmark::State& state, void const* code) {
+    if (!code) {
+        state.SkipWithError("the library without a build-id cannot be loaded");
+        return;
+    }
+    (void)cc::toolchain::of_code({code}); // (first named before the loop)
+    for (auto _ : state) {
+        cc::toolchain t = cc::toolchain::of_code({code});
+        benchmark::DoNotOptimize(t.host_build_id.data());
+    }
+}
+
+void BM_of_code_build_id(benchmark::State& state) {
+    of_code_loop(state, reinterpret_cast<void const*>(&std::printf));
+}
+
+void BM_of_code_no_build_id(benchmark::State& state) {
+    void* const library = dlopen(COMPILE_CACHE_BENCH_NO_BUILD_ID_MODULE, RTLD_NOW);
+    of_code_loop(state, no_build_id_function(library));
+    if (library) dlclose(library);
+}
+
+// Given a new modification time (so that it is named anew: the maps read), loaded, named,
+// unloaded; beside it the floor: the same without the naming.
+void load_loop(benchmark::State& state, bool named) {
+    struct timespec times[2] = {{0, UTIME_OMIT}, {1700000000, 0}};
+    for (auto _ : state) {
+        times[1].tv_nsec = (times[1].tv_nsec + 1) % 1000000000;
+        if (::utimensat(AT_FDCWD, COMPILE_CACHE_BENCH_NO_BUILD_ID_MODULE, times, 0) != 0) {
+            state.SkipWithError("the library's time cannot be set");
+            return;
+        }
+        void* const library = dlopen(COMPILE_CACHE_BENCH_NO_BUILD_ID_MODULE, RTLD_NOW);
+        void const* const code = no_build_id_function(library);
+        if (!code) {
+            state.SkipWithError("the library without a build-id cannot be loaded");
+            return;
+        }
+        if (named) {
+            cc::toolchain t = cc::toolchain::of_code({code});
+            benchmark::DoNotOptimize(t.host_build_id.data());
+        }
+        dlclose(library);
+    }
+}
+void BM_of_code_no_build_id_first_named(benchmark::State& state) { load_loop(state, true); }
+void BM_of_code_floor_load_unload(benchmark::State& state) { load_loop(state, false); }
+
 BENCHMARK(BM_key_100_statements);
 BENCHMARK(BM_key_part_canonical_text);
 BENCHMARK(BM_key_part_builder);
 BENCHMARK(BM_key_part_make_key_builder);
+BENCHMARK(BM_of_code_build_id);
+BENCHMARK(BM_of_code_no_build_id);
+BENCHMARK(BM_of_code_no_build_id_first_named);
+BENCHMARK(BM_of_code_floor_load_unload);
 
 } // namespace
 
