@@ -222,6 +222,7 @@ TEST_CASE("a file that is not a database is copied aside and emptied in place, w
     CHECK(s.read(conformance_key(3, 99), out, 100).status == cc::read_status::found);
     CHECK(out == "fresh");
     CHECK(logged.size() == 1);
+    CHECK(sql_text(file, "PRAGMA auto_vacuum") == "2"); // (incremental: freed pages go back to the disk)
 }
 
 TEST_CASE("a file damaged while a storage has it open: the failing read is an error, then the file is copied "
@@ -430,6 +431,39 @@ TEST_CASE("a writer stopped in its transaction when a host opens the file: the h
         CHECK(s.why_unusable() == "cannot make its table: database is locked");
     }
 }
+TEST_CASE("a damaged file whose write lock another process holds is copied aside, then emptied once the lock "
+          "is free, without a second copy",
+          "[sqlite][processes]") {
+    temp_dir dir;
+    std::string const file = (dir.path() / "cache.db").string();
+    fill_two_hundred(file);
+    std::vector<std::string> logged;
+    cc::sqlite_options options;
+    options.busy_timeout = std::chrono::milliseconds(100);
+    options.logger = [&](std::string_view line) { logged.emplace_back(line); };
+    cc::sqlite_storage s(file, options);
+    REQUIRE(s.usable());
+    auto holder = std::make_unique<compile_cache_test::child_process>(
+        std::vector<std::string>{COMPILE_CACHE_HELPER_sqlite_worker, "hold-lock", file, "0"});
+    REQUIRE(holder->wait_for_line());
+    REQUIRE(holder->output() == "locked\n");
+    overwrite_pages(file);
+    REQUIRE(read_until_error(s));
+    REQUIRE(logged.size() == 1);
+    CHECK(logged[0].find("; copied aside to " + file + ".broken-") != std::string::npos);
+    CHECK(logged[0].find(", but it cannot be emptied (database is locked): left as it is") != std::string::npos);
+    REQUIRE(copies_aside(dir.path()).size() == 1);
+    holder.reset(); // (killed: its lock goes)
+    REQUIRE(read_until_error(s));
+    REQUIRE(logged.size() == 2);
+    CHECK(logged[1].find("copied aside to " + copies_aside(dir.path())[0].string() + " and emptied in place") !=
+          std::string::npos);
+    CHECK(copies_aside(dir.path()).size() == 1);
+    std::string out;
+    REQUIRE(!s.write(conformance_key(4, 999), "fresh"));
+    CHECK(s.read(conformance_key(4, 999), out, 100).status == cc::read_status::found);
+}
+
 TEST_CASE("a damaged file another process has open is emptied in place: the file keeps its inode and mode, and "
           "that process's next store is kept",
           "[sqlite][processes]") {

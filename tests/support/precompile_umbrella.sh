@@ -20,6 +20,7 @@ dir=$1/$2
 std=$2
 cxx=$3
 shift 3
+rm -f "$dir/umbrella.pch" # (one made before, by another compiler or from other headers, is never used)
 case $("$cxx" --version 2>/dev/null | head -n 1) in
 *clang*) ;;
 *) exit 0 ;;

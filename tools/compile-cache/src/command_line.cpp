@@ -278,8 +278,9 @@ argument_words read_words(std::vector<std::string> const& args) {
     argument_words out;
     walk_arguments(
         args,
-        [&](std::string const& name, std::optional<std::string> const&, option_spec const*) {
-            out.options.push_back(name);
+        [&](std::string const& name, std::optional<std::string> const& value, option_spec const* known) {
+            // (`--help=x`: an option given a value it does not take, which the parse refuses)
+            if (!value || (known && known->takes_value())) out.options.push_back(name);
         },
         [&](std::string const& word) { out.operands.push_back(word); });
     return out;

@@ -918,6 +918,13 @@ TEST_CASE("compile-cache --: what follows is operands, so a cache directory may 
     CHECK(!value_h.exited(0));
     CHECK(value_h.out.find("usage: compile-cache") == std::string::npos);
     CHECK(value_h.err.find("-h") != std::string::npos);
+    // And `--help=x`, `--version=x` are options given a value they do not take.
+    for (char const* given : {"--help=x", "--version=x"}) {
+        process_result const valued = tool({"list", given, "--", dir.filename().string()}, root.path());
+        INFO(valued.describe());
+        CHECK(valued.exited(2));
+        CHECK(valued.err.find("unknown option") != std::string::npos);
+    }
 }
 
 TEST_CASE("compile-cache --progress: on a terminal, one line kept up to date with the rate and the time left") {

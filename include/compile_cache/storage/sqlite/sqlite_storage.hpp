@@ -37,7 +37,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -51,6 +50,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 namespace compile_cache {
@@ -112,26 +112,100 @@ inline std::int64_t mtime_ns(struct stat const& st) noexcept {
     return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
 }
 
-/// Empties the database file at `path` in place with SQLite's reset (a VACUUM under
-/// SQLITE_DBCONFIG_RESET_DATABASE: it works on a damaged file, or one that is no
-/// database, and takes the file's locks as any write does, waiting up to `busy`). ""
-/// when done, else why not.
-inline std::string reset_database(std::string const& path, std::chrono::milliseconds busy) {
+/// The statements that make a compile_cache database's table, index and id, in one
+/// transaction (what a new or emptied file needs).
+inline std::string schema_sql() {
+    return "BEGIN IMMEDIATE;"
+           "CREATE TABLE IF NOT EXISTS entries(id INTEGER PRIMARY KEY, key BLOB NOT NULL UNIQUE, "
+           "used INTEGER NOT NULL, value BLOB NOT NULL);"
+           "CREATE INDEX IF NOT EXISTS entries_by_use ON entries(used);"
+           "PRAGMA application_id=" +
+           std::to_string(application_id) + ";COMMIT";
+}
+
+/// Copies the file `f` (SQLite's own handle of it) to a new file `aside`: made with O_EXCL
+/// (nothing there, not even a symlink: in a folder others may write, one planted at the
+/// predictable name is never followed), with `mode`, and only when the file system has
+/// room for it. Read through SQLite's handle, never another descriptor: closing one would
+/// drop every lock this process holds on the file, its other connections' included
+/// (POSIX). Taken without a lock: a copy of a damaged file, for a look. "" when done,
+/// else why not (the partial copy removed).
+inline std::string copy_through(sqlite3_file* f, std::string const& aside, mode_t mode) {
+    sqlite3_int64 size = 0;
+    if (!f || !f->pMethods || f->pMethods->xFileSize(f, &size) != SQLITE_OK || size < 0) return "cannot size it";
+    std::string const folder = aside.find('/') == std::string::npos ? "." : aside.substr(0, aside.rfind('/') + 1);
+    struct statvfs fs {};
+    if (::statvfs(folder.c_str(), &fs) == 0 &&
+        static_cast<unsigned long long>(fs.f_bavail) * fs.f_frsize < static_cast<unsigned long long>(size) + (1u << 20))
+        return std::strerror(ENOSPC); // (nothing written: a full disk is not filled up to the last block)
+    int const out = ::open(aside.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 0777);
+    if (out < 0) return std::strerror(errno);
+    std::size_t const chunk = std::size_t{1} << 16;
+    std::unique_ptr<char[]> const buffer(new (std::nothrow) char[chunk]);
+    std::string why = buffer ? "" : std::strerror(ENOMEM);
+    for (sqlite3_int64 at = 0; why.empty() && at < size;) {
+        int const n = static_cast<int>(std::min<sqlite3_int64>(static_cast<sqlite3_int64>(chunk), size - at));
+        int const rc = f->pMethods->xRead(f, buffer.get(), n, at); // (a short read: the rest zero-filled)
+        if (rc != SQLITE_OK && rc != SQLITE_IOERR_SHORT_READ) {
+            why = sqlite3_errstr(rc);
+            break;
+        }
+        for (int done = 0; why.empty() && done < n;) {
+            ssize_t const w = ::write(out, buffer.get() + done, static_cast<std::size_t>(n - done));
+            if (w < 0 && errno == EINTR) continue;
+            if (w < 0) why = std::strerror(errno);
+            else done += static_cast<int>(w);
+        }
+        at += n;
+    }
+    if (::close(out) != 0 && why.empty()) why = std::strerror(errno);
+    if (!why.empty()) ::unlink(aside.c_str());
+    return why;
+}
+
+/// What repair_file did.
+enum class repair_outcome { done, not_copied, not_emptied };
+
+/// Repairs the file at `path` in place: copies it to `aside` (unless `aside` is empty:
+/// copied before) through SQLite's handle (copy_through), then empties it with SQLite's
+/// reset (a VACUUM under SQLITE_DBCONFIG_RESET_DATABASE: it works on a damaged file, or
+/// one that is no database, and is a write transaction under the file's locks, waiting up
+/// to `busy`, which other connections see as any commit), incremental auto-vacuum kept,
+/// and makes the table at once (schema_sql), so that other processes' statements find it.
+/// `why` says why not, when not done.
+inline repair_outcome repair_file(std::string const& path, std::string const& aside, mode_t mode,
+                                  std::chrono::milliseconds busy, std::string& why) {
     sqlite3* db = nullptr;
     int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr);
-    std::string why;
-    if (rc == SQLITE_OK) {
+    repair_outcome outcome = repair_outcome::not_emptied;
+    if (rc != SQLITE_OK) {
+        why = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    } else {
         auto const ms = busy.count() < 0 ? 0 : busy.count() > INT32_MAX ? INT32_MAX : static_cast<int>(busy.count());
         sqlite3_busy_timeout(db, ms);
-        rc = sqlite3_db_config(db, SQLITE_DBCONFIG_RESET_DATABASE, 1, nullptr);
-        if (rc == SQLITE_OK) rc = sqlite3_exec(db, "VACUUM", nullptr, nullptr, nullptr);
-        if (rc != SQLITE_OK) why = sqlite3_errmsg(db);
-        (void)sqlite3_db_config(db, SQLITE_DBCONFIG_RESET_DATABASE, 0, nullptr);
-    } else {
-        why = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+        sqlite3_file* f = nullptr;
+        if (!aside.empty()) {
+            (void)sqlite3_file_control(db, "main", SQLITE_FCNTL_FILE_POINTER, &f);
+            why = copy_through(f, aside, mode);
+        }
+        if (!why.empty()) {
+            outcome = repair_outcome::not_copied;
+        } else {
+            rc = sqlite3_db_config(db, SQLITE_DBCONFIG_RESET_DATABASE, 1, nullptr);
+            if (rc == SQLITE_OK) rc = sqlite3_exec(db, "PRAGMA auto_vacuum=INCREMENTAL", nullptr, nullptr, nullptr);
+            if (rc == SQLITE_OK) rc = sqlite3_exec(db, "VACUUM", nullptr, nullptr, nullptr);
+            (void)sqlite3_db_config(db, SQLITE_DBCONFIG_RESET_DATABASE, 0, nullptr);
+            if (rc == SQLITE_OK) {
+                outcome = repair_outcome::done; // (the table follows: a failure there, the next open's)
+                if (sqlite3_exec(db, schema_sql().c_str(), nullptr, nullptr, nullptr) != SQLITE_OK)
+                    (void)sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+            } else {
+                why = sqlite3_errmsg(db);
+            }
+        }
     }
     sqlite3_close_v2(db);
-    return why;
+    return outcome;
 }
 
 inline bool is_damage(int rc) noexcept { return (rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_NOTADB; }
@@ -596,15 +670,18 @@ private:
         std::uint64_t written_since_check = 0;
         bool checked_once = false;
         std::uint64_t foreign_rows = 0; ///< of the last list()
-        /// The damaged file copied aside and not yet emptied (repair_in_place_locked): a
-        /// repair tried again copies it again only when it changed.
+        /// The last repair that did not finish (repair_in_place_locked), of the file as it
+        /// was then: tried again on it, a copy made is not made again, and one that failed
+        /// is tried again only after a minute.
         struct {
             ino_t inode = 0;
             dev_t device = 0;
             off_t size = 0;
             std::int64_t mtime_ns = 0;
+            std::chrono::steady_clock::time_point at{};
+            bool copied = false;
             std::string aside;
-        } copied_aside;
+        } repair;
         bool reported_unrepaired = false; ///< a repair that failed was reported
     };
 
@@ -613,7 +690,7 @@ private:
 
     /// How long a call waits for the storage's mutex: what another thread's call may hold
     /// it for (a few statements, each within the busy timeout), and a second more. Past it
-    /// the call fails (a prune, a listing or a first open's quick check may hold it longer).
+    /// the call fails (a prune, a listing, a first open's quick check or a repair's copy may hold it longer).
     std::chrono::milliseconds lock_wait() const noexcept {
         auto const busy = state_->options.busy_timeout.count() < 0 ? std::chrono::milliseconds(0)
                                                                    : state_->options.busy_timeout;
@@ -686,12 +763,13 @@ private:
     }
 
     /// Repairs a damaged file (or one that is not a database) in place: copies it to
-    /// `FILE.broken-<time>-<pid>`, then empties it through SQLite's own reset, a write
-    /// transaction under the file's locks, so that other processes' open connections stay
-    /// sound and see the emptied file (nothing is renamed or unlinked under them), and the
-    /// file keeps its owner, group and mode. A file that cannot be copied is left as it is
-    /// (nothing lost), and so is one another process replaced meanwhile. One line either
-    /// way, once per damaged file.
+    /// `FILE.broken-<time>-<pid>`, then empties it through SQLite's own reset
+    /// (detail::sqlite_impl::repair_file), so that other connections, this process's and
+    /// others', stay sound and see the emptied file (nothing is renamed or unlinked under
+    /// them), and the file keeps its owner, group and mode. A file that cannot be copied
+    /// (no room: checked before a byte is written) is left as it is (nothing lost), and
+    /// the copy is tried again only once the file changed or a minute passed; one another
+    /// process replaced meanwhile is left too. One line either way, once per damaged file.
     void repair_in_place_locked(char const* why) {
         auto& c = state_->c;
         std::string const& path = state_->path;
@@ -700,34 +778,33 @@ private:
             return; // (an earlier release moved it aside and made another: open that)
         c.close();
         if (::stat(path.c_str(), &st) != 0) return;
-        auto& copied = state_->copied_aside;
-        bool const already = copied.inode == st.st_ino && copied.device == st.st_dev &&
-                             copied.size == st.st_size && copied.mtime_ns == detail::sqlite_impl::mtime_ns(st);
-        if (!already) {
-            std::string const aside = path + ".broken-" + std::to_string(detail::sqlite_impl::now_s()) + "-" +
-                                      std::to_string(::getpid());
-            // (A new file, made exclusively, so that a symlink planted at its name is
-            // never followed; with the file's permissions.)
-            std::error_code ec;
-            std::filesystem::copy_file(path, aside, std::filesystem::copy_options::none, ec);
-            if (ec) {
-                std::string const failure = ec.message();
-                if (ec != std::errc::file_exists) std::filesystem::remove(aside, ec); // (what was copied of it)
-                report_once(path + ": " + why + ", and it cannot be copied aside to " + aside + " (" + failure +
-                            "): left as it is");
-                return;
-            }
-            copied = {st.st_ino, st.st_dev, st.st_size, detail::sqlite_impl::mtime_ns(st), aside};
-        }
-        std::string const emptied = detail::sqlite_impl::reset_database(path, state_->options.busy_timeout);
-        if (!emptied.empty()) {
-            report_once(path + ": " + why + "; copied aside to " + copied.aside + ", but it cannot be emptied (" +
-                        emptied + "): left as it is");
+        auto& tried = state_->repair;
+        bool const same_file = tried.inode == st.st_ino && tried.device == st.st_dev && tried.size == st.st_size &&
+                               tried.mtime_ns == detail::sqlite_impl::mtime_ns(st);
+        auto const now = std::chrono::steady_clock::now();
+        if (same_file && !tried.copied && now - tried.at < std::chrono::minutes(1)) return;
+        std::string aside = same_file && tried.copied ? std::string() : path + ".broken-" +
+                                                                           std::to_string(detail::sqlite_impl::now_s()) +
+                                                                           "-" + std::to_string(::getpid());
+        if (!aside.empty()) tried = {st.st_ino, st.st_dev, st.st_size, detail::sqlite_impl::mtime_ns(st), now, false, aside};
+        std::string failure;
+        auto const outcome =
+            detail::sqlite_impl::repair_file(path, aside, st.st_mode, state_->options.busy_timeout, failure);
+        using detail::sqlite_impl::repair_outcome;
+        if (outcome == repair_outcome::not_copied) {
+            report_once(path + ": " + why + ", and it cannot be copied aside to " + tried.aside + " (" + failure +
+                        "): left as it is");
             return;
         }
-        report(path + ": " + why + " (not a compile_cache database, or damaged); copied aside to " + copied.aside +
+        tried.copied = true;
+        if (outcome == repair_outcome::not_emptied) {
+            report_once(path + ": " + why + "; copied aside to " + tried.aside + ", but it cannot be emptied (" +
+                        failure + "): left as it is");
+            return;
+        }
+        report(path + ": " + why + " (not a compile_cache database, or damaged); copied aside to " + tried.aside +
                " and emptied in place");
-        copied = {};
+        tried = {};
         state_->reported_unrepaired = false;
     }
 
@@ -755,6 +832,7 @@ private:
         }
         if (o == open_outcome::damaged && !immutable && !inspect && state_->options.repair) {
             state_->c.close();
+            state_->c.inode = 0; // (the file found damaged is the one at the path now)
             repair_in_place_locked("it is not a database");
             o = try_open_locked(open_mode::read_write);
         }
@@ -876,14 +954,7 @@ private:
             c.exec("PRAGMA synchronous=NORMAL");
         }
         if (!immutable && !complete) {
-            std::string const schema =
-                "BEGIN IMMEDIATE;"
-                "CREATE TABLE IF NOT EXISTS entries(id INTEGER PRIMARY KEY, key BLOB NOT NULL UNIQUE, "
-                "used INTEGER NOT NULL, value BLOB NOT NULL);"
-                "CREATE INDEX IF NOT EXISTS entries_by_use ON entries(used);"
-                "PRAGMA application_id=" +
-                std::to_string(detail::sqlite_impl::application_id) + ";COMMIT";
-            rc = c.exec(schema.c_str());
+            rc = c.exec(detail::sqlite_impl::schema_sql().c_str());
             if (rc != SQLITE_OK) {
                 failed(rc, "cannot make its table"); // the error's own message, before the rollback's
                 c.exec("ROLLBACK");
