@@ -18470,3 +18470,47 @@ using default_cache = basic_cache<sha256, boost_binary, registry, directory_stor
 } // namespace compile_cache
 // ---- end compile_cache/default_cache.hpp
 // ---- end compile_cache/compile_cache.hpp
+// ---- begin compile_cache/detail/sigpipe_blocked.hpp
+// compile_cache: SIGPIPE blocked on the calling thread for a scope, and one raised within
+// it taken back, so that a write to a connection the peer closed never ends the host.
+
+#include <signal.h>
+#include <time.h>
+
+namespace compile_cache::detail {
+
+/// Blocks SIGPIPE on this thread while alive; at its end, takes a SIGPIPE raised for this
+/// thread meanwhile (a library that writes to a closed socket without MSG_NOSIGNAL: an
+/// older libcurl's TLS layer), unless one was pending before, which stays the host's, and
+/// restores the thread's mask. Two or four system calls; no member throws.
+class sigpipe_blocked {
+public:
+    sigpipe_blocked() noexcept {
+        sigemptyset(&pipe_);
+        sigaddset(&pipe_, SIGPIPE);
+        blocked_ = pthread_sigmask(SIG_BLOCK, &pipe_, &before_) == 0;
+        sigset_t pending;
+        sigemptyset(&pending);
+        pending_before_ = blocked_ && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
+    }
+    ~sigpipe_blocked() {
+        if (!blocked_) return;
+        if (!pending_before_ && sigismember(&before_, SIGPIPE) != 1) {
+            struct timespec const now {0, 0};
+            while (sigtimedwait(&pipe_, nullptr, &now) == SIGPIPE) {
+            }
+        }
+        pthread_sigmask(SIG_SETMASK, &before_, nullptr);
+    }
+    sigpipe_blocked(sigpipe_blocked const&) = delete;
+    sigpipe_blocked& operator=(sigpipe_blocked const&) = delete;
+
+private:
+    sigset_t pipe_{};
+    sigset_t before_{};
+    bool blocked_ = false;
+    bool pending_before_ = false;
+};
+
+} // namespace compile_cache::detail
+// ---- end compile_cache/detail/sigpipe_blocked.hpp

@@ -578,6 +578,57 @@ TEST_CASE("a bearer token is read again from its file when the file changes", "[
     CHECK(s.read(key_of(1), out, 1 << 20).error == cc::http_errc::credentials);
 }
 
+TEST_CASE("a token file of more than one line of printable characters is refused, never sent as header lines",
+          "[http][auth]") {
+    compile_cache_test::temp_dir dir;
+    fs::path const token = dir.path() / "token";
+    cc::http_options o;
+    o.url = main_server().url("bearer", unique_path("bearer-lines"));
+    o.connect_timeout = std::chrono::milliseconds(2000);
+    o.timeout = std::chrono::milliseconds(5000);
+    o.token_file = token.string();
+    cc::http_storage s(o);
+    std::string good = file_text(fixture_dir() / "bearer.token");
+    while (!good.empty() && good.back() == '\n') good.pop_back();
+    std::string const given = GENERATE_COPY(as<std::string>{}, good + "\r\nX-Injected: 1\n", good + "\n\n",
+                                            good + " extra\n", std::string("\n"));
+    write_file(token, given);
+    fs::permissions(token, fs::perms::owner_read | fs::perms::owner_write);
+    CHECK(s.write(key_of(7), "x") == cc::http_errc::credentials);
+    CHECK(s.last_failure().text.find("more than one line of printable characters") != std::string::npos);
+    write_file(token, good + "\n"); // (and the file mended, it is used)
+    CHECK_FALSE(s.write(key_of(7), "x"));
+}
+
+TEST_CASE("a SIGPIPE raised while a request runs is taken back, one pending before stays the host's",
+          "[http][signals]") {
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    {
+        cc::detail::sigpipe_blocked const guard;
+        REQUIRE(pthread_kill(pthread_self(), SIGPIPE) == 0); // (as a write to a closed socket raises it)
+    }
+    sigset_t pending;
+    REQUIRE(sigpending(&pending) == 0);
+    CHECK(sigismember(&pending, SIGPIPE) == 0); // alive, and nothing left pending
+    sigset_t mask;
+    REQUIRE(pthread_sigmask(SIG_BLOCK, nullptr, &mask) == 0);
+    CHECK(sigismember(&mask, SIGPIPE) == 0); // the mask as it was
+    // A host that blocks SIGPIPE itself and has one pending keeps it.
+    sigset_t before;
+    REQUIRE(pthread_sigmask(SIG_BLOCK, &pipe, &before) == 0);
+    REQUIRE(pthread_kill(pthread_self(), SIGPIPE) == 0);
+    {
+        cc::detail::sigpipe_blocked const guard;
+    }
+    REQUIRE(sigpending(&pending) == 0);
+    CHECK(sigismember(&pending, SIGPIPE) == 1);
+    struct timespec const now {0, 0};
+    CHECK(sigtimedwait(&pipe, nullptr, &now) == SIGPIPE);
+    REQUIRE(pthread_sigmask(SIG_SETMASK, &before, nullptr) == 0);
+}
+
 // --- Addresses and settings ------------------------------------------------------------------
 
 TEST_CASE("http_address parses http and https URLs and refuses a password in one", "[http][address]") {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <compile_cache/detail/config.hpp>
+#include <compile_cache/detail/sigpipe_blocked.hpp>
 
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/secret_file.hpp>
@@ -686,6 +687,17 @@ private:
                 return e;
             }
             trim_line_end(read);
+            // A header carries it: a second line, a space or a control character would
+            // write header lines of the file's choosing (RFC 6750's token is printable ASCII).
+            if (read.empty() || std::any_of(read.begin(), read.end(), [](char ch) {
+                    auto const b = static_cast<unsigned char>(ch);
+                    return b <= 0x20 || b >= 0x7f;
+                })) {
+                std::error_code const e = make_error_code(http_errc::credentials);
+                remember(e, "the token file " + state_->options.token_file +
+                                " cannot be used: it holds more than one line of printable characters");
+                return e;
+            }
             state_->token = std::move(read);
             state_->token_stamp = now;
         }
@@ -796,7 +808,10 @@ private:
         if (tls) {
             ok = ok && set(CURLOPT_SSL_VERIFYPEER, o.tls_insecure ? 0L : 1L) &&
                  set(CURLOPT_SSL_VERIFYHOST, o.tls_insecure ? 0L : 2L);
-            if (!o.ca_file.empty()) ok = ok && set(CURLOPT_CAINFO, o.ca_file.c_str());
+            // The CA file alone: without its built-in folder (Debian's /etc/ssl/certs), which
+            // would still trust every system CA beside it.
+            if (!o.ca_file.empty())
+                ok = ok && set(CURLOPT_CAINFO, o.ca_file.c_str()) && set(CURLOPT_CAPATH, static_cast<char*>(nullptr));
             if (!o.cert_file.empty()) ok = ok && set(CURLOPT_SSLCERT, o.cert_file.c_str());
             if (!o.key_file.empty()) ok = ok && set(CURLOPT_SSLKEY, o.key_file.c_str());
         }
@@ -898,7 +913,11 @@ private:
             curl_easy_reset(h);
             return x;
         }
-        CURLcode const c = curl_easy_perform(h);
+        CURLcode c = CURLE_OK;
+        {
+            detail::sigpipe_blocked const no_sigpipe; // (CURLOPT_NOSIGNAL: libcurl leaves SIGPIPE to us)
+            c = curl_easy_perform(h);
+        }
         x = finish(h, rq, c);
         // Nothing of this call (the token, the password) stays set on the handle.
         curl_easy_reset(h);
@@ -958,6 +977,21 @@ private:
         }
         curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, static_cast<long>(width));
         std::vector<std::unique_ptr<request>> running(lane.handles.size());
+        // Left by an exception (bad_alloc) while transfers run: each is taken out of the
+        // multi handle and reset, so that none runs on into the requests freed with `running`.
+        struct detach_on_unwind {
+            CURLM* m;
+            std::vector<std::unique_ptr<request>>& running;
+            decltype(lane.handles)& handles;
+            ~detach_on_unwind() {
+                for (std::size_t j = 0; j < running.size(); ++j)
+                    if (running[j]) {
+                        curl_multi_remove_handle(m, handles[j].get());
+                        curl_easy_reset(handles[j].get());
+                    }
+            }
+        } const detach{m, running, lane.handles};
+        detail::sigpipe_blocked const no_sigpipe; // (CURLOPT_NOSIGNAL: libcurl leaves SIGPIPE to us)
         std::vector<std::size_t> index_of(lane.handles.size());
         std::vector<std::size_t> idle;
         for (std::size_t j = lane.handles.size(); j-- > 0;) idle.push_back(j);
