@@ -1484,4 +1484,20 @@ TEST_CASE("compile-cache copy --trusted-keys-file copies signed entries byte for
     }
     process_result const verified = tool({"verify", dst.string(), "--trusted-keys-file", trusted.string()});
     REQUIRE_EXIT(verified, 0);
+
+    // An unsigned (CRC-32C) entry, which anyone who can write the source could have made:
+    // with trusted keys and no secret it is not taken for sound, so not copied.
+    fs::path const plain = root.path() / "plain";
+    process_spec spec;
+    spec.argv = {MAKE_ENTRIES, plain.string(), "1"};
+    spec.env = tool_environment();
+    REQUIRE_EXIT(run_process(spec), 0);
+    fs::path const plain_dst = root.path() / "plain-dst";
+    process_result const plain_copied = tool({"copy", plain.string(), plain_dst.string(), "--trusted-keys-file",
+                                              trusted.string(), "--json"});
+    REQUIRE_EXIT(plain_copied, 4);
+    CHECK(json_query(plain_copied.out, "d['copied']") == "0");
+    CHECK_FALSE(fs::exists(plain_dst / made_entry_key(0).substr(0, 2) / made_entry_key(0)));
+    process_result const plain_verified = tool({"verify", plain.string(), "--trusted-keys-file", trusted.string()});
+    CHECK(plain_verified.out.find("not signed: with --trusted-keys-file and no --secret-file") != std::string::npos);
 }
