@@ -30,6 +30,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -596,8 +597,19 @@ private:
     }
 
     struct body_source {
+        std::string_view whole;
         std::string_view rest;
     };
+
+    /// libcurl sends the body again from its start (a 307/308 or 302 followed, a kept-alive
+    /// connection found dead): without this, the store would fail (CURLE_SEND_FAIL_REWIND).
+    static int on_upload_seek(void* user, curl_off_t offset, int origin) noexcept {
+        body_source& source = *static_cast<body_source*>(user);
+        if (origin != SEEK_SET || offset < 0 || static_cast<std::uint64_t>(offset) > source.whole.size())
+            return CURL_SEEKFUNC_CANTSEEK;
+        source.rest = source.whole.substr(static_cast<std::size_t>(offset));
+        return CURL_SEEKFUNC_OK;
+    }
 
     static std::size_t on_upload(char* buffer, std::size_t size, std::size_t count, void* user) noexcept {
         body_source& source = *static_cast<body_source*>(user);
@@ -764,7 +776,7 @@ private:
                  std::chrono::milliseconds left, exchange& x) const {
         http_options const& o = state_->options;
         rq.sink = body_sink{h, out, out ? static_cast<std::size_t>(std::min<std::uint64_t>(max, SIZE_MAX)) : 0, false, 0};
-        rq.source = body_source{upload};
+        rq.source = body_source{upload, upload};
         rq.headers.add("Expect:"); // no 100-continue wait before a large PUT
         bool const put = rq.method == "PUT";
         bool const propfind = rq.method == "PROPFIND";
@@ -825,6 +837,8 @@ private:
         if (put) {
             ok = ok && set(CURLOPT_UPLOAD, 1L) && set(CURLOPT_READFUNCTION, &http_storage::on_upload) &&
                  set(CURLOPT_READDATA, static_cast<void*>(&rq.source)) &&
+                 set(CURLOPT_SEEKFUNCTION, &http_storage::on_upload_seek) &&
+                 set(CURLOPT_SEEKDATA, static_cast<void*>(&rq.source)) &&
                  set(CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(upload.size()));
         } else if (propfind) {
             ok = ok && set(CURLOPT_CUSTOMREQUEST, "PROPFIND") && set(CURLOPT_POSTFIELDS, propfind_body) &&
