@@ -966,12 +966,6 @@ private:
             return x;
         }
         if (detail::http_lane_held_for_testing != nullptr) detail::http_lane_held_for_testing(lane_name(lane));
-        auto const left = left_until(deadline);
-        if (left.count() <= 0) {
-            x.error = make_error_code(http_errc::timeout);
-            x.curl_text = "the call's time was up before it was sent";
-            return x;
-        }
         if (!detail::http_global_init()) {
             x.error = make_error_code(http_errc::other);
             x.curl_text = "libcurl could not be initialised";
@@ -997,6 +991,14 @@ private:
                                                       : last_failure().text;
                 return x;
             }
+        }
+        // What is left of the call once the handles and the token were had (each may have
+        // waited): the request gets that, not the whole timeout again.
+        auto const left = left_until(deadline);
+        if (left.count() <= 0) {
+            x.error = make_error_code(http_errc::timeout);
+            x.curl_text = "the call's time was up before it was sent";
+            return x;
         }
         // reset keeps the open connection, the DNS cache and the TLS session.
         curl_easy_reset(h);
