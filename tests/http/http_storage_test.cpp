@@ -583,7 +583,7 @@ TEST_CASE("a bearer token is read again from its file when the file changes", "[
     CHECK(s.read(key_of(1), out, 1 << 20).error == cc::http_errc::credentials);
 }
 
-TEST_CASE("a token file of more than one line of printable characters is refused, never sent as header lines",
+TEST_CASE("a token file that is not one line of printable ASCII is refused, never sent as header lines",
           "[http][auth]") {
     compile_cache_test::temp_dir dir;
     fs::path const token = dir.path() / "token";
@@ -600,12 +600,12 @@ TEST_CASE("a token file of more than one line of printable characters is refused
     write_file(token, given);
     fs::permissions(token, fs::perms::owner_read | fs::perms::owner_write);
     CHECK(s.write(key_of(7), "x") == cc::http_errc::credentials);
-    CHECK(s.last_failure().text.find("more than one line of printable characters") != std::string::npos);
+    CHECK(s.last_failure().text.find("is not one line of printable ASCII") != std::string::npos);
     write_file(token, good + "\n"); // (and the file mended, it is used)
     CHECK_FALSE(s.write(key_of(7), "x"));
 }
 
-TEST_CASE("a SIGPIPE raised while a request runs is taken back, one pending before stays the host's",
+TEST_CASE("a SIGPIPE raised while a request runs is taken back, and a host that blocks SIGPIPE keeps its own",
           "[http][signals]") {
     sigset_t pipe;
     sigemptyset(&pipe);
@@ -620,7 +620,7 @@ TEST_CASE("a SIGPIPE raised while a request runs is taken back, one pending befo
     sigset_t mask;
     REQUIRE(pthread_sigmask(SIG_BLOCK, nullptr, &mask) == 0);
     CHECK(sigismember(&mask, SIGPIPE) == 0); // the mask as it was
-    // A host that blocks SIGPIPE itself and has one pending keeps it.
+    // A host that blocks SIGPIPE itself keeps the one raised for it, pending.
     sigset_t before;
     REQUIRE(pthread_sigmask(SIG_BLOCK, &pipe, &before) == 0);
     REQUIRE(pthread_kill(pthread_self(), SIGPIPE) == 0);

@@ -9,21 +9,19 @@ namespace compile_cache::detail {
 
 /// Blocks SIGPIPE on this thread while alive; at its end, takes a SIGPIPE raised for this
 /// thread meanwhile (a library that writes to a closed socket without MSG_NOSIGNAL: an
-/// older libcurl's TLS layer), unless one was pending before, which stays the host's, and
-/// restores the thread's mask. Two or four system calls; no member throws.
+/// older libcurl's TLS layer) unless the thread had blocked SIGPIPE itself (then one
+/// pending stays the host's; none can be pending otherwise), and restores the thread's
+/// mask. Two or three system calls; no member throws.
 class sigpipe_blocked {
 public:
     sigpipe_blocked() noexcept {
         sigemptyset(&pipe_);
         sigaddset(&pipe_, SIGPIPE);
         blocked_ = pthread_sigmask(SIG_BLOCK, &pipe_, &before_) == 0;
-        sigset_t pending;
-        sigemptyset(&pending);
-        pending_before_ = blocked_ && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
     }
     ~sigpipe_blocked() {
         if (!blocked_) return;
-        if (!pending_before_ && sigismember(&before_, SIGPIPE) != 1) {
+        if (sigismember(&before_, SIGPIPE) != 1) {
             struct timespec const now {0, 0};
             while (sigtimedwait(&pipe_, nullptr, &now) == SIGPIPE) {
             }
@@ -37,7 +35,6 @@ private:
     sigset_t pipe_{};
     sigset_t before_{};
     bool blocked_ = false;
-    bool pending_before_ = false;
 };
 
 } // namespace compile_cache::detail

@@ -36,8 +36,9 @@ std::vector<command_spec> const& commands() {
          "                              entry with --trusted-keys-file) and that it is stored under its\n"
          "                              own key; reports the bad ones and, with --remove, deletes them.\n"
          "                              Keyed entries without --secret-file, signed ones without\n"
-         "                              --trusted-keys-file, and entries of another envelope version\n"
-         "                              are reported as not checked and kept; signed entries whose\n"
+         "                              --trusted-keys-file, unsigned ones with --trusted-keys-file\n"
+         "                              alone, and entries of another envelope version are reported\n"
+         "                              as not checked and kept; signed entries whose\n"
          "                              signer is none of the trusted keys are reported and counted as\n"
          "                              such, and kept (never removed). Either makes the exit status 4\n"
          "                              unless --allow-unchecked is given\n"},

@@ -59,8 +59,8 @@ command_spec const* find_command(std::string const& name);
 std::string usage_of(command_spec const& spec);
 
 /// The arguments as parse() reads their shape, without judging them: the options' names
-/// (unknown ones too, without their values; one given a value it cannot take, as
-/// `--help=x`, left out) and the other words (all those after `--`).
+/// (without their values; unknown ones too, unless given `=value`, as `--help=x`, which
+/// the parse refuses) and the other words (all those after `--`).
 struct argument_words {
     std::vector<std::string> options;
     std::vector<std::string> operands;

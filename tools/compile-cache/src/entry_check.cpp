@@ -37,16 +37,16 @@ checked_entry check_bytes(std::string const& bytes, std::string const& name, com
     c.envelope.payload = {};
     switch (c.envelope.status) {
     case envelope_status::ok:
-        if (!c.envelope.signed_entry && trusted && trusted->given() && !auth.keyed()) {
+        if (c.envelope.stored_key.hex() != name) {
+            c.problem = "holds the entry of another key (" + c.envelope.stored_key.hex() + ")";
+        } else if (!c.envelope.signed_entry && trusted && trusted->given() && !auth.keyed()) {
             // Trusted keys and no secret: what is asked is whether a trusted key wrote it,
             // which a CRC-32C cannot say (anyone who can write the storage can make one).
             c.result = verdict::unchecked;
             c.problem = "not signed: with --trusted-keys-file and no --secret-file, only an entry a trusted key "
                         "signed is taken for sound";
-        } else if (c.envelope.stored_key.hex() == name) {
-            c.result = verdict::sound;
         } else {
-            c.problem = "holds the entry of another key (" + c.envelope.stored_key.hex() + ")";
+            c.result = verdict::sound;
         }
         break;
     case envelope_status::untrusted_signer:
@@ -129,6 +129,8 @@ checked_entry read_and_check(opened_cache const& cache, listed_entry const& e, c
 std::string unchecked_cause(checked_entry const& e) {
     if (!e.read_cause.empty()) return e.read_cause;
     switch (e.envelope.status) {
+    case compile_cache::envelope_status::ok: // (unsigned, with --trusted-keys-file alone)
+        return "unsigned entries: with --trusted-keys-file alone only signed ones are checked";
     case compile_cache::envelope_status::unauthenticated:
         return e.envelope.signed_entry ? "signed entries: give --trusted-keys-file" : "HMAC entries: give --secret-file";
     case compile_cache::envelope_status::foreign_version:

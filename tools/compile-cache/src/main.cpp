@@ -137,7 +137,8 @@ char const* const exit_text =
     "     answer or refuses the credentials)\n"
     "  4  verify (or copy) found no bad entry but could not check some (keyed entries without\n"
     "     --secret-file, signed ones without --trusted-keys-file or by a key it does not list,\n"
-    "     another envelope version); verify --allow-unchecked makes it 0\n";
+    "     unsigned ones with --trusted-keys-file alone, another envelope version); verify\n"
+    "     --allow-unchecked makes it 0\n";
 
 std::string full_help() {
     std::string out = help_head;

@@ -1497,7 +1497,12 @@ TEST_CASE("compile-cache copy --trusted-keys-file copies signed entries byte for
                                               trusted.string(), "--json"});
     REQUIRE_EXIT(plain_copied, 4);
     CHECK(json_query(plain_copied.out, "d['copied']") == "0");
+    process_result const plain_copied_text = tool({"copy", plain.string(), plain_dst.string(), "--trusted-keys-file",
+                                                   trusted.string()});
+    CHECK(plain_copied_text.out.find("unsigned entries: with --trusted-keys-file alone only signed ones are checked") !=
+          std::string::npos);
     CHECK_FALSE(fs::exists(plain_dst / made_entry_key(0).substr(0, 2) / made_entry_key(0)));
     process_result const plain_verified = tool({"verify", plain.string(), "--trusted-keys-file", trusted.string()});
+    REQUIRE_EXIT(plain_verified, 4);
     CHECK(plain_verified.out.find("not signed: with --trusted-keys-file and no --secret-file") != std::string::npos);
 }

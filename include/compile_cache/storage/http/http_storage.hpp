@@ -707,7 +707,7 @@ private:
                 })) {
                 std::error_code const e = make_error_code(http_errc::credentials);
                 remember(e, "the token file " + state_->options.token_file +
-                                " cannot be used: it holds more than one line of printable characters");
+                                " cannot be used: it is not one line of printable ASCII (a token, no spaces)");
                 return e;
             }
             state_->token = std::move(read);
@@ -822,8 +822,11 @@ private:
                  set(CURLOPT_SSL_VERIFYHOST, o.tls_insecure ? 0L : 2L);
             // The CA file alone: without its built-in folder (Debian's /etc/ssl/certs), which
             // would still trust every system CA beside it.
-            if (!o.ca_file.empty())
-                ok = ok && set(CURLOPT_CAINFO, o.ca_file.c_str()) && set(CURLOPT_CAPATH, static_cast<char*>(nullptr));
+            // (A TLS backend without CA folders answers CURLE_NOT_BUILT_IN, and has none to exclude.)
+            if (!o.ca_file.empty()) {
+                ok = ok && set(CURLOPT_CAINFO, o.ca_file.c_str());
+                (void)curl_easy_setopt(h, CURLOPT_CAPATH, static_cast<char*>(nullptr));
+            }
             if (!o.cert_file.empty()) ok = ok && set(CURLOPT_SSLCERT, o.cert_file.c_str());
             if (!o.key_file.empty()) ok = ok && set(CURLOPT_SSLKEY, o.key_file.c_str());
         }
@@ -1006,8 +1009,10 @@ private:
                         curl_easy_reset(handles[j].get());
                     }
             }
-        } const detach{m, running, lane.handles};
+        };
+        // (Before the guard: still blocked while the guard closes transfers on an unwind.)
         detail::sigpipe_blocked const no_sigpipe; // (CURLOPT_NOSIGNAL: libcurl leaves SIGPIPE to us)
+        detach_on_unwind const detach{m, running, lane.handles};
         std::vector<std::size_t> index_of(lane.handles.size());
         std::vector<std::size_t> idle;
         for (std::size_t j = lane.handles.size(); j-- > 0;) idle.push_back(j);

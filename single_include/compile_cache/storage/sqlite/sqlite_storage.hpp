@@ -257,7 +257,9 @@ inline repair_outcome repair_file(std::string const& path, std::string const& as
                                   std::chrono::milliseconds busy, std::string& why) {
     sqlite3* db = nullptr;
     int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr);
-    repair_outcome outcome = repair_outcome::not_emptied;
+    // (Not copied until the copy is made: a failed open leaves a copy to make, never one
+    // taken for made.)
+    repair_outcome outcome = aside.empty() ? repair_outcome::not_emptied : repair_outcome::not_copied;
     if (rc != SQLITE_OK) {
         why = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     } else {
@@ -268,9 +270,8 @@ inline repair_outcome repair_file(std::string const& path, std::string const& as
             (void)sqlite3_file_control(db, "main", SQLITE_FCNTL_FILE_POINTER, &f);
             why = copy_through(f, aside, mode);
         }
-        if (!why.empty()) {
-            outcome = repair_outcome::not_copied;
-        } else {
+        if (why.empty()) {
+            outcome = repair_outcome::not_emptied;
             rc = sqlite3_db_config(db, SQLITE_DBCONFIG_RESET_DATABASE, 1, nullptr);
             if (rc == SQLITE_OK) rc = sqlite3_exec(db, "PRAGMA auto_vacuum=INCREMENTAL", nullptr, nullptr, nullptr);
             if (rc == SQLITE_OK) rc = sqlite3_exec(db, "VACUUM", nullptr, nullptr, nullptr);
@@ -847,9 +848,10 @@ private:
     /// (detail::sqlite_impl::repair_file), so that other connections, this process's and
     /// others', stay sound and see the emptied file (nothing is renamed or unlinked under
     /// them), and the file keeps its owner, group and mode. A file that cannot be copied
-    /// (no room: checked before a byte is written) is left as it is (nothing lost), and
-    /// the copy is tried again only once the file changed or a minute passed; one another
-    /// process replaced meanwhile is left too. One line either way, once per damaged file.
+    /// (no room: checked before a byte is written) is left as it is (nothing lost), and the
+    /// repair is tried again a minute later (a copy made and not emptied, at once, unless
+    /// the file changed since); one another process replaced meanwhile is left too. One
+    /// line either way, once per damaged file.
     void repair_in_place_locked(char const* why) {
         auto& c = state_->c;
         std::string const& path = state_->path;
@@ -862,7 +864,10 @@ private:
         bool const same_file = tried.inode == st.st_ino && tried.device == st.st_dev && tried.size == st.st_size &&
                                tried.mtime_ns == detail::sqlite_impl::mtime_ns(st);
         auto const now = std::chrono::steady_clock::now();
-        if (same_file && !tried.copied && now - tried.at < std::chrono::minutes(1)) return;
+        // An unfinished repair is tried again a minute later, but for a copy already made
+        // of this very file, which is emptied at once: no copy per call, whatever others
+        // write meanwhile.
+        if (!tried.aside.empty() && now - tried.at < std::chrono::minutes(1) && !(same_file && tried.copied)) return;
         std::string aside = same_file && tried.copied ? std::string() : path + ".broken-" +
                                                                            std::to_string(detail::sqlite_impl::now_s()) +
                                                                            "-" + std::to_string(::getpid());
