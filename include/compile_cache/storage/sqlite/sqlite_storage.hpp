@@ -691,7 +691,8 @@ private:
 
     /// How long a call waits for the storage's mutex: what another thread's call may hold
     /// it for (a few statements, each within the busy timeout), and a second more. Past it
-    /// the call fails (a prune, a listing, a first open's quick check or a repair's copy may hold it longer).
+    /// the call fails (a prune, a listing, a first open's quick check or a repair's copy may
+    /// hold it longer).
     std::chrono::milliseconds lock_wait() const noexcept {
         auto const busy = state_->options.busy_timeout.count() < 0 ? std::chrono::milliseconds(0)
                                                                    : state_->options.busy_timeout;
@@ -788,10 +789,11 @@ private:
         // of this very file, which is emptied at once: no copy per call, whatever others
         // write meanwhile.
         if (!tried.aside.empty() && now - tried.at < std::chrono::minutes(1) && !(same_file && tried.copied)) return;
-        std::string aside = same_file && tried.copied ? std::string() : path + ".broken-" +
-                                                                           std::to_string(detail::sqlite_impl::now_s()) +
-                                                                           "-" + std::to_string(::getpid());
-        if (!aside.empty()) tried = {st.st_ino, st.st_dev, st.st_size, detail::sqlite_impl::mtime_ns(st), now, false, aside};
+        std::string aside; // (none: the copy made of this very file before)
+        if (!(same_file && tried.copied)) {
+            aside = path + ".broken-" + std::to_string(detail::sqlite_impl::now_s()) + "-" + std::to_string(::getpid());
+            tried = {st.st_ino, st.st_dev, st.st_size, detail::sqlite_impl::mtime_ns(st), now, false, aside};
+        }
         std::string failure;
         auto const outcome =
             detail::sqlite_impl::repair_file(path, aside, st.st_mode, state_->options.busy_timeout, failure);
@@ -813,7 +815,8 @@ private:
         state_->reported_unrepaired = false;
     }
 
-    /// report(), once until a repair succeeds: a file left damaged fails every call.
+    /// report(), once until a repair succeeds: a file left damaged fails each call that
+    /// reaches the damage.
     void report_once(std::string const& line) {
         if (state_->reported_unrepaired) return;
         state_->reported_unrepaired = true;
