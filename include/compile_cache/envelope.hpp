@@ -529,8 +529,8 @@ COMPILE_CACHE_DECL bool reseal_envelope(std::string_view entry, envelope_auth co
 /// the entry's flags say), then version, flags, bounds, key and the format: `format_id`
 /// as basic_cache::entry_format_id<Artifact>() gives it, or the serializer's format_id
 /// alone, which accepts an entry of any artifact type. Only with status ok does the
-/// payload reach a deserializer. A compressed entry is `unsupported` here (its payload is not the serializer's bytes): basic_cache
-/// with a Compression policy decompresses it.
+/// payload reach a deserializer. A compressed entry is `unsupported` here (its payload is
+/// not the serializer's bytes): basic_cache with a Compression policy decompresses it.
 inline opened_envelope open_envelope(std::string_view bytes, key const& expected, std::string_view format_id,
                                      std::size_t max_payload, envelope_auth const& auth = envelope_auth()) {
     detail::envelope_fields f = detail::check_envelope(bytes, expected, format_id, max_payload, auth);

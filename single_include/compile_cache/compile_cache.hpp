@@ -4590,7 +4590,8 @@ std::string storage_settings::untrusted_remote_reason() const { return detail::u
 
 // ---- begin compile_cache/detail/posix_io.hpp
 // compile_cache: the POSIX reading the library does in more than one place: a call
-// retried through interruptions, and a bounded read of a whole file.
+// retried through interruptions, a file's modification time, and a bounded read of a
+// whole file.
 
 
 #include <cerrno>
@@ -4613,6 +4614,11 @@ auto retry_on_eintr(Call&& call) noexcept(noexcept(call())) -> decltype(call()) 
         auto const r = call();
         if (!(r < 0 && errno == EINTR)) return r;
     }
+}
+
+/// A stat's modification time, in nanoseconds since the epoch.
+inline std::int64_t mtime_ns(struct stat const& st) noexcept {
+    return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
 }
 
 /// Opens `path` (relative to `dir_fd`; AT_FDCWD for the working directory) to read it:
@@ -5689,9 +5695,7 @@ inline std::int64_t now_ns() noexcept {
 }
 inline std::int64_t now_s() noexcept { return now_ns() / 1000000000; }
 
-inline std::int64_t mtime_ns(struct stat const& st) noexcept {
-    return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-}
+using detail::mtime_ns; // (posix_io.hpp)
 
 /// What an entry of `size` bytes counts for against the size limit: whole 4 KiB
 /// blocks, at least one, which is what it occupies on the usual file systems. The
@@ -10265,7 +10269,7 @@ inline std::int64_t claim_age_ns_at(std::string const& text, int folder_fd, char
     if (std::int64_t const created = claim_number(text, "created_ns")) return now_ns() - created;
     struct stat st {};
     if (::fstatat(folder_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return 0;
-    return now_ns() - (static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec);
+    return now_ns() - detail::mtime_ns(st);
 }
 
 /// The bound a claim file records (`expiry_ms=`, its request's expiry), in ns; an hour
@@ -11949,8 +11953,8 @@ COMPILE_CACHE_DECL bool reseal_envelope(std::string_view entry, envelope_auth co
 /// the entry's flags say), then version, flags, bounds, key and the format: `format_id`
 /// as basic_cache::entry_format_id<Artifact>() gives it, or the serializer's format_id
 /// alone, which accepts an entry of any artifact type. Only with status ok does the
-/// payload reach a deserializer. A compressed entry is `unsupported` here (its payload is not the serializer's bytes): basic_cache
-/// with a Compression policy decompresses it.
+/// payload reach a deserializer. A compressed entry is `unsupported` here (its payload is
+/// not the serializer's bytes): basic_cache with a Compression policy decompresses it.
 inline opened_envelope open_envelope(std::string_view bytes, key const& expected, std::string_view format_id,
                                      std::size_t max_payload, envelope_auth const& auth = envelope_auth()) {
     detail::envelope_fields f = detail::check_envelope(bytes, expected, format_id, max_payload, auth);

@@ -1,5 +1,6 @@
 // compile_cache: the POSIX reading the library does in more than one place: a call
-// retried through interruptions, and a bounded read of a whole file.
+// retried through interruptions, a file's modification time, and a bounded read of a
+// whole file.
 #pragma once
 
 #include <compile_cache/detail/config.hpp>
@@ -24,6 +25,11 @@ auto retry_on_eintr(Call&& call) noexcept(noexcept(call())) -> decltype(call()) 
         auto const r = call();
         if (!(r < 0 && errno == EINTR)) return r;
     }
+}
+
+/// A stat's modification time, in nanoseconds since the epoch.
+inline std::int64_t mtime_ns(struct stat const& st) noexcept {
+    return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
 }
 
 /// Opens `path` (relative to `dir_fd`; AT_FDCWD for the working directory) to read it:

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <compile_cache/detail/config.hpp>
+#include <compile_cache/detail/posix_io.hpp>
 #include <compile_cache/detail/sigpipe_blocked.hpp>
 
 #include <compile_cache/key/key.hpp>
@@ -688,8 +689,7 @@ private:
             remember(e, "the token file " + state_->options.token_file + " cannot be read: " + std::strerror(errno));
             return e;
         }
-        file_stamp const now{st.st_dev, st.st_ino, st.st_size,
-                             static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+        file_stamp const now{st.st_dev, st.st_ino, st.st_size, detail::mtime_ns(st)};
         if (!(now == state_->token_stamp) || state_->token.empty()) {
             std::string read;
             std::string const reason = read_secret_file(state_->options.token_file, read);

@@ -188,8 +188,9 @@ inline std::error_code code_of(int rc) noexcept {
     }
 }
 
-inline std::int64_t mtime_ns(struct stat const& st) noexcept {
-    return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+/// A busy timeout as sqlite3_busy_timeout takes it: within 0 and INT32_MAX ms.
+inline int busy_timeout_ms(std::chrono::milliseconds busy) noexcept {
+    return busy.count() < 0 ? 0 : busy.count() > INT32_MAX ? INT32_MAX : static_cast<int>(busy.count());
 }
 
 /// The statements that make a compile_cache database's table, index and id, in one
@@ -231,8 +232,8 @@ inline std::string copy_through(sqlite3_file* f, std::string const& aside, mode_
             break;
         }
         for (int done = 0; why.empty() && done < n;) {
-            ssize_t const w = ::write(out, buffer.get() + done, static_cast<std::size_t>(n - done));
-            if (w < 0 && errno == EINTR) continue;
+            ssize_t const w =
+                retry_on_eintr([&] { return ::write(out, buffer.get() + done, static_cast<std::size_t>(n - done)); });
             if (w < 0) why = std::strerror(errno);
             else done += static_cast<int>(w);
         }
@@ -263,8 +264,7 @@ inline repair_outcome repair_file(std::string const& path, std::string const& as
     if (rc != SQLITE_OK) {
         why = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     } else {
-        auto const ms = busy.count() < 0 ? 0 : busy.count() > INT32_MAX ? INT32_MAX : static_cast<int>(busy.count());
-        sqlite3_busy_timeout(db, ms);
+        sqlite3_busy_timeout(db, busy_timeout_ms(busy));
         sqlite3_file* f = nullptr;
         if (!aside.empty()) {
             (void)sqlite3_file_control(db, "main", SQLITE_FCNTL_FILE_POINTER, &f);
@@ -578,8 +578,7 @@ public:
 private:
     /// The connection's busy timeout: sqlite_options::busy_timeout.
     void set_busy_timeout_locked(detail::sqlite_impl::connection& c) const noexcept {
-        auto const timeout = state_->options.busy_timeout.count();
-        sqlite3_busy_timeout(c.db, timeout < 0 ? 0 : timeout > INT32_MAX ? INT32_MAX : static_cast<int>(timeout));
+        sqlite3_busy_timeout(c.db, detail::sqlite_impl::busy_timeout_ms(state_->options.busy_timeout));
     }
 
     read_result read_row(key const& k, std::string& out, std::size_t max_size, bool refresh_use) noexcept {
@@ -863,7 +862,7 @@ private:
         if (::stat(path.c_str(), &st) != 0) return;
         auto& tried = state_->repair;
         bool const same_file = tried.inode == st.st_ino && tried.device == st.st_dev && tried.size == st.st_size &&
-                               tried.mtime_ns == detail::sqlite_impl::mtime_ns(st);
+                               tried.mtime_ns == detail::mtime_ns(st);
         auto const now = std::chrono::steady_clock::now();
         // An unfinished repair is tried again a minute later, but for a copy already made
         // of this very file, which is emptied at once: no copy per call, whatever others
@@ -872,7 +871,7 @@ private:
         std::string aside; // (none: the copy made of this very file before)
         if (!(same_file && tried.copied)) {
             aside = path + ".broken-" + std::to_string(detail::sqlite_impl::now_s()) + "-" + std::to_string(::getpid());
-            tried = {st.st_ino, st.st_dev, st.st_size, detail::sqlite_impl::mtime_ns(st), now, false, aside};
+            tried = {st.st_ino, st.st_dev, st.st_size, detail::mtime_ns(st), now, false, aside};
         }
         std::string failure;
         auto const outcome =

@@ -44,9 +44,7 @@ inline std::int64_t now_ns() noexcept {
 }
 inline std::int64_t now_s() noexcept { return now_ns() / 1000000000; }
 
-inline std::int64_t mtime_ns(struct stat const& st) noexcept {
-    return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-}
+using detail::mtime_ns; // (posix_io.hpp)
 
 /// What an entry of `size` bytes counts for against the size limit: whole 4 KiB
 /// blocks, at least one, which is what it occupies on the usual file systems. The

@@ -130,7 +130,7 @@ inline std::int64_t claim_age_ns_at(std::string const& text, int folder_fd, char
     if (std::int64_t const created = claim_number(text, "created_ns")) return now_ns() - created;
     struct stat st {};
     if (::fstatat(folder_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return 0;
-    return now_ns() - (static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec);
+    return now_ns() - detail::mtime_ns(st);
 }
 
 /// The bound a claim file records (`expiry_ms=`, its request's expiry), in ns; an hour
