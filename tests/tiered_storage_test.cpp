@@ -1002,6 +1002,8 @@ struct batch_remote {
     std::shared_ptr<cc::memory_storage> entries = std::make_shared<cc::memory_storage>();
     std::shared_ptr<std::atomic<int>> reads = std::make_shared<std::atomic<int>>(0);
     std::shared_ptr<std::atomic<int>> batches = std::make_shared<std::atomic<int>>(0);
+    /// When set, a batch's answers, read, wait at this gate before they are returned.
+    std::shared_ptr<gate> answers;
     cc::read_result read(cc::key const& k, std::string& out, std::size_t max) {
         ++*reads;
         return entries->read(k, out, max);
@@ -1012,6 +1014,7 @@ struct batch_remote {
         out.clear();
         out.resize(keys.size());
         for (std::size_t i = 0; i < keys.size(); ++i) out[i].first = entries->read(keys[i], out[i].second, max);
+        if (answers) answers->pass();
     }
     std::error_code write(cc::key const& k, std::string_view bytes) { return entries->write(k, bytes); }
     std::error_code remove(cc::key const& k) { return entries->remove(k); }
@@ -1090,4 +1093,43 @@ TEST_CASE("tiered_storage: a prefetched answer is used once, and a store or a re
     REQUIRE_FALSE(tier.remove(k));
     CHECK(tier.read(k, out, 1 << 20).status == cc::read_status::absent);
     CHECK(*server.batches == 3);
+}
+
+TEST_CASE("tiered_storage: a store or a removal made while a prefetch's batch is in flight drops that batch's "
+          "answer for its key",
+          "[tiered][prefetch]") {
+    temp_dir dir;
+    batch_remote server;
+    server.answers = std::make_shared<gate>(false);
+    cc::tier_options t;
+    t.upload = cc::remote_upload::sync;
+    batch_tier tier = batch_tier::remote_only(server, t);
+    batch_tier_cache keys(batch_tier(cc::directory_storage((dir.path() / "keys").string())));
+    cc::key const removed = key_of(keys, "removed").value();
+    cc::key const stored = key_of(keys, "stored").value();
+    cc::key const kept = key_of(keys, "kept").value();
+    REQUIRE_FALSE(server.entries->write(removed, "before the removal"));
+    REQUIRE_FALSE(server.entries->write(kept, "kept"));
+    // The batch reads the three keys (`stored` absent), then waits at the gate while the
+    // host removes one and stores another: its answers for those two are stale.
+    std::thread prefetching([&] { tier.prefetch({removed, stored, kept}, 1 << 20); });
+    auto const until = std::chrono::steady_clock::now() + 10s;
+    while (server.answers->arrived == 0 && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(1ms);
+    bool const read_first = server.answers->arrived == 1;
+    CHECK_FALSE(tier.remove(removed));
+    CHECK_FALSE(tier.write(stored, "stored"));
+    server.answers->release();
+    prefetching.join();
+    REQUIRE(read_first);
+    CHECK_FALSE(server.answers->timed_out);
+    REQUIRE(*server.batches == 1);
+    std::string out;
+    CHECK(tier.read(removed, out, 1 << 20).status == cc::read_status::absent); // not the batch's stale entry
+    CHECK(tier.read(stored, out, 1 << 20).status == cc::read_status::found);   // not the batch's `absent`
+    CHECK(out == "stored");
+    int const single_reads = *server.reads;
+    CHECK(tier.read(kept, out, 1 << 20).status == cc::read_status::found); // the batch's answer, kept
+    CHECK(out == "kept");
+    CHECK(*server.reads == single_reads);
 }
