@@ -271,6 +271,65 @@ TEST_CASE("a store made by another storage after the damaged file was repaired i
     CHECK(out == "stored after the move");
 }
 
+namespace {
+/// How many of this process's descriptors are open on `path`.
+int descriptors_on(fs::path const& path) {
+    int n = 0;
+    for (auto const& fd : fs::directory_iterator("/proc/self/fd")) {
+        std::error_code e;
+        if (fs::read_symlink(fd.path(), e) == path) ++n;
+    }
+    return n;
+}
+} // namespace
+
+TEST_CASE("a damage found while another repair holds the file's repair lock: once that repair is done, the store "
+          "made after it is not emptied by a second repair",
+          "[sqlite]") {
+    temp_dir dir;
+    std::string const file = (dir.path() / "cache.db").string();
+    fs::path const lock_file = file + ".repair";
+    fill_two_hundred(file);
+    cc::sqlite_options quiet;
+    quiet.logger = [](std::string_view) {};
+    quiet.busy_timeout = std::chrono::seconds(20);
+    cc::sqlite_storage first(file, quiet); // (as two processes', both open and sound)
+    cc::sqlite_storage second(file, quiet);
+    REQUIRE(first.usable());
+    REQUIRE(second.usable());
+    overwrite_pages(file);
+    // Another repair is under way: it holds the lock while `second` finds the damage...
+    auto elsewhere = std::make_unique<cc::detail::sqlite_impl::repair_lock>();
+    REQUIRE(elsewhere->take(file, 0644, std::chrono::milliseconds(0)).empty());
+    bool second_found_error = false;
+    std::thread finder([&] { second_found_error = read_until_error(second); });
+    auto const until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (descriptors_on(lock_file) < 2 && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    bool const second_waits = descriptors_on(lock_file) == 2; // (its own and `elsewhere`'s)
+    // ...and makes it: the file copied aside and emptied, the repair counted; then a store.
+    std::string why;
+    auto const outcome = cc::detail::sqlite_impl::repair_file(file, file + ".broken-elsewhere", 0644,
+                                                              std::chrono::seconds(20), why);
+    CHECK(elsewhere->counted());
+    std::error_code const stored = first.write(conformance_key(4, 1000), "stored after the repair");
+    elsewhere.reset(); // (the lock released)
+    finder.join();
+    REQUIRE(second_waits);
+    REQUIRE(outcome == cc::detail::sqlite_impl::repair_outcome::done);
+    CHECK(why.empty());
+    REQUIRE_FALSE(stored);
+    CHECK(second_found_error);
+    // `second` saw the repair counted since it opened the file: it made none of its own.
+    CHECK(copies_aside(dir.path()).size() == 1);
+    std::string out;
+    CHECK(second.read(conformance_key(4, 1000), out, 1 << 20).status == cc::read_status::found);
+    CHECK(out == "stored after the repair");
+    cc::sqlite_storage next_host(file);
+    REQUIRE(next_host.read(conformance_key(4, 1000), out, 1 << 20).status == cc::read_status::found);
+    CHECK(read_file(lock_file) == "1\n");
+}
+
 TEST_CASE("a read-only sqlite file is opened immutable and read, writes fail as write errors", "[sqlite]") {
     temp_dir dir;
     std::string const file = (dir.path() / "cache.db").string();

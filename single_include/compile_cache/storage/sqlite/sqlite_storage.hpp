@@ -125,10 +125,12 @@ __asm__(".pushsection .rodata.compile_cache_header_only_mark,\"aG\",@progbits,co
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -288,6 +290,92 @@ inline repair_outcome repair_file(std::string const& path, std::string const& as
     sqlite3_close_v2(db);
     return outcome;
 }
+
+/// One repair of a file at a time across processes, and the count of repairs done, in
+/// `FILE.repair` (a decimal count; made with the file's mode, never through a symlink). A
+/// process that found damage takes the lock (flock, waiting up to the busy timeout) and
+/// repairs only if no repair was counted since it opened its connection (count(), read
+/// then): else the damage it saw may be gone, and what others stored since would be
+/// emptied with it. The count is read without the lock: a torn read only makes it differ,
+/// which skips a repair that the next damaged call makes.
+class repair_lock {
+public:
+    static std::string path_of(std::string const& db) { return db + ".repair"; }
+
+    /// The repairs counted in `db`'s lock file; 0 when there is none.
+    static std::uint64_t count(std::string const& db) noexcept {
+        try {
+            int const fd = retry_on_eintr([&] { return ::open(path_of(db).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC); });
+            if (fd < 0) return 0;
+            std::uint64_t const n = count_in(fd);
+            ::close(fd);
+            return n;
+        } catch (...) {
+            return 0;
+        }
+    }
+
+    repair_lock() = default;
+    repair_lock(repair_lock const&) = delete;
+    repair_lock& operator=(repair_lock const&) = delete;
+    ~repair_lock() {
+        if (fd_ >= 0) ::close(fd_); // (which releases the lock)
+    }
+
+    /// Takes the lock of `db` (its file made with `mode` when there is none), waiting up
+    /// to `busy`; "" when taken, else why not.
+    std::string take(std::string const& db, mode_t mode, std::chrono::milliseconds busy) {
+        std::string const p = path_of(db);
+        int const flags = O_NOFOLLOW | O_CLOEXEC;
+        fd_ = retry_on_eintr([&] { return ::open(p.c_str(), O_RDWR | O_CREAT | O_EXCL | flags, mode & 0666); });
+        if (fd_ >= 0) {
+            (void)::fchmod(fd_, mode & 0666); // (the umask left aside: shared as the file is)
+        } else if (errno == EEXIST) {
+            fd_ = retry_on_eintr([&] { return ::open(p.c_str(), O_RDWR | flags); });
+            // (A lock file this process may not write still locks; its count then stays.)
+            if (fd_ < 0 && errno == EACCES) fd_ = retry_on_eintr([&] { return ::open(p.c_str(), O_RDONLY | flags); });
+        }
+        if (fd_ < 0) return p + ": " + std::strerror(errno);
+        auto const until = std::chrono::steady_clock::now() + std::max(busy, std::chrono::milliseconds(0));
+        while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+            if ((errno != EWOULDBLOCK && errno != EINTR) || std::chrono::steady_clock::now() >= until) {
+                std::string const why = p + ": " + (errno == EWOULDBLOCK ? "held by another repair" : std::strerror(errno));
+                ::close(fd_);
+                fd_ = -1;
+                return why;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        return {};
+    }
+
+    /// The repairs counted, read under the lock.
+    std::uint64_t held_count() const noexcept { return count_in(fd_); }
+
+    /// Counts one more repair (under the lock); false when the file cannot be written.
+    bool counted() noexcept {
+        try {
+            std::string const text = std::to_string(held_count() + 1) + "\n";
+            return ::ftruncate(fd_, 0) == 0 &&
+                   retry_on_eintr([&] { return ::pwrite(fd_, text.data(), text.size(), 0); }) ==
+                       static_cast<ssize_t>(text.size());
+        } catch (...) {
+            return false;
+        }
+    }
+
+private:
+    static std::uint64_t count_in(int fd) noexcept {
+        char text[24] = {};
+        ssize_t const n = retry_on_eintr([&] { return ::pread(fd, text, sizeof text - 1, 0); });
+        std::uint64_t count = 0;
+        for (ssize_t i = 0; i < n && text[i] >= '0' && text[i] <= '9' && count < (UINT64_MAX - 9) / 10; ++i)
+            count = count * 10 + static_cast<std::uint64_t>(text[i] - '0');
+        return count;
+    }
+
+    int fd_ = -1;
+};
 
 inline bool is_damage(int rc) noexcept { return (rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_NOTADB; }
 
@@ -763,6 +851,10 @@ private:
             std::string aside;
         } repair;
         bool reported_unrepaired = false; ///< a repair that failed was reported
+        /// The repairs counted in the file's repair_lock when the connection was opened (or
+        /// this process last repaired it): another count at a repair means another process
+        /// repaired the file since, so this one does not.
+        std::uint64_t repairs_seen = 0;
     };
 
     std::error_code unusable_code() const noexcept { return std::make_error_code(std::errc::io_error); }
@@ -860,6 +952,20 @@ private:
             return; // (an earlier release moved it aside and made another: open that)
         c.close();
         if (::stat(path.c_str(), &st) != 0) return;
+        detail::sqlite_impl::repair_lock lock;
+        if (std::string const not_taken = lock.take(path, st.st_mode, state_->options.busy_timeout);
+            !not_taken.empty()) {
+            report_once(path + ": " + why + ", and its repair lock cannot be taken (" + not_taken +
+                        "): left as it is for now");
+            return;
+        }
+        if (lock.held_count() != state_->repairs_seen) {
+            // Another process repaired it since this one opened it: what it found may be gone,
+            // and what was stored since is not emptied. The caller opens it again.
+            state_->repairs_seen = lock.held_count();
+            return;
+        }
+        if (::stat(path.c_str(), &st) != 0) return; // (as it is now, under the lock)
         auto& tried = state_->repair;
         bool const same_file = tried.inode == st.st_ino && tried.device == st.st_dev && tried.size == st.st_size &&
                                tried.mtime_ns == detail::mtime_ns(st);
@@ -888,6 +994,8 @@ private:
                         failure + "): left as it is");
             return;
         }
+        (void)lock.counted();
+        state_->repairs_seen = lock.held_count();
         report(path + ": " + why + " (not a compile_cache database, or damaged); copied aside to " + tried.aside +
                " and emptied in place");
         tried = {};
@@ -907,6 +1015,7 @@ private:
         state_->c.close();
         state_->connection_pid = ::getpid();
         state_->why.clear();
+        state_->repairs_seen = detail::sqlite_impl::repair_lock::count(state_->path);
         bool const immutable = state_->options.read_only || !writable(state_->path);
         // An inspection shares the writers' WAL when there is one; with none, nothing
         // committed is elsewhere, and the file is read immutable (no side file made).
