@@ -13831,6 +13831,12 @@ private:
         std::mutex prefetch_mutex;
         std::unordered_map<key, prefetched_answer> prefetched;
         std::size_t prefetched_bytes = 0;
+        /// The prefetches whose batch is in flight, and the keys stored or removed since the
+        /// first of them began (forget_prefetched): their answers, read before, are stale and
+        /// never kept. Past max_preclaims keys, every answer of those batches is dropped.
+        std::size_t prefetches_in_flight = 0;
+        std::unordered_set<key> forgotten_in_flight;
+        bool forgotten_overflow = false;
         /// The remote claims prefetch took ahead (single flight), each waiting for its key's
         /// miss (take_preclaimed) or the tier's end (release_preclaims); this process's only
         /// (`preclaim_pid`: a forked child holds none of its parent's, and remembers them in
@@ -13909,10 +13915,17 @@ private:
 
         static std::size_t prefetch_cost(std::string const& bytes) noexcept { return bytes.size() + 96; }
 
-        /// A store or a removal of `k` makes what prefetch holds for it stale: dropped.
+        /// A store or a removal of `k` makes what prefetch holds for it stale: dropped, and
+        /// so is what a batch in flight will answer for it.
         void forget_prefetched(key const& k) noexcept {
             try {
                 std::lock_guard<std::mutex> lock(prefetch_mutex);
+                if (prefetches_in_flight != 0 && !forgotten_overflow) {
+                    if (forgotten_in_flight.size() < max_preclaims)
+                        forgotten_in_flight.insert(k);
+                    else
+                        forgotten_overflow = true;
+                }
                 if (prefetched.empty()) return;
                 auto const it = prefetched.find(k);
                 if (it == prefetched.end()) return;
@@ -13967,6 +13980,18 @@ private:
             }
         }
 
+        /// Counts a prefetch in flight from its batch's start to its end, whatever the path out;
+        /// the last one out forgets the keys stored or removed meanwhile.
+        struct in_flight_guard {
+            state& s;
+            ~in_flight_guard() {
+                std::lock_guard<std::mutex> lock(s.prefetch_mutex);
+                if (--s.prefetches_in_flight != 0) return;
+                s.forgotten_in_flight.clear();
+                s.forgotten_overflow = false;
+            }
+        };
+
         void prefetch(std::vector<key> const& keys, std::size_t max_size, claim_request const* claims) noexcept {
             if constexpr (detail::has_read_many<Remote>::value) {
                 try {
@@ -13976,7 +14001,9 @@ private:
                         std::lock_guard<std::mutex> lock(prefetch_mutex);
                         for (key const& k : keys)
                             if (!k.empty() && prefetched.count(k) == 0 && seen.insert(k).second) wanted.push_back(k);
+                        ++prefetches_in_flight;
                     }
+                    in_flight_guard const flight{*this};
                     if (local)
                         wanted.erase(std::remove_if(wanted.begin(), wanted.end(), [&](key const& k) { return local_has(k); }),
                                      wanted.end());
@@ -14038,6 +14065,9 @@ private:
                         std::lock_guard<std::mutex> lock(prefetch_mutex);
                         for (std::size_t i = 0; i < wanted.size(); ++i) {
                             if (got[i].first.status == read_status::error) continue;
+                            // (stored or removed while the batch was read: its answer is stale,
+                            // and an absent one is no longer absent, or no longer to claim)
+                            if (forgotten_overflow || forgotten_in_flight.count(wanted[i]) != 0) continue;
                             if (claims && !claim_in_read && got[i].first.status == read_status::absent &&
                                 !is_identity_record_key(wanted[i]))
                                 absent.push_back(wanted[i]);
@@ -16016,8 +16046,9 @@ void log_with(line_logger const& logger, Build&& build) noexcept {
 }
 
 /// `line` through `logger`, or on stderr after `compile_cache: ` when there is none: for
-/// what a host must hear of even when it asked for no diagnostics.
-COMPILE_CACHE_DECL void log_or_stderr(line_logger const& logger, std::string const& line) noexcept;
+/// what a host must hear of even when it asked for no diagnostics. A view, so that a
+/// literal line costs no allocation (that could fail) in the noexcept callers.
+COMPILE_CACHE_DECL void log_or_stderr(line_logger const& logger, std::string_view line) noexcept;
 
 } // namespace compile_cache::detail
 
@@ -16029,11 +16060,11 @@ COMPILE_CACHE_DECL void log_or_stderr(line_logger const& logger, std::string con
 
 namespace compile_cache::detail {
 
-void log_or_stderr(line_logger const& logger, std::string const& line) noexcept {
+void log_or_stderr(line_logger const& logger, std::string_view line) noexcept {
     if (logger)
-        log_with(logger, [&]() -> std::string const& { return line; });
+        log_with(logger, [&] { return line; });
     else
-        std::fprintf(stderr, "compile_cache: %s\n", line.c_str());
+        std::fprintf(stderr, "compile_cache: %.*s\n", static_cast<int>(line.size()), line.data());
 }
 
 } // namespace compile_cache::detail

@@ -26,8 +26,9 @@ void log_with(line_logger const& logger, Build&& build) noexcept {
 }
 
 /// `line` through `logger`, or on stderr after `compile_cache: ` when there is none: for
-/// what a host must hear of even when it asked for no diagnostics.
-COMPILE_CACHE_DECL void log_or_stderr(line_logger const& logger, std::string const& line) noexcept;
+/// what a host must hear of even when it asked for no diagnostics. A view, so that a
+/// literal line costs no allocation (that could fail) in the noexcept callers.
+COMPILE_CACHE_DECL void log_or_stderr(line_logger const& logger, std::string_view line) noexcept;
 
 } // namespace compile_cache::detail
 

@@ -6,11 +6,11 @@
 
 namespace compile_cache::detail {
 
-void log_or_stderr(line_logger const& logger, std::string const& line) noexcept {
+void log_or_stderr(line_logger const& logger, std::string_view line) noexcept {
     if (logger)
-        log_with(logger, [&]() -> std::string const& { return line; });
+        log_with(logger, [&] { return line; });
     else
-        std::fprintf(stderr, "compile_cache: %s\n", line.c_str());
+        std::fprintf(stderr, "compile_cache: %.*s\n", static_cast<int>(line.size()), line.data());
 }
 
 } // namespace compile_cache::detail
