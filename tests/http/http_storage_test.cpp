@@ -329,6 +329,30 @@ TEST_CASE("HTTP statuses map to the reasons a tier counts", "[http][status]") {
     }
 }
 
+TEST_CASE("a GET answered 204 or 206 is a protocol error, never an entry, alone or in a batch", "[http][status]") {
+    // An entry is found on 200 alone: a 204's empty body or a 206's part handed on as the
+    // entry would be counted corrupt by a tier, where the server is at fault.
+    for (char const* location : {"/nocontent/", "/partial/"}) {
+        INFO(location);
+        cc::http_storage s = storage_at(main_server().url("plain", location));
+        std::string out = "left over";
+        cc::read_result const r = s.read(key_of(1), out, 1 << 20);
+        CHECK(r.status == cc::read_status::error);
+        CHECK(r.error == cc::http_errc::bad_status);
+        CHECK(cc::remote_error_of(r.error) == cc::remote_error::protocol);
+        CHECK(out.empty());
+        CHECK(s.last_failure().text.find("GET " + s.entry_path(key_of(1)) + ": HTTP 20") == 0);
+        std::vector<std::pair<cc::read_result, std::string>> got;
+        s.read_many({key_of(1), key_of(2)}, 1 << 20, got);
+        REQUIRE(got.size() == 2);
+        for (auto const& [result, bytes] : got) {
+            CHECK(result.status == cc::read_status::error);
+            CHECK(result.error == cc::http_errc::bad_status);
+            CHECK(bytes.empty());
+        }
+    }
+}
+
 // --- Faults ----------------------------------------------------------------------------------
 
 TEST_CASE("a server absent, stopped or killed mid-response costs one bounded call", "[http][faults]") {

@@ -21,11 +21,11 @@
 # for; asked for the name localhost, it shows an expired certificate of the same CA).
 # Locations on each port: / WebDAV (PUT, DELETE, MKCOL, PROPFIND, create_full_put_path)
 # on DIR/NAME/www; /nofull/ the same without create_full_put_path; /nodav/ static files
-# only; /fail/ 500;
-# /forbidden/ 403; /small/ WebDAV taking bodies of 1 KiB at most (413); /moved/X a 302
-# to /dav-target/X; /downgrade/X a 302 to http://127.0.0.1:PLAIN/dav-target/X (plain
-# http); /stream/ 16 MiB sent chunked, with no length announced; /slow/ one
-# line, then nothing for 60 s.
+# only; /fail/ 500; /nocontent/ 204 (No Content); /partial/ 206 (Partial Content) with a
+# body of 18 bytes; /forbidden/ 403; /small/ WebDAV taking bodies of 1 KiB at most (413);
+# /moved/X a 302 to /dav-target/X; /downgrade/X a 302 to http://127.0.0.1:PLAIN/dav-target/X
+# (plain http); /stream/ 16 MiB sent chunked, with no length announced; /slow/ one line,
+# then nothing for 60 s.
 set -euo pipefail
 
 PATH=$PATH:/usr/sbin:/sbin # nginx is in /usr/sbin, which a user's PATH may lack
@@ -98,6 +98,8 @@ location /nodav/ { }
 location /nofull/ { dav_methods PUT DELETE MKCOL; dav_ext_methods PROPFIND OPTIONS; }
 location /small/ { client_max_body_size 1k; dav_methods PUT DELETE; create_full_put_path on; }
 location /fail/ { return 500; }
+location /nocontent/ { return 204; }
+location /partial/ { default_type application/octet-stream; return 206 "a part of an entry"; }
 location /forbidden/ { return 403; }
 location ~ ^/moved/(.*)\$ { return 302 /dav-target/\$1; }
 location ~ ^/downgrade/(.*)\$ { return 302 http://127.0.0.1:$plain/dav-target/\$1; }

@@ -398,6 +398,9 @@ public:
         };
     }
 
+    /// An entry is `found` on 200 alone: 404 and 410 are `absent`; any other status, 204
+    /// (No Content) and 206 (Partial Content) included, is an `error` (bad_status for a
+    /// 2xx), never a body handed on as an entry (which a tier would count as corrupt).
     read_result read(key const& k, std::string& out, std::size_t max_size) noexcept {
         out.clear();
         try {
@@ -410,7 +413,7 @@ public:
                 out.clear();
                 return {read_status::absent, {}};
             }
-            if (x.error || x.status / 100 != 2) {
+            if (x.error || x.status != 200) {
                 out.clear();
                 std::error_code const e = x.error ? x.error : make_error_code(detail::http_errc_of_status(x.status));
                 if (e == http_errc::too_large) return {read_status::too_large, e};
@@ -638,7 +641,8 @@ private:
     };
 
     /// Where a response body goes: `out` up to `max` bytes (then the transfer is aborted);
-    /// the body of an error status, or of a call that wants none, is read up to 64 KiB
+    /// the body of another status than the one wanted (a 204's, a 206's, an error's), or of
+    /// a call that wants none, is read up to 64 KiB
     /// and dropped (past that the connection is dropped rather than read to its end).
     struct body_sink {
         CURL* handle = nullptr;
@@ -646,6 +650,7 @@ private:
         std::size_t max = 0;
         bool over = false;
         std::size_t dropped = 0;
+        long wanted = 200; ///< the one status whose body goes to `out` (207 for PROPFIND)
     };
 
     static std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user) noexcept {
@@ -653,7 +658,7 @@ private:
         std::size_t const n = size * count;
         long status = 0;
         curl_easy_getinfo(sink.handle, CURLINFO_RESPONSE_CODE, &status);
-        if (!sink.out || status / 100 != 2) {
+        if (!sink.out || status != sink.wanted) {
             sink.dropped += n;
             return sink.dropped > drop_max ? 0 : n;
         }
@@ -853,7 +858,8 @@ private:
     bool prepare(CURL* h, request& rq, std::string* out, std::uint64_t max, std::string_view upload,
                  std::chrono::milliseconds left, exchange& x) const {
         http_options const& o = state_->options;
-        rq.sink = body_sink{h, out, out ? static_cast<std::size_t>(std::min<std::uint64_t>(max, SIZE_MAX)) : 0, false, 0};
+        std::size_t const sink_max = out ? static_cast<std::size_t>(std::min<std::uint64_t>(max, SIZE_MAX)) : 0;
+        rq.sink = body_sink{h, out, sink_max, false, 0, rq.method == "PROPFIND" ? 207L : 200L};
         rq.source = body_source{upload, upload};
         rq.headers.add("Expect:"); // no 100-continue wait before a large PUT
         bool const put = rq.method == "PUT";
@@ -941,7 +947,7 @@ private:
             x.status = 0;
             x.error = make_error_code(http_errc::refused);
             x.curl_text = "nothing listens on the port (the connection the kernel made was to itself)";
-        } else if (rq.sink.over || (c == CURLE_FILESIZE_EXCEEDED && x.status / 100 == 2)) {
+        } else if (rq.sink.over || (c == CURLE_FILESIZE_EXCEEDED && x.status == rq.sink.wanted)) {
             x.over_bound = true;
         } else if (c == CURLE_WRITE_ERROR && rq.sink.dropped > drop_max) {
             // An error status with a long body: the status is the answer.
@@ -1192,7 +1198,7 @@ private:
             } else if (!x.error && (x.status == 404 || x.status == 410)) {
                 bytes.clear();
                 out[i].first = {read_status::absent, {}};
-            } else if (x.error || x.status / 100 != 2) {
+            } else if (x.error || x.status != 200) { // (204, 206: bad_status, as read answers)
                 bytes.clear();
                 std::error_code const e = x.error ? x.error : make_error_code(detail::http_errc_of_status(x.status));
                 if (e == http_errc::too_large) {
