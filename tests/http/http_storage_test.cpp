@@ -278,6 +278,97 @@ TEST_CASE("a body past the bound is refused while it streams in, announced or no
     }
 }
 
+namespace {
+
+/// The hostile WebDAV server (hostile_webdav.py, beside the fixture's script) in `mode`,
+/// on 127.0.0.1: a real server cannot be made to answer PROPFIND with crafted bodies.
+/// Killed when it goes.
+class hostile_webdav {
+public:
+    explicit hostile_webdav(std::string const& mode) : process_({python3(), script(), mode}) {
+        REQUIRE(process_.wait_for_line());
+        std::string const& said = process_.output();
+        REQUIRE(said.rfind("port ", 0) == 0);
+        port_ = std::stoi(said.substr(5));
+    }
+
+    std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/"; }
+
+    /// Stops the server, and gives how many PROPFIND requests it answered.
+    std::size_t stop_and_count_propfinds() {
+        process_.kill();
+        process_.wait();
+        std::istringstream lines(process_.output());
+        std::size_t n = 0;
+        for (std::string line; std::getline(lines, line);) n += line.rfind("PROPFIND ", 0) == 0 ? 1 : 0;
+        return n;
+    }
+
+private:
+    static std::string python3() {
+        for (char const* p : {"/usr/bin/python3", "/usr/local/bin/python3", "/bin/python3"})
+            if (::access(p, X_OK) == 0) return p;
+        FAIL("python3 is needed for the hostile WebDAV server");
+        return {};
+    }
+    static std::string script() {
+        return (fs::path(COMPILE_CACHE_HTTP_FIXTURE_SCRIPT).parent_path() / "hostile_webdav.py").string();
+    }
+
+    compile_cache_test::child_process process_;
+    int port_ = 0;
+};
+
+cc::http_options listing_options(std::string url) {
+    cc::http_options o;
+    o.url = std::move(url);
+    o.layout = cc::http_layout::fanout;
+    o.timeout = std::chrono::milliseconds(5000);
+    o.connect_timeout = std::chrono::milliseconds(2000);
+    return o;
+}
+
+} // namespace
+
+TEST_CASE("a listing reads each fan-out folder once, however often a hostile server names it", "[http][list]") {
+    hostile_webdav server("repeat"); // the base names ab/ 500 times; ab/ holds one entry
+    cc::http_storage s(listing_options(server.url()));
+    std::vector<cc::stored_entry> entries;
+    REQUIRE_FALSE(s.list(entries));
+    CHECK(entries.size() == 1); // not once per time the folder was named
+    CHECK(server.stop_and_count_propfinds() == 2); // the base, then ab/ once
+}
+
+TEST_CASE("a listing's byte bound holds over all its answers, not over each alone", "[http][list][bounds]") {
+    hostile_webdav server("wide"); // 256 folders: answers of at most 62 KiB, about 750 KiB in all
+    cc::http_options o = listing_options(server.url());
+    o.listing_max_bytes = 100000;
+    cc::http_storage s(o);
+    std::vector<cc::stored_entry> entries;
+    std::error_code const e = s.list(entries);
+    CHECK(e == cc::http_errc::too_large);
+    CHECK(s.last_failure().text.find("the listing passed 100000 bytes of answers in all") != std::string::npos);
+    CHECK(server.stop_and_count_propfinds() < 257); // it stopped reading at the bound
+    o.listing_max_bytes = 1 << 20; // room for all of it: the same listing passes
+    hostile_webdav again("wide");
+    o.url = again.url();
+    entries.clear();
+    REQUIRE_FALSE(cc::http_storage(o).list(entries));
+    CHECK(entries.size() == 256);
+}
+
+TEST_CASE("a listing's item bound holds over all its answers, not over each alone", "[http][list][bounds]") {
+    hostile_webdav server("wide"); // the base: 257 items; each folder: 2
+    cc::http_options o = listing_options(server.url());
+    o.listing_max_items = 300; // past it in the 22nd folder
+    std::vector<cc::stored_entry> entries;
+    cc::http_storage s(o);
+    CHECK(s.list(entries) == cc::http_errc::too_large);
+    CHECK(entries.size() == 21);
+    CHECK(s.last_failure().text.find("the listing passed 300 items in all") != std::string::npos);
+    CHECK(server.stop_and_count_propfinds() == 23); // the base and 22 folders, then no more
+}
+
 // --- Statuses --------------------------------------------------------------------------------
 
 TEST_CASE("HTTP statuses map to the reasons a tier counts", "[http][status]") {

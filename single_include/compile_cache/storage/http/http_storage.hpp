@@ -146,9 +146,12 @@ struct http_options {
     std::string password;   ///< basic authentication of the URL's user (read from a file by from_env)
     std::string token_file; ///< bearer token file, re-read whenever it changes (rotated tokens)
     bool follow_redirects = false; ///< follow 3xx (at most 5, http and https only); otherwise a 3xx is an error
-    /// A listing (PROPFIND) gives up, as an error, past this long or this many bytes of answers.
+    /// A listing (PROPFIND) gives up, as an error, past this long, this many bytes of
+    /// answers or this many items (`<response>`s: entries, folders, other files) in all,
+    /// over every folder it reads (the base, then each fan-out folder, each read once).
     std::chrono::milliseconds listing_timeout{std::chrono::minutes(10)};
     std::uint64_t listing_max_bytes = std::uint64_t{1} << 30;
+    std::size_t listing_max_items = std::size_t{1} << 24;
     /// A batch read (http_storage::read_many) runs at most this many GETs at once, each on
     /// a connection of its own (kept alive for the next batch).
     std::size_t batch_connections = 8;
@@ -491,20 +494,33 @@ public:
     /// WebDAV PROPFIND with Depth 1: its size and modification time (last_use_s; a server
     /// keeps no use time). Names that are not a key in hex are skipped. A server that does
     /// not offer PROPFIND (405, 501) answers http_errc::cannot_list; a base URL that does
-    /// not exist yet lists nothing. Stops at the first failure, which it returns; past
-    /// http_options::listing_timeout (`timeout`) or listing_max_bytes (`too_large`) too.
+    /// not exist yet lists nothing. Each fan-out folder is read once, however often the
+    /// base's answer names it. Stops at the first failure, which it returns; past
+    /// http_options::listing_timeout (`timeout`), or past listing_max_bytes of answers or
+    /// listing_max_items items in all, over every folder (`too_large`), too: a server
+    /// cannot make the listing hold more than those bounds.
     std::error_code list(std::vector<stored_entry>& out) const {
         try {
-            auto const deadline = clock::now() + state_->options.listing_timeout;
+            http_options const& o = state_->options;
+            auto const deadline = clock::now() + o.listing_timeout;
             std::vector<std::string> folders;
+            std::vector<bool> fan_listed(256, false); // the fan-out folders already in `folders`
             std::string const base = state_->address.base();
-            folders.push_back(state_->options.layout == http_layout::bazel ? base + "ac/" : base);
+            folders.push_back(o.layout == http_layout::bazel ? base + "ac/" : base);
+            std::uint64_t bytes_left = o.listing_max_bytes; // of answers, over the whole listing
+            std::size_t items_left = o.listing_max_items;
+            auto past_bound = [&](std::string const& folder, std::string const& what) {
+                std::error_code const e = make_error_code(http_errc::too_large);
+                remember(e, "PROPFIND " + folder + ": the listing passed " + what +
+                                " in all (http_options::listing_max_bytes, listing_max_items)");
+                return e;
+            };
             for (std::size_t i = 0; i < folders.size(); ++i) {
                 if (clock::now() >= deadline) return make_error_code(http_errc::timeout);
                 std::string body;
-                exchange x =
-                    call(state_->calls, "PROPFIND", folders[i], {}, &body, state_->options.listing_max_bytes, deadline);
-                if (x.over_bound) return make_error_code(http_errc::too_large);
+                exchange x = call(state_->calls, "PROPFIND", folders[i], {}, &body, bytes_left, deadline);
+                if (x.over_bound)
+                    return past_bound(folders[i], std::to_string(o.listing_max_bytes) + " bytes of answers");
                 if (!x.error && x.status == 404) continue;
                 if (!x.error && (x.status == 405 || x.status == 501)) {
                     std::error_code const e = make_error_code(http_errc::cannot_list);
@@ -517,20 +533,30 @@ public:
                     remember(e, "PROPFIND " + folders[i] + ": " + describe_exchange(x));
                     return e;
                 }
-                std::vector<detail::webdav_item> const items = detail::parse_webdav_multistatus(body);
+                bytes_left -= std::min<std::uint64_t>(bytes_left, body.size());
+                bool items_over = false;
+                std::vector<detail::webdav_item> const items =
+                    detail::parse_webdav_multistatus(body, items_left, items_over);
+                if (items_over)
+                    return past_bound(folders[i], std::to_string(o.listing_max_items) + " items");
+                items_left -= items.size();
+                body.clear();
+                body.shrink_to_fit();
                 for (std::size_t j = 0; j < items.size(); ++j) {
                     detail::webdav_item const& item = items[j];
                     if (item.collection) {
                         if (j == 0) continue; // the folder itself
                         std::optional<key> const fan = key::from_hex(item.name);
-                        if (i == 0 && state_->options.layout == http_layout::fanout && fan && fan->size() == 1 &&
-                            fan->hex() == item.name) // two lower-case hex digits
+                        if (i == 0 && o.layout == http_layout::fanout && fan && fan->size() == 1 &&
+                            fan->hex() == item.name && !fan_listed[fan->data()[0]]) { // two lower-case hex digits
+                            fan_listed[fan->data()[0]] = true;
                             folders.push_back(base + item.name + "/");
+                        }
                         continue;
                     }
                     std::optional<key> const k = key::from_hex(item.name);
                     if (!k || k->hex() != item.name) continue; // not an entry's name as entry_url writes it
-                    if (state_->options.layout == http_layout::fanout &&
+                    if (o.layout == http_layout::fanout &&
                         (i == 0 || item.name.compare(0, 2, folders[i], folders[i].size() - 3, 2) != 0))
                         continue; // not in the folder its key names
                     out.push_back(stored_entry{*k, item.size, item.modified_s});

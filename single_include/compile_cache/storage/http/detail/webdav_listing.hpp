@@ -2,6 +2,7 @@
 // names, sizes and modification times, for the HTTP storage's listing.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <ctime>
 #include <string>
@@ -65,8 +66,11 @@ inline std::int64_t parse_http_date(std::string_view s) noexcept {
 
 /// The `<response>` elements of a multistatus body, whatever the namespace prefix the
 /// server uses (`D:`, `d:`, `lp1:`, none). Malformed parts are skipped, never a failure:
-/// the caller keeps only names that are keys.
-inline std::vector<webdav_item> parse_webdav_multistatus(std::string_view xml) {
+/// the caller keeps only names that are keys. At most `max_items` of them: past that,
+/// `over` is set and the items read so far are returned (a server cannot make the list
+/// grow past the caller's bound).
+inline std::vector<webdav_item> parse_webdav_multistatus(std::string_view xml, std::size_t max_items, bool& over) {
+    over = false;
     std::vector<webdav_item> items;
     webdav_item current;
     bool in_response = false;
@@ -95,6 +99,10 @@ inline std::vector<webdav_item> parse_webdav_multistatus(std::string_view xml) {
                 current = webdav_item{};
                 in_response = true;
             } else if (in_response) {
+                if (items.size() >= max_items) {
+                    over = true;
+                    return items;
+                }
                 items.push_back(current);
                 in_response = false;
             }
@@ -123,6 +131,12 @@ inline std::vector<webdav_item> parse_webdav_multistatus(std::string_view xml) {
         }
     }
     return items;
+}
+
+/// Every `<response>` of a multistatus body (parse_webdav_multistatus without a bound).
+inline std::vector<webdav_item> parse_webdav_multistatus(std::string_view xml) {
+    bool over = false;
+    return parse_webdav_multistatus(xml, SIZE_MAX, over);
 }
 
 } // namespace compile_cache::detail
