@@ -1044,6 +1044,46 @@ TEST_CASE("read_many takes no more than batch_max_bytes in all: the keys past it
     CHECK(got[3].first.status == cc::read_status::error);
 }
 
+TEST_CASE("read_many counts the bodies still streaming in against batch_max_bytes, so that the bound holds",
+          "[http][batch][bounds]") {
+    cc::http_options o;
+    o.url = main_server().url("plain", unique_path("batch-in-flight"));
+    o.timeout = std::chrono::milliseconds(5000);
+    o.connect_timeout = std::chrono::milliseconds(2000);
+    o.batch_connections = 4; // room for every GET at once, were the bound not counted
+    o.batch_max_bytes = 2500;
+    cc::http_storage s(o);
+    std::vector<cc::key> keys;
+    for (unsigned i = 0; i < 4; ++i) {
+        keys.push_back(key_of(i));
+        REQUIRE_FALSE(s.write(key_of(i), std::string(1000, static_cast<char>('a' + i))));
+    }
+    std::vector<std::pair<cc::read_result, std::string>> got;
+    SECTION("bodies of the entry bound: two fit, the others are errors (too_large), held to the bound") {
+        // Two GETs of at most 1000 bytes each leave 500: the third waits for them, then
+        // starts with 500 of room, too little for its body; the fourth too.
+        s.read_many(keys, 1000, got);
+        REQUIRE(got.size() == 4);
+        std::size_t held = 0;
+        for (std::size_t i = 0; i < 4; ++i) {
+            INFO(i);
+            held += got[i].second.size();
+            CHECK(got[i].first.status == (i < 2 ? cc::read_status::found : cc::read_status::error));
+            if (i >= 2) CHECK(got[i].first.error == cc::http_errc::too_large);
+        }
+        CHECK(held <= o.batch_max_bytes);
+    }
+    SECTION("a GET that finds no room for the entry bound waits for one running to end, rather than failing") {
+        // The first counted as 2000 while it runs; once it took its 1000, the second has 1500.
+        s.read_many({keys[0], keys[1]}, 2000, got);
+        REQUIRE(got.size() == 2);
+        for (auto const& [result, bytes] : got) {
+            CHECK(result.status == cc::read_status::found);
+            CHECK(bytes.size() == 1000);
+        }
+    }
+}
+
 namespace {
 
 /// A storage's options on `server`'s plain location (a fresh path named after `name`)

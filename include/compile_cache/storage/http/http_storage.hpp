@@ -77,8 +77,11 @@ struct http_options {
     /// A batch read (http_storage::read_many) runs at most this many GETs at once, each on
     /// a connection of its own (kept alive for the next batch).
     std::size_t batch_connections = 8;
-    /// A batch read takes at most this many bytes of bodies into memory in all; the keys
-    /// whose bodies would pass it are answered as errors (too_large).
+    /// A batch read takes at most this many bytes of bodies into memory in all, the bodies
+    /// still streaming in counted at the most each may take (read_many's `max`): a GET
+    /// starts only while that leaves room for `max` more, so at most batch_max_bytes / max
+    /// run at once (one at least); one started with less room takes what is left, and a
+    /// body past that is answered as an error (too_large).
     std::size_t batch_max_bytes = std::size_t(256) << 20;
 };
 
@@ -358,9 +361,10 @@ public:
     /// http_options::batch_connections at a time, each on a kept-alive connection of the
     /// batch's own (libcurl's multi interface; the single calls keep theirs). Bounded: the
     /// whole batch by one http_options::timeout, each body by `max` and, in all, by
-    /// batch_max_bytes: a GET started once the bodies read so far leave less than `max`
-    /// takes at most what is left, and a body past that answers `error` with too_large
-    /// (so at most batch_connections times what is left is in memory at once). Never throws.
+    /// batch_max_bytes, which holds: a GET still running counts as `max` (the most it may
+    /// take), and another starts only while the bodies read and those counted leave room
+    /// for `max` more; with none running, one starts with whatever room is left, takes at
+    /// most that, and a body past it answers `error` with too_large. Never throws.
     void read_many(std::vector<key> const& keys, std::size_t max,
                    std::vector<std::pair<read_result, std::string>>& out) noexcept {
         try {
@@ -621,6 +625,10 @@ private:
                     announced > 0 && static_cast<std::uint64_t>(announced) <= sink.max)
                     sink.out->reserve(static_cast<std::size_t>(announced));
             }
+            // Grown by doubling, but never past the bound: what a body holds stays within it.
+            std::size_t const need = sink.out->size() + n;
+            if (need > sink.out->capacity())
+                sink.out->reserve(std::min(sink.max, std::max(need, 2 * sink.out->capacity())));
             sink.out->append(data, n);
         } catch (...) {
             return 0;
@@ -977,13 +985,16 @@ private:
 
     /// Runs `count` requests concurrently on `lane`'s handles (libcurl's multi
     /// interface; at most http_options::batch_connections at a time, each on a kept-alive
-    /// connection of the lane's own), all ending by `deadline`: `start(i, h, rq, left, x)`
+    /// connection of the lane's own), in order, all ending by `deadline`: `admit(i)` says
+    /// whether request `i` may start while others run (false: it waits for one to end; it
+    /// is never asked when none runs), `start(i, h, rq, left, x)`
     /// sets handle `h` up for request `i` (with prepare; false, x's error set: it is not
     /// run), and `done(i, rq, x)` gets each request's exchange, once: one not run, still
     /// running at the deadline or never started has x.error (`timeout` past the deadline,
     /// else `other`). One batch at a time per lane.
-    template <class Start, class Done>
-    void run_batch(batch_lane& lane, std::size_t count, clock::time_point deadline, Start&& start, Done&& done) {
+    template <class Admit, class Start, class Done>
+    void run_batch(batch_lane& lane, std::size_t count, clock::time_point deadline, Admit&& admit, Start&& start,
+                   Done&& done) {
         std::vector<bool> answered(count, false);
         auto give = [&](std::size_t i, request const& rq, exchange const& x) {
             if (answered[i]) return;
@@ -1052,6 +1063,7 @@ private:
         std::size_t active = 0;
         auto start_next = [&]() -> bool { // false: the deadline has passed
             while (next < count && !idle.empty()) {
+                if (active > 0 && !admit(next)) break;
                 auto const left = left_until(deadline);
                 if (left.count() <= 0) return false;
                 std::size_t const j = idle.back();
@@ -1125,16 +1137,26 @@ private:
     /// read_many's work (see there): keys[i]'s answer in out[i].
     void read_batch(std::vector<key> const& keys, std::size_t max,
                     std::vector<std::pair<read_result, std::string>>& out) {
+        // batch_bytes (the bodies read) + reserved (the bounds of the GETs running) never
+        // passes batch_max: a body takes at most its bound, then frees the rest of it.
         std::size_t batch_bytes = 0;
+        std::size_t reserved = 0;
+        std::vector<std::size_t> reserved_for(keys.size(), 0);
         std::size_t const batch_max = state_->options.batch_max_bytes;
+        auto room = [&] { return batch_max - std::min(batch_max, batch_bytes + reserved); };
+        auto admit = [&](std::size_t) { return room() >= max; };
         auto start = [&](std::size_t i, CURL* h, request& rq, std::chrono::milliseconds left, exchange& x) {
             rq.method = "GET";
             rq.url = entry_url(keys[i]);
-            std::size_t const bound = std::min(max, batch_max - std::min(batch_max, batch_bytes));
+            std::size_t const bound = std::min(max, room());
             rq.bound = bound;
+            reserved += bound;
+            reserved_for[i] = bound;
             return prepare(h, rq, &out[i].second, bound, {}, left, x);
         };
         auto done = [&](std::size_t i, request const& rq, exchange const& x) {
+            reserved -= reserved_for[i];
+            reserved_for[i] = 0;
             bool const entry_bound = rq.bound == max; // (not the batch's, smaller)
             std::string& bytes = out[i].second;
             if (x.over_bound) {
@@ -1160,7 +1182,7 @@ private:
                 out[i].first = {read_status::found, {}};
             }
         };
-        run_batch(state_->reads, keys.size(), deadline_of_call(), start, done);
+        run_batch(state_->reads, keys.size(), deadline_of_call(), admit, start, done);
     }
 
     /// write's work on `lane`, ending by `deadline`.
@@ -1212,7 +1234,7 @@ private:
             if (!rq.method.empty()) fail("PUT", entries[i].first, x, e); // (one that ran)
             out[i] = e;
         };
-        run_batch(state_->uploads, entries.size(), deadline, start, done);
+        run_batch(state_->uploads, entries.size(), deadline, [](std::size_t) { return true; }, start, done);
         for (std::size_t i : again)
             out[i] = write_until(state_->upload_calls, entries[i].first, entries[i].second, deadline);
     }
