@@ -675,6 +675,81 @@ TEST_CASE("basic authentication: the URL's user, the password from the settings'
     }
 }
 
+TEST_CASE("credentials sent over plain http:// to another machine are said in one line, once", "[http][auth]") {
+    // The line is said when the storage is made or given its logger: no request is sent,
+    // so the hosts of another machine here (names under .invalid, which never resolve)
+    // are never reached.
+    SECTION("the hosts that are this machine for certain, and those that are not") {
+        for (char const* host : {"127.0.0.1", "127.3.2.1", "localhost", "LocalHost", "[::1]", "[::ffff:127.0.0.1]"}) {
+            INFO(host);
+            CHECK(cc::detail::http_host_is_loopback(host));
+        }
+        // A name is not, whatever it resolves to (localhost.localdomain included); nor a
+        // short form of an address (127.1) that inet_pton does not read.
+        for (char const* host : {"localhost.localdomain", "cache.invalid", "10.0.0.1", "128.0.0.1", "[::2]",
+                                 "127.0.0.1.invalid", "127.1", "[::ffff:10.0.0.1]", ""}) {
+            INFO(host);
+            CHECK_FALSE(cc::detail::http_host_is_loopback(host));
+        }
+    }
+    std::vector<std::string> lines;
+    auto logger = [&](std::string_view l) { lines.emplace_back(l); };
+    cc::http_options o;
+    SECTION("basic authentication to another machine: one line, without the user or the password") {
+        o.url = "http://cacheuser@cache.invalid:8080/cache/";
+        o.password = "pass-word-42";
+        cc::http_storage s(o);
+        CHECK(s.sends_credentials_in_clear());
+        s.set_logger(logger);
+        s.set_logger(logger); // once per storage
+        REQUIRE(lines.size() == 1);
+        CHECK(lines[0].find("HTTP server http://cache.invalid:8080/cache/") == 0);
+        CHECK(lines[0].find("the password of the URL's user goes in clear text over http://") != std::string::npos);
+        CHECK(lines[0].find("pass-word-42") == std::string::npos);
+        CHECK(lines[0].find("cacheuser") == std::string::npos);
+    }
+    SECTION("a bearer token to another machine: one line") {
+        o.url = "http://cache.invalid/";
+        o.token_file = (fixture_dir() / "bearer.token").string();
+        cc::http_storage s(o);
+        s.set_logger(logger);
+        REQUIRE(lines.size() == 1);
+        CHECK(lines[0].find("the bearer token goes in clear text over http://") != std::string::npos);
+    }
+    SECTION("from the settings: one line among the settings' lines") {
+        std::string const prefix = "CCHTTPCLEAR";
+        compile_cache_test::env_var url(prefix + "_REMOTE", "http://cacheuser@cache.invalid/cache/");
+        std::string const password_file = (fixture_dir() / "basic.password").string();
+        compile_cache_test::env_var password(prefix + "_REMOTE_PASSWORD_FILE", password_file);
+        auto r = cc::http_storage::from_env(settings_for(prefix, true, &lines));
+        REQUIRE(r);
+        r->set_logger(logger); // not said again
+        CHECK(std::count_if(lines.begin(), lines.end(), [](std::string const& l) {
+                  return l.find("goes in clear text over http://") != std::string::npos;
+              }) == 1);
+    }
+    SECTION("no line over https, without credentials, or to this machine (which is reached)") {
+        for (char const* url : {"https://cacheuser@cache.invalid/", "http://cache.invalid/"}) {
+            o.url = url;
+            cc::http_storage s(o);
+            CHECK_FALSE(s.sends_credentials_in_clear());
+            s.set_logger(logger);
+        }
+        std::string const base = unique_path("clear-loopback");
+        o.url = "http://cacheuser@127.0.0.1:" + std::to_string(main_server().ports.at("basic")) + base;
+        o.password = "pass-word-42";
+        o.timeout = std::chrono::milliseconds(5000);
+        o.connect_timeout = std::chrono::milliseconds(2000);
+        cc::http_storage s(o);
+        CHECK_FALSE(s.sends_credentials_in_clear());
+        s.set_logger(logger);
+        CHECK_FALSE(s.write(key_of(1), "over loopback"));
+        std::string out;
+        CHECK(s.read(key_of(1), out, 1 << 20).status == cc::read_status::found);
+        CHECK(lines.empty());
+    }
+}
+
 TEST_CASE("a bearer token is read again from its file when the file changes", "[http][auth]") {
     compile_cache_test::temp_dir dir;
     fs::path const token = dir.path() / "token";

@@ -365,6 +365,10 @@ int open_http(std::string const& url, reach_options const& reach, opened_cache& 
         return fail(e.what(), exit_usage); // its message never repeats the URL
     }
     out.shown = storage->address().base();
+    // Its one line on credentials sent in clear text over http:// (set_logger) reaches the operator.
+    storage->set_logger([](std::string_view line) {
+        std::fprintf(stderr, "compile-cache: %.*s\n", static_cast<int>(line.size()), line.data());
+    });
     compile_cache::http_storage* s = storage.get();
     use_storage(out, storage, [s](std::error_code const& ec) -> std::string {
         std::string const said = s->last_failure().text; // the method, the URL and the status; no credential

@@ -24,6 +24,8 @@
 
 #include <curl/curl.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -111,6 +113,37 @@ inline bool http_resolves_asynchronously() noexcept {
 inline bool http_host_is_address(std::string const& host) noexcept {
     if (!host.empty() && host.front() == '[') return true;
     return !host.empty() && host.find_first_not_of("0123456789.") == std::string::npos;
+}
+
+/// Whether `host` (as http_address keeps it: lower or upper case, an IPv6 address in
+/// brackets) names this machine for certain: `localhost`, an IPv4 address of 127.0.0.0/8,
+/// `[::1]` or an IPv4-mapped one of 127.0.0.0/8. Any other name is not, whatever it
+/// resolves to here (a name's address can change; the check asks no resolver).
+inline bool http_host_is_loopback(std::string const& host) noexcept {
+    if (host.size() == 9) {
+        static char const localhost[] = "localhost";
+        bool same = true;
+        for (std::size_t i = 0; i < 9; ++i) {
+            char c = host[i];
+            if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+            same = same && c == localhost[i];
+        }
+        if (same) return true;
+    }
+    char text[64] = {};
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+        if (host.size() - 2 >= sizeof text) return false;
+        std::memcpy(text, host.data() + 1, host.size() - 2);
+        in6_addr a{};
+        if (::inet_pton(AF_INET6, text, &a) != 1) return false;
+        if (IN6_IS_ADDR_LOOPBACK(&a)) return true;
+        return IN6_IS_ADDR_V4MAPPED(&a) && a.s6_addr[12] == 127;
+    }
+    if (host.size() >= sizeof text) return false;
+    std::memcpy(text, host.data(), host.size());
+    in_addr a{};
+    if (::inet_pton(AF_INET, text, &a) != 1) return false;
+    return (ntohl(a.s_addr) >> 24) == 127;
 }
 
 /// Whether the handle's last connection was one the kernel made to itself: a client
@@ -294,6 +327,10 @@ public:
             if (storage.state_->options.tls_insecure) {
                 env.report(storage.insecure_line(env.name("_REMOTE_TLS_INSECURE")));
                 storage.state_->insecure_said = true;
+            }
+            if (storage.sends_credentials_in_clear()) {
+                env.report(storage.clear_text_line());
+                storage.state_->clear_text_said = true;
             }
             return result(std::move(storage));
         } catch (std::exception const& e) {
@@ -513,16 +550,35 @@ public:
     }
 
     /// The cache's logger: with http_options::tls_insecure, one line says that the
-    /// server's certificate is not verified (once).
+    /// server's certificate is not verified (once); with credentials (a token file, the
+    /// URL's user) sent over `http://` to a host that is not this machine
+    /// (detail::http_host_is_loopback), one line says that they go in clear text (once).
     void set_logger(std::function<void(std::string_view)> logger) {
         state_->logger = std::move(logger);
-        if (state_->options.tls_insecure && !state_->insecure_said && state_->logger) {
+        if (!state_->logger) return;
+        if (state_->options.tls_insecure && !state_->insecure_said) {
             state_->insecure_said = true;
             try {
                 state_->logger(insecure_line("http_options::tls_insecure"));
             } catch (...) {
             }
         }
+        if (sends_credentials_in_clear() && !state_->clear_text_said) {
+            state_->clear_text_said = true;
+            try {
+                state_->logger(clear_text_line());
+            } catch (...) {
+            }
+        }
+    }
+
+    /// Whether the storage sends credentials (a bearer token, or the basic authentication
+    /// of the URL's user) over plain `http://` to a host other than this machine, where
+    /// anyone on the network path can read them.
+    bool sends_credentials_in_clear() const noexcept {
+        http_address const& a = state_->address;
+        bool const credentials = !state_->options.token_file.empty() || !a.user.empty();
+        return credentials && !a.tls && !detail::http_host_is_loopback(a.host);
     }
 
     http_address const& address() const noexcept { return state_->address; }
@@ -582,6 +638,7 @@ private:
         http_failure failure;
         std::function<void(std::string_view)> logger;
         bool insecure_said = false;
+        bool clear_text_said = false;
     };
 
     /// What one exchange gave: a transport error (error set), or a status.
@@ -685,6 +742,12 @@ private:
     std::string insecure_line(std::string const& setting) const {
         return describe() + ": TLS certificate verification is off (" + setting +
                "): anyone on the network path can read and change what the cache loads";
+    }
+
+    std::string clear_text_line() const {
+        return describe() + ": " +
+               (state_->options.token_file.empty() ? "the password of the URL's user" : "the bearer token") +
+               " goes in clear text over http://: anyone on the network path can read it and use it; use https://";
     }
 
     std::string entry_url(key const& k) const {
