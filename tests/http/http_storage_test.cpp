@@ -1128,34 +1128,51 @@ TEST_CASE("read_many counts the bodies still streaming in against batch_max_byte
     o.batch_connections = 4; // room for every GET at once, were the bound not counted
     o.batch_max_bytes = 2500;
     cc::http_storage s(o);
-    std::vector<cc::key> keys;
+    std::vector<cc::key> large, small; // bodies of 1000 and of 600 bytes
     for (unsigned i = 0; i < 4; ++i) {
-        keys.push_back(key_of(i));
+        large.push_back(key_of(i));
         REQUIRE_FALSE(s.write(key_of(i), std::string(1000, static_cast<char>('a' + i))));
+        small.push_back(key_of(10 + i));
+        REQUIRE_FALSE(s.write(key_of(10 + i), std::string(600, static_cast<char>('k' + i))));
     }
     std::vector<std::pair<cc::read_result, std::string>> got;
-    SECTION("bodies of the entry bound: two fit, the others are errors (too_large), held to the bound") {
-        // Two GETs of at most 1000 bytes each leave 500: the third waits for them, then
-        // starts with 500 of room, too little for its body; the fourth too.
-        s.read_many(keys, 1000, got);
+    auto held = [&] {
+        std::size_t n = 0;
+        for (auto const& g : got) n += g.second.size();
+        return n;
+    };
+    SECTION("four GETs at once share the bound: bodies past a share (625) are errors (too_large), none held") {
+        s.read_many(large, 1000, got);
         REQUIRE(got.size() == 4);
-        std::size_t held = 0;
         for (std::size_t i = 0; i < 4; ++i) {
             INFO(i);
-            held += got[i].second.size();
-            CHECK(got[i].first.status == (i < 2 ? cc::read_status::found : cc::read_status::error));
-            if (i >= 2) CHECK(got[i].first.error == cc::http_errc::too_large);
+            CHECK(got[i].first.status == cc::read_status::error);
+            CHECK(got[i].first.error == cc::http_errc::too_large);
         }
-        CHECK(held <= o.batch_max_bytes);
+        CHECK(held() == 0);
     }
-    SECTION("a GET that finds no room for the entry bound waits for one running to end, rather than failing") {
-        // The first counted as 2000 while it runs; once it took its 1000, the second has 1500.
-        s.read_many({keys[0], keys[1]}, 2000, got);
+    SECTION("bodies within their share are all found, together within the bound") {
+        s.read_many(small, 1000, got);
+        REQUIRE(got.size() == 4);
+        for (std::size_t i = 0; i < 4; ++i) {
+            INFO(i);
+            CHECK(got[i].first.status == cc::read_status::found);
+            CHECK(got[i].second == std::string(600, static_cast<char>('k' + i)));
+        }
+        CHECK(held() <= o.batch_max_bytes);
+    }
+    SECTION("a batch of two uses two connections: each has half the bound (1250) and its body is found") {
+        s.read_many({large[0], large[1]}, 2000, got);
         REQUIRE(got.size() == 2);
         for (auto const& [result, bytes] : got) {
             CHECK(result.status == cc::read_status::found);
             CHECK(bytes.size() == 1000);
         }
+    }
+    SECTION("an entry over the entry bound itself is too_large, not an error of the batch") {
+        s.read_many({large[0]}, 999, got);
+        REQUIRE(got.size() == 1);
+        CHECK(got[0].first.status == cc::read_status::too_large);
     }
 }
 

@@ -80,10 +80,11 @@ struct http_options {
     /// a connection of its own (kept alive for the next batch).
     std::size_t batch_connections = 8;
     /// A batch read takes at most this many bytes of bodies into memory in all, the bodies
-    /// still streaming in counted at the most each may take (read_many's `max`): a GET
-    /// starts only while that leaves room for `max` more, so at most batch_max_bytes / max
-    /// run at once (one at least); one started with less room takes what is left, and a
-    /// body past that is answered as an error (too_large).
+    /// still streaming in counted at the most each may take: read_many's `max`, or less
+    /// where this bound would not hold one `max` per connection the batch uses (its share:
+    /// batch_max_bytes / that many connections). A GET starts only while the room left
+    /// holds its share (one starts when none runs, with what is left), and a body past its
+    /// share is answered as an error (too_large): a tier then reads that entry alone.
     std::size_t batch_max_bytes = std::size_t(256) << 20;
 };
 
@@ -398,10 +399,12 @@ public:
     /// http_options::batch_connections at a time, each on a kept-alive connection of the
     /// batch's own (libcurl's multi interface; the single calls keep theirs). Bounded: the
     /// whole batch by one http_options::timeout, each body by `max` and, in all, by
-    /// batch_max_bytes, which holds: a GET still running counts as `max` (the most it may
-    /// take), and another starts only while the bodies read and those counted leave room
-    /// for `max` more; with none running, one starts with whatever room is left, takes at
-    /// most that, and a body past it answers `error` with too_large. Never throws.
+    /// batch_max_bytes, which holds: a GET still running counts at its bound (the most it
+    /// may take), `max` or the batch's share of batch_max_bytes when that is less (see
+    /// http_options::batch_max_bytes), and another starts only while the bodies read and
+    /// those counted leave room for a share; with none running, one starts with whatever
+    /// room is left. A body past its GET's bound, when that is less than `max`, answers
+    /// `error` with too_large. Never throws.
     void read_many(std::vector<key> const& keys, std::size_t max,
                    std::vector<std::pair<read_result, std::string>>& out) noexcept {
         try {
@@ -1207,11 +1210,15 @@ private:
         std::vector<std::size_t> reserved_for(keys.size(), 0);
         std::size_t const batch_max = state_->options.batch_max_bytes;
         auto room = [&] { return batch_max - std::min(batch_max, batch_bytes + reserved); };
-        auto admit = [&](std::size_t) { return room() >= max; };
+        // Each connection the batch uses gets a share of the bound, so that all of them
+        // run (not batch_max / max of them) and the bound still holds.
+        std::size_t const lanes = std::max<std::size_t>(1, std::min(state_->options.batch_connections, keys.size()));
+        std::size_t const share = std::min(max, std::max<std::size_t>(1, batch_max / lanes));
+        auto admit = [&](std::size_t) { return room() >= share; };
         auto start = [&](std::size_t i, CURL* h, request& rq, std::chrono::milliseconds left, exchange& x) {
             rq.method = "GET";
             rq.url = entry_url(keys[i]);
-            std::size_t const bound = std::min(max, room());
+            std::size_t const bound = std::min(share, room());
             rq.bound = bound;
             reserved += bound;
             reserved_for[i] = bound;
