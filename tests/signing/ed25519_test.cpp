@@ -146,6 +146,23 @@ TEST_CASE("ed25519: two trusted keys for rotation, and a key removed from the li
     CHECK(rotated.verify(new_key->id(), entry, new_sig) == cc::signature_check::ok);
 }
 
+TEST_CASE("ed25519: a key added in code is found by the id its bytes make, whatever id it came with") {
+    std::string why;
+    auto signer = cc::ed25519_signer::generate("ci", why);
+    auto other = cc::ed25519_signer::generate("other", why);
+    REQUIRE(signer);
+    REQUIRE(other);
+    std::string const entry = "kernel";
+    auto const sig = signer->sign(entry);
+    cc::ed25519_public_key key = signer->public_key();
+    key.id = other->id(); // a wrong id, given with the key's bytes
+    cc::trusted_keys keys = trusted_from_text(other->public_key().line() + "\n");
+    CHECK(keys.add(key)); // (not refused as the other key's id)
+    CHECK(keys.verify(signer->id(), entry, sig) == cc::signature_check::ok);
+    CHECK(keys.verify(other->id(), entry, sig) == cc::signature_check::bad_signature);
+    CHECK_FALSE(keys.add(signer->public_key())); // there already, under its own id
+}
+
 TEST_CASE("ed25519: a bad secret key file is refused with one phrase that shows no key byte") {
     std::string why;
     auto key = cc::ed25519_signer::generate("ci", why);

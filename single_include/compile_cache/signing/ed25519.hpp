@@ -311,8 +311,10 @@ public:
         return from_text(text, why);
     }
 
-    /// Adds `key` unless a key of its id is there; false then.
+    /// Adds `key` unless a key of its id is there; false then. Its id is made anew from
+    /// its bytes (the one given is not trusted): an entry names its signer by that id.
     bool add(ed25519_public_key key) {
+        key.id = detail::signing_key_id_of(key.bytes.data());
         if (find(key.id)) return false;
         keys_.push_back(std::move(key));
         return true;
