@@ -587,6 +587,34 @@ TEST_CASE("a tier meets refused credentials once: one line without them, then th
 
 // --- TLS -------------------------------------------------------------------------------------
 
+TEST_CASE("http/2: a stream the server resets is a reset, which puts a tier's remote in back-off, as a "
+          "connection closed without an answer is over HTTP/1.1",
+          "[http][tls][tiered]") {
+    using tier = cc::tiered_storage<cc::directory_storage, cc::http_storage>;
+    for (char const* kind : {"h2", "tls"}) { // (nginx's 444: HTTP/2 resets the stream, HTTP/1.1 closes)
+        INFO(kind);
+        compile_cache_test::temp_dir dir;
+        cc::http_options o;
+        o.url = main_server().url(kind, "/reset/");
+        o.ca_file = (fixture_dir() / "tls" / "ca.pem").string();
+        o.connect_timeout = std::chrono::milliseconds(3000);
+        o.timeout = std::chrono::milliseconds(5000);
+        std::string out;
+        cc::http_storage alone(o);
+        cc::read_result const r = alone.read(key_of(1), out, 1 << 20);
+        CHECK(r.status == cc::read_status::error);
+        CHECK(r.error == cc::http_errc::reset);
+        cc::tier_options t;
+        t.logger = [](std::string_view) {};
+        tier s(cc::directory_storage((dir.path() / "cache").string()), cc::http_storage(o), t);
+        for (unsigned i = 0; i < 5; ++i) CHECK(s.read(key_of(i), out, 1 << 20).status == cc::read_status::absent);
+        std::map<std::string, std::uint64_t> counts;
+        for (auto const& [n, v] : s.storage_counters()) counts[n] = v;
+        CHECK(counts["remote.errors.refused"] == 1); // (a reset counts as refused: the back-off)
+        CHECK(counts["remote.skipped"] == 4);
+    }
+}
+
 TEST_CASE("https: the server's certificate is verified against the CA file, or refused", "[http][tls]") {
     fs::path const tls = fixture_dir() / "tls";
     std::string const base = unique_path("tls");

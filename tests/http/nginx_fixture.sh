@@ -13,16 +13,18 @@
 #                                    DIR/NAME.pid holds its pid
 #   nginx_fixture.sh stop DIR        stops every server started under DIR
 #
-# Each server listens on four ports, written to DIR/NAME.ports as `plain=P basic=P
-# bearer=P tls=P`: plain WebDAV; WebDAV behind basic authentication (user cacheuser,
+# Each server listens on five ports, written to DIR/NAME.ports as `plain=P basic=P
+# bearer=P tls=P h2=P`: plain WebDAV; WebDAV behind basic authentication (user cacheuser,
 # password in DIR/basic.password); WebDAV behind a bearer token (DIR/bearer.token);
 # WebDAV over TLS (certificate of DIR/tls/ca.pem for 127.0.0.1; DIR/tls/wrong-ca.pem is
 # another CA; DIR/tls/client.pem and client.key a client certificate, which /mtls/ asks
-# for; asked for the name localhost, it shows an expired certificate of the same CA).
+# for; asked for the name localhost, it shows an expired certificate of the same CA);
+# the same over TLS with HTTP/2 (h2, no client certificate, no expired one).
 # Locations on each port: / WebDAV (PUT, DELETE, MKCOL, PROPFIND, create_full_put_path)
 # on DIR/NAME/www; /nofull/ the same without create_full_put_path; /nodav/ static files
 # only; /fail/ 500; /nocontent/ 204 (No Content); /partial/ 206 (Partial Content) with a
-# body of 18 bytes; /forbidden/ 403; /small/ WebDAV taking bodies of 1 KiB at most (413);
+# body of 18 bytes; /forbidden/ 403; /reset/ nginx's 444 (the connection closed
+# without an answer; over HTTP/2, the stream reset); /small/ WebDAV taking bodies of 1 KiB at most (413);
 # /moved/X a 302 to /dav-target/X; /downgrade/X a 302 to http://127.0.0.1:PLAIN/dav-target/X
 # (plain http); /stream/ 16 MiB sent chunked, with no length announced; /slow/ one line,
 # then nothing for 60 s.
@@ -86,7 +88,7 @@ make_credentials() {
 
 # write_conf DIR HOME PLAIN BASIC BEARER TLS
 write_conf() {
-  local dir=$1 home=$2 plain=$3 basic=$4 bearer=$5 tls=$6
+  local dir=$1 home=$2 plain=$3 basic=$4 bearer=$5 tls=$6 h2=$7
   cat >"$home/locations.conf" <<CONF
 location / {
     dav_methods PUT DELETE MKCOL;
@@ -101,6 +103,7 @@ location /fail/ { return 500; }
 location /nocontent/ { return 204; }
 location /partial/ { default_type application/octet-stream; return 206 "a part of an entry"; }
 location /forbidden/ { return 403; }
+location /reset/ { return 444; }
 location ~ ^/moved/(.*)\$ { return 302 /dav-target/\$1; }
 location ~ ^/downgrade/(.*)\$ { return 302 http://127.0.0.1:$plain/dav-target/\$1; }
 location /stream/ { default_type application/octet-stream; echo_duplicate 1048576 "0123456789abcdef"; }
@@ -157,6 +160,12 @@ http {
         include $home/locations.conf;
     }
     server {
+        listen 127.0.0.1:$h2 ssl http2;
+        ssl_certificate $dir/tls/server.pem;
+        ssl_certificate_key $dir/tls/server.key;
+        include $home/locations.conf;
+    }
+    server {
         listen 127.0.0.1:$tls ssl;
         server_name localhost;
         ssl_certificate $dir/tls/expired.pem;
@@ -175,8 +184,8 @@ start_server() {
   mkdir -p "$home/www" "$home/tmp"
   for attempt in $(seq 1 20); do
     local base=$((20000 + (RANDOM * 32768 + RANDOM) % 30000))
-    local plain=$base basic=$((base + 1)) bearer=$((base + 2)) tls=$((base + 3))
-    write_conf "$dir" "$home" "$plain" "$basic" "$bearer" "$tls"
+    local plain=$base basic=$((base + 1)) bearer=$((base + 2)) tls=$((base + 3)) h2=$((base + 4))
+    write_conf "$dir" "$home" "$plain" "$basic" "$bearer" "$tls" "$h2"
     nginx -p "$home" -c "$home/nginx.conf" -e "$home/error.log" </dev/null >/dev/null 2>&1 &
     pid=$!
     echo "$pid" >"$dir/$name.pid"
@@ -184,8 +193,8 @@ start_server() {
       alive "$pid" || break
       if curl -s -o /dev/null "http://127.0.0.1:$plain/" && curl -s -o /dev/null "http://127.0.0.1:$bearer/" &&
         curl -s -o /dev/null "http://127.0.0.1:$basic/" && curl -sk -o /dev/null "https://127.0.0.1:$tls/" &&
-        listens "$pid" "$plain" "$basic" "$bearer" "$tls"; then
-        echo "plain=$plain basic=$basic bearer=$bearer tls=$tls" >"$dir/$name.ports"
+        curl -sk -o /dev/null "https://127.0.0.1:$h2/" && listens "$pid" "$plain" "$basic" "$bearer" "$tls" "$h2"; then
+        echo "plain=$plain basic=$basic bearer=$bearer tls=$tls h2=$h2" >"$dir/$name.ports"
         echo "$dir/$name.ports"
         return 0
       fi

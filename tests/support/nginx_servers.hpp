@@ -2,8 +2,8 @@
 // ctest's fixture started (tests/http/nginx_fixture.sh start, in
 // COMPILE_CACHE_HTTP_FIXTURE_DIR), and servers of a test's own (to stop or kill), started
 // by the same script under the same folder so that the fixture's cleanup stops them even
-// when a test fails. Each server listens on 127.0.0.1 on four ports (plain, basic,
-// bearer, tls) and logs every request it answered. Needs COMPILE_CACHE_HTTP_FIXTURE_SCRIPT.
+// when a test fails. Each server listens on 127.0.0.1 on five ports (plain, basic,
+// bearer, tls, and h2: TLS with HTTP/2) and logs every request it answered. Needs COMPILE_CACHE_HTTP_FIXTURE_SCRIPT.
 #pragma once
 
 #include "catch2_compat.hpp"
@@ -33,14 +33,15 @@ inline std::filesystem::path fixture_dir() {
     return d;
 }
 
-/// A server of the fixture: its folder and its four ports.
+/// A server of the fixture: its folder and its five ports.
 struct server {
     std::filesystem::path home;
     std::map<std::string, int> ports;
 
     /// `path` on the port of `kind` (plain, basic, bearer: http; tls: https).
     std::string url(std::string const& kind, std::string const& path) const {
-        return std::string(kind == "tls" ? "https" : "http") + "://127.0.0.1:" + std::to_string(ports.at(kind)) + path;
+        bool const tls = kind == "tls" || kind == "h2";
+        return std::string(tls ? "https" : "http") + "://127.0.0.1:" + std::to_string(ports.at(kind)) + path;
     }
     /// The folder its WebDAV root serves.
     std::filesystem::path www() const { return home / "www"; }
@@ -84,7 +85,7 @@ inline server read_server(std::string const& name) {
         std::size_t const eq = word.find('=');
         s.ports[word.substr(0, eq)] = std::stoi(word.substr(eq + 1));
     }
-    REQUIRE(s.ports.size() == 4);
+    REQUIRE(s.ports.size() == 5);
     return s;
 }
 

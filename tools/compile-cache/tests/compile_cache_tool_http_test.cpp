@@ -32,7 +32,7 @@ fs::path fixture_dir() {
     return d;
 }
 
-/// The fixture's shared server's ports: plain, basic, bearer, tls.
+/// The fixture's shared server's ports: plain, basic, bearer, tls, h2.
 std::map<std::string, int> server_ports() {
     std::map<std::string, int> ports;
     std::ifstream in(fixture_dir() / "main.ports");
@@ -41,7 +41,7 @@ std::map<std::string, int> server_ports() {
         std::size_t const eq = word.find('=');
         ports[word.substr(0, eq)] = std::stoi(word.substr(eq + 1));
     }
-    REQUIRE(ports.size() == 4);
+    REQUIRE(ports.size() == 5);
     return ports;
 }
 

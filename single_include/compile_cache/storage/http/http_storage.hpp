@@ -250,7 +250,10 @@ inline http_errc http_errc_of(CURLcode c) noexcept {
     case CURLE_RECV_ERROR:
     case CURLE_SEND_ERROR:
     case CURLE_GOT_NOTHING:
-    case CURLE_PARTIAL_FILE: return http_errc::reset;
+    case CURLE_PARTIAL_FILE:
+    case CURLE_HTTP2:        // (HTTP/2's framing layer failed: the connection broke)
+    case CURLE_HTTP2_STREAM: // (the server reset the stream: HTTP/1.1's closed connection)
+    case CURLE_HTTP3: return http_errc::reset;
     case CURLE_PEER_FAILED_VERIFICATION:
     case CURLE_SSL_CONNECT_ERROR:
     case CURLE_SSL_CERTPROBLEM:
