@@ -597,11 +597,12 @@ TEST_CASE("http/2: a stream the server resets is a reset, which puts a tier's re
         cc::http_options o;
         o.url = main_server().url(kind, "/reset/");
         o.ca_file = (fixture_dir() / "tls" / "ca.pem").string();
-        o.connect_timeout = std::chrono::milliseconds(3000);
-        o.timeout = std::chrono::milliseconds(5000);
+        o.connect_timeout = std::chrono::seconds(20); // (a loaded machine's TLS handshake: never a timeout)
+        o.timeout = std::chrono::seconds(30);
         std::string out;
         cc::http_storage alone(o);
         cc::read_result const r = alone.read(key_of(1), out, 1 << 20);
+        INFO(alone.last_failure().text);
         CHECK(r.status == cc::read_status::error);
         CHECK(r.error == cc::http_errc::reset);
         cc::tier_options t;
@@ -609,7 +610,12 @@ TEST_CASE("http/2: a stream the server resets is a reset, which puts a tier's re
         tier s(cc::directory_storage((dir.path() / "cache").string()), cc::http_storage(o), t);
         for (unsigned i = 0; i < 5; ++i) CHECK(s.read(key_of(i), out, 1 << 20).status == cc::read_status::absent);
         std::map<std::string, std::uint64_t> counts;
-        for (auto const& [n, v] : s.storage_counters()) counts[n] = v;
+        std::string shown; // (all of them, for a failure's message)
+        for (auto const& [n, v] : s.storage_counters()) {
+            counts[n] = v;
+            if (v != 0) shown += n + "=" + std::to_string(v) + " ";
+        }
+        INFO(shown);
         CHECK(counts["remote.errors.refused"] == 1); // (a reset counts as refused: the back-off)
         CHECK(counts["remote.skipped"] == 4);
     }
