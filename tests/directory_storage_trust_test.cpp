@@ -5,6 +5,7 @@
 #include "catch2_compat.hpp"
 #include "support/storage_model.hpp"
 #include "support/posix.hpp"
+#include "support/process.hpp"
 #include "support/scratch_storage.hpp"
 
 #include <compile_cache/storage/directory/directory_storage.hpp>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <grp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -248,6 +250,50 @@ TEST_CASE("shared mode: group-writable modes whatever the umask, world-writable 
         REQUIRE(::lstat(g.entry_path(k).c_str(), &st) == 0);
         CHECK(st.st_gid == nogroup);
     }
+}
+
+TEST_CASE("shared mode: the counters' lock files are the group's whatever the umask, so every member records",
+          "[storage][trust][counters]") {
+    umask_guard const um(022); // a usual umask, which would strip the group's write bit
+    temp_dir dir;
+    fs::path const root = dir.path() / "group";
+    fs::create_directory(root);
+    if (running_as_root()) { // a directory of group nogroup, as an administrator sets one up
+        fs::permissions(dir.path(), fs::perms(0711));
+        REQUIRE(::chown(root.c_str(), 0, nogroup) == 0);
+        REQUIRE(::chmod(root.c_str(), 02770) == 0);
+    }
+    directory_storage s(root.string(), directory_options::shared());
+    REQUIRE(!s.record_counters({{"hits", 1}}));
+    fs::path const counters = root / ".cc-counters";
+    std::string lock_name;
+    for (auto const& e : fs::directory_iterator(counters)) {
+        std::string const name = e.path().filename().string();
+        if (name.size() > 5 && name.compare(name.size() - 5, 5, ".lock") == 0) lock_name = name;
+    }
+    REQUIRE(!lock_name.empty());
+    CHECK(mode_of(counters / lock_name) == 0660u);
+    CHECK(mode_of(counters / lock_name.substr(0, lock_name.size() - 5)) == 0660u);
+    if (!running_as_root()) {
+        WARN("not root: cannot record as another member of the group; not run");
+        return;
+    }
+    // Another member (user nobody, group nogroup) whose process falls on the same shard
+    // (pid % 16) records too, through the lock file this user made.
+    unsigned const shard = static_cast<unsigned>(std::stoul(lock_name.substr(0, 1), nullptr, 16));
+    std::string out = "skip";
+    for (int tries = 0; tries < 256 && out == "skip"; ++tries)
+        out = compile_cache_test::run_in_child([&] {
+            if (static_cast<unsigned>(::getpid()) % 16 != shard) return std::string("skip");
+            if (::setgroups(0, nullptr) != 0 || ::setgid(nogroup) != 0 || ::setuid(nobody) != 0)
+                return std::string("cannot drop root");
+            std::error_code const ec = directory_storage(root.string(), directory_options::shared())
+                                           .record_counters({{"hits", 1}});
+            return ec ? "record_counters: " + ec.message() : std::string("recorded");
+        });
+    REQUIRE(out != "skip");
+    CHECK(out == "recorded");
+    CHECK(s.recorded_counters()["hits"] == 2);
 }
 
 TEST_CASE("the process umask still applies when no umask is set", "[storage][trust]") {

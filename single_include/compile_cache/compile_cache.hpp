@@ -6586,11 +6586,17 @@ int add_counters(std::string const& directory, std::vector<std::pair<std::string
     auto const mode =
         static_cast<mode_t>(exact_umask >= 0 ? file_mode & ~static_cast<unsigned>(exact_umask) : file_mode);
 
-    int const lock = ::openat(dir_fd, lock_name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, mode);
+    // Read-only: flock needs no more, so that a lock file another member of a shared
+    // directory's group made is usable whenever it can be read (one an earlier release
+    // made 0640 under a umask of 022 too). Set to the exact mode when made here, as the
+    // shard files are: the process umask would strip the group's bits.
+    int const lock =
+        ::openat(dir_fd, lock_name.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, mode);
     if (lock < 0) return errno;
     file_descriptor const lock_guard{lock};
     struct stat st;
     if (::fstat(lock, &st) != 0 || !S_ISREG(st.st_mode)) return EINVAL;
+    if (exact_umask >= 0 && st.st_uid == ::geteuid() && (st.st_mode & 07777) != mode) (void)::fchmod(lock, mode);
     if (int const e = lock_fd(lock, counters_lock_wait)) {
         if (e == EWOULDBLOCK && events)
             events->gave_up(directory + "/" + counters_folder + "/" + lock_name,
