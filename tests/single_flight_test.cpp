@@ -634,6 +634,26 @@ TEST_CASE_METHOD(sf_one_key,
         s.release_claim(k);
         CHECK(sf_claims_under(dir.path()).empty());
     }
+    SECTION("a forked child's release never removes its parent's claim, which the parent still compiles under") {
+        REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed);
+        ino_t const ours = sf_inode(claim);
+        // What a child forked in the middle of a get_or_compile does as it leaves it: stores,
+        // then releases the claim it inherited (its claim_guard).
+        std::string const child = run_in_child([&]() -> std::string {
+            std::error_code const ec = s.write(k, sf_entry_bytes('f'));
+            s.release_claim(k);
+            return "ok=" + std::to_string(!ec) + " claim-kept=" + std::to_string(sf_inode(claim) == ours);
+        });
+        INFO(child);
+        CHECK(sf_field(child, "ok") == 1);
+        CHECK(sf_field(child, "claim-kept") == 1);
+        CHECK(sf_inode(claim) == ours); // waiters still wait for the parent, which still holds it
+        std::string const bytes = sf_entry_bytes('g');
+        REQUIRE_FALSE(s.write(k, bytes)); // and the parent's store still goes through it
+        CHECK(sf_inode(entry) == ours);
+        s.release_claim(k);
+        CHECK(sf_claims_under(dir.path()).empty());
+    }
 }
 
 TEST_CASE_METHOD(sf_one_key,

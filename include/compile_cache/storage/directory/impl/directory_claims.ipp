@@ -410,7 +410,8 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
 }
 
 void directory_storage::release_claim(key const& k) noexcept {
-    // Called only for a claim this process took (basic_cache's claim_guard). A claim the
+    // Called only for a claim this process took (basic_cache's claim_guard); a forked
+    // child's release of a claim it inherited leaves it to the parent. A claim the
     // store turned into the entry is gone already: the path may now hold another
     // process's new claim, which stays. One still held open is removed when the path is
     // still that file (an fstat and an lstat). Without a record (taken in another thread,
@@ -430,7 +431,10 @@ void directory_storage::release_claim(key const& k) noexcept {
         }
         struct ::stat own {};
         bool remove = false;
-        if (!it->consumed)
+        // A record a forked child inherited is its parent's claim, which the parent still
+        // compiles under: forgotten here (the child's copy of the descriptor closed; the
+        // parent's keeps the lock), never removed.
+        if (!it->consumed && it->generation == detail::directory_storage_impl::fork_generation())
             remove = impl::descriptor_is_claim(*it, own) ? impl::is_file(own, path.c_str())
                                                          : impl::claim_text_is_ours(path);
         if (remove) ::unlink(path.c_str()); // (before the close, which drops its lock: never unlocked while there)
