@@ -519,6 +519,59 @@ TEST_CASE("stores reach the ledger in batches, the last copy of the storage writ
     CHECK(observer.accounted_size() == 75 * 4096);
 }
 
+TEST_CASE("a store recounts one folder that fell due, not every folder of its batch that fell due together",
+          "[storage][eviction][ledger]") {
+    // A prune counts every folder at one moment, so an hour later they all fall due at
+    // once: the store that writes the batch then must not list every folder the batch
+    // touched (most of the cache), only one; the others are recounted by the stores into
+    // them, one folder each, as before.
+    namespace impl = cc::detail::directory_storage_impl;
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    {
+        directory_storage first(root.string());
+        for (std::uint32_t i = 0; i < 512; ++i) REQUIRE(!first.write(key_n(i), "x"));
+        REQUIRE(!first.prune().error); // every folder counted now
+    }
+    directory_storage s(root.string());
+    REQUIRE(!s.write(key_n(1000), "x")); // the first store of an object reads the ledger, writing it
+    std::set<unsigned> touched;
+    for (std::uint32_t i = 1001; i < 1101; ++i) { // a batch, not written yet
+        REQUIRE(!s.write(key_n(i), "x"));
+        touched.insert(key_n(i).data()[0]);
+    }
+    auto const ledger_slots = [&] {
+        impl::ledger_slots slots;
+        int const fd = impl::open_ledger((root / ".cc-stats").string(), 0600, -1);
+        REQUIRE(fd >= 0);
+        REQUIRE(impl::read_ledger(fd, slots));
+        ::close(fd);
+        return slots;
+    };
+    auto const recounted = [&](impl::ledger_slots const& slots) {
+        unsigned n = 0;
+        for (auto const& slot : slots) n += slot.counted_at >= now_s() - 600 ? 1 : 0;
+        return n;
+    };
+    { // the hour passes for every folder at once
+        impl::ledger_slots slots = ledger_slots();
+        for (auto& slot : slots) slot.counted_at = now_s() - 2 * 3600;
+        int const fd = impl::open_ledger((root / ".cc-stats").string(), 0600, -1);
+        REQUIRE(fd >= 0);
+        REQUIRE(impl::write_ledger(fd, slots));
+        ::close(fd);
+    }
+    CHECK(s.accounted_size() == 613 * 4096); // writes the batch, with its recount
+    INFO(touched.size() << " folders in the batch");
+    REQUIRE(touched.size() >= 32);
+    CHECK(recounted(ledger_slots()) == 1);
+    // A store into a folder still due recounts that one.
+    std::uint32_t i = 2000;
+    while (recounted(ledger_slots()) == 1 && i < 2100) REQUIRE(!s.write(key_n(i++), "x"));
+    CHECK(recounted(ledger_slots()) == 2);
+    CHECK(s.accounted_size() == (613 + i - 2000) * 4096);
+}
+
 TEST_CASE("a store that may take the cache over its limit writes its batch and cleans at once",
           "[storage][eviction][ledger]") {
     bulk_dir dir;

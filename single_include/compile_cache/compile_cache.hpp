@@ -5929,6 +5929,9 @@ inline constexpr std::uint64_t ledger_sane_limit = std::uint64_t{1} << 50;
 /// A folder's figure is recounted when it was never counted, was counted over an
 /// hour ago, or claims to have been counted in the future (a clock that jumped).
 inline constexpr std::int64_t recount_after_s = 3600; ///< a folder's figure is trusted this long
+/// How many due folders one write of a batch recounts (directory_storage::flush_ledger):
+/// one folder listed, about 1/256 of the cache, whatever the batch touched.
+inline constexpr std::size_t ledger_recounts_per_flush = 1;
 inline bool recount_due(std::int64_t counted_at, std::int64_t now) noexcept {
     return counted_at == 0 || now - counted_at > recount_after_s || counted_at > now + recount_after_s;
 }
@@ -9397,6 +9400,7 @@ void detail::apply_directory_settings_file(std::string const& directory, setting
 #if COMPILE_CACHE_INCLUDE_IMPL
 
 #include <algorithm>
+#include <bitset>
 #include <chrono>
 #include <limits>
 #include <new>
@@ -10114,8 +10118,13 @@ bool directory_storage::flush_ledger(std::int64_t now, std::uint64_t& total) con
     if (!root) return true;
     impl::folder_counter counter(ledger_path_, options_.file_mode, options_.umask, &state_->locks);
     std::int64_t const counted_at = impl::now_s();
-    for (unsigned folder = 0; folder < 256; ++folder) {
+    // At most ledger_recounts_per_flush of the due folders: folders counted together (by
+    // a prune) fall due together, and the batch may have touched most of them; the others
+    // stay due, and the next store into each recounts it.
+    std::bitset<256> recounted_folders;
+    for (unsigned folder = 0; folder < 256 && recounted_folders.count() < impl::ledger_recounts_per_flush; ++folder) {
         if (!f.due[folder]) continue;
+        recounted_folders.set(folder);
         std::int64_t const temps_before = impl::now_ns() - impl::temp_stale_after_ns;
         std::uint64_t const before = counter.before_scan(folder);
         impl::folder_scan const fs =
@@ -10127,7 +10136,7 @@ bool directory_storage::flush_ledger(std::int64_t now, std::uint64_t& total) con
     std::uint64_t const recounted = counter.save(counted_at);
     if (recounted == std::numeric_limits<std::uint64_t>::max()) return false;
     total = recounted;
-    state_->ledger.counted(f.due, counted_at, total);
+    state_->ledger.counted(recounted_folders, counted_at, total);
     return true;
 }
 

@@ -278,6 +278,9 @@ inline constexpr std::uint64_t ledger_sane_limit = std::uint64_t{1} << 50;
 /// A folder's figure is recounted when it was never counted, was counted over an
 /// hour ago, or claims to have been counted in the future (a clock that jumped).
 inline constexpr std::int64_t recount_after_s = 3600; ///< a folder's figure is trusted this long
+/// How many due folders one write of a batch recounts (directory_storage::flush_ledger):
+/// one folder listed, about 1/256 of the cache, whatever the batch touched.
+inline constexpr std::size_t ledger_recounts_per_flush = 1;
 inline bool recount_due(std::int64_t counted_at, std::int64_t now) noexcept {
     return counted_at == 0 || now - counted_at > recount_after_s || counted_at > now + recount_after_s;
 }

@@ -4,6 +4,7 @@
 #if COMPILE_CACHE_INCLUDE_IMPL
 
 #include <algorithm>
+#include <bitset>
 #include <chrono>
 #include <limits>
 #include <new>
@@ -721,8 +722,13 @@ bool directory_storage::flush_ledger(std::int64_t now, std::uint64_t& total) con
     if (!root) return true;
     impl::folder_counter counter(ledger_path_, options_.file_mode, options_.umask, &state_->locks);
     std::int64_t const counted_at = impl::now_s();
-    for (unsigned folder = 0; folder < 256; ++folder) {
+    // At most ledger_recounts_per_flush of the due folders: folders counted together (by
+    // a prune) fall due together, and the batch may have touched most of them; the others
+    // stay due, and the next store into each recounts it.
+    std::bitset<256> recounted_folders;
+    for (unsigned folder = 0; folder < 256 && recounted_folders.count() < impl::ledger_recounts_per_flush; ++folder) {
         if (!f.due[folder]) continue;
+        recounted_folders.set(folder);
         std::int64_t const temps_before = impl::now_ns() - impl::temp_stale_after_ns;
         std::uint64_t const before = counter.before_scan(folder);
         impl::folder_scan const fs =
@@ -734,7 +740,7 @@ bool directory_storage::flush_ledger(std::int64_t now, std::uint64_t& total) con
     std::uint64_t const recounted = counter.save(counted_at);
     if (recounted == std::numeric_limits<std::uint64_t>::max()) return false;
     total = recounted;
-    state_->ledger.counted(f.due, counted_at, total);
+    state_->ledger.counted(recounted_folders, counted_at, total);
     return true;
 }
 
