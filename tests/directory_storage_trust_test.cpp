@@ -296,6 +296,37 @@ TEST_CASE("shared mode: the counters' lock files are the group's whatever the um
     CHECK(s.recorded_counters()["hits"] == 2);
 }
 
+namespace {
+/// The folder that after_mkdir_for_testing swaps for a symlink to this one.
+fs::path swap_target;
+/// Moves a fan-out folder just made aside and puts a symlink to swap_target in its place,
+/// as another member of the group may between the mkdir and the setting of its mode.
+void swap_folder_for_symlink(char const* path) {
+    fs::path const folder(path);
+    if (folder.filename().string().size() != 2) return; // the cache directory itself
+    std::error_code ec;
+    fs::rename(folder, folder.string() + "-moved", ec);
+    if (!ec) fs::create_directory_symlink(swap_target, folder, ec);
+}
+} // namespace
+
+TEST_CASE("shared mode: a folder swapped for a symlink after its mkdir never passes its mode to what the link names",
+          "[storage][trust]") {
+    umask_guard const um(022);
+    temp_dir dir;
+    swap_target = dir.path() / "private";
+    fs::create_directory(swap_target);
+    fs::permissions(swap_target, fs::perms(0700));
+    directory_storage s((dir.path() / "cache").string(), directory_options::shared());
+    cc::key const k = key_of(12).value();
+    cc::detail::directory_storage_impl::after_mkdir_for_testing = &swap_folder_for_symlink;
+    SECTION("the folder a store makes") { (void)s.write(k, "x"); }
+    SECTION("the folder a claim makes") { (void)s.try_claim(k, {}); }
+    cc::detail::directory_storage_impl::after_mkdir_for_testing = nullptr;
+    REQUIRE(fs::is_symlink(fs::path(s.entry_path(k)).parent_path())); // the swap was made
+    CHECK(mode_of(swap_target) == 0700u);
+}
+
 TEST_CASE("the process umask still applies when no umask is set", "[storage][trust]") {
     umask_guard const um(077);
     temp_dir dir;

@@ -5817,6 +5817,23 @@ inline int open_exclusive(std::string const& path, unsigned mode) noexcept {
     });
 }
 
+/// For tests: called after make_directories (or a claim's folder) made a folder, with its
+/// path, before its mode is set (to put a symlink in its place, as another member of a
+/// shared directory's group could).
+inline thread_local void (*after_mkdir_for_testing)(char const* path) = nullptr;
+
+/// Sets the mode of the folder just made at `path` to `mode`, exactly, through a
+/// descriptor opened without following a symlink: in a directory others may write, the
+/// folder may have been swapped for a symlink since its mkdir, and a chmod by path would
+/// then set the mode of whatever it names (a folder of this user's, made group-writable).
+inline void set_made_folder_mode(char const* path, unsigned mode) noexcept {
+    if (after_mkdir_for_testing != nullptr) after_mkdir_for_testing(path);
+    int const fd = retry_on_eintr([&] { return ::open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
+    if (fd < 0) return;
+    (void)::fchmod(fd, static_cast<mode_t>(mode));
+    ::close(fd);
+}
+
 /// `mkdir -p` for `path`; an existing entry on the way is fine (if it is not a
 /// directory, the open that follows says so). `path` is cut in place at its slashes
 /// while working and restored before returning. When `exact_umask` is 0 or more, each
@@ -6183,8 +6200,7 @@ int make_directories(std::string& path, unsigned mode, int exact_umask, bool& cr
         int const e = errno;
         if (r == 0) {
             created = true;
-            if (exact_umask >= 0)
-                ::chmod(path.c_str(), static_cast<mode_t>(mode & ~static_cast<unsigned>(exact_umask)));
+            if (exact_umask >= 0) set_made_folder_mode(path.c_str(), mode & ~static_cast<unsigned>(exact_umask));
         }
         path[end] = saved;
         return (r == 0 || e == EEXIST) ? 0 : e;
@@ -10480,7 +10496,7 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
                                            : options_.directory_mode;
                 auto make = [&](std::string const& d) {
                     if (::mkdir(d.c_str(), dmode) == 0) {
-                        if (options_.umask >= 0) (void)::chmod(d.c_str(), dmode);
+                        if (options_.umask >= 0) detail::directory_storage_impl::set_made_folder_mode(d.c_str(), dmode);
                         return true;
                     }
                     return errno == EEXIST;

@@ -326,7 +326,7 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
                                            : options_.directory_mode;
                 auto make = [&](std::string const& d) {
                     if (::mkdir(d.c_str(), dmode) == 0) {
-                        if (options_.umask >= 0) (void)::chmod(d.c_str(), dmode);
+                        if (options_.umask >= 0) detail::directory_storage_impl::set_made_folder_mode(d.c_str(), dmode);
                         return true;
                     }
                     return errno == EEXIST;

@@ -106,8 +106,7 @@ int make_directories(std::string& path, unsigned mode, int exact_umask, bool& cr
         int const e = errno;
         if (r == 0) {
             created = true;
-            if (exact_umask >= 0)
-                ::chmod(path.c_str(), static_cast<mode_t>(mode & ~static_cast<unsigned>(exact_umask)));
+            if (exact_umask >= 0) set_made_folder_mode(path.c_str(), mode & ~static_cast<unsigned>(exact_umask));
         }
         path[end] = saved;
         return (r == 0 || e == EEXIST) ? 0 : e;
