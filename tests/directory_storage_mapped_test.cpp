@@ -220,6 +220,35 @@ TEST_CASE("a SIGBUS outside a mapping still ends the process, and a host's own h
     CHECK(view.mapped());
 }
 
+TEST_CASE("a SIGBUS sent to a host that ignored SIGBUS before the first mapping is still ignored",
+          "[storage][mapped]") {
+    temp_dir dir;
+    directory_storage s((dir.path() / "cache").string(), mapping());
+    cc::key const k = storage_test::key_of(2).value();
+    REQUIRE(!s.write(k, std::string(large, 'i')));
+    std::string buffer;
+    cc::entry_view view;
+    REQUIRE(s.read_view(k, buffer, std::size_t{1} << 20, view).status == read_status::found);
+    REQUIRE(view.mapped()); // the guard is installed now
+    view.reset();
+
+    pid_t const child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        // As in a host that set SIGBUS to SIG_IGN before its first mapped hit (the guard
+        // is installed once per process: set here what it found then).
+        struct sigaction& previous = impl::previous_sigbus_action();
+        previous = {};
+        previous.sa_handler = SIG_IGN;
+        ::raise(SIGBUS); // sent, not a fault: ignored, as without the guard
+        ::_exit(0);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    INFO("ended by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0));
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+}
+
 namespace {
 /// Writes `bytes` over the file at `path` from `offset`, in place (the same inode).
 void write_in_place(std::string const& path, off_t offset, std::string const& bytes) {

@@ -8257,10 +8257,16 @@ void on_sigbus(int signal, siginfo_t* info, void* context) noexcept {
         break; // could not repair: as if it were not ours
     }
     struct sigaction const& previous = previous_sigbus_action();
-    if ((previous.sa_flags & SA_SIGINFO) != 0 && previous.sa_sigaction != nullptr) {
+    // (SIG_DFL and SIG_IGN first: either may come with SA_SIGINFO set, and is no function.)
+    bool const handler = previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN;
+    if (handler && (previous.sa_flags & SA_SIGINFO) != 0 && previous.sa_sigaction != nullptr) {
         previous.sa_sigaction(signal, info, context);
-    } else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN && previous.sa_handler != nullptr) {
+    } else if (handler && previous.sa_handler != nullptr) {
         previous.sa_handler(signal);
+    } else if (previous.sa_handler == SIG_IGN && (info == nullptr || info->si_code <= 0)) {
+        // Sent (kill, raise), not a fault, to a process that ignored SIGBUS: ignored still.
+        // (A fault is never ignored: the kernel would have ended the process without us,
+        // and the fallback below does.)
     } else {
         // What would have happened without this handler: the default action, on the
         // fault repeated when this returns (or on the signal raised again).
