@@ -3,7 +3,8 @@
 // map and the read is a read-error miss, never a crash; so is one written in place while
 // it is deserialized, and a cache with a secret never maps; a file renamed over while
 // mapped still loads whole; a thread that blocks SIGBUS reads; a SIGBUS elsewhere still
-// ends the process; a host's own SIGBUS handler turns mapping off.
+// ends the process, or stays ignored when sent to a host that ignored it; a host's own
+// SIGBUS handler turns mapping off.
 #include "catch2_compat.hpp"
 #include "support/posix.hpp"
 #include "support/storage_model.hpp"

@@ -1,7 +1,8 @@
-// What directory_storage trusts: never a symlink (at an entry path or at a temp
-// path), in private mode only entries this user owns that no one else may write, in
-// shared mode group-writable entries but not world-writable ones; reads bounded
-// before a byte is read; and the durability settings.
+// What directory_storage trusts: never a symlink (at an entry path, at a temp path, or
+// in place of a folder it just made), in private mode only entries this user owns that
+// no one else may write, in shared mode group-writable entries but not world-writable
+// ones, with the group's modes on its counters' files too; reads bounded before a byte
+// is read; and the durability settings.
 #include "catch2_compat.hpp"
 #include "support/storage_model.hpp"
 #include "support/posix.hpp"
