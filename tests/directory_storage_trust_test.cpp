@@ -102,6 +102,31 @@ TEST_CASE_METHOD(scratch_storage, "a fan-out folder swapped for a symlink: remov
     CHECK(read_file(elsewhere / entry.filename()) == "precious");
 }
 
+TEST_CASE_METHOD(scratch_storage,
+                 "a fan-out folder swapped for a symlink: a store and a claim write nothing outside the cache",
+                 "[storage][trust]") {
+    auto const k = key_of(8);
+    REQUIRE(!s.write(k.value(), "entry bytes"));
+    fs::path const entry = s.entry_path(k.value());
+    fs::path const folder = entry.parent_path();
+    // Elsewhere: a folder holding a file under the entry's very name. The cache's folder
+    // becomes a symlink to it (another member of a shared directory's group may do that).
+    fs::path const elsewhere = dir.path() / "elsewhere";
+    fs::create_directories(elsewhere);
+    write_file(elsewhere / entry.filename(), "precious");
+    fs::remove_all(folder);
+    fs::create_symlink(elsewhere, folder);
+
+    std::error_code const ec = s.write(k.value(), "new entry bytes");
+    INFO(ec.message());
+    CHECK((ec == std::errc::not_a_directory || ec == std::errc::too_many_symbolic_link_levels)); // a write error
+    CHECK(s.try_claim(k.value(), {}).state != cc::claim_state::claimed);
+    CHECK(read_file(elsewhere / entry.filename()) == "precious");
+    std::vector<std::string> there;
+    for (auto const& e : fs::directory_iterator(elsewhere)) there.push_back(e.path().filename().string());
+    CHECK(there == std::vector<std::string>{entry.filename().string()}); // no temp file, no claim file
+}
+
 TEST_CASE_METHOD(scratch_storage, "a symlink planted at a temp path is not followed", "[storage][trust]") {
     cc::key const k = key_of(2).value();
     fs::path const folder = fs::path(s.entry_path(k)).parent_path();

@@ -662,7 +662,7 @@ TEST_CASE_METHOD(sf_one_key,
                  "[single-flight]") {
     REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed);
     // The descriptor the storage holds on the claim, found and closed as a careless host
-    // might, then its number given to another file (open takes the lowest free number).
+    // might, then its number given to another file (dup2: a lower number may be free too).
     int held = -1;
     for (auto const& fd : fs::directory_iterator("/proc/self/fd")) {
         std::error_code ec;
@@ -672,7 +672,10 @@ TEST_CASE_METHOD(sf_one_key,
     ::close(held);
     std::string const other = (dir.path() / "host-file").string();
     write_file(other, "the host's own file");
-    int const reused = ::open(other.c_str(), O_WRONLY | O_CLOEXEC);
+    int const opened = ::open(other.c_str(), O_WRONLY | O_CLOEXEC);
+    REQUIRE(opened >= 0);
+    int const reused = opened == held ? held : ::dup2(opened, held);
+    if (opened != held) ::close(opened);
     REQUIRE(reused == held);
     std::string const bytes = sf_entry_bytes('h');
     REQUIRE_FALSE(s.write(k, bytes));

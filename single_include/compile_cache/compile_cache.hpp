@@ -8885,7 +8885,8 @@ private:
     /// Creates a temp file with a fresh random name beside `entry` (`DIR/ab/.tmp-...`),
     /// exclusively: a name that exists already (a symlink planted at a guessed temp
     /// name, say) is never opened, another is tried. Creates the folders on the first
-    /// store in `folder` (`created_folders`).
+    /// store in `folder` (`created_folders`); a symlink in the folder's place is not
+    /// followed (ENOTDIR).
     COMPILE_CACHE_DECL std::error_code create_temp_file(std::string const& entry, std::string const& folder,
                                                         std::string& temp, int& fd, bool& created_folders);
 
@@ -10032,6 +10033,23 @@ directory_counters directory_storage::counters() const noexcept {
 std::error_code directory_storage::create_temp_file(std::string const& entry, std::string const& folder,
                                                     std::string& temp, int& fd, bool& created_folders) {
     namespace impl = detail::directory_storage_impl;
+    // In the fan-out folder opened without following a symlink: one put in its place (by
+    // another member of a shared directory's group) must not make this store write a file
+    // elsewhere, where no cleanup ever sees it. The store fails then (ENOTDIR), counted.
+    auto open_folder = [&] {
+        return detail::retry_on_eintr(
+            [&] { return ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
+    };
+    impl::file_descriptor dir{open_folder()};
+    if (!dir && errno == ENOENT) { // first store in this folder
+        bool made = false;
+        std::string path = folder;
+        if (int const e = impl::make_directories(path, options_.directory_mode, options_.umask, made))
+            return impl::errno_code(e);
+        created_folders = made;
+        dir.fd = open_folder();
+    }
+    if (!dir) return impl::errno_code(errno);
     for (int attempt = 0; attempt < 4 && fd < 0; ++attempt) {
         temp.assign(entry, 0, folder.size() + 1);
         temp += impl::temp_prefix;
@@ -10041,15 +10059,11 @@ std::error_code directory_storage::create_temp_file(std::string const& entry, st
         } else {
             impl::append_temp_name(temp);
         }
-        fd = impl::open_exclusive(temp, options_.file_mode);
-        if (fd < 0 && errno == ENOENT && !created_folders) { // first store in this folder
-            bool made = false;
-            std::string path = folder;
-            if (int const e = impl::make_directories(path, options_.directory_mode, options_.umask, made))
-                return impl::errno_code(e);
-            created_folders = made;
-            fd = impl::open_exclusive(temp, options_.file_mode);
-        }
+        char const* const name = temp.c_str() + folder.size() + 1;
+        fd = detail::retry_on_eintr([&] {
+            return ::openat(dir.fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                            static_cast<mode_t>(options_.file_mode));
+        });
         if (fd < 0 && errno != EEXIST) return impl::errno_code(errno);
     }
     return fd < 0 ? impl::errno_code(EEXIST) : std::error_code();
@@ -10494,8 +10508,22 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
                                                   : options_.file_mode;
         // A few rounds: a claim removed (released, or dead and taken over) between our
         // create and our read is tried again; more contention than that: held.
+        // Created in the fan-out folder opened without following a symlink (as a store's temp
+        // file is): never a claim file elsewhere, which a store would then rename onto an
+        // entry elsewhere too.
+        auto create_claim = [&]() -> int {
+            int const dir = detail::retry_on_eintr(
+                [&] { return ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
+            if (dir < 0) return -1;
+            int const fd = ::openat(dir, path.c_str() + folder.size() + 1,
+                                    O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+            int const e = errno;
+            ::close(dir);
+            errno = e;
+            return fd;
+        };
         for (int round = 0; round < 4; ++round) {
-            int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+            int fd = create_claim();
             if (fd < 0 && errno == ENOENT) { // the entry's folder is not there yet
                 unsigned const dmode = options_.umask >= 0
                                            ? options_.directory_mode & ~static_cast<unsigned>(options_.umask)
@@ -10509,7 +10537,7 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
                 };
                 if (!make(folder) && errno == ENOENT && make(directory_)) // (the cache directory, made on first use)
                     (void)make(folder);
-                fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+                fd = create_claim();
             }
             if (fd >= 0) {
                 impl::lock_claim_file(fd); // (released when the claim file is closed: by the store, the release, or an end)

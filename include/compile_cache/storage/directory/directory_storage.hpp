@@ -520,7 +520,8 @@ private:
     /// Creates a temp file with a fresh random name beside `entry` (`DIR/ab/.tmp-...`),
     /// exclusively: a name that exists already (a symlink planted at a guessed temp
     /// name, say) is never opened, another is tried. Creates the folders on the first
-    /// store in `folder` (`created_folders`).
+    /// store in `folder` (`created_folders`); a symlink in the folder's place is not
+    /// followed (ENOTDIR).
     COMPILE_CACHE_DECL std::error_code create_temp_file(std::string const& entry, std::string const& folder,
                                                         std::string& temp, int& fd, bool& created_folders);
 

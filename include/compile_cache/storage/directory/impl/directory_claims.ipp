@@ -318,8 +318,22 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
                                                   : options_.file_mode;
         // A few rounds: a claim removed (released, or dead and taken over) between our
         // create and our read is tried again; more contention than that: held.
+        // Created in the fan-out folder opened without following a symlink (as a store's temp
+        // file is): never a claim file elsewhere, which a store would then rename onto an
+        // entry elsewhere too.
+        auto create_claim = [&]() -> int {
+            int const dir = detail::retry_on_eintr(
+                [&] { return ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
+            if (dir < 0) return -1;
+            int const fd = ::openat(dir, path.c_str() + folder.size() + 1,
+                                    O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+            int const e = errno;
+            ::close(dir);
+            errno = e;
+            return fd;
+        };
         for (int round = 0; round < 4; ++round) {
-            int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+            int fd = create_claim();
             if (fd < 0 && errno == ENOENT) { // the entry's folder is not there yet
                 unsigned const dmode = options_.umask >= 0
                                            ? options_.directory_mode & ~static_cast<unsigned>(options_.umask)
@@ -333,7 +347,7 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
                 };
                 if (!make(folder) && errno == ENOENT && make(directory_)) // (the cache directory, made on first use)
                     (void)make(folder);
-                fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+                fd = create_claim();
             }
             if (fd >= 0) {
                 impl::lock_claim_file(fd); // (released when the claim file is closed: by the store, the release, or an end)

@@ -614,6 +614,23 @@ directory_counters directory_storage::counters() const noexcept {
 std::error_code directory_storage::create_temp_file(std::string const& entry, std::string const& folder,
                                                     std::string& temp, int& fd, bool& created_folders) {
     namespace impl = detail::directory_storage_impl;
+    // In the fan-out folder opened without following a symlink: one put in its place (by
+    // another member of a shared directory's group) must not make this store write a file
+    // elsewhere, where no cleanup ever sees it. The store fails then (ENOTDIR), counted.
+    auto open_folder = [&] {
+        return detail::retry_on_eintr(
+            [&] { return ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
+    };
+    impl::file_descriptor dir{open_folder()};
+    if (!dir && errno == ENOENT) { // first store in this folder
+        bool made = false;
+        std::string path = folder;
+        if (int const e = impl::make_directories(path, options_.directory_mode, options_.umask, made))
+            return impl::errno_code(e);
+        created_folders = made;
+        dir.fd = open_folder();
+    }
+    if (!dir) return impl::errno_code(errno);
     for (int attempt = 0; attempt < 4 && fd < 0; ++attempt) {
         temp.assign(entry, 0, folder.size() + 1);
         temp += impl::temp_prefix;
@@ -623,15 +640,11 @@ std::error_code directory_storage::create_temp_file(std::string const& entry, st
         } else {
             impl::append_temp_name(temp);
         }
-        fd = impl::open_exclusive(temp, options_.file_mode);
-        if (fd < 0 && errno == ENOENT && !created_folders) { // first store in this folder
-            bool made = false;
-            std::string path = folder;
-            if (int const e = impl::make_directories(path, options_.directory_mode, options_.umask, made))
-                return impl::errno_code(e);
-            created_folders = made;
-            fd = impl::open_exclusive(temp, options_.file_mode);
-        }
+        char const* const name = temp.c_str() + folder.size() + 1;
+        fd = detail::retry_on_eintr([&] {
+            return ::openat(dir.fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                            static_cast<mode_t>(options_.file_mode));
+        });
         if (fd < 0 && errno != EEXIST) return impl::errno_code(errno);
     }
     return fd < 0 ? impl::errno_code(EEXIST) : std::error_code();
