@@ -318,10 +318,12 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
                                                   : options_.file_mode;
         // A few rounds: a claim removed (released, or dead and taken over) between our
         // create and our read is tried again; more contention than that: held.
-        // Created in the fan-out folder opened without following a symlink (as a store's temp
-        // file is): never a claim file elsewhere, which a store would then rename onto an
-        // entry elsewhere too.
+        // In a shared directory, created in the fan-out folder opened without following a
+        // symlink (as a store's temp file is): never a claim file elsewhere, which a store
+        // would then rename onto an entry elsewhere too. A private directory's is opened by path.
         auto create_claim = [&]() -> int {
+            if (options_.access != sharing::group)
+                return ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
             int const dir = detail::retry_on_eintr(
                 [&] { return ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
             if (dir < 0) return -1;

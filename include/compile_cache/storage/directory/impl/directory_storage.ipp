@@ -614,23 +614,29 @@ directory_counters directory_storage::counters() const noexcept {
 std::error_code directory_storage::create_temp_file(std::string const& entry, std::string const& folder,
                                                     std::string& temp, int& fd, bool& created_folders) {
     namespace impl = detail::directory_storage_impl;
-    // In the fan-out folder opened without following a symlink: one put in its place (by
-    // another member of a shared directory's group) must not make this store write a file
-    // elsewhere, where no cleanup ever sees it. The store fails then (ENOTDIR), counted.
+    // In a shared directory, in the fan-out folder opened without following a symlink: one
+    // put in its place by another member of the group must not make this store write a
+    // file elsewhere, where no cleanup ever sees it; the store fails then (ENOTDIR),
+    // counted. A private directory's folders are this user's alone (0700), so its stores
+    // skip that open (a symlink there is the user's own, and followed).
+    bool const guarded = options_.access == sharing::group;
     auto open_folder = [&] {
         return detail::retry_on_eintr(
             [&] { return ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
     };
-    impl::file_descriptor dir{open_folder()};
-    if (!dir && errno == ENOENT) { // first store in this folder
+    auto make_folders = [&]() -> int {
         bool made = false;
         std::string path = folder;
-        if (int const e = impl::make_directories(path, options_.directory_mode, options_.umask, made))
-            return impl::errno_code(e);
+        int const e = impl::make_directories(path, options_.directory_mode, options_.umask, made);
         created_folders = made;
+        return e;
+    };
+    impl::file_descriptor dir{guarded ? open_folder() : -1};
+    if (guarded && !dir && errno == ENOENT) { // first store in this folder
+        if (int const e = make_folders()) return impl::errno_code(e);
         dir.fd = open_folder();
     }
-    if (!dir) return impl::errno_code(errno);
+    if (guarded && !dir) return impl::errno_code(errno);
     for (int attempt = 0; attempt < 4 && fd < 0; ++attempt) {
         temp.assign(entry, 0, folder.size() + 1);
         temp += impl::temp_prefix;
@@ -640,11 +646,19 @@ std::error_code directory_storage::create_temp_file(std::string const& entry, st
         } else {
             impl::append_temp_name(temp);
         }
-        char const* const name = temp.c_str() + folder.size() + 1;
-        fd = detail::retry_on_eintr([&] {
-            return ::openat(dir.fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                            static_cast<mode_t>(options_.file_mode));
-        });
+        if (guarded) {
+            char const* const name = temp.c_str() + folder.size() + 1;
+            fd = detail::retry_on_eintr([&] {
+                return ::openat(dir.fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                                static_cast<mode_t>(options_.file_mode));
+            });
+        } else {
+            fd = impl::open_exclusive(temp, options_.file_mode);
+            if (fd < 0 && errno == ENOENT && !created_folders) { // first store in this folder
+                if (int const e = make_folders()) return impl::errno_code(e);
+                fd = impl::open_exclusive(temp, options_.file_mode);
+            }
+        }
         if (fd < 0 && errno != EEXIST) return impl::errno_code(errno);
     }
     return fd < 0 ? impl::errno_code(EEXIST) : std::error_code();
