@@ -66,7 +66,9 @@ using redis_errc = remote_error;
 /// retries once there. A node down fails only the keys of its slots: a node that refused
 /// or timed out is not called for 1 s (its keys fail at once, remote_error::node_down,
 /// which partial_failure() tells a tier is not the whole cluster's failure) and the slot
-/// map is learnt again (a failover's new master takes its slots). When every master is
+/// map is learnt again (a failover's new master takes its slots); so is it, at most once
+/// a second, for a call to a slot the map leaves without a master, and a seed that serves
+/// no slot (an empty CLUSTER SLOTS) is passed over for the next. When every master is
 /// out of reach, or no node tells the slot map, the error is the node's own (refused,
 /// timeout): the whole cluster is failing.
 ///

@@ -39,7 +39,8 @@ namespace compile_cache::detail {
 /// `MOVED` refreshes the map and retries once on the node named, `ASK` sends ASKING and
 /// retries once there. A node that refused or timed out is not called for node_rest (its
 /// keys fail at once, remote_error::node_down while another master answers) and the slot
-/// map is learnt again. When every master is out of reach, or no node tells the slot
+/// map is learnt again; so is it, at most once a second, for a call to a slot the map
+/// leaves without a master. When every master is out of reach, or no node tells the slot
 /// map, the error is the node's own (refused, timeout): the whole cluster is failing.
 ///
 /// A reply of the wrong type for its command, or one more reply than commands, means
@@ -300,10 +301,13 @@ public:
         {
             std::unique_lock<std::timed_mutex> lock(map_mutex, std::defer_lock);
             if (!lock.try_lock_until(deadline)) return std::nullopt;
-            // A map that failed is learnt again, but not more than once a second.
-            bool const due = !map_loaded &&
-                             (slot_owner.empty() ||
-                              redis_clock::now() - last_refresh > std::chrono::seconds(1));
+            // A map that failed is learnt again, and so is one that leaves this slot without
+            // a master (learnt while a cluster was made, or a master had not taken its
+            // slots yet: no call to the slot would ever meet a MOVED that tells its master),
+            // but not more than once a second.
+            bool const stale = !map_loaded || (!slot_owner.empty() && slot_owner[slot] == 0);
+            bool const due = stale && (slot_owner.empty() ||
+                                       redis_clock::now() - last_refresh > std::chrono::seconds(1));
             if (!due && !slot_owner.empty() && slot_owner[slot] != 0)
                 return std::size_t(slot_owner[slot] - 1);
             if (!due) return std::nullopt;
@@ -315,9 +319,12 @@ public:
         return std::size_t(slot_owner[slot] - 1);
     }
 
-    /// Learns the slot map with CLUSTER SLOTS from the first node that answers (the
-    /// known nodes, the one that just failed last). Its failure (the last node's error,
-    /// or timeout when no time was left) is kept in refresh_error and returned.
+    /// Learns the slot map with CLUSTER SLOTS from the first node that answers with one
+    /// that names a master (the known nodes, the one that just failed last): a node that
+    /// serves no slot (one that left the cluster or has not joined it yet: an empty list)
+    /// would hide the map the others know, so its empty map is taken only when no other
+    /// node tells one. Its failure (the last node's error, or timeout when no time was
+    /// left) is kept in refresh_error and returned.
     std::error_code refresh(redis_clock::time_point deadline, std::optional<std::size_t> last) {
         std::size_t count;
         {
@@ -332,6 +339,7 @@ public:
         if (last) order.push_back(*last);
         std::error_code why = make_error_code(remote_error::timeout);
         std::string text = "no time was left to ask a node";
+        std::optional<std::size_t> empty_at; // a node that answered with no slot
         for (std::size_t index : order) {
             if (redis_clock::now() >= deadline) break;
             call c = exchange_on(index, {"CLUSTER", "SLOTS"}, std::size_t(1) << 20, deadline, false, true);
@@ -345,9 +353,20 @@ public:
                 text = last_failure().text;
                 continue;
             }
+            if (c.reply->type == REDIS_REPLY_ARRAY && c.reply->elements == 0) {
+                if (!empty_at) empty_at = index;
+                continue;
+            }
             if (c.reply->type == REDIS_REPLY_ARRAY && install_map(c.reply.get(), index, deadline)) return {};
             why = make_error_code(remote_error::protocol);
             text = "CLUSTER SLOTS did not return a slot map";
+        }
+        if (empty_at) {
+            // No node named a master: the cluster serves no slot (yet); each slot's call
+            // fails as unserved, and the map is learnt again at most once a second.
+            redisReply none{};
+            none.type = REDIS_REPLY_ARRAY;
+            if (install_map(&none, *empty_at, deadline)) return {};
         }
         std::unique_lock<std::timed_mutex> lock(map_mutex, std::defer_lock);
         if (lock.try_lock_until(deadline)) {
