@@ -32,6 +32,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -306,7 +307,9 @@ public:
     /// exchange is bounded by the command timeout; entries written or evicted meanwhile
     /// may or may not be listed, and one may be listed twice (SCAN's guarantees). Stops
     /// at the first failure, which it returns; past redis_options::listing_max_calls
-    /// SCAN calls (`protocol`) or listing_timeout (`timeout`) too.
+    /// SCAN calls (`protocol`) or listing_timeout (`timeout`) too, and at an answer to
+    /// OBJECT IDLETIME or STRLEN that is not an integer (nil, an error) or is longer than
+    /// list_reply_bytes (`protocol`: the page's answers take list_reply_bytes per command).
     std::error_code list(std::vector<stored_entry>& out) const noexcept {
         // Logically const: only the connections behind state_ change, never an entry.
         auto& self = const_cast<redis_storage&>(*this);
@@ -319,14 +322,33 @@ public:
             }
             std::vector<detail::redis_reply_ptr> replies;
             auto const deadline = detail::redis_clock::now() + state_->options.command_timeout;
-            if (auto e = self.state_->client.pipeline_on(index, commands, replies, std::size_t(1) << 20, deadline))
-                return e;
+            // Each answer is an integer (nil: gone) or an error line: a few bytes each, at
+            // most list_reply_bytes, and list_reply_bytes per command for them all, so that
+            // a server answering each with a long string costs no more than that.
+            detail::redis_client& client = self.state_->client;
+            if (auto e = client.pipeline_on(index, commands, replies, list_reply_bytes, deadline, false, 0,
+                                            list_reply_bytes * commands.size()))
+                return e == remote_error::too_large
+                           ? client.record(remote_error::protocol, "OBJECT IDLETIME and STRLEN answers longer than "
+                                                                   "integers (the listing is incomplete)")
+                           : e;
             std::int64_t const now = std::chrono::duration_cast<std::chrono::seconds>(
                                          std::chrono::system_clock::now().time_since_epoch())
                                          .count();
+            auto const is = [](redisReply const* r, std::initializer_list<int> types) {
+                return std::find(types.begin(), types.end(), r->type) != types.end();
+            };
             for (std::size_t i = 0; i < page.size() && 2 * i + 1 < replies.size(); ++i) {
                 redisReply const* idle = replies[2 * i].get();
                 redisReply const* length = replies[2 * i + 1].get();
+                if (!is(idle, {REDIS_REPLY_INTEGER, REDIS_REPLY_NIL, REDIS_REPLY_ERROR}) ||
+                    !is(length, {REDIS_REPLY_INTEGER, REDIS_REPLY_ERROR})) {
+                    // Out of step (another command's reply, or a confused server): never a size.
+                    client.drop_connection(index, deadline);
+                    return client.record(remote_error::protocol,
+                                         "a reply of the wrong type to OBJECT IDLETIME or STRLEN (the connection "
+                                         "was out of step; it is closed)");
+                }
                 // Gone since the SCAN (evicted, expired, moved to another master): not listed.
                 if (length->type != REDIS_REPLY_INTEGER || length->integer <= 0) continue;
                 stored_entry e;
@@ -367,6 +389,10 @@ public:
     /// Whether `e`, from a call of this storage, failed only a part of it (one node of a
     /// cluster; the others answer): a tier keeps using the storage, counting the error.
     static bool partial_failure(std::error_code const& e) noexcept { return e == remote_error::node_down; }
+
+    /// The most bytes a listing takes for one OBJECT IDLETIME or STRLEN reply (an integer,
+    /// or an error line), and per command for a page's replies together.
+    static constexpr std::size_t list_reply_bytes = 512;
 
     /// The name of a key on the server: `namespace:` + hex.
     std::string redis_key(key const& k) const { return state_->prefix + k.hex(); }
