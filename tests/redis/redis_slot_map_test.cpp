@@ -1,14 +1,17 @@
 // How a cluster client learns its slot map from real nodes that do not all know it yet: a
 // seed node that serves no slot (left the cluster, or not joined yet) and slots that no
-// master had when the map was learnt must not leave keys unserved for the process's life.
+// master had when the map was learnt must not leave keys unserved for the process's life,
+// and a batch read's keys redirected to a slot's new master stay within the batch's bound.
 #include "catch2_compat.hpp"
 #include "support/redis_servers.hpp"
 
 #include <compile_cache/storage/redis/redis_storage.hpp>
 
 #include <chrono>
+#include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace cc = compile_cache;
 using namespace compile_cache_test::redis;
@@ -69,4 +72,79 @@ TEST_CASE("A slot no master served when the map was learnt is served once a mast
     std::string out;
     CHECK(s.read(k, out, 100).status == cc::read_status::found);
     CHECK(out == "value");
+}
+
+namespace {
+/// The port of the master that serves `slot`, as the cluster says (CLUSTER NODES).
+int owner_port(int any_port, unsigned slot) {
+    std::istringstream nodes(admin(any_port)({"CLUSTER", "NODES"}));
+    std::string line;
+    while (std::getline(nodes, line)) {
+        std::istringstream fields(line);
+        std::string id, address, flags, master, ping, pong, epoch, state, range;
+        fields >> id >> address >> flags >> master >> ping >> pong >> epoch >> state;
+        if (flags.find("master") == std::string::npos) continue;
+        while (fields >> range) {
+            if (range.front() == '[') continue;
+            std::size_t const dash = range.find('-');
+            unsigned const from = static_cast<unsigned>(std::stoul(range.substr(0, dash)));
+            unsigned const to =
+                dash == std::string::npos ? from : static_cast<unsigned>(std::stoul(range.substr(dash + 1)));
+            if (slot >= from && slot <= to) return std::stoi(address.substr(address.find(':') + 1));
+        }
+    }
+    return -1;
+}
+} // namespace
+
+TEST_CASE("read_many keys redirected to their slot's new master still count against batch_max_bytes",
+          "[redis][cluster][batch]") {
+    cluster c;
+    cc::redis_options o;
+    o.url = c.url();
+    o.name_space = "{budget}entries"; // (a hash tag: every key in one slot)
+    o.command_timeout = std::chrono::milliseconds(2000);
+    o.batch_max_bytes = 3000;
+    cc::redis_storage s(o);
+    std::vector<cc::key> keys;
+    std::vector<std::string> names;
+    for (std::uint64_t i = 0; i < 10; ++i) {
+        keys.push_back(key_of(i));
+        names.push_back(s.redis_key(key_of(i)));
+        REQUIRE_FALSE(s.write(key_of(i), std::string(1000, 'a' + static_cast<char>(i))));
+    }
+    // The slot moves, with its keys, to another master after the client learnt the map:
+    // each key of the batch is answered MOVED, then read alone from the new master.
+    unsigned const slot = cc::detail::redis_hash_slot(names[0]);
+    int const source = owner_port(c.ports()[0], slot);
+    int const target = c.ports()[0] == source ? c.ports()[1] : c.ports()[0];
+    std::string const slot_text = std::to_string(slot);
+    admin from(source), to(target);
+    std::string const source_id = from({"CLUSTER", "MYID"});
+    std::string const target_id = to({"CLUSTER", "MYID"});
+    REQUIRE(to({"CLUSTER", "SETSLOT", slot_text, "IMPORTING", source_id}) == "OK");
+    REQUIRE(from({"CLUSTER", "SETSLOT", slot_text, "MIGRATING", target_id}) == "OK");
+    std::vector<std::string> migrate{"MIGRATE", "127.0.0.1", std::to_string(target), "", "0", "5000", "KEYS"};
+    migrate.insert(migrate.end(), names.begin(), names.end());
+    REQUIRE(from(migrate) == "OK");
+    for (int port : c.ports()) REQUIRE(admin(port)({"CLUSTER", "SETSLOT", slot_text, "NODE", target_id}) == "OK");
+
+    std::vector<std::pair<cc::read_result, std::string>> out;
+    s.read_many(keys, 2000, out);
+    REQUIRE(out.size() == keys.size());
+    std::size_t found = 0, bytes = 0;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        INFO("key " << i);
+        if (out[i].first.status == cc::read_status::found) {
+            ++found;
+            bytes += out[i].second.size();
+            CHECK(out[i].second == std::string(1000, 'a' + static_cast<char>(i)));
+        } else {
+            CHECK(out[i].first.status == cc::read_status::error);
+            CHECK(out[i].first.error == cc::remote_error::too_large);
+        }
+    }
+    // At most the bound, and one value past it.
+    CHECK(found >= 1);
+    CHECK(bytes <= o.batch_max_bytes + 1000);
 }

@@ -194,8 +194,9 @@ public:
     /// of its slot (a key that is redirected, MOVED or ASK, is then read alone, following
     /// it; the keys of a resting or unknown node fail at once, as `read`'s would). Bounded:
     /// the whole batch by one command timeout, each value by `max`, and the replies
-    /// together by redis_options::batch_max_bytes: the keys whose replies come after it
-    /// answer `error` with remote_error::too_large. Never throws.
+    /// together by redis_options::batch_max_bytes, a key's read alone after a redirection
+    /// too (the one that passes it may pass it by one value): the keys whose replies come
+    /// after it answer `error` with remote_error::too_large. Never throws.
     void read_many(std::vector<key> const& keys, std::size_t max,
                    std::vector<std::pair<read_result, std::string>>& out) noexcept {
         try {
@@ -581,8 +582,19 @@ private:
                 budget = budget > taken ? budget - taken : 0;
                 if (r->type == REDIS_REPLY_ERROR && detail::parse_redis_redirection(std::string_view(r->str, r->len))) {
                     // Moved or asked elsewhere: sent alone, following the redirection (and,
-                    // on a redis:// server that is a cluster's node, failing as `run` does).
+                    // on a redis:// server that is a cluster's node, failing as `run` does),
+                    // its reply counted against the budget as the pipeline's are (a slot
+                    // moved during a batch redirects every key of it).
+                    if (budget == 0) {
+                        fail(i, client.record(remote_error::too_large, "a batch passed batch_max_bytes"));
+                        continue;
+                    }
                     call c = client.run(names[i], commands[j], max_reply, deadline);
+                    if (!c.error) {
+                        redisReply const* alone = c.reply.get();
+                        std::size_t const cost = alone->type == REDIS_REPLY_STRING ? alone->len + 16 : 16;
+                        budget = budget > cost ? budget - cost : 0;
+                    }
                     if (c.error == remote_error::cluster_node) {
                         // (A redis:// server that is a node of a cluster: no answer from a part of it.)
                         for (std::size_t all = 0; all < names.size(); ++all)
