@@ -76,29 +76,11 @@ inline unsigned redis_fork_generation() noexcept {
     return redis_fork_count().load(std::memory_order_relaxed);
 }
 
-/// Keeps `p`, a copy a forked child inherited and must not free (a parent's thread may
-/// have been changing it), reachable for the rest of the process, so that a leak checker
-/// (LeakSanitizer in the tests) sees it kept, not lost. A list without a lock: a fork
-/// never finds it held. (Out of memory: left unreachable, which changes nothing else.)
-inline void redis_keep_after_fork(void const* p) noexcept {
-    struct kept {
-        void const* pointer;
-        kept* next;
-    };
-    static std::atomic<kept*> head{nullptr};
-    try {
-        auto* k = new kept{p, head.load(std::memory_order_relaxed)};
-        while (!head.compare_exchange_weak(k->next, k, std::memory_order_release, std::memory_order_relaxed)) {
-        }
-    } catch (...) {
-    }
-}
-
 /// A mutex that a process forked while another thread of its parent held it does not
 /// inherit locked: that thread is not in the child, so the copy would stay locked for
 /// ever (every call there waiting its whole timeout for a connection, or without a bound
 /// for a lock without one). The first use in a process of another fork generation puts a
-/// new mutex in its place; the old one is left as it is, kept (a compare-and-swap, no lock).
+/// new mutex in its place; the old one is left as it is (a compare-and-swap, no lock).
 template <class Mutex>
 class redis_fork_safe_mutex {
 public:
@@ -113,10 +95,7 @@ public:
         slot* s = current_.load(std::memory_order_acquire);
         while (s->generation != generation) {
             auto* fresh = new slot{generation, {}};
-            if (current_.compare_exchange_strong(s, fresh, std::memory_order_acq_rel)) {
-                redis_keep_after_fork(s);
-                return fresh->mutex;
-            }
+            if (current_.compare_exchange_strong(s, fresh, std::memory_order_acq_rel)) return fresh->mutex;
             delete fresh; // (another thread of this process put its own: s is it now)
         }
         return s->mutex;
@@ -203,7 +182,6 @@ private:
     /// reader's buffer) when the process forked, so the copy is not safe to free.
     void abandon() noexcept {
         ::close(context_->fd);
-        redis_keep_after_fork(context_);
         context_ = nullptr;
     }
 
