@@ -15,7 +15,6 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/time.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -77,39 +76,6 @@ inline unsigned redis_fork_generation() noexcept {
     return redis_fork_count().load(std::memory_order_relaxed);
 }
 
-/// A mutex that a process forked while another thread of its parent held it does not
-/// inherit locked: that thread is not in the child, so the copy would stay locked for
-/// ever (every call there waiting its whole timeout for a connection, or without a bound
-/// for a lock without one). The first use in a process of another fork generation puts a
-/// new mutex in its place; the old one is left as it is (a compare-and-swap, no lock).
-template <class Mutex>
-class redis_fork_safe_mutex {
-public:
-    redis_fork_safe_mutex() : current_(new slot{redis_fork_generation(), {}}) {}
-    redis_fork_safe_mutex(redis_fork_safe_mutex const&) = delete;
-    redis_fork_safe_mutex& operator=(redis_fork_safe_mutex const&) = delete;
-    ~redis_fork_safe_mutex() { delete current_.load(std::memory_order_acquire); }
-
-    /// This process's mutex. Throws only bad_alloc (in a child, at its first use).
-    Mutex& get() {
-        unsigned const generation = redis_fork_generation();
-        slot* s = current_.load(std::memory_order_acquire);
-        while (s->generation != generation) {
-            auto* fresh = new slot{generation, {}};
-            if (current_.compare_exchange_strong(s, fresh, std::memory_order_acq_rel)) return fresh->mutex;
-            delete fresh; // (another thread of this process put its own: s is it now)
-        }
-        return s->mutex;
-    }
-
-private:
-    struct slot {
-        unsigned generation;
-        Mutex mutex;
-    };
-    std::atomic<slot*> current_;
-};
-
 /// One command, as its arguments.
 using redis_command = std::vector<std::string_view>;
 
@@ -117,8 +83,7 @@ using redis_command = std::vector<std::string_view>;
 /// and bounded by the deadline it is given; after any failure but an error reply the
 /// connection is closed, and the next exchange reconnects. In a process forked after it
 /// connected, the first exchange closes this process's copy of the socket, sending
-/// nothing on it (the parent goes on with it; the copy of its context is left unfreed, as
-/// a parent's thread may have been changing it), and makes a connection of its own.
+/// nothing on it (the parent goes on with it), and makes a connection of its own.
 class redis_connection {
 public:
     explicit redis_connection(redis_endpoint endpoint) : endpoint_(std::move(endpoint)) {}
@@ -150,7 +115,7 @@ public:
         total_taken_ = 0;
         max_total_bytes_ = max_total_bytes;
         try {
-            if (context_ && generation_ != redis_fork_generation()) abandon(); // the parent's socket
+            if (context_ && generation_ != redis_fork_generation()) close(); // the parent's socket
             if (context_)
                 if (auto e = check_in_step()) return fail(e);
             if (!context_)
@@ -178,14 +143,6 @@ public:
     std::string const& last_error_text() const noexcept { return error_text_; }
 
 private:
-    /// In a forked child: closes this process's copy of the parent's socket and forgets the
-    /// context without freeing it: a thread of the parent may have been changing it (its
-    /// reader's buffer) when the process forked, so the copy is not safe to free.
-    void abandon() noexcept {
-        ::close(context_->fd);
-        context_ = nullptr;
-    }
-
     std::error_code fail(std::error_code e) noexcept {
         close();
         return e;

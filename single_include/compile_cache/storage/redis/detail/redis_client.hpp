@@ -71,7 +71,7 @@ public:
 
     /// The last failure any call saw, with a text for a log line.
     redis_failure last_failure() const {
-        std::lock_guard<std::mutex> lock(failure_mutex.get());
+        std::lock_guard<std::mutex> lock(failure_mutex);
         return failure;
     }
 
@@ -81,7 +81,7 @@ public:
         out.assign(1, 0);
         if (!is_cluster()) return {};
         if (!owner(0, deadline)) return record(remote_error::other, "the cluster's slot map is not known");
-        std::unique_lock<std::timed_mutex> lock(map_mutex.get(), std::defer_lock);
+        std::unique_lock<std::timed_mutex> lock(map_mutex, std::defer_lock);
         if (!lock.try_lock_until(deadline)) return record(remote_error::timeout, "waited too long for the slot map");
         out.clear();
         for (std::uint16_t owner_index : slot_owner)
@@ -98,7 +98,7 @@ public:
     /// deadline; `batch`: its batch connection (see pipeline_on).
     void drop_connection(std::size_t index, redis_clock::time_point deadline, bool batch = false) {
         node& n = node_at(index);
-        std::unique_lock<std::timed_mutex> lock((batch ? n.batch_mutex : n.mutex).get(), std::defer_lock);
+        std::unique_lock<std::timed_mutex> lock(batch ? n.batch_mutex : n.mutex, std::defer_lock);
         if (lock.try_lock_until(deadline)) (batch ? n.batch_connection : n.connection).close();
     }
 
@@ -111,14 +111,14 @@ public:
 private:
     struct node {
         explicit node(redis_endpoint e) : connection(e), batch_connection(std::move(e)) {}
-        redis_fork_safe_mutex<std::timed_mutex> mutex;
+        std::timed_mutex mutex;
         redis_connection connection;
         /// The batch writes' own (pipeline_on's `batch`), opened at the first one: a host's
         /// call never waits behind a batch of uploads on the wire.
-        redis_fork_safe_mutex<std::timed_mutex> batch_mutex;
+        std::timed_mutex batch_mutex;
         redis_connection batch_connection;
         // A cluster node's health: after a refusal or a timeout it rests until resting_until.
-        redis_fork_safe_mutex<std::mutex> health_mutex;
+        std::mutex health_mutex;
         redis_clock::time_point resting_until{};
         std::error_code last_error;
     };
@@ -127,7 +127,7 @@ public:
 
     std::error_code record(std::error_code e, std::string text) const {
         try {
-            std::lock_guard<std::mutex> lock(failure_mutex.get());
+            std::lock_guard<std::mutex> lock(failure_mutex);
             failure = {e, std::move(text)};
         } catch (...) {
         }
@@ -155,7 +155,7 @@ public:
                                 std::size_t max_total_bytes = std::numeric_limits<std::size_t>::max(),
                                 bool batch = false) {
         node* const n = &node_at(index);
-        std::unique_lock<std::timed_mutex> lock((batch ? n->batch_mutex : n->mutex).get(), std::defer_lock);
+        std::unique_lock<std::timed_mutex> lock(batch ? n->batch_mutex : n->mutex, std::defer_lock);
         if (!lock.try_lock_until(deadline)) return record(remote_error::timeout, "waited too long for the connection");
         redis_connection& connection = batch ? n->batch_connection : n->connection;
         if (auto e = connection.exchange(commands, replies, max_reply, deadline, connect_timeout_, arrays,
@@ -268,13 +268,13 @@ public:
     }
 
     std::string node_host(std::size_t index, redis_clock::time_point deadline) {
-        std::unique_lock<std::timed_mutex> lock(map_mutex.get(), std::defer_lock);
+        std::unique_lock<std::timed_mutex> lock(map_mutex, std::defer_lock);
         if (!lock.try_lock_until(deadline)) return {};
         return nodes[index].connection.endpoint().host;
     }
 
     std::optional<std::size_t> node_for(std::string const& host, int port, redis_clock::time_point deadline) {
-        std::unique_lock<std::timed_mutex> lock(map_mutex.get(), std::defer_lock);
+        std::unique_lock<std::timed_mutex> lock(map_mutex, std::defer_lock);
         if (!lock.try_lock_until(deadline)) return std::nullopt;
         auto const& a = address;
         std::size_t const index = add_node(redis_endpoint{host, port, {}, a.user, a.password, 0});
@@ -283,7 +283,7 @@ public:
     }
 
     void set_owner(std::uint16_t slot, std::size_t index, redis_clock::time_point deadline) {
-        std::unique_lock<std::timed_mutex> lock(map_mutex.get(), std::defer_lock);
+        std::unique_lock<std::timed_mutex> lock(map_mutex, std::defer_lock);
         if (!lock.try_lock_until(deadline)) return;
         if (slot_owner.size() == redis_cluster_slots) {
             slot_owner[slot] = static_cast<std::uint16_t>(index + 1);
@@ -293,13 +293,13 @@ public:
     }
 
     void want_refresh() {
-        std::unique_lock<std::timed_mutex> lock(map_mutex.get(), std::try_to_lock);
+        std::unique_lock<std::timed_mutex> lock(map_mutex, std::try_to_lock);
         if (lock.owns_lock()) map_loaded = false;
     }
 
     std::optional<std::size_t> owner(std::uint16_t slot, redis_clock::time_point deadline) {
         {
-            std::unique_lock<std::timed_mutex> lock(map_mutex.get(), std::defer_lock);
+            std::unique_lock<std::timed_mutex> lock(map_mutex, std::defer_lock);
             if (!lock.try_lock_until(deadline)) return std::nullopt;
             // A map that failed is learnt again, and so is one that leaves this slot without
             // a master (learnt while a cluster was made, or a master had not taken its
@@ -313,7 +313,7 @@ public:
             if (!due) return std::nullopt;
         }
         (void)refresh(deadline, std::nullopt);
-        std::unique_lock<std::timed_mutex> lock(map_mutex.get(), std::defer_lock);
+        std::unique_lock<std::timed_mutex> lock(map_mutex, std::defer_lock);
         if (!lock.try_lock_until(deadline)) return std::nullopt;
         if (slot_owner.empty() || slot_owner[slot] == 0) return std::nullopt;
         return std::size_t(slot_owner[slot] - 1);
@@ -328,7 +328,7 @@ public:
     std::error_code refresh(redis_clock::time_point deadline, std::optional<std::size_t> last) {
         std::size_t count;
         {
-            std::unique_lock<std::timed_mutex> lock(map_mutex.get(), std::defer_lock);
+            std::unique_lock<std::timed_mutex> lock(map_mutex, std::defer_lock);
             if (!lock.try_lock_until(deadline)) return make_error_code(remote_error::timeout);
             last_refresh = redis_clock::now();
             count = nodes.size();
@@ -368,7 +368,7 @@ public:
             none.type = REDIS_REPLY_ARRAY;
             if (install_map(&none, *empty_at, deadline)) return {};
         }
-        std::unique_lock<std::timed_mutex> lock(map_mutex.get(), std::defer_lock);
+        std::unique_lock<std::timed_mutex> lock(map_mutex, std::defer_lock);
         if (lock.try_lock_until(deadline)) {
             refresh_error = why;
             refresh_error_text = text;
@@ -383,7 +383,7 @@ public:
         std::error_code why;
         std::string text;
         {
-            std::unique_lock<std::timed_mutex> lock(map_mutex.get(), std::defer_lock);
+            std::unique_lock<std::timed_mutex> lock(map_mutex, std::defer_lock);
             if (lock.try_lock_for(std::chrono::milliseconds(1)) && slot_owner.empty()) {
                 why = refresh_error;
                 text = refresh_error_text;
@@ -399,7 +399,7 @@ public:
         node& n = node_at(index);
         std::error_code last;
         {
-            std::lock_guard<std::mutex> lock(n.health_mutex.get());
+            std::lock_guard<std::mutex> lock(n.health_mutex);
             if (redis_clock::now() >= n.resting_until) return {};
             last = n.last_error;
         }
@@ -417,7 +417,7 @@ public:
         node& n = node_at(index);
         std::string const text = last_failure().text;
         {
-            std::lock_guard<std::mutex> lock(n.health_mutex.get());
+            std::lock_guard<std::mutex> lock(n.health_mutex);
             n.resting_until = redis_clock::now() + node_rest;
             n.last_error = e;
         }
@@ -429,7 +429,7 @@ public:
 
     void node_answered(std::size_t index) {
         node& n = node_at(index);
-        std::lock_guard<std::mutex> lock(n.health_mutex.get());
+        std::lock_guard<std::mutex> lock(n.health_mutex);
         n.resting_until = {};
     }
 
@@ -437,7 +437,7 @@ public:
     bool another_master_answers(std::size_t index) {
         std::vector<std::size_t> masters;
         {
-            std::unique_lock<std::timed_mutex> lock(map_mutex.get(), std::defer_lock);
+            std::unique_lock<std::timed_mutex> lock(map_mutex, std::defer_lock);
             if (!lock.try_lock_for(std::chrono::milliseconds(10))) return false;
             masters = master_list;
         }
@@ -445,7 +445,7 @@ public:
         for (std::size_t m : masters) {
             if (m == index) continue;
             node& n = node_at(m);
-            std::lock_guard<std::mutex> lock(n.health_mutex.get());
+            std::lock_guard<std::mutex> lock(n.health_mutex);
             if (now >= n.resting_until) return true;
         }
         return false;
@@ -456,7 +456,7 @@ public:
     node& node_at(std::size_t index) noexcept { return *node_index[index].load(std::memory_order_acquire); }
 
     bool install_map(redisReply const* slots, std::size_t asked, redis_clock::time_point deadline) {
-        std::unique_lock<std::timed_mutex> lock(map_mutex.get(), std::defer_lock);
+        std::unique_lock<std::timed_mutex> lock(map_mutex, std::defer_lock);
         if (!lock.try_lock_until(deadline)) return false;
         std::vector<std::uint16_t> owners(redis_cluster_slots, 0);
         std::string const asked_host = nodes[asked].connection.endpoint().host;
@@ -519,14 +519,14 @@ private:
     std::deque<node> nodes; ///< grows only (under map_mutex), so references stay valid
     /// Each node's address, published once by add_node: node_at reads it with no lock.
     std::array<std::atomic<node*>, max_nodes> node_index{};
-    redis_fork_safe_mutex<std::timed_mutex> map_mutex;
+    std::timed_mutex map_mutex;
     std::vector<std::uint16_t> slot_owner; ///< node index + 1 per slot; 0: unknown (cluster)
     std::vector<std::size_t> master_list;   ///< the nodes that own slots in slot_owner
     bool map_loaded = false;
     redis_clock::time_point last_refresh{};
     std::error_code refresh_error;         ///< why the last refresh failed (refused, timeout...)
     std::string refresh_error_text;
-    mutable redis_fork_safe_mutex<std::mutex> failure_mutex;
+    mutable std::mutex failure_mutex;
     mutable redis_failure failure;
     std::atomic<bool> cluster_member{false}; ///< a redis:// server answered MOVED or ASK
 };
