@@ -1002,8 +1002,12 @@ struct batch_remote {
     std::shared_ptr<cc::memory_storage> entries = std::make_shared<cc::memory_storage>();
     std::shared_ptr<std::atomic<int>> reads = std::make_shared<std::atomic<int>>(0);
     std::shared_ptr<std::atomic<int>> batches = std::make_shared<std::atomic<int>>(0);
-    /// When set, a batch's answers, read, wait at this gate before they are returned.
+    /// When set, a batch's answers, read, wait at this gate before they are returned (the
+    /// first `gated_batches` batches only).
     std::shared_ptr<gate> answers;
+    std::shared_ptr<std::atomic<int>> gated_batches = std::make_shared<std::atomic<int>>(1 << 30);
+    /// When set, a removal waits at this gate before it removes.
+    std::shared_ptr<gate> removals;
     cc::read_result read(cc::key const& k, std::string& out, std::size_t max) {
         ++*reads;
         return entries->read(k, out, max);
@@ -1014,10 +1018,13 @@ struct batch_remote {
         out.clear();
         out.resize(keys.size());
         for (std::size_t i = 0; i < keys.size(); ++i) out[i].first = entries->read(keys[i], out[i].second, max);
-        if (answers) answers->pass();
+        if (answers && gated_batches->fetch_sub(1) > 0) answers->pass();
     }
     std::error_code write(cc::key const& k, std::string_view bytes) { return entries->write(k, bytes); }
-    std::error_code remove(cc::key const& k) { return entries->remove(k); }
+    std::error_code remove(cc::key const& k) {
+        if (removals) removals->pass();
+        return entries->remove(k);
+    }
 };
 using batch_tier = cc::tiered_storage<cc::directory_storage, batch_remote>;
 using batch_tier_cache = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, batch_tier>;
@@ -1132,4 +1139,64 @@ TEST_CASE("tiered_storage: a store or a removal made while a prefetch's batch is
     CHECK(tier.read(kept, out, 1 << 20).status == cc::read_status::found); // the batch's answer, kept
     CHECK(out == "kept");
     CHECK(*server.reads == single_reads);
+}
+
+TEST_CASE("tiered_storage: a batch that reads the server while a removal is on its way there keeps no answer "
+          "for that key",
+          "[tiered][prefetch]") {
+    temp_dir dir;
+    batch_remote server;
+    server.removals = std::make_shared<gate>(false);
+    cc::tier_options t;
+    t.upload = cc::remote_upload::sync;
+    batch_tier tier = batch_tier::remote_only(server, t);
+    batch_tier_cache keys(batch_tier(cc::directory_storage((dir.path() / "keys").string())));
+    cc::key const k = key_of(keys, "removed").value();
+    REQUIRE_FALSE(server.entries->write(k, "before the removal"));
+    // The removal forgets what prefetch holds, then waits on its way to the server...
+    std::error_code removed;
+    std::thread removing([&] { removed = tier.remove(k); });
+    auto const until = std::chrono::steady_clock::now() + 10s;
+    while (server.removals->arrived == 0 && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(1ms);
+    bool const removal_waits = server.removals->arrived == 1;
+    // ...while a batch reads the server, which still has the entry.
+    tier.prefetch({k}, 1 << 20);
+    server.removals->release();
+    removing.join();
+    REQUIRE(removal_waits);
+    CHECK_FALSE(removed);
+    std::string out;
+    CHECK(tier.read(k, out, 1 << 20).status == cc::read_status::absent); // not the batch's stale entry
+}
+
+TEST_CASE("tiered_storage: a store made before a batch began does not make it drop that key's answer, "
+          "however long an older batch stays in flight",
+          "[tiered][prefetch]") {
+    temp_dir dir;
+    batch_remote server;
+    server.answers = std::make_shared<gate>(false);
+    *server.gated_batches = 1; // the first batch waits; the second does not
+    cc::tier_options t;
+    t.upload = cc::remote_upload::sync;
+    batch_tier tier = batch_tier::remote_only(server, t);
+    batch_tier_cache keys(batch_tier(cc::directory_storage((dir.path() / "keys").string())));
+    cc::key const older = key_of(keys, "older").value();
+    cc::key const k = key_of(keys, "stored").value();
+    std::thread first([&] { tier.prefetch({older}, 1 << 20); }); // in flight until released
+    auto const until = std::chrono::steady_clock::now() + 10s;
+    while (server.answers->arrived == 0 && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(1ms);
+    bool const first_waits = server.answers->arrived == 1;
+    CHECK_FALSE(tier.write(k, "stored")); // while the first batch is in flight
+    tier.prefetch({k}, 1 << 20);          // begun after the store: its answer is fresh
+    int const single_reads = *server.reads;
+    std::string out;
+    CHECK(tier.read(k, out, 1 << 20).status == cc::read_status::found);
+    CHECK(out == "stored");
+    CHECK(*server.reads == single_reads); // from the second batch, kept
+    server.answers->release();
+    first.join();
+    REQUIRE(first_waits);
+    CHECK(*server.batches == 2);
 }

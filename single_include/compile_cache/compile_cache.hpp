@@ -12960,9 +12960,11 @@ claim_answer tier_try_claim(void const* tier, Local* local, Remote* remote, key 
 #include <deque>
 #include <exception>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -13577,6 +13579,7 @@ private:
             return queued ? std::error_code() : std::make_error_code(std::errc::no_buffer_space);
         }
         std::error_code const e = state_->send(k, upload);
+        state_->forget_prefetched(k); // (a batch that read the server before the upload landed)
         return state_->local ? answer : e;
     }
 
@@ -13654,6 +13657,9 @@ public:
             else
                 state_->answered(a, clock::now() - start);
             if (!state_->local) answer = e;
+            // Again: a batch that began after the first forget and read the server before
+            // the removal reached it holds the entry, or will.
+            state_->forget_prefetched(k);
         }
         return answer;
     }
@@ -13916,12 +13922,18 @@ private:
         std::mutex prefetch_mutex;
         std::unordered_map<key, prefetched_answer> prefetched;
         std::size_t prefetched_bytes = 0;
-        /// The prefetches whose batch is in flight, and the keys stored or removed since the
-        /// first of them began (forget_prefetched): their answers, read before, are stale and
-        /// never kept. Past max_preclaims keys, every answer of those batches is dropped.
-        std::size_t prefetches_in_flight = 0;
-        std::unordered_set<key> forgotten_in_flight;
-        bool forgotten_overflow = false;
+        /// What a batch in flight must not keep: a key stored or removed after the batch began
+        /// (forget_prefetched) has a stale answer in it. Forgets are numbered; each batch
+        /// running keeps the number at its start (`batch_starts`), and `forgotten` the number
+        /// of each key's last forget made while one ran (pruned to what a running batch can
+        /// need). Past max_forgotten keys, the batches running then keep nothing
+        /// (`forgot_all_at`). This process's only: a forked child drops its parent's.
+        std::uint64_t forgets = 0;
+        std::multiset<std::uint64_t> batch_starts;
+        std::unordered_map<key, std::uint64_t> forgotten;
+        std::uint64_t forgot_all_at = 0;
+        ::pid_t prefetch_pid = ::getpid();
+        static constexpr std::size_t max_forgotten = 4096;
         /// The remote claims prefetch took ahead (single flight), each waiting for its key's
         /// miss (take_preclaimed) or the tier's end (release_preclaims); this process's only
         /// (`preclaim_pid`: a forked child holds none of its parent's, and remembers them in
@@ -14005,11 +14017,13 @@ private:
         void forget_prefetched(key const& k) noexcept {
             try {
                 std::lock_guard<std::mutex> lock(prefetch_mutex);
-                if (prefetches_in_flight != 0 && !forgotten_overflow) {
-                    if (forgotten_in_flight.size() < max_preclaims)
-                        forgotten_in_flight.insert(k);
+                adopt_prefetch_pid_locked();
+                ++forgets;
+                if (!batch_starts.empty()) {
+                    if (forgotten.size() < max_forgotten || forgotten.count(k) != 0)
+                        forgotten[k] = forgets;
                     else
-                        forgotten_overflow = true;
+                        forgot_all_at = forgets;
                 }
                 if (prefetched.empty()) return;
                 auto const it = prefetched.find(k);
@@ -14065,15 +14079,49 @@ private:
             }
         }
 
-        /// Counts a prefetch in flight from its batch's start to its end, whatever the path out;
-        /// the last one out forgets the keys stored or removed meanwhile.
+        /// Under prefetch_mutex: in a process forked since, the batches that ran are the
+        /// parent's threads' (not here), and so are the forgets they needed.
+        void adopt_prefetch_pid_locked() {
+            ::pid_t const me = ::getpid();
+            if (me == prefetch_pid) return;
+            batch_starts.clear();
+            forgotten.clear();
+            forgot_all_at = 0;
+            prefetch_pid = me;
+        }
+
+        /// Under prefetch_mutex: whether a batch that began at forget number `start` may keep
+        /// its answer for `k` (nothing stored or removed it since).
+        bool answer_fresh_locked(key const& k, std::uint64_t start) const {
+            if (forgot_all_at > start) return false;
+            auto const it = forgotten.find(k);
+            return it == forgotten.end() || it->second <= start;
+        }
+
+        /// A batch in flight, from its start to its end whatever the path out: its start is
+        /// kept, and at its end the forgets no running batch needs any more are dropped.
         struct in_flight_guard {
             state& s;
+            std::uint64_t start = 0;
+            bool counted = false; ///< `start` is in batch_starts
+            ::pid_t pid = ::getpid();
             ~in_flight_guard() {
-                std::lock_guard<std::mutex> lock(s.prefetch_mutex);
-                if (--s.prefetches_in_flight != 0) return;
-                s.forgotten_in_flight.clear();
-                s.forgotten_overflow = false;
+                if (!counted) return;
+                try {
+                    std::lock_guard<std::mutex> lock(s.prefetch_mutex);
+                    if (pid != s.prefetch_pid) return; // (begun before a fork: the set is anew)
+                    auto const it = s.batch_starts.find(start);
+                    if (it != s.batch_starts.end()) s.batch_starts.erase(it);
+                    if (s.batch_starts.empty()) {
+                        s.forgotten.clear();
+                        s.forgot_all_at = 0;
+                        return;
+                    }
+                    std::uint64_t const oldest = *s.batch_starts.begin();
+                    for (auto f = s.forgotten.begin(); f != s.forgotten.end();)
+                        f = f->second <= oldest ? s.forgotten.erase(f) : std::next(f);
+                } catch (...) {
+                }
             }
         };
 
@@ -14082,13 +14130,16 @@ private:
                 try {
                     std::vector<key> wanted;
                     std::unordered_set<key> seen;
+                    in_flight_guard flight{*this};
                     {
                         std::lock_guard<std::mutex> lock(prefetch_mutex);
                         for (key const& k : keys)
                             if (!k.empty() && prefetched.count(k) == 0 && seen.insert(k).second) wanted.push_back(k);
-                        ++prefetches_in_flight;
+                        adopt_prefetch_pid_locked();
+                        flight.start = forgets;
+                        batch_starts.insert(flight.start);
+                        flight.counted = true;
                     }
-                    in_flight_guard const flight{*this};
                     if (local)
                         wanted.erase(std::remove_if(wanted.begin(), wanted.end(), [&](key const& k) { return local_has(k); }),
                                      wanted.end());
@@ -14134,7 +14185,10 @@ private:
                     bool any_answer = false;
                     for (auto const& g : got) {
                         if (g.first.status == read_status::error) {
-                            if (!first_error) first_error = g.first.error;
+                            // (Past the batch's own byte bound: no failure of the remote's; the
+                            // key is read alone later.)
+                            if (!first_error && g.first.error != std::errc::value_too_large)
+                                first_error = g.first.error;
                         } else {
                             any_answer = true;
                         }
@@ -14152,7 +14206,7 @@ private:
                             if (got[i].first.status == read_status::error) continue;
                             // (stored or removed while the batch was read: its answer is stale,
                             // and an absent one is no longer absent, or no longer to claim)
-                            if (forgotten_overflow || forgotten_in_flight.count(wanted[i]) != 0) continue;
+                            if (!answer_fresh_locked(wanted[i], flight.start)) continue;
                             if (claims && !claim_in_read && got[i].first.status == read_status::absent &&
                                 !is_identity_record_key(wanted[i]))
                                 absent.push_back(wanted[i]);

@@ -175,7 +175,10 @@ inline http_errc http_errc_of(CURLcode c) noexcept {
     case CURLE_PARTIAL_FILE:
     case CURLE_HTTP2:        // (HTTP/2's framing layer failed: the connection broke)
     case CURLE_HTTP2_STREAM: // (the server reset the stream: HTTP/1.1's closed connection)
-    case CURLE_HTTP3: return http_errc::reset;
+#if LIBCURL_VERSION_NUM >= 0x074400 // (7.68)
+    case CURLE_HTTP3:
+#endif
+        return http_errc::reset;
     case CURLE_PEER_FAILED_VERIFICATION:
     case CURLE_SSL_CONNECT_ERROR:
     case CURLE_SSL_CERTPROBLEM:
@@ -1232,17 +1235,18 @@ private:
             reserved_for[i] = 0;
             bool const entry_bound = rq.bound == max; // (not the batch's, smaller)
             std::string& bytes = out[i].second;
+            // A body not kept gives its memory back at once (a failed one may hold its
+            // announced length); a kept one counts as the memory it holds.
             if (x.over_bound) {
-                bytes.clear();
-                bytes.shrink_to_fit();
+                std::string().swap(bytes);
                 // Past the entry bound: too_large; past what the batch may still take: an error.
                 out[i].first = entry_bound ? read_result{read_status::too_large, make_error_code(http_errc::too_large)}
                                            : read_result{read_status::error, make_error_code(http_errc::too_large)};
             } else if (!x.error && (x.status == 404 || x.status == 410)) {
-                bytes.clear();
+                std::string().swap(bytes);
                 out[i].first = {read_status::absent, {}};
             } else if (x.error || x.status != 200) { // (204, 206: bad_status, as read answers)
-                bytes.clear();
+                std::string().swap(bytes);
                 std::error_code const e = x.error ? x.error : make_error_code(detail::http_errc_of_status(x.status));
                 if (e == http_errc::too_large) {
                     out[i].first = {read_status::too_large, e};
@@ -1251,7 +1255,7 @@ private:
                     out[i].first = {read_status::error, e};
                 }
             } else {
-                batch_bytes += bytes.size();
+                batch_bytes += bytes.capacity();
                 out[i].first = {read_status::found, {}};
             }
         };

@@ -305,7 +305,8 @@ public:
     /// The repairs counted in `db`'s lock file; 0 when there is none.
     static std::uint64_t count(std::string const& db) noexcept {
         try {
-            int const fd = retry_on_eintr([&] { return ::open(path_of(db).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC); });
+            std::string const p = path_of(db);
+            int const fd = retry_on_eintr([&] { return ::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC); });
             if (fd < 0) return 0;
             std::uint64_t const n = count_in(fd);
             ::close(fd);
@@ -335,11 +336,15 @@ public:
             // (A lock file this process may not write still locks; its count then stays.)
             if (fd_ < 0 && errno == EACCES) fd_ = retry_on_eintr([&] { return ::open(p.c_str(), O_RDONLY | flags); });
         }
-        if (fd_ < 0) return p + ": " + std::strerror(errno);
+        if (fd_ < 0) {
+            int const e = errno;
+            return p + ": " + std::strerror(e);
+        }
         auto const until = std::chrono::steady_clock::now() + std::max(busy, std::chrono::milliseconds(0));
         while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-            if ((errno != EWOULDBLOCK && errno != EINTR) || std::chrono::steady_clock::now() >= until) {
-                std::string const why = p + ": " + (errno == EWOULDBLOCK ? "held by another repair" : std::strerror(errno));
+            int const e = errno;
+            if ((e != EWOULDBLOCK && e != EINTR) || std::chrono::steady_clock::now() >= until) {
+                std::string const why = p + ": " + (e == EWOULDBLOCK ? "held by another repair" : std::strerror(e));
                 ::close(fd_);
                 fd_ = -1;
                 return why;
@@ -994,7 +999,10 @@ private:
                         failure + "): left as it is");
             return;
         }
-        (void)lock.counted();
+        if (!lock.counted())
+            report(detail::sqlite_impl::repair_lock::path_of(path) +
+                   ": the repair cannot be counted there (it cannot be written): another process that "
+                   "found the same damage may repair the file again");
         state_->repairs_seen = lock.held_count();
         report(path + ": " + why + " (not a compile_cache database, or damaged); copied aside to " + tried.aside +
                " and emptied in place");
