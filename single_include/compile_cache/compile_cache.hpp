@@ -14017,19 +14017,22 @@ private:
         void forget_prefetched(key const& k) noexcept {
             try {
                 std::lock_guard<std::mutex> lock(prefetch_mutex);
+                auto const it = prefetched.find(k);
+                if (it != prefetched.end()) {
+                    prefetched_bytes -= std::min(prefetched_bytes, prefetch_cost(it->second.bytes));
+                    prefetched.erase(it);
+                }
                 adopt_prefetch_pid_locked();
                 ++forgets;
-                if (!batch_starts.empty()) {
+                if (batch_starts.empty()) return;
+                try {
                     if (forgotten.size() < max_forgotten || forgotten.count(k) != 0)
                         forgotten[k] = forgets;
                     else
                         forgot_all_at = forgets;
+                } catch (...) {
+                    forgot_all_at = forgets; // (not recorded: the batches running keep nothing)
                 }
-                if (prefetched.empty()) return;
-                auto const it = prefetched.find(k);
-                if (it == prefetched.end()) return;
-                prefetched_bytes -= std::min(prefetched_bytes, prefetch_cost(it->second.bytes));
-                prefetched.erase(it);
             } catch (...) {
             }
         }
