@@ -419,6 +419,13 @@ struct gate {
         open = true;
         cv.notify_all();
     }
+    /// Waits, at most `bound`, for a call to come to the gate; whether exactly one came.
+    bool one_arrived() const {
+        auto const until = std::chrono::steady_clock::now() + bound;
+        while (arrived == 0 && std::chrono::steady_clock::now() < until)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        return arrived == 1;
+    }
 };
 
 /// A remote in memory whose writes pass a gate.
@@ -1120,10 +1127,7 @@ TEST_CASE("tiered_storage: a store or a removal made while a prefetch's batch is
     // The batch reads the three keys (`stored` absent), then waits at the gate while the
     // host removes one and stores another: its answers for those two are stale.
     std::thread prefetching([&] { tier.prefetch({removed, stored, kept}, 1 << 20); });
-    auto const until = std::chrono::steady_clock::now() + 10s;
-    while (server.answers->arrived == 0 && std::chrono::steady_clock::now() < until)
-        std::this_thread::sleep_for(1ms);
-    bool const read_first = server.answers->arrived == 1;
+    bool const read_first = server.answers->one_arrived();
     CHECK_FALSE(tier.remove(removed));
     CHECK_FALSE(tier.write(stored, "stored"));
     server.answers->release();
@@ -1156,10 +1160,7 @@ TEST_CASE("tiered_storage: a batch that reads the server while a removal is on i
     // The removal forgets what prefetch holds, then waits on its way to the server...
     std::error_code removed;
     std::thread removing([&] { removed = tier.remove(k); });
-    auto const until = std::chrono::steady_clock::now() + 10s;
-    while (server.removals->arrived == 0 && std::chrono::steady_clock::now() < until)
-        std::this_thread::sleep_for(1ms);
-    bool const removal_waits = server.removals->arrived == 1;
+    bool const removal_waits = server.removals->one_arrived();
     // ...while a batch reads the server, which still has the entry.
     tier.prefetch({k}, 1 << 20);
     server.removals->release();
@@ -1184,10 +1185,7 @@ TEST_CASE("tiered_storage: a store made before a batch began does not make it dr
     cc::key const older = key_of(keys, "older").value();
     cc::key const k = key_of(keys, "stored").value();
     std::thread first([&] { tier.prefetch({older}, 1 << 20); }); // in flight until released
-    auto const until = std::chrono::steady_clock::now() + 10s;
-    while (server.answers->arrived == 0 && std::chrono::steady_clock::now() < until)
-        std::this_thread::sleep_for(1ms);
-    bool const first_waits = server.answers->arrived == 1;
+    bool const first_waits = server.answers->one_arrived();
     CHECK_FALSE(tier.write(k, "stored")); // while the first batch is in flight
     tier.prefetch({k}, 1 << 20);          // begun after the store: its answer is fresh
     int const single_reads = *server.reads;

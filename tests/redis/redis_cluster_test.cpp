@@ -25,26 +25,6 @@ cc::redis_storage cluster_storage(std::string const& url, std::string const& nam
     return cc::redis_storage(o);
 }
 
-/// The port of the master that serves `slot`, as the cluster says (CLUSTER NODES).
-int owner_port(int any_port, unsigned slot) {
-    std::istringstream nodes(admin(any_port)({"CLUSTER", "NODES"}));
-    std::string line;
-    while (std::getline(nodes, line)) {
-        std::istringstream fields(line);
-        std::string id, address, flags, master, ping, pong, epoch, state, range;
-        fields >> id >> address >> flags >> master >> ping >> pong >> epoch >> state;
-        if (flags.find("master") == std::string::npos) continue;
-        while (fields >> range) {
-            if (range.front() == '[') continue;
-            std::size_t const dash = range.find('-');
-            unsigned const from = static_cast<unsigned>(std::stoul(range.substr(0, dash)));
-            unsigned const to = dash == std::string::npos ? from : static_cast<unsigned>(std::stoul(range.substr(dash + 1)));
-            if (slot >= from && slot <= to) return std::stoi(address.substr(address.find(':') + 1));
-        }
-    }
-    return -1;
-}
-
 std::string node_id(int port) { return admin(port)({"CLUSTER", "MYID"}); }
 
 /// How often a node was sent `command`: executed plus rejected (redirected) calls.

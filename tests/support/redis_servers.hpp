@@ -30,6 +30,7 @@
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -377,6 +378,27 @@ inline compile_cache::key key_of(std::uint64_t n) {
 /// Milliseconds since `start`.
 inline double ms_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// The port of the master that serves `slot`, as the cluster says (CLUSTER NODES); -1: none.
+inline int owner_port(int any_port, unsigned slot) {
+    std::istringstream nodes(admin(any_port)({"CLUSTER", "NODES"}));
+    std::string line;
+    while (std::getline(nodes, line)) {
+        std::istringstream fields(line);
+        std::string id, address, flags, master, ping, pong, epoch, state, range;
+        fields >> id >> address >> flags >> master >> ping >> pong >> epoch >> state;
+        if (flags.find("master") == std::string::npos) continue;
+        while (fields >> range) {
+            if (range.front() == '[') continue;
+            std::size_t const dash = range.find('-');
+            unsigned const from = static_cast<unsigned>(std::stoul(range.substr(0, dash)));
+            unsigned const to =
+                dash == std::string::npos ? from : static_cast<unsigned>(std::stoul(range.substr(dash + 1)));
+            if (slot >= from && slot <= to) return std::stoi(address.substr(address.find(':') + 1));
+        }
+    }
+    return -1;
 }
 
 } // namespace compile_cache_test::redis
