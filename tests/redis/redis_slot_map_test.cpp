@@ -17,7 +17,7 @@ namespace cc = compile_cache;
 using namespace compile_cache_test::redis;
 
 namespace {
-cc::redis_storage storage_at(std::string const& url, std::string const& name_space) {
+cc::redis_storage slot_map_storage_at(std::string const& url, std::string const& name_space) {
     cc::redis_options o;
     o.url = url;
     o.name_space = name_space;
@@ -35,7 +35,7 @@ TEST_CASE("A seed node that serves no slot does not hide the slot map another se
     REQUIRE(admin(lone.port())({"CLUSTER", "SLOTS"}) == "(array)");
     auto const ports = fixture::get().cluster_ports();
     std::string const ns = unique_name("emptyseed");
-    auto s = storage_at("redis+cluster://127.0.0.1:" + std::to_string(lone.port()) + ",127.0.0.1:" +
+    auto s = slot_map_storage_at("redis+cluster://127.0.0.1:" + std::to_string(lone.port()) + ",127.0.0.1:" +
                             std::to_string(ports[0]),
                         ns);
     std::string out;
@@ -52,7 +52,7 @@ TEST_CASE("A slot no master served when the map was learnt is served once a mast
     server lone(lone_node_args);
     REQUIRE(admin(lone.port())({"CLUSTER", "ADDSLOTSRANGE", "0", "8191"}) == "OK");
     std::string const ns = unique_name("unserved");
-    auto s = storage_at("redis+cluster://127.0.0.1:" + std::to_string(lone.port()), ns);
+    auto s = slot_map_storage_at("redis+cluster://127.0.0.1:" + std::to_string(lone.port()), ns);
     std::uint64_t n = 0;
     while (cc::detail::redis_hash_slot(s.redis_key(key_of(n))) < 8192) ++n;
     cc::key const k = key_of(n);
