@@ -186,6 +186,33 @@ TEST_CASE("Redis claims: a dead owner's claim is taken over in one step, with th
     CHECK(a.calls("eval") == 2);
 }
 
+TEST_CASE("Redis claims: a claim's commands all end within one command timeout, against a slow server",
+          "[redis][claims]") {
+    // A server that answers each command 600 ms late, under a command timeout of 1 s: a
+    // dead owner's claim takes three commands (SET NX, GET, the take-over), which each
+    // ended within their own timeout, so that the claim took 1.8 s. The call's commands
+    // now share one deadline: the GET is cut at 1 s, and the claim is said held.
+    server s;
+    admin a(s.port());
+    relay r(s.port(), 600ms);
+    cc::redis_options o;
+    o.url = r.url();
+    o.name_space = unique_name("claims");
+    o.command_timeout = 1000ms;
+    cc::redis_storage slow(o);
+    cc::key const k = key_of(5);
+    std::string const name = slow.claim_name(k);
+    REQUIRE(a({"SET", name, gone_owner()}) == "OK");
+
+    auto const started = std::chrono::steady_clock::now();
+    cc::claim_answer const answer = slow.try_claim(k, remote_claim());
+    auto const took = std::chrono::steady_clock::now() - started;
+    INFO("try_claim took " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
+    CHECK(took < 1500ms);
+    CHECK(answer.state == cc::claim_state::held);
+    CHECK_FALSE(answer.took_over);
+}
+
 TEST_CASE("Redis claims for an ACL user without EVAL: a dead owner's claim is still taken over, and a release "
           "(alone or in a batch) still removes the claim",
           "[redis][claims]") {

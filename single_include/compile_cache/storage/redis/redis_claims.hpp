@@ -48,8 +48,11 @@ inline claim_answer redis_storage::try_claim(key const& k, claim_request const& 
         std::string const name = claim_name(k);
         std::string const owner = detail::claim_owner();
         std::string const expiry = std::to_string(std::max<long long>(request.expiry.count(), 1));
+        // Every command by one deadline: a server answering just under the timeout would
+        // otherwise make this call last up to ten of them.
+        auto const until = call_deadline();
         for (int round = 0; round < 2; ++round) {
-            call c = run(name, {"SET", name, owner, "NX", "PX", expiry}, 4096);
+            call c = run(name, {"SET", name, owner, "NX", "PX", expiry}, 4096, until);
             if (c.error) return claim_answer{}; // the server is failing: no claims, as before
             redisReply const* r = c.reply.get();
             if (r->type == REDIS_REPLY_STATUS) {
@@ -59,7 +62,7 @@ inline claim_answer redis_storage::try_claim(key const& k, claim_request const& 
             if (r->type != REDIS_REPLY_NIL) return claim_answer{}; // refused (read-only replica, ACL): none
             // Held: whose? A claim of a process of this machine that is gone is taken over
             // at once; any other stands until its expiry.
-            call g = run(name, {"GET", name}, 4096);
+            call g = run(name, {"GET", name}, 4096, until);
             if (g.error || g.reply->type != REDIS_REPLY_STRING) {
                 if (!g.error && g.reply->type == REDIS_REPLY_NIL) continue; // released meanwhile
                 answer.state = claim_state::held;
@@ -76,7 +79,8 @@ inline claim_answer redis_storage::try_claim(key const& k, claim_request const& 
             }
             // Dead: replaced by ours on the server if it still holds the claim read, in one
             // step (a script): another process taking it over meanwhile keeps its claim.
-            call t = run(name, {"EVAL", detail::redis_claim_take_over_script, "1", name, held, owner, expiry}, 4096);
+            call t = run(name, {"EVAL", detail::redis_claim_take_over_script, "1", name, held, owner, expiry}, 4096,
+                         until);
             if (t.error) return claim_answer{};
             if (t.reply->type == REDIS_REPLY_INTEGER && t.reply->integer == 1) {
                 answer.state = claim_state::claimed;
@@ -88,11 +92,11 @@ inline claim_answer redis_storage::try_claim(key const& k, claim_request const& 
             // can only take the dead claim over: one more compile at worst), then claimed
             // with SET NX in the next round.
             if (t.reply->type == REDIS_REPLY_ERROR) {
-                call again = run(name, {"GET", name}, 4096);
+                call again = run(name, {"GET", name}, 4096, until);
                 if (again.error || again.reply->type != REDIS_REPLY_STRING ||
                     std::string(again.reply->str, again.reply->len) != held)
                     continue;
-                call d = run(name, {"DEL", name}, 4096);
+                call d = run(name, {"DEL", name}, 4096, until);
                 if (!d.error && d.reply->type == REDIS_REPLY_INTEGER && d.reply->integer == 1) answer.took_over = true;
                 continue;
             }
@@ -137,19 +141,21 @@ inline void redis_storage::release_claim(key const& k) noexcept {
         // expired and was taken by another process is that process's, and stays.
         std::string const name = claim_name(k);
         std::string const owner = detail::claim_owner();
-        call e = run(name, {"EVAL", detail::redis_claim_release_script, "1", name, owner}, 4096);
-        if (!e.error && e.reply->type == REDIS_REPLY_ERROR) release_claim_without_script(name, owner);
+        auto const until = call_deadline();
+        call e = run(name, {"EVAL", detail::redis_claim_release_script, "1", name, owner}, 4096, until);
+        if (!e.error && e.reply->type == REDIS_REPLY_ERROR) release_claim_without_script(name, owner, until);
     } catch (...) {
     }
 }
 
-inline void redis_storage::release_claim_without_script(std::string const& name, std::string const& owner) {
+inline void redis_storage::release_claim_without_script(std::string const& name, std::string const& owner,
+                                                        detail::redis_clock::time_point until) {
     // A server that refuses scripts (an ACL without EVAL): GET, compare, DEL, as before
     // scripts (a claim that expires between the two and is taken by another is then
     // deleted: one more compile at worst), so that waiters need not wait for the expiry.
-    call g = run(name, {"GET", name}, 4096);
+    call g = run(name, {"GET", name}, 4096, until);
     if (!g.error && g.reply->type == REDIS_REPLY_STRING && std::string(g.reply->str, g.reply->len) == owner)
-        (void)run(name, {"DEL", name}, 4096);
+        (void)run(name, {"DEL", name}, 4096, until);
 }
 
 inline void redis_storage::release_claim_many(std::vector<key> const& keys) noexcept {
@@ -174,7 +180,7 @@ inline void redis_storage::release_claim_many(std::vector<key> const& keys) noex
             true);
         for (std::size_t i : refused) {
             if (detail::redis_clock::now() >= until) break; // (the rest left to their expiry)
-            release_claim_without_script(names[i], owner);
+            release_claim_without_script(names[i], owner, until);
         }
     } catch (...) {
     }
@@ -226,7 +232,7 @@ inline void redis_storage::write_many_then_release(std::vector<std::pair<key, st
         if (!unanswered.empty()) release_claim_many(unanswered);
         for (std::size_t i : refused) {
             if (detail::redis_clock::now() >= until) break; // (the rest left to their expiry)
-            release_claim_without_script(names[i], owner);
+            release_claim_without_script(names[i], owner, until);
         }
     } catch (...) {
         // (What was not sent is left: the writes as failed, the claims to their expiry.)

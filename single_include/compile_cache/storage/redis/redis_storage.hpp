@@ -337,8 +337,11 @@ public:
     /// `SET NAMESPACE:HEX:claim OWNER NX PX request.expiry`; held when another process's
     /// claim stands (one of a process of this machine that is gone is taken over at once);
     /// none when the server fails or refuses the write, or `request.scope` has no `remote`.
+    /// Its commands (up to ten, for a dead claim taken over) all end within one command
+    /// timeout; one that cannot is a failure (none), or held when a claim was seen.
     claim_answer try_claim(key const& k, claim_request const& request) noexcept;
-    /// Deletes this process's claim of `k` (another's is left alone).
+    /// Deletes this process's claim of `k` (another's is left alone), within one command
+    /// timeout.
     void release_claim(key const& k) noexcept;
     /// The batch of claims (storage/concept.hpp's try_claim_many): one `SET ... NX PX`
     /// per key, pipelined as read_many's reads are (one exchange per server or node):
@@ -507,11 +510,18 @@ private:
         return state_ != nullptr;
     }
 
-    /// release_claim on a server that refuses scripts: GET, compare, DEL.
-    void release_claim_without_script(std::string const& name, std::string const& owner);
+    /// release_claim on a server that refuses scripts: GET, compare, DEL, both by `until`.
+    void release_claim_without_script(std::string const& name, std::string const& owner,
+                                      detail::redis_clock::time_point until);
 
+    /// One command, within one command timeout from now.
     call run(std::string const& name, detail::redis_command const& command, std::size_t max_reply) {
         return state_->client.run(name, command, max_reply, call_deadline());
+    }
+    /// One command of a call that makes several, all by the call's deadline `until`.
+    call run(std::string const& name, detail::redis_command const& command, std::size_t max_reply,
+             detail::redis_clock::time_point until) {
+        return state_->client.run(name, command, max_reply, until);
     }
 
     std::error_code simple(std::string const& name, detail::redis_command const& command) {
