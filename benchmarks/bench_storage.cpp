@@ -27,6 +27,9 @@
 //   faults of an mmap), "llvm_hit_untouched" does not look at the bytes at all.
 //   Keys are visited in a shuffled order.
 // - miss: a key that is not there.
+// - store/compile_cache_shared: compile_cache's store into a directory in shared mode
+//   (directory_options::shared()), which also opens the entry's fan-out folder without
+//   following a symlink and makes the temp file through it.
 //
 // COMPILE_CACHE_BENCH_COUNTS=1000 (comma-separated) limits the directory sizes.
 // COMPILE_CACHE_BENCH_AGE_S=N sets every populated entry's mtime N seconds back, so
@@ -123,20 +126,26 @@ struct population {
     std::vector<std::string> llvm_keys; ///< the same, as LLVM cache keys (hex)
 };
 
-enum class side { compile_cache, llvm };
+/// compile_cache_shared: a directory in shared mode (directory_options::shared()), whose
+/// stores also open their fan-out folder without following a symlink.
+enum class side { compile_cache, compile_cache_shared, llvm };
+
+cc::directory_options options_of(side s) {
+    return s == side::compile_cache_shared ? cc::directory_options::shared() : cc::directory_options();
+}
 
 population& populated(side s, std::size_t size, std::size_t count) {
     static std::map<std::tuple<side, std::size_t, std::size_t>, population> made;
     auto& p = made[{s, size, count}];
     if (p.dir) return p;
-    p.dir = std::make_unique<bench::scratch_dir>(s == side::compile_cache ? "cc" : "llvm");
+    p.dir = std::make_unique<bench::scratch_dir>(s == side::llvm ? "llvm" : "cc");
     std::string const& bytes = payload(size);
-    cc::directory_storage storage(p.dir->path());
+    cc::directory_storage storage(p.dir->path(), options_of(s));
     std::string entry;
     for (std::size_t i = 0; i < count; ++i) {
         cc::key const k = key_of(i, 1);
         p.keys.push_back(k);
-        if (s == side::compile_cache) {
+        if (s != side::llvm) {
             if (cc_store(storage, k, bytes, entry)) {
                 std::fprintf(stderr, "populating %s failed\n", p.dir->path().c_str());
                 std::exit(2);
@@ -152,7 +161,7 @@ population& populated(side s, std::size_t size, std::size_t count) {
         times[0].tv_nsec = 0;
         times[1] = times[0];
         for (auto const& k : p.keys) {
-            std::string const path = s == side::compile_cache ? storage.entry_path(k)
+            std::string const path = s != side::llvm ? storage.entry_path(k)
                                                               : p.dir->path() + "/llvmcache-" + k.hex();
             ::utimensat(AT_FDCWD, path.c_str(), times, 0);
         }
@@ -203,9 +212,9 @@ void cc_miss(benchmark::State& state, std::size_t size, std::size_t count) {
     state.SetLabel(label(size, count));
 }
 
-void cc_store_bench(benchmark::State& state, std::size_t size, std::size_t count) {
-    population& p = populated(side::compile_cache, size, count);
-    cc::directory_storage storage(p.dir->path());
+void cc_store_bench(benchmark::State& state, std::size_t size, std::size_t count, side s) {
+    population& p = populated(s, size, count);
+    cc::directory_storage storage(p.dir->path(), options_of(s));
     std::string const& bytes = payload(size);
     std::string entry;
     static std::size_t next = 0; // keys never stored before, across repetitions too
@@ -342,7 +351,11 @@ void register_all() {
         for (std::size_t size : {std::size_t{1024}, std::size_t{4096}, std::size_t{65536}}) {
             if (size == 65536 && count > 1000) continue; // see the header comment
             std::string const suffix = "/" + std::to_string(size) + "/" + std::to_string(count);
-            benchmark::RegisterBenchmark(("store/compile_cache" + suffix).c_str(), cc_store_bench, size, count)
+            benchmark::RegisterBenchmark(("store/compile_cache" + suffix).c_str(), cc_store_bench, size, count,
+                                         side::compile_cache)
+                ->Iterations(stores);
+            benchmark::RegisterBenchmark(("store/compile_cache_shared" + suffix).c_str(), cc_store_bench, size, count,
+                                         side::compile_cache_shared)
                 ->Iterations(stores);
             benchmark::RegisterBenchmark(("hit/compile_cache" + suffix).c_str(), cc_hit, size, count);
             benchmark::RegisterBenchmark(("miss/compile_cache" + suffix).c_str(), cc_miss, size, count);
