@@ -719,6 +719,44 @@ TEST_CASE("a symlink planted where a damaged file's copy goes is never followed:
     CHECK(logged[0].find("File exists): left as it is") != std::string::npos);
 }
 
+TEST_CASE("a repair that fails one way, then another, says each once: the lock held, then the copy refused",
+          "[sqlite]") {
+    temp_dir dir;
+    std::string const file = (dir.path() / "cache.db").string();
+    fill_two_hundred(file);
+    cc::sqlite_storage opened(file); // (open and sound, then damaged behind its back)
+    REQUIRE(opened.usable());
+    overwrite_pages(file);
+    std::vector<std::string> logged;
+    cc::sqlite_options options;
+    options.logger = [&](std::string_view line) { logged.emplace_back(line); };
+    options.busy_timeout = std::chrono::milliseconds(10);
+    // Another repair holds the file's repair lock: the damage is left, and said so once.
+    auto elsewhere = std::make_unique<cc::detail::sqlite_impl::repair_lock>();
+    REQUIRE(elsewhere->take(file, 0644, std::chrono::milliseconds(0)).empty());
+    cc::sqlite_storage s(file, options);
+    REQUIRE(read_until_error(s));
+    REQUIRE(read_until_error(s));
+    REQUIRE(logged.size() == 1);
+    CHECK(logged[0].find("it is damaged, and its repair lock cannot be taken (" + file +
+                         ".repair: held by another repair): left as it is for now") != std::string::npos);
+    // That repair ends without repairing; now the copy cannot be made (a symlink planted at
+    // each name it may take): a failure of another kind, which is said too, once.
+    elsewhere.reset();
+    auto const now = static_cast<long long>(std::time(nullptr));
+    std::string const not_yet = (dir.path() / "not-yet").string();
+    for (long long t = now; t < now + 30; ++t)
+        REQUIRE(::symlink(not_yet.c_str(),
+                          (file + ".broken-" + std::to_string(t) + "-" + std::to_string(::getpid())).c_str()) == 0);
+    REQUIRE(read_until_error(s));
+    REQUIRE(read_until_error(s));
+    INFO(logged.back());
+    REQUIRE(logged.size() == 2);
+    CHECK(logged[1].find("it is damaged, and it cannot be copied aside to " + file + ".broken-") != std::string::npos);
+    CHECK(logged[1].find("File exists): left as it is") != std::string::npos);
+    CHECK(!fs::exists(not_yet));
+}
+
 TEST_CASE("a damaged file that cannot be copied aside (a full disk) is left as it is, with one line", "[sqlite]") {
     temp_dir dir;
     fs::path const mnt = dir.path() / "mnt";
