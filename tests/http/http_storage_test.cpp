@@ -346,7 +346,12 @@ TEST_CASE("a listing's byte bound holds over all its answers, not over each alon
     cc::http_storage s(o);
     std::vector<cc::stored_entry> entries;
     std::error_code const e = s.list(entries);
-    CHECK(e == cc::http_errc::too_large);
+    CHECK(e == cc::http_errc::listing_too_large);
+    CHECK(e == std::errc::value_too_large);
+    // What a host (the tool) prints: the listing's failure (no entry's), then what it passed.
+    CHECK(e.message() == "the listing of the HTTP server's entries is larger than allowed "
+                         "(http_options::listing_max_bytes, listing_max_items)");
+    CHECK(s.last_failure().text.rfind("PROPFIND " + server.url(), 0) == 0);
     CHECK(s.last_failure().text.find("the listing passed 100000 bytes of answers in all") != std::string::npos);
     CHECK(server.stop_and_count_propfinds() < 257); // it stopped reading at the bound
     o.listing_max_bytes = 1 << 20; // room for all of it: the same listing passes
@@ -363,7 +368,7 @@ TEST_CASE("a listing's item bound holds over all its answers, not over each alon
     o.listing_max_items = 300; // past it in the 22nd folder
     std::vector<cc::stored_entry> entries;
     cc::http_storage s(o);
-    CHECK(s.list(entries) == cc::http_errc::too_large);
+    CHECK(s.list(entries) == cc::http_errc::listing_too_large);
     CHECK(entries.size() == 21);
     CHECK(s.last_failure().text.find("the listing passed 300 items in all") != std::string::npos);
     CHECK(server.stop_and_count_propfinds() == 23); // the base and 22 folders, then no more
