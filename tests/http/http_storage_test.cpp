@@ -281,8 +281,8 @@ TEST_CASE("a body past the bound is refused while it streams in, announced or no
 namespace {
 
 /// The hostile WebDAV server (hostile_webdav.py, beside the fixture's script) in `mode`,
-/// on 127.0.0.1: a real server cannot be made to answer PROPFIND with crafted bodies.
-/// Killed when it goes.
+/// on 127.0.0.1: a real server cannot be made to answer PROPFIND with crafted bodies, nor
+/// to announce a body's length and close the connection after part of it. Killed when it goes.
 class hostile_webdav {
 public:
     explicit hostile_webdav(std::string const& mode) : process_({python3(), script(), mode}) {
@@ -1215,6 +1215,43 @@ TEST_CASE("read_many counts the bodies still streaming in against batch_max_byte
         REQUIRE(got.size() == 1);
         CHECK(got[0].first.status == cc::read_status::too_large);
     }
+}
+
+TEST_CASE("read_many: a body cut short holds no memory after it fails, so the batch's bound holds over all",
+          "[http][batch][bounds][faults]") {
+    // The hostile server announces 600,000 bytes for the cc... entry, sends 1,000 and closes
+    // the connection; every other entry is 100,000 bytes. The announced length is reserved
+    // as the body starts: were it kept after the failure, the ten bodies found after it
+    // (1,000,000 bytes, within the bound alone) would hold 1.6 MB against a bound of 1 MiB.
+    hostile_webdav server("cut");
+    cc::http_options o;
+    o.url = server.url();
+    o.layout = cc::http_layout::flat;
+    o.timeout = std::chrono::milliseconds(5000);
+    o.connect_timeout = std::chrono::milliseconds(2000);
+    o.batch_connections = 1; // one GET at a time: the cut one first
+    o.batch_max_bytes = std::size_t{1} << 20;
+    cc::http_storage s(o);
+    std::vector<cc::key> keys{*cc::key::from_hex("cc" + std::string(62, '0'))};
+    for (unsigned i = 0; i < 10; ++i) keys.push_back(key_of(i));
+    for (cc::key const& k : keys) REQUIRE((k.hex().rfind("cc", 0) == 0) == (&k == &keys[0]));
+    std::vector<std::pair<cc::read_result, std::string>> got;
+    s.read_many(keys, std::size_t{1} << 20, got);
+    REQUIRE(got.size() == keys.size());
+    CHECK(got[0].first.status == cc::read_status::error);
+    CHECK(got[0].first.error == cc::http_errc::reset);
+    CHECK(got[0].second.empty());
+    CHECK(got[0].second.capacity() <= std::string().capacity()); // its 600,000 bytes given back
+    std::size_t held = 0; // the memory the batch's answers hold
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        INFO(i);
+        held += got[i].second.capacity();
+        if (i > 0) {
+            CHECK(got[i].first.status == cc::read_status::found);
+            CHECK(got[i].second == std::string(100000, 'k'));
+        }
+    }
+    CHECK(held <= o.batch_max_bytes);
 }
 
 namespace {
