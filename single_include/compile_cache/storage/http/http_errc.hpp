@@ -20,6 +20,7 @@ enum class http_errc {
     bad_status,     ///< any other status the call does not expect
     cannot_list,    ///< the server offers no WebDAV PROPFIND (the tool cannot list it)
     other,          ///< anything else (out of memory, libcurl could not start)
+    listing_too_large, ///< a listing (list) past http_options::listing_max_bytes or listing_max_items
 };
 
 namespace detail {
@@ -40,6 +41,9 @@ public:
         case http_errc::bad_status: return "the HTTP server answered with a status the call does not expect";
         case http_errc::cannot_list: return "the HTTP server cannot list its entries (it offers no WebDAV PROPFIND)";
         case http_errc::other: return "the HTTP call failed";
+        case http_errc::listing_too_large:
+            return "the listing of the HTTP server's entries is larger than allowed "
+                   "(http_options::listing_max_bytes, listing_max_items)";
         }
         return "unknown HTTP error";
     }
@@ -57,7 +61,8 @@ public:
         case http_errc::redirect:
         case http_errc::server_error:
         case http_errc::bad_status: return std::errc::protocol_error;
-        case http_errc::too_large: return std::errc::value_too_large;
+        case http_errc::too_large:
+        case http_errc::listing_too_large: return std::errc::value_too_large;
         case http_errc::cannot_list: return std::errc::operation_not_supported;
         case http_errc::other: break;
         }

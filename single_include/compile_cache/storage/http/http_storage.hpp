@@ -547,8 +547,9 @@ public:
     /// not exist yet lists nothing. Each fan-out folder is read once, however often the
     /// base's answer names it. Stops at the first failure, which it returns; past
     /// http_options::listing_timeout (`timeout`), or past listing_max_bytes of answers or
-    /// listing_max_items items in all, over every folder (`too_large`), too: a server
-    /// cannot make the listing hold more than those bounds.
+    /// listing_max_items items in all, over every folder (`listing_too_large`, whose
+    /// condition is std::errc::value_too_large), too: a server cannot make the listing
+    /// hold more than those bounds.
     std::error_code list(std::vector<stored_entry>& out) const {
         try {
             http_options const& o = state_->options;
@@ -560,7 +561,7 @@ public:
             std::uint64_t bytes_left = o.listing_max_bytes; // of answers, over the whole listing
             std::size_t items_left = o.listing_max_items;
             auto past_bound = [&](std::string const& folder, std::string const& what) {
-                std::error_code const e = make_error_code(http_errc::too_large);
+                std::error_code const e = make_error_code(http_errc::listing_too_large);
                 remember(e, "PROPFIND " + folder + ": the listing passed " + what +
                                 " in all (http_options::listing_max_bytes, listing_max_items)");
                 return e;

@@ -836,6 +836,9 @@ public:
     }
 
 private:
+    /// The ways a repair fails, each reported once in a row (report_once).
+    enum class repair_failure { none, lock, copy, empty };
+
     struct state : detail::sqlite_impl::forkable_state { // (its mutex, connection and fork marks)
         std::string path;
         sqlite_options options;
@@ -855,7 +858,9 @@ private:
             bool copied = false;
             std::string aside;
         } repair;
-        bool reported_unrepaired = false; ///< a repair that failed was reported
+        /// The way the last repair that failed failed, once reported (repair_failure::none:
+        /// none was, or a repair succeeded since).
+        repair_failure reported_unrepaired = repair_failure::none;
         /// The repairs counted in the file's repair_lock when the connection was opened (or
         /// this process last repaired it): another count at a repair means another process
         /// repaired the file since, so this one does not.
@@ -960,8 +965,8 @@ private:
         detail::sqlite_impl::repair_lock lock;
         if (std::string const not_taken = lock.take(path, st.st_mode, state_->options.busy_timeout);
             !not_taken.empty()) {
-            report_once(path + ": " + why + ", and its repair lock cannot be taken (" + not_taken +
-                        "): left as it is for now");
+            report_once(repair_failure::lock, path + ": " + why + ", and its repair lock cannot be taken (" +
+                                                  not_taken + "): left as it is for now");
             return;
         }
         if (lock.held_count() != state_->repairs_seen) {
@@ -989,14 +994,14 @@ private:
             detail::sqlite_impl::repair_file(path, aside, st.st_mode, state_->options.busy_timeout, failure);
         using detail::sqlite_impl::repair_outcome;
         if (outcome == repair_outcome::not_copied) {
-            report_once(path + ": " + why + ", and it cannot be copied aside to " + tried.aside + " (" + failure +
-                        "): left as it is");
+            report_once(repair_failure::copy, path + ": " + why + ", and it cannot be copied aside to " +
+                                                  tried.aside + " (" + failure + "): left as it is");
             return;
         }
         tried.copied = true;
         if (outcome == repair_outcome::not_emptied) {
-            report_once(path + ": " + why + "; copied aside to " + tried.aside + ", but it cannot be emptied (" +
-                        failure + "): left as it is");
+            report_once(repair_failure::empty, path + ": " + why + "; copied aside to " + tried.aside +
+                                                   ", but it cannot be emptied (" + failure + "): left as it is");
             return;
         }
         if (!lock.counted())
@@ -1007,14 +1012,15 @@ private:
         report(path + ": " + why + " (not a compile_cache database, or damaged); copied aside to " + tried.aside +
                " and emptied in place");
         tried = {};
-        state_->reported_unrepaired = false;
+        state_->reported_unrepaired = repair_failure::none;
     }
 
-    /// report(), once until a repair succeeds: a file left damaged fails each call that
-    /// reaches the damage.
-    void report_once(std::string const& line) {
-        if (state_->reported_unrepaired) return;
-        state_->reported_unrepaired = true;
+    /// report(), once for each way in a row that a repair fails, until one succeeds: a file
+    /// left damaged fails each call that reaches the damage, and says so once; a repair that
+    /// then fails another way (the lock was held, now the copy fails) says that too.
+    void report_once(repair_failure how, std::string const& line) {
+        if (state_->reported_unrepaired == how) return;
+        state_->reported_unrepaired = how;
         report(line);
     }
 
