@@ -111,6 +111,55 @@ TEST_CASE("No server listening: every call fails as refused, at once", "[redis][
     CHECK(ms_since(start) < 300);
 }
 
+namespace {
+std::atomic<bool> map_held{false};     // the holding thread is inside the hook
+std::atomic<bool> other_call_done{false};
+void hold_slot_map() { // (redis_slot_map_held_for_testing: on the holding thread only)
+    map_held = true;
+    while (!other_call_done) std::this_thread::sleep_for(milliseconds(1));
+}
+} // namespace
+
+TEST_CASE("A cluster out of reach is refused or timeout, never other, while another call holds the slot map",
+          "[redis][cluster][faults]") {
+    // The cluster's one seed was a real server, now gone: every call learns no slot map, as
+    // refused. While one call holds the map's lock (learning it), another's slot is unserved:
+    // that call must still count as the remote failing (a tier backs off), not as `other`.
+    int port = 0;
+    {
+        server gone;
+        port = gone.port();
+    } // killed: nothing listens there now
+    auto s = storage_at("redis+cluster://127.0.0.1:" + std::to_string(port));
+    map_held = false;
+    other_call_done = false;
+    cc::read_result held_call;
+    std::thread holder([&] {
+        cc::detail::redis_slot_map_held_for_testing = hold_slot_map;
+        std::string out;
+        held_call = s.read(key_of(1), out, 100);
+        cc::detail::redis_slot_map_held_for_testing = nullptr;
+    });
+    while (!map_held) std::this_thread::sleep_for(milliseconds(1));
+    std::string out;
+    cc::read_result const r = s.read(key_of(2), out, 100);
+    std::string const said = s.last_failure().text;
+    std::vector<std::pair<cc::read_result, std::string>> batch;
+    s.read_many({key_of(3)}, 100, batch);
+    other_call_done = true;
+    holder.join();
+    INFO(said);
+    CHECK(r.status == cc::read_status::error);
+    CHECK(cc::remote_error_of(r.error) == cc::remote_error::timeout);
+    REQUIRE(batch.size() == 1);
+    CHECK(batch[0].first.status == cc::read_status::error);
+    CHECK(cc::remote_error_of(batch[0].first.error) == cc::remote_error::timeout);
+    // The call that held the map past its own time is a timeout; one after it says why no
+    // node told the map: refused.
+    CHECK(cc::remote_error_of(held_call.error) == cc::remote_error::timeout);
+    CHECK(cc::remote_error_of(s.read(key_of(4), out, 100).error) == cc::remote_error::refused);
+}
+
 TEST_CASE("A free loopback port is refused even when the kernel connects the client to itself",
           "[redis][faults]") {
     int const port = compile_cache_test::free_port_a_client_may_take();

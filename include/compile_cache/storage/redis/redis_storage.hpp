@@ -541,7 +541,7 @@ private:
                 std::uint16_t const slot = detail::redis_hash_slot(names[i]);
                 std::optional<std::size_t> const target = client.owner(slot, deadline);
                 if (!target) {
-                    fail(i, client.unserved(slot));
+                    fail(i, client.unserved(slot, deadline));
                     continue;
                 }
                 if (std::error_code e = client.resting(*target)) {

@@ -30,6 +30,10 @@
 
 namespace compile_cache::detail {
 
+/// For tests only: called on the thread that has just taken a cluster client's slot map
+/// lock to learn the map (refresh), before it goes on; other calls wait for the lock meanwhile.
+inline thread_local void (*redis_slot_map_held_for_testing)() = nullptr;
+
 /// The nodes of one address and the routing of a command to them (see redis_storage for
 /// the contract a user sees). Thread-safe: each node's connection is used by one call at
 /// a time, and every wait for a lock or a reply ends at the call's deadline.
@@ -210,7 +214,7 @@ public:
         if (!is_cluster()) return run_on_server(command, max_reply, deadline);
         std::uint16_t const slot = redis_hash_slot(name);
         std::optional<std::size_t> target = owner(slot, deadline);
-        if (!target) return failed(unserved(slot));
+        if (!target) return failed(unserved(slot, deadline));
         if (auto e = resting(*target)) return failed(e);
         bool asking = false;
         for (int attempt = 0;; ++attempt) {
@@ -330,6 +334,7 @@ public:
         {
             std::unique_lock<std::timed_mutex> lock(map_mutex, std::defer_lock);
             if (!lock.try_lock_until(deadline)) return make_error_code(remote_error::timeout);
+            if (redis_slot_map_held_for_testing != nullptr) redis_slot_map_held_for_testing();
             last_refresh = redis_clock::now();
             count = nodes.size();
         }
@@ -378,13 +383,16 @@ public:
 
     /// The error of a call whose slot no known node serves: while the slot map is not
     /// known, why no node told it (the cluster is out of reach: refused, timeout, auth...);
+    /// `timeout` when the map cannot be looked at by `deadline` (other calls held it);
     /// with a map that leaves the slot out, `other`.
-    std::error_code unserved(std::uint16_t slot) {
+    std::error_code unserved(std::uint16_t slot, redis_clock::time_point deadline) {
         std::error_code why;
         std::string text;
         {
             std::unique_lock<std::timed_mutex> lock(map_mutex, std::defer_lock);
-            if (lock.try_lock_for(std::chrono::milliseconds(1)) && slot_owner.empty()) {
+            if (!lock.try_lock_until(deadline))
+                return record(remote_error::timeout, "waited too long for the cluster's slot map");
+            if (slot_owner.empty()) {
                 why = refresh_error;
                 text = refresh_error_text;
             }
