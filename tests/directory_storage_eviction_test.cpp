@@ -709,6 +709,94 @@ TEST_CASE("prune() keeps an entry stored or used after its survey and evicts the
         CHECK((s.read(key_n(i), out, 10000).status == read_status::found) == (i == 1 || i >= 57));
 }
 
+TEST_CASE("prune() evicts an entry dated days ahead first, not the newer entries", "[storage][eviction]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    store_aged(root, 100, 5000, now_s() - 10000); // 2 blocks each
+    directory_storage s(root.string(), limited(100 * 8192 / 2)); // room for 50
+    // Entry 50 last used ten days from now (a machine's clock ahead, a copied file).
+    set_mtime(s.entry_path(key_n(50)), now_s() + 10 * 86400);
+    auto const r = s.prune();
+    CHECK(!r.error);
+    CHECK(r.removed == 55);
+    CHECK(r.entries == 45);
+    std::string out;
+    CHECK(s.read(key_n(50), out, 10000).status == read_status::absent); // ranked the oldest
+    for (std::uint32_t i = 55; i < 100; ++i) {
+        INFO("entry " << i);
+        REQUIRE(s.read(key_n(i), out, 10000).status == read_status::found);
+        CHECK(out == payload_of(i, 0, 5000));
+    }
+}
+
+TEST_CASE("stores over the limit evict an entry dated days ahead, not the newer entries",
+          "[storage][eviction]") {
+    bulk_dir dir;
+    fs::path const root = dir.path() / "cache";
+    store_aged(root, 990, 100, now_s() - 10000);
+    set_mtime(directory_storage(root.string(), limited(0)).entry_path(key_n(500)), now_s() + 10 * 86400);
+    REQUIRE(!directory_storage(root.string(), limited(0)).prune().error);
+    directory_storage s(root.string(), limited(1000 * 4096));
+    std::uint32_t next = 990;
+    while (fs::exists(s.entry_path(key_n(500))) && next < 1400) {
+        REQUIRE(!s.write(key_n(next), payload_of(next, 0, 100)));
+        ++next;
+    }
+    INFO("stores: " << next - 990 << ", cleanup steps " << s.counters().cleanup_steps);
+    CHECK(!fs::exists(s.entry_path(key_n(500))));
+    for (std::uint32_t i = 700; i < next; ++i) {
+        if (i == 500) continue;
+        INFO("entry " << i);
+        CHECK(fs::exists(s.entry_path(key_n(i))));
+    }
+    std::string out;
+    REQUIRE(s.read(key_n(next - 1), out, 1000).status == read_status::found);
+    CHECK(out == payload_of(next - 1, 0, 100));
+}
+
+TEST_CASE("a hit on an entry dated days ahead sets its use time to now", "[storage][eviction]") {
+    temp_dir dir;
+    directory_storage s((dir.path() / "cache").string());
+    REQUIRE(!s.write(key_n(1), "value"));
+    set_mtime(s.entry_path(key_n(1)), now_s() + 10 * 86400);
+    std::string out;
+    REQUIRE(s.read(key_n(1), out, 100).status == read_status::found);
+    CHECK(out == "value");
+    CHECK(mtime_of(s.entry_path(key_n(1))).tv_sec <= now_s());
+}
+
+namespace {
+/// Where the hook below removes an entry: the cache of the test that sets it.
+fs::path removed_during_prune_root;
+
+/// Between prune()'s survey and its eviction: entry 0, the oldest, removed by another
+/// storage object (as another process would), which takes it off the ledger.
+void remove_during_prune() {
+    directory_storage other(removed_during_prune_root.string(), limited(0));
+    CHECK(!other.remove(key_n(0)));
+}
+} // namespace
+
+TEST_CASE("prune() does not count an entry another process removed first as evicted",
+          "[storage][eviction][ledger]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    store_aged(root, 100, 5000, now_s() - 10000); // 2 blocks each
+    directory_storage s(root.string(), limited(100 * 8192 / 2)); // room for 50
+    REQUIRE(s.accounted_size() == 100 * 8192);
+    removed_during_prune_root = root;
+    cc::detail::directory_storage_impl::before_named_eviction_for_testing = remove_during_prune;
+    auto const r = s.prune();
+    cc::detail::directory_storage_impl::before_named_eviction_for_testing = nullptr;
+    CHECK(!r.error);
+    CHECK(r.removed == 54); // 1..54: entry 0 was gone when its turn came
+    CHECK(r.removed_bytes == 54 * 8192);
+    CHECK(r.entries == 45);
+    CHECK(r.bytes == 45 * 8192);
+    CHECK(usage_of(root).entries == 45);
+    CHECK(s.accounted_size() == 45 * 8192); // the ledger as the disk: the removal taken off once
+}
+
 TEST_CASE("clear() removes the library's entries and temp files and nothing else", "[storage][eviction]") {
     temp_dir dir;
     fs::path const root = dir.path() / "cache";

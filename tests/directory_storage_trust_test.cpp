@@ -408,3 +408,35 @@ TEST_CASE("every durability setting stores and loads", "[storage][trust]") {
         CHECK(c.stats().total_store_failures() == 0);
     }
 }
+
+TEST_CASE("shared mode: a folder this user cannot list keeps its figure in the ledger through a prune",
+          "[storage][trust][eviction]") {
+    if (!running_as_root()) {
+        WARN("not root: cannot prune as another member of the group; not run");
+        return;
+    }
+    temp_dir dir;
+    fs::path const root = dir.path() / "group";
+    fs::create_directory(root);
+    fs::permissions(dir.path(), fs::perms(0711));
+    REQUIRE(::chown(root.c_str(), 0, nogroup) == 0);
+    REQUIRE(::chmod(root.c_str(), 02770) == 0);
+    directory_storage s(root.string(), directory_options::shared());
+    for (std::uint32_t i = 0; i < 40; ++i) REQUIRE(!s.write(key_of(i).value(), std::string(5000, 'x')));
+    REQUIRE(!s.prune().error);
+    std::uint64_t const total = s.accounted_size();
+    REQUIRE(total == 40 * 8192);
+    // One folder made this user's alone (0700): user nobody of group nogroup cannot list it.
+    fs::path const folder = fs::path(s.entry_path(key_of(0).value())).parent_path();
+    REQUIRE(::chmod(folder.c_str(), 0700) == 0);
+    std::string const out = compile_cache_test::run_in_child([&] {
+        if (::setgroups(0, nullptr) != 0 || ::setgid(nogroup) != 0 || ::setuid(nobody) != 0)
+            return std::string("cannot drop root");
+        auto const r = directory_storage(root.string(), directory_options::shared()).prune();
+        if (r.error) return "prune: " + r.error.message();
+        return r.not_removed == 0 ? std::string("listed every folder") : std::string("pruned");
+    });
+    REQUIRE(::chmod(folder.c_str(), 02770) == 0);
+    CHECK(out == "pruned");
+    CHECK(s.accounted_size() == total); // not less by what the folder it could not list holds
+}

@@ -32,6 +32,20 @@ namespace compile_cache::detail::directory_storage_impl {
 inline constexpr std::int64_t temp_stale_after_ns = std::int64_t{3600} * 1000000000; ///< one hour
 inline constexpr std::int64_t no_cutoff = std::numeric_limits<std::int64_t>::min();
 
+/// How far ahead of now a use time (mtime) may be and still be believed: a day.
+inline constexpr std::int64_t future_use_slack_ns = std::int64_t{86400} * 1000000000;
+
+/// The use time by which eviction ranks an entry last used (mtime) at `mtime`, at `now`
+/// (both in nanoseconds): `mtime` itself, or, when it is more than future_use_slack_ns
+/// ahead of `now` (a clock ahead on a machine sharing the directory, a file copied with
+/// its times), the oldest use time there is (just after no_cutoff), so that such an
+/// entry goes first instead of outliving every other.
+inline std::int64_t ranked_use_time(std::int64_t mtime, std::int64_t now) noexcept {
+    bool const future = now <= std::numeric_limits<std::int64_t>::max() - future_use_slack_ns &&
+                        mtime > now + future_use_slack_ns;
+    return future ? no_cutoff + 1 : mtime;
+}
+
 /// Whether a scan that sweeps temp files also judges claim files (remove_stale_claim:
 /// a read of the claim and of its owner's /proc entry each); a scan made only to count a
 /// folder (the ledger's recount after a store) leaves them to the cleanups.
@@ -49,6 +63,9 @@ struct folder_scan {
     /// such error (an errno value) in `error`.
     std::uint64_t not_removed = 0;
     int error = 0;
+    /// The folder is there but could not be listed (another user's, in a shared
+    /// directory): `bytes` and `entries` say nothing of it, and a count keeps its figure.
+    bool unlisted = false;
     std::size_t visited = 0; ///< names looked at: the work done
 
     void failed(int e) noexcept {
@@ -109,12 +126,15 @@ COMPILE_CACHE_DECL int remove_stale_claim(int folder_fd, char const* name) noexc
 
 /// Looks at the names of fan-out folder `index` from where `cursor` stopped (opening it
 /// when the cursor is on another folder), within `limits`: entries (regular files with
-/// an entry name) are counted, or unlinked when their use time (mtime) is at or before
-/// `evict_up_to`; temp files last written before `temps_before` are unlinked, and, unless
+/// an entry name) are counted, or unlinked when their use time (ranked_use_time of their
+/// mtime, at the call's start) is at or before `evict_up_to`; temp files last written before `temps_before` are unlinked, and, unless
 /// `temps_before` is no_cutoff (a listing) or `claims` is left, stale claim files
 /// (remove_stale_claim); anything else is left alone. `on_entry(mtime_ns, accounted_bytes, name, file_size)` is called
-/// for each entry kept (what it throws, this throws). A missing folder is an empty
-/// one. Each name is stat-ed once.
+/// for each entry kept (its mtime as it is, not ranked; what it throws, this throws). An
+/// entry found gone by its unlink (another process removed it first) is neither evicted
+/// nor kept: it is not counted at all. A missing folder is an empty one; a folder that is
+/// there but cannot be listed sets `unlisted` (its entries are not counted). Each name is
+/// stat-ed once.
 template <class OnEntry>
 scan_progress scan_folder_part(int root_fd, folder_cursor& cursor, unsigned index, std::int64_t temps_before,
                                std::int64_t evict_up_to, scan_limits limits, OnEntry&& on_entry,
@@ -122,6 +142,7 @@ scan_progress scan_folder_part(int root_fd, folder_cursor& cursor, unsigned inde
     scan_progress progress;
     folder_scan& out = cursor.found;
     char const* const folder = folder_name(index);
+    std::int64_t const now = evict_up_to != no_cutoff ? now_ns() : 0;
     if (!cursor.open_on(index)) {
         std::uint64_t const before = cursor.before;
         cursor.close();
@@ -133,13 +154,17 @@ scan_progress scan_folder_part(int root_fd, folder_cursor& cursor, unsigned inde
             // No folder, a file or a symlink in its place (not the cache's): nothing of
             // ours. A folder that cannot be read (another user's) holds entries that stay.
             int const e = errno;
-            if (e != ENOENT && e != ENOTDIR && e != ELOOP) out.failed(e);
+            if (e != ENOENT && e != ENOTDIR && e != ELOOP) {
+                out.failed(e);
+                out.unlisted = true;
+            }
             progress.finished = true;
             return progress;
         }
         cursor.dir = ::fdopendir(fd);
         if (cursor.dir == nullptr) {
             out.failed(errno);
+            out.unlisted = true;
             ::close(fd);
             progress.finished = true;
             return progress;
@@ -188,14 +213,14 @@ scan_progress scan_folder_part(int root_fd, folder_cursor& cursor, unsigned inde
             continue;
         }
         std::uint64_t const bytes = accounted_size(static_cast<std::uint64_t>(st.st_size));
-        if (mtime <= evict_up_to) {
+        if (evict_up_to != no_cutoff && ranked_use_time(mtime, now) <= evict_up_to) {
             ++progress.unlinks;
-            int const r = ::unlinkat(fd, e->d_name, 0);
-            if (r == 0 || errno == ENOENT) {
+            if (::unlinkat(fd, e->d_name, 0) == 0) {
                 ++out.evicted;
                 out.evicted_bytes += bytes;
                 continue;
             }
+            if (errno == ENOENT) continue; // removed first by another process, which accounts for it
             out.failed(errno);
         }
         ++out.entries;
@@ -245,9 +270,10 @@ public:
     /// it back to counted().
     COMPILE_CACHE_DECL std::uint64_t before_scan(unsigned folder) noexcept;
 
-    /// What a scan found in `folder`: the bytes its entries (those left) count for, and
-    /// the folder's figure when the scan began (what before_scan returned).
-    COMPILE_CACHE_DECL void counted(unsigned folder, std::uint64_t bytes, std::uint64_t figure_before) noexcept;
+    /// What a scan found in `folder` (the bytes its entries, those left, count for), and
+    /// the folder's figure when the scan began (what before_scan returned). A folder the
+    /// scan could not list (folder_scan::unlisted) is not counted: its figure stays.
+    COMPILE_CACHE_DECL void counted(unsigned folder, folder_scan const& found, std::uint64_t figure_before) noexcept;
 
     /// Entries evicted from a folder whose count will not be written by this counter
     /// (a scan that spans cleanup steps, during which this process's stores may land in
@@ -470,6 +496,7 @@ private:
     /// What one step works with.
     struct step_context {
         int root_fd;
+        std::int64_t now_ns; ///< when the step began: what use times are ranked against (ranked_use_time)
         std::int64_t now_s;
         std::int64_t temps_before; ///< temp files last written before this go
         std::uint64_t target;      ///< 90% of the limit: where eviction stops

@@ -382,7 +382,10 @@ read_result directory_storage::read_entry(key const& k, std::string& out, std::s
         // the entry was last used over an hour ago. LRU order at an hour's
         // resolution is enough to pick what to evict; a finer clock made every
         // first hit after a minute dirty an inode (and, on ext4, a journal block).
-        bool refresh = impl::now_s() - static_cast<std::int64_t>(st.st_mtime) >= refresh_after_s;
+        // A use time eviction does not believe (ranked_use_time: far ahead of now) is
+        // refreshed too.
+        std::int64_t const now = impl::now_s(), used = static_cast<std::int64_t>(st.st_mtime);
+        bool refresh = now - used >= refresh_after_s || used - now > impl::future_use_slack_ns / 1000000000;
         bool mapped = false;
         if (view != nullptr && options_.map_min_size != 0 && size >= options_.map_min_size) {
             // Refreshed before the mapping, whose intact() takes any later change of the
@@ -574,7 +577,7 @@ cleanup_result directory_storage::clear() noexcept {
             impl::folder_scan const fs =
                 impl::scan_folder(root_fd, f, std::numeric_limits<std::int64_t>::max(),
                                   std::numeric_limits<std::int64_t>::max(), impl::no_entry_callback{});
-            counter.counted(f, fs.bytes, before);
+            counter.counted(f, fs, before);
             r.removed += fs.evicted;
             r.removed_bytes += fs.evicted_bytes;
             r.temp_files_removed += fs.temps_removed;
@@ -761,7 +764,7 @@ bool directory_storage::flush_ledger(std::int64_t now, std::uint64_t& total) con
         impl::folder_scan const fs =
             impl::scan_folder(root.fd, folder, temps_before, impl::no_cutoff, impl::no_entry_callback{},
                               impl::claim_sweep::left);
-        counter.counted(folder, fs.bytes, before);
+        counter.counted(folder, fs, before);
         state_->cleanup.temps_removed += fs.temps_removed;
     }
     std::uint64_t const recounted = counter.save(counted_at);

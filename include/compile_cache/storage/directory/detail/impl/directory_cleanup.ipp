@@ -44,13 +44,14 @@ std::uint64_t folder_counter::before_scan(unsigned folder) noexcept {
     return before_[folder & 0xff].bytes;
 }
 
-void folder_counter::counted(unsigned folder, std::uint64_t bytes, std::uint64_t figure_before) noexcept {
+void folder_counter::counted(unsigned folder, folder_scan const& found, std::uint64_t figure_before) noexcept {
+    if (found.unlisted) return;
     open();
     // The figure when this folder's scan began, which may have been in an earlier
     // step: the stores that landed in the folder since are then in (now - before),
     // counted twice at worst if the listing saw them too, never lost.
     before_[folder & 0xff].bytes = figure_before;
-    count_[folder & 0xff] = bytes;
+    count_[folder & 0xff] = found.bytes;
     seen_.set(folder & 0xff);
 }
 
@@ -134,7 +135,7 @@ void cleanup_state::step_impl(int root_fd, std::string const& ledger_path, unsig
                               ledger_batch* batch, cleanup_totals& out) {
     std::int64_t const now = now_ns();
     folder_counter counter(ledger_path, file_mode, exact_umask, events);
-    step_context c{root_fd, now / 1000000000, now - temp_stale_after_ns, max_size - max_size / 10, budget, counter,
+    step_context c{root_fd, now, now / 1000000000, now - temp_stale_after_ns, max_size - max_size / 10, budget, counter,
                    batch, max_size};
     begin_or_resume(c.now_s, budget.whole, total, c.target);
     if (current == phase::survey) {
@@ -225,7 +226,7 @@ bool cleanup_state::scan_next(step_context& c, cleanup_totals& out, std::int64_t
             c.counter.evicted(folder, now.evicted_bytes - was.evicted_bytes);
     }
     if (!p.finished) return false;
-    if (whole) c.counter.counted(folder, now.bytes, cursor.before);
+    if (whole) c.counter.counted(folder, now, cursor.before);
     surveyed_bytes += current == phase::survey ? now.bytes : 0;
     surveyed_entries += current == phase::survey ? now.entries : 0;
     cursor.close();
@@ -239,7 +240,8 @@ void cleanup_state::survey_folders(step_context& c, cleanup_totals& out) {
     while (next < 256 && !c.spent()) {
         unsigned const folder = next;
         bool const done =
-            scan_next(c, out, no_cutoff, [&](std::int64_t mtime, std::uint64_t bytes, std::string_view name, std::uint64_t) {
+            scan_next(c, out, no_cutoff, [&](std::int64_t use, std::uint64_t bytes, std::string_view name, std::uint64_t) {
+                std::int64_t const mtime = ranked_use_time(use, c.now_ns);
                 if (keep_names && records.size() < limit) {
                     records.push_back({mtime, bytes, names.add(name), static_cast<std::uint8_t>(name.size()),
                                        static_cast<std::uint8_t>(folder)});
@@ -268,6 +270,7 @@ std::size_t cleanup_state::named_limit() noexcept {
 struct survey_half {
     unsigned from = 256;
     std::int64_t temps_before = 0;
+    std::int64_t now = 0; ///< what use times are ranked against (ranked_use_time)
     std::size_t max_records = 0;
     std::vector<cleanup_state::record> records;
     entry_name_blocks names;
@@ -284,7 +287,8 @@ struct survey_half {
             for (done_to = from; done_to < 256 && !stop.load(std::memory_order_relaxed); ++done_to) {
                 unsigned const folder = done_to;
                 scan_folder_part(root_fd, cursor, folder, temps_before, no_cutoff, scan_limits{},
-                                 [&](std::int64_t mtime, std::uint64_t bytes, std::string_view name, std::uint64_t) {
+                                 [&](std::int64_t use, std::uint64_t bytes, std::string_view name, std::uint64_t) {
+                                     std::int64_t const mtime = ranked_use_time(use, now);
                                      if (named && records.size() < max_records) {
                                          records.push_back({mtime, bytes, names.add(name),
                                                             static_cast<std::uint8_t>(name.size()),
@@ -341,6 +345,7 @@ bool cleanup_state::survey_in_two(step_context& c, cleanup_totals& out) {
         half = std::make_unique<survey_half>();
         half->from = split;
         half->temps_before = c.temps_before;
+        half->now = c.now_ns;
         half->max_records = limit / 2;
         second.stop = &half->stop;
         second.thread = thread_without_signals([&h = *half, root_fd = c.root_fd] { h.run(root_fd); });
@@ -351,7 +356,8 @@ bool cleanup_state::survey_in_two(step_context& c, cleanup_totals& out) {
     // (A whole budget is never spent: each scan_next finishes its folder.)
     while (next < split) {
         unsigned const folder = next;
-        scan_next(c, out, no_cutoff, [&](std::int64_t mtime, std::uint64_t bytes, std::string_view name, std::uint64_t) {
+        scan_next(c, out, no_cutoff, [&](std::int64_t use, std::uint64_t bytes, std::string_view name, std::uint64_t) {
+            std::int64_t const mtime = ranked_use_time(use, c.now_ns);
             if (keep_names && records.size() < limit / 2) {
                 records.push_back({mtime, bytes, names.add(name), static_cast<std::uint8_t>(name.size()),
                                    static_cast<std::uint8_t>(folder)});
@@ -379,7 +385,7 @@ bool cleanup_state::survey_in_two(step_context& c, cleanup_totals& out) {
     for (unsigned f = split; f < 256; ++f) {
         folder_scan const& fs = half->found[f];
         add_found(out, folder_scan{}, fs);
-        c.counter.counted(f, fs.bytes, before[f]);
+        c.counter.counted(f, fs, before[f]);
         surveyed_bytes += fs.bytes;
         surveyed_entries += fs.entries;
     }
@@ -404,6 +410,7 @@ void cleanup_state::evict_oldest_named(step_context& c, cleanup_totals& out) {
     file_descriptor folder_fd;
     unsigned open_folder = 256;
     std::string name;
+    std::uint64_t gone = 0, gone_bytes = 0; ///< found removed already by their unlink
     // The oldest entries that bring the total under the target, unlinked folder by
     // folder (one open of each folder, not one per entry: in age order consecutive
     // entries are in different folders); if some could not be unlinked or were used
@@ -429,21 +436,28 @@ void cleanup_state::evict_oldest_named(step_context& c, cleanup_totals& out) {
             // Stored again or used since the survey (its use time moved): kept, and the
             // next oldest go instead.
             struct stat st {};
-            if (::fstatat(folder_fd.fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && mtime_ns(st) != r.mtime) continue;
+            if (::fstatat(folder_fd.fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                ranked_use_time(mtime_ns(st), c.now_ns) != r.mtime)
+                continue;
             int const e = ::unlinkat(folder_fd.fd, name.c_str(), 0) == 0 ? 0 : errno;
-            if (e != 0 && e != ENOENT) {
+            total -= e == 0 || e == ENOENT ? r.bytes : 0;
+            if (e == ENOENT) { // removed first by another process, which accounts for it: no eviction
+                ++gone;
+                gone_bytes += r.bytes;
+                continue;
+            }
+            if (e != 0) {
                 out.add_failures(1, e);
                 continue;
             }
-            total -= r.bytes;
             c.counter.removed(r.folder, r.bytes);
             ++out.evicted;
             out.evicted_bytes += r.bytes;
         }
         from = to;
     }
-    out.entries -= out.evicted;
-    out.bytes -= out.evicted_bytes;
+    out.entries -= out.evicted + gone;
+    out.bytes -= out.evicted_bytes + gone_bytes;
 }
 
 void cleanup_state::start_sweep(std::uint64_t total, std::uint64_t target) {
@@ -473,8 +487,8 @@ void cleanup_state::start_sweep(std::uint64_t total, std::uint64_t target) {
 void cleanup_state::sweep_folders(step_context& c, cleanup_totals& out) {
     std::uint64_t const evicted_before = out.evicted, evicted_bytes_before = out.evicted_bytes;
     while (next < 256 && !c.spent())
-        if (!scan_next(c, out, cutoff, [this](std::int64_t mtime, std::uint64_t bytes, std::string_view, std::uint64_t) {
-                swept.emplace_back(mtime, bytes);
+        if (!scan_next(c, out, cutoff, [&](std::int64_t use, std::uint64_t bytes, std::string_view, std::uint64_t) {
+                swept.emplace_back(ranked_use_time(use, c.now_ns), bytes);
             }))
             break;
     if (out.complete) {
