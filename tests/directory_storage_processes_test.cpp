@@ -927,3 +927,16 @@ TEST_CASE("the cache directory removed while the process runs", "[storage][proce
     CHECK(field(out, "diagnostics") == 1);
     CHECK(field(out, "other_misses") == 0);
 }
+
+TEST_CASE("a child forked while another thread installs the SIGBUS guard reads its entries, never blocks",
+          "[storage][mapped][fork]") {
+    temp_dir dir;
+    // A fresh process: the guard is installed once per process, by its first mapped read.
+    compile_cache_test::process_spec spec;
+    spec.argv = {worker, "fork-while-installing", (dir.path() / "cache").string()};
+    spec.timeout = std::chrono::seconds(60); // (the helper's child is ended after 20 s, if blocked)
+    compile_cache_test::process_result const r = compile_cache_test::run_process(spec);
+    INFO(r.out << r.err);
+    CHECK(r.out == "child=read parent=read\n");
+    CHECK(r.exited(0));
+}

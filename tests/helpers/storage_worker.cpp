@@ -31,8 +31,15 @@
 //       (20 s at most, then exits 3); `touch=PATH` creates PATH; `flush` calls
 //       flush_statistics(). The cache is
 //       destroyed at the end (writing the identity records it holds).
+//   storage_worker fork-while-installing DIR
+//       in this fresh process (no mapped read yet), a thread makes the first mapped read
+//       of a 2 MiB entry while the main thread forks in the middle of the SIGBUS guard's
+//       install; the child then reads the same entry. Prints "child=C parent=P": `read`
+//       (the entry's bytes, whole), `wrong`, or for the child `signal-N` (a child not
+//       done within 20 s is ended by SIGALRM: blocked).
 #include "support/storage_model.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -41,6 +48,7 @@
 #include <system_error>
 #include <thread>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace {
@@ -255,6 +263,45 @@ int record_steps(int argc, char** argv) {
     return 0;
 }
 
+std::atomic<int> install_step{0}; ///< fork-while-installing: 1, the install is under way; 2, go on
+
+void hold_install() {
+    install_step.store(1);
+    while (install_step.load() != 2) std::this_thread::yield();
+}
+
+int fork_while_installing(int argc, char** argv) {
+    if (argc != 3) return 2;
+    cc::directory_storage s(argv[2]);
+    cc::key const k = key_of(1).value();
+    std::string const value(std::size_t{2} << 20, 'm'); // past map_min_size: a mapped read
+    if (s.write(k, value)) return 1;
+    auto const read_whole = [&] {
+        std::string buffer;
+        cc::entry_view view;
+        return s.read_view(k, buffer, value.size(), view).status == cc::read_status::found &&
+               view.bytes() == value && view.intact();
+    };
+    cc::detail::directory_storage_impl::during_sigbus_install_for_testing = &hold_install;
+    bool parent = false;
+    std::thread reader([&] { parent = read_whole(); });
+    while (install_step.load() != 1) std::this_thread::yield();
+    pid_t const pid = ::fork();
+    if (pid == 0) {
+        ::alarm(20);
+        ::_exit(read_whole() ? 0 : 1);
+    }
+    install_step.store(2);
+    reader.join();
+    int status = 0;
+    std::string child = "no-fork";
+    if (pid > 0 && ::waitpid(pid, &status, 0) == pid)
+        child = WIFEXITED(status) ? (WEXITSTATUS(status) == 0 ? "read" : "wrong")
+                                  : "signal-" + std::to_string(WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    std::printf("child=%s parent=%s\n", child.c_str(), parent ? "read" : "wrong");
+    return child == "read" && parent ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
     if (argc < 2) return 2;
     std::string const mode = argv[1];
@@ -266,6 +313,7 @@ int main(int argc, char** argv) {
     if (mode == "host") return host(argc, argv);
     if (mode == "store-limited") return store_limited(argc, argv);
     if (mode == "record-steps") return record_steps(argc, argv);
+    if (mode == "fork-while-installing") return fork_while_installing(argc, argv);
     std::fprintf(stderr, "storage_worker: unknown mode %s\n", mode.c_str());
     return 2;
 }

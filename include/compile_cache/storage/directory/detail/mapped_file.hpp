@@ -31,8 +31,10 @@ struct mapping_slot {
 struct mapping_registry {
     static constexpr std::size_t slot_count = 64;
     mapping_slot slots[slot_count];
-    /// 0: the handler is not installed yet; 1: installed; -1: could not be installed
-    /// (mapping is then never used).
+    /// 0: the handler is not installed yet; 2: a thread is installing it (a reader that
+    /// finds this reads instead of mapping, never waits: a child forked meanwhile keeps
+    /// 2 and never maps); 1: installed; -1: could not be installed (mapping is then
+    /// never used).
     std::atomic<int> state{0};
     std::atomic<std::uintptr_t> page_size{4096};
 };
@@ -55,9 +57,15 @@ inline struct sigaction& previous_sigbus_action() noexcept {
 COMPILE_CACHE_DECL void on_sigbus(int signal, siginfo_t* info, void* context) noexcept;
 
 /// Installs on_sigbus once per process (keeping the previous action) and says whether
-/// it is SIGBUS's action now: false when it could not be installed, or when something
-/// installed another handler since (mapping is then not safe, and not used).
+/// it is SIGBUS's action now: false when it could not be installed, when something
+/// installed another handler since (mapping is then not safe, and not used), or when
+/// another thread is installing it at this moment (or was, in the parent of a forked
+/// child). Never waits for anything.
 COMPILE_CACHE_DECL bool sigbus_guard_ready() noexcept;
+
+/// For tests: called by the thread that installs on_sigbus, before its sigaction calls
+/// (so that a test can fork or read from another thread while the install is under way).
+inline void (*during_sigbus_install_for_testing)() = nullptr;
 
 /// For tests: called after a mapping is made and before its bytes are handed out,
 /// with the entry's path (to truncate or replace it in between, for real).

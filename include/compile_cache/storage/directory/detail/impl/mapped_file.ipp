@@ -4,7 +4,6 @@
 #if COMPILE_CACHE_INCLUDE_IMPL
 
 #include <cerrno>
-#include <mutex>
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -57,25 +56,23 @@ void on_sigbus(int signal, siginfo_t* info, void* context) noexcept {
 bool sigbus_guard_ready() noexcept {
     mapping_registry& r = the_mapping_registry();
     int state = r.state.load(std::memory_order_acquire);
-    if (state == 0) {
-        static std::mutex& install = *new std::mutex; // (never destroyed: a cache may read at exit)
-        std::lock_guard<std::mutex> const lock(install);
-        state = r.state.load(std::memory_order_acquire);
-        if (state == 0) {
-            long const page = ::sysconf(_SC_PAGESIZE);
-            if (page > 0) r.page_size.store(static_cast<std::uintptr_t>(page), std::memory_order_relaxed);
-            struct sigaction ours {};
-            ours.sa_sigaction = &on_sigbus;
-            ours.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
-            sigemptyset(&ours.sa_mask);
-            // The previous action is saved before ours can run (the handler reads it).
-            if (page > 0 && ::sigaction(SIGBUS, nullptr, &previous_sigbus_action()) == 0 &&
-                ::sigaction(SIGBUS, &ours, nullptr) == 0)
-                state = 1;
-            else
-                state = -1;
-            r.state.store(state, std::memory_order_release);
-        }
+    // One thread installs (0 -> 2 -> 1 or -1); the others read meanwhile, never wait: a
+    // mutex held across a fork by the installing thread left the child blocked forever.
+    if (state == 0 && r.state.compare_exchange_strong(state, 2, std::memory_order_acq_rel)) {
+        if (during_sigbus_install_for_testing != nullptr) during_sigbus_install_for_testing();
+        long const page = ::sysconf(_SC_PAGESIZE);
+        if (page > 0) r.page_size.store(static_cast<std::uintptr_t>(page), std::memory_order_relaxed);
+        struct sigaction ours {};
+        ours.sa_sigaction = &on_sigbus;
+        ours.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+        sigemptyset(&ours.sa_mask);
+        // The previous action is saved before ours can run (the handler reads it).
+        if (page > 0 && ::sigaction(SIGBUS, nullptr, &previous_sigbus_action()) == 0 &&
+            ::sigaction(SIGBUS, &ours, nullptr) == 0)
+            state = 1;
+        else
+            state = -1;
+        r.state.store(state, std::memory_order_release);
     }
     if (state != 1) return false;
     // A host (or a library) that set its own SIGBUS handler since: ours no longer runs.
