@@ -157,6 +157,11 @@ int zero_directory_counters(std::string const& dir) {
     int const folder = impl::open_counters_folder(dir, 0, -1, false);
     if (folder < 0) return errno == ENOENT ? 0 : errno; // no counters: nothing to zero
     impl::file_descriptor const folder_guard{folder};
+    // The mode a host gives the files it makes here, set exactly as it sets them: its
+    // folder's without the execute bits (0700: 0600; a shared directory's 02770: 0660).
+    struct stat folder_st {};
+    if (::fstat(folder, &folder_st) != 0) return errno;
+    auto const made_mode = static_cast<mode_t>(folder_st.st_mode & 0666);
     static constexpr char digits[] = "0123456789abcdef";
     auto const now = static_cast<std::uint64_t>(impl::now_s());
     for (unsigned shard = 0; shard < impl::counter_shards; ++shard) {
@@ -168,7 +173,7 @@ int zero_directory_counters(std::string const& dir) {
         }
         // As a host adds to a shard (directory_counters.ipp): under its lock, the new
         // text to N.new, renamed over N.
-        int const lock = ::openat(folder, lock_name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
+        int const lock = impl::open_shard_lock(folder, lock_name.c_str(), made_mode, true);
         if (lock < 0) return errno;
         impl::file_descriptor const lock_guard{lock};
         if (int const e = impl::lock_fd(lock, impl::counters_lock_wait)) return e;
@@ -182,11 +187,13 @@ int zero_directory_counters(std::string const& dir) {
         std::string text;
         for (auto const& [counter, n] : counters) text += counter + " " + std::to_string(n) + "\n";
         if (::unlinkat(folder, new_name.c_str(), 0) != 0 && errno != ENOENT) return errno;
+        auto const mode = static_cast<mode_t>(st.st_mode != 0 ? st.st_mode & 07777 : made_mode);
         int const out = ::openat(folder, new_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
-                                 st.st_mode != 0 ? st.st_mode & 07777 : 0644);
+                                 mode);
         if (out < 0) return errno;
         {
             impl::file_descriptor const out_guard{out};
+            (void)::fchmod(out, mode); // (the umask would strip the group's bits)
             if (int const e = impl::write_all(out, text.data(), text.size())) return e;
         }
         if (::renameat(folder, new_name.c_str(), folder, name.c_str()) != 0) return errno;

@@ -826,6 +826,31 @@ TEST_CASE("compile-cache zero sets the recorded counters back to zero and stats 
           std::string::npos);
 }
 
+TEST_CASE("compile-cache zero in a shared directory: lock files with the group's mode, whatever the umask") {
+    temp_dir root("compile-cache-test");
+    std::string const dir = (root.path() / "group").string();
+    compile_cache::directory_storage s(dir, compile_cache::directory_options::shared());
+    REQUIRE(!s.record_counters({{"hits", 2}}));
+    fs::path const counters = fs::path(dir) / ".cc-counters";
+    REQUIRE(compile_cache_test::mode_of(counters) == 02770u);
+    // Lock files gone (a cleanup of the directory, an earlier release's): zero makes them,
+    // as a host would, under the usual umask.
+    for (auto const& e : fs::directory_iterator(counters))
+        if (e.path().extension() == ".lock") fs::remove(e.path());
+    compile_cache_test::umask_guard const um(022);
+    process_result const zeroed = tool({"zero", dir});
+    REQUIRE_EXIT(zeroed, 0);
+    std::size_t locks = 0;
+    for (auto const& e : fs::directory_iterator(counters)) {
+        INFO(e.path().filename().string());
+        if (e.path().extension() == ".lock") ++locks;
+        CHECK(compile_cache_test::mode_of(e.path()) == 0660u); // each lock file, and shard 0 it made
+    }
+    CHECK(locks >= 1);
+    CHECK(fs::exists(counters / "0"));
+    CHECK(s.recorded_counters()["hits"] == 0);
+}
+
 namespace {
 /// promtool (Debian's prometheus), when installed.
 std::string promtool() {

@@ -57,6 +57,15 @@ COMPILE_CACHE_DECL bool read_small_file(int dir_fd, char const* name, std::strin
 COMPILE_CACHE_DECL int open_counters_folder(std::string const& directory, unsigned directory_mode, int exact_umask,
                                             bool create);
 
+/// Opens the lock file `lock_name` of the counters folder open at `dir_fd` read-only
+/// (flock needs no more: a lock file another member of a shared directory's group made is
+/// usable whenever it can be read), making it with mode `mode` when it is absent. When
+/// `exact`, a lock file of this user's whose mode is not `mode` is set to it (the process
+/// umask would strip a shared directory's group bits). The descriptor, or -1 with errno
+/// (EINVAL: not a regular file). Every writer of a shard (a host, `compile-cache zero`)
+/// takes its lock through this.
+COMPILE_CACHE_DECL int open_shard_lock(int dir_fd, char const* lock_name, mode_t mode, bool exact) noexcept;
+
 /// Adds `delta` to the shard of this process; sets the gauges. Returns 0 or errno.
 COMPILE_CACHE_DECL int add_counters(std::string const& directory,
                                     std::vector<std::pair<std::string, std::uint64_t>> const& delta,

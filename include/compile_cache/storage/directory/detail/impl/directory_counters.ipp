@@ -64,6 +64,20 @@ int open_counters_folder(std::string const& directory, unsigned directory_mode, 
     return retry_on_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
 }
 
+int open_shard_lock(int dir_fd, char const* lock_name, mode_t mode, bool exact) noexcept {
+    int const lock = retry_on_eintr(
+        [&] { return ::openat(dir_fd, lock_name, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, mode); });
+    if (lock < 0) return -1;
+    struct stat st;
+    if (::fstat(lock, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(lock);
+        errno = EINVAL;
+        return -1;
+    }
+    if (exact && st.st_uid == ::geteuid() && (st.st_mode & 07777) != (mode & 07777)) (void)::fchmod(lock, mode);
+    return lock;
+}
+
 int add_counters(std::string const& directory, std::vector<std::pair<std::string, std::uint64_t>> const& delta,
                  std::uint64_t max_size, unsigned file_mode, unsigned directory_mode, int exact_umask,
                  lock_events* events) {
@@ -77,17 +91,10 @@ int add_counters(std::string const& directory, std::vector<std::pair<std::string
     auto const mode =
         static_cast<mode_t>(exact_umask >= 0 ? file_mode & ~static_cast<unsigned>(exact_umask) : file_mode);
 
-    // Read-only: flock needs no more, so that a lock file another member of a shared
-    // directory's group made is usable whenever it can be read (one an earlier release
-    // made 0640 under a umask of 022 too). Set to the exact mode when made here, as the
-    // shard files are: the process umask would strip the group's bits.
-    int const lock =
-        ::openat(dir_fd, lock_name.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, mode);
+    // (One an earlier release made 0640 under a umask of 022 serves too: open_shard_lock.)
+    int const lock = open_shard_lock(dir_fd, lock_name.c_str(), mode, exact_umask >= 0);
     if (lock < 0) return errno;
     file_descriptor const lock_guard{lock};
-    struct stat st;
-    if (::fstat(lock, &st) != 0 || !S_ISREG(st.st_mode)) return EINVAL;
-    if (exact_umask >= 0 && st.st_uid == ::geteuid() && (st.st_mode & 07777) != mode) (void)::fchmod(lock, mode);
     if (int const e = lock_fd(lock, counters_lock_wait)) {
         if (e == EWOULDBLOCK && events)
             events->gave_up(directory + "/" + counters_folder + "/" + lock_name,
