@@ -6515,6 +6515,15 @@ COMPILE_CACHE_DECL bool read_small_file(int dir_fd, char const* name, std::strin
 COMPILE_CACHE_DECL int open_counters_folder(std::string const& directory, unsigned directory_mode, int exact_umask,
                                             bool create);
 
+/// Opens the lock file `lock_name` of the counters folder open at `dir_fd` read-only
+/// (flock needs no more: a lock file another member of a shared directory's group made is
+/// usable whenever it can be read), making it with mode `mode` when it is absent. When
+/// `exact`, a lock file of this user's whose mode is not `mode` is set to it (the process
+/// umask would strip a shared directory's group bits). The descriptor, or -1 with errno
+/// (EINVAL: not a regular file). Every writer of a shard (a host, `compile-cache zero`)
+/// takes its lock through this.
+COMPILE_CACHE_DECL int open_shard_lock(int dir_fd, char const* lock_name, mode_t mode, bool exact) noexcept;
+
 /// Adds `delta` to the shard of this process; sets the gauges. Returns 0 or errno.
 COMPILE_CACHE_DECL int add_counters(std::string const& directory,
                                     std::vector<std::pair<std::string, std::uint64_t>> const& delta,
@@ -6592,6 +6601,20 @@ int open_counters_folder(std::string const& directory, unsigned directory_mode, 
     return retry_on_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
 }
 
+int open_shard_lock(int dir_fd, char const* lock_name, mode_t mode, bool exact) noexcept {
+    int const lock = retry_on_eintr(
+        [&] { return ::openat(dir_fd, lock_name, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, mode); });
+    if (lock < 0) return -1;
+    struct stat st;
+    if (::fstat(lock, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(lock);
+        errno = EINVAL;
+        return -1;
+    }
+    if (exact && st.st_uid == ::geteuid() && (st.st_mode & 07777) != (mode & 07777)) (void)::fchmod(lock, mode);
+    return lock;
+}
+
 int add_counters(std::string const& directory, std::vector<std::pair<std::string, std::uint64_t>> const& delta,
                  std::uint64_t max_size, unsigned file_mode, unsigned directory_mode, int exact_umask,
                  lock_events* events) {
@@ -6605,17 +6628,10 @@ int add_counters(std::string const& directory, std::vector<std::pair<std::string
     auto const mode =
         static_cast<mode_t>(exact_umask >= 0 ? file_mode & ~static_cast<unsigned>(exact_umask) : file_mode);
 
-    // Read-only: flock needs no more, so that a lock file another member of a shared
-    // directory's group made is usable whenever it can be read (one an earlier release
-    // made 0640 under a umask of 022 too). Set to the exact mode when made here, as the
-    // shard files are: the process umask would strip the group's bits.
-    int const lock =
-        ::openat(dir_fd, lock_name.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, mode);
+    // (One an earlier release made 0640 under a umask of 022 serves too: open_shard_lock.)
+    int const lock = open_shard_lock(dir_fd, lock_name.c_str(), mode, exact_umask >= 0);
     if (lock < 0) return errno;
     file_descriptor const lock_guard{lock};
-    struct stat st;
-    if (::fstat(lock, &st) != 0 || !S_ISREG(st.st_mode)) return EINVAL;
-    if (exact_umask >= 0 && st.st_uid == ::geteuid() && (st.st_mode & 07777) != mode) (void)::fchmod(lock, mode);
     if (int const e = lock_fd(lock, counters_lock_wait)) {
         if (e == EWOULDBLOCK && events)
             events->gave_up(directory + "/" + counters_folder + "/" + lock_name,
@@ -7093,6 +7109,20 @@ namespace compile_cache::detail::directory_storage_impl {
 inline constexpr std::int64_t temp_stale_after_ns = std::int64_t{3600} * 1000000000; ///< one hour
 inline constexpr std::int64_t no_cutoff = std::numeric_limits<std::int64_t>::min();
 
+/// How far ahead of now a use time (mtime) may be and still be believed: a day.
+inline constexpr std::int64_t future_use_slack_ns = std::int64_t{86400} * 1000000000;
+
+/// The use time by which eviction ranks an entry last used (mtime) at `mtime`, at `now`
+/// (both in nanoseconds): `mtime` itself, or, when it is more than future_use_slack_ns
+/// ahead of `now` (a clock ahead on a machine sharing the directory, a file copied with
+/// its times), the oldest use time there is (just after no_cutoff), so that such an
+/// entry goes first instead of outliving every other.
+inline std::int64_t ranked_use_time(std::int64_t mtime, std::int64_t now) noexcept {
+    bool const future = now <= std::numeric_limits<std::int64_t>::max() - future_use_slack_ns &&
+                        mtime > now + future_use_slack_ns;
+    return future ? no_cutoff + 1 : mtime;
+}
+
 /// Whether a scan that sweeps temp files also judges claim files (remove_stale_claim:
 /// a read of the claim and of its owner's /proc entry each); a scan made only to count a
 /// folder (the ledger's recount after a store) leaves them to the cleanups.
@@ -7110,6 +7140,9 @@ struct folder_scan {
     /// such error (an errno value) in `error`.
     std::uint64_t not_removed = 0;
     int error = 0;
+    /// The folder is there but could not be listed (another user's, in a shared
+    /// directory): `bytes` and `entries` say nothing of it, and a count keeps its figure.
+    bool unlisted = false;
     std::size_t visited = 0; ///< names looked at: the work done
 
     void failed(int e) noexcept {
@@ -7170,12 +7203,15 @@ COMPILE_CACHE_DECL int remove_stale_claim(int folder_fd, char const* name) noexc
 
 /// Looks at the names of fan-out folder `index` from where `cursor` stopped (opening it
 /// when the cursor is on another folder), within `limits`: entries (regular files with
-/// an entry name) are counted, or unlinked when their use time (mtime) is at or before
-/// `evict_up_to`; temp files last written before `temps_before` are unlinked, and, unless
+/// an entry name) are counted, or unlinked when their use time (ranked_use_time of their
+/// mtime, at the call's start) is at or before `evict_up_to`; temp files last written before `temps_before` are unlinked, and, unless
 /// `temps_before` is no_cutoff (a listing) or `claims` is left, stale claim files
 /// (remove_stale_claim); anything else is left alone. `on_entry(mtime_ns, accounted_bytes, name, file_size)` is called
-/// for each entry kept (what it throws, this throws). A missing folder is an empty
-/// one. Each name is stat-ed once.
+/// for each entry kept (its mtime as it is, not ranked; what it throws, this throws). An
+/// entry found gone by its unlink (another process removed it first) is neither evicted
+/// nor kept: it is not counted at all. A missing folder is an empty one; a folder that is
+/// there but cannot be listed sets `unlisted` (its entries are not counted). Each name is
+/// stat-ed once.
 template <class OnEntry>
 scan_progress scan_folder_part(int root_fd, folder_cursor& cursor, unsigned index, std::int64_t temps_before,
                                std::int64_t evict_up_to, scan_limits limits, OnEntry&& on_entry,
@@ -7183,6 +7219,7 @@ scan_progress scan_folder_part(int root_fd, folder_cursor& cursor, unsigned inde
     scan_progress progress;
     folder_scan& out = cursor.found;
     char const* const folder = folder_name(index);
+    std::int64_t const now = evict_up_to != no_cutoff ? now_ns() : 0;
     if (!cursor.open_on(index)) {
         std::uint64_t const before = cursor.before;
         cursor.close();
@@ -7194,13 +7231,17 @@ scan_progress scan_folder_part(int root_fd, folder_cursor& cursor, unsigned inde
             // No folder, a file or a symlink in its place (not the cache's): nothing of
             // ours. A folder that cannot be read (another user's) holds entries that stay.
             int const e = errno;
-            if (e != ENOENT && e != ENOTDIR && e != ELOOP) out.failed(e);
+            if (e != ENOENT && e != ENOTDIR && e != ELOOP) {
+                out.failed(e);
+                out.unlisted = true;
+            }
             progress.finished = true;
             return progress;
         }
         cursor.dir = ::fdopendir(fd);
         if (cursor.dir == nullptr) {
             out.failed(errno);
+            out.unlisted = true;
             ::close(fd);
             progress.finished = true;
             return progress;
@@ -7249,14 +7290,14 @@ scan_progress scan_folder_part(int root_fd, folder_cursor& cursor, unsigned inde
             continue;
         }
         std::uint64_t const bytes = accounted_size(static_cast<std::uint64_t>(st.st_size));
-        if (mtime <= evict_up_to) {
+        if (evict_up_to != no_cutoff && ranked_use_time(mtime, now) <= evict_up_to) {
             ++progress.unlinks;
-            int const r = ::unlinkat(fd, e->d_name, 0);
-            if (r == 0 || errno == ENOENT) {
+            if (::unlinkat(fd, e->d_name, 0) == 0) {
                 ++out.evicted;
                 out.evicted_bytes += bytes;
                 continue;
             }
+            if (errno == ENOENT) continue; // removed first by another process, which accounts for it
             out.failed(errno);
         }
         ++out.entries;
@@ -7306,9 +7347,10 @@ public:
     /// it back to counted().
     COMPILE_CACHE_DECL std::uint64_t before_scan(unsigned folder) noexcept;
 
-    /// What a scan found in `folder`: the bytes its entries (those left) count for, and
-    /// the folder's figure when the scan began (what before_scan returned).
-    COMPILE_CACHE_DECL void counted(unsigned folder, std::uint64_t bytes, std::uint64_t figure_before) noexcept;
+    /// What a scan found in `folder` (the bytes its entries, those left, count for), and
+    /// the folder's figure when the scan began (what before_scan returned). A folder the
+    /// scan could not list (folder_scan::unlisted) is not counted: its figure stays.
+    COMPILE_CACHE_DECL void counted(unsigned folder, folder_scan const& found, std::uint64_t figure_before) noexcept;
 
     /// Entries evicted from a folder whose count will not be written by this counter
     /// (a scan that spans cleanup steps, during which this process's stores may land in
@@ -7531,6 +7573,7 @@ private:
     /// What one step works with.
     struct step_context {
         int root_fd;
+        std::int64_t now_ns; ///< when the step began: what use times are ranked against (ranked_use_time)
         std::int64_t now_s;
         std::int64_t temps_before; ///< temp files last written before this go
         std::uint64_t target;      ///< 90% of the limit: where eviction stops
@@ -7661,13 +7704,14 @@ std::uint64_t folder_counter::before_scan(unsigned folder) noexcept {
     return before_[folder & 0xff].bytes;
 }
 
-void folder_counter::counted(unsigned folder, std::uint64_t bytes, std::uint64_t figure_before) noexcept {
+void folder_counter::counted(unsigned folder, folder_scan const& found, std::uint64_t figure_before) noexcept {
+    if (found.unlisted) return;
     open();
     // The figure when this folder's scan began, which may have been in an earlier
     // step: the stores that landed in the folder since are then in (now - before),
     // counted twice at worst if the listing saw them too, never lost.
     before_[folder & 0xff].bytes = figure_before;
-    count_[folder & 0xff] = bytes;
+    count_[folder & 0xff] = found.bytes;
     seen_.set(folder & 0xff);
 }
 
@@ -7751,7 +7795,7 @@ void cleanup_state::step_impl(int root_fd, std::string const& ledger_path, unsig
                               ledger_batch* batch, cleanup_totals& out) {
     std::int64_t const now = now_ns();
     folder_counter counter(ledger_path, file_mode, exact_umask, events);
-    step_context c{root_fd, now / 1000000000, now - temp_stale_after_ns, max_size - max_size / 10, budget, counter,
+    step_context c{root_fd, now, now / 1000000000, now - temp_stale_after_ns, max_size - max_size / 10, budget, counter,
                    batch, max_size};
     begin_or_resume(c.now_s, budget.whole, total, c.target);
     if (current == phase::survey) {
@@ -7842,7 +7886,7 @@ bool cleanup_state::scan_next(step_context& c, cleanup_totals& out, std::int64_t
             c.counter.evicted(folder, now.evicted_bytes - was.evicted_bytes);
     }
     if (!p.finished) return false;
-    if (whole) c.counter.counted(folder, now.bytes, cursor.before);
+    if (whole) c.counter.counted(folder, now, cursor.before);
     surveyed_bytes += current == phase::survey ? now.bytes : 0;
     surveyed_entries += current == phase::survey ? now.entries : 0;
     cursor.close();
@@ -7856,7 +7900,8 @@ void cleanup_state::survey_folders(step_context& c, cleanup_totals& out) {
     while (next < 256 && !c.spent()) {
         unsigned const folder = next;
         bool const done =
-            scan_next(c, out, no_cutoff, [&](std::int64_t mtime, std::uint64_t bytes, std::string_view name, std::uint64_t) {
+            scan_next(c, out, no_cutoff, [&](std::int64_t use, std::uint64_t bytes, std::string_view name, std::uint64_t) {
+                std::int64_t const mtime = ranked_use_time(use, c.now_ns);
                 if (keep_names && records.size() < limit) {
                     records.push_back({mtime, bytes, names.add(name), static_cast<std::uint8_t>(name.size()),
                                        static_cast<std::uint8_t>(folder)});
@@ -7885,6 +7930,7 @@ std::size_t cleanup_state::named_limit() noexcept {
 struct survey_half {
     unsigned from = 256;
     std::int64_t temps_before = 0;
+    std::int64_t now = 0; ///< what use times are ranked against (ranked_use_time)
     std::size_t max_records = 0;
     std::vector<cleanup_state::record> records;
     entry_name_blocks names;
@@ -7901,7 +7947,8 @@ struct survey_half {
             for (done_to = from; done_to < 256 && !stop.load(std::memory_order_relaxed); ++done_to) {
                 unsigned const folder = done_to;
                 scan_folder_part(root_fd, cursor, folder, temps_before, no_cutoff, scan_limits{},
-                                 [&](std::int64_t mtime, std::uint64_t bytes, std::string_view name, std::uint64_t) {
+                                 [&](std::int64_t use, std::uint64_t bytes, std::string_view name, std::uint64_t) {
+                                     std::int64_t const mtime = ranked_use_time(use, now);
                                      if (named && records.size() < max_records) {
                                          records.push_back({mtime, bytes, names.add(name),
                                                             static_cast<std::uint8_t>(name.size()),
@@ -7958,6 +8005,7 @@ bool cleanup_state::survey_in_two(step_context& c, cleanup_totals& out) {
         half = std::make_unique<survey_half>();
         half->from = split;
         half->temps_before = c.temps_before;
+        half->now = c.now_ns;
         half->max_records = limit / 2;
         second.stop = &half->stop;
         second.thread = thread_without_signals([&h = *half, root_fd = c.root_fd] { h.run(root_fd); });
@@ -7968,7 +8016,8 @@ bool cleanup_state::survey_in_two(step_context& c, cleanup_totals& out) {
     // (A whole budget is never spent: each scan_next finishes its folder.)
     while (next < split) {
         unsigned const folder = next;
-        scan_next(c, out, no_cutoff, [&](std::int64_t mtime, std::uint64_t bytes, std::string_view name, std::uint64_t) {
+        scan_next(c, out, no_cutoff, [&](std::int64_t use, std::uint64_t bytes, std::string_view name, std::uint64_t) {
+            std::int64_t const mtime = ranked_use_time(use, c.now_ns);
             if (keep_names && records.size() < limit / 2) {
                 records.push_back({mtime, bytes, names.add(name), static_cast<std::uint8_t>(name.size()),
                                    static_cast<std::uint8_t>(folder)});
@@ -7996,7 +8045,7 @@ bool cleanup_state::survey_in_two(step_context& c, cleanup_totals& out) {
     for (unsigned f = split; f < 256; ++f) {
         folder_scan const& fs = half->found[f];
         add_found(out, folder_scan{}, fs);
-        c.counter.counted(f, fs.bytes, before[f]);
+        c.counter.counted(f, fs, before[f]);
         surveyed_bytes += fs.bytes;
         surveyed_entries += fs.entries;
     }
@@ -8021,6 +8070,7 @@ void cleanup_state::evict_oldest_named(step_context& c, cleanup_totals& out) {
     file_descriptor folder_fd;
     unsigned open_folder = 256;
     std::string name;
+    std::uint64_t gone = 0, gone_bytes = 0; ///< found removed already by their unlink
     // The oldest entries that bring the total under the target, unlinked folder by
     // folder (one open of each folder, not one per entry: in age order consecutive
     // entries are in different folders); if some could not be unlinked or were used
@@ -8046,21 +8096,28 @@ void cleanup_state::evict_oldest_named(step_context& c, cleanup_totals& out) {
             // Stored again or used since the survey (its use time moved): kept, and the
             // next oldest go instead.
             struct stat st {};
-            if (::fstatat(folder_fd.fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && mtime_ns(st) != r.mtime) continue;
+            if (::fstatat(folder_fd.fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                ranked_use_time(mtime_ns(st), c.now_ns) != r.mtime)
+                continue;
             int const e = ::unlinkat(folder_fd.fd, name.c_str(), 0) == 0 ? 0 : errno;
-            if (e != 0 && e != ENOENT) {
+            total -= e == 0 || e == ENOENT ? r.bytes : 0;
+            if (e == ENOENT) { // removed first by another process, which accounts for it: no eviction
+                ++gone;
+                gone_bytes += r.bytes;
+                continue;
+            }
+            if (e != 0) {
                 out.add_failures(1, e);
                 continue;
             }
-            total -= r.bytes;
             c.counter.removed(r.folder, r.bytes);
             ++out.evicted;
             out.evicted_bytes += r.bytes;
         }
         from = to;
     }
-    out.entries -= out.evicted;
-    out.bytes -= out.evicted_bytes;
+    out.entries -= out.evicted + gone;
+    out.bytes -= out.evicted_bytes + gone_bytes;
 }
 
 void cleanup_state::start_sweep(std::uint64_t total, std::uint64_t target) {
@@ -8090,8 +8147,8 @@ void cleanup_state::start_sweep(std::uint64_t total, std::uint64_t target) {
 void cleanup_state::sweep_folders(step_context& c, cleanup_totals& out) {
     std::uint64_t const evicted_before = out.evicted, evicted_bytes_before = out.evicted_bytes;
     while (next < 256 && !c.spent())
-        if (!scan_next(c, out, cutoff, [this](std::int64_t mtime, std::uint64_t bytes, std::string_view, std::uint64_t) {
-                swept.emplace_back(mtime, bytes);
+        if (!scan_next(c, out, cutoff, [&](std::int64_t use, std::uint64_t bytes, std::string_view, std::uint64_t) {
+                swept.emplace_back(ranked_use_time(use, c.now_ns), bytes);
             }))
             break;
     if (out.complete) {
@@ -8138,8 +8195,10 @@ struct mapping_slot {
 struct mapping_registry {
     static constexpr std::size_t slot_count = 64;
     mapping_slot slots[slot_count];
-    /// 0: the handler is not installed yet; 1: installed; -1: could not be installed
-    /// (mapping is then never used).
+    /// 0: the handler is not installed yet; 2: a thread is installing it (a reader that
+    /// finds this reads instead of mapping, never waits: a child forked meanwhile keeps
+    /// 2 and never maps); 1: installed; -1: could not be installed (mapping is then
+    /// never used).
     std::atomic<int> state{0};
     std::atomic<std::uintptr_t> page_size{4096};
 };
@@ -8162,9 +8221,15 @@ inline struct sigaction& previous_sigbus_action() noexcept {
 COMPILE_CACHE_DECL void on_sigbus(int signal, siginfo_t* info, void* context) noexcept;
 
 /// Installs on_sigbus once per process (keeping the previous action) and says whether
-/// it is SIGBUS's action now: false when it could not be installed, or when something
-/// installed another handler since (mapping is then not safe, and not used).
+/// it is SIGBUS's action now: false when it could not be installed, when something
+/// installed another handler since (mapping is then not safe, and not used), or when
+/// another thread is installing it at this moment (or was, in the parent of a forked
+/// child). Never waits for anything.
 COMPILE_CACHE_DECL bool sigbus_guard_ready() noexcept;
+
+/// For tests: called by the thread that installs on_sigbus, before its sigaction calls
+/// (so that a test can fork or read from another thread while the install is under way).
+inline void (*during_sigbus_install_for_testing)() = nullptr;
 
 /// For tests: called after a mapping is made and before its bytes are handed out,
 /// with the entry's path (to truncate or replace it in between, for real).
@@ -8229,7 +8294,6 @@ private:
 #if COMPILE_CACHE_INCLUDE_IMPL
 
 #include <cerrno>
-#include <mutex>
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -8282,25 +8346,23 @@ void on_sigbus(int signal, siginfo_t* info, void* context) noexcept {
 bool sigbus_guard_ready() noexcept {
     mapping_registry& r = the_mapping_registry();
     int state = r.state.load(std::memory_order_acquire);
-    if (state == 0) {
-        static std::mutex& install = *new std::mutex; // (never destroyed: a cache may read at exit)
-        std::lock_guard<std::mutex> const lock(install);
-        state = r.state.load(std::memory_order_acquire);
-        if (state == 0) {
-            long const page = ::sysconf(_SC_PAGESIZE);
-            if (page > 0) r.page_size.store(static_cast<std::uintptr_t>(page), std::memory_order_relaxed);
-            struct sigaction ours {};
-            ours.sa_sigaction = &on_sigbus;
-            ours.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
-            sigemptyset(&ours.sa_mask);
-            // The previous action is saved before ours can run (the handler reads it).
-            if (page > 0 && ::sigaction(SIGBUS, nullptr, &previous_sigbus_action()) == 0 &&
-                ::sigaction(SIGBUS, &ours, nullptr) == 0)
-                state = 1;
-            else
-                state = -1;
-            r.state.store(state, std::memory_order_release);
-        }
+    // One thread installs (0 -> 2 -> 1 or -1); the others read meanwhile, never wait: a
+    // mutex held across a fork by the installing thread left the child blocked forever.
+    if (state == 0 && r.state.compare_exchange_strong(state, 2, std::memory_order_acq_rel)) {
+        if (during_sigbus_install_for_testing != nullptr) during_sigbus_install_for_testing();
+        long const page = ::sysconf(_SC_PAGESIZE);
+        if (page > 0) r.page_size.store(static_cast<std::uintptr_t>(page), std::memory_order_relaxed);
+        struct sigaction ours {};
+        ours.sa_sigaction = &on_sigbus;
+        ours.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+        sigemptyset(&ours.sa_mask);
+        // The previous action is saved before ours can run (the handler reads it).
+        if (page > 0 && ::sigaction(SIGBUS, nullptr, &previous_sigbus_action()) == 0 &&
+            ::sigaction(SIGBUS, &ours, nullptr) == 0)
+            state = 1;
+        else
+            state = -1;
+        r.state.store(state, std::memory_order_release);
     }
     if (state != 1) return false;
     // A host (or a library) that set its own SIGBUS handler since: ours no longer runs.
@@ -9801,7 +9863,10 @@ read_result directory_storage::read_entry(key const& k, std::string& out, std::s
         // the entry was last used over an hour ago. LRU order at an hour's
         // resolution is enough to pick what to evict; a finer clock made every
         // first hit after a minute dirty an inode (and, on ext4, a journal block).
-        bool refresh = impl::now_s() - static_cast<std::int64_t>(st.st_mtime) >= refresh_after_s;
+        // A use time eviction does not believe (ranked_use_time: far ahead of now) is
+        // refreshed too.
+        std::int64_t const now = impl::now_s(), used = static_cast<std::int64_t>(st.st_mtime);
+        bool refresh = now - used >= refresh_after_s || used - now > impl::future_use_slack_ns / 1000000000;
         bool mapped = false;
         if (view != nullptr && options_.map_min_size != 0 && size >= options_.map_min_size) {
             // Refreshed before the mapping, whose intact() takes any later change of the
@@ -9993,7 +10058,7 @@ cleanup_result directory_storage::clear() noexcept {
             impl::folder_scan const fs =
                 impl::scan_folder(root_fd, f, std::numeric_limits<std::int64_t>::max(),
                                   std::numeric_limits<std::int64_t>::max(), impl::no_entry_callback{});
-            counter.counted(f, fs.bytes, before);
+            counter.counted(f, fs, before);
             r.removed += fs.evicted;
             r.removed_bytes += fs.evicted_bytes;
             r.temp_files_removed += fs.temps_removed;
@@ -10180,7 +10245,7 @@ bool directory_storage::flush_ledger(std::int64_t now, std::uint64_t& total) con
         impl::folder_scan const fs =
             impl::scan_folder(root.fd, folder, temps_before, impl::no_cutoff, impl::no_entry_callback{},
                               impl::claim_sweep::left);
-        counter.counted(folder, fs.bytes, before);
+        counter.counted(folder, fs, before);
         state_->cleanup.temps_removed += fs.temps_removed;
     }
     std::uint64_t const recounted = counter.save(counted_at);
