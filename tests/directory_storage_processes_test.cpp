@@ -928,7 +928,7 @@ TEST_CASE("the cache directory removed while the process runs", "[storage][proce
     CHECK(field(out, "other_misses") == 0);
 }
 
-TEST_CASE("a child forked while another thread installs the SIGBUS guard reads its entries, never blocks",
+TEST_CASE("a fork while the SIGBUS guard is installed: the child reads its entries, never blocks",
           "[storage][mapped][fork]") {
     temp_dir dir;
     // A fresh process: the guard is installed once per process, by its first mapped read.

@@ -7204,7 +7204,8 @@ COMPILE_CACHE_DECL int remove_stale_claim(int folder_fd, char const* name) noexc
 /// Looks at the names of fan-out folder `index` from where `cursor` stopped (opening it
 /// when the cursor is on another folder), within `limits`: entries (regular files with
 /// an entry name) are counted, or unlinked when their use time (ranked_use_time of their
-/// mtime, at the call's start) is at or before `evict_up_to`; temp files last written before `temps_before` are unlinked, and, unless
+/// mtime, at the call's start) is at or before `evict_up_to`; temp files last written
+/// before `temps_before` are unlinked, and, unless
 /// `temps_before` is no_cutoff (a listing) or `claims` is left, stale claim files
 /// (remove_stale_claim); anything else is left alone. `on_entry(mtime_ns, accounted_bytes, name, file_size)` is called
 /// for each entry kept (its mtime as it is, not ranked; what it throws, this throws). An
@@ -7899,18 +7900,17 @@ void cleanup_state::survey_folders(step_context& c, cleanup_totals& out) {
     std::size_t const limit = named_limit();
     while (next < 256 && !c.spent()) {
         unsigned const folder = next;
-        bool const done =
-            scan_next(c, out, no_cutoff, [&](std::int64_t use, std::uint64_t bytes, std::string_view name, std::uint64_t) {
-                std::int64_t const mtime = ranked_use_time(use, c.now_ns);
-                if (keep_names && records.size() < limit) {
-                    records.push_back({mtime, bytes, names.add(name), static_cast<std::uint8_t>(name.size()),
-                                       static_cast<std::uint8_t>(folder)});
-                } else {
-                    if (keep_names) drop_names();
-                    samples.emplace_back(mtime, bytes);
-                }
-            });
-        if (!done) break;
+        auto const note = [&](std::int64_t use, std::uint64_t bytes, std::string_view name, std::uint64_t) {
+            std::int64_t const mtime = ranked_use_time(use, c.now_ns);
+            if (keep_names && records.size() < limit) {
+                records.push_back({mtime, bytes, names.add(name), static_cast<std::uint8_t>(name.size()),
+                                   static_cast<std::uint8_t>(folder)});
+            } else {
+                if (keep_names) drop_names();
+                samples.emplace_back(mtime, bytes);
+            }
+        };
+        if (!scan_next(c, out, no_cutoff, note)) break;
         // Keys spread evenly over the folders: the first tells how many entries the rest
         // hold, and room made for them now spares the copies of a growing vector (a
         // million records: 24 MB copied and touched again). Only a guess: it may fail.

@@ -127,7 +127,8 @@ COMPILE_CACHE_DECL int remove_stale_claim(int folder_fd, char const* name) noexc
 /// Looks at the names of fan-out folder `index` from where `cursor` stopped (opening it
 /// when the cursor is on another folder), within `limits`: entries (regular files with
 /// an entry name) are counted, or unlinked when their use time (ranked_use_time of their
-/// mtime, at the call's start) is at or before `evict_up_to`; temp files last written before `temps_before` are unlinked, and, unless
+/// mtime, at the call's start) is at or before `evict_up_to`; temp files last written
+/// before `temps_before` are unlinked, and, unless
 /// `temps_before` is no_cutoff (a listing) or `claims` is left, stale claim files
 /// (remove_stale_claim); anything else is left alone. `on_entry(mtime_ns, accounted_bytes, name, file_size)` is called
 /// for each entry kept (its mtime as it is, not ranked; what it throws, this throws). An

@@ -239,18 +239,17 @@ void cleanup_state::survey_folders(step_context& c, cleanup_totals& out) {
     std::size_t const limit = named_limit();
     while (next < 256 && !c.spent()) {
         unsigned const folder = next;
-        bool const done =
-            scan_next(c, out, no_cutoff, [&](std::int64_t use, std::uint64_t bytes, std::string_view name, std::uint64_t) {
-                std::int64_t const mtime = ranked_use_time(use, c.now_ns);
-                if (keep_names && records.size() < limit) {
-                    records.push_back({mtime, bytes, names.add(name), static_cast<std::uint8_t>(name.size()),
-                                       static_cast<std::uint8_t>(folder)});
-                } else {
-                    if (keep_names) drop_names();
-                    samples.emplace_back(mtime, bytes);
-                }
-            });
-        if (!done) break;
+        auto const note = [&](std::int64_t use, std::uint64_t bytes, std::string_view name, std::uint64_t) {
+            std::int64_t const mtime = ranked_use_time(use, c.now_ns);
+            if (keep_names && records.size() < limit) {
+                records.push_back({mtime, bytes, names.add(name), static_cast<std::uint8_t>(name.size()),
+                                   static_cast<std::uint8_t>(folder)});
+            } else {
+                if (keep_names) drop_names();
+                samples.emplace_back(mtime, bytes);
+            }
+        };
+        if (!scan_next(c, out, no_cutoff, note)) break;
         // Keys spread evenly over the folders: the first tells how many entries the rest
         // hold, and room made for them now spares the copies of a growing vector (a
         // million records: 24 MB copied and touched again). Only a guess: it may fail.
