@@ -797,6 +797,44 @@ TEST_CASE("prune() does not count an entry another process removed first as evic
     CHECK(s.accounted_size() == 45 * 8192); // the ledger as the disk: the removal taken off once
 }
 
+namespace {
+/// The entry the hook below removed, by name; empty until it has.
+std::string removed_before_unlink;
+
+/// Just before a store's sweep unlinks its first entry: that entry removed by another
+/// storage object (as another process would), which takes it off the ledger.
+void remove_before_unlink(int, char const* name) {
+    if (!removed_before_unlink.empty()) return;
+    removed_before_unlink = name;
+    auto const k = key::from_hex(name); // (no REQUIRE: this runs inside the store, which throws nothing out)
+    CHECK(k);
+    if (k) CHECK(!directory_storage(used_during_prune_root.string(), limited(0)).remove(*k));
+}
+} // namespace
+
+TEST_CASE("a store's sweep does not count an entry removed first elsewhere as evicted",
+          "[storage][eviction][ledger]") {
+    bulk_dir dir;
+    fs::path const root = dir.path() / "cache";
+    store_aged(root, 990, 100, now_s() - 10000);
+    REQUIRE(!directory_storage(root.string(), limited(0)).prune().error);
+    directory_storage s(root.string(), limited(1000 * 4096));
+    used_during_prune_root = root;
+    removed_before_unlink.clear();
+    cc::detail::directory_storage_impl::before_evicting_unlink_for_testing = remove_before_unlink;
+    std::uint32_t next = 990;
+    while (fs::exists(s.entry_path(key_n(0))) && next < 1400) {
+        REQUIRE(!s.write(key_n(next), payload_of(next, 0, 100)));
+        ++next;
+    }
+    cc::detail::directory_storage_impl::before_evicting_unlink_for_testing = nullptr;
+    REQUIRE(!removed_before_unlink.empty());
+    disk_usage const u = usage_of(root);
+    INFO("stores: " << next - 990 << ", evicted " << s.counters().evicted);
+    CHECK(s.counters().evicted == 990 + (next - 990) - u.entries - 1); // all but the one removed first
+    CHECK(s.accounted_size() == u.entries * 4096); // the ledger as the disk: the removal taken off once
+}
+
 TEST_CASE("clear() removes the library's entries and temp files and nothing else", "[storage][eviction]") {
     temp_dir dir;
     fs::path const root = dir.path() / "cache";

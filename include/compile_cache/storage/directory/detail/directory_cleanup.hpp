@@ -124,6 +124,10 @@ struct scan_progress {
 /// storage/directory/impl/directory_claims.ipp.
 COMPILE_CACHE_DECL int remove_stale_claim(int folder_fd, char const* name) noexcept;
 
+/// For tests only: called by a scan just before it unlinks an entry it evicts, with the
+/// folder's descriptor and the entry's name (to remove it first, as another process may).
+inline thread_local void (*before_evicting_unlink_for_testing)(int folder_fd, char const* name) = nullptr;
+
 /// Looks at the names of fan-out folder `index` from where `cursor` stopped (opening it
 /// when the cursor is on another folder), within `limits`: entries (regular files with
 /// an entry name) are counted, or unlinked when their use time (ranked_use_time of their
@@ -216,6 +220,7 @@ scan_progress scan_folder_part(int root_fd, folder_cursor& cursor, unsigned inde
         std::uint64_t const bytes = accounted_size(static_cast<std::uint64_t>(st.st_size));
         if (evict_up_to != no_cutoff && ranked_use_time(mtime, now) <= evict_up_to) {
             ++progress.unlinks;
+            if (before_evicting_unlink_for_testing != nullptr) before_evicting_unlink_for_testing(fd, e->d_name);
             if (::unlinkat(fd, e->d_name, 0) == 0) {
                 ++out.evicted;
                 out.evicted_bytes += bytes;
