@@ -754,6 +754,38 @@ TEST_CASE("stores over the limit evict an entry dated days ahead, not the newer 
     CHECK(out == payload_of(next - 1, 0, 100));
 }
 
+TEST_CASE("stores over the limit evict entries dated days ahead oldest first, only as many as needed",
+          "[storage][eviction]") {
+    // 600 of 990 entries dated ten days ahead (a machine's clock ahead, or this one's
+    // behind), each a second apart: they go first, in their own order, and only as many
+    // as bring the cache under its target, not all of them at once.
+    bulk_dir dir;
+    fs::path const root = dir.path() / "cache";
+    store_aged(root, 990, 100, now_s() - 10000);
+    {
+        directory_storage plain(root.string(), limited(0));
+        for (std::uint32_t i = 0; i < 600; ++i) set_mtime(plain.entry_path(key_n(i)), now_s() + 10 * 86400 + i);
+        REQUIRE(!plain.prune().error);
+    }
+    directory_storage s(root.string(), limited(1000 * 4096));
+    std::uint32_t next = 990;
+    while (fs::exists(s.entry_path(key_n(0))) && next < 1400) {
+        REQUIRE(!s.write(key_n(next), payload_of(next, 0, 100)));
+        ++next;
+    }
+    for (std::uint32_t i = 0; i < 256; ++i, ++next) REQUIRE(!s.write(key_n(next), payload_of(next, 0, 100)));
+    std::uint32_t future_left = 0;
+    for (std::uint32_t i = 0; i < 600; ++i) future_left += fs::exists(s.entry_path(key_n(i))) ? 1 : 0;
+    INFO("stores: " << next - 990 << ", cleanup steps " << s.counters().cleanup_steps << ", future entries left "
+                    << future_left);
+    CHECK(!fs::exists(s.entry_path(key_n(0)))); // the oldest of them went first
+    // The target (90% of the limit: 900 entries) needs next - 900 of them gone: at most
+    // 64 more went.
+    CHECK(future_left + 64 >= 600 - (next - 900));
+    CHECK(fs::exists(s.entry_path(key_n(599)))); // the newest of them stayed
+    CHECK(usage_of(root).entries >= 800);
+}
+
 TEST_CASE("a hit on an entry dated days ahead sets its use time to now", "[storage][eviction]") {
     temp_dir dir;
     directory_storage s((dir.path() / "cache").string());
