@@ -7112,15 +7112,18 @@ inline constexpr std::int64_t no_cutoff = std::numeric_limits<std::int64_t>::min
 /// How far ahead of now a use time (mtime) may be and still be believed: a day.
 inline constexpr std::int64_t future_use_slack_ns = std::int64_t{86400} * 1000000000;
 
+/// How far below every believable use time an unbelievable one is ranked: 2^62 ns.
+inline constexpr std::int64_t future_use_shift_ns = std::int64_t{1} << 62;
+
 /// The use time by which eviction ranks an entry last used (mtime) at `mtime`, at `now`
 /// (both in nanoseconds): `mtime` itself, or, when it is more than future_use_slack_ns
-/// ahead of `now` (a clock ahead on a machine sharing the directory, a file copied with
-/// its times), the oldest use time there is (just after no_cutoff), so that such an
-/// entry goes first instead of outliving every other.
+/// ahead of `now`, `mtime - future_use_shift_ns`: below every believable (non-negative)
+/// use time, so that such entries go first, and among themselves in their own order, so
+/// that a cutoff among them takes only as many as the target needs.
 inline std::int64_t ranked_use_time(std::int64_t mtime, std::int64_t now) noexcept {
     bool const future = now <= std::numeric_limits<std::int64_t>::max() - future_use_slack_ns &&
                         mtime > now + future_use_slack_ns;
-    return future ? no_cutoff + 1 : mtime;
+    return future ? std::max(no_cutoff + 1, mtime - future_use_shift_ns) : mtime;
 }
 
 /// Whether a scan that sweeps temp files also judges claim files (remove_stale_claim:

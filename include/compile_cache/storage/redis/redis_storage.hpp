@@ -258,11 +258,11 @@ public:
     /// `SET NAMESPACE:HEX:claim OWNER NX PX request.expiry`; held when another process's
     /// claim stands (one of a process of this machine that is gone is taken over at once);
     /// none when the server fails or refuses the write, or `request.scope` has no `remote`.
-    /// Its commands (up to ten, for a dead claim taken over) all end within one command
-    /// timeout; one that cannot is a failure (none), or held when a claim was seen.
+    /// Its commands (up to ten, for a dead claim taken over) all end within two command
+    /// timeouts; one that cannot is a failure (none), or held when a claim was seen.
     claim_answer try_claim(key const& k, claim_request const& request) noexcept;
-    /// Deletes this process's claim of `k` (another's is left alone), within one command
-    /// timeout.
+    /// Deletes this process's claim of `k` (another's is left alone), within two command
+    /// timeouts.
     void release_claim(key const& k) noexcept;
     /// The batch of claims (storage/concept.hpp's try_claim_many): one `SET ... NX PX`
     /// per key, pipelined as read_many's reads are (one exchange per server or node):
@@ -421,6 +421,11 @@ private:
 
     detail::redis_clock::time_point call_deadline() const {
         return detail::redis_clock::now() + state_->options.command_timeout;
+    }
+    /// The deadline of every command of one try_claim or release_claim: two command
+    /// timeouts from now.
+    detail::redis_clock::time_point claim_deadline() const {
+        return detail::redis_clock::now() + 2 * state_->options.command_timeout;
     }
 
     /// A batch write's start (write_many, write_many_then_release): `out` holds `n`

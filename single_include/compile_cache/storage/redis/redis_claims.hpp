@@ -48,9 +48,7 @@ inline claim_answer redis_storage::try_claim(key const& k, claim_request const& 
         std::string const name = claim_name(k);
         std::string const owner = detail::claim_owner();
         std::string const expiry = std::to_string(std::max<long long>(request.expiry.count(), 1));
-        // Every command by one deadline: a server answering just under the timeout would
-        // otherwise make this call last up to ten of them.
-        auto const until = call_deadline();
+        auto const until = claim_deadline();
         for (int round = 0; round < 2; ++round) {
             call c = run(name, {"SET", name, owner, "NX", "PX", expiry}, 4096, until);
             if (c.error) return claim_answer{}; // the server is failing: no claims, as before
@@ -141,7 +139,7 @@ inline void redis_storage::release_claim(key const& k) noexcept {
         // expired and was taken by another process is that process's, and stays.
         std::string const name = claim_name(k);
         std::string const owner = detail::claim_owner();
-        auto const until = call_deadline();
+        auto const until = claim_deadline();
         call e = run(name, {"EVAL", detail::redis_claim_release_script, "1", name, owner}, 4096, until);
         if (!e.error && e.reply->type == REDIS_REPLY_ERROR) release_claim_without_script(name, owner, until);
     } catch (...) {
