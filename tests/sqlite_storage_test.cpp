@@ -755,6 +755,12 @@ TEST_CASE("a repair that fails one way, then another, says each once: the lock h
     CHECK(logged[1].find("it is damaged, and it cannot be copied aside to " + file + ".broken-") != std::string::npos);
     CHECK(logged[1].find("File exists): left as it is") != std::string::npos);
     CHECK(!fs::exists(not_yet));
+    // The lock held again (two processes at the same damage alternate so): said already.
+    elsewhere = std::make_unique<cc::detail::sqlite_impl::repair_lock>();
+    REQUIRE(elsewhere->take(file, 0644, std::chrono::milliseconds(0)).empty());
+    REQUIRE(read_until_error(s));
+    REQUIRE(read_until_error(s));
+    CHECK(logged.size() == 2);
 }
 
 TEST_CASE("a damaged file that cannot be copied aside (a full disk) is left as it is, with one line", "[sqlite]") {

@@ -757,8 +757,9 @@ public:
     }
 
 private:
-    /// The ways a repair fails, each reported once in a row (report_once).
-    enum class repair_failure { none, lock, copy, empty };
+    /// The ways a repair fails, each reported once until a repair succeeds (report_once):
+    /// bits of state::reported_unrepaired.
+    enum class repair_failure : unsigned { none = 0, lock = 1, copy = 2, empty = 4 };
 
     struct state : detail::sqlite_impl::forkable_state { // (its mutex, connection and fork marks)
         std::string path;
@@ -779,9 +780,9 @@ private:
             bool copied = false;
             std::string aside;
         } repair;
-        /// The way the last repair that failed failed, once reported (repair_failure::none:
-        /// none was, or a repair succeeded since).
-        repair_failure reported_unrepaired = repair_failure::none;
+        /// The ways of failing already reported since the last repair that succeeded (bits
+        /// of repair_failure; 0: none).
+        unsigned reported_unrepaired = 0;
         /// The repairs counted in the file's repair_lock when the connection was opened (or
         /// this process last repaired it): another count at a repair means another process
         /// repaired the file since, so this one does not.
@@ -933,15 +934,17 @@ private:
         report(path + ": " + why + " (not a compile_cache database, or damaged); copied aside to " + tried.aside +
                " and emptied in place");
         tried = {};
-        state_->reported_unrepaired = repair_failure::none;
+        state_->reported_unrepaired = 0;
     }
 
-    /// report(), once for each way in a row that a repair fails, until one succeeds: a file
-    /// left damaged fails each call that reaches the damage, and says so once; a repair that
-    /// then fails another way (the lock was held, now the copy fails) says that too.
+    /// report(), once for each way a repair fails, until one succeeds: a file left damaged
+    /// fails each call that reaches the damage, and says so once; a repair that then fails
+    /// another way (the lock was held, now the copy fails) says that too, once, however the
+    /// two alternate.
     void report_once(repair_failure how, std::string const& line) {
-        if (state_->reported_unrepaired == how) return;
-        state_->reported_unrepaired = how;
+        auto const bit = static_cast<unsigned>(how);
+        if ((state_->reported_unrepaired & bit) != 0) return;
+        state_->reported_unrepaired |= bit;
         report(line);
     }
 
