@@ -162,7 +162,7 @@ population& populated(side s, std::size_t size, std::size_t count) {
         times[1] = times[0];
         for (auto const& k : p.keys) {
             std::string const path = s != side::llvm ? storage.entry_path(k)
-                                                              : p.dir->path() + "/llvmcache-" + k.hex();
+                                                     : p.dir->path() + "/llvmcache-" + k.hex();
             ::utimensat(AT_FDCWD, path.c_str(), times, 0);
         }
     }

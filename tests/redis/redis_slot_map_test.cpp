@@ -35,9 +35,8 @@ TEST_CASE("A seed node that serves no slot does not hide the slot map another se
     REQUIRE(admin(lone.port())({"CLUSTER", "SLOTS"}) == "(array)");
     auto const ports = fixture::get().cluster_ports();
     std::string const ns = unique_name("emptyseed");
-    auto s = slot_map_storage_at("redis+cluster://127.0.0.1:" + std::to_string(lone.port()) + ",127.0.0.1:" +
-                            std::to_string(ports[0]),
-                        ns);
+    auto s = slot_map_storage_at(
+        "redis+cluster://127.0.0.1:" + std::to_string(lone.port()) + ",127.0.0.1:" + std::to_string(ports[0]), ns);
     std::string out;
     for (std::uint64_t i = 0; i < 10; ++i) {
         std::error_code const e = s.write(key_of(i), "value");

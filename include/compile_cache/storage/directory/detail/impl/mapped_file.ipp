@@ -56,8 +56,8 @@ void on_sigbus(int signal, siginfo_t* info, void* context) noexcept {
 bool sigbus_guard_ready() noexcept {
     mapping_registry& r = the_mapping_registry();
     int state = r.state.load(std::memory_order_acquire);
-    // One thread installs (0 -> 2 -> 1 or -1); the others read meanwhile, never wait: a
-    // mutex held across a fork by the installing thread left the child blocked forever.
+    // One thread installs (0 -> 2 -> 1 or -1); the others, and a child forked meanwhile,
+    // read instead of mapping, and never wait (docs/design.md).
     if (state == 0 && r.state.compare_exchange_strong(state, 2, std::memory_order_acq_rel)) {
         if (during_sigbus_install_for_testing != nullptr) during_sigbus_install_for_testing();
         long const page = ::sysconf(_SC_PAGESIZE);
