@@ -152,6 +152,16 @@ directory_counters read_directory_counters(std::string const& dir) {
     return c;
 }
 
+namespace {
+/// A file `zero` made in the counters folder, run as root in another user's cache: given
+/// to the folder's owner and group, whose hosts could not otherwise open it (0600).
+void give_to_folder_owner(int fd, struct stat const& folder) noexcept {
+    struct stat st {};
+    if (::geteuid() == 0 && ::fstat(fd, &st) == 0 && (st.st_uid != folder.st_uid || st.st_gid != folder.st_gid))
+        (void)::fchown(fd, folder.st_uid, folder.st_gid);
+}
+} // namespace
+
 int zero_directory_counters(std::string const& dir) {
     namespace impl = compile_cache::detail::directory_storage_impl;
     int const folder = impl::open_counters_folder(dir, 0, -1, false);
@@ -176,6 +186,7 @@ int zero_directory_counters(std::string const& dir) {
         int const lock = impl::open_shard_lock(folder, lock_name.c_str(), made_mode, true);
         if (lock < 0) return errno;
         impl::file_descriptor const lock_guard{lock};
+        give_to_folder_owner(lock, folder_st);
         if (int const e = impl::lock_fd(lock, impl::counters_lock_wait)) return e;
         std::string old_text;
         if (!impl::read_small_file(folder, name.c_str(), old_text)) return EIO;
@@ -194,6 +205,7 @@ int zero_directory_counters(std::string const& dir) {
         {
             impl::file_descriptor const out_guard{out};
             (void)::fchmod(out, mode); // (the umask would strip the group's bits)
+            give_to_folder_owner(out, folder_st);
             if (int const e = impl::write_all(out, text.data(), text.size())) return e;
         }
         if (::renameat(folder, new_name.c_str(), folder, name.c_str()) != 0) return errno;

@@ -826,6 +826,37 @@ TEST_CASE("compile-cache zero sets the recorded counters back to zero and stats 
           std::string::npos);
 }
 
+TEST_CASE("compile-cache zero run as root in another user's cache: the files it makes are that user's") {
+    if (::geteuid() != 0) {
+        WARN("not root: another user's cache cannot be made here; not tested");
+        return;
+    }
+    temp_dir root("compile-cache-test");
+    std::string const dir = (root.path() / "theirs").string();
+    {
+        compile_cache::directory_storage s(dir);
+        REQUIRE(!s.record_counters({{"hits", 2}}));
+    }
+    fs::path const counters = fs::path(dir) / ".cc-counters";
+    for (auto const& e : fs::directory_iterator(counters))
+        if (e.path().extension() == ".lock") fs::remove(e.path());
+    uid_t const nobody = 65534;
+    for (auto const& p : {fs::path(dir), counters}) REQUIRE(::chown(p.c_str(), nobody, nobody) == 0);
+    for (auto const& e : fs::directory_iterator(counters)) REQUIRE(::chown(e.path().c_str(), nobody, nobody) == 0);
+    process_result const zeroed = tool({"zero", dir}); // as root
+    REQUIRE_EXIT(zeroed, 0);
+    std::size_t locks = 0;
+    for (auto const& e : fs::directory_iterator(counters)) {
+        INFO(e.path().filename().string());
+        struct stat st {};
+        REQUIRE(::stat(e.path().c_str(), &st) == 0);
+        if (e.path().extension() == ".lock") ++locks;
+        CHECK(st.st_uid == nobody); // else its hosts could not open it (0600)
+        CHECK(st.st_gid == nobody);
+    }
+    CHECK(locks >= 1);
+}
+
 TEST_CASE("compile-cache zero in a shared directory: lock files with the group's mode, whatever the umask") {
     temp_dir root("compile-cache-test");
     std::string const dir = (root.path() / "group").string();
