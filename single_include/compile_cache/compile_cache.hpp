@@ -4854,11 +4854,12 @@ std::string claim_owner() noexcept {
     // static storage, not per thread: a worker thread's copy would be memory a forked
     // child inherits with no thread to own it. A lock another thread held at a fork is
     // never waited for: the text is then made anew.
-    // Never destroyed: a cache of static storage duration claims at exit too.
-    static std::mutex& mutex = *new std::mutex;
+    // Never destroyed: a cache of static storage duration claims at exit too. Made inside
+    // the try: an allocation that fails there is an empty owner, and tried again next time.
     static ::pid_t cached_pid = 0;
-    static std::string& cached = *new std::string;
     try {
+        static std::mutex& mutex = *new std::mutex;
+        static std::string& cached = *new std::string;
         ::pid_t const pid = ::getpid();
         std::unique_lock<std::mutex> lock(mutex, std::try_to_lock);
         if (lock.owns_lock() && pid == cached_pid) return cached;
@@ -12782,6 +12783,7 @@ std::size_t encoded_identity_record_size(identity_record const& r) noexcept {
 
 #include <cstddef>
 #include <string>
+#include <new>
 #include <system_error>
 #include <type_traits>
 
@@ -12905,7 +12907,10 @@ std::error_condition detail::remote_error_category::default_error_condition(int 
 
 std::error_category const& remote_category() noexcept {
     // Never destroyed: a cache of static storage duration may meet a remote error at exit.
-    static detail::remote_error_category const& category = *new detail::remote_error_category;
+    // Made in static storage, not allocated: nothing here can throw.
+    alignas(detail::remote_error_category) static unsigned char storage[sizeof(detail::remote_error_category)];
+    static detail::remote_error_category const& category = *::new (static_cast<void*>(storage))
+        detail::remote_error_category;
     return category;
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <string>
+#include <new>
 #include <system_error>
 #include <type_traits>
 

@@ -71,11 +71,12 @@ std::string claim_owner() noexcept {
     // static storage, not per thread: a worker thread's copy would be memory a forked
     // child inherits with no thread to own it. A lock another thread held at a fork is
     // never waited for: the text is then made anew.
-    // Never destroyed: a cache of static storage duration claims at exit too.
-    static std::mutex& mutex = *new std::mutex;
+    // Never destroyed: a cache of static storage duration claims at exit too. Made inside
+    // the try: an allocation that fails there is an empty owner, and tried again next time.
     static ::pid_t cached_pid = 0;
-    static std::string& cached = *new std::string;
     try {
+        static std::mutex& mutex = *new std::mutex;
+        static std::string& cached = *new std::string;
         ::pid_t const pid = ::getpid();
         std::unique_lock<std::mutex> lock(mutex, std::try_to_lock);
         if (lock.owns_lock() && pid == cached_pid) return cached;

@@ -57,7 +57,10 @@ std::error_condition detail::remote_error_category::default_error_condition(int 
 
 std::error_category const& remote_category() noexcept {
     // Never destroyed: a cache of static storage duration may meet a remote error at exit.
-    static detail::remote_error_category const& category = *new detail::remote_error_category;
+    // Made in static storage, not allocated: nothing here can throw.
+    alignas(detail::remote_error_category) static unsigned char storage[sizeof(detail::remote_error_category)];
+    static detail::remote_error_category const& category = *::new (static_cast<void*>(storage))
+        detail::remote_error_category;
     return category;
 }
 
