@@ -12,6 +12,7 @@
 #include <compile_cache/detail/config.hpp>
 
 #include <compile_cache/detail/endian.hpp>
+#include <compile_cache/detail/record_key_shape.hpp>
 #include <compile_cache/envelope.hpp>
 #include <compile_cache/hasher/sha256.hpp>
 #include <compile_cache/key/key.hpp>
@@ -50,10 +51,10 @@ inline constexpr std::size_t identity_record_digest_size = 8;
 /// The format id of a record's envelope (a kernel's entry carries its serializer's).
 inline constexpr std::string_view identity_record_format = "compile_cache.identity-record 1";
 /// The last byte of a record's 33-byte key.
-inline constexpr unsigned char identity_record_marker = 0x1d;
-inline constexpr std::size_t identity_record_key_size = 33;
+inline constexpr unsigned char identity_record_marker = detail::record_key_marker;
+inline constexpr std::size_t identity_record_key_size = detail::record_key_size;
 /// A record is small; one over this bound is not read (counted records-ignored).
-inline constexpr std::size_t identity_record_max_size = std::size_t{256} << 10;
+inline constexpr std::size_t identity_record_max_size = detail::record_max_size;
 /// The most components one recorded entry may list; a record with an entry over it is
 /// not read either (counted records-ignored). No key a host builds comes near it (a
 /// kernel keyed on 4096 callees), and comparing is linear in the components anyway.

@@ -9,6 +9,8 @@
 //   DIR/ab/<hex key>       an entry: the key's lower-case hex, in the folder of its first two digits
 //   DIR/ab/.tmp-<hex>      a store in progress, or left by a killed one
 //   DIR/ab/<hex key>.claim a miss's claim (single flight): a compile in progress, or left by a killed one
+//   DIR/ab/<hex pack key>  an entry that is a pack of identity records (is_pack_name; read_pack_slots)
+//   DIR/.cc-records/       the packs' markers, by which hosts find them (detail/record_packs.hpp)
 #pragma once
 
 #include <compile_cache/detail/config.hpp>
@@ -16,6 +18,7 @@
 #include <compile_cache/detail/posix_io.hpp>
 #include <compile_cache/storage/directory/detail/directory_counters.hpp>
 #include <compile_cache/storage/directory/detail/directory_files.hpp>
+#include <compile_cache/storage/directory/detail/record_packs.hpp>
 
 #include <cerrno>
 #include <cstdint>
@@ -23,6 +26,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -68,6 +72,23 @@ inline bool is_temp_name(std::string_view name) noexcept { return detail::direct
 inline bool is_claim_name(std::string_view name, std::string_view folder) noexcept {
     return detail::directory_storage_impl::is_claim_name(name, folder);
 }
+
+/// The folder of the packs' markers, at the top of the directory.
+inline constexpr std::string_view packs_folder_name = detail::directory_storage_impl::packs_folder;
+
+/// An entry's name that is a pack of identity records, the records of many kernels in one
+/// file (a key of 33 bytes whose last is 0x1e): listed as its records, not as an entry.
+inline bool is_pack_name(std::string_view name) noexcept { return detail::directory_storage_impl::is_pack_name(name); }
+
+/// One record a pack holds: its key, when its newest entry was made, and where its bytes
+/// (a sealed envelope, as a record file holds) are in the pack.
+using pack_slot = detail::directory_storage_impl::pack_slot;
+
+/// Reads the slots of the pack at `path`, without following a symlink and without
+/// touching its use time; false when it cannot be read or is not a sound pack (`why`
+/// says why in one phrase). A key may be in several packs: the slot made last is its
+/// newest version, the one a host reads.
+COMPILE_CACHE_DECL bool read_pack_slots(std::string const& path, std::vector<pack_slot>& slots, std::string& why);
 
 /// `ab/<hex>`: where the entry of the key whose hex is `hex` lives, relative to the
 /// directory. `hex` has at least two digits.

@@ -17,6 +17,7 @@
 #include <compile_cache/storage/directory/detail/directory_counters.hpp>
 #include <compile_cache/storage/directory/detail/directory_files.hpp>
 #include <compile_cache/storage/directory/detail/mapped_file.hpp>
+#include <compile_cache/storage/directory/detail/record_packs.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -300,6 +301,8 @@ struct shared_state {
     /// Set once renameat2(RENAME_NOREPLACE) is found unsupported here.
     std::atomic<bool> no_rename_noreplace{false};
     deferred_writes deferred;
+    record_pack_index packs;        ///< the packs of identity records this process knows
+    std::atomic<std::uint64_t> packs_damaged{0}; ///< packs found unsound (not indexed)
     std::string directory;          ///< for the deferred writes made by the destructor
     directory_options options;
     /// Which of cleanup's, deferred's, the ledger's and the lock events' mutexes (in that
@@ -351,6 +354,8 @@ inline std::string& read_path_buffer(std::string& fallback) {
 /// disabled: reads are `absent`, writes fail with `invalid_argument`, removes succeed.
 /// So do reads, writes and removes with an empty key. No member that does I/O throws.
 class directory_storage {
+    friend struct detail::directory_storage_impl::shared_state; // its destructor makes the held writes
+
 public:
     using view_type = entry_view; ///< what read_view fills
 
@@ -600,6 +605,31 @@ private:
     COMPILE_CACHE_DECL void after_change(unsigned folder, std::uint64_t added, std::uint64_t removed,
                                          bool may_clean) noexcept;
 
+    // ---- identity records in packs (detail/record_packs.hpp) ----
+
+    /// Holds a write back (write_deferred), with the time its file is to get.
+    COMPILE_CACHE_DECL std::error_code hold_write(key const& k, std::string_view bytes, std::int64_t made_ns) noexcept;
+    /// Makes held writes: the identity records in packs (a pack per batch), the others
+    /// each with write_made_at, at their `times`; the first error, if any.
+    COMPILE_CACHE_DECL std::error_code write_held(std::unordered_map<key, std::string> const& held,
+                                                  std::unordered_map<key, std::int64_t>& times) noexcept;
+    /// Writes one pack of `records`, merged with the small packs of this process's index
+    /// when it holds over packs_merged_above, then its marker; indexes it; removes the
+    /// packs merged.
+    COMPILE_CACHE_DECL std::error_code write_pack(std::vector<detail::directory_storage_impl::packed_record> records);
+    /// read() of an identity record: its newest version in the packs indexed, absent when
+    /// none holds it (record files of earlier releases are not read).
+    COMPILE_CACHE_DECL read_result read_packed_record(key const& k, std::string& out, std::size_t max_size) noexcept;
+    /// Lists the markers' folder into the index when it changed, at most once a
+    /// packs_looked_at_every_ns unless `force`; the caller holds the index's mutex.
+    COMPILE_CACHE_DECL void look_at_packs(bool force);
+    /// Drops pack `name` from the index and unlinks its marker: it is gone.
+    COMPILE_CACHE_DECL void forget_pack(key const& name) noexcept;
+    /// After clear(): empties the index and unlinks the markers whose packs are gone.
+    COMPILE_CACHE_DECL void forget_gone_packs() noexcept;
+    COMPILE_CACHE_DECL std::string packs_folder_path() const;
+    COMPILE_CACHE_DECL static std::string layout_path_of(key const& k);
+
     /// Writes this object's ledger batch, then recounts the folders it changed whose
     /// figures are over an hour old (sweeping their temp files older than an hour).
     /// False when the ledger cannot be used; otherwise `total` is its total.
@@ -619,4 +649,5 @@ static_assert(compile_cache::detail::has_list<compile_cache::directory_storage>:
 
 #include <compile_cache/storage/directory/directory_settings_file.hpp>
 #include <compile_cache/storage/directory/impl/directory_storage.ipp>
+#include <compile_cache/storage/directory/impl/directory_record_packs.ipp>
 #include <compile_cache/storage/directory/directory_claims.hpp>

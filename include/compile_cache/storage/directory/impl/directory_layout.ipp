@@ -46,6 +46,26 @@ entry_file_status read_entry_file(std::string const& path, std::uint64_t max_siz
     return entry_file_status::failed;
 }
 
+bool read_pack_slots(std::string const& path, std::vector<pack_slot>& slots, std::string& why) {
+    slots.clear();
+    int const fd = detail::open_no_follow(AT_FDCWD, path.c_str());
+    if (fd < 0) {
+        why = std::string("cannot open it: ") + std::strerror(errno);
+        return false;
+    }
+    detail::directory_storage_impl::file_descriptor const guard{fd};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        why = "not a regular file";
+        return false;
+    }
+    if (!detail::directory_storage_impl::read_pack_index(fd, static_cast<std::uint64_t>(st.st_size), slots)) {
+        why = "not a sound pack of identity records (its header, index or bounds)";
+        return false;
+    }
+    return true;
+}
+
 } // namespace compile_cache::directory_layout
 
 #endif // COMPILE_CACHE_INCLUDE_IMPL

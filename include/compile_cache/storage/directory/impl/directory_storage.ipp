@@ -166,7 +166,7 @@ detail::directory_storage_impl::shared_state::~shared_state() {
         auto held = take_deferred(deferred, &times);
         if (held.empty()) return;
         directory_storage writer(directory, options);
-        for (auto const& [k, bytes] : held) (void)writer.write_made_at(k, bytes, times[k]);
+        (void)writer.write_held(held, times);
     } catch (...) {
         // Deferred writes are the ones a crash may lose: so may a failure here.
     }
@@ -188,6 +188,8 @@ std::unordered_map<key, std::string> detail::directory_storage_impl::take_deferr
 }
 
 std::error_code directory_storage::write_made_at(key const& k, std::string_view bytes, std::int64_t made_ns) noexcept {
+    if (detail::directory_storage_impl::is_record_key(k) && !directory_.empty())
+        return hold_write(k, bytes, made_ns); // written in a pack with its batch
     std::error_code const ec = write(k, bytes);
     if (ec || made_ns <= 0) return ec;
     try {
@@ -211,47 +213,16 @@ std::error_code directory_storage::write_made_at(key const& k, std::string_view 
 }
 
 std::error_code directory_storage::write_deferred(key const& k, std::string_view bytes) noexcept {
-    namespace impl = detail::directory_storage_impl;
     if (directory_.empty() || k.empty()) return std::make_error_code(std::errc::invalid_argument);
-    try {
-        impl::deferred_writes& d = state_->deferred;
-        std::int64_t const now = impl::now_ns();
-        bool due = false;
-        {
-            std::lock_guard<std::mutex> const lock(d.mutex);
-            unsigned const generation = impl::fork_generation();
-            if (d.generation != generation) { // a forked child: what is held is the parent's
-                d.held.clear();
-                d.held_ns.clear();
-                d.bytes = 0;
-                d.generation = generation;
-            }
-            if (d.held.empty()) d.oldest_ns = now;
-            d.held_ns[k] = now;
-            auto [it, added] = d.held.try_emplace(k);
-            d.bytes -= it->second.size();
-            it->second.assign(bytes.data(), bytes.size());
-            d.bytes += bytes.size();
-            (void)added;
-            d.any.store(true);
-            due = impl::deferred_writes::due(d.held.size(), d.bytes, now - d.oldest_ns);
-        }
-        return due ? flush_deferred() : std::error_code();
-    } catch (...) { // bad_alloc: write it now instead
-        return write(k, bytes);
-    }
+    return hold_write(k, bytes, 0);
 }
 
 std::error_code directory_storage::flush_deferred() noexcept {
     if (directory_.empty() || !state_->deferred.any.load()) return {};
     try {
-        std::error_code first;
         std::unordered_map<key, std::int64_t> times;
-        for (auto const& [k, bytes] : detail::directory_storage_impl::take_deferred(state_->deferred, &times)) {
-            std::error_code const ec = write_made_at(k, bytes, times[k]);
-            if (ec && !first) first = ec;
-        }
-        return first;
+        auto const held = detail::directory_storage_impl::take_deferred(state_->deferred, &times);
+        return write_held(held, times);
     } catch (...) {
         return std::make_error_code(std::errc::not_enough_memory);
     }
@@ -352,6 +323,7 @@ read_result directory_storage::read_entry(key const& k, std::string& out, std::s
     try {
         if (state_->deferred.any.load(std::memory_order_relaxed))
             if (std::optional<read_result> const held = read_deferred(k, out, max_size)) return *held;
+        if (impl::is_record_key(k)) return read_packed_record(k, out, max_size);
         std::string own_path;
         std::string& path = impl::read_path_buffer(own_path);
         path.clear();
@@ -416,6 +388,7 @@ read_result directory_storage::read_entry(key const& k, std::string& out, std::s
 std::error_code directory_storage::write(key const& k, std::string_view bytes) noexcept {
     namespace impl = detail::directory_storage_impl;
     if (directory_.empty() || k.empty()) return std::make_error_code(std::errc::invalid_argument);
+    if (impl::is_record_key(k)) return hold_write(k, bytes, 0); // written in a pack with its batch
     try {
         if (state_->deferred.any.load(std::memory_order_relaxed)) { // this write supersedes a held one
             std::lock_guard<std::mutex> const lock(state_->deferred.mutex);
@@ -461,6 +434,13 @@ std::error_code directory_storage::remove(key const& k) noexcept {
                 state_->deferred.held.erase(it);
                 state_->deferred.held_ns.erase(k);
             }
+        }
+        if (impl::is_record_key(k) &&
+            impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) {
+            // In packs, for this process: a pack is never changed (a record file of an
+            // earlier release is unlinked below).
+            std::lock_guard<std::mutex> const lock(state_->packs.mutex, std::adopt_lock);
+            state_->packs.removed.insert(impl::record_pack_index::fingerprint(k));
         }
         // Through the fan-out folder opened without following a symlink: in a
         // directory others may write (shared mode), `ab` swapped for a symlink must
@@ -532,15 +512,37 @@ std::error_code directory_storage::list(std::vector<stored_entry>& out) const no
     impl::file_descriptor root{impl::open_root(directory_)};
     if (!root) return errno == ENOENT ? std::error_code() : impl::errno_code(errno);
     bool out_of_memory = false;
+    std::vector<key> packs;
     for (unsigned f = 0; f < 256 && !out_of_memory; ++f)
         impl::scan_folder(root.fd, f, impl::no_cutoff, impl::no_cutoff,
                           [&](std::int64_t mtime_ns, std::uint64_t, std::string_view name, std::uint64_t size) {
                               try {
-                                  if (auto k = key::from_hex(name)) out.push_back({*k, size, mtime_ns / 1000000000});
+                                  if (auto k = key::from_hex(name))
+                                      impl::is_pack_key(*k) ? packs.push_back(*k)
+                                                            : out.push_back({*k, size, mtime_ns / 1000000000});
                               } catch (...) {
                                   out_of_memory = true;
                               }
                           });
+    // A pack is listed as its records (the newest version of each), as record files were.
+    try {
+        std::unordered_map<key, impl::pack_slot> newest;
+        std::vector<impl::pack_slot> slots;
+        for (key const& p : packs) {
+            impl::file_descriptor const fd{detail::open_no_follow(AT_FDCWD, entry_path(p).c_str())};
+            struct stat st {};
+            if (!fd || ::fstat(fd.fd, &st) != 0 || !S_ISREG(st.st_mode) || trust(st) ||
+                !impl::read_pack_index(fd.fd, static_cast<std::uint64_t>(st.st_size), slots))
+                continue;
+            for (impl::pack_slot const& s : slots) {
+                auto const [it, added] = newest.try_emplace(s.k, s);
+                if (!added && s.made_ns >= it->second.made_ns) it->second = s;
+            }
+        }
+        for (auto const& [k, s] : newest) out.push_back({k, s.length, s.made_ns / 1000000000});
+    } catch (...) {
+        out_of_memory = true;
+    }
     return out_of_memory ? std::make_error_code(std::errc::not_enough_memory) : std::error_code();
 }
 
@@ -586,6 +588,7 @@ cleanup_result directory_storage::clear() noexcept {
             if (fs.error != 0 && !r.removal_error) r.removal_error = impl::errno_code(fs.error);
         }
         counter.save(impl::now_s());
+        forget_gone_packs();
     });
 }
 

@@ -1,0 +1,174 @@
+// compile_cache: the definitions of storage/directory/detail/record_packs.hpp's non-template functions; included by
+// it alone (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#pragma once
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+#include <compile_cache/detail/crc32c.hpp>
+#include <compile_cache/detail/endian.hpp>
+#include <compile_cache/storage/directory/detail/directory_files.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <unistd.h>
+
+namespace compile_cache::detail::directory_storage_impl {
+
+key new_pack_key() {
+    unsigned char bytes[record_key_size] = {};
+    store_be<std::uint64_t>(bytes, static_cast<std::uint64_t>(now_ns()));
+    std::string random;
+    append_temp_name(random); // 32 hex digits: 16 bytes
+    append_temp_name(random);
+    for (std::size_t i = 0; i < record_key_size - 9; ++i) {
+        auto digit = [](char c) { return static_cast<unsigned>(c <= '9' ? c - '0' : c - 'a' + 10); };
+        bytes[8 + i] = static_cast<unsigned char>(digit(random[2 * i]) << 4 | digit(random[2 * i + 1]));
+    }
+    bytes[record_key_size - 1] = pack_key_marker;
+    return key(bytes, record_key_size);
+}
+
+std::string encode_pack(std::vector<packed_record> const& records) {
+    std::size_t const index = pack_header_size + pack_slot_size * records.size();
+    std::size_t total = index;
+    for (packed_record const& r : records) total += r.bytes.size();
+    std::string out(total, '\0');
+    auto* const p = reinterpret_cast<unsigned char*>(out.data());
+    std::memcpy(p, pack_magic, sizeof pack_magic);
+    store_le<std::uint32_t>(p + 8, static_cast<std::uint32_t>(records.size()));
+    std::size_t offset = index;
+    unsigned char* slot = p + pack_header_size;
+    for (packed_record const& r : records) {
+        std::memcpy(slot, r.k.data(), record_key_size);
+        store_le<std::uint64_t>(slot + 40, static_cast<std::uint64_t>(r.made_ns));
+        store_le<std::uint32_t>(slot + 48, static_cast<std::uint32_t>(offset));
+        store_le<std::uint32_t>(slot + 52, static_cast<std::uint32_t>(r.bytes.size()));
+        if (!r.bytes.empty()) std::memcpy(p + offset, r.bytes.data(), r.bytes.size());
+        offset += r.bytes.size();
+        slot += pack_slot_size;
+    }
+    std::uint32_t crc = crc32c(p, 12);
+    crc = crc32c(p + pack_header_size, index - pack_header_size, crc);
+    store_le<std::uint32_t>(p + 12, crc);
+    return out;
+}
+
+std::size_t pack_index_size(std::string_view header) {
+    if (header.size() < pack_header_size || std::memcmp(header.data(), pack_magic, sizeof pack_magic) != 0) return 0;
+    auto const count = read_le<std::uint32_t>(reinterpret_cast<unsigned char const*>(header.data()) + 8);
+    if (count > pack_max_records) return 0;
+    return pack_header_size + pack_slot_size * count;
+}
+
+bool parse_pack_index(std::string_view head, std::uint64_t file_size, std::vector<pack_slot>& out) {
+    out.clear();
+    std::size_t const index = pack_index_size(head);
+    if (index == 0 || head.size() < index || file_size < index) return false;
+    auto const* const p = reinterpret_cast<unsigned char const*>(head.data());
+    std::uint32_t crc = crc32c(p, 12);
+    crc = crc32c(p + pack_header_size, index - pack_header_size, crc);
+    if (crc != read_le<std::uint32_t>(p + 12)) return false;
+    std::size_t const count = (index - pack_header_size) / pack_slot_size;
+    out.reserve(count);
+    for (std::size_t i = 0; i < count; ++i) {
+        unsigned char const* slot = p + pack_header_size + i * pack_slot_size;
+        pack_slot s;
+        s.k = key(slot, record_key_size);
+        s.made_ns = static_cast<std::int64_t>(read_le<std::uint64_t>(slot + 40));
+        s.offset = read_le<std::uint32_t>(slot + 48);
+        s.length = read_le<std::uint32_t>(slot + 52);
+        bool const padded = std::all_of(slot + record_key_size, slot + 40, [](unsigned char c) { return c == 0; });
+        if (!is_record_key(s.k) || !padded || s.offset < index || s.length > record_max_size ||
+            std::uint64_t{s.offset} + s.length > file_size) {
+            out.clear();
+            return false;
+        }
+        out.push_back(s);
+    }
+    return true;
+}
+
+bool read_pack_index(int fd, std::uint64_t file_size, std::vector<pack_slot>& out) {
+    out.clear();
+    auto read_at = [fd](std::string& buffer, std::size_t offset) {
+        std::size_t done = 0;
+        while (done < buffer.size()) {
+            ssize_t const n = ::pread(fd, buffer.data() + done, buffer.size() - done, static_cast<off_t>(offset + done));
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) return false;
+            done += static_cast<std::size_t>(n);
+        }
+        return true;
+    };
+    std::string head(pack_header_size, '\0');
+    if (file_size < pack_header_size || !read_at(head, 0)) return false;
+    std::size_t const index = pack_index_size(head);
+    if (index == 0 || file_size < index) return false;
+    head.resize(index);
+    std::string rest(index - pack_header_size, '\0');
+    if (!rest.empty() && !read_at(rest, pack_header_size)) return false;
+    std::memcpy(head.data() + pack_header_size, rest.data(), rest.size());
+    return parse_pack_index(head, file_size, out);
+}
+
+std::uint64_t record_pack_index::fingerprint(key const& k) noexcept {
+    return k.size() >= 8 ? read_le<std::uint64_t>(k.data()) : 0;
+}
+
+std::optional<record_location> record_pack_index::find(std::uint64_t fp) const {
+    if (!removed.empty() && removed.count(fp) != 0) return std::nullopt;
+    std::optional<record_location> best;
+    for (pack const& p : packs) {
+        auto const it = std::lower_bound(p.records.begin(), p.records.end(), fp,
+                                         [](record const& r, std::uint64_t f) { return r.fingerprint < f; });
+        // Packs are in the order they were indexed: a tie goes to the later one.
+        if (it != p.records.end() && it->fingerprint == fp && (!best || it->made_ns >= best->made_ns))
+            best = record_location{p.name, it->made_ns, it->offset, it->length};
+    }
+    return best;
+}
+
+bool record_pack_index::knows(key const& name) const {
+    return std::any_of(packs.begin(), packs.end(), [&](pack const& p) { return p.name == name; });
+}
+
+void record_pack_index::add(key const& name, std::vector<pack_slot> const& slots) {
+    if (knows(name)) return;
+    pack p;
+    p.name = name;
+    p.records.reserve(slots.size());
+    for (pack_slot const& s : slots) {
+        std::uint64_t const fp = fingerprint(s.k);
+        p.records.push_back({fp, s.made_ns, s.offset, s.length});
+        p.bytes += s.length;
+        if (!removed.empty()) removed.erase(fp);
+    }
+    std::sort(p.records.begin(), p.records.end(),
+              [](record const& a, record const& b) { return a.fingerprint < b.fingerprint; });
+    records += p.records.size();
+    packs.push_back(std::move(p));
+}
+
+void record_pack_index::drop(key const& name) {
+    auto const it = std::find_if(packs.begin(), packs.end(), [&](pack const& p) { return p.name == name; });
+    if (it == packs.end()) return;
+    records -= it->records.size();
+    packs.erase(it);
+}
+
+void record_pack_index::bound() {
+    while (records > pack_index_max_records && packs.size() > 1) {
+        // The oldest: its name starts with the time it was written (big-endian).
+        auto const oldest = std::min_element(packs.begin(), packs.end(), [](pack const& a, pack const& b) {
+            return std::memcmp(a.name.data(), b.name.data(), 8) < 0;
+        });
+        left_out.insert(oldest->name.hex());
+        records -= oldest->records.size();
+        packs.erase(oldest);
+    }
+}
+
+} // namespace compile_cache::detail::directory_storage_impl
+
+#endif // COMPILE_CACHE_INCLUDE_IMPL

@@ -1,0 +1,409 @@
+// compile_cache: directory_storage's identity records in packs (storage/directory/detail/record_packs.hpp):
+// holding them, writing them a pack per batch, reading them through the process's index; included by
+// directory_storage.hpp alone (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#pragma once
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace compile_cache {
+
+namespace detail::directory_storage_impl {
+
+inline std::int64_t steady_now_ns() noexcept {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+} // namespace detail::directory_storage_impl
+
+std::string directory_storage::packs_folder_path() const {
+    return directory_ + (directory_ == "/" ? "" : "/") + detail::directory_storage_impl::packs_folder;
+}
+
+std::error_code directory_storage::hold_write(key const& k, std::string_view bytes, std::int64_t made_ns) noexcept {
+    namespace impl = detail::directory_storage_impl;
+    try {
+        impl::deferred_writes& d = state_->deferred;
+        std::int64_t const now = impl::now_ns();
+        bool due = false;
+        {
+            std::lock_guard<std::mutex> const lock(d.mutex);
+            unsigned const generation = impl::fork_generation();
+            if (d.generation != generation) { // a forked child: what is held is the parent's
+                d.held.clear();
+                d.held_ns.clear();
+                d.bytes = 0;
+                d.generation = generation;
+            }
+            if (d.held.empty()) d.oldest_ns = now;
+            d.held_ns[k] = made_ns > 0 ? made_ns : now;
+            auto const it = d.held.try_emplace(k).first;
+            d.bytes -= it->second.size();
+            it->second.assign(bytes.data(), bytes.size());
+            d.bytes += bytes.size();
+            d.any.store(true);
+            due = impl::deferred_writes::due(d.held.size(), d.bytes, now - d.oldest_ns);
+        }
+        return due ? flush_deferred() : std::error_code();
+    } catch (...) { // bad_alloc
+        if (impl::is_record_key(k)) return std::make_error_code(std::errc::not_enough_memory);
+        return write(k, bytes);
+    }
+}
+
+std::error_code directory_storage::write_held(std::unordered_map<key, std::string> const& held,
+                                              std::unordered_map<key, std::int64_t>& times) noexcept {
+    namespace impl = detail::directory_storage_impl;
+    std::error_code first;
+    try {
+        std::vector<impl::packed_record> records;
+        for (auto const& [k, bytes] : held) {
+            if (impl::is_record_key(k)) {
+                records.push_back({k, times[k], bytes});
+                continue;
+            }
+            std::error_code const ec = write_made_at(k, bytes, times[k]);
+            if (ec && !first) first = ec;
+        }
+        // Oldest first, so that a batch split over several packs puts its newest records last.
+        std::sort(records.begin(), records.end(),
+                  [](impl::packed_record const& a, impl::packed_record const& b) { return a.made_ns < b.made_ns; });
+        std::size_t begin = 0;
+        while (begin < records.size()) {
+            std::size_t end = begin, bytes = 0;
+            while (end < records.size() && end - begin < impl::pack_max_records &&
+                   (end == begin || bytes + records[end].bytes.size() <= impl::pack_max_bytes))
+                bytes += records[end++].bytes.size();
+            std::vector<impl::packed_record> part(records.begin() + static_cast<std::ptrdiff_t>(begin),
+                                                  records.begin() + static_cast<std::ptrdiff_t>(end));
+            std::error_code const ec = write_pack(std::move(part));
+            if (ec && !first) first = ec;
+            begin = end;
+        }
+    } catch (...) {
+        if (!first) first = std::make_error_code(std::errc::not_enough_memory);
+    }
+    return first;
+}
+
+void directory_storage::look_at_packs(bool force) {
+    namespace impl = detail::directory_storage_impl;
+    impl::record_pack_index& ix = state_->packs;
+    std::int64_t const now = impl::steady_now_ns();
+    if (!force && !ix.stale && now - ix.looked_ns < impl::packs_looked_at_every_ns) return;
+    ix.looked_ns = now;
+    std::string const folder = packs_folder_path();
+    int const fd = detail::retry_on_eintr(
+        [&] { return ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
+    if (fd < 0) { // no pack yet (or none this user can see)
+        ix.packs.clear();
+        ix.records = 0;
+        ix.left_out.clear();
+        ix.folder_mtime_ns = -1;
+        ix.stale = false;
+        return;
+    }
+    impl::file_descriptor const guard{fd};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return;
+    std::int64_t const mtime = impl::mtime_ns(st);
+    // A folder changed within the last two seconds is listed again at the next look: on a
+    // file system whose times are coarse, a marker added in the same tick as the listing
+    // leaves the time as it was.
+    bool const recent = impl::now_ns() - mtime < 2 * impl::packs_looked_at_every_ns;
+    if (!force && !ix.stale && mtime == ix.folder_mtime_ns && !recent) return;
+    DIR* const d = ::fdopendir(::dup(fd));
+    if (d == nullptr) return;
+    std::unique_ptr<DIR, int (*)(DIR*)> const listing(d, ::closedir);
+    std::vector<std::string> names;
+    while (dirent* e = ::readdir(d))
+        if (impl::is_pack_name(e->d_name)) names.emplace_back(e->d_name);
+    // Newest first (a pack's name starts with its time), so that the bound leaves out the oldest.
+    std::sort(names.begin(), names.end(), std::greater<>());
+    std::vector<impl::record_pack_index::pack> kept;
+    std::unordered_set<std::string> left_out;
+    std::size_t records = 0;
+    std::vector<impl::pack_slot> slots;
+    for (std::string const& name : names) {
+        std::optional<key> const k = key::from_hex(name);
+        if (!k) continue;
+        auto const known = std::find_if(ix.packs.begin(), ix.packs.end(),
+                                        [&](impl::record_pack_index::pack const& p) { return p.name == *k; });
+        if (records >= impl::pack_index_max_records || ix.left_out.count(name) != 0) {
+            if (known == ix.packs.end() || records >= impl::pack_index_max_records) {
+                left_out.insert(name);
+                continue;
+            }
+        }
+        if (known != ix.packs.end()) {
+            records += known->records.size();
+            kept.push_back(std::move(*known));
+            continue;
+        }
+        std::string path;
+        impl::append_entry_path(path, directory_, *k);
+        int const pfd = detail::open_no_follow(AT_FDCWD, path.c_str());
+        if (pfd < 0) {
+            if (errno == ENOENT) (void)::unlinkat(fd, name.c_str(), 0); // its pack was evicted or merged
+            continue;
+        }
+        impl::file_descriptor const pack_guard{pfd};
+        struct stat pst {};
+        if (::fstat(pfd, &pst) != 0 || !S_ISREG(pst.st_mode) || trust(pst)) continue;
+        if (!impl::read_pack_index(pfd, static_cast<std::uint64_t>(pst.st_size), slots)) {
+            state_->packs_damaged.fetch_add(1, std::memory_order_relaxed);
+            left_out.insert(name); // not read again at each listing
+            continue;
+        }
+        impl::record_pack_index::pack p;
+        p.name = *k;
+        for (impl::pack_slot const& s : slots) {
+            p.records.push_back({impl::record_pack_index::fingerprint(s.k), s.made_ns, s.offset, s.length});
+            p.bytes += s.length;
+        }
+        std::sort(p.records.begin(), p.records.end(), [](auto const& a, auto const& b) {
+            return a.fingerprint < b.fingerprint;
+        });
+        records += p.records.size();
+        kept.push_back(std::move(p));
+    }
+    // Oldest first, as add() appends: find() gives a tie to the later pack.
+    std::reverse(kept.begin(), kept.end());
+    ix.packs = std::move(kept);
+    ix.records = records;
+    ix.left_out = std::move(left_out);
+    ix.folder_mtime_ns = mtime;
+    ix.stale = false;
+}
+
+void directory_storage::forget_pack(key const& name) noexcept {
+    namespace impl = detail::directory_storage_impl;
+    try {
+        if (impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) {
+            std::lock_guard<std::mutex> const held(state_->packs.mutex, std::adopt_lock);
+            state_->packs.drop(name);
+            state_->packs.stale = true;
+        }
+        std::string const marker = packs_folder_path() + "/" + name.hex();
+        (void)::unlink(marker.c_str());
+    } catch (...) {
+    }
+}
+
+read_result directory_storage::read_packed_record(key const& k, std::string& out, std::size_t max_size) noexcept {
+    namespace impl = detail::directory_storage_impl;
+    try {
+        for (int attempt = 0; attempt < 2; ++attempt) {
+            std::optional<impl::record_location> where;
+            {
+                if (!impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) break;
+                std::lock_guard<std::mutex> const lock(state_->packs.mutex, std::adopt_lock);
+                look_at_packs(attempt != 0);
+                where = state_->packs.find(impl::record_pack_index::fingerprint(k));
+            }
+            if (!where) break;
+            if (where->length > max_size) {
+                out.clear();
+                return {read_status::too_large, {}};
+            }
+            std::string path;
+            impl::append_entry_path(path, directory_, where->pack);
+            int const fd = detail::open_no_follow(AT_FDCWD, path.c_str());
+            if (fd < 0) {
+                int const e = errno;
+                if (e != ENOENT && e != ENOTDIR) {
+                    out.clear();
+                    return {read_status::error, impl::errno_code(e)};
+                }
+                forget_pack(where->pack); // merged into a newer pack, or evicted: look again, once
+                continue;
+            }
+            impl::file_descriptor const guard{fd};
+            struct stat st {};
+            if (::fstat(fd, &st) != 0) {
+                out.clear();
+                return {read_status::error, impl::errno_code(errno)};
+            }
+            if (!S_ISREG(st.st_mode) ||
+                static_cast<std::uint64_t>(st.st_size) < std::uint64_t{where->offset} + where->length) {
+                out.clear();
+                return {read_status::error, impl::errno_code(EINVAL)};
+            }
+            if (std::error_code const untrusted = trust(st)) {
+                out.clear();
+                return {read_status::error, untrusted};
+            }
+            out.resize(where->length);
+            std::size_t done = 0;
+            while (done < out.size()) {
+                ssize_t const n = ::pread(fd, out.data() + done, out.size() - done,
+                                          static_cast<off_t>(where->offset + done));
+                if (n < 0 && errno == EINTR) continue;
+                if (n <= 0) {
+                    int const e = n < 0 ? errno : EIO;
+                    out.clear();
+                    return {read_status::error, impl::errno_code(e)};
+                }
+                done += static_cast<std::size_t>(n);
+            }
+            return {read_status::found, {}};
+        }
+    } catch (std::bad_alloc const&) {
+        out.clear();
+        return {read_status::error, std::make_error_code(std::errc::not_enough_memory)};
+    } catch (...) {
+        out.clear();
+        return {read_status::error, std::make_error_code(std::errc::io_error)};
+    }
+    out.clear();
+    return {read_status::absent, {}};
+}
+
+std::error_code directory_storage::write_pack(std::vector<detail::directory_storage_impl::packed_record> records) {
+    namespace impl = detail::directory_storage_impl;
+    using index = impl::record_pack_index;
+    // The small packs to merge into this one, when the index holds too many.
+    struct candidate {
+        key name;
+        std::vector<index::record> live; // their newest versions, not in this batch
+    };
+    std::vector<candidate> merged;
+    std::size_t count = records.size(), bytes = 0;
+    for (impl::packed_record const& r : records) bytes += r.bytes.size();
+    if (impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) {
+        std::lock_guard<std::mutex> const lock(state_->packs.mutex, std::adopt_lock);
+        look_at_packs(false);
+        index& ix = state_->packs;
+        if (ix.packs.size() > impl::packs_merged_above) {
+            std::vector<index::pack const*> smallest;
+            for (index::pack const& p : ix.packs) smallest.push_back(&p);
+            std::sort(smallest.begin(), smallest.end(),
+                      [](index::pack const* a, index::pack const* b) { return a->records.size() < b->records.size(); });
+            std::unordered_set<std::uint64_t> batch;
+            for (impl::packed_record const& r : records) batch.insert(index::fingerprint(r.k));
+            for (index::pack const* p : smallest) {
+                if (merged.size() == impl::packs_merged_above) break;
+                if (count + p->records.size() > impl::pack_max_records || bytes + p->bytes > impl::pack_max_bytes)
+                    break;
+                candidate c{p->name, {}};
+                for (index::record const& r : p->records) {
+                    if (batch.count(r.fingerprint) != 0) continue;
+                    std::optional<impl::record_location> const newest = ix.find(r.fingerprint);
+                    if (newest && newest->pack == p->name && newest->offset == r.offset) c.live.push_back(r);
+                }
+                count += c.live.size();
+                bytes += p->bytes;
+                merged.push_back(std::move(c));
+            }
+            // Fewer are not worth rewriting: each record is then rewritten about once in all.
+            if (merged.size() < impl::packs_merged_at_least) merged.clear();
+        }
+    }
+    // The merged packs' records, read whole (each at most a pack's bytes).
+    std::vector<std::string> contents;
+    contents.reserve(merged.size());
+    std::vector<impl::pack_slot> slots;
+    for (auto it = merged.begin(); it != merged.end();) {
+        std::string path;
+        impl::append_entry_path(path, directory_, it->name);
+        std::string file;
+        bool read = false;
+        int const fd = detail::open_no_follow(AT_FDCWD, path.c_str());
+        if (fd >= 0) {
+            impl::file_descriptor const guard{fd};
+            struct stat st {};
+            read = detail::stat_regular_file(fd, impl::pack_max_bytes + impl::pack_header_size +
+                                                     impl::pack_slot_size * impl::pack_max_records,
+                                             st) == detail::file_read_status::read &&
+                   !trust(st) && detail::read_file_bytes(fd, file, static_cast<std::size_t>(st.st_size)) &&
+                   impl::parse_pack_index(file, file.size(), slots);
+        }
+        if (!read) { // gone meanwhile (another process merged it), or unreadable: left as it is
+            it = merged.erase(it);
+            continue;
+        }
+        contents.push_back(std::move(file));
+        for (impl::pack_slot const& s : slots) {
+            bool const live = std::any_of(it->live.begin(), it->live.end(), [&](index::record const& r) {
+                return r.offset == s.offset && r.fingerprint == index::fingerprint(s.k);
+            });
+            if (live) records.push_back({s.k, s.made_ns, std::string_view(contents.back()).substr(s.offset, s.length)});
+        }
+        ++it;
+    }
+    key const name = impl::new_pack_key();
+    std::int64_t newest = 0;
+    for (impl::packed_record const& r : records) newest = std::max(newest, r.made_ns);
+    std::string const pack = impl::encode_pack(records);
+    if (std::error_code const ec = write_made_at(name, pack, newest)) return ec;
+    // Its marker, by which other processes find it: a symlink to it, for an operator's eyes.
+    std::string folder = packs_folder_path();
+    bool created = false;
+    if (impl::make_directories(folder, options_.directory_mode, options_.umask, created) == 0) {
+        std::string const target = "../" + layout_path_of(name);
+        (void)::symlink(target.c_str(), (folder + "/" + name.hex()).c_str());
+    }
+    std::vector<impl::pack_slot> own;
+    if (!impl::parse_pack_index(pack, pack.size(), own)) return {};
+    if (impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) {
+        std::lock_guard<std::mutex> const lock(state_->packs.mutex, std::adopt_lock);
+        state_->packs.add(name, own);
+        for (candidate const& c : merged) state_->packs.drop(c.name);
+        state_->packs.bound();
+    }
+    // The merged packs go once the new one holds their records.
+    for (candidate const& c : merged) {
+        (void)remove(c.name);
+        (void)::unlink((folder + "/" + c.name.hex()).c_str());
+    }
+    return {};
+}
+
+void directory_storage::forget_gone_packs() noexcept {
+    namespace impl = detail::directory_storage_impl;
+    try {
+        if (impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) {
+            std::lock_guard<std::mutex> const lock(state_->packs.mutex, std::adopt_lock);
+            state_->packs.packs.clear();
+            state_->packs.records = 0;
+            state_->packs.left_out.clear();
+            state_->packs.stale = true;
+        }
+        std::string const folder = packs_folder_path();
+        impl::file_descriptor const fd{detail::retry_on_eintr(
+            [&] { return ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); })};
+        if (!fd) return;
+        DIR* const d = ::fdopendir(::dup(fd.fd));
+        if (d == nullptr) return;
+        std::unique_ptr<DIR, int (*)(DIR*)> const listing(d, ::closedir);
+        std::vector<std::string> gone;
+        while (dirent* e = ::readdir(d)) {
+            if (!impl::is_pack_name(e->d_name)) continue;
+            std::optional<key> const k = key::from_hex(e->d_name);
+            struct stat st {};
+            if (k && ::lstat(entry_path(*k).c_str(), &st) != 0 && errno == ENOENT) gone.emplace_back(e->d_name);
+        }
+        for (std::string const& name : gone) (void)::unlinkat(fd.fd, name.c_str(), 0);
+    } catch (...) {
+    }
+}
+
+std::string directory_storage::layout_path_of(key const& k) {
+    std::string path;
+    std::string const hex = k.hex();
+    detail::directory_storage_impl::append_entry_relative_path(path, hex);
+    return path;
+}
+
+} // namespace compile_cache
+
+#endif // COMPILE_CACHE_INCLUDE_IMPL
