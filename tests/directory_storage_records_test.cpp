@@ -9,6 +9,7 @@
 #include "support/process.hpp"
 #include "support/storage_model.hpp"
 
+#include <compile_cache/storage/directory/directory_layout.hpp>
 #include <compile_cache/storage/directory/directory_storage.hpp>
 
 #include <chrono>
@@ -45,6 +46,25 @@ std::size_t files_under(fs::path const& root) {
 }
 
 storage_test::artifact compile_of(std::uint32_t id) { return storage_test::make_artifact(id, 0, 100); }
+
+/// The packs of identity records under `root` (entries whose names end 1e).
+std::vector<fs::path> packs_under(fs::path const& root) {
+    std::vector<fs::path> packs;
+    if (!fs::exists(root)) return packs;
+    for (auto const& folder : fs::directory_iterator(root)) {
+        if (!folder.is_directory() || folder.path().filename().string().size() != 2) continue;
+        for (auto const& e : fs::directory_iterator(folder.path()))
+            if (cc::directory_layout::is_pack_name(e.path().filename().string())) packs.push_back(e.path());
+    }
+    return packs;
+}
+
+/// The packs' markers under `root` (DIR/.cc-records).
+std::size_t markers_under(fs::path const& root) {
+    fs::path const folder = root / std::string(cc::directory_layout::packs_folder_name);
+    if (!fs::exists(folder)) return 0;
+    return static_cast<std::size_t>(std::distance(fs::directory_iterator(folder), fs::directory_iterator()));
+}
 
 } // namespace
 
@@ -236,12 +256,12 @@ TEST_CASE("a held record written at the flush gets its newest entry's time, so t
     auto const entry_time = fs::last_write_time(entry);
     std::this_thread::sleep_for(std::chrono::milliseconds(300)); // (the flush well after the entry)
     c.flush_statistics();
-    fs::path const record = c.storage().entry_path(cc::identity_record_key(cc::kernel_identity({}, "main", "times")));
-    REQUIRE(fs::exists(record));
-    // The entry's time, as the record's: the file system's clock ticks coarsely (a few ms
+    std::vector<fs::path> const packs = packs_under(root);
+    REQUIRE(packs.size() == 1); // the record's pack
+    // The entry's time, as the pack's: the file system's clock ticks coarsely (a few ms
     // behind the fine clock the entry's time was read from), so within a tick of it.
-    auto const after = std::chrono::duration_cast<std::chrono::milliseconds>(fs::last_write_time(record) - entry_time);
-    INFO("the record's file time minus its entry's, ms: " << after.count());
+    auto const after = std::chrono::duration_cast<std::chrono::milliseconds>(fs::last_write_time(packs[0]) - entry_time);
+    INFO("the record's pack's file time minus its entry's, ms: " << after.count());
     CHECK(after < std::chrono::milliseconds(100));
 }
 
@@ -310,7 +330,8 @@ TEST_CASE("a cache holds the records of 256 kernels at most: the store that reac
         c.store(storage_test::key_of(id), compile_of(id), {"k" + std::to_string(id), "many", 1});
     CHECK(files_under(root) == 255); // the entries; their records held
     c.store(storage_test::key_of(256), compile_of(256), {"k256", "many", 1});
-    CHECK(files_under(root) == 2 * 256);
+    CHECK(files_under(root) == 256 + 1); // the entries and one pack of their records
+    CHECK(packs_under(root).size() == 1);
 }
 
 TEST_CASE("a forked child explains from the records its parent's cache holds and never writes them",
@@ -366,5 +387,195 @@ TEST_CASE("two processes storing one kernel in turn: each miss is explained, and
     auto const c = run({worker, "record-steps", root.string(), "2", "5"});
     INFO(c.describe());
     CHECK(c.out == "2: evicted\n5: storage-test-id changed\n");
+}
+#endif
+
+// ---- identity records in packs (detail/record_packs.hpp) ---------------------------
+
+namespace {
+
+/// The identity record of kernel `k<id>` from `packs` (storage_worker record-kernels),
+/// as a fresh cache over `root` reads it (a fresh index of the packs).
+std::optional<cc::identity_record> packed_record_of(fs::path const& root, std::uint32_t id) {
+    storage_test::cache fresh{directory_storage(root.string())};
+    return fresh.read_identity_record(cc::kernel_identity({}, "k" + std::to_string(id), "packs"));
+}
+
+/// Stores kernel `k<id>` from `packs` under key_of(key_id) through `c`.
+cc::miss_explanation store_kernel(storage_test::cache& c, std::uint32_t id, std::uint32_t key_id) {
+    return c
+        .get_or_compile<storage_test::artifact>(storage_test::key_of(key_id), {"k" + std::to_string(id), "packs", 1},
+                                                [key_id] { return compile_of(key_id); })
+        .explanation;
+}
+
+} // namespace
+
+TEST_CASE("a batch's identity records are one pack: listed as records, read by another process, none per kernel",
+          "[storage][records][packs]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    {
+        storage_test::cache c{directory_storage(root.string())};
+        for (std::uint32_t id = 1; id <= 40; ++id)
+            CHECK(store_kernel(c, id, id).what == cc::miss_explanation::kind::new_kernel);
+    } // destroyed: its records are written
+    // 40 entries and one pack, found through its marker.
+    CHECK(files_under(root) == 41);
+    REQUIRE(packs_under(root).size() == 1);
+    CHECK(markers_under(root) == 1);
+    for (std::uint32_t id = 1; id <= 40; ++id) {
+        std::optional<cc::identity_record> const r = packed_record_of(root, id);
+        REQUIRE(r);
+        REQUIRE(r->history.size() == 1);
+        CHECK(r->history.front().entry_key == storage_test::key_of(id).value());
+    }
+    // list() names the records, not the pack.
+    std::vector<cc::stored_entry> listed;
+    REQUIRE(!directory_storage(root.string()).list(listed));
+    std::size_t records = 0, packs = 0;
+    for (cc::stored_entry const& e : listed) {
+        records += cc::is_identity_record_key(e.k) ? 1 : 0;
+        packs += cc::detail::directory_storage_impl::is_pack_key(e.k) ? 1 : 0;
+    }
+    CHECK(listed.size() == 80);
+    CHECK(records == 40);
+    CHECK(packs == 0);
+    // Another process's misses are explained from the pack; its records go in a second pack.
+    {
+        storage_test::cache c{directory_storage(root.string())};
+        for (std::uint32_t id = 1; id <= 40; ++id)
+            CHECK(store_kernel(c, id, 100 + id).what == cc::miss_explanation::kind::changed);
+    }
+    CHECK(packs_under(root).size() == 2);
+    std::optional<cc::identity_record> const r = packed_record_of(root, 7);
+    REQUIRE(r);
+    REQUIRE(r->history.size() == 2); // the newest version, in the second pack
+    CHECK(r->history.front().entry_key == storage_test::key_of(107).value());
+}
+
+TEST_CASE("a record file of an earlier release is not read, and a removed record is gone for this process",
+          "[storage][records][packs]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    key const rk = cc::identity_record_key("an identity");
+    directory_storage s(root.string());
+    // As an earlier release wrote a record: a file under the record's key.
+    std::string const path = s.entry_path(rk);
+    fs::create_directories(fs::path(path).parent_path());
+    compile_cache_test::write_file(path, "a record of an earlier release");
+    std::string out;
+    CHECK(directory_storage(root.string()).read(rk, out, 1 << 20).status == read_status::absent);
+    // Written now, it goes in a pack, read by another storage object (another index).
+    REQUIRE(!s.write(rk, "a record"));
+    REQUIRE(!s.flush_deferred());
+    directory_storage other(root.string());
+    REQUIRE(other.read(rk, out, 1 << 20).status == read_status::found);
+    CHECK(out == "a record");
+    CHECK(other.read(rk, out, 3).status == read_status::too_large);
+    // Removed: absent for the object that removed it (and the old file is gone); written
+    // again, it is back.
+    REQUIRE(!other.remove(rk));
+    CHECK(!fs::exists(path));
+    CHECK(other.read(rk, out, 1 << 20).status == read_status::absent);
+    REQUIRE(!other.write(rk, "a record, again"));
+    REQUIRE(!other.flush_deferred());
+    REQUIRE(other.read(rk, out, 1 << 20).status == read_status::found);
+    CHECK(out == "a record, again");
+}
+
+TEST_CASE("a pack whose index is damaged is not read: its records are absent, the other packs' are read",
+          "[storage][records][packs]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    {
+        storage_test::cache c{directory_storage(root.string())};
+        store_kernel(c, 1, 1);
+        c.flush_statistics();
+        store_kernel(c, 2, 2);
+    }
+    std::vector<fs::path> packs = packs_under(root);
+    REQUIRE(packs.size() == 2);
+    // The pack holding k1's record: flip a byte of its slot (the index's CRC then fails).
+    std::sort(packs.begin(), packs.end(), [](fs::path const& a, fs::path const& b) {
+        return a.filename() < b.filename(); // (named by the time it was written)
+    });
+    std::string bytes = compile_cache_test::read_file(packs[0]);
+    REQUIRE(bytes.size() > 60);
+    bytes[20] = static_cast<char>(bytes[20] ^ 0x40);
+    compile_cache_test::write_file(packs[0], bytes);
+    std::vector<cc::directory_layout::pack_slot> slots;
+    std::string why;
+    CHECK(!cc::directory_layout::read_pack_slots(packs[0].string(), slots, why));
+    CHECK(why.find("not a sound pack") != std::string::npos);
+    CHECK(!packed_record_of(root, 1));
+    REQUIRE(packed_record_of(root, 2));
+    // Its kernel's next miss is new (not explained), and the store records it again.
+    storage_test::cache c{directory_storage(root.string())};
+    CHECK(store_kernel(c, 1, 11).what == cc::miss_explanation::kind::new_kernel);
+    CHECK(store_kernel(c, 2, 12).what == cc::miss_explanation::kind::changed);
+    c.flush_statistics();
+    REQUIRE(packed_record_of(root, 1));
+}
+
+TEST_CASE("small packs are merged: a reader whose pack was merged away finds the record in the new one",
+          "[storage][records][packs]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    directory_storage reader(root.string());
+    std::string out;
+    {
+        storage_test::cache c{directory_storage(root.string())};
+        store_kernel(c, 1, 1);
+        c.flush_statistics();
+        // The reader indexes the first pack.
+        REQUIRE(reader.read(cc::identity_record_key(cc::kernel_identity({}, "k1", "packs")), out, 1 << 20).status ==
+                read_status::found);
+        for (std::uint32_t id = 2; id <= 40; ++id) {
+            store_kernel(c, id, id);
+            c.flush_statistics(); // a pack of one record each
+        }
+    }
+    std::size_t const packs = packs_under(root).size();
+    INFO("packs left of 40 written: " << packs);
+    CHECK(packs <= cc::detail::directory_storage_impl::packs_merged_above + 1);
+    CHECK(packs < 40);
+    CHECK(markers_under(root) >= packs);
+    // The first pack was merged into a newer one: the reader looks again and finds it.
+    REQUIRE(reader.read(cc::identity_record_key(cc::kernel_identity({}, "k1", "packs")), out, 1 << 20).status ==
+            read_status::found);
+    for (std::uint32_t id = 1; id <= 40; ++id) {
+        INFO("kernel k" << id);
+        CHECK(packed_record_of(root, id));
+    }
+    // A fresh look unlinks the markers of packs that are gone.
+    CHECK(markers_under(root) == packs);
+}
+
+#ifdef COMPILE_CACHE_HELPER_storage_worker
+TEST_CASE("two processes writing small packs at once, merging them, leave every kernel's record",
+          "[storage][records][packs][processes]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    fs::path const go = dir.path() / "go";
+    std::string const worker = COMPILE_CACHE_HELPER_storage_worker;
+    compile_cache_test::child_process a({worker, "record-kernels", root.string(), "1", "150", "3", go.string()});
+    compile_cache_test::child_process b({worker, "record-kernels", root.string(), "1001", "150", "3", go.string()});
+    compile_cache_test::write_file(go, "");
+    CHECK(a.wait() == 0);
+    CHECK(b.wait() == 0);
+    CHECK(a.output() == "stored=150\n");
+    CHECK(b.output() == "stored=150\n");
+    std::size_t const packs = packs_under(root).size();
+    INFO("packs left of 100 written: " << packs);
+    CHECK(packs < 50);
+    for (std::uint32_t first : {1u, 1001u})
+        for (std::uint32_t id = first; id < first + 150; ++id) {
+            INFO("kernel k" << id);
+            std::optional<cc::identity_record> const r = packed_record_of(root, id);
+            REQUIRE(r);
+            CHECK(r->history.front().entry_key == storage_test::key_of(id).value());
+        }
+    CHECK(files_under(root) == 300 + packs);
 }
 #endif

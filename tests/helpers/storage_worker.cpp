@@ -31,6 +31,11 @@
 //       (20 s at most, then exits 3); `touch=PATH` creates PATH; `flush` calls
 //       flush_statistics(). The cache is
 //       destroyed at the end (writing the identity records it holds).
+//   storage_worker record-kernels DIR FIRST COUNT PER_FLUSH GO_FILE
+//       one cache over DIR; waits for GO_FILE (`-`: no wait), then get_or_compiles the
+//       kernels `k<ID>` from `packs`, ID FIRST..FIRST+COUNT-1, each under key_of(ID),
+//       calling flush_statistics() after every PER_FLUSH of them (so that its identity
+//       records are written in small packs); prints "stored=N".
 //   storage_worker fork-while-installing DIR
 //       in this fresh process (no mapped read yet), a thread makes the first mapped read
 //       of a 2 MiB entry while the main thread forks in the middle of the SIGBUS guard's
@@ -237,6 +242,29 @@ int host(int argc, char** argv) {
     return wrong == 0 ? 0 : 1;
 }
 
+int record_kernels(int argc, char** argv) {
+    if (argc != 7) return 2;
+    cache c{cc::directory_storage(argv[2])};
+    auto const first = static_cast<std::uint32_t>(number(argv[3]));
+    auto const count = static_cast<std::uint32_t>(number(argv[4]));
+    auto const per_flush = static_cast<std::uint32_t>(number(argv[5]));
+    std::string const go = argv[6];
+    auto const until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (go != "-" && !exists(go.c_str())) {
+        if (std::chrono::steady_clock::now() > until) return 3;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::uint32_t stored = 0;
+    for (std::uint32_t id = first; id < first + count; ++id) {
+        auto const r = c.get_or_compile<artifact>(key_of(id), {"k" + std::to_string(id), "packs", 1},
+                                                  [&] { return make_artifact(id, 0, 100); });
+        stored += r.outcome == cc::outcome::compiled ? 1 : 0;
+        if (per_flush != 0 && (id - first + 1) % per_flush == 0) c.flush_statistics();
+    }
+    std::printf("stored=%u\n", stored);
+    return 0;
+}
+
 int record_steps(int argc, char** argv) {
     if (argc < 4) return 2;
     cache c{cc::directory_storage(argv[2])};
@@ -313,6 +341,7 @@ int main(int argc, char** argv) {
     if (mode == "host") return host(argc, argv);
     if (mode == "store-limited") return store_limited(argc, argv);
     if (mode == "record-steps") return record_steps(argc, argv);
+    if (mode == "record-kernels") return record_kernels(argc, argv);
     if (mode == "fork-while-installing") return fork_while_installing(argc, argv);
     std::fprintf(stderr, "storage_worker: unknown mode %s\n", mode.c_str());
     return 2;

@@ -302,7 +302,6 @@ struct shared_state {
     std::atomic<bool> no_rename_noreplace{false};
     deferred_writes deferred;
     record_pack_index packs;        ///< the packs of identity records this process knows
-    std::atomic<std::uint64_t> packs_damaged{0}; ///< packs found unsound (not indexed)
     std::string directory;          ///< for the deferred writes made by the destructor
     directory_options options;
     /// Which of cleanup's, deferred's, the ledger's and the lock events' mutexes (in that

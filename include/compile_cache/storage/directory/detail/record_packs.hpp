@@ -134,16 +134,16 @@ struct record_pack_index {
     std::int64_t looked_ns = 0;        ///< (steady clock) when the folder was last looked at
     bool stale = true;                 ///< list the folder at the next look
 
-    static std::uint64_t fingerprint(key const& k) noexcept;
+    COMPILE_CACHE_DECL static std::uint64_t fingerprint(key const& k) noexcept;
     /// The newest version of the record whose fingerprint is `fp` in the packs indexed, if any.
-    std::optional<record_location> find(std::uint64_t fp) const;
+    COMPILE_CACHE_DECL std::optional<record_location> find(std::uint64_t fp) const;
     /// Indexes the pack `name` with `slots`; its records' newer versions elsewhere stay.
-    void add(key const& name, std::vector<pack_slot> const& slots);
+    COMPILE_CACHE_DECL void add(key const& name, std::vector<pack_slot> const& slots);
     /// Forgets the pack `name`.
-    void drop(key const& name);
-    bool knows(key const& name) const;
+    COMPILE_CACHE_DECL void drop(key const& name);
+    COMPILE_CACHE_DECL bool knows(key const& name) const;
     /// Drops the oldest packs until at most pack_index_max_records records are indexed.
-    void bound();
+    COMPILE_CACHE_DECL void bound();
 };
 
 } // namespace compile_cache::detail::directory_storage_impl
