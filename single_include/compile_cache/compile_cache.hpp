@@ -5634,6 +5634,8 @@ concept Storage = detail::is_storage<S>::value;
 //   DIR/ab/<hex key>       an entry: the key's lower-case hex, in the folder of its first two digits
 //   DIR/ab/.tmp-<hex>      a store in progress, or left by a killed one
 //   DIR/ab/<hex key>.claim a miss's claim (single flight): a compile in progress, or left by a killed one
+//   DIR/ab/<hex pack key>  an entry that is a pack of identity records (is_pack_name; read_pack_slots)
+//   DIR/.cc-records/       the packs' markers, by which hosts find them (detail/record_packs.hpp)
 
 
 // ---- begin compile_cache/storage/directory/detail/directory_counters.hpp
@@ -6706,6 +6708,727 @@ std::map<std::string, std::uint64_t> read_counters(std::string const& directory)
 #endif // COMPILE_CACHE_INCLUDE_IMPL
 // ---- end compile_cache/storage/directory/detail/impl/directory_counters.ipp
 // ---- end compile_cache/storage/directory/detail/directory_counters.hpp
+// ---- begin compile_cache/storage/directory/detail/record_packs.hpp
+// compile_cache: packs of identity records in a directory_storage directory, many kernels'
+// records in one entry file, and the index a process keeps of them (docs/design.md,
+// "Identity records in packs"); used by directory_storage and the compile-cache tool.
+//
+//   DIR/ab/<hex pack key>    a pack: an entry under a 33-byte key ending pack_key_marker,
+//                            whose first 8 bytes are the time it was written (big-endian)
+//   DIR/.cc-records/<hex>    a pack's marker (a symlink to it, never followed), by which
+//                            readers find the packs without listing the fan-out folders
+//
+// A pack: a header (pack_magic, the record count, the CRC-32C of the header's first 12
+// bytes and the slots), a slot per record (its 33-byte key, 7 zero bytes, the time its
+// newest entry was made, its offset and length), then the records, each a sealed
+// envelope as a record file held. Little-endian. Written whole (temp file, rename), never
+// changed: a new pack holds a record's later versions, and the newest version wins.
+
+
+// ---- begin compile_cache/detail/record_key_shape.hpp
+// compile_cache: the shape of the keys an identity record and a pack of records are stored
+// under, written once for identity_record.hpp and directory_storage (which packs records).
+
+
+#include <cstddef>
+
+namespace compile_cache::detail {
+
+/// A record's key and a pack's key are 33 bytes, a size no Hasher's digest has; the last
+/// byte tells which.
+inline constexpr std::size_t record_key_size = 33;
+inline constexpr unsigned char record_key_marker = 0x1d; ///< an identity record
+inline constexpr unsigned char pack_key_marker = 0x1e;   ///< a pack of identity records
+/// A record is small; one over this bound is not read.
+inline constexpr std::size_t record_max_size = std::size_t{256} << 10;
+
+} // namespace compile_cache::detail
+// ---- end compile_cache/detail/record_key_shape.hpp
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+namespace compile_cache::detail::directory_storage_impl {
+
+inline constexpr char packs_folder[] = ".cc-records";
+inline constexpr char pack_magic[8] = {'C', 'C', 'R', 'P', 'A', 'C', 'K', '1'};
+inline constexpr std::size_t pack_header_size = 16;
+inline constexpr std::size_t pack_slot_size = 56;
+/// A pack holds at most this many records and this many bytes of them: a batch of
+/// records (held_batch_bounds) fits, and so do the small packs merged into it.
+inline constexpr std::size_t pack_max_records = 4096;
+inline constexpr std::size_t pack_max_bytes = std::size_t{4} << 20;
+/// The most records a process indexes (24 bytes each): the newest packs' first.
+inline constexpr std::size_t pack_index_max_records = std::size_t{1} << 18;
+/// A write of records merges the smallest packs into its own when the index holds more
+/// packs than packs_merged_above: at most that many, within a pack's bounds, and only
+/// when at least packs_merged_at_least fit (so that a record is rewritten about once).
+inline constexpr std::size_t packs_merged_above = 16;
+inline constexpr std::size_t packs_merged_at_least = 8;
+/// How long a record's read or write waits for the process's index of packs (held by
+/// another thread while it lists the markers): then the read is absent, and the write
+/// merges no packs.
+inline constexpr std::chrono::milliseconds pack_index_wait{200};
+/// A read looks at the markers' folder (a stat) at most this often.
+inline constexpr std::int64_t packs_looked_at_every_ns = 1000000000;
+
+inline bool is_record_key(key const& k) noexcept {
+    return k.size() == record_key_size && k.data()[record_key_size - 1] == record_key_marker;
+}
+inline bool is_pack_key(key const& k) noexcept {
+    return k.size() == record_key_size && k.data()[record_key_size - 1] == pack_key_marker;
+}
+/// The same, for a key's hex (an entry's or a marker's name).
+inline bool is_pack_name(std::string_view hex) noexcept {
+    if (hex.size() != 2 * record_key_size || hex.substr(hex.size() - 2) != "1e") return false;
+    for (char c : hex)
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+    return true;
+}
+
+/// A record to put in a pack.
+struct packed_record {
+    key k;
+    std::int64_t made_ns = 0; ///< when its newest entry was made (the newest version wins)
+    std::string_view bytes;
+};
+
+/// A record a pack holds, as its slot says.
+struct pack_slot {
+    key k;
+    std::int64_t made_ns = 0;
+    std::uint32_t offset = 0, length = 0;
+};
+
+/// A fresh pack key: the time now, then random bytes.
+COMPILE_CACHE_DECL key new_pack_key();
+
+/// The pack of `records` (at most pack_max_records, their keys record keys).
+COMPILE_CACHE_DECL std::string encode_pack(std::vector<packed_record> const& records);
+
+/// The slots of the pack whose first bytes are `head`, in a file of `file_size` bytes:
+/// false when it is not a sound pack (magic, CRC, bounds: every record inside the file,
+/// each at most record_max_size, each key a record key). `head` holds at least the
+/// header and slots (pack_index_size).
+COMPILE_CACHE_DECL bool parse_pack_index(std::string_view head, std::uint64_t file_size, std::vector<pack_slot>& out);
+
+/// How many bytes the header and slots of a pack take, from its header (0: no pack).
+COMPILE_CACHE_DECL std::size_t pack_index_size(std::string_view header);
+
+/// Reads the header and slots of the pack open at `fd` (`file_size` bytes) into `out`;
+/// false when it cannot be read or is not sound (parse_pack_index).
+COMPILE_CACHE_DECL bool read_pack_index(int fd, std::uint64_t file_size, std::vector<pack_slot>& out);
+
+/// Where a record is.
+struct record_location {
+    key pack;
+    std::int64_t made_ns = 0;
+    std::uint32_t offset = 0, length = 0;
+};
+
+/// The records of the packs this process knows, by the first 8 bytes of their keys
+/// (a record read is checked against its whole key by the cache, as any entry is), at
+/// most pack_index_max_records. Its members are used under `mutex`.
+struct record_pack_index {
+    struct record {
+        std::uint64_t fingerprint = 0;
+        std::int64_t made_ns = 0;
+        std::uint32_t offset = 0, length = 0;
+    };
+    struct pack {
+        key name;
+        std::size_t bytes = 0;        ///< of its records
+        std::vector<record> records; ///< by fingerprint
+    };
+
+    std::mutex mutex;
+    std::vector<pack> packs;
+    std::size_t records = 0;
+    /// Packs listed but not indexed (over the bound): not read again at each listing.
+    std::unordered_set<std::string> left_out;
+    /// Records this process removed (directory_storage::remove), by fingerprint, until
+    /// a pack it indexes holds a newer version.
+    std::unordered_set<std::uint64_t> removed;
+    std::int64_t folder_mtime_ns = -1; ///< the markers' folder's mtime at the last listing
+    std::int64_t looked_ns = 0;        ///< (steady clock) when the folder was last looked at
+    bool stale = true;                 ///< list the folder at the next look
+
+    COMPILE_CACHE_DECL static std::uint64_t fingerprint(key const& k) noexcept;
+    /// The newest version of the record whose fingerprint is `fp` in the packs indexed, if any.
+    COMPILE_CACHE_DECL std::optional<record_location> find(std::uint64_t fp) const;
+    /// Indexes the pack `name` with `slots`; its records' newer versions elsewhere stay.
+    COMPILE_CACHE_DECL void add(key const& name, std::vector<pack_slot> const& slots);
+    /// Forgets the pack `name`.
+    COMPILE_CACHE_DECL void drop(key const& name);
+    COMPILE_CACHE_DECL bool knows(key const& name) const;
+    /// Drops the oldest packs until at most pack_index_max_records records are indexed.
+    COMPILE_CACHE_DECL void bound();
+};
+
+} // namespace compile_cache::detail::directory_storage_impl
+
+// ---- begin compile_cache/storage/directory/detail/impl/record_packs.ipp
+// compile_cache: the definitions of storage/directory/detail/record_packs.hpp's non-template functions; included by
+// it alone (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+
+// ---- begin compile_cache/detail/crc32c.hpp
+// compile_cache: CRC-32C (Castagnoli), the envelope's unkeyed integrity check.
+//
+// The CRC with generator 0x1EDC6F41 (0x82F63B78 bit-reflected), initial value and
+// final XOR 0xFFFFFFFF, reflected input and output: the CRC of iSCSI (RFC 3720,
+// B.4), ext4 and SSE4.2's CRC32 instruction. Check value: crc32c("123456789") =
+// 0xE3069283.
+//
+// It detects accidents, not tampering; what exactly, and why it is enough for the
+// unkeyed envelope: docs/design.md ("Entries").
+//
+// Four implementations, chosen once per process like sha256's:
+// - x86-64 with AVX-512 and VPCLMULQDQ: four 64-byte accumulators folded forward 256
+//   bytes at a time with carry-less multiplications, finished with the CRC32
+//   instruction (twice the speed of the next on a Zen 4: docs/benchmarks.md);
+// - x86-64 with SSE4.2 and PCLMULQDQ: the CRC32 instruction on three independent
+//   streams at once (it has a latency of three cycles and a throughput of one), the
+//   three partial CRCs joined with one carry-less multiplication each;
+// - AArch64 with the CRC32 extension (CRC32CX), one stream;
+// - portable: slicing-by-8 tables (eight table look-ups per 8 bytes).
+
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define COMPILE_CACHE_HAS_CRC32C_X86 1
+#else
+#define COMPILE_CACHE_HAS_CRC32C_X86 0
+#endif
+
+#if defined(__aarch64__) && (defined(__ARM_FEATURE_CRC32) || (defined(__GNUC__) && !defined(__clang__)))
+#define COMPILE_CACHE_HAS_CRC32C_ARM 1
+#else
+#define COMPILE_CACHE_HAS_CRC32C_ARM 0
+#endif
+
+namespace compile_cache {
+
+enum class crc32c_backend : unsigned char {
+    portable, ///< slicing-by-8 tables; always available
+    x86_sse42, ///< the SSE4.2 CRC32 instruction, three streams joined with PCLMULQDQ
+    arm_crc,   ///< the ARMv8 CRC32 extension's CRC32C instructions
+    x86_avx512, ///< AVX-512 VPCLMULQDQ folding 256 bytes at a time, then x86_sse42's code
+};
+
+COMPILE_CACHE_DECL char const* to_string(crc32c_backend b) noexcept;
+
+namespace detail {
+
+/// The generator, bit-reflected: bit 31 is the coefficient of x^0.
+inline constexpr std::uint32_t crc32c_polynomial = 0x82f63b78u;
+
+// In the functions below a CRC *register* is the raw remainder: the public crc32c()
+// inverts it on the way in and out. In the reflected representation bit 31 holds
+// the coefficient of x^0 and bit 0 that of x^31; feeding bytes B to register R gives
+// R * x^(8|B|) + B * x^32 mod P.
+
+/// a * b mod P for two polynomials of degree < 32 in the reflected representation.
+constexpr std::uint32_t crc32c_multiply(std::uint32_t a, std::uint32_t b) noexcept {
+    std::uint32_t product = 0;
+    for (std::uint32_t bit = 1u << 31; bit != 0; bit >>= 1) { // a's coefficients of x^0, x^1, ...
+        if (a & bit) product ^= b;
+        b = (b & 1u) ? (b >> 1) ^ crc32c_polynomial : b >> 1; // b *= x
+    }
+    return product;
+}
+
+/// x^n mod P, by squaring.
+constexpr std::uint32_t crc32c_x_power(std::uint64_t n) noexcept {
+    std::uint32_t result = 1u << 31; // x^0
+    std::uint32_t square = 1u << 30; // x^1
+    for (; n != 0; n >>= 1) {
+        if (n & 1u) result = crc32c_multiply(result, square);
+        square = crc32c_multiply(square, square);
+    }
+    return result;
+}
+
+/// Feeds n bytes at p to a CRC register; portable.
+COMPILE_CACHE_DECL std::uint32_t crc32c_update_portable(std::uint32_t crc, unsigned char const* p,
+                                                   std::size_t n) noexcept;
+
+#if COMPILE_CACHE_HAS_CRC32C_X86
+
+/// SSE4.2 (CPUID.1:ECX bit 20) for the CRC32 instruction and PCLMULQDQ (bit 1) to
+/// join the streams.
+COMPILE_CACHE_DECL bool crc32c_x86_supported() noexcept;
+
+/// Feeds n bytes at p to a CRC register with the CRC32 instruction.
+__attribute__((target("sse4.2,pclmul"))) COMPILE_CACHE_DECL std::uint32_t
+crc32c_update_x86(std::uint32_t crc, unsigned char const* p, std::size_t n) noexcept;
+
+/// crc32c_x86_supported(), AVX-512 Foundation and VPCLMULQDQ (CPUID.7.0:EBX bit 16,
+/// ECX bit 10), and an operating system that saves the AVX-512 state (XCR0 bits 1, 2,
+/// 5, 6 and 7).
+COMPILE_CACHE_DECL bool crc32c_avx512_supported() noexcept;
+
+/// Feeds n bytes at p to a CRC register: 512 bytes or more with AVX-512 VPCLMULQDQ.
+__attribute__((target("avx512f,vpclmulqdq,sse4.2,pclmul"))) COMPILE_CACHE_DECL std::uint32_t
+crc32c_update_avx512(std::uint32_t crc, unsigned char const* p, std::size_t n) noexcept;
+
+#endif // COMPILE_CACHE_HAS_CRC32C_X86
+
+#if COMPILE_CACHE_HAS_CRC32C_ARM
+
+/// Always when built for a target with the extension; on Linux, HWCAP_CRC32.
+COMPILE_CACHE_DECL bool crc32c_arm_supported() noexcept;
+
+/// Feeds n bytes at p to a CRC register with the CRC32C instructions.
+#if defined(__ARM_FEATURE_CRC32)
+COMPILE_CACHE_DECL std::uint32_t crc32c_update_arm(std::uint32_t crc, unsigned char const* p, std::size_t n) noexcept;
+#else
+__attribute__((target("+crc"))) COMPILE_CACHE_DECL std::uint32_t
+crc32c_update_arm(std::uint32_t crc, unsigned char const* p, std::size_t n) noexcept;
+#endif
+
+#endif // COMPILE_CACHE_HAS_CRC32C_ARM
+
+using crc32c_update_fn = std::uint32_t (*)(std::uint32_t, unsigned char const*, std::size_t) noexcept;
+
+struct crc32c_implementations {
+    using backend = crc32c_backend;
+    using function = crc32c_update_fn;
+    static constexpr char const* variable = "COMPILE_CACHE_CRC32C";
+    static constexpr cpu_implementation<backend, function> compiled[] = {
+#if COMPILE_CACHE_HAS_CRC32C_X86
+        {crc32c_backend::x86_avx512, &crc32c_update_avx512, &crc32c_avx512_supported},
+        {crc32c_backend::x86_sse42, &crc32c_update_x86, &crc32c_x86_supported},
+#endif
+#if COMPILE_CACHE_HAS_CRC32C_ARM
+        {crc32c_backend::arm_crc, &crc32c_update_arm, &crc32c_arm_supported},
+#endif
+        {crc32c_backend::portable, &crc32c_update_portable, &always_runs},
+    };
+};
+
+/// The update function in use, chosen on first use (see cpu_dispatch).
+using crc32c_dispatch = cpu_dispatch<crc32c_implementations>;
+
+/// The automatic choice given COMPILE_CACHE_CRC32C (null when unset).
+inline crc32c_backend crc32c_choose_backend(char const* env_value, bool* not_understood = nullptr) noexcept {
+    return crc32c_dispatch::choose(env_value, not_understood);
+}
+
+} // namespace detail
+
+/// CRC-32C of n bytes at p. To continue a CRC over more bytes, pass the previous
+/// result: crc32c(b, nb, crc32c(a, na)) == crc32c of a followed by b.
+inline std::uint32_t crc32c(void const* p, std::size_t n, std::uint32_t previous = 0) noexcept {
+    if (n == 0) return previous;
+    return ~detail::crc32c_dispatch::call(~previous, static_cast<unsigned char const*>(p), n);
+}
+
+inline crc32c_backend crc32c_implementation() noexcept { return detail::crc32c_dispatch::current(); }
+
+inline bool crc32c_implementation_available(crc32c_backend b) noexcept { return detail::crc32c_dispatch::runs_here(b); }
+
+/// Makes crc32c use `b` from now on; false, and nothing changed, when it is not
+/// available here. For tests and benchmarks (or COMPILE_CACHE_CRC32C=portable).
+inline bool set_crc32c_implementation(crc32c_backend b) noexcept { return detail::crc32c_dispatch::set(b); }
+
+} // namespace compile_cache
+
+// ---- begin compile_cache/detail/impl/crc32c.ipp
+// compile_cache: the definitions of detail/crc32c.hpp's non-template functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+#if COMPILE_CACHE_HAS_CRC32C_X86
+#include <cpuid.h>
+#include <nmmintrin.h> // CRC32 (SSE4.2)
+#include <wmmintrin.h> // PCLMULQDQ; not <immintrin.h>, which costs ten times more to include
+#endif
+#if COMPILE_CACHE_HAS_CRC32C_ARM
+#include <arm_acle.h>
+#endif
+
+namespace compile_cache {
+
+char const* to_string(crc32c_backend b) noexcept {
+    switch (b) {
+    case crc32c_backend::portable: return "portable";
+    case crc32c_backend::x86_sse42: return "x86-sse4.2";
+    case crc32c_backend::arm_crc: return "arm-crc";
+    case crc32c_backend::x86_avx512: return "x86-avx512-vpclmulqdq";
+    }
+    return "?";
+}
+
+namespace detail {
+
+/// Tables for slicing-by-8: table[0][b] is the register after feeding byte b to a
+/// zero register; table[k][b] the same followed by k zero bytes. Here, beside their one
+/// user, so that separate compilation computes them once, not in every translation unit.
+struct crc32c_tables_type {
+    std::uint32_t table[8][256];
+};
+
+constexpr crc32c_tables_type crc32c_make_tables() noexcept {
+    crc32c_tables_type t{};
+    for (std::uint32_t b = 0; b < 256; ++b) {
+        std::uint32_t r = b;
+        for (int i = 0; i < 8; ++i) r = (r & 1u) ? (r >> 1) ^ crc32c_polynomial : r >> 1;
+        t.table[0][b] = r;
+    }
+    for (int k = 1; k < 8; ++k)
+        for (std::uint32_t b = 0; b < 256; ++b)
+            t.table[k][b] = (t.table[k - 1][b] >> 8) ^ t.table[0][t.table[k - 1][b] & 0xffu];
+    return t;
+}
+
+inline constexpr crc32c_tables_type crc32c_tables = crc32c_make_tables();
+
+std::uint32_t crc32c_update_portable(std::uint32_t crc, unsigned char const* p, std::size_t n) noexcept {
+    auto const& t = crc32c_tables.table;
+    for (; n >= 8; n -= 8, p += 8) {
+        std::uint64_t const v = read_le<std::uint64_t>(p) ^ crc;
+        // As a tree, so that the look-ups' results combine in three steps, not seven.
+        crc = ((t[7][v & 0xff] ^ t[6][(v >> 8) & 0xff]) ^ (t[5][(v >> 16) & 0xff] ^ t[4][(v >> 24) & 0xff])) ^
+              ((t[3][(v >> 32) & 0xff] ^ t[2][(v >> 40) & 0xff]) ^ (t[1][(v >> 48) & 0xff] ^ t[0][v >> 56]));
+    }
+    for (; n != 0; --n, ++p) crc = (crc >> 8) ^ t[0][(crc ^ *p) & 0xffu];
+    return crc;
+}
+
+#if COMPILE_CACHE_HAS_CRC32C_X86
+
+bool crc32c_x86_supported() noexcept {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
+    return (ecx & (1u << 20)) != 0 && (ecx & (1u << 1)) != 0;
+}
+
+/// The multiplier that moves a register over n bytes with one carry-less product:
+/// the CRC32 instruction on the 64-bit product of a register R and K multiplies by
+/// x^33 (x^32 from the instruction, x^1 because a 32x32-bit product has 63 bits but
+/// fills a 64-bit reflected word), so K = x^(8n - 33) gives R * x^(8n) mod P.
+constexpr std::uint32_t crc32c_shift_constant(std::uint64_t n) noexcept { return crc32c_x_power(8 * n - 33); }
+
+__attribute__((target("sse4.2,pclmul"), always_inline)) inline std::uint32_t
+crc32c_x86_shift(std::uint32_t crc, std::uint32_t k) noexcept {
+    __m128i const product = _mm_clmulepi64_si128(_mm_cvtsi32_si128(static_cast<int>(crc)),
+                                                 _mm_cvtsi32_si128(static_cast<int>(k)), 0x00);
+    return static_cast<std::uint32_t>(_mm_crc32_u64(0, static_cast<std::uint64_t>(_mm_cvtsi128_si64(product))));
+}
+
+/// Three streams of `lane` bytes each, while at least 3 * lane bytes are left.
+template <std::size_t lane>
+__attribute__((target("sse4.2,pclmul"), always_inline)) inline std::uint32_t
+crc32c_x86_three_way(std::uint32_t crc, unsigned char const*& p, std::size_t& n) noexcept {
+    constexpr std::uint32_t k1 = crc32c_shift_constant(lane);     // over one lane
+    constexpr std::uint32_t k2 = crc32c_shift_constant(2 * lane); // over two
+    for (; n >= 3 * lane; n -= 3 * lane, p += 3 * lane) {
+        std::uint64_t a = crc, b = 0, c = 0;
+        for (std::size_t i = 0; i < lane; i += 8) {
+            a = _mm_crc32_u64(a, read_le<std::uint64_t>(p + i));
+            b = _mm_crc32_u64(b, read_le<std::uint64_t>(p + lane + i));
+            c = _mm_crc32_u64(c, read_le<std::uint64_t>(p + 2 * lane + i));
+        }
+        crc = crc32c_x86_shift(static_cast<std::uint32_t>(a), k2) ^
+              crc32c_x86_shift(static_cast<std::uint32_t>(b), k1) ^ static_cast<std::uint32_t>(c);
+    }
+    return crc;
+}
+
+__attribute__((target("sse4.2,pclmul"))) std::uint32_t crc32c_update_x86(std::uint32_t crc, unsigned char const* p,
+                                                                        std::size_t n) noexcept {
+    crc = crc32c_x86_three_way<4096>(crc, p, n); // joins cost ~20 cycles: keep lanes long
+    crc = crc32c_x86_three_way<256>(crc, p, n);
+    std::uint64_t c = crc;
+    for (; n >= 8; n -= 8, p += 8) {
+        c = _mm_crc32_u64(c, read_le<std::uint64_t>(p));
+    }
+    crc = static_cast<std::uint32_t>(c);
+    for (; n != 0; --n, ++p) crc = _mm_crc32_u8(crc, *p);
+    return crc;
+}
+
+bool crc32c_avx512_supported() noexcept {
+    if (!crc32c_x86_supported()) return false;
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0 || (ecx & (1u << 27)) == 0) return false; // OSXSAVE
+    if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
+    if ((ebx & (1u << 16)) == 0 || (ecx & (1u << 10)) == 0) return false; // AVX512F, VPCLMULQDQ
+    unsigned xcr0_low = 0, xcr0_high = 0;
+    __asm__("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0)); // <immintrin.h>'s _xgetbv, without it
+    return (xcr0_low & 0xe6u) == 0xe6u; // SSE, AVX, opmask, upper ZMM0-15, ZMM16-31 state
+}
+
+// 64 bytes in a vector register, through the compilers' vector extension and builtins:
+// their intrinsics need <immintrin.h> (see above).
+using crc32c_v8di = long long __attribute__((vector_size(64)));
+
+#define COMPILE_CACHE_CRC_AVX512 __attribute__((target("avx512f,vpclmulqdq,sse4.2,pclmul"), always_inline)) inline
+#if defined(__clang__)
+#define COMPILE_CACHE_CLMUL512(a, b, imm) __builtin_ia32_pclmulqdq512((a), (b), (imm))
+#else
+#define COMPILE_CACHE_CLMUL512(a, b, imm) __builtin_ia32_vpclmulqdq_v8di((a), (b), (imm))
+#endif
+
+COMPILE_CACHE_CRC_AVX512 crc32c_v8di crc32c_avx512_load(unsigned char const* p) noexcept {
+    crc32c_v8di v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/// Moves each 128-bit lane of `a` 256 bytes forward and adds `data`. A lane's first
+/// 8 bytes hold the coefficients of x^127..x^64 (reflected), its last 8 those of
+/// x^63..x^0; a carry-less product of 64 bits by a 32-bit K, read as a reflected
+/// 128-bit lane, is their product times x^33, so K = x^(e - 33) multiplies by x^e:
+/// x^(2048 + 64) for the first half, x^2048 for the second.
+COMPILE_CACHE_CRC_AVX512 crc32c_v8di crc32c_avx512_fold(crc32c_v8di a, crc32c_v8di data) noexcept {
+    constexpr long long high = crc32c_x_power(2048 + 64 - 33), low = crc32c_x_power(2048 - 33);
+    constexpr crc32c_v8di k = {high, low, high, low, high, low, high, low};
+    return COMPILE_CACHE_CLMUL512(a, k, 0x00) ^ COMPILE_CACHE_CLMUL512(a, k, 0x11) ^ data;
+}
+
+__attribute__((target("avx512f,vpclmulqdq,sse4.2,pclmul"))) std::uint32_t
+crc32c_update_avx512(std::uint32_t crc, unsigned char const* p, std::size_t n) noexcept {
+    if (n < 512) return crc32c_update_x86(crc, p, n); // the final reduction would dominate
+    // The register joins the message: R * x^(8n) is R added to its first 32 bits.
+    crc32c_v8di a0 = crc32c_avx512_load(p) ^ crc32c_v8di{static_cast<long long>(crc), 0, 0, 0, 0, 0, 0, 0};
+    crc32c_v8di a1 = crc32c_avx512_load(p + 64), a2 = crc32c_avx512_load(p + 128), a3 = crc32c_avx512_load(p + 192);
+    for (p += 256, n -= 256; n >= 256; p += 256, n -= 256) {
+        a0 = crc32c_avx512_fold(a0, crc32c_avx512_load(p));
+        a1 = crc32c_avx512_fold(a1, crc32c_avx512_load(p + 64));
+        a2 = crc32c_avx512_fold(a2, crc32c_avx512_load(p + 128));
+        a3 = crc32c_avx512_fold(a3, crc32c_avx512_load(p + 192));
+    }
+    // The accumulators, laid end to end, are 256 bytes congruent to all the message
+    // read so far: their CRC from a zero register is its register.
+    unsigned char folded[256];
+    std::memcpy(folded, &a0, 64);
+    std::memcpy(folded + 64, &a1, 64);
+    std::memcpy(folded + 128, &a2, 64);
+    std::memcpy(folded + 192, &a3, 64);
+    std::uint64_t c = 0;
+    for (std::size_t i = 0; i < sizeof folded; i += 8) c = _mm_crc32_u64(c, read_le<std::uint64_t>(folded + i));
+    return crc32c_update_x86(static_cast<std::uint32_t>(c), p, n);
+}
+
+#undef COMPILE_CACHE_CLMUL512
+#undef COMPILE_CACHE_CRC_AVX512
+
+#endif // COMPILE_CACHE_HAS_CRC32C_X86
+
+#if COMPILE_CACHE_HAS_CRC32C_ARM
+
+#if defined(__ARM_FEATURE_CRC32)
+#define COMPILE_CACHE_CRC_TARGET
+#else
+#define COMPILE_CACHE_CRC_TARGET __attribute__((target("+crc")))
+#endif
+
+bool crc32c_arm_supported() noexcept {
+#if defined(__ARM_FEATURE_CRC32)
+    return true;
+#else
+    return arm_cpu_has(arm_hwcap_crc32);
+#endif
+}
+
+COMPILE_CACHE_CRC_TARGET std::uint32_t crc32c_update_arm(std::uint32_t crc, unsigned char const* p,
+                                                         std::size_t n) noexcept {
+    for (; n >= 8; n -= 8, p += 8) {
+        crc = __crc32cd(crc, read_le<std::uint64_t>(p));
+    }
+    for (; n != 0; --n, ++p) crc = __crc32cb(crc, *p);
+    return crc;
+}
+
+#undef COMPILE_CACHE_CRC_TARGET
+
+#endif // COMPILE_CACHE_HAS_CRC32C_ARM
+
+} // namespace detail
+} // namespace compile_cache
+#endif
+// ---- end compile_cache/detail/impl/crc32c.ipp
+// ---- end compile_cache/detail/crc32c.hpp
+
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <unistd.h>
+
+namespace compile_cache::detail::directory_storage_impl {
+
+key new_pack_key() {
+    unsigned char bytes[record_key_size] = {};
+    store_be<std::uint64_t>(bytes, static_cast<std::uint64_t>(now_ns()));
+    std::string random;
+    append_temp_name(random); // 32 hex digits: 16 bytes
+    append_temp_name(random);
+    for (std::size_t i = 0; i < record_key_size - 9; ++i) {
+        auto digit = [](char c) { return static_cast<unsigned>(c <= '9' ? c - '0' : c - 'a' + 10); };
+        bytes[8 + i] = static_cast<unsigned char>(digit(random[2 * i]) << 4 | digit(random[2 * i + 1]));
+    }
+    bytes[record_key_size - 1] = pack_key_marker;
+    return key(bytes, record_key_size);
+}
+
+std::string encode_pack(std::vector<packed_record> const& records) {
+    std::size_t const index = pack_header_size + pack_slot_size * records.size();
+    std::size_t total = index;
+    for (packed_record const& r : records) total += r.bytes.size();
+    std::string out(total, '\0');
+    auto* const p = reinterpret_cast<unsigned char*>(out.data());
+    std::memcpy(p, pack_magic, sizeof pack_magic);
+    store_le<std::uint32_t>(p + 8, static_cast<std::uint32_t>(records.size()));
+    std::size_t offset = index;
+    unsigned char* slot = p + pack_header_size;
+    for (packed_record const& r : records) {
+        std::memcpy(slot, r.k.data(), record_key_size);
+        store_le<std::uint64_t>(slot + 40, static_cast<std::uint64_t>(r.made_ns));
+        store_le<std::uint32_t>(slot + 48, static_cast<std::uint32_t>(offset));
+        store_le<std::uint32_t>(slot + 52, static_cast<std::uint32_t>(r.bytes.size()));
+        if (!r.bytes.empty()) std::memcpy(p + offset, r.bytes.data(), r.bytes.size());
+        offset += r.bytes.size();
+        slot += pack_slot_size;
+    }
+    std::uint32_t crc = crc32c(p, 12);
+    crc = crc32c(p + pack_header_size, index - pack_header_size, crc);
+    store_le<std::uint32_t>(p + 12, crc);
+    return out;
+}
+
+std::size_t pack_index_size(std::string_view header) {
+    if (header.size() < pack_header_size || std::memcmp(header.data(), pack_magic, sizeof pack_magic) != 0) return 0;
+    auto const count = read_le<std::uint32_t>(reinterpret_cast<unsigned char const*>(header.data()) + 8);
+    if (count > pack_max_records) return 0;
+    return pack_header_size + pack_slot_size * count;
+}
+
+bool parse_pack_index(std::string_view head, std::uint64_t file_size, std::vector<pack_slot>& out) {
+    out.clear();
+    std::size_t const index = pack_index_size(head);
+    if (index == 0 || head.size() < index || file_size < index) return false;
+    auto const* const p = reinterpret_cast<unsigned char const*>(head.data());
+    std::uint32_t crc = crc32c(p, 12);
+    crc = crc32c(p + pack_header_size, index - pack_header_size, crc);
+    if (crc != read_le<std::uint32_t>(p + 12)) return false;
+    std::size_t const count = (index - pack_header_size) / pack_slot_size;
+    out.reserve(count);
+    for (std::size_t i = 0; i < count; ++i) {
+        unsigned char const* slot = p + pack_header_size + i * pack_slot_size;
+        pack_slot s;
+        s.k = key(slot, record_key_size);
+        s.made_ns = static_cast<std::int64_t>(read_le<std::uint64_t>(slot + 40));
+        s.offset = read_le<std::uint32_t>(slot + 48);
+        s.length = read_le<std::uint32_t>(slot + 52);
+        bool const padded = std::all_of(slot + record_key_size, slot + 40, [](unsigned char c) { return c == 0; });
+        if (!is_record_key(s.k) || !padded || s.offset < index || s.length > record_max_size ||
+            std::uint64_t{s.offset} + s.length > file_size) {
+            out.clear();
+            return false;
+        }
+        out.push_back(s);
+    }
+    return true;
+}
+
+bool read_pack_index(int fd, std::uint64_t file_size, std::vector<pack_slot>& out) {
+    out.clear();
+    auto read_at = [fd](std::string& buffer, std::size_t offset) {
+        std::size_t done = 0;
+        while (done < buffer.size()) {
+            ssize_t const n = ::pread(fd, buffer.data() + done, buffer.size() - done, static_cast<off_t>(offset + done));
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) return false;
+            done += static_cast<std::size_t>(n);
+        }
+        return true;
+    };
+    std::string head(pack_header_size, '\0');
+    if (file_size < pack_header_size || !read_at(head, 0)) return false;
+    std::size_t const index = pack_index_size(head);
+    if (index == 0 || file_size < index) return false;
+    head.resize(index);
+    std::string rest(index - pack_header_size, '\0');
+    if (!rest.empty() && !read_at(rest, pack_header_size)) return false;
+    std::memcpy(head.data() + pack_header_size, rest.data(), rest.size());
+    return parse_pack_index(head, file_size, out);
+}
+
+std::uint64_t record_pack_index::fingerprint(key const& k) noexcept {
+    return k.size() >= 8 ? read_le<std::uint64_t>(k.data()) : 0;
+}
+
+std::optional<record_location> record_pack_index::find(std::uint64_t fp) const {
+    if (!removed.empty() && removed.count(fp) != 0) return std::nullopt;
+    std::optional<record_location> best;
+    for (pack const& p : packs) {
+        auto const it = std::lower_bound(p.records.begin(), p.records.end(), fp,
+                                         [](record const& r, std::uint64_t f) { return r.fingerprint < f; });
+        // Packs are in the order they were indexed: a tie goes to the later one.
+        if (it != p.records.end() && it->fingerprint == fp && (!best || it->made_ns >= best->made_ns))
+            best = record_location{p.name, it->made_ns, it->offset, it->length};
+    }
+    return best;
+}
+
+bool record_pack_index::knows(key const& name) const {
+    return std::any_of(packs.begin(), packs.end(), [&](pack const& p) { return p.name == name; });
+}
+
+void record_pack_index::add(key const& name, std::vector<pack_slot> const& slots) {
+    if (knows(name)) return;
+    pack p;
+    p.name = name;
+    p.records.reserve(slots.size());
+    for (pack_slot const& s : slots) {
+        std::uint64_t const fp = fingerprint(s.k);
+        p.records.push_back({fp, s.made_ns, s.offset, s.length});
+        p.bytes += s.length;
+        if (!removed.empty()) removed.erase(fp);
+    }
+    std::sort(p.records.begin(), p.records.end(),
+              [](record const& a, record const& b) { return a.fingerprint < b.fingerprint; });
+    records += p.records.size();
+    packs.push_back(std::move(p));
+}
+
+void record_pack_index::drop(key const& name) {
+    auto const it = std::find_if(packs.begin(), packs.end(), [&](pack const& p) { return p.name == name; });
+    if (it == packs.end()) return;
+    records -= it->records.size();
+    packs.erase(it);
+}
+
+void record_pack_index::bound() {
+    while (records > pack_index_max_records && packs.size() > 1) {
+        // The oldest: its name starts with the time it was written (big-endian).
+        auto const oldest = std::min_element(packs.begin(), packs.end(), [](pack const& a, pack const& b) {
+            return std::memcmp(a.name.data(), b.name.data(), 8) < 0;
+        });
+        left_out.insert(oldest->name.hex());
+        records -= oldest->records.size();
+        packs.erase(oldest);
+    }
+}
+
+} // namespace compile_cache::detail::directory_storage_impl
+
+#endif // COMPILE_CACHE_INCLUDE_IMPL
+// ---- end compile_cache/storage/directory/detail/impl/record_packs.ipp
+// ---- end compile_cache/storage/directory/detail/record_packs.hpp
 
 #include <cerrno>
 #include <cstdint>
@@ -6713,6 +7436,7 @@ std::map<std::string, std::uint64_t> read_counters(std::string const& directory)
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -6758,6 +7482,23 @@ inline bool is_temp_name(std::string_view name) noexcept { return detail::direct
 inline bool is_claim_name(std::string_view name, std::string_view folder) noexcept {
     return detail::directory_storage_impl::is_claim_name(name, folder);
 }
+
+/// The folder of the packs' markers, at the top of the directory.
+inline constexpr std::string_view packs_folder_name = detail::directory_storage_impl::packs_folder;
+
+/// An entry's name that is a pack of identity records, the records of many kernels in one
+/// file (a key of 33 bytes whose last is 0x1e): listed as its records, not as an entry.
+inline bool is_pack_name(std::string_view name) noexcept { return detail::directory_storage_impl::is_pack_name(name); }
+
+/// One record a pack holds: its key, when its newest entry was made, and where its bytes
+/// (a sealed envelope, as a record file holds) are in the pack.
+using pack_slot = detail::directory_storage_impl::pack_slot;
+
+/// Reads the slots of the pack at `path`, without following a symlink and without
+/// touching its use time; false when it cannot be read or is not a sound pack (`why`
+/// says why in one phrase). A key may be in several packs: the slot made last is its
+/// newest version, the one a host reads.
+COMPILE_CACHE_DECL bool read_pack_slots(std::string const& path, std::vector<pack_slot>& slots, std::string& why);
 
 /// `ab/<hex>`: where the entry of the key whose hex is `hex` lives, relative to the
 /// directory. `hex` has at least two digits.
@@ -6886,6 +7627,26 @@ entry_file_status read_entry_file(std::string const& path, std::uint64_t max_siz
     }
     why = std::string("cannot read it: ") + std::strerror(errno);
     return entry_file_status::failed;
+}
+
+bool read_pack_slots(std::string const& path, std::vector<pack_slot>& slots, std::string& why) {
+    slots.clear();
+    int const fd = detail::open_no_follow(AT_FDCWD, path.c_str());
+    if (fd < 0) {
+        why = std::string("cannot open it: ") + std::strerror(errno);
+        return false;
+    }
+    detail::directory_storage_impl::file_descriptor const guard{fd};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        why = "not a regular file";
+        return false;
+    }
+    if (!detail::directory_storage_impl::read_pack_index(fd, static_cast<std::uint64_t>(st.st_size), slots)) {
+        why = "not a sound pack of identity records (its header, index or bounds)";
+        return false;
+    }
+    return true;
 }
 
 } // namespace compile_cache::directory_layout
@@ -8736,6 +9497,8 @@ struct shared_state {
     /// Set once renameat2(RENAME_NOREPLACE) is found unsupported here.
     std::atomic<bool> no_rename_noreplace{false};
     deferred_writes deferred;
+    record_pack_index packs;        ///< the packs of identity records this process knows
+    std::atomic<std::uint64_t> packs_damaged{0}; ///< packs found unsound (not indexed)
     std::string directory;          ///< for the deferred writes made by the destructor
     directory_options options;
     /// Which of cleanup's, deferred's, the ledger's and the lock events' mutexes (in that
@@ -8787,6 +9550,8 @@ inline std::string& read_path_buffer(std::string& fallback) {
 /// disabled: reads are `absent`, writes fail with `invalid_argument`, removes succeed.
 /// So do reads, writes and removes with an empty key. No member that does I/O throws.
 class directory_storage {
+    friend struct detail::directory_storage_impl::shared_state; // its destructor makes the held writes
+
 public:
     using view_type = entry_view; ///< what read_view fills
 
@@ -9035,6 +9800,31 @@ private:
     /// total is over the limit, does one step of bounded cleanup.
     COMPILE_CACHE_DECL void after_change(unsigned folder, std::uint64_t added, std::uint64_t removed,
                                          bool may_clean) noexcept;
+
+    // ---- identity records in packs (detail/record_packs.hpp) ----
+
+    /// Holds a write back (write_deferred), with the time its file is to get.
+    COMPILE_CACHE_DECL std::error_code hold_write(key const& k, std::string_view bytes, std::int64_t made_ns) noexcept;
+    /// Makes held writes: the identity records in packs (a pack per batch), the others
+    /// each with write_made_at, at their `times`; the first error, if any.
+    COMPILE_CACHE_DECL std::error_code write_held(std::unordered_map<key, std::string> const& held,
+                                                  std::unordered_map<key, std::int64_t>& times) noexcept;
+    /// Writes one pack of `records`, merged with the small packs of this process's index
+    /// when it holds over packs_merged_above, then its marker; indexes it; removes the
+    /// packs merged.
+    COMPILE_CACHE_DECL std::error_code write_pack(std::vector<detail::directory_storage_impl::packed_record> records);
+    /// read() of an identity record: its newest version in the packs indexed, absent when
+    /// none holds it (record files of earlier releases are not read).
+    COMPILE_CACHE_DECL read_result read_packed_record(key const& k, std::string& out, std::size_t max_size) noexcept;
+    /// Lists the markers' folder into the index when it changed, at most once a
+    /// packs_looked_at_every_ns unless `force`; the caller holds the index's mutex.
+    COMPILE_CACHE_DECL void look_at_packs(bool force);
+    /// Drops pack `name` from the index and unlinks its marker: it is gone.
+    COMPILE_CACHE_DECL void forget_pack(key const& name) noexcept;
+    /// After clear(): empties the index and unlinks the markers whose packs are gone.
+    COMPILE_CACHE_DECL void forget_gone_packs() noexcept;
+    COMPILE_CACHE_DECL std::string packs_folder_path() const;
+    COMPILE_CACHE_DECL static std::string layout_path_of(key const& k);
 
     /// Writes this object's ledger batch, then recounts the folders it changed whose
     /// figures are over an hour old (sweeping their temp files older than an hour).
@@ -9656,7 +10446,7 @@ detail::directory_storage_impl::shared_state::~shared_state() {
         auto held = take_deferred(deferred, &times);
         if (held.empty()) return;
         directory_storage writer(directory, options);
-        for (auto const& [k, bytes] : held) (void)writer.write_made_at(k, bytes, times[k]);
+        (void)writer.write_held(held, times);
     } catch (...) {
         // Deferred writes are the ones a crash may lose: so may a failure here.
     }
@@ -9678,6 +10468,8 @@ std::unordered_map<key, std::string> detail::directory_storage_impl::take_deferr
 }
 
 std::error_code directory_storage::write_made_at(key const& k, std::string_view bytes, std::int64_t made_ns) noexcept {
+    if (detail::directory_storage_impl::is_record_key(k) && !directory_.empty())
+        return hold_write(k, bytes, made_ns); // written in a pack with its batch
     std::error_code const ec = write(k, bytes);
     if (ec || made_ns <= 0) return ec;
     try {
@@ -9701,47 +10493,16 @@ std::error_code directory_storage::write_made_at(key const& k, std::string_view 
 }
 
 std::error_code directory_storage::write_deferred(key const& k, std::string_view bytes) noexcept {
-    namespace impl = detail::directory_storage_impl;
     if (directory_.empty() || k.empty()) return std::make_error_code(std::errc::invalid_argument);
-    try {
-        impl::deferred_writes& d = state_->deferred;
-        std::int64_t const now = impl::now_ns();
-        bool due = false;
-        {
-            std::lock_guard<std::mutex> const lock(d.mutex);
-            unsigned const generation = impl::fork_generation();
-            if (d.generation != generation) { // a forked child: what is held is the parent's
-                d.held.clear();
-                d.held_ns.clear();
-                d.bytes = 0;
-                d.generation = generation;
-            }
-            if (d.held.empty()) d.oldest_ns = now;
-            d.held_ns[k] = now;
-            auto [it, added] = d.held.try_emplace(k);
-            d.bytes -= it->second.size();
-            it->second.assign(bytes.data(), bytes.size());
-            d.bytes += bytes.size();
-            (void)added;
-            d.any.store(true);
-            due = impl::deferred_writes::due(d.held.size(), d.bytes, now - d.oldest_ns);
-        }
-        return due ? flush_deferred() : std::error_code();
-    } catch (...) { // bad_alloc: write it now instead
-        return write(k, bytes);
-    }
+    return hold_write(k, bytes, 0);
 }
 
 std::error_code directory_storage::flush_deferred() noexcept {
     if (directory_.empty() || !state_->deferred.any.load()) return {};
     try {
-        std::error_code first;
         std::unordered_map<key, std::int64_t> times;
-        for (auto const& [k, bytes] : detail::directory_storage_impl::take_deferred(state_->deferred, &times)) {
-            std::error_code const ec = write_made_at(k, bytes, times[k]);
-            if (ec && !first) first = ec;
-        }
-        return first;
+        auto const held = detail::directory_storage_impl::take_deferred(state_->deferred, &times);
+        return write_held(held, times);
     } catch (...) {
         return std::make_error_code(std::errc::not_enough_memory);
     }
@@ -9842,6 +10603,7 @@ read_result directory_storage::read_entry(key const& k, std::string& out, std::s
     try {
         if (state_->deferred.any.load(std::memory_order_relaxed))
             if (std::optional<read_result> const held = read_deferred(k, out, max_size)) return *held;
+        if (impl::is_record_key(k)) return read_packed_record(k, out, max_size);
         std::string own_path;
         std::string& path = impl::read_path_buffer(own_path);
         path.clear();
@@ -9906,6 +10668,7 @@ read_result directory_storage::read_entry(key const& k, std::string& out, std::s
 std::error_code directory_storage::write(key const& k, std::string_view bytes) noexcept {
     namespace impl = detail::directory_storage_impl;
     if (directory_.empty() || k.empty()) return std::make_error_code(std::errc::invalid_argument);
+    if (impl::is_record_key(k)) return hold_write(k, bytes, 0); // written in a pack with its batch
     try {
         if (state_->deferred.any.load(std::memory_order_relaxed)) { // this write supersedes a held one
             std::lock_guard<std::mutex> const lock(state_->deferred.mutex);
@@ -9951,6 +10714,13 @@ std::error_code directory_storage::remove(key const& k) noexcept {
                 state_->deferred.held.erase(it);
                 state_->deferred.held_ns.erase(k);
             }
+        }
+        if (impl::is_record_key(k) &&
+            impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) {
+            // In packs, for this process: a pack is never changed (a record file of an
+            // earlier release is unlinked below).
+            std::lock_guard<std::mutex> const lock(state_->packs.mutex, std::adopt_lock);
+            state_->packs.removed.insert(impl::record_pack_index::fingerprint(k));
         }
         // Through the fan-out folder opened without following a symlink: in a
         // directory others may write (shared mode), `ab` swapped for a symlink must
@@ -10022,15 +10792,37 @@ std::error_code directory_storage::list(std::vector<stored_entry>& out) const no
     impl::file_descriptor root{impl::open_root(directory_)};
     if (!root) return errno == ENOENT ? std::error_code() : impl::errno_code(errno);
     bool out_of_memory = false;
+    std::vector<key> packs;
     for (unsigned f = 0; f < 256 && !out_of_memory; ++f)
         impl::scan_folder(root.fd, f, impl::no_cutoff, impl::no_cutoff,
                           [&](std::int64_t mtime_ns, std::uint64_t, std::string_view name, std::uint64_t size) {
                               try {
-                                  if (auto k = key::from_hex(name)) out.push_back({*k, size, mtime_ns / 1000000000});
+                                  if (auto k = key::from_hex(name))
+                                      impl::is_pack_key(*k) ? packs.push_back(*k)
+                                                            : out.push_back({*k, size, mtime_ns / 1000000000});
                               } catch (...) {
                                   out_of_memory = true;
                               }
                           });
+    // A pack is listed as its records (the newest version of each), as record files were.
+    try {
+        std::unordered_map<key, impl::pack_slot> newest;
+        std::vector<impl::pack_slot> slots;
+        for (key const& p : packs) {
+            impl::file_descriptor const fd{detail::open_no_follow(AT_FDCWD, entry_path(p).c_str())};
+            struct stat st {};
+            if (!fd || ::fstat(fd.fd, &st) != 0 || !S_ISREG(st.st_mode) || trust(st) ||
+                !impl::read_pack_index(fd.fd, static_cast<std::uint64_t>(st.st_size), slots))
+                continue;
+            for (impl::pack_slot const& s : slots) {
+                auto const [it, added] = newest.try_emplace(s.k, s);
+                if (!added && s.made_ns >= it->second.made_ns) it->second = s;
+            }
+        }
+        for (auto const& [k, s] : newest) out.push_back({k, s.length, s.made_ns / 1000000000});
+    } catch (...) {
+        out_of_memory = true;
+    }
     return out_of_memory ? std::make_error_code(std::errc::not_enough_memory) : std::error_code();
 }
 
@@ -10076,6 +10868,7 @@ cleanup_result directory_storage::clear() noexcept {
             if (fs.error != 0 && !r.removal_error) r.removal_error = impl::errno_code(fs.error);
         }
         counter.save(impl::now_s());
+        forget_gone_packs();
     });
 }
 
@@ -10268,6 +11061,416 @@ bool directory_storage::flush_ledger(std::int64_t now, std::uint64_t& total) con
 
 #endif // COMPILE_CACHE_INCLUDE_IMPL
 // ---- end compile_cache/storage/directory/impl/directory_storage.ipp
+// ---- begin compile_cache/storage/directory/impl/directory_record_packs.ipp
+// compile_cache: directory_storage's identity records in packs (storage/directory/detail/record_packs.hpp):
+// holding them, writing them a pack per batch, reading them through the process's index; included by
+// directory_storage.hpp alone (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace compile_cache {
+
+namespace detail::directory_storage_impl {
+
+inline std::int64_t steady_now_ns() noexcept {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+} // namespace detail::directory_storage_impl
+
+std::string directory_storage::packs_folder_path() const {
+    return directory_ + (directory_ == "/" ? "" : "/") + detail::directory_storage_impl::packs_folder;
+}
+
+std::error_code directory_storage::hold_write(key const& k, std::string_view bytes, std::int64_t made_ns) noexcept {
+    namespace impl = detail::directory_storage_impl;
+    try {
+        impl::deferred_writes& d = state_->deferred;
+        std::int64_t const now = impl::now_ns();
+        bool due = false;
+        {
+            std::lock_guard<std::mutex> const lock(d.mutex);
+            unsigned const generation = impl::fork_generation();
+            if (d.generation != generation) { // a forked child: what is held is the parent's
+                d.held.clear();
+                d.held_ns.clear();
+                d.bytes = 0;
+                d.generation = generation;
+            }
+            if (d.held.empty()) d.oldest_ns = now;
+            d.held_ns[k] = made_ns > 0 ? made_ns : now;
+            auto const it = d.held.try_emplace(k).first;
+            d.bytes -= it->second.size();
+            it->second.assign(bytes.data(), bytes.size());
+            d.bytes += bytes.size();
+            d.any.store(true);
+            due = impl::deferred_writes::due(d.held.size(), d.bytes, now - d.oldest_ns);
+        }
+        return due ? flush_deferred() : std::error_code();
+    } catch (...) { // bad_alloc
+        if (impl::is_record_key(k)) return std::make_error_code(std::errc::not_enough_memory);
+        return write(k, bytes);
+    }
+}
+
+std::error_code directory_storage::write_held(std::unordered_map<key, std::string> const& held,
+                                              std::unordered_map<key, std::int64_t>& times) noexcept {
+    namespace impl = detail::directory_storage_impl;
+    std::error_code first;
+    try {
+        std::vector<impl::packed_record> records;
+        for (auto const& [k, bytes] : held) {
+            if (impl::is_record_key(k)) {
+                records.push_back({k, times[k], bytes});
+                continue;
+            }
+            std::error_code const ec = write_made_at(k, bytes, times[k]);
+            if (ec && !first) first = ec;
+        }
+        // Oldest first, so that a batch split over several packs puts its newest records last.
+        std::sort(records.begin(), records.end(),
+                  [](impl::packed_record const& a, impl::packed_record const& b) { return a.made_ns < b.made_ns; });
+        std::size_t begin = 0;
+        while (begin < records.size()) {
+            std::size_t end = begin, bytes = 0;
+            while (end < records.size() && end - begin < impl::pack_max_records &&
+                   (end == begin || bytes + records[end].bytes.size() <= impl::pack_max_bytes))
+                bytes += records[end++].bytes.size();
+            std::vector<impl::packed_record> part(records.begin() + static_cast<std::ptrdiff_t>(begin),
+                                                  records.begin() + static_cast<std::ptrdiff_t>(end));
+            std::error_code const ec = write_pack(std::move(part));
+            if (ec && !first) first = ec;
+            begin = end;
+        }
+    } catch (...) {
+        if (!first) first = std::make_error_code(std::errc::not_enough_memory);
+    }
+    return first;
+}
+
+void directory_storage::look_at_packs(bool force) {
+    namespace impl = detail::directory_storage_impl;
+    impl::record_pack_index& ix = state_->packs;
+    std::int64_t const now = impl::steady_now_ns();
+    if (!force && !ix.stale && now - ix.looked_ns < impl::packs_looked_at_every_ns) return;
+    ix.looked_ns = now;
+    std::string const folder = packs_folder_path();
+    int const fd = detail::retry_on_eintr(
+        [&] { return ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
+    if (fd < 0) { // no pack yet (or none this user can see)
+        ix.packs.clear();
+        ix.records = 0;
+        ix.left_out.clear();
+        ix.folder_mtime_ns = -1;
+        ix.stale = false;
+        return;
+    }
+    impl::file_descriptor const guard{fd};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return;
+    std::int64_t const mtime = impl::mtime_ns(st);
+    // A folder changed within the last two seconds is listed again at the next look: on a
+    // file system whose times are coarse, a marker added in the same tick as the listing
+    // leaves the time as it was.
+    bool const recent = impl::now_ns() - mtime < 2 * impl::packs_looked_at_every_ns;
+    if (!force && !ix.stale && mtime == ix.folder_mtime_ns && !recent) return;
+    DIR* const d = ::fdopendir(::dup(fd));
+    if (d == nullptr) return;
+    std::unique_ptr<DIR, int (*)(DIR*)> const listing(d, ::closedir);
+    std::vector<std::string> names;
+    while (dirent* e = ::readdir(d))
+        if (impl::is_pack_name(e->d_name)) names.emplace_back(e->d_name);
+    // Newest first (a pack's name starts with its time), so that the bound leaves out the oldest.
+    std::sort(names.begin(), names.end(), std::greater<>());
+    std::vector<impl::record_pack_index::pack> kept;
+    std::unordered_set<std::string> left_out;
+    std::size_t records = 0;
+    std::vector<impl::pack_slot> slots;
+    for (std::string const& name : names) {
+        std::optional<key> const k = key::from_hex(name);
+        if (!k) continue;
+        auto const known = std::find_if(ix.packs.begin(), ix.packs.end(),
+                                        [&](impl::record_pack_index::pack const& p) { return p.name == *k; });
+        if (records >= impl::pack_index_max_records || ix.left_out.count(name) != 0) {
+            if (known == ix.packs.end() || records >= impl::pack_index_max_records) {
+                left_out.insert(name);
+                continue;
+            }
+        }
+        if (known != ix.packs.end()) {
+            records += known->records.size();
+            kept.push_back(std::move(*known));
+            continue;
+        }
+        std::string path;
+        impl::append_entry_path(path, directory_, *k);
+        int const pfd = detail::open_no_follow(AT_FDCWD, path.c_str());
+        if (pfd < 0) {
+            if (errno == ENOENT) (void)::unlinkat(fd, name.c_str(), 0); // its pack was evicted or merged
+            continue;
+        }
+        impl::file_descriptor const pack_guard{pfd};
+        struct stat pst {};
+        if (::fstat(pfd, &pst) != 0 || !S_ISREG(pst.st_mode) || trust(pst)) continue;
+        if (!impl::read_pack_index(pfd, static_cast<std::uint64_t>(pst.st_size), slots)) {
+            state_->packs_damaged.fetch_add(1, std::memory_order_relaxed);
+            left_out.insert(name); // not read again at each listing
+            continue;
+        }
+        impl::record_pack_index::pack p;
+        p.name = *k;
+        for (impl::pack_slot const& s : slots) {
+            p.records.push_back({impl::record_pack_index::fingerprint(s.k), s.made_ns, s.offset, s.length});
+            p.bytes += s.length;
+        }
+        std::sort(p.records.begin(), p.records.end(), [](auto const& a, auto const& b) {
+            return a.fingerprint < b.fingerprint;
+        });
+        records += p.records.size();
+        kept.push_back(std::move(p));
+    }
+    // Oldest first, as add() appends: find() gives a tie to the later pack.
+    std::reverse(kept.begin(), kept.end());
+    ix.packs = std::move(kept);
+    ix.records = records;
+    ix.left_out = std::move(left_out);
+    ix.folder_mtime_ns = mtime;
+    ix.stale = false;
+}
+
+void directory_storage::forget_pack(key const& name) noexcept {
+    namespace impl = detail::directory_storage_impl;
+    try {
+        if (impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) {
+            std::lock_guard<std::mutex> const held(state_->packs.mutex, std::adopt_lock);
+            state_->packs.drop(name);
+            state_->packs.stale = true;
+        }
+        std::string const marker = packs_folder_path() + "/" + name.hex();
+        (void)::unlink(marker.c_str());
+    } catch (...) {
+    }
+}
+
+read_result directory_storage::read_packed_record(key const& k, std::string& out, std::size_t max_size) noexcept {
+    namespace impl = detail::directory_storage_impl;
+    try {
+        for (int attempt = 0; attempt < 2; ++attempt) {
+            std::optional<impl::record_location> where;
+            {
+                if (!impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) break;
+                std::lock_guard<std::mutex> const lock(state_->packs.mutex, std::adopt_lock);
+                look_at_packs(attempt != 0);
+                where = state_->packs.find(impl::record_pack_index::fingerprint(k));
+            }
+            if (!where) break;
+            if (where->length > max_size) {
+                out.clear();
+                return {read_status::too_large, {}};
+            }
+            std::string path;
+            impl::append_entry_path(path, directory_, where->pack);
+            int const fd = detail::open_no_follow(AT_FDCWD, path.c_str());
+            if (fd < 0) {
+                int const e = errno;
+                if (e != ENOENT && e != ENOTDIR) {
+                    out.clear();
+                    return {read_status::error, impl::errno_code(e)};
+                }
+                forget_pack(where->pack); // merged into a newer pack, or evicted: look again, once
+                continue;
+            }
+            impl::file_descriptor const guard{fd};
+            struct stat st {};
+            if (::fstat(fd, &st) != 0) {
+                out.clear();
+                return {read_status::error, impl::errno_code(errno)};
+            }
+            if (!S_ISREG(st.st_mode) ||
+                static_cast<std::uint64_t>(st.st_size) < std::uint64_t{where->offset} + where->length) {
+                out.clear();
+                return {read_status::error, impl::errno_code(EINVAL)};
+            }
+            if (std::error_code const untrusted = trust(st)) {
+                out.clear();
+                return {read_status::error, untrusted};
+            }
+            out.resize(where->length);
+            std::size_t done = 0;
+            while (done < out.size()) {
+                ssize_t const n = ::pread(fd, out.data() + done, out.size() - done,
+                                          static_cast<off_t>(where->offset + done));
+                if (n < 0 && errno == EINTR) continue;
+                if (n <= 0) {
+                    int const e = n < 0 ? errno : EIO;
+                    out.clear();
+                    return {read_status::error, impl::errno_code(e)};
+                }
+                done += static_cast<std::size_t>(n);
+            }
+            return {read_status::found, {}};
+        }
+    } catch (std::bad_alloc const&) {
+        out.clear();
+        return {read_status::error, std::make_error_code(std::errc::not_enough_memory)};
+    } catch (...) {
+        out.clear();
+        return {read_status::error, std::make_error_code(std::errc::io_error)};
+    }
+    out.clear();
+    return {read_status::absent, {}};
+}
+
+std::error_code directory_storage::write_pack(std::vector<detail::directory_storage_impl::packed_record> records) {
+    namespace impl = detail::directory_storage_impl;
+    using index = impl::record_pack_index;
+    // The small packs to merge into this one, when the index holds too many.
+    struct candidate {
+        key name;
+        std::vector<index::record> live; // their newest versions, not in this batch
+    };
+    std::vector<candidate> merged;
+    std::size_t count = records.size(), bytes = 0;
+    for (impl::packed_record const& r : records) bytes += r.bytes.size();
+    if (impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) {
+        std::lock_guard<std::mutex> const lock(state_->packs.mutex, std::adopt_lock);
+        look_at_packs(false);
+        index& ix = state_->packs;
+        if (ix.packs.size() > impl::packs_merged_above) {
+            std::vector<index::pack const*> smallest;
+            for (index::pack const& p : ix.packs) smallest.push_back(&p);
+            std::sort(smallest.begin(), smallest.end(),
+                      [](index::pack const* a, index::pack const* b) { return a->records.size() < b->records.size(); });
+            std::unordered_set<std::uint64_t> batch;
+            for (impl::packed_record const& r : records) batch.insert(index::fingerprint(r.k));
+            for (index::pack const* p : smallest) {
+                if (merged.size() == impl::packs_merged_above) break;
+                if (count + p->records.size() > impl::pack_max_records || bytes + p->bytes > impl::pack_max_bytes)
+                    break;
+                candidate c{p->name, {}};
+                for (index::record const& r : p->records) {
+                    if (batch.count(r.fingerprint) != 0) continue;
+                    std::optional<impl::record_location> const newest = ix.find(r.fingerprint);
+                    if (newest && newest->pack == p->name && newest->offset == r.offset) c.live.push_back(r);
+                }
+                count += c.live.size();
+                bytes += p->bytes;
+                merged.push_back(std::move(c));
+            }
+            // Fewer are not worth rewriting: each record is then rewritten about once in all.
+            if (merged.size() < impl::packs_merged_at_least) merged.clear();
+        }
+    }
+    // The merged packs' records, read whole (each at most a pack's bytes).
+    std::vector<std::string> contents;
+    contents.reserve(merged.size());
+    std::vector<impl::pack_slot> slots;
+    for (auto it = merged.begin(); it != merged.end();) {
+        std::string path;
+        impl::append_entry_path(path, directory_, it->name);
+        std::string file;
+        bool read = false;
+        int const fd = detail::open_no_follow(AT_FDCWD, path.c_str());
+        if (fd >= 0) {
+            impl::file_descriptor const guard{fd};
+            struct stat st {};
+            read = detail::stat_regular_file(fd, impl::pack_max_bytes + impl::pack_header_size +
+                                                     impl::pack_slot_size * impl::pack_max_records,
+                                             st) == detail::file_read_status::read &&
+                   !trust(st) && detail::read_file_bytes(fd, file, static_cast<std::size_t>(st.st_size)) &&
+                   impl::parse_pack_index(file, file.size(), slots);
+        }
+        if (!read) { // gone meanwhile (another process merged it), or unreadable: left as it is
+            it = merged.erase(it);
+            continue;
+        }
+        contents.push_back(std::move(file));
+        for (impl::pack_slot const& s : slots) {
+            bool const live = std::any_of(it->live.begin(), it->live.end(), [&](index::record const& r) {
+                return r.offset == s.offset && r.fingerprint == index::fingerprint(s.k);
+            });
+            if (live) records.push_back({s.k, s.made_ns, std::string_view(contents.back()).substr(s.offset, s.length)});
+        }
+        ++it;
+    }
+    key const name = impl::new_pack_key();
+    std::int64_t newest = 0;
+    for (impl::packed_record const& r : records) newest = std::max(newest, r.made_ns);
+    std::string const pack = impl::encode_pack(records);
+    if (std::error_code const ec = write_made_at(name, pack, newest)) return ec;
+    // Its marker, by which other processes find it: a symlink to it, for an operator's eyes.
+    std::string folder = packs_folder_path();
+    bool created = false;
+    if (impl::make_directories(folder, options_.directory_mode, options_.umask, created) == 0) {
+        std::string const target = "../" + layout_path_of(name);
+        (void)::symlink(target.c_str(), (folder + "/" + name.hex()).c_str());
+    }
+    std::vector<impl::pack_slot> own;
+    if (!impl::parse_pack_index(pack, pack.size(), own)) return {};
+    if (impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) {
+        std::lock_guard<std::mutex> const lock(state_->packs.mutex, std::adopt_lock);
+        state_->packs.add(name, own);
+        for (candidate const& c : merged) state_->packs.drop(c.name);
+        state_->packs.bound();
+    }
+    // The merged packs go once the new one holds their records.
+    for (candidate const& c : merged) {
+        (void)remove(c.name);
+        (void)::unlink((folder + "/" + c.name.hex()).c_str());
+    }
+    return {};
+}
+
+void directory_storage::forget_gone_packs() noexcept {
+    namespace impl = detail::directory_storage_impl;
+    try {
+        if (impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) {
+            std::lock_guard<std::mutex> const lock(state_->packs.mutex, std::adopt_lock);
+            state_->packs.packs.clear();
+            state_->packs.records = 0;
+            state_->packs.left_out.clear();
+            state_->packs.stale = true;
+        }
+        std::string const folder = packs_folder_path();
+        impl::file_descriptor const fd{detail::retry_on_eintr(
+            [&] { return ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); })};
+        if (!fd) return;
+        DIR* const d = ::fdopendir(::dup(fd.fd));
+        if (d == nullptr) return;
+        std::unique_ptr<DIR, int (*)(DIR*)> const listing(d, ::closedir);
+        std::vector<std::string> gone;
+        while (dirent* e = ::readdir(d)) {
+            if (!impl::is_pack_name(e->d_name)) continue;
+            std::optional<key> const k = key::from_hex(e->d_name);
+            struct stat st {};
+            if (k && ::lstat(entry_path(*k).c_str(), &st) != 0 && errno == ENOENT) gone.emplace_back(e->d_name);
+        }
+        for (std::string const& name : gone) (void)::unlinkat(fd.fd, name.c_str(), 0);
+    } catch (...) {
+    }
+}
+
+std::string directory_storage::layout_path_of(key const& k) {
+    std::string path;
+    std::string const hex = k.hex();
+    detail::directory_storage_impl::append_entry_relative_path(path, hex);
+    return path;
+}
+
+} // namespace compile_cache
+
+#endif // COMPILE_CACHE_INCLUDE_IMPL
+// ---- end compile_cache/storage/directory/impl/directory_record_packs.ipp
 // ---- begin compile_cache/storage/directory/directory_claims.hpp
 // compile_cache: directory_storage's claims (single flight): a miss claims its key with a
 // file `ENTRY.claim` beside the entry's place, created exclusively, holding who claimed
@@ -11096,387 +12299,6 @@ static_assert(compile_cache::check_storage<compile_cache::null_storage>::value);
 // bounded by the size it declares, itself bounded by the cache's.
 
 
-// ---- begin compile_cache/detail/crc32c.hpp
-// compile_cache: CRC-32C (Castagnoli), the envelope's unkeyed integrity check.
-//
-// The CRC with generator 0x1EDC6F41 (0x82F63B78 bit-reflected), initial value and
-// final XOR 0xFFFFFFFF, reflected input and output: the CRC of iSCSI (RFC 3720,
-// B.4), ext4 and SSE4.2's CRC32 instruction. Check value: crc32c("123456789") =
-// 0xE3069283.
-//
-// It detects accidents, not tampering; what exactly, and why it is enough for the
-// unkeyed envelope: docs/design.md ("Entries").
-//
-// Four implementations, chosen once per process like sha256's:
-// - x86-64 with AVX-512 and VPCLMULQDQ: four 64-byte accumulators folded forward 256
-//   bytes at a time with carry-less multiplications, finished with the CRC32
-//   instruction (twice the speed of the next on a Zen 4: docs/benchmarks.md);
-// - x86-64 with SSE4.2 and PCLMULQDQ: the CRC32 instruction on three independent
-//   streams at once (it has a latency of three cycles and a throughput of one), the
-//   three partial CRCs joined with one carry-less multiplication each;
-// - AArch64 with the CRC32 extension (CRC32CX), one stream;
-// - portable: slicing-by-8 tables (eight table look-ups per 8 bytes).
-
-
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define COMPILE_CACHE_HAS_CRC32C_X86 1
-#else
-#define COMPILE_CACHE_HAS_CRC32C_X86 0
-#endif
-
-#if defined(__aarch64__) && (defined(__ARM_FEATURE_CRC32) || (defined(__GNUC__) && !defined(__clang__)))
-#define COMPILE_CACHE_HAS_CRC32C_ARM 1
-#else
-#define COMPILE_CACHE_HAS_CRC32C_ARM 0
-#endif
-
-namespace compile_cache {
-
-enum class crc32c_backend : unsigned char {
-    portable, ///< slicing-by-8 tables; always available
-    x86_sse42, ///< the SSE4.2 CRC32 instruction, three streams joined with PCLMULQDQ
-    arm_crc,   ///< the ARMv8 CRC32 extension's CRC32C instructions
-    x86_avx512, ///< AVX-512 VPCLMULQDQ folding 256 bytes at a time, then x86_sse42's code
-};
-
-COMPILE_CACHE_DECL char const* to_string(crc32c_backend b) noexcept;
-
-namespace detail {
-
-/// The generator, bit-reflected: bit 31 is the coefficient of x^0.
-inline constexpr std::uint32_t crc32c_polynomial = 0x82f63b78u;
-
-// In the functions below a CRC *register* is the raw remainder: the public crc32c()
-// inverts it on the way in and out. In the reflected representation bit 31 holds
-// the coefficient of x^0 and bit 0 that of x^31; feeding bytes B to register R gives
-// R * x^(8|B|) + B * x^32 mod P.
-
-/// a * b mod P for two polynomials of degree < 32 in the reflected representation.
-constexpr std::uint32_t crc32c_multiply(std::uint32_t a, std::uint32_t b) noexcept {
-    std::uint32_t product = 0;
-    for (std::uint32_t bit = 1u << 31; bit != 0; bit >>= 1) { // a's coefficients of x^0, x^1, ...
-        if (a & bit) product ^= b;
-        b = (b & 1u) ? (b >> 1) ^ crc32c_polynomial : b >> 1; // b *= x
-    }
-    return product;
-}
-
-/// x^n mod P, by squaring.
-constexpr std::uint32_t crc32c_x_power(std::uint64_t n) noexcept {
-    std::uint32_t result = 1u << 31; // x^0
-    std::uint32_t square = 1u << 30; // x^1
-    for (; n != 0; n >>= 1) {
-        if (n & 1u) result = crc32c_multiply(result, square);
-        square = crc32c_multiply(square, square);
-    }
-    return result;
-}
-
-/// Feeds n bytes at p to a CRC register; portable.
-COMPILE_CACHE_DECL std::uint32_t crc32c_update_portable(std::uint32_t crc, unsigned char const* p,
-                                                   std::size_t n) noexcept;
-
-#if COMPILE_CACHE_HAS_CRC32C_X86
-
-/// SSE4.2 (CPUID.1:ECX bit 20) for the CRC32 instruction and PCLMULQDQ (bit 1) to
-/// join the streams.
-COMPILE_CACHE_DECL bool crc32c_x86_supported() noexcept;
-
-/// Feeds n bytes at p to a CRC register with the CRC32 instruction.
-__attribute__((target("sse4.2,pclmul"))) COMPILE_CACHE_DECL std::uint32_t
-crc32c_update_x86(std::uint32_t crc, unsigned char const* p, std::size_t n) noexcept;
-
-/// crc32c_x86_supported(), AVX-512 Foundation and VPCLMULQDQ (CPUID.7.0:EBX bit 16,
-/// ECX bit 10), and an operating system that saves the AVX-512 state (XCR0 bits 1, 2,
-/// 5, 6 and 7).
-COMPILE_CACHE_DECL bool crc32c_avx512_supported() noexcept;
-
-/// Feeds n bytes at p to a CRC register: 512 bytes or more with AVX-512 VPCLMULQDQ.
-__attribute__((target("avx512f,vpclmulqdq,sse4.2,pclmul"))) COMPILE_CACHE_DECL std::uint32_t
-crc32c_update_avx512(std::uint32_t crc, unsigned char const* p, std::size_t n) noexcept;
-
-#endif // COMPILE_CACHE_HAS_CRC32C_X86
-
-#if COMPILE_CACHE_HAS_CRC32C_ARM
-
-/// Always when built for a target with the extension; on Linux, HWCAP_CRC32.
-COMPILE_CACHE_DECL bool crc32c_arm_supported() noexcept;
-
-/// Feeds n bytes at p to a CRC register with the CRC32C instructions.
-#if defined(__ARM_FEATURE_CRC32)
-COMPILE_CACHE_DECL std::uint32_t crc32c_update_arm(std::uint32_t crc, unsigned char const* p, std::size_t n) noexcept;
-#else
-__attribute__((target("+crc"))) COMPILE_CACHE_DECL std::uint32_t
-crc32c_update_arm(std::uint32_t crc, unsigned char const* p, std::size_t n) noexcept;
-#endif
-
-#endif // COMPILE_CACHE_HAS_CRC32C_ARM
-
-using crc32c_update_fn = std::uint32_t (*)(std::uint32_t, unsigned char const*, std::size_t) noexcept;
-
-struct crc32c_implementations {
-    using backend = crc32c_backend;
-    using function = crc32c_update_fn;
-    static constexpr char const* variable = "COMPILE_CACHE_CRC32C";
-    static constexpr cpu_implementation<backend, function> compiled[] = {
-#if COMPILE_CACHE_HAS_CRC32C_X86
-        {crc32c_backend::x86_avx512, &crc32c_update_avx512, &crc32c_avx512_supported},
-        {crc32c_backend::x86_sse42, &crc32c_update_x86, &crc32c_x86_supported},
-#endif
-#if COMPILE_CACHE_HAS_CRC32C_ARM
-        {crc32c_backend::arm_crc, &crc32c_update_arm, &crc32c_arm_supported},
-#endif
-        {crc32c_backend::portable, &crc32c_update_portable, &always_runs},
-    };
-};
-
-/// The update function in use, chosen on first use (see cpu_dispatch).
-using crc32c_dispatch = cpu_dispatch<crc32c_implementations>;
-
-/// The automatic choice given COMPILE_CACHE_CRC32C (null when unset).
-inline crc32c_backend crc32c_choose_backend(char const* env_value, bool* not_understood = nullptr) noexcept {
-    return crc32c_dispatch::choose(env_value, not_understood);
-}
-
-} // namespace detail
-
-/// CRC-32C of n bytes at p. To continue a CRC over more bytes, pass the previous
-/// result: crc32c(b, nb, crc32c(a, na)) == crc32c of a followed by b.
-inline std::uint32_t crc32c(void const* p, std::size_t n, std::uint32_t previous = 0) noexcept {
-    if (n == 0) return previous;
-    return ~detail::crc32c_dispatch::call(~previous, static_cast<unsigned char const*>(p), n);
-}
-
-inline crc32c_backend crc32c_implementation() noexcept { return detail::crc32c_dispatch::current(); }
-
-inline bool crc32c_implementation_available(crc32c_backend b) noexcept { return detail::crc32c_dispatch::runs_here(b); }
-
-/// Makes crc32c use `b` from now on; false, and nothing changed, when it is not
-/// available here. For tests and benchmarks (or COMPILE_CACHE_CRC32C=portable).
-inline bool set_crc32c_implementation(crc32c_backend b) noexcept { return detail::crc32c_dispatch::set(b); }
-
-} // namespace compile_cache
-
-// ---- begin compile_cache/detail/impl/crc32c.ipp
-// compile_cache: the definitions of detail/crc32c.hpp's non-template functions; included by it alone
-// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
-#if COMPILE_CACHE_INCLUDE_IMPL
-#if COMPILE_CACHE_HAS_CRC32C_X86
-#include <cpuid.h>
-#include <nmmintrin.h> // CRC32 (SSE4.2)
-#include <wmmintrin.h> // PCLMULQDQ; not <immintrin.h>, which costs ten times more to include
-#endif
-#if COMPILE_CACHE_HAS_CRC32C_ARM
-#include <arm_acle.h>
-#endif
-
-namespace compile_cache {
-
-char const* to_string(crc32c_backend b) noexcept {
-    switch (b) {
-    case crc32c_backend::portable: return "portable";
-    case crc32c_backend::x86_sse42: return "x86-sse4.2";
-    case crc32c_backend::arm_crc: return "arm-crc";
-    case crc32c_backend::x86_avx512: return "x86-avx512-vpclmulqdq";
-    }
-    return "?";
-}
-
-namespace detail {
-
-/// Tables for slicing-by-8: table[0][b] is the register after feeding byte b to a
-/// zero register; table[k][b] the same followed by k zero bytes. Here, beside their one
-/// user, so that separate compilation computes them once, not in every translation unit.
-struct crc32c_tables_type {
-    std::uint32_t table[8][256];
-};
-
-constexpr crc32c_tables_type crc32c_make_tables() noexcept {
-    crc32c_tables_type t{};
-    for (std::uint32_t b = 0; b < 256; ++b) {
-        std::uint32_t r = b;
-        for (int i = 0; i < 8; ++i) r = (r & 1u) ? (r >> 1) ^ crc32c_polynomial : r >> 1;
-        t.table[0][b] = r;
-    }
-    for (int k = 1; k < 8; ++k)
-        for (std::uint32_t b = 0; b < 256; ++b)
-            t.table[k][b] = (t.table[k - 1][b] >> 8) ^ t.table[0][t.table[k - 1][b] & 0xffu];
-    return t;
-}
-
-inline constexpr crc32c_tables_type crc32c_tables = crc32c_make_tables();
-
-std::uint32_t crc32c_update_portable(std::uint32_t crc, unsigned char const* p, std::size_t n) noexcept {
-    auto const& t = crc32c_tables.table;
-    for (; n >= 8; n -= 8, p += 8) {
-        std::uint64_t const v = read_le<std::uint64_t>(p) ^ crc;
-        // As a tree, so that the look-ups' results combine in three steps, not seven.
-        crc = ((t[7][v & 0xff] ^ t[6][(v >> 8) & 0xff]) ^ (t[5][(v >> 16) & 0xff] ^ t[4][(v >> 24) & 0xff])) ^
-              ((t[3][(v >> 32) & 0xff] ^ t[2][(v >> 40) & 0xff]) ^ (t[1][(v >> 48) & 0xff] ^ t[0][v >> 56]));
-    }
-    for (; n != 0; --n, ++p) crc = (crc >> 8) ^ t[0][(crc ^ *p) & 0xffu];
-    return crc;
-}
-
-#if COMPILE_CACHE_HAS_CRC32C_X86
-
-bool crc32c_x86_supported() noexcept {
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
-    return (ecx & (1u << 20)) != 0 && (ecx & (1u << 1)) != 0;
-}
-
-/// The multiplier that moves a register over n bytes with one carry-less product:
-/// the CRC32 instruction on the 64-bit product of a register R and K multiplies by
-/// x^33 (x^32 from the instruction, x^1 because a 32x32-bit product has 63 bits but
-/// fills a 64-bit reflected word), so K = x^(8n - 33) gives R * x^(8n) mod P.
-constexpr std::uint32_t crc32c_shift_constant(std::uint64_t n) noexcept { return crc32c_x_power(8 * n - 33); }
-
-__attribute__((target("sse4.2,pclmul"), always_inline)) inline std::uint32_t
-crc32c_x86_shift(std::uint32_t crc, std::uint32_t k) noexcept {
-    __m128i const product = _mm_clmulepi64_si128(_mm_cvtsi32_si128(static_cast<int>(crc)),
-                                                 _mm_cvtsi32_si128(static_cast<int>(k)), 0x00);
-    return static_cast<std::uint32_t>(_mm_crc32_u64(0, static_cast<std::uint64_t>(_mm_cvtsi128_si64(product))));
-}
-
-/// Three streams of `lane` bytes each, while at least 3 * lane bytes are left.
-template <std::size_t lane>
-__attribute__((target("sse4.2,pclmul"), always_inline)) inline std::uint32_t
-crc32c_x86_three_way(std::uint32_t crc, unsigned char const*& p, std::size_t& n) noexcept {
-    constexpr std::uint32_t k1 = crc32c_shift_constant(lane);     // over one lane
-    constexpr std::uint32_t k2 = crc32c_shift_constant(2 * lane); // over two
-    for (; n >= 3 * lane; n -= 3 * lane, p += 3 * lane) {
-        std::uint64_t a = crc, b = 0, c = 0;
-        for (std::size_t i = 0; i < lane; i += 8) {
-            a = _mm_crc32_u64(a, read_le<std::uint64_t>(p + i));
-            b = _mm_crc32_u64(b, read_le<std::uint64_t>(p + lane + i));
-            c = _mm_crc32_u64(c, read_le<std::uint64_t>(p + 2 * lane + i));
-        }
-        crc = crc32c_x86_shift(static_cast<std::uint32_t>(a), k2) ^
-              crc32c_x86_shift(static_cast<std::uint32_t>(b), k1) ^ static_cast<std::uint32_t>(c);
-    }
-    return crc;
-}
-
-__attribute__((target("sse4.2,pclmul"))) std::uint32_t crc32c_update_x86(std::uint32_t crc, unsigned char const* p,
-                                                                        std::size_t n) noexcept {
-    crc = crc32c_x86_three_way<4096>(crc, p, n); // joins cost ~20 cycles: keep lanes long
-    crc = crc32c_x86_three_way<256>(crc, p, n);
-    std::uint64_t c = crc;
-    for (; n >= 8; n -= 8, p += 8) {
-        c = _mm_crc32_u64(c, read_le<std::uint64_t>(p));
-    }
-    crc = static_cast<std::uint32_t>(c);
-    for (; n != 0; --n, ++p) crc = _mm_crc32_u8(crc, *p);
-    return crc;
-}
-
-bool crc32c_avx512_supported() noexcept {
-    if (!crc32c_x86_supported()) return false;
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0 || (ecx & (1u << 27)) == 0) return false; // OSXSAVE
-    if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
-    if ((ebx & (1u << 16)) == 0 || (ecx & (1u << 10)) == 0) return false; // AVX512F, VPCLMULQDQ
-    unsigned xcr0_low = 0, xcr0_high = 0;
-    __asm__("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0)); // <immintrin.h>'s _xgetbv, without it
-    return (xcr0_low & 0xe6u) == 0xe6u; // SSE, AVX, opmask, upper ZMM0-15, ZMM16-31 state
-}
-
-// 64 bytes in a vector register, through the compilers' vector extension and builtins:
-// their intrinsics need <immintrin.h> (see above).
-using crc32c_v8di = long long __attribute__((vector_size(64)));
-
-#define COMPILE_CACHE_CRC_AVX512 __attribute__((target("avx512f,vpclmulqdq,sse4.2,pclmul"), always_inline)) inline
-#if defined(__clang__)
-#define COMPILE_CACHE_CLMUL512(a, b, imm) __builtin_ia32_pclmulqdq512((a), (b), (imm))
-#else
-#define COMPILE_CACHE_CLMUL512(a, b, imm) __builtin_ia32_vpclmulqdq_v8di((a), (b), (imm))
-#endif
-
-COMPILE_CACHE_CRC_AVX512 crc32c_v8di crc32c_avx512_load(unsigned char const* p) noexcept {
-    crc32c_v8di v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-}
-
-/// Moves each 128-bit lane of `a` 256 bytes forward and adds `data`. A lane's first
-/// 8 bytes hold the coefficients of x^127..x^64 (reflected), its last 8 those of
-/// x^63..x^0; a carry-less product of 64 bits by a 32-bit K, read as a reflected
-/// 128-bit lane, is their product times x^33, so K = x^(e - 33) multiplies by x^e:
-/// x^(2048 + 64) for the first half, x^2048 for the second.
-COMPILE_CACHE_CRC_AVX512 crc32c_v8di crc32c_avx512_fold(crc32c_v8di a, crc32c_v8di data) noexcept {
-    constexpr long long high = crc32c_x_power(2048 + 64 - 33), low = crc32c_x_power(2048 - 33);
-    constexpr crc32c_v8di k = {high, low, high, low, high, low, high, low};
-    return COMPILE_CACHE_CLMUL512(a, k, 0x00) ^ COMPILE_CACHE_CLMUL512(a, k, 0x11) ^ data;
-}
-
-__attribute__((target("avx512f,vpclmulqdq,sse4.2,pclmul"))) std::uint32_t
-crc32c_update_avx512(std::uint32_t crc, unsigned char const* p, std::size_t n) noexcept {
-    if (n < 512) return crc32c_update_x86(crc, p, n); // the final reduction would dominate
-    // The register joins the message: R * x^(8n) is R added to its first 32 bits.
-    crc32c_v8di a0 = crc32c_avx512_load(p) ^ crc32c_v8di{static_cast<long long>(crc), 0, 0, 0, 0, 0, 0, 0};
-    crc32c_v8di a1 = crc32c_avx512_load(p + 64), a2 = crc32c_avx512_load(p + 128), a3 = crc32c_avx512_load(p + 192);
-    for (p += 256, n -= 256; n >= 256; p += 256, n -= 256) {
-        a0 = crc32c_avx512_fold(a0, crc32c_avx512_load(p));
-        a1 = crc32c_avx512_fold(a1, crc32c_avx512_load(p + 64));
-        a2 = crc32c_avx512_fold(a2, crc32c_avx512_load(p + 128));
-        a3 = crc32c_avx512_fold(a3, crc32c_avx512_load(p + 192));
-    }
-    // The accumulators, laid end to end, are 256 bytes congruent to all the message
-    // read so far: their CRC from a zero register is its register.
-    unsigned char folded[256];
-    std::memcpy(folded, &a0, 64);
-    std::memcpy(folded + 64, &a1, 64);
-    std::memcpy(folded + 128, &a2, 64);
-    std::memcpy(folded + 192, &a3, 64);
-    std::uint64_t c = 0;
-    for (std::size_t i = 0; i < sizeof folded; i += 8) c = _mm_crc32_u64(c, read_le<std::uint64_t>(folded + i));
-    return crc32c_update_x86(static_cast<std::uint32_t>(c), p, n);
-}
-
-#undef COMPILE_CACHE_CLMUL512
-#undef COMPILE_CACHE_CRC_AVX512
-
-#endif // COMPILE_CACHE_HAS_CRC32C_X86
-
-#if COMPILE_CACHE_HAS_CRC32C_ARM
-
-#if defined(__ARM_FEATURE_CRC32)
-#define COMPILE_CACHE_CRC_TARGET
-#else
-#define COMPILE_CACHE_CRC_TARGET __attribute__((target("+crc")))
-#endif
-
-bool crc32c_arm_supported() noexcept {
-#if defined(__ARM_FEATURE_CRC32)
-    return true;
-#else
-    return arm_cpu_has(arm_hwcap_crc32);
-#endif
-}
-
-COMPILE_CACHE_CRC_TARGET std::uint32_t crc32c_update_arm(std::uint32_t crc, unsigned char const* p,
-                                                         std::size_t n) noexcept {
-    for (; n >= 8; n -= 8, p += 8) {
-        crc = __crc32cd(crc, read_le<std::uint64_t>(p));
-    }
-    for (; n != 0; --n, ++p) crc = __crc32cb(crc, *p);
-    return crc;
-}
-
-#undef COMPILE_CACHE_CRC_TARGET
-
-#endif // COMPILE_CACHE_HAS_CRC32C_ARM
-
-} // namespace detail
-} // namespace compile_cache
-#endif
-// ---- end compile_cache/detail/impl/crc32c.ipp
-// ---- end compile_cache/detail/crc32c.hpp
 // ---- begin compile_cache/hasher/hmac.hpp
 // compile_cache: HMAC (RFC 2104) over any Hasher, with the members of Boost.Hash2's
 // HashAlgorithm concept, so that hmac<sha256> is itself a Hasher. The envelope uses
@@ -12506,10 +13328,10 @@ inline constexpr std::size_t identity_record_digest_size = 8;
 /// The format id of a record's envelope (a kernel's entry carries its serializer's).
 inline constexpr std::string_view identity_record_format = "compile_cache.identity-record 1";
 /// The last byte of a record's 33-byte key.
-inline constexpr unsigned char identity_record_marker = 0x1d;
-inline constexpr std::size_t identity_record_key_size = 33;
+inline constexpr unsigned char identity_record_marker = detail::record_key_marker;
+inline constexpr std::size_t identity_record_key_size = detail::record_key_size;
 /// A record is small; one over this bound is not read (counted records-ignored).
-inline constexpr std::size_t identity_record_max_size = std::size_t{256} << 10;
+inline constexpr std::size_t identity_record_max_size = detail::record_max_size;
 /// The most components one recorded entry may list; a record with an entry over it is
 /// not read either (counted records-ignored). No key a host builds comes near it (a
 /// kernel keyed on 4096 callees), and comparing is linear in the components anyway.

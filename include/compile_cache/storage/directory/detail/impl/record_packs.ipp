@@ -1,11 +1,12 @@
 // compile_cache: the definitions of storage/directory/detail/record_packs.hpp's non-template functions; included by
 // it alone (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
 #pragma once
-#if COMPILE_CACHE_INCLUDE_IMPL
 
 #include <compile_cache/detail/crc32c.hpp>
 #include <compile_cache/detail/endian.hpp>
 #include <compile_cache/storage/directory/detail/directory_files.hpp>
+
+#if COMPILE_CACHE_INCLUDE_IMPL
 
 #include <algorithm>
 #include <cerrno>
