@@ -66,11 +66,14 @@ std::vector<read_entry> read_all(opened_cache const& cache, std::vector<listed_e
 
 /// What a listing says about the entries: their sizes and last uses.
 struct entry_totals {
-    std::uint64_t bytes = 0, accounted = 0, record_bytes = 0;
+    std::uint64_t bytes = 0, record_bytes = 0;
+    /// (a directory) What its files count for against the size limit: the entries', the
+    /// record files' and each pack of records' once, in whole blocks.
+    std::uint64_t accounted = 0;
     std::int64_t oldest = 0, newest = 0; ///< last uses known, ns since the epoch; 0: none
 };
 
-entry_totals totals_of(cache_listing const& l) {
+entry_totals totals_of(opened_cache const& cache, cache_listing const& l) {
     entry_totals t;
     for (listed_entry const& e : l.entries) {
         t.bytes += e.size;
@@ -80,6 +83,8 @@ entry_totals totals_of(cache_listing const& l) {
         t.newest = std::max(t.newest, e.use_ns);
     }
     for (listed_entry const& e : l.records) t.record_bytes += e.size;
+    for (auto const* files : {&cache.facts.record_files, &cache.facts.packs})
+        for (entry_file const& f : *files) t.accounted += layout::accounted_size(f.size);
     return t;
 }
 
@@ -151,6 +156,7 @@ void print_stats_json(opened_cache const& cache, cache_listing const& l, entry_t
     json_writer j;
     begin_document(j, cache).field("entries", std::uint64_t{l.entries.size()}).field("bytes", t.bytes);
     j.field("identity_records", std::uint64_t{l.records.size()}).field("identity_record_bytes", t.record_bytes);
+    if (cache.is_directory()) j.field("identity_record_packs", std::uint64_t{cache.facts.packs.size()});
     time_or_null(j, "oldest_use", t.oldest);
     time_or_null(j, "newest_use", t.newest);
     if (cache.is_directory()) {
@@ -209,7 +215,10 @@ std::string summary_text(opened_cache const& cache, cache_listing const& l, entr
                               : std::string());
         t.add({"size limit", limit_text});
     }
-    t.add({"identity records", std::to_string(l.records.size()) + " (" + human_size(tot.record_bytes) +
+    std::size_t const packs = cache.facts.packs.size();
+    std::string const in_packs =
+        packs == 0 ? std::string() : ", in " + std::to_string(packs) + (packs == 1 ? " pack" : " packs");
+    t.add({"identity records", std::to_string(l.records.size()) + " (" + human_size(tot.record_bytes) + in_packs +
                                    "): what explains a kernel's misses (compile-cache explain)"});
     if (cache.is_directory()) {
         t.add({"temp files", std::to_string(cache.facts.temp_files)});
@@ -280,6 +289,8 @@ std::string stats_openmetrics(opened_cache const& cache, cache_listing const& l,
         m.sample("compile_cache_accounted_bytes", {label}, t.accounted);
         m.family("compile_cache_temp_files", "gauge", "Temp files of stores in progress or killed.");
         m.sample("compile_cache_temp_files", {label}, cache.facts.temp_files);
+        m.family("compile_cache_identity_record_packs", "gauge", "Files that each hold many identity records.");
+        m.sample("compile_cache_identity_record_packs", {label}, cache.facts.packs.size());
     }
     if (!rc) return m.str();
     if (rc->limit) {
@@ -325,7 +336,7 @@ int run_stats(command_line const& c) {
     progress_line progress = progress_for(c);
     listed_cache lc;
     if (int const s = open_and_list(c, c.cache, cache_use::read, progress, lc); s != exit_ok) return s;
-    entry_totals const totals = totals_of(lc.listing);
+    entry_totals const totals = totals_of(lc.cache, lc.listing);
     std::optional<recorded_counters> counters;
     if (lc.cache.is_directory()) counters = read_counters(lc.cache.directory);
     recorded_counters const* rc = counters ? &*counters : nullptr;
@@ -425,7 +436,7 @@ int run_list(command_line const& c) {
     std::vector<read_entry> entries =
         read_all(lc.cache, lc.listing.entries, auth, progress, "reading entries", &trusted);
     sort_for_list(entries, c.sort);
-    std::uint64_t const total = totals_of(lc.listing).bytes;
+    std::uint64_t const total = totals_of(lc.cache, lc.listing).bytes;
     if (c.json) {
         json_writer j;
         begin_document(j, lc.cache).field("sort", c.sort).key("entries").begin_array();
@@ -704,6 +715,11 @@ void remove_bad(command_line const& c, opened_cache const& cache, compile_cache:
     }
     std::string bytes;
     for (verified_entry& e : v.bad) {
+        if (!e.listed->pack.empty()) { // a pack is written whole, never changed
+            e.remove_problem = "kept: it is in the pack " + cache.entry_label(e.listed->pack) +
+                               " with other records (a host skips a record that does not check)";
+            continue;
+        }
         if (read_and_check(cache, *e.listed, auth, bytes, &trusted).result != verdict::bad) {
             e.remove_problem = "replaced by a sound (or an unchecked) entry meanwhile; kept";
         } else if (std::error_code const ec = cache.remove(e.listed->k)) {
@@ -961,13 +977,12 @@ int run_prune(command_line const& c) {
     clear_result r{p.removed, p.removed_bytes, p.temp_files_removed, p.not_removed, p.removal_error, p.error};
     r.claim_files_removed = p.claim_files_removed;
     prune_figures figures{*limit, p.entries, p.bytes};
-    // Identity records are no entries: those it evicted or left come out of its counts.
-    for (listed_entry const& e : lc.listing.records) {
-        struct stat st;
-        bool const left = ::lstat((lc.cache.directory + "/" + lc.cache.entry_label(e.name)).c_str(), &st) == 0;
-        std::uint64_t& count = left ? figures.entries_left : r.removed;
-        if (count != 0) --count;
-    }
+    // Identity records are no entries: the record files and packs of records (each one
+    // file) it evicted or left come out of its counts.
+    std::uint64_t const gone = records_removed(lc.cache.directory, lc.cache.facts);
+    std::uint64_t const left = lc.cache.facts.record_files.size() + lc.cache.facts.packs.size() - gone;
+    r.removed -= std::min(r.removed, gone);
+    figures.entries_left -= std::min(figures.entries_left, left);
     return report_cleanup(c, lc.cache, r, &figures);
 }
 

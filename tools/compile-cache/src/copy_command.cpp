@@ -39,6 +39,7 @@ std::optional<std::int64_t> parse_age(std::string const& text) {
 /// What copy did with each entry.
 struct copy_tally {
     std::uint64_t copied = 0, copied_records = 0, copied_bytes = 0;
+    std::uint64_t copied_record_bytes = 0; ///< of copied_records, among copied_bytes
     std::uint64_t already = 0;  ///< in DST with the same bytes: not written again
     std::uint64_t filtered = 0; ///< left out by --name or --since
     std::uint64_t bad = 0, unchecked = 0, failed = 0;
@@ -90,6 +91,7 @@ void copy_one(command_line const& c, listed_cache const& src, opened_cache const
     }
     ++(record ? t.copied_records : t.copied);
     t.copied_bytes += bytes.size();
+    if (record) t.copied_record_bytes += bytes.size();
 }
 
 void print_copy_summary(command_line const& c, listed_cache const& src, opened_cache const& dst, copy_tally const& t) {
@@ -151,6 +153,14 @@ int run_copy(command_line const& c) {
             progress.update("copying entries", ++done, total, total);
         }
     progress.finish();
+    // A directory holds the identity records written until its batch is made a pack:
+    // written now, before the summary says they were copied.
+    if (std::error_code const ec = dst.cache.flush(); ec && t.copied_records != 0) {
+        t.failed += t.copied_records;
+        t.copied_bytes -= t.copied_record_bytes;
+        t.copied_records = 0;
+        if (!t.first_failure) t.first_failure = ec;
+    }
     print_copy_summary(c, src, dst.cache, t);
     if (t.failed != 0)
         return fail(dst.cache.shown + ": refused " + std::to_string(t.failed) + " entries: " + t.first_failure.message(),

@@ -1,6 +1,8 @@
 // compile-cache: checking an entry (entry_check.hpp).
 #include "entry_check.hpp"
 
+#include <compile_cache/storage/directory/directory_layout.hpp>
+
 namespace compile_cache_tool {
 
 char const* to_string(verdict v) noexcept {
@@ -26,6 +28,11 @@ checked_entry check_bytes(std::string const& bytes, std::string const& name, com
     using compile_cache::envelope_status;
     checked_entry c;
     c.file_size = bytes.size();
+    if (compile_cache::directory_layout::is_pack_name(name)) { // listed as an entry: not sound (list_directory)
+        c.problem = "a pack of identity records that does not check (its header, index or bounds: damaged or "
+                    "truncated), so its records are lost to the hosts";
+        return c;
+    }
     c.envelope = compile_cache::inspect_envelope(bytes, auth);
     c.check_size = auth.check_size();
     // A signed entry (its header says so) is checked by signature when keys were given.

@@ -24,6 +24,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <set>
 #include <stdexcept>
 #include <tuple>
 #include <type_traits>
@@ -66,6 +68,16 @@ cache_kind kind_of(std::string const& arg, std::string& location) {
     return is_sqlite_file(arg) ? cache_kind::sqlite : cache_kind::directory;
 }
 
+std::uint64_t records_removed(std::string const& dir, directory_facts const& facts) {
+    std::uint64_t n = 0;
+    for (auto const* files : {&facts.record_files, &facts.packs})
+        for (entry_file const& f : *files) {
+            struct stat st {};
+            n += ::lstat((dir + "/" + f.relative_path()).c_str(), &st) != 0 && errno == ENOENT ? 1 : 0;
+        }
+    return n;
+}
+
 std::string opened_cache::entry_label(std::string const& name) const {
     return is_directory() ? layout::entry_relative_path(name) : name;
 }
@@ -100,7 +112,8 @@ clear_result remove_each(opened_cache const& cache, cache_listing const& l) {
 // ---- a directory -------------------------------------------------------------
 
 /// The library's storage on the directory, made when first needed (looking at a cache
-/// makes none): no size limit, since the tool never evicts but in prune.
+/// makes none): no size limit, since the tool never evicts but in prune. Its identity
+/// records written are held until flush() or its destruction, then written in packs.
 struct directory_handle {
     std::string path;
     std::optional<compile_cache::directory_storage> storage;
@@ -134,14 +147,53 @@ int list_directory(opened_cache& self, cache_listing& l, progress_line& progress
     self.facts = {scan.temp_files, scan.other_files, !scan.entries.empty(), scan.has_ledger, scan.has_counters,
                   scan.has_settings};
     self.facts.claim_files = scan.claim_files;
-    for (entry_file const& f : scan.entries)
-        if (std::optional<compile_cache::key> const k = compile_cache::key::from_hex(f.name))
-            file_under(l, listed(*k, f.size, f.use_ns));
+    // A pack of identity records is listed as its records; one that cannot be read or is
+    // not sound stays an entry, which verify then reports bad (it is no envelope).
+    std::vector<std::pair<entry_file const*, std::vector<layout::pack_slot>>> packs;
+    for (entry_file const& f : scan.entries) {
+        std::optional<compile_cache::key> const k = compile_cache::key::from_hex(f.name);
+        if (!k) continue;
+        std::vector<layout::pack_slot> slots;
+        std::string why;
+        if (layout::is_pack_name(f.name) &&
+            layout::read_pack_slots(self.directory + "/" + f.relative_path(), slots, why)) {
+            packs.emplace_back(&f, std::move(slots));
+            continue;
+        }
+        if (compile_cache::is_identity_record_name(f.name)) self.facts.record_files.push_back(f);
+        file_under(l, listed(*k, f.size, f.use_ns));
+    }
+    // The newest version of each record across the packs, the one a host reads: the slot
+    // made last, a tie to the pack written later (a pack's name starts with that time).
+    std::sort(packs.begin(), packs.end(), [](auto const& a, auto const& b) { return a.first->name < b.first->name; });
+    std::map<std::string, listed_entry> newest;
+    for (auto const& [f, slots] : packs) {
+        self.facts.packs.push_back(*f);
+        for (layout::pack_slot const& s : slots) {
+            listed_entry e = listed(s.k, s.length, s.made_ns);
+            e.pack = f->name;
+            auto const [it, added] = newest.try_emplace(e.name, e);
+            if (!added && s.made_ns >= it->second.use_ns) it->second = std::move(e);
+        }
+    }
+    // A record file of an earlier release under a key a pack holds is not what a host reads.
+    std::set<std::string> packed;
+    for (auto const& [name, e] : newest) packed.insert(name);
+    l.records.erase(std::remove_if(l.records.begin(), l.records.end(),
+                                   [&](listed_entry const& e) { return packed.count(e.name) != 0; }),
+                    l.records.end());
+    for (auto& [name, e] : newest) l.records.push_back(std::move(e));
     return exit_ok;
 }
 
-compile_cache::read_result read_directory_entry(std::string const& dir, compile_cache::key const& k, std::string& bytes,
-                                                std::size_t max_size) {
+/// One entry's bytes; an identity record's newest version in the packs as the library
+/// reads it (directory_storage::read), else its file of an earlier release.
+compile_cache::read_result read_directory_entry(std::string const& dir, directory_handle& handle,
+                                                compile_cache::key const& k, std::string& bytes, std::size_t max_size) {
+    if (compile_cache::is_identity_record_name(k.hex())) {
+        compile_cache::read_result const r = handle.get().read(k, bytes, max_size);
+        if (r.status != compile_cache::read_status::absent) return r;
+    }
     std::string why;
     switch (layout::read_entry_file(dir + "/" + layout::entry_relative_path(k.hex()), max_size, bytes, why)) {
     case layout::entry_file_status::ok: return {compile_cache::read_status::found, {}};
@@ -154,17 +206,14 @@ compile_cache::read_result read_directory_entry(std::string const& dir, compile_
 }
 
 /// A cleanup counts every file it removed or left; identity records are no entries, so
-/// those among `records` (as listed before it) are taken out of its counts. Sizes stay
-/// whole: records count against the size limit as entries do.
-clear_result directory_clear(std::string const& dir, directory_handle& handle, cache_listing const& l) {
+/// the record files and the packs of records (as listed before it: each pack one file,
+/// whatever it holds) it removed are taken out of its count. Sizes stay whole: records
+/// count against the size limit as entries do.
+clear_result directory_clear(std::string const& dir, directory_handle& handle, directory_facts const& facts) {
     compile_cache::cleanup_result const c = handle.get().clear();
     clear_result r{c.removed, c.removed_bytes, c.temp_files_removed, c.not_removed, c.removal_error, c.error};
     r.claim_files_removed = c.claim_files_removed;
-    for (listed_entry const& e : l.records) {
-        struct stat st;
-        bool const left = ::lstat((dir + "/" + layout::entry_relative_path(e.name)).c_str(), &st) == 0;
-        if (!left && r.removed != 0) --r.removed;
-    }
+    r.removed -= std::min(r.removed, records_removed(dir, facts));
     return r;
 }
 
@@ -181,12 +230,13 @@ int open_directory(std::string const& dir, cache_use use, opened_cache& out) {
     out.storage = handle;
     opened_cache* self = &out;
     out.list = [self](cache_listing& l, progress_line& progress) { return list_directory(*self, l, progress); };
-    out.read = [dir](compile_cache::key const& k, std::string& bytes, std::size_t max_size) {
-        return read_directory_entry(dir, k, bytes, max_size);
+    out.read = [dir, handle](compile_cache::key const& k, std::string& bytes, std::size_t max_size) {
+        return read_directory_entry(dir, *handle, k, bytes, max_size);
     };
     out.write = [handle](compile_cache::key const& k, std::string_view bytes) { return handle->get().write(k, bytes); };
+    out.flush = [handle] { return handle->storage ? handle->storage->flush_deferred() : std::error_code(); };
     out.remove = [handle](compile_cache::key const& k) { return handle->get().remove(k); };
-    out.clear = [dir, handle](cache_listing const& l) { return directory_clear(dir, *handle, l); };
+    out.clear = [dir, handle, self](cache_listing const&) { return directory_clear(dir, *handle, self->facts); };
     // Files named like entries alone may be another tool's content-addressed store:
     // the cache deletes only where a host has written its ledger or its counters.
     out.may_remove = [self] {

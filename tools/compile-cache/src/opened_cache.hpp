@@ -39,6 +39,9 @@ struct listed_entry {
     std::string name;        ///< its key in lower-case hex
     std::uint64_t size = 0;
     std::int64_t use_ns = 0; ///< its last use, ns since the epoch; 0: the storage does not know
+    /// (a directory) The hex name of the pack of identity records that holds this record
+    /// (its newest version); empty: a file of its own.
+    std::string pack{};
 };
 
 /// A listing: the kernels' entries, and the identity records (explain.hpp) apart.
@@ -55,7 +58,16 @@ struct directory_facts {
     bool has_counters = false;     ///< `.cc-counters/`
     bool has_settings = false;     ///< `.cc-settings`
     std::uint64_t claim_files = 0; ///< claims (single flight) of compiles in progress, or left by killed ones
+    /// The sound packs of identity records (`ab/<hex ending 1e>`), listed as their records;
+    /// one that cannot be read or is not sound is listed as an entry instead, for verify.
+    std::vector<entry_file> packs{};
+    /// Identity record files of earlier releases (`ab/<hex ending 1d>`), listed as records.
+    std::vector<entry_file> record_files{};
 };
+
+/// How many of the identity record files and packs of records `facts` lists are gone
+/// (a cleanup's count less these is the kernels' entries it removed).
+std::uint64_t records_removed(std::string const& dir, directory_facts const& facts);
 
 /// What clear did.
 struct clear_result {
@@ -108,6 +120,9 @@ struct opened_cache {
     /// One entry's bytes, its use left alone (the Storage member `peek` where there is one).
     std::function<compile_cache::read_result(compile_cache::key const&, std::string&, std::size_t)> read;
     std::function<std::error_code(compile_cache::key const&, std::string_view)> write;
+    /// Makes what the writes held back (a directory's identity records, written a pack per
+    /// batch); the first error. Called before a command reports what it wrote.
+    std::function<std::error_code()> flush = [] { return std::error_code(); };
     std::function<std::error_code(compile_cache::key const&)> remove;
     /// exit_ok when this cache may be removed from, else the status after the message.
     std::function<int()> may_remove;
