@@ -9,6 +9,7 @@
 #include "support/process.hpp"
 
 #include <compile_cache/compile_cache.hpp>
+#include <compile_cache/storage/directory/directory_layout.hpp>
 
 #include <algorithm>
 #include <cstdlib>
@@ -108,6 +109,7 @@ inline cache_listing list_entries(fs::path const& cache_dir) {
             std::string name = f->path().filename().string();
             if (!all_hex(name) || name.compare(0, 2, fname) != 0) continue;
             if (compile_cache::is_identity_record_name(name)) continue; // what a kernel's misses are explained by
+            if (compile_cache::directory_layout::is_pack_name(name)) continue; // a pack of such records
             struct stat st {};
             if (::lstat(f->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
             entry_file e;

@@ -89,12 +89,15 @@ TEST_CASE("compile-cache stats: after a cold and a warm tinyk run it shows the e
     CHECK(json_query(r.out, "d['size_limit']") == std::to_string(std::uint64_t{1} << 30)); // tinyk's default, 1G
     CHECK(json_query(r.out, "d['oldest_use'] <= d['newest_use'] and d['newest_use'].endswith('Z')") == "True");
 
-    // The files' sizes, and what they count for against the limit: whole 4 KiB blocks.
+    // The files' sizes, and what they count for against the limit: whole 4 KiB blocks,
+    // the pack of the identity records' too.
     std::uintmax_t bytes = 0, blocks = 0;
     for (auto const& [path, e] : c.s.entries()) {
         bytes += e.size;
         blocks += (e.size + 4095) / 4096;
     }
+    for (std::string const& pack : pack_files(c.s.cache_dir()))
+        blocks += (fs::file_size(c.s.cache_dir() / pack) + 4095) / 4096;
     CHECK(json_query(r.out, "d['bytes']") == std::to_string(bytes));
     CHECK(json_query(r.out, "d['accounted_bytes']") == std::to_string(blocks * 4096));
 
@@ -728,6 +731,144 @@ TEST_CASE("compile-cache stats and list: identity records are no entries, and th
           std::string::npos);
 }
 
+namespace {
+
+/// The slots of the pack of identity records at `pack` (ab/<name>) in `dir`, read by the library.
+std::vector<compile_cache::directory_layout::pack_slot> slots_of(fs::path const& dir, std::string const& pack) {
+    std::vector<compile_cache::directory_layout::pack_slot> slots;
+    std::string why;
+    INFO(pack);
+    REQUIRE(compile_cache::directory_layout::read_pack_slots((dir / pack).string(), slots, why));
+    return slots;
+}
+
+/// Flips the byte at `offset` of the file `file`.
+void flip_byte(fs::path const& file, std::uint64_t offset) {
+    std::string bytes = compile_cache_test::read_file(file);
+    REQUIRE(offset < bytes.size());
+    bytes[offset] = static_cast<char>(bytes[offset] ^ 0x5a);
+    write_file(file, bytes);
+}
+
+} // namespace
+
+TEST_CASE("compile-cache stats, verify, explain, copy, prune and clear: identity records in a pack are "
+          "records, the pack no entry") {
+    filled_cache c;
+    fs::path const dir = c.s.cache_dir();
+    std::vector<std::string> const packs = pack_files(dir);
+    REQUIRE(packs.size() == 1); // the cold run's batch of 3 records
+    std::uint64_t record_bytes = 0;
+    for (auto const& slot : slots_of(dir, packs[0])) record_bytes += slot.length;
+    REQUIRE(slots_of(dir, packs[0]).size() == 3);
+
+    // stats: the 3 kernels' entries, the 3 records and their bytes; the pack counts once
+    // against the limit, as the file it is.
+    process_result const stats = tool({"stats", dir.string(), "--json"});
+    REQUIRE_EXIT(stats, 0);
+    CHECK(json_query(stats.out, "(d['entries'], d['identity_records'], d['identity_record_packs'])") == "(3, 3, 1)");
+    CHECK(json_query(stats.out, "d['identity_record_bytes']") == std::to_string(record_bytes));
+    std::uintmax_t bytes = 0, blocks = (fs::file_size(dir / packs[0]) + 4095) / 4096;
+    for (auto const& [path, e] : c.s.entries()) {
+        bytes += e.size;
+        blocks += (e.size + 4095) / 4096;
+    }
+    CHECK(json_query(stats.out, "d['bytes']") == std::to_string(bytes));
+    CHECK(json_query(stats.out, "d['accounted_bytes']") == std::to_string(blocks * 4096));
+    process_result const human = tool({"stats", dir.string()});
+    REQUIRE_EXIT(human, 0);
+    CHECK(line_starting(human.out, "entries ") == "3");
+    CHECK(line_starting(human.out, "identity records ").find(", in 1 pack): ") != std::string::npos);
+    process_result const metrics = tool({"stats", dir.string(), "--format=openmetrics"});
+    REQUIRE_EXIT(metrics, 0);
+    CHECK(metrics.out.find("compile_cache_identity_records{cache=\"" + dir.string() + "\"} 3\n") != std::string::npos);
+    CHECK(metrics.out.find("compile_cache_identity_record_packs{cache=\"" + dir.string() + "\"} 1\n") !=
+          std::string::npos);
+
+    // verify reads each record from the pack and checks it.
+    process_result const verified = tool({"verify", dir.string()});
+    REQUIRE_EXIT(verified, 0);
+    CHECK(verified.out == "checked 3 entries (CRC-32C): 3 sound, 0 bad; 3 identity records: 3 sound, 0 bad\n");
+
+    // explain finds main's record in the pack.
+    process_result const explained = tool({"explain", dir.string(), "main"});
+    REQUIRE_EXIT(explained, 0);
+    CHECK(explained.out.rfind("main (" + c.s.program().string() + "): 1 entry recorded, newest first\n", 0) == 0);
+
+    // copy into another directory: the records are written there in a pack before it reports.
+    fs::path const copy = c.s.root() / "copy";
+    process_result const copied = tool({"copy", dir.string(), copy.string()});
+    REQUIRE_EXIT(copied, 0);
+    CHECK(copied.out.rfind("copied 3 entries and 3 identity records (", 0) == 0);
+    CHECK(pack_files(copy).size() == 1);
+    CHECK(entry_files(copy) == entry_files(dir)); // the kernels' entries, byte for byte
+    process_result const there = tool({"explain", copy.string(), "helper", "--json"});
+    REQUIRE_EXIT(there, 0);
+    CHECK(json_query(there.out, "(len(d['kernels']), len(d['kernels'][0]['entries']), d['unreadable_records'])") ==
+          "(1, 1, 0)");
+    process_result const verified_copy = tool({"verify", copy.string()});
+    REQUIRE_EXIT(verified_copy, 0);
+    CHECK(verified_copy.out.find("; 3 identity records: 3 sound, 0 bad\n") != std::string::npos);
+    process_result const again = tool({"copy", dir.string(), copy.string(), "--json"});
+    REQUIRE_EXIT(again, 0);
+    CHECK(json_query(again.out, "(d['copied'], d['copied_identity_records'], d['already_there'])") == "(0, 0, 6)");
+
+    // prune under a limit it is far from: nothing goes, and the pack is not among the entries left.
+    process_result const pruned = tool({"prune", dir.string(), "--max-size", "1G", "--json"});
+    REQUIRE_EXIT(pruned, 0);
+    CHECK(json_query(pruned.out, "(d['removed'], d['entries'])") == "(0, 3)");
+
+    // clear: 3 kernels' entries removed; the pack (one file, 3 records) is not one of them.
+    process_result const cleared = tool({"clear", copy.string(), "--json"});
+    REQUIRE_EXIT(cleared, 0);
+    CHECK(json_query(cleared.out, "d['removed']") == "3");
+    CHECK(pack_files(copy).empty());
+    process_result const after = tool({"stats", copy.string(), "--json"});
+    REQUIRE_EXIT(after, 0);
+    CHECK(json_query(after.out, "(d['entries'], d['identity_records'], d['identity_record_packs'])") == "(0, 0, 0)");
+}
+
+TEST_CASE("compile-cache verify: a pack of identity records whose index is damaged is a bad entry, and a "
+          "damaged record in a sound pack a bad record") {
+    filled_cache c;
+    fs::path const dir = c.s.cache_dir();
+    std::vector<std::string> const packs = pack_files(dir);
+    REQUIRE(packs.size() == 1);
+
+    SECTION("its index") {
+        flip_byte(dir / packs[0], 20); // in the first slot's key: the index's CRC-32C no longer matches
+        process_result const r = tool({"verify", dir.string()});
+        REQUIRE_EXIT(r, 1);
+        CHECK(r.out.find("bad: " + packs[0] + ": a pack of identity records that does not check") !=
+              std::string::npos);
+        CHECK(r.out.find("checked 4 entries (CRC-32C): 3 sound, 1 bad\n") != std::string::npos);
+        process_result const j = tool({"verify", dir.string(), "--json"});
+        REQUIRE_EXIT(j, 1);
+        CHECK(json_query(j.out, "([b['path'] for b in d['bad']], d['identity_records'])") ==
+              "(['" + packs[0] + "'], 0)");
+        // --remove deletes it as the bad entry it is.
+        process_result const removed = tool({"verify", dir.string(), "--remove"});
+        REQUIRE_EXIT(removed, 1);
+        CHECK(removed.out.find("bad: " + packs[0] + ": a pack of identity records that does not check") !=
+              std::string::npos);
+        CHECK(removed.out.find(" (removed)") != std::string::npos);
+        CHECK(pack_files(dir).empty());
+        REQUIRE_EXIT(tool({"verify", dir.string()}), 0);
+    }
+    SECTION("a record") {
+        flip_byte(dir / packs[0], fs::file_size(dir / packs[0]) - 1); // the last record's check value
+        process_result const r = tool({"verify", dir.string()});
+        REQUIRE_EXIT(r, 1);
+        CHECK(r.out.find("checked 3 entries (CRC-32C): 3 sound, 0 bad; 3 identity records: 2 sound, 1 bad\n") !=
+              std::string::npos);
+        // A pack is never changed: --remove keeps the record and says why.
+        process_result const kept = tool({"verify", dir.string(), "--remove"});
+        REQUIRE_EXIT(kept, 1);
+        CHECK(kept.out.find("(kept: it is in the pack " + packs[0] + " with other records") != std::string::npos);
+        CHECK(pack_files(dir) == packs);
+    }
+}
+
 TEST_CASE("compile-cache explain escapes the names, file and components a forged identity record holds") {
     temp_dir dir{"compile-cache-forged"};
     compile_cache::directory_storage storage(dir.path().string());
@@ -749,6 +890,7 @@ TEST_CASE("compile-cache explain escapes the names, file and components a forged
     w.out() += compile_cache::encode_identity_record(r);
     w.seal();
     REQUIRE(!storage.write(rk, entry));
+    REQUIRE(!storage.flush_deferred()); // (a record is held until its batch is written in a pack)
 
     process_result const shown = tool({"explain", dir.path().string(), evil_name});
     REQUIRE_EXIT(shown, 0);

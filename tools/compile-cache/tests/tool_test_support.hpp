@@ -12,6 +12,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <sstream>
@@ -103,7 +104,8 @@ inline std::vector<std::string> lines_of(std::string const& text) {
 
 /// Every entry and identity record file of a cache directory (`ab/<hex>`, the files of a
 /// fan-out folder whose names start with its two digits) and its bytes, by `ab/<name>`;
-/// empty when `dir` does not exist.
+/// empty when `dir` does not exist. Packs of identity records (`ab/<hex ending 1e>`),
+/// named anew at each write, are left out: pack_files counts them.
 inline std::map<std::string, std::string> entry_files(fs::path const& dir) {
     std::map<std::string, std::string> out;
     if (!fs::exists(dir)) return out;
@@ -111,9 +113,25 @@ inline std::map<std::string, std::string> entry_files(fs::path const& dir) {
         std::string const f = folder.path().filename().string();
         if (f.size() != 2 || !folder.is_directory()) continue;
         for (auto const& e : fs::directory_iterator(folder.path()))
-            if (e.path().filename().string().rfind(f, 0) == 0)
+            if (e.path().filename().string().rfind(f, 0) == 0 &&
+                !compile_cache::directory_layout::is_pack_name(e.path().filename().string()))
                 out[f + "/" + e.path().filename().string()] = compile_cache_test::read_file(e.path());
     }
+    return out;
+}
+
+/// The packs of identity records in a cache directory, by `ab/<name>`.
+inline std::vector<std::string> pack_files(fs::path const& dir) {
+    std::vector<std::string> out;
+    if (!fs::exists(dir)) return out;
+    for (auto const& folder : fs::directory_iterator(dir)) {
+        std::string const f = folder.path().filename().string();
+        if (f.size() != 2 || !folder.is_directory()) continue;
+        for (auto const& e : fs::directory_iterator(folder.path()))
+            if (compile_cache::directory_layout::is_pack_name(e.path().filename().string()))
+                out.push_back(f + "/" + e.path().filename().string());
+    }
+    std::sort(out.begin(), out.end());
     return out;
 }
 
