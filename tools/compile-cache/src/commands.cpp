@@ -406,10 +406,12 @@ void check_fields(json_writer& j, checked_entry const& e) {
     }
 }
 
-/// The JSON fields that say where an entry is: its key, and its file in a directory.
+/// The JSON fields that say where an entry is: its key, and its file in a directory (an
+/// identity record in a pack: the file it would have, and the pack's, which holds it).
 void place_fields(json_writer& j, opened_cache const& cache, listed_entry const& e) {
     j.field("key", e.name);
     if (cache.is_directory()) j.field("path", layout::entry_relative_path(e.name));
+    if (!e.pack.empty()) j.field("pack", layout::entry_relative_path(e.pack));
 }
 
 void sort_for_list(std::vector<read_entry>& entries, std::string const& sort) {

@@ -865,6 +865,10 @@ TEST_CASE("compile-cache verify: a pack of identity records whose index is damag
         process_result const kept = tool({"verify", dir.string(), "--remove"});
         REQUIRE_EXIT(kept, 1);
         CHECK(kept.out.find("(kept: it is in the pack " + packs[0] + " with other records") != std::string::npos);
+        process_result const j = tool({"verify", dir.string(), "--json"});
+        REQUIRE_EXIT(j, 1);
+        CHECK(json_query(j.out, "[(b['pack'], b['removed']) for b in d['bad_identity_records']]") ==
+              "[('" + packs[0] + "', False)]");
         CHECK(pack_files(dir) == packs);
     }
 }
