@@ -13,6 +13,7 @@
 #include "support/posix.hpp"
 
 #include <compile_cache/detail/platform.hpp>
+#include <compile_cache/identity_record.hpp>
 #include <compile_cache/storage/claim.hpp>
 #include <compile_cache/storage/directory/directory_storage.hpp>
 
@@ -502,6 +503,38 @@ TEST_CASE("a child forked while another thread writes the ledger stores without 
         return std::string("ok");
     });
     writer.join();
+    CHECK(child == "ok");
+}
+
+TEST_CASE("a child forked while another thread lists the record packs reads a record at once, from a new index",
+          "[storage][processes][records]") {
+    temp_dir dir;
+    cc::directory_storage s((dir.path() / "cache").string());
+    cc::key const rk = cc::identity_record_key("a kernel");
+    REQUIRE(!s.write(rk, "its record"));
+    REQUIRE(!s.flush_deferred()); // in a pack now
+    flush_under_way = false;
+    flush_hold_ms = 1000; // past the fork's bound (fork_lock_wait)
+    std::thread reader([&] {
+        cc::detail::directory_storage_impl::during_pack_listing_for_testing = hold_the_flush;
+        std::string out;
+        (void)s.read(rk, out, 100); // the first read lists the packs, holding the index
+        cc::detail::directory_storage_impl::during_pack_listing_for_testing = nullptr;
+    });
+    auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!flush_under_way && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    REQUIRE(flush_under_way);
+    std::string const child = run_in_child([&] {
+        ::alarm(10);
+        auto const started = std::chrono::steady_clock::now();
+        std::string back;
+        cc::read_status const status = s.read(rk, back, 100).status;
+        auto const ms =
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
+        if (status != cc::read_status::found || back != "its record") return std::string("not read");
+        return ms < 150 ? std::string("ok") : "read in " + std::to_string(ms) + " ms";
+    });
+    reader.join();
     CHECK(child == "ok");
 }
 

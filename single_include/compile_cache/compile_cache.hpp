@@ -5177,6 +5177,10 @@ using write_deferred_t = decltype(std::declval<S&>().write_deferred(std::declval
                                                                     std::declval<std::string_view>()));
 template <class S>
 using has_write_deferred = is_detected_exact<std::error_code, write_deferred_t, S>;
+/// With it, `flush_deferred()`: makes the writes held back now (directory_storage: its
+/// identity records, in a pack); the cache calls it after it wrote the records it held.
+template <class S>
+using flush_deferred_t = decltype(std::declval<S&>().flush_deferred());
 
 /// Optional: `std::error_code write_made_at(key const&, std::string_view, std::int64_t
 /// made_ns)` (noexcept), write() with the entry's time, the one its eviction goes by,
@@ -6806,6 +6810,9 @@ struct pack_slot {
     std::int64_t made_ns = 0;
     std::uint32_t offset = 0, length = 0;
 };
+
+/// For tests: called while a look at the packs' markers holds the index's mutex.
+inline thread_local void (*during_pack_listing_for_testing)() = nullptr;
 
 /// A fresh pack key: the time now, then random bytes.
 COMPILE_CACHE_DECL key new_pack_key();
@@ -9477,6 +9484,9 @@ inline constexpr std::chrono::milliseconds fork_lock_wait{250};
 COMPILE_CACHE_DECL void register_for_fork(shared_state* s) noexcept;
 COMPILE_CACHE_DECL void unregister_for_fork(shared_state* s) noexcept;
 
+/// How many mutexes of a shared_state a fork takes (fork_registry).
+inline constexpr int fork_mutexes = 5;
+
 /// State shared by a storage object and its copies.
 struct shared_state {
     shared_state(std::string const& ledger_path, unsigned file_mode, int exact_umask)
@@ -9501,8 +9511,9 @@ struct shared_state {
     std::string directory;          ///< for the deferred writes made by the destructor
     directory_options options;
     /// Which of cleanup's, deferred's, the ledger's and the lock events' mutexes (in that
-    /// order, the order they nest in) the fork under way took (fork_registry).
-    bool held_for_fork[4] = {};
+    /// order, the order they nest in), and the packs index's (which nests in none), the
+    /// fork under way took (fork_registry).
+    bool held_for_fork[fork_mutexes] = {};
 };
 
 /// The path of the entry a read opens, built in a buffer each thread reuses; `fallback`
@@ -9818,11 +9829,19 @@ private:
     /// Lists the markers' folder into the index when it changed, at most once a
     /// packs_looked_at_every_ns unless `force`; the caller holds the index's mutex.
     COMPILE_CACHE_DECL void look_at_packs(bool force);
+    /// How reading a pack's slots ended.
+    enum class pack_read { read, gone, unsound, failed };
+    /// The slots of pack `pack`, its file opened without following a symlink and trusted
+    /// as an entry is: gone when it is not there (ENOENT), unsound when it is no sound pack.
+    COMPILE_CACHE_DECL pack_read read_pack_slots(key const& pack,
+                                                 std::vector<detail::directory_storage_impl::pack_slot>& slots) const;
     /// Drops pack `name` from the index and unlinks its marker: it is gone.
     COMPILE_CACHE_DECL void forget_pack(key const& name) noexcept;
     /// After clear(): empties the index and unlinks the markers whose packs are gone.
     COMPILE_CACHE_DECL void forget_gone_packs() noexcept;
     COMPILE_CACHE_DECL std::string packs_folder_path() const;
+    /// The markers' folder, opened without following a symlink (-1, errno set, when it cannot be).
+    COMPILE_CACHE_DECL int open_packs_folder() const;
     COMPILE_CACHE_DECL static std::string layout_path_of(key const& k);
 
     /// Writes this object's ledger batch, then recounts the folders it changed whose
@@ -10352,7 +10371,8 @@ inline std::mutex* fork_mutex(shared_state& s, int i) noexcept {
     case 0: return &s.cleanup.mutex;
     case 1: return &s.deferred.mutex;
     case 2: return &s.ledger.mutex_for_fork();
-    default: return &s.locks.mutex_for_fork();
+    case 3: return &s.locks.mutex_for_fork();
+    default: return &s.packs.mutex;
     }
 }
 
@@ -10363,7 +10383,7 @@ inline void take_before_fork() noexcept {
     r.held = lock_by(r.mutex, std::chrono::steady_clock::now() + fork_lock_wait);
     if (!r.held) return;
     for (shared_state* s : r.states)
-        for (int i = 0; i < 4; ++i)
+        for (int i = 0; i < fork_mutexes; ++i)
             s->held_for_fork[i] = i == 0 ? fork_mutex(*s, i)->try_lock()
                                          : lock_by(*fork_mutex(*s, i), std::chrono::steady_clock::now() + fork_lock_wait);
 }
@@ -10373,7 +10393,7 @@ inline void give_back_after_fork_in_parent() noexcept {
     fork_registry& r = the_fork_registry();
     if (!r.held) return;
     for (auto s = r.states.rbegin(); s != r.states.rend(); ++s)
-        for (int i = 3; i >= 0; --i)
+        for (int i = fork_mutexes - 1; i >= 0; --i)
             if ((*s)->held_for_fork[i]) {
                 (*s)->held_for_fork[i] = false;
                 fork_mutex(**s, i)->unlock();
@@ -10388,14 +10408,15 @@ inline void give_back_after_fork_in_parent() noexcept {
 // clear() give up within their bound); the deferred writes' is made anew over an empty
 // batch (the held writes were the parent's to make); the ledger's and the lock events'
 // are made anew over what they guard, the ledger's changes being dropped by the child's
-// first use anyway (fork_generation) and the lock events only read while held long.
+// first use anyway (fork_generation) and the lock events only read while held long; the
+// index of record packs is made anew, empty (the child lists the packs again).
 // Nothing here allocates.
 inline void give_back_after_fork_in_child() noexcept {
     fork_registry& r = the_fork_registry();
     if (!r.held) return;
     for (auto s = r.states.rbegin(); s != r.states.rend(); ++s) {
         shared_state& state = **s;
-        for (int i = 3; i >= 0; --i) {
+        for (int i = fork_mutexes - 1; i >= 0; --i) {
             bool const taken = state.held_for_fork[i];
             state.held_for_fork[i] = false;
             if (taken) {
@@ -10407,6 +10428,8 @@ inline void give_back_after_fork_in_child() noexcept {
                 d.bytes = 0;
                 d.any.store(false);
                 new (&d.mutex) std::mutex;
+            } else if (i == 4) {
+                new (&state.packs) record_pack_index; // the old one's memory is left, unfreed
             } else if (i != 0) {
                 new (fork_mutex(state, i)) std::mutex;
             }
@@ -10808,11 +10831,7 @@ std::error_code directory_storage::list(std::vector<stored_entry>& out) const no
         std::unordered_map<key, impl::pack_slot> newest;
         std::vector<impl::pack_slot> slots;
         for (key const& p : packs) {
-            impl::file_descriptor const fd{detail::open_no_follow(AT_FDCWD, entry_path(p).c_str())};
-            struct stat st {};
-            if (!fd || ::fstat(fd.fd, &st) != 0 || !S_ISREG(st.st_mode) || trust(st) ||
-                !impl::read_pack_index(fd.fd, static_cast<std::uint64_t>(st.st_size), slots))
-                continue;
+            if (read_pack_slots(p, slots) != pack_read::read) continue;
             for (impl::pack_slot const& s : slots) {
                 auto const [it, added] = newest.try_emplace(s.k, s);
                 if (!added && s.made_ns >= it->second.made_ns) it->second = s;
@@ -11091,6 +11110,12 @@ std::string directory_storage::packs_folder_path() const {
     return directory_ + (directory_ == "/" ? "" : "/") + detail::directory_storage_impl::packs_folder;
 }
 
+int directory_storage::open_packs_folder() const {
+    std::string const folder = packs_folder_path();
+    return detail::retry_on_eintr(
+        [&] { return ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
+}
+
 std::error_code directory_storage::hold_write(key const& k, std::string_view bytes, std::int64_t made_ns) noexcept {
     namespace impl = detail::directory_storage_impl;
     try {
@@ -11163,9 +11188,8 @@ void directory_storage::look_at_packs(bool force) {
     std::int64_t const now = impl::steady_now_ns();
     if (!force && !ix.stale && now - ix.looked_ns < impl::packs_looked_at_every_ns) return;
     ix.looked_ns = now;
-    std::string const folder = packs_folder_path();
-    int const fd = detail::retry_on_eintr(
-        [&] { return ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
+    if (impl::during_pack_listing_for_testing != nullptr) impl::during_pack_listing_for_testing();
+    int const fd = open_packs_folder();
     if (fd < 0) { // no pack yet (or none this user can see)
         ix.packs.clear();
         ix.records = 0;
@@ -11211,19 +11235,13 @@ void directory_storage::look_at_packs(bool force) {
             kept.push_back(std::move(*known));
             continue;
         }
-        std::string path;
-        impl::append_entry_path(path, directory_, *k);
-        int const pfd = detail::open_no_follow(AT_FDCWD, path.c_str());
-        if (pfd < 0) {
-            if (errno == ENOENT) (void)::unlinkat(fd, name.c_str(), 0); // its pack was evicted or merged
+        switch (read_pack_slots(*k, slots)) {
+        case pack_read::read: break;
+        case pack_read::gone: (void)::unlinkat(fd, name.c_str(), 0); continue; // evicted, merged or cleared
+        case pack_read::unsound:
+            left_out.insert(name); // not read again at each listing (the tool's verify reports it)
             continue;
-        }
-        impl::file_descriptor const pack_guard{pfd};
-        struct stat pst {};
-        if (::fstat(pfd, &pst) != 0 || !S_ISREG(pst.st_mode) || trust(pst)) continue;
-        if (!impl::read_pack_index(pfd, static_cast<std::uint64_t>(pst.st_size), slots)) {
-            left_out.insert(name); // unsound: not read again at each listing (the tool's verify reports it)
-            continue;
+        case pack_read::failed: continue;
         }
         impl::record_pack_index::pack p;
         p.name = *k;
@@ -11246,6 +11264,20 @@ void directory_storage::look_at_packs(bool force) {
     ix.stale = false;
 }
 
+directory_storage::pack_read directory_storage::read_pack_slots(
+    key const& pack, std::vector<detail::directory_storage_impl::pack_slot>& slots) const {
+    namespace impl = detail::directory_storage_impl;
+    slots.clear();
+    std::string path;
+    impl::append_entry_path(path, directory_, pack);
+    impl::file_descriptor const fd{detail::open_no_follow(AT_FDCWD, path.c_str())};
+    if (!fd) return errno == ENOENT || errno == ENOTDIR ? pack_read::gone : pack_read::failed;
+    struct stat st {};
+    if (::fstat(fd.fd, &st) != 0 || !S_ISREG(st.st_mode) || trust(st)) return pack_read::failed;
+    return impl::read_pack_index(fd.fd, static_cast<std::uint64_t>(st.st_size), slots) ? pack_read::read
+                                                                                        : pack_read::unsound;
+}
+
 void directory_storage::forget_pack(key const& name) noexcept {
     namespace impl = detail::directory_storage_impl;
     try {
@@ -11254,8 +11286,8 @@ void directory_storage::forget_pack(key const& name) noexcept {
             state_->packs.drop(name);
             state_->packs.stale = true;
         }
-        std::string const marker = packs_folder_path() + "/" + name.hex();
-        (void)::unlink(marker.c_str());
+        impl::file_descriptor const folder{open_packs_folder()};
+        if (folder) (void)::unlinkat(folder.fd, name.hex().c_str(), 0);
     } catch (...) {
     }
 }
@@ -11407,12 +11439,11 @@ std::error_code directory_storage::write_pack(std::vector<detail::directory_stor
     std::string const pack = impl::encode_pack(records);
     if (std::error_code const ec = write_made_at(name, pack, newest)) return ec;
     // Its marker, by which other processes find it: a symlink to it, for an operator's eyes.
-    std::string folder = packs_folder_path();
+    std::string folder_path = packs_folder_path();
     bool created = false;
-    if (impl::make_directories(folder, options_.directory_mode, options_.umask, created) == 0) {
-        std::string const target = "../" + layout_path_of(name);
-        (void)::symlink(target.c_str(), (folder + "/" + name.hex()).c_str());
-    }
+    (void)impl::make_directories(folder_path, options_.directory_mode, options_.umask, created);
+    impl::file_descriptor const folder{open_packs_folder()};
+    if (folder) (void)::symlinkat(("../" + layout_path_of(name)).c_str(), folder.fd, name.hex().c_str());
     std::vector<impl::pack_slot> own;
     if (!impl::parse_pack_index(pack, pack.size(), own)) return {};
     if (impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) {
@@ -11424,7 +11455,7 @@ std::error_code directory_storage::write_pack(std::vector<detail::directory_stor
     // The merged packs go once the new one holds their records.
     for (candidate const& c : merged) {
         (void)remove(c.name);
-        (void)::unlink((folder + "/" + c.name.hex()).c_str());
+        if (folder) (void)::unlinkat(folder.fd, c.name.hex().c_str(), 0);
     }
     return {};
 }
@@ -11439,9 +11470,7 @@ void directory_storage::forget_gone_packs() noexcept {
             state_->packs.left_out.clear();
             state_->packs.stale = true;
         }
-        std::string const folder = packs_folder_path();
-        impl::file_descriptor const fd{detail::retry_on_eintr(
-            [&] { return ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); })};
+        impl::file_descriptor const fd{open_packs_folder()};
         if (!fd) return;
         DIR* const d = ::fdopendir(::dup(fd.fd));
         if (d == nullptr) return;
@@ -13879,12 +13908,6 @@ claim_answer tier_try_claim(void const* tier, Local* local, Remote* remote, key 
 
 namespace compile_cache {
 
-namespace detail {
-/// A local storage's `flush_deferred()` (directory_storage): makes the writes it holds back.
-template <class S>
-using flush_deferred_t = decltype(std::declval<S&>().flush_deferred());
-} // namespace detail
-
 /// What a tier may do with its remote.
 enum class remote_mode {
     read_write, ///< read, and write every store
@@ -14966,15 +14989,17 @@ private:
         /// entries' paths), else a read finds it.
         bool local_has(key const& k) noexcept {
             try {
+                // (An identity record has no file of its own in a directory: it is in a pack.)
                 if constexpr (detail::has_entry_path<Local>::value) {
-                    std::string const path = local->entry_path(k);
-                    struct ::stat st;
-                    return !path.empty() && ::stat(path.c_str(), &st) == 0;
-                } else {
-                    std::string bytes;
-                    read_status const s = local_read(k, bytes, std::size_t(64) << 20).status;
-                    return s == read_status::found || s == read_status::too_large;
+                    if (!is_identity_record_key(k)) {
+                        std::string const path = local->entry_path(k);
+                        struct ::stat st;
+                        return !path.empty() && ::stat(path.c_str(), &st) == 0;
+                    }
                 }
+                std::string bytes;
+                read_status const s = local_read(k, bytes, std::size_t(64) << 20).status;
+                return s == read_status::found || s == read_status::too_large;
             } catch (...) {
                 return false;
             }
@@ -18549,7 +18574,8 @@ struct identity_records {
     /// Writes the records held (when `holds`), each merged first
     /// with the record the storage has now (merge_identity_records: what other processes
     /// stored meanwhile is kept), sealed, and written at its newest entry's time
-    /// (write_dated). Best effort.
+    /// (write_dated); then the storage's held writes are made (flush_deferred: one pack
+    /// in a directory). Best effort.
     void write_held() noexcept {
         if constexpr (holds) {
             try {
@@ -18570,6 +18596,10 @@ struct identity_records {
                     } catch (...) {
                     }
                 }
+                // A storage that holds them back (directory_storage: in a pack) makes them now:
+                // written here means written (a forked child's flush, a host's at a point of its own).
+                if constexpr (is_detected<flush_deferred_t, Storage>::value)
+                    if (!batch.empty()) (void)storage.flush_deferred();
             } catch (...) {
             }
         }

@@ -15,9 +15,11 @@ inline std::size_t entries_under(std::filesystem::path const& dir) {
     std::error_code ec;
     for (std::filesystem::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
         std::string const name = it->path().filename().string();
-        // A kernel identity's record (explain.hpp: 33 bytes, ending 1d) is no kernel.
-        bool const identity_record = name.size() == 66 && name.compare(64, 2, "1d") == 0;
-        if (it->is_regular_file() && name.size() >= 2 && !identity_record &&
+        // A kernel identity's record (explain.hpp: 33 bytes, ending 1d) is no kernel, nor is
+        // a pack of records (ending 1e) or its marker (a symlink in .cc-records).
+        bool const identity_record =
+            name.size() == 66 && (name.compare(64, 2, "1d") == 0 || name.compare(64, 2, "1e") == 0);
+        if (!it->is_symlink() && it->is_regular_file() && name.size() >= 2 && !identity_record &&
             name.find_first_not_of("0123456789abcdef") == std::string::npos)
             ++n;
     }

@@ -243,7 +243,8 @@ struct identity_records {
     /// Writes the records held (when `holds`), each merged first
     /// with the record the storage has now (merge_identity_records: what other processes
     /// stored meanwhile is kept), sealed, and written at its newest entry's time
-    /// (write_dated). Best effort.
+    /// (write_dated); then the storage's held writes are made (flush_deferred: one pack
+    /// in a directory). Best effort.
     void write_held() noexcept {
         if constexpr (holds) {
             try {
@@ -264,6 +265,10 @@ struct identity_records {
                     } catch (...) {
                     }
                 }
+                // A storage that holds them back (directory_storage: in a pack) makes them now:
+                // written here means written (a forked child's flush, a host's at a point of its own).
+                if constexpr (is_detected<flush_deferred_t, Storage>::value)
+                    if (!batch.empty()) (void)storage.flush_deferred();
             } catch (...) {
             }
         }

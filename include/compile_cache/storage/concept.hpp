@@ -260,6 +260,10 @@ using write_deferred_t = decltype(std::declval<S&>().write_deferred(std::declval
                                                                     std::declval<std::string_view>()));
 template <class S>
 using has_write_deferred = is_detected_exact<std::error_code, write_deferred_t, S>;
+/// With it, `flush_deferred()`: makes the writes held back now (directory_storage: its
+/// identity records, in a pack); the cache calls it after it wrote the records it held.
+template <class S>
+using flush_deferred_t = decltype(std::declval<S&>().flush_deferred());
 
 /// Optional: `std::error_code write_made_at(key const&, std::string_view, std::int64_t
 /// made_ns)` (noexcept), write() with the entry's time, the one its eviction goes by,

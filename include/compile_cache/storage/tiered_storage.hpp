@@ -50,12 +50,6 @@
 
 namespace compile_cache {
 
-namespace detail {
-/// A local storage's `flush_deferred()` (directory_storage): makes the writes it holds back.
-template <class S>
-using flush_deferred_t = decltype(std::declval<S&>().flush_deferred());
-} // namespace detail
-
 /// What a tier may do with its remote.
 enum class remote_mode {
     read_write, ///< read, and write every store
@@ -1137,15 +1131,17 @@ private:
         /// entries' paths), else a read finds it.
         bool local_has(key const& k) noexcept {
             try {
+                // (An identity record has no file of its own in a directory: it is in a pack.)
                 if constexpr (detail::has_entry_path<Local>::value) {
-                    std::string const path = local->entry_path(k);
-                    struct ::stat st;
-                    return !path.empty() && ::stat(path.c_str(), &st) == 0;
-                } else {
-                    std::string bytes;
-                    read_status const s = local_read(k, bytes, std::size_t(64) << 20).status;
-                    return s == read_status::found || s == read_status::too_large;
+                    if (!is_identity_record_key(k)) {
+                        std::string const path = local->entry_path(k);
+                        struct ::stat st;
+                        return !path.empty() && ::stat(path.c_str(), &st) == 0;
+                    }
                 }
+                std::string bytes;
+                read_status const s = local_read(k, bytes, std::size_t(64) << 20).status;
+                return s == read_status::found || s == read_status::too_large;
             } catch (...) {
                 return false;
             }

@@ -281,6 +281,9 @@ inline constexpr std::chrono::milliseconds fork_lock_wait{250};
 COMPILE_CACHE_DECL void register_for_fork(shared_state* s) noexcept;
 COMPILE_CACHE_DECL void unregister_for_fork(shared_state* s) noexcept;
 
+/// How many mutexes of a shared_state a fork takes (fork_registry).
+inline constexpr int fork_mutexes = 5;
+
 /// State shared by a storage object and its copies.
 struct shared_state {
     shared_state(std::string const& ledger_path, unsigned file_mode, int exact_umask)
@@ -305,8 +308,9 @@ struct shared_state {
     std::string directory;          ///< for the deferred writes made by the destructor
     directory_options options;
     /// Which of cleanup's, deferred's, the ledger's and the lock events' mutexes (in that
-    /// order, the order they nest in) the fork under way took (fork_registry).
-    bool held_for_fork[4] = {};
+    /// order, the order they nest in), and the packs index's (which nests in none), the
+    /// fork under way took (fork_registry).
+    bool held_for_fork[fork_mutexes] = {};
 };
 
 /// The path of the entry a read opens, built in a buffer each thread reuses; `fallback`
@@ -622,11 +626,19 @@ private:
     /// Lists the markers' folder into the index when it changed, at most once a
     /// packs_looked_at_every_ns unless `force`; the caller holds the index's mutex.
     COMPILE_CACHE_DECL void look_at_packs(bool force);
+    /// How reading a pack's slots ended.
+    enum class pack_read { read, gone, unsound, failed };
+    /// The slots of pack `pack`, its file opened without following a symlink and trusted
+    /// as an entry is: gone when it is not there (ENOENT), unsound when it is no sound pack.
+    COMPILE_CACHE_DECL pack_read read_pack_slots(key const& pack,
+                                                 std::vector<detail::directory_storage_impl::pack_slot>& slots) const;
     /// Drops pack `name` from the index and unlinks its marker: it is gone.
     COMPILE_CACHE_DECL void forget_pack(key const& name) noexcept;
     /// After clear(): empties the index and unlinks the markers whose packs are gone.
     COMPILE_CACHE_DECL void forget_gone_packs() noexcept;
     COMPILE_CACHE_DECL std::string packs_folder_path() const;
+    /// The markers' folder, opened without following a symlink (-1, errno set, when it cannot be).
+    COMPILE_CACHE_DECL int open_packs_folder() const;
     COMPILE_CACHE_DECL static std::string layout_path_of(key const& k);
 
     /// Writes this object's ledger batch, then recounts the folders it changed whose

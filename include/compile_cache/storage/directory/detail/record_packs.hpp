@@ -81,6 +81,9 @@ struct pack_slot {
     std::uint32_t offset = 0, length = 0;
 };
 
+/// For tests: called while a look at the packs' markers holds the index's mutex.
+inline thread_local void (*during_pack_listing_for_testing)() = nullptr;
+
 /// A fresh pack key: the time now, then random bytes.
 COMPILE_CACHE_DECL key new_pack_key();
 

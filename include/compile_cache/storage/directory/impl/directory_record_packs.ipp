@@ -29,6 +29,12 @@ std::string directory_storage::packs_folder_path() const {
     return directory_ + (directory_ == "/" ? "" : "/") + detail::directory_storage_impl::packs_folder;
 }
 
+int directory_storage::open_packs_folder() const {
+    std::string const folder = packs_folder_path();
+    return detail::retry_on_eintr(
+        [&] { return ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
+}
+
 std::error_code directory_storage::hold_write(key const& k, std::string_view bytes, std::int64_t made_ns) noexcept {
     namespace impl = detail::directory_storage_impl;
     try {
@@ -101,9 +107,8 @@ void directory_storage::look_at_packs(bool force) {
     std::int64_t const now = impl::steady_now_ns();
     if (!force && !ix.stale && now - ix.looked_ns < impl::packs_looked_at_every_ns) return;
     ix.looked_ns = now;
-    std::string const folder = packs_folder_path();
-    int const fd = detail::retry_on_eintr(
-        [&] { return ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
+    if (impl::during_pack_listing_for_testing != nullptr) impl::during_pack_listing_for_testing();
+    int const fd = open_packs_folder();
     if (fd < 0) { // no pack yet (or none this user can see)
         ix.packs.clear();
         ix.records = 0;
@@ -149,19 +154,13 @@ void directory_storage::look_at_packs(bool force) {
             kept.push_back(std::move(*known));
             continue;
         }
-        std::string path;
-        impl::append_entry_path(path, directory_, *k);
-        int const pfd = detail::open_no_follow(AT_FDCWD, path.c_str());
-        if (pfd < 0) {
-            if (errno == ENOENT) (void)::unlinkat(fd, name.c_str(), 0); // its pack was evicted or merged
+        switch (read_pack_slots(*k, slots)) {
+        case pack_read::read: break;
+        case pack_read::gone: (void)::unlinkat(fd, name.c_str(), 0); continue; // evicted, merged or cleared
+        case pack_read::unsound:
+            left_out.insert(name); // not read again at each listing (the tool's verify reports it)
             continue;
-        }
-        impl::file_descriptor const pack_guard{pfd};
-        struct stat pst {};
-        if (::fstat(pfd, &pst) != 0 || !S_ISREG(pst.st_mode) || trust(pst)) continue;
-        if (!impl::read_pack_index(pfd, static_cast<std::uint64_t>(pst.st_size), slots)) {
-            left_out.insert(name); // unsound: not read again at each listing (the tool's verify reports it)
-            continue;
+        case pack_read::failed: continue;
         }
         impl::record_pack_index::pack p;
         p.name = *k;
@@ -184,6 +183,20 @@ void directory_storage::look_at_packs(bool force) {
     ix.stale = false;
 }
 
+directory_storage::pack_read directory_storage::read_pack_slots(
+    key const& pack, std::vector<detail::directory_storage_impl::pack_slot>& slots) const {
+    namespace impl = detail::directory_storage_impl;
+    slots.clear();
+    std::string path;
+    impl::append_entry_path(path, directory_, pack);
+    impl::file_descriptor const fd{detail::open_no_follow(AT_FDCWD, path.c_str())};
+    if (!fd) return errno == ENOENT || errno == ENOTDIR ? pack_read::gone : pack_read::failed;
+    struct stat st {};
+    if (::fstat(fd.fd, &st) != 0 || !S_ISREG(st.st_mode) || trust(st)) return pack_read::failed;
+    return impl::read_pack_index(fd.fd, static_cast<std::uint64_t>(st.st_size), slots) ? pack_read::read
+                                                                                        : pack_read::unsound;
+}
+
 void directory_storage::forget_pack(key const& name) noexcept {
     namespace impl = detail::directory_storage_impl;
     try {
@@ -192,8 +205,8 @@ void directory_storage::forget_pack(key const& name) noexcept {
             state_->packs.drop(name);
             state_->packs.stale = true;
         }
-        std::string const marker = packs_folder_path() + "/" + name.hex();
-        (void)::unlink(marker.c_str());
+        impl::file_descriptor const folder{open_packs_folder()};
+        if (folder) (void)::unlinkat(folder.fd, name.hex().c_str(), 0);
     } catch (...) {
     }
 }
@@ -345,12 +358,11 @@ std::error_code directory_storage::write_pack(std::vector<detail::directory_stor
     std::string const pack = impl::encode_pack(records);
     if (std::error_code const ec = write_made_at(name, pack, newest)) return ec;
     // Its marker, by which other processes find it: a symlink to it, for an operator's eyes.
-    std::string folder = packs_folder_path();
+    std::string folder_path = packs_folder_path();
     bool created = false;
-    if (impl::make_directories(folder, options_.directory_mode, options_.umask, created) == 0) {
-        std::string const target = "../" + layout_path_of(name);
-        (void)::symlink(target.c_str(), (folder + "/" + name.hex()).c_str());
-    }
+    (void)impl::make_directories(folder_path, options_.directory_mode, options_.umask, created);
+    impl::file_descriptor const folder{open_packs_folder()};
+    if (folder) (void)::symlinkat(("../" + layout_path_of(name)).c_str(), folder.fd, name.hex().c_str());
     std::vector<impl::pack_slot> own;
     if (!impl::parse_pack_index(pack, pack.size(), own)) return {};
     if (impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) {
@@ -362,7 +374,7 @@ std::error_code directory_storage::write_pack(std::vector<detail::directory_stor
     // The merged packs go once the new one holds their records.
     for (candidate const& c : merged) {
         (void)remove(c.name);
-        (void)::unlink((folder + "/" + c.name.hex()).c_str());
+        if (folder) (void)::unlinkat(folder.fd, c.name.hex().c_str(), 0);
     }
     return {};
 }
@@ -377,9 +389,7 @@ void directory_storage::forget_gone_packs() noexcept {
             state_->packs.left_out.clear();
             state_->packs.stale = true;
         }
-        std::string const folder = packs_folder_path();
-        impl::file_descriptor const fd{detail::retry_on_eintr(
-            [&] { return ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); })};
+        impl::file_descriptor const fd{open_packs_folder()};
         if (!fd) return;
         DIR* const d = ::fdopendir(::dup(fd.fd));
         if (d == nullptr) return;

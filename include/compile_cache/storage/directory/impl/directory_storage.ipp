@@ -73,7 +73,8 @@ inline std::mutex* fork_mutex(shared_state& s, int i) noexcept {
     case 0: return &s.cleanup.mutex;
     case 1: return &s.deferred.mutex;
     case 2: return &s.ledger.mutex_for_fork();
-    default: return &s.locks.mutex_for_fork();
+    case 3: return &s.locks.mutex_for_fork();
+    default: return &s.packs.mutex;
     }
 }
 
@@ -84,7 +85,7 @@ inline void take_before_fork() noexcept {
     r.held = lock_by(r.mutex, std::chrono::steady_clock::now() + fork_lock_wait);
     if (!r.held) return;
     for (shared_state* s : r.states)
-        for (int i = 0; i < 4; ++i)
+        for (int i = 0; i < fork_mutexes; ++i)
             s->held_for_fork[i] = i == 0 ? fork_mutex(*s, i)->try_lock()
                                          : lock_by(*fork_mutex(*s, i), std::chrono::steady_clock::now() + fork_lock_wait);
 }
@@ -94,7 +95,7 @@ inline void give_back_after_fork_in_parent() noexcept {
     fork_registry& r = the_fork_registry();
     if (!r.held) return;
     for (auto s = r.states.rbegin(); s != r.states.rend(); ++s)
-        for (int i = 3; i >= 0; --i)
+        for (int i = fork_mutexes - 1; i >= 0; --i)
             if ((*s)->held_for_fork[i]) {
                 (*s)->held_for_fork[i] = false;
                 fork_mutex(**s, i)->unlock();
@@ -109,14 +110,15 @@ inline void give_back_after_fork_in_parent() noexcept {
 // clear() give up within their bound); the deferred writes' is made anew over an empty
 // batch (the held writes were the parent's to make); the ledger's and the lock events'
 // are made anew over what they guard, the ledger's changes being dropped by the child's
-// first use anyway (fork_generation) and the lock events only read while held long.
+// first use anyway (fork_generation) and the lock events only read while held long; the
+// index of record packs is made anew, empty (the child lists the packs again).
 // Nothing here allocates.
 inline void give_back_after_fork_in_child() noexcept {
     fork_registry& r = the_fork_registry();
     if (!r.held) return;
     for (auto s = r.states.rbegin(); s != r.states.rend(); ++s) {
         shared_state& state = **s;
-        for (int i = 3; i >= 0; --i) {
+        for (int i = fork_mutexes - 1; i >= 0; --i) {
             bool const taken = state.held_for_fork[i];
             state.held_for_fork[i] = false;
             if (taken) {
@@ -128,6 +130,8 @@ inline void give_back_after_fork_in_child() noexcept {
                 d.bytes = 0;
                 d.any.store(false);
                 new (&d.mutex) std::mutex;
+            } else if (i == 4) {
+                new (&state.packs) record_pack_index; // the old one's memory is left, unfreed
             } else if (i != 0) {
                 new (fork_mutex(state, i)) std::mutex;
             }
@@ -529,11 +533,7 @@ std::error_code directory_storage::list(std::vector<stored_entry>& out) const no
         std::unordered_map<key, impl::pack_slot> newest;
         std::vector<impl::pack_slot> slots;
         for (key const& p : packs) {
-            impl::file_descriptor const fd{detail::open_no_follow(AT_FDCWD, entry_path(p).c_str())};
-            struct stat st {};
-            if (!fd || ::fstat(fd.fd, &st) != 0 || !S_ISREG(st.st_mode) || trust(st) ||
-                !impl::read_pack_index(fd.fd, static_cast<std::uint64_t>(st.st_size), slots))
-                continue;
+            if (read_pack_slots(p, slots) != pack_read::read) continue;
             for (impl::pack_slot const& s : slots) {
                 auto const [it, added] = newest.try_emplace(s.k, s);
                 if (!added && s.made_ns >= it->second.made_ns) it->second = s;
