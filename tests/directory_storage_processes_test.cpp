@@ -518,11 +518,12 @@ TEST_CASE("a child forked while another thread lists the record packs reads a re
     std::thread reader([&] {
         cc::detail::directory_storage_impl::during_pack_listing_for_testing = hold_the_flush;
         std::string out;
-        (void)s.read(rk, out, 100); // the first read lists the packs, holding the index
+        (void)s.read(rk, out, 100); // a read looks at the packs, holding the index
         cc::detail::directory_storage_impl::during_pack_listing_for_testing = nullptr;
     });
     auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (!flush_under_way && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    if (!flush_under_way) reader.join();
     REQUIRE(flush_under_way);
     std::string const child = run_in_child([&] {
         ::alarm(10);

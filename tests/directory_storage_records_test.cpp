@@ -9,12 +9,14 @@
 #include "support/process.hpp"
 #include "support/storage_model.hpp"
 
+#include <compile_cache/detail/endian.hpp>
 #include <compile_cache/storage/directory/directory_layout.hpp>
 #include <compile_cache/storage/directory/directory_storage.hpp>
 
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -579,3 +581,35 @@ TEST_CASE("two processes writing small packs at once, merging them, leave every 
     CHECK(files_under(root) == 300 + packs);
 }
 #endif
+
+TEST_CASE("a process's index of record packs holds 2^18 records at most, the newest packs' first",
+          "[storage][records][packs]") {
+    namespace impl = cc::detail::directory_storage_impl;
+    impl::record_pack_index ix;
+    std::size_t const per_pack = impl::pack_max_records;
+    std::size_t const packs = impl::pack_index_max_records / per_pack + 2;
+    auto record_key = [](std::uint32_t n) {
+        unsigned char bytes[cc::detail::record_key_size] = {};
+        cc::detail::store_le<std::uint64_t>(bytes, 0x9e3779b97f4a7c15ull * (n + 1)); // (distinct fingerprints)
+        bytes[cc::detail::record_key_size - 1] = cc::detail::record_key_marker;
+        return key(bytes, cc::detail::record_key_size);
+    };
+    for (std::size_t p = 0; p < packs; ++p) {
+        unsigned char name[cc::detail::record_key_size] = {};
+        cc::detail::store_be<std::uint64_t>(name, 1000 + p); // written in this order
+        name[cc::detail::record_key_size - 1] = cc::detail::pack_key_marker;
+        std::vector<impl::pack_slot> slots;
+        for (std::size_t i = 0; i < per_pack; ++i)
+            slots.push_back({record_key(static_cast<std::uint32_t>(p * per_pack + i)), 1, 64u, 10u});
+        ix.add(key(name, cc::detail::record_key_size), slots);
+        ix.bound();
+    }
+    CHECK(ix.records <= impl::pack_index_max_records);
+    CHECK(ix.records == (packs - 2) * per_pack);
+    CHECK(ix.left_out.size() == 2);
+    // The two oldest packs are left out; the newest is indexed.
+    CHECK(!ix.find(impl::record_pack_index::fingerprint(record_key(0))));
+    CHECK(!ix.find(impl::record_pack_index::fingerprint(record_key(static_cast<std::uint32_t>(2 * per_pack - 1)))));
+    CHECK(ix.find(impl::record_pack_index::fingerprint(record_key(static_cast<std::uint32_t>(2 * per_pack)))));
+    CHECK(ix.find(impl::record_pack_index::fingerprint(record_key(static_cast<std::uint32_t>(packs * per_pack - 1)))));
+}

@@ -5181,6 +5181,11 @@ using has_write_deferred = is_detected_exact<std::error_code, write_deferred_t, 
 /// identity records, in a pack); the cache calls it after it wrote the records it held.
 template <class S>
 using flush_deferred_t = decltype(std::declval<S&>().flush_deferred());
+/// And `look_at_records_now()`: the reads that follow see every record written so far
+/// (directory_storage's index of its packs looks again); the cache calls it before the
+/// merging reads of its held records.
+template <class S>
+using look_at_records_now_t = decltype(std::declval<S&>().look_at_records_now());
 
 /// Optional: `std::error_code write_made_at(key const&, std::string_view, std::int64_t
 /// made_ns)` (noexcept), write() with the entry's time, the one its eviction goes by,
@@ -6723,8 +6728,8 @@ std::map<std::string, std::uint64_t> read_counters(std::string const& directory)
 //                            readers find the packs without listing the fan-out folders
 //
 // A pack: a header (pack_magic, the record count, the CRC-32C of the header's first 12
-// bytes and the slots), a slot per record (its 33-byte key, 7 zero bytes, the time its
-// newest entry was made, its offset and length), then the records, each a sealed
+// bytes and the slots), a slot per record (its 33-byte key, 7 zero bytes, the time this
+// version of it was written, its offset and length), then the records, each a sealed
 // envelope as a record file held. Little-endian. Written whole (temp file, rename), never
 // changed: a new pack holds a record's later versions, and the newest version wins.
 
@@ -6800,18 +6805,18 @@ inline bool is_pack_name(std::string_view hex) noexcept {
 /// A record to put in a pack.
 struct packed_record {
     key k;
-    std::int64_t made_ns = 0; ///< when its newest entry was made (the newest version wins)
+    std::int64_t version_ns = 0; ///< when this version was written (the newest version wins)
     std::string_view bytes;
 };
 
 /// A record a pack holds, as its slot says.
 struct pack_slot {
     key k;
-    std::int64_t made_ns = 0;
+    std::int64_t version_ns = 0;
     std::uint32_t offset = 0, length = 0;
 };
 
-/// For tests: called while a look at the packs' markers holds the index's mutex.
+/// For tests: called at each look at the packs' markers, which holds the index's mutex.
 inline thread_local void (*during_pack_listing_for_testing)() = nullptr;
 
 /// A fresh pack key: the time now, then random bytes.
@@ -6836,7 +6841,7 @@ COMPILE_CACHE_DECL bool read_pack_index(int fd, std::uint64_t file_size, std::ve
 /// Where a record is.
 struct record_location {
     key pack;
-    std::int64_t made_ns = 0;
+    std::int64_t version_ns = 0;
     std::uint32_t offset = 0, length = 0;
 };
 
@@ -6846,7 +6851,7 @@ struct record_location {
 struct record_pack_index {
     struct record {
         std::uint64_t fingerprint = 0;
-        std::int64_t made_ns = 0;
+        std::int64_t version_ns = 0;
         std::uint32_t offset = 0, length = 0;
     };
     struct pack {
@@ -7303,7 +7308,7 @@ std::string encode_pack(std::vector<packed_record> const& records) {
     unsigned char* slot = p + pack_header_size;
     for (packed_record const& r : records) {
         std::memcpy(slot, r.k.data(), record_key_size);
-        store_le<std::uint64_t>(slot + 40, static_cast<std::uint64_t>(r.made_ns));
+        store_le<std::uint64_t>(slot + 40, static_cast<std::uint64_t>(r.version_ns));
         store_le<std::uint32_t>(slot + 48, static_cast<std::uint32_t>(offset));
         store_le<std::uint32_t>(slot + 52, static_cast<std::uint32_t>(r.bytes.size()));
         if (!r.bytes.empty()) std::memcpy(p + offset, r.bytes.data(), r.bytes.size());
@@ -7337,7 +7342,7 @@ bool parse_pack_index(std::string_view head, std::uint64_t file_size, std::vecto
         unsigned char const* slot = p + pack_header_size + i * pack_slot_size;
         pack_slot s;
         s.k = key(slot, record_key_size);
-        s.made_ns = static_cast<std::int64_t>(read_le<std::uint64_t>(slot + 40));
+        s.version_ns = static_cast<std::int64_t>(read_le<std::uint64_t>(slot + 40));
         s.offset = read_le<std::uint32_t>(slot + 48);
         s.length = read_le<std::uint32_t>(slot + 52);
         bool const padded = std::all_of(slot + record_key_size, slot + 40, [](unsigned char c) { return c == 0; });
@@ -7385,8 +7390,8 @@ std::optional<record_location> record_pack_index::find(std::uint64_t fp) const {
         auto const it = std::lower_bound(p.records.begin(), p.records.end(), fp,
                                          [](record const& r, std::uint64_t f) { return r.fingerprint < f; });
         // Packs are in the order they were indexed: a tie goes to the later one.
-        if (it != p.records.end() && it->fingerprint == fp && (!best || it->made_ns >= best->made_ns))
-            best = record_location{p.name, it->made_ns, it->offset, it->length};
+        if (it != p.records.end() && it->fingerprint == fp && (!best || it->version_ns >= best->version_ns))
+            best = record_location{p.name, it->version_ns, it->offset, it->length};
     }
     return best;
 }
@@ -7402,7 +7407,7 @@ void record_pack_index::add(key const& name, std::vector<pack_slot> const& slots
     p.records.reserve(slots.size());
     for (pack_slot const& s : slots) {
         std::uint64_t const fp = fingerprint(s.k);
-        p.records.push_back({fp, s.made_ns, s.offset, s.length});
+        p.records.push_back({fp, s.version_ns, s.offset, s.length});
         p.bytes += s.length;
         if (!removed.empty()) removed.erase(fp);
     }
@@ -9667,6 +9672,12 @@ public:
     /// Makes the deferred writes now; the first error, if any (each is tried).
     COMPILE_CACHE_DECL std::error_code flush_deferred() noexcept;
 
+    /// Looks at the packs of identity records now (one fstat; a listing when they changed),
+    /// so that the reads that follow see every pack written so far, not only those of a
+    /// second ago: a cache calls it before it merges the records it holds with the
+    /// directory's (cache/identity_records.hpp), so that no other process's entries are lost.
+    COMPILE_CACHE_DECL void look_at_records_now() noexcept;
+
     /// write() of `bytes` under `k`, the entry's file then given the time `made_ns`
     /// (nanoseconds since the epoch, as entry_metadata::created_ns) as its last use; 0 or
     /// less: now, as write() leaves it. The optional Storage member a cache writes the
@@ -9819,16 +9830,19 @@ private:
     /// each with write_made_at, at their `times`; the first error, if any.
     COMPILE_CACHE_DECL std::error_code write_held(std::unordered_map<key, std::string> const& held,
                                                   std::unordered_map<key, std::int64_t>& times) noexcept;
-    /// Writes one pack of `records`, merged with the small packs of this process's index
-    /// when it holds over packs_merged_above, then its marker; indexes it; removes the
-    /// packs merged.
-    COMPILE_CACHE_DECL std::error_code write_pack(std::vector<detail::directory_storage_impl::packed_record> records);
+    /// Writes one pack of `records` (version_ns 0: this write's time), merged with the small
+    /// packs of this process's index when it holds over packs_merged_above, then its marker;
+    /// indexes it; removes the packs merged. The pack's file gets the time `file_ns` (its
+    /// records' newest entry's, for eviction), or a merged pack's when later.
+    COMPILE_CACHE_DECL std::error_code write_pack(std::vector<detail::directory_storage_impl::packed_record> records,
+                                                  std::int64_t file_ns);
     /// read() of an identity record: its newest version in the packs indexed, absent when
     /// none holds it (record files of earlier releases are not read).
     COMPILE_CACHE_DECL read_result read_packed_record(key const& k, std::string& out, std::size_t max_size) noexcept;
-    /// Lists the markers' folder into the index when it changed, at most once a
-    /// packs_looked_at_every_ns unless `force`; the caller holds the index's mutex.
-    COMPILE_CACHE_DECL void look_at_packs(bool force);
+    /// Looks at the markers' folder (an fstat) at most once a packs_looked_at_every_ns, or
+    /// now when `now_only`, and lists it into the index when it changed since (or changed
+    /// in the last two seconds, or the index is stale); the caller holds the index's mutex.
+    COMPILE_CACHE_DECL void look_at_packs(bool now_only);
     /// How reading a pack's slots ended.
     enum class pack_read { read, gone, unsound, failed };
     /// The slots of pack `pack`, its file opened without following a symlink and trusted
@@ -10834,10 +10848,10 @@ std::error_code directory_storage::list(std::vector<stored_entry>& out) const no
             if (read_pack_slots(p, slots) != pack_read::read) continue;
             for (impl::pack_slot const& s : slots) {
                 auto const [it, added] = newest.try_emplace(s.k, s);
-                if (!added && s.made_ns >= it->second.made_ns) it->second = s;
+                if (!added && s.version_ns >= it->second.version_ns) it->second = s;
             }
         }
-        for (auto const& [k, s] : newest) out.push_back({k, s.length, s.made_ns / 1000000000});
+        for (auto const& [k, s] : newest) out.push_back({k, s.length, s.version_ns / 1000000000});
     } catch (...) {
         out_of_memory = true;
     }
@@ -11152,6 +11166,8 @@ std::error_code directory_storage::write_held(std::unordered_map<key, std::strin
     namespace impl = detail::directory_storage_impl;
     std::error_code first;
     try {
+        // Each record with the time its file is to get (its newest entry's: write_made_at) for
+        // now; write_pack gives it its version's time.
         std::vector<impl::packed_record> records;
         for (auto const& [k, bytes] : held) {
             if (impl::is_record_key(k)) {
@@ -11163,7 +11179,7 @@ std::error_code directory_storage::write_held(std::unordered_map<key, std::strin
         }
         // Oldest first, so that a batch split over several packs puts its newest records last.
         std::sort(records.begin(), records.end(),
-                  [](impl::packed_record const& a, impl::packed_record const& b) { return a.made_ns < b.made_ns; });
+                  [](impl::packed_record const& a, impl::packed_record const& b) { return a.version_ns < b.version_ns; });
         std::size_t begin = 0;
         while (begin < records.size()) {
             std::size_t end = begin, bytes = 0;
@@ -11172,7 +11188,12 @@ std::error_code directory_storage::write_held(std::unordered_map<key, std::strin
                 bytes += records[end++].bytes.size();
             std::vector<impl::packed_record> part(records.begin() + static_cast<std::ptrdiff_t>(begin),
                                                   records.begin() + static_cast<std::ptrdiff_t>(end));
-            std::error_code const ec = write_pack(std::move(part));
+            std::int64_t file_ns = 0;
+            for (impl::packed_record& r : part) {
+                file_ns = std::max(file_ns, r.version_ns);
+                r.version_ns = 0; // this batch's version: the time of its pack's write
+            }
+            std::error_code const ec = write_pack(std::move(part), file_ns);
             if (ec && !first) first = ec;
             begin = end;
         }
@@ -11182,13 +11203,13 @@ std::error_code directory_storage::write_held(std::unordered_map<key, std::strin
     return first;
 }
 
-void directory_storage::look_at_packs(bool force) {
+void directory_storage::look_at_packs(bool now_only) {
     namespace impl = detail::directory_storage_impl;
     impl::record_pack_index& ix = state_->packs;
-    std::int64_t const now = impl::steady_now_ns();
-    if (!force && !ix.stale && now - ix.looked_ns < impl::packs_looked_at_every_ns) return;
-    ix.looked_ns = now;
     if (impl::during_pack_listing_for_testing != nullptr) impl::during_pack_listing_for_testing();
+    std::int64_t const now = impl::steady_now_ns();
+    if (!now_only && !ix.stale && now - ix.looked_ns < impl::packs_looked_at_every_ns) return;
+    ix.looked_ns = now;
     int const fd = open_packs_folder();
     if (fd < 0) { // no pack yet (or none this user can see)
         ix.packs.clear();
@@ -11206,7 +11227,7 @@ void directory_storage::look_at_packs(bool force) {
     // file system whose times are coarse, a marker added in the same tick as the listing
     // leaves the time as it was.
     bool const recent = impl::now_ns() - mtime < 2 * impl::packs_looked_at_every_ns;
-    if (!force && !ix.stale && mtime == ix.folder_mtime_ns && !recent) return;
+    if (!ix.stale && mtime == ix.folder_mtime_ns && !recent) return;
     DIR* const d = ::fdopendir(::dup(fd));
     if (d == nullptr) return;
     std::unique_ptr<DIR, int (*)(DIR*)> const listing(d, ::closedir);
@@ -11246,7 +11267,7 @@ void directory_storage::look_at_packs(bool force) {
         impl::record_pack_index::pack p;
         p.name = *k;
         for (impl::pack_slot const& s : slots) {
-            p.records.push_back({impl::record_pack_index::fingerprint(s.k), s.made_ns, s.offset, s.length});
+            p.records.push_back({impl::record_pack_index::fingerprint(s.k), s.version_ns, s.offset, s.length});
             p.bytes += s.length;
         }
         std::sort(p.records.begin(), p.records.end(), [](auto const& a, auto const& b) {
@@ -11276,6 +11297,17 @@ directory_storage::pack_read directory_storage::read_pack_slots(
     if (::fstat(fd.fd, &st) != 0 || !S_ISREG(st.st_mode) || trust(st)) return pack_read::failed;
     return impl::read_pack_index(fd.fd, static_cast<std::uint64_t>(st.st_size), slots) ? pack_read::read
                                                                                         : pack_read::unsound;
+}
+
+void directory_storage::look_at_records_now() noexcept {
+    namespace impl = detail::directory_storage_impl;
+    if (directory_.empty()) return;
+    try {
+        if (!impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) return;
+        std::lock_guard<std::mutex> const lock(state_->packs.mutex, std::adopt_lock);
+        look_at_packs(true);
+    } catch (...) {
+    }
 }
 
 void directory_storage::forget_pack(key const& name) noexcept {
@@ -11361,7 +11393,8 @@ read_result directory_storage::read_packed_record(key const& k, std::string& out
     return {read_status::absent, {}};
 }
 
-std::error_code directory_storage::write_pack(std::vector<detail::directory_storage_impl::packed_record> records) {
+std::error_code directory_storage::write_pack(std::vector<detail::directory_storage_impl::packed_record> records,
+                                              std::int64_t file_ns) {
     namespace impl = detail::directory_storage_impl;
     using index = impl::record_pack_index;
     // The small packs to merge into this one, when the index holds too many.
@@ -11419,6 +11452,7 @@ std::error_code directory_storage::write_pack(std::vector<detail::directory_stor
                                              st) == detail::file_read_status::read &&
                    !trust(st) && detail::read_file_bytes(fd, file, static_cast<std::size_t>(st.st_size)) &&
                    impl::parse_pack_index(file, file.size(), slots);
+            if (read) file_ns = std::max(file_ns, impl::mtime_ns(st)); // (its records' newest entry's time)
         }
         if (!read) { // gone meanwhile (another process merged it), or unreadable: left as it is
             it = merged.erase(it);
@@ -11429,15 +11463,18 @@ std::error_code directory_storage::write_pack(std::vector<detail::directory_stor
             bool const live = std::any_of(it->live.begin(), it->live.end(), [&](index::record const& r) {
                 return r.offset == s.offset && r.fingerprint == index::fingerprint(s.k);
             });
-            if (live) records.push_back({s.k, s.made_ns, std::string_view(contents.back()).substr(s.offset, s.length)});
+            if (live) records.push_back({s.k, s.version_ns, std::string_view(contents.back()).substr(s.offset, s.length)});
         }
         ++it;
     }
+    // The batch's records are the newest versions (each merged by the cache with the one it
+    // read just before): they get this write's time, merged ones keep theirs.
     key const name = impl::new_pack_key();
-    std::int64_t newest = 0;
-    for (impl::packed_record const& r : records) newest = std::max(newest, r.made_ns);
+    std::int64_t const written = impl::now_ns();
+    for (impl::packed_record& r : records)
+        if (r.version_ns == 0) r.version_ns = written;
     std::string const pack = impl::encode_pack(records);
-    if (std::error_code const ec = write_made_at(name, pack, newest)) return ec;
+    if (std::error_code const ec = write_made_at(name, pack, file_ns)) return ec;
     // Its marker, by which other processes find it: a symlink to it, for an operator's eyes.
     std::string folder_path = packs_folder_path();
     bool created = false;
@@ -18586,6 +18623,8 @@ struct identity_records {
                     batch.swap(held.records);
                     held.bytes = 0;
                 }
+                if constexpr (is_detected<look_at_records_now_t, Storage>::value)
+                    if (!batch.empty()) storage.look_at_records_now(); // what other processes wrote, merged
                 for (auto& [rk, h] : batch) {
                     try {
                         bool over_bound = false;

@@ -255,6 +255,8 @@ struct identity_records {
                     batch.swap(held.records);
                     held.bytes = 0;
                 }
+                if constexpr (is_detected<look_at_records_now_t, Storage>::value)
+                    if (!batch.empty()) storage.look_at_records_now(); // what other processes wrote, merged
                 for (auto& [rk, h] : batch) {
                     try {
                         bool over_bound = false;

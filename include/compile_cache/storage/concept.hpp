@@ -264,6 +264,11 @@ using has_write_deferred = is_detected_exact<std::error_code, write_deferred_t, 
 /// identity records, in a pack); the cache calls it after it wrote the records it held.
 template <class S>
 using flush_deferred_t = decltype(std::declval<S&>().flush_deferred());
+/// And `look_at_records_now()`: the reads that follow see every record written so far
+/// (directory_storage's index of its packs looks again); the cache calls it before the
+/// merging reads of its held records.
+template <class S>
+using look_at_records_now_t = decltype(std::declval<S&>().look_at_records_now());
 
 /// Optional: `std::error_code write_made_at(key const&, std::string_view, std::int64_t
 /// made_ns)` (noexcept), write() with the entry's time, the one its eviction goes by,

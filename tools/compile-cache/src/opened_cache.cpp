@@ -170,10 +170,10 @@ int list_directory(opened_cache& self, cache_listing& l, progress_line& progress
     for (auto const& [f, slots] : packs) {
         self.facts.packs.push_back(*f);
         for (layout::pack_slot const& s : slots) {
-            listed_entry e = listed(s.k, s.length, s.made_ns);
+            listed_entry e = listed(s.k, s.length, s.version_ns);
             e.pack = f->name;
             auto const [it, added] = newest.try_emplace(e.name, e);
-            if (!added && s.made_ns >= it->second.use_ns) it->second = std::move(e);
+            if (!added && s.version_ns >= it->second.use_ns) it->second = std::move(e);
         }
     }
     // A record file of an earlier release under a key a pack holds is not what a host reads.

@@ -52,7 +52,7 @@ std::string fresh_url(std::string const& kind, std::string const& tag) {
            "/" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + "/";
 }
 
-/// A directory tinyk filled: two kernels, their entries and identity records.
+/// A directory tinyk filled: two kernels, their entries and identity records (in a pack).
 struct filled {
     scenario s;
     filled() {
@@ -60,7 +60,8 @@ struct filled {
         tinyk_result const cold = s.run({"main", "3"});
         REQUIRE_EXIT(cold, 0);
         REQUIRE(cold.out == "10\n");
-        REQUIRE(entry_files(s.cache_dir()).size() == 4);
+        REQUIRE(entry_files(s.cache_dir()).size() == 2); // the kernels' entries
+        REQUIRE(pack_files(s.cache_dir()).size() == 1);   // and one pack of their identity records
     }
 };
 

@@ -464,6 +464,12 @@ public:
     /// Makes the deferred writes now; the first error, if any (each is tried).
     COMPILE_CACHE_DECL std::error_code flush_deferred() noexcept;
 
+    /// Looks at the packs of identity records now (one fstat; a listing when they changed),
+    /// so that the reads that follow see every pack written so far, not only those of a
+    /// second ago: a cache calls it before it merges the records it holds with the
+    /// directory's (cache/identity_records.hpp), so that no other process's entries are lost.
+    COMPILE_CACHE_DECL void look_at_records_now() noexcept;
+
     /// write() of `bytes` under `k`, the entry's file then given the time `made_ns`
     /// (nanoseconds since the epoch, as entry_metadata::created_ns) as its last use; 0 or
     /// less: now, as write() leaves it. The optional Storage member a cache writes the
@@ -616,16 +622,19 @@ private:
     /// each with write_made_at, at their `times`; the first error, if any.
     COMPILE_CACHE_DECL std::error_code write_held(std::unordered_map<key, std::string> const& held,
                                                   std::unordered_map<key, std::int64_t>& times) noexcept;
-    /// Writes one pack of `records`, merged with the small packs of this process's index
-    /// when it holds over packs_merged_above, then its marker; indexes it; removes the
-    /// packs merged.
-    COMPILE_CACHE_DECL std::error_code write_pack(std::vector<detail::directory_storage_impl::packed_record> records);
+    /// Writes one pack of `records` (version_ns 0: this write's time), merged with the small
+    /// packs of this process's index when it holds over packs_merged_above, then its marker;
+    /// indexes it; removes the packs merged. The pack's file gets the time `file_ns` (its
+    /// records' newest entry's, for eviction), or a merged pack's when later.
+    COMPILE_CACHE_DECL std::error_code write_pack(std::vector<detail::directory_storage_impl::packed_record> records,
+                                                  std::int64_t file_ns);
     /// read() of an identity record: its newest version in the packs indexed, absent when
     /// none holds it (record files of earlier releases are not read).
     COMPILE_CACHE_DECL read_result read_packed_record(key const& k, std::string& out, std::size_t max_size) noexcept;
-    /// Lists the markers' folder into the index when it changed, at most once a
-    /// packs_looked_at_every_ns unless `force`; the caller holds the index's mutex.
-    COMPILE_CACHE_DECL void look_at_packs(bool force);
+    /// Looks at the markers' folder (an fstat) at most once a packs_looked_at_every_ns, or
+    /// now when `now_only`, and lists it into the index when it changed since (or changed
+    /// in the last two seconds, or the index is stale); the caller holds the index's mutex.
+    COMPILE_CACHE_DECL void look_at_packs(bool now_only);
     /// How reading a pack's slots ended.
     enum class pack_read { read, gone, unsound, failed };
     /// The slots of pack `pack`, its file opened without following a symlink and trusted

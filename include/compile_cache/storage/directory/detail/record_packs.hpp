@@ -8,8 +8,8 @@
 //                            readers find the packs without listing the fan-out folders
 //
 // A pack: a header (pack_magic, the record count, the CRC-32C of the header's first 12
-// bytes and the slots), a slot per record (its 33-byte key, 7 zero bytes, the time its
-// newest entry was made, its offset and length), then the records, each a sealed
+// bytes and the slots), a slot per record (its 33-byte key, 7 zero bytes, the time this
+// version of it was written, its offset and length), then the records, each a sealed
 // envelope as a record file held. Little-endian. Written whole (temp file, rename), never
 // changed: a new pack holds a record's later versions, and the newest version wins.
 #pragma once
@@ -70,18 +70,18 @@ inline bool is_pack_name(std::string_view hex) noexcept {
 /// A record to put in a pack.
 struct packed_record {
     key k;
-    std::int64_t made_ns = 0; ///< when its newest entry was made (the newest version wins)
+    std::int64_t version_ns = 0; ///< when this version was written (the newest version wins)
     std::string_view bytes;
 };
 
 /// A record a pack holds, as its slot says.
 struct pack_slot {
     key k;
-    std::int64_t made_ns = 0;
+    std::int64_t version_ns = 0;
     std::uint32_t offset = 0, length = 0;
 };
 
-/// For tests: called while a look at the packs' markers holds the index's mutex.
+/// For tests: called at each look at the packs' markers, which holds the index's mutex.
 inline thread_local void (*during_pack_listing_for_testing)() = nullptr;
 
 /// A fresh pack key: the time now, then random bytes.
@@ -106,7 +106,7 @@ COMPILE_CACHE_DECL bool read_pack_index(int fd, std::uint64_t file_size, std::ve
 /// Where a record is.
 struct record_location {
     key pack;
-    std::int64_t made_ns = 0;
+    std::int64_t version_ns = 0;
     std::uint32_t offset = 0, length = 0;
 };
 
@@ -116,7 +116,7 @@ struct record_location {
 struct record_pack_index {
     struct record {
         std::uint64_t fingerprint = 0;
-        std::int64_t made_ns = 0;
+        std::int64_t version_ns = 0;
         std::uint32_t offset = 0, length = 0;
     };
     struct pack {

@@ -71,6 +71,8 @@ std::error_code directory_storage::write_held(std::unordered_map<key, std::strin
     namespace impl = detail::directory_storage_impl;
     std::error_code first;
     try {
+        // Each record with the time its file is to get (its newest entry's: write_made_at) for
+        // now; write_pack gives it its version's time.
         std::vector<impl::packed_record> records;
         for (auto const& [k, bytes] : held) {
             if (impl::is_record_key(k)) {
@@ -82,7 +84,7 @@ std::error_code directory_storage::write_held(std::unordered_map<key, std::strin
         }
         // Oldest first, so that a batch split over several packs puts its newest records last.
         std::sort(records.begin(), records.end(),
-                  [](impl::packed_record const& a, impl::packed_record const& b) { return a.made_ns < b.made_ns; });
+                  [](impl::packed_record const& a, impl::packed_record const& b) { return a.version_ns < b.version_ns; });
         std::size_t begin = 0;
         while (begin < records.size()) {
             std::size_t end = begin, bytes = 0;
@@ -91,7 +93,12 @@ std::error_code directory_storage::write_held(std::unordered_map<key, std::strin
                 bytes += records[end++].bytes.size();
             std::vector<impl::packed_record> part(records.begin() + static_cast<std::ptrdiff_t>(begin),
                                                   records.begin() + static_cast<std::ptrdiff_t>(end));
-            std::error_code const ec = write_pack(std::move(part));
+            std::int64_t file_ns = 0;
+            for (impl::packed_record& r : part) {
+                file_ns = std::max(file_ns, r.version_ns);
+                r.version_ns = 0; // this batch's version: the time of its pack's write
+            }
+            std::error_code const ec = write_pack(std::move(part), file_ns);
             if (ec && !first) first = ec;
             begin = end;
         }
@@ -101,13 +108,13 @@ std::error_code directory_storage::write_held(std::unordered_map<key, std::strin
     return first;
 }
 
-void directory_storage::look_at_packs(bool force) {
+void directory_storage::look_at_packs(bool now_only) {
     namespace impl = detail::directory_storage_impl;
     impl::record_pack_index& ix = state_->packs;
-    std::int64_t const now = impl::steady_now_ns();
-    if (!force && !ix.stale && now - ix.looked_ns < impl::packs_looked_at_every_ns) return;
-    ix.looked_ns = now;
     if (impl::during_pack_listing_for_testing != nullptr) impl::during_pack_listing_for_testing();
+    std::int64_t const now = impl::steady_now_ns();
+    if (!now_only && !ix.stale && now - ix.looked_ns < impl::packs_looked_at_every_ns) return;
+    ix.looked_ns = now;
     int const fd = open_packs_folder();
     if (fd < 0) { // no pack yet (or none this user can see)
         ix.packs.clear();
@@ -125,7 +132,7 @@ void directory_storage::look_at_packs(bool force) {
     // file system whose times are coarse, a marker added in the same tick as the listing
     // leaves the time as it was.
     bool const recent = impl::now_ns() - mtime < 2 * impl::packs_looked_at_every_ns;
-    if (!force && !ix.stale && mtime == ix.folder_mtime_ns && !recent) return;
+    if (!ix.stale && mtime == ix.folder_mtime_ns && !recent) return;
     DIR* const d = ::fdopendir(::dup(fd));
     if (d == nullptr) return;
     std::unique_ptr<DIR, int (*)(DIR*)> const listing(d, ::closedir);
@@ -165,7 +172,7 @@ void directory_storage::look_at_packs(bool force) {
         impl::record_pack_index::pack p;
         p.name = *k;
         for (impl::pack_slot const& s : slots) {
-            p.records.push_back({impl::record_pack_index::fingerprint(s.k), s.made_ns, s.offset, s.length});
+            p.records.push_back({impl::record_pack_index::fingerprint(s.k), s.version_ns, s.offset, s.length});
             p.bytes += s.length;
         }
         std::sort(p.records.begin(), p.records.end(), [](auto const& a, auto const& b) {
@@ -195,6 +202,17 @@ directory_storage::pack_read directory_storage::read_pack_slots(
     if (::fstat(fd.fd, &st) != 0 || !S_ISREG(st.st_mode) || trust(st)) return pack_read::failed;
     return impl::read_pack_index(fd.fd, static_cast<std::uint64_t>(st.st_size), slots) ? pack_read::read
                                                                                         : pack_read::unsound;
+}
+
+void directory_storage::look_at_records_now() noexcept {
+    namespace impl = detail::directory_storage_impl;
+    if (directory_.empty()) return;
+    try {
+        if (!impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) return;
+        std::lock_guard<std::mutex> const lock(state_->packs.mutex, std::adopt_lock);
+        look_at_packs(true);
+    } catch (...) {
+    }
 }
 
 void directory_storage::forget_pack(key const& name) noexcept {
@@ -280,7 +298,8 @@ read_result directory_storage::read_packed_record(key const& k, std::string& out
     return {read_status::absent, {}};
 }
 
-std::error_code directory_storage::write_pack(std::vector<detail::directory_storage_impl::packed_record> records) {
+std::error_code directory_storage::write_pack(std::vector<detail::directory_storage_impl::packed_record> records,
+                                              std::int64_t file_ns) {
     namespace impl = detail::directory_storage_impl;
     using index = impl::record_pack_index;
     // The small packs to merge into this one, when the index holds too many.
@@ -338,6 +357,7 @@ std::error_code directory_storage::write_pack(std::vector<detail::directory_stor
                                              st) == detail::file_read_status::read &&
                    !trust(st) && detail::read_file_bytes(fd, file, static_cast<std::size_t>(st.st_size)) &&
                    impl::parse_pack_index(file, file.size(), slots);
+            if (read) file_ns = std::max(file_ns, impl::mtime_ns(st)); // (its records' newest entry's time)
         }
         if (!read) { // gone meanwhile (another process merged it), or unreadable: left as it is
             it = merged.erase(it);
@@ -348,15 +368,18 @@ std::error_code directory_storage::write_pack(std::vector<detail::directory_stor
             bool const live = std::any_of(it->live.begin(), it->live.end(), [&](index::record const& r) {
                 return r.offset == s.offset && r.fingerprint == index::fingerprint(s.k);
             });
-            if (live) records.push_back({s.k, s.made_ns, std::string_view(contents.back()).substr(s.offset, s.length)});
+            if (live) records.push_back({s.k, s.version_ns, std::string_view(contents.back()).substr(s.offset, s.length)});
         }
         ++it;
     }
+    // The batch's records are the newest versions (each merged by the cache with the one it
+    // read just before): they get this write's time, merged ones keep theirs.
     key const name = impl::new_pack_key();
-    std::int64_t newest = 0;
-    for (impl::packed_record const& r : records) newest = std::max(newest, r.made_ns);
+    std::int64_t const written = impl::now_ns();
+    for (impl::packed_record& r : records)
+        if (r.version_ns == 0) r.version_ns = written;
     std::string const pack = impl::encode_pack(records);
-    if (std::error_code const ec = write_made_at(name, pack, newest)) return ec;
+    if (std::error_code const ec = write_made_at(name, pack, file_ns)) return ec;
     // Its marker, by which other processes find it: a symlink to it, for an operator's eyes.
     std::string folder_path = packs_folder_path();
     bool created = false;

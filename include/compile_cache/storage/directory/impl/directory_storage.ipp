@@ -536,10 +536,10 @@ std::error_code directory_storage::list(std::vector<stored_entry>& out) const no
             if (read_pack_slots(p, slots) != pack_read::read) continue;
             for (impl::pack_slot const& s : slots) {
                 auto const [it, added] = newest.try_emplace(s.k, s);
-                if (!added && s.made_ns >= it->second.made_ns) it->second = s;
+                if (!added && s.version_ns >= it->second.version_ns) it->second = s;
             }
         }
-        for (auto const& [k, s] : newest) out.push_back({k, s.length, s.made_ns / 1000000000});
+        for (auto const& [k, s] : newest) out.push_back({k, s.length, s.version_ns / 1000000000});
     } catch (...) {
         out_of_memory = true;
     }

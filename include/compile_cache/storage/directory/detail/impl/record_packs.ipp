@@ -42,7 +42,7 @@ std::string encode_pack(std::vector<packed_record> const& records) {
     unsigned char* slot = p + pack_header_size;
     for (packed_record const& r : records) {
         std::memcpy(slot, r.k.data(), record_key_size);
-        store_le<std::uint64_t>(slot + 40, static_cast<std::uint64_t>(r.made_ns));
+        store_le<std::uint64_t>(slot + 40, static_cast<std::uint64_t>(r.version_ns));
         store_le<std::uint32_t>(slot + 48, static_cast<std::uint32_t>(offset));
         store_le<std::uint32_t>(slot + 52, static_cast<std::uint32_t>(r.bytes.size()));
         if (!r.bytes.empty()) std::memcpy(p + offset, r.bytes.data(), r.bytes.size());
@@ -76,7 +76,7 @@ bool parse_pack_index(std::string_view head, std::uint64_t file_size, std::vecto
         unsigned char const* slot = p + pack_header_size + i * pack_slot_size;
         pack_slot s;
         s.k = key(slot, record_key_size);
-        s.made_ns = static_cast<std::int64_t>(read_le<std::uint64_t>(slot + 40));
+        s.version_ns = static_cast<std::int64_t>(read_le<std::uint64_t>(slot + 40));
         s.offset = read_le<std::uint32_t>(slot + 48);
         s.length = read_le<std::uint32_t>(slot + 52);
         bool const padded = std::all_of(slot + record_key_size, slot + 40, [](unsigned char c) { return c == 0; });
@@ -124,8 +124,8 @@ std::optional<record_location> record_pack_index::find(std::uint64_t fp) const {
         auto const it = std::lower_bound(p.records.begin(), p.records.end(), fp,
                                          [](record const& r, std::uint64_t f) { return r.fingerprint < f; });
         // Packs are in the order they were indexed: a tie goes to the later one.
-        if (it != p.records.end() && it->fingerprint == fp && (!best || it->made_ns >= best->made_ns))
-            best = record_location{p.name, it->made_ns, it->offset, it->length};
+        if (it != p.records.end() && it->fingerprint == fp && (!best || it->version_ns >= best->version_ns))
+            best = record_location{p.name, it->version_ns, it->offset, it->length};
     }
     return best;
 }
@@ -141,7 +141,7 @@ void record_pack_index::add(key const& name, std::vector<pack_slot> const& slots
     p.records.reserve(slots.size());
     for (pack_slot const& s : slots) {
         std::uint64_t const fp = fingerprint(s.k);
-        p.records.push_back({fp, s.made_ns, s.offset, s.length});
+        p.records.push_back({fp, s.version_ns, s.offset, s.length});
         p.bytes += s.length;
         if (!removed.empty()) removed.erase(fp);
     }
