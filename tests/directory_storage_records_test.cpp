@@ -613,3 +613,121 @@ TEST_CASE("a process's index of record packs holds 2^18 records at most, the new
     CHECK(ix.find(impl::record_pack_index::fingerprint(record_key(static_cast<std::uint32_t>(2 * per_pack)))));
     CHECK(ix.find(impl::record_pack_index::fingerprint(record_key(static_cast<std::uint32_t>(packs * per_pack - 1)))));
 }
+
+TEST_CASE("a process's index of record packs answers a record's newest version, and an older one once that pack "
+          "is gone",
+          "[storage][records][packs]") {
+    namespace impl = cc::detail::directory_storage_impl;
+    impl::record_pack_index ix;
+    key const rk = cc::identity_record_key("a kernel");
+    auto pack_name = [](std::uint64_t time) {
+        unsigned char bytes[cc::detail::record_key_size] = {};
+        cc::detail::store_be<std::uint64_t>(bytes, time);
+        bytes[cc::detail::record_key_size - 1] = cc::detail::pack_key_marker;
+        return key(bytes, cc::detail::record_key_size);
+    };
+    key const older = pack_name(1), newer = pack_name(2);
+    std::uint64_t const fp = impl::record_pack_index::fingerprint(rk);
+    ix.add(newer, {{rk, 200, 64u, 20u}});
+    ix.add(older, {{rk, 100, 64u, 10u}}); // indexed later, but an older version
+    std::optional<impl::record_location> at = ix.find(fp);
+    REQUIRE(at);
+    CHECK(at->pack == newer);
+    CHECK(at->length == 20u);
+    ix.drop(newer); // evicted, say
+    at = ix.find(fp);
+    REQUIRE(at);
+    CHECK(at->pack == older);
+    CHECK(at->length == 10u);
+    ix.drop(older);
+    CHECK(!ix.find(fp));
+    CHECK(ix.records == 0);
+    CHECK(ix.newest_of.empty());
+}
+
+TEST_CASE("records are not written where no marker can be: the batch fails, no pack is left, and the packs there "
+          "stay",
+          "[storage][records][packs]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    key const first = cc::identity_record_key("first"), second = cc::identity_record_key("second");
+    {
+        directory_storage s(root.string());
+        REQUIRE(!s.write(first, "the first record"));
+        REQUIRE(!s.flush_deferred());
+    }
+    // The markers' folder replaced by a file: a pack written now would be one no reader finds.
+    fs::path const markers = root / std::string(cc::directory_layout::packs_folder_name);
+    fs::remove_all(markers);
+    compile_cache_test::write_file(markers, "not a folder");
+    std::vector<fs::path> const before = packs_under(root);
+    REQUIRE(before.size() == 1);
+    directory_storage s(root.string());
+    REQUIRE(!s.write(second, "the second record")); // held
+    CHECK(s.flush_deferred()); // the batch's failure is said
+    CHECK(packs_under(root) == before);
+    std::string out;
+    CHECK(directory_storage(root.string()).read(second, out, 1 << 20).status == read_status::absent);
+    // A record over the bound is refused at once, never packed with others.
+    CHECK(s.write(first, std::string(cc::detail::record_max_size + 1, 'r')) == std::errc::value_too_large);
+}
+
+TEST_CASE("a record removed through one storage object is hidden from it alone, until a newer version, and its "
+          "merges keep the others' records",
+          "[storage][records][packs]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    key const rk = cc::identity_record_key("a kernel");
+    std::string out;
+    directory_storage remover(root.string());
+    {
+        directory_storage writer(root.string());
+        REQUIRE(!writer.write(rk, "version one"));
+        REQUIRE(!writer.flush_deferred());
+    }
+    REQUIRE(remover.read(rk, out, 1 << 20).status == read_status::found);
+    REQUIRE(!remover.remove(rk));
+    CHECK(remover.read(rk, out, 1 << 20).status == read_status::absent);
+    CHECK(directory_storage(root.string()).read(rk, out, 1 << 20).status == read_status::found); // others: there
+    {
+        directory_storage writer(root.string()); // another process writes a newer version
+        REQUIRE(!writer.write(rk, "version two"));
+        REQUIRE(!writer.flush_deferred());
+    }
+    remover.look_at_records_now();
+    REQUIRE(remover.read(rk, out, 1 << 20).status == read_status::found);
+    CHECK(out == "version two");
+    // Hidden again, then merged away by the remover's own writes: still every other reader's.
+    REQUIRE(!remover.remove(rk));
+    for (std::uint32_t i = 0; i < 30; ++i) {
+        REQUIRE(!remover.write(cc::identity_record_key("other " + std::to_string(i)), "r"));
+        REQUIRE(!remover.flush_deferred()); // a pack each: merges
+    }
+    CHECK(packs_under(root).size() < 30);
+    REQUIRE(directory_storage(root.string()).read(rk, out, 1 << 20).status == read_status::found);
+    CHECK(out == "version two");
+}
+
+TEST_CASE("a pack is at most a sixteenth of the size limit: a batch's records are split, and the newest survive "
+          "a small limit",
+          "[storage][records][packs]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    cc::directory_options o;
+    o.max_size = 256 << 10;
+    directory_storage s(root.string(), o);
+    for (std::uint32_t i = 0; i < 200; ++i)
+        REQUIRE(!s.write(cc::identity_record_key("k" + std::to_string(i)), std::string(2000, 'r')));
+    REQUIRE(!s.flush_deferred());
+    for (fs::path const& p : packs_under(root)) CHECK(fs::file_size(p) <= (256u << 10) / 16 + 4096);
+    std::string out;
+    std::size_t found = 0;
+    directory_storage reader(root.string());
+    for (std::uint32_t i = 0; i < 200; ++i)
+        found += reader.read(cc::identity_record_key("k" + std::to_string(i)), out, 1 << 20).status ==
+                         read_status::found
+                     ? 1
+                     : 0;
+    INFO("records left of 200 (2,000 bytes each) under a 256 KiB limit: " << found);
+    CHECK(found > 50);
+}

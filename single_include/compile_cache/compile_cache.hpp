@@ -6774,8 +6774,9 @@ inline constexpr std::size_t pack_slot_size = 56;
 /// records (held_batch_bounds) fits, and so do the small packs merged into it.
 inline constexpr std::size_t pack_max_records = 4096;
 inline constexpr std::size_t pack_max_bytes = std::size_t{4} << 20;
-/// The most records a process indexes (24 bytes each): the newest packs' first.
-inline constexpr std::size_t pack_index_max_records = std::size_t{1} << 18;
+/// The most records a process indexes (about 80 bytes each, 10 MiB in all): the newest
+/// packs' first.
+inline constexpr std::size_t pack_index_max_records = std::size_t{1} << 17;
 /// A write of records merges the smallest packs into its own when the index holds more
 /// packs than packs_merged_above: at most that many, within a pack's bounds, and only
 /// when at least packs_merged_at_least fit (so that a record is rewritten about once).
@@ -6847,7 +6848,8 @@ struct record_location {
 
 /// The records of the packs this process knows, by the first 8 bytes of their keys
 /// (a record read is checked against its whole key by the cache, as any entry is), at
-/// most pack_index_max_records. Its members are used under `mutex`.
+/// most pack_index_max_records: each pack's records, sorted, and each record's newest
+/// version, hashed, so that a lookup is one probe. Its members are used under `mutex`.
 struct record_pack_index {
     struct record {
         std::uint64_t fingerprint = 0;
@@ -6856,30 +6858,44 @@ struct record_pack_index {
     };
     struct pack {
         key name;
+        std::uint32_t id = 0;         ///< its number in this index
         std::size_t bytes = 0;        ///< of its records
         std::vector<record> records; ///< by fingerprint
     };
+    struct newest {
+        std::uint32_t pack = 0; ///< its pack's id
+        std::uint32_t offset = 0, length = 0;
+        std::int64_t version_ns = 0;
+    };
 
     std::mutex mutex;
-    std::vector<pack> packs;
+    std::vector<pack> packs; ///< in the order they were indexed
+    std::unordered_map<std::uint64_t, newest> newest_of; ///< each fingerprint's newest version
+    std::uint32_t next_id = 1;
     std::size_t records = 0;
-    /// Packs listed but not indexed (over the bound): not read again at each listing.
+    /// Packs listed but not indexed (over the bound, or unsound): not read again at each listing.
     std::unordered_set<std::string> left_out;
-    /// Records this process removed (directory_storage::remove), by fingerprint, until
-    /// a pack it indexes holds a newer version.
-    std::unordered_set<std::uint64_t> removed;
+    /// Records this process removed (directory_storage::remove): by fingerprint, the
+    /// version it removed; hidden from its reads until a newer one is written (at most
+    /// pack_index_max_records: past that, forgotten).
+    std::unordered_map<std::uint64_t, std::int64_t> removed;
     std::int64_t folder_mtime_ns = -1; ///< the markers' folder's mtime at the last listing
     std::int64_t looked_ns = 0;        ///< (steady clock) when the folder was last looked at
     bool stale = true;                 ///< list the folder at the next look
 
     COMPILE_CACHE_DECL static std::uint64_t fingerprint(key const& k) noexcept;
-    /// The newest version of the record whose fingerprint is `fp` in the packs indexed, if any.
-    COMPILE_CACHE_DECL std::optional<record_location> find(std::uint64_t fp) const;
-    /// Indexes the pack `name` with `slots`; its records' newer versions elsewhere stay.
+    /// The newest version of the record whose fingerprint is `fp` in the packs indexed, if
+    /// any: none when this process removed that version, and `hide_removed`.
+    COMPILE_CACHE_DECL std::optional<record_location> find(std::uint64_t fp, bool hide_removed = true) const;
+    /// Hides the newest version of `fp` known now from this process's reads.
+    COMPILE_CACHE_DECL void hide(std::uint64_t fp);
+    /// Indexes the pack `name` with `slots`; a record's newer version elsewhere stays its newest.
     COMPILE_CACHE_DECL void add(key const& name, std::vector<pack_slot> const& slots);
-    /// Forgets the pack `name`.
+    /// Forgets the pack `name`: its records' newest versions are then the other packs'.
     COMPILE_CACHE_DECL void drop(key const& name);
     COMPILE_CACHE_DECL bool knows(key const& name) const;
+    /// Forgets every pack.
+    COMPILE_CACHE_DECL void clear() noexcept;
     /// Drops the oldest packs until at most pack_index_max_records records are indexed.
     COMPILE_CACHE_DECL void bound();
 };
@@ -7383,17 +7399,17 @@ std::uint64_t record_pack_index::fingerprint(key const& k) noexcept {
     return k.size() >= 8 ? read_le<std::uint64_t>(k.data()) : 0;
 }
 
-std::optional<record_location> record_pack_index::find(std::uint64_t fp) const {
-    if (!removed.empty() && removed.count(fp) != 0) return std::nullopt;
-    std::optional<record_location> best;
-    for (pack const& p : packs) {
-        auto const it = std::lower_bound(p.records.begin(), p.records.end(), fp,
-                                         [](record const& r, std::uint64_t f) { return r.fingerprint < f; });
-        // Packs are in the order they were indexed: a tie goes to the later one.
-        if (it != p.records.end() && it->fingerprint == fp && (!best || it->version_ns >= best->version_ns))
-            best = record_location{p.name, it->version_ns, it->offset, it->length};
+std::optional<record_location> record_pack_index::find(std::uint64_t fp, bool hide_removed) const {
+    auto const it = newest_of.find(fp);
+    if (it == newest_of.end()) return std::nullopt;
+    if (hide_removed && !removed.empty()) {
+        auto const r = removed.find(fp);
+        if (r != removed.end() && it->second.version_ns <= r->second) return std::nullopt;
     }
-    return best;
+    for (pack const& p : packs)
+        if (p.id == it->second.pack)
+            return record_location{p.name, it->second.version_ns, it->second.offset, it->second.length};
+    return std::nullopt;
 }
 
 bool record_pack_index::knows(key const& name) const {
@@ -7404,12 +7420,16 @@ void record_pack_index::add(key const& name, std::vector<pack_slot> const& slots
     if (knows(name)) return;
     pack p;
     p.name = name;
+    p.id = next_id++;
     p.records.reserve(slots.size());
     for (pack_slot const& s : slots) {
         std::uint64_t const fp = fingerprint(s.k);
         p.records.push_back({fp, s.version_ns, s.offset, s.length});
         p.bytes += s.length;
-        if (!removed.empty()) removed.erase(fp);
+        newest const here{p.id, s.offset, s.length, s.version_ns};
+        auto const [it, added] = newest_of.try_emplace(fp, here);
+        // (a tie goes to the pack indexed later)
+        if (!added && s.version_ns >= it->second.version_ns) it->second = here;
     }
     std::sort(p.records.begin(), p.records.end(),
               [](record const& a, record const& b) { return a.fingerprint < b.fingerprint; });
@@ -7418,10 +7438,41 @@ void record_pack_index::add(key const& name, std::vector<pack_slot> const& slots
 }
 
 void record_pack_index::drop(key const& name) {
-    auto const it = std::find_if(packs.begin(), packs.end(), [&](pack const& p) { return p.name == name; });
-    if (it == packs.end()) return;
-    records -= it->records.size();
-    packs.erase(it);
+    auto const gone = std::find_if(packs.begin(), packs.end(), [&](pack const& p) { return p.name == name; });
+    if (gone == packs.end()) return;
+    pack const dropped = std::move(*gone);
+    packs.erase(gone);
+    records -= dropped.records.size();
+    for (record const& r : dropped.records) {
+        auto const it = newest_of.find(r.fingerprint);
+        if (it == newest_of.end() || it->second.pack != dropped.id) continue;
+        // Its newest version was there: the newest of the other packs now, if any.
+        std::optional<newest> best;
+        for (pack const& p : packs) {
+            auto const at = std::lower_bound(p.records.begin(), p.records.end(), r.fingerprint,
+                                             [](record const& x, std::uint64_t f) { return x.fingerprint < f; });
+            if (at != p.records.end() && at->fingerprint == r.fingerprint && (!best || at->version_ns >= best->version_ns))
+                best = newest{p.id, at->offset, at->length, at->version_ns};
+        }
+        if (best)
+            it->second = *best;
+        else
+            newest_of.erase(it);
+    }
+}
+
+void record_pack_index::hide(std::uint64_t fp) {
+    auto const it = newest_of.find(fp);
+    if (it == newest_of.end()) return;
+    if (removed.size() >= pack_index_max_records) removed.clear();
+    removed[fp] = it->second.version_ns;
+}
+
+void record_pack_index::clear() noexcept {
+    packs.clear();
+    newest_of.clear();
+    records = 0;
+    left_out.clear();
 }
 
 void record_pack_index::bound() {
@@ -7430,9 +7481,9 @@ void record_pack_index::bound() {
         auto const oldest = std::min_element(packs.begin(), packs.end(), [](pack const& a, pack const& b) {
             return std::memcmp(a.name.data(), b.name.data(), 8) < 0;
         });
-        left_out.insert(oldest->name.hex());
-        records -= oldest->records.size();
-        packs.erase(oldest);
+        key const name = oldest->name;
+        left_out.insert(name.hex());
+        drop(name);
     }
 }
 
@@ -9653,8 +9704,16 @@ public:
     /// file (not taken over: the file it holds open is the one at the claim's path);
     /// whenever it is not, or anything fails on the way, the store is made the usual way
     /// (directory_claims.hpp).
+    ///
+    /// An identity record's key (33 bytes ending 0x1d) is not written now: it is held as
+    /// write_deferred holds it and written in a pack with its batch (docs/design.md,
+    /// "Identity records in packs"); a record over record_max_size is refused
+    /// (value_too_large). The answer is then that batch's, when this write made it due.
     COMPILE_CACHE_DECL std::error_code write(key const& k, std::string_view bytes) noexcept;
 
+    /// Unlinks the entry of `k`. An identity record in a pack is not unlinked (a pack is
+    /// never changed): the version this object knows is hidden from its reads until a
+    /// newer one is written; other processes still read it.
     COMPILE_CACHE_DECL std::error_code remove(key const& k) noexcept;
 
     /// Stores `bytes` under `k` later, in a batch: the optional Storage member the cache
@@ -9678,6 +9737,8 @@ public:
     /// directory's (cache/identity_records.hpp), so that no other process's entries are lost.
     COMPILE_CACHE_DECL void look_at_records_now() noexcept;
 
+    /// (For an identity record: held as write() holds it, its pack's file given the newest
+    /// such time of its batch.)
     /// write() of `bytes` under `k`, the entry's file then given the time `made_ns`
     /// (nanoseconds since the epoch, as entry_metadata::created_ns) as its last use; 0 or
     /// less: now, as write() leaves it. The optional Storage member a cache writes the
@@ -9705,7 +9766,10 @@ public:
     /// Every entry (key, size, last use: its mtime, refreshed at most hourly) without
     /// reading one or changing a use time: the optional Storage member `list`. Temp
     /// files, the ledger and other files are not entries; a missing directory or fan-out
-    /// folder lists nothing.
+    /// folder lists nothing. A pack of identity records is listed as its records (the
+    /// newest version of each; size: the record's bytes, last use: when it was written),
+    /// even one without a marker, which read() does not find; a record file of an earlier
+    /// release is listed as an entry, which read() does not return either.
     COMPILE_CACHE_DECL std::error_code list(std::vector<stored_entry>& out) const noexcept;
 
     /// A whole cleanup now, whatever the cache's size: recounts every folder
@@ -9853,6 +9917,9 @@ private:
     COMPILE_CACHE_DECL void forget_pack(key const& name) noexcept;
     /// After clear(): empties the index and unlinks the markers whose packs are gone.
     COMPILE_CACHE_DECL void forget_gone_packs() noexcept;
+    /// The most bytes of records a pack is written with: pack_max_bytes, or a sixteenth of
+    /// the size limit when that is less (a pack is evicted whole).
+    COMPILE_CACHE_DECL std::size_t pack_bytes_bound() const noexcept;
     COMPILE_CACHE_DECL std::string packs_folder_path() const;
     /// The markers' folder, opened without following a symlink (-1, errno set, when it cannot be).
     COMPILE_CACHE_DECL int open_packs_folder() const;
@@ -10756,7 +10823,8 @@ std::error_code directory_storage::remove(key const& k) noexcept {
             // In packs, for this process: a pack is never changed (a record file of an
             // earlier release is unlinked below).
             std::lock_guard<std::mutex> const lock(state_->packs.mutex, std::adopt_lock);
-            state_->packs.removed.insert(impl::record_pack_index::fingerprint(k));
+            look_at_packs(false);
+            state_->packs.hide(impl::record_pack_index::fingerprint(k));
         }
         // Through the fan-out folder opened without following a symlink: in a
         // directory others may write (shared mode), `ab` swapped for a symlink must
@@ -11132,6 +11200,9 @@ int directory_storage::open_packs_folder() const {
 
 std::error_code directory_storage::hold_write(key const& k, std::string_view bytes, std::int64_t made_ns) noexcept {
     namespace impl = detail::directory_storage_impl;
+    // (a pack holds no record over the bound: one would make the whole pack unsound)
+    if (impl::is_record_key(k) && bytes.size() > detail::record_max_size)
+        return std::make_error_code(std::errc::value_too_large);
     try {
         impl::deferred_writes& d = state_->deferred;
         std::int64_t const now = impl::now_ns();
@@ -11184,7 +11255,7 @@ std::error_code directory_storage::write_held(std::unordered_map<key, std::strin
         while (begin < records.size()) {
             std::size_t end = begin, bytes = 0;
             while (end < records.size() && end - begin < impl::pack_max_records &&
-                   (end == begin || bytes + records[end].bytes.size() <= impl::pack_max_bytes))
+                   (end == begin || bytes + records[end].bytes.size() <= pack_bytes_bound()))
                 bytes += records[end++].bytes.size();
             std::vector<impl::packed_record> part(records.begin() + static_cast<std::ptrdiff_t>(begin),
                                                   records.begin() + static_cast<std::ptrdiff_t>(end));
@@ -11212,9 +11283,7 @@ void directory_storage::look_at_packs(bool now_only) {
     ix.looked_ns = now;
     int const fd = open_packs_folder();
     if (fd < 0) { // no pack yet (or none this user can see)
-        ix.packs.clear();
-        ix.records = 0;
-        ix.left_out.clear();
+        ix.clear();
         ix.folder_mtime_ns = -1;
         ix.stale = false;
         return;
@@ -11236,24 +11305,19 @@ void directory_storage::look_at_packs(bool now_only) {
         if (impl::is_pack_name(e->d_name)) names.emplace_back(e->d_name);
     // Newest first (a pack's name starts with its time), so that the bound leaves out the oldest.
     std::sort(names.begin(), names.end(), std::greater<>());
-    std::vector<impl::record_pack_index::pack> kept;
+    // Packs gone from the folder are forgotten; new ones indexed, within the bound.
+    std::unordered_set<std::string> const listed(names.begin(), names.end());
+    std::vector<key> gone;
+    for (impl::record_pack_index::pack const& p : ix.packs)
+        if (listed.count(p.name.hex()) == 0) gone.push_back(p.name);
+    for (key const& name : gone) ix.drop(name);
     std::unordered_set<std::string> left_out;
-    std::size_t records = 0;
     std::vector<impl::pack_slot> slots;
     for (std::string const& name : names) {
         std::optional<key> const k = key::from_hex(name);
-        if (!k) continue;
-        auto const known = std::find_if(ix.packs.begin(), ix.packs.end(),
-                                        [&](impl::record_pack_index::pack const& p) { return p.name == *k; });
-        if (records >= impl::pack_index_max_records || ix.left_out.count(name) != 0) {
-            if (known == ix.packs.end() || records >= impl::pack_index_max_records) {
-                left_out.insert(name);
-                continue;
-            }
-        }
-        if (known != ix.packs.end()) {
-            records += known->records.size();
-            kept.push_back(std::move(*known));
+        if (!k || ix.knows(*k)) continue;
+        if (ix.left_out.count(name) != 0 || ix.records >= impl::pack_index_max_records) {
+            left_out.insert(name);
             continue;
         }
         switch (read_pack_slots(*k, slots)) {
@@ -11264,23 +11328,10 @@ void directory_storage::look_at_packs(bool now_only) {
             continue;
         case pack_read::failed: continue;
         }
-        impl::record_pack_index::pack p;
-        p.name = *k;
-        for (impl::pack_slot const& s : slots) {
-            p.records.push_back({impl::record_pack_index::fingerprint(s.k), s.version_ns, s.offset, s.length});
-            p.bytes += s.length;
-        }
-        std::sort(p.records.begin(), p.records.end(), [](auto const& a, auto const& b) {
-            return a.fingerprint < b.fingerprint;
-        });
-        records += p.records.size();
-        kept.push_back(std::move(p));
+        ix.add(*k, slots);
     }
-    // Oldest first, as add() appends: find() gives a tie to the later pack.
-    std::reverse(kept.begin(), kept.end());
-    ix.packs = std::move(kept);
-    ix.records = records;
     ix.left_out = std::move(left_out);
+    ix.bound();
     ix.folder_mtime_ns = mtime;
     ix.stale = false;
 }
@@ -11393,10 +11444,23 @@ read_result directory_storage::read_packed_record(key const& k, std::string& out
     return {read_status::absent, {}};
 }
 
+std::size_t directory_storage::pack_bytes_bound() const noexcept {
+    namespace impl = detail::directory_storage_impl;
+    if (options_.max_size == 0) return impl::pack_max_bytes;
+    return static_cast<std::size_t>(std::min<std::uint64_t>(impl::pack_max_bytes, options_.max_size / 16));
+}
+
 std::error_code directory_storage::write_pack(std::vector<detail::directory_storage_impl::packed_record> records,
                                               std::int64_t file_ns) {
     namespace impl = detail::directory_storage_impl;
     using index = impl::record_pack_index;
+    // Its marker's folder first: a pack no marker names is one no reader finds, so none is
+    // written where the marker cannot be (a read-only directory, a file in the folder's place).
+    std::string folder_path = packs_folder_path();
+    bool created = false;
+    (void)impl::make_directories(folder_path, options_.directory_mode, options_.umask, created);
+    impl::file_descriptor const folder{open_packs_folder()};
+    if (!folder) return impl::errno_code(errno != 0 ? errno : EIO);
     // The small packs to merge into this one, when the index holds too many.
     struct candidate {
         key name;
@@ -11418,12 +11482,13 @@ std::error_code directory_storage::write_pack(std::vector<detail::directory_stor
             for (impl::packed_record const& r : records) batch.insert(index::fingerprint(r.k));
             for (index::pack const* p : smallest) {
                 if (merged.size() == impl::packs_merged_above) break;
-                if (count + p->records.size() > impl::pack_max_records || bytes + p->bytes > impl::pack_max_bytes)
+                if (count + p->records.size() > impl::pack_max_records || bytes + p->bytes > pack_bytes_bound())
                     break;
                 candidate c{p->name, {}};
                 for (index::record const& r : p->records) {
                     if (batch.count(r.fingerprint) != 0) continue;
-                    std::optional<impl::record_location> const newest = ix.find(r.fingerprint);
+                    // (whatever this process removed: the merged pack is every process's)
+                    std::optional<impl::record_location> const newest = ix.find(r.fingerprint, false);
                     if (newest && newest->pack == p->name && newest->offset == r.offset) c.live.push_back(r);
                 }
                 count += c.live.size();
@@ -11476,11 +11541,12 @@ std::error_code directory_storage::write_pack(std::vector<detail::directory_stor
     std::string const pack = impl::encode_pack(records);
     if (std::error_code const ec = write_made_at(name, pack, file_ns)) return ec;
     // Its marker, by which other processes find it: a symlink to it, for an operator's eyes.
-    std::string folder_path = packs_folder_path();
-    bool created = false;
-    (void)impl::make_directories(folder_path, options_.directory_mode, options_.umask, created);
-    impl::file_descriptor const folder{open_packs_folder()};
-    if (folder) (void)::symlinkat(("../" + layout_path_of(name)).c_str(), folder.fd, name.hex().c_str());
+    // Without one, the pack goes (no reader would find it) and the merged packs stay.
+    if (::symlinkat(("../" + layout_path_of(name)).c_str(), folder.fd, name.hex().c_str()) != 0) {
+        int const e = errno;
+        (void)remove(name);
+        return impl::errno_code(e);
+    }
     std::vector<impl::pack_slot> own;
     if (!impl::parse_pack_index(pack, pack.size(), own)) return {};
     if (impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) {
@@ -11492,7 +11558,7 @@ std::error_code directory_storage::write_pack(std::vector<detail::directory_stor
     // The merged packs go once the new one holds their records.
     for (candidate const& c : merged) {
         (void)remove(c.name);
-        if (folder) (void)::unlinkat(folder.fd, c.name.hex().c_str(), 0);
+        (void)::unlinkat(folder.fd, c.name.hex().c_str(), 0);
     }
     return {};
 }
@@ -11502,9 +11568,7 @@ void directory_storage::forget_gone_packs() noexcept {
     try {
         if (impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) {
             std::lock_guard<std::mutex> const lock(state_->packs.mutex, std::adopt_lock);
-            state_->packs.packs.clear();
-            state_->packs.records = 0;
-            state_->packs.left_out.clear();
+            state_->packs.clear();
             state_->packs.stale = true;
         }
         impl::file_descriptor const fd{open_packs_folder()};
@@ -18480,9 +18544,18 @@ struct identity_records {
     /// the record is there but over a bound (identity_record_max_size,
     /// identity_record_max_components): a forged one, ignored.
     std::optional<identity_record> read(std::string const& identity, bool& over_bound) noexcept {
+        try {
+            return read(identity, identity_record_key(identity), over_bound);
+        } catch (...) {
+            over_bound = false;
+            return std::nullopt;
+        }
+    }
+
+    /// The same, with the record's key `rk` (identity_record_key(identity)) already made.
+    std::optional<identity_record> read(std::string const& identity, key const& rk, bool& over_bound) noexcept {
         over_bound = false;
         try {
-            key const rk = identity_record_key(identity);
             std::string bytes;
             read_result const rr = storage.read(rk, bytes, identity_record_max_size);
             if (rr.status == read_status::too_large) over_bound = true;
@@ -18542,7 +18615,7 @@ struct identity_records {
                 }
             }
             bool over_bound = false;
-            previous.record = read(previous.identity, over_bound);
+            previous.record = read(previous.identity, previous.record_key, over_bound);
             if (over_bound) {
                 stats.record_ignored();
                 if (!over_bound_logged.exchange(true)) log_with(logger, [&] { return record_ignored_line(info.name); });
@@ -18628,7 +18701,7 @@ struct identity_records {
                 for (auto& [rk, h] : batch) {
                     try {
                         bool over_bound = false;
-                        if (std::optional<identity_record> const now = read(h.record.identity, over_bound))
+                        if (std::optional<identity_record> const now = read(h.record.identity, rk, over_bound))
                             merge_identity_records(h.record, *now);
                         std::string const entry = sealed_identity_record(h.record, h.kernel, local);
                         if (!entry.empty()) (void)write_dated(rk, entry, h.kernel.created_ns);

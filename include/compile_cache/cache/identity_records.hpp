@@ -112,9 +112,18 @@ struct identity_records {
     /// the record is there but over a bound (identity_record_max_size,
     /// identity_record_max_components): a forged one, ignored.
     std::optional<identity_record> read(std::string const& identity, bool& over_bound) noexcept {
+        try {
+            return read(identity, identity_record_key(identity), over_bound);
+        } catch (...) {
+            over_bound = false;
+            return std::nullopt;
+        }
+    }
+
+    /// The same, with the record's key `rk` (identity_record_key(identity)) already made.
+    std::optional<identity_record> read(std::string const& identity, key const& rk, bool& over_bound) noexcept {
         over_bound = false;
         try {
-            key const rk = identity_record_key(identity);
             std::string bytes;
             read_result const rr = storage.read(rk, bytes, identity_record_max_size);
             if (rr.status == read_status::too_large) over_bound = true;
@@ -174,7 +183,7 @@ struct identity_records {
                 }
             }
             bool over_bound = false;
-            previous.record = read(previous.identity, over_bound);
+            previous.record = read(previous.identity, previous.record_key, over_bound);
             if (over_bound) {
                 stats.record_ignored();
                 if (!over_bound_logged.exchange(true)) log_with(logger, [&] { return record_ignored_line(info.name); });
@@ -260,7 +269,7 @@ struct identity_records {
                 for (auto& [rk, h] : batch) {
                     try {
                         bool over_bound = false;
-                        if (std::optional<identity_record> const now = read(h.record.identity, over_bound))
+                        if (std::optional<identity_record> const now = read(h.record.identity, rk, over_bound))
                             merge_identity_records(h.record, *now);
                         std::string const entry = sealed_identity_record(h.record, h.kernel, local);
                         if (!entry.empty()) (void)write_dated(rk, entry, h.kernel.created_ns);

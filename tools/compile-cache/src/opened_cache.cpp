@@ -117,6 +117,7 @@ clear_result remove_each(opened_cache const& cache, cache_listing const& l) {
 struct directory_handle {
     std::string path;
     std::optional<compile_cache::directory_storage> storage;
+    std::optional<compile_cache::directory_storage> record_reader;
 
     compile_cache::directory_storage& get() {
         if (!storage) {
@@ -125,6 +126,19 @@ struct directory_handle {
             storage.emplace(path, options);
         }
         return *storage;
+    }
+
+    /// What reads identity records from packs: it trusts group-writable packs, as a
+    /// shared directory's hosts write them (the tool reads every entry file so, unchecked
+    /// for its owner: what it reads is checked as an envelope), and never writes.
+    compile_cache::directory_storage& reader() {
+        if (!record_reader) {
+            compile_cache::directory_options options;
+            options.max_size = 0;
+            options.access = compile_cache::sharing::group;
+            record_reader.emplace(path, options);
+        }
+        return *record_reader;
     }
 };
 
@@ -191,7 +205,7 @@ int list_directory(opened_cache& self, cache_listing& l, progress_line& progress
 compile_cache::read_result read_directory_entry(std::string const& dir, directory_handle& handle,
                                                 compile_cache::key const& k, std::string& bytes, std::size_t max_size) {
     if (compile_cache::is_identity_record_name(k.hex())) {
-        compile_cache::read_result const r = handle.get().read(k, bytes, max_size);
+        compile_cache::read_result const r = handle.reader().read(k, bytes, max_size);
         if (r.status != compile_cache::read_status::absent) return r;
     }
     std::string why;

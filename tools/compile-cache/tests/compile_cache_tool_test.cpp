@@ -1708,3 +1708,22 @@ TEST_CASE("compile-cache copy --trusted-keys-file copies signed entries byte for
     REQUIRE_EXIT(plain_verified, 4);
     CHECK(plain_verified.out.find("not signed: with --trusted-keys-file and no --secret-file") != std::string::npos);
 }
+
+TEST_CASE("compile-cache verify and explain read the identity records a shared directory's hosts packed "
+          "(group-writable)") {
+    scenario s;
+    s.write_program(program_text);
+    tinyk_result const cold = s.run({"main", "3"}, {}, {"TINYK_CACHE_SHARED=1"});
+    REQUIRE_EXIT(cold, 0);
+    std::vector<std::string> const packs = pack_files(s.cache_dir());
+    REQUIRE(packs.size() == 1);
+    struct stat st {};
+    REQUIRE(::stat((s.cache_dir() / packs[0]).c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0660); // as a shared directory's entries are
+    process_result const verified = tool({"verify", s.cache_dir().string()});
+    REQUIRE_EXIT(verified, 0);
+    CHECK(verified.out.find("3 identity records: 3 sound, 0 bad") != std::string::npos);
+    process_result const explained = tool({"explain", s.cache_dir().string(), "main"});
+    REQUIRE_EXIT(explained, 0);
+    CHECK(explained.out.find("1 entry recorded") != std::string::npos);
+}

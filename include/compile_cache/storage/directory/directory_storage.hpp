@@ -445,8 +445,16 @@ public:
     /// file (not taken over: the file it holds open is the one at the claim's path);
     /// whenever it is not, or anything fails on the way, the store is made the usual way
     /// (directory_claims.hpp).
+    ///
+    /// An identity record's key (33 bytes ending 0x1d) is not written now: it is held as
+    /// write_deferred holds it and written in a pack with its batch (docs/design.md,
+    /// "Identity records in packs"); a record over record_max_size is refused
+    /// (value_too_large). The answer is then that batch's, when this write made it due.
     COMPILE_CACHE_DECL std::error_code write(key const& k, std::string_view bytes) noexcept;
 
+    /// Unlinks the entry of `k`. An identity record in a pack is not unlinked (a pack is
+    /// never changed): the version this object knows is hidden from its reads until a
+    /// newer one is written; other processes still read it.
     COMPILE_CACHE_DECL std::error_code remove(key const& k) noexcept;
 
     /// Stores `bytes` under `k` later, in a batch: the optional Storage member the cache
@@ -470,6 +478,8 @@ public:
     /// directory's (cache/identity_records.hpp), so that no other process's entries are lost.
     COMPILE_CACHE_DECL void look_at_records_now() noexcept;
 
+    /// (For an identity record: held as write() holds it, its pack's file given the newest
+    /// such time of its batch.)
     /// write() of `bytes` under `k`, the entry's file then given the time `made_ns`
     /// (nanoseconds since the epoch, as entry_metadata::created_ns) as its last use; 0 or
     /// less: now, as write() leaves it. The optional Storage member a cache writes the
@@ -497,7 +507,10 @@ public:
     /// Every entry (key, size, last use: its mtime, refreshed at most hourly) without
     /// reading one or changing a use time: the optional Storage member `list`. Temp
     /// files, the ledger and other files are not entries; a missing directory or fan-out
-    /// folder lists nothing.
+    /// folder lists nothing. A pack of identity records is listed as its records (the
+    /// newest version of each; size: the record's bytes, last use: when it was written),
+    /// even one without a marker, which read() does not find; a record file of an earlier
+    /// release is listed as an entry, which read() does not return either.
     COMPILE_CACHE_DECL std::error_code list(std::vector<stored_entry>& out) const noexcept;
 
     /// A whole cleanup now, whatever the cache's size: recounts every folder
@@ -645,6 +658,9 @@ private:
     COMPILE_CACHE_DECL void forget_pack(key const& name) noexcept;
     /// After clear(): empties the index and unlinks the markers whose packs are gone.
     COMPILE_CACHE_DECL void forget_gone_packs() noexcept;
+    /// The most bytes of records a pack is written with: pack_max_bytes, or a sixteenth of
+    /// the size limit when that is less (a pack is evicted whole).
+    COMPILE_CACHE_DECL std::size_t pack_bytes_bound() const noexcept;
     COMPILE_CACHE_DECL std::string packs_folder_path() const;
     /// The markers' folder, opened without following a symlink (-1, errno set, when it cannot be).
     COMPILE_CACHE_DECL int open_packs_folder() const;

@@ -39,8 +39,9 @@ inline constexpr std::size_t pack_slot_size = 56;
 /// records (held_batch_bounds) fits, and so do the small packs merged into it.
 inline constexpr std::size_t pack_max_records = 4096;
 inline constexpr std::size_t pack_max_bytes = std::size_t{4} << 20;
-/// The most records a process indexes (24 bytes each): the newest packs' first.
-inline constexpr std::size_t pack_index_max_records = std::size_t{1} << 18;
+/// The most records a process indexes (about 80 bytes each, 10 MiB in all): the newest
+/// packs' first.
+inline constexpr std::size_t pack_index_max_records = std::size_t{1} << 17;
 /// A write of records merges the smallest packs into its own when the index holds more
 /// packs than packs_merged_above: at most that many, within a pack's bounds, and only
 /// when at least packs_merged_at_least fit (so that a record is rewritten about once).
@@ -112,7 +113,8 @@ struct record_location {
 
 /// The records of the packs this process knows, by the first 8 bytes of their keys
 /// (a record read is checked against its whole key by the cache, as any entry is), at
-/// most pack_index_max_records. Its members are used under `mutex`.
+/// most pack_index_max_records: each pack's records, sorted, and each record's newest
+/// version, hashed, so that a lookup is one probe. Its members are used under `mutex`.
 struct record_pack_index {
     struct record {
         std::uint64_t fingerprint = 0;
@@ -121,30 +123,44 @@ struct record_pack_index {
     };
     struct pack {
         key name;
+        std::uint32_t id = 0;         ///< its number in this index
         std::size_t bytes = 0;        ///< of its records
         std::vector<record> records; ///< by fingerprint
     };
+    struct newest {
+        std::uint32_t pack = 0; ///< its pack's id
+        std::uint32_t offset = 0, length = 0;
+        std::int64_t version_ns = 0;
+    };
 
     std::mutex mutex;
-    std::vector<pack> packs;
+    std::vector<pack> packs; ///< in the order they were indexed
+    std::unordered_map<std::uint64_t, newest> newest_of; ///< each fingerprint's newest version
+    std::uint32_t next_id = 1;
     std::size_t records = 0;
-    /// Packs listed but not indexed (over the bound): not read again at each listing.
+    /// Packs listed but not indexed (over the bound, or unsound): not read again at each listing.
     std::unordered_set<std::string> left_out;
-    /// Records this process removed (directory_storage::remove), by fingerprint, until
-    /// a pack it indexes holds a newer version.
-    std::unordered_set<std::uint64_t> removed;
+    /// Records this process removed (directory_storage::remove): by fingerprint, the
+    /// version it removed; hidden from its reads until a newer one is written (at most
+    /// pack_index_max_records: past that, forgotten).
+    std::unordered_map<std::uint64_t, std::int64_t> removed;
     std::int64_t folder_mtime_ns = -1; ///< the markers' folder's mtime at the last listing
     std::int64_t looked_ns = 0;        ///< (steady clock) when the folder was last looked at
     bool stale = true;                 ///< list the folder at the next look
 
     COMPILE_CACHE_DECL static std::uint64_t fingerprint(key const& k) noexcept;
-    /// The newest version of the record whose fingerprint is `fp` in the packs indexed, if any.
-    COMPILE_CACHE_DECL std::optional<record_location> find(std::uint64_t fp) const;
-    /// Indexes the pack `name` with `slots`; its records' newer versions elsewhere stay.
+    /// The newest version of the record whose fingerprint is `fp` in the packs indexed, if
+    /// any: none when this process removed that version, and `hide_removed`.
+    COMPILE_CACHE_DECL std::optional<record_location> find(std::uint64_t fp, bool hide_removed = true) const;
+    /// Hides the newest version of `fp` known now from this process's reads.
+    COMPILE_CACHE_DECL void hide(std::uint64_t fp);
+    /// Indexes the pack `name` with `slots`; a record's newer version elsewhere stays its newest.
     COMPILE_CACHE_DECL void add(key const& name, std::vector<pack_slot> const& slots);
-    /// Forgets the pack `name`.
+    /// Forgets the pack `name`: its records' newest versions are then the other packs'.
     COMPILE_CACHE_DECL void drop(key const& name);
     COMPILE_CACHE_DECL bool knows(key const& name) const;
+    /// Forgets every pack.
+    COMPILE_CACHE_DECL void clear() noexcept;
     /// Drops the oldest packs until at most pack_index_max_records records are indexed.
     COMPILE_CACHE_DECL void bound();
 };

@@ -37,6 +37,9 @@ int directory_storage::open_packs_folder() const {
 
 std::error_code directory_storage::hold_write(key const& k, std::string_view bytes, std::int64_t made_ns) noexcept {
     namespace impl = detail::directory_storage_impl;
+    // (a pack holds no record over the bound: one would make the whole pack unsound)
+    if (impl::is_record_key(k) && bytes.size() > detail::record_max_size)
+        return std::make_error_code(std::errc::value_too_large);
     try {
         impl::deferred_writes& d = state_->deferred;
         std::int64_t const now = impl::now_ns();
@@ -89,7 +92,7 @@ std::error_code directory_storage::write_held(std::unordered_map<key, std::strin
         while (begin < records.size()) {
             std::size_t end = begin, bytes = 0;
             while (end < records.size() && end - begin < impl::pack_max_records &&
-                   (end == begin || bytes + records[end].bytes.size() <= impl::pack_max_bytes))
+                   (end == begin || bytes + records[end].bytes.size() <= pack_bytes_bound()))
                 bytes += records[end++].bytes.size();
             std::vector<impl::packed_record> part(records.begin() + static_cast<std::ptrdiff_t>(begin),
                                                   records.begin() + static_cast<std::ptrdiff_t>(end));
@@ -117,9 +120,7 @@ void directory_storage::look_at_packs(bool now_only) {
     ix.looked_ns = now;
     int const fd = open_packs_folder();
     if (fd < 0) { // no pack yet (or none this user can see)
-        ix.packs.clear();
-        ix.records = 0;
-        ix.left_out.clear();
+        ix.clear();
         ix.folder_mtime_ns = -1;
         ix.stale = false;
         return;
@@ -141,24 +142,19 @@ void directory_storage::look_at_packs(bool now_only) {
         if (impl::is_pack_name(e->d_name)) names.emplace_back(e->d_name);
     // Newest first (a pack's name starts with its time), so that the bound leaves out the oldest.
     std::sort(names.begin(), names.end(), std::greater<>());
-    std::vector<impl::record_pack_index::pack> kept;
+    // Packs gone from the folder are forgotten; new ones indexed, within the bound.
+    std::unordered_set<std::string> const listed(names.begin(), names.end());
+    std::vector<key> gone;
+    for (impl::record_pack_index::pack const& p : ix.packs)
+        if (listed.count(p.name.hex()) == 0) gone.push_back(p.name);
+    for (key const& name : gone) ix.drop(name);
     std::unordered_set<std::string> left_out;
-    std::size_t records = 0;
     std::vector<impl::pack_slot> slots;
     for (std::string const& name : names) {
         std::optional<key> const k = key::from_hex(name);
-        if (!k) continue;
-        auto const known = std::find_if(ix.packs.begin(), ix.packs.end(),
-                                        [&](impl::record_pack_index::pack const& p) { return p.name == *k; });
-        if (records >= impl::pack_index_max_records || ix.left_out.count(name) != 0) {
-            if (known == ix.packs.end() || records >= impl::pack_index_max_records) {
-                left_out.insert(name);
-                continue;
-            }
-        }
-        if (known != ix.packs.end()) {
-            records += known->records.size();
-            kept.push_back(std::move(*known));
+        if (!k || ix.knows(*k)) continue;
+        if (ix.left_out.count(name) != 0 || ix.records >= impl::pack_index_max_records) {
+            left_out.insert(name);
             continue;
         }
         switch (read_pack_slots(*k, slots)) {
@@ -169,23 +165,10 @@ void directory_storage::look_at_packs(bool now_only) {
             continue;
         case pack_read::failed: continue;
         }
-        impl::record_pack_index::pack p;
-        p.name = *k;
-        for (impl::pack_slot const& s : slots) {
-            p.records.push_back({impl::record_pack_index::fingerprint(s.k), s.version_ns, s.offset, s.length});
-            p.bytes += s.length;
-        }
-        std::sort(p.records.begin(), p.records.end(), [](auto const& a, auto const& b) {
-            return a.fingerprint < b.fingerprint;
-        });
-        records += p.records.size();
-        kept.push_back(std::move(p));
+        ix.add(*k, slots);
     }
-    // Oldest first, as add() appends: find() gives a tie to the later pack.
-    std::reverse(kept.begin(), kept.end());
-    ix.packs = std::move(kept);
-    ix.records = records;
     ix.left_out = std::move(left_out);
+    ix.bound();
     ix.folder_mtime_ns = mtime;
     ix.stale = false;
 }
@@ -298,10 +281,23 @@ read_result directory_storage::read_packed_record(key const& k, std::string& out
     return {read_status::absent, {}};
 }
 
+std::size_t directory_storage::pack_bytes_bound() const noexcept {
+    namespace impl = detail::directory_storage_impl;
+    if (options_.max_size == 0) return impl::pack_max_bytes;
+    return static_cast<std::size_t>(std::min<std::uint64_t>(impl::pack_max_bytes, options_.max_size / 16));
+}
+
 std::error_code directory_storage::write_pack(std::vector<detail::directory_storage_impl::packed_record> records,
                                               std::int64_t file_ns) {
     namespace impl = detail::directory_storage_impl;
     using index = impl::record_pack_index;
+    // Its marker's folder first: a pack no marker names is one no reader finds, so none is
+    // written where the marker cannot be (a read-only directory, a file in the folder's place).
+    std::string folder_path = packs_folder_path();
+    bool created = false;
+    (void)impl::make_directories(folder_path, options_.directory_mode, options_.umask, created);
+    impl::file_descriptor const folder{open_packs_folder()};
+    if (!folder) return impl::errno_code(errno != 0 ? errno : EIO);
     // The small packs to merge into this one, when the index holds too many.
     struct candidate {
         key name;
@@ -323,12 +319,13 @@ std::error_code directory_storage::write_pack(std::vector<detail::directory_stor
             for (impl::packed_record const& r : records) batch.insert(index::fingerprint(r.k));
             for (index::pack const* p : smallest) {
                 if (merged.size() == impl::packs_merged_above) break;
-                if (count + p->records.size() > impl::pack_max_records || bytes + p->bytes > impl::pack_max_bytes)
+                if (count + p->records.size() > impl::pack_max_records || bytes + p->bytes > pack_bytes_bound())
                     break;
                 candidate c{p->name, {}};
                 for (index::record const& r : p->records) {
                     if (batch.count(r.fingerprint) != 0) continue;
-                    std::optional<impl::record_location> const newest = ix.find(r.fingerprint);
+                    // (whatever this process removed: the merged pack is every process's)
+                    std::optional<impl::record_location> const newest = ix.find(r.fingerprint, false);
                     if (newest && newest->pack == p->name && newest->offset == r.offset) c.live.push_back(r);
                 }
                 count += c.live.size();
@@ -381,11 +378,12 @@ std::error_code directory_storage::write_pack(std::vector<detail::directory_stor
     std::string const pack = impl::encode_pack(records);
     if (std::error_code const ec = write_made_at(name, pack, file_ns)) return ec;
     // Its marker, by which other processes find it: a symlink to it, for an operator's eyes.
-    std::string folder_path = packs_folder_path();
-    bool created = false;
-    (void)impl::make_directories(folder_path, options_.directory_mode, options_.umask, created);
-    impl::file_descriptor const folder{open_packs_folder()};
-    if (folder) (void)::symlinkat(("../" + layout_path_of(name)).c_str(), folder.fd, name.hex().c_str());
+    // Without one, the pack goes (no reader would find it) and the merged packs stay.
+    if (::symlinkat(("../" + layout_path_of(name)).c_str(), folder.fd, name.hex().c_str()) != 0) {
+        int const e = errno;
+        (void)remove(name);
+        return impl::errno_code(e);
+    }
     std::vector<impl::pack_slot> own;
     if (!impl::parse_pack_index(pack, pack.size(), own)) return {};
     if (impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) {
@@ -397,7 +395,7 @@ std::error_code directory_storage::write_pack(std::vector<detail::directory_stor
     // The merged packs go once the new one holds their records.
     for (candidate const& c : merged) {
         (void)remove(c.name);
-        if (folder) (void)::unlinkat(folder.fd, c.name.hex().c_str(), 0);
+        (void)::unlinkat(folder.fd, c.name.hex().c_str(), 0);
     }
     return {};
 }
@@ -407,9 +405,7 @@ void directory_storage::forget_gone_packs() noexcept {
     try {
         if (impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) {
             std::lock_guard<std::mutex> const lock(state_->packs.mutex, std::adopt_lock);
-            state_->packs.packs.clear();
-            state_->packs.records = 0;
-            state_->packs.left_out.clear();
+            state_->packs.clear();
             state_->packs.stale = true;
         }
         impl::file_descriptor const fd{open_packs_folder()};

@@ -444,7 +444,8 @@ std::error_code directory_storage::remove(key const& k) noexcept {
             // In packs, for this process: a pack is never changed (a record file of an
             // earlier release is unlinked below).
             std::lock_guard<std::mutex> const lock(state_->packs.mutex, std::adopt_lock);
-            state_->packs.removed.insert(impl::record_pack_index::fingerprint(k));
+            look_at_packs(false);
+            state_->packs.hide(impl::record_pack_index::fingerprint(k));
         }
         // Through the fan-out folder opened without following a symlink: in a
         // directory others may write (shared mode), `ab` swapped for a symlink must

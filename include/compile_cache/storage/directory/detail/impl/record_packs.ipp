@@ -117,17 +117,17 @@ std::uint64_t record_pack_index::fingerprint(key const& k) noexcept {
     return k.size() >= 8 ? read_le<std::uint64_t>(k.data()) : 0;
 }
 
-std::optional<record_location> record_pack_index::find(std::uint64_t fp) const {
-    if (!removed.empty() && removed.count(fp) != 0) return std::nullopt;
-    std::optional<record_location> best;
-    for (pack const& p : packs) {
-        auto const it = std::lower_bound(p.records.begin(), p.records.end(), fp,
-                                         [](record const& r, std::uint64_t f) { return r.fingerprint < f; });
-        // Packs are in the order they were indexed: a tie goes to the later one.
-        if (it != p.records.end() && it->fingerprint == fp && (!best || it->version_ns >= best->version_ns))
-            best = record_location{p.name, it->version_ns, it->offset, it->length};
+std::optional<record_location> record_pack_index::find(std::uint64_t fp, bool hide_removed) const {
+    auto const it = newest_of.find(fp);
+    if (it == newest_of.end()) return std::nullopt;
+    if (hide_removed && !removed.empty()) {
+        auto const r = removed.find(fp);
+        if (r != removed.end() && it->second.version_ns <= r->second) return std::nullopt;
     }
-    return best;
+    for (pack const& p : packs)
+        if (p.id == it->second.pack)
+            return record_location{p.name, it->second.version_ns, it->second.offset, it->second.length};
+    return std::nullopt;
 }
 
 bool record_pack_index::knows(key const& name) const {
@@ -138,12 +138,16 @@ void record_pack_index::add(key const& name, std::vector<pack_slot> const& slots
     if (knows(name)) return;
     pack p;
     p.name = name;
+    p.id = next_id++;
     p.records.reserve(slots.size());
     for (pack_slot const& s : slots) {
         std::uint64_t const fp = fingerprint(s.k);
         p.records.push_back({fp, s.version_ns, s.offset, s.length});
         p.bytes += s.length;
-        if (!removed.empty()) removed.erase(fp);
+        newest const here{p.id, s.offset, s.length, s.version_ns};
+        auto const [it, added] = newest_of.try_emplace(fp, here);
+        // (a tie goes to the pack indexed later)
+        if (!added && s.version_ns >= it->second.version_ns) it->second = here;
     }
     std::sort(p.records.begin(), p.records.end(),
               [](record const& a, record const& b) { return a.fingerprint < b.fingerprint; });
@@ -152,10 +156,41 @@ void record_pack_index::add(key const& name, std::vector<pack_slot> const& slots
 }
 
 void record_pack_index::drop(key const& name) {
-    auto const it = std::find_if(packs.begin(), packs.end(), [&](pack const& p) { return p.name == name; });
-    if (it == packs.end()) return;
-    records -= it->records.size();
-    packs.erase(it);
+    auto const gone = std::find_if(packs.begin(), packs.end(), [&](pack const& p) { return p.name == name; });
+    if (gone == packs.end()) return;
+    pack const dropped = std::move(*gone);
+    packs.erase(gone);
+    records -= dropped.records.size();
+    for (record const& r : dropped.records) {
+        auto const it = newest_of.find(r.fingerprint);
+        if (it == newest_of.end() || it->second.pack != dropped.id) continue;
+        // Its newest version was there: the newest of the other packs now, if any.
+        std::optional<newest> best;
+        for (pack const& p : packs) {
+            auto const at = std::lower_bound(p.records.begin(), p.records.end(), r.fingerprint,
+                                             [](record const& x, std::uint64_t f) { return x.fingerprint < f; });
+            if (at != p.records.end() && at->fingerprint == r.fingerprint && (!best || at->version_ns >= best->version_ns))
+                best = newest{p.id, at->offset, at->length, at->version_ns};
+        }
+        if (best)
+            it->second = *best;
+        else
+            newest_of.erase(it);
+    }
+}
+
+void record_pack_index::hide(std::uint64_t fp) {
+    auto const it = newest_of.find(fp);
+    if (it == newest_of.end()) return;
+    if (removed.size() >= pack_index_max_records) removed.clear();
+    removed[fp] = it->second.version_ns;
+}
+
+void record_pack_index::clear() noexcept {
+    packs.clear();
+    newest_of.clear();
+    records = 0;
+    left_out.clear();
 }
 
 void record_pack_index::bound() {
@@ -164,9 +199,9 @@ void record_pack_index::bound() {
         auto const oldest = std::min_element(packs.begin(), packs.end(), [](pack const& a, pack const& b) {
             return std::memcmp(a.name.data(), b.name.data(), 8) < 0;
         });
-        left_out.insert(oldest->name.hex());
-        records -= oldest->records.size();
-        packs.erase(oldest);
+        key const name = oldest->name;
+        left_out.insert(name.hex());
+        drop(name);
     }
 }
 
