@@ -80,7 +80,7 @@ inline constexpr std::string_view packs_folder_name = detail::directory_storage_
 /// file (a key of 33 bytes whose last is 0x1e): listed as its records, not as an entry.
 inline bool is_pack_name(std::string_view name) noexcept { return detail::directory_storage_impl::is_pack_name(name); }
 
-/// One record a pack holds: its key, when its newest entry was made, and where its bytes
+/// One record a pack holds: its key, when that version of it was written, and where its bytes
 /// (a sealed envelope, as a record file holds) are in the pack.
 using pack_slot = detail::directory_storage_impl::pack_slot;
 
