@@ -4632,6 +4632,10 @@ inline int open_no_follow(int dir_fd, char const* path) noexcept {
 /// (fewer at the end of the file), or -1 and errno.
 COMPILE_CACHE_DECL ssize_t read_up_to(int fd, char* p, std::size_t n) noexcept;
 
+/// Reads exactly n bytes at `offset` into p, through partial reads and interruptions:
+/// false (errno set; EIO when the file ends first) when it cannot.
+COMPILE_CACHE_DECL bool read_exactly_at(int fd, char* p, std::size_t n, std::uint64_t offset) noexcept;
+
 /// Owns a file descriptor: closed when it goes out of scope.
 struct file_descriptor {
     int fd = -1;
@@ -4683,6 +4687,21 @@ ssize_t read_up_to(int fd, char* p, std::size_t n) noexcept {
         got += static_cast<std::size_t>(r);
     }
     return static_cast<ssize_t>(got);
+}
+
+bool read_exactly_at(int fd, char* p, std::size_t n, std::uint64_t offset) noexcept {
+    std::size_t got = 0;
+    while (got < n) {
+        ssize_t const r =
+            retry_on_eintr([&] { return ::pread(fd, p + got, n - got, static_cast<off_t>(offset + got)); });
+        if (r < 0) return false;
+        if (r == 0) {
+            errno = EIO;
+            return false;
+        }
+        got += static_cast<std::size_t>(r);
+    }
+    return true;
 }
 
 file_read_status stat_regular_file(int fd, std::uint64_t max, struct stat& st) noexcept {
@@ -6754,6 +6773,7 @@ inline constexpr std::size_t record_max_size = std::size_t{256} << 10;
 } // namespace compile_cache::detail
 // ---- end compile_cache/detail/record_key_shape.hpp
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -6798,9 +6818,7 @@ inline bool is_pack_key(key const& k) noexcept {
 /// The same, for a key's hex (an entry's or a marker's name).
 inline bool is_pack_name(std::string_view hex) noexcept {
     if (hex.size() != 2 * record_key_size || hex.substr(hex.size() - 2) != "1e") return false;
-    for (char c : hex)
-        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-    return true;
+    return std::all_of(hex.begin(), hex.end(), is_lower_hex_digit);
 }
 
 /// A record to put in a pack.
@@ -6838,6 +6856,10 @@ COMPILE_CACHE_DECL std::size_t pack_index_size(std::string_view header);
 /// Reads the header and slots of the pack open at `fd` (`file_size` bytes) into `out`;
 /// false when it cannot be read or is not sound (parse_pack_index).
 COMPILE_CACHE_DECL bool read_pack_index(int fd, std::uint64_t file_size, std::vector<pack_slot>& out);
+
+/// The pack names (markers) in the markers' folder open at `folder_fd`, appended to
+/// `names`; false when it cannot be listed.
+COMPILE_CACHE_DECL bool list_markers(int folder_fd, std::vector<std::string>& names);
 
 /// Where a record is.
 struct record_location {
@@ -7293,7 +7315,9 @@ COMPILE_CACHE_CRC_TARGET std::uint32_t crc32c_update_arm(std::uint32_t crc, unsi
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 
+#include <dirent.h>
 #include <unistd.h>
 
 namespace compile_cache::detail::directory_storage_impl {
@@ -7374,25 +7398,22 @@ bool parse_pack_index(std::string_view head, std::uint64_t file_size, std::vecto
 
 bool read_pack_index(int fd, std::uint64_t file_size, std::vector<pack_slot>& out) {
     out.clear();
-    auto read_at = [fd](std::string& buffer, std::size_t offset) {
-        std::size_t done = 0;
-        while (done < buffer.size()) {
-            ssize_t const n = ::pread(fd, buffer.data() + done, buffer.size() - done, static_cast<off_t>(offset + done));
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) return false;
-            done += static_cast<std::size_t>(n);
-        }
-        return true;
-    };
     std::string head(pack_header_size, '\0');
-    if (file_size < pack_header_size || !read_at(head, 0)) return false;
+    if (file_size < pack_header_size || !read_exactly_at(fd, head.data(), head.size(), 0)) return false;
     std::size_t const index = pack_index_size(head);
     if (index == 0 || file_size < index) return false;
     head.resize(index);
-    std::string rest(index - pack_header_size, '\0');
-    if (!rest.empty() && !read_at(rest, pack_header_size)) return false;
-    std::memcpy(head.data() + pack_header_size, rest.data(), rest.size());
+    if (!read_exactly_at(fd, head.data() + pack_header_size, index - pack_header_size, pack_header_size)) return false;
     return parse_pack_index(head, file_size, out);
+}
+
+bool list_markers(int folder_fd, std::vector<std::string>& names) {
+    DIR* const d = ::fdopendir(::dup(folder_fd));
+    if (d == nullptr) return false;
+    std::unique_ptr<DIR, int (*)(DIR*)> const listing(d, ::closedir);
+    while (dirent* e = ::readdir(d))
+        if (is_pack_name(e->d_name)) names.emplace_back(e->d_name);
+    return true;
 }
 
 std::uint64_t record_pack_index::fingerprint(key const& k) noexcept {
@@ -7817,6 +7838,7 @@ bool install_fork_handlers(fork_stage stage, fork_handlers handlers) noexcept {
 // over it, so that the two batches are bounded alike.
 
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 
@@ -7825,6 +7847,13 @@ namespace compile_cache::detail {
 /// A held batch is written by the write that brings it to max_keys keys or max_bytes
 /// bytes, or that finds its oldest write max_age_ns old: which also bounds the memory
 /// it takes. No setting changes them.
+/// The steady clock in nanoseconds, on which a held batch's age is measured (and the
+/// other intervals of the held batches: how often a directory looks at its record packs).
+inline std::int64_t steady_ns() noexcept {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
 struct held_batch_bounds {
     static constexpr std::size_t max_keys = 256;
     static constexpr std::size_t max_bytes = std::size_t{4} << 20;
@@ -9907,6 +9936,9 @@ private:
     /// now when `now_only`, and lists it into the index when it changed since (or changed
     /// in the last two seconds, or the index is stale); the caller holds the index's mutex.
     COMPILE_CACHE_DECL void look_at_packs(bool now_only);
+    /// Takes the index's mutex within pack_index_wait; whether it did (the caller then
+    /// adopts it).
+    COMPILE_CACHE_DECL bool take_pack_index() const noexcept;
     /// How reading a pack's slots ended.
     enum class pack_read { read, gone, unsound, failed };
     /// The slots of pack `pack`, its file opened without following a symlink and trusted
@@ -10818,8 +10850,7 @@ std::error_code directory_storage::remove(key const& k) noexcept {
                 state_->deferred.held_ns.erase(k);
             }
         }
-        if (impl::is_record_key(k) &&
-            impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) {
+        if (impl::is_record_key(k) && take_pack_index()) {
             // In packs, for this process: a pack is never changed (a record file of an
             // earlier release is unlinked below).
             std::lock_guard<std::mutex> const lock(state_->packs.mutex, std::adopt_lock);
@@ -11179,14 +11210,11 @@ bool directory_storage::flush_ledger(std::int64_t now, std::uint64_t& total) con
 
 namespace compile_cache {
 
-namespace detail::directory_storage_impl {
-
-inline std::int64_t steady_now_ns() noexcept {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
+bool directory_storage::take_pack_index() const noexcept {
+    return detail::directory_storage_impl::lock_by(state_->packs.mutex,
+                                                   std::chrono::steady_clock::now() +
+                                                       detail::directory_storage_impl::pack_index_wait);
 }
-
-} // namespace detail::directory_storage_impl
 
 std::string directory_storage::packs_folder_path() const {
     return directory_ + (directory_ == "/" ? "" : "/") + detail::directory_storage_impl::packs_folder;
@@ -11278,7 +11306,7 @@ void directory_storage::look_at_packs(bool now_only) {
     namespace impl = detail::directory_storage_impl;
     impl::record_pack_index& ix = state_->packs;
     if (impl::during_pack_listing_for_testing != nullptr) impl::during_pack_listing_for_testing();
-    std::int64_t const now = impl::steady_now_ns();
+    std::int64_t const now = detail::steady_ns();
     if (!now_only && !ix.stale && now - ix.looked_ns < impl::packs_looked_at_every_ns) return;
     ix.looked_ns = now;
     int const fd = open_packs_folder();
@@ -11297,12 +11325,8 @@ void directory_storage::look_at_packs(bool now_only) {
     // leaves the time as it was.
     bool const recent = impl::now_ns() - mtime < 2 * impl::packs_looked_at_every_ns;
     if (!ix.stale && mtime == ix.folder_mtime_ns && !recent) return;
-    DIR* const d = ::fdopendir(::dup(fd));
-    if (d == nullptr) return;
-    std::unique_ptr<DIR, int (*)(DIR*)> const listing(d, ::closedir);
     std::vector<std::string> names;
-    while (dirent* e = ::readdir(d))
-        if (impl::is_pack_name(e->d_name)) names.emplace_back(e->d_name);
+    if (!impl::list_markers(fd, names)) return;
     // Newest first (a pack's name starts with its time), so that the bound leaves out the oldest.
     std::sort(names.begin(), names.end(), std::greater<>());
     // Packs gone from the folder are forgotten; new ones indexed, within the bound.
@@ -11354,7 +11378,7 @@ void directory_storage::look_at_records_now() noexcept {
     namespace impl = detail::directory_storage_impl;
     if (directory_.empty()) return;
     try {
-        if (!impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) return;
+        if (!take_pack_index()) return;
         std::lock_guard<std::mutex> const lock(state_->packs.mutex, std::adopt_lock);
         look_at_packs(true);
     } catch (...) {
@@ -11364,7 +11388,7 @@ void directory_storage::look_at_records_now() noexcept {
 void directory_storage::forget_pack(key const& name) noexcept {
     namespace impl = detail::directory_storage_impl;
     try {
-        if (impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) {
+        if (take_pack_index()) {
             std::lock_guard<std::mutex> const held(state_->packs.mutex, std::adopt_lock);
             state_->packs.drop(name);
             state_->packs.stale = true;
@@ -11381,7 +11405,7 @@ read_result directory_storage::read_packed_record(key const& k, std::string& out
         for (int attempt = 0; attempt < 2; ++attempt) {
             std::optional<impl::record_location> where;
             {
-                if (!impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) break;
+                if (!take_pack_index()) break;
                 std::lock_guard<std::mutex> const lock(state_->packs.mutex, std::adopt_lock);
                 look_at_packs(attempt != 0);
                 where = state_->packs.find(impl::record_pack_index::fingerprint(k));
@@ -11419,17 +11443,10 @@ read_result directory_storage::read_packed_record(key const& k, std::string& out
                 return {read_status::error, untrusted};
             }
             out.resize(where->length);
-            std::size_t done = 0;
-            while (done < out.size()) {
-                ssize_t const n = ::pread(fd, out.data() + done, out.size() - done,
-                                          static_cast<off_t>(where->offset + done));
-                if (n < 0 && errno == EINTR) continue;
-                if (n <= 0) {
-                    int const e = n < 0 ? errno : EIO;
-                    out.clear();
-                    return {read_status::error, impl::errno_code(e)};
-                }
-                done += static_cast<std::size_t>(n);
+            if (!detail::read_exactly_at(fd, out.data(), out.size(), where->offset)) {
+                int const e = errno;
+                out.clear();
+                return {read_status::error, impl::errno_code(e)};
             }
             return {read_status::found, {}};
         }
@@ -11469,7 +11486,7 @@ std::error_code directory_storage::write_pack(std::vector<detail::directory_stor
     std::vector<candidate> merged;
     std::size_t count = records.size(), bytes = 0;
     for (impl::packed_record const& r : records) bytes += r.bytes.size();
-    if (impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) {
+    if (take_pack_index()) {
         std::lock_guard<std::mutex> const lock(state_->packs.mutex, std::adopt_lock);
         look_at_packs(false);
         index& ix = state_->packs;
@@ -11549,7 +11566,7 @@ std::error_code directory_storage::write_pack(std::vector<detail::directory_stor
     }
     std::vector<impl::pack_slot> own;
     if (!impl::parse_pack_index(pack, pack.size(), own)) return {};
-    if (impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) {
+    if (take_pack_index()) {
         std::lock_guard<std::mutex> const lock(state_->packs.mutex, std::adopt_lock);
         state_->packs.add(name, own);
         for (candidate const& c : merged) state_->packs.drop(c.name);
@@ -11566,22 +11583,19 @@ std::error_code directory_storage::write_pack(std::vector<detail::directory_stor
 void directory_storage::forget_gone_packs() noexcept {
     namespace impl = detail::directory_storage_impl;
     try {
-        if (impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) {
+        if (take_pack_index()) {
             std::lock_guard<std::mutex> const lock(state_->packs.mutex, std::adopt_lock);
             state_->packs.clear();
             state_->packs.stale = true;
         }
         impl::file_descriptor const fd{open_packs_folder()};
         if (!fd) return;
-        DIR* const d = ::fdopendir(::dup(fd.fd));
-        if (d == nullptr) return;
-        std::unique_ptr<DIR, int (*)(DIR*)> const listing(d, ::closedir);
-        std::vector<std::string> gone;
-        while (dirent* e = ::readdir(d)) {
-            if (!impl::is_pack_name(e->d_name)) continue;
-            std::optional<key> const k = key::from_hex(e->d_name);
+        std::vector<std::string> names, gone;
+        if (!impl::list_markers(fd.fd, names)) return;
+        for (std::string const& name : names) {
+            std::optional<key> const k = key::from_hex(name);
             struct stat st {};
-            if (k && ::lstat(entry_path(*k).c_str(), &st) != 0 && errno == ENOENT) gone.emplace_back(e->d_name);
+            if (k && ::lstat(entry_path(*k).c_str(), &st) != 0 && errno == ENOENT) gone.push_back(name);
         }
         for (std::string const& name : gone) (void)::unlinkat(fd.fd, name.c_str(), 0);
     } catch (...) {
@@ -18512,11 +18526,6 @@ struct record_read {
     bool held = false;                     ///< the record was held (held_identity_records)
     std::uint64_t last_compile_ns = 0;     ///< the compile time of its newest entry, 0: none
 };
-
-inline std::int64_t steady_ns() noexcept {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
 
 /// One cache's identity records, over its Storage: the cache's parts they need, by
 /// reference, made anew for each use. An Info is an entry_info (cache.hpp): the kernel's

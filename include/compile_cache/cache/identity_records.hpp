@@ -81,11 +81,6 @@ struct record_read {
     std::uint64_t last_compile_ns = 0;     ///< the compile time of its newest entry, 0: none
 };
 
-inline std::int64_t steady_ns() noexcept {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-
 /// One cache's identity records, over its Storage: the cache's parts they need, by
 /// reference, made anew for each use. An Info is an entry_info (cache.hpp): the kernel's
 /// `identity`, `name` and `origin_file`. No call throws: a failure only loses the

@@ -5,6 +5,7 @@
 
 #include <compile_cache/detail/config.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 
@@ -13,6 +14,13 @@ namespace compile_cache::detail {
 /// A held batch is written by the write that brings it to max_keys keys or max_bytes
 /// bytes, or that finds its oldest write max_age_ns old: which also bounds the memory
 /// it takes. No setting changes them.
+/// The steady clock in nanoseconds, on which a held batch's age is measured (and the
+/// other intervals of the held batches: how often a directory looks at its record packs).
+inline std::int64_t steady_ns() noexcept {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
 struct held_batch_bounds {
     static constexpr std::size_t max_keys = 256;
     static constexpr std::size_t max_bytes = std::size_t{4} << 20;

@@ -43,6 +43,10 @@ inline int open_no_follow(int dir_fd, char const* path) noexcept {
 /// (fewer at the end of the file), or -1 and errno.
 COMPILE_CACHE_DECL ssize_t read_up_to(int fd, char* p, std::size_t n) noexcept;
 
+/// Reads exactly n bytes at `offset` into p, through partial reads and interruptions:
+/// false (errno set; EIO when the file ends first) when it cannot.
+COMPILE_CACHE_DECL bool read_exactly_at(int fd, char* p, std::size_t n, std::uint64_t offset) noexcept;
+
 /// Owns a file descriptor: closed when it goes out of scope.
 struct file_descriptor {
     int fd = -1;

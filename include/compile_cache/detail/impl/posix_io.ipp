@@ -16,6 +16,21 @@ ssize_t read_up_to(int fd, char* p, std::size_t n) noexcept {
     return static_cast<ssize_t>(got);
 }
 
+bool read_exactly_at(int fd, char* p, std::size_t n, std::uint64_t offset) noexcept {
+    std::size_t got = 0;
+    while (got < n) {
+        ssize_t const r =
+            retry_on_eintr([&] { return ::pread(fd, p + got, n - got, static_cast<off_t>(offset + got)); });
+        if (r < 0) return false;
+        if (r == 0) {
+            errno = EIO;
+            return false;
+        }
+        got += static_cast<std::size_t>(r);
+    }
+    return true;
+}
+
 file_read_status stat_regular_file(int fd, std::uint64_t max, struct stat& st) noexcept {
     if (::fstat(fd, &st) != 0) return file_read_status::error;
     if (!S_ISREG(st.st_mode)) return file_read_status::not_regular;

@@ -648,6 +648,9 @@ private:
     /// now when `now_only`, and lists it into the index when it changed since (or changed
     /// in the last two seconds, or the index is stale); the caller holds the index's mutex.
     COMPILE_CACHE_DECL void look_at_packs(bool now_only);
+    /// Takes the index's mutex within pack_index_wait; whether it did (the caller then
+    /// adopts it).
+    COMPILE_CACHE_DECL bool take_pack_index() const noexcept;
     /// How reading a pack's slots ended.
     enum class pack_read { read, gone, unsound, failed };
     /// The slots of pack `pack`, its file opened without following a symlink and trusted

@@ -18,7 +18,9 @@
 
 #include <compile_cache/detail/record_key_shape.hpp>
 #include <compile_cache/key/key.hpp>
+#include <compile_cache/storage/directory/detail/directory_files.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -63,9 +65,7 @@ inline bool is_pack_key(key const& k) noexcept {
 /// The same, for a key's hex (an entry's or a marker's name).
 inline bool is_pack_name(std::string_view hex) noexcept {
     if (hex.size() != 2 * record_key_size || hex.substr(hex.size() - 2) != "1e") return false;
-    for (char c : hex)
-        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-    return true;
+    return std::all_of(hex.begin(), hex.end(), is_lower_hex_digit);
 }
 
 /// A record to put in a pack.
@@ -103,6 +103,10 @@ COMPILE_CACHE_DECL std::size_t pack_index_size(std::string_view header);
 /// Reads the header and slots of the pack open at `fd` (`file_size` bytes) into `out`;
 /// false when it cannot be read or is not sound (parse_pack_index).
 COMPILE_CACHE_DECL bool read_pack_index(int fd, std::uint64_t file_size, std::vector<pack_slot>& out);
+
+/// The pack names (markers) in the markers' folder open at `folder_fd`, appended to
+/// `names`; false when it cannot be listed.
+COMPILE_CACHE_DECL bool list_markers(int folder_fd, std::vector<std::string>& names);
 
 /// Where a record is.
 struct record_location {

@@ -16,14 +16,11 @@
 
 namespace compile_cache {
 
-namespace detail::directory_storage_impl {
-
-inline std::int64_t steady_now_ns() noexcept {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
+bool directory_storage::take_pack_index() const noexcept {
+    return detail::directory_storage_impl::lock_by(state_->packs.mutex,
+                                                   std::chrono::steady_clock::now() +
+                                                       detail::directory_storage_impl::pack_index_wait);
 }
-
-} // namespace detail::directory_storage_impl
 
 std::string directory_storage::packs_folder_path() const {
     return directory_ + (directory_ == "/" ? "" : "/") + detail::directory_storage_impl::packs_folder;
@@ -115,7 +112,7 @@ void directory_storage::look_at_packs(bool now_only) {
     namespace impl = detail::directory_storage_impl;
     impl::record_pack_index& ix = state_->packs;
     if (impl::during_pack_listing_for_testing != nullptr) impl::during_pack_listing_for_testing();
-    std::int64_t const now = impl::steady_now_ns();
+    std::int64_t const now = detail::steady_ns();
     if (!now_only && !ix.stale && now - ix.looked_ns < impl::packs_looked_at_every_ns) return;
     ix.looked_ns = now;
     int const fd = open_packs_folder();
@@ -134,12 +131,8 @@ void directory_storage::look_at_packs(bool now_only) {
     // leaves the time as it was.
     bool const recent = impl::now_ns() - mtime < 2 * impl::packs_looked_at_every_ns;
     if (!ix.stale && mtime == ix.folder_mtime_ns && !recent) return;
-    DIR* const d = ::fdopendir(::dup(fd));
-    if (d == nullptr) return;
-    std::unique_ptr<DIR, int (*)(DIR*)> const listing(d, ::closedir);
     std::vector<std::string> names;
-    while (dirent* e = ::readdir(d))
-        if (impl::is_pack_name(e->d_name)) names.emplace_back(e->d_name);
+    if (!impl::list_markers(fd, names)) return;
     // Newest first (a pack's name starts with its time), so that the bound leaves out the oldest.
     std::sort(names.begin(), names.end(), std::greater<>());
     // Packs gone from the folder are forgotten; new ones indexed, within the bound.
@@ -191,7 +184,7 @@ void directory_storage::look_at_records_now() noexcept {
     namespace impl = detail::directory_storage_impl;
     if (directory_.empty()) return;
     try {
-        if (!impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) return;
+        if (!take_pack_index()) return;
         std::lock_guard<std::mutex> const lock(state_->packs.mutex, std::adopt_lock);
         look_at_packs(true);
     } catch (...) {
@@ -201,7 +194,7 @@ void directory_storage::look_at_records_now() noexcept {
 void directory_storage::forget_pack(key const& name) noexcept {
     namespace impl = detail::directory_storage_impl;
     try {
-        if (impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) {
+        if (take_pack_index()) {
             std::lock_guard<std::mutex> const held(state_->packs.mutex, std::adopt_lock);
             state_->packs.drop(name);
             state_->packs.stale = true;
@@ -218,7 +211,7 @@ read_result directory_storage::read_packed_record(key const& k, std::string& out
         for (int attempt = 0; attempt < 2; ++attempt) {
             std::optional<impl::record_location> where;
             {
-                if (!impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) break;
+                if (!take_pack_index()) break;
                 std::lock_guard<std::mutex> const lock(state_->packs.mutex, std::adopt_lock);
                 look_at_packs(attempt != 0);
                 where = state_->packs.find(impl::record_pack_index::fingerprint(k));
@@ -256,17 +249,10 @@ read_result directory_storage::read_packed_record(key const& k, std::string& out
                 return {read_status::error, untrusted};
             }
             out.resize(where->length);
-            std::size_t done = 0;
-            while (done < out.size()) {
-                ssize_t const n = ::pread(fd, out.data() + done, out.size() - done,
-                                          static_cast<off_t>(where->offset + done));
-                if (n < 0 && errno == EINTR) continue;
-                if (n <= 0) {
-                    int const e = n < 0 ? errno : EIO;
-                    out.clear();
-                    return {read_status::error, impl::errno_code(e)};
-                }
-                done += static_cast<std::size_t>(n);
+            if (!detail::read_exactly_at(fd, out.data(), out.size(), where->offset)) {
+                int const e = errno;
+                out.clear();
+                return {read_status::error, impl::errno_code(e)};
             }
             return {read_status::found, {}};
         }
@@ -306,7 +292,7 @@ std::error_code directory_storage::write_pack(std::vector<detail::directory_stor
     std::vector<candidate> merged;
     std::size_t count = records.size(), bytes = 0;
     for (impl::packed_record const& r : records) bytes += r.bytes.size();
-    if (impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) {
+    if (take_pack_index()) {
         std::lock_guard<std::mutex> const lock(state_->packs.mutex, std::adopt_lock);
         look_at_packs(false);
         index& ix = state_->packs;
@@ -386,7 +372,7 @@ std::error_code directory_storage::write_pack(std::vector<detail::directory_stor
     }
     std::vector<impl::pack_slot> own;
     if (!impl::parse_pack_index(pack, pack.size(), own)) return {};
-    if (impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) {
+    if (take_pack_index()) {
         std::lock_guard<std::mutex> const lock(state_->packs.mutex, std::adopt_lock);
         state_->packs.add(name, own);
         for (candidate const& c : merged) state_->packs.drop(c.name);
@@ -403,22 +389,19 @@ std::error_code directory_storage::write_pack(std::vector<detail::directory_stor
 void directory_storage::forget_gone_packs() noexcept {
     namespace impl = detail::directory_storage_impl;
     try {
-        if (impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) {
+        if (take_pack_index()) {
             std::lock_guard<std::mutex> const lock(state_->packs.mutex, std::adopt_lock);
             state_->packs.clear();
             state_->packs.stale = true;
         }
         impl::file_descriptor const fd{open_packs_folder()};
         if (!fd) return;
-        DIR* const d = ::fdopendir(::dup(fd.fd));
-        if (d == nullptr) return;
-        std::unique_ptr<DIR, int (*)(DIR*)> const listing(d, ::closedir);
-        std::vector<std::string> gone;
-        while (dirent* e = ::readdir(d)) {
-            if (!impl::is_pack_name(e->d_name)) continue;
-            std::optional<key> const k = key::from_hex(e->d_name);
+        std::vector<std::string> names, gone;
+        if (!impl::list_markers(fd.fd, names)) return;
+        for (std::string const& name : names) {
+            std::optional<key> const k = key::from_hex(name);
             struct stat st {};
-            if (k && ::lstat(entry_path(*k).c_str(), &st) != 0 && errno == ENOENT) gone.emplace_back(e->d_name);
+            if (k && ::lstat(entry_path(*k).c_str(), &st) != 0 && errno == ENOENT) gone.push_back(name);
         }
         for (std::string const& name : gone) (void)::unlinkat(fd.fd, name.c_str(), 0);
     } catch (...) {

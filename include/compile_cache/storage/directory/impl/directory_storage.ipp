@@ -439,8 +439,7 @@ std::error_code directory_storage::remove(key const& k) noexcept {
                 state_->deferred.held_ns.erase(k);
             }
         }
-        if (impl::is_record_key(k) &&
-            impl::lock_by(state_->packs.mutex, std::chrono::steady_clock::now() + impl::pack_index_wait)) {
+        if (impl::is_record_key(k) && take_pack_index()) {
             // In packs, for this process: a pack is never changed (a record file of an
             // earlier release is unlinked below).
             std::lock_guard<std::mutex> const lock(state_->packs.mutex, std::adopt_lock);

@@ -11,7 +11,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 
+#include <dirent.h>
 #include <unistd.h>
 
 namespace compile_cache::detail::directory_storage_impl {
@@ -92,25 +94,22 @@ bool parse_pack_index(std::string_view head, std::uint64_t file_size, std::vecto
 
 bool read_pack_index(int fd, std::uint64_t file_size, std::vector<pack_slot>& out) {
     out.clear();
-    auto read_at = [fd](std::string& buffer, std::size_t offset) {
-        std::size_t done = 0;
-        while (done < buffer.size()) {
-            ssize_t const n = ::pread(fd, buffer.data() + done, buffer.size() - done, static_cast<off_t>(offset + done));
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) return false;
-            done += static_cast<std::size_t>(n);
-        }
-        return true;
-    };
     std::string head(pack_header_size, '\0');
-    if (file_size < pack_header_size || !read_at(head, 0)) return false;
+    if (file_size < pack_header_size || !read_exactly_at(fd, head.data(), head.size(), 0)) return false;
     std::size_t const index = pack_index_size(head);
     if (index == 0 || file_size < index) return false;
     head.resize(index);
-    std::string rest(index - pack_header_size, '\0');
-    if (!rest.empty() && !read_at(rest, pack_header_size)) return false;
-    std::memcpy(head.data() + pack_header_size, rest.data(), rest.size());
+    if (!read_exactly_at(fd, head.data() + pack_header_size, index - pack_header_size, pack_header_size)) return false;
     return parse_pack_index(head, file_size, out);
+}
+
+bool list_markers(int folder_fd, std::vector<std::string>& names) {
+    DIR* const d = ::fdopendir(::dup(folder_fd));
+    if (d == nullptr) return false;
+    std::unique_ptr<DIR, int (*)(DIR*)> const listing(d, ::closedir);
+    while (dirent* e = ::readdir(d))
+        if (is_pack_name(e->d_name)) names.emplace_back(e->d_name);
+    return true;
 }
 
 std::uint64_t record_pack_index::fingerprint(key const& k) noexcept {
