@@ -612,6 +612,19 @@ TEST_CASE("a process's index of record packs holds 2^18 records at most, the new
     CHECK(!ix.find(impl::record_pack_index::fingerprint(record_key(static_cast<std::uint32_t>(2 * per_pack - 1)))));
     CHECK(ix.find(impl::record_pack_index::fingerprint(record_key(static_cast<std::uint32_t>(2 * per_pack)))));
     CHECK(ix.find(impl::record_pack_index::fingerprint(record_key(static_cast<std::uint32_t>(packs * per_pack - 1)))));
+    // Every record indexed is answered, after the packs dropped and the lookups' filter made
+    // again on the way; none of the dropped packs' records is.
+    std::size_t found = 0, wrongly = 0;
+    for (std::size_t n = 0; n < packs * per_pack; ++n) {
+        bool const answered = ix.find(impl::record_pack_index::fingerprint(record_key(static_cast<std::uint32_t>(n))))
+                                  .has_value();
+        if (n >= 2 * per_pack)
+            found += answered ? 1 : 0;
+        else
+            wrongly += answered ? 1 : 0;
+    }
+    CHECK(found == (packs - 2) * per_pack);
+    CHECK(wrongly == 0);
 }
 
 TEST_CASE("a process's index of record packs answers a record's newest version, and an older one once that pack "

@@ -6,6 +6,7 @@
 
 #include <compile_cache/detail/config.hpp>
 
+#include <compile_cache/detail/fork_generation.hpp>
 #include <compile_cache/detail/held_batch_bounds.hpp>
 #include <compile_cache/detail/log.hpp>
 #include <compile_cache/cache/signed_entry_checks.hpp>
@@ -17,9 +18,6 @@
 #include <compile_cache/key/toolchain_component.hpp>
 #include <compile_cache/statistics.hpp>
 #include <compile_cache/storage/concept.hpp>
-
-#include <sys/types.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -59,15 +57,15 @@ struct held_identity_records {
     std::unordered_map<key, held> records; ///< by record key
     std::size_t bytes = 0;
     std::int64_t oldest_ns = 0;     ///< steady clock, when the first held record was stored
-    ::pid_t owner = ::getpid();     ///< a forked child drops its parent's (the parent writes them)
+    unsigned generation = fork_generation(); ///< a forked child drops its parent's (the parent writes them)
 
     /// Drops what a forked child inherited; the caller holds `mutex`.
     void forget_if_forked() noexcept {
-        ::pid_t const me = ::getpid();
-        if (me == owner) return;
+        unsigned const now = fork_generation();
+        if (now == generation) return;
         records.clear();
         bytes = 0;
-        owner = me;
+        generation = now;
     }
 };
 

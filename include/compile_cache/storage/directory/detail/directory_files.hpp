@@ -8,6 +8,7 @@
 #include <compile_cache/detail/config.hpp>
 
 #include <compile_cache/detail/endian.hpp>
+#include <compile_cache/detail/fork_generation.hpp>
 #include <compile_cache/detail/platform.hpp>
 #include <compile_cache/detail/posix_io.hpp>
 #include <compile_cache/key/key.hpp>
@@ -130,26 +131,20 @@ inline char const* folder_name(unsigned index) noexcept { return folder_names.na
 
 // ---- fork --------------------------------------------------------------------
 
-/// How many times this process is a forked child of a process that had a storage
-/// object (0 in the original process). What a process keeps in memory for a
-/// directory — a temp-name generator's state, a batch of ledger changes, the
-/// ledger's descriptor and its lock — must not be used by the parent and the child
-/// both: each checks this number and starts afresh when it has changed.
-inline std::atomic<unsigned>& fork_generation_counter() noexcept {
-    static std::atomic<unsigned> generation{0};
-    return generation;
-}
-inline void count_fork_in_child() noexcept { fork_generation_counter().fetch_add(1, std::memory_order_relaxed); }
-/// Registers the fork handler (once per process) and returns the current generation.
-COMPILE_CACHE_DECL unsigned fork_generation() noexcept;
+/// What a process keeps in memory for a directory — a temp-name generator's state, a
+/// batch of ledger changes, the ledger's descriptor and its lock — is used by the parent
+/// or a forked child, never both: each is tagged with fork_generation() and starts afresh
+/// when it has changed (detail/fork_generation.hpp).
+using detail::fork_generation;
 
 // ---- files -----------------------------------------------------------------
 
-/// Appends 32 random hex digits for a temp file name. Names must be unique, not
-/// secret (the file is created O_EXCL|O_NOFOLLOW and another name is tried when one
-/// exists), so each thread seeds a generator once — one getrandom per thread, not
-/// per store — and reseeds in a forked child, which would otherwise repeat its
-/// parent's names.
+/// 64 random bits for a name that must be unique, not secret (a temp file, created
+/// O_EXCL|O_NOFOLLOW, another name tried when one exists; a record pack's key): each
+/// thread seeds a generator once — one getrandom per thread, not per store — and
+/// reseeds in a forked child, which would otherwise repeat its parent's names.
+COMPILE_CACHE_DECL std::uint64_t unique_random_word();
+/// Appends 32 random hex digits (two unique_random_word) for a temp file name.
 COMPILE_CACHE_DECL void append_temp_name(std::string& out);
 
 /// Renames `from` to `to` unless `to` exists (EEXIST then, nothing changed), in one

@@ -33,13 +33,7 @@ void append_entry_path(std::string& out, std::string const& directory, key const
     append_entry_relative_path(out, std::string_view(hex, digits));
 }
 
-unsigned fork_generation() noexcept {
-    static bool const registered = ::pthread_atfork(nullptr, nullptr, &count_fork_in_child) == 0;
-    (void)registered;
-    return fork_generation_counter().load(std::memory_order_relaxed);
-}
-
-void append_temp_name(std::string& out) {
+std::uint64_t unique_random_word() {
     struct generator_state {
         std::mt19937_64 engine;
         unsigned generation = 0;
@@ -74,10 +68,13 @@ void append_temp_name(std::string& out) {
         g.generation = generation;
         g.seeded = true;
     }
-    static constexpr char digits[] = "0123456789abcdef";
+    return g.engine();
+}
+
+void append_temp_name(std::string& out) {
     for (int half = 0; half < 2; ++half) {
-        std::uint64_t v = g.engine();
-        for (int i = 0; i < 16; ++i, v >>= 4) out += digits[v & 15];
+        std::uint64_t v = unique_random_word();
+        for (int i = 0; i < 16; ++i, v >>= 4) out += lower_hex_digits[v & 15];
     }
 }
 

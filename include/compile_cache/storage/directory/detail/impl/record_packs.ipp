@@ -21,13 +21,8 @@ namespace compile_cache::detail::directory_storage_impl {
 key new_pack_key() {
     unsigned char bytes[record_key_size] = {};
     store_be<std::uint64_t>(bytes, static_cast<std::uint64_t>(now_ns()));
-    std::string random;
-    append_temp_name(random); // 32 hex digits: 16 bytes
-    append_temp_name(random);
-    for (std::size_t i = 0; i < record_key_size - 9; ++i) {
-        auto digit = [](char c) { return static_cast<unsigned>(c <= '9' ? c - '0' : c - 'a' + 10); };
-        bytes[8 + i] = static_cast<unsigned char>(digit(random[2 * i]) << 4 | digit(random[2 * i + 1]));
-    }
+    static_assert(record_key_size == 8 + 3 * 8 + 1, "the time, 24 random bytes, the marker");
+    for (std::size_t word = 0; word < 3; ++word) store_le<std::uint64_t>(bytes + 8 + 8 * word, unique_random_word());
     bytes[record_key_size - 1] = pack_key_marker;
     return key(bytes, record_key_size);
 }
@@ -116,7 +111,26 @@ std::uint64_t record_pack_index::fingerprint(key const& k) noexcept {
     return k.size() >= 8 ? read_le<std::uint64_t>(k.data()) : 0;
 }
 
+bool record_pack_index::may_hold(std::uint64_t fp) const noexcept {
+    if (present.empty()) return false;
+    return ((present[(fp >> 6) & (present.size() - 1)] >> (fp & 63)) & 1u) != 0;
+}
+
+void record_pack_index::mark_present(std::uint64_t fp) noexcept {
+    present[(fp >> 6) & (present.size() - 1)] |= std::uint64_t{1} << (fp & 63);
+    ++present_marks;
+}
+
+void record_pack_index::remake_present() {
+    std::size_t words = 64; // 4,096 bits
+    while (words * 64 < 16 * newest_of.size()) words *= 2;
+    present.assign(words, 0);
+    present_marks = 0;
+    for (auto const& entry : newest_of) mark_present(entry.first);
+}
+
 std::optional<record_location> record_pack_index::find(std::uint64_t fp, bool hide_removed) const {
+    if (!may_hold(fp)) return std::nullopt;
     auto const it = newest_of.find(fp);
     if (it == newest_of.end()) return std::nullopt;
     if (hide_removed && !removed.empty()) {
@@ -152,6 +166,14 @@ void record_pack_index::add(key const& name, std::vector<pack_slot> const& slots
               [](record const& a, record const& b) { return a.fingerprint < b.fingerprint; });
     records += p.records.size();
     packs.push_back(std::move(p));
+    // Made again when too small, or once the marks set since it was made are twice the
+    // records indexed (merged and dropped packs leave theirs set): a making costs a mark
+    // per record, so marking stays a constant cost per record added.
+    if (present.empty() || present.size() * 64 < 16 * newest_of.size() || present_marks > 2 * newest_of.size()) {
+        remake_present();
+    } else {
+        for (record const& r : packs.back().records) mark_present(r.fingerprint);
+    }
 }
 
 void record_pack_index::drop(key const& name) {
@@ -188,6 +210,8 @@ void record_pack_index::hide(std::uint64_t fp) {
 void record_pack_index::clear() noexcept {
     packs.clear();
     newest_of.clear();
+    present.clear();
+    present_marks = 0;
     records = 0;
     left_out.clear();
 }
