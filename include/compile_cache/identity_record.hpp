@@ -135,6 +135,14 @@ COMPILE_CACHE_DECL void merge_identity_records(identity_record& ours, identity_r
 
 /// The size of encode_identity_record(r), without encoding it.
 COMPILE_CACHE_DECL std::size_t encoded_identity_record_size(identity_record const& r) noexcept;
+
+/// Appends encode_identity_record(r) to `out`.
+COMPILE_CACHE_DECL void append_identity_record(std::string& out, identity_record const& r);
+
+/// sealed_identity_record(r, kernel, auth), its key `rk` (identity_record_key(r.identity))
+/// given rather than hashed again.
+COMPILE_CACHE_DECL std::string sealed_identity_record(key const& rk, identity_record const& r,
+                                                      entry_metadata const& kernel, envelope_auth const& auth);
 } // namespace detail
 
 } // namespace compile_cache

@@ -264,7 +264,7 @@ struct identity_records {
                         bool over_bound = false;
                         if (std::optional<identity_record> const now = read(h.record.identity, rk, over_bound))
                             merge_identity_records(h.record, *now);
-                        std::string const entry = sealed_identity_record(h.record, h.kernel, local);
+                        std::string const entry = sealed_identity_record(rk, h.record, h.kernel, local);
                         if (!entry.empty()) (void)write_dated(rk, entry, h.kernel.created_ns);
                     } catch (...) {
                     }

@@ -29,18 +29,8 @@ key identity_record_key(std::string_view identity) {
 
 std::string encode_identity_record(identity_record const& r) {
     std::string out;
-    detail::append_string32(out, r.identity);
-    detail::append_le<std::uint32_t>(out, static_cast<std::uint32_t>(r.history.size()));
-    for (recorded_entry const& e : r.history) {
-        detail::append_key8(out, e.entry_key);
-        detail::append_le<std::uint64_t>(out, static_cast<std::uint64_t>(e.created_ns));
-        detail::append_le<std::uint64_t>(out, e.compile_ns);
-        detail::append_le<std::uint32_t>(out, static_cast<std::uint32_t>(e.components.size()));
-        for (component_digest const& c : e.components) {
-            detail::append_string32(out, c.name);
-            detail::append_key8(out, c.digest);
-        }
-    }
+    out.reserve(detail::encoded_identity_record_size(r));
+    detail::append_identity_record(out, r);
     return out;
 }
 
@@ -127,6 +117,26 @@ std::string sealed_identity_record(std::string identity, recorded_entry newest, 
 }
 
 std::string sealed_identity_record(identity_record const& r, entry_metadata const& kernel, envelope_auth const& auth) {
+    return sealed_identity_record(identity_record_key(r.identity), r, kernel, auth);
+}
+
+void append_identity_record(std::string& out, identity_record const& r) {
+    append_string32(out, r.identity);
+    append_le<std::uint32_t>(out, static_cast<std::uint32_t>(r.history.size()));
+    for (recorded_entry const& e : r.history) {
+        append_key8(out, e.entry_key);
+        append_le<std::uint64_t>(out, static_cast<std::uint64_t>(e.created_ns));
+        append_le<std::uint64_t>(out, e.compile_ns);
+        append_le<std::uint32_t>(out, static_cast<std::uint32_t>(e.components.size()));
+        for (component_digest const& c : e.components) {
+            append_string32(out, c.name);
+            append_key8(out, c.digest);
+        }
+    }
+}
+
+std::string sealed_identity_record(key const& rk, identity_record const& r, entry_metadata const& kernel,
+                                   envelope_auth const& auth) {
     entry_metadata m;
     m.name = kernel.name;
     m.origin_file = kernel.origin_file;
@@ -134,8 +144,9 @@ std::string sealed_identity_record(identity_record const& r, entry_metadata cons
     m.format_id = std::string(identity_record_format);
     m.created_ns = kernel.created_ns;
     std::string entry;
-    envelope_writer envelope(entry, identity_record_key(r.identity), m, auth);
-    envelope.out() += encode_identity_record(r);
+    envelope_writer envelope(entry, rk, m, auth);
+    envelope.out().reserve(envelope.out().size() + encoded_identity_record_size(r) + auth.check_size());
+    append_identity_record(envelope.out(), r);
     envelope.seal();
     if (entry.size() > identity_record_max_size) entry.clear();
     return entry;
