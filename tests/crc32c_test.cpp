@@ -12,6 +12,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -116,6 +117,58 @@ TEST_CASE("crc32c continues over split input", "[crc32c]") {
         for (std::size_t at = 0, step = 1; at < data.size(); at += step, step = step * 3 + 1)
             pieces = crc32c(data.data() + at, std::min(step, data.size() - at), pieces);
         CHECK(pieces == whole);
+    }
+}
+
+// The AVX-512 code's blocks: the vectors fold each block's chunks and skip its CRC32
+// streams as zeros, the streams' register joins the next chunk, or the final reduction
+// when less than a chunk is left. Every length in windows around 256 + k blocks (k = 0..3)
+// where the paths change, at aligned and misaligned starts, and splits at random points.
+TEST_CASE("crc32c's interleaved blocks agree with the definition at every length and split", "[crc32c]") {
+#if COMPILE_CACHE_HAS_CRC32C_X86
+    std::size_t const block = compile_cache::detail::crc32c_avx512_block;
+#else
+    std::size_t const block = 5376;
+#endif
+    auto const data = random_bytes(256 + 3 * block + 1024 + 8, 13);
+    std::vector<std::size_t> lengths;
+    for (std::size_t k = 0; k <= 3; ++k) {
+        std::size_t const base = 256 + k * block; // a block ends here
+        for (std::size_t at : {base, base + 256, base + 512})
+            for (std::size_t n = at - 12; n <= at + 12; ++n) lengths.push_back(n);
+        for (std::size_t tail : {1u, 7u, 9u, 63u, 100u, 255u, 383u, 767u, 1000u}) lengths.push_back(base + tail);
+    }
+    std::vector<std::pair<std::size_t, std::size_t>> cases; // length, offset; with the definition's CRC
+    std::vector<std::uint32_t> expected;
+    for (std::size_t n : lengths)
+        for (std::size_t offset : {0u, 1u, 3u, 8u}) {
+            cases.emplace_back(n, offset);
+            expected.push_back(reference_crc32c(data.data() + offset, n));
+        }
+    // Splits of the longest message: the first update's register continues in the second.
+    std::size_t const whole_length = 256 + 3 * block + 777;
+    std::uint32_t const whole = reference_crc32c(data.data(), whole_length);
+    std::mt19937 random(17);
+    std::vector<std::size_t> cuts = {1, 255, 256, 257, 511, 512, 256 + block, 256 + 2 * block - 1};
+    for (int i = 0; i < 60; ++i) cuts.push_back(random() % (whole_length + 1));
+
+    for (auto backend : available_backends()) {
+        INFO("backend " << compile_cache::to_string(backend));
+        backend_scope scope(backend);
+        std::size_t mismatches = 0;
+        for (std::size_t i = 0; i < cases.size(); ++i) {
+            auto const [n, offset] = cases[i];
+            if (crc32c(data.data() + offset, n) != expected[i]) {
+                ++mismatches;
+                FAIL_CHECK("length " << n << ", offset " << offset);
+            }
+        }
+        CHECK(mismatches == 0);
+        CHECK(crc32c(data.data(), whole_length) == whole);
+        for (std::size_t cut : cuts) {
+            INFO("cut at " << cut);
+            CHECK(crc32c(data.data() + cut, whole_length - cut, crc32c(data.data(), cut)) == whole);
+        }
     }
 }
 

@@ -11,7 +11,8 @@
 // Four implementations, chosen once per process like sha256's:
 // - x86-64 with AVX-512 and VPCLMULQDQ: four 64-byte accumulators folded forward 256
 //   bytes at a time with carry-less multiplications, finished with the CRC32
-//   instruction (twice the speed of the next on a Zen 4: docs/benchmarks.md);
+//   instruction (twice the speed of the next on a Zen 4: docs/benchmarks.md); on long
+//   messages, two streams of the CRC32 instruction run beside the folds;
 // - x86-64 with SSE4.2 and PCLMULQDQ: the CRC32 instruction on three independent
 //   streams at once (it has a latency of three cycles and a throughput of one), the
 //   three partial CRCs joined with one carry-less multiplication each;
@@ -100,9 +101,16 @@ crc32c_update_x86(std::uint32_t crc, unsigned char const* p, std::size_t n) noex
 /// 5, 6 and 7).
 COMPILE_CACHE_DECL bool crc32c_avx512_supported() noexcept;
 
-/// Feeds n bytes at p to a CRC register: 512 bytes or more with AVX-512 VPCLMULQDQ.
+/// Feeds n bytes at p to a CRC register: 512 bytes or more with AVX-512 VPCLMULQDQ, and from
+/// 256 + crc32c_avx512_block bytes on with the CRC32 instruction beside it.
 __attribute__((target("avx512f,vpclmulqdq,sse4.2,pclmul"))) COMPILE_CACHE_DECL std::uint32_t
 crc32c_update_avx512(std::uint32_t crc, unsigned char const* p, std::size_t n) noexcept;
+
+/// crc32c_update_avx512's blocks: crc32c_avx512_chunks chunks of 256 bytes for the vectors, then
+/// two streams for the CRC32 instruction, which reads crc32c_avx512_step bytes of each while the
+/// vectors fold a chunk (the ratio of their speeds on a Zen 4, where they run on separate units).
+inline constexpr std::size_t crc32c_avx512_chunks = 16, crc32c_avx512_step = 40;
+inline constexpr std::size_t crc32c_avx512_block = crc32c_avx512_chunks * (256 + 2 * crc32c_avx512_step);
 
 #endif // COMPILE_CACHE_HAS_CRC32C_X86
 

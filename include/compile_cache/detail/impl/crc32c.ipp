@@ -140,39 +140,105 @@ COMPILE_CACHE_CRC_AVX512 crc32c_v8di crc32c_avx512_load(unsigned char const* p) 
     return v;
 }
 
-/// Moves each 128-bit lane of `a` 256 bytes forward and adds `data`. A lane's first
-/// 8 bytes hold the coefficients of x^127..x^64 (reflected), its last 8 those of
-/// x^63..x^0; a carry-less product of 64 bits by a 32-bit K, read as a reflected
-/// 128-bit lane, is their product times x^33, so K = x^(e - 33) multiplies by x^e:
-/// x^(2048 + 64) for the first half, x^2048 for the second.
-COMPILE_CACHE_CRC_AVX512 crc32c_v8di crc32c_avx512_fold(crc32c_v8di a, crc32c_v8di data) noexcept {
-    constexpr long long high = crc32c_x_power(2048 + 64 - 33), low = crc32c_x_power(2048 - 33);
-    constexpr crc32c_v8di k = {high, low, high, low, high, low, high, low};
+/// The multipliers with which crc32c_avx512_fold moves a 128-bit lane `distance` bytes
+/// forward. A lane's first 8 bytes hold the coefficients of x^127..x^64 (reflected), its
+/// last 8 those of x^63..x^0; a carry-less product of 64 bits by a 32-bit K, read as a
+/// reflected 128-bit lane, is their product times x^33, so K = x^(e - 33) multiplies by
+/// x^e: x^(8 distance + 64) for the first half, x^(8 distance) for the second.
+template <std::size_t distance>
+COMPILE_CACHE_CRC_AVX512 crc32c_v8di crc32c_avx512_multipliers() noexcept {
+    constexpr long long high = crc32c_x_power(8 * distance + 64 - 33), low = crc32c_x_power(8 * distance - 33);
+    return crc32c_v8di{high, low, high, low, high, low, high, low};
+}
+
+/// Moves each 128-bit lane of `a` forward by the distance of multipliers `k` and adds `data`.
+COMPILE_CACHE_CRC_AVX512 crc32c_v8di crc32c_avx512_fold(crc32c_v8di a, crc32c_v8di k, crc32c_v8di data) noexcept {
     return COMPILE_CACHE_CLMUL512(a, k, 0x00) ^ COMPILE_CACHE_CLMUL512(a, k, 0x11) ^ data;
+}
+
+/// 256 message bytes at p, with a register `r` joined to them (added to their first 32 bits: R * x^(8n)),
+/// folded into the four accumulators, which move forward by the distance of multipliers `k`.
+COMPILE_CACHE_CRC_AVX512 void crc32c_avx512_fold_256(crc32c_v8di (&a)[4], crc32c_v8di k, unsigned char const* p,
+                                                   std::uint32_t r) noexcept {
+    crc32c_v8di const joined{static_cast<long long>(r), 0, 0, 0, 0, 0, 0, 0};
+    a[0] = crc32c_avx512_fold(a[0], k, crc32c_avx512_load(p) ^ joined);
+    a[1] = crc32c_avx512_fold(a[1], k, crc32c_avx512_load(p + 64));
+    a[2] = crc32c_avx512_fold(a[2], k, crc32c_avx512_load(p + 128));
+    a[3] = crc32c_avx512_fold(a[3], k, crc32c_avx512_load(p + 192));
+}
+
+/// Feeds `step` bytes of each of two streams, at s and s + lane, to the registers x and y.
+template <std::size_t step, std::size_t lane>
+__attribute__((target("sse4.2"), always_inline)) inline void crc32c_x86_streams(std::uint64_t& x, std::uint64_t& y,
+                                                                               unsigned char const* s) noexcept {
+    for (std::size_t j = 0; j < step; j += 8) {
+        x = _mm_crc32_u64(x, read_le<std::uint64_t>(s + j));
+        y = _mm_crc32_u64(y, read_le<std::uint64_t>(s + lane + j));
+    }
+}
+
+/// crc32c_update_avx512 with the CRC32 instruction at work beside the vectors: from 256 + `block` bytes on, the
+/// message is read in blocks of `chunks` 256-byte chunks, which the vectors fold, then two streams of
+/// `chunks * step` bytes, which the CRC32 instruction reads `step` bytes of each while the vectors fold a chunk.
+template <std::size_t chunks, std::size_t step>
+COMPILE_CACHE_CRC_AVX512 std::uint32_t crc32c_avx512_update(std::uint32_t crc, unsigned char const* p,
+                                                            std::size_t n) noexcept {
+    static_assert(chunks >= 1 && step % 8 == 0 && step != 0, "whole 64-bit words in each stream");
+    constexpr std::size_t lane = chunks * step, block = chunks * 256 + 2 * lane;
+    if (n < 512) return crc32c_update_x86(crc, p, n); // the final reduction would dominate
+    // The register joins the message: R * x^(8n) is R added to its first 32 bits.
+    crc32c_v8di a[4] = {
+        crc32c_avx512_load(p) ^ crc32c_v8di{static_cast<long long>(crc), 0, 0, 0, 0, 0, 0, 0},
+        crc32c_avx512_load(p + 64), crc32c_avx512_load(p + 128), crc32c_avx512_load(p + 192)};
+    p += 256;
+    n -= 256;
+    crc32c_v8di const next = crc32c_avx512_multipliers<256>();
+    crc32c_v8di over = next;   // the multipliers of the next fold: over the last block's streams too
+    std::uint32_t streams = 0; // the register at p of the last block's streams, the vectors' chunks as zeros
+    if (n >= block) {
+        // By linearity, the message's register is that of its chunks (the streams read as zeros) plus that of its
+        // streams (the chunks as zeros): the vectors fold over each block's streams as if they were zeros, and the
+        // streams' register joins the next chunk, or the reduction.
+        constexpr std::uint32_t k = crc32c_shift_constant(lane);
+        crc32c_v8di const over_streams = crc32c_avx512_multipliers<256 + 2 * lane>();
+        do {
+            unsigned char const* const s = p + chunks * 256;
+            std::uint64_t x = 0, y = 0;
+            crc32c_avx512_fold_256(a, over, p, streams);
+            crc32c_x86_streams<step, lane>(x, y, s);
+            for (std::size_t i = 1; i < chunks; ++i) {
+                crc32c_avx512_fold_256(a, next, p + 256 * i, 0);
+                crc32c_x86_streams<step, lane>(x, y, s + step * i);
+            }
+            streams = crc32c_x86_shift(static_cast<std::uint32_t>(x), k) ^ static_cast<std::uint32_t>(y);
+            over = over_streams;
+            p += block;
+            n -= block;
+        } while (n >= block);
+        if (n < 256) { // no chunk left to fold over the streams: fold over them alone
+            crc32c_v8di const m = crc32c_avx512_multipliers<2 * lane>();
+            for (auto& v : a) v = crc32c_avx512_fold(v, m, crc32c_v8di{});
+        }
+    }
+    if (n >= 256) {
+        crc32c_avx512_fold_256(a, over, p, streams);
+        streams = 0;
+        p += 256;
+        n -= 256;
+    }
+    for (; n >= 256; p += 256, n -= 256) crc32c_avx512_fold_256(a, next, p, 0);
+    // The accumulators, laid end to end, are 256 bytes congruent to all the message
+    // read so far: their CRC from a zero register is its register.
+    unsigned char folded[256];
+    std::memcpy(folded, a, sizeof folded);
+    std::uint64_t c = 0;
+    for (std::size_t i = 0; i < sizeof folded; i += 8) c = _mm_crc32_u64(c, read_le<std::uint64_t>(folded + i));
+    return crc32c_update_x86(static_cast<std::uint32_t>(c) ^ streams, p, n);
 }
 
 __attribute__((target("avx512f,vpclmulqdq,sse4.2,pclmul"))) std::uint32_t
 crc32c_update_avx512(std::uint32_t crc, unsigned char const* p, std::size_t n) noexcept {
-    if (n < 512) return crc32c_update_x86(crc, p, n); // the final reduction would dominate
-    // The register joins the message: R * x^(8n) is R added to its first 32 bits.
-    crc32c_v8di a0 = crc32c_avx512_load(p) ^ crc32c_v8di{static_cast<long long>(crc), 0, 0, 0, 0, 0, 0, 0};
-    crc32c_v8di a1 = crc32c_avx512_load(p + 64), a2 = crc32c_avx512_load(p + 128), a3 = crc32c_avx512_load(p + 192);
-    for (p += 256, n -= 256; n >= 256; p += 256, n -= 256) {
-        a0 = crc32c_avx512_fold(a0, crc32c_avx512_load(p));
-        a1 = crc32c_avx512_fold(a1, crc32c_avx512_load(p + 64));
-        a2 = crc32c_avx512_fold(a2, crc32c_avx512_load(p + 128));
-        a3 = crc32c_avx512_fold(a3, crc32c_avx512_load(p + 192));
-    }
-    // The accumulators, laid end to end, are 256 bytes congruent to all the message
-    // read so far: their CRC from a zero register is its register.
-    unsigned char folded[256];
-    std::memcpy(folded, &a0, 64);
-    std::memcpy(folded + 64, &a1, 64);
-    std::memcpy(folded + 128, &a2, 64);
-    std::memcpy(folded + 192, &a3, 64);
-    std::uint64_t c = 0;
-    for (std::size_t i = 0; i < sizeof folded; i += 8) c = _mm_crc32_u64(c, read_le<std::uint64_t>(folded + i));
-    return crc32c_update_x86(static_cast<std::uint32_t>(c), p, n);
+    return crc32c_avx512_update<crc32c_avx512_chunks, crc32c_avx512_step>(crc, p, n);
 }
 
 #undef COMPILE_CACHE_CLMUL512
