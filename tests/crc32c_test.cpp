@@ -72,7 +72,7 @@ TEST_CASE("crc32c gives the published check values", "[crc32c]") {
 TEST_CASE("crc32c matches the bit-at-a-time definition at every length and alignment", "[crc32c]") {
     // Long enough for every path of the hardware code: the three-stream blocks of
     // 3 x 4096 and 3 x 256 bytes, the 8-byte words and the bytes left over; the AVX-512
-    // code's first 256 bytes, its 256-byte folds (from 512 bytes), and its tail.
+    // code's first 256 bytes, its 256-byte folds, its reduction, and its tail.
     auto const data = random_bytes(3 * 4096 * 2 + 3 * 256 + 64, 7);
     std::vector<std::size_t> lengths;
     for (std::size_t n = 0; n <= 1100; ++n) lengths.push_back(n);

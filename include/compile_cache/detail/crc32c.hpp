@@ -101,7 +101,7 @@ crc32c_update_x86(std::uint32_t crc, unsigned char const* p, std::size_t n) noex
 /// 5, 6 and 7).
 COMPILE_CACHE_DECL bool crc32c_avx512_supported() noexcept;
 
-/// Feeds n bytes at p to a CRC register: 512 bytes or more with AVX-512 VPCLMULQDQ, and from
+/// Feeds n bytes at p to a CRC register: 256 bytes or more with AVX-512 VPCLMULQDQ, and from
 /// 256 + crc32c_avx512_block bytes on with the CRC32 instruction beside it.
 __attribute__((target("avx512f,vpclmulqdq,sse4.2,pclmul"))) COMPILE_CACHE_DECL std::uint32_t
 crc32c_update_avx512(std::uint32_t crc, unsigned char const* p, std::size_t n) noexcept;

@@ -185,7 +185,7 @@ COMPILE_CACHE_CRC_AVX512 std::uint32_t crc32c_avx512_update(std::uint32_t crc, u
                                                             std::size_t n) noexcept {
     static_assert(chunks >= 1 && step % 8 == 0 && step != 0, "whole 64-bit words in each stream");
     constexpr std::size_t lane = chunks * step, block = chunks * 256 + 2 * lane;
-    if (n < 512) return crc32c_update_x86(crc, p, n); // the final reduction would dominate
+    if (n < 256) return crc32c_update_x86(crc, p, n); // no chunk to fold
     // The register joins the message: R * x^(8n) is R added to its first 32 bits.
     crc32c_v8di a[4] = {
         crc32c_avx512_load(p) ^ crc32c_v8di{static_cast<long long>(crc), 0, 0, 0, 0, 0, 0, 0},
@@ -227,10 +227,14 @@ COMPILE_CACHE_CRC_AVX512 std::uint32_t crc32c_avx512_update(std::uint32_t crc, u
         n -= 256;
     }
     for (; n >= 256; p += 256, n -= 256) crc32c_avx512_fold_256(a, next, p, 0);
-    // The accumulators, laid end to end, are 256 bytes congruent to all the message
-    // read so far: their CRC from a zero register is its register.
-    unsigned char folded[256];
-    std::memcpy(folded, a, sizeof folded);
+    // The accumulators, laid end to end, are 256 bytes congruent to all the message read so far; the first three
+    // moved forward onto the last make 64 bytes congruent to them: their CRC from a zero register is its register.
+    crc32c_v8di const zero{};
+    crc32c_v8di const last = a[3] ^ crc32c_avx512_fold(a[0], crc32c_avx512_multipliers<192>(), zero) ^
+                             crc32c_avx512_fold(a[1], crc32c_avx512_multipliers<128>(), zero) ^
+                             crc32c_avx512_fold(a[2], crc32c_avx512_multipliers<64>(), zero);
+    unsigned char folded[64];
+    std::memcpy(folded, &last, sizeof folded);
     std::uint64_t c = 0;
     for (std::size_t i = 0; i < sizeof folded; i += 8) c = _mm_crc32_u64(c, read_le<std::uint64_t>(folded + i));
     return crc32c_update_x86(static_cast<std::uint32_t>(c) ^ streams, p, n);
