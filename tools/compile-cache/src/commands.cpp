@@ -68,7 +68,7 @@ std::vector<read_entry> read_all(opened_cache const& cache, std::vector<listed_e
 struct entry_totals {
     std::uint64_t bytes = 0, record_bytes = 0;
     /// (a directory) What its files count for against the size limit: the entries', the
-    /// record files' and each pack of records' once, in whole blocks.
+    /// record files' and each pack of records' once (a marker naming it or not), in whole blocks.
     std::uint64_t accounted = 0;
     std::int64_t oldest = 0, newest = 0; ///< last uses known, ns since the epoch; 0: none
 };
@@ -83,7 +83,7 @@ entry_totals totals_of(opened_cache const& cache, cache_listing const& l) {
         t.newest = std::max(t.newest, e.use_ns);
     }
     for (listed_entry const& e : l.records) t.record_bytes += e.size;
-    for (auto const* files : {&cache.facts.record_files, &cache.facts.packs})
+    for (auto const* files : {&cache.facts.record_files, &cache.facts.packs, &cache.facts.unmarked_packs})
         for (entry_file const& f : *files) t.accounted += layout::accounted_size(f.size);
     return t;
 }
@@ -156,7 +156,10 @@ void print_stats_json(opened_cache const& cache, cache_listing const& l, entry_t
     json_writer j;
     begin_document(j, cache).field("entries", std::uint64_t{l.entries.size()}).field("bytes", t.bytes);
     j.field("identity_records", std::uint64_t{l.records.size()}).field("identity_record_bytes", t.record_bytes);
-    if (cache.is_directory()) j.field("identity_record_packs", std::uint64_t{cache.facts.packs.size()});
+    if (cache.is_directory()) {
+        j.field("identity_record_packs", std::uint64_t{cache.facts.packs.size()});
+        j.field("unmarked_identity_record_packs", std::uint64_t{cache.facts.unmarked_packs.size()});
+    }
     time_or_null(j, "oldest_use", t.oldest);
     time_or_null(j, "newest_use", t.newest);
     if (cache.is_directory()) {
@@ -220,6 +223,14 @@ std::string summary_text(opened_cache const& cache, cache_listing const& l, entr
         packs == 0 ? std::string() : ", in " + std::to_string(packs) + (packs == 1 ? " pack" : " packs");
     t.add({"identity records", std::to_string(l.records.size()) + " (" + human_size(tot.record_bytes) + in_packs +
                                    "): what explains a kernel's misses (compile-cache explain)"});
+    if (std::size_t const unmarked = cache.facts.unmarked_packs.size(); unmarked != 0) {
+        std::uint64_t bytes = 0;
+        for (entry_file const& f : cache.facts.unmarked_packs) bytes += f.size;
+        t.add({"record packs without a marker",
+               std::to_string(unmarked) + " (" + human_size(bytes) +
+                   "): no host reads their records (a host stopped between writing one and its marker); "
+                   "evicted, pruned and cleared as entries"});
+    }
     if (cache.is_directory()) {
         t.add({"temp files", std::to_string(cache.facts.temp_files)});
         if (cache.facts.other_files != 0)
@@ -291,6 +302,9 @@ std::string stats_openmetrics(opened_cache const& cache, cache_listing const& l,
         m.sample("compile_cache_temp_files", {label}, cache.facts.temp_files);
         m.family("compile_cache_identity_record_packs", "gauge", "Files that each hold many identity records.");
         m.sample("compile_cache_identity_record_packs", {label}, cache.facts.packs.size());
+        m.family("compile_cache_unmarked_identity_record_packs", "gauge",
+                 "Files of identity records no marker names: no host reads their records.");
+        m.sample("compile_cache_unmarked_identity_record_packs", {label}, cache.facts.unmarked_packs.size());
     }
     if (!rc) return m.str();
     if (rc->limit) {
@@ -742,6 +756,11 @@ void print_verification_json(opened_cache const& cache, cache_listing const& l, 
     j.field("checked", std::uint64_t{l.entries.size()}).field("sound", v.sound);
     j.field("identity_records", std::uint64_t{l.records.size()}).field("sound_identity_records", v.sound_records);
     j.field("gone", v.gone).field("gone_identity_records", v.gone_records);
+    // Packs no marker names: files whose records no host reads (a directory's alone).
+    j.key("unmarked_identity_record_packs").begin_array();
+    for (entry_file const& f : cache.facts.unmarked_packs)
+        j.begin_object().field("key", f.name).field("path", f.relative_path()).end_object();
+    j.end_array();
     // Kernels' entries and identity records in lists of their own.
     for (bool const records : {false, true}) {
         j.key(records ? "bad_identity_records" : "bad").begin_array();
@@ -830,6 +849,10 @@ void print_verification_text(bool remove, opened_cache const& cache, cache_listi
         out += "not checked: " + cache.entry_label(e.listed->name) + ": " + e.check.problem + "\n";
     for (auto const& e : v.untrusted)
         out += "untrusted signer: " + cache.entry_label(e.listed->name) + ": " + e.check.problem + " (kept)\n";
+    for (entry_file const& f : cache.facts.unmarked_packs)
+        out += "unmarked pack: " + f.relative_path() + ": no marker names it, so no host reads its records (a host "
+               "stopped between writing it and its marker in " + std::string(layout::packs_folder_name) +
+               "); kept: evicted, pruned and cleared as any entry\n";
     std::size_t const n = l.entries.size();
     // The mode is named only when some check value was checked in it.
     std::string mode = v.checked_any() ? std::string(keyed ? "HMAC-SHA256" : "CRC-32C") : std::string();
@@ -980,9 +1003,10 @@ int run_prune(command_line const& c) {
     r.claim_files_removed = p.claim_files_removed;
     prune_figures figures{*limit, p.entries, p.bytes};
     // Identity records are no entries: the record files and packs of records (each one
-    // file) it evicted or left come out of its counts.
-    std::uint64_t const gone = records_removed(lc.cache.directory, lc.cache.facts);
-    std::uint64_t const left = lc.cache.facts.record_files.size() + lc.cache.facts.packs.size() - gone;
+    // file, a marker naming it or not) it evicted or left come out of its counts.
+    directory_facts const& f = lc.cache.facts;
+    std::uint64_t const gone = records_removed(lc.cache.directory, f);
+    std::uint64_t const left = f.record_files.size() + f.packs.size() + f.unmarked_packs.size() - gone;
     r.removed -= std::min(r.removed, gone);
     figures.entries_left -= std::min(figures.entries_left, left);
     return report_cleanup(c, lc.cache, r, &figures);

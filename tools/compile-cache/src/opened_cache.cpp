@@ -31,6 +31,7 @@
 #include <type_traits>
 #include <utility>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -70,7 +71,7 @@ cache_kind kind_of(std::string const& arg, std::string& location) {
 
 std::uint64_t records_removed(std::string const& dir, directory_facts const& facts) {
     std::uint64_t n = 0;
-    for (auto const* files : {&facts.record_files, &facts.packs})
+    for (auto const* files : {&facts.record_files, &facts.packs, &facts.unmarked_packs})
         for (entry_file const& f : *files) {
             struct stat st {};
             n += ::lstat((dir + "/" + f.relative_path()).c_str(), &st) != 0 && errno == ENOENT ? 1 : 0;
@@ -142,6 +143,30 @@ struct directory_handle {
     }
 };
 
+/// The names of the markers in `dir`'s markers' folder (`.cc-records`), listed as a host lists
+/// them: none where it is missing or no folder (hosts then read no pack); nullopt where this
+/// user cannot list it (another user's cache: which packs hosts read is not known here).
+std::optional<std::set<std::string>> list_pack_markers(std::string const& dir) {
+    std::string const folder = dir + "/" + std::string(layout::packs_folder_name);
+    int const fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && (errno == ENOENT || errno == ENOTDIR || errno == ELOOP)) return std::set<std::string>();
+    DIR* const d = fd < 0 ? nullptr : ::fdopendir(fd);
+    if (d == nullptr) {
+        if (fd >= 0) ::close(fd);
+        return std::nullopt;
+    }
+    std::set<std::string> names;
+    errno = 0;
+    while (dirent* e = ::readdir(d)) {
+        if (layout::is_pack_name(e->d_name)) names.insert(e->d_name);
+        errno = 0;
+    }
+    bool const listed = errno == 0;
+    ::closedir(d);
+    if (!listed) return std::nullopt;
+    return names;
+}
+
 int list_directory(opened_cache& self, cache_listing& l, progress_line& progress) {
     directory_scan scan;
     std::string message;
@@ -177,11 +202,19 @@ int list_directory(opened_cache& self, cache_listing& l, progress_line& progress
         if (compile_cache::is_identity_record_name(f.name)) self.facts.record_files.push_back(f);
         file_under(l, listed(*k, f.size, f.use_ns));
     }
+    // Hosts read the packs a marker names, and only those (every sound pack, where this user
+    // cannot list the markers). They are listed after the entries, so that a pack written
+    // meanwhile, whose marker follows its rename, has it.
+    std::optional<std::set<std::string>> const markers = list_pack_markers(self.directory);
     // The newest version of each record across the packs, the one a host reads: the slot
     // made last, a tie to the pack written later (a pack's name starts with that time).
     std::sort(packs.begin(), packs.end(), [](auto const& a, auto const& b) { return a.first->name < b.first->name; });
     std::map<std::string, listed_entry> newest;
     for (auto const& [f, slots] : packs) {
+        if (markers && markers->count(f->name) == 0) {
+            self.facts.unmarked_packs.push_back(*f);
+            continue;
+        }
         self.facts.packs.push_back(*f);
         for (layout::pack_slot const& s : slots) {
             listed_entry e = listed(s.k, s.length, s.version_ns);

@@ -58,15 +58,20 @@ struct directory_facts {
     bool has_counters = false;     ///< `.cc-counters/`
     bool has_settings = false;     ///< `.cc-settings`
     std::uint64_t claim_files = 0; ///< claims (single flight) of compiles in progress, or left by killed ones
-    /// The sound packs of identity records (`ab/<hex ending 1e>`), listed as their records;
-    /// one that cannot be read or is not sound is listed as an entry instead, for verify.
+    /// The sound packs of identity records (`ab/<hex ending 1e>`) a marker names
+    /// (`.cc-records/<hex>`), listed as their records; one that cannot be read or is not
+    /// sound is listed as an entry instead, for verify.
     std::vector<entry_file> packs{};
+    /// The sound packs no marker names (a host stopped between writing one and its marker):
+    /// hosts never read their records, so neither are they listed; each is still a file
+    /// that counts against the size limit, evicted, pruned and cleared as any entry.
+    std::vector<entry_file> unmarked_packs{};
     /// Identity record files of earlier releases (`ab/<hex ending 1d>`), listed as records.
     std::vector<entry_file> record_files{};
 };
 
-/// How many of the identity record files and packs of records `facts` lists are gone
-/// (a cleanup's count less these is the kernels' entries it removed).
+/// How many of the identity record files and packs of records (marked or not) `facts` lists
+/// are gone (a cleanup's count less these is the kernels' entries it removed).
 std::uint64_t records_removed(std::string const& dir, directory_facts const& facts);
 
 /// What clear did.

@@ -873,6 +873,74 @@ TEST_CASE("compile-cache verify: a pack of identity records whose index is damag
     }
 }
 
+TEST_CASE("compile-cache stats, verify, copy, clear and prune: a pack of identity records no marker names is a "
+          "file no host reads, its records not listed") {
+    filled_cache c;
+    fs::path const dir = c.s.cache_dir();
+    std::vector<std::string> const packs = pack_files(dir);
+    REQUIRE(packs.size() == 1);
+    // A host stopped between the pack's rename and its marker: no marker names the pack.
+    fs::path const marker =
+        dir / std::string(compile_cache::directory_layout::packs_folder_name) / packs[0].substr(3);
+    REQUIRE(fs::is_symlink(marker));
+    REQUIRE(fs::remove(marker));
+
+    // stats: no record a host can read; the pack counted apart, and against the limit as the file it is.
+    process_result const stats = tool({"stats", dir.string(), "--json"});
+    REQUIRE_EXIT(stats, 0);
+    CHECK(json_query(stats.out, "(d['entries'], d['identity_records'], d['identity_record_packs'], "
+                                "d['unmarked_identity_record_packs'])") == "(3, 0, 0, 1)");
+    std::uintmax_t blocks = (fs::file_size(dir / packs[0]) + 4095) / 4096;
+    for (auto const& [path, e] : c.s.entries()) blocks += (e.size + 4095) / 4096;
+    CHECK(json_query(stats.out, "d['accounted_bytes']") == std::to_string(blocks * 4096));
+    process_result const human = tool({"stats", dir.string()});
+    REQUIRE_EXIT(human, 0);
+    CHECK(line_starting(human.out, "identity records ").rfind("0 (", 0) == 0);
+    CHECK(line_starting(human.out, "record packs without a marker ").rfind("1 (", 0) == 0);
+    process_result const metrics = tool({"stats", dir.string(), "--format=openmetrics"});
+    REQUIRE_EXIT(metrics, 0);
+    CHECK(metrics.out.find("compile_cache_unmarked_identity_record_packs{cache=\"" + dir.string() + "\"} 1\n") !=
+          std::string::npos);
+
+    // verify: the pack once, as what it is; no record is missing, and it changes nothing of the exit status.
+    process_result const verified = tool({"verify", dir.string()});
+    REQUIRE_EXIT(verified, 0);
+    CHECK(count_lines(verified.out, packs[0]) == "1");
+    CHECK(verified.out.rfind("unmarked pack: " + packs[0] + ": no marker names it, so no host reads its records", 0) ==
+          0);
+    CHECK(lines_of(verified.out).back() == "checked 3 entries (CRC-32C): 3 sound, 0 bad");
+    CHECK(verified.out.find("gone since the listing") == std::string::npos);
+    process_result const j = tool({"verify", dir.string(), "--json"});
+    REQUIRE_EXIT(j, 0);
+    CHECK(json_query(j.out, "([p['path'] for p in d['unmarked_identity_record_packs']], d['identity_records'], "
+                            "d['gone_identity_records'])") == "(['" + packs[0] + "'], 0, 0)");
+
+    // copy: the kernels' entries, and no record (none a host reads), none of them "not checked".
+    fs::path const copy = c.s.root() / "copy";
+    process_result const copied = tool({"copy", dir.string(), copy.string()});
+    REQUIRE_EXIT(copied, 0);
+    CHECK(copied.out.rfind("copied 3 entries and 0 identity records (", 0) == 0);
+    CHECK(pack_files(copy).empty());
+
+    // clear and prune remove it as any entry; it is not counted among the kernels' entries.
+    SECTION("clear") {
+        process_result const cleared = tool({"clear", dir.string(), "--json"});
+        REQUIRE_EXIT(cleared, 0);
+        CHECK(json_query(cleared.out, "d['removed']") == "3");
+        CHECK(pack_files(dir).empty());
+    }
+    SECTION("prune") {
+        process_result const pruned = tool({"prune", dir.string(), "--max-size", "1", "--json"});
+        REQUIRE_EXIT(pruned, 0);
+        CHECK(json_query(pruned.out, "(d['removed'], d['entries'])") == "(3, 0)");
+        CHECK(pack_files(dir).empty());
+    }
+    process_result const after = tool({"stats", dir.string(), "--json"});
+    REQUIRE_EXIT(after, 0);
+    CHECK(json_query(after.out, "(d['entries'], d['unmarked_identity_record_packs'], d['accounted_bytes'])") ==
+          "(0, 0, 0)");
+}
+
 TEST_CASE("compile-cache explain escapes the names, file and components a forged identity record holds") {
     temp_dir dir{"compile-cache-forged"};
     compile_cache::directory_storage storage(dir.path().string());
