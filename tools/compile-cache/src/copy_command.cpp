@@ -6,7 +6,10 @@
 #include "opened_cache.hpp"
 #include "output.hpp"
 
+#include <compile_cache/detail/held_batch_bounds.hpp>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <optional>
@@ -36,16 +39,51 @@ std::optional<std::int64_t> parse_age(std::string const& text) {
     return std::nullopt;
 }
 
+/// The identity records written to DST since its last flush: what a directory holds and
+/// writes as one batch (a pack), all written or all refused by the flush.
+struct held_records {
+    std::uint64_t records = 0, bytes = 0;
+    std::int64_t since_ns = 0; ///< when the first was written (wall_ns)
+};
+
+/// Now, on the clock directory_storage measures its batch's age on (the wall clock).
+std::int64_t wall_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
 /// What copy did with each entry.
 struct copy_tally {
     std::uint64_t copied = 0, copied_records = 0, copied_bytes = 0;
-    std::uint64_t copied_record_bytes = 0; ///< of copied_records, among copied_bytes
+    held_records held; ///< of copied_records and copied_bytes, those DST may still refuse
     std::uint64_t already = 0;  ///< in DST with the same bytes: not written again
     std::uint64_t filtered = 0; ///< left out by --name or --since
     std::uint64_t bad = 0, unchecked = 0, failed = 0;
     std::vector<std::string> unchecked_causes;
     std::error_code first_failure;
 };
+
+/// Makes the records DST holds (flush); when that fails, each of them is counted refused, not copied.
+void flush_held(opened_cache const& dst, copy_tally& t) {
+    std::error_code const ec = dst.flush();
+    if (ec && t.held.records != 0) {
+        t.failed += t.held.records;
+        t.copied_records -= t.held.records;
+        t.copied_bytes -= t.held.bytes;
+        if (!t.first_failure) t.first_failure = ec;
+    }
+    t.held = {};
+}
+
+/// Whether DST's batch is to be made before a record of `size` bytes is written: when that write
+/// would make a directory's batch due (held_batch_bounds: its keys, its bytes, and half its age,
+/// for the time the write takes), so that no write makes it and a batch's failure is a flush's.
+bool batch_due_before(held_records const& h, std::size_t size) {
+    if (h.records == 0) return false;
+    return compile_cache::detail::held_batch_bounds::due(static_cast<std::size_t>(h.records) + 1,
+                                                         static_cast<std::size_t>(h.bytes) + size,
+                                                         2 * (wall_ns() - h.since_ns));
+}
 
 /// Copies one entry or record of SRC into DST, byte for byte, once it checks.
 void copy_one(command_line const& c, listed_cache const& src, opened_cache const& dst,
@@ -84,14 +122,18 @@ void copy_one(command_line const& c, listed_cache const& src, opened_cache const
             return;
         }
     }
-    if (std::error_code const ec = dst.write(e.k, bytes)) {
+    if (record && batch_due_before(t.held, bytes.size())) flush_held(dst, t);
+    if (record && t.held.records == 0) t.held.since_ns = wall_ns();
+    if (std::error_code const ec = dst.write(e.k, bytes)) { // (this one alone: its batch is not due)
         ++t.failed;
         if (!t.first_failure) t.first_failure = ec;
         return;
     }
     ++(record ? t.copied_records : t.copied);
     t.copied_bytes += bytes.size();
-    if (record) t.copied_record_bytes += bytes.size();
+    if (!record) return;
+    ++t.held.records;
+    t.held.bytes += bytes.size();
 }
 
 void print_copy_summary(command_line const& c, listed_cache const& src, opened_cache const& dst, copy_tally const& t) {
@@ -155,12 +197,7 @@ int run_copy(command_line const& c) {
     progress.finish();
     // A directory holds the identity records written until its batch is made a pack:
     // written now, before the summary says they were copied.
-    if (std::error_code const ec = dst.cache.flush(); ec && t.copied_records != 0) {
-        t.failed += t.copied_records;
-        t.copied_bytes -= t.copied_record_bytes;
-        t.copied_records = 0;
-        if (!t.first_failure) t.first_failure = ec;
-    }
+    flush_held(dst.cache, t);
     print_copy_summary(c, src, dst.cache, t);
     if (t.failed != 0)
         return fail(dst.cache.shown + ": refused " + std::to_string(t.failed) + " entries: " + t.first_failure.message(),

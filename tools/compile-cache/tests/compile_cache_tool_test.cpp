@@ -4,6 +4,8 @@
 // and its exit status, and what is left on disk.
 #include "tool_test_support.hpp"
 
+#include <compile_cache/detail/held_batch_bounds.hpp>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -40,12 +42,14 @@ char const* const program_text = "global OFFSET = 5.0;\n"
                                  "  return helper(x) + OFFSET;\n"
                                  "}\n";
 
-/// make_entries DIR COUNT [NAME]: COUNT real entries written through the library.
-void make_entries(fs::path const& dir, int count, std::string const& name = {}) {
+/// make_entries DIR COUNT [NAME]: COUNT real entries written through the library (with
+/// `records`, each kernel's identity record too, packed as a host packs them).
+void make_entries(fs::path const& dir, int count, std::string const& name = {}, bool records = false) {
     process_spec spec;
     spec.argv = {MAKE_ENTRIES, dir.string(), std::to_string(count)};
     if (!name.empty()) spec.argv.push_back(name);
     spec.env = tool_environment();
+    if (records) spec.env.push_back("MAKE_ENTRIES_WITH_RECORDS=1");
     spec.timeout = std::chrono::milliseconds(120000);
     process_result const r = run_process(spec);
     REQUIRE_EXIT(r, 0);
@@ -939,6 +943,42 @@ TEST_CASE("compile-cache stats, verify, copy, clear and prune: a pack of identit
     REQUIRE_EXIT(after, 0);
     CHECK(json_query(after.out, "(d['entries'], d['unmarked_identity_record_packs'], d['accounted_bytes'])") ==
           "(0, 0, 0)");
+}
+
+TEST_CASE("compile-cache copy into a directory where no pack can be written: every identity record of each refused "
+          "batch is counted refused, none copied") {
+    temp_dir root{"compile-cache-copy-refused"};
+    fs::path const src = root.path() / "src", dst = root.path() / "dst";
+    // Two batches of records: a directory packs 256 at most at once, so a batch falls due during the copy.
+    int const n = 2 * static_cast<int>(compile_cache::detail::held_batch_bounds::max_keys);
+    make_entries(src, n, {}, true);
+    REQUIRE(pack_files(src).size() >= 2);
+    process_result const listed = tool({"stats", src.string(), "--json"});
+    REQUIRE_EXIT(listed, 0);
+    REQUIRE(json_query(listed.out, "(d['entries'], d['identity_records'])") ==
+            "(" + std::to_string(n) + ", " + std::to_string(n) + ")");
+    // The destination: a cache whose markers' folder is a file, so that no marker can be made and the
+    // library refuses every pack (tests/directory_storage_records_test.cpp, "no pack where no marker can be made").
+    REQUIRE_EXIT(tool({"set", dst.string(), "max-size", "1G"}), 0);
+    write_file(dst / std::string(compile_cache::directory_layout::packs_folder_name), "not a folder");
+
+    std::string const all = std::to_string(n);
+    process_result const r = tool({"copy", src.string(), dst.string(), "--json"});
+    REQUIRE_EXIT(r, 3);
+    CHECK(json_query(r.out, "(d['copied'], d['copied_identity_records'], d['failed'])") ==
+          "(" + all + ", 0, " + all + ")");
+    std::uint64_t entry_bytes = 0;
+    for (auto const& [path, bytes] : entry_files(dst)) entry_bytes += bytes.size();
+    CHECK(json_query(r.out, "d['copied_bytes']") == std::to_string(entry_bytes));
+    CHECK(r.err.find("compile-cache: " + dst.string() + ": refused " + all + " entries: ") != std::string::npos);
+    CHECK(pack_files(dst).empty());
+
+    // Again, in text: the entries are there now; every record is refused again.
+    process_result const again = tool({"copy", src.string(), dst.string()});
+    REQUIRE_EXIT(again, 3);
+    CHECK(again.out.rfind("copied 0 entries and 0 identity records (", 0) == 0);
+    CHECK(again.out.find("; " + all + " already there, ") != std::string::npos);
+    CHECK(again.out.find(", " + all + " refused by the destination\n") != std::string::npos);
 }
 
 TEST_CASE("compile-cache explain escapes the names, file and components a forged identity record holds") {

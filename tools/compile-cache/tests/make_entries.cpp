@@ -4,9 +4,12 @@
 // kernel name no tinyk program can have. Entry i has key sha256("entry i"), kernel
 // name NAME (default "kernel_i"), origin "generated.tk" line i, and one component.
 // With MAKE_ENTRIES_SIGNING_KEY_FILE set (a secret key file compile-cache keygen made),
-// the entries are signed by that key, as a tier signs what it uploads.
+// the entries are signed by that key, as a tier signs what it uploads. With
+// MAKE_ENTRIES_WITH_RECORDS=1, each entry's kernel gets its identity record too (one
+// entry recorded), written as a host writes it: held, and packed a batch at a time.
 #include <compile_cache/envelope.hpp>
 #include <compile_cache/hasher/sha256.hpp>
+#include <compile_cache/identity_record.hpp>
 #include <compile_cache/storage/directory/directory_storage.hpp>
 #if defined(MAKE_ENTRIES_WITH_SIGNING)
 #include <compile_cache/signing/signed_entries.hpp>
@@ -39,6 +42,8 @@ int main(int argc, char** argv) {
         return 2;
 #endif
     }
+    char const* const with_records = std::getenv("MAKE_ENTRIES_WITH_RECORDS");
+    bool const records = with_records != nullptr && std::string(with_records) == "1";
     compile_cache::directory_storage storage(argv[1]);
     long const count = std::strtol(argv[2], nullptr, 10);
     std::string bytes;
@@ -60,6 +65,19 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "make_entries: cannot write entry %ld: %s\n", i, ec.message().c_str());
             return 1;
         }
+        if (!records) continue;
+        std::string const identity = compile_cache::kernel_identity({}, m.name, m.origin_file);
+        compile_cache::key const digest8(k.data(), compile_cache::identity_record_digest_size);
+        compile_cache::recorded_entry newest{k, m.created_ns, m.compile_ns, {{"id", digest8}}};
+        std::string const record = compile_cache::detail::sealed_identity_record(identity, newest, nullptr, m, auth);
+        if (std::error_code const ec = storage.write(compile_cache::identity_record_key(identity), record)) {
+            std::fprintf(stderr, "make_entries: cannot write the record of entry %ld: %s\n", i, ec.message().c_str());
+            return 1;
+        }
+    }
+    if (std::error_code const ec = storage.flush_deferred()) { // the last batch of records, in its pack
+        std::fprintf(stderr, "make_entries: cannot write the identity records: %s\n", ec.message().c_str());
+        return 1;
     }
     return 0;
 }
