@@ -177,9 +177,9 @@ struct record_pack_index {
 
 private:
     // Sizes `present` for newest_of as it is now and sets its bits.
-    void remake_present();
+    COMPILE_CACHE_DECL void remake_present();
     // Sets `fp`'s bit in `present`.
-    void mark_present(std::uint64_t fp) noexcept;
+    COMPILE_CACHE_DECL void mark_present(std::uint64_t fp) noexcept;
 };
 
 } // namespace compile_cache::detail::directory_storage_impl
