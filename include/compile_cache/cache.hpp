@@ -778,6 +778,7 @@ private:
         envelope_auth const& auth = detail::auth_for<Storage>(attempt.read, auth_, remote_auth_);
         detail::envelope_fields env =
             detail::check_envelope(buffer, k, format_id, options_.max_entry_size, auth);
+        if (&auth == &auth_) detail::refuse_untrusted_copy(env, remote_auth_); // a signer's copy, kept locally
         if (env.status == envelope_status::ok && env.compressed) detail::decompress_payload<Compression>(env, decompressed);
         if (!view.intact()) {
             env.status = envelope_status::corrupt;

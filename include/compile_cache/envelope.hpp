@@ -3,15 +3,20 @@
 // reaches a deserializer: Boost trusts its input. docs/design.md ("Entries") says why
 // the check is a CRC-32C or an HMAC and what the earlier versions were.
 //
-// Layout, envelope versions 3 and 4 (integers little-endian; the same fields):
+// Layout, envelope versions 3, 4 and 5 (integers little-endian; the same fields):
 //   magic        8  "CCENTRY\n"
 //   version      2  3 for an entry whose flags a version-3 reader knew (a CRC-32C or an
 //                   HMAC, uncompressed: what readers of earlier releases still read);
 //                   4 for one that uses anything else (a signature, or compression), so
-//                   that those readers see a sound entry of another version, a clean miss
+//                   that those readers see a sound entry of another version, a clean miss;
+//                   5 for a local copy of a signed entry (flag 0x0200), which readers of
+//                   earlier releases, unable to ask whether its signer is still trusted,
+//                   must miss
 //   flags        2  low byte, the check value: 0 unkeyed (CRC-32C), 1 keyed (HMAC-SHA256),
-//                   2 signed (Ed25519, version 4 only); bit 0x0100 (version 4 only): the
-//                   payload is compressed with zstd (see payload); any other value is refused
+//                   2 signed (Ed25519, version 4 only); bit 0x0100 (versions 4 and 5): the
+//                   payload is compressed with zstd (see payload); bit 0x0200 (version 5
+//                   only, with 0 or 1): a local copy of a signed entry, whose signer's key
+//                   id follows the payload; any other value is refused
 //   key size     1, key bytes
 //   metadata     4  length, then: name, origin file, serializer format id (each u32 length +
 //                   bytes), origin line (i64), creation time (i64 ns since the epoch),
@@ -19,6 +24,7 @@
 //                   and for each its name (u32 length + bytes) and digest (u8 length + bytes)
 //   payload      8  length, then the serializer's bytes; compressed (flag 0x0100): the
 //                   size they have once decompressed (u64), then one zstd frame of them
+//   signer       8  flag 0x0200 only: the key id of the signed entry this is a copy of
 //   check        4  CRC-32C over everything before it; or, keyed,
 //               32  HMAC-SHA256 under the secret over everything before it; or, signed,
 //               72  the signer's key id (8), then its Ed25519 signature (64) of everything
@@ -50,12 +56,17 @@
 
 namespace compile_cache {
 
-/// The newest envelope version: what an entry that is signed or compressed is written
-/// as. This release reads it and envelope_version_plain; any other is foreign_version.
+/// The version an entry that is signed or compressed is written as. This release reads
+/// it, envelope_version_plain and envelope_version_signer_copy; any other is
+/// foreign_version.
 inline constexpr std::uint16_t envelope_version = 4;
 /// The version of a plain entry (a CRC-32C or an HMAC, uncompressed), still written as
 /// earlier releases wrote it, so that their readers on a shared remote keep reading it.
 inline constexpr std::uint16_t envelope_version_plain = 3;
+/// The version of a local copy of a signed entry (resealed by reseal_envelope), which
+/// names its signer: readers of earlier releases, which cannot tell whether that signer
+/// is still trusted, see another version, a clean miss.
+inline constexpr std::uint16_t envelope_version_signer_copy = 5;
 
 /// What an entry says about itself, besides its key.
 struct entry_metadata {
@@ -144,6 +155,9 @@ struct opened_envelope {
     /// then signer_id is the key id it carries.
     bool signed_entry = false;
     entry_signer_id signer_id{};
+    /// Whether it is a local copy of a signed entry (envelope flag 0x0200): then signer_id
+    /// is the key id of its signer, which a cache must still trust to use it.
+    bool signer_copy = false;
     /// Whether the payload is compressed (envelope flag 0x0100); `payload` is then the
     /// compressed frame, and `uncompressed_size` the size it declares once decompressed.
     bool compressed = false;
@@ -172,6 +186,11 @@ inline constexpr std::size_t envelope_keyed_check_size = 32;
 
 /// The check value is the signer's key id and an Ed25519 signature (entry_signatures).
 inline constexpr std::uint16_t envelope_flag_signed = 2;
+/// Flag bit: a local copy of a signed entry, checked by the local mode; the signer's key
+/// id (8 bytes) follows the payload, covered by the check value.
+inline constexpr std::uint16_t envelope_flag_signer_copy = 0x0200;
+/// The size of the signer's key id after a copy's payload.
+inline constexpr std::size_t envelope_signer_copy_size = sizeof(entry_signer_id);
 /// The size of the check value at the end of a signed entry: key id, then signature.
 inline constexpr std::size_t envelope_signed_check_size = 8 + entry_signatures::signature_size;
 
@@ -179,25 +198,30 @@ inline constexpr std::size_t envelope_signed_check_size = 8 + entry_signatures::
 inline constexpr std::size_t envelope_check_size = 4;
 
 /// The version an entry with `flags` is written as: envelope_version_plain when a
-/// version-3 reader knew every flag (a CRC-32C or an HMAC, nothing else), else
-/// envelope_version.
+/// version-3 reader knew every flag (a CRC-32C or an HMAC, nothing else),
+/// envelope_version_signer_copy for a signer's copy, else envelope_version.
 constexpr std::uint16_t envelope_version_for(std::uint16_t flags) noexcept {
+    if ((flags & envelope_flag_signer_copy) != 0) return envelope_version_signer_copy;
     return flags == envelope_flags_crc32c || flags == envelope_flag_keyed ? envelope_version_plain : envelope_version;
 }
 
 /// Whether an entry of `version` may carry `flags`: version 3 only a CRC-32C or an
 /// HMAC (nothing else was ever written or read as 3), version 4 any known authenticator
-/// with or without compression. False for any other version.
+/// with or without compression, version 5 a signer's copy checked by a CRC-32C or an
+/// HMAC, with or without compression. False for any other version.
 constexpr bool envelope_flags_known(std::uint16_t version, std::uint16_t flags) noexcept {
-    if (version == envelope_version_plain) return envelope_version_for(flags) == envelope_version_plain;
-    if (version != envelope_version) return false;
     std::uint16_t const authenticator = flags & envelope_flags_authenticator;
+    if (version == envelope_version_plain) return envelope_version_for(flags) == envelope_version_plain;
+    if (version == envelope_version_signer_copy)
+        return authenticator <= envelope_flag_keyed && (flags & envelope_flag_signer_copy) != 0 &&
+               (flags & ~(envelope_flags_authenticator | envelope_flag_zstd | envelope_flag_signer_copy)) == 0;
+    if (version != envelope_version) return false;
     return authenticator <= envelope_flag_signed && (flags & ~(envelope_flags_authenticator | envelope_flag_zstd)) == 0;
 }
 
-/// Whether this release reads entries of `version` (3 and 4).
+/// Whether this release reads entries of `version` (3, 4 and 5).
 constexpr bool envelope_version_known(std::uint16_t version) noexcept {
-    return version == envelope_version_plain || version == envelope_version;
+    return version == envelope_version_plain || version == envelope_version || version == envelope_version_signer_copy;
 }
 
 /// Writes `flags` into the entry started in `out`, and the version they need
@@ -427,6 +451,7 @@ struct envelope_fields {
     bool keyed = false;
     bool signed_entry = false;   ///< the header says signed (flags 2); signer_id is then the id it carries
     entry_signer_id signer_id{};
+    bool signer_copy = false;    ///< a signer's copy (flag 0x0200, checked): signer_id is its signer's
     bool complete = false; ///< every field up to the payload was read and is in bounds
     bool compressed = false;             ///< flag 0x0100: `payload` is a zstd frame
     std::uint64_t uncompressed_size = 0; ///< compressed: the size the entry declares for its payload
@@ -517,11 +542,14 @@ inline entry_signatures_loader& registered_signatures_loader() noexcept {
 } // namespace detail
 
 /// An entry `from` accepts (its caller checked it so: check_envelope with `from`),
-/// sealed again in `to`'s mode into `out`: the same bytes up to the check value, the
-/// flags and the check value of `to`. False (out empty) when `entry` is too short to be
-/// one, or `to` cannot seal (signed without a signing key). How a tier's remote entry
-/// verified by signature is kept locally under the local check, and how a store's
-/// locally sealed entry is signed for the remote.
+/// sealed again in `to`'s mode into `out`: the same bytes up to the payload's end, the
+/// flags and the check value of `to`. A signed entry sealed in a mode that does not sign
+/// becomes a signer's copy (flag 0x0200): its signer's key id follows the payload, so
+/// that a reader stops using it once it no longer trusts that key; a signer's copy sealed
+/// again drops it. False (out empty) when `entry` is too short to be one, or `to` cannot
+/// seal (signed without a signing key). How a tier's remote entry verified by signature
+/// is kept locally under the local check, and how a store's locally sealed entry is
+/// signed for the remote.
 COMPILE_CACHE_DECL bool reseal_envelope(std::string_view entry, envelope_auth const& from, envelope_auth const& to,
                                         std::string& out);
 

@@ -5693,6 +5693,36 @@ concept Storage = detail::is_storage<S>::value;
 // interface.
 
 
+// ---- begin compile_cache/detail/fork_generation.hpp
+// compile_cache: how many times this process descends by fork from the one that first
+// asked, counted by a pthread_atfork handler rather than a system call per question.
+
+#include <pthread.h>
+
+#include <atomic>
+
+namespace compile_cache::detail {
+
+/// The count, one per process (an inline function's static is one in a program).
+inline std::atomic<unsigned>& fork_generation_counter() noexcept {
+    static std::atomic<unsigned> generation{0};
+    return generation;
+}
+inline void count_fork_in_child() noexcept { fork_generation_counter().fetch_add(1, std::memory_order_relaxed); }
+
+/// How many times this process is a forked child of a process that had called this (0 in
+/// that one). What a process keeps in memory that a forked child must not use as its own
+/// (a held batch, a descriptor, a socket, a lock) is tagged with the number when made, and
+/// started afresh where the number differs. The first call registers the handler, so
+/// state made after it is tagged right; a load, where glibc's getpid is a system call.
+inline unsigned fork_generation() noexcept {
+    static bool const registered = ::pthread_atfork(nullptr, nullptr, &count_fork_in_child) == 0;
+    (void)registered;
+    return fork_generation_counter().load(std::memory_order_relaxed);
+}
+
+} // namespace compile_cache::detail
+// ---- end compile_cache/detail/fork_generation.hpp
 
 #include <array>
 #include <atomic>
@@ -5812,26 +5842,20 @@ inline char const* folder_name(unsigned index) noexcept { return folder_names.na
 
 // ---- fork --------------------------------------------------------------------
 
-/// How many times this process is a forked child of a process that had a storage
-/// object (0 in the original process). What a process keeps in memory for a
-/// directory — a temp-name generator's state, a batch of ledger changes, the
-/// ledger's descriptor and its lock — must not be used by the parent and the child
-/// both: each checks this number and starts afresh when it has changed.
-inline std::atomic<unsigned>& fork_generation_counter() noexcept {
-    static std::atomic<unsigned> generation{0};
-    return generation;
-}
-inline void count_fork_in_child() noexcept { fork_generation_counter().fetch_add(1, std::memory_order_relaxed); }
-/// Registers the fork handler (once per process) and returns the current generation.
-COMPILE_CACHE_DECL unsigned fork_generation() noexcept;
+/// What a process keeps in memory for a directory — a temp-name generator's state, a
+/// batch of ledger changes, the ledger's descriptor and its lock — is used by the parent
+/// or a forked child, never both: each is tagged with fork_generation() and starts afresh
+/// when it has changed (detail/fork_generation.hpp).
+using detail::fork_generation;
 
 // ---- files -----------------------------------------------------------------
 
-/// Appends 32 random hex digits for a temp file name. Names must be unique, not
-/// secret (the file is created O_EXCL|O_NOFOLLOW and another name is tried when one
-/// exists), so each thread seeds a generator once — one getrandom per thread, not
-/// per store — and reseeds in a forked child, which would otherwise repeat its
-/// parent's names.
+/// 64 random bits for a name that must be unique, not secret (a temp file, created
+/// O_EXCL|O_NOFOLLOW, another name tried when one exists; a record pack's key): each
+/// thread seeds a generator once — one getrandom per thread, not per store — and
+/// reseeds in a forked child, which would otherwise repeat its parent's names.
+COMPILE_CACHE_DECL std::uint64_t unique_random_word();
+/// Appends 32 random hex digits (two unique_random_word) for a temp file name.
 COMPILE_CACHE_DECL void append_temp_name(std::string& out);
 
 /// Renames `from` to `to` unless `to` exists (EEXIST then, nothing changed), in one
@@ -6158,13 +6182,7 @@ void append_entry_path(std::string& out, std::string const& directory, key const
     append_entry_relative_path(out, std::string_view(hex, digits));
 }
 
-unsigned fork_generation() noexcept {
-    static bool const registered = ::pthread_atfork(nullptr, nullptr, &count_fork_in_child) == 0;
-    (void)registered;
-    return fork_generation_counter().load(std::memory_order_relaxed);
-}
-
-void append_temp_name(std::string& out) {
+std::uint64_t unique_random_word() {
     struct generator_state {
         std::mt19937_64 engine;
         unsigned generation = 0;
@@ -6199,10 +6217,13 @@ void append_temp_name(std::string& out) {
         g.generation = generation;
         g.seeded = true;
     }
-    static constexpr char digits[] = "0123456789abcdef";
+    return g.engine();
+}
+
+void append_temp_name(std::string& out) {
     for (int half = 0; half < 2; ++half) {
-        std::uint64_t v = g.engine();
-        for (int i = 0; i < 16; ++i, v >>= 4) out += digits[v & 15];
+        std::uint64_t v = unique_random_word();
+        for (int i = 0; i < 16; ++i, v >>= 4) out += lower_hex_digits[v & 15];
     }
 }
 
@@ -6893,6 +6914,11 @@ struct record_pack_index {
     std::mutex mutex;
     std::vector<pack> packs; ///< in the order they were indexed
     std::unordered_map<std::uint64_t, newest> newest_of; ///< each fingerprint's newest version
+    /// A bit per fingerprint's low bits, set for every one in newest_of (and left set when one
+    /// goes), at least 16 bits per fingerprint: most misses are answered here, in a few
+    /// hundred KiB at most, without newest_of's cache misses.
+    std::vector<std::uint64_t> present;
+    std::size_t present_marks = 0; ///< fingerprints marked since `present` was made (gone ones included)
     std::uint32_t next_id = 1;
     std::size_t records = 0;
     /// Packs listed but not indexed (over the bound, or unsound): not read again at each listing.
@@ -6906,6 +6932,8 @@ struct record_pack_index {
     bool stale = true;                 ///< list the folder at the next look
 
     COMPILE_CACHE_DECL static std::uint64_t fingerprint(key const& k) noexcept;
+    /// False when no record whose fingerprint is `fp` is indexed; true when one may be.
+    COMPILE_CACHE_DECL bool may_hold(std::uint64_t fp) const noexcept;
     /// The newest version of the record whose fingerprint is `fp` in the packs indexed, if
     /// any: none when this process removed that version, and `hide_removed`.
     COMPILE_CACHE_DECL std::optional<record_location> find(std::uint64_t fp, bool hide_removed = true) const;
@@ -6920,6 +6948,12 @@ struct record_pack_index {
     COMPILE_CACHE_DECL void clear() noexcept;
     /// Drops the oldest packs until at most pack_index_max_records records are indexed.
     COMPILE_CACHE_DECL void bound();
+
+private:
+    // Sizes `present` for newest_of as it is now and sets its bits.
+    COMPILE_CACHE_DECL void remake_present();
+    // Sets `fp`'s bit in `present`.
+    COMPILE_CACHE_DECL void mark_present(std::uint64_t fp) noexcept;
 };
 
 } // namespace compile_cache::detail::directory_storage_impl
@@ -6942,7 +6976,8 @@ struct record_pack_index {
 // Four implementations, chosen once per process like sha256's:
 // - x86-64 with AVX-512 and VPCLMULQDQ: four 64-byte accumulators folded forward 256
 //   bytes at a time with carry-less multiplications, finished with the CRC32
-//   instruction (twice the speed of the next on a Zen 4: docs/benchmarks.md);
+//   instruction (twice the speed of the next on a Zen 4: docs/benchmarks.md); on long
+//   messages, two streams of the CRC32 instruction run beside the folds;
 // - x86-64 with SSE4.2 and PCLMULQDQ: the CRC32 instruction on three independent
 //   streams at once (it has a latency of three cycles and a throughput of one), the
 //   three partial CRCs joined with one carry-less multiplication each;
@@ -7027,9 +7062,16 @@ crc32c_update_x86(std::uint32_t crc, unsigned char const* p, std::size_t n) noex
 /// 5, 6 and 7).
 COMPILE_CACHE_DECL bool crc32c_avx512_supported() noexcept;
 
-/// Feeds n bytes at p to a CRC register: 512 bytes or more with AVX-512 VPCLMULQDQ.
+/// Feeds n bytes at p to a CRC register: 256 bytes or more with AVX-512 VPCLMULQDQ, and from
+/// 256 + crc32c_avx512_block bytes on with the CRC32 instruction beside it.
 __attribute__((target("avx512f,vpclmulqdq,sse4.2,pclmul"))) COMPILE_CACHE_DECL std::uint32_t
 crc32c_update_avx512(std::uint32_t crc, unsigned char const* p, std::size_t n) noexcept;
+
+/// crc32c_update_avx512's blocks: crc32c_avx512_chunks chunks of 256 bytes for the vectors, then
+/// two streams for the CRC32 instruction, which reads crc32c_avx512_step bytes of each while the
+/// vectors fold a chunk (the ratio of their speeds on a Zen 4, where they run on separate units).
+inline constexpr std::size_t crc32c_avx512_chunks = 16, crc32c_avx512_step = 40;
+inline constexpr std::size_t crc32c_avx512_block = crc32c_avx512_chunks * (256 + 2 * crc32c_avx512_step);
 
 #endif // COMPILE_CACHE_HAS_CRC32C_X86
 
@@ -7235,39 +7277,109 @@ COMPILE_CACHE_CRC_AVX512 crc32c_v8di crc32c_avx512_load(unsigned char const* p) 
     return v;
 }
 
-/// Moves each 128-bit lane of `a` 256 bytes forward and adds `data`. A lane's first
-/// 8 bytes hold the coefficients of x^127..x^64 (reflected), its last 8 those of
-/// x^63..x^0; a carry-less product of 64 bits by a 32-bit K, read as a reflected
-/// 128-bit lane, is their product times x^33, so K = x^(e - 33) multiplies by x^e:
-/// x^(2048 + 64) for the first half, x^2048 for the second.
-COMPILE_CACHE_CRC_AVX512 crc32c_v8di crc32c_avx512_fold(crc32c_v8di a, crc32c_v8di data) noexcept {
-    constexpr long long high = crc32c_x_power(2048 + 64 - 33), low = crc32c_x_power(2048 - 33);
-    constexpr crc32c_v8di k = {high, low, high, low, high, low, high, low};
+/// The multipliers with which crc32c_avx512_fold moves a 128-bit lane `distance` bytes
+/// forward. A lane's first 8 bytes hold the coefficients of x^127..x^64 (reflected), its
+/// last 8 those of x^63..x^0; a carry-less product of 64 bits by a 32-bit K, read as a
+/// reflected 128-bit lane, is their product times x^33, so K = x^(e - 33) multiplies by
+/// x^e: x^(8 distance + 64) for the first half, x^(8 distance) for the second.
+template <std::size_t distance>
+COMPILE_CACHE_CRC_AVX512 crc32c_v8di crc32c_avx512_multipliers() noexcept {
+    constexpr long long high = crc32c_x_power(8 * distance + 64 - 33), low = crc32c_x_power(8 * distance - 33);
+    return crc32c_v8di{high, low, high, low, high, low, high, low};
+}
+
+/// Moves each 128-bit lane of `a` forward by the distance of multipliers `k` and adds `data`.
+COMPILE_CACHE_CRC_AVX512 crc32c_v8di crc32c_avx512_fold(crc32c_v8di a, crc32c_v8di k, crc32c_v8di data) noexcept {
     return COMPILE_CACHE_CLMUL512(a, k, 0x00) ^ COMPILE_CACHE_CLMUL512(a, k, 0x11) ^ data;
+}
+
+/// 256 message bytes at p, with a register `r` joined to them (added to their first 32 bits: R * x^(8n)),
+/// folded into the four accumulators, which move forward by the distance of multipliers `k`.
+COMPILE_CACHE_CRC_AVX512 void crc32c_avx512_fold_256(crc32c_v8di (&a)[4], crc32c_v8di k, unsigned char const* p,
+                                                   std::uint32_t r) noexcept {
+    crc32c_v8di const joined{static_cast<long long>(r), 0, 0, 0, 0, 0, 0, 0};
+    a[0] = crc32c_avx512_fold(a[0], k, crc32c_avx512_load(p) ^ joined);
+    a[1] = crc32c_avx512_fold(a[1], k, crc32c_avx512_load(p + 64));
+    a[2] = crc32c_avx512_fold(a[2], k, crc32c_avx512_load(p + 128));
+    a[3] = crc32c_avx512_fold(a[3], k, crc32c_avx512_load(p + 192));
+}
+
+/// Feeds `step` bytes of each of two streams, at s and s + lane, to the registers x and y.
+template <std::size_t step, std::size_t lane>
+__attribute__((target("sse4.2"), always_inline)) inline void crc32c_x86_streams(std::uint64_t& x, std::uint64_t& y,
+                                                                               unsigned char const* s) noexcept {
+    for (std::size_t j = 0; j < step; j += 8) {
+        x = _mm_crc32_u64(x, read_le<std::uint64_t>(s + j));
+        y = _mm_crc32_u64(y, read_le<std::uint64_t>(s + lane + j));
+    }
+}
+
+/// crc32c_update_avx512 with the CRC32 instruction at work beside the vectors: from 256 + `block` bytes on, the
+/// message is read in blocks of `chunks` 256-byte chunks, which the vectors fold, then two streams of
+/// `chunks * step` bytes, which the CRC32 instruction reads `step` bytes of each while the vectors fold a chunk.
+template <std::size_t chunks, std::size_t step>
+COMPILE_CACHE_CRC_AVX512 std::uint32_t crc32c_avx512_update(std::uint32_t crc, unsigned char const* p,
+                                                            std::size_t n) noexcept {
+    static_assert(chunks >= 1 && step % 8 == 0 && step != 0, "whole 64-bit words in each stream");
+    constexpr std::size_t lane = chunks * step, block = chunks * 256 + 2 * lane;
+    if (n < 256) return crc32c_update_x86(crc, p, n); // no chunk to fold
+    // The register joins the message: R * x^(8n) is R added to its first 32 bits.
+    crc32c_v8di a[4] = {
+        crc32c_avx512_load(p) ^ crc32c_v8di{static_cast<long long>(crc), 0, 0, 0, 0, 0, 0, 0},
+        crc32c_avx512_load(p + 64), crc32c_avx512_load(p + 128), crc32c_avx512_load(p + 192)};
+    p += 256;
+    n -= 256;
+    crc32c_v8di const next = crc32c_avx512_multipliers<256>();
+    crc32c_v8di over = next;   // the multipliers of the next fold: over the last block's streams too
+    std::uint32_t streams = 0; // the register at p of the last block's streams, the vectors' chunks as zeros
+    if (n >= block) {
+        // By linearity, the message's register is that of its chunks (the streams read as zeros) plus that of its
+        // streams (the chunks as zeros): the vectors fold over each block's streams as if they were zeros, and the
+        // streams' register joins the next chunk, or the reduction.
+        constexpr std::uint32_t k = crc32c_shift_constant(lane);
+        crc32c_v8di const over_streams = crc32c_avx512_multipliers<256 + 2 * lane>();
+        do {
+            unsigned char const* const s = p + chunks * 256;
+            std::uint64_t x = 0, y = 0;
+            crc32c_avx512_fold_256(a, over, p, streams);
+            crc32c_x86_streams<step, lane>(x, y, s);
+            for (std::size_t i = 1; i < chunks; ++i) {
+                crc32c_avx512_fold_256(a, next, p + 256 * i, 0);
+                crc32c_x86_streams<step, lane>(x, y, s + step * i);
+            }
+            streams = crc32c_x86_shift(static_cast<std::uint32_t>(x), k) ^ static_cast<std::uint32_t>(y);
+            over = over_streams;
+            p += block;
+            n -= block;
+        } while (n >= block);
+        if (n < 256) { // no chunk left to fold over the streams: fold over them alone
+            crc32c_v8di const m = crc32c_avx512_multipliers<2 * lane>();
+            for (auto& v : a) v = crc32c_avx512_fold(v, m, crc32c_v8di{});
+        }
+    }
+    if (n >= 256) {
+        crc32c_avx512_fold_256(a, over, p, streams);
+        streams = 0;
+        p += 256;
+        n -= 256;
+    }
+    for (; n >= 256; p += 256, n -= 256) crc32c_avx512_fold_256(a, next, p, 0);
+    // The accumulators, laid end to end, are 256 bytes congruent to all the message read so far; the first three
+    // moved forward onto the last make 64 bytes congruent to them: their CRC from a zero register is its register.
+    crc32c_v8di const zero{};
+    crc32c_v8di const last = a[3] ^ crc32c_avx512_fold(a[0], crc32c_avx512_multipliers<192>(), zero) ^
+                             crc32c_avx512_fold(a[1], crc32c_avx512_multipliers<128>(), zero) ^
+                             crc32c_avx512_fold(a[2], crc32c_avx512_multipliers<64>(), zero);
+    unsigned char folded[64];
+    std::memcpy(folded, &last, sizeof folded);
+    std::uint64_t c = 0;
+    for (std::size_t i = 0; i < sizeof folded; i += 8) c = _mm_crc32_u64(c, read_le<std::uint64_t>(folded + i));
+    return crc32c_update_x86(static_cast<std::uint32_t>(c) ^ streams, p, n);
 }
 
 __attribute__((target("avx512f,vpclmulqdq,sse4.2,pclmul"))) std::uint32_t
 crc32c_update_avx512(std::uint32_t crc, unsigned char const* p, std::size_t n) noexcept {
-    if (n < 512) return crc32c_update_x86(crc, p, n); // the final reduction would dominate
-    // The register joins the message: R * x^(8n) is R added to its first 32 bits.
-    crc32c_v8di a0 = crc32c_avx512_load(p) ^ crc32c_v8di{static_cast<long long>(crc), 0, 0, 0, 0, 0, 0, 0};
-    crc32c_v8di a1 = crc32c_avx512_load(p + 64), a2 = crc32c_avx512_load(p + 128), a3 = crc32c_avx512_load(p + 192);
-    for (p += 256, n -= 256; n >= 256; p += 256, n -= 256) {
-        a0 = crc32c_avx512_fold(a0, crc32c_avx512_load(p));
-        a1 = crc32c_avx512_fold(a1, crc32c_avx512_load(p + 64));
-        a2 = crc32c_avx512_fold(a2, crc32c_avx512_load(p + 128));
-        a3 = crc32c_avx512_fold(a3, crc32c_avx512_load(p + 192));
-    }
-    // The accumulators, laid end to end, are 256 bytes congruent to all the message
-    // read so far: their CRC from a zero register is its register.
-    unsigned char folded[256];
-    std::memcpy(folded, &a0, 64);
-    std::memcpy(folded + 64, &a1, 64);
-    std::memcpy(folded + 128, &a2, 64);
-    std::memcpy(folded + 192, &a3, 64);
-    std::uint64_t c = 0;
-    for (std::size_t i = 0; i < sizeof folded; i += 8) c = _mm_crc32_u64(c, read_le<std::uint64_t>(folded + i));
-    return crc32c_update_x86(static_cast<std::uint32_t>(c), p, n);
+    return crc32c_avx512_update<crc32c_avx512_chunks, crc32c_avx512_step>(crc, p, n);
 }
 
 #undef COMPILE_CACHE_CLMUL512
@@ -7325,13 +7437,8 @@ namespace compile_cache::detail::directory_storage_impl {
 key new_pack_key() {
     unsigned char bytes[record_key_size] = {};
     store_be<std::uint64_t>(bytes, static_cast<std::uint64_t>(now_ns()));
-    std::string random;
-    append_temp_name(random); // 32 hex digits: 16 bytes
-    append_temp_name(random);
-    for (std::size_t i = 0; i < record_key_size - 9; ++i) {
-        auto digit = [](char c) { return static_cast<unsigned>(c <= '9' ? c - '0' : c - 'a' + 10); };
-        bytes[8 + i] = static_cast<unsigned char>(digit(random[2 * i]) << 4 | digit(random[2 * i + 1]));
-    }
+    static_assert(record_key_size == 8 + 3 * 8 + 1, "the time, 24 random bytes, the marker");
+    for (std::size_t word = 0; word < 3; ++word) store_le<std::uint64_t>(bytes + 8 + 8 * word, unique_random_word());
     bytes[record_key_size - 1] = pack_key_marker;
     return key(bytes, record_key_size);
 }
@@ -7420,7 +7527,26 @@ std::uint64_t record_pack_index::fingerprint(key const& k) noexcept {
     return k.size() >= 8 ? read_le<std::uint64_t>(k.data()) : 0;
 }
 
+bool record_pack_index::may_hold(std::uint64_t fp) const noexcept {
+    if (present.empty()) return false;
+    return ((present[(fp >> 6) & (present.size() - 1)] >> (fp & 63)) & 1u) != 0;
+}
+
+void record_pack_index::mark_present(std::uint64_t fp) noexcept {
+    present[(fp >> 6) & (present.size() - 1)] |= std::uint64_t{1} << (fp & 63);
+    ++present_marks;
+}
+
+void record_pack_index::remake_present() {
+    std::size_t words = 64; // 4,096 bits
+    while (words * 64 < 16 * newest_of.size()) words *= 2;
+    present.assign(words, 0);
+    present_marks = 0;
+    for (auto const& entry : newest_of) mark_present(entry.first);
+}
+
 std::optional<record_location> record_pack_index::find(std::uint64_t fp, bool hide_removed) const {
+    if (!may_hold(fp)) return std::nullopt;
     auto const it = newest_of.find(fp);
     if (it == newest_of.end()) return std::nullopt;
     if (hide_removed && !removed.empty()) {
@@ -7456,6 +7582,14 @@ void record_pack_index::add(key const& name, std::vector<pack_slot> const& slots
               [](record const& a, record const& b) { return a.fingerprint < b.fingerprint; });
     records += p.records.size();
     packs.push_back(std::move(p));
+    // Made again when too small, or once the marks set since it was made are twice the
+    // records indexed (merged and dropped packs leave theirs set): a making costs a mark
+    // per record, so marking stays a constant cost per record added.
+    if (present.empty() || present.size() * 64 < 16 * newest_of.size() || present_marks > 2 * newest_of.size()) {
+        remake_present();
+    } else {
+        for (record const& r : packs.back().records) mark_present(r.fingerprint);
+    }
 }
 
 void record_pack_index::drop(key const& name) {
@@ -7492,6 +7626,8 @@ void record_pack_index::hide(std::uint64_t fp) {
 void record_pack_index::clear() noexcept {
     packs.clear();
     newest_of.clear();
+    present.clear();
+    present_marks = 0;
     records = 0;
     left_out.clear();
 }
@@ -12414,15 +12550,20 @@ static_assert(compile_cache::check_storage<compile_cache::null_storage>::value);
 // reaches a deserializer: Boost trusts its input. docs/design.md ("Entries") says why
 // the check is a CRC-32C or an HMAC and what the earlier versions were.
 //
-// Layout, envelope versions 3 and 4 (integers little-endian; the same fields):
+// Layout, envelope versions 3, 4 and 5 (integers little-endian; the same fields):
 //   magic        8  "CCENTRY\n"
 //   version      2  3 for an entry whose flags a version-3 reader knew (a CRC-32C or an
 //                   HMAC, uncompressed: what readers of earlier releases still read);
 //                   4 for one that uses anything else (a signature, or compression), so
-//                   that those readers see a sound entry of another version, a clean miss
+//                   that those readers see a sound entry of another version, a clean miss;
+//                   5 for a local copy of a signed entry (flag 0x0200), which readers of
+//                   earlier releases, unable to ask whether its signer is still trusted,
+//                   must miss
 //   flags        2  low byte, the check value: 0 unkeyed (CRC-32C), 1 keyed (HMAC-SHA256),
-//                   2 signed (Ed25519, version 4 only); bit 0x0100 (version 4 only): the
-//                   payload is compressed with zstd (see payload); any other value is refused
+//                   2 signed (Ed25519, version 4 only); bit 0x0100 (versions 4 and 5): the
+//                   payload is compressed with zstd (see payload); bit 0x0200 (version 5
+//                   only, with 0 or 1): a local copy of a signed entry, whose signer's key
+//                   id follows the payload; any other value is refused
 //   key size     1, key bytes
 //   metadata     4  length, then: name, origin file, serializer format id (each u32 length +
 //                   bytes), origin line (i64), creation time (i64 ns since the epoch),
@@ -12430,6 +12571,7 @@ static_assert(compile_cache::check_storage<compile_cache::null_storage>::value);
 //                   and for each its name (u32 length + bytes) and digest (u8 length + bytes)
 //   payload      8  length, then the serializer's bytes; compressed (flag 0x0100): the
 //                   size they have once decompressed (u64), then one zstd frame of them
+//   signer       8  flag 0x0200 only: the key id of the signed entry this is a copy of
 //   check        4  CRC-32C over everything before it; or, keyed,
 //               32  HMAC-SHA256 under the secret over everything before it; or, signed,
 //               72  the signer's key id (8), then its Ed25519 signature (64) of everything
@@ -12597,12 +12739,17 @@ bool constant_time_equal(void const* a, void const* b, std::size_t n) noexcept {
 
 namespace compile_cache {
 
-/// The newest envelope version: what an entry that is signed or compressed is written
-/// as. This release reads it and envelope_version_plain; any other is foreign_version.
+/// The version an entry that is signed or compressed is written as. This release reads
+/// it, envelope_version_plain and envelope_version_signer_copy; any other is
+/// foreign_version.
 inline constexpr std::uint16_t envelope_version = 4;
 /// The version of a plain entry (a CRC-32C or an HMAC, uncompressed), still written as
 /// earlier releases wrote it, so that their readers on a shared remote keep reading it.
 inline constexpr std::uint16_t envelope_version_plain = 3;
+/// The version of a local copy of a signed entry (resealed by reseal_envelope), which
+/// names its signer: readers of earlier releases, which cannot tell whether that signer
+/// is still trusted, see another version, a clean miss.
+inline constexpr std::uint16_t envelope_version_signer_copy = 5;
 
 /// What an entry says about itself, besides its key.
 struct entry_metadata {
@@ -12691,6 +12838,9 @@ struct opened_envelope {
     /// then signer_id is the key id it carries.
     bool signed_entry = false;
     entry_signer_id signer_id{};
+    /// Whether it is a local copy of a signed entry (envelope flag 0x0200): then signer_id
+    /// is the key id of its signer, which a cache must still trust to use it.
+    bool signer_copy = false;
     /// Whether the payload is compressed (envelope flag 0x0100); `payload` is then the
     /// compressed frame, and `uncompressed_size` the size it declares once decompressed.
     bool compressed = false;
@@ -12719,6 +12869,11 @@ inline constexpr std::size_t envelope_keyed_check_size = 32;
 
 /// The check value is the signer's key id and an Ed25519 signature (entry_signatures).
 inline constexpr std::uint16_t envelope_flag_signed = 2;
+/// Flag bit: a local copy of a signed entry, checked by the local mode; the signer's key
+/// id (8 bytes) follows the payload, covered by the check value.
+inline constexpr std::uint16_t envelope_flag_signer_copy = 0x0200;
+/// The size of the signer's key id after a copy's payload.
+inline constexpr std::size_t envelope_signer_copy_size = sizeof(entry_signer_id);
 /// The size of the check value at the end of a signed entry: key id, then signature.
 inline constexpr std::size_t envelope_signed_check_size = 8 + entry_signatures::signature_size;
 
@@ -12726,25 +12881,30 @@ inline constexpr std::size_t envelope_signed_check_size = 8 + entry_signatures::
 inline constexpr std::size_t envelope_check_size = 4;
 
 /// The version an entry with `flags` is written as: envelope_version_plain when a
-/// version-3 reader knew every flag (a CRC-32C or an HMAC, nothing else), else
-/// envelope_version.
+/// version-3 reader knew every flag (a CRC-32C or an HMAC, nothing else),
+/// envelope_version_signer_copy for a signer's copy, else envelope_version.
 constexpr std::uint16_t envelope_version_for(std::uint16_t flags) noexcept {
+    if ((flags & envelope_flag_signer_copy) != 0) return envelope_version_signer_copy;
     return flags == envelope_flags_crc32c || flags == envelope_flag_keyed ? envelope_version_plain : envelope_version;
 }
 
 /// Whether an entry of `version` may carry `flags`: version 3 only a CRC-32C or an
 /// HMAC (nothing else was ever written or read as 3), version 4 any known authenticator
-/// with or without compression. False for any other version.
+/// with or without compression, version 5 a signer's copy checked by a CRC-32C or an
+/// HMAC, with or without compression. False for any other version.
 constexpr bool envelope_flags_known(std::uint16_t version, std::uint16_t flags) noexcept {
-    if (version == envelope_version_plain) return envelope_version_for(flags) == envelope_version_plain;
-    if (version != envelope_version) return false;
     std::uint16_t const authenticator = flags & envelope_flags_authenticator;
+    if (version == envelope_version_plain) return envelope_version_for(flags) == envelope_version_plain;
+    if (version == envelope_version_signer_copy)
+        return authenticator <= envelope_flag_keyed && (flags & envelope_flag_signer_copy) != 0 &&
+               (flags & ~(envelope_flags_authenticator | envelope_flag_zstd | envelope_flag_signer_copy)) == 0;
+    if (version != envelope_version) return false;
     return authenticator <= envelope_flag_signed && (flags & ~(envelope_flags_authenticator | envelope_flag_zstd)) == 0;
 }
 
-/// Whether this release reads entries of `version` (3 and 4).
+/// Whether this release reads entries of `version` (3, 4 and 5).
 constexpr bool envelope_version_known(std::uint16_t version) noexcept {
-    return version == envelope_version_plain || version == envelope_version;
+    return version == envelope_version_plain || version == envelope_version || version == envelope_version_signer_copy;
 }
 
 /// Writes `flags` into the entry started in `out`, and the version they need
@@ -12974,6 +13134,7 @@ struct envelope_fields {
     bool keyed = false;
     bool signed_entry = false;   ///< the header says signed (flags 2); signer_id is then the id it carries
     entry_signer_id signer_id{};
+    bool signer_copy = false;    ///< a signer's copy (flag 0x0200, checked): signer_id is its signer's
     bool complete = false; ///< every field up to the payload was read and is in bounds
     bool compressed = false;             ///< flag 0x0100: `payload` is a zstd frame
     std::uint64_t uncompressed_size = 0; ///< compressed: the size the entry declares for its payload
@@ -13064,11 +13225,14 @@ inline entry_signatures_loader& registered_signatures_loader() noexcept {
 } // namespace detail
 
 /// An entry `from` accepts (its caller checked it so: check_envelope with `from`),
-/// sealed again in `to`'s mode into `out`: the same bytes up to the check value, the
-/// flags and the check value of `to`. False (out empty) when `entry` is too short to be
-/// one, or `to` cannot seal (signed without a signing key). How a tier's remote entry
-/// verified by signature is kept locally under the local check, and how a store's
-/// locally sealed entry is signed for the remote.
+/// sealed again in `to`'s mode into `out`: the same bytes up to the payload's end, the
+/// flags and the check value of `to`. A signed entry sealed in a mode that does not sign
+/// becomes a signer's copy (flag 0x0200): its signer's key id follows the payload, so
+/// that a reader stops using it once it no longer trusts that key; a signer's copy sealed
+/// again drops it. False (out empty) when `entry` is too short to be one, or `to` cannot
+/// seal (signed without a signing key). How a tier's remote entry verified by signature
+/// is kept locally under the local check, and how a store's locally sealed entry is
+/// signed for the remote.
 COMPILE_CACHE_DECL bool reseal_envelope(std::string_view entry, envelope_auth const& from, envelope_auth const& to,
                                         std::string& out);
 
@@ -13325,8 +13489,14 @@ envelope_fields parse_envelope(std::string_view bytes, std::size_t max_payload, 
     r.keyed = auth.keyed();
     if (!header_read) return r;
 
+    // A signer's copy: its signer's key id after the payload.
+    std::size_t const signer = (flags & envelope_flag_signer_copy) != 0 ? envelope_signer_copy_size : 0;
     std::uint64_t payload_size = 0;
-    if (!in.read(payload_size) || payload_size != in.left()) return r;
+    if (!in.read(payload_size) || in.left() < signer || payload_size != in.left() - signer) return r;
+    if (signer != 0) {
+        std::memcpy(r.signer_id.data(), p + body - signer, signer);
+        r.signer_copy = true;
+    }
     r.complete = true;
     if (payload_size > max_payload) {
         r.status = envelope_status::too_large;
@@ -13393,6 +13563,7 @@ opened_envelope to_opened_envelope(envelope_fields const& f) {
     r.keyed = f.keyed;
     r.signed_entry = f.signed_entry;
     r.signer_id = f.signer_id;
+    r.signer_copy = f.signer_copy;
     r.compressed = f.compressed;
     r.uncompressed_size = f.uncompressed_size;
     if (!f.complete) return r;
@@ -13419,14 +13590,29 @@ bool reseal_envelope(std::string_view entry, envelope_auth const& from, envelope
     std::size_t const old_check = from.check_size();
     if (entry.size() < detail::envelope_min_header + old_check) return false;
     if (to.is_signed() && !to.signatures()->can_sign()) return false;
-    out.reserve(entry.size() - old_check + to.check_size());
-    out.assign(entry.data(), entry.size() - old_check);
-    // The new authenticator; the other bits (compression) stay as the entry has them, and
-    // the version is the one the new flags need (a signed entry resealed under an HMAC
-    // goes back to version 3 unless it is compressed).
-    detail::set_envelope_flags(out, static_cast<std::uint16_t>(
-                                        (detail::envelope_flags_of(out) & ~detail::envelope_flags_authenticator) |
-                                        to.flags()));
+    auto const* const p = reinterpret_cast<unsigned char const*>(entry.data());
+    std::uint16_t flags = detail::read_le<std::uint16_t>(p + detail::envelope_flags_at);
+    // Up to the payload's end, and the signer's key id: a signed entry's, in its check
+    // value, or a signer's copy's, after its payload.
+    std::size_t body = entry.size() - old_check;
+    char const* signer = nullptr;
+    if ((flags & detail::envelope_flag_signer_copy) != 0) {
+        if (body < detail::envelope_min_header + detail::envelope_signer_copy_size) return false;
+        body -= detail::envelope_signer_copy_size;
+        signer = entry.data() + body;
+    } else if (from.is_signed()) {
+        signer = entry.data() + entry.size() - detail::envelope_signed_check_size;
+    }
+    flags &= static_cast<std::uint16_t>(~(detail::envelope_flags_authenticator | detail::envelope_flag_signer_copy));
+    // Kept in a mode that does not sign, it names its signer; signed again, it is this writer's.
+    bool const copy = signer != nullptr && !to.is_signed();
+    if (copy) flags |= detail::envelope_flag_signer_copy;
+    out.reserve(body + detail::envelope_signer_copy_size + to.check_size());
+    out.assign(entry.data(), body);
+    if (copy) out.append(signer, detail::envelope_signer_copy_size);
+    // The new authenticator; compression stays as the entry has it, and the version is the
+    // one the new flags need (set_envelope_flags).
+    detail::set_envelope_flags(out, static_cast<std::uint16_t>(flags | to.flags()));
     to.append_check(out);
     return true;
 }
@@ -13554,6 +13740,14 @@ COMPILE_CACHE_DECL void merge_identity_records(identity_record& ours, identity_r
 
 /// The size of encode_identity_record(r), without encoding it.
 COMPILE_CACHE_DECL std::size_t encoded_identity_record_size(identity_record const& r) noexcept;
+
+/// Appends encode_identity_record(r) to `out`.
+COMPILE_CACHE_DECL void append_identity_record(std::string& out, identity_record const& r);
+
+/// sealed_identity_record(r, kernel, auth), its key `rk` (identity_record_key(r.identity))
+/// given rather than hashed again.
+COMPILE_CACHE_DECL std::string sealed_identity_record(key const& rk, identity_record const& r,
+                                                      entry_metadata const& kernel, envelope_auth const& auth);
 } // namespace detail
 
 } // namespace compile_cache
@@ -13589,18 +13783,8 @@ key identity_record_key(std::string_view identity) {
 
 std::string encode_identity_record(identity_record const& r) {
     std::string out;
-    detail::append_string32(out, r.identity);
-    detail::append_le<std::uint32_t>(out, static_cast<std::uint32_t>(r.history.size()));
-    for (recorded_entry const& e : r.history) {
-        detail::append_key8(out, e.entry_key);
-        detail::append_le<std::uint64_t>(out, static_cast<std::uint64_t>(e.created_ns));
-        detail::append_le<std::uint64_t>(out, e.compile_ns);
-        detail::append_le<std::uint32_t>(out, static_cast<std::uint32_t>(e.components.size()));
-        for (component_digest const& c : e.components) {
-            detail::append_string32(out, c.name);
-            detail::append_key8(out, c.digest);
-        }
-    }
+    out.reserve(detail::encoded_identity_record_size(r));
+    detail::append_identity_record(out, r);
     return out;
 }
 
@@ -13687,6 +13871,26 @@ std::string sealed_identity_record(std::string identity, recorded_entry newest, 
 }
 
 std::string sealed_identity_record(identity_record const& r, entry_metadata const& kernel, envelope_auth const& auth) {
+    return sealed_identity_record(identity_record_key(r.identity), r, kernel, auth);
+}
+
+void append_identity_record(std::string& out, identity_record const& r) {
+    append_string32(out, r.identity);
+    append_le<std::uint32_t>(out, static_cast<std::uint32_t>(r.history.size()));
+    for (recorded_entry const& e : r.history) {
+        append_key8(out, e.entry_key);
+        append_le<std::uint64_t>(out, static_cast<std::uint64_t>(e.created_ns));
+        append_le<std::uint64_t>(out, e.compile_ns);
+        append_le<std::uint32_t>(out, static_cast<std::uint32_t>(e.components.size()));
+        for (component_digest const& c : e.components) {
+            append_string32(out, c.name);
+            append_key8(out, c.digest);
+        }
+    }
+}
+
+std::string sealed_identity_record(key const& rk, identity_record const& r, entry_metadata const& kernel,
+                                   envelope_auth const& auth) {
     entry_metadata m;
     m.name = kernel.name;
     m.origin_file = kernel.origin_file;
@@ -13694,8 +13898,9 @@ std::string sealed_identity_record(identity_record const& r, entry_metadata cons
     m.format_id = std::string(identity_record_format);
     m.created_ns = kernel.created_ns;
     std::string entry;
-    envelope_writer envelope(entry, identity_record_key(r.identity), m, auth);
-    envelope.out() += encode_identity_record(r);
+    envelope_writer envelope(entry, rk, m, auth);
+    envelope.out().reserve(envelope.out().size() + encoded_identity_record_size(r) + auth.check_size());
+    append_identity_record(envelope.out(), r);
     envelope.seal();
     if (entry.size() > identity_record_max_size) entry.clear();
     return entry;
@@ -18257,6 +18462,17 @@ envelope_auth const& auth_for(read_result const& rr, envelope_auth const& local,
     return local;
 }
 
+/// Refuses a signer's copy (envelope flag 0x0200) that the local mode accepted when its
+/// signer is not one of `remote`'s trusted keys (taken out of the trusted-keys files
+/// since the copy was made, or no signatures configured): untrusted_signer, as the signed
+/// entry itself is now. Any other entry is left as it is.
+inline void refuse_untrusted_copy(envelope_fields& env, envelope_auth const& remote) noexcept {
+    if (env.status != envelope_status::ok || !env.signer_copy) return;
+    if (remote.is_signed() && remote.signatures()->trusts(env.signer_id)) return;
+    env.status = envelope_status::untrusted_signer;
+    env.payload = {};
+}
+
 /// Tells `storage` what the check of `bytes` (by `auth`) found; an entry accepted by
 /// signature is handed over resealed in the local mode (`local`), so that the tier keeps
 /// it locally as a local entry and later hits cost what local hits cost. Checked by
@@ -18344,8 +18560,8 @@ std::string untrusted_signers_said::first_time(envelope_fields const& env) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (std::find(said_.begin(), said_.end(), id) != said_.end() || said_.size() >= 64) return {};
     said_.push_back(id);
-    return "signed by key id " + id + ", which no trusted key has (a key taken out of the trusted keys, or never "
-                                      "in them); said once for this key";
+    return std::string(env.signer_copy ? "a local copy of an entry signed by key id " : "signed by key id ") + id +
+           ", which no trusted key has (a key taken out of the trusted keys, or never in them); said once for this key";
 }
 
 } // namespace compile_cache::detail
@@ -18464,9 +18680,6 @@ std::vector<environment_setting> cache_environment_settings(std::string_view pre
 
 
 
-#include <sys/types.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -18505,15 +18718,15 @@ struct held_identity_records {
     std::unordered_map<key, held> records; ///< by record key
     std::size_t bytes = 0;
     std::int64_t oldest_ns = 0;     ///< steady clock, when the first held record was stored
-    ::pid_t owner = ::getpid();     ///< a forked child drops its parent's (the parent writes them)
+    unsigned generation = fork_generation(); ///< a forked child drops its parent's (the parent writes them)
 
     /// Drops what a forked child inherited; the caller holds `mutex`.
     void forget_if_forked() noexcept {
-        ::pid_t const me = ::getpid();
-        if (me == owner) return;
+        unsigned const now = fork_generation();
+        if (now == generation) return;
         records.clear();
         bytes = 0;
-        owner = me;
+        generation = now;
     }
 };
 
@@ -18570,8 +18783,8 @@ struct identity_records {
             if (rr.status == read_status::too_large) over_bound = true;
             if (rr.status != read_status::found) return std::nullopt;
             envelope_auth const& auth = auth_for<Storage>(rr, local, remote);
-            envelope_fields const env =
-                check_envelope(bytes, rk, identity_record_format, identity_record_max_size, auth);
+            envelope_fields env = check_envelope(bytes, rk, identity_record_format, identity_record_max_size, auth);
+            if (&auth == &local) refuse_untrusted_copy(env, remote); // a signer's copy, kept locally
             // A tier counts it, keeps another secret's, and copies a sound record it read
             // from its remote, so that this machine has it locally (for its misses and
             // for `compile-cache explain`): resealed locally when it was checked by signature.
@@ -18712,7 +18925,7 @@ struct identity_records {
                         bool over_bound = false;
                         if (std::optional<identity_record> const now = read(h.record.identity, rk, over_bound))
                             merge_identity_records(h.record, *now);
-                        std::string const entry = sealed_identity_record(h.record, h.kernel, local);
+                        std::string const entry = sealed_identity_record(rk, h.record, h.kernel, local);
                         if (!entry.empty()) (void)write_dated(rk, entry, h.kernel.created_ns);
                     } catch (...) {
                     }
@@ -19582,6 +19795,7 @@ private:
         envelope_auth const& auth = detail::auth_for<Storage>(attempt.read, auth_, remote_auth_);
         detail::envelope_fields env =
             detail::check_envelope(buffer, k, format_id, options_.max_entry_size, auth);
+        if (&auth == &auth_) detail::refuse_untrusted_copy(env, remote_auth_); // a signer's copy, kept locally
         if (env.status == envelope_status::ok && env.compressed) detail::decompress_payload<Compression>(env, decompressed);
         if (!view.intact()) {
             env.status = envelope_status::corrupt;

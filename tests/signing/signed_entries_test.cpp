@@ -5,6 +5,7 @@
 #include "catch2_compat.hpp"
 #include "support/model.hpp"
 #include "support/posix.hpp"
+#include "support/process.hpp"
 #include "support/signing_keys.hpp"
 #include "support/stored_entry.hpp"
 
@@ -150,11 +151,16 @@ TEST_CASE("signed entry: a version-3 entry that says signed is refused, even wit
     cc::opened_envelope const o = cc::open_envelope(v3, some_key, "test-format", 1 << 20, reader);
     CHECK(o.status == cc::envelope_status::corrupt);
     CHECK(o.payload.empty());
-    // Said to be version 5, it is a sound entry of another version: foreign, not damage.
+    // Version 5 is a signer's copy, never signed itself: refused the same way.
     std::string v5 = entry.substr(0, entry.size() - cc::detail::envelope_signed_check_size);
     v5[8] = 5;
     writer.append_check(v5);
-    CHECK(open_status(v5, some_key, reader) == cc::envelope_status::foreign_version);
+    CHECK(open_status(v5, some_key, reader) == cc::envelope_status::corrupt);
+    // Said to be version 6, it is a sound entry of another version: foreign, not damage.
+    std::string v6 = entry.substr(0, entry.size() - cc::detail::envelope_signed_check_size);
+    v6[8] = 6;
+    writer.append_check(v6);
+    CHECK(open_status(v6, some_key, reader) == cc::envelope_status::foreign_version);
     CHECK_FALSE(cc::is_damaged_entry(cc::envelope_status::foreign_version));
 }
 
@@ -198,7 +204,8 @@ TEST_CASE("signed entry: a changed byte, another trusted key's id, an untrusted 
     CHECK(open_status(sound, plain_key("other").value(), reader) == cc::envelope_status::key_mismatch);
 }
 
-TEST_CASE("signed entry: a reader cannot sign, and a verified entry resealed under a secret opens as a local one",
+TEST_CASE("signed entry: a reader cannot sign, and a verified entry resealed under a secret opens as a local one that "
+          "names its signer",
           "[signing]") {
     cc::ed25519_signer ci = new_key("ci");
     cc::envelope_auth const reader = cc::envelope_auth::signed_by(reader_of(trusting({ci.public_key()})));
@@ -212,14 +219,48 @@ TEST_CASE("signed entry: a reader cannot sign, and a verified entry resealed und
     cc::envelope_auth const local("local secret");
     std::string resealed;
     REQUIRE(cc::reseal_envelope(entry, reader, local, resealed));
-    CHECK(flags_of(resealed) == 1);
-    CHECK(version_of(resealed) == 3); // an HMAC entry, as earlier releases read it
-    CHECK(resealed.size() == entry.size() - 72 + 32);
-    CHECK(open_status(resealed, some_key, local) == cc::envelope_status::ok);
+    // An HMAC entry and a signer's copy (0x0200), version 5, which earlier releases miss;
+    // the signer's key id after the payload, under the HMAC.
+    CHECK(flags_of(resealed) == 0x0201);
+    CHECK(version_of(resealed) == 5);
+    CHECK(resealed.size() == entry.size() - 72 + 8 + 32);
+    CHECK(resealed.compare(resealed.size() - 40, 8, entry, entry.size() - 72, 8) == 0);
+    cc::opened_envelope const copy = cc::open_envelope(resealed, some_key, "test-format", 1 << 20, local);
+    CHECK(copy.status == cc::envelope_status::ok);
+    CHECK(copy.payload == "payload");
+    CHECK(copy.signer_copy);
+    CHECK_FALSE(copy.signed_entry);
+    CHECK(cc::to_hex(copy.signer_id) == cc::to_hex(writer.signatures()->signer_id()));
     CHECK(open_status(resealed, some_key, reader) == cc::envelope_status::unauthenticated);
+    // A changed byte of the key id is damage, as any byte under the check value.
+    std::string moved = resealed;
+    moved[moved.size() - 40] ^= 1;
+    CHECK(open_status(moved, some_key, local) == cc::envelope_status::unauthenticated);
+    // The flags the version allows, and no other: a copy's flag without version 5, version 5
+    // without the flag, are refused even under a valid check value.
+    std::string const body = resealed.substr(0, resealed.size() - 32);
+    auto with = [&](std::uint16_t version, std::uint16_t flags) {
+        std::string e = body;
+        e[8] = static_cast<char>(version);
+        e[10] = static_cast<char>(flags & 0xff);
+        e[11] = static_cast<char>(flags >> 8);
+        local.append_check(e);
+        return open_status(e, some_key, local);
+    };
+    CHECK(with(5, 0x0201) == cc::envelope_status::ok);
+    CHECK(with(4, 0x0201) == cc::envelope_status::corrupt);
+    CHECK(with(5, 0x0001) == cc::envelope_status::corrupt);
+    CHECK(with(3, 0x0201) == cc::envelope_status::corrupt);
+    // Sealed again for the remote, it is signed by this writer, the copy's key id gone.
     CHECK_FALSE(cc::reseal_envelope(resealed, local, reader, out)); // no signing key
     REQUIRE(cc::reseal_envelope(resealed, local, writer, out));
+    CHECK(out == entry); // (one key: the same signature of the same bytes, Ed25519 being deterministic)
     CHECK(open_status(out, some_key, reader) == cc::envelope_status::ok);
+    // An entry kept locally in another local mode is no copy.
+    cc::envelope_auth const crc;
+    REQUIRE(cc::reseal_envelope(resealed, local, crc, out));
+    CHECK(flags_of(out) == 0x0200);
+    CHECK(cc::open_envelope(out, some_key, "test-format", 1 << 20, crc).signer_copy);
 }
 
 TEST_CASE("signed tier: a writer signs what it uploads, a reader loads it, keeps it locally under its own check, and "
@@ -245,8 +286,8 @@ TEST_CASE("signed tier: a writer signs what it uploads, a reader loads it, keeps
     CHECK(loaded->bytecode == small_kernel().bytecode);
     fs::path const local_copy = reader.storage().local().entry_path(k.value());
     REQUIRE(fs::exists(local_copy));
-    CHECK(flags_of(read_file(local_copy)) == 1); // resealed with the laptop's HMAC
-    CHECK(version_of(read_file(local_copy)) == 3);
+    CHECK(flags_of(read_file(local_copy)) == 0x0201); // resealed with the laptop's HMAC, naming its signer
+    CHECK(version_of(read_file(local_copy)) == 5);
 
     // The next process on the laptop hits locally: the remote gone, it still loads.
     fs::remove_all(remote);
@@ -297,6 +338,67 @@ TEST_CASE("signed tier: a local entry is never trusted for a signature it carrie
     for (auto const& l : lines) naming += l.find(rogue_id) != std::string::npos;
     CHECK(naming == 1);
     CHECK(std::string(cc::to_string(cc::miss_reason::untrusted_signer)) == "untrusted-signer");
+}
+
+TEST_CASE("signed tier: a key taken out of the trusted keys stops the local copies of its entries in the next "
+          "process: a miss untrusted-signer, said once, then the kernel stored anew",
+          "[signing]") {
+    temp_dir dir;
+    cc::ed25519_signer ci = new_key("ci");
+    cc::ed25519_signer next = new_key("next");
+    std::string const ci_id = cc::to_hex(ci.id());
+    fs::path const trusted = dir.path() / "trusted";
+    write_file(trusted, ci.public_key().line() + "\n" + next.public_key().line() + "\n");
+    ::chmod(trusted.c_str(), 0644);
+    fs::path const remote = dir.path() / "remote";
+    cc::key_result const k = plain_key("axpy(a,x,y) = a*x+y");
+    {
+        tier_cache writer = machine(dir.path() / "ci", remote, signing(writer_of(std::move(ci))));
+        REQUIRE(writer.store(k, small_kernel(), axpy_info));
+    }
+    // One process on the laptop, trusting the keys the file lists when it starts: how it
+    // got the kernel, why, and how many lines of its log named CI's key.
+    auto laptop = [&] {
+        return run_in_child([&] {
+            std::string why;
+            std::optional<cc::trusted_keys> keys = cc::trusted_keys::from_file(trusted.string(), why);
+            if (!keys) return "trusted keys: " + why;
+            tier_cache c = machine(dir.path() / "laptop", remote, signing(reader_of(std::move(*keys))));
+            if (!c.enabled()) return std::string("disabled");
+            std::size_t naming = 0;
+            c.set_logger([&](std::string_view line) { naming += line.find(ci_id) != std::string_view::npos; });
+            cc::cached<compiled_kernel> const r = c.get_or_compile<compiled_kernel>(k, axpy_info, small_kernel);
+            bool const right = r.value.bytecode == small_kernel().bytecode;
+            return std::string(cc::to_string(r.outcome)) + " " + r.reason + (right ? "" : " wrong") +
+                   " named " + std::to_string(naming);
+        });
+    };
+    CHECK(laptop() == "loaded  named 0"); // from the remote, by signature; kept locally
+    fs::path const copy = cc::directory_storage((dir.path() / "laptop").string()).entry_path(k.value());
+    REQUIRE(fs::exists(copy));
+    CHECK(flags_of(read_file(copy)) == 0x0200); // a CRC-32C, and CI's key id
+    CHECK(laptop() == "loaded  named 0");       // from the local copy
+
+    // CI's key is taken out: the copy it signed is no longer used, as its signed entry on
+    // the remote is not; the kernel is compiled and stored as the laptop's own.
+    write_file(trusted, next.public_key().line() + "\n");
+    CHECK(laptop() == "compiled untrusted-signer named 1");
+    CHECK(flags_of(read_file(copy)) == 0);
+    CHECK(laptop() == "loaded  named 0");
+
+    // A cache that checks no signature cannot vouch for a copy's signer: it misses it.
+    fs::path const desk = dir.path() / "desk";
+    cc::ed25519_signer ci2 = new_key("ci2");
+    cc::trusted_keys const keys2 = trusting({ci2.public_key()});
+    cc::key_result const k2 = plain_key("scale(a,x) = a*x");
+    tier_cache writer = machine(dir.path() / "ci2", remote, signing(writer_of(std::move(ci2))));
+    REQUIRE(writer.store(k2, small_kernel(), axpy_info));
+    tier_cache reader = machine(desk, remote, signing(reader_of(keys2)));
+    REQUIRE(reader.load<compiled_kernel>(k2, axpy_info)); // (copied to the desk's directory)
+    cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, cc::directory_storage> unsigned_reader{
+        cc::directory_storage(desk.string())};
+    CHECK_FALSE(unsigned_reader.load<compiled_kernel>(k2, axpy_info));
+    CHECK(unsigned_reader.stats().miss_count(cc::miss_reason::untrusted_signer) == 1);
 }
 
 TEST_CASE("signatures over a storage that is not a tier: without a secret the cache is disabled and says why, "
@@ -506,7 +608,7 @@ TEST_CASE("signed tier: the identity record copied from the remote beside an ent
         REQUIRE(reader.get_or_compile<std::string>(key_of(reader, 1), info, compile).outcome == cc::outcome::loaded);
         std::string local_record; // (held, then written in a pack when the machine ends)
         REQUIRE(reader.storage().local().read(record_key, local_record, 1 << 20).status == cc::read_status::found);
-        CHECK(flags_of(local_record) == 1);
+        CHECK(flags_of(local_record) == 0x0201);
     }
     // With the remote gone, the next miss on the laptop is explained from its local copy.
     fs::remove_all(remote);
@@ -515,4 +617,11 @@ TEST_CASE("signed tier: the identity record copied from the remote beside an ent
     CHECK(r.reason == "absent");
     CHECK(r.explanation.what == cc::miss_explanation::kind::changed);
     CHECK(r.explanation.changed == std::vector<std::string>{"ir"});
+
+    // A reader that no longer trusts CI's key is explained nothing by the copy CI signed.
+    tier_cache revoked =
+        machine(laptop, remote, with_records(signing(reader_of(trusting({new_key("next").public_key()})), "laptop secret")));
+    auto const unexplained = revoked.get_or_compile<std::string>(key_of(revoked, 3), info, compile);
+    CHECK(unexplained.reason == "absent");
+    CHECK(unexplained.explanation.what == cc::miss_explanation::kind::new_kernel);
 }

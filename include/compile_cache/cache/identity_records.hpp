@@ -122,8 +122,8 @@ struct identity_records {
             if (rr.status == read_status::too_large) over_bound = true;
             if (rr.status != read_status::found) return std::nullopt;
             envelope_auth const& auth = auth_for<Storage>(rr, local, remote);
-            envelope_fields const env =
-                check_envelope(bytes, rk, identity_record_format, identity_record_max_size, auth);
+            envelope_fields env = check_envelope(bytes, rk, identity_record_format, identity_record_max_size, auth);
+            if (&auth == &local) refuse_untrusted_copy(env, remote); // a signer's copy, kept locally
             // A tier counts it, keeps another secret's, and copies a sound record it read
             // from its remote, so that this machine has it locally (for its misses and
             // for `compile-cache explain`): resealed locally when it was checked by signature.

@@ -70,6 +70,17 @@ envelope_auth const& auth_for(read_result const& rr, envelope_auth const& local,
     return local;
 }
 
+/// Refuses a signer's copy (envelope flag 0x0200) that the local mode accepted when its
+/// signer is not one of `remote`'s trusted keys (taken out of the trusted-keys files
+/// since the copy was made, or no signatures configured): untrusted_signer, as the signed
+/// entry itself is now. Any other entry is left as it is.
+inline void refuse_untrusted_copy(envelope_fields& env, envelope_auth const& remote) noexcept {
+    if (env.status != envelope_status::ok || !env.signer_copy) return;
+    if (remote.is_signed() && remote.signatures()->trusts(env.signer_id)) return;
+    env.status = envelope_status::untrusted_signer;
+    env.payload = {};
+}
+
 /// Tells `storage` what the check of `bytes` (by `auth`) found; an entry accepted by
 /// signature is handed over resealed in the local mode (`local`), so that the tier keeps
 /// it locally as a local entry and later hits cost what local hits cost. Checked by

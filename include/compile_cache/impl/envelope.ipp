@@ -224,8 +224,14 @@ envelope_fields parse_envelope(std::string_view bytes, std::size_t max_payload, 
     r.keyed = auth.keyed();
     if (!header_read) return r;
 
+    // A signer's copy: its signer's key id after the payload.
+    std::size_t const signer = (flags & envelope_flag_signer_copy) != 0 ? envelope_signer_copy_size : 0;
     std::uint64_t payload_size = 0;
-    if (!in.read(payload_size) || payload_size != in.left()) return r;
+    if (!in.read(payload_size) || in.left() < signer || payload_size != in.left() - signer) return r;
+    if (signer != 0) {
+        std::memcpy(r.signer_id.data(), p + body - signer, signer);
+        r.signer_copy = true;
+    }
     r.complete = true;
     if (payload_size > max_payload) {
         r.status = envelope_status::too_large;
@@ -292,6 +298,7 @@ opened_envelope to_opened_envelope(envelope_fields const& f) {
     r.keyed = f.keyed;
     r.signed_entry = f.signed_entry;
     r.signer_id = f.signer_id;
+    r.signer_copy = f.signer_copy;
     r.compressed = f.compressed;
     r.uncompressed_size = f.uncompressed_size;
     if (!f.complete) return r;
@@ -318,14 +325,29 @@ bool reseal_envelope(std::string_view entry, envelope_auth const& from, envelope
     std::size_t const old_check = from.check_size();
     if (entry.size() < detail::envelope_min_header + old_check) return false;
     if (to.is_signed() && !to.signatures()->can_sign()) return false;
-    out.reserve(entry.size() - old_check + to.check_size());
-    out.assign(entry.data(), entry.size() - old_check);
-    // The new authenticator; the other bits (compression) stay as the entry has them, and
-    // the version is the one the new flags need (a signed entry resealed under an HMAC
-    // goes back to version 3 unless it is compressed).
-    detail::set_envelope_flags(out, static_cast<std::uint16_t>(
-                                        (detail::envelope_flags_of(out) & ~detail::envelope_flags_authenticator) |
-                                        to.flags()));
+    auto const* const p = reinterpret_cast<unsigned char const*>(entry.data());
+    std::uint16_t flags = detail::read_le<std::uint16_t>(p + detail::envelope_flags_at);
+    // Up to the payload's end, and the signer's key id: a signed entry's, in its check
+    // value, or a signer's copy's, after its payload.
+    std::size_t body = entry.size() - old_check;
+    char const* signer = nullptr;
+    if ((flags & detail::envelope_flag_signer_copy) != 0) {
+        if (body < detail::envelope_min_header + detail::envelope_signer_copy_size) return false;
+        body -= detail::envelope_signer_copy_size;
+        signer = entry.data() + body;
+    } else if (from.is_signed()) {
+        signer = entry.data() + entry.size() - detail::envelope_signed_check_size;
+    }
+    flags &= static_cast<std::uint16_t>(~(detail::envelope_flags_authenticator | detail::envelope_flag_signer_copy));
+    // Kept in a mode that does not sign, it names its signer; signed again, it is this writer's.
+    bool const copy = signer != nullptr && !to.is_signed();
+    if (copy) flags |= detail::envelope_flag_signer_copy;
+    out.reserve(body + detail::envelope_signer_copy_size + to.check_size());
+    out.assign(entry.data(), body);
+    if (copy) out.append(signer, detail::envelope_signer_copy_size);
+    // The new authenticator; compression stays as the entry has it, and the version is the
+    // one the new flags need (set_envelope_flags).
+    detail::set_envelope_flags(out, static_cast<std::uint16_t>(flags | to.flags()));
     to.append_check(out);
     return true;
 }

@@ -410,8 +410,9 @@ std::string origin_column(checked_entry const& e) {
 void check_fields(json_writer& j, checked_entry const& e) {
     auto const& m = e.envelope.metadata;
     j.field("status", to_string(e.result));
-    // A signed entry names its signer's key id (verified only when the status is sound).
-    if (e.envelope.signed_entry) j.field("signer_id", signer_hex(e.envelope.signer_id));
+    // A signed entry names its signer's key id (verified only when the status is sound), a
+    // local copy of one its signer's.
+    if (e.envelope.signed_entry || e.envelope.signer_copy) j.field("signer_id", signer_hex(e.envelope.signer_id));
     if (e.result == verdict::sound) {
         j.field("name", m.name).field("origin_file", m.origin_file).field("origin_line", m.origin_line);
         j.field("format_id", m.format_id);
@@ -535,13 +536,15 @@ char const* mode_name(compile_cache::opened_envelope const& env) {
     return env.signed_entry ? "ed25519" : env.keyed ? "hmac-sha256" : "crc32c";
 }
 
-/// show's account of a signed entry's signer: its key id, and whether and as what the
-/// trusted keys given list it.
+/// show's account of a signed entry's signer (or a local copy's: the signer of the entry
+/// it copies): its key id, and whether and as what the trusted keys given list it.
 std::string signer_text(checked_entry const& e, trusted_signers const& trusted) {
     std::string const id = "key id " + signer_hex(e.envelope.signer_id);
-    if (!trusted.given()) return id + " (not checked: give --trusted-keys-file)";
+    std::string const copy = e.envelope.signer_copy ? ", of the signed entry this is a local copy of" : "";
+    if (!trusted.given()) return id + copy + " (not checked: give --trusted-keys-file)";
     std::string const name = trusted.name_of(e.envelope.signer_id);
-    if (name.empty()) return id + " (none of the trusted keys)";
+    if (name.empty()) return id + copy + " (none of the trusted keys)";
+    if (e.envelope.signer_copy) return id + copy + " (trusted key " + printable(name) + ")";
     return id + " (trusted key " + printable(name) + (e.result == verdict::sound ? ", signature verified)" : ")");
 }
 
@@ -549,21 +552,23 @@ void show_fields(json_writer& j, checked_entry const& e, trusted_signers const& 
     auto const& env = e.envelope;
     auto const& m = env.metadata;
     bool const parsed = e.result == verdict::sound || env.status == compile_cache::envelope_status::ok;
-    std::uint64_t const header = e.file_size - e.payload_size - e.check_size;
+    std::uint64_t const signer_bytes = env.signer_copy ? compile_cache::detail::envelope_signer_copy_size : 0;
+    std::uint64_t const header = e.file_size - e.payload_size - signer_bytes - e.check_size;
     j.field("status", to_string(e.result));
     if (!e.problem.empty()) j.field("problem", e.problem);
     // The signer's key id (null: not a signed entry), from the header whether or not
     // the signature was checked; its name when a trusted key has that id.
+    bool const signer = env.signed_entry || env.signer_copy;
     j.key("signer_key_id");
-    if (env.signed_entry) j.value(signer_hex(env.signer_id)); else j.null();
+    if (signer) j.value(signer_hex(env.signer_id)); else j.null();
     j.key("signer_key_name");
-    std::string const signer_name = env.signed_entry ? trusted.name_of(env.signer_id) : std::string();
+    std::string const signer_name = signer ? trusted.name_of(env.signer_id) : std::string();
     if (signer_name.empty()) j.null(); else j.value(signer_name);
     if (!parsed) return;
     j.key("envelope").begin_object().field("version", std::uint64_t{env.version});
-    j.field("mode", mode_name(env));
+    j.field("mode", mode_name(env)).field("signer_copy", env.signer_copy);
     j.field("stored_key", env.stored_key.hex()).field("header_bytes", header);
-    j.field("payload_bytes", e.payload_size).field("check_bytes", e.check_size);
+    j.field("payload_bytes", e.payload_size).field("signer_bytes", signer_bytes).field("check_bytes", e.check_size);
     j.field("compressed", env.compressed ? "zstd" : "none");
     if (env.compressed) j.field("uncompressed_payload_bytes", env.uncompressed_size);
     j.end_object();
@@ -583,15 +588,17 @@ void show_rows(text_table& t, checked_entry const& e, std::string const& name, c
     auto const& env = e.envelope;
     auto const& m = env.metadata;
     bool const parsed = e.result == verdict::sound || env.status == compile_cache::envelope_status::ok;
-    std::uint64_t const header = e.file_size - e.payload_size - e.check_size;
+    std::uint64_t const signer_bytes = env.signer_copy ? compile_cache::detail::envelope_signer_copy_size : 0;
+    std::uint64_t const header = e.file_size - e.payload_size - signer_bytes - e.check_size;
     t.add({"status", std::string(to_string(e.result)) + (e.problem.empty() ? "" : ": " + e.problem)});
-    if (env.signed_entry) t.add({"signer", signer_text(e, trusted)});
+    if (env.signed_entry || env.signer_copy) t.add({"signer", signer_text(e, trusted)});
     if (parsed) {
         t.add({"envelope", "version " + std::to_string(env.version) + ", mode " + mode_name(env) +
                                ", check value verified"});
         bool const own = env.stored_key.hex() == name;
         t.add({"key", env.stored_key.hex() + (own ? " (" : " (NOT ") + stored_as + ")"});
         t.add({"sizes", "header " + std::to_string(header) + " + payload " + std::to_string(e.payload_size) +
+                            (signer_bytes != 0 ? " + signer's key id " + std::to_string(signer_bytes) : "") +
                             " + check " + std::to_string(e.check_size) + " bytes"});
         if (env.compressed)
             t.add({"compressed", "zstd: payload " + std::to_string(e.payload_size) + " bytes stored, " +

@@ -46,6 +46,12 @@ checked_entry check_bytes(std::string const& bytes, std::string const& name, com
     case envelope_status::ok:
         if (c.envelope.stored_key.hex() != name) {
             c.problem = "holds the entry of another key (" + c.envelope.stored_key.hex() + ")";
+        } else if (c.envelope.signer_copy && trusted && trusted->given() &&
+                   !trusted->auth.signatures()->trusts(c.envelope.signer_id)) {
+            // A local copy of a signed entry: used by a host only while it trusts the signer.
+            c.result = verdict::untrusted;
+            c.problem = "a local copy of an entry signed by key id " + signer_hex(c.envelope.signer_id) +
+                        ", which is none of the trusted keys: a host that trusts these keys misses it";
         } else if (!c.envelope.signed_entry && trusted && trusted->given() && !auth.keyed()) {
             // Trusted keys and no secret: what is asked is whether a trusted key wrote it,
             // which a CRC-32C cannot say (anyone who can write the storage can make one).
@@ -83,8 +89,9 @@ checked_entry check_bytes(std::string const& bytes, std::string const& name, com
     case envelope_status::foreign_version:
         c.result = verdict::unchecked;
         c.problem = "envelope version " + std::to_string(c.envelope.version) + ", which this tool (versions " +
-                    std::to_string(compile_cache::envelope_version_plain) + " and " +
-                    std::to_string(compile_cache::envelope_version) + ") does not read";
+                    std::to_string(compile_cache::envelope_version_plain) + ", " +
+                    std::to_string(compile_cache::envelope_version) + " and " +
+                    std::to_string(compile_cache::envelope_version_signer_copy) + ") does not read";
         break;
     case envelope_status::corrupt:
         c.problem = "corrupt: its check value does not match its bytes, or its fields are out of bounds "

@@ -1747,7 +1747,7 @@ TEST_CASE("compile-cache list: a signed entry reads 'signed (key id ...), not ch
     REQUIRE_EXIT(blind_json, 0);
     CHECK(json_query(blind_json.out, "sorted(set(e['status'] for e in d['entries']))") == "['unchecked']");
 
-    // An entry of a later envelope version (5, its CRC-32C made again): not checked, and
+    // An entry of a later envelope version (6, its CRC-32C made again): not checked, and
     // the line says which versions this tool reads.
     fs::path const later = root.path() / "later";
     process_spec spec;
@@ -1755,15 +1755,62 @@ TEST_CASE("compile-cache list: a signed entry reads 'signed (key id ...), not ch
     spec.env = tool_environment();
     REQUIRE_EXIT(run_process(spec), 0);
     fs::path const entry = later / made_entry_key(0).substr(0, 2) / made_entry_key(0);
-    std::string v5 = read_file(entry);
-    REQUIRE(v5[8] == 3);
-    v5 = v5.substr(0, v5.size() - 4);
-    v5[8] = 5;
-    compile_cache::detail::append_envelope_check(v5);
-    write_file(entry, v5);
+    std::string v6 = read_file(entry);
+    REQUIRE(v6[8] == 3);
+    v6 = v6.substr(0, v6.size() - 4);
+    v6[8] = 6;
+    compile_cache::detail::append_envelope_check(v6);
+    write_file(entry, v6);
     process_result const listed_later = tool({"list", later.string()});
     REQUIRE_EXIT(listed_later, 0);
-    CHECK(count_lines(listed_later.out, "envelope version 5, which this tool (versions 3 and 4) does not read") == "1");
+    CHECK(count_lines(listed_later.out, "envelope version 6, which this tool (versions 3, 4 and 5) does not read") ==
+          "1");
+}
+
+TEST_CASE("compile-cache verify and show: a reader's local copy of a signed entry names its signer, untrusted once "
+          "the trusted keys no longer list it") {
+    temp_dir root("compile-cache-test");
+    fs::path const remote = root.path() / "remote", laptop = root.path() / "laptop";
+    ci_and_old_keys const keys = make_ci_and_old_keys(root.path(), "");
+    if (!keys.made) return; // built without signing
+    // Entries 0-4 signed by the old key, then 0-2 signed again by CI's: 3 of CI, 2 of old.
+    make_signed_entries(remote, 5, root.path() / "old.key");
+    make_signed_entries(remote, 3, root.path() / "ci.key");
+    // The laptop's copies, as a reader's tier keeps them (reseal_envelope: CRC-32C here):
+    // everything before the signature's key id, that key id, flags 0x0200, version 5.
+    for (int i = 0; i < 5; ++i) {
+        std::string const name = made_entry_key(i);
+        std::string const signed_entry = read_file(remote / name.substr(0, 2) / name);
+        std::size_t const check = compile_cache::detail::envelope_signed_check_size;
+        std::string copy = signed_entry.substr(0, signed_entry.size() - check) +
+                           signed_entry.substr(signed_entry.size() - check, 8);
+        copy[8] = 5;
+        copy[10] = 0;
+        copy[11] = 2;
+        compile_cache::detail::append_envelope_check(copy);
+        fs::create_directories(laptop / name.substr(0, 2));
+        write_file(laptop / name.substr(0, 2) / name, copy);
+    }
+    process_result const checked =
+        tool({"verify", laptop.string(), "--trusted-keys-file", keys.trusted.string(), "--json"});
+    REQUIRE_EXIT(checked, 4);
+    CHECK(json_query(checked.out, "sorted((e['key'], e['signer_key_id']) for e in d['untrusted_signer'])") ==
+          json_query("[]", "sorted([('" + made_entry_key(3) + "', '" + keys.old_id + "'), ('" + made_entry_key(4) +
+                               "', '" + keys.old_id + "')])"));
+    process_result const old_copy = tool({"show", laptop.string(), made_entry_key(4).substr(0, 12),
+                                          "--trusted-keys-file", keys.trusted.string()});
+    REQUIRE_EXIT(old_copy, 0);
+    CHECK(line_starting(old_copy.out, "status").rfind("untrusted-signer: a local copy of an entry signed by key id " +
+                                                          keys.old_id,
+                                                      0) == 0);
+    CHECK(line_starting(old_copy.out, "signer") ==
+          "key id " + keys.old_id + ", of the signed entry this is a local copy of (none of the trusted keys)");
+    CHECK(line_starting(old_copy.out, "envelope") == "version 5, mode crc32c, check value verified");
+    process_result const ci_copy = tool({"show", laptop.string(), made_entry_key(0).substr(0, 12), "--json"});
+    REQUIRE_EXIT(ci_copy, 0);
+    CHECK(json_query(ci_copy.out, "(d['status'], d['signer_key_id'], d['envelope']['signer_copy'], "
+                                  "d['envelope']['signer_bytes'], d['envelope']['version'])") ==
+          "('sound', '" + keys.ci_id + "', True, 8, 5)");
 }
 
 TEST_CASE("compile-cache copy --trusted-keys-file copies signed entries byte for byte, and without the keys or from an "

@@ -12,8 +12,8 @@ std::string untrusted_signers_said::first_time(envelope_fields const& env) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (std::find(said_.begin(), said_.end(), id) != said_.end() || said_.size() >= 64) return {};
     said_.push_back(id);
-    return "signed by key id " + id + ", which no trusted key has (a key taken out of the trusted keys, or never "
-                                      "in them); said once for this key";
+    return std::string(env.signer_copy ? "a local copy of an entry signed by key id " : "signed by key id ") + id +
+           ", which no trusted key has (a key taken out of the trusted keys, or never in them); said once for this key";
 }
 
 } // namespace compile_cache::detail

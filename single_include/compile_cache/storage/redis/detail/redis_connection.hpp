@@ -10,13 +10,11 @@
 
 #include <netinet/in.h>
 #include <poll.h>
-#include <pthread.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/time.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -59,22 +57,6 @@ inline remote_error classify_error_reply(std::string_view text) noexcept {
     return remote_error::other;
 }
 
-/// How many times this process's ancestry forked since the first connection was made in it
-/// (a pthread_atfork handler counts in each child): a connection opened at another count
-/// was opened by a parent, and its socket is shared with it. Counting with a handler costs
-/// no system call per exchange (glibc's getpid is one).
-inline std::atomic<unsigned>& redis_fork_count() noexcept {
-    static std::atomic<unsigned> count{0};
-    return count;
-}
-inline void redis_count_fork() noexcept { redis_fork_count().fetch_add(1, std::memory_order_relaxed); }
-/// The count now; the first call installs the handler (before any connection is made).
-inline unsigned redis_fork_generation() noexcept {
-    static bool const counted = ::pthread_atfork(nullptr, nullptr, &redis_count_fork) == 0;
-    (void)counted;
-    return redis_fork_count().load(std::memory_order_relaxed);
-}
-
 /// One command, as its arguments.
 using redis_command = std::vector<std::string_view>;
 
@@ -114,7 +96,7 @@ public:
         total_taken_ = 0;
         max_total_bytes_ = max_total_bytes;
         try {
-            if (context_ && generation_ != redis_fork_generation()) close(); // the parent's socket
+            if (context_ && generation_ != fork_generation()) close(); // the parent's socket
             if (context_)
                 if (auto e = check_in_step()) return fail(e);
             if (!context_)
@@ -221,7 +203,7 @@ private:
     }
 
     std::error_code connect(redis_clock::time_point deadline, std::chrono::milliseconds connect_timeout) {
-        generation_ = redis_fork_generation();
+        generation_ = fork_generation();
         auto const left = remaining(deadline);
         if (left.count() <= 0) return error_text_ = "no time left to connect", make_error_code(remote_error::timeout);
         auto const budget = std::min<std::chrono::microseconds>(left, connect_timeout);
@@ -425,7 +407,7 @@ private:
 
     redis_endpoint endpoint_;
     redisContext* context_ = nullptr;
-    unsigned generation_ = 0; ///< redis_fork_generation() when context_ was opened
+    unsigned generation_ = 0; ///< fork_generation() when context_ was opened
     std::chrono::microseconds receive_slice_{0}; ///< the socket's SO_RCVTIMEO; 0: every wait polls
     std::size_t total_taken_ = 0; ///< bytes the current exchange received
     std::size_t max_total_bytes_ = std::numeric_limits<std::size_t>::max();
