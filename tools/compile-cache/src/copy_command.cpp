@@ -43,14 +43,8 @@ std::optional<std::int64_t> parse_age(std::string const& text) {
 /// writes as one batch (a pack), all written or all refused by the flush.
 struct held_records {
     std::uint64_t records = 0, bytes = 0;
-    std::int64_t since_ns = 0; ///< when the first was written (wall_ns)
+    std::int64_t since_ns = 0; ///< when the first was written (steady_ns, the clock of held_batch_bounds)
 };
-
-/// Now, on the clock directory_storage measures its batch's age on (the wall clock).
-std::int64_t wall_ns() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
 
 /// What copy did with each entry.
 struct copy_tally {
@@ -82,7 +76,7 @@ bool batch_due_before(held_records const& h, std::size_t size) {
     if (h.records == 0) return false;
     return compile_cache::detail::held_batch_bounds::due(static_cast<std::size_t>(h.records) + 1,
                                                          static_cast<std::size_t>(h.bytes) + size,
-                                                         2 * (wall_ns() - h.since_ns));
+                                                         2 * (compile_cache::detail::steady_ns() - h.since_ns));
 }
 
 /// Copies one entry or record of SRC into DST, byte for byte, once it checks.
@@ -123,7 +117,7 @@ void copy_one(command_line const& c, listed_cache const& src, opened_cache const
         }
     }
     if (record && batch_due_before(t.held, bytes.size())) flush_held(dst, t);
-    if (record && t.held.records == 0) t.held.since_ns = wall_ns();
+    if (record && t.held.records == 0) t.held.since_ns = compile_cache::detail::steady_ns();
     if (std::error_code const ec = dst.write(e.k, bytes)) { // (this one alone: its batch is not due)
         ++t.failed;
         if (!t.first_failure) t.first_failure = ec;

@@ -240,7 +240,7 @@ struct deferred_writes : held_batch_bounds {
     /// goes by file time).
     std::unordered_map<key, std::int64_t> held_ns;
     std::size_t bytes = 0;
-    std::int64_t oldest_ns = 0;
+    std::int64_t oldest_ns = 0;    ///< steady_ns() when the first was held: the batch's age
     unsigned generation = 0;       ///< fork_generation() when they were held
     std::atomic<bool> any{false}; ///< read() looks here only when set
 };

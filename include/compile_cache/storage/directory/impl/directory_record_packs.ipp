@@ -50,14 +50,14 @@ std::error_code directory_storage::hold_write(key const& k, std::string_view byt
                 d.bytes = 0;
                 d.generation = generation;
             }
-            if (d.held.empty()) d.oldest_ns = now;
+            if (d.held.empty()) d.oldest_ns = detail::steady_ns(); // (the batch's age: held_batch_bounds' clock)
             d.held_ns[k] = made_ns > 0 ? made_ns : now;
             auto const it = d.held.try_emplace(k).first;
             d.bytes -= it->second.size();
             it->second.assign(bytes.data(), bytes.size());
             d.bytes += bytes.size();
             d.any.store(true);
-            due = impl::deferred_writes::due(d.held.size(), d.bytes, now - d.oldest_ns);
+            due = impl::deferred_writes::due(d.held.size(), d.bytes, detail::steady_ns() - d.oldest_ns);
         }
         return due ? flush_deferred() : std::error_code();
     } catch (...) { // bad_alloc
