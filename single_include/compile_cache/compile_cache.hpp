@@ -13228,8 +13228,9 @@ inline entry_signatures_loader& registered_signatures_loader() noexcept {
 /// sealed again in `to`'s mode into `out`: the same bytes up to the payload's end, the
 /// flags and the check value of `to`. A signed entry sealed in a mode that does not sign
 /// becomes a signer's copy (flag 0x0200): its signer's key id follows the payload, so
-/// that a reader stops using it once it no longer trusts that key; a signer's copy sealed
-/// again drops it. False (out empty) when `entry` is too short to be one, or `to` cannot
+/// that a reader stops using it once it no longer trusts that key. A signer's copy sealed
+/// again in a mode that signs drops it (it is then the new signer's entry); in another
+/// mode it stays a signer's copy. False (out empty) when `entry` is too short to be one, or `to` cannot
 /// seal (signed without a signing key). How a tier's remote entry verified by signature
 /// is kept locally under the local check, and how a store's locally sealed entry is
 /// signed for the remote.
@@ -13242,6 +13243,8 @@ COMPILE_CACHE_DECL bool reseal_envelope(std::string_view entry, envelope_auth co
 /// alone, which accepts an entry of any artifact type. Only with status ok does the
 /// payload reach a deserializer. A compressed entry is `unsupported` here (its payload is
 /// not the serializer's bytes): basic_cache with a Compression policy decompresses it.
+/// A signer's copy (`signer_copy`) is ok whatever its signer: a caller that reads entries
+/// itself asks its trusted keys about `signer_id`, as basic_cache does.
 inline opened_envelope open_envelope(std::string_view bytes, key const& expected, std::string_view format_id,
                                      std::size_t max_payload, envelope_auth const& auth = envelope_auth()) {
     detail::envelope_fields f = detail::check_envelope(bytes, expected, format_id, max_payload, auth);

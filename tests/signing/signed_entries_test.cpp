@@ -256,7 +256,7 @@ TEST_CASE("signed entry: a reader cannot sign, and a verified entry resealed und
     REQUIRE(cc::reseal_envelope(resealed, local, writer, out));
     CHECK(out == entry); // (one key: the same signature of the same bytes, Ed25519 being deterministic)
     CHECK(open_status(out, some_key, reader) == cc::envelope_status::ok);
-    // An entry kept locally in another local mode is no copy.
+    // Sealed again in another mode that does not sign, it stays a signer's copy.
     cc::envelope_auth const crc;
     REQUIRE(cc::reseal_envelope(resealed, local, crc, out));
     CHECK(flags_of(out) == 0x0200);
@@ -619,8 +619,8 @@ TEST_CASE("signed tier: the identity record copied from the remote beside an ent
     CHECK(r.explanation.changed == std::vector<std::string>{"ir"});
 
     // A reader that no longer trusts CI's key is explained nothing by the copy CI signed.
-    tier_cache revoked =
-        machine(laptop, remote, with_records(signing(reader_of(trusting({new_key("next").public_key()})), "laptop secret")));
+    cc::trusted_keys const others = trusting({new_key("next").public_key()});
+    tier_cache revoked = machine(laptop, remote, with_records(signing(reader_of(others), "laptop secret")));
     auto const unexplained = revoked.get_or_compile<std::string>(key_of(revoked, 3), info, compile);
     CHECK(unexplained.reason == "absent");
     CHECK(unexplained.explanation.what == cc::miss_explanation::kind::new_kernel);
