@@ -6879,7 +6879,7 @@ COMPILE_CACHE_DECL std::size_t pack_index_size(std::string_view header);
 COMPILE_CACHE_DECL bool read_pack_index(int fd, std::uint64_t file_size, std::vector<pack_slot>& out);
 
 /// The pack names (markers) in the markers' folder open at `folder_fd`, appended to
-/// `names`; false when it cannot be listed.
+/// `names`; false when it cannot be listed (opened, or read to its end).
 COMPILE_CACHE_DECL bool list_markers(int folder_fd, std::vector<std::string>& names);
 
 /// Where a record is.
@@ -7518,9 +7518,12 @@ bool list_markers(int folder_fd, std::vector<std::string>& names) {
     DIR* const d = ::fdopendir(::dup(folder_fd));
     if (d == nullptr) return false;
     std::unique_ptr<DIR, int (*)(DIR*)> const listing(d, ::closedir);
-    while (dirent* e = ::readdir(d))
+    errno = 0;
+    while (dirent* e = ::readdir(d)) {
         if (is_pack_name(e->d_name)) names.emplace_back(e->d_name);
-    return true;
+        errno = 0;
+    }
+    return errno == 0; // (readdir's end and its failure differ by errno alone)
 }
 
 std::uint64_t record_pack_index::fingerprint(key const& k) noexcept {
@@ -7980,9 +7983,6 @@ bool install_fork_handlers(fork_stage stage, fork_handlers handlers) noexcept {
 
 namespace compile_cache::detail {
 
-/// A held batch is written by the write that brings it to max_keys keys or max_bytes
-/// bytes, or that finds its oldest write max_age_ns old: which also bounds the memory
-/// it takes. No setting changes them.
 /// The steady clock in nanoseconds, on which a held batch's age is measured (and the
 /// other intervals of the held batches: how often a directory looks at its record packs).
 inline std::int64_t steady_ns() noexcept {
@@ -7990,6 +7990,9 @@ inline std::int64_t steady_ns() noexcept {
         .count();
 }
 
+/// A held batch is written by the write that brings it to max_keys keys or max_bytes
+/// bytes, or that finds its oldest write max_age_ns old: which also bounds the memory
+/// it takes. No setting changes them.
 struct held_batch_bounds {
     static constexpr std::size_t max_keys = 256;
     static constexpr std::size_t max_bytes = std::size_t{4} << 20;
@@ -11370,6 +11373,7 @@ std::error_code directory_storage::hold_write(key const& k, std::string_view byt
     try {
         impl::deferred_writes& d = state_->deferred;
         std::int64_t const now = impl::now_ns();
+        std::int64_t const steady_now = detail::steady_ns(); // (the batch's age: held_batch_bounds' clock)
         bool due = false;
         {
             std::lock_guard<std::mutex> const lock(d.mutex);
@@ -11380,14 +11384,14 @@ std::error_code directory_storage::hold_write(key const& k, std::string_view byt
                 d.bytes = 0;
                 d.generation = generation;
             }
-            if (d.held.empty()) d.oldest_ns = detail::steady_ns(); // (the batch's age: held_batch_bounds' clock)
+            if (d.held.empty()) d.oldest_ns = steady_now;
             d.held_ns[k] = made_ns > 0 ? made_ns : now;
             auto const it = d.held.try_emplace(k).first;
             d.bytes -= it->second.size();
             it->second.assign(bytes.data(), bytes.size());
             d.bytes += bytes.size();
             d.any.store(true);
-            due = impl::deferred_writes::due(d.held.size(), d.bytes, detail::steady_ns() - d.oldest_ns);
+            due = impl::deferred_writes::due(d.held.size(), d.bytes, steady_now - d.oldest_ns);
         }
         return due ? flush_deferred() : std::error_code();
     } catch (...) { // bad_alloc
@@ -18877,7 +18881,7 @@ struct identity_records {
                     if (previous->record) base = std::move(*previous->record);
                 } else {
                     bool over_bound = false;
-                    if (std::optional<identity_record> now = read(identity, over_bound)) base = std::move(*now);
+                    if (std::optional<identity_record> now = read(identity, rk, over_bound)) base = std::move(*now);
                 }
                 base.identity = std::move(identity);
                 put_first(base, std::move(newest));
@@ -18887,7 +18891,7 @@ struct identity_records {
                 std::optional<identity_record> const* before = previous ? &previous->record : nullptr;
                 if (!before) {
                     bool over_bound = false;
-                    read_now = read(identity, over_bound);
+                    read_now = read(identity, rk, over_bound);
                     before = &read_now;
                 }
                 std::string const entry = sealed_identity_record(std::move(identity), std::move(newest),

@@ -213,7 +213,7 @@ struct identity_records {
                     if (previous->record) base = std::move(*previous->record);
                 } else {
                     bool over_bound = false;
-                    if (std::optional<identity_record> now = read(identity, over_bound)) base = std::move(*now);
+                    if (std::optional<identity_record> now = read(identity, rk, over_bound)) base = std::move(*now);
                 }
                 base.identity = std::move(identity);
                 put_first(base, std::move(newest));
@@ -223,7 +223,7 @@ struct identity_records {
                 std::optional<identity_record> const* before = previous ? &previous->record : nullptr;
                 if (!before) {
                     bool over_bound = false;
-                    read_now = read(identity, over_bound);
+                    read_now = read(identity, rk, over_bound);
                     before = &read_now;
                 }
                 std::string const entry = sealed_identity_record(std::move(identity), std::move(newest),

@@ -11,9 +11,6 @@
 
 namespace compile_cache::detail {
 
-/// A held batch is written by the write that brings it to max_keys keys or max_bytes
-/// bytes, or that finds its oldest write max_age_ns old: which also bounds the memory
-/// it takes. No setting changes them.
 /// The steady clock in nanoseconds, on which a held batch's age is measured (and the
 /// other intervals of the held batches: how often a directory looks at its record packs).
 inline std::int64_t steady_ns() noexcept {
@@ -21,6 +18,9 @@ inline std::int64_t steady_ns() noexcept {
         .count();
 }
 
+/// A held batch is written by the write that brings it to max_keys keys or max_bytes
+/// bytes, or that finds its oldest write max_age_ns old: which also bounds the memory
+/// it takes. No setting changes them.
 struct held_batch_bounds {
     static constexpr std::size_t max_keys = 256;
     static constexpr std::size_t max_bytes = std::size_t{4} << 20;

@@ -9,7 +9,6 @@
 #include <compile_cache/detail/held_batch_bounds.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <optional>

@@ -31,7 +31,6 @@
 #include <type_traits>
 #include <utility>
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -148,23 +147,15 @@ struct directory_handle {
 /// user cannot list it (another user's cache: which packs hosts read is not known here).
 std::optional<std::set<std::string>> list_pack_markers(std::string const& dir) {
     std::string const folder = dir + "/" + std::string(layout::packs_folder_name);
-    int const fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0 && (errno == ENOENT || errno == ENOTDIR || errno == ELOOP)) return std::set<std::string>();
-    DIR* const d = fd < 0 ? nullptr : ::fdopendir(fd);
-    if (d == nullptr) {
-        if (fd >= 0) ::close(fd);
+    compile_cache::detail::file_descriptor const fd{
+        ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
+    if (!fd) {
+        if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) return std::set<std::string>();
         return std::nullopt;
     }
-    std::set<std::string> names;
-    errno = 0;
-    while (dirent* e = ::readdir(d)) {
-        if (layout::is_pack_name(e->d_name)) names.insert(e->d_name);
-        errno = 0;
-    }
-    bool const listed = errno == 0;
-    ::closedir(d);
-    if (!listed) return std::nullopt;
-    return names;
+    std::vector<std::string> names; // (as a host lists them: detail/record_packs.hpp)
+    if (!compile_cache::detail::directory_storage_impl::list_markers(fd.fd, names)) return std::nullopt;
+    return std::set<std::string>(names.begin(), names.end());
 }
 
 int list_directory(opened_cache& self, cache_listing& l, progress_line& progress) {

@@ -105,7 +105,7 @@ COMPILE_CACHE_DECL std::size_t pack_index_size(std::string_view header);
 COMPILE_CACHE_DECL bool read_pack_index(int fd, std::uint64_t file_size, std::vector<pack_slot>& out);
 
 /// The pack names (markers) in the markers' folder open at `folder_fd`, appended to
-/// `names`; false when it cannot be listed.
+/// `names`; false when it cannot be listed (opened, or read to its end).
 COMPILE_CACHE_DECL bool list_markers(int folder_fd, std::vector<std::string>& names);
 
 /// Where a record is.

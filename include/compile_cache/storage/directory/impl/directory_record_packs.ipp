@@ -40,6 +40,7 @@ std::error_code directory_storage::hold_write(key const& k, std::string_view byt
     try {
         impl::deferred_writes& d = state_->deferred;
         std::int64_t const now = impl::now_ns();
+        std::int64_t const steady_now = detail::steady_ns(); // (the batch's age: held_batch_bounds' clock)
         bool due = false;
         {
             std::lock_guard<std::mutex> const lock(d.mutex);
@@ -50,14 +51,14 @@ std::error_code directory_storage::hold_write(key const& k, std::string_view byt
                 d.bytes = 0;
                 d.generation = generation;
             }
-            if (d.held.empty()) d.oldest_ns = detail::steady_ns(); // (the batch's age: held_batch_bounds' clock)
+            if (d.held.empty()) d.oldest_ns = steady_now;
             d.held_ns[k] = made_ns > 0 ? made_ns : now;
             auto const it = d.held.try_emplace(k).first;
             d.bytes -= it->second.size();
             it->second.assign(bytes.data(), bytes.size());
             d.bytes += bytes.size();
             d.any.store(true);
-            due = impl::deferred_writes::due(d.held.size(), d.bytes, detail::steady_ns() - d.oldest_ns);
+            due = impl::deferred_writes::due(d.held.size(), d.bytes, steady_now - d.oldest_ns);
         }
         return due ? flush_deferred() : std::error_code();
     } catch (...) { // bad_alloc

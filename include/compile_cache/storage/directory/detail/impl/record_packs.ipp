@@ -102,9 +102,12 @@ bool list_markers(int folder_fd, std::vector<std::string>& names) {
     DIR* const d = ::fdopendir(::dup(folder_fd));
     if (d == nullptr) return false;
     std::unique_ptr<DIR, int (*)(DIR*)> const listing(d, ::closedir);
-    while (dirent* e = ::readdir(d))
+    errno = 0;
+    while (dirent* e = ::readdir(d)) {
         if (is_pack_name(e->d_name)) names.emplace_back(e->d_name);
-    return true;
+        errno = 0;
+    }
+    return errno == 0; // (readdir's end and its failure differ by errno alone)
 }
 
 std::uint64_t record_pack_index::fingerprint(key const& k) noexcept {
