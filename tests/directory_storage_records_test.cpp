@@ -554,6 +554,87 @@ TEST_CASE("small packs are merged: a reader whose pack was merged away finds the
     CHECK(markers_under(root) == packs);
 }
 
+namespace {
+
+/// Writes through `s` a pack whose name starts with `time`, holding a record (at version 5,
+/// its bytes "record of <kernel>") per kernel, and its marker under `root`: as another
+/// process's batch or merge leaves one.
+key put_pack(directory_storage& s, fs::path const& root, std::uint64_t time, std::vector<std::string> const& kernels) {
+    namespace impl = cc::detail::directory_storage_impl;
+    unsigned char bytes[cc::detail::record_key_size] = {};
+    cc::detail::store_be<std::uint64_t>(bytes, time);
+    bytes[cc::detail::record_key_size - 1] = cc::detail::pack_key_marker;
+    key const name(bytes, cc::detail::record_key_size);
+    std::vector<std::string> texts;
+    for (std::string const& k : kernels) texts.push_back("record of " + k);
+    std::vector<impl::packed_record> records;
+    for (std::size_t i = 0; i < kernels.size(); ++i)
+        records.push_back({cc::identity_record_key(kernels[i]), 5, texts[i]});
+    CHECK(!s.write(name, impl::encode_pack(records)));
+    fs::create_directories(root / std::string(cc::directory_layout::packs_folder_name));
+    fs::create_symlink(s.entry_path(name), root / std::string(cc::directory_layout::packs_folder_name) / name.hex());
+    return name;
+}
+
+/// What process B does while process A's merge has chosen its packs and not read them yet
+/// (after_pack_merge_planned_for_testing): it indexes the packs written since its last look,
+/// then merges its own small packs, fifteen new ones of one record each among them.
+struct merge_meanwhile {
+    static inline directory_storage* b = nullptr;
+    static inline fs::path const* root = nullptr;
+    static void run() {
+        cc::detail::directory_storage_impl::after_pack_merge_planned_for_testing = nullptr;
+        for (std::uint64_t i = 0; i < 15; ++i) put_pack(*b, *root, 3000 + i, {"g" + std::to_string(i)});
+        b->look_at_records_now();
+        CHECK(!b->write(cc::identity_record_key("b's"), "b's record"));
+        CHECK(!b->flush_deferred());
+    }
+};
+
+} // namespace
+
+TEST_CASE("processes merging two copies of a record at once keep one: a copy at the newest version is kept",
+          "[storage][records][packs]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    directory_storage writer(root.string());
+    // Pack X holds the record; fifteen packs hold three others each. Process B indexes them.
+    key const x = put_pack(writer, root, 1000, {"r"});
+    for (std::uint64_t i = 0; i < 15; ++i) {
+        std::string const f = "f" + std::to_string(i);
+        put_pack(writer, root, 1100 + i, {f + "a", f + "b", f + "c"});
+    }
+    directory_storage b(root.string());
+    b.look_at_records_now();
+    // Pack Y, newer, holds a copy of it, as a merge of X that has not removed X yet leaves.
+    key const y = put_pack(writer, root, 2000, {"r", "y"});
+    // Process A indexes the seventeen packs and merges X, Y and fourteen others. Once it has
+    // chosen them, B merges X (whose record it knows in Y too) and its own fifteen new packs.
+    directory_storage a(root.string());
+    REQUIRE(!a.write(cc::identity_record_key("a's"), "a's record"));
+    merge_meanwhile::b = &b;
+    merge_meanwhile::root = &root;
+    cc::detail::directory_storage_impl::after_pack_merge_planned_for_testing = merge_meanwhile::run;
+    REQUIRE(!a.flush_deferred());
+    cc::detail::directory_storage_impl::after_pack_merge_planned_for_testing = nullptr;
+    // Both merges ran: X and Y are gone. The record is in one of the new packs.
+    CHECK(!fs::exists(writer.entry_path(x)));
+    CHECK(!fs::exists(writer.entry_path(y)));
+    std::string out;
+    directory_storage reader(root.string());
+    REQUIRE(reader.read(cc::identity_record_key("r"), out, 1 << 20).status == read_status::found);
+    CHECK(out == "record of r");
+    std::vector<std::string> others{"y", "a's", "b's"};
+    for (std::uint64_t i = 0; i < 15; ++i) {
+        others.push_back("g" + std::to_string(i));
+        for (char const* part : {"a", "b", "c"}) others.push_back("f" + std::to_string(i) + part);
+    }
+    for (std::string const& k : others) {
+        INFO("record " << k);
+        CHECK(reader.read(cc::identity_record_key(k), out, 1 << 20).status == read_status::found);
+    }
+}
+
 #ifdef COMPILE_CACHE_HELPER_storage_worker
 TEST_CASE("two processes writing small packs at once, merging them, leave every kernel's record",
           "[storage][records][packs][processes]") {

@@ -84,6 +84,8 @@ struct pack_slot {
 
 /// For tests: called at each look at the packs' markers, which holds the index's mutex.
 inline thread_local void (*during_pack_listing_for_testing)() = nullptr;
+/// For tests: called by a write of records once it has chosen the packs it merges, before it reads them.
+inline thread_local void (*after_pack_merge_planned_for_testing)() = nullptr;
 
 /// A fresh pack key: the time now, then random bytes.
 COMPILE_CACHE_DECL key new_pack_key();

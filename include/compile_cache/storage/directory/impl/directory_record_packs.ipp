@@ -285,12 +285,18 @@ std::error_code directory_storage::write_pack(std::vector<detail::directory_stor
     (void)impl::make_directories(folder_path, options_.directory_mode, options_.umask, created);
     impl::file_descriptor const folder{open_packs_folder()};
     if (!folder) return impl::errno_code(errno != 0 ? errno : EIO);
-    // The small packs to merge into this one, when the index holds too many.
+    // The small packs to merge into this one, when the index holds too many. A record of
+    // theirs is left out only for a newer version: the batch's, or a strictly newer one this
+    // process knows. One at the newest version known is kept (once), though another pack may
+    // hold a copy: another process may be merging that copy away, counting on this one
+    // (docs/design.md, "Identity records in packs").
     struct candidate {
         key name;
-        std::vector<index::record> live; // their newest versions, not in this batch
+        std::size_t records = 0; // as indexed
     };
     std::vector<candidate> merged;
+    std::unordered_map<std::uint64_t, std::int64_t> newest_known; // by fingerprint
+    std::unordered_set<std::uint64_t> batch, counted;
     std::size_t count = records.size(), bytes = 0;
     for (impl::packed_record const& r : records) bytes += r.bytes.size();
     if (take_pack_index()) {
@@ -302,31 +308,39 @@ std::error_code directory_storage::write_pack(std::vector<detail::directory_stor
             for (index::pack const& p : ix.packs) smallest.push_back(&p);
             std::sort(smallest.begin(), smallest.end(),
                       [](index::pack const* a, index::pack const* b) { return a->records.size() < b->records.size(); });
-            std::unordered_set<std::uint64_t> batch;
             for (impl::packed_record const& r : records) batch.insert(index::fingerprint(r.k));
             for (index::pack const* p : smallest) {
                 if (merged.size() == impl::packs_merged_above) break;
-                if (count + p->records.size() > impl::pack_max_records || bytes + p->bytes > pack_bytes_bound())
-                    break;
-                candidate c{p->name, {}};
+                // Its records kept (at their newest version known, once each), and every record's
+                // newest version.
+                std::vector<std::uint64_t> kept;
                 for (index::record const& r : p->records) {
                     if (batch.count(r.fingerprint) != 0) continue;
                     // (whatever this process removed: the merged pack is every process's)
                     std::optional<impl::record_location> const newest = ix.find(r.fingerprint, false);
-                    if (newest && newest->pack == p->name && newest->offset == r.offset) c.live.push_back(r);
+                    std::int64_t const newest_ns = newest ? std::max(newest->version_ns, r.version_ns) : r.version_ns;
+                    newest_known.emplace(r.fingerprint, newest_ns); // (the same, by any pack)
+                    if (r.version_ns >= newest_ns && counted.count(r.fingerprint) == 0) kept.push_back(r.fingerprint);
                 }
-                count += c.live.size();
+                std::sort(kept.begin(), kept.end());
+                kept.erase(std::unique(kept.begin(), kept.end()), kept.end());
+                if (count + kept.size() > impl::pack_max_records || bytes + p->bytes > pack_bytes_bound()) break;
+                counted.insert(kept.begin(), kept.end());
+                count += kept.size();
                 bytes += p->bytes;
-                merged.push_back(std::move(c));
+                merged.push_back({p->name, p->records.size()});
             }
             // Fewer are not worth rewriting: each record is then rewritten about once in all.
             if (merged.size() < impl::packs_merged_at_least) merged.clear();
         }
     }
+    if (!merged.empty() && impl::after_pack_merge_planned_for_testing != nullptr)
+        impl::after_pack_merge_planned_for_testing();
     // The merged packs' records, read whole (each at most a pack's bytes).
     std::vector<std::string> contents;
     contents.reserve(merged.size());
     std::vector<impl::pack_slot> slots;
+    std::unordered_set<std::uint64_t> taken;
     for (auto it = merged.begin(); it != merged.end();) {
         std::string path;
         impl::append_entry_path(path, directory_, it->name);
@@ -340,7 +354,7 @@ std::error_code directory_storage::write_pack(std::vector<detail::directory_stor
                                                      impl::pack_slot_size * impl::pack_max_records,
                                              st) == detail::file_read_status::read &&
                    !trust(st) && detail::read_file_bytes(fd, file, static_cast<std::size_t>(st.st_size)) &&
-                   impl::parse_pack_index(file, file.size(), slots);
+                   impl::parse_pack_index(file, file.size(), slots) && slots.size() == it->records;
             if (read) file_ns = std::max(file_ns, impl::mtime_ns(st)); // (its records' newest entry's time)
         }
         if (!read) { // gone meanwhile (another process merged it), or unreadable: left as it is
@@ -349,10 +363,10 @@ std::error_code directory_storage::write_pack(std::vector<detail::directory_stor
         }
         contents.push_back(std::move(file));
         for (impl::pack_slot const& s : slots) {
-            bool const live = std::any_of(it->live.begin(), it->live.end(), [&](index::record const& r) {
-                return r.offset == s.offset && r.fingerprint == index::fingerprint(s.k);
-            });
-            if (live) records.push_back({s.k, s.version_ns, std::string_view(contents.back()).substr(s.offset, s.length)});
+            std::uint64_t const fp = index::fingerprint(s.k);
+            auto const newest = newest_known.find(fp);
+            if (newest == newest_known.end() || s.version_ns < newest->second || !taken.insert(fp).second) continue;
+            records.push_back({s.k, s.version_ns, std::string_view(contents.back()).substr(s.offset, s.length)});
         }
         ++it;
     }
