@@ -699,8 +699,9 @@ private:
             if (!read_entry(k.value(), buffer.bytes(), view, bytes, attempt)) return std::nullopt;
             auto const read_done = std::chrono::steady_clock::now();
             detail::decompress_buffer decompressed; // a compressed payload, decompressed here
-            detail::envelope_fields const env =
-                open_entry(k.value(), entry_format_id<Artifact>(), bytes, view, decompressed.bytes(), attempt);
+            std::string refetched; // the remote's entry in place of a refused local copy (open_entry)
+            detail::envelope_fields const env = open_entry(k.value(), entry_format_id<Artifact>(), bytes, view,
+                                                           refetched, decompressed.bytes(), attempt);
             if (env.status != envelope_status::ok) return std::nullopt;
             auto const verify_done = std::chrono::steady_clock::now();
             std::optional<Artifact> artifact = deserialize<Artifact>(env.payload, self, view, attempt);
@@ -769,16 +770,25 @@ private:
     // Checks the entry read for `k` (by signature when detail::auth_for says so), and
     // decompresses its payload into `decompressed` when it is compressed (env.payload then
     // points there); a status other than ok is a counted miss, and a damaged entry is
-    // reported to the storage. Bytes that changed under the reader (a view no longer intact, checked
-    // after the decompression that reads them) are a read error, neither corrupt nor
-    // reported.
+    // reported to the storage. A local copy whose signer is no longer trusted gives way to
+    // the remote's entry, read into `refetched`, when that one verifies. Bytes that changed
+    // under the reader (a view no longer intact, checked after the decompression that reads
+    // them) are a read error, neither corrupt nor reported.
     template <class View>
     detail::envelope_fields open_entry(key const& k, std::string_view format_id, std::string_view buffer, View const& view,
-                                       std::string& decompressed, load_attempt& attempt) {
-        envelope_auth const& auth = detail::auth_for<Storage>(attempt.read, auth_, remote_auth_);
-        detail::envelope_fields env =
-            detail::check_envelope(buffer, k, format_id, options_.max_entry_size, auth);
-        if (&auth == &auth_) detail::refuse_untrusted_copy(env, remote_auth_); // a signer's copy, kept locally
+                                       std::string& refetched, std::string& decompressed, load_attempt& attempt) {
+        envelope_auth const* auth = &detail::auth_for<Storage>(attempt.read, auth_, remote_auth_);
+        detail::envelope_fields env = detail::check_envelope(buffer, k, format_id, options_.max_entry_size, *auth);
+        if (auth == &auth_) {
+            detail::refuse_untrusted_copy(env, remote_auth_); // a signer's copy, kept locally
+            // (With signatures the entry was read, never viewed: `view` is no mapping.)
+            if (detail::refetch_refused_copy(storage_, k, format_id, options_.max_entry_size, auth_, remote_auth_,
+                                             refetched, attempt.read, env)) {
+                auth = &remote_auth_;
+                buffer = refetched;
+                attempt.bytes = refetched.size();
+            }
+        }
         if (env.status == envelope_status::ok && env.compressed) detail::decompress_payload<Compression>(env, decompressed);
         if (!view.intact()) {
             env.status = envelope_status::corrupt;
@@ -786,7 +796,7 @@ private:
             return env;
         }
         // A tier copies a sound remote entry locally (cache/signed_entry_checks.hpp).
-        detail::tell_checked(storage_, k, buffer, attempt.read, env.status, auth, auth_);
+        detail::tell_checked(storage_, k, buffer, attempt.read, env.status, *auth, auth_);
         if (std::optional<miss_reason> const miss = miss_reason_of(env.status)) {
             if (is_damaged_entry(env.status)) detail::tell_storage_corrupt(storage_, k);
             missed(attempt, *miss,

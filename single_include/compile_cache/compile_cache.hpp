@@ -14457,6 +14457,7 @@ private:
 ///   (absent, or a local error) the remote, unless it is skipped (back-off). A remote
 ///   error is counted (remote_error) and the read answers as the local storage did. An
 ///   answer from the remote says so in its `origin` (tiered_storage::from_remote).
+///   `read_remote` is the remote's part alone.
 /// - `entry_checked` (called by basic_cache after it checked an entry's envelope, with
 ///   the read's answer): an entry the remote returned that checked `sound` is counted as
 ///   a remote hit and written to the local storage (so the next process reads it
@@ -14719,7 +14720,31 @@ public:
             answer.origin = 0;
             if (answer.status == read_status::found || answer.status == read_status::too_large) return answer;
         }
-        if (!state_->remote || !state_->remote_usable()) return answer;
+        return read_from_remote(k, out, max_size, answer);
+    }
+
+    /// The remote's answer alone, the local storage not read: as `read` answers when the
+    /// local storage has no entry (absent when there is no remote, or it is skipped).
+    /// basic_cache reads the remote so when the local copy of a signed entry names a
+    /// signer no longer trusted: after a rotation, the remote has the kernel signed anew.
+    read_result read_remote(key const& k, std::string& out, std::size_t max_size) noexcept {
+        read_result const absent{read_status::absent, {}};
+        if (!state_ || state_->forked_mid_job()) {
+            out.clear();
+            return absent;
+        }
+        return read_from_remote(k, out, max_size, absent);
+    }
+
+private:
+    // The remote's answer to a read, or `answer` (the local storage's) when the remote has
+    // no entry, fails or is skipped.
+    read_result read_from_remote(key const& k, std::string& out, std::size_t max_size,
+                                 read_result const& answer) noexcept {
+        if (!state_->remote || !state_->remote_usable()) {
+            out.clear();
+            return answer;
+        }
         read_result r;
         if (state_->take_prefetched(k, out, max_size, r)) {
             // The batch's answer (prefetch): counted as the remote's read would be.
@@ -14766,6 +14791,7 @@ public:
         return answer;
     }
 
+public:
     /// Signed entries (basic_cache calls it when cache_options::signatures is set): what a
     /// store uploads is `sealer(k, entry, out)`'s `out`; false: nothing is uploaded. The
     /// local storage keeps the entry as given. Call before any write.
@@ -18496,6 +18522,26 @@ inline void refuse_untrusted_copy(envelope_fields& env, envelope_auth const& rem
     env.payload = {};
 }
 
+/// A Storage that reads its remote alone: `read_remote(key const&, std::string&, std::size_t)`
+/// (tiered_storage::read_remote).
+template <class S>
+using read_remote_t = decltype(std::declval<S&>().read_remote(std::declval<key const&>(), std::declval<std::string&>(),
+                                                              std::size_t{}));
+template <class S>
+using has_read_remote = is_detected<read_remote_t, S>;
+
+/// After refuse_untrusted_copy refused the local copy `env` (its signer no longer
+/// trusted), the remote's entry for `k`, over a Storage that reads its remote alone: read
+/// into `fetched` and checked by signature (`remote`). True when it verifies (after a
+/// rotation the remote holds the kernel signed by a trusted key): `env` and `rr` are then
+/// its own, for the caller to go on with as with any entry from the remote. False
+/// otherwise, `env` and `rr` left as they were; an entry that does not verify is told to
+/// the storage as tell_checked tells it (counted against the remote, not copied).
+template <class Storage>
+bool refetch_refused_copy(Storage& storage, key const& k, std::string_view format_id, std::size_t max_size,
+                          envelope_auth const& local, envelope_auth const& remote, std::string& fetched,
+                          read_result& rr, envelope_fields& env);
+
 /// Tells `storage` what the check of `bytes` (by `auth`) found; an entry accepted by
 /// signature is handed over resealed in the local mode (`local`), so that the tier keeps
 /// it locally as a local entry and later hits cost what local hits cost. Checked by
@@ -18514,6 +18560,28 @@ void tell_checked(Storage& storage, key const& k, std::string_view bytes, read_r
         return;
     }
     tell_entry_checked(storage, k, bytes, rr, status);
+}
+
+template <class Storage>
+bool refetch_refused_copy(Storage& storage, key const& k, std::string_view format_id, std::size_t max_size,
+                          envelope_auth const& local, envelope_auth const& remote, std::string& fetched,
+                          read_result& rr, envelope_fields& env) {
+    if constexpr (has_read_remote<Storage>::value) {
+        if (env.status != envelope_status::untrusted_signer || !env.signer_copy || !remote.is_signed()) return false;
+        read_result const answer = storage.read_remote(k, fetched, max_size);
+        if (answer.status != read_status::found) return false;
+        envelope_fields checked = check_envelope(fetched, k, format_id, max_size, remote);
+        if (checked.status != envelope_status::ok) {
+            tell_checked(storage, k, fetched, answer, checked.status, remote, local);
+            return false;
+        }
+        env = checked;
+        rr = answer;
+        return true;
+    }
+    (void)storage, (void)k, (void)format_id, (void)max_size, (void)local, (void)remote;
+    (void)fetched, (void)rr, (void)env;
+    return false;
 }
 
 /// With signatures (`remote` signed), a Storage that uploads to a remote
@@ -18802,16 +18870,25 @@ struct identity_records {
         over_bound = false;
         try {
             std::string bytes;
-            read_result const rr = storage.read(rk, bytes, identity_record_max_size);
+            read_result rr = storage.read(rk, bytes, identity_record_max_size);
             if (rr.status == read_status::too_large) over_bound = true;
             if (rr.status != read_status::found) return std::nullopt;
-            envelope_auth const& auth = auth_for<Storage>(rr, local, remote);
-            envelope_fields env = check_envelope(bytes, rk, identity_record_format, identity_record_max_size, auth);
-            if (&auth == &local) refuse_untrusted_copy(env, remote); // a signer's copy, kept locally
+            envelope_auth const* auth = &auth_for<Storage>(rr, local, remote);
+            envelope_fields env = check_envelope(bytes, rk, identity_record_format, identity_record_max_size, *auth);
+            std::string refetched; // the remote's record, when a refused copy gives way to it
+            std::string_view record = bytes;
+            if (auth == &local) {
+                refuse_untrusted_copy(env, remote); // a signer's copy, kept locally
+                if (refetch_refused_copy(storage, rk, identity_record_format, identity_record_max_size, local, remote,
+                                         refetched, rr, env)) {
+                    auth = &remote;
+                    record = refetched;
+                }
+            }
             // A tier counts it, keeps another secret's, and copies a sound record it read
             // from its remote, so that this machine has it locally (for its misses and
             // for `compile-cache explain`): resealed locally when it was checked by signature.
-            tell_checked(storage, rk, bytes, rr, env.status, auth, local);
+            tell_checked(storage, rk, record, rr, env.status, *auth, local);
             return identity_record_in(env, identity, over_bound);
         } catch (...) {
             return std::nullopt;
@@ -19739,8 +19816,9 @@ private:
             if (!read_entry(k.value(), buffer.bytes(), view, bytes, attempt)) return std::nullopt;
             auto const read_done = std::chrono::steady_clock::now();
             detail::decompress_buffer decompressed; // a compressed payload, decompressed here
-            detail::envelope_fields const env =
-                open_entry(k.value(), entry_format_id<Artifact>(), bytes, view, decompressed.bytes(), attempt);
+            std::string refetched; // the remote's entry in place of a refused local copy (open_entry)
+            detail::envelope_fields const env = open_entry(k.value(), entry_format_id<Artifact>(), bytes, view,
+                                                           refetched, decompressed.bytes(), attempt);
             if (env.status != envelope_status::ok) return std::nullopt;
             auto const verify_done = std::chrono::steady_clock::now();
             std::optional<Artifact> artifact = deserialize<Artifact>(env.payload, self, view, attempt);
@@ -19809,16 +19887,25 @@ private:
     // Checks the entry read for `k` (by signature when detail::auth_for says so), and
     // decompresses its payload into `decompressed` when it is compressed (env.payload then
     // points there); a status other than ok is a counted miss, and a damaged entry is
-    // reported to the storage. Bytes that changed under the reader (a view no longer intact, checked
-    // after the decompression that reads them) are a read error, neither corrupt nor
-    // reported.
+    // reported to the storage. A local copy whose signer is no longer trusted gives way to
+    // the remote's entry, read into `refetched`, when that one verifies. Bytes that changed
+    // under the reader (a view no longer intact, checked after the decompression that reads
+    // them) are a read error, neither corrupt nor reported.
     template <class View>
     detail::envelope_fields open_entry(key const& k, std::string_view format_id, std::string_view buffer, View const& view,
-                                       std::string& decompressed, load_attempt& attempt) {
-        envelope_auth const& auth = detail::auth_for<Storage>(attempt.read, auth_, remote_auth_);
-        detail::envelope_fields env =
-            detail::check_envelope(buffer, k, format_id, options_.max_entry_size, auth);
-        if (&auth == &auth_) detail::refuse_untrusted_copy(env, remote_auth_); // a signer's copy, kept locally
+                                       std::string& refetched, std::string& decompressed, load_attempt& attempt) {
+        envelope_auth const* auth = &detail::auth_for<Storage>(attempt.read, auth_, remote_auth_);
+        detail::envelope_fields env = detail::check_envelope(buffer, k, format_id, options_.max_entry_size, *auth);
+        if (auth == &auth_) {
+            detail::refuse_untrusted_copy(env, remote_auth_); // a signer's copy, kept locally
+            // (With signatures the entry was read, never viewed: `view` is no mapping.)
+            if (detail::refetch_refused_copy(storage_, k, format_id, options_.max_entry_size, auth_, remote_auth_,
+                                             refetched, attempt.read, env)) {
+                auth = &remote_auth_;
+                buffer = refetched;
+                attempt.bytes = refetched.size();
+            }
+        }
         if (env.status == envelope_status::ok && env.compressed) detail::decompress_payload<Compression>(env, decompressed);
         if (!view.intact()) {
             env.status = envelope_status::corrupt;
@@ -19826,7 +19913,7 @@ private:
             return env;
         }
         // A tier copies a sound remote entry locally (cache/signed_entry_checks.hpp).
-        detail::tell_checked(storage_, k, buffer, attempt.read, env.status, auth, auth_);
+        detail::tell_checked(storage_, k, buffer, attempt.read, env.status, *auth, auth_);
         if (std::optional<miss_reason> const miss = miss_reason_of(env.status)) {
             if (is_damaged_entry(env.status)) detail::tell_storage_corrupt(storage_, k);
             missed(attempt, *miss,

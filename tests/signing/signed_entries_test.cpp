@@ -88,6 +88,31 @@ std::uint16_t version_of(std::string const& entry) {
     return static_cast<std::uint16_t>(static_cast<unsigned char>(entry[8]) | static_cast<unsigned char>(entry[9]) << 8);
 }
 
+/// One process on the laptop (a fresh child), its local directory `local` before `remote`,
+/// trusting the keys the file `trusted` lists when it starts, getting `k`: how it got the
+/// kernel, why, " wrong" for wrong bytes, and how many lines of its log named `key_id`.
+std::string laptop_run(fs::path const& local, fs::path const& remote, fs::path const& trusted, cc::key_result const& k,
+                       std::string const& key_id) {
+    return run_in_child([&] {
+        std::string why;
+        std::optional<cc::trusted_keys> keys = cc::trusted_keys::from_file(trusted.string(), why);
+        if (!keys) return "trusted keys: " + why;
+        tier_cache c = machine(local, remote, signing(reader_of(std::move(*keys))));
+        if (!c.enabled()) return std::string("disabled");
+        std::size_t naming = 0;
+        c.set_logger([&](std::string_view line) { naming += line.find(key_id) != std::string_view::npos; });
+        cc::cached<compiled_kernel> const r = c.get_or_compile<compiled_kernel>(k, axpy_info, small_kernel);
+        bool const right = r.value.bytecode == small_kernel().bytecode;
+        return std::string(cc::to_string(r.outcome)) + " " + r.reason + (right ? "" : " wrong") + " named " +
+               std::to_string(naming);
+    });
+}
+
+/// Whether `entry` holds the key id `id` (a signer's copy names its signer after its payload).
+bool names_signer(std::string const& entry, cc::entry_signer_id const& id) {
+    return entry.find(std::string(reinterpret_cast<char const*>(id.data()), id.size())) != std::string::npos;
+}
+
 } // namespace
 
 TEST_CASE("signed entry: flags 2, then the signer's key id and the signature of everything before the signature",
@@ -356,23 +381,7 @@ TEST_CASE("signed tier: a key taken out of the trusted keys stops the local copi
         tier_cache writer = machine(dir.path() / "ci", remote, signing(writer_of(std::move(ci))));
         REQUIRE(writer.store(k, small_kernel(), axpy_info));
     }
-    // One process on the laptop, trusting the keys the file lists when it starts: how it
-    // got the kernel, why, and how many lines of its log named CI's key.
-    auto laptop = [&] {
-        return run_in_child([&] {
-            std::string why;
-            std::optional<cc::trusted_keys> keys = cc::trusted_keys::from_file(trusted.string(), why);
-            if (!keys) return "trusted keys: " + why;
-            tier_cache c = machine(dir.path() / "laptop", remote, signing(reader_of(std::move(*keys))));
-            if (!c.enabled()) return std::string("disabled");
-            std::size_t naming = 0;
-            c.set_logger([&](std::string_view line) { naming += line.find(ci_id) != std::string_view::npos; });
-            cc::cached<compiled_kernel> const r = c.get_or_compile<compiled_kernel>(k, axpy_info, small_kernel);
-            bool const right = r.value.bytecode == small_kernel().bytecode;
-            return std::string(cc::to_string(r.outcome)) + " " + r.reason + (right ? "" : " wrong") +
-                   " named " + std::to_string(naming);
-        });
-    };
+    auto laptop = [&] { return laptop_run(dir.path() / "laptop", remote, trusted, k, ci_id); };
     CHECK(laptop() == "loaded  named 0"); // from the remote, by signature; kept locally
     fs::path const copy = cc::directory_storage((dir.path() / "laptop").string()).entry_path(k.value());
     REQUIRE(fs::exists(copy));
@@ -399,6 +408,81 @@ TEST_CASE("signed tier: a key taken out of the trusted keys stops the local copi
         cc::directory_storage(desk.string())};
     CHECK_FALSE(unsigned_reader.load<compiled_kernel>(k2, axpy_info));
     CHECK(unsigned_reader.stats().miss_count(cc::miss_reason::untrusted_signer) == 1);
+}
+
+TEST_CASE("signed tier: after a key rotation a reader's copies of the old key's entry and record give way to the "
+          "remote's, signed anew: loaded and explained, not compiled",
+          "[signing]") {
+    temp_dir dir;
+    cc::ed25519_signer ci = new_key("ci");
+    cc::ed25519_signer next = new_key("next");
+    cc::entry_signer_id const ci_id = ci.id(), next_id = next.id();
+    std::string const next_line = next.public_key().line() + "\n";
+    fs::path const trusted = dir.path() / "trusted";
+    write_file(trusted, ci.public_key().line() + "\n" + next_line);
+    ::chmod(trusted.c_str(), 0644);
+    fs::path const remote = dir.path() / "remote", laptop = dir.path() / "laptop";
+    cc::key_result const k = plain_key("axpy(a,x,y) = a*x+y");
+    // A kernel with an identity record, its entries' keys made of its IR.
+    cc::entry_info const info{"scale", "blas.dsl", 7};
+    auto const compile = [] { return std::string("code"); };
+    auto const key_of = [](tier_cache& c, int ir) { return c.make_key_builder().add("ir", ir).finish(); };
+    auto const with_records = [](cc::cache_options o) {
+        o.record_identities = true;
+        return o;
+    };
+    // A process on the laptop that gets the kernel's entry for `ir`: how, and its miss's explanation.
+    auto const laptop_with_records = [&](int ir) {
+        return run_in_child([&] {
+            std::string why;
+            std::optional<cc::trusted_keys> keys = cc::trusted_keys::from_file(trusted.string(), why);
+            if (!keys) return "trusted keys: " + why;
+            tier_cache c = machine(laptop, remote, with_records(signing(reader_of(std::move(*keys)))));
+            cc::cached<std::string> const r = c.get_or_compile<std::string>(key_of(c, ir), info, compile);
+            std::string changed;
+            for (std::string const& part : r.explanation.changed) changed += " " + part;
+            return std::string(cc::to_string(r.outcome)) + " " + r.reason +
+                   (r.explanation.what == cc::miss_explanation::kind::changed     ? " changed" + changed
+                    : r.explanation.what == cc::miss_explanation::kind::new_kernel ? " new kernel"
+                                                                                   : "");
+        });
+    };
+    cc::key const record_key = cc::identity_record_key(cc::kernel_identity({}, "scale", "blas.dsl"));
+    auto const record_copy = [&] {
+        std::string out;
+        (void)cc::directory_storage(laptop.string()).read(record_key, out, 1 << 20);
+        return out;
+    };
+    {
+        tier_cache writer = machine(dir.path() / "ci", remote, with_records(signing(writer_of(std::move(ci)))));
+        REQUIRE(writer.store(k, small_kernel(), axpy_info));
+        REQUIRE(writer.get_or_compile<std::string>(key_of(writer, 1), info, compile).outcome == cc::outcome::compiled);
+    }
+    // The laptop copies CI's entries, and the kernel's record beside the one it loads.
+    CHECK(laptop_run(laptop, remote, trusted, k, cc::to_hex(ci_id)) == "loaded  named 0");
+    CHECK(laptop_with_records(1) == "loaded ");
+    fs::path const copy = cc::directory_storage(laptop.string()).entry_path(k.value());
+    REQUIRE(fs::exists(copy));
+    CHECK(names_signer(read_file(copy), ci_id));
+    REQUIRE(flags_of(record_copy()) == 0x0200);
+    CHECK(names_signer(record_copy(), ci_id));
+
+    // The rotation: CI signs its kernels again with its new key; then the old one is taken out.
+    {
+        tier_cache writer = machine(dir.path() / "ci-next", remote, with_records(signing(writer_of(std::move(next)))));
+        REQUIRE(writer.store(k, small_kernel(), axpy_info));
+        REQUIRE(writer.get_or_compile<std::string>(key_of(writer, 1), info, compile).outcome == cc::outcome::compiled);
+    }
+    write_file(trusted, next_line);
+    // The copy of the entry is refused, and the remote's, signed anew, is loaded and kept in its place.
+    CHECK(laptop_run(laptop, remote, trusted, k, cc::to_hex(ci_id)) == "loaded  named 0");
+    CHECK(names_signer(read_file(copy), next_id));
+    CHECK_FALSE(names_signer(read_file(copy), ci_id));
+    // So is the copy of the record: a miss is explained from the remote's.
+    CHECK(laptop_with_records(2) == "compiled absent changed ir");
+    // The remote gone, the laptop loads its new copy.
+    fs::remove_all(remote);
+    CHECK(laptop_run(laptop, remote, trusted, k, cc::to_hex(ci_id)) == "loaded  named 0");
 }
 
 TEST_CASE("signatures over a storage that is not a tier: without a secret the cache is disabled and says why, "

@@ -118,16 +118,25 @@ struct identity_records {
         over_bound = false;
         try {
             std::string bytes;
-            read_result const rr = storage.read(rk, bytes, identity_record_max_size);
+            read_result rr = storage.read(rk, bytes, identity_record_max_size);
             if (rr.status == read_status::too_large) over_bound = true;
             if (rr.status != read_status::found) return std::nullopt;
-            envelope_auth const& auth = auth_for<Storage>(rr, local, remote);
-            envelope_fields env = check_envelope(bytes, rk, identity_record_format, identity_record_max_size, auth);
-            if (&auth == &local) refuse_untrusted_copy(env, remote); // a signer's copy, kept locally
+            envelope_auth const* auth = &auth_for<Storage>(rr, local, remote);
+            envelope_fields env = check_envelope(bytes, rk, identity_record_format, identity_record_max_size, *auth);
+            std::string refetched; // the remote's record, when a refused copy gives way to it
+            std::string_view record = bytes;
+            if (auth == &local) {
+                refuse_untrusted_copy(env, remote); // a signer's copy, kept locally
+                if (refetch_refused_copy(storage, rk, identity_record_format, identity_record_max_size, local, remote,
+                                         refetched, rr, env)) {
+                    auth = &remote;
+                    record = refetched;
+                }
+            }
             // A tier counts it, keeps another secret's, and copies a sound record it read
             // from its remote, so that this machine has it locally (for its misses and
             // for `compile-cache explain`): resealed locally when it was checked by signature.
-            tell_checked(storage, rk, bytes, rr, env.status, auth, local);
+            tell_checked(storage, rk, record, rr, env.status, *auth, local);
             return identity_record_in(env, identity, over_bound);
         } catch (...) {
             return std::nullopt;

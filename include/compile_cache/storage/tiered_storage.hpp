@@ -256,6 +256,7 @@ private:
 ///   (absent, or a local error) the remote, unless it is skipped (back-off). A remote
 ///   error is counted (remote_error) and the read answers as the local storage did. An
 ///   answer from the remote says so in its `origin` (tiered_storage::from_remote).
+///   `read_remote` is the remote's part alone.
 /// - `entry_checked` (called by basic_cache after it checked an entry's envelope, with
 ///   the read's answer): an entry the remote returned that checked `sound` is counted as
 ///   a remote hit and written to the local storage (so the next process reads it
@@ -518,7 +519,31 @@ public:
             answer.origin = 0;
             if (answer.status == read_status::found || answer.status == read_status::too_large) return answer;
         }
-        if (!state_->remote || !state_->remote_usable()) return answer;
+        return read_from_remote(k, out, max_size, answer);
+    }
+
+    /// The remote's answer alone, the local storage not read: as `read` answers when the
+    /// local storage has no entry (absent when there is no remote, or it is skipped).
+    /// basic_cache reads the remote so when the local copy of a signed entry names a
+    /// signer no longer trusted: after a rotation, the remote has the kernel signed anew.
+    read_result read_remote(key const& k, std::string& out, std::size_t max_size) noexcept {
+        read_result const absent{read_status::absent, {}};
+        if (!state_ || state_->forked_mid_job()) {
+            out.clear();
+            return absent;
+        }
+        return read_from_remote(k, out, max_size, absent);
+    }
+
+private:
+    // The remote's answer to a read, or `answer` (the local storage's) when the remote has
+    // no entry, fails or is skipped.
+    read_result read_from_remote(key const& k, std::string& out, std::size_t max_size,
+                                 read_result const& answer) noexcept {
+        if (!state_->remote || !state_->remote_usable()) {
+            out.clear();
+            return answer;
+        }
         read_result r;
         if (state_->take_prefetched(k, out, max_size, r)) {
             // The batch's answer (prefetch): counted as the remote's read would be.
@@ -565,6 +590,7 @@ public:
         return answer;
     }
 
+public:
     /// Signed entries (basic_cache calls it when cache_options::signatures is set): what a
     /// store uploads is `sealer(k, entry, out)`'s `out`; false: nothing is uploaded. The
     /// local storage keeps the entry as given. Call before any write.
