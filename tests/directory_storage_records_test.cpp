@@ -578,7 +578,8 @@ key put_pack(directory_storage& s, fs::path const& root, std::uint64_t time, std
 
 /// What process B does while process A's merge has chosen its packs and not read them yet
 /// (after_pack_merge_planned_for_testing): it indexes the packs written since its last look,
-/// then merges its own small packs, fifteen new ones of one record each among them.
+/// fifteen new ones of one record each among them, then writes a record, merging the
+/// sixteen smallest packs it knows (those fifteen and X) into its pack.
 struct merge_meanwhile {
     static inline directory_storage* b = nullptr;
     static inline fs::path const* root = nullptr;
@@ -593,7 +594,7 @@ struct merge_meanwhile {
 
 } // namespace
 
-TEST_CASE("processes merging two copies of a record at once keep one: a copy at the newest version is kept",
+TEST_CASE("processes merging two copies of a record at once keep it: a copy at the newest version is kept",
           "[storage][records][packs]") {
     temp_dir dir;
     fs::path const root = dir.path() / "cache";

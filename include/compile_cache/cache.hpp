@@ -681,6 +681,7 @@ private:
         std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
         std::size_t bytes = 0;
         read_result read{}; ///< the storage's answer, given back to its entry_checked
+        std::uint64_t refetch_ns = 0; ///< spent reading the remote in place of a refused copy (open_entry)
     };
 
     // The hit path, timed phase by phase (read, verify, deserialize and relink,
@@ -713,8 +714,10 @@ private:
                     relocate_source(*artifact, info.origin_line - env.origin_line);
             }
             auto const done = std::chrono::steady_clock::now();
+            // (A refetch from the remote, made while checking, is read time.)
             state_->stats.hit(attempt.bytes,
-                              {detail::ns_between(attempt.start, read_done), detail::ns_between(read_done, verify_done),
+                              {detail::ns_between(attempt.start, read_done) + attempt.refetch_ns,
+                               detail::ns_between(read_done, verify_done) - attempt.refetch_ns,
                                detail::ns_between(verify_done, deserialize_done),
                                detail::ns_between(deserialize_done, done)},
                               env.compile_ns);
@@ -782,12 +785,15 @@ private:
         if (auth == &auth_) {
             detail::refuse_untrusted_copy(env, remote_auth_); // a signer's copy, kept locally
             // (With signatures the entry was read, never viewed: `view` is no mapping.)
+            auto const asked = std::chrono::steady_clock::now();
+            read_status remote_status = read_status::absent;
             if (detail::refetch_refused_copy(storage_, k, format_id, options_.max_entry_size, auth_, remote_auth_,
-                                             refetched, attempt.read, env)) {
+                                             refetched, attempt.read, env, remote_status)) {
                 auth = &remote_auth_;
                 buffer = refetched;
                 attempt.bytes = refetched.size();
             }
+            if (remote_status != read_status::absent) attempt.refetch_ns = detail::elapsed_ns(asked);
         }
         if (env.status == envelope_status::ok && env.compressed) detail::decompress_payload<Compression>(env, decompressed);
         if (!view.intact()) {

@@ -5094,7 +5094,7 @@ using environment_settings_address_t = decltype(&S::environment_settings);
 
 /// Optional: `void entry_checked(key const&, std::string_view entry, read_result const&
 /// answer, entry_check)`, called by the cache right after it checked an entry the
-/// storage's read returned `found` (on the same thread), with that read's answer as the
+/// storage's read (or read_remote) returned `found` (on the same thread), with that read's answer as the
 /// storage gave it (its `origin`) and what the check found: tiered_storage copies a sound
 /// remote entry to its local storage, and counts a corrupt or unauthenticated one.
 /// The earlier form, `entry_checked(key const&, std::string_view, envelope_status)`, is
@@ -5175,6 +5175,18 @@ template <class S>
 using has_peek = is_detected_exact<read_result, peek_t, S>;
 template <class S>
 using peek_address_t = decltype(&S::peek);
+
+/// Optional, for a Storage whose answers may come from a remote (a static `from_remote`
+/// origin): `read_result read_remote(key const&, std::string& out, std::size_t max_size)`,
+/// the remote's answer alone; the cache asks it when it refuses a local copy of a signed
+/// entry whose signer is no longer trusted (tiered_storage).
+template <class S>
+using read_remote_t = decltype(std::declval<S&>().read_remote(std::declval<key const&>(), std::declval<std::string&>(),
+                                                              std::declval<std::size_t>()));
+template <class S>
+using has_read_remote = is_detected_exact<read_result, read_remote_t, S>;
+template <class S>
+using read_remote_address_t = decltype(&S::read_remote);
 
 /// Optional: `std::error_code list(std::vector<stored_entry>& out) const`, appends every
 /// entry (key, size, last use) without reading a value or touching a use time, so that
@@ -5458,6 +5470,7 @@ using is_storage = std::bool_constant<
     optional_member_valid<usable_address_t, has_usable, S>::value &&
     optional_member_valid<corrupt_address_t, has_corrupt, S>::value &&
     optional_member_valid<peek_address_t, has_peek, S>::value &&
+    optional_member_valid<read_remote_address_t, has_read_remote, S>::value &&
     optional_member_valid<list_address_t, has_list, S>::value &&
     optional_member_valid<entry_checked_address_t, has_entry_checked, S>::value &&
     optional_member_valid<set_logger_address_t, has_set_logger, S>::value &&
@@ -5545,6 +5558,8 @@ struct check_storage {
                   "compile_cache: the Storage's corrupt member has the wrong signature (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::peek_address_t, detail::has_peek, S>::value,
                   "compile_cache: the Storage's peek member has the wrong signature (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::read_remote_address_t, detail::has_read_remote, S>::value,
+                  "compile_cache: the Storage's read_remote member has the wrong signature (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::list_address_t, detail::has_list, S>::value,
                   "compile_cache: the Storage's list member has the wrong signature (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::entry_checked_address_t, detail::has_entry_checked, S>::value,
@@ -14760,7 +14775,10 @@ private:
             return answer;
         }
         admission const a = state_->admit();
-        if (a == admission::skipped) return answer;
+        if (a == admission::skipped) {
+            out.clear();
+            return answer;
+        }
         auto const start = clock::now();
         try {
             r = state_->remote->read(k, out, max_size);
@@ -18522,25 +18540,19 @@ inline void refuse_untrusted_copy(envelope_fields& env, envelope_auth const& rem
     env.payload = {};
 }
 
-/// A Storage that reads its remote alone: `read_remote(key const&, std::string&, std::size_t)`
-/// (tiered_storage::read_remote).
-template <class S>
-using read_remote_t = decltype(std::declval<S&>().read_remote(std::declval<key const&>(), std::declval<std::string&>(),
-                                                              std::size_t{}));
-template <class S>
-using has_read_remote = is_detected<read_remote_t, S>;
-
 /// After refuse_untrusted_copy refused the local copy `env` (its signer no longer
-/// trusted), the remote's entry for `k`, over a Storage that reads its remote alone: read
-/// into `fetched` and checked by signature (`remote`). True when it verifies (after a
-/// rotation the remote holds the kernel signed by a trusted key): `env` and `rr` are then
-/// its own, for the caller to go on with as with any entry from the remote. False
-/// otherwise, `env` and `rr` left as they were; an entry that does not verify is told to
-/// the storage as tell_checked tells it (counted against the remote, not copied).
+/// trusted), the remote's entry for `k`, over a Storage that reads its remote alone
+/// (`from_remote` and read_remote: a tier): read into `fetched` and checked by signature
+/// (`remote`). True when it verifies (after a rotation the remote holds the kernel signed
+/// by a trusted key): `env` and `rr` are then its own, for the caller to go on with as
+/// with any entry from the remote. False otherwise, `env` and `rr` left as they were; an
+/// entry that does not verify is told to the storage as tell_checked tells it (counted
+/// against the remote, not copied). `remote_status` is the remote's answer (absent when
+/// it was not asked).
 template <class Storage>
 bool refetch_refused_copy(Storage& storage, key const& k, std::string_view format_id, std::size_t max_size,
                           envelope_auth const& local, envelope_auth const& remote, std::string& fetched,
-                          read_result& rr, envelope_fields& env);
+                          read_result& rr, envelope_fields& env, read_status& remote_status);
 
 /// Tells `storage` what the check of `bytes` (by `auth`) found; an entry accepted by
 /// signature is handed over resealed in the local mode (`local`), so that the tier keeps
@@ -18565,10 +18577,12 @@ void tell_checked(Storage& storage, key const& k, std::string_view bytes, read_r
 template <class Storage>
 bool refetch_refused_copy(Storage& storage, key const& k, std::string_view format_id, std::size_t max_size,
                           envelope_auth const& local, envelope_auth const& remote, std::string& fetched,
-                          read_result& rr, envelope_fields& env) {
-    if constexpr (has_read_remote<Storage>::value) {
+                          read_result& rr, envelope_fields& env, read_status& remote_status) {
+    remote_status = read_status::absent;
+    if constexpr (has_read_remote<Storage>::value && has_from_remote_origin<Storage>::value) {
         if (env.status != envelope_status::untrusted_signer || !env.signer_copy || !remote.is_signed()) return false;
         read_result const answer = storage.read_remote(k, fetched, max_size);
+        remote_status = answer.status;
         if (answer.status != read_status::found) return false;
         envelope_fields checked = check_envelope(fetched, k, format_id, max_size, remote);
         if (checked.status != envelope_status::ok) {
@@ -18879,11 +18893,13 @@ struct identity_records {
             std::string_view record = bytes;
             if (auth == &local) {
                 refuse_untrusted_copy(env, remote); // a signer's copy, kept locally
+                read_status remote_status = read_status::absent;
                 if (refetch_refused_copy(storage, rk, identity_record_format, identity_record_max_size, local, remote,
-                                         refetched, rr, env)) {
+                                         refetched, rr, env, remote_status)) {
                     auth = &remote;
                     record = refetched;
                 }
+                if (remote_status == read_status::too_large) over_bound = true; // (as the remote's read says)
             }
             // A tier counts it, keeps another secret's, and copies a sound record it read
             // from its remote, so that this machine has it locally (for its misses and
@@ -19798,6 +19814,7 @@ private:
         std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
         std::size_t bytes = 0;
         read_result read{}; ///< the storage's answer, given back to its entry_checked
+        std::uint64_t refetch_ns = 0; ///< spent reading the remote in place of a refused copy (open_entry)
     };
 
     // The hit path, timed phase by phase (read, verify, deserialize and relink,
@@ -19830,8 +19847,10 @@ private:
                     relocate_source(*artifact, info.origin_line - env.origin_line);
             }
             auto const done = std::chrono::steady_clock::now();
+            // (A refetch from the remote, made while checking, is read time.)
             state_->stats.hit(attempt.bytes,
-                              {detail::ns_between(attempt.start, read_done), detail::ns_between(read_done, verify_done),
+                              {detail::ns_between(attempt.start, read_done) + attempt.refetch_ns,
+                               detail::ns_between(read_done, verify_done) - attempt.refetch_ns,
                                detail::ns_between(verify_done, deserialize_done),
                                detail::ns_between(deserialize_done, done)},
                               env.compile_ns);
@@ -19899,12 +19918,15 @@ private:
         if (auth == &auth_) {
             detail::refuse_untrusted_copy(env, remote_auth_); // a signer's copy, kept locally
             // (With signatures the entry was read, never viewed: `view` is no mapping.)
+            auto const asked = std::chrono::steady_clock::now();
+            read_status remote_status = read_status::absent;
             if (detail::refetch_refused_copy(storage_, k, format_id, options_.max_entry_size, auth_, remote_auth_,
-                                             refetched, attempt.read, env)) {
+                                             refetched, attempt.read, env, remote_status)) {
                 auth = &remote_auth_;
                 buffer = refetched;
                 attempt.bytes = refetched.size();
             }
+            if (remote_status != read_status::absent) attempt.refetch_ns = detail::elapsed_ns(asked);
         }
         if (env.status == envelope_status::ok && env.compressed) detail::decompress_payload<Compression>(env, decompressed);
         if (!view.intact()) {

@@ -127,11 +127,13 @@ struct identity_records {
             std::string_view record = bytes;
             if (auth == &local) {
                 refuse_untrusted_copy(env, remote); // a signer's copy, kept locally
+                read_status remote_status = read_status::absent;
                 if (refetch_refused_copy(storage, rk, identity_record_format, identity_record_max_size, local, remote,
-                                         refetched, rr, env)) {
+                                         refetched, rr, env, remote_status)) {
                     auth = &remote;
                     record = refetched;
                 }
+                if (remote_status == read_status::too_large) over_bound = true; // (as the remote's read says)
             }
             // A tier counts it, keeps another secret's, and copies a sound record it read
             // from its remote, so that this machine has it locally (for its misses and

@@ -81,25 +81,19 @@ inline void refuse_untrusted_copy(envelope_fields& env, envelope_auth const& rem
     env.payload = {};
 }
 
-/// A Storage that reads its remote alone: `read_remote(key const&, std::string&, std::size_t)`
-/// (tiered_storage::read_remote).
-template <class S>
-using read_remote_t = decltype(std::declval<S&>().read_remote(std::declval<key const&>(), std::declval<std::string&>(),
-                                                              std::size_t{}));
-template <class S>
-using has_read_remote = is_detected<read_remote_t, S>;
-
 /// After refuse_untrusted_copy refused the local copy `env` (its signer no longer
-/// trusted), the remote's entry for `k`, over a Storage that reads its remote alone: read
-/// into `fetched` and checked by signature (`remote`). True when it verifies (after a
-/// rotation the remote holds the kernel signed by a trusted key): `env` and `rr` are then
-/// its own, for the caller to go on with as with any entry from the remote. False
-/// otherwise, `env` and `rr` left as they were; an entry that does not verify is told to
-/// the storage as tell_checked tells it (counted against the remote, not copied).
+/// trusted), the remote's entry for `k`, over a Storage that reads its remote alone
+/// (`from_remote` and read_remote: a tier): read into `fetched` and checked by signature
+/// (`remote`). True when it verifies (after a rotation the remote holds the kernel signed
+/// by a trusted key): `env` and `rr` are then its own, for the caller to go on with as
+/// with any entry from the remote. False otherwise, `env` and `rr` left as they were; an
+/// entry that does not verify is told to the storage as tell_checked tells it (counted
+/// against the remote, not copied). `remote_status` is the remote's answer (absent when
+/// it was not asked).
 template <class Storage>
 bool refetch_refused_copy(Storage& storage, key const& k, std::string_view format_id, std::size_t max_size,
                           envelope_auth const& local, envelope_auth const& remote, std::string& fetched,
-                          read_result& rr, envelope_fields& env);
+                          read_result& rr, envelope_fields& env, read_status& remote_status);
 
 /// Tells `storage` what the check of `bytes` (by `auth`) found; an entry accepted by
 /// signature is handed over resealed in the local mode (`local`), so that the tier keeps
@@ -124,10 +118,12 @@ void tell_checked(Storage& storage, key const& k, std::string_view bytes, read_r
 template <class Storage>
 bool refetch_refused_copy(Storage& storage, key const& k, std::string_view format_id, std::size_t max_size,
                           envelope_auth const& local, envelope_auth const& remote, std::string& fetched,
-                          read_result& rr, envelope_fields& env) {
-    if constexpr (has_read_remote<Storage>::value) {
+                          read_result& rr, envelope_fields& env, read_status& remote_status) {
+    remote_status = read_status::absent;
+    if constexpr (has_read_remote<Storage>::value && has_from_remote_origin<Storage>::value) {
         if (env.status != envelope_status::untrusted_signer || !env.signer_copy || !remote.is_signed()) return false;
         read_result const answer = storage.read_remote(k, fetched, max_size);
+        remote_status = answer.status;
         if (answer.status != read_status::found) return false;
         envelope_fields checked = check_envelope(fetched, k, format_id, max_size, remote);
         if (checked.status != envelope_status::ok) {

@@ -158,7 +158,7 @@ using environment_settings_address_t = decltype(&S::environment_settings);
 
 /// Optional: `void entry_checked(key const&, std::string_view entry, read_result const&
 /// answer, entry_check)`, called by the cache right after it checked an entry the
-/// storage's read returned `found` (on the same thread), with that read's answer as the
+/// storage's read (or read_remote) returned `found` (on the same thread), with that read's answer as the
 /// storage gave it (its `origin`) and what the check found: tiered_storage copies a sound
 /// remote entry to its local storage, and counts a corrupt or unauthenticated one.
 /// The earlier form, `entry_checked(key const&, std::string_view, envelope_status)`, is
@@ -239,6 +239,18 @@ template <class S>
 using has_peek = is_detected_exact<read_result, peek_t, S>;
 template <class S>
 using peek_address_t = decltype(&S::peek);
+
+/// Optional, for a Storage whose answers may come from a remote (a static `from_remote`
+/// origin): `read_result read_remote(key const&, std::string& out, std::size_t max_size)`,
+/// the remote's answer alone; the cache asks it when it refuses a local copy of a signed
+/// entry whose signer is no longer trusted (tiered_storage).
+template <class S>
+using read_remote_t = decltype(std::declval<S&>().read_remote(std::declval<key const&>(), std::declval<std::string&>(),
+                                                              std::declval<std::size_t>()));
+template <class S>
+using has_read_remote = is_detected_exact<read_result, read_remote_t, S>;
+template <class S>
+using read_remote_address_t = decltype(&S::read_remote);
 
 /// Optional: `std::error_code list(std::vector<stored_entry>& out) const`, appends every
 /// entry (key, size, last use) without reading a value or touching a use time, so that
@@ -522,6 +534,7 @@ using is_storage = std::bool_constant<
     optional_member_valid<usable_address_t, has_usable, S>::value &&
     optional_member_valid<corrupt_address_t, has_corrupt, S>::value &&
     optional_member_valid<peek_address_t, has_peek, S>::value &&
+    optional_member_valid<read_remote_address_t, has_read_remote, S>::value &&
     optional_member_valid<list_address_t, has_list, S>::value &&
     optional_member_valid<entry_checked_address_t, has_entry_checked, S>::value &&
     optional_member_valid<set_logger_address_t, has_set_logger, S>::value &&
@@ -609,6 +622,8 @@ struct check_storage {
                   "compile_cache: the Storage's corrupt member has the wrong signature (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::peek_address_t, detail::has_peek, S>::value,
                   "compile_cache: the Storage's peek member has the wrong signature (docs/policies.md)");
+    static_assert(detail::optional_member_valid<detail::read_remote_address_t, detail::has_read_remote, S>::value,
+                  "compile_cache: the Storage's read_remote member has the wrong signature (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::list_address_t, detail::has_list, S>::value,
                   "compile_cache: the Storage's list member has the wrong signature (docs/policies.md)");
     static_assert(detail::optional_member_valid<detail::entry_checked_address_t, detail::has_entry_checked, S>::value,

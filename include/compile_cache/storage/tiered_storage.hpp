@@ -559,7 +559,10 @@ private:
             return answer;
         }
         admission const a = state_->admit();
-        if (a == admission::skipped) return answer;
+        if (a == admission::skipped) {
+            out.clear();
+            return answer;
+        }
         auto const start = clock::now();
         try {
             r = state_->remote->read(k, out, max_size);
