@@ -46,9 +46,14 @@ checked_entry check_bytes(std::string const& bytes, std::string const& name, com
     case envelope_status::ok:
         if (c.envelope.stored_key.hex() != name) {
             c.problem = "holds the entry of another key (" + c.envelope.stored_key.hex() + ")";
-        } else if (c.envelope.signer_copy && trusted && trusted->given() &&
-                   !trusted->auth.signatures()->trusts(c.envelope.signer_id)) {
-            // A local copy of a signed entry: used by a host only while it trusts the signer.
+        } else if (c.envelope.signer_copy && !(trusted && trusted->given())) {
+            // A local copy of a signed entry: used by a host only while it trusts the signer,
+            // which only the trusted keys can say (and never by a host without them).
+            c.result = verdict::unchecked;
+            c.problem = "a local copy of an entry signed by key id " + signer_hex(c.envelope.signer_id) +
+                        ": give --trusted-keys-file to check that its signer is trusted (a host that does not "
+                        "trust it, or has no trusted keys, misses it)";
+        } else if (c.envelope.signer_copy && !trusted->auth.signatures()->trusts(c.envelope.signer_id)) {
             c.result = verdict::untrusted;
             c.problem = "a local copy of an entry signed by key id " + signer_hex(c.envelope.signer_id) +
                         ", which is none of the trusted keys: a host that trusts these keys misses it";
@@ -56,8 +61,12 @@ checked_entry check_bytes(std::string const& bytes, std::string const& name, com
             // Trusted keys and no secret: what is asked is whether a trusted key wrote it,
             // which a CRC-32C cannot say (anyone who can write the storage can make one).
             c.result = verdict::unchecked;
-            c.problem = "not signed: with --trusted-keys-file and no --secret-file, only an entry a trusted key "
-                        "signed is taken for sound";
+            c.problem = std::string(c.envelope.signer_copy ? "a local copy of an entry signed by key id " +
+                                                                 signer_hex(c.envelope.signer_id) +
+                                                                 " (a trusted key), under a CRC-32C"
+                                                           : "not signed") +
+                        ": with --trusted-keys-file and no --secret-file, only an entry a trusted key signed is "
+                        "taken for sound";
         } else {
             c.result = verdict::sound;
         }

@@ -1806,11 +1806,27 @@ TEST_CASE("compile-cache verify and show: a reader's local copy of a signed entr
     CHECK(line_starting(old_copy.out, "signer") ==
           "key id " + keys.old_id + ", of the signed entry this is a local copy of (none of the trusted keys)");
     CHECK(line_starting(old_copy.out, "envelope") == "version 5, mode crc32c, check value verified");
-    process_result const ci_copy = tool({"show", laptop.string(), made_entry_key(0).substr(0, 12), "--json"});
+    // A trusted signer's copy, under a CRC-32C anyone who can write here could make: not
+    // taken for sound with the trusted keys alone (as any entry no trusted key signed).
+    process_result const ci_copy = tool({"show", laptop.string(), made_entry_key(0).substr(0, 12),
+                                         "--trusted-keys-file", keys.trusted.string(), "--json"});
     REQUIRE_EXIT(ci_copy, 0);
     CHECK(json_query(ci_copy.out, "(d['status'], d['signer_key_id'], d['envelope']['signer_copy'], "
                                   "d['envelope']['signer_bytes'], d['envelope']['version'])") ==
-          "('sound', '" + keys.ci_id + "', True, 8, 5)");
+          "('unchecked', '" + keys.ci_id + "', True, 8, 5)");
+    CHECK(json_query(ci_copy.out, "d['problem']").rfind("a local copy of an entry signed by key id " + keys.ci_id +
+                                                            " (a trusted key), under a CRC-32C",
+                                                        0) == 0);
+    // Without the trusted keys nothing says whether a host still uses a copy: unchecked,
+    // never sound (a host without trusted keys misses every copy).
+    process_result const blind = tool({"verify", laptop.string(), "--json"});
+    REQUIRE_EXIT(blind, 4);
+    CHECK(json_query(blind.out, "(d['sound'], len(d['unchecked']))") == "(0, 5)");
+    process_result const blind_show = tool({"show", laptop.string(), made_entry_key(0).substr(0, 12)});
+    REQUIRE_EXIT(blind_show, 0);
+    CHECK(line_starting(blind_show.out, "status").rfind("unchecked: a local copy of an entry signed by key id " +
+                                                            keys.ci_id + ": give --trusted-keys-file",
+                                                        0) == 0);
 }
 
 TEST_CASE("compile-cache copy --trusted-keys-file copies signed entries byte for byte, and without the keys or from an "
