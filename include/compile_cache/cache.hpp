@@ -785,15 +785,17 @@ private:
         if (auth == &auth_) {
             detail::refuse_untrusted_copy(env, remote_auth_); // a signer's copy, kept locally
             // (With signatures the entry was read, never viewed: `view` is no mapping.)
-            auto const asked = std::chrono::steady_clock::now();
-            read_status remote_status = read_status::absent;
-            if (detail::refetch_refused_copy(storage_, k, format_id, options_.max_entry_size, auth_, remote_auth_,
-                                             refetched, attempt.read, env, remote_status)) {
-                auth = &remote_auth_;
-                buffer = refetched;
-                attempt.bytes = refetched.size();
+            if (env.status == envelope_status::untrusted_signer) { // (refused: no clock read on a hit)
+                auto const asked = std::chrono::steady_clock::now();
+                read_status remote_status = read_status::absent;
+                if (detail::refetch_refused_copy(storage_, k, format_id, options_.max_entry_size, auth_, remote_auth_,
+                                                 refetched, attempt.read, env, remote_status)) {
+                    auth = &remote_auth_;
+                    buffer = refetched;
+                    attempt.bytes = refetched.size();
+                }
+                if (remote_status != read_status::absent) attempt.refetch_ns = detail::elapsed_ns(asked);
             }
-            if (remote_status != read_status::absent) attempt.refetch_ns = detail::elapsed_ns(asked);
         }
         if (env.status == envelope_status::ok && env.compressed) detail::decompress_payload<Compression>(env, decompressed);
         if (!view.intact()) {
