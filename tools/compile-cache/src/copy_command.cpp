@@ -51,7 +51,8 @@ struct copy_tally {
     held_records held; ///< of copied_records and copied_bytes, those DST may still refuse
     std::uint64_t already = 0;  ///< in DST with the same bytes: not written again
     std::uint64_t filtered = 0; ///< left out by --name or --since
-    std::uint64_t bad = 0, unchecked = 0, failed = 0;
+    std::uint64_t bad = 0, unchecked = 0;
+    std::uint64_t failed = 0, failed_records = 0; ///< refused by DST: entries and records; of them, records
     std::vector<std::string> unchecked_causes;
     std::error_code first_failure;
 };
@@ -61,6 +62,7 @@ void flush_held(opened_cache const& dst, copy_tally& t) {
     std::error_code const ec = dst.flush();
     if (ec && t.held.records != 0) {
         t.failed += t.held.records;
+        t.failed_records += t.held.records;
         t.copied_records -= t.held.records;
         t.copied_bytes -= t.held.bytes;
         if (!t.first_failure) t.first_failure = ec;
@@ -119,6 +121,7 @@ void copy_one(command_line const& c, listed_cache const& src, opened_cache const
     if (record && t.held.records == 0) t.held.since_ns = compile_cache::detail::steady_ns();
     if (std::error_code const ec = dst.write(e.k, bytes)) { // (this one alone: its batch is not due)
         ++t.failed;
+        t.failed_records += record ? 1 : 0;
         if (!t.first_failure) t.first_failure = ec;
         return;
     }
@@ -129,6 +132,16 @@ void copy_one(command_line const& c, listed_cache const& src, opened_cache const
     t.held.bytes += bytes.size();
 }
 
+/// What DST refused, in words: "3 entries", "512 identity records", "1 entry and 2 identity records".
+std::string refused_text(copy_tally const& t) {
+    std::uint64_t const entries = t.failed - t.failed_records;
+    std::string const e = std::to_string(entries) + (entries == 1 ? " entry" : " entries");
+    std::string const r =
+        std::to_string(t.failed_records) + (t.failed_records == 1 ? " identity record" : " identity records");
+    if (t.failed_records == 0) return e;
+    return entries == 0 ? r : e + " and " + r;
+}
+
 void print_copy_summary(command_line const& c, listed_cache const& src, opened_cache const& dst, copy_tally const& t) {
     if (c.json) {
         json_writer j;
@@ -136,6 +149,7 @@ void print_copy_summary(command_line const& c, listed_cache const& src, opened_c
         j.field("copied", t.copied).field("copied_identity_records", t.copied_records).field("copied_bytes", t.copied_bytes);
         j.field("already_there", t.already).field("filtered_out", t.filtered).field("skipped_bad", t.bad);
         j.field("skipped_unchecked", t.unchecked).field("failed", t.failed);
+        j.field("failed_identity_records", t.failed_records); // (of the failed)
         j.field("destination_listed", !dst.unlisted).end_object();
         std::fputs(j.str().c_str(), stdout);
         return;
@@ -148,7 +162,7 @@ void print_copy_summary(command_line const& c, listed_cache const& src, opened_c
     for (std::size_t i = 0; i < t.unchecked_causes.size(); ++i) out += (i == 0 ? " (" : "; ") + t.unchecked_causes[i];
     if (!t.unchecked_causes.empty()) out += ")";
     if (c.name_glob || c.since) out += ", " + std::to_string(t.filtered) + " filtered out";
-    if (t.failed != 0) out += ", " + std::to_string(t.failed) + " refused by the destination";
+    if (t.failed != 0) out += ", " + refused_text(t) + " refused by the destination";
     if (dst.unlisted) out += " (the destination cannot list its entries, so none was taken as already there)";
     std::fputs((out + "\n").c_str(), stdout);
 }
@@ -193,8 +207,7 @@ int run_copy(command_line const& c) {
     flush_held(dst.cache, t);
     print_copy_summary(c, src, dst.cache, t);
     if (t.failed != 0)
-        return fail(dst.cache.shown + ": refused " + std::to_string(t.failed) + " entries: " + t.first_failure.message(),
-                    exit_failed);
+        return fail(dst.cache.shown + ": refused " + refused_text(t) + ": " + t.first_failure.message(), exit_failed);
     if (t.bad != 0) return exit_bad_entries;
     return t.unchecked != 0 ? exit_unchecked : exit_ok;
 }

@@ -965,12 +965,15 @@ TEST_CASE("compile-cache copy into a directory where no pack can be written: eve
     std::string const all = std::to_string(n);
     process_result const r = tool({"copy", src.string(), dst.string(), "--json"});
     REQUIRE_EXIT(r, 3);
-    CHECK(json_query(r.out, "(d['copied'], d['copied_identity_records'], d['failed'])") ==
-          "(" + all + ", 0, " + all + ")");
+    CHECK(json_query(r.out, "(d['copied'], d['copied_identity_records'], d['failed'], d['failed_identity_records'])") ==
+          "(" + all + ", 0, " + all + ", " + all + ")");
     std::uint64_t entry_bytes = 0;
     for (auto const& [path, bytes] : entry_files(dst)) entry_bytes += bytes.size();
     CHECK(json_query(r.out, "d['copied_bytes']") == std::to_string(entry_bytes));
-    CHECK(r.err.find("compile-cache: " + dst.string() + ": refused " + all + " entries: ") != std::string::npos);
+    // What was refused is named as what it is: records, not entries.
+    CHECK(r.err.find("compile-cache: " + dst.string() + ": refused " + all + " identity records: ") !=
+          std::string::npos);
+    CHECK(r.err.find(" entries: ") == std::string::npos);
     CHECK(pack_files(dst).empty());
 
     // Again, in text: the entries are there now; every record is refused again.
@@ -978,7 +981,8 @@ TEST_CASE("compile-cache copy into a directory where no pack can be written: eve
     REQUIRE_EXIT(again, 3);
     CHECK(again.out.rfind("copied 0 entries and 0 identity records (", 0) == 0);
     CHECK(again.out.find("; " + all + " already there, ") != std::string::npos);
-    CHECK(again.out.find(", " + all + " refused by the destination\n") != std::string::npos);
+    CHECK(again.out.find(", " + all + " identity records refused by the destination\n") != std::string::npos);
+    CHECK(again.err.find(": refused " + all + " identity records: ") != std::string::npos);
 }
 
 TEST_CASE("compile-cache explain escapes the names, file and components a forged identity record holds") {
