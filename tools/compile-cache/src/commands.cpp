@@ -67,8 +67,8 @@ std::vector<read_entry> read_all(opened_cache const& cache, std::vector<listed_e
 /// What a listing says about the entries: their sizes and last uses.
 struct entry_totals {
     std::uint64_t bytes = 0, record_bytes = 0;
-    /// (a directory) What its files count for against the size limit: the entries', the
-    /// record files' and each pack of records' once (a marker naming it or not), in whole blocks.
+    /// (a directory) What its files count for against the size limit: the entries', the record
+    /// files' of earlier releases and each pack of records' once (a marker naming it or not), in whole blocks.
     std::uint64_t accounted = 0;
     std::int64_t oldest = 0, newest = 0; ///< last uses known, ns since the epoch; 0: none
 };
@@ -83,7 +83,7 @@ entry_totals totals_of(opened_cache const& cache, cache_listing const& l) {
         t.newest = std::max(t.newest, e.use_ns);
     }
     for (listed_entry const& e : l.records) t.record_bytes += e.size;
-    for (auto const* files : {&cache.facts.record_files, &cache.facts.packs, &cache.facts.unmarked_packs})
+    for (auto const* files : {&cache.facts.earlier_record_files, &cache.facts.packs, &cache.facts.unmarked_packs})
         for (entry_file const& f : *files) t.accounted += layout::accounted_size(f.size);
     return t;
 }
@@ -159,6 +159,7 @@ void print_stats_json(opened_cache const& cache, cache_listing const& l, entry_t
     if (cache.is_directory()) {
         j.field("identity_record_packs", std::uint64_t{cache.facts.packs.size()});
         j.field("unmarked_identity_record_packs", std::uint64_t{cache.facts.unmarked_packs.size()});
+        j.field("earlier_identity_record_files", std::uint64_t{cache.facts.earlier_record_files.size()});
     }
     time_or_null(j, "oldest_use", t.oldest);
     time_or_null(j, "newest_use", t.newest);
@@ -229,6 +230,14 @@ std::string summary_text(opened_cache const& cache, cache_listing const& l, entr
         t.add({"record packs without a marker",
                std::to_string(unmarked) + " (" + human_size(bytes) +
                    "): no host reads their records (a host stopped between writing one and its marker); "
+                   "evicted, pruned and cleared as entries"});
+    }
+    if (std::size_t const earlier = cache.facts.earlier_record_files.size(); earlier != 0) {
+        std::uint64_t bytes = 0;
+        for (entry_file const& f : cache.facts.earlier_record_files) bytes += f.size;
+        t.add({"record files of an earlier release",
+               std::to_string(earlier) + " (" + human_size(bytes) +
+                   "): no host of this release reads them (it reads records from packs); "
                    "evicted, pruned and cleared as entries"});
     }
     if (cache.is_directory()) {
@@ -305,6 +314,9 @@ std::string stats_openmetrics(opened_cache const& cache, cache_listing const& l,
         m.family("compile_cache_unmarked_identity_record_packs", "gauge",
                  "Files of identity records no marker names: no host reads their records.");
         m.sample("compile_cache_unmarked_identity_record_packs", {label}, cache.facts.unmarked_packs.size());
+        m.family("compile_cache_earlier_identity_record_files", "gauge",
+                 "Identity record files of an earlier release: no host of this release reads them.");
+        m.sample("compile_cache_earlier_identity_record_files", {label}, cache.facts.earlier_record_files.size());
     }
     if (!rc) return m.str();
     if (rc->limit) {
@@ -767,6 +779,10 @@ void print_verification_json(opened_cache const& cache, cache_listing const& l, 
     j.key("unmarked_identity_record_packs").begin_array();
     for (entry_file const& f : cache.facts.unmarked_packs)
         j.begin_object().field("key", f.name).field("path", f.relative_path()).end_object();
+    // Record files of an earlier release: files no host of this release reads (not read here either).
+    j.end_array().key("earlier_identity_record_files").begin_array();
+    for (entry_file const& f : cache.facts.earlier_record_files)
+        j.begin_object().field("key", f.name).field("path", f.relative_path()).end_object();
     j.end_array();
     // Kernels' entries and identity records in lists of their own.
     for (bool const records : {false, true}) {
@@ -860,6 +876,12 @@ void print_verification_text(bool remove, opened_cache const& cache, cache_listi
         out += "unmarked pack: " + f.relative_path() + ": no marker names it, so no host reads its records (a host "
                "stopped between writing it and its marker in " + std::string(layout::packs_folder_name) +
                "); kept: evicted, pruned and cleared as any entry\n";
+    // Maybe one per kernel an earlier release recorded: one line for them all (--json lists each).
+    if (std::size_t const earlier = cache.facts.earlier_record_files.size(); earlier != 0)
+        out += "earlier record files: " + std::to_string(earlier) +
+               (earlier == 1 ? " identity record file" : " identity record files") +
+               " of an earlier release (ab/<hex ending 1d>), which no host of this release reads (it reads records "
+               "from packs), not checked; kept: evicted, pruned and cleared as any entry\n";
     std::size_t const n = l.entries.size();
     // The mode is named only when some check value was checked in it.
     std::string mode = v.checked_any() ? std::string(keyed ? "HMAC-SHA256" : "CRC-32C") : std::string();
@@ -1009,11 +1031,11 @@ int run_prune(command_line const& c) {
     clear_result r{p.removed, p.removed_bytes, p.temp_files_removed, p.not_removed, p.removal_error, p.error};
     r.claim_files_removed = p.claim_files_removed;
     prune_figures figures{*limit, p.entries, p.bytes};
-    // Identity records are no entries: the record files and packs of records (each one
-    // file, a marker naming it or not) it evicted or left come out of its counts.
+    // Identity records are no entries: the record files of earlier releases and packs of
+    // records (each one file, a marker naming it or not) it evicted or left come out of its counts.
     directory_facts const& f = lc.cache.facts;
     std::uint64_t const gone = records_removed(lc.cache.directory, f);
-    std::uint64_t const left = f.record_files.size() + f.packs.size() + f.unmarked_packs.size() - gone;
+    std::uint64_t const left = f.earlier_record_files.size() + f.packs.size() + f.unmarked_packs.size() - gone;
     r.removed -= std::min(r.removed, gone);
     figures.entries_left -= std::min(figures.entries_left, left);
     return report_cleanup(c, lc.cache, r, &figures);

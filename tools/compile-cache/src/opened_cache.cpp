@@ -70,7 +70,7 @@ cache_kind kind_of(std::string const& arg, std::string& location) {
 
 std::uint64_t records_removed(std::string const& dir, directory_facts const& facts) {
     std::uint64_t n = 0;
-    for (auto const* files : {&facts.record_files, &facts.packs, &facts.unmarked_packs})
+    for (auto const* files : {&facts.earlier_record_files, &facts.packs, &facts.unmarked_packs})
         for (entry_file const& f : *files) {
             struct stat st {};
             n += ::lstat((dir + "/" + f.relative_path()).c_str(), &st) != 0 && errno == ENOENT ? 1 : 0;
@@ -190,7 +190,12 @@ int list_directory(opened_cache& self, cache_listing& l, progress_line& progress
             packs.emplace_back(&f, std::move(slots));
             continue;
         }
-        if (compile_cache::is_identity_record_name(f.name)) self.facts.record_files.push_back(f);
+        // A record file of an earlier release: no host of this release reads it (hosts read
+        // records from packs alone), so neither is it listed as a record; it is a file.
+        if (compile_cache::is_identity_record_name(f.name)) {
+            self.facts.earlier_record_files.push_back(f);
+            continue;
+        }
         file_under(l, listed(*k, f.size, f.use_ns));
     }
     // Hosts read the packs a marker names, and only those (every sound pack, where this user
@@ -214,24 +219,16 @@ int list_directory(opened_cache& self, cache_listing& l, progress_line& progress
             if (!added && s.version_ns >= it->second.use_ns) it->second = std::move(e);
         }
     }
-    // A record file of an earlier release under a key a pack holds is not what a host reads.
-    std::set<std::string> packed;
-    for (auto const& [name, e] : newest) packed.insert(name);
-    l.records.erase(std::remove_if(l.records.begin(), l.records.end(),
-                                   [&](listed_entry const& e) { return packed.count(e.name) != 0; }),
-                    l.records.end());
     for (auto& [name, e] : newest) l.records.push_back(std::move(e));
     return exit_ok;
 }
 
 /// One entry's bytes; an identity record's newest version in the packs as the library
-/// reads it (directory_storage::read), else its file of an earlier release.
+/// reads it (directory_storage::read): absent when no pack holds it, whatever file of an
+/// earlier release is under its key (no host reads that).
 compile_cache::read_result read_directory_entry(std::string const& dir, directory_handle& handle,
                                                 compile_cache::key const& k, std::string& bytes, std::size_t max_size) {
-    if (compile_cache::is_identity_record_name(k.hex())) {
-        compile_cache::read_result const r = handle.reader().read(k, bytes, max_size);
-        if (r.status != compile_cache::read_status::absent) return r;
-    }
+    if (compile_cache::is_identity_record_name(k.hex())) return handle.reader().read(k, bytes, max_size);
     std::string why;
     switch (layout::read_entry_file(dir + "/" + layout::entry_relative_path(k.hex()), max_size, bytes, why)) {
     case layout::entry_file_status::ok: return {compile_cache::read_status::found, {}};

@@ -66,12 +66,15 @@ struct directory_facts {
     /// hosts never read their records, so neither are they listed; each is still a file
     /// that counts against the size limit, evicted, pruned and cleared as any entry.
     std::vector<entry_file> unmarked_packs{};
-    /// Identity record files of earlier releases (`ab/<hex ending 1d>`), listed as records.
-    std::vector<entry_file> record_files{};
+    /// Identity record files of earlier releases (`ab/<hex ending 1d>`): no host of this
+    /// release reads them (records are read from the packs a marker names), so they are not
+    /// listed as records, nor read; each is still a file that counts against the size limit,
+    /// evicted, pruned and cleared as any entry.
+    std::vector<entry_file> earlier_record_files{};
 };
 
-/// How many of the identity record files and packs of records (marked or not) `facts` lists
-/// are gone (a cleanup's count less these is the kernels' entries it removed).
+/// How many of the identity record files of earlier releases and packs of records (marked
+/// or not) `facts` lists are gone (a cleanup's count less these is the kernels' entries it removed).
 std::uint64_t records_removed(std::string const& dir, directory_facts const& facts);
 
 /// What clear did.

@@ -945,6 +945,135 @@ TEST_CASE("compile-cache stats, verify, copy, clear and prune: a pack of identit
           "(0, 0, 0)");
 }
 
+namespace {
+
+/// A sealed identity record of kernel `name` (in `file`) that recorded one entry, and its key.
+std::pair<compile_cache::key, std::string> sealed_record(std::string const& name, std::string const& file) {
+    compile_cache::identity_record r;
+    r.identity = compile_cache::kernel_identity({}, name, file);
+    compile_cache::key const a(std::string(8, 'a'));
+    r.history.push_back({compile_cache::key(std::string(32, 'x')), 1, 1, {{"ir", a}}});
+    compile_cache::key const rk = compile_cache::identity_record_key(r.identity);
+    compile_cache::entry_metadata m;
+    m.name = name;
+    m.origin_file = file;
+    m.format_id = std::string(compile_cache::identity_record_format);
+    std::string entry;
+    compile_cache::envelope_writer w(entry, rk, m, compile_cache::envelope_auth());
+    w.out() += compile_cache::encode_identity_record(r);
+    w.seal();
+    return {rk, entry};
+}
+
+/// Writes `bytes` as an earlier release wrote a record: the file `dir`/ab/<hex of `rk`>; its `ab/<hex>`.
+std::string write_earlier_record_file(fs::path const& dir, compile_cache::key const& rk, std::string const& bytes) {
+    std::string const hex = rk.hex();
+    REQUIRE(compile_cache::is_identity_record_name(hex));
+    fs::create_directories(dir / hex.substr(0, 2));
+    write_file(dir / hex.substr(0, 2) / hex, bytes);
+    return hex.substr(0, 2) + "/" + hex;
+}
+
+} // namespace
+
+TEST_CASE("compile-cache stats, verify, explain, copy, clear and prune: record files of an earlier release are "
+          "files no host reads, not records") {
+    filled_cache c;
+    fs::path const dir = c.s.cache_dir();
+    REQUIRE(pack_files(dir).size() == 1);
+    // As an earlier release left them: main's record (the bytes its pack holds) in a file of its own, the
+    // record of a kernel no pack holds, and a file that is no sound envelope.
+    process_result const main_record = tool({"explain", dir.string(), "main", "--json"});
+    REQUIRE_EXIT(main_record, 0);
+    std::optional<compile_cache::key> const main_key =
+        compile_cache::key::from_hex(json_query(main_record.out, "d['kernels'][0]['record_key']"));
+    REQUIRE(main_key);
+    std::string main_bytes;
+    REQUIRE(compile_cache::directory_storage(dir.string()).read(*main_key, main_bytes, 1 << 20).status ==
+            compile_cache::read_status::found);
+    auto const [old_key, old_bytes] = sealed_record("oldkernel", "old.tk");
+    std::set<std::string> const files = {
+        write_earlier_record_file(dir, *main_key, main_bytes), write_earlier_record_file(dir, old_key, old_bytes),
+        write_earlier_record_file(dir, compile_cache::identity_record_key("damaged"), "not an envelope")};
+    std::uintmax_t earlier_bytes = 0, blocks = (fs::file_size(dir / pack_files(dir)[0]) + 4095) / 4096;
+    for (std::string const& f : files) {
+        earlier_bytes += fs::file_size(dir / f);
+        blocks += (fs::file_size(dir / f) + 4095) / 4096;
+    }
+    for (auto const& [path, e] : c.s.entries())
+        if (files.count(path) == 0) blocks += (e.size + 4095) / 4096;
+
+    // stats: the packed records alone are records; the files counted apart, and against the limit.
+    process_result const stats = tool({"stats", dir.string(), "--json"});
+    REQUIRE_EXIT(stats, 0);
+    CHECK(json_query(stats.out, "(d['entries'], d['identity_records'], d['identity_record_packs'], "
+                                "d['earlier_identity_record_files'])") == "(3, 3, 1, 3)");
+    CHECK(json_query(stats.out, "d['accounted_bytes']") == std::to_string(blocks * 4096));
+    process_result const human = tool({"stats", dir.string()});
+    REQUIRE_EXIT(human, 0);
+    CHECK(line_starting(human.out, "identity records ").rfind("3 (", 0) == 0);
+    CHECK(line_starting(human.out, "record files of an earlier release ").rfind("3 (" + std::to_string(earlier_bytes) +
+                                                                                " B): no host of this release reads",
+                                                                            0) == 0);
+    process_result const metrics = tool({"stats", dir.string(), "--format=openmetrics"});
+    REQUIRE_EXIT(metrics, 0);
+    CHECK(metrics.out.find("compile_cache_earlier_identity_record_files{cache=\"" + dir.string() + "\"} 3\n") !=
+          std::string::npos);
+    process_result const list = tool({"list", dir.string()});
+    REQUIRE_EXIT(list, 0);
+    CHECK(list.out.find("(and 3 identity records, not listed)") != std::string::npos);
+
+    // verify: the files in one line, neither read nor bad, the exit status unchanged; --remove keeps them.
+    for (bool const remove : {false, true}) {
+        process_result const verified =
+            remove ? tool({"verify", dir.string(), "--remove"}) : tool({"verify", dir.string()});
+        REQUIRE_EXIT(verified, 0);
+        INFO(verified.out);
+        CHECK(verified.out.find("bad:") == std::string::npos);
+        CHECK(count_lines(verified.out, "earlier record files: 3 identity record files of an earlier release") ==
+              "1");
+        CHECK(lines_of(verified.out).back() ==
+              "checked 3 entries (CRC-32C): 3 sound, 0 bad" + std::string(remove ? ", 0 removed" : "") +
+                  "; 3 identity records: 3 sound, 0 bad" + (remove ? ", 0 removed" : ""));
+    }
+    for (std::string const& f : files) CHECK(fs::exists(dir / f));
+    process_result const j = tool({"verify", dir.string(), "--json"});
+    REQUIRE_EXIT(j, 0);
+    CHECK(json_query(j.out, "(sorted(p['path'] for p in d['earlier_identity_record_files']), d['identity_records'], "
+                            "d['bad_identity_records'])") ==
+          "(['" + *files.begin() + "', '" + *std::next(files.begin()) + "', '" + *files.rbegin() + "'], 3, [])");
+
+    // explain: no host reads the kernel recorded only in a file of an earlier release.
+    process_result const old = tool({"explain", dir.string(), "oldkernel"});
+    REQUIRE_EXIT(old, 2);
+    CHECK(old.err.find("no identity record names a kernel \"oldkernel\"") != std::string::npos);
+    REQUIRE_EXIT(tool({"explain", dir.string(), "main"}), 0);
+
+    // copy: the kernels' entries and the packed records; not the files (no host would read them).
+    fs::path const copy = c.s.root() / "copy";
+    process_result const copied = tool({"copy", dir.string(), copy.string()});
+    REQUIRE_EXIT(copied, 0);
+    CHECK(copied.out.rfind("copied 3 entries and 3 identity records (", 0) == 0);
+    for (std::string const& f : files) CHECK(!fs::exists(copy / f));
+
+    // clear and prune remove them as any entry; they are not counted among the kernels' entries.
+    SECTION("clear") {
+        process_result const cleared = tool({"clear", dir.string(), "--json"});
+        REQUIRE_EXIT(cleared, 0);
+        CHECK(json_query(cleared.out, "d['removed']") == "3");
+    }
+    SECTION("prune") {
+        process_result const pruned = tool({"prune", dir.string(), "--max-size", "1", "--json"});
+        REQUIRE_EXIT(pruned, 0);
+        CHECK(json_query(pruned.out, "(d['removed'], d['entries'])") == "(3, 0)");
+    }
+    for (std::string const& f : files) CHECK(!fs::exists(dir / f));
+    process_result const after = tool({"stats", dir.string(), "--json"});
+    REQUIRE_EXIT(after, 0);
+    CHECK(json_query(after.out, "(d['entries'], d['earlier_identity_record_files'], d['accounted_bytes'])") ==
+          "(0, 0, 0)");
+}
+
 TEST_CASE("compile-cache copy into a directory where no pack can be written: every identity record of each refused "
           "batch is counted refused, none copied") {
     temp_dir root{"compile-cache-copy-refused"};
