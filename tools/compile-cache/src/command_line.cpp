@@ -41,7 +41,9 @@ std::vector<command_spec> const& commands() {
          "                              as not checked and kept; signed entries whose\n"
          "                              signer is none of the trusted keys are reported and counted as\n"
          "                              such, and kept (never removed). Either makes the exit status 4\n"
-         "                              unless --allow-unchecked is given\n"},
+         "                              unless --allow-unchecked is given. A marker of a pack of\n"
+         "                              identity records whose pack is gone is reported, not bad, and\n"
+         "                              unlinked with --remove (as hosts unlink it at their next look)\n"},
         {"prune", {"DIR"}, {"--max-size"},
          "  prune DIR [--max-size SIZE] evicts least recently used entries until the directory is\n"
          "                              under 90% of SIZE (bytes, or with K, M, G: 48K, 500M, 2G;\n"

@@ -18,6 +18,7 @@
 #include <compile_cache/storage/directory/directory_storage.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -160,6 +161,7 @@ void print_stats_json(opened_cache const& cache, cache_listing const& l, entry_t
         j.field("identity_record_packs", std::uint64_t{cache.facts.packs.size()});
         j.field("unmarked_identity_record_packs", std::uint64_t{cache.facts.unmarked_packs.size()});
         j.field("earlier_identity_record_files", std::uint64_t{cache.facts.earlier_record_files.size()});
+        j.field("dangling_identity_record_pack_markers", std::uint64_t{cache.facts.dangling_markers.size()});
     }
     time_or_null(j, "oldest_use", t.oldest);
     time_or_null(j, "newest_use", t.newest);
@@ -240,6 +242,11 @@ std::string summary_text(opened_cache const& cache, cache_listing const& l, entr
                    "): no host of this release reads them (it reads records from packs); "
                    "evicted, pruned and cleared as entries"});
     }
+    if (std::size_t const dangling = cache.facts.dangling_markers.size(); dangling != 0)
+        t.add({"record pack markers without a pack",
+               std::to_string(dangling) + " (in " + std::string(layout::packs_folder_name) +
+                   "): their packs are gone (a merge or an eviction removes a pack before its marker); hosts unlink "
+                   "them at their next look, and so does verify --remove"});
     if (cache.is_directory()) {
         t.add({"temp files", std::to_string(cache.facts.temp_files)});
         if (cache.facts.other_files != 0)
@@ -317,6 +324,9 @@ std::string stats_openmetrics(opened_cache const& cache, cache_listing const& l,
         m.family("compile_cache_earlier_identity_record_files", "gauge",
                  "Identity record files of an earlier release: no host of this release reads them.");
         m.sample("compile_cache_earlier_identity_record_files", {label}, cache.facts.earlier_record_files.size());
+        m.family("compile_cache_dangling_identity_record_pack_markers", "gauge",
+                 "Markers of packs of identity records whose pack is gone: hosts unlink them at their next look.");
+        m.sample("compile_cache_dangling_identity_record_pack_markers", {label}, cache.facts.dangling_markers.size());
     }
     if (!rc) return m.str();
     if (rc->limit) {
@@ -687,6 +697,16 @@ struct verification {
     /// checked nor bad, and no reason for an exit status.
     std::uint64_t gone = 0, gone_records = 0;
     bool removal_failed = false;
+    /// (a directory) Each marker whose pack is gone (directory_facts::dangling_markers), and
+    /// whether it is gone too by the end: unlinked by --remove, or by the library's look at the
+    /// packs when verify read records (as a host's look does), or by a host. Nothing wrong: no
+    /// reason for an exit status.
+    struct dangling_marker {
+        std::string name;
+        bool unlinked = false;
+        std::string problem; ///< why --remove did not unlink it
+    };
+    std::vector<dangling_marker> dangling_markers;
 
     std::uint64_t removed() const {
         std::uint64_t n = 0;
@@ -709,6 +729,7 @@ struct verification {
 verification check_all(opened_cache const& cache, cache_listing const& l, compile_cache::envelope_auth const& auth,
                        trusted_signers const& trusted, progress_line& progress) {
     verification out;
+    for (std::string const& name : cache.facts.dangling_markers) out.dangling_markers.push_back({name, false, {}});
     std::size_t const total = l.entries.size() + l.records.size();
     std::uint64_t done = 0;
     std::string bytes;
@@ -734,6 +755,24 @@ verification check_all(opened_cache const& cache, cache_listing const& l, compil
         }
     progress.finish();
     return out;
+}
+
+/// A marker's path in the directory: `.cc-records/<hex>`.
+std::string marker_path(std::string const& name) { return std::string(layout::packs_folder_name) + "/" + name; }
+
+/// Each marker whose pack is gone: with --remove, unlinked as a host unlinks it at its next look
+/// (it names nothing: whatever the secret, it is no entry); else whether it is gone by now.
+void settle_dangling_markers(bool remove, opened_cache const& cache, verification& v) {
+    for (verification::dangling_marker& m : v.dangling_markers) {
+        if (remove) {
+            m.problem = unlink_dangling_marker(cache.directory, m.name);
+            m.unlinked = m.problem.empty();
+            continue;
+        }
+        struct stat st {};
+        std::string const path = cache.directory + "/" + marker_path(m.name);
+        m.unlinked = ::lstat(path.c_str(), &st) != 0 && errno == ENOENT;
+    }
 }
 
 /// --remove: deletes the bad entries through the storage (so that a directory's size
@@ -783,6 +822,14 @@ void print_verification_json(opened_cache const& cache, cache_listing const& l, 
     j.end_array().key("earlier_identity_record_files").begin_array();
     for (entry_file const& f : cache.facts.earlier_record_files)
         j.begin_object().field("key", f.name).field("path", f.relative_path()).end_object();
+    // Markers whose pack is gone, for a moment (a merge removes a pack before its marker): not bad.
+    j.end_array().key("dangling_identity_record_pack_markers").begin_array();
+    for (auto const& m : v.dangling_markers) {
+        j.begin_object().field("key", m.name).field("path", marker_path(m.name));
+        j.field("pack", layout::entry_relative_path(m.name)).field("unlinked", m.unlinked);
+        if (!m.problem.empty()) j.field("remove_problem", m.problem);
+        j.end_object();
+    }
     j.end_array();
     // Kernels' entries and identity records in lists of their own.
     for (bool const records : {false, true}) {
@@ -882,6 +929,14 @@ void print_verification_text(bool remove, opened_cache const& cache, cache_listi
                (earlier == 1 ? " identity record file" : " identity record files") +
                " of an earlier release (ab/<hex ending 1d>), which no host of this release reads (it reads records "
                "from packs), not checked; kept: evicted, pruned and cleared as any entry\n";
+    for (auto const& m : v.dangling_markers) {
+        out += "dangling marker: " + marker_path(m.name) + ": its pack " + layout::entry_relative_path(m.name) +
+               " is gone (a merge or an eviction removes a pack before its marker); not bad: hosts unlink it at "
+               "their next look";
+        if (!m.problem.empty()) out += " (" + m.problem + ")";
+        else if (m.unlinked) out += remove ? " (unlinked)" : " (unlinked now, by a look at the packs, as hosts do)";
+        out += "\n";
+    }
     std::size_t const n = l.entries.size();
     // The mode is named only when some check value was checked in it.
     std::string mode = v.checked_any() ? std::string(keyed ? "HMAC-SHA256" : "CRC-32C") : std::string();
@@ -912,6 +967,7 @@ int run_verify(command_line const& c) {
         if (int const s = lc.cache.may_remove(); s != exit_ok) return s;
     verification v = check_all(lc.cache, lc.listing, auth, trusted, progress);
     if (c.remove) remove_bad(c, lc.cache, auth, trusted, v);
+    settle_dangling_markers(c.remove, lc.cache, v);
     if (c.json)
         print_verification_json(lc.cache, lc.listing, auth.keyed(), trusted.given(), v);
     else

@@ -78,6 +78,22 @@ std::uint64_t records_removed(std::string const& dir, directory_facts const& fac
     return n;
 }
 
+std::string unlink_dangling_marker(std::string const& dir, std::string const& name) {
+    std::string const folder = dir + "/" + std::string(layout::packs_folder_name);
+    compile_cache::detail::file_descriptor const fd{
+        ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
+    int e = errno;
+    if (!fd && e == ENOENT) return {};
+    if (!fd) return "cannot open its folder: " + std::error_code(e, std::generic_category()).message();
+    struct stat st {};
+    if (::lstat((dir + "/" + layout::entry_relative_path(name)).c_str(), &st) == 0 || errno != ENOENT)
+        return "kept: its pack is there now"; // (or cannot be looked at)
+    if (::unlinkat(fd.fd, name.c_str(), 0) == 0) return {};
+    e = errno;
+    if (e == ENOENT) return {};
+    return "cannot unlink it: " + std::error_code(e, std::generic_category()).message();
+}
+
 std::string opened_cache::entry_label(std::string const& name) const {
     return is_directory() ? layout::entry_relative_path(name) : name;
 }
@@ -202,6 +218,13 @@ int list_directory(opened_cache& self, cache_listing& l, progress_line& progress
     // cannot list the markers). They are listed after the entries, so that a pack written
     // meanwhile, whose marker follows its rename, has it.
     std::optional<std::set<std::string>> const markers = list_pack_markers(self.directory);
+    // A marker whose pack is gone (looked at now: a pack written since the scan has its file).
+    if (markers)
+        for (std::string const& name : *markers) {
+            struct stat st {};
+            std::string const pack = self.directory + "/" + layout::entry_relative_path(name);
+            if (::lstat(pack.c_str(), &st) != 0 && errno == ENOENT) self.facts.dangling_markers.push_back(name);
+        }
     // The newest version of each record across the packs, the one a host reads: the slot
     // made last, a tie to the pack written later (a pack's name starts with that time).
     std::sort(packs.begin(), packs.end(), [](auto const& a, auto const& b) { return a.first->name < b.first->name; });

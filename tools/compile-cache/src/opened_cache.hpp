@@ -71,11 +71,21 @@ struct directory_facts {
     /// listed as records, nor read; each is still a file that counts against the size limit,
     /// evicted, pruned and cleared as any entry.
     std::vector<entry_file> earlier_record_files{};
+    /// The names of the markers (`.cc-records/<hex>`) whose pack (`ab/<hex>`) is gone: a merge
+    /// or an eviction removes a pack before its marker, so that one may be dangling for a
+    /// moment; hosts unlink such a marker at their next look. Nothing wrong, nothing to read.
+    std::vector<std::string> dangling_markers{};
 };
 
 /// How many of the identity record files of earlier releases and packs of records (marked
 /// or not) `facts` lists are gone (a cleanup's count less these is the kernels' entries it removed).
 std::uint64_t records_removed(std::string const& dir, directory_facts const& facts);
+
+/// Unlinks the marker `name` in `dir`'s markers' folder (`.cc-records`) when its pack is gone
+/// still, as a host does at its next look (a pack's name is never used again, and its marker
+/// is made after it: a marker whose pack is gone never names a pack again). Empty when the
+/// marker is gone now (unlinked, or by another process), else why it is not.
+std::string unlink_dangling_marker(std::string const& dir, std::string const& name);
 
 /// What clear did.
 struct clear_result {

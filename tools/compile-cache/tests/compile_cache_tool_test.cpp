@@ -1074,6 +1074,82 @@ TEST_CASE("compile-cache stats, verify, explain, copy, clear and prune: record f
           "(0, 0, 0)");
 }
 
+TEST_CASE("compile-cache stats and verify: a marker whose pack is gone is reported, not bad, and verify --remove "
+          "unlinks it") {
+    filled_cache c;
+    fs::path const dir = c.s.cache_dir();
+    std::vector<std::string> const packs = pack_files(dir);
+    REQUIRE(packs.size() == 1);
+    fs::path const folder = dir / std::string(compile_cache::directory_layout::packs_folder_name);
+    std::string const marker = ".cc-records/" + packs[0].substr(3);
+    REQUIRE(fs::is_symlink(dir / marker));
+    std::string const dangling = "dangling marker: " + marker + ": its pack " + packs[0] +
+                                 " is gone (a merge or an eviction removes a pack before its marker); not bad: hosts "
+                                 "unlink it at their next look";
+
+    SECTION("beside a pack that is there: verify's look at the packs, as it reads the records, unlinks it") {
+        // As a merge leaves it for a moment (the merged pack removed, its marker not yet): a marker, as a host
+        // makes it, of a pack that is gone; the records are those of the pack that is there.
+        std::string gone = packs[0].substr(3);
+        gone[10] = gone[10] == '0' ? '1' : '0';
+        REQUIRE(compile_cache::directory_layout::is_pack_name(gone));
+        std::string const gone_pack = gone.substr(0, 2) + "/" + gone, gone_marker = ".cc-records/" + gone;
+        fs::create_symlink("../" + gone_pack, folder / gone);
+        process_result const stats = tool({"stats", dir.string(), "--json"});
+        REQUIRE_EXIT(stats, 0);
+        CHECK(json_query(stats.out, "(d['entries'], d['identity_records'], d['identity_record_packs'], "
+                                    "d['dangling_identity_record_pack_markers'])") == "(3, 3, 1, 1)");
+        process_result const human = tool({"stats", dir.string()});
+        REQUIRE_EXIT(human, 0);
+        CHECK(line_starting(human.out, "record pack markers without a pack ")
+                  .rfind("1 (in .cc-records): their packs are gone", 0) == 0);
+        process_result const metrics = tool({"stats", dir.string(), "--format=openmetrics"});
+        REQUIRE_EXIT(metrics, 0);
+        CHECK(metrics.out.find("compile_cache_dangling_identity_record_pack_markers{cache=\"" + dir.string() +
+                               "\"} 1\n") != std::string::npos);
+        CHECK(fs::is_symlink(folder / gone)); // (stats reads no record)
+
+        process_result const verified = tool({"verify", dir.string()});
+        REQUIRE_EXIT(verified, 0);
+        CHECK(verified.out == "dangling marker: " + gone_marker + ": its pack " + gone_pack +
+                                  " is gone (a merge or an eviction removes a pack before its marker); not bad: "
+                                  "hosts unlink it at their next look (unlinked now, by a look at the packs, as hosts "
+                                  "do)\nchecked 3 entries (CRC-32C): 3 sound, 0 bad; 3 identity records: 3 sound, 0 "
+                                  "bad\n");
+        CHECK(!fs::exists(fs::symlink_status(folder / gone)));
+        CHECK(fs::is_symlink(dir / marker));
+        fs::create_symlink("../" + gone_pack, folder / gone);
+        process_result const j = tool({"verify", dir.string(), "--json"});
+        REQUIRE_EXIT(j, 0);
+        CHECK(json_query(j.out, "[(m['path'], m['pack'], m['unlinked']) "
+                                "for m in d['dangling_identity_record_pack_markers']]") ==
+              "[('" + gone_marker + "', '" + gone_pack + "', True)]");
+    }
+    SECTION("alone (its pack evicted): verify reads no record, and keeps it, --remove unlinks it") {
+        REQUIRE(fs::remove(dir / packs[0]));
+        process_result const stats = tool({"stats", dir.string(), "--json"});
+        REQUIRE_EXIT(stats, 0);
+        CHECK(json_query(stats.out, "(d['identity_records'], d['identity_record_packs'], "
+                                    "d['dangling_identity_record_pack_markers'])") == "(0, 0, 1)");
+        process_result const verified = tool({"verify", dir.string()});
+        REQUIRE_EXIT(verified, 0);
+        CHECK(verified.out == dangling + "\nchecked 3 entries (CRC-32C): 3 sound, 0 bad\n");
+        process_result const j = tool({"verify", dir.string(), "--json"});
+        REQUIRE_EXIT(j, 0);
+        CHECK(json_query(j.out, "[(m['key'], m['path'], m['unlinked']) "
+                                "for m in d['dangling_identity_record_pack_markers']]") ==
+              "[('" + packs[0].substr(3) + "', '" + marker + "', False)]");
+        CHECK(fs::is_symlink(dir / marker));
+        process_result const removed = tool({"verify", dir.string(), "--remove"});
+        REQUIRE_EXIT(removed, 0);
+        CHECK(removed.out == dangling + " (unlinked)\nchecked 3 entries (CRC-32C): 3 sound, 0 bad, 0 removed\n");
+        CHECK(!fs::exists(fs::symlink_status(dir / marker)));
+        process_result const after = tool({"stats", dir.string(), "--json"});
+        REQUIRE_EXIT(after, 0);
+        CHECK(json_query(after.out, "d['dangling_identity_record_pack_markers']") == "0");
+    }
+}
+
 TEST_CASE("compile-cache copy into a directory where no pack can be written: every identity record of each refused "
           "batch is counted refused, none copied") {
     temp_dir root{"compile-cache-copy-refused"};
