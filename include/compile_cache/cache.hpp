@@ -714,7 +714,8 @@ private:
                     relocate_source(*artifact, info.origin_line - env.origin_line);
             }
             auto const done = std::chrono::steady_clock::now();
-            // (A refetch from the remote, made while checking, is read time.)
+            // (A refetch from the remote, made while checking, is read time: its read and
+            // the signature check of what it read.)
             state_->stats.hit(attempt.bytes,
                               {detail::ns_between(attempt.start, read_done) + attempt.refetch_ns,
                                detail::ns_between(read_done, verify_done) - attempt.refetch_ns,

@@ -14739,7 +14739,8 @@ public:
     }
 
     /// The remote's answer alone, the local storage not read: as `read` answers when the
-    /// local storage has no entry (absent when there is no remote, or it is skipped).
+    /// local storage has no entry (absent when there is no remote, or it is skipped or
+    /// fails: the failure counted as `read` counts it).
     /// basic_cache reads the remote so when the local copy of a signed entry names a
     /// signer no longer trusted: after a rotation, the remote has the kernel signed anew.
     read_result read_remote(key const& k, std::string& out, std::size_t max_size) noexcept {
@@ -18548,7 +18549,7 @@ inline void refuse_untrusted_copy(envelope_fields& env, envelope_auth const& rem
 /// with any entry from the remote. False otherwise, `env` and `rr` left as they were; an
 /// entry that does not verify is told to the storage as tell_checked tells it (counted
 /// against the remote, not copied). `remote_status` is the remote's answer (absent when
-/// it was not asked).
+/// it was not asked, and when read_remote answers absent: no remote, skipped, or failed).
 template <class Storage>
 bool refetch_refused_copy(Storage& storage, key const& k, std::string_view format_id, std::size_t max_size,
                           envelope_auth const& local, envelope_auth const& remote, std::string& fetched,
@@ -18879,7 +18880,10 @@ struct identity_records {
         }
     }
 
-    /// The same, with the record's key `rk` (identity_record_key(identity)) already made.
+    /// The same, with the record's key `rk` (identity_record_key(identity)) already made. A
+    /// local copy whose signer is no longer trusted gives way to the remote's record when
+    /// that one verifies (refetch_refused_copy); one the remote finds too large sets
+    /// `over_bound`, as a remote read of it would.
     std::optional<identity_record> read(std::string const& identity, key const& rk, bool& over_bound) noexcept {
         over_bound = false;
         try {
@@ -19847,7 +19851,8 @@ private:
                     relocate_source(*artifact, info.origin_line - env.origin_line);
             }
             auto const done = std::chrono::steady_clock::now();
-            // (A refetch from the remote, made while checking, is read time.)
+            // (A refetch from the remote, made while checking, is read time: its read and
+            // the signature check of what it read.)
             state_->stats.hit(attempt.bytes,
                               {detail::ns_between(attempt.start, read_done) + attempt.refetch_ns,
                                detail::ns_between(read_done, verify_done) - attempt.refetch_ns,

@@ -113,7 +113,10 @@ struct identity_records {
         }
     }
 
-    /// The same, with the record's key `rk` (identity_record_key(identity)) already made.
+    /// The same, with the record's key `rk` (identity_record_key(identity)) already made. A
+    /// local copy whose signer is no longer trusted gives way to the remote's record when
+    /// that one verifies (refetch_refused_copy); one the remote finds too large sets
+    /// `over_bound`, as a remote read of it would.
     std::optional<identity_record> read(std::string const& identity, key const& rk, bool& over_bound) noexcept {
         over_bound = false;
         try {

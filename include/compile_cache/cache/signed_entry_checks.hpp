@@ -89,7 +89,7 @@ inline void refuse_untrusted_copy(envelope_fields& env, envelope_auth const& rem
 /// with any entry from the remote. False otherwise, `env` and `rr` left as they were; an
 /// entry that does not verify is told to the storage as tell_checked tells it (counted
 /// against the remote, not copied). `remote_status` is the remote's answer (absent when
-/// it was not asked).
+/// it was not asked, and when read_remote answers absent: no remote, skipped, or failed).
 template <class Storage>
 bool refetch_refused_copy(Storage& storage, key const& k, std::string_view format_id, std::size_t max_size,
                           envelope_auth const& local, envelope_auth const& remote, std::string& fetched,

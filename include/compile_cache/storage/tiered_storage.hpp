@@ -523,7 +523,8 @@ public:
     }
 
     /// The remote's answer alone, the local storage not read: as `read` answers when the
-    /// local storage has no entry (absent when there is no remote, or it is skipped).
+    /// local storage has no entry (absent when there is no remote, or it is skipped or
+    /// fails: the failure counted as `read` counts it).
     /// basic_cache reads the remote so when the local copy of a signed entry names a
     /// signer no longer trusted: after a rotation, the remote has the kernel signed anew.
     read_result read_remote(key const& k, std::string& out, std::size_t max_size) noexcept {

@@ -91,7 +91,12 @@ void copy_one(command_line const& c, listed_cache const& src, opened_cache const
     }
     std::string bytes;
     checked_entry const check = read_and_check(src.cache, e, auth, bytes, trusted.given() ? &trusted : nullptr);
-    if (check.result != verdict::sound) {
+    // A signer's local copy whose check value verifies is unchecked without trusted keys
+    // (whether its signer is trusted), and copied all the same: the destination's hosts
+    // ask their own trusted keys about its signer, as this directory's do.
+    bool const signer_copy = check.result == verdict::unchecked && check.envelope.signer_copy &&
+                             check.envelope.status == compile_cache::envelope_status::ok && !trusted.given();
+    if (check.result != verdict::sound && !signer_copy) {
         if (check.result == verdict::bad) {
             ++t.bad;
             if (!c.json) std::printf("skipped: %s: %s\n", src.cache.entry_label(e.name).c_str(), check.problem.c_str());

@@ -119,8 +119,9 @@ char const* const help_tail =
     "copies them. Record files of an earlier release (DIR/ab/<66 hex digits ending 1d>), which\n"
     "no host of this release reads, are counted apart by stats and verify, and not read.\n"
     "Nothing but entries (DIR/ab/<hex key>), the library's temp files (DIR/ab/.tmp- and\n"
-    "32 hex digits) and claims whose owner is gone (DIR/ab/<hex key>.claim) is ever\n"
-    "deleted, and nothing is deleted in a directory that is not a\n"
+    "32 hex digits), claims whose owner is gone (DIR/ab/<hex key>.claim) and markers whose\n"
+    "pack is gone (DIR/.cc-records/<hex>, verify --remove) is ever deleted, and nothing is\n"
+    "deleted in a directory that is not a\n"
     "compile_cache one; clear and prune exit 3 when they could not delete what they meant to.\n"
     "Reading an entry does not change its use time.\n"
     "\n";

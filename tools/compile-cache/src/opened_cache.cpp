@@ -86,8 +86,10 @@ std::string unlink_dangling_marker(std::string const& dir, std::string const& na
     if (!fd && e == ENOENT) return {};
     if (!fd) return "cannot open its folder: " + std::error_code(e, std::generic_category()).message();
     struct stat st {};
-    if (::lstat((dir + "/" + layout::entry_relative_path(name)).c_str(), &st) == 0 || errno != ENOENT)
-        return "kept: its pack is there now"; // (or cannot be looked at)
+    std::string const pack = dir + "/" + layout::entry_relative_path(name);
+    if (::lstat(pack.c_str(), &st) == 0) return "kept: its pack is there now";
+    if (errno != ENOENT)
+        return "kept: cannot look at its pack: " + std::error_code(errno, std::generic_category()).message();
     if (::unlinkat(fd.fd, name.c_str(), 0) == 0) return {};
     e = errno;
     if (e == ENOENT) return {};

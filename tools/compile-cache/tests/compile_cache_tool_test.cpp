@@ -959,7 +959,8 @@ std::pair<compile_cache::key, std::string> sealed_record(std::string const& name
     m.origin_file = file;
     m.format_id = std::string(compile_cache::identity_record_format);
     std::string entry;
-    compile_cache::envelope_writer w(entry, rk, m, compile_cache::envelope_auth());
+    compile_cache::envelope_auth const crc; // (the writer keeps a reference: it outlives the writer)
+    compile_cache::envelope_writer w(entry, rk, m, crc);
     w.out() += compile_cache::encode_identity_record(r);
     w.seal();
     return {rk, entry};
@@ -2031,6 +2032,10 @@ TEST_CASE("compile-cache verify and show: a reader's local copy of a signed entr
     process_result const blind = tool({"verify", laptop.string(), "--json"});
     REQUIRE_EXIT(blind, 4);
     CHECK(json_query(blind.out, "(d['sound'], len(d['unchecked']))") == "(0, 5)");
+    // ...and copy copies them all the same: the destination's hosts ask their own trusted keys.
+    process_result const moved = tool({"copy", laptop.string(), (root.path() / "new-laptop").string(), "--json"});
+    REQUIRE_EXIT(moved, 0);
+    CHECK(json_query(moved.out, "(d['copied'], d['skipped_unchecked'])") == "(5, 0)");
     process_result const blind_show = tool({"show", laptop.string(), made_entry_key(0).substr(0, 12)});
     REQUIRE_EXIT(blind_show, 0);
     CHECK(line_starting(blind_show.out, "status").rfind("unchecked: a local copy of an entry signed by key id " +
