@@ -226,22 +226,18 @@ std::string summary_text(opened_cache const& cache, cache_listing const& l, entr
         packs == 0 ? std::string() : ", in " + std::to_string(packs) + (packs == 1 ? " pack" : " packs");
     t.add({"identity records", std::to_string(l.records.size()) + " (" + human_size(tot.record_bytes) + in_packs +
                                    "): what explains a kernel's misses (compile-cache explain)"});
-    if (std::size_t const unmarked = cache.facts.unmarked_packs.size(); unmarked != 0) {
+    // Files no host reads, which count against the limit as entries: their number and size, and why.
+    auto const unread = [&t](char const* label, std::vector<entry_file> const& files, char const* why) {
+        if (files.empty()) return;
         std::uint64_t bytes = 0;
-        for (entry_file const& f : cache.facts.unmarked_packs) bytes += f.size;
-        t.add({"record packs without a marker",
-               std::to_string(unmarked) + " (" + human_size(bytes) +
-                   "): no host reads their records (a host stopped between writing one and its marker); "
-                   "evicted, pruned and cleared as entries"});
-    }
-    if (std::size_t const earlier = cache.facts.earlier_record_files.size(); earlier != 0) {
-        std::uint64_t bytes = 0;
-        for (entry_file const& f : cache.facts.earlier_record_files) bytes += f.size;
-        t.add({"record files of an earlier release",
-               std::to_string(earlier) + " (" + human_size(bytes) +
-                   "): no host of this release reads them (it reads records from packs); "
-                   "evicted, pruned and cleared as entries"});
-    }
+        for (entry_file const& f : files) bytes += f.size;
+        t.add({label, std::to_string(files.size()) + " (" + human_size(bytes) + "): " + why +
+                          "; evicted, pruned and cleared as entries"});
+    };
+    unread("record packs without a marker", cache.facts.unmarked_packs,
+           "no host reads their records (a host stopped between writing one and its marker)");
+    unread("record files of an earlier release", cache.facts.earlier_record_files,
+           "no host of this release reads them (it reads records from packs)");
     if (std::size_t const dangling = cache.facts.dangling_markers.size(); dangling != 0)
         t.add({"record pack markers without a pack",
                std::to_string(dangling) + " (in " + std::string(layout::packs_folder_name) +
