@@ -476,3 +476,21 @@ TEST_CASE("envelope_writer seals what open_envelope opens, and knows the sealed 
     std::string entry;
     CHECK(!cc::envelope_writer(entry, k, meta, cc::envelope_auth()).metadata_fits());
 }
+
+TEST_CASE("envelope_writer given a temporary envelope_auth keeps it: sealed after the statement, the entry opens",
+          "[envelope]") {
+    cc::key const k(cc::sha256_digest("k", 1));
+    cc::entry_metadata meta;
+    meta.format_id = "test-format 1";
+    std::string entry;
+    cc::envelope_writer writer(entry, k, meta, cc::envelope_auth("secret")); // the temporary is gone after this line
+    writer.out() += "payload";
+    cc::envelope_writer const copy = writer; // a copy shares what it keeps
+    std::size_t const sealed_size = copy.sealed_size();
+    writer.seal();
+    CHECK(entry.size() == sealed_size);
+    cc::opened_envelope const e = cc::open_envelope(entry, k, "test-format 1", 1 << 20, cc::envelope_auth("secret"));
+    CHECK(e.status == cc::envelope_status::ok);
+    CHECK(e.keyed);
+    CHECK(e.payload == "payload");
+}

@@ -783,20 +783,12 @@ private:
                                        std::string& refetched, std::string& decompressed, load_attempt& attempt) {
         envelope_auth const* auth = &detail::auth_for<Storage>(attempt.read, auth_, remote_auth_);
         detail::envelope_fields env = detail::check_envelope(buffer, k, format_id, options_.max_entry_size, *auth);
-        if (auth == &auth_) {
-            detail::refuse_untrusted_copy(env, remote_auth_); // a signer's copy, kept locally
-            // (With signatures the entry was read, never viewed: `view` is no mapping.)
-            if (env.status == envelope_status::untrusted_signer) { // (refused: no clock read on a hit)
-                auto const asked = std::chrono::steady_clock::now();
-                read_status remote_status = read_status::absent;
-                if (detail::refetch_refused_copy(storage_, k, format_id, options_.max_entry_size, auth_, remote_auth_,
-                                                 refetched, attempt.read, env, remote_status)) {
-                    auth = &remote_auth_;
-                    buffer = refetched;
-                    attempt.bytes = refetched.size();
-                }
-                if (remote_status != read_status::absent) attempt.refetch_ns = detail::elapsed_ns(asked);
-            }
+        if (auth == &auth_) { // (With signatures the entry was read, never viewed: `view` is no mapping.)
+            detail::remote_refetch refetch;
+            auth = &detail::settle_local_copy(storage_, k, format_id, options_.max_entry_size, auth_, remote_auth_,
+                                              buffer, refetched, attempt.read, env, refetch);
+            if (auth != &auth_) attempt.bytes = buffer.size();
+            attempt.refetch_ns = refetch.ns;
         }
         if (env.status == envelope_status::ok && env.compressed) detail::decompress_payload<Compression>(env, decompressed);
         if (!view.intact()) {

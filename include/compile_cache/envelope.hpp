@@ -384,6 +384,10 @@ public:
     envelope_writer(std::string& out, key const& k, entry_metadata const& m, envelope_auth const& auth)
         : out_(out), auth_(&auth), header_(detail::write_envelope_header(out, k, m, auth)) {}
 
+    /// The same with an `auth` the writer keeps (a temporary): only `out` must outlive it.
+    envelope_writer(std::string& out, key const& k, entry_metadata const& m, envelope_auth&& auth)
+        : envelope_writer(out, k, m, std::make_shared<envelope_auth const>(std::move(auth))) {}
+
     /// Whether the metadata is within the bound every reader applies (1 MiB): an entry
     /// beyond it would be written and never read.
     bool metadata_fits() const noexcept { return header_.metadata_size <= detail::envelope_max_metadata; }
@@ -419,7 +423,12 @@ public:
     }
 
 private:
+    envelope_writer(std::string& out, key const& k, entry_metadata const& m, std::shared_ptr<envelope_auth const> kept)
+        : out_(out), kept_auth_(std::move(kept)), auth_(kept_auth_.get()),
+          header_(detail::write_envelope_header(out, k, m, *auth_)) {}
+
     std::string& out_;
+    std::shared_ptr<envelope_auth const> kept_auth_; ///< the auth given as a temporary (shared by copies)
     envelope_auth const* auth_;
     detail::envelope_header header_;
 };

@@ -13102,6 +13102,10 @@ public:
     envelope_writer(std::string& out, key const& k, entry_metadata const& m, envelope_auth const& auth)
         : out_(out), auth_(&auth), header_(detail::write_envelope_header(out, k, m, auth)) {}
 
+    /// The same with an `auth` the writer keeps (a temporary): only `out` must outlive it.
+    envelope_writer(std::string& out, key const& k, entry_metadata const& m, envelope_auth&& auth)
+        : envelope_writer(out, k, m, std::make_shared<envelope_auth const>(std::move(auth))) {}
+
     /// Whether the metadata is within the bound every reader applies (1 MiB): an entry
     /// beyond it would be written and never read.
     bool metadata_fits() const noexcept { return header_.metadata_size <= detail::envelope_max_metadata; }
@@ -13137,7 +13141,12 @@ public:
     }
 
 private:
+    envelope_writer(std::string& out, key const& k, entry_metadata const& m, std::shared_ptr<envelope_auth const> kept)
+        : out_(out), kept_auth_(std::move(kept)), auth_(kept_auth_.get()),
+          header_(detail::write_envelope_header(out, k, m, *auth_)) {}
+
     std::string& out_;
+    std::shared_ptr<envelope_auth const> kept_auth_; ///< the auth given as a temporary (shared by copies)
     envelope_auth const* auth_;
     detail::envelope_header header_;
 };
@@ -18472,6 +18481,8 @@ void add_cache_environment_settings(std::string_view prefix, std::vector<environ
 
 
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -18541,19 +18552,29 @@ inline void refuse_untrusted_copy(envelope_fields& env, envelope_auth const& rem
     env.payload = {};
 }
 
-/// After refuse_untrusted_copy refused the local copy `env` (its signer no longer
-/// trusted), the remote's entry for `k`, over a Storage that reads its remote alone
-/// (`from_remote` and read_remote: a tier): read into `fetched` and checked by signature
-/// (`remote`). True when it verifies (after a rotation the remote holds the kernel signed
-/// by a trusted key): `env` and `rr` are then its own, for the caller to go on with as
-/// with any entry from the remote. False otherwise, `env` and `rr` left as they were; an
-/// entry that does not verify is told to the storage as tell_checked tells it (counted
-/// against the remote, not copied). `remote_status` is the remote's answer (absent when
-/// it was not asked, and when read_remote answers absent: no remote, skipped, or failed).
+/// What settle_local_copy asked of the remote: its answer (absent when it was not asked,
+/// and when read_remote answers absent: no remote, skipped, or failed) and the time its
+/// read and check took (0 when it was not asked).
+struct remote_refetch {
+    read_status status = read_status::absent;
+    std::uint64_t ns = 0;
+};
+
+/// Settles an entry that `local` checked (`env`, over `bytes`): a signer's copy whose
+/// signer is no longer trusted is refused (refuse_untrusted_copy), and over a Storage that
+/// reads its remote alone (`from_remote` and read_remote: a tier) the remote's entry for
+/// `k` is then read into `fetched` and checked by signature (`remote`). Returns the auth
+/// that checked what `env` now holds: `remote` when the remote's entry verified (after a
+/// rotation the remote holds the kernel signed by a trusted key; `env`, `rr` and `bytes`
+/// are then its own, for the caller to go on with as with any entry from the remote), else
+/// `local`. An entry from the remote that does not verify is told to the storage as
+/// tell_checked tells it (counted against the remote, not copied). No clock is read unless
+/// a copy is refused.
 template <class Storage>
-bool refetch_refused_copy(Storage& storage, key const& k, std::string_view format_id, std::size_t max_size,
-                          envelope_auth const& local, envelope_auth const& remote, std::string& fetched,
-                          read_result& rr, envelope_fields& env, read_status& remote_status);
+envelope_auth const& settle_local_copy(Storage& storage, key const& k, std::string_view format_id,
+                                       std::size_t max_size, envelope_auth const& local, envelope_auth const& remote,
+                                       std::string_view& bytes, std::string& fetched, read_result& rr,
+                                       envelope_fields& env, remote_refetch& refetch);
 
 /// Tells `storage` what the check of `bytes` (by `auth`) found; an entry accepted by
 /// signature is handed over resealed in the local mode (`local`), so that the tier keeps
@@ -18576,27 +18597,35 @@ void tell_checked(Storage& storage, key const& k, std::string_view bytes, read_r
 }
 
 template <class Storage>
-bool refetch_refused_copy(Storage& storage, key const& k, std::string_view format_id, std::size_t max_size,
-                          envelope_auth const& local, envelope_auth const& remote, std::string& fetched,
-                          read_result& rr, envelope_fields& env, read_status& remote_status) {
-    remote_status = read_status::absent;
+envelope_auth const& settle_local_copy(Storage& storage, key const& k, std::string_view format_id,
+                                       std::size_t max_size, envelope_auth const& local, envelope_auth const& remote,
+                                       std::string_view& bytes, std::string& fetched, read_result& rr,
+                                       envelope_fields& env, remote_refetch& refetch) {
+    refuse_untrusted_copy(env, remote);
     if constexpr (has_read_remote<Storage>::value && has_from_remote_origin<Storage>::value) {
-        if (env.status != envelope_status::untrusted_signer || !env.signer_copy || !remote.is_signed()) return false;
+        if (env.status != envelope_status::untrusted_signer || !env.signer_copy || !remote.is_signed()) return local;
+        auto const asked = std::chrono::steady_clock::now();
         read_result const answer = storage.read_remote(k, fetched, max_size);
-        remote_status = answer.status;
-        if (answer.status != read_status::found) return false;
-        envelope_fields checked = check_envelope(fetched, k, format_id, max_size, remote);
+        refetch.status = answer.status;
+        envelope_fields checked;
+        if (answer.status == read_status::found) checked = check_envelope(fetched, k, format_id, max_size, remote);
+        if (answer.status != read_status::absent) {
+            auto const took = std::chrono::steady_clock::now() - asked;
+            refetch.ns = static_cast<std::uint64_t>(std::max<std::int64_t>(
+                0, std::chrono::duration_cast<std::chrono::nanoseconds>(took).count()));
+        }
+        if (answer.status != read_status::found) return local;
         if (checked.status != envelope_status::ok) {
             tell_checked(storage, k, fetched, answer, checked.status, remote, local);
-            return false;
+            return local;
         }
         env = checked;
         rr = answer;
-        return true;
+        bytes = fetched;
+        return remote;
     }
-    (void)storage, (void)k, (void)format_id, (void)max_size, (void)local, (void)remote;
-    (void)fetched, (void)rr, (void)env;
-    return false;
+    (void)storage, (void)k, (void)format_id, (void)max_size, (void)bytes, (void)fetched, (void)rr, (void)refetch;
+    return local;
 }
 
 /// With signatures (`remote` signed), a Storage that uploads to a remote
@@ -18882,7 +18911,7 @@ struct identity_records {
 
     /// The same, with the record's key `rk` (identity_record_key(identity)) already made. A
     /// local copy whose signer is no longer trusted gives way to the remote's record when
-    /// that one verifies (refetch_refused_copy); one the remote finds too large sets
+    /// that one verifies (settle_local_copy); one the remote finds too large sets
     /// `over_bound`, as a remote read of it would.
     std::optional<identity_record> read(std::string const& identity, key const& rk, bool& over_bound) noexcept {
         over_bound = false;
@@ -18896,14 +18925,10 @@ struct identity_records {
             std::string refetched; // the remote's record, when a refused copy gives way to it
             std::string_view record = bytes;
             if (auth == &local) {
-                refuse_untrusted_copy(env, remote); // a signer's copy, kept locally
-                read_status remote_status = read_status::absent;
-                if (refetch_refused_copy(storage, rk, identity_record_format, identity_record_max_size, local, remote,
-                                         refetched, rr, env, remote_status)) {
-                    auth = &remote;
-                    record = refetched;
-                }
-                if (remote_status == read_status::too_large) over_bound = true; // (as the remote's read says)
+                remote_refetch refetch;
+                auth = &settle_local_copy(storage, rk, identity_record_format, identity_record_max_size, local, remote,
+                                          record, refetched, rr, env, refetch);
+                if (refetch.status == read_status::too_large) over_bound = true; // (as the remote's read says)
             }
             // A tier counts it, keeps another secret's, and copies a sound record it read
             // from its remote, so that this machine has it locally (for its misses and
@@ -19920,20 +19945,12 @@ private:
                                        std::string& refetched, std::string& decompressed, load_attempt& attempt) {
         envelope_auth const* auth = &detail::auth_for<Storage>(attempt.read, auth_, remote_auth_);
         detail::envelope_fields env = detail::check_envelope(buffer, k, format_id, options_.max_entry_size, *auth);
-        if (auth == &auth_) {
-            detail::refuse_untrusted_copy(env, remote_auth_); // a signer's copy, kept locally
-            // (With signatures the entry was read, never viewed: `view` is no mapping.)
-            if (env.status == envelope_status::untrusted_signer) { // (refused: no clock read on a hit)
-                auto const asked = std::chrono::steady_clock::now();
-                read_status remote_status = read_status::absent;
-                if (detail::refetch_refused_copy(storage_, k, format_id, options_.max_entry_size, auth_, remote_auth_,
-                                                 refetched, attempt.read, env, remote_status)) {
-                    auth = &remote_auth_;
-                    buffer = refetched;
-                    attempt.bytes = refetched.size();
-                }
-                if (remote_status != read_status::absent) attempt.refetch_ns = detail::elapsed_ns(asked);
-            }
+        if (auth == &auth_) { // (With signatures the entry was read, never viewed: `view` is no mapping.)
+            detail::remote_refetch refetch;
+            auth = &detail::settle_local_copy(storage_, k, format_id, options_.max_entry_size, auth_, remote_auth_,
+                                              buffer, refetched, attempt.read, env, refetch);
+            if (auth != &auth_) attempt.bytes = buffer.size();
+            attempt.refetch_ns = refetch.ns;
         }
         if (env.status == envelope_status::ok && env.compressed) detail::decompress_payload<Compression>(env, decompressed);
         if (!view.intact()) {

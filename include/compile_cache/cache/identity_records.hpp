@@ -115,7 +115,7 @@ struct identity_records {
 
     /// The same, with the record's key `rk` (identity_record_key(identity)) already made. A
     /// local copy whose signer is no longer trusted gives way to the remote's record when
-    /// that one verifies (refetch_refused_copy); one the remote finds too large sets
+    /// that one verifies (settle_local_copy); one the remote finds too large sets
     /// `over_bound`, as a remote read of it would.
     std::optional<identity_record> read(std::string const& identity, key const& rk, bool& over_bound) noexcept {
         over_bound = false;
@@ -129,14 +129,10 @@ struct identity_records {
             std::string refetched; // the remote's record, when a refused copy gives way to it
             std::string_view record = bytes;
             if (auth == &local) {
-                refuse_untrusted_copy(env, remote); // a signer's copy, kept locally
-                read_status remote_status = read_status::absent;
-                if (refetch_refused_copy(storage, rk, identity_record_format, identity_record_max_size, local, remote,
-                                         refetched, rr, env, remote_status)) {
-                    auth = &remote;
-                    record = refetched;
-                }
-                if (remote_status == read_status::too_large) over_bound = true; // (as the remote's read says)
+                remote_refetch refetch;
+                auth = &settle_local_copy(storage, rk, identity_record_format, identity_record_max_size, local, remote,
+                                          record, refetched, rr, env, refetch);
+                if (refetch.status == read_status::too_large) over_bound = true; // (as the remote's read says)
             }
             // A tier counts it, keeps another secret's, and copies a sound record it read
             // from its remote, so that this machine has it locally (for its misses and

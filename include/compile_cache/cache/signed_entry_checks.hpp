@@ -12,6 +12,8 @@
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/storage/concept.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -81,19 +83,29 @@ inline void refuse_untrusted_copy(envelope_fields& env, envelope_auth const& rem
     env.payload = {};
 }
 
-/// After refuse_untrusted_copy refused the local copy `env` (its signer no longer
-/// trusted), the remote's entry for `k`, over a Storage that reads its remote alone
-/// (`from_remote` and read_remote: a tier): read into `fetched` and checked by signature
-/// (`remote`). True when it verifies (after a rotation the remote holds the kernel signed
-/// by a trusted key): `env` and `rr` are then its own, for the caller to go on with as
-/// with any entry from the remote. False otherwise, `env` and `rr` left as they were; an
-/// entry that does not verify is told to the storage as tell_checked tells it (counted
-/// against the remote, not copied). `remote_status` is the remote's answer (absent when
-/// it was not asked, and when read_remote answers absent: no remote, skipped, or failed).
+/// What settle_local_copy asked of the remote: its answer (absent when it was not asked,
+/// and when read_remote answers absent: no remote, skipped, or failed) and the time its
+/// read and check took (0 when it was not asked).
+struct remote_refetch {
+    read_status status = read_status::absent;
+    std::uint64_t ns = 0;
+};
+
+/// Settles an entry that `local` checked (`env`, over `bytes`): a signer's copy whose
+/// signer is no longer trusted is refused (refuse_untrusted_copy), and over a Storage that
+/// reads its remote alone (`from_remote` and read_remote: a tier) the remote's entry for
+/// `k` is then read into `fetched` and checked by signature (`remote`). Returns the auth
+/// that checked what `env` now holds: `remote` when the remote's entry verified (after a
+/// rotation the remote holds the kernel signed by a trusted key; `env`, `rr` and `bytes`
+/// are then its own, for the caller to go on with as with any entry from the remote), else
+/// `local`. An entry from the remote that does not verify is told to the storage as
+/// tell_checked tells it (counted against the remote, not copied). No clock is read unless
+/// a copy is refused.
 template <class Storage>
-bool refetch_refused_copy(Storage& storage, key const& k, std::string_view format_id, std::size_t max_size,
-                          envelope_auth const& local, envelope_auth const& remote, std::string& fetched,
-                          read_result& rr, envelope_fields& env, read_status& remote_status);
+envelope_auth const& settle_local_copy(Storage& storage, key const& k, std::string_view format_id,
+                                       std::size_t max_size, envelope_auth const& local, envelope_auth const& remote,
+                                       std::string_view& bytes, std::string& fetched, read_result& rr,
+                                       envelope_fields& env, remote_refetch& refetch);
 
 /// Tells `storage` what the check of `bytes` (by `auth`) found; an entry accepted by
 /// signature is handed over resealed in the local mode (`local`), so that the tier keeps
@@ -116,27 +128,35 @@ void tell_checked(Storage& storage, key const& k, std::string_view bytes, read_r
 }
 
 template <class Storage>
-bool refetch_refused_copy(Storage& storage, key const& k, std::string_view format_id, std::size_t max_size,
-                          envelope_auth const& local, envelope_auth const& remote, std::string& fetched,
-                          read_result& rr, envelope_fields& env, read_status& remote_status) {
-    remote_status = read_status::absent;
+envelope_auth const& settle_local_copy(Storage& storage, key const& k, std::string_view format_id,
+                                       std::size_t max_size, envelope_auth const& local, envelope_auth const& remote,
+                                       std::string_view& bytes, std::string& fetched, read_result& rr,
+                                       envelope_fields& env, remote_refetch& refetch) {
+    refuse_untrusted_copy(env, remote);
     if constexpr (has_read_remote<Storage>::value && has_from_remote_origin<Storage>::value) {
-        if (env.status != envelope_status::untrusted_signer || !env.signer_copy || !remote.is_signed()) return false;
+        if (env.status != envelope_status::untrusted_signer || !env.signer_copy || !remote.is_signed()) return local;
+        auto const asked = std::chrono::steady_clock::now();
         read_result const answer = storage.read_remote(k, fetched, max_size);
-        remote_status = answer.status;
-        if (answer.status != read_status::found) return false;
-        envelope_fields checked = check_envelope(fetched, k, format_id, max_size, remote);
+        refetch.status = answer.status;
+        envelope_fields checked;
+        if (answer.status == read_status::found) checked = check_envelope(fetched, k, format_id, max_size, remote);
+        if (answer.status != read_status::absent) {
+            auto const took = std::chrono::steady_clock::now() - asked;
+            refetch.ns = static_cast<std::uint64_t>(std::max<std::int64_t>(
+                0, std::chrono::duration_cast<std::chrono::nanoseconds>(took).count()));
+        }
+        if (answer.status != read_status::found) return local;
         if (checked.status != envelope_status::ok) {
             tell_checked(storage, k, fetched, answer, checked.status, remote, local);
-            return false;
+            return local;
         }
         env = checked;
         rr = answer;
-        return true;
+        bytes = fetched;
+        return remote;
     }
-    (void)storage, (void)k, (void)format_id, (void)max_size, (void)local, (void)remote;
-    (void)fetched, (void)rr, (void)env;
-    return false;
+    (void)storage, (void)k, (void)format_id, (void)max_size, (void)bytes, (void)fetched, (void)rr, (void)refetch;
+    return local;
 }
 
 /// With signatures (`remote` signed), a Storage that uploads to a remote
