@@ -69,10 +69,15 @@ std::vector<command_spec> const& commands() {
          "                              default removes it. A host's environment (PREFIX_MAX_SIZE,\n"
          "                              PREFIX_DURABILITY, PREFIX_COMPRESS) still wins; config shows\n"
          "                              what is in effect. DIR is made when it is not there\n"},
-        {"explain", {"DIR", "NAME"}, {"--secret-file"},
+        {"explain", {"DIR", "NAME"}, {"--secret-file", "--trusted-keys-file"},
          "  explain DIR NAME            the entries recorded for kernel NAME (its identity record),\n"
          "                              newest first, and which key components changed between\n"
-         "                              each one and the one before it: why it was recompiled\n"},
+         "                              each one and the one before it: why it was recompiled.\n"
+         "                              A local copy of a record a signer signed names that signer's\n"
+         "                              key id; with --trusted-keys-file a copy whose signer is none\n"
+         "                              of the trusted keys is not shown (hosts refuse it) but counted\n"
+         "                              (\"1 record refused: signed by key id ...\"); without, it is\n"
+         "                              shown, its signer \"not checked: give --trusted-keys-file\"\n"},
         {"copy", {"SRC", "DST"}, {"--secret-file", "--trusted-keys-file", "--name", "--since"},
          "  copy SRC DST                every entry and identity record of SRC into DST, byte for byte\n"
          "                              (sealed: an HMAC or a signature still holds), between any two\n"

@@ -29,7 +29,7 @@ struct command_line {
     std::string sort = "name";
     std::string format = "text"; ///< stats: text, json or openmetrics (--json is --format=json)
     std::optional<std::string> secret_file;
-    std::optional<std::string> trusted_keys_file; ///< --trusted-keys-file (verify, show)
+    std::optional<std::string> trusted_keys_file; ///< --trusted-keys-file (list, show, verify, explain, copy)
     std::optional<std::string> password_file; ///< --password-file (Redis)
     std::optional<std::string> max_size;
     std::optional<std::string> name_space; ///< --namespace (Redis)

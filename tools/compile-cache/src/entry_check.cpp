@@ -53,7 +53,7 @@ checked_entry check_bytes(std::string const& bytes, std::string const& name, com
             c.problem = "a local copy of an entry signed by key id " + signer_hex(c.envelope.signer_id) +
                         ": give --trusted-keys-file to check that its signer is trusted (a host that does not "
                         "trust it, or has no trusted keys, misses it)";
-        } else if (c.envelope.signer_copy && !trusted->auth.signatures()->trusts(c.envelope.signer_id)) {
+        } else if (c.envelope.signer_copy && !trusted->trusts(c.envelope.signer_id)) {
             c.result = verdict::untrusted;
             c.problem = "a local copy of an entry signed by key id " + signer_hex(c.envelope.signer_id) +
                         ", which is none of the trusted keys: a host that trusts these keys misses it";

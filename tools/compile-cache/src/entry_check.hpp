@@ -65,6 +65,9 @@ struct trusted_signers {
     std::vector<std::pair<compile_cache::entry_signer_id, std::string>> names; ///< each key's id and name
 
     bool given() const noexcept { return auth.is_signed(); }
+    /// Whether keys were given and one of them has the id `id`: what a host asks of a
+    /// signer's copy (refuse_untrusted_copy) before it uses it.
+    bool trusts(compile_cache::entry_signer_id const& id) const { return given() && auth.signatures()->trusts(id); }
     /// The name of the trusted key of id `id`; empty when none has it.
     std::string name_of(compile_cache::entry_signer_id const& id) const;
 };

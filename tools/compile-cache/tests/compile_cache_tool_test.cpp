@@ -2043,6 +2043,100 @@ TEST_CASE("compile-cache verify and show: a reader's local copy of a signed entr
                                                         0) == 0);
 }
 
+namespace {
+
+/// A reader's cache `dir`, as its tier keeps what it fetched from a remote CI signs:
+/// make_entries DIR COUNT [NAME] signed by `key_file`, each kernel with its identity
+/// record (origin file `origin`), both written as the signer's local copies (flag 0x0200).
+void make_signer_copies(fs::path const& dir, int count, fs::path const& key_file, std::string const& name,
+                        std::string const& origin) {
+    process_spec spec;
+    spec.argv = {MAKE_ENTRIES, dir.string(), std::to_string(count)};
+    if (!name.empty()) spec.argv.push_back(name);
+    spec.env = tool_environment();
+    spec.env.push_back("MAKE_ENTRIES_SIGNING_KEY_FILE=" + key_file.string());
+    spec.env.push_back("MAKE_ENTRIES_WITH_RECORDS=1");
+    spec.env.push_back("MAKE_ENTRIES_SIGNER_COPIES=1");
+    spec.env.push_back("MAKE_ENTRIES_ORIGIN=" + origin);
+    process_result const r = run_process(spec);
+    REQUIRE_EXIT(r, 0);
+}
+
+} // namespace
+
+TEST_CASE("compile-cache explain: a signer's copy of a record is refused with --trusted-keys-file when its signer "
+          "is none of the trusted keys, and shown as not checked without the file") {
+    temp_dir root("compile-cache-test");
+    fs::path const laptop = root.path() / "laptop";
+    ci_and_old_keys const keys = make_ci_and_old_keys(root.path(), "# CI's key only: old was rotated out\n");
+    if (!keys.made) return; // built without signing
+    std::string const trusted = keys.trusted.string();
+    // kernel_0 and kernel_1 of generated.tk copied from the old key's records, and a
+    // kernel_1 of other.tk from CI's: one kernel_1 a host with CI's key alone still uses.
+    make_signer_copies(laptop, 2, root.path() / "old.key", "", "generated.tk");
+    make_signer_copies(laptop, 1, root.path() / "ci.key", "kernel_1", "other.tk");
+    // The records are signer's copies, as verify sees them: two of an untrusted signer.
+    process_result const verified = tool({"verify", laptop.string(), "--trusted-keys-file", trusted, "--json"});
+    REQUIRE_EXIT(verified, 4);
+    CHECK(json_query(verified.out, "sorted(set(e['signer_key_id'] for e in d['untrusted_signer_identity_records']))"
+                                   " + [len(d['untrusted_signer_identity_records'])]") ==
+          "['" + keys.old_id + "', 2]");
+
+    // With the keys: CI's copy is shown, naming its signer, and the old key's apart.
+    process_result const checked = tool({"explain", laptop.string(), "kernel_1", "--trusted-keys-file", trusted});
+    REQUIRE_EXIT(checked, 0);
+    INFO(checked.out);
+    CHECK(count_lines(checked.out, "kernel_1 (") == "1");
+    CHECK(checked.out.rfind("kernel_1 (other.tk): 1 entry recorded, newest first\n", 0) == 0);
+    CHECK(line_starting(checked.out, "  signer:") ==
+          "key id " + keys.ci_id + ", of the signed record this is a local copy of (trusted key ci)");
+    CHECK(count_lines(checked.out, "generated.tk") == "0");
+    CHECK(lines_of(checked.out).back() == "1 record refused: signed by key id " + keys.old_id +
+                                              ", not a trusted key (a host that trusts these keys misses it)");
+    process_result const checked_json =
+        tool({"explain", laptop.string(), "kernel_1", "--trusted-keys-file", trusted, "--json"});
+    REQUIRE_EXIT(checked_json, 0);
+    CHECK(json_query(checked_json.out, "[(k['origin_file'], k['signer_copy'], k['signer_key_id'], "
+                                       "k['signer_key_name'], k['signer_checked'], len(k['entries'])) "
+                                       "for k in d['kernels']]") ==
+          "[('other.tk', True, '" + keys.ci_id + "', 'ci', True, 1)]");
+    CHECK(json_query(checked_json.out, "[(r['origin_file'], r['signer_key_id'], len(r['record_key'])) "
+                                       "for r in d['untrusted_signer_records']]") ==
+          "[('generated.tk', '" + keys.old_id + "', 66)]");
+    CHECK(json_query(checked_json.out, "d['unreadable_records']") == "0");
+
+    // A kernel whose only record is refused: nothing shown, exit 2, and why.
+    process_result const refused = tool({"explain", laptop.string(), "kernel_0", "--trusted-keys-file", trusted});
+    REQUIRE_EXIT(refused, 2);
+    CHECK(refused.out.empty());
+    CHECK(refused.err.find("no identity record a host that trusts these keys reads names a kernel \"kernel_0\"") !=
+          std::string::npos);
+    CHECK(refused.err.find(": 1 record refused: signed by key id " + keys.old_id + ", not a trusted key") !=
+          std::string::npos);
+    process_result const refused_json =
+        tool({"explain", laptop.string(), "kernel_0", "--trusted-keys-file", trusted, "--json"});
+    REQUIRE_EXIT(refused_json, 2);
+    CHECK(json_query(refused_json.out, "(len(d['kernels']), len(d['untrusted_signer_records']))") == "(0, 1)");
+
+    // Without the keys nothing says which signer a host trusts: each copy is shown, its
+    // signer said not checked (as verify and show call such a copy unchecked).
+    process_result const blind = tool({"explain", laptop.string(), "kernel_1"});
+    REQUIRE_EXIT(blind, 0);
+    INFO(blind.out);
+    CHECK(count_lines(blind.out, "kernel_1 (") == "2");
+    CHECK(count_lines(blind.out, "  signer: key id " + keys.old_id +
+                                     ", of the signed record this is a local copy of (not checked: give "
+                                     "--trusted-keys-file") == "1");
+    CHECK(count_lines(blind.out, "  signer: key id " + keys.ci_id + ", of the signed record") == "1");
+    CHECK(count_lines(blind.out, "refused") == "0");
+    process_result const blind_json = tool({"explain", laptop.string(), "kernel_1", "--json"});
+    REQUIRE_EXIT(blind_json, 0);
+    CHECK(json_query(blind_json.out, "sorted((k['origin_file'], k['signer_key_id'], k['signer_checked']) "
+                                     "for k in d['kernels'])") ==
+          "[('generated.tk', '" + keys.old_id + "', False), ('other.tk', '" + keys.ci_id + "', False)]");
+    CHECK(json_query(blind_json.out, "d['untrusted_signer_records']") == "[]");
+}
+
 TEST_CASE("compile-cache copy --trusted-keys-file copies signed entries byte for byte, and without the keys or from an "
           "untrusted signer skips and counts them") {
     temp_dir root("compile-cache-test");
