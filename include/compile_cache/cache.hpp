@@ -785,7 +785,7 @@ private:
         detail::envelope_fields env = detail::check_envelope(buffer, k, format_id, options_.max_entry_size, *auth);
         if (auth == &auth_) { // (With signatures the entry was read, never viewed: `view` is no mapping.)
             detail::remote_refetch refetch;
-            auth = &detail::settle_local_copy(storage_, k, format_id, options_.max_entry_size, auth_, remote_auth_,
+            auth = detail::settle_local_copy(storage_, k, format_id, options_.max_entry_size, auth_, remote_auth_,
                                               buffer, refetched, attempt.read, env, refetch);
             if (auth != &auth_) attempt.bytes = buffer.size();
             attempt.refetch_ns = refetch.ns;

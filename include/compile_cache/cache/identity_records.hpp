@@ -130,7 +130,7 @@ struct identity_records {
             std::string_view record = bytes;
             if (auth == &local) {
                 remote_refetch refetch;
-                auth = &settle_local_copy(storage, rk, identity_record_format, identity_record_max_size, local, remote,
+                auth = settle_local_copy(storage, rk, identity_record_format, identity_record_max_size, local, remote,
                                           record, refetched, rr, env, refetch);
                 if (refetch.status == read_status::too_large) over_bound = true; // (as the remote's read says)
             }

@@ -91,22 +91,6 @@ struct remote_refetch {
     std::uint64_t ns = 0;
 };
 
-/// Settles an entry that `local` checked (`env`, over `bytes`): a signer's copy whose
-/// signer is no longer trusted is refused (refuse_untrusted_copy), and over a Storage that
-/// reads its remote alone (`from_remote` and read_remote: a tier) the remote's entry for
-/// `k` is then read into `fetched` and checked by signature (`remote`). Returns the auth
-/// that checked what `env` now holds: `remote` when the remote's entry verified (after a
-/// rotation the remote holds the kernel signed by a trusted key; `env`, `rr` and `bytes`
-/// are then its own, for the caller to go on with as with any entry from the remote), else
-/// `local`. An entry from the remote that does not verify is told to the storage as
-/// tell_checked tells it (counted against the remote, not copied). No clock is read unless
-/// a copy is refused.
-template <class Storage>
-envelope_auth const& settle_local_copy(Storage& storage, key const& k, std::string_view format_id,
-                                       std::size_t max_size, envelope_auth const& local, envelope_auth const& remote,
-                                       std::string_view& bytes, std::string& fetched, read_result& rr,
-                                       envelope_fields& env, remote_refetch& refetch);
-
 /// Tells `storage` what the check of `bytes` (by `auth`) found; an entry accepted by
 /// signature is handed over resealed in the local mode (`local`), so that the tier keeps
 /// it locally as a local entry and later hits cost what local hits cost. Checked by
@@ -127,14 +111,24 @@ void tell_checked(Storage& storage, key const& k, std::string_view bytes, read_r
     tell_entry_checked(storage, k, bytes, rr, status);
 }
 
+/// Settles an entry that `local` checked (`env`, over `bytes`): a signer's copy whose
+/// signer is no longer trusted is refused (refuse_untrusted_copy), and over a Storage that
+/// reads its remote alone (`from_remote` and read_remote: a tier) the remote's entry for
+/// `k` is then read into `fetched` and checked by signature (`remote`). Returns the auth
+/// that checked what `env` now holds (never null): `remote` when the remote's entry verified (after a
+/// rotation the remote holds the kernel signed by a trusted key; `env`, `rr` and `bytes`
+/// are then its own, for the caller to go on with as with any entry from the remote), else
+/// `local`. An entry from the remote that does not verify is told to the storage as
+/// tell_checked tells it (counted against the remote, not copied). No clock is read unless
+/// a copy is refused.
 template <class Storage>
-envelope_auth const& settle_local_copy(Storage& storage, key const& k, std::string_view format_id,
+envelope_auth const* settle_local_copy(Storage& storage, key const& k, std::string_view format_id,
                                        std::size_t max_size, envelope_auth const& local, envelope_auth const& remote,
                                        std::string_view& bytes, std::string& fetched, read_result& rr,
                                        envelope_fields& env, remote_refetch& refetch) {
     refuse_untrusted_copy(env, remote);
     if constexpr (has_read_remote<Storage>::value && has_from_remote_origin<Storage>::value) {
-        if (env.status != envelope_status::untrusted_signer || !env.signer_copy || !remote.is_signed()) return local;
+        if (env.status != envelope_status::untrusted_signer || !env.signer_copy || !remote.is_signed()) return &local;
         auto const asked = std::chrono::steady_clock::now();
         read_result const answer = storage.read_remote(k, fetched, max_size);
         refetch.status = answer.status;
@@ -145,18 +139,18 @@ envelope_auth const& settle_local_copy(Storage& storage, key const& k, std::stri
             refetch.ns = static_cast<std::uint64_t>(std::max<std::int64_t>(
                 0, std::chrono::duration_cast<std::chrono::nanoseconds>(took).count()));
         }
-        if (answer.status != read_status::found) return local;
+        if (answer.status != read_status::found) return &local;
         if (checked.status != envelope_status::ok) {
             tell_checked(storage, k, fetched, answer, checked.status, remote, local);
-            return local;
+            return &local;
         }
         env = checked;
         rr = answer;
         bytes = fetched;
-        return remote;
+        return &remote;
     }
     (void)storage, (void)k, (void)format_id, (void)max_size, (void)bytes, (void)fetched, (void)rr, (void)refetch;
-    return local;
+    return &local;
 }
 
 /// With signatures (`remote` signed), a Storage that uploads to a remote
