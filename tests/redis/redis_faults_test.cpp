@@ -280,6 +280,56 @@ TEST_CASE("A fake server that answers an array where a string belongs is refused
     CHECK(r.error == cc::redis_errc::protocol);
 }
 
+// hiredis allocates an array's element pointers when its header arrives, and freeing the
+// reply walks them: a 13-byte header `*2147483647\r\n` would be 16 GiB of address space
+// and seconds of CPU (on hiredis 0.14, which has no maxelements) after the deadline.
+TEST_CASE("A huge array header where an array belongs is refused at once, not seconds past the timeout",
+          "[redis][faults]") {
+    fake_server huge([](int fd) { fake_server::send_all(fd, "*2147483647\r\n"); });
+    std::string const refused = "an array reply announced 2147483647 elements";
+    SECTION("CLUSTER SLOTS, before a read in a cluster") {
+        auto s = storage_at("redis+cluster://127.0.0.1:" + huge.url().substr(huge.url().rfind(':') + 1),
+                            milliseconds(1000));
+        std::string out;
+        auto const start = std::chrono::steady_clock::now();
+        auto r = s.read(key_of(1), out, 1000);
+        INFO("the read answered " << r.error.message() << " (" << s.last_failure().text << ") after "
+                                  << ms_since(start) << " ms");
+        CHECK(r.status == cc::read_status::error);
+        CHECK(r.error == cc::redis_errc::protocol);
+        CHECK(s.last_failure().text.find(refused) != std::string::npos);
+        CHECK(ms_since(start) < 250);
+    }
+    SECTION("SCAN, in a listing") {
+        auto s = storage_at(huge.url(), milliseconds(1000));
+        std::vector<cc::stored_entry> listed;
+        auto const start = std::chrono::steady_clock::now();
+        std::error_code const e = s.list(listed);
+        INFO("the listing answered " << e.message() << " (" << s.last_failure().text << ") after " << ms_since(start)
+                                     << " ms");
+        CHECK(e == cc::redis_errc::protocol);
+        CHECK(s.last_failure().text.find(refused) != std::string::npos);
+        CHECK(listed.empty());
+        CHECK(ms_since(start) < 250);
+    }
+}
+
+TEST_CASE("Arrays within arrays may announce together no more elements than the reply's bound holds",
+          "[redis][faults]") {
+    // A listing's SCAN reply is bounded at 4 MiB: 1,398,101 elements of 3 bytes at most.
+    // Each header here is within hiredis 1.x's maxelements (2^20); the second passes the
+    // bound that remains after the first.
+    fake_server nested([](int fd) { fake_server::send_all(fd, "*2\r\n*1000000\r\n*1000000\r\n"); });
+    auto s = storage_at(nested.url(), milliseconds(1000));
+    std::vector<cc::stored_entry> listed;
+    auto const start = std::chrono::steady_clock::now();
+    CHECK(s.list(listed) == cc::redis_errc::protocol);
+    INFO(s.last_failure().text);
+    CHECK(s.last_failure().text.find("an array reply announced 1000000 elements, more than a reply of at most 4194304 "
+                                     "bytes holds") != std::string::npos);
+    CHECK(ms_since(start) < 250);
+}
+
 TEST_CASE("A fake server that announces a 1 GiB value and streams it is cut off at the read bound",
           "[redis][faults]") {
     fake_server huge([](int fd) {
