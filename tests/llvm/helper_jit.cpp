@@ -6,7 +6,7 @@
 //   llvm_object_cache_helper [--constant K] [--opt 0-3] [--cpu NAME] [--ir-opt] [--no-target]
 //                            [--lljit] [--llvm-option ARG] [--hidden-llvm-option ARG]
 //                            [--target-option loop-alignment=N] [--mc-option save-temp-labels]
-//                            [--set-llvm-option NAME=UNSIGNED] [--parse-llvm-option ARG]
+//                            [--set-llvm-option NAME=UNSIGNED] [--parse-llvm-option ARG] [-mllvm ARG]
 //                            [--adapter-compiler] [--compiler-cpu NAME]
 //                            [--module-cpu NAME] [--module-triple T] [--module-data-layout L]
 //   -> object=SHA256 (of the object the JIT links: compiled or loaded)
@@ -25,10 +25,12 @@
 // builder's TargetOptions / MCTargetOptions. --set-llvm-option sets a cl::opt<unsigned>
 // through setValue (no occurrence, nothing on a command line); --parse-llvm-option
 // parses ARG with cl::ParseCommandLineOptions without telling the adapter (before
-// --set-llvm-option). --adapter-compiler takes the JIT's compiler from the adapter
-// (make_compiler, or compile_function with --lljit); otherwise the JIT makes its own
-// ConcurrentIRCompiler, for the CPU --compiler-cpu names if given (the adapter keeps
-// the other builder: the mistake the adapter's compiler prevents). --module-cpu,
+// --set-llvm-option); -mllvm ARG does the same, as a clang-style driver forwards ARG
+// to LLVM (the process's arguments show `-mllvm ARG`). --adapter-compiler takes the
+// JIT's compiler from the adapter (make_compiler, or compile_function with --lljit);
+// otherwise the JIT makes its own ConcurrentIRCompiler, for the CPU --compiler-cpu
+// names if given (the adapter keeps the other builder: the mistake the adapter's
+// compiler prevents). --module-cpu,
 // --module-triple and --module-data-layout make the module tell another target (a
 // target-cpu attribute on f, its triple, its data layout). The cache is
 // LLVM_HELPER_CACHE_DIR.
@@ -234,6 +236,7 @@ int main(int argc, char** argv) {
         else if (a == "--module-data-layout" && i + 1 < argc) told_module.data_layout = argv[++i];
         else if (a == "--set-llvm-option" && i + 1 < argc) set_options.push_back(argv[++i]);
         else if (a == "--parse-llvm-option" && i + 1 < argc) hidden.push_back(argv[++i]);
+        else if (a == "-mllvm" && i + 1 < argc) hidden.push_back(argv[++i]);
         else die("unknown argument " + a);
     }
 

@@ -12,8 +12,11 @@
 
 #include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IRReader/IRReader.h>
+#include <llvm/MC/MCAsmInfo.h>
+#include <llvm/MC/TargetRegistry.h>
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/Host.h>
 #include <llvm/Support/raw_ostream.h>
@@ -194,6 +197,41 @@ void check_setting_is_keyed(std::string const& setting, std::string const& warm 
     }
 }
 
+/// A target machine for x86-64 (the CPU "x86-64") made with `options`.
+std::unique_ptr<llvm::TargetMachine> x86_64_machine(llvm::TargetOptions const& options) {
+    init_llvm();
+    std::string const triple = "x86_64-unknown-linux-gnu";
+    std::string error;
+    llvm::Target const* target = llvm::TargetRegistry::lookupTarget(triple, error);
+    REQUIRE(target);
+    return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
+        triple, "x86-64", "", options, llvm::Reloc::PIC_, llvm::None, llvm::CodeGenOpt::Default));
+}
+
+/// The object `tm` makes of `ir` (what a SimpleCompiler over `tm` makes).
+std::string object_for(llvm::TargetMachine& tm, std::string const& ir) {
+    llvm::LLVMContext context;
+    auto m = parse(ir, context);
+    m->setDataLayout(tm.createDataLayout());
+    m->setTargetTriple(tm.getTargetTriple().str());
+    llvm::SmallVector<char, 0> out;
+    llvm::raw_svector_ostream os(out);
+    llvm::legacy::PassManager pm;
+    llvm::MCContext* mc = nullptr;
+    REQUIRE_FALSE(tm.addPassesToEmitMC(pm, mc, os));
+    pm.run(*m);
+    return std::string(out.begin(), out.end());
+}
+
+/// A string option of a parser type of its own: its dynamic type is none LLVM's
+/// library instantiates, so the adapter cannot read its value, only its print.
+struct test_string_parser : llvm::cl::parser<std::string> {
+    using llvm::cl::parser<std::string>::parser;
+};
+llvm::cl::opt<std::string, false, test_string_parser> test_padded_option(
+    "compile-cache-test-padded", llvm::cl::desc("compile_cache's tests: a string option of its own parser"),
+    llvm::cl::init(""), llvm::cl::Hidden);
+
 } // namespace
 
 TEST_CASE("llvm object_cache: a module compiled in one process is loaded in the next, not compiled") {
@@ -352,6 +390,19 @@ TEST_CASE("llvm object_cache: an LLVM option whose value LLVM cannot print, set 
     CHECK(r.has("LLVM option(s) -pass-remarks set, but no argument gives their value"));
     CHECK(r.has("set_llvm_arguments"));
     CHECK(entry_count(dir.path()) == 0);
+}
+
+TEST_CASE("llvm object_cache: an option a driver forwards as -mllvm -name -mllvm value is keyed by value") {
+    // `-mllvm -x86-align-branch -mllvm jcc`: LLVM gets `-x86-align-branch jcc` (an
+    // option it cannot print); the process's arguments, which the adapter searches,
+    // have `-mllvm` after the name.
+    temp_dir dir;
+    std::string const boundary = "-mllvm -x86-align-branch-boundary=32 -mllvm -x86-align-branch -mllvm ";
+    CHECK(run_helper(dir.path(), boundary + "jcc").has(compiled));
+    CHECK(run_helper(dir.path(), boundary + "ret").has(compiled)); // its own key
+    CHECK(run_helper(dir.path(), boundary + "jcc").has(loaded));
+    CHECK(run_helper(dir.path(), boundary + "ret").has(loaded));
+    CHECK(entry_count(dir.path()) == 2);
 }
 
 TEST_CASE("llvm object_cache: TargetOptions are keyed: LoopAlignment=64 never loads the default's object") {
@@ -640,6 +691,58 @@ TEST_CASE("llvm describe_target: every field of TargetOptions and MCTargetOption
     CHECK(base != describe([](llvm::TargetOptions& o) { o.MCOptions.CommandLineArgs = args; }));
 }
 
+TEST_CASE("llvm describe_target: ExceptionModel set after the machine was made is keyed as it is used") {
+    // LLVM copies it into the machine's MCAsmInfo when it makes the machine, and the
+    // code generator reads it there: set afterwards, it changes Options, not the code.
+    char const* const ir = "declare void @may_throw()\n"
+                           "declare i32 @__gxx_personality_v0(...)\n"
+                           "define i32 @f() personality i32 (...)* @__gxx_personality_v0 {\n"
+                           "  invoke void @may_throw() to label %ok unwind label %lp\n"
+                           "ok:\n  ret i32 0\n"
+                           "lp:\n  %l = landingpad { i8*, i32 } cleanup\n  ret i32 1\n}\n";
+    llvm::TargetOptions sjlj;
+    sjlj.ExceptionModel = llvm::ExceptionHandling::SjLj;
+    auto made_so = x86_64_machine(sjlj);
+    auto set_after = x86_64_machine(llvm::TargetOptions());
+    set_after->Options.ExceptionModel = llvm::ExceptionHandling::SjLj;
+    REQUIRE(made_so->getMCAsmInfo()->getExceptionHandlingType() == llvm::ExceptionHandling::SjLj);
+    REQUIRE(set_after->getMCAsmInfo()->getExceptionHandlingType() == llvm::ExceptionHandling::DwarfCFI);
+    // Described as set_target describes them, before they compile (compiling sets
+    // O0WantsFastISel, from an LLVM option).
+    std::string const made_so_described = cc::describe_target(*made_so);
+    CHECK(made_so_described == cc::describe_target(*x86_64_machine(sjlj))); // made alike, described alike
+    CHECK(made_so_described != cc::describe_target(*set_after));
+    CHECK(object_for(*made_so, ir) != object_for(*set_after, ir)); // SjLj in one, DWARF CFI in the other
+}
+
+TEST_CASE("llvm describe_target: every TargetOptions field LLVM latches in the MCAsmInfo is keyed as made") {
+    auto check_latched = [](char const* field, auto&& change) {
+        INFO(field);
+        llvm::TargetOptions o;
+        change(o);
+        auto made_so = x86_64_machine(o);
+        auto set_after = x86_64_machine(llvm::TargetOptions());
+        change(set_after->Options);
+        CHECK(cc::describe_target(*made_so) != cc::describe_target(*set_after));
+    };
+    check_latched("ExceptionModel", [](llvm::TargetOptions& o) { o.ExceptionModel = llvm::ExceptionHandling::SjLj; });
+    check_latched("RelaxELFRelocations", [](llvm::TargetOptions& o) { o.RelaxELFRelocations = true; });
+    check_latched("CompressDebugSections",
+                  [](llvm::TargetOptions& o) { o.CompressDebugSections = llvm::DebugCompressionType::Z; });
+    check_latched("DisableIntegratedAS", [](llvm::TargetOptions& o) { o.DisableIntegratedAS = true; });
+    check_latched("BinutilsVersion", [](llvm::TargetOptions& o) { o.BinutilsVersion = {2, 35}; });
+    check_latched("MCOptions.PreserveAsmComments",
+                  [](llvm::TargetOptions& o) { o.MCOptions.PreserveAsmComments = false; });
+    // The binutils version is read back exactly (LLVM 14's MCAsmInfo only compares it).
+    llvm::TargetOptions a, b;
+    a.BinutilsVersion = {2, 35};
+    b.BinutilsVersion = {2, 36};
+    a.MCOptions.PreserveAsmComments = b.MCOptions.PreserveAsmComments = true;
+    auto ma = x86_64_machine(a), mb = x86_64_machine(b);
+    mb->Options.BinutilsVersion = a.BinutilsVersion; // Options alike, MCAsmInfo not
+    CHECK(cc::describe_target(*ma) != cc::describe_target(*mb));
+}
+
 TEST_CASE("llvm describe_llvm_options: an option without a cl::init default is keyed by its value") {
     init_llvm();
     auto& registered = llvm::cl::getRegisteredOptions();
@@ -726,4 +829,77 @@ TEST_CASE("llvm describe_llvm_options: an option set through setValue is seen, a
     CHECK(after != before);
     CHECK(after.find("align-all-functions") != std::string::npos);
     CHECK(cc::describe_llvm_options({}, unknown) == before); // back at its default: as before
+}
+
+TEST_CASE("llvm describe_llvm_options: -mllvm -name -mllvm value is keyed by value, -name -other is a bypass") {
+    init_llvm();
+    auto& registered = llvm::cl::getRegisteredOptions();
+    REQUIRE(registered.count("ext-tsp-forward-weight") == 1);
+    auto& weight = *static_cast<llvm::cl::opt<double>*>(registered["ext-tsp-forward-weight"]); // double in LLVM 14
+    double const default_weight = weight;
+    std::string unknown;
+    weight.setValue(0.30000001); // printed as 3.000000e-01, as 0.30000002: keyed by its arguments
+    std::string const wrapped_1 =
+        cc::describe_llvm_options({"-mllvm", "-ext-tsp-forward-weight", "-mllvm", "0.30000001"}, unknown);
+    CHECK(unknown.empty());
+    std::string const joined_1 = cc::describe_llvm_options({"-mllvm=-ext-tsp-forward-weight=0.30000001"}, unknown);
+    CHECK(unknown.empty());
+    std::string const plain_1 = cc::describe_llvm_options({"-ext-tsp-forward-weight", "0.30000001"}, unknown);
+    CHECK(unknown.empty());
+    CHECK(wrapped_1 == plain_1); // what LLVM got, however a driver wrapped it
+    weight.setValue(0.30000002);
+    std::string const wrapped_2 =
+        cc::describe_llvm_options({"-mllvm", "-ext-tsp-forward-weight", "-mllvm", "0.30000002"}, unknown);
+    CHECK(unknown.empty());
+    std::string const joined_2 = cc::describe_llvm_options({"-mllvm=-ext-tsp-forward-weight=0.30000002"}, unknown);
+    CHECK(unknown.empty());
+    CHECK(wrapped_1 != wrapped_2);
+    CHECK(joined_1 != joined_2);
+    // After the name, an argument that is another option, or none: the value is not
+    // seen, a bypass (a wrapper the adapter does not know, say).
+    (void)cc::describe_llvm_options({"-Xclang", "-ext-tsp-forward-weight", "-Xclang", "0.30000002"}, unknown);
+    CHECK(unknown == "-ext-tsp-forward-weight");
+    (void)cc::describe_llvm_options({"-ext-tsp-forward-weight"}, unknown);
+    CHECK(unknown == "-ext-tsp-forward-weight");
+    weight.setValue(default_weight);
+}
+
+TEST_CASE("llvm describe_llvm_options: string values that differ in trailing spaces are keyed apart") {
+    init_llvm();
+    auto& registered = llvm::cl::getRegisteredOptions();
+    REQUIRE(registered.count("fs-profile-file") == 1);
+    // LLVM pads a value shorter than 8 characters with spaces: "prof" and "prof " print alike.
+    auto& file = *static_cast<llvm::cl::opt<std::string>*>(registered["fs-profile-file"]); // LLVM 14
+    std::string unknown;
+    std::string const before = cc::describe_llvm_options({}, unknown);
+    file.setValue("prof");
+    std::string const a = cc::describe_llvm_options({}, unknown);
+    CHECK(unknown.empty());
+    file.setValue("prof ");
+    std::string const b = cc::describe_llvm_options({}, unknown);
+    CHECK(unknown.empty());
+    file.setValue("prof    "); // 8 characters: printed without padding
+    std::string const c = cc::describe_llvm_options({}, unknown);
+    CHECK(unknown.empty());
+    file.setValue("");
+    CHECK(a.find("fs-profile-file") != std::string::npos);
+    CHECK(a != b);
+    CHECK(b != c);
+    CHECK(a != c);
+    CHECK(cc::describe_llvm_options({}, unknown) == before);
+
+    // A string option whose value the adapter cannot read (a parser type of its own):
+    // a padded print is no value, so it is keyed by its arguments, a bypass without.
+    test_padded_option.setValue("ab");
+    (void)cc::describe_llvm_options({}, unknown);
+    CHECK(unknown == "-compile-cache-test-padded");
+    std::string const ab = cc::describe_llvm_options({"-compile-cache-test-padded=ab"}, unknown);
+    CHECK(unknown.empty());
+    test_padded_option.setValue("ab ");
+    std::string const ab_space = cc::describe_llvm_options({"-compile-cache-test-padded=ab "}, unknown);
+    CHECK(unknown.empty());
+    CHECK(ab != ab_space);
+    test_padded_option.setValue("");
+    CHECK(cc::describe_llvm_options({}, unknown) == before);
+    CHECK(unknown.empty());
 }

@@ -51,6 +51,7 @@
 #include <llvm/IR/Function.h>
 #include <llvm/IR/GlobalVariable.h>
 #include <llvm/IR/Module.h>
+#include <llvm/MC/MCAsmInfo.h>
 #include <llvm/Object/ObjectFile.h>
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/Error.h>
@@ -76,10 +77,12 @@
 #include <algorithm>
 #include <atomic>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -127,6 +130,76 @@ inline void append_field(std::string& out, char const* name, long long value) {
     append_field(out, name, std::to_string(value));
 }
 
+/// The binutils version an MCAsmInfo holds (LLVM 14 has no getter, only
+/// binutilsIsAtLeast): the greatest (major, minor) it is at least, by bisection.
+inline std::pair<long long, long long> binutils_version(::llvm::MCAsmInfo const& mai) {
+    long long const lowest = std::numeric_limits<int>::min(), highest = std::numeric_limits<int>::max();
+    auto greatest = [&](auto&& at_least) { // the greatest n in [lowest, highest] with at_least(n)
+        long long lo = lowest, hi = highest;
+        while (lo < hi) {
+            long long const mid = lo + (hi - lo + 1) / 2;
+            if (at_least(mid)) lo = mid;
+            else hi = mid - 1;
+        }
+        return lo;
+    };
+    long long const major = greatest([&](long long m) {
+        return mai.binutilsIsAtLeast(static_cast<int>(m), std::numeric_limits<int>::min());
+    });
+    long long const minor = greatest([&](long long m) {
+        return mai.binutilsIsAtLeast(static_cast<int>(major), static_cast<int>(m));
+    });
+    return {major, minor};
+}
+
+/// The settings of a target machine's MCAsmInfo that change the object the code
+/// generator writes, as the machine holds them (appended to `s`). LLVM makes the
+/// MCAsmInfo once, with the machine (LLVMTargetMachine::initAsmInfo), from TargetOptions
+/// fields then (ExceptionModel, RelaxELFRelocations, CompressDebugSections,
+/// DisableIntegratedAS, BinutilsVersion, MCOptions.PreserveAsmComments, MCOptions for
+/// the target's own MCAsmInfo) and from LLVM options then (-use-leb128-directives,
+/// -dwarf-extended-loc, -x86-asm-syntax); the code generator reads them from here, not
+/// from TargetMachine::Options, which a host may change afterwards.
+inline void describe_asm_info(std::string& s, ::llvm::MCAsmInfo const& mai) {
+    append_field(s, "asm-exceptions", static_cast<long long>(mai.getExceptionHandlingType()));
+    append_field(s, "asm-compress-debug", static_cast<long long>(mai.compressDebugSections()));
+    std::pair<long long, long long> const binutils = binutils_version(mai);
+    append_field(s, "asm-binutils", std::to_string(binutils.first) + "." + std::to_string(binutils.second));
+    append_field(s, "asm-code-pointer-size", static_cast<long long>(mai.getCodePointerSize()));
+    append_field(s, "asm-callee-save-slot", static_cast<long long>(mai.getCalleeSaveStackSlotSize()));
+    append_field(s, "asm-dialect", static_cast<long long>(mai.getAssemblerDialect()));
+    append_field(s, "asm-min-inst-align", static_cast<long long>(mai.getMinInstAlignment()));
+    append_field(s, "asm-text-align-fill", static_cast<long long>(mai.getTextAlignFillValue()));
+    append_field(s, "asm-lcomm-align", static_cast<long long>(mai.getLCOMMDirectiveAlignmentType()));
+    append_field(s, "asm-win-eh", static_cast<long long>(mai.getWinEHEncodingType()));
+    append_field(s, "asm-private-global-prefix", mai.getPrivateGlobalPrefix().str());
+    append_field(s, "asm-private-label-prefix", mai.getPrivateLabelPrefix().str());
+    append_field(s, "asm-linker-private-prefix", mai.getLinkerPrivateGlobalPrefix().str());
+    // One digit per flag.
+    bool const flags[] = {mai.canRelaxRelocations(), mai.useIntegratedAssembler(),
+                          mai.parseInlineAsmUsingAsmParser(), mai.preserveAsmComments(),
+                          mai.hasLEB128Directives(), mai.supportsExtendedDwarfLocDirective(),
+                          mai.isLittleEndian(), mai.isStackGrowthDirectionUp(),
+                          mai.hasSubsectionsViaSymbols(), mai.supportsSignedData(),
+                          mai.doesSupportDebugInformation(), mai.doesUseCFIForDebug(),
+                          mai.usesCFIForEH(), mai.usesWindowsCFI(),
+                          mai.doesDwarfUseRelocationsAcrossSections(), mai.doDwarfFDESymbolsUseAbsDiff(),
+                          mai.useDwarfRegNumForCFI(), mai.usesDwarfFileAndLocDirectives(),
+                          mai.needsDwarfSectionSizeInHeader(), mai.hasAggressiveSymbolFolding(),
+                          mai.doesSetDirectiveSuppressReloc(), mai.hasFunctionAlignment(),
+                          mai.hasDotTypeDotSizeDirective(), mai.hasIdentDirective(),
+                          mai.hasNoDeadStrip(), mai.hasAltEntry(),
+                          mai.hasWeakDefDirective(), mai.hasWeakDefCanBeHiddenDirective(),
+                          mai.avoidWeakIfComdat(), mai.hasVisibilityOnlyWithLinkage(),
+                          mai.hasCOFFAssociativeComdats(), mai.hasCOFFComdatConstants(),
+                          mai.needsLocalForSize(), mai.useAssignmentForEHBegin(),
+                          mai.doesSupportDataRegionDirectives(), mai.needsDwarfSectionOffsetDirective(),
+                          mai.usesELFSectionDirectiveForBSS(), mai.needsFunctionDescriptors()};
+    std::string bits;
+    for (bool f : flags) bits += f ? '1' : '0';
+    append_field(s, "asm-flags", bits);
+}
+
 } // namespace llvm_detail
 
 /// SHA-256 of the module's bitcode (without use-list order), 32 bytes.
@@ -141,9 +214,12 @@ inline std::string bitcode_digest(::llvm::Module const& m) {
 /// field of LLVM 14's TargetOptions and MCTargetOptions (read field by field from
 /// TargetOptions.h and MCTargetOptions.h; the ones that only name an output file are
 /// keyed too: keying more only costs a miss). A memory buffer (the basic-block
-/// sections list) is keyed by its content. Deterministic: the same machine gives the
-/// same text in every process. A field added by a later LLVM is not here: the LLVM
-/// version is a key field of its own, and this header is written against LLVM 14.
+/// sections list) is keyed by its content. And the machine's MCAsmInfo as it was made
+/// with the machine (llvm_detail::describe_asm_info): an option LLVM copied into it
+/// then and the host changed in TargetMachine::Options afterwards is keyed as the code
+/// generator uses it. Deterministic: the same machine gives the same text in every
+/// process. A field added by a later LLVM is not here: the LLVM version is a key field
+/// of its own, and this header is written against LLVM 14.
 inline std::string describe_target(::llvm::TargetMachine const& tm) {
     using llvm_detail::append_field;
     std::string s;
@@ -231,6 +307,11 @@ inline std::string describe_target(::llvm::TargetMachine const& tm) {
     list.clear();
     for (std::string const& p : mc.IASSearchPaths) append_field(list, "path", p);
     append_field(s, "mc-ias-search-paths", list);
+    // What the machine's MCAsmInfo holds, which the code generator reads (llvm_detail::
+    // describe_asm_info): TargetOptions fields copied into it when the machine was made,
+    // and LLVM options read then, are keyed as they took effect, not as they are now.
+    if (::llvm::MCAsmInfo const* mai = tm.getMCAsmInfo()) llvm_detail::describe_asm_info(s, *mai);
+    else append_field(s, "asm-info", "none");
     return s;
 }
 
@@ -409,6 +490,11 @@ struct option_value_text {
     std::string text;        ///< after `= `, without the line end; empty: nothing printed
     bool readable = false;   ///< a value and a default LLVM could print
     bool at_default = false; ///< readable, and the value's text is the default's (never without a default)
+    /// Readable, but the value's text fills LLVM's 8-column value field and ends in a
+    /// space: LLVM pads a shorter value with spaces, so a string value's own trailing
+    /// spaces cannot be told from the padding ("prof" and "prof " print alike). Such
+    /// a text is the value only for an option that holds no string (option_kind_of).
+    bool padded = false;
 };
 inline option_value_text read_option_value(std::string const& printed) {
     option_value_text v;
@@ -420,14 +506,104 @@ inline option_value_text read_option_value(std::string const& printed) {
     std::size_t const d = v.text.rfind(tag);
     if (d == std::string::npos || v.text.back() != ')' || v.text.find('\n') != std::string::npos) return v;
     std::string value = v.text.substr(0, d);
+    // printOptionDiff's field: the value, then spaces up to 8 columns (MaxOptWidth).
+    bool const padded = !value.empty() && value.size() <= 8 && value.back() == ' ';
     while (!value.empty() && value.back() == ' ') value.pop_back();
     std::string const def = v.text.substr(d + tag.size(), v.text.size() - d - tag.size() - 1);
     if (!value.empty() && value[0] == '*') return v; // *cannot print option value*, *unknown option value*
     if (printed_as_floating(value)) return v;
     v.readable = true;
+    v.padded = padded;
     // Without a default (no cl::init), the value is keyed whatever it is.
     v.at_default = def != "*no default*" && value == def;
     return v;
+}
+
+/// What an option is known to hold, from its dynamic type (Itanium ABI: its virtual
+/// table is that of one of the cl::opt types LLVM instantiates in its own library,
+/// CommandLine.h's `extern template class opt<...>`): a string (its value is read
+/// exactly), no string (bool, char, int, unsigned: its printed text is its value,
+/// padding and all), or not known (any other type: a padded text is not its value).
+enum class option_kind { unknown, string, not_string };
+
+#if defined(__linux__) && defined(__GNUC__)
+// The virtual tables, as weak references: null when the program has none (another
+// ABI's mangling, an LLVM without them); a match is exact, a miss only costs a key.
+extern char const opt_bool_vtable[] __asm__("_ZTVN4llvm2cl3optIbLb0ENS0_6parserIbEEEE") __attribute__((weak));
+extern char const opt_char_vtable[] __asm__("_ZTVN4llvm2cl3optIcLb0ENS0_6parserIcEEEE") __attribute__((weak));
+extern char const opt_int_vtable[] __asm__("_ZTVN4llvm2cl3optIiLb0ENS0_6parserIiEEEE") __attribute__((weak));
+extern char const opt_unsigned_vtable[] __asm__("_ZTVN4llvm2cl3optIjLb0ENS0_6parserIjEEEE") __attribute__((weak));
+#if defined(_GLIBCXX_USE_CXX11_ABI) && _GLIBCXX_USE_CXX11_ABI
+#define COMPILE_CACHE_LLVM_OPT_STRING_VTABLES 1
+extern char const opt_string_vtable[] __asm__(
+    "_ZTVN4llvm2cl3optINSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEELb0ENS0_6parserIS7_EEEE")
+    __attribute__((weak));
+extern char const opt_string_location_vtable[] __asm__(
+    "_ZTVN4llvm2cl3optINSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEELb1ENS0_6parserIS7_EEEE")
+    __attribute__((weak));
+#endif
+
+/// Whether `o`'s virtual table pointer is `vtable`'s address point (after the offset to
+/// the top and the type information). cl::Option is the first, non-virtual base of a
+/// cl::opt, so that the pointer is the object's first word.
+inline bool has_vtable(::llvm::cl::Option const* o, char const* vtable) {
+    if (vtable == nullptr) return false;
+    void const* vptr = nullptr;
+    std::memcpy(&vptr, static_cast<void const*>(o), sizeof vptr);
+    return vptr == static_cast<void const*>(vtable + 2 * sizeof(void*));
+}
+#endif
+
+/// `o`'s option_kind; for a string, its value and whether it is its default (false
+/// without a default) in `value` and `at_default`.
+inline option_kind option_kind_of(::llvm::cl::Option const* o, std::string& value, bool& at_default) {
+#if defined(__linux__) && defined(__GNUC__)
+#if COMPILE_CACHE_LLVM_OPT_STRING_VTABLES
+    auto read = [&](auto const* opt) {
+        value = opt->getValue();
+        at_default = opt->getDefault().hasValue() && opt->getDefault().getValue() == value;
+        return option_kind::string;
+    };
+    if (has_vtable(o, opt_string_vtable))
+        return read(static_cast<::llvm::cl::opt<std::string> const*>(o));
+    if (has_vtable(o, opt_string_location_vtable))
+        return read(static_cast<::llvm::cl::opt<std::string, true> const*>(o));
+#endif
+    if (has_vtable(o, opt_bool_vtable) || has_vtable(o, opt_char_vtable) || has_vtable(o, opt_int_vtable) ||
+        has_vtable(o, opt_unsigned_vtable))
+        return option_kind::not_string;
+#endif
+    (void)o;
+    (void)value;
+    (void)at_default;
+    return option_kind::unknown;
+}
+
+/// The arguments LLVM's command-line parser sees among `arguments`: a driver's
+/// wrapping of an LLVM argument (`-mllvm X`, `--mllvm X`, `-Xllvm X`, and the joined
+/// `-mllvm=X`, `--mllvm=X`, `-Xllvm=X`) is X; every other argument is kept as it is.
+inline std::vector<std::string> unwrapped_llvm_arguments(std::vector<std::string> const& arguments) {
+    static char const* const wrappers[] = {"-mllvm", "--mllvm", "-Xllvm"};
+    std::vector<std::string> out;
+    out.reserve(arguments.size());
+    for (std::size_t a = 0; a < arguments.size(); ++a) {
+        std::string const& arg = arguments[a];
+        bool unwrapped = false;
+        for (char const* w : wrappers) {
+            std::string_view const wrapper(w);
+            if (arg == wrapper && a + 1 < arguments.size()) {
+                out.push_back(arguments[++a]);
+                unwrapped = true;
+            } else if (arg.size() > wrapper.size() && arg.compare(0, wrapper.size(), wrapper) == 0 &&
+                       arg[wrapper.size()] == '=') {
+                out.push_back(arg.substr(wrapper.size() + 1));
+                unwrapped = true;
+            }
+            if (unwrapped) break;
+        }
+        if (!unwrapped) out.push_back(arg);
+    }
+    return out;
 }
 
 } // namespace llvm_detail
@@ -466,27 +642,52 @@ inline std::string describe_llvm_options(std::vector<std::string> const& argumen
         unknown = "*";
         return {};
     }
+    std::vector<std::string> const llvm_arguments = llvm_detail::unwrapped_llvm_arguments(arguments);
     std::string s;
     for (std::size_t i = 0; i < options.size(); ++i) {
         std::string const& name = options[i].first;
-        int const occurrences = options[i].second->getNumOccurrences();
+        ::llvm::cl::Option const* const option = options[i].second;
+        int const occurrences = option->getNumOccurrences();
         llvm_detail::option_value_text const v = llvm_detail::read_option_value(printed[i].value);
-        if (v.readable) {
+        llvm_detail::option_kind kind = llvm_detail::option_kind::unknown;
+        std::string string_value;
+        bool string_at_default = false;
+        if (v.readable && v.padded) kind = llvm_detail::option_kind_of(option, string_value, string_at_default);
+        if (kind == llvm_detail::option_kind::string) { // its value exactly, not its padded print
+            if (printed[i].differs.empty() && string_at_default) continue;
+            append_field(s, "option", name);
+            append_field(s, "string", string_value);
+            continue;
+        }
+        if (v.readable && (!v.padded || kind == llvm_detail::option_kind::not_string)) {
             if (printed[i].differs.empty() && v.at_default) continue;
             append_field(s, "option", name);
             append_field(s, "value", v.text);
             continue;
         }
-        // Unprintable: counted as set when it occurred, or when LLVM says it differs.
-        if (occurrences == 0 && printed[i].differs.empty()) continue;
+        // Unprintable, or printed alike for other values: counted as set when it
+        // occurred, or when LLVM says it differs (or it has no default to compare with).
+        if (occurrences == 0 && printed[i].differs.empty() && !(v.readable && !v.at_default)) continue;
+        // `-name=value`, or `-name` and the argument after it. An option that needs a
+        // value takes the next argument, so one that starts with `-` is no value seen
+        // here (a wrapper not unwrapped, an option of the host's own), nor is none.
+        bool const needs_value = option->getValueExpectedFlag() == ::llvm::cl::ValueRequired;
+        bool value_unseen = false;
         std::string given;
-        for (std::size_t a = 0; a < arguments.size(); ++a) {
-            if (llvm_detail::option_name(arguments[a]) != name) continue;
-            append_field(given, "arg", arguments[a]);
-            if (arguments[a].find('=') == std::string::npos && a + 1 < arguments.size())
-                append_field(given, "next", arguments[a + 1]);
+        for (std::size_t a = 0; a < llvm_arguments.size(); ++a) {
+            std::string const& arg = llvm_arguments[a];
+            if (llvm_detail::option_name(arg) != name) continue;
+            append_field(given, "arg", arg);
+            if (arg.find('=') != std::string::npos) continue;
+            if (a + 1 < llvm_arguments.size()) {
+                std::string const& next = llvm_arguments[a + 1];
+                append_field(given, "next", next);
+                if (needs_value && !next.empty() && next[0] == '-') value_unseen = true;
+            } else if (needs_value) {
+                value_unseen = true;
+            }
         }
-        if (given.empty()) unknown += (unknown.empty() ? "-" : " -") + name;
+        if (given.empty() || value_unseen) unknown += (unknown.empty() ? "-" : " -") + name;
         append_field(s, "option", name);
         append_field(s, "printed", v.text);
         append_field(s, "occurrences", occurrences);
