@@ -617,8 +617,13 @@ inline std::vector<std::string> unwrapped_llvm_arguments(std::vector<std::string
 /// another type than its parser's, a value outside its enum's list) is keyed by the
 /// arguments among `arguments` that name it when it occurred on a command line or LLVM
 /// says it differs from its default (`-name=value`, or `-name` and the argument after
-/// it); `unknown` gets the names of those that no argument names (their value cannot be
-/// told: a bypass). Such an option changed without a command line and without a
+/// it, once a driver's wrapping is undone: `-mllvm X` is X, unwrapped_llvm_arguments);
+/// `unknown` gets the names of those that no argument names, and of those that need a
+/// value and have another option or nothing after `-name` (their value cannot be told:
+/// a bypass). A value printed within LLVM's 8-column padding and ending in a space
+/// (option_value_text::padded) is read exactly for a cl::opt<std::string>, taken as
+/// printed for a cl::opt of bool, char, int or unsigned, and otherwise handled as an
+/// option LLVM cannot print. Such an option changed without a command line and without a
 /// default to compare with (push_back on a cl::list) is not seen. An empty result with
 /// `unknown` "*" when the values could not be read.
 inline std::string describe_llvm_options(std::vector<std::string> const& arguments, std::string& unknown) {
@@ -988,8 +993,9 @@ private:
             if (!unknown.empty()) {
                 bypass(unknown_options_logged_, "LLVM options of unknown value",
                        "llvm object cache: bypass '" + in.entry_name + "': LLVM option(s) " + unknown +
-                           " set, but no argument gives their value: pass the arguments given to "
-                           "cl::ParseCommandLineOptions to set_llvm_arguments; nothing is cached");
+                           " set, but no argument gives their value (`-name=value`, or `-name value`, "
+                           "`-mllvm` unwrapped): pass the arguments given to cl::ParseCommandLineOptions "
+                           "to set_llvm_arguments; nothing is cached");
                 return nullptr;
             }
             in.bitcode_digest = bitcode_digest(*m);
