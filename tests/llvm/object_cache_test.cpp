@@ -743,6 +743,21 @@ TEST_CASE("llvm describe_target: every TargetOptions field LLVM latches in the M
     CHECK(cc::describe_target(*ma) != cc::describe_target(*mb));
 }
 
+TEST_CASE("llvm describe_target: LLVM options read when the machine is made are keyed as they were then") {
+    // MCAsmInfo's constructor reads -use-leb128-directives and -dwarf-extended-loc; the
+    // option walk keys them as they are when a module compiles, not as the machine took them.
+    init_llvm();
+    auto& registered = llvm::cl::getRegisteredOptions();
+    REQUIRE(registered.count("use-leb128-directives") == 1);
+    auto& leb128 = *static_cast<llvm::cl::opt<llvm::cl::boolOrDefault>*>(registered["use-leb128-directives"]);
+    auto before = x86_64_machine(llvm::TargetOptions());
+    leb128.setValue(llvm::cl::BOU_FALSE);
+    auto after = x86_64_machine(llvm::TargetOptions());
+    leb128.setValue(llvm::cl::BOU_UNSET);
+    REQUIRE(before->getMCAsmInfo()->hasLEB128Directives() != after->getMCAsmInfo()->hasLEB128Directives());
+    CHECK(cc::describe_target(*before) != cc::describe_target(*after));
+}
+
 TEST_CASE("llvm describe_llvm_options: an option without a cl::init default is keyed by its value") {
     init_llvm();
     auto& registered = llvm::cl::getRegisteredOptions();
