@@ -6,11 +6,13 @@
 
 #include <compile_cache/storage/redis/redis_storage.hpp>
 
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace cc = compile_cache;
@@ -167,6 +169,115 @@ TEST_CASE("write_many on a cluster sends each entry to its slot's master, and a 
     }
     CHECK(failed > 0);
     CHECK(stored > 0);
+}
+
+TEST_CASE("One stalled cluster master fails only its own keys, in batches and single reads alike",
+          "[redis][cluster][batch][faults]") {
+    // SIGSTOP: the master's port accepts, nothing answers. (One cluster for both parts: a
+    // cluster takes seconds to make. Full coverage off: past its node timeout, 2 s, the
+    // other masters would answer CLUSTERDOWN.)
+    cluster c("--cluster-require-full-coverage no");
+    // 1. Batches. The stalled master's keys come first, so that its group is asked first: it
+    // may use half of the call's time, the healthy masters after it answer within the rest
+    // and are not rested.
+    auto s = cluster_storage(c.url()); // (300 ms per call)
+    int const stalled = c.ports()[0];
+    std::vector<std::uint64_t> ids; // the stalled master's keys first
+    std::map<std::uint64_t, int> owner;
+    for (int pass = 0; pass < 2; ++pass)
+        for (std::uint64_t i = 0; i < 30; ++i) {
+            if (pass == 0) REQUIRE_FALSE(s.write(key_of(i), "v" + std::to_string(i)));
+            owner[i] = owner_port(stalled, cc::detail::redis_hash_slot(s.redis_key(key_of(i))));
+            if ((pass == 0) == (owner[i] == stalled)) ids.push_back(i);
+        }
+    REQUIRE(owner[ids.front()] == stalled);
+    REQUIRE(owner[ids.back()] != stalled);
+    std::vector<cc::key> keys;
+    std::vector<std::pair<cc::key, std::string_view>> entries;
+    std::string const later = "later";
+    for (std::uint64_t i : ids) keys.push_back(key_of(i)), entries.emplace_back(key_of(i), later);
+    auto check_only_stalled_failed = [&](auto const& error_of) {
+        int healthy = 0, failed = 0;
+        for (std::size_t j = 0; j < ids.size(); ++j) {
+            std::error_code const e = error_of(j);
+            INFO("key " << ids[j] << " on master " << owner[ids[j]] << ": " << e.message() << " ("
+                        << s.last_failure().text << ")");
+            if (owner[ids[j]] == stalled) {
+                CHECK(e == cc::remote_error::node_down); // a part of the cluster, not all of it
+                ++failed;
+            } else {
+                CHECK_FALSE(e);
+                ++healthy;
+            }
+        }
+        CHECK(failed > 0);
+        CHECK(healthy > 0);
+    };
+    c.pause(0);
+    // read_many first; then, once the stalled node's rest is over, write_many (on the batch
+    // writes' connections), whose slot map is learnt again first, of the stalled seed first.
+    std::vector<std::pair<cc::read_result, std::string>> out;
+    auto start = std::chrono::steady_clock::now();
+    s.read_many(keys, 100, out);
+    auto took = std::chrono::steady_clock::now() - start;
+    CHECK(took < std::chrono::milliseconds(600));
+    REQUIRE(out.size() == ids.size());
+    check_only_stalled_failed([&](std::size_t j) { return out[j].first.error; });
+    for (std::size_t j = 0; j < ids.size(); ++j)
+        if (owner[ids[j]] != stalled) {
+            CHECK(out[j].first.status == cc::read_status::found);
+            CHECK(out[j].second == "v" + std::to_string(ids[j]));
+        }
+    std::this_thread::sleep_for(cc::detail::redis_client::node_rest + std::chrono::milliseconds(50));
+    std::vector<std::error_code> written;
+    start = std::chrono::steady_clock::now();
+    s.write_many(entries, written);
+    took = std::chrono::steady_clock::now() - start;
+    CHECK(took < std::chrono::milliseconds(600));
+    REQUIRE(written.size() == ids.size());
+    check_only_stalled_failed([&](std::size_t j) { return written[j]; });
+    // A healthy master's key read alone right after: not rested by the batch.
+    std::string bytes;
+    CHECK(s.read(keys.back(), bytes, 100).status == cc::read_status::found);
+
+    // 2. Single reads, of a storage made now: it learns the slot map while its first seed
+    // (c.ports()[0]) is stalled. That seed gets half of the call's time, the second seed
+    // tells the map, the read is served.
+    c.resume(0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    c.pause(0);
+    std::uint64_t on_stalled = 0, on_healthy = 0;
+    while (owner[on_stalled] != stalled) ++on_stalled;
+    while (owner[on_healthy] == stalled) ++on_healthy;
+    auto fresh = cluster_storage(c.url());
+    cc::read_result r = fresh.read(key_of(on_healthy), bytes, 100);
+    INFO("first read: " << r.error.message() << " (" << fresh.last_failure().text << ")");
+    CHECK(r.status == cc::read_status::found);
+    CHECK(fresh.read(key_of(on_stalled), bytes, 100).status == cc::read_status::error); // its own keys fail
+    // Reads go on past the stalled seed's rest: a read of its key then times out (rests it
+    // again, the slot map is to be learnt again) and the next read learns the map; the reads
+    // of the healthy masters' keys are all served.
+    int reads = 0, failed = 0;
+    std::string first_failure;
+    auto const until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+    while (std::chrono::steady_clock::now() < until) {
+        (void)fresh.read(key_of(on_stalled), bytes, 100);
+        for (std::uint64_t i = 0; i < 30; ++i) {
+            if (owner[i] == stalled) continue;
+            ++reads;
+            r = fresh.read(key_of(i), bytes, 100);
+            if (r.status != cc::read_status::found) {
+                if (failed++ == 0)
+                    first_failure = "key " + std::to_string(i) + ": " + r.error.message() + " (" +
+                                    fresh.last_failure().text + ")";
+            }
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    c.resume(0);
+    INFO(failed << " of " << reads << " reads of the healthy masters' keys failed; the first: " << first_failure);
+    CHECK(reads > 0);
+    CHECK(failed == 0);
 }
 
 TEST_CASE("A cluster node killed mid-run fails only its own slots, the others keep working", "[redis][cluster]") {

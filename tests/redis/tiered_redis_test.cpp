@@ -8,6 +8,7 @@
 #include "support/tier_machine.hpp"
 
 #include <compile_cache/compile_cache.hpp>
+#include <compile_cache/storage/memory_storage.hpp>
 #include <compile_cache/storage/redis/redis_storage.hpp>
 #include <compile_cache/storage/tiered_storage.hpp>
 
@@ -323,6 +324,44 @@ TEST_CASE("Tier on Redis: one dead cluster master fails only its own slots, the 
     CHECK(loaded == on_live_masters);
     CHECK(reader.remote("hits") == static_cast<std::uint64_t>(on_live_masters));
     CHECK(reader.remote("errors.refused") > 0);
+}
+
+TEST_CASE("Tier on Redis: a cluster master stalled during a prefetch fails its own keys, the remote is not skipped",
+          "[redis][tiered][cluster][faults][prefetch]") {
+    // SIGSTOP: the master's port accepts, nothing answers. Its keys come first in the
+    // batch, so that it is asked first: it uses at most half of the batch's time.
+    cluster c;
+    std::vector<std::string> lines;
+    cc::tier_options t;
+    t.logger = [&](std::string_view l) { lines.emplace_back(l); };
+    auto tiered = cc::tiered_storage<cc::memory_storage, cc::redis_storage>(
+        cc::memory_storage(), remote_at(c.url(), unique_name("stall"), 300ms), t);
+    cc::redis_storage& s = tiered.remote();
+    int const stalled = c.ports()[0];
+    std::map<std::uint64_t, int> owner;
+    std::vector<cc::key> keys; // the stalled master's first
+    for (int pass = 0; pass < 2; ++pass)
+        for (std::uint64_t i = 0; i < 30; ++i) {
+            if (pass == 0) REQUIRE_FALSE(s.write(key_of(i), "v" + std::to_string(i)));
+            owner[i] = owner_port(stalled, cc::detail::redis_hash_slot(s.redis_key(key_of(i))));
+            if ((pass == 0) == (owner[i] == stalled)) keys.push_back(key_of(i));
+        }
+    c.pause(0);
+    tiered.prefetch(keys, 100);
+    CHECK_FALSE(tiered.remote_skipped());
+    std::string bytes;
+    int healthy = 0, found = 0;
+    for (std::uint64_t i = 0; i < 30; ++i) {
+        if (owner[i] == stalled) continue;
+        ++healthy;
+        if (tiered.read(key_of(i), bytes, 100).status == cc::read_status::found && bytes == "v" + std::to_string(i))
+            ++found;
+    }
+    c.resume(0);
+    for (auto const& l : lines) UNSCOPED_INFO("tier line: " << l);
+    CHECK(healthy > 0);
+    CHECK(found == healthy);
+    CHECK_FALSE(tiered.remote_skipped()); // one stalled master is a part of the cluster, not all of it
 }
 
 TEST_CASE("Tier on Redis: calls that fail together start one back-off, they do not each double it",
