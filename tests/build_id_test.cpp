@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -80,16 +81,42 @@ void set_mtime(std::filesystem::path const& path, std::time_t seconds, long nano
     struct timespec const times[2] = {{seconds, 0}, {seconds, nanoseconds}};
     REQUIRE(::utimensat(AT_FDCWD, path.c_str(), times, 0) == 0);
 }
+
+/// `bytes` with the last letter of its one `marker` changed to `letter`: another build
+/// of the same size.
+std::string with_marker(std::string bytes, std::string const& marker, char letter) {
+    std::size_t const at = bytes.find(marker);
+    REQUIRE(at != std::string::npos);
+    REQUIRE(bytes.find(marker, at + 1) == std::string::npos);
+    bytes[at + marker.size() - 1] = letter;
+    return bytes;
+}
+
+std::string const library_marker = "compile_cache no-build-id marker A";
+
+/// The no-build-id module's file with its marker ending in `letter`.
+std::string library_build(char letter) {
+    return with_marker(compile_cache_test::read_file(COMPILE_CACHE_NO_BUILD_ID_MODULE), library_marker, letter);
+}
+
+/// "sha256:" and the SHA-256 of the file at `path`, as a library's identity holds it.
+std::string sha256_of(std::filesystem::path const& path) {
+    std::string const id = cc::detail::file_sha256_id(path.c_str());
+    REQUIRE(id.rfind("exe-sha256:", 0) == 0);
+    return id.substr(4);
+}
 } // namespace
 
-TEST_CASE("a library without a build-id is known by its file, and once replaced on disk, by the file it was "
-          "loaded from",
+TEST_CASE("a library without a build-id is known by its file's content, and once replaced on disk, by the "
+          "file it was loaded from",
           "[build-id]") {
     compile_cache_test::temp_dir dir;
     std::filesystem::path const lib = dir.path() / "libno_build_id.so";
-    std::filesystem::copy_file(COMPILE_CACHE_NO_BUILD_ID_MODULE, lib);
-    std::time_t const second = 1700000000; // every file here gets this second: only nanoseconds and inodes differ
+    // Every build here has the same size and modification time: only contents and inodes differ.
+    std::time_t const second = 1700000000;
+    compile_cache_test::write_file(lib, library_build('A'));
     set_mtime(lib, second, 100);
+    std::string const first_file = lib.string() + ":" + sha256_of(lib);
     void* handle = ::dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
     REQUIRE(handle != nullptr);
     void const* code = ::dlsym(handle, "compile_cache_test_no_build_id");
@@ -98,16 +125,16 @@ TEST_CASE("a library without a build-id is known by its file, and once replaced 
     REQUIRE(m.found);
     CHECK(m.build_id.empty());
     CHECK(m.path == lib.string());
-    std::string const size = std::to_string(std::filesystem::file_size(lib));
     std::string const loaded = cc::detail::module_identity({code});
-    CHECK(loaded == lib.string() + ":" + size + ":1700000000.100");
+    CHECK(loaded == first_file);
 
-    // Replaced in place, as an install does it: another file renamed over the path, of
-    // the same size and second. The running code is still the old file's, and so is its name.
-    std::filesystem::copy_file(COMPILE_CACHE_NO_BUILD_ID_MODULE, dir.path() / "next.so");
-    set_mtime(dir.path() / "next.so", second, 200);
+    // Replaced in place, as an install does it: another build renamed over the path, of
+    // the same size and time. The running code is still the old file's, and so is its name.
+    compile_cache_test::write_file(dir.path() / "next.so", library_build('B'));
+    set_mtime(dir.path() / "next.so", second, 100);
     std::filesystem::rename(dir.path() / "next.so", lib);
-    std::string const new_file = lib.string() + ":" + size + ":1700000000.200"; // what a process loading it names
+    std::string const new_file = lib.string() + ":" + sha256_of(lib); // what a process loading it names
+    CHECK(new_file != first_file);
     CHECK(cc::detail::module_identity({code}) == loaded);
 
     // Unloaded and loaded again: now the new file runs, and is named so.
@@ -122,21 +149,23 @@ TEST_CASE("a library without a build-id is known by its file, and once replaced 
     REQUIRE(reloaded != nullptr);
     CHECK(cc::detail::module_identity({reloaded}) == new_file);
 
-    // Unloaded, rewritten in place (the same inode, as cp over it does), loaded again: the
-    // rewritten file is named, not the one first named at that inode.
+    // Unloaded, rewritten in place (the same inode, as cp over it does) with a third build
+    // given the same time again, loaded again: the rewritten file is named, not the one
+    // first named at that inode.
     ::dlclose(handle);
     if (cc::detail::module_containing(reloaded).found) {
         WARN("the library stayed loaded after dlclose: its rewrite is not checked");
         return;
     }
-    std::string const bytes = compile_cache_test::read_file(lib);
-    compile_cache_test::write_file(lib, bytes); // (truncates and writes: the same inode)
-    set_mtime(lib, second, 300);
+    compile_cache_test::write_file(lib, library_build('C')); // (truncates and writes: the same inode)
+    set_mtime(lib, second, 100);
     handle = ::dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
     REQUIRE(handle != nullptr);
     void const* rewritten = ::dlsym(handle, "compile_cache_test_no_build_id");
     REQUIRE(rewritten != nullptr);
-    CHECK(cc::detail::module_identity({rewritten}) == lib.string() + ":" + size + ":1700000000.300");
+    std::string const third_file = lib.string() + ":" + sha256_of(lib);
+    CHECK(third_file != new_file);
+    CHECK(cc::detail::module_identity({rewritten}) == third_file);
     ::dlclose(handle);
 }
 
@@ -144,26 +173,130 @@ TEST_CASE("a library without a build-id replaced on disk before it was first nam
           "[build-id]") {
     compile_cache_test::temp_dir dir;
     std::filesystem::path const lib = dir.path() / "libno_build_id_early.so";
-    std::filesystem::copy_file(COMPILE_CACHE_NO_BUILD_ID_MODULE, lib);
+    compile_cache_test::write_file(lib, library_build('A'));
     set_mtime(lib, 1700000000, 100);
+    std::string const loaded_file = lib.string() + ":" + sha256_of(lib);
     void* handle = ::dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
     REQUIRE(handle != nullptr);
     void const* code = ::dlsym(handle, "compile_cache_test_no_build_id");
     REQUIRE(code != nullptr);
-    std::filesystem::copy_file(COMPILE_CACHE_NO_BUILD_ID_MODULE, dir.path() / "next.so");
-    set_mtime(dir.path() / "next.so", 1700000000, 200);
+    compile_cache_test::write_file(dir.path() / "next.so", library_build('B'));
+    set_mtime(dir.path() / "next.so", 1700000000, 100);
     std::filesystem::rename(dir.path() / "next.so", lib);
 
-    // Neither file's name: the size and time on disk are the new file's, the old one's are gone.
-    std::string const size = std::to_string(std::filesystem::file_size(lib));
+    // Neither file's name: the path names the new file, the old one cannot be read.
     std::string const named = cc::detail::module_identity({code});
     INFO(named);
-    CHECK(named.find(":not the file its path names, process " + std::to_string(::getpid())) != std::string::npos);
-    CHECK(named != lib.string() + ":" + size + ":1700000000.100");
-    CHECK(named != lib.string() + ":" + size + ":1700000000.200");
+    CHECK(named.find(":not known, process " + std::to_string(::getpid())) != std::string::npos);
+    CHECK(named != loaded_file);
+    CHECK(named != lib.string() + ":" + sha256_of(lib));
     CHECK(cc::detail::module_identity({code}) == named); // the same for the rest of the process
     ::dlclose(handle);
 }
+
+TEST_CASE("a library without a build-id whose file cannot be read is named for its process alone", "[build-id]") {
+    compile_cache_test::temp_dir dir;
+    for (bool const deleted : {true, false}) {
+        if (!deleted && compile_cache_test::running_as_root()) {
+            WARN("root reads a file of mode 0: a library unreadable is not checked");
+            continue;
+        }
+        std::filesystem::path const lib = dir.path() / (deleted ? "libdeleted.so" : "libunreadable.so");
+        compile_cache_test::write_file(lib, library_build('A'));
+        void* handle = ::dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+        REQUIRE(handle != nullptr);
+        void const* code = ::dlsym(handle, "compile_cache_test_no_build_id");
+        REQUIRE(code != nullptr);
+        if (deleted)
+            std::filesystem::remove(lib);
+        else
+            std::filesystem::permissions(lib, std::filesystem::perms::none);
+        std::string const named = cc::detail::module_identity({code});
+        INFO(named);
+        CHECK(named.find(":not known, process " + std::to_string(::getpid())) != std::string::npos);
+        ::dlclose(handle);
+    }
+}
+
+#if defined(COMPILE_CACHE_HELPER_of_code_helper)
+namespace {
+/// The `name=value` lines `of_code_helper` prints when run as `program` with `argument`.
+std::map<std::string, std::string> of_code_report(std::filesystem::path const& program,
+                                                  std::string const& argument = {}) {
+    auto const r = compile_cache_test::run_shell("'" + program.string() + "'" +
+                                                 (argument.empty() ? "" : " '" + argument + "'"));
+    INFO(r.describe());
+    REQUIRE(r.exited(0));
+    std::map<std::string, std::string> fields;
+    for (std::string const& line : compile_cache_test::lines_of(r.out)) {
+        std::size_t const eq = line.find('=');
+        if (eq != std::string::npos) fields[line.substr(0, eq)] = line.substr(eq + 1);
+    }
+    return fields;
+}
+
+std::string const program_marker = "compile_cache of_code helper marker A";
+} // namespace
+
+TEST_CASE("toolchain::of_code tells two builds of a program without a build-id of one size and time apart",
+          "[build-id]") {
+    // Two builds whose code differs, of the same size and modification time (a reproducible
+    // build, SOURCE_DATE_EPOCH, Nix's mtime 1, cp -p), as a host with LLVM linked in has them.
+    compile_cache_test::temp_dir dir;
+    std::string const bytes = compile_cache_test::read_file(COMPILE_CACHE_HELPER_of_code_helper);
+    std::filesystem::path const builds[3] = {dir.path() / "a", dir.path() / "b", dir.path() / "a-copy"};
+    compile_cache_test::write_file(builds[0], bytes);
+    compile_cache_test::write_file(builds[1], with_marker(bytes, program_marker, 'B'));
+    compile_cache_test::write_file(builds[2], bytes);
+    for (auto const& b : builds) {
+        std::filesystem::permissions(b, std::filesystem::perms::owner_all);
+        set_mtime(b, 1767225600, 0);
+    }
+    set_mtime(builds[2], 1767225601, 0); // the same build, copied later
+    REQUIRE(std::filesystem::file_size(builds[0]) == std::filesystem::file_size(builds[1]));
+    auto a = of_code_report(builds[0]);
+    auto b = of_code_report(builds[1]);
+    auto copy = of_code_report(builds[2]);
+    INFO("a: " << a["of_code"] << "\nb: " << b["of_code"]);
+    REQUIRE(a["output"] != b["output"]); // they generate different code
+    CHECK(a["current"] != b["current"]);
+    CHECK(a["of_code"] != b["of_code"]);
+    CHECK(a["key"] != b["key"]);
+    // The program by its content, as current() names it: a copy of a build is that build.
+    CHECK(a["of_code"] == a["current"]);
+    CHECK(a["of_code"].rfind("exe-sha256:", 0) == 0);
+    CHECK(copy["key"] == a["key"]);
+
+    // A program that cannot read its own file is named for its process alone.
+    if (!compile_cache_test::running_as_root()) {
+        std::filesystem::permissions(builds[0], std::filesystem::perms::owner_exec);
+        auto unreadable = of_code_report(builds[0]);
+        CHECK(unreadable["of_code"].find("main program:not known, process ") == 0);
+        CHECK(unreadable["key"] != a["key"]);
+    }
+}
+
+TEST_CASE("toolchain::of_code tells two builds of a library without a build-id of one size and time apart",
+          "[build-id]") {
+    compile_cache_test::temp_dir dir;
+    std::filesystem::path const lib = dir.path() / "libcodegen.so";
+    compile_cache_test::write_file(lib, library_build('A'));
+    set_mtime(lib, 1767225600, 0);
+    auto a = of_code_report(COMPILE_CACHE_HELPER_of_code_helper, lib.string());
+    // Another build installed over it, of the same size and time.
+    compile_cache_test::write_file(dir.path() / "next.so", library_build('B'));
+    set_mtime(dir.path() / "next.so", 1767225600, 0);
+    std::filesystem::rename(dir.path() / "next.so", lib);
+    auto b = of_code_report(COMPILE_CACHE_HELPER_of_code_helper, lib.string());
+    REQUIRE(a["library-output"] != b["library-output"]);
+    CHECK(a["library"] != b["library"]);
+    CHECK(b["library"] == lib.string() + ":" + sha256_of(lib));
+    // The first build again (another inode, another time): named as before.
+    compile_cache_test::write_file(dir.path() / "again.so", library_build('A'));
+    std::filesystem::rename(dir.path() / "again.so", lib);
+    CHECK(of_code_report(COMPILE_CACHE_HELPER_of_code_helper, lib.string())["library"] == a["library"]);
+}
+#endif
 #endif
 
 TEST_CASE("toolchain::of_code names each module once, and another code generator is another key", "[build-id]") {

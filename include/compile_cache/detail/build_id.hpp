@@ -9,6 +9,7 @@
 #define COMPILE_CACHE_DETAIL_BUILD_ID_HPP
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -20,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -169,65 +171,151 @@ inline bool mapped_inode_at(std::uintptr_t address, unsigned long& inode) {
 #endif
 }
 
-/// `shown`, the file's size and its modification time (to the nanosecond where the
-/// system keeps it).
-inline std::string file_time_identity(std::string const& shown, struct ::stat const& st) {
-    std::string id = shown + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
-#if defined(__linux__)
-    id += "." + std::to_string(st.st_mtim.tv_nsec);
-#endif
-    return id;
+/// How module_identity reads the content of a module without a build-id. build_id.hpp sits
+/// below the hasher and cannot include it: key/detail/executable_digest.hpp registers the
+/// library's SHA-256 (register_content_digests), in every program that includes it
+/// (toolchain.hpp does, and so does the LLVM adapter's side built with RTTI). Until one is
+/// registered, such a module's identity is unknown: it is named for this process alone.
+struct content_digests {
+    /// The running program's executable file (/proc/self/exe: the file that runs, even if
+    /// its path names another since), read once per process; empty when it cannot be read.
+    std::string const& (*main_program)() noexcept;
+    /// The content of the open file `fd` from its first byte to its end (its offset is
+    /// left anywhere); empty when it cannot be read to its end.
+    std::string (*file)(int fd) noexcept;
+};
+
+/// The digests registered last; null until some are.
+inline std::atomic<content_digests const*>& registered_content_digests() noexcept {
+    static std::atomic<content_digests const*> digests{nullptr}; // constant-initialised
+    return digests;
 }
 
-/// A library without a build-id, by its file: the path, size and modification time of
-/// the file the loader mapped, as first seen in this process, and kept for as long as
-/// that file stays mapped there while its path names another, so that a library replaced
-/// on disk since (an install renames another over it) is still named as the code that
-/// runs, never as the new file. A file rewritten in place (the same inode) is named anew,
-/// as what the path names is then what is mapped. A file that
-/// the path no longer named when first seen, or that cannot be told apart from a
-/// replacement (no /proc/self/maps), is named for this process alone: its entries miss
-/// for every other; so is any library while the names are not to be had within 1 s (a
-/// child forked while another thread held them). Inodes only are compared (an overlay
-/// file system shows another device in the maps than stat does).
+/// Makes `d` (of static storage duration) the digests module_identity uses; true.
+inline bool register_content_digests(content_digests const* d) noexcept {
+    registered_content_digests().store(d, std::memory_order_release);
+    return true;
+}
+
+/// `shown` named for this process alone: an identity no other process gives, for a module
+/// whose content is unknown, so that keys built on it miss in every other process.
+inline std::string for_this_process_alone(std::string const& shown) {
+    return shown + ":not known, process " + std::to_string(::getpid()) + " at " +
+           std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count());
+}
+
+/// What tells one version of a file from another without reading it: the device, inode,
+/// size, modification and status-change times (the last set by every write and every
+/// change of the other times, and by no call a user makes).
+struct file_version {
+    unsigned long long device = 0, inode = 0;
+    long long size = -1;
+    long long mtime = 0, mtime_ns = 0, ctime = 0, ctime_ns = 0;
+
+    static file_version of(struct ::stat const& st) {
+        file_version v;
+        v.device = static_cast<unsigned long long>(st.st_dev);
+        v.inode = static_cast<unsigned long long>(st.st_ino);
+        v.size = static_cast<long long>(st.st_size);
+        v.mtime = static_cast<long long>(st.st_mtime);
+        v.ctime = static_cast<long long>(st.st_ctime);
+#if defined(__linux__)
+        v.mtime_ns = st.st_mtim.tv_nsec;
+        v.ctime_ns = st.st_ctim.tv_nsec;
+#endif
+        return v;
+    }
+    friend bool operator==(file_version const& a, file_version const& b) {
+        return a.device == b.device && a.inode == b.inode && a.size == b.size && a.mtime == b.mtime &&
+               a.mtime_ns == b.mtime_ns && a.ctime == b.ctime && a.ctime_ns == b.ctime_ns;
+    }
+};
+
+/// A library without a build-id, by the content of the file the loader mapped: its path
+/// and the registered digest of that file (content_digests::file), read once per file
+/// version and process, only after the file the path names is found to be the one mapped
+/// there (the inode /proc/self/maps lists for the address); the name is then kept for
+/// as long as that file stays mapped there while its path names another (an install
+/// renamed another over it), so that it still names the code that runs, never the new
+/// file. A file rewritten in place (the same inode) is named anew. Where the content of
+/// the file mapped cannot be read (the path named another file when first seen, no
+/// /proc/self/maps to tell, the file unreadable, no digest registered, the file changing
+/// while read), the library is named for this process alone: its entries miss in every
+/// other; so is any library while the names are not to be had within 1 s (a child forked
+/// while another thread held them). Inodes only are compared with the maps (an overlay
+/// file system shows another device there than stat does). Files are read outside the lock.
 inline std::string library_file_identity(loaded_module const& m) {
     struct named_file {
         std::uintptr_t base;
         std::string path;
-        unsigned long inode;
+        unsigned long inode;     ///< of the file mapped when named; 0: not known
+        file_version on_disk;    ///< what the path named when named
+        std::string digest;      ///< of the file mapped, when read; empty: not known
         std::string identity;
     };
     static std::timed_mutex& mutex = *new std::timed_mutex;
     static std::vector<named_file>& named = *new std::vector<named_file>;
-    auto const for_this_process_alone = [&] {
-        return m.path + ":not the file its path names, process " + std::to_string(::getpid()) + " at " +
-               std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                  std::chrono::system_clock::now().time_since_epoch())
-                                  .count());
-    };
     struct ::stat st;
     bool const stated = ::stat(m.path.c_str(), &st) == 0;
-    std::string const on_disk = stated ? file_time_identity(m.path, st) : std::string();
-    // Within a bound: a child forked while another thread held it would wait forever.
-    std::unique_lock<std::timed_mutex> lock(mutex, std::chrono::seconds(1));
-    if (!lock.owns_lock()) return for_this_process_alone();
-    auto it = std::find_if(named.begin(), named.end(),
-                           [&](named_file const& f) { return f.base == m.base && f.path == m.path; });
-    if (it != named.end() && stated && on_disk == it->identity) return it->identity; // the file named, unchanged
+    file_version const on_disk = stated ? file_version::of(st) : file_version{};
+    {
+        // Within a bound: a child forked while another thread held it would wait forever.
+        std::unique_lock<std::timed_mutex> lock(mutex, std::chrono::seconds(1));
+        if (!lock.owns_lock()) return for_this_process_alone(m.path);
+        auto it = std::find_if(named.begin(), named.end(),
+                               [&](named_file const& f) { return f.base == m.base && f.path == m.path; });
+        if (it != named.end() && stated && on_disk == it->on_disk) return it->identity; // unchanged
+    }
     unsigned long inode = 0;
     bool const mapped = mapped_inode_at(m.segment, inode);
-    // The file named is still the one mapped, and the path names another (renamed over it).
-    if (it != named.end() && mapped && inode == it->inode && (!stated || static_cast<unsigned long>(st.st_ino) != inode))
-        return it->identity;
-    // First seen here, another file loaded at this place since, or the named one rewritten
-    // in place (the same inode: what is mapped is what the path names now).
-    std::string identity;
-    if (stated && (mapped ? inode == static_cast<unsigned long>(st.st_ino) : it == named.end())) {
-        identity = on_disk;
-    } else {
-        identity = for_this_process_alone();
+    std::string digest;
+    bool read = false; // `digest` is of the file mapped
+    {
+        std::unique_lock<std::timed_mutex> lock(mutex, std::chrono::seconds(1));
+        if (!lock.owns_lock()) return for_this_process_alone(m.path);
+        auto it = std::find_if(named.begin(), named.end(),
+                               [&](named_file const& f) { return f.base == m.base && f.path == m.path; });
+        // The file named is still the one mapped, and the path names another (renamed over it).
+        if (it != named.end() && mapped && inode == it->inode &&
+            (!stated || static_cast<unsigned long>(st.st_ino) != inode))
+            return it->identity;
     }
-    named_file f{m.base, m.path, mapped ? inode : (stated ? static_cast<unsigned long>(st.st_ino) : 0), identity};
+    // First seen here, another file loaded at this place since, or the named one rewritten
+    // in place. Read through a descriptor whose file is checked to be the one mapped.
+    file_version opened;
+    content_digests const* const digests = registered_content_digests().load(std::memory_order_acquire);
+    int const fd = mapped && digests ? ::open(m.path.c_str(), O_RDONLY | O_CLOEXEC) : -1;
+    struct ::stat before;
+    if (fd >= 0 && ::fstat(fd, &before) == 0 && static_cast<unsigned long>(before.st_ino) == inode) {
+        opened = file_version::of(before);
+        {
+            std::unique_lock<std::timed_mutex> lock(mutex, std::chrono::seconds(1));
+            if (lock.owns_lock()) { // a version of this file read before (another load of it)
+                auto same = std::find_if(named.begin(), named.end(), [&](named_file const& f) {
+                    return !f.digest.empty() && f.path == m.path && f.on_disk == opened;
+                });
+                if (same != named.end()) digest = same->digest, read = true;
+            }
+        }
+        if (!read) {
+            digest = digests->file(fd);
+            struct ::stat after;
+            // Changed while read: what was read may be of neither version.
+            read = !digest.empty() && ::fstat(fd, &after) == 0 && file_version::of(after) == opened;
+        }
+    }
+    if (fd >= 0) ::close(fd);
+    std::string const identity = read ? m.path + ":" + digest : for_this_process_alone(m.path);
+    std::unique_lock<std::timed_mutex> lock(mutex, std::chrono::seconds(1));
+    if (!lock.owns_lock()) return identity; // (not remembered)
+    auto it = std::find_if(named.begin(), named.end(),
+                           [&](named_file const& f) { return f.base == m.base && f.path == m.path; });
+    // Remembered with what the path named when checked (the file read, when it was read):
+    // while the path names that version, it is not checked again.
+    named_file f{m.base, m.path, mapped ? inode : 0, read ? opened : on_disk, read ? digest : std::string(),
+                 identity};
     if (it != named.end())
         *it = std::move(f);
     else
@@ -236,11 +324,12 @@ inline std::string library_file_identity(loaded_module const& m) {
 }
 
 /// What identifies the code of the modules containing `addresses`: for each module
-/// (once, in the order first met), its build-id; for a module without one, its file
-/// (the main program's through /proc/self/exe, which names the file running even when
-/// replaced, by size and modification time: file_time_identity; a library's by
-/// library_file_identity).
-/// Empty when no address is in a loaded module.
+/// (once, in the order first met), its build-id; for a module without one, the content
+/// of its file: the main program's by content_digests::main_program (which reads the
+/// file running, through /proc/self/exe: "exe-sha256:" and its SHA-256, as
+/// toolchain::current() names it), a library's by library_file_identity. A module whose
+/// content cannot be read is named for this process alone (for_this_process_alone),
+/// never by less than its content. Empty when no address is in a loaded module.
 inline std::string module_identity(std::initializer_list<void const*> addresses) {
     std::string id;
     std::vector<std::uintptr_t> seen;
@@ -257,8 +346,9 @@ inline std::string module_identity(std::initializer_list<void const*> addresses)
             id += library_file_identity(m);
             continue;
         }
-        struct ::stat st;
-        id += ::stat("/proc/self/exe", &st) == 0 ? file_time_identity("main program", st) : "main program";
+        content_digests const* const digests = registered_content_digests().load(std::memory_order_acquire);
+        std::string const program = digests ? digests->main_program() : std::string();
+        id += program.empty() ? for_this_process_alone("main program") : program;
     }
     return id;
 }

@@ -49,9 +49,12 @@ struct toolchain {
     /// The toolchain of a compiler whose code generator is not (only) the main
     /// program: as current(), but host_build_id identifies the loaded modules (the
     /// program, shared libraries) that contain `code`, addresses of functions or
-    /// static objects in them (code_address(&f)). So a host that generates code with
-    /// a shared library keeps its entries when it is rebuilt, and loses them when the
-    /// library is replaced. docs/design.md says how to choose. Where the loaded modules
+    /// static objects in them (code_address(&f)): each by its build-id, or, without one,
+    /// by the SHA-256 of its file (read once per process and file; a module whose file
+    /// cannot be read is named for this process alone: its entries miss in every other).
+    /// So a host that generates code with a shared library keeps its entries when it is
+    /// rebuilt, and loses them when the library is replaced. docs/design.md says how to
+    /// choose. Where the loaded modules
     /// cannot be listed (no dl_iterate_phdr: COMPILE_CACHE_NO_LINUX_EXTENSIONS, other
     /// systems), as current(): the main program's identity, never none.
     COMPILE_CACHE_DECL static toolchain of_code(std::initializer_list<void const*> code,

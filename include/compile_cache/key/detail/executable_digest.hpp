@@ -6,6 +6,7 @@
 
 #include <compile_cache/detail/config.hpp>
 
+#include <compile_cache/detail/build_id.hpp>
 #include <compile_cache/hasher/sha256.hpp>
 
 #include <string>
@@ -16,9 +17,22 @@ namespace compile_cache::detail {
 /// cannot be read to its end. Never throws.
 COMPILE_CACHE_DECL std::string file_sha256_id(char const* path) noexcept;
 
+/// "sha256:" and the lower-case hex SHA-256 of the content of the open file `fd`, read
+/// from its first byte (with pread: its offset is not used) to its end; empty when it
+/// cannot be read to its end. Never throws.
+COMPILE_CACHE_DECL std::string fd_sha256_id(int fd) noexcept;
+
 /// The running program's executable, hashed once per process: /proc/self/exe where
 /// there is a /proc (Linux, and other systems that mount one); empty elsewhere.
 COMPILE_CACHE_DECL std::string const& main_program_file_id() noexcept;
+
+/// The digests module_identity (detail/build_id.hpp) reads modules without a build-id
+/// with: main_program_file_id and fd_sha256_id.
+inline content_digests const sha256_content_digests{&main_program_file_id, &fd_sha256_id};
+
+/// Registers sha256_content_digests when the program starts, in every program that
+/// includes this header (toolchain::of_code registers them again before it uses them).
+inline bool const sha256_content_digests_registered = register_content_digests(&sha256_content_digests);
 
 } // namespace compile_cache::detail
 

@@ -2,28 +2,48 @@
 // (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
 #pragma once
 #if COMPILE_CACHE_INCLUDE_IMPL
-#include <cstdio>
+#include <cerrno>
+
+#include <fcntl.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 namespace compile_cache::detail {
 
-std::string file_sha256_id(char const* path) noexcept {
+std::string fd_sha256_id(int fd) noexcept {
     try {
-        std::FILE* f = std::fopen(path, "rb");
-        if (f == nullptr) return {};
         sha256 h;
         static thread_local unsigned char buffer[1 << 16];
-        std::size_t n;
-        while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) h.update(buffer, n);
-        bool const complete = std::feof(f) != 0 && std::ferror(f) == 0;
-        std::fclose(f);
-        if (!complete) return {};
+        off_t at = 0;
+        for (;;) {
+            ssize_t const n = ::pread(fd, buffer, sizeof buffer, at);
+            if (n == 0) break;
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                return {};
+            }
+            h.update(buffer, static_cast<std::size_t>(n));
+            at += n;
+        }
         static constexpr char digits[] = "0123456789abcdef";
-        std::string out = "exe-sha256:";
+        std::string out = "sha256:";
         for (unsigned char b : h.result()) {
             out.push_back(digits[b >> 4]);
             out.push_back(digits[b & 15]);
         }
         return out;
+    } catch (...) {
+        return {};
+    }
+}
+
+std::string file_sha256_id(char const* path) noexcept {
+    try {
+        int const fd = ::open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return {};
+        std::string const id = fd_sha256_id(fd);
+        ::close(fd);
+        return id.empty() ? id : "exe-" + id;
     } catch (...) {
         return {};
     }
