@@ -244,6 +244,10 @@ TEST_CASE("toolchain::of_code tells two builds of a program without a build-id o
     // build, SOURCE_DATE_EPOCH, Nix's mtime 1, cp -p), as a host with LLVM linked in has them.
     compile_cache_test::temp_dir dir;
     std::string const bytes = compile_cache_test::read_file(COMPILE_CACHE_HELPER_of_code_helper);
+    if (bytes.compare(0, 4, "\x7f" "ELF") != 0) {
+        WARN("the helper is a script that runs it under an emulator: its copies are not checked");
+        return;
+    }
     std::filesystem::path const builds[3] = {dir.path() / "a", dir.path() / "b", dir.path() / "a-copy"};
     compile_cache_test::write_file(builds[0], bytes);
     compile_cache_test::write_file(builds[1], with_marker(bytes, program_marker, 'B'));
