@@ -127,6 +127,10 @@ TEST_CASE("a library without a build-id is known by its file's content, and once
     CHECK(m.path == lib.string());
     std::string const loaded = cc::detail::module_identity({code});
     CHECK(loaded == first_file);
+    // (The digests executable_digest.hpp registers; with none, its content is not known.)
+    CHECK(cc::detail::module_identity({code}, &cc::detail::sha256_content_digests) == first_file);
+    CHECK(cc::detail::module_identity({code}, nullptr).find(":not known, process ") != std::string::npos);
+    CHECK(cc::detail::module_identity({code}) == first_file);
 
     // Replaced in place, as an install does it: another build renamed over the path, of
     // the same size and time. The running code is still the old file's, and so is its name.

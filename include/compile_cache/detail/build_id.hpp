@@ -172,10 +172,11 @@ inline bool mapped_inode_at(std::uintptr_t address, unsigned long& inode) {
 }
 
 /// How module_identity reads the content of a module without a build-id. build_id.hpp sits
-/// below the hasher and cannot include it: key/detail/executable_digest.hpp registers the
-/// library's SHA-256 (register_content_digests), in every program that includes it
-/// (toolchain.hpp does, and so does the LLVM adapter's side built with RTTI). Until one is
-/// registered, such a module's identity is unknown: it is named for this process alone.
+/// below the hasher and cannot include it: toolchain::of_code gives the library's SHA-256
+/// (key/detail/executable_digest.hpp), which that header also registers, when a module that
+/// includes it starts (register_content_digests), for the callers that cannot include it
+/// (the LLVM adapter's side built without RTTI: its side built with RTTI includes it). Without
+/// digests, such a module's identity is unknown: it is named for this process alone.
 struct content_digests {
     /// The running program's executable file (/proc/self/exe: the file that runs, even if
     /// its path names another since), read once per process; empty when it cannot be read.
@@ -185,15 +186,19 @@ struct content_digests {
     std::string (*file)(int fd) noexcept;
 };
 
-/// The digests registered last; null until some are.
+/// The digests registered first; null until some are.
 inline std::atomic<content_digests const*>& registered_content_digests() noexcept {
     static std::atomic<content_digests const*> digests{nullptr}; // constant-initialised
     return digests;
 }
 
-/// Makes `d` (of static storage duration) the digests module_identity uses; true.
+/// Makes `d` the digests module_identity uses without digests given, unless some were
+/// registered before (the first module started that registers, usually the program, which
+/// is never unloaded: a library unloaded after registering would leave them dangling);
+/// true. `d` and its functions must stay for as long as the process.
 inline bool register_content_digests(content_digests const* d) noexcept {
-    registered_content_digests().store(d, std::memory_order_release);
+    content_digests const* none = nullptr;
+    registered_content_digests().compare_exchange_strong(none, d, std::memory_order_acq_rel);
     return true;
 }
 
@@ -234,19 +239,19 @@ struct file_version {
 };
 
 /// A library without a build-id, by the content of the file the loader mapped: its path
-/// and the registered digest of that file (content_digests::file), read once per file
+/// and the digest of that file (`digests`->file), read once per file
 /// version and process, only after the file the path names is found to be the one mapped
 /// there (the inode /proc/self/maps lists for the address); the name is then kept for
 /// as long as that file stays mapped there while its path names another (an install
 /// renamed another over it), so that it still names the code that runs, never the new
 /// file. A file rewritten in place (the same inode) is named anew. Where the content of
 /// the file mapped cannot be read (the path named another file when first seen, no
-/// /proc/self/maps to tell, the file unreadable, no digest registered, the file changing
+/// /proc/self/maps to tell, the file unreadable, no `digests`, the file changing
 /// while read), the library is named for this process alone: its entries miss in every
 /// other; so is any library while the names are not to be had within 1 s (a child forked
 /// while another thread held them). Inodes only are compared with the maps (an overlay
 /// file system shows another device there than stat does). Files are read outside the lock.
-inline std::string library_file_identity(loaded_module const& m) {
+inline std::string library_file_identity(loaded_module const& m, content_digests const* digests) {
     struct named_file {
         std::uintptr_t base;
         std::string path;
@@ -257,6 +262,7 @@ inline std::string library_file_identity(loaded_module const& m) {
     };
     static std::timed_mutex& mutex = *new std::timed_mutex;
     static std::vector<named_file>& named = *new std::vector<named_file>;
+    if (!digests) return for_this_process_alone(m.path); // (not remembered: a later call may have them)
     struct ::stat st;
     bool const stated = ::stat(m.path.c_str(), &st) == 0;
     file_version const on_disk = stated ? file_version::of(st) : file_version{};
@@ -285,8 +291,7 @@ inline std::string library_file_identity(loaded_module const& m) {
     // First seen here, another file loaded at this place since, or the named one rewritten
     // in place. Read through a descriptor whose file is checked to be the one mapped.
     file_version opened;
-    content_digests const* const digests = registered_content_digests().load(std::memory_order_acquire);
-    int const fd = mapped && digests ? ::open(m.path.c_str(), O_RDONLY | O_CLOEXEC) : -1;
+    int const fd = mapped ? ::open(m.path.c_str(), O_RDONLY | O_CLOEXEC) : -1;
     struct ::stat before;
     if (fd >= 0 && ::fstat(fd, &before) == 0 && static_cast<unsigned long>(before.st_ino) == inode) {
         opened = file_version::of(before);
@@ -325,12 +330,13 @@ inline std::string library_file_identity(loaded_module const& m) {
 
 /// What identifies the code of the modules containing `addresses`: for each module
 /// (once, in the order first met), its build-id; for a module without one, the content
-/// of its file: the main program's by content_digests::main_program (which reads the
-/// file running, through /proc/self/exe: "exe-sha256:" and its SHA-256, as
-/// toolchain::current() names it), a library's by library_file_identity. A module whose
-/// content cannot be read is named for this process alone (for_this_process_alone),
-/// never by less than its content. Empty when no address is in a loaded module.
-inline std::string module_identity(std::initializer_list<void const*> addresses) {
+/// of its file, read with `digests`: the main program's by content_digests::main_program
+/// (which reads the file running, through /proc/self/exe: "exe-sha256:" and its SHA-256,
+/// as toolchain::current() names it), a library's by library_file_identity. A module whose
+/// content cannot be read (or when `digests` is null) is named for this process alone
+/// (for_this_process_alone), never by less than its content. Empty when no address is in
+/// a loaded module.
+inline std::string module_identity(std::initializer_list<void const*> addresses, content_digests const* digests) {
     std::string id;
     std::vector<std::uintptr_t> seen;
     for (void const* a : addresses) {
@@ -343,14 +349,25 @@ inline std::string module_identity(std::initializer_list<void const*> addresses)
             continue;
         }
         if (!m.main_program) {
-            id += library_file_identity(m);
+            id += library_file_identity(m, digests);
             continue;
         }
-        content_digests const* const digests = registered_content_digests().load(std::memory_order_acquire);
         std::string const program = digests ? digests->main_program() : std::string();
-        id += program.empty() ? for_this_process_alone("main program") : program;
+        if (program.empty()) {
+            // One name for the rest of the process (and its forks, which run the same file).
+            static std::string const& alone = *new std::string(for_this_process_alone("main program"));
+            id += alone;
+        } else {
+            id += program;
+        }
     }
     return id;
+}
+
+/// module_identity with the digests registered (register_content_digests), for a caller
+/// that cannot include key/detail/executable_digest.hpp (the LLVM adapter's side without RTTI).
+inline std::string module_identity(std::initializer_list<void const*> addresses) {
+    return module_identity(addresses, registered_content_digests().load(std::memory_order_acquire));
 }
 
 /// The address of a function, for module_containing and module_identity (a function

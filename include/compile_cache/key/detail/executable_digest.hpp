@@ -27,11 +27,11 @@ COMPILE_CACHE_DECL std::string fd_sha256_id(int fd) noexcept;
 COMPILE_CACHE_DECL std::string const& main_program_file_id() noexcept;
 
 /// The digests module_identity (detail/build_id.hpp) reads modules without a build-id
-/// with: main_program_file_id and fd_sha256_id.
+/// with: main_program_file_id and fd_sha256_id (toolchain::of_code gives them).
 inline content_digests const sha256_content_digests{&main_program_file_id, &fd_sha256_id};
 
-/// Registers sha256_content_digests when the program starts, in every program that
-/// includes this header (toolchain::of_code registers them again before it uses them).
+/// Registers sha256_content_digests when a module that includes this header starts, for
+/// module_identity's callers that cannot include it (the LLVM adapter's side without RTTI).
 inline bool const sha256_content_digests_registered = register_content_digests(&sha256_content_digests);
 
 } // namespace compile_cache::detail

@@ -23,9 +23,7 @@ toolchain toolchain::current(std::string host_version, std::string serializer_fo
 toolchain toolchain::of_code(std::initializer_list<void const*> code, std::string host_version,
                              std::string serializer_format) {
     toolchain t = current(std::move(host_version), std::move(serializer_format));
-    // (Registered when the program started too; not before a static object's constructor ran this.)
-    detail::register_content_digests(&detail::sha256_content_digests);
-    std::string modules = detail::module_identity(code);
+    std::string modules = detail::module_identity(code, &detail::sha256_content_digests);
     if (!modules.empty()) t.host_build_id = std::move(modules);
     return t;
 }
