@@ -2333,6 +2333,7 @@ private:
 #define COMPILE_CACHE_DETAIL_BUILD_ID_HPP
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -2344,6 +2345,7 @@ private:
 #include <utility>
 #include <vector>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -2493,65 +2495,156 @@ inline bool mapped_inode_at(std::uintptr_t address, unsigned long& inode) {
 #endif
 }
 
-/// `shown`, the file's size and its modification time (to the nanosecond where the
-/// system keeps it).
-inline std::string file_time_identity(std::string const& shown, struct ::stat const& st) {
-    std::string id = shown + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
-#if defined(__linux__)
-    id += "." + std::to_string(st.st_mtim.tv_nsec);
-#endif
-    return id;
+/// How module_identity reads the content of a module without a build-id. build_id.hpp sits
+/// below the hasher and cannot include it: toolchain::of_code gives the library's SHA-256
+/// (key/detail/executable_digest.hpp), which that header also registers, when a module that
+/// includes it starts (register_content_digests), for the callers that cannot include it
+/// (the LLVM adapter's side built without RTTI: its side built with RTTI includes it). Without
+/// digests, such a module's identity is unknown: it is named for this process alone.
+struct content_digests {
+    /// The running program's executable file (/proc/self/exe: the file that runs, even if
+    /// its path names another since), read once per process; empty when it cannot be read.
+    std::string const& (*main_program)() noexcept;
+    /// The content of the open file `fd` from its first byte to its end (its offset is
+    /// left anywhere); empty when it cannot be read to its end.
+    std::string (*file)(int fd) noexcept;
+};
+
+/// The digests registered first; null until some are.
+inline std::atomic<content_digests const*>& registered_content_digests() noexcept {
+    static std::atomic<content_digests const*> digests{nullptr}; // constant-initialised
+    return digests;
 }
 
-/// A library without a build-id, by its file: the path, size and modification time of
-/// the file the loader mapped, as first seen in this process, and kept for as long as
-/// that file stays mapped there while its path names another, so that a library replaced
-/// on disk since (an install renames another over it) is still named as the code that
-/// runs, never as the new file. A file rewritten in place (the same inode) is named anew,
-/// as what the path names is then what is mapped. A file that
-/// the path no longer named when first seen, or that cannot be told apart from a
-/// replacement (no /proc/self/maps), is named for this process alone: its entries miss
-/// for every other; so is any library while the names are not to be had within 1 s (a
-/// child forked while another thread held them). Inodes only are compared (an overlay
-/// file system shows another device in the maps than stat does).
-inline std::string library_file_identity(loaded_module const& m) {
+/// Makes `d` the digests module_identity uses without digests given, unless some were
+/// registered before (the first module started that registers, usually the program, which
+/// is never unloaded: a library unloaded after registering would leave them dangling);
+/// true. `d` and its functions must stay for as long as the process.
+inline bool register_content_digests(content_digests const* d) noexcept {
+    content_digests const* none = nullptr;
+    registered_content_digests().compare_exchange_strong(none, d, std::memory_order_acq_rel);
+    return true;
+}
+
+/// `shown` named for this process alone: an identity no other process gives, for a module
+/// whose content is unknown, so that keys built on it miss in every other process.
+inline std::string for_this_process_alone(std::string const& shown) {
+    return shown + ":not known, process " + std::to_string(::getpid()) + " at " +
+           std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count());
+}
+
+/// What tells one version of a file from another without reading it: the device, inode,
+/// size, modification and status-change times (the last set by every write and every
+/// change of the other times, and by no call a user makes).
+struct file_version {
+    unsigned long long device = 0, inode = 0;
+    long long size = -1;
+    long long mtime = 0, mtime_ns = 0, ctime = 0, ctime_ns = 0;
+
+    static file_version of(struct ::stat const& st) {
+        file_version v;
+        v.device = static_cast<unsigned long long>(st.st_dev);
+        v.inode = static_cast<unsigned long long>(st.st_ino);
+        v.size = static_cast<long long>(st.st_size);
+        v.mtime = static_cast<long long>(st.st_mtime);
+        v.ctime = static_cast<long long>(st.st_ctime);
+#if defined(__linux__)
+        v.mtime_ns = st.st_mtim.tv_nsec;
+        v.ctime_ns = st.st_ctim.tv_nsec;
+#endif
+        return v;
+    }
+    friend bool operator==(file_version const& a, file_version const& b) {
+        return a.device == b.device && a.inode == b.inode && a.size == b.size && a.mtime == b.mtime &&
+               a.mtime_ns == b.mtime_ns && a.ctime == b.ctime && a.ctime_ns == b.ctime_ns;
+    }
+};
+
+/// A library without a build-id, by the content of the file the loader mapped: its path
+/// and the digest of that file (`digests`->file), read once per file
+/// version and process, only after the file the path names is found to be the one mapped
+/// there (the inode /proc/self/maps lists for the address); the name is then kept for
+/// as long as that file stays mapped there while its path names another (an install
+/// renamed another over it), so that it still names the code that runs, never the new
+/// file. A file rewritten in place (the same inode) is named anew. Where the content of
+/// the file mapped cannot be read (the path named another file when first seen, no
+/// /proc/self/maps to tell, the file unreadable, no `digests`, the file changing
+/// while read), the library is named for this process alone: its entries miss in every
+/// other; so is any library while the names are not to be had within 1 s (a child forked
+/// while another thread held them). Inodes only are compared with the maps (an overlay
+/// file system shows another device there than stat does). Files are read outside the lock.
+inline std::string library_file_identity(loaded_module const& m, content_digests const* digests) {
     struct named_file {
         std::uintptr_t base;
         std::string path;
-        unsigned long inode;
+        unsigned long inode;     ///< of the file mapped when named; 0: not known
+        file_version on_disk;    ///< what the path named when named
+        std::string digest;      ///< of the file mapped, when read; empty: not known
         std::string identity;
     };
     static std::timed_mutex& mutex = *new std::timed_mutex;
     static std::vector<named_file>& named = *new std::vector<named_file>;
-    auto const for_this_process_alone = [&] {
-        return m.path + ":not the file its path names, process " + std::to_string(::getpid()) + " at " +
-               std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                  std::chrono::system_clock::now().time_since_epoch())
-                                  .count());
-    };
+    if (!digests) return for_this_process_alone(m.path); // (not remembered: a later call may have them)
     struct ::stat st;
     bool const stated = ::stat(m.path.c_str(), &st) == 0;
-    std::string const on_disk = stated ? file_time_identity(m.path, st) : std::string();
-    // Within a bound: a child forked while another thread held it would wait forever.
-    std::unique_lock<std::timed_mutex> lock(mutex, std::chrono::seconds(1));
-    if (!lock.owns_lock()) return for_this_process_alone();
-    auto it = std::find_if(named.begin(), named.end(),
-                           [&](named_file const& f) { return f.base == m.base && f.path == m.path; });
-    if (it != named.end() && stated && on_disk == it->identity) return it->identity; // the file named, unchanged
+    file_version const on_disk = stated ? file_version::of(st) : file_version{};
+    {
+        // Within a bound: a child forked while another thread held it would wait forever.
+        std::unique_lock<std::timed_mutex> lock(mutex, std::chrono::seconds(1));
+        if (!lock.owns_lock()) return for_this_process_alone(m.path);
+        auto it = std::find_if(named.begin(), named.end(),
+                               [&](named_file const& f) { return f.base == m.base && f.path == m.path; });
+        if (it != named.end() && stated && on_disk == it->on_disk) return it->identity; // unchanged
+    }
     unsigned long inode = 0;
     bool const mapped = mapped_inode_at(m.segment, inode);
-    // The file named is still the one mapped, and the path names another (renamed over it).
-    if (it != named.end() && mapped && inode == it->inode && (!stated || static_cast<unsigned long>(st.st_ino) != inode))
-        return it->identity;
-    // First seen here, another file loaded at this place since, or the named one rewritten
-    // in place (the same inode: what is mapped is what the path names now).
-    std::string identity;
-    if (stated && (mapped ? inode == static_cast<unsigned long>(st.st_ino) : it == named.end())) {
-        identity = on_disk;
-    } else {
-        identity = for_this_process_alone();
+    std::string digest;
+    bool read = false; // `digest` is of the file mapped
+    {
+        std::unique_lock<std::timed_mutex> lock(mutex, std::chrono::seconds(1));
+        if (!lock.owns_lock()) return for_this_process_alone(m.path);
+        auto it = std::find_if(named.begin(), named.end(),
+                               [&](named_file const& f) { return f.base == m.base && f.path == m.path; });
+        // The file named is still the one mapped, and the path names another (renamed over it).
+        if (it != named.end() && mapped && inode == it->inode &&
+            (!stated || static_cast<unsigned long>(st.st_ino) != inode))
+            return it->identity;
     }
-    named_file f{m.base, m.path, mapped ? inode : (stated ? static_cast<unsigned long>(st.st_ino) : 0), identity};
+    // First seen here, another file loaded at this place since, or the named one rewritten
+    // in place. Read through a descriptor whose file is checked to be the one mapped.
+    file_version opened;
+    int const fd = mapped ? ::open(m.path.c_str(), O_RDONLY | O_CLOEXEC) : -1;
+    struct ::stat before;
+    if (fd >= 0 && ::fstat(fd, &before) == 0 && static_cast<unsigned long>(before.st_ino) == inode) {
+        opened = file_version::of(before);
+        {
+            std::unique_lock<std::timed_mutex> lock(mutex, std::chrono::seconds(1));
+            if (lock.owns_lock()) { // a version of this file read before (another load of it)
+                auto same = std::find_if(named.begin(), named.end(), [&](named_file const& f) {
+                    return !f.digest.empty() && f.path == m.path && f.on_disk == opened;
+                });
+                if (same != named.end()) digest = same->digest, read = true;
+            }
+        }
+        if (!read) {
+            digest = digests->file(fd);
+            struct ::stat after;
+            // Changed while read: what was read may be of neither version.
+            read = !digest.empty() && ::fstat(fd, &after) == 0 && file_version::of(after) == opened;
+        }
+    }
+    if (fd >= 0) ::close(fd);
+    std::string const identity = read ? m.path + ":" + digest : for_this_process_alone(m.path);
+    std::unique_lock<std::timed_mutex> lock(mutex, std::chrono::seconds(1));
+    if (!lock.owns_lock()) return identity; // (not remembered)
+    auto it = std::find_if(named.begin(), named.end(),
+                           [&](named_file const& f) { return f.base == m.base && f.path == m.path; });
+    // Remembered with what the path named when checked (the file read, when it was read):
+    // while the path names that version, it is not checked again.
+    named_file f{m.base, m.path, mapped ? inode : 0, read ? opened : on_disk, read ? digest : std::string(),
+                 identity};
     if (it != named.end())
         *it = std::move(f);
     else
@@ -2560,12 +2653,14 @@ inline std::string library_file_identity(loaded_module const& m) {
 }
 
 /// What identifies the code of the modules containing `addresses`: for each module
-/// (once, in the order first met), its build-id; for a module without one, its file
-/// (the main program's through /proc/self/exe, which names the file running even when
-/// replaced, by size and modification time: file_time_identity; a library's by
-/// library_file_identity).
-/// Empty when no address is in a loaded module.
-inline std::string module_identity(std::initializer_list<void const*> addresses) {
+/// (once, in the order first met), its build-id; for a module without one, the content
+/// of its file, read with `digests`: the main program's by content_digests::main_program
+/// (which reads the file running, through /proc/self/exe: "exe-sha256:" and its SHA-256,
+/// as toolchain::current() names it), a library's by library_file_identity. A module whose
+/// content cannot be read (or when `digests` is null) is named for this process alone
+/// (for_this_process_alone), never by less than its content. Empty when no address is in
+/// a loaded module.
+inline std::string module_identity(std::initializer_list<void const*> addresses, content_digests const* digests) {
     std::string id;
     std::vector<std::uintptr_t> seen;
     for (void const* a : addresses) {
@@ -2578,13 +2673,25 @@ inline std::string module_identity(std::initializer_list<void const*> addresses)
             continue;
         }
         if (!m.main_program) {
-            id += library_file_identity(m);
+            id += library_file_identity(m, digests);
             continue;
         }
-        struct ::stat st;
-        id += ::stat("/proc/self/exe", &st) == 0 ? file_time_identity("main program", st) : "main program";
+        std::string const program = digests ? digests->main_program() : std::string();
+        if (program.empty()) {
+            // One name for the rest of the process (and its forks, which run the same file).
+            static std::string const& alone = *new std::string(for_this_process_alone("main program"));
+            id += alone;
+        } else {
+            id += program;
+        }
     }
     return id;
+}
+
+/// module_identity with the digests registered (register_content_digests), for a caller
+/// that cannot include key/detail/executable_digest.hpp (the LLVM adapter's side without RTTI).
+inline std::string module_identity(std::initializer_list<void const*> addresses) {
+    return module_identity(addresses, registered_content_digests().load(std::memory_order_acquire));
 }
 
 /// The address of a function, for module_containing and module_identity (a function
@@ -2615,9 +2722,22 @@ namespace compile_cache::detail {
 /// cannot be read to its end. Never throws.
 COMPILE_CACHE_DECL std::string file_sha256_id(char const* path) noexcept;
 
+/// "sha256:" and the lower-case hex SHA-256 of the content of the open file `fd`, read
+/// from its first byte (with pread: its offset is not used) to its end; empty when it
+/// cannot be read to its end. Never throws.
+COMPILE_CACHE_DECL std::string fd_sha256_id(int fd) noexcept;
+
 /// The running program's executable, hashed once per process: /proc/self/exe where
 /// there is a /proc (Linux, and other systems that mount one); empty elsewhere.
 COMPILE_CACHE_DECL std::string const& main_program_file_id() noexcept;
+
+/// The digests module_identity (detail/build_id.hpp) reads modules without a build-id
+/// with: main_program_file_id and fd_sha256_id (toolchain::of_code gives them).
+inline content_digests const sha256_content_digests{&main_program_file_id, &fd_sha256_id};
+
+/// Registers sha256_content_digests when a module that includes this header starts, for
+/// module_identity's callers that cannot include it (the LLVM adapter's side without RTTI).
+inline bool const sha256_content_digests_registered = register_content_digests(&sha256_content_digests);
 
 } // namespace compile_cache::detail
 
@@ -2625,28 +2745,48 @@ COMPILE_CACHE_DECL std::string const& main_program_file_id() noexcept;
 // compile_cache: the definitions of key/detail/executable_digest.hpp's non-template functions; included by it alone
 // (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
 #if COMPILE_CACHE_INCLUDE_IMPL
-#include <cstdio>
+#include <cerrno>
+
+#include <fcntl.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 namespace compile_cache::detail {
 
-std::string file_sha256_id(char const* path) noexcept {
+std::string fd_sha256_id(int fd) noexcept {
     try {
-        std::FILE* f = std::fopen(path, "rb");
-        if (f == nullptr) return {};
         sha256 h;
         static thread_local unsigned char buffer[1 << 16];
-        std::size_t n;
-        while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) h.update(buffer, n);
-        bool const complete = std::feof(f) != 0 && std::ferror(f) == 0;
-        std::fclose(f);
-        if (!complete) return {};
+        off_t at = 0;
+        for (;;) {
+            ssize_t const n = ::pread(fd, buffer, sizeof buffer, at);
+            if (n == 0) break;
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                return {};
+            }
+            h.update(buffer, static_cast<std::size_t>(n));
+            at += n;
+        }
         static constexpr char digits[] = "0123456789abcdef";
-        std::string out = "exe-sha256:";
+        std::string out = "sha256:";
         for (unsigned char b : h.result()) {
             out.push_back(digits[b >> 4]);
             out.push_back(digits[b & 15]);
         }
         return out;
+    } catch (...) {
+        return {};
+    }
+}
+
+std::string file_sha256_id(char const* path) noexcept {
+    try {
+        int const fd = ::open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return {};
+        std::string const id = fd_sha256_id(fd);
+        ::close(fd);
+        return id.empty() ? id : "exe-" + id;
     } catch (...) {
         return {};
     }
@@ -2702,9 +2842,12 @@ struct toolchain {
     /// The toolchain of a compiler whose code generator is not (only) the main
     /// program: as current(), but host_build_id identifies the loaded modules (the
     /// program, shared libraries) that contain `code`, addresses of functions or
-    /// static objects in them (code_address(&f)). So a host that generates code with
-    /// a shared library keeps its entries when it is rebuilt, and loses them when the
-    /// library is replaced. docs/design.md says how to choose. Where the loaded modules
+    /// static objects in them (code_address(&f)): each by its build-id, or, without one,
+    /// by the SHA-256 of its file (read once per process and file; a module whose file
+    /// cannot be read is named for this process alone: its entries miss in every other).
+    /// So a host that generates code with a shared library keeps its entries when it is
+    /// rebuilt, and loses them when the library is replaced. docs/design.md says how to
+    /// choose. Where the loaded modules
     /// cannot be listed (no dl_iterate_phdr: COMPILE_CACHE_NO_LINUX_EXTENSIONS, other
     /// systems), as current(): the main program's identity, never none.
     COMPILE_CACHE_DECL static toolchain of_code(std::initializer_list<void const*> code,
@@ -2745,7 +2888,7 @@ toolchain toolchain::current(std::string host_version, std::string serializer_fo
 toolchain toolchain::of_code(std::initializer_list<void const*> code, std::string host_version,
                              std::string serializer_format) {
     toolchain t = current(std::move(host_version), std::move(serializer_format));
-    std::string modules = detail::module_identity(code);
+    std::string modules = detail::module_identity(code, &detail::sha256_content_digests);
     if (!modules.empty()) t.host_build_id = std::move(modules);
     return t;
 }
@@ -18560,22 +18703,6 @@ struct remote_refetch {
     std::uint64_t ns = 0;
 };
 
-/// Settles an entry that `local` checked (`env`, over `bytes`): a signer's copy whose
-/// signer is no longer trusted is refused (refuse_untrusted_copy), and over a Storage that
-/// reads its remote alone (`from_remote` and read_remote: a tier) the remote's entry for
-/// `k` is then read into `fetched` and checked by signature (`remote`). Returns the auth
-/// that checked what `env` now holds: `remote` when the remote's entry verified (after a
-/// rotation the remote holds the kernel signed by a trusted key; `env`, `rr` and `bytes`
-/// are then its own, for the caller to go on with as with any entry from the remote), else
-/// `local`. An entry from the remote that does not verify is told to the storage as
-/// tell_checked tells it (counted against the remote, not copied). No clock is read unless
-/// a copy is refused.
-template <class Storage>
-envelope_auth const& settle_local_copy(Storage& storage, key const& k, std::string_view format_id,
-                                       std::size_t max_size, envelope_auth const& local, envelope_auth const& remote,
-                                       std::string_view& bytes, std::string& fetched, read_result& rr,
-                                       envelope_fields& env, remote_refetch& refetch);
-
 /// Tells `storage` what the check of `bytes` (by `auth`) found; an entry accepted by
 /// signature is handed over resealed in the local mode (`local`), so that the tier keeps
 /// it locally as a local entry and later hits cost what local hits cost. Checked by
@@ -18596,14 +18723,24 @@ void tell_checked(Storage& storage, key const& k, std::string_view bytes, read_r
     tell_entry_checked(storage, k, bytes, rr, status);
 }
 
+/// Settles an entry that `local` checked (`env`, over `bytes`): a signer's copy whose
+/// signer is no longer trusted is refused (refuse_untrusted_copy), and over a Storage that
+/// reads its remote alone (`from_remote` and read_remote: a tier) the remote's entry for
+/// `k` is then read into `fetched` and checked by signature (`remote`). Returns the auth
+/// that checked what `env` now holds (never null): `remote` when the remote's entry verified (after a
+/// rotation the remote holds the kernel signed by a trusted key; `env`, `rr` and `bytes`
+/// are then its own, for the caller to go on with as with any entry from the remote), else
+/// `local`. An entry from the remote that does not verify is told to the storage as
+/// tell_checked tells it (counted against the remote, not copied). No clock is read unless
+/// a copy is refused.
 template <class Storage>
-envelope_auth const& settle_local_copy(Storage& storage, key const& k, std::string_view format_id,
+envelope_auth const* settle_local_copy(Storage& storage, key const& k, std::string_view format_id,
                                        std::size_t max_size, envelope_auth const& local, envelope_auth const& remote,
                                        std::string_view& bytes, std::string& fetched, read_result& rr,
                                        envelope_fields& env, remote_refetch& refetch) {
     refuse_untrusted_copy(env, remote);
     if constexpr (has_read_remote<Storage>::value && has_from_remote_origin<Storage>::value) {
-        if (env.status != envelope_status::untrusted_signer || !env.signer_copy || !remote.is_signed()) return local;
+        if (env.status != envelope_status::untrusted_signer || !env.signer_copy || !remote.is_signed()) return &local;
         auto const asked = std::chrono::steady_clock::now();
         read_result const answer = storage.read_remote(k, fetched, max_size);
         refetch.status = answer.status;
@@ -18614,18 +18751,18 @@ envelope_auth const& settle_local_copy(Storage& storage, key const& k, std::stri
             refetch.ns = static_cast<std::uint64_t>(std::max<std::int64_t>(
                 0, std::chrono::duration_cast<std::chrono::nanoseconds>(took).count()));
         }
-        if (answer.status != read_status::found) return local;
+        if (answer.status != read_status::found) return &local;
         if (checked.status != envelope_status::ok) {
             tell_checked(storage, k, fetched, answer, checked.status, remote, local);
-            return local;
+            return &local;
         }
         env = checked;
         rr = answer;
         bytes = fetched;
-        return remote;
+        return &remote;
     }
     (void)storage, (void)k, (void)format_id, (void)max_size, (void)bytes, (void)fetched, (void)rr, (void)refetch;
-    return local;
+    return &local;
 }
 
 /// With signatures (`remote` signed), a Storage that uploads to a remote
@@ -18926,7 +19063,7 @@ struct identity_records {
             std::string_view record = bytes;
             if (auth == &local) {
                 remote_refetch refetch;
-                auth = &settle_local_copy(storage, rk, identity_record_format, identity_record_max_size, local, remote,
+                auth = settle_local_copy(storage, rk, identity_record_format, identity_record_max_size, local, remote,
                                           record, refetched, rr, env, refetch);
                 if (refetch.status == read_status::too_large) over_bound = true; // (as the remote's read says)
             }
@@ -19947,7 +20084,7 @@ private:
         detail::envelope_fields env = detail::check_envelope(buffer, k, format_id, options_.max_entry_size, *auth);
         if (auth == &auth_) { // (With signatures the entry was read, never viewed: `view` is no mapping.)
             detail::remote_refetch refetch;
-            auth = &detail::settle_local_copy(storage_, k, format_id, options_.max_entry_size, auth_, remote_auth_,
+            auth = detail::settle_local_copy(storage_, k, format_id, options_.max_entry_size, auth_, remote_auth_,
                                               buffer, refetched, attempt.read, env, refetch);
             if (auth != &auth_) attempt.bytes = buffer.size();
             attempt.refetch_ns = refetch.ns;

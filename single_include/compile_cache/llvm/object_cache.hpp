@@ -129,6 +129,7 @@ __asm__(".pushsection .rodata.compile_cache_header_only_mark,\"aG\",@progbits,co
 #define COMPILE_CACHE_DETAIL_BUILD_ID_HPP
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -140,6 +141,7 @@ __asm__(".pushsection .rodata.compile_cache_header_only_mark,\"aG\",@progbits,co
 #include <utility>
 #include <vector>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -289,65 +291,156 @@ inline bool mapped_inode_at(std::uintptr_t address, unsigned long& inode) {
 #endif
 }
 
-/// `shown`, the file's size and its modification time (to the nanosecond where the
-/// system keeps it).
-inline std::string file_time_identity(std::string const& shown, struct ::stat const& st) {
-    std::string id = shown + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
-#if defined(__linux__)
-    id += "." + std::to_string(st.st_mtim.tv_nsec);
-#endif
-    return id;
+/// How module_identity reads the content of a module without a build-id. build_id.hpp sits
+/// below the hasher and cannot include it: toolchain::of_code gives the library's SHA-256
+/// (key/detail/executable_digest.hpp), which that header also registers, when a module that
+/// includes it starts (register_content_digests), for the callers that cannot include it
+/// (the LLVM adapter's side built without RTTI: its side built with RTTI includes it). Without
+/// digests, such a module's identity is unknown: it is named for this process alone.
+struct content_digests {
+    /// The running program's executable file (/proc/self/exe: the file that runs, even if
+    /// its path names another since), read once per process; empty when it cannot be read.
+    std::string const& (*main_program)() noexcept;
+    /// The content of the open file `fd` from its first byte to its end (its offset is
+    /// left anywhere); empty when it cannot be read to its end.
+    std::string (*file)(int fd) noexcept;
+};
+
+/// The digests registered first; null until some are.
+inline std::atomic<content_digests const*>& registered_content_digests() noexcept {
+    static std::atomic<content_digests const*> digests{nullptr}; // constant-initialised
+    return digests;
 }
 
-/// A library without a build-id, by its file: the path, size and modification time of
-/// the file the loader mapped, as first seen in this process, and kept for as long as
-/// that file stays mapped there while its path names another, so that a library replaced
-/// on disk since (an install renames another over it) is still named as the code that
-/// runs, never as the new file. A file rewritten in place (the same inode) is named anew,
-/// as what the path names is then what is mapped. A file that
-/// the path no longer named when first seen, or that cannot be told apart from a
-/// replacement (no /proc/self/maps), is named for this process alone: its entries miss
-/// for every other; so is any library while the names are not to be had within 1 s (a
-/// child forked while another thread held them). Inodes only are compared (an overlay
-/// file system shows another device in the maps than stat does).
-inline std::string library_file_identity(loaded_module const& m) {
+/// Makes `d` the digests module_identity uses without digests given, unless some were
+/// registered before (the first module started that registers, usually the program, which
+/// is never unloaded: a library unloaded after registering would leave them dangling);
+/// true. `d` and its functions must stay for as long as the process.
+inline bool register_content_digests(content_digests const* d) noexcept {
+    content_digests const* none = nullptr;
+    registered_content_digests().compare_exchange_strong(none, d, std::memory_order_acq_rel);
+    return true;
+}
+
+/// `shown` named for this process alone: an identity no other process gives, for a module
+/// whose content is unknown, so that keys built on it miss in every other process.
+inline std::string for_this_process_alone(std::string const& shown) {
+    return shown + ":not known, process " + std::to_string(::getpid()) + " at " +
+           std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count());
+}
+
+/// What tells one version of a file from another without reading it: the device, inode,
+/// size, modification and status-change times (the last set by every write and every
+/// change of the other times, and by no call a user makes).
+struct file_version {
+    unsigned long long device = 0, inode = 0;
+    long long size = -1;
+    long long mtime = 0, mtime_ns = 0, ctime = 0, ctime_ns = 0;
+
+    static file_version of(struct ::stat const& st) {
+        file_version v;
+        v.device = static_cast<unsigned long long>(st.st_dev);
+        v.inode = static_cast<unsigned long long>(st.st_ino);
+        v.size = static_cast<long long>(st.st_size);
+        v.mtime = static_cast<long long>(st.st_mtime);
+        v.ctime = static_cast<long long>(st.st_ctime);
+#if defined(__linux__)
+        v.mtime_ns = st.st_mtim.tv_nsec;
+        v.ctime_ns = st.st_ctim.tv_nsec;
+#endif
+        return v;
+    }
+    friend bool operator==(file_version const& a, file_version const& b) {
+        return a.device == b.device && a.inode == b.inode && a.size == b.size && a.mtime == b.mtime &&
+               a.mtime_ns == b.mtime_ns && a.ctime == b.ctime && a.ctime_ns == b.ctime_ns;
+    }
+};
+
+/// A library without a build-id, by the content of the file the loader mapped: its path
+/// and the digest of that file (`digests`->file), read once per file
+/// version and process, only after the file the path names is found to be the one mapped
+/// there (the inode /proc/self/maps lists for the address); the name is then kept for
+/// as long as that file stays mapped there while its path names another (an install
+/// renamed another over it), so that it still names the code that runs, never the new
+/// file. A file rewritten in place (the same inode) is named anew. Where the content of
+/// the file mapped cannot be read (the path named another file when first seen, no
+/// /proc/self/maps to tell, the file unreadable, no `digests`, the file changing
+/// while read), the library is named for this process alone: its entries miss in every
+/// other; so is any library while the names are not to be had within 1 s (a child forked
+/// while another thread held them). Inodes only are compared with the maps (an overlay
+/// file system shows another device there than stat does). Files are read outside the lock.
+inline std::string library_file_identity(loaded_module const& m, content_digests const* digests) {
     struct named_file {
         std::uintptr_t base;
         std::string path;
-        unsigned long inode;
+        unsigned long inode;     ///< of the file mapped when named; 0: not known
+        file_version on_disk;    ///< what the path named when named
+        std::string digest;      ///< of the file mapped, when read; empty: not known
         std::string identity;
     };
     static std::timed_mutex& mutex = *new std::timed_mutex;
     static std::vector<named_file>& named = *new std::vector<named_file>;
-    auto const for_this_process_alone = [&] {
-        return m.path + ":not the file its path names, process " + std::to_string(::getpid()) + " at " +
-               std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                  std::chrono::system_clock::now().time_since_epoch())
-                                  .count());
-    };
+    if (!digests) return for_this_process_alone(m.path); // (not remembered: a later call may have them)
     struct ::stat st;
     bool const stated = ::stat(m.path.c_str(), &st) == 0;
-    std::string const on_disk = stated ? file_time_identity(m.path, st) : std::string();
-    // Within a bound: a child forked while another thread held it would wait forever.
-    std::unique_lock<std::timed_mutex> lock(mutex, std::chrono::seconds(1));
-    if (!lock.owns_lock()) return for_this_process_alone();
-    auto it = std::find_if(named.begin(), named.end(),
-                           [&](named_file const& f) { return f.base == m.base && f.path == m.path; });
-    if (it != named.end() && stated && on_disk == it->identity) return it->identity; // the file named, unchanged
+    file_version const on_disk = stated ? file_version::of(st) : file_version{};
+    {
+        // Within a bound: a child forked while another thread held it would wait forever.
+        std::unique_lock<std::timed_mutex> lock(mutex, std::chrono::seconds(1));
+        if (!lock.owns_lock()) return for_this_process_alone(m.path);
+        auto it = std::find_if(named.begin(), named.end(),
+                               [&](named_file const& f) { return f.base == m.base && f.path == m.path; });
+        if (it != named.end() && stated && on_disk == it->on_disk) return it->identity; // unchanged
+    }
     unsigned long inode = 0;
     bool const mapped = mapped_inode_at(m.segment, inode);
-    // The file named is still the one mapped, and the path names another (renamed over it).
-    if (it != named.end() && mapped && inode == it->inode && (!stated || static_cast<unsigned long>(st.st_ino) != inode))
-        return it->identity;
-    // First seen here, another file loaded at this place since, or the named one rewritten
-    // in place (the same inode: what is mapped is what the path names now).
-    std::string identity;
-    if (stated && (mapped ? inode == static_cast<unsigned long>(st.st_ino) : it == named.end())) {
-        identity = on_disk;
-    } else {
-        identity = for_this_process_alone();
+    std::string digest;
+    bool read = false; // `digest` is of the file mapped
+    {
+        std::unique_lock<std::timed_mutex> lock(mutex, std::chrono::seconds(1));
+        if (!lock.owns_lock()) return for_this_process_alone(m.path);
+        auto it = std::find_if(named.begin(), named.end(),
+                               [&](named_file const& f) { return f.base == m.base && f.path == m.path; });
+        // The file named is still the one mapped, and the path names another (renamed over it).
+        if (it != named.end() && mapped && inode == it->inode &&
+            (!stated || static_cast<unsigned long>(st.st_ino) != inode))
+            return it->identity;
     }
-    named_file f{m.base, m.path, mapped ? inode : (stated ? static_cast<unsigned long>(st.st_ino) : 0), identity};
+    // First seen here, another file loaded at this place since, or the named one rewritten
+    // in place. Read through a descriptor whose file is checked to be the one mapped.
+    file_version opened;
+    int const fd = mapped ? ::open(m.path.c_str(), O_RDONLY | O_CLOEXEC) : -1;
+    struct ::stat before;
+    if (fd >= 0 && ::fstat(fd, &before) == 0 && static_cast<unsigned long>(before.st_ino) == inode) {
+        opened = file_version::of(before);
+        {
+            std::unique_lock<std::timed_mutex> lock(mutex, std::chrono::seconds(1));
+            if (lock.owns_lock()) { // a version of this file read before (another load of it)
+                auto same = std::find_if(named.begin(), named.end(), [&](named_file const& f) {
+                    return !f.digest.empty() && f.path == m.path && f.on_disk == opened;
+                });
+                if (same != named.end()) digest = same->digest, read = true;
+            }
+        }
+        if (!read) {
+            digest = digests->file(fd);
+            struct ::stat after;
+            // Changed while read: what was read may be of neither version.
+            read = !digest.empty() && ::fstat(fd, &after) == 0 && file_version::of(after) == opened;
+        }
+    }
+    if (fd >= 0) ::close(fd);
+    std::string const identity = read ? m.path + ":" + digest : for_this_process_alone(m.path);
+    std::unique_lock<std::timed_mutex> lock(mutex, std::chrono::seconds(1));
+    if (!lock.owns_lock()) return identity; // (not remembered)
+    auto it = std::find_if(named.begin(), named.end(),
+                           [&](named_file const& f) { return f.base == m.base && f.path == m.path; });
+    // Remembered with what the path named when checked (the file read, when it was read):
+    // while the path names that version, it is not checked again.
+    named_file f{m.base, m.path, mapped ? inode : 0, read ? opened : on_disk, read ? digest : std::string(),
+                 identity};
     if (it != named.end())
         *it = std::move(f);
     else
@@ -356,12 +449,14 @@ inline std::string library_file_identity(loaded_module const& m) {
 }
 
 /// What identifies the code of the modules containing `addresses`: for each module
-/// (once, in the order first met), its build-id; for a module without one, its file
-/// (the main program's through /proc/self/exe, which names the file running even when
-/// replaced, by size and modification time: file_time_identity; a library's by
-/// library_file_identity).
-/// Empty when no address is in a loaded module.
-inline std::string module_identity(std::initializer_list<void const*> addresses) {
+/// (once, in the order first met), its build-id; for a module without one, the content
+/// of its file, read with `digests`: the main program's by content_digests::main_program
+/// (which reads the file running, through /proc/self/exe: "exe-sha256:" and its SHA-256,
+/// as toolchain::current() names it), a library's by library_file_identity. A module whose
+/// content cannot be read (or when `digests` is null) is named for this process alone
+/// (for_this_process_alone), never by less than its content. Empty when no address is in
+/// a loaded module.
+inline std::string module_identity(std::initializer_list<void const*> addresses, content_digests const* digests) {
     std::string id;
     std::vector<std::uintptr_t> seen;
     for (void const* a : addresses) {
@@ -374,13 +469,25 @@ inline std::string module_identity(std::initializer_list<void const*> addresses)
             continue;
         }
         if (!m.main_program) {
-            id += library_file_identity(m);
+            id += library_file_identity(m, digests);
             continue;
         }
-        struct ::stat st;
-        id += ::stat("/proc/self/exe", &st) == 0 ? file_time_identity("main program", st) : "main program";
+        std::string const program = digests ? digests->main_program() : std::string();
+        if (program.empty()) {
+            // One name for the rest of the process (and its forks, which run the same file).
+            static std::string const& alone = *new std::string(for_this_process_alone("main program"));
+            id += alone;
+        } else {
+            id += program;
+        }
     }
     return id;
+}
+
+/// module_identity with the digests registered (register_content_digests), for a caller
+/// that cannot include key/detail/executable_digest.hpp (the LLVM adapter's side without RTTI).
+inline std::string module_identity(std::initializer_list<void const*> addresses) {
+    return module_identity(addresses, registered_content_digests().load(std::memory_order_acquire));
 }
 
 /// The address of a function, for module_containing and module_identity (a function
@@ -410,6 +517,7 @@ void const* code_address(R (*function)(Args...)) noexcept {
 #include <llvm/IR/Function.h>
 #include <llvm/IR/GlobalVariable.h>
 #include <llvm/IR/Module.h>
+#include <llvm/MC/MCAsmInfo.h>
 #include <llvm/Object/ObjectFile.h>
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/Error.h>
@@ -435,10 +543,12 @@ void const* code_address(R (*function)(Args...)) noexcept {
 #include <algorithm>
 #include <atomic>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -486,6 +596,76 @@ inline void append_field(std::string& out, char const* name, long long value) {
     append_field(out, name, std::to_string(value));
 }
 
+/// The binutils version an MCAsmInfo holds (LLVM 14 has no getter, only
+/// binutilsIsAtLeast): the greatest (major, minor) it is at least, by bisection.
+inline std::pair<long long, long long> binutils_version(::llvm::MCAsmInfo const& mai) {
+    long long const lowest = std::numeric_limits<int>::min(), highest = std::numeric_limits<int>::max();
+    auto greatest = [&](auto&& at_least) { // the greatest n in [lowest, highest] with at_least(n)
+        long long lo = lowest, hi = highest;
+        while (lo < hi) {
+            long long const mid = lo + (hi - lo + 1) / 2;
+            if (at_least(mid)) lo = mid;
+            else hi = mid - 1;
+        }
+        return lo;
+    };
+    long long const major = greatest([&](long long m) {
+        return mai.binutilsIsAtLeast(static_cast<int>(m), std::numeric_limits<int>::min());
+    });
+    long long const minor = greatest([&](long long m) {
+        return mai.binutilsIsAtLeast(static_cast<int>(major), static_cast<int>(m));
+    });
+    return {major, minor};
+}
+
+/// The settings of a target machine's MCAsmInfo that change the object the code
+/// generator writes, as the machine holds them (appended to `s`). LLVM makes the
+/// MCAsmInfo once, with the machine (LLVMTargetMachine::initAsmInfo), from TargetOptions
+/// fields then (ExceptionModel, RelaxELFRelocations, CompressDebugSections,
+/// DisableIntegratedAS, BinutilsVersion, MCOptions.PreserveAsmComments, MCOptions for
+/// the target's own MCAsmInfo) and from LLVM options then (-use-leb128-directives,
+/// -dwarf-extended-loc, -x86-asm-syntax); the code generator reads them from here, not
+/// from TargetMachine::Options, which a host may change afterwards.
+inline void describe_asm_info(std::string& s, ::llvm::MCAsmInfo const& mai) {
+    append_field(s, "asm-exceptions", static_cast<long long>(mai.getExceptionHandlingType()));
+    append_field(s, "asm-compress-debug", static_cast<long long>(mai.compressDebugSections()));
+    std::pair<long long, long long> const binutils = binutils_version(mai);
+    append_field(s, "asm-binutils", std::to_string(binutils.first) + "." + std::to_string(binutils.second));
+    append_field(s, "asm-code-pointer-size", static_cast<long long>(mai.getCodePointerSize()));
+    append_field(s, "asm-callee-save-slot", static_cast<long long>(mai.getCalleeSaveStackSlotSize()));
+    append_field(s, "asm-dialect", static_cast<long long>(mai.getAssemblerDialect()));
+    append_field(s, "asm-min-inst-align", static_cast<long long>(mai.getMinInstAlignment()));
+    append_field(s, "asm-text-align-fill", static_cast<long long>(mai.getTextAlignFillValue()));
+    append_field(s, "asm-lcomm-align", static_cast<long long>(mai.getLCOMMDirectiveAlignmentType()));
+    append_field(s, "asm-win-eh", static_cast<long long>(mai.getWinEHEncodingType()));
+    append_field(s, "asm-private-global-prefix", mai.getPrivateGlobalPrefix().str());
+    append_field(s, "asm-private-label-prefix", mai.getPrivateLabelPrefix().str());
+    append_field(s, "asm-linker-private-prefix", mai.getLinkerPrivateGlobalPrefix().str());
+    // One digit per flag.
+    bool const flags[] = {mai.canRelaxRelocations(), mai.useIntegratedAssembler(),
+                          mai.parseInlineAsmUsingAsmParser(), mai.preserveAsmComments(),
+                          mai.hasLEB128Directives(), mai.supportsExtendedDwarfLocDirective(),
+                          mai.isLittleEndian(), mai.isStackGrowthDirectionUp(),
+                          mai.hasSubsectionsViaSymbols(), mai.supportsSignedData(),
+                          mai.doesSupportDebugInformation(), mai.doesUseCFIForDebug(),
+                          mai.usesCFIForEH(), mai.usesWindowsCFI(),
+                          mai.doesDwarfUseRelocationsAcrossSections(), mai.doDwarfFDESymbolsUseAbsDiff(),
+                          mai.useDwarfRegNumForCFI(), mai.usesDwarfFileAndLocDirectives(),
+                          mai.needsDwarfSectionSizeInHeader(), mai.hasAggressiveSymbolFolding(),
+                          mai.doesSetDirectiveSuppressReloc(), mai.hasFunctionAlignment(),
+                          mai.hasDotTypeDotSizeDirective(), mai.hasIdentDirective(),
+                          mai.hasNoDeadStrip(), mai.hasAltEntry(),
+                          mai.hasWeakDefDirective(), mai.hasWeakDefCanBeHiddenDirective(),
+                          mai.avoidWeakIfComdat(), mai.hasVisibilityOnlyWithLinkage(),
+                          mai.hasCOFFAssociativeComdats(), mai.hasCOFFComdatConstants(),
+                          mai.needsLocalForSize(), mai.useAssignmentForEHBegin(),
+                          mai.doesSupportDataRegionDirectives(), mai.needsDwarfSectionOffsetDirective(),
+                          mai.usesELFSectionDirectiveForBSS(), mai.needsFunctionDescriptors()};
+    std::string bits;
+    for (bool f : flags) bits += f ? '1' : '0';
+    append_field(s, "asm-flags", bits);
+}
+
 } // namespace llvm_detail
 
 /// SHA-256 of the module's bitcode (without use-list order), 32 bytes.
@@ -500,9 +680,12 @@ inline std::string bitcode_digest(::llvm::Module const& m) {
 /// field of LLVM 14's TargetOptions and MCTargetOptions (read field by field from
 /// TargetOptions.h and MCTargetOptions.h; the ones that only name an output file are
 /// keyed too: keying more only costs a miss). A memory buffer (the basic-block
-/// sections list) is keyed by its content. Deterministic: the same machine gives the
-/// same text in every process. A field added by a later LLVM is not here: the LLVM
-/// version is a key field of its own, and this header is written against LLVM 14.
+/// sections list) is keyed by its content. And the machine's MCAsmInfo as it was made
+/// with the machine (llvm_detail::describe_asm_info): an option LLVM copied into it
+/// then and the host changed in TargetMachine::Options afterwards is keyed as the code
+/// generator uses it. Deterministic: the same machine gives the same text in every
+/// process. A field added by a later LLVM is not here: the LLVM version is a key field
+/// of its own, and this header is written against LLVM 14.
 inline std::string describe_target(::llvm::TargetMachine const& tm) {
     using llvm_detail::append_field;
     std::string s;
@@ -590,6 +773,11 @@ inline std::string describe_target(::llvm::TargetMachine const& tm) {
     list.clear();
     for (std::string const& p : mc.IASSearchPaths) append_field(list, "path", p);
     append_field(s, "mc-ias-search-paths", list);
+    // What the machine's MCAsmInfo holds, which the code generator reads (llvm_detail::
+    // describe_asm_info): TargetOptions fields copied into it when the machine was made,
+    // and LLVM options read then, are keyed as they took effect, not as they are now.
+    if (::llvm::MCAsmInfo const* mai = tm.getMCAsmInfo()) llvm_detail::describe_asm_info(s, *mai);
+    else append_field(s, "asm-info", "none");
     return s;
 }
 
@@ -768,6 +956,11 @@ struct option_value_text {
     std::string text;        ///< after `= `, without the line end; empty: nothing printed
     bool readable = false;   ///< a value and a default LLVM could print
     bool at_default = false; ///< readable, and the value's text is the default's (never without a default)
+    /// Readable, but the value's text fills LLVM's 8-column value field and ends in a
+    /// space: LLVM pads a shorter value with spaces, so a string value's own trailing
+    /// spaces cannot be told from the padding ("prof" and "prof " print alike). Such
+    /// a text is the value only for an option that holds no string (option_kind_of).
+    bool padded = false;
 };
 inline option_value_text read_option_value(std::string const& printed) {
     option_value_text v;
@@ -779,14 +972,104 @@ inline option_value_text read_option_value(std::string const& printed) {
     std::size_t const d = v.text.rfind(tag);
     if (d == std::string::npos || v.text.back() != ')' || v.text.find('\n') != std::string::npos) return v;
     std::string value = v.text.substr(0, d);
+    // printOptionDiff's field: the value, then spaces up to 8 columns (MaxOptWidth).
+    bool const padded = !value.empty() && value.size() <= 8 && value.back() == ' ';
     while (!value.empty() && value.back() == ' ') value.pop_back();
     std::string const def = v.text.substr(d + tag.size(), v.text.size() - d - tag.size() - 1);
     if (!value.empty() && value[0] == '*') return v; // *cannot print option value*, *unknown option value*
     if (printed_as_floating(value)) return v;
     v.readable = true;
+    v.padded = padded;
     // Without a default (no cl::init), the value is keyed whatever it is.
     v.at_default = def != "*no default*" && value == def;
     return v;
+}
+
+/// What an option is known to hold, from its dynamic type (Itanium ABI: its virtual
+/// table is that of one of the cl::opt types LLVM instantiates in its own library,
+/// CommandLine.h's `extern template class opt<...>`): a string (its value is read
+/// exactly), no string (bool, char, int, unsigned: its printed text is its value,
+/// padding and all), or not known (any other type: a padded text is not its value).
+enum class option_kind { unknown, string, not_string };
+
+#if defined(__linux__) && defined(__GNUC__)
+// The virtual tables, as weak references: null when the program has none (another
+// ABI's mangling, an LLVM without them); a match is exact, a miss only costs a key.
+extern char const opt_bool_vtable[] __asm__("_ZTVN4llvm2cl3optIbLb0ENS0_6parserIbEEEE") __attribute__((weak));
+extern char const opt_char_vtable[] __asm__("_ZTVN4llvm2cl3optIcLb0ENS0_6parserIcEEEE") __attribute__((weak));
+extern char const opt_int_vtable[] __asm__("_ZTVN4llvm2cl3optIiLb0ENS0_6parserIiEEEE") __attribute__((weak));
+extern char const opt_unsigned_vtable[] __asm__("_ZTVN4llvm2cl3optIjLb0ENS0_6parserIjEEEE") __attribute__((weak));
+#if defined(_GLIBCXX_USE_CXX11_ABI) && _GLIBCXX_USE_CXX11_ABI
+#define COMPILE_CACHE_LLVM_OPT_STRING_VTABLES 1
+extern char const opt_string_vtable[] __asm__(
+    "_ZTVN4llvm2cl3optINSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEELb0ENS0_6parserIS7_EEEE")
+    __attribute__((weak));
+extern char const opt_string_location_vtable[] __asm__(
+    "_ZTVN4llvm2cl3optINSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEELb1ENS0_6parserIS7_EEEE")
+    __attribute__((weak));
+#endif
+
+/// Whether `o`'s virtual table pointer is `vtable`'s address point (after the offset to
+/// the top and the type information). cl::Option is the first, non-virtual base of a
+/// cl::opt, so that the pointer is the object's first word.
+inline bool has_vtable(::llvm::cl::Option const* o, char const* vtable) {
+    if (vtable == nullptr) return false;
+    void const* vptr = nullptr;
+    std::memcpy(&vptr, static_cast<void const*>(o), sizeof vptr);
+    return vptr == static_cast<void const*>(vtable + 2 * sizeof(void*));
+}
+#endif
+
+/// `o`'s option_kind; for a string, its value and whether it is its default (false
+/// without a default) in `value` and `at_default`.
+inline option_kind option_kind_of(::llvm::cl::Option const* o, std::string& value, bool& at_default) {
+#if defined(__linux__) && defined(__GNUC__)
+#if COMPILE_CACHE_LLVM_OPT_STRING_VTABLES
+    auto read = [&](auto const* opt) {
+        value = opt->getValue();
+        at_default = opt->getDefault().hasValue() && opt->getDefault().getValue() == value;
+        return option_kind::string;
+    };
+    if (has_vtable(o, opt_string_vtable))
+        return read(static_cast<::llvm::cl::opt<std::string> const*>(o));
+    if (has_vtable(o, opt_string_location_vtable))
+        return read(static_cast<::llvm::cl::opt<std::string, true> const*>(o));
+#endif
+    if (has_vtable(o, opt_bool_vtable) || has_vtable(o, opt_char_vtable) || has_vtable(o, opt_int_vtable) ||
+        has_vtable(o, opt_unsigned_vtable))
+        return option_kind::not_string;
+#endif
+    (void)o;
+    (void)value;
+    (void)at_default;
+    return option_kind::unknown;
+}
+
+/// The arguments LLVM's command-line parser sees among `arguments`: a driver's
+/// wrapping of an LLVM argument (`-mllvm X`, `--mllvm X`, `-Xllvm X`, and the joined
+/// `-mllvm=X`, `--mllvm=X`, `-Xllvm=X`) is X; every other argument is kept as it is.
+inline std::vector<std::string> unwrapped_llvm_arguments(std::vector<std::string> const& arguments) {
+    static char const* const wrappers[] = {"-mllvm", "--mllvm", "-Xllvm"};
+    std::vector<std::string> out;
+    out.reserve(arguments.size());
+    for (std::size_t a = 0; a < arguments.size(); ++a) {
+        std::string const& arg = arguments[a];
+        bool unwrapped = false;
+        for (char const* w : wrappers) {
+            std::string_view const wrapper(w);
+            if (arg == wrapper && a + 1 < arguments.size()) {
+                out.push_back(arguments[++a]);
+                unwrapped = true;
+            } else if (arg.size() > wrapper.size() && arg.compare(0, wrapper.size(), wrapper) == 0 &&
+                       arg[wrapper.size()] == '=') {
+                out.push_back(arg.substr(wrapper.size() + 1));
+                unwrapped = true;
+            }
+            if (unwrapped) break;
+        }
+        if (!unwrapped) out.push_back(arg);
+    }
+    return out;
 }
 
 } // namespace llvm_detail
@@ -800,8 +1083,13 @@ inline option_value_text read_option_value(std::string const& printed) {
 /// another type than its parser's, a value outside its enum's list) is keyed by the
 /// arguments among `arguments` that name it when it occurred on a command line or LLVM
 /// says it differs from its default (`-name=value`, or `-name` and the argument after
-/// it); `unknown` gets the names of those that no argument names (their value cannot be
-/// told: a bypass). Such an option changed without a command line and without a
+/// it, once a driver's wrapping is undone: `-mllvm X` is X, unwrapped_llvm_arguments);
+/// `unknown` gets the names of those that no argument names, and of those that need a
+/// value and have another option or nothing after `-name` (their value cannot be told:
+/// a bypass). A value printed within LLVM's 8-column padding and ending in a space
+/// (option_value_text::padded) is read exactly for a cl::opt<std::string>, taken as
+/// printed for a cl::opt of bool, char, int or unsigned, and otherwise handled as an
+/// option LLVM cannot print. Such an option changed without a command line and without a
 /// default to compare with (push_back on a cl::list) is not seen. An empty result with
 /// `unknown` "*" when the values could not be read.
 inline std::string describe_llvm_options(std::vector<std::string> const& arguments, std::string& unknown) {
@@ -825,27 +1113,52 @@ inline std::string describe_llvm_options(std::vector<std::string> const& argumen
         unknown = "*";
         return {};
     }
+    std::vector<std::string> const llvm_arguments = llvm_detail::unwrapped_llvm_arguments(arguments);
     std::string s;
     for (std::size_t i = 0; i < options.size(); ++i) {
         std::string const& name = options[i].first;
-        int const occurrences = options[i].second->getNumOccurrences();
+        ::llvm::cl::Option const* const option = options[i].second;
+        int const occurrences = option->getNumOccurrences();
         llvm_detail::option_value_text const v = llvm_detail::read_option_value(printed[i].value);
-        if (v.readable) {
+        llvm_detail::option_kind kind = llvm_detail::option_kind::unknown;
+        std::string string_value;
+        bool string_at_default = false;
+        if (v.readable && v.padded) kind = llvm_detail::option_kind_of(option, string_value, string_at_default);
+        if (kind == llvm_detail::option_kind::string) { // its value exactly, not its padded print
+            if (printed[i].differs.empty() && string_at_default) continue;
+            append_field(s, "option", name);
+            append_field(s, "string", string_value);
+            continue;
+        }
+        if (v.readable && (!v.padded || kind == llvm_detail::option_kind::not_string)) {
             if (printed[i].differs.empty() && v.at_default) continue;
             append_field(s, "option", name);
             append_field(s, "value", v.text);
             continue;
         }
-        // Unprintable: counted as set when it occurred, or when LLVM says it differs.
-        if (occurrences == 0 && printed[i].differs.empty()) continue;
+        // Unprintable, or printed alike for other values: counted as set when it
+        // occurred, or when LLVM says it differs (or it has no default to compare with).
+        if (occurrences == 0 && printed[i].differs.empty() && !(v.readable && !v.at_default)) continue;
+        // `-name=value`, or `-name` and the argument after it. An option that needs a
+        // value takes the next argument, so one that starts with `-` is no value seen
+        // here (a wrapper not unwrapped, an option of the host's own), nor is none.
+        bool const needs_value = option->getValueExpectedFlag() == ::llvm::cl::ValueRequired;
+        bool value_unseen = false;
         std::string given;
-        for (std::size_t a = 0; a < arguments.size(); ++a) {
-            if (llvm_detail::option_name(arguments[a]) != name) continue;
-            append_field(given, "arg", arguments[a]);
-            if (arguments[a].find('=') == std::string::npos && a + 1 < arguments.size())
-                append_field(given, "next", arguments[a + 1]);
+        for (std::size_t a = 0; a < llvm_arguments.size(); ++a) {
+            std::string const& arg = llvm_arguments[a];
+            if (llvm_detail::option_name(arg) != name) continue;
+            append_field(given, "arg", arg);
+            if (arg.find('=') != std::string::npos) continue;
+            if (a + 1 < llvm_arguments.size()) {
+                std::string const& next = llvm_arguments[a + 1];
+                append_field(given, "next", next);
+                if (needs_value && !next.empty() && next[0] == '-') value_unseen = true;
+            } else if (needs_value) {
+                value_unseen = true;
+            }
         }
-        if (given.empty()) unknown += (unknown.empty() ? "-" : " -") + name;
+        if (given.empty() || value_unseen) unknown += (unknown.empty() ? "-" : " -") + name;
         append_field(s, "option", name);
         append_field(s, "printed", v.text);
         append_field(s, "occurrences", occurrences);
@@ -1146,8 +1459,9 @@ private:
             if (!unknown.empty()) {
                 bypass(unknown_options_logged_, "LLVM options of unknown value",
                        "llvm object cache: bypass '" + in.entry_name + "': LLVM option(s) " + unknown +
-                           " set, but no argument gives their value: pass the arguments given to "
-                           "cl::ParseCommandLineOptions to set_llvm_arguments; nothing is cached");
+                           " set, but no argument gives their value (`-name=value`, or `-name value`, "
+                           "`-mllvm` unwrapped): pass the arguments given to cl::ParseCommandLineOptions "
+                           "to set_llvm_arguments; nothing is cached");
                 return nullptr;
             }
             in.bitcode_digest = bitcode_digest(*m);

@@ -750,6 +750,17 @@ private:
         long wanted = 200; ///< the one status whose body goes to `out` (207 for PROPFIND)
     };
 
+    /// Gives `s` (its bytes kept) a capacity of `n`, more than it has: `n`, where
+    /// `s.reserve(n)` may give up to twice the old capacity (libstdc++ does). A fresh string
+    /// reserves from its inline capacity: `n` itself on libstdc++ (30 bytes for a smaller
+    /// `n`), `n` rounded up to 16 bytes on libc++.
+    static void grow_to(std::string& s, std::size_t n) {
+        std::string grown;
+        grown.reserve(n); // (a fresh string: from its inline capacity, not from s's)
+        grown.append(s);
+        s.swap(grown);
+    }
+
     static std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user) noexcept {
         body_sink& sink = *static_cast<body_sink*>(user);
         std::size_t const n = size * count;
@@ -767,13 +778,15 @@ private:
             if (sink.out->empty()) {
                 curl_off_t announced = -1;
                 if (curl_easy_getinfo(sink.handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &announced) == CURLE_OK &&
-                    announced > 0 && static_cast<std::uint64_t>(announced) <= sink.max)
-                    sink.out->reserve(static_cast<std::size_t>(announced));
+                    announced > 0 && static_cast<std::uint64_t>(announced) <= sink.max &&
+                    static_cast<std::size_t>(announced) > sink.out->capacity())
+                    grow_to(*sink.out, static_cast<std::size_t>(announced));
             }
-            // Grown by doubling, but never past the bound: what a body holds stays within it.
+            // Grown by doubling (a body of 16 KiB pieces is copied O(log n) times), but
+            // never past the bound: what a body holds stays within it.
             std::size_t const need = sink.out->size() + n;
             if (need > sink.out->capacity())
-                sink.out->reserve(std::min(sink.max, std::max(need, 2 * sink.out->capacity())));
+                grow_to(*sink.out, std::min(sink.max, std::max(need, 2 * sink.out->capacity())));
             sink.out->append(data, n);
         } catch (...) {
             return 0;

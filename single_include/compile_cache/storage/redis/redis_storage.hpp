@@ -148,9 +148,12 @@ using redis_errc = remote_error;
 /// which partial_failure() tells a tier is not the whole cluster's failure) and the slot
 /// map is learnt again (a failover's new master takes its slots); so is it, at most once
 /// a second, for a call to a slot the map leaves without a master, and a seed that serves
-/// no slot (an empty CLUSTER SLOTS) is passed over for the next. When every master is
-/// out of reach, or no node tells the slot map, the error is the node's own (refused,
-/// timeout): the whole cluster is failing.
+/// no slot (an empty CLUSTER SLOTS) is passed over for the next. A stalled node cannot
+/// use up a call for the others: learning the slot map and a batch's nodes each get half
+/// of the time left (the last one all of it), and a node that timed out with less than a
+/// quarter of its call's time (the others used it) is not rested, its keys failing as
+/// `timeout`. When every master is out of reach, or no node tells the slot map, the
+/// error is the node's own (refused, timeout): the whole cluster is failing.
 ///
 /// A reply of the wrong type for its command, or one more reply than commands, means
 /// the connection is out of step: it is closed and the call fails as `protocol`.
@@ -596,7 +599,11 @@ private:
     /// (a resting or unknown node's at once, as `run` would). A reply of another type
     /// closes its connection (out of step) and fails the rest of its node's. Bounded: the
     /// whole by one command timeout, each reply by `max_reply`, the replies together by
-    /// `budget` bytes (the names after it fail with remote_error::too_large). A redirection
+    /// `budget` bytes (the names after it fail with remote_error::too_large). The nodes are
+    /// asked one after another, each within half of the time left (the last one all of
+    /// it), so that a stalled node uses at most half and the nodes after it still answer;
+    /// a node that fails goes through redis_client::exchange_failed (rested only when it
+    /// had at least a quarter of the call's time, else its names fail as `timeout`). A redirection
     /// to a redis:// server that is a cluster's node fails every name not answered yet (no
     /// answer from a part of it). `batch`: on the batch writes' own connection of each node (write_many,
     /// release_claim_many), not the one the host's calls use. read_many, write_many and the
@@ -613,6 +620,7 @@ private:
         };
         detail::redis_client& client = state_->client;
         auto const deadline = call_deadline();
+        auto const whole = deadline - detail::redis_clock::now(); // (the call's time, for exchange_failed)
         if (!client.is_cluster() && client.serves_some_keys_only()) {
             for (std::size_t i = 0; i < names.size(); ++i) fail(i, make_error_code(remote_error::cluster_node));
             return;
@@ -639,7 +647,11 @@ private:
             g->second.push_back(i);
         }
         std::vector<char> answered(names.size(), 0); // (kept when a redirection fails the rest)
+        std::size_t asked = 0;
         for (auto const& [node, members] : groups) {
+            // This node's share of the call's time: half of what is left; the last, all of it.
+            auto const now = detail::redis_clock::now();
+            auto const until = ++asked == groups.size() || now >= deadline ? deadline : now + (deadline - now) / 2;
             if (budget == 0) {
                 std::error_code const e = client.record(remote_error::too_large, "a batch passed batch_max_bytes");
                 for (std::size_t i : members) fail(i, e);
@@ -649,10 +661,10 @@ private:
             commands.reserve(members.size());
             for (std::size_t i : members) commands.push_back(command(i));
             std::vector<detail::redis_reply_ptr> replies;
-            std::error_code failed = client.pipeline_on(node, commands, replies, max_reply, deadline, false, 0, budget, batch);
-            if (failed && client.is_cluster() && (failed == remote_error::refused || failed == remote_error::timeout)) {
-                client.want_refresh();
-                failed = client.node_failed(node, failed);
+            std::error_code failed =
+                client.pipeline_on(node, commands, replies, max_reply, until, false, 0, budget, batch);
+            if (failed && client.is_cluster()) {
+                failed = client.exchange_failed(node, failed, until - now, whole);
             } else if (!failed && client.is_cluster()) {
                 client.node_answered(node);
             }
@@ -683,7 +695,7 @@ private:
                         fail(i, client.record(remote_error::too_large, "a batch passed batch_max_bytes"));
                         continue;
                     }
-                    call c = client.run(names[i], commands[j], max_reply, deadline);
+                    call c = client.run(names[i], commands[j], max_reply, until);
                     if (!c.error) {
                         redisReply const* alone = c.reply.get();
                         std::size_t const cost = alone->type == REDIS_REPLY_STRING ? alone->len + 16 : 16;

@@ -41,11 +41,14 @@ inline thread_local void (*redis_slot_map_held_for_testing)() = nullptr;
 /// Cluster: a key goes to the node serving its slot (CRC16, hash tags honoured) per the
 /// slot map learnt with CLUSTER SLOTS from the seed nodes, one connection per node;
 /// `MOVED` refreshes the map and retries once on the node named, `ASK` sends ASKING and
-/// retries once there. A node that refused or timed out is not called for node_rest (its
-/// keys fail at once, remote_error::node_down while another master answers) and the slot
-/// map is learnt again; so is it, at most once a second, for a call to a slot the map
-/// leaves without a master. When every master is out of reach, or no node tells the slot
-/// map, the error is the node's own (refused, timeout): the whole cluster is failing.
+/// retries once there. A node that refused, or timed out with at least a quarter of its
+/// call's time (see exchange_failed), is not called for node_rest (its keys fail at once,
+/// remote_error::node_down while another master answers) and the slot map is learnt
+/// again; so is it, at most once a second, for a call to a slot the map leaves without a
+/// master. A node that timed out with less (other nodes of the call used the time) is
+/// not rested: its keys fail as `timeout`. When every master is out of reach, or no node
+/// tells the slot map, the error is the node's own (refused, timeout): the whole cluster
+/// is failing.
 ///
 /// A reply of the wrong type for its command, or one more reply than commands, means
 /// the connection is out of step: it is closed and the call fails as `protocol`.
@@ -212,18 +215,17 @@ public:
     call run(std::string const& name, redis_command const& command, std::size_t max_reply,
              redis_clock::time_point deadline) {
         if (!is_cluster()) return run_on_server(command, max_reply, deadline);
+        auto const whole = deadline - redis_clock::now(); // (the call's time, for exchange_failed)
         std::uint16_t const slot = redis_hash_slot(name);
         std::optional<std::size_t> target = owner(slot, deadline);
         if (!target) return failed(unserved(slot, deadline));
         if (auto e = resting(*target)) return failed(e);
         bool asking = false;
         for (int attempt = 0;; ++attempt) {
+            auto const given = deadline - redis_clock::now();
             call c = exchange_on(*target, command, max_reply, deadline, asking);
             if (c.error) {
-                if (c.error == remote_error::refused || c.error == remote_error::timeout) {
-                    want_refresh();
-                    c.error = node_failed(*target, c.error);
-                }
+                c.error = exchange_failed(*target, c.error, given, whole);
                 return c;
             }
             node_answered(*target);
@@ -324,12 +326,16 @@ public:
     }
 
     /// Learns the slot map with CLUSTER SLOTS from the first node that answers with one
-    /// that names a master (the known nodes, the one that just failed last): a node that
-    /// serves no slot (one that left the cluster or has not joined it yet: an empty list)
-    /// would hide the map the others know, so its empty map is taken only when no other
-    /// node tells one. Its failure (the last node's error, or timeout when no time was
-    /// left) is kept in refresh_error and returned.
+    /// that names a master (the known nodes in order, then `last`, the one that just
+    /// redirected, then the resting ones): a node that serves no slot (one that left the
+    /// cluster or has not joined it yet: an empty list) would hide the map the others
+    /// know, so its empty map is taken only when no other node tells one. Each node is
+    /// given half of the time left (the last one asked all of it), so that a stalled node
+    /// cannot use up the call; one that refuses or times out goes through exchange_failed
+    /// (rested). Its failure (the last node's error, or timeout when no time was left) is
+    /// kept in refresh_error and returned.
     std::error_code refresh(redis_clock::time_point deadline, std::optional<std::size_t> last) {
+        auto const whole = deadline - redis_clock::now();
         std::size_t count;
         {
             std::unique_lock<std::timed_mutex> lock(map_mutex, std::defer_lock);
@@ -338,19 +344,24 @@ public:
             last_refresh = redis_clock::now();
             count = nodes.size();
         }
-        std::vector<std::size_t> order;
+        std::vector<std::size_t> order, rested;
         for (std::size_t i = 0; i < count; ++i)
-            if (!last || i != *last) order.push_back(i);
-        if (last) order.push_back(*last);
+            if (!last || i != *last) (is_resting(i) ? rested : order).push_back(i);
+        if (last) (is_resting(*last) ? rested : order).push_back(*last);
+        order.insert(order.end(), rested.begin(), rested.end());
         std::error_code why = make_error_code(remote_error::timeout);
         std::string text = "no time was left to ask a node";
         std::optional<std::size_t> empty_at; // a node that answered with no slot
-        for (std::size_t index : order) {
-            if (redis_clock::now() >= deadline) break;
-            call c = exchange_on(index, {"CLUSTER", "SLOTS"}, std::size_t(1) << 20, deadline, false, true);
+        for (std::size_t k = 0; k < order.size(); ++k) {
+            std::size_t const index = order[k];
+            auto const now = redis_clock::now();
+            if (now >= deadline) break;
+            auto const until = k + 1 == order.size() ? deadline : now + (deadline - now) / 2;
+            call c = exchange_on(index, {"CLUSTER", "SLOTS"}, std::size_t(1) << 20, until, false, true);
             if (c.error) {
                 why = c.error;
                 text = last_failure().text;
+                (void)exchange_failed(index, c.error, until - now, whole);
                 continue;
             }
             if (c.reply->type == REDIS_REPLY_ERROR) {
@@ -417,6 +428,32 @@ public:
                                                      std::to_string(node_rest.count()) + " ms ago; its slots fail");
         return record(last, where + " and every other master of the cluster failed less than " +
                                 std::to_string(node_rest.count()) + " ms ago");
+    }
+
+    /// Whether node `index` rests now (it failed less than node_rest ago).
+    bool is_resting(std::size_t index) {
+        node& n = node_at(index);
+        std::lock_guard<std::mutex> lock(n.health_mutex);
+        return redis_clock::now() < n.resting_until;
+    }
+
+    /// The error of a call whose exchange with node `index` failed with `e`, the exchange
+    /// having been given `given` of the call's `whole` time. A refusal, or a timeout with
+    /// at least a quarter of the call's time, is the node's failure: node_failed (it rests,
+    /// the slot map is learnt again). A timeout with less (earlier nodes of the call, or the
+    /// slot map, used the time) says nothing of the node: `e` stays a `timeout`, the node is
+    /// not rested. Any other error is returned as it is.
+    std::error_code exchange_failed(std::size_t index, std::error_code e, redis_clock::duration given,
+                                    redis_clock::duration whole) {
+        if (e != remote_error::refused && e != remote_error::timeout) return e;
+        if (e == remote_error::timeout && given * 4 < whole)
+            return record(e, last_failure().text + " (it had " +
+                                 std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                    std::max(given, redis_clock::duration::zero()))
+                                                    .count()) +
+                                 " ms of the call's time left: not rested)");
+        want_refresh();
+        return node_failed(index, e);
     }
 
     /// Node `index` refused or timed out with `e`: it rests for node_rest. The answer is

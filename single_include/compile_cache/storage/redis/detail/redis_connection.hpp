@@ -25,6 +25,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <type_traits>
 #include <vector>
 
 namespace compile_cache::detail {
@@ -83,11 +84,14 @@ public:
     /// Sends the commands in one write and reads as many replies, each of at most
     /// `max_reply_bytes` on the wire (a longer one is `protocol`, and no more of it is
     /// read). Connects first when needed, within `connect_timeout` and the deadline.
-    /// Arrays are accepted only when `arrays` is set. An error reply is returned as a
-    /// reply (type REDIS_REPLY_ERROR), not as an error. All replies together take at most
-    /// `max_total_bytes` on the wire: past it the exchange stops as `too_large` (the
-    /// connection closed), `replies` holding those read before. On another failure too,
-    /// `replies` holds the replies read before it, each whole (but after a stray reply).
+    /// Arrays are accepted only when `arrays` is set, and only while the elements a reply's
+    /// arrays announce together fit in `max_reply_bytes` (max_array_elements; past it the
+    /// reply is `protocol`, refused before hiredis allocates them). An error reply is
+    /// returned as a reply (type REDIS_REPLY_ERROR), not as an error. All replies together
+    /// take at most `max_total_bytes` on the wire: past it the exchange stops as
+    /// `too_large` (the connection closed), `replies` holding those read before. On
+    /// another failure too, `replies` holds the replies read before it, each whole (but
+    /// after a stray reply).
     std::error_code exchange(std::vector<redis_command> const& commands, std::vector<redis_reply_ptr>& replies,
                              std::size_t max_reply_bytes, redis_clock::time_point deadline,
                              std::chrono::milliseconds connect_timeout, bool arrays = false,
@@ -238,6 +242,7 @@ private:
 #if HIREDIS_MAJOR > 1 || (HIREDIS_MAJOR == 1 && (HIREDIS_MINOR > 0 || HIREDIS_PATCH >= 1))
         context_->reader->maxelements = 1u << 20; // (hiredis 1.0.1 and later)
 #endif
+        bound_arrays(context_->reader);
         std::vector<redis_command> setup;
         if (!endpoint_.password.empty()) {
             if (endpoint_.user.empty())
@@ -351,17 +356,74 @@ private:
         return {};
     }
 
+    /// The element pointers an array reply may announce, all its arrays together, while
+    /// it is read: what a reply of at most `max_reply_bytes` can hold (each element takes
+    /// at least 3 bytes on the wire, `+\r\n`). hiredis allocates an array's pointers when
+    /// its header arrives, and freeing the reply walks them all, so a 13-byte header
+    /// `*2147483647\r\n` would otherwise cost 16 GiB of address space and seconds of CPU.
+    static constexpr std::size_t max_array_elements(std::size_t max_reply_bytes) noexcept {
+        return max_reply_bytes / 3;
+    }
+
+    /// The state bounded_create_array reads through the reader's privdata: the default
+    /// functions' createArray, and what the reply being read may still announce.
+    struct array_bound {
+        redisReplyObjectFunctions functions{}; ///< the reader's table: hiredis's own, but createArray
+        decltype(redisReplyObjectFunctions::createArray) create_array = nullptr; ///< hiredis's own
+        std::size_t elements_left = 0; ///< elements the reply being read may still announce
+        std::size_t refused = 0;       ///< the element count refused (0: none) in this reply
+    };
+
+    /// The reader's createArray: an array whose element count passes what the reply may
+    /// still announce is refused (NULL: hiredis fails the read, as out of memory, before
+    /// allocating anything); any other is hiredis's own array. `Count` is hiredis's type
+    /// for it (int on 0.14, size_t on 1.x).
+    template <class Count>
+    static void* bounded_create_array(redisReadTask const* task, Count elements) {
+        auto* bound = static_cast<array_bound*>(task->privdata);
+        std::size_t n = 0;
+        if constexpr (std::is_signed<Count>::value)
+            n = elements < 0 ? 0 : static_cast<std::size_t>(elements);
+        else
+            n = static_cast<std::size_t>(elements);
+        if (n > bound->elements_left) {
+            bound->refused = n;
+            return nullptr;
+        }
+        bound->elements_left -= n;
+        return bound->create_array(task, elements);
+    }
+
+    /// Gives `reader` (a new context's) array_bound_'s table, a copy of its own with
+    /// bounded_create_array, on every hiredis version (on 1.x, maxelements bounds one
+    /// array, not all of them together). array_bound_ outlives every context this
+    /// connection opens: close() frees the context, and the destructor calls close().
+    void bound_arrays(redisReader* reader) noexcept {
+        if (!reader->fn || !reader->fn->createArray) return; // no table: hiredis allocates no arrays
+        array_bound_.functions = *reader->fn;
+        array_bound_.create_array = reader->fn->createArray;
+        array_bound_.functions.createArray = &bounded_create_array;
+        reader->fn = &array_bound_.functions;
+        reader->privdata = &array_bound_;
+    }
+
     std::error_code read_reply(redis_reply_ptr& reply, std::size_t max_reply_bytes, redis_clock::time_point deadline,
                                bool arrays) {
         redisReader* reader = context_->reader;
         std::size_t taken = 0; // bytes of this reply received so far (an upper bound)
+        array_bound_.elements_left = max_array_elements(max_reply_bytes);
+        array_bound_.refused = 0;
         for (;;) {
             // Refuse an array header before hiredis allocates its elements.
             if (!arrays && reader->ridx == -1 && reader->pos < reader->len && reader->buf[reader->pos] == '*')
                 return error_text_ = "unexpected array reply", make_error_code(remote_error::protocol);
             void* r = nullptr;
             if (redisReaderGetReply(reader, &r) != REDIS_OK) {
-                error_text_ = reader->errstr;
+                error_text_ = array_bound_.refused
+                                  ? "an array reply announced " + std::to_string(array_bound_.refused) +
+                                        " elements, more than a reply of at most " + std::to_string(max_reply_bytes) +
+                                        " bytes holds"
+                                  : std::string(reader->errstr);
                 return make_error_code(remote_error::protocol);
             }
             if (r) {
@@ -412,6 +474,7 @@ private:
     std::size_t total_taken_ = 0; ///< bytes the current exchange received
     std::size_t max_total_bytes_ = std::numeric_limits<std::size_t>::max();
     std::string error_text_;
+    array_bound array_bound_; ///< the table and state of every context's reader (bound_arrays)
 };
 
 } // namespace compile_cache::detail
