@@ -23,13 +23,21 @@
 #include <llvm/Support/SourceMgr.h>
 #include <llvm/Support/TargetSelect.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iterator>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <typeinfo>
+#include <unordered_set>
+#include <vector>
 #include <sys/wait.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -799,6 +807,224 @@ TEST_CASE("llvm describe_llvm_options: a double option is keyed by its arguments
     weight.setValue(default_weight);
     CHECK(cc::describe_llvm_options({}, unknown) == before);
     CHECK(unknown.empty());
+}
+
+namespace {
+
+// One option of each class print_option_values reads (cl::opt of each value type, with
+// its own storage and with a cl::location), registered in this process, each at its
+// default unless a test sets it.
+#define TEST_READ_OPTION(T, suffix, initial)                                                                   \
+    llvm::cl::opt<T> read_##suffix("compile-cache-test-" #suffix, llvm::cl::init(initial), llvm::cl::Hidden); \
+    T read_##suffix##_location;                                                                            \
+    llvm::cl::opt<T, true> read_##suffix##_ext("compile-cache-test-" #suffix "-ext",                       \
+                                               llvm::cl::location(read_##suffix##_location),               \
+                                               llvm::cl::init(initial), llvm::cl::Hidden);
+TEST_READ_OPTION(bool, bool, false)
+TEST_READ_OPTION(llvm::cl::boolOrDefault, bool_or_default, llvm::cl::BOU_UNSET)
+TEST_READ_OPTION(int, int, -3)
+TEST_READ_OPTION(long, long, -4L)
+TEST_READ_OPTION(long long, long_long, -5LL)
+TEST_READ_OPTION(unsigned, unsigned, 3U)
+TEST_READ_OPTION(unsigned long, unsigned_long, 4UL)
+TEST_READ_OPTION(unsigned long long, unsigned_long_long, 5ULL)
+TEST_READ_OPTION(double, double, 0.25)
+TEST_READ_OPTION(float, float, 0.5F)
+TEST_READ_OPTION(char, char, 'a')
+TEST_READ_OPTION(std::string, string, "abc")
+#undef TEST_READ_OPTION
+
+/// Sets every test option above to another value than its default (`on`), or back.
+void set_read_options(bool on) {
+    read_bool.setValue(on);
+    read_bool_ext.setValue(on);
+    read_bool_or_default.setValue(on ? llvm::cl::BOU_FALSE : llvm::cl::BOU_UNSET);
+    read_bool_or_default_ext.setValue(on ? llvm::cl::BOU_TRUE : llvm::cl::BOU_UNSET);
+    read_int.setValue(on ? 7 : -3);
+    read_int_ext.setValue(on ? -8 : -3);
+    read_long.setValue(on ? 1L << 40 : -4L);
+    read_long_ext.setValue(on ? -(1L << 41) : -4L);
+    read_long_long.setValue(on ? 1LL << 42 : -5LL);
+    read_long_long_ext.setValue(on ? 9LL : -5LL);
+    read_unsigned.setValue(on ? 4000000000U : 3U);
+    read_unsigned_ext.setValue(on ? 0U : 3U);
+    read_unsigned_long.setValue(on ? ~0UL : 4UL);
+    read_unsigned_long_ext.setValue(on ? 1UL : 4UL);
+    read_unsigned_long_long.setValue(on ? ~0ULL : 5ULL);
+    read_unsigned_long_long_ext.setValue(on ? 6ULL : 5ULL);
+    read_double.setValue(on ? 1e300 : 0.25);
+    read_double_ext.setValue(on ? -0.125 : 0.25);
+    read_float.setValue(on ? 3.5F : 0.5F);
+    read_float_ext.setValue(on ? -1e-20F : 0.5F);
+    read_char.setValue(on ? 'z' : 'a');
+    read_char_ext.setValue(on ? ' ' : 'a');
+    read_string.setValue(on ? "a longer value than eight" : "abc");
+    read_string_ext.setValue(on ? "" : "abc");
+}
+
+/// What `o` prints through Option::printOptionValue (to llvm::outs(), for the call the
+/// file `fd`, emptied first: the test is the only thread that writes to llvm::outs()).
+std::string printed_by_llvm(int fd, llvm::cl::Option const& o, std::size_t width, bool force) {
+    llvm::outs().flush();
+    std::fflush(stdout);
+    REQUIRE(::ftruncate(fd, 0) == 0);
+    int const saved = ::dup(1);
+    REQUIRE(::dup2(fd, 1) == 1);
+    o.printOptionValue(width, force);
+    llvm::outs().flush();
+    ::dup2(saved, 1);
+    ::close(saved);
+    std::string text(static_cast<std::size_t>(::lseek(fd, 0, SEEK_END)), '\0');
+    REQUIRE(::pread(fd, text.data(), text.size(), 0) == static_cast<ssize_t>(text.size()));
+    return text;
+}
+
+} // namespace
+
+TEST_CASE("llvm describe_llvm_options: llvm::outs() written on a host thread meanwhile: no crash, no line lost") {
+    // From an audit: the option walk printed every option through llvm::outs() (with fd 1
+    // an in-memory file), so a host thread writing to llvm::outs() while its JIT compiled
+    // was a second writer on an unlocked stream: the host crashed (SIGSEGV or SIGABRT in
+    // raw_ostream), or its lines went into the walk's file. In a child process: a crash
+    // fails this test, not the suite.
+    init_llvm();
+    temp_dir dir;
+    fs::path const out_file = dir.path() / "host-stdout";
+    std::fflush(stdout);
+    llvm::outs().flush();
+    pid_t const pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        int const out = ::open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600); // buffered, as a log is
+        if (out < 0 || ::dup2(out, 1) < 0) ::_exit(2);
+        std::atomic<bool> started{false}, stop{false};
+        long lines = 0;
+        std::thread host([&] {
+            started = true;
+            while (!stop && lines < 1000000) llvm::outs() << "host line " << lines++ << "\n";
+            llvm::outs() << "host lines " << lines << "\n";
+            llvm::outs().flush();
+        });
+        while (!started) std::this_thread::yield();
+        // The JIT's compile thread: what getObject does for each module.
+        long unread = 0;
+        for (int walk = 0; walk < 200; ++walk) {
+            std::string unknown;
+            (void)cc::describe_llvm_options({}, unknown);
+            if (unknown == "*") ++unread; // the values were not read: a bypass
+        }
+        stop = true;
+        host.join();
+        ::_exit(unread > 0 ? 3 : 0);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    INFO("child " << (WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
+                                          : "exited " + std::to_string(WEXITSTATUS(status))));
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    std::string const written = compile_cache_test::read_file(out_file);
+    // Every line the host wrote, in order, then the count it wrote last.
+    std::size_t const last = written.rfind("host lines ");
+    long const lines = last == std::string::npos ? -1 : std::atol(written.c_str() + last + 11);
+    std::string expected;
+    for (long n = 0; n < lines; ++n) expected += "host line " + std::to_string(n) + "\n";
+    expected += "host lines " + std::to_string(lines) + "\n";
+    bool const every_line = lines > 0 && written == expected;
+    INFO(written.size() << " bytes written, " << lines << " lines said");
+    CHECK(every_line);
+}
+
+TEST_CASE("llvm describe_llvm_options: an option read without printing is keyed by the text LLVM prints for it") {
+    init_llvm();
+    // The mangled class names matched (in any translation unit, with or without RTTI) are
+    // typeid's.
+    using llvm::cl::boolOrDefault;
+    using cc::llvm_detail::read_option_class_name;
+#define CHECK_CLASS_NAME(T)                                                                        \
+    CHECK(read_option_class_name<T, false>() == typeid(llvm::cl::opt<T>).name());                  \
+    CHECK(read_option_class_name<T, true>() == typeid(llvm::cl::opt<T, true>).name());
+    CHECK_CLASS_NAME(bool)
+    CHECK_CLASS_NAME(boolOrDefault)
+    CHECK_CLASS_NAME(int)
+    CHECK_CLASS_NAME(long)
+    CHECK_CLASS_NAME(long long)
+    CHECK_CLASS_NAME(unsigned)
+    CHECK_CLASS_NAME(unsigned long)
+    CHECK_CLASS_NAME(unsigned long long)
+    CHECK_CLASS_NAME(double)
+    CHECK_CLASS_NAME(float)
+    CHECK_CLASS_NAME(char)
+    CHECK_CLASS_NAME(std::string)
+#undef CHECK_CLASS_NAME
+    std::vector<llvm::cl::Option*> options;
+    std::unordered_set<llvm::cl::Option*> seen;
+    for (auto& entry : llvm::cl::getRegisteredOptions())
+        if (entry.getValue() && seen.insert(entry.getValue()).second) options.push_back(entry.getValue());
+    std::size_t width = 0;
+    for (llvm::cl::Option const* o : options) width = std::max(width, o->ArgStr.size());
+    width += 2;
+    temp_dir dir;
+    int const fd = ::open((dir.path() / "printed").c_str(), O_RDWR | O_CREAT | O_TRUNC | O_APPEND, 0600);
+    REQUIRE(fd >= 0);
+    for (bool const set : {false, true}) {
+        set_read_options(set);
+        std::vector<cc::llvm_detail::printed_option> printed;
+        REQUIRE(cc::llvm_detail::print_option_values(options, printed));
+        REQUIRE(printed.size() == options.size());
+        std::size_t read = 0, differ = 0, test_options_read = 0;
+        for (std::size_t i = 0; i < options.size(); ++i) {
+            if (printed[i].value.empty()) continue; // not read: keyed by its occurrences and arguments
+            ++read;
+            if (!printed[i].differs.empty()) ++differ;
+            if (options[i]->ArgStr.startswith("compile-cache-test-")) ++test_options_read;
+            INFO(options[i]->ArgStr.str());
+            CHECK(printed[i].value == printed_by_llvm(fd, *options[i], width, true));
+            CHECK(printed[i].differs == printed_by_llvm(fd, *options[i], width, false));
+        }
+        CHECK(test_options_read == 24);
+        // LLVM 14's own: all but its enums, pass registries, lists, aliases, Polly's (no RTTI).
+        CHECK(read > options.size() * 9 / 10);
+        if (set) CHECK(differ >= 24);
+    }
+    ::close(fd);
+    // Keyed by their values: each differs from its default, and back at the defaults, as before.
+    set_read_options(false);
+    std::string unknown;
+    std::string const before = cc::describe_llvm_options({}, unknown);
+    CHECK(unknown.empty());
+    CHECK(before.find("compile-cache-test-") == std::string::npos);
+    set_read_options(true);
+    // (A float or double option's print, 7 digits, is not its value: keyed by its
+    // arguments, a bypass when set in code. Another test.)
+    read_double.setValue(0.25);
+    read_double_ext.setValue(0.25);
+    read_float.setValue(0.5F);
+    read_float_ext.setValue(0.5F);
+    std::string const after = cc::describe_llvm_options({}, unknown);
+    set_read_options(false);
+    CHECK(unknown.empty());
+    for (char const* name : {"bool", "bool_or_default", "int", "long", "long_long", "unsigned", "unsigned_long",
+                             "unsigned_long_long", "char", "string"}) {
+        std::string const option = std::string("compile-cache-test-") + name;
+        INFO(option);
+        CHECK(after.find(std::to_string(option.size()) + ":" + option + ";") != std::string::npos);
+        CHECK(after.find(std::to_string(option.size() + 4) + ":" + option + "-ext;") != std::string::npos);
+    }
+    CHECK(after.find("a longer value than eight") != std::string::npos);
+    CHECK(cc::describe_llvm_options({}, unknown) == before);
+}
+
+TEST_CASE("llvm object_cache: an enum LLVM option is keyed by the arguments that set it, a bypass when none is told") {
+    // An enum's option is not read (its type is LLVM's): it counts when it occurred.
+    temp_dir dir;
+    CHECK(run_helper(dir.path(), "").has(compiled));
+    CHECK(run_helper(dir.path(), "--llvm-option -x86-asm-syntax=intel").has(compiled));
+    CHECK(run_helper(dir.path(), "--llvm-option -x86-asm-syntax=intel").has(loaded));
+    helper_run const hidden = run_helper(dir.path(), "--hidden-llvm-option x86-asm-syntax=intel");
+    CHECK(hidden.has("bypassed=1"));
+    CHECK(hidden.has("LLVM option(s) -x86-asm-syntax set, but no argument gives their value"));
+    CHECK(entry_count(dir.path()) == 2);
 }
 
 TEST_CASE("llvm describe_llvm_options: an option set through setValue is seen, and prints nothing on stdout") {
