@@ -87,6 +87,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <typeinfo>
 #include <unordered_map>
 #include <unordered_set>
@@ -426,14 +427,68 @@ std::string read_option_class_name() {
            "NS0_6parserI" + read_option_type<T>::repeated + "EEEE";
 }
 
+/// The storage of `o`, a cl::opt<T, External, P> for any parser class P: its base
+/// cl::opt_storage, which holds the value and the default. The storage base follows the
+/// cl::Option base whatever P is (bases are laid out before the members, P's among them;
+/// Itanium C++ ABI), so that it is reached through cl::opt<T, External, cl::parser<T>>.
+template <class T, bool External>
+::llvm::cl::opt_storage<T, External, std::is_class<T>::value> const& read_option_storage(
+    ::llvm::cl::Option const& o) {
+    using storage = ::llvm::cl::opt_storage<T, External, std::is_class<T>::value>;
+    return static_cast<storage const&>(static_cast<::llvm::cl::opt<T, External, ::llvm::cl::parser<T>> const&>(o));
+}
+
+template <class T>
+struct read_type_tag {
+    using type = T;
+};
+
+/// Calls `f(read_type_tag<T>{}, std::bool_constant<External>{})` when `class_name` (the
+/// name of `o`'s class, option_class_name) is that of a cl::opt<T, External, P>, T one of
+/// the read_option_types and P any parser (LLVM's own cl::parser<T>, or a class of the
+/// host's); false, nothing called, otherwise.
+template <class F, class T, class... More>
+bool visit_read_option(char const* class_name, F&& f) {
+    static std::string const* const prefixes =
+        new std::string[2]{std::string("N4llvm2cl3optI") + read_option_type<T>::first + "Lb0E",
+                           std::string("N4llvm2cl3optI") + read_option_type<T>::first + "Lb1E"};
+    for (int external = 0; external < 2; ++external) {
+        std::string const& prefix = prefixes[external];
+        if (std::strncmp(class_name, prefix.c_str(), prefix.size()) != 0) continue;
+        if (external)
+            f(read_type_tag<T>{}, std::true_type{});
+        else
+            f(read_type_tag<T>{}, std::false_type{});
+        return true;
+    }
+    if constexpr (sizeof...(More) > 0)
+        return visit_read_option<F, More...>(class_name, std::forward<F>(f));
+    else
+        return false;
+}
+template <class F>
+bool visit_read_option(::llvm::cl::Option const& o, F&& f) {
+    char const* const class_name = option_class_name(o);
+    if (!class_name) return false;
+    return visit_read_option<F, bool, ::llvm::cl::boolOrDefault, int, long, long long, unsigned, unsigned long,
+                             unsigned long long, double, float, char
+#if COMPILE_CACHE_LLVM_READS_STRING_OPTIONS
+                             ,
+                             std::string
+#endif
+                             >(class_name, std::forward<F>(f));
+}
+
 /// The line Option::printOptionValue(width, Force=true) prints for `o`, a cl::opt<T,
 /// External, cl::parser<T>> (parser<T>::printOptionDiff: the name, `= `, the value padded
 /// to 8 columns, ` (default: D)` or ` (default: *no default*)`, each value written by
 /// raw_ostream's operator<< for T, as LLVM writes it), and whether LLVM says its value
-/// differs from its default (printOptionValue with Force off prints it only then).
+/// differs from its default (printOptionValue with Force off prints it only then). For a
+/// cl::opt<T, External, P> of another parser P, the same text: parser<T>'s, whatever P
+/// prints.
 template <class T, bool External>
 void print_read_option(::llvm::cl::Option const& o, std::size_t width, printed_option& printed) {
-    auto const& option = static_cast<::llvm::cl::opt<T, External, ::llvm::cl::parser<T>> const&>(o);
+    auto const& option = read_option_storage<T, External>(o);
     std::string line;
     {
         ::llvm::raw_string_ostream out(line);
@@ -457,27 +512,6 @@ void print_read_option(::llvm::cl::Option const& o, std::size_t width, printed_o
     if (option.getDefault().compare(option.getValue())) printed.differs = std::move(line);
 }
 
-/// print_read_option for `o` if its class is cl::opt<T, External, cl::parser<T>> for one of
-/// the read_option_types; false (nothing printed) otherwise.
-template <class T, class... More>
-bool print_if_read_option(::llvm::cl::Option const& o, char const* class_name, std::size_t width,
-                          printed_option& printed) {
-    static std::string const* const names = new std::string[2]{read_option_class_name<T, false>(),
-                                                                 read_option_class_name<T, true>()};
-    if (names[0] == class_name) {
-        print_read_option<T, false>(o, width, printed);
-        return true;
-    }
-    if (names[1] == class_name) {
-        print_read_option<T, true>(o, width, printed);
-        return true;
-    }
-    if constexpr (sizeof...(More) > 0)
-        return print_if_read_option<More...>(o, class_name, width, printed);
-    else
-        return false;
-}
-
 /// What each of `options` prints through Option::printOptionValue, twice: `differs`,
 /// without Force (LLVM prints only an option whose value differs from its cl::init
 /// default), and `value`, with Force; computed, never printed. printOptionValue writes to
@@ -485,30 +519,24 @@ bool print_if_read_option(::llvm::cl::Option const& o, char const* class_name, s
 /// another thread while its JIT compiles (two writers tear its buffer: a crash); so an
 /// option is read here only when its class is a cl::opt of a value type LLVM prints
 /// (bool, cl::boolOrDefault, int, long, long long, unsigned, unsigned long, unsigned long
-/// long, double, float, char, std::string; its own storage or a cl::location), and its
-/// texts are the bytes LLVM would print. Any other option (an enum's, a pass registry's,
-/// cl::list, cl::bits, cl::alias, another class, or a class without RTTI) gets two empty
-/// texts, as an option that prints nothing (a cl::list) does: describe_llvm_options keys it
-/// by its occurrences and arguments. Never writes to a stream or a file descriptor, so any
-/// number of walks may run at once, with any thread of the host. True (the values are
-/// always read).
+/// long, double, float, char, std::string; its own storage or a cl::location; LLVM's
+/// parser or another), and its texts are the bytes LLVM's parser would print. Any other
+/// option (an enum's, a pass registry's, cl::list, cl::bits, cl::alias, another class,
+/// or a class without RTTI) gets two empty texts, as an option that prints nothing (a
+/// cl::list) does: describe_llvm_options keys it by its occurrences and arguments. Never
+/// writes to a stream or a file descriptor, so any number of walks may run at once, with
+/// any thread of the host. True (the values are always read).
 inline bool print_option_values(std::vector<::llvm::cl::Option*> const& options,
                                  std::vector<printed_option>& printed) {
     std::size_t width = 0;
     for (::llvm::cl::Option const* o : options) width = std::max(width, o->ArgStr.size());
     width += 2; // printOptionValue indents by width minus the name's length
     printed.assign(options.size(), printed_option{});
-    for (std::size_t i = 0; i < options.size(); ++i) {
-        char const* const class_name = option_class_name(*options[i]);
-        if (!class_name) continue;
-        (void)print_if_read_option<bool, ::llvm::cl::boolOrDefault, int, long, long long, unsigned, unsigned long,
-                                   unsigned long long, double, float, char
-#if COMPILE_CACHE_LLVM_READS_STRING_OPTIONS
-                                   ,
-                                   std::string
-#endif
-                                   >(*options[i], class_name, width, printed[i]);
-    }
+    for (std::size_t i = 0; i < options.size(); ++i)
+        (void)visit_read_option(*options[i], [&](auto type, auto external) {
+            using T = typename decltype(type)::type;
+            print_read_option<T, decltype(external)::value>(*options[i], width, printed[i]);
+        });
     return true;
 }
 
@@ -604,6 +632,21 @@ inline bool has_vtable(::llvm::cl::Option const* o, char const* vtable) {
 /// `o`'s option_kind; for a string, its value and whether it is its default (false
 /// without a default) in `value` and `at_default`.
 inline option_kind option_kind_of(::llvm::cl::Option const* o, std::string& value, bool& at_default) {
+    // A class print_option_values reads (by its type information) holds what it says; its
+    // printed texts are parser<T>'s, a number's or a character's whole.
+    option_kind known = option_kind::unknown;
+    if (visit_read_option(*o, [&](auto type, auto external) {
+            using T = typename decltype(type)::type;
+            if constexpr (std::is_same<T, std::string>::value) {
+                auto const& storage = read_option_storage<T, decltype(external)::value>(*o);
+                value = storage.getValue();
+                at_default = storage.getDefault().hasValue() && storage.getDefault().getValue() == value;
+                known = option_kind::string;
+            } else {
+                known = option_kind::not_string;
+            }
+        }))
+        return known;
 #if defined(__linux__) && defined(__GNUC__)
 #if COMPILE_CACHE_LLVM_OPT_STRING_VTABLES
     auto read = [&](auto const* opt) {
