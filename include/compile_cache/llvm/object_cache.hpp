@@ -446,7 +446,8 @@ struct read_type_tag {
 /// Calls `f(read_type_tag<T>{}, std::bool_constant<External>{})` when `class_name` (the
 /// name of `o`'s class, option_class_name) is that of a cl::opt<T, External, P>, T one of
 /// the read_option_types and P any parser (LLVM's own cl::parser<T>, or a class of the
-/// host's); false, nothing called, otherwise.
+/// host's); false, nothing called, otherwise. A name that starts as cl::opt<T, External,
+/// ...>'s is that of such a class: cl::opt has no nested classes.
 template <class F, class T, class... More>
 bool visit_read_option(char const* class_name, F&& f) {
     static std::string const* const prefixes =
