@@ -54,9 +54,9 @@ struct toolchain {
     /// cannot be read is named for this process alone: its entries miss in every other).
     /// So a host that generates code with a shared library keeps its entries when it is
     /// rebuilt, and loses them when the library is replaced. docs/design.md says how to
-    /// choose. Where the loaded modules
-    /// cannot be listed (no dl_iterate_phdr: COMPILE_CACHE_NO_LINUX_EXTENSIONS, other
-    /// systems), as current(): the main program's identity, never none.
+    /// choose. Where the loaded modules cannot be listed (no dl_iterate_phdr:
+    /// COMPILE_CACHE_NO_LINUX_EXTENSIONS, other systems), as current(): the main
+    /// program's identity, never none.
     COMPILE_CACHE_DECL static toolchain of_code(std::initializer_list<void const*> code,
                                                 std::string host_version = {}, std::string serializer_format = {});
 

@@ -553,6 +553,8 @@ void const* code_address(R (*function)(Args...)) noexcept {
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <typeinfo>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -829,106 +831,180 @@ inline std::vector<std::string> process_arguments() {
 
 namespace llvm_detail {
 
-/// raw_ostream's buffer start, protected: read through a member pointer named in a
-/// derived class (the class is never made).
-struct ostream_buffer_access : ::llvm::raw_ostream {
-    using ::llvm::raw_ostream::getBufferStart;
-};
-
-/// What each of `options` prints through Option::printOptionValue, twice: `differs`,
-/// without Force (LLVM prints only an option whose value differs from its cl::init
-/// default), and `value`, with Force. printOptionValue writes to llvm::outs() only, so
-/// for the walk file descriptor 1 is an anonymous in-memory file (memfd), and
-/// llvm::outs() is flushed before and after: the host's pending output goes where it
-/// went, nothing of the walk reaches it. One walk at a time in the process. False when
-/// the output cannot be captured (then no value is known).
+/// The texts LLVM prints for an option's value (print_option_values).
 struct printed_option {
     std::string differs;
     std::string value;
 };
+
+/// The mangled name of the class of `o` (as std::type_info::name gives it), read from the
+/// type_info pointer that precedes the address point of its virtual table in the Itanium
+/// C++ ABI; null when that pointer is null (a class compiled without RTTI: Polly's options
+/// in Debian's libLLVM-14.so, every option of an LLVM built without RTTI) or the ABI is
+/// another. Read directly, not through typeid or dynamic_cast: those dereference a null
+/// type_info pointer (a crash on Polly's options), and a translation unit compiled with
+/// -fno-rtti (basic_object_cache's, where LLVM has no RTTI) cannot use them.
+inline char const* option_class_name(::llvm::cl::Option const& o) noexcept {
+#if defined(__GXX_ABI_VERSION)
+    void const* const* const vtable = *reinterpret_cast<void const* const* const*>(&o);
+    if (!vtable) return nullptr;
+    auto const* const type = static_cast<std::type_info const*>(vtable[-1]);
+    return type ? type->name() : nullptr;
+#else
+    (void)o;
+    return nullptr;
+#endif
+}
+
+/// A value type whose options print_option_values reads: the Itanium ABI's code for it in
+/// a mangled name, and how that name refers to it again (a substitution, for a class).
+template <class T>
+struct read_option_type;
+#define COMPILE_CACHE_LLVM_READ_OPTION_TYPE(T, code, again)                                                        \
+    template <>                                                                                                    \
+    struct read_option_type<T> {                                                                                   \
+        static constexpr char const* first = code;                                                                 \
+        static constexpr char const* repeated = again;                                                             \
+    };
+COMPILE_CACHE_LLVM_READ_OPTION_TYPE(bool, "b", "b")
+COMPILE_CACHE_LLVM_READ_OPTION_TYPE(::llvm::cl::boolOrDefault, "NS0_13boolOrDefaultE", "S2_")
+COMPILE_CACHE_LLVM_READ_OPTION_TYPE(int, "i", "i")
+COMPILE_CACHE_LLVM_READ_OPTION_TYPE(long, "l", "l")
+COMPILE_CACHE_LLVM_READ_OPTION_TYPE(long long, "x", "x")
+COMPILE_CACHE_LLVM_READ_OPTION_TYPE(unsigned, "j", "j")
+COMPILE_CACHE_LLVM_READ_OPTION_TYPE(unsigned long, "m", "m")
+COMPILE_CACHE_LLVM_READ_OPTION_TYPE(unsigned long long, "y", "y")
+COMPILE_CACHE_LLVM_READ_OPTION_TYPE(double, "d", "d")
+COMPILE_CACHE_LLVM_READ_OPTION_TYPE(float, "f", "f")
+COMPILE_CACHE_LLVM_READ_OPTION_TYPE(char, "c", "c")
+#if defined(_GLIBCXX_USE_CXX11_ABI) && _GLIBCXX_USE_CXX11_ABI
+// libstdc++'s std::string; another library's std::string options are not read.
+COMPILE_CACHE_LLVM_READ_OPTION_TYPE(std::string, "NSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE", "S7_")
+#define COMPILE_CACHE_LLVM_READS_STRING_OPTIONS 1
+#else
+#define COMPILE_CACHE_LLVM_READS_STRING_OPTIONS 0
+#endif
+#undef COMPILE_CACHE_LLVM_READ_OPTION_TYPE
+
+/// The mangled name of cl::opt<T, External, cl::parser<T>> (tests compare it with typeid's).
+template <class T, bool External>
+std::string read_option_class_name() {
+    return std::string("N4llvm2cl3optI") + read_option_type<T>::first + (External ? "Lb1E" : "Lb0E") +
+           "NS0_6parserI" + read_option_type<T>::repeated + "EEEE";
+}
+
+/// The storage of `o`, a cl::opt<T, External, P> for any parser class P: its base
+/// cl::opt_storage, which holds the value and the default. The storage base follows the
+/// cl::Option base whatever P is (bases are laid out before the members, P's among them;
+/// Itanium C++ ABI), so that it is reached through cl::opt<T, External, cl::parser<T>>.
+template <class T, bool External>
+::llvm::cl::opt_storage<T, External, std::is_class<T>::value> const& read_option_storage(
+    ::llvm::cl::Option const& o) {
+    using storage = ::llvm::cl::opt_storage<T, External, std::is_class<T>::value>;
+    return static_cast<storage const&>(static_cast<::llvm::cl::opt<T, External, ::llvm::cl::parser<T>> const&>(o));
+}
+
+template <class T>
+struct read_type_tag {
+    using type = T;
+};
+
+/// Calls `f(read_type_tag<T>{}, std::bool_constant<External>{})` when `class_name` (the
+/// name of `o`'s class, option_class_name) is that of a cl::opt<T, External, P>, T one of
+/// the read_option_types and P any parser (LLVM's own cl::parser<T>, or a class of the
+/// host's); false, nothing called, otherwise. A name that starts as cl::opt<T, External,
+/// ...>'s is that of such a class: cl::opt has no nested classes.
+template <class F, class T, class... More>
+bool visit_read_option(char const* class_name, F&& f) {
+    static std::string const* const prefixes =
+        new std::string[2]{std::string("N4llvm2cl3optI") + read_option_type<T>::first + "Lb0E",
+                           std::string("N4llvm2cl3optI") + read_option_type<T>::first + "Lb1E"};
+    for (int external = 0; external < 2; ++external) {
+        std::string const& prefix = prefixes[external];
+        if (std::strncmp(class_name, prefix.c_str(), prefix.size()) != 0) continue;
+        if (external)
+            f(read_type_tag<T>{}, std::true_type{});
+        else
+            f(read_type_tag<T>{}, std::false_type{});
+        return true;
+    }
+    if constexpr (sizeof...(More) > 0)
+        return visit_read_option<F, More...>(class_name, std::forward<F>(f));
+    else
+        return false;
+}
+template <class F>
+bool visit_read_option(::llvm::cl::Option const& o, F&& f) {
+    char const* const class_name = option_class_name(o);
+    if (!class_name) return false;
+    return visit_read_option<F, bool, ::llvm::cl::boolOrDefault, int, long, long long, unsigned, unsigned long,
+                             unsigned long long, double, float, char
+#if COMPILE_CACHE_LLVM_READS_STRING_OPTIONS
+                             ,
+                             std::string
+#endif
+                             >(class_name, std::forward<F>(f));
+}
+
+/// The line Option::printOptionValue(width, Force=true) prints for `o`, a cl::opt<T,
+/// External, cl::parser<T>> (parser<T>::printOptionDiff: the name, `= `, the value padded
+/// to 8 columns, ` (default: D)` or ` (default: *no default*)`, each value written by
+/// raw_ostream's operator<< for T, as LLVM writes it), and whether LLVM says its value
+/// differs from its default (printOptionValue with Force off prints it only then). For a
+/// cl::opt<T, External, P> of another parser P, the same text: parser<T>'s, whatever P
+/// prints.
+template <class T, bool External>
+void print_read_option(::llvm::cl::Option const& o, std::size_t width, printed_option& printed) {
+    auto const& option = read_option_storage<T, External>(o);
+    std::string line;
+    {
+        ::llvm::raw_string_ostream out(line);
+        ::llvm::StringRef const name = o.ArgStr;
+        out << "  " << (name.size() == 1 ? "-" : "--") << name;
+        out.indent(static_cast<unsigned>(width > name.size() ? width - name.size() : 0));
+        std::string value;
+        {
+            ::llvm::raw_string_ostream v(value);
+            v << option.getValue();
+        }
+        out << "= " << value;
+        out.indent(static_cast<unsigned>(value.size() < 8 ? 8 - value.size() : 0)) << " (default: ";
+        if (option.getDefault().hasValue())
+            out << option.getDefault().getValue();
+        else
+            out << "*no default*";
+        out << ")\n";
+    }
+    printed.value = line;
+    if (option.getDefault().compare(option.getValue())) printed.differs = std::move(line);
+}
+
+/// What each of `options` prints through Option::printOptionValue, twice: `differs`,
+/// without Force (LLVM prints only an option whose value differs from its cl::init
+/// default), and `value`, with Force; computed, never printed. printOptionValue writes to
+/// llvm::outs() only, a stream without a lock, which the host may be writing to on
+/// another thread while its JIT compiles (two writers tear its buffer: a crash); so an
+/// option is read here only when its class is a cl::opt of a value type LLVM prints
+/// (bool, cl::boolOrDefault, int, long, long long, unsigned, unsigned long, unsigned long
+/// long, double, float, char, std::string; its own storage or a cl::location; LLVM's
+/// parser or another), and its texts are the bytes LLVM's parser would print. Any other
+/// option (an enum's, a pass registry's, cl::list, cl::bits, cl::alias, another class,
+/// or a class without RTTI) gets two empty texts, as an option that prints nothing (a
+/// cl::list) does: describe_llvm_options keys it by its occurrences and arguments. Never
+/// writes to a stream or a file descriptor, so any number of walks may run at once, with
+/// any thread of the host. True (the values are always read).
 inline bool print_option_values(std::vector<::llvm::cl::Option*> const& options,
                                  std::vector<printed_option>& printed) {
-#if defined(__linux__)
-    static std::mutex& walk_mutex = *new std::mutex; // (never destroyed: a cache may key at exit)
-    std::lock_guard<std::mutex> lock(walk_mutex);
     std::size_t width = 0;
     for (::llvm::cl::Option const* o : options) width = std::max(width, o->ArgStr.size());
     width += 2; // printOptionValue indents by width minus the name's length
-
-    int memory = ::memfd_create("compile_cache-llvm-options", MFD_CLOEXEC);
-    if (memory >= 0 && memory <= 2) { // a standard stream was closed: keep it closed
-        int const above = ::fcntl(memory, F_DUPFD_CLOEXEC, 3);
-        ::close(memory);
-        memory = above;
-    }
-    if (memory < 0) return false;
-    ::llvm::raw_fd_ostream& out = ::llvm::outs();
-    out.flush();
-    bool const had_error = out.has_error();
-    // A stream whose buffer is not made yet makes it at its first write, sized for
-    // what fd 1 is then: keep that choice for the real fd 1, not the memfd.
-    char const* const buffer = (out.*(&ostream_buffer_access::getBufferStart))();
-    bool const unallocated = buffer == nullptr;
-    bool const wants_buffer = unallocated && out.GetBufferSize() != 0;
-    if (unallocated) out.SetUnbuffered();
-    int const saved = ::fcntl(1, F_DUPFD_CLOEXEC, 3); // -1: fd 1 was closed, and is again after
-    if (::dup2(memory, 1) < 0) {
-        if (saved >= 0) ::close(saved);
-        ::close(memory);
-        if (wants_buffer) out.SetBuffered();
-        return false;
-    }
-    std::vector<std::uint64_t> marks;
-    marks.reserve(2 * options.size() + 1);
-    marks.push_back(out.tell());
-    for (::llvm::cl::Option const* o : options) {
-        o->printOptionValue(width, /*Force=*/false);
-        marks.push_back(out.tell());
-        o->printOptionValue(width, /*Force=*/true);
-        marks.push_back(out.tell());
-    }
-    out.flush();
-    if (saved >= 0) {
-        ::dup2(saved, 1);
-        ::close(saved);
-    } else {
-        ::close(1);
-    }
-    if (wants_buffer) out.SetBuffered();
-    bool ok = true;
-    if (!had_error) { // an error of the walk's own writes is not the host's stream's
-        ok = !out.has_error();
-        out.clear_error();
-    }
-    std::string all;
-    off_t const size = ::lseek(memory, 0, SEEK_END);
-    std::uint64_t const written = marks.back() - marks.front();
-    if (size < 0 || static_cast<std::uint64_t>(size) != written) ok = false;
-    if (ok) {
-        all.resize(static_cast<std::size_t>(size));
-        std::size_t got = 0;
-        while (got < all.size()) {
-            ssize_t const n = ::pread(memory, &all[got], all.size() - got, static_cast<off_t>(got));
-            if (n <= 0) break;
-            got += static_cast<std::size_t>(n);
-        }
-        ok = got == all.size();
-    }
-    ::close(memory);
-    if (!ok) return false;
     printed.assign(options.size(), printed_option{});
-    for (std::size_t i = 0; i < options.size(); ++i) {
-        std::uint64_t const a = marks[2 * i] - marks.front(), b = marks[2 * i + 1] - marks.front(),
-                            c = marks[2 * i + 2] - marks.front();
-        printed[i].differs = all.substr(a, b - a);
-        printed[i].value = all.substr(b, c - b);
-    }
+    for (std::size_t i = 0; i < options.size(); ++i)
+        (void)visit_read_option(*options[i], [&](auto type, auto external) {
+            using T = typename decltype(type)::type;
+            print_read_option<T, decltype(external)::value>(*options[i], width, printed[i]);
+        });
     return true;
-#else
-    (void)options;
-    (void)printed;
-    return false;
-#endif
 }
 
 /// Whether `value` is printed as LLVM prints a float or double option (`%e`: six digits
@@ -1023,6 +1099,21 @@ inline bool has_vtable(::llvm::cl::Option const* o, char const* vtable) {
 /// `o`'s option_kind; for a string, its value and whether it is its default (false
 /// without a default) in `value` and `at_default`.
 inline option_kind option_kind_of(::llvm::cl::Option const* o, std::string& value, bool& at_default) {
+    // A class print_option_values reads (by its type information) holds what it says; its
+    // printed texts are parser<T>'s, a number's or a character's whole.
+    option_kind known = option_kind::unknown;
+    if (visit_read_option(*o, [&](auto type, auto external) {
+            using T = typename decltype(type)::type;
+            if constexpr (std::is_same<T, std::string>::value) {
+                auto const& storage = read_option_storage<T, decltype(external)::value>(*o);
+                value = storage.getValue();
+                at_default = storage.getDefault().hasValue() && storage.getDefault().getValue() == value;
+                known = option_kind::string;
+            } else {
+                known = option_kind::not_string;
+            }
+        }))
+        return known;
 #if defined(__linux__) && defined(__GNUC__)
 #if COMPILE_CACHE_LLVM_OPT_STRING_VTABLES
     auto read = [&](auto const* opt) {
@@ -1075,23 +1166,26 @@ inline std::vector<std::string> unwrapped_llvm_arguments(std::vector<std::string
 } // namespace llvm_detail
 
 /// The LLVM options whose value is not their default (cl::getRegisteredOptions()), in
-/// name order, each with the value LLVM prints for it, however it was set: by
+/// name order, each with the value LLVM prints for it (read, never printed: safe while
+/// host threads write to llvm::outs(); print_option_values), however it was set: by
 /// cl::ParseCommandLineOptions, by cl::opt::setValue, or through a cl::location. An
 /// option counts as set when LLVM says it differs from its default, when it has no
 /// default to compare with (no cl::init), or when its printed value is not its printed
-/// default. An option whose value LLVM cannot print (a cl::list, cl::bits, a value of
-/// another type than its parser's, a value outside its enum's list) is keyed by the
-/// arguments among `arguments` that name it when it occurred on a command line or LLVM
-/// says it differs from its default (`-name=value`, or `-name` and the argument after
-/// it, once a driver's wrapping is undone: `-mllvm X` is X, unwrapped_llvm_arguments);
-/// `unknown` gets the names of those that no argument names, and of those that need a
-/// value and have another option or nothing after `-name` (their value cannot be told:
-/// a bypass). A value printed within LLVM's 8-column padding and ending in a space
-/// (option_value_text::padded) is read exactly for a cl::opt<std::string>, taken as
-/// printed for a cl::opt of bool, char, int or unsigned, and otherwise handled as an
-/// option LLVM cannot print. Such an option changed without a command line and without a
-/// default to compare with (push_back on a cl::list) is not seen. An empty result with
-/// `unknown` "*" when the values could not be read.
+/// default. An option whose value is not read (an enum's, a pass registry's, one of a
+/// class without RTTI: print_option_values) is handled as one LLVM cannot print. An
+/// option whose value LLVM cannot print (a cl::list, cl::bits, a value of another type
+/// than its parser's) is keyed by the arguments among `arguments` that name it when it
+/// occurred on a command line or LLVM says it differs from its default (`-name=value`, or
+/// `-name` and the argument after it, once a driver's wrapping is undone: `-mllvm X` is
+/// X, unwrapped_llvm_arguments); `unknown` gets the names of those that no argument
+/// names, and of those that need a value and have another option or nothing after
+/// `-name` (their value cannot be told: a bypass). A value printed within LLVM's 8-column
+/// padding and ending in a space (option_value_text::padded) is read exactly for a
+/// cl::opt<std::string>, taken as printed for a cl::opt of bool, char, int or unsigned,
+/// and otherwise handled as an option LLVM cannot print. Such an option changed without
+/// a command line (setValue on an enum's option, push_back on a cl::list) is not seen.
+/// An empty result with `unknown` "*" when the values could not be read (never, since
+/// they are read rather than printed).
 inline std::string describe_llvm_options(std::vector<std::string> const& arguments, std::string& unknown) {
     using llvm_detail::append_field;
     unknown.clear();
@@ -1452,8 +1546,7 @@ private:
             if (unknown == "*") {
                 bypass(unreadable_options_logged_, "LLVM option values unreadable",
                        "llvm object cache: bypass '" + in.entry_name +
-                           "': the values of LLVM's options cannot be read (no in-memory file for "
-                           "printOptionValue's output); nothing is cached");
+                           "': the values of LLVM's options cannot be read; nothing is cached");
                 return nullptr;
             }
             if (!unknown.empty()) {
