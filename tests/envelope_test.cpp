@@ -477,13 +477,27 @@ TEST_CASE("envelope_writer seals what open_envelope opens, and knows the sealed 
     CHECK(!cc::envelope_writer(entry, k, meta, cc::envelope_auth()).metadata_fits());
 }
 
+namespace {
+/// A writer for `entry` given its auth as a temporary, which is gone when this returns.
+[[gnu::noinline]] cc::envelope_writer writer_with_temporary_auth(std::string& entry, cc::key const& k) {
+    cc::entry_metadata meta;
+    meta.format_id = "test-format 1";
+    return cc::envelope_writer(entry, k, meta, cc::envelope_auth("secret"));
+}
+
+/// Writes over the stack where the temporary auth was.
+[[gnu::noinline]] void scribble_on_stack() {
+    volatile unsigned char bytes[4096];
+    for (std::size_t i = 0; i < sizeof bytes; ++i) bytes[i] = static_cast<unsigned char>(i * 7 + 1);
+}
+} // namespace
+
 TEST_CASE("envelope_writer given a temporary envelope_auth keeps it: sealed after the statement, the entry opens",
           "[envelope]") {
     cc::key const k(cc::sha256_digest("k", 1));
-    cc::entry_metadata meta;
-    meta.format_id = "test-format 1";
     std::string entry;
-    cc::envelope_writer writer(entry, k, meta, cc::envelope_auth("secret")); // the temporary is gone after this line
+    cc::envelope_writer writer = writer_with_temporary_auth(entry, k);
+    scribble_on_stack();
     writer.out() += "payload";
     cc::envelope_writer const copy = writer; // a copy shares what it keeps
     std::size_t const sealed_size = copy.sealed_size();
@@ -493,4 +507,8 @@ TEST_CASE("envelope_writer given a temporary envelope_auth keeps it: sealed afte
     CHECK(e.status == cc::envelope_status::ok);
     CHECK(e.keyed);
     CHECK(e.payload == "payload");
+    // `{}` for the auth still compiles, as it did before the writer could keep one.
+    std::string unkeyed;
+    cc::envelope_writer braced(unkeyed, k, cc::entry_metadata{}, {});
+    CHECK(braced.sealed_size() == unkeyed.size() + 4);
 }
