@@ -13247,7 +13247,7 @@ public:
 
     /// The same with an `auth` the writer keeps (a temporary): only `out` must outlive it.
     envelope_writer(std::string& out, key const& k, entry_metadata const& m, envelope_auth&& auth)
-        : envelope_writer(out, k, m, std::make_shared<envelope_auth const>(std::move(auth))) {}
+        : envelope_writer(kept_auth_tag(), out, k, m, std::make_shared<envelope_auth const>(std::move(auth))) {}
 
     /// Whether the metadata is within the bound every reader applies (1 MiB): an entry
     /// beyond it would be written and never read.
@@ -13284,7 +13284,9 @@ public:
     }
 
 private:
-    envelope_writer(std::string& out, key const& k, entry_metadata const& m, std::shared_ptr<envelope_auth const> kept)
+    struct kept_auth_tag {}; // (a tag: `{}` for the auth still picks the public constructors)
+    envelope_writer(kept_auth_tag, std::string& out, key const& k, entry_metadata const& m,
+                    std::shared_ptr<envelope_auth const> kept)
         : out_(out), kept_auth_(std::move(kept)), auth_(kept_auth_.get()),
           header_(detail::write_envelope_header(out, k, m, *auth_)) {}
 

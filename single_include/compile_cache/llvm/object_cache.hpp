@@ -844,7 +844,11 @@ struct printed_option {
 /// another. Read directly, not through typeid or dynamic_cast: those dereference a null
 /// type_info pointer (a crash on Polly's options), and a translation unit compiled with
 /// -fno-rtti (basic_object_cache's, where LLVM has no RTTI) cannot use them.
+/// Tests set it to make option_class_name answer null, as it does for every option of an
+/// LLVM built without RTTI.
+inline thread_local bool option_class_names_hidden_for_testing = false;
 inline char const* option_class_name(::llvm::cl::Option const& o) noexcept {
+    if (option_class_names_hidden_for_testing) return nullptr;
 #if defined(__GXX_ABI_VERSION)
     void const* const* const vtable = *reinterpret_cast<void const* const* const*>(&o);
     if (!vtable) return nullptr;
@@ -933,10 +937,56 @@ bool visit_read_option(char const* class_name, F&& f) {
     else
         return false;
 }
+#if defined(__linux__) && defined(__GNUC__)
+// The virtual tables, as weak references: null when the program has none (another
+// ABI's mangling, an LLVM without them); a match is exact, a miss only costs a key.
+extern char const opt_bool_vtable[] __asm__("_ZTVN4llvm2cl3optIbLb0ENS0_6parserIbEEEE") __attribute__((weak));
+extern char const opt_char_vtable[] __asm__("_ZTVN4llvm2cl3optIcLb0ENS0_6parserIcEEEE") __attribute__((weak));
+extern char const opt_int_vtable[] __asm__("_ZTVN4llvm2cl3optIiLb0ENS0_6parserIiEEEE") __attribute__((weak));
+extern char const opt_unsigned_vtable[] __asm__("_ZTVN4llvm2cl3optIjLb0ENS0_6parserIjEEEE") __attribute__((weak));
+#if defined(_GLIBCXX_USE_CXX11_ABI) && _GLIBCXX_USE_CXX11_ABI
+#define COMPILE_CACHE_LLVM_OPT_STRING_VTABLES 1
+extern char const opt_string_vtable[] __asm__(
+    "_ZTVN4llvm2cl3optINSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEELb0ENS0_6parserIS7_EEEE")
+    __attribute__((weak));
+extern char const opt_string_location_vtable[] __asm__(
+    "_ZTVN4llvm2cl3optINSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEELb1ENS0_6parserIS7_EEEE")
+    __attribute__((weak));
+#endif
+
+/// Whether `o`'s virtual table pointer is `vtable`'s address point (after the offset to
+/// the top and the type information). cl::Option is the first, non-virtual base of a
+/// cl::opt, so that the pointer is the object's first word.
+inline bool has_vtable(::llvm::cl::Option const* o, char const* vtable) {
+    if (vtable == nullptr) return false;
+    void const* vptr = nullptr;
+    std::memcpy(&vptr, static_cast<void const*>(o), sizeof vptr);
+    return vptr == static_cast<void const*>(vtable + 2 * sizeof(void*));
+}
+#endif
+
+/// The same for the option `o`, by the name of its class (option_class_name); without one
+/// (a class compiled without RTTI: every option of an LLVM built without it), by its
+/// virtual table when it is one of the cl::opt classes LLVM instantiates in its own
+/// library (bool, char, int, unsigned and std::string, with cl::parser<T>): those options
+/// are read whether LLVM has RTTI or not.
 template <class F>
 bool visit_read_option(::llvm::cl::Option const& o, F&& f) {
     char const* const class_name = option_class_name(o);
-    if (!class_name) return false;
+    if (!class_name) {
+#if defined(__linux__) && defined(__GNUC__)
+        if (has_vtable(&o, opt_bool_vtable)) return f(read_type_tag<bool>{}, std::false_type{}), true;
+        if (has_vtable(&o, opt_char_vtable)) return f(read_type_tag<char>{}, std::false_type{}), true;
+        if (has_vtable(&o, opt_int_vtable)) return f(read_type_tag<int>{}, std::false_type{}), true;
+        if (has_vtable(&o, opt_unsigned_vtable)) return f(read_type_tag<unsigned>{}, std::false_type{}), true;
+#if COMPILE_CACHE_LLVM_OPT_STRING_VTABLES
+        if (has_vtable(&o, opt_string_vtable)) return f(read_type_tag<std::string>{}, std::false_type{}), true;
+        if (has_vtable(&o, opt_string_location_vtable))
+            return f(read_type_tag<std::string>{}, std::true_type{}), true;
+#endif
+#endif
+        return false;
+    }
     return visit_read_option<F, bool, ::llvm::cl::boolOrDefault, int, long, long long, unsigned, unsigned long,
                              unsigned long long, double, float, char
 #if COMPILE_CACHE_LLVM_READS_STRING_OPTIONS
@@ -989,7 +1039,8 @@ void print_read_option(::llvm::cl::Option const& o, std::size_t width, printed_o
 /// long, double, float, char, std::string; its own storage or a cl::location; LLVM's
 /// parser or another), and its texts are the bytes LLVM's parser would print. Any other
 /// option (an enum's, a pass registry's, cl::list, cl::bits, cl::alias, another class,
-/// or a class without RTTI) gets two empty texts, as an option that prints nothing (a
+/// or a class without RTTI other than LLVM's own cl::opt of bool, char, int, unsigned and
+/// std::string, visit_read_option) gets two empty texts, as an option that prints nothing (a
 /// cl::list) does: describe_llvm_options keys it by its occurrences and arguments. Never
 /// writes to a stream or a file descriptor, so any number of walks may run at once, with
 /// any thread of the host. True (the values are always read).
@@ -1061,40 +1112,12 @@ inline option_value_text read_option_value(std::string const& printed) {
     return v;
 }
 
-/// What an option is known to hold, from its dynamic type (Itanium ABI: its virtual
-/// table is that of one of the cl::opt types LLVM instantiates in its own library,
-/// CommandLine.h's `extern template class opt<...>`): a string (its value is read
-/// exactly), no string (bool, char, int, unsigned: its printed text is its value,
-/// padding and all), or not known (any other type: a padded text is not its value).
+/// What an option is known to hold, from its dynamic type (a class visit_read_option
+/// reads): a string (its value is read exactly), no string (a number, bool or char: its
+/// printed text is its value, padding and all), or not known (any other type: a padded
+/// text is not its value).
 enum class option_kind { unknown, string, not_string };
 
-#if defined(__linux__) && defined(__GNUC__)
-// The virtual tables, as weak references: null when the program has none (another
-// ABI's mangling, an LLVM without them); a match is exact, a miss only costs a key.
-extern char const opt_bool_vtable[] __asm__("_ZTVN4llvm2cl3optIbLb0ENS0_6parserIbEEEE") __attribute__((weak));
-extern char const opt_char_vtable[] __asm__("_ZTVN4llvm2cl3optIcLb0ENS0_6parserIcEEEE") __attribute__((weak));
-extern char const opt_int_vtable[] __asm__("_ZTVN4llvm2cl3optIiLb0ENS0_6parserIiEEEE") __attribute__((weak));
-extern char const opt_unsigned_vtable[] __asm__("_ZTVN4llvm2cl3optIjLb0ENS0_6parserIjEEEE") __attribute__((weak));
-#if defined(_GLIBCXX_USE_CXX11_ABI) && _GLIBCXX_USE_CXX11_ABI
-#define COMPILE_CACHE_LLVM_OPT_STRING_VTABLES 1
-extern char const opt_string_vtable[] __asm__(
-    "_ZTVN4llvm2cl3optINSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEELb0ENS0_6parserIS7_EEEE")
-    __attribute__((weak));
-extern char const opt_string_location_vtable[] __asm__(
-    "_ZTVN4llvm2cl3optINSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEELb1ENS0_6parserIS7_EEEE")
-    __attribute__((weak));
-#endif
-
-/// Whether `o`'s virtual table pointer is `vtable`'s address point (after the offset to
-/// the top and the type information). cl::Option is the first, non-virtual base of a
-/// cl::opt, so that the pointer is the object's first word.
-inline bool has_vtable(::llvm::cl::Option const* o, char const* vtable) {
-    if (vtable == nullptr) return false;
-    void const* vptr = nullptr;
-    std::memcpy(&vptr, static_cast<void const*>(o), sizeof vptr);
-    return vptr == static_cast<void const*>(vtable + 2 * sizeof(void*));
-}
-#endif
 
 /// `o`'s option_kind; for a string, its value and whether it is its default (false
 /// without a default) in `value` and `at_default`.
@@ -1114,25 +1137,6 @@ inline option_kind option_kind_of(::llvm::cl::Option const* o, std::string& valu
             }
         }))
         return known;
-#if defined(__linux__) && defined(__GNUC__)
-#if COMPILE_CACHE_LLVM_OPT_STRING_VTABLES
-    auto read = [&](auto const* opt) {
-        value = opt->getValue();
-        at_default = opt->getDefault().hasValue() && opt->getDefault().getValue() == value;
-        return option_kind::string;
-    };
-    if (has_vtable(o, opt_string_vtable))
-        return read(static_cast<::llvm::cl::opt<std::string> const*>(o));
-    if (has_vtable(o, opt_string_location_vtable))
-        return read(static_cast<::llvm::cl::opt<std::string, true> const*>(o));
-#endif
-    if (has_vtable(o, opt_bool_vtable) || has_vtable(o, opt_char_vtable) || has_vtable(o, opt_int_vtable) ||
-        has_vtable(o, opt_unsigned_vtable))
-        return option_kind::not_string;
-#endif
-    (void)o;
-    (void)value;
-    (void)at_default;
     return option_kind::unknown;
 }
 
