@@ -1005,7 +1005,7 @@ TEST_CASE("llvm describe_llvm_options: an option read without printing is keyed 
     for (bool const set : {false, true}) {
         set_read_options(set);
         std::vector<cc::llvm_detail::printed_option> printed;
-        REQUIRE(cc::llvm_detail::print_option_values(options, printed));
+        cc::llvm_detail::print_option_values(options, printed);
         REQUIRE(printed.size() == options.size());
         std::size_t read = 0, differ = 0, test_options_read = 0;
         for (std::size_t i = 0; i < options.size(); ++i) {

@@ -365,10 +365,16 @@ inline std::vector<std::string> process_arguments() {
 
 namespace llvm_detail {
 
-/// The texts LLVM prints for an option's value (print_option_values).
+/// The texts LLVM prints for an option's value (print_option_values), and what the walk
+/// read: a string option's value exactly (`string_value`, `string_at_default`: false
+/// without a default), since its padded print is not its value (option_value_text::padded).
 struct printed_option {
     std::string differs;
     std::string value;
+    bool read = false;        ///< a class the walk reads (visit_read_option): the texts are its value's
+    bool is_string = false;   ///< read, and a string option
+    std::string string_value; ///< is_string: the value
+    bool string_at_default = false;
 };
 
 /// The mangled name of the class of `o` (as std::type_info::name gives it), read from the
@@ -561,6 +567,13 @@ void print_read_option(::llvm::cl::Option const& o, std::size_t width, printed_o
     }
     printed.value = line;
     if (option.getDefault().compare(option.getValue())) printed.differs = std::move(line);
+    printed.read = true;
+    if constexpr (std::is_same<T, std::string>::value) {
+        printed.is_string = true;
+        printed.string_value = option.getValue();
+        printed.string_at_default =
+            option.getDefault().hasValue() && option.getDefault().getValue() == printed.string_value;
+    }
 }
 
 /// What each of `options` prints through Option::printOptionValue, twice: `differs`,
@@ -577,8 +590,8 @@ void print_read_option(::llvm::cl::Option const& o, std::size_t width, printed_o
 /// std::string, visit_read_option) gets two empty texts, as an option that prints nothing (a
 /// cl::list) does: describe_llvm_options keys it by its occurrences and arguments. Never
 /// writes to a stream or a file descriptor, so any number of walks may run at once, with
-/// any thread of the host. True (the values are always read).
-inline bool print_option_values(std::vector<::llvm::cl::Option*> const& options,
+/// any thread of the host.
+inline void print_option_values(std::vector<::llvm::cl::Option*> const& options,
                                  std::vector<printed_option>& printed) {
     std::size_t width = 0;
     for (::llvm::cl::Option const* o : options) width = std::max(width, o->ArgStr.size());
@@ -589,7 +602,6 @@ inline bool print_option_values(std::vector<::llvm::cl::Option*> const& options,
             using T = typename decltype(type)::type;
             print_read_option<T, decltype(external)::value>(*options[i], width, printed[i]);
         });
-    return true;
 }
 
 /// Whether `value` is printed as LLVM prints a float or double option (`%e`: six digits
@@ -620,7 +632,7 @@ struct option_value_text {
     /// Readable, but the value's text fills LLVM's 8-column value field and ends in a
     /// space: LLVM pads a shorter value with spaces, so a string value's own trailing
     /// spaces cannot be told from the padding ("prof" and "prof " print alike). Such
-    /// a text is the value only for an option that holds no string (option_kind_of).
+    /// a text is the value only for an option read that holds no string (printed_option).
     bool padded = false;
 };
 inline option_value_text read_option_value(std::string const& printed) {
@@ -644,34 +656,6 @@ inline option_value_text read_option_value(std::string const& printed) {
     // Without a default (no cl::init), the value is keyed whatever it is.
     v.at_default = def != "*no default*" && value == def;
     return v;
-}
-
-/// What an option is known to hold, from its dynamic type (a class visit_read_option
-/// reads): a string (its value is read exactly), no string (a number, bool or char: its
-/// printed text is its value, padding and all), or not known (any other type: a padded
-/// text is not its value).
-enum class option_kind { unknown, string, not_string };
-
-
-/// `o`'s option_kind; for a string, its value and whether it is its default (false
-/// without a default) in `value` and `at_default`.
-inline option_kind option_kind_of(::llvm::cl::Option const* o, std::string& value, bool& at_default) {
-    // A class print_option_values reads (by its type information) holds what it says; its
-    // printed texts are parser<T>'s, a number's or a character's whole.
-    option_kind known = option_kind::unknown;
-    if (visit_read_option(*o, [&](auto type, auto external) {
-            using T = typename decltype(type)::type;
-            if constexpr (std::is_same<T, std::string>::value) {
-                auto const& storage = read_option_storage<T, decltype(external)::value>(*o);
-                value = storage.getValue();
-                at_default = storage.getDefault().hasValue() && storage.getDefault().getValue() == value;
-                known = option_kind::string;
-            } else {
-                known = option_kind::not_string;
-            }
-        }))
-        return known;
-    return option_kind::unknown;
 }
 
 /// The arguments LLVM's command-line parser sees among `arguments`: a driver's
@@ -722,8 +706,6 @@ inline std::vector<std::string> unwrapped_llvm_arguments(std::vector<std::string
 /// cl::opt<std::string>, taken as printed for a cl::opt of bool, char, int or unsigned,
 /// and otherwise handled as an option LLVM cannot print. Such an option changed without
 /// a command line (setValue on an enum's option, push_back on a cl::list) is not seen.
-/// An empty result with `unknown` "*" when the values could not be read (never, since
-/// they are read rather than printed).
 inline std::string describe_llvm_options(std::vector<std::string> const& arguments, std::string& unknown) {
     using llvm_detail::append_field;
     unknown.clear();
@@ -741,10 +723,7 @@ inline std::string describe_llvm_options(std::vector<std::string> const& argumen
     walk.reserve(options.size());
     for (auto const& o : options) walk.push_back(o.second);
     std::vector<llvm_detail::printed_option> printed;
-    if (!llvm_detail::print_option_values(walk, printed)) {
-        unknown = "*";
-        return {};
-    }
+    llvm_detail::print_option_values(walk, printed);
     std::vector<std::string> const llvm_arguments = llvm_detail::unwrapped_llvm_arguments(arguments);
     std::string s;
     for (std::size_t i = 0; i < options.size(); ++i) {
@@ -752,25 +731,22 @@ inline std::string describe_llvm_options(std::vector<std::string> const& argumen
         ::llvm::cl::Option const* const option = options[i].second;
         int const occurrences = option->getNumOccurrences();
         llvm_detail::option_value_text const v = llvm_detail::read_option_value(printed[i].value);
-        llvm_detail::option_kind kind = llvm_detail::option_kind::unknown;
-        std::string string_value;
-        bool string_at_default = false;
-        if (v.readable && v.padded) kind = llvm_detail::option_kind_of(option, string_value, string_at_default);
-        if (kind == llvm_detail::option_kind::string) { // its value exactly, not its padded print
-            if (printed[i].differs.empty() && string_at_default) continue;
+        llvm_detail::printed_option const& p = printed[i];
+        if (v.readable && v.padded && p.is_string) { // its value exactly, not its padded print
+            if (p.differs.empty() && p.string_at_default) continue;
             append_field(s, "option", name);
-            append_field(s, "string", string_value);
+            append_field(s, "string", p.string_value);
             continue;
         }
-        if (v.readable && (!v.padded || kind == llvm_detail::option_kind::not_string)) {
-            if (printed[i].differs.empty() && v.at_default) continue;
+        if (v.readable && (!v.padded || p.read)) {
+            if (p.differs.empty() && v.at_default) continue;
             append_field(s, "option", name);
             append_field(s, "value", v.text);
             continue;
         }
         // Unprintable, or printed alike for other values: counted as set when it
         // occurred, or when LLVM says it differs (or it has no default to compare with).
-        if (occurrences == 0 && printed[i].differs.empty() && !(v.readable && !v.at_default)) continue;
+        if (occurrences == 0 && p.differs.empty() && !(v.readable && !v.at_default)) continue;
         // `-name=value`, or `-name` and the argument after it. An option that needs a
         // value takes the next argument, so one that starts with `-` is no value seen
         // here (a wrapper not unwrapped, an option of the host's own), nor is none.
@@ -1081,12 +1057,6 @@ private:
             }
             std::string unknown;
             in.llvm_options = describe_llvm_options(arguments, unknown);
-            if (unknown == "*") {
-                bypass(unreadable_options_logged_, "LLVM option values unreadable",
-                       "llvm object cache: bypass '" + in.entry_name +
-                           "': the values of LLVM's options cannot be read; nothing is cached");
-                return nullptr;
-            }
             if (!unknown.empty()) {
                 bypass(unknown_options_logged_, "LLVM options of unknown value",
                        "llvm object cache: bypass '" + in.entry_name + "': LLVM option(s) " + unknown +
@@ -1198,7 +1168,7 @@ private:
     std::unordered_map<::llvm::Module const*, pending> pending_;
     std::vector<std::unique_ptr<compiler_cache>> compiler_caches_; ///< one per compiler made here
     std::atomic<std::uint64_t> hits_{0}, misses_{0}, rejected_{0}, notified_{0}, bypassed_{0}, compile_ns_{0};
-    std::atomic<bool> no_target_logged_{false}, unknown_options_logged_{false}, unreadable_options_logged_{false},
+    std::atomic<bool> no_target_logged_{false}, unknown_options_logged_{false},
         other_target_logged_{false};
     std::atomic<bool> log_hits_{false};
 };
