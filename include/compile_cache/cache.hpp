@@ -6,6 +6,7 @@
 
 #include <compile_cache/detail/config_rtti.hpp>
 #include <compile_cache/detail/detection.hpp>
+#include <compile_cache/detail/elapsed_time.hpp>
 
 #include <compile_cache/detail/env.hpp>
 #include <compile_cache/detail/log.hpp>
@@ -219,16 +220,6 @@ private:
 using read_buffer = reused_buffer<struct read_buffer_tag>;
 using decompress_buffer = reused_buffer<struct decompress_buffer_tag>;
 using serialize_buffer = reused_buffer<struct serialize_buffer_tag>;
-
-inline std::uint64_t ns_between(std::chrono::steady_clock::time_point from,
-                                std::chrono::steady_clock::time_point to) noexcept {
-    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(to - from).count());
-}
-
-inline std::uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) noexcept {
-    return static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since).count());
-}
 
 } // namespace detail
 

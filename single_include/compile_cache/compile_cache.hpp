@@ -2587,15 +2587,20 @@ inline std::string library_file_identity(loaded_module const& m, content_digests
     static std::timed_mutex& mutex = *new std::timed_mutex;
     static std::vector<named_file>& named = *new std::vector<named_file>;
     if (!digests) return for_this_process_alone(m.path); // (not remembered: a later call may have them)
+    // Within a bound: a child forked while another thread held it would wait forever.
+    auto const lock_named = [] { return std::unique_lock<std::timed_mutex>(mutex, std::chrono::seconds(1)); };
+    // The name remembered for this module (its place and path); named.end() when none.
+    auto const named_here = [&] {
+        return std::find_if(named.begin(), named.end(),
+                            [&](named_file const& f) { return f.base == m.base && f.path == m.path; });
+    };
     struct ::stat st;
     bool const stated = ::stat(m.path.c_str(), &st) == 0;
     file_version const on_disk = stated ? file_version::of(st) : file_version{};
     {
-        // Within a bound: a child forked while another thread held it would wait forever.
-        std::unique_lock<std::timed_mutex> lock(mutex, std::chrono::seconds(1));
+        std::unique_lock<std::timed_mutex> lock = lock_named();
         if (!lock.owns_lock()) return for_this_process_alone(m.path);
-        auto it = std::find_if(named.begin(), named.end(),
-                               [&](named_file const& f) { return f.base == m.base && f.path == m.path; });
+        auto it = named_here();
         if (it != named.end() && stated && on_disk == it->on_disk) return it->identity; // unchanged
     }
     unsigned long inode = 0;
@@ -2603,10 +2608,9 @@ inline std::string library_file_identity(loaded_module const& m, content_digests
     std::string digest;
     bool read = false; // `digest` is of the file mapped
     {
-        std::unique_lock<std::timed_mutex> lock(mutex, std::chrono::seconds(1));
+        std::unique_lock<std::timed_mutex> lock = lock_named();
         if (!lock.owns_lock()) return for_this_process_alone(m.path);
-        auto it = std::find_if(named.begin(), named.end(),
-                               [&](named_file const& f) { return f.base == m.base && f.path == m.path; });
+        auto it = named_here();
         // The file named is still the one mapped, and the path names another (renamed over it).
         if (it != named.end() && mapped && inode == it->inode &&
             (!stated || static_cast<unsigned long>(st.st_ino) != inode))
@@ -2620,7 +2624,7 @@ inline std::string library_file_identity(loaded_module const& m, content_digests
     if (fd >= 0 && ::fstat(fd, &before) == 0 && static_cast<unsigned long>(before.st_ino) == inode) {
         opened = file_version::of(before);
         {
-            std::unique_lock<std::timed_mutex> lock(mutex, std::chrono::seconds(1));
+            std::unique_lock<std::timed_mutex> lock = lock_named();
             if (lock.owns_lock()) { // a version of this file read before (another load of it)
                 auto same = std::find_if(named.begin(), named.end(), [&](named_file const& f) {
                     return !f.digest.empty() && f.path == m.path && f.on_disk == opened;
@@ -2637,10 +2641,9 @@ inline std::string library_file_identity(loaded_module const& m, content_digests
     }
     if (fd >= 0) ::close(fd);
     std::string const identity = read ? m.path + ":" + digest : for_this_process_alone(m.path);
-    std::unique_lock<std::timed_mutex> lock(mutex, std::chrono::seconds(1));
+    std::unique_lock<std::timed_mutex> lock = lock_named();
     if (!lock.owns_lock()) return identity; // (not remembered)
-    auto it = std::find_if(named.begin(), named.end(),
-                           [&](named_file const& f) { return f.base == m.base && f.path == m.path; });
+    auto it = named_here();
     // Remembered with what the path named when checked (the file read, when it was read):
     // while the path names that version, it is not checked again.
     named_file f{m.base, m.path, mapped ? inode : 0, read ? opened : on_disk, read ? digest : std::string(),
@@ -17963,6 +17966,28 @@ std::string verify_failed_line(std::string const& name, std::string const& what)
 // failure is a miss with a counted reason, and nothing the cache does throws into the
 // host or changes a result.
 
+// ---- begin compile_cache/detail/elapsed_time.hpp
+// compile_cache: durations on the steady clock in nanoseconds, as the statistics count them.
+
+
+#include <chrono>
+#include <cstdint>
+
+namespace compile_cache::detail {
+
+/// The nanoseconds from `from` to `to` (the steady clock: never negative when `to` is later).
+inline std::uint64_t ns_between(std::chrono::steady_clock::time_point from,
+                                std::chrono::steady_clock::time_point to) noexcept {
+    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(to - from).count());
+}
+
+/// The nanoseconds since `since`.
+inline std::uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) noexcept {
+    return ns_between(since, std::chrono::steady_clock::now());
+}
+
+} // namespace compile_cache::detail
+// ---- end compile_cache/detail/elapsed_time.hpp
 
 // ---- begin compile_cache/detail/record_identities_setting.hpp
 // compile_cache: the PREFIX_RECORD_IDENTITIES setting, which switches a cache's
@@ -18626,7 +18651,6 @@ void add_cache_environment_settings(std::string_view prefix, std::vector<environ
 
 
 
-#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -18748,11 +18772,7 @@ envelope_auth const* settle_local_copy(Storage& storage, key const& k, std::stri
         refetch.status = answer.status;
         envelope_fields checked;
         if (answer.status == read_status::found) checked = check_envelope(fetched, k, format_id, max_size, remote);
-        if (answer.status != read_status::absent) {
-            auto const took = std::chrono::steady_clock::now() - asked;
-            refetch.ns = static_cast<std::uint64_t>(std::max<std::int64_t>(
-                0, std::chrono::duration_cast<std::chrono::nanoseconds>(took).count()));
-        }
+        if (answer.status != read_status::absent) refetch.ns = elapsed_ns(asked);
         if (answer.status != read_status::found) return &local;
         if (checked.status != envelope_status::ok) {
             tell_checked(storage, k, fetched, answer, checked.status, remote, local);
@@ -19520,16 +19540,6 @@ private:
 using read_buffer = reused_buffer<struct read_buffer_tag>;
 using decompress_buffer = reused_buffer<struct decompress_buffer_tag>;
 using serialize_buffer = reused_buffer<struct serialize_buffer_tag>;
-
-inline std::uint64_t ns_between(std::chrono::steady_clock::time_point from,
-                                std::chrono::steady_clock::time_point to) noexcept {
-    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(to - from).count());
-}
-
-inline std::uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) noexcept {
-    return static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since).count());
-}
 
 } // namespace detail
 

@@ -6,13 +6,13 @@
 #include <compile_cache/detail/config.hpp>
 
 #include <compile_cache/detail/detection.hpp>
+#include <compile_cache/detail/elapsed_time.hpp>
 #include <compile_cache/detail/log.hpp>
 #include <compile_cache/envelope.hpp>
 #include <compile_cache/identity_record.hpp>
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/storage/concept.hpp>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -134,11 +134,7 @@ envelope_auth const* settle_local_copy(Storage& storage, key const& k, std::stri
         refetch.status = answer.status;
         envelope_fields checked;
         if (answer.status == read_status::found) checked = check_envelope(fetched, k, format_id, max_size, remote);
-        if (answer.status != read_status::absent) {
-            auto const took = std::chrono::steady_clock::now() - asked;
-            refetch.ns = static_cast<std::uint64_t>(std::max<std::int64_t>(
-                0, std::chrono::duration_cast<std::chrono::nanoseconds>(took).count()));
-        }
+        if (answer.status != read_status::absent) refetch.ns = elapsed_ns(asked);
         if (answer.status != read_status::found) return &local;
         if (checked.status != envelope_status::ok) {
             tell_checked(storage, k, fetched, answer, checked.status, remote, local);

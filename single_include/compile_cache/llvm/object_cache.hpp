@@ -383,15 +383,20 @@ inline std::string library_file_identity(loaded_module const& m, content_digests
     static std::timed_mutex& mutex = *new std::timed_mutex;
     static std::vector<named_file>& named = *new std::vector<named_file>;
     if (!digests) return for_this_process_alone(m.path); // (not remembered: a later call may have them)
+    // Within a bound: a child forked while another thread held it would wait forever.
+    auto const lock_named = [] { return std::unique_lock<std::timed_mutex>(mutex, std::chrono::seconds(1)); };
+    // The name remembered for this module (its place and path); named.end() when none.
+    auto const named_here = [&] {
+        return std::find_if(named.begin(), named.end(),
+                            [&](named_file const& f) { return f.base == m.base && f.path == m.path; });
+    };
     struct ::stat st;
     bool const stated = ::stat(m.path.c_str(), &st) == 0;
     file_version const on_disk = stated ? file_version::of(st) : file_version{};
     {
-        // Within a bound: a child forked while another thread held it would wait forever.
-        std::unique_lock<std::timed_mutex> lock(mutex, std::chrono::seconds(1));
+        std::unique_lock<std::timed_mutex> lock = lock_named();
         if (!lock.owns_lock()) return for_this_process_alone(m.path);
-        auto it = std::find_if(named.begin(), named.end(),
-                               [&](named_file const& f) { return f.base == m.base && f.path == m.path; });
+        auto it = named_here();
         if (it != named.end() && stated && on_disk == it->on_disk) return it->identity; // unchanged
     }
     unsigned long inode = 0;
@@ -399,10 +404,9 @@ inline std::string library_file_identity(loaded_module const& m, content_digests
     std::string digest;
     bool read = false; // `digest` is of the file mapped
     {
-        std::unique_lock<std::timed_mutex> lock(mutex, std::chrono::seconds(1));
+        std::unique_lock<std::timed_mutex> lock = lock_named();
         if (!lock.owns_lock()) return for_this_process_alone(m.path);
-        auto it = std::find_if(named.begin(), named.end(),
-                               [&](named_file const& f) { return f.base == m.base && f.path == m.path; });
+        auto it = named_here();
         // The file named is still the one mapped, and the path names another (renamed over it).
         if (it != named.end() && mapped && inode == it->inode &&
             (!stated || static_cast<unsigned long>(st.st_ino) != inode))
@@ -416,7 +420,7 @@ inline std::string library_file_identity(loaded_module const& m, content_digests
     if (fd >= 0 && ::fstat(fd, &before) == 0 && static_cast<unsigned long>(before.st_ino) == inode) {
         opened = file_version::of(before);
         {
-            std::unique_lock<std::timed_mutex> lock(mutex, std::chrono::seconds(1));
+            std::unique_lock<std::timed_mutex> lock = lock_named();
             if (lock.owns_lock()) { // a version of this file read before (another load of it)
                 auto same = std::find_if(named.begin(), named.end(), [&](named_file const& f) {
                     return !f.digest.empty() && f.path == m.path && f.on_disk == opened;
@@ -433,10 +437,9 @@ inline std::string library_file_identity(loaded_module const& m, content_digests
     }
     if (fd >= 0) ::close(fd);
     std::string const identity = read ? m.path + ":" + digest : for_this_process_alone(m.path);
-    std::unique_lock<std::timed_mutex> lock(mutex, std::chrono::seconds(1));
+    std::unique_lock<std::timed_mutex> lock = lock_named();
     if (!lock.owns_lock()) return identity; // (not remembered)
-    auto it = std::find_if(named.begin(), named.end(),
-                           [&](named_file const& f) { return f.base == m.base && f.path == m.path; });
+    auto it = named_here();
     // Remembered with what the path named when checked (the file read, when it was read):
     // while the path names that version, it is not checked again.
     named_file f{m.base, m.path, mapped ? inode : 0, read ? opened : on_disk, read ? digest : std::string(),
