@@ -49,6 +49,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -222,6 +223,20 @@ constexpr bool envelope_flags_known(std::uint16_t version, std::uint16_t flags) 
 /// Whether this release reads entries of `version` (3, 4 and 5).
 constexpr bool envelope_version_known(std::uint16_t version) noexcept {
     return version == envelope_version_plain || version == envelope_version || version == envelope_version_signer_copy;
+}
+
+/// Whether `bytes` begin as an entry of a version this release reads (magic, version,
+/// flags, key) whose key names another key than `k`. A look at the header alone, nothing
+/// checked: an answer that an HTTP storage can tell is not the one it asked for.
+inline bool entry_names_other_key(std::string_view bytes, key const& k) noexcept {
+    std::size_t const key_at = sizeof envelope_magic + 2 + 2 + 1; // (after the key's size)
+    if (bytes.size() < key_at || bytes.compare(0, sizeof envelope_magic, envelope_magic, sizeof envelope_magic) != 0)
+        return false;
+    auto const* p = reinterpret_cast<unsigned char const*>(bytes.data());
+    if (!envelope_version_known(read_le<std::uint16_t>(p + sizeof envelope_magic))) return false;
+    std::size_t const size = p[key_at - 1];
+    if (bytes.size() - key_at < size) return false;
+    return size != k.size() || std::memcmp(p + key_at, k.data(), size) != 0;
 }
 
 /// Writes `flags` into the entry started in `out`, and the version they need
