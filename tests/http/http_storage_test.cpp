@@ -39,11 +39,15 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -472,6 +476,283 @@ TEST_CASE("a GET answered 204 or 206 is a protocol error, never an entry, alone 
             CHECK(result.error == cc::http_errc::bad_status);
             CHECK(bytes.empty());
         }
+    }
+}
+
+// --- Answers no request asked for, on a kept-alive connection ----------------------------------
+
+namespace {
+
+/// An HTTP/1.1 server on 127.0.0.1, in the process, for what nginx cannot be made to do:
+/// send an answer no request asked for. It keeps connections alive and answers each GET
+/// of /<key hex> 200 with a body that starts as an entry for that key does (an envelope's
+/// magic, version 3, flags, the key: entry_names_other_key reads that far) and ends
+/// naming the key, or 206 when the key's first byte is 0xee. As `duplicating` says, it
+/// sends its first answer on the first connection, or on each, once more 100 ms later
+/// (a late duplicate), before it reads the connection's next request.
+class stray_answer_server {
+public:
+    enum class duplicating { first_connection, every_connection };
+
+    explicit stray_answer_server(duplicating mode) : mode_(mode) {
+        listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        REQUIRE(listener_ >= 0);
+        int const one = 1;
+        ::setsockopt(listener_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        REQUIRE(::bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+        REQUIRE(::listen(listener_, 16) == 0);
+        socklen_t len = sizeof a;
+        REQUIRE(::getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+        port_ = ntohs(a.sin_port);
+        acceptor_ = std::thread([this] { accept_all(); });
+    }
+    stray_answer_server(stray_answer_server const&) = delete;
+    stray_answer_server& operator=(stray_answer_server const&) = delete;
+    ~stray_answer_server() {
+        stop_ = true;
+        ::shutdown(listener_, SHUT_RDWR);
+        acceptor_.join();
+        ::close(listener_);
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            for (int fd : clients_) ::shutdown(fd, SHUT_RDWR); // (their threads close them)
+        }
+        for (std::thread& t : serving_) t.join();
+    }
+
+    std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/"; }
+    /// The body a GET of `k` is answered with.
+    static std::string body_for(cc::key const& k) {
+        std::string body("CCENTRY\n\x03\x00\x00\x00", 12);
+        body += static_cast<char>(k.size());
+        body.append(reinterpret_cast<char const*>(k.data()), k.size());
+        return body + "entry for " + k.hex();
+    }
+    int connections() const { return connections_.load(); }
+    int requests() const { return requests_.load(); }
+    /// Waits (at most 5 s) until `n` duplicates were sent, then 50 ms more for them to
+    /// arrive: an answer no request asked for then waits on the client's connection.
+    void wait_for_duplicates(int n) const {
+        for (int i = 0; i < 500 && duplicates_.load() < n; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        REQUIRE(duplicates_.load() >= n);
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+
+private:
+    static void send_all(int fd, std::string const& s) {
+        for (std::size_t off = 0; off < s.size();) {
+            ssize_t const n = ::send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
+            if (n <= 0) return;
+            off += static_cast<std::size_t>(n);
+        }
+    }
+    void accept_all() {
+        for (;;) {
+            int const c = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+            if (c < 0 || stop_) {
+                if (c >= 0) ::close(c);
+                return;
+            }
+            int const number = connections_++;
+            std::lock_guard<std::mutex> lock(mutex_);
+            clients_.push_back(c);
+            serving_.emplace_back([this, c, number] { serve(c, number); });
+        }
+    }
+    void serve(int c, int number) {
+        std::string buffer;
+        bool duplicate = mode_ == duplicating::every_connection || number == 0;
+        char chunk[4096];
+        for (;;) {
+            std::size_t end;
+            while ((end = buffer.find("\r\n\r\n")) == std::string::npos) {
+                ssize_t const n = ::recv(c, chunk, sizeof chunk, 0);
+                if (n <= 0) {
+                    ::close(c);
+                    return;
+                }
+                buffer.append(chunk, static_cast<std::size_t>(n));
+            }
+            std::string const head = buffer.substr(0, end);
+            buffer.erase(0, end + 4);
+            ++requests_;
+            std::size_t const path = head.find(" /") + 2;
+            std::optional<cc::key> const k = cc::key::from_hex(head.substr(path, head.find(' ', path) - path));
+            std::string const body = k ? body_for(*k) : "no key";
+            std::string const status = !k ? "404 Not Found" : k->data()[0] == 0xee ? "206 Partial Content" : "200 OK";
+            std::string const answer = "HTTP/1.1 " + status + "\r\nContent-Length: " + std::to_string(body.size()) +
+                                       "\r\n\r\n" + body;
+            send_all(c, answer);
+            if (duplicate) {
+                duplicate = false;
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                send_all(c, answer); // (no request asked for this one)
+                ++duplicates_;
+            }
+        }
+    }
+
+    duplicating mode_;
+    int listener_ = -1;
+    int port_ = 0;
+    std::atomic<bool> stop_{false};
+    std::atomic<int> connections_{0};
+    std::atomic<int> requests_{0};
+    std::atomic<int> duplicates_{0};
+    std::mutex mutex_; // guards clients_ and serving_
+    std::vector<int> clients_;
+    std::vector<std::thread> serving_;
+    std::thread acceptor_;
+};
+
+cc::key numbered_key(unsigned char n) {
+    std::array<unsigned char, 32> bytes{};
+    bytes[0] = n;
+    bytes[31] = 0x5a;
+    return cc::key(bytes.data(), bytes.size());
+}
+
+cc::http_storage one_connection_storage(std::string url) {
+    cc::http_options o;
+    o.url = std::move(url);
+    o.timeout = std::chrono::milliseconds(5000);
+    o.connect_timeout = std::chrono::milliseconds(2000);
+    o.batch_connections = 1;
+    return cc::http_storage(std::move(o));
+}
+
+/// The local ports of this process's established TCP connections to 127.0.0.1:`port`
+/// (/proc/net/tcp, the sockets among /proc/self/fd): the connections a storage keeps.
+std::set<int> own_connections_to(int port) {
+    std::set<std::string> inodes;
+    for (auto const& e : fs::directory_iterator("/proc/self/fd")) {
+        std::error_code ec;
+        std::string const target = fs::read_symlink(e.path(), ec).string();
+        if (!ec && target.rfind("socket:[", 0) == 0) inodes.insert(target.substr(8, target.size() - 9));
+    }
+    char remote_wanted[16];
+    std::snprintf(remote_wanted, sizeof remote_wanted, "0100007F:%04X", static_cast<unsigned>(port));
+    std::set<int> ports;
+    std::ifstream tcp("/proc/net/tcp");
+    std::string line;
+    std::getline(tcp, line); // (the column names)
+    while (std::getline(tcp, line)) {
+        std::istringstream fields(line);
+        std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+        fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >> inode;
+        if (state != "01" || remote != remote_wanted || !inodes.count(inode)) continue; // (01: established)
+        ports.insert(std::stoi(local.substr(local.find(':') + 1), nullptr, 16));
+    }
+    return ports;
+}
+
+} // namespace
+
+TEST_CASE("read: a stray answer waiting on the kept-alive connection is never taken for a later GET's",
+          "[http][stray]") {
+    // libcurl 7.88 sends the next request on such a connection, and reads the stray answer
+    // as its own: key 2 would be answered with key 1's entry, key 3 with key 2's, and so on.
+    stray_answer_server server(stray_answer_server::duplicating::first_connection);
+    cc::http_storage s = one_connection_storage(server.url());
+    std::string out;
+    REQUIRE(s.read(numbered_key(1), out, 1 << 20).status == cc::read_status::found);
+    CHECK(out == stray_answer_server::body_for(numbered_key(1)));
+    server.wait_for_duplicates(1);
+    for (unsigned char n = 2; n <= 4; ++n) {
+        INFO("key " << int(n));
+        cc::read_result const r = s.read(numbered_key(n), out, 1 << 20);
+        CHECK(r.status == cc::read_status::found);
+        CHECK(out == stray_answer_server::body_for(numbered_key(n)));
+    }
+    CHECK(server.connections() == 2); // the stray's connection left at once, the new one kept
+    CHECK(server.requests() == 4);    // none sent twice: the GET was stopped before it went out
+}
+
+TEST_CASE("read_many: a stray answer waiting on a kept-alive connection is never taken for a later GET's",
+          "[http][stray][batch]") {
+    stray_answer_server server(stray_answer_server::duplicating::first_connection);
+    cc::http_storage s = one_connection_storage(server.url());
+    std::vector<std::pair<cc::read_result, std::string>> got;
+    s.read_many({numbered_key(1)}, 1 << 20, got);
+    REQUIRE(got.size() == 1);
+    REQUIRE(got[0].first.status == cc::read_status::found);
+    server.wait_for_duplicates(1);
+    s.read_many({numbered_key(2), numbered_key(3), numbered_key(4)}, 1 << 20, got);
+    REQUIRE(got.size() == 3);
+    for (unsigned char n = 2; n <= 4; ++n) {
+        INFO("key " << int(n));
+        CHECK(got[n - 2].first.status == cc::read_status::found);
+        CHECK(got[n - 2].second == stray_answer_server::body_for(numbered_key(n)));
+    }
+    CHECK(server.connections() == 2);
+    CHECK(server.requests() == 4);
+}
+
+TEST_CASE("a GET answered on a kept-alive connection with another key's entry is sent again on a new one",
+          "[http][stray][batch]") {
+    // Here the late duplicate comes after the next GET was sent, which no look before the
+    // request can see: the entry's key tells it, the connection is left, and the GET sent
+    // again on a new connection (where the duplicate comes late again, and so on).
+    stray_answer_server server(stray_answer_server::duplicating::every_connection);
+    cc::http_storage s = one_connection_storage(server.url());
+    std::string out;
+    for (unsigned char n = 1; n <= 4; ++n) {
+        INFO("read of key " << int(n));
+        CHECK(s.read(numbered_key(n), out, 1 << 20).status == cc::read_status::found);
+        CHECK(out == stray_answer_server::body_for(numbered_key(n)));
+    }
+    std::vector<cc::key> keys;
+    for (unsigned char n = 5; n <= 8; ++n) keys.push_back(numbered_key(n));
+    std::vector<std::pair<cc::read_result, std::string>> got;
+    s.read_many(keys, 1 << 20, got);
+    REQUIRE(got.size() == keys.size());
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        INFO("read_many, key " << i + 5);
+        CHECK(got[i].first.status == cc::read_status::found);
+        CHECK(got[i].second == stray_answer_server::body_for(keys[i]));
+    }
+}
+
+TEST_CASE("an answer that cannot be the request's leaves its connection, others keep it, on nginx",
+          "[http][stray]") {
+    // A 206 answers no GET the storage sends: over HTTP/1.1 the next request goes on a new
+    // connection (over HTTP/2 the answer names its stream: the server's own). 200, 404 and
+    // a PUT's 201 or 204 keep theirs (no request pays a new connection).
+    std::string out;
+    for (char const* kind : {"plain", "tls", "h2"}) {
+        INFO(kind);
+        int const port = main_server().ports.at(kind);
+        cc::http_options o;
+        o.url = main_server().url(kind, unique_path("keep"));
+        if (std::string(kind) != "plain") o.ca_file = (fixture_dir() / "tls" / "ca.pem").string();
+        o.connect_timeout = std::chrono::seconds(20); // (a loaded machine's TLS handshake)
+        o.timeout = std::chrono::seconds(30);
+        cc::http_storage s(o);
+        REQUIRE_FALSE(s.write(key_of(1), "kept"));
+        std::set<int> const first = own_connections_to(port);
+        REQUIRE(first.size() == 1);
+        for (int i = 0; i < 5; ++i) {
+            CHECK(s.read(key_of(1), out, 1 << 20).status == cc::read_status::found);
+            CHECK(s.read(key_of(2), out, 1 << 20).status == cc::read_status::absent);
+            CHECK_FALSE(s.write(key_of(3), "kept too"));
+        }
+        CHECK(own_connections_to(port) == first);
+        o.url = main_server().url(kind, "/partial/");
+        cc::http_storage partial(o);
+        CHECK(partial.read(key_of(1), out, 1 << 20).error == cc::http_errc::bad_status);
+        std::set<int> const after_one = own_connections_to(port);
+        CHECK(partial.read(key_of(1), out, 1 << 20).error == cc::http_errc::bad_status);
+        std::set<int> const after_two = own_connections_to(port);
+        INFO("connections after one 206: " << after_one.size() << ", after two: " << after_two.size());
+        CHECK(after_two.size() == 2); // s's, and partial's one
+        if (std::string(kind) == "h2")
+            CHECK(after_two == after_one);
+        else
+            CHECK(after_two != after_one); // partial's first connection was left
     }
 }
 

@@ -237,6 +237,12 @@ inline thread_local void (*http_lane_held_for_testing)(char const* lane) = nullp
 /// read_many and write_many each run on connections of their own (at most
 /// http_options::batch_connections each), and write_many's follow-ups on one more, so
 /// that a host's read never waits behind a tier worker's uploads.
+/// No request goes out on a kept-alive HTTP/1 connection holding bytes no request asked
+/// for (an answer sent twice, or unasked): it is closed, and the request sent on a new
+/// connection within its deadline. An HTTP/1 connection that carried an answer its request
+/// did not expect (answer_expected) is not used again, and a GET answered 200 on a kept-alive
+/// connection with an entry for another key is sent once more on a new connection (the
+/// answer dropped). (libcurl 7.80 and later: CURLOPT_PREREQFUNCTION.)
 /// Each call has one deadline, http_options::timeout from its start, for all it does (the
 /// wait for the handle, the name's resolution, the connection, a store's MKCOLs and second
 /// PUT). A redirect, where followed, goes from https to https only. A process forked from
@@ -907,11 +913,15 @@ private:
     /// libcurl opened `fd` for a connection of the lane `user` (CURLOPT_SOCKOPTFUNCTION).
     static int on_socket_open(void* user, curl_socket_t fd, curlsocktype) noexcept {
         lane_sockets& sockets = *static_cast<lane_sockets*>(user);
+        std::vector<lane_socket>& open = sockets.open;
+        // (One on the same descriptor was closed without the lane's hearing of it.)
+        open.erase(std::remove_if(open.begin(), open.end(), [&](lane_socket const& s) { return s.fd == fd; }),
+                   open.end());
         try {
             lane_socket s;
             s.fd = fd;
             s.serial = sockets.next_serial++;
-            sockets.open.push_back(s);
+            open.push_back(s);
         } catch (...) {
             return CURL_SOCKOPT_ERROR; // (a socket the lane cannot check is not used)
         }
@@ -996,7 +1006,8 @@ private:
     }
 
     /// After `rq` ended on `h` with `x`: its connection is marked multiplexed when it spoke
-    /// HTTP/2 or 3, and to be dropped when `x` cannot be the answer to `rq`.
+    /// HTTP/2 or 3, and else to be dropped when `x` cannot be the answer to `rq` (an
+    /// HTTP/2 answer names its request's stream: the server's own).
     static void after_request(CURL* h, request const& rq, exchange const& x) noexcept {
         lane_socket* const s = rq.sockets ? rq.sockets->find(rq.socket) : nullptr;
         if (!s) return;
@@ -1004,7 +1015,7 @@ private:
         long version = 0;
         if (curl_easy_getinfo(h, CURLINFO_HTTP_VERSION, &version) == CURLE_OK && version >= CURL_HTTP_VERSION_2_0)
             s->multiplexed = true;
-        if (!answer_expected(rq, x)) s->drop = true;
+        if (!s->multiplexed && !answer_expected(rq, x)) s->drop = true;
     }
 
     /// Whether `rq`, ended on `h` with libcurl's `c`, goes once more on a new connection
@@ -1047,7 +1058,8 @@ private:
         rq.source.rest = rq.source.whole;
         (void)curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
         (void)curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(left.count()));
-        (void)curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(std::min(connect_timeout, left).count()));
+        long const connect_ms = static_cast<long>(std::min(connect_timeout, left).count());
+        (void)curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
     }
 
     /// A handle this process may use: a handle made before a fork() is the parent's (its
