@@ -487,9 +487,10 @@ namespace {
 /// send an answer no request asked for. It keeps connections alive and answers each GET
 /// of /<key hex> 200 with a body that starts as an entry for that key does (an envelope's
 /// magic, version 3, flags, the key: entry_names_other_key reads that far) and ends
-/// naming the key, or 206 when the key's first byte is 0xee. As `duplicating` says, it
-/// sends its first answer on the first connection, or on each, once more 100 ms later
-/// (a late duplicate), before it reads the connection's next request.
+/// naming the key, or 206 when the key's first byte is 0xee; a PUT it keeps (stored)
+/// and answers 201. As `duplicating` says, it sends its first answer on the first
+/// connection, or on each, once more 100 ms later (a late duplicate), before it reads the
+/// connection's next request.
 class stray_answer_server {
 public:
     enum class duplicating { first_connection, every_connection };
@@ -518,9 +519,10 @@ public:
         ::close(listener_);
         {
             std::lock_guard<std::mutex> lock(mutex_);
-            for (int fd : clients_) ::shutdown(fd, SHUT_RDWR); // (their threads close them)
+            for (int fd : clients_) ::shutdown(fd, SHUT_RDWR); // (open until their threads end)
         }
         for (std::thread& t : serving_) t.join();
+        for (int fd : clients_) ::close(fd);
     }
 
     std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/"; }
@@ -530,6 +532,17 @@ public:
         body += static_cast<char>(k.size());
         body.append(reinterpret_cast<char const*>(k.data()), k.size());
         return body + "entry for " + k.hex();
+    }
+    /// What `body` says in words: its text after the entry's header (the key's hex), or
+    /// all of it when it is no answer of this server's.
+    static std::string words(std::string const& body) {
+        std::size_t const text = body.find("entry for ");
+        return text == std::string::npos ? body : body.substr(text);
+    }
+    /// The body of the last PUT of `k`.
+    std::string stored(cc::key const& k) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return stored_[k.hex()];
     }
     int connections() const { return connections_.load(); }
     int requests() const { return requests_.load(); }
@@ -567,23 +580,36 @@ private:
         std::string buffer;
         bool duplicate = mode_ == duplicating::every_connection || number == 0;
         char chunk[4096];
-        for (;;) {
-            std::size_t end;
-            while ((end = buffer.find("\r\n\r\n")) == std::string::npos) {
+        auto read_until = [&](auto&& enough) { // false: the connection ended
+            while (!enough()) {
                 ssize_t const n = ::recv(c, chunk, sizeof chunk, 0);
-                if (n <= 0) {
-                    ::close(c);
-                    return;
-                }
+                if (n <= 0) return false;
                 buffer.append(chunk, static_cast<std::size_t>(n));
             }
+            return true;
+        };
+        for (;;) {
+            if (!read_until([&] { return buffer.find("\r\n\r\n") != std::string::npos; })) break;
+            std::size_t const end = buffer.find("\r\n\r\n");
             std::string const head = buffer.substr(0, end);
             buffer.erase(0, end + 4);
+            std::size_t const length_at = head.find("Content-Length: ");
+            std::size_t const length = length_at == std::string::npos ? 0 : std::stoul(head.substr(length_at + 16));
+            if (!read_until([&] { return buffer.size() >= length; })) break;
+            std::string const request_body = buffer.substr(0, length);
+            buffer.erase(0, length);
             ++requests_;
             std::size_t const path = head.find(" /") + 2;
-            std::optional<cc::key> const k = cc::key::from_hex(head.substr(path, head.find(' ', path) - path));
-            std::string const body = k ? body_for(*k) : "no key";
-            std::string const status = !k ? "404 Not Found" : k->data()[0] == 0xee ? "206 Partial Content" : "200 OK";
+            std::string const name = head.substr(path, head.find(' ', path) - path);
+            std::optional<cc::key> const k = cc::key::from_hex(name);
+            std::string body = k ? body_for(*k) : "no key";
+            std::string status = !k ? "404 Not Found" : k->data()[0] == 0xee ? "206 Partial Content" : "200 OK";
+            if (head.rfind("PUT ", 0) == 0) {
+                std::lock_guard<std::mutex> lock(mutex_);
+                stored_[name] = request_body;
+                status = "201 Created";
+                body.clear();
+            }
             std::string const answer = "HTTP/1.1 " + status + "\r\nContent-Length: " + std::to_string(body.size()) +
                                        "\r\n\r\n" + body;
             send_all(c, answer);
@@ -594,6 +620,7 @@ private:
                 ++duplicates_;
             }
         }
+        ::shutdown(c, SHUT_RDWR); // (closed when the server goes)
     }
 
     duplicating mode_;
@@ -603,7 +630,8 @@ private:
     std::atomic<int> connections_{0};
     std::atomic<int> requests_{0};
     std::atomic<int> duplicates_{0};
-    std::mutex mutex_; // guards clients_ and serving_
+    std::mutex mutex_; // guards clients_, serving_ and stored_
+    std::map<std::string, std::string> stored_;
     std::vector<int> clients_;
     std::vector<std::thread> serving_;
     std::thread acceptor_;
@@ -666,7 +694,7 @@ TEST_CASE("read: a stray answer waiting on the kept-alive connection is never ta
         INFO("key " << int(n));
         cc::read_result const r = s.read(numbered_key(n), out, 1 << 20);
         CHECK(r.status == cc::read_status::found);
-        CHECK(out == stray_answer_server::body_for(numbered_key(n)));
+        CHECK(stray_answer_server::words(out) == "entry for " + numbered_key(n).hex());
     }
     CHECK(server.connections() == 2); // the stray's connection left at once, the new one kept
     CHECK(server.requests() == 4);    // none sent twice: the GET was stopped before it went out
@@ -686,10 +714,28 @@ TEST_CASE("read_many: a stray answer waiting on a kept-alive connection is never
     for (unsigned char n = 2; n <= 4; ++n) {
         INFO("key " << int(n));
         CHECK(got[n - 2].first.status == cc::read_status::found);
-        CHECK(got[n - 2].second == stray_answer_server::body_for(numbered_key(n)));
+        CHECK(stray_answer_server::words(got[n - 2].second) == "entry for " + numbered_key(n).hex());
     }
     CHECK(server.connections() == 2);
     CHECK(server.requests() == 4);
+}
+
+TEST_CASE("write: a PUT never goes out on a kept-alive connection holding a stray answer", "[http][stray]") {
+    // Sent there, the PUT would be told "stored" by the stray answer, and the next GET
+    // would be answered with the PUT's 201.
+    stray_answer_server server(stray_answer_server::duplicating::first_connection);
+    cc::http_storage s = one_connection_storage(server.url());
+    std::string out;
+    REQUIRE(s.read(numbered_key(1), out, 1 << 20).status == cc::read_status::found);
+    server.wait_for_duplicates(1);
+    CHECK_FALSE(s.write(numbered_key(9), "stored bytes"));
+    CHECK(server.stored(numbered_key(9)) == "stored bytes");
+    cc::read_result const r = s.read(numbered_key(2), out, 1 << 20);
+    INFO("the GET after the PUT: " << s.last_failure().text);
+    CHECK(r.status == cc::read_status::found);
+    CHECK(stray_answer_server::words(out) == "entry for " + numbered_key(2).hex());
+    CHECK(server.connections() == 2);
+    CHECK(server.requests() == 3);
 }
 
 TEST_CASE("a GET answered on a kept-alive connection with another key's entry is sent again on a new one",
@@ -703,7 +749,7 @@ TEST_CASE("a GET answered on a kept-alive connection with another key's entry is
     for (unsigned char n = 1; n <= 4; ++n) {
         INFO("read of key " << int(n));
         CHECK(s.read(numbered_key(n), out, 1 << 20).status == cc::read_status::found);
-        CHECK(out == stray_answer_server::body_for(numbered_key(n)));
+        CHECK(stray_answer_server::words(out) == "entry for " + numbered_key(n).hex());
     }
     std::vector<cc::key> keys;
     for (unsigned char n = 5; n <= 8; ++n) keys.push_back(numbered_key(n));
@@ -713,7 +759,7 @@ TEST_CASE("a GET answered on a kept-alive connection with another key's entry is
     for (std::size_t i = 0; i < keys.size(); ++i) {
         INFO("read_many, key " << i + 5);
         CHECK(got[i].first.status == cc::read_status::found);
-        CHECK(got[i].second == stray_answer_server::body_for(keys[i]));
+        CHECK(stray_answer_server::words(got[i].second) == "entry for " + keys[i].hex());
     }
 }
 
