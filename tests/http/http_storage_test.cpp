@@ -763,6 +763,33 @@ TEST_CASE("a GET answered on a kept-alive connection with another key's entry is
     }
 }
 
+TEST_CASE("the look at an answer's key reads the entries the cache writes, and nothing else", "[http][stray]") {
+    // (The test server above writes the header by hand: this holds it to the real layout.)
+    cc::key const k1 = key_of(1);
+    cc::key const k2 = key_of(2);
+    for (bool keyed : {false, true}) {
+        INFO("keyed " << keyed);
+        cc::envelope_auth const auth = keyed ? cc::envelope_auth("a secret of the test") : cc::envelope_auth();
+        std::string entry;
+        std::size_t const at = cc::begin_envelope(entry, k1, cc::entry_metadata{}, auth);
+        entry += "payload";
+        cc::seal_envelope(entry, at, auth);
+        CHECK_FALSE(cc::detail::entry_names_other_key(entry, k1));
+        CHECK(cc::detail::entry_names_other_key(entry, k2));
+        std::size_t const header = 8 + 2 + 2 + 1 + k1.size(); // magic, version, flags, key size, key
+        CHECK(cc::detail::entry_names_other_key(entry.substr(0, header), k2));
+        CHECK_FALSE(cc::detail::entry_names_other_key(entry.substr(0, header - 1), k2)); // (the key cut short)
+        std::string version_4 = entry;
+        cc::detail::set_envelope_flags(version_4, cc::detail::envelope_flag_zstd);
+        CHECK(cc::detail::entry_names_other_key(version_4, k2));
+        std::string another_version = entry;
+        another_version[8] = 9;
+        CHECK_FALSE(cc::detail::entry_names_other_key(another_version, k2));
+    }
+    CHECK_FALSE(cc::detail::entry_names_other_key("entry for " + k1.hex(), k2));
+    CHECK_FALSE(cc::detail::entry_names_other_key("", k2));
+}
+
 TEST_CASE("an answer that cannot be the request's leaves its connection, others keep it, on nginx",
           "[http][stray]") {
     // A 206 answers no GET the storage sends: over HTTP/1.1 the next request goes on a new
