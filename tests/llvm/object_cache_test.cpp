@@ -834,6 +834,62 @@ TEST_READ_OPTION(char, char, 'a')
 TEST_READ_OPTION(std::string, string, "abc")
 #undef TEST_READ_OPTION
 
+// Enum options (LLVM's generic cl::parser<E>) of each size an enum's value may have, with
+// their own storage and with a cl::location, each at its default unless a test sets it.
+enum class test_enum_1 : std::uint8_t { a = 1, b = 200 };
+enum class test_enum_2 : std::int16_t { a = -300, b = 7 };
+enum test_enum_4 { test_enum_4_a = 0, test_enum_4_b = 70000, test_enum_4_c = -1 };
+// (cl::values holds an int: a value beyond one is no entry's, for LLVM as here.)
+enum class test_enum_8 : std::uint64_t { a = 5, b = 3 };
+llvm::cl::opt<test_enum_1> read_enum_1("compile-cache-test-enum-1", llvm::cl::init(test_enum_1::a), llvm::cl::Hidden,
+                                       llvm::cl::values(clEnumValN(test_enum_1::a, "one-a", ""),
+                                                        clEnumValN(test_enum_1::b, "one-b", "")));
+llvm::cl::opt<test_enum_2> read_enum_2("compile-cache-test-enum-2", llvm::cl::init(test_enum_2::b), llvm::cl::Hidden,
+                                       llvm::cl::values(clEnumValN(test_enum_2::a, "two-a", ""),
+                                                        clEnumValN(test_enum_2::b, "two-b", "")));
+llvm::cl::opt<test_enum_4> read_enum_4("compile-cache-test-enum-4", llvm::cl::init(test_enum_4_a), llvm::cl::Hidden,
+                                       llvm::cl::values(clEnumValN(test_enum_4_a, "four-a", ""),
+                                                        clEnumValN(test_enum_4_b, "four-b", ""),
+                                                        clEnumValN(test_enum_4_c, "a-name-longer-than-eight", "")));
+llvm::cl::opt<test_enum_8> read_enum_8("compile-cache-test-enum-8", llvm::cl::init(test_enum_8::a), llvm::cl::Hidden,
+                                       llvm::cl::values(clEnumValN(test_enum_8::a, "eight-a", ""),
+                                                        clEnumValN(test_enum_8::b, "eight-b", "")));
+test_enum_4 read_enum_4_location;
+llvm::cl::opt<test_enum_4, true> read_enum_4_ext("compile-cache-test-enum-4-ext",
+                                                 llvm::cl::location(read_enum_4_location),
+                                                 llvm::cl::init(test_enum_4_b), llvm::cl::Hidden,
+                                                 llvm::cl::values(clEnumValN(test_enum_4_a, "four-a", ""),
+                                                                  clEnumValN(test_enum_4_b, "four-b", "")));
+test_enum_8 read_enum_8_location;
+llvm::cl::opt<test_enum_8, true> read_enum_8_ext("compile-cache-test-enum-8-ext",
+                                                 llvm::cl::location(read_enum_8_location),
+                                                 llvm::cl::init(test_enum_8::b), llvm::cl::Hidden,
+                                                 llvm::cl::values(clEnumValN(test_enum_8::a, "eight-a", ""),
+                                                                  clEnumValN(test_enum_8::b, "eight-b", "")));
+// Read: a cl::location without cl::init (its default is the location's value then). Not
+// read: one without its cl::location, one of a parser of its own, one of a class derived
+// from cl::opt.
+test_enum_2 enum_without_default_location = test_enum_2::a;
+llvm::cl::opt<test_enum_2, true> enum_without_default("compile-cache-enum-without-init",
+                                                      llvm::cl::location(enum_without_default_location),
+                                                      llvm::cl::Hidden,
+                                                      llvm::cl::values(clEnumValN(test_enum_2::a, "two-a", ""),
+                                                                       clEnumValN(test_enum_2::b, "two-b", "")));
+llvm::cl::opt<test_enum_4, true> enum_without_location("compile-cache-enum-without-location", llvm::cl::Hidden,
+                                                       llvm::cl::values(clEnumValN(test_enum_4_a, "four-a", "")));
+struct test_enum_parser : llvm::cl::parser<test_enum_4> {
+    using llvm::cl::parser<test_enum_4>::parser;
+};
+llvm::cl::opt<test_enum_4, false, test_enum_parser> enum_own_parser(
+    "compile-cache-enum-own-parser", llvm::cl::init(test_enum_4_a), llvm::cl::Hidden,
+    llvm::cl::values(clEnumValN(test_enum_4_a, "four-a", ""), clEnumValN(test_enum_4_b, "four-b", "")));
+struct test_enum_option : llvm::cl::opt<test_enum_4> {
+    using llvm::cl::opt<test_enum_4>::opt;
+};
+test_enum_option enum_derived("compile-cache-enum-derived", llvm::cl::init(test_enum_4_a), llvm::cl::Hidden,
+                              llvm::cl::values(clEnumValN(test_enum_4_a, "four-a", ""),
+                                               clEnumValN(test_enum_4_b, "four-b", "")));
+
 /// Sets every test option above to another value than its default (`on`), or back.
 void set_read_options(bool on) {
     read_bool.setValue(on);
@@ -860,6 +916,12 @@ void set_read_options(bool on) {
     read_char_ext.setValue(on ? ' ' : 'a');
     read_string.setValue(on ? "a longer value than eight" : "abc");
     read_string_ext.setValue(on ? "" : "abc");
+    read_enum_1.setValue(on ? test_enum_1::b : test_enum_1::a);
+    read_enum_2.setValue(on ? test_enum_2::a : test_enum_2::b);
+    read_enum_4.setValue(on ? test_enum_4_c : test_enum_4_a);
+    read_enum_8.setValue(on ? test_enum_8::b : test_enum_8::a);
+    read_enum_4_ext.setValue(on ? test_enum_4_a : test_enum_4_b);
+    read_enum_8_ext.setValue(on ? test_enum_8::a : test_enum_8::b);
 }
 
 /// What `o` prints through Option::printOptionValue (to llvm::outs(), for the call the
@@ -1007,22 +1069,39 @@ TEST_CASE("llvm describe_llvm_options: an option read without printing is keyed 
         std::vector<cc::llvm_detail::printed_option> printed;
         cc::llvm_detail::print_option_values(options, printed);
         REQUIRE(printed.size() == options.size());
-        std::size_t read = 0, differ = 0, test_options_read = 0;
+        std::size_t read = 0, differ = 0, test_options_read = 0, enums_read = 0, llvm_enums_read = 0;
+        std::string enum_names;
         for (std::size_t i = 0; i < options.size(); ++i) {
             if (printed[i].value.empty()) continue; // not read: keyed by its occurrences and arguments
             ++read;
             if (!printed[i].differs.empty()) ++differ;
             if (options[i]->ArgStr.startswith("compile-cache-test-")) ++test_options_read;
+            if (printed[i].enum_read) {
+                ++enums_read;
+                if (!options[i]->ArgStr.startswith("compile-cache-")) ++llvm_enums_read;
+                enum_names += options[i]->ArgStr.str() + "=" + printed[i].enum_name + " ";
+                // The name keyed is the one LLVM prints.
+                CHECK(printed[i].value.find("= " + printed[i].enum_name + " ") != std::string::npos);
+            }
             INFO(options[i]->ArgStr.str());
             CHECK(printed[i].value == printed_by_llvm(fd, *options[i], width, true));
             CHECK(printed[i].differs == printed_by_llvm(fd, *options[i], width, false));
         }
-        // 24 of the read types (and compile-cache-test-padded, of a parser of its own); the
-        // three string ones only with libstdc++'s std::string.
-        CHECK(test_options_read == (COMPILE_CACHE_LLVM_READS_STRING_OPTIONS ? 25 : 22));
-        // LLVM 14's own: all but its enums, pass registries, lists, aliases, Polly's (no RTTI).
+        // 24 of the read types (and compile-cache-test-padded, of a parser of its own), and 6
+        // enums; the three string ones only with libstdc++'s std::string.
+        CHECK(test_options_read == (COMPILE_CACHE_LLVM_READS_STRING_OPTIONS ? 31 : 28));
+        // LLVM 14's own: all but its pass registries, lists, aliases, Polly's (no RTTI).
         CHECK(read > options.size() * 9 / 10);
-        if (set) CHECK(differ >= 24);
+        INFO(enum_names);
+        // LLVM 14's own enums (52 with Debian's libLLVM-14.so), and ours.
+        CHECK(llvm_enums_read >= 40);
+        CHECK(enums_read == llvm_enums_read + 7);
+        CHECK(enum_names.find("x86-asm-syntax=att ") != std::string::npos);
+        CHECK(enum_names.find(set ? "compile-cache-test-enum-4=a-name-longer-than-eight "
+                                  : "compile-cache-test-enum-4=four-a ") != std::string::npos);
+        CHECK(enum_names.find(set ? "compile-cache-test-enum-8-ext=eight-a "
+                                  : "compile-cache-test-enum-8-ext=eight-b ") != std::string::npos);
+        if (set) CHECK(differ >= 30);
     }
     ::close(fd);
     // Keyed by their values: each differs from its default, and back at the defaults, as before.
@@ -1049,19 +1128,113 @@ TEST_CASE("llvm describe_llvm_options: an option read without printing is keyed 
         CHECK(after.find(std::to_string(option.size() + 4) + ":" + option + "-ext;") != std::string::npos);
     }
     CHECK(after.find("a longer value than eight") != std::string::npos);
+    // The enums by their values' names.
+    for (char const* keyed : {"compile-cache-test-enum-1;enum=5:one-b;", "compile-cache-test-enum-2;enum=5:two-a;",
+                              "compile-cache-test-enum-4;enum=24:a-name-longer-than-eight;",
+                              "compile-cache-test-enum-8;enum=7:eight-b;",
+                              "compile-cache-test-enum-4-ext;enum=6:four-a;",
+                              "compile-cache-test-enum-8-ext;enum=7:eight-a;"}) {
+        INFO(keyed);
+        CHECK(after.find(keyed) != std::string::npos);
+    }
     CHECK(cc::describe_llvm_options({}, unknown) == before);
 }
 
-TEST_CASE("llvm object_cache: an enum LLVM option is keyed by the arguments that set it, a bypass when none is told") {
-    // An enum's option is not read (its type is LLVM's): it counts when it occurred.
+TEST_CASE("llvm object_cache: an enum LLVM option is keyed by its value's name, told or not") {
+    // An enum's option is read (its value's name, as LLVM prints it): however it was set,
+    // the same value loads the same entry, with no argument to tell it.
     temp_dir dir;
     CHECK(run_helper(dir.path(), "").has(compiled));
     CHECK(run_helper(dir.path(), "--llvm-option -x86-asm-syntax=intel").has(compiled));
     CHECK(run_helper(dir.path(), "--llvm-option -x86-asm-syntax=intel").has(loaded));
     helper_run const hidden = run_helper(dir.path(), "--hidden-llvm-option x86-asm-syntax=intel");
-    CHECK(hidden.has("bypassed=1"));
-    CHECK(hidden.has("LLVM option(s) -x86-asm-syntax set, but no argument gives their value"));
+    CHECK(hidden.has(loaded));
+    CHECK(hidden.has("bypassed=0"));
+    // Its default, given: the default's entry.
+    CHECK(run_helper(dir.path(), "--llvm-option -x86-asm-syntax=att").has(loaded));
     CHECK(entry_count(dir.path()) == 2);
+}
+
+TEST_CASE("llvm describe_llvm_options: an enum option set in code is keyed by its value's name") {
+    // From a review: an enum's option was keyed only when it occurred on a command line, so
+    // that one a host set through setValue (or a cl::location) kept the default's key: a
+    // stale object loaded.
+    init_llvm();
+    std::string unknown;
+    std::string const before = cc::describe_llvm_options({}, unknown);
+    CHECK(unknown.empty());
+    auto keyed = [&](char const* option, char const* name) {
+        std::string const d = cc::describe_llvm_options({}, unknown);
+        INFO(option << " " << name);
+        CHECK(unknown.empty());
+        CHECK(d != before);
+        CHECK(d.find(std::to_string(std::strlen(option)) + ":" + option + ";enum=" + std::to_string(std::strlen(name)) +
+                     ":" + name + ";") != std::string::npos);
+    };
+    read_enum_1.setValue(test_enum_1::b);
+    keyed("compile-cache-test-enum-1", "one-b");
+    read_enum_1.setValue(test_enum_1::a);
+    read_enum_2.setValue(test_enum_2::a);
+    keyed("compile-cache-test-enum-2", "two-a");
+    read_enum_2.setValue(test_enum_2::b);
+    read_enum_4.setValue(test_enum_4_b);
+    keyed("compile-cache-test-enum-4", "four-b");
+    read_enum_4.setValue(test_enum_4_a);
+    read_enum_8.setValue(test_enum_8::b);
+    keyed("compile-cache-test-enum-8", "eight-b");
+    read_enum_8.setValue(test_enum_8::a);
+    read_enum_4_location = test_enum_4_a; // through the cl::location, as LLVM's code does
+    keyed("compile-cache-test-enum-4-ext", "four-a");
+    read_enum_4_location = test_enum_4_b;
+    read_enum_8_ext.setValue(test_enum_8::a);
+    keyed("compile-cache-test-enum-8-ext", "eight-a");
+    read_enum_8_ext.setValue(test_enum_8::b);
+    // Without cl::init: its default is its location's value when it was made.
+    CHECK(before.find("compile-cache-enum-without-init") == std::string::npos);
+    enum_without_default_location = test_enum_2::b;
+    keyed("compile-cache-enum-without-init", "two-b");
+    enum_without_default_location = test_enum_2::a;
+    CHECK(cc::describe_llvm_options({}, unknown) == before);
+    CHECK(unknown.empty());
+}
+
+TEST_CASE("llvm describe_llvm_options: an enum value without a name is keyed by its arguments, else a bypass") {
+    init_llvm();
+    std::string unknown;
+    std::string const before = cc::describe_llvm_options({}, unknown);
+    // LLVM prints `*unknown option value*`: no name to key, and no number is keyed.
+    read_enum_4.setValue(static_cast<test_enum_4>(5));
+    (void)cc::describe_llvm_options({}, unknown);
+    CHECK(unknown == "-compile-cache-test-enum-4");
+    std::string const told = cc::describe_llvm_options({"-compile-cache-test-enum-4=5"}, unknown);
+    CHECK(unknown.empty());
+    CHECK(told.find("compile-cache-test-enum-4;printed=") != std::string::npos);
+    read_enum_4.setValue(test_enum_4_a);
+    CHECK(cc::describe_llvm_options({}, unknown) == before);
+    CHECK(unknown.empty());
+}
+
+TEST_CASE("llvm describe_llvm_options: an enum option of another class or parser, or unlocated, is not read") {
+    init_llvm();
+    std::vector<llvm::cl::Option*> const options{&enum_own_parser, &enum_derived, &enum_without_location,
+                                                 &read_enum_4};
+    std::vector<cc::llvm_detail::printed_option> printed;
+    cc::llvm_detail::print_option_values(options, printed);
+    REQUIRE(printed.size() == 4);
+    for (std::size_t i = 0; i < 3; ++i) {
+        INFO(options[i]->ArgStr.str());
+        CHECK(printed[i].value.empty());
+        CHECK_FALSE(printed[i].enum_read);
+    }
+    CHECK(printed[3].enum_read);
+    // Keyed as before: by their occurrences and arguments (set in code: not seen).
+    std::string unknown;
+    std::string const before = cc::describe_llvm_options({}, unknown);
+    enum_own_parser.setValue(test_enum_4_b);
+    enum_derived.setValue(test_enum_4_b);
+    CHECK(cc::describe_llvm_options({}, unknown) == before);
+    enum_own_parser.setValue(test_enum_4_a);
+    enum_derived.setValue(test_enum_4_a);
 }
 
 TEST_CASE("llvm describe_llvm_options: an option set through setValue is seen, and prints nothing on stdout") {
@@ -1180,3 +1353,4 @@ TEST_CASE("llvm describe_llvm_options: string values that differ in trailing spa
     CHECK(cc::describe_llvm_options({}, unknown) == before);
     CHECK(unknown.empty());
 }
+

@@ -375,6 +375,9 @@ struct printed_option {
     bool is_string = false;   ///< read, and a string option
     std::string string_value; ///< is_string: the value
     bool string_at_default = false;
+    bool enum_read = false;       ///< an enum's option whose value has a name (read_enum_option)
+    std::string enum_name;        ///< enum_read: the value's name
+    bool enum_at_default = false; ///< enum_read, it has a default, and the value is it
 };
 
 /// The mangled name of the class of `o` (as std::type_info::name gives it), read from the
@@ -536,6 +539,214 @@ bool visit_read_option(::llvm::cl::Option const& o, F&& f) {
                              >(class_name, std::forward<F>(f));
 }
 
+/// Enums of each size an enum option's value may have: the layouts of cl::opt<P, External,
+/// cl::parser<P>> for these locate the parts of an enum's option (read_enum_option).
+enum class enum_probe_1 : std::uint8_t {};
+enum class enum_probe_2 : std::uint16_t {};
+enum class enum_probe_4 : std::uint32_t {};
+enum class enum_probe_8 : std::uint64_t {};
+
+/// Where the parts of an option are if it is a cl::opt<E, External, cl::parser<E>> with
+/// sizeof(E) == `size`: offsets from the option's address, as the compiler lays out that
+/// class for an enum of that size (enum_layout).
+struct enum_option_layout {
+    std::size_t size = 0;
+    std::ptrdiff_t parser = 0;        ///< the cl::parser<E>, at its generic_parser_base
+    std::ptrdiff_t value = 0;         ///< the value; External: the pointer to it (cl::location)
+    std::ptrdiff_t default_value = 0; ///< the OptionValue<E> default, at its GenericOptionValue
+    std::ptrdiff_t value_in_option_value = 0; ///< where an OptionValue<E> holds the value (its Valid flag follows)
+};
+
+/// enum_option_layout for an enum of P's size, computed from `o`'s address (address
+/// arithmetic: nothing is read).
+template <class P, bool External>
+enum_option_layout enum_layout(::llvm::cl::Option const& o) {
+    using opt = ::llvm::cl::opt<P, External, ::llvm::cl::parser<P>>;
+    using generic_value = ::llvm::cl::GenericOptionValue;
+    auto at = [](void const* p) { return reinterpret_cast<char const*>(p); };
+    auto& as_probe = const_cast<opt&>(static_cast<opt const&>(o));
+    auto const& storage = read_option_storage<P, External>(o);
+    enum_option_layout l;
+    l.size = sizeof(P);
+    l.parser = at(static_cast<::llvm::cl::generic_parser_base const*>(&as_probe.getParser())) - at(&o);
+    if constexpr (External)
+        l.value = at(&storage) - at(&o); // opt_storage's first member, Location
+    else
+        l.value = at(&storage.Value) - at(&o);
+    l.default_value = at(static_cast<generic_value const*>(&storage.getDefault())) - at(&o);
+    ::llvm::cl::OptionValue<P> const one(P{});
+    l.value_in_option_value = at(&one.getValue()) - at(static_cast<generic_value const*>(&one));
+    return l;
+}
+
+/// An OptionValue<E> made of bytes, as OptionValueCopy<E>::compare reads its argument (the
+/// value, then its Valid flag): zeros but for the value's `size` bytes and the flag, both
+/// where `l` says; never used through its (zero) virtual table pointer.
+struct probe_option_value {
+    alignas(16) unsigned char bytes[64] = {};
+    probe_option_value(enum_option_layout const& l, unsigned char const* value) {
+        std::memcpy(bytes + l.value_in_option_value, value, l.size);
+        bytes[l.value_in_option_value + static_cast<std::ptrdiff_t>(l.size)] = 1;
+    }
+    ::llvm::cl::GenericOptionValue const& get() const {
+        return *reinterpret_cast<::llvm::cl::GenericOptionValue const*>(bytes);
+    }
+};
+
+/// Reads `o` when it is a cl::opt<E, External, cl::parser<E>> of an enum E (LLVM's generic
+/// parser, with its table of names and values), with or without a cl::location, and fills
+/// `printed` as print_read_option does: `value` and `differs` are the lines LLVM's
+/// printOptionValue prints (generic_parser_base::printGenericOptionDiff: the name of the
+/// first table entry equal to the value, padded to 8 columns, and the name of the first
+/// equal to the default; `*unknown option value*` when none is), `enum_read` and
+/// `enum_name` the value's name when it has one. Values are compared by LLVM's own
+/// GenericOptionValue::compare for E, never read as numbers or pointers: the name is the
+/// key, the same in every process. Needs `o`'s class name (RTTI: option_class_name) and the
+/// Itanium C++ ABI. Every step is checked against the object (the parser's reference to its
+/// option, the parser's class name, E's size by LLVM's compare); false, `printed` untouched,
+/// when one does not check out, or the option has no table or a cl::location not set.
+/// Reads nothing outside `o`, its parser's table and the cl::location's E.
+inline bool read_enum_option(::llvm::cl::Option const& o, std::size_t width, printed_option& printed) {
+#if defined(__GXX_ABI_VERSION)
+    using ::llvm::cl::GenericOptionValue;
+    char const* const class_name = option_class_name(o);
+    if (!class_name) return false;
+    // cl::opt<X, External, cl::parser<X>>: N4llvm2cl3optI <X> Lb<0|1>E NS0_6parserI S<seq>_ EEEE
+    std::string_view const name(class_name);
+    std::string_view const prefix = "N4llvm2cl3optI", end = "EEEE";
+    if (name.size() <= prefix.size() + end.size() || name.substr(0, prefix.size()) != prefix ||
+        name.substr(name.size() - end.size()) != end)
+        return false;
+    std::string_view const inner = name.substr(prefix.size(), name.size() - prefix.size() - end.size());
+    std::string_view const parser_arg = "ENS0_6parserIS";
+    std::size_t const arg = inner.rfind(parser_arg);
+    if (arg == std::string_view::npos || arg < 4) return false;
+    std::string_view const seq = inner.substr(arg + parser_arg.size());
+    if (seq.empty() || seq.back() != '_') return false;
+    for (std::size_t i = 0; i + 1 < seq.size(); ++i)
+        if (!((seq[i] >= '0' && seq[i] <= '9') || (seq[i] >= 'A' && seq[i] <= 'Z'))) return false;
+    std::string_view const literal = inner.substr(arg - 3, 3); // Lb0 or Lb1
+    if (literal != "Lb0" && literal != "Lb1") return false;
+    bool const external = literal == "Lb1";
+    std::string_view const x = inner.substr(0, arg - 3);
+    // A named type (an enum or a class; a class's OptionValue compares equal to nothing, so
+    // that no size checks out for it): not a builtin, pointer, vector or function type.
+    if (x.empty() || !(x[0] == 'N' || x[0] == 'Z' || x[0] == 'S' || (x[0] >= '0' && x[0] <= '9'))) return false;
+
+    enum_option_layout const layouts[] = {
+        external ? enum_layout<enum_probe_1, true>(o) : enum_layout<enum_probe_1, false>(o),
+        external ? enum_layout<enum_probe_2, true>(o) : enum_layout<enum_probe_2, false>(o),
+        external ? enum_layout<enum_probe_4, true>(o) : enum_layout<enum_probe_4, false>(o),
+        external ? enum_layout<enum_probe_8, true>(o) : enum_layout<enum_probe_8, false>(o)};
+    char const* const base = reinterpret_cast<char const*>(&o);
+    // Every cl::opt<X, b, cl::parser<X>> holds its cl::Option base (all of it but tail
+    // padding, under 8 bytes) and a parser<X> whose table (SmallVector<OptionInfo, 8>) holds
+    // 8 entries in place, each with two StringRefs (name, help): more bytes than this. What
+    // is read before the class is confirmed (the parser's virtual table pointer and its
+    // reference to the option) lies within it.
+    std::size_t const least_size = sizeof(::llvm::cl::Option) + 8 * 2 * sizeof(::llvm::StringRef);
+    // The probes' value lies right after the cl::Option (nothing in its tail padding), so
+    // that an E of each probe's size, whatever its alignment (at most its size), is where
+    // the probe's is.
+    if (layouts[0].value != static_cast<std::ptrdiff_t>(sizeof(::llvm::cl::Option))) return false;
+    // The parser: where a probe's parser refers back to `o` (generic_parser_base: a virtual
+    // table pointer, then Option& Owner).
+    static_assert(sizeof(::llvm::cl::generic_parser_base) == 2 * sizeof(void*), "generic_parser_base: vptr, Owner");
+    std::ptrdiff_t parser = -1;
+    for (enum_option_layout const& l : layouts) {
+        if (l.parser < 0 || static_cast<std::size_t>(l.parser) + 2 * sizeof(void*) > least_size) return false;
+        void const* owner = nullptr;
+        std::memcpy(&owner, base + l.parser + sizeof(void*), sizeof owner);
+        if (owner != static_cast<void const*>(&o)) continue;
+        if (parser >= 0 && parser != l.parser) return false; // two places cannot both be it
+        parser = l.parser;
+    }
+    if (parser < 0) return false;
+    // The parser's class: cl::parser<X>, X as the option's class names it.
+    void const* const* parser_vtable = nullptr;
+    std::memcpy(&parser_vtable, base + parser, sizeof parser_vtable);
+    if (!parser_vtable) return false;
+    auto const* const parser_type = static_cast<std::type_info const*>(parser_vtable[-1]);
+    if (!parser_type) return false;
+    std::string_view const parser_name = parser_type->name();
+    if (parser_name != std::string("N4llvm2cl6parserI") + std::string(x) + "EE") return false;
+    // Now known: `o` is a cl::opt<X, external, cl::parser<X>>.
+    auto const& table = *reinterpret_cast<::llvm::cl::generic_parser_base const*>(base + parser);
+    unsigned const entries = table.getNumOptions();
+    if (entries == 0) return false;
+    // X's size: the probe whose value LLVM's compare for X reads. An OptionValue<X> lies
+    // between the value (or cl::location) and the parser, so that compare reads no more of
+    // a probe_option_value than that.
+    if (parser - layouts[0].value > static_cast<std::ptrdiff_t>(sizeof(probe_option_value::bytes))) return false;
+    GenericOptionValue const& first = table.getOptionValue(0);
+    enum_option_layout const* layout = nullptr;
+    for (enum_option_layout const& l : layouts) {
+        if (l.parser != parser) continue;
+        // Read as this size, one of two values is not the entry's; read as another size,
+        // the flag LLVM reads is a zero byte: compare says "equal" to both.
+        unsigned char const zero[8] = {}, one[8] = {1};
+        if (!first.compare(probe_option_value(l, zero).get()) && !first.compare(probe_option_value(l, one).get()))
+            continue;
+        if (layout) return false;
+        layout = &l;
+    }
+    if (!layout) return false;
+    unsigned char value[8] = {};
+    if (external) {
+        unsigned char const* location = nullptr;
+        std::memcpy(&location, base + layout->value, sizeof location);
+        if (!location) return false; // no cl::location yet
+        std::memcpy(value, location, layout->size);
+    } else {
+        std::memcpy(value, base + layout->value, layout->size);
+    }
+    probe_option_value const current(*layout, value);
+    auto const& default_value = *reinterpret_cast<GenericOptionValue const*>(base + layout->default_value);
+    // printGenericOptionDiff's names: the first entry equal to the value (compare: false),
+    // and the first equal to the default (the first entry when there is no default).
+    unsigned named = entries;
+    for (unsigned i = 0; i < entries && named == entries; ++i)
+        if (!table.getOptionValue(i).compare(current.get())) named = i;
+    std::string line;
+    {
+        ::llvm::raw_string_ostream out(line);
+        ::llvm::StringRef const arg_str = o.ArgStr;
+        out << "    " << (arg_str.size() <= 1 ? "-" : "--") << arg_str; // "  ", then PrintArg's own padding
+        out.indent(static_cast<unsigned>(width > arg_str.size() ? width - arg_str.size() : 0));
+        if (named == entries) {
+            out << "= *unknown option value*\n";
+        } else {
+            ::llvm::StringRef const value_name = table.getOption(named);
+            out << "= " << value_name;
+            out.indent(static_cast<unsigned>(value_name.size() < 8 ? 8 - value_name.size() : 0)) << " (default: ";
+            for (unsigned j = 0; j < entries; ++j) {
+                if (default_value.compare(table.getOptionValue(j))) continue;
+                out << table.getOption(j);
+                break;
+            }
+            out << ")\n";
+        }
+    }
+    printed.value = line;
+    if (default_value.compare(current.get())) printed.differs = std::move(line);
+    if (named < entries) {
+        printed.enum_read = true;
+        printed.enum_name = table.getOption(named).str();
+        unsigned char const zero[8] = {}, one[8] = {1};
+        // With a default (cl::init, or an own storage's E()), it differs from one of two values.
+        bool const has_default = default_value.compare(probe_option_value(*layout, zero).get()) ||
+                                 default_value.compare(probe_option_value(*layout, one).get());
+        printed.enum_at_default = has_default && printed.differs.empty();
+    }
+    return true;
+#else
+    (void)o;
+    (void)width;
+    (void)printed;
+    return false;
+#endif
+}
+
 /// The line Option::printOptionValue(width, Force=true) prints for `o`, a cl::opt<T,
 /// External, cl::parser<T>> (parser<T>::printOptionDiff: the name, `= `, the value padded
 /// to 8 columns, ` (default: D)` or ` (default: *no default*)`, each value written by
@@ -598,10 +809,11 @@ inline void print_option_values(std::vector<::llvm::cl::Option*> const& options,
     width += 2; // printOptionValue indents by width minus the name's length
     printed.assign(options.size(), printed_option{});
     for (std::size_t i = 0; i < options.size(); ++i)
-        (void)visit_read_option(*options[i], [&](auto type, auto external) {
-            using T = typename decltype(type)::type;
-            print_read_option<T, decltype(external)::value>(*options[i], width, printed[i]);
-        });
+        if (!visit_read_option(*options[i], [&](auto type, auto external) {
+                using T = typename decltype(type)::type;
+                print_read_option<T, decltype(external)::value>(*options[i], width, printed[i]);
+            }))
+            (void)read_enum_option(*options[i], width, printed[i]);
 }
 
 /// Whether `value` is printed as LLVM prints a float or double option (`%e`: six digits
@@ -732,6 +944,12 @@ inline std::string describe_llvm_options(std::vector<std::string> const& argumen
         int const occurrences = option->getNumOccurrences();
         llvm_detail::option_value_text const v = llvm_detail::read_option_value(printed[i].value);
         llvm_detail::printed_option const& p = printed[i];
+        if (p.enum_read) { // its value's name, as LLVM prints it
+            if (p.differs.empty() && p.enum_at_default) continue;
+            append_field(s, "option", name);
+            append_field(s, "enum", p.enum_name);
+            continue;
+        }
         if (v.readable && v.padded && p.is_string) { // its value exactly, not its padded print
             if (p.differs.empty() && p.string_at_default) continue;
             append_field(s, "option", name);
