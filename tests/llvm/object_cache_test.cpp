@@ -1354,3 +1354,53 @@ TEST_CASE("llvm describe_llvm_options: string values that differ in trailing spa
     CHECK(unknown.empty());
 }
 
+
+TEST_CASE("llvm describe_llvm_options: -x86-align-branch parsed again in one process is keyed by the kinds it holds") {
+    // From a review: LLVM's parser for -x86-align-branch adds each value's kinds to those it
+    // holds, and cl::ResetAllOptionOccurrences keeps them: a host that parsed `ret`, then
+    // `jcc`, generates code for jcc+ret, and was keyed by its arguments (`jcc`) alone: it
+    // loaded the object of a process that parsed `jcc` once. In a child process: the kinds
+    // cannot be cleared.
+    init_llvm();
+    temp_dir dir;
+    fs::path const out_file = dir.path() / "keys";
+    std::fflush(stdout);
+    llvm::outs().flush();
+    pid_t const pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        auto parse = [](char const* arg) {
+            char const* argv[] = {"host", arg};
+            return llvm::cl::ParseCommandLineOptions(2, argv, "", &llvm::nulls());
+        };
+        std::string unknown, keys;
+        std::string const none = cc::describe_llvm_options({}, unknown);
+        if (!parse("-x86-align-branch=jcc")) ::_exit(2);
+        keys += cc::describe_llvm_options({"-x86-align-branch=jcc"}, unknown) + "\n";
+        llvm::cl::ResetAllOptionOccurrences();
+        if (!parse("-x86-align-branch=ret")) ::_exit(3);
+        llvm::cl::ResetAllOptionOccurrences();
+        if (!parse("-x86-align-branch=jcc")) ::_exit(4);
+        keys += cc::describe_llvm_options({"-x86-align-branch=jcc"}, unknown) + "\n" + unknown + "\n";
+        keys += none.find("x86-align-branch") == std::string::npos ? "default unkeyed" : "default keyed";
+        std::FILE* f = std::fopen(out_file.c_str(), "w");
+        if (!f || std::fwrite(keys.data(), 1, keys.size(), f) != keys.size() || std::fclose(f) != 0) ::_exit(5);
+        ::_exit(0);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+    std::string const keys = compile_cache_test::read_file(out_file);
+    std::size_t const first_end = keys.find('\n');
+    REQUIRE(first_end != std::string::npos);
+    std::string const once = keys.substr(0, first_end);
+    std::size_t const second_end = keys.find('\n', first_end + 1);
+    REQUIRE(second_end != std::string::npos);
+    std::string const again = keys.substr(first_end + 1, second_end - first_end - 1);
+    INFO(keys);
+    CHECK(once.find("16:x86-align-branch;kinds=3:jcc;") != std::string::npos);
+    CHECK(again.find("16:x86-align-branch;kinds=7:jcc+ret;") != std::string::npos);
+    CHECK(once != again);
+    CHECK(keys.substr(second_end + 1) == "\ndefault unkeyed"); // no bypass; unkeyed at its default
+}

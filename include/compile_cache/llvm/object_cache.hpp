@@ -378,6 +378,8 @@ struct printed_option {
     bool enum_read = false;       ///< an enum's option whose value has a name (read_enum_option)
     std::string enum_name;        ///< enum_read: the value's name
     bool enum_at_default = false; ///< enum_read, it has a default, and the value is it
+    bool kinds_read = false;      ///< -x86-align-branch, read (read_align_branch_option)
+    std::string kinds;            ///< kinds_read: the kinds it holds (`jcc+ret`), empty for none
 };
 
 /// The mangled name of the class of `o` (as std::type_info::name gives it), read from the
@@ -747,6 +749,52 @@ inline bool read_enum_option(::llvm::cl::Option const& o, std::size_t width, pri
 #endif
 }
 
+/// Reads `o` when it is LLVM 14's `-x86-align-branch` (X86AsmBackend.cpp: a cl::opt<
+/// X86AlignBranchKind, true, cl::parser<std::string>> whose cl::location is a class of one
+/// uint8_t, the kinds of branch to align as X86::AlignBranchBoundaryKind bits), and sets
+/// `printed.kinds_read` and `printed.kinds` to the kinds it holds, named as the option takes
+/// them (`jcc+ret`; empty: none, its default). Its parser ORs each value parsed into the
+/// kinds held, and cl::ResetAllOptionOccurrences does not clear them (the class has no
+/// default to reset to): a host that parses options again in one process holds the kinds
+/// of every parse, which its arguments do not tell. Needs `o`'s class name (RTTI:
+/// option_class_name) and libstdc++'s std::string; false, nothing set, otherwise.
+inline bool read_align_branch_option(::llvm::cl::Option const& o, printed_option& printed) {
+#if LLVM_VERSION_MAJOR == 14 && COMPILE_CACHE_LLVM_READS_STRING_OPTIONS
+    char const* const class_name = option_class_name(o);
+    if (!class_name ||
+        std::strcmp(class_name, "N4llvm2cl3optIN12_GLOBAL__N_118X86AlignBranchKindELb1ENS0_6parserINSt7__cxx1112"
+                                "basic_stringIcSt11char_traitsIcESaIcEEEEEEE") != 0)
+        return false;
+    struct kinds { // X86AlignBranchKind's layout
+        std::uint8_t bits;
+    };
+    using opt = ::llvm::cl::opt<kinds, true, ::llvm::cl::parser<std::string>>;
+    using storage = ::llvm::cl::opt_storage<kinds, true, true>;
+    // opt_storage's first member: the pointer to the cl::location.
+    auto const* const location_at = reinterpret_cast<unsigned char const*>(
+        &static_cast<storage const&>(static_cast<opt const&>(o)));
+    unsigned char const* location = nullptr;
+    std::memcpy(&location, location_at, sizeof location);
+    if (!location) return false;
+    unsigned const bits = *location;
+    // X86::AlignBranchBoundaryKind, in LLVM 14's order; a bit it does not name, by number.
+    static char const* const names[] = {"fused", "jcc", "jmp", "call", "ret", "indirect"};
+    std::string text;
+    for (unsigned bit = 0; bit < 8; ++bit) {
+        if (!(bits & (1U << bit))) continue;
+        if (!text.empty()) text += '+';
+        text += bit < 6 ? std::string(names[bit]) : std::to_string(1U << bit);
+    }
+    printed.kinds_read = true;
+    printed.kinds = std::move(text);
+    return true;
+#else
+    (void)o;
+    (void)printed;
+    return false;
+#endif
+}
+
 /// The line Option::printOptionValue(width, Force=true) prints for `o`, a cl::opt<T,
 /// External, cl::parser<T>> (parser<T>::printOptionDiff: the name, `= `, the value padded
 /// to 8 columns, ` (default: D)` or ` (default: *no default*)`, each value written by
@@ -813,7 +861,8 @@ inline void print_option_values(std::vector<::llvm::cl::Option*> const& options,
                 using T = typename decltype(type)::type;
                 print_read_option<T, decltype(external)::value>(*options[i], width, printed[i]);
             }))
-            (void)read_enum_option(*options[i], width, printed[i]);
+            if (!read_enum_option(*options[i], width, printed[i]))
+                (void)read_align_branch_option(*options[i], printed[i]);
 }
 
 /// Whether `value` is printed as LLVM prints a float or double option (`%e`: six digits
@@ -944,6 +993,12 @@ inline std::string describe_llvm_options(std::vector<std::string> const& argumen
         int const occurrences = option->getNumOccurrences();
         llvm_detail::option_value_text const v = llvm_detail::read_option_value(printed[i].value);
         llvm_detail::printed_option const& p = printed[i];
+        if (p.kinds_read) { // -x86-align-branch: the kinds it holds
+            if (p.kinds.empty()) continue;
+            append_field(s, "option", name);
+            append_field(s, "kinds", p.kinds);
+            continue;
+        }
         if (p.enum_read) { // its value's name, as LLVM prints it
             if (p.differs.empty() && p.enum_at_default) continue;
             append_field(s, "option", name);
