@@ -843,10 +843,13 @@ void print_read_option(::llvm::cl::Option const& o, std::size_t width, printed_o
 /// option is read here only when its class is a cl::opt of a value type LLVM prints
 /// (bool, cl::boolOrDefault, int, long, long long, unsigned, unsigned long, unsigned long
 /// long, double, float, char, std::string; its own storage or a cl::location; LLVM's
-/// parser or another), and its texts are the bytes LLVM's parser would print. Any other
-/// option (an enum's, a pass registry's, cl::list, cl::bits, cl::alias, another class,
-/// or a class without RTTI other than LLVM's own cl::opt of bool, char, int, unsigned and
-/// std::string, visit_read_option) gets two empty texts, as an option that prints nothing (a
+/// parser or another), and its texts are the bytes LLVM's parser would print; or an
+/// enum's cl::opt with LLVM's cl::parser<E> (read_enum_option: the texts LLVM's generic
+/// parser prints, and the value's name); or -x86-align-branch (read_align_branch_option:
+/// the kinds it holds, no texts). Any other option (a pass registry's, cl::list,
+/// cl::bits, cl::alias, another class, an enum's of another parser, or a class without
+/// RTTI other than LLVM's own cl::opt of bool, char, int, unsigned and std::string,
+/// visit_read_option) gets two empty texts, as an option that prints nothing (a
 /// cl::list) does: describe_llvm_options keys it by its occurrences and arguments. Never
 /// writes to a stream or a file descriptor, so any number of walks may run at once, with
 /// any thread of the host.
@@ -954,8 +957,10 @@ inline std::vector<std::string> unwrapped_llvm_arguments(std::vector<std::string
 /// cl::ParseCommandLineOptions, by cl::opt::setValue, or through a cl::location. An
 /// option counts as set when LLVM says it differs from its default, when it has no
 /// default to compare with (no cl::init), or when its printed value is not its printed
-/// default. An option whose value is not read (an enum's, a pass registry's, one of a
-/// class without RTTI: print_option_values) is handled as one LLVM cannot print. An
+/// default. An enum's option read (print_option_values) is keyed by its value's name,
+/// when it is not its default; -x86-align-branch by the kinds it holds, when it holds
+/// any. An option whose value is not read (a pass registry's, an enum's not read, one of
+/// a class without RTTI: print_option_values) is handled as one LLVM cannot print. An
 /// option whose value LLVM cannot print (a cl::list, cl::bits, a value of another type
 /// than its parser's) is keyed by the arguments among `arguments` that name it when it
 /// occurred on a command line or LLVM says it differs from its default (`-name=value`, or
@@ -966,7 +971,8 @@ inline std::vector<std::string> unwrapped_llvm_arguments(std::vector<std::string
 /// padding and ending in a space (option_value_text::padded) is read exactly for a
 /// cl::opt<std::string>, taken as printed for a cl::opt of bool, char, int or unsigned,
 /// and otherwise handled as an option LLVM cannot print. Such an option changed without
-/// a command line (setValue on an enum's option, push_back on a cl::list) is not seen.
+/// a command line (setValue on an enum's option not read, push_back on a cl::list) is
+/// not seen.
 inline std::string describe_llvm_options(std::vector<std::string> const& arguments, std::string& unknown) {
     using llvm_detail::append_field;
     unknown.clear();
