@@ -1140,6 +1140,50 @@ TEST_CASE("llvm describe_llvm_options: an option read without printing is keyed 
     CHECK(cc::describe_llvm_options({}, unknown) == before);
 }
 
+TEST_CASE("llvm describe_llvm_options: LLVM's own enum options set otherwise are keyed by the names LLVM prints") {
+    init_llvm();
+    auto& registered = llvm::cl::getRegisteredOptions();
+    std::pair<char const*, char const*> const set[] = {{"x86-asm-syntax", "intel"},
+                                                       {"split-spill-mode", "size"},
+                                                       {"accel-tables", "Dwarf"},
+                                                       {"dwarf-linkage-names", "All"},
+                                                       {"debugify-level", "locations"}};
+    std::vector<llvm::cl::Option*> options;
+    for (auto const& s : set) {
+        INFO(s.first);
+        REQUIRE(registered.count(s.first) == 1);
+        options.push_back(registered[s.first]);
+    }
+    std::string unknown;
+    std::string const before = cc::describe_llvm_options({}, unknown);
+    for (std::size_t i = 0; i < options.size(); ++i)
+        REQUIRE_FALSE(options[i]->addOccurrence(0, set[i].first, set[i].second)); // as a command line does
+    std::vector<cc::llvm_detail::printed_option> printed;
+    cc::llvm_detail::print_option_values(options, printed);
+    std::string const after = cc::describe_llvm_options({}, unknown); // no arguments: read, not told
+    std::size_t width = 0;
+    for (llvm::cl::Option const* o : options) width = std::max(width, o->ArgStr.size());
+    width += 2;
+    temp_dir dir;
+    int const fd = ::open((dir.path() / "printed").c_str(), O_RDWR | O_CREAT | O_TRUNC | O_APPEND, 0600);
+    REQUIRE(fd >= 0);
+    for (std::size_t i = 0; i < options.size(); ++i) {
+        std::string const by_llvm = printed_by_llvm(fd, *options[i], width, false);
+        options[i]->reset(); // back to its default, no occurrence
+        INFO(set[i].first << ": " << by_llvm);
+        CHECK(printed[i].enum_read);
+        CHECK(printed[i].enum_name == set[i].second);
+        CHECK(printed[i].differs == by_llvm);
+        CHECK(by_llvm.find(std::string("= ") + set[i].second + " ") != std::string::npos);
+        std::string const option(set[i].first), name(set[i].second);
+        CHECK(after.find(std::to_string(option.size()) + ":" + option + ";enum=" + std::to_string(name.size()) + ":" +
+                         name + ";") != std::string::npos);
+    }
+    ::close(fd);
+    CHECK(unknown.empty());
+    CHECK(cc::describe_llvm_options({}, unknown) == before);
+}
+
 TEST_CASE("llvm object_cache: an enum LLVM option is keyed by its value's name, told or not") {
     // An enum's option is read (its value's name, as LLVM prints it): however it was set,
     // the same value loads the same entry, with no argument to tell it.
