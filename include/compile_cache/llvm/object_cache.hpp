@@ -641,16 +641,20 @@ inline bool read_enum_option(::llvm::cl::Option const& o, std::size_t width, pri
         external ? enum_layout<enum_probe_4, true>(o) : enum_layout<enum_probe_4, false>(o),
         external ? enum_layout<enum_probe_8, true>(o) : enum_layout<enum_probe_8, false>(o)};
     char const* const base = reinterpret_cast<char const*>(&o);
-    // Every cl::opt<X, b, cl::parser<X>> holds its cl::Option base (all of it but tail
-    // padding, under 8 bytes) and a parser<X> whose table (SmallVector<OptionInfo, 8>) holds
-    // 8 entries in place, each with two StringRefs (name, help): more bytes than this. What
-    // is read before the class is confirmed (the parser's virtual table pointer and its
-    // reference to the option) lies within it.
-    std::size_t const least_size = sizeof(::llvm::cl::Option) + 8 * 2 * sizeof(::llvm::StringRef);
-    // The probes' value lies right after the cl::Option (nothing in its tail padding), so
-    // that an E of each probe's size, whatever its alignment (at most its size), is where
-    // the probe's is.
-    if (layouts[0].value != static_cast<std::ptrdiff_t>(sizeof(::llvm::cl::Option))) return false;
+    // Nothing lies in the cl::Option base's tail padding (a 1-byte value follows it), so
+    // that an E of each probe's size, whatever its alignment (at most its size), is where the
+    // probe's is.
+    std::ptrdiff_t const after_option = static_cast<std::ptrdiff_t>(sizeof(::llvm::cl::Option));
+    if (enum_layout<enum_probe_1, false>(o).value != after_option) return false;
+    // Every cl::opt<X, b, P>, whatever X and P, holds after its cl::Option an opt_storage of
+    // at least an OptionValue's virtual table pointer, a P of at least a byte, and its
+    // std::function Callback: at least this many bytes. What is read before the class is
+    // confirmed (a parser's virtual table pointer and its reference to the option) lies
+    // within them.
+    using callback = std::function<void(int const&)>;
+    std::size_t const before_callback = sizeof(::llvm::cl::Option) + sizeof(void*) + 1;
+    std::size_t const least_size =
+        (before_callback + alignof(callback) - 1) / alignof(callback) * alignof(callback) + sizeof(callback);
     // The parser: where a probe's parser refers back to `o` (generic_parser_base: a virtual
     // table pointer, then Option& Owner).
     static_assert(sizeof(::llvm::cl::generic_parser_base) == 2 * sizeof(void*), "generic_parser_base: vptr, Owner");
@@ -679,7 +683,7 @@ inline bool read_enum_option(::llvm::cl::Option const& o, std::size_t width, pri
     // X's size: the probe whose value LLVM's compare for X reads. An OptionValue<X> lies
     // between the value (or cl::location) and the parser, so that compare reads no more of
     // a probe_option_value than that.
-    if (parser - layouts[0].value > static_cast<std::ptrdiff_t>(sizeof(probe_option_value::bytes))) return false;
+    if (parser - after_option > static_cast<std::ptrdiff_t>(sizeof(probe_option_value::bytes))) return false;
     GenericOptionValue const& first = table.getOptionValue(0);
     enum_option_layout const* layout = nullptr;
     for (enum_option_layout const& l : layouts) {
