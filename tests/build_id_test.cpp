@@ -20,6 +20,7 @@
 #if defined(COMPILE_CACHE_NO_BUILD_ID_MODULE)
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #endif
@@ -282,6 +283,71 @@ TEST_CASE("toolchain::of_code tells two builds of a program without a build-id o
         CHECK(unreadable["of_code"].find("main program:not known, process ") == 0);
         CHECK(unreadable["key"] != a["key"]);
     }
+}
+
+namespace {
+/// The `name=value` lines `program` prints run by a user who cannot read it: this process's,
+/// or as root (who reads every file) the user nobody (65534), in a forked child; with
+/// `skip=` and why, when it cannot be run so.
+std::map<std::string, std::string> of_code_report_unreadable(std::filesystem::path const& program) {
+    std::string const out = compile_cache_test::run_in_child([&]() -> std::string {
+        if (compile_cache_test::running_as_root() &&
+            (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0))
+            return "skip=the user nobody cannot be taken\n";
+        if (::access(program.c_str(), X_OK) != 0) return "skip=the user cannot run " + program.string() + "\n";
+        if (::access(program.c_str(), R_OK) == 0) return "failed=the program can still be read\n";
+        auto const r = compile_cache_test::run_shell("'" + program.string() + "'");
+        return r.exited(0) ? r.out : "failed=" + r.describe() + "\n";
+    });
+    std::map<std::string, std::string> fields;
+    for (std::string const& line : compile_cache_test::lines_of(out)) {
+        std::size_t const eq = line.find('=');
+        if (eq != std::string::npos) fields[line.substr(0, eq)] = line.substr(eq + 1);
+    }
+    return fields;
+}
+} // namespace
+
+TEST_CASE("toolchain::current() names a program without a build-id that cannot read its own file for its "
+          "process alone",
+          "[build-id]") {
+    // Two builds of the program that differ, made execute-only: the version string is all
+    // they share, and must not make one key.
+    compile_cache_test::temp_dir dir;
+    std::string const bytes = compile_cache_test::read_file(COMPILE_CACHE_HELPER_of_code_helper);
+    if (bytes.compare(0, 4, "\x7f" "ELF") != 0) {
+        WARN("the helper is a script that runs it under an emulator: its copies are not checked");
+        return;
+    }
+    namespace fs = std::filesystem;
+    fs::path const builds[2] = {dir.path() / "a", dir.path() / "b"};
+    compile_cache_test::write_file(builds[0], bytes);
+    compile_cache_test::write_file(builds[1], with_marker(bytes, program_marker, 'B'));
+    fs::permissions(builds[0], fs::perms::owner_all);
+    auto readable = of_code_report(builds[0]);
+    REQUIRE(readable["current"].rfind("exe-sha256:", 0) == 0);
+    for (auto const& b : builds)
+        fs::permissions(b, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec);
+    // (The way in for the user nobody.)
+    fs::permissions(dir.path(), fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+    auto a = of_code_report_unreadable(builds[0]);
+    if (!a["skip"].empty()) {
+        WARN("an execute-only program is not checked: " << a["skip"]);
+        return;
+    }
+    auto b = of_code_report_unreadable(builds[1]);
+    auto a_again = of_code_report_unreadable(builds[0]);
+    INFO("failed: " << a["failed"] << b["failed"] << a_again["failed"]);
+    REQUIRE((a["failed"].empty() && b["failed"].empty() && a_again["failed"].empty()));
+    INFO("a: " << a["current"] << "\nb: " << b["current"]);
+    REQUIRE(a["output"] != b["output"]); // they generate different code
+    // Not the version string alone, which every build shares: a name no other process gives,
+    // the one of_code gives the program.
+    CHECK(a["current"].rfind("main program:not known, process ", 0) == 0);
+    CHECK(a["of_code"] == a["current"]);
+    CHECK(a["current-key"] != b["current-key"]);
+    CHECK(a["current-key"] != a_again["current-key"]);
+    CHECK(a["current-key"] != readable["current-key"]);
 }
 
 TEST_CASE("toolchain::of_code tells two builds of a library without a build-id of one size and time apart",

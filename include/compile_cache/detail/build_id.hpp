@@ -211,6 +211,13 @@ inline std::string for_this_process_alone(std::string const& shown) {
                               .count());
 }
 
+/// The main program named for this process alone (for_this_process_alone), when its content
+/// cannot be read: one name for the rest of the process (and its forks, which run the same file).
+inline std::string const& main_program_for_this_process_alone() {
+    static std::string const& alone = *new std::string(for_this_process_alone("main program"));
+    return alone;
+}
+
 /// What tells one version of a file from another without reading it: the device, inode,
 /// size, modification and status-change times (the last set by every write and every
 /// change of the other times, and by no call a user makes).
@@ -356,13 +363,7 @@ inline std::string module_identity(std::initializer_list<void const*> addresses,
             continue;
         }
         std::string const program = digests ? digests->main_program() : std::string();
-        if (program.empty()) {
-            // One name for the rest of the process (and its forks, which run the same file).
-            static std::string const& alone = *new std::string(for_this_process_alone("main program"));
-            id += alone;
-        } else {
-            id += program;
-        }
+        id += program.empty() ? main_program_for_this_process_alone() : program;
     }
     return id;
 }

@@ -36,7 +36,9 @@ struct toolchain {
     /// The host program's GNU build-id (toolchain::of_code: its code generator's); when
     /// it has none (or it cannot be read, as with COMPILE_CACHE_NO_LINUX_EXTENSIONS),
     /// "exe-sha256:" and the SHA-256 of its executable file (hashed once per process);
-    /// empty when neither is known.
+    /// when that cannot be read either (an execute-only program), the program named for
+    /// this process alone ("main program:not known, process ..."), on Linux always,
+    /// elsewhere where there is a /proc/self/exe; empty only where there is none.
     std::string host_build_id;
     /// CPU architecture and operating system the host was compiled for, e.g.
     /// "x86_64-linux", "aarch64-linux": the compiler's version string and the pointer

@@ -4,6 +4,8 @@
 #if COMPILE_CACHE_INCLUDE_IMPL
 #include <cstring>
 
+#include <sys/stat.h>
+
 namespace compile_cache {
 
 toolchain toolchain::current(std::string host_version, std::string serializer_format) {
@@ -17,6 +19,16 @@ toolchain toolchain::current(std::string host_version, std::string serializer_fo
     t.host_version = std::move(host_version);
     t.host_build_id = detail::main_program_build_id();
     if (t.host_build_id.empty()) t.host_build_id = detail::main_program_file_id();
+    if (t.host_build_id.empty()) {
+        // Not known (an execute-only program cannot read its /proc/self/exe): named for this
+        // process alone, on Linux always; elsewhere where there is a /proc/self/exe.
+#if defined(__linux__)
+        t.host_build_id = detail::main_program_for_this_process_alone();
+#else
+        struct ::stat link;
+        if (::lstat("/proc/self/exe", &link) == 0) t.host_build_id = detail::main_program_for_this_process_alone();
+#endif
+    }
     return t;
 }
 
