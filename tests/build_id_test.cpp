@@ -199,6 +199,56 @@ TEST_CASE("a library without a build-id replaced on disk before it was first nam
     ::dlclose(handle);
 }
 
+TEST_CASE("a library without a build-id loaded anew where another was is not named as that one when its path "
+          "names that one again",
+          "[build-id]") {
+    // Two builds of one size and time in two folders: `cur/libswap.so` names either as the
+    // folders are renamed, which changes neither file, not even its status-change time (as a
+    // file system that does not set it on a rename leaves a file renamed over the path).
+    compile_cache_test::temp_dir dir;
+    std::filesystem::path const a = dir.path() / "a", b = dir.path() / "b", cur = dir.path() / "cur";
+    std::filesystem::create_directory(a);
+    std::filesystem::create_directory(b);
+    compile_cache_test::write_file(a / "libswap.so", library_build('A'));
+    compile_cache_test::write_file(b / "libswap.so", library_build('B'));
+    set_mtime(a / "libswap.so", 1700000000, 100);
+    set_mtime(b / "libswap.so", 1700000000, 100);
+    std::filesystem::path const lib = cur / "libswap.so";
+    std::filesystem::rename(a, cur);
+    std::string const first_file = lib.string() + ":" + sha256_of(lib);
+    void* handle = ::dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+    REQUIRE(handle != nullptr);
+    void const* code = ::dlsym(handle, "compile_cache_test_no_build_id");
+    REQUIRE(code != nullptr);
+    CHECK(cc::detail::module_identity({code}) == first_file);
+    std::uintptr_t const first_base = cc::detail::module_containing(code).base;
+    ::dlclose(handle);
+    if (cc::detail::module_containing(code).found) {
+        WARN("the library stayed loaded after dlclose: another loaded in its place is not checked");
+        return;
+    }
+
+    // The second build loaded from the path, which then names the first again, unchanged.
+    std::filesystem::rename(cur, a);
+    std::filesystem::rename(b, cur);
+    handle = ::dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+    REQUIRE(handle != nullptr);
+    void const* second = ::dlsym(handle, "compile_cache_test_no_build_id");
+    REQUIRE(second != nullptr);
+    std::filesystem::rename(cur, b);
+    std::filesystem::rename(a, cur);
+    CHECK(lib.string() + ":" + sha256_of(lib) == first_file);
+    if (cc::detail::module_containing(second).base != first_base) {
+        WARN("the second build was loaded at another place: its name was never the first's to give");
+    }
+    // The path names another file than the one mapped: neither file's name.
+    std::string const named = cc::detail::module_identity({second});
+    INFO(named);
+    CHECK(named != first_file);
+    CHECK(named.find(":not known, process " + std::to_string(::getpid())) != std::string::npos);
+    ::dlclose(handle);
+}
+
 TEST_CASE("a library without a build-id whose file cannot be read is named for its process alone", "[build-id]") {
     compile_cache_test::temp_dir dir;
     for (bool const deleted : {true, false}) {

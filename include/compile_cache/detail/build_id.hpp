@@ -104,6 +104,10 @@ struct loaded_module {
     std::uintptr_t base = 0;  ///< its load address: one value per module
     std::uintptr_t segment = 0; ///< the start of the loaded segment that contains the address
     std::string build_id;     ///< lower-case hex of its GNU build-id; empty when it has none
+    /// dl_iterate_phdr's counts of the modules loaded and unloaded in the process when it was
+    /// found: while neither changes, every module found stays the file mapped at its place.
+    unsigned long long loads = 0, unloads = 0;
+    bool counted = false; ///< false: the platform does not count them (loads and unloads are 0)
 };
 
 #if defined(COMPILE_CACHE_HAS_DL_ITERATE_PHDR)
@@ -113,7 +117,7 @@ struct module_search {
     loaded_module* out;
 };
 
-inline int find_module_containing(dl_phdr_info* info, std::size_t, void* data) {
+inline int find_module_containing(dl_phdr_info* info, std::size_t size, void* data) {
     auto& search = *static_cast<module_search*>(data);
     bool const first = std::exchange(search.first, false);
     for (unsigned i = 0; i < info->dlpi_phnum; ++i) {
@@ -128,6 +132,11 @@ inline int find_module_containing(dl_phdr_info* info, std::size_t, void* data) {
         m.base = info->dlpi_addr;
         m.segment = from;
         read_build_id(info, m.build_id);
+        if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+            m.loads = static_cast<unsigned long long>(info->dlpi_adds);
+            m.unloads = static_cast<unsigned long long>(info->dlpi_subs);
+            m.counted = true;
+        }
         return 1;
     }
     return 0;
@@ -257,7 +266,11 @@ struct file_version {
 /// while read), the library is named for this process alone: its entries miss in every
 /// other; so is any library while the names are not to be had within 1 s (a child forked
 /// while another thread held them). Inodes only are compared with the maps (an overlay
-/// file system shows another device there than stat does). Files are read outside the lock.
+/// file system shows another device there than stat does). A name is given again without
+/// the maps read again only while the path names the version it named and no module was
+/// loaded or unloaded in the process since the file mapped was found (loaded_module's
+/// counts): another file loaded at that place since, from the path while it named another,
+/// is never given the first file's name. Files are read outside the lock.
 inline std::string library_file_identity(loaded_module const& m, content_digests const* digests) {
     struct named_file {
         std::uintptr_t base;
@@ -266,6 +279,8 @@ inline std::string library_file_identity(loaded_module const& m, content_digests
         file_version on_disk;    ///< what the path named when named
         std::string digest;      ///< of the file mapped, when read; empty: not known
         std::string identity;
+        bool counted;            ///< the module's loads and unloads were counted (loaded_module)
+        unsigned long long loads, unloads; ///< when `inode` was found mapped (or found not to be known)
     };
     static std::timed_mutex& mutex = *new std::timed_mutex;
     static std::vector<named_file>& named = *new std::vector<named_file>;
@@ -284,7 +299,12 @@ inline std::string library_file_identity(loaded_module const& m, content_digests
         std::unique_lock<std::timed_mutex> lock = lock_named();
         if (!lock.owns_lock()) return for_this_process_alone(m.path);
         auto it = named_here();
-        if (it != named.end() && stated && on_disk == it->on_disk) return it->identity; // unchanged
+        // Unchanged: the path names the version it named, and no module was loaded or unloaded
+        // since the file mapped was found (so it is still mapped here: not another file,
+        // loaded here since from a path that names the first again).
+        if (it != named.end() && stated && on_disk == it->on_disk && m.counted && it->counted &&
+            m.loads == it->loads && m.unloads == it->unloads)
+            return it->identity;
     }
     unsigned long inode = 0;
     bool const mapped = mapped_inode_at(m.segment, inode);
@@ -294,10 +314,13 @@ inline std::string library_file_identity(loaded_module const& m, content_digests
         std::unique_lock<std::timed_mutex> lock = lock_named();
         if (!lock.owns_lock()) return for_this_process_alone(m.path);
         auto it = named_here();
-        // The file named is still the one mapped, and the path names another (renamed over it).
+        // The file named is still the one mapped, and the path names another (renamed over
+        // it) or the version it named: the name stands, from now on checked against these counts.
         if (it != named.end() && mapped && inode == it->inode &&
-            (!stated || static_cast<unsigned long>(st.st_ino) != inode))
+            (!stated || static_cast<unsigned long>(st.st_ino) != inode || on_disk == it->on_disk)) {
+            it->counted = m.counted, it->loads = m.loads, it->unloads = m.unloads;
             return it->identity;
+        }
     }
     // First seen here, another file loaded at this place since, or the named one rewritten
     // in place. Read through a descriptor whose file is checked to be the one mapped.
@@ -330,7 +353,7 @@ inline std::string library_file_identity(loaded_module const& m, content_digests
     // Remembered with what the path named when checked (the file read, when it was read):
     // while the path names that version, it is not checked again.
     named_file f{m.base, m.path, mapped ? inode : 0, read ? opened : on_disk, read ? digest : std::string(),
-                 identity};
+                 identity, m.counted, m.loads, m.unloads};
     if (it != named.end())
         *it = std::move(f);
     else
