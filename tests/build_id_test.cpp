@@ -421,6 +421,27 @@ TEST_CASE("toolchain::of_code tells two builds of a library without a build-id o
     CHECK(of_code_report(COMPILE_CACHE_HELPER_of_code_helper, lib.string())["library"] == a["library"]);
 }
 #endif
+
+#if defined(COMPILE_CACHE_HELPER_content_digests_helper) && defined(COMPILE_CACHE_REGISTERING_MODULE)
+TEST_CASE("digests registered by a library are withdrawn when it is unloaded, never called after", "[build-id]") {
+    auto const r = compile_cache_test::run_shell("'" + std::string(COMPILE_CACHE_HELPER_content_digests_helper) +
+                                                 "' '" + COMPILE_CACHE_REGISTERING_MODULE + "'");
+    INFO(r.describe());
+    REQUIRE(r.exited(0)); // (a call into the library unloaded would kill it)
+    std::map<std::string, std::string> fields;
+    for (std::string const& line : compile_cache_test::lines_of(r.out)) {
+        std::size_t const eq = line.find('=');
+        if (eq != std::string::npos) fields[line.substr(0, eq)] = line.substr(eq + 1);
+    }
+    // The program registers none: while the library is loaded, its digests name the program.
+    CHECK(fields["registered"].rfind("exe-sha256:", 0) == 0);
+    if (fields["unloaded"] != "yes") {
+        WARN("the library stayed loaded after dlclose: its digests' withdrawal is not checked");
+        return;
+    }
+    CHECK(fields["after"].rfind("main program:not known, process ", 0) == 0);
+}
+#endif
 #endif
 
 TEST_CASE("toolchain::of_code names each module once, and another code generator is another key", "[build-id]") {

@@ -18,6 +18,7 @@
 #include <initializer_list>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -182,10 +183,10 @@ inline bool mapped_inode_at(std::uintptr_t address, unsigned long& inode) {
 
 /// How module_identity reads the content of a module without a build-id. build_id.hpp sits
 /// below the hasher and cannot include it: toolchain::of_code gives the library's SHA-256
-/// (key/detail/executable_digest.hpp), which that header also registers, when a module that
-/// includes it starts (register_content_digests), for the callers that cannot include it
-/// (the LLVM adapter's side built without RTTI: its side built with RTTI includes it). Without
-/// digests, such a module's identity is unknown: it is named for this process alone.
+/// (key/detail/executable_digest.hpp), which that header also registers while a module that
+/// includes it is loaded (content_digests_registration), for the callers that cannot include
+/// it (the LLVM adapter's side built without RTTI: its side built with RTTI includes it).
+/// Without digests, such a module's identity is unknown: it is named for this process alone.
 struct content_digests {
     /// The running program's executable file (/proc/self/exe: the file that runs, even if
     /// its path names another since), read once per process; empty when it cannot be read.
@@ -195,21 +196,81 @@ struct content_digests {
     std::string (*file)(int fd) noexcept;
 };
 
-/// The digests registered first; null until some are.
-inline std::atomic<content_digests const*>& registered_content_digests() noexcept {
-    static std::atomic<content_digests const*> digests{nullptr}; // constant-initialised
-    return digests;
+/// The digests registered (one module's at a time; null while none are), and the calls
+/// using them: the id of the process counting in the high 32 bits, their count in the low
+/// (a child forked while a thread of its parent used them starts with none).
+struct content_digests_registry {
+    std::atomic<content_digests const*> digests{nullptr};
+    std::atomic<std::uint64_t> users{0};
+};
+
+/// The registry: the process's where the modules share this function's definition (the
+/// first loaded that exports it), else one of each module's own.
+inline content_digests_registry& registered_content_digests() noexcept {
+    static content_digests_registry registry; // constant-initialised
+    return registry;
 }
 
-/// Makes `d` the digests module_identity uses without digests given, unless some were
-/// registered before (the first module started that registers, usually the program, which
-/// is never unloaded: a library unloaded after registering would leave them dangling);
-/// true. `d` and its functions must stay for as long as the process.
-inline bool register_content_digests(content_digests const* d) noexcept {
-    content_digests const* none = nullptr;
-    registered_content_digests().compare_exchange_strong(none, d, std::memory_order_acq_rel);
-    return true;
+/// `users` counting in this process, as content_digests_registry holds it.
+inline std::uint64_t content_digests_users_here() noexcept {
+    return static_cast<std::uint64_t>(static_cast<std::uint32_t>(::getpid())) << 32;
 }
+
+/// The digests registered, for one call: while it lives, the registration it read is not
+/// withdrawn past it (the module that registered them is not unloaded under it). Null
+/// digests when none are registered.
+class registered_content_digests_use {
+public:
+    registered_content_digests_use() noexcept {
+        auto& r = registered_content_digests();
+        std::uint64_t const here = content_digests_users_here();
+        std::uint64_t users = r.users.load();
+        while (!r.users.compare_exchange_weak(users, (users >> 32 << 32) == here ? users + 1 : here | 1)) {
+        }
+        digests_ = r.digests.load();
+        if (!digests_) r.users.fetch_sub(1); // (none to keep)
+    }
+    ~registered_content_digests_use() {
+        if (digests_) registered_content_digests().users.fetch_sub(1);
+    }
+    registered_content_digests_use(registered_content_digests_use const&) = delete;
+    registered_content_digests_use& operator=(registered_content_digests_use const&) = delete;
+
+    content_digests const* get() const noexcept { return digests_; }
+
+private:
+    content_digests const* digests_ = nullptr;
+};
+
+/// Makes `d` the digests module_identity uses without digests given, unless some are
+/// registered already, for as long as it lives: destroyed (when the module that holds it
+/// is unloaded, or exits), it withdraws them, after the calls that are using them return.
+/// `d` and its functions must stay until then. Without a registration, module_identity
+/// names each module without a build-id for this process alone.
+class content_digests_registration {
+public:
+    explicit content_digests_registration(content_digests const* d) noexcept {
+        content_digests const* none = nullptr;
+        if (registered_content_digests().digests.compare_exchange_strong(none, d)) d_ = d;
+    }
+    ~content_digests_registration() {
+        if (!d_) return;
+        auto& r = registered_content_digests();
+        content_digests const* mine = d_;
+        if (!r.digests.compare_exchange_strong(mine, nullptr)) return;
+        std::uint64_t const here = content_digests_users_here();
+        for (;;) { // (every call that read `d_` counted itself before reading it)
+            std::uint64_t const users = r.users.load();
+            if ((users >> 32 << 32) != here || (users & 0xffffffffu) == 0) return;
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+    }
+    content_digests_registration(content_digests_registration const&) = delete;
+    content_digests_registration& operator=(content_digests_registration const&) = delete;
+
+private:
+    content_digests const* d_ = nullptr;
+};
 
 /// `shown` named for this process alone: an identity no other process gives, for a module
 /// whose content is unknown, so that keys built on it miss in every other process.
@@ -391,10 +452,11 @@ inline std::string module_identity(std::initializer_list<void const*> addresses,
     return id;
 }
 
-/// module_identity with the digests registered (register_content_digests), for a caller
+/// module_identity with the digests registered (content_digests_registration), for a caller
 /// that cannot include key/detail/executable_digest.hpp (the LLVM adapter's side without RTTI).
 inline std::string module_identity(std::initializer_list<void const*> addresses) {
-    return module_identity(addresses, registered_content_digests().load(std::memory_order_acquire));
+    registered_content_digests_use const digests;
+    return module_identity(addresses, digests.get());
 }
 
 /// The address of a function, for module_containing and module_identity (a function

@@ -30,9 +30,9 @@ COMPILE_CACHE_DECL std::string const& main_program_file_id() noexcept;
 /// with: main_program_file_id and fd_sha256_id (toolchain::of_code gives them).
 inline content_digests const sha256_content_digests{&main_program_file_id, &fd_sha256_id};
 
-/// Registers sha256_content_digests when a module that includes this header starts, for
+/// Registers sha256_content_digests while a module that includes this header is loaded, for
 /// module_identity's callers that cannot include it (the LLVM adapter's side without RTTI).
-inline bool const sha256_content_digests_registered = register_content_digests(&sha256_content_digests);
+inline content_digests_registration const sha256_content_digests_registration{&sha256_content_digests};
 
 } // namespace compile_cache::detail
 
