@@ -2342,6 +2342,7 @@ private:
 #include <initializer_list>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -2428,6 +2429,10 @@ struct loaded_module {
     std::uintptr_t base = 0;  ///< its load address: one value per module
     std::uintptr_t segment = 0; ///< the start of the loaded segment that contains the address
     std::string build_id;     ///< lower-case hex of its GNU build-id; empty when it has none
+    /// dl_iterate_phdr's counts of the modules loaded and unloaded in the process when it was
+    /// found: while neither changes, every module found stays the file mapped at its place.
+    unsigned long long loads = 0, unloads = 0;
+    bool counted = false; ///< false: the platform does not count them (loads and unloads are 0)
 };
 
 #if defined(COMPILE_CACHE_HAS_DL_ITERATE_PHDR)
@@ -2437,7 +2442,7 @@ struct module_search {
     loaded_module* out;
 };
 
-inline int find_module_containing(dl_phdr_info* info, std::size_t, void* data) {
+inline int find_module_containing(dl_phdr_info* info, std::size_t size, void* data) {
     auto& search = *static_cast<module_search*>(data);
     bool const first = std::exchange(search.first, false);
     for (unsigned i = 0; i < info->dlpi_phnum; ++i) {
@@ -2452,6 +2457,11 @@ inline int find_module_containing(dl_phdr_info* info, std::size_t, void* data) {
         m.base = info->dlpi_addr;
         m.segment = from;
         read_build_id(info, m.build_id);
+        if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+            m.loads = static_cast<unsigned long long>(info->dlpi_adds);
+            m.unloads = static_cast<unsigned long long>(info->dlpi_subs);
+            m.counted = true;
+        }
         return 1;
     }
     return 0;
@@ -2497,10 +2507,10 @@ inline bool mapped_inode_at(std::uintptr_t address, unsigned long& inode) {
 
 /// How module_identity reads the content of a module without a build-id. build_id.hpp sits
 /// below the hasher and cannot include it: toolchain::of_code gives the library's SHA-256
-/// (key/detail/executable_digest.hpp), which that header also registers, when a module that
-/// includes it starts (register_content_digests), for the callers that cannot include it
-/// (the LLVM adapter's side built without RTTI: its side built with RTTI includes it). Without
-/// digests, such a module's identity is unknown: it is named for this process alone.
+/// (key/detail/executable_digest.hpp), which that header also registers while a module that
+/// includes it is loaded (content_digests_registration), for the callers that cannot include
+/// it (the LLVM adapter's side built without RTTI: its side built with RTTI includes it).
+/// Without digests, such a module's identity is unknown: it is named for this process alone.
 struct content_digests {
     /// The running program's executable file (/proc/self/exe: the file that runs, even if
     /// its path names another since), read once per process; empty when it cannot be read.
@@ -2510,21 +2520,81 @@ struct content_digests {
     std::string (*file)(int fd) noexcept;
 };
 
-/// The digests registered first; null until some are.
-inline std::atomic<content_digests const*>& registered_content_digests() noexcept {
-    static std::atomic<content_digests const*> digests{nullptr}; // constant-initialised
-    return digests;
+/// The digests registered (one module's at a time; null while none are), and the calls
+/// using them: the id of the process counting in the high 32 bits, their count in the low
+/// (a child forked while a thread of its parent used them starts with none).
+struct content_digests_registry {
+    std::atomic<content_digests const*> digests{nullptr};
+    std::atomic<std::uint64_t> users{0};
+};
+
+/// The registry: the process's where the modules share this function's definition (the
+/// first loaded that exports it), else one of each module's own.
+inline content_digests_registry& registered_content_digests() noexcept {
+    static content_digests_registry registry; // constant-initialised
+    return registry;
 }
 
-/// Makes `d` the digests module_identity uses without digests given, unless some were
-/// registered before (the first module started that registers, usually the program, which
-/// is never unloaded: a library unloaded after registering would leave them dangling);
-/// true. `d` and its functions must stay for as long as the process.
-inline bool register_content_digests(content_digests const* d) noexcept {
-    content_digests const* none = nullptr;
-    registered_content_digests().compare_exchange_strong(none, d, std::memory_order_acq_rel);
-    return true;
+/// `users` counting in this process, as content_digests_registry holds it.
+inline std::uint64_t content_digests_users_here() noexcept {
+    return static_cast<std::uint64_t>(static_cast<std::uint32_t>(::getpid())) << 32;
 }
+
+/// The digests registered, for one call: while it lives, the registration it read is not
+/// withdrawn past it (the module that registered them is not unloaded under it). Null
+/// digests when none are registered.
+class registered_content_digests_use {
+public:
+    registered_content_digests_use() noexcept {
+        auto& r = registered_content_digests();
+        std::uint64_t const here = content_digests_users_here();
+        std::uint64_t users = r.users.load();
+        while (!r.users.compare_exchange_weak(users, (users >> 32 << 32) == here ? users + 1 : here | 1)) {
+        }
+        digests_ = r.digests.load();
+        if (!digests_) r.users.fetch_sub(1); // (none to keep)
+    }
+    ~registered_content_digests_use() {
+        if (digests_) registered_content_digests().users.fetch_sub(1);
+    }
+    registered_content_digests_use(registered_content_digests_use const&) = delete;
+    registered_content_digests_use& operator=(registered_content_digests_use const&) = delete;
+
+    content_digests const* get() const noexcept { return digests_; }
+
+private:
+    content_digests const* digests_ = nullptr;
+};
+
+/// Makes `d` the digests module_identity uses without digests given, unless some are
+/// registered already, for as long as it lives: destroyed (when the module that holds it
+/// is unloaded, or exits), it withdraws them, after the calls that are using them return.
+/// `d` and its functions must stay until then. Without a registration, module_identity
+/// names each module without a build-id for this process alone.
+class content_digests_registration {
+public:
+    explicit content_digests_registration(content_digests const* d) noexcept {
+        content_digests const* none = nullptr;
+        if (registered_content_digests().digests.compare_exchange_strong(none, d)) d_ = d;
+    }
+    ~content_digests_registration() {
+        if (!d_) return;
+        auto& r = registered_content_digests();
+        content_digests const* mine = d_;
+        if (!r.digests.compare_exchange_strong(mine, nullptr)) return;
+        std::uint64_t const here = content_digests_users_here();
+        for (;;) { // (every call that read `d_` counted itself before reading it)
+            std::uint64_t const users = r.users.load();
+            if ((users >> 32 << 32) != here || (users & 0xffffffffu) == 0) return;
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+    }
+    content_digests_registration(content_digests_registration const&) = delete;
+    content_digests_registration& operator=(content_digests_registration const&) = delete;
+
+private:
+    content_digests const* d_ = nullptr;
+};
 
 /// `shown` named for this process alone: an identity no other process gives, for a module
 /// whose content is unknown, so that keys built on it miss in every other process.
@@ -2533,6 +2603,13 @@ inline std::string for_this_process_alone(std::string const& shown) {
            std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
                               std::chrono::system_clock::now().time_since_epoch())
                               .count());
+}
+
+/// The main program named for this process alone (for_this_process_alone), when its content
+/// cannot be read: one name for the rest of the process (and its forks, which run the same file).
+inline std::string const& main_program_for_this_process_alone() {
+    static std::string const& alone = *new std::string(for_this_process_alone("main program"));
+    return alone;
 }
 
 /// What tells one version of a file from another without reading it: the device, inode,
@@ -2574,7 +2651,11 @@ struct file_version {
 /// while read), the library is named for this process alone: its entries miss in every
 /// other; so is any library while the names are not to be had within 1 s (a child forked
 /// while another thread held them). Inodes only are compared with the maps (an overlay
-/// file system shows another device there than stat does). Files are read outside the lock.
+/// file system shows another device there than stat does). A name is given again without
+/// the maps read again only while the path names the version it named and no module was
+/// loaded or unloaded in the process since the file mapped was found (loaded_module's
+/// counts): another file loaded at that place since, from the path while it named another,
+/// is never given the first file's name. Files are read outside the lock.
 inline std::string library_file_identity(loaded_module const& m, content_digests const* digests) {
     struct named_file {
         std::uintptr_t base;
@@ -2583,6 +2664,8 @@ inline std::string library_file_identity(loaded_module const& m, content_digests
         file_version on_disk;    ///< what the path named when named
         std::string digest;      ///< of the file mapped, when read; empty: not known
         std::string identity;
+        bool counted;            ///< the module's loads and unloads were counted (loaded_module)
+        unsigned long long loads, unloads; ///< when `inode` was found mapped (or found not to be known)
     };
     static std::timed_mutex& mutex = *new std::timed_mutex;
     static std::vector<named_file>& named = *new std::vector<named_file>;
@@ -2601,7 +2684,12 @@ inline std::string library_file_identity(loaded_module const& m, content_digests
         std::unique_lock<std::timed_mutex> lock = lock_named();
         if (!lock.owns_lock()) return for_this_process_alone(m.path);
         auto it = named_here();
-        if (it != named.end() && stated && on_disk == it->on_disk) return it->identity; // unchanged
+        // Unchanged: the path names the version it named, and no module was loaded or unloaded
+        // since the file mapped was found (so it is still mapped here: not another file,
+        // loaded here since from a path that names the first again).
+        if (it != named.end() && stated && on_disk == it->on_disk && m.counted && it->counted &&
+            m.loads == it->loads && m.unloads == it->unloads)
+            return it->identity;
     }
     unsigned long inode = 0;
     bool const mapped = mapped_inode_at(m.segment, inode);
@@ -2611,10 +2699,13 @@ inline std::string library_file_identity(loaded_module const& m, content_digests
         std::unique_lock<std::timed_mutex> lock = lock_named();
         if (!lock.owns_lock()) return for_this_process_alone(m.path);
         auto it = named_here();
-        // The file named is still the one mapped, and the path names another (renamed over it).
+        // The file named is still the one mapped, and the path names another (renamed over
+        // it) or the version it named: the name stands, from now on checked against these counts.
         if (it != named.end() && mapped && inode == it->inode &&
-            (!stated || static_cast<unsigned long>(st.st_ino) != inode))
+            (!stated || static_cast<unsigned long>(st.st_ino) != inode || on_disk == it->on_disk)) {
+            it->counted = m.counted, it->loads = m.loads, it->unloads = m.unloads;
             return it->identity;
+        }
     }
     // First seen here, another file loaded at this place since, or the named one rewritten
     // in place. Read through a descriptor whose file is checked to be the one mapped.
@@ -2647,7 +2738,7 @@ inline std::string library_file_identity(loaded_module const& m, content_digests
     // Remembered with what the path named when checked (the file read, when it was read):
     // while the path names that version, it is not checked again.
     named_file f{m.base, m.path, mapped ? inode : 0, read ? opened : on_disk, read ? digest : std::string(),
-                 identity};
+                 identity, m.counted, m.loads, m.unloads};
     if (it != named.end())
         *it = std::move(f);
     else
@@ -2680,21 +2771,16 @@ inline std::string module_identity(std::initializer_list<void const*> addresses,
             continue;
         }
         std::string const program = digests ? digests->main_program() : std::string();
-        if (program.empty()) {
-            // One name for the rest of the process (and its forks, which run the same file).
-            static std::string const& alone = *new std::string(for_this_process_alone("main program"));
-            id += alone;
-        } else {
-            id += program;
-        }
+        id += program.empty() ? main_program_for_this_process_alone() : program;
     }
     return id;
 }
 
-/// module_identity with the digests registered (register_content_digests), for a caller
+/// module_identity with the digests registered (content_digests_registration), for a caller
 /// that cannot include key/detail/executable_digest.hpp (the LLVM adapter's side without RTTI).
 inline std::string module_identity(std::initializer_list<void const*> addresses) {
-    return module_identity(addresses, registered_content_digests().load(std::memory_order_acquire));
+    registered_content_digests_use const digests;
+    return module_identity(addresses, digests.get());
 }
 
 /// The address of a function, for module_containing and module_identity (a function
@@ -2738,9 +2824,9 @@ COMPILE_CACHE_DECL std::string const& main_program_file_id() noexcept;
 /// with: main_program_file_id and fd_sha256_id (toolchain::of_code gives them).
 inline content_digests const sha256_content_digests{&main_program_file_id, &fd_sha256_id};
 
-/// Registers sha256_content_digests when a module that includes this header starts, for
+/// Registers sha256_content_digests while a module that includes this header is loaded, for
 /// module_identity's callers that cannot include it (the LLVM adapter's side without RTTI).
-inline bool const sha256_content_digests_registered = register_content_digests(&sha256_content_digests);
+inline content_digests_registration const sha256_content_digests_registration{&sha256_content_digests};
 
 } // namespace compile_cache::detail
 
@@ -2832,7 +2918,9 @@ struct toolchain {
     /// The host program's GNU build-id (toolchain::of_code: its code generator's); when
     /// it has none (or it cannot be read, as with COMPILE_CACHE_NO_LINUX_EXTENSIONS),
     /// "exe-sha256:" and the SHA-256 of its executable file (hashed once per process);
-    /// empty when neither is known.
+    /// when that cannot be read either (an execute-only program), the program named for
+    /// this process alone ("main program:not known, process ..."), on Linux always,
+    /// elsewhere where there is a /proc/self/exe; empty only where there is none.
     std::string host_build_id;
     /// CPU architecture and operating system the host was compiled for, e.g.
     /// "x86_64-linux", "aarch64-linux": the compiler's version string and the pointer
@@ -2872,6 +2960,8 @@ struct toolchain {
 #if COMPILE_CACHE_INCLUDE_IMPL
 #include <cstring>
 
+#include <sys/stat.h>
+
 namespace compile_cache {
 
 toolchain toolchain::current(std::string host_version, std::string serializer_format) {
@@ -2885,6 +2975,16 @@ toolchain toolchain::current(std::string host_version, std::string serializer_fo
     t.host_version = std::move(host_version);
     t.host_build_id = detail::main_program_build_id();
     if (t.host_build_id.empty()) t.host_build_id = detail::main_program_file_id();
+    if (t.host_build_id.empty()) {
+        // Not known (an execute-only program cannot read its /proc/self/exe): named for this
+        // process alone, on Linux always; elsewhere where there is a /proc/self/exe.
+#if defined(__linux__)
+        t.host_build_id = detail::main_program_for_this_process_alone();
+#else
+        struct ::stat link;
+        if (::lstat("/proc/self/exe", &link) == 0) t.host_build_id = detail::main_program_for_this_process_alone();
+#endif
+    }
     return t;
 }
 
@@ -12913,6 +13013,7 @@ bool constant_time_equal(void const* a, void const* b, std::size_t n) noexcept {
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13086,6 +13187,20 @@ constexpr bool envelope_flags_known(std::uint16_t version, std::uint16_t flags) 
 /// Whether this release reads entries of `version` (3, 4 and 5).
 constexpr bool envelope_version_known(std::uint16_t version) noexcept {
     return version == envelope_version_plain || version == envelope_version || version == envelope_version_signer_copy;
+}
+
+/// Whether `bytes` begin as an entry of a version this release reads (magic, version,
+/// flags, key) whose key names another key than `k`. A look at the header alone, nothing
+/// checked: an answer that an HTTP storage can tell is not the one it asked for.
+inline bool entry_names_other_key(std::string_view bytes, key const& k) noexcept {
+    std::size_t const key_at = sizeof envelope_magic + 2 + 2 + 1; // (after the key's size)
+    if (bytes.size() < key_at || bytes.compare(0, sizeof envelope_magic, envelope_magic, sizeof envelope_magic) != 0)
+        return false;
+    auto const* p = reinterpret_cast<unsigned char const*>(bytes.data());
+    if (!envelope_version_known(read_le<std::uint16_t>(p + sizeof envelope_magic))) return false;
+    std::size_t const size = p[key_at - 1];
+    if (bytes.size() - key_at < size) return false;
+    return size != k.size() || std::memcmp(p + key_at, k.data(), size) != 0;
 }
 
 /// Writes `flags` into the entry started in `out`, and the version they need

@@ -138,6 +138,7 @@ __asm__(".pushsection .rodata.compile_cache_header_only_mark,\"aG\",@progbits,co
 #include <initializer_list>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -224,6 +225,10 @@ struct loaded_module {
     std::uintptr_t base = 0;  ///< its load address: one value per module
     std::uintptr_t segment = 0; ///< the start of the loaded segment that contains the address
     std::string build_id;     ///< lower-case hex of its GNU build-id; empty when it has none
+    /// dl_iterate_phdr's counts of the modules loaded and unloaded in the process when it was
+    /// found: while neither changes, every module found stays the file mapped at its place.
+    unsigned long long loads = 0, unloads = 0;
+    bool counted = false; ///< false: the platform does not count them (loads and unloads are 0)
 };
 
 #if defined(COMPILE_CACHE_HAS_DL_ITERATE_PHDR)
@@ -233,7 +238,7 @@ struct module_search {
     loaded_module* out;
 };
 
-inline int find_module_containing(dl_phdr_info* info, std::size_t, void* data) {
+inline int find_module_containing(dl_phdr_info* info, std::size_t size, void* data) {
     auto& search = *static_cast<module_search*>(data);
     bool const first = std::exchange(search.first, false);
     for (unsigned i = 0; i < info->dlpi_phnum; ++i) {
@@ -248,6 +253,11 @@ inline int find_module_containing(dl_phdr_info* info, std::size_t, void* data) {
         m.base = info->dlpi_addr;
         m.segment = from;
         read_build_id(info, m.build_id);
+        if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+            m.loads = static_cast<unsigned long long>(info->dlpi_adds);
+            m.unloads = static_cast<unsigned long long>(info->dlpi_subs);
+            m.counted = true;
+        }
         return 1;
     }
     return 0;
@@ -293,10 +303,10 @@ inline bool mapped_inode_at(std::uintptr_t address, unsigned long& inode) {
 
 /// How module_identity reads the content of a module without a build-id. build_id.hpp sits
 /// below the hasher and cannot include it: toolchain::of_code gives the library's SHA-256
-/// (key/detail/executable_digest.hpp), which that header also registers, when a module that
-/// includes it starts (register_content_digests), for the callers that cannot include it
-/// (the LLVM adapter's side built without RTTI: its side built with RTTI includes it). Without
-/// digests, such a module's identity is unknown: it is named for this process alone.
+/// (key/detail/executable_digest.hpp), which that header also registers while a module that
+/// includes it is loaded (content_digests_registration), for the callers that cannot include
+/// it (the LLVM adapter's side built without RTTI: its side built with RTTI includes it).
+/// Without digests, such a module's identity is unknown: it is named for this process alone.
 struct content_digests {
     /// The running program's executable file (/proc/self/exe: the file that runs, even if
     /// its path names another since), read once per process; empty when it cannot be read.
@@ -306,21 +316,81 @@ struct content_digests {
     std::string (*file)(int fd) noexcept;
 };
 
-/// The digests registered first; null until some are.
-inline std::atomic<content_digests const*>& registered_content_digests() noexcept {
-    static std::atomic<content_digests const*> digests{nullptr}; // constant-initialised
-    return digests;
+/// The digests registered (one module's at a time; null while none are), and the calls
+/// using them: the id of the process counting in the high 32 bits, their count in the low
+/// (a child forked while a thread of its parent used them starts with none).
+struct content_digests_registry {
+    std::atomic<content_digests const*> digests{nullptr};
+    std::atomic<std::uint64_t> users{0};
+};
+
+/// The registry: the process's where the modules share this function's definition (the
+/// first loaded that exports it), else one of each module's own.
+inline content_digests_registry& registered_content_digests() noexcept {
+    static content_digests_registry registry; // constant-initialised
+    return registry;
 }
 
-/// Makes `d` the digests module_identity uses without digests given, unless some were
-/// registered before (the first module started that registers, usually the program, which
-/// is never unloaded: a library unloaded after registering would leave them dangling);
-/// true. `d` and its functions must stay for as long as the process.
-inline bool register_content_digests(content_digests const* d) noexcept {
-    content_digests const* none = nullptr;
-    registered_content_digests().compare_exchange_strong(none, d, std::memory_order_acq_rel);
-    return true;
+/// `users` counting in this process, as content_digests_registry holds it.
+inline std::uint64_t content_digests_users_here() noexcept {
+    return static_cast<std::uint64_t>(static_cast<std::uint32_t>(::getpid())) << 32;
 }
+
+/// The digests registered, for one call: while it lives, the registration it read is not
+/// withdrawn past it (the module that registered them is not unloaded under it). Null
+/// digests when none are registered.
+class registered_content_digests_use {
+public:
+    registered_content_digests_use() noexcept {
+        auto& r = registered_content_digests();
+        std::uint64_t const here = content_digests_users_here();
+        std::uint64_t users = r.users.load();
+        while (!r.users.compare_exchange_weak(users, (users >> 32 << 32) == here ? users + 1 : here | 1)) {
+        }
+        digests_ = r.digests.load();
+        if (!digests_) r.users.fetch_sub(1); // (none to keep)
+    }
+    ~registered_content_digests_use() {
+        if (digests_) registered_content_digests().users.fetch_sub(1);
+    }
+    registered_content_digests_use(registered_content_digests_use const&) = delete;
+    registered_content_digests_use& operator=(registered_content_digests_use const&) = delete;
+
+    content_digests const* get() const noexcept { return digests_; }
+
+private:
+    content_digests const* digests_ = nullptr;
+};
+
+/// Makes `d` the digests module_identity uses without digests given, unless some are
+/// registered already, for as long as it lives: destroyed (when the module that holds it
+/// is unloaded, or exits), it withdraws them, after the calls that are using them return.
+/// `d` and its functions must stay until then. Without a registration, module_identity
+/// names each module without a build-id for this process alone.
+class content_digests_registration {
+public:
+    explicit content_digests_registration(content_digests const* d) noexcept {
+        content_digests const* none = nullptr;
+        if (registered_content_digests().digests.compare_exchange_strong(none, d)) d_ = d;
+    }
+    ~content_digests_registration() {
+        if (!d_) return;
+        auto& r = registered_content_digests();
+        content_digests const* mine = d_;
+        if (!r.digests.compare_exchange_strong(mine, nullptr)) return;
+        std::uint64_t const here = content_digests_users_here();
+        for (;;) { // (every call that read `d_` counted itself before reading it)
+            std::uint64_t const users = r.users.load();
+            if ((users >> 32 << 32) != here || (users & 0xffffffffu) == 0) return;
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+    }
+    content_digests_registration(content_digests_registration const&) = delete;
+    content_digests_registration& operator=(content_digests_registration const&) = delete;
+
+private:
+    content_digests const* d_ = nullptr;
+};
 
 /// `shown` named for this process alone: an identity no other process gives, for a module
 /// whose content is unknown, so that keys built on it miss in every other process.
@@ -329,6 +399,13 @@ inline std::string for_this_process_alone(std::string const& shown) {
            std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
                               std::chrono::system_clock::now().time_since_epoch())
                               .count());
+}
+
+/// The main program named for this process alone (for_this_process_alone), when its content
+/// cannot be read: one name for the rest of the process (and its forks, which run the same file).
+inline std::string const& main_program_for_this_process_alone() {
+    static std::string const& alone = *new std::string(for_this_process_alone("main program"));
+    return alone;
 }
 
 /// What tells one version of a file from another without reading it: the device, inode,
@@ -370,7 +447,11 @@ struct file_version {
 /// while read), the library is named for this process alone: its entries miss in every
 /// other; so is any library while the names are not to be had within 1 s (a child forked
 /// while another thread held them). Inodes only are compared with the maps (an overlay
-/// file system shows another device there than stat does). Files are read outside the lock.
+/// file system shows another device there than stat does). A name is given again without
+/// the maps read again only while the path names the version it named and no module was
+/// loaded or unloaded in the process since the file mapped was found (loaded_module's
+/// counts): another file loaded at that place since, from the path while it named another,
+/// is never given the first file's name. Files are read outside the lock.
 inline std::string library_file_identity(loaded_module const& m, content_digests const* digests) {
     struct named_file {
         std::uintptr_t base;
@@ -379,6 +460,8 @@ inline std::string library_file_identity(loaded_module const& m, content_digests
         file_version on_disk;    ///< what the path named when named
         std::string digest;      ///< of the file mapped, when read; empty: not known
         std::string identity;
+        bool counted;            ///< the module's loads and unloads were counted (loaded_module)
+        unsigned long long loads, unloads; ///< when `inode` was found mapped (or found not to be known)
     };
     static std::timed_mutex& mutex = *new std::timed_mutex;
     static std::vector<named_file>& named = *new std::vector<named_file>;
@@ -397,7 +480,12 @@ inline std::string library_file_identity(loaded_module const& m, content_digests
         std::unique_lock<std::timed_mutex> lock = lock_named();
         if (!lock.owns_lock()) return for_this_process_alone(m.path);
         auto it = named_here();
-        if (it != named.end() && stated && on_disk == it->on_disk) return it->identity; // unchanged
+        // Unchanged: the path names the version it named, and no module was loaded or unloaded
+        // since the file mapped was found (so it is still mapped here: not another file,
+        // loaded here since from a path that names the first again).
+        if (it != named.end() && stated && on_disk == it->on_disk && m.counted && it->counted &&
+            m.loads == it->loads && m.unloads == it->unloads)
+            return it->identity;
     }
     unsigned long inode = 0;
     bool const mapped = mapped_inode_at(m.segment, inode);
@@ -407,10 +495,13 @@ inline std::string library_file_identity(loaded_module const& m, content_digests
         std::unique_lock<std::timed_mutex> lock = lock_named();
         if (!lock.owns_lock()) return for_this_process_alone(m.path);
         auto it = named_here();
-        // The file named is still the one mapped, and the path names another (renamed over it).
+        // The file named is still the one mapped, and the path names another (renamed over
+        // it) or the version it named: the name stands, from now on checked against these counts.
         if (it != named.end() && mapped && inode == it->inode &&
-            (!stated || static_cast<unsigned long>(st.st_ino) != inode))
+            (!stated || static_cast<unsigned long>(st.st_ino) != inode || on_disk == it->on_disk)) {
+            it->counted = m.counted, it->loads = m.loads, it->unloads = m.unloads;
             return it->identity;
+        }
     }
     // First seen here, another file loaded at this place since, or the named one rewritten
     // in place. Read through a descriptor whose file is checked to be the one mapped.
@@ -443,7 +534,7 @@ inline std::string library_file_identity(loaded_module const& m, content_digests
     // Remembered with what the path named when checked (the file read, when it was read):
     // while the path names that version, it is not checked again.
     named_file f{m.base, m.path, mapped ? inode : 0, read ? opened : on_disk, read ? digest : std::string(),
-                 identity};
+                 identity, m.counted, m.loads, m.unloads};
     if (it != named.end())
         *it = std::move(f);
     else
@@ -476,21 +567,16 @@ inline std::string module_identity(std::initializer_list<void const*> addresses,
             continue;
         }
         std::string const program = digests ? digests->main_program() : std::string();
-        if (program.empty()) {
-            // One name for the rest of the process (and its forks, which run the same file).
-            static std::string const& alone = *new std::string(for_this_process_alone("main program"));
-            id += alone;
-        } else {
-            id += program;
-        }
+        id += program.empty() ? main_program_for_this_process_alone() : program;
     }
     return id;
 }
 
-/// module_identity with the digests registered (register_content_digests), for a caller
+/// module_identity with the digests registered (content_digests_registration), for a caller
 /// that cannot include key/detail/executable_digest.hpp (the LLVM adapter's side without RTTI).
 inline std::string module_identity(std::initializer_list<void const*> addresses) {
-    return module_identity(addresses, registered_content_digests().load(std::memory_order_acquire));
+    registered_content_digests_use const digests;
+    return module_identity(addresses, digests.get());
 }
 
 /// The address of a function, for module_containing and module_identity (a function
@@ -844,6 +930,11 @@ struct printed_option {
     bool is_string = false;   ///< read, and a string option
     std::string string_value; ///< is_string: the value
     bool string_at_default = false;
+    bool enum_read = false;       ///< an enum's option whose value has a name (read_enum_option)
+    std::string enum_name;        ///< enum_read: the value's name
+    bool enum_at_default = false; ///< enum_read, it has a default, and the value is it
+    bool kinds_read = false;      ///< -x86-align-branch, read (read_align_branch_option)
+    std::string kinds;            ///< kinds_read: the kinds it holds (`jcc+ret`), empty for none
 };
 
 /// The mangled name of the class of `o` (as std::type_info::name gives it), read from the
@@ -1005,6 +1096,264 @@ bool visit_read_option(::llvm::cl::Option const& o, F&& f) {
                              >(class_name, std::forward<F>(f));
 }
 
+/// Enums of each size an enum option's value may have: the layouts of cl::opt<P, External,
+/// cl::parser<P>> for these locate the parts of an enum's option (read_enum_option).
+enum class enum_probe_1 : std::uint8_t {};
+enum class enum_probe_2 : std::uint16_t {};
+enum class enum_probe_4 : std::uint32_t {};
+enum class enum_probe_8 : std::uint64_t {};
+
+/// Where the parts of an option are if it is a cl::opt<E, External, cl::parser<E>> with
+/// sizeof(E) == `size`: offsets from the option's address, as the compiler lays out that
+/// class for an enum of that size (enum_layout).
+struct enum_option_layout {
+    std::size_t size = 0;
+    std::ptrdiff_t parser = 0;        ///< the cl::parser<E>, at its generic_parser_base
+    std::ptrdiff_t value = 0;         ///< the value; External: the pointer to it (cl::location)
+    std::ptrdiff_t default_value = 0; ///< the OptionValue<E> default, at its GenericOptionValue
+    std::ptrdiff_t value_in_option_value = 0; ///< where an OptionValue<E> holds the value (its Valid flag follows)
+};
+
+/// enum_option_layout for an enum of P's size, computed from `o`'s address (address
+/// arithmetic: nothing is read).
+template <class P, bool External>
+enum_option_layout enum_layout(::llvm::cl::Option const& o) {
+    using opt = ::llvm::cl::opt<P, External, ::llvm::cl::parser<P>>;
+    using generic_value = ::llvm::cl::GenericOptionValue;
+    auto at = [](void const* p) { return reinterpret_cast<char const*>(p); };
+    auto& as_probe = const_cast<opt&>(static_cast<opt const&>(o));
+    auto const& storage = read_option_storage<P, External>(o);
+    enum_option_layout l;
+    l.size = sizeof(P);
+    l.parser = at(static_cast<::llvm::cl::generic_parser_base const*>(&as_probe.getParser())) - at(&o);
+    if constexpr (External)
+        l.value = at(&storage) - at(&o); // opt_storage's first member, Location
+    else
+        l.value = at(&storage.Value) - at(&o);
+    l.default_value = at(static_cast<generic_value const*>(&storage.getDefault())) - at(&o);
+    ::llvm::cl::OptionValue<P> const one(P{});
+    l.value_in_option_value = at(&one.getValue()) - at(static_cast<generic_value const*>(&one));
+    return l;
+}
+
+/// An OptionValue<E> made of bytes, as OptionValueCopy<E>::compare reads its argument (the
+/// value, then its Valid flag): zeros but for the value's `size` bytes and the flag, both
+/// where `l` says; never used through its (zero) virtual table pointer.
+struct probe_option_value {
+    alignas(16) unsigned char bytes[64] = {};
+    probe_option_value(enum_option_layout const& l, unsigned char const* value) {
+        std::memcpy(bytes + l.value_in_option_value, value, l.size);
+        bytes[l.value_in_option_value + static_cast<std::ptrdiff_t>(l.size)] = 1;
+    }
+    ::llvm::cl::GenericOptionValue const& get() const {
+        return *reinterpret_cast<::llvm::cl::GenericOptionValue const*>(bytes);
+    }
+};
+
+/// Reads `o` when it is a cl::opt<E, External, cl::parser<E>> of an enum E (LLVM's generic
+/// parser, with its table of names and values), with or without a cl::location, and fills
+/// `printed` as print_read_option does: `value` and `differs` are the lines LLVM's
+/// printOptionValue prints (generic_parser_base::printGenericOptionDiff: the name of the
+/// first table entry equal to the value, padded to 8 columns, and the name of the first
+/// equal to the default; `*unknown option value*` when none is), `enum_read` and
+/// `enum_name` the value's name when it has one. Values are compared by LLVM's own
+/// GenericOptionValue::compare for E, never read as numbers or pointers: the name is the
+/// key, the same in every process. Needs `o`'s class name (RTTI: option_class_name) and the
+/// Itanium C++ ABI. Every step is checked against the object (the parser's reference to its
+/// option, the parser's class name, E's size by LLVM's compare); false, `printed` untouched,
+/// when one does not check out, or the option has no table or a cl::location not set.
+/// Reads nothing outside `o`, its parser's table and the cl::location's E.
+inline bool read_enum_option(::llvm::cl::Option const& o, std::size_t width, printed_option& printed) {
+#if defined(__GXX_ABI_VERSION)
+    using ::llvm::cl::GenericOptionValue;
+    char const* const class_name = option_class_name(o);
+    if (!class_name) return false;
+    // cl::opt<X, External, cl::parser<X>>: N4llvm2cl3optI <X> Lb<0|1>E NS0_6parserI S<seq>_ EEEE
+    std::string_view const name(class_name);
+    std::string_view const prefix = "N4llvm2cl3optI", end = "EEEE";
+    if (name.size() <= prefix.size() + end.size() || name.substr(0, prefix.size()) != prefix ||
+        name.substr(name.size() - end.size()) != end)
+        return false;
+    std::string_view const inner = name.substr(prefix.size(), name.size() - prefix.size() - end.size());
+    std::string_view const parser_arg = "ENS0_6parserIS";
+    std::size_t const arg = inner.rfind(parser_arg);
+    if (arg == std::string_view::npos || arg < 4) return false;
+    std::string_view const seq = inner.substr(arg + parser_arg.size());
+    if (seq.empty() || seq.back() != '_') return false;
+    for (std::size_t i = 0; i + 1 < seq.size(); ++i)
+        if (!((seq[i] >= '0' && seq[i] <= '9') || (seq[i] >= 'A' && seq[i] <= 'Z'))) return false;
+    std::string_view const literal = inner.substr(arg - 3, 3); // Lb0 or Lb1
+    if (literal != "Lb0" && literal != "Lb1") return false;
+    bool const external = literal == "Lb1";
+    std::string_view const x = inner.substr(0, arg - 3);
+    // A named type (an enum or a class; a class's OptionValue compares equal to nothing, so
+    // that no size checks out for it): not a builtin, pointer, vector or function type.
+    if (x.empty() || !(x[0] == 'N' || x[0] == 'Z' || x[0] == 'S' || (x[0] >= '0' && x[0] <= '9'))) return false;
+
+    enum_option_layout const layouts[] = {
+        external ? enum_layout<enum_probe_1, true>(o) : enum_layout<enum_probe_1, false>(o),
+        external ? enum_layout<enum_probe_2, true>(o) : enum_layout<enum_probe_2, false>(o),
+        external ? enum_layout<enum_probe_4, true>(o) : enum_layout<enum_probe_4, false>(o),
+        external ? enum_layout<enum_probe_8, true>(o) : enum_layout<enum_probe_8, false>(o)};
+    char const* const base = reinterpret_cast<char const*>(&o);
+    // Nothing lies in the cl::Option base's tail padding (a 1-byte value follows it), so
+    // that an E of each probe's size, whatever its alignment (at most its size), is where the
+    // probe's is.
+    std::ptrdiff_t const after_option = static_cast<std::ptrdiff_t>(sizeof(::llvm::cl::Option));
+    if (enum_layout<enum_probe_1, false>(o).value != after_option) return false;
+    // Every cl::opt<X, b, P>, whatever X and P, holds after its cl::Option an opt_storage of
+    // at least an OptionValue's virtual table pointer, a P of at least a byte, and its
+    // std::function Callback: at least this many bytes. What is read before the class is
+    // confirmed (a parser's virtual table pointer and its reference to the option) lies
+    // within them.
+    using callback = std::function<void(int const&)>;
+    std::size_t const before_callback = sizeof(::llvm::cl::Option) + sizeof(void*) + 1;
+    std::size_t const least_size =
+        (before_callback + alignof(callback) - 1) / alignof(callback) * alignof(callback) + sizeof(callback);
+    // The parser: where a probe's parser refers back to `o` (generic_parser_base: a virtual
+    // table pointer, then Option& Owner).
+    static_assert(sizeof(::llvm::cl::generic_parser_base) == 2 * sizeof(void*), "generic_parser_base: vptr, Owner");
+    std::ptrdiff_t parser = -1;
+    for (enum_option_layout const& l : layouts) {
+        if (l.parser < 0 || static_cast<std::size_t>(l.parser) + 2 * sizeof(void*) > least_size) return false;
+        void const* owner = nullptr;
+        std::memcpy(&owner, base + l.parser + sizeof(void*), sizeof owner);
+        if (owner != static_cast<void const*>(&o)) continue;
+        if (parser >= 0 && parser != l.parser) return false; // two places cannot both be it
+        parser = l.parser;
+    }
+    if (parser < 0) return false;
+    // The parser's class: cl::parser<X>, X as the option's class names it.
+    void const* const* parser_vtable = nullptr;
+    std::memcpy(&parser_vtable, base + parser, sizeof parser_vtable);
+    if (!parser_vtable) return false;
+    auto const* const parser_type = static_cast<std::type_info const*>(parser_vtable[-1]);
+    if (!parser_type) return false;
+    std::string_view const parser_name = parser_type->name();
+    if (parser_name != std::string("N4llvm2cl6parserI") + std::string(x) + "EE") return false;
+    // Now known: `o` is a cl::opt<X, external, cl::parser<X>>.
+    auto const& table = *reinterpret_cast<::llvm::cl::generic_parser_base const*>(base + parser);
+    unsigned const entries = table.getNumOptions();
+    if (entries == 0) return false;
+    // X's size: the probe whose value LLVM's compare for X reads. An OptionValue<X> lies
+    // between the value (or cl::location) and the parser, so that compare reads no more of
+    // a probe_option_value than that.
+    if (parser - after_option > static_cast<std::ptrdiff_t>(sizeof(probe_option_value::bytes))) return false;
+    GenericOptionValue const& first = table.getOptionValue(0);
+    enum_option_layout const* layout = nullptr;
+    for (enum_option_layout const& l : layouts) {
+        if (l.parser != parser) continue;
+        // Read as this size, one of two values is not the entry's; read as another size,
+        // the flag LLVM reads is a zero byte: compare says "equal" to both.
+        unsigned char const zero[8] = {}, one[8] = {1};
+        if (!first.compare(probe_option_value(l, zero).get()) && !first.compare(probe_option_value(l, one).get()))
+            continue;
+        if (layout) return false;
+        layout = &l;
+    }
+    if (!layout) return false;
+    unsigned char value[8] = {};
+    if (external) {
+        unsigned char const* location = nullptr;
+        std::memcpy(&location, base + layout->value, sizeof location);
+        if (!location) return false; // no cl::location yet
+        std::memcpy(value, location, layout->size);
+    } else {
+        std::memcpy(value, base + layout->value, layout->size);
+    }
+    probe_option_value const current(*layout, value);
+    auto const& default_value = *reinterpret_cast<GenericOptionValue const*>(base + layout->default_value);
+    // printGenericOptionDiff's names: the first entry equal to the value (compare: false),
+    // and the first equal to the default (the first entry when there is no default).
+    unsigned named = entries;
+    for (unsigned i = 0; i < entries && named == entries; ++i)
+        if (!table.getOptionValue(i).compare(current.get())) named = i;
+    std::string line;
+    {
+        ::llvm::raw_string_ostream out(line);
+        ::llvm::StringRef const arg_str = o.ArgStr;
+        out << "    " << (arg_str.size() <= 1 ? "-" : "--") << arg_str; // "  ", then PrintArg's own padding
+        out.indent(static_cast<unsigned>(width > arg_str.size() ? width - arg_str.size() : 0));
+        if (named == entries) {
+            out << "= *unknown option value*\n";
+        } else {
+            ::llvm::StringRef const value_name = table.getOption(named);
+            out << "= " << value_name;
+            out.indent(static_cast<unsigned>(value_name.size() < 8 ? 8 - value_name.size() : 0)) << " (default: ";
+            for (unsigned j = 0; j < entries; ++j) {
+                if (default_value.compare(table.getOptionValue(j))) continue;
+                out << table.getOption(j);
+                break;
+            }
+            out << ")\n";
+        }
+    }
+    printed.value = line;
+    if (default_value.compare(current.get())) printed.differs = std::move(line);
+    if (named < entries) {
+        printed.enum_read = true;
+        printed.enum_name = table.getOption(named).str();
+        unsigned char const zero[8] = {}, one[8] = {1};
+        // With a default (cl::init, or an own storage's E()), it differs from one of two values.
+        bool const has_default = default_value.compare(probe_option_value(*layout, zero).get()) ||
+                                 default_value.compare(probe_option_value(*layout, one).get());
+        printed.enum_at_default = has_default && printed.differs.empty();
+    }
+    return true;
+#else
+    (void)o;
+    (void)width;
+    (void)printed;
+    return false;
+#endif
+}
+
+/// Reads `o` when it is LLVM 14's `-x86-align-branch` (X86AsmBackend.cpp: a cl::opt<
+/// X86AlignBranchKind, true, cl::parser<std::string>> whose cl::location is a class of one
+/// uint8_t, the kinds of branch to align as X86::AlignBranchBoundaryKind bits), and sets
+/// `printed.kinds_read` and `printed.kinds` to the kinds it holds, named as the option takes
+/// them (`jcc+ret`; empty: none, its default). Its parser ORs each value parsed into the
+/// kinds held, and cl::ResetAllOptionOccurrences does not clear them (the class has no
+/// default to reset to): a host that parses options again in one process holds the kinds
+/// of every parse, which its arguments do not tell. Needs `o`'s class name (RTTI:
+/// option_class_name) and libstdc++'s std::string; false, nothing set, otherwise.
+inline bool read_align_branch_option(::llvm::cl::Option const& o, printed_option& printed) {
+#if LLVM_VERSION_MAJOR == 14 && COMPILE_CACHE_LLVM_READS_STRING_OPTIONS
+    char const* const class_name = option_class_name(o);
+    if (!class_name ||
+        std::strcmp(class_name, "N4llvm2cl3optIN12_GLOBAL__N_118X86AlignBranchKindELb1ENS0_6parserINSt7__cxx1112"
+                                "basic_stringIcSt11char_traitsIcESaIcEEEEEEE") != 0)
+        return false;
+    struct kinds { // X86AlignBranchKind's layout
+        std::uint8_t bits;
+    };
+    using opt = ::llvm::cl::opt<kinds, true, ::llvm::cl::parser<std::string>>;
+    using storage = ::llvm::cl::opt_storage<kinds, true, true>;
+    // opt_storage's first member: the pointer to the cl::location.
+    auto const* const location_at = reinterpret_cast<unsigned char const*>(
+        &static_cast<storage const&>(static_cast<opt const&>(o)));
+    unsigned char const* location = nullptr;
+    std::memcpy(&location, location_at, sizeof location);
+    if (!location) return false;
+    unsigned const bits = *location;
+    // X86::AlignBranchBoundaryKind, in LLVM 14's order; a bit it does not name, by number.
+    static char const* const names[] = {"fused", "jcc", "jmp", "call", "ret", "indirect"};
+    std::string text;
+    for (unsigned bit = 0; bit < 8; ++bit) {
+        if (!(bits & (1U << bit))) continue;
+        if (!text.empty()) text += '+';
+        text += bit < 6 ? std::string(names[bit]) : std::to_string(1U << bit);
+    }
+    printed.kinds_read = true;
+    printed.kinds = std::move(text);
+    return true;
+#else
+    (void)o;
+    (void)printed;
+    return false;
+#endif
+}
+
 /// The line Option::printOptionValue(width, Force=true) prints for `o`, a cl::opt<T,
 /// External, cl::parser<T>> (parser<T>::printOptionDiff: the name, `= `, the value padded
 /// to 8 columns, ` (default: D)` or ` (default: *no default*)`, each value written by
@@ -1053,10 +1402,13 @@ void print_read_option(::llvm::cl::Option const& o, std::size_t width, printed_o
 /// option is read here only when its class is a cl::opt of a value type LLVM prints
 /// (bool, cl::boolOrDefault, int, long, long long, unsigned, unsigned long, unsigned long
 /// long, double, float, char, std::string; its own storage or a cl::location; LLVM's
-/// parser or another), and its texts are the bytes LLVM's parser would print. Any other
-/// option (an enum's, a pass registry's, cl::list, cl::bits, cl::alias, another class,
-/// or a class without RTTI other than LLVM's own cl::opt of bool, char, int, unsigned and
-/// std::string, visit_read_option) gets two empty texts, as an option that prints nothing (a
+/// parser or another), and its texts are the bytes LLVM's parser would print; or an
+/// enum's cl::opt with LLVM's cl::parser<E> (read_enum_option: the texts LLVM's generic
+/// parser prints, and the value's name); or -x86-align-branch (read_align_branch_option:
+/// the kinds it holds, no texts). Any other option (a pass registry's, cl::list,
+/// cl::bits, cl::alias, another class, an enum's of another parser, or a class without
+/// RTTI other than LLVM's own cl::opt of bool, char, int, unsigned and std::string,
+/// visit_read_option) gets two empty texts, as an option that prints nothing (a
 /// cl::list) does: describe_llvm_options keys it by its occurrences and arguments. Never
 /// writes to a stream or a file descriptor, so any number of walks may run at once, with
 /// any thread of the host.
@@ -1067,10 +1419,12 @@ inline void print_option_values(std::vector<::llvm::cl::Option*> const& options,
     width += 2; // printOptionValue indents by width minus the name's length
     printed.assign(options.size(), printed_option{});
     for (std::size_t i = 0; i < options.size(); ++i)
-        (void)visit_read_option(*options[i], [&](auto type, auto external) {
-            using T = typename decltype(type)::type;
-            print_read_option<T, decltype(external)::value>(*options[i], width, printed[i]);
-        });
+        if (!visit_read_option(*options[i], [&](auto type, auto external) {
+                using T = typename decltype(type)::type;
+                print_read_option<T, decltype(external)::value>(*options[i], width, printed[i]);
+            }))
+            if (!read_enum_option(*options[i], width, printed[i]))
+                (void)read_align_branch_option(*options[i], printed[i]);
 }
 
 /// Whether `value` is printed as LLVM prints a float or double option (`%e`: six digits
@@ -1162,8 +1516,10 @@ inline std::vector<std::string> unwrapped_llvm_arguments(std::vector<std::string
 /// cl::ParseCommandLineOptions, by cl::opt::setValue, or through a cl::location. An
 /// option counts as set when LLVM says it differs from its default, when it has no
 /// default to compare with (no cl::init), or when its printed value is not its printed
-/// default. An option whose value is not read (an enum's, a pass registry's, one of a
-/// class without RTTI: print_option_values) is handled as one LLVM cannot print. An
+/// default. An enum's option read (print_option_values) is keyed by its value's name,
+/// when it is not its default; -x86-align-branch by the kinds it holds, when it holds
+/// any. An option whose value is not read (a pass registry's, an enum's not read, one of
+/// a class without RTTI: print_option_values) is handled as one LLVM cannot print. An
 /// option whose value LLVM cannot print (a cl::list, cl::bits, a value of another type
 /// than its parser's) is keyed by the arguments among `arguments` that name it when it
 /// occurred on a command line or LLVM says it differs from its default (`-name=value`, or
@@ -1174,7 +1530,8 @@ inline std::vector<std::string> unwrapped_llvm_arguments(std::vector<std::string
 /// padding and ending in a space (option_value_text::padded) is read exactly for a
 /// cl::opt<std::string>, taken as printed for a cl::opt of bool, char, int or unsigned,
 /// and otherwise handled as an option LLVM cannot print. Such an option changed without
-/// a command line (setValue on an enum's option, push_back on a cl::list) is not seen.
+/// a command line (setValue on an enum's option not read, push_back on a cl::list) is
+/// not seen.
 inline std::string describe_llvm_options(std::vector<std::string> const& arguments, std::string& unknown) {
     using llvm_detail::append_field;
     unknown.clear();
@@ -1201,6 +1558,18 @@ inline std::string describe_llvm_options(std::vector<std::string> const& argumen
         int const occurrences = option->getNumOccurrences();
         llvm_detail::option_value_text const v = llvm_detail::read_option_value(printed[i].value);
         llvm_detail::printed_option const& p = printed[i];
+        if (p.kinds_read) { // -x86-align-branch: the kinds it holds
+            if (p.kinds.empty()) continue;
+            append_field(s, "option", name);
+            append_field(s, "kinds", p.kinds);
+            continue;
+        }
+        if (p.enum_read) { // its value's name, as LLVM prints it
+            if (p.differs.empty() && p.enum_at_default) continue;
+            append_field(s, "option", name);
+            append_field(s, "enum", p.enum_name);
+            continue;
+        }
         if (v.readable && v.padded && p.is_string) { // its value exactly, not its padded print
             if (p.differs.empty() && p.string_at_default) continue;
             append_field(s, "option", name);

@@ -104,6 +104,7 @@ __asm__(".pushsection .rodata.compile_cache_header_only_mark,\"aG\",@progbits,co
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -241,6 +242,13 @@ inline bool http_connected_to_itself(CURL* h) noexcept {
            std::strcmp(local_ip, primary_ip) == 0;
 }
 
+/// Whether bytes are waiting to be read on the socket `fd`: one recv(MSG_PEEK | MSG_DONTWAIT),
+/// which takes nothing. False when none are, when the peer closed, or when recv fails.
+inline bool http_bytes_waiting(curl_socket_t fd) noexcept {
+    char byte;
+    return retry_on_eintr([&] { return ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT); }) > 0;
+}
+
 inline http_errc http_errc_of(CURLcode c) noexcept {
     switch (c) {
     case CURLE_OPERATION_TIMEDOUT: return http_errc::timeout;
@@ -306,6 +314,12 @@ inline thread_local void (*http_lane_held_for_testing)(char const* lane) = nullp
 /// read_many and write_many each run on connections of their own (at most
 /// http_options::batch_connections each), and write_many's follow-ups on one more, so
 /// that a host's read never waits behind a tier worker's uploads.
+/// No request goes out on a kept-alive HTTP/1 connection holding bytes no request asked
+/// for (an answer sent twice, or unasked): it is closed, and the request sent on a new
+/// connection within its deadline. An HTTP/1 connection that carried an answer its request
+/// did not expect (answer_expected) is not used again, and a GET answered 200 on a kept-alive
+/// connection with an entry for another key is sent once more on a new connection (the
+/// answer dropped). (libcurl 7.80 and later: CURLOPT_PREREQFUNCTION.)
 /// Each call has one deadline, http_options::timeout from its start, for all it does (the
 /// wait for the handle, the name's resolution, the connection, a store's MKCOLs and second
 /// PUT). A redirect, where followed, goes from https to https only. A process forked from
@@ -454,7 +468,7 @@ public:
     read_result read(key const& k, std::string& out, std::size_t max_size) noexcept {
         out.clear();
         try {
-            exchange x = call(state_->calls, "GET", entry_url(k), {}, &out, max_size, deadline_of_call());
+            exchange x = call(state_->calls, "GET", entry_url(k), {}, &out, max_size, deadline_of_call(), &k);
             if (x.over_bound) {
                 out.clear();
                 return {read_status::too_large, make_error_code(http_errc::too_large)};
@@ -696,13 +710,40 @@ private:
         }
     };
 
+    /// A socket libcurl opened for one of a lane's connections, as the lane knows it.
+    struct lane_socket {
+        curl_socket_t fd = CURL_SOCKET_BAD;
+        std::uint64_t serial = 0; ///< this connection, not a later one on the same descriptor
+        char local_ip[INET6_ADDRSTRLEN] = {}; ///< its own address, as libcurl writes it (once known)
+        int local_port = 0;                   ///< its own port; 0 until known
+        int requests = 0;                     ///< requests on it now (more than one: HTTP/2)
+        bool used = false;                    ///< it has carried a request
+        bool multiplexed = false;             ///< it speaks HTTP/2 or 3: each answer names its stream
+        bool drop = false;                    ///< an answer on it was not one its request can have: not used again
+    };
+    /// The sockets of a lane's connections: libcurl adds each it opens (on_socket_open)
+    /// and removes each it closes (on_socket_close). Used by the thread holding the lane
+    /// (libcurl opens and closes a lane's sockets only within that lane's calls), and
+    /// when the lane's handles are cleaned up. Declared before the handles: it outlives them.
+    struct lane_sockets {
+        std::vector<lane_socket> open;
+        std::uint64_t next_serial = 1;
+        lane_socket* find(std::uint64_t serial) noexcept {
+            for (lane_socket& s : open)
+                if (serial != 0 && s.serial == serial) return &s;
+            return nullptr;
+        }
+    };
+
     /// One handle, and so one kept-alive connection, used by one call at a time.
     struct single_lane {
+        lane_sockets sockets;
         std::timed_mutex mutex;
         std::unique_ptr<CURL, curl_deleter> handle;
     };
     /// A batch's concurrent handles on libcurl's multi handle, used by one batch at a time.
     struct batch_lane {
+        lane_sockets sockets;
         std::timed_mutex mutex;
         std::unique_ptr<CURLM, curl_multi_deleter> multi;        // (before its easy handles: they go first)
         std::vector<std::unique_ptr<CURL, curl_deleter>> handles; // a batch's concurrent requests
@@ -938,7 +979,165 @@ private:
         char error_text[CURL_ERROR_SIZE] = {};
         std::uint64_t bound = 0; ///< the body's bound (a batch's read)
         std::string token;       ///< the bearer token, when there is a token file
+        lane_sockets* sockets = nullptr; ///< the lane's (set before prepare)
+        key const* entry_key = nullptr;  ///< a GET of an entry: its key (again_on_new_connection)
+        std::uint64_t socket = 0;        ///< the serial of the connection it was sent on; 0: none known
+        bool reused = false;     ///< that connection is HTTP/1 and had carried a request before
+        bool stray = false;      ///< stopped before it was sent: its connection held bytes no request asked for
+        bool sent_again = false; ///< already sent again on a new connection (again_on_new_connection)
     };
+
+    /// libcurl opened `fd` for a connection of the lane `user` (CURLOPT_SOCKOPTFUNCTION).
+    static int on_socket_open(void* user, curl_socket_t fd, curlsocktype) noexcept {
+        lane_sockets& sockets = *static_cast<lane_sockets*>(user);
+        std::vector<lane_socket>& open = sockets.open;
+        // (One on the same descriptor was closed without the lane's hearing of it.)
+        open.erase(std::remove_if(open.begin(), open.end(), [&](lane_socket const& s) { return s.fd == fd; }),
+                   open.end());
+        try {
+            lane_socket s;
+            s.fd = fd;
+            s.serial = sockets.next_serial++;
+            open.push_back(s);
+        } catch (...) {
+            return CURL_SOCKOPT_ERROR; // (a socket the lane cannot check is not used)
+        }
+        return CURL_SOCKOPT_OK;
+    }
+
+    /// libcurl closes `fd`, a socket of the lane `user` (CURLOPT_CLOSESOCKETFUNCTION):
+    /// forgotten, and closed.
+    static int on_socket_close(void* user, curl_socket_t fd) noexcept {
+        std::vector<lane_socket>& open = static_cast<lane_sockets*>(user)->open;
+        open.erase(std::remove_if(open.begin(), open.end(), [&](lane_socket const& s) { return s.fd == fd; }),
+                   open.end());
+        return ::close(fd);
+    }
+
+    /// The lane's socket whose own address is `local_ip` port `local_port` (an open
+    /// connection's address names it alone), or nullptr.
+    static lane_socket* socket_at(lane_sockets& sockets, char const* local_ip, int local_port) noexcept {
+        for (lane_socket& s : sockets.open) {
+            if (s.local_port == 0) { // (known once connected; read once)
+                sockaddr_storage a{};
+                socklen_t size = sizeof a;
+                if (::getsockname(s.fd, reinterpret_cast<sockaddr*>(&a), &size) != 0) continue;
+                void const* address = nullptr;
+                int port = 0;
+                if (a.ss_family == AF_INET) {
+                    auto const& v4 = reinterpret_cast<sockaddr_in const&>(a);
+                    address = &v4.sin_addr;
+                    port = ntohs(v4.sin_port);
+                } else if (a.ss_family == AF_INET6) {
+                    auto const& v6 = reinterpret_cast<sockaddr_in6 const&>(a);
+                    address = &v6.sin6_addr;
+                    port = ntohs(v6.sin6_port);
+                }
+                if (!address || port == 0 || !::inet_ntop(a.ss_family, address, s.local_ip, sizeof s.local_ip))
+                    continue;
+                s.local_port = port;
+            }
+            if (s.local_port == local_port && local_ip && std::strcmp(s.local_ip, local_ip) == 0) return &s;
+        }
+        return nullptr;
+    }
+
+    /// libcurl has chosen the connection for the request `user` and is about to send it
+    /// (CURLOPT_PREREQFUNCTION, libcurl 7.80): the request is stopped (CURL_PREREQFUNC_ABORT,
+    /// which closes the connection; request::stray set) when that connection is one the lane
+    /// was told to drop, or an HTTP/1 connection taken again from idle with bytes waiting
+    /// on it: an answer no request asked for, which libcurl would read as this request's.
+    static int on_request_ready(void* user, char*, char* local_ip, int, int local_port) noexcept {
+        request& rq = *static_cast<request*>(user);
+        if (lane_socket* before = rq.sockets->find(rq.socket)) --before->requests; // (a redirect's first request)
+        rq.socket = 0;
+        lane_socket* const s = socket_at(*rq.sockets, local_ip, local_port);
+        if (!s) return CURL_PREREQFUNC_OK; // (libcurl opens each through on_socket_open: not met)
+        bool const idle_http1 = s->used && s->requests == 0 && !s->multiplexed;
+        if (s->drop || (idle_http1 && detail::http_bytes_waiting(s->fd))) {
+            s->drop = true;
+            rq.stray = true;
+            return CURL_PREREQFUNC_ABORT;
+        }
+        rq.reused = idle_http1;
+        s->used = true;
+        ++s->requests;
+        rq.socket = s->serial;
+        return CURL_PREREQFUNC_OK;
+    }
+
+    /// Whether `x` can be the answer to `rq`: no transport error, and a status the call
+    /// expects (for GET 200, for PROPFIND 207, for the others any 2xx; 404 and 410 always;
+    /// 409 for PUT and MKCOL, a folder missing; 405 for MKCOL, a folder there). Another may
+    /// answer some other request, or come from a server out of step: the connection it came
+    /// on is not used again.
+    static bool answer_expected(request const& rq, exchange const& x) noexcept {
+        if (x.error || x.over_bound) return false;
+        long const s = x.status;
+        if (s == 404 || s == 410) return true;
+        if (rq.method == "GET") return s == 200;
+        if (rq.method == "PROPFIND") return s == 207;
+        if ((rq.method == "PUT" || rq.method == "MKCOL") && s == 409) return true;
+        if (rq.method == "MKCOL" && s == 405) return true;
+        return s / 100 == 2;
+    }
+
+    /// After `rq` ended on `h` with `x`: its connection is marked multiplexed when it spoke
+    /// HTTP/2 or 3, and else to be dropped when `x` cannot be the answer to `rq` (an
+    /// HTTP/2 answer names its request's stream: the server's own).
+    static void after_request(CURL* h, request const& rq, exchange const& x) noexcept {
+        lane_socket* const s = rq.sockets ? rq.sockets->find(rq.socket) : nullptr;
+        if (!s) return;
+        if (s->requests > 0) --s->requests;
+        long version = 0;
+        if (curl_easy_getinfo(h, CURLINFO_HTTP_VERSION, &version) == CURLE_OK && version >= CURL_HTTP_VERSION_2_0)
+            s->multiplexed = true;
+        if (!s->multiplexed && !answer_expected(rq, x)) s->drop = true;
+    }
+
+    /// Whether `rq`, ended on `h` with libcurl's `c`, goes once more on a new connection
+    /// (then set up so, by `deadline`), which it does once at most: when it was stopped
+    /// before it was sent (request::stray), or when it is the GET of an entry
+    /// (request::entry_key) answered 200, on a kept-alive HTTP/1 connection, with an entry
+    /// for another key (entry_names_other_key), as an answer that an earlier request left
+    /// on the connection is: that connection is not used again, and the answer is dropped.
+    bool again_on_new_connection(CURL* h, request& rq, CURLcode c, clock::time_point deadline) const noexcept {
+        if (rq.sent_again) return false;
+        if (!(c == CURLE_ABORTED_BY_CALLBACK && rq.stray)) {
+            long status = 0;
+            if (c != CURLE_OK || !rq.entry_key || !rq.sink.out || !rq.reused ||
+                curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK || status != 200 ||
+                !detail::entry_names_other_key(*rq.sink.out, *rq.entry_key))
+                return false;
+            if (lane_socket* const s = rq.sockets->find(rq.socket)) {
+                s->drop = true;
+                if (s->requests > 0) --s->requests;
+            }
+        }
+        auto const left = left_until(deadline);
+        if (left.count() <= 0) return false;
+        rq.sent_again = true;
+        send_again(h, rq, left, state_->options.connect_timeout);
+        return true;
+    }
+
+    /// Sets `h`, whose request `rq` ended, up to send it again on a new connection, bounded
+    /// by `left` (libcurl takes these options, of valid values, without fail).
+    static void send_again(CURL* h, request& rq, std::chrono::milliseconds left,
+                           std::chrono::milliseconds connect_timeout) noexcept {
+        rq.stray = false;
+        rq.socket = 0;
+        rq.reused = false;
+        rq.error_text[0] = '\0';
+        rq.sink.over = false;
+        rq.sink.dropped = 0;
+        if (rq.sink.out) rq.sink.out->clear();
+        rq.source.rest = rq.source.whole;
+        (void)curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
+        (void)curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(left.count()));
+        long const connect_ms = static_cast<long>(std::min(connect_timeout, left).count());
+        (void)curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
+    }
 
     /// A handle this process may use: a handle made before a fork() is the parent's (its
     /// connection, its TLS session: bytes the child sent or read there would be in the
@@ -954,11 +1153,15 @@ private:
         pid_t const self = ::getpid();
         if (state_->handles_pid == self) return true;
         if (state_->handles_pid != 0) {
-            for (single_lane* lane : {&state_->calls, &state_->upload_calls}) (void)lane->handle.release();
+            for (single_lane* lane : {&state_->calls, &state_->upload_calls}) {
+                (void)lane->handle.release();
+                lane->sockets.open.clear(); // (the parent's)
+            }
             for (batch_lane* lane : {&state_->reads, &state_->uploads}) {
                 (void)lane->multi.release();
                 for (auto& h : lane->handles) (void)h.release();
                 lane->handles.clear();
+                lane->sockets.open.clear();
             }
         }
         state_->handles_pid = self;
@@ -1003,7 +1206,17 @@ private:
                   set(CURLOPT_TIMEOUT_MS, static_cast<long>(left.count())) && set(CURLOPT_TCP_KEEPALIVE, 1L) &&
                   set(CURLOPT_HTTPHEADER, rq.headers.list) && set(CURLOPT_WRITEFUNCTION, &http_storage::on_body) &&
                   set(CURLOPT_WRITEDATA, static_cast<void*>(&rq.sink)) &&
-                  set(CURLOPT_FOLLOWLOCATION, o.follow_redirects ? 1L : 0L) && set(CURLOPT_MAXREDIRS, 5L);
+                  set(CURLOPT_FOLLOWLOCATION, o.follow_redirects ? 1L : 0L) && set(CURLOPT_MAXREDIRS, 5L) &&
+                  set(CURLOPT_SOCKOPTFUNCTION, &http_storage::on_socket_open) &&
+                  set(CURLOPT_SOCKOPTDATA, static_cast<void*>(rq.sockets)) &&
+                  set(CURLOPT_CLOSESOCKETFUNCTION, &http_storage::on_socket_close) &&
+                  set(CURLOPT_CLOSESOCKETDATA, static_cast<void*>(rq.sockets));
+#if LIBCURL_VERSION_NUM >= 0x075000 // (7.80)
+        // Before each request on a connection: none goes out on one holding an answer no
+        // request asked for (on_request_ready).
+        ok = ok && set(CURLOPT_PREREQFUNCTION, &http_storage::on_request_ready) &&
+             set(CURLOPT_PREREQDATA, static_cast<void*>(&rq));
+#endif
         // A redirect is followed only to as safe a scheme: from https, to https alone (an
         // https server's redirect to http would send the request, and its credentials
         // where the server allows, in the clear).
@@ -1061,7 +1274,12 @@ private:
     static exchange finish(CURL* h, request const& rq, CURLcode c) {
         exchange x;
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &x.status);
-        if (c != CURLE_OK && detail::http_connected_to_itself(h)) {
+        if (rq.stray) {
+            x.status = 0;
+            x.error = make_error_code(http_errc::reset);
+            x.curl_text = "the kept-alive connection held an answer no request asked for (it was closed), "
+                          "and no time was left to send the request on a new one";
+        } else if (c != CURLE_OK && detail::http_connected_to_itself(h)) {
             // (what came back was the request, which libcurl never takes for an answer, HTTP/0.9
             // being off: only a failed exchange is asked, so a hit pays nothing for the check)
             x.status = 0;
@@ -1083,9 +1301,11 @@ private:
     }
 
     /// One exchange on `lane`'s handle, ending by `deadline` (the wait for the handle
-    /// included). `upload`: the PUT body; `out`: where a 2xx body goes, up to `max`.
+    /// included). `upload`: the PUT body; `out`: where a 2xx body goes, up to `max`;
+    /// `entry_key`: the key of the entry a GET asks for (again_on_new_connection).
     exchange call(single_lane& lane, char const* method, std::string const& url, std::string_view upload,
-                  std::string* out, std::uint64_t max, clock::time_point deadline) const {
+                  std::string* out, std::uint64_t max, clock::time_point deadline,
+                  key const* entry_key = nullptr) const {
         exchange x;
         std::unique_lock<std::timed_mutex> lock(lane.mutex, std::defer_lock);
         if (!lock.try_lock_until(deadline)) {
@@ -1112,6 +1332,8 @@ private:
             return x;
         }
         request rq;
+        rq.sockets = &lane.sockets;
+        rq.entry_key = entry_key;
         if (!state_->options.token_file.empty()) {
             if (std::error_code const e = current_token(rq.token, deadline)) {
                 x.error = e;
@@ -1140,8 +1362,10 @@ private:
         {
             detail::sigpipe_blocked const no_sigpipe; // (CURLOPT_NOSIGNAL: libcurl leaves SIGPIPE to us)
             c = curl_easy_perform(h);
+            if (again_on_new_connection(h, rq, c, deadline)) c = curl_easy_perform(h);
         }
         x = finish(h, rq, c);
+        after_request(h, rq, x);
         // Nothing of this call (the token, the password) stays set on the handle.
         curl_easy_reset(h);
         return x;
@@ -1235,6 +1459,7 @@ private:
                 curl_easy_reset(h);
                 auto rq = std::make_unique<request>();
                 rq->token = token;
+                rq->sockets = &lane.sockets;
                 exchange x;
                 if (!start(next, h, *rq, left, x) ||
                     curl_easy_setopt(h, CURLOPT_PRIVATE, reinterpret_cast<char*>(j)) != CURLE_OK ||
@@ -1254,8 +1479,13 @@ private:
         };
         auto finished = [&](std::size_t j, CURLcode c) {
             CURL* const h = lane.handles[j].get();
-            exchange const x = finish(h, *running[j], c);
             curl_multi_remove_handle(m, h);
+            if (again_on_new_connection(h, *running[j], c, deadline)) {
+                if (curl_multi_add_handle(m, h) == CURLM_OK) return; // (running again)
+                c = CURLE_FAILED_INIT; // (its answer is gone: an error)
+            }
+            exchange const x = finish(h, *running[j], c);
+            after_request(h, *running[j], x);
             curl_easy_reset(h);
             std::unique_ptr<request> const rq = std::move(running[j]);
             idle.push_back(j);
@@ -1290,6 +1520,7 @@ private:
         for (std::size_t j = 0; j < running.size(); ++j) {
             if (!running[j]) continue;
             CURL* const h = lane.handles[j].get();
+            after_request(h, *running[j], late); // (not used again, should libcurl keep it)
             curl_multi_remove_handle(m, h); // its connection is closed, not kept
             curl_easy_reset(h);
             std::unique_ptr<request> const rq = std::move(running[j]);
@@ -1316,6 +1547,7 @@ private:
         auto start = [&](std::size_t i, CURL* h, request& rq, std::chrono::milliseconds left, exchange& x) {
             rq.method = "GET";
             rq.url = entry_url(keys[i]);
+            rq.entry_key = &keys[i];
             std::size_t const bound = std::min(share, room());
             rq.bound = bound;
             reserved += bound;
