@@ -2,7 +2,8 @@
 """A hostile Redis server on 127.0.0.1 for what a real redis-server never answers.
 
 It prints `port N` once it listens, reads RESP commands on each connection and answers
-each by the mode (the first argument), until it is killed:
+ECHO as a server does (the client's check that replies are in step), and each other
+command by the mode (the first argument), until it is killed:
 
   bulky-listing  SCAN: cursor 0 and 200 names of the namespace `hostile` (a key in
                  hex each); any other command (the listing's OBJECT IDLETIME and
@@ -57,7 +58,9 @@ def serve(conn, mode):
     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         for command in commands(conn):
-            if mode == "bulky-listing":
+            if command[0].upper() == b"ECHO" and len(command) == 2:
+                conn.sendall(b"$%d\r\n%s\r\n" % (len(command[1]), command[1]))
+            elif mode == "bulky-listing":
                 conn.sendall(scan_reply() if command[0].upper() == b"SCAN" else BULK)
     except (EOFError, OSError):
         pass

@@ -354,8 +354,34 @@ TEST_CASE("A fake server that announces a 1 GiB value and streams it is cut off 
 }
 
 namespace {
-/// A loopback server whose SCAN never ends: every command it reads on a connection is
-/// answered with cursor 1 and no names, up to `limit` answers, after which it closes.
+/// The commands (RESP arrays of bulk strings) that `chunk` holds whole, each as its arguments.
+std::vector<std::vector<std::string>> commands_in(std::string_view chunk) {
+    std::vector<std::vector<std::string>> out;
+    auto number = [&](std::size_t& at) {
+        std::size_t const eol = chunk.find("\r\n", at);
+        if (eol == std::string_view::npos) return -1L;
+        long const n = std::stol(std::string(chunk.substr(at + 1, eol - at - 1)));
+        at = eol + 2;
+        return n;
+    };
+    for (std::size_t at = 0; at < chunk.size() && chunk[at] == '*';) {
+        long const args = number(at);
+        std::vector<std::string> command;
+        for (long i = 0; i < args && at < chunk.size() && chunk[at] == '$'; ++i) {
+            long const n = number(at);
+            if (n < 0 || at + static_cast<std::size_t>(n) + 2 > chunk.size()) return out;
+            command.emplace_back(chunk.substr(at, static_cast<std::size_t>(n)));
+            at += static_cast<std::size_t>(n) + 2;
+        }
+        if (static_cast<long>(command.size()) != args) return out;
+        out.push_back(std::move(command));
+    }
+    return out;
+}
+
+/// A loopback server whose SCAN never ends: every command it reads on a connection but
+/// ECHO (answered as a server does) is answered with cursor 1 and no names, up to `limit`
+/// answers, after which it closes.
 class endless_scan_server {
 public:
     explicit endless_scan_server(long limit) {
@@ -372,9 +398,17 @@ public:
             int const c = ::accept(listener_, nullptr, nullptr);
             if (c < 0) return;
             char buffer[4096];
-            while (answers_ < limit && !stop_ && ::recv(c, buffer, sizeof buffer, 0) > 0) {
-                ++answers_;
-                fake_server::send_all(c, "*2\r\n$1\r\n1\r\n*0\r\n");
+            for (ssize_t n; answers_ < limit && !stop_ && (n = ::recv(c, buffer, sizeof buffer, 0)) > 0;) {
+                std::string replies;
+                for (auto const& command : commands_in(std::string_view(buffer, static_cast<std::size_t>(n)))) {
+                    if (command[0] == "ECHO" && command.size() == 2) {
+                        replies += "$" + std::to_string(command[1].size()) + "\r\n" + command[1] + "\r\n";
+                    } else {
+                        ++answers_;
+                        replies += "*2\r\n$1\r\n1\r\n*0\r\n";
+                    }
+                }
+                fake_server::send_all(c, replies);
             }
             ::close(c);
         });
@@ -461,4 +495,53 @@ TEST_CASE("The fixture never hands a test another test's server: a server that c
     CHECK(error.find("could not start redis-server") != std::string::npos);
     CHECK(std::ifstream(fixture::get().dir() + "/" + second + ".pid").fail()); // nothing of it is left to stop
     CHECK(admin(first.port())({"PING"}) == "PONG");
+}
+
+// A stray reply seen only after the exchange (bytes left over) was always caught; one that
+// comes first, or in the middle, while the exchange's last real reply is still on its way,
+// shifts every reply by one: each command would get the one before it's. Each exchange
+// ends with ECHO of a nonce of its own (and starts with it), which a shifted exchange
+// does not meet where it belongs. A real server behind a relay that slips the stray in.
+TEST_CASE("A stray reply before or among the replies, the last one late, is never any command's answer",
+          "[redis][faults]") {
+    auto const place = GENERATE(stray_place::before_replies, stray_place::after_first_reply);
+    INFO((place == stray_place::before_replies ? "before the replies" : "after the first reply"));
+    std::string const stray = "$5\r\nstray\r\n";
+    cc::redis_options o;
+    o.name_space = unique_name("stray");
+    o.command_timeout = milliseconds(1000);
+    o.url = fixture::get().server_url();
+    cc::redis_storage direct(o);
+    std::vector<cc::key> keys;
+    for (std::uint64_t i = 0; i < 3; ++i) {
+        keys.push_back(key_of(i));
+        REQUIRE_FALSE(direct.write(key_of(i), "value-" + std::to_string(i)));
+    }
+    relay r(fixture::get().server_port(), milliseconds(0), stray, place);
+    o.url = r.url();
+    cc::redis_storage s(o);
+    SECTION("read") {
+        std::string out;
+        cc::read_result const answer = s.read(keys[1], out, 1000);
+        INFO("read answered status " << int(answer.status) << " \"" << out << "\"");
+        CHECK(answer.status == cc::read_status::error);
+        CHECK(answer.error == cc::redis_errc::protocol);
+        CHECK(out.empty());
+    }
+    SECTION("read_many") {
+        std::vector<std::pair<cc::read_result, std::string>> out;
+        s.read_many(keys, 1000, out);
+        REQUIRE(out.size() == 3);
+        for (std::size_t i = 0; i < 3; ++i) {
+            INFO("key " << i << " answered status " << int(out[i].first.status) << " \"" << out[i].second << "\"");
+            CHECK(out[i].first.status == cc::read_status::error);
+            CHECK(out[i].first.error == cc::redis_errc::protocol);
+            CHECK(out[i].second.empty());
+        }
+    }
+    CHECK(s.last_failure().text.find("out of step") != std::string::npos);
+    // The relay slips one stray in: the connection was closed, and the next one is in step.
+    std::string again;
+    CHECK(s.read(keys[2], again, 1000).status == cc::read_status::found);
+    CHECK(again == "value-2");
 }

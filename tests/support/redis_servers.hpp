@@ -19,6 +19,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -199,15 +200,22 @@ private:
     std::vector<int> ports_;
 };
 
+/// Where a relay slips its stray reply in, once: after the first chunk of replies; or
+/// into it, before its replies or after its first reply, the chunk's last reply then held
+/// 50 ms (it has not arrived yet when the client has read as many replies as it sent
+/// commands, counting the stray).
+enum class stray_place { after_first_chunk, before_replies, after_first_reply };
+
 /// A relay on 127.0.0.1 in front of a real server's port, for what a real server on
 /// loopback does not do by itself: each chunk of replies is held `delay` before it is
 /// passed on (a slow link or an overloaded server), and `stray`, when given, is sent
-/// once, right after the first chunk of replies (a confused proxy's extra reply). The
-/// client side's bytes pass unchanged. An ephemeral port is fine here.
+/// once, at `place` (a confused proxy's extra reply). The client side's bytes pass
+/// unchanged. An ephemeral port is fine here.
 class relay {
 public:
-    relay(int server_port, std::chrono::milliseconds delay, std::string stray = {})
-        : server_port_(server_port), delay_(delay), stray_(std::move(stray)) {
+    relay(int server_port, std::chrono::milliseconds delay, std::string stray = {},
+          stray_place place = stray_place::after_first_chunk)
+        : server_port_(server_port), delay_(delay), stray_(std::move(stray)), place_(place) {
         listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
         sockaddr_in a = loopback(0);
         if (::bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(listener_, 16) != 0)
@@ -243,6 +251,38 @@ private:
         a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         a.sin_port = htons(static_cast<std::uint16_t>(port));
         return a;
+    }
+    /// Where the RESP2 reply that starts at `at` in `bytes` ends; npos when it is not whole.
+    static std::size_t reply_end(std::string_view bytes, std::size_t at) {
+        constexpr std::size_t none = std::string_view::npos;
+        std::size_t const eol = at < bytes.size() ? bytes.find("\r\n", at) : none;
+        if (eol == none) return none;
+        char const type = bytes[at];
+        bool const counted = type == '$' || type == '*';
+        long long const n = counted ? std::stoll(std::string(bytes.substr(at + 1, eol - at - 1))) : 0;
+        if (type == '$' && n >= 0) {
+            std::size_t const end = eol + 2 + static_cast<std::size_t>(n) + 2;
+            return end <= bytes.size() ? end : none;
+        }
+        std::size_t end = eol + 2;
+        for (long long i = 0; type == '*' && i < n && end != none; ++i) end = reply_end(bytes, end);
+        return end;
+    }
+    /// Sends `chunk` (replies) to `client` with the stray at place_: false when the client is gone.
+    bool send_with_stray(int client, std::string const& chunk) {
+        if (place_ == stray_place::after_first_chunk) return send_all(client, chunk + stray_);
+        std::size_t last = 0; // where the chunk's last whole reply starts
+        std::size_t first_end = std::string::npos;
+        for (std::size_t end = reply_end(chunk, 0); end != std::string::npos && end < chunk.size();
+             end = reply_end(chunk, end)) {
+            if (first_end == std::string::npos) first_end = end;
+            last = end;
+        }
+        std::size_t const slip = place_ == stray_place::before_replies ? 0 : std::min(first_end, last);
+        std::string const head = chunk.substr(0, slip) + stray_ + chunk.substr(slip, last - slip);
+        if (!send_all(client, head)) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        return send_all(client, std::string_view(chunk).substr(last));
     }
     static bool send_all(int fd, std::string_view bytes) {
         while (!bytes.empty()) {
@@ -288,10 +328,11 @@ private:
             if (p[1].revents) {
                 ssize_t const n = ::recv(server, buffer, sizeof buffer, 0);
                 if (n <= 0) break;
-                std::string chunk(buffer, static_cast<std::size_t>(n));
-                if (!stray_.empty() && !stray_sent_.exchange(true)) chunk += stray_;
+                std::string const chunk(buffer, static_cast<std::size_t>(n));
                 std::this_thread::sleep_for(delay_);
-                if (!send_all(client, chunk)) break;
+                if (!stray_.empty() && !stray_sent_.exchange(true) ? !send_with_stray(client, chunk)
+                                                                   : !send_all(client, chunk))
+                    break;
             }
         }
         ::close(server);
@@ -301,6 +342,7 @@ private:
     int server_port_;
     std::chrono::milliseconds delay_;
     std::string stray_;
+    stray_place place_;
     std::atomic<bool> stray_sent_{false};
     std::mutex hook_mutex_;
     std::shared_ptr<std::function<void(std::string_view)>> hook_; // (copied under the mutex, called outside it)

@@ -333,7 +333,13 @@ public:
             // most list_reply_bytes, and list_reply_bytes per command for them all, so that
             // a server answering each with a long string costs no more than that.
             detail::redis_client& client = self.state_->client;
-            if (auto e = client.pipeline_on(index, commands, replies, list_reply_bytes, deadline, false, 0,
+            // OBJECT IDLETIME: an integer, or nil (gone); STRLEN: an integer. Another type
+            // (another command's reply, a confused server) is never taken as a size.
+            std::vector<unsigned> expected;
+            for (std::size_t i = 0; i < names.size(); ++i)
+                expected.insert(expected.end(), {(1u << REDIS_REPLY_INTEGER) | (1u << REDIS_REPLY_NIL),
+                                                 1u << REDIS_REPLY_INTEGER});
+            if (auto e = client.pipeline_on(index, commands, replies, list_reply_bytes, deadline, false, expected,
                                             list_reply_bytes * commands.size()))
                 return e == remote_error::too_large
                            ? client.record(remote_error::protocol, "OBJECT IDLETIME and STRLEN answers longer than "
@@ -342,20 +348,9 @@ public:
             std::int64_t const now = std::chrono::duration_cast<std::chrono::seconds>(
                                          std::chrono::system_clock::now().time_since_epoch())
                                          .count();
-            auto const is = [](redisReply const* r, std::initializer_list<int> types) {
-                return std::find(types.begin(), types.end(), r->type) != types.end();
-            };
             for (std::size_t i = 0; i < page.size() && 2 * i + 1 < replies.size(); ++i) {
                 redisReply const* idle = replies[2 * i].get();
                 redisReply const* length = replies[2 * i + 1].get();
-                if (!is(idle, {REDIS_REPLY_INTEGER, REDIS_REPLY_NIL, REDIS_REPLY_ERROR}) ||
-                    !is(length, {REDIS_REPLY_INTEGER, REDIS_REPLY_ERROR})) {
-                    // Out of step (another command's reply, or a confused server): never a size.
-                    client.drop_connection(index, deadline);
-                    return client.record(remote_error::protocol,
-                                         "a reply of the wrong type to OBJECT IDLETIME or STRLEN (the connection "
-                                         "was out of step; it is closed)");
-                }
                 // Gone since the SCAN (evicted, expired, moved to another master): not listed.
                 if (length->type != REDIS_REPLY_INTEGER || length->integer <= 0) continue;
                 stored_entry e;
@@ -535,9 +530,9 @@ private:
                           bool batch = false) {
         auto const expected_of = [&](std::size_t i) -> unsigned {
             if constexpr (std::is_invocable_r_v<unsigned, Accepted const&, std::size_t>)
-                return accepted(i) | (1u << REDIS_REPLY_ERROR);
+                return accepted(i);
             else
-                return static_cast<unsigned>(accepted) | (1u << REDIS_REPLY_ERROR);
+                return static_cast<unsigned>(accepted);
         };
         detail::redis_client& client = state_->client;
         auto const deadline = call_deadline();
@@ -582,8 +577,13 @@ private:
             commands.reserve(members.size());
             for (std::size_t i : members) commands.push_back(command(i));
             std::vector<detail::redis_reply_ptr> replies;
+            std::vector<unsigned> expected;
+            expected.reserve(members.size());
+            for (std::size_t i : members) expected.push_back(expected_of(i));
+            // (The types are checked under the connection's lock: one of the wrong type
+            // closes it there, and the replies from it on are not kept.)
             std::error_code failed =
-                client.pipeline_on(node, commands, replies, max_reply, until, false, 0, budget, batch);
+                client.pipeline_on(node, commands, replies, max_reply, until, false, expected, budget, batch);
             if (failed && client.is_cluster()) {
                 failed = client.exchange_failed(node, failed, until - now, whole);
             } else if (!failed && client.is_cluster()) {
@@ -596,15 +596,6 @@ private:
                     continue;
                 }
                 redisReply const* r = replies[j].get();
-                if (r->type < 0 || r->type > 31 || !(expected_of(i) & (1u << r->type))) {
-                    // Out of step from here on: the connection goes, and so do the answers after it.
-                    client.drop_connection(node, deadline, batch);
-                    std::error_code const e = client.record(
-                        remote_error::protocol, "a reply of the wrong type to " + std::string(commands[j].front()) +
-                                                    " (the connection was out of step; it is closed)");
-                    for (std::size_t rest = j; rest < members.size(); ++rest) fail(members[rest], e);
-                    break;
-                }
                 std::size_t const taken = r->type == REDIS_REPLY_STRING ? r->len + 16 : 16;
                 budget = budget > taken ? budget - taken : 0;
                 if (r->type == REDIS_REPLY_ERROR && detail::parse_redis_redirection(std::string_view(r->str, r->len))) {

@@ -50,8 +50,9 @@ inline thread_local void (*redis_slot_map_held_for_testing)() = nullptr;
 /// tells the slot map, the error is the node's own (refused, timeout): the whole cluster
 /// is failing.
 ///
-/// A reply of the wrong type for its command, or one more reply than commands, means
-/// the connection is out of step: it is closed and the call fails as `protocol`.
+/// A reply of the wrong type for its command, or an exchange whose replies do not end
+/// with its nonce (redis_connection::exchange), means the connection is out of step: it is
+/// closed and the call fails as `protocol`.
 class redis_client {
 public:
     struct call {
@@ -101,14 +102,6 @@ public:
     /// (it answered MOVED or ASK): every call fails as remote_error::cluster_node.
     bool serves_some_keys_only() const noexcept { return cluster_member.load(std::memory_order_relaxed); }
 
-    /// Closes node `index`'s connection (it is out of step), when it is free before the
-    /// deadline; `batch`: its batch connection (see pipeline_on).
-    void drop_connection(std::size_t index, redis_clock::time_point deadline, bool batch = false) {
-        node& n = node_at(index);
-        std::unique_lock<std::timed_mutex> lock(batch ? n.batch_mutex : n.mutex, std::defer_lock);
-        if (lock.try_lock_until(deadline)) (batch ? n.batch_connection : n.connection).close();
-    }
-
     /// How long a cluster node that failed is not called.
     static constexpr std::chrono::milliseconds node_rest{1000};
     /// The most nodes a client knows (seeds and those a slot map names); a slot map
@@ -151,34 +144,38 @@ public:
     }
 
     /// Several commands sent to node `index` at once, their replies in order.
-    /// `expected_last`: the reply types (bit 1 << REDIS_REPLY_...) the last command may
-    /// have besides an error; another type closes the connection (it is out of step) and
-    /// fails as `protocol`. 0: any. `batch`: on the node's second connection, the batch
-    /// writes' (write_many, release_claim_many), so that the other calls do not wait for them.
+    /// `expected[j]`: the reply types (bit 1 << REDIS_REPLY_...) command j may have besides
+    /// an error (0, or no entry: any). A reply of another type means the connection is out
+    /// of step: it is closed, under the node's lock (no other call uses it meanwhile),
+    /// `replies` keeps those before it, and the call fails as `protocol`. `batch`: on the
+    /// node's second connection, the batch writes' (write_many, release_claim_many), so
+    /// that the other calls do not wait for them.
     std::error_code pipeline_on(std::size_t index, std::vector<redis_command> const& commands,
                                 std::vector<redis_reply_ptr>& replies, std::size_t max_reply,
                                 redis_clock::time_point deadline, bool arrays = false,
-                                unsigned expected_last = 0,
+                                std::vector<unsigned> const& expected = {},
                                 std::size_t max_total_bytes = std::numeric_limits<std::size_t>::max(),
                                 bool batch = false) {
         node* const n = &node_at(index);
         std::unique_lock<std::timed_mutex> lock(batch ? n->batch_mutex : n->mutex, std::defer_lock);
         if (!lock.try_lock_until(deadline)) return record(remote_error::timeout, "waited too long for the connection");
         redis_connection& connection = batch ? n->batch_connection : n->connection;
-        if (auto e = connection.exchange(commands, replies, max_reply, deadline, connect_timeout_, arrays,
-                                         max_total_bytes))
-            return record(e, describe_node(connection.endpoint()) + ": " + connection.last_error_text());
-        if (expected_last != 0 && !replies.empty()) {
-            int const type = replies.back()->type;
-            if (type != REDIS_REPLY_ERROR && (type < 0 || type > 31 || !(expected_last & (1u << type)))) {
-                connection.close();
-                replies.clear();
-                return record(remote_error::protocol,
-                              describe_node(connection.endpoint()) + ": a reply of the wrong type to " +
-                                  std::string(commands.back().front()) +
-                                  " (the connection was out of step; it is closed)");
-            }
+        std::error_code const e =
+            connection.exchange(commands, replies, max_reply, deadline, connect_timeout_, arrays, max_total_bytes);
+        std::string text = e ? describe_node(connection.endpoint()) + ": " + connection.last_error_text() : "";
+        for (std::size_t j = 0; j < replies.size() && j < expected.size(); ++j) {
+            int const type = replies[j]->type;
+            if (expected[j] == 0 || type == REDIS_REPLY_ERROR) continue;
+            if (type >= 0 && type <= 31 && (expected[j] & (1u << type))) continue;
+            connection.close();
+            replies.resize(j);
+            if (e) break; // (the exchange's own error stands; the replies from here on go)
+            return record(remote_error::protocol, describe_node(connection.endpoint()) +
+                                                      ": a reply of the wrong type to " +
+                                                      std::string(commands[j].front()) +
+                                                      " (the connection was out of step; it is closed)");
         }
+        if (e) return record(e, std::move(text));
         return {};
     }
 
@@ -204,10 +201,12 @@ public:
         std::vector<redis_command> commands;
         if (asking) commands.push_back({"ASKING"});
         commands.push_back(command);
+        std::vector<unsigned> expected;
+        if (asking) expected.push_back(1u << REDIS_REPLY_STATUS);
+        expected.push_back(command.empty() ? 0u : expected_replies(command.front()));
         std::vector<redis_reply_ptr> replies;
         call c;
-        c.error = pipeline_on(index, commands, replies, max_reply, deadline, arrays,
-                              command.empty() ? 0u : expected_replies(command.front()));
+        c.error = pipeline_on(index, commands, replies, max_reply, deadline, arrays, expected);
         if (!c.error) c.reply = std::move(replies.back());
         return c;
     }
