@@ -614,3 +614,38 @@ TEST_CASE("Redis writes then releases, and reads that claim, on a cluster: the c
     }
     s.release_claim_many(releases);
 }
+
+TEST_CASE("read_many_claiming without scripts: the reads and the claims after them end within one timeout",
+          "[redis][claims]") {
+    // Commands answered 700 ms late, under a command timeout of 1 s, for a user without
+    // EVAL: the reads (and their refused scripts), then SET NX for the entries found absent.
+    // With a timeout each, the claims answered at 1.4 s; they now get what the reads left
+    // of the one timeout (a tier's prefetch waits for no more), and find too little.
+    server s;
+    admin a(s.port());
+    relay r(s.port(), 0ms);
+    std::string const ns = unique_name("claims");
+    REQUIRE(a({"ACL", "SETUSER", "ci", "on", ">ci-pw", "~" + ns + ":*", "+getrange", "+get", "+set", "+del"}) ==
+            "OK");
+    cc::redis_options o;
+    o.url = "redis://ci:ci-pw@127.0.0.1:" + std::to_string(r.port());
+    o.name_space = ns;
+    o.command_timeout = 1000ms;
+    cc::redis_storage slow(o);
+    std::string out;
+    REQUIRE(slow.read(key_of(99), out, 100).status == cc::read_status::absent); // connected
+    std::vector<cc::key> const keys{key_of(1), key_of(2)};
+    r.before_passing(late_by(700ms));
+    std::vector<std::pair<cc::read_result, std::string>> read;
+    std::vector<cc::claim_answer> claims;
+    auto const started = std::chrono::steady_clock::now();
+    slow.read_many_claiming(keys, 1000, keys, remote_claim(), read, claims);
+    auto const took = std::chrono::steady_clock::now() - started;
+    r.before_passing(nullptr);
+    INFO("read_many_claiming took " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
+    CHECK(took < 1200ms);
+    REQUIRE(read.size() == 2);
+    for (auto const& [result, bytes] : read) CHECK(result.status == cc::read_status::absent);
+    REQUIRE(claims.size() == 2);
+    for (cc::claim_answer const& c : claims) CHECK(c.state != cc::claim_state::claimed);
+}

@@ -765,7 +765,7 @@ public:
     /// which then answers as a remote read would (and the cache checks the entry as any
     /// other); the worker's copy of a record uses them too. Not while the remote is
     /// skipped. Counted `remote.prefetch-batches`, `remote.prefetch-keys`. Bounded as any
-    /// remote call (the batch by the remote's own timeout).
+    /// remote call (the batch by the remote's own timeout; see the claims' below).
     void prefetch(std::vector<key> const& keys, std::size_t max_size) noexcept {
         prefetch(keys, max_size, claim_request{claim_scope::none, std::chrono::milliseconds(0)});
     }
@@ -781,8 +781,12 @@ public:
     /// dropped (that process is compiling it: the miss reads the remote afresh, and finds
     /// the entry once it is stored, instead of compiling it again). The claims never used
     /// are released at the tier's end (as release_claim does, within the upload drain
-    /// time), else left to their expiry. At most max_preclaims held. Counted
-    /// `remote.claims-prefetched`, `remote.claims-prefetched-unused`.
+    /// time), else left to their expiry; those held past half their expiry are released by
+    /// the worker (in sync mode, or when its queue is full: here, before the batch, one
+    /// more remote call). At most max_preclaims held. Bounded by the remote's one timeout
+    /// with a remote that has read_many_claiming and does it within one (redis_storage);
+    /// otherwise read_many's, then try_claim_many's. Counted `remote.claims-prefetched`,
+    /// `remote.claims-prefetched-unused`.
     void prefetch(std::vector<key> const& keys, std::size_t max_size, claim_request const& claims) noexcept {
         if (!state_ || !state_->remote || state_->forked_mid_job() || !state_->remote_usable()) return;
         if constexpr (detail::has_read_many<Remote>::value) {
@@ -1387,6 +1391,15 @@ private:
                         std::size_t const room = max_preclaims - std::min(max_preclaims, preclaimed.size());
                         if (absent.size() > room) absent.resize(room);
                     }
+                    // Released by the worker (background uploads), off the prefetch's path, which
+                    // the remote's one timeout bounds; in sync mode, or where the queue is full,
+                    // here, when there are any.
+                    if (worker)
+                        stale.erase(std::remove_if(stale.begin(), stale.end(),
+                                                   [&](key const& k) {
+                                                       return worker->push({k, std::string(), job_release});
+                                                   }),
+                                    stale.end());
                     if (!stale.empty()) {
                         if constexpr (detail::has_release_claim_many<Remote>::value) {
                             remote->release_claim_many(stale);

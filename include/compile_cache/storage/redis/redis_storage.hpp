@@ -299,7 +299,8 @@ public:
     /// claim are in different slots, which one script may not touch), or for the keys whose
     /// script the server refused (an ACL without EVAL): the reads, then try_claim_many for
     /// the keys they found absent. Nothing claimed without `remote` in the scope. Bounded
-    /// as read_many, plus try_claim_many's timeout where it falls back. Never throws.
+    /// as read_many: the whole, the claims after the reads included, by one command
+    /// timeout (claims that find no time left are none). Never throws.
     void read_many_claiming(std::vector<key> const& keys, std::size_t max, std::vector<key> const& to_claim,
                             claim_request const& request, std::vector<std::pair<read_result, std::string>>& out,
                             std::vector<claim_answer>& claims) noexcept;
@@ -489,8 +490,9 @@ private:
         return {read_status::found, {}};
     }
 
+    /// read_many's batch, the whole by `until` (time_point{}: one command timeout from now).
     void read_batch(std::vector<key> const& keys, std::size_t max,
-                    std::vector<std::pair<read_result, std::string>>& out) {
+                    std::vector<std::pair<read_result, std::string>>& out, detail::redis_clock::time_point until = {}) {
         std::size_t const bound = std::min<std::size_t>(max, std::size_t(1) << 40);
         std::string const end = std::to_string(bound);
         std::vector<std::string> names;
@@ -503,8 +505,13 @@ private:
             [&](std::size_t i, std::error_code e) {
                 out[i].second.clear();
                 out[i].first = {read_status::error, e};
-            });
+            },
+            false, until);
     }
+
+    /// try_claim_many's batch, the whole by `until` (time_point{}: one command timeout from now).
+    void claim_batch(std::vector<key> const& keys, claim_request const& request, std::vector<claim_answer>& out,
+                     detail::redis_clock::time_point until = {});
 
     /// One command per name (`command(i)` for `names[i]`, a name on the server), pipelined:
     /// one exchange for a server; on a cluster, one per node, each command sent to the
@@ -522,12 +529,13 @@ private:
     /// had at least a quarter of the call's time, else its names fail as `timeout`). A redirection
     /// to a redis:// server that is a cluster's node fails every name not answered yet (no
     /// answer from a part of it). `batch`: on the batch writes' own connection of each node (write_many,
-    /// release_claim_many), not the one the host's calls use. read_many, write_many and the
-    /// claims' batches send their commands through it.
+    /// release_claim_many), not the one the host's calls use. `call_until`: the whole call's
+    /// deadline, where it shares one with a step before it (time_point{}: one command timeout
+    /// from now). read_many, write_many and the claims' batches send their commands through it.
     template <class Command, class Accepted, class Answer, class Fail>
     void pipeline_by_node(std::vector<std::string> const& names, Command const& command, Accepted const& accepted,
                           std::size_t max_reply, std::size_t budget, Answer&& answer, Fail&& fail,
-                          bool batch = false) {
+                          bool batch = false, detail::redis_clock::time_point call_until = {}) {
         auto const expected_of = [&](std::size_t i) -> unsigned {
             if constexpr (std::is_invocable_r_v<unsigned, Accepted const&, std::size_t>)
                 return accepted(i);
@@ -535,7 +543,7 @@ private:
                 return static_cast<unsigned>(accepted);
         };
         detail::redis_client& client = state_->client;
-        auto const deadline = call_deadline();
+        auto const deadline = call_until == detail::redis_clock::time_point{} ? call_deadline() : call_until;
         auto const whole = deadline - detail::redis_clock::now(); // (the call's time, for exchange_failed)
         if (!client.is_cluster() && client.serves_some_keys_only()) {
             for (std::size_t i = 0; i < names.size(); ++i) fail(i, make_error_code(remote_error::cluster_node));
