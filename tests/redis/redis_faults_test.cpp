@@ -197,6 +197,9 @@ TEST_CASE("The Redis client's failures are remote_error conditions, which a tier
     CHECK(r.error == std::errc::connection_refused);
     // The conditions a remote reports beyond the counted ones are counted as one of those.
     CHECK(cc::remote_error_of(cc::remote_error::node_down) == cc::remote_error::refused);
+    CHECK(cc::remote_error_of(cc::remote_error::node_timeout) == cc::remote_error::timeout);
+    CHECK(std::error_code(cc::remote_error::node_timeout) == std::errc::timed_out);
+    CHECK(std::string(cc::to_string(cc::remote_error::node_timeout)) == "node-timeout");
     CHECK(cc::remote_error_of(cc::remote_error::cluster_node) == cc::remote_error::other);
     CHECK(std::string(cc::to_string(cc::remote_error::node_down)) == "node-down");
     CHECK(std::string(cc::to_string(cc::remote_error::too_large)) == "too-large");

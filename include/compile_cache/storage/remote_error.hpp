@@ -30,6 +30,8 @@ enum class remote_error : std::size_t {
                      ///< fail (counted as refused; the remote's partial_failure() says it is partial)
     cluster_node,    ///< the address names one node of a cluster, which serves only some keys
                      ///< (counted as other)
+    node_timeout,    ///< one node of a cluster timed out while the others answer: only its keys fail
+                     ///< (counted as timeout; the remote's partial_failure() says it is partial)
 };
 
 /// How many reasons a tier counts: the values of remote_error before node_down.
@@ -43,8 +45,8 @@ class remote_error_category final : public std::error_category {
 public:
     char const* name() const noexcept override { return "compile_cache.remote"; }
     COMPILE_CACHE_DECL std::string message(int value) const override;
-    /// The portable std::errc condition of each reason (timeout: timed_out, refused and
-    /// node_down: connection_refused, auth: permission_denied, protocol: protocol_error,
+    /// The portable std::errc condition of each reason (timeout and node_timeout: timed_out,
+    /// refused and node_down: connection_refused, auth: permission_denied, protocol: protocol_error,
     /// too_large: value_too_large), so that code written against std::errc tells them.
     COMPILE_CACHE_DECL std::error_condition default_error_condition(int value) const noexcept override;
 };
@@ -59,7 +61,7 @@ inline std::error_code make_error_code(remote_error e) noexcept {
 }
 
 /// The reason counted for a remote's error code, one of the first remote_error_count:
-/// a remote_error as it is (node_down as refused, cluster_node as other); another
+/// a remote_error as it is (node_down as refused, node_timeout as timeout, cluster_node as other); another
 /// category's code by its std::errc condition (timed_out; connection_refused,
 /// host_unreachable, network_unreachable, no_such_file_or_directory, connection_reset,
 /// not_connected; permission_denied, operation_not_permitted; protocol_error,

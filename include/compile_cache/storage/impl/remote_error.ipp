@@ -17,6 +17,7 @@ char const* to_string(remote_error e) noexcept {
     case remote_error::other: return "other";
     case remote_error::node_down: return "node-down";
     case remote_error::cluster_node: return "cluster-node";
+    case remote_error::node_timeout: return "node-timeout";
     }
     return "other";
 }
@@ -32,6 +33,7 @@ std::string detail::remote_error_category::message(int value) const {
     case remote_error::unauthenticated: return "the entry's authentication does not verify";
     case remote_error::other: return "the server reported an error";
     case remote_error::node_down: return "a node of the cluster is out of reach; only its keys fail";
+    case remote_error::node_timeout: return "a node of the cluster did not answer in time; only its keys fail";
     case remote_error::cluster_node:
         return "the server is a node of a Redis Cluster, not a server of its own: address the cluster as "
                "redis+cluster://host:port";
@@ -41,7 +43,8 @@ std::string detail::remote_error_category::message(int value) const {
 
 std::error_condition detail::remote_error_category::default_error_condition(int value) const noexcept {
     switch (static_cast<remote_error>(value - 1)) {
-    case remote_error::timeout: return std::errc::timed_out;
+    case remote_error::timeout:
+    case remote_error::node_timeout: return std::errc::timed_out;
     case remote_error::refused:
     case remote_error::node_down: return std::errc::connection_refused;
     case remote_error::auth: return std::errc::permission_denied;
@@ -66,9 +69,10 @@ std::error_category const& remote_category() noexcept {
 
 remote_error remote_error_of(std::error_code const& e) noexcept {
     if (e.category() == remote_category() && e.value() >= 1 &&
-        e.value() <= static_cast<int>(remote_error::cluster_node) + 1) {
+        e.value() <= static_cast<int>(remote_error::node_timeout) + 1) {
         auto const why = static_cast<remote_error>(e.value() - 1);
         if (why == remote_error::node_down) return remote_error::refused;
+        if (why == remote_error::node_timeout) return remote_error::timeout;
         if (why == remote_error::cluster_node) return remote_error::other;
         return why;
     }

@@ -391,7 +391,9 @@ public:
 
     /// Whether `e`, from a call of this storage, failed only a part of it (one node of a
     /// cluster; the others answer): a tier keeps using the storage, counting the error.
-    static bool partial_failure(std::error_code const& e) noexcept { return e == remote_error::node_down; }
+    static bool partial_failure(std::error_code const& e) noexcept {
+        return e == remote_error::node_down || e == remote_error::node_timeout;
+    }
 
     /// The most bytes a listing takes for one OBJECT IDLETIME or STRLEN reply (an integer,
     /// or an error line), and per command for a page's replies together.

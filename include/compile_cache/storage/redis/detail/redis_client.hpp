@@ -43,7 +43,7 @@ inline thread_local void (*redis_slot_map_held_for_testing)() = nullptr;
 /// `MOVED` refreshes the map and retries once on the node named, `ASK` sends ASKING and
 /// retries once there. A node that refused, or timed out with at least a quarter of its
 /// call's time (see exchange_failed), is not called for node_rest (its keys fail at once,
-/// remote_error::node_down while another master answers) and the slot map is learnt
+/// remote_error::node_down, or node_timeout after a timeout, while another master answers) and the slot map is learnt
 /// again; so is it, at most once a second, for a call to a slot the map leaves without a
 /// master. A node that timed out with less (other nodes of the call used the time) is
 /// not rested: its keys fail as `timeout`. When every master is out of reach, or no node
@@ -412,7 +412,8 @@ public:
     }
 
     /// A call to node `index` while it rests (it failed less than node_rest ago): the
-    /// node's error, at once; node_down while another master has not failed.
+    /// node's error, at once; node_down (node_timeout when it timed out) while another
+    /// master has not failed.
     std::error_code resting(std::size_t index) {
         node& n = node_at(index);
         std::error_code last;
@@ -423,7 +424,7 @@ public:
         }
         std::string const where = describe_node(n.connection.endpoint());
         if (another_master_answers(index))
-            return record(remote_error::node_down, where + " failed less than " +
+            return record(only_this_node(last), where + " failed less than " +
                                                      std::to_string(node_rest.count()) + " ms ago; its slots fail");
         return record(last, where + " and every other master of the cluster failed less than " +
                                 std::to_string(node_rest.count()) + " ms ago");
@@ -456,7 +457,8 @@ public:
     }
 
     /// Node `index` refused or timed out with `e`: it rests for node_rest. The answer is
-    /// node_down while another master has not failed, else `e` (the cluster is failing).
+    /// node_down (node_timeout for a timeout) while another master has not failed, else
+    /// `e` (the cluster is failing).
     std::error_code node_failed(std::size_t index, std::error_code e) {
         node& n = node_at(index);
         std::string const text = last_failure().text;
@@ -466,9 +468,15 @@ public:
             n.last_error = e;
         }
         if (!another_master_answers(index)) return e;
-        return record(remote_error::node_down, text + " (" + to_string(remote_error_of(e)) +
+        return record(only_this_node(e), text + " (" + to_string(remote_error_of(e)) +
                                                  "); only this node's slots fail, for " +
                                                  std::to_string(node_rest.count()) + " ms at least");
+    }
+
+    /// The error of a node's keys when it failed with `e` and other masters answer: counted
+    /// as `e` is (timeout, refused), and a partial failure (redis_storage::partial_failure).
+    static remote_error only_this_node(std::error_code const& e) noexcept {
+        return e == remote_error::timeout ? remote_error::node_timeout : remote_error::node_down;
     }
 
     void node_answered(std::size_t index) {
