@@ -12,6 +12,9 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -547,4 +550,58 @@ TEST_CASE("A stray reply before or among the replies, the last one late, is neve
     std::string again;
     CHECK(s.read(keys[2], again, 1000).status == cc::read_status::found);
     CHECK(again == "value-2");
+}
+
+namespace {
+std::atomic<bool> failure_held{false};    // the holding thread is inside the failure lock
+std::atomic<bool> failure_release{false};
+void hold_failure() { // (redis_failure_held_for_testing: on the holding thread only)
+    failure_held = true;
+    while (!failure_release) std::this_thread::sleep_for(milliseconds(1));
+}
+} // namespace
+
+// A std::mutex another thread holds when the process forks stays held for ever in the
+// child. The client's last failure and a node's health are held only for a few stores,
+// but a fork can still fall there: the child waits for each at most brief_lock_wait.
+TEST_CASE("A child forked while another thread records a Redis failure is not blocked by that lock",
+          "[redis][faults]") {
+    int port = 0;
+    {
+        server gone;
+        port = gone.port();
+    } // nothing listens there now: every call fails as refused, and records it
+    auto s = storage_at("redis://127.0.0.1:" + std::to_string(port));
+    std::thread holder([&] {
+        cc::detail::redis_failure_held_for_testing = &hold_failure;
+        std::string out;
+        (void)s.read(key_of(1), out, 100);
+        cc::detail::redis_failure_held_for_testing = nullptr;
+    });
+    while (!failure_held) std::this_thread::sleep_for(milliseconds(1));
+    pid_t const child = ::fork();
+    if (child == 0) {
+        std::string out;
+        auto const start = std::chrono::steady_clock::now();
+        // (The holder also held the node's connection then: the read fails at its timeout.)
+        cc::read_result const r = s.read(key_of(2), out, 100);
+        (void)s.last_failure();
+        ::_exit(r.status == cc::read_status::error && ms_since(start) < 1000 ? 0 : 1);
+    }
+    failure_release = true;
+    holder.join();
+    REQUIRE(child > 0);
+    int status = 0;
+    pid_t done = 0;
+    auto const until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while ((done = ::waitpid(child, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(milliseconds(10));
+    if (done == 0) { // blocked: the test's failure, and the child goes
+        ::kill(child, SIGKILL);
+        ::waitpid(child, &status, 0);
+    }
+    INFO("the child " << (done == 0 ? "was still blocked after 10 s" : "ended"));
+    CHECK(done == child);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
 }

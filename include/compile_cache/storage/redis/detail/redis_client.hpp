@@ -33,6 +33,9 @@ namespace compile_cache::detail {
 /// For tests only: called on the thread that has just taken a cluster client's slot map
 /// lock to learn the map (refresh), before it goes on; other calls wait for the lock meanwhile.
 inline thread_local void (*redis_slot_map_held_for_testing)() = nullptr;
+/// For tests only: called on the thread that has just taken a client's failure lock to
+/// record a failure, before it goes on (a fork meanwhile leaves the lock held in the child).
+inline thread_local void (*redis_failure_held_for_testing)() = nullptr;
 
 /// The nodes of one address and the routing of a command to them (see redis_storage for
 /// the contract a user sees). Thread-safe: each node's connection is used by one call at
@@ -77,11 +80,19 @@ public:
     redis_address const& where() const noexcept { return address; }
     bool is_cluster() const noexcept { return address.type == redis_address::kind::cluster; }
 
-    /// The last failure any call saw, with a text for a log line.
+    /// The last failure any call saw, with a text for a log line; `other` when its lock
+    /// is not had within brief_lock_wait (a child forked while another thread held it).
     redis_failure last_failure() const {
-        std::lock_guard<std::mutex> lock(failure_mutex);
+        std::unique_lock<std::timed_mutex> lock(failure_mutex, brief_lock_wait);
+        if (!lock.owns_lock()) return {make_error_code(remote_error::other), "(the last failure could not be read)"};
         return failure;
     }
+
+    /// The most a call waits for a lock held only for a few loads and stores (the last
+    /// failure's, a node's health): one held longer has a holder this process does not
+    /// have (a child forked while another thread of the parent held it), and the call goes
+    /// on without it (see each use) rather than waiting for ever.
+    static constexpr std::chrono::milliseconds brief_lock_wait{100};
 
     /// The masters to visit for a listing, in `out`: node 0 on a server; on a cluster
     /// each master of the slot map (learnt first when it is not known).
@@ -118,16 +129,20 @@ private:
         std::timed_mutex batch_mutex;
         redis_connection batch_connection;
         // A cluster node's health: after a refusal or a timeout it rests until resting_until.
-        std::mutex health_mutex;
+        std::timed_mutex health_mutex; ///< (taken within brief_lock_wait)
         redis_clock::time_point resting_until{};
         std::error_code last_error;
     };
 
 public:
 
+    /// Keeps `e` and `text` as the last failure (not when its lock is not had within
+    /// brief_lock_wait) and returns `e`.
     std::error_code record(std::error_code e, std::string text) const {
         try {
-            std::lock_guard<std::mutex> lock(failure_mutex);
+            std::unique_lock<std::timed_mutex> lock(failure_mutex, brief_lock_wait);
+            if (!lock.owns_lock()) return e;
+            if (redis_failure_held_for_testing != nullptr) redis_failure_held_for_testing();
             failure = {e, std::move(text)};
         } catch (...) {
         }
@@ -413,13 +428,13 @@ public:
 
     /// A call to node `index` while it rests (it failed less than node_rest ago): the
     /// node's error, at once; node_down (node_timeout when it timed out) while another
-    /// master has not failed.
+    /// master has not failed. (Its health not to be read within brief_lock_wait: not resting.)
     std::error_code resting(std::size_t index) {
         node& n = node_at(index);
         std::error_code last;
         {
-            std::lock_guard<std::mutex> lock(n.health_mutex);
-            if (redis_clock::now() >= n.resting_until) return {};
+            std::unique_lock<std::timed_mutex> lock(n.health_mutex, brief_lock_wait);
+            if (!lock.owns_lock() || redis_clock::now() >= n.resting_until) return {};
             last = n.last_error;
         }
         std::string const where = describe_node(n.connection.endpoint());
@@ -430,11 +445,12 @@ public:
                                 std::to_string(node_rest.count()) + " ms ago");
     }
 
-    /// Whether node `index` rests now (it failed less than node_rest ago).
+    /// Whether node `index` rests now (it failed less than node_rest ago; not when its
+    /// health is not to be read within brief_lock_wait).
     bool is_resting(std::size_t index) {
         node& n = node_at(index);
-        std::lock_guard<std::mutex> lock(n.health_mutex);
-        return redis_clock::now() < n.resting_until;
+        std::unique_lock<std::timed_mutex> lock(n.health_mutex, brief_lock_wait);
+        return lock.owns_lock() && redis_clock::now() < n.resting_until;
     }
 
     /// The error of a call whose exchange with node `index` failed with `e`, the exchange
@@ -463,9 +479,11 @@ public:
         node& n = node_at(index);
         std::string const text = last_failure().text;
         {
-            std::lock_guard<std::mutex> lock(n.health_mutex);
-            n.resting_until = redis_clock::now() + node_rest;
-            n.last_error = e;
+            std::unique_lock<std::timed_mutex> lock(n.health_mutex, brief_lock_wait);
+            if (lock.owns_lock()) { // (else not rested: its calls go on failing, each bounded)
+                n.resting_until = redis_clock::now() + node_rest;
+                n.last_error = e;
+            }
         }
         if (!another_master_answers(index)) return e;
         return record(only_this_node(e), text + " (" + to_string(remote_error_of(e)) +
@@ -481,11 +499,12 @@ public:
 
     void node_answered(std::size_t index) {
         node& n = node_at(index);
-        std::lock_guard<std::mutex> lock(n.health_mutex);
-        n.resting_until = {};
+        std::unique_lock<std::timed_mutex> lock(n.health_mutex, brief_lock_wait);
+        if (lock.owns_lock()) n.resting_until = {};
     }
 
-    /// Whether a master of the slot map other than `index` is not resting.
+    /// Whether a master of the slot map other than `index` is not resting (one whose health
+    /// is not to be read within brief_lock_wait does not count).
     bool another_master_answers(std::size_t index) {
         std::vector<std::size_t> masters;
         {
@@ -497,8 +516,8 @@ public:
         for (std::size_t m : masters) {
             if (m == index) continue;
             node& n = node_at(m);
-            std::lock_guard<std::mutex> lock(n.health_mutex);
-            if (now >= n.resting_until) return true;
+            std::unique_lock<std::timed_mutex> lock(n.health_mutex, brief_lock_wait);
+            if (lock.owns_lock() && now >= n.resting_until) return true;
         }
         return false;
     }
@@ -578,7 +597,7 @@ private:
     redis_clock::time_point last_refresh{};
     std::error_code refresh_error;         ///< why the last refresh failed (refused, timeout...)
     std::string refresh_error_text;
-    mutable std::mutex failure_mutex;
+    mutable std::timed_mutex failure_mutex; ///< (taken within brief_lock_wait)
     mutable redis_failure failure;
     std::atomic<bool> cluster_member{false}; ///< a redis:// server answered MOVED or ASK
 };
