@@ -25,6 +25,8 @@
 #include <vector>
 
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace cc = compile_cache;
 using namespace compile_cache_test::redis;
@@ -1122,4 +1124,57 @@ TEST_CASE_METHOD(server_and_folder,
                  "[redis][tiered][prefetch][claims][upload]") {
     proxy_process proxy(s.port(), std::chrono::microseconds(2500));
     claims_ahead_then_waiter(*this, proxy.url(), unique_name("release-rtt"), 20);
+}
+
+namespace {
+std::atomic<bool> health_held{false};    // the holding thread is inside the tier's health lock
+std::atomic<bool> health_release{false};
+void hold_health() { // (tier_health_held_for_testing: on the holding thread only)
+    health_held = true;
+    while (!health_release) std::this_thread::sleep_for(1ms);
+}
+} // namespace
+
+// A std::mutex another thread holds when the process forks stays held for ever in the
+// child. The tier's health lock is held for a few loads and stores at each remote call;
+// a child forked in that moment now waits for it at most a second, then skips the remote.
+TEST_CASE("Tier on Redis: a child forked while another thread admits a remote call is not blocked by that lock",
+          "[redis][tiered][faults]") {
+    auto tiered = cc::tiered_storage<cc::memory_storage, cc::redis_storage>(
+        cc::memory_storage(), remote_at(fixture::get().server_url(), unique_name("fork"), 300ms));
+    REQUIRE_FALSE(tiered.remote().write(key_of(1), "on the server"));
+    std::thread holder([&] {
+        cc::detail::tier_health_held_for_testing = &hold_health;
+        std::string out;
+        (void)tiered.read(key_of(2), out, 100);
+        cc::detail::tier_health_held_for_testing = nullptr;
+    });
+    while (!health_held) std::this_thread::sleep_for(1ms);
+    pid_t const child = ::fork();
+    if (child == 0) {
+        std::string out;
+        auto const start = std::chrono::steady_clock::now();
+        cc::read_result const r = tiered.read(key_of(1), out, 100); // (a miss: the remote is skipped)
+        bool const skipped = tiered.remote_skipped();
+        ::_exit(r.status != cc::read_status::error && skipped && ms_since(start) < 3000 ? 0 : 1);
+    }
+    health_release = true;
+    holder.join();
+    REQUIRE(child > 0);
+    int status = 0;
+    pid_t done = 0;
+    auto const until = std::chrono::steady_clock::now() + 10s;
+    while ((done = ::waitpid(child, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(10ms);
+    if (done == 0) { // blocked: the test's failure, and the child goes
+        ::kill(child, SIGKILL);
+        ::waitpid(child, &status, 0);
+    }
+    INFO("the child " << (done == 0 ? "was still blocked after 10 s" : "ended"));
+    CHECK(done == child);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    // The parent's lock was given back: its remote is used as before.
+    std::string out;
+    CHECK(tiered.read(key_of(1), out, 100).status == cc::read_status::found);
 }

@@ -137,6 +137,10 @@ using partial_failure_t = decltype(std::declval<S const&>().partial_failure(std:
 template <class S>
 using has_partial_failure = is_detected_convertible<bool, partial_failure_t, S>;
 
+/// For tests only: called on the thread that has just taken a tier's health lock to admit
+/// a remote call, before it goes on (a fork meanwhile leaves the lock held in the child).
+inline thread_local void (*tier_health_held_for_testing)() = nullptr;
+
 /// The jobs one tier runs off the host's path, and the thread that runs them: a queue
 /// bounded in bytes (push never waits for room: a job that does not fit is refused),
 /// a thread started at the first push, a bounded drain at the end. The thread takes
@@ -475,8 +479,8 @@ public:
     /// Whether the remote is skipped now (it failed, and its back-off is not over).
     bool remote_skipped() const {
         if (!has_remote()) return true;
-        std::lock_guard<std::mutex> lock(state_->health_mutex);
-        return state_->down && clock::now() < state_->retry_at;
+        auto const lock = state_->health_lock();
+        return !lock.owns_lock() || (state_->down && clock::now() < state_->retry_at);
     }
     /// Background mode: waits until the queued uploads and copies are done, at most
     /// `within`; true when nothing is left (and always in sync mode). For a host that
@@ -885,8 +889,8 @@ public:
             if (state_->local) state_->local->set_logger(logger);
         if constexpr (detail::has_set_logger<Remote>::value)
             if (state_->remote) state_->remote->set_logger(logger);
-        std::lock_guard<std::mutex> lock(state_->health_mutex);
-        state_->options.logger = std::move(logger);
+        auto const lock = state_->health_lock();
+        if (lock.owns_lock()) state_->options.logger = std::move(logger);
     }
 
 private:
@@ -985,7 +989,32 @@ private:
         std::optional<Remote> remote;
         tier_options options;
         std::array<std::atomic<std::uint64_t>, c_count> counts{};
-        mutable std::mutex health_mutex;
+        /// Health and prefetch locks: held for a few loads and stores (and a map's changes),
+        /// never across a call or the host's code, but a process forked while another thread
+        /// held one has it held for ever. So each is taken within lock_wait; a lock not had
+        /// by then is lost for good (`health_lost`, `prefetch_lost`): the remote is skipped,
+        /// the prefetched answers and batches are not used, from then on.
+        static constexpr std::chrono::milliseconds lock_wait{1000};
+        mutable std::timed_mutex health_mutex;
+        mutable std::atomic<bool> health_lost{false};
+        std::atomic<bool> prefetch_lost{false};
+        /// health_mutex within lock_wait (not owned when lost).
+        std::unique_lock<std::timed_mutex> health_lock() const noexcept {
+            return bounded_lock(health_mutex, health_lost);
+        }
+        /// prefetch_mutex within lock_wait (not owned when lost).
+        std::unique_lock<std::timed_mutex> prefetch_lock() noexcept {
+            return bounded_lock(prefetch_mutex, prefetch_lost);
+        }
+        static std::unique_lock<std::timed_mutex> bounded_lock(std::timed_mutex& m, std::atomic<bool>& lost) noexcept {
+            std::unique_lock<std::timed_mutex> lock(m, std::defer_lock);
+            if (lost.load(std::memory_order_relaxed)) return lock;
+            try {
+                if (!lock.try_lock_for(lock_wait)) lost.store(true, std::memory_order_relaxed);
+            } catch (...) {
+            }
+            return lock;
+        }
         bool down = false;
         clock::time_point down_since{};
         clock::time_point retry_at{};
@@ -1016,7 +1045,7 @@ private:
             std::string bytes;
             clock::time_point at{};
         };
-        std::mutex prefetch_mutex;
+        std::timed_mutex prefetch_mutex; ///< (taken by prefetch_lock)
         std::unordered_map<key, prefetched_answer> prefetched;
         std::size_t prefetched_bytes = 0;
         /// What a batch in flight must not keep: a key stored or removed after the batch began
@@ -1113,7 +1142,8 @@ private:
         /// so is what a batch in flight will answer for it.
         void forget_prefetched(key const& k) noexcept {
             try {
-                std::lock_guard<std::mutex> lock(prefetch_mutex);
+                auto const lock = prefetch_lock(); // (not had: prefetch_lost, nothing held is used)
+                if (!lock.owns_lock()) return;
                 auto const it = prefetched.find(k);
                 if (it != prefetched.end()) {
                     prefetched_bytes -= std::min(prefetched_bytes, prefetch_cost(it->second.bytes));
@@ -1138,8 +1168,8 @@ private:
         /// most `max_size` bytes answers; false when there is none (or it is too old).
         bool take_prefetched(key const& k, std::string& out, std::size_t max_size, read_result& r) noexcept {
             try {
-                std::lock_guard<std::mutex> lock(prefetch_mutex);
-                if (prefetched.empty()) return false;
+                auto const lock = prefetch_lock();
+                if (!lock.owns_lock() || prefetched.empty()) return false;
                 auto const it = prefetched.find(k);
                 if (it == prefetched.end()) return false;
                 prefetched_answer a = std::move(it->second);
@@ -1210,8 +1240,8 @@ private:
             ~in_flight_guard() {
                 if (!counted) return;
                 try {
-                    std::lock_guard<std::mutex> lock(s.prefetch_mutex);
-                    if (pid != s.prefetch_pid) return; // (begun before a fork: the set is anew)
+                    auto const lock = s.prefetch_lock();
+                    if (!lock.owns_lock() || pid != s.prefetch_pid) return; // (begun before a fork: the set is anew)
                     auto const it = s.batch_starts.find(start);
                     if (it != s.batch_starts.end()) s.batch_starts.erase(it);
                     if (s.batch_starts.empty()) {
@@ -1234,7 +1264,8 @@ private:
                     std::unordered_set<key> seen;
                     in_flight_guard flight{*this};
                     {
-                        std::lock_guard<std::mutex> lock(prefetch_mutex);
+                        auto const lock = prefetch_lock();
+                        if (!lock.owns_lock()) return;
                         for (key const& k : keys)
                             if (!k.empty() && prefetched.count(k) == 0 && seen.insert(k).second) wanted.push_back(k);
                         adopt_prefetch_pid_locked();
@@ -1303,8 +1334,8 @@ private:
                     auto const now = clock::now();
                     std::vector<key> absent; // the entries to claim ahead
                     {
-                        std::lock_guard<std::mutex> lock(prefetch_mutex);
-                        for (std::size_t i = 0; i < wanted.size(); ++i) {
+                        auto const lock = prefetch_lock();
+                        for (std::size_t i = 0; lock.owns_lock() && i < wanted.size(); ++i) {
                             if (got[i].first.status == read_status::error) continue;
                             // (stored or removed while the batch was read: its answer is stale,
                             // and an absent one is no longer absent, or no longer to claim)
@@ -1536,8 +1567,8 @@ private:
                     }
                     if (!remote || !remote_usable() || forked_mid_job()) return; // (left to their expiry)
                     {
-                        std::lock_guard<std::mutex> lock(health_mutex);
-                        if (down && clock::now() < retry_at) return;
+                        auto const lock = health_lock();
+                        if (!lock.owns_lock() || (down && clock::now() < retry_at)) return;
                     }
                     if constexpr (detail::has_release_claim_many<Remote>::value) {
                         remote->release_claim_many(unused);
@@ -1550,8 +1581,8 @@ private:
                         }
                         if (clock::now() >= until) return;
                         {
-                            std::lock_guard<std::mutex> lock(health_mutex);
-                            if (down && clock::now() < retry_at) return;
+                            auto const lock = health_lock();
+                            if (!lock.owns_lock() || (down && clock::now() < retry_at)) return;
                         }
                         remote->release_claim(k);
                     }
@@ -1901,7 +1932,8 @@ private:
             try {
                 std::function<void(std::string_view)> logger;
                 {
-                    std::lock_guard<std::mutex> lock(health_mutex);
+                    auto const lock = health_lock();
+                    if (!lock.owns_lock()) return;
                     logger = options.logger;
                 }
                 if (logger) logger(line);
@@ -1912,7 +1944,13 @@ private:
         /// Whether to call the remote now: not while its back-off runs. When it is over,
         /// one call goes through as the probe (the others keep skipping until it answers or fails).
         admission admit() noexcept {
-            std::lock_guard<std::mutex> lock(health_mutex);
+            auto const lock = health_lock();
+            if (lock.owns_lock() && detail::tier_health_held_for_testing != nullptr)
+                detail::tier_health_held_for_testing();
+            if (!lock.owns_lock()) {
+                ++counts[c_skipped];
+                return admission::skipped;
+            }
             if (!down) return admission::normal;
             auto const now = clock::now();
             if (now < retry_at) {
@@ -1927,7 +1965,8 @@ private:
         /// the budget of slow answers is spent (then it is skipped as if it had failed).
         void answered(admission a, clock::duration took) noexcept {
             if (options.budget.count() > 0 && took >= options.slow_call) {
-                std::unique_lock<std::mutex> lock(health_mutex);
+                auto lock = health_lock();
+                if (!lock.owns_lock()) return;
                 // Only the part of this wait that no slow answer counted already: wall time.
                 auto const end = clock::now();
                 auto const from = std::max(end - took, slow_counted_until);
@@ -1945,8 +1984,8 @@ private:
                     return;
                 }
             }
-            std::unique_lock<std::mutex> lock(health_mutex);
-            if (!down) return;
+            auto lock = health_lock();
+            if (!lock.owns_lock() || !down) return;
             down = false;
             auto const away = std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - down_since);
             backoff = std::chrono::milliseconds(0);
@@ -2026,7 +2065,8 @@ private:
         /// the same outage: concurrent calls do not each double the period).
         template <class Why>
         void went_down(admission a, Why&& why) noexcept {
-            std::unique_lock<std::mutex> lock(health_mutex);
+            auto lock = health_lock();
+            if (!lock.owns_lock()) return; // (health_lost: skipped from now on all the same)
             auto const now = clock::now();
             bool const first = !down;
             if (first) {
@@ -2052,8 +2092,10 @@ private:
         /// One line for an error that does not skip the remote, the first time `what` is seen.
         void say_once(std::string const& what, std::string const& line) {
             {
-                std::lock_guard<std::mutex> lock(health_mutex);
-                if (said.size() >= said_max || std::find(said.begin(), said.end(), what) != said.end()) return;
+                auto const lock = health_lock();
+                if (!lock.owns_lock() || said.size() >= said_max ||
+                    std::find(said.begin(), said.end(), what) != said.end())
+                    return;
                 said.push_back(what);
             }
             log(line);
