@@ -126,8 +126,7 @@ public:
                     return fail(e);
                 }
                 // Our nonce among the commands' replies: they are shifted.
-                if (first->type == REDIS_REPLY_STRING && same_reply(reply.get(), first.get()))
-                    return out_of_step(replies);
+                if (is_nonce(reply.get(), nonce)) return out_of_step(replies);
                 replies.push_back(std::move(reply));
             }
             // The last reply: ECHO's again, the same as the first. A stray reply among the
@@ -167,7 +166,11 @@ private:
     /// server that refuses ECHO: an ACL user without it, or without AUTH yet, answers the
     /// ECHO at the end with the same error, which a stray reply would have to repeat).
     static bool is_nonce_or_refusal(redisReply const* r, std::string const& nonce) noexcept {
-        if (r->type == REDIS_REPLY_ERROR) return true;
+        return r->type == REDIS_REPLY_ERROR || is_nonce(r, nonce);
+    }
+
+    /// Whether `r` is the bulk string `nonce`.
+    static bool is_nonce(redisReply const* r, std::string const& nonce) noexcept {
         return r->type == REDIS_REPLY_STRING && std::string_view(r->str, r->len) == nonce;
     }
 
