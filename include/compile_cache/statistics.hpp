@@ -6,6 +6,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -281,7 +282,10 @@ private:
     std::array<std::atomic<std::uint64_t>, detail::counter_count> counts_{};
     std::array<std::atomic<std::uint64_t>, miss_reason_count> misses_{};
     std::array<std::atomic<std::uint64_t>, store_failure_count> store_failures_{};
-    mutable std::mutex bypass_mutex_;
+    /// Taken within bypass_wait: a child forked while another thread held it has it held
+    /// for ever (then the breakdown by reason is not counted, or not in a snapshot).
+    mutable std::timed_mutex bypass_mutex_;
+    static constexpr std::chrono::milliseconds bypass_wait{250};
     std::map<std::string, std::uint64_t> bypass_reasons_;
 };
 

@@ -6,6 +6,7 @@
 
 #include <compile_cache/detail/config.hpp>
 
+#include <compile_cache/detail/bounded_mutex.hpp>
 #include <compile_cache/detail/fork_generation.hpp>
 #include <compile_cache/detail/held_batch_bounds.hpp>
 #include <compile_cache/detail/log.hpp>
@@ -39,6 +40,9 @@ namespace compile_cache::detail {
 /// so that a miss and store of a kernel whose record is held neither reads, checks and
 /// decodes it nor encodes and seals it. Shared by a cache's threads (one mutex), its own:
 /// another cache, even over a copy of the same storage, sees the records once written.
+/// The mutex is taken within a bound (bounded_mutex): a caller that does not get it
+/// goes on without the held records (no explanation, the record not kept), so that a
+/// child forked while another thread held it never waits for ever.
 struct held_identity_records {
     /// The batch is written when it holds held_batch_bounds' keys (records) or bytes (of
     /// their encoded payloads), or when its oldest record is max_age_ns old: the bounds
@@ -53,7 +57,7 @@ struct held_identity_records {
         std::size_t size = 0;  ///< encoded_identity_record_size(record)
     };
 
-    std::mutex mutex;
+    bounded_mutex mutex;
     std::unordered_map<key, held> records; ///< by record key
     std::size_t bytes = 0;
     std::int64_t oldest_ns = 0;     ///< steady clock, when the first held record was stored
@@ -150,7 +154,8 @@ struct identity_records {
         if constexpr (holds) {
             try {
                 key const rk = identity_record_key(identity);
-                std::lock_guard<std::mutex> const lock(held.mutex);
+                std::unique_lock<std::timed_mutex> const lock = held.mutex.lock();
+                if (!lock.owns_lock()) return std::nullopt;
                 held.forget_if_forked();
                 auto const it = held.records.find(rk);
                 if (it != held.records.end()) return it->second.record;
@@ -175,7 +180,11 @@ struct identity_records {
             if constexpr (holds) {
                 // (A forked child may read its parent's held records: they are right; it
                 // only never writes them: forget_if_forked, at its first store.)
-                std::lock_guard<std::mutex> const lock(held.mutex);
+                std::unique_lock<std::timed_mutex> const lock = held.mutex.lock();
+                if (!lock.owns_lock()) { // (not had within its bound: no explanation, none looked up)
+                    previous.record_key = key();
+                    return {};
+                }
                 auto const it = held.records.find(previous.record_key);
                 if (it != held.records.end()) {
                     identity_record const& r = it->second.record;
@@ -262,7 +271,8 @@ struct identity_records {
             try {
                 std::unordered_map<key, held_identity_records::held> batch;
                 {
-                    std::lock_guard<std::mutex> const lock(held.mutex);
+                    std::unique_lock<std::timed_mutex> const lock = held.mutex.lock();
+                    if (!lock.owns_lock()) return; // (held until a later write)
                     held.forget_if_forked();
                     batch.swap(held.records);
                     held.bytes = 0;
@@ -300,11 +310,13 @@ private:
             return storage.write(rk, entry);
     }
 
-    // Puts `newest` first in the held record under `rk`: false when none is held.
+    // Puts `newest` first in the held record under `rk`: false when none is held; true
+    // also when the mutex was not had within its bound (the entry is not recorded).
     bool hold(key const& rk, recorded_entry& newest, entry_metadata const& meta) {
         bool due = false;
         {
-            std::lock_guard<std::mutex> const lock(held.mutex);
+            std::unique_lock<std::timed_mutex> const lock = held.mutex.lock();
+            if (!lock.owns_lock()) return true;
             held.forget_if_forked();
             auto const it = held.records.find(rk);
             if (it == held.records.end()) return false;
@@ -316,11 +328,13 @@ private:
         return true;
     }
 
-    // Holds `r`, the record under `rk` (merged into one another thread held meanwhile).
+    // Holds `r`, the record under `rk` (merged into one another thread held meanwhile);
+    // not when the mutex was not had within its bound.
     void hold_new(key const& rk, identity_record r, entry_metadata const& meta) {
         bool due = false;
         {
-            std::lock_guard<std::mutex> const lock(held.mutex);
+            std::unique_lock<std::timed_mutex> const lock = held.mutex.lock();
+            if (!lock.owns_lock()) return;
             held.forget_if_forked();
             if (held.records.empty()) held.oldest_ns = steady_ns();
             auto [it, added] = held.records.try_emplace(rk);

@@ -68,8 +68,8 @@ std::string statistics_snapshot::format_ms(std::uint64_t ns) {
 void statistics::bypassed(std::string const& reason) noexcept {
     add(detail::counter::bypasses);
     try {
-        std::lock_guard<std::mutex> lock(bypass_mutex_);
-        ++bypass_reasons_[reason];
+        std::unique_lock<std::timed_mutex> lock(bypass_mutex_, bypass_wait);
+        if (lock.owns_lock()) ++bypass_reasons_[reason];
     } catch (...) {
         // The count above stands; only the breakdown by reason is lost.
     }
@@ -82,8 +82,8 @@ statistics_snapshot statistics::snapshot() const {
     for (std::size_t i = 0; i < miss_reason_count; ++i) s.misses[i] = misses_[i].load(std::memory_order_relaxed);
     for (std::size_t i = 0; i < store_failure_count; ++i)
         s.store_failures[i] = store_failures_[i].load(std::memory_order_relaxed);
-    std::lock_guard<std::mutex> lock(bypass_mutex_);
-    s.bypass_reasons = bypass_reasons_;
+    std::unique_lock<std::timed_mutex> lock(bypass_mutex_, bypass_wait);
+    if (lock.owns_lock()) s.bypass_reasons = bypass_reasons_;
     return s;
 }
 

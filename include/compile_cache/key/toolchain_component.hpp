@@ -10,8 +10,9 @@
 #include <compile_cache/key/toolchain.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
-#include <mutex>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,15 +20,29 @@
 namespace compile_cache::detail {
 
 /// The toolchain component one cache adds to its keys (basic_cache::make_key_builder).
-/// Thread-safe.
+/// Thread-safe, and without a lock: each host version's description is kept, once made,
+/// in a list that only grows (one entry per host version string the cache was given),
+/// so that no thread waits for another's description, and a child forked while another
+/// thread described the toolchain does not wait for a thread it does not have.
 template <class Hasher>
 class toolchain_component {
 public:
+    toolchain_component() = default;
+    toolchain_component(toolchain_component const&) = delete;
+    toolchain_component& operator=(toolchain_component const&) = delete;
+    ~toolchain_component() {
+        for (described const* d = newest_.load(std::memory_order_acquire); d != nullptr;) {
+            described const* const next = d->next;
+            delete d;
+            d = next;
+        }
+    }
+
     /// Adds the toolchain component of `host_version` and the serializer's `format_id`
     /// to `kb`; fails `kb` when it cannot be described.
     void add_to(key_builder<Hasher>& kb, std::string const& host_version, std::string const& format_id) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (!digest_ || host_ != host_version) {
+        described const* d = find(host_version);
+        if (d == nullptr) {
             toolchain const t = toolchain::current(host_version, format_id);
             key_builder<Hasher> once;
             once.add("toolchain", t);
@@ -45,11 +60,13 @@ public:
                                                 (t.little_endian ? "-bit little-endian" : "-bit big-endian"))
                 .add("toolchain: host version", t.host_version)
                 .add("toolchain: host build-id", t.host_build_id);
-            parts_ = parts.finish().components();
-            digest_ = r.components().front();
-            host_ = host_version;
+            auto made = std::make_unique<described>(
+                described{host_version, r.components().front(), parts.finish().components(), nullptr});
+            d = keep(made); // (null: too many kept; this one is used once, and freed)
+            kb.add_component((d != nullptr ? d : made.get())->digest);
+            return;
         }
-        kb.add_component(*digest_);
+        kb.add_component(d->digest);
     }
 
     /// `components` as an identity record keeps them: the toolchain component add_to
@@ -62,10 +79,13 @@ public:
         auto const add = [&out, digest_size](component_digest const& c) {
             out.push_back({c.name, key(c.digest.data(), std::min(c.digest.size(), digest_size))});
         };
-        std::lock_guard<std::mutex> lock(mutex_);
         for (component_digest const& c : components) {
-            if (c.name == "toolchain" && digest_ && c == *digest_ && !parts_.empty())
-                for (component_digest const& part : parts_) add(part);
+            described const* d = nullptr;
+            if (c.name == "toolchain")
+                for (d = newest_.load(std::memory_order_acquire); d != nullptr && !(d->digest == c); d = d->next) {
+                }
+            if (d != nullptr && !d->parts.empty())
+                for (component_digest const& part : d->parts) add(part);
             else
                 add(c);
         }
@@ -73,10 +93,41 @@ public:
     }
 
 private:
-    std::mutex mutex_;
-    std::string host_;                      ///< the host version string digest_ is for
-    std::optional<component_digest> digest_; ///< the component, as a key has it
-    std::vector<component_digest> parts_;   ///< digest_'s parts, one by one
+    struct described {
+        std::string host;                  ///< the host version string it is for
+        component_digest digest;           ///< the component, as a key has it
+        std::vector<component_digest> parts; ///< digest's parts, one by one
+        described const* next;             ///< the one kept before it
+    };
+
+    // The description kept for `host`; null when none is.
+    described const* find(std::string const& host) const noexcept {
+        for (described const* d = newest_.load(std::memory_order_acquire); d != nullptr; d = d->next)
+            if (d->host == host) return d;
+        return nullptr;
+    }
+
+    // Keeps `made` (taking it), unless another thread kept one for its host meanwhile:
+    // that one then; null (`made` left to the caller) when max_kept are kept.
+    described const* keep(std::unique_ptr<described>& made) noexcept {
+        described const* head = newest_.load(std::memory_order_acquire);
+        for (;;) {
+            std::size_t kept = 0;
+            for (described const* d = head; d != nullptr; d = d->next, ++kept)
+                if (d->host == made->host) return d;
+            if (kept >= max_kept) return nullptr;
+            made->next = head;
+            if (newest_.compare_exchange_weak(head, made.get(), std::memory_order_acq_rel,
+                                              std::memory_order_acquire))
+                return made.release();
+        }
+    }
+
+    /// At most this many host versions are kept (a host that gives ever new ones has
+    /// the others described at each use).
+    static constexpr std::size_t max_kept = 16;
+
+    std::atomic<described const*> newest_{nullptr}; ///< the list, newest first; freed by the destructor
 };
 
 } // namespace compile_cache::detail
