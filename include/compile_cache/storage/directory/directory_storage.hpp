@@ -303,6 +303,9 @@ struct shared_state {
     std::atomic<std::uint64_t> lock_timeouts_recorded{0}; ///< how many of them the counters file has
     /// Set once renameat2(RENAME_NOREPLACE) is found unsupported here.
     std::atomic<bool> no_rename_noreplace{false};
+    /// With durability::full: a claim made a fan-out folder (try_claim), so the next
+    /// store's sync_directories syncs the cache directory too, whatever folder it made.
+    std::atomic<bool> claim_made_folder{false};
     deferred_writes deferred;
     record_pack_index packs;        ///< the packs of identity records this process knows
     std::string directory;          ///< for the deferred writes made by the destructor
@@ -570,7 +573,8 @@ private:
                                                 std::string const& folder, std::error_code& ec) noexcept;
 
     /// With durability::full, syncs the folder (and the cache directory when the store
-    /// created folders), so that the new entry survives a crash.
+    /// created folders, or a claim made one since the last such sync: claim_made_folder),
+    /// so that the new entry survives a crash.
     COMPILE_CACHE_DECL std::error_code sync_directories(std::string const& folder, bool created_folders) const noexcept;
 
     /// What prune() and clear() share: this object's unwritten ledger changes written

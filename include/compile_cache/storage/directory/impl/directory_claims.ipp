@@ -340,15 +340,23 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
                 unsigned const dmode = options_.umask >= 0
                                            ? options_.directory_mode & ~static_cast<unsigned>(options_.umask)
                                            : options_.directory_mode;
+                bool made_folder = false; // (the entry's folder made here, not found there)
                 auto make = [&](std::string const& d) {
                     if (::mkdir(d.c_str(), dmode) == 0) {
                         if (options_.umask >= 0) detail::directory_storage_impl::set_made_folder_mode(d.c_str(), dmode);
+                        if (&d == &folder) made_folder = true;
                         return true;
                     }
                     return errno == EEXIST;
                 };
                 if (!make(folder) && errno == ENOENT && make(directory_)) // (the cache directory, made on first use)
                     (void)make(folder);
+                // Under durability::full the folder's name in the cache directory is synced
+                // now (another process may store into it) and by this storage's next store.
+                if (made_folder && options_.sync == durability::full) {
+                    state_->claim_made_folder.store(true);
+                    (void)detail::directory_storage_impl::fsync_directory(directory_.c_str());
+                }
                 fd = create_claim();
             }
             if (fd >= 0) {

@@ -704,8 +704,13 @@ std::error_code directory_storage::sync_directories(std::string const& folder, b
     namespace impl = detail::directory_storage_impl;
     if (options_.sync != durability::full) return {};
     if (int const e = impl::fsync_directory(folder.c_str())) return impl::errno_code(e);
-    if (created_folders)
-        if (int const e = impl::fsync_directory(directory_.c_str())) return impl::errno_code(e);
+    // (Taken before the sync: a claim that makes a folder meanwhile sets it again.)
+    bool const owed = state_->claim_made_folder.exchange(false);
+    if (created_folders || owed)
+        if (int const e = impl::fsync_directory(directory_.c_str())) {
+            if (owed) state_->claim_made_folder.store(true);
+            return impl::errno_code(e);
+        }
     return {};
 }
 
