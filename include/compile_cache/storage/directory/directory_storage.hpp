@@ -598,6 +598,7 @@ private:
             r.error = impl::errno_code(e);
             return r;
         }
+        impl::unlock_at_end const unlock{root.fd}; // (before the close: a forked child's copy keeps it else)
         try {
             // Within the root's bound too: in a child forked mid-cleanup it stays held (fork_registry).
             if (!impl::lock_by(state_->cleanup.mutex, std::chrono::steady_clock::now() + impl::cleanup_lock_wait)) {

@@ -28,6 +28,7 @@
 #include <system_error>
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -235,6 +236,18 @@ inline constexpr std::chrono::milliseconds ledger_retry_after{1000};
 /// another holder kept it all along).
 COMPILE_CACHE_DECL int lock_fd(int fd, std::chrono::milliseconds wait) noexcept;
 
+/// Releases the flock lock_fd took on `fd` when it goes out of scope (declared after the
+/// descriptor's owner, so before its close). A lock belongs to the open file
+/// description, which a child forked (no exec) meanwhile shares through its copy of the
+/// descriptor: released by the close alone, it would be held for the child's whole life.
+struct unlock_at_end {
+    int fd;
+    explicit unlock_at_end(int descriptor) noexcept : fd(descriptor) {}
+    unlock_at_end(unlock_at_end const&) = delete;
+    unlock_at_end& operator=(unlock_at_end const&) = delete;
+    ~unlock_at_end() { ::flock(fd, LOCK_UN); }
+};
+
 /// Where a storage object counts the locks it gave up waiting for, and says so once
 /// through its logger (the cache's, with PREFIX_LOG=1).
 class lock_events {
@@ -322,8 +335,16 @@ class ledger {
 public:
     ledger_slots slots{};
 
-    /// Opens, locks and reads the ledger at `path`. False when it cannot be used, or
-    /// its lock could not be had within ledger_lock_wait (counted in `events`).
+    ledger() = default;
+    ledger(ledger const&) = delete;
+    ledger& operator=(ledger const&) = delete;
+    /// Unlocks before the close (unlock_at_end: a forked child's copy would keep it).
+    ~ledger() {
+        if (fd_) ::flock(fd_.fd, LOCK_UN);
+    }
+
+    /// Opens, locks and reads the ledger at `path`, locked until destroyed. False when it
+    /// cannot be used, or its lock could not be had within ledger_lock_wait (counted in `events`).
     COMPILE_CACHE_DECL bool open(std::string const& path, unsigned file_mode, int exact_umask,
                                  lock_events* events = nullptr) noexcept;
 

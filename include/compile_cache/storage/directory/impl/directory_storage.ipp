@@ -742,7 +742,10 @@ void directory_storage::after_change(unsigned folder, std::uint64_t added, std::
         state_->cleanup.step(root.fd, ledger_path_, options_.file_mode, options_.umask, options_.max_size,
                              impl::store_cleanup_budget, total, &state_->ledger);
     lock.unlock();
-    ::close(root.fd); // the root's lock goes with its descriptor
+    // Unlocked before the close: a child forked (no exec) meanwhile has a copy of the
+    // descriptor, which would keep the lock for the child's whole life.
+    ::flock(root.fd, LOCK_UN);
+    ::close(root.fd);
     root.fd = -1;
     // The evictions are written now, not with the next batch: a process killed before
     // that batch would leave the ledger over by what it evicted, and every store's

@@ -101,6 +101,7 @@ int add_counters(std::string const& directory, std::vector<std::pair<std::string
                             "so this process's counters were not recorded");
         return e;
     }
+    unlock_at_end const unlock{lock}; // (before the close: a forked child's copy keeps it else)
 
     // A shard that is there but cannot be read is left alone: replacing it with this
     // process's counts alone would lose everyone else's.
