@@ -307,7 +307,13 @@ public:
     void flush_statistics() noexcept {
         if (!enabled_ || !state_) return;
         records().write_held(); // the identity records held (cache/identity_records.hpp), first
-        state_->flushed.flush(storage_, [this] { return stats().counters(); });
+        state_->flushed.flush(storage_, [this](bool made_here) {
+            // (A forked child's storage counters hold its parent's: not recorded there.)
+            statistics_snapshot s;
+            if (!state_->stats.counted_here(s)) return std::vector<std::pair<std::string, std::uint64_t>>();
+            if (made_here) s.storage_counters = detail::storage_counters_of(storage_);
+            return s.counters();
+        });
     }
 
     /// The cache the environment asks for, in one pass: the cache reads its own settings

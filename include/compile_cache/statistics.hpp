@@ -4,6 +4,8 @@
 
 #include <compile_cache/detail/config.hpp>
 
+#include <compile_cache/detail/fork_generation.hpp>
+
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -14,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -244,6 +247,7 @@ public:
         add(detail::counter::hit_relocate_ns, t.relocate_ns);
     }
     void miss(miss_reason r, std::uint64_t bytes, std::uint64_t ns) noexcept {
+        if (forked()) rebase();
         misses_[static_cast<std::size_t>(r)].fetch_add(1, std::memory_order_relaxed);
         add(detail::counter::bytes_read, bytes);
         add(detail::counter::load_ns, ns);
@@ -254,6 +258,7 @@ public:
         add(detail::counter::store_ns, ns);
     }
     void store_failed(store_failure f, std::uint64_t ns) noexcept {
+        if (forked()) rebase();
         store_failures_[static_cast<std::size_t>(f)].fetch_add(1, std::memory_order_relaxed);
         add(detail::counter::store_ns, ns);
     }
@@ -274,8 +279,22 @@ public:
 
     COMPILE_CACHE_DECL statistics_snapshot snapshot() const;
 
+    /// What this process counted: snapshot()'s counts less those at the fork that made
+    /// it (a forked child's copy of its parent's counts is the parent's), without the
+    /// bypasses' breakdown by reason. False when another thread of a forked child is
+    /// still taking the counts at the fork, which it does at the child's first count.
+    COMPILE_CACHE_DECL bool counted_here(statistics_snapshot& s) const;
+
 private:
+    // Whether this process descends by fork from the one base_ is for: its first count
+    // (or counted_here) takes the counts at the fork first (rebase).
+    bool forked() const noexcept {
+        return detail::fork_generation() != generation_.load(std::memory_order_acquire);
+    }
+    COMPILE_CACHE_DECL void rebase() const noexcept;
+
     void add(detail::counter c, std::uint64_t n = 1) noexcept {
+        if (forked()) rebase();
         counts_[static_cast<std::size_t>(c)].fetch_add(n, std::memory_order_relaxed);
     }
 
@@ -284,6 +303,15 @@ private:
     std::array<std::atomic<std::uint64_t>, store_failure_count> store_failures_{};
     /// Taken within bypass_wait: a child forked while another thread held it has it held
     /// for ever (then the breakdown by reason is not counted, or not in a snapshot).
+    // The counts when this process's fork generation began: zeros in the process that
+    // made the statistics, a child's parent's counts at the fork (taken by its first
+    // count; another thread's count at that moment may be taken in them: lost, never
+    // recorded twice). `generation_` says which generation they are for, set after them.
+    mutable std::array<std::atomic<std::uint64_t>, detail::counter_count> base_counts_{};
+    mutable std::array<std::atomic<std::uint64_t>, miss_reason_count> base_misses_{};
+    mutable std::array<std::atomic<std::uint64_t>, store_failure_count> base_store_failures_{};
+    mutable std::atomic<unsigned> generation_{detail::fork_generation()};
+    mutable std::atomic<unsigned> rebasing_{generation_.load()}; ///< the generation a thread takes them for
     mutable std::timed_mutex bypass_mutex_;
     static constexpr std::chrono::milliseconds bypass_wait{250};
     std::map<std::string, std::uint64_t> bypass_reasons_;

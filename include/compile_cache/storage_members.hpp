@@ -5,6 +5,8 @@
 
 #include <compile_cache/detail/config.hpp>
 
+#include <compile_cache/detail/bounded_mutex.hpp>
+#include <compile_cache/detail/fork_generation.hpp>
 #include <compile_cache/detail/log.hpp>
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/storage/concept.hpp>
@@ -15,8 +17,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <unistd.h>
 
 namespace compile_cache::detail {
 
@@ -90,17 +90,26 @@ std::string failure_subject(S const& s, key const& k) {
 /// `record_counters`), so that each flush adds only what was counted since.
 class counters_flushed {
 public:
-    /// Adds `counts()` (a cache's counters, statistics_snapshot::counters()) less what
-    /// was added before to `s`'s counters. In a forked child it adds nothing: its copy
-    /// of its parent's counts is the parent's to record. Best effort: a failure is
-    /// ignored, and the next flush adds the same counts again.
+    /// Adds `counts(made_here)` (what this process counted, statistics::counted_here, as
+    /// statistics_snapshot::counters() lists them; with the Storage's own counters only
+    /// when `made_here`: in the process that made the cache) less what this process
+    /// added before to `s`'s counters. A forked child adds its own counts, never its
+    /// copy of its parent's. Best effort: a failure (or empty counts) is ignored, and the
+    /// next flush adds the same counts again.
     template <class S, class Counts>
     void flush(S& s, Counts const& counts) noexcept {
         if constexpr (has_record_counters<S>::value) {
-            if (::getpid() != owner_) return;
             try {
-                std::lock_guard<std::mutex> lock(mutex_);
-                std::vector<std::pair<std::string, std::uint64_t>> now = counts(), delta = now;
+                // (Within a bound: a child forked while another thread flushed has it held for ever.)
+                std::unique_lock<std::timed_mutex> const lock = mutex_.lock();
+                if (!lock.owns_lock()) return;
+                unsigned const generation = fork_generation();
+                if (generation != generation_) { // a forked child: nothing of its own added yet
+                    flushed_.clear();
+                    generation_ = generation;
+                }
+                std::vector<std::pair<std::string, std::uint64_t>> now = counts(generation == made_in_), delta = now;
+                if (now.empty()) return;
                 for (std::size_t i = 0; i < delta.size() && i < flushed_.size(); ++i)
                     delta[i].second -= flushed_[i].second;
                 if (!s.record_counters(delta)) flushed_ = std::move(now);
@@ -110,8 +119,9 @@ public:
     }
 
 private:
-    std::mutex mutex_;
-    ::pid_t owner_ = ::getpid(); ///< the process whose counts these are
+    bounded_mutex mutex_;
+    unsigned const made_in_ = fork_generation(); ///< the process that made the cache (its fork generation)
+    unsigned generation_ = made_in_;             ///< the process flushed_ is for
     std::vector<std::pair<std::string, std::uint64_t>> flushed_; ///< the counters last added
 };
 

@@ -87,6 +87,36 @@ statistics_snapshot statistics::snapshot() const {
     return s;
 }
 
+void statistics::rebase() const noexcept {
+    unsigned const g = detail::fork_generation();
+    if (rebasing_.exchange(g, std::memory_order_acq_rel) == g) return; // another thread takes them
+    for (std::size_t i = 0; i < counts_.size(); ++i)
+        base_counts_[i].store(counts_[i].load(std::memory_order_relaxed), std::memory_order_relaxed);
+    for (std::size_t i = 0; i < misses_.size(); ++i)
+        base_misses_[i].store(misses_[i].load(std::memory_order_relaxed), std::memory_order_relaxed);
+    for (std::size_t i = 0; i < store_failures_.size(); ++i)
+        base_store_failures_[i].store(store_failures_[i].load(std::memory_order_relaxed), std::memory_order_relaxed);
+    generation_.store(g, std::memory_order_release);
+}
+
+bool statistics::counted_here(statistics_snapshot& s) const {
+    if (forked()) rebase();
+    for (int tries = 0; forked(); ++tries) { // (another thread is taking them: a moment)
+        if (tries == 1000) return false;
+        std::this_thread::yield();
+    }
+    auto const since = [](std::atomic<std::uint64_t> const& now, std::atomic<std::uint64_t> const& base) {
+        std::uint64_t const n = now.load(std::memory_order_relaxed), b = base.load(std::memory_order_relaxed);
+        return n > b ? n - b : 0;
+    };
+    for (std::size_t i = 0; i < detail::counter_count; ++i)
+        s.*detail::counter_table[i].field = since(counts_[i], base_counts_[i]);
+    for (std::size_t i = 0; i < miss_reason_count; ++i) s.misses[i] = since(misses_[i], base_misses_[i]);
+    for (std::size_t i = 0; i < store_failure_count; ++i)
+        s.store_failures[i] = since(store_failures_[i], base_store_failures_[i]);
+    return true;
+}
+
 } // namespace compile_cache
 
 #endif
