@@ -20,10 +20,15 @@ namespace compile_cache::detail {
 namespace claim_impl {
 /// The first line of a small file under /proc ("" when it cannot be read).
 inline std::string first_line(char const* path) {
-    std::ifstream in(path);
-    std::string line;
-    std::getline(in, line);
-    return line;
+    // (O_CLOEXEC, which an ifstream does not set: a fork and exec by another thread
+    // meanwhile must not leak the descriptor into the new program.)
+    int const fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return {};
+    std::string text(1024, '\0');
+    ssize_t const got = read_up_to(fd, &text[0], text.size());
+    ::close(fd);
+    text.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
+    return text.substr(0, text.find('\n'));
 }
 /// The first line of `name` under /proc, opened relative to /proc itself: a user-mode
 /// emulator (qemu-user) rewrites what a process reads at "/proc/self/stat" and

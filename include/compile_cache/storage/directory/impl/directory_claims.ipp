@@ -27,6 +27,24 @@ namespace compile_cache {
 
 namespace detail::directory_claims_impl {
 
+/// Unlinks the claim file `path`, in the folder `folder` (its prefix); when `guarded`
+/// (a shared directory), through the folder opened without following a symlink, so that
+/// a symlink another member of the group put in the folder's place never makes it
+/// unlink a file elsewhere. 0, or -1 and errno.
+COMPILE_CACHE_DECL int unlink_claim(std::string const& folder, std::string const& path, bool guarded) noexcept;
+int unlink_claim(std::string const& folder, std::string const& path, bool guarded) noexcept {
+    if (!guarded || path.size() <= folder.size() + 1 || path.compare(0, folder.size(), folder) != 0)
+        return ::unlink(path.c_str());
+    int const dir =
+        retry_on_eintr([&] { return ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
+    if (dir < 0) return -1;
+    int const r = ::unlinkat(dir, path.c_str() + folder.size() + 1, 0);
+    int const e = errno;
+    ::close(dir);
+    errno = e;
+    return r;
+}
+
 /// Locks a claim file its claimant keeps open, for as long as it is open: the kernel
 /// drops the lock when the claimant closes it or dies, so a lock seen is a claimant alive
 /// (an open file description lock: another descriptor of the same file, closed in this
@@ -423,7 +441,7 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
             // Dead: removed if it is still the very claim read, unchanged and unlocked (not
             // one taken over meanwhile: same_claim_file).
             if (!impl::dead_claim_unchanged(AT_FDCWD, path.c_str(), held, error, file)) continue;
-            if (::unlink(path.c_str()) == 0) answer.took_over = true;
+            if (impl::unlink_claim(folder, path, options_.access == sharing::group) == 0) answer.took_over = true;
         }
         answer.state = claim_state::held;
         answer.holder = "another process";
@@ -447,10 +465,12 @@ void directory_storage::release_claim(key const& k) noexcept {
         std::string const entry = entry_path(k);
         if (entry.empty()) return;
         std::string const path = entry + ".claim";
+        std::string const folder = entry.substr(0, entry.rfind('/'));
+        bool const guarded = options_.access == sharing::group;
         auto* held = impl::held_claims_of_this_thread();
         auto const it = held ? impl::find_held_claim(*held, path) : std::vector<impl::held_claim>::iterator{};
         if (held == nullptr || it == held->end()) {
-            if (impl::claim_text_is_ours(path)) ::unlink(path.c_str());
+            if (impl::claim_text_is_ours(path)) (void)impl::unlink_claim(folder, path, guarded);
             return;
         }
         struct ::stat own {};
@@ -461,7 +481,8 @@ void directory_storage::release_claim(key const& k) noexcept {
         if (!it->consumed && it->generation == detail::directory_storage_impl::fork_generation())
             remove = impl::descriptor_is_claim(*it, own) ? impl::is_file(own, path.c_str())
                                                          : impl::claim_text_is_ours(path);
-        if (remove) ::unlink(path.c_str()); // (before the close, which drops its lock: never unlocked while there)
+        // (Before the close, which drops its lock: never unlocked while there.)
+        if (remove) (void)impl::unlink_claim(folder, path, guarded);
         impl::forget_held_claim(*held, it);
     } catch (...) {
     }

@@ -99,8 +99,15 @@ bool read_pack_index(int fd, std::uint64_t file_size, std::vector<pack_slot>& ou
 }
 
 bool list_markers(int folder_fd, std::vector<std::string>& names) {
-    DIR* const d = ::fdopendir(::dup(folder_fd));
-    if (d == nullptr) return false;
+    // A copy that keeps O_CLOEXEC (dup() drops it: a fork and exec by another thread
+    // meanwhile would leak the folder into the new program).
+    int const copy = ::fcntl(folder_fd, F_DUPFD_CLOEXEC, 0);
+    if (copy < 0) return false;
+    DIR* const d = ::fdopendir(copy);
+    if (d == nullptr) {
+        ::close(copy);
+        return false;
+    }
     std::unique_ptr<DIR, int (*)(DIR*)> const listing(d, ::closedir);
     errno = 0;
     while (dirent* e = ::readdir(d)) {
