@@ -12,18 +12,44 @@
 #include <compile_cache/storage/directory/directory_storage.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <filesystem>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <fcntl.h>
 #include <grp.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+
+// The durability tests below note which directories are fsynced: this program's own
+// fsync (the library's calls bind to it) notes the path of the descriptor while
+// dc_noting_fsyncs is set, then makes the real system call.
+namespace {
+std::atomic<bool> dc_noting_fsyncs{false};
+std::mutex dc_fsynced_mutex;
+std::vector<std::string> dc_fsynced; // in order
+} // namespace
+
+extern "C" int fsync(int fd) {
+    if (dc_noting_fsyncs.load()) {
+        char link[64];
+        std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        char target[4096];
+        ssize_t const n = ::readlink(link, target, sizeof target - 1);
+        std::lock_guard<std::mutex> const lock(dc_fsynced_mutex);
+        dc_fsynced.emplace_back(n > 0 ? std::string(target, static_cast<std::size_t>(n)) : std::string("?"));
+    }
+    return static_cast<int>(::syscall(SYS_fsync, fd));
+}
 
 namespace {
 
@@ -344,4 +370,120 @@ TEST_CASE("directory claims: a live claimant's claim that a waiter cannot read i
     CHECK(::lstat(claim.c_str(), &after) != 0); // taken over, then released by the waiter
     s.release_claim(k); // (its file is gone: nothing else is removed)
     CHECK(dc_claims_under(cache).empty());
+}
+
+namespace {
+
+/// Notes the fsyncs made from now on (dc_fsynced) until dc_fsyncs_noted().
+void dc_note_fsyncs() {
+    std::lock_guard<std::mutex> const lock(dc_fsynced_mutex);
+    dc_fsynced.clear();
+    dc_noting_fsyncs = true;
+}
+
+std::vector<std::string> dc_fsyncs_noted() {
+    dc_noting_fsyncs = false;
+    std::lock_guard<std::mutex> const lock(dc_fsynced_mutex);
+    std::vector<std::string> out;
+    out.swap(dc_fsynced);
+    return out;
+}
+
+bool dc_fsynced_path(std::vector<std::string> const& paths, fs::path const& p) {
+    std::string const want = fs::canonical(p).string();
+    return std::find(paths.begin(), paths.end(), want) != paths.end();
+}
+
+std::string dc_listed(std::vector<std::string> const& paths) {
+    std::string all;
+    for (auto const& p : paths) all += p + "; ";
+    return all;
+}
+
+cc::directory_options dc_full_durability() {
+    cc::directory_options o;
+    o.sync = cc::durability::full;
+    return o;
+}
+
+} // namespace
+
+// durability::full promises that a store that returned is on disk, which takes the cache
+// directory's fsync when the entry's fan-out folder is new (its name is in the cache
+// directory). A miss claims its key first, and try_claim makes the folder: the store
+// that followed found it there and never synced the cache directory.
+TEST_CASE("directory claims: durability full, a store without a claim into a new folder syncs the cache "
+          "directory",
+          "[directory][claims][durability]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    cc::directory_storage s(root.string(), dc_full_durability());
+    cc::key const k = dc_key("durability-plain");
+    dc_note_fsyncs();
+    REQUIRE_FALSE(s.write(k, std::string(4096, 'e')));
+    std::vector<std::string> const paths = dc_fsyncs_noted();
+    INFO("fsynced: " << dc_listed(paths));
+    CHECK(dc_fsynced_path(paths, fs::path(s.entry_path(k)).parent_path())); // the new fan-out folder
+    CHECK(dc_fsynced_path(paths, root)); // the cache directory, which holds the new folder's name
+}
+
+TEST_CASE("directory claims: durability full, a claim that made the folder, then the store through it: the "
+          "cache directory is synced before the store returns",
+          "[directory][claims][durability]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    cc::directory_storage s(root.string(), dc_full_durability());
+    cc::key const k = dc_key("durability-claimed");
+    fs::path const entry = s.entry_path(k);
+    REQUIRE_FALSE(fs::exists(entry.parent_path()));
+    REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed); // the folder is made here
+    REQUIRE(fs::is_directory(entry.parent_path()));
+    dc_note_fsyncs();
+    REQUIRE_FALSE(s.write(k, std::string(4096, 'e'))); // through the claim (longer than its owner text)
+    std::vector<std::string> const paths = dc_fsyncs_noted();
+    s.release_claim(k);
+    REQUIRE(fs::exists(entry));
+    INFO("fsynced by the store: " << dc_listed(paths));
+    CHECK(dc_fsynced_path(paths, entry.parent_path()));
+    CHECK(dc_fsynced_path(paths, root));
+}
+
+TEST_CASE("directory claims: durability full, another thread's claim made the folder, the store the usual "
+          "way: the cache directory is synced",
+          "[directory][claims][durability]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    cc::directory_storage s(root.string(), dc_full_durability());
+    cc::key const k = dc_key("durability-claimed-elsewhere");
+    fs::path const entry = s.entry_path(k);
+    // A host that claims in one thread and stores in another: no claim of this thread's to
+    // store through, so the store goes the usual way and finds the folder there.
+    bool claimed = false;
+    std::thread([&] { claimed = s.try_claim(k, {}).state == cc::claim_state::claimed; }).join();
+    REQUIRE(claimed);
+    REQUIRE(fs::is_directory(entry.parent_path()));
+    dc_note_fsyncs();
+    REQUIRE_FALSE(s.write(k, std::string(4096, 'e')));
+    std::vector<std::string> const paths = dc_fsyncs_noted();
+    s.release_claim(k);
+    INFO("fsynced by the store: " << dc_listed(paths));
+    CHECK(dc_fsynced_path(paths, entry.parent_path()));
+    CHECK(dc_fsynced_path(paths, root));
+}
+
+TEST_CASE("directory claims: durability full, a claim that made the folder syncs the cache directory itself",
+          "[directory][claims][durability]") {
+    // (Another process may be the one to store into it: a waiter that takes the claim over.)
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    cc::directory_storage s(root.string(), dc_full_durability());
+    cc::key const k = dc_key("durability-claim-alone");
+    REQUIRE_FALSE(s.write(dc_key("durability-first"), "x")); // the cache directory made
+    REQUIRE_FALSE(fs::exists(fs::path(s.entry_path(k)).parent_path()));
+    dc_note_fsyncs();
+    REQUIRE(s.try_claim(k, {}).state == cc::claim_state::claimed);
+    std::vector<std::string> const paths = dc_fsyncs_noted();
+    s.release_claim(k);
+    INFO("fsynced by the claim: " << dc_listed(paths));
+    CHECK(dc_fsynced_path(paths, root));
 }
