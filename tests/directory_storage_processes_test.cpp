@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +28,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <string>
@@ -41,6 +43,7 @@
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -975,4 +978,168 @@ TEST_CASE("a fork while the SIGBUS guard is installed: the child reads its entri
     INFO(r.out << r.err);
     CHECK(r.out == "child=read parent=read\n");
     CHECK(r.exited(0));
+}
+
+// A cleanup's flock on the cache directory belongs to the open file description, which a
+// child forked (without exec) by another thread while it is held shares through its copy
+// of the descriptor. Released by the close alone, it stayed held for the child's whole
+// life: every process's cleanup skipped, prune() failing. The library's own test hooks
+// pick the moment (between a prune's survey and its eviction; before a step's unlink).
+namespace {
+
+namespace fcl_impl = cc::detail::directory_storage_impl;
+
+cc::key fcl_key(int i) {
+    unsigned char bytes[32] = {};
+    for (int b = 0; b < 4; ++b) bytes[b] = static_cast<unsigned char>(i >> (8 * b));
+    bytes[31] = 0x5a;
+    return cc::key(bytes, sizeof bytes);
+}
+
+std::size_t fcl_entries_under(fs::path const& root) {
+    std::size_t n = 0;
+    std::error_code ec;
+    for (fs::directory_iterator folder(root, ec), end; !ec && folder != end; folder.increment(ec)) {
+        if (!folder->is_directory() || folder->path().filename().string().size() != 2) continue;
+        for (auto const& f : fs::directory_iterator(folder->path()))
+            if (f.path().filename().string().size() == 64) ++n;
+    }
+    return n;
+}
+
+/// The host's other thread, which forks a worker when the cleanup's hook says so. The
+/// worker does its own work (here: waits for its pipe to close), for 60 s at most.
+struct fcl_forker {
+    std::mutex m;
+    std::condition_variable cv;
+    bool fork_now = false, forked = false, forked_in_step = false;
+    pid_t worker = -1;
+    int pipe_fds[2] = {-1, -1};
+    std::thread other;
+
+    fcl_forker() {
+        REQUIRE(::pipe(pipe_fds) == 0);
+        other = std::thread([this] {
+            std::unique_lock<std::mutex> lock(m);
+            cv.wait(lock, [this] { return fork_now; });
+            pid_t const pid = ::fork();
+            if (pid == 0) {
+                ::alarm(60); // (never outlives a failed test for long)
+                ::close(pipe_fds[1]);
+                char c;
+                while (::read(pipe_fds[0], &c, 1) > 0) {
+                }
+                ::_exit(0);
+            }
+            worker = pid;
+            forked = true;
+            cv.notify_all();
+        });
+    }
+    /// Forks the worker (once), from the other thread, and waits until it is forked.
+    void fork_worker() {
+        std::unique_lock<std::mutex> lock(m);
+        if (forked) return;
+        fork_now = true;
+        cv.notify_all();
+        cv.wait(lock, [this] { return forked; });
+    }
+    /// Ends the worker and waits for it.
+    void end_worker() {
+        fork_worker();
+        if (other.joinable()) other.join();
+        if (pipe_fds[0] >= 0) ::close(pipe_fds[0]);
+        if (pipe_fds[1] >= 0) ::close(pipe_fds[1]);
+        pipe_fds[0] = pipe_fds[1] = -1;
+        if (worker > 0) {
+            int status = 0;
+            (void)::waitpid(worker, &status, 0);
+            worker = -1;
+        }
+    }
+    ~fcl_forker() { end_worker(); }
+};
+
+fcl_forker* fcl_current = nullptr;
+
+void fcl_fork_in_prune() { fcl_current->fork_worker(); }
+
+void fcl_fork_in_step(int, char const*) {
+    if (!fcl_current->forked) fcl_current->forked_in_step = true;
+    fcl_current->fork_worker();
+}
+
+/// 200 entries of one 4 KiB block each, written without a limit, under `root`.
+void fcl_fill(fs::path const& root) {
+    cc::directory_options unlimited;
+    unlimited.max_size = 0;
+    cc::directory_storage fill(root.string(), unlimited);
+    for (int i = 0; i < 200; ++i) REQUIRE_FALSE(fill.write(fcl_key(i), std::string(4000, 'x')));
+}
+
+cc::directory_options fcl_limited() {
+    cc::directory_options o;
+    o.max_size = 64 * 4096; // 64 entries
+    return o;
+}
+
+} // namespace
+
+TEST_CASE("a worker forked by another thread during a prune does not keep every process from cleaning",
+          "[directory][eviction][processes][fork]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    fcl_fill(root);
+    fcl_forker forker;
+    fcl_current = &forker;
+    cc::directory_storage s(root.string(), fcl_limited());
+    fcl_impl::before_named_eviction_for_testing = &fcl_fork_in_prune;
+    cc::cleanup_result const first = s.prune();
+    fcl_impl::before_named_eviction_for_testing = nullptr;
+    forker.fork_worker();
+    REQUIRE(forker.worker > 0);
+    CHECK_FALSE(first.error);
+    CHECK(fcl_entries_under(root) <= 64);
+    // The worker lives on. Another cleanup, in this process or any other:
+    cc::cleanup_result const second = cc::directory_storage(root.string(), fcl_limited()).prune();
+    INFO("prune while the worker lives: " << second.error.message());
+    CHECK_FALSE(second.error);
+    // Stores far over the limit: each batch's store finds the cache over it and cleans.
+    {
+        cc::directory_storage more(root.string(), fcl_limited());
+        for (int i = 1000; i < 1600; ++i) REQUIRE_FALSE(more.write(fcl_key(i), std::string(4000, 'x')));
+    }
+    std::size_t const after_stores = fcl_entries_under(root);
+    INFO("entries after 600 stores over a limit of 64: " << after_stores);
+    CHECK(after_stores <= 2 * 64);
+    forker.end_worker();
+    fcl_current = nullptr;
+    CHECK_FALSE(cc::directory_storage(root.string(), fcl_limited()).prune().error);
+}
+
+TEST_CASE("a worker forked by another thread during a store's cleanup step does not keep every process from "
+          "cleaning",
+          "[directory][eviction][processes][fork]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    fcl_fill(root);
+    fcl_forker forker;
+    fcl_current = &forker;
+    {
+        // Stores into a cache over its limit: the one that writes its batch cleans, and
+        // the host's other thread forks a worker during that step.
+        cc::directory_storage s(root.string(), fcl_limited());
+        fcl_impl::before_evicting_unlink_for_testing = &fcl_fork_in_step;
+        for (int i = 300; i < 310 && !forker.forked; ++i) REQUIRE_FALSE(s.write(fcl_key(i), std::string(4000, 'x')));
+        fcl_impl::before_evicting_unlink_for_testing = nullptr;
+    }
+    forker.fork_worker(); // (no step forked: the other thread ends all the same)
+    REQUIRE(forker.worker > 0);
+    REQUIRE(forker.forked_in_step); // the worker was forked while the store's step ran
+    cc::cleanup_result const r = cc::directory_storage(root.string(), fcl_limited()).prune();
+    INFO("prune after the step, the worker alive: " << r.error.message());
+    CHECK_FALSE(r.error);
+    forker.end_worker();
+    fcl_current = nullptr;
+    CHECK_FALSE(cc::directory_storage(root.string(), fcl_limited()).prune().error);
 }
