@@ -7,6 +7,7 @@
 #include "support/entries.hpp"
 
 #include <compile_cache/cache.hpp>
+#include <compile_cache/default_cache.hpp>
 #include <compile_cache/explain.hpp>
 #include <compile_cache/storage/directory/directory_storage.hpp>
 #include <compile_cache/storage/memory_storage.hpp>
@@ -14,11 +15,17 @@
 #include <boost/serialization/string.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <csignal>
 #include <cstddef>
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace {
 
@@ -422,4 +429,91 @@ TEST_CASE("decoding a record refuses an entry over the component bound, and says
     REQUIRE(back);
     CHECK_FALSE(over);
     CHECK(back->history.at(0).components.size() == cc::identity_record_max_components);
+}
+
+// A mutex another thread of the parent holds when one thread forks stays held for ever in
+// the child. The cache's held identity records' mutex is taken by every store and every
+// absent miss's explanation, and the toolchain component's was held while the toolchain
+// was described: a worker forked meanwhile blocked for ever in its first store, or its
+// first make_key_builder. Each worker here has 5 s (alarm): one killed by it blocked.
+namespace {
+
+cc::key_result fork_note_key(std::string const& s) { return cc::key_builder<>().add("ir", s).finish(); }
+
+/// Forks up to `tries` workers, each running `work` under a 5 s alarm (exit 0: done),
+/// while `busy` runs on another thread; the number of workers the alarm killed.
+template <class Busy, class Work>
+int fork_workers_blocked(int tries, Busy busy, Work work, int& forks) {
+    std::atomic<bool> stop{false};
+    std::thread other([&] {
+        while (!stop.load(std::memory_order_relaxed)) busy();
+    });
+    int blocked = 0;
+    for (forks = 0; forks < tries && blocked == 0; ++forks) {
+        pid_t const pid = ::fork();
+        if (pid == 0) {
+            ::alarm(5);
+            ::_exit(work(forks) ? 0 : 1);
+        }
+        if (pid < 0) break;
+        int status = 0;
+        if (::waitpid(pid, &status, 0) == pid && WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) ++blocked;
+    }
+    stop = true;
+    other.join();
+    return blocked;
+}
+
+} // namespace
+
+TEST_CASE("a worker forked while another thread explains a miss stores at once, and stores again",
+          "[explain][records][processes][fork]") {
+    temp_dir dir;
+    cc::default_cache cache{cc::directory_storage((dir.path() / "cache").string())};
+    cc::entry_info const info{"kernel", "kernel.dsl", 1};
+    REQUIRE(cache.store(fork_note_key("v0"), std::string("v0"), info)); // its record is now held by the cache
+    int i = 0, forks = 0;
+    int const blocked = fork_workers_blocked(
+        200, [&] { (void)cache.explain_miss(fork_note_key("v" + std::to_string(++i % 7 + 1)), info); },
+        [&](int n) {
+            // Twenty stores: one whose held-records mutex is held for ever pays its bound
+            // once, then goes on without the held records.
+            bool ok = true;
+            for (int j = 0; j < 20; ++j)
+                ok = cache.store(fork_note_key("worker" + std::to_string(n) + "." + std::to_string(j)),
+                                 std::string("w"), cc::entry_info{"worker", "worker.dsl", 1}) &&
+                     ok;
+            return ok;
+        },
+        forks);
+    INFO("workers forked: " << forks << ", blocked in their stores: " << blocked);
+    CHECK(blocked == 0);
+}
+
+TEST_CASE("a worker forked while another thread makes a key builder makes one at once",
+          "[explain][keys][processes][fork]") {
+    temp_dir dir;
+    cc::default_cache cache{cc::directory_storage((dir.path() / "cache").string())};
+    int i = 0, forks = 0;
+    int const blocked = fork_workers_blocked(
+        200, [&] { (void)cache.make_key_builder(++i % 2 ? "host 1.0" : "host 2.0").add("ir", "x").finish(); },
+        [&](int) { return cache.make_key_builder("worker").add("ir", "w").finish().ok(); }, forks);
+    INFO("workers forked: " << forks << ", blocked in make_key_builder: " << blocked);
+    CHECK(blocked == 0);
+}
+
+TEST_CASE("a toolchain described for many host versions keys each as described alone",
+          "[explain][keys]") {
+    // The component keeps 16 descriptions; past them, each is described at its use.
+    temp_dir dir;
+    cc::default_cache cache{cc::directory_storage((dir.path() / "cache").string())};
+    cc::default_cache fresh{cc::directory_storage((dir.path() / "cache").string())};
+    for (int round = 0; round < 2; ++round)
+        for (int v = 0; v < 20; ++v) {
+            std::string const host = "host " + std::to_string(v);
+            CHECK(cache.make_key_builder(host).add("ir", "x").finish().value() ==
+                  fresh.make_key_builder(host).add("ir", "x").finish().value());
+        }
+    CHECK(cache.make_key_builder("host 0").add("ir", "x").finish().value() !=
+          cache.make_key_builder("host 1").add("ir", "x").finish().value());
 }
