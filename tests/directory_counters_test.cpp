@@ -235,6 +235,62 @@ TEST_CASE("a forked child does not record its parent's counts again", "[counters
     CHECK(counter(c, "hits") == 1);
 }
 
+namespace {
+
+/// In a forked child: `n` stores of new keys (`tag`), each loaded back (a hit); true
+/// when all were.
+bool forked_uses(cc::default_cache& cache, std::string const& tag, int n) {
+    bool ok = true;
+    for (int i = 0; i < n; ++i) {
+        auto const k = key_of(tag + std::to_string(i));
+        ok = cache.store(k, note{tag}) && cache.load<note>(k).has_value() && ok;
+    }
+    return ok;
+}
+
+/// Waits for `pid` (at most 30 s: its own alarm); whether it exited 0.
+bool exited_well(pid_t pid) {
+    int status = 0;
+    return pid > 0 && ::waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+} // namespace
+
+// A pre-fork host makes its cache, then forks the workers that compile: each worker's
+// own counts are recorded when it flushes (the parent's copy in it never), also those
+// of a worker's own child. Until the audit of the local store a flush anywhere but in
+// the cache's maker recorded nothing.
+TEST_CASE("a forked child records its own counts when it flushes, once, and its own child its own",
+          "[counters][processes]") {
+    temp_dir dir;
+    fs::path const root = dir.path() / "cache";
+    {
+        cc::default_cache cache{cc::directory_storage(root.string())};
+        REQUIRE(forked_uses(cache, "parent-before", 1)); // counted before the fork: the parent's
+        pid_t const pid = ::fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            ::alarm(30);
+            bool ok = forked_uses(cache, "child", 3);
+            cache.flush_statistics();
+            cache.flush_statistics(); // (adds nothing more)
+            pid_t const grandchild = ::fork();
+            if (grandchild == 0) {
+                bool const done = forked_uses(cache, "grandchild", 2);
+                cache.flush_statistics();
+                ::_exit(done ? 0 : 1);
+            }
+            ok = exited_well(grandchild) && ok;
+            ::_exit(ok ? 0 : 1); // (no destructor: its flush was made above)
+        }
+        REQUIRE(exited_well(pid));
+        REQUIRE(forked_uses(cache, "parent-after", 1));
+    } // the parent's flush, at its cache's end
+    auto const c = cc::directory_storage(root.string()).recorded_counters();
+    CHECK(counter(c, "stores") == 1 + 3 + 2 + 1);
+    CHECK(counter(c, "hits") == 1 + 3 + 2 + 1);
+}
+
 TEST_CASE("a counters folder that cannot be written leaves the host's cache working", "[counters]") {
     temp_dir dir;
     fs::path const root = dir.path() / "cache";
