@@ -260,7 +260,7 @@ bool exited_well(pid_t pid) {
 // own counts are recorded when it flushes (the parent's copy in it never), also those
 // of a worker's own child. Until the audit of the local store a flush anywhere but in
 // the cache's maker recorded nothing.
-TEST_CASE("a forked child records its own counts when it flushes, once, and its own child its own",
+TEST_CASE("counters of a forked child: its own are recorded when it flushes, once, and its own child's too",
           "[counters][processes]") {
     temp_dir dir;
     fs::path const root = dir.path() / "cache";

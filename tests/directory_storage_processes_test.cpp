@@ -1085,7 +1085,8 @@ cc::directory_options fcl_limited() {
 
 } // namespace
 
-TEST_CASE("a worker forked by another thread during a prune does not keep every process from cleaning",
+TEST_CASE("cleanup lock and forks: a worker forked by another thread during a prune keeps no process "
+          "from cleaning",
           "[directory][eviction][processes][fork]") {
     temp_dir dir;
     fs::path const root = dir.path() / "cache";
@@ -1117,8 +1118,8 @@ TEST_CASE("a worker forked by another thread during a prune does not keep every 
     CHECK_FALSE(cc::directory_storage(root.string(), fcl_limited()).prune().error);
 }
 
-TEST_CASE("a worker forked by another thread during a store's cleanup step does not keep every process from "
-          "cleaning",
+TEST_CASE("cleanup lock and forks: a worker forked by another thread during a store's cleanup step "
+          "keeps no process from cleaning",
           "[directory][eviction][processes][fork]") {
     temp_dir dir;
     fs::path const root = dir.path() / "cache";

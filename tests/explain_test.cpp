@@ -466,7 +466,8 @@ int fork_workers_blocked(int tries, Busy busy, Work work, int& forks) {
 
 } // namespace
 
-TEST_CASE("a worker forked while another thread explains a miss stores at once, and stores again",
+TEST_CASE("held records and forks: a worker forked while another thread explains a miss stores at once, "
+          "and again",
           "[explain][records][processes][fork]") {
     temp_dir dir;
     cc::default_cache cache{cc::directory_storage((dir.path() / "cache").string())};
@@ -490,7 +491,8 @@ TEST_CASE("a worker forked while another thread explains a miss stores at once, 
     CHECK(blocked == 0);
 }
 
-TEST_CASE("a worker forked while another thread makes a key builder makes one at once",
+TEST_CASE("toolchain component and forks: a worker forked while another thread makes a key builder makes "
+          "one at once",
           "[explain][keys][processes][fork]") {
     temp_dir dir;
     cc::default_cache cache{cc::directory_storage((dir.path() / "cache").string())};
