@@ -3020,8 +3020,9 @@ std::string toolchain::compiler_id() {
 
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
-#include <mutex>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -3029,15 +3030,29 @@ std::string toolchain::compiler_id() {
 namespace compile_cache::detail {
 
 /// The toolchain component one cache adds to its keys (basic_cache::make_key_builder).
-/// Thread-safe.
+/// Thread-safe, and without a lock: each host version's description is kept, once made,
+/// in a list that only grows (one entry per host version string the cache was given),
+/// so that no thread waits for another's description, and a child forked while another
+/// thread described the toolchain does not wait for a thread it does not have.
 template <class Hasher>
 class toolchain_component {
 public:
+    toolchain_component() = default;
+    toolchain_component(toolchain_component const&) = delete;
+    toolchain_component& operator=(toolchain_component const&) = delete;
+    ~toolchain_component() {
+        for (described const* d = newest_.load(std::memory_order_acquire); d != nullptr;) {
+            described const* const next = d->next;
+            delete d;
+            d = next;
+        }
+    }
+
     /// Adds the toolchain component of `host_version` and the serializer's `format_id`
     /// to `kb`; fails `kb` when it cannot be described.
     void add_to(key_builder<Hasher>& kb, std::string const& host_version, std::string const& format_id) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (!digest_ || host_ != host_version) {
+        described const* d = find(host_version);
+        if (d == nullptr) {
             toolchain const t = toolchain::current(host_version, format_id);
             key_builder<Hasher> once;
             once.add("toolchain", t);
@@ -3055,11 +3070,13 @@ public:
                                                 (t.little_endian ? "-bit little-endian" : "-bit big-endian"))
                 .add("toolchain: host version", t.host_version)
                 .add("toolchain: host build-id", t.host_build_id);
-            parts_ = parts.finish().components();
-            digest_ = r.components().front();
-            host_ = host_version;
+            auto made = std::make_unique<described>(
+                described{host_version, r.components().front(), parts.finish().components(), nullptr});
+            d = keep(made); // (null: too many kept; this one is used once, and freed)
+            kb.add_component((d != nullptr ? d : made.get())->digest);
+            return;
         }
-        kb.add_component(*digest_);
+        kb.add_component(d->digest);
     }
 
     /// `components` as an identity record keeps them: the toolchain component add_to
@@ -3072,10 +3089,13 @@ public:
         auto const add = [&out, digest_size](component_digest const& c) {
             out.push_back({c.name, key(c.digest.data(), std::min(c.digest.size(), digest_size))});
         };
-        std::lock_guard<std::mutex> lock(mutex_);
         for (component_digest const& c : components) {
-            if (c.name == "toolchain" && digest_ && c == *digest_ && !parts_.empty())
-                for (component_digest const& part : parts_) add(part);
+            described const* d = nullptr;
+            if (c.name == "toolchain")
+                for (d = newest_.load(std::memory_order_acquire); d != nullptr && !(d->digest == c); d = d->next) {
+                }
+            if (d != nullptr && !d->parts.empty())
+                for (component_digest const& part : d->parts) add(part);
             else
                 add(c);
         }
@@ -3083,10 +3103,41 @@ public:
     }
 
 private:
-    std::mutex mutex_;
-    std::string host_;                      ///< the host version string digest_ is for
-    std::optional<component_digest> digest_; ///< the component, as a key has it
-    std::vector<component_digest> parts_;   ///< digest_'s parts, one by one
+    struct described {
+        std::string host;                  ///< the host version string it is for
+        component_digest digest;           ///< the component, as a key has it
+        std::vector<component_digest> parts; ///< digest's parts, one by one
+        described const* next;             ///< the one kept before it
+    };
+
+    // The description kept for `host`; null when none is.
+    described const* find(std::string const& host) const noexcept {
+        for (described const* d = newest_.load(std::memory_order_acquire); d != nullptr; d = d->next)
+            if (d->host == host) return d;
+        return nullptr;
+    }
+
+    // Keeps `made` (taking it), unless another thread kept one for its host meanwhile:
+    // that one then; null (`made` left to the caller) when max_kept are kept.
+    described const* keep(std::unique_ptr<described>& made) noexcept {
+        described const* head = newest_.load(std::memory_order_acquire);
+        for (;;) {
+            std::size_t kept = 0;
+            for (described const* d = head; d != nullptr; d = d->next, ++kept)
+                if (d->host == made->host) return d;
+            if (kept >= max_kept) return nullptr;
+            made->next = head;
+            if (newest_.compare_exchange_weak(head, made.get(), std::memory_order_acq_rel,
+                                              std::memory_order_acquire))
+                return made.release();
+        }
+    }
+
+    /// At most this many host versions are kept (a host that gives ever new ones has
+    /// the others described at each use).
+    static constexpr std::size_t max_kept = 16;
+
+    std::atomic<described const*> newest_{nullptr}; ///< the list, newest first; freed by the destructor
 };
 
 } // namespace compile_cache::detail
@@ -5068,10 +5119,15 @@ namespace compile_cache::detail {
 namespace claim_impl {
 /// The first line of a small file under /proc ("" when it cannot be read).
 inline std::string first_line(char const* path) {
-    std::ifstream in(path);
-    std::string line;
-    std::getline(in, line);
-    return line;
+    // (O_CLOEXEC, which an ifstream does not set: a fork and exec by another thread
+    // meanwhile must not leak the descriptor into the new program.)
+    int const fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return {};
+    std::string text(1024, '\0');
+    ssize_t const got = read_up_to(fd, &text[0], text.size());
+    ::close(fd);
+    text.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
+    return text.substr(0, text.find('\n'));
 }
 /// The first line of `name` under /proc, opened relative to /proc itself: a user-mode
 /// emulator (qemu-user) rewrites what a process reads at "/proc/self/stat" and
@@ -6000,6 +6056,7 @@ inline unsigned fork_generation() noexcept {
 #include <system_error>
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -6207,6 +6264,18 @@ inline constexpr std::chrono::milliseconds ledger_retry_after{1000};
 /// another holder kept it all along).
 COMPILE_CACHE_DECL int lock_fd(int fd, std::chrono::milliseconds wait) noexcept;
 
+/// Releases the flock lock_fd took on `fd` when it goes out of scope (declared after the
+/// descriptor's owner, so before its close). A lock belongs to the open file
+/// description, which a child forked (no exec) meanwhile shares through its copy of the
+/// descriptor: released by the close alone, it would be held for the child's whole life.
+struct unlock_at_end {
+    int fd;
+    explicit unlock_at_end(int descriptor) noexcept : fd(descriptor) {}
+    unlock_at_end(unlock_at_end const&) = delete;
+    unlock_at_end& operator=(unlock_at_end const&) = delete;
+    ~unlock_at_end() { ::flock(fd, LOCK_UN); }
+};
+
 /// Where a storage object counts the locks it gave up waiting for, and says so once
 /// through its logger (the cache's, with PREFIX_LOG=1).
 class lock_events {
@@ -6294,8 +6363,16 @@ class ledger {
 public:
     ledger_slots slots{};
 
-    /// Opens, locks and reads the ledger at `path`. False when it cannot be used, or
-    /// its lock could not be had within ledger_lock_wait (counted in `events`).
+    ledger() = default;
+    ledger(ledger const&) = delete;
+    ledger& operator=(ledger const&) = delete;
+    /// Unlocks before the close (unlock_at_end: a forked child's copy would keep it).
+    ~ledger() {
+        if (fd_) ::flock(fd_.fd, LOCK_UN);
+    }
+
+    /// Opens, locks and reads the ledger at `path`, locked until destroyed. False when it
+    /// cannot be used, or its lock could not be had within ledger_lock_wait (counted in `events`).
     COMPILE_CACHE_DECL bool open(std::string const& path, unsigned file_mode, int exact_umask,
                                  lock_events* events = nullptr) noexcept;
 
@@ -6951,6 +7028,7 @@ int add_counters(std::string const& directory, std::vector<std::pair<std::string
                             "so this process's counters were not recorded");
         return e;
     }
+    unlock_at_end const unlock{lock}; // (before the close: a forked child's copy keeps it else)
 
     // A shard that is there but cannot be read is left alone: replacing it with this
     // process's counts alone would lose everyone else's.
@@ -7778,8 +7856,15 @@ bool read_pack_index(int fd, std::uint64_t file_size, std::vector<pack_slot>& ou
 }
 
 bool list_markers(int folder_fd, std::vector<std::string>& names) {
-    DIR* const d = ::fdopendir(::dup(folder_fd));
-    if (d == nullptr) return false;
+    // A copy that keeps O_CLOEXEC (dup() drops it: a fork and exec by another thread
+    // meanwhile would leak the folder into the new program).
+    int const copy = ::fcntl(folder_fd, F_DUPFD_CLOEXEC, 0);
+    if (copy < 0) return false;
+    DIR* const d = ::fdopendir(copy);
+    if (d == nullptr) {
+        ::close(copy);
+        return false;
+    }
     std::unique_ptr<DIR, int (*)(DIR*)> const listing(d, ::closedir);
     errno = 0;
     while (dirent* e = ::readdir(d)) {
@@ -9993,6 +10078,9 @@ struct shared_state {
     std::atomic<std::uint64_t> lock_timeouts_recorded{0}; ///< how many of them the counters file has
     /// Set once renameat2(RENAME_NOREPLACE) is found unsupported here.
     std::atomic<bool> no_rename_noreplace{false};
+    /// With durability::full: a claim made a fan-out folder (try_claim), so the next
+    /// store's sync_directories syncs the cache directory too, whatever folder it made.
+    std::atomic<bool> claim_made_folder{false};
     deferred_writes deferred;
     record_pack_index packs;        ///< the packs of identity records this process knows
     std::string directory;          ///< for the deferred writes made by the destructor
@@ -10260,7 +10348,8 @@ private:
                                                 std::string const& folder, std::error_code& ec) noexcept;
 
     /// With durability::full, syncs the folder (and the cache directory when the store
-    /// created folders), so that the new entry survives a crash.
+    /// created folders, or a claim made one since the last such sync: claim_made_folder),
+    /// so that the new entry survives a crash.
     COMPILE_CACHE_DECL std::error_code sync_directories(std::string const& folder, bool created_folders) const noexcept;
 
     /// What prune() and clear() share: this object's unwritten ledger changes written
@@ -10284,6 +10373,7 @@ private:
             r.error = impl::errno_code(e);
             return r;
         }
+        impl::unlock_at_end const unlock{root.fd}; // (before the close: a forked child's copy keeps it else)
         try {
             // Within the root's bound too: in a child forked mid-cleanup it stays held (fork_registry).
             if (!impl::lock_by(state_->cleanup.mutex, std::chrono::steady_clock::now() + impl::cleanup_lock_wait)) {
@@ -11517,8 +11607,13 @@ std::error_code directory_storage::sync_directories(std::string const& folder, b
     namespace impl = detail::directory_storage_impl;
     if (options_.sync != durability::full) return {};
     if (int const e = impl::fsync_directory(folder.c_str())) return impl::errno_code(e);
-    if (created_folders)
-        if (int const e = impl::fsync_directory(directory_.c_str())) return impl::errno_code(e);
+    // (Taken before the sync: a claim that makes a folder meanwhile sets it again.)
+    bool const owed = state_->claim_made_folder.exchange(false);
+    if (created_folders || owed)
+        if (int const e = impl::fsync_directory(directory_.c_str())) {
+            if (owed) state_->claim_made_folder.store(true);
+            return impl::errno_code(e);
+        }
     return {};
 }
 
@@ -11550,7 +11645,10 @@ void directory_storage::after_change(unsigned folder, std::uint64_t added, std::
         state_->cleanup.step(root.fd, ledger_path_, options_.file_mode, options_.umask, options_.max_size,
                              impl::store_cleanup_budget, total, &state_->ledger);
     lock.unlock();
-    ::close(root.fd); // the root's lock goes with its descriptor
+    // Unlocked before the close: a child forked (no exec) meanwhile has a copy of the
+    // descriptor, which would keep the lock for the child's whole life.
+    ::flock(root.fd, LOCK_UN);
+    ::close(root.fd);
     root.fd = -1;
     // The evictions are written now, not with the next batch: a process killed before
     // that batch would leave the ledger over by what it evicted, and every store's
@@ -12067,6 +12165,24 @@ namespace compile_cache {
 
 namespace detail::directory_claims_impl {
 
+/// Unlinks the claim file `path`, in the folder `folder` (its prefix); when `guarded`
+/// (a shared directory), through the folder opened without following a symlink, so that
+/// a symlink another member of the group put in the folder's place never makes it
+/// unlink a file elsewhere. 0, or -1 and errno.
+COMPILE_CACHE_DECL int unlink_claim(std::string const& folder, std::string const& path, bool guarded) noexcept;
+int unlink_claim(std::string const& folder, std::string const& path, bool guarded) noexcept {
+    if (!guarded || path.size() <= folder.size() + 1 || path.compare(0, folder.size(), folder) != 0)
+        return ::unlink(path.c_str());
+    int const dir =
+        retry_on_eintr([&] { return ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
+    if (dir < 0) return -1;
+    int const r = ::unlinkat(dir, path.c_str() + folder.size() + 1, 0);
+    int const e = errno;
+    ::close(dir);
+    errno = e;
+    return r;
+}
+
 /// Locks a claim file its claimant keeps open, for as long as it is open: the kernel
 /// drops the lock when the claimant closes it or dies, so a lock seen is a claimant alive
 /// (an open file description lock: another descriptor of the same file, closed in this
@@ -12380,15 +12496,23 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
                 unsigned const dmode = options_.umask >= 0
                                            ? options_.directory_mode & ~static_cast<unsigned>(options_.umask)
                                            : options_.directory_mode;
+                bool made_folder = false; // (the entry's folder made here, not found there)
                 auto make = [&](std::string const& d) {
                     if (::mkdir(d.c_str(), dmode) == 0) {
                         if (options_.umask >= 0) detail::directory_storage_impl::set_made_folder_mode(d.c_str(), dmode);
+                        if (&d == &folder) made_folder = true;
                         return true;
                     }
                     return errno == EEXIST;
                 };
                 if (!make(folder) && errno == ENOENT && make(directory_)) // (the cache directory, made on first use)
                     (void)make(folder);
+                // Under durability::full the folder's name in the cache directory is synced
+                // now (another process may store into it) and by this storage's next store.
+                if (made_folder && options_.sync == durability::full) {
+                    state_->claim_made_folder.store(true);
+                    (void)detail::directory_storage_impl::fsync_directory(directory_.c_str());
+                }
                 fd = create_claim();
             }
             if (fd >= 0) {
@@ -12455,7 +12579,7 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
             // Dead: removed if it is still the very claim read, unchanged and unlocked (not
             // one taken over meanwhile: same_claim_file).
             if (!impl::dead_claim_unchanged(AT_FDCWD, path.c_str(), held, error, file)) continue;
-            if (::unlink(path.c_str()) == 0) answer.took_over = true;
+            if (impl::unlink_claim(folder, path, options_.access == sharing::group) == 0) answer.took_over = true;
         }
         answer.state = claim_state::held;
         answer.holder = "another process";
@@ -12479,10 +12603,12 @@ void directory_storage::release_claim(key const& k) noexcept {
         std::string const entry = entry_path(k);
         if (entry.empty()) return;
         std::string const path = entry + ".claim";
+        std::string const folder = entry.substr(0, entry.rfind('/'));
+        bool const guarded = options_.access == sharing::group;
         auto* held = impl::held_claims_of_this_thread();
         auto const it = held ? impl::find_held_claim(*held, path) : std::vector<impl::held_claim>::iterator{};
         if (held == nullptr || it == held->end()) {
-            if (impl::claim_text_is_ours(path)) ::unlink(path.c_str());
+            if (impl::claim_text_is_ours(path)) (void)impl::unlink_claim(folder, path, guarded);
             return;
         }
         struct ::stat own {};
@@ -12493,7 +12619,8 @@ void directory_storage::release_claim(key const& k) noexcept {
         if (!it->consumed && it->generation == detail::directory_storage_impl::fork_generation())
             remove = impl::descriptor_is_claim(*it, own) ? impl::is_file(own, path.c_str())
                                                          : impl::claim_text_is_ours(path);
-        if (remove) ::unlink(path.c_str()); // (before the close, which drops its lock: never unlocked while there)
+        // (Before the close, which drops its lock: never unlocked while there.)
+        if (remove) (void)impl::unlink_claim(folder, path, guarded);
         impl::forget_held_claim(*held, it);
     } catch (...) {
     }
@@ -14286,6 +14413,8 @@ enum class remote_error : std::size_t {
                      ///< fail (counted as refused; the remote's partial_failure() says it is partial)
     cluster_node,    ///< the address names one node of a cluster, which serves only some keys
                      ///< (counted as other)
+    node_timeout,    ///< one node of a cluster timed out while the others answer: only its keys fail
+                     ///< (counted as timeout; the remote's partial_failure() says it is partial)
 };
 
 /// How many reasons a tier counts: the values of remote_error before node_down.
@@ -14299,8 +14428,8 @@ class remote_error_category final : public std::error_category {
 public:
     char const* name() const noexcept override { return "compile_cache.remote"; }
     COMPILE_CACHE_DECL std::string message(int value) const override;
-    /// The portable std::errc condition of each reason (timeout: timed_out, refused and
-    /// node_down: connection_refused, auth: permission_denied, protocol: protocol_error,
+    /// The portable std::errc condition of each reason (timeout and node_timeout: timed_out,
+    /// refused and node_down: connection_refused, auth: permission_denied, protocol: protocol_error,
     /// too_large: value_too_large), so that code written against std::errc tells them.
     COMPILE_CACHE_DECL std::error_condition default_error_condition(int value) const noexcept override;
 };
@@ -14315,7 +14444,7 @@ inline std::error_code make_error_code(remote_error e) noexcept {
 }
 
 /// The reason counted for a remote's error code, one of the first remote_error_count:
-/// a remote_error as it is (node_down as refused, cluster_node as other); another
+/// a remote_error as it is (node_down as refused, node_timeout as timeout, cluster_node as other); another
 /// category's code by its std::errc condition (timed_out; connection_refused,
 /// host_unreachable, network_unreachable, no_such_file_or_directory, connection_reset,
 /// not_connected; permission_denied, operation_not_permitted; protocol_error,
@@ -14346,6 +14475,7 @@ char const* to_string(remote_error e) noexcept {
     case remote_error::other: return "other";
     case remote_error::node_down: return "node-down";
     case remote_error::cluster_node: return "cluster-node";
+    case remote_error::node_timeout: return "node-timeout";
     }
     return "other";
 }
@@ -14361,6 +14491,7 @@ std::string detail::remote_error_category::message(int value) const {
     case remote_error::unauthenticated: return "the entry's authentication does not verify";
     case remote_error::other: return "the server reported an error";
     case remote_error::node_down: return "a node of the cluster is out of reach; only its keys fail";
+    case remote_error::node_timeout: return "a node of the cluster did not answer in time; only its keys fail";
     case remote_error::cluster_node:
         return "the server is a node of a Redis Cluster, not a server of its own: address the cluster as "
                "redis+cluster://host:port";
@@ -14370,7 +14501,8 @@ std::string detail::remote_error_category::message(int value) const {
 
 std::error_condition detail::remote_error_category::default_error_condition(int value) const noexcept {
     switch (static_cast<remote_error>(value - 1)) {
-    case remote_error::timeout: return std::errc::timed_out;
+    case remote_error::timeout:
+    case remote_error::node_timeout: return std::errc::timed_out;
     case remote_error::refused:
     case remote_error::node_down: return std::errc::connection_refused;
     case remote_error::auth: return std::errc::permission_denied;
@@ -14395,9 +14527,10 @@ std::error_category const& remote_category() noexcept {
 
 remote_error remote_error_of(std::error_code const& e) noexcept {
     if (e.category() == remote_category() && e.value() >= 1 &&
-        e.value() <= static_cast<int>(remote_error::cluster_node) + 1) {
+        e.value() <= static_cast<int>(remote_error::node_timeout) + 1) {
         auto const why = static_cast<remote_error>(e.value() - 1);
         if (why == remote_error::node_down) return remote_error::refused;
+        if (why == remote_error::node_timeout) return remote_error::timeout;
         if (why == remote_error::cluster_node) return remote_error::other;
         return why;
     }
@@ -14624,6 +14757,10 @@ using partial_failure_t = decltype(std::declval<S const&>().partial_failure(std:
 /// A remote that says which of its errors failed only a part of it (a cluster's node).
 template <class S>
 using has_partial_failure = is_detected_convertible<bool, partial_failure_t, S>;
+
+/// For tests only: called on the thread that has just taken a tier's health lock to admit
+/// a remote call, before it goes on (a fork meanwhile leaves the lock held in the child).
+inline thread_local void (*tier_health_held_for_testing)() = nullptr;
 
 /// The jobs one tier runs off the host's path, and the thread that runs them: a queue
 /// bounded in bytes (push never waits for room: a job that does not fit is refused),
@@ -14963,8 +15100,8 @@ public:
     /// Whether the remote is skipped now (it failed, and its back-off is not over).
     bool remote_skipped() const {
         if (!has_remote()) return true;
-        std::lock_guard<std::mutex> lock(state_->health_mutex);
-        return state_->down && clock::now() < state_->retry_at;
+        auto const lock = state_->health_lock();
+        return !lock.owns_lock() || (state_->down && clock::now() < state_->retry_at);
     }
     /// Background mode: waits until the queued uploads and copies are done, at most
     /// `within`; true when nothing is left (and always in sync mode). For a host that
@@ -15253,7 +15390,7 @@ public:
     /// which then answers as a remote read would (and the cache checks the entry as any
     /// other); the worker's copy of a record uses them too. Not while the remote is
     /// skipped. Counted `remote.prefetch-batches`, `remote.prefetch-keys`. Bounded as any
-    /// remote call (the batch by the remote's own timeout).
+    /// remote call (the batch by the remote's own timeout; see the claims' below).
     void prefetch(std::vector<key> const& keys, std::size_t max_size) noexcept {
         prefetch(keys, max_size, claim_request{claim_scope::none, std::chrono::milliseconds(0)});
     }
@@ -15269,8 +15406,12 @@ public:
     /// dropped (that process is compiling it: the miss reads the remote afresh, and finds
     /// the entry once it is stored, instead of compiling it again). The claims never used
     /// are released at the tier's end (as release_claim does, within the upload drain
-    /// time), else left to their expiry. At most max_preclaims held. Counted
-    /// `remote.claims-prefetched`, `remote.claims-prefetched-unused`.
+    /// time), else left to their expiry; those held past half their expiry are released by
+    /// the worker (in sync mode, or when its queue is full: here, before the batch, one
+    /// more remote call). At most max_preclaims held. Bounded by the remote's one timeout
+    /// with a remote that has read_many_claiming and does it within one (redis_storage);
+    /// otherwise read_many's, then try_claim_many's. Counted `remote.claims-prefetched`,
+    /// `remote.claims-prefetched-unused`.
     void prefetch(std::vector<key> const& keys, std::size_t max_size, claim_request const& claims) noexcept {
         if (!state_ || !state_->remote || state_->forked_mid_job() || !state_->remote_usable()) return;
         if constexpr (detail::has_read_many<Remote>::value) {
@@ -15369,8 +15510,8 @@ public:
             if (state_->local) state_->local->set_logger(logger);
         if constexpr (detail::has_set_logger<Remote>::value)
             if (state_->remote) state_->remote->set_logger(logger);
-        std::lock_guard<std::mutex> lock(state_->health_mutex);
-        state_->options.logger = std::move(logger);
+        auto const lock = state_->health_lock();
+        if (lock.owns_lock()) state_->options.logger = std::move(logger);
     }
 
 private:
@@ -15469,7 +15610,32 @@ private:
         std::optional<Remote> remote;
         tier_options options;
         std::array<std::atomic<std::uint64_t>, c_count> counts{};
-        mutable std::mutex health_mutex;
+        /// Health and prefetch locks: held for a few loads and stores (and a map's changes),
+        /// never across a call or the host's code, but a process forked while another thread
+        /// held one has it held for ever. So each is taken within lock_wait; a lock not had
+        /// by then is lost for good (`health_lost`, `prefetch_lost`): the remote is skipped,
+        /// the prefetched answers and batches are not used, from then on.
+        static constexpr std::chrono::milliseconds lock_wait{1000};
+        mutable std::timed_mutex health_mutex;
+        mutable std::atomic<bool> health_lost{false};
+        std::atomic<bool> prefetch_lost{false};
+        /// health_mutex within lock_wait (not owned when lost).
+        std::unique_lock<std::timed_mutex> health_lock() const noexcept {
+            return bounded_lock(health_mutex, health_lost);
+        }
+        /// prefetch_mutex within lock_wait (not owned when lost).
+        std::unique_lock<std::timed_mutex> prefetch_lock() noexcept {
+            return bounded_lock(prefetch_mutex, prefetch_lost);
+        }
+        static std::unique_lock<std::timed_mutex> bounded_lock(std::timed_mutex& m, std::atomic<bool>& lost) noexcept {
+            std::unique_lock<std::timed_mutex> lock(m, std::defer_lock);
+            if (lost.load(std::memory_order_relaxed)) return lock;
+            try {
+                if (!lock.try_lock_for(lock_wait)) lost.store(true, std::memory_order_relaxed);
+            } catch (...) {
+            }
+            return lock;
+        }
         bool down = false;
         clock::time_point down_since{};
         clock::time_point retry_at{};
@@ -15500,7 +15666,7 @@ private:
             std::string bytes;
             clock::time_point at{};
         };
-        std::mutex prefetch_mutex;
+        std::timed_mutex prefetch_mutex; ///< (taken by prefetch_lock)
         std::unordered_map<key, prefetched_answer> prefetched;
         std::size_t prefetched_bytes = 0;
         /// What a batch in flight must not keep: a key stored or removed after the batch began
@@ -15597,7 +15763,8 @@ private:
         /// so is what a batch in flight will answer for it.
         void forget_prefetched(key const& k) noexcept {
             try {
-                std::lock_guard<std::mutex> lock(prefetch_mutex);
+                auto const lock = prefetch_lock(); // (not had: prefetch_lost, nothing held is used)
+                if (!lock.owns_lock()) return;
                 auto const it = prefetched.find(k);
                 if (it != prefetched.end()) {
                     prefetched_bytes -= std::min(prefetched_bytes, prefetch_cost(it->second.bytes));
@@ -15622,8 +15789,8 @@ private:
         /// most `max_size` bytes answers; false when there is none (or it is too old).
         bool take_prefetched(key const& k, std::string& out, std::size_t max_size, read_result& r) noexcept {
             try {
-                std::lock_guard<std::mutex> lock(prefetch_mutex);
-                if (prefetched.empty()) return false;
+                auto const lock = prefetch_lock();
+                if (!lock.owns_lock() || prefetched.empty()) return false;
                 auto const it = prefetched.find(k);
                 if (it == prefetched.end()) return false;
                 prefetched_answer a = std::move(it->second);
@@ -15694,8 +15861,8 @@ private:
             ~in_flight_guard() {
                 if (!counted) return;
                 try {
-                    std::lock_guard<std::mutex> lock(s.prefetch_mutex);
-                    if (pid != s.prefetch_pid) return; // (begun before a fork: the set is anew)
+                    auto const lock = s.prefetch_lock();
+                    if (!lock.owns_lock() || pid != s.prefetch_pid) return; // (begun before a fork: the set is anew)
                     auto const it = s.batch_starts.find(start);
                     if (it != s.batch_starts.end()) s.batch_starts.erase(it);
                     if (s.batch_starts.empty()) {
@@ -15718,7 +15885,8 @@ private:
                     std::unordered_set<key> seen;
                     in_flight_guard flight{*this};
                     {
-                        std::lock_guard<std::mutex> lock(prefetch_mutex);
+                        auto const lock = prefetch_lock();
+                        if (!lock.owns_lock()) return;
                         for (key const& k : keys)
                             if (!k.empty() && prefetched.count(k) == 0 && seen.insert(k).second) wanted.push_back(k);
                         adopt_prefetch_pid_locked();
@@ -15787,8 +15955,8 @@ private:
                     auto const now = clock::now();
                     std::vector<key> absent; // the entries to claim ahead
                     {
-                        std::lock_guard<std::mutex> lock(prefetch_mutex);
-                        for (std::size_t i = 0; i < wanted.size(); ++i) {
+                        auto const lock = prefetch_lock();
+                        for (std::size_t i = 0; lock.owns_lock() && i < wanted.size(); ++i) {
                             if (got[i].first.status == read_status::error) continue;
                             // (stored or removed while the batch was read: its answer is stale,
                             // and an absent one is no longer absent, or no longer to claim)
@@ -15875,6 +16043,15 @@ private:
                         std::size_t const room = max_preclaims - std::min(max_preclaims, preclaimed.size());
                         if (absent.size() > room) absent.resize(room);
                     }
+                    // Released by the worker (background uploads), off the prefetch's path, which
+                    // the remote's one timeout bounds; in sync mode, or where the queue is full,
+                    // here, when there are any.
+                    if (worker)
+                        stale.erase(std::remove_if(stale.begin(), stale.end(),
+                                                   [&](key const& k) {
+                                                       return worker->push({k, std::string(), job_release});
+                                                   }),
+                                    stale.end());
                     if (!stale.empty()) {
                         if constexpr (detail::has_release_claim_many<Remote>::value) {
                             remote->release_claim_many(stale);
@@ -16011,8 +16188,8 @@ private:
                     }
                     if (!remote || !remote_usable() || forked_mid_job()) return; // (left to their expiry)
                     {
-                        std::lock_guard<std::mutex> lock(health_mutex);
-                        if (down && clock::now() < retry_at) return;
+                        auto const lock = health_lock();
+                        if (!lock.owns_lock() || (down && clock::now() < retry_at)) return;
                     }
                     if constexpr (detail::has_release_claim_many<Remote>::value) {
                         remote->release_claim_many(unused);
@@ -16025,8 +16202,8 @@ private:
                         }
                         if (clock::now() >= until) return;
                         {
-                            std::lock_guard<std::mutex> lock(health_mutex);
-                            if (down && clock::now() < retry_at) return;
+                            auto const lock = health_lock();
+                            if (!lock.owns_lock() || (down && clock::now() < retry_at)) return;
                         }
                         remote->release_claim(k);
                     }
@@ -16376,7 +16553,8 @@ private:
             try {
                 std::function<void(std::string_view)> logger;
                 {
-                    std::lock_guard<std::mutex> lock(health_mutex);
+                    auto const lock = health_lock();
+                    if (!lock.owns_lock()) return;
                     logger = options.logger;
                 }
                 if (logger) logger(line);
@@ -16387,7 +16565,13 @@ private:
         /// Whether to call the remote now: not while its back-off runs. When it is over,
         /// one call goes through as the probe (the others keep skipping until it answers or fails).
         admission admit() noexcept {
-            std::lock_guard<std::mutex> lock(health_mutex);
+            auto const lock = health_lock();
+            if (lock.owns_lock() && detail::tier_health_held_for_testing != nullptr)
+                detail::tier_health_held_for_testing();
+            if (!lock.owns_lock()) {
+                ++counts[c_skipped];
+                return admission::skipped;
+            }
             if (!down) return admission::normal;
             auto const now = clock::now();
             if (now < retry_at) {
@@ -16402,7 +16586,8 @@ private:
         /// the budget of slow answers is spent (then it is skipped as if it had failed).
         void answered(admission a, clock::duration took) noexcept {
             if (options.budget.count() > 0 && took >= options.slow_call) {
-                std::unique_lock<std::mutex> lock(health_mutex);
+                auto lock = health_lock();
+                if (!lock.owns_lock()) return;
                 // Only the part of this wait that no slow answer counted already: wall time.
                 auto const end = clock::now();
                 auto const from = std::max(end - took, slow_counted_until);
@@ -16420,8 +16605,8 @@ private:
                     return;
                 }
             }
-            std::unique_lock<std::mutex> lock(health_mutex);
-            if (!down) return;
+            auto lock = health_lock();
+            if (!lock.owns_lock() || !down) return;
             down = false;
             auto const away = std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - down_since);
             backoff = std::chrono::milliseconds(0);
@@ -16501,7 +16686,8 @@ private:
         /// the same outage: concurrent calls do not each double the period).
         template <class Why>
         void went_down(admission a, Why&& why) noexcept {
-            std::unique_lock<std::mutex> lock(health_mutex);
+            auto lock = health_lock();
+            if (!lock.owns_lock()) return; // (health_lost: skipped from now on all the same)
             auto const now = clock::now();
             bool const first = !down;
             if (first) {
@@ -16527,8 +16713,10 @@ private:
         /// One line for an error that does not skip the remote, the first time `what` is seen.
         void say_once(std::string const& what, std::string const& line) {
             {
-                std::lock_guard<std::mutex> lock(health_mutex);
-                if (said.size() >= said_max || std::find(said.begin(), said.end(), what) != said.end()) return;
+                auto const lock = health_lock();
+                if (!lock.owns_lock() || said.size() >= said_max ||
+                    std::find(said.begin(), said.end(), what) != said.end())
+                    return;
                 said.push_back(what);
             }
             log(line);
@@ -17361,8 +17549,10 @@ std::string read_secret_file(std::string const& path, std::string& secret) {
 // never an exception in the host.
 
 
+
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -17370,6 +17560,7 @@ std::string read_secret_file(std::string const& path, std::string& secret) {
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -17600,6 +17791,7 @@ public:
         add(detail::counter::hit_relocate_ns, t.relocate_ns);
     }
     void miss(miss_reason r, std::uint64_t bytes, std::uint64_t ns) noexcept {
+        if (forked()) rebase();
         misses_[static_cast<std::size_t>(r)].fetch_add(1, std::memory_order_relaxed);
         add(detail::counter::bytes_read, bytes);
         add(detail::counter::load_ns, ns);
@@ -17610,6 +17802,7 @@ public:
         add(detail::counter::store_ns, ns);
     }
     void store_failed(store_failure f, std::uint64_t ns) noexcept {
+        if (forked()) rebase();
         store_failures_[static_cast<std::size_t>(f)].fetch_add(1, std::memory_order_relaxed);
         add(detail::counter::store_ns, ns);
     }
@@ -17630,15 +17823,41 @@ public:
 
     COMPILE_CACHE_DECL statistics_snapshot snapshot() const;
 
+    /// What this process counted: snapshot()'s counts less those at the fork that made
+    /// it (a forked child's copy of its parent's counts is the parent's), without the
+    /// bypasses' breakdown by reason. False when another thread of a forked child is
+    /// still taking the counts at the fork, which it does at the child's first count.
+    COMPILE_CACHE_DECL bool counted_here(statistics_snapshot& s) const;
+
 private:
+    // Whether this process descends by fork from the one base_ is for: its first count
+    // (or counted_here) takes the counts at the fork first (rebase).
+    bool forked() const noexcept {
+        return detail::fork_generation() != generation_.load(std::memory_order_acquire);
+    }
+    COMPILE_CACHE_DECL void rebase() const noexcept;
+
     void add(detail::counter c, std::uint64_t n = 1) noexcept {
+        if (forked()) rebase();
         counts_[static_cast<std::size_t>(c)].fetch_add(n, std::memory_order_relaxed);
     }
 
     std::array<std::atomic<std::uint64_t>, detail::counter_count> counts_{};
     std::array<std::atomic<std::uint64_t>, miss_reason_count> misses_{};
     std::array<std::atomic<std::uint64_t>, store_failure_count> store_failures_{};
-    mutable std::mutex bypass_mutex_;
+    /// Taken within bypass_wait: a child forked while another thread held it has it held
+    /// for ever (then the breakdown by reason is not counted, or not in a snapshot).
+    // The counts when this process's fork generation began: zeros in the process that
+    // made the statistics, a child's parent's counts at the fork (taken by its first
+    // count; another thread's count at that moment may be taken in them: lost, never
+    // recorded twice). `generation_` says which generation they are for, set after them.
+    mutable std::array<std::atomic<std::uint64_t>, detail::counter_count> base_counts_{};
+    mutable std::array<std::atomic<std::uint64_t>, miss_reason_count> base_misses_{};
+    mutable std::array<std::atomic<std::uint64_t>, store_failure_count> base_store_failures_{};
+    mutable std::atomic<unsigned> generation_{detail::fork_generation()};
+    mutable std::atomic<unsigned> rebasing_{generation_.load()}; ///< the generation a thread takes them for
+    mutable std::timed_mutex bypass_mutex_;
+    static constexpr std::chrono::milliseconds bypass_wait{250};
     std::map<std::string, std::uint64_t> bypass_reasons_;
 };
 
@@ -17714,8 +17933,8 @@ std::string statistics_snapshot::format_ms(std::uint64_t ns) {
 void statistics::bypassed(std::string const& reason) noexcept {
     add(detail::counter::bypasses);
     try {
-        std::lock_guard<std::mutex> lock(bypass_mutex_);
-        ++bypass_reasons_[reason];
+        std::unique_lock<std::timed_mutex> lock(bypass_mutex_, bypass_wait);
+        if (lock.owns_lock()) ++bypass_reasons_[reason];
     } catch (...) {
         // The count above stands; only the breakdown by reason is lost.
     }
@@ -17728,9 +17947,39 @@ statistics_snapshot statistics::snapshot() const {
     for (std::size_t i = 0; i < miss_reason_count; ++i) s.misses[i] = misses_[i].load(std::memory_order_relaxed);
     for (std::size_t i = 0; i < store_failure_count; ++i)
         s.store_failures[i] = store_failures_[i].load(std::memory_order_relaxed);
-    std::lock_guard<std::mutex> lock(bypass_mutex_);
-    s.bypass_reasons = bypass_reasons_;
+    std::unique_lock<std::timed_mutex> lock(bypass_mutex_, bypass_wait);
+    if (lock.owns_lock()) s.bypass_reasons = bypass_reasons_;
     return s;
+}
+
+void statistics::rebase() const noexcept {
+    unsigned const g = detail::fork_generation();
+    if (rebasing_.exchange(g, std::memory_order_acq_rel) == g) return; // another thread takes them
+    for (std::size_t i = 0; i < counts_.size(); ++i)
+        base_counts_[i].store(counts_[i].load(std::memory_order_relaxed), std::memory_order_relaxed);
+    for (std::size_t i = 0; i < misses_.size(); ++i)
+        base_misses_[i].store(misses_[i].load(std::memory_order_relaxed), std::memory_order_relaxed);
+    for (std::size_t i = 0; i < store_failures_.size(); ++i)
+        base_store_failures_[i].store(store_failures_[i].load(std::memory_order_relaxed), std::memory_order_relaxed);
+    generation_.store(g, std::memory_order_release);
+}
+
+bool statistics::counted_here(statistics_snapshot& s) const {
+    if (forked()) rebase();
+    for (int tries = 0; forked(); ++tries) { // (another thread is taking them: a moment)
+        if (tries == 1000) return false;
+        std::this_thread::yield();
+    }
+    auto const since = [](std::atomic<std::uint64_t> const& now, std::atomic<std::uint64_t> const& base) {
+        std::uint64_t const n = now.load(std::memory_order_relaxed), b = base.load(std::memory_order_relaxed);
+        return n > b ? n - b : 0;
+    };
+    for (std::size_t i = 0; i < detail::counter_count; ++i)
+        s.*detail::counter_table[i].field = since(counts_[i], base_counts_[i]);
+    for (std::size_t i = 0; i < miss_reason_count; ++i) s.misses[i] = since(misses_[i], base_misses_[i]);
+    for (std::size_t i = 0; i < store_failure_count; ++i)
+        s.store_failures[i] = since(store_failures_[i], base_store_failures_[i]);
+    return true;
 }
 
 } // namespace compile_cache
@@ -17744,6 +17993,47 @@ statistics_snapshot statistics::snapshot() const {
 // none lets what the member throws reach the host.
 
 
+// ---- begin compile_cache/detail/bounded_mutex.hpp
+// compile_cache: a mutex no caller waits on for more than a bound, for state that a
+// forked child may find held for ever (docs/design.md, "Forks").
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+
+namespace compile_cache::detail {
+
+/// A mutex taken within a bound: a thread of the parent that held it when another thread
+/// forked leaves it held for ever in the child, which has only the thread that forked.
+/// Once a wait has run out, later callers only try it, without waiting, until one gets
+/// it: a child whose copy is held for ever pays the bound once, not at every call.
+/// A caller that does not get it goes on without what it guards (what it is for says how).
+class bounded_mutex {
+public:
+    /// How long a caller waits at most.
+    static constexpr std::chrono::milliseconds wait{250};
+
+    /// The mutex, owned or not (then the caller must not touch what it guards).
+    std::unique_lock<std::timed_mutex> lock() noexcept {
+        std::unique_lock<std::timed_mutex> l(mutex_, std::defer_lock);
+        try {
+            if (ran_out_.load(std::memory_order_relaxed)) {
+                if (l.try_lock()) ran_out_.store(false, std::memory_order_relaxed);
+            } else if (!l.try_lock_for(wait)) {
+                ran_out_.store(true, std::memory_order_relaxed);
+            }
+        } catch (...) { // (std::system_error: not owned)
+        }
+        return l;
+    }
+
+private:
+    std::timed_mutex mutex_;
+    std::atomic<bool> ran_out_{false};
+};
+
+} // namespace compile_cache::detail
+// ---- end compile_cache/detail/bounded_mutex.hpp
 // ---- begin compile_cache/detail/log.hpp
 // compile_cache: one-line diagnostics through a host's logger: built only when there is a
 // logger, and neither the building (out of memory) nor a throwing logger reaches the host.
@@ -17804,8 +18094,6 @@ void log_or_stderr(line_logger const& logger, std::string_view line) noexcept {
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <unistd.h>
 
 namespace compile_cache::detail {
 
@@ -17879,17 +18167,26 @@ std::string failure_subject(S const& s, key const& k) {
 /// `record_counters`), so that each flush adds only what was counted since.
 class counters_flushed {
 public:
-    /// Adds `counts()` (a cache's counters, statistics_snapshot::counters()) less what
-    /// was added before to `s`'s counters. In a forked child it adds nothing: its copy
-    /// of its parent's counts is the parent's to record. Best effort: a failure is
-    /// ignored, and the next flush adds the same counts again.
+    /// Adds `counts(made_here)` (what this process counted, statistics::counted_here, as
+    /// statistics_snapshot::counters() lists them; with the Storage's own counters only
+    /// when `made_here`: in the process that made the cache) less what this process
+    /// added before to `s`'s counters. A forked child adds its own counts, never its
+    /// copy of its parent's. Best effort: a failure (or empty counts) is ignored, and the
+    /// next flush adds the same counts again.
     template <class S, class Counts>
     void flush(S& s, Counts const& counts) noexcept {
         if constexpr (has_record_counters<S>::value) {
-            if (::getpid() != owner_) return;
             try {
-                std::lock_guard<std::mutex> lock(mutex_);
-                std::vector<std::pair<std::string, std::uint64_t>> now = counts(), delta = now;
+                // (Within a bound: a child forked while another thread flushed has it held for ever.)
+                std::unique_lock<std::timed_mutex> const lock = mutex_.lock();
+                if (!lock.owns_lock()) return;
+                unsigned const generation = fork_generation();
+                if (generation != generation_) { // a forked child: nothing of its own added yet
+                    flushed_.clear();
+                    generation_ = generation;
+                }
+                std::vector<std::pair<std::string, std::uint64_t>> now = counts(generation == made_in_), delta = now;
+                if (now.empty()) return;
                 for (std::size_t i = 0; i < delta.size() && i < flushed_.size(); ++i)
                     delta[i].second -= flushed_[i].second;
                 if (!s.record_counters(delta)) flushed_ = std::move(now);
@@ -17899,8 +18196,9 @@ public:
     }
 
 private:
-    std::mutex mutex_;
-    ::pid_t owner_ = ::getpid(); ///< the process whose counts these are
+    bounded_mutex mutex_;
+    unsigned const made_in_ = fork_generation(); ///< the process that made the cache (its fork generation)
+    unsigned generation_ = made_in_;             ///< the process flushed_ is for
     std::vector<std::pair<std::string, std::uint64_t>> flushed_; ///< the counters last added
 };
 
@@ -19109,6 +19407,9 @@ namespace compile_cache::detail {
 /// so that a miss and store of a kernel whose record is held neither reads, checks and
 /// decodes it nor encodes and seals it. Shared by a cache's threads (one mutex), its own:
 /// another cache, even over a copy of the same storage, sees the records once written.
+/// The mutex is taken within a bound (bounded_mutex): a caller that does not get it
+/// goes on without the held records (no explanation, the record not kept), so that a
+/// child forked while another thread held it never waits for ever.
 struct held_identity_records {
     /// The batch is written when it holds held_batch_bounds' keys (records) or bytes (of
     /// their encoded payloads), or when its oldest record is max_age_ns old: the bounds
@@ -19123,7 +19424,7 @@ struct held_identity_records {
         std::size_t size = 0;  ///< encoded_identity_record_size(record)
     };
 
-    std::mutex mutex;
+    bounded_mutex mutex;
     std::unordered_map<key, held> records; ///< by record key
     std::size_t bytes = 0;
     std::int64_t oldest_ns = 0;     ///< steady clock, when the first held record was stored
@@ -19220,7 +19521,8 @@ struct identity_records {
         if constexpr (holds) {
             try {
                 key const rk = identity_record_key(identity);
-                std::lock_guard<std::mutex> const lock(held.mutex);
+                std::unique_lock<std::timed_mutex> const lock = held.mutex.lock();
+                if (!lock.owns_lock()) return std::nullopt;
                 held.forget_if_forked();
                 auto const it = held.records.find(rk);
                 if (it != held.records.end()) return it->second.record;
@@ -19245,7 +19547,11 @@ struct identity_records {
             if constexpr (holds) {
                 // (A forked child may read its parent's held records: they are right; it
                 // only never writes them: forget_if_forked, at its first store.)
-                std::lock_guard<std::mutex> const lock(held.mutex);
+                std::unique_lock<std::timed_mutex> const lock = held.mutex.lock();
+                if (!lock.owns_lock()) { // (not had within its bound: no explanation, none looked up)
+                    previous.record_key = key();
+                    return {};
+                }
                 auto const it = held.records.find(previous.record_key);
                 if (it != held.records.end()) {
                     identity_record const& r = it->second.record;
@@ -19332,7 +19638,8 @@ struct identity_records {
             try {
                 std::unordered_map<key, held_identity_records::held> batch;
                 {
-                    std::lock_guard<std::mutex> const lock(held.mutex);
+                    std::unique_lock<std::timed_mutex> const lock = held.mutex.lock();
+                    if (!lock.owns_lock()) return; // (held until a later write)
                     held.forget_if_forked();
                     batch.swap(held.records);
                     held.bytes = 0;
@@ -19370,11 +19677,13 @@ private:
             return storage.write(rk, entry);
     }
 
-    // Puts `newest` first in the held record under `rk`: false when none is held.
+    // Puts `newest` first in the held record under `rk`: false when none is held; true
+    // also when the mutex was not had within its bound (the entry is not recorded).
     bool hold(key const& rk, recorded_entry& newest, entry_metadata const& meta) {
         bool due = false;
         {
-            std::lock_guard<std::mutex> const lock(held.mutex);
+            std::unique_lock<std::timed_mutex> const lock = held.mutex.lock();
+            if (!lock.owns_lock()) return true;
             held.forget_if_forked();
             auto const it = held.records.find(rk);
             if (it == held.records.end()) return false;
@@ -19386,11 +19695,13 @@ private:
         return true;
     }
 
-    // Holds `r`, the record under `rk` (merged into one another thread held meanwhile).
+    // Holds `r`, the record under `rk` (merged into one another thread held meanwhile);
+    // not when the mutex was not had within its bound.
     void hold_new(key const& rk, identity_record r, entry_metadata const& meta) {
         bool due = false;
         {
-            std::lock_guard<std::mutex> const lock(held.mutex);
+            std::unique_lock<std::timed_mutex> const lock = held.mutex.lock();
+            if (!lock.owns_lock()) return;
             held.forget_if_forked();
             if (held.records.empty()) held.oldest_ns = steady_ns();
             auto [it, added] = held.records.try_emplace(rk);
@@ -19742,7 +20053,13 @@ public:
     void flush_statistics() noexcept {
         if (!enabled_ || !state_) return;
         records().write_held(); // the identity records held (cache/identity_records.hpp), first
-        state_->flushed.flush(storage_, [this] { return stats().counters(); });
+        state_->flushed.flush(storage_, [this](bool made_here) {
+            // (A forked child's storage counters hold its parent's: not recorded there.)
+            statistics_snapshot s;
+            if (!state_->stats.counted_here(s)) return std::vector<std::pair<std::string, std::uint64_t>>();
+            if (made_here) s.storage_counters = detail::storage_counters_of(storage_);
+            return s.counters();
+        });
     }
 
     /// The cache the environment asks for, in one pass: the cache reads its own settings

@@ -110,26 +110,31 @@ inline claim_answer redis_storage::try_claim(key const& k, claim_request const& 
 inline void redis_storage::try_claim_many(std::vector<key> const& keys, claim_request const& request,
                                           std::vector<claim_answer>& out) noexcept {
     try {
-        out.assign(keys.size(), claim_answer{});
-        if (!state_ || !includes(request.scope, claim_scope::remote) || keys.empty()) return;
-        std::vector<std::string> names;
-        names.reserve(keys.size());
-        for (key const& k : keys) names.push_back(claim_name(k));
-        std::string const owner = detail::claim_owner();
-        std::string const expiry = std::to_string(std::max<long long>(request.expiry.count(), 1));
-        pipeline_by_node(
-            names, [&](std::size_t i) { return detail::redis_command{"SET", names[i], owner, "NX", "PX", expiry}; },
-            (1u << REDIS_REPLY_STATUS) | (1u << REDIS_REPLY_NIL), 4096, std::numeric_limits<std::size_t>::max(),
-            [&](std::size_t i, redisReply const* r) {
-                // OK: claimed; nil: another's claim stands; an error (read-only replica, ACL): none.
-                if (r->type == REDIS_REPLY_STATUS) out[i].state = claim_state::claimed;
-                else if (r->type == REDIS_REPLY_NIL) out[i].state = claim_state::held;
-            },
-            [&](std::size_t i, std::error_code) { out[i] = claim_answer{}; });
+        claim_batch(keys, request, out);
     } catch (...) {
         // (Claims taken before the failure stand until their expiry: none is said claimed.)
         for (auto& o : out) o = claim_answer{};
     }
+}
+
+inline void redis_storage::claim_batch(std::vector<key> const& keys, claim_request const& request,
+                                       std::vector<claim_answer>& out, detail::redis_clock::time_point until) {
+    out.assign(keys.size(), claim_answer{});
+    if (!state_ || !includes(request.scope, claim_scope::remote) || keys.empty()) return;
+    std::vector<std::string> names;
+    names.reserve(keys.size());
+    for (key const& k : keys) names.push_back(claim_name(k));
+    std::string const owner = detail::claim_owner();
+    std::string const expiry = std::to_string(std::max<long long>(request.expiry.count(), 1));
+    pipeline_by_node(
+        names, [&](std::size_t i) { return detail::redis_command{"SET", names[i], owner, "NX", "PX", expiry}; },
+        (1u << REDIS_REPLY_STATUS) | (1u << REDIS_REPLY_NIL), 4096, std::numeric_limits<std::size_t>::max(),
+        [&](std::size_t i, redisReply const* r) {
+            // OK: claimed; nil: another's claim stands; an error (read-only replica, ACL): none.
+            if (r->type == REDIS_REPLY_STATUS) out[i].state = claim_state::claimed;
+            else if (r->type == REDIS_REPLY_NIL) out[i].state = claim_state::held;
+        },
+        [&](std::size_t i, std::error_code) { out[i] = claim_answer{}; }, false, until);
 }
 
 inline void redis_storage::release_claim(key const& k) noexcept {
@@ -246,10 +251,16 @@ inline void redis_storage::read_many_claiming(std::vector<key> const& keys, std:
     try {
         claims.assign(to_claim.size(), claim_answer{});
         bool const claim = state_ && includes(request.scope, claim_scope::remote) && !to_claim.empty();
-        std::vector<std::size_t> after_read; // (indexes in to_claim) claimed after the reads, if absent
-        if (!claim || state_->client.is_cluster()) {
+        if (!claim) {
             read_many(keys, max, out);
-            if (!claim) return;
+            return;
+        }
+        auto const until = call_deadline(); // (the reads and the claims after them: one timeout)
+        std::vector<std::size_t> after_read; // (indexes in to_claim) claimed after the reads, if absent
+        if (state_->client.is_cluster()) {
+            out.clear();
+            out.resize(keys.size());
+            read_batch(keys, max, out, until);
             for (std::size_t j = 0; j < to_claim.size(); ++j) after_read.push_back(j);
         } else {
             out.clear();
@@ -295,13 +306,16 @@ inline void redis_storage::read_many_claiming(std::vector<key> const& keys, std:
                         out[i].second.clear();
                         out[i].first = {read_status::error, e};
                     } // (a claim without an answer: none, which may be held all the same)
-                });
+                },
+                false, until);
         }
         if (after_read.empty()) return;
         // The keys to claim whose entries the reads found absent, in one try_claim_many.
         detail::claim_absent_after_reads(keys, out, to_claim, after_read, claims,
                                          [&](std::vector<key> const& absent, std::vector<claim_answer>& answers) {
-                                             try_claim_many(absent, request, answers);
+                                             // (None sent without time left to read its answer.)
+                                             if (detail::redis_clock::now() < until)
+                                                 claim_batch(absent, request, answers, until);
                                          });
     } catch (...) {
         // (Claims taken before the failure stand until their expiry: none is said claimed.)

@@ -378,7 +378,8 @@ public:
     /// claim are in different slots, which one script may not touch), or for the keys whose
     /// script the server refused (an ACL without EVAL): the reads, then try_claim_many for
     /// the keys they found absent. Nothing claimed without `remote` in the scope. Bounded
-    /// as read_many, plus try_claim_many's timeout where it falls back. Never throws.
+    /// as read_many: the whole, the claims after the reads included, by one command
+    /// timeout (claims that find no time left are none). Never throws.
     void read_many_claiming(std::vector<key> const& keys, std::size_t max, std::vector<key> const& to_claim,
                             claim_request const& request, std::vector<std::pair<read_result, std::string>>& out,
                             std::vector<claim_answer>& claims) noexcept;
@@ -412,7 +413,13 @@ public:
             // most list_reply_bytes, and list_reply_bytes per command for them all, so that
             // a server answering each with a long string costs no more than that.
             detail::redis_client& client = self.state_->client;
-            if (auto e = client.pipeline_on(index, commands, replies, list_reply_bytes, deadline, false, 0,
+            // OBJECT IDLETIME: an integer, or nil (gone); STRLEN: an integer. Another type
+            // (another command's reply, a confused server) is never taken as a size.
+            std::vector<unsigned> expected;
+            for (std::size_t i = 0; i < names.size(); ++i)
+                expected.insert(expected.end(), {(1u << REDIS_REPLY_INTEGER) | (1u << REDIS_REPLY_NIL),
+                                                 1u << REDIS_REPLY_INTEGER});
+            if (auto e = client.pipeline_on(index, commands, replies, list_reply_bytes, deadline, false, expected,
                                             list_reply_bytes * commands.size()))
                 return e == remote_error::too_large
                            ? client.record(remote_error::protocol, "OBJECT IDLETIME and STRLEN answers longer than "
@@ -421,20 +428,9 @@ public:
             std::int64_t const now = std::chrono::duration_cast<std::chrono::seconds>(
                                          std::chrono::system_clock::now().time_since_epoch())
                                          .count();
-            auto const is = [](redisReply const* r, std::initializer_list<int> types) {
-                return std::find(types.begin(), types.end(), r->type) != types.end();
-            };
             for (std::size_t i = 0; i < page.size() && 2 * i + 1 < replies.size(); ++i) {
                 redisReply const* idle = replies[2 * i].get();
                 redisReply const* length = replies[2 * i + 1].get();
-                if (!is(idle, {REDIS_REPLY_INTEGER, REDIS_REPLY_NIL, REDIS_REPLY_ERROR}) ||
-                    !is(length, {REDIS_REPLY_INTEGER, REDIS_REPLY_ERROR})) {
-                    // Out of step (another command's reply, or a confused server): never a size.
-                    client.drop_connection(index, deadline);
-                    return client.record(remote_error::protocol,
-                                         "a reply of the wrong type to OBJECT IDLETIME or STRLEN (the connection "
-                                         "was out of step; it is closed)");
-                }
                 // Gone since the SCAN (evicted, expired, moved to another master): not listed.
                 if (length->type != REDIS_REPLY_INTEGER || length->integer <= 0) continue;
                 stored_entry e;
@@ -474,7 +470,9 @@ public:
 
     /// Whether `e`, from a call of this storage, failed only a part of it (one node of a
     /// cluster; the others answer): a tier keeps using the storage, counting the error.
-    static bool partial_failure(std::error_code const& e) noexcept { return e == remote_error::node_down; }
+    static bool partial_failure(std::error_code const& e) noexcept {
+        return e == remote_error::node_down || e == remote_error::node_timeout;
+    }
 
     /// The most bytes a listing takes for one OBJECT IDLETIME or STRLEN reply (an integer,
     /// or an error line), and per command for a page's replies together.
@@ -573,8 +571,9 @@ private:
         return {read_status::found, {}};
     }
 
+    /// read_many's batch, the whole by `until` (time_point{}: one command timeout from now).
     void read_batch(std::vector<key> const& keys, std::size_t max,
-                    std::vector<std::pair<read_result, std::string>>& out) {
+                    std::vector<std::pair<read_result, std::string>>& out, detail::redis_clock::time_point until = {}) {
         std::size_t const bound = std::min<std::size_t>(max, std::size_t(1) << 40);
         std::string const end = std::to_string(bound);
         std::vector<std::string> names;
@@ -587,8 +586,13 @@ private:
             [&](std::size_t i, std::error_code e) {
                 out[i].second.clear();
                 out[i].first = {read_status::error, e};
-            });
+            },
+            false, until);
     }
+
+    /// try_claim_many's batch, the whole by `until` (time_point{}: one command timeout from now).
+    void claim_batch(std::vector<key> const& keys, claim_request const& request, std::vector<claim_answer>& out,
+                     detail::redis_clock::time_point until = {});
 
     /// One command per name (`command(i)` for `names[i]`, a name on the server), pipelined:
     /// one exchange for a server; on a cluster, one per node, each command sent to the
@@ -606,20 +610,21 @@ private:
     /// had at least a quarter of the call's time, else its names fail as `timeout`). A redirection
     /// to a redis:// server that is a cluster's node fails every name not answered yet (no
     /// answer from a part of it). `batch`: on the batch writes' own connection of each node (write_many,
-    /// release_claim_many), not the one the host's calls use. read_many, write_many and the
-    /// claims' batches send their commands through it.
+    /// release_claim_many), not the one the host's calls use. `call_until`: the whole call's
+    /// deadline, where it shares one with a step before it (time_point{}: one command timeout
+    /// from now). read_many, write_many and the claims' batches send their commands through it.
     template <class Command, class Accepted, class Answer, class Fail>
     void pipeline_by_node(std::vector<std::string> const& names, Command const& command, Accepted const& accepted,
                           std::size_t max_reply, std::size_t budget, Answer&& answer, Fail&& fail,
-                          bool batch = false) {
+                          bool batch = false, detail::redis_clock::time_point call_until = {}) {
         auto const expected_of = [&](std::size_t i) -> unsigned {
             if constexpr (std::is_invocable_r_v<unsigned, Accepted const&, std::size_t>)
-                return accepted(i) | (1u << REDIS_REPLY_ERROR);
+                return accepted(i);
             else
-                return static_cast<unsigned>(accepted) | (1u << REDIS_REPLY_ERROR);
+                return static_cast<unsigned>(accepted);
         };
         detail::redis_client& client = state_->client;
-        auto const deadline = call_deadline();
+        auto const deadline = call_until == detail::redis_clock::time_point{} ? call_deadline() : call_until;
         auto const whole = deadline - detail::redis_clock::now(); // (the call's time, for exchange_failed)
         if (!client.is_cluster() && client.serves_some_keys_only()) {
             for (std::size_t i = 0; i < names.size(); ++i) fail(i, make_error_code(remote_error::cluster_node));
@@ -661,8 +666,13 @@ private:
             commands.reserve(members.size());
             for (std::size_t i : members) commands.push_back(command(i));
             std::vector<detail::redis_reply_ptr> replies;
+            std::vector<unsigned> expected;
+            expected.reserve(members.size());
+            for (std::size_t i : members) expected.push_back(expected_of(i));
+            // (The types are checked under the connection's lock: one of the wrong type
+            // closes it there, and the replies from it on are not kept.)
             std::error_code failed =
-                client.pipeline_on(node, commands, replies, max_reply, until, false, 0, budget, batch);
+                client.pipeline_on(node, commands, replies, max_reply, until, false, expected, budget, batch);
             if (failed && client.is_cluster()) {
                 failed = client.exchange_failed(node, failed, until - now, whole);
             } else if (!failed && client.is_cluster()) {
@@ -675,15 +685,6 @@ private:
                     continue;
                 }
                 redisReply const* r = replies[j].get();
-                if (r->type < 0 || r->type > 31 || !(expected_of(i) & (1u << r->type))) {
-                    // Out of step from here on: the connection goes, and so do the answers after it.
-                    client.drop_connection(node, deadline, batch);
-                    std::error_code const e = client.record(
-                        remote_error::protocol, "a reply of the wrong type to " + std::string(commands[j].front()) +
-                                                    " (the connection was out of step; it is closed)");
-                    for (std::size_t rest = j; rest < members.size(); ++rest) fail(members[rest], e);
-                    break;
-                }
                 std::size_t const taken = r->type == REDIS_REPLY_STRING ? r->len + 16 : 16;
                 budget = budget > taken ? budget - taken : 0;
                 if (r->type == REDIS_REPLY_ERROR && detail::parse_redis_redirection(std::string_view(r->str, r->len))) {

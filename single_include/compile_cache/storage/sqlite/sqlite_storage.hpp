@@ -320,7 +320,12 @@ public:
     repair_lock(repair_lock const&) = delete;
     repair_lock& operator=(repair_lock const&) = delete;
     ~repair_lock() {
-        if (fd_ >= 0) ::close(fd_); // (which releases the lock)
+        // Unlocked before the close: a child forked (no exec) meanwhile shares the lock
+        // through its copy of the descriptor, and would keep it for its whole life.
+        if (fd_ >= 0) {
+            ::flock(fd_, LOCK_UN);
+            ::close(fd_);
+        }
     }
 
     /// Takes the lock of `db` (its file made with `mode` when there is none), waiting up

@@ -33,6 +33,9 @@ namespace compile_cache::detail {
 /// For tests only: called on the thread that has just taken a cluster client's slot map
 /// lock to learn the map (refresh), before it goes on; other calls wait for the lock meanwhile.
 inline thread_local void (*redis_slot_map_held_for_testing)() = nullptr;
+/// For tests only: called on the thread that has just taken a client's failure lock to
+/// record a failure, before it goes on (a fork meanwhile leaves the lock held in the child).
+inline thread_local void (*redis_failure_held_for_testing)() = nullptr;
 
 /// The nodes of one address and the routing of a command to them (see redis_storage for
 /// the contract a user sees). Thread-safe: each node's connection is used by one call at
@@ -43,15 +46,16 @@ inline thread_local void (*redis_slot_map_held_for_testing)() = nullptr;
 /// `MOVED` refreshes the map and retries once on the node named, `ASK` sends ASKING and
 /// retries once there. A node that refused, or timed out with at least a quarter of its
 /// call's time (see exchange_failed), is not called for node_rest (its keys fail at once,
-/// remote_error::node_down while another master answers) and the slot map is learnt
+/// remote_error::node_down, or node_timeout after a timeout, while another master answers) and the slot map is learnt
 /// again; so is it, at most once a second, for a call to a slot the map leaves without a
 /// master. A node that timed out with less (other nodes of the call used the time) is
 /// not rested: its keys fail as `timeout`. When every master is out of reach, or no node
 /// tells the slot map, the error is the node's own (refused, timeout): the whole cluster
 /// is failing.
 ///
-/// A reply of the wrong type for its command, or one more reply than commands, means
-/// the connection is out of step: it is closed and the call fails as `protocol`.
+/// A reply of the wrong type for its command, or an exchange whose replies do not end
+/// with its nonce (redis_connection::exchange), means the connection is out of step: it is
+/// closed and the call fails as `protocol`.
 class redis_client {
 public:
     struct call {
@@ -76,11 +80,19 @@ public:
     redis_address const& where() const noexcept { return address; }
     bool is_cluster() const noexcept { return address.type == redis_address::kind::cluster; }
 
-    /// The last failure any call saw, with a text for a log line.
+    /// The last failure any call saw, with a text for a log line; `other` when its lock
+    /// is not had within brief_lock_wait (a child forked while another thread held it).
     redis_failure last_failure() const {
-        std::lock_guard<std::mutex> lock(failure_mutex);
+        std::unique_lock<std::timed_mutex> lock(failure_mutex, brief_lock_wait);
+        if (!lock.owns_lock()) return {make_error_code(remote_error::other), "(the last failure could not be read)"};
         return failure;
     }
+
+    /// The most a call waits for a lock held only for a few loads and stores (the last
+    /// failure's, a node's health): one held longer has a holder this process does not
+    /// have (a child forked while another thread of the parent held it), and the call goes
+    /// on without it (see each use) rather than waiting for ever.
+    static constexpr std::chrono::milliseconds brief_lock_wait{100};
 
     /// The masters to visit for a listing, in `out`: node 0 on a server; on a cluster
     /// each master of the slot map (learnt first when it is not known).
@@ -101,14 +113,6 @@ public:
     /// (it answered MOVED or ASK): every call fails as remote_error::cluster_node.
     bool serves_some_keys_only() const noexcept { return cluster_member.load(std::memory_order_relaxed); }
 
-    /// Closes node `index`'s connection (it is out of step), when it is free before the
-    /// deadline; `batch`: its batch connection (see pipeline_on).
-    void drop_connection(std::size_t index, redis_clock::time_point deadline, bool batch = false) {
-        node& n = node_at(index);
-        std::unique_lock<std::timed_mutex> lock(batch ? n.batch_mutex : n.mutex, std::defer_lock);
-        if (lock.try_lock_until(deadline)) (batch ? n.batch_connection : n.connection).close();
-    }
-
     /// How long a cluster node that failed is not called.
     static constexpr std::chrono::milliseconds node_rest{1000};
     /// The most nodes a client knows (seeds and those a slot map names); a slot map
@@ -125,16 +129,20 @@ private:
         std::timed_mutex batch_mutex;
         redis_connection batch_connection;
         // A cluster node's health: after a refusal or a timeout it rests until resting_until.
-        std::mutex health_mutex;
+        std::timed_mutex health_mutex; ///< (taken within brief_lock_wait)
         redis_clock::time_point resting_until{};
         std::error_code last_error;
     };
 
 public:
 
+    /// Keeps `e` and `text` as the last failure (not when its lock is not had within
+    /// brief_lock_wait) and returns `e`.
     std::error_code record(std::error_code e, std::string text) const {
         try {
-            std::lock_guard<std::mutex> lock(failure_mutex);
+            std::unique_lock<std::timed_mutex> lock(failure_mutex, brief_lock_wait);
+            if (!lock.owns_lock()) return e;
+            if (redis_failure_held_for_testing != nullptr) redis_failure_held_for_testing();
             failure = {e, std::move(text)};
         } catch (...) {
         }
@@ -151,34 +159,38 @@ public:
     }
 
     /// Several commands sent to node `index` at once, their replies in order.
-    /// `expected_last`: the reply types (bit 1 << REDIS_REPLY_...) the last command may
-    /// have besides an error; another type closes the connection (it is out of step) and
-    /// fails as `protocol`. 0: any. `batch`: on the node's second connection, the batch
-    /// writes' (write_many, release_claim_many), so that the other calls do not wait for them.
+    /// `expected[j]`: the reply types (bit 1 << REDIS_REPLY_...) command j may have besides
+    /// an error (0, or no entry: any). A reply of another type means the connection is out
+    /// of step: it is closed, under the node's lock (no other call uses it meanwhile),
+    /// `replies` keeps those before it, and the call fails as `protocol`. `batch`: on the
+    /// node's second connection, the batch writes' (write_many, release_claim_many), so
+    /// that the other calls do not wait for them.
     std::error_code pipeline_on(std::size_t index, std::vector<redis_command> const& commands,
                                 std::vector<redis_reply_ptr>& replies, std::size_t max_reply,
                                 redis_clock::time_point deadline, bool arrays = false,
-                                unsigned expected_last = 0,
+                                std::vector<unsigned> const& expected = {},
                                 std::size_t max_total_bytes = std::numeric_limits<std::size_t>::max(),
                                 bool batch = false) {
         node* const n = &node_at(index);
         std::unique_lock<std::timed_mutex> lock(batch ? n->batch_mutex : n->mutex, std::defer_lock);
         if (!lock.try_lock_until(deadline)) return record(remote_error::timeout, "waited too long for the connection");
         redis_connection& connection = batch ? n->batch_connection : n->connection;
-        if (auto e = connection.exchange(commands, replies, max_reply, deadline, connect_timeout_, arrays,
-                                         max_total_bytes))
-            return record(e, describe_node(connection.endpoint()) + ": " + connection.last_error_text());
-        if (expected_last != 0 && !replies.empty()) {
-            int const type = replies.back()->type;
-            if (type != REDIS_REPLY_ERROR && (type < 0 || type > 31 || !(expected_last & (1u << type)))) {
-                connection.close();
-                replies.clear();
-                return record(remote_error::protocol,
-                              describe_node(connection.endpoint()) + ": a reply of the wrong type to " +
-                                  std::string(commands.back().front()) +
-                                  " (the connection was out of step; it is closed)");
-            }
+        std::error_code const e =
+            connection.exchange(commands, replies, max_reply, deadline, connect_timeout_, arrays, max_total_bytes);
+        std::string text = e ? describe_node(connection.endpoint()) + ": " + connection.last_error_text() : "";
+        for (std::size_t j = 0; j < replies.size() && j < expected.size(); ++j) {
+            int const type = replies[j]->type;
+            if (expected[j] == 0 || type == REDIS_REPLY_ERROR) continue;
+            if (type >= 0 && type <= 31 && (expected[j] & (1u << type))) continue;
+            connection.close();
+            replies.resize(j);
+            if (e) break; // (the exchange's own error stands; the replies from here on go)
+            return record(remote_error::protocol, describe_node(connection.endpoint()) +
+                                                      ": a reply of the wrong type to " +
+                                                      std::string(commands[j].front()) +
+                                                      " (the connection was out of step; it is closed)");
         }
+        if (e) return record(e, std::move(text));
         return {};
     }
 
@@ -204,10 +216,12 @@ public:
         std::vector<redis_command> commands;
         if (asking) commands.push_back({"ASKING"});
         commands.push_back(command);
+        std::vector<unsigned> expected;
+        if (asking) expected.push_back(1u << REDIS_REPLY_STATUS);
+        expected.push_back(command.empty() ? 0u : expected_replies(command.front()));
         std::vector<redis_reply_ptr> replies;
         call c;
-        c.error = pipeline_on(index, commands, replies, max_reply, deadline, arrays,
-                              command.empty() ? 0u : expected_replies(command.front()));
+        c.error = pipeline_on(index, commands, replies, max_reply, deadline, arrays, expected);
         if (!c.error) c.reply = std::move(replies.back());
         return c;
     }
@@ -413,28 +427,30 @@ public:
     }
 
     /// A call to node `index` while it rests (it failed less than node_rest ago): the
-    /// node's error, at once; node_down while another master has not failed.
+    /// node's error, at once; node_down (node_timeout when it timed out) while another
+    /// master has not failed. (Its health not to be read within brief_lock_wait: not resting.)
     std::error_code resting(std::size_t index) {
         node& n = node_at(index);
         std::error_code last;
         {
-            std::lock_guard<std::mutex> lock(n.health_mutex);
-            if (redis_clock::now() >= n.resting_until) return {};
+            std::unique_lock<std::timed_mutex> lock(n.health_mutex, brief_lock_wait);
+            if (!lock.owns_lock() || redis_clock::now() >= n.resting_until) return {};
             last = n.last_error;
         }
         std::string const where = describe_node(n.connection.endpoint());
         if (another_master_answers(index))
-            return record(remote_error::node_down, where + " failed less than " +
+            return record(only_this_node(last), where + " failed less than " +
                                                      std::to_string(node_rest.count()) + " ms ago; its slots fail");
         return record(last, where + " and every other master of the cluster failed less than " +
                                 std::to_string(node_rest.count()) + " ms ago");
     }
 
-    /// Whether node `index` rests now (it failed less than node_rest ago).
+    /// Whether node `index` rests now (it failed less than node_rest ago; not when its
+    /// health is not to be read within brief_lock_wait).
     bool is_resting(std::size_t index) {
         node& n = node_at(index);
-        std::lock_guard<std::mutex> lock(n.health_mutex);
-        return redis_clock::now() < n.resting_until;
+        std::unique_lock<std::timed_mutex> lock(n.health_mutex, brief_lock_wait);
+        return lock.owns_lock() && redis_clock::now() < n.resting_until;
     }
 
     /// The error of a call whose exchange with node `index` failed with `e`, the exchange
@@ -457,28 +473,38 @@ public:
     }
 
     /// Node `index` refused or timed out with `e`: it rests for node_rest. The answer is
-    /// node_down while another master has not failed, else `e` (the cluster is failing).
+    /// node_down (node_timeout for a timeout) while another master has not failed, else
+    /// `e` (the cluster is failing).
     std::error_code node_failed(std::size_t index, std::error_code e) {
         node& n = node_at(index);
         std::string const text = last_failure().text;
         {
-            std::lock_guard<std::mutex> lock(n.health_mutex);
-            n.resting_until = redis_clock::now() + node_rest;
-            n.last_error = e;
+            std::unique_lock<std::timed_mutex> lock(n.health_mutex, brief_lock_wait);
+            if (lock.owns_lock()) { // (else not rested: its calls go on failing, each bounded)
+                n.resting_until = redis_clock::now() + node_rest;
+                n.last_error = e;
+            }
         }
         if (!another_master_answers(index)) return e;
-        return record(remote_error::node_down, text + " (" + to_string(remote_error_of(e)) +
+        return record(only_this_node(e), text + " (" + to_string(remote_error_of(e)) +
                                                  "); only this node's slots fail, for " +
                                                  std::to_string(node_rest.count()) + " ms at least");
     }
 
-    void node_answered(std::size_t index) {
-        node& n = node_at(index);
-        std::lock_guard<std::mutex> lock(n.health_mutex);
-        n.resting_until = {};
+    /// The error of a node's keys when it failed with `e` and other masters answer: counted
+    /// as `e` is (timeout, refused), and a partial failure (redis_storage::partial_failure).
+    static remote_error only_this_node(std::error_code const& e) noexcept {
+        return e == remote_error::timeout ? remote_error::node_timeout : remote_error::node_down;
     }
 
-    /// Whether a master of the slot map other than `index` is not resting.
+    void node_answered(std::size_t index) {
+        node& n = node_at(index);
+        std::unique_lock<std::timed_mutex> lock(n.health_mutex, brief_lock_wait);
+        if (lock.owns_lock()) n.resting_until = {};
+    }
+
+    /// Whether a master of the slot map other than `index` is not resting (one whose health
+    /// is not to be read within brief_lock_wait does not count).
     bool another_master_answers(std::size_t index) {
         std::vector<std::size_t> masters;
         {
@@ -490,8 +516,8 @@ public:
         for (std::size_t m : masters) {
             if (m == index) continue;
             node& n = node_at(m);
-            std::lock_guard<std::mutex> lock(n.health_mutex);
-            if (now >= n.resting_until) return true;
+            std::unique_lock<std::timed_mutex> lock(n.health_mutex, brief_lock_wait);
+            if (lock.owns_lock() && now >= n.resting_until) return true;
         }
         return false;
     }
@@ -571,7 +597,7 @@ private:
     redis_clock::time_point last_refresh{};
     std::error_code refresh_error;         ///< why the last refresh failed (refused, timeout...)
     std::string refresh_error_text;
-    mutable std::mutex failure_mutex;
+    mutable std::timed_mutex failure_mutex; ///< (taken within brief_lock_wait)
     mutable redis_failure failure;
     std::atomic<bool> cluster_member{false}; ///< a redis:// server answered MOVED or ASK
 };

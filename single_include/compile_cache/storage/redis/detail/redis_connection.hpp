@@ -15,10 +15,12 @@
 #include <sys/time.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <climits>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -81,17 +83,20 @@ public:
         context_ = nullptr;
     }
 
-    /// Sends the commands in one write and reads as many replies, each of at most
-    /// `max_reply_bytes` on the wire (a longer one is `protocol`, and no more of it is
-    /// read). Connects first when needed, within `connect_timeout` and the deadline.
+    /// Sends the commands in one write, between two `ECHO <nonce>` (a nonce new for each
+    /// exchange), and reads as many replies, each of at most `max_reply_bytes` on the wire
+    /// (a longer one is `protocol`, and no more of it is read); `replies` gets those of the
+    /// commands, in order. The exchange is in step only when the first reply and the last
+    /// are the nonce (or, where the server refuses ECHO, the same error reply both) and no
+    /// byte follows the last: anything else is `protocol`, the connection closed, `replies`
+    /// empty. Connects first when needed, within `connect_timeout` and the deadline.
     /// Arrays are accepted only when `arrays` is set, and only while the elements a reply's
     /// arrays announce together fit in `max_reply_bytes` (max_array_elements; past it the
     /// reply is `protocol`, refused before hiredis allocates them). An error reply is
     /// returned as a reply (type REDIS_REPLY_ERROR), not as an error. All replies together
     /// take at most `max_total_bytes` on the wire: past it the exchange stops as
-    /// `too_large` (the connection closed), `replies` holding those read before. On
-    /// another failure too, `replies` holds the replies read before it, each whole (but
-    /// after a stray reply).
+    /// `too_large` (the connection closed), `replies` holding those of the commands read
+    /// before, each whole, after the first nonce. On any other failure `replies` is empty.
     std::error_code exchange(std::vector<redis_command> const& commands, std::vector<redis_reply_ptr>& replies,
                              std::size_t max_reply_bytes, redis_clock::time_point deadline,
                              std::chrono::milliseconds connect_timeout, bool arrays = false,
@@ -105,21 +110,36 @@ public:
                 if (auto e = check_in_step()) return fail(e);
             if (!context_)
                 if (auto e = connect(deadline, connect_timeout)) return e;
-            if (auto e = send_commands(commands, deadline)) return fail(e);
+            std::string const nonce = next_nonce();
+            if (auto e = send_commands(commands, deadline, nonce)) return fail(e);
+            // The first reply: ECHO's. A reply that came before it (a stray one, or a late
+            // one of an exchange that failed) is not the nonce.
+            redis_reply_ptr first;
+            if (auto e = read_reply(first, max_reply_bytes, deadline, arrays)) return fail(e);
+            if (!is_nonce_or_refusal(first.get(), nonce)) return out_of_step(replies);
             for (std::size_t i = 0; i < commands.size(); ++i) {
                 redis_reply_ptr reply;
-                if (auto e = read_reply(reply, max_reply_bytes, deadline, arrays)) return fail(e);
+                if (auto e = read_reply(reply, max_reply_bytes, deadline, arrays)) {
+                    if (e != remote_error::too_large) replies.clear();
+                    return fail(e);
+                }
+                // Our nonce among the commands' replies: they are shifted.
+                if (is_nonce(reply.get(), nonce)) return out_of_step(replies);
                 replies.push_back(std::move(reply));
             }
-            // Bytes after the last reply answer no command: the connection is out of step
-            // (a stray reply), and every later reply would be read against the wrong request.
-            if (context_->reader->len > context_->reader->pos) {
-                replies.clear();
-                error_text_ = "the server sent more replies than commands (the connection is closed)";
-                return fail(make_error_code(remote_error::protocol));
+            // The last reply: ECHO's again, the same as the first. A stray reply among the
+            // others shifted them, and this one is a command's; bytes after it answer no
+            // command. Either way every reply could be another command's.
+            redis_reply_ptr last;
+            if (auto e = read_reply(last, max_reply_bytes, deadline, arrays)) {
+                if (e != remote_error::too_large) replies.clear();
+                return fail(e);
             }
+            if (!same_reply(last.get(), first.get()) || context_->reader->len > context_->reader->pos)
+                return out_of_step(replies);
             return {};
         } catch (...) {
+            replies.clear();
             return fail(make_error_code(remote_error::other));
         }
     }
@@ -131,6 +151,40 @@ private:
     std::error_code fail(std::error_code e) noexcept {
         close();
         return e;
+    }
+
+    /// A new exchange's nonce: a number this process never used before (one counter for
+    /// every connection, so that no reply of another connection's exchange matches either).
+    static std::string next_nonce() {
+        static std::atomic<std::uint64_t> counter{0};
+        return "cc-" + std::to_string(counter.fetch_add(1, std::memory_order_relaxed));
+    }
+
+    /// Whether `r`, the reply that came first, can be ECHO's: the nonce, or an error (a
+    /// server that refuses ECHO: an ACL user without it, or without AUTH yet, answers the
+    /// ECHO at the end with the same error, which a stray reply would have to repeat).
+    static bool is_nonce_or_refusal(redisReply const* r, std::string const& nonce) noexcept {
+        return r->type == REDIS_REPLY_ERROR || is_nonce(r, nonce);
+    }
+
+    /// Whether `r` is the bulk string `nonce`.
+    static bool is_nonce(redisReply const* r, std::string const& nonce) noexcept {
+        return r->type == REDIS_REPLY_STRING && std::string_view(r->str, r->len) == nonce;
+    }
+
+    /// Whether `a` and `b` are the same nonce, or the same error text.
+    static bool same_reply(redisReply const* a, redisReply const* b) noexcept {
+        if (a->type != b->type || (a->type != REDIS_REPLY_STRING && a->type != REDIS_REPLY_ERROR)) return false;
+        return std::string_view(a->str, a->len) == std::string_view(b->str, b->len);
+    }
+
+    /// The exchange's replies are not in step with its commands: `protocol`, the
+    /// connection closed, `replies` cleared.
+    std::error_code out_of_step(std::vector<redis_reply_ptr>& replies) noexcept {
+        replies.clear();
+        error_text_ = "the server's replies were out of step with the commands (a reply no command asked for; "
+                      "the connection is closed)";
+        return fail(make_error_code(remote_error::protocol));
     }
 
     /// Before a request on an open connection: nothing may be waiting to be read. Bytes
@@ -290,7 +344,9 @@ private:
         out += "\r\n";
     }
 
-    std::error_code send_commands(std::vector<redis_command> const& commands, redis_clock::time_point deadline) {
+    /// Sends `commands` in one write; with a `nonce`, between two `ECHO nonce`.
+    std::error_code send_commands(std::vector<redis_command> const& commands, redis_clock::time_point deadline,
+                                  std::string_view nonce = {}) {
         // The small parts (headers, short arguments) are copied into one buffer; long
         // arguments (values) are sent from where they are.
         constexpr std::size_t copy_limit = 1024;
@@ -306,7 +362,7 @@ private:
             if (small.size() > small_start) pieces.push_back({small_start, nullptr, small.size() - small_start});
             small_start = small.size();
         };
-        for (auto const& command : commands) {
+        auto append = [&](redis_command const& command) {
             append_bulk_header(small, '*', command.size());
             for (std::string_view arg : command) {
                 append_bulk_header(small, '$', arg.size());
@@ -318,7 +374,11 @@ private:
                 }
                 small += "\r\n";
             }
-        }
+        };
+        redis_command const echo{"ECHO", nonce};
+        if (!nonce.empty()) append(echo);
+        for (auto const& command : commands) append(command);
+        if (!nonce.empty()) append(echo);
         flush_small();
         std::vector<iovec> iov;
         iov.reserve(pieces.size());
