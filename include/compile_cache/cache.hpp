@@ -258,8 +258,8 @@ public:
 
     /// An enabled cache over `storage`; with `options.secret`, authenticated entries.
     /// Disabled, said through the logger, when the Storage reports it cannot be used, or
-    /// when `options.signatures` are set over a Storage that is not a tier and there is
-    /// no secret (nothing would check them: cache/signed_entry_checks.hpp).
+    /// when `options.signatures` are set over a Storage that is not a tier, with or without
+    /// a secret (nothing would check them: cache/signed_entry_checks.hpp).
     explicit basic_cache(Storage storage, cache_options options = {})
         : state_(std::make_unique<state>()), storage_(std::move(storage)), options_(std::move(options)),
           auth_(options_.secret), remote_auth_(envelope_auth::signed_by(options_.signatures)),

@@ -49,7 +49,7 @@ struct cache_options {
     /// uploads are signed by its signing key, and without one nothing is uploaded. Local
     /// entries are checked as without it. Null (the default): the remote's entries are
     /// checked as local ones. Set over a Storage that is not a tier, they would check
-    /// nothing: without a secret the cache is then disabled (one line through the logger).
+    /// nothing: the cache is then disabled, secret or not (one line through the logger).
     std::shared_ptr<entry_signatures const> signatures;
     /// Single flight (single_flight.hpp): a miss claims its key before it compiles, and a
     /// miss that finds another process's claim waits for its entry, within a bound.

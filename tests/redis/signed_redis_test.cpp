@@ -4,6 +4,7 @@
 // machine; rotating keys. Built where libsodium is found (COMPILE_CACHE_TEST_SIGNING).
 #include "catch2_compat.hpp"
 #include "support/model.hpp"
+#include "support/posix.hpp"
 #include "support/redis_servers.hpp"
 #include "support/tier_machine.hpp"
 
@@ -16,7 +17,10 @@
 #include <compile_cache/storage/redis/redis_storage.hpp>
 #include <compile_cache/storage/tiered_storage.hpp>
 
+#include <boost/serialization/string.hpp>
 #include <boost/serialization/vector.hpp>
+
+#include <sys/stat.h>
 
 #include <chrono>
 #include <memory>
@@ -195,6 +199,99 @@ TEST_CASE_METHOD(server_and_keys,
     std::size_t naming = 0;
     for (auto const& line : rotated.log) naming += line.find(old_id) != std::string::npos;
     CHECK(naming == 1);
+}
+
+namespace {
+/// A cache over the Redis storage alone (no tier): it cannot check signatures.
+using redis_alone_cache = cc::basic_cache<cc::sha256, cc::boost_binary, cc::registry, cc::redis_storage>;
+
+/// A file of `bytes` only its owner may read and write.
+void write_private_file(std::filesystem::path const& path, std::string const& bytes) {
+    compile_cache_test::write_file(path, bytes);
+    ::chmod(path.c_str(), 0600);
+}
+
+/// What a reader holding the fleet secret (and no signing key) stores under `k` on the
+/// server at `url`, namespace `ns`: an HMAC-sealed entry, straight to the server.
+void plant_hmac_entry(std::string const& url, std::string const& ns, std::string const& secret,
+                      cc::key_result const& k) {
+    cc::cache_options o;
+    o.secret = secret;
+    redis_alone_cache forger(remote_at(url, ns), o);
+    REQUIRE(forger.enabled());
+    REQUIRE(forger.store(k, std::string("planted-by-a-reader")));
+}
+} // namespace
+
+TEST_CASE_METHOD(server_and_keys,
+                 "Signed on Redis alone, from_env: trusted keys and a secret disable the cache in one line, never an "
+                 "HMAC-only cache a secret holder can plant in",
+                 "[redis][signing]") {
+    std::string const secret = "the-fleet-secret-every-reader-holds";
+    write_private_file(dir.path() / "secret", secret);
+    write_private_file(dir.path() / "trusted-keys", ci_public.line() + "\n");
+    compile_cache_test::scoped_settings env("CCSIGNALONE", {"_REMOTE", "_REMOTE_NAMESPACE", "_SECRET_FILE",
+                                                            "_TRUSTED_KEYS_FILE", "_SIGNING_KEY_FILE", "_LOG"});
+    env.set("_REMOTE", s.url());
+    env.set("_REMOTE_NAMESPACE", ns);
+    env.set("_SECRET_FILE", (dir.path() / "secret").string());
+    env.set("_TRUSTED_KEYS_FILE", (dir.path() / "trusted-keys").string());
+    env.set("_LOG", "1");
+    compile_cache_test::captured_stderr err(dir.path() / "stderr");
+    redis_alone_cache host = redis_alone_cache::from_env("CCSIGNALONE");
+    std::string const said = err.text();
+    INFO(said);
+    CHECK_FALSE(host.enabled());
+    auto const k = host.make_key_builder("signed_redis_test").add("source", std::string("kernel")).finish();
+    plant_hmac_entry(s.url(), ns, secret, k);
+    CHECK_FALSE(host.load<std::string>(k));
+    REQUIRE(compile_cache_test::lines_of(said).size() == 1);
+    CHECK(said.find("CCSIGNALONE_TRUSTED_KEYS_FILE is set, but trusted keys need a tier (tiered_storage); this "
+                    "storage cannot check signatures") != std::string::npos);
+    CHECK(said.find("the cache is disabled") != std::string::npos);
+}
+
+TEST_CASE_METHOD(server_and_keys,
+                 "Signed on Redis alone, from_env: trusted keys and REMOTE_INSECURE=1: the line says keys need a tier, "
+                 "not to set what is set",
+                 "[redis][signing]") {
+    write_private_file(dir.path() / "trusted-keys", ci_public.line() + "\n");
+    compile_cache_test::scoped_settings env("CCSIGNALONE", {"_REMOTE", "_REMOTE_NAMESPACE", "_TRUSTED_KEYS_FILE",
+                                                            "_REMOTE_INSECURE"});
+    env.set("_REMOTE", s.url());
+    env.set("_REMOTE_NAMESPACE", ns);
+    env.set("_TRUSTED_KEYS_FILE", (dir.path() / "trusted-keys").string());
+    env.set("_REMOTE_INSECURE", "1");
+    compile_cache_test::captured_stderr err(dir.path() / "stderr");
+    bool const enabled = redis_alone_cache::from_env("CCSIGNALONE").enabled();
+    std::string const said = err.text();
+    INFO(said);
+    CHECK_FALSE(enabled);
+    CHECK(said.find("REMOTE_INSECURE") == std::string::npos);
+    CHECK(said.find("SECRET_FILE") == std::string::npos);
+    CHECK(said.find("CCSIGNALONE_TRUSTED_KEYS_FILE is set, but trusted keys need a tier (tiered_storage); this "
+                    "storage cannot check signatures") != std::string::npos);
+}
+
+TEST_CASE_METHOD(server_and_keys,
+                 "Signed on Redis alone, in code: signatures and a secret over redis_storage give a disabled cache and "
+                 "one line, never an HMAC-only one",
+                 "[redis][signing]") {
+    std::string const secret = "the-fleet-secret-every-reader-holds";
+    std::vector<std::string> said;
+    cc::cache_options o;
+    o.secret = secret;
+    o.signatures = reader_trusting({ci_public});
+    o.logger = [&said](std::string_view line) { said.emplace_back(line); };
+    redis_alone_cache host(remote_at(s.url(), ns), o);
+    CHECK_FALSE(host.enabled());
+    auto const k = host.make_key_builder("signed_redis_test").add("source", std::string("kernel")).finish();
+    plant_hmac_entry(s.url(), ns, secret, k);
+    CHECK_FALSE(host.load<std::string>(k));
+    REQUIRE(said.size() == 1);
+    CHECK(said[0].find("trusted keys need a tier (tiered_storage); this storage cannot check signatures") !=
+          std::string::npos);
+    CHECK(said[0].find("the cache is disabled") != std::string::npos);
 }
 
 #endif // COMPILE_CACHE_TEST_SIGNING

@@ -485,8 +485,8 @@ TEST_CASE("signed tier: after a key rotation a reader's copies of the old key's 
     CHECK(laptop_run(laptop, remote, trusted, k, cc::to_hex(ci_id)) == "loaded  named 0");
 }
 
-TEST_CASE("signatures over a storage that is not a tier: without a secret the cache is disabled and says why, "
-          "never loads a forged entry",
+TEST_CASE("signatures over a storage that is not a tier: with or without a secret the cache is disabled and says "
+          "why, never loads a forged entry",
           "[signing]") {
     temp_dir dir;
     cc::ed25519_signer ci = new_key("ci");
@@ -504,15 +504,24 @@ TEST_CASE("signatures over a storage that is not a tier: without a secret the ca
     CHECK_FALSE(reader.enabled());
     CHECK_FALSE(reader.load<compiled_kernel>(k, axpy_info));
     REQUIRE(lines.size() == 1);
-    CHECK(lines[0].find("not a tier") != std::string::npos);
+    CHECK(lines[0].find("trusted keys need a tier (tiered_storage); this storage cannot check signatures") !=
+          std::string::npos);
     CHECK(lines[0].find("the cache is disabled") != std::string::npos);
 
-    // With a secret every entry is checked by HMAC: enabled, and the forged one refused.
-    plain_cache keyed(cc::directory_storage((dir.path() / "shared").string()),
-                      signing(reader_of(keys), "the writers' secret"));
-    CHECK(keyed.enabled());
+    // With a secret too: the signatures would be dropped for the HMAC, which every holder
+    // of the secret (every reader) can make, so the cache is disabled as well.
+    plain_cache keyed_forger(cc::directory_storage((dir.path() / "keyed").string()),
+                             signing(nullptr, "the writers' secret"));
+    REQUIRE(keyed_forger.store(k, small_kernel(), axpy_info));
+    lines.clear();
+    cc::cache_options keyed_options = signing(reader_of(keys), "the writers' secret");
+    keyed_options.logger = [&](std::string_view l) { lines.emplace_back(l); };
+    plain_cache keyed(cc::directory_storage((dir.path() / "keyed").string()), keyed_options);
+    CHECK_FALSE(keyed.enabled());
     CHECK_FALSE(keyed.load<compiled_kernel>(k, axpy_info));
-    CHECK(keyed.stats().miss_count(cc::miss_reason::unauthenticated) == 1);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find("this storage cannot check signatures") != std::string::npos);
+    CHECK(lines[0].find("checked by the secret alone") != std::string::npos);
 }
 
 namespace {
@@ -574,7 +583,7 @@ TEST_CASE("signed tier from_env: key files configure writer and reader, a reader
     cc::ed25519_signer ci = new_key("ci");
     fs::path const secret = dir.path() / "ci.key";
     fs::path const trusted = dir.path() / "trusted";
-    write_file(secret, ci.secret_key_line() + "\n");
+    compile_cache_test::write_private_file(secret, ci.secret_key_line() + "\n");
     ::chmod(secret.c_str(), 0600);
     write_file(trusted, ci.public_key().line() + "\n");
     ::chmod(trusted.c_str(), 0644);
@@ -647,6 +656,50 @@ TEST_CASE("signed tier from_env: key files configure writer and reader, a reader
         std::string const said = err.text();
         CHECK_FALSE(c.enabled());
         CHECK(lines_of(said).size() == 1);
+    }
+}
+
+TEST_CASE("from_env over a storage that is not a tier: trusted keys, with a secret or not, disable the cache in one "
+          "line, never an HMAC-only cache",
+          "[signing]") {
+    temp_dir dir;
+    scoped_settings env("CCSIGNDIR", {"_DIR", "_LOG", "_SIGNING_KEY_FILE", "_TRUSTED_KEYS_FILE", "_SECRET_FILE"});
+    cc::ed25519_signer ci = new_key("ci");
+    fs::path const trusted = dir.path() / "trusted";
+    write_file(trusted, ci.public_key().line() + "\n");
+    fs::path const secret = dir.path() / "secret";
+    compile_cache_test::write_private_file(secret, "the fleet's secret");
+    fs::path const signing_key = dir.path() / "ci.key";
+    compile_cache_test::write_private_file(signing_key, ci.secret_key_line() + "\n");
+    env.set("_DIR", (dir.path() / "cache").string());
+    // A secret holder's entry, which the host must not take for a trusted key's.
+    cc::default_cache forger(cc::directory_storage((dir.path() / "cache").string()),
+                             signing(nullptr, "the fleet's secret"));
+    cc::key_result const k = plain_key("axpy(a,x,y) = a*x+y");
+    REQUIRE(forger.store(k, small_kernel(), axpy_info));
+    struct setup {
+        char const* what;
+        char const* suffix;
+        bool with_secret;
+    };
+    for (setup const& t : {setup{"trusted keys and a secret", "_TRUSTED_KEYS_FILE", true},
+                           setup{"trusted keys alone", "_TRUSTED_KEYS_FILE", false},
+                           setup{"a signing key and a secret", "_SIGNING_KEY_FILE", true}}) {
+        INFO(t.what);
+        env.clear();
+        env.set("_DIR", (dir.path() / "cache").string());
+        env.set(t.suffix, (std::string(t.suffix) == "_TRUSTED_KEYS_FILE" ? trusted : signing_key).string());
+        if (t.with_secret) env.set("_SECRET_FILE", secret.string());
+        captured_stderr err(dir.path() / "stderr");
+        cc::default_cache host = cc::default_cache::from_env("CCSIGNDIR");
+        std::string const said = err.text();
+        INFO(said);
+        CHECK_FALSE(host.enabled());
+        CHECK_FALSE(host.load<compiled_kernel>(k, axpy_info));
+        CHECK(lines_of(said).size() == 1);
+        CHECK(said == "compile_cache: CCSIGNDIR" + std::string(t.suffix) +
+                          " is set, but trusted keys need a tier (tiered_storage); this storage cannot check "
+                          "signatures; the cache is disabled rather than check its entries by less\n");
     }
 }
 

@@ -78,6 +78,14 @@ inline void write_file(std::filesystem::path const& path, std::string_view bytes
     if (!f.flush()) throw std::runtime_error("cannot write: " + path.string());
 }
 
+/// write_file, then mode 0600: a secret or a signing key file, as the library accepts it
+/// (open to no other user).
+inline void write_private_file(std::filesystem::path const& path, std::string_view bytes) {
+    write_file(path, bytes);
+    if (::chmod(path.c_str(), 0600) != 0)
+        throw std::system_error(errno, std::generic_category(), "chmod " + path.string());
+}
+
 /// The whole content of the file at `path`.
 inline std::string read_file(std::filesystem::path const& path) {
     std::ifstream f(path, std::ios::binary);

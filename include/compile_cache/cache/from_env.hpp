@@ -52,6 +52,23 @@ void apply_kept_cache_settings(std::vector<kept_cache_setting> const& kept, cach
     }
 }
 
+/// For a Storage that is not a tier: signatures read from PREFIX_SIGNING_KEY_FILE or
+/// PREFIX_TRUSTED_KEYS_FILE disable the cache (settings.storage.cache_off, one line naming
+/// the setting), since nothing would check them; never a cache checked by the HMAC or a
+/// CRC-32C instead. Never throws; should the line not be made (bad_alloc), the signatures
+/// stay, and the constructor refuses them (signatures_honoured_or_said).
+inline void refuse_signatures_without_a_tier(cache_env_settings& settings) noexcept {
+    if (!settings.options.signatures || !settings.storage.cache_off.empty()) return;
+    try {
+        settings_reader const& env = settings.storage.env;
+        std::string const setting =
+            env.value("_TRUSTED_KEYS_FILE").empty() ? "_SIGNING_KEY_FILE" : "_TRUSTED_KEYS_FILE";
+        settings.storage.cache_off = env.name(setting) + " is set, but " + signatures_need_a_tier_line +
+                                     "; the cache is disabled rather than check its entries by less";
+    } catch (...) {
+    }
+}
+
 /// What basic_cache::from_env(prefix) makes a cache of: the Storage and the options, or
 /// nullopt for a disabled cache. The cache's own lines are said only when the Storage is
 /// configured; the Storage's answer "off" is said, "not configured" is not; a Storage
@@ -61,6 +78,7 @@ std::optional<std::pair<Storage, cache_options>> storage_and_options_from_env(st
     cache_env_settings settings = read_cache_env_settings(prefix);
     if constexpr (!has_from_remote_origin<Storage>::value)
         settings.storage.remote_trusted = settings.remote_trusted_without_signatures;
+    if constexpr (!has_from_remote_origin<Storage>::value) refuse_signatures_without_a_tier(settings);
     if (settings.storage.cache_off.empty()) read_compression_setting<Compression>(settings);
     std::optional<from_env_result<Storage>> answer;
     try {
@@ -85,9 +103,6 @@ std::optional<std::pair<Storage, cache_options>> storage_and_options_from_env(st
         return std::nullopt;
     }
     apply_kept_cache_settings<Compression>(answer->kept_cache_settings(), settings);
-    // A Storage that is not a tier has no remote for signatures to check: its trust was
-    // judged above without them, and the constructor would refuse them without a secret.
-    if constexpr (!has_from_remote_origin<Storage>::value) settings.options.signatures.reset();
     settings.held->release();
     return std::optional<std::pair<Storage, cache_options>>(std::in_place, std::move(**answer),
                                                             std::move(settings.options));

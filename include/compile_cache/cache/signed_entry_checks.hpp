@@ -24,6 +24,10 @@
 
 namespace compile_cache::detail {
 
+/// What a cache says when signatures are configured over a Storage that is not a tier.
+inline constexpr char const signatures_need_a_tier_line[] =
+    "trusted keys need a tier (tiered_storage); this storage cannot check signatures";
+
 /// A Storage whose reads say which answers came from a shared remote: a static
 /// `from_remote` origin (tiered_storage::from_remote).
 template <class S>
@@ -46,17 +50,23 @@ template <class S>
 using has_set_record_resealer = is_detected<set_record_resealer_t, S>;
 
 /// Whether `signatures` (cache_options::signatures) can be honoured over Storage: true
-/// without them, over a tier (the entries it reads from its remote are checked by
-/// signature), or with a secret (every entry is then checked by HMAC). Else false, said
-/// through `logger`: over a Storage that is not a tier nothing would check a signature,
-/// and its entries, checked by a CRC-32C alone, are anyone's to forge; a host that asked
-/// for signatures and cannot have them gets a disabled cache, as with a bad key file.
+/// without them, or over a tier (the entries it reads from its remote are checked by
+/// signature). Else false, said through `logger`, whatever `secret` holds: over a
+/// Storage that is not a tier nothing would check a signature, and its entries would
+/// stand on the HMAC (which every reader's secret can make) or a CRC-32C; a host that
+/// asked for signatures and cannot have them gets a disabled cache, as with a bad key file.
 template <class Storage>
 bool signatures_honoured_or_said(bool signatures, bool secret, line_logger const& logger) noexcept {
-    if (!signatures || secret || has_from_remote_origin<Storage>::value) return true;
-    log_or_stderr(logger, "signatures (cache_options::signatures) check what a tier reads from its remote, and this "
-                          "Storage is not a tier: without a secret its entries would be checked by a CRC-32C alone; "
-                          "the cache is disabled");
+    if (!signatures || has_from_remote_origin<Storage>::value) return true;
+    try {
+        log_or_stderr(logger, "cache_options::signatures: " + std::string(signatures_need_a_tier_line) +
+                                  (secret ? "; its entries would be checked by the secret alone, which every reader "
+                                            "holds"
+                                          : "; its entries would be checked by a CRC-32C alone") +
+                                  ": the cache is disabled");
+    } catch (...) { // bad_alloc: the line without its detail
+        log_or_stderr(logger, signatures_need_a_tier_line);
+    }
     return false;
 }
 
