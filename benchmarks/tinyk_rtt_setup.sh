@@ -26,6 +26,7 @@ bench_cleanup() {
 trap bench_cleanup EXIT
 port=$(bash "$root/tests/redis/redis_fixture.sh" server "$servers" "$bench_tag")
 printf 'the benchmark fleet secret\n' >"$work/secret.key"
+chmod 600 "$work/secret.key" # a secret any user may read is refused
 # The latency proxy: a network's round trip on loopback (half of it each way).
 c++ -std=c++17 -O2 -I"$root/tests" "$root/tests/redis/helpers/latency_proxy.cpp" -o "$work/latency_proxy" -pthread
 coproc proxy { exec "$work/latency_proxy" "$port" "$((rtt_ms * 500))"; }

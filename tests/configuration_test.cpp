@@ -167,8 +167,8 @@ TEST_CASE("configuration.md: a secret file that cannot be used prints the quoted
           "[configuration]") {
     temp_dir dir;
     in_directory here(dir.path());
-    write_file(dir.path() / "empty.key", "");
-    write_file(dir.path() / "large.key", std::string((std::size_t{64} << 10) + 1, 'k'));
+    compile_cache_test::write_private_file(dir.path() / "empty.key", "");
+    compile_cache_test::write_private_file(dir.path() / "large.key", std::string((std::size_t{64} << 10) + 1, 'k'));
     fs::create_directory(dir.path() / "keys");
 
     for (char const* file : {"missing.key", "empty.key", "large.key", "keys"}) {

@@ -298,7 +298,7 @@ TEST_CASE("PREFIX_SECRET_FILE: its content is the secret", "[envelope][keyed][en
     temp_dir dir;
     compile_cache_test::scoped_settings env("CCKEYTEST", {"_DIR", "_SECRET_FILE", "_LOG"});
     fs::path const secret_file = dir.path() / "secret";
-    write_file(secret_file, secret_a + "\n");
+    compile_cache_test::write_private_file(secret_file, secret_a + "\n");
     env.set("_DIR", (dir.path() / "cache").string());
     env.set("_SECRET_FILE", secret_file.string());
 
@@ -360,9 +360,9 @@ TEST_CASE("PREFIX_SECRET_FILE that cannot be used disables the cache, with one d
     compile_cache_test::scoped_settings env("CCKEYTEST", {"_DIR", "_SECRET_FILE", "_LOG"});
     env.set("_DIR", (dir.path() / "cache").string());
     fs::path const empty = dir.path() / "empty";
-    write_file(empty, "");
+    compile_cache_test::write_private_file(empty, "");
     fs::path const huge = dir.path() / "huge";
-    write_file(huge, std::string((64 << 10) + 1, 's'));
+    compile_cache_test::write_private_file(huge, std::string((64 << 10) + 1, 's'));
     fs::path const unreadable = dir.path() / "unreadable";
     write_file(unreadable, secret_a);
     ::chmod(unreadable.c_str(), 0);
@@ -370,7 +370,11 @@ TEST_CASE("PREFIX_SECRET_FILE that cannot be used disables the cache, with one d
     // Anyone on the machine could have written it (as ssh refuses such a key).
     fs::path const world_writable = dir.path() / "world-writable";
     write_file(world_writable, secret_a);
-    REQUIRE(::chmod(world_writable.c_str(), 0666) == 0);
+    REQUIRE(::chmod(world_writable.c_str(), 0602) == 0);
+    // Any user could read the secret and forge entries with it; the group may read it (shared mode).
+    fs::path const world_readable = dir.path() / "world-readable";
+    write_file(world_readable, secret_a);
+    REQUIRE(::chmod(world_readable.c_str(), 0644) == 0);
 
     struct bad_file {
         fs::path path;
@@ -380,7 +384,9 @@ TEST_CASE("PREFIX_SECRET_FILE that cannot be used disables the cache, with one d
                                  {empty, "is empty"},
                                  {huge, "larger than 64 KiB"},
                                  {dir.path(), "cannot read it"}, // a directory
-                                 {world_writable, "any user can write it"}};
+                                 {world_writable, "any user can write it"},
+                                 {world_readable, "its mode 0644 lets any user read it, and with the secret forge "
+                                                  "entries (chmod o= it; 0600, or 0640 for the group"}};
     if (!root_reads_anything) bad.push_back({unreadable, "cannot open it"});
     // A FIFO no program writes to reads as empty at once; one whose writer never
     // delivers (held open here, nothing written) costs secret_pipe_timeout, not forever.

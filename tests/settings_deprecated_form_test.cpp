@@ -133,7 +133,7 @@ TEST_CASE("The deprecated from_env(settings_reader&) form still configures a sto
               cc::outcome::loaded);
     }
     SECTION("authenticated() and logger() answer what the cache read") {
-        compile_cache_test::write_file(dir.path() / "secret.key", "0123456789abcdef");
+        compile_cache_test::write_private_file(dir.path() / "secret.key", "0123456789abcdef");
         env.set("_FILE", "kept");
         env.set("_LOG", "1");
         env.set("_SECRET_FILE", (dir.path() / "secret.key").string());

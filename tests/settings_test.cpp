@@ -213,7 +213,7 @@ TEST_CASE("from_env delegates to the storage's own from_env: its settings, its m
         CHECK(!file_like_storage::authenticated_seen);
     }
     SECTION("the storage learns whether the cache authenticates entries") {
-        compile_cache_test::write_file(dir.path() / "secret.key", "0123456789abcdef");
+        compile_cache_test::write_private_file(dir.path() / "secret.key", "0123456789abcdef");
         env.set("_FILE", "x");
         env.set("_SECRET_FILE", (dir.path() / "secret.key").string());
         file_like_cache c = file_like_cache::from_env("CCSETTEST");

@@ -302,7 +302,7 @@ TEST_CASE("tiered_storage::from_env: unset PREFIX_REMOTE is the local storage al
         CHECK(!fs::exists(dir.path() / "remote"));
     }
     SECTION("with a secret: the remote is used; a bad mode is one line and read-write") {
-        compile_cache_test::write_file(dir.path() / "secret.key", "a shared secret");
+        compile_cache_test::write_private_file(dir.path() / "secret.key", "a shared secret");
         env.set("_SECRET_FILE", (dir.path() / "secret.key").string());
         env.set("_REMOTE", (dir.path() / "remote").string());
         env.set("_REMOTE_MODE", "sometimes");
@@ -497,7 +497,7 @@ TEST_CASE("tiered_storage: sync uploads (PREFIX_REMOTE_UPLOAD=sync) send each st
           "[tiered][upload]") {
     temp_dir dir;
     tier_env env;
-    compile_cache_test::write_file(dir.path() / "secret.key", "a shared secret");
+    compile_cache_test::write_private_file(dir.path() / "secret.key", "a shared secret");
     env.set("_DIR", (dir.path() / "local").string());
     env.set("_SECRET_FILE", (dir.path() / "secret.key").string());
     env.set("_REMOTE", (dir.path() / "remote").string());

@@ -20,12 +20,29 @@ inline constexpr std::size_t max_secret_file_size = std::size_t{64} << 10;
 /// the secret and close: reading it never blocks longer.
 inline constexpr std::chrono::milliseconds secret_pipe_timeout{1000};
 
+/// Who besides its owner a file read by read_secret_file may be open to; checked on the
+/// descriptor read (fstat), before a byte is read. docs/security.md says why each.
+enum class secret_file_rule {
+    /// Mode o+w refused (anyone could have planted their secret): a password or token file.
+    not_world_writable,
+    /// PREFIX_SECRET_FILE's HMAC secret: o+w and o+r refused (any user could read the
+    /// secret and forge entries); group read stays allowed, for a shared directory's group.
+    hmac_secret,
+    /// A signing key (PREFIX_SIGNING_KEY_FILE): any group or other permission bit refused.
+    signing_key,
+    /// A trusted-keys file (PREFIX_TRUSTED_KEYS_FILE): refused unless owned by this
+    /// process's effective user or root, and when group or other users may write it (as
+    /// ssh's StrictModes): anyone else who can change it could add their own key.
+    trusted_keys,
+};
+
 /// Reads the whole secret file at `path` into `secret`. On failure returns why (one
 /// phrase) and leaves `secret` empty; an empty file is a failure too, and so is a file
-/// any user may write (mode o+w: anyone could have planted their secret). A pipe or FIFO
-/// is read until its writer closes it, within secret_pipe_timeout (a FIFO that no
-/// program has open for writing reads as empty).
-COMPILE_CACHE_DECL std::string read_secret_file(std::string const& path, std::string& secret);
+/// open to others beyond what `rule` allows (the default: any user may write it, mode
+/// o+w). A pipe or FIFO is read until its writer closes it, within secret_pipe_timeout
+/// (a FIFO that no program has open for writing reads as empty).
+COMPILE_CACHE_DECL std::string read_secret_file(std::string const& path, std::string& secret,
+                                                secret_file_rule rule = secret_file_rule::not_world_writable);
 
 } // namespace compile_cache
 

@@ -45,7 +45,7 @@ TEST_CASE("tinyk over HTTP: B with an empty directory loads all 40 from nginx, t
     fs::path const program = root.path() / "src" / "chain.tk";
     fs::create_directories(root.path() / "src");
     fs::create_directories(root.path() / "home");
-    write_file(root.path() / "secret.key", "the fleet's shared secret\n");
+    compile_cache_test::write_private_file(root.path() / "secret.key", "the fleet's shared secret\n");
     write_file(program, read_file(TINYK_CHAIN40));
     std::string const remote = server.server().url("plain", "/tinyk/");
     auto run = [&](std::string const& machine) {
@@ -84,7 +84,7 @@ TEST_CASE("tinyk over HTTP: a server that is gone costs a bounded delay, and the
           "[http][tinyk][faults]") {
     temp_dir root("tinyk-http-gone");
     fs::path const program = root.path() / "chain.tk";
-    write_file(root.path() / "secret.key", "the fleet's shared secret\n");
+    compile_cache_test::write_private_file(root.path() / "secret.key", "the fleet's shared secret\n");
     write_file(program, read_file(TINYK_CHAIN40));
     // A port nothing listens on: bound to find a free one, then closed.
     int const probe = ::socket(AF_INET, SOCK_STREAM, 0);

@@ -216,8 +216,8 @@ TEST_CASE_METHOD(server_and_folder,
                  "Tier on Redis: a machine with another secret leaves the fleet's entries alone, in fresh processes",
                  "[redis][tiered][security]") {
     std::string const ns = unique_name("foreign");
-    compile_cache_test::write_file(dir.path() / "fleet.key", "the fleet's secret");
-    compile_cache_test::write_file(dir.path() / "other.key", "another machine's secret");
+    compile_cache_test::write_private_file(dir.path() / "fleet.key", "the fleet's secret");
+    compile_cache_test::write_private_file(dir.path() / "other.key", "another machine's secret");
     auto const machine_settings = [&](char const* local, char const* secret) {
         return std::vector<std::string>{"MACHINE_DIR=" + (dir.path() / local).string(), "MACHINE_REMOTE=" + s.url(),
                                         "MACHINE_REMOTE_NAMESPACE=" + ns,
@@ -523,7 +523,7 @@ std::uint64_t counter_in(std::string const& summary, std::string const& name) {
 /// its releases following its uploads: B must load all `n` and compile none (a claim it
 /// saw go always had its entry there), and every claim is released in the end.
 void claims_ahead_then_waiter(server_and_folder& f, std::string const& url, std::string const& ns, std::size_t n) {
-    compile_cache_test::write_file(f.dir.path() / "fleet.key", "the fleet's secret");
+    compile_cache_test::write_private_file(f.dir.path() / "fleet.key", "the fleet's secret");
     auto const settings = [&](char const* local) {
         return std::vector<std::string>{"MACHINE_DIR=" + (f.dir.path() / local).string(), "MACHINE_REMOTE=" + url,
                                         "MACHINE_REMOTE_NAMESPACE=" + ns,
@@ -581,7 +581,7 @@ TEST_CASE_METHOD(server_and_folder,
                  "[redis][tiered][upload]") {
     proxy_process proxy(s.port(), std::chrono::microseconds(2500));
     std::string const ns = unique_name("rtt");
-    compile_cache_test::write_file(dir.path() / "fleet.key", "the fleet's secret");
+    compile_cache_test::write_private_file(dir.path() / "fleet.key", "the fleet's secret");
     auto const settings = [&](char const* local) {
         return std::vector<std::string>{"MACHINE_DIR=" + (dir.path() / local).string(),
                                         "MACHINE_REMOTE=" + proxy.url(), "MACHINE_REMOTE_NAMESPACE=" + ns,
@@ -621,7 +621,7 @@ TEST_CASE_METHOD(server_and_folder,
                  "[redis][tiered][prefetch]") {
     proxy_process proxy(s.port(), std::chrono::microseconds(2500));
     std::string const ns = unique_name("prefetch");
-    compile_cache_test::write_file(dir.path() / "fleet.key", "the fleet's secret");
+    compile_cache_test::write_private_file(dir.path() / "fleet.key", "the fleet's secret");
     auto const settings = [&](char const* local) {
         return std::vector<std::string>{"MACHINE_DIR=" + (dir.path() / local).string(),
                                         "MACHINE_REMOTE=" + proxy.url(), "MACHINE_REMOTE_NAMESPACE=" + ns,
@@ -803,7 +803,7 @@ TEST_CASE_METHOD(server_and_folder,
                  "[redis][tiered][upload][faults]") {
     proxy_process proxy(s.port(), std::chrono::microseconds(1000));
     std::string const ns = unique_name("stalled");
-    compile_cache_test::write_file(dir.path() / "fleet.key", "the fleet's secret");
+    compile_cache_test::write_private_file(dir.path() / "fleet.key", "the fleet's secret");
     std::string const local = (dir.path() / "local").string();
     // The kernels' identity records are there locally already (a run without the remote),
     // so that the stores below send nothing from the host's thread: only uploads.
@@ -842,7 +842,7 @@ TEST_CASE_METHOD(server_and_folder,
                  "[redis][tiered][upload]") {
     proxy_process proxy(s.port(), std::chrono::microseconds(2500));
     std::string const ns = unique_name("batches");
-    compile_cache_test::write_file(dir.path() / "fleet.key", "the fleet's secret");
+    compile_cache_test::write_private_file(dir.path() / "fleet.key", "the fleet's secret");
     auto const settings = [&](char const* local) {
         return std::vector<std::string>{"MACHINE_DIR=" + (dir.path() / local).string(),
                                         "MACHINE_REMOTE=" + proxy.url(), "MACHINE_REMOTE_NAMESPACE=" + ns,
@@ -921,7 +921,7 @@ TEST_CASE_METHOD(server_and_folder,
                  "(fresh processes)",
                  "[redis][tiered][upload][fork]") {
     proxy_process proxy(s.port(), std::chrono::microseconds(30000)); // (an upload takes 60 ms)
-    compile_cache_test::write_file(dir.path() / "fleet.key", "the fleet's secret");
+    compile_cache_test::write_private_file(dir.path() / "fleet.key", "the fleet's secret");
     for (std::string const mode : {"mid-upload", "idle"}) {
         INFO(mode);
         std::string const ns = unique_name("fork");

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace cc = compile_cache;
 using compile_cache_test::temp_dir;
@@ -208,6 +209,57 @@ TEST_CASE("ed25519: a bad trusted-keys file is refused, naming the line") {
           "line 2: the same key as an earlier line");
 }
 
+TEST_CASE("ed25519: a signing key file open to group or other users is refused, whatever the bit") {
+    temp_dir dir("cc-signing");
+    std::string why;
+    auto key = cc::ed25519_signer::generate("ci", why);
+    REQUIRE(key);
+    auto const secret = dir.path() / "ci.key";
+    write_file(secret, key->secret_key_line() + "\n");
+    for (mode_t const mode : {0600, 0400}) {
+        ::chmod(secret.c_str(), mode);
+        CHECK(cc::ed25519_signer::from_file(secret.string(), why));
+    }
+    for (mode_t const mode : {0644, 0640, 0604, 0610, 0601, 0620}) {
+        ::chmod(secret.c_str(), mode);
+        INFO("mode " << std::oct << mode);
+        CHECK_FALSE(cc::ed25519_signer::from_file(secret.string(), why));
+        CHECK(why.find("opens it to other users, and a signing key must be its owner's alone (chmod go= it") !=
+              std::string::npos);
+    }
+}
+
+TEST_CASE("ed25519: a trusted-keys file another user owns, or that group or other users may write, is refused") {
+    temp_dir dir("cc-signing");
+    std::string why;
+    auto key = cc::ed25519_signer::generate("ci", why);
+    REQUIRE(key);
+    auto const trusted = dir.path() / "trusted-keys";
+    write_file(trusted, key->public_key().line() + "\n");
+    for (mode_t const mode : {0644, 0600, 0444, 0640}) {
+        ::chmod(trusted.c_str(), mode);
+        CHECK(cc::trusted_keys::from_file(trusted.string(), why));
+    }
+    // A member of the file's group could add their own key to those trusted.
+    ::chmod(trusted.c_str(), 0664);
+    CHECK_FALSE(cc::trusted_keys::from_file(trusted.string(), why));
+    CHECK(why == "its mode 0664 lets other users write it, who could add their own key to it (chmod go-w it; 0644 is "
+                 "usual)");
+    ::chmod(trusted.c_str(), 0620);
+    CHECK_FALSE(cc::trusted_keys::from_file(trusted.string(), why));
+    // Owned by another (unprivileged) user: they could put their key in it, whatever its mode
+    // (only root can give a file away, so this part runs as root alone).
+    ::chmod(trusted.c_str(), 0644);
+    if (!compile_cache_test::running_as_root()) return;
+    REQUIRE(::chown(trusted.c_str(), 65534, static_cast<gid_t>(-1)) == 0); // nobody
+    CHECK_FALSE(cc::trusted_keys::from_file(trusted.string(), why));
+    CHECK(why == "it is owned by user id 65534, neither this user nor root, who could add their own key to it (chown "
+                 "it to this user or root)");
+    // Root's own file is trusted, as ssh trusts root's.
+    REQUIRE(::chown(trusted.c_str(), 0, static_cast<gid_t>(-1)) == 0);
+    CHECK(cc::trusted_keys::from_file(trusted.string(), why));
+}
+
 TEST_CASE("ed25519: key files are read with a secret's care: missing, empty, world-writable, a FIFO without writer") {
     temp_dir dir("cc-signing");
     std::string why;
@@ -231,7 +283,7 @@ TEST_CASE("ed25519: key files are read with a secret's care: missing, empty, wor
     CHECK(why.rfind("cannot open it: ", 0) == 0);
 
     auto const empty = dir.path() / "empty";
-    write_file(empty, "");
+    compile_cache_test::write_private_file(empty, "");
     CHECK_FALSE(cc::ed25519_signer::from_file(empty.string(), why));
     CHECK(why == "it is empty");
     CHECK_FALSE(cc::trusted_keys::from_file(empty.string(), why));
@@ -240,10 +292,10 @@ TEST_CASE("ed25519: key files are read with a secret's care: missing, empty, wor
     // Anyone could have added their own key to such a list, or replaced the secret.
     ::chmod(trusted.c_str(), 0666);
     CHECK_FALSE(cc::trusted_keys::from_file(trusted.string(), why));
-    CHECK(why.find("any user can write it") != std::string::npos);
+    CHECK(why.find("lets other users write it") != std::string::npos);
     ::chmod(secret.c_str(), 0666);
     CHECK_FALSE(cc::ed25519_signer::from_file(secret.string(), why));
-    CHECK(why.find("any user can write it") != std::string::npos);
+    CHECK(why.find("opens it to other users") != std::string::npos);
 
     auto const fifo = dir.path() / "fifo";
     REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);

@@ -626,6 +626,9 @@ TEST_CASE("signed tier from_env: key files configure writer and reader, a reader
         {"a secret key of the wrong length", "_SIGNING_KEY_FILE", "ci:AAAA\n", 0600},
         {"a public key where the secret one goes", "_SIGNING_KEY_FILE", ci.public_key().line() + "\n", 0600},
         {"a world-writable trusted-keys file", "_TRUSTED_KEYS_FILE", ci.public_key().line() + "\n", 0666},
+        {"a group-writable trusted-keys file", "_TRUSTED_KEYS_FILE", ci.public_key().line() + "\n", 0664},
+        {"a secret key the group may read", "_SIGNING_KEY_FILE", ci.secret_key_line() + "\n", 0640},
+        {"a secret key any user may read", "_SIGNING_KEY_FILE", ci.secret_key_line() + "\n", 0604},
         {"a secret key in the trusted-keys file", "_TRUSTED_KEYS_FILE", ci.secret_key_line() + "\n", 0600},
     };
     for (bad_file const& b : bad) {

@@ -30,7 +30,7 @@ struct fleet {
     fleet() {
         fs::create_directories(root.path() / "src");
         fs::create_directories(root.path() / "home");
-        write_file(root.path() / "secret.key", "the fleet's shared secret\n");
+        compile_cache_test::write_private_file(root.path() / "secret.key", "the fleet's shared secret\n");
         write_file(program, read_file(TINYK_CHAIN40));
     }
 

@@ -29,7 +29,7 @@ struct world {
     world() {
         fs::create_directories(root.path() / "src");
         fs::create_directories(root.path() / "home");
-        write_file(root.path() / "secret.key", "the fleet's shared secret\n");
+        compile_cache_test::write_private_file(root.path() / "secret.key", "the fleet's shared secret\n");
         write_file(program, chain40());
     }
 

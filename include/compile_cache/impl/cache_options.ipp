@@ -74,7 +74,7 @@ cache_env_settings read_cache_env_settings(std::string_view prefix_view) {
     if (!secret_file.empty()) {
         std::string why;
         try {
-            why = read_secret_file(secret_file, options.secret);
+            why = read_secret_file(secret_file, options.secret, secret_file_rule::hmac_secret);
         } catch (std::exception const& e) {
             why = e.what();
         }

@@ -199,10 +199,11 @@ public:
         return s;
     }
 
-    /// The key in the secret key file at `path`, read as read_secret_file reads.
+    /// The key in the secret key file at `path`, read as read_secret_file reads; a file
+    /// with any group or other permission bit is refused (secret_file_rule::signing_key).
     static std::optional<ed25519_signer> from_file(std::string const& path, std::string& why) {
         std::string text;
-        why = read_secret_file(path, text);
+        why = read_secret_file(path, text, secret_file_rule::signing_key);
         if (!why.empty()) return std::nullopt;
         std::optional<ed25519_signer> s = from_text(text, why);
         sodium_memzero(text.data(), text.size());
@@ -303,11 +304,13 @@ public:
         return keys;
     }
 
-    /// The keys of the trusted-keys file at `path`, read as read_secret_file reads (a
-    /// file any user may write is refused: anyone could have added their key).
+    /// The keys of the trusted-keys file at `path`, read as read_secret_file reads; a file
+    /// owned by another user than this process's effective one or root, or that group or
+    /// other users may write, is refused (secret_file_rule::trusted_keys): whoever may
+    /// change it could add their own key.
     static std::optional<trusted_keys> from_file(std::string const& path, std::string& why) {
         std::string text;
-        why = read_secret_file(path, text);
+        why = read_secret_file(path, text, secret_file_rule::trusted_keys);
         if (!why.empty()) return std::nullopt;
         return from_text(text, why);
     }

@@ -47,11 +47,13 @@ json_writer& begin_document(json_writer& j, opened_cache const& cache) {
 }
 
 /// The envelope_auth --secret-file asks for, read the way a cache reads
-/// PREFIX_SECRET_FILE; false (after the message) when the file cannot be used.
+/// PREFIX_SECRET_FILE (a file any user may read is refused); false (after the message)
+/// when the file cannot be used.
 bool auth_from(command_line const& c, compile_cache::envelope_auth& auth) {
     if (!c.secret_file) return true;
     std::string secret;
-    std::string const why = compile_cache::read_secret_file(*c.secret_file, secret);
+    std::string const why =
+        compile_cache::read_secret_file(*c.secret_file, secret, compile_cache::secret_file_rule::hmac_secret);
     if (!why.empty()) {
         fail("--secret-file " + *c.secret_file + ": " + why, exit_usage);
         return false;

@@ -283,8 +283,8 @@ TEST_CASE("compile-cache verify --secret-file: HMACs are checked under the secre
     scenario s;
     s.write_program(program_text);
     fs::path const secret = s.root() / "secret", wrong = s.root() / "wrong-secret";
-    write_file(secret, "the host's secret\n");
-    write_file(wrong, "another secret\n");
+    compile_cache_test::write_private_file(secret, "the host's secret\n");
+    compile_cache_test::write_private_file(wrong, "another secret\n");
     tinyk_result const cold = s.run({"main", "3"}, {}, {"TINYK_CACHE_SECRET_FILE=" + secret.string()});
     REQUIRE_EXIT(cold, 0);
     REQUIRE(cold.compiled().size() == 3);
