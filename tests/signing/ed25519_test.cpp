@@ -189,7 +189,22 @@ TEST_CASE("ed25519: a bad secret key file is refused with one phrase that shows 
     CHECK(secret_refusal("ci:" + base64(mixed)) == "its key is damaged (its public half does not match its seed)");
     CHECK(secret_refusal("bad name:" + encoded) == "it is not a key line (NAME:BASE64, as compile-cache keygen writes)");
     CHECK_FALSE(cc::ed25519_signer::generate("has:colon", why));
-    CHECK(why == "a key name is 1 to 128 printable characters without ':' or blanks");
+    CHECK(why == "a key name is 1 to 128 printable characters without ':' or blanks, the first not '#' (a comment in "
+                 "a trusted-keys file)");
+}
+
+TEST_CASE("ed25519: a key name starting with '#' is refused, since its trusted-keys line would be a comment") {
+    std::string why;
+    CHECK_FALSE(cc::ed25519_signer::generate("#2027-rotation", why));
+    CHECK(why.find("the first not '#'") != std::string::npos);
+    CHECK_FALSE(cc::ed25519_signer::generate("#", why));
+    // '#' after the first character is a name's like any other.
+    auto inner = cc::ed25519_signer::generate("ci#2027", why);
+    REQUIRE(inner);
+    std::string const file = inner->public_key().line() + "\n";
+    auto const keys = cc::trusted_keys::from_text(file, why);
+    REQUIRE(keys);
+    CHECK(keys->keys().size() == 1);
 }
 
 TEST_CASE("ed25519: a bad trusted-keys file is refused, naming the line") {

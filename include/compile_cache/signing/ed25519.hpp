@@ -91,9 +91,10 @@ inline bool from_base64(std::string_view text, unsigned char* out, std::size_t c
     return end == text.data() + text.size();
 }
 
-/// A key's name: 1 to 128 printable ASCII characters without ':' or blanks.
+/// A key's name: 1 to 128 printable ASCII characters without ':' or blanks, the first
+/// not '#' (a trusted-keys file's line that starts with '#' is a comment).
 inline bool is_key_name(std::string_view name) noexcept {
-    if (name.empty() || name.size() > 128) return false;
+    if (name.empty() || name.size() > 128 || name.front() == '#') return false;
     return std::all_of(name.begin(), name.end(), [](char c) { return c > ' ' && c < 127 && c != ':'; });
 }
 
@@ -130,11 +131,13 @@ public:
     ~ed25519_signer() { sodium_memzero(secret_.data(), secret_.size()); }
 
     /// A new random key named `name`; nullopt (and why) for a name that is not one
-    /// (1 to 128 printable characters, no ':' or blank) or when libsodium cannot run.
+    /// (1 to 128 printable characters, no ':' or blank, the first not '#') or when
+    /// libsodium cannot run.
     static std::optional<ed25519_signer> generate(std::string const& name, std::string& why) {
         why.clear();
         if (!detail::is_key_name(name)) {
-            why = "a key name is 1 to 128 printable characters without ':' or blanks";
+            why = "a key name is 1 to 128 printable characters without ':' or blanks, the first not '#' (a comment in "
+                  "a trusted-keys file)";
             return std::nullopt;
         }
         if (!detail::sodium_ready()) {
