@@ -57,16 +57,19 @@ checked_entry check_bytes(std::string const& bytes, std::string const& name, com
             c.result = verdict::untrusted;
             c.problem = "a local copy of an entry signed by key id " + signer_hex(c.envelope.signer_id) +
                         ", which is none of the trusted keys: a host that trusts these keys misses it";
-        } else if (!c.envelope.signed_entry && trusted && trusted->given() && !auth.keyed()) {
-            // Trusted keys and no secret: what is asked is whether a trusted key wrote it,
-            // which a CRC-32C cannot say (anyone who can write the storage can make one).
+        } else if (c.envelope.signer_copy && trusted && trusted->given() && !auth.keyed()) {
+            // A signer's copy under a CRC-32C: anyone who can write the storage can make one.
             c.result = verdict::unchecked;
-            c.problem = std::string(c.envelope.signer_copy ? "a local copy of an entry signed by key id " +
-                                                                 signer_hex(c.envelope.signer_id) +
-                                                                 " (a trusted key), under a CRC-32C"
-                                                           : "not signed") +
-                        ": with --trusted-keys-file and no --secret-file, only an entry a trusted key signed is "
-                        "taken for sound";
+            c.problem = "a local copy of an entry signed by key id " + signer_hex(c.envelope.signer_id) +
+                        " (a trusted key), under a CRC-32C: with --trusted-keys-file and no --secret-file, only an "
+                        "entry a trusted key signed is taken for sound";
+        } else if (!c.envelope.signed_entry && !c.envelope.signer_copy && trusted && trusted->given()) {
+            // Trusted keys: what is asked is whether a trusted key wrote it, which neither a
+            // CRC-32C nor the HMAC can say (every holder of the secret, every reader, makes one).
+            c.result = verdict::unchecked;
+            c.problem = std::string("not signed: with --trusted-keys-file only an entry a trusted key signed is "
+                                    "taken for sound, whatever the secret (every holder of ") +
+                        (auth.keyed() ? "the secret can make an HMAC entry)" : "the storage can make a CRC entry)");
         } else {
             c.result = verdict::sound;
         }
@@ -152,8 +155,8 @@ checked_entry read_and_check(opened_cache const& cache, listed_entry const& e, c
 std::string unchecked_cause(checked_entry const& e) {
     if (!e.read_cause.empty()) return e.read_cause;
     switch (e.envelope.status) {
-    case compile_cache::envelope_status::ok: // (unsigned, with --trusted-keys-file alone)
-        return "unsigned entries: with --trusted-keys-file alone only signed ones are checked";
+    case compile_cache::envelope_status::ok: // (unsigned, with --trusted-keys-file)
+        return "unsigned entries: with --trusted-keys-file only signed ones are sound";
     case compile_cache::envelope_status::unauthenticated:
         return e.envelope.signed_entry ? "signed entries: give --trusted-keys-file" : "HMAC entries: give --secret-file";
     case compile_cache::envelope_status::foreign_version:

@@ -2180,12 +2180,59 @@ TEST_CASE("compile-cache copy --trusted-keys-file copies signed entries byte for
     CHECK(json_query(plain_copied.out, "d['copied']") == "0");
     process_result const plain_copied_text = tool({"copy", plain.string(), plain_dst.string(), "--trusted-keys-file",
                                                    trusted.string()});
-    CHECK(plain_copied_text.out.find("unsigned entries: with --trusted-keys-file alone only signed ones are checked") !=
+    CHECK(plain_copied_text.out.find("unsigned entries: with --trusted-keys-file only signed ones are sound") !=
           std::string::npos);
     CHECK_FALSE(fs::exists(plain_dst / made_entry_key(0).substr(0, 2) / made_entry_key(0)));
     process_result const plain_verified = tool({"verify", plain.string(), "--trusted-keys-file", trusted.string()});
     REQUIRE_EXIT(plain_verified, 4);
-    CHECK(plain_verified.out.find("not signed: with --trusted-keys-file and no --secret-file") != std::string::npos);
+    CHECK(plain_verified.out.find("not signed: with --trusted-keys-file only an entry a trusted key signed") !=
+          std::string::npos);
+}
+
+TEST_CASE("compile-cache copy, verify and list with --trusted-keys-file and --secret-file: an unsigned HMAC entry "
+          "is not sound, so not copied") {
+    // Every reader holds the fleet's secret: an HMAC entry is anyone's of them, not a
+    // trusted key's. A host's tier refuses it from a signed remote; copied into a
+    // directory it would load as a local entry.
+    scenario s;
+    s.write_program(program_text);
+    fs::path const secret = s.root() / "secret";
+    compile_cache_test::write_private_file(secret, "the fleet's secret\n");
+    REQUIRE_EXIT(s.run({"main", "3"}, {}, {"TINYK_CACHE_SECRET_FILE=" + secret.string()}), 0);
+    ci_and_old_keys const keys = make_ci_and_old_keys(s.root(), "");
+    if (!keys.made) return; // built without signing
+    std::string const dir = s.cache_dir().string();
+    std::vector<std::string> const both = {"--secret-file", secret.string(), "--trusted-keys-file",
+                                           keys.trusted.string(), "--json"};
+    auto with_both = [&both](std::vector<std::string> argv) {
+        argv.insert(argv.end(), both.begin(), both.end());
+        return argv;
+    };
+
+    fs::path const dst = s.root() / "laundered";
+    process_result const copied = tool(with_both({"copy", dir, dst.string()}));
+    INFO(copied.out << copied.err);
+    REQUIRE_EXIT(copied, 4); // nothing could be taken for sound
+    CHECK(json_query(copied.out, "d['copied']") == "0");
+    for (auto const& e : s.entries()) CHECK_FALSE(fs::exists(dst / e.first));
+
+    process_result const verified = tool(with_both({"verify", dir}));
+    REQUIRE_EXIT(verified, 4);
+    CHECK(json_query(verified.out, "len(d['unchecked'])") == "3");
+    CHECK(json_query(verified.out, "d['sound']") == "0");
+    CHECK(json_query(verified.out, "all(u['reason'].startswith('not signed: with --trusted-keys-file only an entry a "
+                                   "trusted key signed is taken for sound, whatever the secret') for u in "
+                                   "d['unchecked'])") == "True");
+
+    process_result const listed = tool(with_both({"list", dir}));
+    REQUIRE_EXIT(listed, 0);
+    CHECK(json_query(listed.out, "sorted(e['status'] for e in d['entries'])") ==
+          "['unchecked', 'unchecked', 'unchecked']");
+    CHECK(json_query(listed.out, "[e for e in d['entries'] if 'name' in e]") == "[]");
+
+    // The secret alone still checks them, as before.
+    process_result const hmac_only = tool({"verify", dir, "--secret-file", secret.string()});
+    REQUIRE_EXIT(hmac_only, 0);
 }
 
 TEST_CASE("compile-cache verify and explain read the identity records a shared directory's hosts packed "
