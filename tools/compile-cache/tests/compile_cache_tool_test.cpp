@@ -2189,8 +2189,8 @@ TEST_CASE("compile-cache copy --trusted-keys-file copies signed entries byte for
           std::string::npos);
 }
 
-TEST_CASE("compile-cache copy, verify and list with --trusted-keys-file and --secret-file: an unsigned HMAC entry "
-          "is not sound, so not copied") {
+TEST_CASE("compile-cache copy, verify and list with trusted keys and a secret: an unsigned HMAC entry is not sound, "
+          "so not copied") {
     // Every reader holds the fleet's secret: an HMAC entry is anyone's of them, not a
     // trusted key's. A host's tier refuses it from a signed remote; copied into a
     // directory it would load as a local entry.
