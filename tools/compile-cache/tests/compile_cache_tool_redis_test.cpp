@@ -249,6 +249,46 @@ TEST_CASE("compile-cache copy from a Redis server to a directory, a SQLite file 
     REQUIRE_EXIT(no_redis, 2);
 }
 
+TEST_CASE("compile-cache copy from a Redis server never copies a signer's local copy, which anyone who writes there "
+          "can make",
+          "[compile-cache][redis]") {
+    // A signer's copy is sealed by the local mode alone (here a CRC-32C), naming a signer a
+    // host trusts: a host never takes one from a remote, but would load it from its directory.
+    std::string const url = "redis://127.0.0.1:" + std::to_string(fixture::get().server_port());
+    std::string const ns = unique_name("tool-copies");
+    temp_dir root{"compile-cache-copies"};
+    process_result const ci_key = tool({"keygen", (root.path() / "ci.key").string(), "--json"});
+    if (ci_key.exited(2) && ci_key.err.find("without libsodium") != std::string::npos) return; // built without signing
+    REQUIRE_EXIT(ci_key, 0);
+    fs::path const trusted = root.path() / "trusted.pub";
+    write_file(trusted, json_query(ci_key.out, "d['public_key']") + "\n");
+    fs::path const laptop = root.path() / "laptop";
+    process_spec spec;
+    spec.argv = {MAKE_ENTRIES, laptop.string(), "2"};
+    spec.env = tool_environment();
+    spec.env.push_back("MAKE_ENTRIES_SIGNING_KEY_FILE=" + (root.path() / "ci.key").string());
+    spec.env.push_back("MAKE_ENTRIES_SIGNER_COPIES=1");
+    REQUIRE_EXIT(run_process(spec), 0);
+    // Whoever may write the server puts them there (here: copied from a reader's directory).
+    process_result const up = tool({"copy", laptop.string(), url, "--namespace", ns, "--json"});
+    INFO(up.out << up.err);
+    REQUIRE(json_query(up.out, "d['copied']") == "2");
+
+    for (bool const keys : {false, true}) {
+        INFO("--trusted-keys-file " << keys);
+        fs::path const back = root.path() / (keys ? "back-keys" : "back");
+        std::vector<std::string> argv = {"copy", url, back.string(), "--namespace", ns, "--json"};
+        if (keys) argv.insert(argv.end(), {"--trusted-keys-file", trusted.string()});
+        process_result const down = tool(argv);
+        INFO(down.out << down.err);
+        REQUIRE_EXIT(down, 4);
+        CHECK(json_query(down.out, "d['copied']") == "0");
+    }
+    process_result const down_text = tool({"copy", url, (root.path() / "back").string(), "--namespace", ns});
+    CHECK(down_text.out.find("signers' local copies on a server: a host takes only signed entries from a remote") !=
+          std::string::npos);
+}
+
 TEST_CASE("compile-cache verify --trusted-keys-file, a signing machine's Redis server: sound by signature, "
           "and with the key rotated out reported untrusted and kept by --remove",
           "[compile-cache][redis]") {
