@@ -1783,6 +1783,12 @@ TEST_CASE("compile-cache keygen: a new secret key file of mode 0600, never over 
     REQUIRE_EXIT(named, 0);
     CHECK(named.out.find("\"public_key\": \"laptop-key:") != std::string::npos);
     CHECK(named.out.find("\"key_id\": \"") != std::string::npos);
+
+    // A name that starts with '#' would make its trusted-keys line a comment: refused, no file made.
+    process_result const comment = tool({"keygen", (root.path() / "k3").string(), "--name", "#2027-rotation"});
+    REQUIRE_EXIT(comment, 1);
+    CHECK(comment.err.find("the first not '#' (a comment in a trusted-keys file)") != std::string::npos);
+    CHECK_FALSE(fs::exists(root.path() / "k3"));
 }
 
 // (Here rather than at the top: what the signed-entry cases below need.)
