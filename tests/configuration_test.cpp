@@ -302,6 +302,32 @@ TEST_CASE_METHOD(configured_dir, "configuration.md: a PREFIX_LOG value that is n
     CHECK(page_quotes(lines[0]));
 }
 
+TEST_CASE_METHOD(configured_dir, "configuration.md: a misspelled PREFIX_* variable prints the quoted line, naming the "
+                                  "setting meant, with or without PREFIX_LOG",
+                 "[configuration]") {
+    in_directory here(dir.path());
+    compile_cache_test::write_private_file(dir.path() / "secret.key", "the fleet's secret");
+    env.set("_SECRET_FILE", "secret.key");
+    // The typo: KEY for KEYS. The cache runs without trusted keys, and says so.
+    compile_cache_test::env_var typo(std::string(test_prefix) + "_TRUSTED_KEY_FILE", "keys.pub");
+    compile_cache_test::env_var unknown(std::string(test_prefix) + "_COLOUR", "blue");
+    for (bool const log : {false, true}) {
+        INFO("PREFIX_LOG " << log);
+        if (log) env.set("_LOG", "1");
+        cache_from_env c(dir.path());
+        std::vector<std::string> const lines = c.printed();
+        REQUIRE(c.has_value());
+        CHECK(c->enabled());
+        REQUIRE(lines.size() == 2);
+        std::string const typo_line = lines[0].find("_COLOUR") == std::string::npos ? lines[0] : lines[1];
+        std::string const unknown_line = lines[0].find("_COLOUR") == std::string::npos ? lines[1] : lines[0];
+        INFO(typo_line);
+        CHECK(page_quotes(typo_line));
+        CHECK(unknown_line == "compile_cache: " + std::string(test_prefix) +
+                                  "_COLOUR is set, but it is no setting of this cache or its storage; it is ignored");
+    }
+}
+
 TEST_CASE("configuration.md has a section for every setting from_env reads", "[configuration]") {
     for (auto const& setting : cc::default_cache::environment_settings("PREFIX")) {
         INFO(setting.name);

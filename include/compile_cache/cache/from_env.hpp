@@ -10,6 +10,7 @@
 #include <compile_cache/settings.hpp>
 #include <compile_cache/storage/concept.hpp>
 
+#include <algorithm>
 #include <exception>
 #include <optional>
 #include <string>
@@ -69,6 +70,46 @@ inline void refuse_signatures_without_a_tier(cache_env_settings& settings) noexc
     }
 }
 
+/// basic_cache::environment_settings(prefix): the Storage's settings (its static
+/// `environment_settings(prefix)`, or `PREFIX_DIR` for a Storage without one), then the
+/// cache's own.
+template <class Storage, class Compression>
+std::vector<environment_setting> cache_environment_settings(std::string_view prefix) {
+    std::vector<environment_setting> s;
+    if constexpr (has_environment_settings<Storage>::value)
+        s = Storage::environment_settings(prefix);
+    else
+        s.push_back({std::string(prefix) + "_DIR",
+                     "the cache directory; unset, empty, 0, off, false or no disable the cache"});
+    int max_level = 0;
+    if constexpr (compresses<Compression>::value) max_level = Compression::max_level;
+    add_cache_environment_settings(prefix, s, max_level);
+    return s;
+}
+
+/// Holds (in `held`, said with the cache's other lines) one line for each variable of
+/// the prefix (`PREFIX_...`) set that is no setting of the cache or of Storage: a
+/// misspelling (PREFIX_TRUSTED_KEY_FILE for PREFIX_TRUSTED_KEYS_FILE) would otherwise
+/// leave a security setting unset without a word. Only for a Storage that lists its
+/// settings (environment_settings): what another reads is not known. Never throws.
+template <class Storage, class Compression>
+void hold_unknown_settings(std::string_view prefix, held_lines& held) noexcept {
+    if constexpr (has_environment_settings<Storage>::value) {
+        try {
+            std::vector<environment_setting> known = cache_environment_settings<Storage, Compression>(prefix);
+            // Read, to say it cannot be honoured, by a cache whose Compression policy does not compress.
+            known.push_back({std::string(prefix) + "_COMPRESS", {}});
+            for (std::string const& name : environment_names_with_prefix(std::string(prefix) + "_")) {
+                bool const is_known = std::any_of(known.begin(), known.end(),
+                                                  [&name](environment_setting const& s) { return s.name == name; });
+                if (!is_known) held.hold(unknown_setting_line(name, known));
+            }
+        } catch (...) { // bad_alloc: nothing more said
+        }
+    }
+    (void)prefix, (void)held;
+}
+
 /// What basic_cache::from_env(prefix) makes a cache of: the Storage and the options, or
 /// nullopt for a disabled cache. The cache's own lines are said only when the Storage is
 /// configured; the Storage's answer "off" is said, "not configured" is not; a Storage
@@ -76,6 +117,7 @@ inline void refuse_signatures_without_a_tier(cache_env_settings& settings) noexc
 template <class Storage, class Compression>
 std::optional<std::pair<Storage, cache_options>> storage_and_options_from_env(std::string_view prefix) {
     cache_env_settings settings = read_cache_env_settings(prefix);
+    hold_unknown_settings<Storage, Compression>(prefix, *settings.held);
     if constexpr (!has_from_remote_origin<Storage>::value)
         settings.storage.remote_trusted = settings.remote_trusted_without_signatures;
     if constexpr (!has_from_remote_origin<Storage>::value) refuse_signatures_without_a_tier(settings);
@@ -106,23 +148,6 @@ std::optional<std::pair<Storage, cache_options>> storage_and_options_from_env(st
     settings.held->release();
     return std::optional<std::pair<Storage, cache_options>>(std::in_place, std::move(**answer),
                                                             std::move(settings.options));
-}
-
-/// basic_cache::environment_settings(prefix): the Storage's settings (its static
-/// `environment_settings(prefix)`, or `PREFIX_DIR` for a Storage without one), then the
-/// cache's own.
-template <class Storage, class Compression>
-std::vector<environment_setting> cache_environment_settings(std::string_view prefix) {
-    std::vector<environment_setting> s;
-    if constexpr (has_environment_settings<Storage>::value)
-        s = Storage::environment_settings(prefix);
-    else
-        s.push_back({std::string(prefix) + "_DIR",
-                     "the cache directory; unset, empty, 0, off, false or no disable the cache"});
-    int max_level = 0;
-    if constexpr (compresses<Compression>::value) max_level = Compression::max_level;
-    add_cache_environment_settings(prefix, s, max_level);
-    return s;
 }
 
 } // namespace compile_cache::detail

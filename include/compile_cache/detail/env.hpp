@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace compile_cache::detail {
 
@@ -12,6 +13,9 @@ COMPILE_CACHE_DECL std::string lower(std::string_view s);
 
 /// The value of an environment variable; empty when unset.
 COMPILE_CACHE_DECL std::string getenv_string(std::string const& name);
+
+/// The names of the environment variables set now whose name starts with `prefix`.
+COMPILE_CACHE_DECL std::vector<std::string> environment_names_with_prefix(std::string_view prefix);
 
 /// Unset, empty, `0`, `off`, `false` and `no` (any case) switch a setting off.
 COMPILE_CACHE_DECL bool is_off(std::string_view value);

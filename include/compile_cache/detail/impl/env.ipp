@@ -5,8 +5,33 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+
+#if defined(__APPLE__)
+#include <crt_externs.h> // _NSGetEnviron: `environ` is not there for a shared library
+#else
+#include <unistd.h>
+extern "C" {
+extern char** environ; // (unistd.h declares it only for _GNU_SOURCE and the like)
+}
+#endif
 
 namespace compile_cache::detail {
+
+std::vector<std::string> environment_names_with_prefix(std::string_view prefix) {
+#if defined(__APPLE__)
+    char** const env = *_NSGetEnviron();
+#else
+    char** const env = environ;
+#endif
+    std::vector<std::string> names;
+    for (char** e = env; e != nullptr && *e != nullptr; ++e) {
+        char const* const eq = std::strchr(*e, '=');
+        std::string_view const name(*e, eq ? static_cast<std::size_t>(eq - *e) : std::strlen(*e));
+        if (name.size() > prefix.size() && name.substr(0, prefix.size()) == prefix) names.emplace_back(name);
+    }
+    return names;
+}
 
 std::string lower(std::string_view s) {
     std::string out(s);
