@@ -310,7 +310,10 @@ TEST_CASE_METHOD(configured_dir, "configuration.md: a misspelled PREFIX_* variab
     env.set("_SECRET_FILE", "secret.key");
     // The typo: KEY for KEYS. The cache runs without trusted keys, and says so.
     compile_cache_test::env_var typo(std::string(test_prefix) + "_TRUSTED_KEY_FILE", "keys.pub");
+    // A name of the host's own (or one its storage reads unlisted), far from any setting: not said.
     compile_cache_test::env_var unknown(std::string(test_prefix) + "_COLOUR", "blue");
+    // A file setting without its _FILE: the setting meant is named.
+    compile_cache_test::env_var cut(std::string(test_prefix) + "_SIGNING_KEY", "ci.key");
     for (bool const log : {false, true}) {
         INFO("PREFIX_LOG " << log);
         if (log) env.set("_LOG", "1");
@@ -319,12 +322,13 @@ TEST_CASE_METHOD(configured_dir, "configuration.md: a misspelled PREFIX_* variab
         REQUIRE(c.has_value());
         CHECK(c->enabled());
         REQUIRE(lines.size() == 2);
-        std::string const typo_line = lines[0].find("_COLOUR") == std::string::npos ? lines[0] : lines[1];
-        std::string const unknown_line = lines[0].find("_COLOUR") == std::string::npos ? lines[1] : lines[0];
+        std::string const typo_line = lines[0].find("_SIGNING_KEY ") == std::string::npos ? lines[0] : lines[1];
+        std::string const cut_line = lines[0].find("_SIGNING_KEY ") == std::string::npos ? lines[1] : lines[0];
         INFO(typo_line);
         CHECK(page_quotes(typo_line));
-        CHECK(unknown_line == "compile_cache: " + std::string(test_prefix) +
-                                  "_COLOUR is set, but it is no setting of this cache or its storage; it is ignored");
+        CHECK(cut_line == "compile_cache: " + std::string(test_prefix) + "_SIGNING_KEY is set, but it is no setting of "
+                                                                         "this cache or its storage (" +
+                              test_prefix + "_SIGNING_KEY_FILE, misspelled?); it is ignored");
     }
 }
 

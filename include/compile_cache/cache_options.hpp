@@ -94,11 +94,12 @@ COMPILE_CACHE_DECL cache_env_settings read_cache_env_settings(std::string_view p
 COMPILE_CACHE_DECL std::string read_signature_files(settings_reader const& env, cache_options& options);
 
 
-/// The line said for `name`, a variable of the cache's prefix that none of `known` (the
-/// settings of the cache and its storage) is: it is ignored, and the known name nearest
-/// to it is given when it looks misspelled (at most 2 letters apart).
-COMPILE_CACHE_DECL std::string unknown_setting_line(std::string const& name,
-                                                    std::vector<environment_setting> const& known);
+/// The line said for `name`, a variable of the cache's prefix, when it looks like a
+/// misspelling of one of `known` (the settings of the cache and its storage) and is none
+/// of them: at most 2 letters apart, or a file setting without its `_FILE`. Empty otherwise (a known
+/// name, or a variable of the host's own, or one its storage reads without listing it).
+COMPILE_CACHE_DECL std::string misspelled_setting_line(std::string const& name,
+                                                       std::vector<environment_setting> const& known);
 
 /// The settings basic_cache::environment_settings lists after its Storage's: the cache's
 /// own, one line each; PREFIX_COMPRESS's when `compress_max_level` is not 0 (a cache

@@ -10,7 +10,6 @@
 #include <compile_cache/settings.hpp>
 #include <compile_cache/storage/concept.hpp>
 
-#include <algorithm>
 #include <exception>
 #include <optional>
 #include <string>
@@ -88,10 +87,12 @@ std::vector<environment_setting> cache_environment_settings(std::string_view pre
 }
 
 /// Holds (in `held`, said with the cache's other lines) one line for each variable of
-/// the prefix (`PREFIX_...`) set that is no setting of the cache or of Storage: a
-/// misspelling (PREFIX_TRUSTED_KEY_FILE for PREFIX_TRUSTED_KEYS_FILE) would otherwise
-/// leave a security setting unset without a word. Only for a Storage that lists its
-/// settings (environment_settings): what another reads is not known. Never throws.
+/// the prefix (`PREFIX_...`) set that looks like a misspelling of a setting of the cache
+/// or of Storage (misspelled_setting_line): PREFIX_TRUSTED_KEY_FILE for
+/// PREFIX_TRUSTED_KEYS_FILE would otherwise leave a security setting unset without a
+/// word. Other unknown names are left alone: a Storage may read settings it does not
+/// list, and a host may use the prefix too. Only for a Storage that lists its settings
+/// (environment_settings). Never throws.
 template <class Storage, class Compression>
 void hold_unknown_settings(std::string_view prefix, held_lines& held) noexcept {
     if constexpr (has_environment_settings<Storage>::value) {
@@ -100,9 +101,8 @@ void hold_unknown_settings(std::string_view prefix, held_lines& held) noexcept {
             // Read, to say it cannot be honoured, by a cache whose Compression policy does not compress.
             known.push_back({std::string(prefix) + "_COMPRESS", {}});
             for (std::string const& name : environment_names_with_prefix(std::string(prefix) + "_")) {
-                bool const is_known = std::any_of(known.begin(), known.end(),
-                                                  [&name](environment_setting const& s) { return s.name == name; });
-                if (!is_known) held.hold(unknown_setting_line(name, known));
+                std::string line = misspelled_setting_line(name, known);
+                if (!line.empty()) held.hold(std::move(line));
             }
         } catch (...) { // bad_alloc: nothing more said
         }

@@ -115,18 +115,21 @@ COMPILE_CACHE_DECL std::size_t edit_distance(std::string_view a, std::string_vie
     return row[b.size()];
 }
 
-std::string unknown_setting_line(std::string const& name, std::vector<environment_setting> const& known) {
+std::string misspelled_setting_line(std::string const& name, std::vector<environment_setting> const& known) {
     std::string nearest;
     std::size_t best = 3; // more letters apart than 2: not a misspelling of it
     for (environment_setting const& s : known) {
-        std::size_t const d = edit_distance(name, s.name);
+        if (s.name == name) return {};
+        // A file setting without its _FILE (PREFIX_TRUSTED_KEYS): as near as can be.
+        std::size_t const d = s.name == name + "_FILE" ? 0 : edit_distance(name, s.name);
         if (d < best) {
             best = d;
             nearest = s.name;
         }
     }
-    return name + " is set, but it is no setting of this cache or its storage" +
-           (nearest.empty() ? std::string() : " (" + nearest + ", misspelled?)") + "; it is ignored";
+    if (nearest.empty()) return {};
+    return name + " is set, but it is no setting of this cache or its storage (" + nearest +
+           ", misspelled?); it is ignored";
 }
 
 void add_cache_environment_settings(std::string_view prefix, std::vector<environment_setting>& s,
