@@ -756,3 +756,99 @@ TEST_CASE("nullptr for self means no kernel: stores and loads work, self referen
     auto r = cache.get_or_compile<node_artifact>(k, {"plain", "f", 1}, [] { return node_artifact{}; }, nullptr);
     CHECK(r.outcome == cc::outcome::loaded);
 }
+
+// --- nested loads that reach themselves -------------------------------------------
+
+namespace {
+// A kernel that names its callee by key; reading it loads the callee too (a nested load),
+// through `cache_for_calls`. A callee that cannot be loaded makes the caller's load fail.
+using calling_cache = cache_over<cc::memory_storage>;
+calling_cache* cache_for_calls = nullptr;
+
+struct calling_kernel {
+    std::string callee_hex;
+    int depth = 0; ///< on load: how many calls down the chain ends
+
+    template <class Archive>
+    void serialize(Archive& ar, unsigned) {
+        ar & callee_hex;
+        if constexpr (Archive::is_loading::value) {
+            if (callee_hex.empty()) return;
+            std::optional<cc::key> const callee = cc::key::from_hex(callee_hex);
+            if (!callee) throw std::runtime_error("not a key");
+            std::optional<calling_kernel> const loaded =
+                cache_for_calls->load<calling_kernel>(cc::key_result::keyed(*callee, {}), {"callee", "", 0});
+            if (!loaded) throw std::runtime_error("the callee could not be loaded");
+            depth = loaded->depth + 1;
+        }
+    }
+};
+
+cc::key_result calling_key(calling_cache& cache, std::string const& name) {
+    return cache.make_key_builder("cache_test calls").add("kernel", name).finish();
+}
+
+/// Stores a chain of `n` kernels, each calling the next, the last `last_calls` (none when
+/// empty); the first one's key.
+cc::key_result store_chain(calling_cache& cache, std::string const& name, int n, std::string const& last_calls) {
+    std::string callee = last_calls;
+    cc::key_result first = calling_key(cache, name + std::to_string(n - 1));
+    for (int i = n - 1; i >= 0; --i) {
+        first = calling_key(cache, name + std::to_string(i));
+        if (!cache.store(first, calling_kernel{callee, 0}, {"k", "", 0})) return cc::key_result{};
+        callee = first.value().hex();
+    }
+    return first;
+}
+} // namespace
+
+TEST_CASE("a nested load of a kernel this thread is already loading is a counted miss, not a stack overflow",
+          "[cache]") {
+    // In a child with an alarm: without the bound the recursion overflows the stack.
+    std::string const seen = compile_cache_test::run_in_child([]() -> std::string {
+        ::alarm(20);
+        calling_cache cache{cc::memory_storage{}};
+        cache_for_calls = &cache;
+        std::string said;
+        // An entry that names its own key as a callee.
+        cc::key_result const self = calling_key(cache, "itself");
+        if (!cache.store(self, calling_kernel{self.value().hex(), 0}, {"k", "", 0})) return "store failed";
+        said += cache.load<calling_kernel>(self) ? "itself: loaded" : "itself: miss";
+        said += ", unresolved " +
+                std::to_string(cache.stats().miss_count(cc::miss_reason::unresolved_reference));
+        // A cycle a -> b -> a.
+        cc::key_result const a = calling_key(cache, "a");
+        cc::key_result const b = calling_key(cache, "b");
+        if (!cache.store(a, calling_kernel{b.value().hex(), 0}, {"k", "", 0})) return "store failed";
+        if (!cache.store(b, calling_kernel{a.value().hex(), 0}, {"k", "", 0})) return "store failed";
+        said += cache.load<calling_kernel>(a) ? "; cycle: loaded" : "; cycle: miss";
+        said += ", unresolved " +
+                std::to_string(cache.stats().miss_count(cc::miss_reason::unresolved_reference));
+        // get_or_compile of a kernel in the cycle compiles it.
+        auto const r = cache.get_or_compile<calling_kernel>(b, {"b", "", 0}, [] { return calling_kernel{{}, 7}; });
+        said += r.outcome == cc::outcome::compiled && r.value.depth == 7 ? "; compiled" : "; not compiled";
+        cache_for_calls = nullptr;
+        return said;
+    });
+    CHECK(seen == "itself: miss, unresolved 1; cycle: miss, unresolved 2; compiled");
+}
+
+TEST_CASE("nested loads deeper than max_nested_loads are a counted miss; a shallower chain loads", "[cache]") {
+    calling_cache cache{cc::memory_storage{}};
+    cache_for_calls = &cache;
+    int const bound = 32; // cc::detail::max_nested_loads
+    cc::key_result const shallow = store_chain(cache, "shallow", bound, {});
+    REQUIRE(shallow.ok());
+    std::optional<calling_kernel> const loaded = cache.load<calling_kernel>(shallow);
+    CHECK(loaded);
+    CHECK((loaded && loaded->depth == bound - 1));
+    CHECK(cache.stats().miss_count(cc::miss_reason::unresolved_reference) == 0);
+    cc::key_result const deep = store_chain(cache, "deep", bound + 1, {});
+    REQUIRE(deep.ok());
+    CHECK_FALSE(cache.load<calling_kernel>(deep));
+    CHECK(cache.stats().miss_count(cc::miss_reason::unresolved_reference) == 1);
+    // The bound is on the loads under way: the next load starts from none.
+    CHECK(cache.load<calling_kernel>(shallow));
+    cache_for_calls = nullptr;
+}
+

@@ -217,6 +217,65 @@ private:
     std::string* shared_; ///< this thread's buffer; nullptr: nested, or at exit once it is gone (per_thread)
     std::string own_;
 };
+/// The most loads one thread may have under way at once, nested ones included (a load
+/// started from inside a deserializer): a deeper one is a counted miss.
+inline constexpr int max_nested_loads = 32; // (said in load_under_way's message)
+
+/// The loads under way on this thread, the outermost first: a cache (its state) and the
+/// key it loads. nullptr at exit, once the thread's objects are gone (per_thread).
+struct loads_of_this_thread_tag;
+inline std::vector<std::pair<void const*, key>>* loads_of_this_thread() noexcept {
+    return per_thread<std::vector<std::pair<void const*, key>>, loads_of_this_thread_tag>();
+}
+
+/// A load's place among this thread's loads, held while it runs. `refused()` when it may
+/// not run: the same cache already loads the same key on this thread (a nested load of
+/// itself, directly or through a cycle), or max_nested_loads are under way.
+class load_under_way {
+public:
+    load_under_way(void const* cache, key const& k) noexcept {
+        if (depth() >= max_nested_loads) {
+            refused_ = "a nested load deeper than max_nested_loads (32) loads";
+            return;
+        }
+        if (auto* loads = loads_of_this_thread()) {
+            for (auto const& [c, loading] : *loads) {
+                if (c == cache && loading == k) {
+                    refused_ = "a nested load of the kernel this thread is already loading";
+                    return;
+                }
+            }
+            try {
+                loads->emplace_back(cache, k);
+                listed_ = true;
+            } catch (...) { // (out of memory: only the depth bound then stops a cycle)
+            }
+        }
+        ++depth();
+        counted_ = true;
+    }
+    ~load_under_way() {
+        if (listed_) {
+            if (auto* loads = loads_of_this_thread()) loads->pop_back();
+        }
+        if (counted_) --depth();
+    }
+    load_under_way(load_under_way const&) = delete;
+    load_under_way& operator=(load_under_way const&) = delete;
+
+    /// Why the load may not run (never empty then), or nullptr when it may.
+    char const* refused() const noexcept { return refused_; }
+
+private:
+    static int& depth() noexcept {
+        thread_local int n = 0;
+        return n;
+    }
+    char const* refused_ = nullptr;
+    bool listed_ = false;
+    bool counted_ = false;
+};
+
 using read_buffer = reused_buffer<struct read_buffer_tag>;
 using decompress_buffer = reused_buffer<struct decompress_buffer_tag>;
 using serialize_buffer = reused_buffer<struct serialize_buffer_tag>;
@@ -688,7 +747,9 @@ private:
                                       miss_reason& why) {
         if (!enabled_ || !k.ok()) return std::nullopt;
         load_attempt attempt{k.value(), info, why};
+        detail::load_under_way const under_way(state_.get(), k.value());
         try {
+            if (under_way.refused()) return missed(attempt, miss_reason::unresolved_reference, under_way.refused());
             detail::read_buffer buffer;
             // A storage with read_view may hand out the entry's bytes where they are (a
             // mapped file), kept alive by `view` until the artifact is made.
