@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <new>
 #include <filesystem>
 #include <optional>
 #include <stdexcept>
@@ -852,3 +853,148 @@ TEST_CASE("nested loads deeper than max_nested_loads are a counted miss; a shall
     cache_for_calls = nullptr;
 }
 
+// --- allocation failures in get_or_compile ------------------------------------------
+
+namespace {
+// The fault: on the thread that arms it, the `countdown`-th allocation from then throws
+// std::bad_alloc; with `persistent`, every later one too (memory exhausted) until disarmed.
+thread_local bool allocation_fault_armed = false;
+thread_local long allocation_fault_countdown = 0;
+thread_local bool allocation_fault_fired = false;
+thread_local bool allocation_fault_persistent = false;
+
+struct allocation_fault {
+    allocation_fault(long nth, bool persistent) {
+        allocation_fault_fired = false;
+        allocation_fault_persistent = persistent;
+        allocation_fault_countdown = nth;
+        allocation_fault_armed = true;
+    }
+    ~allocation_fault() { disarm(); }
+    allocation_fault(allocation_fault const&) = delete;
+    allocation_fault& operator=(allocation_fault const&) = delete;
+    static void disarm() noexcept {
+        allocation_fault_armed = false;
+        allocation_fault_persistent = false;
+    }
+    static bool fired() noexcept { return allocation_fault_fired; }
+};
+} // namespace
+
+void* operator new(std::size_t n) {
+    if (allocation_fault_armed && (allocation_fault_countdown <= 0 || --allocation_fault_countdown == 0)) {
+        if (!allocation_fault_persistent) allocation_fault_armed = false;
+        allocation_fault_fired = true;
+        throw std::bad_alloc();
+    }
+    if (void* p = std::malloc(n ? n : 1)) return p;
+    throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+namespace {
+struct small_artifact {
+    int v = 0;
+    template <class Archive>
+    void serialize(Archive& ar, unsigned) {
+        ar & v;
+    }
+};
+struct bound_kernel {
+    int id = 0;
+};
+
+/// A host's Resolver: the registry, whose bind throws (its bookkeeping could not be made).
+struct throwing_bind_registry : cc::registry {
+    template <class T>
+    bool bind(T const*, cc::key const&) {
+        throw std::runtime_error("the resolver could not record the kernel");
+    }
+};
+} // namespace
+
+TEST_CASE("get_or_compile with bind_self: a failed allocation in the bind never reaches the host", "[cache]") {
+    cc::cache_options options;
+    options.logger = [](std::string_view) {};
+    cache_over<cc::memory_storage> cache(cc::memory_storage{}, options);
+    auto const k = cache.make_key_builder("cache_test").add("ir", "bound kernel").finish();
+    cc::entry_info const info{"a_kernel_with_a_long_enough_name", "some/source/file.dsl", 12};
+    std::string escaped;
+    for (long n = 1; n < 20000; ++n) {
+        bound_kernel kernel{int(n)}; // a new kernel each time: its binding allocates
+        (void)cache.storage().remove(k.value());
+        bool fired = false;
+        try {
+            allocation_fault fault(n, false);
+            auto r = cache.get_or_compile<small_artifact>(k, info, [] { return small_artifact{1}; },
+                                                          cc::bind_self<bound_kernel>(&kernel));
+            fired = allocation_fault::fired();
+            if (r.value.v != 1) escaped += "allocation #" + std::to_string(n) + ": another artifact\n";
+        } catch (std::exception const& e) {
+            fired = true;
+            escaped += "allocation #" + std::to_string(n) + ": " + e.what() + "\n";
+        }
+        cache.resolver().remove(&kernel);
+        if (!fired) break;
+    }
+    INFO(escaped);
+    CHECK(escaped.empty());
+}
+
+TEST_CASE("get_or_compile with bind_self: a Resolver whose bind throws leaves the kernel unbound", "[cache]") {
+    std::vector<std::string> log;
+    cc::cache_options options;
+    options.logger = [&](std::string_view line) { log.emplace_back(line); };
+    cc::basic_cache<cc::sha256, cc::boost_binary, throwing_bind_registry, cc::memory_storage> cache(
+        cc::memory_storage{}, options);
+    auto const k = cache.make_key_builder("cache_test").add("ir", "bound kernel").finish();
+    bound_kernel kernel{1};
+    int compiles = 0;
+    std::string escaped;
+    try {
+        auto r = cache.get_or_compile<small_artifact>(k, {"bound", "k.dsl", 1}, [&] {
+            ++compiles;
+            return small_artifact{5};
+        }, cc::bind_self<bound_kernel>(&kernel));
+        CHECK(r.value.v == 5);
+        CHECK(r.outcome == cc::outcome::compiled);
+    } catch (std::exception const& e) {
+        escaped = e.what();
+    }
+    CHECK(escaped.empty());
+    CHECK(compiles == 1);
+    CHECK(std::any_of(log.begin(), log.end(), [](std::string const& l) {
+        return l.find("the resolver could not record the kernel") != std::string::npos;
+    }));
+}
+
+TEST_CASE("get_or_compile with memory exhausted from any point: the host's artifact comes back, nothing escapes",
+          "[cache]") {
+    // Memory runs out at the n-th allocation of the call and stays out until it returns;
+    // the host's compile allocates nothing. Its artifact must come back, its reason empty
+    // when it could not be made.
+    cc::cache_options options;
+    options.logger = [](std::string_view) {};
+    cache_over<cc::memory_storage> cache(cc::memory_storage{}, options);
+    auto const k = cache.make_key_builder("cache_test").add("ir", "exhausted").finish();
+    cc::entry_info const info{"a_kernel_with_a_long_enough_name", "some/source/file.dsl", 12};
+    REQUIRE(cache.store(k, small_artifact{1}, info));
+    std::string escaped;
+    for (long n = 1; n < 20000; ++n) {
+        bool fired = false;
+        try {
+            allocation_fault fault(n, true);
+            auto r = cache.get_or_compile<small_artifact>(k, info, [] { return small_artifact{1}; });
+            fired = allocation_fault::fired();
+            allocation_fault::disarm();
+            if (r.value.v != 1) escaped += "allocation #" + std::to_string(n) + ": another artifact\n";
+        } catch (std::exception const& e) {
+            fired = true;
+            escaped += "allocation #" + std::to_string(n) + ": " + e.what() + "\n";
+        }
+        if (!fired) break;
+    }
+    INFO(escaped);
+    CHECK(escaped.empty());
+}

@@ -569,8 +569,17 @@ public:
                                     bind_self<T> self) {
         static_assert(detail::has_bind<Resolver, T>::value,
                       "bind_self needs a resolver with bind(T const*, key const&), such as registry");
-        if constexpr (detail::has_bind<Resolver, T>::value)
-            state_->resolver.bind(self.kernel, k.ok() ? k.value() : key{});
+        if constexpr (detail::has_bind<Resolver, T>::value) {
+            // A bind that throws (the Resolver's own bookkeeping could not be made) leaves
+            // the kernel unbound, as for a bypass: logged, and the call goes on.
+            try {
+                state_->resolver.bind(self.kernel, k.ok() ? k.value() : key{});
+            } catch (std::exception const& e) {
+                bind_failed(info, e.what());
+            } catch (...) {
+                bind_failed(info, "unknown exception");
+            }
+        }
         return get_or_compile<Artifact, Compile, T>(k, info, std::forward<Compile>(compile), self.kernel);
     }
 
@@ -664,7 +673,8 @@ private:
             state_->stats.bypassed(k.bypass_reason());
             log_with([&] { return "bypass " + printable(info.name) + ": " + printable(k.bypass_reason()); });
             auto start = std::chrono::steady_clock::now();
-            cached<Artifact> result{std::forward<Compile>(compile)(), outcome::bypassed, k.bypass_reason()};
+            cached<Artifact> result = compiled_result<Artifact>(std::forward<Compile>(compile)(), outcome::bypassed,
+                                                                k.bypass_reason());
             state_->stats.compiled(detail::elapsed_ns(start));
             return result;
         }
@@ -693,7 +703,8 @@ private:
                 [&] { return load_impl<Artifact>(k, info, self, why); }))
             return cached<Artifact>{std::move(*hit), outcome::loaded, {}};
         auto start = std::chrono::steady_clock::now();
-        cached<Artifact> result{std::forward<Compile>(compile)(), outcome::compiled, to_string(why)};
+        cached<Artifact> result = compiled_result<Artifact>(std::forward<Compile>(compile)(), outcome::compiled,
+                                                            to_string(why));
         std::uint64_t compile_ns = detail::elapsed_ns(start);
         state_->stats.compiled(compile_ns);
         result.explanation = std::move(explanation);
@@ -903,6 +914,24 @@ private:
             Serializer::save(out, a, resolver_context::of(state_->resolver, self));
         };
         return state_->verifier.judge(info.name, k.value(), loaded, compile, serialize, state_->stats, options_.logger);
+    }
+
+    // A Resolver's bind (bind_self) that threw: logged, with what it threw.
+    void bind_failed(entry_info const& info, char const* what) noexcept {
+        log_with([&] { return "bind failed " + printable(info.name) + ": the resolver threw: " + what; });
+    }
+
+    // The result of a compile: `value`, with `reason` when it can be had; memory too short
+    // for its copy leaves it empty rather than lose the artifact.
+    template <class Artifact>
+    static cached<Artifact> compiled_result(Artifact&& value, compile_cache::outcome o,
+                                            std::string_view reason) {
+        cached<Artifact> result{std::move(value), o, std::string()};
+        try {
+            result.reason = reason;
+        } catch (...) {
+        }
+        return result;
     }
 
     std::nullopt_t missed(load_attempt& attempt, miss_reason r, std::string const& detail) noexcept {
