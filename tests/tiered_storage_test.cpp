@@ -13,12 +13,14 @@
 #include <boost/serialization/vector.hpp>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -1197,4 +1199,181 @@ TEST_CASE("tiered_storage: a store made before a batch began does not make it dr
     first.join();
     REQUIRE(first_waits);
     CHECK(*server.batches == 2);
+}
+
+namespace {
+/// A directory remote whose writes are slow (a remote's round trip), so that the worker
+/// is busy when what follows is queued.
+struct slow_writing_remote : cc::directory_storage {
+    using cc::directory_storage::directory_storage;
+    std::error_code write(cc::key const& k, std::string_view bytes) noexcept {
+        std::this_thread::sleep_for(400ms);
+        return cc::directory_storage::write(k, bytes);
+    }
+};
+
+cc::key key_of_bytes(char c) {
+    std::string const bytes(32, c);
+    return cc::key(bytes.data(), bytes.size());
+}
+
+/// What another process of the fleet finds when it claims `k` on the remote directory now
+/// (from another thread, through a handle of its own).
+cc::claim_state fleet_claim(std::string const& dir, cc::key const& k) {
+    cc::claim_state s = cc::claim_state::none;
+    std::thread([&] {
+        cc::directory_storage other(dir);
+        cc::claim_answer const a = other.try_claim(k, cc::claim_request{cc::claim_scope::both, 30000ms});
+        s = a.state;
+        if (s == cc::claim_state::claimed) other.release_claim(k);
+    }).join();
+    return s;
+}
+} // namespace
+
+TEST_CASE("remove(k) drops k's queued uploads, not the queued release of k's remote claim", "[tiered]") {
+    for (bool const remove_after : {false, true}) {
+        CAPTURE(remove_after);
+        temp_dir dir;
+        cc::tiered_storage<cc::memory_storage, slow_writing_remote> t(cc::memory_storage{},
+                                                                      slow_writing_remote(dir.str()));
+        cc::key const k = key_of_bytes('k');
+        REQUIRE(!t.write(key_of_bytes('x'), "an entry whose upload keeps the worker busy"));
+        std::this_thread::sleep_for(50ms); // the worker has taken it
+        REQUIRE(t.try_claim(k, cc::claim_request{cc::claim_scope::both, 30000ms}).state == cc::claim_state::claimed);
+        REQUIRE(fleet_claim(dir.str(), k) == cc::claim_state::held);
+        t.release_claim(k); // queued behind the upload
+        if (remove_after) (void)t.remove(k); // the host invalidates the kernel it just compiled
+        REQUIRE(t.wait_for_uploads(5000ms));
+        CHECK(fleet_claim(dir.str(), k) == cc::claim_state::claimed);
+    }
+}
+
+namespace {
+/// A remote with a batch read that takes a while (a round trip to a server), as
+/// redis_storage's and http_storage's do.
+struct slow_batch_remote {
+    std::shared_ptr<cc::memory_storage> entries = std::make_shared<cc::memory_storage>();
+    cc::read_result read(cc::key const& k, std::string& out, std::size_t max) { return entries->read(k, out, max); }
+    void read_many(std::vector<cc::key> const& keys, std::size_t max,
+                   std::vector<std::pair<cc::read_result, std::string>>& out) noexcept {
+        std::this_thread::sleep_for(200ms);
+        out.clear();
+        out.resize(keys.size());
+        for (std::size_t i = 0; i < keys.size(); ++i) out[i].first = entries->read(keys[i], out[i].second, max);
+    }
+    std::error_code write(cc::key const& k, std::string_view bytes) { return entries->write(k, bytes); }
+    std::error_code remove(cc::key const& k) { return entries->remove(k); }
+};
+
+template <class Tier>
+std::uint64_t tier_counter(Tier const& t, std::string const& name) {
+    for (auto const& [n, v] : t.storage_counters())
+        if (n == name) return v;
+    return ~std::uint64_t{0};
+}
+} // namespace
+
+TEST_CASE("overlapping prefetches of one key hold one answer and count its bytes once", "[tiered]") {
+    slow_batch_remote remote;
+    std::string const value(300, 'v'); // cost 300 + 96 = 396 each
+    for (char c : {'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'}) REQUIRE(!remote.entries->write(key_of_bytes(c), value));
+    cc::tier_options options;
+    options.upload = cc::remote_upload::sync;
+    options.prefetch_bytes = 2000; // room for five answers
+    cc::tiered_storage<cc::memory_storage, slow_batch_remote> t(cc::memory_storage{}, remote, options);
+    // Four rounds: two threads prefetch the same key at once, then the key is read (which
+    // takes the one answer held).
+    for (char c : {'a', 'b', 'c', 'd'}) {
+        std::thread other([&] { t.prefetch({key_of_bytes(c)}, 1 << 20); });
+        t.prefetch({key_of_bytes(c)}, 1 << 20);
+        other.join();
+        std::string out;
+        REQUIRE(t.read(key_of_bytes(c), out, 1 << 20).status == cc::read_status::found);
+        REQUIRE(out == value);
+    }
+    // Nothing is held now: four 396-byte answers (1584 bytes) fit in 2000.
+    std::uint64_t const dropped_before = tier_counter(t, "remote.prefetch-dropped");
+    t.prefetch({key_of_bytes('e'), key_of_bytes('f'), key_of_bytes('g'), key_of_bytes('h')}, 1 << 20);
+    std::uint64_t const dropped_after = tier_counter(t, "remote.prefetch-dropped");
+    INFO("remote.prefetch-dropped before the last prefetch: " << dropped_before << ", after: " << dropped_after);
+    CHECK(dropped_after == dropped_before);
+}
+
+namespace {
+/// A remote with claims, that keeps nothing and takes no lock of its own: a child forked
+/// from a process using it can wait only on the tier's own locks.
+struct lockless_claims_remote {
+    cc::read_result read(cc::key const&, std::string& out, std::size_t) noexcept {
+        out.clear();
+        return {cc::read_status::absent, {}};
+    }
+    std::error_code write(cc::key const&, std::string_view) noexcept { return {}; }
+    std::error_code remove(cc::key const&) noexcept { return {}; }
+    cc::claim_answer try_claim(cc::key const&, cc::claim_request const&) noexcept {
+        return {cc::claim_state::claimed};
+    }
+    void release_claim(cc::key const&) noexcept {}
+};
+
+/// Forks up to `forks` children while `busy` runs on another thread of this process, each
+/// child running `in_child` under a 5 s alarm; the children killed by their alarm. Stops at
+/// the first such child, or after 15 s.
+template <class Busy, class InChild>
+int children_that_hang(int forks, Busy busy, InChild in_child) {
+    std::atomic<bool> stop{false};
+    std::thread busy_thread([&] {
+        while (!stop.load(std::memory_order_relaxed)) busy();
+    });
+    int hung = 0;
+    auto const until = std::chrono::steady_clock::now() + 15s;
+    for (int i = 0; i < forks && hung == 0 && std::chrono::steady_clock::now() < until; ++i) {
+        pid_t const child = ::fork();
+        if (child < 0) break;
+        if (child == 0) {
+            ::alarm(5);
+            in_child();
+            ::_exit(0);
+        }
+        int status = 0;
+        while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+        }
+        if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) ++hung;
+    }
+    stop = true;
+    busy_thread.join();
+    return hung;
+}
+} // namespace
+
+TEST_CASE("a child forked while another thread claims or stores through the tier is not blocked by its locks",
+          "[tiered][fork]") {
+    // The tier's preclaim lock (each claim) and foreign lock (each remote store) are held
+    // for a few instructions; a child forked in that moment waits at most a second for them.
+    cc::tier_options options;
+    options.upload = cc::remote_upload::sync;
+    auto t = cc::tiered_storage<cc::memory_storage, lockless_claims_remote>::remote_only(lockless_claims_remote{},
+                                                                                         options);
+    cc::claim_request const request{cc::claim_scope::both, 30000ms};
+    SECTION("claims") {
+        int const hung = children_that_hang(
+            1000,
+            [&] {
+                for (char c = 'a'; c < 'q'; ++c) {
+                    (void)t.try_claim(key_of_bytes(c), request);
+                    t.release_claim(key_of_bytes(c));
+                }
+            },
+            [&] {
+                (void)t.try_claim(key_of_bytes('z'), request);
+                t.release_claim(key_of_bytes('z'));
+            });
+        CHECK(hung == 0);
+    }
+    SECTION("stores") {
+        int const hung = children_that_hang(
+            1000, [&] { (void)t.write(key_of_bytes('s'), "bytes"); },
+            [&] { (void)t.write(key_of_bytes('z'), "bytes"); });
+        CHECK(hung == 0);
+    }
 }

@@ -192,10 +192,10 @@ public:
     COMPILE_CACHE_DECL bool push(job&& j) noexcept;
     /// Waits until no job is queued or running, at most `within`; true when none is.
     COMPILE_CACHE_DECL bool wait_idle(std::chrono::milliseconds within) noexcept;
-    /// Drops the queued jobs of key `k` (uncounted: what comes next replaces them) and
-    /// waits, at most `within`, for a batch under way with a job of `k` to end; true when
-    /// none is left.
-    COMPILE_CACHE_DECL bool cancel(key const& k, std::chrono::milliseconds within) noexcept;
+    /// Drops the queued jobs of key `k` but those of kind `kept` (uncounted: what comes next
+    /// replaces them) and waits, at most `within`, for a batch under way with a job of `k`
+    /// to end; true when none is left.
+    COMPILE_CACHE_DECL bool cancel(key const& k, unsigned char kept, std::chrono::milliseconds within) noexcept;
     /// Whether the thread has been started in this process.
     COMPILE_CACHE_DECL bool started() const noexcept;
     /// Whether the worker is ending and its drain time is over: a runner that runs a
@@ -509,7 +509,7 @@ public:
     bool worker_started() const noexcept { return state_ && state_->worker && state_->worker->started(); }
 
     read_result read(key const& k, std::string& out, std::size_t max_size) noexcept {
-        if (!state_) {
+        if (!state_ || k.empty()) { // (the empty key names no entry: key.hpp)
             out.clear();
             return {read_status::absent, {}};
         }
@@ -632,7 +632,7 @@ public:
 
 private:
     std::error_code write_through(key const& k, std::string_view bytes, bool deferred) noexcept {
-        if (!state_) return std::make_error_code(std::errc::invalid_argument);
+        if (!state_ || k.empty()) return std::make_error_code(std::errc::invalid_argument);
         if (state_->remote_sealer && state_->remote && state_->options.mode == remote_mode::read_write) {
             std::string sealed;
             bool ok = false;
@@ -730,10 +730,11 @@ public:
     }
 
     std::error_code remove(key const& k) noexcept {
-        if (!state_) return {};
+        if (!state_ || k.empty()) return {};
         if (state_->forked_mid_job()) return std::make_error_code(std::errc::resource_unavailable_try_again);
-        // What the worker would still write for k (an upload, a copy) must not bring it back.
-        if (state_->worker) (void)state_->worker->cancel(k, std::chrono::seconds(10));
+        // What the worker would still write for k (an upload, a copy) must not bring it back;
+        // a queued release of k's remote claim still goes (the fleet's misses wait on it).
+        if (state_->worker) (void)state_->worker->cancel(k, job_release, std::chrono::seconds(10));
         state_->forget_prefetched(k);
         std::error_code answer;
         if (state_->local) answer = state_->local_remove(k);
@@ -989,11 +990,13 @@ private:
         std::optional<Remote> remote;
         tier_options options;
         std::array<std::atomic<std::uint64_t>, c_count> counts{};
-        /// Health and prefetch locks: held for a few loads and stores (and a map's changes),
-        /// never across a call or the host's code, but a process forked while another thread
-        /// held one has it held for ever. So each is taken within lock_wait; a lock not had
-        /// by then is lost for good (`health_lost`, `prefetch_lost`): the remote is skipped,
-        /// the prefetched answers and batches are not used, from then on.
+        /// Health, prefetch, preclaim and foreign locks: held for a few loads and stores (and
+        /// a map's changes), never across a call or the host's code, but a process forked
+        /// while another thread held one has it held for ever. So each is taken within
+        /// lock_wait; a lock not had by then is lost for good (`health_lost`, ...): the
+        /// remote is skipped, the prefetched answers and batches are not used, no claim is
+        /// taken ahead (those held ahead are left to their expiry), no remote entry is kept
+        /// as foreign (stores overwrite it, as past max_foreign_keys), from then on.
         static constexpr std::chrono::milliseconds lock_wait{1000};
         mutable std::timed_mutex health_mutex;
         mutable std::atomic<bool> health_lost{false};
@@ -1005,6 +1008,16 @@ private:
         /// prefetch_mutex within lock_wait (not owned when lost).
         std::unique_lock<std::timed_mutex> prefetch_lock() noexcept {
             return bounded_lock(prefetch_mutex, prefetch_lost);
+        }
+        std::atomic<bool> preclaim_lost{false};
+        std::atomic<bool> foreign_lost{false};
+        /// preclaim_mutex within lock_wait (not owned when lost).
+        std::unique_lock<std::timed_mutex> preclaim_lock() noexcept {
+            return bounded_lock(preclaim_mutex, preclaim_lost);
+        }
+        /// foreign_mutex within lock_wait (not owned when lost).
+        std::unique_lock<std::timed_mutex> foreign_lock() noexcept {
+            return bounded_lock(foreign_mutex, foreign_lost);
         }
         static std::unique_lock<std::timed_mutex> bounded_lock(std::timed_mutex& m, std::atomic<bool>& lost) noexcept {
             std::unique_lock<std::timed_mutex> lock(m, std::defer_lock);
@@ -1021,7 +1034,7 @@ private:
         std::chrono::milliseconds backoff{0};
         /// Keys whose remote entry this process read and found not authentic (at most
         /// max_foreign_keys; past that, stores overwrite them as before).
-        std::mutex foreign_mutex;
+        std::timed_mutex foreign_mutex; ///< (taken by foreign_lock)
         std::unordered_set<key> foreign;
         bool foreign_said = false;
         std::string secret_setting = "the secret file", replace_setting = "PREFIX_REMOTE_REPLACE_UNAUTHENTIC";
@@ -1074,7 +1087,7 @@ private:
             /// never used as taken.
             bool unknown = false;
         };
-        std::mutex preclaim_mutex;
+        std::timed_mutex preclaim_mutex; ///< (taken by preclaim_lock)
         std::unordered_map<key, preclaim> preclaimed;
         ::pid_t preclaim_pid = 0;
         std::unordered_set<key> parents; ///< in a forked child: the claims its parent held ahead
@@ -1343,13 +1356,20 @@ private:
                             if (claims && !claim_in_read && got[i].first.status == read_status::absent &&
                                 !is_identity_record_key(wanted[i]))
                                 absent.push_back(wanted[i]);
+                            // An answer held already (an overlapping prefetch's, fresh too: a
+                            // forget since would have dropped it) gives way to this newer one,
+                            // and its cost back; kept when the newer one does not fit.
                             std::size_t const cost = prefetch_cost(got[i].second);
-                            if (prefetched_bytes + cost > options.prefetch_bytes) {
+                            auto const held = prefetched.find(wanted[i]);
+                            std::size_t const held_cost =
+                                held == prefetched.end() ? 0 : prefetch_cost(held->second.bytes);
+                            std::size_t const others = prefetched_bytes - std::min(prefetched_bytes, held_cost);
+                            if (others + cost > options.prefetch_bytes) {
                                 ++counts[c_prefetch_dropped];
                                 continue;
                             }
-                            prefetched_bytes += cost;
                             prefetched[wanted[i]] = {got[i].first.status, std::move(got[i].second), now};
+                            prefetched_bytes = others + cost;
                         }
                     }
                     if (claim_in_read) record_claims(to_claim, claimed, wanted, got, taken, *claims);
@@ -1379,8 +1399,8 @@ private:
         /// which took it ahead (then forgotten: asked once).
         bool held_by_parent(key const& k) noexcept {
             try {
-                std::lock_guard<std::mutex> lock(preclaim_mutex);
-                if (preclaim_pid == 0) return false;
+                auto const lock = preclaim_lock();
+                if (!lock.owns_lock() || preclaim_pid == 0) return false;
                 adopt_pid_locked(::getpid());
                 return !parents.empty() && parents.erase(k) != 0;
             } catch (...) {
@@ -1404,7 +1424,8 @@ private:
                     ::pid_t const me = ::getpid();
                     std::vector<key> stale; // held ahead past half their expiry: released, their room freed
                     {
-                        std::lock_guard<std::mutex> lock(preclaim_mutex);
+                        auto const lock = preclaim_lock();
+                        if (!lock.owns_lock()) return false; // (no claim taken ahead)
                         adopt_pid_locked(me);
                         auto const now = clock::now();
                         for (auto it = preclaimed.begin(); it != preclaimed.end();) {
@@ -1458,7 +1479,8 @@ private:
                     auto const taken = clock::now();
                     remote->try_claim_many(absent, claim_request_of(request), answers);
                     if (answers.size() != absent.size()) return;
-                    std::lock_guard<std::mutex> lock(preclaim_mutex);
+                    auto const lock = preclaim_lock();
+                    if (!lock.owns_lock()) return; // (left to their expiry)
                     for (std::size_t i = 0; i < absent.size(); ++i)
                         remember_claim_locked(absent[i], answers[i], true, taken, request);
                 } catch (...) {
@@ -1499,7 +1521,8 @@ private:
                 std::unordered_map<key, read_status> read;
                 for (std::size_t i = 0; i < wanted.size() && i < got.size(); ++i)
                     read.emplace(wanted[i], got[i].first.status);
-                std::lock_guard<std::mutex> lock(preclaim_mutex);
+                auto const lock = preclaim_lock();
+                if (!lock.owns_lock()) return; // (left to their expiry)
                 for (std::size_t i = 0; i < to_claim.size(); ++i) {
                     claim_answer const answer = i < claimed.size() ? claimed[i] : claim_answer{};
                     auto const r = read.find(to_claim[i]);
@@ -1515,8 +1538,8 @@ private:
         /// (then forgotten).
         bool was_contended(key const& k) noexcept {
             try {
-                std::lock_guard<std::mutex> lock(preclaim_mutex);
-                return !contended.empty() && preclaim_pid == ::getpid() && contended.erase(k) != 0;
+                auto const lock = preclaim_lock();
+                return lock.owns_lock() && !contended.empty() && preclaim_pid == ::getpid() && contended.erase(k) != 0;
             } catch (...) {
                 return false;
             }
@@ -1530,8 +1553,8 @@ private:
             if constexpr (detail::has_claims<Remote>::value) {
                 try {
                     {
-                        std::lock_guard<std::mutex> lock(preclaim_mutex);
-                        if (preclaimed.empty() || preclaim_pid != ::getpid()) return false;
+                        auto const lock = preclaim_lock();
+                        if (!lock.owns_lock() || preclaimed.empty() || preclaim_pid != ::getpid()) return false;
                         auto const it = preclaimed.find(k);
                         if (it == preclaimed.end()) return false;
                         preclaim const p = it->second;
@@ -1557,8 +1580,8 @@ private:
                 try {
                     std::vector<key> unused;
                     {
-                        std::lock_guard<std::mutex> lock(preclaim_mutex);
-                        if (preclaimed.empty() || preclaim_pid != ::getpid()) return;
+                        auto const lock = preclaim_lock();
+                        if (!lock.owns_lock() || preclaimed.empty() || preclaim_pid != ::getpid()) return;
                         for (auto const& p : preclaimed) {
                             unused.push_back(p.first);
                             if (!p.second.unknown) ++counts[c_claims_prefetched_unused];
@@ -1889,8 +1912,8 @@ private:
         void note_foreign(key const& k) noexcept {
             if (options.replace_unauthentic || options.mode != remote_mode::read_write) return;
             try {
-                std::lock_guard<std::mutex> lock(foreign_mutex);
-                if (foreign.size() < max_foreign_keys) foreign.insert(k);
+                auto const lock = foreign_lock();
+                if (lock.owns_lock() && foreign.size() < max_foreign_keys) foreign.insert(k);
             } catch (...) {
             }
         }
@@ -1900,8 +1923,8 @@ private:
         bool keep_foreign(key const& k) noexcept {
             bool say = false;
             {
-                std::lock_guard<std::mutex> lock(foreign_mutex);
-                if (foreign.empty() || foreign.count(k) == 0) return false;
+                auto const lock = foreign_lock();
+                if (!lock.owns_lock() || foreign.empty() || foreign.count(k) == 0) return false;
                 say = !foreign_said;
                 foreign_said = true;
             }

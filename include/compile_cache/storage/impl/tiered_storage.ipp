@@ -147,11 +147,11 @@ bool tier_worker::wait_idle(std::chrono::milliseconds within) noexcept {
     }
 }
 
-bool tier_worker::cancel(key const& k, std::chrono::milliseconds within) noexcept {
+bool tier_worker::cancel(key const& k, unsigned char kept, std::chrono::milliseconds within) noexcept {
     try {
         std::unique_lock<std::mutex> lock(mutex_);
         for (auto it = queue_.begin(); it != queue_.end();) {
-            if (it->k == k) {
+            if (it->k == k && it->kind != kept) {
                 queued_bytes_ -= std::min(queued_bytes_, cost(*it));
                 it = queue_.erase(it);
             } else {
