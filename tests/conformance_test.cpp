@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -138,6 +139,37 @@ TEMPLATE_TEST_CASE("every shipped Storage passes the conformance kit", "[conform
     CHECK(failures.empty());
 }
 
+namespace {
+/// The kit's empty-key check, on its own: the empty key names no entry (key.hpp).
+template <class Storage>
+std::vector<std::string> empty_key_failures(Storage& s) {
+    std::vector<std::string> failures;
+    std::string const a(cc::key::max_size + 1, 'a'), b(cc::key::max_size + 1, 'b');
+    cc::key const ka(a.data(), a.size()), kb(b.data(), b.size());
+    if (!ka.empty()) failures.push_back("an over-long key is not the empty key");
+    if (!s.write(ka, "the entry of key a")) failures.push_back("a write under the empty key is accepted");
+    std::string out;
+    if (s.read(kb, out, 1 << 20).status == cc::read_status::found)
+        failures.push_back("another over-long key reads \"" + out + "\"");
+    (void)s.remove(ka);
+    return failures;
+}
+} // namespace
+
+TEMPLATE_TEST_CASE("every shipped Storage refuses the empty key, what an over-long key becomes",
+                   "[conformance][storage]", cc::memory_storage, cc::directory_storage, cc::null_storage,
+                   memory_tier) {
+    temp_dir dir;
+    auto s = [&] {
+        if constexpr (std::is_same_v<TestType, cc::directory_storage>) return cc::directory_storage(dir.str());
+        else if constexpr (std::is_same_v<TestType, memory_tier>) return memory_tier(cc::memory_storage(), cc::memory_storage());
+        else return TestType();
+    }();
+    auto const failures = empty_key_failures(s);
+    INFO(failure_lines(failures));
+    CHECK(failures.empty());
+}
+
 TEST_CASE("the storage kit names what a broken Storage breaks", "[conformance][storage]") {
     auto const failures = cct::check_storage_conformance([] { return appending_storage(); });
     INFO(failure_lines(failures));
@@ -149,6 +181,7 @@ TEST_CASE("the storage kit names what a broken Storage breaks", "[conformance][s
     CHECK(names("replace"));
     CHECK(names("size bound"));
     CHECK(names("listing"));
+    CHECK(names("empty key"));
     CHECK(!names("absent"));
     CHECK(!names("remove"));
 }

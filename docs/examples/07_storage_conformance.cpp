@@ -49,6 +49,8 @@ public:
         return {cc::read_status::found, {}};
     }
     std::error_code write(cc::key const& k, std::string_view bytes) {
+        // The empty key (what an over-long key becomes) names no entry: refused.
+        if (k.empty()) return std::make_error_code(std::errc::invalid_argument);
         std::lock_guard<std::mutex> lock(shared_->mutex);
         shared_->map[k] = std::string(bytes);
         return {};

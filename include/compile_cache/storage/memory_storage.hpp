@@ -22,7 +22,9 @@ namespace compile_cache {
 ///
 /// `read` fills `out` only when it reports `found`; on any other outcome `out` is
 /// left empty. An entry larger than `max_size` is reported as `too_large` without
-/// being copied. Allocation failures become error results; no member throws.
+/// being copied. Allocation failures become error results; no member throws. The empty
+/// key (what an over-long one becomes: key.hpp) names no entry: it reads absent, a write
+/// under it fails with invalid_argument, and a removal of it removes nothing.
 class memory_storage {
 public:
     memory_storage() = default;

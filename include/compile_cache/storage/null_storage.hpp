@@ -26,7 +26,10 @@ public:
         return {read_status::absent, {}};
     }
 
-    std::error_code write(key const&, std::string_view) noexcept { return {}; }
+    /// Keeps nothing; refuses the empty key (invalid_argument), as every storage does.
+    std::error_code write(key const& k, std::string_view) noexcept {
+        return k.empty() ? std::make_error_code(std::errc::invalid_argument) : std::error_code();
+    }
 
     std::error_code remove(key const&) noexcept { return {}; }
 };

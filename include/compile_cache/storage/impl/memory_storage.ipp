@@ -24,6 +24,7 @@ memory_storage& memory_storage::operator=(memory_storage&& other) noexcept {
 
 read_result memory_storage::read(key const& k, std::string& out, std::size_t max_size) noexcept {
     out.clear();
+    if (k.empty()) return {read_status::absent, {}}; // (the empty key names no entry: key.hpp)
     try {
         std::shared_lock<std::shared_mutex> lock(mutex_);
         auto it = entries_.find(k);
@@ -44,6 +45,7 @@ read_result memory_storage::read(key const& k, std::string& out, std::size_t max
 }
 
 std::error_code memory_storage::write(key const& k, std::string_view bytes) noexcept {
+    if (k.empty()) return std::make_error_code(std::errc::invalid_argument);
     try {
         // Copy before locking: the allocation does not need to hold writers out.
         std::string copy(bytes);
@@ -60,6 +62,7 @@ std::error_code memory_storage::write(key const& k, std::string_view bytes) noex
 }
 
 std::error_code memory_storage::remove(key const& k) noexcept {
+    if (k.empty()) return {};
     try {
         std::unique_lock<std::shared_mutex> lock(mutex_);
         entries_.erase(k);
