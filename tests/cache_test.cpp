@@ -881,7 +881,8 @@ struct allocation_fault {
 };
 } // namespace
 
-void* operator new(std::size_t n) {
+// (Not inlined: GCC would see free() called on what `new` returned, -Wmismatched-new-delete.)
+[[gnu::noinline]] void* operator new(std::size_t n) {
     if (allocation_fault_armed && (allocation_fault_countdown <= 0 || --allocation_fault_countdown == 0)) {
         if (!allocation_fault_persistent) allocation_fault_armed = false;
         allocation_fault_fired = true;
@@ -890,8 +891,8 @@ void* operator new(std::size_t n) {
     if (void* p = std::malloc(n ? n : 1)) return p;
     throw std::bad_alloc();
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete(void* p) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 struct small_artifact {

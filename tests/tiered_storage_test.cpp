@@ -1311,7 +1311,9 @@ struct lockless_claims_remote {
     std::error_code write(cc::key const&, std::string_view) noexcept { return {}; }
     std::error_code remove(cc::key const&) noexcept { return {}; }
     cc::claim_answer try_claim(cc::key const&, cc::claim_request const&) noexcept {
-        return {cc::claim_state::claimed};
+        cc::claim_answer a{};
+        a.state = cc::claim_state::claimed;
+        return a;
     }
     void release_claim(cc::key const&) noexcept {}
 };
