@@ -834,7 +834,7 @@ TEST_CASE("a nested load of a kernel this thread is already loading is a counted
     CHECK(seen == "itself: miss, unresolved 1; cycle: miss, unresolved 2; compiled");
 }
 
-TEST_CASE("nested loads deeper than max_nested_loads are a counted miss; a shallower chain loads", "[cache]") {
+TEST_CASE("nested loads deeper than max_nested_loads are a counted miss, a shallower chain loads", "[cache]") {
     calling_cache cache{cc::memory_storage{}};
     cache_for_calls = &cache;
     int const bound = 32; // cc::detail::max_nested_loads
