@@ -448,6 +448,7 @@ inline UInt read_be(unsigned char const* p) noexcept {
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace compile_cache::detail {
 
@@ -455,6 +456,9 @@ COMPILE_CACHE_DECL std::string lower(std::string_view s);
 
 /// The value of an environment variable; empty when unset.
 COMPILE_CACHE_DECL std::string getenv_string(std::string const& name);
+
+/// The names of the environment variables set now whose name starts with `prefix`.
+COMPILE_CACHE_DECL std::vector<std::string> environment_names_with_prefix(std::string_view prefix);
 
 /// Unset, empty, `0`, `off`, `false` and `no` (any case) switch a setting off.
 COMPILE_CACHE_DECL bool is_off(std::string_view value);
@@ -476,8 +480,33 @@ COMPILE_CACHE_DECL bool is_on(std::string_view value);
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+
+#if defined(__APPLE__)
+#include <crt_externs.h> // _NSGetEnviron: `environ` is not there for a shared library
+#else
+#include <unistd.h>
+extern "C" {
+extern char** environ; // (unistd.h declares it only for _GNU_SOURCE and the like)
+}
+#endif
 
 namespace compile_cache::detail {
+
+std::vector<std::string> environment_names_with_prefix(std::string_view prefix) {
+#if defined(__APPLE__)
+    char** const env = *_NSGetEnviron();
+#else
+    char** const env = environ;
+#endif
+    std::vector<std::string> names;
+    for (char** e = env; e != nullptr && *e != nullptr; ++e) {
+        char const* const eq = std::strchr(*e, '=');
+        std::string_view const name(*e, eq ? static_cast<std::size_t>(eq - *e) : std::strlen(*e));
+        if (name.size() > prefix.size() && name.substr(0, prefix.size()) == prefix) names.emplace_back(name);
+    }
+    return names;
+}
 
 std::string lower(std::string_view s) {
     std::string out(s);
@@ -12785,7 +12814,9 @@ namespace compile_cache {
 ///
 /// `read` fills `out` only when it reports `found`; on any other outcome `out` is
 /// left empty. An entry larger than `max_size` is reported as `too_large` without
-/// being copied. Allocation failures become error results; no member throws.
+/// being copied. Allocation failures become error results; no member throws. The empty
+/// key (what an over-long one becomes: key.hpp) names no entry: it reads absent, a write
+/// under it fails with invalid_argument, and a removal of it removes nothing.
 class memory_storage {
 public:
     memory_storage() = default;
@@ -12844,6 +12875,7 @@ memory_storage& memory_storage::operator=(memory_storage&& other) noexcept {
 
 read_result memory_storage::read(key const& k, std::string& out, std::size_t max_size) noexcept {
     out.clear();
+    if (k.empty()) return {read_status::absent, {}}; // (the empty key names no entry: key.hpp)
     try {
         std::shared_lock<std::shared_mutex> lock(mutex_);
         auto it = entries_.find(k);
@@ -12864,6 +12896,7 @@ read_result memory_storage::read(key const& k, std::string& out, std::size_t max
 }
 
 std::error_code memory_storage::write(key const& k, std::string_view bytes) noexcept {
+    if (k.empty()) return std::make_error_code(std::errc::invalid_argument);
     try {
         // Copy before locking: the allocation does not need to hold writers out.
         std::string copy(bytes);
@@ -12880,6 +12913,7 @@ std::error_code memory_storage::write(key const& k, std::string_view bytes) noex
 }
 
 std::error_code memory_storage::remove(key const& k) noexcept {
+    if (k.empty()) return {};
     try {
         std::unique_lock<std::shared_mutex> lock(mutex_);
         entries_.erase(k);
@@ -12921,7 +12955,10 @@ public:
         return {read_status::absent, {}};
     }
 
-    std::error_code write(key const&, std::string_view) noexcept { return {}; }
+    /// Keeps nothing; refuses the empty key (invalid_argument), as every storage does.
+    std::error_code write(key const& k, std::string_view) noexcept {
+        return k.empty() ? std::make_error_code(std::errc::invalid_argument) : std::error_code();
+    }
 
     std::error_code remove(key const&) noexcept { return {}; }
 };
@@ -14813,10 +14850,10 @@ public:
     COMPILE_CACHE_DECL bool push(job&& j) noexcept;
     /// Waits until no job is queued or running, at most `within`; true when none is.
     COMPILE_CACHE_DECL bool wait_idle(std::chrono::milliseconds within) noexcept;
-    /// Drops the queued jobs of key `k` (uncounted: what comes next replaces them) and
-    /// waits, at most `within`, for a batch under way with a job of `k` to end; true when
-    /// none is left.
-    COMPILE_CACHE_DECL bool cancel(key const& k, std::chrono::milliseconds within) noexcept;
+    /// Drops the queued jobs of key `k` but those of kind `kept` (uncounted: what comes next
+    /// replaces them) and waits, at most `within`, for a batch under way with a job of `k`
+    /// to end; true when none is left.
+    COMPILE_CACHE_DECL bool cancel(key const& k, unsigned char kept, std::chrono::milliseconds within) noexcept;
     /// Whether the thread has been started in this process.
     COMPILE_CACHE_DECL bool started() const noexcept;
     /// Whether the worker is ending and its drain time is over: a runner that runs a
@@ -15130,7 +15167,7 @@ public:
     bool worker_started() const noexcept { return state_ && state_->worker && state_->worker->started(); }
 
     read_result read(key const& k, std::string& out, std::size_t max_size) noexcept {
-        if (!state_) {
+        if (!state_ || k.empty()) { // (the empty key names no entry: key.hpp)
             out.clear();
             return {read_status::absent, {}};
         }
@@ -15253,7 +15290,7 @@ public:
 
 private:
     std::error_code write_through(key const& k, std::string_view bytes, bool deferred) noexcept {
-        if (!state_) return std::make_error_code(std::errc::invalid_argument);
+        if (!state_ || k.empty()) return std::make_error_code(std::errc::invalid_argument);
         if (state_->remote_sealer && state_->remote && state_->options.mode == remote_mode::read_write) {
             std::string sealed;
             bool ok = false;
@@ -15351,10 +15388,11 @@ public:
     }
 
     std::error_code remove(key const& k) noexcept {
-        if (!state_) return {};
+        if (!state_ || k.empty()) return {};
         if (state_->forked_mid_job()) return std::make_error_code(std::errc::resource_unavailable_try_again);
-        // What the worker would still write for k (an upload, a copy) must not bring it back.
-        if (state_->worker) (void)state_->worker->cancel(k, std::chrono::seconds(10));
+        // What the worker would still write for k (an upload, a copy) must not bring it back;
+        // a queued release of k's remote claim still goes (the fleet's misses wait on it).
+        if (state_->worker) (void)state_->worker->cancel(k, job_release, std::chrono::seconds(10));
         state_->forget_prefetched(k);
         std::error_code answer;
         if (state_->local) answer = state_->local_remove(k);
@@ -15610,11 +15648,13 @@ private:
         std::optional<Remote> remote;
         tier_options options;
         std::array<std::atomic<std::uint64_t>, c_count> counts{};
-        /// Health and prefetch locks: held for a few loads and stores (and a map's changes),
-        /// never across a call or the host's code, but a process forked while another thread
-        /// held one has it held for ever. So each is taken within lock_wait; a lock not had
-        /// by then is lost for good (`health_lost`, `prefetch_lost`): the remote is skipped,
-        /// the prefetched answers and batches are not used, from then on.
+        /// Health, prefetch, preclaim and foreign locks: held for a few loads and stores (and
+        /// a map's changes), never across a call or the host's code, but a process forked
+        /// while another thread held one has it held for ever. So each is taken within
+        /// lock_wait; a lock not had by then is lost for good (`health_lost`, ...): the
+        /// remote is skipped, the prefetched answers and batches are not used, no claim is
+        /// taken ahead (those held ahead are left to their expiry), no remote entry is kept
+        /// as foreign (stores overwrite it, as past max_foreign_keys), from then on.
         static constexpr std::chrono::milliseconds lock_wait{1000};
         mutable std::timed_mutex health_mutex;
         mutable std::atomic<bool> health_lost{false};
@@ -15626,6 +15666,16 @@ private:
         /// prefetch_mutex within lock_wait (not owned when lost).
         std::unique_lock<std::timed_mutex> prefetch_lock() noexcept {
             return bounded_lock(prefetch_mutex, prefetch_lost);
+        }
+        std::atomic<bool> preclaim_lost{false};
+        std::atomic<bool> foreign_lost{false};
+        /// preclaim_mutex within lock_wait (not owned when lost).
+        std::unique_lock<std::timed_mutex> preclaim_lock() noexcept {
+            return bounded_lock(preclaim_mutex, preclaim_lost);
+        }
+        /// foreign_mutex within lock_wait (not owned when lost).
+        std::unique_lock<std::timed_mutex> foreign_lock() noexcept {
+            return bounded_lock(foreign_mutex, foreign_lost);
         }
         static std::unique_lock<std::timed_mutex> bounded_lock(std::timed_mutex& m, std::atomic<bool>& lost) noexcept {
             std::unique_lock<std::timed_mutex> lock(m, std::defer_lock);
@@ -15642,7 +15692,7 @@ private:
         std::chrono::milliseconds backoff{0};
         /// Keys whose remote entry this process read and found not authentic (at most
         /// max_foreign_keys; past that, stores overwrite them as before).
-        std::mutex foreign_mutex;
+        std::timed_mutex foreign_mutex; ///< (taken by foreign_lock)
         std::unordered_set<key> foreign;
         bool foreign_said = false;
         std::string secret_setting = "the secret file", replace_setting = "PREFIX_REMOTE_REPLACE_UNAUTHENTIC";
@@ -15695,7 +15745,7 @@ private:
             /// never used as taken.
             bool unknown = false;
         };
-        std::mutex preclaim_mutex;
+        std::timed_mutex preclaim_mutex; ///< (taken by preclaim_lock)
         std::unordered_map<key, preclaim> preclaimed;
         ::pid_t preclaim_pid = 0;
         std::unordered_set<key> parents; ///< in a forked child: the claims its parent held ahead
@@ -15964,13 +16014,20 @@ private:
                             if (claims && !claim_in_read && got[i].first.status == read_status::absent &&
                                 !is_identity_record_key(wanted[i]))
                                 absent.push_back(wanted[i]);
+                            // An answer held already (an overlapping prefetch's, fresh too: a
+                            // forget since would have dropped it) gives way to this newer one,
+                            // and its cost back; kept when the newer one does not fit.
                             std::size_t const cost = prefetch_cost(got[i].second);
-                            if (prefetched_bytes + cost > options.prefetch_bytes) {
+                            auto const held = prefetched.find(wanted[i]);
+                            std::size_t const held_cost =
+                                held == prefetched.end() ? 0 : prefetch_cost(held->second.bytes);
+                            std::size_t const others = prefetched_bytes - std::min(prefetched_bytes, held_cost);
+                            if (others + cost > options.prefetch_bytes) {
                                 ++counts[c_prefetch_dropped];
                                 continue;
                             }
-                            prefetched_bytes += cost;
                             prefetched[wanted[i]] = {got[i].first.status, std::move(got[i].second), now};
+                            prefetched_bytes = others + cost;
                         }
                     }
                     if (claim_in_read) record_claims(to_claim, claimed, wanted, got, taken, *claims);
@@ -16000,8 +16057,8 @@ private:
         /// which took it ahead (then forgotten: asked once).
         bool held_by_parent(key const& k) noexcept {
             try {
-                std::lock_guard<std::mutex> lock(preclaim_mutex);
-                if (preclaim_pid == 0) return false;
+                auto const lock = preclaim_lock();
+                if (!lock.owns_lock() || preclaim_pid == 0) return false;
                 adopt_pid_locked(::getpid());
                 return !parents.empty() && parents.erase(k) != 0;
             } catch (...) {
@@ -16025,7 +16082,8 @@ private:
                     ::pid_t const me = ::getpid();
                     std::vector<key> stale; // held ahead past half their expiry: released, their room freed
                     {
-                        std::lock_guard<std::mutex> lock(preclaim_mutex);
+                        auto const lock = preclaim_lock();
+                        if (!lock.owns_lock()) return false; // (no claim taken ahead)
                         adopt_pid_locked(me);
                         auto const now = clock::now();
                         for (auto it = preclaimed.begin(); it != preclaimed.end();) {
@@ -16079,7 +16137,8 @@ private:
                     auto const taken = clock::now();
                     remote->try_claim_many(absent, claim_request_of(request), answers);
                     if (answers.size() != absent.size()) return;
-                    std::lock_guard<std::mutex> lock(preclaim_mutex);
+                    auto const lock = preclaim_lock();
+                    if (!lock.owns_lock()) return; // (left to their expiry)
                     for (std::size_t i = 0; i < absent.size(); ++i)
                         remember_claim_locked(absent[i], answers[i], true, taken, request);
                 } catch (...) {
@@ -16120,7 +16179,8 @@ private:
                 std::unordered_map<key, read_status> read;
                 for (std::size_t i = 0; i < wanted.size() && i < got.size(); ++i)
                     read.emplace(wanted[i], got[i].first.status);
-                std::lock_guard<std::mutex> lock(preclaim_mutex);
+                auto const lock = preclaim_lock();
+                if (!lock.owns_lock()) return; // (left to their expiry)
                 for (std::size_t i = 0; i < to_claim.size(); ++i) {
                     claim_answer const answer = i < claimed.size() ? claimed[i] : claim_answer{};
                     auto const r = read.find(to_claim[i]);
@@ -16136,8 +16196,8 @@ private:
         /// (then forgotten).
         bool was_contended(key const& k) noexcept {
             try {
-                std::lock_guard<std::mutex> lock(preclaim_mutex);
-                return !contended.empty() && preclaim_pid == ::getpid() && contended.erase(k) != 0;
+                auto const lock = preclaim_lock();
+                return lock.owns_lock() && !contended.empty() && preclaim_pid == ::getpid() && contended.erase(k) != 0;
             } catch (...) {
                 return false;
             }
@@ -16151,8 +16211,8 @@ private:
             if constexpr (detail::has_claims<Remote>::value) {
                 try {
                     {
-                        std::lock_guard<std::mutex> lock(preclaim_mutex);
-                        if (preclaimed.empty() || preclaim_pid != ::getpid()) return false;
+                        auto const lock = preclaim_lock();
+                        if (!lock.owns_lock() || preclaimed.empty() || preclaim_pid != ::getpid()) return false;
                         auto const it = preclaimed.find(k);
                         if (it == preclaimed.end()) return false;
                         preclaim const p = it->second;
@@ -16178,8 +16238,8 @@ private:
                 try {
                     std::vector<key> unused;
                     {
-                        std::lock_guard<std::mutex> lock(preclaim_mutex);
-                        if (preclaimed.empty() || preclaim_pid != ::getpid()) return;
+                        auto const lock = preclaim_lock();
+                        if (!lock.owns_lock() || preclaimed.empty() || preclaim_pid != ::getpid()) return;
                         for (auto const& p : preclaimed) {
                             unused.push_back(p.first);
                             if (!p.second.unknown) ++counts[c_claims_prefetched_unused];
@@ -16510,8 +16570,8 @@ private:
         void note_foreign(key const& k) noexcept {
             if (options.replace_unauthentic || options.mode != remote_mode::read_write) return;
             try {
-                std::lock_guard<std::mutex> lock(foreign_mutex);
-                if (foreign.size() < max_foreign_keys) foreign.insert(k);
+                auto const lock = foreign_lock();
+                if (lock.owns_lock() && foreign.size() < max_foreign_keys) foreign.insert(k);
             } catch (...) {
             }
         }
@@ -16521,8 +16581,8 @@ private:
         bool keep_foreign(key const& k) noexcept {
             bool say = false;
             {
-                std::lock_guard<std::mutex> lock(foreign_mutex);
-                if (foreign.empty() || foreign.count(k) == 0) return false;
+                auto const lock = foreign_lock();
+                if (!lock.owns_lock() || foreign.empty() || foreign.count(k) == 0) return false;
                 say = !foreign_said;
                 foreign_said = true;
             }
@@ -16958,11 +17018,11 @@ bool tier_worker::wait_idle(std::chrono::milliseconds within) noexcept {
     }
 }
 
-bool tier_worker::cancel(key const& k, std::chrono::milliseconds within) noexcept {
+bool tier_worker::cancel(key const& k, unsigned char kept, std::chrono::milliseconds within) noexcept {
     try {
         std::unique_lock<std::mutex> lock(mutex_);
         for (auto it = queue_.begin(); it != queue_.end();) {
-            if (it->k == k) {
+            if (it->k == k && it->kind != kept) {
                 queued_bytes_ -= std::min(queued_bytes_, cost(*it));
                 it = queue_.erase(it);
             } else {
@@ -17469,12 +17529,29 @@ inline constexpr std::size_t max_secret_file_size = std::size_t{64} << 10;
 /// the secret and close: reading it never blocks longer.
 inline constexpr std::chrono::milliseconds secret_pipe_timeout{1000};
 
+/// Who besides its owner a file read by read_secret_file may be open to; checked on the
+/// descriptor read (fstat), before a byte is read. docs/security.md says why each.
+enum class secret_file_rule {
+    /// Mode o+w refused (anyone could have planted their secret): a password or token file.
+    not_world_writable,
+    /// PREFIX_SECRET_FILE's HMAC secret: o+w and o+r refused (any user could read the
+    /// secret and forge entries); group read stays allowed, for a shared directory's group.
+    hmac_secret,
+    /// A signing key (PREFIX_SIGNING_KEY_FILE): any group or other permission bit refused.
+    signing_key,
+    /// A trusted-keys file (PREFIX_TRUSTED_KEYS_FILE): refused unless owned by this
+    /// process's effective user or root, and when group or other users may write it (as
+    /// ssh's StrictModes): anyone else who can change it could add their own key.
+    trusted_keys,
+};
+
 /// Reads the whole secret file at `path` into `secret`. On failure returns why (one
 /// phrase) and leaves `secret` empty; an empty file is a failure too, and so is a file
-/// any user may write (mode o+w: anyone could have planted their secret). A pipe or FIFO
-/// is read until its writer closes it, within secret_pipe_timeout (a FIFO that no
-/// program has open for writing reads as empty).
-COMPILE_CACHE_DECL std::string read_secret_file(std::string const& path, std::string& secret);
+/// open to others beyond what `rule` allows (the default: any user may write it, mode
+/// o+w). A pipe or FIFO is read until its writer closes it, within secret_pipe_timeout
+/// (a FIFO that no program has open for writing reads as empty).
+COMPILE_CACHE_DECL std::string read_secret_file(std::string const& path, std::string& secret,
+                                                secret_file_rule rule = secret_file_rule::not_world_writable);
 
 } // namespace compile_cache
 
@@ -17485,6 +17562,7 @@ COMPILE_CACHE_DECL std::string read_secret_file(std::string const& path, std::st
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include <fcntl.h>
@@ -17494,15 +17572,55 @@ COMPILE_CACHE_DECL std::string read_secret_file(std::string const& path, std::st
 
 namespace compile_cache {
 
-std::string read_secret_file(std::string const& path, std::string& secret) {
+namespace detail {
+
+/// Why a file of status `st` is refused under `rule` (read_secret_file), or empty.
+COMPILE_CACHE_DECL std::string secret_file_refusal(struct stat const& st, secret_file_rule rule) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    switch (rule) {
+    case secret_file_rule::trusted_keys:
+        // Whoever may change the file may add their own key to those this host trusts.
+        if (st.st_uid != ::geteuid() && st.st_uid != 0)
+            return "it is owned by user id " + std::to_string(st.st_uid) +
+                   ", neither this user nor root, who could add their own key to it (chown it to this user or root)";
+        if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+            return std::string("its mode ") + mode +
+                   " lets other users write it, who could add their own key to it (chmod go-w it; 0644 is usual)";
+        return {};
+    case secret_file_rule::signing_key:
+        if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0)
+            return std::string("its mode ") + mode +
+                   " opens it to other users, and a signing key must be its owner's alone (chmod go= it; 0600 or "
+                   "0400 is usual)";
+        return {};
+    case secret_file_rule::hmac_secret:
+        if ((st.st_mode & S_IROTH) != 0)
+            return std::string("its mode ") + mode +
+                   " lets any user read it, and with the secret forge entries (chmod o= it; 0600, or 0640 for the "
+                   "group that shares the cache)";
+        break;
+    case secret_file_rule::not_world_writable: break;
+    }
+    // Anyone on the machine could have put their secret there (ssh refuses such a key).
+    if ((st.st_mode & S_IWOTH) != 0)
+        return "any user can write it, so it may not be the secret (chmod o-w it; 0600 or 0400 is usual)";
+    return {};
+}
+
+} // namespace detail
+
+std::string read_secret_file(std::string const& path, std::string& secret, secret_file_rule rule) {
     secret.clear();
     int const fd = detail::retry_on_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK); });
     if (fd < 0) return std::string("cannot open it: ") + std::strerror(errno);
     detail::file_descriptor const guard{fd};
-    // Anyone on the machine could have put their secret there (ssh refuses such a key).
     struct stat st {};
-    if (::fstat(fd, &st) == 0 && (st.st_mode & S_IWOTH) != 0)
-        return "any user can write it, so it may not be the secret (chmod o-w it; 0600 or 0400 is usual)";
+    if (::fstat(fd, &st) != 0) return std::string("cannot read it: ") + std::strerror(errno);
+    if (!S_ISDIR(st.st_mode)) { // (a directory: "cannot read it: Is a directory" below)
+        std::string refused = detail::secret_file_refusal(st, rule);
+        if (!refused.empty()) return refused;
+    }
     auto const deadline = std::chrono::steady_clock::now() + secret_pipe_timeout;
     std::string why;
     char buffer[4096];
@@ -18874,7 +18992,7 @@ struct cache_options {
     /// uploads are signed by its signing key, and without one nothing is uploaded. Local
     /// entries are checked as without it. Null (the default): the remote's entries are
     /// checked as local ones. Set over a Storage that is not a tier, they would check
-    /// nothing: without a secret the cache is then disabled (one line through the logger).
+    /// nothing: the cache is then disabled, secret or not (one line through the logger).
     std::shared_ptr<entry_signatures const> signatures;
     /// Single flight (single_flight.hpp): a miss claims its key before it compiles, and a
     /// miss that finds another process's claim waits for its entry, within a bound.
@@ -18919,6 +19037,13 @@ COMPILE_CACHE_DECL cache_env_settings read_cache_env_settings(std::string_view p
 COMPILE_CACHE_DECL std::string read_signature_files(settings_reader const& env, cache_options& options);
 
 
+/// The line said for `name`, a variable of the cache's prefix, when it looks like a
+/// misspelling of one of `known` (the settings of the cache and its storage) and is none
+/// of them: at most 2 letters apart, or a file setting without its `_FILE`. Empty otherwise (a known
+/// name, or a variable of the host's own, or one its storage reads without listing it).
+COMPILE_CACHE_DECL std::string misspelled_setting_line(std::string const& name,
+                                                       std::vector<environment_setting> const& known);
+
 /// The settings basic_cache::environment_settings lists after its Storage's: the cache's
 /// own, one line each; PREFIX_COMPRESS's when `compress_max_level` is not 0 (a cache
 /// whose Compression policy compresses, up to that level).
@@ -18933,6 +19058,7 @@ COMPILE_CACHE_DECL void add_cache_environment_settings(std::string_view prefix, 
 // (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
 #if COMPILE_CACHE_INCLUDE_IMPL
 
+#include <algorithm>
 #include <cstdio>
 
 namespace compile_cache::detail {
@@ -19004,7 +19130,7 @@ cache_env_settings read_cache_env_settings(std::string_view prefix_view) {
     if (!secret_file.empty()) {
         std::string why;
         try {
-            why = read_secret_file(secret_file, options.secret);
+            why = read_secret_file(secret_file, options.secret, secret_file_rule::hmac_secret);
         } catch (std::exception const& e) {
             why = e.what();
         }
@@ -19026,6 +19152,39 @@ cache_env_settings read_cache_env_settings(std::string_view prefix_view) {
     storage_settings storage{settings_reader_access::holding(prefix, held), authenticated,
                              authenticated || signatures || insecure, options.logger, std::move(cache_off)};
     return cache_env_settings{std::move(options), std::move(storage), std::move(held), authenticated || insecure};
+}
+
+/// The edit distance (insertions, deletions, substitutions) between `a` and `b`.
+COMPILE_CACHE_DECL std::size_t edit_distance(std::string_view a, std::string_view b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        std::size_t diagonal = row[0];
+        row[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            std::size_t const above = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            diagonal = above;
+        }
+    }
+    return row[b.size()];
+}
+
+std::string misspelled_setting_line(std::string const& name, std::vector<environment_setting> const& known) {
+    std::string nearest;
+    std::size_t best = 3; // more letters apart than 2: not a misspelling of it
+    for (environment_setting const& s : known) {
+        if (s.name == name) return {};
+        // A file setting without its _FILE (PREFIX_TRUSTED_KEYS): as near as can be.
+        std::size_t const d = s.name == name + "_FILE" ? 0 : edit_distance(name, s.name);
+        if (d < best) {
+            best = d;
+            nearest = s.name;
+        }
+    }
+    if (nearest.empty()) return {};
+    return name + " is set, but it is no setting of this cache or its storage (" + nearest +
+           ", misspelled?); it is ignored";
 }
 
 void add_cache_environment_settings(std::string_view prefix, std::vector<environment_setting>& s,
@@ -19075,6 +19234,10 @@ void add_cache_environment_settings(std::string_view prefix, std::vector<environ
 
 namespace compile_cache::detail {
 
+/// What a cache says when signatures are configured over a Storage that is not a tier.
+inline constexpr char const signatures_need_a_tier_line[] =
+    "trusted keys need a tier (tiered_storage); this storage cannot check signatures";
+
 /// A Storage whose reads say which answers came from a shared remote: a static
 /// `from_remote` origin (tiered_storage::from_remote).
 template <class S>
@@ -19097,17 +19260,23 @@ template <class S>
 using has_set_record_resealer = is_detected<set_record_resealer_t, S>;
 
 /// Whether `signatures` (cache_options::signatures) can be honoured over Storage: true
-/// without them, over a tier (the entries it reads from its remote are checked by
-/// signature), or with a secret (every entry is then checked by HMAC). Else false, said
-/// through `logger`: over a Storage that is not a tier nothing would check a signature,
-/// and its entries, checked by a CRC-32C alone, are anyone's to forge; a host that asked
-/// for signatures and cannot have them gets a disabled cache, as with a bad key file.
+/// without them, or over a tier (the entries it reads from its remote are checked by
+/// signature). Else false, said through `logger`, whatever `secret` holds: over a
+/// Storage that is not a tier nothing would check a signature, and its entries would
+/// stand on the HMAC (which every reader's secret can make) or a CRC-32C; a host that
+/// asked for signatures and cannot have them gets a disabled cache, as with a bad key file.
 template <class Storage>
 bool signatures_honoured_or_said(bool signatures, bool secret, line_logger const& logger) noexcept {
-    if (!signatures || secret || has_from_remote_origin<Storage>::value) return true;
-    log_or_stderr(logger, "signatures (cache_options::signatures) check what a tier reads from its remote, and this "
-                          "Storage is not a tier: without a secret its entries would be checked by a CRC-32C alone; "
-                          "the cache is disabled");
+    if (!signatures || has_from_remote_origin<Storage>::value) return true;
+    try {
+        log_or_stderr(logger, "cache_options::signatures: " + std::string(signatures_need_a_tier_line) +
+                                  (secret ? "; its entries would be checked by the secret alone, which every reader "
+                                            "holds"
+                                          : "; its entries would be checked by a CRC-32C alone") +
+                                  ": the cache is disabled");
+    } catch (...) { // bad_alloc: the line without its detail
+        log_or_stderr(logger, signatures_need_a_tier_line);
+    }
     return false;
 }
 
@@ -19319,6 +19488,64 @@ void apply_kept_cache_settings(std::vector<kept_cache_setting> const& kept, cach
     }
 }
 
+/// For a Storage that is not a tier: signatures read from PREFIX_SIGNING_KEY_FILE or
+/// PREFIX_TRUSTED_KEYS_FILE disable the cache (settings.storage.cache_off, one line naming
+/// the setting), since nothing would check them; never a cache checked by the HMAC or a
+/// CRC-32C instead. Never throws; should the line not be made (bad_alloc), the signatures
+/// stay, and the constructor refuses them (signatures_honoured_or_said).
+inline void refuse_signatures_without_a_tier(cache_env_settings& settings) noexcept {
+    if (!settings.options.signatures || !settings.storage.cache_off.empty()) return;
+    try {
+        settings_reader const& env = settings.storage.env;
+        std::string const setting =
+            env.value("_TRUSTED_KEYS_FILE").empty() ? "_SIGNING_KEY_FILE" : "_TRUSTED_KEYS_FILE";
+        settings.storage.cache_off = env.name(setting) + " is set, but " + signatures_need_a_tier_line +
+                                     "; the cache is disabled rather than check its entries by less";
+    } catch (...) {
+    }
+}
+
+/// basic_cache::environment_settings(prefix): the Storage's settings (its static
+/// `environment_settings(prefix)`, or `PREFIX_DIR` for a Storage without one), then the
+/// cache's own.
+template <class Storage, class Compression>
+std::vector<environment_setting> cache_environment_settings(std::string_view prefix) {
+    std::vector<environment_setting> s;
+    if constexpr (has_environment_settings<Storage>::value)
+        s = Storage::environment_settings(prefix);
+    else
+        s.push_back({std::string(prefix) + "_DIR",
+                     "the cache directory; unset, empty, 0, off, false or no disable the cache"});
+    int max_level = 0;
+    if constexpr (compresses<Compression>::value) max_level = Compression::max_level;
+    add_cache_environment_settings(prefix, s, max_level);
+    return s;
+}
+
+/// Holds (in `held`, said with the cache's other lines) one line for each variable of
+/// the prefix (`PREFIX_...`) set that looks like a misspelling of a setting of the cache
+/// or of Storage (misspelled_setting_line): PREFIX_TRUSTED_KEY_FILE for
+/// PREFIX_TRUSTED_KEYS_FILE would otherwise leave a security setting unset without a
+/// word. Other unknown names are left alone: a Storage may read settings it does not
+/// list, and a host may use the prefix too. Only for a Storage that lists its settings
+/// (environment_settings). Never throws.
+template <class Storage, class Compression>
+void hold_unknown_settings(std::string_view prefix, held_lines& held) noexcept {
+    if constexpr (has_environment_settings<Storage>::value) {
+        try {
+            std::vector<environment_setting> known = cache_environment_settings<Storage, Compression>(prefix);
+            // Read, to say it cannot be honoured, by a cache whose Compression policy does not compress.
+            known.push_back({std::string(prefix) + "_COMPRESS", {}});
+            for (std::string const& name : environment_names_with_prefix(std::string(prefix) + "_")) {
+                std::string line = misspelled_setting_line(name, known);
+                if (!line.empty()) held.hold(std::move(line));
+            }
+        } catch (...) { // bad_alloc: nothing more said
+        }
+    }
+    (void)prefix, (void)held;
+}
+
 /// What basic_cache::from_env(prefix) makes a cache of: the Storage and the options, or
 /// nullopt for a disabled cache. The cache's own lines are said only when the Storage is
 /// configured; the Storage's answer "off" is said, "not configured" is not; a Storage
@@ -19326,8 +19553,10 @@ void apply_kept_cache_settings(std::vector<kept_cache_setting> const& kept, cach
 template <class Storage, class Compression>
 std::optional<std::pair<Storage, cache_options>> storage_and_options_from_env(std::string_view prefix) {
     cache_env_settings settings = read_cache_env_settings(prefix);
+    hold_unknown_settings<Storage, Compression>(prefix, *settings.held);
     if constexpr (!has_from_remote_origin<Storage>::value)
         settings.storage.remote_trusted = settings.remote_trusted_without_signatures;
+    if constexpr (!has_from_remote_origin<Storage>::value) refuse_signatures_without_a_tier(settings);
     if (settings.storage.cache_off.empty()) read_compression_setting<Compression>(settings);
     std::optional<from_env_result<Storage>> answer;
     try {
@@ -19352,29 +19581,9 @@ std::optional<std::pair<Storage, cache_options>> storage_and_options_from_env(st
         return std::nullopt;
     }
     apply_kept_cache_settings<Compression>(answer->kept_cache_settings(), settings);
-    // A Storage that is not a tier has no remote for signatures to check: its trust was
-    // judged above without them, and the constructor would refuse them without a secret.
-    if constexpr (!has_from_remote_origin<Storage>::value) settings.options.signatures.reset();
     settings.held->release();
     return std::optional<std::pair<Storage, cache_options>>(std::in_place, std::move(**answer),
                                                             std::move(settings.options));
-}
-
-/// basic_cache::environment_settings(prefix): the Storage's settings (its static
-/// `environment_settings(prefix)`, or `PREFIX_DIR` for a Storage without one), then the
-/// cache's own.
-template <class Storage, class Compression>
-std::vector<environment_setting> cache_environment_settings(std::string_view prefix) {
-    std::vector<environment_setting> s;
-    if constexpr (has_environment_settings<Storage>::value)
-        s = Storage::environment_settings(prefix);
-    else
-        s.push_back({std::string(prefix) + "_DIR",
-                     "the cache directory; unset, empty, 0, off, false or no disable the cache"});
-    int max_level = 0;
-    if constexpr (compresses<Compression>::value) max_level = Compression::max_level;
-    add_cache_environment_settings(prefix, s, max_level);
-    return s;
 }
 
 } // namespace compile_cache::detail
@@ -19963,6 +20172,65 @@ private:
     std::string* shared_; ///< this thread's buffer; nullptr: nested, or at exit once it is gone (per_thread)
     std::string own_;
 };
+/// The most loads one thread may have under way at once, nested ones included (a load
+/// started from inside a deserializer): a deeper one is a counted miss.
+inline constexpr int max_nested_loads = 32; // (said in load_under_way's message)
+
+/// The loads under way on this thread, the outermost first: a cache (its state) and the
+/// key it loads. nullptr at exit, once the thread's objects are gone (per_thread).
+struct loads_of_this_thread_tag;
+inline std::vector<std::pair<void const*, key>>* loads_of_this_thread() noexcept {
+    return per_thread<std::vector<std::pair<void const*, key>>, loads_of_this_thread_tag>();
+}
+
+/// A load's place among this thread's loads, held while it runs. `refused()` when it may
+/// not run: the same cache already loads the same key on this thread (a nested load of
+/// itself, directly or through a cycle), or max_nested_loads are under way.
+class load_under_way {
+public:
+    load_under_way(void const* cache, key const& k) noexcept {
+        if (depth() >= max_nested_loads) {
+            refused_ = "a nested load deeper than max_nested_loads (32) loads";
+            return;
+        }
+        if (auto* loads = loads_of_this_thread()) {
+            for (auto const& [c, loading] : *loads) {
+                if (c == cache && loading == k) {
+                    refused_ = "a nested load of the kernel this thread is already loading";
+                    return;
+                }
+            }
+            try {
+                loads->emplace_back(cache, k);
+                listed_ = true;
+            } catch (...) { // (out of memory: only the depth bound then stops a cycle)
+            }
+        }
+        ++depth();
+        counted_ = true;
+    }
+    ~load_under_way() {
+        if (listed_) {
+            if (auto* loads = loads_of_this_thread()) loads->pop_back();
+        }
+        if (counted_) --depth();
+    }
+    load_under_way(load_under_way const&) = delete;
+    load_under_way& operator=(load_under_way const&) = delete;
+
+    /// Why the load may not run (never empty then), or nullptr when it may.
+    char const* refused() const noexcept { return refused_; }
+
+private:
+    static int& depth() noexcept {
+        thread_local int n = 0;
+        return n;
+    }
+    char const* refused_ = nullptr;
+    bool listed_ = false;
+    bool counted_ = false;
+};
+
 using read_buffer = reused_buffer<struct read_buffer_tag>;
 using decompress_buffer = reused_buffer<struct decompress_buffer_tag>;
 using serialize_buffer = reused_buffer<struct serialize_buffer_tag>;
@@ -20004,8 +20272,8 @@ public:
 
     /// An enabled cache over `storage`; with `options.secret`, authenticated entries.
     /// Disabled, said through the logger, when the Storage reports it cannot be used, or
-    /// when `options.signatures` are set over a Storage that is not a tier and there is
-    /// no secret (nothing would check them: cache/signed_entry_checks.hpp).
+    /// when `options.signatures` are set over a Storage that is not a tier, with or without
+    /// a secret (nothing would check them: cache/signed_entry_checks.hpp).
     explicit basic_cache(Storage storage, cache_options options = {})
         : state_(std::make_unique<state>()), storage_(std::move(storage)), options_(std::move(options)),
           auth_(options_.secret), remote_auth_(envelope_auth::signed_by(options_.signatures)),
@@ -20256,8 +20524,17 @@ public:
                                     bind_self<T> self) {
         static_assert(detail::has_bind<Resolver, T>::value,
                       "bind_self needs a resolver with bind(T const*, key const&), such as registry");
-        if constexpr (detail::has_bind<Resolver, T>::value)
-            state_->resolver.bind(self.kernel, k.ok() ? k.value() : key{});
+        if constexpr (detail::has_bind<Resolver, T>::value) {
+            // A bind that throws (the Resolver's own bookkeeping could not be made) leaves
+            // the kernel unbound, as for a bypass: logged, and the call goes on.
+            try {
+                state_->resolver.bind(self.kernel, k.ok() ? k.value() : key{});
+            } catch (std::exception const& e) {
+                bind_failed(info, e.what());
+            } catch (...) {
+                bind_failed(info, "unknown exception");
+            }
+        }
         return get_or_compile<Artifact, Compile, T>(k, info, std::forward<Compile>(compile), self.kernel);
     }
 
@@ -20351,7 +20628,8 @@ private:
             state_->stats.bypassed(k.bypass_reason());
             log_with([&] { return "bypass " + printable(info.name) + ": " + printable(k.bypass_reason()); });
             auto start = std::chrono::steady_clock::now();
-            cached<Artifact> result{std::forward<Compile>(compile)(), outcome::bypassed, k.bypass_reason()};
+            cached<Artifact> result = compiled_result<Artifact>(std::forward<Compile>(compile)(), outcome::bypassed,
+                                                                k.bypass_reason());
             state_->stats.compiled(detail::elapsed_ns(start));
             return result;
         }
@@ -20380,7 +20658,8 @@ private:
                 [&] { return load_impl<Artifact>(k, info, self, why); }))
             return cached<Artifact>{std::move(*hit), outcome::loaded, {}};
         auto start = std::chrono::steady_clock::now();
-        cached<Artifact> result{std::forward<Compile>(compile)(), outcome::compiled, to_string(why)};
+        cached<Artifact> result = compiled_result<Artifact>(std::forward<Compile>(compile)(), outcome::compiled,
+                                                            to_string(why));
         std::uint64_t compile_ns = detail::elapsed_ns(start);
         state_->stats.compiled(compile_ns);
         result.explanation = std::move(explanation);
@@ -20434,7 +20713,9 @@ private:
                                       miss_reason& why) {
         if (!enabled_ || !k.ok()) return std::nullopt;
         load_attempt attempt{k.value(), info, why};
+        detail::load_under_way const under_way(state_.get(), k.value());
         try {
+            if (under_way.refused()) return missed(attempt, miss_reason::unresolved_reference, under_way.refused());
             detail::read_buffer buffer;
             // A storage with read_view may hand out the entry's bytes where they are (a
             // mapped file), kept alive by `view` until the artifact is made.
@@ -20588,6 +20869,24 @@ private:
             Serializer::save(out, a, resolver_context::of(state_->resolver, self));
         };
         return state_->verifier.judge(info.name, k.value(), loaded, compile, serialize, state_->stats, options_.logger);
+    }
+
+    // A Resolver's bind (bind_self) that threw: logged, with what it threw.
+    void bind_failed(entry_info const& info, char const* what) noexcept {
+        log_with([&] { return "bind failed " + printable(info.name) + ": the resolver threw: " + what; });
+    }
+
+    // The result of a compile: `value`, with `reason` when it can be had; memory too short
+    // for its copy leaves it empty rather than lose the artifact.
+    template <class Artifact>
+    static cached<Artifact> compiled_result(Artifact&& value, compile_cache::outcome o,
+                                            std::string_view reason) {
+        cached<Artifact> result{std::move(value), o, std::string()};
+        try {
+            result.reason = reason;
+        } catch (...) {
+        }
+        return result;
     }
 
     std::nullopt_t missed(load_attempt& attempt, miss_reason r, std::string const& detail) noexcept {

@@ -90,9 +90,10 @@ inline bool from_base64(std::string_view text, unsigned char* out, std::size_t c
     return end == text.data() + text.size();
 }
 
-/// A key's name: 1 to 128 printable ASCII characters without ':' or blanks.
+/// A key's name: 1 to 128 printable ASCII characters without ':' or blanks, the first
+/// not '#' (a trusted-keys file's line that starts with '#' is a comment).
 inline bool is_key_name(std::string_view name) noexcept {
-    if (name.empty() || name.size() > 128) return false;
+    if (name.empty() || name.size() > 128 || name.front() == '#') return false;
     return std::all_of(name.begin(), name.end(), [](char c) { return c > ' ' && c < 127 && c != ':'; });
 }
 
@@ -129,11 +130,13 @@ public:
     ~ed25519_signer() { sodium_memzero(secret_.data(), secret_.size()); }
 
     /// A new random key named `name`; nullopt (and why) for a name that is not one
-    /// (1 to 128 printable characters, no ':' or blank) or when libsodium cannot run.
+    /// (1 to 128 printable characters, no ':' or blank, the first not '#') or when
+    /// libsodium cannot run.
     static std::optional<ed25519_signer> generate(std::string const& name, std::string& why) {
         why.clear();
         if (!detail::is_key_name(name)) {
-            why = "a key name is 1 to 128 printable characters without ':' or blanks";
+            why = "a key name is 1 to 128 printable characters without ':' or blanks, the first not '#' (a comment in "
+                  "a trusted-keys file)";
             return std::nullopt;
         }
         if (!detail::sodium_ready()) {
@@ -198,10 +201,11 @@ public:
         return s;
     }
 
-    /// The key in the secret key file at `path`, read as read_secret_file reads.
+    /// The key in the secret key file at `path`, read as read_secret_file reads; a file
+    /// with any group or other permission bit is refused (secret_file_rule::signing_key).
     static std::optional<ed25519_signer> from_file(std::string const& path, std::string& why) {
         std::string text;
-        why = read_secret_file(path, text);
+        why = read_secret_file(path, text, secret_file_rule::signing_key);
         if (!why.empty()) return std::nullopt;
         std::optional<ed25519_signer> s = from_text(text, why);
         sodium_memzero(text.data(), text.size());
@@ -302,11 +306,13 @@ public:
         return keys;
     }
 
-    /// The keys of the trusted-keys file at `path`, read as read_secret_file reads (a
-    /// file any user may write is refused: anyone could have added their key).
+    /// The keys of the trusted-keys file at `path`, read as read_secret_file reads; a file
+    /// owned by another user than this process's effective one or root, or that group or
+    /// other users may write, is refused (secret_file_rule::trusted_keys): whoever may
+    /// change it could add their own key.
     static std::optional<trusted_keys> from_file(std::string const& path, std::string& why) {
         std::string text;
-        why = read_secret_file(path, text);
+        why = read_secret_file(path, text, secret_file_rule::trusted_keys);
         if (!why.empty()) return std::nullopt;
         return from_text(text, why);
     }

@@ -10,7 +10,8 @@
 //
 // It checks what docs/policies.md asks of a Storage: absent keys, exact round trips
 // (binary bytes, empty and large values), the size bound (too_large with nothing
-// read), replace, remove (of an absent key too), keys kept apart, writers in several
+// read), replace, remove (of an absent key too), keys kept apart, the empty key refused
+// (what an over-long key becomes: key.hpp), writers in several
 // threads (and, optionally, processes) never exposing a mix of two values, and
 // damaged bytes becoming misses with a reason through a basic_cache, and a from_env
 // (`static from_env_result<S> from_env(storage_settings const&)`) with none of its
@@ -132,7 +133,8 @@ namespace compile_cache::testing {
 /// What to check, and how hard.
 struct storage_conformance_options {
     /// False for a storage that keeps nothing (null_storage): then only "every write is
-    /// accepted, every read is absent, every remove succeeds" is checked.
+    /// accepted, every read is absent, every remove succeeds" (and "the empty key is
+    /// refused") is checked.
     bool keeps_entries = true;
     /// False for a storage that may read an empty value as absent (redis_storage: a
     /// bounded GETRANGE cannot tell the two apart). The cache never stores an empty
@@ -406,6 +408,22 @@ void check_peek(Storage& s, conformance_report& r) {
     s.remove(k);
 }
 
+/// The empty key (what an over-long key becomes: key.hpp) names no entry: a write under
+/// it fails, and a read of it (of another over-long key) finds nothing.
+template <class Storage>
+void check_empty_key(Storage& s, conformance_report& r) {
+    std::string const a(key::max_size + 1, 'a');
+    key const over_long(a.data(), a.size()); // the empty key
+    r.expect(s.write(over_long, "the entry of an over-long key") ? true : false, "empty key",
+             "a write under the empty key is accepted");
+    std::string out = "stale";
+    read_result const rr = s.read(key(), out, 1 << 20);
+    r.expect(rr.status != read_status::found && out.empty(), "empty key",
+             std::string("the empty key reads ") + status_name(rr.status) + " with " + std::to_string(out.size()) +
+                 " bytes, not nothing");
+    (void)s.remove(over_long); // (whatever it answers: nothing is there)
+}
+
 template <class Storage>
 void check_keeps_nothing(Storage& s, conformance_report& r) {
     std::string out = "stale";
@@ -634,6 +652,7 @@ std::vector<std::string> check_storage_conformance(Factory make, storage_conform
         using Storage = decltype(storage);
         static_assert(check_storage<Storage>::value, "");
         if (options.print_capabilities) std::printf("%s\n", storage_capabilities_line<Storage>().c_str());
+        detail::check_empty_key(storage, report);
         if (!options.keeps_entries) {
             detail::check_keeps_nothing(storage, report);
             detail::check_cache_keeps_nothing(storage, report);

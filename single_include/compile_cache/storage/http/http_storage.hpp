@@ -467,6 +467,7 @@ public:
     /// 2xx), never a body handed on as an entry (which a tier would count as corrupt).
     read_result read(key const& k, std::string& out, std::size_t max_size) noexcept {
         out.clear();
+        if (k.empty()) return {read_status::absent, {}}; // (the empty key names no entry: key.hpp)
         try {
             exchange x = call(state_->calls, "GET", entry_url(k), {}, &out, max_size, deadline_of_call(), &k);
             if (x.over_bound) {
@@ -522,6 +523,7 @@ public:
     read_result peek(key const& k, std::string& out, std::size_t max_size) noexcept { return read(k, out, max_size); }
 
     std::error_code write(key const& k, std::string_view bytes) noexcept {
+        if (k.empty()) return std::make_error_code(std::errc::invalid_argument);
         // One deadline for the whole store, its MKCOLs and second PUT included.
         return write_until(state_->calls, k, bytes, deadline_of_call());
     }
@@ -543,6 +545,7 @@ public:
     }
 
     std::error_code remove(key const& k) noexcept {
+        if (k.empty()) return {};
         try {
             exchange x = call(state_->calls, "DELETE", entry_url(k), {}, nullptr, 0, deadline_of_call());
             if (!x.error && (x.status / 100 == 2 || x.status == 404 || x.status == 410)) return {};

@@ -247,6 +247,7 @@ public:
     read_result read(key const& k, std::string& out, std::size_t max_size) noexcept {
         out.clear();
         if (!state_) return {read_status::error, make_error_code(remote_error::other)};
+        if (k.empty()) return {read_status::absent, {}}; // (the empty key names no entry: key.hpp)
         try {
             // (An unbounded read asks for what a Redis string can hold at most.)
             std::size_t const bound = std::min<std::size_t>(max_size, std::size_t(1) << 40);
@@ -299,6 +300,7 @@ public:
 
     std::error_code write(key const& k, std::string_view bytes) noexcept {
         if (!state_) return make_error_code(remote_error::other);
+        if (k.empty()) return std::make_error_code(std::errc::invalid_argument);
         try {
             std::string const name = redis_key(k);
             std::string const ttl = std::to_string(state_->options.ttl.count());
@@ -328,6 +330,7 @@ public:
 
     std::error_code remove(key const& k) noexcept {
         if (!state_) return make_error_code(remote_error::other);
+        if (k.empty()) return {};
         try {
             std::string const name = redis_key(k);
             return simple(name, {"DEL", name});

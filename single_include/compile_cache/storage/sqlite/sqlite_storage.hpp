@@ -764,6 +764,7 @@ public:
 
     std::error_code remove(key const& k) noexcept {
         if (!state_) return std::make_error_code(std::errc::invalid_argument);
+        if (k.empty()) return {}; // (the empty key names no entry: key.hpp)
         try {
             auto lock = lock_state();
             if (!lock) return busy_code();
