@@ -1328,7 +1328,7 @@ int children_that_hang(int forks, Busy busy, InChild in_child) {
         while (!stop.load(std::memory_order_relaxed)) busy();
     });
     int hung = 0;
-    auto const until = std::chrono::steady_clock::now() + 6s; // (a bound on the test's time: on the earlier headers a child hung within it)
+    auto const until = std::chrono::steady_clock::now() + 6s; // (on the earlier headers, one hung within it)
     for (int i = 0; i < forks && hung == 0 && std::chrono::steady_clock::now() < until; ++i) {
         pid_t const child = ::fork();
         if (child < 0) break;
