@@ -161,9 +161,12 @@ TEMPLATE_TEST_CASE("every shipped Storage refuses the empty key, what an over-lo
                    memory_tier) {
     temp_dir dir;
     auto s = [&] {
-        if constexpr (std::is_same_v<TestType, cc::directory_storage>) return cc::directory_storage(dir.str());
-        else if constexpr (std::is_same_v<TestType, memory_tier>) return memory_tier(cc::memory_storage(), cc::memory_storage());
-        else return TestType();
+        if constexpr (std::is_same_v<TestType, cc::directory_storage>)
+            return cc::directory_storage(dir.str());
+        else if constexpr (std::is_same_v<TestType, memory_tier>)
+            return memory_tier(cc::memory_storage(), cc::memory_storage());
+        else
+            return TestType();
     }();
     auto const failures = empty_key_failures(s);
     INFO(failure_lines(failures));
