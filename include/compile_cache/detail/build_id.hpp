@@ -244,7 +244,9 @@ private:
 
 /// Makes `d` the digests module_identity uses without digests given, unless some are
 /// registered already, for as long as it lives: destroyed (when the module that holds it
-/// is unloaded, or exits), it withdraws them, after the calls that are using them return.
+/// is unloaded, or exits), it withdraws them, after the calls that are using them return,
+/// waiting for them 10 s at most (a call reads a file: one stalled past that, by a disk or
+/// a thread that never runs again, is not waited for; at an exit the code stays mapped).
 /// `d` and its functions must stay until then. Without a registration, module_identity
 /// names each module without a build-id for this process alone.
 class content_digests_registration {
@@ -259,7 +261,7 @@ public:
         content_digests const* mine = d_;
         if (!r.digests.compare_exchange_strong(mine, nullptr)) return;
         std::uint64_t const here = content_digests_users_here();
-        for (;;) { // (every call that read `d_` counted itself before reading it)
+        for (int waited_ms = 0; waited_ms < 10000; ++waited_ms) { // (every call that read `d_` counted itself first)
             std::uint64_t const users = r.users.load();
             if ((users >> 32 << 32) != here || (users & 0xffffffffu) == 0) return;
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -375,10 +377,15 @@ inline std::string library_file_identity(loaded_module const& m, content_digests
         std::unique_lock<std::timed_mutex> lock = lock_named();
         if (!lock.owns_lock()) return for_this_process_alone(m.path);
         auto it = named_here();
-        // The file named is still the one mapped, and the path names another (renamed over
-        // it) or the version it named: the name stands, from now on checked against these counts.
+        // The file named is still the one mapped: the path names the version it named, or
+        // names another (renamed over it) while no module was loaded or unloaded since it was
+        // found (else the inode mapped may be a new file's, given the first one's freed
+        // number). The name stands, from now on checked against these counts.
+        bool const path_names_mapped = stated && static_cast<unsigned long>(st.st_ino) == inode;
+        bool const unchanged_since = m.counted && it != named.end() && it->counted && m.loads == it->loads &&
+                                     m.unloads == it->unloads;
         if (it != named.end() && mapped && inode == it->inode &&
-            (!stated || static_cast<unsigned long>(st.st_ino) != inode || on_disk == it->on_disk)) {
+            (path_names_mapped ? on_disk == it->on_disk : unchanged_since)) {
             it->counted = m.counted, it->loads = m.loads, it->unloads = m.unloads;
             return it->identity;
         }
