@@ -1024,6 +1024,9 @@ private:
             if (lost.load(std::memory_order_relaxed)) return lock;
             try {
                 if (!lock.try_lock_for(lock_wait)) lost.store(true, std::memory_order_relaxed);
+                // Lost by another thread meanwhile: a change it could not make (a prefetched
+                // answer a store could not drop) must not be used now either.
+                if (lock.owns_lock() && lost.load()) lock.unlock();
             } catch (...) {
             }
             return lock;
