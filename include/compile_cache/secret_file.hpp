@@ -38,11 +38,14 @@ enum class secret_file_rule {
 
 /// Reads the whole secret file at `path` into `secret`. On failure returns why (one
 /// phrase) and leaves `secret` empty; an empty file is a failure too, and so is a file
-/// open to others beyond what `rule` allows (the default: any user may write it, mode
-/// o+w). A pipe or FIFO is read until its writer closes it, within secret_pipe_timeout
-/// (a FIFO that no program has open for writing reads as empty).
-COMPILE_CACHE_DECL std::string read_secret_file(std::string const& path, std::string& secret,
-                                                secret_file_rule rule = secret_file_rule::not_world_writable);
+/// open to others beyond what `rule` allows. A pipe or FIFO is read until its writer
+/// closes it, within secret_pipe_timeout (a FIFO that no program has open for writing
+/// reads as empty).
+COMPILE_CACHE_DECL std::string read_secret_file(std::string const& path, std::string& secret, secret_file_rule rule);
+
+/// read_secret_file under secret_file_rule::not_world_writable (the form of earlier
+/// versions, kept with its signature).
+COMPILE_CACHE_DECL std::string read_secret_file(std::string const& path, std::string& secret);
 
 } // namespace compile_cache
 

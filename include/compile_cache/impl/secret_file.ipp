@@ -100,6 +100,10 @@ std::string read_secret_file(std::string const& path, std::string& secret, secre
     return why;
 }
 
+std::string read_secret_file(std::string const& path, std::string& secret) {
+    return read_secret_file(path, secret, secret_file_rule::not_world_writable);
+}
+
 } // namespace compile_cache
 
 #endif // COMPILE_CACHE_INCLUDE_IMPL
