@@ -442,13 +442,22 @@ std::string read_option_class_name() {
            "NS0_6parserI" + read_option_type<T>::repeated + "EEEE";
 }
 
+// The option reads' casts name a cl::opt class other than the object's own where the
+// layout is the same (another parser; a probe enum of the value's size): UBSan's vptr
+// check, which a host may build with, would stop at them, so it is off for those functions.
+#if defined(__GNUC__) || defined(__clang__)
+#define COMPILE_CACHE_LLVM_NO_VPTR_CHECK __attribute__((no_sanitize("vptr")))
+#else
+#define COMPILE_CACHE_LLVM_NO_VPTR_CHECK
+#endif
+
 /// The storage of `o`, a cl::opt<T, External, P> for any parser class P: its base
 /// cl::opt_storage, which holds the value and the default. The storage base follows the
 /// cl::Option base whatever P is (bases are laid out before the members, P's among them;
 /// Itanium C++ ABI), so that it is reached through cl::opt<T, External, cl::parser<T>>.
 template <class T, bool External>
-::llvm::cl::opt_storage<T, External, std::is_class<T>::value> const& read_option_storage(
-    ::llvm::cl::Option const& o) {
+COMPILE_CACHE_LLVM_NO_VPTR_CHECK ::llvm::cl::opt_storage<T, External, std::is_class<T>::value> const&
+read_option_storage(::llvm::cl::Option const& o) {
     using storage = ::llvm::cl::opt_storage<T, External, std::is_class<T>::value>;
     return static_cast<storage const&>(static_cast<::llvm::cl::opt<T, External, ::llvm::cl::parser<T>> const&>(o));
 }
@@ -562,7 +571,7 @@ struct enum_option_layout {
 /// enum_option_layout for an enum of P's size, computed from `o`'s address (address
 /// arithmetic: nothing is read).
 template <class P, bool External>
-enum_option_layout enum_layout(::llvm::cl::Option const& o) {
+COMPILE_CACHE_LLVM_NO_VPTR_CHECK enum_option_layout enum_layout(::llvm::cl::Option const& o) {
     using opt = ::llvm::cl::opt<P, External, ::llvm::cl::parser<P>>;
     using generic_value = ::llvm::cl::GenericOptionValue;
     auto at = [](void const* p) { return reinterpret_cast<char const*>(p); };
