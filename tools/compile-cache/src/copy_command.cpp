@@ -17,6 +17,8 @@
 #include <vector>
 
 #include <fnmatch.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace compile_cache_tool {
 
@@ -80,14 +82,22 @@ bool batch_due_before(held_records const& h, std::size_t size) {
                                                          2 * (compile_cache::detail::steady_ns() - h.since_ns));
 }
 
+/// Whether `path` (a cache directory or SQLite file) is this user's, and no one else may
+/// write it: its owner is the effective user, and it is not group- or world-writable.
+bool written_by_this_user_alone(std::string const& path) {
+    struct ::stat st {};
+    return ::stat(path.c_str(), &st) == 0 && st.st_uid == ::geteuid() && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+}
+
 /// Copies one entry or record of SRC into DST, byte for byte, once it checks. From a
-/// server (`from_server`: Redis or HTTP), a signer's local copy is never copied: a host
-/// takes only signed entries from a remote, and a copy there is sealed by the local mode
+/// cache others can write (`from_others`: a server, Redis or HTTP, or a directory or
+/// SQLite file not written by this user alone), a signer's local copy is never copied: a
+/// host takes only signed entries from a remote, and a copy is sealed by the local mode
 /// alone (the secret every reader holds, or a CRC-32C), which anyone who can write there
 /// can make, naming any signer.
 void copy_one(command_line const& c, listed_cache const& src, opened_cache const& dst,
               std::unordered_map<std::string, std::uint64_t> const& in_dst, listed_entry const& e, bool record,
-              compile_cache::envelope_auth const& auth, trusted_signers const& trusted, bool from_server,
+              compile_cache::envelope_auth const& auth, trusted_signers const& trusted, bool from_others,
               std::optional<std::int64_t> since_s, copy_tally& t) {
     if (since_s && (e.use_ns == 0 || age_s(e.use_ns) > *since_s)) {
         ++t.filtered;
@@ -95,16 +105,16 @@ void copy_one(command_line const& c, listed_cache const& src, opened_cache const
     }
     std::string bytes;
     checked_entry check = read_and_check(src.cache, e, auth, bytes, trusted.given() ? &trusted : nullptr);
-    if (from_server && check.envelope.signer_copy && check.result != verdict::bad) {
+    if (from_others && check.envelope.signer_copy && check.result != verdict::bad) {
         check.result = verdict::unchecked;
-        check.read_cause = "signers' local copies on a server: a host takes only signed entries from a remote";
+        check.read_cause = "signers' local copies in a cache others can write: only signed entries are taken from it";
     }
     // A signer's local copy whose check value verifies is unchecked without trusted keys
     // (whether its signer is trusted), and copied all the same: the destination's hosts
     // ask their own trusted keys about its signer, as this directory's do.
     bool const signer_copy = check.result == verdict::unchecked && check.envelope.signer_copy &&
                              check.envelope.status == compile_cache::envelope_status::ok && !trusted.given() &&
-                             !from_server;
+                             !from_others;
     if (check.result != verdict::sound && !signer_copy) {
         if (check.result == verdict::bad) {
             ++t.bad;
@@ -191,9 +201,10 @@ int run_copy(command_line const& c) {
     std::optional<std::int64_t> since_s;
     if (c.since && !(since_s = parse_age(*c.since)))
         return fail("--since \"" + printable(*c.since) + "\" is not an age (30s, 15m, 12h, 7d)", exit_usage);
-    std::string location;
-    cache_kind const from = kind_of(c.cache, location), to = kind_of(c.destination, location);
-    bool const from_server = from == cache_kind::redis || from == cache_kind::http;
+    std::string location, source;
+    cache_kind const from = kind_of(c.cache, source), to = kind_of(c.destination, location);
+    bool const from_others =
+        from == cache_kind::redis || from == cache_kind::http || !written_by_this_user_alone(source);
     auto const either = [&](cache_kind k) { return from == k || to == k; };
     if (c.name_space && !either(cache_kind::redis)) throw usage_error{"--namespace is an option for a Redis cache"};
     if (c.password_file && !either(cache_kind::redis) && !either(cache_kind::http))
@@ -213,7 +224,7 @@ int run_copy(command_line const& c) {
     std::uint64_t done = 0;
     for (auto const* list : {&src.listing.entries, &src.listing.records})
         for (listed_entry const& e : *list) {
-            copy_one(c, src, dst.cache, in_dst, e, list == &src.listing.records, auth, trusted, from_server, since_s,
+            copy_one(c, src, dst.cache, in_dst, e, list == &src.listing.records, auth, trusted, from_others, since_s,
                      t);
             progress.update("copying entries", ++done, total, total);
         }

@@ -2042,6 +2042,14 @@ TEST_CASE("compile-cache verify and show: a reader's local copy of a signed entr
     process_result const moved = tool({"copy", laptop.string(), (root.path() / "new-laptop").string(), "--json"});
     REQUIRE_EXIT(moved, 0);
     CHECK(json_query(moved.out, "(d['copied'], d['skipped_unchecked'])") == "(5, 0)");
+    // ...but never from a directory others can write (group-writable here): anyone there could
+    // have sealed a copy naming any signer, and the destination's hosts would take it as theirs.
+    fs::permissions(laptop, fs::perms::group_write, fs::perm_options::add);
+    process_result const from_shared =
+        tool({"copy", laptop.string(), (root.path() / "from-shared").string(), "--json"});
+    fs::permissions(laptop, fs::perms::group_write, fs::perm_options::remove);
+    REQUIRE_EXIT(from_shared, 4); // none could be taken
+    CHECK(json_query(from_shared.out, "(d['copied'], d['skipped_unchecked'])") == "(0, 5)");
     process_result const blind_show = tool({"show", laptop.string(), made_entry_key(0).substr(0, 12)});
     REQUIRE_EXIT(blind_show, 0);
     CHECK(line_starting(blind_show.out, "status").rfind("unchecked: a local copy of an entry signed by key id " +
