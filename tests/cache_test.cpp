@@ -893,6 +893,16 @@ struct allocation_fault {
 }
 [[gnu::noinline]] void operator delete(void* p) noexcept { std::free(p); }
 [[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+// The nothrow forms too, so that what they return is freed by the delete above (Catch2
+// allocates with them; a sanitizer's own would not match the free, and ASan stops there).
+[[gnu::noinline]] void* operator new(std::size_t n, std::nothrow_t const&) noexcept {
+    try {
+        return ::operator new(n);
+    } catch (...) {
+        return nullptr;
+    }
+}
+[[gnu::noinline]] void operator delete(void* p, std::nothrow_t const&) noexcept { std::free(p); }
 
 namespace {
 struct small_artifact {
