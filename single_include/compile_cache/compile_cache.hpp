@@ -2597,7 +2597,9 @@ private:
 
 /// Makes `d` the digests module_identity uses without digests given, unless some are
 /// registered already, for as long as it lives: destroyed (when the module that holds it
-/// is unloaded, or exits), it withdraws them, after the calls that are using them return.
+/// is unloaded, or exits), it withdraws them, after the calls that are using them return,
+/// waiting for them 10 s at most (a call reads a file: one stalled past that, by a disk or
+/// a thread that never runs again, is not waited for; at an exit the code stays mapped).
 /// `d` and its functions must stay until then. Without a registration, module_identity
 /// names each module without a build-id for this process alone.
 class content_digests_registration {
@@ -2612,7 +2614,7 @@ public:
         content_digests const* mine = d_;
         if (!r.digests.compare_exchange_strong(mine, nullptr)) return;
         std::uint64_t const here = content_digests_users_here();
-        for (;;) { // (every call that read `d_` counted itself before reading it)
+        for (int waited_ms = 0; waited_ms < 10000; ++waited_ms) { // (every call that read `d_` counted itself first)
             std::uint64_t const users = r.users.load();
             if ((users >> 32 << 32) != here || (users & 0xffffffffu) == 0) return;
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -2728,10 +2730,15 @@ inline std::string library_file_identity(loaded_module const& m, content_digests
         std::unique_lock<std::timed_mutex> lock = lock_named();
         if (!lock.owns_lock()) return for_this_process_alone(m.path);
         auto it = named_here();
-        // The file named is still the one mapped, and the path names another (renamed over
-        // it) or the version it named: the name stands, from now on checked against these counts.
+        // The file named is still the one mapped: the path names the version it named, or
+        // names another (renamed over it) while no module was loaded or unloaded since it was
+        // found (else the inode mapped may be a new file's, given the first one's freed
+        // number). The name stands, from now on checked against these counts.
+        bool const path_names_mapped = stated && static_cast<unsigned long>(st.st_ino) == inode;
+        bool const unchanged_since = m.counted && it != named.end() && it->counted && m.loads == it->loads &&
+                                     m.unloads == it->unloads;
         if (it != named.end() && mapped && inode == it->inode &&
-            (!stated || static_cast<unsigned long>(st.st_ino) != inode || on_disk == it->on_disk)) {
+            (path_names_mapped ? on_disk == it->on_disk : unchanged_since)) {
             it->counted = m.counted, it->loads = m.loads, it->unloads = m.unloads;
             return it->identity;
         }
@@ -15682,6 +15689,9 @@ private:
             if (lost.load(std::memory_order_relaxed)) return lock;
             try {
                 if (!lock.try_lock_for(lock_wait)) lost.store(true, std::memory_order_relaxed);
+                // Lost by another thread meanwhile: a change it could not make (a prefetched
+                // answer a store could not drop) must not be used now either.
+                if (lock.owns_lock() && lost.load()) lock.unlock();
             } catch (...) {
             }
             return lock;
@@ -17547,11 +17557,14 @@ enum class secret_file_rule {
 
 /// Reads the whole secret file at `path` into `secret`. On failure returns why (one
 /// phrase) and leaves `secret` empty; an empty file is a failure too, and so is a file
-/// open to others beyond what `rule` allows (the default: any user may write it, mode
-/// o+w). A pipe or FIFO is read until its writer closes it, within secret_pipe_timeout
-/// (a FIFO that no program has open for writing reads as empty).
-COMPILE_CACHE_DECL std::string read_secret_file(std::string const& path, std::string& secret,
-                                                secret_file_rule rule = secret_file_rule::not_world_writable);
+/// open to others beyond what `rule` allows. A pipe or FIFO is read until its writer
+/// closes it, within secret_pipe_timeout (a FIFO that no program has open for writing
+/// reads as empty).
+COMPILE_CACHE_DECL std::string read_secret_file(std::string const& path, std::string& secret, secret_file_rule rule);
+
+/// read_secret_file under secret_file_rule::not_world_writable (the form of earlier
+/// versions, kept with its signature).
+COMPILE_CACHE_DECL std::string read_secret_file(std::string const& path, std::string& secret);
 
 } // namespace compile_cache
 
@@ -17655,6 +17668,10 @@ std::string read_secret_file(std::string const& path, std::string& secret, secre
         secret.clear();
     }
     return why;
+}
+
+std::string read_secret_file(std::string const& path, std::string& secret) {
+    return read_secret_file(path, secret, secret_file_rule::not_world_writable);
 }
 
 } // namespace compile_cache

@@ -364,7 +364,9 @@ private:
 
 /// Makes `d` the digests module_identity uses without digests given, unless some are
 /// registered already, for as long as it lives: destroyed (when the module that holds it
-/// is unloaded, or exits), it withdraws them, after the calls that are using them return.
+/// is unloaded, or exits), it withdraws them, after the calls that are using them return,
+/// waiting for them 10 s at most (a call reads a file: one stalled past that, by a disk or
+/// a thread that never runs again, is not waited for; at an exit the code stays mapped).
 /// `d` and its functions must stay until then. Without a registration, module_identity
 /// names each module without a build-id for this process alone.
 class content_digests_registration {
@@ -379,7 +381,7 @@ public:
         content_digests const* mine = d_;
         if (!r.digests.compare_exchange_strong(mine, nullptr)) return;
         std::uint64_t const here = content_digests_users_here();
-        for (;;) { // (every call that read `d_` counted itself before reading it)
+        for (int waited_ms = 0; waited_ms < 10000; ++waited_ms) { // (every call that read `d_` counted itself first)
             std::uint64_t const users = r.users.load();
             if ((users >> 32 << 32) != here || (users & 0xffffffffu) == 0) return;
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -495,10 +497,15 @@ inline std::string library_file_identity(loaded_module const& m, content_digests
         std::unique_lock<std::timed_mutex> lock = lock_named();
         if (!lock.owns_lock()) return for_this_process_alone(m.path);
         auto it = named_here();
-        // The file named is still the one mapped, and the path names another (renamed over
-        // it) or the version it named: the name stands, from now on checked against these counts.
+        // The file named is still the one mapped: the path names the version it named, or
+        // names another (renamed over it) while no module was loaded or unloaded since it was
+        // found (else the inode mapped may be a new file's, given the first one's freed
+        // number). The name stands, from now on checked against these counts.
+        bool const path_names_mapped = stated && static_cast<unsigned long>(st.st_ino) == inode;
+        bool const unchanged_since = m.counted && it != named.end() && it->counted && m.loads == it->loads &&
+                                     m.unloads == it->unloads;
         if (it != named.end() && mapped && inode == it->inode &&
-            (!stated || static_cast<unsigned long>(st.st_ino) != inode || on_disk == it->on_disk)) {
+            (path_names_mapped ? on_disk == it->on_disk : unchanged_since)) {
             it->counted = m.counted, it->loads = m.loads, it->unloads = m.unloads;
             return it->identity;
         }
@@ -997,13 +1004,22 @@ std::string read_option_class_name() {
            "NS0_6parserI" + read_option_type<T>::repeated + "EEEE";
 }
 
+// The option reads' casts name a cl::opt class other than the object's own where the
+// layout is the same (another parser; a probe enum of the value's size): UBSan's vptr
+// check, which a host may build with, would stop at them, so it is off for those functions.
+#if defined(__GNUC__) || defined(__clang__)
+#define COMPILE_CACHE_LLVM_NO_VPTR_CHECK __attribute__((no_sanitize("vptr")))
+#else
+#define COMPILE_CACHE_LLVM_NO_VPTR_CHECK
+#endif
+
 /// The storage of `o`, a cl::opt<T, External, P> for any parser class P: its base
 /// cl::opt_storage, which holds the value and the default. The storage base follows the
 /// cl::Option base whatever P is (bases are laid out before the members, P's among them;
 /// Itanium C++ ABI), so that it is reached through cl::opt<T, External, cl::parser<T>>.
 template <class T, bool External>
-::llvm::cl::opt_storage<T, External, std::is_class<T>::value> const& read_option_storage(
-    ::llvm::cl::Option const& o) {
+COMPILE_CACHE_LLVM_NO_VPTR_CHECK ::llvm::cl::opt_storage<T, External, std::is_class<T>::value> const&
+read_option_storage(::llvm::cl::Option const& o) {
     using storage = ::llvm::cl::opt_storage<T, External, std::is_class<T>::value>;
     return static_cast<storage const&>(static_cast<::llvm::cl::opt<T, External, ::llvm::cl::parser<T>> const&>(o));
 }
@@ -1117,7 +1133,7 @@ struct enum_option_layout {
 /// enum_option_layout for an enum of P's size, computed from `o`'s address (address
 /// arithmetic: nothing is read).
 template <class P, bool External>
-enum_option_layout enum_layout(::llvm::cl::Option const& o) {
+COMPILE_CACHE_LLVM_NO_VPTR_CHECK enum_option_layout enum_layout(::llvm::cl::Option const& o) {
     using opt = ::llvm::cl::opt<P, External, ::llvm::cl::parser<P>>;
     using generic_value = ::llvm::cl::GenericOptionValue;
     auto at = [](void const* p) { return reinterpret_cast<char const*>(p); };
