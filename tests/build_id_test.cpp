@@ -424,8 +424,11 @@ TEST_CASE("toolchain::of_code tells two builds of a library without a build-id o
 
 #if defined(COMPILE_CACHE_HELPER_content_digests_helper) && defined(COMPILE_CACHE_REGISTERING_MODULE)
 TEST_CASE("digests registered by a library are withdrawn when it is unloaded, never called after", "[build-id]") {
-    auto const r = compile_cache_test::run_shell("'" + std::string(COMPILE_CACHE_HELPER_content_digests_helper) +
-                                                 "' '" + COMPILE_CACHE_REGISTERING_MODULE + "'");
+    // (LeakSanitizer, in the sanitize suite, would count the unloaded library's cached name of
+    // the program: a function-local static of a module gone, freed by no one, by design.)
+    auto const r = compile_cache_test::run_shell(
+        "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0\" '" +
+        std::string(COMPILE_CACHE_HELPER_content_digests_helper) + "' '" + COMPILE_CACHE_REGISTERING_MODULE + "'");
     INFO(r.describe());
     REQUIRE(r.exited(0)); // (a call into the library unloaded would kill it)
     std::map<std::string, std::string> fields;

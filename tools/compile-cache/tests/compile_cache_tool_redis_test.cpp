@@ -285,8 +285,8 @@ TEST_CASE("compile-cache copy from a Redis server never copies a signer's local 
         CHECK(json_query(down.out, "d['copied']") == "0");
     }
     process_result const down_text = tool({"copy", url, (root.path() / "back").string(), "--namespace", ns});
-    CHECK(down_text.out.find("signers' local copies on a server: a host takes only signed entries from a remote") !=
-          std::string::npos);
+    CHECK(down_text.out.find("signers' local copies in a cache others can write: "
+                             "only signed entries are taken from it") != std::string::npos);
 }
 
 TEST_CASE("compile-cache verify --trusted-keys-file, a signing machine's Redis server: sound by signature, "
