@@ -452,7 +452,7 @@ int fork_workers_blocked(int tries, Busy busy, Work work, int& forks) {
     for (forks = 0; forks < tries && blocked == 0; ++forks) {
         pid_t const pid = ::fork();
         if (pid == 0) {
-            ::alarm(5);
+            ::alarm(20); // (a store under ASan, with its fsyncs, is slow: only a wait for ever reaches this)
             ::_exit(work(forks) ? 0 : 1);
         }
         if (pid < 0) break;
