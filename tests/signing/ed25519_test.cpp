@@ -231,11 +231,11 @@ TEST_CASE("ed25519: a signing key file open to group or other users is refused, 
     REQUIRE(key);
     auto const secret = dir.path() / "ci.key";
     write_file(secret, key->secret_key_line() + "\n");
-    for (mode_t const mode : {0600, 0400}) {
+    for (mode_t const mode : {0600u, 0400u}) {
         ::chmod(secret.c_str(), mode);
         CHECK(cc::ed25519_signer::from_file(secret.string(), why));
     }
-    for (mode_t const mode : {0644, 0640, 0604, 0610, 0601, 0620}) {
+    for (mode_t const mode : {0644u, 0640u, 0604u, 0610u, 0601u, 0620u}) {
         ::chmod(secret.c_str(), mode);
         INFO("mode " << std::oct << mode);
         CHECK_FALSE(cc::ed25519_signer::from_file(secret.string(), why));
@@ -251,7 +251,7 @@ TEST_CASE("ed25519: a trusted-keys file another user owns, or that group or othe
     REQUIRE(key);
     auto const trusted = dir.path() / "trusted-keys";
     write_file(trusted, key->public_key().line() + "\n");
-    for (mode_t const mode : {0644, 0600, 0444, 0640}) {
+    for (mode_t const mode : {0644u, 0600u, 0444u, 0640u}) {
         ::chmod(trusted.c_str(), mode);
         CHECK(cc::trusted_keys::from_file(trusted.string(), why));
     }
