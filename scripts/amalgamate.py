@@ -114,8 +114,28 @@ def inline(rel, seen, out):
 # Headers that need neither Boost nor RTTI, included by optional headers that must
 # compile without RTTI (the LLVM adapter's -fno-rtti side): an optional copy inlines
 # them (they have include guards, so the single header's copy and theirs are one)
-# instead of including the single header, which needs RTTI.
-STANDALONE_DETAIL = ("compile_cache/detail/config.hpp", "compile_cache/detail/build_id.hpp")
+# instead of including the single header, which needs RTTI. They include only each other.
+STANDALONE_DETAIL = ("compile_cache/detail/config.hpp", "compile_cache/detail/made_once.hpp",
+                     "compile_cache/detail/build_id.hpp")
+
+
+def standalone_text(rel, seen):
+    """A STANDALONE_DETAIL header's text for an optional copy, after that of the headers
+    of STANDALONE_DETAIL it includes; nothing for one in `seen` (already inlined)."""
+    if rel in seen:
+        return []
+    seen.add(rel)
+    out = [f"// ---- inlined {rel}\n"]
+    for line in (INCLUDE / rel).read_text().splitlines(keepends=True):
+        m = OWN_INCLUDE.match(line)
+        if m:
+            if m.group(1) not in STANDALONE_DETAIL:
+                raise SystemExit(f"{rel} includes {m.group(1)}, which is not in STANDALONE_DETAIL")
+            out.extend(standalone_text(m.group(1), seen))
+        elif not PRAGMA_ONCE.match(line):
+            out.append(line)
+    out.append(f"// ---- end of {rel}\n")
+    return out
 
 
 def optional_copy(rel, inlined):
@@ -123,13 +143,11 @@ def optional_copy(rel, inlined):
     become one include of the single header; those of STANDALONE_DETAIL, their text."""
     out = []
     forwarded = False
+    standalone_seen = set()
     for line in (INCLUDE / rel).read_text().splitlines(keepends=True):
         m = OWN_INCLUDE.match(line)
         if m and m.group(1) in STANDALONE_DETAIL:
-            out.append(f"// ---- inlined {m.group(1)}\n")
-            out.extend(l for l in (INCLUDE / m.group(1)).read_text().splitlines(keepends=True)
-                       if not PRAGMA_ONCE.match(l) and not OWN_INCLUDE.match(l))
-            out.append(f"// ---- end of {m.group(1)}\n")
+            out.extend(standalone_text(m.group(1), standalone_seen))
             continue
         if m and m.group(1) in inlined:
             if not forwarded:

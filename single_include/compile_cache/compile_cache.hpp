@@ -2356,6 +2356,44 @@ private:
 // program's, so that rebuilding the host compiler re-keys everything it cached, or
 // that of the module (program or shared library) containing an address, so that a
 // host whose code generator is a library (LLVM's) is identified by that library.
+
+// ---- begin compile_cache/detail/made_once.hpp
+// compile_cache: a value made at its first use and kept for the process, without the guard
+// of a function-local static that a forked child may find held for ever.
+// An include guard as well: detail/build_id.hpp includes it, and the LLVM adapter's
+// single-header copies inline both (scripts/amalgamate.py), as does the single header.
+#ifndef COMPILE_CACHE_DETAIL_MADE_ONCE_HPP
+#define COMPILE_CACHE_DETAIL_MADE_ONCE_HPP
+
+#include <atomic>
+#include <memory>
+#include <utility>
+
+namespace compile_cache::detail {
+
+/// The object `make()` makes (a `std::unique_ptr<T>` to it), made at the first call with
+/// `slot` and never destroyed (a cache of static storage duration works at exit too).
+/// `slot` is a function-local `static std::atomic<T*>` (constant-initialised: no guard).
+/// No caller waits for another: callers that meet before the first object is published
+/// each make one, the first published is kept and the others are dropped. So a child
+/// forked while a thread of its parent was making it makes its own at once, where a
+/// function-local static's guard would stay held in the child for ever (docs/design.md,
+/// "Forks"). What `make` throws is thrown.
+template <class T, class Make>
+T& made_once(std::atomic<T*>& slot, Make&& make) {
+    if (T* const made = slot.load(std::memory_order_acquire)) return *made;
+    std::unique_ptr<T> fresh = std::forward<Make>(make)();
+    T* kept = nullptr;
+    if (slot.compare_exchange_strong(kept, fresh.get(), std::memory_order_acq_rel, std::memory_order_acquire))
+        return *fresh.release();
+    return *kept;
+}
+
+} // namespace compile_cache::detail
+
+#endif // COMPILE_CACHE_DETAIL_MADE_ONCE_HPP
+// ---- end compile_cache/detail/made_once.hpp
+
 // An include guard as well: the LLVM adapter's single-header copies inline this
 // header (scripts/amalgamate.py), and so does the single header.
 #ifndef COMPILE_CACHE_DETAIL_BUILD_ID_HPP
@@ -2369,6 +2407,7 @@ private:
 #include <cstdio>
 #include <cstring>
 #include <initializer_list>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -2440,15 +2479,27 @@ inline int find_main_build_id(dl_phdr_info* info, std::size_t, void* data) {
 /// or the platform cannot tell.
 inline std::string const& main_program_build_id() {
     // Never destroyed: a cache of static storage duration builds keys at exit too.
-    static std::string const& id = *new std::string([] {
-        std::string s;
+    static std::atomic<std::string const*> id{nullptr};
+    return made_once(id, [] {
+        auto s = std::make_unique<std::string>();
 #if defined(COMPILE_CACHE_HAS_DL_ITERATE_PHDR)
-        dl_iterate_phdr(&find_main_build_id, &s);
+        dl_iterate_phdr(&find_main_build_id, s.get());
 #endif
-        return s;
-    }());
-    return id;
+        return std::unique_ptr<std::string const>(std::move(s));
+    });
 }
+
+/// main_program_build_id, made as the program (or a library that includes this header)
+/// starts: later, a child forked while another thread of its parent was in
+/// dl_iterate_phdr would wait for ever for the loader's lock, which glibc (2.36) does
+/// not reset in a child (docs/design.md, "Forks").
+inline bool const main_program_build_id_made_at_start = [] {
+    try {
+        (void)main_program_build_id();
+    } catch (...) { // (std::bad_alloc: made at the first use instead)
+    }
+    return true;
+}();
 
 /// A module (the main program or a shared library) loaded in this process.
 struct loaded_module {
@@ -2639,8 +2690,8 @@ inline std::string for_this_process_alone(std::string const& shown) {
 /// The main program named for this process alone (for_this_process_alone), when its content
 /// cannot be read: one name for the rest of the process (and its forks, which run the same file).
 inline std::string const& main_program_for_this_process_alone() {
-    static std::string const& alone = *new std::string(for_this_process_alone("main program"));
-    return alone;
+    static std::atomic<std::string const*> alone{nullptr};
+    return made_once(alone, [] { return std::make_unique<std::string const>(for_this_process_alone("main program")); });
 }
 
 /// What tells one version of a file from another without reading it: the device, inode,
@@ -2698,11 +2749,13 @@ inline std::string library_file_identity(loaded_module const& m, content_digests
         bool counted;            ///< the module's loads and unloads were counted (loaded_module)
         unsigned long long loads, unloads; ///< when `inode` was found mapped (or found not to be known)
     };
-    static std::timed_mutex& mutex = *new std::timed_mutex;
-    static std::vector<named_file>& named = *new std::vector<named_file>;
+    static std::atomic<std::timed_mutex*> the_mutex{nullptr};
+    static std::atomic<std::vector<named_file>*> the_named{nullptr};
+    std::timed_mutex& mutex = made_once(the_mutex, [] { return std::make_unique<std::timed_mutex>(); });
+    std::vector<named_file>& named = made_once(the_named, [] { return std::make_unique<std::vector<named_file>>(); });
     if (!digests) return for_this_process_alone(m.path); // (not remembered: a later call may have them)
     // Within a bound: a child forked while another thread held it would wait forever.
-    auto const lock_named = [] { return std::unique_lock<std::timed_mutex>(mutex, std::chrono::seconds(1)); };
+    auto const lock_named = [&mutex] { return std::unique_lock<std::timed_mutex>(mutex, std::chrono::seconds(1)); };
     // The name remembered for this module (its place and path); named.end() when none.
     auto const named_here = [&] {
         return std::find_if(named.begin(), named.end(),
@@ -2839,6 +2892,8 @@ void const* code_address(R (*function)(Args...)) noexcept {
 
 
 
+#include <atomic>
+#include <memory>
 #include <string>
 
 namespace compile_cache::detail {
@@ -2918,9 +2973,16 @@ std::string file_sha256_id(char const* path) noexcept {
 }
 
 std::string const& main_program_file_id() noexcept {
-    // Never destroyed: a cache of static storage duration builds keys at exit too.
-    static std::string const& id = *new std::string(file_sha256_id("/proc/self/exe"));
-    return id;
+    // Never destroyed: a cache of static storage duration builds keys at exit too. Made
+    // without a static's guard: a child forked while another thread reads the program
+    // would wait for ever (made_once).
+    static std::atomic<std::string const*> id{nullptr};
+    try {
+        return made_once(id, [] { return std::make_unique<std::string const>(file_sha256_id("/proc/self/exe")); });
+    } catch (...) { // (std::bad_alloc: not known, this time)
+        static std::string const unknown;
+        return unknown;
+    }
 }
 
 } // namespace compile_cache::detail
@@ -3558,11 +3620,13 @@ concept SerializerFor = detail::is_serializer_for<S, Artifact>::value;
 #include <boost/serialization/level.hpp>
 #include <boost/serialization/throw_exception.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <cstddef>
 #include <istream>
 #include <type_traits>
 #include <locale>
+#include <memory>
 #include <ostream>
 #include <streambuf>
 #include <string>
@@ -3914,10 +3978,12 @@ unsigned archive_version() {
 std::locale const& text_archive_locale() {
     // Never destroyed, as the format ids below: a cache of static storage duration loads
     // and stores at exit too.
-    static std::locale const& locale = *new std::locale(
-        std::locale(std::locale::classic(), new boost::math::nonfinite_num_put<char>),
-        new boost::math::nonfinite_num_get<char>);
-    return locale;
+    static std::atomic<std::locale const*> locale{nullptr};
+    return made_once(locale, [] {
+        return std::make_unique<std::locale const>(
+            std::locale(std::locale::classic(), new boost::math::nonfinite_num_put<char>),
+            new boost::math::nonfinite_num_get<char>);
+    });
 }
 
 bounded_binary_iarchive::bounded_binary_iarchive(std::streambuf& in, unsigned flags) : impl(in, flags), in_(in) {
@@ -3931,17 +3997,20 @@ bounded_text_iarchive::bounded_text_iarchive(std::istream& in, unsigned flags) :
 } // namespace detail
 
 std::string const& boost_binary::format_id() {
-    static std::string const& id = *new std::string("boost_binary;archive=" +
-                                                    std::to_string(detail::archive_version()) + ";boost=" +
-                                                    std::to_string(BOOST_VERSION) + ";abi=" + detail::archive_abi());
-    return id;
+    static std::atomic<std::string const*> id{nullptr};
+    return detail::made_once(id, [] {
+        return std::make_unique<std::string const>("boost_binary;archive=" + std::to_string(detail::archive_version()) +
+                                                   ";boost=" + std::to_string(BOOST_VERSION) +
+                                                   ";abi=" + detail::archive_abi());
+    });
 }
 
 std::string const& boost_text::format_id() {
-    static std::string const& id = *new std::string("boost_text;archive=" +
-                                                    std::to_string(detail::archive_version()) + ";boost=" +
-                                                    std::to_string(BOOST_VERSION));
-    return id;
+    static std::atomic<std::string const*> id{nullptr};
+    return detail::made_once(id, [] {
+        return std::make_unique<std::string const>("boost_text;archive=" + std::to_string(detail::archive_version()) +
+                                                   ";boost=" + std::to_string(BOOST_VERSION));
+    });
 }
 
 } // namespace compile_cache
@@ -4018,6 +4087,8 @@ concept Resolver = std::is_default_constructible_v<R> && detail::has_to_referenc
 #include <boost/uuid/string_generator.hpp>
 #include <boost/uuid/uuid.hpp>
 
+#include <atomic>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
@@ -4103,8 +4174,11 @@ public:
 
     /// The name-based (SHA-1, RFC 4122 version 5) uuid of a singleton's name.
     static boost::uuids::uuid singleton_id(std::string_view name) {
-        static boost::uuids::name_generator_sha1 const generate(
-            boost::uuids::string_generator()("6b1d8a4e-0c55-4f0e-9a7e-63c0b7c1a2f1"));
+        static std::atomic<boost::uuids::name_generator_sha1 const*> the_generator{nullptr};
+        boost::uuids::name_generator_sha1 const& generate = detail::made_once(the_generator, [] {
+            return std::make_unique<boost::uuids::name_generator_sha1 const>(
+                boost::uuids::string_generator()("6b1d8a4e-0c55-4f0e-9a7e-63c0b7c1a2f1"));
+        });
         return generate(name.data(), name.size());
     }
 
@@ -5074,8 +5148,11 @@ file_read_status read_regular_file(int fd, std::string& out, std::uint64_t max, 
 // ---- end compile_cache/detail/impl/posix_io.ipp
 // ---- end compile_cache/detail/posix_io.hpp
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -5215,8 +5292,10 @@ std::string claim_owner() noexcept {
     // the try: an allocation that fails there is an empty owner, and tried again next time.
     static ::pid_t cached_pid = 0;
     try {
-        static std::mutex& mutex = *new std::mutex;
-        static std::string& cached = *new std::string;
+        static std::atomic<std::mutex*> the_mutex{nullptr};
+        static std::atomic<std::string*> the_cached{nullptr};
+        std::mutex& mutex = detail::made_once(the_mutex, [] { return std::make_unique<std::mutex>(); });
+        std::string& cached = detail::made_once(the_cached, [] { return std::make_unique<std::string>(); });
         ::pid_t const pid = ::getpid();
         std::unique_lock<std::mutex> lock(mutex, std::try_to_lock);
         if (lock.owns_lock() && pid == cached_pid) return cached;
@@ -10964,8 +11043,8 @@ std::string detail::directory_error_category::message(int code) const {
 std::error_category const& directory_category() noexcept {
     // Never destroyed: a cache of static storage duration may fail a store at exit, and
     // its error's message() is a virtual call on this object.
-    static detail::directory_error_category const& category = *new detail::directory_error_category;
-    return category;
+    static std::atomic<detail::directory_error_category const*> category{nullptr};
+    return detail::made_once(category, [] { return std::make_unique<detail::directory_error_category const>(); });
 }
 
 directory_options directory_options_from_env(settings_reader const& env) {

@@ -3,6 +3,9 @@
 // that of the module (program or shared library) containing an address, so that a
 // host whose code generator is a library (LLVM's) is identified by that library.
 #pragma once
+
+#include <compile_cache/detail/made_once.hpp>
+
 // An include guard as well: the LLVM adapter's single-header copies inline this
 // header (scripts/amalgamate.py), and so does the single header.
 #ifndef COMPILE_CACHE_DETAIL_BUILD_ID_HPP
@@ -16,6 +19,7 @@
 #include <cstdio>
 #include <cstring>
 #include <initializer_list>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -87,15 +91,27 @@ inline int find_main_build_id(dl_phdr_info* info, std::size_t, void* data) {
 /// or the platform cannot tell.
 inline std::string const& main_program_build_id() {
     // Never destroyed: a cache of static storage duration builds keys at exit too.
-    static std::string const& id = *new std::string([] {
-        std::string s;
+    static std::atomic<std::string const*> id{nullptr};
+    return made_once(id, [] {
+        auto s = std::make_unique<std::string>();
 #if defined(COMPILE_CACHE_HAS_DL_ITERATE_PHDR)
-        dl_iterate_phdr(&find_main_build_id, &s);
+        dl_iterate_phdr(&find_main_build_id, s.get());
 #endif
-        return s;
-    }());
-    return id;
+        return std::unique_ptr<std::string const>(std::move(s));
+    });
 }
+
+/// main_program_build_id, made as the program (or a library that includes this header)
+/// starts: later, a child forked while another thread of its parent was in
+/// dl_iterate_phdr would wait for ever for the loader's lock, which glibc (2.36) does
+/// not reset in a child (docs/design.md, "Forks").
+inline bool const main_program_build_id_made_at_start = [] {
+    try {
+        (void)main_program_build_id();
+    } catch (...) { // (std::bad_alloc: made at the first use instead)
+    }
+    return true;
+}();
 
 /// A module (the main program or a shared library) loaded in this process.
 struct loaded_module {
@@ -286,8 +302,8 @@ inline std::string for_this_process_alone(std::string const& shown) {
 /// The main program named for this process alone (for_this_process_alone), when its content
 /// cannot be read: one name for the rest of the process (and its forks, which run the same file).
 inline std::string const& main_program_for_this_process_alone() {
-    static std::string const& alone = *new std::string(for_this_process_alone("main program"));
-    return alone;
+    static std::atomic<std::string const*> alone{nullptr};
+    return made_once(alone, [] { return std::make_unique<std::string const>(for_this_process_alone("main program")); });
 }
 
 /// What tells one version of a file from another without reading it: the device, inode,
@@ -345,11 +361,13 @@ inline std::string library_file_identity(loaded_module const& m, content_digests
         bool counted;            ///< the module's loads and unloads were counted (loaded_module)
         unsigned long long loads, unloads; ///< when `inode` was found mapped (or found not to be known)
     };
-    static std::timed_mutex& mutex = *new std::timed_mutex;
-    static std::vector<named_file>& named = *new std::vector<named_file>;
+    static std::atomic<std::timed_mutex*> the_mutex{nullptr};
+    static std::atomic<std::vector<named_file>*> the_named{nullptr};
+    std::timed_mutex& mutex = made_once(the_mutex, [] { return std::make_unique<std::timed_mutex>(); });
+    std::vector<named_file>& named = made_once(the_named, [] { return std::make_unique<std::vector<named_file>>(); });
     if (!digests) return for_this_process_alone(m.path); // (not remembered: a later call may have them)
     // Within a bound: a child forked while another thread held it would wait forever.
-    auto const lock_named = [] { return std::unique_lock<std::timed_mutex>(mutex, std::chrono::seconds(1)); };
+    auto const lock_named = [&mutex] { return std::unique_lock<std::timed_mutex>(mutex, std::chrono::seconds(1)); };
     // The name remembered for this module (its place and path); named.end() when none.
     auto const named_here = [&] {
         return std::find_if(named.begin(), named.end(),

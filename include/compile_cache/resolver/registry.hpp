@@ -3,6 +3,7 @@
 #pragma once
 
 #include <compile_cache/detail/config_rtti.hpp>
+#include <compile_cache/detail/made_once.hpp>
 
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/resolver/concept.hpp>
@@ -12,6 +13,8 @@
 #include <boost/uuid/string_generator.hpp>
 #include <boost/uuid/uuid.hpp>
 
+#include <atomic>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
@@ -97,8 +100,11 @@ public:
 
     /// The name-based (SHA-1, RFC 4122 version 5) uuid of a singleton's name.
     static boost::uuids::uuid singleton_id(std::string_view name) {
-        static boost::uuids::name_generator_sha1 const generate(
-            boost::uuids::string_generator()("6b1d8a4e-0c55-4f0e-9a7e-63c0b7c1a2f1"));
+        static std::atomic<boost::uuids::name_generator_sha1 const*> the_generator{nullptr};
+        boost::uuids::name_generator_sha1 const& generate = detail::made_once(the_generator, [] {
+            return std::make_unique<boost::uuids::name_generator_sha1 const>(
+                boost::uuids::string_generator()("6b1d8a4e-0c55-4f0e-9a7e-63c0b7c1a2f1"));
+        });
         return generate(name.data(), name.size());
     }
 

@@ -15,6 +15,7 @@
 
 #include <compile_cache/detail/config_rtti.hpp>
 
+#include <compile_cache/detail/made_once.hpp>
 #include <compile_cache/detail/memory_streambuf.hpp>
 #include <compile_cache/resolver/reference.hpp>
 #include <compile_cache/serializer/reference.hpp>
@@ -42,11 +43,13 @@
 #include <boost/serialization/level.hpp>
 #include <boost/serialization/throw_exception.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <cstddef>
 #include <istream>
 #include <type_traits>
 #include <locale>
+#include <memory>
 #include <ostream>
 #include <streambuf>
 #include <string>

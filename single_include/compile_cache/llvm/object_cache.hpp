@@ -123,6 +123,44 @@ __asm__(".pushsection .rodata.compile_cache_header_only_mark,\"aG\",@progbits,co
 // program's, so that rebuilding the host compiler re-keys everything it cached, or
 // that of the module (program or shared library) containing an address, so that a
 // host whose code generator is a library (LLVM's) is identified by that library.
+
+// ---- inlined compile_cache/detail/made_once.hpp
+// compile_cache: a value made at its first use and kept for the process, without the guard
+// of a function-local static that a forked child may find held for ever.
+// An include guard as well: detail/build_id.hpp includes it, and the LLVM adapter's
+// single-header copies inline both (scripts/amalgamate.py), as does the single header.
+#ifndef COMPILE_CACHE_DETAIL_MADE_ONCE_HPP
+#define COMPILE_CACHE_DETAIL_MADE_ONCE_HPP
+
+#include <atomic>
+#include <memory>
+#include <utility>
+
+namespace compile_cache::detail {
+
+/// The object `make()` makes (a `std::unique_ptr<T>` to it), made at the first call with
+/// `slot` and never destroyed (a cache of static storage duration works at exit too).
+/// `slot` is a function-local `static std::atomic<T*>` (constant-initialised: no guard).
+/// No caller waits for another: callers that meet before the first object is published
+/// each make one, the first published is kept and the others are dropped. So a child
+/// forked while a thread of its parent was making it makes its own at once, where a
+/// function-local static's guard would stay held in the child for ever (docs/design.md,
+/// "Forks"). What `make` throws is thrown.
+template <class T, class Make>
+T& made_once(std::atomic<T*>& slot, Make&& make) {
+    if (T* const made = slot.load(std::memory_order_acquire)) return *made;
+    std::unique_ptr<T> fresh = std::forward<Make>(make)();
+    T* kept = nullptr;
+    if (slot.compare_exchange_strong(kept, fresh.get(), std::memory_order_acq_rel, std::memory_order_acquire))
+        return *fresh.release();
+    return *kept;
+}
+
+} // namespace compile_cache::detail
+
+#endif // COMPILE_CACHE_DETAIL_MADE_ONCE_HPP
+// ---- end of compile_cache/detail/made_once.hpp
+
 // An include guard as well: the LLVM adapter's single-header copies inline this
 // header (scripts/amalgamate.py), and so does the single header.
 #ifndef COMPILE_CACHE_DETAIL_BUILD_ID_HPP
@@ -136,6 +174,7 @@ __asm__(".pushsection .rodata.compile_cache_header_only_mark,\"aG\",@progbits,co
 #include <cstdio>
 #include <cstring>
 #include <initializer_list>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -207,15 +246,27 @@ inline int find_main_build_id(dl_phdr_info* info, std::size_t, void* data) {
 /// or the platform cannot tell.
 inline std::string const& main_program_build_id() {
     // Never destroyed: a cache of static storage duration builds keys at exit too.
-    static std::string const& id = *new std::string([] {
-        std::string s;
+    static std::atomic<std::string const*> id{nullptr};
+    return made_once(id, [] {
+        auto s = std::make_unique<std::string>();
 #if defined(COMPILE_CACHE_HAS_DL_ITERATE_PHDR)
-        dl_iterate_phdr(&find_main_build_id, &s);
+        dl_iterate_phdr(&find_main_build_id, s.get());
 #endif
-        return s;
-    }());
-    return id;
+        return std::unique_ptr<std::string const>(std::move(s));
+    });
 }
+
+/// main_program_build_id, made as the program (or a library that includes this header)
+/// starts: later, a child forked while another thread of its parent was in
+/// dl_iterate_phdr would wait for ever for the loader's lock, which glibc (2.36) does
+/// not reset in a child (docs/design.md, "Forks").
+inline bool const main_program_build_id_made_at_start = [] {
+    try {
+        (void)main_program_build_id();
+    } catch (...) { // (std::bad_alloc: made at the first use instead)
+    }
+    return true;
+}();
 
 /// A module (the main program or a shared library) loaded in this process.
 struct loaded_module {
@@ -406,8 +457,8 @@ inline std::string for_this_process_alone(std::string const& shown) {
 /// The main program named for this process alone (for_this_process_alone), when its content
 /// cannot be read: one name for the rest of the process (and its forks, which run the same file).
 inline std::string const& main_program_for_this_process_alone() {
-    static std::string const& alone = *new std::string(for_this_process_alone("main program"));
-    return alone;
+    static std::atomic<std::string const*> alone{nullptr};
+    return made_once(alone, [] { return std::make_unique<std::string const>(for_this_process_alone("main program")); });
 }
 
 /// What tells one version of a file from another without reading it: the device, inode,
@@ -465,11 +516,13 @@ inline std::string library_file_identity(loaded_module const& m, content_digests
         bool counted;            ///< the module's loads and unloads were counted (loaded_module)
         unsigned long long loads, unloads; ///< when `inode` was found mapped (or found not to be known)
     };
-    static std::timed_mutex& mutex = *new std::timed_mutex;
-    static std::vector<named_file>& named = *new std::vector<named_file>;
+    static std::atomic<std::timed_mutex*> the_mutex{nullptr};
+    static std::atomic<std::vector<named_file>*> the_named{nullptr};
+    std::timed_mutex& mutex = made_once(the_mutex, [] { return std::make_unique<std::timed_mutex>(); });
+    std::vector<named_file>& named = made_once(the_named, [] { return std::make_unique<std::vector<named_file>>(); });
     if (!digests) return for_this_process_alone(m.path); // (not remembered: a later call may have them)
     // Within a bound: a child forked while another thread held it would wait forever.
-    auto const lock_named = [] { return std::unique_lock<std::timed_mutex>(mutex, std::chrono::seconds(1)); };
+    auto const lock_named = [&mutex] { return std::unique_lock<std::timed_mutex>(mutex, std::chrono::seconds(1)); };
     // The name remembered for this module (its place and path); named.end() when none.
     auto const named_here = [&] {
         return std::find_if(named.begin(), named.end(),

@@ -7,8 +7,11 @@
 #include <compile_cache/detail/config.hpp>
 
 #include <compile_cache/detail/build_id.hpp>
+#include <compile_cache/detail/made_once.hpp>
 #include <compile_cache/hasher/sha256.hpp>
 
+#include <atomic>
+#include <memory>
 #include <string>
 
 namespace compile_cache::detail {

@@ -30,10 +30,12 @@ unsigned archive_version() {
 std::locale const& text_archive_locale() {
     // Never destroyed, as the format ids below: a cache of static storage duration loads
     // and stores at exit too.
-    static std::locale const& locale = *new std::locale(
-        std::locale(std::locale::classic(), new boost::math::nonfinite_num_put<char>),
-        new boost::math::nonfinite_num_get<char>);
-    return locale;
+    static std::atomic<std::locale const*> locale{nullptr};
+    return made_once(locale, [] {
+        return std::make_unique<std::locale const>(
+            std::locale(std::locale::classic(), new boost::math::nonfinite_num_put<char>),
+            new boost::math::nonfinite_num_get<char>);
+    });
 }
 
 bounded_binary_iarchive::bounded_binary_iarchive(std::streambuf& in, unsigned flags) : impl(in, flags), in_(in) {
@@ -47,17 +49,20 @@ bounded_text_iarchive::bounded_text_iarchive(std::istream& in, unsigned flags) :
 } // namespace detail
 
 std::string const& boost_binary::format_id() {
-    static std::string const& id = *new std::string("boost_binary;archive=" +
-                                                    std::to_string(detail::archive_version()) + ";boost=" +
-                                                    std::to_string(BOOST_VERSION) + ";abi=" + detail::archive_abi());
-    return id;
+    static std::atomic<std::string const*> id{nullptr};
+    return detail::made_once(id, [] {
+        return std::make_unique<std::string const>("boost_binary;archive=" + std::to_string(detail::archive_version()) +
+                                                   ";boost=" + std::to_string(BOOST_VERSION) +
+                                                   ";abi=" + detail::archive_abi());
+    });
 }
 
 std::string const& boost_text::format_id() {
-    static std::string const& id = *new std::string("boost_text;archive=" +
-                                                    std::to_string(detail::archive_version()) + ";boost=" +
-                                                    std::to_string(BOOST_VERSION));
-    return id;
+    static std::atomic<std::string const*> id{nullptr};
+    return detail::made_once(id, [] {
+        return std::make_unique<std::string const>("boost_text;archive=" + std::to_string(detail::archive_version()) +
+                                                   ";boost=" + std::to_string(BOOST_VERSION));
+    });
 }
 
 } // namespace compile_cache

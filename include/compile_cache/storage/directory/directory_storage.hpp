@@ -8,6 +8,7 @@
 #include <compile_cache/detail/env.hpp>
 #include <compile_cache/detail/fork_handlers.hpp>
 #include <compile_cache/detail/held_batch_bounds.hpp>
+#include <compile_cache/detail/made_once.hpp>
 #include <compile_cache/detail/per_thread.hpp>
 #include <compile_cache/detail/posix_io.hpp>
 #include <compile_cache/key/key.hpp>

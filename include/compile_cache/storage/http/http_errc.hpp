@@ -2,6 +2,10 @@
 // conditions are the std::errc ones a tier counts (tiered_storage's remote_error_of).
 #pragma once
 
+#include <compile_cache/detail/made_once.hpp>
+
+#include <atomic>
+#include <memory>
 #include <string>
 #include <system_error>
 
@@ -73,8 +77,8 @@ public:
 
 inline std::error_category const& http_category() noexcept {
     // Never destroyed: a cache of static storage duration may meet an HTTP error at exit.
-    static detail::http_category_impl const& category = *new detail::http_category_impl;
-    return category;
+    static std::atomic<detail::http_category_impl const*> category{nullptr};
+    return detail::made_once(category, [] { return std::make_unique<detail::http_category_impl const>(); });
 }
 
 inline std::error_code make_error_code(http_errc e) noexcept { return {static_cast<int>(e), http_category()}; }

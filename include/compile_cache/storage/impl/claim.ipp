@@ -80,8 +80,10 @@ std::string claim_owner() noexcept {
     // the try: an allocation that fails there is an empty owner, and tried again next time.
     static ::pid_t cached_pid = 0;
     try {
-        static std::mutex& mutex = *new std::mutex;
-        static std::string& cached = *new std::string;
+        static std::atomic<std::mutex*> the_mutex{nullptr};
+        static std::atomic<std::string*> the_cached{nullptr};
+        std::mutex& mutex = detail::made_once(the_mutex, [] { return std::make_unique<std::mutex>(); });
+        std::string& cached = detail::made_once(the_cached, [] { return std::make_unique<std::string>(); });
         ::pid_t const pid = ::getpid();
         std::unique_lock<std::mutex> lock(mutex, std::try_to_lock);
         if (lock.owns_lock() && pid == cached_pid) return cached;

@@ -50,9 +50,16 @@ std::string file_sha256_id(char const* path) noexcept {
 }
 
 std::string const& main_program_file_id() noexcept {
-    // Never destroyed: a cache of static storage duration builds keys at exit too.
-    static std::string const& id = *new std::string(file_sha256_id("/proc/self/exe"));
-    return id;
+    // Never destroyed: a cache of static storage duration builds keys at exit too. Made
+    // without a static's guard: a child forked while another thread reads the program
+    // would wait for ever (made_once).
+    static std::atomic<std::string const*> id{nullptr};
+    try {
+        return made_once(id, [] { return std::make_unique<std::string const>(file_sha256_id("/proc/self/exe")); });
+    } catch (...) { // (std::bad_alloc: not known, this time)
+        static std::string const unknown;
+        return unknown;
+    }
 }
 
 } // namespace compile_cache::detail
