@@ -19,6 +19,7 @@
 #include <boost/serialization/vector.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -879,10 +880,23 @@ struct allocation_fault {
     }
     static bool fired() noexcept { return allocation_fault_fired; }
 };
+
+// The park: on the thread that arms it, the next allocation waits (before it allocates
+// anything) until released, so that the thread stays inside the call that allocated,
+// holding what that call holds. allocation_park_state: 1 once parked, 2 to release.
+thread_local bool allocation_park_armed = false;
+std::atomic<int> allocation_park_state{0};
+void park_if_armed() noexcept {
+    if (!allocation_park_armed) return;
+    allocation_park_armed = false;
+    allocation_park_state.store(1);
+    while (allocation_park_state.load() != 2) ::usleep(1000);
+}
 } // namespace
 
 // (Not inlined: GCC would see free() called on what `new` returned, -Wmismatched-new-delete.)
 [[gnu::noinline]] void* operator new(std::size_t n) {
+    park_if_armed();
     if (allocation_fault_armed && (allocation_fault_countdown <= 0 || --allocation_fault_countdown == 0)) {
         if (!allocation_fault_persistent) allocation_fault_armed = false;
         allocation_fault_fired = true;
@@ -1014,4 +1028,113 @@ TEST_CASE("get_or_compile with memory exhausted from any point: the host's artif
     INFO(escaped);
     CHECK(faults > 0);
     CHECK(escaped.empty());
+}
+
+// --- forks while another thread is inside a registry or a memory storage ------------
+
+// A thread parked inside a registry's or a memory storage's call, at an allocation made
+// under the object's lock, holds that lock for real while the main thread forks. The
+// parked thread allocates nothing while parked (it waits before malloc), so even under
+// AddressSanitizer no allocator lock is held across the fork. Each child has 5 s (alarm).
+namespace {
+
+/// Runs `inside` on another thread parked at its first allocation, forks meanwhile, runs
+/// `in_child` in the child under a 5 s alarm (exit 0: it answered as expected), then lets
+/// the thread go on. The child's wait status.
+template <class Inside, class InChild>
+int fork_while_parked(Inside inside, InChild in_child) {
+    allocation_park_state = 0;
+    std::thread holder([&] {
+        allocation_park_armed = true;
+        inside();
+    });
+    for (int waited = 0; allocation_park_state.load() != 1 && waited < 10000; ++waited) ::usleep(1000);
+    pid_t const pid = allocation_park_state.load() == 1 ? ::fork() : -1; // (not parked: no child)
+    if (pid == 0) {
+        ::alarm(5); // a child waiting for ever is killed: the parent sees SIGALRM
+        ::_exit(in_child() ? 0 : 1);
+    }
+    allocation_park_state = 2;
+    holder.join();
+    int status = 0;
+    if (pid < 0 || ::waitpid(pid, &status, 0) != pid) return -1;
+    return status;
+}
+
+std::string describe_status(int status) {
+    if (status == -1) return "no child (or the thread was not parked)";
+    if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
+    return "exit " + std::to_string(WEXITSTATUS(status));
+}
+
+} // namespace
+
+TEST_CASE("a child forked while a thread records a call in the registry answers unknown at once",
+          "[resolver][fork][processes]") {
+    cc::registry reg;
+    bound_kernel callee{1}, caller{2}, other{3};
+    cc::key const k = cc::key_builder<>().add("ir", "callee").finish().value();
+    cc::key const k2 = cc::key_builder<>().add("ir", "other").finish().value();
+    REQUIRE(reg.bind(&callee, k));
+    std::string const id(reinterpret_cast<char const*>(k.data()), k.size());
+    // The thread is inside record_call, holding the registry's lock, as a store or a load
+    // through a kernel reference is.
+    int const status = fork_while_parked([&] { reg.record_call(&caller, &callee); }, [&] {
+        // Nothing answers from tables another thread may have left half changed: no key, no
+        // kernel, no reference; what would change them does nothing (a recorded call
+        // dropped here cannot keep a key valid: no key is valid here).
+        reg.record_call(&other, &callee);
+        bool ok = reg.kernel<bound_kernel>(k) == nullptr && !reg.key_of(&callee) &&
+                  reg.from_reference(cc::reference{cc::reference_kind::kernel, id}, typeid(bound_kernel),
+                                     nullptr) == nullptr &&
+                  !reg.to_reference(&callee, typeid(bound_kernel), &caller) && !reg.bind(&other, k2) &&
+                  reg.forget(&callee).empty() && reg.callers_of(&callee).empty() && !reg.key_of(&other);
+        // A registry made in the child works.
+        cc::registry fresh;
+        ok = ok && fresh.bind(&other, k2) && fresh.key_of(&other) == k2;
+        return ok;
+    });
+    CHECK(describe_status(status) == "exit 0");
+    // The parent's registry goes on, the parked call included.
+    CHECK(reg.callers_of(&callee) == std::vector<void const*>{&caller});
+    CHECK(reg.kernel<bound_kernel>(k) == &callee);
+    CHECK(reg.bind(&other, k2));
+    CHECK(reg.forget(&callee) == std::vector<void const*>{&callee});
+    CHECK(reg.kernel<bound_kernel>(k) == nullptr);
+}
+
+TEST_CASE("a child forked while a thread stores in a memory storage misses at once",
+          "[storage][fork][processes]") {
+    cc::memory_storage s;
+    cc::key const k = cc::key_builder<>().add("ir", "old").finish().value();
+    cc::key const k2 = cc::key_builder<>().add("ir", "new").finish().value();
+    REQUIRE(!s.write(k, "old"));
+    // A child forked while no thread is inside uses the storage as it was.
+    int status = fork_while_parked([] { ::operator delete(::operator new(16)); }, [&] {
+        std::string out;
+        return s.read(k, out, 100).status == cc::read_status::found && out == "old" && !s.write(k2, "x") &&
+               s.size() == 2;
+    });
+    CHECK(describe_status(status) == "exit 0");
+    // The thread is inside write, holding the storage's lock ("new" is copied without an
+    // allocation: the first is the entry's, under the lock).
+    status = fork_while_parked([&] { (void)s.write(k2, "new"); }, [&] {
+        std::string out;
+        cc::read_result const r = s.read(k, out, 100);
+        bool ok = r.status == cc::read_status::absent && out.empty();
+        ok = ok && s.write(k, "child") == std::make_error_code(std::errc::state_not_recoverable);
+        ok = ok && !s.remove(k) && s.size() == 0 && s.read(k, out, 100).status == cc::read_status::absent;
+        // A storage made in the child works; one moved from the lost one holds nothing.
+        cc::memory_storage fresh;
+        ok = ok && !fresh.write(k, "child") && fresh.read(k, out, 100).status == cc::read_status::found;
+        cc::memory_storage moved(std::move(s));
+        ok = ok && moved.size() == 0 && !moved.write(k2, "x") && moved.size() == 1;
+        return ok;
+    });
+    CHECK(describe_status(status) == "exit 0");
+    std::string out;
+    CHECK(s.read(k, out, 100).status == cc::read_status::found);
+    CHECK(out == "old");
+    CHECK(s.read(k2, out, 100).status == cc::read_status::found);
+    CHECK(out == "new");
 }

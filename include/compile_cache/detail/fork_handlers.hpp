@@ -9,10 +9,16 @@ namespace compile_cache::detail {
 /// The parts of the library with fork handlers, in the order their `prepare` runs before
 /// a fork (`parent` and `child` run after it in the reverse order). A tier's worker comes
 /// first: its `prepare` lets a job under way end, and that job may need the local
-/// storage's mutexes (a directory's, a SQLite file's), which theirs then take
-/// (docs/design.md, "Forks").
-enum class fork_stage : unsigned { tier_workers = 0, directory_storages = 1, sqlite_storages = 2 };
-inline constexpr unsigned fork_stage_count = 3;
+/// storage's mutexes (a directory's, a SQLite file's, a memory storage's), which theirs
+/// then take. The registries' and memory storages' reader-writer locks come last: no
+/// thread takes another lock while it holds one (docs/design.md, "Forks").
+enum class fork_stage : unsigned {
+    tier_workers = 0,
+    directory_storages = 1,
+    sqlite_storages = 2,
+    reader_writer_locks = 3
+};
+inline constexpr unsigned fork_stage_count = 4;
 
 /// One part's handlers; each must not throw.
 struct fork_handlers {

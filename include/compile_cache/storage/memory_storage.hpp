@@ -4,13 +4,13 @@
 #pragma once
 
 #include <compile_cache/detail/config.hpp>
+#include <compile_cache/detail/fork_shared_mutex.hpp>
 
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/storage/concept.hpp>
 
 #include <cstddef>
 #include <mutex>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -25,9 +25,15 @@ namespace compile_cache {
 /// being copied. Allocation failures become error results; no member throws. The empty
 /// key (what an over-long one becomes: key.hpp) names no entry: it reads absent, a write
 /// under it fails with invalid_argument, and a removal of it removes nothing.
+///
+/// In a child forked while another thread of the parent was inside a call (for longer
+/// than the fork's wait, 250 ms), the storage holds nothing, for ever, and never waits:
+/// reads are absent, writes fail with state_not_recoverable, removals remove nothing,
+/// size() is 0; moving it or into it moves nothing.
 class memory_storage {
 public:
     memory_storage() = default;
+    COMPILE_CACHE_DECL ~memory_storage();
     memory_storage(memory_storage const&) = delete;
     memory_storage& operator=(memory_storage const&) = delete;
 
@@ -44,13 +50,14 @@ public:
 
     /// The number of entries held.
     std::size_t size() const {
-        std::shared_lock<std::shared_mutex> lock(mutex_);
-        return entries_.size();
+        if (mutex_.lost()) return 0;
+        std::shared_lock<detail::fork_shared_mutex> lock(mutex_);
+        return entries_->size();
     }
 
 private:
-    mutable std::shared_mutex mutex_;
-    std::unordered_map<key, std::string> entries_;
+    mutable detail::fork_shared_mutex mutex_;
+    detail::abandonable<std::unordered_map<key, std::string>> entries_; ///< not to be touched once mutex_ is lost
 };
 
 } // namespace compile_cache

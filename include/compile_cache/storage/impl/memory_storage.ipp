@@ -9,26 +9,31 @@
 
 namespace compile_cache {
 
+memory_storage::~memory_storage() {
+    if (mutex_.lost()) entries_.abandon(); // (possibly half changed by a thread this process lacks)
+}
+
 memory_storage::memory_storage(memory_storage&& other) noexcept {
-    std::unique_lock<std::shared_mutex> lock(other.mutex_);
-    entries_ = std::move(other.entries_);
+    if (other.mutex_.lost()) return;
+    std::unique_lock<detail::fork_shared_mutex> lock(other.mutex_);
+    entries_.get() = std::move(other.entries_.get());
 }
 
 memory_storage& memory_storage::operator=(memory_storage&& other) noexcept {
-    if (this != &other) {
+    if (this != &other && !mutex_.lost() && !other.mutex_.lost()) {
         std::scoped_lock lock(mutex_, other.mutex_);
-        entries_ = std::move(other.entries_);
+        entries_.get() = std::move(other.entries_.get());
     }
     return *this;
 }
 
 read_result memory_storage::read(key const& k, std::string& out, std::size_t max_size) noexcept {
     out.clear();
-    if (k.empty()) return {read_status::absent, {}}; // (the empty key names no entry: key.hpp)
+    if (k.empty() || mutex_.lost()) return {read_status::absent, {}}; // (the empty key names no entry: key.hpp)
     try {
-        std::shared_lock<std::shared_mutex> lock(mutex_);
-        auto it = entries_.find(k);
-        if (it == entries_.end()) return {read_status::absent, {}};
+        std::shared_lock<detail::fork_shared_mutex> lock(mutex_);
+        auto it = entries_->find(k);
+        if (it == entries_->end()) return {read_status::absent, {}};
         if (it->second.size() > max_size) return {read_status::too_large, {}};
         out.assign(it->second);
         return {read_status::found, {}};
@@ -46,11 +51,12 @@ read_result memory_storage::read(key const& k, std::string& out, std::size_t max
 
 std::error_code memory_storage::write(key const& k, std::string_view bytes) noexcept {
     if (k.empty()) return std::make_error_code(std::errc::invalid_argument);
+    if (mutex_.lost()) return std::make_error_code(std::errc::state_not_recoverable);
     try {
         // Copy before locking: the allocation does not need to hold writers out.
         std::string copy(bytes);
-        std::unique_lock<std::shared_mutex> lock(mutex_);
-        entries_.insert_or_assign(k, std::move(copy));
+        std::unique_lock<detail::fork_shared_mutex> lock(mutex_);
+        entries_->insert_or_assign(k, std::move(copy));
         return {};
     } catch (std::bad_alloc const&) {
         return std::make_error_code(std::errc::not_enough_memory);
@@ -62,10 +68,10 @@ std::error_code memory_storage::write(key const& k, std::string_view bytes) noex
 }
 
 std::error_code memory_storage::remove(key const& k) noexcept {
-    if (k.empty()) return {};
+    if (k.empty() || mutex_.lost()) return {};
     try {
-        std::unique_lock<std::shared_mutex> lock(mutex_);
-        entries_.erase(k);
+        std::unique_lock<detail::fork_shared_mutex> lock(mutex_);
+        entries_->erase(k);
         return {};
     } catch (std::system_error const& e) {
         return e.code();
