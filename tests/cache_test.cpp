@@ -1069,7 +1069,7 @@ std::string describe_status(int status) {
 
 } // namespace
 
-TEST_CASE("a child forked while a thread records a call in the registry answers unknown at once",
+TEST_CASE("a child forked mid record_call in a registry knows no key, at once",
           "[resolver][fork][processes]") {
     cc::registry reg;
     bound_kernel callee{1}, caller{2}, other{3};
