@@ -180,7 +180,8 @@ enum class repair_outcome { done, not_copied, not_emptied };
 inline repair_outcome repair_file(std::string const& path, std::string const& aside, mode_t mode,
                                   std::chrono::milliseconds busy, std::string& why) {
     sqlite3* db = nullptr;
-    int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr);
+    // (Never through a symlink: the file it names may be anyone's, a planted link's.)
+    int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, nullptr);
     // (Not copied until the copy is made: a failed open leaves a copy to make, never one
     // taken for made.)
     repair_outcome outcome = aside.empty() ? repair_outcome::not_emptied : repair_outcome::not_copied;
@@ -765,7 +766,7 @@ public:
 private:
     /// The ways a repair fails, each reported once until a repair succeeds (report_once):
     /// bits of state::reported_unrepaired.
-    enum class repair_failure : unsigned { none = 0, lock = 1, copy = 2, empty = 4 };
+    enum class repair_failure : unsigned { none = 0, lock = 1, copy = 2, empty = 4, link = 8 };
 
     struct state : detail::sqlite_impl::forkable_state { // (its mutex, connection and fork marks)
         std::string path;
@@ -889,6 +890,12 @@ private:
         if (c.inode != 0 && (::stat(path.c_str(), &st) != 0 || st.st_ino != c.inode || st.st_dev != c.device))
             return; // (an earlier release moved it aside and made another: open that)
         c.close();
+        if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+            // Never emptied through a symlink: one planted where the cache file goes may
+            // name any file this process can write.
+            report_once(repair_failure::link, path + ": " + why + ", and it is a symlink: left as it is");
+            return;
+        }
         if (::stat(path.c_str(), &st) != 0) return;
         detail::sqlite_impl::repair_lock lock;
         if (std::string const not_taken = lock.take(path, st.st_mode, state_->options.busy_timeout);
@@ -960,6 +967,13 @@ private:
         state_->connection_pid = ::getpid();
         state_->why.clear();
         state_->repairs_seen = detail::sqlite_impl::repair_lock::count(state_->path);
+        struct stat st {};
+        if (::stat(state_->path.c_str(), &st) == 0 && (st.st_mode & S_IWOTH) != 0) {
+            // Anyone may have planted its rows (directory_storage trusts no such entry).
+            state_->why = "it is writable by other users (chmod o-w makes it usable)";
+            state_->checked_once = false;
+            return;
+        }
         bool const immutable = state_->options.read_only || !writable(state_->path);
         // An inspection shares the writers' WAL when there is one; with none, nothing
         // committed is elsewhere, and the file is read immutable (no side file made).
