@@ -974,6 +974,12 @@ private:
             state_->checked_once = false;
             return;
         }
+        if (::stat(folder_of(state_->path).c_str(), &st) == 0 && (st.st_mode & S_IWOTH) != 0) {
+            // Anyone may plant a -wal beside it, whose rows SQLite reads as the file's.
+            state_->why = "its folder is writable by other users, who may plant its -wal file";
+            state_->checked_once = false;
+            return;
+        }
         bool const immutable = state_->options.read_only || !writable(state_->path);
         // An inspection shares the writers' WAL when there is one; with none, nothing
         // committed is elsewhere, and the file is read immutable (no side file made).
@@ -997,10 +1003,16 @@ private:
         state_->checked_once = false;
     }
 
-    /// Whether this process may write the file and, for WAL's side files, its folder.
-    static bool writable(std::string const& path) {
+    /// The folder of the file at `path`.
+    static std::string folder_of(std::string const& path) {
         std::string folder = path.substr(0, path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/'));
         if (folder.empty()) folder = path.find('/') == 0 ? "/" : ".";
+        return folder;
+    }
+
+    /// Whether this process may write the file and, for WAL's side files, its folder.
+    static bool writable(std::string const& path) {
+        std::string const folder = folder_of(path);
         if (::access(path.c_str(), F_OK) == 0 && ::access(path.c_str(), W_OK) != 0) return false;
         return ::access(folder.c_str(), W_OK) == 0 || ::access(path.c_str(), F_OK) != 0;
     }
