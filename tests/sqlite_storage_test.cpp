@@ -649,6 +649,70 @@ TEST_CASE("a child forked while another thread waited on the file's lock in a st
     CHECK(WEXITSTATUS(status) == 0);
 }
 
+TEST_CASE("a child forked while another storage of the file waited on its lock: what it stores is kept or fails",
+          "[sqlite][processes]") {
+    temp_dir dir;
+    std::string const file = (dir.path() / "cache.db").string();
+    fill_forty(file);
+    int to_parent[2], to_child[2], results[2];
+    REQUIRE(::pipe(to_parent) == 0);
+    REQUIRE(::pipe(to_child) == 0);
+    REQUIRE(::pipe(results) == 0);
+    pid_t pid = -1;
+    {
+        compile_cache_test::child_process holder(
+            std::vector<std::string>{COMPILE_CACHE_HELPER_sqlite_worker, "hold-lock", file, "0"});
+        REQUIRE(holder.wait_for_line());
+        cc::sqlite_options options;
+        options.busy_timeout = std::chrono::milliseconds(3000);
+        cc::sqlite_storage waiting(file, options), other(file, options);
+        REQUIRE(other.usable());
+        // A store through `waiting` holds its mutex while it waits for the lock; the fork
+        // comes 0.5 s in, and takes `other`'s mutex, not `waiting`'s.
+        std::thread storing([&] { (void)waiting.write(conformance_key(20, 99), "new"); });
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        pid = ::fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            ::alarm(20);
+            // A store reported done is one the next process must find: 'k' kept, 'f' failed.
+            auto store = [&](std::uint32_t i) {
+                char const answer = other.write(conformance_key(31, i), conformance_value(31, i)) ? 'f' : 'k';
+                return ::write(results[1], &answer, 1) == 1;
+            };
+            char c = 0;
+            bool ok = ::read(to_child[0], &c, 1) == 1; // the holder gone, the store done
+            ok = store(1) && ok;
+            ok = ::write(to_parent[1], "1", 1) == 1 && ok;
+            ok = ::read(to_child[0], &c, 1) == 1 && ok; // the parent's storages closed
+            ok = store(2) && ok;
+            ok = store(3) && ok;
+            ::_exit(ok ? 0 : 1);
+        }
+        holder.kill();
+        (void)holder.wait();
+        storing.join();
+        REQUIRE(::write(to_child[1], "1", 1) == 1);
+        char c = 0;
+        REQUIRE(::read(to_parent[0], &c, 1) == 1);
+    } // the parent's connections close: its last, so SQLite may checkpoint and remove the WAL
+    REQUIRE(::write(to_child[1], "2", 1) == 1);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    char answers[3] = {};
+    CHECK(::read(results[0], answers, 3) == 3);
+    for (int fd : {to_parent[0], to_parent[1], to_child[0], to_child[1], results[0], results[1]}) ::close(fd);
+    cc::sqlite_storage again(file); // the next host
+    std::string out;
+    for (std::uint32_t i = 1; i <= 3; ++i) {
+        INFO("store " << i << ": " << answers[i - 1]);
+        if (answers[i - 1] == 'k')
+            CHECK(again.read(conformance_key(31, i), out, 1 << 20).status == cc::read_status::found);
+    }
+}
+
 #endif
 
 TEST_CASE("a full disk when a host opens the file: the host still reads every entry", "[sqlite]") {

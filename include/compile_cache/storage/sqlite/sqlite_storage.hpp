@@ -411,13 +411,14 @@ enum class open_outcome { ok, damaged, foreign, failed };
 /// close would remove the WAL the child writes: docs/design.md, "SQLite storage");
 /// both sides then reopen at their next call. One whose mutex another thread held
 /// through the wait keeps its connection in the parent; the child makes the mutex anew,
-/// abandons the connection, and that storage fails every call there (never a wait).
+/// abandons the connection, and that storage fails every call there (never a wait), as
+/// every other storage then does.
 struct forkable_state {
     mutable std::timed_mutex mutex;
     connection c;
     pid_t connection_pid = 0;         ///< the process that opened `c`
     bool held_for_fork = false;       ///< the fork under way took `mutex`
-    bool unusable_after_fork = false; ///< in a child: its connection was the parent's, open
+    bool unusable_after_fork = false; ///< in a child: its connection, or another's, was the parent's, open
     forkable_state();
     forkable_state(forkable_state const&) = delete;
     forkable_state& operator=(forkable_state const&) = delete;
@@ -457,14 +458,20 @@ inline void give_back_after_fork_in_parent() noexcept {
     r.held = false;
     r.mutex.unlock();
 }
-// Nothing here allocates.
+// Nothing here allocates. One storage whose connection stayed open (its mutex not taken)
+// makes every storage unusable here: SQLite's records of that connection's locks, which
+// this process does not hold, would be shared by any connection opened here to its file,
+// whose WAL the parent's close could then remove under it (stores reported done, lost).
 inline void give_back_after_fork_in_child() noexcept {
     fork_registry& r = the_fork_registry();
     if (!r.held) return;
+    bool const one_left_open =
+        std::any_of(r.states.begin(), r.states.end(), [](forkable_state* s) { return !s->held_for_fork; });
     for (forkable_state* s : r.states) {
         if (s->held_for_fork) {
             s->held_for_fork = false;
             s->mutex.unlock();
+            s->unusable_after_fork = s->unusable_after_fork || one_left_open;
         } else {
             new (&s->mutex) std::timed_mutex; // its holder is not in this process
             s->c.abandon();
