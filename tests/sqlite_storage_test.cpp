@@ -715,6 +715,19 @@ TEST_CASE("a child forked while another storage of the file waited on its lock: 
 
 #endif
 
+#if defined(COMPILE_CACHE_HELPER_sqlite_alloc_faults)
+TEST_CASE("an allocation that fails while a sqlite_storage opens its file: no exception escapes", "[sqlite]") {
+    temp_dir dir;
+    compile_cache_test::process_spec spec;
+    spec.argv = {COMPILE_CACHE_HELPER_sqlite_alloc_faults, dir.str()};
+    spec.env = compile_cache_test::this_environment();
+    compile_cache_test::process_result const r = compile_cache_test::run_process(spec);
+    INFO(r.describe() << "\n" << r.out << r.err);
+    CHECK(r.exited(0));
+    CHECK(r.out.rfind("escaped=0 ", 0) == 0);
+}
+#endif
+
 TEST_CASE("a full disk when a host opens the file: the host still reads every entry", "[sqlite]") {
     temp_dir dir;
     fs::path const mnt = dir.path() / "mnt";

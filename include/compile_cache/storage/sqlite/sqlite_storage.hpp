@@ -488,7 +488,10 @@ inline forkable_state::forkable_state() {
     if (!installed) return;
     fork_registry& r = the_fork_registry();
     std::lock_guard<std::timed_mutex> const lock(r.mutex);
-    r.states.push_back(this);
+    try {
+        r.states.push_back(this);
+    } catch (...) { // bad_alloc: left out (its child finds the parent's connection, unusable)
+    }
 }
 inline forkable_state::~forkable_state() {
     fork_registry& r = the_fork_registry();
@@ -516,12 +519,19 @@ public:
 
     /// Opens (or creates) the database at `path`. A failure does not throw: usable()
     /// is then false, and a cache over it says so and runs disabled.
-    explicit sqlite_storage(std::string path, sqlite_options options = {})
-        : state_(std::make_unique<state>()) {
-        state_->path = std::move(path);
-        state_->options = std::move(options);
-        std::lock_guard<std::timed_mutex> lock(state_->mutex);
-        open_locked();
+    explicit sqlite_storage(std::string path, sqlite_options options = {}) noexcept {
+        try {
+            state_ = std::make_unique<state>();
+            state_->path = std::move(path);
+            state_->options = std::move(options);
+            std::lock_guard<std::timed_mutex> lock(state_->mutex);
+            open_locked();
+        } catch (...) { // (no memory: a storage that cannot work)
+            if (state_) {
+                state_->c.close();
+                state_->why = "out of memory"; // (within the string's own bytes)
+            }
+        }
     }
 
     sqlite_storage(sqlite_storage&&) noexcept = default;
