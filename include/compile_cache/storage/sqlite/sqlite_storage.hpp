@@ -582,7 +582,11 @@ public:
         };
     }
 
-    std::string const& path() const noexcept { return state_->path; } ///< not on a moved-from object
+    /// The file's path; empty on a moved-from object, or one whose construction had no memory.
+    std::string const& path() const noexcept {
+        static std::string const none;
+        return state_ ? state_->path : none;
+    }
     /// Whether the file was opened read-only (immutable): reads work, writes fail.
     bool read_only() const noexcept {
         if (!state_) return false;
