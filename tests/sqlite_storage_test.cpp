@@ -676,17 +676,19 @@ TEST_CASE("a child forked while another storage of the file waited on its lock: 
         if (pid == 0) {
             ::alarm(20);
             // A store reported done is one the next process must find: 'k' kept, 'f' failed.
-            auto store = [&](std::uint32_t i) {
-                char const answer = other.write(conformance_key(31, i), conformance_value(31, i)) ? 'f' : 'k';
+            auto store = [&](cc::sqlite_storage& through, std::uint32_t i) {
+                char const answer = through.write(conformance_key(31, i), conformance_value(31, i)) ? 'f' : 'k';
                 return ::write(results[1], &answer, 1) == 1;
             };
             char c = 0;
             bool ok = ::read(to_child[0], &c, 1) == 1; // the holder gone, the store done
-            ok = store(1) && ok;
+            ok = store(other, 1) && ok;
+            cc::sqlite_storage made_here(file, options); // (as a worker's own cache would)
+            ok = store(made_here, 2) && ok;
             ok = ::write(to_parent[1], "1", 1) == 1 && ok;
             ok = ::read(to_child[0], &c, 1) == 1 && ok; // the parent's storages closed
-            ok = store(2) && ok;
-            ok = store(3) && ok;
+            ok = store(other, 3) && ok;
+            ok = store(made_here, 4) && ok;
             ::_exit(ok ? 0 : 1);
         }
         holder.kill();
@@ -701,12 +703,12 @@ TEST_CASE("a child forked while another storage of the file waited on its lock: 
     REQUIRE(::waitpid(pid, &status, 0) == pid);
     CHECK(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 0);
-    char answers[3] = {};
-    CHECK(::read(results[0], answers, 3) == 3);
+    char answers[4] = {};
+    CHECK(::read(results[0], answers, 4) == 4);
     for (int fd : {to_parent[0], to_parent[1], to_child[0], to_child[1], results[0], results[1]}) ::close(fd);
     cc::sqlite_storage again(file); // the next host
     std::string out;
-    for (std::uint32_t i = 1; i <= 3; ++i) {
+    for (std::uint32_t i = 1; i <= 4; ++i) {
         INFO("store " << i << ": " << answers[i - 1]);
         if (answers[i - 1] == 'k')
             CHECK(again.read(conformance_key(31, i), out, 1 << 20).status == cc::read_status::found);

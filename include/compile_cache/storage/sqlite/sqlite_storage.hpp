@@ -431,6 +431,9 @@ struct fork_registry {
     std::timed_mutex mutex;
     std::vector<forkable_state*> states;
     bool held = false; ///< `mutex` was taken by the fork under way
+    /// In a child: a connection of the parent's was left open, so SQLite's records of its
+    /// file's locks are here too, and no storage of this process opens a connection.
+    std::atomic<bool> parent_connection_open{false};
 };
 inline fork_registry& the_fork_registry() noexcept {
     static fork_registry* const r = new fork_registry;
@@ -467,6 +470,7 @@ inline void give_back_after_fork_in_child() noexcept {
     if (!r.held) return;
     bool const one_left_open =
         std::any_of(r.states.begin(), r.states.end(), [](forkable_state* s) { return !s->held_for_fork; });
+    if (one_left_open) r.parent_connection_open = true;
     for (forkable_state* s : r.states) {
         if (s->held_for_fork) {
             s->held_for_fork = false;
@@ -487,6 +491,7 @@ inline forkable_state::forkable_state() {
         fork_stage::sqlite_storages, {&take_before_fork, &give_back_after_fork_in_parent, &give_back_after_fork_in_child});
     if (!installed) return;
     fork_registry& r = the_fork_registry();
+    unusable_after_fork = r.parent_connection_open;
     std::lock_guard<std::timed_mutex> const lock(r.mutex);
     try {
         r.states.push_back(this);
@@ -864,6 +869,7 @@ private:
         if (state_->c.db && state_->connection_pid != ::getpid()) {
             state_->c.abandon();
             state_->unusable_after_fork = true;
+            detail::sqlite_impl::the_fork_registry().parent_connection_open = true;
         }
         return !state_->unusable_after_fork;
     }
@@ -987,6 +993,11 @@ private:
         state_->c.close();
         state_->connection_pid = ::getpid();
         state_->why.clear();
+        if (state_->unusable_after_fork) {
+            state_->why = "this process was forked while another thread used a SQLite storage, whose locks it "
+                          "does not hold";
+            return;
+        }
         state_->repairs_seen = detail::sqlite_impl::repair_lock::count(state_->path);
         struct stat st {};
         if (::stat(state_->path.c_str(), &st) == 0 && (st.st_mode & S_IWOTH) != 0) {
