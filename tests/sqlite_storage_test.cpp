@@ -718,7 +718,9 @@ TEST_CASE("a child forked while another storage of the file waited on its lock: 
 #endif
 
 #if defined(COMPILE_CACHE_HELPER_sqlite_alloc_faults)
-TEST_CASE("an allocation that fails while a sqlite_storage opens its file: no exception escapes", "[sqlite]") {
+TEST_CASE("an allocation that fails while a sqlite_storage opens its file: no exception escapes, and a read "
+          "after a failed reopen opens it again",
+          "[sqlite]") {
     temp_dir dir;
     compile_cache_test::process_spec spec;
     spec.argv = {COMPILE_CACHE_HELPER_sqlite_alloc_faults, dir.str()};

@@ -4,12 +4,16 @@
 //          For N = 1, 2, ... until an open sees no fault: opens FOLDER/new-N.db (a file
 //          to make) and FOLDER/old.db (one made before), the Nth operator new from the
 //          open's start throwing std::bad_alloc. Prints `escaped=E opens=O`, E the opens
-//          that threw; exits 0 when E is 0.
+//          that threw. Then, for every N, a storage of FOLDER/old.db whose file was replaced
+//          reopens it in a store with the Nth allocation failing; a read must then find the
+//          entry. Prints `escaped=E opens=O stuck=S`, S the storages whose reads then failed;
+//          exits 0 when E and S are 0.
 #include <compile_cache/storage/sqlite/sqlite_storage.hpp>
 #include <compile_cache/testing/storage_conformance.hpp>
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <new>
 #include <string>
 
@@ -84,6 +88,29 @@ int main(int argc, char** argv) {
         }
         if (!any) break;
     }
-    std::printf("escaped=%u opens=%u\n", escaped, opens);
-    return escaped == 0 ? 0 : 1;
+    unsigned stuck = 0;
+    auto const k = compile_cache::testing::detail::conformance_key(1, 1);
+    for (long nth = 1; nth < 100000; ++nth) {
+        compile_cache::sqlite_options options;
+        options.logger = [](std::string_view) {};
+        compile_cache::sqlite_storage s(folder + "/old.db", std::move(options));
+        std::string out;
+        if (s.read(k, out, 1 << 20).status != compile_cache::read_status::found) {
+            std::printf("cannot read %s/old.db\n", folder.c_str());
+            return 1;
+        }
+        // Another file put at the path (as a user may): the next store reopens.
+        std::filesystem::copy_file(folder + "/old.db", folder + "/copy.db",
+                                   std::filesystem::copy_options::overwrite_existing);
+        std::filesystem::rename(folder + "/copy.db", folder + "/old.db");
+        fired = false;
+        countdown = nth;
+        armed = true;
+        (void)s.write(compile_cache::testing::detail::conformance_key(1, 2), "more");
+        armed = false;
+        if (s.read(k, out, 1 << 20).status != compile_cache::read_status::found) ++stuck;
+        if (!fired) break;
+    }
+    std::printf("escaped=%u opens=%u stuck=%u\n", escaped, opens, stuck);
+    return escaped == 0 && stuck == 0 ? 0 : 1;
 }

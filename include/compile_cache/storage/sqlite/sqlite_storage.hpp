@@ -988,7 +988,18 @@ private:
         report(line);
     }
 
+    /// Opens the connection (state::why says why not); one left half made by an exception
+    /// (no memory), its statements missing, is closed, so that the next call opens again.
     void open_locked() {
+        try {
+            open_or_throw_locked();
+        } catch (...) {
+            state_->c.close();
+            throw;
+        }
+    }
+
+    void open_or_throw_locked() {
         using detail::sqlite_impl::open_outcome;
         state_->c.close();
         state_->connection_pid = ::getpid();
