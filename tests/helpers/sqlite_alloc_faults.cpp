@@ -1,7 +1,8 @@
 // Opens a sqlite_storage with its Nth allocation failing, for every N, and says whether an exception escaped.
 //
 // Usage: sqlite_alloc_faults FOLDER
-//          For N = 1, 2, ... until an open sees no fault: opens FOLDER/new-N.db (a file
+//          First opens FOLDER/first.db, the process's first storage, its 2nd allocation
+//          failing. For N = 1, 2, ... until an open sees no fault: opens FOLDER/new-N.db (a file
 //          to make) and FOLDER/old.db (one made before), the Nth operator new from the
 //          open's start throwing std::bad_alloc. Prints `escaped=E opens=O`, E the opens
 //          that threw. Then, for every N, a storage of FOLDER/old.db whose file was replaced
@@ -71,6 +72,10 @@ int main(int argc, char** argv) {
         return 2;
     }
     std::string const folder = argv[1];
+    unsigned escaped = 0, opens = 1;
+    // This process's first storage, with its second allocation failing (the first makes its
+    // state; the second was the registry of storages a fork handles).
+    if (escapes(folder + "/first.db", 2)) ++escaped;
     {
         compile_cache::sqlite_storage made(folder + "/old.db");
         if (!made.usable() || made.write(compile_cache::testing::detail::conformance_key(1, 1), "value")) {
@@ -78,7 +83,6 @@ int main(int argc, char** argv) {
             return 1;
         }
     }
-    unsigned escaped = 0, opens = 0;
     for (long nth = 1; nth < 100000; ++nth) {
         bool any = false;
         for (std::string const& file : {folder + "/new-" + std::to_string(nth) + ".db", folder + "/old.db"}) {

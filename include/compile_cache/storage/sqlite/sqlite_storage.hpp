@@ -436,7 +436,9 @@ struct fork_registry {
     std::atomic<bool> parent_connection_open{false};
 };
 inline fork_registry& the_fork_registry() noexcept {
-    static fork_registry* const r = new fork_registry;
+    // (In static storage, made in place: no allocation to fail in a noexcept function.)
+    alignas(fork_registry) static unsigned char place[sizeof(fork_registry)];
+    static fork_registry* const r = new (place) fork_registry;
     return *r;
 }
 inline constexpr std::chrono::milliseconds fork_lock_wait{250};
