@@ -14,7 +14,9 @@
 // cannot write is opened immutable and read, and a read-only storage never copies,
 // repairs or writes its file. Opening a file whose table is there takes no write lock,
 // so a writer stopped in its transaction or a full disk still leaves reads served.
-// Another program's SQLite database is refused before anything is written to it. One
+// Another program's SQLite database is refused before anything is written to it, and so is
+// a file that others may write or in a folder they may write (anyone may have planted its
+// rows, or a -wal beside it); a damaged file is never emptied through a symlink. One
 // database is shared by the processes of one machine: see docs/policies.md for what
 // NFS does to SQLite's locks.
 #pragma once
