@@ -8,6 +8,7 @@
 #include "support/posix.hpp"
 
 #include <compile_cache/compile_cache.hpp>
+#include <compile_cache/storage/remote_by_url.hpp>
 
 #include <boost/serialization/vector.hpp>
 
@@ -288,4 +289,35 @@ TEST_CASE("from_env delegates to the storage's own from_env: its settings, its m
                                                 "CCSETTEST_MIN_COMPILE_TIME", "CCSETTEST_RECORD_IDENTITIES",
                                                 "CCSETTEST_SINGLE_FLIGHT", "CCSETTEST_WAIT_MAX"});
     }
+}
+
+namespace {
+/// A remote alternative that claims `mem://` URLs only.
+struct mem_remote : cc::memory_storage {
+    static bool handles_url(std::string_view url) noexcept { return url.rfind("mem://", 0) == 0; }
+    static cc::from_env_result<mem_remote> from_env(cc::storage_settings const&) { return mem_remote(); }
+};
+} // namespace
+
+TEST_CASE("remote_by_url: a URL no alternative claims is named by its scheme only, never its password",
+          "[settings]") {
+    settings_env env;
+    cc::storage_settings const settings{cc::settings_reader("CCSETTEST"), true, true, {}, {}};
+    auto off_line = [&](char const* url) {
+        env.set("_REMOTE", url);
+        auto const r = cc::remote_by_url<mem_remote>::from_env(settings);
+        CHECK_FALSE(r.has_value());
+        return r.why_off();
+    };
+    // Not a URL, though "://" comes later (in a query): the text before it is no scheme.
+    std::string const no_scheme = off_line("admin:hunter2@cache.example/?next=http://x");
+    CHECK(no_scheme.find("hunter2") == std::string::npos);
+    CHECK(no_scheme == "CCSETTEST_REMOTE is not a URL (scheme://...); the remote is off");
+    CHECK(off_line("ftp ://host/").find("is not a URL") != std::string::npos);
+    CHECK(off_line("://host/").find("is not a URL") != std::string::npos);
+    CHECK(off_line("redis+tls://:hunter2@host:6379") ==
+          "CCSETTEST_REMOTE names a remote of scheme \"redis+tls\", which this program was not built with; the "
+          "remote is off");
+    env.set("_REMOTE", "mem://here");
+    CHECK(cc::remote_by_url<mem_remote>::from_env(settings).has_value());
 }
