@@ -1,5 +1,5 @@
 // Why a kernel missed: each store records the entry under the kernel's identity, and
-// an absent miss compares its key's named components with the last ones recorded. The
+// an absent miss compares its key's named components with the nearest ones recorded. The
 // record travels through the cache's own Storage, costs one write per store and
 // nothing on a hit, and is never taken for a kernel.
 #include "catch2_compat.hpp"
@@ -187,6 +187,25 @@ TEST_CASE("the explanation compares with the entry stored last, and the record k
     s.k = 11; // in the history: evicted
     REQUIRE(!cache.storage().remove(key_of(cache, s).value()));
     CHECK(get(cache, s).explanation.what == cc::miss_explanation::kind::evicted);
+}
+
+TEST_CASE("a kernel stored in two variants is compared with its own: only what changed is named", "[explain]") {
+    string_cache<cc::memory_storage> cache{cc::memory_storage()};
+    source release, debug;
+    debug.options = "-O0";
+    get(cache, release);
+    get(cache, debug); // the newest entry of the record: the debug variant
+    release.host_version = debug.host_version = "host 2";
+    auto r = get(cache, release);
+    REQUIRE(r.explanation.what == cc::miss_explanation::kind::changed);
+    // Its options are those of the release entry in the record: they did not change.
+    CHECK(r.explanation.changed == std::vector<std::string>{"toolchain: host version"});
+    CHECK(r.explanation.unchanged == std::vector<std::string>{"ir", "options", "const:K"});
+    // One component from the release entry just stored and from its own older one: the newest.
+    CHECK(get(cache, debug).explanation.changed == std::vector<std::string>{"options"});
+    // A constant of the release variant changes: its entry is the nearest, whichever is newest.
+    release.k = 7;
+    CHECK(get(cache, release).explanation.changed == std::vector<std::string>{"const:K"});
 }
 
 TEST_CASE("a store costs one extra write, and a hit reads nothing but its entry", "[explain]") {

@@ -1,7 +1,7 @@
 // compile_cache: why a kernel missed. An `absent` miss reads the record of the kernel's
 // identity (identity_record.hpp: the keys stored for it, newest first, with their named
 // components) and compares the component lists: which components changed, appeared or
-// disappeared since the kernel was last stored.
+// disappeared since the kernel was stored under the recorded key nearest to the one missed.
 #pragma once
 
 #include <compile_cache/detail/config.hpp>
@@ -69,7 +69,9 @@ COMPILE_CACHE_DECL miss_explanation compare_components(std::vector<component_dig
                                                        std::vector<component_digest> const& now);
 
 /// The explanation of an `absent` miss of the key `now_key` (components `now`), from
-/// the record of the kernel's identity (null when there is none). `identity`, `name`
+/// the record of the kernel's identity (null when there is none): `now_key` in its
+/// history is `evicted`; else `now` compared with the recorded entry it is nearest to
+/// (the fewest components changed, appeared or disappeared; the newest among equals). `identity`, `name`
 /// and `origin_file` (as in entry_info) say what a new kernel had no earlier entry for.
 COMPILE_CACHE_DECL miss_explanation explain_absent(identity_record const* record, key const& now_key,
                                                    std::vector<component_digest> const& now,

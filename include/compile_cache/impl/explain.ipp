@@ -145,7 +145,19 @@ miss_explanation explain_absent(identity_record const* record, key const& now_ke
             m.what = miss_explanation::kind::evicted;
             return m;
         }
-    return compare_components(record->history.front().components, now);
+    // The entry nearest to the key that missed, the newest among equals: a kernel stored in
+    // variants (-O0 and -O2) is compared with its own variant, not with whichever was last.
+    std::size_t best_apart = 0;
+    for (recorded_entry const& e : record->history) {
+        miss_explanation c = compare_components(e.components, now);
+        std::size_t const apart = c.changed.size() + c.appeared.size() + c.disappeared.size();
+        if (m.what == miss_explanation::kind::none || apart < best_apart) {
+            m = std::move(c);
+            best_apart = apart;
+        }
+        if (best_apart == 0) break;
+    }
+    return m;
 }
 
 namespace detail {
