@@ -354,3 +354,30 @@ TEST_CASE_METHOD(configured_dir, "PREFIX_VERIFY and PREFIX_MIN_COMPILE_TIME are 
     CHECK(cc::default_cache::from_env(test_prefix).options().verify_fraction == 0);
     CHECK(err.text().find(std::string(test_prefix) + "_VERIFY=\"2\" is not understood") != std::string::npos);
 }
+
+TEST_CASE_METHOD(configured_dir, "configuration.md: a settings file's line that is not name = value, or a misspelled "
+                                  "name, is one line each, the others are used",
+                 "[configuration]") {
+    fs::path const cache = dir.path() / "cache";
+    fs::create_directories(cache);
+    std::string const file = (cache / ".cc-settings").string();
+    compile_cache_test::write_private_file(file, "# kept\nmax_size = 5G\ndurability: full\ncolour = blue\n"
+                                                 "durability = file\ncompress 3\n");
+    cache_from_env c(dir.path());
+    REQUIRE(c.has_value());
+    CHECK(c->enabled());
+    CHECK(c->storage().options().sync == cc::durability::file); // the good line is used
+    CHECK(c->storage().options().max_size == (std::uint64_t{1} << 30)); // the misspelled one is not
+    std::vector<std::string> const lines = c.printed();
+    REQUIRE(lines.size() == 2);
+    CHECK(lines[0] ==
+          "compile_cache: " + file + ": line 3 is not \"name = value\" (and 1 more such lines); it is ignored");
+    CHECK(lines[1] == "compile_cache: " + file + ": max_size = \"5G\" is no setting a cache directory keeps (max-size, "
+                                                 "misspelled?); it is ignored");
+    auto quoted = [&](std::string line) {
+        line.replace(line.find(file), file.size(), "/var/cache/tinyk/.cc-settings");
+        return configuration_page().find("\n    " + line + "\n") != std::string::npos;
+    };
+    CHECK(quoted(lines[0]));
+    CHECK(quoted(lines[1]));
+}

@@ -31,6 +31,10 @@ inline std::string_view trim_blanks(std::string_view s) noexcept {
     while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
     return s;
 }
+
+/// The edit distance (insertions, deletions, substitutions) between `a` and `b`: how a
+/// misspelled setting's name is told from another (2 at most).
+COMPILE_CACHE_DECL std::size_t edit_distance(std::string_view a, std::string_view b);
 } // namespace detail
 
 /// A setting read from the environment, for a host's --help.

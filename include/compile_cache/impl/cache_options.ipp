@@ -99,22 +99,6 @@ cache_env_settings read_cache_env_settings(std::string_view prefix_view) {
     return cache_env_settings{std::move(options), std::move(storage), std::move(held), authenticated || insecure};
 }
 
-/// The edit distance (insertions, deletions, substitutions) between `a` and `b`.
-COMPILE_CACHE_DECL std::size_t edit_distance(std::string_view a, std::string_view b) {
-    std::vector<std::size_t> row(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-        std::size_t diagonal = row[0];
-        row[0] = i;
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            std::size_t const above = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-            diagonal = above;
-        }
-    }
-    return row[b.size()];
-}
-
 std::string misspelled_setting_line(std::string const& name, std::vector<environment_setting> const& known) {
     std::string nearest;
     std::size_t best = 3; // more letters apart than 2: not a misspelling of it

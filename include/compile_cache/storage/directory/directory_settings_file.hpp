@@ -14,8 +14,9 @@
 // Trust, as for entries: with sharing::owner_only the file must be owned by this user
 // and writable by no one else; with sharing::group it must not be writable by others.
 // A file that is not trusted, too large, or not a regular file is ignored with one
-// line; a bad value is one line and the default; a name this version does not know
-// (one a newer tool wrote) is left alone, silently.
+// line; a bad value is one line and the default; so is a line that is not `name = value`
+// (the first one), and a name that is a kept one misspelled (`max_size`); a name this
+// version does not know otherwise (one a newer tool wrote) is left alone, silently.
 #pragma once
 
 #include <compile_cache/detail/config.hpp>

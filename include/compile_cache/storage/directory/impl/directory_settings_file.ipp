@@ -79,6 +79,27 @@ inline void parse_settings_text(std::string const& text, directory_settings& out
     }
 }
 
+/// Says through `env` the first line of `file` that is not `name = value` (with how many
+/// more), and each name that is none a directory keeps but one of them misspelled (2
+/// letters apart at most: `max_size`); a name far from every one (a newer tool's) is left alone.
+inline void report_unusable_lines(std::string const& where, directory_settings const& file,
+                                  settings_reader const& env) {
+    if (!file.problems.empty())
+        env.report(where + ": " + file.problems.front() +
+                   (file.problems.size() > 1 ? " (and " + std::to_string(file.problems.size() - 1) + " more such lines)"
+                                             : std::string()) +
+                   "; it is ignored");
+    for (auto const& [name, value] : file.values) {
+        if (find_directory_setting(name)) continue;
+        for (directory_setting_spec const& s : directory_settings_kept())
+            if (edit_distance(name, s.name) <= 2) {
+                env.report(where + ": " + name + " = \"" + value + "\" is no setting a cache directory keeps (" +
+                           s.name + ", misspelled?); it is ignored");
+                break;
+            }
+    }
+}
+
 } // namespace detail::directory_settings_impl
 
 int read_directory_settings(std::string const& directory, sharing access, directory_settings& out,
@@ -159,6 +180,7 @@ void detail::apply_directory_settings_file(std::string const& directory, setting
             env.report(where + " " + why + "; it is ignored");
             return;
         }
+        directory_settings_impl::report_unusable_lines(where, file, env);
         for (directory_setting_spec const& s : directory_settings_kept()) {
             auto const it = file.values.find(s.name);
             if (it == file.values.end()) continue;
