@@ -434,6 +434,30 @@ TEST_CASE("a record with an entry of more components than the bound is ignored, 
         CHECK(cache.stats().records_ignored == 0);
     }
 }
+TEST_CASE("a kernel of many components keeps its latest entries recorded, as many as fit the bound",
+          "[explain]") {
+    string_cache<cc::memory_storage> cache{cc::memory_storage()};
+    // 2000 components of 40-letter names: about 106 KiB an entry, so 3 are over the bound.
+    auto key_with = [&](int k) {
+        auto b = cache.make_key_builder();
+        for (int i = 0; i < 2000; ++i) b.add("callee:" + std::string(28, 'n') + std::to_string(10000 + i), i);
+        b.add("const:K", k);
+        return b.finish();
+    };
+    auto get_k = [&](int k) {
+        return cache.get_or_compile<std::string>(key_with(k), {"main", "prog.dsl", 1}, [] { return std::string("x"); });
+    };
+    for (int k = 1; k <= 4; ++k) get_k(k);
+    auto const record = cache.read_identity_record(cc::kernel_identity({}, "main", "prog.dsl"));
+    REQUIRE(record);
+    REQUIRE(!record->history.empty());
+    CHECK(record->history.front().entry_key == key_with(4).value()); // the newest is recorded
+    CHECK(record->history.size() == 2);
+    // The newest entry removed: evicted, not a change since an entry two stores old.
+    REQUIRE(!cache.storage().remove(key_with(4).value()));
+    CHECK(get_k(4).explanation.what == cc::miss_explanation::kind::evicted);
+}
+
 TEST_CASE("decoding a record refuses an entry over the component bound, and says so", "[explain]") {
     cc::identity_record r;
     r.identity = "main\nprog.dsl";

@@ -113,14 +113,15 @@ COMPILE_CACHE_DECL std::optional<identity_record> identity_record_in(envelope_fi
 /// The sealed entry (in `auth`'s mode) of the identity record of `identity` once the
 /// entry `newest` is stored: `newest` first, then the entries of `previous` (null: none)
 /// under other keys, identity_record_history at most. Its envelope names the kernel as
-/// `kernel` (the metadata of the kernel's own entry) does. Empty when it would be over
-/// identity_record_max_size: then no record is written.
+/// `kernel` (the metadata of the kernel's own entry) does. Over identity_record_max_size,
+/// the newest entries that fit; empty when `newest` alone is over it: then no record is written.
 COMPILE_CACHE_DECL std::string sealed_identity_record(std::string identity, recorded_entry newest,
                                                       identity_record const* previous, entry_metadata const& kernel,
                                                       envelope_auth const& auth);
 
 /// The sealed entry (in `auth`'s mode) of the record `r` as it is, its envelope naming
-/// the kernel as `kernel` does; empty when it would be over identity_record_max_size.
+/// the kernel as `kernel` does; over identity_record_max_size, of its newest entries that
+/// fit; empty when its newest alone is over it.
 COMPILE_CACHE_DECL std::string sealed_identity_record(identity_record const& r, entry_metadata const& kernel,
                                                       envelope_auth const& auth);
 

@@ -148,7 +148,15 @@ std::string sealed_identity_record(key const& rk, identity_record const& r, entr
     envelope.out().reserve(envelope.out().size() + encoded_identity_record_size(r) + auth.check_size());
     append_identity_record(envelope.out(), r);
     envelope.seal();
-    if (entry.size() > identity_record_max_size) entry.clear();
+    if (entry.size() > identity_record_max_size) {
+        entry.clear();
+        // The newest entries that fit: a record left as it was would no longer hold the
+        // kernel's latest key, and would explain its misses against older ones.
+        if (r.history.size() > 1) {
+            identity_record newer{r.identity, {r.history.begin(), r.history.end() - 1}};
+            return sealed_identity_record(rk, newer, kernel, auth);
+        }
+    }
     return entry;
 }
 
