@@ -321,3 +321,35 @@ TEST_CASE("remote_by_url: a URL no alternative claims is named by its scheme onl
     env.set("_REMOTE", "mem://here");
     CHECK(cc::remote_by_url<mem_remote>::from_env(settings).has_value());
 }
+
+TEST_CASE("on and off words are read without the blanks around them: a blank main setting is off",
+          "[settings]") {
+    CHECK(cc::parse_switch(" on ") == true);
+    CHECK(cc::parse_switch("1\t") == true);
+    CHECK(cc::parse_switch(" off") == false);
+    CHECK(cc::parse_switch("  ") == false);
+    CHECK_FALSE(cc::parse_switch("o n").has_value());
+    settings_env env;
+    compile_cache_test::temp_dir dir;
+    compile_cache_test::working_directory here(dir.path());
+    for (char const* off : {" ", "off ", "\t0"}) {
+        INFO("CCSETTEST_FILE=\"" << off << "\"");
+        env.set("_FILE", off);
+        env.set("_MODE", "safe "); // read only by a storage that is made
+        compile_cache_test::captured_stderr err(dir.path() / "stderr.txt");
+        file_like_storage::made = 0;
+        file_like_cache c = file_like_cache::from_env("CCSETTEST");
+        CHECK(!c.enabled());
+        CHECK(file_like_storage::made == 0);
+        CHECK(err.text().empty());
+    }
+    env.set("_FILE", "cache.db");
+    env.set("_MODE", " Fast ");
+    env.set("_FAST", "yes ");
+    compile_cache_test::captured_stderr err(dir.path() / "stderr.txt");
+    file_like_cache c = file_like_cache::from_env("CCSETTEST");
+    REQUIRE(c.enabled());
+    CHECK(c.storage().m == file_like_storage::mode::fast);
+    CHECK(c.storage().fast);
+    CHECK(err.text().empty());
+}

@@ -25,13 +25,6 @@
 namespace compile_cache {
 
 namespace detail {
-/// `s` without the spaces and tabs around it.
-inline std::string_view trim_blanks(std::string_view s) noexcept {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    return s;
-}
-
 /// The edit distance (insertions, deletions, substitutions) between `a` and `b`: how a
 /// misspelled setting's name is told from another (2 at most).
 COMPILE_CACHE_DECL std::size_t edit_distance(std::string_view a, std::string_view b);
@@ -64,7 +57,8 @@ COMPILE_CACHE_DECL std::optional<std::uint64_t> parse_whole_number(std::string_v
 COMPILE_CACHE_DECL std::optional<double> parse_fraction(std::string_view s) noexcept;
 
 /// Parses an on/off word: `1`, `on`, `true`, `yes` are on; unset (empty), `0`,
-/// `off`, `false`, `no` are off (any case). nullopt for anything else.
+/// `off`, `false`, `no` are off (any case, the spaces and tabs around them ignored, so
+/// that `off ` is off, never a directory named so). nullopt for anything else.
 COMPILE_CACHE_DECL std::optional<bool> parse_switch(std::string_view s) noexcept;
 
 /// What a settings_reader's members that serve the deprecated `from_env(settings_reader&)`
@@ -143,7 +137,7 @@ public:
     std::string name(std::string_view suffix) const { return prefix_ + std::string(suffix); }
     /// The variable's value; empty when unset.
     std::string value(std::string_view suffix) const { return detail::getenv_string(name(suffix)); }
-    /// Whether the variable is unset, empty, `0`, `off`, `false` or `no` (any case):
+    /// Whether the variable is unset, empty, `0`, `off`, `false` or `no` (any case, blanks ignored):
     /// the way a storage's main setting (its path, its URL) switches it off.
     bool is_off(std::string_view suffix) const { return detail::is_off(value(suffix)); }
 
@@ -168,14 +162,14 @@ public:
     /// understood (...); <otherwise>") and `fallback` used.
     COMPILE_CACHE_DECL bool flag(std::string_view suffix, bool fallback, std::string const& otherwise) const;
 
-    /// One of named choices (any case); unset: `fallback`; a bad value is reported
+    /// One of named choices (any case, blanks around it ignored); unset: `fallback`; a bad value is reported
     /// ("is not <what> (a, b or c); using the default, <fallback's name>").
     template <class T>
     T choice(std::string_view suffix, std::initializer_list<std::pair<std::string_view, T>> choices, T fallback,
              std::string const& what) const {
         std::string const v = value(suffix);
         if (v.empty()) return fallback;
-        std::string const lowered = detail::lower(v);
+        std::string const lowered = detail::lower(detail::trim_blanks(v));
         std::string names;
         std::string fallback_name;
         std::size_t i = 0;

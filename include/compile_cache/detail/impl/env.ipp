@@ -45,7 +45,7 @@ std::string getenv_string(std::string const& name) {
 }
 
 bool is_off(std::string_view value) {
-    std::string v = lower(value);
+    std::string v = lower(trim_blanks(value));
     return v.empty() || v == "0" || v == "off" || v == "false" || v == "no";
 }
 
@@ -57,7 +57,7 @@ void report_unknown_implementation(char const* variable, char const* value, char
 }
 
 bool is_on(std::string_view value) {
-    std::string v = lower(value);
+    std::string v = lower(trim_blanks(value));
     return v == "1" || v == "on" || v == "true" || v == "yes";
 }
 

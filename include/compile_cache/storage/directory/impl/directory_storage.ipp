@@ -33,7 +33,7 @@ directory_options directory_options_from_env(settings_reader const& env) {
     directory_options o;
     std::string const shared = env.value("_SHARED");
     if (!detail::is_off(shared)) {
-        if (parse_switch(shared).value_or(false) || detail::lower(shared) == "group")
+        if (parse_switch(shared).value_or(false) || detail::lower(detail::trim_blanks(shared)) == "group")
             o = directory_options::shared();
         else
             env.report_value("_SHARED", shared,
