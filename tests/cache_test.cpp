@@ -1138,3 +1138,30 @@ TEST_CASE("a child forked while a thread stores in a memory storage misses at on
     CHECK(s.read(k2, out, 100).status == cc::read_status::found);
     CHECK(out == "new");
 }
+
+TEST_CASE("from_env with an allocation failing at any point: no exception reaches the host", "[cache]") {
+    temp_dir dir;
+    env_var const d("CCTEST_ALLOC_DIR", (dir.path() / "cache").string());
+    env_var const log("CCTEST_ALLOC_LOG", "verbose"); // a line to hold, and to say
+    env_var const verify("CCTEST_ALLOC_VERIFY", "0.5");
+    env_var const typo("CCTEST_ALLOC_VERIFi", "1"); // a misspelling to say
+    std::string escaped;
+    long faults = 0; // (the calls the fault reached: none would test nothing)
+    compile_cache_test::captured_stderr err(dir.path() / "stderr.txt");
+    for (long n = 1; n < 20000; ++n) {
+        bool fired = false;
+        try {
+            allocation_fault fault(n, false);
+            auto cache = cc::default_cache::from_env("CCTEST_ALLOC");
+            fired = allocation_fault::fired();
+        } catch (std::exception const& e) {
+            fired = true;
+            escaped += "allocation #" + std::to_string(n) + ": " + e.what() + "\n";
+        }
+        if (!fired) break;
+        ++faults;
+    }
+    INFO(escaped);
+    CHECK(faults > 0);
+    CHECK(escaped.empty());
+}

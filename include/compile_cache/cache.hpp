@@ -418,7 +418,11 @@ private:
         std::optional<std::pair<Storage, cache_options>> configured =
             detail::storage_and_options_from_env<Storage, Compression>(prefix);
         if (!configured) return basic_cache();
-        return basic_cache(std::move(configured->first), std::move(configured->second));
+        try {
+            return basic_cache(std::move(configured->first), std::move(configured->second));
+        } catch (...) { // (memory ran out: a disabled cache, whose state is the one allocation left)
+            return basic_cache();
+        }
     }
 
 public:

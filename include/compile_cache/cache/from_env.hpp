@@ -110,12 +110,9 @@ void hold_unknown_settings(std::string_view prefix, held_lines& held) noexcept {
     (void)prefix, (void)held;
 }
 
-/// What basic_cache::from_env(prefix) makes a cache of: the Storage and the options, or
-/// nullopt for a disabled cache. The cache's own lines are said only when the Storage is
-/// configured; the Storage's answer "off" is said, "not configured" is not; a Storage
-/// that throws while it is set up is said and is no cache. Never throws.
+/// storage_and_options_from_env's steps; may throw (bad_alloc).
 template <class Storage, class Compression>
-std::optional<std::pair<Storage, cache_options>> storage_and_options_from_env(std::string_view prefix) {
+std::optional<std::pair<Storage, cache_options>> storage_and_options_from_env_steps(std::string_view prefix) {
     cache_env_settings settings = read_cache_env_settings(prefix);
     hold_unknown_settings<Storage, Compression>(prefix, *settings.held);
     if constexpr (!has_from_remote_origin<Storage>::value)
@@ -148,6 +145,20 @@ std::optional<std::pair<Storage, cache_options>> storage_and_options_from_env(st
     settings.held->release();
     return std::optional<std::pair<Storage, cache_options>>(std::in_place, std::move(**answer),
                                                             std::move(settings.options));
+}
+
+/// What basic_cache::from_env(prefix) makes a cache of: the Storage and the options, or
+/// nullopt for a disabled cache. The cache's own lines are said only when the Storage is
+/// configured; the Storage's answer "off" is said, "not configured" is not; a Storage
+/// that throws while it is set up is said and is no cache. Never throws: memory that runs
+/// out while the settings are read is a disabled cache too.
+template <class Storage, class Compression>
+std::optional<std::pair<Storage, cache_options>> storage_and_options_from_env(std::string_view prefix) noexcept {
+    try {
+        return storage_and_options_from_env_steps<Storage, Compression>(prefix);
+    } catch (...) {
+        return std::nullopt;
+    }
 }
 
 } // namespace compile_cache::detail
