@@ -71,7 +71,8 @@ COMPILE_CACHE_DECL miss_explanation compare_components(std::vector<component_dig
 /// The explanation of an `absent` miss of the key `now_key` (components `now`), from
 /// the record of the kernel's identity (null when there is none): `now_key` in its
 /// history is `evicted`; else `now` compared with the recorded entry it is nearest to
-/// (the fewest components changed, appeared or disappeared; the newest among equals). `identity`, `name`
+/// (the fewest components changed, appeared or disappeared, the toolchain's parts counting
+/// as one; the newest among equals). `identity`, `name`
 /// and `origin_file` (as in entry_info) say what a new kernel had no earlier entry for.
 COMPILE_CACHE_DECL miss_explanation explain_absent(identity_record const* record, key const& now_key,
                                                    std::vector<component_digest> const& now,

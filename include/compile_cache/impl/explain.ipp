@@ -145,12 +145,24 @@ miss_explanation explain_absent(identity_record const* record, key const& now_ke
             m.what = miss_explanation::kind::evicted;
             return m;
         }
-    // The entry nearest to the key that missed, the newest among equals: a kernel stored in
-    // variants (-O0 and -O2) is compared with its own variant, not with whichever was last.
+    // The entry nearest to the key that missed (the toolchain's parts count as one), the
+    // newest among equals: a kernel stored in variants (-O0 and -O2) is compared with its
+    // own variant, not with whichever was last.
+    auto apart_from = [](miss_explanation const& c) {
+        std::size_t n = 0;
+        bool toolchain = false;
+        for (auto const* list : {&c.changed, &c.appeared, &c.disappeared})
+            for (std::string const& name : *list) {
+                bool const part = name.rfind("toolchain: ", 0) == 0;
+                n += part ? 0 : 1;
+                toolchain = toolchain || part;
+            }
+        return n + (toolchain ? 1 : 0);
+    };
     std::size_t best_apart = 0;
     for (recorded_entry const& e : record->history) {
         miss_explanation c = compare_components(e.components, now);
-        std::size_t const apart = c.changed.size() + c.appeared.size() + c.disappeared.size();
+        std::size_t const apart = apart_from(c);
         if (m.what == miss_explanation::kind::none || apart < best_apart) {
             m = std::move(c);
             best_apart = apart;
