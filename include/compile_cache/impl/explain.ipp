@@ -152,8 +152,8 @@ miss_explanation explain_absent(identity_record const* record, key const& now_ke
         std::size_t n = 0;
         bool toolchain = false;
         for (auto const* list : {&c.changed, &c.appeared, &c.disappeared})
-            for (std::string const& name : *list) {
-                bool const part = name.rfind("toolchain: ", 0) == 0;
+            for (std::string const& component : *list) {
+                bool const part = component.rfind("toolchain: ", 0) == 0;
                 n += part ? 0 : 1;
                 toolchain = toolchain || part;
             }
