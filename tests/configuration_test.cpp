@@ -381,3 +381,22 @@ TEST_CASE_METHOD(configured_dir, "configuration.md: a settings file's line that 
     CHECK(quoted(lines[0]));
     CHECK(quoted(lines[1]));
 }
+
+TEST_CASE("write_directory_settings: an old file writable by others is replaced by one a reader trusts",
+          "[configuration]") {
+    temp_dir dir;
+    fs::path const cache = dir.path() / "cache";
+    fs::create_directories(cache);
+    fs::permissions(cache, fs::perms::owner_all);
+    fs::path const file = cache / ".cc-settings";
+    write_file(file, "max-size = 1G\n");
+    REQUIRE(::chmod(file.c_str(), 0666) == 0);
+    cc::directory_settings read;
+    std::string why;
+    REQUIRE(cc::read_directory_settings(cache.string(), cc::sharing::owner_only, read, why) == EACCES);
+    REQUIRE(cc::write_directory_settings(cache.string(), {{"max-size", "5G"}}) == 0);
+    CHECK((fs::status(file).permissions() & (fs::perms::group_write | fs::perms::others_write)) == fs::perms::none);
+    CHECK((fs::status(file).permissions() & fs::perms::owner_read) != fs::perms::none);
+    CHECK(cc::read_directory_settings(cache.string(), cc::sharing::owner_only, read, why) == 0);
+    CHECK(read.values["max-size"] == "5G");
+}

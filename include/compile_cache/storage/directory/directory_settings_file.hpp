@@ -76,8 +76,10 @@ COMPILE_CACHE_DECL int read_directory_settings(std::string const& directory, sha
 
 /// Writes `values` as `directory`'s settings file (none: the file is removed), in one
 /// rename of a temp file written and synced beside it, so that a reader sees the old file
-/// or the new one. The mode is the old file's, else 0600, or 0660 in a group-writable
-/// directory (one shared by a group: directory_options::shared). 0 or an errno value.
+/// or the new one. The mode is the old file's without the write bits a reader would
+/// distrust (others', and the group's outside a group-writable directory), else 0600, or
+/// 0660 in a group-writable directory (one shared by a group: directory_options::shared).
+/// 0 or an errno value.
 COMPILE_CACHE_DECL int write_directory_settings(std::string const& directory,
                                                 std::map<std::string, std::string> const& values);
 

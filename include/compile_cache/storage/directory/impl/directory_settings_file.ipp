@@ -148,13 +148,14 @@ int write_directory_settings(std::string const& directory, std::map<std::string,
     std::string text = "# compile_cache: this cache directory's own settings (compile-cache set DIR NAME VALUE).\n"
                        "# A host's environment (PREFIX_MAX_SIZE, ...) wins over them.\n";
     for (auto const& [name, value] : values) text += name + " = " + value + "\n";
-    // The mode: the old file's; else private, or the group's in a directory a group shares.
+    // The mode: the old file's, without the write bits that would make a reader distrust it
+    // (others', and the group's outside a directory a group shares); else private, or the
+    // group's in a directory a group shares.
     struct stat st {};
-    unsigned mode = 0600;
+    bool const group_shared = ::stat(directory.c_str(), &st) == 0 && (st.st_mode & S_IWGRP) != 0;
+    unsigned mode = group_shared ? 0660 : 0600;
     if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
-        mode = st.st_mode & 0666;
-    else if (::stat(directory.c_str(), &st) == 0 && (st.st_mode & S_IWGRP) != 0)
-        mode = 0660;
+        mode = st.st_mode & (group_shared ? 0664u : 0644u);
     std::string temp = path + ".tmp-";
     detail::directory_storage_impl::append_temp_name(temp);
     int const fd = detail::directory_storage_impl::open_exclusive(temp, mode);
