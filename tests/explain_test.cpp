@@ -434,7 +434,7 @@ TEST_CASE("a record with an entry of more components than the bound is ignored, 
         CHECK(cache.stats().records_ignored == 0);
     }
 }
-TEST_CASE("a kernel of many components keeps its latest entries recorded, as many as fit the bound",
+TEST_CASE("a kernel of many components: its record keeps its latest entries, as many as fit the bound",
           "[explain]") {
     string_cache<cc::memory_storage> cache{cc::memory_storage()};
     // 2000 components of 40-letter names: about 106 KiB an entry, so 3 are over the bound.
