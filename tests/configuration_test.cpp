@@ -345,6 +345,13 @@ TEST_CASE_METHOD(configured_dir, "PREFIX_VERIFY and PREFIX_MIN_COMPILE_TIME are 
     env.set("_MIN_COMPILE_TIME", "40");
     CHECK(cc::default_cache::from_env(test_prefix).options().verify_fraction == 0.25);
     CHECK(cc::default_cache::from_env(test_prefix).options().min_compile_time == std::chrono::milliseconds(40));
+    env.set("_MIN_COMPILE_TIME", " 40\t"); // the blanks around a number are no part of it, as for sizes
+    CHECK(cc::default_cache::from_env(test_prefix).options().min_compile_time == std::chrono::milliseconds(40));
+    {
+        compile_cache_test::env_var const wait(std::string(test_prefix) + "_WAIT_MAX", "2000 ");
+        CHECK(cc::default_cache::from_env(test_prefix).options().single_flight.wait_max ==
+              std::chrono::milliseconds(2000));
+    }
     env.set("_VERIFY", "on");
     CHECK(cc::default_cache::from_env(test_prefix).options().verify_fraction == 1);
     env.set("_VERIFY", "off");

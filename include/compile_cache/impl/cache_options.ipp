@@ -21,7 +21,7 @@ void cache_settings_from_env(settings_reader const& env, cache_options& options)
     }
     std::string const min_time = env.value("_MIN_COMPILE_TIME");
     if (!min_time.empty()) {
-        if (std::optional<std::uint64_t> const ms = parse_whole_number(min_time, 9))
+        if (std::optional<std::uint64_t> const ms = parse_whole_number(trim_blanks(min_time), 9))
             options.min_compile_time = std::chrono::milliseconds(static_cast<std::chrono::milliseconds::rep>(*ms));
         else
             env.report_value("_MIN_COMPILE_TIME", min_time,

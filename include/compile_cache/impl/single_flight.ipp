@@ -17,7 +17,7 @@ void single_flight_from_env(settings_reader const& env, single_flight_options& o
                                             claim_scope::both, "a single-flight scope");
     std::string const wait = env.value("_WAIT_MAX");
     if (!wait.empty()) {
-        if (std::optional<std::uint64_t> const ms = parse_whole_number(wait, 9))
+        if (std::optional<std::uint64_t> const ms = parse_whole_number(trim_blanks(wait), 9))
             options.wait_max = std::chrono::milliseconds(static_cast<std::chrono::milliseconds::rep>(*ms));
         else
             env.report_value("_WAIT_MAX", wait, "is not a number of milliseconds; using the default, 30000");
