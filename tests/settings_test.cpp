@@ -353,3 +353,20 @@ TEST_CASE("on and off words are read without the blanks around them: a blank mai
     CHECK(c.storage().fast);
     CHECK(err.text().empty());
 }
+
+TEST_CASE("settings_reader::flag: unset or empty is the fallback, as for the other parsers", "[settings]") {
+    settings_env env;
+    cc::settings_reader const reader("CCSETTEST");
+    // A storage's switch that is on by default (verify its server's certificate) stays on.
+    CHECK(reader.flag("_FAST", true, "using on"));
+    env.set("_FAST", "");
+    CHECK(reader.flag("_FAST", true, "using on"));
+    env.set("_FAST", "0");
+    CHECK_FALSE(reader.flag("_FAST", true, "using on"));
+    env.set("_FAST", "off");
+    CHECK_FALSE(reader.flag("_FAST", true, "using on"));
+    env.set("_FAST", "1");
+    CHECK(reader.flag("_FAST", false, "using off"));
+    ::unsetenv("CCSETTEST_FAST");
+    CHECK_FALSE(reader.flag("_FAST", false, "using off"));
+}

@@ -158,7 +158,8 @@ public:
     COMPILE_CACHE_DECL std::chrono::milliseconds milliseconds(std::string_view suffix,
                                                               std::chrono::milliseconds fallback) const;
 
-    /// An on/off switch (parse_switch); unset: off; a bad value is reported ("is not
+    /// An on/off switch (parse_switch); unset or empty: `fallback`, as for the other
+    /// parsers (a switch that is on by default stays on); a bad value is reported ("is not
     /// understood (...); <otherwise>") and `fallback` used.
     COMPILE_CACHE_DECL bool flag(std::string_view suffix, bool fallback, std::string const& otherwise) const;
 

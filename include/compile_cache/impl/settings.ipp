@@ -274,6 +274,7 @@ std::chrono::milliseconds settings_reader::milliseconds(std::string_view suffix,
 
 bool settings_reader::flag(std::string_view suffix, bool fallback, std::string const& otherwise) const {
     std::string const v = value(suffix);
+    if (detail::trim_blanks(v).empty()) return fallback;
     if (auto const b = parse_switch(v)) return *b;
     report_value(suffix, v, "is not understood (1, on, true or yes; 0, off, false or no); " + otherwise);
     return fallback;
